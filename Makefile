@@ -1,0 +1,60 @@
+# payreq — every set-up step lives here, so `make run` and `make test` work on a fresh clone.
+
+GO          ?= go
+DATA        ?= .data
+BIN         := bin/payreq
+NODE_DIR    := .tools/node
+SPECTRAL    := $(NODE_DIR)/node_modules/.bin/spectral
+REDOCLY     := $(NODE_DIR)/node_modules/.bin/redocly
+NPM_TOOLS   := @stoplight/spectral-cli@6.16.3 @redocly/cli@2.77.0
+OAPI_CODEGEN := $(GO) run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+
+.PHONY: all build run test generate check-generated lint vet db-stop clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/payreq
+
+# Starts (or reuses) the private PostgreSQL cluster under $(DATA)/postgres when
+# DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves.
+run: build
+	@mkdir -p $(DATA)
+	@if [ ! -s $(DATA)/demo.json ]; then \
+		./$(BIN) demo --json > $(DATA)/demo.json.tmp && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
+	fi
+	@echo "Demo keys ($(DATA)/demo.json):"; cat $(DATA)/demo.json
+	./$(BIN) serve
+
+# Every check CI runs: generated code up to date, spec lint, vet, all tests.
+test: check-generated lint vet
+	$(GO) test -count=1 -timeout 10m ./...
+
+generate:
+	$(OAPI_CODEGEN) -config gen/server.cfg.yaml openapi.yaml
+	$(OAPI_CODEGEN) -config gen/client/client.cfg.yaml openapi.yaml
+
+check-generated: generate
+	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
+		echo "gen/ is out of date with openapi.yaml: run 'make generate' and commit the result"; \
+		git status --porcelain -- gen; exit 1; \
+	fi
+
+$(NODE_DIR)/.installed:
+	@command -v npm >/dev/null || { echo "npm is required for the spec linters: apt-get install nodejs npm"; exit 1; }
+	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error $(NPM_TOOLS)
+	@touch $@
+
+lint: $(NODE_DIR)/.installed
+	$(SPECTRAL) lint --fail-severity=warn openapi.yaml
+	$(REDOCLY) lint openapi.yaml
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l cmd internal db); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+db-stop: build
+	./$(BIN) db-stop
+
+clean:
+	rm -rf bin .tools

@@ -1,0 +1,274 @@
+// Command payreq is the payreq service and its operator tools.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/app"
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/devdb"
+	"github.com/payreq/payreq/internal/directory"
+)
+
+const usage = `usage: payreq COMMAND
+  serve                                  serve the API (configuration from PAYREQ_* and DATABASE_URL)
+  migrate                                apply database migrations
+  demo [--json]                          seed a demo merchant and reseller, print their keys
+  keys create --org ORG --name NAME --permissions p1,p2 [--json]
+  keys list --org ORG
+  keys revoke KEY_ID
+  orgs suspend ORG | orgs reinstate ORG
+  db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`
+
+// usageError is a bad flag or argument: one line on stderr, exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdout)
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "payreq: "+ue.msg)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "payreq: "+oneLine(err.Error()))
+		os.Exit(1)
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs); run payreq help"}
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	case "serve":
+		if err := noArgs("serve", rest); err != nil {
+			return err
+		}
+		return serve(ctx, cfg)
+	case "migrate":
+		if err := noArgs("migrate", rest); err != nil {
+			return err
+		}
+		a, err := app.Open(ctx, cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	case "db-stop":
+		if err := noArgs("db-stop", rest); err != nil {
+			return err
+		}
+		return devdb.Stop(cfg.DataDir)
+	case "demo":
+		return demoCmd(ctx, cfg, rest, stdout)
+	case "keys":
+		return keysCmd(ctx, cfg, rest, stdout)
+	case "orgs":
+		return orgsCmd(ctx, cfg, rest, stdout)
+	}
+	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
+}
+
+func noArgs(cmd string, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("%s takes no arguments, got %q", cmd, args[0])}
+	}
+	return nil
+}
+
+// parseFlags parses a subcommand's flags, turning every failure into a
+// usage error, and requires exactly nArgs positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, nArgs int, argName string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return usageError{fs.Name() + ": " + err.Error()}
+	}
+	if fs.NArg() != nArgs {
+		if nArgs == 0 {
+			return usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+		}
+		return usageError{fmt.Sprintf("%s: exactly one %s is required", fs.Name(), argName)}
+	}
+	return nil
+}
+
+func parseOrg(flagName, s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, usageError{fmt.Sprintf("%s must be an organization id (uuid), got %q", flagName, s)}
+	}
+	return id, nil
+}
+
+func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	res, err := demo.Seed(ctx, a.DB, a.Keys, a.Applications)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "merchant organization %s\n  key id %s\n  secret %s\nreseller organization %s\n  key id %s\n  secret %s\n",
+		res.Merchant.OrganizationID, res.Merchant.KeyID, res.Merchant.Secret,
+		res.Reseller.OrganizationID, res.Reseller.KeyID, res.Reseller.Secret)
+	return nil
+}
+
+func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"keys: a subcommand is required (create, list, revoke)"}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	switch sub {
+	case "create":
+		org := fs.String("org", "", "organization id")
+		name := fs.String("name", "", "key name")
+		perms := fs.String("permissions", "", "comma-separated permissions")
+		asJSON := fs.Bool("json", false, "print JSON")
+		if err := parseFlags(fs, args, 0, ""); err != nil {
+			return err
+		}
+		orgID, err := parseOrg("--org", *org)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(*name) == "" {
+			return usageError{"keys create: --name is required"}
+		}
+		var permissions []string
+		for _, p := range strings.Split(*perms, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				permissions = append(permissions, p)
+			}
+		}
+		a, err := app.Open(ctx, cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		k, err := a.Keys.Create(ctx, orgID, *name, permissions)
+		if errors.Is(err, auth.ErrInvalid) {
+			return usageError{"keys create: " + strings.TrimPrefix(err.Error(), "invalid: ")}
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(k)
+		}
+		fmt.Fprintf(stdout, "key id %s\nsecret %s (shown once: store it now)\npermissions %s\n", k.KeyID, k.Secret, strings.Join(k.Permissions, ","))
+		return nil
+	case "list":
+		org := fs.String("org", "", "organization id")
+		if err := parseFlags(fs, args, 0, ""); err != nil {
+			return err
+		}
+		orgID, err := parseOrg("--org", *org)
+		if err != nil {
+			return err
+		}
+		a, err := app.Open(ctx, cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		keys, err := a.Keys.List(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			revoked := "active"
+			if k.RevokedAt != nil {
+				revoked = "revoked " + k.RevokedAt.UTC().Format("2006-01-02T15:04:05Z")
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Permissions, ","), revoked)
+		}
+		return nil
+	case "revoke":
+		if err := parseFlags(fs, args, 1, "KEY_ID"); err != nil {
+			return err
+		}
+		a, err := app.Open(ctx, cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		if err := a.Keys.Revoke(ctx, fs.Arg(0)); errors.Is(err, auth.ErrInvalid) {
+			return usageError{"keys revoke: " + strings.TrimPrefix(err.Error(), "invalid: ")}
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "key %s revoked\n", fs.Arg(0))
+		return nil
+	}
+	return usageError{fmt.Sprintf("keys: unknown subcommand %q (create, list, revoke)", sub)}
+}
+
+func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"orgs: a subcommand is required (suspend, reinstate)"}
+	}
+	sub, args := args[0], args[1:]
+	status := map[string]string{"suspend": "suspended", "reinstate": "active"}[sub]
+	if status == "" {
+		return usageError{fmt.Sprintf("orgs: unknown subcommand %q (suspend, reinstate)", sub)}
+	}
+	fs := flag.NewFlagSet("orgs "+sub, flag.ContinueOnError)
+	if err := parseFlags(fs, args, 1, "ORG"); err != nil {
+		return err
+	}
+	orgID, err := parseOrg("ORG", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Directory.SetOrganizationStatus(ctx, orgID, status); errors.Is(err, directory.ErrNotFound) {
+		return usageError{fmt.Sprintf("orgs %s: organization %s not found", sub, orgID)}
+	} else if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "organization %s %s\n", orgID, status)
+	return nil
+}

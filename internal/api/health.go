@@ -1,0 +1,28 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/httpx"
+)
+
+// GetHealth answers while the process is up.
+func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+	return gen.GetHealth200JSONResponse{Status: gen.Ok}, nil
+}
+
+// GetReadiness answers 200 only while the database answers.
+func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.db.PingContext(ctx); err != nil {
+		s.log.Warn("readiness: database unreachable", "error", err.Error())
+		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.problemBody(&httpx.Problem{
+			Kind: httpx.KindUnavailable, Status: http.StatusServiceUnavailable, Title: "Service unavailable",
+			Detail: "The database is not reachable."})), nil
+	}
+	return gen.GetReadiness200JSONResponse{Status: gen.Ok}, nil
+}

@@ -1,0 +1,57 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/httpx"
+)
+
+// ListLocations lists the caller's locations ordered by name.
+func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestObject) (gen.ListLocationsResponseObject, error) {
+	locs, err := s.directory.Locations(ctx, principalFrom(ctx).OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(gen.ListLocations200JSONResponse, len(locs))
+	for i, l := range locs {
+		out[i] = locationBody(l)
+	}
+	return out, nil
+}
+
+// GetLocation reads one of the caller's locations; others' ids are 404.
+func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObject) (gen.GetLocationResponseObject, error) {
+	loc, err := s.directory.Location(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, directory.ErrNotFound) {
+		return gen.GetLocation404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("location")))}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetLocation200JSONResponse(locationBody(loc)), nil
+}
+
+// ListAccounts lists the caller's MIDs ordered by mid, optionally of one location.
+func (s *Server) ListAccounts(ctx context.Context, req gen.ListAccountsRequestObject) (gen.ListAccountsResponseObject, error) {
+	accounts, err := s.directory.MerchantAccounts(ctx, principalFrom(ctx).OrganizationID, req.Params.LocationId)
+	if err != nil {
+		return nil, err
+	}
+	out := make(gen.ListAccounts200JSONResponse, len(accounts))
+	for i, a := range accounts {
+		out[i] = gen.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
+	}
+	return out, nil
+}
+
+func locationBody(l directory.Location) gen.Location {
+	return gen.Location{
+		Id: l.ID, OrganizationId: l.OrganizationID, Name: l.Name, TimeZone: l.TimeZone,
+		Status: gen.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
+		ReceiptName: l.ReceiptName, AddressLine1: l.AddressLine1, AddressLine2: l.AddressLine2,
+		City: l.City, State: l.State, PostalCode: l.PostalCode, Phone: l.Phone, Email: l.Email,
+	}
+}

@@ -1,0 +1,36 @@
+// Package auth holds API keys, access tokens and the rules of who may do what.
+package auth
+
+import (
+	"slices"
+	"strings"
+)
+
+// Permissions a key can carry.
+const (
+	PaymentsView     = "payments.view"
+	PaymentsCreate   = "payments.create"
+	LocationsView    = "locations.view"
+	AccountsView     = "accounts.view"
+	PortfolioView    = "portfolio.view"
+	ApplicationsView = "applications.view"
+)
+
+// Organization kinds and the permissions offered to each.
+const (
+	KindMerchant = "merchant"
+	KindReseller = "reseller"
+)
+
+var permissionsByKind = map[string][]string{
+	KindMerchant: {PaymentsView, PaymentsCreate, LocationsView, AccountsView},
+	KindReseller: {PortfolioView, ApplicationsView},
+}
+
+// PermissionsFor lists the permissions offered to an organization of kind.
+func PermissionsFor(kind string) []string {
+	return slices.Clone(permissionsByKind[kind])
+}
+
+// Scope is the space-separated form used in tokens.
+func Scope(permissions []string) string { return strings.Join(permissions, " ") }

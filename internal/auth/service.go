@@ -1,0 +1,210 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// TokenRequestsPerMinute is how many token requests one client address may
+// make in a minute, across every instance.
+const TokenRequestsPerMinute = 30
+
+// Service exchanges API keys for tokens and authenticates requests.
+type Service struct {
+	DB     *sqlx.DB
+	Pepper []byte
+	Tokens *Tokens
+	Now    func() time.Time
+	// RevocationCheckInterval is how long a key's revoked/suspended state is
+	// trusted before it is read again from the database.
+	RevocationCheckInterval time.Duration
+
+	mu    sync.Mutex
+	state map[string]keyState
+}
+
+// TokenError is an OAuth 2.0 error answer of the token endpoint.
+type TokenError struct {
+	Status      int
+	Code        string // invalid_request, invalid_client, unsupported_grant_type, too_many_requests
+	Description string
+	RetryAfter  int // seconds, for too_many_requests
+}
+
+func (e *TokenError) Error() string { return e.Code + ": " + e.Description }
+
+// Credentials is what a client sent to the token endpoint.
+type Credentials struct {
+	GrantType    string
+	ClientID     string
+	ClientSecret string
+}
+
+// Token is a successful token answer.
+type Token struct {
+	AccessToken    string
+	Permissions    []string
+	OrganizationID uuid.UUID
+}
+
+// Exchange checks the per-address limit and the credentials and issues a token.
+func (s *Service) Exchange(ctx context.Context, address string, c Credentials) (Token, error) {
+	if wait, err := s.countTokenRequest(ctx, address); err != nil {
+		return Token{}, err
+	} else if wait > 0 {
+		return Token{}, &TokenError{Status: 429, Code: "too_many_requests",
+			Description: fmt.Sprintf("More than %d token requests in a minute from this address; retry after %d seconds.", TokenRequestsPerMinute, wait),
+			RetryAfter:  wait}
+	}
+	switch {
+	case c.GrantType == "":
+		return Token{}, &TokenError{Status: 400, Code: "invalid_request", Description: "grant_type is required and must be client_credentials."}
+	case c.GrantType != "client_credentials":
+		return Token{}, &TokenError{Status: 400, Code: "unsupported_grant_type", Description: "Only grant_type=client_credentials is supported."}
+	case c.ClientID == "" || c.ClientSecret == "":
+		return Token{}, &TokenError{Status: 400, Code: "invalid_request", Description: "Send the key id as client_id and the secret as client_secret, or both with HTTP Basic authentication."}
+	}
+	invalid := &TokenError{Status: 401, Code: "invalid_client", Description: "Unknown key, wrong secret, revoked key or suspended organization."}
+	var key struct {
+		Fingerprint []byte         `db:"secret_fingerprint"`
+		OrgID       uuid.UUID      `db:"organization_id"`
+		Permissions pq.StringArray `db:"permissions"`
+		Revoked     bool           `db:"revoked"`
+		OrgStatus   string         `db:"status"`
+	}
+	err := s.DB.GetContext(ctx, &key, `
+		SELECT k.secret_fingerprint, k.organization_id, k.permissions, k.revoked_at IS NOT NULL AS revoked, o.status
+		FROM api_keys k JOIN organizations o ON o.id = k.organization_id
+		WHERE k.id = $1`, c.ClientID)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Spend the same work as a real comparison, so timing does not tell
+		// which key ids exist.
+		hmac.Equal(fingerprint(s.Pepper, c.ClientSecret), make([]byte, 32))
+		return Token{}, invalid
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("auth: unable to read key: %w", err)
+	}
+	if !hmac.Equal(fingerprint(s.Pepper, c.ClientSecret), key.Fingerprint) || key.Revoked || key.OrgStatus == "suspended" || key.OrgStatus == "closed" {
+		return Token{}, invalid
+	}
+	access, err := s.Tokens.Issue(c.ClientID, key.OrgID, key.Permissions)
+	if err != nil {
+		return Token{}, err
+	}
+	return Token{AccessToken: access, Permissions: key.Permissions, OrganizationID: key.OrgID}, nil
+}
+
+// countTokenRequest counts a request against the address's current minute
+// and answers how many seconds to wait when the limit is passed (0 if not).
+// The count lives in the database so every instance shares it.
+func (s *Service) countTokenRequest(ctx context.Context, address string) (int, error) {
+	now := s.Now()
+	window := now.Truncate(time.Minute)
+	var n int
+	err := s.DB.GetContext(ctx, &n, `
+		INSERT INTO token_requests (address, window_start, requests) VALUES ($1, $2, 1)
+		ON CONFLICT (address, window_start) DO UPDATE SET requests = token_requests.requests + 1
+		RETURNING requests`, address, window)
+	if err != nil {
+		return 0, fmt.Errorf("auth: unable to count token request: %w", err)
+	}
+	if n <= TokenRequestsPerMinute {
+		return 0, nil
+	}
+	wait := int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)
+	return max(wait, 1), nil
+}
+
+// DeleteOldTokenRequests removes counts of past minutes.
+func (s *Service) DeleteOldTokenRequests(ctx context.Context) error {
+	_, err := s.DB.ExecContext(ctx, `DELETE FROM token_requests WHERE window_start < $1`, s.Now().Add(-2*time.Minute))
+	if err != nil {
+		return fmt.Errorf("auth: unable to delete old token requests: %w", err)
+	}
+	return nil
+}
+
+// Principal is who a request acts for.
+type Principal struct {
+	KeyID          string
+	KeyName        string
+	OrganizationID uuid.UUID
+	Permissions    []string
+}
+
+// Access failures after a valid signature.
+var (
+	ErrKeyRevoked            = errors.New("API key revoked")
+	ErrOrganizationSuspended = errors.New("organization suspended")
+)
+
+type keyState struct {
+	name      string
+	revoked   bool
+	suspended bool
+	checkedAt time.Time
+}
+
+// Authenticate verifies a bearer token and the current state of its key.
+// The key's state is cached for RevocationCheckInterval, so a revocation or
+// suspension reaches every instance within that interval.
+func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, error) {
+	claims, err := s.Tokens.Verify(bearer)
+	if err != nil {
+		return Principal{}, err
+	}
+	st, err := s.keyState(ctx, claims.KeyID)
+	if err != nil {
+		return Principal{}, err
+	}
+	switch {
+	case st.revoked:
+		return Principal{}, ErrKeyRevoked
+	case st.suspended:
+		return Principal{}, ErrOrganizationSuspended
+	}
+	return Principal{KeyID: claims.KeyID, KeyName: st.name, OrganizationID: claims.OrganizationID, Permissions: claims.Permissions}, nil
+}
+
+func (s *Service) keyState(ctx context.Context, keyID string) (keyState, error) {
+	now := s.Now()
+	s.mu.Lock()
+	st, ok := s.state[keyID]
+	s.mu.Unlock()
+	if ok && now.Sub(st.checkedAt) < s.RevocationCheckInterval {
+		return st, nil
+	}
+	var row struct {
+		Name      string `db:"name"`
+		Revoked   bool   `db:"revoked"`
+		OrgStatus string `db:"status"`
+	}
+	err := s.DB.GetContext(ctx, &row, `
+		SELECT k.name, k.revoked_at IS NOT NULL AS revoked, o.status
+		FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.id = $1`, keyID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// A signed token for a key that no longer exists: treat as revoked.
+		row.Revoked = true
+	case err != nil:
+		return keyState{}, fmt.Errorf("auth: unable to read key state: %w", err)
+	}
+	st = keyState{name: row.Name, revoked: row.Revoked, suspended: row.OrgStatus == "suspended" || row.OrgStatus == "closed", checkedAt: now}
+	s.mu.Lock()
+	if s.state == nil {
+		s.state = map[string]keyState{}
+	}
+	s.state[keyID] = st
+	s.mu.Unlock()
+	return st, nil
+}

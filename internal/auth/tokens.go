@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+)
+
+// TokenLifetime is the life of an access token (expires_in).
+const TokenLifetime = 600 * time.Second
+
+// Audience is the aud claim of every access token.
+const Audience = "payreq-api"
+
+const tokenType = "at+jwt"
+
+// Claims are what a verified access token says.
+type Claims struct {
+	KeyID          string
+	OrganizationID uuid.UUID
+	Permissions    []string
+}
+
+// Token verification failures, told apart because their 401 titles differ.
+var (
+	ErrTokenExpired = errors.New("access token expired")
+	ErrTokenInvalid = errors.New("invalid access token")
+)
+
+// Tokens signs and verifies access tokens (RFC 9068 JWTs, EdDSA).
+type Tokens struct {
+	issuer  string
+	private jwk.Key
+	public  jwk.Set
+	now     func() time.Time
+}
+
+// GenerateSigningKey returns a new Ed25519 private key as PKCS#8 PEM.
+func GenerateSigningKey() ([]byte, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// NewTokens reads a PKCS#8 PEM Ed25519 key. issuer is the iss claim (the
+// public URL); now is the clock.
+func NewTokens(pemKey []byte, issuer string, now func() time.Time) (*Tokens, error) {
+	block, _ := pem.Decode(pemKey)
+	if block == nil {
+		return nil, errors.New("auth: signing key is not PEM")
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("auth: signing key: %w", err)
+	}
+	priv, ok := parsed.(ed25519.PrivateKey)
+	if !ok {
+		return nil, errors.New("auth: signing key is not Ed25519")
+	}
+	private, err := jwk.FromRaw(priv)
+	if err != nil {
+		return nil, fmt.Errorf("auth: signing key: %w", err)
+	}
+	public, err := jwk.PublicKeyOf(private)
+	if err != nil {
+		return nil, fmt.Errorf("auth: signing key: %w", err)
+	}
+	if err := jwk.AssignKeyID(public); err != nil {
+		return nil, fmt.Errorf("auth: signing key id: %w", err)
+	}
+	kid, _ := public.Get(jwk.KeyIDKey)
+	for _, k := range []jwk.Key{private, public} {
+		_ = k.Set(jwk.KeyIDKey, kid)
+		_ = k.Set(jwk.AlgorithmKey, jwa.EdDSA)
+	}
+	_ = public.Set(jwk.KeyUsageKey, jwk.ForSignature)
+	set := jwk.NewSet()
+	_ = set.AddKey(public)
+	return &Tokens{issuer: issuer, private: private, public: set, now: now}, nil
+}
+
+// JWKS is the public key set served at /.well-known/jwks.json.
+func (t *Tokens) JWKS() jwk.Set { return t.public }
+
+// Issue signs a token for a key.
+func (t *Tokens) Issue(keyID string, org uuid.UUID, permissions []string) (string, error) {
+	now := t.now().Truncate(time.Second)
+	tok, err := jwt.NewBuilder().
+		Issuer(t.issuer).
+		Audience([]string{Audience}).
+		Subject(keyID).
+		IssuedAt(now).
+		Expiration(now.Add(TokenLifetime)).
+		JwtID(uuid.NewString()).
+		Claim("client_id", keyID).
+		Claim("org", org.String()).
+		Claim("scope", Scope(permissions)).
+		Build()
+	if err != nil {
+		return "", fmt.Errorf("auth: build token: %w", err)
+	}
+	hdr := jws.NewHeaders()
+	_ = hdr.Set(jws.TypeKey, tokenType)
+	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.EdDSA, t.private, jws.WithProtectedHeaders(hdr)))
+	if err != nil {
+		return "", fmt.Errorf("auth: sign token: %w", err)
+	}
+	return string(signed), nil
+}
+
+// Verify checks signature, kid, typ, iss, aud and lifetime, and returns the
+// claims. The error is ErrTokenExpired or ErrTokenInvalid.
+func (t *Tokens) Verify(token string) (Claims, error) {
+	msg, err := jws.ParseString(token)
+	if err != nil || len(msg.Signatures()) != 1 || msg.Signatures()[0].ProtectedHeaders().Type() != tokenType {
+		return Claims{}, ErrTokenInvalid
+	}
+	tok, err := jwt.ParseString(token,
+		jwt.WithKeySet(t.public, jws.WithRequireKid(true)),
+		jwt.WithValidate(true),
+		jwt.WithClock(jwt.ClockFunc(t.now)),
+		jwt.WithIssuer(t.issuer),
+		jwt.WithAudience(Audience),
+		jwt.WithRequiredClaim("exp"),
+		jwt.WithRequiredClaim("jti"),
+	)
+	if err != nil {
+		if errors.Is(err, jwt.ErrTokenExpired()) {
+			return Claims{}, ErrTokenExpired
+		}
+		return Claims{}, ErrTokenInvalid
+	}
+	orgClaim, _ := tok.Get("org")
+	scopeClaim, _ := tok.Get("scope")
+	orgText, _ := orgClaim.(string)
+	scope, _ := scopeClaim.(string)
+	org, err := uuid.Parse(orgText)
+	if err != nil || tok.Subject() == "" {
+		return Claims{}, ErrTokenInvalid
+	}
+	return Claims{KeyID: tok.Subject(), OrganizationID: org, Permissions: strings.Fields(scope)}, nil
+}

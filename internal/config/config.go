@@ -1,0 +1,85 @@
+// Package config reads the server's configuration from the environment.
+// Every variable is documented, with its default, in the README.
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of payreq.
+type Config struct {
+	DatabaseURL             string        // DATABASE_URL; empty: private cluster under DataDir
+	Addr                    string        // PAYREQ_ADDR
+	PublicURL               string        // PAYREQ_PUBLIC_URL
+	DataDir                 string        // PAYREQ_DATA_DIR
+	RevocationCheckInterval time.Duration // PAYREQ_REVOCATION_CHECK_INTERVAL
+	TrustedProxies          []*net.IPNet  // PAYREQ_TRUSTED_PROXIES
+	RateLimit               float64       // PAYREQ_RATE_LIMIT, requests per second per key
+	RateBurst               int           // PAYREQ_RATE_BURST
+	SMTPURL                 string        // PAYREQ_SMTP_URL
+	SMSURL                  string        // PAYREQ_SMS_URL
+	Processor               string        // PAYREQ_PROCESSOR
+	SigningKeyFile          string        // PAYREQ_SIGNING_KEY_FILE
+	PepperFile              string        // PAYREQ_PEPPER_FILE
+	EncryptionKeyFile       string        // PAYREQ_ENCRYPTION_KEY_FILE
+	LogLevel                string        // PAYREQ_LOG_LEVEL
+}
+
+// FromEnv reads the configuration; an invalid value is an error naming the variable.
+func FromEnv() (Config, error) { return parse(os.Getenv) }
+
+func parse(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		DatabaseURL: get("DATABASE_URL", ""),
+		Addr:        get("PAYREQ_ADDR", "127.0.0.1:8080"),
+		DataDir:     get("PAYREQ_DATA_DIR", ".data"),
+		SMTPURL:     get("PAYREQ_SMTP_URL", ""),
+		SMSURL:      get("PAYREQ_SMS_URL", ""),
+		Processor:   get("PAYREQ_PROCESSOR", "simulator"),
+		LogLevel:    get("PAYREQ_LOG_LEVEL", "info"),
+	}
+	c.PublicURL = strings.TrimRight(get("PAYREQ_PUBLIC_URL", "http://"+c.Addr), "/")
+	c.SigningKeyFile = get("PAYREQ_SIGNING_KEY_FILE", filepath.Join(c.DataDir, "signing-key.pem"))
+	c.PepperFile = get("PAYREQ_PEPPER_FILE", filepath.Join(c.DataDir, "pepper"))
+	c.EncryptionKeyFile = get("PAYREQ_ENCRYPTION_KEY_FILE", filepath.Join(c.DataDir, "encryption-key"))
+
+	var err error
+	if c.RevocationCheckInterval, err = time.ParseDuration(get("PAYREQ_REVOCATION_CHECK_INTERVAL", "15s")); err != nil || c.RevocationCheckInterval <= 0 || c.RevocationCheckInterval > time.Minute {
+		return Config{}, fmt.Errorf("PAYREQ_REVOCATION_CHECK_INTERVAL must be a Go duration between 0 and 1m, such as 15s")
+	}
+	if c.RateLimit, err = strconv.ParseFloat(get("PAYREQ_RATE_LIMIT", "100"), 64); err != nil || c.RateLimit <= 0 {
+		return Config{}, fmt.Errorf("PAYREQ_RATE_LIMIT must be a positive number of requests per second")
+	}
+	if c.RateBurst, err = strconv.Atoi(get("PAYREQ_RATE_BURST", "200")); err != nil || c.RateBurst <= 0 {
+		return Config{}, fmt.Errorf("PAYREQ_RATE_BURST must be a positive integer")
+	}
+	for _, cidr := range strings.Split(get("PAYREQ_TRUSTED_PROXIES", ""), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return Config{}, fmt.Errorf("PAYREQ_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8", cidr)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	if c.Processor != "simulator" && c.Processor != "cardpointe" {
+		return Config{}, fmt.Errorf("PAYREQ_PROCESSOR must be simulator or cardpointe")
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

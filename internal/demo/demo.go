@@ -1,0 +1,146 @@
+// Package demo seeds a demonstration merchant and reseller, so a new user
+// has real data to read right after `make run`.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/reseller"
+)
+
+// Credentials of one seeded organization's key.
+type Credentials struct {
+	OrganizationID uuid.UUID `json:"organizationId"`
+	KeyID          string    `json:"keyId"`
+	Secret         string    `json:"secret"`
+}
+
+// Result is what `payreq demo --json` prints.
+type Result struct {
+	Merchant Credentials `json:"merchant"`
+	Reseller Credentials `json:"reseller"`
+}
+
+// Seed creates a new demo merchant (an Owner, two locations, three MIDs), a
+// reseller whose portfolio holds it and two more merchants, five
+// applications in different stages, and one all-permission key for each of
+// the two organizations. Each call makes new organizations.
+func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Applications) (Result, error) {
+	suffix := fmt.Sprintf("%04d", rand.IntN(10000))
+	merchant := uuid.Must(uuid.NewV7())
+	partner := uuid.Must(uuid.NewV7())
+	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
+		exec := func(q string, args ...any) error {
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		}
+		if err := exec(`INSERT INTO products (key, name) VALUES
+			('invoicing', 'Invoicing'), ('terminal', 'Card terminal'), ('online', 'Online checkout')
+			ON CONFLICT (key) DO NOTHING`); err != nil {
+			return err
+		}
+		orgs := []struct {
+			id       uuid.UUID
+			name     string
+			kind     string
+			status   string
+			products []string
+		}{
+			{partner, "Northwind Payments " + suffix, auth.KindReseller, "active", nil},
+			{merchant, "Blue Fern Coffee " + suffix, auth.KindMerchant, "active", []string{"invoicing", "terminal"}},
+			{uuid.Must(uuid.NewV7()), "Alder Street Books " + suffix, auth.KindMerchant, "onboarding", []string{"online"}},
+			{uuid.Must(uuid.NewV7()), "Cedar Hardware " + suffix, auth.KindMerchant, "suspended", []string{"invoicing", "online", "terminal"}},
+		}
+		for _, o := range orgs {
+			if err := exec(`INSERT INTO organizations (id, name, kind, status, logo_url) VALUES ($1, $2, $3, $4, $5)`,
+				o.id, o.name, o.kind, o.status, "https://example.com/logos/"+o.id.String()+".png"); err != nil {
+				return err
+			}
+			if err := exec(`INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, $3, $4, 'Owner', $5)`,
+				uuid.Must(uuid.NewV7()), o.id, "Owner of "+o.name, "owner@"+o.id.String()+".example.com", pq.StringArray(auth.PermissionsFor(o.kind))); err != nil {
+				return err
+			}
+			for _, p := range o.products {
+				if err := exec(`INSERT INTO organization_products (organization_id, product_key) VALUES ($1, $2)`, o.id, p); err != nil {
+					return err
+				}
+			}
+			if o.kind == auth.KindMerchant {
+				if err := exec(`INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, partner, o.id); err != nil {
+					return err
+				}
+			}
+		}
+		locations := []struct {
+			id                          uuid.UUID
+			name, street, city, zone, s string
+			mids                        []string
+		}{
+			{uuid.Must(uuid.NewV7()), "Downtown", "120 Main St", "Portland", "America/Los_Angeles", "active", []string{"496160873888", "496160873889"}},
+			{uuid.Must(uuid.NewV7()), "Airport Kiosk", "7000 NE Airport Way", "Portland", "America/Los_Angeles", "active", []string{"496160873890"}},
+		}
+		for _, l := range locations {
+			if err := exec(`INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
+				address_line1, city, state, postal_code, phone, email)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'OR', '97201', '+15035550100', 'hello@bluefern.example.com')`,
+				l.id, merchant, l.name, l.zone, l.s, "Blue Fern "+l.name, l.street, l.city); err != nil {
+				return err
+			}
+			for _, mid := range l.mids {
+				if err := exec(`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)`,
+					uuid.Must(uuid.NewV7()), merchant, l.id, mid); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("demo: unable to seed organizations: %w", err)
+	}
+
+	stages := [][]string{{}, {"in_review"}, {"in_review", "needs_info"}, {"in_review", "approved"}, {"in_review", "declined"}}
+	for i, path := range stages {
+		website := fmt.Sprintf("https://shop%d.example.com", i+1)
+		id, err := apps.Add(ctx, partner, reseller.NewApplication{
+			Business: reseller.Business{
+				LegalName: fmt.Sprintf("Applicant %d LLC", i+1), DBAName: fmt.Sprintf("Shop %d", i+1), EntityType: "llc",
+				TaxID: fmt.Sprintf("9%08d", 12345670+i), Email: fmt.Sprintf("owner@shop%d.example.com", i+1), Website: &website,
+				Address: reseller.Address{Line1: fmt.Sprintf("%d Oak Ave", 100+i), City: "Salem", State: "OR", PostalCode: "97301"},
+			},
+			Owners: []reseller.Owner{{Name: fmt.Sprintf("Owner %d", i+1), Title: "Managing member",
+				OwnershipPercent: jsonnum.MustDecimal("100"), SSN: fmt.Sprintf("5%08d", 23456780+i)}},
+			Bank: reseller.Bank{RoutingNumber: "123456780", AccountNumber: fmt.Sprintf("00%010d", 9876543210+int64(i))},
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		for _, stage := range path {
+			if err := apps.SetStage(ctx, id, stage, "Moved to "+stage+" by the demo"); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+
+	mk, err := keys.Create(ctx, merchant, "Demo merchant key", auth.PermissionsFor(auth.KindMerchant))
+	if err != nil {
+		return Result{}, err
+	}
+	rk, err := keys.Create(ctx, partner, "Demo reseller key", auth.PermissionsFor(auth.KindReseller))
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{
+		Merchant: Credentials{OrganizationID: merchant, KeyID: mk.KeyID, Secret: mk.Secret},
+		Reseller: Credentials{OrganizationID: partner, KeyID: rk.KeyID, Secret: rk.Secret},
+	}, nil
+}

@@ -1,0 +1,104 @@
+// Package directory holds organizations and their locations and merchant
+// accounts (MIDs).
+package directory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrNotFound is returned for an id that does not exist or belongs to another organization.
+var ErrNotFound = errors.New("not found")
+
+// Location is a merchant's store.
+type Location struct {
+	ID             uuid.UUID `db:"id"`
+	OrganizationID uuid.UUID `db:"organization_id"`
+	Name           string    `db:"name"`
+	TimeZone       string    `db:"time_zone"`
+	Status         string    `db:"status"`
+	ReceiptName    *string   `db:"receipt_name"`
+	AddressLine1   string    `db:"address_line1"`
+	AddressLine2   *string   `db:"address_line2"`
+	City           string    `db:"city"`
+	State          string    `db:"state"`
+	PostalCode     string    `db:"postal_code"`
+	Phone          *string   `db:"phone"`
+	Email          *string   `db:"email"`
+	CreatedAt      time.Time `db:"created_at"`
+	UpdatedAt      time.Time `db:"updated_at"`
+}
+
+// MerchantAccount is a MID at the card processor, belonging to a location.
+type MerchantAccount struct {
+	ID             uuid.UUID `db:"id"`
+	OrganizationID uuid.UUID `db:"organization_id"`
+	LocationID     uuid.UUID `db:"location_id"`
+	MID            string    `db:"mid"`
+	CreatedAt      time.Time `db:"created_at"`
+}
+
+// Directory reads locations and MIDs, always within one organization.
+type Directory struct {
+	DB *sqlx.DB
+}
+
+const locationColumns = `id, organization_id, name, time_zone, status, receipt_name, address_line1,
+	address_line2, city, state, postal_code, phone, email, created_at, updated_at`
+
+// Locations lists the organization's locations ordered by name.
+func (d *Directory) Locations(ctx context.Context, org uuid.UUID) ([]Location, error) {
+	locs := []Location{}
+	err := d.DB.SelectContext(ctx, &locs, `SELECT `+locationColumns+` FROM locations
+		WHERE organization_id = $1 ORDER BY name, id`, org)
+	if err != nil {
+		return nil, fmt.Errorf("directory: unable to list locations: %w", err)
+	}
+	return locs, nil
+}
+
+// Location reads one of the organization's locations.
+func (d *Directory) Location(ctx context.Context, org, id uuid.UUID) (Location, error) {
+	var loc Location
+	err := d.DB.GetContext(ctx, &loc, `SELECT `+locationColumns+` FROM locations
+		WHERE organization_id = $1 AND id = $2`, org, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Location{}, ErrNotFound
+	}
+	if err != nil {
+		return Location{}, fmt.Errorf("directory: unable to read location: %w", err)
+	}
+	return loc, nil
+}
+
+// MerchantAccounts lists the organization's MIDs ordered by mid, narrowed to
+// one location when location is not nil.
+func (d *Directory) MerchantAccounts(ctx context.Context, org uuid.UUID, location *uuid.UUID) ([]MerchantAccount, error) {
+	accounts := []MerchantAccount{}
+	err := d.DB.SelectContext(ctx, &accounts, `
+		SELECT id, organization_id, location_id, mid, created_at FROM merchant_accounts
+		WHERE organization_id = $1 AND ($2::uuid IS NULL OR location_id = $2)
+		ORDER BY mid, id`, org, location)
+	if err != nil {
+		return nil, fmt.Errorf("directory: unable to list merchant accounts: %w", err)
+	}
+	return accounts, nil
+}
+
+// SetOrganizationStatus suspends or reinstates an organization.
+func (d *Directory) SetOrganizationStatus(ctx context.Context, org uuid.UUID, status string) error {
+	res, err := d.DB.ExecContext(ctx, `UPDATE organizations SET status = $2 WHERE id = $1`, org, status)
+	if err != nil {
+		return fmt.Errorf("directory: unable to set organization status: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

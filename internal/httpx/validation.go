@@ -1,0 +1,196 @@
+package httpx
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+)
+
+// FromValidation turns the request validator's errors into one problem:
+// 413 when the body was over the limit, 415 for a content type the
+// operation does not take, otherwise 400 with errors keyed by field as sent
+// ("customerEmail", "lines[2].quantity", "query.limit", "body").
+func FromValidation(err error) *Problem {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return PayloadTooLarge(tooLarge.Limit)
+	}
+	fields := map[string][]string{}
+	add := func(field, msg string) {
+		for _, m := range fields[field] {
+			if m == msg {
+				return
+			}
+		}
+		fields[field] = append(fields[field], msg)
+	}
+	for _, e := range flatten(err) {
+		var re *openapi3filter.RequestError
+		if !errors.As(e, &re) {
+			add("request", "is invalid")
+			continue
+		}
+		if re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
+			return &Problem{Kind: KindUnsupportedMediaType, Status: http.StatusUnsupportedMediaType,
+				Title: "Unsupported media type", Detail: "Send the body as application/json."}
+		}
+		prefix := ""
+		if p := re.Parameter; p != nil {
+			prefix = p.In + "." + p.Name
+		}
+		if re.Err == nil || errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+			field := prefix
+			if field == "" {
+				field = "body"
+			}
+			if re.Err == nil {
+				add(field, re.Reason)
+			} else {
+				add(field, "is required")
+			}
+			continue
+		}
+		schemaErrs := schemaErrors(re.Err)
+		if len(schemaErrs) == 0 {
+			field := prefix
+			if field == "" {
+				field = "body"
+			}
+			add(field, plainReason(re.Err))
+			continue
+		}
+		for _, se := range schemaErrs {
+			add(join(prefix, se.JSONPointer()), message(se))
+		}
+	}
+	return &Problem{Kind: KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
+		Detail: "Correct the fields listed in errors and send the request again.", Errors: fields}
+}
+
+// PayloadTooLarge is the 413 problem.
+func PayloadTooLarge(limit int64) *Problem {
+	return &Problem{Kind: KindPayloadTooLarge, Status: http.StatusRequestEntityTooLarge,
+		Title: "Request body too large", Detail: fmt.Sprintf("The request body must be at most %d bytes.", limit)}
+}
+
+// flatten lists the errors of nested MultiErrors (only those: a
+// RequestError wrapping a MultiError stays whole, it names the parameter).
+func flatten(err error) []error {
+	if me, ok := err.(openapi3.MultiError); ok {
+		var out []error
+		for _, e := range me {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+func schemaErrors(err error) []*openapi3.SchemaError {
+	var out []*openapi3.SchemaError
+	for _, e := range flatten(err) {
+		var se *openapi3.SchemaError
+		if errors.As(e, &se) {
+			out = append(out, se)
+		}
+	}
+	return out
+}
+
+// join names a field the way the client wrote it: lines[2].quantity.
+func join(prefix string, pointer []string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, seg := range pointer {
+		if _, err := strconv.Atoi(seg); err == nil && b.Len() > 0 {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+func message(se *openapi3.SchemaError) string {
+	s := se.Schema
+	// A field described as allOf: [one schema] fails as its schema does.
+	if se.SchemaField == "allOf" && s != nil && len(s.AllOf) == 1 && s.AllOf[0].Value != nil {
+		s = s.AllOf[0].Value
+		if len(s.OneOf) == 2 {
+			return numberMessage(s)
+		}
+	}
+	switch se.SchemaField {
+	case "required":
+		return "is required"
+	case "oneOf", "anyOf":
+		if s != nil && len(s.OneOf) == 2 {
+			return numberMessage(s)
+		}
+	case "nullable":
+		return "must not be null"
+	case "maxLength":
+		if s != nil && s.MaxLength != nil {
+			return fmt.Sprintf("must be at most %d characters", *s.MaxLength)
+		}
+	case "minLength":
+		if s != nil && s.MinLength == 1 {
+			return "must not be empty"
+		}
+		if s != nil {
+			return fmt.Sprintf("must be at least %d characters", s.MinLength)
+		}
+	case "maxItems":
+		if s != nil && s.MaxItems != nil {
+			return fmt.Sprintf("must have at most %d items", *s.MaxItems)
+		}
+	case "enum":
+		if s != nil {
+			vals := make([]string, 0, len(s.Enum))
+			for _, v := range s.Enum {
+				vals = append(vals, fmt.Sprint(v))
+			}
+			sort.Strings(vals)
+			return "must be one of: " + strings.Join(vals, ", ")
+		}
+	case "format":
+		if s != nil {
+			return "must be a valid " + s.Format
+		}
+	}
+	return plainReason(se)
+}
+
+func plainReason(err error) string {
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) && se.Reason != "" {
+		return se.Reason
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// numberMessage explains the number-or-string fields (Decimal and Int32).
+func numberMessage(s *openapi3.Schema) string {
+	for _, alt := range s.OneOf {
+		if alt.Value != nil && alt.Value.Type.Is("integer") {
+			return "must be an integer, given as a JSON number or a string such as \"12\""
+		}
+	}
+	return "must be a decimal number, given as a JSON number or a string such as \"12.30\""
+}

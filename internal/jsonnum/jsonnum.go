@@ -1,0 +1,137 @@
+// Package jsonnum holds the wire types for numbers that the interface lets a
+// client send either as a JSON number or as a JSON string: decimals (amounts,
+// quantities, unit costs) and 32-bit integers. Both decode from the raw JSON
+// text, so a decimal never passes through a float.
+package jsonnum
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+var (
+	decimalString = regexp.MustCompile(`^-?(?:0|[1-9]\d*)(?:\.\d+)?$`)
+	integerString = regexp.MustCompile(`^-?(?:0|[1-9]\d*)$`)
+	// jsonNumber is the grammar of RFC 8259 numbers.
+	jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$`)
+)
+
+// Limits that keep a hostile number from costing memory or time: no amount,
+// quantity or cost of this service comes close to them.
+const (
+	maxDigits   = 40
+	maxExponent = 40
+)
+
+// Decimal is an exact decimal number. On the wire it is a JSON string
+// holding the number as it is stored, with the exponent (number of decimal
+// places) the domain gave it.
+type Decimal struct {
+	apd.Decimal
+}
+
+// ParseDecimal reads a decimal from its text, accepting what the interface
+// accepts in a JSON string.
+func ParseDecimal(s string) (Decimal, error) {
+	if !decimalString.MatchString(s) {
+		return Decimal{}, fmt.Errorf("%q is not a decimal number such as \"12.30\"", s)
+	}
+	return parse(s)
+}
+
+// MustDecimal is ParseDecimal for constants in code and tests.
+func MustDecimal(s string) Decimal {
+	d, err := ParseDecimal(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func parse(s string) (Decimal, error) {
+	var d Decimal
+	if _, _, err := d.SetString(s); err != nil {
+		return Decimal{}, fmt.Errorf("%q is not a decimal number: %w", s, err)
+	}
+	if d.NumDigits() > maxDigits || d.Exponent > maxExponent || d.Exponent < -maxExponent {
+		return Decimal{}, fmt.Errorf("%q has too many digits", s)
+	}
+	if d.Negative && d.IsZero() {
+		d.Negative = false
+	}
+	return d, nil
+}
+
+// MarshalJSON writes the decimal as a JSON string in plain notation.
+func (d Decimal) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + d.Text('f') + `"`), nil
+}
+
+// UnmarshalJSON accepts a JSON number or a JSON string matching
+// ^-?(?:0|[1-9]\d*)(?:\.\d+)?$, reading the digits directly.
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	var (
+		v   Decimal
+		err error
+	)
+	if len(b) > 0 && b[0] == '"' {
+		s, uerr := strconv.Unquote(string(b))
+		if uerr != nil {
+			return errors.New("decimal: invalid JSON string")
+		}
+		v, err = ParseDecimal(s)
+	} else {
+		if !jsonNumber.Match(b) {
+			return fmt.Errorf("%s is not a decimal number", b)
+		}
+		v, err = parse(string(b))
+	}
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// Int32 is a 32-bit integer that may arrive as a JSON integer or a JSON
+// string; it is always written as a JSON integer.
+type Int32 int32
+
+// MarshalJSON writes the integer as a JSON number.
+func (i Int32) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(i), 10), nil
+}
+
+// UnmarshalJSON accepts a JSON integer or a string matching ^-?(?:0|[1-9]\d*)$.
+func (i *Int32) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		var err error
+		if s, err = strconv.Unquote(s); err != nil {
+			return errors.New("int32: invalid JSON string")
+		}
+	}
+	if !integerString.MatchString(s) {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+		return fmt.Errorf("%q is outside the 32-bit integer range", s)
+	}
+	*i = Int32(n)
+	return nil
+}

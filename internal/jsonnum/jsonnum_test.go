@@ -1,0 +1,70 @@
+package jsonnum
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestDecimalRoundTripsWhatFloatCannotHold(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`"0.1"`, `"0.1"`},
+		{`0.1`, `"0.1"`},
+		{`"999999999.99"`, `"999999999.99"`},
+		{`999999999.99`, `"999999999.99"`},
+		{`"12345678901234567890.123456789"`, `"12345678901234567890.123456789"`},
+		{`12.30`, `"12.30"`},
+		{`-5`, `"-5"`},
+		{`1.5e2`, `"150"`},
+		{`"-0"`, `"0"`},
+	}
+	for _, c := range cases {
+		var d Decimal
+		if err := json.Unmarshal([]byte(c.in), &d); err != nil {
+			t.Fatalf("unmarshal %s: %v", c.in, err)
+		}
+		out, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != c.want {
+			t.Errorf("%s → %s, want %s", c.in, out, c.want)
+		}
+	}
+}
+
+func TestDecimalRefusesWhatThePatternRefuses(t *testing.T) {
+	for _, in := range []string{`"1e3"`, `"01"`, `".5"`, `"1."`, `"+1"`, `" 1"`, `"abc"`, `""`, `true`, `[]`, `{}`, `1e999`, `"1` + string(make([]byte, 0)) + `"x`, `0x10`} {
+		var d Decimal
+		if err := json.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("%s accepted as %s", in, d.Text('f'))
+		}
+	}
+}
+
+func TestDecimalNullLeavesPointerNil(t *testing.T) {
+	var v struct {
+		A *Decimal `json:"a"`
+	}
+	if err := json.Unmarshal([]byte(`{"a":null}`), &v); err != nil || v.A != nil {
+		t.Fatalf("got %v, %v", v.A, err)
+	}
+}
+
+func TestInt32(t *testing.T) {
+	for in, want := range map[string]Int32{`3`: 3, `"3"`: 3, `"-2147483648"`: -2147483648, `2147483647`: 2147483647} {
+		var i Int32
+		if err := json.Unmarshal([]byte(in), &i); err != nil || i != want {
+			t.Errorf("%s → %d, %v", in, i, err)
+		}
+	}
+	for _, in := range []string{`2147483648`, `"2147483648"`, `1.5`, `"1.0"`, `"01"`, `1e2`, `"x"`, `true`} {
+		var i Int32
+		if err := json.Unmarshal([]byte(in), &i); err == nil {
+			t.Errorf("%s accepted as %d", in, i)
+		}
+	}
+	out, _ := json.Marshal(Int32(42))
+	if string(out) != `42` {
+		t.Errorf("marshal 42 = %s", out)
+	}
+}

@@ -1,0 +1,4 @@
+package postgres
+
+// MigrateFS lets tests apply a migration set of their own.
+var MigrateFS = migrate

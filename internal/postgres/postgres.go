@@ -1,0 +1,94 @@
+// Package postgres opens the database, applies the migrations and runs
+// transactions.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the "postgres" database/sql driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	schema "github.com/payreq/payreq/db"
+)
+
+// DefaultMaxOpenConns is the connection limit Open sets; callers that need another
+// one call SetMaxOpenConns on the result.
+const DefaultMaxOpenConns = 20
+
+// Open connects to the database at dsn and checks that it answers.
+func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	db.SetMaxOpenConns(DefaultMaxOpenConns)
+	db.SetMaxIdleConns(DefaultMaxOpenConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: ping: %w", err)
+	}
+	return db, nil
+}
+
+// Migrate applies the migrations in db/migrations that the database lacks. It is
+// safe to run twice, and from two processes at once: the second waits for the
+// first and then finds nothing to do.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	migrations, err := fs.Sub(schema.Migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return migrate(ctx, db, migrations)
+}
+
+func migrate(ctx context.Context, db *sql.DB, migrations fs.FS) error {
+	// A session advisory lock serialises migrators; poll for it every second, for
+	// at most five minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: create locker: %w", err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// InTx runs fn in a transaction, and commits it if fn returns nil. It rolls back
+// if fn returns an error or panics; the panic goes on after the rollback.
+func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback() // the panic says more than a failed rollback could
+			panic(p)
+		}
+	}()
+
+	if err := fn(tx); err != nil {
+		// A cancelled context has already rolled the transaction back.
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return fmt.Errorf("%w (postgres: rollback: %w)", err, rbErr)
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}

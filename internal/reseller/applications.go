@@ -1,0 +1,149 @@
+// Package reseller holds what reseller partners follow: the merchants in
+// their portfolio and the merchant applications submitted through them.
+package reseller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/vault"
+)
+
+// NewApplication is an application as submitted, with full numbers.
+type NewApplication struct {
+	Business Business `json:"business"`
+	Owners   []Owner  `json:"owners"`
+	Bank     Bank     `json:"bank"`
+}
+
+// Business is the applying business.
+type Business struct {
+	LegalName  string  `json:"legalName"`
+	DBAName    string  `json:"dbaName"`
+	EntityType string  `json:"entityType"`
+	TaxID      string  `json:"taxId"`
+	Phone      *string `json:"phone"`
+	Email      string  `json:"email"`
+	Website    *string `json:"website"`
+	Address    Address `json:"address"`
+}
+
+// Address is a postal address.
+type Address struct {
+	Line1      string  `json:"line1"`
+	Line2      *string `json:"line2"`
+	City       string  `json:"city"`
+	State      string  `json:"state"`
+	PostalCode string  `json:"postalCode"`
+}
+
+// Owner is a principal of the business.
+type Owner struct {
+	Name             string          `json:"name"`
+	Title            string          `json:"title"`
+	OwnershipPercent jsonnum.Decimal `json:"ownershipPercent"`
+	SSN              string          `json:"ssn"`
+}
+
+// Bank is where deposits go.
+type Bank struct {
+	RoutingNumber string `json:"routingNumber"`
+	AccountNumber string `json:"accountNumber"`
+}
+
+// Applications stores applications, sealing full numbers with the vault.
+type Applications struct {
+	DB    *sqlx.DB
+	Vault *vault.Vault
+	Now   func() time.Time
+}
+
+func lastFour(s string) string {
+	if len(s) <= 4 {
+		return s
+	}
+	return s[len(s)-4:]
+}
+
+// Add stores an application for a reseller at stage submitted and returns its id.
+func (a *Applications) Add(ctx context.Context, resellerID uuid.UUID, app NewApplication) (uuid.UUID, error) {
+	id := uuid.Must(uuid.NewV7())
+	now := a.Now()
+	seal := func(value, field string) ([]byte, string, error) {
+		return a.Vault.Seal(value, fmt.Sprintf("application:%s:%s", id, field))
+	}
+	err := postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
+		taxID, taxKey, err := seal(app.Business.TaxID, "tax_id")
+		if err != nil {
+			return err
+		}
+		account, accountKey, err := seal(app.Bank.AccountNumber, "account")
+		if err != nil {
+			return err
+		}
+		b := app.Business
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO applications (id, reseller_id, stage, submitted_at, updated_at, legal_name, dba_name,
+				entity_type, tax_id_encrypted, tax_id_key_id, tax_id_last_four, phone, email, website,
+				address_line1, address_line2, city, state, postal_code, routing_number,
+				account_encrypted, account_key_id, account_last_four)
+			VALUES ($1, $2, 'submitted', $3, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+				$18, $19, $20, $21)`,
+			id, resellerID, now, b.LegalName, b.DBAName, b.EntityType, taxID, taxKey, lastFour(b.TaxID),
+			b.Phone, b.Email, b.Website, b.Address.Line1, b.Address.Line2, b.Address.City, b.Address.State,
+			b.Address.PostalCode, app.Bank.RoutingNumber, account, accountKey, lastFour(app.Bank.AccountNumber))
+		if err != nil {
+			return fmt.Errorf("reseller: unable to add application: %w", err)
+		}
+		for i, o := range app.Owners {
+			ssn, ssnKey, err := seal(o.SSN, fmt.Sprintf("owner:%d:ssn", i))
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `
+				INSERT INTO application_owners (application_id, position, name, title, ownership_percent,
+					ssn_encrypted, ssn_key_id, ssn_last_four)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				id, i, o.Name, o.Title, o.OwnershipPercent.Text('f'), ssn, ssnKey, lastFour(o.SSN))
+			if err != nil {
+				return fmt.Errorf("reseller: unable to add application owner: %w", err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO application_history (application_id, seq, stage, at, note)
+			VALUES ($1, 1, 'submitted', $2, 'Application submitted')`, id, now)
+		if err != nil {
+			return fmt.Errorf("reseller: unable to add application history: %w", err)
+		}
+		return nil
+	})
+	return id, err
+}
+
+// SetStage moves an application to stage, appending to its history.
+func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note string) error {
+	now := a.Now()
+	return postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE applications SET stage = $2, updated_at = $3 WHERE id = $1`, id, stage, now)
+		if err != nil {
+			return fmt.Errorf("reseller: unable to set stage: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("reseller: application %s not found", id)
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO application_history (application_id, seq, stage, at, note)
+			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4 FROM application_history WHERE application_id = $1`,
+			id, stage, now, note)
+		if err != nil {
+			return fmt.Errorf("reseller: unable to append history: %w", err)
+		}
+		return nil
+	})
+}
