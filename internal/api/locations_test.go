@@ -1,0 +1,46 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+)
+
+func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
+
+	var locs []gen.Location
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /locations: %d %s", resp.StatusCode, resp.Body)
+	}
+	resp.JSON(t, &locs)
+	if len(locs) != 2 || locs[0].Name != "Airport Kiosk" || locs[1].Name != "Downtown" {
+		t.Fatalf("locations not ordered by name: %+v", locs)
+	}
+
+	var all, one []gen.MerchantAccount
+	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &all)
+	if len(all) != 3 || all[0].Mid > all[1].Mid || all[1].Mid > all[2].Mid {
+		t.Fatalf("accounts not ordered by mid: %+v", all)
+	}
+	env.Do(apitest.Request{Method: "GET", Path: "/accounts?locationId=" + locs[1].Id.String(), Token: token}).JSON(t, &one)
+	if len(one) != 2 {
+		t.Fatalf("locationId filter: got %d accounts, want the 2 of Downtown", len(one))
+	}
+	for _, a := range one {
+		if a.LocationId != locs[1].Id {
+			t.Errorf("account %s of location %s in Downtown's list", a.Mid, a.LocationId)
+		}
+	}
+
+	var loc gen.Location
+	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + locs[0].Id.String(), Token: token}).JSON(t, &loc)
+	if loc.Id != locs[0].Id || loc.Name != "Airport Kiosk" {
+		t.Fatalf("GET one location: %+v", loc)
+	}
+}
