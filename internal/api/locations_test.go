@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
 )
@@ -42,5 +44,43 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + locs[0].Id.String(), Token: token}).JSON(t, &loc)
 	if loc.Id != locs[0].Id || loc.Name != "Airport Kiosk" {
 		t.Fatalf("GET one location: %+v", loc)
+	}
+}
+
+// Another organization's ids answer exactly as ids that do not exist.
+func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	mine, theirs := env.Seed(), env.Seed()
+	token := env.Token(mine.Merchant.KeyID, mine.Merchant.Secret)
+	theirToken := env.Token(theirs.Merchant.KeyID, theirs.Merchant.Secret)
+	var theirLocs []gen.Location
+	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: theirToken}).JSON(t, &theirLocs)
+	if len(theirLocs) == 0 {
+		t.Fatal("the other organization has no locations")
+	}
+
+	other := env.Do(apitest.Request{Method: "GET", Path: "/locations/" + theirLocs[0].Id.String(), Token: token})
+	unknown := env.Do(apitest.Request{Method: "GET", Path: "/locations/" + uuid.NewString(), Token: token})
+	wantProblem(t, other, http.StatusNotFound, "")
+	wantProblem(t, unknown, http.StatusNotFound, "")
+	if string(other.Body) != string(unknown.Body) {
+		t.Errorf("another organization's location:\n  %s\nan unknown id:\n  %s\nwant the same answer", other.Body, unknown.Body)
+	}
+
+	var accounts []gen.MerchantAccount
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/accounts?locationId=" + theirLocs[0].Id.String(), Token: token})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /accounts?locationId=<theirs>: %d %s", resp.StatusCode, resp.Body)
+	}
+	resp.JSON(t, &accounts)
+	if len(accounts) != 0 {
+		t.Errorf("another organization's location lists %d accounts: %+v", len(accounts), accounts)
+	}
+	var locs []gen.Location
+	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token}).JSON(t, &locs)
+	for _, l := range locs {
+		if l.OrganizationId != mine.Merchant.OrganizationID {
+			t.Errorf("GET /locations lists %s of organization %s", l.Name, l.OrganizationId)
+		}
 	}
 }

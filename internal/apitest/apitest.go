@@ -37,6 +37,10 @@ type Clock struct {
 	now time.Time
 }
 
+// NewClock is a clock standing at now; pass one to several Envs so that,
+// like instances of one deployment, they share the time.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
 // Now is the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
@@ -68,6 +72,9 @@ type Options struct {
 	// DataDir shares secrets (signing key, pepper) between Envs, as two
 	// instances of one deployment do. Empty: a fresh temporary directory.
 	DataDir string
+	// PublicURL of the deployment (the tokens' issuer); two instances of one
+	// deployment share it. Empty: the server's own address.
+	PublicURL string
 	// Configure adjusts the configuration before the server starts.
 	Configure func(*config.Config)
 	// Clock to use; nil: a clock starting at the real time.
@@ -101,6 +108,9 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	cfg.DataDir = opts.DataDir
 	cfg.Addr = ts.Listener.Addr().String()
 	cfg.PublicURL = "http://" + cfg.Addr
+	if opts.PublicURL != "" {
+		cfg.PublicURL = opts.PublicURL
+	}
 	cfg.SigningKeyFile = opts.DataDir + "/signing-key.pem"
 	cfg.PepperFile = opts.DataDir + "/pepper"
 	cfg.EncryptionKeyFile = opts.DataDir + "/encryption-key"
@@ -190,6 +200,8 @@ type Request struct {
 	Header  http.Header
 	Client  *http.Client // nil: the Env's client
 	Context context.Context
+	// Chunked sends the body without a Content-Length, as a stream.
+	Chunked bool
 }
 
 // Do sends a request and validates the response against openapi.yaml,
@@ -212,6 +224,9 @@ func (e *Env) Do(r Request) *Response {
 	}
 	if raw != nil {
 		body = bytes.NewReader(raw)
+		if r.Chunked {
+			body = struct{ io.Reader }{body} // hides the length from net/http
+		}
 	}
 	ctx := r.Context
 	if ctx == nil {

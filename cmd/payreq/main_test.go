@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/pgtest"
+)
+
+var testDSN string
+
+// runAsPayreq makes the test binary act as the payreq command: the tests run
+// it as a child process to see exit statuses and stderr as a user does.
+const runAsPayreq = "PAYREQ_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsPayreq) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Run(m, &testDSN))
+}
+
+// cli runs payreq with args against the test database and a data directory
+// of this test, returning what it printed and its exit status.
+type cli struct {
+	t       *testing.T
+	dataDir string
+	db      *sqlx.DB
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	db, err := sqlx.Open("postgres", testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &cli{t: t, dataDir: t.TempDir(), db: db}
+}
+
+func (c *cli) run(args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsPayreq+"=1", "DATABASE_URL="+testDSN, "PAYREQ_DATA_DIR="+c.dataDir)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		c.t.Fatalf("payreq %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// ok runs payreq and fails the test unless it succeeds.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("payreq %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// usage runs payreq and checks it fails as a bad flag or argument must:
+// exit status 2, nothing on stdout, one line on stderr.
+func (c *cli) usage(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 2 {
+		c.t.Errorf("payreq %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, errOut)
+	}
+	if out != "" {
+		c.t.Errorf("payreq %s printed %q on stdout", strings.Join(args, " "), out)
+	}
+	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "payreq: ") {
+		c.t.Errorf("payreq %s: stderr %q, want one line starting payreq:", strings.Join(args, " "), errOut)
+	}
+	return errOut
+}
+
+func (c *cli) demo() demo.Result {
+	c.t.Helper()
+	var res demo.Result
+	if err := json.Unmarshal([]byte(c.ok("demo", "--json")), &res); err != nil {
+		c.t.Fatalf("demo --json: %v", err)
+	}
+	return res
+}
+
+func (c *cli) keyCount(org uuid.UUID) int {
+	c.t.Helper()
+	var n int
+	if err := c.db.Get(&n, `SELECT count(*) FROM api_keys WHERE organization_id = $1`, org); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// limitedMerchant is a merchant organization whose Owner holds only
+// locations.view.
+func (c *cli) limitedMerchant() uuid.UUID {
+	c.t.Helper()
+	org := uuid.New()
+	if _, err := c.db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, $2, 'merchant')`, org, "Limited "+org.String()[:8]); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.db.Exec(`INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, 'Owner', $3, 'Owner', $4)`,
+		uuid.New(), org, "owner@"+org.String()+".example.com", pq.StringArray{auth.LocationsView}); err != nil {
+		c.t.Fatal(err)
+	}
+	return org
+}
+
+// A key can only get permissions its creator (the Owner) holds and that
+// its organization's kind is offered; a refusal creates nothing.
+func TestKeysCreateRefusesPermissionsOutOfReach(t *testing.T) {
+	c := newCLI(t)
+	seed := c.demo()
+	limited := c.limitedMerchant()
+
+	cases := []struct {
+		name        string
+		org         uuid.UUID
+		permissions string
+		mention     string // the stderr line names it
+	}{
+		{"permission the Owner lacks", limited, "payments.create", "payments.create"},
+		{"one of two the Owner lacks", limited, "locations.view,accounts.view", "accounts.view"},
+		{"reseller permission for a merchant", seed.Merchant.OrganizationID, "portfolio.view", "portfolio.view"},
+		{"reseller and merchant permissions for a merchant", seed.Merchant.OrganizationID, "locations.view,applications.view", "applications.view"},
+		{"merchant permission for a reseller", seed.Reseller.OrganizationID, "payments.view", "payments.view"},
+		{"unknown permission", seed.Merchant.OrganizationID, "payments.delete", "payments.delete"},
+		{"no permission", seed.Merchant.OrganizationID, "", "permission"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, dataDir: c.dataDir, db: c.db}
+			before := c.keyCount(tc.org)
+			msg := c.usage("keys", "create", "--org", tc.org.String(), "--name", "refused", "--permissions", tc.permissions, "--json")
+			if !strings.Contains(msg, tc.mention) {
+				t.Errorf("stderr %q does not mention %s", msg, tc.mention)
+			}
+			if after := c.keyCount(tc.org); after != before {
+				t.Errorf("%d keys before, %d after a refused create", before, after)
+			}
+		})
+	}
+
+	// What the Owner holds is granted.
+	var k struct {
+		KeyID          string    `json:"keyId"`
+		Secret         string    `json:"secret"`
+		OrganizationID uuid.UUID `json:"organizationId"`
+		Permissions    []string  `json:"permissions"`
+	}
+	out := c.ok("keys", "create", "--org", limited.String(), "--name", "reader", "--permissions", "locations.view", "--json")
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		t.Fatalf("keys create --json: %v: %s", err, out)
+	}
+	if !strings.HasPrefix(k.KeyID, "mk_") || len(k.KeyID) != 27 || !strings.HasPrefix(k.Secret, "ms_") || len(k.Secret) != 43 ||
+		k.OrganizationID != limited || len(k.Permissions) != 1 || k.Permissions[0] != auth.LocationsView {
+		t.Errorf("keys create --json printed %+v", k)
+	}
+	if n := c.keyCount(limited); n != 1 {
+		t.Errorf("%d keys after one create, want 1", n)
+	}
+}
+
+// Revoked keys stay listed, marked with their revocation date.
+func TestKeysListMarksRevokedKeys(t *testing.T) {
+	c := newCLI(t)
+	seed := c.demo()
+	org := seed.Merchant.OrganizationID.String()
+	var k struct {
+		KeyID string `json:"keyId"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--org", org, "--name", "to revoke", "--permissions", "locations.view", "--json")), &k); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("keys", "revoke", k.KeyID); !strings.Contains(out, k.KeyID) {
+		t.Errorf("keys revoke printed %q", out)
+	}
+	c.ok("keys", "revoke", k.KeyID) // twice is fine
+
+	lines := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(c.ok("keys", "list", "--org", org)), "\n") {
+		lines[strings.Fields(line)[0]] = line
+	}
+	if len(lines) != 2 {
+		t.Fatalf("keys list shows %d keys, want the demo key and the revoked one: %v", len(lines), lines)
+	}
+	revoked, active := lines[k.KeyID], lines[seed.Merchant.KeyID]
+	if !strings.Contains(revoked, "to revoke") || !strings.Contains(revoked, "revoked 20") {
+		t.Errorf("revoked key listed as %q, want its name and \"revoked <date>\"", revoked)
+	}
+	if strings.Contains(active, "revoked") || !strings.Contains(active, "active") {
+		t.Errorf("the demo key listed as %q, want active", active)
+	}
+	if strings.Contains(c.ok("keys", "list", "--org", org), seed.Merchant.Secret) {
+		t.Error("keys list shows a secret")
+	}
+}
+
+func TestOrgsSuspendAndReinstate(t *testing.T) {
+	c := newCLI(t)
+	org := c.demo().Merchant.OrganizationID
+	status := func() string {
+		var s string
+		if err := c.db.Get(&s, `SELECT status FROM organizations WHERE id = $1`, org); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	c.ok("orgs", "suspend", org.String())
+	if s := status(); s != "suspended" {
+		t.Errorf("after orgs suspend: %s", s)
+	}
+	c.ok("orgs", "reinstate", org.String())
+	if s := status(); s != "active" {
+		t.Errorf("after orgs reinstate: %s", s)
+	}
+}
+
+// Every bad flag or argument: one line on stderr, exit status 2.
+func TestBadArgumentsAreUsageErrors(t *testing.T) {
+	c := newCLI(t)
+	org := c.demo().Merchant.OrganizationID.String()
+	// {org} is an organization that exists, {unknown} one that does not.
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"serve", "now"},
+		{"migrate", "--force"},
+		{"demo", "--yaml"},
+		{"keys"},
+		{"keys", "rotate"},
+		{"keys", "create", "--bogus"},
+		{"keys", "create", "--org", "not-a-uuid", "--name", "k", "--permissions", "locations.view"},
+		{"keys", "create", "--org", "{org}", "--permissions", "locations.view"},
+		{"keys", "create", "--org", "{org}", "--name", "k", "--permissions", "locations.view", "extra"},
+		{"keys", "create", "--org", "{unknown}", "--name", "k", "--permissions", "locations.view"},
+		{"keys", "list"},
+		{"keys", "list", "--org"},
+		{"keys", "revoke"},
+		{"keys", "revoke", "mk_a", "mk_b"},
+		{"keys", "revoke", "mk_000000000000000000000000"},
+		{"orgs"},
+		{"orgs", "freeze", "{org}"},
+		{"orgs", "suspend"},
+		{"orgs", "suspend", "not-a-uuid"},
+		{"orgs", "suspend", "{unknown}"},
+	}
+	for _, tmpl := range cases {
+		t.Run(strings.Join(tmpl, " "), func(t *testing.T) {
+			args := make([]string, len(tmpl))
+			for i, a := range tmpl {
+				args[i] = strings.NewReplacer("{org}", org, "{unknown}", uuid.NewString()).Replace(a)
+			}
+			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage(args...)
+		})
+	}
+	t.Run("bad configuration", func(t *testing.T) {
+		t.Setenv("PAYREQ_REVOCATION_CHECK_INTERVAL", "soon")
+		(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("keys", "list", "--org", org)
+	})
+}
+
+// run is also callable in process; a usage error is its own type.
+func TestRunReturnsUsageError(t *testing.T) {
+	t.Setenv("DATABASE_URL", testDSN)
+	t.Setenv("PAYREQ_DATA_DIR", t.TempDir())
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"keys", "create", "--org", "x"}, &out)
+	var ue usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("run: %v, want a usageError", err)
+	}
+	if err := run(context.Background(), []string{"help"}, &out); err != nil || !strings.Contains(out.String(), "keys create") {
+		t.Errorf("help: %v, %q", err, out.String())
+	}
+}
