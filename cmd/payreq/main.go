@@ -29,6 +29,8 @@ const usage = `usage: payreq COMMAND
   keys list --org ORG
   keys revoke KEY_ID
   orgs suspend ORG | orgs reinstate ORG
+  applications add --org RESELLER --file application.json
+  applications stage ID STAGE [--note TEXT]
   db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`
 
 // usageError is a bad flag or argument: one line on stderr, exit status 2.
@@ -54,7 +56,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"a command is required (serve, migrate, demo, keys, orgs); run payreq help"}
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications); run payreq help"}
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return keysCmd(ctx, cfg, rest, stdout)
 	case "orgs":
 		return orgsCmd(ctx, cfg, rest, stdout)
+	case "applications":
+		return applicationsCmd(ctx, cfg, rest, stdout)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }

@@ -1321,7 +1321,7 @@ type ClientInterface interface {
 
 	// ListApplications List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Corresponds with GET /applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1449,7 +1449,7 @@ type ClientInterface interface {
 
 	// GetPortfolio List the merchants in the portfolio
 	//
-	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Permission required`), never a 404.
+	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
 	//
 	// Corresponds with GET /organizations/{id}/portfolio (the `GetPortfolio` operationId).
 	GetPortfolio(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1616,7 +1616,7 @@ func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, r
 
 // ListApplications List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Corresponds with GET /applications (the `ListApplications` operationId).
 func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1824,7 +1824,7 @@ func (c *Client) CreateTokenWithFormdataBody(ctx context.Context, body CreateTok
 
 // GetPortfolio List the merchants in the portfolio
 //
-// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Permission required`), never a 404.
+// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
 //
 // Corresponds with GET /organizations/{id}/portfolio (the `GetPortfolio` operationId).
 func (c *Client) GetPortfolio(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2842,7 +2842,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListApplicationsWithResponse List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2980,7 +2980,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetPortfolioWithResponse List the merchants in the portfolio
 	//
-	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Permission required`), never a 404.
+	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4485,7 +4485,7 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, para
 
 // ListApplicationsWithResponse List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4671,7 +4671,7 @@ func (c *ClientWithResponses) CreateTokenWithFormdataBodyWithResponse(ctx contex
 
 // GetPortfolioWithResponse List the merchants in the portfolio
 //
-// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Permission required`), never a 404.
+// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
 //
 // Returns a wrapper object for the known response body format(s).
 //

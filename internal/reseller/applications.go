@@ -4,7 +4,10 @@ package reseller
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,7 +18,29 @@ import (
 	"github.com/payreq/payreq/internal/vault"
 )
 
-// NewApplication is an application as submitted, with full numbers.
+// Errors callers tell apart.
+var (
+	// ErrNotFound: no such application, or one of another reseller.
+	ErrNotFound = errors.New("not found")
+	// ErrNotReseller: the organization does not exist or is not a reseller.
+	ErrNotReseller = errors.New("not a reseller organization")
+	// ErrInvalidStage: not one of Stages.
+	ErrInvalidStage = errors.New("unknown stage")
+	// ErrStageChange: the application cannot move to the stage asked for.
+	ErrStageChange = errors.New("stage change not allowed")
+)
+
+// Stages of an application, in the order onboarding usually goes.
+var Stages = []string{"submitted", "in_review", "needs_info", "approved", "declined", "boarded"}
+
+// finalStages end onboarding: nothing moves an application out of them.
+var finalStages = []string{"declined", "boarded"}
+
+// ValidStage reports whether stage is one of Stages.
+func ValidStage(stage string) bool { return slices.Contains(Stages, stage) }
+
+// NewApplication is an application as submitted, with full numbers. An
+// empty DBAName means the business trades under its legal name.
 type NewApplication struct {
 	Business Business `json:"business"`
 	Owners   []Owner  `json:"owners"`
@@ -71,14 +96,30 @@ func lastFour(s string) string {
 	return s[len(s)-4:]
 }
 
-// Add stores an application for a reseller at stage submitted and returns its id.
+// Add validates an application (an *InvalidError lists what is wrong),
+// stores it for a reseller at stage submitted and returns its id. Nothing is
+// stored unless all of it is.
 func (a *Applications) Add(ctx context.Context, resellerID uuid.UUID, app NewApplication) (uuid.UUID, error) {
+	if err := app.Validate(); err != nil {
+		return uuid.Nil, err
+	}
 	id := uuid.Must(uuid.NewV7())
 	now := a.Now()
 	seal := func(value, field string) ([]byte, string, error) {
 		return a.Vault.Seal(value, fmt.Sprintf("application:%s:%s", id, field))
 	}
 	err := postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
+		var kind string
+		err := tx.GetContext(ctx, &kind, `SELECT kind FROM organizations WHERE id = $1`, resellerID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("reseller: organization %s does not exist: %w", resellerID, ErrNotReseller)
+		}
+		if err != nil {
+			return fmt.Errorf("reseller: unable to read organization: %w", err)
+		}
+		if kind != "reseller" {
+			return fmt.Errorf("reseller: organization %s is a %s: %w", resellerID, kind, ErrNotReseller)
+		}
 		taxID, taxKey, err := seal(app.Business.TaxID, "tax_id")
 		if err != nil {
 			return err
@@ -126,20 +167,38 @@ func (a *Applications) Add(ctx context.Context, resellerID uuid.UUID, app NewApp
 	return id, err
 }
 
-// SetStage moves an application to stage, appending to its history.
+// SetStage moves an application to stage, appending to its history; an
+// empty note is stored as none. Unknown ids are ErrNotFound; an unknown
+// stage is ErrInvalidStage; moving out of a final stage (declined, boarded)
+// or to the stage the application is already in is ErrStageChange.
 func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note string) error {
+	if !ValidStage(stage) {
+		return fmt.Errorf("reseller: %w %q", ErrInvalidStage, stage)
+	}
 	now := a.Now()
 	return postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE applications SET stage = $2, updated_at = $3 WHERE id = $1`, id, stage, now)
-		if err != nil {
-			return fmt.Errorf("reseller: unable to set stage: %w", err)
+		// The row lock serialises stage changes of one application, so
+		// history sequence numbers never collide.
+		var current string
+		err := tx.GetContext(ctx, &current, `SELECT stage FROM applications WHERE id = $1 FOR UPDATE`, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("reseller: application %s: %w", id, ErrNotFound)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("reseller: application %s not found", id)
+		if err != nil {
+			return fmt.Errorf("reseller: unable to read stage: %w", err)
+		}
+		switch {
+		case slices.Contains(finalStages, current):
+			return fmt.Errorf("reseller: application %s is %s, a final stage: %w", id, current, ErrStageChange)
+		case current == stage:
+			return fmt.Errorf("reseller: application %s is already %s: %w", id, stage, ErrStageChange)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE applications SET stage = $2, updated_at = $3 WHERE id = $1`, id, stage, now); err != nil {
+			return fmt.Errorf("reseller: unable to set stage: %w", err)
 		}
 		_, err = tx.ExecContext(ctx, `
 			INSERT INTO application_history (application_id, seq, stage, at, note)
-			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4 FROM application_history WHERE application_id = $1`,
+			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, NULLIF($4, '') FROM application_history WHERE application_id = $1`,
 			id, stage, now, note)
 		if err != nil {
 			return fmt.Errorf("reseller: unable to append history: %w", err)
