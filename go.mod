@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/apd/v3 v3.2.3
+	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
+	github.com/emersion/go-smtp v0.25.1
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/google/uuid v1.6.0
 	github.com/jmoiron/sqlx v1.4.0
@@ -14,6 +16,7 @@ require (
 	github.com/oapi-codegen/oapi-codegen/v2 v2.8.2
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/pressly/goose/v3 v3.26.0
+	github.com/wneessen/go-mail v0.8.1
 	golang.org/x/time v0.15.0
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/payreq/payreq/internal/api"
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/delivery"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -39,6 +40,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	worker, err := delivery.NewWorker(a.DB, delivery.Config{
+		PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
+	}, log, a.Now)
+	if err != nil {
+		return err
+	}
+	delivered := make(chan struct{})
+	go func() {
+		worker.Run(ctx)
+		close(delivered)
+	}()
 	go a.RunHousekeeping(ctx, log)
 
 	errc := make(chan error, 1)
@@ -55,6 +67,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
+	<-delivered // messages being sent are sent, or handed back to the outbox
 	log.Info("stopped")
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/httpx"
+	"github.com/payreq/payreq/internal/invoice"
 )
 
 // Server implements gen.StrictServerInterface.
@@ -30,6 +31,7 @@ type Server struct {
 	db        *sqlx.DB
 	auth      *auth.Service
 	directory *directory.Directory
+	invoices  *invoice.Store
 	publicURL string
 	// permissions maps "METHOD /echo/path" to the permission the
 	// operation's security requirement names in openapi.yaml.
@@ -49,6 +51,7 @@ var defineFormats sync.Once
 func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	defineFormats.Do(func() {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
+		openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
 	})
 	spec, err := gen.GetSwagger()
 	if err != nil {
@@ -59,6 +62,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		db:          a.DB,
 		auth:        a.Auth,
 		directory:   a.Directory,
+		invoices:    a.Invoices,
 		publicURL:   a.Config.PublicURL,
 		permissions: map[string]string{},
 		operations:  map[string]bool{},
@@ -146,7 +150,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := toProblem(err)
-	if c.Path() == "/oauth/token" && p.Status < 500 {
+	// Only the token operation (POST) answers OAuth bodies; another method
+	// on its path is a 405 like any other.
+	if c.Path() == "/oauth/token" && c.Request().Method == http.MethodPost && p.Status < 500 {
 		for k, vs := range p.Headers {
 			c.Response().Header()[k] = vs
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/devdb"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
@@ -29,6 +30,7 @@ type App struct {
 	Keys         *auth.Keys
 	Directory    *directory.Directory
 	Applications *reseller.Applications
+	Invoices     *invoice.Store
 	Now          func() time.Time
 }
 
@@ -91,6 +93,7 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},
 		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
+		Invoices:     &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL},
 		Now:          now,
 	}, nil
 }
@@ -98,14 +101,16 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 // Close releases the database.
 func (a *App) Close() error { return a.DB.Close() }
 
-// RunHousekeeping deletes expired rows (old token-request counts) once a
-// minute until ctx ends.
+// RunHousekeeping deletes expired rows (old token-request counts,
+// idempotency keys past their 24 hours) once a minute until ctx ends.
 func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		if err := a.Auth.DeleteOldTokenRequests(ctx); err != nil && ctx.Err() == nil {
-			log.Error("housekeeping", "error", err.Error())
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys} {
+			if err := clean(ctx); err != nil && ctx.Err() == nil {
+				log.Error("housekeeping", "error", err.Error())
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,237 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/httpx"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/jsonnum"
+)
+
+// CreatePaymentRequest creates an invoice; a repeated Idempotency-Key with the
+// same body answers 200 with the invoice as it is now.
+func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePaymentRequestRequestObject) (gen.CreatePaymentRequestResponseObject, error) {
+	b := req.Body
+	draft := invoice.Draft{
+		MerchantAccountID: b.MerchantAccountId,
+		InvoiceNumber:     b.InvoiceNumber,
+		Amount:            b.Amount.Decimal,
+		PONumber:          b.PoNumber,
+		CustomerName:      b.CustomerName,
+		CustomerCompany:   b.CustomerCompany,
+		CustomerEmail:     (*string)(b.CustomerEmail),
+		CustomerPhone:     b.CustomerPhone,
+		Delivery:          (*string)(b.Delivery),
+		Memo:              b.Memo,
+		Send:              b.Send,
+	}
+	if b.DueDate != nil {
+		draft.DueDate = &b.DueDate.Time
+	}
+	if b.Lines != nil {
+		draft.Lines = make([]invoice.Line, len(*b.Lines))
+		for i, l := range *b.Lines {
+			draft.Lines[i] = invoice.Line{Description: l.Description, Quantity: l.Quantity.Decimal, UnitCost: l.UnitCost.Decimal,
+				UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
+		}
+	}
+	if err := invoice.Validate(draft); err != nil {
+		return gen.CreatePaymentRequest400ApplicationProblemPlusJSONResponse{
+			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(validationProblem(err)))}, nil
+	}
+	var idem *invoice.Idempotency
+	if req.Params.IdempotencyKey != nil {
+		// The body as decoded and encoded again: key order, spacing and
+		// number-versus-string spelling of a decimal do not make it differ.
+		normal, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(normal)
+		idem = &invoice.Idempotency{Key: *req.Params.IdempotencyKey, Hash: sum[:]}
+	}
+	p := principalFrom(ctx)
+	inv, replayed, err := s.invoices.Create(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, draft, idem)
+	var rule *invoice.RuleError
+	if errors.As(err, &rule) {
+		return gen.CreatePaymentRequest422ApplicationProblemPlusJSONResponse{
+			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if replayed {
+		return gen.CreatePaymentRequest200JSONResponse{Body: s.invoiceBody(inv, true),
+			Headers: gen.CreatePaymentRequest200ResponseHeaders{IdempotentReplayed: "true"}}, nil
+	}
+	return gen.CreatePaymentRequest201JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+// GetPaymentRequest reads an invoice with its lines, payments and saved cards.
+func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
+	inv, err := s.invoices.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, invoice.ErrNotFound) {
+		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{
+			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+// ListPaymentRequests lists invoices newest first, a page at a time.
+func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentRequestsRequestObject) (gen.ListPaymentRequestsResponseObject, error) {
+	q := req.Params
+	limit := 25
+	if q.Limit != nil {
+		limit = int(*q.Limit)
+	}
+	f := invoice.Filter{
+		Status: (*string)(q.Status), MerchantAccountID: q.MerchantAccountId, LocationID: q.LocationId,
+		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
+	}
+	cursor := ""
+	if q.Cursor != nil {
+		cursor = *q.Cursor
+	}
+	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, limit, cursor)
+	if errors.Is(err, invoice.ErrInvalidCursor) {
+		return gen.ListPaymentRequests400ApplicationProblemPlusJSONResponse{
+			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(
+				httpx.Validation("query.cursor", "is not a cursor from a Link header of this list; start again without it")))}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListPaymentRequests200JSONResponse{Body: make([]gen.Invoice, len(list))}
+	for i, inv := range list {
+		out.Body[i] = s.invoiceBody(inv, false)
+	}
+	if next != "" {
+		v := url.Values{}
+		set := func(name string, val *string) {
+			if val != nil {
+				v.Set(name, *val)
+			}
+		}
+		set("status", f.Status)
+		if f.MerchantAccountID != nil {
+			v.Set("merchantAccountId", f.MerchantAccountID.String())
+		}
+		if f.LocationID != nil {
+			v.Set("locationId", f.LocationID.String())
+		}
+		set("invoiceNumber", f.InvoiceNumber)
+		set("customerEmail", f.CustomerEmail)
+		if f.CreatedFrom != nil {
+			v.Set("createdFrom", f.CreatedFrom.Format(time.RFC3339Nano))
+		}
+		if f.CreatedTo != nil {
+			v.Set("createdTo", f.CreatedTo.Format(time.RFC3339Nano))
+		}
+		v.Set("limit", strconv.Itoa(limit))
+		v.Set("cursor", next)
+		link := "<" + s.publicURL + "/payment-requests?" + v.Encode() + `>; rel="next"`
+		out.Headers.Link = &link
+	}
+	return out, nil
+}
+
+// SendPaymentRequest sends the pay link again.
+func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequestRequestObject) (gen.SendPaymentRequestResponseObject, error) {
+	inv, err := s.invoices.Send(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	var rule *invoice.RuleError
+	switch {
+	case errors.Is(err, invoice.ErrNotFound):
+		return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{
+			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+	case errors.As(err, &rule):
+		return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{
+			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+	case err != nil:
+		return nil, err
+	}
+	return gen.SendPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+// CancelPaymentRequest cancels an open or part-paid invoice.
+func (s *Server) CancelPaymentRequest(ctx context.Context, req gen.CancelPaymentRequestRequestObject) (gen.CancelPaymentRequestResponseObject, error) {
+	p := principalFrom(ctx)
+	inv, err := s.invoices.Cancel(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, req.Id)
+	var rule *invoice.RuleError
+	switch {
+	case errors.Is(err, invoice.ErrNotFound):
+		return gen.CancelPaymentRequest404ApplicationProblemPlusJSONResponse{
+			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+	case errors.As(err, &rule):
+		return gen.CancelPaymentRequest422ApplicationProblemPlusJSONResponse{
+			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+	case err != nil:
+		return nil, err
+	}
+	return gen.CancelPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+func validationProblem(err error) *httpx.Problem {
+	var ve *invoice.ValidationError
+	errors.As(err, &ve)
+	return &httpx.Problem{Kind: httpx.KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
+		Detail: "Correct the fields listed in errors and send the request again.", Errors: ve.Fields}
+}
+
+func ruleProblem(e *invoice.RuleError) *httpx.Problem {
+	return &httpx.Problem{Kind: e.Kind, Status: http.StatusUnprocessableEntity, Title: e.Title, Detail: e.Detail}
+}
+
+// invoiceBody is the wire form of an invoice; full adds lineItems,
+// payments and savedCards (single reads), which list items omit.
+func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
+	link := s.invoices.Link(&inv)
+	out := gen.Invoice{
+		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
+		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
+		Amount:       jsonnum.Decimal{Decimal: inv.Amount},
+		AmountPaid:   jsonnum.Decimal{Decimal: inv.AmountPaid},
+		Balance:      jsonnum.Decimal{Decimal: inv.Balance()},
+		CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
+		CustomerPhone: inv.CustomerPhone, Delivery: gen.Delivery(inv.Delivery),
+		SentVia: (*gen.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
+		Lines: jsonnum.Int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: jsonnum.Int32(inv.FailedAttempts),
+		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
+		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
+		Link: &link, CustomerPrefers: (*gen.Delivery)(inv.CustomerPrefers),
+	}
+	if inv.DueDate != nil {
+		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)
+		out.DueDate = &d
+	}
+	if !full {
+		return out
+	}
+	lines := make([]gen.InvoiceLine, len(inv.Lines))
+	for i, l := range inv.Lines {
+		lines[i] = gen.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: invoice.Plain(l.Quantity)},
+			UnitCost: jsonnum.Decimal{Decimal: invoice.Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC}
+	}
+	payments := make([]gen.Payment, len(inv.Payments))
+	for i, p := range inv.Payments {
+		payments[i] = gen.Payment{Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
+			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard}
+	}
+	cards := make([]gen.SavedCard, len(inv.SavedCards))
+	for i, c := range inv.SavedCards {
+		cards[i] = gen.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
+			SavedAt: c.SavedAt, SavedByName: c.SavedByName}
+	}
+	out.LineItems, out.Payments, out.SavedCards = &lines, &payments, &cards
+	return out
+}

@@ -1,0 +1,186 @@
+package delivery
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/mail"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+)
+
+// newEmail builds the RFC 5322 message: a plain-text and an HTML alternative,
+// and a Message-ID derived from the outbox id, so that a repeated delivery is
+// recognisably the same message.
+func newEmail(m Rendered, from string) (*gomail.Msg, error) {
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
+	if err := msg.FromFormat(m.FromName, from); err != nil {
+		return nil, &ProviderError{Permanent: true, Reason: "the sender address is not valid", Err: err}
+	}
+	if err := msg.To(m.To); err != nil {
+		return nil, &ProviderError{Permanent: true, Reason: "the address is not valid", Err: err}
+	}
+	if m.ReplyTo != "" {
+		// A location's address that does not parse only loses the Reply-To.
+		_ = msg.ReplyTo(m.ReplyTo)
+	}
+	msg.SetMessageIDWithValue(strings.Trim(MessageID(m.ID), "<>"))
+	msg.SetDateWithValue(m.Date)
+	msg.Subject(m.Subject)
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	return msg, nil
+}
+
+// smtpSender sends email through the SMTP server of PAYREQ_SMTP_URL.
+type smtpSender struct {
+	host    string
+	port    int
+	ssl     bool // TLS from the first byte (smtps); otherwise STARTTLS when offered
+	user    string
+	pass    string
+	from    string
+	timeout time.Duration
+	tls     *tls.Config
+}
+
+func newSMTPSender(raw string, timeout time.Duration) (*smtpSender, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("delivery: PAYREQ_SMTP_URL %s; expected smtp://user:password@host:port?from=billing@example.com", why)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, bad("is not a URL")
+	}
+	s := &smtpSender{host: u.Hostname(), timeout: timeout}
+	switch u.Scheme {
+	case "smtp":
+		s.port = 587
+	case "smtps":
+		s.ssl, s.port = true, 465
+	default:
+		return nil, bad("must start with smtp:// or smtps://")
+	}
+	if s.host == "" {
+		return nil, bad("has no host")
+	}
+	if p := u.Port(); p != "" {
+		if s.port, err = strconv.Atoi(p); err != nil || s.port < 1 || s.port > 65535 {
+			return nil, bad("has a bad port")
+		}
+	}
+	if u.User != nil {
+		s.user = u.User.Username()
+		s.pass, _ = u.User.Password()
+	}
+	s.from = u.Query().Get("from")
+	if s.from == "" && strings.Contains(s.user, "@") {
+		s.from = s.user
+	}
+	if s.from == "" {
+		return nil, bad("has no from address")
+	}
+	if _, err := mail.ParseAddress(s.from); err != nil {
+		return nil, bad("has a from address that is not valid")
+	}
+	s.tls = &tls.Config{ServerName: s.host, MinVersion: tls.VersionTLS12}
+	return s, nil
+}
+
+func (s *smtpSender) Send(ctx context.Context, m Rendered) error {
+	msg, err := newEmail(m, s.from)
+	if err != nil {
+		return err
+	}
+	opts := []gomail.Option{
+		gomail.WithPort(s.port),
+		gomail.WithTimeout(s.timeout),
+		gomail.WithTLSConfig(s.tls),
+	}
+	if s.ssl {
+		opts = append(opts, gomail.WithSSL())
+	} else {
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	}
+	if s.user != "" {
+		// The strongest mechanism the server offers; PLAIN and LOGIN only
+		// over TLS, so a password never crosses the network in the clear.
+		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
+			gomail.WithUsername(s.user), gomail.WithPassword(s.pass))
+	}
+	client, err := gomail.NewClient(s.host, opts...)
+	if err != nil {
+		return fmt.Errorf("smtp client: %w", err)
+	}
+	err = client.DialAndSendWithContext(ctx, msg)
+	if err != nil && msg.IsDelivered() {
+		// The server took the message; only the goodbye failed.
+		return nil
+	}
+	return smtpError(err)
+}
+
+// smtpError classifies a failed send: a 5xx answer to the recipient or the
+// content is permanent; anything else (the server unreachable, a 4xx, a
+// refused sender or login, which an operator can fix) is worth trying again.
+func smtpError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *gomail.SendError
+	if errors.As(err, &se) {
+		code := se.ErrorCode()
+		permanent := code >= 500 && (se.Reason == gomail.ErrSMTPRcptTo ||
+			se.Reason == gomail.ErrSMTPData || se.Reason == gomail.ErrSMTPDataClose)
+		reason := "the mail server did not take the message"
+		if code != 0 {
+			// SendError's text is "<stage>: <reply>, affected …".
+			text, _, _ := strings.Cut(se.Error(), ", affected")
+			if _, reply, ok := strings.Cut(text, ": "); ok {
+				text = reply
+			}
+			// The reply is "550 …", its text quoted by newer Go versions.
+			if code, msg, ok := strings.Cut(text, " "); ok {
+				if unquoted, err := strconv.Unquote(msg); err == nil {
+					text = code + " " + unquoted
+				}
+			}
+			reason = "the mail server answered " + truncate(oneLine(text), 200)
+		}
+		return &ProviderError{Permanent: permanent, Reason: reason, Err: err}
+	}
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return &ProviderError{Reason: fmt.Sprintf("the mail server answered %d %s", te.Code,
+			truncate(oneLine(te.Msg), 200)), Err: err}
+	}
+	return err
+}
+
+// plainReason says in plain words why a delivery failed, for send_problem.
+func plainReason(channel string, err error) string {
+	provider := "the mail server"
+	if channel == ChannelText {
+		provider = "the text message provider"
+	}
+	var pe *ProviderError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Reason
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return provider + " did not answer in time"
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return provider + " could not be reached"
+	default:
+		return truncate(oneLine(err.Error()), 200)
+	}
+}

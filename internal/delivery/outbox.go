@@ -1,0 +1,94 @@
+// Package delivery sends pay links to customers through a transactional
+// outbox.
+//
+// The invoice code writes a message row with Enqueue in the same transaction
+// that creates or sends the invoice, so a committed send is never lost and a
+// rolled-back one never goes out. A Worker, run inside `payreq serve`, claims
+// due rows with FOR UPDATE SKIP LOCKED (several instances share the work),
+// sets a lease so that a message whose worker died is tried again, renders the
+// message from the invoice as it is at that moment, delivers it and records the
+// outcome. Delivery is at least once; the outbox id is the message id the
+// provider sees (the email Message-ID, the SMS idempotency key), so a repeat
+// can be recognised.
+//
+// Providers:
+//   - PAYREQ_SMTP_URL, e.g. smtp://user:pass@mail.example.com:587?from=billing@example.com:
+//     smtp:// uses STARTTLS whenever the server offers it (default port 587),
+//     smtps:// uses TLS from the first byte (default port 465); with a user in
+//     the URL the client authenticates, choosing the strongest mechanism the
+//     server offers (PLAIN and LOGIN only over TLS). `from` is the sender
+//     address; it may be left out when the user name is an address.
+//   - PAYREQ_SMS_URL, e.g. https://AC123:token@api.twilio.com/2010-04-01/Accounts/AC123/Messages.json?from=%2B15550000000:
+//     a Twilio-style form POST (To, From, Body) with HTTP Basic from the URL's
+//     user and password; `from` is taken out of the URL and sent as From.
+//   - Neither: messages are written to files under <data dir>/outbox/.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+// Channels a message goes out through; the same words as an invoice's delivery.
+const (
+	ChannelEmail = "email"
+	ChannelText  = "text"
+)
+
+// Message is a pay link to send: one row of the outbox.
+type Message struct {
+	// ID is the message id the provider sees; a new uuid for every send.
+	ID             uuid.UUID
+	OrganizationID uuid.UUID
+	InvoiceID      uuid.UUID
+	// Channel is ChannelEmail or ChannelText.
+	Channel string
+	// Recipient is the email address or the phone number.
+	Recipient string
+	// At is when the send was decided; the message is due from then on.
+	At time.Time
+}
+
+// Enqueue writes the message to the outbox inside the caller's transaction, so
+// it is sent if and only if the transaction commits.
+func Enqueue(ctx context.Context, tx *sqlx.Tx, m Message) error {
+	switch {
+	case m.ID == uuid.Nil || m.OrganizationID == uuid.Nil || m.InvoiceID == uuid.Nil:
+		return errors.New("delivery: unable to enqueue message: missing id")
+	case m.Channel != ChannelEmail && m.Channel != ChannelText:
+		return fmt.Errorf("delivery: unable to enqueue message: unknown channel %q", m.Channel)
+	case m.Recipient == "":
+		return errors.New("delivery: unable to enqueue message: no recipient")
+	case m.At.IsZero():
+		return errors.New("delivery: unable to enqueue message: no time")
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox
+		(id, organization_id, invoice_id, channel, recipient, next_attempt_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6)`,
+		m.ID, m.OrganizationID, m.InvoiceID, m.Channel, m.Recipient, m.At)
+	if err != nil {
+		return fmt.Errorf("delivery: unable to enqueue message: %w", err)
+	}
+	return nil
+}
+
+// CancelPending marks the invoice's messages that are neither delivered nor
+// failed as cancelled, inside the caller's transaction; a worker never claims
+// them afterwards. A message already being delivered at that moment may still
+// arrive; the worker also checks, just before sending, that the invoice is not
+// cancelled.
+func CancelPending(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE outbox SET cancelled_at = $2
+		WHERE invoice_id = $1
+		  AND delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`,
+		invoiceID, at)
+	if err != nil {
+		return fmt.Errorf("delivery: unable to cancel pending messages: %w", err)
+	}
+	return nil
+}

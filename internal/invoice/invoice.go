@@ -1,0 +1,324 @@
+// Package invoice holds invoices (payment requests): their rules, their
+// states, and their storage.
+package invoice
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+)
+
+// Status is where an invoice is in its life.
+//
+//	open ──payment leaving a balance──▶ part_paid ──payment clearing it──▶ paid
+//	open ──payment clearing it──▶ paid
+//	open, part_paid ──cancel──▶ cancelled
+//
+// paid and cancelled are final.
+type Status string
+
+// The statuses.
+const (
+	Open      Status = "open"
+	PartPaid  Status = "part_paid"
+	Paid      Status = "paid"
+	Cancelled Status = "cancelled"
+)
+
+// Payable says whether the pay link accepts a payment and a send is allowed.
+func (s Status) Payable() bool { return s == Open || s == PartPaid }
+
+// Channels a pay link travels by.
+const (
+	Email = "email"
+	Text  = "text"
+)
+
+// Line is one line of an invoice.
+type Line struct {
+	Description   string
+	Quantity      apd.Decimal
+	UnitCost      apd.Decimal
+	UOM           *string
+	CommodityCode *string
+	UPC           *string
+}
+
+// Payment is a payment made toward an invoice.
+type Payment struct {
+	ID         uuid.UUID
+	Amount     apd.Decimal
+	RetRef     *string
+	CardBrand  *string
+	LastFour   *string
+	PayerName  *string
+	PaidAt     time.Time
+	Level3Sent bool
+	SavedCard  bool
+}
+
+// SavedCard is a customer's card stored at the processor.
+type SavedCard struct {
+	ID          uuid.UUID
+	CardBrand   *string
+	LastFour    *string
+	Expiry      *string
+	SavedAt     time.Time
+	SavedByName string
+}
+
+// Draft is an invoice as a client asks for it.
+type Draft struct {
+	MerchantAccountID uuid.UUID
+	InvoiceNumber     string
+	Amount            apd.Decimal
+	PONumber          *string
+	CustomerName      *string
+	CustomerCompany   *string
+	CustomerEmail     *string
+	CustomerPhone     *string
+	Delivery          *string
+	Memo              *string
+	DueDate           *time.Time
+	Lines             []Line // nil: no lines given
+	Send              *bool
+}
+
+// Invoice is a stored invoice.
+type Invoice struct {
+	ID                uuid.UUID
+	OrganizationID    uuid.UUID
+	MerchantAccountID uuid.UUID
+	MID               string
+	LocationName      *string
+	InvoiceNumber     string
+	PONumber          *string
+	Amount            apd.Decimal
+	AmountPaid        apd.Decimal
+	CustomerName      *string
+	CustomerCompany   *string
+	CustomerEmail     string
+	CustomerPhone     *string
+	Delivery          string
+	SentVia           *string
+	SentAt            *time.Time
+	SendProblem       *string
+	Memo              *string
+	DueDate           *time.Time
+	LineCount         int
+	Status            Status
+	FailedAttempts    int
+	Problem           *string
+	PaidAt            *time.Time
+	Level3Sent        bool
+	CreatedAt         time.Time
+	CreatedByName     string
+	CancelledAt       *time.Time
+	CancelledByName   *string
+	PayToken          string
+	CustomerPrefers   *string
+
+	// Filled by Store.Get only.
+	Lines      []Line
+	Payments   []Payment
+	SavedCards []SavedCard
+}
+
+// Balance is amount − amountPaid.
+func (inv *Invoice) Balance() apd.Decimal { return cents(sub(inv.Amount, inv.AmountPaid)) }
+
+// ErrNotFound: no such invoice in the caller's organization.
+var ErrNotFound = errors.New("invoice not found")
+
+// ValidationError lists field problems, keyed by the field as the client sent it.
+type ValidationError struct {
+	Fields map[string][]string
+}
+
+func (e *ValidationError) Error() string { return fmt.Sprintf("invalid invoice: %v", e.Fields) }
+
+func (e *ValidationError) add(field, format string, args ...any) {
+	if e.Fields == nil {
+		e.Fields = map[string][]string{}
+	}
+	e.Fields[field] = append(e.Fields[field], fmt.Sprintf(format, args...))
+}
+
+// RuleError is a request that is well formed but cannot be done (422).
+type RuleError struct {
+	Kind   string // problem kind: unprocessable, idempotency-key-reused
+	Title  string
+	Detail string
+}
+
+func (e *RuleError) Error() string { return e.Title + ": " + e.Detail }
+
+func unprocessable(title, detail string) *RuleError {
+	return &RuleError{Kind: "unprocessable", Title: title, Detail: detail}
+}
+
+// Validate checks every field rule of a draft. The schema checks shapes and
+// lengths first; this checks what it cannot: values, sums and combinations.
+func Validate(d Draft) error {
+	var v ValidationError
+	length := func(field string, s *string, min, max int) {
+		if s == nil {
+			return
+		}
+		if !utf8.ValidString(*s) {
+			v.add(field, "must be valid UTF-8 text")
+			return
+		}
+		if n := utf8.RuneCountInString(*s); n < min || n > max {
+			v.add(field, "must be %d to %d characters", min, max)
+		}
+	}
+	length("invoiceNumber", &d.InvoiceNumber, 1, 64)
+	if strings.TrimSpace(d.InvoiceNumber) == "" && d.InvoiceNumber != "" {
+		v.add("invoiceNumber", "must not be blank")
+	}
+	length("poNumber", d.PONumber, 0, 64)
+	length("customerName", d.CustomerName, 0, 200)
+	length("customerCompany", d.CustomerCompany, 0, 200)
+	length("customerPhone", d.CustomerPhone, 0, 32)
+	length("memo", d.Memo, 0, 2000)
+
+	switch {
+	case d.CustomerEmail == nil || strings.TrimSpace(*d.CustomerEmail) == "":
+		v.add("customerEmail", "is required: the pay link and receipts go to this address")
+	case len(*d.CustomerEmail) > 254 || !validEmail(*d.CustomerEmail):
+		v.add("customerEmail", "must be a valid email address of at most 254 characters")
+	}
+
+	switch {
+	case d.Amount.Sign() <= 0:
+		v.add("amount", "must be greater than 0")
+	case places(d.Amount) > 2:
+		v.add("amount", "must have at most 2 decimal places")
+	case d.Amount.Cmp(&maxAmount) > 0:
+		v.add("amount", "must be at most 999999999.99")
+	}
+
+	if d.Delivery != nil && *d.Delivery != Email && *d.Delivery != Text {
+		v.add("delivery", "must be email or text")
+	}
+	if d.Delivery != nil && *d.Delivery == Text && (d.CustomerPhone == nil || strings.TrimSpace(*d.CustomerPhone) == "") {
+		v.add("customerPhone", "is required when delivery is text")
+	}
+
+	if d.Lines != nil {
+		if len(d.Lines) == 0 || len(d.Lines) > 500 {
+			v.add("lines", "must hold 1 to 500 lines, or be null")
+		}
+		sum := apd.Decimal{}
+		linesValid := true
+		for i, l := range d.Lines {
+			f := func(name string) string { return fmt.Sprintf("lines[%d].%s", i, name) }
+			length(f("description"), &l.Description, 1, 500)
+			length(f("uom"), l.UOM, 0, 32)
+			length(f("commodityCode"), l.CommodityCode, 0, 32)
+			length(f("upc"), l.UPC, 0, 32)
+			ok := true
+			switch {
+			case l.Quantity.Sign() <= 0:
+				v.add(f("quantity"), "must be greater than 0")
+				ok = false
+			case places(l.Quantity) > 4:
+				v.add(f("quantity"), "must have at most 4 decimal places")
+				ok = false
+			case l.Quantity.Cmp(&maxUnit) > 0:
+				v.add(f("quantity"), "must be at most 9999999999999")
+				ok = false
+			}
+			var abs apd.Decimal
+			abs.Abs(&l.UnitCost)
+			switch {
+			case places(l.UnitCost) > 4:
+				v.add(f("unitCost"), "must have at most 4 decimal places")
+				ok = false
+			case abs.Cmp(&maxUnit) > 0:
+				v.add(f("unitCost"), "must be between -9999999999999 and 9999999999999")
+				ok = false
+			}
+			if ok {
+				sum = add(sum, lineTotal(l.Quantity, l.UnitCost))
+			} else {
+				linesValid = false
+			}
+		}
+		if linesValid && len(d.Lines) > 0 && d.Amount.Sign() > 0 && sum.Cmp(&d.Amount) != 0 {
+			v.add("lines", "lines add up to %s (each line's quantity × unitCost rounded half up to cents) but amount is %s",
+				text(cents(sum)), text(cents(d.Amount)))
+		}
+	}
+	if len(v.Fields) > 0 {
+		return &v
+	}
+	return nil
+}
+
+func validEmail(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && a.Name == "" && strings.Contains(s[strings.LastIndexByte(s, '@'):], ".")
+}
+
+// channel is how the pay link goes: the customer's stated preference wins
+// over the invoice's delivery; text needs a phone, else email.
+func channel(inv *Invoice) (ch, recipient string) {
+	ch = inv.Delivery
+	if inv.CustomerPrefers != nil {
+		ch = *inv.CustomerPrefers
+	}
+	if ch == Text && inv.CustomerPhone != nil && strings.TrimSpace(*inv.CustomerPhone) != "" {
+		return Text, *inv.CustomerPhone
+	}
+	return Email, inv.CustomerEmail
+}
+
+// markSent records a send at `at` over ch.
+func markSent(inv *Invoice, ch string, at time.Time) {
+	inv.SentVia = &ch
+	inv.SentAt = &at
+	inv.SendProblem = nil
+}
+
+// cancel moves an open or part-paid invoice to cancelled.
+func cancel(inv *Invoice, by string, at time.Time) error {
+	if !inv.Status.Payable() {
+		return unprocessable("Invoice cannot be cancelled",
+			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled.", inv.Status))
+	}
+	inv.Status = Cancelled
+	inv.CancelledAt = &at
+	inv.CancelledByName = &by
+	return nil
+}
+
+// ApplyPayment records amount paid at `at`: the balance shrinks, and the
+// status becomes part_paid, or paid (with paidAt) when nothing is left. It
+// refuses a payment on a final invoice, a non-positive one, and one that
+// would take the invoice past its amount.
+func ApplyPayment(inv *Invoice, amount apd.Decimal, at time.Time) error {
+	if !inv.Status.Payable() {
+		return unprocessable("Invoice cannot be paid", fmt.Sprintf("The invoice is %s.", inv.Status))
+	}
+	balance := inv.Balance()
+	if amount.Sign() <= 0 || places(amount) > 2 || amount.Cmp(&balance) > 0 {
+		return unprocessable("Payment amount not allowed",
+			fmt.Sprintf("The amount must be more than 0, in cents, and at most the balance of %s.", text(balance)))
+	}
+	inv.AmountPaid = cents(add(inv.AmountPaid, amount))
+	if b := inv.Balance(); b.Sign() == 0 {
+		inv.Status = Paid
+		inv.PaidAt = &at
+	} else {
+		inv.Status = PartPaid
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package invoice
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// money is the arithmetic context for every amount: 34 significant digits,
+// ties rounded half up (away from zero), errors on any inexact surprise.
+var money = apd.Context{Precision: 34, MaxExponent: apd.MaxExponent, MinExponent: apd.MinExponent,
+	Rounding: apd.RoundHalfUp, Traps: apd.DefaultTraps}
+
+// maxAmount is the largest invoice amount.
+var maxAmount = mustParse("999999999.99")
+
+// maxUnit bounds quantities and unit costs (13 integer digits), so line
+// totals always fit the amount columns' arithmetic.
+var maxUnit = mustParse("9999999999999")
+
+func mustParse(s string) apd.Decimal {
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		panic(err)
+	}
+	return *d
+}
+
+// places is the number of decimal places a value needs once trailing
+// zeros are dropped: 12.300 needs 1.
+func places(d apd.Decimal) int32 {
+	var r apd.Decimal
+	r.Reduce(&d)
+	if r.Exponent >= 0 {
+		return 0
+	}
+	return -r.Exponent
+}
+
+// cents returns d rounded half up to two decimal places.
+func cents(d apd.Decimal) apd.Decimal {
+	var r apd.Decimal
+	if _, err := money.Quantize(&r, &d, -2); err != nil {
+		panic(fmt.Sprintf("invoice: quantize %s: %v", d.String(), err))
+	}
+	return r
+}
+
+// lineTotal is round-half-up(quantity × unitCost, 2).
+func lineTotal(quantity, unitCost apd.Decimal) apd.Decimal {
+	var p apd.Decimal
+	if _, err := money.Mul(&p, &quantity, &unitCost); err != nil {
+		panic(fmt.Sprintf("invoice: multiply: %v", err))
+	}
+	return cents(p)
+}
+
+func add(x, y apd.Decimal) apd.Decimal {
+	var r apd.Decimal
+	if _, err := money.Add(&r, &x, &y); err != nil {
+		panic(fmt.Sprintf("invoice: add: %v", err))
+	}
+	return r
+}
+
+func sub(x, y apd.Decimal) apd.Decimal {
+	var r apd.Decimal
+	if _, err := money.Sub(&r, &x, &y); err != nil {
+		panic(fmt.Sprintf("invoice: subtract: %v", err))
+	}
+	return r
+}
+
+// Plain is how quantities and unit costs are shown: without trailing
+// zeros (2.50 → 2.5, 3.0000 → 3), never in exponent form.
+func Plain(d apd.Decimal) apd.Decimal {
+	var r apd.Decimal
+	r.Reduce(&d)
+	if r.Exponent > 0 {
+		// 1E+1 prints as 10, never in exponent form.
+		_, _ = money.Quantize(&r, &r, 0)
+	}
+	return r
+}
+
+// parseNumeric reads a NUMERIC column's text.
+func parseNumeric(s string) (apd.Decimal, error) {
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		return apd.Decimal{}, fmt.Errorf("invoice: numeric %q: %w", s, err)
+	}
+	return *d, nil
+}
+
+// text is d in plain notation.
+func text(d apd.Decimal) string { return d.Text('f') }
