@@ -25,6 +25,7 @@ type Config struct {
 	SMTPURL                 string        // PAYREQ_SMTP_URL
 	SMSURL                  string        // PAYREQ_SMS_URL
 	Processor               string        // PAYREQ_PROCESSOR
+	CardPointeURL           string        // PAYREQ_CARDPOINTE_URL
 	SigningKeyFile          string        // PAYREQ_SIGNING_KEY_FILE
 	PepperFile              string        // PAYREQ_PEPPER_FILE
 	EncryptionKeyFile       string        // PAYREQ_ENCRYPTION_KEY_FILE
@@ -48,7 +49,9 @@ func parse(getenv func(string) string) (Config, error) {
 		SMTPURL:     get("PAYREQ_SMTP_URL", ""),
 		SMSURL:      get("PAYREQ_SMS_URL", ""),
 		Processor:   get("PAYREQ_PROCESSOR", "simulator"),
-		LogLevel:    get("PAYREQ_LOG_LEVEL", "info"),
+		// https://user:password@host/cardconnect/rest, for PAYREQ_PROCESSOR=cardpointe.
+		CardPointeURL: get("PAYREQ_CARDPOINTE_URL", ""),
+		LogLevel:      get("PAYREQ_LOG_LEVEL", "info"),
 	}
 	c.PublicURL = strings.TrimRight(get("PAYREQ_PUBLIC_URL", "http://"+c.Addr), "/")
 	c.SigningKeyFile = get("PAYREQ_SIGNING_KEY_FILE", filepath.Join(c.DataDir, "signing-key.pem"))
@@ -77,6 +80,9 @@ func parse(getenv func(string) string) (Config, error) {
 	}
 	if c.Processor != "simulator" && c.Processor != "cardpointe" {
 		return Config{}, fmt.Errorf("PAYREQ_PROCESSOR must be simulator or cardpointe")
+	}
+	if c.Processor == "cardpointe" && c.CardPointeURL == "" {
+		return Config{}, fmt.Errorf("PAYREQ_CARDPOINTE_URL is required when PAYREQ_PROCESSOR is cardpointe (https://user:password@host/cardconnect/rest)")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return Config{}, err

@@ -1,0 +1,69 @@
+// Package processor is the card processor behind one interface, with two
+// implementations: a built-in simulator (the default) and a CardPointe-style
+// REST client. Card numbers and CVVs pass through here in memory only.
+package processor
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Card is what the customer typed. It is never stored or logged.
+type Card struct {
+	Number string // digits only
+	Expiry string // MMYY
+	CVV    string
+	Name   string
+}
+
+// Item is one line sent as Level 3 (line-level) data.
+type Item struct {
+	Description   string
+	Quantity      apd.Decimal
+	UnitCost      apd.Decimal
+	LineTotal     apd.Decimal // round-half-up(quantity × unitCost, 2)
+	UOM           string
+	CommodityCode string
+	UPC           string
+}
+
+// Charge is an authorisation with capture.
+type Charge struct {
+	MerchantID  string // the MID
+	OrderID     string // our payment id; lets a lost answer be inquired and voided
+	Amount      apd.Decimal
+	Card        Card
+	Items       []Item // nil: no Level 3 data
+	SaveProfile bool   // store the card at the processor
+}
+
+// Result is the processor's answer to a charge.
+type Result struct {
+	Approved      bool
+	RetRef        string // the processor's reference, on approval
+	DeclineReason string // plain words, on decline
+	CardBrand     string // visa, mastercard, amex, discover, …
+	LastFour      string
+	// Set when SaveProfile was asked and the card was approved.
+	ProfileID string
+	AccountID string
+}
+
+// ErrUnavailable wraps every failure that is not an answer about the card:
+// the processor could not be reached, timed out, or answered an error.
+var ErrUnavailable = errors.New("card processor unavailable")
+
+// Processor charges cards and manages stored card profiles.
+type Processor interface {
+	// AuthorizeCapture charges the card. A decline is a Result with
+	// Approved false and a nil error. An error wraps ErrUnavailable; the
+	// implementation has then made sure the card is not left charged.
+	AuthorizeCapture(ctx context.Context, c Charge) (Result, error)
+	// Void cancels an approved charge by its order id (used when the
+	// payment could not be recorded after an approval).
+	Void(ctx context.Context, merchantID, orderID string) error
+	// DeleteProfile removes a stored card at the processor.
+	DeleteProfile(ctx context.Context, merchantID, profileID, accountID string) error
+}
