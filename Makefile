@@ -6,10 +6,15 @@ BIN         := bin/payreq
 NODE_DIR    := .tools/node
 SPECTRAL    := $(NODE_DIR)/node_modules/.bin/spectral
 REDOCLY     := $(NODE_DIR)/node_modules/.bin/redocly
-NPM_TOOLS   := @stoplight/spectral-cli@6.16.3 @redocly/cli@2.77.0
+NPM_TOOLS   := @stoplight/spectral-cli@6.16.3 @redocly/cli@2.77.0 \
+               openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3 @types/node@20.19.43
+# The stamp names the package list, so a changed list installs again.
+NODE_STAMP  := $(NODE_DIR)/.installed-$(shell printf '%s' '$(NPM_TOOLS)' | cksum | cut -d' ' -f1)
+OPENAPI_TS  := $(NODE_DIR)/node_modules/.bin/openapi-typescript
+TSC         := $(NODE_DIR)/node_modules/.bin/tsc
 OAPI_CODEGEN := $(GO) run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 
-.PHONY: all build run test bench generate check-generated lint vet postgres db-stop clean
+.PHONY: all build run test bench generate check-generated ts-generate check-ts-generated ts-check lint vet postgres db-stop clean
 
 all: build
 
@@ -27,7 +32,7 @@ run: build postgres
 	./$(BIN) serve
 
 # Every check CI runs: generated code up to date, spec lint, vet, all tests.
-test: check-generated lint vet postgres
+test: check-generated check-ts-generated lint vet ts-check postgres
 	$(GO) test -count=1 -timeout 10m ./...
 
 # Requests/s and p50/p99 latency of create (3 lines, send=false, Idempotency-Key)
@@ -56,18 +61,32 @@ check-generated:
 		rm -rf "$$before"; exit 1; \
 	fi; rm -rf "$$before"
 
-$(NODE_DIR)/.installed:
-	@command -v npm >/dev/null || { echo "npm is required for the spec linters: apt-get install nodejs npm"; exit 1; }
+$(NODE_STAMP):
+	@command -v npm >/dev/null || { echo "npm is required for the spec linters and TypeScript checks: apt-get install nodejs npm"; exit 1; }
 	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error $(NPM_TOOLS)
-	@touch $@
+	@rm -f $(NODE_DIR)/.installed*; touch $@
 
-lint: $(NODE_DIR)/.installed
+# TypeScript types of openapi.yaml, and the typed openapi-fetch example.
+ts-generate: $(NODE_STAMP)
+	$(OPENAPI_TS) openapi.yaml --redocly client/ts/redocly.yaml -o client/ts/schema.d.ts
+
+check-ts-generated: $(NODE_STAMP)
+	@before=$$(mktemp -d) && cp client/ts/schema.d.ts "$$before/" && $(MAKE) -s ts-generate >/dev/null && \
+	if ! diff -q "$$before/schema.d.ts" client/ts/schema.d.ts >/dev/null; then \
+		echo "client/ts/schema.d.ts was out of date with openapi.yaml: it is regenerated now, commit it"; \
+		diff -u "$$before/schema.d.ts" client/ts/schema.d.ts | head -20; rm -rf "$$before"; exit 1; \
+	fi; rm -rf "$$before"
+
+ts-check: $(NODE_STAMP)
+	$(TSC) --noEmit -p client/ts
+
+lint: $(NODE_STAMP)
 	$(SPECTRAL) lint --fail-severity=warn openapi.yaml
 	$(REDOCLY) lint openapi.yaml
 
 vet:
 	$(GO) vet ./...
-	@out=$$(gofmt -l cmd internal db); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal db client examples); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 db-stop: build
 	./$(BIN) db-stop
