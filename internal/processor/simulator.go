@@ -1,0 +1,122 @@
+package processor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// Simulator test cards (decisions.md, "Pay page and card processor").
+const (
+	TestCardApprove = "4111111111111111"
+	TestCardDecline = "4000000000000002"
+	TestCardError   = "4000000000000119"
+	// TestCardDeleteFails approves and can be saved, but deleting its
+	// profile fails: its last four are 0119.
+	TestCardDeleteFails = "4111111111070119"
+)
+
+// failingLastFour marks a stored profile whose deletion fails, so the
+// "processor failure keeps the saved card" path can be exercised.
+const failingLastFour = "0119"
+
+// Simulator is the built-in processor: it charges nothing and answers from
+// the card number alone. It keeps no state (a profile id carries the card's
+// last four), so it behaves the same across restarts and instances and is
+// safe for concurrent use.
+type Simulator struct{}
+
+// NewSimulator returns the built-in processor.
+func NewSimulator() *Simulator { return &Simulator{} }
+
+var _ Processor = (*Simulator)(nil)
+
+// AuthorizeCapture approves any card number that passes the Luhn check,
+// except the decline and error test cards.
+func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("simulator: authorize order %s: %w: %w", c.OrderID, ErrUnavailable, err)
+	}
+	res := Result{CardBrand: Brand(c.Card.Number), LastFour: lastFour(c.Card.Number)}
+	switch {
+	case c.Card.Number == TestCardError:
+		return Result{}, fmt.Errorf("simulator: authorize order %s: processor error: %w", c.OrderID, ErrUnavailable)
+	case c.Card.Number == TestCardDecline:
+		res.DeclineReason = "Card declined by the issuer"
+		return res, nil
+	case !LuhnValid(c.Card.Number):
+		res.DeclineReason = "Invalid card number"
+		return res, nil
+	case !validExpiry(c.Card.Expiry):
+		res.DeclineReason = "Invalid expiry date"
+		return res, nil
+	case !validCVV(c.Card.CVV):
+		res.DeclineReason = "Invalid security code"
+		return res, nil
+	case c.Amount.Sign() <= 0:
+		res.DeclineReason = "Invalid amount"
+		return res, nil
+	}
+	res.Approved = true
+	res.RetRef = digits("retref:"+c.OrderID, 12)
+	if c.SaveProfile {
+		// 20 digits: 16 from the order id, then the card's last four.
+		res.ProfileID = digits("profile:"+c.OrderID, 16) + res.LastFour
+		res.AccountID = "1"
+	}
+	return res, nil
+}
+
+// Void always succeeds: the simulator holds no charges to cancel.
+func (s *Simulator) Void(ctx context.Context, merchantID, orderID string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simulator: void order %s: %w: %w", orderID, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// DeleteProfile fails for a profile saved from a card ending in 0119 and
+// succeeds for every other profile, known or not.
+func (s *Simulator) DeleteProfile(ctx context.Context, merchantID, profileID, accountID string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simulator: delete profile %s: %w: %w", profileID, ErrUnavailable, err)
+	}
+	if strings.HasSuffix(profileID, failingLastFour) {
+		return fmt.Errorf("simulator: delete profile %s: processor error: %w", profileID, ErrUnavailable)
+	}
+	return nil
+}
+
+// digits derives n (at most 19) decimal digits from s, the same every time.
+func digits(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	v := binary.BigEndian.Uint64(sum[:8])
+	mod := uint64(1)
+	for range n {
+		mod *= 10
+	}
+	return fmt.Sprintf("%0*d", n, v%mod)
+}
+
+func validExpiry(mmyy string) bool {
+	if len(mmyy) != 4 || !allDigits(mmyy) {
+		return false
+	}
+	month := int(mmyy[0]-'0')*10 + int(mmyy[1]-'0')
+	return month >= 1 && month <= 12
+}
+
+func validCVV(cvv string) bool {
+	return (len(cvv) == 3 || len(cvv) == 4) && allDigits(cvv)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
