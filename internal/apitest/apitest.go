@@ -29,6 +29,7 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // Clock is a settable clock for tests.
@@ -79,6 +80,10 @@ type Options struct {
 	Configure func(*config.Config)
 	// Clock to use; nil: a clock starting at the real time.
 	Clock *Clock
+	// WrapProcessor wraps the card processor (the simulator unless
+	// Configure says otherwise), for tests that record what it is asked or
+	// change what it answers.
+	WrapProcessor func(processor.Processor) processor.Processor
 }
 
 var nextAddress atomic.Uint32
@@ -120,6 +125,9 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	a, err := app.Open(context.Background(), cfg, opts.Clock.Now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.WrapProcessor != nil {
+		a.UseProcessor(opts.WrapProcessor(a.Processor))
 	}
 	logs := &SyncBuffer{}
 	h, err := api.New(a, cfg.Logger(logs))

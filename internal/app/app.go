@@ -4,9 +4,12 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -16,7 +19,9 @@ import (
 	"github.com/payreq/payreq/internal/devdb"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
 	"github.com/payreq/payreq/internal/vault"
@@ -31,7 +36,12 @@ type App struct {
 	Directory    *directory.Directory
 	Applications *reseller.Applications
 	Invoices     *invoice.Store
-	Now          func() time.Time
+	Processor    processor.Processor
+	Payments     *payment.Service
+	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
+	// pepper, so every instance of a deployment shares it.
+	PayPageKey []byte
+	Now        func() time.Time
 }
 
 // Open connects to the database (starting the private cluster when no
@@ -85,6 +95,12 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 		db.Close()
 		return nil, fmt.Errorf("app: %s: %w", cfg.EncryptionKeyFile, err)
 	}
+	proc, err := newProcessor(cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL}
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -93,21 +109,52 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},
 		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
-		Invoices:     &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL},
+		Invoices:     invoices,
+		Processor:    proc,
+		Payments:     &payment.Service{DB: db, Invoices: invoices, Processor: proc, Now: now},
+		PayPageKey:   derive(pepper, "payreq pay page form token"),
 		Now:          now,
 	}, nil
+}
+
+// newProcessor is the card processor the configuration names.
+func newProcessor(cfg config.Config) (processor.Processor, error) {
+	if cfg.Processor == "cardpointe" {
+		// The client's own deadlines bound each call; this one bounds a hung
+		// connection whatever happens.
+		p, err := processor.NewCardPointe(cfg.CardPointeURL, &http.Client{Timeout: time.Minute})
+		if err != nil {
+			return nil, fmt.Errorf("app: PAYREQ_CARDPOINTE_URL: %w", err)
+		}
+		return p, nil
+	}
+	return processor.NewSimulator(), nil
+}
+
+// UseProcessor replaces the card processor (tests wrap the simulator).
+func (a *App) UseProcessor(p processor.Processor) {
+	a.Processor = p
+	a.Payments.Processor = p
+}
+
+// derive is a key for one purpose from a server secret.
+func derive(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // Close releases the database.
 func (a *App) Close() error { return a.DB.Close() }
 
 // RunHousekeeping deletes expired rows (old token-request counts,
-// idempotency keys past their 24 hours) once a minute until ctx ends.
+// idempotency keys past their 24 hours, pay attempts past their hour) once a
+// minute until ctx ends.
 func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

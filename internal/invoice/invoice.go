@@ -300,11 +300,11 @@ func cancel(inv *Invoice, by string, at time.Time) error {
 	return nil
 }
 
-// ApplyPayment records amount paid at `at`: the balance shrinks, and the
-// status becomes part_paid, or paid (with paidAt) when nothing is left. It
-// refuses a payment on a final invoice, a non-positive one, and one that
-// would take the invoice past its amount.
-func ApplyPayment(inv *Invoice, amount apd.Decimal, at time.Time) error {
+// CheckPayment says whether amount may be paid toward inv now: the invoice
+// must be open or part-paid, and the amount more than 0, in cents, and at
+// most the balance. ApplyPayment checks the same; callers check first when
+// something irreversible (a charge) comes between.
+func CheckPayment(inv *Invoice, amount apd.Decimal) error {
 	if !inv.Status.Payable() {
 		return unprocessable("Invoice cannot be paid", fmt.Sprintf("The invoice is %s.", inv.Status))
 	}
@@ -312,6 +312,17 @@ func ApplyPayment(inv *Invoice, amount apd.Decimal, at time.Time) error {
 	if amount.Sign() <= 0 || places(amount) > 2 || amount.Cmp(&balance) > 0 {
 		return unprocessable("Payment amount not allowed",
 			fmt.Sprintf("The amount must be more than 0, in cents, and at most the balance of %s.", text(balance)))
+	}
+	return nil
+}
+
+// ApplyPayment records amount paid at `at`: the balance shrinks, and the
+// status becomes part_paid, or paid (with paidAt) when nothing is left. It
+// refuses a payment on a final invoice, a non-positive one, and one that
+// would take the invoice past its amount.
+func ApplyPayment(inv *Invoice, amount apd.Decimal, at time.Time) error {
+	if err := CheckPayment(inv, amount); err != nil {
+		return err
 	}
 	inv.AmountPaid = cents(add(inv.AmountPaid, amount))
 	if b := inv.Balance(); b.Sign() == 0 {

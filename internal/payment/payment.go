@@ -1,0 +1,193 @@
+// Package payment charges cards toward invoices through the card processor,
+// keeps the cards customers save, and limits attempts per pay link. The
+// invoice's state moves only through the invoice package, under its row lock.
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/processor"
+)
+
+// Service charges and keeps cards.
+type Service struct {
+	DB        *sqlx.DB
+	Invoices  *invoice.Store
+	Processor processor.Processor
+	Now       func() time.Time
+}
+
+// Request is a payment as the customer asks for it on the pay page.
+type Request struct {
+	Card     processor.Card // in memory only; never stored or logged
+	Amount   apd.Decimal
+	SaveCard bool
+	Prefers  string // invoice.Email, invoice.Text, or "" to leave it as it is
+}
+
+// Outcome is the processor's answer: an approved payment as recorded, or a
+// decline with its reason.
+type Outcome struct {
+	Approved      bool
+	Payment       invoice.Payment
+	DeclineReason string
+}
+
+// ErrNotPayable: the invoice is paid or cancelled (perhaps since the page was shown).
+var ErrNotPayable = errors.New("payment: invoice is not payable")
+
+// AmountError: the amount is not more than 0 and at most the balance (perhaps
+// because another payment came first). Balance is the balance now.
+type AmountError struct {
+	Balance apd.Decimal
+}
+
+func (e *AmountError) Error() string {
+	return "payment: amount must be more than 0 and at most the balance of " + e.Balance.Text('f')
+}
+
+// ErrVoided: the charge was approved, but recording it failed, so it was
+// voided at the processor. Nothing was charged; the customer may try again.
+var ErrVoided = errors.New("payment: approved charge could not be recorded and was voided")
+
+// ErrVoidFailed: the charge was approved, recording it failed, and so did
+// the void. The card may be charged without a payment row: the error (with
+// the order id) must reach a person.
+var ErrVoidFailed = errors.New("payment: approved charge could not be recorded, and the void failed")
+
+// voidTimeout bounds the void after a failed recording.
+const voidTimeout = 30 * time.Second
+
+// Pay charges r.Card for r.Amount toward inv (read by its pay link), under
+// the invoice's row lock: two customers paying at once are charged one after
+// the other, and the second sees the first's payment, so the invoice never
+// goes past its amount. On approval the payment, the saved card and the
+// preference are written in the same transaction; on decline failedAttempts
+// grows. A processor failure (processor.ErrUnavailable) records nothing. If
+// the transaction fails after an approval, the charge is voided by its
+// order id (ErrVoided; ErrVoidFailed when the void fails too).
+func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
+	paymentID := uuid.Must(uuid.NewV7())
+	items := Level3Items(inv.Lines)
+	var out Outcome
+	var approved bool
+	err := s.Invoices.Update(ctx, inv.OrganizationID, inv.ID, func(tx *sqlx.Tx, locked *invoice.Invoice) error {
+		if err := invoice.CheckPayment(locked, r.Amount); err != nil {
+			if !locked.Status.Payable() {
+				return ErrNotPayable
+			}
+			return &AmountError{Balance: locked.Balance()}
+		}
+		res, err := s.Processor.AuthorizeCapture(ctx, processor.Charge{
+			MerchantID: locked.MID, OrderID: paymentID.String(), Amount: r.Amount, Card: r.Card,
+			Items: items, SaveProfile: r.SaveCard,
+		})
+		if err != nil {
+			return fmt.Errorf("payment: charge for invoice %s: %w", locked.ID, err)
+		}
+		if !res.Approved {
+			invoice.RecordDecline(locked)
+			out = Outcome{DeclineReason: res.DeclineReason}
+			if strings.TrimSpace(out.DeclineReason) == "" {
+				out.DeclineReason = "The card was declined."
+			}
+			return nil
+		}
+		approved = true
+		now := s.Now()
+		p := invoice.Payment{
+			ID: paymentID, Amount: r.Amount, RetRef: optional(res.RetRef), CardBrand: optional(BrandName(res.CardBrand)),
+			LastFour: optional(res.LastFour), PayerName: optional(r.Card.Name), PaidAt: now, Level3Sent: items != nil,
+		}
+		if r.SaveCard && res.ProfileID != "" {
+			err := saveCard(ctx, tx, savedCard{
+				OrganizationID: locked.OrganizationID, MerchantAccountID: locked.MerchantAccountID,
+				CustomerEmail: locked.CustomerEmail, ProfileID: res.ProfileID, AccountID: res.AccountID,
+				CardBrand: p.CardBrand, LastFour: p.LastFour, Expiry: r.Card.Expiry, SavedAt: now, SavedByName: r.Card.Name,
+			})
+			if err != nil {
+				return err
+			}
+			p.SavedCard = true
+		}
+		if err := invoice.RecordPayment(ctx, tx, locked, p); err != nil {
+			return err
+		}
+		if r.Prefers != "" {
+			if err := invoice.SetPreference(ctx, tx, locked.OrganizationID, locked.CustomerEmail, r.Prefers, now); err != nil {
+				return err
+			}
+		}
+		out = Outcome{Approved: true, Payment: p}
+		return nil
+	})
+	if err != nil && approved {
+		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
+		defer cancel()
+		if verr := s.Processor.Void(vctx, inv.MID, paymentID.String()); verr != nil {
+			return Outcome{}, fmt.Errorf("%w: order %s of invoice %s: record: %w; void: %w", ErrVoidFailed, paymentID, inv.ID, err, verr)
+		}
+		return Outcome{}, fmt.Errorf("%w: order %s: %w", ErrVoided, paymentID, err)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
+
+// Level3Items are the lines as line-level data, when every line has a
+// commodity code, a unit of measure and a UPC; nil otherwise (and when
+// there are no lines).
+func Level3Items(lines []invoice.Line) []processor.Item {
+	if len(lines) == 0 {
+		return nil
+	}
+	items := make([]processor.Item, len(lines))
+	for i, l := range lines {
+		if blank(l.CommodityCode) || blank(l.UOM) || blank(l.UPC) {
+			return nil
+		}
+		items[i] = processor.Item{Description: l.Description, Quantity: invoice.Plain(l.Quantity), UnitCost: invoice.Plain(l.UnitCost),
+			LineTotal: invoice.LineTotal(l), UOM: *l.UOM, CommodityCode: *l.CommodityCode, UPC: *l.UPC}
+	}
+	return items
+}
+
+func blank(s *string) bool { return s == nil || strings.TrimSpace(*s) == "" }
+
+// BrandName is how a card brand is shown: "Visa", "Mastercard", …
+func BrandName(brand string) string {
+	switch strings.ToLower(brand) {
+	case "visa":
+		return "Visa"
+	case "mastercard":
+		return "Mastercard"
+	case "amex":
+		return "American Express"
+	case "discover":
+		return "Discover"
+	case "jcb":
+		return "JCB"
+	case "diners":
+		return "Diners Club"
+	case "", "unknown":
+		return ""
+	}
+	return brand
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

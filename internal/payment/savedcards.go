@@ -1,0 +1,80 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/postgres"
+)
+
+// savedCard is a saved_cards row: the processor's references to a stored
+// card, with what may be shown of it. Never the card number.
+type savedCard struct {
+	OrganizationID    uuid.UUID
+	MerchantAccountID uuid.UUID
+	CustomerEmail     string
+	ProfileID         string
+	AccountID         string
+	CardBrand         *string
+	LastFour          *string
+	Expiry            string
+	SavedAt           time.Time
+	SavedByName       string
+}
+
+// saveCard stores a card the processor saved, for the customer (their email,
+// lower-cased, within the organization). A profile already stored stays as it is.
+func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO saved_cards (id, organization_id, merchant_account_id, customer_email, profile_id, account_id,
+			card_brand, last_four, expiry, saved_at, saved_by_name)
+		VALUES ($1, $2, $3, lower($4), $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (organization_id, profile_id, account_id) DO NOTHING`,
+		uuid.Must(uuid.NewV7()), c.OrganizationID, c.MerchantAccountID, c.CustomerEmail, c.ProfileID, c.AccountID,
+		c.CardBrand, c.LastFour, c.Expiry, c.SavedAt, c.SavedByName)
+	if err != nil {
+		return fmt.Errorf("payment: unable to save card: %w", err)
+	}
+	return nil
+}
+
+// ErrCardNotFound: no saved card with this id in the organization.
+var ErrCardNotFound = errors.New("saved card not found")
+
+// DeleteSavedCard removes a saved card at the processor first, then here.
+// The row stays locked meanwhile, so a second delete waits and then finds
+// nothing. When the processor fails (processor.ErrUnavailable) the card is
+// kept, and a retry later works.
+func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
+	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var row struct {
+			ProfileID string         `db:"profile_id"`
+			AccountID string         `db:"account_id"`
+			MID       sql.NullString `db:"mid"`
+		}
+		err := tx.GetContext(ctx, &row, `
+			SELECT c.profile_id, c.account_id, ma.mid
+			FROM saved_cards c LEFT JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
+			WHERE c.id = $1 AND c.organization_id = $2
+			FOR UPDATE OF c`, id, org)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrCardNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("payment: unable to read saved card: %w", err)
+		}
+		if err := s.Processor.DeleteProfile(ctx, row.MID.String, row.ProfileID, row.AccountID); err != nil {
+			return fmt.Errorf("payment: delete saved card %s at the processor: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org); err != nil {
+			return fmt.Errorf("payment: unable to delete saved card: %w", err)
+		}
+		return nil
+	})
+}

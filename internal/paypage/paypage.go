@@ -1,0 +1,353 @@
+// Package paypage serves the hosted pay page behind each invoice's link: the
+// invoice, a card form, and the receipt. Pages are rendered on the server
+// with html/template (which escapes everything the merchant or customer
+// typed) and work without JavaScript; their templates and stylesheet are
+// embedded in the binary.
+package paypage
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/processor"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets/style.css
+var styleCSS []byte
+
+// stylesheet is the stylesheet's address; its name carries a hash of its
+// content, so browsers may keep it for good.
+var stylesheet = func() string {
+	sum := sha256.Sum256(styleCSS)
+	return "/pay/assets/style-" + hex.EncodeToString(sum[:6]) + ".css"
+}()
+
+var pages = map[string]*template.Template{
+	"pay":     parse("pay.html", "invoice.html"),
+	"receipt": parse("receipt.html"),
+	"message": parse("message.html"),
+}
+
+func parse(files ...string) *template.Template {
+	patterns := []string{"templates/layout.html"}
+	for _, f := range files {
+		patterns = append(patterns, "templates/"+f)
+	}
+	return template.Must(template.New("").ParseFS(templateFS, patterns...))
+}
+
+// contentSecurityPolicy allows the page's own stylesheet and forms posting
+// to itself, and nothing else: no script at all, no framing.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+const (
+	// maxForm bounds the pay form's body.
+	maxForm = 16 << 10
+	// payTimeout bounds a payment, processor call and void included. It does
+	// not end when the customer goes away: a charge under way finishes and
+	// is recorded (or voided).
+	payTimeout = 60 * time.Second
+)
+
+// Deps is what the pages need.
+type Deps struct {
+	Invoices *invoice.Store
+	Payments *payment.Service
+	// FormKey signs the form token (CSRF) of each pay link.
+	FormKey []byte
+	Now     func() time.Time
+}
+
+type handler struct{ Deps }
+
+// Register adds the pay page's routes to e.
+func Register(e *echo.Echo, d Deps) {
+	h := &handler{d}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		e.Add(method, "/pay/:token", h.show, pageHeaders)
+		e.Add(method, "/pay/:token/receipt/:paymentId", h.receipt, pageHeaders)
+		e.Add(method, "/pay/assets/:file", h.asset, pageHeaders)
+	}
+	e.POST("/pay/:token", h.pay, pageHeaders)
+	e.Any("/pay/*", h.otherwise, pageHeaders)
+}
+
+// otherwise answers what no route took: another method on a page (405),
+// or an address with no page (404), as HTML.
+func (h *handler) otherwise(c echo.Context) error {
+	parts := strings.Split(strings.TrimPrefix(c.Request().URL.Path, "/pay/"), "/")
+	allow := ""
+	switch {
+	case len(parts) == 1 && tokenPattern.MatchString(parts[0]):
+		allow = "GET, HEAD, POST"
+	case len(parts) == 3 && parts[1] == "receipt" && tokenPattern.MatchString(parts[0]):
+		allow = "GET, HEAD"
+	}
+	if allow == "" {
+		return h.notFound(c)
+	}
+	c.Response().Header().Set("Allow", allow)
+	return h.render(c, http.StatusMethodNotAllowed, "message", page{Title: "Method not allowed", Heading: "Method not allowed",
+		Paragraphs: []string{"This page can be opened, and its form sent, from a web browser only."}})
+}
+
+// pageHeaders are on every pay page answer.
+func pageHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		return next(c)
+	}
+}
+
+var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
+
+// lookup reads the invoice of a pay link; ok is false for an unknown link.
+func (h *handler) lookup(ctx context.Context, token string) (inv invoice.Invoice, ok bool, err error) {
+	if !tokenPattern.MatchString(token) {
+		return invoice.Invoice{}, false, nil
+	}
+	inv, err = h.Invoices.ByPayToken(ctx, token)
+	if errors.Is(err, invoice.ErrNotFound) {
+		return invoice.Invoice{}, false, nil
+	}
+	return inv, err == nil, err
+}
+
+// show is GET /pay/:token: the invoice, and the form while it is payable.
+func (h *handler) show(c echo.Context) error {
+	token := c.Param("token")
+	inv, ok, err := h.lookup(c.Request().Context(), token)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if !ok {
+		return h.notFound(c)
+	}
+	p := h.payPage(inv, token)
+	balance := inv.Balance()
+	p.Form = form{Amount: balance.Text('f')}
+	return h.render(c, http.StatusOK, "pay", p)
+}
+
+// pay is POST /pay/:token: checks the attempt limit, the form token and the
+// fields, then charges.
+func (h *handler) pay(c echo.Context) error {
+	r := c.Request()
+	token := c.Param("token")
+	inv, ok, err := h.lookup(r.Context(), token)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if !ok {
+		return h.notFound(c)
+	}
+
+	wait, err := h.Payments.Attempt(r.Context(), inv.ID)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		minutes := (secs + 59) / 60
+		return h.message(c, http.StatusTooManyRequests, "Too many attempts",
+			"There have been too many payment attempts on this invoice in the last hour. Nothing more was charged.",
+			"Please try again in "+plural(minutes, "minute")+".")
+	}
+
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		return h.message(c, http.StatusBadRequest, "The form could not be read",
+			"Nothing was charged. Go back to the invoice and try again.")
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !h.validFormToken(token, r.PostForm.Get("csrfToken")) {
+		return h.message(c, http.StatusForbidden, "This form was not sent from the invoice page",
+			"Nothing was charged. Open the invoice again from the link you received, and pay from there.")
+	}
+
+	if !inv.Status.Payable() {
+		return h.render(c, http.StatusConflict, "pay", h.payPage(inv, token))
+	}
+	f := readForm(r.PostForm)
+	req, errs := f.validate(inv.Balance(), h.Now())
+	if errs != nil {
+		p := h.payPage(inv, token)
+		p.Form, p.Errors = f.redisplay(), errs
+		for _, field := range fieldOrder {
+			if msg, ok := errs[field]; ok {
+				p.ErrorList = append(p.ErrorList, fieldError{Field: field, Message: msg})
+			}
+		}
+		return h.render(c, http.StatusBadRequest, "pay", p)
+	}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), payTimeout)
+	defer cancel()
+	out, payErr := h.Payments.Pay(ctx, inv, req)
+	if payErr == nil && out.Approved {
+		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+out.Payment.ID.String())
+	}
+
+	// Anything else shows the invoice as it is now, with what happened.
+	if inv, ok, err = h.lookup(r.Context(), token); err != nil || !ok {
+		return h.failure(c, errors.Join(payErr, err, errors.New("paypage: invoice gone after a payment attempt")))
+	}
+	p := h.payPage(inv, token)
+	p.Form = f.redisplay()
+	var amountErr *payment.AmountError
+	switch {
+	case payErr == nil: // declined
+		p.Alert = &alert{Kind: "error", Paragraphs: []string{
+			"Your card was declined: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
+		return h.render(c, http.StatusPaymentRequired, "pay", p)
+	case errors.Is(payErr, payment.ErrNotPayable):
+		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
+		return h.render(c, http.StatusConflict, "pay", p)
+	case errors.As(payErr, &amountErr):
+		p.Errors = map[string]string{"amount": "The amount can be at most the balance of " + money(amountErr.Balance) + "."}
+		p.ErrorList = []fieldError{{Field: "amount", Message: p.Errors["amount"]}}
+		p.Form.Amount = amountErr.Balance.Text('f')
+		return h.render(c, http.StatusBadRequest, "pay", p)
+	case errors.Is(payErr, payment.ErrVoidFailed):
+		// Checked first: this error wraps the processor's too.
+		_ = h.message(c, http.StatusInternalServerError, "We could not confirm your payment",
+			"Your card may have been charged, but the payment could not be recorded. Please do not pay again: contact "+
+				biller(inv)+" about invoice "+inv.InvoiceNumber+", who can see what happened.")
+		return payErr
+	case errors.Is(payErr, processor.ErrUnavailable), errors.Is(payErr, payment.ErrVoided):
+		p.Alert = &alert{Kind: "error", Paragraphs: []string{
+			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes."}}
+		c.Response().Header().Set("Retry-After", "60")
+		if err := h.render(c, http.StatusServiceUnavailable, "pay", p); err != nil {
+			return err
+		}
+		return payErr // logged by the request log; the page is already sent
+	}
+	return h.failure(c, payErr)
+}
+
+// receipt is GET /pay/:token/receipt/:paymentId.
+func (h *handler) receipt(c echo.Context) error {
+	token := c.Param("token")
+	id, err := uuid.Parse(c.Param("paymentId"))
+	if err != nil {
+		return h.notFound(c)
+	}
+	inv, ok, err := h.lookup(c.Request().Context(), token)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if !ok {
+		return h.notFound(c)
+	}
+	// The balance right after this payment: later payments do not change
+	// what this receipt says.
+	balance := inv.Amount
+	for _, p := range inv.Payments {
+		if _, err := decimals.Sub(&balance, &balance, &p.Amount); err != nil {
+			return h.failure(c, err)
+		}
+		if p.ID == id {
+			return h.render(c, http.StatusOK, "receipt", page{
+				Title:   "Receipt for invoice " + inv.InvoiceNumber + " from " + biller(inv),
+				Invoice: viewOf(inv), Receipt: receiptOf(p, balance), Back: "/pay/" + token,
+			})
+		}
+	}
+	return h.notFound(c)
+}
+
+// asset serves the stylesheet under its hashed name.
+func (h *handler) asset(c echo.Context) error {
+	if c.Request().URL.Path != stylesheet {
+		return h.notFound(c)
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", styleCSS)
+}
+
+func (h *handler) notFound(c echo.Context) error {
+	return h.message(c, http.StatusNotFound, "Invoice not found",
+		"There is no invoice at this address. Check that the link is complete, exactly as you received it.")
+}
+
+// failure answers a server-side failure with a page, and returns err so
+// that the request log records it (the page is already sent by then).
+func (h *handler) failure(c echo.Context, err error) error {
+	_ = h.message(c, http.StatusInternalServerError, "Something went wrong",
+		"We could not complete this request, and nothing was charged. Please try again in a few minutes.")
+	return err
+}
+
+func (h *handler) message(c echo.Context, status int, heading string, paragraphs ...string) error {
+	p := page{Title: heading, Heading: heading, Paragraphs: paragraphs}
+	if token := c.Param("token"); token != "" && status != http.StatusNotFound && tokenPattern.MatchString(token) {
+		p.Back = "/pay/" + token
+	}
+	return h.render(c, status, "message", p)
+}
+
+func (h *handler) payPage(inv invoice.Invoice, token string) page {
+	return page{
+		Title:     "Invoice " + inv.InvoiceNumber + " from " + biller(inv),
+		Invoice:   viewOf(inv),
+		ShowForm:  inv.Status.Payable(),
+		Action:    "/pay/" + token,
+		FormToken: h.formToken(token),
+		Errors:    map[string]string{},
+	}
+}
+
+func (h *handler) render(c echo.Context, status int, name string, p page) error {
+	p.Stylesheet = stylesheet
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// formToken ties the form to its pay link: an HMAC of the link's token
+// under a server key, checked on POST.
+func (h *handler) formToken(payToken string) string {
+	m := hmac.New(sha256.New, h.FormKey)
+	m.Write([]byte("pay form\x00" + payToken))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *handler) validFormToken(payToken, got string) bool {
+	return got != "" && hmac.Equal([]byte(h.formToken(payToken)), []byte(got))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}

@@ -1,0 +1,168 @@
+package paypage
+
+import (
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/payreq/payreq/internal/invoice"
+)
+
+// page is what every template renders; each page fills what it shows.
+type page struct {
+	Title      string
+	Stylesheet string
+
+	// The pay page and the receipt.
+	Invoice   invoiceView
+	ShowForm  bool
+	Action    string
+	FormToken string
+	Form      form
+	Errors    map[string]string
+	ErrorList []fieldError
+	Alert     *alert
+	Receipt   receiptView
+	Back      string
+
+	// Message pages (not found, refused, failures).
+	Heading    string
+	Paragraphs []string
+}
+
+type fieldError struct{ Field, Message string }
+
+type alert struct {
+	Kind       string // error, info
+	Paragraphs []string
+}
+
+type invoiceView struct {
+	Biller        string
+	InvoiceNumber string
+	CustomerName  string
+	PONumber      string
+	Memo          string
+	DueDate       string
+	Lines         []lineView
+	Amount        string
+	AmountPaid    string
+	Balance       string
+	Status        string
+	PaidAt        string
+	CancelledAt   string
+}
+
+type lineView struct{ Description, Quantity, UnitCost, Total string }
+
+type receiptView struct {
+	Amount       string
+	Card         string
+	PayerName    string
+	PaidAt       string
+	RetRef       string
+	BalanceAfter string
+	SavedCard    bool
+}
+
+func biller(inv invoice.Invoice) string {
+	if inv.LocationName != nil && strings.TrimSpace(*inv.LocationName) != "" {
+		return *inv.LocationName
+	}
+	return "your merchant"
+}
+
+func viewOf(inv invoice.Invoice) invoiceView {
+	v := invoiceView{
+		Biller: biller(inv), InvoiceNumber: inv.InvoiceNumber, CustomerName: deref(inv.CustomerName),
+		PONumber: deref(inv.PONumber), Memo: deref(inv.Memo),
+		Amount: money(inv.Amount), AmountPaid: money(inv.AmountPaid), Balance: money(inv.Balance()),
+		Status: string(inv.Status),
+	}
+	if inv.DueDate != nil {
+		v.DueDate = inv.DueDate.Format("January 2, 2006")
+	}
+	if inv.PaidAt != nil {
+		v.PaidAt = day(*inv.PaidAt)
+	}
+	if inv.CancelledAt != nil {
+		v.CancelledAt = day(*inv.CancelledAt)
+	}
+	for _, l := range inv.Lines {
+		q := invoice.Plain(l.Quantity)
+		v.Lines = append(v.Lines, lineView{Description: l.Description, Quantity: grouped(q.Text('f')),
+			UnitCost: unitMoney(l.UnitCost), Total: money(invoice.LineTotal(l))})
+	}
+	return v
+}
+
+func receiptOf(p invoice.Payment, balanceAfter apd.Decimal) receiptView {
+	card := "Card"
+	if b := deref(p.CardBrand); b != "" {
+		card = b
+	}
+	if l := deref(p.LastFour); l != "" {
+		card += " ending in " + l
+	}
+	return receiptView{
+		Amount: money(p.Amount), Card: card, PayerName: deref(p.PayerName),
+		PaidAt: p.PaidAt.UTC().Format("January 2, 2006, 3:04 PM") + " UTC", RetRef: deref(p.RetRef),
+		BalanceAfter: money(balanceAfter), SavedCard: p.SavedCard,
+	}
+}
+
+func day(t time.Time) string { return t.UTC().Format("January 2, 2006") }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+var decimals = apd.BaseContext.WithPrecision(34)
+
+// money is an amount in dollars: "$1,234.50", "-$5.00".
+func money(d apd.Decimal) string {
+	var q apd.Decimal
+	if _, err := decimals.Quantize(&q, &d, -2); err != nil {
+		return d.Text('f')
+	}
+	return dollars(q)
+}
+
+// unitMoney is a unit cost: at least cents, more places when it has them
+// ("$0.0149").
+func unitMoney(d apd.Decimal) string {
+	r := invoice.Plain(d)
+	if r.Exponent > -2 {
+		return money(r)
+	}
+	return dollars(r)
+}
+
+func dollars(d apd.Decimal) string {
+	s := d.Text('f')
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	return sign + "$" + grouped(s)
+}
+
+// grouped puts thousands separators into a plain decimal's integer part.
+func grouped(s string) string {
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
