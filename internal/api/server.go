@@ -21,8 +21,11 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/docs"
 	"github.com/payreq/payreq/internal/httpx"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/paypage"
 )
 
 // Server implements gen.StrictServerInterface.
@@ -32,6 +35,7 @@ type Server struct {
 	auth      *auth.Service
 	directory *directory.Directory
 	invoices  *invoice.Store
+	payments  *payment.Service
 	publicURL string
 	// permissions maps "METHOD /echo/path" to the permission the
 	// operation's security requirement names in openapi.yaml.
@@ -63,6 +67,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		auth:        a.Auth,
 		directory:   a.Directory,
 		invoices:    a.Invoices,
+		payments:    a.Payments,
 		publicURL:   a.Config.PublicURL,
 		permissions: map[string]string{},
 		operations:  map[string]bool{},
@@ -114,6 +119,10 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		ErrorHandler: func(_ echo.Context, err *echo.HTTPError) error { return err },
 	}))
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	paypage.Register(e, paypage.Deps{Invoices: a.Invoices, Payments: a.Payments, FormKey: a.PayPageKey, Now: a.Now})
+	if err := docs.Register(e, s.publicURL); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
