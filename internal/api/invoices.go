@@ -91,7 +91,7 @@ func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentReques
 // ListPaymentRequests lists invoices newest first, a page at a time.
 func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentRequestsRequestObject) (gen.ListPaymentRequestsResponseObject, error) {
 	q := req.Params
-	limit := 25
+	limit := defaultPageSize
 	if q.Limit != nil {
 		limit = int(*q.Limit)
 	}

@@ -15,12 +15,6 @@ import (
 // defaultPageSize is the page size of lists when the client sends no limit.
 const defaultPageSize = 25
 
-// portfolio and applications read the reseller's side of the database.
-// Reading needs no encryption key: only last-four digits are ever read.
-func (s *Server) portfolio() *reseller.Portfolio { return &reseller.Portfolio{DB: s.db} }
-
-func (s *Server) applications() *reseller.Applications { return &reseller.Applications{DB: s.db} }
-
 // GetPortfolio lists the merchants in the caller's portfolio, ordered by
 // name. Only the caller's own organization id is accepted.
 func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestObject) (gen.GetPortfolioResponseObject, error) {
@@ -30,7 +24,7 @@ func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestOb
 			Detail: "A key reads only its own organization's portfolio: use the organization_id of your token response, " + org.String() + "."}
 		return gen.GetPortfolio403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: gen.ForbiddenApplicationProblemPlusJSONResponse(s.problemBody(p))}, nil
 	}
-	merchants, err := s.portfolio().Merchants(ctx, org)
+	merchants, err := s.portfolio.Merchants(ctx, org)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +55,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	if req.Params.Cursor != nil {
 		after = *req.Params.Cursor
 	}
-	apps, next, err := s.applications().List(ctx, principalFrom(ctx).OrganizationID, stage, limit, after)
+	apps, next, err := s.applications.List(ctx, principalFrom(ctx).OrganizationID, stage, limit, after)
 	if errors.Is(err, reseller.ErrInvalidCursor) {
 		p := httpx.Validation("query.cursor", "is not a cursor of this list; follow the Link header of the previous page as it is")
 		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(p))}, nil
@@ -86,7 +80,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 
 // GetApplication reads one of the caller's applications; others' ids are 404.
 func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationRequestObject) (gen.GetApplicationResponseObject, error) {
-	a, err := s.applications().Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	a, err := s.applications.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, reseller.ErrNotFound) {
 		return gen.GetApplication404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("application")))}, nil
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/paypage"
+	"github.com/payreq/payreq/internal/reseller"
 )
 
 // Server implements gen.StrictServerInterface.
@@ -36,7 +37,10 @@ type Server struct {
 	directory *directory.Directory
 	invoices  *invoice.Store
 	payments  *payment.Service
-	publicURL string
+	// Reseller partners' reads.
+	portfolio    *reseller.Portfolio
+	applications *reseller.Applications
+	publicURL    string
 	// permissions maps "METHOD /echo/path" to the permission the
 	// operation's security requirement names in openapi.yaml.
 	permissions map[string]string
@@ -62,16 +66,18 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		return nil, fmt.Errorf("api: load embedded spec: %w", err)
 	}
 	s := &Server{
-		log:         log,
-		db:          a.DB,
-		auth:        a.Auth,
-		directory:   a.Directory,
-		invoices:    a.Invoices,
-		payments:    a.Payments,
-		publicURL:   a.Config.PublicURL,
-		permissions: map[string]string{},
-		operations:  map[string]bool{},
-		limiter:     &keyLimiter{limit: rate.Limit(a.Config.RateLimit), burst: a.Config.RateBurst, keys: map[string]*rate.Limiter{}},
+		log:          log,
+		db:           a.DB,
+		auth:         a.Auth,
+		directory:    a.Directory,
+		invoices:     a.Invoices,
+		payments:     a.Payments,
+		portfolio:    a.Portfolio,
+		applications: a.Applications,
+		publicURL:    a.Config.PublicURL,
+		permissions:  map[string]string{},
+		operations:   map[string]bool{},
+		limiter:      &keyLimiter{limit: rate.Limit(a.Config.RateLimit), burst: a.Config.RateBurst, keys: map[string]*rate.Limiter{}},
 	}
 	for path, item := range spec.Paths.Map() {
 		echoPath := toEchoPath(path)

@@ -35,6 +35,7 @@ type App struct {
 	Keys         *auth.Keys
 	Directory    *directory.Directory
 	Applications *reseller.Applications
+	Portfolio    *reseller.Portfolio
 	Invoices     *invoice.Store
 	Processor    processor.Processor
 	Payments     *payment.Service
@@ -109,6 +110,7 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},
 		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
+		Portfolio:    &reseller.Portfolio{DB: db},
 		Invoices:     invoices,
 		Processor:    proc,
 		Payments:     &payment.Service{DB: db, Invoices: invoices, Processor: proc, Now: now},
