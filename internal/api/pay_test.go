@@ -703,7 +703,7 @@ func TestPayPageSecurityHeaders(t *testing.T) {
 	}
 	for name, r := range answers {
 		h := r.Header
-		if h.Get("Content-Security-Policy") != "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" ||
+		if h.Get("Content-Security-Policy") != "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" ||
 			h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s (%d): headers %v", name, r.StatusCode, h)
 		}

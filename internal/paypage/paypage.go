@@ -27,6 +27,7 @@ import (
 
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 )
 
@@ -59,7 +60,7 @@ func parse(files ...string) *template.Template {
 
 // contentSecurityPolicy allows the page's own stylesheet and forms posting
 // to itself, and nothing else: no script at all, no framing.
-const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 const (
 	// maxForm bounds the pay form's body.
@@ -300,7 +301,13 @@ func (h *handler) notFound(c echo.Context) error {
 // failure answers a server-side failure with a page, and returns err so
 // that the request log records it (the page is already sent by then).
 func (h *handler) failure(c echo.Context, err error) error {
-	_ = h.message(c, http.StatusInternalServerError, "Something went wrong",
+	status := http.StatusInternalServerError
+	if postgres.Unavailable(err) {
+		// The database is down or too slow: a passing trouble, not a bug.
+		status = http.StatusServiceUnavailable
+		c.Response().Header().Set("Retry-After", "60")
+	}
+	_ = h.message(c, status, "Something went wrong",
 		"We could not complete this request, and nothing was charged. Please try again in a few minutes.")
 	return err
 }

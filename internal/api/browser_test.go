@@ -1,0 +1,254 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/emersion/go-smtp"
+
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/browsertest"
+	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/pgtest"
+)
+
+// TestPayFromEmailInChromium follows an invoice as its customer does: the
+// invoice is sent, the delivery worker mails it to an SMTP server in the test,
+// the pay link is taken from the mail's text, and Chromium opens it, pays the
+// balance by card and shows the receipt, which the API then agrees with. The
+// pages run no failing script, keep their Content-Security-Policy and fetch
+// nothing from elsewhere. The screenshots go to the test's artifact directory:
+// kept with go test -artifacts, else removed like t.TempDir.
+func TestPayFromEmailInChromium(t *testing.T) {
+	// A database of its own, so that its worker delivers no other test's
+	// messages.
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
+	inbox := startMailbox(t)
+	runWorker(t, env, "smtp://"+inbox.addr+"?from=billing@example.com")
+
+	m := newMerchant(t, env)
+	b := m.body("WEB-1", "125.40", ln("2", "50.00"), ln("1", "25.40"))
+	b["send"] = true
+	inv := mustCreate(t, m, b)
+	if inv.SentVia == nil || *inv.SentVia != "email" || inv.Link == nil {
+		t.Fatalf("created invoice was not sent by email: sentVia %v, link %v", inv.SentVia, inv.Link)
+	}
+
+	var sent receivedMail
+	select {
+	case sent = <-inbox.received:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no email arrived within 10 s")
+	}
+	if len(sent.to) != 1 || sent.to[0] != "dana@example.com" {
+		t.Fatalf("email went to %v, want dana@example.com", sent.to)
+	}
+	link := payLinkIn(t, sent.data)
+	if link != *inv.Link {
+		t.Errorf("the email links to %s, the invoice's link is %s", link, *inv.Link)
+	}
+
+	browser := browsertest.Start(t, env.URL, time.Minute)
+	resp, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(link))
+	if err != nil {
+		t.Fatalf("open the pay link: %v", err)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("the pay link answered %d", resp.Status)
+	}
+	wantText(t, browser, "the pay page", "WEB-1", "Balance due $125.40", "Pay by card")
+	if amount, err := chromedp.Run(browser.Tab, chromedp.Value("#amount")); err != nil || amount != "125.40" {
+		t.Errorf("the amount field holds %q (%v), want the balance 125.40", amount, err)
+	}
+
+	err = chromedp.Do(browser.Tab,
+		chromedp.SendKeys("#cardholderName", "Dana Whitfield"),
+		chromedp.SendKeys("#cardNumber", cardApprove),
+		chromedp.SendKeys("#expiry", futureExpiry(env)),
+		chromedp.SendKeys("#cvv", testCVV),
+	)
+	if err != nil {
+		t.Fatalf("fill the form: %v", err)
+	}
+	browser.FullScreenshot(t, "pay-page.png")
+	resp, err = chromedp.RunResponse(browser.Tab, chromedp.Click(`button[type="submit"]`))
+	if err != nil {
+		t.Fatalf("submit the form: %v", err)
+	}
+	receipt, err := url.Parse(resp.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 200 || receiptPath.FindString(receipt.Path) == "" || !strings.HasPrefix(resp.URL, link+"/receipt/") {
+		t.Fatalf("submitting led to %s (%d), want the receipt", resp.URL, resp.Status)
+	}
+	browser.FullScreenshot(t, "receipt.png")
+
+	got, raw := m.read(t, inv.Id)
+	if got.Status != "paid" || got.AmountPaid.Text('f') != "125.40" || got.Balance.Text('f') != "0.00" ||
+		got.PaidAt == nil || got.Payments == nil || len(*got.Payments) != 1 {
+		t.Fatalf("after paying in the browser, want the invoice paid with one payment: %s", raw)
+	}
+	p := (*got.Payments)[0]
+	if p.Amount.Text('f') != "125.40" || p.LastFour == nil || *p.LastFour != "1111" ||
+		p.PayerName == nil || *p.PayerName != "Dana Whitfield" || p.RetRef == nil || *p.RetRef == "" {
+		t.Fatalf("payment: %s", raw)
+	}
+	wantText(t, browser, "the receipt", "Payment received", "Invoice WEB-1", "Amount paid $125.40",
+		"Card Visa ending in 1111", "Name on card Dana Whitfield", "Reference "+*p.RetRef,
+		"Balance after this payment $0.00")
+
+	for _, v := range browser.Violations() {
+		t.Errorf("Content-Security-Policy refused %s", v)
+	}
+	for _, u := range browser.Foreign() {
+		t.Errorf("the page asked for %s, outside this service", u)
+	}
+	for _, e := range browser.Errors() {
+		t.Errorf("browser: %s", e)
+	}
+}
+
+// wantText checks that the text of the page's main element, whitespace
+// collapsed, has every one of want.
+func wantText(t *testing.T, b *browsertest.Browser, what string, want ...string) {
+	t.Helper()
+	text, err := chromedp.Run(b.Tab, chromedp.Text("main"))
+	if err != nil {
+		t.Fatalf("read %s: %v", what, err)
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q: %s", what, w, text)
+		}
+	}
+}
+
+// runWorker runs a delivery worker on the env's database, sending email
+// through smtpURL, until the test ends.
+func runWorker(t *testing.T, env *apitest.Env, smtpURL string) {
+	t.Helper()
+	w, err := delivery.NewWorker(env.App.DB, delivery.Config{
+		PublicURL: env.App.Config.PublicURL, DataDir: env.App.Config.DataDir, SMTPURL: smtpURL,
+		PollInterval: 20 * time.Millisecond,
+	}, slog.New(slog.NewTextHandler(t.Output(), nil)), env.Clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		w.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+var payLinkLine = regexp.MustCompile(`(?m)^(https?://\S+/pay/\S+)\r?$`)
+
+// payLinkIn is the pay link on a line of its own in the text part of an
+// email, as the customer reads it.
+func payLinkIn(t *testing.T, raw []byte) string {
+	t.Helper()
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal("parse email:", err)
+	}
+	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
+		t.Fatalf("email Content-Type %q, want multipart", msg.Header.Get("Content-Type"))
+	}
+	parts := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		part, err := parts.NextPart() // undoes quoted-printable
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("email has no text/plain part:\n%s", raw)
+		}
+		if err != nil {
+			t.Fatal("parse email part:", err)
+		}
+		if ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); ct != "text/plain" {
+			continue
+		}
+		text, err := io.ReadAll(part)
+		if err != nil {
+			t.Fatal("read email part:", err)
+		}
+		links := payLinkLine.FindAllStringSubmatch(string(text), -1)
+		if len(links) != 1 {
+			t.Fatalf("want one pay link in the email's text, found %d:\n%s", len(links), text)
+		}
+		return links[0][1]
+	}
+}
+
+// mailbox is an SMTP server in the test process; what it receives arrives on
+// received.
+type mailbox struct {
+	addr     string
+	received chan receivedMail
+}
+
+type receivedMail struct {
+	to   []string
+	data []byte
+}
+
+func startMailbox(t *testing.T) *mailbox {
+	t.Helper()
+	mb := &mailbox{received: make(chan receivedMail, 10)}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		return &mailboxSession{mailbox: mb}, nil
+	}))
+	srv.Domain = "localhost"
+	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb.addr = l.Addr().String()
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return mb
+}
+
+type mailboxSession struct {
+	mailbox *mailbox
+	to      []string
+}
+
+func (s *mailboxSession) Mail(string, *smtp.MailOptions) error { return nil }
+
+func (s *mailboxSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.to = append(s.to, to)
+	return nil
+}
+
+func (s *mailboxSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.mailbox.received <- receivedMail{to: s.to, data: b}
+	return nil
+}
+
+func (s *mailboxSession) Reset()        { s.to = nil }
+func (s *mailboxSession) Logout() error { return nil }
