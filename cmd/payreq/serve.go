@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -19,6 +21,12 @@ import (
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
 func serve(ctx context.Context, cfg config.Config) error {
 	log := cfg.Logger(os.Stderr)
+	// The live heap is a few MB and a request's garbage is short-lived: at
+	// Go's default GOGC of 100 the collector takes a fifth of a read's CPU
+	// time; 400 gives that back for some 20 MB more. GOGC, when set, wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -42,6 +50,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	worker, err := delivery.NewWorker(a.DB, delivery.Config{
 		PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
+		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
+		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
 	}, log, a.Now)
 	if err != nil {
 		return err
@@ -52,9 +62,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 		close(delivered)
 	}()
 	go a.RunHousekeeping(ctx, log)
+	// Charges whose outcome was lost are voided at the processor.
+	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.ListenAndServe() }()
+	if cfg.DebugAddr != "" {
+		debug := &http.Server{Addr: cfg.DebugAddr, Handler: debugHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errc <- debug.ListenAndServe() }()
+		defer debug.Close()
+		log.Info("serving profiles", "addr", cfg.DebugAddr)
+	}
 	log.Info("serving", "addr", cfg.Addr, "public_url", cfg.PublicURL)
 	select {
 	case err := <-errc:
@@ -70,4 +88,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 	<-delivered // messages being sent are sent, or handed back to the outbox
 	log.Info("stopped")
 	return nil
+}
+
+// debugHandler serves pprof's profiles (a goroutine count is the first line
+// of /debug/pprof/goroutine?debug=1), on the loopback debug address only.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -537,16 +537,25 @@ func TestPayVoidsWhenTheRecordFails(t *testing.T) {
 		t.Errorf("the voided charge is not in the log")
 	}
 
-	// When the void fails too, the customer is told not to pay again, and
-	// the order id is logged as an error for a person to follow up.
+	// When the void fails too, the customer is told that the charge, if
+	// any, will be cancelled; the order stays pending for the service to
+	// void, and its id is logged as an error.
 	rec.voidErr = fmt.Errorf("void: %w", processor.ErrUnavailable)
 	inv = mustCreate(t, m, m.body("VOID-2", "10.00"))
 	r = pay(t, env, payPath(t, inv), payment{card: cardApprove, amount: "10.00"})
-	wantStatus(t, r, http.StatusInternalServerError)
-	if !strings.Contains(r.Body, "do not pay again") || !strings.Contains(r.Body, "VOID-2") {
+	wantStatus(t, r, http.StatusServiceUnavailable)
+	if !strings.Contains(r.Body, "cancelled automatically") || !strings.Contains(r.Body, "VOID-2") ||
+		strings.Contains(r.Body, "nothing was charged") {
 		t.Fatalf("void failure page: %s", r.Body)
 	}
 	m.nothingRecorded(t, inv.Id, 0)
+	var pending int
+	if err := env.App.DB.Get(&pending, `SELECT count(*) FROM pending_charges WHERE order_id = $1 AND void_after <= now()`, rec.last().OrderID); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 1 {
+		t.Errorf("the unvoided order is not pending for the service to void")
+	}
 	if logs := env.Log.String(); !strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, rec.last().OrderID) {
 		t.Errorf("the unvoided order is not logged as an error: %s", logs)
 	}

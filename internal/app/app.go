@@ -128,6 +128,9 @@ func newProcessor(cfg config.Config) (processor.Processor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("app: PAYREQ_CARDPOINTE_URL: %w", err)
 		}
+		if cfg.CardPointeTimeout > 0 {
+			p.AuthTimeout, p.Timeout = cfg.CardPointeTimeout, cfg.CardPointeTimeout*2/3
+		}
 		return p, nil
 	}
 	return processor.NewSimulator(), nil

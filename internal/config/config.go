@@ -30,6 +30,23 @@ type Config struct {
 	PepperFile              string        // PAYREQ_PEPPER_FILE
 	EncryptionKeyFile       string        // PAYREQ_ENCRYPTION_KEY_FILE
 	LogLevel                string        // PAYREQ_LOG_LEVEL
+	// RequestTimeout bounds each API request, database work included; past
+	// it the answer is 503.
+	RequestTimeout time.Duration // PAYREQ_REQUEST_TIMEOUT
+	// CardPointeTimeout bounds an authorisation at the gateway; its other
+	// calls (void, profile delete) get two thirds of it.
+	CardPointeTimeout time.Duration // PAYREQ_CARDPOINTE_TIMEOUT
+	// Delivery worker tuning; zero means the delivery package's default.
+	DeliveryPollInterval time.Duration // PAYREQ_DELIVERY_POLL_INTERVAL
+	DeliveryLease        time.Duration // PAYREQ_DELIVERY_LEASE
+	DeliveryBackoff      time.Duration // PAYREQ_DELIVERY_BACKOFF
+	DeliveryBackoffMax   time.Duration // PAYREQ_DELIVERY_BACKOFF_MAX
+	DeliveryMaxAttempts  int           // PAYREQ_DELIVERY_MAX_ATTEMPTS
+	// DebugAddr is a loopback address for pprof (/debug/pprof/); empty: none.
+	DebugAddr string // PAYREQ_DEBUG_ADDR
+	// ValidateRequests: a benchmark-only knob. make bench turns it off in
+	// one run to price the validator; a service never does.
+	ValidateRequests bool // PAYREQ_VALIDATE_REQUESTS
 }
 
 // FromEnv reads the configuration; an invalid value is an error naming the variable.
@@ -59,6 +76,48 @@ func parse(getenv func(string) string) (Config, error) {
 	c.EncryptionKeyFile = get("PAYREQ_ENCRYPTION_KEY_FILE", filepath.Join(c.DataDir, "encryption-key"))
 
 	var err error
+	duration := func(name, def string, min, max time.Duration) (time.Duration, error) {
+		raw := get(name, def)
+		if raw == "" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < min || d > max {
+			return 0, fmt.Errorf("%s must be a Go duration from %v to %v, such as 10s", name, min, max)
+		}
+		return d, nil
+	}
+	if c.RequestTimeout, err = duration("PAYREQ_REQUEST_TIMEOUT", "10s", 100*time.Millisecond, 5*time.Minute); err != nil {
+		return Config{}, err
+	}
+	if c.CardPointeTimeout, err = duration("PAYREQ_CARDPOINTE_TIMEOUT", "15s", 100*time.Millisecond, 2*time.Minute); err != nil {
+		return Config{}, err
+	}
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+		max  time.Duration
+	}{
+		{"PAYREQ_DELIVERY_POLL_INTERVAL", &c.DeliveryPollInterval, time.Minute},
+		{"PAYREQ_DELIVERY_LEASE", &c.DeliveryLease, time.Hour},
+		{"PAYREQ_DELIVERY_BACKOFF", &c.DeliveryBackoff, time.Hour},
+		{"PAYREQ_DELIVERY_BACKOFF_MAX", &c.DeliveryBackoffMax, 24 * time.Hour},
+	} {
+		if *d.to, err = duration(d.name, "", time.Millisecond, d.max); err != nil {
+			return Config{}, err
+		}
+	}
+	if v := get("PAYREQ_DELIVERY_MAX_ATTEMPTS", ""); v != "" {
+		if c.DeliveryMaxAttempts, err = strconv.Atoi(v); err != nil || c.DeliveryMaxAttempts < 1 || c.DeliveryMaxAttempts > 100 {
+			return Config{}, fmt.Errorf("PAYREQ_DELIVERY_MAX_ATTEMPTS must be an integer from 1 to 100")
+		}
+	}
+	if c.DebugAddr = get("PAYREQ_DEBUG_ADDR", ""); c.DebugAddr != "" {
+		host, _, err := net.SplitHostPort(c.DebugAddr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return Config{}, fmt.Errorf("PAYREQ_DEBUG_ADDR must be a loopback address such as 127.0.0.1:6060: it serves profiles to anyone who can reach it")
+		}
+	}
 	if c.RevocationCheckInterval, err = time.ParseDuration(get("PAYREQ_REVOCATION_CHECK_INTERVAL", "15s")); err != nil || c.RevocationCheckInterval <= 0 || c.RevocationCheckInterval > time.Minute {
 		return Config{}, fmt.Errorf("PAYREQ_REVOCATION_CHECK_INTERVAL must be a Go duration between 0 and 1m, such as 15s")
 	}
@@ -86,6 +145,9 @@ func parse(getenv func(string) string) (Config, error) {
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return Config{}, err
+	}
+	if c.ValidateRequests, err = strconv.ParseBool(get("PAYREQ_VALIDATE_REQUESTS", "true")); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_VALIDATE_REQUESTS must be true or false")
 	}
 	return c, nil
 }

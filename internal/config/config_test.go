@@ -11,7 +11,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8080" || c.PublicURL != "http://127.0.0.1:8080" || c.DataDir != ".data" ||
-		c.RevocationCheckInterval != 15*time.Second || c.Processor != "simulator" || c.SigningKeyFile != ".data/signing-key.pem" {
+		c.RevocationCheckInterval != 15*time.Second || c.Processor != "simulator" || c.SigningKeyFile != ".data/signing-key.pem" ||
+		!c.ValidateRequests {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -23,6 +24,12 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"PAYREQ_PROCESSOR":                 "bank",
 		"PAYREQ_RATE_LIMIT":                "-1",
 		"PAYREQ_LOG_LEVEL":                 "loud",
+		"PAYREQ_REQUEST_TIMEOUT":           "forever",
+		"PAYREQ_CARDPOINTE_TIMEOUT":        "-1s",
+		"PAYREQ_DELIVERY_LEASE":            "1x",
+		"PAYREQ_DELIVERY_MAX_ATTEMPTS":     "0",
+		"PAYREQ_DEBUG_ADDR":                "0.0.0.0:6060",
+		"PAYREQ_VALIDATE_REQUESTS":         "maybe",
 	} {
 		_, err := parse(func(k string) string {
 			if k == name {
@@ -33,5 +40,29 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		if err == nil || len(err.Error()) < len(name) || err.Error()[:len(name)] != name {
 			t.Errorf("%s=%s: error %v", name, value, err)
 		}
+	}
+}
+
+func TestTimeoutsAndDeliverySettings(t *testing.T) {
+	c, err := parse(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RequestTimeout != 10*time.Second || c.CardPointeTimeout != 15*time.Second || c.DeliveryLease != 0 ||
+		c.DeliveryMaxAttempts != 0 || c.DebugAddr != "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	env := map[string]string{
+		"PAYREQ_REQUEST_TIMEOUT": "2s", "PAYREQ_CARDPOINTE_TIMEOUT": "1s", "PAYREQ_DELIVERY_POLL_INTERVAL": "100ms",
+		"PAYREQ_DELIVERY_LEASE": "6s", "PAYREQ_DELIVERY_BACKOFF": "1s", "PAYREQ_DELIVERY_BACKOFF_MAX": "1m",
+		"PAYREQ_DELIVERY_MAX_ATTEMPTS": "5", "PAYREQ_DEBUG_ADDR": "127.0.0.1:6060",
+	}
+	if c, err = parse(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.RequestTimeout != 2*time.Second || c.CardPointeTimeout != time.Second || c.DeliveryPollInterval != 100*time.Millisecond ||
+		c.DeliveryLease != 6*time.Second || c.DeliveryBackoff != time.Second || c.DeliveryBackoffMax != time.Minute ||
+		c.DeliveryMaxAttempts != 5 || c.DebugAddr != "127.0.0.1:6060" {
+		t.Fatalf("parsed: %+v", c)
 	}
 }

@@ -119,12 +119,32 @@ func (s *smtpSender) Send(ctx context.Context, m Rendered) error {
 	if err != nil {
 		return fmt.Errorf("smtp client: %w", err)
 	}
-	err = client.DialAndSendWithContext(ctx, msg)
+	err = dialAndSend(ctx, client, msg)
 	if err != nil && msg.IsDelivered() {
 		// The server took the message; only the goodbye failed.
 		return nil
 	}
 	return smtpError(err)
+}
+
+// dialAndSend is go-mail's DialAndSendWithContext, except that the
+// connection is closed even when the server does not answer QUIT (go-mail
+// then leaves it open: a stalled server would collect one per try).
+func dialAndSend(ctx context.Context, client *gomail.Client, msg *gomail.Msg) (err error) {
+	conn, err := client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return fmt.Errorf("dial failed: %w", err)
+	}
+	defer func() {
+		if closeErr := client.CloseWithSMTPClient(conn); closeErr != nil {
+			_ = conn.Close()
+			err = errors.Join(err, fmt.Errorf("failed to close connection: %w", closeErr))
+		}
+	}()
+	if err := client.SendWithSMTPClient(conn, msg); err != nil {
+		return fmt.Errorf("send failed: %w", err)
+	}
+	return nil
 }
 
 // smtpError classifies a failed send: a 5xx answer to the recipient or the
@@ -140,6 +160,9 @@ func smtpError(err error) error {
 		permanent := code >= 500 && (se.Reason == gomail.ErrSMTPRcptTo ||
 			se.Reason == gomail.ErrSMTPData || se.Reason == gomail.ErrSMTPDataClose)
 		reason := "the mail server did not take the message"
+		if code == 0 && timedOut(err) {
+			reason = "the mail server did not answer in time"
+		}
 		if code != 0 {
 			// SendError's text is "<stage>: <reply>, affected …".
 			text, _, _ := strings.Cut(se.Error(), ", affected")
@@ -162,6 +185,14 @@ func smtpError(err error) error {
 			truncate(oneLine(te.Msg), 200)), Err: err}
 	}
 	return err
+}
+
+// timedOut reports whether a failed exchange ran out of time. go-mail's
+// SendError does not unwrap its causes, so their text is read too.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() ||
+		strings.Contains(err.Error(), "i/o timeout")
 }
 
 // plainReason says in plain words why a delivery failed, for send_problem.

@@ -77,6 +77,20 @@ func Validation(field, message string) *Problem {
 	}
 }
 
+// UnavailableRetryAfter is the Retry-After of a 503, in seconds: about how
+// long a restarting or failing-over database takes to answer again.
+const UnavailableRetryAfter = "5"
+
+// Unavailable is the answer when the database cannot be used just now (it is
+// down, restarting, or did not answer within the request's time). The
+// request may be sent again; a create retried with its Idempotency-Key is
+// made at most once.
+func Unavailable() *Problem {
+	return &Problem{Kind: KindUnavailable, Status: http.StatusServiceUnavailable, Title: "Service unavailable",
+		Detail:  "The service cannot reach its database just now. Retry after Retry-After seconds; a create retried with the same Idempotency-Key is made at most once.",
+		Headers: http.Header{"Retry-After": {UnavailableRetryAfter}}}
+}
+
 // NotFound is the answer for an id that does not exist or is another organization's.
 func NotFound(what string) *Problem {
 	return &Problem{Kind: KindNotFound, Status: http.StatusNotFound, Title: "Not found",

@@ -60,8 +60,8 @@ func (e *AmountError) Error() string {
 var ErrVoided = errors.New("payment: approved charge could not be recorded and was voided")
 
 // ErrVoidFailed: the charge was approved, recording it failed, and so did
-// the void. The card may be charged without a payment row: the error (with
-// the order id) must reach a person.
+// the void. The card may be charged for now; the pending charge is voided
+// later by SettlePending, and the error (with the order id) is logged.
 var ErrVoidFailed = errors.New("payment: approved charge could not be recorded, and the void failed")
 
 // voidTimeout bounds the void after a failed recording.
@@ -74,10 +74,20 @@ const voidTimeout = 30 * time.Second
 // preference are written in the same transaction; on decline failedAttempts
 // grows. A processor failure (processor.ErrUnavailable) records nothing. If
 // the transaction fails after an approval, the charge is voided by its
-// order id (ErrVoided; ErrVoidFailed when the void fails too).
+// order id (ErrVoided; ErrVoidFailed when the void fails too). A pending
+// charge, committed before the processor is asked and deleted with the
+// outcome, covers every charge whose outcome is lost (processor.ErrUnsettled,
+// ErrVoidFailed, a crash): SettlePending voids it later.
 func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, maxPayDuration)
+	defer cancel()
 	paymentID := uuid.Must(uuid.NewV7())
 	items := Level3Items(inv.Lines)
+	// No charge without a durable trace: should its outcome be lost, the
+	// pending charge is voided later (SettlePending).
+	if err := s.writePending(ctx, paymentID, inv, r.Amount); err != nil {
+		return Outcome{}, err
+	}
 	var out Outcome
 	var approved bool
 	err := s.Invoices.Update(ctx, inv.OrganizationID, inv.ID, func(tx *sqlx.Tx, locked *invoice.Invoice) error {
@@ -96,6 +106,9 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		}
 		if !res.Approved {
 			invoice.RecordDecline(locked)
+			if err := deletePending(ctx, tx, paymentID); err != nil {
+				return err
+			}
 			out = Outcome{DeclineReason: res.DeclineReason}
 			if strings.TrimSpace(out.DeclineReason) == "" {
 				out.DeclineReason = "The card was declined."
@@ -122,6 +135,11 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		if err := invoice.RecordPayment(ctx, tx, locked, p); err != nil {
 			return err
 		}
+		// In the payment's transaction: the pending charge is gone if and
+		// only if the payment is recorded.
+		if err := deletePending(ctx, tx, paymentID); err != nil {
+			return err
+		}
 		if r.Prefers != "" {
 			if err := invoice.SetPreference(ctx, tx, locked.OrganizationID, locked.CustomerEmail, r.Prefers, now); err != nil {
 				return err
@@ -130,18 +148,43 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		out = Outcome{Approved: true, Payment: p}
 		return nil
 	})
-	if err != nil && approved {
+	switch {
+	case err != nil && approved:
+		// A failed commit may have gone through: the pending charge says.
+		pending, perr := s.isPending(ctx, paymentID)
+		switch {
+		case perr != nil:
+			return Outcome{}, fmt.Errorf("payment: order %s of invoice %s: record: %w; cannot tell whether it was recorded: %w: %w",
+				paymentID, inv.ID, err, processor.ErrUnsettled, perr)
+		case !pending:
+			return out, nil // recorded after all
+		}
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
 		defer cancel()
 		if verr := s.Processor.Void(vctx, inv.MID, paymentID.String()); verr != nil {
+			s.voidPendingNow(ctx, paymentID, verr)
 			return Outcome{}, fmt.Errorf("%w: order %s of invoice %s: record: %w; void: %w", ErrVoidFailed, paymentID, inv.ID, err, verr)
 		}
+		s.forgetPending(ctx, paymentID)
 		return Outcome{}, fmt.Errorf("%w: order %s: %w", ErrVoided, paymentID, err)
-	}
-	if err != nil {
+	case errors.Is(err, processor.ErrUnsettled):
+		s.voidPendingNow(ctx, paymentID, err)
+		return Outcome{}, err
+	case err != nil:
+		s.forgetPending(ctx, paymentID) // nothing charged, or voided already
 		return Outcome{}, err
 	}
 	return out, nil
+}
+
+// isPending reports whether the order's pending charge is still there,
+// that is whether its payment is not recorded.
+func (s *Service) isPending(ctx context.Context, orderID uuid.UUID) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var pending bool
+	err := s.DB.GetContext(ctx, &pending, `SELECT EXISTS (SELECT 1 FROM pending_charges WHERE order_id = $1)`, orderID)
+	return pending, err
 }
 
 // Level3Items are the lines as line-level data, when every line has a

@@ -235,12 +235,17 @@ func (h *handler) pay(c echo.Context) error {
 		p.ErrorList = []fieldError{{Field: "amount", Message: p.Errors["amount"]}}
 		p.Form.Amount = amountErr.Balance.Text('f')
 		return h.render(c, http.StatusBadRequest, "pay", p)
-	case errors.Is(payErr, payment.ErrVoidFailed):
-		// Checked first: this error wraps the processor's too.
-		_ = h.message(c, http.StatusInternalServerError, "We could not confirm your payment",
-			"Your card may have been charged, but the payment could not be recorded. Please do not pay again: contact "+
-				biller(inv)+" about invoice "+inv.InvoiceNumber+", who can see what happened.")
-		return payErr
+	case errors.Is(payErr, payment.ErrVoidFailed), errors.Is(payErr, processor.ErrUnsettled):
+		// Checked first: these errors wrap the processor's too. The charge
+		// may stand for now; the service voids it on its own.
+		p.Alert = &alert{Kind: "error", Paragraphs: []string{
+			"We could not confirm this payment with the card processor, so it was not recorded.",
+			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later."}}
+		c.Response().Header().Set("Retry-After", "60")
+		if err := h.render(c, http.StatusServiceUnavailable, "pay", p); err != nil {
+			return err
+		}
+		return payErr // logged as an error by the request log
 	case errors.Is(payErr, processor.ErrUnavailable), errors.Is(payErr, payment.ErrVoided):
 		p.Alert = &alert{Kind: "error", Paragraphs: []string{
 			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes."}}

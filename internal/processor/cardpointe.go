@@ -177,7 +177,7 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 	}
 	// Whatever went wrong, the gateway may have charged the card.
 	if verr := c.voidByOrderID(ctx, ch.MerchantID, ch.OrderID); verr != nil {
-		return Result{}, fmt.Errorf("cardpointe: authorize order %s: %w: %w (void: %w)", ch.OrderID, ErrUnavailable, err, verr)
+		return Result{}, fmt.Errorf("cardpointe: authorize order %s: %w: %w: %w (void: %w)", ch.OrderID, ErrUnavailable, ErrUnsettled, err, verr)
 	}
 	return Result{}, fmt.Errorf("cardpointe: authorize order %s: %w: %w (voided)", ch.OrderID, ErrUnavailable, err)
 }

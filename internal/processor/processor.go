@@ -55,11 +55,17 @@ type Result struct {
 // the processor could not be reached, timed out, or answered an error.
 var ErrUnavailable = errors.New("card processor unavailable")
 
+// ErrUnsettled comes with ErrUnavailable when the card may be charged: the
+// charge's answer was lost and voiding it failed too. The caller must void
+// the order later, until the processor confirms.
+var ErrUnsettled = errors.New("the charge may stand at the processor")
+
 // Processor charges cards and manages stored card profiles.
 type Processor interface {
 	// AuthorizeCapture charges the card. A decline is a Result with
 	// Approved false and a nil error. An error wraps ErrUnavailable; the
-	// implementation has then made sure the card is not left charged.
+	// implementation has then made sure the card is not left charged, or
+	// else the error also wraps ErrUnsettled.
 	AuthorizeCapture(ctx context.Context, c Charge) (Result, error)
 	// Void cancels an approved charge by its order id (used when the
 	// payment could not be recorded after an approval).

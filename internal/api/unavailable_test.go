@@ -1,0 +1,120 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/postgres"
+)
+
+// A database that does not answer within the request timeout (every table
+// locked by another session) gets every operation that needs it a 503
+// problem, as openapi.yaml documents, within the timeout; the pay page a 503
+// page. (internal/faults stops PostgreSQL itself under load.)
+func TestDatabaseTooSlowAnswers503(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	dsn := pgtest.NewDatabase(t)
+	env := apitest.New(t, dsn, apitest.Options{Configure: func(c *config.Config) { c.RequestTimeout = timeout }})
+	m := newMerchant(t, env)
+	seed := env.Seed()
+	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	inv := mustCreate(t, m, m.body("SLOW-1", "10.00"))
+	// Tokens are checked against the database again after this interval;
+	// the requests below come well within it.
+	someID := uuid.NewString()
+
+	db, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lock := lockEveryTable(t, db)
+	defer lock()
+
+	requests := []apitest.Request{
+		{Method: "POST", Path: "/oauth/token", Body: map[string]string{"grant_type": "client_credentials",
+			"client_id": seed.Merchant.KeyID, "client_secret": seed.Merchant.Secret}},
+		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: m.body("SLOW-2", "10.00"),
+			Header: http.Header{"Idempotency-Key": {"slow-2"}}},
+		{Method: "GET", Path: "/payment-requests", Token: m.token},
+		{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.token},
+		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/send", Token: m.token},
+		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/cancel", Token: m.token},
+		{Method: "DELETE", Path: "/saved-cards/" + someID, Token: m.token},
+		{Method: "GET", Path: "/locations", Token: m.token},
+		{Method: "GET", Path: "/locations/" + m.locs[0].Id.String(), Token: m.token},
+		{Method: "GET", Path: "/accounts", Token: m.token},
+		{Method: "GET", Path: "/organizations/" + seed.Reseller.OrganizationID.String() + "/portfolio", Token: reseller},
+		{Method: "GET", Path: "/applications", Token: reseller},
+		{Method: "GET", Path: "/applications/" + someID, Token: reseller},
+	}
+	for _, r := range requests {
+		start := time.Now()
+		resp := env.Do(r) // checked against openapi.yaml
+		took := time.Since(start)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s: %d %s, want 503", r.Method, r.Path, resp.StatusCode, resp.Body)
+			continue
+		}
+		p := resp.Problem(t)
+		if !strings.HasSuffix(p.Type, "/problems/unavailable") || p.Title != "Service unavailable" ||
+			resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: %s (Retry-After %q)", r.Method, r.Path, resp.Body, resp.Header.Get("Retry-After"))
+		}
+		if took > timeout+time.Second {
+			t.Errorf("%s %s took %v with a request timeout of %v", r.Method, r.Path, took, timeout)
+		}
+	}
+	if strings.Contains(env.Log.String(), `"status":500`) {
+		t.Errorf("a request was answered 500: %s", env.Log.String())
+	}
+
+	// The pay page, too.
+	page := visit(t, env, "GET", payPath(t, inv), nil, nil)
+	if page.StatusCode != http.StatusServiceUnavailable || page.Header.Get("Retry-After") == "" {
+		t.Errorf("pay page: %d, want 503 with Retry-After", page.StatusCode)
+	}
+
+	// Once the database answers, so does the service.
+	lock()
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.token}); resp.StatusCode != http.StatusOK {
+		t.Errorf("after the lock: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// lockEveryTable takes an exclusive lock on every table until the returned
+// function is called.
+func lockEveryTable(t *testing.T, db *sqlx.DB) (release func()) {
+	t.Helper()
+	var tables []string
+	if err := db.Select(&tables, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range tables {
+		tables[i] = pq.QuoteIdentifier(name)
+	}
+	tx, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`LOCK TABLE ` + strings.Join(tables, ", ") + ` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	return func() {
+		if !done {
+			done = true
+			_ = tx.Rollback()
+		}
+	}
+}

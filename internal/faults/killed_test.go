@@ -1,0 +1,244 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/smtpfake"
+)
+
+// Two instances share one database; one is killed with SIGKILL while it is
+// delivering (its mail server stalls) and while it answers creates. The
+// other delivers the dead one's messages once their lease ends, takes over
+// its clients, and the token limit, revocation and idempotency hold across
+// both, before and after the kill.
+func TestTwoInstancesOneKilled(t *testing.T) {
+	dsn := newDatabase(t)
+	d := newDeployment(t, dsn)
+	const lease = 8 * time.Second // each try gets 4 s: the kill comes well within it
+	d.Env["PAYREQ_DELIVERY_LEASE"] = lease.String()
+	d.Env["PAYREQ_DELIVERY_BACKOFF"] = "100ms"
+	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
+	mailA := smtpfake.Start(t, smtpfake.StallData)
+	mailB := smtpfake.Start(t, smtpfake.Accept)
+	keys := d.seed(t)
+	a := d.start(t, "a", map[string]string{"PAYREQ_SMTP_URL": mailA.URL("a@example.com")})
+	b := d.start(t, "b", map[string]string{"PAYREQ_SMTP_URL": mailB.URL("b@example.com"), "PAYREQ_ADDR": freeAddr(t)})
+	both := []*instance{a, b}
+
+	c := httpClient("127.0.0.1", 30*time.Second)
+	tok := token(t, c, a.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
+	mid := firstMID(t, c, b.URL, tok)
+
+	// The token limit: 30 a minute per address, counted across both. The
+	// count is per minute of the clock, so the burst keeps within one.
+	if sec := time.Now().Second(); sec >= 55 {
+		time.Sleep(time.Duration(61-sec) * time.Second)
+	}
+	limited := httpClient("127.0.0.77", 10*time.Second)
+	tokenFrom := func(in *instance) answer {
+		return send(limited, "POST", in.URL+"/oauth/token", "", map[string]string{
+			"grant_type": "client_credentials", "client_id": keys.Merchant.KeyID, "client_secret": keys.Merchant.Secret}, nil)
+	}
+	for i := range 30 {
+		if r := tokenFrom(both[i%2]); r.Status != http.StatusOK {
+			t.Fatalf("token request %d of 30 on %s: %v", i+1, both[i%2].name, r)
+		}
+	}
+	for _, in := range both {
+		if r := tokenFrom(in); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+			t.Errorf("31st token request on %s: %v, want 429 with Retry-After", in.name, r)
+		}
+	}
+
+	// Revocation: a key revoked through one database is refused by both
+	// within the check interval.
+	var k struct {
+		KeyID  string `json:"keyId"`
+		Secret string `json:"secret"`
+	}
+	out := d.cli(t, "keys", "create", "--org", keys.Merchant.OrganizationID, "--name", "to revoke",
+		"--permissions", "payments.view", "--json")
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		t.Fatal(err)
+	}
+	other := httpClient("127.0.0.78", 10*time.Second)
+	doomed := token(t, other, b.URL, k.KeyID, k.Secret)
+	for _, in := range both {
+		if r := send(other, "GET", in.URL+"/payment-requests?limit=1", doomed, nil, nil); r.Status != http.StatusOK {
+			t.Fatalf("%s before revocation: %v", in.name, r)
+		}
+	}
+	d.cli(t, "keys", "revoke", k.KeyID)
+	revoked := time.Now()
+	for _, in := range both {
+		eventually(t, 10*time.Second, in.name+" refuses the revoked key", func() bool {
+			r := send(other, "GET", in.URL+"/payment-requests?limit=1", doomed, nil, nil)
+			return r.Status == http.StatusUnauthorized && strings.Contains(string(r.Body), "API key revoked")
+		})
+	}
+	t.Logf("both instances refuse the revoked key %v after the revocation", time.Since(revoked).Round(time.Millisecond))
+	if r := send(other, "POST", a.URL+"/oauth/token", "", map[string]string{
+		"grant_type": "client_credentials", "client_id": k.KeyID, "client_secret": k.Secret}, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("token for a revoked key: %v", r)
+	}
+
+	// Idempotency: one key sent to both at once makes one invoice.
+	twice := map[string]string{} // key → invoice id
+	for range 10 {
+		key := uuid.NewString()
+		body := invoiceBody(mid, "BOTH-"+key[:13], false)
+		answers := make([]answer, 2)
+		var wg sync.WaitGroup
+		for i, in := range both {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i] = send(c, "POST", in.URL+"/payment-requests", tok, body, http.Header{"Idempotency-Key": {key}})
+			}()
+		}
+		wg.Wait()
+		statuses := []int{answers[0].Status, answers[1].Status}
+		if !(statuses[0] == 201 && statuses[1] == 200 || statuses[0] == 200 && statuses[1] == 201) {
+			t.Errorf("one key sent to both: answers %v and %v, want 201 and 200", answers[0], answers[1])
+			continue
+		}
+		if id0, id1 := created(t, answers[0]), created(t, answers[1]); id0 != id1 {
+			t.Errorf("one key, two invoices: %s and %s", id0, id1)
+		} else {
+			twice[key] = id0
+		}
+	}
+
+	// Load on a: creates that send their link (so both workers have mail
+	// to deliver), until a dies; its clients then go to b with their keys.
+	var killed atomic.Bool
+	load := newCreates(t, mid, tok, "KILL", true, func() string {
+		if killed.Load() {
+			return b.URL
+		}
+		return a.URL
+	})
+	load.retryOn = func(answer) bool { return killed.Load() } // a connection cut by the kill
+	ctx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
+	creators := load.run(ctx, 4, "127.0.0.1", time.Now().Add(60*time.Second))
+
+	// Kill a while it holds as many deliveries as it makes at once, well
+	// within their time, so each is cut in the middle.
+	eventually(t, 20*time.Second, "a is delivering", func() bool { return mailA.Stalled() > 0 })
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for mailA.Stalled() < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stalled := mailA.Stalled()
+	killed.Store(true)
+	a.kill()
+	killedAt := time.Now()
+	// What was leased before the kill and is still not delivered once b
+	// has finished the deliveries it had under way is what a held: those in
+	// the middle of their delivery (the mail server took them whole and never
+	// answered), and any claimed just before.
+	time.Sleep(time.Second)
+	db := openDB(t, dsn)
+	type leased struct {
+		ID    uuid.UUID `db:"id"`
+		Until time.Time `db:"next_attempt_at"`
+	}
+	var held []leased
+	if err := db.Select(&held, `SELECT id, next_attempt_at FROM outbox
+		WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > now() AND next_attempt_at <= $1`,
+		killedAt.Add(lease)); err != nil { // leased before the kill
+		t.Fatal(err)
+	}
+	inDelivery := mailA.Held()
+	t.Logf("a killed while delivering %d messages; %d messages leased by a at the kill", stalled, len(held))
+	if len(inDelivery) == 0 {
+		t.Fatal("no message was in the middle of its delivery at the kill")
+	}
+	leasedIDs := map[string]bool{}
+	for _, h := range held {
+		leasedIDs["<"+h.ID.String()+"@payreq>"] = true
+	}
+	for _, id := range inDelivery {
+		if !leasedIDs[id] {
+			t.Errorf("message %s was in the middle of a's delivery, yet is not leased", id)
+		}
+	}
+	stopLoad()
+	creators.Wait()
+
+	ids, statuses, errs, _ := load.summary()
+	t.Logf("creates: %d keys, answers %v, cut by the kill and sent again to b: %d", len(ids), statuses, len(errs))
+	for status := range statuses {
+		if status != http.StatusCreated && status != http.StatusOK {
+			t.Errorf("creates answered %d", status)
+		}
+	}
+	load.checkExactlyOne(t, countByNumber(t, db))
+	checkInvoicesWhole(t, db)
+
+	// b delivers everything, a's messages once their lease has ended.
+	eventually(t, lease+20*time.Second, "b delivers every message", func() bool {
+		var left int
+		if err := db.Get(&left, `SELECT count(*) FROM outbox WHERE delivered_at IS NULL`); err != nil {
+			t.Fatal(err)
+		}
+		return left == 0
+	})
+	for _, h := range held {
+		var r struct {
+			DeliveredAt time.Time `db:"delivered_at"`
+			Attempts    int       `db:"attempts"`
+		}
+		if err := db.Get(&r, `SELECT delivered_at, attempts FROM outbox WHERE id = $1`, h.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r.DeliveredAt.Before(h.Until) {
+			t.Errorf("message %s delivered at %v, before a's lease ended at %v", h.ID, r.DeliveredAt, h.Until)
+		}
+		if r.Attempts < 2 {
+			t.Errorf("message %s: %d attempts, want a's and b's", h.ID, r.Attempts)
+		}
+	}
+	var messageIDs []string
+	if err := db.Select(&messageIDs, `SELECT '<' || id || '@payreq>' FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+	got := mailB.ByMessageID()
+	for _, id := range messageIDs {
+		if got[id] != 1 {
+			t.Errorf("message %s arrived %d times at b's mail server, want once", id, got[id])
+		}
+	}
+	if n := len(mailA.Received()); n != 0 {
+		t.Errorf("a's stalled mail server took %d messages", n)
+	}
+	t.Logf("%d messages delivered by b, the last %v after the kill", len(messageIDs), time.Since(killedAt).Round(time.Millisecond))
+
+	// After the kill, b alone: the revocation and the keys are the
+	// database's, not a's.
+	if r := send(other, "GET", b.URL+"/payment-requests?limit=1", doomed, nil, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("revoked key on b after a's death: %v", r)
+	}
+	for key, id := range twice {
+		r := send(c, "POST", b.URL+"/payment-requests", tok, invoiceBody(mid, "BOTH-"+key[:13], false), http.Header{"Idempotency-Key": {key}})
+		if r.Status != http.StatusOK || created(t, r) != id {
+			t.Errorf("key %s again on b: %v, want 200 with %s", key, r, id)
+		}
+	}
+	perNumber := countByNumber(t, db)("BOTH-")
+	for key := range twice {
+		if n := perNumber["BOTH-"+key[:13]]; n != 1 {
+			t.Errorf("key %s: %d invoices", key, n)
+		}
+	}
+}
