@@ -30,7 +30,9 @@ function accessToken(): Promise<string> {
     .then(({ data, error, response }) => {
       if (!data) {
         token = undefined;
-        throw new Error(`token: ${response.status} ${error?.error}: ${error?.error_description}`);
+        // OAuth errors carry error/error_description; a 503 is a problem document.
+        const reason = error && "error" in error ? `${error.error}: ${error.error_description}` : error?.title;
+        throw new Error(`token: ${response.status} ${reason}`);
       }
       token = { value, renewAt: asked + (data.expires_in - 60) * 1000 };
       return data.access_token;

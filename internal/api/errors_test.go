@@ -125,7 +125,9 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
 
-	for _, path := range []string{"/nope", "/locations/" + uuid.NewString() + "/mids"} {
+	// Echo alone would route the last three to GET /locations/{id}.
+	for _, path := range []string{"/nope", "/locations/" + uuid.NewString() + "/mids", "/locations//" + uuid.NewString(),
+		"/locations/" + uuid.NewString() + "%2Fmids"} {
 		resp := env.Do(apitest.Request{Method: "GET", Path: path, Token: token})
 		p := wantProblem(t, resp, http.StatusNotFound, "")
 		if !strings.HasSuffix(p.Type, "/problems/not-found") {

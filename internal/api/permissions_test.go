@@ -38,7 +38,7 @@ var permissionEndpoints = []struct {
 // The table above is the spec's list: a new operation with a permission
 // must be added to it.
 func TestPermissionTableCoversSpec(t *testing.T) {
-	spec, err := gen.GetSwagger()
+	spec, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,19 @@ func randomBase62(n int) string {
 func newKeyID() string  { return "mk_" + randomBase62(24) }
 func newSecret() string { return "ms_" + randomBase62(40) }
 
+// isKeyID says whether s has the shape of a key id.
+func isKeyID(s string) bool {
+	if len(s) != 27 || !strings.HasPrefix(s, "mk_") {
+		return false
+	}
+	for i := 3; i < len(s); i++ {
+		if strings.IndexByte(base62, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // fingerprint is what is stored of a secret: HMAC-SHA256 under the pepper,
 // so a copy of the database alone cannot be used to test guesses.
 func fingerprint(pepper []byte, secret string) []byte {

@@ -81,7 +81,7 @@ func TestReferenceRendersInChromium(t *testing.T) {
 // spec, whitespace collapsed as in the page's text.
 func operationSummaries(t *testing.T) []string {
 	t.Helper()
-	spec, err := gen.GetSwagger()
+	spec, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

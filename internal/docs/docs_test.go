@@ -78,7 +78,7 @@ func TestSpecIsPublished(t *testing.T) {
 	const publicURL = "https://payreq.example.com"
 	env := apitest.New(t, testDSN, apitest.Options{PublicURL: publicURL})
 
-	embedded, err := gen.GetSwagger()
+	embedded, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,8 +59,17 @@ func parse(s string) (Decimal, error) {
 	if _, _, err := d.SetString(s); err != nil {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number: %w", s, err)
 	}
-	if d.NumDigits() > maxDigits || d.Exponent > maxExponent || d.Exponent < -maxExponent {
+	// Digits counted as written out in plain notation (1e39 has 40), so
+	// that whatever is accepted is accepted again in its own encoding.
+	if d.NumDigits()+int64(max(d.Exponent, 0)) > maxDigits || d.Exponent > maxExponent || d.Exponent < -maxExponent {
 		return Decimal{}, fmt.Errorf("%q has too many digits", s)
+	}
+	if d.Exponent > 0 {
+		// Written out as digits, the form it is encoded in: 1.5e2 is 150,
+		// and 0e1 is 0 (not "00").
+		if _, err := apd.BaseContext.WithPrecision(2*maxDigits).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
+			return Decimal{}, fmt.Errorf("%q is not a decimal number: %w", s, err)
+		}
 	}
 	if d.Negative && d.IsZero() {
 		d.Negative = false

@@ -16,6 +16,8 @@ func TestDecimalRoundTripsWhatFloatCannotHold(t *testing.T) {
 		{`-5`, `"-5"`},
 		{`1.5e2`, `"150"`},
 		{`"-0"`, `"0"`},
+		{`0e1`, `"0"`},
+		{`1e39`, `"1000000000000000000000000000000000000000"`},
 	}
 	for _, c := range cases {
 		var d Decimal
@@ -33,7 +35,7 @@ func TestDecimalRoundTripsWhatFloatCannotHold(t *testing.T) {
 }
 
 func TestDecimalRefusesWhatThePatternRefuses(t *testing.T) {
-	for _, in := range []string{`"1e3"`, `"01"`, `".5"`, `"1."`, `"+1"`, `" 1"`, `"abc"`, `""`, `true`, `[]`, `{}`, `1e999`, `"1` + string(make([]byte, 0)) + `"x`, `0x10`} {
+	for _, in := range []string{`"1e3"`, `"01"`, `".5"`, `"1."`, `"+1"`, `" 1"`, `"abc"`, `""`, `true`, `[]`, `{}`, `1e999`, `1e40`, `"1` + string(make([]byte, 0)) + `"x`, `0x10`} {
 		var d Decimal
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
 			t.Errorf("%s accepted as %s", in, d.Text('f'))

@@ -1,0 +1,135 @@
+package api_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/config"
+)
+
+// wantSecurityHeaders checks the headers every API answer carries.
+func wantSecurityHeaders(t *testing.T, what string, resp *apitest.Response) {
+	t.Helper()
+	if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("%s → %d: X-Content-Type-Options %q, want nosniff", what, resp.StatusCode, got)
+	}
+	if got := resp.Header.Values("Cache-Control"); !slices.Equal(got, []string{"no-store"}) {
+		t.Errorf("%s → %d: Cache-Control %q, want no-store", what, resp.StatusCode, got)
+	}
+}
+
+// Every operation in openapi.yaml, answering success and failure alike,
+// and the answers to addresses and methods it does not describe, carry
+// X-Content-Type-Options: nosniff and Cache-Control: no-store.
+func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
+		c.RateLimit, c.RateBurst = 0.001, 60 // room for this test, then a 429 to check too
+	}})
+	m := newMerchant(t, env)
+	seed := env.Seed()
+	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	inv, cancelled := mustCreate(t, m, m.body("HDR-1", "10.00")), mustCreate(t, m, m.body("HDR-3", "10.00"))
+	wantStatus(t, pay(t, env, payPath(t, inv), payment{card: cardApprove, amount: "1.00", save: true}), http.StatusSeeOther)
+	withCard, _ := m.read(t, inv.Id)
+	var apps []gen.Application
+	env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: reseller}).JSON(t, &apps)
+	if len(apps) == 0 || len(*withCard.SavedCards) == 0 {
+		t.Fatal("no application or no saved card")
+	}
+	// A real id for each operation that takes one.
+	ids := map[string]string{
+		"/payment-requests/{id}":        inv.Id.String(),
+		"/payment-requests/{id}/send":   inv.Id.String(),
+		"/payment-requests/{id}/cancel": cancelled.Id.String(),
+		"/saved-cards/{id}":             (*withCard.SavedCards)[0].Id.String(),
+		"/locations/{id}":               m.locs[0].Id.String(),
+		"/applications/{id}":            apps[0].Id.String(),
+		"/organizations/{id}/portfolio": seed.Reseller.OrganizationID.String(),
+	}
+
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			seen++
+			token := ""
+			if op.Security != nil {
+				for _, req := range *op.Security {
+					for _, scope := range req["oauth2"] {
+						token = m.token
+						if slices.Contains(auth.PermissionsFor(auth.KindReseller), scope) {
+							token = reseller
+						}
+					}
+				}
+			}
+			concrete := strings.ReplaceAll(path, "{id}", ids[path])
+			req := apitest.Request{Method: method, Path: concrete, Token: token}
+			what := method + " " + path
+			switch what {
+			case "POST /payment-requests":
+				req.Body = m.body("HDR-2", "10.00")
+			case "POST /oauth/token":
+				req.Body, req.Header = formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), formHeader
+			}
+			resp := env.Do(req)
+			if resp.StatusCode >= 400 {
+				t.Errorf("%s: %d %s (want it to succeed, to check a success's headers)", what, resp.StatusCode, resp.Body)
+			}
+			wantSecurityHeaders(t, what, resp)
+			if token != "" {
+				// Refused: no token, a malformed id, another kind's token.
+				wantSecurityHeaders(t, what+" without a token", env.Do(apitest.Request{Method: method, Path: concrete}))
+				if strings.Contains(path, "{id}") {
+					bad := strings.ReplaceAll(path, "{id}", "not-a-uuid")
+					wantSecurityHeaders(t, what+" with a malformed id", env.Do(apitest.Request{Method: method, Path: bad, Token: token}))
+					wantSecurityHeaders(t, what+" with an unknown id", env.Do(apitest.Request{Method: method,
+						Path: strings.ReplaceAll(path, "{id}", uuid.NewString()), Token: token}))
+				}
+				other := reseller
+				if token == reseller {
+					other = m.token
+				}
+				wantSecurityHeaders(t, what+" without the permission", env.Do(apitest.Request{Method: method, Path: concrete, Token: other}))
+			}
+		}
+	}
+	if seen < 15 {
+		t.Fatalf("only %d operations in the spec", seen)
+	}
+
+	for _, r := range []apitest.Request{
+		{Method: "GET", Path: "/no-such-address"},
+		{Method: "DELETE", Path: "/payment-requests", Token: m.token},
+		{Method: "GET", Path: "/oauth/token"},
+		{Method: "POST", Path: "/oauth/token", Body: "grant_type=password", Header: formHeader},
+		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: `{"amount":`},
+		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: "x=1", Header: formHeader},
+		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: strings.Repeat(" ", 1<<20+1)},
+		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: m.body("HDR-2", "10.00")}, // 422: number used
+		{Method: "GET", Path: "/payment-requests?invoiceNumber=%FF", Token: m.token},
+	} {
+		wantSecurityHeaders(t, r.Method+" "+r.Path, env.Do(r))
+	}
+	// Past the key's rate limit.
+	var limited *apitest.Response
+	for range 100 {
+		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.token}); limited.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+	}
+	if limited.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("no 429 after 100 requests: %d", limited.StatusCode)
+	}
+	wantSecurityHeaders(t, "GET /locations past the rate limit", limited)
+}

@@ -1,0 +1,155 @@
+package api_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
+)
+
+// Every operation × every permission: a key holding only the operation's
+// permission gets through (anything but 401 and 403); a key holding only
+// any other permission gets 403 "Permission required" naming the one it
+// lacks.
+func TestPermissionMatrix(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	orgOf := map[string]uuid.UUID{}
+	for _, p := range auth.PermissionsFor(auth.KindMerchant) {
+		orgOf[p] = seed.Merchant.OrganizationID
+	}
+	for _, p := range auth.PermissionsFor(auth.KindReseller) {
+		orgOf[p] = seed.Reseller.OrganizationID
+	}
+	only := map[string]string{} // permission → token of a key with just it
+	for p, org := range orgOf {
+		k := newKey(t, env, org, p)
+		only[p] = env.Token(k.KeyID, k.Secret)
+	}
+
+	for _, e := range permissionEndpoints {
+		for p, token := range only {
+			t.Run(e.method+" "+e.spec+" with only "+p, func(t *testing.T) {
+				path := strings.ReplaceAll(e.path, "{org}", orgOf[p].String())
+				resp := env.Do(apitest.Request{Method: e.method, Path: path, Token: token})
+				if p == e.permission {
+					if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode >= 500 {
+						t.Fatalf("the key with only %s: %d %s", p, resp.StatusCode, resp.Body)
+					}
+					return
+				}
+				problem := wantProblem(t, resp, http.StatusForbidden, "Permission required")
+				if !strings.Contains(problem.Detail, e.permission) {
+					t.Errorf("detail %q does not name %s", problem.Detail, e.permission)
+				}
+			})
+		}
+	}
+}
+
+// Every operation that takes an id, and every filter that takes one, with
+// another organization's ids: the same 404 as an unknown id (403 for a
+// portfolio, whose id is the organization's own), no data of theirs in any
+// answer, and nothing of theirs changed.
+func TestOtherOrganizationsIDs(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	theirs := newMerchant(t, env) // the organization whose ids are tried
+	inv := func() gen.Invoice {
+		b := theirs.body("THEIRS-1", "30.00")
+		b["customerName"], b["memo"] = "Their Customer Name", "their memo text"
+		return mustCreate(t, theirs, b)
+	}()
+	wantStatus(t, pay(t, env, payPath(t, inv), payment{card: cardApprove, amount: "10.00", save: true}), http.StatusSeeOther)
+	before, beforeRaw := theirs.read(t, inv.Id)
+	if len(*before.SavedCards) != 1 {
+		t.Fatalf("no saved card: %s", beforeRaw)
+	}
+	card := (*before.SavedCards)[0]
+	theirLoc, theirMID := theirs.locs[0], theirs.mids[0]
+	theirSeed := env.Seed()
+	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
+	var theirApps []gen.Application
+	env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: theirReseller}).JSON(t, &theirApps)
+	if len(theirApps) == 0 {
+		t.Fatal("the other reseller has no applications")
+	}
+
+	me := newMerchant(t, env)
+	mySeed := env.Seed()
+	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
+
+	// Text that only their records hold; no answer to me may contain it.
+	secrets := []string{inv.Id.String(), inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(),
+		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
+
+	unknown := uuid.NewString()
+	cases := []struct {
+		name         string
+		method, path string // %s: their id, or an unknown one
+		theirs       string
+		token        string
+		body         any
+		status       int
+	}{
+		{"read invoice", "GET", "/payment-requests/%s", inv.Id.String(), me.token, nil, http.StatusNotFound},
+		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.token, nil, http.StatusNotFound},
+		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.token, nil, http.StatusNotFound},
+		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.token, nil, http.StatusNotFound},
+		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.token, nil, http.StatusNotFound},
+		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
+		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},
+		{"list invoices by their MID", "GET", "/payment-requests?merchantAccountId=%s", theirMID.Id.String(), me.token, nil, http.StatusOK},
+		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.token, nil, http.StatusOK},
+		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.token, nil, http.StatusOK},
+		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.token, me.body("MINE-1", "5.00"), http.StatusUnprocessableEntity},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			send := func(id string) *apitest.Response {
+				body := tc.body
+				if b, ok := body.(map[string]any); ok {
+					b["merchantAccountId"] = id
+				}
+				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body})
+			}
+			got := send(tc.theirs)
+			if got.StatusCode != tc.status {
+				t.Fatalf("%d %s, want %d", got.StatusCode, got.Body, tc.status)
+			}
+			for _, s := range secrets {
+				if strings.Contains(string(got.Body), s) || strings.Contains(strings.Join(got.Header.Values("Link"), " "), s) {
+					t.Errorf("the answer holds their %q: %s", s, got.Body)
+				}
+			}
+			switch {
+			case tc.status == http.StatusOK:
+				if strings.TrimSpace(string(got.Body)) != "[]" {
+					t.Errorf("a list filtered by their id is not empty: %s", got.Body)
+				}
+			case tc.status != http.StatusForbidden:
+				// Exactly as an id that does not exist, so ids cannot be probed.
+				if other := send(unknown); string(other.Body) != string(got.Body) || other.StatusCode != got.StatusCode {
+					t.Errorf("their id:\n  %d %s\nan unknown id:\n  %d %s", got.StatusCode, got.Body, other.StatusCode, other.Body)
+				}
+			}
+		})
+	}
+
+	// Nothing of theirs changed: not sent, not cancelled, card kept.
+	after, afterRaw := theirs.read(t, inv.Id)
+	if after.Status != before.Status || after.SentAt != nil || after.CancelledAt != nil || len(*after.SavedCards) != 1 {
+		t.Errorf("their invoice changed:\nbefore %s\nafter  %s", beforeRaw, afterRaw)
+	}
+	var mine []gen.Invoice
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: me.token}).JSON(t, &mine)
+	if slices.ContainsFunc(mine, func(i gen.Invoice) bool { return i.MerchantAccountId == theirMID.Id }) {
+		t.Errorf("an invoice of mine is on their MID")
+	}
+}

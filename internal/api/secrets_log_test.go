@@ -1,0 +1,175 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/pgtest"
+)
+
+// TestNothingSecretInTheLog runs the whole flow, at debug level, with the
+// delivery worker logging beside the server: tokens by form, JSON and
+// Basic (and refused ones), an invoice created, replayed and delivered, the
+// pay page with a saved card, declined and invalid cards, the card removed,
+// and the reseller's applications. Then no key secret, access token, pay
+// link or form token, card number, security code, social security number,
+// tax id or bank account number may appear anywhere in the log.
+func TestNothingSecretInTheLog(t *testing.T) {
+	// A database of its own, so its worker delivers no other test's messages.
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{
+		Configure: func(c *config.Config) { c.LogLevel = "debug" },
+		Clock:     apitest.NewClock(time.Now().Truncate(time.Second)),
+	})
+	worker, err := delivery.NewWorker(env.App.DB, delivery.Config{
+		PublicURL: env.App.Config.PublicURL, DataDir: env.App.Config.DataDir, PollInterval: 20 * time.Millisecond,
+	}, env.App.Config.Logger(env.Log), env.Clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { worker.Run(ctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	var secrets []string // everything that must not be logged
+	keep := func(s ...string) {
+		for _, v := range s {
+			if v != "" {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	seed := env.Seed()
+	extra := newKey(t, env, seed.Merchant.OrganizationID, auth.PaymentsCreate, auth.PaymentsView)
+	keep(seed.Merchant.Secret, seed.Reseller.Secret, extra.Secret)
+
+	// Tokens through each channel, and refused attempts with wrong secrets.
+	token := func(resp *apitest.Response) string {
+		var tok gen.TokenResponse
+		if resp.StatusCode == http.StatusOK {
+			resp.JSON(t, &tok)
+			keep(tok.AccessToken, tok.AccessToken[strings.LastIndex(tok.AccessToken, ".")+1:])
+		}
+		return tok.AccessToken
+	}
+	merchant := token(env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Header: formHeader,
+		Body: formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret)}))
+	token(env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: map[string]string{
+		"grant_type": "client_credentials", "client_id": extra.KeyID, "client_secret": extra.Secret}}))
+	reseller := token(env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: "grant_type=client_credentials",
+		Header: basicHeader(seed.Reseller.KeyID, seed.Reseller.Secret)}))
+	wrong := "ms_" + strings.Repeat("W", 40)
+	keep(wrong)
+	env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Header: formHeader, Body: formBody("client_credentials", seed.Merchant.KeyID, wrong)})
+	env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: "grant_type=client_credentials", Header: basicHeader(seed.Merchant.KeyID, wrong)})
+	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: merchant + "x"})
+	if merchant == "" || reseller == "" {
+		t.Fatal("no token")
+	}
+
+	// An invoice, created (and replayed) and sent; the worker delivers it.
+	m := merchant0(t, env, merchant)
+	b := m.body("LOG-1", "100.00", ln("2", "30.00"), ln("1", "40.00"))
+	b["send"], b["customerPhone"] = true, "+15035550123"
+	idem := http.Header{"Idempotency-Key": {"log-test-" + uuid.NewString()}}
+	resp := m.create(t, b, idem)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	m.create(t, b, idem)
+	var inv gen.Invoice
+	resp.JSON(t, &inv)
+	path := payPath(t, inv)
+	keep(strings.TrimPrefix(path, "/pay/"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(env.Log.String(), "message written to file") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker delivered nothing: %s", env.Log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The pay page: an invalid number, a decline, then a payment saving the
+	// card and a change of preference; the receipt.
+	shown := visit(t, env, "GET", path, nil, nil)
+	keep(formToken(t, shown))
+	wantStatus(t, pay(t, env, path, payment{card: "4111 1111 1111 1112", amount: "10.00"}), http.StatusBadRequest)
+	wantStatus(t, pay(t, env, path, payment{card: cardDecline, amount: "10.00", save: true}), http.StatusPaymentRequired)
+	paid := pay(t, env, path, payment{card: "4111-1111-1111-1111", amount: "10.00", save: true, prefers: "text"})
+	wantStatus(t, paid, http.StatusSeeOther)
+	visit(t, env, "GET", paid.Header.Get("Location"), nil, nil)
+	keep(cardApprove, "4111 1111 1111 1112", "4111111111111112", "4111-1111-1111-1111", cardDecline)
+
+	// The saved card removed through the API.
+	got, raw := m.read(t, inv.Id)
+	if len(*got.SavedCards) != 1 {
+		t.Fatalf("saved cards: %s", raw)
+	}
+	if r := env.Do(apitest.Request{Method: "DELETE", Path: "/saved-cards/" + (*got.SavedCards)[0].Id.String(), Token: merchant}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete card: %d %s", r.StatusCode, r.Body)
+	}
+
+	// The reseller reads its portfolio and every application, one of them
+	// added now with numbers known here.
+	re := &resellerEnv{Env: env, org: seed.Reseller.OrganizationID, token: reseller}
+	added := re.addApplication(t, seed.Reseller.OrganizationID, "Logged")
+	re.setStage(t, added, "needs_info", "Send a voided check.")
+	re.get(t, "/organizations/"+re.org.String()+"/portfolio", http.StatusOK)
+	var apps []gen.Application
+	for next := "/applications?limit=2"; next != ""; {
+		r := re.get(t, next, http.StatusOK)
+		var page []gen.Application
+		r.JSON(t, &page)
+		apps = append(apps, page...)
+		next = re.nextLink(t, r)
+	}
+	for _, a := range apps {
+		re.get(t, "/applications/"+a.Id.String(), http.StatusOK)
+	}
+	keep(fullNumbers(t, re, re.org)...)
+	keep("870000001", "600000001", "99887766") // the added application's tax id, SSN, account
+
+	logs := env.Log.String()
+	for _, want := range []string{`"path":"/oauth/token"`, `"path":"/payment-requests"`, `"path":"/pay/:token"`,
+		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, "message delivered"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("the log lacks %s, so the flow did not run as meant:\n%s", want, logs)
+		}
+	}
+	for _, s := range secrets {
+		for _, form := range []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s))} {
+			if strings.Contains(logs, form) {
+				i := strings.Index(logs, form)
+				t.Errorf("the log holds %q: …%s…", s, logs[max(0, i-120):min(len(logs), i+len(form)+40)])
+			}
+		}
+	}
+	// The security code is short enough to turn up in ids and durations by
+	// chance, so it is looked for as a value, and the form's field names
+	// must not be logged at all.
+	for _, s := range []string{`"` + testCVV + `"`, "=" + testCVV, "cvv", "cardNumber", "client_secret", "Authorization", "Bearer "} {
+		if strings.Contains(logs, s) {
+			t.Errorf("the log holds %q", s)
+		}
+	}
+}
+
+// merchant0 is a merchant of the env's first seed with a token in hand.
+func merchant0(t *testing.T, env *apitest.Env, token string) merchant {
+	t.Helper()
+	m := merchant{env: env, token: token}
+	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &m.mids)
+	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token}).JSON(t, &m.locs)
+	return m
+}

@@ -1,0 +1,302 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/httpx"
+)
+
+// Messages for text that is refused as sent.
+const (
+	notUTF8 = "must be valid UTF-8 text: it holds bytes that are not UTF-8, or an escaped lone surrogate such as \\ud800"
+	hasNUL  = "must not contain the NUL character (U+0000)"
+)
+
+// wellFormedText refuses, with a 400 naming each field, text that payreq
+// could not give back exactly as sent: strings that are not valid UTF-8
+// (encoding/json would quietly turn those bytes, and escaped lone
+// surrogates, into U+FFFD) or that hold NUL (which PostgreSQL text cannot
+// store). It looks at every operation's declared query and header
+// parameters and at the strings of JSON and form bodies, before the
+// validator decodes anything. Every other text, control characters and
+// emoji included, is stored and returned byte for byte.
+func (s *Server) wellFormedText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		op := r.Method + " " + c.Path()
+		if !s.operations[op] {
+			return next(c)
+		}
+		errs := map[string][]string{}
+		add := func(field, msg string) {
+			if !slices.Contains(errs[field], msg) {
+				errs[field] = append(errs[field], msg)
+			}
+		}
+		params := declaredParameters()[op]
+		query := r.URL.Query()
+		for _, name := range params.query {
+			for _, v := range query[name] {
+				if msg := textProblem(v); msg != "" {
+					add("query."+name, msg)
+				}
+			}
+		}
+		for _, name := range params.header {
+			for _, v := range r.Header.Values(name) {
+				if msg := textProblem(v); msg != "" {
+					add("header."+name, msg)
+				}
+			}
+		}
+		if r.Body != nil && r.Body != http.NoBody && (params.json || params.form) {
+			contentType := r.Header.Get("Content-Type")
+			if _, _, err := mime.ParseMediaType(contentType); err != nil && contentType != "" {
+				return &httpx.Problem{Kind: httpx.KindUnsupportedMediaType, Status: http.StatusUnsupportedMediaType,
+					Title: "Unsupported media type", Detail: "The Content-Type header is not a media type: " + err.Error() + "."}
+			}
+			// Chosen as the generated handlers choose how to decode the body.
+			isJSON := params.json && strings.HasPrefix(contentType, "application/json")
+			isForm := params.form && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
+			if isJSON || isForm {
+				body, err := io.ReadAll(r.Body) // limited by limitBody: over it is a 413
+				if err != nil {
+					return err
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if isJSON {
+					jsonTextProblems(body, add)
+				} else if form, err := url.ParseQuery(string(body)); err != nil {
+					add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
+				} else {
+					for name, values := range form {
+						for _, v := range values {
+							if msg := textProblem(v); msg != "" {
+								add(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "\uFFFD"), msg)
+							}
+						}
+					}
+				}
+			}
+		}
+		if len(errs) == 0 {
+			return next(c)
+		}
+		fields := slices.Sorted(maps.Keys(errs))
+		return &httpx.Problem{Kind: httpx.KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
+			// The fields are named in the detail too: the token endpoint's
+			// OAuth error has no errors member.
+			Detail: "Correct the fields listed in errors and send the request again: " + strings.Join(fields, ", ") + ".",
+			Errors: errs}
+	}
+}
+
+// textProblem says what is wrong with a decoded string, or "".
+func textProblem(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return notUTF8
+	case strings.IndexByte(s, 0) >= 0:
+		return hasNUL
+	}
+	return ""
+}
+
+// jsonTextProblems reports each string of a JSON document (value or key)
+// that is not valid Unicode text or holds NUL, under the field's name as
+// sent: "memo", "lines[2].description"; "body" for a key or a top-level
+// string. A document that is not JSON is left to the validator.
+func jsonTextProblems(body []byte, add func(field, msg string)) {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) {
+		return // no string can be ill-formed or hold NUL
+	}
+	type frame struct {
+		array   bool
+		index   int
+		key     string
+		wantKey bool
+	}
+	var stack []*frame
+	path := func(frames []*frame) string {
+		var b strings.Builder
+		for _, f := range frames {
+			if f.array {
+				b.WriteString("[" + strconv.Itoa(f.index) + "]")
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+		}
+		if b.Len() == 0 {
+			return "body"
+		}
+		return b.String()
+	}
+	valueDone := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if f := stack[len(stack)-1]; f.array {
+			f.index++
+		} else {
+			f.wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return // the end, or not JSON: the validator answers that
+		}
+		raw := body[start:dec.InputOffset()]
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, &frame{array: t == '[', wantKey: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+		case string:
+			msg := ""
+			if i := bytes.IndexByte(raw, '"'); i >= 0 {
+				msg = jsonStringProblem(raw[i:])
+			}
+			if top := len(stack) - 1; top >= 0 && !stack[top].array && stack[top].wantKey {
+				// A key: a bad one is reported on the object holding it.
+				if msg != "" {
+					add(path(stack[:top]), msg)
+				}
+				stack[top].key, stack[top].wantKey = strings.ToValidUTF8(t, "\uFFFD"), false
+				continue
+			}
+			if msg != "" {
+				add(path(stack), msg)
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+// jsonStringProblem checks a JSON string literal, quotes included, as sent:
+// its bytes must be UTF-8 and its \u escapes must not be NUL or a lone
+// surrogate.
+func jsonStringProblem(lit []byte) string {
+	if len(lit) < 2 {
+		return ""
+	}
+	s := lit[1 : len(lit)-1]
+	for i := 0; i < len(s); {
+		switch b := s[i]; {
+		case b == '\\' && i+1 < len(s) && s[i+1] == 'u':
+			r, ok := hex4(s[i+2:])
+			if !ok {
+				return "" // not JSON: the validator answers that
+			}
+			i += 6
+			switch {
+			case r == 0:
+				return hasNUL
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return notUTF8 // a low surrogate with no high one before it
+			case utf16.IsSurrogate(r):
+				if low, ok := hex4(s[min(i+2, len(s)):]); ok && s[i] == '\\' && s[i+1] == 'u' && low >= 0xDC00 && low <= 0xDFFF {
+					i += 6
+					continue
+				}
+				return notUTF8
+			}
+		case b == '\\':
+			i += 2
+		case b < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				return notUTF8
+			}
+			i += size
+		}
+	}
+	return ""
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// parameters are the query and header parameters an operation declares,
+// and whether it takes a JSON or a form body.
+type parameters struct {
+	query, header []string
+	json, form    bool
+}
+
+// declaredParameters maps "METHOD /echo/path" to what its operation in
+// openapi.yaml takes.
+var declaredParameters = sync.OnceValue(func() map[string]parameters {
+	out := map[string]parameters{}
+	spec, err := gen.GetSpec()
+	if err != nil {
+		return out // New fails on the same error first
+	}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			var p parameters
+			for _, ref := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				switch param := ref.Value; {
+				case param == nil:
+				case param.In == "query":
+					p.query = append(p.query, param.Name)
+				case param.In == "header":
+					p.header = append(p.header, param.Name)
+				}
+			}
+			if body := op.RequestBody; body != nil && body.Value != nil {
+				p.json = body.Value.Content.Get("application/json") != nil
+				p.form = body.Value.Content.Get("application/x-www-form-urlencoded") != nil
+			}
+			out[method+" "+toEchoPath(path)] = p
+		}
+	}
+	return out
+})
