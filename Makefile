@@ -18,8 +18,23 @@ OASDIFF     := .tools/go/oasdiff-$(OASDIFF_VERSION)/oasdiff
 REDOC_VERSION := 2.5.4
 DOCS_ASSETS   := internal/docs/assets
 OAPI_CODEGEN := $(GO) run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+# Go tools at pinned versions, built into .tools like oasdiff. staticcheck
+# v0.8.2 is release 2026.2.2. govulncheck v1.9.0 does not build from the
+# module proxy (a golang.org/x/telemetry version it needs is not served),
+# so v1.8.0.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := .tools/go/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+GOVULNCHECK_VERSION := v1.8.0
+GOVULNCHECK := .tools/go/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+# The Go vulnerability database: vuln.go.dev, or a local copy such as
+# GOVULNDB=file:///path/to/vulndb/data/osv (a directory of OSV files).
+GOVULNDB    ?= https://vuln.go.dev
+# How long each fuzz target runs in `make fuzz`.
+# A count, not a duration: a duration can end a run mid-input and fail it
+# with "context deadline exceeded" on a loaded machine.
+FUZZTIME    ?= 500x
 
-.PHONY: all build run test bench generate check-generated ts-generate check-ts-generated ts-check lint breaking vet postgres chromium docs-assets check-docs-assets db-stop clean
+.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck fuzz postgres chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -37,14 +52,48 @@ run: build postgres
 	./$(BIN) serve
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,
-# vet, all tests (internal/contract runs the flows through prism from .tools).
-test: check-generated check-ts-generated check-docs-assets lint breaking vet ts-check postgres chromium $(NODE_STAMP)
-	$(GO) test -count=1 -timeout 10m ./...
+# vet, staticcheck and govulncheck, each fuzz target briefly, then all tests
+# under the race detector (internal/contract runs the flows through prism
+# from .tools).
+test: check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres chromium $(NODE_STAMP) fuzz
+	$(GO) test -race -count=1 -timeout 10m ./...
 
-# Requests/s and p50/p99 latency of create (3 lines, send=false, Idempotency-Key)
-# and get-by-id, through the real server on the private cluster.
-bench: postgres
-	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/api/
+# The fault tests alone (`make test` runs them too, in go test ./...): payreq
+# as real processes on private PostgreSQL clusters of their own under /tmp,
+# the database stopped and started under load, SIGTERM and SIGKILL under
+# load, mail and SMS providers down, slow and failing, the card processor
+# timing out; about a minute.
+faults: postgres
+	$(GO) test -count=1 -timeout 10m ./internal/faults/
+	$(GO) test -count=1 -timeout 5m -run 'Provider|Down|Crash|TwoWorkers' ./internal/delivery/
+
+# SOAK (default 5m) at 70 % of the peak rate of a mixed load (create, get,
+# list), measured first in the same run: fails on any error or on memory or
+# goroutines that grow; prints requests, errors, RSS, heap and goroutines.
+SOAK ?= 5m
+soak: postgres
+	PAYREQ_SOAK=$(SOAK) $(GO) test -count=1 -timeout 30m -run '^TestSoak$$' -v ./internal/faults/
+
+# The performance harness (bench/): starts a private bench cluster under
+# $(DATA)/bench (never the dev/test one), loads 1,000,000 invoices once (kept
+# for later runs), and measures each scenario through `payreq serve` over
+# loopback beside (a) pgbench running the same SQL, (b) the server without
+# request validation and (c) a bare Echo handler; prints the table and writes
+# bench/results.md and bench/explain.txt. About 6 minutes (8 the first time).
+# The load program is bench/ itself, built from this module; pgbench comes with
+# the PostgreSQL server binaries. BENCH_FLAGS: see ./bin/payreq-bench -h.
+BENCH_FLAGS ?=
+bench: build postgres
+	$(GO) build -o bin/payreq-bench ./bench
+	$(GO) build -o bin/bench-echo ./bench/echo
+	./bin/payreq-bench -data $(DATA)/bench $(BENCH_FLAGS)
+
+# CPU and allocation profiles (pprof) of each scenario under load, from
+# payreq's PAYREQ_DEBUG_ADDR listener, into bench/profiles/; prints the top of
+# each. Open one with: go tool pprof -http=: bin/payreq bench/profiles/get.cpu.pprof
+bench-profile: build postgres
+	$(GO) build -o bin/payreq-bench ./bench
+	./bin/payreq-bench -data $(DATA)/bench -profile bench/profiles $(BENCH_FLAGS)
 
 # The PostgreSQL server binaries, from Debian's packages when missing.
 postgres:
@@ -132,6 +181,47 @@ breaking: $(OASDIFF)
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l cmd internal db client examples); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+$(STATICCHECK):
+	GOBIN=$(abspath $(dir $@)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(GOVULNCHECK):
+	GOBIN=$(abspath $(dir $@)) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+# Known vulnerabilities in the code paths payreq calls, from the Go
+# vulnerability database. When the database cannot be reached (as on a
+# machine whose network has only package registries), this says so loudly
+# and does not fail, unless VULNCHECK_REQUIRED=1; point GOVULNDB at a local
+# copy to check offline.
+vulncheck: $(GOVULNCHECK)
+	@out=$$($(GOVULNCHECK) -db $(GOVULNDB) ./... 2>&1); status=$$?; \
+	if [ $$status -ne 0 ] && [ $$status -ne 3 ] && printf '%s' "$$out" | grep -q 'fetching vulnerabilities'; then \
+		echo "*** govulncheck NOT RUN: the vulnerability database $(GOVULNDB) cannot be reached:"; \
+		printf '%s\n' "$$out" | tail -1; \
+		echo "*** run: make vulncheck GOVULNDB=file:///path/to/vulndb/data/osv"; \
+		[ "$(VULNCHECK_REQUIRED)" != 1 ] || exit 1; exit 0; \
+	fi; \
+	printf '%s\n' "$$out"; exit $$status
+
+# Runs every fuzz target (func Fuzz… in a _test.go file) for FUZZTIME, one at
+# a time, since go test fuzzes one target per run. Each run starts from the
+# committed seeds (f.Add and testdata/fuzz/<target>/), so its time is the
+# same every run: the inputs earlier runs found are dropped from Go's cache
+# first. A failing input is written to testdata/fuzz/<target>/: commit it
+# with the fix. For a longer hunt: go test -run '^$$' -fuzz '^FuzzX$$' -fuzztime 10m ./pkg
+fuzz: postgres
+	@rm -rf "$$($(GO) env GOCACHE)/fuzz/$$($(GO) list -m)"
+	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal client examples | sort | \
+	while IFS=: read -r file fn; do \
+		name=$${fn#func }; pkg=./$$(dirname "$$file"); \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x $$pkg >"$${TMPDIR:-/tmp}/payreq-fuzz.log" 2>&1 \
+			|| { cat "$${TMPDIR:-/tmp}/payreq-fuzz.log"; exit 1; }; \
+		grep 'execs:' "$${TMPDIR:-/tmp}/payreq-fuzz.log" | tail -n 1; \
+	done
 
 db-stop: build
 	./$(BIN) db-stop

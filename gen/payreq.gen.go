@@ -1140,6 +1140,14 @@ type NotFound = Problem
 // `unavailable` (503) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
 
+// ServiceUnavailable A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
+// `unavailable` (503) or `internal` (500, a bug).
+type ServiceUnavailable = Problem
+
 // TooManyRequests A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
@@ -1678,6 +1686,15 @@ type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers ServiceUnavailableResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
 }
@@ -1809,6 +1826,23 @@ func (response ListAccounts429ApplicationProblemPlusJSONResponse) VisitListAccou
 	return err
 }
 
+type ListAccounts503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAccounts503ApplicationProblemPlusJSONResponse) VisitListAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApplicationsRequestObject struct {
 	Params ListApplicationsParams
 }
@@ -1903,6 +1937,23 @@ func (response ListApplications429ApplicationProblemPlusJSONResponse) VisitListA
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApplications503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListApplications503ApplicationProblemPlusJSONResponse) VisitListApplicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2007,6 +2058,23 @@ func (response GetApplication429ApplicationProblemPlusJSONResponse) VisitGetAppl
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApplication503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetApplication503ApplicationProblemPlusJSONResponse) VisitGetApplicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2119,6 +2187,23 @@ func (response ListLocations429ApplicationProblemPlusJSONResponse) VisitListLoca
 	return err
 }
 
+type ListLocations503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListLocations503ApplicationProblemPlusJSONResponse) VisitListLocationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetLocationRequestObject struct {
 	Id openapi_types.UUID `json:"id"`
 }
@@ -2219,6 +2304,23 @@ func (response GetLocation429ApplicationProblemPlusJSONResponse) VisitGetLocatio
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocation503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetLocation503ApplicationProblemPlusJSONResponse) VisitGetLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2342,6 +2444,23 @@ func (response CreateToken429JSONResponse) VisitCreateTokenResponse(w http.Respo
 	return err
 }
 
+type CreateToken503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateToken503ApplicationProblemPlusJSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPortfolioRequestObject struct {
 	Id openapi_types.UUID `json:"id"`
 }
@@ -2426,6 +2545,23 @@ func (response GetPortfolio429ApplicationProblemPlusJSONResponse) VisitGetPortfo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPortfolio503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetPortfolio503ApplicationProblemPlusJSONResponse) VisitGetPortfolioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2524,6 +2660,23 @@ func (response ListPaymentRequests429ApplicationProblemPlusJSONResponse) VisitLi
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPaymentRequests503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListPaymentRequests503ApplicationProblemPlusJSONResponse) VisitListPaymentRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2687,6 +2840,23 @@ func (response CreatePaymentRequest429ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type CreatePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitCreatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -2787,6 +2957,23 @@ func (response GetPaymentRequest429ApplicationProblemPlusJSONResponse) VisitGetP
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetPaymentRequest503ApplicationProblemPlusJSONResponse) VisitGetPaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2911,6 +3098,23 @@ func (response CancelPaymentRequest429ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type CancelPaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3027,6 +3231,23 @@ func (response SendPaymentRequest429ApplicationProblemPlusJSONResponse) VisitSen
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendPaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SendPaymentRequest503ApplicationProblemPlusJSONResponse) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3176,6 +3397,23 @@ func (response DeleteSavedCard502ApplicationProblemPlusJSONResponse) VisitDelete
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSavedCard503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDeleteSavedCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3699,340 +3937,350 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHtib6Khm1J8KAdgEqgAAvYHR0U5Rk0yYlNUVZbRseVaIqQZRYyITrQgi2FNG/dpzzd8+PeYET",
-	"e95j5k38JCdyrcysrAsupOhun9PuiL0tFqryunLdcq1v/eIEYr4QnPEsdUa/OOwDnS9iBv8+WSziKKBZ",
-	"JPgZv2S3EVvKx2k+n9Nk5YycE05o8Q6JOEnwLde5pXHO5NsTym/kf2kQiJxn5zTNnos8cUaO5w36jusk",
-	"Is8ifv0in0+YfNzr9TzP8/pD55PrTPI04iyF4dAwTMr/PI8468lP+p5HTllIE/I6c1z7574z4nkcu04Q",
-	"ZXLIlyLnIbkUwY3jOguRZjQ+FSFzRs7B4f7+wHGdNKOZ/Pvqb3IA4YS+oHP5t24/YSwjJ3kmHNdhcxrF",
-	"zsgRS86SvwTyjRReoHkmuoGYy3d4FmWrq9VCNhLHgeM6Mbum8bpmySVb0Cgh5+encogzweVr/94b9vrD",
-	"4dDrHRw4rpPRD2ehtZb7B4dHjuss2SSNYPSzLFuko8ePm8b0yXVmUZoJuYc//OLQzBk5fa8/7Hh7Ha9/",
-	"1TsY9Ycjz/vecR0uZGu4gmlGr2XTaT6ZR1nGQueTW/16cOUdjXpe6WvnDQ9Zskwiuc0kzWiSsbDrFA1G",
-	"/J2im08/uk4UOiNn0gv64R4bdKZDut8ZTA6CzmF4xDretEf7k71gEA6Z4+K6pzALjst5QZOIkpP4libs",
-	"Z/PGLFq8YknAuBzsvtf1PNl9yq0VHOz1e3JhoyzGdji9luOdM6BLOVXVxZWYkycsuGFJc/uDxvYPD/aH",
-	"dvuq2R+blsEt1vhkw+bki5DWXrF34NMn1znjtyIK2CnlAYtjFpZPsHlMInzPPrp0Lk+sbHyopoRPXlHY",
-	"I/VsQmPZiP1aoFstDa03vPIOR54mDvPSk5U6Ck+EuLlhbCGXPeIZu06Ar8h3E1abaW9w1RsWtKZe2aWx",
-	"PM3EnCWnYr6gfGUYhHr8TJ1pxbDSv0yS6HqWpVHIFnE+n0T8Wp1s/QX2WG7lFZ7bysOETYFe8XHI4uiW",
-	"wT4gI3GdMGdPaXHkpjSCVczYfCH5s6eOx15wxPanPdo5nPTDzmA6POhQLxh09nusHx5NDqcHVBKb2lPD",
-	"Ws9efNvpeYM9YEG3LN57DRQ7pXHKXCeOODvL2Fyepx/xT+wyjiQLB5Yyevy41z/oel2v2xsdeofe4wVd",
-	"Pf4+G/C/Hi6f9ZPv9vMzT7zao68Pwue966+G77+RfCkWKCL03sQ5mwjOWUae0BuWrMhTseSZWMrtmbO5",
-	"0POfsySYUZ6d4F6cybkfhHuSCbDOcDIIOgN2SDtH0/1epx944eHkgA1oT05wDgs1ONrv7XuHB3uHh4eS",
-	"m9IIiAhbX9DVHOWenO9C6HVSvyZiErO54X70loWnNAnV6ynj4avKK4xnRevyr28janHPLE+dUUH3peOJ",
-	"1Fs+nC8XjOtz6RK5C0Q2SiYroumlflZ7e/vd4fazal4rnVVFrtWTqR6vPYTeYOQNP/MQOm9nUTaNWByS",
-	"U5qxRH6CIrB6MEPK6V+W+u1Avdx4Jp2nlFNiWnZq59OSq4ND514nVa3FoLPnXQFzUwzptzm7/e1nF1S6",
-	"uQijbKVUm+FeT251yNIgiRawAyPndEancpHDKJ2RhPGMymn9lFPQV+S8pIjhUXYqUhBrw64cVy7mzsh5",
-	"dgLyJ5Cktbcv1bWj3mDYBzFZ6V2voN33U7WehPKQpCzLF+Wue+u7xuaga/nPTwWn6u/AqX7qfXsQ/O1o",
-	"/mSPfz+8OT9cXvaz7/YXTwez59771/fiVM7VjPIbshI5mYpE/jchWm3tOv8sHua8etk5ODiUC3l/Rrbu",
-	"mBvWZk6D4W5iwbjN2M4juYMlo4Es6DUjYqpZW0pakSRdIuZRRgwlu0TPDanEDLtd8L0fLMZ32KSjHNYY",
-	"X5OKcne2t3/V61mqTIXtPU8Ez0jI0pvd1Y04j9KuSDJ2Tf+ijLCuSK7rLO08j1LyEl50dtU3Cq51b5Xj",
-	"cHrA9sNh0BlM9mhn0D/qdQ7ZwbQjn8lH/aPe4Xq2NVjPtnbUMb666c9f7E++9YK/DX4+P6Sve+Hz4fXX",
-	"Rz+93WOXB79DHaNELP3RnjcaDL53tusZuxzHMvltOI5yMGim/aEf/KvrB/+yInIXofgbCMEfCyn4iibq",
-	"pNmSUD7tyLFqSUiWUTYjVAs+kHsUJR8JaBLeQeHvebUj/ceJ3ulEOxn7kDkPc6Z7f+j8f+j8v6XOb/MB",
-	"feLjwunY6/V6zcRT11IOr3pHo8Fw1OuDlkJX649UwrJLNpV0PdjzvGGvv9fz5GYZHd0ZZUnOPt3HIvnF",
-	"kZzuSUK5XIdvo1RquezDIoKT2Ov3QcuUvx3R3qQf7IWdARtOOwO6P+kcBgdhx2O9aZ/uTQbBMGxcDuhv",
-	"0+ThBcPSKtP/tKPN1Peuet6o168paYq/WDpakr1DRe2T65wrYjQ0V7txCbLolhFNtCWZUL4WGXg9cir4",
-	"tXxGTm5Z7WbEeZ1HGSO9PogFPIYneZpFDT7XQccbAvPfL9idvv4I1Vj/MjFHZwInR7Fo2K4hO5x6QX/S",
-	"6YUDKq2IoHMkDQi6PxkGg3CP9adyc/gOh1Ak15RHP+PNFEi7aZ/thYOgM5zs087g6OCwc0iPJh0v6IV9",
-	"tjcd0OGk8TIFDkzlGujA6wGNByxaZOt4QvmiyNpN3B7w9M/Z99jfyZwlUUAfn86igF6LRtd9v+P1roBa",
-	"lOv+k+vMGA1BJv3inIVsvhAZ49klW8R0hb7CMof15aHzRySbMUJ5umQJiVJCSQJfSIubcsJoEkcsIQn7",
-	"KWdphiqH/CKlc0Z800+w6nzDVn4XTh+Yo5J0k5zB2vyURwlTx9x10mDG5hSuD3k+d0Y/4Is/uk6G115p",
-	"JgU20neE94GVoY9zz9sLflH0Kccqx8TZhwzcBZ/gd3ZMEhb/aezI52PHJ63L56fksH942CbLGePym4Th",
-	"pM2nx4ROwG0q4Hci+QH8UJ4aDmCtFJEMt6PWLP1zHM2j7E/9ofyovx/kSSqSP7HV197ZexFdvD9ZvXjt",
-	"LS9W3ocXz//64cWVWL54KpYvvhXR+enXi+9Pz/bP3r94//Ltm/7375/PzrjXNDvHXtf6Ol6yLFmdTDPJ",
-	"Wqur+ZoFgocpyQRZ0igjEzYVCSNZspLCn17TiJcmP+hv2tN5xKO53Nae2U/Q7FiCVLqgCZ2zTBHqKSxG",
-	"fUwvF/SnnJGFSCO4LJbUCNvgEpqSKVzLRrhDi4TdRiJPFRF/kRJfUs2I4B79+vf/aqYGPC5d8nIeZSCX",
-	"ZWPTKEk1IYSCcJGRSR7FIREJkTL6mpEoK5PCZ2wkKHHOyPkpRx6huBlSSGlH5/TDOePX2cwZDXt9Kfe5",
-	"/rvXdG6UJXHWcO6vZsxYEFFYnsvOmicIomxWjDkKN570qUjmcPeb5/Bm00mfR1l9tK/oNSNp9DNzSe/X",
-	"v/8PqbaQp2xK8zgj/WFp9P1h83LC8SutZogN4CdmaBHP9qRGO6cfFAV7nruVnhOWLgRPMQbiCQ2/pBlb",
-	"0pX8KxA8Ay3qF8cKfHis9Jl/f58KXg2iWCQiYGkqkjec3tIoppOYVe9gk5CY1whLEiAVI9VDlqGYlfsc",
-	"lF8OoxBIOmFzccuA4OUbxyTKJBu8YYusS66k0i0PPYml6dS1xNXQ6xd30pWB5NaAzUqtYZC4AOnjCQ07",
-	"12q9YDGLLfpvCaiM//a4CDh5jL+mj7UuBZ/UibsyabSyuuSFyGaSoS1pqo5yKFmCYnMwV7IUyU3adT65",
-	"cicvkX/fcyfVEXsutcC0vIXqcJKJCFcoUedRmspRgIoEJg9YLCSb0UzzIRqGBKyg+lY/jz4o7iU7I3GU",
-	"ZnBHj9ShPOKMh/CSFuUFY4eXYJplS/oHZ56nUh4QSm5pHIV6fCq0pjCsfnBAVsKYcZxSmhz1up7nwuBB",
-	"yQDbgygPhP74h96P3cKuK7q8BoVScmXKief8+Kkgw4E8l5oMzzgOTU1rZ9qDr1AnlmQ0p7FkBCw8q7hd",
-	"LvQPRLIuI3SQ+f12WyE76EpN2N4EYJ6/9UoA93ylpXR5MYBJE5FnUiAn8gz9posAQ+ki/7YXIiNzkWZE",
-	"6uO/7Wo8BEs6wWVwCcyGGP3HBSIq/pYqBuokZJKIG7nfSR4z0op4EOch6GJkvpYa213i48r5ZE4XKWE0",
-	"mBExnTIO36pB3LAVC6UOJZVcV57SKEvJnKUpvWbI+p6LZBKFIeP35HxcZN+JPHlpmV1Vs1RI1ZvYhtkX",
-	"KdnhdJ3I8ZOE0TAlgscrGLxY8mpTC5FkUxFH4pjkKQo6+413USgJGBwxmbhhnGgp7pJ9ejA5DI7QMdAZ",
-	"0P6kc6jdBvo3WyYOvL2C6F6IDFu1e9uZ9KZm4SUV2U28ztMF42E15MM8rvbXrA3YL0l5n+rPj4ncZhpk",
-	"JM0Xcu3WTtDe1OL7e85wwRIQfIJfGsWxxHqVVCzeWzO1KDVchDMmTRlJROYrczXcRS+FS5azKEA79uTV",
-	"GdBUKFgKkmpGb9na6b8q2jS67n3m/lCqjhx5TIOb2owzuSZiwdCfrlal5TeM3z+Gb3E1iVSZq4213doB",
-	"KlEPafnNZOG3XaLsKmB12DhtOP0o5VEfjWMw4uSpbvmNB8pvA596IbLn0hC8P5synxc094bfcNl1FDbS",
-	"2gthrls0xe1iMyFjk1tiTaNMZYMyFwETd2fa4iLr4BcPQ1svBEnzYCbZosgTaShWd8eeBzkLwQdT39eU",
-	"XLMMZw4OIzTRYfde0VUsaHglxDlNrtk9NzGzPi828YlUrMUtS0iPXERP1jJEvYWgiNe0C/lpaY96Fie4",
-	"tD/NhCAxDGPXDVvg7DuZEB388uGYQmlWkubMQsDCXwlxQflKTSC958InNGOgDVaZ9iuWdEBI00xaBFJf",
-	"TKQqwsL1zFszYXC8ycWcU77S80iVlUboNIOJpOCvKu1M/6jYmavq9ztvihxyJ1aTeqD9qA5GeZqKSXfJ",
-	"WxplxAcPXQdcdL6aIirKmbbH5YwtH6/1wboBqrcfW94/GOMbTvNsJpLoZ3Zf7gl3LNW9vwJdSsShttt6",
-	"HplHPM9Y2qzOBdJGRxUsRVdr8cUxEZOMRhy8s0siOCPTRMzJq5evr8hjIWfwGL4s89FeQQl280QPeFdi",
-	"yO01kosWoUHRNGNlpisN4pYl0XS1lulQe1QB5eBjZPhVJHWxz522tnzsju4/beWaKE/7hSAn6jWU30hp",
-	"jXN+rQ09ZdyUPhyRJ4wmLCFTEcdiyUIyWRGqFueO89bq4sPMO2G34mYNgU/hmgR+l0d47VZrvgb3E5He",
-	"8yVN9ddonmiNSHKDtbSsmtLDuue8Hkg5qBNYl1zJkaYj4jftg+8Sv4ku5fOmYwrPy1P2u+SlfTLw/Zbk",
-	"p6XdcNXvN2zV3shA375925HEyHgmOR5rdpUr+gxmUvXh1wxvkfYPhl677DtXLyaMxvM/jZ0FXSXsp7Hj",
-	"otPjT2PNQN7BwM0P76wu/zSucwi1IHDDs96/XvWnI5dXTlDtRL6PF7O44PuGrS5ZntZygsCkGpHKVSBJ",
-	"4F0doxRG0ylLIB1BhKv1mkC1FXlWoJ3Iuo7rD8hM5Ena3Lg6U5oGCBKI/Eu5ZMuag+XRtjpXhAfT3fWo",
-	"WWslNaCO+lzJjiJU583aNdTXMhzeIzROGA1XRI1iB6NefzGjUneotMdCokOE1i/BxhHsynJsugMZUg5w",
-	"WX+3odZB7vTF2dMvUhO3IPXYiKtgBpGUXA/N62K+1Mz34uyp3cpxEVBeCGEVxUBkh9naRbpQ0yEq6ete",
-	"dx/1VeIiUwl2Tbc+8oeCQiAOUCSkSA9atw7mqi81u2k+OkYnmlhIoZaQRTXCEJYG1kV/sZVwrLW0hvYZ",
-	"SyLVh/p6yKefuRryo50XQFomd5i7fP0zpp2jE+KifGyaz0oteEzODe6LgOJVaMRW/2C9mV0i0Br6qjg5",
-	"jknKGPny2RV5rFMk166j9r3MK+fr3iv50BY1SCMu9YdMiJBM8sza81Bwdkx8mIwPioePq+uTlK7Icrbq",
-	"El/Ow5er5v/y6s2T87PTd28uzz9tkyE+0VoOyMJa2I27rrnSgvjooFlGKQNHwBuuvL0svGBhRDHp/L6+",
-	"tK/TqpsfvDBg0kPIRjInIc3oZhsBfBZSeFkdyw7LfpihTTNmEmQuZ0GAVHanGPN5Bz7vwHe/nTNGEotf",
-	"nZ3fdYoOEUyhQC+o3iZh/Jm+hO0S347S88mcriQ18jyOuxg8uWBJFrEGJIRaIBDCCuiWS9ptFTShonBW",
-	"YwVrTedRxlyS8yiTjHYaCwGRBXKYyN1Ro601i3GG1eZOo2xVHl8JqaHWih2zV4swwfUMRFiJ8dIQD7XW",
-	"VChfffloBspJwq6Ve7doDML+6lEvhUb/Q3lzKguqFkL3XZpRETgnJu9ZkMkhWmAcTTRUcFgLkMOgCJBs",
-	"loj8egYcJ2XK5ZtG17yTL4ooLLy8xd8ll09JlJHWRGQz4iPDLxpPFUesPX/8SxR+8ttd8jyPY5LRDyQK",
-	"U5ekIohoTFIW5EmUrZQ+ig6xCeU3RvUyPySMpJmQSi7jQbJayHnItzm7BassyxNuNJ5sxqIEjYmpyBMS",
-	"RtcRCqbyedFwJJsYgLXUT+TrFRySXT/Vn9hwGw0Uds1U8ErqgqNNziBK0uzYCl+T4sVsJsRkRhj4v/No",
-	"vsIRPONZspIjUvRFk4TC31FDXNmJje1SiSvbEaBjS5RYgeDRZKjjb1rhsePr7zr7l7Klpmkr7I2dG4L9",
-	"gg9tgI7q4N+qWNTSYZSqhvmqvJhr8D3M4oU0Y50smrOmFbRCiavjOJfHAYlrTYdlvJZdOqywONhVXMXy",
-	"otgDs86P2XEXj2JxNrYwvSe0KW5YkkmJe0i1KmQQZZp2ifx5KtlQmbmA2C5xEbcIPtjOQ2pQRo3rbjWh",
-	"Sbg8ivKWKDSkBc0ylshG/vt4HP4y+PTfmva8gpm0blW+SIl6k7ROnpy0Vccu4RFn1vQspcCAL9WGctQ0",
-	"lAo1lMfl1lZq2x5bXLY+I3mYILLPcIJif1HM3G1fia/AnaS2DakBSqQpFKXdNK+tzEO9ZmNJVWf3VET8",
-	"uqOn1aEpXKwfQ8cmsJ0AahT8Iucp7Yby3jUBVG3VxlQKR3VEeicwPrDczyawq3r7FvpV7ZjAhMCOqPB4",
-	"F86x6pL4qYjZO7n6ScQyAXBLsGc0yRT6kvwzjgP5n0AkC4FREr7U3XwupM00jbJKMgNicdVGbIFzNQ9Y",
-	"7sCWlS9jeNWVV8xDWbvo8Hu5iwr+19Z9rQCE7cqh1DlqPTt7Idfu9esXFZ+4AhrbjU0ZOLK1M1VvlPvY",
-	"hF22deoVjlTsZnH+SlRZXSq9O67J+tSzMAr8NjZW0rXqiRBc6rWF2qfycixVoYHX7KpkMJ6BWxgSejL6",
-	"gHJfo7n9Urs7kiaSCiaBCVX4Fibk8BpFr0OF20ra99TZKoShdRaaaaC6LbuKOmRdSeaopxoZv0FKNdtA",
-	"n6mN8EZWBcZXnVNV4fHW6OM2nt0vDo3jl1NIzdy04k9ZEM1pDPmRFSNnJm05MSWmcRJxssAOXOJhFghp",
-	"URJiGwTHgxFLNCX+GEH7xo4KFCtB6+3K25pXv7w+CgVwN/amPFY1XUU+Bq+BiE2clW292NtRRhncxs04",
-	"si/suGGzyiuzhaBf63PUZJLCjXiTU2FkW6Iu8Q1qofwDohLfRXwqfNLKZmzM1ZccXa00vWEhyPa5SFjb",
-	"BcdZIm6xqZAFccRZ6JPWNOI0boP4ngiahPAQGjRjilISw60Pvtsdc2DsmH9YYFS6JVzFYoDy6Ku+IU0e",
-	"u5ZmCfYnV6/YKLuNGh2g4/4VRhFaOSYNSjmEsU2JjzEQ1bxCv0ueQYr8DQPXot56dAVoxkgEJJLQG0Z8",
-	"+czvEu1nv2ErdJxE1xw8Jy0gfJbcIpuJGY8wIgtfjawgF9lCu0tOMFadY6g6pFIOPA8vZk04OsacT1ZF",
-	"ToAOQG+QXXN91fG5fETfymCLo0pCiWvi/PqGjyxiGrC0+OVI/697dNQlIEF9yFnxYdWuo1uUWSp2sEh8",
-	"iTLgOzUMi5obU71AAnyjS070oDxPyseEBhlLKmxgLRCGlSTY97xdnKvlfJ+1wwPdZmSygKy0W7OIw4E9",
-	"XvJCU59iaLhdLlyZaDoFti6/iAI2UsTZTELd0kD9LjnLCI1TQaJQ6mbTSMUs69fIciZSRjQmB1kAWgfj",
-	"kho0OBikieFFQ8WVvBE/xCg/Wt+zF304uMOiNxsNZs1BGu9EDzXAhXvTwatmS8OMCXRdjGBkH7JifVvP",
-	"ur39AUlYIOZzuJZvF0Pf65coQ4f6o8bn6zbwUkw2668zZQCAxZrbXn+HqRW4LNVZfSWW8qyqF1SU+gqA",
-	"M0fEh+1FixAGdawJdM4oT/XvqK3p5VNR6+CiDy2icyvareDyUcRVaG42i5TaBxdjcK58jX/iQwi99ilo",
-	"gaWJD8Eh5K8l+aN/3rw6rvOhcy066qHuEBZNI9fUXA85I1LrJ63vvvvuu87FRefp03aT0TDo7HlVU2EX",
-	"bb2CafPLGp6uPVO9X//+P/ZtzgNXTD/liI2keE8pQqYFAAeMZorT9PuV8VsoOhat7Q+25FybVMhN6dbw",
-	"Co566HlmZ+FEgcmDQgYECyZdpPkciQRzK8WUJCLnYWdG42knX7R05iT5P/+TaDgcl/SVKGujYGI/5TQm",
-	"PgpC3yUsThnwWM1eUajt7Co3YI0cnNtz+kEBCw1VwrT6s7d2w41HHQFyauZIwhiymHQmT1QmSuy9xBbX",
-	"88VtqDslLrkLm2zA6Wna7Yuzp3LEkyiOidSAKSd+FPoYzuqXQiF8SEsuh2o05liQX//jPyWxEn9dkIR/",
-	"XDQDoV8NwVJFUJRqrnLhuRvm0NZbmgLFp3bXmstBp3JUoZRxaFOZ7Swd5fLYCjigyqnc7gBgvAn9BJCN",
-	"/BGZS804sw6p1BDAlo74DegrkKnKMXu8SxA2BV2FUiCMikxW+IKLZWnkOKo1o5wIETPKa5ZbndKqrFED",
-	"uNkQkRXdoq6AVjW+quS3xKU6moUs0AxOLWiTtah18SavB/tAg8xo2sqV0cI5uMSwMQASiDISiDSTOkQQ",
-	"MLzJlcz669cvX+hPRWI9Uw6AOc0CSPH3/3vnz60/j7yPP/Q6Rz+Ox+GjduvPo/G4Ox6H/97+83/zj5UL",
-	"ZUZ5GOvmJxGnyYpMY0Ezba2gMSS1FvS14JvY30iZFioOFWYYr0i2FHqeKWn5Y6fX7+6BM8LMM2J4k22m",
-	"qkNZ1TlAd4RuA26xBckSGsVydj+zRGDL/bEjLeExwJ+hu6Mcs9EFKSw4U5aU2jJcQ4Bis3wXm9esftB/",
-	"LCsQ71PBeT7vaiqwfu1E84VIMp3X7oyc6yib5ROpUz/GQGn9n4jL4dD4sWoOjsbTbUocHMEi4PWLtEGV",
-	"a2WC+GVDol3od+Wf4Tj4Ok8UhGgmJfNEWX3ttcpYox5W40lfMRrLdahO55KleZyhO0VOGbzeEFFCQ+Xs",
-	"T8SE1c1mHRtVY3PixrfHKm7KIxQ3W71IqummA38GiCkN8SV7/c4kyogCSmk8x+q3Ox9keXiT0mm0mysD",
-	"wtikX4N5qYK5bDkMux+AM9XBg5G/0rca+aqWWq1KWmqbQJYJrpPtKFJgDDS17PCU0HhJV5K6GATstcre",
-	"I+tms91FHwioeHithrnV8t8FNJ+6G63AZaLfRHcCRpE0KK2gXEnorg7DdjF60A7sPYbxK/DvNQPBrq2x",
-	"dImvcE19a65aHya//l//qf94RSMMmPnHOKXckrAAn5ENy/oAvvTcXJYaePRUkClNGro22K+f3+/ata10",
-	"K2WXctUjOSxoFKLvzIadrTkkVJg8po5H5vI757Hkkb75GPay8b5qu0+kCnJbv1ETBV1C6BsE6XKd9YUG",
-	"3A1bfYEX9O2Ng9w+ngJgsbYc8ie9FM1XeBUc3t2u8CpovY0LoBImouwYrCxpvEh+EWp04rXLUUmeWgsE",
-	"vNZZtbtXdTfv6cN6S+/gUnxQj+Fmz+DDegI3Oup270pDKTfqdrZXF+6DXH19LDU8jEXNBMAM6JyNBu8d",
-	"3mw0udfaBeBjUr6JXgEUCFx2pJIrkTMDkkYWkrpK+73W4SSFke3rY5aSank/IYIFhDQikUmNdqvH797+",
-	"PUuf3szgd/AJXs0YCZVf0K2oZoa9gGkThTy6nmXkzdUpaflNoNj+WmdiGTj7Xhy9Cre9q5hDfa4u5F4o",
-	"S3RK9H1gAcWuOqnSandd8OzZ5wEybnXJ3Mmvqm62aIbsvRbLbrlIG+KhCvDoGqUkOcPjRfnKrFUmljQJ",
-	"Sy6YgCZJxBAErwMtktY5/GevDUkkpfEojOqqS6UEed5EtMobaw5t2DhzcoLsIeKoet7XS7rNE2rcxw9F",
-	"lNDgMSmA+bIZm6csvmXq0pfbCnRXjWFN1Kw2p2uZRnT1+BdIVP7ku1Laf3V1cY4lezSkauG1lQ1hUrPU",
-	"9CkPxZy0aEZiBsgP/UMyibK07SrnTFYGKi3uFKdgEQciCRVComLUZpTHipUaelJais5rgCw1MLWmNGCQ",
-	"LVsTZ5+BEF+cxiTahTGVEeVrIVN0zrQSX05qBVdzRY/aBIS9g4N7szde/n4nH/tDuNTPQmu2ZaKQ2/bb",
-	"uLDn0QbnPugROCgp1iqO+EqIUBmav+4rV8j6a+P1lFWGsKUxoxDgoQyJLIql3Rt9jp1TlAeoQ+8qixHU",
-	"+TqbLieg3J9Rqn52YZJ3vVlYc4WwfVE0Wn/tArT4S2FS45sFMLpanI1hjdvvLKwaB01UaN0428EMrZK6",
-	"LHmcjo+A8JuK93OdygoMePkAG/vaFHjYYWtLRRLqp2FVwD8osEoSiDxGPOOJifWQ9gHiRCUsSyIpAKv7",
-	"IA+SlBXY127boao1rD2kWvBA4zBIdKP9lLNchbBpnbttjwgFnY6Eup/ZvtPooZbEOgNr3eg32EzFFCKM",
-	"1avM5B8Tp1B4vXdQxF7jy40pSU33bXP4pSSb65dw1t2buY+zXHiFU+1h7+b0lhrSLJ+fTZd3uAo1a6jg",
-	"eUYmlZR52wFV9QyVvXV115lSLJtvEAoluTH2XY7bXGkrsRPxAk6NYiEAW5MtR0Uqb/Mx8XMxx4wPq/iQ",
-	"chbni6Ccv0PO15ke5Fqw1EQklKHGKwW54Hwoo15OQ+qZ20ZRdz5XiiXVXDL6Z8hgBlajxouW0po4rBK7",
-	"UdWf7h5bZQ2kzhtpZowPuRFTkXR16MvakTSXnLKrH6gQk02ROAWc+Od7sv+q2jpeGz86qMSPgiVVlKb6",
-	"/CG8SqSyK6ZwVyIbPl7fN7lQRMyuKYR/tKhcS0wklDvRRjMMNiUQPEuiSZ6x9I5hRYr8M5HRGOcrGqT2",
-	"G8j2n5I5o2meMHSQmzStZyd+eyfqhEpid6VNKP/VMKBblqRyuRIR5kGGWf+7DKJUw+yuw6mIHHtQFrVa",
-	"VIML6lbOPs5qAxt9veYWGJ+X2ehozDvEFwvG/VFx4abCXBBRZ8WyLrxlak75I4u9xWyaEaoNFP0mvGQb",
-	"LpGxW0jLR9EC13Apy9pd8jziNMZviwuRkXWxglFTME7w5xZjIS3fkju+O+bEagRljw/dHJfVHAq30any",
-	"GMi5FOMY86uEcqw6k450x7/+x3+WelZ/R6F/XHlFPhpz9exx/SPr1qeUggBFIF2ruheKYVuaVm7uF6zx",
-	"euTr5U3jRfGzsD8c9o7IIp/EUQDSEesheXsH7YYrz/i6oZn4WiRRNpu7xH8WPn19UootgCflQeKjxqul",
-	"26bbheSWQdMw1Erj8KzaPD5s6OCmyYD/RqoEIYBXKLsH3VEICvhFSvwbZUs3JMH1GrtpQieR3cg3XeK/",
-	"/OZVaRovv3lVnoJ80MS+0gZR/yaVTabRdanJNLouNykfNDT5YY1nz9CDSyY0ZfuDPMHbDJFnZEHDMOLX",
-	"1bTvn747+e6bD6fJ9NvX7w6uVm//+tXL64NZcPuKLqKLOFmeUfoq+OrNpdgaXXIDjE+Sgxwh7psL1IeL",
-	"0MTtvl7eNCLjfP32G/KaZUjXB8PeQdtcfptJKo8hYrSWkBYbkuXk+82rlkbXXPJJzIvhJE/ZMWQpoXog",
-	"JXWYJ1izAaAERWYc6TvZzvIY1xAoqmsnh9e0QLoqYNMiGRdiC+BS2uXcrYryXA4LOSa+VedOarEl6KFK",
-	"Xry6g/uN8IgaqhU+ECRR0Ydd7/DBgIpMxcSHu+FvKra42w3/mnz+U1UNoukme0vxxu0R/g18+VyswY3Z",
-	"sQrkVnduc9ar6bYhHmGTH72eBlupMNnEMYybuFoCwOKru9Wl3B5/3Xx5D36ERs9opcLldvfo/eC0Dppl",
-	"aKl2ZuPtxyKJuILlVC9rv57KxpEb6G/ZwR2TxR8E2WtX15SmQO2bsuuA1u5BTl6cwPknP8M+1mi2Xjf0",
-	"AdF/KgVH74/+UzkrbpGlrCZu+ahsl5NNJe69sdLqeA3FkmySpOssKx+zLDBLy9dJFz5pcWFDDqeIKAsg",
-	"tGkpeNgUgNXflnW5oj5sdSsbwEGrov7i7ClpVa+niHLLlF1X7S4500OlSQkIF7NKJggw4DfGRz6E5Orf",
-	"TXI1iRE5TrwXJlF4jEHhEaBP+jUHr//b3Btq7WqdFDDal77PnLBY8Gupgv42km+Hi8xGgrjbLebvSgDu",
-	"xHWsjdKu/oKKmziBvqVsQuRUDhH7ntRC31ZH38QAEaicaQMXqssTgC8sEAp3wRZ7sMDkEyzOuKDSPq6F",
-	"Bsd3hs+Q1FQDC2u6e90NPGO3sKK18UJkqXAMsGBwyV8PwSDaD7RTXNHWO3tzAYBItgAbseaCr1xKfjfe",
-	"Z1Xbr0dGJ+EMC7AA9BfGM9Wi0D4vSFQX9P9la/HVL1J1D3tLY1Ik4U9NVbD6qjt7gz3PG/b6ez1veKe7",
-	"8k2UoXqTpwzuyw3D20wCOyXrmYs/tS7WcbH3at29WjH+RrajKxlqeb8RzhWKY1iYraYO4ja7PhbX4k2y",
-	"zVyP7sLaa8bcQ5k3aqwNC1EuB69HBWUErsWOQFMGTizk3SYb97Fsq7uAe+m7Bno1m6GmnMAOZqjTHKwS",
-	"5kFjBI/6haTLKAtmoM+5GCGDESGq4sxuYTrY2Bpc1B2MnRopb7qRV1aBMQX0plvT3em4rFXcBQfonohf",
-	"gyNLq/F+Ub0QVPogFqlK0TCuevMlYFYqBd2uSIEf7arJr416OTHRRaEIcpAo4No8GgwPVFFGDRGEt8yQ",
-	"zk9EnqVRyIhvV03yu2O+FX0eK+bfRDzEkvkYIkTkA3Bpiinxi/q4PmkNPK/tjrlvVxmCx722S3xT8RIe",
-	"7clHplAhPBrIR3OWzUTYkb9QrAHlj3lr4A3bmNRVrpMnv+tBU83Q7fD7EH+3se9lk/2+fL4OYl//bleB",
-	"g6dH8qlVqtwnraHX1/PWhT/g6V5b2YGYxQfPPJdQMsmvFeZUmaNqBPzG2/MZXSwYVzjWS7hPF8pEhyCI",
-	"RUwjTpYiCSvO0c+rv1z3EpqCzDQM4WaMxq/KgkEzkDrqWYVVVCM84pXUTgaeN9qlYDFpVWLYXIXI9EO/",
-	"qCIuH1qVozE3EKpp+20XKbpc89haurvXQP/UwIXWZeNKWfnV1dUrgi/UnWRQwbqWqTqnH6K55D3DoyMI",
-	"fsC/elDuuprFug5n7vVMJBlR1RkUuIjUEIvEExEEeYIKmr42KWLkrOj/dYW1q5ve4EWbxIy8uTyrtA8M",
-	"xt2ZKe0Up91QzrsmrzfbjbqOhELPM5JIHdlG6aNEZDMnh4ADCyZvRkuCufH6ae0q6vaUBLex56TVicJp",
-	"RwXkaZQuYrpq0D/O1jdWv4vSUrtpZV6vV9JPUBEvha6ikl5L9ILcq2Z3BQFWMkmopKSq4QwMDwqprcDe",
-	"hnYmkIKSsJ8a/Fk0CZ/IppoNLOymvFLfRindCUEZRlFv95kaXUouLr77rorj0D+8t+XcpLO/NjHDcB0u",
-	"WYD/9Nn5s6tn5DEsfQfiibE2Q3ksR7Q36et66J0B3Z90DoMDrJbep3uTQTAMd1Li/9keBZjnRise7UOq",
-	"Qqwf0H6H9jZl1SL5RyoEN9jFpm9vMep38JEVVF+yYBXFFitWnkDTaYcymc+k1tAYivLyJM9mpN/1lMKq",
-	"KioOjsj//l/DrlTCoMwR+MEmq6oeWzutrLkjX9dbVIIK1VWXDHp78v8NKzrku+uE8uyd1iGlYktME0Ec",
-	"MZ4pzRbTSoV4N6d89c6gcaKqaBsKlQFAgFdTf44pLqs6kvtVbb+KMFp9v1Fpe7c9RBM8Y8tE8OvNOuUp",
-	"9ERoUTBT2vgYRdzdSmC4R02jWks/G6FRcd6dIGGQ4UDjlMB6dqXFJn96F4UagwL/TlmQsAwdHBFPM0ZD",
-	"XalNcl1Qy57QNAoqU9SeE0VzWFF7gUpwGd2STFhA85RZgUWMhwsRyR6g8HlKVDVdSUKw5jq+PspSFk9R",
-	"OcXjoVT1Vo2M15Ntu0uwQG0RHZ2oGtwslLbDngeZy1hgGZOY1a4WIRYVSagXs3kbdInWKCQtf37zzi/V",
-	"8e0PSMwkL0YBjOy8wqjmN+8Gz386/H5y1ed/Wx6cLy6Pgm/30m/C3kVjjIS9mZvHhO/IcaWVcQ28HcaV",
-	"vvvp4G+3/fPl0eXN4Ioffr/Y+yrY/3raezIfPk29L1f9N/TgG3b09kPTOK3DXff3KINCU6ZFxBVhW3+h",
-	"8aCtOz/pQvC0GTamVGK2zH977cYaJixNsXJt86p//faqAGJKid9c5Rl1ebu1Rp2erb6eTb4MopfR18+/",
-	"f3Z59dfXZ+nZPFt8f3q2f/b+bHnx/k128fQiu3j6LDo//dpjfzuR787C0+yncO+v0fSvXbb6+ufw7Zl8",
-	"nNHeoXfJnw3ezr9+czEffhf+HF4Ez8+G3/W++znwspuLN578JOjHfDJ/7oV/+7oRtAkr8abvooYlOI+m",
-	"DO7mI26Kt7f2vUqN4P1mi832mq49aiXXKsSwiSVPNajGb+NpTQOxWJPxj0AeC5YARxM8dUnKFjSBW+PJ",
-	"iqQLjIW3h6VTDbu3EVsaQJou3ruZq1H1s6kWuQ5HG8hnzRE7URA/SHYl7x0+KktT9WxrgTb7FJQGUCIO",
-	"vW71ja3LOkjPQoT511KIqLJjMB55hIq/nuvN+vrtldNUabB0pDFquqQ4uUbWbTycpVNJTuBgo9fR2z9s",
-	"Q+CjLusM0b3Hyi0ijYh9z9PUDwUbYUbOSM2gXJSx4OYgdRvSjqWaVZoBaIQjTfJS6GB1aKUXU+XQUoyf",
-	"pmRB01SqMq6R+GK6VUHQEPwiXJUnAcOszQEG2BBeWCi5SsZaXHxE2AdVzqMAyCEtPSnwzsnBtFXdz57X",
-	"UTK7tMk0q+rGkNsB1IeyP2s6qcfK07ZgiQp/YyxETgJoXFmR5jmNxdLSA04tQTT6BcncrnGlDqtkh2kG",
-	"sS71+BMUtHYJQP3Rpbq3SkcwAFiHRG5aU2EBGF6ZZeh+zXfFz06R56zYjamg62rwwFAlHZiYHVe1NBe3",
-	"hWsi/cLOuC013DgG3Ri8aW7j1szYvrUyIerFV4brwe2XY299SQ9AivyEhcenQtd0peiZQh+Qqk8PxKeU",
-	"SWmfQMP6Cmw9Sl2a5iytu3NVm5FVfBxCoLlBRukEIo5ZgPUmWXIbqdtgM2vJcvQfEFRFxzxdpRmbExpA",
-	"8Rf5epRpkLhSnfMWJY8qOHiP2hjDVCXDMW9hYBPNCK0HQ6mZzOmN7KFIHcHOCXiZFJBXJlQWcibcMZfE",
-	"lBZosBXkYikZ0X+sMdSVF7pLLsy+A91AhcoxNyQMiyhP1HFRc1NXtDJf1IgnSgry0fzRKophn6eG8p/Z",
-	"jM0xJWYWpcUdVITzW85ErHLIaJAh61HoH+iSSMmEzSIeIruxUI/kyvhj3loPJdJGoEBoRC75golFzCA9",
-	"CWatfUInr87wlEIUjcjGHAlywkIyYwmD0f/bv5GTkkknH/a65NkGHiyNmV///l8gNEGaSCtCPlAsmVc5",
-	"8ZgTogt1lGRWa5MgANC0uYsQliKxrNB2d8z7XQKFke+qTEuKVy79bAap8HAUumO+J48XDjmm0kB89Kjn",
-	"KXswffSItPxCjxlJcS5tyksmjdooU4AT6UwkWbwiEzYViXwOU1ffuYiTKiYZhVgEzpYE6mJT1e2iGI8u",
-	"hyw1YR5C5r6kUJiIbHKdFfvo0TY7Vs6EBolIUwMEk2aSuUO7usAPsp+2onALmoaWlR4XynaPCM3+/f0y",
-	"86s6EKZVtXwaX49QJfLbx9KgH3M77UROQgpswP/uLlkcdwDI+/H75U3axSrQ5DSm0TwdET9KAdOS5iHe",
-	"SU9AVxlzW3lpFYpQ2yW+SK590qpEYMgfQExD8R0K3gP2AQrgvc8iH+b+TB5P2Q7CLgHAMYMjVlbvAYqd",
-	"pso/gcK/S5416BJjrsGQBWcj2cdH8sq0RT6Sc5YZ04V8HPOPnU4H/k++6Zckqi9fbxSppPI2CgT5/jbJ",
-	"frxZqquGy9pFfRwFb8b3S0qQeR20IDXSkvyXb9xNAdD9VHWnppY2K0+ypTG/aArbSb9AepXEsCq+tkgB",
-	"HbOtYuEf+e6YV5fLrS5Iu5Bcuo9CklVal8Khslpu08Tx8D56NPB6jx4ZJxsO3X/79m3HYvzMME7Jx7XT",
-	"Y+i1Ya1UeEM2YykjcOeXjsbcv1D+Opvby6HoS9Dq8xNbKiBPDGF1tIBJ2K24YSGYVurfSkPHJDRAMqy9",
-	"raFa9o19RaQYKzO3Lnlps13l2wEDQv59w1Y41SxZqct+vXh71uIBlhZ4MKEwmW+dW20LK9bj402oD9YX",
-	"Hmfl3hzzYkMlB3ppMyUrwKal5gz6ZKglClWvyK+PzV8hC8e8xN2uGebwmsmiZ/6FyBCIyn7Zl7rhgmYz",
-	"NVjKK42hpITkvXIRhiXX+aLIuktnBW7IHhtKVfT4b/9G4PIjBe66NTIHRc76UB9JPhbp67vtfweZ0VaF",
-	"ksABLCWV3DWQGXBfrUxctVNyNeV+e48ejTkUUAJIClWnyyVzugAE1qZIDKxrZYVNkCciXOkQE7xVXck9",
-	"mujy6miUbwncaI7gAKh8lqzGfEETOmfoq011XAdqPrJ9rfG0ShEfbRf3uvIxRIHUvgVeo+NDYLkwHRi/",
-	"wX+rr16UelQ/nVnxRN+wlaKBItaKkrQIfJC6yv2iHpQYhVisjzqA5CMkQMk9soWoEaR2rNZHqPjykZzo",
-	"wBqzOPLU4FywmBuhUM3tmKSMFUXcsMVyoJdss0c+EsUlXaLuKgjgPADzw5PpYvKUYXeqNStATDa1R0pq",
-	"wly3Kspn2apngs1YQWWymQH5SF4ILAeZsFTkSWDqkDUWV8FCPPoLIXVKbLghNA16GJKPBFERoe4DIJJP",
-	"8gy02SKgGL8utJRqINtHMujtqZa0SgzxfJECi+2Ri+iJWfjmaDfZiB6O/lgOo8QxgFOYhuywOPl9v08+",
-	"EqivmmZChFikLaBcI2tBtplYHmvmUmIpJKUrspzpHV0XXKe7OeHErx4YuGPHFzWCThhNIVZcLQi2XQ7M",
-	"ky0eyYkLQeaUr4y5cEyWNMqIf8myZNU5mWYs8Y3UxJZKwXwfydDrqxWs4Png7eaxQcVAezEElFuD1GsO",
-	"RhEJKJvcA6VMlW0Y2RaHXtsE7eIshRSFCU012RXhg7IhPLST/BquZ8EvIUdkW1Eou1kIb+tbSDHFmMFI",
-	"wXmByncijQK8PjClHIGA0Youfi3ykgjlKByrwtfEkI35wBu4BOrxQbgGvJ9aNARVK0Lw7dBYmrwsJHke",
-	"hUbFlQdJl/7TMhSRtUCIPjX1VFTJFbuUimvVUUHHAd2pbMyY37luDJqomK6zoFLRU66ScvWYMVfRGbp8",
-	"zNWMYeSRDY+Mvac7lJGRIuo3qiODTdcLyVRKeKTr1tUu41Et3zHmjfU7tF+1WAm7pVRv/3mk8b0W9Dri",
-	"xnOjn0uS16OA8NKu0tBqdVKRYWHhLcuE8I2TKZSqPqoOpNXDAsMuCdmU5nFG+sO2Ph1iQX/KGfGDPElF",
-	"4qt6bSabQCraHzKEv8V6tjhKbVj751CRBmX7r3//LxTt0i6K/zR25LdQCEFDSUIVaFpOajAdHKsIoDGH",
-	"aDfdp05rwL58Jdi75DncfxeOSQrlXKP0mIQCMRTzKA4JTkzuAa6XMeokeZRLl1mrulEn1lsFxsqYRxmb",
-	"y2MvpQpum9pvSyyAArWm6C2Usk1xM1QURl2iKHUG9rI/HFqoTm13zBOGBZQVMmN/QGYiT+COpJycSC6h",
-	"VCDCeGh+a7YHwmelMmMcq/AEJFYLag/IHhCNEnmQSOY0jlJE2TQObC1dkMbQCnv0qC+1dOhszEvlydTG",
-	"SZGMW2Bmn3Uu2SKmKxaOCFQpU/dBepxV4TrmWmOAQoikZS+ksj9BfLe75FRwjA7OCr8ctCf3EZxHeIsr",
-	"OBtzDTGlshhBx+QsRcGsk78AXNSaNOl7HpYHhcYT9p4FWaESDD58GHPl5iXFDoLYoSQQSYKv622aUzV8",
-	"c0Vu+MocnHNj3tG9yT2LmOTEinGi5tWS+tmErQQP2wBRVY6uGW2Np4GQMNWCijwvqSXY6kvbSZsCwhZL",
-	"OrD8cC8ux0tak5VhSD3PKzZhAbCbAfQwyRMojjMdcyKXs32sOpckI4dSH4IVsKAX6FuWSP0bGLjy/Ucp",
-	"ucWnxO/5mhcZBO0ueUWzmXa8cGFeTtk15NRB5kMcBUzFo6g7qJMFDWaM9Lte7e5puVx2KfzcFcn1Y/Vt",
-	"+vj87PTZi9fPOv2u151l89iKeLeutBzXUUNwRk4PrmkXjNNF5Iycva7X3cOq7TO4vGz2xspfrtfFGNmO",
-	"3ZaCHXJJATu0HmMIaQjF6S5+5EUU3BhPqSpK1whaJU2eSuSaA9NOTFa28yXLADvJdRIVHAQL0Pc8fUeo",
-	"a/hXjAcIs8RwCfjivUJgUukECqtTz8ECR5IbQeOcFWhKPyhsMYMNBlBgFpQXIHeVYbcAZUtBZQEylsK4",
-	"+nBHMKpPP8KlKIbr7YDAlOIlalO0E2x5txTA4Yx++NG1luRLpSLjdtmIUY7rZPRaLoZTvplyfpQNGhm7",
-	"kQZtSfVFuva23UVvjpFaBoEgspX8UlagPweC8osceZ9wmiRiqW82U0hFkqxfv2NGQDnJVYlS/Rta8BrH",
-	"tW5MuBDSDDKdzRcZ1ihrY2lUUM+6xKp0FqU1dIqRxnpAgIoNiA/l8yBVyRO91gC+p9xFQKYNqUoKtUFp",
-	"Y1Fqpngv8IZItgt+K506MSrjEhSEug3y4MfPPtI2zRU0fLUUZsL2dhfn+ocS/Mc6UA840zuCbNgYGrsu",
-	"JcBcVGEqqqgUu8XFfXI3zqhnz6g/OWSD6T7tHAW9sDNge9POIT2YdPaDYSj/6tPe5IFmdLR//xn9WOZ6",
-	"NdSUtOH475oWXMWhqYPW1TgousStksflCt0iqZW7gMpPUnNsQxDMAKm7aVjmFDx+QkMdQg6f9LZ/8sby",
-	"buJHe9s/eq6dmPBF/2j7F1dCXFC+0qpuVYiU4/+kTNExZj9UAq1+/FQSOOa+0ZIvF1WBoEWMZQivFTP6",
-	"UtHEsY/IHWJHbCACKf06+ULlcdnlBUCz9U0DJ5mvYgh8zNcEAaAUV2Wiq9KSYIIfl63iL1Kje0fmArVk",
-	"CpOWrvfFC5AVzKCBS5Nr5pMbxhZQEobAg2NiCTV4opBzjMcK7KymQWBLul0YOE7imFAzByVK5O6FEcYS",
-	"zeBOMs9MF2oFtDc+53Iq6tLDeCPMJTBe0WLMe2mnjslc3EICAmdmr4qEdu09Xog0jSYxK21noe43C1Kb",
-	"onYRpiUKgq2KUlzeakbju4SpKOAmkQmfOLuqddYwX8OHnyTDb/qimMFjsBmdHV48ha1wHkAeS0Kqq9jW",
-	"VyURPKFYuUmd8nOTXed4WKgrEXkW8WtdPsXp9Xqe53n9IVT+VCV7LEjOOjqn0+t7HjllIU3I66wKujbi",
-	"eRxrFEznUuQ8JJciuCnDr42cg8P9/YHBZgP0PCkfJhSz4RzdPiB/nuSZMFBtI0csOUv+Esg3UniB5plQ",
-	"uJMMLg6vUPLEcQAoK9c0XtcsuWQLGiWq9qNCTLSAEA8OgIl+OAuttdw/OJQWypJN0igrgYU0jOmT68yi",
-	"NBMJ8nSa2VZN/6p3MOoPlS7BhWwNVxCpeeQYjghkV/56cOUdjXpe6WsHbnCWSQTuqjSjSYaJWbrB4hhJ",
-	"6gTtYtIL+uEeG3SmQ7rfGUwOgs5heMQ6nlTTJnvBIBxCGLtcdzzG6shd0CSi5CS+pQn72bwxixavWBIA",
-	"gTv7XhfAJNOUWys42Ov3nMJiv6CcXoPLmJmK5KqLKzEnT1hwA3HjDe0PGts/PNgf2u2rZn9sWgbXsaTO",
-	"+s2xMBObd2CzemWzxUphnV1VLKuJXdQrySfAHSzNrUrEtLralj2eq2JvTT2r1x7DO9DFv7DKVQtVb1K7",
-	"GvUiSw/TorlB/QKH+V10MFEWBIVtr/m4C6YwHhr8t5QPBgGyVcuPl+pCG99E/YYqc1pxMNKyS3210R4P",
-	"VUEBeyhQLbVRGcSbd63PDBqdUycl6bZRg4CMF6vjKtjUjqwtwrD1bFaoE2BfF2k/mFP+j7TEI36JDGoN",
-	"Vet3bb5wpr/Z3b9V4irNbi5rpL93u8sbbP/ihZBigoe/C67xJSuBgZQVuzVcY8ZonM1+XssrTtTtkVTU",
-	"lrMoZjbeoTx6+aJLnup7/0zkAZ5NHX+wqxP5KxjH57uRxU1Zw32zsP3FGkVHvnYHv60a3BqSLi/GRv/t",
-	"eXTLJDfF6AVrV17q9dDGtLklvYvD1nxUcr4ABovl+Ww0tc5FIWA+cwtKQy/7/WKrl8LSqBgFDTj8Zbug",
-	"hKKvzAODgb/ez2ZwprXyvw14PrqDb01x+o0g7/dztTWZEqCmVowghEIvIZ83gv1ZZlIBK2VhyRm08Ab0",
-	"77riWgHxBsOivJ2Hh+QyumUJuQw3W3gbtnAfNOhBbQvxe9gnLxiEh6w/7ezT3qQzCI7CziHbm3YOaH/S",
-	"C7zwiB1Oi32CEUHg7DeAlvQA24NjqW3KXnVTjE3WsAsGsfvO+9Dr9DxpQOztYkCcr+cTuxoQph7Izs7Z",
-	"aqHhMmbzv7Q9UEk6bTIGbM6phUbBsysyY7P6/5KzzZthq+INcXob9e1zsbuyHX9mjY7fo6YdW3VyNmra",
-	"eqGMfNhdHSnOXrNCUtwg/qFgP9wxRO3auq1cdwztHOrRLyARmsDZMPI3tVNFm/JANyZ7YoDI/sHgaMz/",
-	"9/8adAdtnd9ZoMX8qQETRrn+mzP/XJOq2h7zJjiDVgGJ4FpZrBDBKU+YgpA1oZTyT7iw1wChY17CJNgI",
-	"lgS9cbx98G1ArSiFzECmI34x9Kyae4k5qTaKxNbkU514auIYaXoz5gibUMs47WLwl5VGWgqj2pBP6o45",
-	"+E5YSBoTSytJpSbuKtNVUFWMW5SaOKwxLwVidYtkIXzXJWmOtCUSzB9yi0DSUxrMWOdU8CwR8Yhw0YHq",
-	"AX5XZR4RFfg25kiRsMn+L2ME4Bo7LhnXsbjGzieftCC7AOrXNSQRtDEHm455NV9J5aeYxBS8qvLJR0Tc",
-	"bspPwYSUOk7bR4KF+pAKgejAr8QUJIABPi4CzCHV0W50HbLbxzpdiqwRikk317PHqIHgPpI36j5QH0OE",
-	"89IHzcp1wcNkUlZK0hm7gCyQpmWADKtqKgjme6x9nbMItAB5tjuMB0J2yoUKQcUWIHGiCcLuI7kwNez2",
-	"PHWAzBmB1EJ1SABgBhyR6qbzI8T4lVUMzMO9Ung5qh05yjvKaWtbzrj+vmD231RxU2wMF9ujYKGZbQEe",
-	"q+CM3REOzEb/agLxuoM3owSFJz+z1+pDZ7lcdmCn8yRWm7158STT1sBCm1awjotnL+T2Cbp/bJrZtEa9",
-	"D7pzN8vhbk0//vTZOq9RdYqt0JAQKDWNS7ISvlnGgHsgjLZFsHchH4vwq8vly+jw9uLqbO/8/Ul+cTr4",
-	"8PL99fLl0xP5+Z2w3M5Pv47ZVyfRy/fP9l48fTZ88f7N6sXTb49KCG/nb78dfPe2t5x8+Sab9Icp+2sZ",
-	"xQvB2mrQbLv6GRR02mdinlkQZxqk7O5kqGAAG+jwBHKnbQ22ckdYUjPWw6wV6kfJMtSPN1p5GpfNvPxj",
-	"3dKzLiDvdI8CEtLCEd3EfbSGYZO8QpZtAHJtQFd1QJc33ApxJ2yOZDM4lYi2HnUUWKilxHwp2cWVArsr",
-	"5vEWtA7gJUQh0dVGvxZ0tmkSxQtEA9/XeWH3zlSIYMBrWKGVyVikB9aBT9ta9yumu1F/a63HSbUM57sT",
-	"FCLhVm4uCm1wgyq4XhPcRHUG47dpvzbD8j7YNlUV4JGJh/sc/bfIn7PtZBIo4ADrdFgmlLGBGvA94N2E",
-	"0Xj+p7FKBxk7foWpVb9rgI5e05CrKyYVRaXscS9Z0gQoXCnp09h0KXytkf319u4s6MU5TapBZGAjZEIQ",
-	"SEK/P7NrSlqHJhWIBhgsvxGfqCfJ44HuDe+4RBZ/uJBWb52/wnLpLc3Yh+wxAGR/ppAwUgDrw23W50FU",
-	"VCbywAtrgAOU7ehvHZQPJmXdP9C1XH93o9WSH7B8F2lboSodDnLnodZSbR/qyOnNO3EnSxdiU5Wpe6zS",
-	"/zGzc9AvIE8fbFPuPbYuebsW/KDCBq1XtoWBwav4JnIj20cL+RI2kOsPFV+sRiUq+0q35UBtyim+S7BU",
-	"I6RWU4k8E0YVJdqLpRFldckxTKWq1G3ZeH1PfKihYXSpKrZQtWIeafkVk8NkW2oyQHW+fUwo1wB/IH9n",
-	"DP+daUQSADXJXH0FtEdaa7CR2q6CNMCbIoR0s6rn+Xr+mDFfrx9Xu1gyZdh2uVnatB5l2blPDyaHwRFW",
-	"G+kMaH/SOdS1SPRvv9OrphLtluMsDHWW4izuYmyaioh3ql7I14cdFCUFf1BliEp1hdSXRXUgyQPwtYAm",
-	"4TulJRVvntIk7GjdSRvBOiy3FNMgW8LMp3DI9qcHtHM4OQo6g9BjnaNpj3Z08J78zZ463tTz9VHk1pzs",
-	"fq1qfpvv4Q1NFxt2/xv5elnPna/m7WKfdXzgf917+Qq6ctO9/GZ4xfVxd1UQiruEeRVo0vWsJxM7szbn",
-	"qcAlecikJwszpN0lz6MYINICMZ9EnKEcPHnxtEvOJCkTIRUuAGmDv7GeHh5hjUpqathKsxvuYgBJXGXs",
-	"IuKDAKGVzRTQqJy+QoR7BZWBU7/bcIUg902V3r4s9LntyUUGJLTA48IjX5YoYgGayJq0Iiz4tptCp8rn",
-	"FzVNNw9LqHyni7On96pE3zTiWsrznVKItw/4d5n57K5N1NbkV4ZVAjgL9QuCQlVK3r34ttPDnKmmUapP",
-	"VR6VPdA5/XDO+LVkTPsDKNOo/+zdebEBNjxKC9xwBA0vUGXknEQu7aBrKJ4nSEDTahGwkHL6l6UuAhbQ",
-	"jMnedbxkw+TKtS/XTK4//NzZ6fR9moFtC2YUTBcqqLQiHsR5Gt1Wp1NAQlxBaKFOxG6aCPbwPIGpNhDT",
-	"hvpsu45ehSBYA2cfNg18cIeBX4l7Dfv3m8W4MbpKsU7J6p1NGthZoyjdWedSn981hcqu4PBH+tTd1bJS",
-	"eYwmrUwvsKV/vSoXccAyu82xWaf1MhCCW3DOjTgpUpnC2g5RlprqDptLEugk76WNROJLBcJXQMqvES+3",
-	"++gReYO1IfyU8RArbk9pnDLU84pyEpFCx5WckAdspBB+xlxzYmUVQwBySBagKEGF3lZNe1LlUSF6qSw2",
-	"EDwaYcTs1WhXiuELzlzC4pRpoCGrZkPI4kiaHz5p+dLU8gF5Nh1zH/rw28e6MZqRJQV3op+xD5kPcKK2",
-	"PJ5RBKgzE5gJrlcGt+FasNSUyujCKmbfRlQpwfKvk6JQj7oW0IUfVBgWD7vkLcTNyX+PCC5/BUpNJbkh",
-	"IF7CyJyGTMEkIiRbZNCLm4dAEzbmcjnaXXKhgJGhJbVcAG+44sEsEVzkaaww2BKWJRFLj+G2Hb7CdZtG",
-	"nMbxasynNIpl15kiIVUiXhPaZR5juQbwRwFoLwfM3nVwAVhEW+0qwjkrYOb2aMw7qsQh3FBNC++0dlop",
-	"w11ZHaraKiK6zekKStkBSQCaWQXnmVTLZxtoNKq+Ksashtstt4AgaT6CZPoKPZERzzVobX2NcUkWMcXC",
-	"PeqXI/2/7tERNqPpeESQOLH2UYUWSQtOQdOY8AU1Jo1gDZSPZVkBcnDoeQR+a7s4fxqGJF8oFNh8jjcX",
-	"8IYCa0tEzsPOjMbTTr5o+QYIm/yf/0n8nEfZqYDSj301xTa2y37KaWzWRjZUHzkOst0lVqt6DZGaTfuk",
-	"pfaTs2uaRbfMJVQ2GkYpZo7KttoIEa+XeFBZfFgZ1A3RV48HolwpEy53Cz3aJ3LV9gcu8edsLnzy6//9",
-	"/5C+53ku6Xa7BuS/33/0qLh5s26NkbLqsMWjJhgofWdMx9yCoGkEhiYtX1/sVoG1pJkOtYBSKzI+HXOd",
-	"FFK+9Gz5VRwWYgMGt49JdUFoLM3oFVTCla024OT4ZyUzpvSJbFLdljfiLY85wC0rHbYZdXkDHCRuiPWz",
-	"lHmvsdpGQ4cA0YhMrwBoVFslxTBUHAkEDyvQkSWETRiTqoNgIDupnfGo06DB/w3sGxsb8zuBZq4NZCz7",
-	"Iba5IerYoySYiZRxzYdVjHGLkjdvzp4iG7wWIpSvRQFru2R3oNI6zqdZP7xobFonIwcV4Ujxd7yGGAb9",
-	"/mZwTlLH5ixbQd5kf7oXDPudg7DHOgN6OO0cBf1JZ8gG4R7tT3sTL9BWESrQlqe5TFHrTdPhNtP0x8+J",
-	"Q51HXHK6SvQcMF+IeXeN4gBaw4qVoomQS8tReq4xtU+lRc9XJruuZIGPDN7TXyZJdD2D6hGLOJ9PCjte",
-	"f2Hnq5WElX6oJZ/5O2dPaYE7UnZsGD8IALJJCaLfkwy6+HfV4bSz/2ohdE8qxY7x0BmBliaNC0lX59it",
-	"vdZntksHhqWqWmplsWm9nd7efnfoOQ2L7pgS6eRUuUcUIkx1Izb6Usp7UC++XtkPKzd0cOjYO+PoSZjN",
-	"Mc6DPc9Zu0n9YpN+kAQ9n4swylYqsXG41/NqFUNPZ3QqZxtGqdRHeUZlt1pDcEZ919FqgTMCWHDHdXIx",
-	"d0bOsxNIagzkmd7b9zyvf9QbDPsInFfuW1Oe3fNTNVsVfJfli1LHTs+xu5Y9q46xMehY/lMeZSRG52pG",
-	"+Q1ZiRzYJFxwaigMyYMehEydVy87BweHcnRIqxCOu/uFf6MIWROPoRlzJpS36bcIBE6U2NvVPYMTCO+Q",
-	"+mYcLvVZoswd2Vb7kqZGEmkfW+G8rysVptyrFnLHyrmbojHVBJgNV/PAoKUdL3s0UKKQ8JRVnDwNWsI2",
-	"n0/xifkC5t+/c7ihGto/ZX9sKrSW6fd+xdjb4YtXWInlSofHFZFj24bXECwGDrT+Lh9bVVf+oW43Ve62",
-	"4nhDYrGO32bnW9Ml6Pa85dIFjHK0sJS0SneJxrQJWaJsaJohvWH1MOUwg9mghyYTS5oApnlRhM53SQmi",
-	"yC3VXf0iLdX3a9kXlm3DSay3tUje7HJr75p97ZI4umF2fZVy9ZXmIJot5sYWJ7463Wfhw/jxk+wVjXZm",
-	"Rq/0+w/Njf5Ik35A9ztkSX8uC3iMxTXXZ0+fwu/goUd3OZTpkxT1bkGj0CfG5lf4Y1mekgkLxJylxMfW",
-	"YwaFUM0fJyYiQj95spLaN0aopSxzi+A97WzH6jXge57mCRxWNaEueaUZjG0Lq6p2i6xLcA4xVgLxcdhy",
-	"FsXo7FsBVU5jIqRxnDD06wKgeSmGuX7qsZvf08E3E9xZDTEfPPTRd8F7Ywb0/z9O8P9FPQIL634+E0Gb",
-	"ah0Lec14mBpUghTLl1bu0hCMcAuHgcLldFUuyo7o4pmAombmnr9B3Bvn84qkNArXXZaJJbcuzO5+f4W3",
-	"TmGXXLEPGRorTE66dk2hIKxVz8dWVoqeGqovmLqw7iIOIJGK6zdSuX072ZHf7cDe5Db+nphbqt77p5hX",
-	"sNZLUx/1p5zlys+rSQfD5ZoN2T+Y3z+f+ZlcHs2DtjM/UC52BXBkvFo2EgsKFrkgrVL1yCjFvBi5PG0X",
-	"alCCTbKMdod2NCUrHx7dUTa9+k0BHqEHychhmeCMDL1NeXN2KeV6cpi5oCvP46le75yb5banhZVR1Sk3",
-	"m1PCKglmLDwuCnFrWJuuBS839PYKHOvXigTsMZm7jVmWLUaPH/f6B12v63V7o0Pv0CsqCdvf3GGVVchB",
-	"0zK/wOKl6HHbNMXN+JqG1LYDbIK53gHj3bgdQhazpuTNSyjtL4VSo/XvElDLTS1VrECXqUtgu/wr3qpF",
-	"IUFLBHKtCkXni5TYXgQ7lbVeRDYtfohSjNPR5kkBDDT0+qTln5a/rlwTQ+aZVAmwqt5SJDfpFicEVl+a",
-	"yvWQTWsDJ4FlCt0NCHFPYYVf60nukstTrDMkM21es0qY5BHtTfo6naczoPuTzmFwgMk+fbo3GQTDf1R2",
-	"z6A5tB/mhdWKYfF2oqI/HBYpMuL+TkvwJdZlfkAxjQyBUIs4LV7zuvALOqo8HBTtbaLwcxHQmITslsVi",
-	"AeId3yUtH8IYkpyDT5CEbBGLFQuN7IbLFojstpI1C8foq5PvLp/99V0Re9gtFUSscXdQftUM1oHVbcGq",
-	"Kxwk9fp03eJoVXIz68HRZ8ZeWlRUnvZIXRu4UNvGBZnhGlw5ozW5yqbvEkyewOI66Ujbcr/+x3+WjDn1",
-	"dxT6wNrwrce1NwpTxZpOTS2rTwh4EzpptQDR8kNwM/CFKlOj2rWpqN7klZV3ZCM/kxZAnqRtq6UCoHBr",
-	"O2tK/jXzIbuPelGoel8mlVauK2dJ+gUBjBqMl4oSK3EWahVNm0sgWL2apKp6ZwZqGytDl/SCVNlE8kTh",
-	"MS+atBSFTz9++n8DAAD//w==",
+	"7P3bchvHki+Mv0pFz0QY0DSgBgjwAMaKWRQl2bRJSYuirGUb2upCd4FosVEF94EQbClirib+/9vZF/sF",
+	"vpj9Hnu/iZ/ki8qsqq4+4ECKnvF84xUxY7HRXcesPFXmL391AjFfCM54ljqjXx32kc4XMYN/nywWcRTQ",
+	"LBL8jF+y24gt5eM0n89psnJGzgkntHiHRJwk+Jbr3NI4Z/LtCeU38r80CETOs3OaZs9Fnjgjx/MGfcd1",
+	"EpFnEb9+kc8nTD7u9Xqe53n9ofPZdSZ5GnGWwnBoGCblf55HnPXkJ33PI6cspAl5nTmu/XPfGfE8jl0n",
+	"iDI55EuR85BciuDGcZ2FSDMan4qQOSPn4HB/f+C4TprRTP599Xc5gHBCX9C5/Fu3nzCWkZM8E47rsDmN",
+	"YmfkiCVnyV8D+UYKL9A8E91AzOU7PIuy1dVqIRuJ48BxnZhd03hds+SSLWiUkPPzUznEmeDytX/qDXv9",
+	"4XDo9Q4OHNfJ6Mez0FrL/YPDI8d1lmySRjD6WZYt0tHjx01j+uw6syjNhNzDn351aOaMnL7XH3a8vY7X",
+	"v+odjPrDkef96LgOF7I1XME0o9ey6TSfzKMsY6Hz2a1+PbjyjkY9r/S184aHLFkmkdxmkmY0yVjYdYoG",
+	"I/5e0c3nd64Thc7ImfSCfrjHBp3pkO53BpODoHMYHrGON+3R/mQvGIRD5ri47inMguNyXtAkouQkvqUJ",
+	"+8W8MYsWr1gSMC4Hu+91PU92n3JrBQd7/Z5c2CiLsR1Or+V45wzoUk5VdXEl5uQJC25Y0tz+oLH9w4P9",
+	"od2+avZd0zK4xRqfbNicfBHS2iv2Dnz+7Dpn/FZEATulPGBxzMLyCTaPSYTv2UeXzuWJlY0P1ZTwySsK",
+	"e6SeTWgsG7FfC3SrpaH1hlfe4cjTxGFeerJSR+GJEDc3jC3kskc8Y9cJ8BX5bsJqM+0NrnrDgtbUK7s0",
+	"lqeZmLPkVMwXlK8Mg1CPn6kzrRhW+tdJEl3PsjQK2SLO55OIX6uTrb/AHsutvMJzW3mYsCnQKz4OWRzd",
+	"MtgHZCSuE+bsKS2O3JRGsIoZmy8kf/bU8dgLjtj+tEc7h5N+2BlMhwcd6gWDzn6P9cOjyeH0gEpiU3tq",
+	"WOvZi+87PW+wByzolsV7r4FipzROmevEEWdnGZvL8/QO/8Qu40iycGApo8ePe/2Drtf1ur3RoXfoPV7Q",
+	"1eMfswH/2+HyWT/5YT8/88SrPfr6IHzeu/5m+OE7yZdigSJC702cs4ngnGXkCb1hyYo8FUueiaXcnjmb",
+	"Cz3/OUuCGeXZCe7FmZz7QbgnmQDrDCeDoDNgh7RzNN3vdfqBFx5ODtiA9uQE57BQg6P93r53eLB3eHgo",
+	"uSmNgIiw9QVdzVHuyfkuhF4n9WsiJjGbG+5Hb1l4SpNQvZ4yHr6qvMJ4VrQu//o+ohb3zPLUGRV0Xzqe",
+	"SL3lw/lywbg+ly6Ru0Bko2SyIppe6me1t7ffHW4/q+a10llV5Fo9merx2kPoDUbe8AsPofN2FmXTiMUh",
+	"OaUZS+QnKAKrBzOknP51qd8O1MuNZ9J5SjklpmWndj4tuTo4dO51UtVaDDp73hUwN8WQfp+z299+dkGl",
+	"m4swylZKtRnu9eRWhywNkmgBOzByTmd0Khc5jNIZSRjPqJzWzzkFfUXOS4oYHmWnIgWxNuzKceVi7oyc",
+	"ZycgfwJJWnv7Ul076g2GfRCTld71Ctp9P1XrSSgPScqyfFHuure+a2wOupb//Fxwqv4OnOrn3vcHwd+P",
+	"5k/2+I/Dm/PD5WU/+2F/8XQwe+59eH0vTuVczSi/ISuRk6lI5H8TotXWrvOfxcOcVy87BweHciHvz8jW",
+	"HXPD2sxpMNxNLBi3Gdt5JHewZDSQBb1mREw1a0tJK5KkS8Q8yoihZJfouSGVmGG3C773k8X4Dpt0lMMa",
+	"42tSUe7O9vavej1LlamwveeJ4BkJWXqzu7oR51HaFUnGrulflRHWFcl1naWd51FKXsKLzq76RsG17q1y",
+	"HE4P2H44DDqDyR7tDPpHvc4hO5h25DP5qH/UO1zPtgbr2daOOsY3N/35i/3J917w98Ev54f0dS98Prz+",
+	"9ujnt3vs8uAPqGOUiKU/2vNGg8GPznY9Y5fjWCa/DcdRDgbNtD/1g//u+sF/WxG5i1D8HYTgu0IKvqKJ",
+	"Omm2JJRPO3KsWhKSZZTNCNWCD+QeRclHApqEd1D4e17tSP95onc60U7GPmbOw5zp3p86/586/++p89t8",
+	"QJ/4uHA69nq9XjPx1LWUw6ve0WgwHPX6oKXQ1fojlbDskk0lXQ/2PG/Y6+/1PLlZRkd3RlmSs8/3sUh+",
+	"dSSne5JQLtfh+yiVWi77uIjgJPb6fdAy5W9HtDfpB3thZ8CG086A7k86h8FB2PFYb9qne5NBMAwblwP6",
+	"2zR5eMGwtMr0P+9oM/W9q5436vVrSpriL5aOlmTvUVH77DrnihgNzdVuXIIsumVEE21JJpSvRQZej5wK",
+	"fi2fkZNbVrsZcV7nUcZIrw9iAY/hSZ5mUYPPddDxhsD89wt2p68/QjXWv07M0ZnAyVEsGrZryA6nXtCf",
+	"dHrhgEorIugcSQOC7k+GwSDcY/2p3By+wyEUyTXl0S94MwXSbtpne+Eg6Awn+7QzODo47BzSo0nHC3ph",
+	"n+1NB3Q4abxMgQNTuQY68HpA4wGLFtk6nlC+KLJ2E7cHPP1z9iP2dzJnSRTQx6ezKKDXotF13+94vSug",
+	"FuW6/+w6M0ZDkEm/Omchmy9Exnh2yRYxXaGvsMxhfXno/BHJZoxQni5ZQqKUUJLAF9LippwwmsQRS0jC",
+	"fs5ZmqHKIb9I6ZwR3/QTrDrfsZXfhdMH5qgk3SRnsDY/51HC1DF3nTSYsTmF60Oez53RT/jiO9fJ8Nor",
+	"zaTARvqO8D6wMvRx7nl7wa+KPuVY5Zg4+5iBu+Az/M6OScLiv4wd+Xzs+KR1+fyUHPYPD9tkOWNcfpMw",
+	"nLT59JjQCbhNBfxOJD+AH8pTwwGslSKS4XbUmqX/HEfzKPtLfyg/6u8HeZKK5C9s9a139kFEFx9OVi9e",
+	"e8uLlffxxfO/fXxxJZYvnorli+9FdH767eLH07P9sw8vPrx8+6b/44fnszPuNc3Osde1vo6XLEtWJ9NM",
+	"stbqar5mgeBhSjJBljTKyIRNRcJIlqyk8KfXNOKlyQ/6m/Z0HvFoLre1Z/YTNDuWIJUuaELnLFOEegqL",
+	"UR/TywX9OWdkIdIILoslNcI2uISmZArXshHu0CJht5HIU0XEX6XEl1QzIrhHv/3LvzdTAx6XLnk5jzKQ",
+	"y7KxaZSkmhBCQbjIyCSP4pCIhEgZfc1IlJVJ4Qs2EpQ4Z+T8nCOPUNwMKaS0o3P68Zzx62zmjIa9vpT7",
+	"XP/dazo3ypI4azj3VzNmLIgoLM9lZ80TBFE2K8YchRtP+lQkc7j7zXN4s+mkz6OsPtpX9JqRNPqFuaT3",
+	"27/8T6m2kKdsSvM4I/1hafT9YfNywvErrWaIDeAnZmgRz/akRjunHxUFe567lZ4Tli4ETzEG4gkNv6YZ",
+	"W9KV/CsQPAMt6lfHCnx4rPSZf/qQCl4NolgkImBpKpI3nN7SKKaTmFXvYJOQmNcISxIgFSPVQ5ahmJX7",
+	"HJRfDqMQSDphc3HLgODlG8ckyiQbvGGLrEuupNItDz2JpenUtcTV0OsXd9KVgeTWgM1KrWGQuADp4wkN",
+	"O9dqvWAxiy36xwRUxn94XAScPMZf08dal4JP6sRdmTRaWV3yQmQzydCWNFVHOZQsQbE5mCtZiuQm7Tqf",
+	"XbmTl8i/77mT6og9l1pgWt5CdTjJRIQrlKjzKE3lKEBFApMHLBaSzWim+RANQwJWUH2rn0cfFfeSnZE4",
+	"SjO4o0fqUB5xxkN4SYvygrHDSzDNsiX9kzPPUykPCCW3NI5CPT4VWlMYVj85ICthzDhOKU2Oel3Pc2Hw",
+	"oGSA7UGUB0J//FPvXbew64our0GhlFyZcuI57z4XZDiQ51KT4RnHoalp7Ux78BXqxJKM5jSWjICFZxW3",
+	"y4X+gUjWZYQOMr/fbytkB12pCdubAMzz914J4J6vtJQuLwYwaSLyTArkRJ6h33URYChd5N/2QmRkLtKM",
+	"SH38912Nh2BJJ7gMLoHZEKP/uEBExd9SxUCdhEwScSP3O8ljRloRD+I8BF2MzNdSY7tLfFw5n8zpIiWM",
+	"BjMiplPG4Vs1iBu2YqHUoaSS68pTGmUpmbM0pdcMWd9zkUyiMGT8npyPi+wHkScvLbOrapYKqXoT2zD7",
+	"KiU7nK4TOX6SMBqmRPB4BYMXS15taiGSbCriSByTPEVBZ7/xPgolAYMjJhM3jBMtxV2yTw8mh8EROgY6",
+	"A9qfdA6120D/ZsvEgbdXEN0LkWGrdm87k97ULLykIruJ13m6YDyshnyYx9X+mrUB+yUp71P9+TGR20yD",
+	"jKT5Qq7d2gnam1p8f88ZLlgCgk/wS6M4llivkorFe2umFqWGi3DGpCkjich8Za6Gu+ilcMlyFgVox568",
+	"OgOaCgVLQVLN6C1bO/1XRZtG173P3B9K1ZEjj2lwU5txJtdELBj609WqtPyG8fvH8C2uJpEqc7Wxtls7",
+	"QCXqIS2/mSz8tkuUXQWsDhunDacfpTzqo3EMRpw81S2/8UD5beBTL0T2XBqC92dT5vOC5t7wGy67jsJG",
+	"WnshzHWLprhdbCZkbHJLrGmUqWxQ5iJg4u5MW1xkHfziYWjrhSBpHswkWxR5Ig3F6u7Y8yBnIfhg6vua",
+	"kmuW4czBYYQmOuzeK7qKBQ2vhDinyTW75yZm1ufFJj6RirW4ZQnpkYvoyVqGqLcQFPGadiE/Le1Rz+IE",
+	"l/anmRAkhmHsumELnH0nE6KDXz4cUyjNStKcWQhY+NcsuY0CVjEw77H2+ToT9SnN6ISmjOQ8kVqIsgmb",
+	"9yDF4ZCAcjRNpdoixXqoW/kgN4aLZZeAF4vQqdSW4N8dcGmRFD1Yx4QS5PBg10UsrPgrK+5KuThzGhZb",
+	"LnjAyvauteNq3e5l6NrfPNxG7750pIUWfiiW3JWnOqNJFvFr4M/aK6CcwHLJ1HFXlPRVSrJoLu27eZS1",
+	"C0s6SknMplJkxtNOKDgbyQ1ALxmLgBnM6GLBOCr/0zyOZX/QV0ZoHJd31Le21N95T2s+6MZddUkqipaW",
+	"M5Eap/eSpiSW7wWUy/MP3l90gKR0yuKVpAjLt26Nct3+qbcfW15X2MIrIS4oXynekd7z3CU0Y2CIVfWl",
+	"VyzpgH4s5wibhTTBwvV6k9Z/YNaSj80pX+mNT5WDRG1QT21KiSn2j4ojclX9fucDIofcidWkHuiEVAej",
+	"nLzFpLvkLY2yZroDGzXTrrCHI4E3nObZTCTRL+y+igtcb1b3/grMGBGH2mXS88g84nnG0mZLKghYmqL1",
+	"k+ItR/HFMRGTTB4ASjhbEsEZmSZiTl69fH1FHgs5g8fwZVmF6RWUYDdP9IDvwC2LNZKLFqEt3zRj5SFT",
+	"yvstS6Lpaq2sofaoFNecMPwqkmbQl05bOx3sju4/beUVLE/7hSAn6jVUnZHSGuf8WvtYlF+h9OGIPGE0",
+	"YQmZijgWSxaSyYpQtTh3nLe21B5m3gm7FTdrCHwKN5TwuzzCa7da8zW4Goz0nkter75Gz4A2RiQ3WEvL",
+	"qik9rHvO64H08jqBdcmVHGk6In7TPvgu8ZvoUj5vOqbwvDxlv0te2icD329JflraDVf9fsNW7Y0M9O3b",
+	"tx1JjIxnkuOx5lsqRZ/BTFodUqmAC9z9g6HXLl9bqRcTRuP5X8bOgq4S9vPYcdHf+JexZiDvYeDmh/dW",
+	"l38Z1zmEWhC4XF1/tVW9ykIur+4fvkC9jgq95ju2umR5WkvHA21mVFNrE3hXhweG0XTKEsgEEuFqvSZQ",
+	"bUWeFWgnsm7C+wMyE3mSNjeuzpSmAYIEIv9StyFlzcG6TLI6V4QH0931qFlrJTWgjvpcyY4iSu7N2jXU",
+	"N6Ic3iM0ThgNV0SNYgd/mv5iRqXuUGmPhURH561fgo0j2JXl2HQHMqQcW7b+WlGtg9zpi7OnX6UmZEjq",
+	"0xFXcUQiKXn9mtfFfKmZ78XZU7uV4yKXoxDCKoCIyA6ztYt0oaZDVL7lPa2x6ipxkanc1qYLV/lDQSEQ",
+	"gisSUmTmrVsHc8uemt00Hx2j/1ospFBLyKIa3Jtqc8R8sZVwrLW0hvYFSyLVh/p6yKdfuBryo50XQFom",
+	"d5i7fP0Lpp2j/++ifGyaz0otblPODaxboHgVlbTVNV9vZpfgz4a+Kv7FY5IyRr5+dkUe6+zkteuo3Z7z",
+	"yvm690o+tDMLpBGX+kMmREgmeWbteSg4OyY+TMYHxcPH1fVJSldkOVt1iS/nAc4B/9dXb56cn52+f3N5",
+	"/nmbDPGJ1nJAFta8De665koL4qNvdBmlDHxwb7i6aGHhBQsjingP93Vjf5tWb9jAAYqODDB75+AS2mwj",
+	"gLtQCi+rY9lh2QU6tGnGTILM5SwIkMruFGM+78DnHfju9/ODSmLxq7Pzu07RIeKYFMAh1YtcDP3U8Q9d",
+	"4tsBsj6Z05WkRp7HcRfjlhcsySLWAEJSi8FDRA/dckm7reKVVBTOaphurek8yphLch5lktFOYyEgqEcO",
+	"E7k7arS1ZjHEt9rcaZStyuMrgaTUWrHDZWvBXbiegQgr4ZUaXaXWmoqirS8fzUA5Sdi1ulkpGoOI23rA",
+	"WaHR/1TenMqCqoXQfZdmVMSsiskHFmRyiBYOThMNFRzWwsIxAB4kmyUiv54Bx0mZum1Jo2veyRdFACQ6",
+	"Z/F3yeVTEmWkNRHZjPjI8IvGU8URa88f/xqFn/12lzzP45hk9COJwtQlqQgiGpOUBXkSZSulj6JDbEL5",
+	"jVG9zA8JI2kmpJLLeJCsFnIe8m3ObsEqy/KEG40nm7EoQWNiKvKEhNF1hIKpfF40EtAmBmAt9RP5egUC",
+	"aNdP9Sc20k0DhV0z5dxOXXC0yRlESZodW5GjUryYzYRw6AhzbnYezTc4gmc8S1ZyRIq+aJJQ+DtqCOk8",
+	"sWGVKiGdO2LjbAnQLMBzmgx1/E0rPHZqy11n/1K21DRtBXuzc0OwX/ChjY1THfxbFQZeOoxS1TBflRdz",
+	"DbSOWbyQZqyTRXPWtIJWFH91HOfyOCBxremwDJW0S4cVFge7iqtYXhR7YNb5MTvu4lEszsYWpveENoXs",
+	"SzIpcQ+pVoUMArzTLpE/w/1QmbmA2C5xEbeI+9nOQ2ooYo3rbjWhSbg8ivKWKCCyBc0ylshG/sd4HP46",
+	"+PyPTXtegStbtypfpUS9SVonT07aqmOX8Igza3qWUmBwz2pDOWoaSoUayuNyayu1bY8tLlufkTxMEFRr",
+	"OEGxvyhm7ravxFe4alLbhqwcJdIUgNlumtdW5qFes2HcqrN7KiJ+3dHT6tAUYlqOoWOTU0IAsA1+kfOU",
+	"dkN575qw4bZqYyp7qjoivRMYmlvuZxPOXL19C3iudkxgQmBHVHi8C+dYdUn8VMTsvVz9JGKZAKQz2DOa",
+	"ZAr4TP4Zx4H8TyCShcAAJV/qbj4X0maaRlkljwhh8GojtnDxmgcsd2DLypfh8+rKK6aArV10+L3cRQV6",
+	"b+u+VrD5duVQ6hy1np29kGv3+vWLik9cYfztxqYMEuDamao3yn1sgg3cOvUKRyp2szh/JaqsLpXeHdck",
+	"XOtZGAV+Gxsr6Vr1HCQu9dpC7VMpcZaq0MBrdlUyGM/ALQxxDBl9QLmvgRR/rd0dSRNJxXHBhCp8C3Ph",
+	"eI2i1wEybiXte+psFcLQOgvNNEbkll1FHbKuJHPUU42M3yClmm2gL9RGeCOrAuOrzqmqyJRr9HEbSvJX",
+	"h8bxyylkRW9a8acsiOY0htTkipEzk7acmBLTOIk4WWAHLvEwAYu0KAmxDYLjwWBBmhJ/jHiZY0fFaJZQ",
+	"LXflbc2rX14fBcC5G3tTHquariIfg9dAxCbE0bZe7O0oA3xu42Yc2Rd23LBZ5ZXZQtCv9TlqMknhRrzJ",
+	"qTCyLVGX+AYwVP4BAcHvIz4VPmllMzbm6kuOrlaa3rAQZPtcJKztguMsEbfYVMiCOOIs9ElrGnEat0F8",
+	"TwRNQngIDZoxRSmJ4dYH3+2OOTB2TP0t4GHdEqRpMUB59FXfgFCBXUuzBPuTq1dslN1GjQ7Qcf8KA3it",
+	"9K4GpRwiSKfExxiIakqv3yXPAJ3iBqMI9dajK0AzRiIgh4veMOLLZ36XaD/7DVuh4yS65uA5aWUqoA/Z",
+	"TMx4hBFZ+GpkBbnIFtpdcoJpIhyzRCCLeeB5eDFrMkEw3WOyKtJxdO5Hg+ya66uOL+Uj+lYGWxxVcrlc",
+	"E5nXN3xkEdOApcUvR/p/3aOjLgEJ6kO6mA+rdh3dosxSYbtFzlmUAd+pwcfU3JjqBRLgG11yogfleVI+",
+	"JjTIWFJhA2sxaKz83L7n7eJcLafarR0e6DYjk4BnZbybRRwO7PGSF5r6FEPD7XLhykTTKbB1+UUUsJEi",
+	"zmYS6pYG6nfJWUZonAoShVI3m0YqXUC/pmIrNRwOWQBQDuOSGjQuH2Ro4kVDxZW8EbrHKD9a37MXfTi4",
+	"w6I3Gw1mzUEa70QPNayTe9PBq2ZLw4wJdF2MYGQfs2J9W8+6vf0BSVgg5nO4lm8XQ9/rlyhDZ9mgxufr",
+	"NvBSTDbrrzNlAPvImttef4epFZBI1Vl9I5byrKoXVILICjBrR8SH7UWLEAZ1rAl0zihP9e+orenlUwkj",
+	"4KIPLaJzK9qt4PJRxFVUfDaLlNoHF2NwrnwNPeRDdLT2KWiBpYkPcVnkryX5o3/evDqu87FzLTrqoe4Q",
+	"Fk2DRtVcDzkjUusnrR9++OGHzsVF5+nTdpPRMOjseVVTYRdtvQIn9esanq49U73f/uV/7tucB66Yfs6Z",
+	"HUBeipBpAbYIo5niNP1+ZfwWgJVFa/uDLXAHJgt5E9IBvIKjHnqe2Vk4UWDyoJABwYL5Tmk+RyLBtGYx",
+	"JYnIediBaPd80dJJy+T//i+ikahc0leirI2Cif2c05j4KAh9l7A4ZcBjNXtFobazq9zgpHJwbs/pR4Xp",
+	"NVRYBerP3toNNx51xKaqmSMJY8hi0pk8UZkosfcSW1zPF7cBXpW45C5ssgEiq2m3L86eyhFPojgmUgOm",
+	"nPhR6GM4q18KhfAhj6EcqtGY3kR++9d/k8RK/HVBEv5x0QyEfjUESxVBUaq5yoXnbnBfW29pCgCt2l1r",
+	"LgedylGFUsahTWW2s3SUy2MrkLgqp3K7A4DxJuAhABXzR2QuNePMOqRSQwBbOuI3oK9AkjjHdJMuQcQi",
+	"dBVKgTAqksjhCy6WpZHjqNaMciJEzCivWW51SquyRo2daKOzVnSLugJa1fiqkt8Sl+poFrJAMzi1oE3W",
+	"otbFm7we7CMNMqNpK1dGC+fgEsPGAMMjykgg0kzqEEHA8CZXMutvX798oT8VifVMOQDmNAsgJ8j/H51/",
+	"bv3zyPv0U69z9G48Dh+1W/88Go+743H4T+1//kf/WLlQZpSHsW5+EnGarMg0FjTT1goaQ5AiBL4WfBP7",
+	"GynTQsWhwgzjFcmWQs8zJS1/7PT63T1wRph5Rgxvss1UdSirOgfojtBtwC22IFlCo1jO7heWCGy5P3ak",
+	"JTwG5EF0d5RjNroghQVnypJSW4ZrCCiIlu9i85rVD/q7sgLxIRWc5/OupgLr1040X4gk05ASzsi5jrJZ",
+	"PpE69WMMlNb/ibgcDo0fq+bgaDzdpsTBESwCXr9KG1S5ViaIXzYk2oV+V/4ZjoOvU7RBiGZSMk+U1dde",
+	"q4w16mE1nvQNo7Fch+p0Llmaxxm6U+SUwesNESU0VM7+RExY3WzWsVE1NidufHus4qY8QnGz1Yukmm46",
+	"8GcAVtQQX7LX70yijCiMosZzrH6780GWhzcpnUa7uTIWk036NYSlKo7SlsOw+wE4Ux08GPkrfauRr2qp",
+	"1apkhLcJZJngOtmOIoWDQlPLDk8JjZd0JamLQcBeq+w9sm422130gYCKh9dqCGsg/12gYqq70QpSLfpN",
+	"dCdgFEmD0grKlYTu6jBsF6MH7cDeYxi/wt1fMxDs2hpLl/gKUti35qr1YfLb/+/f9B+vaIQBM/8xTim3",
+	"JCzAZ2QjIj+ALz03l6WmMkEqyJQmDV0b2OUv73ft2la6lbJLueqRHBY0CtF3ZiM+1xwSKkweURsic/md",
+	"81jySN98DHvZeF+13SdSxZeu36iJgi4h9A2CdLnO+kID7oatvsIL+vbGQW4fT4FtWlsO+ZNeiuYrvAoE",
+	"9m5XeBWg7MYFUAkTUXYMVpY0XlTmM2o0a5ejkjy1FoN7rbNqd6/qbt7Th/WW3sGl+KAew82ewYf1BG50",
+	"1O3elUYxb9TtbK8u3Ae5+vpYangYi5oJQPjQORsN3ju82Whyr7ULrNWkfBO9AhQeuOxIJVciZwafkCwk",
+	"dZX2e63DSQoj29fHLCXV8n5CBAsIaQQBlBrtVo/fvf17lj69mcHv4BO8mjESKr+gW1HNDHsB0yYKeXQ9",
+	"y8ibq1PS8pvw6P21zsQyZv29OHoV6X5XMYf6XF3IvVCW6JTo+8CiCoLqpEqr3XXBs2dfhoW61SVzJ7+q",
+	"utmiGbL3Wiy75SJtiIcqcNtrlJLkDI8X5SuzVplY0iQsuWACmgDIhlzUDrRIWufwn702JJGUxqPg4asu",
+	"lVK1gSaiVd5Yc2jDxpmTE2QPEUfV875e0m2eUOM+fiiihAaPSYGJmc3YPGXxLVOXvtxWoLtqDGuiZrU5",
+	"Xcs0oqvHv0Ki8mffldL+m6uLc6yWpdGMC6+tbAiTmqWmT3ko5qRFMxIzQH7oH5JJlKVtVzlnsjJGcHGn",
+	"OAWLOBBJqMBJFaM2ozxWrNTQk9JSdF4DZKmBqTWlAYNs2Zo4+4LiDMVpTKJdGFO5mEMtZIrOmVbiy0mt",
+	"4Gqu6FGbMOh3cHBv9sbL3+/kY38Il/pZaM22TBRy234fF/Y82uDcBz0CByXFWsURXwkRKlfFqPvKVVGL",
+	"tfF6yipDxOCYUQjwUIZEFsXS7o2+xM4pKnPUUa+VxQjqfJ1NlxNQ7s8oVT+7MMm73iysuULYvii6UEbt",
+	"ArT4S8HB45sFHpRanI1hjdvvLKzyIk1UaN0428EMrZK6LHmcjo+A8JuK93OdygoMePkAG/va1FbZYWtL",
+	"9Unqp2FVwD8onFgSiDxG0LCJifWQ9gHiRCFQV1rfB3mQpKzAvnbbDlUoZe0h1YIHcbzkINGN9nPOchXC",
+	"pnXutj0iFHQ6Eup+ZvtOo4cyLusMrHWj32AzFVOIMFavMpP/mDiFwuu9gyL2Gl9uTElqum+bwy8l2Vy/",
+	"hLPu3sx9nOXCK5xqD3s3p7fUkGb5/Gy6vMNVqFlDBc8zMqmkzNsOqKpnqOytq7vOlGLZfINQKMmNse9y",
+	"3OZKW4mdiBdwahRrcNiabDkqUnmbj4mfizlmfFh1v5SzOF8E5fwdcr7O9CDXgqUmIqGM8l+phQfnQxn1",
+	"chpSz9w2irrzuVKnrOaS0T9DBjOwGjVetJTWxGGV2I0qvHb32CprIHXeSDNjfMiNmIqkq0Nf1o6kudqb",
+	"XXhEhZhsisQpkPy/3JP9N9XW8dr40UElfhQsqaIq3JcP4VUilV0xhbsS2fDx+r7JhSJidk0h/KNF5Vpi",
+	"IqHciTaaYbApgeBZEk3yjKV3DCtS5J+JjMY4X9Egtd9Atv+UzBlN84Shg9ykaT078ds7UScU8bsrbULl",
+	"vYYB3bIklcuViDAPMsz632UQpfKBdx1OReTYg7Ko1aIaXFC3cvZxVhvY6Os1t8D4vMxGR2PeIb5YMO6P",
+	"igs3FeaCiDorlnXhLVPuzR9Z7A1gV6k2UPSb8JJtuETGbiEtH0ULXMOlLGt3yfOI0xi/LS5ERtbFCkZN",
+	"wTjBn1uMhbR8S+747pgTqxGUPT50c1xWcyjcRqfKYyDnUoxjzK8SyrHgUzrSHf/2r/9W6ln9HYX+ceUV",
+	"+WjM1bPH9Y+sW59SCgLUX3Wtwnoohm1pWrm5X7DG65FvlzeNF8XPwv5w2Dsii3wSRwFIRyxF5u0dtBuu",
+	"POPrhmbia5FE2WzuEv9Z+PT1SSm2AJ6UB4mPGq+WbptuF5JbBk3DUCuNw7Nq8/iwoYObJgMe4JZDAK9Q",
+	"dg+6oxAU8KuU+DfKlm5Igus1dtOETiK7kW+6xH/53avSNF5+96o8BfmgiX2lDaL+TSqbTKPrUpNpdF1u",
+	"Uj5oaPLjGs+eoQeXTGjK9gd5grcZIs/IgoZhxK+rad8//3Dyw3cfT5Pp96/fH1yt3v7tm5fXB7Pg9hVd",
+	"RBdxsjyj9FXwzZtLsTW65AYYnyQHOULcNxeoDxehidt9u7xpRMb59u135DXLkK4Phr2Dtrn8NpNUHkPE",
+	"aC0hLTYky8n3m1ctja655JOYF8NJnrJjyFJC9UBK6jBPsFwKQAmKzDjSd7Kd5TGuIVBU104Or2mBdEHO",
+	"pkUyLsQWwKW0y7lbFeW5HBZyTHyrxKTUYkvQQ5W8eHUH9zvhETUUCn0gSKKiD7vU6IMBFZlipQ93w99U",
+	"53S3G/41+fynqhBL0032lrqp2yP8G/jyuViDG7NjAdat7tzmrFfTbUM8wiY/ej0NtlLctYljGDdxtfqG",
+	"xVd3Kwm7Pf66+fIe/AiNntFKcdnt7tH7wWkdNMvQUtnaxtuPRRJxBcupXtZ+PZWNIzfQ37KDOyaLPwiy",
+	"166uKU2B2jdll+Ct3YOcvDjBEgi/wD7WaLZesvcB0X8qtX7vj/5TOStukaWsJm75qGyXk00l7r2x0up4",
+	"DcWSbJKk6ywrH7MsMEvL10kXPmlxYUMOp4goCyC0aSl42NRe1t+WdbmiNHN1KxvAQaui/uLsKWlVr6eI",
+	"csuUXVftLjnTQ6VJCQgXs0omCDDgN8ZHPoTk6t9NcjWJETlOvBcmUXiMQeERoE/6NQev//vcG2rtap0U",
+	"MNqXvs+csFjwa6mC/j6Sb4eLzEaCuNst5h9KAO7EdayN0q7+goqbOIG+pWxC5FQOEfue1ELfVkffxAAR",
+	"KFprAxeqyxOALywQCnfBFnuwwOQTrIu6oNI+roUGx3eGz5DUVAMLa7p73Q08Y7eworXxQmSpcAywVnfJ",
+	"Xw/BINoPtFNc0dY7e3MBgEi2ABux5oLv8Kp3NBoMR73+7rxvQVdrg0FpEs6wAAtAf2E8Uy0K7cuCRBOW",
+	"XUoa+3Vr3eOvUnUPe0tjUiThT01BvvqqO3uDPc8b9vp7PW94p7vyTZShepOnDO7LDcPbTAI7JeuZiz+1",
+	"LtZxsfdq3b1aMf5GtqOLiGp5vxHOFYpjWJitpgTpNrs+FtfiTbLNXI/uwtprxtxDmTdqrA0LUeBSZNao",
+	"oIzAtdgRaMrAiYW822TjPpZtdRdwL33XQK9mM9SUE9jBDHWag1XCPGiM4FG/kHQZZcEM9DkXI2QwIkRV",
+	"nNktTAcbW4OLuoOxUyPlTTfyyiowpoDedGu6Ox2XtYq74ADdE/FrcGRpNd4vCoeCSh/EIlUpGsZVb74E",
+	"zEqloNsVKfCjXTX5tVEvJya6KBRBDhIFXJtHg+GBqoeqIYLwlhnS+YnIszQKGfHtqkl+d8y3os+Pc8/b",
+	"C24iHsK/GIYIEfkAXJpiSvyiNLVPWgPPa7tj7ttVhuBxr+0S3xSbhUd78pGpEQqPBvLRnGUzEXbkLxRr",
+	"QPlj3hp4wzYmdZVLVMrvetBUM3Q7/D7E323se9lkvy+fr4PY17/bVeDg6ZF8OqFh55pmbElXPmkNvb6e",
+	"ty78AU/32soOxCw+eOa5hJJJfq0wp8ocVSPgN96em7qFkEMA9+lCmegQBLGIacTJUiRhxTn6ZaXP615C",
+	"UwudhiHcjNH4VVkwaAZSRz2rsIpqhEe8ktrJwPNGu9QKJ61KDJurEJl+6hcF/OVDq2g75gZCIXu/7SJF",
+	"l8uNW0v3azXLx658j+hHmO5hwB0/N3Chddm4UlZ+c3X1iuALdScZFI+vZarO6cdoLnnP8OgIgh/wrx5U",
+	"mq9msa7DmXs9E0lGVHUGtyhdWSSeiCDIE1TQ9LVJESNnRf+vq2lf3fQGL9okZuTN5VmlfWAw7s5Maac4",
+	"7YZK+jV5vdlu1HUkFHqekUTqyDZKHyUimzk5BBxYMHkzWhLMjddPa1dRt6ckuI09J61OFE47KiBPo3QR",
+	"01WD/nG2vrH6XZSW2k0r83q9kn6CingpdBWV9FqiF+ReNbsrCLCSSUIlJVUNZ2B4UEhtBfY2tDOBFJSE",
+	"/dzgz6JJ+EQ21WxgYTfllfo+SulOCMowinq7z9ToUnJx8cMPVRyH/uG9Lecmnf21iRmG63DJAvynz86f",
+	"XT0jj2HpOxBPjLUZymM5or1JP9gLOwM2nHYGdH/SOQwOwo7HetM+3ZsMgmG4kxL/n+1RgHlutOLRPqQq",
+	"xPoB7Xdob1NWLZJ/pEJwg11s+vYWo34HH1lB9SULVlFssWLlCTSddiiT+UxqDY2hKC9P8mxG+l1PKayq",
+	"ouLgiPyf/z3sSiUMyhyBH2yyquqxtdPKmjvydb1FJahQXXXJoLcn/9+wokO+v04oz95rHVIqtsQ0EcQR",
+	"45nSbDGtVIj3c8pX7w0aJ6qKtqFQGQAEeDX155jisqojuV/V9qsIo9X3G5W299tDNMEztkwEv96sU55C",
+	"T4QWBTOljY9RxN2tBIZ71DSqtfSzERoV590JEgYZDjROCaxnV1ps8qf3UagxKPDvlAUJy9DBEfE0YzQs",
+	"Cm2nqJY9oWkUVKaoPSeK5rCY/QKV4DK6JZmwgOYpswKLGA8XIuK6rHlKVDVdSUKw5jq+PspSFk9ROcXj",
+	"oVT1Vo2M15Ntu0uwQG0RHZ2oGtwslLbDngeZy1hgGZOY1a4WIRYVSagXs3kbdInWKCQtf37z3i/V8e0P",
+	"SMwkL0YBjOy8wqjmN+8Hz38+/HFy1ed/Xx6cLy6Pgu/30u/C3kVjjIS9mZvHhO/IcaWVcQ28HcaVvv/5",
+	"4O+3/fPl0eXN4Iof/rjY+ybY/3baezIfPk29r1f9N/TgO3b09mPTOK3DXff3KINCU6ZFxBVhW3+h8aCt",
+	"Oz/pQvC0GTamVGK2zH977cYaJixNsXJt86p/+/aqAGJKid9c5Rl1ebu1Rp2erb6dTb4OopfRt89/fHZ5",
+	"9bfXZ+nZPFv8eHq2f/bhbHnx4U128fQiu3j6LDo//dZjfz+R787C0+zncO9v0fRvXbb69pfw7Zl8nNHe",
+	"oXfJnw3ezr99czEf/hD+El4Ez8+GP/R++CXwspuLN578JOjHfDJ/7oV//7YRtAkr8abvo4YlOI+mDO7m",
+	"I26Kt7f2vUqN4P1mi832mq49aiXXKsSwiSVPNajG7+NpTQOxWJPxj0AeC5YARxM8dUnKFjSBW+PJiqQL",
+	"jIW3h6VTDbu3EVsaQJou3ruZq1H1s6kWuQ5HG8hnzRE7URA/SHYl7x0+KktT9WxrgTb7FJQGUCIOvW71",
+	"ja3LOkjPQoT511KIqLJjMB55hIq/nuvN+vbtldNUabB0pDFquqQ4uUbWbTycpVNJTuBgo9fR2z9sQ+Cj",
+	"LusM0b3Hyi0ijYh9z9PUDwUbYUbOSM2gXJSx4OYgdRvSjqWaVZoBaIQjTfJS6GB1aKUXU+XQUoyfpmRB",
+	"01SqMq6R+GK6VUHQEPwiXJUnAcOszQEG2BBeWCi5SsZaXHxE2EdVzqMAyCEtPSnwzsnBtFXdz57XUTK7",
+	"tMk0q+rGkNsB1IeyP2s6qcfK07ZgiQp/YyxETgJoXFmR5jmNxdLSA04tQTT6FcncrnGlDqtkh2kGsS71",
+	"+BMUtHYJQP3Rpbq3SkcwAFiHRG5aU2EBGF6ZZeh+zXfFz06R56zYjamg62rwwFAlHZiYHVe1NBe3hWsi",
+	"/crOuC013DgG3Ri8aW7j1szYvrUyIerFV4brwe2XY299SQ9AivyMhcenQtd0peiZQh+Qqk8PxKeUSWmf",
+	"QMP6Cmw9Sl2a5iytu3NVm5FVfBxCoLlBRukEIo5ZgPUmWXIbqdtgM2vJcvQfEFRFxzxdpRmbExpA8Rf5",
+	"epRpkLhSnfMWJY8qOHiP2hjDVCXDMW9hYBPNCK0HQ6mZzOmN7KFIHcHOCXiZFJBXJlQWcibcMZfElBZo",
+	"sBXkYikZ0X+sMdSVF7pLLsy+A91AhcoxNyQMiyhP1HFRc1NXtDJf1IgnSgry0fzRKophn6eG8p/ZjM0x",
+	"JWYWpcUdVITzW85ErHLIaJAh61HoH+iSSMmEzSIeIruxUI/kyvhj3loPJdJGoEBoRC75golFzCA9CWat",
+	"fUInr87wlEIUjcjGHAlywkIyYwmD0f/DP5CTkkknH/a65NkGHiyNmd/+5d9BaII0kVaEfKBYMq9y4jEn",
+	"RBfqKMms1iZBAKBpcxchLEViWaHt7pj3uwQKI99VmZYUr1z62QxS4eEodMd8Tx4vHHJMpYH46FHPU/Zg",
+	"+ugRafmFHjOS4lzalJdMGrVRpgAn0plIsnhFJmwqEvkcpq6+cxEnVUwyCrEInC0J1MWmqttFMR5dDllq",
+	"wjyEzH1JoTAR2eQ6K/bRo212rJwJDRKRpgYIJs0kc4d2dYEfZD9tReEWNA0tKz0ulO0eEZr904dl5ld1",
+	"IEyravk0vh6hSuS3j6VBP+Z22omchBTYgP/dXbI47gCQ9+MPy5u0i1WgyWlMo3k6In6UAqYlzUO8k56A",
+	"rjLmtvLSKhShtkt8kVz7pFWJwJA/gJiG4jsUvAfsIxTA+5BFPsz9mTyesh2EXQKAYwZHrKzeAxQ7TZV/",
+	"AoV/lzxr0CXGXIMhC85Gso9P5JVpi3wi5ywzpgv5NOafOp0O/J980y9JVF++3ihSSeVtFAjy/W2S/Xiz",
+	"VFcNl7WL+jgK3ozvl5Qg8zpoQWqkJfkv37ibAqD7qepOTS1tVp5kS2N+0RS2k36F9CqJYVV8bZECOmZb",
+	"xcI/8t0xry6XW12QdiG5dB+FJKu0LoVDZbXcponj4X30aOD1Hj0yTjYcuv/27duOxfiZYZySj2unx9Br",
+	"w1qp8IZsxlJG4M4vHY25f6H8dTa3l0PRl6DV5ye2VECeGMLqaAGTsFtxw0IwrdS/lYaOSWiAZFh7W0O1",
+	"7Bv7ikgxVmZuXfLSZrvKtwMGhPz7hq1wqlmyUpf9evH2rMUDLC3wYEJhMt86t9oWVqzHx5tQH6wvPM7K",
+	"vTnmxYZKDvTSZkpWgE1LzRn0yVBLFKpekV8fm79CFo55ibtdM8zhNZNFz/wLkSEQlf2yL3XDBc1marCU",
+	"VxpDSQnJe+UiDEuu80WRdZfOCtyQPTaUqujxH/6BwOVHCtx1a2QOipz1oT6SfCzS13fb/wQyo60KJYED",
+	"WEoquWsgM+C+Wpm4aqfkasr99h49GnMooASQFKpOl0vmdAEIrE2RGFjXygqbIE9EuNIhJnirupJ7NNHl",
+	"1dEo3xK40RzBAVD5LFmN+YImdM7QV5vquA7UfGT7WuNplSI+2i7udeVjiAKpfQu8RseHwHJhOjB+g/9W",
+	"X70o9ah+OrPiib5jK0UDRawVJWkR+CB1lftFPSgxCrFYn3QAySdIgJJ7ZAtRI0jtWK1PUPHlEznRgTVm",
+	"ceSpwblgMTdCoZrbMUkZK4q4YYvlQC/ZZo98IopLukTdVRDAeQDmhyfTxeQpw+5Ua1aAmGxqj5TUhLlu",
+	"VZTPslXPBJuxgspkMwPyibwQWA4yYanIk8DUIWssroKFePQXQuqU2HBDaBr0MCSfCKIiQt0HQCSf5Blo",
+	"s0VAMX5daCnVQLZPZNDbUy1plRji+SIFFtsjF9ETs/DN0W6yET0c/bEcRoljAKcwDdlhcfL7fp98IlBf",
+	"Nc2ECLFIW0C5RtaCbDOxPNbMpcRSSEpXZDnTO7ouuE53c8KJXz0wcMeOL2oEnTCaQqy4WhBsuxyYJ1s8",
+	"khMXgswpXxlz4ZgsaZQR/5JlyapzMs1Y4hupiS2Vgvk+kaHXVytYwfPB281jg4qB9mIIKLcGqdccjCIS",
+	"UDapd1Z7OdSCJmgMZynkJUxoysiHPM1wgbFZxC/bNP4ivlD2hKd6kl/D/S04LuSQbTMLhTsL4W19TSmm",
+	"GFQYKbwv0AlPpNWA9wum1iNQOJrZxa9F4hKhHKVnVTqbILMxH3gDl0DBPojngPdTi8igrEUIzh8aS5uY",
+	"hSTPo9DowPKk6dqAWshesY8ZGG/sY0Zak0IcKelh8X9XM/U2XADPRBwCCO0bHgUiZCO5CFGqUnDQ1DJI",
+	"xtqWUaLMJZNVhl4r+Q8XXSAiLlUhY3PxIYIlm9PkJl+QiAdxDjpMyw7bSAlLA7qQZnS7SxBSJiWYqKfG",
+	"ZrVLWvAArpQBJ1Uu3ipjaVctAuxMCRcPg0UmNLgx84AyC1P7uEG9RSiZaNg9CG/wFqH0b/lzNheFtPbe",
+	"dS3fXxFyWQJIA813nZgc4dBxzMp/Q95cPe8cApAsrou0sjgjaZ4kQp5YKazHznich4dY4Nd4/V+8OS9W",
+	"iqi3PE+VASYnxD8VPGM861wB41QSr0TpoG6kDLGrgcsCjocivN5QEx7ODtS7p6bSjyoGZBf5ca0KP+jS",
+	"ojsVNBrzO1c0QucJJpItqDRBlBOvXNdozFXckC5sdDVjGBNnA3dj7+kOBY5wP36XCkfYdL3EUaW4TLpu",
+	"Xe0CM9XCMmPeWFlGe/yLlbBbSvX2n0caeW5BryNufIr6ueS1ehQQ+NxVtkOtgi+KUiwJZxm3vnF/htII",
+	"RaWWtHpY+tolIZvSPM5If9jWbFks6M85I36QJ6lIfFVJ0OS5SBPwY4bAzFhpGUepXT7+OdRKQq3zt3/5",
+	"d1Q6pUSK/zJ25LdQokODnEJ9clpOtzEdHKvYtDGHOEzdp064wb70AeyS5xCZUbjMaYrM+JiEArlYHsUh",
+	"wYnJPcD1Mu4GSR7lonrWqm601vRWgRk95lHG5lLeSIaD26b222JdoNqvKccMRZZT3AwVH1TXdRTbgb3s",
+	"D4cWc2+7UuZgaW+FGdofkJnIE7i9K6fNkksoYokAM1rQm+2BwG6pZhuXPzwBCdmCqhgg5UDPQB4kkjmN",
+	"oxTxX83VitZ7kMbQP/DoUV/aj9DZmJcK56mNk7oMboGZfda5ZIuYrlg4IlA/T91U6nFW1b4x17oslOgk",
+	"LXshlWcEFMt2l5wKjnHrWeExhvbkPoJbE+MLBGdjrsHPVH4tWD+cpagy6rREgL21Jk36noeFa6HxhH1g",
+	"QWZJz48fx1wLsGIHQd+hJBBJgq/rbZIKCAzfBG8YvjIHt/GYd3Rvcs8iJjmxYpxoE7Sk5TBhK8HDNoCn",
+	"leO+RlsjvSBYUbWgciJKCie2+tK+PkgB+40lHVh+iNiQ4yWtycowpJ7nFZuwAEDYAHqY5AmUbZqOOZHL",
+	"2T5WnUuSkUOpD8EKpdEL9D1LpGUIDFzdSkUpucWnxO/5mhcZbPcueUVBowKXIBfm5ZRdQ7Yn5OTEUcBU",
+	"pJS6HT1Z0GDGSL/r1W5Fl8tll8LPXZFcP1bfpo/Pz06fvXj9rNPvet1ZNo+tXAzrstVxHTUEZ+T0IIBg",
+	"wThdRM7I2et63T24Uc5mcK3efE8gf7leF/1mXzm0FCCWSwpArPXoV0hDKE53ueFYRMGN8eGrcomNcGrS",
+	"GK/EVDow7cTgBThfswxQvVwnUWFrsAB9z9O31yr1u2rWQgAwBvLAFx8UNphKdFEosnoOFmyX3Aga56zA",
+	"+fpJod4Z1DoAqbNA5gBTrgwIB/hvCsQNMNsU+trHO8KkfX4H1/UYSLoDNliK1/tNcXiw5d1SaJEz+umd",
+	"ay3J18o2w+2yscwc18notVwMp3xn6ryTDRoZu5EGbUn1Vbo2DsRFP6ORWgYbI7Kty1K+qj8HgvIL9AZp",
+	"qSSJWOo79xSS5CTr1++YEVBOclU8V/+GviWNMFy3Yl2wn0Cms/kiw+p5bSzaC+pZl1g1+KK0hpsy0igk",
+	"CJ2yAYukfB6kKnmi1xpgIZUhC2TakESn8ESUNhalZor3ghWJZLtg0OmknlEZMaMg1G1gHO+++EjbNFfQ",
+	"8NVSmAnb212c659KwDTr4GbgTO8I/2Kju+y6lADAUgVQqeKl7Bax+dndOKOePaP+5JANpvu0cxT0ws6A",
+	"7U07h/Rg0tkPhqH8q097kwea0dH+/Wf0rsz1ang+acPx3zVhvYqQVIdTrHFQvKyxinGXa8eLpFaIBWqS",
+	"Sc2xDeFZA6TupmGZU/D4CQ11cgN80tv+yRvL744f7W3/6Ll2r8MX/aPtX1wJcUH5Squ68rvhLj29Rifn",
+	"m8IJWpU/5aBWKY504ORPlejBd59Lsspcolui6aIqS7R0smzotRJK35Sb5IwRuUNAlI2uIQVnJ1+o5ES7",
+	"ZgYoxb5p4CTzVWCMj0nIIDuUzquse1UvFaz347JB/VVq1PbIRAWUrGjS0kXseIEchGlhcBN4zXxyw9gC",
+	"6hwReHBMLHkITxQclPGygonWNAhsSbcLA8dJHBNq5qCkkNy9MEJ35Awu2vPMdKFWQPsccy6nohyJxpFh",
+	"Ihsw7gATOUo7dUzm4hayajgze1WgNOgrkYVI02gSs9J2FpZCswy2KWoXOVyiINgqcCvXUHci/j5hKrS9",
+	"SdrCJ86uGqE1zNfw4WcpK5q+KGbwGMxNZ4cXT2ErnAcQ5ZKQ6tq59VVJek8oliNTp/zcpIw6HlafS0Se",
+	"Rfxa1wRyer2e53lefwjlbFUdKgtntg456/T6nkdOWUgT8jqrIgmOeB7HGtrVuRQ5D8mlCG7KmIIj5+Bw",
+	"f39gAAcBElKKlgnFFE9Htw9wtid5Jgz+4MgRS86SvwbyjRReoHkmFJgqg9vwKxRacRwAdNA1jdc1Sy7Z",
+	"gkaJKmiqYEAtdM+DA2CiH89Cay33Dw6lcbNkkzTKSgg4DWP67DqzKM1EgjydZrZB1L/qHYz6Q6WGcCFb",
+	"wxVEah45hiMC2ZW/Hlx5R6OeV/ragWvJZRKBpyvNaJJhtqFusDhGkjpBMZn0gn64xwad6ZDudwaTg6Bz",
+	"GB6xjic1vMleMAiHkJsh1x2PsTpyFzSJKDmJb2nCfjFvzKLFK5YEQODOvtcFhNQ05dYKDvb6Pacw9i8o",
+	"p9fgbWamzL7q4krMyRMW3EAyREP7g8b2Dw/2h3b7qtl3TcvgOpbUWb85FhBo8w5s1sxstlipFrWrdmY1",
+	"sYtmJvkEeJKlpVZJA1BXe7LHc1XBsKln9dpjeAe6+FNbu4+2VkvdaNLYGlUqS4XTUr1BcwM3/V3UN1GW",
+	"IYVHQYsAFwxwPG/4bylaDCJqq4YXITWNNr6JqhFVRrxifqRll75roxcgVAU27KFA9eBGPRIjUbQqNGh0",
+	"iZ2UBONG5QMywKyOq+BrO3LFCNM4slmhiYBVX6TBIcbCf6T9H/FL5G1rCFu/a7OUM/3N7l61EkNqdq5Z",
+	"I/2jW3veYPsXL4SUMDz8r85wvmYlXJ2yOrmG4cwYjbPZL2vZzIm67upDaEQUMxs6VJ7afNElT3WETCby",
+	"AI+1jurZ1ev9DYzjy/3e4qasV79Z2A5uDUglX7uDo1kNbs1pKC/GRofzeXTLJCPGOB9rV17q9dAmvLnW",
+	"vYuH2XxU8hYBnJHlqm008M5FIZu+cAtKQy87KmOrl8K+qZgiDSUtytZIqSCFMkpMOYn1jkED2a5Njm01",
+	"HKI7OAOVkNhYL+F+vsEmAwaU44rphVUFSkUEGnEzLeOsQGizYBkN8H4DkH5dXa7g4YM5U97Ow0NyGd2y",
+	"hFyGm+3KDVu4D3r7oLaF+D3skxcMwkPWn3b2aW/SGQRHYeeQ7U07B7Q/6QVeeMQOp8U+wYggBv07AB57",
+	"gO3BsdQ2Za+6KcYSbNgFA35/533odXqeNFv2djFbztfziV3NFlNaZ2dvcrVmdxn+/E8r5H5KQSX1u8kE",
+	"sZmuljcFu6+Im81Gx0vONu+jbQA0BMNu1PLPxe4qfvyFlXL+iPp9bFWr2qjf64UyomV3TaY4ts26THFb",
+	"+qda/4c4wajTW5e6606wDYIw+hXkUBO6Iobup3aud1Mi98ZsbYyj2T8YHI35//nfg+6grRO0C7invzSA",
+	"OqlrjubUXdfkmrfHvAmPpFVgmrhWGjoEusrDqTCgTcSp/BPiGjTC75iXQEU2op1BbxxvWnwbES9KIbWX",
+	"6Yh8jNCrJk9jUrkNA7M1e1xnjptwT5rejDnintRSxrsYI2flgZeizTYkhLtjDs4eFpLGzPBKVrgJT8t0",
+	"GWMVChilJlxtzEvxat0i2w/fdUmaI22JBBMA3SLe9pQGM9Y5xdSBEeGiA7kHflelDhIVHzjmSJGwyf6v",
+	"Y0TQGzsuGdfB9MbOZ5+0rMD1ehaQyhqgY15NOFQJZiazDK/lfPIJIfObEswwo6wOtPiJYKVNpEIgOnCE",
+	"QfaEgS0vsj8SRkME+yjuIE02AOJkiASSNlKI87c7Xwfh+KlOvyJrxFzTzfXsuWjEx0/kjboj1ccVcfv0",
+	"gbSS2vDQmdy0kgKAXUC6V9NyQSplNecLE7vWvs5ZBIqG5AEdxgMhO+UCI3rValZyHoCY1UqUEhywP8in",
+	"akK2/EQuTGnLPU8dS3PyIONYHT3AnQJ/rLor/gQBlmWdB9PzrxSMlmpHzumOioO1iWdcf1+IkO+qcEo2",
+	"tJPtHbFADrfgEVbgB++IEmiDAjZh+93BM1NCyJSf2Wv1sbNcLjtAF3kSK9LYvHhSFGi8sU0rWIfLtBdy",
+	"+wTdPzfNbFqjIgrduZule7emsH/+YiXcKFDFVmikGJTFxr1aiZ0tQ0M+EHTjIti7kI9F+M3l8mV0eHtx",
+	"dbZ3/uEkvzgdfHz54Xr58umJ/PxOEI/np9/G7JuT6OWHZ3svnj4bvvjwZvXi6fdHJeDH87ffD35421tO",
+	"vn6TTfrDlP2tDO6HGI41xMZdfSYKUfELoRAt5EONXXh3MlTooA10eAKQCrZeXLllLSkv69EXC6WmZKrq",
+	"xxvNTg3XaF5+Vzc9rSvcO10ngTy14IU3cR+tt9gkrwCnG/CdG0CXHbAQDLdCOBqbI9kMTmUBrgcjBhZq",
+	"qTxfS3ZxpTAwi3m8BR0FeAlRAJW10a/Fom6aRPEC0fUw6rywe2cqRIzwNazQyl8ukoLreMiA+pFp1mkS",
+	"Ntdqe6318MmWJX93gkKA7MotTKE7blAc1+uNm6jOQH837ddmtO4H26aqujwyEYVfoi0XyYu29U0ChSdi",
+	"nQ7LMDOWVQPsD7ybMBrP/zJWuThjx68wtep3DYjyaxpydSG1otacPe4lS5pwxiuVvhqbLgUANrK/3t6d",
+	"Bb04p0k1DA8sikwIAtgU92d2TVgW0KTC1gHz5nfiE3XsDDzQveEdl8jiDxfSRqrzV1guvaXSPn0MuPlf",
+	"KCSMFMCykZv1eRAVlYk88MIaPBFlafpbB+WDAVr3OnQtX+TdaLXkmCzfq9pWqMpFBHQNKMFW24d6QYXm",
+	"nbiTpQvRvcrULcN3DPoFEvKDbcq9x9Ylb9diolTYoPXKtkA6eBXfhME+lNMY8lxsaOifKs5hjXNWdt5u",
+	"y13blAt+l3CzRpC+pqKbJhAtSrRbTaNV6CKGmAJXqQS1MYqB+FCVx6hhVbSyag1O0vIr1orJktUUhFvT",
+	"PgZEFLy9AtE9Y/jvTGMcAUxS5urrrD3SWoO21nYVFAXeeiFIpFWP09fzR6SDekXK2iWZKey4yy3ZpvUo",
+	"i919ejA5DI6wflFnQPuTzqGubqR/+4Nem5VotxxuYqizFG5yFzvV1Fi9Uz1Uvj76oihS+pMqbFaqVKa+",
+	"LOqNSR6ArwU0Cd8rBat485QmYUerXdp+1jHRpdAO2RJmrIVDtj89oJ3DyVHQGYQe6xxNe7Sjwx/lb/bU",
+	"MWCBrw/ht+Zk92vVB90cjmBoutiw+wcm1AsF7xyhYJcPriOO/xmecI/LzQrUe1N4wmas1/WRi1XckbsE",
+	"yhXQ9vVsNRN9tDZXrYCiechkNQsmpt0lz6MYkK4CMZ9EnKEIPXnxtEvO5CkgQqp5gEEFf2NxTzz9GiLZ",
+	"FNSWxj5g4EJZA5WkjSAfAuRdNlOox3L6Cp7yFZQpT/1uw8WF3LdX2NtloUVuTwoziMUFOCByi7IwEgtQ",
+	"Ytakg2H1yd3USOSjrCiwvHlYQuWpXZw9LY9ox7zophHXstzvlDW+fcB/yGR3d21uvia/MpIWIJioXxAH",
+	"rFJ/88X3nR7mujWNsgS2VhronH5EMDlntD+AmrH6z96dFxtqGERpUcQAKxgUQEJyTiKX1tc1VPIUJKBp",
+	"tSJhSDn961JXJAxoxmTvOuK0YXLlQrxrJtcffunsNGIDhTtmNN5gulDOqQW4fWl0W51OgQJyBcGZOve+",
+	"aSLYw/MEptpATBuKRe46ehVOYQ2cfdw08MEdBn4l7jXsP2726cYgM8U6Jat3NilvZ42idGd1TX1+19Q3",
+	"u5zMn2lv/6EaXanMT5NCp/fGUt1elYvRYLnw5hC103o5G8EtWPpGVB0EGL3BApKmSs3m0io6r39p49b4",
+	"UvfwFSD8a8T97j56RN5gjRs/ZTyEIBp/SuOUoYpYlMWJFMq3ZKI8YCOFBzXmmokrWxyiv0OyAB0LKo23",
+	"aoqXKvMMQVxliYMg+Ag6Z69G2/jdEWNQcOYSFqdMw1JZtWdCFkfS6PFJy5cGng8I2umY+9CH3z7WjdGM",
+	"LCn4P/2Mfcx8gEW2RfmMIpyhmcBMcL0yuA3XgqWm5E8XVjH7PqJKf5Z/nRQFx9Q9hi5go6LReNglbyF8",
+	"UP57RHD5K8B7KjkR4RMTRuY0ZApUEwH8IoPC3jwEmrAxl8vR7pILBfAOLanlAjDMFQ9mieAiT2OF2Jew",
+	"LIlYegzhAfAVrts04jSOV2M+pVEsu84UCb3CmDNNaJd5jGVnwAsG4OMcsMfXIUQAxLzeVQSmVai87dGY",
+	"d1SpVrhSmxbudO0qU+4CZbCoqtGI/zenKyjJCSQB2HcVvHrTCFX17gyQHlVfFWNWw+2WW0BIPR8hVX2F",
+	"tcmI5xpsv75GRCWLmGIBMvXLkf5f9+gIm9F0PCJInFjDrUKLpAWnoGlM+IIak0biB8pHxGAAqBx6HoHf",
+	"2i7On4YhyRfoAk3zOV61wBsK2i8ROQ87MxpPO/mi5RtAf/J//xfxcx5lpwJK2PbVFNvYLvs5p7FZG9lQ",
+	"feQ4yHaXWK3qNURqNu2TltpPzq5pFt0yl1DZaBilmPEr22pjqQu9xIPK4sPKoFqJlwt4IMoVf+E22sI7",
+	"JnLV9gcuQbRk8tv///8hfc/zXNLtdtsuiaCyUYH5idiN0nQugU+TddjTxxgMacfxITUq3GSBgMayE4yW",
+	"XAukLF998ebcLaiW07lkFcXJaqWM4eDoRNwyU2ul33/0qLjptG7pcSh19PhRE+aZiUMccwtvqRGfn7R8",
+	"fZFeRZHz2zBp4H4mNSIdc51QVL5kbvlV5CBi47a3j0l1P2mcMBquoCC5bLUBFMo/KxlwpU9kkyo6oRH2",
+	"fswBhltp783g9xuwT3FDrJ+lyH6NRY8aOgQ8UuTZBRqp2iqpRUDhp0DwsIKTWoKThTGpcjQGn5ba2bI6",
+	"+x4uDUD6YGNjfieE2LWBo2UPzDYHTB1olwQzkTKuxYiKFG9R8ubN2VM8D9dChPK1KGBtl+yOylsHtTXr",
+	"hxe7TetkxLgiHCm9j9cQw6Df34xES+pAtGX7z5vsT/eCYb9zEPZYZ0APp52joD/pDNkg3KP9aW/iBdoe",
+	"RNPBcs+XKWq9UT7cZpS/+5K433nEJaOuRCuC7IDMBdfoPaD0rFgpeguFjByl5xonw6mYLyhfmczMku9h",
+	"ZBDK/jpJousZFPFZxPl8Ungw9Bd2rmNJ1uqHWnCbv3P2lBZIOWWXjvEAAfqgFID6PSlfin9XXW07e+4W",
+	"Qvek0jMZD50RKJnSNpJ0dY7d2mt9ZjuzYFiquLDWdZvW2+nt7XeHntOw6M5b7Rcip8oxpDCMqhux0YtU",
+	"3gPnKeWUmJad2n5YecWDQ8feGUdPwmyOcZvsec7aTeoXm/STJOj5XIRRtlJJscO9nlcr3Hw6o1M52zBK",
+	"pTrNMyq71QqOM+q7jtZqnBFg4Duuk4u5M3KenUBCbCDP9N6+53n9o95g2EeUyHLfmvLsnp+q2apgxyxf",
+	"lDp2eo7dtexZdYyNQcfyn/IoIzE6VzPKb8hK5MAm4VZYI7BIHvQgZOq8etk5ODiUo0NahfDn3QMsGkXI",
+	"mvgXzZgzofxsv0fgdaLE3q6OKZxAeIfcR+Nqqs8SZe7IdjosaWokkfYuFtcWdaXCVN3WQu5YubVVZY8m",
+	"dHiIZwAGzdkSejS4uZC2llXcWw1awjZvV/GJ+QLm379zeKca2n/K/thUaC3TH/1etrfDF6+wINaVDkcs",
+	"IvW2Da8hOA9ch/1dPraKX/1XcTiqguUVlyPSmXVyN7sdm26Ot+e8l26tlIuJpaRVuoA1VlHIEuU9oBmS",
+	"KtZ/VK5CmA36pjKxpAlg/xdlRH2XlEC13FLl7K/SUoXWln3LWxQBst7W0nyzs7G9a+a+S+LohtkFsMrl",
+	"sZqDlrZYKltuPhRjOAsf5vIjyV7RaGc+9kq//9CM7M8U+z/GnQVk2H8p93iMlZXXZ96fwu/giMI7BqjR",
+	"Konx/YJGoU+Mp0GB7WV5SiYsEHOWEh9bjxlUwTZ/nJgIFP3kyUrq/BhMmLLMLeIs9Q0FFogCh/00T+Cc",
+	"qwl1ySvNm2wLXJU0XWRdgnOIsdiOj8OWsyhGZ1+lqIo1EyFN8oShMxxqBpQi1esMA7v5I/EMM8GdlR/z",
+	"wUNzDRd8RmZA/99jIv/NtBcsyP7l/AeNwHXc5zXjYWrAMFIse125u0TQzi3MSX6xpKuSkqGw/zMBtS5N",
+	"SEaDkmG85SuS0ihcdzkplty6oLz7fSHe8oVdcNqjdcXkpGvXQgolXvV8bKUt6amh0oS5LesuPgH/q7ju",
+	"JJXbzpMdWeUOnFFu4x+JL6bqvf8UexDWemnqav+cs1w5pjXpYGRjs+X9J9/8L803TZ6YZl/b+SaoNLsC",
+	"nTJuo+BIeYuVQos8o1apdjHUkqXBTE6z7ULZYzCiltHuEKiXjIaI1P/gKKiy6dXvCoQKPUgZAMvUtahk",
+	"zbDt6v31xMOCZkrzeKrXO+dmue1pYTFuxSDM5pQAdoIZC48JJKhJIaiBmLoWDOPQ2ytQ5hUZ2xekRZzf",
+	"LMsWo8ePe/2Drtf1ur3RoXfoFcXr8xLt77zKKjqkaZlfYOls9C5umuJmHFpDatuBaMG/0AFvg/GThCxm",
+	"TYnBl2wuoExYs7vCJWAMmOrcWFoyUxfedsVxvEGMQoL2D+TxFTrSVymx3R52mnS9bnla/BClGFKljaIC",
+	"ymro9UnLPy1/XbkSh6xGqU1gucylSG7SLV4TLKs2leshm9ZmVQLLFLob4BCfwgq/1pPcJdmrWGfIdtu8",
+	"ZpVg2CPam/R1vldnQPcnncPgALPB+nRvMgiG/1HpX4PmBA6YFxbIh8XbiYr+9LAocd3faQm+phlb0tUf",
+	"Q8IjLyHUomuLTb0ufKCOKhkJhbybDse5CGhMQnbLYrEAzQDfJS0foj2SnGNl9JAtYrFioRH7cCcFof9W",
+	"DnHhBH518sPls7+9LyJMu6UiqTXBACq3msE6ZMYtwIyFR6des7JbnMpK3m89ev7MWGmLirbUHqnbFReK",
+	"VrkKlC6tKlyuckJ0CWbXIGJdOtIW5G//+m8lE1L9HYU+cEV863HtjcJAsqZT0+jqEwK2pur+K9mjRY+y",
+	"8uTAF6r+lGrXpqJ6k1dWYpoNrk5aEKGWtq2WCjTOre2sKQPazMLsPurV3up9mTRtua6cJelXBKCTMKws",
+	"SqykbChCNm0uUGL1arLu6p0ZNHsM1SupFKmyxOSJwmNeNGnpGJ/fff5/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -32,11 +32,11 @@ export interface paths {
          *
          *     | status | `error` | when |
          *     |---|---|---|
-         *     | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+         *     | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
          *     | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
          *     | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
          *     | 413 | `invalid_request` | Body over 1 MiB |
-         *     | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+         *     | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
          *     | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
          */
         post: operations["createToken"];
@@ -145,7 +145,10 @@ export interface paths {
          *       round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
          *       (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
          *       discount line) have at most 4 decimal places.
-         *     - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+         *     - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+         *       characters.
+         *     - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+         *       holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
          *
          *     **422** when the request is valid but cannot be done: `merchantAccountId` is not a
          *     MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -1267,6 +1270,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The service cannot reach its database just now (it is down, restarting, or did not answer within the request's time limit). Nothing is left half-done: a change either happened in full or not at all. Retry after `Retry-After` seconds; a create retried with the same `Idempotency-Key` is made at most once, so a create whose answer was lost can be sent again safely. */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1387,6 +1400,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getJwks: {
@@ -1527,6 +1541,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createPaymentRequest: {
@@ -1575,6 +1590,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPaymentRequest: {
@@ -1606,6 +1622,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     sendPaymentRequest: {
@@ -1638,6 +1655,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelPaymentRequest: {
@@ -1670,6 +1688,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteSavedCard: {
@@ -1700,6 +1719,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listLocations: {
@@ -1724,6 +1744,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getLocation: {
@@ -1755,6 +1776,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAccounts: {
@@ -1785,6 +1807,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPortfolio: {
@@ -1815,6 +1838,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listApplications: {
@@ -1856,6 +1880,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApplication: {
@@ -1887,6 +1912,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

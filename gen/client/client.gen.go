@@ -1136,6 +1136,14 @@ type NotFound = Problem
 // `unavailable` (503) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
 
+// ServiceUnavailable A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
+// `unavailable` (503) or `internal` (500, a bug).
+type ServiceUnavailable = Problem
+
 // TooManyRequests A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
@@ -1373,11 +1381,11 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes any type of body and a specified content type.
@@ -1404,11 +1412,11 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes a body of the `application/json` content type.
@@ -1435,11 +1443,11 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
@@ -1487,7 +1495,10 @@ type ClientInterface interface {
 	//   round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 	//   (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 	//   discount line) have at most 4 decimal places.
-	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+	//   characters.
+	// - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+	//   holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 	//
 	// **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 	// MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -1527,7 +1538,10 @@ type ClientInterface interface {
 	//   round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 	//   (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 	//   discount line) have at most 4 decimal places.
-	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+	//   characters.
+	// - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+	//   holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 	//
 	// **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 	// MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -1718,11 +1732,11 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes any type of body and a specified content type.
@@ -1759,11 +1773,11 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes a body of the `application/json` content type.
@@ -1800,11 +1814,11 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
@@ -1882,7 +1896,10 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 //     round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 //     (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 //     discount line) have at most 4 decimal places.
-//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+//     characters.
+//   - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+//     holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 //
 // **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 // MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -1932,7 +1949,10 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 //     round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 //     (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 //     discount line) have at most 4 decimal places.
-//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+//     characters.
+//   - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+//     holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 //
 // **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 // MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -2904,11 +2924,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2935,11 +2955,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -2966,11 +2986,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 1 MiB |
-	// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
@@ -3022,7 +3042,10 @@ type ClientWithResponsesInterface interface {
 	//   round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 	//   (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 	//   discount line) have at most 4 decimal places.
-	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+	//   characters.
+	// - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+	//   holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 	//
 	// **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 	// MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -3062,7 +3085,10 @@ type ClientWithResponsesInterface interface {
 	//   round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 	//   (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 	//   discount line) have at most 4 decimal places.
-	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+	// - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+	//   characters.
+	// - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+	//   holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 	//
 	// **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 	// MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -3176,6 +3202,11 @@ type ListAccountsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListAccountsResponse503Headers the declared response headers of an HTTP 503 response for ListAccounts
+type ListAccountsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListAccountsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3189,10 +3220,14 @@ type ListAccountsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListAccountsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListAccountsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAccountsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3218,6 +3253,11 @@ func (r ListAccountsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r ListAccountsResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAccountsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3264,6 +3304,11 @@ type ListApplicationsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListApplicationsResponse503Headers the declared response headers of an HTTP 503 response for ListApplications
+type ListApplicationsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListApplicationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3277,12 +3322,16 @@ type ListApplicationsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListApplicationsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListApplicationsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListApplicationsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListApplicationsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3308,6 +3357,11 @@ func (r ListApplicationsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r ListApplicationsResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListApplicationsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3349,6 +3403,11 @@ type GetApplicationResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetApplicationResponse503Headers the declared response headers of an HTTP 503 response for GetApplication
+type GetApplicationResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetApplicationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3364,10 +3423,14 @@ type GetApplicationResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetApplicationResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetApplicationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApplicationResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3398,6 +3461,11 @@ func (r GetApplicationResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r GetApplicationResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetApplicationResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3480,6 +3548,11 @@ type ListLocationsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListLocationsResponse503Headers the declared response headers of an HTTP 503 response for ListLocations
+type ListLocationsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListLocationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3493,10 +3566,14 @@ type ListLocationsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListLocationsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListLocationsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLocationsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3522,6 +3599,11 @@ func (r ListLocationsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r ListLocationsResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3563,6 +3645,11 @@ type GetLocationResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetLocationResponse503Headers the declared response headers of an HTTP 503 response for GetLocation
+type GetLocationResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetLocationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3578,10 +3665,14 @@ type GetLocationResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetLocationResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetLocationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetLocationResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3612,6 +3703,11 @@ func (r GetLocationResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r GetLocationResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetLocationResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3658,6 +3754,11 @@ type CreateTokenResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateTokenResponse503Headers the declared response headers of an HTTP 503 response for CreateToken
+type CreateTokenResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3673,12 +3774,16 @@ type CreateTokenResponse struct {
 	JSON415 *TokenError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TokenError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreateTokenResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTokenResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTokenResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3709,6 +3814,11 @@ func (r CreateTokenResponse) GetJSON415() *TokenError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CreateTokenResponse) GetJSON429() *TokenError {
 	return r.JSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTokenResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3750,6 +3860,11 @@ type GetPortfolioResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetPortfolioResponse503Headers the declared response headers of an HTTP 503 response for GetPortfolio
+type GetPortfolioResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetPortfolioResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3763,10 +3878,14 @@ type GetPortfolioResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPortfolioResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetPortfolioResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPortfolioResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3792,6 +3911,11 @@ func (r GetPortfolioResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r GetPortfolioResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPortfolioResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3838,6 +3962,11 @@ type ListPaymentRequestsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListPaymentRequestsResponse503Headers the declared response headers of an HTTP 503 response for ListPaymentRequests
+type ListPaymentRequestsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListPaymentRequestsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3851,12 +3980,16 @@ type ListPaymentRequestsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListPaymentRequestsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListPaymentRequestsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListPaymentRequestsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPaymentRequestsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3882,6 +4015,11 @@ func (r ListPaymentRequestsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r ListPaymentRequestsResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPaymentRequestsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3928,6 +4066,11 @@ type CreatePaymentRequestResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreatePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for CreatePaymentRequest
+type CreatePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreatePaymentRequestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3949,12 +4092,16 @@ type CreatePaymentRequestResponse struct {
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreatePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePaymentRequestResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4002,6 +4149,11 @@ func (r CreatePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyReq
 	return r.ApplicationproblemJSON429
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreatePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CreatePaymentRequestResponse) GetBody() []byte {
 	return r.Body
@@ -4041,6 +4193,11 @@ type GetPaymentRequestResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetPaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for GetPaymentRequest
+type GetPaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetPaymentRequestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4056,10 +4213,14 @@ type GetPaymentRequestResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetPaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPaymentRequestResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4090,6 +4251,11 @@ func (r GetPaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r GetPaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4131,6 +4297,11 @@ type CancelPaymentRequestResponse429Headers struct {
 	RetryAfter int
 }
 
+// CancelPaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for CancelPaymentRequest
+type CancelPaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
 type CancelPaymentRequestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4148,10 +4319,14 @@ type CancelPaymentRequestResponse struct {
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelPaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelPaymentRequestResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4187,6 +4362,11 @@ func (r CancelPaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessa
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CancelPaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelPaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4228,6 +4408,11 @@ type SendPaymentRequestResponse429Headers struct {
 	RetryAfter int
 }
 
+// SendPaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for SendPaymentRequest
+type SendPaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
 type SendPaymentRequestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4245,10 +4430,14 @@ type SendPaymentRequestResponse struct {
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SendPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendPaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendPaymentRequestResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4284,6 +4473,11 @@ func (r SendPaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessabl
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r SendPaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SendPaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4373,6 +4567,11 @@ type DeleteSavedCardResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteSavedCardResponse503Headers the declared response headers of an HTTP 503 response for DeleteSavedCard
+type DeleteSavedCardResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteSavedCardResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4388,10 +4587,14 @@ type DeleteSavedCardResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
 	ApplicationproblemJSON502 *BadGateway
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteSavedCardResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteSavedCardResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteSavedCardResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4422,6 +4625,11 @@ func (r DeleteSavedCardResponse) GetApplicationproblemJSON429() *TooManyRequests
 // GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
 func (r DeleteSavedCardResponse) GetApplicationproblemJSON502() *BadGateway {
 	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteSavedCardResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4577,11 +4785,11 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4614,11 +4822,11 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -4651,11 +4859,11 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, or the body cannot be read |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 1 MiB |
-// | 415 | `invalid_request` | Body neither form-encoded nor JSON |
+// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
@@ -4725,7 +4933,10 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 //     round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 //     (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 //     discount line) have at most 4 decimal places.
-//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+//     characters.
+//   - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+//     holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 //
 // **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 // MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -4771,7 +4982,10 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 //     round-half-up(`quantity` × `unitCost`, 2 places) must equal `amount`
 //     (else 400 `errors.lines`). `quantity` > 0 and `unitCost` (may be negative, a
 //     discount line) have at most 4 decimal places.
-//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...).
+//   - Length limits are in the schema (`invoiceNumber` 1–64, `memo` ≤ 2000, ...), in
+//     characters.
+//   - Text is stored and returned exactly as sent; text that is not valid UTF-8, or that
+//     holds an escaped lone surrogate or NUL, is a 400 naming the field (see Text above).
 //
 // **422** when the request is valid but cannot be done: `merchantAccountId` is not a
 // MID of the caller's organization (`Unknown merchant account`), or its location is
@@ -4944,6 +5158,13 @@ func ParseListAccountsResponse(rsp *http.Response) (*ListAccountsResponse, error
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -4967,6 +5188,16 @@ func ParseListAccountsResponse(rsp *http.Response) (*ListAccountsResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAccountsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5021,6 +5252,13 @@ func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsRespons
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5054,6 +5292,16 @@ func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListApplicationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5115,6 +5363,13 @@ func ParseGetApplicationResponse(rsp *http.Response) (*GetApplicationResponse, e
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5138,6 +5393,16 @@ func ParseGetApplicationResponse(rsp *http.Response) (*GetApplicationResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApplicationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5218,6 +5483,13 @@ func ParseListLocationsResponse(rsp *http.Response) (*ListLocationsResponse, err
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5241,6 +5513,16 @@ func ParseListLocationsResponse(rsp *http.Response) (*ListLocationsResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLocationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5302,6 +5584,13 @@ func ParseGetLocationResponse(rsp *http.Response) (*GetLocationResponse, error) 
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5325,6 +5614,16 @@ func ParseGetLocationResponse(rsp *http.Response) (*GetLocationResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetLocationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5386,6 +5685,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5419,6 +5725,16 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5473,6 +5789,13 @@ func ParseGetPortfolioResponse(rsp *http.Response) (*GetPortfolioResponse, error
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5496,6 +5819,16 @@ func ParseGetPortfolioResponse(rsp *http.Response) (*GetPortfolioResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPortfolioResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5550,6 +5883,13 @@ func ParseListPaymentRequestsResponse(rsp *http.Response) (*ListPaymentRequestsR
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5583,6 +5923,16 @@ func ParseListPaymentRequestsResponse(rsp *http.Response) (*ListPaymentRequestsR
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPaymentRequestsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5665,6 +6015,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5698,6 +6055,16 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5759,6 +6126,13 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5782,6 +6156,16 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5850,6 +6234,13 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5873,6 +6264,16 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5941,6 +6342,13 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5964,6 +6372,16 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6061,6 +6479,13 @@ func ParseDeleteSavedCardResponse(rsp *http.Response) (*DeleteSavedCardResponse,
 		}
 		response.ApplicationproblemJSON502 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6084,6 +6509,16 @@ func ParseDeleteSavedCardResponse(rsp *http.Response) (*DeleteSavedCardResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteSavedCardResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -3,12 +3,14 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -26,6 +28,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/paypage"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 )
 
@@ -47,6 +50,8 @@ type Server struct {
 	// operations holds every "METHOD /echo/path" the spec describes.
 	operations map[string]bool
 	limiter    *keyLimiter
+	// requestTimeout bounds each API request, its database work included.
+	requestTimeout time.Duration
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -61,23 +66,24 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
 		openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
 	})
-	spec, err := gen.GetSwagger()
+	spec, err := gen.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("api: load embedded spec: %w", err)
 	}
 	s := &Server{
-		log:          log,
-		db:           a.DB,
-		auth:         a.Auth,
-		directory:    a.Directory,
-		invoices:     a.Invoices,
-		payments:     a.Payments,
-		portfolio:    a.Portfolio,
-		applications: a.Applications,
-		publicURL:    a.Config.PublicURL,
-		permissions:  map[string]string{},
-		operations:   map[string]bool{},
-		limiter:      &keyLimiter{limit: rate.Limit(a.Config.RateLimit), burst: a.Config.RateBurst, keys: map[string]*rate.Limiter{}},
+		log:            log,
+		db:             a.DB,
+		auth:           a.Auth,
+		directory:      a.Directory,
+		invoices:       a.Invoices,
+		payments:       a.Payments,
+		portfolio:      a.Portfolio,
+		applications:   a.Applications,
+		publicURL:      a.Config.PublicURL,
+		permissions:    map[string]string{},
+		operations:     map[string]bool{},
+		limiter:        &keyLimiter{limit: rate.Limit(a.Config.RateLimit), burst: a.Config.RateBurst, keys: map[string]*rate.Limiter{}},
+		requestTimeout: a.Config.RequestTimeout,
 	}
 	for path, item := range spec.Paths.Map() {
 		echoPath := toEchoPath(path)
@@ -105,18 +111,22 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	e.Use(s.requestLog, recoverPanic, secureHeaders, limitBody, s.authenticate)
-	e.Use(echomiddleware.OapiRequestValidatorWithOptions(spec, &echomiddleware.Options{
-		DoNotValidateServers:  true,
-		SilenceServersWarning: true,
+	e.Use(s.requestLog, recoverPanic, secureHeaders, limitBody, s.deadline, s.authenticate, s.wellFormedText)
+	validate := a.Config.ValidateRequests
+	e.Use(requestValidator(spec, &echomiddleware.Options{
 		Options: openapi3filter.Options{
 			MultiError:         true,
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			// The handlers bind the body the validator checked, member names
+			// matched exactly: {"memo": null, "Memo": "…"} stores null, not
+			// an unchecked "Memo" matched without regard to case.
+			KeepValidatedValue: true,
 		},
 		// The token endpoint answers its own OAuth errors; routes the spec
-		// does not describe get echo's 404 and 405.
+		// does not describe get echo's 404 and 405. PAYREQ_VALIDATE_REQUESTS
+		// =false (benchmarks only) skips everything.
 		Skipper: func(c echo.Context) bool {
-			return c.Path() == "/oauth/token" || !s.operations[c.Request().Method+" "+c.Path()]
+			return !validate || c.Path() == "/oauth/token" || !s.operations[c.Request().Method+" "+c.Path()]
 		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
 			p := httpx.FromValidation(me)
@@ -165,6 +175,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := toProblem(err)
+	// A request that ran out of its time failed for want of the database,
+	// whatever error that surfaced as.
+	if p.Status == http.StatusInternalServerError && errors.Is(c.Request().Context().Err(), context.DeadlineExceeded) {
+		p = httpx.Unavailable()
+	}
 	// Only the token operation (POST) answers OAuth bodies; another method
 	// on its path is a 405 like any other.
 	if c.Path() == "/oauth/token" && c.Request().Method == http.MethodPost && p.Status < 500 {
@@ -207,6 +222,9 @@ func toProblem(err error) *httpx.Problem {
 			// a body that is not JSON).
 			return httpx.Validation("body", fmt.Sprint(he.Message))
 		}
+	}
+	if postgres.Unavailable(err) {
+		return httpx.Unavailable()
 	}
 	return &httpx.Problem{Kind: httpx.KindInternal, Status: http.StatusInternalServerError, Title: "Internal error",
 		Detail: "The service failed to answer this request; it has been logged. Retry later."}

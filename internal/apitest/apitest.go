@@ -140,7 +140,7 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 		ts.Close()
 		a.Close()
 	})
-	spec, err := gen.GetSwagger()
+	spec, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,10 +81,15 @@ func (s *Service) Exchange(ctx context.Context, address string, c Credentials) (
 		Revoked     bool           `db:"revoked"`
 		OrgStatus   string         `db:"status"`
 	}
-	err := s.DB.GetContext(ctx, &key, `
-		SELECT k.secret_fingerprint, k.organization_id, k.permissions, k.revoked_at IS NOT NULL AS revoked, o.status
-		FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-		WHERE k.id = $1`, c.ClientID)
+	err := sql.ErrNoRows
+	// Only a key id's own shape goes to the database: HTTP Basic credentials
+	// are any bytes, which PostgreSQL text may not hold.
+	if isKeyID(c.ClientID) {
+		err = s.DB.GetContext(ctx, &key, `
+			SELECT k.secret_fingerprint, k.organization_id, k.permissions, k.revoked_at IS NOT NULL AS revoked, o.status
+			FROM api_keys k JOIN organizations o ON o.id = k.organization_id
+			WHERE k.id = $1`, c.ClientID)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Spend the same work as a real comparison, so timing does not tell
 		// which key ids exist.

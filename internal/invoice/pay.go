@@ -15,17 +15,19 @@ import (
 // ByPayToken reads the invoice behind a pay link, with its lines and
 // payments (not the customer's saved cards: the pay page never shows them).
 func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
-	inv, err := scanInvoice(s.DB.QueryRowxContext(ctx, selectInvoice+` WHERE i.pay_token = $1`, token))
+	var lines, payments, cards []byte
+	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.pay_token = $1`, token),
+		&lines, &payments, &cards)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
 	if err != nil {
 		return Invoice{}, fmt.Errorf("invoice: unable to read invoice by pay link: %w", err)
 	}
-	if inv.Lines, err = s.lines(ctx, inv.ID); err != nil {
+	if inv.Lines, err = decodeLines(lines); err != nil {
 		return Invoice{}, err
 	}
-	if inv.Payments, err = s.payments(ctx, inv.ID); err != nil {
+	if inv.Payments, err = decodePayments(payments); err != nil {
 		return Invoice{}, err
 	}
 	return inv, nil

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -56,17 +58,43 @@ const selectInvoice = `
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
 
+// selectFullInvoice adds the lines, payments and the customer's saved
+// cards, each a JSON array of rows of text (decoded by decodeText), so that
+// a read is one statement: one round trip instead of four.
+const selectFullInvoice = `
+	SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
+		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers,
+		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
+				il.commodity_code, il.upc) ORDER BY il.position)
+			FROM invoice_lines il WHERE il.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
+				p.paid_at, p.level3_sent::text, p.saved_card::text) ORDER BY p.paid_at, p.id)
+			FROM payments p WHERE p.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
+				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
+			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))
+	FROM invoices i
+	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
+	JOIN locations l ON l.id = ma.location_id
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
+
 type scanner interface{ Scan(dest ...any) error }
 
-func scanInvoice(row scanner) (Invoice, error) {
+// scanInvoice reads a row of selectInvoice; extra receives the columns
+// that follow (those of selectFullInvoice).
+func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 	var inv Invoice
 	var amount, paid, status string
 	var locationName sql.NullString
-	err := row.Scan(&inv.ID, &inv.OrganizationID, &inv.MerchantAccountID, &inv.MID, &locationName, &inv.InvoiceNumber,
+	dest := append([]any{&inv.ID, &inv.OrganizationID, &inv.MerchantAccountID, &inv.MID, &locationName, &inv.InvoiceNumber,
 		&inv.PONumber, &amount, &paid, &inv.CustomerName, &inv.CustomerCompany, &inv.CustomerEmail, &inv.CustomerPhone,
 		&inv.Delivery, &inv.SentVia, &inv.SentAt, &inv.SendProblem, &inv.Memo, &inv.DueDate, &inv.LineCount, &status,
 		&inv.FailedAttempts, &inv.Problem, &inv.PaidAt, &inv.Level3Sent, &inv.CreatedAt, &inv.CreatedByName,
-		&inv.CancelledAt, &inv.CancelledByName, &inv.PayToken, &inv.CustomerPrefers)
+		&inv.CancelledAt, &inv.CancelledByName, &inv.PayToken, &inv.CustomerPrefers}, extra...)
+	err := row.Scan(dest...)
 	if err != nil {
 		return Invoice{}, err
 	}
@@ -94,46 +122,32 @@ func newPayToken() string {
 // Create makes an invoice from a validated draft and, unless Send is false,
 // queues its pay link in the same transaction. With an Idempotency-Key, a
 // repeat of the same request answers the invoice already made (replayed
-// true); concurrent repeats wait on a database lock for the first one.
+// true); concurrent repeats wait on the key's unique index for the first.
 func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempotency) (inv Invoice, replayed bool, err error) {
-	var id uuid.UUID
+	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		if idem != nil {
-			found, err := s.claimIdempotencyKey(ctx, tx, actor.OrganizationID, *idem, now)
+			found, err := s.claimIdempotencyKey(ctx, tx, actor.OrganizationID, *idem, id, now)
 			if err != nil || found != uuid.Nil {
 				id, replayed = found, found != uuid.Nil
 				return err
 			}
 		}
-		var account struct {
-			LocationStatus string `db:"status"`
-		}
-		err := tx.GetContext(ctx, &account, `
-			SELECT l.status FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-			WHERE ma.id = $1 AND ma.organization_id = $2`, d.MerchantAccountID, actor.OrganizationID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return unprocessable("Unknown merchant account",
-				"merchantAccountId is not a MID of your organization; list yours with GET /accounts.")
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to read merchant account: %w", err)
-		}
-		if account.LocationStatus != "active" {
-			return unprocessable("Merchant account unavailable",
-				"The location of this MID is not active, so it cannot take invoices.")
-		}
-
 		delivery := Email
 		if d.Delivery != nil {
 			delivery = *d.Delivery
 		}
-		id = uuid.Must(uuid.NewV7())
-		_, err = tx.ExecContext(ctx, `
+		// The MID must be the caller's and its location active: a row is
+		// inserted only then, and accountProblem tells which rule failed.
+		res, err := tx.ExecContext(ctx, `
 			INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 				line_count, status, created_at, created_by_name, pay_token)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'open', $15, $16, $17)`,
+			SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
+				$14::integer, 'open', $15::timestamptz, $16, $17
+			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+			WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'`,
 			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
 			len(d.Lines), now, actor.Name, newPayToken())
@@ -145,20 +159,15 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		if err != nil {
 			return fmt.Errorf("invoice: unable to create invoice: %w", err)
 		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return accountProblem(ctx, tx, actor.OrganizationID, d.MerchantAccountID)
+		}
 		if err := insertLines(ctx, tx, id, d.Lines); err != nil {
 			return err
 		}
 		if d.Send == nil || *d.Send {
 			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 				return err
-			}
-		}
-		if idem != nil {
-			_, err = tx.ExecContext(ctx, `
-				INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
-				VALUES ($1, $2, $3, $4, $5)`, actor.OrganizationID, idem.Key, idem.Hash, id, now)
-			if err != nil {
-				return fmt.Errorf("invoice: unable to remember idempotency key: %w", err)
 			}
 		}
 		return nil
@@ -170,32 +179,55 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 	return inv, replayed, err
 }
 
-// claimIdempotencyKey takes the key's lock for this transaction and returns
-// the invoice an earlier request with it made, if any within the window.
-// A different body under the same key is a RuleError.
-func (s *Store) claimIdempotencyKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem Idempotency, now time.Time) (uuid.UUID, error) {
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, org.String()+"/"+idem.Key); err != nil {
-		return uuid.Nil, fmt.Errorf("invoice: unable to lock idempotency key: %w", err)
+// accountProblem says why an invoice could not be made on mid.
+func accountProblem(ctx context.Context, tx *sqlx.Tx, org, mid uuid.UUID) error {
+	var status string
+	err := tx.GetContext(ctx, &status, `
+		SELECT l.status FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+		WHERE ma.id = $1 AND ma.organization_id = $2`, mid, org)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return unprocessable("Unknown merchant account",
+			"merchantAccountId is not a MID of your organization; list yours with GET /accounts.")
+	case err != nil:
+		return fmt.Errorf("invoice: unable to read merchant account: %w", err)
+	case status != "active":
+		return unprocessable("Merchant account unavailable",
+			"The location of this MID is not active, so it cannot take invoices.")
+	}
+	return errors.New("invoice: the merchant account's location became active while the invoice was made; retry")
+}
+
+// claimIdempotencyKey records the key as making invoice id, inside tx, or
+// returns the invoice an earlier request with it made within the window.
+// The claim is an insert on the key's unique index: a concurrent request
+// with the same key waits there until the first commits (then it finds the
+// first's invoice) or rolls back (then it claims the key itself). A key past
+// the window is taken over. A different body under the same key is a
+// RuleError.
+func (s *Store) claimIdempotencyKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem Idempotency, id uuid.UUID, now time.Time) (uuid.UUID, error) {
+	var claimed bool
+	err := tx.GetContext(ctx, &claimed, `
+		INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (organization_id, key) DO UPDATE
+			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
+			WHERE idempotency_keys.created_at <= $6
+		RETURNING true`, org, idem.Key, idem.Hash, id, now, now.Add(-IdempotencyWindow))
+	if err == nil {
+		return uuid.Nil, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return uuid.Nil, fmt.Errorf("invoice: unable to claim idempotency key: %w", err)
 	}
 	var row struct {
 		Hash      []byte    `db:"request_hash"`
 		InvoiceID uuid.UUID `db:"invoice_id"`
-		CreatedAt time.Time `db:"created_at"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT request_hash, invoice_id, created_at FROM idempotency_keys
+	err = tx.GetContext(ctx, &row, `SELECT request_hash, invoice_id FROM idempotency_keys
 		WHERE organization_id = $1 AND key = $2`, org, idem.Key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return uuid.Nil, nil
-	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("invoice: unable to read idempotency key: %w", err)
-	}
-	if now.Sub(row.CreatedAt) >= IdempotencyWindow {
-		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE organization_id = $1 AND key = $2`, org, idem.Key)
-		if err != nil {
-			return uuid.Nil, fmt.Errorf("invoice: unable to forget idempotency key: %w", err)
-		}
-		return uuid.Nil, nil
 	}
 	if subtle.ConstantTimeCompare(row.Hash, idem.Hash) != 1 {
 		return uuid.Nil, &RuleError{Kind: "idempotency-key-reused", Title: "Idempotency key reused",
@@ -245,88 +277,135 @@ func insertLines(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, lines []Line) e
 // Get reads an invoice with its lines, payments, and the customer's saved
 // cards and preference.
 func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
-	inv, err := scanInvoice(s.DB.QueryRowxContext(ctx, selectInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+	var lines, payments, cards []byte
+	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org),
+		&lines, &payments, &cards)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
 	if err != nil {
 		return Invoice{}, fmt.Errorf("invoice: unable to read invoice: %w", err)
 	}
-	if inv.Lines, err = s.lines(ctx, id); err != nil {
+	if inv.Lines, err = decodeLines(lines); err != nil {
 		return Invoice{}, err
 	}
-	if inv.Payments, err = s.payments(ctx, id); err != nil {
+	if inv.Payments, err = decodePayments(payments); err != nil {
 		return Invoice{}, err
 	}
-	if inv.SavedCards, err = s.savedCards(ctx, org, inv.CustomerEmail); err != nil {
+	if inv.SavedCards, err = decodeSavedCards(cards); err != nil {
 		return Invoice{}, err
 	}
 	return inv, nil
 }
 
-func (s *Store) lines(ctx context.Context, id uuid.UUID) ([]Line, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT description, quantity::text, unit_cost::text, uom, commodity_code, upc
-		FROM invoice_lines WHERE invoice_id = $1 ORDER BY position`, id)
+// decodeText decodes a JSON array of rows of n strings or nulls (NULL: no
+// rows), as selectFullInvoice makes them: uuids, numerics, booleans and
+// times are text there, read here.
+func decodeText(what string, b []byte, n int) ([][]*string, error) {
+	if b == nil {
+		return nil, nil
+	}
+	rows, err := parseTextRows(b, n)
 	if err != nil {
-		return nil, fmt.Errorf("invoice: unable to read lines: %w", err)
+		return nil, fmt.Errorf("invoice: unable to read %s: %w", what, err)
 	}
-	defer rows.Close()
-	lines := []Line{}
-	for rows.Next() {
-		var l Line
-		var q, c string
-		if err := rows.Scan(&l.Description, &q, &c, &l.UOM, &l.CommodityCode, &l.UPC); err != nil {
-			return nil, fmt.Errorf("invoice: unable to read lines: %w", err)
-		}
-		if l.Quantity, err = parseNumeric(q); err != nil {
-			return nil, err
-		}
-		if l.UnitCost, err = parseNumeric(c); err != nil {
-			return nil, err
-		}
-		lines = append(lines, l)
-	}
-	return lines, rows.Err()
+	return rows, nil
 }
 
-func (s *Store) payments(ctx context.Context, id uuid.UUID) ([]Payment, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, paid_at,
-		level3_sent, saved_card FROM payments WHERE invoice_id = $1 ORDER BY paid_at, id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("invoice: unable to read payments: %w", err)
-	}
-	defer rows.Close()
-	payments := []Payment{}
-	for rows.Next() {
-		var p Payment
-		var amount string
-		if err := rows.Scan(&p.ID, &amount, &p.RetRef, &p.CardBrand, &p.LastFour, &p.PayerName, &p.PaidAt, &p.Level3Sent, &p.SavedCard); err != nil {
-			return nil, fmt.Errorf("invoice: unable to read payments: %w", err)
-		}
-		if p.Amount, err = parseNumeric(amount); err != nil {
-			return nil, err
-		}
-		payments = append(payments, p)
-	}
-	return payments, rows.Err()
+// textRow reads the values of one row of decodeText, keeping the first error.
+type textRow struct {
+	what string
+	row  []*string
+	err  error
 }
 
-func (s *Store) savedCards(ctx context.Context, org uuid.UUID, email string) ([]SavedCard, error) {
-	cards := []SavedCard{}
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, card_brand, last_four, expiry, saved_at, saved_by_name
-		FROM saved_cards WHERE organization_id = $1 AND customer_email = lower($2) ORDER BY saved_at DESC, id`, org, email)
-	if err != nil {
-		return nil, fmt.Errorf("invoice: unable to read saved cards: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c SavedCard
-		if err := rows.Scan(&c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName); err != nil {
-			return nil, fmt.Errorf("invoice: unable to read saved cards: %w", err)
+func (r *textRow) text(i int) string {
+	if r.row[i] == nil {
+		if r.err == nil {
+			r.err = fmt.Errorf("invoice: unable to read %s: value %d is null", r.what, i)
 		}
-		cards = append(cards, c)
+		return ""
 	}
-	return cards, rows.Err()
+	return *r.row[i]
+}
+
+func (r *textRow) optional(i int) *string { return r.row[i] }
+
+func (r *textRow) uuid(i int) uuid.UUID {
+	id, err := uuid.Parse(r.text(i))
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("invoice: unable to read %s: %w", r.what, err)
+	}
+	return id
+}
+
+func (r *textRow) numeric(i int) apd.Decimal {
+	d, err := parseNumeric(r.text(i))
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return d
+}
+
+func (r *textRow) time(i int) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, r.text(i))
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("invoice: unable to read %s: %w", r.what, err)
+	}
+	return t
+}
+
+func (r *textRow) bool(i int) bool { return r.text(i) == "true" }
+
+func decodeLines(b []byte) ([]Line, error) {
+	rows, err := decodeText("lines", b, 6)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]Line, len(rows))
+	for i, row := range rows {
+		r := textRow{what: "lines", row: row}
+		lines[i] = Line{Description: r.text(0), Quantity: r.numeric(1), UnitCost: r.numeric(2),
+			UOM: r.optional(3), CommodityCode: r.optional(4), UPC: r.optional(5)}
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return lines, nil
+}
+
+func decodePayments(b []byte) ([]Payment, error) {
+	rows, err := decodeText("payments", b, 9)
+	if err != nil {
+		return nil, err
+	}
+	payments := make([]Payment, len(rows))
+	for i, row := range rows {
+		r := textRow{what: "payments", row: row}
+		payments[i] = Payment{ID: r.uuid(0), Amount: r.numeric(1), RetRef: r.optional(2), CardBrand: r.optional(3),
+			LastFour: r.optional(4), PayerName: r.optional(5), PaidAt: r.time(6), Level3Sent: r.bool(7), SavedCard: r.bool(8)}
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return payments, nil
+}
+
+func decodeSavedCards(b []byte) ([]SavedCard, error) {
+	rows, err := decodeText("saved cards", b, 6)
+	if err != nil {
+		return nil, err
+	}
+	cards := make([]SavedCard, len(rows))
+	for i, row := range rows {
+		r := textRow{what: "saved cards", row: row}
+		cards[i] = SavedCard{ID: r.uuid(0), CardBrand: r.optional(1), LastFour: r.optional(2), Expiry: r.optional(3),
+			SavedAt: r.time(4), SavedByName: r.text(5)}
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return cards, nil
 }
 
 // Update runs fn on the invoice under a row lock and saves what fn changed
@@ -448,20 +527,45 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 		}
 		afterAt, afterID = &c.CreatedAt, &c.ID
 	}
-	rows, err := s.DB.QueryxContext(ctx, selectInvoice+`
-		WHERE i.organization_id = $1
-			AND ($2::text IS NULL OR i.status = $2)
-			AND ($3::uuid IS NULL OR i.merchant_account_id = $3)
-			AND ($4::uuid IS NULL OR ma.location_id = $4)
-			AND ($5::text IS NULL OR i.invoice_number = $5)
-			AND ($6::text IS NULL OR lower(i.customer_email) = lower($6))
-			AND ($7::timestamptz IS NULL OR i.created_at >= $7)
-			AND ($8::timestamptz IS NULL OR i.created_at < $8)
-			AND ($9::timestamptz IS NULL OR (i.created_at, i.id) < ($9, $10::uuid))
-		ORDER BY i.created_at DESC, i.id DESC
-		LIMIT $11`,
-		org, f.Status, f.MerchantAccountID, f.LocationID, f.InvoiceNumber, f.CustomerEmail, f.CreatedFrom, f.CreatedTo,
-		afterAt, afterID, limit+1)
+	// Only the filters given become conditions: each combination is its own
+	// statement, prepared once per connection with a plan that fits it (a
+	// plan for "$n IS NULL OR …" could not use the indexes).
+	where, args := []string{"i.organization_id = $1"}, []any{org}
+	add := func(cond string, values ...any) {
+		refs := make([]any, len(values))
+		for i, v := range values {
+			args = append(args, v)
+			refs[i] = len(args)
+		}
+		where = append(where, fmt.Sprintf(cond, refs...))
+	}
+	if f.Status != nil {
+		add("i.status = $%d", *f.Status)
+	}
+	if f.MerchantAccountID != nil {
+		add("i.merchant_account_id = $%d", *f.MerchantAccountID)
+	}
+	if f.LocationID != nil {
+		add("ma.location_id = $%d", *f.LocationID)
+	}
+	if f.InvoiceNumber != nil {
+		add("i.invoice_number = $%d", *f.InvoiceNumber)
+	}
+	if f.CustomerEmail != nil {
+		add("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
+	}
+	if f.CreatedFrom != nil {
+		add("i.created_at >= $%d", *f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		add("i.created_at < $%d", *f.CreatedTo)
+	}
+	if afterAt != nil {
+		add("(i.created_at, i.id) < ($%d::timestamptz, $%d::uuid)", *afterAt, *afterID)
+	}
+	args = append(args, limit+1)
+	rows, err := s.DB.QueryxContext(ctx, fmt.Sprintf("%s\n\tWHERE %s\n\tORDER BY i.created_at DESC, i.id DESC\n\tLIMIT $%d",
+		selectInvoice, strings.Join(where, "\n\t\tAND "), len(args)), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
 	}

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the "postgres" database/sql driver
+	"github.com/lib/pq"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -24,10 +26,11 @@ const DefaultMaxOpenConns = 20
 
 // Open connects to the database at dsn and checks that it answers.
 func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", dsn)
+	connector, err := pq.NewConnector(withConnectTimeout(dsn))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
+	db := sqlx.NewDb(sql.OpenDB(preparing{connector}), "postgres")
 	db.SetMaxOpenConns(DefaultMaxOpenConns)
 	db.SetMaxIdleConns(DefaultMaxOpenConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -36,6 +39,26 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
 	return db, nil
+}
+
+// connectTimeout bounds each new connection when the DSN does not say
+// otherwise, so that work with no deadline of its own (the delivery worker,
+// housekeeping) cannot hang on a database host that does not answer.
+const connectTimeout = "5"
+
+// withConnectTimeout adds connect_timeout to a URL or key=value DSN that
+// lacks one.
+func withConnectTimeout(dsn string) string {
+	if strings.Contains(dsn, "connect_timeout") {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("connect_timeout", connectTimeout)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " connect_timeout=" + connectTimeout
 }
 
 // Migrate applies the migrations in db/migrations that the database lacks. It is

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// request is one HTTP request of a scenario and the status it must get.
+type request struct {
+	method, path string
+	body         []byte
+	header       http.Header
+	want         int
+}
+
+// result is what one run measured.
+type result struct {
+	requests int           // requests started and finished in the window
+	window   time.Duration // the measured window
+	p50, p99 time.Duration
+	errors   int           // answers with another status than wanted, or failures
+	firstErr string        // the first of them, for the log
+	total    int           // requests answered in the whole run, warm-up included
+	cpu      time.Duration // CPU time the server used in the whole run, when known
+	loadCPU  time.Duration // CPU time the load program used in it
+}
+
+// cpuPerRequest is the server's CPU time per answered request.
+func (r result) cpuPerRequest() time.Duration {
+	if r.total == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.total)
+}
+
+// requestSeq numbers every request of the run, so invoice numbers and
+// idempotency keys never repeat from one scenario or server to the next.
+var requestSeq atomic.Int64
+
+func (r result) rate() float64 { return float64(r.requests) / r.window.Seconds() }
+
+// recorder gathers latencies of requests that started inside the window.
+type recorder struct {
+	from, to time.Time
+	mu       sync.Mutex
+	lat      []time.Duration
+	errors   int
+	firstErr string
+	total    int
+}
+
+func (r *recorder) add(start time.Time, d time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total++
+	if start.Before(r.from) || start.After(r.to) {
+		return
+	}
+	if err != nil {
+		if r.errors == 0 {
+			r.firstErr = err.Error()
+		}
+		r.errors++
+		return
+	}
+	r.lat = append(r.lat, d)
+}
+
+func (r *recorder) result() result {
+	slices.Sort(r.lat)
+	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr, total: r.total}
+	if n := len(r.lat); n > 0 {
+		res.p50 = r.lat[(n-1)*50/100]
+		res.p99 = r.lat[(n-1)*99/100]
+	}
+	return res
+}
+
+// conn is one keep-alive HTTP/1.1 connection of the load, spoken directly:
+// net/http's client machinery (a transport, two goroutines and channels per
+// connection) would cost the machine more than the server's own HTTP
+// handling, and server, load and database share its cores.
+type conn struct {
+	base string // http://host:port
+	c    net.Conn
+	r    *bufio.Reader
+	buf  []byte
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		c.c.Close()
+		c.c = nil
+	}
+}
+
+// do sends rq and reads the whole answer; it (re)connects when needed.
+func (c *conn) do(rq request) error {
+	host := strings.TrimPrefix(c.base, "http://")
+	if c.c == nil {
+		nc, err := net.Dial("tcp", host)
+		if err != nil {
+			return err
+		}
+		c.c, c.r = nc, bufio.NewReaderSize(nc, 16<<10)
+	}
+	b := append(c.buf[:0], rq.method...)
+	b = append(b, ' ')
+	b = append(b, rq.path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	for k, vs := range rq.header {
+		for _, v := range vs {
+			b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	if rq.body != nil || rq.method == "POST" {
+		b = strconv.AppendInt(append(b, "Content-Length: "...), int64(len(rq.body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(append(b, "\r\n"...), rq.body...)
+	c.buf = b
+	if _, err := c.c.Write(b); err != nil {
+		c.close()
+		return err
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		c.close()
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != rq.want {
+		return fmt.Errorf("%s %s: status %d, want %d: %.300s", rq.method, rq.path, resp.StatusCode, rq.want, body)
+	}
+	return nil
+}
+
+// closedLoop runs clients workers that each send the next request as soon as
+// the last is answered, for warmup+window, and measures the window.
+func closedLoop(ctx context.Context, base string, clients int, warmup, window time.Duration, next func(n int64) request) result {
+	start := time.Now()
+	rec := &recorder{from: start.Add(warmup), to: start.Add(warmup + window)}
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &conn{base: base}
+			defer c.close()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if t0.After(rec.to) {
+					return
+				}
+				err := c.do(next(requestSeq.Add(1)))
+				rec.add(t0, time.Since(t0), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return rec.result()
+}
+
+// openLoop sends requests at a fixed rate whatever the answers do, from up to
+// workers connections, and measures each latency from the moment the request
+// was due, so a stall is counted in full (no coordinated omission).
+func openLoop(ctx context.Context, base string, workers int, rate float64, warmup, window time.Duration, next func(n int64) request) result {
+	start := time.Now()
+	rec := &recorder{from: start.Add(warmup), to: start.Add(warmup + window)}
+	due := make(chan time.Time, 100000)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &conn{base: base}
+			defer c.close()
+			for at := range due {
+				err := c.do(next(requestSeq.Add(1)))
+				rec.add(at, time.Since(at), err)
+			}
+		}()
+	}
+	// Every millisecond, hand out what fell due since the last tick.
+	interval := time.Duration(float64(time.Second) / rate)
+	for i := 0; ctx.Err() == nil; {
+		at := start.Add(time.Duration(i) * interval)
+		if at.After(rec.to) {
+			break
+		}
+		if at.After(time.Now()) {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		due <- at
+		i++
+	}
+	close(due)
+	wg.Wait()
+	return rec.result()
+}

@@ -1,0 +1,175 @@
+-- The benchmark's data, made in SQL (generate_series), not one API call per
+-- invoice. Run by `make bench` on the bench cluster after the migrations:
+--
+--   psql "$DSN" -v invoices=1000000 -v others=50 -v other_invoices=1000 -f bench/load.sql
+--
+-- The organization under test, "Bench Merchant", gets :invoices invoices of 1
+-- to 5 lines across 20 MIDs at 5 locations, spread over the two years before
+-- 2026; :others more merchants get :other_invoices invoices each on one MID.
+-- About a quarter of the invoices carry payments; one customer in four has a
+-- saved card (one in eight two), one in ten a stated preference. Every id is
+-- derived from a name (bench_uuid), so the harness and the pgbench scripts know
+-- them without asking; invoice ids are time-ordered like the server's UUIDv7.
+--
+-- The script starts from an empty schema: the harness drops and re-creates the
+-- database when the data it finds is not what this file makes.
+
+\set ON_ERROR_STOP on
+SET synchronous_commit = off;
+SET maintenance_work_mem = '512MB';
+
+BEGIN;
+
+-- A UUID (version 4, RFC 9562 variant, as the API's uuid format wants) made
+-- from a name, so the same name always gives the same id.
+CREATE FUNCTION bench_uuid(name text) RETURNS uuid IMMUTABLE LANGUAGE sql
+    RETURN (substr(md5(name), 1, 12) || '4' || substr(md5(name), 14, 3) || '8' || substr(md5(name), 18, 15))::uuid;
+
+-- One row per organization: n = 0 is the one under test.
+CREATE TEMP TABLE bench_orgs ON COMMIT DROP AS
+SELECT n,
+       bench_uuid('bench-org-' || n) AS id,
+       CASE WHEN n = 0 THEN 'Bench Merchant' ELSE 'Other Merchant ' || n END AS name,
+       CASE WHEN n = 0 THEN :invoices ELSE :other_invoices END AS invoices,
+       CASE WHEN n = 0 THEN 20 ELSE 1 END AS mids,
+       CASE WHEN n = 0 THEN 5 ELSE 1 END AS locations
+FROM generate_series(0, :others) AS n;
+
+INSERT INTO organizations (id, name, kind, status, created_at)
+SELECT id, name, 'merchant', 'active', '2023-12-01' FROM bench_orgs;
+
+INSERT INTO users (id, organization_id, name, email, role, permissions)
+SELECT bench_uuid('bench-owner-' || n), id, 'Owner of ' || name, 'owner' || n || '@bench.example.com', 'Owner',
+       '{payments.view,payments.create,locations.view,accounts.view}'
+FROM bench_orgs;
+
+INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name, address_line1, city, state,
+                       postal_code, phone, email)
+SELECT bench_uuid('bench-location-' || o.n || '-' || l), o.id, 'Location ' || l, 'America/Chicago', 'active',
+       o.name || ' ' || l, l || ' Main St', 'Austin', 'TX', '78701', '+15125550100', 'billing@bench.example.com'
+FROM bench_orgs o, generate_series(0, o.locations - 1) AS l;
+
+-- MID m of an organization is at location m % locations.
+INSERT INTO merchant_accounts (id, organization_id, location_id, mid)
+SELECT bench_uuid('bench-mid-' || o.n || '-' || m), o.id, bench_uuid('bench-location-' || o.n || '-' || (m % o.locations)),
+       (496100000000 + o.n * 100 + m)::text
+FROM bench_orgs o, generate_series(0, o.mids - 1) AS m;
+
+-- Invoice i (1-based) of organization o: created every 60 s from 2024-01-01
+-- (other organizations' spread over the same years), k = 1 + i % 5 lines;
+-- line j (0-based) is (1 + (i + j) % 4) × ((i * 7 + j * 13) % 10000 / 100 + 1).
+-- Status by i % 20: 0–13 open, 14–15 part_paid, 16–18 paid, 19 cancelled.
+CREATE TEMP TABLE bench_invoices ON COMMIT DROP AS
+SELECT o.n AS org_n, o.id AS org_id, i, o.mids,
+       CASE WHEN o.n = 0 THEN timestamptz '2024-01-01 00:00:00+00' + i * interval '60 seconds'
+            ELSE timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second' * (60000000 / greatest(o.invoices, 1))
+       END + (i % 997) * interval '1 millisecond' AS created_at,
+       1 + i % 5 AS k,
+       i % 20 AS s,
+       i % 20000 AS customer
+FROM bench_orgs o, generate_series(1, o.invoices) AS i;
+
+CREATE TEMP TABLE bench_totals ON COMMIT DROP AS
+SELECT b.org_n, b.i,
+       (SELECT sum(round((1 + (b.i + j) % 4) * ((b.i * 7 + j * 13) % 10000 / 100.0 + 1), 2))
+        FROM generate_series(0, b.k - 1) AS j) AS amount
+FROM bench_invoices b;
+
+INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount, amount_paid,
+                      customer_name, customer_company, customer_email, customer_phone, delivery, sent_via, sent_at,
+                      memo, due_date, line_count, status, paid_at, created_at, created_by_name, cancelled_at,
+                      cancelled_by_name, pay_token)
+SELECT
+    -- UUIDv7 layout: 48 bits of milliseconds, version 7, variant 8, then hash bits.
+    (lpad(to_hex((extract(epoch FROM b.created_at) * 1000)::bigint), 12, '0') || '7'
+        || substr(md5('bench-invoice-' || b.org_n || '-' || b.i), 1, 3) || '8'
+        || substr(md5('bench-invoice-' || b.org_n || '-' || b.i), 4, 15))::uuid,
+    b.org_id,
+    bench_uuid('bench-mid-' || b.org_n || '-' || (b.i % b.mids)),
+    'INV-' || lpad(b.i::text, 7, '0'),
+    CASE WHEN b.i % 3 = 0 THEN 'PO-' || b.i END,
+    t.amount,
+    CASE b.s WHEN 14 THEN round(t.amount / 2, 2) WHEN 15 THEN round(t.amount / 2, 2)
+             WHEN 16 THEN t.amount WHEN 17 THEN t.amount WHEN 18 THEN t.amount ELSE 0 END,
+    'Customer ' || b.customer,
+    CASE WHEN b.customer % 3 = 0 THEN 'Company ' || b.customer END,
+    'customer' || b.customer || '@example.com',
+    CASE WHEN b.customer % 10 < 3 THEN '+1512555' || lpad((b.customer % 10000)::text, 4, '0') END,
+    CASE WHEN b.customer % 10 = 0 THEN 'text' ELSE 'email' END,
+    CASE WHEN b.customer % 10 = 0 THEN 'text' ELSE 'email' END,
+    b.created_at + interval '2 seconds',
+    CASE WHEN b.i % 4 = 0 THEN 'Thank you for your business.' END,
+    (b.created_at + interval '30 days')::date,
+    b.k,
+    CASE WHEN b.s < 14 THEN 'open' WHEN b.s < 16 THEN 'part_paid' WHEN b.s < 19 THEN 'paid' ELSE 'cancelled' END,
+    CASE WHEN b.s BETWEEN 16 AND 18 THEN b.created_at + interval '3 days' END,
+    b.created_at,
+    'Bench key',
+    CASE WHEN b.s = 19 THEN b.created_at + interval '5 days' END,
+    CASE WHEN b.s = 19 THEN 'Bench key' END,
+    'bench' || md5('bench-token-' || b.org_n || '-' || b.i)
+FROM bench_invoices b JOIN bench_totals t USING (org_n, i)
+ORDER BY b.created_at;
+
+CREATE TEMP TABLE bench_ids ON COMMIT DROP AS
+SELECT b.org_n, b.i, b.k, b.s, b.created_at,
+       (lpad(to_hex((extract(epoch FROM b.created_at) * 1000)::bigint), 12, '0') || '7'
+        || substr(md5('bench-invoice-' || b.org_n || '-' || b.i), 1, 3) || '8'
+        || substr(md5('bench-invoice-' || b.org_n || '-' || b.i), 4, 15))::uuid AS id,
+       b.org_id, t.amount
+FROM bench_invoices b JOIN bench_totals t USING (org_n, i);
+
+INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
+SELECT b.id, j, 'Item ' || (b.i + j) % 500 || ' of the catalogue', 1 + (b.i + j) % 4,
+       (b.i * 7 + j * 13) % 10000 / 100.0 + 1,
+       CASE WHEN j % 2 = 0 THEN 'EA' END, CASE WHEN j % 3 = 0 THEN '43211503' END, NULL
+FROM bench_ids b, generate_series(0, b.k - 1) AS j
+ORDER BY b.id, j;
+
+-- part_paid: one payment of half; paid: one payment, or two halves when i % 40 = 17.
+INSERT INTO payments (id, organization_id, invoice_id, amount, ret_ref, card_brand, last_four, payer_name, paid_at,
+                      level3_sent, saved_card)
+SELECT bench_uuid('bench-payment-' || b.org_n || '-' || b.i || '-' || p), b.org_id, b.id,
+       CASE WHEN b.s IN (14, 15) THEN round(b.amount / 2, 2)
+            WHEN b.i % 40 = 17 AND p = 0 THEN round(b.amount / 2, 2)
+            WHEN b.i % 40 = 17 THEN b.amount - round(b.amount / 2, 2)
+            ELSE b.amount END,
+       lpad((b.i * 10 + p)::text, 12, '0'), 'VISA', '1111', 'Customer ' || b.i % 20000,
+       b.created_at + interval '1 day' * (1 + p), b.i % 2 = 0, p = 0 AND b.i % 8 = 0
+FROM bench_ids b, generate_series(0, 1) AS p
+WHERE b.s BETWEEN 14 AND 18 AND (p = 0 OR b.i % 40 = 17)
+ORDER BY b.id, p;
+
+-- Customers c of each organization (those its invoices name).
+CREATE TEMP TABLE bench_customers ON COMMIT DROP AS
+SELECT o.n AS org_n, o.id AS org_id, c
+FROM bench_orgs o, generate_series(0, least(o.invoices, 20000) - 1) AS c;
+
+INSERT INTO saved_cards (id, organization_id, customer_email, profile_id, account_id, card_brand, last_four, expiry,
+                         saved_at, saved_by_name)
+SELECT bench_uuid('bench-card-' || b.org_n || '-' || b.c || '-' || x), b.org_id, 'customer' || b.c || '@example.com',
+       'P' || b.org_n || '-' || b.c || '-' || x, 'A' || x, CASE WHEN x = 0 THEN 'VISA' ELSE 'MC' END,
+       CASE WHEN x = 0 THEN '1111' ELSE '4444' END, '1229', timestamptz '2024-06-01 00:00:00+00' + b.c * interval '1 minute' + x * interval '1 day',
+       'Customer ' || b.c
+FROM bench_customers b, generate_series(0, 1) AS x
+WHERE b.c % 4 = 2 AND (x = 0 OR b.c % 8 = 6);
+
+INSERT INTO customer_preferences (organization_id, customer_email, prefers, updated_at)
+SELECT org_id, 'customer' || c || '@example.com', CASE WHEN c % 20 = 0 THEN 'text' ELSE 'email' END, '2024-06-01'
+FROM bench_customers WHERE c % 10 = 0;
+
+-- What the harness reads back: the invoices it reads and sends (open ones,
+-- with payments, of customers with saved cards, spread over the whole range),
+-- and a stamp saying which data this is.
+CREATE TABLE bench_sample (n serial PRIMARY KEY, invoice_id uuid NOT NULL, customer_email text NOT NULL);
+INSERT INTO bench_sample (invoice_id, customer_email)
+SELECT id, 'customer' || (i % 20000) || '@example.com' FROM bench_ids
+WHERE org_n = 0 AND s IN (14, 15) AND (i % 20000) % 8 = 6
+ORDER BY md5(id::text);
+
+CREATE TABLE bench_stamp (invoices int NOT NULL, others int NOT NULL, other_invoices int NOT NULL, script text NOT NULL);
+INSERT INTO bench_stamp VALUES (:invoices, :others, :other_invoices, :'script_hash');
+
+COMMIT;
+
+VACUUM (ANALYZE);

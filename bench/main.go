@@ -1,0 +1,423 @@
+// Command bench is payreq's performance harness (make bench): it starts the
+// private bench cluster, loads 1,000,000 invoices, and measures each
+// scenario through `payreq serve` over loopback beside three baselines run on
+// the same machine in the same run: (a) pgbench running the scenario's SQL,
+// (b) the same server with request validation off, (c) a bare Echo handler.
+// It prints the table and writes it to bench/results.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/app"
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/config"
+)
+
+type options struct {
+	dataDir, payreqBin, echoBin, benchDir, out, explainOut, profileDir string
+	invoices, others, otherInvoices, smallInvoices                     int
+	clients, highClients                                               int
+	warmup, window                                                     time.Duration
+	pgbenchMode                                                        string
+	only, runs                                                         string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.dataDir, "data", ".data/bench", "bench cluster and server secrets (not the dev/test cluster)")
+	flag.StringVar(&o.payreqBin, "payreq", "bin/payreq", "payreq binary")
+	flag.StringVar(&o.echoBin, "echo", "bin/bench-echo", "bare Echo baseline binary (bench/echo)")
+	flag.StringVar(&o.benchDir, "dir", "bench", "folder of load.sql and pgbench/")
+	flag.StringVar(&o.out, "out", "bench/results.md", "results table (Markdown)")
+	flag.StringVar(&o.explainOut, "explain", "bench/explain.txt", "EXPLAIN of the list pages")
+	flag.StringVar(&o.profileDir, "profile", "", "instead of the table: CPU and allocation profiles of each scenario into this folder")
+	flag.IntVar(&o.invoices, "invoices", 1_000_000, "invoices of the organization under test")
+	flag.IntVar(&o.others, "others", 50, "other organizations")
+	flag.IntVar(&o.otherInvoices, "other-invoices", 1000, "invoices of each other organization")
+	flag.IntVar(&o.smallInvoices, "small", 1000, "invoices of the small database (get by id at 1,000)")
+	flag.IntVar(&o.clients, "clients", 32, "concurrent connections (HTTP and pgbench)")
+	flag.IntVar(&o.highClients, "high-clients", 256, "connections of the peak-RSS run")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured start of each run")
+	flag.DurationVar(&o.window, "duration", 12*time.Second, "measured part of each run")
+	flag.StringVar(&o.pgbenchMode, "pgbench-mode", "prepared", "pgbench -M: the protocol payreq's driver speaks (prepared: internal/postgres prepares every statement)")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default: all)")
+	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, open, high, novalidate, small, echo (default: all)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// harness holds what every phase shares.
+type harness struct {
+	o       options
+	big     *dataset
+	small   *dataset
+	key     auth.NewKey // of the organization under test, in bench_1m
+	keySm   auth.NewKey // and in bench_1k
+	cursor  string      // of page 1,000, walked through the API
+	body    string      // a get answer, for the bare Echo
+	run     string      // unique per run: invoice numbers and idempotency keys
+	addrSeq atomic.Int64
+	report  *report
+}
+
+func run(ctx context.Context, o options) error {
+	t0 := time.Now()
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return err
+	}
+	admin, err := startCluster(ctx, o.dataDir)
+	if err != nil {
+		return err
+	}
+	h := &harness{o: o, run: fmt.Sprintf("%x", time.Now().UnixNano()), report: newReport(o)}
+	load := filepath.Join(o.benchDir, "load.sql")
+	if h.big, err = ensureData(ctx, admin, "bench_1m", load, o.invoices, o.others, o.otherInvoices); err != nil {
+		return err
+	}
+	if h.small, err = ensureData(ctx, admin, "bench_1k", load, o.smallInvoices, 0, 0); err != nil {
+		return err
+	}
+	if h.key, err = h.newKey(ctx, h.big); err != nil {
+		return err
+	}
+	if h.keySm, err = h.newKey(ctx, h.small); err != nil {
+		return err
+	}
+	if err := h.explain(ctx); err != nil {
+		return err
+	}
+	if o.profileDir != "" {
+		return h.profile(ctx)
+	}
+
+	// (a) pgbench, with no server running.
+	for _, sc := range h.scenarios() {
+		if !h.wanted(sc.key) || !h.runs("pgbench") {
+			continue
+		}
+		vars, err := h.pgbenchVars(ctx, sc.key)
+		if err != nil {
+			return err
+		}
+		logf("pgbench   %-12s %d clients", sc.key, o.clients)
+		res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", sc.key+".sql"), o.pgbenchMode, vars, o.clients, o.warmup, o.window)
+		if err != nil {
+			return err
+		}
+		h.report.add(sc.key, "pgbench", res, 0)
+		if err := h.quiesce(ctx, h.big); err != nil {
+			return err
+		}
+	}
+
+	// The server as it runs in service, then (b) without request validation.
+	for _, variant := range []string{"payreq", "novalidate"} {
+		if !h.runs(variant) {
+			continue
+		}
+		p, err := h.startPayreq(h.big, variant, variant == "payreq")
+		if err != nil {
+			return err
+		}
+		err = h.serverPhase(ctx, p, variant)
+		p.stop()
+		if err != nil {
+			return err
+		}
+		if err := h.quiesce(ctx, h.big); err != nil {
+			return err
+		}
+	}
+
+	// Get by id with 1,000 invoices in the database.
+	if h.wanted("get") && h.runs("small") {
+		p, err := h.startPayreq(h.small, "small", true)
+		if err != nil {
+			return err
+		}
+		tok, err := h.token(ctx, p.url, h.keySm)
+		if err == nil {
+			sc := h.scenario("get", h.small, p.url, tok)
+			logf("payreq    get at %d invoices", o.smallInvoices)
+			res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+			h.report.add("get", "small", res, rss)
+		}
+		p.stop()
+		if err != nil {
+			return err
+		}
+	}
+
+	// (c) a bare Echo handler answering a get's bytes.
+	if h.wanted("get") && h.body != "" && h.runs("echo") {
+		bodyFile := filepath.Join(o.dataDir, "get-answer.json")
+		if err := os.WriteFile(bodyFile, []byte(h.body), 0o644); err != nil {
+			return err
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		p, err := start("echo", o.echoBin, []string{"-addr", addr, "-body", bodyFile}, nil, addr, "", filepath.Join(o.dataDir, "echo.log"), "/payment-requests/x")
+		if err != nil {
+			return err
+		}
+		sc := h.scenario("get", h.big, p.url, "x")
+		logf("echo      get (fixed body of %d bytes)", len(h.body))
+		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		h.report.add("get", "echo", res, rss)
+		p.stop()
+	}
+
+	h.report.elapsed = time.Since(t0)
+	text := h.report.markdown()
+	fmt.Println(text)
+	return os.WriteFile(o.out, []byte(text), 0o644)
+}
+
+// runs says whether -runs asks for this kind of run.
+func (h *harness) runs(name string) bool {
+	return h.o.runs == "" || slices.Contains(strings.Split(h.o.runs, ","), name)
+}
+
+// wanted says whether -only asks for this scenario.
+func (h *harness) wanted(key string) bool {
+	if h.o.only == "" {
+		return true
+	}
+	for _, k := range strings.Split(h.o.only, ",") {
+		if strings.TrimSpace(k) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// serverPhase runs every scenario against one payreq server; the server as
+// in service also runs the open-loop, high-connection and soak runs.
+func (h *harness) serverPhase(ctx context.Context, p *process, variant string) error {
+	o := h.o
+	tok, err := h.token(ctx, p.url, h.key)
+	if err != nil {
+		return err
+	}
+	if h.cursor == "" && h.wanted("list_deep") {
+		logf("walking to page 1,000 of the list")
+		if h.cursor, err = walk(ctx, p.url, tok, 1000); err != nil {
+			return err
+		}
+	}
+	for _, sc := range h.scenarios() {
+		if !h.wanted(sc.key) {
+			continue
+		}
+		// Tokens live 10 minutes: take a fresh one for each scenario.
+		if tok, err = h.token(ctx, p.url, h.key); err != nil {
+			return err
+		}
+		sc = h.scenario(sc.key, h.big, p.url, tok)
+		logf("%-9s %-12s %d clients", variant, sc.key, o.clients)
+		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		h.report.add(sc.key, variant, res, rss)
+		if variant != "payreq" || (sc.key != "create" && sc.key != "get") || res.requests == 0 || !h.runs("open") {
+			continue
+		}
+		// At 70 % of the peak rate, the answer times are what a client sees.
+		rate := 0.7 * res.rate()
+		logf("%-9s %-12s open loop at %.0f/s", variant, sc.key, rate)
+		open := openLoop(ctx, p.url, 4*o.clients, rate, o.warmup, o.window, sc.next)
+		h.report.add(sc.key, "open70", open, 0)
+	}
+	if variant != "payreq" || !h.wanted("get") {
+		return nil
+	}
+	if tok, err = h.token(ctx, p.url, h.key); err != nil {
+		return err
+	}
+	sc := h.scenario("get", h.big, p.url, tok)
+	if h.body, err = h.getBody(ctx, p.url, sc.next(0)); err != nil {
+		return err
+	}
+	if h.runs("high") {
+		logf("%-9s get          %d clients (peak RSS)", variant, o.highClients)
+		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.highClients, o.warmup, o.window, sc.next) })
+		h.report.add("get", "high", res, rss)
+	}
+	return nil
+}
+
+// getBody is the bytes of a get's answer, for the bare Echo to send.
+func (h *harness) getBody(ctx context.Context, base string, rq request) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, rq.method, base+rq.path, nil)
+	req.Header = rq.header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("get: %d %s", resp.StatusCode, b)
+	}
+	return string(b), err
+}
+
+// startPayreq starts `payreq serve` on ds, rate limits out of the way, the
+// loopback trusted as a proxy (token requests each come from their own
+// X-Forwarded-For address, under the 30/minute/address limit); pprof on a
+// loopback port when profiling.
+func (h *harness) startPayreq(ds *dataset, name string, validate bool) (*process, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	debug, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	env := []string{
+		"DATABASE_URL=" + ds.dsn,
+		"PAYREQ_ADDR=" + addr,
+		"PAYREQ_PUBLIC_URL=http://" + addr,
+		"PAYREQ_DATA_DIR=" + h.o.dataDir,
+		"PAYREQ_RATE_LIMIT=1000000000",
+		"PAYREQ_RATE_BURST=1000000000",
+		"PAYREQ_TRUSTED_PROXIES=127.0.0.1/32",
+		"PAYREQ_LOG_LEVEL=info",
+		fmt.Sprintf("PAYREQ_VALIDATE_REQUESTS=%t", validate),
+	}
+	if h.o.profileDir != "" {
+		env = append(env, "PAYREQ_DEBUG_ADDR="+debug)
+	}
+	return start(name, h.o.payreqBin, []string{"serve"}, env, addr, debug, filepath.Join(h.o.dataDir, "server-"+name+".log"), "/healthz")
+}
+
+// newKey makes a key of the organization under test, with the bench
+// server's pepper (app.Open reads the same secrets as payreq serve).
+func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return auth.NewKey{}, err
+	}
+	cfg.DatabaseURL, cfg.DataDir = ds.dsn, h.o.dataDir
+	cfg.PepperFile = filepath.Join(h.o.dataDir, "pepper")
+	cfg.SigningKeyFile = filepath.Join(h.o.dataDir, "signing-key.pem")
+	cfg.EncryptionKeyFile = filepath.Join(h.o.dataDir, "encryption-key")
+	a, err := app.Open(ctx, cfg, nil)
+	if err != nil {
+		return auth.NewKey{}, err
+	}
+	defer a.Close()
+	if _, err := a.DB.ExecContext(ctx, `DELETE FROM api_keys WHERE name = 'bench load'`); err != nil {
+		return auth.NewKey{}, err
+	}
+	return a.Keys.Create(ctx, ds.org, "bench load", auth.PermissionsFor(auth.KindMerchant))
+}
+
+// quiesce leaves the database as the next run should find it: no message
+// waiting for a worker (pgbench's and the last server's sends), no files.
+func (h *harness) quiesce(ctx context.Context, ds *dataset) error {
+	db, err := sqlx.Open("postgres", ds.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `UPDATE outbox SET cancelled_at = now()
+		WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`)
+	if err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	_, err = db.ExecContext(ctx, `CHECKPOINT`)
+	if err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	return os.RemoveAll(filepath.Join(h.o.dataDir, "outbox"))
+}
+
+// token exchanges the key for an access token.
+func (h *harness) token(ctx context.Context, base string, key auth.NewKey) (string, error) {
+	rq := h.tokenRequest(key)
+	req, _ := http.NewRequestWithContext(ctx, rq.method, base+rq.path, strings.NewReader(string(rq.body)))
+	req.Header = rq.header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return "", fmt.Errorf("token: %d %s", resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", err
+	}
+	return body.AccessToken, nil
+}
+
+// walk follows the list's Link headers to page n and returns its cursor.
+func walk(ctx context.Context, base, token string, n int) (string, error) {
+	next := base + "/payment-requests?limit=25"
+	cursor := ""
+	for page := 1; page < n; page++ {
+		req, _ := http.NewRequestWithContext(ctx, "GET", next, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		link := resp.Header.Get("Link")
+		start, end := strings.IndexByte(link, '<'), strings.IndexByte(link, '>')
+		if resp.StatusCode != http.StatusOK || start < 0 || end < start {
+			return "", fmt.Errorf("list page %d: status %d, Link %q", page, resp.StatusCode, link)
+		}
+		next = link[start+1 : end]
+		u, err := url.Parse(next)
+		if err != nil {
+			return "", err
+		}
+		cursor = u.Query().Get("cursor")
+		next = base + u.RequestURI()
+	}
+	return cursor, nil
+}
+
+func mustBin(name string) string {
+	p, err := pgBin(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	return p
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pgbench runs script from clients connections for warmup+window and
+// measures the transactions that started inside the window, from its
+// per-transaction log. mode is pgbench's -M: the protocol payreq's driver
+// speaks.
+func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, warmup, window time.Duration) (result, error) {
+	logDir, err := os.MkdirTemp("", "payreq-pgbench-")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(logDir)
+	secs := int((warmup + window + time.Second - 1) / time.Second)
+	args := []string{"-n", "-M", mode, "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
+		"-f", script, "-l", "--log-prefix", filepath.Join(logDir, "tx")}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		args = append(args, "-D", k+"="+vars[k])
+	}
+	args = append(args, dsn)
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("pgbench %s: %w: %s", filepath.Base(script), err, lastLines(out, 5))
+	}
+	// A failed transaction ends its client; pgbench still exits 0 when
+	// others ran, so the summary is checked too.
+	if s := string(out); strings.Contains(s, "aborted in command") || strings.Contains(s, "client ") && strings.Contains(s, "aborted") {
+		return result{}, fmt.Errorf("pgbench %s: a client failed: %s", filepath.Base(script), lastLines(out, 8))
+	}
+	rec := &recorder{from: start.Add(warmup), to: start.Add(warmup + window)}
+	files, _ := filepath.Glob(filepath.Join(logDir, "tx*"))
+	for _, f := range files {
+		if err := readTxLog(f, rec); err != nil {
+			return result{}, err
+		}
+	}
+	return rec.result(), nil
+}
+
+// readTxLog reads pgbench's per-transaction log: client_id transaction_no
+// time(µs) script_no time_epoch time_us, the last two being when it ended.
+func readTxLog(path string, rec *recorder) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		lat, err1 := strconv.ParseInt(fields[2], 10, 64)
+		sec, err2 := strconv.ParseInt(fields[4], 10, 64)
+		usec, err3 := strconv.ParseInt(fields[5], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return fmt.Errorf("pgbench log %s: unreadable line %q", path, sc.Text())
+		}
+		d := time.Duration(lat) * time.Microsecond
+		end := time.Unix(sec, usec*1000)
+		rec.add(end.Add(-d), d, nil)
+	}
+	return sc.Err()
+}
+
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

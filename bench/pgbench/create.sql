@@ -1,0 +1,42 @@
+-- POST /payment-requests (3 lines, send=false, Idempotency-Key): the SQL
+-- internal/invoice Store.Create runs, then Store.Get. The server makes the
+-- invoice id (UUIDv7), pay token and time in Go; here gen_random_uuid(), :k
+-- and now() stand for them, and the key's claim returns the id.
+\set k random(1, 9000000000000000)
+BEGIN;
+INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
+		VALUES (:org, :k, :hash, gen_random_uuid(), now())
+		ON CONFLICT (organization_id, key) DO UPDATE
+			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
+			WHERE idempotency_keys.created_at <= now() - interval '24 hours'
+		RETURNING invoice_id AS id \gset
+INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
+				line_count, status, created_at, created_by_name, pay_token)
+			SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
+				3::integer, 'open', now(), 'bench', :k
+			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+			WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active';
+INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
+		SELECT :id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
+		FROM unnest(:descs::text[], :qtys::text[], :costs::text[], :nulls::text[], :nulls::text[], :nulls::text[])
+			WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord);
+COMMIT;
+SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
+		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers,
+		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
+				il.commodity_code, il.upc) ORDER BY il.position)
+			FROM invoice_lines il WHERE il.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
+				p.paid_at, p.level3_sent::text, p.saved_card::text) ORDER BY p.paid_at, p.id)
+			FROM payments p WHERE p.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
+				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
+			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))
+	FROM invoices i
+	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
+	JOIN locations l ON l.id = ma.location_id
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;

@@ -1,0 +1,27 @@
+-- GET /payment-requests/{id}: internal/invoice Store.Get, one statement.
+-- Every 8th transaction a client takes another invoice of bench_sample (the
+-- HTTP load takes a random one each time; a lookup per transaction would add
+-- a statement payreq does not run).
+\set c :c + 1
+\if :c % 8 = 1
+\set n random(1, :samples)
+SELECT invoice_id AS id FROM bench_sample WHERE n = :n \gset
+\endif
+SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
+		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers,
+		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
+				il.commodity_code, il.upc) ORDER BY il.position)
+			FROM invoice_lines il WHERE il.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
+				p.paid_at, p.level3_sent::text, p.saved_card::text) ORDER BY p.paid_at, p.id)
+			FROM payments p WHERE p.invoice_id = i.id),
+		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
+				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
+			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))
+	FROM invoices i
+	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
+	JOIN locations l ON l.id = ma.location_id
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// cell is one measured run: a scenario against one target.
+type cell struct {
+	res result
+	rss int64
+}
+
+// Targets of the runs: pgbench (a), payreq, novalidate (b), echo (c), small
+// (get at 1,000 invoices), high (256 connections), open70 (70 % of peak).
+type report struct {
+	o         options
+	cells     map[string]map[string]cell
+	elapsed   time.Duration
+	loadStart string
+}
+
+func newReport(o options) *report {
+	return &report{o: o, cells: map[string]map[string]cell{}, loadStart: loadAverage()}
+}
+
+// loadAverage is the machine's 1-minute load average.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+func (r *report) add(key, target string, res result, rss int64) {
+	if r.cells[key] == nil {
+		r.cells[key] = map[string]cell{}
+	}
+	r.cells[key][target] = cell{res: res, rss: rss}
+	msg := fmt.Sprintf("          %-12s %-10s %8.0f/s  p50 %s  p99 %s", key, target, res.rate(), ms(res.p50), ms(res.p99))
+	if rss > 0 {
+		msg += "  peak RSS " + mb(rss)
+	}
+	if c := res.cpuPerRequest(); c > 0 {
+		msg += fmt.Sprintf("  server CPU %s/req, load %s/req", us(c), us(res.loadCPU/time.Duration(res.total)))
+	}
+	if res.errors > 0 {
+		msg += fmt.Sprintf("  %d ERRORS, first: %s", res.errors, res.firstErr)
+	}
+	logf("%s", strings.TrimSpace(msg))
+}
+
+func (r *report) get(key, target string) (cell, bool) {
+	c, ok := r.cells[key][target]
+	return c, ok && c.res.requests > 0
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func mb(b int64) string         { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanoseconds())/1000) }
+
+func ratio(a, b cell) string { return fmt.Sprintf("%.2f", a.res.rate()/b.res.rate()) }
+
+// markdown is the results page: the table, the baselines, the targets.
+func (r *report) markdown() string {
+	var b strings.Builder
+	o := r.o
+	fmt.Fprintf(&b, "# payreq benchmark results\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` on %s. Machine: %s. Server, load and database on this one machine.\n\n",
+		time.Now().UTC().Format("2006-01-02"), machine())
+	fmt.Fprintf(&b, "Data: %s invoices of 1–5 lines across 20 MIDs for the organization under test, plus %d other organizations "+
+		"with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; rates are requests (or pgbench "+
+		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run.\n\n",
+		thousands(o.invoices), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)
+
+	b.WriteString("| Scenario | req/s | p50 | p99 | × pgbench (a) | × no validation (b) | peak RSS | server CPU/req |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, t := range scenarioTitles {
+		c, ok := r.get(t.key, "payreq")
+		if !ok {
+			continue
+		}
+		xa, xb := "–", "–"
+		if a, ok := r.get(t.key, "pgbench"); ok {
+			xa = ratio(c, a)
+		}
+		if v, ok := r.get(t.key, "novalidate"); ok {
+			xb = ratio(c, v)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", t.title, c.res.rate(), ms(c.res.p50), ms(c.res.p99), xa, xb, mb(c.rss), us(c.res.cpuPerRequest()))
+	}
+	if c, ok := r.get("get", "small"); ok {
+		fmt.Fprintf(&b, "| get invoice by id, %s invoices in the database | %.0f | %s | %s | – | – | %s | %s |\n",
+			thousands(o.smallInvoices), c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
+	}
+	if c, ok := r.get("get", "high"); ok {
+		fmt.Fprintf(&b, "| get invoice by id, %d connections | %.0f | %s | %s | – | – | %s | %s |\n",
+			o.highClients, c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
+	}
+	if c, ok := r.get("get", "echo"); ok {
+		fmt.Fprintf(&b, "| (c) bare Echo handler, a get's answer as a fixed body | %.0f | %s | %s | – | – | %s | %s |\n",
+			c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
+	}
+
+	fmt.Fprintf(&b, "\nBaselines of the same run:\n\n| Scenario | (a) pgbench tx/s | p50 | p99 | (b) no validation req/s | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, t := range scenarioTitles {
+		a, okA := r.get(t.key, "pgbench")
+		v, okV := r.get(t.key, "novalidate")
+		if !okA && !okV {
+			continue
+		}
+		cols := func(c cell, ok bool) string {
+			if !ok {
+				return "– | – | –"
+			}
+			return fmt.Sprintf("%.0f | %s | %s", c.res.rate(), ms(c.res.p50), ms(c.res.p99))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.title, cols(a, okA), cols(v, okV))
+	}
+
+	if len(r.cells["create"]) > 0 || len(r.cells["get"]) > 0 {
+		fmt.Fprintf(&b, "\nOpen loop at 70 %% of the peak rate (latency counted from when each request was due):\n\n| Scenario | rate | p50 | p99 | p99 / p50 |\n|---|---:|---:|---:|---:|\n")
+		for _, key := range []string{"create", "get"} {
+			if c, ok := r.get(key, "open70"); ok {
+				fmt.Fprintf(&b, "| %s | %.0f/s | %s | %s | %.1f |\n", title(key), c.res.rate(), ms(c.res.p50), ms(c.res.p99),
+					float64(c.res.p99)/float64(max(c.res.p50, 1)))
+			}
+		}
+	}
+
+	b.WriteString("\nTargets:\n\n")
+	check := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	for _, key := range []string{"create", "get"} {
+		c, ok1 := r.get(key, "payreq")
+		a, ok2 := r.get(key, "pgbench")
+		if ok1 && ok2 {
+			x := c.res.rate() / a.res.rate()
+			fmt.Fprintf(&b, "- %s at ≥ 0.6 × pgbench: %.2f × — %s\n", key, x, check(x >= 0.6))
+		}
+		if c, ok := r.get(key, "open70"); ok {
+			x := float64(c.res.p99) / float64(max(c.res.p50, 1))
+			fmt.Fprintf(&b, "- %s p99 < 4 × p50 at 70 %% of peak: %.1f × — %s\n", key, x, check(x < 4))
+		}
+	}
+	worst, worstKey := 0.0, ""
+	for _, t := range scenarioTitles {
+		c, ok1 := r.get(t.key, "payreq")
+		v, ok2 := r.get(t.key, "novalidate")
+		if ok1 && ok2 {
+			if cost := 1 - c.res.rate()/v.res.rate(); cost > worst || worstKey == "" {
+				worst, worstKey = cost, t.key
+			}
+		}
+	}
+	if worstKey != "" {
+		fmt.Fprintf(&b, "- validator cost < 15 %% of throughput: at most %.0f %% (%s) — %s\n", 100*worst, worstKey, check(worst < 0.15))
+	}
+	if p1, ok1 := r.get("list_first", "payreq"); ok1 {
+		if pk, ok2 := r.get("list_deep", "payreq"); ok2 {
+			x := p1.res.rate() / pk.res.rate()
+			fmt.Fprintf(&b, "- list page 1,000 within 1.5 × page 1: page 1 is %.2f × page 1,000 — %s\n", x, check(x <= 1.5))
+		}
+	}
+	if big, ok1 := r.get("get", "payreq"); ok1 {
+		if sm, ok2 := r.get("get", "small"); ok2 {
+			x := sm.res.rate() / big.res.rate()
+			fmt.Fprintf(&b, "- get at %s within 1.2 × its rate at %s: %.2f × — %s\n", thousands(o.invoices), thousands(o.smallInvoices), x, check(x <= 1.2))
+		}
+	}
+	if c, ok := r.get("get", "high"); ok {
+		fmt.Fprintf(&b, "- peak RSS < 150 MB with %d connections: %s — %s\n", o.highClients, mb(c.rss), check(c.rss < 150<<20))
+	}
+	b.WriteString("- no growth in goroutines or heap over a 5-minute run: checked by `make soak` (internal/faults TestSoak), not here\n")
+	for key, targets := range r.cells {
+		for target, c := range targets {
+			if c.res.errors > 0 {
+				fmt.Fprintf(&b, "\nErrors: %s against %s: %d, first: %s\n", key, target, c.res.errors, c.res.firstErr)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nLoad average (1 min) at the start %s, at the end %s: anything else running on the machine takes from these figures.\n", r.loadStart, loadAverage())
+	fmt.Fprintf(&b, "\nThe whole run took %s. The SQL of (a) is in bench/pgbench/; the list pages' plans are in bench/explain.txt.\n", r.elapsed.Round(time.Second))
+	return b.String()
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// machine describes this computer: CPU, cores, memory, PostgreSQL and Go.
+func machine() string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				var kb int64
+				fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+				mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+			}
+		}
+		f.Close()
+	}
+	pg := "PostgreSQL"
+	if p, err := pgBin("postgres"); err == nil {
+		if out, err := exec.Command(p, "--version").Output(); err == nil {
+			pg = strings.TrimSpace(strings.TrimPrefix(string(out), "postgres (PostgreSQL) "))
+			pg = "PostgreSQL " + pg
+		}
+	}
+	return fmt.Sprintf("%d cores (%s)%s, %s, %s", runtime.NumCPU(), cpu, mem, pg, runtime.Version())
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/auth"
+)
+
+// scenario is one kind of request; its pgbench script is pgbench/<key>.sql.
+type scenario struct {
+	key, title string
+	next       func(n int64) request
+}
+
+var scenarioTitles = []struct{ key, title string }{
+	{"token", "token exchange"},
+	{"create", "create invoice (3 lines, send=false, Idempotency-Key)"},
+	{"get", "get invoice by id (lines, payments, saved cards)"},
+	{"list_first", "list, first page (25)"},
+	{"list_deep", "list, page 1,000 by cursor (25)"},
+	{"send", "send invoice"},
+}
+
+// scenarios lists every scenario (without a target: for their keys and titles).
+func (h *harness) scenarios() []scenario {
+	out := make([]scenario, len(scenarioTitles))
+	for i, t := range scenarioTitles {
+		out[i] = scenario{key: t.key, title: t.title}
+	}
+	return out
+}
+
+func title(key string) string {
+	for _, t := range scenarioTitles {
+		if t.key == key {
+			return t.title
+		}
+	}
+	return key
+}
+
+// scenario makes the requests of key against the server at base.
+func (h *harness) scenario(key string, ds *dataset, base, token string) scenario {
+	bearer := http.Header{"Authorization": {"Bearer " + token}}
+	withJSON := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}
+	sc := scenario{key: key, title: title(key)}
+	sample := func() string { return ds.sample[rand.IntN(len(ds.sample))].String() }
+	switch key {
+	case "token":
+		sc.next = func(int64) request { return h.tokenRequest(h.key) }
+	case "create":
+		sc.next = func(n int64) request {
+			mid := ds.mids[int(n)%len(ds.mids)]
+			body := fmt.Sprintf(`{"merchantAccountId":%q,"invoiceNumber":"LOAD-%s-%d","amount":"60.00","poNumber":null,`+
+				`"customerName":"Dana Whitfield","customerCompany":null,"customerEmail":"customer%d@example.com",`+
+				`"customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"send":false,"lines":[`+
+				`{"description":"Consulting","quantity":"1","unitCost":"10","uom":null,"commodityCode":null,"upc":null},`+
+				`{"description":"Travel","quantity":"2","unitCost":"10","uom":null,"commodityCode":null,"upc":null},`+
+				`{"description":"Materials","quantity":"3","unitCost":"10","uom":null,"commodityCode":null,"upc":null}]}`,
+				mid.String(), h.run, n, n%20000)
+			hd := withJSON.Clone()
+			hd.Set("Idempotency-Key", fmt.Sprintf("load-%s-%d", h.run, n))
+			return request{method: "POST", path: "/payment-requests", body: []byte(body), header: hd, want: http.StatusCreated}
+		}
+	case "get":
+		sc.next = func(int64) request {
+			return request{method: "GET", path: "/payment-requests/" + sample(), header: bearer, want: http.StatusOK}
+		}
+	case "list_first":
+		sc.next = func(int64) request {
+			return request{method: "GET", path: "/payment-requests?limit=25", header: bearer, want: http.StatusOK}
+		}
+	case "list_deep":
+		path := "/payment-requests?limit=25&cursor=" + url.QueryEscape(h.cursor)
+		sc.next = func(int64) request { return request{method: "GET", path: path, header: bearer, want: http.StatusOK} }
+	case "send":
+		sc.next = func(int64) request {
+			return request{method: "POST", path: "/payment-requests/" + sample() + "/send", header: bearer, want: http.StatusOK}
+		}
+	default:
+		panic("bench: unknown scenario " + key)
+	}
+	return sc
+}
+
+// tokenRequest is a client-credentials exchange from an address of its own.
+func (h *harness) tokenRequest(key auth.NewKey) request {
+	n := h.addrSeq.Add(1)
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {key.KeyID}, "client_secret": {key.Secret}}
+	return request{method: "POST", path: "/oauth/token", body: []byte(form.Encode()), want: http.StatusOK,
+		header: http.Header{
+			"Content-Type":    {"application/x-www-form-urlencoded"},
+			"X-Forwarded-For": {fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)},
+		}}
+}
+
+// pgbenchVars are the -D values of a scenario's script.
+func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]string, error) {
+	ds := h.big
+	v := map[string]string{
+		"org":     ds.org.String(),
+		"mid":     ds.mids[0].String(),
+		"key":     h.key.KeyID,
+		"window":  time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339),
+		"samples": fmt.Sprint(len(ds.sample)),
+		"c":       "0",
+		"email":   "customer1@example.com",
+		"descs":   "{Consulting,Travel,Materials}",
+		"qtys":    "{1,2,3}",
+		"costs":   "{10,10,10}",
+		"nulls":   "{NULL,NULL,NULL}",
+		"hash":    `\x` + fmt.Sprintf("%064x", 1),
+	}
+	if key == "list_deep" {
+		at, id, err := h.deepKeyset(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v["after_at"], v["after_id"] = at, id
+	}
+	return v, nil
+}
+
+// deepKeyset is the (createdAt, id) after which page 1,000 starts.
+func (h *harness) deepKeyset(ctx context.Context) (string, string, error) {
+	db, err := sqlx.Open("postgres", h.big.dsn)
+	if err != nil {
+		return "", "", err
+	}
+	defer db.Close()
+	var row struct {
+		At time.Time `db:"created_at"`
+		ID string    `db:"id"`
+	}
+	err = db.GetContext(ctx, &row, `SELECT created_at, id FROM invoices WHERE organization_id = $1
+		ORDER BY created_at DESC, id DESC OFFSET 999 * 25 - 1 LIMIT 1`, h.big.org)
+	return row.At.UTC().Format(time.RFC3339Nano), row.ID, err
+}
