@@ -1,5 +1,8 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
 -- row, save it, queue the message), then Store.Get. Invoices as in get.sql.
+-- The UPDATE writes the row's values back, as Store.update does with the
+-- values it read (here from the row itself: pgbench variables hold no NULL).
+-- Not here: the server's delivery worker, which sends the queued messages.
 \set c :c + 1
 \if :c % 8 = 1
 \set n random(1, :samples)
