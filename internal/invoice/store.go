@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -493,26 +493,7 @@ type Filter struct {
 }
 
 // ErrInvalidCursor: the cursor was not made by this service.
-var ErrInvalidCursor = errors.New("invalid cursor")
-
-type cursor struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"i"`
-}
-
-func encodeCursor(inv Invoice) string {
-	b, _ := json.Marshal(cursor{CreatedAt: inv.CreatedAt, ID: inv.ID})
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string) (cursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	var c cursor
-	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == uuid.Nil || c.CreatedAt.IsZero() {
-		return cursor{}, ErrInvalidCursor
-	}
-	return c, nil
-}
+var ErrInvalidCursor = keyset.ErrInvalid
 
 // List returns a page of invoices, newest first, and the cursor of the next
 // page ("" on the last). Pages are keyset pages on (createdAt, id), so
@@ -521,11 +502,11 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	var afterAt *time.Time
 	var afterID *uuid.UUID
 	if after != "" {
-		c, err := decodeCursor(after)
+		c, err := keyset.Decode(after)
 		if err != nil {
 			return nil, "", err
 		}
-		afterAt, afterID = &c.CreatedAt, &c.ID
+		afterAt, afterID = &c.At, &c.ID
 	}
 	// Only the filters given become conditions: each combination is its own
 	// statement, prepared once per connection with a plan that fits it (a
@@ -584,7 +565,7 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	next := ""
 	if len(list) > limit {
 		list = list[:limit]
-		next = encodeCursor(list[limit-1])
+		next = keyset.Cursor{At: list[limit-1].CreatedAt, ID: list[limit-1].ID}.Encode()
 	}
 	return list, next, nil
 }

@@ -2,9 +2,6 @@ package reseller
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/keyset"
 )
 
 // Application is an application as a reseller reads it: of the tax id, the
@@ -65,7 +63,7 @@ type HistoryEntry struct {
 }
 
 // ErrInvalidCursor is a cursor this package did not make.
-var ErrInvalidCursor = errors.New("invalid cursor")
+var ErrInvalidCursor = keyset.ErrInvalid
 
 // Page sizes List accepts.
 const (
@@ -114,32 +112,6 @@ func (r applicationRow) application() Application {
 	}
 }
 
-// cursor is the position after the last application of a page. On the wire
-// it is base64url of its JSON, opaque to clients.
-type cursor struct {
-	SubmittedAt time.Time `json:"t"`
-	ID          uuid.UUID `json:"id"`
-}
-
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c) // a time and a uuid always marshal
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string) (cursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return cursor{}, ErrInvalidCursor
-	}
-	var c cursor
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || c.SubmittedAt.IsZero() || c.ID == uuid.Nil {
-		return cursor{}, ErrInvalidCursor
-	}
-	return c, nil
-}
-
 // List reads one page of the reseller's applications, newest first (by
 // submission time, then id), optionally of one stage. cursor is "" for the
 // first page, else the next cursor of the page before; next is "" on the
@@ -158,11 +130,11 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 		where = append(where, fmt.Sprintf("stage = $%d", len(args)))
 	}
 	if after != "" {
-		c, err := decodeCursor(after)
+		c, err := keyset.Decode(after)
 		if err != nil {
 			return nil, "", err
 		}
-		args = append(args, c.SubmittedAt, c.ID)
+		args = append(args, c.At, c.ID)
 		where = append(where, fmt.Sprintf("(submitted_at, id) < ($%d, $%d)", len(args)-1, len(args)))
 	}
 	// One row more than the page tells whether there is a next page.
@@ -178,7 +150,7 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 	if len(rows) > limit {
 		rows = rows[:limit]
 		last := rows[limit-1]
-		next = cursor{SubmittedAt: last.SubmittedAt, ID: last.ID}.encode()
+		next = keyset.Cursor{At: last.SubmittedAt, ID: last.ID}.Encode()
 	}
 	page, err = a.withDetails(ctx, rows)
 	if err != nil {
