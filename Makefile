@@ -26,15 +26,19 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := .tools/go/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 GOVULNCHECK_VERSION := v1.8.0
 GOVULNCHECK := .tools/go/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
-# The Go vulnerability database: vuln.go.dev, or a local copy such as
-# GOVULNDB=file:///path/to/vulndb/data/osv (a directory of OSV files).
-GOVULNDB    ?= https://vuln.go.dev
+# The Go vulnerability database for `make vulncheck`: GOVULNDB when set (a
+# URL, or file:///dir for a directory of OSV files); else https://vuln.go.dev
+# when it answers within 5 s; else the committed snapshot VULNDB_SNAPSHOT
+# (see vulndb-snapshot), extracted once into .tools/vulndb-<commit>.
+GOVULNDB    ?=
+VULNDB_SNAPSHOT := .ci/vulndb/osv.tar.gz
+VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # How long each fuzz target runs in `make fuzz`.
 # A count, not a duration: a duration can end a run mid-input and fail it
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck fuzz postgres chromium docs-assets check-docs-assets db-stop clean
+.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -192,19 +196,56 @@ $(GOVULNCHECK):
 	GOBIN=$(abspath $(dir $@)) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 
 # Known vulnerabilities in the code paths payreq calls, from the Go
-# vulnerability database. When the database cannot be reached (as on a
-# machine whose network has only package registries), this says so loudly
-# and does not fail, unless VULNCHECK_REQUIRED=1; point GOVULNDB at a local
-# copy to check offline.
+# vulnerability database chosen as GOVULNDB above says; it prints which one.
+# Any finding, or a database that fails to load, fails the target.
 vulncheck: $(GOVULNCHECK)
-	@out=$$($(GOVULNCHECK) -db $(GOVULNDB) ./... 2>&1); status=$$?; \
-	if [ $$status -ne 0 ] && [ $$status -ne 3 ] && printf '%s' "$$out" | grep -q 'fetching vulnerabilities'; then \
-		echo "*** govulncheck NOT RUN: the vulnerability database $(GOVULNDB) cannot be reached:"; \
-		printf '%s\n' "$$out" | tail -1; \
-		echo "*** run: make vulncheck GOVULNDB=file:///path/to/vulndb/data/osv"; \
-		[ "$(VULNCHECK_REQUIRED)" != 1 ] || exit 1; exit 0; \
+	@if [ -n "$(GOVULNDB)" ]; then \
+		db='$(GOVULNDB)'; echo "vulncheck: database $$db (GOVULNDB)"; \
+	elif why=$$(curl -fsS --max-time 5 -o /dev/null https://vuln.go.dev/index/db.json 2>&1); then \
+		db=https://vuln.go.dev; echo "vulncheck: database https://vuln.go.dev"; \
+	else \
+		commit=$$(sed -n 's/^commit: //p' $(VULNDB_SOURCE)); date=$$(sed -n 's/^date: //p' $(VULNDB_SOURCE)); \
+		[ -n "$$commit" ] || { echo "vulncheck: no commit line in $(VULNDB_SOURCE)"; exit 1; }; \
+		dir=.tools/vulndb-$$(printf '%.12s' "$$commit"); \
+		if [ ! -d "$$dir" ]; then \
+			for old in .tools/vulndb-*; do rm -rf "$$old"; done; \
+			mkdir -p "$$dir.tmp" && tar -xzf $(VULNDB_SNAPSHOT) -C "$$dir.tmp" && mv "$$dir.tmp" "$$dir" || exit 1; \
+		fi; \
+		db="file://$(CURDIR)/$$dir"; \
+		echo "vulncheck: vuln.go.dev not reachable ($$(printf '%s' "$$why" | tail -n 1)); database: snapshot of golang/vulndb at $$commit ($$date), $(VULNDB_SNAPSHOT)"; \
 	fi; \
-	printf '%s\n' "$$out"; exit $$status
+	$(GOVULNCHECK) -db "$$db" ./...
+
+# Rebuilds $(VULNDB_SNAPSHOT) (every data/osv/*.json, byte for byte the same
+# for the same commit) and $(VULNDB_SOURCE) from the HEAD of a golang/vulndb
+# clone, then commit both:
+#   git clone https://go.googlesource.com/vulndb /tmp/vulndb
+#   make vulndb-snapshot VULNDB_REPO=/tmp/vulndb
+vulndb-snapshot:
+	@[ -n "$(VULNDB_REPO)" ] || { echo "usage: make vulndb-snapshot VULNDB_REPO=/path/to/a/clone/of/vulndb"; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	commit=$$(git -C "$(VULNDB_REPO)" rev-parse --verify HEAD) && \
+	date=$$(git -C "$(VULNDB_REPO)" log -1 --format=%cI HEAD) && \
+	epoch=$$(git -C "$(VULNDB_REPO)" log -1 --format=%ct HEAD) && \
+	git -C "$(VULNDB_REPO)" archive --format=tar HEAD:data/osv > "$$tmp/osv.tar" && \
+	mkdir "$$tmp/osv" && tar -xf "$$tmp/osv.tar" -C "$$tmp/osv" && \
+	count=$$(ls "$$tmp/osv" | grep -c '\.json$$') && \
+	(cd "$$tmp/osv" && ls | grep '\.json$$' | LC_ALL=C sort > ../names && \
+	 tar --create --format=gnu --no-recursion --files-from=../names --mtime=@$$epoch \
+		--owner=0 --group=0 --numeric-owner --mode=u=rw,go=r) > "$$tmp/osv.out.tar" && \
+	{ [ "$$count" -gt 0 ] && [ "$$(tar -tf "$$tmp/osv.out.tar" | wc -l)" -eq "$$count" ] || \
+	  { echo "vulndb-snapshot: no data/osv/*.json in $(VULNDB_REPO), or not all of them archived"; exit 1; }; } && \
+	mkdir -p $(dir $(VULNDB_SNAPSHOT)) && gzip -9 -n < "$$tmp/osv.out.tar" > "$$tmp/osv.tar.gz" && \
+	mv "$$tmp/osv.tar.gz" $(VULNDB_SNAPSHOT) && \
+	{ echo "Go vulnerability database snapshot for make vulncheck when https://vuln.go.dev cannot be reached:"; \
+	  echo "osv.tar.gz holds data/osv/*.json of"; \
+	  echo "repository: https://go.googlesource.com/vulndb"; \
+	  echo "commit: $$commit"; \
+	  echo "date: $$date"; \
+	  echo "entries: $$count"; \
+	  echo "refresh: git clone https://go.googlesource.com/vulndb /tmp/vulndb && make vulndb-snapshot VULNDB_REPO=/tmp/vulndb"; \
+	} > $(VULNDB_SOURCE) && \
+	echo "$(VULNDB_SNAPSHOT): $$count entries of golang/vulndb $$commit ($$date)"
 
 # Runs every fuzz target (func Fuzz… in a _test.go file) for FUZZTIME, one at
 # a time, since go test fuzzes one target per run. Each run starts from the
