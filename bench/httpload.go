@@ -32,15 +32,19 @@ type result struct {
 	firstErr string        // the first of them, for the log
 	total    int           // requests answered in the whole run, warm-up included
 	cpu      time.Duration // CPU time the server used in the whole run, when known
-	loadCPU  time.Duration // CPU time the load program used in it
+	dbCPU    time.Duration // CPU time PostgreSQL used in it
+	loadCPU  time.Duration // CPU time the load program (or pgbench) used in it
 }
 
 // cpuPerRequest is the server's CPU time per answered request.
-func (r result) cpuPerRequest() time.Duration {
+func (r result) cpuPerRequest() time.Duration { return r.perRequest(r.cpu) }
+
+// perRequest divides CPU time of the whole run by the requests it answered.
+func (r result) perRequest(d time.Duration) time.Duration {
 	if r.total == 0 {
 		return 0
 	}
-	return r.cpu / time.Duration(r.total)
+	return d / time.Duration(r.total)
 }
 
 // requestSeq numbers every request of the run, so invoice numbers and

@@ -127,10 +127,12 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		logf("pgbench   %-12s %d clients", sc.key, o.clients)
+		db := databaseCPU(o.dataDir)
 		res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", sc.key+".sql"), o.pgbenchMode, vars, o.clients, o.warmup, o.window)
 		if err != nil {
 			return err
 		}
+		res.dbCPU = databaseCPU(o.dataDir) - db
 		h.report.add(sc.key, "pgbench", res, 0)
 		if err := h.quiesce(ctx, h.big); err != nil {
 			return err
@@ -166,7 +168,7 @@ func run(ctx context.Context, o options) error {
 		if err == nil {
 			sc := h.scenario("get", h.small, p.url, tok)
 			logf("payreq    get at %d invoices", o.smallInvoices)
-			res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+			res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
 			h.report.add("get", "small", res, rss)
 		}
 		p.stop()
@@ -191,7 +193,7 @@ func run(ctx context.Context, o options) error {
 		}
 		sc := h.scenario("get", h.big, p.url, "x")
 		logf("echo      get (fixed body of %d bytes)", len(h.body))
-		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
 		h.report.add("get", "echo", res, rss)
 		p.stop()
 	}
@@ -244,7 +246,7 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 		}
 		sc = h.scenario(sc.key, h.big, p.url, tok)
 		logf("%-9s %-12s %d clients", variant, sc.key, o.clients)
-		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
 		h.report.add(sc.key, variant, res, rss)
 		if variant != "payreq" || (sc.key != "create" && sc.key != "get") || res.requests == 0 || !h.runs("open") {
 			continue
@@ -267,7 +269,7 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 	}
 	if h.runs("high") {
 		logf("%-9s get          %d clients (peak RSS)", variant, o.highClients)
-		res, rss := p.measure(func() result { return closedLoop(ctx, p.url, o.highClients, o.warmup, o.window, sc.next) })
+		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.highClients, o.warmup, o.window, sc.next) })
 		h.report.add("get", "high", res, rss)
 	}
 	return nil

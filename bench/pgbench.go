@@ -36,7 +36,8 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 	}
 	args = append(args, dsn)
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("pgbench %s: %w: %s", filepath.Base(script), err, lastLines(out, 5))
 	}
@@ -52,7 +53,9 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 			return result{}, err
 		}
 	}
-	return rec.result(), nil
+	res := rec.result()
+	res.loadCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return res, nil
 }
 
 // readTxLog reads pgbench's per-transaction log: client_id transaction_no

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,28 +107,73 @@ func (p *process) cpuTime() time.Duration { return cpuTime(p.cmd.Process.Pid) }
 
 // cpuTime is the CPU time (user and system) process pid has used.
 func cpuTime(pid int) time.Duration {
+	f := statFields(pid)
+	if len(f) < 13 {
+		return 0
+	}
+	return ticks(f[11], f[12])
+}
+
+// statFields are the fields of /proc/pid/stat after the command name (in
+// parentheses, which may hold spaces): the state is the first, the parent
+// pid the second, utime, stime, cutime and cstime the 12th to 15th.
+func statFields(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+// ticks sums clock ticks (100 a second).
+func ticks(fields ...string) time.Duration {
+	var n int64
+	for _, f := range fields {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		n += v
+	}
+	return time.Duration(n) * 10 * time.Millisecond
+}
+
+// databaseCPU is the CPU time the bench cluster has used: its postmaster,
+// the children it has reaped (cutime, cstime: backends of connections that
+// closed) and the children alive now. A backend that exits between two
+// readings moves from the last sum to the first, so a difference counts it.
+func databaseCPU(dataDir string) time.Duration {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postgres", "postmaster.pid"))
 	if err != nil {
 		return 0
 	}
-	// Fields after the command name (in parentheses, which may hold spaces):
-	// utime and stime are the 12th and 13th, in clock ticks (100 a second).
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
 		return 0
 	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	f := statFields(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	total := ticks(f[11], f[12], f[13], f[14])
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if c := statFields(child); len(c) >= 13 && c[1] == strconv.Itoa(pid) {
+			total += ticks(c[11], c[12])
+		}
+	}
+	return total
 }
 
-// measure runs load against p, with its peak RSS and CPU time.
-func (p *process) measure(load func() result) (result, int64) {
+// measure runs load against p, with its peak RSS and the CPU time of the
+// server, the database and this load program.
+func (h *harness) measure(p *process, load func() result) (result, int64) {
 	p.resetPeakRSS()
-	cpu, self := p.cpuTime(), cpuTime(os.Getpid())
+	cpu, db, self := p.cpuTime(), databaseCPU(h.o.dataDir), cpuTime(os.Getpid())
 	res := load()
-	res.cpu, res.loadCPU = p.cpuTime()-cpu, cpuTime(os.Getpid())-self
+	res.cpu, res.dbCPU, res.loadCPU = p.cpuTime()-cpu, databaseCPU(h.o.dataDir)-db, cpuTime(os.Getpid())-self
 	return res, p.peakRSS()
 }
 

@@ -47,8 +47,9 @@ func (r *report) add(key, target string, res result, rss int64) {
 	if rss > 0 {
 		msg += "  peak RSS " + mb(rss)
 	}
-	if c := res.cpuPerRequest(); c > 0 {
-		msg += fmt.Sprintf("  server CPU %s/req, load %s/req", us(c), us(res.loadCPU/time.Duration(res.total)))
+	if res.total > 0 && (res.cpu > 0 || res.dbCPU > 0) {
+		msg += fmt.Sprintf("  CPU/req: database %s, server %s, load %s",
+			us(res.perRequest(res.dbCPU)), us(res.perRequest(res.cpu)), us(res.perRequest(res.loadCPU)))
 	}
 	if res.errors > 0 {
 		msg += fmt.Sprintf("  %d ERRORS, first: %s", res.errors, res.firstErr)
@@ -121,6 +122,25 @@ func (r *report) markdown() string {
 			return fmt.Sprintf("%.0f | %s | %s", c.res.rate(), ms(c.res.p50), ms(c.res.p99))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.title, cols(a, okA), cols(v, okV))
+	}
+
+	fmt.Fprintf(&b, "\nCPU time per request, read from /proc over the whole run: PostgreSQL (every process of the cluster), "+
+		"the server, and the load program (pgbench itself for (a)). Where the cores are saturated, the rate is the cores "+
+		"over the total.\n\n| Scenario | run | database | server | load | total |\n|---|---|---:|---:|---:|---:|\n")
+	for _, t := range scenarioTitles {
+		for _, target := range []string{"pgbench", "payreq"} {
+			c, ok := r.get(t.key, target)
+			if !ok || c.res.dbCPU == 0 {
+				continue
+			}
+			res := c.res
+			server := "–"
+			if res.cpu > 0 {
+				server = us(res.perRequest(res.cpu))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.title, map[string]string{"pgbench": "(a) pgbench", "payreq": "payreq"}[target],
+				us(res.perRequest(res.dbCPU)), server, us(res.perRequest(res.loadCPU)), us(res.perRequest(res.dbCPU+res.cpu+res.loadCPU)))
+		}
 	}
 
 	if len(r.cells["create"]) > 0 || len(r.cells["get"]) > 0 {
