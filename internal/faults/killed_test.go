@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,5 +241,141 @@ func TestTwoInstancesOneKilled(t *testing.T) {
 		if n := perNumber["BOTH-"+key[:13]]; n != 1 {
 			t.Errorf("key %s: %d invoices", key, n)
 		}
+	}
+}
+
+// The process is killed (SIGKILL) in the middle of a charge on the pay
+// page: the processor got the authorisation, charged the card and has not
+// answered. What is left is the pending charge written before the
+// processor was asked, and no payment. The next process voids that order at
+// the processor once the pending charge is due (a payment is recorded only
+// with the processor's answer, which died with the process, so the charge
+// is cancelled rather than kept) and forgets it; the invoice is as it was
+// and can be paid.
+func TestKilledMidCharge(t *testing.T) {
+	t.Parallel() // waits for the settlement more than it works
+	g := startGateway(t, func(n int) authPlan {
+		if n == 1 {
+			return authPlan{slow: true} // charged, and the answer never comes
+		}
+		return authPlan{}
+	})
+	dsn := newDatabase(t)
+	d := newDeployment(t, dsn)
+	d.Env["PAYREQ_PROCESSOR"] = "cardpointe"
+	d.Env["PAYREQ_CARDPOINTE_URL"] = g.url()
+	keys := d.seed(t)
+	first := d.start(t, "first", nil)
+	c := httpClient("127.0.0.1", 60*time.Second)
+	tok := token(t, c, first.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
+	mid := firstMID(t, c, first.URL, tok)
+
+	a := send(c, "POST", first.URL+"/payment-requests", tok, invoiceBody(mid, "KILLED-1", false), nil)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("create: %v", a)
+	}
+	invoiceID := created(t, a)
+	var inv struct {
+		Link string `json:"link"`
+	}
+	if err := json.Unmarshal(a.Body, &inv); err != nil {
+		t.Fatal(err)
+	}
+	link, err := url.Parse(inv.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	customer := httpClient("127.0.0.121", 60*time.Second)
+	answered := make(chan answer, 1)
+	go func() {
+		r, err := pay(customer, first.URL, link.Path, "30.00")
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- r
+	}()
+	var order string
+	eventually(t, 20*time.Second, "the processor has charged the card", func() bool {
+		for id := range g.captured() {
+			order = id
+		}
+		return order != ""
+	})
+	first.kill()
+	if r := <-answered; r.Err == nil {
+		t.Errorf("the customer got an answer from the killed process: %v", r)
+	}
+
+	db := openDB(t, dsn)
+	countPayments := func() int {
+		var n int
+		if err := db.Get(&n, `SELECT count(*) FROM payments`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := countPayments(); n != 0 {
+		t.Errorf("%d payments after the kill, want none", n)
+	}
+	var pending []struct {
+		OrderID   string `db:"order_id"`
+		InvoiceID string `db:"invoice_id"`
+	}
+	if err := db.Select(&pending, `SELECT order_id::text, invoice_id::text FROM pending_charges`); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].OrderID != order || pending[0].InvoiceID != invoiceID {
+		t.Fatalf("pending charges %+v, want order %s of invoice %s", pending, order, invoiceID)
+	}
+
+	second := d.start(t, "second", nil)
+	if v := g.voidRequests(); len(v) != 0 {
+		t.Errorf("voided before the pending charge was due: %v", v)
+	}
+	// Stands in for time passing: the pending charge falls due 3 minutes
+	// after it was written, once no Pay can record it any more.
+	if _, err := db.Exec(`UPDATE pending_charges SET void_after = now() WHERE order_id = $1`, order); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the pending charge is settled", func() bool {
+		var n int
+		if err := db.Get(&n, `SELECT count(*) FROM pending_charges`); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if v := g.voidRequests(); len(v) != 1 || v[order] != 1 {
+		t.Errorf("void requests %v, want one for order %s", v, order)
+	}
+	if ledger := g.captured(); len(ledger) != 0 {
+		t.Errorf("charges standing at the processor after the settlement: %v", ledger)
+	}
+	if n := countPayments(); n != 0 {
+		t.Errorf("%d payments after the settlement, want none", n)
+	}
+
+	// The invoice is as it was, and the customer can pay it.
+	a = send(c, "GET", second.URL+"/payment-requests/"+invoiceID, tok, nil, nil)
+	var got struct {
+		Status     string `json:"status"`
+		AmountPaid string `json:"amountPaid"`
+		Balance    string `json:"balance"`
+	}
+	if err := json.Unmarshal(a.Body, &got); a.Status != http.StatusOK || err != nil {
+		t.Fatalf("get invoice: %v", a)
+	}
+	if got.Status != "open" || !sameAmount(got.AmountPaid, "0") || !sameAmount(got.Balance, "30") {
+		t.Errorf("invoice after the settlement: %+v, want open with 30.00 to pay", got)
+	}
+	r, err := pay(customer, second.URL, link.Path, "30.00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("pay after the settlement: %v", r)
+	}
+	if ledger := g.captured(); len(ledger) != 1 || countPayments() != 1 {
+		t.Errorf("charges standing %v and %d payments, want the one payment", ledger, countPayments())
 	}
 }

@@ -150,6 +150,17 @@ func (g *gateway) captured() map[string]charge {
 	return out
 }
 
+// voidRequests is how many voids each order id got.
+func (g *gateway) voidRequests() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]int{}
+	for id, n := range g.voids {
+		out[id] = n
+	}
+	return out
+}
+
 var csrfPattern = regexp.MustCompile(`name="csrfToken" value="([^"]+)"`)
 
 // pay opens the pay page and posts the form for amount.
