@@ -16,6 +16,7 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/paypage"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -44,7 +45,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      writeTimeout(cfg),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -80,7 +81,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// As long as a request may take: every request accepted gets its answer.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), srv.WriteTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: shutdown: %w", err)
@@ -88,6 +90,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	<-delivered // messages being sent are sent, or handed back to the outbox
 	log.Info("stopped")
 	return nil
+}
+
+// writeTimeout is how long a request may take, from its headers to the end
+// of its answer, before the connection is cut. It outlasts the slowest
+// handler, or a client would lose the answer to work done, such as a charge
+// recorded on the pay page: an API request's deadline, or a pay POST's
+// (paypage.PayTimeout) followed by the void of a charge whose answer was
+// lost (three tries of two thirds of the CardPointe timeout), and a margin
+// for the database work and the answer itself.
+func writeTimeout(cfg config.Config) time.Duration {
+	return max(cfg.RequestTimeout, paypage.PayTimeout+2*cfg.CardPointeTimeout) + 30*time.Second
 }
 
 // debugHandler serves pprof's profiles (a goroutine count is the first line

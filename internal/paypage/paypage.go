@@ -65,10 +65,12 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 const (
 	// maxForm bounds the pay form's body.
 	maxForm = 16 << 10
-	// payTimeout bounds a payment, processor call and void included. It does
-	// not end when the customer goes away: a charge under way finishes and
-	// is recorded (or voided).
-	payTimeout = 60 * time.Second
+	// PayTimeout bounds a payment: the wait for the invoice's lock, the
+	// processor call and the recording. The void of a charge whose answer
+	// was lost runs past it (the CardPointe client's tries ignore the
+	// deadline). It does not end when the customer goes away: a charge
+	// under way finishes and is recorded (or voided).
+	PayTimeout = 60 * time.Second
 )
 
 // Deps is what the pages need.
@@ -208,7 +210,7 @@ func (h *handler) pay(c echo.Context) error {
 		return h.render(c, http.StatusBadRequest, "pay", p)
 	}
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), payTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), PayTimeout)
 	defer cancel()
 	out, payErr := h.Payments.Pay(ctx, inv, req)
 	if payErr == nil && out.Approved {
