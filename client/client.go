@@ -8,6 +8,13 @@
 //   - A 401 makes it obtain a new token and send the request once more.
 //   - A 429 is sent again after the server's Retry-After, a bounded number of
 //     times and never past the request context's deadline.
+//   - So is a 503 (the service cannot reach its database), but only for a
+//     request that is safe to repeat, since a 503 may come after the change
+//     was made: GET; DELETE (a second removal removes nothing more, and
+//     answers 404 if the first went through); the token request; and any
+//     request with an Idempotency-Key, creates included. The other POSTs,
+//     sending a pay link (a repeat sends a second message) and cancelling,
+//     get the 503 back.
 //   - POST /payment-requests gets a random Idempotency-Key when the caller gave
 //     none, the same one on each of the client's own retries, so a retry never
 //     makes a second invoice.
@@ -70,9 +77,10 @@ func WithRefreshMargin(d time.Duration) Option {
 	return func(s *settings) { s.refreshMargin = d }
 }
 
-// WithRetries sets how many times in all a request answered 429 is sent
-// (default 3), and the longest Retry-After the client waits for (default
-// 60 s); a longer one, or one past the context's deadline, returns the 429.
+// WithRetries sets how many times in all a request answered 429 (or 503,
+// when it is safe to repeat) is sent (default 3), and the longest Retry-After
+// the client waits for (default 60 s); a longer one, or one past the
+// context's deadline, returns the 429 or 503.
 func WithRetries(tries int, maxWait time.Duration) Option {
 	return func(s *settings) { s.maxTries, s.maxWait = tries, maxWait }
 }
@@ -108,8 +116,10 @@ func New(baseURL, keyID, secret string, opts ...Option) (*Client, error) {
 	basePath := strings.TrimSuffix(base.Path, "/")
 
 	// Token requests go through the retries but not the authentication.
+	tokenRetries := retries
+	tokenRetries.tokens = true
 	tokenHTTP := *hc
-	tokenHTTP.Transport = &transport{next: retries, scheme: base.Scheme, host: base.Host, basePath: basePath}
+	tokenHTTP.Transport = &transport{next: tokenRetries, scheme: base.Scheme, host: base.Host, basePath: basePath}
 	tokenAPI, err := client.NewClientWithResponses(baseURL, client.WithHTTPClient(&tokenHTTP))
 	if err != nil {
 		return nil, fmt.Errorf("payreq: %w", err)

@@ -16,13 +16,16 @@ import (
 	"github.com/payreq/payreq/gen/client"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/pgtest"
 )
 
 // recorder sees every request the client sends and the status it got back.
 type recorder struct {
 	base http.RoundTripper
-	mu   sync.Mutex
-	sent []exchange
+	// answered, when set, is called with each exchange once it is answered.
+	answered func(exchange)
+	mu       sync.Mutex
+	sent     []exchange
 }
 
 type exchange struct {
@@ -40,6 +43,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	r.sent = append(r.sent, x)
 	r.mu.Unlock()
+	if r.answered != nil {
+		r.answered(x)
+	}
 	return resp, err
 }
 
@@ -224,6 +230,60 @@ func TestCreateGetsIdempotencyKey(t *testing.T) {
 	}
 	if got := resp.JSON201.Amount.String(); got != "12.30" {
 		t.Errorf("amount %s, want 12.30", got)
+	}
+}
+
+// A create answered 503 (the database held it up past the request's time
+// limit) is sent again after Retry-After, with the same Idempotency-Key,
+// and makes one invoice.
+func TestCreateRetriedAfter503(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Configure: func(c *config.Config) {
+		c.RequestTimeout = 300 * time.Millisecond
+	}})
+	seed := env.Seed()
+	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
+	mid := listAccounts(t, c)[0].Id
+
+	// The invoices are locked until the first try is answered.
+	lock, err := env.App.DB.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.Exec(`LOCK TABLE invoices IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	rec.answered = func(exchange) { _ = lock.Rollback() }
+
+	email := openapi_types.Email("dana@example.com")
+	number := "INV-" + uuid.NewString()[:8]
+	send := false
+	resp, err := c.CreatePaymentRequestWithResponse(context.Background(), nil, client.CreatePaymentRequest{
+		MerchantAccountId: mid, InvoiceNumber: number, Amount: payreq.MustDecimal("12.30"), CustomerEmail: &email, Send: &send,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON201 == nil {
+		t.Fatalf("create: %d %s, want 201", resp.StatusCode(), resp.Body)
+	}
+	var keys []string
+	var statuses []int
+	for _, x := range rec.sent {
+		if x.method == "POST" && x.path == "/payment-requests" {
+			keys = append(keys, x.header.Get("Idempotency-Key"))
+			statuses = append(statuses, x.status)
+		}
+	}
+	if len(keys) != 2 || statuses[0] != http.StatusServiceUnavailable || keys[0] == "" || keys[1] != keys[0] {
+		t.Fatalf("tries answered %v with Idempotency-Keys %q, want 503 then 201 with one key", statuses, keys)
+	}
+	list, err := c.ListPaymentRequestsWithResponse(context.Background(), &client.ListPaymentRequestsParams{InvoiceNumber: &number})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.JSON200 == nil || len(*list.JSON200) != 1 || (*list.JSON200)[0].Id != resp.JSON201.Id {
+		t.Errorf("invoices numbered %s: %d %s, want the one created", number, list.StatusCode(), list.Body)
 	}
 }
 

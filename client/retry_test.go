@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 type fake struct {
 	t      *testing.T
 	script []int
-	wait   string // Retry-After of its 429s
+	wait   string // Retry-After of its 429s and 503s
 	mu     sync.Mutex
 	tokens int
 	calls  []call
@@ -56,7 +57,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.calls = append(f.calls, call{header: r.Header.Clone(), body: string(body)})
 	status := f.script[min(len(f.calls), len(f.script))-1]
 	w.Header().Set("Content-Type", "application/problem+json")
-	if status == http.StatusTooManyRequests {
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", f.wait)
 	}
 	w.WriteHeader(status)
@@ -148,6 +149,73 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 	if _, calls := f.recorded(); len(calls) != 3 {
 		t.Errorf("%d tries, want 3", len(calls))
+	}
+}
+
+// A 503 may come after the change was made, so only the requests that are
+// safe to repeat are sent again: not sending a pay link (a second message)
+// nor cancelling.
+func TestOnlySafeRequestsRetriedAfter503(t *testing.T) {
+	id := uuid.New()
+	for _, tc := range []struct {
+		name  string
+		do    func(*payreq.Client) (*http.Response, error)
+		tries int
+	}{
+		{"list locations", func(c *payreq.Client) (*http.Response, error) {
+			return c.ListLocations(context.Background())
+		}, 2},
+		{"remove a saved card", func(c *payreq.Client) (*http.Response, error) {
+			return c.DeleteSavedCard(context.Background(), id)
+		}, 2},
+		{"create", func(c *payreq.Client) (*http.Response, error) {
+			return c.CreatePaymentRequest(context.Background(), nil, createBody())
+		}, 2},
+		{"send the pay link", func(c *payreq.Client) (*http.Response, error) {
+			return c.SendPaymentRequest(context.Background(), id)
+		}, 1},
+		{"cancel", func(c *payreq.Client) (*http.Response, error) {
+			return c.CancelPaymentRequest(context.Background(), id)
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t, "0", 503, 200)
+			resp, err := tc.do(newFakeClient(t, srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := http.StatusOK
+			if tc.tries == 1 {
+				want = http.StatusServiceUnavailable
+			}
+			if _, calls := f.recorded(); len(calls) != tc.tries || resp.StatusCode != want {
+				t.Errorf("%d tries answered %d, want %d answered %d", len(calls), resp.StatusCode, tc.tries, want)
+			}
+		})
+	}
+}
+
+// A token request answered 503 is sent again: a repeat only makes another token.
+func TestTokenRequestRetriedAfter503(t *testing.T) {
+	f := &fake{t: t, script: []int{200}}
+	var refused atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/oauth/token" && refused.CompareAndSwap(false, true) {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := newFakeClient(t, srv).ListLocations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if tokens, calls := f.recorded(); resp.StatusCode != http.StatusOK || tokens != 1 || len(calls) != 1 {
+		t.Errorf("status %d after %d tokens and %d calls, want 200 after 1 and 1", resp.StatusCode, tokens, len(calls))
 	}
 }
 

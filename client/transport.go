@@ -51,7 +51,7 @@ func matches(template, segments []string) bool {
 
 // transport authenticates requests to the API with the access token, sends a
 // request once more with a new token after a 401, and gives creates an
-// Idempotency-Key. Under it, next retries 429s.
+// Idempotency-Key. Under it, next retries 429s and 503s.
 type transport struct {
 	next   http.RoundTripper
 	tokens *tokenSource // nil: requests are sent without a token (the token request itself)
@@ -115,19 +115,23 @@ func (t *transport) send(req *http.Request, header http.Header, again bool) (*ht
 	return t.next.RoundTrip(try)
 }
 
-// retrier sends a request again when it is answered 429, after the answer's
-// Retry-After, while tries remain and the request's deadline allows.
+// retrier sends a request again when it is answered 429, or 503 when it is
+// safe to repeat, after the answer's Retry-After, while tries remain and the
+// request's deadline allows.
 type retrier struct {
 	base     http.RoundTripper
 	maxTries int
 	maxWait  time.Duration
+	// tokens: it sends token requests, which are safe to repeat (another
+	// token is all a repeat makes).
+	tokens bool
 }
 
 func (r retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	for try := 1; ; try++ {
 		resp, err := r.base.RoundTrip(req)
-		if err != nil || resp.StatusCode != http.StatusTooManyRequests || try >= r.maxTries {
+		if err != nil || !r.retried(req, resp.StatusCode) || try >= r.maxTries {
 			return resp, err
 		}
 		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -154,6 +158,26 @@ func (r retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		req = next
 	}
+}
+
+// retried tells whether an answer of status is worth another try. A 429
+// was not acted on, so any request is sent again. A 503 may come after
+// the request's change was made (its answer lost), so only a request that
+// is safe to repeat is: GET and HEAD; DELETE, which removes nothing more
+// the second time; the token request; and any request with an
+// Idempotency-Key, which the server makes at most once.
+func (r retrier) retried(req *http.Request, status int) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable:
+		switch req.Method {
+		case http.MethodGet, http.MethodHead, http.MethodDelete:
+			return true
+		}
+		return r.tokens || req.Header.Get("Idempotency-Key") != ""
+	}
+	return false
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date.
