@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -184,9 +185,11 @@ func closedLoop(ctx context.Context, base string, clients int, warmup, window ti
 	return rec.result()
 }
 
-// openLoop sends requests at a fixed rate whatever the answers do, from up to
+// openLoop sends requests at a mean rate whatever the answers do, from up to
 // workers connections, and measures each latency from the moment the request
-// was due, so a stall is counted in full (no coordinated omission).
+// was due, so a stall is counted in full (no coordinated omission). Requests
+// fall due as independent clients' would, and as pgbench -R schedules them:
+// exponential gaps (a Poisson process), not a metronome.
 func openLoop(ctx context.Context, base string, workers int, rate float64, warmup, window time.Duration, next func(n int64) request) result {
 	start := time.Now()
 	rec := &recorder{from: start.Add(warmup), to: start.Add(warmup + window)}
@@ -205,9 +208,7 @@ func openLoop(ctx context.Context, base string, workers int, rate float64, warmu
 		}()
 	}
 	// Every millisecond, hand out what fell due since the last tick.
-	interval := time.Duration(float64(time.Second) / rate)
-	for i := 0; ctx.Err() == nil; {
-		at := start.Add(time.Duration(i) * interval)
+	for at := start; ctx.Err() == nil; {
 		if at.After(rec.to) {
 			break
 		}
@@ -216,7 +217,7 @@ func openLoop(ctx context.Context, base string, workers int, rate float64, warmu
 			continue
 		}
 		due <- at
-		i++
+		at = at.Add(time.Duration(rand.ExpFloat64() / rate * float64(time.Second)))
 	}
 	close(due)
 	wg.Wait()

@@ -16,8 +16,9 @@ import (
 // pgbench runs script from clients connections for warmup+window and
 // measures the transactions that started inside the window, from its
 // per-transaction log. mode is pgbench's -M: the protocol payreq's driver
-// speaks.
-func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, warmup, window time.Duration) (result, error) {
+// speaks. rate > 0 runs it open-loop (-R): transactions scheduled at that
+// mean rate, each latency counted from when it was due.
+func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration) (result, error) {
 	logDir, err := os.MkdirTemp("", "payreq-pgbench-")
 	if err != nil {
 		return result{}, err
@@ -26,6 +27,9 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 	secs := int((warmup + window + time.Second - 1) / time.Second)
 	args := []string{"-n", "-M", mode, "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
 		"-f", script, "-l", "--log-prefix", filepath.Join(logDir, "tx")}
+	if rate > 0 {
+		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
@@ -59,7 +63,8 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 }
 
 // readTxLog reads pgbench's per-transaction log: client_id transaction_no
-// time(µs) script_no time_epoch time_us, the last two being when it ended.
+// time(µs) script_no time_epoch time_us, the last two being when it ended,
+// and with -R schedule_lag(µs), how long after it was due it started.
 func readTxLog(path string, rec *recorder) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -77,6 +82,13 @@ func readTxLog(path string, rec *recorder) error {
 		usec, err3 := strconv.ParseInt(fields[5], 10, 64)
 		if err1 != nil || err2 != nil || err3 != nil {
 			return fmt.Errorf("pgbench log %s: unreadable line %q", path, sc.Text())
+		}
+		if len(fields) >= 7 {
+			lag, err := strconv.ParseInt(fields[6], 10, 64)
+			if err != nil {
+				return fmt.Errorf("pgbench log %s: unreadable line %q", path, sc.Text())
+			}
+			lat += lag
 		}
 		d := time.Duration(lat) * time.Microsecond
 		end := time.Unix(sec, usec*1000)
