@@ -60,7 +60,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	binary = filepath.Join(workDir, "payreq")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/payreq")
+	// Under -race (make test) payreq is built with it too, so a race in the
+	// server under these faults fails the test that provoked it.
+	args := []string{"build", "-o", binary}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/payreq")...)
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "faults: go build: %v\n%s", err, out)
@@ -242,8 +248,10 @@ func (d *deployment) start(t *testing.T, name string, extra map[string]string) *
 	}()
 	t.Cleanup(func() {
 		in.kill()
-		if t.Failed() {
-			t.Logf("%s log (last 8 KiB):\n%s", name, tail(in.logs.String(), 8<<10))
+		if logs := in.logs.String(); strings.Contains(logs, "WARNING: DATA RACE") {
+			t.Errorf("%s: the race detector found a data race:\n%s", name, logs[strings.Index(logs, "WARNING: DATA RACE"):])
+		} else if t.Failed() {
+			t.Logf("%s log (last 8 KiB):\n%s", name, tail(logs, 8<<10))
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
