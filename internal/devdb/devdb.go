@@ -36,9 +36,11 @@ const (
 	database    = "payreq"
 
 	// Ports are derived from the cluster's path so that the clusters of two
-	// checkouts on one machine do not collide.
+	// checkouts on one machine do not collide. They stay below Linux's
+	// ephemeral ports (32768-60999): a cluster stopped and started again
+	// could otherwise find its port held by an outgoing connection.
 	firstPort = 20000
-	portRange = 20000
+	portRange = 12000
 )
 
 // settings are appended to the postgresql.conf that initdb writes.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -147,12 +148,19 @@ func openDB(t *testing.T, dsn string) *sqlx.DB {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below Linux's ephemeral ports (32768-60999), which the kernel hands to
+	// outgoing connections: a process restarted on its deployment's address
+	// found it taken by some connection's source port ("address already in
+	// use"). devdb's clusters are on 20000-31999.
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(10000)))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port in 10000-19999 on 127.0.0.1")
+	return ""
 }
 
 // deployment is what the instances of one payreq deployment share.
