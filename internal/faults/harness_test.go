@@ -16,12 +16,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -366,6 +368,12 @@ func (a answer) String() string {
 	return fmt.Sprintf("%d %s", a.Status, tail(string(a.Body), 300))
 }
 
+// errNeverAccepted marks a request sent on a new connection that was reset
+// or closed before any byte of an answer: the kernel had completed the
+// handshake, but the process closed its listener (SIGTERM) before it
+// accepted the connection, so it never read the request. Like a refused dial.
+var errNeverAccepted = errors.New("connection closed before the process accepted it")
+
 func send(c *http.Client, method, url, token string, body any, header http.Header) answer {
 	var r io.Reader
 	switch b := body.(type) {
@@ -392,9 +400,18 @@ func send(c *http.Client, method, url, token string, body any, header http.Heade
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	var reused, answered atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	}))
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
+		if !reused.Load() && !answered.Load() &&
+			(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			err = fmt.Errorf("%w: %w", errNeverAccepted, err)
+		}
 		return answer{Err: err, Took: time.Since(start)}
 	}
 	defer resp.Body.Close()

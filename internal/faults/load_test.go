@@ -43,9 +43,11 @@ func newCreates(t *testing.T, mid, tok, prefix string, sendIt bool, target func(
 		pending: map[string]bool{}, bodies: map[string]map[string]any{}}
 }
 
-func isDialError(err error) bool {
+// neverReached tells whether a request failed without the process having
+// read it: no listener, or a connection it never accepted.
+func neverReached(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errNeverAccepted)
 }
 
 func (l *creates) record(key string, a answer) {
@@ -95,7 +97,7 @@ func (l *creates) send(c *http.Client, key string, body map[string]any, until ti
 			return
 		case a.Status == http.StatusServiceUnavailable:
 			wantUnavailable(l.t, a)
-		case a.Err != nil && (isDialError(a.Err) || l.retryOn != nil && l.retryOn(a)):
+		case a.Err != nil && (neverReached(a.Err) || l.retryOn != nil && l.retryOn(a)):
 		default:
 			l.t.Errorf("create %s: %v", key, a)
 			return
