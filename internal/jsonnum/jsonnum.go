@@ -77,9 +77,11 @@ func parse(s string) (Decimal, error) {
 	return d, nil
 }
 
-// MarshalJSON writes the decimal as a JSON string in plain notation.
-func (d Decimal) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + d.Text('f') + `"`), nil
+// MarshalText gives the decimal in plain notation, which encoding/json
+// writes as a JSON string. (A MarshalJSON would have its output parsed and
+// compacted again by encoding/json, for every amount of every answer.)
+func (d Decimal) MarshalText() ([]byte, error) {
+	return d.Append(nil, 'f'), nil
 }
 
 // UnmarshalJSON accepts a JSON number or a JSON string matching
