@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,26 +269,12 @@ func TestKilledMidCharge(t *testing.T) {
 	tok := token(t, c, first.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
 	mid := firstMID(t, c, first.URL, tok)
 
-	a := send(c, "POST", first.URL+"/payment-requests", tok, invoiceBody(mid, "KILLED-1", false), nil)
-	if a.Status != http.StatusCreated {
-		t.Fatalf("create: %v", a)
-	}
-	invoiceID := created(t, a)
-	var inv struct {
-		Link string `json:"link"`
-	}
-	if err := json.Unmarshal(a.Body, &inv); err != nil {
-		t.Fatal(err)
-	}
-	link, err := url.Parse(inv.Link)
-	if err != nil {
-		t.Fatal(err)
-	}
+	invoiceID, path := payable(t, c, first.URL, tok, mid, "KILLED-1")
 
 	customer := httpClient("127.0.0.121", 60*time.Second)
 	answered := make(chan answer, 1)
 	go func() {
-		r, err := pay(customer, first.URL, link.Path, "30.00")
+		r, err := pay(customer, first.URL, path, "30.00")
 		if err != nil {
 			t.Error(err)
 		}
@@ -356,7 +341,7 @@ func TestKilledMidCharge(t *testing.T) {
 	}
 
 	// The invoice is as it was, and the customer can pay it.
-	a = send(c, "GET", second.URL+"/payment-requests/"+invoiceID, tok, nil, nil)
+	a := send(c, "GET", second.URL+"/payment-requests/"+invoiceID, tok, nil, nil)
 	var got struct {
 		Status     string `json:"status"`
 		AmountPaid string `json:"amountPaid"`
@@ -368,7 +353,7 @@ func TestKilledMidCharge(t *testing.T) {
 	if got.Status != "open" || !sameAmount(got.AmountPaid, "0") || !sameAmount(got.Balance, "30") {
 		t.Errorf("invoice after the settlement: %+v, want open with 30.00 to pay", got)
 	}
-	r, err := pay(customer, second.URL, link.Path, "30.00")
+	r, err := pay(customer, second.URL, path, "30.00")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,27 @@ func (g *gateway) voidRequests() map[string]int {
 	return out
 }
 
+// payable creates an invoice of 30.00 numbered number and returns its id
+// and the path of its pay page.
+func payable(t *testing.T, c *http.Client, baseURL, tok, mid, number string) (id, path string) {
+	t.Helper()
+	a := send(c, "POST", baseURL+"/payment-requests", tok, invoiceBody(mid, number, false), nil)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("create: %v", a)
+	}
+	var inv struct {
+		Link string `json:"link"`
+	}
+	if err := json.Unmarshal(a.Body, &inv); err != nil {
+		t.Fatal(err)
+	}
+	link, err := url.Parse(inv.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created(t, a), link.Path
+}
+
 var csrfPattern = regexp.MustCompile(`name="csrfToken" value="([^"]+)"`)
 
 // pay opens the pay page and posts the form for amount.
@@ -217,27 +238,14 @@ func TestProcessorTimeoutsOnPayment(t *testing.T) {
 	outcomes := map[int]int{}
 	var slowest time.Duration
 	for i := range invoices {
-		a := send(c, "POST", srv.URL+"/payment-requests", tok, invoiceBody(mid, fmt.Sprintf("PAY-%d", i), false), nil)
-		if a.Status != http.StatusCreated {
-			t.Fatalf("create: %v", a)
-		}
-		var inv struct {
-			Link string `json:"link"`
-		}
-		if err := json.Unmarshal(a.Body, &inv); err != nil {
-			t.Fatal(err)
-		}
-		link, err := url.Parse(inv.Link)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, path := payable(t, c, srv.URL, tok, mid, fmt.Sprintf("PAY-%d", i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			customer := httpClient(fmt.Sprintf("127.0.0.%d", 100+i), 60*time.Second)
 			paid := 0
 			for try := 0; paid < 2 && try < 9; try++ {
-				r, err := pay(customer, srv.URL, link.Path, "15.00")
+				r, err := pay(customer, srv.URL, path, "15.00")
 				if err != nil {
 					t.Error(err)
 					return
@@ -259,7 +267,7 @@ func TestProcessorTimeoutsOnPayment(t *testing.T) {
 				}
 			}
 			if paid < 2 {
-				t.Errorf("invoice %s: %d payments after 9 tries", link.Path, paid)
+				t.Errorf("invoice %s: %d payments after 9 tries", path, paid)
 			}
 		}()
 	}
@@ -345,19 +353,9 @@ func TestProcessorUnreachableAfterCharging(t *testing.T) {
 	tok := token(t, c, srv.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
 	mid := firstMID(t, c, srv.URL, tok)
 
-	a := send(c, "POST", srv.URL+"/payment-requests", tok, invoiceBody(mid, "UNSETTLED-1", false), nil)
-	if a.Status != http.StatusCreated {
-		t.Fatalf("create: %v", a)
-	}
-	var inv struct {
-		Link string `json:"link"`
-	}
-	if err := json.Unmarshal(a.Body, &inv); err != nil {
-		t.Fatal(err)
-	}
-	link, _ := url.Parse(inv.Link)
+	_, path := payable(t, c, srv.URL, tok, mid, "UNSETTLED-1")
 	customer := httpClient("127.0.0.120", 60*time.Second)
-	r, err := pay(customer, srv.URL, link.Path, "15.00")
+	r, err := pay(customer, srv.URL, path, "15.00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +373,7 @@ func TestProcessorUnreachableAfterCharging(t *testing.T) {
 	eventually(t, 30*time.Second, "the charge is voided", func() bool { return len(g.captured()) == 0 })
 
 	// The customer tries again and pays.
-	r, err = pay(customer, srv.URL, link.Path, "15.00")
+	r, err = pay(customer, srv.URL, path, "15.00")
 	if err != nil {
 		t.Fatal(err)
 	}
