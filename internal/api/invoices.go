@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/payreq/payreq/gen"
@@ -91,23 +89,15 @@ func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentReques
 // ListPaymentRequests lists invoices newest first, a page at a time.
 func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentRequestsRequestObject) (gen.ListPaymentRequestsResponseObject, error) {
 	q := req.Params
-	limit := defaultPageSize
-	if q.Limit != nil {
-		limit = int(*q.Limit)
-	}
+	pg := pageOf(q.Limit, q.Cursor)
 	f := invoice.Filter{
 		Status: (*string)(q.Status), MerchantAccountID: q.MerchantAccountId, LocationID: q.LocationId,
 		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
 	}
-	cursor := ""
-	if q.Cursor != nil {
-		cursor = *q.Cursor
-	}
-	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, limit, cursor)
+	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, invoice.ErrInvalidCursor) {
 		return gen.ListPaymentRequests400ApplicationProblemPlusJSONResponse{
-			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(
-				httpx.Validation("query.cursor", "is not a cursor from a Link header of this list; start again without it")))}, nil
+			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(invalidCursor()))}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -116,33 +106,15 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	for i, inv := range list {
 		out.Body[i] = s.invoiceBody(inv, false)
 	}
-	if next != "" {
-		v := url.Values{}
-		set := func(name string, val *string) {
-			if val != nil {
-				v.Set(name, *val)
-			}
-		}
-		set("status", f.Status)
-		if f.MerchantAccountID != nil {
-			v.Set("merchantAccountId", f.MerchantAccountID.String())
-		}
-		if f.LocationID != nil {
-			v.Set("locationId", f.LocationID.String())
-		}
-		set("invoiceNumber", f.InvoiceNumber)
-		set("customerEmail", f.CustomerEmail)
-		if f.CreatedFrom != nil {
-			v.Set("createdFrom", f.CreatedFrom.Format(time.RFC3339Nano))
-		}
-		if f.CreatedTo != nil {
-			v.Set("createdTo", f.CreatedTo.Format(time.RFC3339Nano))
-		}
-		v.Set("limit", strconv.Itoa(limit))
-		v.Set("cursor", next)
-		link := "<" + s.publicURL + "/payment-requests?" + v.Encode() + `>; rel="next"`
-		out.Headers.Link = &link
-	}
+	fs := filters{}
+	fs.text("status", f.Status)
+	fs.id("merchantAccountId", f.MerchantAccountID)
+	fs.id("locationId", f.LocationID)
+	fs.text("invoiceNumber", f.InvoiceNumber)
+	fs.text("customerEmail", f.CustomerEmail)
+	fs.time("createdFrom", f.CreatedFrom)
+	fs.time("createdTo", f.CreatedTo)
+	out.Headers.Link = s.nextLink("/payment-requests", fs, pg, next)
 	return out, nil
 }
 

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/httpx"
 	"github.com/payreq/payreq/internal/reseller"
 )
-
-// defaultPageSize is the page size of lists when the client sends no limit.
-const defaultPageSize = 25
 
 // GetPortfolio lists the merchants in the caller's portfolio, ordered by
 // name. Only the caller's own organization id is accepted.
@@ -42,23 +37,15 @@ func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestOb
 // ListApplications answers one page of the caller's applications, newest
 // first, with the next page's address in the Link header.
 func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsRequestObject) (gen.ListApplicationsResponseObject, error) {
-	limit := defaultPageSize
-	if req.Params.Limit != nil {
-		limit = int(*req.Params.Limit)
-	}
+	pg := pageOf(req.Params.Limit, req.Params.Cursor)
 	var stage *string
 	if req.Params.Stage != nil {
 		v := string(*req.Params.Stage)
 		stage = &v
 	}
-	after := ""
-	if req.Params.Cursor != nil {
-		after = *req.Params.Cursor
-	}
-	apps, next, err := s.applications.List(ctx, principalFrom(ctx).OrganizationID, stage, limit, after)
+	apps, next, err := s.applications.List(ctx, principalFrom(ctx).OrganizationID, stage, pg.limit, pg.cursor)
 	if errors.Is(err, reseller.ErrInvalidCursor) {
-		p := httpx.Validation("query.cursor", "is not a cursor of this list; follow the Link header of the previous page as it is")
-		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(p))}, nil
+		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(invalidCursor()))}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -67,14 +54,9 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	for i, a := range apps {
 		resp.Body[i] = applicationBody(a)
 	}
-	if next != "" {
-		q := url.Values{"limit": {strconv.Itoa(limit)}, "cursor": {next}}
-		if stage != nil {
-			q.Set("stage", *stage)
-		}
-		link := "<" + s.publicURL + "/applications?" + q.Encode() + `>; rel="next"`
-		resp.Headers.Link = &link
-	}
+	fs := filters{}
+	fs.text("stage", stage)
+	resp.Headers.Link = s.nextLink("/applications", fs, pg, next)
 	return resp, nil
 }
 

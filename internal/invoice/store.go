@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -47,26 +46,29 @@ type Idempotency struct {
 // Link is the invoice's pay link.
 func (s *Store) Link(inv *Invoice) string { return s.PublicURL + "/pay/" + inv.PayToken }
 
-const selectInvoice = `
-	SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+// invoiceColumns and invoiceFrom are what every read of invoices selects
+// and joins; scanInvoice reads them in this order.
+const (
+	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers
+		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers`
+	invoiceFrom = `
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
+)
+
+const selectInvoice = `
+	SELECT ` + invoiceColumns + invoiceFrom
 
 // selectFullInvoice adds the lines, payments and the customer's saved
 // cards, each a JSON array of rows of text (decoded by decodeText), so that
 // a read is one statement: one round trip instead of four.
 const selectFullInvoice = `
-	SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
-		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
-		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
-		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers,
+	SELECT ` + invoiceColumns + `,
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
@@ -75,11 +77,7 @@ const selectFullInvoice = `
 			FROM payments p WHERE p.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
 				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
-			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))
-	FROM invoices i
-	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-	JOIN locations l ON l.id = ma.location_id
-	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
+			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))` + invoiceFrom
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -496,57 +494,36 @@ type Filter struct {
 var ErrInvalidCursor = keyset.ErrInvalid
 
 // List returns a page of invoices, newest first, and the cursor of the next
-// page ("" on the last). Pages are keyset pages on (createdAt, id), so
-// inserts while a client pages neither repeat nor skip an invoice.
+// page ("" on the last).
 func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]Invoice, string, error) {
-	var afterAt *time.Time
-	var afterID *uuid.UUID
-	if after != "" {
-		c, err := keyset.Decode(after)
-		if err != nil {
-			return nil, "", err
-		}
-		afterAt, afterID = &c.At, &c.ID
-	}
-	// Only the filters given become conditions: each combination is its own
-	// statement, prepared once per connection with a plan that fits it (a
-	// plan for "$n IS NULL OR …" could not use the indexes).
-	where, args := []string{"i.organization_id = $1"}, []any{org}
-	add := func(cond string, values ...any) {
-		refs := make([]any, len(values))
-		for i, v := range values {
-			args = append(args, v)
-			refs[i] = len(args)
-		}
-		where = append(where, fmt.Sprintf(cond, refs...))
-	}
+	q := keyset.NewQuery(selectInvoice, "i.created_at", "i.id")
+	q.Where("i.organization_id = $%d", org)
 	if f.Status != nil {
-		add("i.status = $%d", *f.Status)
+		q.Where("i.status = $%d", *f.Status)
 	}
 	if f.MerchantAccountID != nil {
-		add("i.merchant_account_id = $%d", *f.MerchantAccountID)
+		q.Where("i.merchant_account_id = $%d", *f.MerchantAccountID)
 	}
 	if f.LocationID != nil {
-		add("ma.location_id = $%d", *f.LocationID)
+		q.Where("ma.location_id = $%d", *f.LocationID)
 	}
 	if f.InvoiceNumber != nil {
-		add("i.invoice_number = $%d", *f.InvoiceNumber)
+		q.Where("i.invoice_number = $%d", *f.InvoiceNumber)
 	}
 	if f.CustomerEmail != nil {
-		add("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
+		q.Where("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
 	}
 	if f.CreatedFrom != nil {
-		add("i.created_at >= $%d", *f.CreatedFrom)
+		q.Where("i.created_at >= $%d", *f.CreatedFrom)
 	}
 	if f.CreatedTo != nil {
-		add("i.created_at < $%d", *f.CreatedTo)
+		q.Where("i.created_at < $%d", *f.CreatedTo)
 	}
-	if afterAt != nil {
-		add("(i.created_at, i.id) < ($%d::timestamptz, $%d::uuid)", *afterAt, *afterID)
+	if err := q.After(after); err != nil {
+		return nil, "", err
 	}
-	args = append(args, limit+1)
-	rows, err := s.DB.QueryxContext(ctx, fmt.Sprintf("%s\n\tWHERE %s\n\tORDER BY i.created_at DESC, i.id DESC\n\tLIMIT $%d",
-		selectInvoice, strings.Join(where, "\n\t\tAND "), len(args)), args...)
+	query, args := q.SQL(limit)
+	rows, err := s.DB.QueryxContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
 	}
@@ -562,10 +539,8 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = keyset.Cursor{At: list[limit-1].CreatedAt, ID: list[limit-1].ID}.Encode()
-	}
+	list, next := keyset.Page(list, limit, func(inv Invoice) keyset.Cursor {
+		return keyset.Cursor{At: inv.CreatedAt, ID: inv.ID}
+	})
 	return list, next, nil
 }

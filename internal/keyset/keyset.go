@@ -1,5 +1,7 @@
-// Package keyset is the opaque cursor of newest-first keyset pages: the
-// position (time, id) after the last item of a page.
+// Package keyset pages lists newest first by (time, id): the one way every
+// list of payreq builds its statement, fetches one row more than the page to
+// tell whether another follows, and makes the opaque cursor of the next page.
+// Inserts while a client pages neither repeat nor skip an item.
 package keyset
 
 import (
@@ -7,6 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,4 +44,74 @@ func Decode(s string) (Cursor, error) {
 		return Cursor{}, ErrInvalid
 	}
 	return c, nil
+}
+
+// Query is the statement of one page: a SELECT … FROM …, the conditions
+// given, and the order by its time and id columns, newest first.
+type Query struct {
+	from     string // SELECT … FROM …, without WHERE
+	time, id string // the ordering columns
+	where    []string
+	args     []any
+}
+
+// NewQuery starts the page query of selectFrom ordered by the columns
+// timeCol and idCol.
+func NewQuery(selectFrom, timeCol, idCol string) *Query {
+	return &Query{from: selectFrom, time: timeCol, id: idCol}
+}
+
+// Where adds a condition; each %d in cond stands for the placeholder of the
+// next of values ("i.status = $%d"). Only the conditions given become SQL:
+// each combination is its own statement with a plan that fits it (a plan
+// for "$n IS NULL OR …" could not use the indexes).
+func (q *Query) Where(cond string, values ...any) {
+	refs := make([]any, len(values))
+	for i, v := range values {
+		q.args = append(q.args, v)
+		refs[i] = len(q.args)
+	}
+	q.where = append(q.where, fmt.Sprintf(cond, refs...))
+}
+
+// After starts the page after the item a cursor names; "" is the first
+// page. A cursor not made by this package is ErrInvalid.
+func (q *Query) After(cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	c, err := Decode(cursor)
+	if err != nil {
+		return err
+	}
+	q.Where("("+q.time+", "+q.id+") < ($%d::timestamptz, $%d::uuid)", c.At, c.ID)
+	return nil
+}
+
+// SQL is the statement and its arguments for a page of limit items: one
+// more is fetched, for Page to tell whether another page follows.
+func (q *Query) SQL(limit int) (string, []any) {
+	args := append(q.args, limit+1)
+	var b strings.Builder
+	b.WriteString(q.from)
+	for i, w := range q.where {
+		if i == 0 {
+			b.WriteString("\n\tWHERE ")
+		} else {
+			b.WriteString("\n\t\tAND ")
+		}
+		b.WriteString(w)
+	}
+	fmt.Fprintf(&b, "\n\tORDER BY %s DESC, %s DESC\n\tLIMIT $%d", q.time, q.id, len(args))
+	return b.String(), args
+}
+
+// Page cuts the rows a Query's statement fetched to limit and returns the
+// cursor of the next page, or "" on the last; position is an item's (time, id).
+func Page[T any](rows []T, limit int, position func(T) Cursor) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, position(rows[limit-1]).Encode()
 }

@@ -3,7 +3,6 @@ package reseller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,38 +119,25 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 	if limit < MinLimit || limit > MaxLimit {
 		return nil, "", fmt.Errorf("reseller: page size %d is outside %d–%d", limit, MinLimit, MaxLimit)
 	}
-	where := []string{"reseller_id = $1"}
-	args := []any{resellerID}
+	q := keyset.NewQuery(`SELECT `+applicationColumns+` FROM applications`, "submitted_at", "id")
+	q.Where("reseller_id = $%d", resellerID)
 	if stage != nil {
 		if !ValidStage(*stage) {
 			return nil, "", fmt.Errorf("reseller: %w %q", ErrInvalidStage, *stage)
 		}
-		args = append(args, *stage)
-		where = append(where, fmt.Sprintf("stage = $%d", len(args)))
+		q.Where("stage = $%d", *stage)
 	}
-	if after != "" {
-		c, err := keyset.Decode(after)
-		if err != nil {
-			return nil, "", err
-		}
-		args = append(args, c.At, c.ID)
-		where = append(where, fmt.Sprintf("(submitted_at, id) < ($%d, $%d)", len(args)-1, len(args)))
+	if err := q.After(after); err != nil {
+		return nil, "", err
 	}
-	// One row more than the page tells whether there is a next page.
-	args = append(args, limit+1)
+	query, args := q.SQL(limit)
 	var rows []applicationRow
-	err = a.DB.SelectContext(ctx, &rows, `SELECT `+applicationColumns+` FROM applications
-		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY submitted_at DESC, id DESC
-		LIMIT $`+fmt.Sprint(len(args)), args...)
-	if err != nil {
+	if err := a.DB.SelectContext(ctx, &rows, query, args...); err != nil {
 		return nil, "", fmt.Errorf("reseller: unable to list applications: %w", err)
 	}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = keyset.Cursor{At: last.SubmittedAt, ID: last.ID}.Encode()
-	}
+	rows, next = keyset.Page(rows, limit, func(r applicationRow) keyset.Cursor {
+		return keyset.Cursor{At: r.SubmittedAt, ID: r.ID}
+	})
 	page, err = a.withDetails(ctx, rows)
 	if err != nil {
 		return nil, "", err
