@@ -14,7 +14,7 @@ INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, 
 				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 				line_count, status, created_at, created_by_name, pay_token)
 			SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
-				3::integer, 'open', now(), 'bench', :k
+				3::integer, 'open', now()::timestamptz, 'bench', :k
 			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
 			WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active';
 INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)

@@ -1,5 +1,5 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
--- row, save it, queue the message), then Store.Get. Invoices as in get.sql.
+-- row, queue the message, save the row), then Store.Get. Invoices as in get.sql.
 -- The UPDATE writes the row's values back, as Store.update does with the
 -- values it read (here from the row itself: pgbench variables hold no NULL).
 -- Not here: the server's delivery worker, which sends the queued messages.
@@ -18,13 +18,13 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org FOR UPDATE OF i;
+INSERT INTO outbox
+		(id, organization_id, invoice_id, channel, recipient, next_attempt_at, created_at)
+		VALUES (gen_random_uuid(), :org, :id, 'email', :email, now(), now());
 UPDATE invoices SET amount_paid = amount_paid, sent_via = 'email', sent_at = now(), send_problem = NULL, status = status,
 			failed_attempts = 0, problem = NULL, paid_at = NULL, level3_sent = false, cancelled_at = NULL,
 			cancelled_by_name = NULL
 		WHERE id = :id;
-INSERT INTO outbox
-		(id, organization_id, invoice_id, channel, recipient, next_attempt_at, created_at)
-		VALUES (gen_random_uuid(), :org, :id, 'email', :email, now(), now());
 COMMIT;
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,

@@ -204,14 +204,14 @@ func accountProblem(ctx context.Context, tx *sqlx.Tx, org, mid uuid.UUID) error 
 // the window is taken over. A different body under the same key is a
 // RuleError.
 func (s *Store) claimIdempotencyKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem Idempotency, id uuid.UUID, now time.Time) (uuid.UUID, error) {
-	var claimed bool
+	var claimed uuid.UUID
 	err := tx.GetContext(ctx, &claimed, `
 		INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (organization_id, key) DO UPDATE
 			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
 			WHERE idempotency_keys.created_at <= $6
-		RETURNING true`, org, idem.Key, idem.Hash, id, now, now.Add(-IdempotencyWindow))
+		RETURNING invoice_id`, org, idem.Key, idem.Hash, id, now, now.Add(-IdempotencyWindow))
 	if err == nil {
 		return uuid.Nil, nil
 	}
