@@ -346,7 +346,7 @@ func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) 
 	cfg.PepperFile = filepath.Join(h.o.dataDir, "pepper")
 	cfg.SigningKeyFile = filepath.Join(h.o.dataDir, "signing-key.pem")
 	cfg.EncryptionKeyFile = filepath.Join(h.o.dataDir, "encryption-key")
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := app.Open(ctx, cfg, app.Options{})
 	if err != nil {
 		return auth.NewKey{}, err
 	}

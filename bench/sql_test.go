@@ -141,7 +141,7 @@ func openApp(t *testing.T) *app.App {
 	}
 	cfg.DatabaseURL, cfg.DataDir = testDSN, dir
 	cfg.SigningKeyFile, cfg.PepperFile, cfg.EncryptionKeyFile = dir+"/signing-key.pem", dir+"/pepper", dir+"/encryption-key"
-	a, err := app.Open(context.Background(), cfg, nil)
+	a, err := app.Open(context.Background(), cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

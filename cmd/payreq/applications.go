@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/reseller"
 )
@@ -59,7 +58,7 @@ func applicationsAdd(ctx context.Context, cfg config.Config, args []string, stdo
 	if err != nil {
 		return usageError{"applications add: " + *file + ": " + err.Error()}
 	}
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -109,7 +108,7 @@ func applicationsStage(ctx context.Context, cfg config.Config, args []string, st
 	if !reseller.ValidStage(stage) {
 		return usageError{fmt.Sprintf("applications stage: unknown stage %q (%s)", stage, strings.Join(reseller.Stages, ", "))}
 	}
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := noArgs("migrate", rest); err != nil {
 			return err
 		}
-		a, err := app.Open(ctx, cfg, nil)
+		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	if err := parseFlags(fs, args, 0, ""); err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 				permissions = append(permissions, p)
 			}
 		}
-		a, err := app.Open(ctx, cfg, nil)
+		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -209,7 +209,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if err != nil {
 			return err
 		}
-		a, err := app.Open(ctx, cfg, nil)
+		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -230,7 +230,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if err := parseFlags(fs, args, 1, "KEY_ID"); err != nil {
 			return err
 		}
-		a, err := app.Open(ctx, cfg, nil)
+		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -263,7 +263,7 @@ func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -275,4 +275,18 @@ func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	}
 	fmt.Fprintf(stdout, "organization %s %s\n", orgID, status)
 	return nil
+}
+
+// openApp opens the service's database and secrets: the database at
+// DATABASE_URL or, when it is unset, the private development cluster under
+// the data directory, started here if need be.
+func openApp(ctx context.Context, cfg config.Config) (*app.App, error) {
+	if cfg.DatabaseURL == "" {
+		dsn, err := devdb.Ensure(ctx, cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.DatabaseURL = dsn
+	}
+	return app.Open(ctx, cfg, app.Options{})
 }

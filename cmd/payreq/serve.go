@@ -12,11 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/payreq/payreq/internal/api"
-	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
-	"github.com/payreq/payreq/internal/paypage"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/server"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -31,12 +30,12 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	handler, err := api.New(a, log)
+	handler, err := server.New(a, log)
 	if err != nil {
 		return err
 	}
@@ -96,11 +95,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 // of its answer, before the connection is cut. It outlasts the slowest
 // handler, or a client would lose the answer to work done, such as a charge
 // recorded on the pay page: an API request's deadline, or a pay POST's
-// (paypage.PayTimeout) followed by the void of a charge whose answer was
+// (payment.PayTimeout) followed by the void of a charge whose answer was
 // lost (three tries of two thirds of the CardPointe timeout), and a margin
 // for the database work and the answer itself.
 func writeTimeout(cfg config.Config) time.Duration {
-	return max(cfg.RequestTimeout, paypage.PayTimeout+2*cfg.CardPointeTimeout) + 30*time.Second
+	return max(cfg.RequestTimeout, payment.PayTimeout+2*cfg.CardPointeTimeout) + 30*time.Second
 }
 
 // debugHandler serves pprof's profiles (a goroutine count is the first line

@@ -2,11 +2,9 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 )
 
 // GetHealth answers while the process is up.
@@ -20,9 +18,7 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 	defer cancel()
 	if err := s.db.PingContext(ctx); err != nil {
 		s.log.Warn("readiness: database unreachable", "error", err.Error())
-		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.problemBody(&httpx.Problem{
-			Kind: httpx.KindUnavailable, Status: http.StatusServiceUnavailable, Title: "Service unavailable",
-			Detail: "The database is not reachable."})), nil
+		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is not reachable."))), nil
 	}
 	return gen.GetReadiness200JSONResponse{Status: gen.Ok}, nil
 }

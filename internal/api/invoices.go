@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/jsonnum"
 )
@@ -41,9 +39,9 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 				UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
 		}
 	}
-	if err := invoice.Validate(draft); err != nil {
-		return gen.CreatePaymentRequest400ApplicationProblemPlusJSONResponse{
-			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(validationProblem(err)))}, nil
+	var invalidDraft *invoice.ValidationError
+	if err := invoice.Validate(draft); errors.As(err, &invalidDraft) {
+		return gen.CreatePaymentRequest400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(draftProblem(invalidDraft))}, nil
 	}
 	var idem *invoice.Idempotency
 	if req.Params.IdempotencyKey != nil {
@@ -60,8 +58,7 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 	inv, replayed, err := s.invoices.Create(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, draft, idem)
 	var rule *invoice.RuleError
 	if errors.As(err, &rule) {
-		return gen.CreatePaymentRequest422ApplicationProblemPlusJSONResponse{
-			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+		return gen.CreatePaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -77,8 +74,7 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
 	inv, err := s.invoices.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, invoice.ErrNotFound) {
-		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{
-			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -96,8 +92,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	}
 	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, invoice.ErrInvalidCursor) {
-		return gen.ListPaymentRequests400ApplicationProblemPlusJSONResponse{
-			BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(invalidCursor()))}, nil
+		return gen.ListPaymentRequests400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -124,11 +119,9 @@ func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequ
 	var rule *invoice.RuleError
 	switch {
 	case errors.Is(err, invoice.ErrNotFound):
-		return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{
-			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+		return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
 	case errors.As(err, &rule):
-		return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{
-			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+		return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
 	case err != nil:
 		return nil, err
 	}
@@ -142,27 +135,19 @@ func (s *Server) CancelPaymentRequest(ctx context.Context, req gen.CancelPayment
 	var rule *invoice.RuleError
 	switch {
 	case errors.Is(err, invoice.ErrNotFound):
-		return gen.CancelPaymentRequest404ApplicationProblemPlusJSONResponse{
-			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("invoice")))}, nil
+		return gen.CancelPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
 	case errors.As(err, &rule):
-		return gen.CancelPaymentRequest422ApplicationProblemPlusJSONResponse{
-			UnprocessableApplicationProblemPlusJSONResponse: gen.UnprocessableApplicationProblemPlusJSONResponse(s.problemBody(ruleProblem(rule)))}, nil
+		return gen.CancelPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
 	case err != nil:
 		return nil, err
 	}
 	return gen.CancelPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
 }
 
-func validationProblem(err error) *httpx.Problem {
-	var ve *invoice.ValidationError
-	errors.As(err, &ve)
-	return &httpx.Problem{Kind: httpx.KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
-		Detail: "Correct the fields listed in errors and send the request again.", Errors: ve.Fields}
-}
+// draftProblem is the 400 of a draft that breaks the invoice rules.
+func draftProblem(err *invoice.ValidationError) *problem { return invalid(err.Fields) }
 
-func ruleProblem(e *invoice.RuleError) *httpx.Problem {
-	return &httpx.Problem{Kind: e.Kind, Status: http.StatusUnprocessableEntity, Title: e.Title, Detail: e.Detail}
-}
+func ruleProblem(e *invoice.RuleError) *problem { return unprocessable(e.Kind, e.Title, e.Detail) }
 
 // invoiceBody is the wire form of an invoice; full adds lineItems,
 // payments and savedCards (single reads), which list items omit.

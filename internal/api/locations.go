@@ -6,7 +6,6 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/directory"
-	"github.com/payreq/payreq/internal/httpx"
 )
 
 // ListLocations lists the caller's locations ordered by name.
@@ -26,7 +25,7 @@ func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestOb
 func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObject) (gen.GetLocationResponseObject, error) {
 	loc, err := s.directory.Location(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, directory.ErrNotFound) {
-		return gen.GetLocation404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("location")))}, nil
+		return gen.GetLocation404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("location")}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 )
 
 // defaultPageSize is the page size of lists when the client sends no limit.
@@ -32,8 +31,8 @@ func pageOf(limit *gen.Limit, cursor *gen.Cursor) page {
 }
 
 // invalidCursor is the answer to a cursor the list did not make.
-func invalidCursor() *httpx.Problem {
-	return httpx.Validation("query.cursor", "is not a cursor from a Link header of this list; start again without it")
+func invalidCursor() *problem {
+	return invalidField("query.cursor", "is not a cursor from a Link header of this list; start again without it")
 }
 
 // filters are a list request's filters, as the next page's address repeats them.

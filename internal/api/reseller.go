@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 	"github.com/payreq/payreq/internal/reseller"
 )
 
@@ -15,9 +13,8 @@ import (
 func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestObject) (gen.GetPortfolioResponseObject, error) {
 	org := principalFrom(ctx).OrganizationID
 	if req.Id != org {
-		p := &httpx.Problem{Kind: httpx.KindForbidden, Status: http.StatusForbidden, Title: "Not your organization",
-			Detail: "A key reads only its own organization's portfolio: use the organization_id of your token response, " + org.String() + "."}
-		return gen.GetPortfolio403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: gen.ForbiddenApplicationProblemPlusJSONResponse(s.problemBody(p))}, nil
+		return gen.GetPortfolio403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(forbidden("Not your organization",
+			"A key reads only its own organization's portfolio: use the organization_id of your token response, "+org.String()+"."))}, nil
 	}
 	merchants, err := s.portfolio.Merchants(ctx, org)
 	if err != nil {
@@ -45,7 +42,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	}
 	apps, next, err := s.applications.List(ctx, principalFrom(ctx).OrganizationID, stage, pg.limit, pg.cursor)
 	if errors.Is(err, reseller.ErrInvalidCursor) {
-		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: gen.BadRequestApplicationProblemPlusJSONResponse(s.problemBody(invalidCursor()))}, nil
+		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -64,7 +61,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationRequestObject) (gen.GetApplicationResponseObject, error) {
 	a, err := s.applications.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, reseller.ErrNotFound) {
-		return gen.GetApplication404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("application")))}, nil
+		return gen.GetApplication404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("application")}, nil
 	}
 	if err != nil {
 		return nil, err

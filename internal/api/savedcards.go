@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 )
@@ -16,14 +14,11 @@ func (s *Server) DeleteSavedCard(ctx context.Context, req gen.DeleteSavedCardReq
 	err := s.payments.DeleteSavedCard(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	switch {
 	case errors.Is(err, payment.ErrCardNotFound):
-		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{
-			NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse(s.problemBody(httpx.NotFound("saved card")))}, nil
+		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("saved card")}, nil
 	case errors.Is(err, processor.ErrUnavailable):
 		s.log.WarnContext(ctx, "saved card kept: card processor failed", "saved_card_id", req.Id.String(), "error", err.Error())
-		return gen.DeleteSavedCard502ApplicationProblemPlusJSONResponse{
-			BadGatewayApplicationProblemPlusJSONResponse: gen.BadGatewayApplicationProblemPlusJSONResponse(s.problemBody(&httpx.Problem{
-				Kind: httpx.KindBadGateway, Status: http.StatusBadGateway, Title: "Card processor unavailable",
-				Detail: "The card processor did not confirm the removal, so the saved card is kept. Retry later."}))}, nil
+		return gen.DeleteSavedCard502ApplicationProblemPlusJSONResponse{BadGatewayApplicationProblemPlusJSONResponse: s.badGatewayBody(badGateway(
+			"Card processor unavailable", "The card processor did not confirm the removal, so the saved card is kept. Retry later."))}, nil
 	case err != nil:
 		return nil, err
 	}

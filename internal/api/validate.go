@@ -6,31 +6,39 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 	echomiddleware "github.com/oapi-codegen/echo-middleware"
 )
 
-// requestValidator checks every request against openapi.yaml like
-// echomiddleware.OapiRequestValidatorWithOptions, with the same options,
-// but finds the operation through echo's own routing: the middleware's
-// router would match the path against the spec's paths again, regular
-// expression by regular expression, a third of the validator's cost on a
-// read.
-func requestValidator(spec *openapi3.T, opts *echomiddleware.Options) echo.MiddlewareFunc {
-	routes := map[string]*routers.Route{}
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			routes[method+" "+toEchoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
-		}
-	}
+// validatorOptions are the request validator's: every failure at once,
+// authentication left to authenticate, and the handlers binding the body
+// the validator checked, member names matched exactly ({"memo": null,
+// "Memo": "…"} stores null, not an unchecked "Memo" matched without
+// regard to case).
+var validatorOptions = &echomiddleware.Options{
+	Options: openapi3filter.Options{
+		MultiError:         true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		KeepValidatedValue: true,
+	},
+	MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
+		p := validationProblem(me)
+		return &echo.HTTPError{Code: p.status, Internal: p}
+	},
+}
+
+// validateRequest checks every request of op against openapi.yaml like
+// echomiddleware.OapiRequestValidatorWithOptions, with op's route from the
+// operation table: the middleware's router would match the path against
+// the spec's paths again, regular expression by regular expression, a
+// third of the validator's cost on a read.
+func validateRequest(op *operation) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if opts.Skipper(c) {
-				return next(c)
-			}
-			if err := echomiddleware.ValidateRequestFromContext(c, echoRoute{c: c, routes: routes}, opts); err != nil {
-				return opts.ErrorHandler(c, err)
+			if err := echomiddleware.ValidateRequestFromContext(c, echoRoute{c: c, route: op.route}, validatorOptions); err != nil {
+				return err
 			}
 			return next(c)
 		}
@@ -39,15 +47,11 @@ func requestValidator(spec *openapi3.T, opts *echomiddleware.Options) echo.Middl
 
 // echoRoute is the route echo matched, as kin-openapi's router would give it.
 type echoRoute struct {
-	c      echo.Context
-	routes map[string]*routers.Route
+	c     echo.Context
+	route *routers.Route
 }
 
-func (r echoRoute) FindRoute(req *http.Request) (*routers.Route, map[string]string, error) {
-	route, ok := r.routes[req.Method+" "+r.c.Path()]
-	if !ok {
-		return nil, nil, routers.ErrPathNotFound
-	}
+func (r echoRoute) FindRoute(*http.Request) (*routers.Route, map[string]string, error) {
 	names, values := r.c.ParamNames(), r.c.ParamValues()
 	params := make(map[string]string, len(names))
 	for i, name := range names {
@@ -64,5 +68,5 @@ func (r echoRoute) FindRoute(req *http.Request) (*routers.Route, map[string]stri
 		}
 		params[name] = values[i]
 	}
-	return route, params, nil
+	return r.route, params, nil
 }

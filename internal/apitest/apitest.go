@@ -25,11 +25,11 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/api"
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/server"
 )
 
 // Clock is a settable clock for tests.
@@ -80,9 +80,8 @@ type Options struct {
 	Configure func(*config.Config)
 	// Clock to use; nil: a clock starting at the real time.
 	Clock *Clock
-	// WrapProcessor wraps the card processor (the simulator unless
-	// Configure says otherwise), for tests that record what it is asked or
-	// change what it answers.
+	// WrapProcessor wraps the simulator as the card processor, for tests
+	// that record what it is asked or change what it answers.
 	WrapProcessor func(processor.Processor) processor.Processor
 }
 
@@ -122,15 +121,16 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	a, err := app.Open(context.Background(), cfg, opts.Clock.Now)
+	appOpts := app.Options{Now: opts.Clock.Now}
+	if opts.WrapProcessor != nil {
+		appOpts.Processor = opts.WrapProcessor(processor.NewSimulator())
+	}
+	a, err := app.Open(context.Background(), cfg, appOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.WrapProcessor != nil {
-		a.UseProcessor(opts.WrapProcessor(a.Processor))
-	}
 	logs := &SyncBuffer{}
-	h, err := api.New(a, cfg.Logger(logs))
+	h, err := server.New(a, cfg.Logger(logs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
-	"github.com/payreq/payreq/internal/devdb"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
@@ -45,21 +44,22 @@ type App struct {
 	Now        func() time.Time
 }
 
-// Open connects to the database (starting the private cluster when no
-// DATABASE_URL is configured), applies migrations and loads or creates the
-// server's secrets. now is the clock; nil means time.Now.
-func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, error) {
+// Options are what Open takes besides the configuration.
+type Options struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Processor is the card processor; nil means the one the configuration names.
+	Processor processor.Processor
+}
+
+// Open connects to the database at cfg.DatabaseURL, applies migrations and
+// loads or creates the server's secrets.
+func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
+	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	dsn := cfg.DatabaseURL
-	if dsn == "" {
-		var err error
-		if dsn, err = devdb.Ensure(ctx, cfg.DataDir); err != nil {
-			return nil, err
-		}
-	}
-	db, err := postgres.Open(ctx, dsn)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +96,12 @@ func Open(ctx context.Context, cfg config.Config, now func() time.Time) (*App, e
 		db.Close()
 		return nil, fmt.Errorf("app: %s: %w", cfg.EncryptionKeyFile, err)
 	}
-	proc, err := newProcessor(cfg)
-	if err != nil {
-		db.Close()
-		return nil, err
+	proc := opts.Processor
+	if proc == nil {
+		if proc, err = newProcessor(cfg); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL}
 	return &App{
@@ -134,12 +136,6 @@ func newProcessor(cfg config.Config) (processor.Processor, error) {
 		return p, nil
 	}
 	return processor.NewSimulator(), nil
-}
-
-// UseProcessor replaces the card processor (tests wrap the simulator).
-func (a *App) UseProcessor(p processor.Processor) {
-	a.Processor = p
-	a.Payments.Processor = p
 }
 
 // derive is a key for one purpose from a server secret.

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/requestlog"
 )
 
 // assets/redoc.standalone.js is redoc's bundles/redoc.standalone.js from the
@@ -39,35 +41,43 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; worker-src blob:; img-src data:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// Register serves GET /openapi.yaml and /openapi.json (the embedded spec
-// with publicURL as its one server) and GET /docs with Redoc's script. They
-// are not API operations: no token, and not in openapi.yaml.
-func Register(e *echo.Echo, publicURL string) error {
+// Paths are the addresses this front serves.
+var Paths = []string{"/openapi.json", "/openapi.yaml", "/docs", "/docs/redoc.standalone.js"}
+
+// New builds the docs front: GET /openapi.yaml and /openapi.json (the
+// embedded spec with publicURL as its one server) and GET /docs with
+// Redoc's script. They are not API operations: no token, and not in
+// openapi.yaml.
+func New(publicURL string, log *slog.Logger, clientAddress echo.IPExtractor) (*echo.Echo, error) {
 	specJSON, err := publishedJSON(publicURL)
 	if err != nil {
-		return fmt.Errorf("docs: publish spec: %w", err)
+		return nil, fmt.Errorf("docs: publish spec: %w", err)
 	}
 	specYAML, err := toYAML(specJSON)
 	if err != nil {
-		return fmt.Errorf("docs: publish spec as YAML: %w", err)
+		return nil, fmt.Errorf("docs: publish spec as YAML: %w", err)
 	}
 	page, err := assets.ReadFile("assets/index.html")
 	if err != nil {
-		return fmt.Errorf("docs: %w", err)
+		return nil, fmt.Errorf("docs: %w", err)
 	}
 	redoc, err := assets.ReadFile("assets/redoc.standalone.js")
 	if err != nil {
-		return fmt.Errorf("docs: %w", err)
+		return nil, fmt.Errorf("docs: %w", err)
 	}
-	e.GET("/openapi.json", newDocument(specJSON, "application/json", nil).serve)
-	e.GET("/openapi.yaml", newDocument(specYAML, "application/yaml", nil).serve)
-	e.GET("/docs", newDocument(page, "text/html; charset=utf-8", http.Header{
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = clientAddress
+	e.Use(requestlog.Middleware(log), requestlog.Recover)
+	e.GET(Paths[0], newDocument(specJSON, "application/json", nil).serve)
+	e.GET(Paths[1], newDocument(specYAML, "application/yaml", nil).serve)
+	e.GET(Paths[2], newDocument(page, "text/html; charset=utf-8", http.Header{
 		"Content-Security-Policy": {ContentSecurityPolicy},
 		"X-Frame-Options":         {"DENY"},
 		"Referrer-Policy":         {"no-referrer"},
 	}).serve)
-	e.GET("/docs/redoc.standalone.js", newDocument(redoc, "text/javascript; charset=utf-8", nil).serve)
-	return nil
+	e.GET(Paths[3], newDocument(redoc, "text/javascript; charset=utf-8", nil).serve)
+	return e, nil
 }
 
 // document is a fixed answer with a strong ETag of its bytes.
@@ -87,6 +97,7 @@ func newDocument(body []byte, contentType string, header http.Header) document {
 	// Unlike the API's no-store: a copy may be kept, but is checked each
 	// time, which If-None-Match makes a 304.
 	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
 	return document{body: body, header: h}
 }
 

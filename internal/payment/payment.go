@@ -64,6 +64,12 @@ var ErrVoided = errors.New("payment: approved charge could not be recorded and w
 // later by SettlePending, and the error (with the order id) is logged.
 var ErrVoidFailed = errors.New("payment: approved charge could not be recorded, and the void failed")
 
+// PayTimeout bounds a payment: the wait for the invoice's lock, the
+// processor call and the recording. The void of a charge whose answer was
+// lost runs past it (within voidTimeout). It does not end when the customer
+// goes away: a charge under way finishes and is recorded (or voided).
+const PayTimeout = 60 * time.Second
+
 // voidTimeout bounds the void after a failed recording.
 const voidTimeout = 30 * time.Second
 
@@ -79,7 +85,7 @@ const voidTimeout = 30 * time.Second
 // outcome, covers every charge whose outcome is lost (processor.ErrUnsettled,
 // ErrVoidFailed, a crash): SettlePending voids it later.
 func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, maxPayDuration)
+	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
 	paymentID := uuid.Must(uuid.NewV7())
 	items := Level3Items(inv.Lines)

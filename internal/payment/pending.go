@@ -17,12 +17,11 @@ import (
 // before the processor is asked, deleted with the outcome. What is left
 // behind is voided by SettlePending.
 
-// maxPayDuration bounds Pay: no payment is recorded later than this after
-// its pending charge was written, so a pending charge older than that (plus
-// a margin) may be voided without racing its own Pay.
+// A pending charge older than pendingMaxAge may be voided without racing
+// its own Pay: no payment is recorded later than PayTimeout after its
+// pending charge was written.
 const (
-	maxPayDuration  = 2 * time.Minute
-	pendingMaxAge   = maxPayDuration + time.Minute
+	pendingMaxAge   = PayTimeout + 2*time.Minute
 	settleBatch     = 20
 	settleBackoff   = 5 * time.Second
 	settleBackoffUp = 10 * time.Minute

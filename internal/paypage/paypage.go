@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"html/template"
+	"log/slog"
 	"math"
 	"net/http"
 	"regexp"
@@ -29,6 +30,7 @@ import (
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/requestlog"
 )
 
 //go:embed templates/*.html
@@ -62,38 +64,66 @@ func parse(files ...string) *template.Template {
 // to itself, and nothing else: no script at all, no framing.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-const (
-	// maxForm bounds the pay form's body.
-	maxForm = 16 << 10
-	// PayTimeout bounds a payment: the wait for the invoice's lock, the
-	// processor call and the recording. The void of a charge whose answer
-	// was lost runs past it (the CardPointe client's tries ignore the
-	// deadline). It does not end when the customer goes away: a charge
-	// under way finishes and is recorded (or voided).
-	PayTimeout = 60 * time.Second
-)
+// maxForm bounds the pay form's body.
+const maxForm = 16 << 10
 
 // Deps is what the pages need.
 type Deps struct {
+	Log      *slog.Logger
 	Invoices *invoice.Store
 	Payments *payment.Service
 	// FormKey signs the form token (CSRF) of each pay link.
 	FormKey []byte
 	Now     func() time.Time
+	// ClientAddress is the customer's address, behind trusted proxies too.
+	ClientAddress echo.IPExtractor
+	// RequestTimeout bounds reading a page, so that a database that is down
+	// or stuck gets the customer an answer in bounded time. Paying bounds
+	// its own time (payment.PayTimeout).
+	RequestTimeout time.Duration
 }
 
 type handler struct{ Deps }
 
-// Register adds the pay page's routes to e.
-func Register(e *echo.Echo, d Deps) {
+// New builds the pay page front: every address under /pay/, answered as
+// HTML, with the page headers on every answer.
+func New(d Deps) *echo.Echo {
 	h := &handler{d}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = d.ClientAddress
+	e.HTTPErrorHandler = h.handleError
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, pageHeaders)
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
-		e.Add(method, "/pay/:token", h.show, pageHeaders)
-		e.Add(method, "/pay/:token/receipt/:paymentId", h.receipt, pageHeaders)
-		e.Add(method, "/pay/assets/:file", h.asset, pageHeaders)
+		e.Add(method, "/pay/:token", h.show, h.deadline)
+		e.Add(method, "/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
+		e.Add(method, "/pay/assets/:file", h.asset)
 	}
-	e.POST("/pay/:token", h.pay, pageHeaders)
-	e.Any("/pay/*", h.otherwise, pageHeaders)
+	e.POST("/pay/:token", h.pay)
+	e.Any("/pay/*", h.otherwise)
+	return e
+}
+
+// deadline gives a page read at most RequestTimeout.
+func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h.RequestTimeout <= 0 {
+			return next(c)
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// handleError answers an error no page took care of (a panic, or echo's
+// own refusal) with the generic failure page.
+func (h *handler) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	_ = h.failure(c, err)
 }
 
 // otherwise answers what no route took: another method on a page (405),
@@ -210,9 +240,9 @@ func (h *handler) pay(c echo.Context) error {
 		return h.render(c, http.StatusBadRequest, "pay", p)
 	}
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), PayTimeout)
-	defer cancel()
-	out, payErr := h.Payments.Pay(ctx, inv, req)
+	// Pay bounds its own time; a charge under way finishes whatever the
+	// customer's connection does.
+	out, payErr := h.Payments.Pay(context.WithoutCancel(r.Context()), inv, req)
 	if payErr == nil && out.Approved {
 		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+out.Payment.ID.String())
 	}

@@ -1,4 +1,4 @@
-package httpx
+package api
 
 import (
 	"errors"
@@ -12,14 +12,14 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 )
 
-// FromValidation turns the request validator's errors into one problem:
+// validationProblem turns the request validator's errors into one problem:
 // 413 when the body was over the limit, 415 for a content type the
 // operation does not take, otherwise 400 with errors keyed by field as sent
 // ("customerEmail", "lines[2].quantity", "query.limit", "body").
-func FromValidation(err error) *Problem {
+func validationProblem(err error) *problem {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return PayloadTooLarge(tooLarge.Limit)
+		return payloadTooLarge(tooLarge.Limit)
 	}
 	fields := map[string][]string{}
 	add := func(field, msg string) {
@@ -37,8 +37,7 @@ func FromValidation(err error) *Problem {
 			continue
 		}
 		if re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
-			return &Problem{Kind: KindUnsupportedMediaType, Status: http.StatusUnsupportedMediaType,
-				Title: "Unsupported media type", Detail: "Send the body as application/json."}
+			return unsupportedMediaType("Send the body as application/json.")
 		}
 		prefix := ""
 		if p := re.Parameter; p != nil {
@@ -69,14 +68,7 @@ func FromValidation(err error) *Problem {
 			add(join(prefix, se.JSONPointer()), message(se))
 		}
 	}
-	return &Problem{Kind: KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
-		Detail: "Correct the fields listed in errors and send the request again.", Errors: fields}
-}
-
-// PayloadTooLarge is the 413 problem.
-func PayloadTooLarge(limit int64) *Problem {
-	return &Problem{Kind: KindPayloadTooLarge, Status: http.StatusRequestEntityTooLarge,
-		Title: "Request body too large", Detail: fmt.Sprintf("The request body must be at most %d bytes.", limit)}
+	return invalid(fields)
 }
 
 // flatten lists the errors of nested MultiErrors (only those: a

@@ -11,14 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/httpx"
 )
 
 // Messages for text that is refused as sent.
@@ -35,74 +31,69 @@ const (
 // parameters and at the strings of JSON and form bodies, before the
 // validator decodes anything. Every other text, control characters and
 // emoji included, is stored and returned byte for byte.
-func (s *Server) wellFormedText(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		op := r.Method + " " + c.Path()
-		if !s.operations[op] {
-			return next(c)
-		}
-		errs := map[string][]string{}
-		add := func(field, msg string) {
-			if !slices.Contains(errs[field], msg) {
-				errs[field] = append(errs[field], msg)
-			}
-		}
-		params := declaredParameters()[op]
-		query := r.URL.Query()
-		for _, name := range params.query {
-			for _, v := range query[name] {
-				if msg := textProblem(v); msg != "" {
-					add("query."+name, msg)
+func wellFormedText(op *operation) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			errs := map[string][]string{}
+			add := func(field, msg string) {
+				if !slices.Contains(errs[field], msg) {
+					errs[field] = append(errs[field], msg)
 				}
 			}
-		}
-		for _, name := range params.header {
-			for _, v := range r.Header.Values(name) {
-				if msg := textProblem(v); msg != "" {
-					add("header."+name, msg)
+			query := r.URL.Query()
+			for _, name := range op.query {
+				for _, v := range query[name] {
+					if msg := textProblem(v); msg != "" {
+						add("query."+name, msg)
+					}
 				}
 			}
-		}
-		if r.Body != nil && r.Body != http.NoBody && (params.json || params.form) {
-			contentType := r.Header.Get("Content-Type")
-			if _, _, err := mime.ParseMediaType(contentType); err != nil && contentType != "" {
-				return &httpx.Problem{Kind: httpx.KindUnsupportedMediaType, Status: http.StatusUnsupportedMediaType,
-					Title: "Unsupported media type", Detail: "The Content-Type header is not a media type: " + err.Error() + "."}
-			}
-			// Chosen as the generated handlers choose how to decode the body.
-			isJSON := params.json && strings.HasPrefix(contentType, "application/json")
-			isForm := params.form && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
-			if isJSON || isForm {
-				body, err := io.ReadAll(r.Body) // limited by limitBody: over it is a 413
-				if err != nil {
-					return err
+			for _, name := range op.header {
+				for _, v := range r.Header.Values(name) {
+					if msg := textProblem(v); msg != "" {
+						add("header."+name, msg)
+					}
 				}
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				if isJSON {
-					jsonTextProblems(body, add)
-				} else if form, err := url.ParseQuery(string(body)); err != nil {
-					add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
-				} else {
-					for name, values := range form {
-						for _, v := range values {
-							if msg := textProblem(v); msg != "" {
-								add(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "\uFFFD"), msg)
+			}
+			if r.Body != nil && r.Body != http.NoBody && (op.json || op.form) {
+				contentType := r.Header.Get("Content-Type")
+				if _, _, err := mime.ParseMediaType(contentType); err != nil && contentType != "" {
+					return unsupportedMediaType("The Content-Type header is not a media type: " + err.Error() + ".")
+				}
+				// Chosen as the generated handlers choose how to decode the body.
+				isJSON := op.json && strings.HasPrefix(contentType, "application/json")
+				isForm := op.form && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
+				if isJSON || isForm {
+					body, err := io.ReadAll(r.Body) // limited by limitBody: over it is a 413
+					if err != nil {
+						return err
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					if isJSON {
+						jsonTextProblems(body, add)
+					} else if form, err := url.ParseQuery(string(body)); err != nil {
+						add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
+					} else {
+						for name, values := range form {
+							for _, v := range values {
+								if msg := textProblem(v); msg != "" {
+									add(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "\uFFFD"), msg)
+								}
 							}
 						}
 					}
 				}
 			}
-		}
-		if len(errs) == 0 {
-			return next(c)
-		}
-		fields := slices.Sorted(maps.Keys(errs))
-		return &httpx.Problem{Kind: httpx.KindValidation, Status: http.StatusBadRequest, Title: "Invalid request",
+			if len(errs) == 0 {
+				return next(c)
+			}
+			p := invalid(errs)
 			// The fields are named in the detail too: the token endpoint's
 			// OAuth error has no errors member.
-			Detail: "Correct the fields listed in errors and send the request again: " + strings.Join(fields, ", ") + ".",
-			Errors: errs}
+			p.detail = "Correct the fields listed in errors and send the request again: " + strings.Join(slices.Sorted(maps.Keys(errs)), ", ") + "."
+			return p
+		}
 	}
 }
 
@@ -263,40 +254,3 @@ func hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
-
-// parameters are the query and header parameters an operation declares,
-// and whether it takes a JSON or a form body.
-type parameters struct {
-	query, header []string
-	json, form    bool
-}
-
-// declaredParameters maps "METHOD /echo/path" to what its operation in
-// openapi.yaml takes.
-var declaredParameters = sync.OnceValue(func() map[string]parameters {
-	out := map[string]parameters{}
-	spec, err := gen.GetSpec()
-	if err != nil {
-		return out // New fails on the same error first
-	}
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			var p parameters
-			for _, ref := range append(slices.Clone(item.Parameters), op.Parameters...) {
-				switch param := ref.Value; {
-				case param == nil:
-				case param.In == "query":
-					p.query = append(p.query, param.Name)
-				case param.In == "header":
-					p.header = append(p.header, param.Name)
-				}
-			}
-			if body := op.RequestBody; body != nil && body.Value != nil {
-				p.json = body.Value.Content.Get("application/json") != nil
-				p.form = body.Value.Content.Get("application/x-www-form-urlencoded") != nil
-			}
-			out[method+" "+toEchoPath(path)] = p
-		}
-	}
-	return out
-})

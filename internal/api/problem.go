@@ -1,0 +1,186 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payreq/payreq/gen"
+)
+
+// Problem kinds; each has the stable type URI {PUBLIC_URL}/problems/{kind},
+// listed in openapi.yaml.
+const (
+	kindValidation           = "validation"
+	kindUnauthorized         = "unauthorized"
+	kindForbidden            = "forbidden"
+	kindNotFound             = "not-found"
+	kindMethodNotAllowed     = "method-not-allowed"
+	kindPayloadTooLarge      = "payload-too-large"
+	kindUnsupportedMediaType = "unsupported-media-type"
+	kindUnprocessable        = "unprocessable"
+	kindRateLimited          = "rate-limited"
+	kindBadGateway           = "bad-gateway"
+	kindUnavailable          = "unavailable"
+	kindInternal             = "internal"
+)
+
+// problem is an error answer (RFC 9457). It is also a Go error, so the
+// middleware can return it up through echo to the one place that writes
+// it, handleError; handlers answer it as a typed response (see the body
+// methods below), so that the compiler checks each status is documented.
+type problem struct {
+	kind   string
+	status int
+	title  string
+	detail string
+	// errors maps a field, named as the client sent it, to messages (400 only).
+	errors map[string][]string
+	// headers to send with it (WWW-Authenticate, Retry-After).
+	headers http.Header
+}
+
+func (p *problem) Error() string { return p.title + ": " + p.detail }
+
+// The constructors, one per kind of answer.
+
+// invalid is a 400 with messages keyed by field ("customerEmail",
+// "lines[2].quantity", "query.limit", "body").
+func invalid(fields map[string][]string) *problem {
+	return &problem{kind: kindValidation, status: http.StatusBadRequest, title: "Invalid request",
+		detail: "Correct the fields listed in errors and send the request again.", errors: fields}
+}
+
+// invalidField is a 400 with one message for one field.
+func invalidField(field, message string) *problem {
+	return invalid(map[string][]string{field: {message}})
+}
+
+func unauthorized(title, detail, challenge string) *problem {
+	return &problem{kind: kindUnauthorized, status: http.StatusUnauthorized, title: title, detail: detail,
+		headers: http.Header{"Www-Authenticate": {challenge}}}
+}
+
+func forbidden(title, detail string) *problem {
+	return &problem{kind: kindForbidden, status: http.StatusForbidden, title: title, detail: detail}
+}
+
+// notFound answers an id that does not exist or is another organization's:
+// the same answer, so that ids of others cannot be probed.
+func notFound(what string) *problem {
+	return &problem{kind: kindNotFound, status: http.StatusNotFound, title: "Not found",
+		detail: "No " + what + " with this id exists in your organization."}
+}
+
+func noRoute() *problem {
+	return &problem{kind: kindNotFound, status: http.StatusNotFound, title: "Not found",
+		detail: "No resource at this address; see /openapi.yaml for the API's paths."}
+}
+
+func methodNotAllowed() *problem {
+	return &problem{kind: kindMethodNotAllowed, status: http.StatusMethodNotAllowed, title: "Method not allowed",
+		detail: "This address does not take this HTTP method; the Allow header lists those it takes."}
+}
+
+func payloadTooLarge(limit int64) *problem {
+	return &problem{kind: kindPayloadTooLarge, status: http.StatusRequestEntityTooLarge,
+		title: "Request body too large", detail: fmt.Sprintf("The request body must be at most %d bytes.", limit)}
+}
+
+func unsupportedMediaType(detail string) *problem {
+	return &problem{kind: kindUnsupportedMediaType, status: http.StatusUnsupportedMediaType,
+		title: "Unsupported media type", detail: detail}
+}
+
+// unprocessable is a 422: understood, but it cannot be done. kind is
+// kindUnprocessable or a more precise kind the spec lists.
+func unprocessable(kind, title, detail string) *problem {
+	return &problem{kind: kind, status: http.StatusUnprocessableEntity, title: title, detail: detail}
+}
+
+func tooManyRequests(wait time.Duration) *problem {
+	secs := int(math.Ceil(wait.Seconds()))
+	return &problem{kind: kindRateLimited, status: http.StatusTooManyRequests, title: "Too many requests",
+		detail:  fmt.Sprintf("This API key sent too many requests; retry after %d seconds.", secs),
+		headers: http.Header{"Retry-After": {strconv.Itoa(secs)}}}
+}
+
+func badGateway(title, detail string) *problem {
+	return &problem{kind: kindBadGateway, status: http.StatusBadGateway, title: title, detail: detail}
+}
+
+// unavailableRetryAfter is the Retry-After of a 503, in seconds: about how
+// long a restarting or failing-over database takes to answer again.
+const unavailableRetryAfter = "5"
+
+// unavailable is the answer when the database cannot be used just now (it
+// is down, restarting, or did not answer within the request's time). The
+// request may be sent again; a create retried with its Idempotency-Key is
+// made at most once.
+func unavailable(detail string) *problem {
+	return &problem{kind: kindUnavailable, status: http.StatusServiceUnavailable, title: "Service unavailable",
+		detail: detail, headers: http.Header{"Retry-After": {unavailableRetryAfter}}}
+}
+
+func databaseUnavailable() *problem {
+	return unavailable("The service cannot reach its database just now. Retry after Retry-After seconds; a create retried with the same Idempotency-Key is made at most once.")
+}
+
+func internalError() *problem {
+	return &problem{kind: kindInternal, status: http.StatusInternalServerError, title: "Internal error",
+		detail: "The service failed to answer this request; it has been logged. Retry later."}
+}
+
+// typeURI is the type member of a kind under the public base URL.
+func typeURI(publicURL, kind string) string {
+	return strings.TrimRight(publicURL, "/") + "/problems/" + kind
+}
+
+// body is the problem document itself, for the one encoder (writeProblem)
+// and for typed responses.
+func (s *Server) body(p *problem) gen.Problem {
+	b := gen.Problem{Type: typeURI(s.publicURL, p.kind), Title: p.title, Status: int32(p.status), Detail: p.detail}
+	if p.errors != nil {
+		b.Errors = &p.errors
+	}
+	return b
+}
+
+// The typed bodies of the generated responses, one per status.
+
+func (s *Server) badRequest(p *problem) gen.BadRequestApplicationProblemPlusJSONResponse {
+	return gen.BadRequestApplicationProblemPlusJSONResponse(s.body(p))
+}
+
+func (s *Server) forbiddenBody(p *problem) gen.ForbiddenApplicationProblemPlusJSONResponse {
+	return gen.ForbiddenApplicationProblemPlusJSONResponse(s.body(p))
+}
+
+func (s *Server) notFoundBody(what string) gen.NotFoundApplicationProblemPlusJSONResponse {
+	return gen.NotFoundApplicationProblemPlusJSONResponse(s.body(notFound(what)))
+}
+
+func (s *Server) unprocessableBody(p *problem) gen.UnprocessableApplicationProblemPlusJSONResponse {
+	return gen.UnprocessableApplicationProblemPlusJSONResponse(s.body(p))
+}
+
+func (s *Server) badGatewayBody(p *problem) gen.BadGatewayApplicationProblemPlusJSONResponse {
+	return gen.BadGatewayApplicationProblemPlusJSONResponse(s.body(p))
+}
+
+// writeProblem sends p as application/problem+json: the one encoder of
+// problems that do not leave through a typed response.
+func (s *Server) writeProblem(w http.ResponseWriter, p *problem) error {
+	for k, vs := range p.headers {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.status)
+	return json.NewEncoder(w).Encode(s.body(p))
+}

@@ -1,0 +1,69 @@
+// Package server mounts payreq's three fronts beside each other: the API
+// (internal/api), the pay page under /pay/ (internal/paypage) and the
+// published contract (internal/docs). Each is its own echo instance with
+// its own middleware and its own way of answering errors; they share the
+// request log and the reading of the client's address.
+package server
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/api"
+	"github.com/payreq/payreq/internal/app"
+	"github.com/payreq/payreq/internal/docs"
+	"github.com/payreq/payreq/internal/paypage"
+)
+
+// New is the whole HTTP handler of `payreq serve`.
+func New(a *app.App, log *slog.Logger) (http.Handler, error) {
+	cfg := a.Config
+	address := clientAddress(cfg.TrustedProxies)
+	apiFront, err := api.New(api.Deps{
+		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments,
+		Portfolio: a.Portfolio, Applications: a.Applications, PublicURL: cfg.PublicURL,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, RequestTimeout: cfg.RequestTimeout,
+		ValidateRequests: cfg.ValidateRequests, ClientAddress: address,
+	})
+	if err != nil {
+		return nil, err
+	}
+	docsFront, err := docs.New(cfg.PublicURL, log, address)
+	if err != nil {
+		return nil, err
+	}
+	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
+		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
+
+	// By the path alone, as sent: http.ServeMux would redirect paths that
+	// are not clean, which the fronts answer themselves.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case strings.HasPrefix(p, "/pay/"):
+			payFront.ServeHTTP(w, r)
+		case slices.Contains(docs.Paths, p):
+			docsFront.ServeHTTP(w, r)
+		default:
+			apiFront.ServeHTTP(w, r)
+		}
+	}), nil
+}
+
+// clientAddress is the client's address: the connection's, or with
+// trusted proxies, the last address in X-Forwarded-For that none of them
+// added.
+func clientAddress(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
