@@ -80,7 +80,10 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 		run    func()
 	}{
 		{"token.sql", func() {
-			if _, err := tokens.Exchange(ctx, "192.0.2.1", auth.Credentials{GrantType: "client_credentials",
+			if err := tokens.CountTokenRequest(ctx, "192.0.2.1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tokens.Exchange(ctx, auth.Credentials{GrantType: "client_credentials",
 				ClientID: seeded.Merchant.KeyID, ClientSecret: seeded.Merchant.Secret}); err != nil {
 				t.Fatal(err)
 			}

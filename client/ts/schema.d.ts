@@ -23,8 +23,9 @@ export interface paths {
          *
          *     The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
          *     for a token per request. Limited to **30 requests per minute per client address**,
-         *     counted across every instance of the service; beyond that the answer is 429 with
-         *     `Retry-After`.
+         *     counted across every instance of the service before anything of the request is read,
+         *     so every request counts, malformed ones included; beyond that the answer is 429 with
+         *     `Retry-After`. The body is at most 4 KiB.
          *
          *     Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
          *     OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -35,7 +36,7 @@ export interface paths {
          *     | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
          *     | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
          *     | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-         *     | 413 | `invalid_request` | Body over 1 MiB |
+         *     | 413 | `invalid_request` | Body over 4 KiB |
          *     | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
          *     | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
          */
@@ -372,7 +373,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$`; never handled as a binary float by the server. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters is refused likewise); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
          * @example 12.30
          */
         Decimal: number | string;

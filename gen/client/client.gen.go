@@ -478,7 +478,7 @@ type CreatePaymentRequest struct {
 	Send *bool `json:"send"`
 }
 
-// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$`; never handled as a binary float by the server. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters is refused likewise); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
 //
 // Example: 12.30
 type Decimal = jsonnum.Decimal
@@ -1372,8 +1372,9 @@ type ClientInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1384,7 +1385,7 @@ type ClientInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -1403,8 +1404,9 @@ type ClientInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1415,7 +1417,7 @@ type ClientInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -1434,8 +1436,9 @@ type ClientInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1446,7 +1449,7 @@ type ClientInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -1723,8 +1726,9 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1735,7 +1739,7 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
@@ -1764,8 +1768,9 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1776,7 +1781,7 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
@@ -1805,8 +1810,9 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -1817,7 +1823,7 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
@@ -2915,8 +2921,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -2927,7 +2934,7 @@ type ClientWithResponsesInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -2946,8 +2953,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -2958,7 +2966,7 @@ type ClientWithResponsesInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -2977,8 +2985,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service; beyond that the answer is 429 with
-	// `Retry-After`.
+	// counted across every instance of the service before anything of the request is read,
+	// so every request counts, malformed ones included; beyond that the answer is 429 with
+	// `Retry-After`. The body is at most 4 KiB.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -2989,7 +2998,7 @@ type ClientWithResponsesInterface interface {
 	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-	// | 413 | `invalid_request` | Body over 1 MiB |
+	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
@@ -4776,8 +4785,9 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -4788,7 +4798,7 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
@@ -4813,8 +4823,9 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -4825,7 +4836,7 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
@@ -4850,8 +4861,9 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
 // for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service; beyond that the answer is 429 with
-// `Retry-After`.
+// counted across every instance of the service before anything of the request is read,
+// so every request counts, malformed ones included; beyond that the answer is 429 with
+// `Retry-After`. The body is at most 4 KiB.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
@@ -4862,7 +4874,7 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
-// | 413 | `invalid_request` | Body over 1 MiB |
+// | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //

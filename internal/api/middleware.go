@@ -26,7 +26,6 @@ const (
 
 // client is what the token endpoint needs to know of the caller beyond the body.
 type client struct {
-	address              string
 	basicID, basicSecret string
 	basic                bool
 }
@@ -76,12 +75,25 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// tokenClient gives the token endpoint the client's address and any HTTP
-// Basic credentials.
-func tokenClient(next echo.HandlerFunc) echo.HandlerFunc {
+// maxTokenBody bounds the token request's body: a grant and a key's id
+// and secret need a few hundred bytes.
+const maxTokenBody = 4 << 10
+
+// tokenRequest counts a token request against its address's limit before
+// anything of it is read, so that every request counts, malformed ones
+// included; then it bounds the body and hands the handler any HTTP Basic
+// credentials.
+func (s *Server) tokenRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		cl := client{address: c.RealIP()}
+		if err := s.auth.CountTokenRequest(r.Context(), c.RealIP()); err != nil {
+			return err
+		}
+		if r.ContentLength > maxTokenBody {
+			return payloadTooLarge(maxTokenBody)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxTokenBody)
+		var cl client
 		cl.basicID, cl.basicSecret, cl.basic = r.BasicAuth()
 		c.SetRequest(r.WithContext(context.WithValue(r.Context(), clientKey, cl)))
 		return next(c)

@@ -49,11 +49,26 @@ func (p *problem) Error() string { return p.title + ": " + p.detail }
 // The constructors, one per kind of answer.
 
 // invalid is a 400 with messages keyed by field ("customerEmail",
-// "lines[2].quantity", "query.limit", "body").
+// "lines[2].quantity", "query.limit", "body"). A message longer than
+// maxMessage is cut: none of ours is, but one passed on from a decoder may
+// quote what the client sent, and an answer never echoes a megabyte.
 func invalid(fields map[string][]string) *problem {
+	for _, msgs := range fields {
+		for i, m := range msgs {
+			if len(m) > maxMessage {
+				n := maxMessage
+				for n > 0 && m[n]&0xC0 == 0x80 {
+					n--
+				}
+				msgs[i] = m[:n] + "…"
+			}
+		}
+	}
 	return &problem{kind: kindValidation, status: http.StatusBadRequest, title: "Invalid request",
 		detail: "Correct the fields listed in errors and send the request again.", errors: fields}
 }
+
+const maxMessage = 200
 
 // invalidField is a 400 with one message for one field.
 func invalidField(field, message string) *problem {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = d.ClientAddress
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, limitBody, s.deadline)
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, s.deadline)
 	perOperation := map[string][]echo.MiddlewareFunc{}
 	for id, op := range ops {
 		perOperation[id] = s.operationMiddleware(op)
@@ -110,15 +111,19 @@ func New(d Deps) (*echo.Echo, error) {
 }
 
 // operationMiddleware is what runs before an operation's handler, in
-// order: authentication (or, on the token endpoint, the caller's address
-// and HTTP Basic credentials), the text checks, and request validation.
+// order: authentication and the body limit (on the token endpoint, its
+// address limit and its own body limit), the text checks, and request
+// validation. Nothing reads a body before the caller is authenticated or,
+// on the token endpoint, counted.
 func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 	var chain []echo.MiddlewareFunc
 	switch {
 	case op.id == "createToken":
-		chain = append(chain, tokenClient)
+		chain = append(chain, s.tokenRequest)
 	case op.permission != "":
-		chain = append(chain, s.authenticate(op.permission))
+		chain = append(chain, s.authenticate(op.permission), limitBody)
+	default:
+		chain = append(chain, limitBody)
 	}
 	chain = append(chain, wellFormedText(op))
 	// The token endpoint answers its own OAuth errors.
@@ -132,6 +137,16 @@ func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 // or OAuth error bodies on the token endpoint.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	// The token endpoint's own refusals (its address limit) are OAuth errors.
+	var te *auth.TokenError
+	if errors.As(err, &te) {
+		if te.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(te.RetryAfter))
+		}
+		c.Response().Header().Set("Cache-Control", "no-store")
+		_ = c.JSON(te.Status, gen.TokenError{Error: gen.TokenErrorError(te.Code), ErrorDescription: te.Description})
 		return
 	}
 	p := toProblem(err)

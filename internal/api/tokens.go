@@ -29,13 +29,11 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		}
 		creds.ClientID, creds.ClientSecret = cl.basicID, cl.basicSecret
 	}
-	tok, err := s.auth.Exchange(ctx, cl.address, creds)
+	tok, err := s.auth.Exchange(ctx, creds)
 	var te *auth.TokenError
 	if errors.As(err, &te) {
 		body := gen.TokenError{Error: gen.TokenErrorError(te.Code), ErrorDescription: te.Description}
 		switch te.Status {
-		case 429:
-			return gen.CreateToken429JSONResponse{Body: body, Headers: gen.CreateToken429ResponseHeaders{RetryAfter: te.RetryAfter}}, nil
 		case 401:
 			var h gen.CreateToken401ResponseHeaders
 			if cl.basic {

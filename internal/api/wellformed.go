@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"mime"
@@ -71,6 +72,11 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 					}
 					r.Body = io.NopCloser(bytes.NewReader(body))
 					if isJSON {
+						// Before anything decodes the body: a deep document
+						// costs every decoder memory and time per level.
+						if tooDeep(body) {
+							return invalidField("body", fmt.Sprintf("nested too deeply: at most %d levels of arrays and objects", maxDepth))
+						}
 						jsonTextProblems(body, add)
 					} else if form, err := url.ParseQuery(string(body)); err != nil {
 						add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
@@ -108,6 +114,39 @@ func textProblem(s string) string {
 	return ""
 }
 
+// maxDepth is how deeply arrays and objects may nest in a JSON body; no
+// request of the API needs more than four levels.
+const maxDepth = 32
+
+// tooDeep reports whether arrays and objects nest more than maxDepth deep
+// in a JSON text, looking at its bytes only: brackets inside strings do not
+// count. Whether it is JSON at all is the validator's to say.
+func tooDeep(body []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '[' || b == '{':
+			if depth++; depth > maxDepth {
+				return true
+			}
+		case b == ']' || b == '}':
+			depth--
+		}
+	}
+	return false
+}
+
 // jsonTextProblems reports each string of a JSON document (value or key)
 // that is not valid Unicode text or holds NUL, under the field's name as
 // sent: "memo", "lines[2].description"; "body" for a key or a top-level
@@ -122,8 +161,8 @@ func jsonTextProblems(body []byte, add func(field, msg string)) {
 		key     string
 		wantKey bool
 	}
-	var stack []*frame
-	path := func(frames []*frame) string {
+	var stack []frame // at most maxDepth deep: tooDeep came first
+	path := func(frames []frame) string {
 		var b strings.Builder
 		for _, f := range frames {
 			if f.array {
@@ -144,7 +183,7 @@ func jsonTextProblems(body []byte, add func(field, msg string)) {
 		if len(stack) == 0 {
 			return
 		}
-		if f := stack[len(stack)-1]; f.array {
+		if f := &stack[len(stack)-1]; f.array {
 			f.index++
 		} else {
 			f.wantKey = true
@@ -163,7 +202,7 @@ func jsonTextProblems(body []byte, add func(field, msg string)) {
 		case json.Delim:
 			switch t {
 			case '{', '[':
-				stack = append(stack, &frame{array: t == '[', wantKey: t == '{'})
+				stack = append(stack, frame{array: t == '[', wantKey: t == '{'})
 			default:
 				stack = stack[:len(stack)-1]
 				valueDone()

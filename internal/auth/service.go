@@ -56,15 +56,9 @@ type Token struct {
 	OrganizationID uuid.UUID
 }
 
-// Exchange checks the per-address limit and the credentials and issues a token.
-func (s *Service) Exchange(ctx context.Context, address string, c Credentials) (Token, error) {
-	if wait, err := s.countTokenRequest(ctx, address); err != nil {
-		return Token{}, err
-	} else if wait > 0 {
-		return Token{}, &TokenError{Status: 429, Code: "too_many_requests",
-			Description: fmt.Sprintf("More than %d token requests in a minute from this address; retry after %d seconds.", TokenRequestsPerMinute, wait),
-			RetryAfter:  wait}
-	}
+// Exchange checks the credentials and issues a token; the request was
+// counted by CountTokenRequest before its body was read.
+func (s *Service) Exchange(ctx context.Context, c Credentials) (Token, error) {
 	switch {
 	case c.GrantType == "":
 		return Token{}, &TokenError{Status: 400, Code: "invalid_request", Description: "grant_type is required and must be client_credentials."}
@@ -109,10 +103,12 @@ func (s *Service) Exchange(ctx context.Context, address string, c Credentials) (
 	return Token{AccessToken: access, Permissions: key.Permissions, OrganizationID: key.OrgID}, nil
 }
 
-// countTokenRequest counts a request against the address's current minute
-// and answers how many seconds to wait when the limit is passed (0 if not).
-// The count lives in the database so every instance shares it.
-func (s *Service) countTokenRequest(ctx context.Context, address string) (int, error) {
+// CountTokenRequest counts a token request against the address's current
+// minute, before anything of the request is read, so that every request
+// counts, malformed ones included; past the limit it is a 429 TokenError
+// saying how long to wait. The count lives in the database so every
+// instance shares it.
+func (s *Service) CountTokenRequest(ctx context.Context, address string) error {
 	now := s.Now()
 	window := now.Truncate(time.Minute)
 	var n int
@@ -121,13 +117,15 @@ func (s *Service) countTokenRequest(ctx context.Context, address string) (int, e
 		ON CONFLICT (address, window_start) DO UPDATE SET requests = token_requests.requests + 1
 		RETURNING requests`, address, window)
 	if err != nil {
-		return 0, fmt.Errorf("auth: unable to count token request: %w", err)
+		return fmt.Errorf("auth: unable to count token request: %w", err)
 	}
 	if n <= TokenRequestsPerMinute {
-		return 0, nil
+		return nil
 	}
-	wait := int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)
-	return max(wait, 1), nil
+	wait := max(int(window.Add(time.Minute).Sub(now).Seconds()+0.999), 1)
+	return &TokenError{Status: 429, Code: "too_many_requests",
+		Description: fmt.Sprintf("More than %d token requests in a minute from this address; retry after %d seconds.", TokenRequestsPerMinute, wait),
+		RetryAfter:  wait}
 }
 
 // DeleteOldTokenRequests removes counts of past minutes.

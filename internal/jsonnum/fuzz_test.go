@@ -101,13 +101,17 @@ func expectedDecimal(data []byte) (*big.Rat, bool) {
 		}
 		text = s
 	}
+	// At most 40 characters, string or number.
+	if len(text) > 40 {
+		return nil, false
+	}
 	m := rfcNumber.FindStringSubmatch(text)
 	if m == nil {
 		return nil, false
 	}
-	// Bounds: at most 40 digits written out in plain notation (significant
-	// digits and the zeros a positive exponent adds), and an exponent (of
-	// the digits as written) within ±40.
+	// And at most 40 characters once written out in plain notation, the
+	// form the decoder encodes it in: 1e39 is 40 digits, 1e-39 is "0." and
+	// 39 decimals.
 	digits := strings.TrimLeft(m[1]+m[2], "0")
 	if len(digits) == 0 {
 		digits = "0"
@@ -117,7 +121,17 @@ func expectedDecimal(data []byte) (*big.Rat, bool) {
 		exp.SetString(strings.TrimPrefix(m[3], "+"), 10)
 	}
 	exp.Sub(exp, big.NewInt(int64(len(m[2]))))
-	if exp.CmpAbs(big.NewInt(40)) > 0 || int64(len(digits))+max(exp.Int64(), 0) > 40 {
+	if exp.CmpAbs(big.NewInt(40)) > 0 {
+		return nil, false
+	}
+	plain := int64(len(digits)) + max(exp.Int64(), 0)
+	if e := exp.Int64(); e < 0 {
+		plain = max(int64(len(digits)), -e+1) + 1
+	}
+	if strings.HasPrefix(text, "-") && digits != "0" {
+		plain++
+	}
+	if plain > 40 {
 		return nil, false
 	}
 	r, ok := new(big.Rat).SetString(text)

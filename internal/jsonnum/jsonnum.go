@@ -23,11 +23,25 @@ var (
 )
 
 // Limits that keep a hostile number from costing memory or time: no amount,
-// quantity or cost of this service comes close to them.
+// quantity or cost of this service comes close to them. maxText is checked
+// before anything parses the text: apd's parsing costs time that grows
+// with the square of the length.
 const (
-	maxDigits   = 40
-	maxExponent = 40
+	maxText = 40
 )
+
+// excerpt is at most maxText characters of a refused value, for an error
+// message: a message never gives back a megabyte it was sent.
+func excerpt(s string) string {
+	if len(s) <= maxText {
+		return strconv.Quote(s)
+	}
+	n := maxText
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return strconv.Quote(s[:n]) + "…"
+}
 
 // Decimal is an exact decimal number. On the wire it is a JSON string
 // holding the number as it is stored, with the exponent (number of decimal
@@ -39,8 +53,11 @@ type Decimal struct {
 // ParseDecimal reads a decimal from its text, accepting what the interface
 // accepts in a JSON string.
 func ParseDecimal(s string) (Decimal, error) {
+	if len(s) > maxText {
+		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(s), maxText)
+	}
 	if !decimalString.MatchString(s) {
-		return Decimal{}, fmt.Errorf("%q is not a decimal number such as \"12.30\"", s)
+		return Decimal{}, fmt.Errorf("%s is not a decimal number such as \"12.30\"", excerpt(s))
 	}
 	return parse(s)
 }
@@ -57,24 +74,36 @@ func MustDecimal(s string) Decimal {
 func parse(s string) (Decimal, error) {
 	var d Decimal
 	if _, _, err := d.SetString(s); err != nil {
-		return Decimal{}, fmt.Errorf("%q is not a decimal number: %w", s, err)
+		return Decimal{}, fmt.Errorf("%s is not a decimal number: %w", excerpt(s), err)
 	}
-	// Digits counted as written out in plain notation (1e39 has 40), so
-	// that whatever is accepted is accepted again in its own encoding.
-	if d.NumDigits()+int64(max(d.Exponent, 0)) > maxDigits || d.Exponent > maxExponent || d.Exponent < -maxExponent {
-		return Decimal{}, fmt.Errorf("%q has too many digits", s)
+	// Characters counted as written out in plain notation (1e39 has 40),
+	// so that whatever is accepted is accepted again in its own encoding.
+	if d.Exponent > maxText || d.Exponent < -maxText || plainLength(&d.Decimal) > maxText {
+		return Decimal{}, fmt.Errorf("%s has too many digits", excerpt(s))
 	}
 	if d.Exponent > 0 {
 		// Written out as digits, the form it is encoded in: 1.5e2 is 150,
 		// and 0e1 is 0 (not "00").
-		if _, err := apd.BaseContext.WithPrecision(2*maxDigits).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
-			return Decimal{}, fmt.Errorf("%q is not a decimal number: %w", s, err)
+		if _, err := apd.BaseContext.WithPrecision(2*maxText).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
+			return Decimal{}, fmt.Errorf("%s is not a decimal number: %w", excerpt(s), err)
 		}
 	}
 	if d.Negative && d.IsZero() {
 		d.Negative = false
 	}
 	return d, nil
+}
+
+// plainLength is how many characters d takes in plain notation: "-0.012" is 6.
+func plainLength(d *apd.Decimal) int64 {
+	n := d.NumDigits() + int64(max(d.Exponent, 0))
+	if d.Exponent < 0 {
+		n = max(d.NumDigits(), int64(-d.Exponent)+1) + 1
+	}
+	if d.Negative && !d.IsZero() {
+		n++
+	}
+	return n
 }
 
 // MarshalText gives the decimal in plain notation, which encoding/json
@@ -95,6 +124,11 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 		v   Decimal
 		err error
 	)
+	// A longer text is refused before it is unquoted or parsed; escapes
+	// take at most six bytes a character.
+	if len(b) > 2+6*maxText {
+		return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), maxText+1)])), maxText)
+	}
 	if len(b) > 0 && b[0] == '"' {
 		s, uerr := strconv.Unquote(string(b))
 		if uerr != nil {
@@ -102,8 +136,11 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 		}
 		v, err = ParseDecimal(s)
 	} else {
-		if !jsonNumber.Match(b) {
-			return fmt.Errorf("%s is not a decimal number", b)
+		switch {
+		case len(b) > maxText:
+			return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), maxText+1)])), maxText)
+		case !jsonNumber.Match(b):
+			return fmt.Errorf("%s is not a decimal number", excerpt(string(b[:min(len(b), maxText+1)])))
 		}
 		v, err = parse(string(b))
 	}
@@ -129,6 +166,9 @@ func (i *Int32) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
+	if len(b) > 2+6*maxText {
+		return fmt.Errorf("%s is not an integer", excerpt(string(b[:min(len(b), maxText+1)])))
+	}
 	s := string(b)
 	if len(b) > 0 && b[0] == '"' {
 		var err error
@@ -137,11 +177,11 @@ func (i *Int32) UnmarshalJSON(b []byte) error {
 		}
 	}
 	if !integerString.MatchString(s) {
-		return fmt.Errorf("%q is not an integer", s)
+		return fmt.Errorf("%s is not an integer", excerpt(s))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
-		return fmt.Errorf("%q is outside the 32-bit integer range", s)
+		return fmt.Errorf("%s is outside the 32-bit integer range", excerpt(s))
 	}
 	*i = Int32(n)
 	return nil

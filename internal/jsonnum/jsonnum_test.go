@@ -2,6 +2,8 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +70,40 @@ func TestInt32(t *testing.T) {
 	out, _ := json.Marshal(Int32(42))
 	if string(out) != `42` {
 		t.Errorf("marshal 42 = %s", out)
+	}
+}
+
+// A hostile megabyte of digits costs neither time nor memory: it is refused
+// before it is parsed or copied, and the error quotes 40 characters of it.
+func TestLongDecimalRefusedBeforeParsing(t *testing.T) {
+	digits := strings.Repeat("7", 1<<20)
+	for name, raw := range map[string][]byte{
+		"string": []byte(`"` + digits + `"`),
+		"number": []byte(digits),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var d Decimal
+			var err error
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			allocs := testing.AllocsPerRun(5, func() { err = d.UnmarshalJSON(raw) })
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("a megabyte of digits is accepted")
+			}
+			if allocs > 20 {
+				t.Errorf("%v allocations to refuse it, want at most 20", allocs)
+			}
+			// Six runs (AllocsPerRun warms up once); a copy of the input would be 6 MiB.
+			if bytes := after.TotalAlloc - before.TotalAlloc; bytes > 64<<10 {
+				t.Errorf("%d bytes allocated to refuse it, want at most 64 KiB", bytes)
+			}
+			if len(err.Error()) > 120 {
+				t.Errorf("error of %d bytes, want a short one: %.200s", len(err.Error()), err.Error())
+			}
+		})
+	}
+	if _, err := ParseDecimal(digits); err == nil || len(err.Error()) > 120 {
+		t.Errorf("ParseDecimal: %.200v", err)
 	}
 }

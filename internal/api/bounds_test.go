@@ -1,0 +1,191 @@
+package api_test
+
+import (
+	"net/http"
+	"net/url"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payreq/payreq/internal/apitest"
+)
+
+// heapPeak samples the process's live heap until stop is closed and
+// returns the highest value seen.
+func heapPeak(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}
+
+// A megabyte of nested JSON to the token endpoint, sent by anyone without
+// credentials, 16 at a time: the server's heap stays small (it took 1.87 GB
+// when every `[` cost a frame), and every such request counts against the
+// address's token limit, so the 31st in a minute is a 429.
+func TestNestedTokenBodiesCostNoMemory(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	body := `{"grant_type":"\u0063","x":` + strings.Repeat("[", 1<<20) + `}`
+	var baseline [1]metrics.Sample
+	baseline[0].Name = "/memory/classes/heap/objects:bytes"
+	metrics.Read(baseline[:])
+	stop := make(chan struct{})
+	peak := heapPeak(stop)
+	var limited atomic.Int32
+	for range 3 {
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: body})
+				switch resp.StatusCode {
+				case http.StatusRequestEntityTooLarge:
+				case http.StatusTooManyRequests:
+					limited.Add(1)
+				default:
+					t.Errorf("status %d, want 413 or 429: %.200s", resp.StatusCode, resp.Body)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	close(stop)
+	if grown := int64(<-peak) - int64(baseline[0].Value.Uint64()); grown > 64<<20 {
+		t.Errorf("the heap grew by %d MB, want at most 64 MB", grown>>20)
+	}
+	// 48 requests from one address: 30 are allowed in a minute.
+	if got := limited.Load(); got != 18 {
+		t.Errorf("%d requests refused with 429, want 18 (48 sent, 30 allowed)", got)
+	}
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: formBody("client_credentials", "mk_x", "ms_x"), Header: formHeader})
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a well-formed request after them: %d, want 429", resp.StatusCode)
+	}
+	if e := tokenError(t, resp); e.Error != "too_many_requests" {
+		t.Errorf("error %q, want too_many_requests", e.Error)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+}
+
+func TestTokenBodyOver4KiB(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	body := "grant_type=client_credentials&client_id=mk_x&client_secret=" + strings.Repeat("s", 4<<10)
+	for _, chunked := range []bool{false, true} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: body, Header: formHeader, Chunked: chunked})
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("chunked %v: status %d, want 413: %s", chunked, resp.StatusCode, resp.Body)
+		}
+		if e := tokenError(t, resp); e.Error != "invalid_request" {
+			t.Errorf("chunked %v: error %q, want invalid_request", chunked, e.Error)
+		}
+		if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("chunked %v: Cache-Control %q, want no-store", chunked, got)
+		}
+	}
+	// Just under the limit is read, and refused for its credentials only.
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: body[:4<<10], Header: formHeader})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a 4 KiB body: status %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestJSONNestedDeeperThan32Refused(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := newMerchant(t, env)
+	nested := func(levels int) string {
+		return `{"memo":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`
+	}
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: nested(33)})
+	p := wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	if p.Errors == nil || len((*p.Errors)["body"]) != 1 || !strings.HasPrefix((*p.Errors)["body"][0], "nested too deeply") {
+		t.Errorf("errors %v, want body: nested too deeply", p.Errors)
+	}
+	// 32 levels are refused for what they hold, not for their depth.
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: nested(32)})
+	p = wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	if p.Errors != nil {
+		for _, msg := range (*p.Errors)["body"] {
+			if strings.HasPrefix(msg, "nested too deeply") {
+				t.Errorf("32 levels refused for their depth")
+			}
+		}
+	}
+	// Brackets inside strings are text, not nesting.
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token,
+		Body: `{"memo":"` + strings.Repeat("[", 100) + `"}`})
+	p = wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	if p.Errors != nil && len((*p.Errors)["body"]) > 0 && strings.HasPrefix((*p.Errors)["body"][0], "nested") {
+		t.Errorf("brackets in a string counted as nesting")
+	}
+}
+
+// A megabyte-long amount is refused before it is parsed, under its field,
+// with a short answer that does not give the megabyte back.
+func TestLongDecimalRefusedShortly(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := newMerchant(t, env)
+	digits := strings.Repeat("9", 1<<20-1024) // a body just under the 1 MiB limit
+	for _, amount := range []any{digits, rawJSON(digits)} {
+		b := m.body("LONG-1", amount)
+		resp := m.create(t, b, nil)
+		p := wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+		if p.Errors == nil || len((*p.Errors)["amount"]) == 0 {
+			t.Errorf("errors %v, want amount", p.Errors)
+		}
+		if len(resp.Body) > 2000 {
+			t.Errorf("an answer of %d bytes, want under 2 KB", len(resp.Body))
+		}
+	}
+}
+
+// rawJSON is a value written into a JSON body as it is: a JSON number of any length.
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// A pay link's token is as good as the link: no log line holds it, whatever
+// address under /pay/ was asked for and however it was answered.
+func TestPayTokenNeverLogged(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := newMerchant(t, env)
+	inv := mustCreate(t, m, m.body("LOG-1", "10.00"))
+	token := (*inv.Link)[strings.LastIndex(*inv.Link, "/")+1:]
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/pay/" + token},
+		{"GET", "/pay/" + token + "/x"},
+		{"GET", "/pay/" + token + "/receipt/not-a-payment"},
+		{"GET", "/pay/" + token + "/receipt/" + inv.Id.String()},
+		{"DELETE", "/pay/" + token},
+		{"PUT", "/pay/" + token + "/receipt/" + inv.Id.String()},
+		{"POST", "/pay/" + token},
+		{"GET", "/pay/" + token + "%2Fx"},
+		{"GET", "/pay/" + token[:10]},
+	} {
+		if p := visit(t, env, r.method, r.path, url.Values{"cardNumber": {"4111111111111111"}}, nil); p.StatusCode >= 500 {
+			t.Errorf("%s %s: status %d", r.method, r.path, p.StatusCode)
+		}
+	}
+	if strings.Contains(env.Log.String(), token) {
+		t.Errorf("the log holds the pay token:\n%s", env.Log.String())
+	}
+}
