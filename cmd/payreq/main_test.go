@@ -276,10 +276,17 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage(args...)
 		})
 	}
-	t.Run("bad configuration", func(t *testing.T) {
-		t.Setenv("PAYREQ_REVOCATION_CHECK_INTERVAL", "soon")
-		(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("keys", "list", "--org", org)
-	})
+	for name, value := range map[string]string{
+		"PAYREQ_REVOCATION_CHECK_INTERVAL": "soon",
+		"PAYREQ_PUBLIC_URL":                "ftp://x",
+		"PAYREQ_SMS_URL":                   "http://sms.example.com/Messages.json?from=%2B1555",
+		"PAYREQ_SMTP_URL":                  "smtp://u:p@relay.local?tls=none&from=a@example.com",
+	} {
+		t.Run("bad configuration "+name, func(t *testing.T) {
+			t.Setenv(name, value)
+			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("serve")
+		})
+	}
 }
 
 // run is also callable in process; a usage error is its own type.

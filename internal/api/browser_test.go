@@ -37,7 +37,7 @@ func TestPayFromEmailInChromium(t *testing.T) {
 	// messages.
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	inbox := startMailbox(t)
-	runWorker(t, env, "smtp://"+inbox.addr+"?from=billing@example.com")
+	runWorker(t, env, "smtp://"+inbox.addr+"?tls=none&from=billing@example.com")
 
 	m := newMerchant(t, env)
 	b := m.body("WEB-1", "125.40", ln("2", "50.00"), ln("1", "25.40"))

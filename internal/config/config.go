@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -143,6 +144,17 @@ func parse(getenv func(string) string) (Config, error) {
 	if c.Processor == "cardpointe" && c.CardPointeURL == "" {
 		return Config{}, fmt.Errorf("PAYREQ_CARDPOINTE_URL is required when PAYREQ_PROCESSOR is cardpointe (https://user:password@host/cardconnect/rest)")
 	}
+	if err := checkPublicURL(c.PublicURL); err != nil {
+		return Config{}, err
+	}
+	for _, u := range []struct{ name, value string }{{"PAYREQ_CARDPOINTE_URL", c.CardPointeURL}, {"PAYREQ_SMS_URL", c.SMSURL}} {
+		if err := checkProviderURL(u.name, u.value); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := checkSMTPURL(c.SMTPURL); err != nil {
+		return Config{}, err
+	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return Config{}, err
 	}
@@ -150,4 +162,62 @@ func parse(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("PAYREQ_VALIDATE_REQUESTS must be true or false")
 	}
 	return c, nil
+}
+
+// checkPublicURL: the base of pay links, problem types and the token
+// issuer must be an absolute http(s) URL with nothing after its path.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("PAYREQ_PUBLIC_URL must be an absolute http:// or https:// URL without user, query or fragment, such as https://pay.example.com")
+	}
+	return nil
+}
+
+// checkProviderURL: a provider's URL carries credentials and card or
+// customer data, so it is https, or http only to this machine. Its text
+// (which holds a password) is never repeated in the error.
+func checkProviderURL(name, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return fmt.Errorf("%s must be an absolute https:// URL", name)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("%s must be an https:// URL (plain http:// only to a loopback address)", name)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkSMTPURL: smtp:// (STARTTLS required) or smtps:// (TLS throughout);
+// smtp://…?tls=none, plain text to a local relay, only without credentials.
+func checkSMTPURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
+		return fmt.Errorf("PAYREQ_SMTP_URL must be smtp://user:password@host:587?from=… (STARTTLS) or smtps://… (TLS)")
+	}
+	switch mode := u.Query().Get("tls"); {
+	case mode == "":
+	case mode != "none":
+		return fmt.Errorf("PAYREQ_SMTP_URL: tls takes only the value none")
+	case u.Scheme != "smtp" || u.User != nil:
+		return fmt.Errorf("PAYREQ_SMTP_URL: tls=none (plain text, for a local relay) is for smtp:// without user or password")
+	}
+	return nil
 }

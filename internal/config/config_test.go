@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +65,48 @@ func TestTimeoutsAndDeliverySettings(t *testing.T) {
 		c.DeliveryLease != 6*time.Second || c.DeliveryBackoff != time.Second || c.DeliveryBackoffMax != time.Minute ||
 		c.DeliveryMaxAttempts != 5 || c.DebugAddr != "127.0.0.1:6060" {
 		t.Fatalf("parsed: %+v", c)
+	}
+}
+
+func TestURLsCheckedAtStart(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"PAYREQ_PUBLIC_URL", "not a url", false},
+		{"PAYREQ_PUBLIC_URL", "ftp://x", false},
+		{"PAYREQ_PUBLIC_URL", "https://pay.example.com?x=1", false},
+		{"PAYREQ_PUBLIC_URL", "https://pay.example.com#top", false},
+		{"PAYREQ_PUBLIC_URL", "https://pay.example.com/billing", true},
+		{"PAYREQ_CARDPOINTE_URL", "http://gateway.example.com/cardconnect/rest", false},
+		{"PAYREQ_CARDPOINTE_URL", "http://10.0.0.5/cardconnect/rest", false},
+		{"PAYREQ_CARDPOINTE_URL", "https://u:p@gateway.example.com/cardconnect/rest", true},
+		{"PAYREQ_CARDPOINTE_URL", "http://u:p@127.0.0.1:9999/cardconnect/rest", true},
+		{"PAYREQ_SMS_URL", "http://sms.example.com/Messages.json?from=%2B1555", false},
+		{"PAYREQ_SMS_URL", "http://[::1]:9999/Messages.json?from=%2B1555", true},
+		{"PAYREQ_SMS_URL", "http://localhost:9999/Messages.json?from=%2B1555", true},
+		{"PAYREQ_SMTP_URL", "http://mail.example.com", false},
+		{"PAYREQ_SMTP_URL", "smtp://u:p@relay.local?tls=none&from=a@example.com", false},
+		{"PAYREQ_SMTP_URL", "smtps://relay.local?tls=none&from=a@example.com", false},
+		{"PAYREQ_SMTP_URL", "smtp://relay.local?tls=off&from=a@example.com", false},
+		{"PAYREQ_SMTP_URL", "smtp://relay.local:25?tls=none&from=a@example.com", true},
+		{"PAYREQ_SMTP_URL", "smtp://u:p@mail.example.com:587?from=a@example.com", true},
+	} {
+		_, err := parse(func(k string) string {
+			if k == tt.name {
+				return tt.value
+			}
+			return ""
+		})
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%s=%s refused: %v", tt.name, tt.value, err)
+		case !tt.ok && err == nil:
+			t.Errorf("%s=%s accepted", tt.name, tt.value)
+		case !tt.ok && !strings.HasPrefix(err.Error(), tt.name):
+			t.Errorf("%s=%s: error %q does not start with the variable", tt.name, tt.value, err)
+		case !tt.ok && strings.Contains(err.Error(), ":p@"):
+			t.Errorf("%s: error repeats the password: %q", tt.name, err)
+		}
 	}
 }

@@ -43,7 +43,8 @@ func newEmail(m Rendered, from string) (*gomail.Msg, error) {
 type smtpSender struct {
 	host    string
 	port    int
-	ssl     bool // TLS from the first byte (smtps); otherwise STARTTLS when offered
+	ssl     bool // TLS from the first byte (smtps); otherwise STARTTLS, required
+	plain   bool // smtp://…?tls=none: no TLS at all, for a local relay without credentials
 	user    string
 	pass    string
 	from    string
@@ -67,6 +68,16 @@ func newSMTPSender(raw string, timeout time.Duration) (*smtpSender, error) {
 		s.ssl, s.port = true, 465
 	default:
 		return nil, bad("must start with smtp:// or smtps://")
+	}
+	switch tlsMode := u.Query().Get("tls"); tlsMode {
+	case "":
+	case "none":
+		if u.Scheme != "smtp" || u.User != nil {
+			return nil, bad("takes tls=none only as smtp:// without a user or password (a local relay): credentials never cross the network in the clear")
+		}
+		s.plain = true
+	default:
+		return nil, bad("has tls=" + tlsMode + "; the only value is none")
 	}
 	if s.host == "" {
 		return nil, bad("has no host")
@@ -104,14 +115,18 @@ func (s *smtpSender) Send(ctx context.Context, m Rendered) error {
 		gomail.WithTimeout(s.timeout),
 		gomail.WithTLSConfig(s.tls),
 	}
-	if s.ssl {
+	switch {
+	case s.ssl:
 		opts = append(opts, gomail.WithSSL())
-	} else {
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	case s.plain:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	default:
+		// A server that does not offer STARTTLS (or whose offer an attacker
+		// stripped) gets neither a login nor the message, pay link and all.
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
 	}
 	if s.user != "" {
-		// The strongest mechanism the server offers; PLAIN and LOGIN only
-		// over TLS, so a password never crosses the network in the clear.
+		// The strongest mechanism the server offers, always over TLS.
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
 			gomail.WithUsername(s.user), gomail.WithPassword(s.pass))
 	}

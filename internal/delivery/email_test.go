@@ -233,7 +233,7 @@ func TestEmailThroughSMTP(t *testing.T) {
 	db := newDB(t)
 	srv := startSMTPServer(t, smtpServerOptions{})
 	cfg := testConfig(t)
-	cfg.SMTPURL = "smtp://" + srv.Addr + "?from=billing@example.com"
+	cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=billing@example.com"
 	inv := newInvoice(t, db)
 	id := enqueue(t, db, inv, ChannelEmail, testCustomer)
 
@@ -283,6 +283,25 @@ func TestEmailSTARTTLSAndAuth(t *testing.T) {
 		checkEmailContent(t, parseEmail(t, mails[0].Data), inv, id)
 	})
 
+	t.Run("sends nothing to a server without STARTTLS", func(t *testing.T) {
+		t.Parallel()
+		db := newDB(t)
+		// A downgrade (or a server that never offered TLS): smtp:// without
+		// tls=none must not hand the message, pay link and all, over in the clear.
+		srv := startSMTPServer(t, smtpServerOptions{})
+		cfg := testConfig(t)
+		cfg.SMTPURL = "smtp://" + srv.Addr + "?from=billing@example.com"
+		cfg.MaxAttempts = 1
+		inv := newInvoice(t, db)
+		id := enqueue(t, db, inv, ChannelEmail, testCustomer)
+
+		run(t, newWorker(t, db, cfg))
+		eventually(t, "the email fails", failed(t, db, id))
+		if got := len(srv.mails()); got != 0 {
+			t.Errorf("server received %d emails, want none", got)
+		}
+	})
+
 	t.Run("never sends the password in the clear", func(t *testing.T) {
 		t.Parallel()
 		db := newDB(t)
@@ -309,7 +328,7 @@ func TestEmailRefusedRecipientFailsAtOnce(t *testing.T) {
 	db := newDB(t)
 	srv := startSMTPServer(t, smtpServerOptions{})
 	cfg := testConfig(t)
-	cfg.SMTPURL = "smtp://" + srv.Addr + "?from=billing@example.com"
+	cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=billing@example.com"
 	cfg.MaxAttempts = 5
 	inv := newInvoice(t, db)
 	id := enqueue(t, db, inv, ChannelEmail, "nobody@example.net")
@@ -337,7 +356,7 @@ func TestSMTPServerDown(t *testing.T) {
 	l.Close()
 	sms := startSMSProvider(t)
 	cfg := testConfig(t)
-	cfg.SMTPURL = "smtp://" + closed + "?from=billing@example.com"
+	cfg.SMTPURL = "smtp://" + closed + "?tls=none&from=billing@example.com"
 	cfg.SMSURL = sms.url()
 	cfg.MaxAttempts = 3
 	inv := newInvoice(t, db)
@@ -378,7 +397,7 @@ func TestDeliveryAfterCrash(t *testing.T) {
 	db := newDB(t)
 	srv := startSMTPServer(t, smtpServerOptions{})
 	cfg := testConfig(t)
-	cfg.SMTPURL = "smtp://" + srv.Addr + "?from=billing@example.com"
+	cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=billing@example.com"
 	inv := newInvoice(t, db)
 	ctx := context.Background()
 
@@ -477,7 +496,7 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 	}
 	for _, from := range []string{"a@example.com", "b@example.com"} {
 		cfg := testConfig(t)
-		cfg.SMTPURL = "smtp://" + srv.Addr + "?from=" + from
+		cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=" + from
 		run(t, newWorker(t, db, cfg))
 	}
 	eventually(t, "every email is delivered", func() bool {

@@ -13,14 +13,17 @@
 //
 // Providers:
 //   - PAYREQ_SMTP_URL, e.g. smtp://user:pass@mail.example.com:587?from=billing@example.com:
-//     smtp:// uses STARTTLS whenever the server offers it (default port 587),
-//     smtps:// uses TLS from the first byte (default port 465); with a user in
-//     the URL the client authenticates, choosing the strongest mechanism the
-//     server offers (PLAIN and LOGIN only over TLS). `from` is the sender
-//     address; it may be left out when the user name is an address.
+//     smtp:// requires STARTTLS (default port 587): a server that does not
+//     offer it gets neither a login nor the message; smtps:// uses TLS from
+//     the first byte (default port 465); smtp://…?tls=none is plain text, for
+//     a local relay, and takes no credentials. With a user in the URL the
+//     client authenticates, choosing the strongest mechanism the server
+//     offers. `from` is the sender address; it may be left out when the user
+//     name is an address.
 //   - PAYREQ_SMS_URL, e.g. https://AC123:token@api.twilio.com/2010-04-01/Accounts/AC123/Messages.json?from=%2B15550000000:
 //     a Twilio-style form POST (To, From, Body) with HTTP Basic from the URL's
-//     user and password; `from` is taken out of the URL and sent as From.
+//     user and password; `from` is taken out of the URL and sent as From. A
+//     redirect is not followed: it is a failed try.
 //   - Neither: messages are written to files under <data dir>/outbox/.
 package delivery
 

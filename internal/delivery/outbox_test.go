@@ -80,7 +80,7 @@ func TestCancelledMessageIsNeverDelivered(t *testing.T) {
 	db := newDB(t)
 	srv := startSMTPServer(t, smtpServerOptions{})
 	cfg := testConfig(t)
-	cfg.SMTPURL = "smtp://" + srv.Addr + "?from=billing@example.com"
+	cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=billing@example.com"
 	ctx := context.Background()
 
 	// Cancelled with CancelPending before any worker saw it.
@@ -179,6 +179,9 @@ func TestNewWorkerChecksConfiguration(t *testing.T) {
 		{"smtp from", func(c *Config) { c.SMTPURL = "smtp://mail.example.com" }, "from"},
 		{"smtp user as from", func(c *Config) { c.SMTPURL = "smtp://billing%40example.com:pw@mail.example.com" }, ""},
 		{"smtp port", func(c *Config) { c.SMTPURL = "smtp://mail.example.com:99999?from=a@example.com" }, "port"},
+		{"smtp plain with a login", func(c *Config) { c.SMTPURL = "smtp://u:p@relay.local:25?tls=none&from=a@example.com" }, "tls=none"},
+		{"smtps plain", func(c *Config) { c.SMTPURL = "smtps://relay.local?tls=none&from=a@example.com" }, "tls=none"},
+		{"smtp tls other", func(c *Config) { c.SMTPURL = "smtp://relay.local?tls=maybe&from=a@example.com" }, "tls=maybe"},
 		{"sms scheme", func(c *Config) { c.SMSURL = "ftp://api.example.com?from=%2B1555" }, "http"},
 		{"sms from", func(c *Config) { c.SMSURL = "https://api.example.com/Messages.json" }, "from"},
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -148,5 +149,33 @@ func TestTextThroughSMSProvider(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A provider answering with a redirect gets no second request anywhere:
+// the message and the account's token stay where they were sent.
+func TestTextFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(other.Close)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(provider.Close)
+	cfg := testConfig(t)
+	cfg.SMSURL = strings.Replace(provider.URL, "http://", "http://AC123:token@", 1) + "/Messages.json?from=%2B15550000000"
+	cfg.MaxAttempts = 1
+	inv := newInvoice(t, db)
+	id := enqueue(t, db, inv, ChannelText, testPhone)
+
+	run(t, newWorker(t, db, cfg))
+	eventually(t, "the text message fails", failed(t, db, id))
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
 	}
 }

@@ -55,9 +55,14 @@ func NewCardPointe(rawURL string, httpClient *http.Client) (*CardPointe, error) 
 	user := u.User.Username()
 	u.User = nil
 	u.RawQuery, u.Fragment = "", ""
-	if httpClient == nil {
-		httpClient = &http.Client{}
+	// A copy that follows no redirect: a redirected request would carry the
+	// card number, the security code and the gateway's password to wherever
+	// the answer points. A redirect is an answer like any other non-2xx.
+	client := http.Client{}
+	if httpClient != nil {
+		client = *httpClient
 	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &CardPointe{
 		AuthTimeout:  15 * time.Second,
 		Timeout:      10 * time.Second,
@@ -66,7 +71,7 @@ func NewCardPointe(rawURL string, httpClient *http.Client) (*CardPointe, error) 
 		base:         strings.TrimRight(u.String(), "/"),
 		user:         user,
 		password:     password,
-		http:         httpClient,
+		http:         &client,
 	}, nil
 }
 

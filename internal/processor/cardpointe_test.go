@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,5 +425,44 @@ func TestNewCardPointe(t *testing.T) {
 		} else if strings.Contains(err.Error(), "pa55word") {
 			t.Errorf("error shows the password: %v", err)
 		}
+	}
+}
+
+// A gateway answering with a redirect gets no second request anywhere: the
+// card number, security code and password stay where they were sent.
+func TestCardPointeFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"respstat": "A", "respcode": "00", "resptext": "Approval", "retref": "1"})
+	}))
+	t.Cleanup(other.Close)
+	redirect := func() (int, any) { return http.StatusTemporaryRedirect, nil }
+	f := &fakeGateway{auth: redirect, delete: redirect}
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", other.URL+r.URL.Path)
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gateway.Close)
+	cp, err := NewCardPointe(strings.Replace(gateway.URL, "http://", "http://testing:s3cr%40t@", 1)+"/cardconnect/rest/", gateway.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cp.AuthorizeCapture(context.Background(), charge(TestCardApprove, "pay-redirect", false))
+	if err == nil {
+		t.Errorf("a redirect answered %+v, want an error", res)
+	}
+	if res.Approved {
+		t.Error("a redirect approved the charge")
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
+	}
+	if err := cp.DeleteProfile(context.Background(), "496160873888", "1", "1"); err == nil {
+		t.Error("a redirected profile delete succeeded")
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
 	}
 }

@@ -96,7 +96,7 @@ func (s *Server) SetMode(m Mode) {
 }
 
 // URL is PAYREQ_SMTP_URL for this server with the given sender.
-func (s *Server) URL(from string) string { return "smtp://" + s.Addr + "?from=" + from }
+func (s *Server) URL(from string) string { return "smtp://" + s.Addr + "?tls=none&from=" + from }
 
 // Received is every accepted message, in order.
 func (s *Server) Received() []Mail {
