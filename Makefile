@@ -49,9 +49,10 @@ build:
 # DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves.
 run: build postgres
 	@mkdir -p $(DATA)
+	@# demo.json holds the demo keys' secrets: owner-only, like every secret file.
 	@if [ ! -s $(DATA)/demo.json ]; then \
-		./$(BIN) demo --json > $(DATA)/demo.json.tmp && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
-	fi
+		(umask 077 && ./$(BIN) demo --json > $(DATA)/demo.json.tmp) && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
+	fi; chmod 600 $(DATA)/demo.json
 	@echo "Demo keys ($(DATA)/demo.json):"; cat $(DATA)/demo.json
 	./$(BIN) serve
 

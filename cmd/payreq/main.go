@@ -41,10 +41,14 @@ func (e usageError) Error() string { return e.msg }
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout)
 	var ue usageError
+	var se *app.SecretError
 	switch {
 	case err == nil:
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "payreq: "+ue.msg)
+		os.Exit(2)
+	case errors.As(err, &se):
+		fmt.Fprintln(os.Stderr, "payreq: "+oneLine(se.Error()))
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "payreq: "+oneLine(err.Error()))

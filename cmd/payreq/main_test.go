@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -301,5 +307,58 @@ func TestRunReturnsUsageError(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"help"}, &out); err != nil || !strings.Contains(out.String(), "keys create") {
 		t.Errorf("help: %v, %q", err, out.String())
+	}
+}
+
+// A secret file that cannot be used stops every command that needs it:
+// one line naming the file, exit status 2, and no service on a short key.
+func TestBadSecretsRefusedAtStart(t *testing.T) {
+	c := newCLI(t)
+	org := c.demo().Merchant.OrganizationID.String()
+	ecdsaKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(ecdsaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, variable string
+		content        []byte
+	}{
+		{"empty pepper", "PAYREQ_PEPPER_FILE", nil},
+		{"31-byte pepper", "PAYREQ_PEPPER_FILE", bytes.Repeat([]byte{7}, 31)},
+		{"31-byte encryption key", "PAYREQ_ENCRYPTION_KEY_FILE", []byte(strings.Repeat("ab", 31) + "\n")},
+		{"encryption key not hex", "PAYREQ_ENCRYPTION_KEY_FILE", []byte(strings.Repeat("zz", 32) + "\n")},
+		{"signing key not PEM", "PAYREQ_SIGNING_KEY_FILE", []byte("not a key")},
+		{"signing key not Ed25519", "PAYREQ_SIGNING_KEY_FILE", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "secret")
+			if err := os.WriteFile(file, tt.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(tt.variable, file)
+			stderr := (&cli{t: t, dataDir: t.TempDir(), db: c.db}).usage("keys", "list", "--org", org)
+			if !strings.Contains(stderr, file) {
+				t.Errorf("stderr %q does not name %s", stderr, file)
+			}
+		})
+	}
+}
+
+// Secrets made on first use are readable by their owner only.
+func TestGeneratedSecretsAreOwnerOnly(t *testing.T) {
+	c := newCLI(t)
+	c.ok("migrate")
+	for _, name := range []string{"pepper", "signing-key.pem", "encryption-key"} {
+		info, err := os.Stat(filepath.Join(c.dataDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := info.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %o, want 600", name, mode)
+		}
 	}
 }

@@ -44,6 +44,20 @@ type App struct {
 	Now        func() time.Time
 }
 
+// minPepper is the shortest pepper taken: the key of the secrets'
+// fingerprints and of the pay form's tokens.
+const minPepper = 32
+
+// SecretError is a secret file that cannot be used: a pepper too short, an
+// encryption key that is not 32 bytes, a signing key that is not Ed25519.
+// The service does not start with it.
+type SecretError struct {
+	File    string
+	Problem string
+}
+
+func (e *SecretError) Error() string { return e.File + ": " + e.Problem }
+
 // Options are what Open takes besides the configuration.
 type Options struct {
 	// Now is the clock; nil means time.Now.
@@ -76,6 +90,10 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, err
 	}
+	if len(pepper) < minPepper {
+		db.Close()
+		return nil, &SecretError{File: cfg.PepperFile, Problem: fmt.Sprintf("the pepper has %d bytes, it must have at least %d", len(pepper), minPepper)}
+	}
 	signingKey, err := secretfile.LoadOrCreate(cfg.SigningKeyFile, auth.GenerateSigningKey)
 	if err != nil {
 		db.Close()
@@ -84,7 +102,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	tokens, err := auth.NewTokens(signingKey, cfg.PublicURL, now)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("app: %s: %w", cfg.SigningKeyFile, err)
+		return nil, &SecretError{File: cfg.SigningKeyFile, Problem: err.Error()}
 	}
 	vaultKey, err := secretfile.LoadOrCreate(cfg.EncryptionKeyFile, vault.GenerateKeyFile)
 	if err != nil {
@@ -94,7 +112,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	v, err := vault.New(vaultKey)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("app: %s: %w", cfg.EncryptionKeyFile, err)
+		return nil, &SecretError{File: cfg.EncryptionKeyFile, Problem: err.Error()}
 	}
 	proc := opts.Processor
 	if proc == nil {

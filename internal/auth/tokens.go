@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"container/list"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -50,12 +51,10 @@ type Tokens struct {
 	public  jwk.Set
 	now     func() time.Time
 
-	// verified remembers the claims of tokens that passed every check, by
-	// the token's SHA-256, until they expire: a client sends one token with
-	// many requests, and parsing it and checking its signature is the
-	// larger part of a small request's cost.
-	mu       sync.Mutex
-	verified map[[sha256.Size]byte]verifiedToken
+	// verified remembers the claims of tokens that passed every check: a
+	// client sends one token with many requests, and parsing it and
+	// checking its signature is the larger part of a small request's cost.
+	verified *verifiedCache
 }
 
 type verifiedToken struct {
@@ -63,9 +62,60 @@ type verifiedToken struct {
 	expires time.Time
 }
 
-// maxVerified bounds the remembered tokens: about 2 MB. Past it, expired
-// ones are dropped, and new ones are not remembered until there is room.
+// maxVerified bounds the remembered tokens: about 2 MB.
 const maxVerified = 10000
+
+// verifiedCache holds verified tokens by their SHA-256, the least recently
+// used dropped first once it is full: every operation takes constant time,
+// however many tokens it holds. An expired token found in it is an
+// expired token; Verify never serves one.
+type verifiedCache struct {
+	mu      sync.Mutex
+	max     int
+	order   *list.List // of *cachedToken, most recently used first
+	entries map[[sha256.Size]byte]*list.Element
+}
+
+type cachedToken struct {
+	sum [sha256.Size]byte
+	verifiedToken
+}
+
+func newVerifiedCache(max int) *verifiedCache {
+	return &verifiedCache{max: max, order: list.New(), entries: map[[sha256.Size]byte]*list.Element{}}
+}
+
+func (c *verifiedCache) get(sum [sha256.Size]byte) (verifiedToken, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[sum]
+	if !ok {
+		return verifiedToken{}, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*cachedToken).verifiedToken, true
+}
+
+func (c *verifiedCache) put(sum [sha256.Size]byte, v verifiedToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[sum]; ok {
+		c.order.MoveToFront(e)
+		return
+	}
+	if c.order.Len() >= c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.entries, oldest.Value.(*cachedToken).sum)
+	}
+	c.entries[sum] = c.order.PushFront(&cachedToken{sum: sum, verifiedToken: v})
+}
+
+func (c *verifiedCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
 
 // GenerateSigningKey returns a new Ed25519 private key as PKCS#8 PEM.
 func GenerateSigningKey() ([]byte, error) {
@@ -111,7 +161,7 @@ func NewTokens(pemKey []byte, issuer string, now func() time.Time) (*Tokens, err
 	set := jwk.NewSet()
 	_ = set.AddKey(public)
 	return &Tokens{issuer: issuer, private: priv, kid: public.KeyID(), public: set, now: now,
-		verified: map[[sha256.Size]byte]verifiedToken{}}, nil
+		verified: newVerifiedCache(maxVerified)}, nil
 }
 
 // JWKS is the public key set served at /.well-known/jwks.json.
@@ -151,10 +201,7 @@ func (t *Tokens) Issue(keyID string, org uuid.UUID, permissions []string) (strin
 func (t *Tokens) Verify(token string) (Claims, error) {
 	sum := sha256.Sum256([]byte(token))
 	now := t.now()
-	t.mu.Lock()
-	v, ok := t.verified[sum]
-	t.mu.Unlock()
-	if ok {
+	if v, ok := t.verified.get(sum); ok {
 		if expired(now, v.expires) {
 			return Claims{}, ErrTokenExpired
 		}
@@ -164,29 +211,13 @@ func (t *Tokens) Verify(token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, err
 	}
-	t.remember(sum, verifiedToken{claims: claims, expires: expires}, now)
+	t.verified.put(sum, verifiedToken{claims: claims, expires: expires})
 	return claims, nil
 }
 
 // expired is jwt's rule for exp: whole seconds, no skew.
 func expired(now, exp time.Time) bool {
 	return !now.Truncate(time.Second).Before(exp.Truncate(time.Second))
-}
-
-func (t *Tokens) remember(sum [sha256.Size]byte, v verifiedToken, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.verified) >= maxVerified {
-		for k, old := range t.verified {
-			if expired(now, old.expires) {
-				delete(t.verified, k)
-			}
-		}
-		if len(t.verified) >= maxVerified {
-			return
-		}
-	}
-	t.verified[sum] = v
 }
 
 // verify checks a token in full and returns its claims and expiry.
