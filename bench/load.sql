@@ -78,7 +78,7 @@ FROM bench_invoices b;
 INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount, amount_paid,
                       customer_name, customer_company, customer_email, customer_phone, delivery, sent_via, sent_at,
                       memo, due_date, line_count, status, paid_at, created_at, created_by_name, cancelled_at,
-                      cancelled_by_name, pay_token)
+                      cancelled_by_name)
 SELECT
     -- UUIDv7 layout: 48 bits of milliseconds, version 7, variant 8, then hash bits.
     (lpad(to_hex((extract(epoch FROM b.created_at) * 1000)::bigint), 12, '0') || '7'
@@ -106,8 +106,7 @@ SELECT
     b.created_at,
     'Bench key',
     CASE WHEN b.s = 19 THEN b.created_at + interval '5 days' END,
-    CASE WHEN b.s = 19 THEN 'Bench key' END,
-    'bench' || md5('bench-token-' || b.org_n || '-' || b.i)
+    CASE WHEN b.s = 19 THEN 'Bench key' END
 FROM bench_invoices b JOIN bench_totals t USING (org_n, i)
 ORDER BY b.created_at;
 

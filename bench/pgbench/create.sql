@@ -12,9 +12,9 @@ INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, cr
 		RETURNING invoice_id AS id \gset
 INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-				line_count, status, created_at, created_by_name, pay_token)
+				line_count, status, created_at, created_by_name)
 			SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
-				3::integer, 'open', now()::timestamptz, 'bench', :k
+				3::integer, 'open', now()::timestamptz, 'bench'
 			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
 			WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active';
 INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
@@ -26,7 +26,7 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers,
+		i.cancelled_at, i.cancelled_by_name, cp.prefers,
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),

@@ -49,7 +49,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		MaxHeaderBytes:    64 << 10,
 	}
 	worker, err := delivery.NewWorker(a.DB, delivery.Config{
-		PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
+		Invoices: a.Invoices, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
 		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
 	}, log, a.Now)

@@ -143,7 +143,7 @@ func wantText(t *testing.T, b *browsertest.Browser, what string, want ...string)
 func runWorker(t *testing.T, env *apitest.Env, smtpURL string) {
 	t.Helper()
 	w, err := delivery.NewWorker(env.App.DB, delivery.Config{
-		PublicURL: env.App.Config.PublicURL, DataDir: env.App.Config.DataDir, SMTPURL: smtpURL,
+		Invoices: env.App.Invoices, DataDir: env.App.Config.DataDir, SMTPURL: smtpURL,
 		PollInterval: 20 * time.Millisecond,
 	}, slog.New(slog.NewTextHandler(t.Output(), nil)), env.Clock.Now)
 	if err != nil {

@@ -368,7 +368,15 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 	m := newMerchant(t, env)
 	inv := mustCreate(t, m, m.body("RACE-PAY", "75.00"))
 	path := payPath(t, inv)
-	token := formToken(t, visit(t, env, "GET", path, nil, nil))
+	// Ten customers, each with the form of their own page.
+	tokens := func() []string {
+		out := make([]string, 10)
+		for i := range out {
+			out[i] = formToken(t, visit(t, env, "GET", path, nil, nil))
+		}
+		return out
+	}
+	forms := tokens()
 
 	statuses := make([]int, 10)
 	var wg sync.WaitGroup
@@ -376,7 +384,7 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = post(t, env, path, token, payment{card: cardApprove, amount: "75.00", name: fmt.Sprintf("Payer %d", i)}).StatusCode
+			statuses[i] = post(t, env, path, forms[i], payment{card: cardApprove, amount: "75.00", name: fmt.Sprintf("Payer %d", i)}).StatusCode
 		}()
 	}
 	wg.Wait()
@@ -406,12 +414,12 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 	// left, under the row lock, so three of 30.00 fit in 100.00 and no more.
 	partial := mustCreate(t, m, m.body("RACE-PART", "100.00"))
 	path = payPath(t, partial)
-	token = formToken(t, visit(t, env, "GET", path, nil, nil))
+	forms = tokens()
 	for i := range statuses {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = post(t, env, path, token, payment{card: cardApprove, amount: "30.00"}).StatusCode
+			statuses[i] = post(t, env, path, forms[i], payment{card: cardApprove, amount: "30.00"}).StatusCode
 		}()
 	}
 	wg.Wait()
@@ -699,10 +707,10 @@ func TestPayPageSecurityHeaders(t *testing.T) {
 		"page":            visit(t, env, "GET", path, nil, nil),
 		"approval":        approved,
 		"receipt":         visit(t, env, "GET", approved.Header.Get("Location"), nil, nil),
-		"decline":         post(t, env, path, token, payment{card: cardDecline, amount: "1.00"}),
-		"invalid":         post(t, env, path, token, payment{card: "1234"}),
+		"decline":         pay(t, env, path, payment{card: cardDecline, amount: "1.00"}),
+		"invalid":         pay(t, env, path, payment{card: "1234"}),
 		"forbidden":       post(t, env, path, "nope", payment{card: cardApprove}),
-		"unavailable":     post(t, env, path, token, payment{card: cardError, amount: "1.00"}),
+		"unavailable":     pay(t, env, path, payment{card: cardError, amount: "1.00"}),
 		"unknown link":    visit(t, env, "GET", "/pay/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nil, nil),
 		"unknown receipt": visit(t, env, "GET", path+"/receipt/"+uuid.NewString(), nil, nil),
 		"unknown path":    visit(t, env, "GET", path+"/elsewhere", nil, nil),
@@ -750,18 +758,17 @@ func TestPayAttemptLimit(t *testing.T) {
 	m := newMerchant(t, one)
 	inv := mustCreate(t, m, m.body("LIMIT-1", "10.00"))
 	path := payPath(t, inv)
-	token := formToken(t, visit(t, one, "GET", path, nil, nil))
 
 	// Ten attempts, spread over two instances and most of an hour.
 	for i := range 10 {
 		env := []*apitest.Env{one, two}[i%2]
-		wantStatus(t, post(t, env, path, token, payment{card: cardDecline, amount: "1.00"}), http.StatusPaymentRequired)
+		wantStatus(t, pay(t, env, path, payment{card: cardDecline, amount: "1.00"}), http.StatusPaymentRequired)
 		clock.Advance(5 * time.Minute)
 	}
 	m.token = tokenFor(t, one, m.org)
 	// Now 50 minutes after the first: the eleventh waits 10 minutes.
 	for _, env := range []*apitest.Env{one, two} {
-		r := post(t, env, path, token, payment{card: cardApprove, amount: "1.00"})
+		r := pay(t, env, path, payment{card: cardApprove, amount: "1.00"})
 		wantStatus(t, r, http.StatusTooManyRequests)
 		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra != 600 {
 			t.Errorf("Retry-After %q, want 600", r.Header.Get("Retry-After"))
@@ -779,8 +786,8 @@ func TestPayAttemptLimit(t *testing.T) {
 
 	// Once the first attempt is an hour old, one more is allowed.
 	clock.Advance(10 * time.Minute)
-	wantStatus(t, post(t, two, path, token, payment{card: cardApprove, amount: "1.00"}), http.StatusSeeOther)
-	wantStatus(t, post(t, one, path, token, payment{card: cardApprove, amount: "1.00"}), http.StatusTooManyRequests)
+	wantStatus(t, pay(t, two, path, payment{card: cardApprove, amount: "1.00"}), http.StatusSeeOther)
+	wantStatus(t, pay(t, one, path, payment{card: cardApprove, amount: "1.00"}), http.StatusTooManyRequests)
 
 	// Links are limited one by one.
 	m.token = tokenFor(t, one, m.org)
@@ -788,7 +795,10 @@ func TestPayAttemptLimit(t *testing.T) {
 	wantStatus(t, pay(t, one, payPath(t, another), payment{card: cardApprove, amount: "1.00"}), http.StatusSeeOther)
 }
 
-func TestPayAttemptLimitUnderConcurrency(t *testing.T) {
+// A POST without the page's form token is refused and does not count
+// against the link, so a stranger holding the link cannot lock its customer
+// out; it counts against its address, which is limited across every pay page.
+func TestPayLimitsCountFormsFromThePageAndAddresses(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := newMerchant(t, env)
 	path := payPath(t, mustCreate(t, m, m.body("LIMIT-RACE", "10.00")))
@@ -798,18 +808,30 @@ func TestPayAttemptLimitUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// No form token: each POST is refused, but counts.
 			statuses[i] = post(t, env, path, "", payment{card: cardApprove}).StatusCode
 		}()
 	}
 	wg.Wait()
-	counts := map[int]int{}
-	for _, s := range statuses {
-		counts[s]++
+	for i, s := range statuses {
+		if s != http.StatusForbidden {
+			t.Errorf("POST %d without a form token: %d, want 403", i, s)
+		}
 	}
-	if counts[http.StatusForbidden] != 10 || counts[http.StatusTooManyRequests] != 5 {
-		t.Fatalf("statuses %v, want 10 × 403 and 5 × 429", counts)
+	wantStatus(t, pay(t, env, path, payment{card: cardApprove, amount: "1.00"}), http.StatusSeeOther)
+
+	// 16 POSTs from this address so far; 60 an hour are allowed, across links.
+	other := payPath(t, mustCreate(t, m, m.body("LIMIT-ADDR", "10.00")))
+	for range 60 - 16 {
+		wantStatus(t, post(t, env, other, "", payment{card: cardApprove}), http.StatusForbidden)
 	}
+	r := pay(t, env, other, payment{card: cardApprove, amount: "1.00"})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	// Another address is not held back.
+	env.Client = apitest.ClientFrom(apitest.SourceAddress())
+	wantStatus(t, pay(t, env, other, payment{card: cardApprove, amount: "1.00"}), http.StatusSeeOther)
 }
 
 func TestPayPageStates(t *testing.T) {
@@ -919,7 +941,7 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 		}
 	}
 	// Nor does the database, anywhere a payment goes.
-	for _, table := range []string{"payments", "saved_cards", "invoices", "customer_preferences", "pay_attempts", "outbox"} {
+	for _, table := range []string{"payments", "saved_cards", "invoices", "customer_preferences", "pay_limits", "pay_submissions", "outbox"} {
 		var n int
 		q := fmt.Sprintf(`SELECT count(*) FROM %s t WHERE t::text LIKE '%%' || $1 || '%%'`, table)
 		for _, num := range numbers {

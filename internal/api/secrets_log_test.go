@@ -32,7 +32,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 		Clock:     apitest.NewClock(time.Now().Truncate(time.Second)),
 	})
 	worker, err := delivery.NewWorker(env.App.DB, delivery.Config{
-		PublicURL: env.App.Config.PublicURL, DataDir: env.App.Config.DataDir, PollInterval: 20 * time.Millisecond,
+		Invoices: env.App.Invoices, DataDir: env.App.Config.DataDir, PollInterval: 20 * time.Millisecond,
 	}, env.App.Config.Logger(env.Log), env.Clock.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,12 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL}
+	payLinks, err := invoice.NewPayLinks(derive(pepper, "payreq pay link"))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
 	return &App{
 		Config: cfg,
 		DB:     db,

@@ -47,17 +47,54 @@ type invoice struct {
 	OrganizationID uuid.UUID
 	ID             uuid.UUID
 	Number         string
-	PayToken       string
 }
 
-func (inv invoice) payLink() string { return testPublicURL + "/pay/" + inv.PayToken }
+func (inv invoice) payLink() string { return testPayLink(inv.ID) }
+
+func testPayLink(id uuid.UUID) string { return testPublicURL + "/pay/tok_" + id.String() }
+
+// testInvoices stands for the invoice package (which imports this one):
+// what a message shows of an invoice, and the record of a failed send.
+type testInvoices struct{ db *sqlx.DB }
+
+func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error) {
+	var row struct {
+		Status        string     `db:"status"`
+		InvoiceNumber string     `db:"invoice_number"`
+		Amount        string     `db:"amount"`
+		DueDate       *time.Time `db:"due_date"`
+		CustomerName  *string    `db:"customer_name"`
+		LocationName  string     `db:"location_name"`
+		LocationEmail *string    `db:"location_email"`
+	}
+	err := ti.db.GetContext(ctx, &row, `SELECT i.status, i.invoice_number, i.amount::text AS amount, i.due_date,
+			i.customer_name, l.name AS location_name, l.email AS location_email
+		FROM invoices i JOIN merchant_accounts m ON m.id = i.merchant_account_id JOIN locations l ON l.id = m.location_id
+		WHERE i.id = $1 AND i.organization_id = $2`, id, org)
+	if err != nil {
+		return Bill{}, err
+	}
+	b := Bill{Cancelled: row.Status == "cancelled", InvoiceNumber: row.InvoiceNumber, Amount: row.Amount,
+		DueDate: row.DueDate, LocationName: row.LocationName, PayLink: testPayLink(id)}
+	if row.CustomerName != nil {
+		b.CustomerName = *row.CustomerName
+	}
+	if row.LocationEmail != nil {
+		b.LocationEmail = *row.LocationEmail
+	}
+	return b, nil
+}
+
+func (ti testInvoices) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE invoices SET send_problem = $3 WHERE id = $1 AND organization_id = $2`, id, org, problem)
+	return err
+}
 
 // newInvoice inserts an organization, a location, a MID and an open invoice
 // on it.
 func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 	t.Helper()
-	inv := invoice{OrganizationID: uuid.New(), ID: uuid.New(),
-		Number: "INV-" + uuid.NewString()[:8], PayToken: "tok_" + uuid.NewString()}
+	inv := invoice{OrganizationID: uuid.New(), ID: uuid.New(), Number: "INV-" + uuid.NewString()[:8]}
 	loc, mid := uuid.New(), uuid.New()
 	ctx := context.Background()
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
@@ -74,9 +111,9 @@ func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 				[]any{mid, inv.OrganizationID, loc}},
 			{`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount,
 					customer_name, customer_email, customer_phone, delivery, due_date, status,
-					created_at, created_by_name, pay_token)
-				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key', $9)`,
-				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate, inv.PayToken}},
+					created_at, created_by_name)
+				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key')`,
+				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate}},
 		}
 		for _, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
@@ -109,7 +146,6 @@ func enqueue(t *testing.T, db *sqlx.DB, inv invoice, channel, recipient string) 
 // delivery in a test.
 func testConfig(t *testing.T) Config {
 	return Config{
-		PublicURL:    testPublicURL,
 		DataDir:      t.TempDir(),
 		PollInterval: 20 * time.Millisecond,
 		Lease:        10 * time.Second,
@@ -133,6 +169,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func newWorker(t *testing.T, db *sqlx.DB, cfg Config) *Worker {
 	t.Helper()
+	if cfg.Invoices == nil {
+		cfg.Invoices = testInvoices{db}
+	}
 	w, err := NewWorker(db, cfg, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func TestEnqueueIsPartOfTheTransaction(t *testing.T) {
 
 func TestNewWorkerChecksConfiguration(t *testing.T) {
 	t.Parallel()
-	ok := Config{PublicURL: testPublicURL, DataDir: t.TempDir()}
+	ok := Config{Invoices: testInvoices{}, DataDir: t.TempDir()}
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -173,7 +173,7 @@ func TestNewWorkerChecksConfiguration(t *testing.T) {
 			c.SMTPURL = "smtps://u:p@mail.example.com?from=billing@example.com"
 			c.SMSURL = "https://a:b@api.example.com/Messages.json?from=%2B15550000000"
 		}, ""},
-		{"no public URL", func(c *Config) { c.PublicURL = "" }, "public URL"},
+		{"no invoices", func(c *Config) { c.Invoices = nil }, "invoices"},
 		{"no data dir for files", func(c *Config) { c.DataDir = "" }, "data directory"},
 		{"smtp scheme", func(c *Config) { c.SMTPURL = "http://mail.example.com?from=a@example.com" }, "smtp://"},
 		{"smtp from", func(c *Config) { c.SMTPURL = "smtp://mail.example.com" }, "from"},

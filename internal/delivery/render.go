@@ -3,16 +3,15 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"net/url"
 	"strings"
 	texttemplate "text/template"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 )
 
 // Rendered is a message ready for a Sender: the words are filled in from the
@@ -42,9 +41,32 @@ type Rendered struct {
 // same one.
 func MessageID(id uuid.UUID) string { return "<" + id.String() + "@payreq>" }
 
+// Bill is what a message says of its invoice, read from the invoice
+// package when the message is delivered.
+type Bill struct {
+	Cancelled     bool
+	InvoiceNumber string
+	Amount        string // as PostgreSQL writes a NUMERIC: "1234.50"
+	DueDate       *time.Time
+	CustomerName  string
+	LocationName  string
+	LocationEmail string
+	PayLink       string
+}
+
+// Invoices is what delivery needs of the invoice package, which owns the
+// invoices table (and imports this package to queue messages in its own
+// transactions, so it is handed in when a worker is made).
+type Invoices interface {
+	// Bill reads the invoice as a message shows it.
+	Bill(ctx context.Context, org, id uuid.UUID) (Bill, error)
+	// SendFailed records on the invoice, inside tx, why its latest message
+	// could not be delivered.
+	SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error
+}
+
 // invoiceView is what a message says about its invoice.
 type invoiceView struct {
-	Status        string
 	LocationName  string
 	LocationEmail string
 	CustomerName  string
@@ -59,44 +81,23 @@ type invoiceView struct {
 var errInvoiceCancelled = errors.New("invoice cancelled")
 
 func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
-	var row struct {
-		Status        string         `db:"status"`
-		InvoiceNumber string         `db:"invoice_number"`
-		Amount        string         `db:"amount"`
-		DueDate       sql.NullString `db:"due_date"`
-		PayToken      string         `db:"pay_token"`
-		CustomerName  sql.NullString `db:"customer_name"`
-		LocationName  string         `db:"location_name"`
-		LocationEmail sql.NullString `db:"location_email"`
-	}
-	err := w.db.GetContext(ctx, &row, `SELECT i.status, i.invoice_number, i.amount::text AS amount,
-			to_char(i.due_date, 'YYYY-MM-DD') AS due_date, i.pay_token, i.customer_name,
-			l.name AS location_name, l.email AS location_email
-		FROM invoices i
-		JOIN merchant_accounts m ON m.id = i.merchant_account_id
-		JOIN locations l ON l.id = m.location_id
-		WHERE i.id = $1 AND i.organization_id = $2`, c.InvoiceID, c.OrganizationID)
+	bill, err := w.cfg.Invoices.Bill(ctx, c.OrganizationID, c.InvoiceID)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("delivery: unable to read invoice for message: %w", err)
 	}
-	if row.Status == "cancelled" {
+	if bill.Cancelled {
 		return Rendered{}, errInvoiceCancelled
 	}
 	v := invoiceView{
-		Status:        row.Status,
-		LocationName:  row.LocationName,
-		LocationEmail: row.LocationEmail.String,
-		CustomerName:  row.CustomerName.String,
-		InvoiceNumber: row.InvoiceNumber,
-		Amount:        formatAmount(row.Amount),
-		PayLink:       strings.TrimRight(w.cfg.PublicURL, "/") + "/pay/" + url.PathEscape(row.PayToken),
+		LocationName:  bill.LocationName,
+		LocationEmail: bill.LocationEmail,
+		CustomerName:  bill.CustomerName,
+		InvoiceNumber: bill.InvoiceNumber,
+		Amount:        formatAmount(bill.Amount),
+		PayLink:       bill.PayLink,
 	}
-	if row.DueDate.Valid {
-		d, err := time.Parse(time.DateOnly, row.DueDate.String)
-		if err != nil {
-			return Rendered{}, fmt.Errorf("delivery: unable to read due date %q: %w", row.DueDate.String, err)
-		}
-		v.DueDate = d.Format("January 2, 2006")
+	if bill.DueDate != nil {
+		v.DueDate = bill.DueDate.Format("January 2, 2006")
 	}
 
 	r := Rendered{

@@ -19,10 +19,10 @@ import (
 // Config is how a Worker delivers. Zero durations and counts take the defaults
 // below.
 type Config struct {
-	PublicURL string // base of pay links; required
-	DataDir   string // files go under DataDir/outbox when a provider is missing
-	SMTPURL   string // PAYREQ_SMTP_URL; empty: email goes to files
-	SMSURL    string // PAYREQ_SMS_URL; empty: text messages go to files
+	Invoices Invoices // the invoices messages are about; required
+	DataDir  string   // files go under DataDir/outbox when a provider is missing
+	SMTPURL  string   // PAYREQ_SMTP_URL; empty: email goes to files
+	SMSURL   string   // PAYREQ_SMS_URL; empty: text messages go to files
 
 	// PollInterval is how often the outbox is checked for due messages.
 	PollInterval time.Duration
@@ -128,8 +128,8 @@ func NewWorker(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Time) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.PublicURL == "" {
-		return nil, errors.New("delivery: a public URL is needed for pay links")
+	if cfg.Invoices == nil {
+		return nil, errors.New("delivery: the invoices are needed to render messages")
 	}
 	w := &Worker{db: db, cfg: cfg, log: log, now: now, senders: map[string]Sender{},
 		poke: make(chan struct{}, 1)}
@@ -378,13 +378,15 @@ func (w *Worker) recordFailure(ctx context.Context, c claimed, sendErr error) (b
 		failed = true
 		// Only the invoice's latest message speaks for it: a failure of an
 		// older send must not hide that a newer one is under way or arrived.
-		_, err = tx.ExecContext(ctx, `UPDATE invoices i SET send_problem = $3
-			WHERE i.id = $1 AND NOT EXISTS (
+		var latest bool
+		err = tx.GetContext(ctx, &latest, `SELECT NOT EXISTS (
 				SELECT 1 FROM outbox o, outbox me
-				WHERE me.id = $2 AND o.invoice_id = i.id AND o.id <> me.id
-				  AND (o.created_at, o.id) > (me.created_at, me.id))`,
-			c.InvoiceID, c.ID, sendProblem(c, sendErr))
-		return err
+				WHERE me.id = $1 AND o.invoice_id = me.invoice_id AND o.id <> me.id
+				  AND (o.created_at, o.id) > (me.created_at, me.id))`, c.ID)
+		if err != nil || !latest {
+			return err
+		}
+		return w.cfg.Invoices.SendFailed(ctx, tx, c.OrganizationID, c.InvoiceID, sendProblem(c, sendErr))
 	})
 	if err != nil {
 		return false, fmt.Errorf("delivery: unable to record failed message: %w", err)

@@ -121,8 +121,10 @@ type Invoice struct {
 	CreatedByName     string
 	CancelledAt       *time.Time
 	CancelledByName   *string
-	PayToken          string
 	CustomerPrefers   *string
+	// Suspended: the organization is suspended, so its pay links take no
+	// payment (read by ByPayToken only).
+	Suspended bool
 
 	// Filled by Store.Get only.
 	Lines      []Line

@@ -10,14 +10,27 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/payreq/payreq/internal/delivery"
 )
 
-// ByPayToken reads the invoice behind a pay link, with its lines and
-// payments (not the customer's saved cards: the pay page never shows them).
+// selectPayInvoice is selectFullInvoice with whether the organization is
+// suspended.
+const selectPayInvoice = `
+	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + `,
+		(SELECT o.status = 'suspended' FROM organizations o WHERE o.id = i.organization_id)` + invoiceFrom
+
+// ByPayToken reads the invoice behind a pay link's token, with its lines
+// and payments (not the customer's saved cards: the pay page never shows
+// them), and whether its organization is suspended.
 func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
+	ids := s.PayLinks.ids(token)
 	var lines, payments, cards []byte
-	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.pay_token = $1`, token),
-		&lines, &payments, &cards)
+	var suspended sql.NullBool
+	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
+		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(ids), legacyDigest(token)),
+		&lines, &payments, &cards, &suspended)
+	inv.Suspended = suspended.Bool
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
@@ -76,6 +89,46 @@ func SetPreference(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, customerEmai
 		org, customerEmail, prefers, at)
 	if err != nil {
 		return fmt.Errorf("invoice: unable to record customer preference: %w", err)
+	}
+	return nil
+}
+
+// Bill is the invoice as a pay link message shows it (delivery.Invoices).
+func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
+	var row struct {
+		Status        string         `db:"status"`
+		InvoiceNumber string         `db:"invoice_number"`
+		Amount        string         `db:"amount"`
+		DueDate       *time.Time     `db:"due_date"`
+		CustomerName  sql.NullString `db:"customer_name"`
+		LocationName  string         `db:"location_name"`
+		LocationEmail sql.NullString `db:"location_email"`
+	}
+	err := s.DB.GetContext(ctx, &row, `SELECT i.status, i.invoice_number, i.amount::text AS amount, i.due_date,
+			i.customer_name, l.name AS location_name, l.email AS location_email
+		FROM invoices i
+		JOIN merchant_accounts m ON m.id = i.merchant_account_id
+		JOIN locations l ON l.id = m.location_id
+		WHERE i.id = $1 AND i.organization_id = $2`, id, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return delivery.Bill{}, ErrNotFound
+	}
+	if err != nil {
+		return delivery.Bill{}, fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
+	}
+	return delivery.Bill{
+		Cancelled: Status(row.Status) == Cancelled, InvoiceNumber: row.InvoiceNumber, Amount: row.Amount,
+		DueDate: row.DueDate, CustomerName: row.CustomerName.String, LocationName: row.LocationName,
+		LocationEmail: row.LocationEmail.String, PayLink: s.Link(&Invoice{ID: id}),
+	}, nil
+}
+
+// SendFailed records, inside the transaction that fails the invoice's
+// latest message, why it could not be delivered (delivery.Invoices).
+func (s *Store) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE invoices SET send_problem = $3 WHERE id = $1 AND organization_id = $2`, id, org, problem)
+	if err != nil {
+		return fmt.Errorf("invoice: unable to record a send problem: %w", err)
 	}
 	return nil
 }

@@ -2,10 +2,8 @@ package invoice
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -28,6 +26,7 @@ type Store struct {
 	DB        *sqlx.DB
 	Now       func() time.Time
 	PublicURL string
+	PayLinks  *PayLinks
 }
 
 // Actor is who acts: the caller's organization and the API key's name.
@@ -44,7 +43,7 @@ type Idempotency struct {
 }
 
 // Link is the invoice's pay link.
-func (s *Store) Link(inv *Invoice) string { return s.PublicURL + "/pay/" + inv.PayToken }
+func (s *Store) Link(inv *Invoice) string { return s.PublicURL + "/pay/" + s.PayLinks.Token(inv.ID) }
 
 // invoiceColumns and invoiceFrom are what every read of invoices selects
 // and joins; scanInvoice reads them in this order.
@@ -53,7 +52,7 @@ const (
 		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, i.pay_token, cp.prefers`
+		i.cancelled_at, i.cancelled_by_name, cp.prefers`
 	invoiceFrom = `
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
@@ -68,7 +67,10 @@ const selectInvoice = `
 // cards, each a JSON array of rows of text (decoded by decodeText), so that
 // a read is one statement: one round trip instead of four.
 const selectFullInvoice = `
-	SELECT ` + invoiceColumns + `,
+	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + invoiceFrom
+
+// fullInvoiceColumns are what a full read adds to invoiceColumns.
+const fullInvoiceColumns = `
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
@@ -77,7 +79,7 @@ const selectFullInvoice = `
 			FROM payments p WHERE p.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
 				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
-			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))` + invoiceFrom
+			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -91,7 +93,7 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 		&inv.PONumber, &amount, &paid, &inv.CustomerName, &inv.CustomerCompany, &inv.CustomerEmail, &inv.CustomerPhone,
 		&inv.Delivery, &inv.SentVia, &inv.SentAt, &inv.SendProblem, &inv.Memo, &inv.DueDate, &inv.LineCount, &status,
 		&inv.FailedAttempts, &inv.Problem, &inv.PaidAt, &inv.Level3Sent, &inv.CreatedAt, &inv.CreatedByName,
-		&inv.CancelledAt, &inv.CancelledByName, &inv.PayToken, &inv.CustomerPrefers}, extra...)
+		&inv.CancelledAt, &inv.CancelledByName, &inv.CustomerPrefers}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return Invoice{}, err
@@ -107,14 +109,6 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 		return Invoice{}, err
 	}
 	return inv, nil
-}
-
-func newPayToken() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("invoice: crypto/rand failed: %v", err))
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Create makes an invoice from a validated draft and, unless Send is false,
@@ -141,14 +135,14 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		res, err := tx.ExecContext(ctx, `
 			INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-				line_count, status, created_at, created_by_name, pay_token)
+				line_count, status, created_at, created_by_name)
 			SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-				$14::integer, 'open', $15::timestamptz, $16, $17
+				$14::integer, 'open', $15::timestamptz, $16
 			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
 			WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'`,
 			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
-			len(d.Lines), now, actor.Name, newPayToken())
+			len(d.Lines), now, actor.Name)
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
 			return unprocessable("Invoice number already used",

@@ -11,38 +11,51 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 )
 
-// Attempts per pay link: at most AttemptLimit in any AttemptWindow, counted
-// in the database so the limit holds across every instance.
+// The pay page's limits, counted in the database so that they hold across
+// every instance: POSTs with a valid form token per pay link (against card
+// testing), and POSTs per client address across every pay page (against
+// one address trying many links).
 const (
-	AttemptLimit  = 10
-	AttemptWindow = time.Hour
+	LinkLimit    = 10
+	AddressLimit = 60
+	LimitWindow  = time.Hour
 )
 
-// Attempt counts one pay attempt on the invoice's link. When the link has
-// had AttemptLimit attempts within the last AttemptWindow it counts nothing
-// and answers how long until the oldest of them leaves the window (at
-// least a second); 0 means the attempt is allowed.
-func (s *Service) Attempt(ctx context.Context, invoiceID uuid.UUID) (wait time.Duration, err error) {
+// AttemptOnLink counts a pay attempt on an invoice's link; see attempt.
+func (s *Service) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
+	return s.attempt(ctx, "link:"+invoiceID.String(), LinkLimit)
+}
+
+// AttemptFrom counts a pay page POST from a client address; see attempt.
+func (s *Service) AttemptFrom(ctx context.Context, address string) (time.Duration, error) {
+	return s.attempt(ctx, "address:"+address, AddressLimit)
+}
+
+// attempt counts one attempt of subject. When subject has had limit
+// attempts within the last LimitWindow it counts nothing and answers how
+// long until the oldest of them leaves the window (at least a second); 0
+// means the attempt is allowed.
+func (s *Service) attempt(ctx context.Context, subject string, limit int) (wait time.Duration, err error) {
 	// The database keeps microseconds; so does the arithmetic here.
 	now := s.Now().Truncate(time.Microsecond)
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		// Serialises the count-then-insert of one link across instances.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pay-attempts/"+invoiceID.String()); err != nil {
-			return fmt.Errorf("payment: unable to lock pay attempts: %w", err)
+		// Serialises the count-then-insert of one subject across instances.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pay-limits/"+subject); err != nil {
+			return fmt.Errorf("payment: unable to lock pay limit: %w", err)
 		}
 		var recent []time.Time
-		err := tx.SelectContext(ctx, &recent, `SELECT attempted_at FROM pay_attempts
-			WHERE invoice_id = $1 AND attempted_at > $2 ORDER BY attempted_at DESC LIMIT $3`,
-			invoiceID, now.Add(-AttemptWindow), AttemptLimit)
+		err := tx.SelectContext(ctx, &recent, `SELECT attempted_at FROM pay_limits
+			WHERE subject = $1 AND attempted_at > $2 ORDER BY attempted_at DESC LIMIT $3`,
+			subject, now.Add(-LimitWindow), limit)
 		if err != nil {
 			return fmt.Errorf("payment: unable to count pay attempts: %w", err)
 		}
-		if len(recent) >= AttemptLimit {
-			// The oldest of the last AttemptLimit attempts frees a place when it expires.
-			wait = max(recent[AttemptLimit-1].Add(AttemptWindow).Sub(now), time.Second)
+		if len(recent) >= limit {
+			// The oldest of the last limit attempts frees a place when it expires.
+			wait = max(recent[limit-1].Add(LimitWindow).Sub(now), time.Second)
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO pay_attempts (invoice_id, attempted_at) VALUES ($1, $2)`, invoiceID, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pay_limits (subject, attempted_at) VALUES ($1, $2)`, subject, now); err != nil {
 			return fmt.Errorf("payment: unable to count pay attempt: %w", err)
 		}
 		return nil
@@ -50,11 +63,14 @@ func (s *Service) Attempt(ctx context.Context, invoiceID uuid.UUID) (wait time.D
 	return wait, err
 }
 
-// DeleteOldAttempts forgets attempts that no longer count.
+// DeleteOldAttempts forgets attempts that no longer count, and the answers
+// of pay forms posted more than a day ago.
 func (s *Service) DeleteOldAttempts(ctx context.Context) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM pay_attempts WHERE attempted_at < $1`, s.Now().Add(-AttemptWindow))
-	if err != nil {
+	if _, err := s.DB.ExecContext(ctx, `DELETE FROM pay_limits WHERE attempted_at < $1`, s.Now().Add(-LimitWindow)); err != nil {
 		return fmt.Errorf("payment: unable to delete old pay attempts: %w", err)
+	}
+	if _, err := s.DB.ExecContext(ctx, `DELETE FROM pay_submissions WHERE created_at < $1`, s.Now().Add(-SubmissionWindow)); err != nil {
+		return fmt.Errorf("payment: unable to delete old pay submissions: %w", err)
 	}
 	return nil
 }

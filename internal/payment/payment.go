@@ -28,10 +28,13 @@ type Service struct {
 
 // Request is a payment as the customer asks for it on the pay page.
 type Request struct {
-	Card     processor.Card // in memory only; never stored or logged
-	Amount   apd.Decimal
-	SaveCard bool
-	Prefers  string // invoice.Email, invoice.Text, or "" to leave it as it is
+	// AttemptID is the one-time id of the form submitted: a repeat of it
+	// gets the first answer, without a second charge.
+	AttemptID uuid.UUID
+	Card      processor.Card // in memory only; never stored or logged
+	Amount    apd.Decimal
+	SaveCard  bool
+	Prefers   string // invoice.Email, invoice.Text, or "" to leave it as it is
 }
 
 // Outcome is the processor's answer: an approved payment as recorded, or a
@@ -87,6 +90,9 @@ const voidTimeout = 30 * time.Second
 func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
+	if prior, found, err := s.Submitted(ctx, inv.ID, r.AttemptID); err != nil || found {
+		return prior, err
+	}
 	paymentID := uuid.Must(uuid.NewV7())
 	items := Level3Items(inv.Lines)
 	// No charge without a durable trace: should its outcome be lost, the
@@ -97,6 +103,15 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 	var out Outcome
 	var approved bool
 	err := s.Invoices.Update(ctx, inv.OrganizationID, inv.ID, func(tx *sqlx.Tx, locked *invoice.Invoice) error {
+		// A repeat that waited on the lock for the first of its form.
+		prior, found, err := submitted(ctx, tx, inv.ID, r.AttemptID)
+		if err != nil {
+			return err
+		}
+		if found {
+			out = prior
+			return deletePending(ctx, tx, paymentID)
+		}
 		if err := invoice.CheckPayment(locked, r.Amount); err != nil {
 			if !locked.Status.Payable() {
 				return ErrNotPayable
@@ -119,7 +134,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			if strings.TrimSpace(out.DeclineReason) == "" {
 				out.DeclineReason = "The card was declined."
 			}
-			return nil
+			return recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, s.Now())
 		}
 		approved = true
 		now := s.Now()
@@ -152,7 +167,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			}
 		}
 		out = Outcome{Approved: true, Payment: p}
-		return nil
+		return recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now)
 	})
 	switch {
 	case err != nil && approved:

@@ -201,34 +201,42 @@ func (h *handler) pay(c echo.Context) error {
 		return h.notFound(c)
 	}
 
-	wait, err := h.Payments.Attempt(r.Context(), inv.ID)
-	if err != nil {
+	// Every POST from an address counts, whatever it holds.
+	if wait, err := h.Payments.AttemptFrom(r.Context(), c.RealIP()); err != nil {
 		return h.failure(c, err)
+	} else if wait > 0 {
+		return h.tooManyAttempts(c, wait, "There have been too many payment attempts from your network in the last hour.")
 	}
-	if wait > 0 {
-		secs := int(math.Ceil(wait.Seconds()))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		minutes := (secs + 59) / 60
-		return h.message(c, http.StatusTooManyRequests, "Too many attempts",
-			"There have been too many payment attempts on this invoice in the last hour. Nothing more was charged.",
-			"Please try again in "+plural(minutes, "minute")+".")
-	}
-
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		return h.message(c, http.StatusBadRequest, "The form could not be read",
 			"Nothing was charged. Go back to the invoice and try again.")
 	}
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !h.validFormToken(token, r.PostForm.Get("csrfToken")) {
+	attempt, valid := h.readFormToken(token, r.PostForm.Get("csrfToken"))
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !valid {
 		return h.message(c, http.StatusForbidden, "This form was not sent from the invoice page",
 			"Nothing was charged. Open the invoice again from the link you received, and pay from there.")
 	}
+	// The same form sent again gets its first answer, charged once.
+	if out, found, err := h.Payments.Submitted(r.Context(), inv.ID, attempt); err != nil {
+		return h.failure(c, err)
+	} else if found {
+		return h.answer(c, token, readForm(r.PostForm), out)
+	}
 
-	if !inv.Status.Payable() {
+	// Only a new form from the page counts against the link: a stranger
+	// holding the link cannot lock its customer out with garbage.
+	if wait, err := h.Payments.AttemptOnLink(r.Context(), inv.ID); err != nil {
+		return h.failure(c, err)
+	} else if wait > 0 {
+		return h.tooManyAttempts(c, wait, "There have been too many payment attempts on this invoice in the last hour.")
+	}
+	if inv.Suspended || !inv.Status.Payable() {
 		return h.render(c, http.StatusConflict, "pay", h.payPage(inv, token))
 	}
 	f := readForm(r.PostForm)
 	req, errs := f.validate(inv.Balance(), h.Now())
+	req.AttemptID = attempt
 	if errs != nil {
 		p := h.payPage(inv, token)
 		p.Form, p.Errors = f.redisplay(), errs
@@ -243,8 +251,8 @@ func (h *handler) pay(c echo.Context) error {
 	// Pay bounds its own time; a charge under way finishes whatever the
 	// customer's connection does.
 	out, payErr := h.Payments.Pay(context.WithoutCancel(r.Context()), inv, req)
-	if payErr == nil && out.Approved {
-		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+out.Payment.ID.String())
+	if payErr == nil {
+		return h.answer(c, token, f, out)
 	}
 
 	// Anything else shows the invoice as it is now, with what happened.
@@ -255,10 +263,6 @@ func (h *handler) pay(c echo.Context) error {
 	p.Form = f.redisplay()
 	var amountErr *payment.AmountError
 	switch {
-	case payErr == nil: // declined
-		p.Alert = &alert{Kind: "error", Paragraphs: []string{
-			"Your card was declined: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
-		return h.render(c, http.StatusPaymentRequired, "pay", p)
 	case errors.Is(payErr, payment.ErrNotPayable):
 		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
 		return h.render(c, http.StatusConflict, "pay", p)
@@ -288,6 +292,33 @@ func (h *handler) pay(c echo.Context) error {
 		return payErr // logged by the request log; the page is already sent
 	}
 	return h.failure(c, payErr)
+}
+
+// answer is the page of a form the processor answered: the receipt of an
+// approval, or the form again with the decline. A form sent again gets the
+// same answer.
+func (h *handler) answer(c echo.Context, token string, f form, out payment.Outcome) error {
+	if out.Approved {
+		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+out.Payment.ID.String())
+	}
+	inv, ok, err := h.lookup(c.Request().Context(), token)
+	if err != nil || !ok {
+		return h.failure(c, errors.Join(err, errors.New("paypage: invoice gone after a declined payment")))
+	}
+	p := h.payPage(inv, token)
+	p.Form = f.redisplay()
+	p.Alert = &alert{Kind: "error", Paragraphs: []string{
+		"Your card was declined: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
+	return h.render(c, http.StatusPaymentRequired, "pay", p)
+}
+
+// tooManyAttempts is the answer past a limit of pay attempts.
+func (h *handler) tooManyAttempts(c echo.Context, wait time.Duration, why string) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	minutes := (secs + 59) / 60
+	return h.message(c, http.StatusTooManyRequests, "Too many attempts", why+" Nothing more was charged.",
+		"Please try again in "+plural(minutes, "minute")+".")
 }
 
 // receipt is GET /pay/:token/receipt/:paymentId.
@@ -358,10 +389,17 @@ func (h *handler) message(c echo.Context, status int, heading string, paragraphs
 }
 
 func (h *handler) payPage(inv invoice.Invoice, token string) page {
+	var notice *alert
+	if inv.Suspended && inv.Status.Payable() {
+		notice = &alert{Kind: "info", Paragraphs: []string{
+			biller(inv) + " cannot take payments online just now, so nothing can be charged here.",
+			"Please contact them about this invoice."}}
+	}
 	return page{
+		Alert:     notice,
 		Title:     "Invoice " + inv.InvoiceNumber + " from " + biller(inv),
 		Invoice:   viewOf(inv),
-		ShowForm:  inv.Status.Payable(),
+		ShowForm:  inv.Status.Payable() && !inv.Suspended,
 		Action:    "/pay/" + token,
 		FormToken: h.formToken(token),
 		Errors:    map[string]string{},
@@ -377,16 +415,30 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// formToken ties the form to its pay link: an HMAC of the link's token
-// under a server key, checked on POST.
+// formToken ties a rendered form to its pay link and gives it a one-time
+// attempt id: the id, then an HMAC of the link's token and the id under a
+// server key, checked on POST.
 func (h *handler) formToken(payToken string) string {
+	attempt := uuid.New()
+	return base64.RawURLEncoding.EncodeToString(attempt[:]) + "." + h.formMAC(payToken, attempt)
+}
+
+func (h *handler) formMAC(payToken string, attempt uuid.UUID) string {
 	m := hmac.New(sha256.New, h.FormKey)
-	m.Write([]byte("pay form\x00" + payToken))
+	m.Write([]byte("pay form\x00" + payToken + "\x00"))
+	m.Write(attempt[:])
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (h *handler) validFormToken(payToken, got string) bool {
-	return got != "" && hmac.Equal([]byte(h.formToken(payToken)), []byte(got))
+// readFormToken checks a posted form token and returns its attempt id.
+func (h *handler) readFormToken(payToken, got string) (uuid.UUID, bool) {
+	id, mac, ok := strings.Cut(got, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if !ok || err != nil || len(raw) != len(uuid.UUID{}) {
+		return uuid.Nil, false
+	}
+	attempt := uuid.UUID(raw)
+	return attempt, hmac.Equal([]byte(h.formMAC(payToken, attempt)), []byte(mac))
 }
 
 func plural(n int, word string) string {

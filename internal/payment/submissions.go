@@ -1,0 +1,67 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/invoice"
+)
+
+// A customer is never charged twice for one submission. Each rendered pay
+// form carries a one-time attempt id; the answer the processor gave to the
+// first POST of it is kept (pay_submissions), written in the payment's
+// transaction under the invoice's row lock. A later or concurrent POST of
+// the same form waits on that lock and gets the same answer without
+// reaching the processor. A POST that got no answer (the processor failed,
+// the invoice was not payable) leaves nothing, so the form may be sent again.
+
+// SubmissionWindow is how long the answer to a pay form is kept.
+const SubmissionWindow = 24 * time.Hour
+
+// Submitted is the answer already given to the form with this attempt id
+// on this invoice, if any.
+func (s *Service) Submitted(ctx context.Context, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
+	return submitted(ctx, s.DB, invoiceID, attemptID)
+}
+
+func submitted(ctx context.Context, q sqlx.QueryerContext, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
+	var row struct {
+		PaymentID     *uuid.UUID `db:"payment_id"`
+		DeclineReason *string    `db:"decline_reason"`
+	}
+	err := sqlx.GetContext(ctx, q, &row, `SELECT payment_id, decline_reason FROM pay_submissions
+		WHERE attempt_id = $1 AND invoice_id = $2`, attemptID, invoiceID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Outcome{}, false, nil
+	case err != nil:
+		return Outcome{}, false, fmt.Errorf("payment: unable to read pay submission: %w", err)
+	case row.PaymentID != nil:
+		return Outcome{Approved: true, Payment: invoice.Payment{ID: *row.PaymentID}}, true, nil
+	}
+	return Outcome{DeclineReason: *row.DeclineReason}, true, nil
+}
+
+// recordSubmission keeps the processor's answer to a form, inside the
+// payment's transaction.
+func recordSubmission(ctx context.Context, tx *sqlx.Tx, invoiceID, attemptID uuid.UUID, out Outcome, at time.Time) error {
+	var paymentID *uuid.UUID
+	var reason *string
+	if out.Approved {
+		paymentID = &out.Payment.ID
+	} else {
+		reason = &out.DeclineReason
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO pay_submissions (attempt_id, invoice_id, payment_id, decline_reason, created_at)
+		VALUES ($1, $2, $3, $4, $5)`, attemptID, invoiceID, paymentID, reason, at)
+	if err != nil {
+		return fmt.Errorf("payment: unable to record pay submission: %w", err)
+	}
+	return nil
+}
