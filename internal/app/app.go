@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Portfolio:    &reseller.Portfolio{DB: db},
 		Invoices:     invoices,
 		Processor:    proc,
-		Payments:     &payment.Service{DB: db, Invoices: invoices, Processor: proc, Now: now},
+		Payments:     &payment.Service{DB: db, Processor: proc, Now: now},
 		PayPageKey:   derive(pepper, "payreq pay page form token"),
 		Now:          now,
 	}, nil

@@ -49,18 +49,18 @@ func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
 // LineTotal is a line's amount: round-half-up(quantity × unitCost, 2).
 func LineTotal(l Line) apd.Decimal { return lineTotal(l.Quantity, l.UnitCost) }
 
-// RecordPayment applies an approved payment to inv (see ApplyPayment) and
-// writes its row, inside the transaction of Store.Update that holds inv's
-// row lock. p.ID and p.PaidAt must be set. A payment with line-level data
-// marks the invoice level3Sent too.
-func RecordPayment(ctx context.Context, tx *sqlx.Tx, inv *Invoice, p Payment) error {
+// RecordPayment applies an approved payment to the invoice (see
+// ApplyPayment) and writes its row. p.ID and p.PaidAt must be set. A
+// payment with line-level data marks the invoice level3Sent too.
+func (l *Locked) RecordPayment(p Payment) error {
+	inv := &l.Invoice
 	if err := ApplyPayment(inv, p.Amount, p.PaidAt); err != nil {
 		return err
 	}
 	if p.Level3Sent {
 		inv.Level3Sent = true
 	}
-	_, err := tx.ExecContext(ctx, `
+	_, err := l.tx.ExecContext(l.ctx, `
 		INSERT INTO payments (id, organization_id, invoice_id, amount, ret_ref, card_brand, last_four, payer_name,
 			paid_at, level3_sent, saved_card)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -73,20 +73,20 @@ func RecordPayment(ctx context.Context, tx *sqlx.Tx, inv *Invoice, p Payment) er
 }
 
 // RecordDecline counts a declined payment attempt.
-func RecordDecline(inv *Invoice) { inv.FailedAttempts++ }
+func (l *Locked) RecordDecline() { l.FailedAttempts++ }
 
-// SetPreference records how the customer wants later invoices (email or
-// text), kept per customer email within the organization; it wins over an
-// invoice's delivery on every later send.
-func SetPreference(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, customerEmail, prefers string, at time.Time) error {
+// SetPreference records how the invoice's customer wants later invoices
+// (email or text), kept per customer email within the organization; it
+// wins over an invoice's delivery on every later send.
+func (l *Locked) SetPreference(prefers string, at time.Time) error {
 	if prefers != Email && prefers != Text {
 		return fmt.Errorf("invoice: preference %q is neither email nor text", prefers)
 	}
-	_, err := tx.ExecContext(ctx, `
+	_, err := l.tx.ExecContext(l.ctx, `
 		INSERT INTO customer_preferences (organization_id, customer_email, prefers, updated_at)
 		VALUES ($1, lower($2), $3, $4)
 		ON CONFLICT (organization_id, customer_email) DO UPDATE SET prefers = EXCLUDED.prefers, updated_at = EXCLUDED.updated_at`,
-		org, customerEmail, prefers, at)
+		l.OrganizationID, l.CustomerEmail, prefers, at)
 	if err != nil {
 		return fmt.Errorf("invoice: unable to record customer preference: %w", err)
 	}

@@ -158,7 +158,7 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 			return err
 		}
 		if d.Send == nil || *d.Send {
-			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
+			if err := send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 				return err
 			}
 		}
@@ -400,31 +400,40 @@ func decodeSavedCards(b []byte) ([]SavedCard, error) {
 	return cards, nil
 }
 
-// Update runs fn on the invoice under a row lock and saves what fn changed
-// of its state, all in one transaction: the one way an invoice's state moves.
-func (s *Store) Update(ctx context.Context, org, id uuid.UUID, fn func(tx *sqlx.Tx, inv *Invoice) error) error {
-	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		return s.update(ctx, tx, org, id, fn)
-	})
+// Locked is an invoice held under its row lock, inside the transaction of
+// the one function that owns a change (Send, Cancel here; a payment in
+// package payment): the one way an invoice's state moves. What another
+// package does to an invoice in its change goes through these methods, and
+// Save writes the state back in the same transaction, beside whatever
+// else the change writes (its own rows, its messages, its events).
+type Locked struct {
+	Invoice
+	ctx context.Context
+	tx  *sqlx.Tx
 }
 
-func (s *Store) update(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, fn func(tx *sqlx.Tx, inv *Invoice) error) error {
+// Lock reads the invoice and holds its row until tx ends; others' changes
+// of it wait.
+func Lock(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (*Locked, error) {
 	inv, err := scanInvoice(tx.QueryRowxContext(ctx, selectInvoice+` WHERE i.id = $1 AND i.organization_id = $2 FOR UPDATE OF i`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("invoice: unable to lock invoice: %w", err)
+		return nil, fmt.Errorf("invoice: unable to lock invoice: %w", err)
 	}
-	if err := fn(tx, &inv); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `
+	return &Locked{Invoice: inv, ctx: ctx, tx: tx}, nil
+}
+
+// Save writes the invoice's state back.
+func (l *Locked) Save() error {
+	inv := &l.Invoice
+	_, err := l.tx.ExecContext(l.ctx, `
 		UPDATE invoices SET amount_paid = $2, sent_via = $3, sent_at = $4, send_problem = $5, status = $6,
 			failed_attempts = $7, problem = $8, paid_at = $9, level3_sent = $10, cancelled_at = $11,
 			cancelled_by_name = $12
 		WHERE id = $1`,
-		id, inv.AmountPaid.Text('f'), inv.SentVia, inv.SentAt, inv.SendProblem, string(inv.Status),
+		inv.ID, inv.AmountPaid.Text('f'), inv.SentVia, inv.SentAt, inv.SendProblem, string(inv.Status),
 		inv.FailedAttempts, inv.Problem, inv.PaidAt, inv.Level3Sent, inv.CancelledAt, inv.CancelledByName)
 	if err != nil {
 		return fmt.Errorf("invoice: unable to save invoice: %w", err)
@@ -433,24 +442,30 @@ func (s *Store) update(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, fn f
 }
 
 // send queues the pay link and records the send, inside tx.
-func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) error {
-	return s.update(ctx, tx, org, id, func(tx *sqlx.Tx, inv *Invoice) error {
-		if !inv.Status.Payable() {
-			return unprocessable("Invoice cannot be sent",
-				fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be sent.", inv.Status))
-		}
-		ch, recipient := channel(inv)
-		markSent(inv, ch, now)
-		return delivery.Enqueue(ctx, tx, delivery.Message{
-			ID: uuid.Must(uuid.NewV7()), OrganizationID: org, InvoiceID: id, Channel: ch, Recipient: recipient, At: now,
-		})
+func send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) error {
+	l, err := Lock(ctx, tx, org, id)
+	if err != nil {
+		return err
+	}
+	if !l.Status.Payable() {
+		return unprocessable("Invoice cannot be sent",
+			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be sent.", l.Status))
+	}
+	ch, recipient := channel(&l.Invoice)
+	markSent(&l.Invoice, ch, now)
+	err = delivery.Enqueue(ctx, tx, delivery.Message{
+		ID: uuid.Must(uuid.NewV7()), OrganizationID: org, InvoiceID: id, Channel: ch, Recipient: recipient, At: now,
 	})
+	if err != nil {
+		return err
+	}
+	return l.Save()
 }
 
 // Send sends, or sends again, the pay link of an open or part-paid invoice.
 func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		return s.send(ctx, tx, org, id, s.Now())
+		return send(ctx, tx, org, id, s.Now())
 	})
 	if err != nil {
 		return Invoice{}, err
@@ -460,12 +475,19 @@ func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
 
 // Cancel cancels an open or part-paid invoice and any message of it not yet sent.
 func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (Invoice, error) {
-	err := s.Update(ctx, actor.OrganizationID, id, func(tx *sqlx.Tx, inv *Invoice) error {
-		now := s.Now()
-		if err := cancel(inv, actor.Name, now); err != nil {
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		l, err := Lock(ctx, tx, actor.OrganizationID, id)
+		if err != nil {
 			return err
 		}
-		return delivery.CancelPending(ctx, tx, id, now)
+		now := s.Now()
+		if err := cancel(&l.Invoice, actor.Name, now); err != nil {
+			return err
+		}
+		if err := delivery.CancelPending(ctx, tx, id, now); err != nil {
+			return err
+		}
+		return l.Save()
 	})
 	if err != nil {
 		return Invoice{}, err

@@ -15,13 +15,13 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 )
 
 // Service charges and keeps cards.
 type Service struct {
 	DB        *sqlx.DB
-	Invoices  *invoice.Store
 	Processor processor.Processor
 	Now       func() time.Time
 }
@@ -102,7 +102,11 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 	}
 	var out Outcome
 	var approved bool
-	err := s.Invoices.Update(ctx, inv.OrganizationID, inv.ID, func(tx *sqlx.Tx, locked *invoice.Invoice) error {
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		locked, err := invoice.Lock(ctx, tx, inv.OrganizationID, inv.ID)
+		if err != nil {
+			return err
+		}
 		// A repeat that waited on the lock for the first of its form.
 		prior, found, err := submitted(ctx, tx, inv.ID, r.AttemptID)
 		if err != nil {
@@ -112,7 +116,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			out = prior
 			return deletePending(ctx, tx, paymentID)
 		}
-		if err := invoice.CheckPayment(locked, r.Amount); err != nil {
+		if err := invoice.CheckPayment(&locked.Invoice, r.Amount); err != nil {
 			if !locked.Status.Payable() {
 				return ErrNotPayable
 			}
@@ -126,7 +130,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			return fmt.Errorf("payment: charge for invoice %s: %w", locked.ID, err)
 		}
 		if !res.Approved {
-			invoice.RecordDecline(locked)
+			locked.RecordDecline()
 			if err := deletePending(ctx, tx, paymentID); err != nil {
 				return err
 			}
@@ -134,7 +138,10 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			if strings.TrimSpace(out.DeclineReason) == "" {
 				out.DeclineReason = "The card was declined."
 			}
-			return recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, s.Now())
+			if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, s.Now()); err != nil {
+				return err
+			}
+			return locked.Save()
 		}
 		approved = true
 		now := s.Now()
@@ -153,7 +160,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			}
 			p.SavedCard = true
 		}
-		if err := invoice.RecordPayment(ctx, tx, locked, p); err != nil {
+		if err := locked.RecordPayment(p); err != nil {
 			return err
 		}
 		// In the payment's transaction: the pending charge is gone if and
@@ -162,12 +169,15 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			return err
 		}
 		if r.Prefers != "" {
-			if err := invoice.SetPreference(ctx, tx, locked.OrganizationID, locked.CustomerEmail, r.Prefers, now); err != nil {
+			if err := locked.SetPreference(r.Prefers, now); err != nil {
 				return err
 			}
 		}
 		out = Outcome{Approved: true, Payment: p}
-		return recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now)
+		if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
+			return err
+		}
+		return locked.Save()
 	})
 	switch {
 	case err != nil && approved:
