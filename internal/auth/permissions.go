@@ -1,4 +1,6 @@
 // Package auth holds API keys, access tokens and the rules of who may do what.
+//
+// It owns the tables api_keys and token_requests.
 package auth
 
 import (

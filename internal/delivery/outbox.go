@@ -1,5 +1,6 @@
 // Package delivery sends pay links to customers through a transactional
-// outbox.
+// outbox. It owns the table outbox; what it needs of invoices it asks the
+// invoice package (Invoices, handed in when a worker is made).
 //
 // The invoice code writes a message row with Enqueue in the same transaction
 // that creates or sends the invoice, so a committed send is never lost and a

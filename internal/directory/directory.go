@@ -1,5 +1,8 @@
 // Package directory holds organizations and their locations and merchant
 // accounts (MIDs).
+//
+// It owns the tables organizations, users, locations, merchant_accounts,
+// products, organization_products and portfolio_merchants.
 package directory
 
 import (

@@ -1,5 +1,9 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
+//
+// It owns the tables invoices, invoice_lines, idempotency_keys, payments and
+// customer_preferences. An invoice's state moves only through Locked, inside
+// the transaction of the function that owns the change.
 package invoice
 
 import (

@@ -1,6 +1,9 @@
 // Package payment charges cards toward invoices through the card processor,
 // keeps the cards customers save, and limits attempts per pay link. The
 // invoice's state moves only through the invoice package, under its row lock.
+//
+// It owns the tables saved_cards, pending_charges, pay_limits and
+// pay_submissions.
 package payment
 
 import (

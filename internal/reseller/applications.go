@@ -1,5 +1,8 @@
 // Package reseller holds what reseller partners follow: the merchants in
 // their portfolio and the merchant applications submitted through them.
+//
+// It owns the tables applications, application_owners and
+// application_history, and reads portfolio_merchants (directory's).
 package reseller
 
 import (
