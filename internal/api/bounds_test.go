@@ -111,18 +111,18 @@ func TestTokenBodyOver4KiB(t *testing.T) {
 
 func TestJSONNestedDeeperThan32Refused(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	nested := func(levels int) string {
 		return `{"memo":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`
 	}
-	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: nested(33)})
-	p := wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: nested(33)})
+	p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
 	if p.Errors == nil || len((*p.Errors)["body"]) != 1 || !strings.HasPrefix((*p.Errors)["body"][0], "nested too deeply") {
 		t.Errorf("errors %v, want body: nested too deeply", p.Errors)
 	}
 	// 32 levels are refused for what they hold, not for their depth.
-	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: nested(32)})
-	p = wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: nested(32)})
+	p = apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
 	if p.Errors != nil {
 		for _, msg := range (*p.Errors)["body"] {
 			if strings.HasPrefix(msg, "nested too deeply") {
@@ -131,9 +131,9 @@ func TestJSONNestedDeeperThan32Refused(t *testing.T) {
 		}
 	}
 	// Brackets inside strings are text, not nesting.
-	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token,
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token,
 		Body: `{"memo":"` + strings.Repeat("[", 100) + `"}`})
-	p = wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	p = apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
 	if p.Errors != nil && len((*p.Errors)["body"]) > 0 && strings.HasPrefix((*p.Errors)["body"][0], "nested") {
 		t.Errorf("brackets in a string counted as nesting")
 	}
@@ -143,12 +143,12 @@ func TestJSONNestedDeeperThan32Refused(t *testing.T) {
 // with a short answer that does not give the megabyte back.
 func TestLongDecimalRefusedShortly(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	digits := strings.Repeat("9", 1<<20-1024) // a body just under the 1 MiB limit
 	for _, amount := range []any{digits, rawJSON(digits)} {
-		b := m.body("LONG-1", amount)
-		resp := m.create(t, b, nil)
-		p := wantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+		b := m.Body("LONG-1", amount)
+		resp := m.Create(t, b, nil)
+		p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
 		if p.Errors == nil || len((*p.Errors)["amount"]) == 0 {
 			t.Errorf("errors %v, want amount", p.Errors)
 		}
@@ -167,8 +167,8 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 // address under /pay/ was asked for and however it was answered.
 func TestPayTokenNeverLogged(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	inv := mustCreate(t, m, m.body("LOG-1", "10.00"))
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("LOG-1", "10.00"))
 	token := (*inv.Link)[strings.LastIndex(*inv.Link, "/")+1:]
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/pay/" + token},
@@ -181,7 +181,7 @@ func TestPayTokenNeverLogged(t *testing.T) {
 		{"GET", "/pay/" + token + "%2Fx"},
 		{"GET", "/pay/" + token[:10]},
 	} {
-		if p := visit(t, env, r.method, r.path, url.Values{"cardNumber": {"4111111111111111"}}, nil); p.StatusCode >= 500 {
+		if p := env.Visit(t, r.method, r.path, url.Values{"cardNumber": {"4111111111111111"}}, nil); p.StatusCode >= 500 {
 			t.Errorf("%s %s: status %d", r.method, r.path, p.StatusCode)
 		}
 	}

@@ -69,7 +69,7 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := env.Do(apitest.Request{Method: tc.method, Path: tc.path, Body: tc.body, Header: tc.header, Token: token})
-			p := wantProblem(t, resp, http.StatusBadRequest, "")
+			p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
 			if !strings.HasSuffix(p.Type, "/problems/validation") {
 				t.Errorf("type %q, want …/problems/validation", p.Type)
 			}
@@ -112,7 +112,7 @@ func TestBodyTooLargeAndWrongMediaType(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: token,
 				Body: tc.body, Header: tc.header, Chunked: tc.chunked})
-			p := wantProblem(t, resp, tc.status, "")
+			p := apitest.WantProblem(t, resp, tc.status, "")
 			if p.Errors != nil {
 				t.Errorf("a %d has errors: %s", tc.status, resp.Body)
 			}
@@ -129,7 +129,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	for _, path := range []string{"/nope", "/locations/" + uuid.NewString() + "/mids", "/locations//" + uuid.NewString(),
 		"/locations/" + uuid.NewString() + "%2Fmids"} {
 		resp := env.Do(apitest.Request{Method: "GET", Path: path, Token: token})
-		p := wantProblem(t, resp, http.StatusNotFound, "")
+		p := apitest.WantProblem(t, resp, http.StatusNotFound, "")
 		if !strings.HasSuffix(p.Type, "/problems/not-found") {
 			t.Errorf("GET %s: type %q, want …/problems/not-found", path, p.Type)
 		}
@@ -143,7 +143,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			resp := env.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: token})
-			p := wantProblem(t, resp, http.StatusMethodNotAllowed, "")
+			p := apitest.WantProblem(t, resp, http.StatusMethodNotAllowed, "")
 			if !strings.HasSuffix(p.Type, "/problems/method-not-allowed") {
 				t.Errorf("type %q, want …/problems/method-not-allowed", p.Type)
 			}

@@ -202,7 +202,7 @@ func FuzzPayForm(f *testing.F) {
 				t.Fatal(err)
 			}
 			path, attempts = u.Path, 0
-			token = formToken(t, visit(t, s.on(t), "GET", path, nil, nil))
+			token = apitest.FormToken(t, s.on(t).Visit(t, "GET", path, nil, nil))
 		}
 		form := url.Values{"csrfToken": {token}, "cardNumber": {cardNumber}, "expiry": {expiry}, "cvv": {cvv},
 			"cardholderName": {name}, "amount": {amount}, "prefers": {prefers}}
@@ -249,7 +249,7 @@ func FuzzPayForm(f *testing.F) {
 }
 
 // postForm posts an encoded form body to a pay page.
-func postForm(t *testing.T, env *apitest.Env, path, body string) page {
+func postForm(t *testing.T, env *apitest.Env, path, body string) apitest.Page {
 	t.Helper()
 	req, err := http.NewRequest("POST", env.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -265,7 +265,7 @@ func postForm(t *testing.T, env *apitest.Env, path, body string) page {
 	if _, err := b.ReadFrom(resp.Body); err != nil {
 		t.Fatal(err)
 	}
-	return page{Response: resp, Body: b.String()}
+	return apitest.Page{Response: resp, Body: b.String()}
 }
 
 // cursorSeeds are cursors of every kind: real ones are added by the targets.

@@ -32,12 +32,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
 		c.RateLimit, c.RateBurst = 0.001, 60 // room for this test, then a 429 to check too
 	}})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
 	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
-	inv, cancelled := mustCreate(t, m, m.body("HDR-1", "10.00")), mustCreate(t, m, m.body("HDR-3", "10.00"))
-	wantStatus(t, pay(t, env, payPath(t, inv), payment{card: cardApprove, amount: "1.00", save: true}), http.StatusSeeOther)
-	withCard, _ := m.read(t, inv.Id)
+	inv, cancelled := m.MustCreate(t, m.Body("HDR-1", "10.00")), m.MustCreate(t, m.Body("HDR-3", "10.00"))
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true}), http.StatusSeeOther)
+	withCard, _ := m.Read(t, inv.Id)
 	var apps []gen.Application
 	env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: reseller}).JSON(t, &apps)
 	if len(apps) == 0 || len(*withCard.SavedCards) == 0 {
@@ -49,7 +49,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/payment-requests/{id}/send":   inv.Id.String(),
 		"/payment-requests/{id}/cancel": cancelled.Id.String(),
 		"/saved-cards/{id}":             (*withCard.SavedCards)[0].Id.String(),
-		"/locations/{id}":               m.locs[0].Id.String(),
+		"/locations/{id}":               m.Locs[0].Id.String(),
 		"/applications/{id}":            apps[0].Id.String(),
 		"/organizations/{id}/portfolio": seed.Reseller.OrganizationID.String(),
 	}
@@ -66,7 +66,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 			if op.Security != nil {
 				for _, req := range *op.Security {
 					for _, scope := range req["oauth2"] {
-						token = m.token
+						token = m.Token
 						if slices.Contains(auth.PermissionsFor(auth.KindReseller), scope) {
 							token = reseller
 						}
@@ -78,7 +78,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 			what := method + " " + path
 			switch what {
 			case "POST /payment-requests":
-				req.Body = m.body("HDR-2", "10.00")
+				req.Body = m.Body("HDR-2", "10.00")
 			case "POST /oauth/token":
 				req.Body, req.Header = formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), formHeader
 			}
@@ -98,7 +98,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				}
 				other := reseller
 				if token == reseller {
-					other = m.token
+					other = m.Token
 				}
 				wantSecurityHeaders(t, what+" without the permission", env.Do(apitest.Request{Method: method, Path: concrete, Token: other}))
 			}
@@ -110,21 +110,21 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 
 	for _, r := range []apitest.Request{
 		{Method: "GET", Path: "/no-such-address"},
-		{Method: "DELETE", Path: "/payment-requests", Token: m.token},
+		{Method: "DELETE", Path: "/payment-requests", Token: m.Token},
 		{Method: "GET", Path: "/oauth/token"},
 		{Method: "POST", Path: "/oauth/token", Body: "grant_type=password", Header: formHeader},
-		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: `{"amount":`},
-		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: "x=1", Header: formHeader},
-		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: strings.Repeat(" ", 1<<20+1)},
-		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: m.body("HDR-2", "10.00")}, // 422: number used
-		{Method: "GET", Path: "/payment-requests?invoiceNumber=%FF", Token: m.token},
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: `{"amount":`},
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: "x=1", Header: formHeader},
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: strings.Repeat(" ", 1<<20+1)},
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: m.Body("HDR-2", "10.00")}, // 422: number used
+		{Method: "GET", Path: "/payment-requests?invoiceNumber=%FF", Token: m.Token},
 	} {
 		wantSecurityHeaders(t, r.Method+" "+r.Path, env.Do(r))
 	}
 	// Past the key's rate limit.
 	var limited *apitest.Response
 	for range 100 {
-		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.token}); limited.StatusCode == http.StatusTooManyRequests {
+		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}); limited.StatusCode == http.StatusTooManyRequests {
 			break
 		}
 	}

@@ -63,8 +63,8 @@ var stringFields = []struct {
 
 // oddBody is a create body with a line, whose field (named as sent) holds
 // the raw JSON literal.
-func oddBody(m merchant, number, field, literal string) []byte {
-	b := m.body(number, "12.34", ln("1", "12.34"))
+func oddBody(m apitest.Merchant, number, field, literal string) []byte {
+	b := m.Body(number, "12.34", apitest.Line("1", "12.34"))
 	line := b["lines"].([]map[string]any)[0]
 	const marker = "\x00odd\x00"
 	if name, ok := strings.CutPrefix(field, "lines[0]."); ok {
@@ -120,7 +120,7 @@ func fieldOf(inv gen.Invoice, field string) *string {
 // wantOnlyFieldError checks a 400 whose errors name exactly field.
 func wantOnlyFieldError(t *testing.T, resp *apitest.Response, field string) {
 	t.Helper()
-	p := wantProblem(t, resp, http.StatusBadRequest, "")
+	p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
 	if p.Errors == nil || !slices.Equal(slices.Sorted(maps.Keys(*p.Errors)), []string{field}) {
 		t.Errorf("errors %v, want only %s: %s", p.Errors, field, resp.Body)
 	}
@@ -133,7 +133,7 @@ func wantOnlyFieldError(t *testing.T, resp *apitest.Response, field string) {
 // beyond refused. No 500, nothing stored half.
 func TestOddTextInEveryField(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	number := 0
 	nextNumber := func() string { number++; return fmt.Sprintf("ODD-%d", number) }
 	create := func(field, literal string) *apitest.Response {
@@ -141,7 +141,7 @@ func TestOddTextInEveryField(t *testing.T) {
 		if field == "invoiceNumber" {
 			n = "unused"
 		}
-		return env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: oddBody(m, n, field, literal)})
+		return env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: oddBody(m, n, field, literal)})
 	}
 	// storedOrRefused checks that value came back exactly, or was refused
 	// for field alone.
@@ -151,7 +151,7 @@ func TestOddTextInEveryField(t *testing.T) {
 		case http.StatusCreated:
 			var created gen.Invoice
 			resp.JSON(t, &created)
-			got, raw := m.read(t, created.Id)
+			got, raw := m.Read(t, created.Id)
 			if v := fieldOf(got, field); v == nil || *v != value {
 				t.Errorf("%s sent %q, read back %s: %s", field, value, jsonText(v), raw)
 			}
@@ -184,7 +184,7 @@ func TestOddTextInEveryField(t *testing.T) {
 			}
 			for _, bad := range refusedTexts {
 				resp := create(field, bad.literal)
-				p := wantProblem(t, resp, http.StatusBadRequest, "")
+				p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
 				if p.Errors == nil || len((*p.Errors)[field]) == 0 {
 					t.Errorf("%s: errors do not name %s: %s", bad.name, field, resp.Body)
 				}
@@ -240,11 +240,11 @@ func TestOddTextInEveryField(t *testing.T) {
 // found by it, exactly.
 func TestOddTextInEveryFilter(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	stored := map[string]string{} // invoice number → id
 	for _, odd := range oddTexts {
 		lit, _ := json.Marshal(odd.value)
-		resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token,
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token,
 			Body: oddBody(m, "unused", "invoiceNumber", string(lit))})
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", odd.value, resp.StatusCode, resp.Body)
@@ -262,7 +262,7 @@ func TestOddTextInEveryFilter(t *testing.T) {
 	for _, filter := range []string{"status", "merchantAccountId", "locationId", "invoiceNumber", "customerEmail",
 		"createdFrom", "createdTo", "limit", "cursor"} {
 		for _, v := range values {
-			resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests?" + filter + "=" + url.QueryEscape(v), Token: m.token})
+			resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests?" + filter + "=" + url.QueryEscape(v), Token: m.Token})
 			switch resp.StatusCode {
 			case http.StatusOK:
 				var list []gen.Invoice
@@ -283,7 +283,7 @@ func TestOddTextInEveryFilter(t *testing.T) {
 	// An Idempotency-Key is text too.
 	for i, key := range []string{"k\xff", "k\xe2\x82", strings.Repeat("é", 255), "'; DROP TABLE idempotency_keys; --"} {
 		lit, _ := json.Marshal(fmt.Sprintf("IDEM-%d", i))
-		resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token,
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token,
 			Body: oddBody(m, "unused", "invoiceNumber", string(lit)), Header: http.Header{"Idempotency-Key": {key}}})
 		switch resp.StatusCode {
 		case http.StatusCreated:
@@ -299,23 +299,23 @@ func TestOddTextInEveryFilter(t *testing.T) {
 // pay page escaped, on the page and on the form shown again.
 func TestPayPageEscapesEveryField(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	// At most 32 characters, the shortest limit.
 	tag := func(field string) string { return `<x-` + strings.ToLower(field) + ` onload=f()>"'&` }
-	l := ln("1", "10.00")
+	l := apitest.Line("1", "10.00")
 	for _, f := range []string{"description", "uom", "commodityCode", "upc"} {
 		l[f] = tag(f)
 	}
-	b := m.body(tag("number"), "10.00", l)
+	b := m.Body(tag("number"), "10.00", l)
 	for _, f := range []string{"poNumber", "customerName", "customerCompany", "customerPhone", "memo"} {
 		b[f] = tag(f)
 	}
-	inv := mustCreate(t, m, b)
-	path := payPath(t, inv)
-	for name, p := range map[string]page{
-		"page":          visit(t, env, "GET", path, nil, nil),
-		"form again":    pay(t, env, path, payment{card: "4111111111111112", amount: "1.00", name: tag("payer")}),
-		"declined form": pay(t, env, path, payment{card: cardDecline, amount: "1.00", name: tag("payer")}),
+	inv := m.MustCreate(t, b)
+	path := apitest.PayPath(t, inv)
+	for name, p := range map[string]apitest.Page{
+		"page":          env.Visit(t, "GET", path, nil, nil),
+		"form again":    env.Pay(t, path, apitest.Payment{Card: "4111111111111112", Amount: "1.00", Name: tag("payer")}),
+		"declined form": env.Pay(t, path, apitest.Payment{Card: apitest.CardDecline, Amount: "1.00", Name: tag("payer")}),
 	} {
 		if strings.Contains(p.Body, "<x-") {
 			i := strings.Index(p.Body, "<x-")

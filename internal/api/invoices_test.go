@@ -18,67 +18,15 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 )
 
-// merchant is a seeded merchant with a token and its MIDs.
-type merchant struct {
-	env   *apitest.Env
-	token string
-	org   string
-	mids  []gen.MerchantAccount
-	locs  []gen.Location
-}
-
-func newMerchant(t *testing.T, env *apitest.Env) merchant {
-	t.Helper()
-	seed := env.Seed()
-	m := merchant{env: env, token: env.Token(seed.Merchant.KeyID, seed.Merchant.Secret), org: seed.Merchant.OrganizationID.String()}
-	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: m.token}).JSON(t, &m.mids)
-	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.token}).JSON(t, &m.locs)
-	return m
-}
-
-// body is a create request with every key present, as the contract asks.
-func (m merchant) body(number string, amount any, lines ...map[string]any) map[string]any {
-	b := map[string]any{
-		"merchantAccountId": m.mids[0].Id.String(), "invoiceNumber": number, "amount": amount,
-		"poNumber": nil, "customerName": "Dana Whitfield", "customerCompany": nil,
-		"customerEmail": "dana@example.com", "customerPhone": nil, "delivery": nil, "memo": nil,
-		"dueDate": nil, "lines": nil, "send": false,
-	}
-	if len(lines) > 0 {
-		b["lines"] = lines
-	}
-	return b
-}
-
-func ln(q, c any) map[string]any {
-	return map[string]any{"description": "Item", "quantity": q, "unitCost": c, "uom": nil, "commodityCode": nil, "upc": nil}
-}
-
-func (m merchant) create(t *testing.T, body map[string]any, header http.Header) *apitest.Response {
-	t.Helper()
-	return m.env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token, Body: body, Header: header})
-}
-
-func mustCreate(t *testing.T, m merchant, body map[string]any) gen.Invoice {
-	t.Helper()
-	resp := m.create(t, body, nil)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
-	}
-	var inv gen.Invoice
-	resp.JSON(t, &inv)
-	return inv
-}
-
 func TestCreateAndReadBackEveryField(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	b := m.body("INV-1001", "0.30", ln("1", "0.1"), ln(1, 0.2))
+	m := apitest.NewMerchant(t, env)
+	b := m.Body("INV-1001", "0.30", apitest.Line("1", "0.1"), apitest.Line(1, 0.2))
 	b["poNumber"], b["customerCompany"], b["customerPhone"], b["memo"], b["dueDate"] = "PO-7", "Whitfield LLC", "+15125550148", "Thanks", "2026-12-31"
-	created := mustCreate(t, m, b)
+	created := m.MustCreate(t, b)
 
 	var got gen.Invoice
-	resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + created.Id.String(), Token: m.token})
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + created.Id.String(), Token: m.Token})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("get: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -91,18 +39,18 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 			t.Errorf("response lacks %s: %s", want, raw)
 		}
 	}
-	if got.Mid != m.mids[0].Mid || got.LocationName == nil || *got.PoNumber != "PO-7" || *got.CustomerCompany != "Whitfield LLC" ||
+	if got.Mid != m.MIDs[0].Mid || got.LocationName == nil || *got.PoNumber != "PO-7" || *got.CustomerCompany != "Whitfield LLC" ||
 		got.CreatedByName != "Demo merchant key" || got.Link == nil || !strings.Contains(*got.Link, "/pay/") ||
 		strings.Contains(*got.Link, got.Id.String()) || len(*got.LineItems) != 2 {
 		t.Errorf("fields: %+v", got)
 	}
 	var loc gen.Location
-	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + m.mids[0].LocationId.String(), Token: m.token}).JSON(t, &loc)
+	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + m.MIDs[0].LocationId.String(), Token: m.Token}).JSON(t, &loc)
 	if *got.LocationName != loc.Name {
 		t.Errorf("locationName %q, want %q", *got.LocationName, loc.Name)
 	}
 
-	big := mustCreate(t, m, m.body("INV-1002", "999999999.99", ln("3", "333333333.33")))
+	big := m.MustCreate(t, m.Body("INV-1002", "999999999.99", apitest.Line("3", "333333333.33")))
 	if big.Amount.Text('f') != "999999999.99" {
 		t.Errorf("amount %s", big.Amount.Text('f'))
 	}
@@ -110,7 +58,7 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 
 func TestCreateValidation(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	cases := []struct {
 		name  string
 		field string
@@ -119,25 +67,30 @@ func TestCreateValidation(t *testing.T) {
 		{"email missing", "customerEmail", func(b map[string]any) { delete(b, "customerEmail") }},
 		{"email null", "customerEmail", func(b map[string]any) { b["customerEmail"] = nil }},
 		{"email invalid", "customerEmail", func(b map[string]any) { b["customerEmail"] = "nope" }},
-		{"lines do not add up", "lines", func(b map[string]any) { b["lines"] = []any{ln("1", "5.00")} }},
-		{"0.0149 rounds down", "lines", func(b map[string]any) { b["amount"] = "0.03"; b["lines"] = []any{ln("1", "0.0149"), ln("1", "0.005")} }},
+		{"lines do not add up", "lines", func(b map[string]any) { b["lines"] = []any{apitest.Line("1", "5.00")} }},
+		{"0.0149 rounds down", "lines", func(b map[string]any) {
+			b["amount"] = "0.03"
+			b["lines"] = []any{apitest.Line("1", "0.0149"), apitest.Line("1", "0.005")}
+		}},
 		{"text needs a phone", "customerPhone", func(b map[string]any) { b["delivery"] = "text" }},
 		{"delivery unknown", "delivery", func(b map[string]any) { b["delivery"] = "pigeon" }},
 		{"amount zero", "amount", func(b map[string]any) { b["amount"] = 0 }},
 		{"amount three places", "amount", func(b map[string]any) { b["amount"] = "1.001" }},
 		{"amount too large", "amount", func(b map[string]any) { b["amount"] = "1000000000" }},
 		{"amount not a number", "amount", func(b map[string]any) { b["amount"] = "ten" }},
-		{"quantity zero", "lines[1].quantity", func(b map[string]any) { b["lines"] = []any{ln("1", "12.30"), ln("0", "1")} }},
-		{"quantity five places", "lines[0].quantity", func(b map[string]any) { b["lines"] = []any{ln("1.00001", "12.30")} }},
-		{"unit cost five places", "lines[0].unitCost", func(b map[string]any) { b["lines"] = []any{ln("1", "12.30001")} }},
-		{"quantity not a number", "lines[2].quantity", func(b map[string]any) { b["lines"] = []any{ln("1", "1"), ln("1", "1"), ln("abc", "1")} }},
+		{"quantity zero", "lines[1].quantity", func(b map[string]any) { b["lines"] = []any{apitest.Line("1", "12.30"), apitest.Line("0", "1")} }},
+		{"quantity five places", "lines[0].quantity", func(b map[string]any) { b["lines"] = []any{apitest.Line("1.00001", "12.30")} }},
+		{"unit cost five places", "lines[0].unitCost", func(b map[string]any) { b["lines"] = []any{apitest.Line("1", "12.30001")} }},
+		{"quantity not a number", "lines[2].quantity", func(b map[string]any) {
+			b["lines"] = []any{apitest.Line("1", "1"), apitest.Line("1", "1"), apitest.Line("abc", "1")}
+		}},
 		{"description empty", "lines[0].description", func(b map[string]any) {
-			l := ln("1", "12.30")
+			l := apitest.Line("1", "12.30")
 			l["description"] = ""
 			b["lines"] = []any{l}
 		}},
 		{"uom key missing", "lines[0].uom", func(b map[string]any) {
-			l := ln("1", "12.30")
+			l := apitest.Line("1", "12.30")
 			delete(l, "uom")
 			b["lines"] = []any{l}
 		}},
@@ -150,7 +103,7 @@ func TestCreateValidation(t *testing.T) {
 		{"too many lines", "lines", func(b map[string]any) {
 			lines := make([]any, 501)
 			for i := range lines {
-				lines[i] = ln("1", "0.01")
+				lines[i] = apitest.Line("1", "0.01")
 			}
 			b["amount"] = "5.01"
 			b["lines"] = lines
@@ -158,9 +111,9 @@ func TestCreateValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := m.body("V-"+c.name, "12.30")
+			b := m.Body("V-"+c.name, "12.30")
 			c.edit(b)
-			resp := m.create(t, b, nil)
+			resp := m.Create(t, b, nil)
 			if resp.StatusCode != http.StatusBadRequest {
 				t.Fatalf("status %d, want 400: %s", resp.StatusCode, resp.Body)
 			}
@@ -171,7 +124,7 @@ func TestCreateValidation(t *testing.T) {
 		})
 	}
 	var list []gen.Invoice
-	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: m.token}).JSON(t, &list)
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: m.Token}).JSON(t, &list)
 	if len(list) != 0 {
 		t.Fatalf("refused requests created %d invoices", len(list))
 	}
@@ -179,8 +132,8 @@ func TestCreateValidation(t *testing.T) {
 
 func TestLinesMessageNamesBothSums(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	resp := m.create(t, m.body("S-1", "12.40", ln("2", "6.15")), nil)
+	m := apitest.NewMerchant(t, env)
+	resp := m.Create(t, m.Body("S-1", "12.40", apitest.Line("2", "6.15")), nil)
 	p := resp.Problem(t)
 	msg := strings.Join((*p.Errors)["lines"], " ")
 	if !strings.Contains(msg, "12.30") || !strings.Contains(msg, "12.40") {
@@ -190,26 +143,26 @@ func TestLinesMessageNamesBothSums(t *testing.T) {
 
 func TestCreateUnprocessable(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	other := newMerchant(t, env)
-	mustCreate(t, m, m.body("DUP-1", "1.00"))
+	m := apitest.NewMerchant(t, env)
+	other := apitest.NewMerchant(t, env)
+	m.MustCreate(t, m.Body("DUP-1", "1.00"))
 
-	dup := m.create(t, m.body("DUP-1", "2.00"), nil)
+	dup := m.Create(t, m.Body("DUP-1", "2.00"), nil)
 	if dup.StatusCode != http.StatusUnprocessableEntity || dup.Problem(t).Title != "Invoice number already used" {
 		t.Errorf("duplicate number: %d %s", dup.StatusCode, dup.Body)
 	}
 	// The same number in another organization is fine.
-	mustCreate(t, other, other.body("DUP-1", "1.00"))
+	other.MustCreate(t, other.Body("DUP-1", "1.00"))
 
-	b := m.body("MID-1", "1.00")
-	b["merchantAccountId"] = other.mids[0].Id.String()
-	if r := m.create(t, b, nil); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Unknown merchant account" {
+	b := m.Body("MID-1", "1.00")
+	b["merchantAccountId"] = other.MIDs[0].Id.String()
+	if r := m.Create(t, b, nil); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Unknown merchant account" {
 		t.Errorf("other organization's MID: %d %s", r.StatusCode, r.Body)
 	}
-	if _, err := env.App.DB.Exec(`UPDATE locations SET status = 'inactive' WHERE id = $1`, m.mids[0].LocationId); err != nil {
+	if _, err := env.App.DB.Exec(`UPDATE locations SET status = 'inactive' WHERE id = $1`, m.MIDs[0].LocationId); err != nil {
 		t.Fatal(err)
 	}
-	if r := m.create(t, m.body("MID-2", "1.00"), nil); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Merchant account unavailable" {
+	if r := m.Create(t, m.Body("MID-2", "1.00"), nil); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Merchant account unavailable" {
 		t.Errorf("inactive location: %d %s", r.StatusCode, r.Body)
 	}
 }
@@ -218,16 +171,16 @@ func idemKey(k string) http.Header { return http.Header{"Idempotency-Key": {k}} 
 
 func TestIdempotency(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 
-	first := m.create(t, m.body("IDEM-1", "10.5"), idemKey("k-1"))
+	first := m.Create(t, m.Body("IDEM-1", "10.5"), idemKey("k-1"))
 	if first.StatusCode != http.StatusCreated {
 		t.Fatalf("first: %d %s", first.StatusCode, first.Body)
 	}
 	var a, b gen.Invoice
 	first.JSON(t, &a)
 	// Same body, the amount spelled as a number this time: still the same request.
-	again := m.create(t, m.body("IDEM-1", 10.5), idemKey("k-1"))
+	again := m.Create(t, m.Body("IDEM-1", 10.5), idemKey("k-1"))
 	if again.StatusCode != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay: %d %v %s", again.StatusCode, again.Header, again.Body)
 	}
@@ -235,35 +188,35 @@ func TestIdempotency(t *testing.T) {
 	if a.Id != b.Id {
 		t.Fatalf("replay made another invoice")
 	}
-	if r := m.create(t, m.body("IDEM-1", "10.50"), idemKey("k-1")); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Idempotency key reused" {
+	if r := m.Create(t, m.Body("IDEM-1", "10.50"), idemKey("k-1")); r.StatusCode != http.StatusUnprocessableEntity || r.Problem(t).Title != "Idempotency key reused" {
 		t.Fatalf("different body: %d %s", r.StatusCode, r.Body)
 	}
 
 	// A refused request is not remembered: the corrected retry creates.
-	bad := m.body("IDEM-2", "10.00", ln("1", "9.00"))
-	if r := m.create(t, bad, idemKey("k-2")); r.StatusCode != http.StatusBadRequest {
+	bad := m.Body("IDEM-2", "10.00", apitest.Line("1", "9.00"))
+	if r := m.Create(t, bad, idemKey("k-2")); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("bad: %d", r.StatusCode)
 	}
-	if r := m.create(t, m.body("IDEM-1", "5.00"), idemKey("k-3")); r.StatusCode != http.StatusUnprocessableEntity {
+	if r := m.Create(t, m.Body("IDEM-1", "5.00"), idemKey("k-3")); r.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("duplicate number under a new key: %d", r.StatusCode)
 	}
-	if r := m.create(t, m.body("IDEM-2", "10.00"), idemKey("k-2")); r.StatusCode != http.StatusCreated {
+	if r := m.Create(t, m.Body("IDEM-2", "10.00"), idemKey("k-2")); r.StatusCode != http.StatusCreated {
 		t.Fatalf("corrected retry: %d %s", r.StatusCode, r.Body)
 	}
-	if r := m.create(t, m.body("IDEM-3", "5.00"), idemKey("k-3")); r.StatusCode != http.StatusCreated {
+	if r := m.Create(t, m.Body("IDEM-3", "5.00"), idemKey("k-3")); r.StatusCode != http.StatusCreated {
 		t.Fatalf("key of a 422 reused: %d %s", r.StatusCode, r.Body)
 	}
 
 	// Keys are per organization.
-	other := newMerchant(t, env)
-	if r := other.create(t, other.body("IDEM-1", "10.00"), idemKey("k-1")); r.StatusCode != http.StatusCreated {
+	other := apitest.NewMerchant(t, env)
+	if r := other.Create(t, other.Body("IDEM-1", "10.00"), idemKey("k-1")); r.StatusCode != http.StatusCreated {
 		t.Fatalf("another organization's same key: %d %s", r.StatusCode, r.Body)
 	}
 
 	// After 24 hours the key is forgotten.
 	env.Clock.Advance(24*time.Hour + time.Second)
-	m.token = tokenFor(t, env, m.org)
-	if r := m.create(t, m.body("IDEM-9", "1.00"), idemKey("k-1")); r.StatusCode != http.StatusCreated {
+	m.Token = env.TokenFor(t, m.Org)
+	if r := m.Create(t, m.Body("IDEM-9", "1.00"), idemKey("k-1")); r.StatusCode != http.StatusCreated {
 		t.Fatalf("expired key: %d %s", r.StatusCode, r.Body)
 	}
 }
@@ -272,7 +225,7 @@ func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
 	deployment := apitest.Options{DataDir: t.TempDir(), PublicURL: "http://payreq.test"}
 	one := apitest.New(t, testDSN, deployment)
 	two := apitest.New(t, testDSN, deployment)
-	m := newMerchant(t, one)
+	m := apitest.NewMerchant(t, one)
 	envs := []*apitest.Env{one, two}
 
 	var wg sync.WaitGroup
@@ -282,8 +235,8 @@ func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := envs[i%2].Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.token,
-				Body: m.body("RACE-1", "42.00"), Header: idemKey("race")})
+			r := envs[i%2].Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token,
+				Body: m.Body("RACE-1", "42.00"), Header: idemKey("race")})
 			statuses[i] = r.StatusCode
 			var inv gen.Invoice
 			if r.StatusCode < 300 {
@@ -308,29 +261,29 @@ func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
 		t.Fatalf("%d requests answered 201, want exactly 1", created)
 	}
 	var n int
-	if err := one.App.DB.Get(&n, `SELECT count(*) FROM invoices WHERE invoice_number = 'RACE-1' AND organization_id = $1`, m.org); err != nil || n != 1 {
+	if err := one.App.DB.Get(&n, `SELECT count(*) FROM invoices WHERE invoice_number = 'RACE-1' AND organization_id = $1`, m.Org); err != nil || n != 1 {
 		t.Fatalf("%d invoices in the database (%v)", n, err)
 	}
 }
 
 func TestListOrderFiltersAndPaging(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	start := env.Clock.Now()
 	var made []gen.Invoice
 	for i := range 6 {
 		env.Clock.Advance(time.Second)
-		b := m.body(fmt.Sprintf("L-%d", i), "1.00")
-		b["merchantAccountId"] = m.mids[i%3].Id.String()
+		b := m.Body(fmt.Sprintf("L-%d", i), "1.00")
+		b["merchantAccountId"] = m.MIDs[i%3].Id.String()
 		if i == 4 {
 			b["customerEmail"] = "Other@Example.com"
 		}
-		made = append(made, mustCreate(t, m, b))
+		made = append(made, m.MustCreate(t, b))
 	}
 	list := func(query string) []gen.Invoice {
 		t.Helper()
 		var out []gen.Invoice
-		r := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests" + query, Token: m.token})
+		r := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests" + query, Token: m.Token})
 		if r.StatusCode != http.StatusOK {
 			t.Fatalf("list %s: %d %s", query, r.StatusCode, r.Body)
 		}
@@ -355,24 +308,24 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 	}
 	count("?status=cancelled", 1)
 	count("?status=open", 5)
-	count("?merchantAccountId="+m.mids[0].Id.String(), 2)
+	count("?merchantAccountId="+m.MIDs[0].Id.String(), 2)
 	// mids[0] and mids[1] are at Downtown, mids[2] at the Airport Kiosk.
-	count("?locationId="+m.mids[2].LocationId.String(), 2)
+	count("?locationId="+m.MIDs[2].LocationId.String(), 2)
 	count("?invoiceNumber=L-3", 1)
 	count("?customerEmail=other@example.com", 1)
 	count("?createdFrom="+url.QueryEscape(start.Add(3*time.Second).Format(time.RFC3339Nano)), 4)
 	count("?createdTo="+url.QueryEscape(start.Add(3*time.Second).Format(time.RFC3339Nano)), 2)
 
 	for _, q := range []string{"?status=lost", "?limit=0", "?limit=101", "?cursor=abc", "?createdFrom=yesterday"} {
-		r := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests" + q, Token: m.token})
+		r := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests" + q, Token: m.Token})
 		if r.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", q, r.StatusCode)
 		}
 	}
-	other := newMerchant(t, env)
+	other := apitest.NewMerchant(t, env)
 	if got := len(func() []gen.Invoice {
 		var out []gen.Invoice
-		env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: other.token}).JSON(t, &out)
+		env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: other.Token}).JSON(t, &out)
 		return out
 	}()); got != 0 {
 		t.Errorf("another organization sees %d invoices", got)
@@ -383,16 +336,16 @@ func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
 	// 250 creates back to back outrun the default 200-request burst of the
 	// per-key rate limit, which this test is not about.
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.RateLimit, c.RateBurst = 1000, 1000 }})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	for i := range 250 {
 		env.Clock.Advance(time.Millisecond)
-		mustCreate(t, m, m.body(fmt.Sprintf("P-%03d", i), "1.00"))
+		m.MustCreate(t, m.Body(fmt.Sprintf("P-%03d", i), "1.00"))
 	}
 	seen := map[string]bool{}
 	path := "/payment-requests?limit=40"
 	pages := 0
 	for path != "" {
-		r := env.Do(apitest.Request{Method: "GET", Path: path, Token: m.token})
+		r := env.Do(apitest.Request{Method: "GET", Path: path, Token: m.Token})
 		var page []gen.Invoice
 		r.JSON(t, &page)
 		for _, inv := range page {
@@ -405,7 +358,7 @@ func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
 		// New invoices arrive while the client pages: they are newer than
 		// the cursor, so they never show up in later pages.
 		env.Clock.Advance(time.Millisecond)
-		mustCreate(t, m, m.body(fmt.Sprintf("NEW-%d", pages), "1.00"))
+		m.MustCreate(t, m.Body(fmt.Sprintf("NEW-%d", pages), "1.00"))
 		path = ""
 		if link := r.Header.Get("Link"); link != "" {
 			u := strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
@@ -428,17 +381,17 @@ func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
 
 func TestSendAndCancel(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	b := m.body("SC-1", "20.00")
+	m := apitest.NewMerchant(t, env)
+	b := m.Body("SC-1", "20.00")
 	b["customerPhone"] = "+15035550123"
-	inv := mustCreate(t, m, b)
+	inv := m.MustCreate(t, b)
 	if inv.SentVia != nil {
 		t.Fatalf("send=false sent the link")
 	}
 	path := "/payment-requests/" + inv.Id.String()
 
 	var sent gen.Invoice
-	r := env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.token})
+	r := env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.Token})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("send: %d %s", r.StatusCode, r.Body)
 	}
@@ -448,10 +401,10 @@ func TestSendAndCancel(t *testing.T) {
 	}
 
 	// The customer said on the pay page they want texts: that wins over delivery.
-	if _, err := env.App.DB.Exec(`INSERT INTO customer_preferences (organization_id, customer_email, prefers) VALUES ($1, 'dana@example.com', 'text')`, m.org); err != nil {
+	if _, err := env.App.DB.Exec(`INSERT INTO customer_preferences (organization_id, customer_email, prefers) VALUES ($1, 'dana@example.com', 'text')`, m.Org); err != nil {
 		t.Fatal(err)
 	}
-	env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.token}).JSON(t, &sent)
+	env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.Token}).JSON(t, &sent)
 	if *sent.SentVia != "text" || sent.CustomerPrefers == nil || *sent.CustomerPrefers != "text" {
 		t.Fatalf("preference: sentVia %s", *sent.SentVia)
 	}
@@ -462,7 +415,7 @@ func TestSendAndCancel(t *testing.T) {
 	}
 
 	var cancelled gen.Invoice
-	r = env.Do(apitest.Request{Method: "POST", Path: path + "/cancel", Token: m.token})
+	r = env.Do(apitest.Request{Method: "POST", Path: path + "/cancel", Token: m.Token})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
 	}
@@ -476,20 +429,20 @@ func TestSendAndCancel(t *testing.T) {
 		t.Fatalf("%d messages still pending after cancel", pending)
 	}
 	for _, op := range []string{"/send", "/cancel"} {
-		r := env.Do(apitest.Request{Method: "POST", Path: path + op, Token: m.token})
+		r := env.Do(apitest.Request{Method: "POST", Path: path + op, Token: m.Token})
 		if r.StatusCode != http.StatusUnprocessableEntity {
 			t.Errorf("%s on cancelled: %d", op, r.StatusCode)
 		}
 	}
 
-	other := newMerchant(t, env)
+	other := apitest.NewMerchant(t, env)
 	for _, req := range []apitest.Request{
 		{Method: "GET", Path: path},
 		{Method: "POST", Path: path + "/send"},
 		{Method: "POST", Path: path + "/cancel"},
 		{Method: "GET", Path: "/payment-requests/0190a0c8-0000-7000-8000-000000000000"},
 	} {
-		req.Token = other.token
+		req.Token = other.Token
 		if r := env.Do(req); r.StatusCode != http.StatusNotFound {
 			t.Errorf("%s %s by another organization: %d", req.Method, req.Path, r.StatusCode)
 		}
@@ -498,10 +451,10 @@ func TestSendAndCancel(t *testing.T) {
 
 func TestCreateSendsUnlessTold(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	b := m.body("SEND-1", "3.00")
+	m := apitest.NewMerchant(t, env)
+	b := m.Body("SEND-1", "3.00")
 	b["send"] = nil
-	inv := mustCreate(t, m, b)
+	inv := m.MustCreate(t, b)
 	if inv.SentVia == nil || *inv.SentVia != "email" || inv.SentAt == nil {
 		t.Fatalf("send null did not send: %+v", inv)
 	}
@@ -512,17 +465,6 @@ func TestCreateSendsUnlessTold(t *testing.T) {
 	}
 }
 
-func invoiceActor(m merchant) invoice.Actor {
-	return invoice.Actor{OrganizationID: uuid.MustParse(m.org), Name: "test"}
-}
-
-// tokenFor makes a new key for org and exchanges it, for a test whose clock
-// has moved past its first token's life.
-func tokenFor(t *testing.T, env *apitest.Env, org string) string {
-	t.Helper()
-	k, err := env.App.Keys.Create(context.Background(), uuid.MustParse(org), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env.Token(k.KeyID, k.Secret)
+func invoiceActor(m apitest.Merchant) invoice.Actor {
+	return invoice.Actor{OrganizationID: uuid.MustParse(m.Org), Name: "test"}
 }

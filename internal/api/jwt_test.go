@@ -29,7 +29,7 @@ import (
 func TestAccessTokenClaimsAndJWKS(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
-	key := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView, auth.AccountsView)
+	key := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView, auth.AccountsView)
 	before := env.Clock.Now().Truncate(time.Second)
 	token := env.Token(key.KeyID, key.Secret)
 
@@ -115,7 +115,7 @@ func TestAccessTokenExpiry(t *testing.T) {
 	}
 	env.Clock.Advance(2 * time.Second)
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token})
-	wantProblem(t, resp, http.StatusUnauthorized, "Access token expired")
+	apitest.WantProblem(t, resp, http.StatusUnauthorized, "Access token expired")
 	wantBearerChallenge(t, resp)
 	if h := resp.Header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
 		t.Errorf("WWW-Authenticate %q, want error=\"invalid_token\"", h)
@@ -181,7 +181,7 @@ func TestBearerTokenRefused(t *testing.T) {
 				req.Header = http.Header{"Authorization": {tc.authorization}}
 			}
 			resp := env.Do(req)
-			wantProblem(t, resp, http.StatusUnauthorized, tc.title)
+			apitest.WantProblem(t, resp, http.StatusUnauthorized, tc.title)
 			wantBearerChallenge(t, resp)
 		})
 	}
@@ -326,7 +326,7 @@ func TestForgedTokens(t *testing.T) {
 				}
 				return
 			}
-			wantProblem(t, resp, http.StatusUnauthorized, tc.title)
+			apitest.WantProblem(t, resp, http.StatusUnauthorized, tc.title)
 			wantBearerChallenge(t, resp)
 		})
 	}
@@ -338,8 +338,8 @@ func TestForgedTokens(t *testing.T) {
 func TestTokenOfDeletedKey(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
-	seen := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
-	unseen := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
+	seen := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
+	unseen := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	seenToken, unseenToken := env.Token(seen.KeyID, seen.Secret), env.Token(unseen.KeyID, unseen.Secret)
 	if resp := getLocations(env, seenToken); resp.StatusCode != http.StatusOK {
 		t.Fatalf("before the delete: %d %s", resp.StatusCode, resp.Body)
@@ -351,12 +351,12 @@ func TestTokenOfDeletedKey(t *testing.T) {
 	}
 
 	resp := getLocations(env, unseenToken)
-	wantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
+	apitest.WantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
 	wantBearerChallenge(t, resp)
 
 	env.Clock.Advance(env.App.Config.RevocationCheckInterval + time.Second)
 	resp = getLocations(env, seenToken)
-	wantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
+	apitest.WantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
 	wantBearerChallenge(t, resp)
 
 	again := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: formBody("client_credentials", seen.KeyID, seen.Secret), Header: formHeader})

@@ -61,8 +61,8 @@ func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
 
 	other := env.Do(apitest.Request{Method: "GET", Path: "/locations/" + theirLocs[0].Id.String(), Token: token})
 	unknown := env.Do(apitest.Request{Method: "GET", Path: "/locations/" + uuid.NewString(), Token: token})
-	wantProblem(t, other, http.StatusNotFound, "")
-	wantProblem(t, unknown, http.StatusNotFound, "")
+	apitest.WantProblem(t, other, http.StatusNotFound, "")
+	apitest.WantProblem(t, unknown, http.StatusNotFound, "")
 	if string(other.Body) != string(unknown.Body) {
 		t.Errorf("another organization's location:\n  %s\nan unknown id:\n  %s\nwant the same answer", other.Body, unknown.Body)
 	}

@@ -29,7 +29,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	only := map[string]string{} // permission → token of a key with just it
 	for p, org := range orgOf {
-		k := newKey(t, env, org, p)
+		k := env.NewKey(t, org, p)
 		only[p] = env.Token(k.KeyID, k.Secret)
 	}
 
@@ -44,7 +44,7 @@ func TestPermissionMatrix(t *testing.T) {
 					}
 					return
 				}
-				problem := wantProblem(t, resp, http.StatusForbidden, "Permission required")
+				problem := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
 				if !strings.Contains(problem.Detail, e.permission) {
 					t.Errorf("detail %q does not name %s", problem.Detail, e.permission)
 				}
@@ -59,19 +59,19 @@ func TestPermissionMatrix(t *testing.T) {
 // answer, and nothing of theirs changed.
 func TestOtherOrganizationsIDs(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	theirs := newMerchant(t, env) // the organization whose ids are tried
+	theirs := apitest.NewMerchant(t, env) // the organization whose ids are tried
 	inv := func() gen.Invoice {
-		b := theirs.body("THEIRS-1", "30.00")
+		b := theirs.Body("THEIRS-1", "30.00")
 		b["customerName"], b["memo"] = "Their Customer Name", "their memo text"
-		return mustCreate(t, theirs, b)
+		return theirs.MustCreate(t, b)
 	}()
-	wantStatus(t, pay(t, env, payPath(t, inv), payment{card: cardApprove, amount: "10.00", save: true}), http.StatusSeeOther)
-	before, beforeRaw := theirs.read(t, inv.Id)
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "10.00", Save: true}), http.StatusSeeOther)
+	before, beforeRaw := theirs.Read(t, inv.Id)
 	if len(*before.SavedCards) != 1 {
 		t.Fatalf("no saved card: %s", beforeRaw)
 	}
 	card := (*before.SavedCards)[0]
-	theirLoc, theirMID := theirs.locs[0], theirs.mids[0]
+	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
 	var theirApps []gen.Application
@@ -80,7 +80,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		t.Fatal("the other reseller has no applications")
 	}
 
-	me := newMerchant(t, env)
+	me := apitest.NewMerchant(t, env)
 	mySeed := env.Seed()
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
@@ -98,17 +98,17 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		body         any
 		status       int
 	}{
-		{"read invoice", "GET", "/payment-requests/%s", inv.Id.String(), me.token, nil, http.StatusNotFound},
-		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.token, nil, http.StatusNotFound},
-		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.token, nil, http.StatusNotFound},
-		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.token, nil, http.StatusNotFound},
-		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.token, nil, http.StatusNotFound},
+		{"read invoice", "GET", "/payment-requests/%s", inv.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
 		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},
-		{"list invoices by their MID", "GET", "/payment-requests?merchantAccountId=%s", theirMID.Id.String(), me.token, nil, http.StatusOK},
-		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.token, nil, http.StatusOK},
-		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.token, nil, http.StatusOK},
-		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.token, me.body("MINE-1", "5.00"), http.StatusUnprocessableEntity},
+		{"list invoices by their MID", "GET", "/payment-requests?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
+		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK},
+		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK},
+		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,12 +143,12 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	}
 
 	// Nothing of theirs changed: not sent, not cancelled, card kept.
-	after, afterRaw := theirs.read(t, inv.Id)
+	after, afterRaw := theirs.Read(t, inv.Id)
 	if after.Status != before.Status || after.SentAt != nil || after.CancelledAt != nil || len(*after.SavedCards) != 1 {
 		t.Errorf("their invoice changed:\nbefore %s\nafter  %s", beforeRaw, afterRaw)
 	}
 	var mine []gen.Invoice
-	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: me.token}).JSON(t, &mine)
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: me.Token}).JSON(t, &mine)
 	if slices.ContainsFunc(mine, func(i gen.Invoice) bool { return i.MerchantAccountId == theirMID.Id }) {
 		t.Errorf("an invoice of mine is on their MID")
 	}

@@ -85,7 +85,7 @@ func TestPermissionRequired(t *testing.T) {
 			kind = auth.KindReseller
 		}
 		others := slices.DeleteFunc(auth.PermissionsFor(kind), func(p string) bool { return p == perm })
-		k := newKey(t, env, org, others...)
+		k := env.NewKey(t, org, others...)
 		tokenWithout[perm] = env.Token(k.KeyID, k.Secret)
 	}
 
@@ -93,7 +93,7 @@ func TestPermissionRequired(t *testing.T) {
 		t.Run(e.method+" "+e.spec, func(t *testing.T) {
 			path := strings.ReplaceAll(e.path, "{org}", orgOf[e.permission].String())
 			resp := env.Do(apitest.Request{Method: e.method, Path: path, Token: tokenWithout[e.permission]})
-			p := wantProblem(t, resp, http.StatusForbidden, "Permission required")
+			p := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
 			if !strings.Contains(p.Detail, e.permission) {
 				t.Errorf("detail %q does not name %s", p.Detail, e.permission)
 			}
@@ -116,7 +116,7 @@ func TestKindsKeepToTheirEndpoints(t *testing.T) {
 		t.Run(who+" "+e.method+" "+e.spec, func(t *testing.T) {
 			path := strings.ReplaceAll(e.path, "{org}", seed.Reseller.OrganizationID.String())
 			resp := env.Do(apitest.Request{Method: e.method, Path: path, Token: token})
-			p := wantProblem(t, resp, http.StatusForbidden, "Permission required")
+			p := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
 			if !strings.Contains(p.Detail, e.permission) {
 				t.Errorf("detail %q does not name %s", p.Detail, e.permission)
 			}
@@ -141,11 +141,11 @@ func TestPerKeyRateLimit(t *testing.T) {
 		}
 	}
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token})
-	wantProblem(t, resp, http.StatusTooManyRequests, "")
+	apitest.WantProblem(t, resp, http.StatusTooManyRequests, "")
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || secs < 90 || secs > 100 {
 		t.Errorf("Retry-After %q, want about 100 seconds", resp.Header.Get("Retry-After"))
 	}
-	other := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
+	other := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: env.Token(other.KeyID, other.Secret)}); resp.StatusCode != http.StatusOK {
 		t.Errorf("another key: %d %s", resp.StatusCode, resp.Body)
 	}

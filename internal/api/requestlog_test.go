@@ -116,7 +116,7 @@ func TestReadinessWithoutDatabase(t *testing.T) {
 	if err := env.App.DB.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wantProblem(t, env.Do(apitest.Request{Method: "GET", Path: "/readyz"}), http.StatusServiceUnavailable, "")
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: "/readyz"}), http.StatusServiceUnavailable, "")
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/healthz"}); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz without the database: %d %s", resp.StatusCode, resp.Body)
 	}

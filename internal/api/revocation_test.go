@@ -24,7 +24,7 @@ func getLocations(env *apitest.Env, token string) *apitest.Response {
 func TestRevokedKey(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{Configure: withCheckInterval})
 	seed := env.Seed()
-	key := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
+	key := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	token := env.Token(key.KeyID, key.Secret)
 	if resp := getLocations(env, token); resp.StatusCode != http.StatusOK {
 		t.Fatalf("before revocation: %d %s", resp.StatusCode, resp.Body)
@@ -44,7 +44,7 @@ func TestRevokedKey(t *testing.T) {
 	}
 	env.Clock.Advance(2 * time.Second)
 	resp = getLocations(env, token)
-	wantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
+	apitest.WantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
 	wantBearerChallenge(t, resp)
 
 	// Another key of the organization is not affected.
@@ -76,7 +76,7 @@ func TestSuspendedOrganization(t *testing.T) {
 		t.Fatalf("within the check interval: %d %s", resp.StatusCode, resp.Body)
 	}
 	env.Clock.Advance(checkInterval + time.Second)
-	wantProblem(t, getLocations(env, token), http.StatusForbidden, "Organization suspended")
+	apitest.WantProblem(t, getLocations(env, token), http.StatusForbidden, "Organization suspended")
 
 	if err := env.App.Directory.SetOrganizationStatus(ctx, org, "active"); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestRevocationSharedAcrossInstances(t *testing.T) {
 	one := apitest.New(t, testDSN, opts)
 	two := apitest.New(t, testDSN, opts)
 	seed := one.Seed()
-	key := newKey(t, one, seed.Merchant.OrganizationID, auth.LocationsView)
+	key := one.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	token := one.Token(key.KeyID, key.Secret)
 	for _, env := range []*apitest.Env{one, two} {
 		if resp := getLocations(env, token); resp.StatusCode != http.StatusOK {
@@ -122,6 +122,6 @@ func TestRevocationSharedAcrossInstances(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("instance %d after the interval: %d %s, want 401", i+1, resp.StatusCode, resp.Body)
 		}
-		wantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
+		apitest.WantProblem(t, resp, http.StatusUnauthorized, "API key revoked")
 	}
 }

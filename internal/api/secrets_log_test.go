@@ -51,7 +51,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 		}
 	}
 	seed := env.Seed()
-	extra := newKey(t, env, seed.Merchant.OrganizationID, auth.PaymentsCreate, auth.PaymentsView)
+	extra := env.NewKey(t, seed.Merchant.OrganizationID, auth.PaymentsCreate, auth.PaymentsView)
 	keep(seed.Merchant.Secret, seed.Reseller.Secret, extra.Secret)
 
 	// Tokens through each channel, and refused attempts with wrong secrets.
@@ -80,17 +80,17 @@ func TestNothingSecretInTheLog(t *testing.T) {
 
 	// An invoice, created (and replayed) and sent; the worker delivers it.
 	m := merchant0(t, env, merchant)
-	b := m.body("LOG-1", "100.00", ln("2", "30.00"), ln("1", "40.00"))
+	b := m.Body("LOG-1", "100.00", apitest.Line("2", "30.00"), apitest.Line("1", "40.00"))
 	b["send"], b["customerPhone"] = true, "+15035550123"
 	idem := http.Header{"Idempotency-Key": {"log-test-" + uuid.NewString()}}
-	resp := m.create(t, b, idem)
+	resp := m.Create(t, b, idem)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
-	m.create(t, b, idem)
+	m.Create(t, b, idem)
 	var inv gen.Invoice
 	resp.JSON(t, &inv)
-	path := payPath(t, inv)
+	path := apitest.PayPath(t, inv)
 	keep(strings.TrimPrefix(path, "/pay/"))
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(env.Log.String(), "message written to file") {
@@ -102,17 +102,17 @@ func TestNothingSecretInTheLog(t *testing.T) {
 
 	// The pay page: an invalid number, a decline, then a payment saving the
 	// card and a change of preference; the receipt.
-	shown := visit(t, env, "GET", path, nil, nil)
-	keep(formToken(t, shown))
-	wantStatus(t, pay(t, env, path, payment{card: "4111 1111 1111 1112", amount: "10.00"}), http.StatusBadRequest)
-	wantStatus(t, pay(t, env, path, payment{card: cardDecline, amount: "10.00", save: true}), http.StatusPaymentRequired)
-	paid := pay(t, env, path, payment{card: "4111-1111-1111-1111", amount: "10.00", save: true, prefers: "text"})
-	wantStatus(t, paid, http.StatusSeeOther)
-	visit(t, env, "GET", paid.Header.Get("Location"), nil, nil)
-	keep(cardApprove, "4111 1111 1111 1112", "4111111111111112", "4111-1111-1111-1111", cardDecline)
+	shown := env.Visit(t, "GET", path, nil, nil)
+	keep(apitest.FormToken(t, shown))
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: "4111 1111 1111 1112", Amount: "10.00"}), http.StatusBadRequest)
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardDecline, Amount: "10.00", Save: true}), http.StatusPaymentRequired)
+	paid := env.Pay(t, path, apitest.Payment{Card: "4111-1111-1111-1111", Amount: "10.00", Save: true, Prefers: "text"})
+	apitest.WantStatus(t, paid, http.StatusSeeOther)
+	env.Visit(t, "GET", paid.Header.Get("Location"), nil, nil)
+	keep(apitest.CardApprove, "4111 1111 1111 1112", "4111111111111112", "4111-1111-1111-1111", apitest.CardDecline)
 
 	// The saved card removed through the API.
-	got, raw := m.read(t, inv.Id)
+	got, raw := m.Read(t, inv.Id)
 	if len(*got.SavedCards) != 1 {
 		t.Fatalf("saved cards: %s", raw)
 	}
@@ -158,7 +158,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	// The security code is short enough to turn up in ids and durations by
 	// chance, so it is looked for as a value, and the form's field names
 	// must not be logged at all.
-	for _, s := range []string{`"` + testCVV + `"`, "=" + testCVV, "cvv", "cardNumber", "client_secret", "Authorization", "Bearer "} {
+	for _, s := range []string{`"` + apitest.TestCVV + `"`, "=" + apitest.TestCVV, "cvv", "cardNumber", "client_secret", "Authorization", "Bearer "} {
 		if strings.Contains(logs, s) {
 			t.Errorf("the log holds %q", s)
 		}
@@ -166,10 +166,10 @@ func TestNothingSecretInTheLog(t *testing.T) {
 }
 
 // merchant0 is a merchant of the env's first seed with a token in hand.
-func merchant0(t *testing.T, env *apitest.Env, token string) merchant {
+func merchant0(t *testing.T, env *apitest.Env, token string) apitest.Merchant {
 	t.Helper()
-	m := merchant{env: env, token: token}
-	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &m.mids)
-	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token}).JSON(t, &m.locs)
+	m := apitest.Merchant{Env: env, Token: token}
+	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &m.MIDs)
+	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token}).JSON(t, &m.Locs)
 	return m
 }

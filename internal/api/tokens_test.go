@@ -22,7 +22,7 @@ import (
 func TestTokenGrantForms(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
-	key := newKey(t, env, seed.Merchant.OrganizationID, auth.PaymentsView, auth.LocationsView)
+	key := env.NewKey(t, seed.Merchant.OrganizationID, auth.PaymentsView, auth.LocationsView)
 
 	cases := []struct {
 		name   string
@@ -63,13 +63,13 @@ func TestTokenErrors(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	ctx := context.Background()
 	seed := env.Seed()
-	good := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
-	revoked := newKey(t, env, seed.Merchant.OrganizationID, auth.LocationsView)
+	good := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
+	revoked := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	if err := env.App.Keys.Revoke(ctx, revoked.KeyID); err != nil {
 		t.Fatal(err)
 	}
 	other := env.Seed()
-	suspended := newKey(t, env, other.Merchant.OrganizationID, auth.LocationsView)
+	suspended := env.NewKey(t, other.Merchant.OrganizationID, auth.LocationsView)
 	if err := env.App.Directory.SetOrganizationStatus(ctx, other.Merchant.OrganizationID, "suspended"); err != nil {
 		t.Fatal(err)
 	}

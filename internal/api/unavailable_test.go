@@ -25,10 +25,10 @@ func TestDatabaseTooSlowAnswers503(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	dsn := pgtest.NewDatabase(t)
 	env := apitest.New(t, dsn, apitest.Options{Configure: func(c *config.Config) { c.RequestTimeout = timeout }})
-	m := newMerchant(t, env)
+	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
 	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
-	inv := mustCreate(t, m, m.body("SLOW-1", "10.00"))
+	inv := m.MustCreate(t, m.Body("SLOW-1", "10.00"))
 	// Tokens are checked against the database again after this interval;
 	// the requests below come well within it.
 	someID := uuid.NewString()
@@ -44,16 +44,16 @@ func TestDatabaseTooSlowAnswers503(t *testing.T) {
 	requests := []apitest.Request{
 		{Method: "POST", Path: "/oauth/token", Body: map[string]string{"grant_type": "client_credentials",
 			"client_id": seed.Merchant.KeyID, "client_secret": seed.Merchant.Secret}},
-		{Method: "POST", Path: "/payment-requests", Token: m.token, Body: m.body("SLOW-2", "10.00"),
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: m.Body("SLOW-2", "10.00"),
 			Header: http.Header{"Idempotency-Key": {"slow-2"}}},
-		{Method: "GET", Path: "/payment-requests", Token: m.token},
-		{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.token},
-		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/send", Token: m.token},
-		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/cancel", Token: m.token},
-		{Method: "DELETE", Path: "/saved-cards/" + someID, Token: m.token},
-		{Method: "GET", Path: "/locations", Token: m.token},
-		{Method: "GET", Path: "/locations/" + m.locs[0].Id.String(), Token: m.token},
-		{Method: "GET", Path: "/accounts", Token: m.token},
+		{Method: "GET", Path: "/payment-requests", Token: m.Token},
+		{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.Token},
+		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/send", Token: m.Token},
+		{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/cancel", Token: m.Token},
+		{Method: "DELETE", Path: "/saved-cards/" + someID, Token: m.Token},
+		{Method: "GET", Path: "/locations", Token: m.Token},
+		{Method: "GET", Path: "/locations/" + m.Locs[0].Id.String(), Token: m.Token},
+		{Method: "GET", Path: "/accounts", Token: m.Token},
 		{Method: "GET", Path: "/organizations/" + seed.Reseller.OrganizationID.String() + "/portfolio", Token: reseller},
 		{Method: "GET", Path: "/applications", Token: reseller},
 		{Method: "GET", Path: "/applications/" + someID, Token: reseller},
@@ -80,14 +80,14 @@ func TestDatabaseTooSlowAnswers503(t *testing.T) {
 	}
 
 	// The pay page, too.
-	page := visit(t, env, "GET", payPath(t, inv), nil, nil)
+	page := env.Visit(t, "GET", apitest.PayPath(t, inv), nil, nil)
 	if page.StatusCode != http.StatusServiceUnavailable || page.Header.Get("Retry-After") == "" {
 		t.Errorf("pay page: %d, want 503 with Retry-After", page.StatusCode)
 	}
 
 	// Once the database answers, so does the service.
 	lock()
-	if resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.token}); resp.StatusCode != http.StatusOK {
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.Token}); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the lock: %d %s", resp.StatusCode, resp.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package api_test
+package paypage_test
 
 import (
 	"context"
@@ -15,23 +15,23 @@ import (
 // One pay form posted ten times at once, over two instances (a network
 // retry, a double click): one charge, and ten identical answers.
 func TestOneFormPostedTenTimesChargesOnce(t *testing.T) {
-	rec := &recorder{}
-	deployment := apitest.Options{DataDir: t.TempDir(), PublicURL: "http://payreq.test", WrapProcessor: recording(rec)}
+	rec := &apitest.Recorder{}
+	deployment := apitest.Options{DataDir: t.TempDir(), PublicURL: "http://payreq.test", WrapProcessor: apitest.Recording(rec)}
 	one := apitest.New(t, testDSN, deployment)
 	two := apitest.New(t, testDSN, deployment)
-	m := newMerchant(t, one)
-	inv := mustCreate(t, m, m.body("ONCE-1", "10.00"))
-	path := payPath(t, inv)
-	token := formToken(t, visit(t, one, "GET", path, nil, nil))
+	m := apitest.NewMerchant(t, one)
+	inv := m.MustCreate(t, m.Body("ONCE-1", "10.00"))
+	path := apitest.PayPath(t, inv)
+	token := apitest.FormToken(t, one.Visit(t, "GET", path, nil, nil))
 
-	answers := make([]page, 10)
+	answers := make([]apitest.Page, 10)
 	var wg sync.WaitGroup
 	for i := range answers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			env := []*apitest.Env{one, two}[i%2]
-			answers[i] = post(t, env, path, token, payment{card: cardApprove, amount: "4.00"})
+			answers[i] = env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "4.00"})
 		}()
 	}
 	wg.Wait()
@@ -43,13 +43,10 @@ func TestOneFormPostedTenTimesChargesOnce(t *testing.T) {
 			t.Errorf("answer %d: Location %q, want the first's %q", i, got, want)
 		}
 	}
-	rec.mu.Lock()
-	charges := len(rec.charges)
-	rec.mu.Unlock()
-	if charges != 1 {
+	if charges := len(rec.Charges()); charges != 1 {
 		t.Errorf("%d charges at the processor, want 1", charges)
 	}
-	got, raw := m.read(t, inv.Id)
+	got, raw := m.Read(t, inv.Id)
 	if len(*got.Payments) != 1 {
 		t.Errorf("%d payments recorded, want 1: %s", len(*got.Payments), raw)
 	}
@@ -57,31 +54,31 @@ func TestOneFormPostedTenTimesChargesOnce(t *testing.T) {
 		t.Errorf("amountPaid %s, want 4.00", got.AmountPaid.Text('f'))
 	}
 	// Posted again a while later, with other card details: the same receipt.
-	late := post(t, two, path, token, payment{card: cardDecline, amount: "6.00"})
+	late := two.Post(t, path, token, apitest.Payment{Card: apitest.CardDecline, Amount: "6.00"})
 	if late.Header.Get("Location") != answers[0].Header.Get("Location") {
 		t.Errorf("a later repeat: %d %q, want the first receipt", late.StatusCode, late.Header.Get("Location"))
 	}
 }
 
 func TestDeclinedFormPostedTwiceAnswersTheSameDecline(t *testing.T) {
-	rec := &recorder{}
-	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: recording(rec)})
-	m := newMerchant(t, env)
-	inv := mustCreate(t, m, m.body("ONCE-2", "10.00"))
-	path := payPath(t, inv)
-	token := formToken(t, visit(t, env, "GET", path, nil, nil))
-	first := post(t, env, path, token, payment{card: cardDecline, amount: "10.00"})
-	second := post(t, env, path, token, payment{card: cardDecline, amount: "10.00"})
-	for i, p := range []page{first, second} {
-		wantStatus(t, p, http.StatusPaymentRequired)
+	rec := &apitest.Recorder{}
+	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: apitest.Recording(rec)})
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("ONCE-2", "10.00"))
+	path := apitest.PayPath(t, inv)
+	token := apitest.FormToken(t, env.Visit(t, "GET", path, nil, nil))
+	first := env.Post(t, path, token, apitest.Payment{Card: apitest.CardDecline, Amount: "10.00"})
+	second := env.Post(t, path, token, apitest.Payment{Card: apitest.CardDecline, Amount: "10.00"})
+	for i, p := range []apitest.Page{first, second} {
+		apitest.WantStatus(t, p, http.StatusPaymentRequired)
 		if !strings.Contains(p.Body, "Your card was declined") {
 			t.Errorf("answer %d does not say the card was declined", i)
 		}
 	}
-	if len(rec.charges) != 1 {
-		t.Errorf("%d charges at the processor, want 1", len(rec.charges))
+	if len(rec.Charges()) != 1 {
+		t.Errorf("%d charges at the processor, want 1", len(rec.Charges()))
 	}
-	got, _ := m.read(t, inv.Id)
+	got, _ := m.Read(t, inv.Id)
 	if got.FailedAttempts != 1 {
 		t.Errorf("failedAttempts %d, want 1", got.FailedAttempts)
 	}
@@ -90,26 +87,26 @@ func TestDeclinedFormPostedTwiceAnswersTheSameDecline(t *testing.T) {
 // A suspended organization's pay page shows the invoice and no form, and
 // a POST charges nothing.
 func TestSuspendedOrganizationTakesNoPayment(t *testing.T) {
-	rec := &recorder{}
-	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: recording(rec)})
-	m := newMerchant(t, env)
-	inv := mustCreate(t, m, m.body("SUSP-1", "10.00"))
-	path := payPath(t, inv)
-	token := formToken(t, visit(t, env, "GET", path, nil, nil))
-	if err := env.App.Directory.SetOrganizationStatus(context.Background(), uuid.MustParse(m.org), "suspended"); err != nil {
+	rec := &apitest.Recorder{}
+	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: apitest.Recording(rec)})
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("SUSP-1", "10.00"))
+	path := apitest.PayPath(t, inv)
+	token := apitest.FormToken(t, env.Visit(t, "GET", path, nil, nil))
+	if err := env.App.Directory.SetOrganizationStatus(context.Background(), uuid.MustParse(m.Org), "suspended"); err != nil {
 		t.Fatal(err)
 	}
-	shown := visit(t, env, "GET", path, nil, nil)
-	wantStatus(t, shown, http.StatusOK)
+	shown := env.Visit(t, "GET", path, nil, nil)
+	apitest.WantStatus(t, shown, http.StatusOK)
 	if strings.Contains(shown.Body, "<form") {
 		t.Error("the suspended organization's page has a form")
 	}
 	if !strings.Contains(shown.Body, "SUSP-1") {
 		t.Error("the page does not show the invoice")
 	}
-	wantStatus(t, post(t, env, path, token, payment{card: cardApprove, amount: "10.00"}), http.StatusConflict)
-	if len(rec.charges) != 0 {
-		t.Errorf("%d charges at the processor, want none", len(rec.charges))
+	apitest.WantStatus(t, env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"}), http.StatusConflict)
+	if len(rec.Charges()) != 0 {
+		t.Errorf("%d charges at the processor, want none", len(rec.Charges()))
 	}
 }
 
@@ -117,8 +114,8 @@ func TestSuspendedOrganizationTakesNoPayment(t *testing.T) {
 // and a link made before tokens were enciphered works by its digest.
 func TestPayLinksAreNotStored(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
-	m := newMerchant(t, env)
-	inv := mustCreate(t, m, m.body("LINK-1", "10.00"))
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("LINK-1", "10.00"))
 	token := (*inv.Link)[strings.LastIndex(*inv.Link, "/")+1:]
 	var n int
 	if err := env.App.DB.Get(&n, `SELECT count(*) FROM invoices i WHERE i::text LIKE '%' || $1 || '%'`, token); err != nil {
@@ -127,17 +124,17 @@ func TestPayLinksAreNotStored(t *testing.T) {
 	if n != 0 {
 		t.Errorf("the invoices table holds the pay link's token")
 	}
-	wantStatus(t, visit(t, env, "GET", payPath(t, inv), nil, nil), http.StatusOK)
+	apitest.WantStatus(t, env.Visit(t, "GET", apitest.PayPath(t, inv), nil, nil), http.StatusOK)
 
 	legacy := "an-old-random-token-0123456789abcdef"
 	sum := sha256.Sum256([]byte(legacy))
 	if _, err := env.App.DB.Exec(`UPDATE invoices SET legacy_pay_token_digest = $2 WHERE id = $1`, inv.Id, sum[:]); err != nil {
 		t.Fatal(err)
 	}
-	old := visit(t, env, "GET", "/pay/"+legacy, nil, nil)
-	wantStatus(t, old, http.StatusOK)
+	old := env.Visit(t, "GET", "/pay/"+legacy, nil, nil)
+	apitest.WantStatus(t, old, http.StatusOK)
 	if !strings.Contains(old.Body, "LINK-1") {
 		t.Error("the old link does not show its invoice")
 	}
-	wantStatus(t, visit(t, env, "GET", "/pay/"+legacy[:len(legacy)-1]+"x", nil, nil), http.StatusNotFound)
+	apitest.WantStatus(t, env.Visit(t, "GET", "/pay/"+legacy[:len(legacy)-1]+"x", nil, nil), http.StatusNotFound)
 }

@@ -1,0 +1,121 @@
+package apitest
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/auth"
+)
+
+// Merchant is a seeded merchant with a token and its MIDs and locations.
+type Merchant struct {
+	Env   *Env
+	Token string
+	Org   string
+	MIDs  []gen.MerchantAccount
+	Locs  []gen.Location
+}
+
+// NewMerchant seeds the demo organizations and takes the merchant's.
+func NewMerchant(t *testing.T, env *Env) Merchant {
+	t.Helper()
+	seed := env.Seed()
+	m := Merchant{Env: env, Token: env.Token(seed.Merchant.KeyID, seed.Merchant.Secret), Org: seed.Merchant.OrganizationID.String()}
+	env.Do(Request{Method: "GET", Path: "/accounts", Token: m.Token}).JSON(t, &m.MIDs)
+	env.Do(Request{Method: "GET", Path: "/locations", Token: m.Token}).JSON(t, &m.Locs)
+	return m
+}
+
+// Body is a create request with every key present, as the contract asks.
+func (m Merchant) Body(number string, amount any, lines ...map[string]any) map[string]any {
+	b := map[string]any{
+		"merchantAccountId": m.MIDs[0].Id.String(), "invoiceNumber": number, "amount": amount,
+		"poNumber": nil, "customerName": "Dana Whitfield", "customerCompany": nil,
+		"customerEmail": "dana@example.com", "customerPhone": nil, "delivery": nil, "memo": nil,
+		"dueDate": nil, "lines": nil, "send": false,
+	}
+	if len(lines) > 0 {
+		b["lines"] = lines
+	}
+	return b
+}
+
+// Line is an invoice line of a create request.
+func Line(q, c any) map[string]any {
+	return map[string]any{"description": "Item", "quantity": q, "unitCost": c, "uom": nil, "commodityCode": nil, "upc": nil}
+}
+
+// Create sends a create request.
+func (m Merchant) Create(t *testing.T, body map[string]any, header http.Header) *Response {
+	t.Helper()
+	return m.Env.Do(Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: body, Header: header})
+}
+
+// MustCreate creates an invoice and fails the test unless it is made.
+func (m Merchant) MustCreate(t *testing.T, body map[string]any) gen.Invoice {
+	t.Helper()
+	resp := m.Create(t, body, nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	var inv gen.Invoice
+	resp.JSON(t, &inv)
+	return inv
+}
+
+// Read reads an invoice through the API, and its raw JSON for messages.
+func (m Merchant) Read(t *testing.T, id uuid.UUID) (gen.Invoice, string) {
+	t.Helper()
+	r := m.Env.Do(Request{Method: "GET", Path: "/payment-requests/" + id.String(), Token: m.Token})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("get: %d %s", r.StatusCode, r.Body)
+	}
+	var inv gen.Invoice
+	r.JSON(t, &inv)
+	return inv, string(r.Body)
+}
+
+// TokenFor makes a new key for org and exchanges it, for a test whose clock
+// has moved past its first token's life.
+func (e *Env) TokenFor(t *testing.T, org string) string {
+	t.Helper()
+	k, err := e.App.Keys.Create(context.Background(), uuid.MustParse(org), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Token(k.KeyID, k.Secret)
+}
+
+// WantProblem checks status and title of a problem document and returns it.
+func WantProblem(t *testing.T, resp *Response, status int, title string) gen.Problem {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	p := resp.Problem(t)
+	if title != "" && p.Title != title {
+		t.Errorf("title %q, want %q (detail: %s)", p.Title, title, p.Detail)
+	}
+	if int(p.Status) != status {
+		t.Errorf("problem status %d, want %d", p.Status, status)
+	}
+	return p
+}
+
+// NewKey makes an API key for org with exactly these permissions.
+func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.NewKey {
+	t.Helper()
+	k, err := e.App.Keys.Create(context.Background(), org, "test key "+strings.Join(permissions, ","), permissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
