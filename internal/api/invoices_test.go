@@ -39,16 +39,16 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 			t.Errorf("response lacks %s: %s", want, raw)
 		}
 	}
-	if got.Mid != m.MIDs[0].Mid || got.LocationName == nil || *got.PoNumber != "PO-7" || *got.CustomerCompany != "Whitfield LLC" ||
-		got.CreatedByName != "Demo merchant key" || got.Link == nil || !strings.Contains(*got.Link, "/pay/") ||
-		strings.Contains(*got.Link, got.Id.String()) || len(*got.LineItems) != 2 {
-		t.Errorf("fields: %+v", got)
-	}
+	apitest.Want(t, "mid", got.Mid, m.MIDs[0].Mid)
+	apitest.WantText(t, "poNumber", got.PoNumber, "PO-7")
+	apitest.WantText(t, "customerCompany", got.CustomerCompany, "Whitfield LLC")
+	apitest.Want(t, "createdByName", got.CreatedByName, "Demo merchant key")
+	apitest.Want(t, "link is a pay link", strings.Contains(apitest.Text(got.Link), "/pay/"), true)
+	apitest.Want(t, "link holds the invoice id", strings.Contains(apitest.Text(got.Link), got.Id.String()), false)
+	apitest.Want(t, "len(lineItems)", len(*got.LineItems), 2)
 	var loc gen.Location
 	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + m.MIDs[0].LocationId.String(), Token: m.Token}).JSON(t, &loc)
-	if *got.LocationName != loc.Name {
-		t.Errorf("locationName %q, want %q", *got.LocationName, loc.Name)
-	}
+	apitest.WantText(t, "locationName", got.LocationName, loc.Name)
 
 	big := m.MustCreate(t, m.Body("INV-1002", "999999999.99", apitest.Line("3", "333333333.33")))
 	if big.Amount.Text('f') != "999999999.99" {
@@ -291,12 +291,14 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 		return out
 	}
 	all := list("")
-	if len(all) != 6 || all[0].Id != made[5].Id || all[5].Id != made[0].Id {
-		t.Fatalf("not newest first")
+	if len(all) != 6 {
+		t.Fatalf("%d invoices listed, want 6", len(all))
 	}
-	if all[0].LineItems != nil || all[0].Payments != nil || all[0].SavedCards != nil {
-		t.Fatalf("list items carry lineItems/payments/savedCards")
-	}
+	apitest.Want(t, "first listed", all[0].Id, made[5].Id)
+	apitest.Want(t, "last listed", all[5].Id, made[0].Id)
+	apitest.Want(t, "lineItems of a list item", all[0].LineItems == nil, true)
+	apitest.Want(t, "payments of a list item", all[0].Payments == nil, true)
+	apitest.Want(t, "savedCards of a list item", all[0].SavedCards == nil, true)
 	if _, err := env.App.Invoices.Cancel(context.Background(), invoiceActor(m), made[1].Id); err != nil {
 		t.Fatal(err)
 	}
@@ -396,18 +398,16 @@ func TestSendAndCancel(t *testing.T) {
 		t.Fatalf("send: %d %s", r.StatusCode, r.Body)
 	}
 	r.JSON(t, &sent)
-	if sent.SentVia == nil || *sent.SentVia != "email" || sent.SentAt == nil {
-		t.Fatalf("send: sentVia %v sentAt %v", sent.SentVia, sent.SentAt)
-	}
+	apitest.WantText(t, "sentVia", (*string)(sent.SentVia), "email")
+	apitest.Want(t, "sentAt set", sent.SentAt != nil, true)
 
 	// The customer said on the pay page they want texts: that wins over delivery.
 	if _, err := env.App.DB.Exec(`INSERT INTO customer_preferences (organization_id, customer_email, prefers) VALUES ($1, 'dana@example.com', 'text')`, m.Org); err != nil {
 		t.Fatal(err)
 	}
 	env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.Token}).JSON(t, &sent)
-	if *sent.SentVia != "text" || sent.CustomerPrefers == nil || *sent.CustomerPrefers != "text" {
-		t.Fatalf("preference: sentVia %s", *sent.SentVia)
-	}
+	apitest.WantText(t, "sentVia", (*string)(sent.SentVia), "text")
+	apitest.WantText(t, "customerPrefers", (*string)(sent.CustomerPrefers), "text")
 	var messages int
 	env.App.DB.Get(&messages, `SELECT count(*) FROM outbox WHERE invoice_id = $1 AND channel = 'text' AND recipient = '+15035550123'`, inv.Id)
 	if messages != 1 {
@@ -420,9 +420,9 @@ func TestSendAndCancel(t *testing.T) {
 		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
 	}
 	r.JSON(t, &cancelled)
-	if cancelled.Status != "cancelled" || cancelled.CancelledAt == nil || *cancelled.CancelledByName != "Demo merchant key" {
-		t.Fatalf("cancel: %+v", cancelled)
-	}
+	apitest.Want(t, "status", cancelled.Status, "cancelled")
+	apitest.Want(t, "cancelledAt set", cancelled.CancelledAt != nil, true)
+	apitest.WantText(t, "cancelledByName", cancelled.CancelledByName, "Demo merchant key")
 	var pending int
 	env.App.DB.Get(&pending, `SELECT count(*) FROM outbox WHERE invoice_id = $1 AND cancelled_at IS NULL AND delivered_at IS NULL`, inv.Id)
 	if pending != 0 {
@@ -455,9 +455,8 @@ func TestCreateSendsUnlessTold(t *testing.T) {
 	b := m.Body("SEND-1", "3.00")
 	b["send"] = nil
 	inv := m.MustCreate(t, b)
-	if inv.SentVia == nil || *inv.SentVia != "email" || inv.SentAt == nil {
-		t.Fatalf("send null did not send: %+v", inv)
-	}
+	apitest.WantText(t, "sentVia", (*string)(inv.SentVia), "email")
+	apitest.Want(t, "sentAt set", inv.SentAt != nil, true)
 	var n int
 	env.App.DB.Get(&n, `SELECT count(*) FROM outbox WHERE invoice_id = $1 AND channel = 'email' AND recipient = 'dana@example.com'`, inv.Id)
 	if n != 1 {

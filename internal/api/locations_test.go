@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -21,15 +23,18 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 		t.Fatalf("GET /locations: %d %s", resp.StatusCode, resp.Body)
 	}
 	resp.JSON(t, &locs)
-	if len(locs) != 2 || locs[0].Name != "Airport Kiosk" || locs[1].Name != "Downtown" {
-		t.Fatalf("locations not ordered by name: %+v", locs)
+	if len(locs) != 2 {
+		t.Fatalf("%d locations, want 2", len(locs))
 	}
+	apitest.Want(t, "first location", locs[0].Name, "Airport Kiosk")
+	apitest.Want(t, "second location", locs[1].Name, "Downtown")
 
 	var all, one []gen.MerchantAccount
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &all)
-	if len(all) != 3 || all[0].Mid > all[1].Mid || all[1].Mid > all[2].Mid {
-		t.Fatalf("accounts not ordered by mid: %+v", all)
+	if len(all) != 3 {
+		t.Fatalf("%d accounts, want 3", len(all))
 	}
+	apitest.Want(t, "accounts ordered by mid", slices.IsSortedFunc(all, func(a, b gen.MerchantAccount) int { return strings.Compare(a.Mid, b.Mid) }), true)
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts?locationId=" + locs[1].Id.String(), Token: token}).JSON(t, &one)
 	if len(one) != 2 {
 		t.Fatalf("locationId filter: got %d accounts, want the 2 of Downtown", len(one))

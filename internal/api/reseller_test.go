@@ -146,10 +146,10 @@ func TestPortfolioOfAnotherOrganizationAndMerchantKeysAreForbidden(t *testing.T)
 
 	for _, id := range []uuid.UUID{other, env.merchantOrg, uuid.Must(uuid.NewRandom())} {
 		resp := env.get(t, "/organizations/"+id.String()+"/portfolio", http.StatusForbidden)
-		if p := resp.Problem(t); p.Title != "Not your organization" || !strings.HasSuffix(p.Type, "/problems/forbidden") ||
-			!strings.Contains(p.Detail, env.org.String()) {
-			t.Errorf("portfolio of %s: %+v", id, p)
-		}
+		p := resp.Problem(t)
+		apitest.Want(t, "title", p.Title, "Not your organization")
+		apitest.Want(t, "type is forbidden", strings.HasSuffix(p.Type, "/problems/forbidden"), true)
+		apitest.Want(t, "detail names the caller's organization", strings.Contains(p.Detail, env.org.String()), true)
 	}
 	env.get(t, "/organizations/not-a-uuid/portfolio", http.StatusBadRequest)
 
@@ -303,9 +303,9 @@ func TestApplicationWithHistoryOldestFirst(t *testing.T) {
 
 	var a gen.Application
 	env.get(t, "/applications/"+id.String(), http.StatusOK).JSON(t, &a)
-	if a.Id != id || a.Stage != gen.Approved || a.Business.LegalName != "Historic LLC" {
-		t.Fatalf("application: %+v", a)
-	}
+	apitest.Want(t, "id", a.Id, id)
+	apitest.Want(t, "stage", a.Stage, gen.Approved)
+	apitest.Want(t, "business.legalName", a.Business.LegalName, "Historic LLC")
 	wantStages := []gen.ApplicationStage{gen.Submitted, gen.InReview, gen.NeedsInfo, gen.InReview, gen.Approved}
 	if len(a.History) != len(wantStages) {
 		t.Fatalf("history %+v, want %v", a.History, wantStages)
@@ -324,27 +324,35 @@ func TestApplicationWithHistoryOldestFirst(t *testing.T) {
 	if a.History[3].Note != nil {
 		t.Errorf("note given as none came back as %q", *a.History[3].Note)
 	}
-	if !a.SubmittedAt.Equal(a.History[0].At) || !a.UpdatedAt.Equal(a.History[4].At) {
-		t.Errorf("submittedAt %s / updatedAt %s do not match the history", a.SubmittedAt, a.UpdatedAt)
-	}
+	apitest.Want(t, "submittedAt is the first history entry's", a.SubmittedAt.Equal(a.History[0].At), true)
+	apitest.Want(t, "updatedAt is the last history entry's", a.UpdatedAt.Equal(a.History[4].At), true)
 	b := a.Business
-	if b.TaxIdLastFour != "0001" || b.DbaName != nil || b.Phone != nil || b.Website != nil || b.Address.AddressLine2 != nil ||
-		b.Address.City != "Austin" || b.Email != "owner@example.com" || b.EntityType != "llc" {
-		t.Errorf("business: %+v", b)
+	apitest.Want(t, "business.taxIdLastFour", b.TaxIdLastFour, "0001")
+	apitest.WantText(t, "business.dbaName", b.DbaName, "<nil>")
+	apitest.WantText(t, "business.phone", b.Phone, "<nil>")
+	apitest.WantText(t, "business.website", b.Website, "<nil>")
+	apitest.WantText(t, "business.address.addressLine2", b.Address.AddressLine2, "<nil>")
+	apitest.Want(t, "business.address.city", b.Address.City, "Austin")
+	apitest.Want(t, "business.email", b.Email, "owner@example.com")
+	apitest.Want(t, "business.entityType", b.EntityType, "llc")
+	if len(a.Owners) != 1 {
+		t.Fatalf("%d owners, want 1", len(a.Owners))
 	}
-	if len(a.Owners) != 1 || a.Owners[0].SsnLastFour != "0001" || a.Owners[0].OwnershipPercent.Text('f') != "50.00" || a.Owners[0].Title != "Member" {
-		t.Errorf("owners: %+v", a.Owners)
-	}
-	if a.Bank.RoutingNumber != "111000025" || a.Bank.AccountLastFour != "7766" {
-		t.Errorf("bank: %+v", a.Bank)
-	}
+	apitest.Want(t, "owners[0].ssnLastFour", a.Owners[0].SsnLastFour, "0001")
+	apitest.Want(t, "owners[0].ownershipPercent", a.Owners[0].OwnershipPercent.Text('f'), "50.00")
+	apitest.Want(t, "owners[0].title", a.Owners[0].Title, "Member")
+	apitest.Want(t, "bank.routingNumber", a.Bank.RoutingNumber, "111000025")
+	apitest.Want(t, "bank.accountLastFour", a.Bank.AccountLastFour, "7766")
 
 	// The list answers the same record.
 	var list []gen.Application
 	env.get(t, "/applications?limit=1", http.StatusOK).JSON(t, &list)
-	if len(list) != 1 || list[0].Id != id || len(list[0].History) != 5 || len(list[0].Owners) != 1 {
-		t.Fatalf("list item differs from GET /applications/{id}: %+v", list)
+	if len(list) != 1 {
+		t.Fatalf("%d applications listed, want 1", len(list))
 	}
+	apitest.Want(t, "listed id", list[0].Id, id)
+	apitest.Want(t, "listed history", len(list[0].History), 5)
+	apitest.Want(t, "listed owners", len(list[0].Owners), 1)
 }
 
 func TestApplicationsOfOtherResellersAreNotFound(t *testing.T) {
@@ -462,9 +470,9 @@ func TestApplicationNumbersNeverLeaveInFull(t *testing.T) {
 	// The last fours are what is shown instead.
 	var a gen.Application
 	get("/applications/"+added.String()).JSON(t, &a)
-	if a.Business.TaxIdLastFour != "0001" || a.Bank.AccountLastFour != "7766" || a.Owners[0].SsnLastFour != "0001" {
-		t.Fatalf("last fours: %+v", a)
-	}
+	apitest.Want(t, "business.taxIdLastFour", a.Business.TaxIdLastFour, "0001")
+	apitest.Want(t, "bank.accountLastFour", a.Bank.AccountLastFour, "7766")
+	apitest.Want(t, "owners[0].ssnLastFour", a.Owners[0].SsnLastFour, "0001")
 }
 
 // fullNumbers opens every sealed value of the resellers' applications with

@@ -44,9 +44,9 @@ func TestTokenGrantForms(t *testing.T) {
 			}
 			var tok gen.TokenResponse
 			resp.JSON(t, &tok)
-			if tok.TokenType != "Bearer" || tok.ExpiresIn != 600 || tok.OrganizationId != seed.Merchant.OrganizationID {
-				t.Errorf("token answer %+v, want Bearer, 600 s, organization %s", tok, seed.Merchant.OrganizationID)
-			}
+			apitest.Want(t, "token_type", tok.TokenType, "Bearer")
+			apitest.Want(t, "expires_in", tok.ExpiresIn, 600)
+			apitest.Want(t, "organization_id", tok.OrganizationId, seed.Merchant.OrganizationID)
 			scope := strings.Fields(tok.Scope)
 			slices.Sort(scope)
 			if !slices.Equal(scope, []string{auth.LocationsView, auth.PaymentsView}) {

@@ -67,10 +67,9 @@ func TestDatabaseTooSlowAnswers503(t *testing.T) {
 			continue
 		}
 		p := resp.Problem(t)
-		if !strings.HasSuffix(p.Type, "/problems/unavailable") || p.Title != "Service unavailable" ||
-			resp.Header.Get("Retry-After") == "" {
-			t.Errorf("%s %s: %s (Retry-After %q)", r.Method, r.Path, resp.Body, resp.Header.Get("Retry-After"))
-		}
+		apitest.Want(t, r.Method+" "+r.Path+": type is unavailable", strings.HasSuffix(p.Type, "/problems/unavailable"), true)
+		apitest.Want(t, r.Method+" "+r.Path+": title", p.Title, "Service unavailable")
+		apitest.Want(t, r.Method+" "+r.Path+": Retry-After set", resp.Header.Get("Retry-After") != "", true)
 		if took > timeout+time.Second {
 			t.Errorf("%s %s took %v with a request timeout of %v", r.Method, r.Path, took, timeout)
 		}

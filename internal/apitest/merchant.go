@@ -119,3 +119,26 @@ func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.Ne
 	}
 	return k
 }
+
+// Want checks one field of an answer and names it when it is wrong; the
+// test goes on, so that every wrong field is reported.
+func Want[T comparable](t testing.TB, field string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s is %v, want %v", field, got, want)
+	}
+}
+
+// WantText checks a field that may be null: its text, or "<nil>".
+func WantText(t testing.TB, field string, got *string, want string) {
+	t.Helper()
+	Want(t, field, Text(got), want)
+}
+
+// Text is a nullable field's text, "<nil>" for null.
+func Text(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

@@ -50,32 +50,36 @@ func TestPayPartThenFull(t *testing.T) {
 	paidAt := env.Clock.Now()
 
 	got, raw := m.Read(t, inv.Id)
-	if got.AmountPaid.Text('f') != "40.00" || got.Balance.Text('f') != "60.00" || got.Status != "part_paid" || got.PaidAt != nil ||
-		got.FailedAttempts != 0 || got.Level3Sent {
-		t.Fatalf("after part payment: %s", raw)
-	}
+	apitest.Want(t, "amountPaid", got.AmountPaid.Text('f'), "40.00")
+	apitest.Want(t, "balance", got.Balance.Text('f'), "60.00")
+	apitest.Want(t, "status", got.Status, "part_paid")
+	apitest.Want(t, "paidAt set", got.PaidAt != nil, false)
+	apitest.Want(t, "failedAttempts", got.FailedAttempts, 0)
+	apitest.Want(t, "level3Sent", got.Level3Sent, false)
 	if len(*got.Payments) != 1 {
 		t.Fatalf("payments: %s", raw)
 	}
 	p := (*got.Payments)[0]
-	if p.Amount.Text('f') != "40.00" || *p.LastFour != "1111" || p.RetRef == nil || *p.RetRef == "" || *p.PayerName != "Dana Whitfield" ||
-		p.Level3Sent || !p.SavedCard || !p.PaidAt.Equal(paidAt) {
-		t.Fatalf("payment: %s", raw)
-	}
-	if !strings.Contains(raw, `"amountPaid":"40.00"`) || !strings.Contains(raw, `"balance":"60.00"`) || !strings.Contains(raw, `"amount":"40.00"`) {
-		t.Errorf("amounts not as strings with two decimals: %s", raw)
+	apitest.Want(t, "payments[0].amount", p.Amount.Text('f'), "40.00")
+	apitest.WantText(t, "payments[0].lastFour", p.LastFour, "1111")
+	apitest.WantText(t, "payments[0].payerName", p.PayerName, "Dana Whitfield")
+	apitest.Want(t, "payments[0].retRef set", apitest.Text(p.RetRef) != "" && p.RetRef != nil, true)
+	apitest.Want(t, "payments[0].level3Sent", p.Level3Sent, false)
+	apitest.Want(t, "payments[0].savedCard", p.SavedCard, true)
+	apitest.Want(t, "payments[0].paidAt", p.PaidAt.Equal(paidAt), true)
+	for _, want := range []string{`"amountPaid":"40.00"`, `"balance":"60.00"`, `"amount":"40.00"`} {
+		apitest.Want(t, "the answer holds "+want, strings.Contains(raw, want), true)
 	}
 	if len(*got.SavedCards) != 1 {
 		t.Fatalf("saved cards: %s", raw)
 	}
 	card := (*got.SavedCards)[0]
-	if *card.LastFour != "1111" || *card.CardBrand != "Visa" || *card.Expiry != env.FutureExpiry() || card.SavedByName != "Dana Whitfield" ||
-		!card.SavedAt.Equal(paidAt) {
-		t.Fatalf("saved card: %s", raw)
-	}
-	if got.CustomerPrefers == nil || *got.CustomerPrefers != "text" {
-		t.Fatalf("customerPrefers: %s", raw)
-	}
+	apitest.WantText(t, "savedCards[0].lastFour", card.LastFour, "1111")
+	apitest.WantText(t, "savedCards[0].cardBrand", card.CardBrand, "Visa")
+	apitest.WantText(t, "savedCards[0].expiry", card.Expiry, env.FutureExpiry())
+	apitest.Want(t, "savedCards[0].savedByName", card.SavedByName, "Dana Whitfield")
+	apitest.Want(t, "savedCards[0].savedAt", card.SavedAt.Equal(paidAt), true)
+	apitest.WantText(t, "customerPrefers", (*string)(got.CustomerPrefers), "text")
 	var stored struct {
 		Email     string `db:"customer_email"`
 		ProfileID string `db:"profile_id"`
@@ -83,9 +87,8 @@ func TestPayPartThenFull(t *testing.T) {
 	if err := env.App.DB.Get(&stored, `SELECT customer_email, profile_id FROM saved_cards WHERE id = $1`, card.Id); err != nil {
 		t.Fatal(err)
 	}
-	if stored.Email != "dana.w@example.com" || stored.ProfileID == "" {
-		t.Errorf("saved card row: %+v", stored)
-	}
+	apitest.Want(t, "saved card's customer_email", stored.Email, "dana.w@example.com")
+	apitest.Want(t, "saved card's profile_id set", stored.ProfileID != "", true)
 
 	receipt := env.Visit(t, "GET", loc, nil, nil)
 	apitest.WantStatus(t, receipt, http.StatusOK)
@@ -100,14 +103,19 @@ func TestPayPartThenFull(t *testing.T) {
 	second := env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "", Name: "Sam Whitfield"})
 	apitest.WantStatus(t, second, http.StatusSeeOther)
 	got, raw = m.Read(t, inv.Id)
-	if got.AmountPaid.Text('f') != "100.00" || got.Balance.Text('f') != "0.00" || got.Status != "paid" || got.PaidAt == nil ||
-		!got.PaidAt.Equal(env.Clock.Now()) || len(*got.Payments) != 2 {
-		t.Fatalf("after full payment: %s", raw)
+	apitest.Want(t, "amountPaid", got.AmountPaid.Text('f'), "100.00")
+	apitest.Want(t, "balance", got.Balance.Text('f'), "0.00")
+	apitest.Want(t, "status", got.Status, "paid")
+	apitest.Want(t, "paidAt", got.PaidAt != nil && got.PaidAt.Equal(env.Clock.Now()), true)
+	if len(*got.Payments) != 2 {
+		t.Fatalf("%d payments, want 2: %s", len(*got.Payments), raw)
 	}
 	p2 := (*got.Payments)[1]
-	if p2.Amount.Text('f') != "60.00" || *p2.PayerName != "Sam Whitfield" || p2.SavedCard || *p2.RetRef == *p.RetRef || len(*got.SavedCards) != 1 {
-		t.Fatalf("second payment: %s", raw)
-	}
+	apitest.Want(t, "payments[1].amount", p2.Amount.Text('f'), "60.00")
+	apitest.WantText(t, "payments[1].payerName", p2.PayerName, "Sam Whitfield")
+	apitest.Want(t, "payments[1].savedCard", p2.SavedCard, false)
+	apitest.Want(t, "payments[1].retRef differs from the first", apitest.Text(p2.RetRef) != apitest.Text(p.RetRef), true)
+	apitest.Want(t, "saved cards", len(*got.SavedCards), 1)
 	// The first receipt still says what the balance was right after it.
 	if r := env.Visit(t, "GET", loc, nil, nil); !strings.Contains(r.Body, "$60.00") {
 		t.Errorf("first receipt changed: %s", r.Body)
@@ -141,9 +149,8 @@ func TestPayDeclined(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		r := env.Pay(t, path, apitest.Payment{Card: apitest.CardDecline, Amount: "25.00", Save: true, Prefers: "text"})
 		apitest.WantStatus(t, r, http.StatusPaymentRequired)
-		if !strings.Contains(r.Body, "declined") || !strings.Contains(r.Body, "Card declined by the issuer") || !strings.Contains(r.Body, "<form") {
-			t.Fatalf("decline page: %s", r.Body)
-		}
+		apitest.Want(t, "the decline page gives the reason", strings.Contains(r.Body, "Card declined by the issuer"), true)
+		apitest.Want(t, "the decline page has the form", strings.Contains(r.Body, "<form"), true)
 		if strings.Contains(r.Body, apitest.CardDecline) || strings.Contains(r.Body, apitest.TestCVV) {
 			t.Fatalf("decline page echoes the card number or security code")
 		}
@@ -164,9 +171,9 @@ func TestPayProcessorUnavailable(t *testing.T) {
 	inv := m.MustCreate(t, m.Body("ERR-1", "25.00"))
 	r := env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardError, Amount: "25.00"})
 	apitest.WantStatus(t, r, http.StatusServiceUnavailable)
-	if !strings.Contains(r.Body, "try again") || !strings.Contains(r.Body, "<form") || r.Header.Get("Retry-After") == "" {
-		t.Fatalf("unavailable page: %v %s", r.Header, r.Body)
-	}
+	apitest.Want(t, "the page says to try again", strings.Contains(r.Body, "try again"), true)
+	apitest.Want(t, "the page has the form", strings.Contains(r.Body, "<form"), true)
+	apitest.Want(t, "Retry-After set", r.Header.Get("Retry-After") != "", true)
 	if strings.Contains(r.Body, apitest.CardError) {
 		t.Fatalf("page echoes the card number")
 	}
@@ -260,10 +267,10 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 	if approved != 1 {
 		t.Fatalf("%d payments approved, want exactly 1 (%v)", approved, statuses)
 	}
-	got, raw := m.Read(t, inv.Id)
-	if len(*got.Payments) != 1 || got.AmountPaid.Text('f') != "75.00" || got.Status != "paid" {
-		t.Fatalf("after the race: %s", raw)
-	}
+	got, _ := m.Read(t, inv.Id)
+	apitest.Want(t, "payments", len(*got.Payments), 1)
+	apitest.Want(t, "amountPaid", got.AmountPaid.Text('f'), "75.00")
+	apitest.Want(t, "status", got.Status, "paid")
 	var rows int
 	if err := env.App.DB.Get(&rows, `SELECT count(*) FROM payments WHERE invoice_id = $1`, inv.Id); err != nil || rows != 1 {
 		t.Fatalf("%d payment rows (%v)", rows, err)
@@ -292,10 +299,11 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 			t.Errorf("partial request %d: status %d", i, s)
 		}
 	}
-	got, raw = m.Read(t, partial.Id)
-	if approved != 3 || len(*got.Payments) != 3 || got.AmountPaid.Text('f') != "90.00" || got.Status != "part_paid" {
-		t.Fatalf("%d approved; after the partial race: %s", approved, raw)
-	}
+	got, _ = m.Read(t, partial.Id)
+	apitest.Want(t, "approved", approved, 3)
+	apitest.Want(t, "payments", len(*got.Payments), 3)
+	apitest.Want(t, "amountPaid", got.AmountPaid.Text('f'), "90.00")
+	apitest.Want(t, "status", got.Status, "part_paid")
 }
 
 func TestLevel3(t *testing.T) {
@@ -315,23 +323,29 @@ func TestLevel3(t *testing.T) {
 		t.Fatalf("level3Sent false with every line complete: %s", raw)
 	}
 	c := rec.Last()
-	if len(c.Items) != 2 || c.Items[0].CommodityCode != "0901" || c.Items[0].UOM != "LB" || c.Items[0].UPC != "012345678905" ||
-		c.Items[0].Description != "Coffee beans" || c.Items[0].Quantity.Text('f') != "2" || c.Items[0].UnitCost.Text('f') != "10.25" ||
-		c.Items[0].LineTotal.Text('f') != "20.50" || c.Items[1].LineTotal.Text('f') != "5.00" {
-		t.Fatalf("items sent: %+v", c.Items)
+	if len(c.Items) != 2 {
+		t.Fatalf("%d items sent, want 2", len(c.Items))
 	}
-	if c.Amount.Text('f') != "20.00" || c.MerchantID != got.Mid || c.OrderID == "" {
-		t.Fatalf("charge: %+v", c)
-	}
+	apitest.Want(t, "items[0].commodityCode", c.Items[0].CommodityCode, "0901")
+	apitest.Want(t, "items[0].uom", c.Items[0].UOM, "LB")
+	apitest.Want(t, "items[0].upc", c.Items[0].UPC, "012345678905")
+	apitest.Want(t, "items[0].description", c.Items[0].Description, "Coffee beans")
+	apitest.Want(t, "items[0].quantity", c.Items[0].Quantity.Text('f'), "2")
+	apitest.Want(t, "items[0].unitCost", c.Items[0].UnitCost.Text('f'), "10.25")
+	apitest.Want(t, "items[0].lineTotal", c.Items[0].LineTotal.Text('f'), "20.50")
+	apitest.Want(t, "items[1].lineTotal", c.Items[1].LineTotal.Text('f'), "5.00")
+	apitest.Want(t, "charge amount", c.Amount.Text('f'), "20.00")
+	apitest.Want(t, "charge merchant id", c.MerchantID, got.Mid)
+	apitest.Want(t, "charge order id set", c.OrderID != "", true)
 
 	withoutUPC := m.MustCreate(t, m.Body("L3-OFF", "25.50",
 		full("Coffee beans", "2", "10.25", "0901", "LB", "012345678905"),
 		full("Filters", "1", "5.00", "4823", "EA", nil)))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, withoutUPC), apitest.Payment{Card: apitest.CardApprove, Amount: "25.50"}), http.StatusSeeOther)
-	got, raw = m.Read(t, withoutUPC.Id)
-	if got.Level3Sent || (*got.Payments)[0].Level3Sent || rec.Last().Items != nil {
-		t.Fatalf("level 3 sent with a line lacking its UPC: %s", raw)
-	}
+	got, _ = m.Read(t, withoutUPC.Id)
+	apitest.Want(t, "level3Sent", got.Level3Sent, false)
+	apitest.Want(t, "payments[0].level3Sent", (*got.Payments)[0].Level3Sent, false)
+	apitest.Want(t, "items sent", len(rec.Last().Items), 0)
 
 	noLines := m.MustCreate(t, m.Body("L3-NONE", "5.00"))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, noLines), apitest.Payment{Card: apitest.CardApprove}), http.StatusSeeOther)
@@ -364,10 +378,9 @@ func TestPayVoidsWhenTheRecordFails(t *testing.T) {
 	inv = m.MustCreate(t, m.Body("VOID-2", "10.00"))
 	r = env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"})
 	apitest.WantStatus(t, r, http.StatusServiceUnavailable)
-	if !strings.Contains(r.Body, "cancelled automatically") || !strings.Contains(r.Body, "VOID-2") ||
-		strings.Contains(r.Body, "nothing was charged") {
-		t.Fatalf("void failure page: %s", r.Body)
-	}
+	apitest.Want(t, "the page says the charge is cancelled automatically", strings.Contains(r.Body, "cancelled automatically"), true)
+	apitest.Want(t, "the page shows the invoice", strings.Contains(r.Body, "VOID-2"), true)
+	apitest.Want(t, "the page says nothing was charged", strings.Contains(r.Body, "nothing was charged"), false)
 	nothingRecorded(t, m, inv.Id, 0)
 	var pending int
 	if err := env.App.DB.Get(&pending, `SELECT count(*) FROM pending_charges WHERE order_id = $1 AND void_after <= now()`, rec.Last().OrderID); err != nil {
@@ -650,9 +663,9 @@ func TestPayPageStates(t *testing.T) {
 	}
 	cancelled := env.Visit(t, "GET", path, nil, nil)
 	apitest.WantStatus(t, cancelled, http.StatusOK)
-	if strings.Contains(cancelled.Body, "<form") || strings.Contains(cancelled.Body, "cardNumber") || !strings.Contains(cancelled.Body, "was cancelled") {
-		t.Fatalf("cancelled page: %s", cancelled.Body)
-	}
+	apitest.Want(t, "the cancelled page has a form", strings.Contains(cancelled.Body, "<form"), false)
+	apitest.Want(t, "the cancelled page asks for a card", strings.Contains(cancelled.Body, "cardNumber"), false)
+	apitest.Want(t, "the cancelled page says it was cancelled", strings.Contains(cancelled.Body, "was cancelled"), true)
 	late := env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"})
 	apitest.WantStatus(t, late, http.StatusConflict)
 	if strings.Contains(late.Body, "<form") {
@@ -665,9 +678,9 @@ func TestPayPageStates(t *testing.T) {
 
 	for _, p := range []string{"/pay/unknown-token-0000000000000000000", "/pay/x", "/pay/%3Cscript%3E", path + "/receipt/not-a-uuid"} {
 		r := env.Visit(t, "GET", p, nil, nil)
-		if r.StatusCode != http.StatusNotFound || !strings.Contains(r.Body, "Invoice not found") || strings.Contains(r.Body, "<form") {
-			t.Errorf("GET %s: %d %s", p, r.StatusCode, r.Body)
-		}
+		apitest.Want(t, "GET "+p+": status", r.StatusCode, http.StatusNotFound)
+		apitest.Want(t, "GET "+p+": says not found", strings.Contains(r.Body, "Invoice not found"), true)
+		apitest.Want(t, "GET "+p+": has a form", strings.Contains(r.Body, "<form"), false)
 	}
 	if r := env.Visit(t, "POST", "/pay/unknown-token-0000000000000000000", url.Values{"cardNumber": {apitest.CardApprove}}, nil); r.StatusCode != http.StatusNotFound {
 		t.Errorf("POST unknown link: %d", r.StatusCode)
