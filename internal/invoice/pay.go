@@ -21,29 +21,16 @@ const selectPayInvoice = `
 		(SELECT o.status = 'suspended' FROM organizations o WHERE o.id = i.organization_id)` + invoiceFrom
 
 // ByPayToken reads the invoice behind a pay link's token, with its lines
-// and payments (not the customer's saved cards: the pay page never shows
-// them), and whether its organization is suspended.
+// and payments, and whether its organization is suspended.
 func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
-	ids := s.PayLinks.ids(token)
-	var lines, payments, cards []byte
 	var suspended sql.NullBool
-	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
-		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(ids), legacyDigest(token)),
-		&lines, &payments, &cards, &suspended)
+	inv, err := scanFullInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
+		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(s.PayLinks.ids(token)), legacyDigest(token)),
+		&suspended)
 	inv.Suspended = suspended.Bool
-	if errors.Is(err, sql.ErrNoRows) {
-		return Invoice{}, ErrNotFound
-	}
-	if err != nil {
-		return Invoice{}, fmt.Errorf("invoice: unable to read invoice by pay link: %w", err)
-	}
-	if inv.Lines, err = decodeLines(lines); err != nil {
-		return Invoice{}, err
-	}
-	if inv.Payments, err = decodePayments(payments); err != nil {
-		return Invoice{}, err
-	}
-	return inv, nil
+	// The pay page never shows the customer's saved cards.
+	inv.SavedCards = nil
+	return inv, err
 }
 
 // LineTotal is a line's amount: round-half-up(quantity × unitCost, 2).

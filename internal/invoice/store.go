@@ -269,9 +269,14 @@ func insertLines(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, lines []Line) e
 // Get reads an invoice with its lines, payments, and the customer's saved
 // cards and preference.
 func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
+	return scanFullInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+}
+
+// scanFullInvoice reads a row of selectFullInvoice; extra receives the
+// columns that follow.
+func scanFullInvoice(row scanner, extra ...any) (Invoice, error) {
 	var lines, payments, cards []byte
-	inv, err := scanInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org),
-		&lines, &payments, &cards)
+	inv, err := scanInvoice(row, append([]any{&lines, &payments, &cards}, extra...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
