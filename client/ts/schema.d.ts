@@ -495,7 +495,7 @@ export interface components {
              */
             send: boolean | null;
         };
-        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null). `lineItems`, `payments`, `savedCards` and `customerPrefers` are present when one invoice is read, created, sent or cancelled; lists omit `lineItems`, `payments` and `savedCards`. `balance` is always `amount` − `amountPaid`. */
+        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`. */
         Invoice: {
             /**
              * Format: uuid
@@ -640,11 +640,11 @@ export interface components {
             /** @description The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists. */
             savedCards?: components["schemas"]["SavedCard"][] | null;
             /**
-             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); absent or null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
              * @example null
              * @enum {string|null}
              */
-            customerPrefers?: "email" | "text" | null;
+            customerPrefers: "email" | "text" | null;
         };
         /** @description A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits. */
         Payment: {

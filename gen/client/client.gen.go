@@ -506,7 +506,7 @@ type HealthStatus string
 // Example: 2
 type Int32 = jsonnum.Int32
 
-// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null). `lineItems`, `payments`, `savedCards` and `customerPrefers` are present when one invoice is read, created, sent or cancelled; lists omit `lineItems`, `payments` and `savedCards`. `balance` is always `amount` − `amountPaid`.
+// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
 	Amount Decimal `json:"amount"`
@@ -553,8 +553,8 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); absent or null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
-	CustomerPrefers *Delivery `json:"customerPrefers,omitempty"`
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
 	//

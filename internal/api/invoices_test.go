@@ -34,7 +34,8 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 	raw := string(resp.Body)
 	for _, want := range []string{`"amount":"0.30"`, `"amountPaid":"0.00"`, `"balance":"0.30"`, `"quantity":"1"`,
 		`"unitCost":"0.1"`, `"unitCost":"0.2"`, `"lines":2`, `"status":"open"`, `"failedAttempts":0`,
-		`"dueDate":"2026-12-31T00:00:00Z"`, `"payments":[]`, `"savedCards":[]`, `"sentVia":null`, `"delivery":"email"`} {
+		`"dueDate":"2026-12-31T00:00:00Z"`, `"payments":[]`, `"savedCards":[]`, `"sentVia":null`, `"delivery":"email"`,
+		`"customerPrefers":null`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("response lacks %s: %s", want, raw)
 		}
