@@ -170,7 +170,8 @@ func TestPayProcessorUnavailable(t *testing.T) {
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("ERR-1", "25.00"))
 	r := env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardError, Amount: "25.00"})
-	apitest.WantStatus(t, r, http.StatusServiceUnavailable)
+	// The processor answered with an error: a bad gateway, not an outage.
+	apitest.WantStatus(t, r, http.StatusBadGateway)
 	apitest.Want(t, "the page says to try again", strings.Contains(r.Body, "try again"), true)
 	apitest.Want(t, "the page has the form", strings.Contains(r.Body, "<form"), true)
 	apitest.Want(t, "Retry-After set", r.Header.Get("Retry-After") != "", true)

@@ -282,6 +282,15 @@ func (h *handler) pay(c echo.Context) error {
 			return err
 		}
 		return payErr // logged as an error by the request log
+	case errors.Is(payErr, processor.ErrProcessorError):
+		// The processor answered, with an error: a bad gateway, not an outage.
+		p.Alert = &alert{Kind: "error", Paragraphs: []string{
+			"The card processor could not take this payment, so nothing was charged.", "Please try again in a few minutes."}}
+		c.Response().Header().Set("Retry-After", "60")
+		if err := h.render(c, http.StatusBadGateway, "pay", p); err != nil {
+			return err
+		}
+		return payErr // logged by the request log; the page is already sent
 	case errors.Is(payErr, processor.ErrUnavailable), errors.Is(payErr, payment.ErrVoided):
 		p.Alert = &alert{Kind: "error", Paragraphs: []string{
 			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes."}}

@@ -177,7 +177,7 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 				LastFour:      lastFour(ch.Card.Number),
 			}, nil
 		default: // "B" (retry), an approval without a reference, or nonsense
-			err = fmt.Errorf("respstat %q respcode %q retref %q", resp.RespStat, resp.RespCode, resp.RetRef)
+			err = fmt.Errorf("%w: respstat %q respcode %q retref %q", ErrProcessorError, resp.RespStat, resp.RespCode, resp.RetRef)
 		}
 	}
 	// Whatever went wrong, the gateway may have charged the card.
@@ -278,12 +278,12 @@ func (c *CardPointe) do(ctx context.Context, method, path string, body any) (gat
 		return gatewayResponse{}, fmt.Errorf("%s %s: read answer: %w", method, path, transportError(err))
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return gatewayResponse{}, fmt.Errorf("%s %s: HTTP %d", method, path, res.StatusCode)
+		return gatewayResponse{}, fmt.Errorf("%s %s: %w: HTTP %d", method, path, ErrProcessorError, res.StatusCode)
 	}
 	var out gatewayResponse
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &out); err != nil {
-			return gatewayResponse{}, fmt.Errorf("%s %s: answer is not JSON", method, path)
+			return gatewayResponse{}, fmt.Errorf("%s %s: %w: answer is not JSON", method, path, ErrProcessorError)
 		}
 	}
 	return out, nil

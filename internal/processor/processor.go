@@ -55,6 +55,11 @@ type Result struct {
 // the processor could not be reached, timed out, or answered an error.
 var ErrUnavailable = errors.New("card processor unavailable")
 
+// ErrProcessorError comes with ErrUnavailable when the processor did answer,
+// but with an error rather than an answer about the card (502 to a client;
+// a processor that could not be reached is a 503).
+var ErrProcessorError = errors.New("the card processor answered with an error")
+
 // ErrUnsettled comes with ErrUnavailable when the card may be charged: the
 // charge's answer was lost and voiding it failed too. The caller must void
 // the order later, until the processor confirms.

@@ -42,7 +42,7 @@ func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, err
 	res := Result{CardBrand: Brand(c.Card.Number), LastFour: lastFour(c.Card.Number)}
 	switch {
 	case c.Card.Number == TestCardError:
-		return Result{}, fmt.Errorf("simulator: authorize order %s: processor error: %w", c.OrderID, ErrUnavailable)
+		return Result{}, fmt.Errorf("simulator: authorize order %s: %w: %w", c.OrderID, ErrUnavailable, ErrProcessorError)
 	case c.Card.Number == TestCardDecline:
 		res.DeclineReason = "Card declined by the issuer"
 		return res, nil
@@ -84,7 +84,7 @@ func (s *Simulator) DeleteProfile(ctx context.Context, merchantID, profileID, ac
 		return fmt.Errorf("simulator: delete profile %s: %w: %w", profileID, ErrUnavailable, err)
 	}
 	if strings.HasSuffix(profileID, failingLastFour) {
-		return fmt.Errorf("simulator: delete profile %s: processor error: %w", profileID, ErrUnavailable)
+		return fmt.Errorf("simulator: delete profile %s: %w: %w", profileID, ErrUnavailable, ErrProcessorError)
 	}
 	return nil
 }
