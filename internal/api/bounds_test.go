@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"runtime/metrics"
@@ -188,4 +189,30 @@ func TestPayTokenNeverLogged(t *testing.T) {
 	if strings.Contains(env.Log.String(), token) {
 		t.Errorf("the log holds the pay token:\n%s", env.Log.String())
 	}
+}
+
+// Bytes after the JSON body are refused, not ignored: {…valid…}{"amount":"-5"}
+// made an invoice of the first half.
+func TestBytesAfterTheJSONBodyRefused(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	valid, err := json.Marshal(m.Body("TRAIL-1", "10.00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tail := range []string{`{"amount":"-5"}`, `x`, `]`, `"more"`} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: string(valid) + tail})
+		p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+		if p.Errors == nil || len((*p.Errors)["body"]) == 0 {
+			t.Errorf("tail %q: errors %v, want body", tail, p.Errors)
+		}
+	}
+	var n int
+	if err := env.App.DB.Get(&n, `SELECT count(*) FROM invoices WHERE invoice_number = 'TRAIL-1'`); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Want(t, "invoices made", n, 0)
+	// White space after the value is no data.
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: string(valid) + " \n\t"})
+	apitest.Want(t, "status with trailing white space", resp.StatusCode, http.StatusCreated)
 }

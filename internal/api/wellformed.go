@@ -77,6 +77,11 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 						if tooDeep(body) {
 							return invalidField("body", fmt.Sprintf("nested too deeply: at most %d levels of arrays and objects", maxDepth))
 						}
+						// Decoders read the first value and stop: {…}{…} would
+						// pass for its first half.
+						if trailingData(body) {
+							return invalidField("body", "must be one JSON value: bytes follow it")
+						}
 						jsonTextProblems(body, add)
 					} else if form, err := url.ParseQuery(string(body)); err != nil {
 						add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
@@ -145,6 +150,21 @@ func tooDeep(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// trailingData reports whether a JSON text is one valid value followed by
+// something other than white space. Whether the value itself is JSON is
+// the validator's to say.
+func trailingData(body []byte) bool {
+	if json.Valid(body) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var first json.RawMessage
+	if dec.Decode(&first) != nil {
+		return false
+	}
+	return len(bytes.TrimSpace(body[dec.InputOffset():])) > 0
 }
 
 // jsonTextProblems reports each string of a JSON document (value or key)
