@@ -27,7 +27,9 @@ export interface paths {
          *     so every request counts, malformed ones included; beyond that the answer is 429 with
          *     `Retry-After`. The body is at most 4 KiB.
          *
-         *     Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+         *     Every answer, success or error, carries `Cache-Control: no-store`. An
+         *     `error_description` is a short text of the service's own: no part of the request is
+         *     ever given back in it. Errors use the
          *     OAuth body `{"error", "error_description"}` (media type `application/json`), not a
          *     problem document:
          *

@@ -1376,7 +1376,9 @@ type ClientInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -1408,7 +1410,9 @@ type ClientInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -1440,7 +1444,9 @@ type ClientInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -1730,7 +1736,9 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //
@@ -1772,7 +1780,9 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //
@@ -1814,7 +1824,9 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //
@@ -2925,7 +2937,9 @@ type ClientWithResponsesInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -2957,7 +2971,9 @@ type ClientWithResponsesInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -2989,7 +3005,9 @@ type ClientWithResponsesInterface interface {
 	// so every request counts, malformed ones included; beyond that the answer is 429 with
 	// `Retry-After`. The body is at most 4 KiB.
 	//
-	// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+	// Every answer, success or error, carries `Cache-Control: no-store`. An
+	// `error_description` is a short text of the service's own: no part of the request is
+	// ever given back in it. Errors use the
 	// OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 	// problem document:
 	//
@@ -4789,7 +4807,9 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //
@@ -4827,7 +4847,9 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //
@@ -4865,7 +4887,9 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // so every request counts, malformed ones included; beyond that the answer is 429 with
 // `Retry-After`. The body is at most 4 KiB.
 //
-// Every answer, success or error, carries `Cache-Control: no-store`. Errors use the
+// Every answer, success or error, carries `Cache-Control: no-store`. An
+// `error_description` is a short text of the service's own: no part of the request is
+// ever given back in it. Errors use the
 // OAuth body `{"error", "error_description"}` (media type `application/json`), not a
 // problem document:
 //

@@ -216,3 +216,25 @@ func TestBytesAfterTheJSONBodyRefused(t *testing.T) {
 	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: string(valid) + " \n\t"})
 	apitest.Want(t, "status with trailing white space", resp.StatusCode, http.StatusCreated)
 }
+
+// A token request of the wrong shape gets a short description of our own:
+// no mention of an errors member (OAuth errors have none), and nothing of
+// the request's bytes.
+func TestTokenRequestOfTheWrongShape(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	binary := "grant_type=client_credentials&" + strings.Repeat("\xff\xfe", 1500) + "=x"
+	for name, r := range map[string]apitest.Request{
+		"JSON array values": {Method: "POST", Path: "/oauth/token", Body: `{"grant_type":["client_credentials"],"client_id":1}`},
+		"binary form":       {Method: "POST", Path: "/oauth/token", Body: binary, Header: formHeader},
+	} {
+		resp := env.Do(r)
+		apitest.Want(t, name+": status", resp.StatusCode, http.StatusBadRequest)
+		e := tokenError(t, resp)
+		apitest.Want(t, name+": error", string(e.Error), "invalid_request")
+		apitest.Want(t, name+": mentions an errors member", strings.Contains(e.ErrorDescription, "errors"), false)
+		apitest.Want(t, name+": holds request bytes", strings.Contains(e.ErrorDescription, "\ufffd") || strings.Contains(e.ErrorDescription, "\xff"), false)
+		if len(e.ErrorDescription) > 300 {
+			t.Errorf("%s: a description of %d bytes", name, len(e.ErrorDescription))
+		}
+	}
+}

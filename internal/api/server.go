@@ -162,7 +162,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 			c.Response().Header()[k] = vs
 		}
 		c.Response().Header().Set("Cache-Control", "no-store")
-		_ = c.JSON(p.status, gen.TokenError{Error: gen.TokenErrorErrorInvalidRequest, ErrorDescription: p.title + ": " + p.detail})
+		desc := p.title + ": " + p.detail
+		if p.status == http.StatusBadRequest {
+			// Our own words: a 400's detail may name fields as sent, and
+			// nothing of the request is given back.
+			desc = "The token request could not be read: send grant_type, client_id and client_secret as form fields or as a JSON object of strings, as UTF-8 text."
+		}
+		_ = c.JSON(p.status, gen.TokenError{Error: gen.TokenErrorErrorInvalidRequest, ErrorDescription: desc})
 		return
 	}
 	_ = s.writeProblem(c.Response(), p)
