@@ -43,6 +43,14 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	// By the path alone, as sent: http.ServeMux would redirect paths that
 	// are not clean, which the fronts answer themselves.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			// HEAD is GET without the body (RFC 9110 §9.1), on every GET
+			// route: the fronts answer a GET, and net/http, which still
+			// sees the HEAD request, sends no body.
+			get := *r
+			get.Method = http.MethodGet
+			r = &get
+		}
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, "/pay/"):
 			payFront.ServeHTTP(w, r)

@@ -1,0 +1,34 @@
+package server_test
+
+import (
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/pgtest"
+)
+
+var testDSN string
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
+
+// HEAD works on every GET route, of every front: the GET's status and
+// headers, no body.
+func TestHeadOnEveryGetRoute(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("HEAD-1", "10.00"))
+	for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs", "/locations",
+		"/payment-requests/" + inv.Id.String(), apitest.PayPath(t, inv)} {
+		header := http.Header{"Authorization": {"Bearer " + m.Token}}
+		get := env.Visit(t, "GET", path, nil, header)
+		head := env.Visit(t, "HEAD", path, nil, header)
+		apitest.Want(t, "HEAD "+path+": status", head.StatusCode, get.StatusCode)
+		apitest.Want(t, "HEAD "+path+": GET's status", get.StatusCode, http.StatusOK)
+		apitest.Want(t, "HEAD "+path+": Content-Type", head.Header.Get("Content-Type"), get.Header.Get("Content-Type"))
+		apitest.Want(t, "HEAD "+path+": body", head.Body, "")
+	}
+	// A route with no GET has no HEAD either.
+	apitest.Want(t, "HEAD /oauth/token", env.Visit(t, "HEAD", "/oauth/token", nil, nil).StatusCode, http.StatusMethodNotAllowed)
+}
