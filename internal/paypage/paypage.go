@@ -94,11 +94,10 @@ func New(d Deps) *echo.Echo {
 	e.IPExtractor = d.ClientAddress
 	e.HTTPErrorHandler = h.handleError
 	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, pageHeaders)
-	for _, method := range []string{http.MethodGet, http.MethodHead} {
-		e.Add(method, "/pay/:token", h.show, h.deadline)
-		e.Add(method, "/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
-		e.Add(method, "/pay/assets/:file", h.asset)
-	}
+	// HEAD comes as GET (see internal/server).
+	e.GET("/pay/:token", h.show, h.deadline)
+	e.GET("/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
+	e.GET("/pay/assets/:file", h.asset)
 	e.POST("/pay/:token", h.pay)
 	e.Any("/pay/*", h.otherwise)
 	return e
