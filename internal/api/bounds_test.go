@@ -238,3 +238,26 @@ func TestTokenRequestOfTheWrongShape(t *testing.T) {
 		}
 	}
 }
+
+// A query value that cannot be decoded is a 400 under its name: the filter
+// never silently disappears (the list came back unfiltered).
+func TestUndecodableQueryIsRefused(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	seed := env.Seed()
+	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	for _, tt := range []struct{ path, token, field string }{
+		{"/payment-requests?invoiceNumber=BB-0001%zz", m.Token, "query.invoiceNumber"},
+		{"/payment-requests?status=paid;x", m.Token, "query.status"},
+		{"/payment-requests?cursor=abc%zz", m.Token, "query.cursor"},
+		{"/payment-requests?limit=1%2", m.Token, "query.limit"},
+		{"/accounts?locationId=%zz", m.Token, "query.locationId"},
+		{"/applications?stage=approved;x", reseller, "query.stage"},
+	} {
+		resp := env.Do(apitest.Request{Method: "GET", Path: tt.path, Token: tt.token})
+		p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+		if p.Errors == nil || len((*p.Errors)[tt.field]) == 0 {
+			t.Errorf("%s: errors %v, want %s", tt.path, p.Errors, tt.field)
+		}
+	}
+}

@@ -42,6 +42,13 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 					errs[field] = append(errs[field], msg)
 				}
 			}
+			// A pair url.Values would drop (a bad %-escape, a ';') must not
+			// make its filter silently disappear.
+			for _, name := range undecodable(r.URL.RawQuery) {
+				if slices.Contains(op.query, name) {
+					add("query."+name, "cannot be decoded: write reserved characters as %XX (a ';' as %3B) and separate parameters with &")
+				}
+			}
 			query := r.URL.Query()
 			for _, name := range op.query {
 				for _, v := range query[name] {
@@ -106,6 +113,23 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 			return p
 		}
 	}
+}
+
+// undecodable names the parameters of a raw query whose pair cannot be
+// decoded; a name that cannot be decoded itself is given as sent.
+func undecodable(rawQuery string) []string {
+	var names []string
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		name, kerr := url.QueryUnescape(key)
+		if kerr != nil {
+			name = key
+		}
+		if _, verr := url.QueryUnescape(value); kerr != nil || verr != nil || strings.Contains(pair, ";") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // textProblem says what is wrong with a decoded string, or "".
