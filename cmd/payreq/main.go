@@ -62,6 +62,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications); run payreq help"}
 	}
+	if text, ok := helpFor(args); ok {
+		fmt.Fprintln(stdout, text)
+		return nil
+	}
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return usageError{err.Error()}
@@ -222,6 +226,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if err != nil {
 			return err
 		}
+		fmt.Fprintln(stdout, "KEY ID\tNAME\tPERMISSIONS\tSTATE")
 		for _, k := range keys {
 			revoked := "active"
 			if k.RevokedAt != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -206,7 +207,9 @@ func TestKeysListMarksRevokedKeys(t *testing.T) {
 	c.ok("keys", "revoke", k.KeyID) // twice is fine
 
 	lines := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(c.ok("keys", "list", "--org", org)), "\n") {
+	listed := strings.Split(strings.TrimSpace(c.ok("keys", "list", "--org", org)), "\n")
+	apitest.Want(t, "header", listed[0], "KEY ID\tNAME\tPERMISSIONS\tSTATE")
+	for _, line := range listed[1:] {
 		lines[strings.Fields(line)[0]] = line
 	}
 	if len(lines) != 2 {
@@ -359,6 +362,42 @@ func TestGeneratedSecretsAreOwnerOnly(t *testing.T) {
 		}
 		if mode := info.Mode().Perm(); mode != 0o600 {
 			t.Errorf("%s has mode %o, want 600", name, mode)
+		}
+	}
+}
+
+// Every command answers --help with its usage, on stdout, exit status 0:
+// without a database or a valid configuration.
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	c := newCLI(t)
+	t.Setenv("PAYREQ_PUBLIC_URL", "not a url") // help needs no configuration
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"usage: payreq COMMAND", "keys create"}},
+		{[]string{"serve", "--help"}, []string{"usage: payreq serve"}},
+		{[]string{"migrate", "-h"}, []string{"usage: payreq migrate"}},
+		{[]string{"demo", "--help"}, []string{"usage: payreq demo"}},
+		{[]string{"keys", "--help"}, []string{"usage: payreq COMMAND"}},
+		{[]string{"keys", "create", "--help"}, []string{"usage: payreq keys create", "payments.view", "payments.create", "locations.view", "accounts.view", "portfolio.view", "applications.view"}},
+		{[]string{"keys", "create", "--org", "x", "--help"}, []string{"usage: payreq keys create"}},
+		{[]string{"keys", "list", "--help"}, []string{"usage: payreq keys list"}},
+		{[]string{"keys", "revoke", "--help"}, []string{"usage: payreq keys revoke"}},
+		{[]string{"orgs", "suspend", "--help"}, []string{"usage: payreq orgs suspend"}},
+		{[]string{"orgs", "reinstate", "--help"}, []string{"usage: payreq orgs reinstate"}},
+		{[]string{"applications", "add", "--help"}, []string{"usage: payreq applications add", `"legalName"`, `"taxId"`, `"owners"`, `"accountNumber"`}},
+		{[]string{"applications", "stage", "--help"}, []string{"usage: payreq applications stage", "needs_info"}},
+		{[]string{"db-stop", "--help"}, []string{"usage: payreq db-stop"}},
+	} {
+		stdout, stderr, code := c.run(tt.args...)
+		name := strings.Join(tt.args, " ")
+		apitest.Want(t, name+": exit status", code, 0)
+		apitest.Want(t, name+": stderr", stderr, "")
+		for _, w := range tt.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: usage lacks %q:\n%s", name, w, stdout)
+			}
 		}
 	}
 }

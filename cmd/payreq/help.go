@@ -1,0 +1,71 @@
+package main
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/payreq/payreq/internal/auth"
+)
+
+// commandHelp is each command's usage, answered to --help (or -h) anywhere
+// in its arguments, with exit status 0.
+var commandHelp = map[string]string{
+	"serve": `usage: payreq serve
+Serves the API, the pay page and the docs until SIGTERM or SIGINT; requests in
+flight finish first. Configuration comes from DATABASE_URL and PAYREQ_*
+variables (see the README).`,
+	"migrate": `usage: payreq migrate
+Applies the database migrations the database lacks; safe twice, and from two
+processes at once.`,
+	"demo": `usage: payreq demo [--json]
+Seeds a demo merchant (two locations, three MIDs), a reseller whose portfolio
+holds it, five applications, and one key with every permission for each
+organization; prints their ids and keys (--json: one JSON object).`,
+	"keys create": `usage: payreq keys create --org ORG --name NAME --permissions p1,p2 [--json]
+Makes an API key for the organization, as its Owner, and prints its id and its
+secret (shown once). --json prints {"keyId","secret","organizationId","permissions"}.
+Permissions of merchant organizations: ` + strings.Join(auth.PermissionsFor(auth.KindMerchant), ", ") + `
+Permissions of reseller organizations: ` + strings.Join(auth.PermissionsFor(auth.KindReseller), ", "),
+	"keys list": `usage: payreq keys list --org ORG
+Lists the organization's keys, revoked ones too: id, name, permissions, state.`,
+	"keys revoke": `usage: payreq keys revoke KEY_ID
+Revokes a key: no new token at once; tokens already issued stop working within
+PAYREQ_REVOCATION_CHECK_INTERVAL.`,
+	"orgs suspend": `usage: payreq orgs suspend ORG
+Suspends an organization: its keys get no new token, its tokens get 403 and its
+pay pages take no payment.`,
+	"orgs reinstate": `usage: payreq orgs reinstate ORG
+Lifts an organization's suspension.`,
+	"applications add": `usage: payreq applications add --org RESELLER --file application.json
+Adds a merchant application submitted through a reseller. The file is one JSON
+object, every key required unless marked optional:
+  {"business": {"legalName", "dbaName" (optional), "entityType", "taxId" (9 digits),
+                "phone" (optional), "email", "website" (optional),
+                "address": {"line1", "line2" (optional), "city", "state", "postalCode"}},
+   "owners": [{"name", "title", "ownershipPercent" (0-100, 2 decimals), "ssn" (9 digits)}],
+   "bank": {"routingNumber" (9 digits), "accountNumber"}}
+Tax ids, SSNs and account numbers are stored encrypted; only their last four
+digits are ever shown.`,
+	"applications stage": `usage: payreq applications stage ID STAGE [--note TEXT]
+Moves an application to a stage: submitted, in_review, needs_info, approved,
+declined or boarded.`,
+	"db-stop": `usage: payreq db-stop
+Stops the private PostgreSQL cluster under PAYREQ_DATA_DIR.`,
+}
+
+// helpFor is the usage of the command args name when they ask for help,
+// and whether they do.
+func helpFor(args []string) (string, bool) {
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+		return "", false
+	}
+	if len(args) >= 2 {
+		if text, ok := commandHelp[args[0]+" "+args[1]]; ok {
+			return text, true
+		}
+	}
+	if text, ok := commandHelp[args[0]]; ok {
+		return text, true
+	}
+	return usage, true
+}
