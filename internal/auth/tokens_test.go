@@ -11,18 +11,25 @@ import (
 	"github.com/google/uuid"
 )
 
-// A verified token is remembered: later checks of the same token give the
-// same claims until its exp, and nothing else rides on it.
-func TestVerifiedTokensAreRememberedUntilExpiry(t *testing.T) {
+// newTestTokens signs with a new key, on the clock now.
+func newTestTokens(t testing.TB, now func() time.Time) *Tokens {
+	t.Helper()
 	pem, err := GenerateSigningKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tokens, err := NewTokens(pem, "https://payreq.example", func() time.Time { return now })
+	tokens, err := NewTokens(pem, "https://payreq.example", now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tokens
+}
+
+// A verified token is remembered: later checks of the same token give the
+// same claims until its exp, and nothing else rides on it.
+func TestVerifiedTokensAreRememberedUntilExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tokens := newTestTokens(t, func() time.Time { return now })
 	org := uuid.New()
 	token, err := tokens.Issue("mk_000000000000000000000001", org, []string{PaymentsView})
 	if err != nil {
@@ -59,15 +66,8 @@ func TestVerifiedTokensAreRememberedUntilExpiry(t *testing.T) {
 // in use, drops the least recently used, and a dropped token is simply
 // verified again, in full.
 func TestVerifiedCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
-	pem, err := GenerateSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tokens, err := NewTokens(pem, "https://payreq.example", func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := newTestTokens(t, func() time.Time { return now })
 	tokens.verified = newVerifiedCache(100)
 	issue := func(i int) string {
 		tok, err := tokens.Issue(fmt.Sprintf("mk_%024d", i), uuid.New(), []string{PaymentsView})
