@@ -485,7 +485,7 @@ export interface components {
             memo: string | null;
             /**
              * Format: date
-             * @description Due date (YYYY-MM-DD).
+             * @description Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
              * @example 2025-04-30
              */
             dueDate: string | null;

@@ -444,7 +444,7 @@ type CreatePaymentRequest struct {
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
 
-	// DueDate Due date (YYYY-MM-DD).
+	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
 	//
 	// Example: 2025-04-30
 	DueDate *openapi_types.Date `json:"dueDate"`

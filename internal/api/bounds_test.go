@@ -261,3 +261,20 @@ func TestUndecodableQueryIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A value of the right JSON type but impossible for its format is a 400
+// keyed by its field, in words written for people.
+func TestImpossibleDateKeyedByItsField(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	for _, date := range []string{"2031-02-30", "2031-13-01", "2031-2-3"} {
+		b := m.Body("DATE-1", "10.00")
+		b["dueDate"] = date
+		p := apitest.WantProblem(t, m.Create(t, b, nil), http.StatusBadRequest, "Invalid request")
+		if p.Errors == nil {
+			t.Fatalf("%s: no errors", date)
+		}
+		apitest.Want(t, date+": errors.dueDate", strings.Join((*p.Errors)["dueDate"], "; "), "must be a date of the calendar, written YYYY-MM-DD")
+		apitest.Want(t, date+": errors.body", len((*p.Errors)["body"]), 0)
+	}
+}

@@ -81,6 +81,11 @@ func New(d Deps) (*echo.Echo, error) {
 	defineFormats.Do(func() {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
 		openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
+		// A date of the calendar: 2031-02-30 has the form but is no date.
+		openapi3.DefineStringFormatValidator("date", openapi3.NewCallbackValidator(func(s string) error {
+			_, err := time.Parse(time.DateOnly, s)
+			return err
+		}))
 	})
 	spec, err := gen.GetSpec()
 	if err != nil {

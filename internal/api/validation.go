@@ -158,7 +158,10 @@ func message(se *openapi3.SchemaError) string {
 			return "must be one of: " + strings.Join(vals, ", ")
 		}
 	case "format":
-		if s != nil {
+		switch {
+		case s != nil && s.Format == "date":
+			return "must be a date of the calendar, written YYYY-MM-DD"
+		case s != nil:
 			return "must be a valid " + s.Format
 		}
 	}
