@@ -94,6 +94,10 @@ func parse(s string) (Decimal, error) {
 	return d, nil
 }
 
+// String is the decimal in plain notation, as the API writes it: what %v
+// and %s print (without it, they printed apd's internals).
+func (d Decimal) String() string { return d.Text('f') }
+
 // plainLength is how many characters d takes in plain notation: "-0.012" is 6.
 func plainLength(d *apd.Decimal) int64 {
 	n := d.NumDigits() + int64(max(d.Exponent, 0))

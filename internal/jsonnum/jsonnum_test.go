@@ -2,6 +2,7 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -105,5 +106,24 @@ func TestLongDecimalRefusedBeforeParsing(t *testing.T) {
 	}
 	if _, err := ParseDecimal(digits); err == nil || len(err.Error()) > 120 {
 		t.Errorf("ParseDecimal: %.200v", err)
+	}
+}
+
+// A decimal prints as its number, by value and by pointer alike.
+func TestDecimalPrintsItsNumber(t *testing.T) {
+	d := MustDecimal("12.30")
+	for _, tt := range []struct{ verb, got string }{
+		{"%v", fmt.Sprintf("%v", d)},
+		{"%s", strings.TrimPrefix(fmt.Sprintf("amount %s", d), "amount ")},
+		{"%v of a pointer", fmt.Sprintf("%v", &d)},
+		{"%+v in a struct", fmt.Sprintf("%+v", struct{ Amount Decimal }{d})},
+	} {
+		want := "12.30"
+		if tt.verb == "%+v in a struct" {
+			want = "{Amount:12.30}"
+		}
+		if tt.got != want {
+			t.Errorf("%s prints %q, want %q", tt.verb, tt.got, want)
+		}
 	}
 }
