@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	payreq "github.com/payreq/payreq/client"
 	"github.com/payreq/payreq/gen/client"
@@ -199,7 +198,7 @@ func TestCreateGetsIdempotencyKey(t *testing.T) {
 	seed := env.Seed()
 	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
 	mid := listAccounts(t, c)[0].Id
-	email := openapi_types.Email("dana@example.com")
+	email := "dana@example.com"
 	body := client.CreatePaymentRequest{
 		MerchantAccountId: mid, InvoiceNumber: "INV-" + uuid.NewString()[:8],
 		Amount: payreq.MustDecimal("12.30"), CustomerEmail: &email,
@@ -255,7 +254,7 @@ func TestCreateRetriedAfter503(t *testing.T) {
 	}
 	rec.answered = func(exchange) { _ = lock.Rollback() }
 
-	email := openapi_types.Email("dana@example.com")
+	email := "dana@example.com"
 	number := "INV-" + uuid.NewString()[:8]
 	send := false
 	resp, err := c.CreatePaymentRequestWithResponse(context.Background(), nil, client.CreatePaymentRequest{

@@ -375,7 +375,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters is refused likewise); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
          * @example 12.30
          */
         Decimal: number | string;
@@ -463,7 +463,7 @@ export interface components {
             customerCompany: string | null;
             /**
              * Format: email
-             * @description Customer email: a valid address of at most 254 characters. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
              * @example dana@whitfieldcatering.com
              */
             customerEmail: string | null;

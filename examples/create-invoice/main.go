@@ -104,7 +104,7 @@ func run(ctx context.Context, s settings, out io.Writer, opts ...payreq.Option) 
 		PoNumber:          new("PO-7781"),
 		CustomerName:      new("Dana Whitfield"),
 		CustomerCompany:   new("Whitfield Catering LLC"),
-		CustomerEmail:     new(openapi_types.Email("dana@example.com")),
+		CustomerEmail:     new("dana@example.com"),
 		CustomerPhone:     new("+15125550148"),
 		Delivery:          new(client.Email),
 		Memo:              new("Thank you for your business."),

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
 	"slices"
@@ -31,6 +32,16 @@ func validInvoice() map[string]any {
 		},
 		"send": false,
 	}
+}
+
+// rawInvoice is validInvoice as JSON text with its amount member written
+// as given, for numbers no Go value marshals to.
+func rawInvoice(amount string) string {
+	b, err := json.Marshal(validInvoice())
+	if err != nil {
+		panic(err)
+	}
+	return strings.Replace(string(b), `"amount":"91.00"`, amount, 1)
 }
 
 // Invalid requests get 400 with errors keyed by the field as the client
@@ -65,6 +76,11 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 		{"line description missing", "POST", "/payment-requests", invoice(func(b map[string]any) { delete(line(b), "description") }), nil, "lines[0].description"},
 		{"Idempotency-Key too long", "POST", "/payment-requests", validInvoice(), http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, "header.Idempotency-Key"},
 		{"body not JSON", "POST", "/payment-requests", `{"amount":`, nil, "body"},
+		{"dueDate not of the calendar", "POST", "/payment-requests", invoice(func(b map[string]any) { b["dueDate"] = "2031-02-30" }), nil, "dueDate"},
+		{"amount of too large an exponent", "POST", "/payment-requests", rawInvoice(`"amount":1e308`), nil, "amount"},
+		{"amount of too small an exponent", "POST", "/payment-requests", rawInvoice(`"amount":1e-400`), nil, "amount"},
+		{"line quantity of 41 digits", "POST", "/payment-requests", strings.Replace(rawInvoice(`"amount":"91.00"`), `"quantity":2`, `"quantity":`+strings.Repeat("9", 41), 1), nil, "lines[0].quantity"},
+		{"customerEmail ending in a dot", "POST", "/payment-requests", invoice(func(b map[string]any) { b["customerEmail"] = "x@example.com." }), nil, "customerEmail"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -190,6 +190,19 @@ func TestOddTextInEveryField(t *testing.T) {
 				}
 			}
 
+			// Addresses are stored as sent: a quoted local part keeps its
+			// quotes, letters keep their case.
+			if field == "customerEmail" {
+				for _, addr := range []string{`"x.y"@example.com`, `"dana w"@example.com`, "Dana.Whitfield@Example.COM"} {
+					lit, _ := json.Marshal(addr)
+					resp := create(field, string(lit))
+					if resp.StatusCode != http.StatusCreated {
+						t.Fatalf("%s: %d %s", addr, resp.StatusCode, resp.Body)
+					}
+					storedOrRefused(t, field, addr, resp)
+				}
+			}
+
 			// Lengths are characters, not bytes: at the limit in
 			// multi-byte characters it is stored, one more is refused.
 			at, over := strings.Repeat("é", f.limit), strings.Repeat("💸", f.limit+1)

@@ -23,7 +23,7 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		PONumber:          b.PoNumber,
 		CustomerName:      b.CustomerName,
 		CustomerCompany:   b.CustomerCompany,
-		CustomerEmail:     (*string)(b.CustomerEmail),
+		CustomerEmail:     b.CustomerEmail,
 		CustomerPhone:     b.CustomerPhone,
 		Delivery:          (*string)(b.Delivery),
 		Memo:              b.Memo,

@@ -23,6 +23,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
@@ -80,7 +81,12 @@ var defineFormats sync.Once
 func New(d Deps) (*echo.Echo, error) {
 	defineFormats.Do(func() {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
-		openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
+		openapi3.DefineStringFormatValidator("email", openapi3.NewCallbackValidator(func(s string) error {
+			if !mailaddr.Valid(s) {
+				return errors.New("not an email address")
+			}
+			return nil
+		}))
 		// A date of the calendar: 2031-02-30 has the form but is no date.
 		openapi3.DefineStringFormatValidator("date", openapi3.NewCallbackValidator(func(s string) error {
 			_, err := time.Parse(time.DateOnly, s)

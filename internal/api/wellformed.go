@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/payreq/payreq/internal/jsonnum"
 )
 
 // Messages for text that is refused as sent.
@@ -89,7 +90,7 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 						if trailingData(body) {
 							return invalidField("body", "must be one JSON value: bytes follow it")
 						}
-						jsonTextProblems(body, add)
+						jsonProblems(body, add)
 					} else if form, err := url.ParseQuery(string(body)); err != nil {
 						add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
 					} else {
@@ -191,13 +192,16 @@ func trailingData(body []byte) bool {
 	return len(bytes.TrimSpace(body[dec.InputOffset():])) > 0
 }
 
-// jsonTextProblems reports each string of a JSON document (value or key)
-// that is not valid Unicode text or holds NUL, under the field's name as
-// sent: "memo", "lines[2].description"; "body" for a key or a top-level
-// string. A document that is not JSON is left to the validator.
-func jsonTextProblems(body []byte, add func(field, msg string)) {
-	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) {
-		return // no string can be ill-formed or hold NUL
+// jsonProblems reports, under the field's name as sent ("memo",
+// "lines[2].description"; "body" for a key or a top-level string), each
+// string of a JSON document (value or key) that is not valid Unicode text
+// or holds NUL, and each number that is not a decimal the service takes
+// (every number of a request body is one): the validator would read 1e308
+// as a float and pass it. A document that is not JSON is left to the
+// validator.
+func jsonProblems(body []byte, add func(field, msg string)) {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) && !hasUnusualNumber(body) {
+		return // no string can be ill-formed or hold NUL, no number is out of bounds
 	}
 	type frame struct {
 		array   bool
@@ -268,10 +272,48 @@ func jsonTextProblems(body []byte, add func(field, msg string)) {
 				add(path(stack), msg)
 			}
 			valueDone()
+		case json.Number:
+			if err := jsonnum.CheckNumber([]byte(t)); err != nil {
+				add(path(stack), err.Error())
+			}
+			valueDone()
 		default:
 			valueDone()
 		}
 	}
+}
+
+// hasUnusualNumber reports whether a JSON text holds, outside its strings,
+// a number written with an exponent or longer than jsonnum takes: the only
+// numbers jsonProblems needs to look at.
+func hasUnusualNumber(body []byte) bool {
+	inString, escaped, run, exponent := false, false, 0, false
+	for _, b := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case run > 0 && (b >= '0' && b <= '9' || b == '.' || b == '+' || b == '-' || b == 'e' || b == 'E'):
+			run++
+			exponent = exponent || b == 'e' || b == 'E'
+		case b >= '0' && b <= '9' || b == '-':
+			run, exponent = 1, false
+		default:
+			run = 0
+		}
+		if exponent || run > jsonnum.MaxText {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonStringProblem checks a JSON string literal, quotes included, as sent:

@@ -9,13 +9,13 @@ package invoice
 import (
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+	"github.com/payreq/payreq/internal/mailaddr"
 )
 
 // Status is where an invoice is in its life.
@@ -198,7 +198,7 @@ func Validate(d Draft) error {
 	switch {
 	case d.CustomerEmail == nil || strings.TrimSpace(*d.CustomerEmail) == "":
 		v.add("customerEmail", "is required: the pay link and receipts go to this address")
-	case len(*d.CustomerEmail) > 254 || !validEmail(*d.CustomerEmail):
+	case len(*d.CustomerEmail) > 254 || !mailaddr.Valid(*d.CustomerEmail):
 		v.add("customerEmail", "must be a valid email address of at most 254 characters")
 	}
 
@@ -267,11 +267,6 @@ func Validate(d Draft) error {
 		return &v
 	}
 	return nil
-}
-
-func validEmail(s string) bool {
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && a.Name == "" && strings.Contains(s[strings.LastIndexByte(s, '@'):], ".")
 }
 
 // channel is how the pay link goes: the customer's stated preference wins

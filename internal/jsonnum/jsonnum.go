@@ -22,21 +22,20 @@ var (
 	jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$`)
 )
 
-// Limits that keep a hostile number from costing memory or time: no amount,
-// quantity or cost of this service comes close to them. maxText is checked
-// before anything parses the text: apd's parsing costs time that grows
-// with the square of the length.
-const (
-	maxText = 40
-)
+// MaxText is the most characters a number may take, as sent and written out
+// in full: it keeps a hostile number from costing memory or time, and no
+// amount, quantity or cost of this service comes close. It is checked
+// before anything parses the text: apd's parsing costs time that grows with
+// the square of the length.
+const MaxText = 40
 
-// excerpt is at most maxText characters of a refused value, for an error
+// excerpt is at most MaxText characters of a refused value, for an error
 // message: a message never gives back a megabyte it was sent.
 func excerpt(s string) string {
-	if len(s) <= maxText {
+	if len(s) <= MaxText {
 		return strconv.Quote(s)
 	}
-	n := maxText
+	n := MaxText
 	for n > 0 && s[n]&0xC0 == 0x80 {
 		n--
 	}
@@ -53,8 +52,8 @@ type Decimal struct {
 // ParseDecimal reads a decimal from its text, accepting what the interface
 // accepts in a JSON string.
 func ParseDecimal(s string) (Decimal, error) {
-	if len(s) > maxText {
-		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(s), maxText)
+	if len(s) > MaxText {
+		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(s), MaxText)
 	}
 	if !decimalString.MatchString(s) {
 		return Decimal{}, fmt.Errorf("%s is not a decimal number such as \"12.30\"", excerpt(s))
@@ -78,13 +77,13 @@ func parse(s string) (Decimal, error) {
 	}
 	// Characters counted as written out in plain notation (1e39 has 40),
 	// so that whatever is accepted is accepted again in its own encoding.
-	if d.Exponent > maxText || d.Exponent < -maxText || plainLength(&d.Decimal) > maxText {
-		return Decimal{}, fmt.Errorf("%s has too many digits", excerpt(s))
+	if d.Exponent > MaxText || d.Exponent < -MaxText || plainLength(&d.Decimal) > MaxText {
+		return Decimal{}, fmt.Errorf("%s is too large or has too many decimal places: at most %d characters written out in full", excerpt(s), MaxText)
 	}
 	if d.Exponent > 0 {
 		// Written out as digits, the form it is encoded in: 1.5e2 is 150,
 		// and 0e1 is 0 (not "00").
-		if _, err := apd.BaseContext.WithPrecision(2*maxText).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
+		if _, err := apd.BaseContext.WithPrecision(2*MaxText).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
 			return Decimal{}, fmt.Errorf("%s is not a decimal number: %w", excerpt(s), err)
 		}
 	}
@@ -130,8 +129,8 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	)
 	// A longer text is refused before it is unquoted or parsed; escapes
 	// take at most six bytes a character.
-	if len(b) > 2+6*maxText {
-		return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), maxText+1)])), maxText)
+	if len(b) > 2+6*MaxText {
+		return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), MaxText+1)])), MaxText)
 	}
 	if len(b) > 0 && b[0] == '"' {
 		s, uerr := strconv.Unquote(string(b))
@@ -140,19 +139,31 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 		}
 		v, err = ParseDecimal(s)
 	} else {
-		switch {
-		case len(b) > maxText:
-			return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), maxText+1)])), maxText)
-		case !jsonNumber.Match(b):
-			return fmt.Errorf("%s is not a decimal number", excerpt(string(b[:min(len(b), maxText+1)])))
-		}
-		v, err = parse(string(b))
+		v, err = parseNumber(b)
 	}
 	if err != nil {
 		return err
 	}
 	*d = v
 	return nil
+}
+
+// CheckNumber says why a JSON number literal is not a decimal the service
+// takes (longer than 40 characters, or more than 40 written out in full:
+// 1e308, 1e-400), or nil. It costs no more than reading 41 bytes.
+func CheckNumber(lit []byte) error {
+	_, err := parseNumber(lit)
+	return err
+}
+
+func parseNumber(b []byte) (Decimal, error) {
+	switch {
+	case len(b) > MaxText:
+		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:MaxText+1])), MaxText)
+	case !jsonNumber.Match(b):
+		return Decimal{}, fmt.Errorf("%s is not a decimal number", excerpt(string(b)))
+	}
+	return parse(string(b))
 }
 
 // Int32 is a 32-bit integer that may arrive as a JSON integer or a JSON
@@ -170,8 +181,8 @@ func (i *Int32) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	if len(b) > 2+6*maxText {
-		return fmt.Errorf("%s is not an integer", excerpt(string(b[:min(len(b), maxText+1)])))
+	if len(b) > 2+6*MaxText {
+		return fmt.Errorf("%s is not an integer", excerpt(string(b[:min(len(b), MaxText+1)])))
 	}
 	s := string(b)
 	if len(b) > 0 && b[0] == '"' {

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/mail"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/payreq/payreq/internal/mailaddr"
 )
 
 // InvalidError lists what is wrong with a submitted application, each
@@ -144,7 +144,7 @@ func (a NewApplication) Validate() error {
 	optional("business.phone", b.Phone, maxPhone)
 	if strings.TrimSpace(b.Email) == "" {
 		add("business.email", "is required")
-	} else if !validEmail(b.Email) {
+	} else if len(b.Email) > maxEmail || !mailaddr.Valid(b.Email) {
 		add("business.email", "must be a valid email address such as owner@example.com")
 	}
 	optional("business.website", b.Website, maxURL)
@@ -200,13 +200,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// validEmail accepts a bare address (no display name) that net/mail parses.
-func validEmail(s string) bool {
-	if len(s) > maxEmail {
-		return false
-	}
-	addr, err := mail.ParseAddress(s)
-	return err == nil && addr.Address == s && strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".")
 }
