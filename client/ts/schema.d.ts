@@ -1186,7 +1186,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description A field, query parameter, path parameter or header broke a rule (including a malformed uuid in the path). `errors` maps each offending field, keyed as sent, to its messages. */
+        /** @description A field, query parameter, path parameter or header broke a rule (including a malformed uuid in the path). `errors` maps each offending field, keyed as sent, to its messages. Also a body cut off or malformed on the wire (`errors.body`), and a request framed with both `Content-Length` and `Transfer-Encoding` (`errors.header.Transfer-Encoding`; the connection is then closed). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1220,6 +1220,15 @@ export interface components {
         };
         /** @description No such resource in the caller's organization. Ids of other organizations get this same answer. */
         NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request body came slower than the server's read timeout (30 s for the whole request). Nothing was changed; send the request again. Never a sign of an outage: that is a 503. */
+        RequestTimeout: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1375,6 +1384,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
+            /** @description The request body came slower than the server's read timeout (`invalid_request`); send it again. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
             /** @description The request body is over 1 MiB. */
             413: {
                 headers: {
@@ -1424,6 +1442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Jwks"];
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getHealth: {
@@ -1444,6 +1463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getReadiness: {
@@ -1464,6 +1484,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description Not ready; the database cannot be reached. */
             503: {
                 headers: {
@@ -1589,6 +1610,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/server"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -48,6 +50,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	wire.Configure(srv)
+	listener, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	worker, err := delivery.NewWorker(a.DB, delivery.Config{
 		Invoices: a.Invoices, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
 		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
@@ -66,7 +73,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
 
 	errc := make(chan error, 2)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(wire.Listen(listener)) }()
 	if cfg.DebugAddr != "" {
 		debug := &http.Server{Addr: cfg.DebugAddr, Handler: debugHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errc <- debug.ListenAndServe() }()

@@ -1136,6 +1136,14 @@ type NotFound = Problem
 // `unavailable` (503) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
 
+// RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
+// `unavailable` (503) or `internal` (500, a bug).
+type RequestTimeout = Problem
+
 // ServiceUnavailable A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
@@ -3183,11 +3191,18 @@ type GetJwksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Jwks
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetJwksResponse) GetJSON200() *Jwks {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetJwksResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -3529,11 +3544,18 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -3795,6 +3817,8 @@ type CreateTokenResponse struct {
 	JSON400 *TokenError
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *TokenError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *TokenError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TokenError
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -3826,6 +3850,11 @@ func (r CreateTokenResponse) GetJSON400() *TokenError {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateTokenResponse) GetJSON401() *TokenError {
 	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateTokenResponse) GetJSON408() *TokenError {
+	return r.JSON408
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -4111,6 +4140,8 @@ type CreatePaymentRequestResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -4154,6 +4185,11 @@ func (r CreatePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthoriz
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreatePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreatePaymentRequestResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4541,6 +4577,8 @@ type GetReadinessResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 }
@@ -4548,6 +4586,11 @@ type GetReadinessResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadinessResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetReadinessResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -5140,6 +5183,13 @@ func ParseGetJwksResponse(rsp *http.Response) (*GetJwksResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -5465,6 +5515,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -5699,6 +5756,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest TokenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TokenError
@@ -6022,6 +6086,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -6443,6 +6514,13 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem

@@ -15,6 +15,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 type ctxKey int
@@ -42,6 +43,19 @@ func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
 		return next(c)
+	}
+}
+
+// refuseAmbiguous answers 400 to a request framed with both
+// Content-Length and Transfer-Encoding, on any path, and closes the
+// connection after it (RFC 9112 §6.1).
+func refuseAmbiguous(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !wire.Ambiguous(c.Request()) {
+			return next(c)
+		}
+		c.Response().Header().Set("Connection", "close")
+		return invalidField("header.Transfer-Encoding", "must not be sent with Content-Length: send one or the other")
 	}
 }
 

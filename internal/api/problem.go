@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 // Problem kinds; each has the stable type URI {PUBLIC_URL}/problems/{kind},
@@ -20,6 +21,7 @@ const (
 	kindForbidden            = "forbidden"
 	kindNotFound             = "not-found"
 	kindMethodNotAllowed     = "method-not-allowed"
+	kindRequestTimeout       = "request-timeout"
 	kindPayloadTooLarge      = "payload-too-large"
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
@@ -99,6 +101,16 @@ func noRoute() *problem {
 func methodNotAllowed() *problem {
 	return &problem{kind: kindMethodNotAllowed, status: http.StatusMethodNotAllowed, title: "Method not allowed",
 		detail: "This address does not take this HTTP method; the Allow header lists those it takes."}
+}
+
+// bodyUnreadable is a body the client did not send whole: cut off,
+// malformed on the wire, or (408) slower than the read timeout.
+func bodyUnreadable(e *wire.BodyError) *problem {
+	if e.Slow {
+		return &problem{kind: kindRequestTimeout, status: http.StatusRequestTimeout, title: "Request timeout",
+			detail: "The request body came slower than the server reads. Nothing was changed; send the request again."}
+	}
+	return invalidField("body", "could not be read: it ended before its length, or its chunked encoding is malformed")
 }
 
 func payloadTooLarge(limit int64) *problem {

@@ -28,6 +28,7 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 // Deps is what the API front uses.
@@ -112,7 +113,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = d.ClientAddress
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, s.deadline)
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, refuseAmbiguous, s.deadline)
 	perOperation := map[string][]echo.MiddlewareFunc{}
 	for id, op := range ops {
 		perOperation[id] = s.operationMiddleware(op)
@@ -193,6 +194,10 @@ func toProblem(err error) *problem {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return payloadTooLarge(tooLarge.Limit)
+	}
+	var unreadable *wire.BodyError
+	if errors.As(err, &unreadable) {
+		return bodyUnreadable(unreadable)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

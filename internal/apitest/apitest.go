@@ -4,9 +4,11 @@
 package apitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,6 +32,7 @@ import (
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/server"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 // Clock is a settable clock for tests.
@@ -83,6 +86,9 @@ type Options struct {
 	// WrapProcessor wraps the simulator as the card processor, for tests
 	// that record what it is asked or change what it answers.
 	WrapProcessor func(processor.Processor) processor.Processor
+	// ReadTimeout is the server's time to read a whole request, as
+	// `payreq serve` has one; zero: none.
+	ReadTimeout time.Duration
 }
 
 var nextAddress atomic.Uint32
@@ -135,6 +141,9 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 		t.Fatal(err)
 	}
 	ts.Config.Handler = h
+	ts.Config.ReadTimeout = opts.ReadTimeout
+	wire.Configure(ts.Config)
+	ts.Listener = wire.Listen(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
@@ -364,4 +373,51 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Wire sends raw, a request as bytes on the wire, on a new connection,
+// half-closing the connection after it when halfClose is set (a client
+// that cut its body off). It reads one answer, checks it against
+// openapi.yaml unless the path is a pay page's, and reports whether the
+// server closed the connection after the answer rather than reading on.
+func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
+	e.T.Helper()
+	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		e.T.Fatalf("the test's raw request does not parse: %v", err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, raw); err != nil {
+		e.T.Fatal(err)
+	}
+	if halfClose {
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	// Long enough for any answer; a server that keeps the connection open
+	// after it is seen by the read after the answer running into it.
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		e.T.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	r, err := http.ReadResponse(br, req)
+	if err != nil {
+		e.T.Fatalf("no answer to %s %s: %v", req.Method, req.URL.Path, err)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if !strings.HasPrefix(req.URL.Path, "/pay/") {
+		if err := e.validate(req, nil, r, body); err != nil {
+			e.T.Errorf("%s %s → %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, r.StatusCode, err, body)
+		}
+	}
+	_, err = br.ReadByte()
+	return &Response{Response: r, Body: body}, errors.Is(err, io.EOF)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -208,7 +209,11 @@ func (h *handler) pay(c echo.Context) error {
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
-		return h.message(c, http.StatusBadRequest, "The form could not be read",
+		status := http.StatusBadRequest
+		if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
+			status = http.StatusRequestTimeout
+		}
+		return h.message(c, status, "The form could not be read",
 			"Nothing was charged. Go back to the invoice and try again.")
 	}
 	attempt, valid := h.readFormToken(token, r.PostForm.Get("csrfToken"))

@@ -18,9 +18,11 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/docs"
 	"github.com/payreq/payreq/internal/paypage"
+	"github.com/payreq/payreq/internal/wire"
 )
 
-// New is the whole HTTP handler of `payreq serve`.
+// New is the whole HTTP handler of `payreq serve`. Serve it with
+// wire.Configure and wire.Listen.
 func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
 	address := clientAddress(cfg.TrustedProxies)
@@ -51,7 +53,13 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 			get.Method = http.MethodGet
 			r = &get
 		}
+		// A body the client cuts off, garbles or sends too slowly fails
+		// its reader with wire.BodyError, which each front answers as the
+		// client's doing.
+		r.Body = wire.Body(r.Body)
 		switch p := r.URL.Path; {
+		case wire.Ambiguous(r):
+			apiFront.ServeHTTP(w, r) // a 400 on every path
 		case strings.HasPrefix(p, "/pay/"):
 			payFront.ServeHTTP(w, r)
 		case slices.Contains(docs.Paths, p):

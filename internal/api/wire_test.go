@@ -1,0 +1,125 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+)
+
+// rawPost is a POST as bytes on the wire: its head, with a request id to
+// find its log line, then body as given.
+func rawPost(path, requestID, headers, body string) string {
+	return "POST " + path + " HTTP/1.1\r\nHost: payreq.test\r\nX-Request-Id: " + requestID + "\r\n" + headers + "\r\n" + body
+}
+
+// wantLoggedAsInfo checks that a refused request is logged, at info: it was
+// the client's doing, not the service's.
+func wantLoggedAsInfo(t *testing.T, env *apitest.Env, requestID string, status int) {
+	t.Helper()
+	line := logLine(t, env, requestID)
+	if line["level"] != "INFO" || line["status"] != float64(status) {
+		t.Errorf("logged at %v with status %v, want INFO and %d: %v", line["level"], line["status"], status, line)
+	}
+}
+
+// A body malformed on the wire, or cut off by its client, is the client's
+// fault: 400 (an OAuth error on the token endpoint), logged at info; never
+// a 500 or a 503 "cannot reach its database".
+func TestBodyBrokenOnTheWire(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
+	m := apitest.NewMerchant(t, env)
+	chunked := "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+	bodies := map[string]struct {
+		headers, body string
+		halfClose     bool
+	}{
+		"chunk size not hex":         {chunked, "zz\r\n{}\r\n0\r\n\r\n", false},
+		"chunk size overflowing":     {chunked, "fffffffffffffffffffff\r\n{}\r\n0\r\n\r\n", false},
+		"CRLF missing after a chunk": {chunked, "2\r\n{}XX0\r\n\r\n", false},
+		"cut off before its length":  {"Content-Type: application/json\r\nContent-Length: 100\r\n", `{"grant_type":`, true},
+		"cut off inside a chunk":     {chunked, "40\r\n{\"grant_type\":", true},
+	}
+	for name, b := range bodies {
+		t.Run(name, func(t *testing.T) {
+			id := "token-" + strings.ReplaceAll(name, " ", "-")
+			resp, _ := env.Wire(rawPost("/oauth/token", id, b.headers, b.body), b.halfClose)
+			var te gen.TokenError
+			resp.JSON(t, &te)
+			if resp.StatusCode != http.StatusBadRequest || te.Error != gen.TokenErrorErrorInvalidRequest {
+				t.Errorf("token endpoint: %d %s, want 400 invalid_request", resp.StatusCode, resp.Body)
+			}
+			wantLoggedAsInfo(t, env, id, http.StatusBadRequest)
+
+			id = "create-" + strings.ReplaceAll(name, " ", "-")
+			resp, _ = env.Wire(rawPost("/payment-requests", id, "Authorization: Bearer "+m.Token+"\r\n"+b.headers, b.body), b.halfClose)
+			p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
+			if p.Errors == nil || len((*p.Errors)["body"]) == 0 {
+				t.Errorf("errors do not name body: %s", resp.Body)
+			}
+			wantLoggedAsInfo(t, env, id, http.StatusBadRequest)
+		})
+	}
+	var list []gen.Invoice
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: m.Token}).JSON(t, &list)
+	if len(list) != 0 {
+		t.Errorf("%d invoices made from broken bodies, want none", len(list))
+	}
+}
+
+// A body slower than the server's read timeout is a 408, not a sign of an
+// outage: no 503, no Retry-After.
+func TestBodySlowerThanTheReadTimeout(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit, ReadTimeout: time.Second})
+	m := apitest.NewMerchant(t, env)
+	for _, path := range []string{"/oauth/token", "/payment-requests"} {
+		id := "slow" + strings.ReplaceAll(path, "/", "-")
+		head := "Authorization: Bearer " + m.Token + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+		// The rest of the body never comes: the server's read times out.
+		resp, _ := env.Wire(rawPost(path, id, head, `{"amount":`), false)
+		if resp.StatusCode != http.StatusRequestTimeout || resp.Header.Get("Retry-After") != "" {
+			t.Errorf("%s: %d (Retry-After %q) %s, want 408 without Retry-After", path, resp.StatusCode, resp.Header.Get("Retry-After"), resp.Body)
+		}
+		wantLoggedAsInfo(t, env, id, http.StatusRequestTimeout)
+	}
+	// The pay page's form likewise.
+	pay := apitest.PayPath(t, m.MustCreate(t, m.Body("SLOW-1", "10.00")))
+	resp, _ := env.Wire(rawPost(pay, "slow-pay", "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n", "amount=1"), false)
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("pay form: %d, want 408", resp.StatusCode)
+	}
+	wantLoggedAsInfo(t, env, "slow-pay", http.StatusRequestTimeout)
+}
+
+// Content-Length beside Transfer-Encoding is refused and the connection
+// closed, so nothing sent after the body is served as a next request
+// (RFC 9112 §6.1).
+func TestContentLengthWithTransferEncoding(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
+	m := apitest.NewMerchant(t, env)
+	smuggled := "GET /healthz HTTP/1.1\r\nHost: payreq.test\r\n\r\n"
+	for _, tc := range []struct{ method, path, headers string }{
+		{"POST", "/payment-requests", "Authorization: Bearer " + m.Token + "\r\nContent-Type: application/json\r\n"},
+		{"POST", "/oauth/token", "Content-Type: application/json\r\n"},
+		{"GET", "/healthz", ""},
+		{"GET", "/pay/anything", ""},
+	} {
+		raw := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: payreq.test\r\n%sContent-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n%s", tc.method, tc.path, tc.headers, smuggled)
+		resp, closed := env.Wire(raw, false)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s, want 400", tc.method, tc.path, resp.StatusCode, resp.Body)
+		}
+		if !closed {
+			t.Errorf("%s %s: the connection stayed open after the answer", tc.method, tc.path)
+		}
+	}
+	// A chunked request alone is fine.
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: m.Body("CHUNKED-1", "10.00"), Chunked: true})
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("chunked create: %d %s", resp.StatusCode, resp.Body)
+	}
+}
