@@ -108,17 +108,20 @@ postgres:
 		else echo "PostgreSQL server binaries not found: install them with apt-get install postgresql"; exit 1; fi; \
 	fi
 
+# gen/ from openapi.yaml, and the copy of openapi.yaml that /openapi.yaml
+# serves (go:embed cannot reach the repository root from internal/docs).
 generate:
 	$(OAPI_CODEGEN) -config gen/server.cfg.yaml openapi.yaml
 	$(OAPI_CODEGEN) -config gen/client/client.cfg.yaml openapi.yaml
+	cp openapi.yaml internal/docs/openapi.yaml
 
-# Regenerates gen/ and fails when that changed anything: gen/ must always be
-# what openapi.yaml generates.
+# Regenerates gen/ and the served copy, and fails when that changed
+# anything: they must always be what openapi.yaml generates.
 check-generated:
 	@before=$$(mktemp -d); trap 'rm -rf "$$before"' EXIT; \
-	cp -R gen "$$before/" && $(MAKE) -s generate || exit 1; \
-	if ! diff -r "$$before/gen" gen >/dev/null; then \
-		echo "gen/ was out of date with openapi.yaml: it is regenerated now, commit it"; \
+	cp -R gen internal/docs/openapi.yaml "$$before/" && $(MAKE) -s generate || exit 1; \
+	if ! diff -r "$$before/gen" gen >/dev/null || ! cmp -s "$$before/openapi.yaml" internal/docs/openapi.yaml; then \
+		echo "gen/ or internal/docs/openapi.yaml was out of date with openapi.yaml: it is regenerated now, commit it"; \
 		diff -r "$$before/gen" gen | head -20; exit 1; \
 	fi
 

@@ -6,22 +6,20 @@ package docs
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/requestlog"
 )
 
@@ -45,17 +43,13 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 var Paths = []string{"/openapi.json", "/openapi.yaml", "/docs", "/docs/redoc.standalone.js"}
 
 // New builds the docs front: GET /openapi.yaml and /openapi.json (the
-// embedded spec with publicURL as its one server) and GET /docs with
+// repository's openapi.yaml with publicURL as its one server) and GET /docs with
 // Redoc's script. They are not API operations: no token, and not in
 // openapi.yaml.
 func New(publicURL string, log *slog.Logger, clientAddress echo.IPExtractor) (*echo.Echo, error) {
-	specJSON, err := publishedJSON(publicURL)
+	pubYAML, pubJSON, err := published(publicURL)
 	if err != nil {
 		return nil, fmt.Errorf("docs: publish spec: %w", err)
-	}
-	specYAML, err := toYAML(specJSON)
-	if err != nil {
-		return nil, fmt.Errorf("docs: publish spec as YAML: %w", err)
 	}
 	page, err := assets.ReadFile("assets/index.html")
 	if err != nil {
@@ -69,8 +63,8 @@ func New(publicURL string, log *slog.Logger, clientAddress echo.IPExtractor) (*e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientAddress
 	e.Use(requestlog.Middleware(log), requestlog.Recover)
-	e.GET(Paths[0], newDocument(specJSON, "application/json", nil).serve)
-	e.GET(Paths[1], newDocument(specYAML, "application/yaml", nil).serve)
+	e.GET(Paths[0], newDocument(pubJSON, "application/json", nil).serve)
+	e.GET(Paths[1], newDocument(pubYAML, "application/yaml", nil).serve)
 	e.GET(Paths[2], newDocument(page, "text/html; charset=utf-8", http.Header{
 		"Content-Security-Policy": {ContentSecurityPolicy},
 		"X-Frame-Options":         {"DENY"},
@@ -111,77 +105,111 @@ func (d document) serve(c echo.Context) error {
 	return nil
 }
 
-// topLevel is the order people read a spec in; the embedded copy has its
-// keys sorted, which would put components first.
-var topLevel = []string{"openapi", "info", "servers", "security", "tags", "paths", "components"}
+// openapi.yaml is the repository's openapi.yaml, copied by `make generate`
+// (check-generated fails when the copy differs).
+//
+//go:embed openapi.yaml
+var specYAML []byte
 
-// publishedJSON is the embedded spec, unchanged but for its servers, which
-// become this deployment's public URL.
-func publishedJSON(publicURL string) ([]byte, error) {
-	raw, err := gen.GetSpecJSON()
+// published is the repository's openapi.yaml as this deployment serves it:
+// unchanged but for its servers, which become publicURL alone. The YAML
+// keeps every other byte; the JSON holds the same document in the same key
+// order. (The spec oapi-codegen embeds is re-encoded: sorted keys,
+// capitalised operationIds, no `example: null`.)
+func published(publicURL string) (yamlDoc, jsonDoc []byte, err error) {
+	servers, err := yaml.Marshal(map[string]any{"servers": []map[string]string{{"url": publicURL}}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var spec map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return nil, err
+	yamlDoc, err = replaceTopLevel(specYAML, "servers", servers)
+	if err != nil {
+		return nil, nil, err
 	}
-	if spec["servers"], err = json.Marshal([]map[string]string{{"url": publicURL}}); err != nil {
-		return nil, err
+	var doc yaml.Node
+	if err := yaml.Unmarshal(yamlDoc, &doc); err != nil {
+		return nil, nil, err
 	}
-	rank := func(key string) int {
-		if i := slices.Index(topLevel, key); i >= 0 {
-			return i
-		}
-		return len(topLevel)
-	}
-	keys := slices.Sorted(maps.Keys(spec))
-	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	var compact bytes.Buffer
-	compact.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			compact.WriteByte(',')
-		}
-		name, _ := json.Marshal(k)
-		compact.Write(name)
-		compact.WriteByte(':')
-		compact.Write(spec[k])
+	if err := writeJSON(&compact, &doc); err != nil {
+		return nil, nil, err
 	}
-	compact.WriteByte('}')
 	var out bytes.Buffer
 	if err := json.Indent(&out, compact.Bytes(), "", "  "); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.WriteByte('\n')
-	return out.Bytes(), nil
+	return yamlDoc, out.Bytes(), nil
 }
 
-// toYAML writes the same document as block YAML, keeping its key order.
-func toYAML(specJSON []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(specJSON, &doc); err != nil {
-		return nil, err
+// replaceTopLevel replaces the block of a top-level key (its line and the
+// indented lines after it) with block, as text.
+func replaceTopLevel(doc []byte, key string, block []byte) ([]byte, error) {
+	lines := bytes.SplitAfter(doc, []byte("\n"))
+	start := slices.IndexFunc(lines, func(l []byte) bool { return bytes.HasPrefix(l, []byte(key+":")) })
+	if start < 0 {
+		return nil, fmt.Errorf("no top-level %s", key)
 	}
-	plainStyle(&doc)
-	var out bytes.Buffer
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, err
+	end := start + 1
+	for end < len(lines) && (len(bytes.TrimSpace(lines[end])) == 0 || lines[end][0] == ' ' || lines[end][0] == '-') {
+		end++
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	out := slices.Concat(lines[:start], [][]byte{block}, lines[end:])
+	return bytes.Join(out, nil), nil
 }
 
-// plainStyle drops the flow style and quotes that parsing JSON gave every
-// node; the encoder then quotes only strings that would otherwise read as
-// another type, and writes multi-line ones as literal blocks.
-func plainStyle(n *yaml.Node) {
-	n.Style = 0
-	for _, c := range n.Content {
-		plainStyle(c)
+// writeJSON writes a YAML document as compact JSON, keys in their order.
+func writeJSON(w *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return writeJSON(w, n.Content[0])
+	case yaml.AliasNode:
+		return writeJSON(w, n.Alias)
+	case yaml.MappingNode, yaml.SequenceNode:
+		open, end, step := byte('['), byte(']'), 1
+		if n.Kind == yaml.MappingNode {
+			open, end, step = '{', '}', 2
+		}
+		w.WriteByte(open)
+		for i := 0; i < len(n.Content); i += step {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if step == 2 {
+				key, _ := json.Marshal(n.Content[i].Value)
+				w.Write(key)
+				w.WriteByte(':')
+			}
+			if err := writeJSON(w, n.Content[i+step-1]); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(end)
+		return nil
 	}
+	switch n.ShortTag() {
+	case "!!null":
+		w.WriteString("null")
+		return nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return err
+		}
+		w.WriteString(strconv.FormatBool(b))
+		return nil
+	case "!!int", "!!float":
+		if json.Valid([]byte(n.Value)) {
+			w.WriteString(n.Value) // the number as written: 1.50 stays 1.50
+			return nil
+		}
+		return fmt.Errorf("line %d: the number %q has no JSON form", n.Line, n.Value)
+	}
+	// Strings, and what YAML would read as a timestamp (2025-03-01): in
+	// an OpenAPI document that is the text it is written as.
+	b, err := json.Marshal(n.Value)
+	if err != nil {
+		return err
+	}
+	w.Write(b)
+	return nil
 }
