@@ -25,28 +25,28 @@ import (
 
 // Defines values for ApplicationStage.
 const (
-	Approved  ApplicationStage = "approved"
-	Boarded   ApplicationStage = "boarded"
-	Declined  ApplicationStage = "declined"
-	InReview  ApplicationStage = "in_review"
-	NeedsInfo ApplicationStage = "needs_info"
-	Submitted ApplicationStage = "submitted"
+	ApplicationStageApproved  ApplicationStage = "approved"
+	ApplicationStageBoarded   ApplicationStage = "boarded"
+	ApplicationStageDeclined  ApplicationStage = "declined"
+	ApplicationStageInReview  ApplicationStage = "in_review"
+	ApplicationStageNeedsInfo ApplicationStage = "needs_info"
+	ApplicationStageSubmitted ApplicationStage = "submitted"
 )
 
 // Valid indicates whether the value is a known member of the ApplicationStage enum.
 func (e ApplicationStage) Valid() bool {
 	switch e {
-	case Approved:
+	case ApplicationStageApproved:
 		return true
-	case Boarded:
+	case ApplicationStageBoarded:
 		return true
-	case Declined:
+	case ApplicationStageDeclined:
 		return true
-	case InReview:
+	case ApplicationStageInReview:
 		return true
-	case NeedsInfo:
+	case ApplicationStageNeedsInfo:
 		return true
-	case Submitted:
+	case ApplicationStageSubmitted:
 		return true
 	default:
 		return false
@@ -55,16 +55,16 @@ func (e ApplicationStage) Valid() bool {
 
 // Defines values for Delivery.
 const (
-	Email Delivery = "email"
-	Text  Delivery = "text"
+	DeliveryEmail Delivery = "email"
+	DeliveryText  Delivery = "text"
 )
 
 // Valid indicates whether the value is a known member of the Delivery enum.
 func (e Delivery) Valid() bool {
 	switch e {
-	case Email:
+	case DeliveryEmail:
 		return true
-	case Text:
+	case DeliveryText:
 		return true
 	default:
 		return false
@@ -73,13 +73,13 @@ func (e Delivery) Valid() bool {
 
 // Defines values for HealthStatus.
 const (
-	Ok HealthStatus = "ok"
+	HealthStatusOk HealthStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatus enum.
 func (e HealthStatus) Valid() bool {
 	switch e {
-	case Ok:
+	case HealthStatusOk:
 		return true
 	default:
 		return false
@@ -88,22 +88,22 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for InvoiceStatus.
 const (
-	Cancelled InvoiceStatus = "cancelled"
-	Open      InvoiceStatus = "open"
-	Paid      InvoiceStatus = "paid"
-	PartPaid  InvoiceStatus = "part_paid"
+	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusOpen      InvoiceStatus = "open"
+	InvoiceStatusPaid      InvoiceStatus = "paid"
+	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
 )
 
 // Valid indicates whether the value is a known member of the InvoiceStatus enum.
 func (e InvoiceStatus) Valid() bool {
 	switch e {
-	case Cancelled:
+	case InvoiceStatusCancelled:
 		return true
-	case Open:
+	case InvoiceStatusOpen:
 		return true
-	case Paid:
+	case InvoiceStatusPaid:
 		return true
-	case PartPaid:
+	case InvoiceStatusPartPaid:
 		return true
 	default:
 		return false
@@ -112,13 +112,13 @@ func (e InvoiceStatus) Valid() bool {
 
 // Defines values for JwkAlg.
 const (
-	EdDSA JwkAlg = "EdDSA"
+	JwkAlgEdDSA JwkAlg = "EdDSA"
 )
 
 // Valid indicates whether the value is a known member of the JwkAlg enum.
 func (e JwkAlg) Valid() bool {
 	switch e {
-	case EdDSA:
+	case JwkAlgEdDSA:
 		return true
 	default:
 		return false
@@ -127,13 +127,13 @@ func (e JwkAlg) Valid() bool {
 
 // Defines values for JwkCrv.
 const (
-	Ed25519 JwkCrv = "Ed25519"
+	JwkCrvEd25519 JwkCrv = "Ed25519"
 )
 
 // Valid indicates whether the value is a known member of the JwkCrv enum.
 func (e JwkCrv) Valid() bool {
 	switch e {
-	case Ed25519:
+	case JwkCrvEd25519:
 		return true
 	default:
 		return false
@@ -142,13 +142,13 @@ func (e JwkCrv) Valid() bool {
 
 // Defines values for JwkKty.
 const (
-	OKP JwkKty = "OKP"
+	JwkKtyOKP JwkKty = "OKP"
 )
 
 // Valid indicates whether the value is a known member of the JwkKty enum.
 func (e JwkKty) Valid() bool {
 	switch e {
-	case OKP:
+	case JwkKtyOKP:
 		return true
 	default:
 		return false
@@ -157,13 +157,13 @@ func (e JwkKty) Valid() bool {
 
 // Defines values for JwkUse.
 const (
-	Sig JwkUse = "sig"
+	JwkUseSig JwkUse = "sig"
 )
 
 // Valid indicates whether the value is a known member of the JwkUse enum.
 func (e JwkUse) Valid() bool {
 	switch e {
-	case Sig:
+	case JwkUseSig:
 		return true
 	default:
 		return false
@@ -238,13 +238,13 @@ func (e TokenErrorError) Valid() bool {
 
 // Defines values for TokenResponseTokenType.
 const (
-	Bearer TokenResponseTokenType = "Bearer"
+	TokenResponseTokenTypeBearer TokenResponseTokenType = "Bearer"
 )
 
 // Valid indicates whether the value is a known member of the TokenResponseTokenType enum.
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
-	case Bearer:
+	case TokenResponseTokenTypeBearer:
 		return true
 	default:
 		return false
@@ -398,7 +398,7 @@ type ApplicationOwner struct {
 	Name string `json:"name"`
 
 	// OwnershipPercent Share of ownership in percent, 0–100 (a decimal string such as `"60.00"`).
-	OwnershipPercent Decimal `json:"ownershipPercent"`
+	OwnershipPercent DecimalString `json:"ownershipPercent"`
 
 	// SsnLastFour Last four digits of the social security number.
 	//
@@ -459,7 +459,7 @@ type CreatePaymentRequest struct {
 	InvoiceNumber string `json:"invoiceNumber"`
 
 	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
-	Lines *[]InvoiceLine `json:"lines"`
+	Lines *[]InvoiceLineInput `json:"lines"`
 
 	// Memo Free text shown to the customer. At most 2000 characters.
 	//
@@ -482,10 +482,15 @@ type CreatePaymentRequest struct {
 	Send *bool `json:"send"`
 }
 
-// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
 // Example: 12.30
 type Decimal = jsonnum.Decimal
+
+// DecimalString An exact decimal number as the server returns it: always a JSON string, never a JSON number, so that no client reads it through a binary float. Amounts have exactly two decimals (`"12.30"`); quantities and unit costs at most four decimals and no trailing zeros (`"2"`, `"45.5"`). Requests take the wider `Decimal`.
+//
+// Example: 12.30
+type DecimalString = jsonnum.Decimal
 
 // Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
 //
@@ -505,21 +510,16 @@ type Health struct {
 // Example: ok
 type HealthStatus string
 
-// Int32 A 32-bit integer. Accepted as a JSON integer or as a JSON string matching `^-?(?:0|[1-9]\d*)$`; returned as a JSON integer.
-//
-// Example: 2
-type Int32 = jsonnum.Int32
-
 // Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
-	Amount Decimal `json:"amount"`
+	Amount DecimalString `json:"amount"`
 
 	// AmountPaid Sum of the payments so far, two decimals.
-	AmountPaid Decimal `json:"amountPaid"`
+	AmountPaid DecimalString `json:"amountPaid"`
 
 	// Balance `amount` − `amountPaid`, two decimals. `"0.00"` when paid.
-	Balance Decimal `json:"balance"`
+	Balance DecimalString `json:"balance"`
 
 	// CancelledAt Cancellation time; null unless `cancelled`.
 	CancelledAt *time.Time `json:"cancelledAt"`
@@ -571,7 +571,7 @@ type Invoice struct {
 	DueDate *time.Time `json:"dueDate"`
 
 	// FailedAttempts Number of declined payment attempts on the pay page.
-	FailedAttempts Int32 `json:"failedAttempts"`
+	FailedAttempts int32 `json:"failedAttempts"`
 
 	// Id Invoice id.
 	//
@@ -592,7 +592,7 @@ type Invoice struct {
 	LineItems *[]InvoiceLine `json:"lineItems,omitempty"`
 
 	// Lines Number of lines; the lines themselves are in `lineItems`.
-	Lines Int32 `json:"lines"`
+	Lines int32 `json:"lines"`
 
 	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
 	//
@@ -664,8 +664,37 @@ type Invoice struct {
 	Status InvoiceStatus `json:"status"`
 }
 
-// InvoiceLine One line of an invoice, in requests and in `lineItems`. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
 type InvoiceLine struct {
+	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
+	//
+	// Example: 5310
+	CommodityCode *string `json:"commodityCode"`
+
+	// Description What the line is for. 1–500 characters.
+	//
+	// Example: Chafing dish rental
+	Description string `json:"description"`
+
+	// Quantity Quantity; greater than 0, at most 4 decimal places.
+	Quantity DecimalString `json:"quantity"`
+
+	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
+	UnitCost DecimalString `json:"unitCost"`
+
+	// Uom Unit of measure (for example `EA`). At most 32 characters.
+	//
+	// Example: EA
+	Uom *string `json:"uom"`
+
+	// Upc Universal product code. At most 32 characters.
+	//
+	// Example: 036000291452
+	Upc *string `json:"upc"`
+}
+
+// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+type InvoiceLineInput struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
 	// Example: 5310
@@ -879,7 +908,7 @@ type MerchantAccount struct {
 // Payment A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
-	Amount Decimal `json:"amount"`
+	Amount DecimalString `json:"amount"`
 
 	// LastFour Last four digits of the card.
 	//
@@ -4025,372 +4054,378 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchvHdj/6Kl1IThnQHkADEOAFrF3ZFCXZtElJW6KsbRv6axozDWLEQTc0PSAEW6ran1LnfE0+/F/g",
-	"VPIe+b+Jn+RUr9Xd03PBhRSdOCfeVYnFwUxfV69br/VbvzRCMZsLzngmG8NfGuwjnc0TBv8+mc+TOKRZ",
-	"LPgZf8luYrZUj+ViNqPpqjFsnHBC83dIzEmKb3mNG5osmHp7TPm1+i8NQ7Hg2TmV2VOxSBvDhu/3ew2v",
-	"kYpFFvOrZ4vZmKnH3W7X932/N2h89hrjhYw5kzAcGkVp8Z/nMWdd9UnP98kpi2hKXmUNz/251xjyRZJ4",
-	"jTDO1JBfigWPyEsRXje8xlzIjCanImKNYePgcH+/3/AaMqOZ+vvyb2oA0Zg+ozP1t2k/ZSwjJ4tMNLwG",
-	"m9E4aQwbYslZ+pdQvSHhBbrIRCcUM/UOz+Jsdbmaq0aSJGx4jYRd0WRds+Qlm9M4Jefnp2qIU8HVa3/q",
-	"Drq9wWDgdw8OGl4jox/PImct9w8OjxpeY8nGMobRT7NsLocPH9aN6bPXmMYyE2oPf/qlQbPGsNHze4O2",
-	"v9f2e5fdg2FvMPT9HxtegwvVGq6gzOiValouxrM4y1jU+OyVv+5f+kfDrl/4uvGaRyxdprHaZiIzmmYs",
-	"6jTyBmP+TtPN57deI44aw8a4G/aiPdZvTwZ0v90fH4Ttw+iItf1Jl/bGe2E/GrCGh+suYRYcl/OCpjEl",
-	"J8kNTdnP9o1pPH/B0pBxNdh9v+P7qnvJnRXs7/W6amHjLMF2OL1S450xoEs1Vd3FpZiRRyy8Zml9+/3a",
-	"9g8P9gdu+7rZt3XL4OVrfLJhcxbziFZecXfg82evccZvRByyU8pDliQsKp5g+5jE+J57dOlMnVjV+EBP",
-	"CZ+8oLBH+tmYJqoR97XQtFoYWndw6R8OfUMc9qVHK30UHglxfc3YXC17zDN2lQJfUe+mrDLTbv+yO8hp",
-	"Tb+yS2MLmYkZS0/FbE75yjII/fiJPtOaYcm/jNP4aprJOGLzZDEbx/xKn2zzBfZYbOUFntvSw5RNgF7x",
-	"ccSS+IbBPiAj8RrRgj2m+ZGb0BhWMWOzueLPvj4ee+ER2590aftw3Iva/cngoE39sN/e77JedDQ+nBxQ",
-	"RWx6Ty1rPXv2fbvr9/eABd2wZO8VUOyEJpJ5jSTm7CxjM3We3uKf2GUSKxYOLGX48GG3d9DxO36nOzz0",
-	"D/2Hc7p6+GPW5389XD7ppT/sL8588WKPvjqInnavvhm8/07xpUSgiDB7kyzYWHDOMvKIXrN0RR6LJc/E",
-	"Um3PjM2Emf+MpeGU8uwE9+JMzf0g2lNMgLUH437Y7rND2j6a7HfbvdCPDscHrE+7aoIzWKj+0X533z88",
-	"2Ds8PFTclMZARNj6nK5mKPfUfOfCrJP+NRXjhM0s96M3LDqlaaRfl4xHL0qvMJ7lrau/vo+pwz2zhWwM",
-	"c7ovHE+k3uLhfD5n3JxLj6hdIKpRMl4RQy/Vs9rd2+8Mtp9V+1rhrGpyLZ9M/XjtIfT7Q3/whYew8WYa",
-	"Z5OYJRE5pRlL1ScoAssHM6Kc/mVp3g71y7VnsvGYckpsy43K+XTkav+wcaeTqtei397zL4G5aYb025zd",
-	"3vazCyrdTERxttKqzWCvq7Y6YjJM4znswLBxOqUTtchRLKckZTyjalofFhT0FTUvJWJ4nJ0KCWJt0FHj",
-	"WohZY9h4cgLyJ1Sktbev1LWjbn/QAzFZ6t2soNv3Y72ehPKISJYt5sWuu+u7xuaga/XPzzmn6u3AqT50",
-	"vz8I/3Y0e7THfxxcnx8uX/ayH/bnj/vTp/77V3fiVI3LKeXXZCUWZCJS9d+UGLW10/iv4mGNF8/bBweH",
-	"aiHvzsjWHXPL2uxpsNxNzBl3Gdt5rHawYDSQOb1iREwMa5OkGSvSJWIWZ8RSskfM3JBK7LBbOd/7yWF8",
-	"h3U6ymGF8dWpKLdne/uX3a6jypTY3tNU8IxETF7vrm4ki1h2RJqxK/oXbYR1RHpVZWnni1iS5/BiY1d9",
-	"I+dad1Y5DicHbD8ahO3+eI+2+72jbvuQHUza6pl61DvqHq5nW/31bGtHHeOb697s2f74ez/8W//n80P6",
-	"qhs9HVx9e/ThzR57efA71DEKxNIb7vnDfv/HxnY9Y5fjWCS/DcdRDQbNtD/0g//p+sH/WBG5i1D8DYTg",
-	"21wKvqCpPmmuJFRP22qsRhKSZZxNCTWCD+QeRclHQppGt1D4u37lSP9xonc60Y2Mfcwa93Omu3/o/H/o",
-	"/L+lzu/yAXPik9zp2O12u/XEU9VSDi+7R8P+YNjtgZZCV+uPVMqyl2yi6Lq/5/uDbm+v66vNsjp6Y5il",
-	"C/b5LhbJLw3F6R6llKt1+D6WSstlH+cxnMRurwdapvrtiHbHvXAvavfZYNLu0/1x+zA8iNo+6056dG/c",
-	"DwdR7XJAf5smDy9Yllaa/ucdbaaef9n1h91eRUnT/MXR0dLsHSpqn73GuSZGS3OVG5cwi28YMURbkAnF",
-	"a5G+3yWngl+pZ+TkhlVuRhqvFnHGSLcHYgGP4clCZnGNz7Xf9gfA/PdzdmeuPyI91r+M7dEZw8nRLBq2",
-	"a8AOJ37YG7e7UZ8qKyJsHykDgu6PB2E/2mO9idocvsMhFOkV5fHPeDMF0m7SY3tRP2wPxvu03T86OGwf",
-	"0qNx2w+7UY/tTfp0MK69TIEDU7oGOvC7QOMhi+fZOp5QvChydhO3Bzz9M/Yj9ncyY2kc0oen0zikV6LW",
-	"dd9r+91LoBbtuv/sNaaMRiCTfmmcRWw2Fxnj2Us2T+gKfYVFDhuoQxcMSTZlhHK5ZCmJJaEkhS+UxU05",
-	"YTRNYpaSlH1YMJmhyqG+kHTGSGD7CVft79gq6MDpA3NUkW66YLA2HxZxyvQx9xoynLIZhetDvpg1hj/h",
-	"i2+9RobXXjJTAhvpO8b7wNLQRwvf3wt/0fSpxqrGxNnHDNwFn+F3dkxSlvx51FDPR42ANF8+PSWHvcPD",
-	"FllOGVffpAwnbT89JnQMblMBvxPFD+CH4tRwAGuliGK4bb1m8p+SeBZnf+4N1Ee9/XCRSpH+ma2+9c/e",
-	"i/ji/cnq2St/ebHyPz57+tePzy7F8tljsXz2vYjPT7+d/3h6tn/2/tn7529e9358/3R6xv262TXcda2u",
-	"40uWpauTSaZYa3k1X7FQ8EiSTJAljTMyZhORMpKlKyX86RWNeWHy/d6mPZ3FPJ6pbe3a/QTNjqVIpXOa",
-	"0hnLNKGewmJUx/R8Tj8sGJkLGcNlsaJG2AaPUEkmcC0b4w7NU3YTi4XURPyVJIGimiHBPfr17/9WTw14",
-	"XDrk+SzOQC6rxiZxKg0hRIJwkZHxIk4iIlKiZPQVI3FWJIUv2EhQ4hrDxocF8gjNzZBCCjs6ox/PGb/K",
-	"po3hoNtTcp+bv7t150ZbEmc15/5yyqwFEUfFueyseYIgyqb5mONo40mfiHQGd7+LBbxZd9JncVYd7Qt6",
-	"xYiMf2Ye6f76939Vagt5zCZ0kWSkNyiMvjeoX044foXVjLAB/MQOLebZntJoZ/SjpmDf97bSc8rkXHCJ",
-	"MRCPaPQ1zdiSrtRfoeAZaFG/NJzAh4dan/nTeyl4OYhinoqQSSnS15ze0Dih44SV72DTiNjXCEtTIBUr",
-	"1SOWoZhV+xwWX47iCEg6ZTNxw4Dg1RvHJM4UG7xm86xDLpXSrQ49SZTp1HHE1cDv5XfSpYEsnAHblVrD",
-	"IHEB5MMxjdpXer1gMfMt+scUVMZ/eJgHnDzEX+VDo0vBJ1XiLk0arawOeSayqWJoSyr1UY4US9BsDuZK",
-	"liK9lp3GZ0/t5Evk33fcSX3EniotUBa3UB9OMhbRCiXqLJZSjQJUJDB5wGIh2ZRmhg/RKCJgBVW3+mn8",
-	"UXMv1RlJYpnBHT1Sh/aIMx7BS0aU54wdXoJpFi3pnxqzhVTygFByQ5M4MuPToTW5YfVTA2QljBnHqaTJ",
-	"Ubfj+x4MHpQMsD2I9kCYj3/qvu3kdl3e5RUolIorU078xtvPORn21bk0ZHjGcWh6WjvTHnyFOrEioxlN",
-	"FCNg0VnJ7XJhfiCKdVmhg8zvt9sK1UFHacLuJgDz/K1XArjnCyOli4sBTJqIRaYEcqrO0G+6CDCUDvJv",
-	"dyEyMhMyI0of/21X4z5Y0gkug0dgNsTqPx4QUf63UjFQJyHjVFyr/U4XCSPNmIfJIgJdjMzWUmOrQwJc",
-	"uYDM6FwSRsMpEZMJ4/CtHsQ1W7FI6VBKyfXUKY0zSWZMSnrFZIecJFIQiqwphH2eqIHl/Wq9eBmnjDR1",
-	"jx31etDytAvS7OhEzSxCDjcW2ZQEp8hH26i7BPB+cJlSLicsbT/hoVBjDfKGtZJWfeUYpZcyskIMJ1Tc",
-	"knESJkKyqAVM/KlIx3EUMX5HHs5F9oNYpM8dA7JsYAtlRBDXxPxKkh34xInaCZIyGkkieLKCbRBLXm5q",
-	"LtJsIpJYHJOFRJHtvvEujtRRBJdSJq4ZJ0Yf8cg+PRgfhkfo4mj3aW/cPjQOEPObK937/l5+fJ6JDFt1",
-	"e9v5EE3swqvz4DbxaiHnjEfl4BX7uNxfvV7jvqR2XprPjxVJZDTMiFzM1dqtnaC7qfn3d5zhnKUgwgV/",
-	"aVXgghDR8j1/b83UYmlPD2cskkhE9it7yd1Bf4tHltM4RIv85MUZ0FQkmASZO6U3bO30X+RtWq39LnO/",
-	"L6VNjTyh4XVlxplaEzFneDOgV6UZ1Ixf8wRcTaKU/3JjLa9ygArUQ5pBPVko3qYtRGDa2DitOf2or6Bm",
-	"nSRgjqpT3QxqD1SAfOqZyJ4qk/bubMp+ntPca37NVddxVEtrz4S9ODIUt4v1h4xNbYkzjSKV9YtcBIz1",
-	"nWmLi6yNX9wPbT0TRC7CqWKLYpEqk7e8O+48yFkE3qTqvkpyxTKcObi+0NkAu/eCrhJBo0shzml6xe64",
-	"iZnzeb6Jj5QcFjcsJV1yET9ayxDNFoLcruhJ6tPCHnUdTvDS/TQTgiQwjF03bI6zb2dCtPHL+2MKhVkp",
-	"mrMLAQuvR34Zz5hY3NVOk4lYqlWuWXf1k7FAUFOlEcl0bzvtRKhIpdyMZOkNuFRpJNeYpeuV4/yYHVa3",
-	"MB/bbnunW2+b736jnduwCl/JwqqS5p5PpPXGLacisW21brdW5BlTq0yJjK+49maLRUav2BDNavD7Dvw9",
-	"IKVXLL2JQ1byutyBnBbr/DaPaUbHVDKy4KlSzbWjpJ6IJA6HhJSjv0bp8kpDjEwr79UZ52LZIeDaJXSi",
-	"TAj4dxv8vESiW/eYUILKAjg7YqOQWyd+yYev1mVGo5x7CB6yohPIYR563e7k/XG/uT/K233pSBPdXpFY",
-	"ck8JiIymWcyvQNQbV5m+GVFLFnOXzL6SQLQErFOHNmNJEjZR2lcyaUeCs6HaAHQdsxjkypTO54yjRTxZ",
-	"JInqD/rKCE2S4o4GzpYGO+9p5WKmdlc9Araebmk5FdLeBKkTlqj3QsqVKIErEfQKSjphyUpRhHPh5Ixy",
-	"3f7ptx86VxGwhZdCXFC+0jxM3vHcpTRj4J0oq94vWNoGU0vNETYLaYJF61Vwo0rDrJVInFG+MhsvtddQ",
-	"b1BXb0qBOfeO8iNyWf5+d/ZMM9ZO9KTu6YSUB6N5bT7pDnlD46ye7sBez4x/+P5I4DWni2wq0vhndlcd",
-	"GO78y3t/CRaxSCIjeLo+mcV8kTFZb5SHIZMSDWmJV3/5F8dEjDN1ACjhbEkEZ2SSihl58fzVJXko1Awe",
-	"wpdFMd3NKcFtnpgB34Jb5mukFi1GB1fdjLXbWNuBNyyNJ6u1soa6o9Jcc8zwq1gJ2C+dtvHEuR3dfdra",
-	"VV6c9jNBTvRraIUhpdXO+ZXRF7SzrfDhkDxiNGUpmYhEKSwRGa8I1Ytzy3kbo/9+5p2yG3G9hsAn4HSD",
-	"39URXrvVhq/BfXls9lzxev01OpmMXau4wVpa1k2ZYd1xXvdk4lUJrEMu1UjlkAR1+xB4JKijS/W87pjC",
-	"8+KUgw557p4MfL+p+GlhNzz9+zVbtTYy0Ddv3rQVMTKeKY7H6q9uNX2GU2XAKqUCohr2DwZ+q3iXq19M",
-	"GU1mfx415nSVsg+jhodO+D+PDAN5BwO3P7xzuvzzqMoh9IJAxMH6+97y/S5yeX0p9wXqdZzrNd+x1Uu2",
-	"kJUcVdBmhhW1NoV3TcxsFE8mLIX0OGX7rdUEyq2oswLtxE54SK9PpmKRyvrG9ZkyNECQQNRf+oqwqDk4",
-	"N6xO55rwYLq7HjVnrZQG1Nafa9mRh46+XruGJkyAw3uEJspWWxE9ih1cs+aLKVW6Q6k9FhETsrp+CTaO",
-	"YFeW49IdyJBiwOX6u3a9DmqnL84efyVtHJ3Sp2Oug+tEWnAg16+L/dIw34uzx24rx3mCUy6EdVQdUR1m",
-	"axfpQk+H6CTkO1pj5VXiItMJ33VRCOqHnEIgLl2kJE9XXbcONvRE2t20Hx3jVYiYK6GWknk54l0ac8R+",
-	"sZVwnLV0hvYFS6LUh+p6qKdfuBrqo50XQFkmt5i7ev0Lpr1AV/JF8djUn5VKMLOaG1i3QPE6VG/rLU+1",
-	"mV0iomv6Krmqj4lkjHz95JI8NCn7a9fReNBnpfN155W8b+8aSCOu9IdMiIiMF5mz55Hg7JgEMBl904qr",
-	"GxBJV2Q5XXVIoOYBzoHglxevH52fnb57/fL88zYZEhCj5YAsrHgbvHXNFRYkQDf7MpYMfHCvub6zY9EF",
-	"i2KKICh3vRH5VpYva9GnC44MMHtn4BLabCOA/1IJL6dj1WHRmz5wacZOgszULAiQyu4UYz9vw+dt+O63",
-	"c6krYgnKsws6jbxDBPfJ0XTK0Q0YD22CgjokcKPGAzKjK0WNfJEkHQzmn7M0i1kNMk8lMBVhbkzLBe22",
-	"DOJTUjjLseuVphdxxjyy4HGmGO0kEQIi3dQwkbujRltpFuPey82dxtmqOL4CclClFTeGvBLxiOsZiqgU",
-	"c2wghyqt6dDy6vLRDJSTlF3pS7q8MQhDr0Zh5hr9T8XNKS2oXgjTd2FGeSC3GL9nYaaG6IBD1dFQzmEd",
-	"gCiLakOyaSoWV1PgOJLpizsZX/H2Yp5HBaNzFn9XXF6SOCNNDDxBhp83LjVHrDx/+EscfQ5aHfJ0kSQk",
-	"ox9JHEmPSBHGNCGShYs0zlZaH0WH2Jjya6t62R9SRmQmlJLLeJiu5moe6m3O8PInW6TcajzZlMUpGhMT",
-	"sUhJFF/FKJiK58XAY21iAM5SP1Kvl3Cxdv3UfOLCP9VQ2BXTzm3pgaNNzSBOZXbshFMr8WI3E3IEYkxE",
-	"23k03+AInvAsXakRafqiaUrh77gmzvnExRorxTnvCBi1JWo5R5SqM9TxN6PwuPlet539c9VS3bQ1FtTO",
-	"DcF+wYcuYFR58G90bkThMCpVw35VXMw1eFN28SKaMbhirFtBJ7WlPI5zdRyQuNZ0WMQP26XDEouDXcVV",
-	"LC6KOzDn/Ngd9/Ao5mdjC9N7ROvyWBSZFLiHUqsiBlkPskPUz3A/VGQuILYLXMTLQ8i285AKtF7tujtN",
-	"GBIujqK4JRqdb06zjKWqkf81GkW/9D//Y92elzD81q3KV5LoN0nz5NFJS3fsER5z5kzPUQosGGBlKEd1",
-	"QylRQ3FcXmWltu2xw2WrM1KHCSLNLSfI9xfFzO32lQQabFBp25CqpkWaRvXbTfPayjz0ay62YXl2j0XM",
-	"r9pmWm0qITzqGDq2iVYEUAzhFzVPZTcU964OMHGrNqZTCssjMjuB8erFfjaBL1bbd9AYK8cEJgR2RInH",
-	"e3COdZckkCJh79TqpzHLBMD/wZ7RNNNogOrPJAnVf0KRzgXGugVKdwu4UDbTJM5KyXWIDVkZsQMWWT9g",
-	"tQNbVr6IKVlVXjEvcu2iw+/FLkp4lFv3tQRYuSuH0ueo+eTsmVq7V6+elXziGvhyNzZl4THXzlS/Uexj",
-	"E5bm1qmXOFK+m/n5K1BleanM7ngWhcDMwirw29hYQdeqJuZxpdfmap+OrHFUhRpes6uSwXgGbmGIY8jo",
-	"Pcp9gy76S+XuSJlIOiQQJlTiW5ggyisUvQ6ldCtp31FnKxGG0VloZoBTt+wq6pBVJZmjnmpl/AYpVW8D",
-	"faE2wmtZFRhfVU5Vhmtdo4+7+Kq/NGiSPJ8AVMCmFX/MwnhGE8jXLxk5U2XLiQmxjZOYkzl24BEfsxJJ",
-	"k5II2yA4How7pZIEIwSRHTV0uG8B6nVX3la/+sX10ai0u7E37bGq6CrqMXgNRGKjZV3rxd2OIurtNm7G",
-	"kX1hxzWbVVyZLQT9ypyjOpMUbsTrnApD1xL1SGBRdNUfEFv+LuYTEZBmNmUjrr/k6Gql8ppFINtnImUt",
-	"DxxnqbjBpiIWJjFnUUCak5jTpAXieyxoGsFDaNCOKZYkgVsffLcz4sDYMR8+x0z2Cji/+QDV0dd9A2wL",
-	"dq3MEuxPrV6+UW4bFTpAx/0LjAV3ch5rlHIIRp6QAGMgynnuQYc8AciWa4wiNFuPrgDDGImAxEZ6zUig",
-	"ngUdYvzs12yFjpP4ioPnpOmEy0JcHY8xIgtfjZ0gF9VCq0NOMHeKY+oUhHj2fR8vZm16FOZAjVd5jppJ",
-	"iKqRXTNz1fGlfMTcymCLw1KCo2cj83qWj8wTGjKZ/3Jk/tc5OuoQkKAB5FAGsGpX8Q3KLB0Bnidixhnw",
-	"nQqmUsWNqV8gIb7RISdmUL6v5GNKw4ylJTawFpjJSVrv+f4uztVi/una4YFuM4RYpLGaucGBaHJBolgC",
-	"foViNi1gBGYKg74zBR3uGIkZjTneT5NIZB3yCp12ypQyAk2p8mGWrPK0OUo+LETGIrjVTeCejjSDUeNj",
-	"ZzVqWEDGUMyCFsH0PdfVR2Y0CyFYVEyImbPUVC9JSCXrkGfmvGgWjATmwSWPOVkgiNSE4pAN9XGqJ/pO",
-	"YWmDDjnLCE2kIHGktMlJrHNlzGtmeQwK0xzwrhhX9GvgNSHRGq9GSs7vjQhcVl0zGqpLJoP+NjLxGh/b",
-	"V6K9lnbqbR9LOqBU7ETWFRyjO5Pzi3qDyY4JVHYMxGQfs3zRm0863f0+SVkoZjOILmjlQ9/ruSMnJu8M",
-	"FdfAtIF3e6rZYJ1FBrhmztz2ejtMLYc7K8/qG7FULEe/oFOmVoBHPSQB7DkatjCoY0O1M0a5NL+j0mmW",
-	"T6dQwU1D5FCiV1LSBVePYq7zRLJprLVXuN8DRSowsGIBBHkb14iRu4YiEXNJ/VoQo+bn2xCo6RAWzQDC",
-	"VTwoC0aU8UKaP/zwww/ti4v248ctxWXgoVYAQ5owriz1ZtDz97ptv9fe853jjlIt0J0ErTrbqd/e88sW",
-	"0y5GSwlq7pc1os046Lq//v1f911uCzdtHxbMjaMvBAo1AXeImbSMfq9XGr8DbufQ6n5/CxSKRSjYhIIC",
-	"r+CoB75vKQNOJFh+KGtBvmIGoVzMkMgQ8kBMSCoWPGpD0P9i3jSABuT//G9iUOo80tMSvYXymX1Y0IQE",
-	"qA8EHmGJZLCThmejbN/5xsBiKHPw8c/oR433N9A4JvrP7toNtxcLiFtXscpSxpBFyak6kZkoyIwCW13P",
-	"V7eB4RW47C5stgY+r263L84eqxGP4yQhyhCgnARxFGBUb1CICAkgnaMYsVKbMEh+/ed/UcRKgnWxIsFx",
-	"3gxEwNXEjOWxYbq50r3vblCAWy+rcnC9ypXzQg1aqlFFSkaiaWm3s3CUi2PLUfpKp3K7H4TxOlAyABwM",
-	"hmSmDITMOaRK7QCXQsyvQQmCvC+OWTcdgmhm6DFVAmWY54XBF1wsCyPHUa0Z5ViIhFFeMWCrlFZmjQZX",
-	"1UVuLukmVT28rPiWNQdH3OqjmcsSw+D0gtYZzcYkqXP+gGZrDQ7t0WniHDxi2Rjg+8QZCQXk4Z2EIcML",
-	"bcWsv331/Jn5VKTOM+0Hsdpu8L/a/9T8p6H/6adu++jtaBQ9aDX/aTgadUaj6E+tf/rHwFXX+y4HIc1w",
-	"ykJlfRtwMiPWMXIulUq/Lg1lAmY62leF1oDDl38WSrddpsrshkRBm5xl3ThdtucfIol1Wbvv+4GHZu4E",
-	"oqCS+JotYwk6CIQB50K5ztRsHWu32ZTyKDFrOY45TVdkkgiamc/QAO6QE42fYtA60AaRa1YMXCB6iTI9",
-	"SNATtU0D3eEODbVNqgOYjbWTLYWhDAnWTbfX2QMvlqWMmGEIhCUOEwOth4R+LNMGhD8IkqU0ThQ9/MxS",
-	"gS33Ro3AI8EIcFzRT1YM9umA3iI40ya4JnLcasCUdfhP3y/4wDYTXZVTvi1qcO+l4Hwx65hj5Pzajmdz",
-	"kWYGr6cxbFzF2XQxVpbOQwy4N/+JuRoOTR7q5oC3PN6mRQMPywOnv5I1unQzEyQomnetXMEu/gz8JDCo",
-	"EaCFAGjKWHsPWmu14VpFuMLUv2E0UetQns5LJhdJhjSppgy3JwJzoPWlUSrGrOp+MTF2FTkhrgN3rOK6",
-	"OEJxvdUbqZuu45hngARXE6e012uP44xoALhaRqh/uzUn/MfgOHc4VJorAt25J6ECX1cGqSuejW5389nY",
-	"/Tyc6f7u7TRo/bVWThktoFnCrGgRSF7CZXP9jxpzikrHWSIJTZZ0pYiNQRxos+iUdC7MW0Pn0CDWd0Ay",
-	"IbzSrbb1l2jrlAsSTiGpA11zoHLjbS8Ct+hL+hzEGH13ZkTQsOCFwHB1SDyTCuBhBKsbXH4Mk9UFUbIp",
-	"m3VIoHHcA2fSxtAgv/7f/2L+eEFjDMj6z3F6egWZAj5JF4b+Hu5qFvYy3paDkYJMaFrTtcW6//J+165t",
-	"qVsl4vRVEG71nMYR+mZdmP2Kp0inYSDATGyDKxY8UbwzsB/DXtbeh253VpVB/as3tiKnOQithCBwbrIK",
-	"0TK+ZquvMACktXGQ28eTA0pXlkP9ZJai/oq4VHdgtyviUnWC2gXQCTlxdgzmq7IKdWY9Kj5rl6OUnLe2",
-	"8MFaL+LuXvvdvPP3642/hQN45453ceVudtner4t2owd1965M6Yhanc+VKXDf6JnwBKX5YaxzJgCMyOQE",
-	"1bhV8easzu/ZOi4JwZJEWwFsGFypScWbyJmFhiVzRWOFXV/rz1NCznXFMkeFdZzTECcFMhvxV5W+u9Uh",
-	"e2f3q6Ntb2bzO7hsL6eMRNpt65UUN8tkwA6KIx5fTTPy+vIUXLfVUiDrfbXFciF34uvlIiO7CjtU76qi",
-	"7pm1rs2tc16ARndSptjOuhDtsy+Dod7q8bqV21rfn9IMmXwlY8LxQNdE3eUlMyqUki4YHi/KV3atMrGk",
-	"aVTwcIU0BSgXtahtaJE0z+E/ey1IVSqMR1fmKHusCoVe6ohWO7vtoY1qZ05OEAU/5qhc3tUJvc3RbL3z",
-	"90WU0OAxyeGIlUIsWXLDdGgBdxXzjh7DmthsY2xX8tno6uEvkA7/OfCUzP/m8uIcCxUa6KrcKa4awtR5",
-	"pctTHokZadKMJAzwRXqHZBxnsuVpd1BWhGfP74EnYC+HIo00LrRm1HaUx5qVWnrSuorJnoFcSLC8JjRk",
-	"cOddEWpfUBcnP41pvAtjKtbRqQTm0Zm9+SqmToMnv6RNbSr/scP9webLDvX7ra4w7uPG4ixyZlskCrVt",
-	"v80NwSzecHeCvkQYlBJrpXuOUiBasSBR9SpC1xNaGxWqbTNEeksYhTAibU5kcaLs6fhLrJ28KFK14IC2",
-	"G0Gpr7LpYprT3Rml7mcXJnnbi5s1NzTbF8XUKKrcT+d/6Uoc+GaOOqYXZ2Pw7PYrIaeyUx0VOgEBbgBK",
-	"s6A0Kx5nYlrA817yja5TWYEBL+9hY1/ZslY7bG2hNFT1NKxykBHj9A/FIkFourGNz1FWAqKRIRycrO6D",
-	"OkhKVmBfu22HrlG19pAawYNocWqQ6FX7sGALHShpdO6WOyIUdCbe7m7G+06jhwpa68ysdaPfYDnlU4gx",
-	"IrQ0k/+cMJLcJ76DIvYKX65NfKu7zpzBLwXZXL3jdK427XWn48jLXWv3e/VpttSSZvH8bLobxVWoWEM5",
-	"z7MyqaDMu26osn+o6LOrOtC0Ylk1/OtvHHK1uTbnQs3ExhBoQRTzHMaPYkEkV7ctRuNqc/+YBAsxw0wj",
-	"pwijdksv5mExb4ycrzNGyJVg0oaAFEuulAqTwonRZr6ahtI8t42i6pQuFY2suGrMz5A5D8xHjxdtpzWB",
-	"cwUGpKtg3j4YzhlIlVvSzJojaiMmIu2YWKO1I6kvvelWgdIxPZtCn/KyKl/u4f6rbut4bdxyvxS3DLZV",
-	"XqLzy4fwIlXqr5jA/Yhq+Hh93+RCEzG7ohBv06RqLTGBVe1ECw0z2JRQ8CyNx4uMyVvGcWnyz0RGE5yv",
-	"qJHjrwFlYkJmjMpFytBxbtMDn5wErZ2oEyqq3pY2oQxqzYBuWCrVcqUiWoQZok3sMohCLdfbDqckhNxB",
-	"OdTqUA0uqFc6+zirDWz01ZpbY3xeZKPDEW+TQMwZD4b5JZuOK0IkpxXLOvCWrb0ZDB32BnC/1Jgs5k14",
-	"yTVlYmvJkGaAwgau5yTLWh3yNOY0wW/zi5Khc+GCYWowTvDz5mMhzcCRRIE34sRpBKVRAN0cFxUfCrfX",
-	"UvsQ1FzycYw41FyB6ntyaDr+9Z//pdCz/juOguPSK+rRiOtnD6sfObdBhdQXKIbtOVVOUTC78rV00z9n",
-	"tdcm3y6va2+Sn0S9waB7ROaLcRKHIB2xLqS/d9CquQpNrmqaSa5EGmfTmUeCJ9HjVyeFWAR4UhwkPqq9",
-	"crqpu3VIbxg0DUMtNQ7Pys3jw5oOrutMeoD5jgA0RVtC6KBCMMqvJAmutXVdk3zZre2mDhVHdaPe9Ejw",
-	"/LsXhWk8/+5FcQrqQR37kjWi/rVUTcr4qtCkjK+KTaoHNU1+XOPrs/TgkTGVbL+/SPF+QywyMqdRFPOr",
-	"MtzAhx9Ofvju42k6+f7Vu4PL1Zu/fvP86mAa3ryg8/giSZdnlL4Iv3n9UmyNRrkGxqfIQY0Q980D6sNF",
-	"qON23y6vaxGZvn3zHXnFMqTrg0H3oGUvxe0ktQ8RsYELCJ81SZrq/fpVk/EVV3wS87E4WUh27MTVKUkd",
-	"LVKsXQUQliKzrvWdrGl1jCvIJ+W1U8OrWyBTHblukaxTsQkwPa1izmBJeS5emR2TwKn3q7TYAuRVCY9B",
-	"3839RjhYNVWb7wkKK+/Drft8bwBZtnL0/d381xWd3u3mfw2OxKmuJVV3w72liPX2lIoavnwu1uAV7VgN",
-	"e6uDtz7b2nZbE6ewybNeTb8uVdqu4xjWcVwuIOTw1d3qc28PeK+/1AfPQq2vtFTpe7vD9G4wbgf1MrRQ",
-	"Q7z2PmSexlzDweqXjadPp0+pDQy27OCOIAX3gii3q7PKUKDxVrn10Cs3IyfPTrD0xs+wjxWardZPv0fU",
-	"qVLh9bujTpXOipdnx+uJO14r1wnlUol3Z4y+Kk5IviSbJOk6yyrAtBZMqwtMlksAGbkO1LVEJGMAP5aF",
-	"YGNbCN98W9Tl8jr55a2sAaUti/qLs8ekWb6wItotU3RdtTrkzAyVpgUAZkzjGSOwRVAbN3kfkqt3O8lV",
-	"J0bUOPGmmMSmQFIMqKdBxeUb/DY3iUa7WicFrPZlbjjHLBH8Sqmgv43k2+Fqs5Ygbnev+bsSgDtxHWej",
-	"jPM/p+I6TmDuLeuQYLVDxL05dVDf9dG3UUEEKoi7gJn6OgUy8J10+R0w7e4tYPkEi1TPqbKPKyHDya1h",
-	"WxQ1VUDq6m5jdwNt2S3QaG0EEVlq/AwwBov+eggPMX6gnSKNtt7i2wsARFAGuJI1V36Hl92jYX8w7PZ2",
-	"531zulobJErTaIqFfwByDiOcKnFpXxY8mrLspaKxX7YWoYcyd1kasxuakBxKYWJrilZXvbHX3/P9Qbe3",
-	"1/UHt7o930QZujd1yuAG3TK8zSSwU3akvQrU6+IcF3ev1t205eOvZTumDrKR9xthhKEoi4MVbKsob7Pr",
-	"E3ElXqfbzPX4Nqy9Yszdl3mjx1qzEBoORbMgMyooX3EldgQ4szB2Ee/U2bgPVVudOdxU3zb0q94MtWUs",
-	"djBDG/XhK9EirI3p0b8QuYyzcAr6nIcxMxgjoisd7Ra4g42twePdwdipkPKmO3ptFVhTwGy6M92djsta",
-	"xV1wgIyK+RU4sowaH+S1j0Glx7LqxZw7+yVgpWoF3a2Egh/tqsmvjYM5sfFGkQgXIFHAtXnUHxzoks4G",
-	"mgpvmTFNViwyGUeMBG61rqAz4lurHowWvr8XXsc8gn8xDBoi6gG4NMWEBFA7SeN0Nvu+3/JGPHCrW8Hj",
-	"bssjga2XDY/21CNb5hge9dWjGcumImqrXyjWHgtGvNn3By1MHytW2VXfdaGp+pIB8PsAf3drLqgmez31",
-	"fF1pB/O7W30Qnh6pp2Mata9oxpZ0FZDmwO+ZeZuCM/B0r6XtQEzzg2e+RygZL6401lmRo5rKC7W357Ze",
-	"JmQVwH260CY6BEHMExpzshRpVHKOPo0/5onX0uQExjqPGoMm1pfarXoJ4Svtr4WbMZq8KAoGw0CqaHsl",
-	"VlGO8EhWSjvp+/6QQMVSMZkwrs4WDt7TmeQ6eZw0S1FtnkYC+6n3tmMuUtXDDwvFrmEXMQsxm3ZiKGcO",
-	"FK0UVR1YVly6X8rZPz81bFVpXW0NE0AsqOjnGi60LntXycpvLi9fEHyh6iTr+75XzWyd0Y/xTPGewdER",
-	"BD/gX131ciXrdR2+4aupSDOiq4J4ecnUPBVFhOEiRQXNXJvkUXNOPoAuH6fpphZisRY4+FUG8dyvX56V",
-	"2gcG4+3MlHaK3DZf5+yqKq83242mfolGbbSSSB/ZWumjRWQ9J4eAAweecUoLgrn2+mntKpr2tAR3MQ+V",
-	"1YnCaUcF5LEDHVfZ63WNVe+ijNSuW5lX65X0E1TEi1nFoKRXEsAgG6veXUGAlYxTqiipbDgDw4MCfiuw",
-	"t6GdMSSlpOxDjT+LptEj1VS9gYXdFFfq+1jSnZC7YRTVdp/o0UlycfHDD2UYiN7hnS3nOp39lY0ihutw",
-	"xQKCx0/On1w+IQ9h6dsQYYw1QYpjOaLdcS/ci9p9Npi0+3R/3D4MD6K2z7qTHt0b98NBtJMS/1/tUYB5",
-	"brTi0T6kOuj6Hu13aG9Tti2Sf6yDcsNdbPrWFqN+Bx9ZTvUFC1ZTbL5ixQnUnXYoz/pEaQ21oSjPTxbZ",
-	"lPQ6vlZYdSXP/hH5j38fdJQSBsAy4Acbr8p6bOW0svqOAlPnUwsqVFc90u/uqf83KOmQ765SyrN3RodU",
-	"ii2xTYRJzHimNVtMNxXi3Yzy1TuLAouqomsolAYAAV51/TVsUWPdkdqvcvtlZNvy+7VK27vtIZrgGVum",
-	"gl9t1ilPoSdC80KtysbHuOLOVgLDPaob1Vr62QjJi/NuhymDnAeaSALr2VEWm/rpXRzpOAT9t2RhyjJ0",
-	"cMRcZoxGeYF3iWrZIyrjsDRF4znRNAfuEzFHJbiIUUrGLKQLyZzAIsajuYi5Kacvia7irEgI1txE3MeZ",
-	"ZMkElVM8HlpVb1bIeD3ZtjoECyPn0dGprv3OImU77PmQy4yFvTGtWe9qHmJRkoRmMeu3wZQGjiPSDGbX",
-	"74JC/ehenyQsy0y9KGTnJUY1u37Xf/rh8MfxZY//bXlwPn95FH6/J7+Luhe1MRLuZm4eE76jxiVL4+r7",
-	"O4xLvvtw8Leb3vny6OV1/5If/jjf+ybc/3bSfTQbPJb+16vea3rwHTt687FunM7hrvp7tEFhKNMh4pKw",
-	"rb5Qe9DWnR85F1zW48oUShsX+W+3VVs7h0mJFZPrV/3bN5c5cJMkQX11cdTl3dZqdXq2+nY6/jqMn8ff",
-	"Pv3xycvLv746k2ezbP7j6dn+2fuz5cX719nF44vs4vGT+Pz0W5/97US9O41Osw/R3l/jyV87bPXtz9Gb",
-	"M/U4o91D/yV/0n8z+/b1xWzwQ/RzdBE+PRv80P3h59DPri9e++qTsJfw8eypH/3t21qQJ6wALd/FNUtw",
-	"Hk8Y3M3HXBGe4JEkzX2/VJt6v95ic72ma49awbUKMWxiyaUB2/htPK0yFPM1GAAI8DFnKXA0waVHJJvT",
-	"FG6Nxysi5xgL7w7LJB92bmK2tEA1Hbx3s1ej+mdbpXQdfjuQz5ojdqKhf5DsCt47fFSUpvrZ1sKA7iko",
-	"DKBAHGbdqhtblXWQsIWVDV4pIaLL3cF41BHK/3pqNuvbN5eNugqXhSONUdMFxcmzsm7j4SycSnICBxu9",
-	"jv7+YQsCH005cYjuPdZuEWVE7Pu+oX5MMwAPA44ISDaAAfUCgsMfM+npurX4GclZHVQahSVpDPUSFKuJ",
-	"5uIAxHZNJrPS0wpLACrl0JwZJbWwrLlWrKn2iGnJQSWZUymVLuRZlUFMtmoYpnaEiFbFScAwK3PAJanJ",
-	"frJashbSjhgYEvZR16HJkXdI00wK3HtqMC1dsLbrt7XQL1CJ2pGico27psgXlYes7qgfa1fdnKU6fo6x",
-	"CFkRQHhlOnOUQCl5nD+uVE7YgWfckpm4YtmUpcqiKbbrWTKBdu32qL3KF2OoqCfmVwnbnbB1xLeFrMTl",
-	"CGmaQhEYoNV8wh6RNIslgMWPRTaF9OtELB0N6dQR0cNfkAG4Vec0G1OCQmYQBVSNzEEVxC3KaT56qW/0",
-	"5BAWTYP006i21Acw3SIzNf3a7/KfG3lOuGbEtqa1Z2AYI52OYaOZPN3STNzkThv5lZudXGi4dgymMXjT",
-	"3lOumbF7n2eD9/OvrDyAe8GGS9MFDQmPGpQIhmoiusoyRZ8desca6BWCU6XVbGW5QcPmcnA9wJ+UCyar",
-	"jm7dZizzwBAIDucWRaYdiiRhIVaAZelNrO/J7awVMzZ/QLgZHXG5khmbERpCOSb1epwZyDzpxqA0KXlQ",
-	"ghB80MLorjIZjngTQ76o4suVMDE9kxm9Vj3kSTXYOQH/m4Y+y4TO2M6EN+KKmGQOTFwC0VY6A3rWTTkA",
-	"7Z/vkAu770A3UDN2xC0JwyKqE3WcV8E1NebsFxXiidOcfAxnccrUuOeppiAvoA1CspDicPZ2Lsb5Laci",
-	"0dl1NMyQp2qkFHTWSDJm05hHyO8chCi1MsGIN9fDrrQQNhEaUUs+Z2KeMJSiUI5De8tOXpzhKYX4IpGN",
-	"uOGlEZmylMHo/+EfyEnB2FUPux3yZINwUWber3//N1AnQEwq+0o90LKGl0XMiBNiSucUhHFzk4QDmLmZ",
-	"h2CgInXs81ZnxHsdAqXKb2tmgIzByw4QOfoodEZ8Tx0vHHJClen84EHX15ayfPCANINcwxsqRUdZ2y+Z",
-	"MvfjTINzyKlIs2RlsJpjnLr+zkPEWTHOKERpcLYkUKneSJ95Ph5ToFzZCDwClANFoTAR1eQ6+/7Bg20W",
-	"vpoJDVMhpQXNkZli7tCuKbmF7KelKdyB8aFFddCDQvpDQrM/vV9mQVk7xISzZkCTqyEqi0HrmMSZHHE3",
-	"IQcq2WQair6zZEnSBkz5h++X17KDddnJaULjmRySIJaAK0oXEd7Wj0EJG3FXK2vmGl7LI4FIrwLSLMWm",
-	"qB9ATEM5LAp+FfYRSlK+z+IA5v5EHU/VDkJUAXI0gyNWNHygKgCV2nODwr9DntQoSSNuUKYFZ0PVxyfy",
-	"wrZFPpFzllmjjnwa8U/tdhv+T70ZFCRqoF6vFamk9DYKBPX+Nsl+vFmq64aL2kV1HDlvxvcLSpB9HbQg",
-	"PdKC/Fdv3E4BMP2Udae6ljYrT6qlEb+oC2iSXyG9gpqYf+2QArqsm/nCPwi8ES8vl1dekFYuuUwfuSQr",
-	"ta6EQ2m1vLqJ4+F98KDvdx88sO5HHHrw5s2btsP4mWWcio8bd9DAb8Fa6cCPbMokI3AbKocjHlxoT6bL",
-	"7dVQzPVw+fmJKxWQJ0awOkbApOxGXLMIjE79b216YHoeYD9W3jawNvvW8iRKjBWZW4c8d9mu9nqBZaT+",
-	"vmYrnGqWrnQYhFm8PWfxAHcMfLtQKjBwzq3xEmjWE+AdcQBmJR5n7fgd8XxDFQd67jIlJ/SoqecM+qRF",
-	"/6f6FfX1sf0rYtGIF7jbFcPsZjtZvLN4JjIE7XJfDpRuOKfZVA+W8lJjKCkhrbFYD2TJTSYtsu7CWYG7",
-	"w4eWUjU9/sM/ELgWksBdt8YsochZHwSlyMchfXPr/yeQGS1dCAxc40pSqV0DmQE3+dp21zulVlPtt//g",
-	"wYhDgTAA69CV8zwyo3PArK2LUcFKc05ACXkkopUJvsH75pXaI6xrEBtvw5aQlvrYFqhBwNLViM9pSmcM",
-	"vdjSRLyg5qPaNxpPsxAL0/Jwr0sfQ3xM5VvgNSZyBpYLzWb8Bv+tv3pW6FH/dOZEWn3HVpoG8ig0SmQe",
-	"EqJ0lbvFg2gxClFqn0xozSdIDVN75ApRK0jdKLZPULHiEzkxIUd2cdSpwblgeUVCob7iMZGMWeLokBNF",
-	"LxRj8cB1UMCqAlljN3vMErFsaXml9Ti4KBaLDIdySD4RW3UyVJQiE7F0j6CuDKkalscWsgFV9sjL814U",
-	"J9M9FQP0VDdd8oloHu4RfcdEAJ8DWDPyDQ+T3iwz1q05gX2qqT1SUGJmplVR5DRO4R9sxgkGVM30ySfy",
-	"TGDdkZRJsUhDWwWwtgoRVqwyXwil8WLDNSGF0MNALy0cAfYR0OPHiwx2Kg8Ex69zHaocgPiJ9Lt7uiWj",
-	"sMNmxRr2t0su4kd24eujFFUjA3entcpf4GfAx2xDbjij+r7XI58I1GOWmRARlkgMKTcYaZAlKJbHhvUV",
-	"GB6RdEWWU7Oj64IiTTcnnATl4wyxEfii8aNF8QRi/PWCaCovBFSqFo/UxIUgM8pX1pg5JksaZyR4ybJ0",
-	"1T6ZZCwNrEzHlgpBmJ/IwO/pFSzhMOGtdM3RSFXbGnPZHow8glM1aXbW+GD0gqZoqmcS8knGVDLyfiEz",
-	"XGBsFpHoNo0/jwtVPSHPGS+u4N4d3CpqyK4RiKoHi+Btc70sJhgMGmvkNtBYT5RNg9zH1oYFCkcnQP5r",
-	"nnBGKEfZXtYdrJd1xPt+3yNQLhPicOB96RAZlC+JwDVFE2Wxs4gsFnFkNXR10kypPmD/34gl5CjooNM0",
-	"jW+YRU5exhiWn9kr/q8kiQRwE0ySolCkiF6xoeG44SIbcTGZ5Ga3JIoDmvyefGDhdMEVI2M8FCC+60uG",
-	"qlYDj9ARh/brue9XxreErJs093wibWILeoBsrQ7dz6GHpipnMax7jEY4oWTw8SN49IrUg5owLpT1TY+F",
-	"Guqp4BnjWRtBiIwJDNA1E5a2n+gZOmUShcFhzqYGNBGr4TgSBeLW9eoLztEbOeKob3W7PfIf/77f6Q51",
-	"aah8bCDu5GxxdZWw/C5H8Z85VZusyOTjqtUhz5X8L6p4aFcYHVtpS1viH6wmeck+ZuChYB+VYM11Lq0i",
-	"OUqOZzSXFsR/TEUSwWq85nEoIjZUZymWOgMPF3N9EdzxKkPXrPqHh34+kRTqbLGZeB/DyZvR9Hoxt8Vw",
-	"R7zpRm1JwmRI54poWx2CmykJ5unqsRWrgakHEFECwMnqDK4yJjt6EarKB8aKjWl4befhlO5yCnZh3Vtb",
-	"Kho0VHCJoorbDGZsJnKV1H/bcRzcecR1ATERzLt1uuAQh45j1k5K8vryaRtOiV6XiCSKiuQiTYVi/Eoj",
-	"HTVGo0V0iHXl7aXQs9fn+UoR/Zbv6+rz5CQ/Mpcgf7VaV2CYoFNLhmD2IKwBxkefoe7AEB7ODmyYx7ZO",
-	"mC4l5pYI85z6YOi3pTsVkBvxW1eQQw8hssg5VXa29lQXS6uNuOCF2mqXU4YhsS6SP/YudyiPhvvxm9RH",
-	"w6arBdJKtajkunV161GV61CNeG0hKq9Y/ZrKQkvSbP95bIAn5/Qq5tZxbp4rTmZGAXkPHW0gVwrHo0aG",
-	"JTgdD05gffzRcMQDtNxIs/vr3/+16/seidiELpKM9AYtI93FnH5YMBKEi1QKJTneFNLcKOGKPwBSOxb4",
-	"x1Eav2ZwDqXV0LT69e//hpaVUmySP48a6luo3GNQj6E+IC1m29kOjrUwH3EIwzZ9mnw77MscwA55CoFZ",
-	"+b0QlciMj0kkkIst4iQiODG1B7he1qemyKNYxNRZ1Y0uCbNV4Csa8ThjM6W2wFUzbJveb4d1gf2KVxnV",
-	"zczwSozn4YFVlVmzHdjL3mDgMPeWp2TOjCluoEGEe30yFYsU7t6LWfPkJRQNRnwpI4bt9sAFubLW7L0W",
-	"PAEJ2YRiOSDlQAdAHiTSGU1iiYDQ9v7QqM9IYyigHzzo+f6DB9DZiBcKleqNUyoxboGdfdZ+yeYJXbFo",
-	"SKBeqRMdosZZth605mVKIpOmu5Da/Qf2SatDTgXHtJUsvxaB9tQ+gu8ew4sEZyNusA91ej2Y+JxJtDyM",
-	"8gY42M6kSc/3sdA4NJ6y9yzMHOn58eOIGwGW7yCozZSEIk3xdbNNSgGB4dvYLaCqb56cPA7IUqTXMr+l",
-	"AvUZZBQSl6Jq7aA96nZ98h//ftTptob5rmvvB2gwWuVRegIGo1j+NYM7mBFvm1mp32OmOL5m0GjCNpWh",
-	"O2YrwSONoZi58aVfOTU4yXfxow45GXFizVnQjwVmeIXMMeNhYx33c0SaIvV0qEqhB8B0hGPNohagRAK9",
-	"2tGqY4qsGAOqJOEM69/liJ4RY3MI6NYz8YqKvupBsTgdiyLg/WQ1arQ8Uiq+SvkKD0TElCIm8zAfNbIT",
-	"O7aVrsqODyDC12g7eOjijDQdt+pyGmcMI+a0mqBUMjUwXdtcWyQo3uMrrrRU3WdJ09UqYO4EgJFGpEnJ",
-	"mEYk+L+CNmpWnjI2joPcTotTtFNUt05Z9TVuRWV9TeIkw83U+BVxwrjSEKJUzOd6hFZBMsFnuXJRV74V",
-	"vikGMQ+3hi17+rQ49gjARTX7vSMgSL3vaOW5FhbS1HP3LlgCxClL28BmIDBRnRfSHK+s4O36fs5s5oCE",
-	"HkIP40UKFQknqtue77eOdedqy/u9o5ohOBGj5oB+z1IZCw6Kig4xiCW5wack6AZG5tqiJh3ygoLlAPc7",
-	"XNiXJbsCUANIPU3ikOmAYB3qcjKn4ZSRXsevhLgsl8sOhZ87Ir16qL+VD8/PTp88e/Wk3ev4nWk2S5yU",
-	"QydypuE19BAaw0YXwtzmjNN53Bg29jp+Zw/Cg7IpxEjVX/qqX67WBXm798dNjfvokRz3cT3II1IXqo27",
-	"XFfP4/DaXsjqysS1qKHkmSinDjRg2qmFxWl8zTIAr/QaqY7OhgXo+b4JRdIIJ2UvIOS5YLwqfPFeQ2Dq",
-	"fE4Nlm7m4KBTqo1QDCiHs/xJg7tacFbAYnWwVAE6tYh7CjCnGqsUoEk1yOjHW6KBfn4LsVeYL7EDBKbE",
-	"WK26cHPYcgj86uPq1TVlV/nhIxqZhBI36LYx/Omt56zi19r7hTvsonw2vEZGr9T6NYoxM423qkGrfm4k",
-	"W1eJ+0qujQP08J7JKnQWNSp2/XcFJIdgBjQY5LhGyohPU7E0MVcS0seVWDLv2BFQTha6jr/5Db33Bnu/",
-	"6if0wLUA6i6bzTMsPNtShwBV/gjqdju1e8qIYkNzT4GgYhtQuopHSFlZJ2atATBZ+3iAsmvSyzXSljZU",
-	"YmmneCfArVi1C0LRpLsOi1hSOW1vg6l6+8VcwKW5nIYvl8JO2N3unBX8VIBsWwfEBmxgR2A0F/ds16UE",
-	"aLIytFgZSWy3XIbP3sYZdd0Z9caHrD/Zp+2jsBu1+2xv0j6kB+P2fjiI1F892h3f04yO9u8+o7dFRllB",
-	"upM1x39XKJcydmAVaLjCdPGy/uLssdE9CpcGTZFWipZBFU+l1LfuxqXVJ93tn7x2bjbxo73tHz01F5jw",
-	"Re9o+xeXQlxQvjJWoPpusEtPr/Aa6XV+zVSWP8V0DyWOTEbAT6Xo8befC7LKBlE5oumiLEuMdHLcS2sl",
-	"lImUsmmLQ3KLgFgXd0oJzvZirtP23fpSoEcHtoGTLNCBkQHCc4Ds0GqydnxhjgU6to6LviZlgWo3VGyj",
-	"wgoOJtKkWM9KOz6tT6rVgUiQKxaQa8bmaLDBg2PiyEN4ooES7T0WeC/qBoEtmXZh4DiJY2Vu6TloKaR2",
-	"L4rRUz8FE3aR1d9IBWTB1VS0MWZ9fDayDa1sTHEs7NQxmYkbyDflzO5Vjl9kLp3nQsp4nLDCdubGRb0M",
-	"dilqFzlcoCDYKrhxqeDRxfxdynTSV520hU8auyqRzjBfwYeflayo+yKfwUPwkDR2ePEUtqJxD6JcEVJV",
-	"oXe+KkjvMcXSnfqUn1swhYaPlVpTschifmXq5zW63a7v+35vAAXgdc1GB4G9Csbe6PZ8n5yyiKbkVVbG",
-	"2B3yRZIY0PPGS7HgEXkpwusi2u6wcXC4v9+3ULwAlqxEy5gi+EHDtA9A7yeLTFhk3mFDLDlL/xKqNyS8",
-	"QBeZ0DDjDKKhLlFoJUkIoHpXNFnXLHnJ5jROdQlwDZDt4F4fHAAT/XgWOWu5f3Co7KElG8s4K2DD1Yzp",
-	"s9eYxjITKfJ0mrk2VO+yezDsDbQawoVqDVcQqXnYsBwRyK74df/SPxp2/cLXDQj8WKYxOIFlRtMM8/BN",
-	"g/kxUtQJism4G/aiPdZvTwZ0v90fH4Ttw+iItX2l4Y33wn40gKxFte54jPWRu6BpTMlJckNT9rN9YxrP",
-	"X7A0BAJv7PsdwA6Xkjsr2N/rdRu5f+CCcnoFFzHgJIWp6i4uxYw8YuE1ZPnVtN+vbf/wYH/gtq+bfVu3",
-	"DF7DkTrrN8eByK7fgc2amcsWS5UVd9XOnCZ20cyec7wrAkutlAamXcCqx3Nd7beuZ/3aQ3gHuvhDW7uL",
-	"tlZJ3avT2GpVKkeFM1K9RnODG6zbqG+iKENyj4IRAR4Y4Hje8N9KtFis8GYFSUlpGi18E1Ujqo14zfxI",
-	"0y0T20IvQKRLT7lDgUr7tXqkc0lA+n6/1ot2UhCMG5UPyI12Oi7Dku7IFWNM48umuSYCVn2eII7oQ/+Z",
-	"9n/MXyJvW0PY5l2XpZyZb3Z3xBUYUr0/zhnp793a8/vbv3gmlITh0X93hvM1KyDOFdXJNQxnymiSTX9e",
-	"y2ZO9E1wD6KG4oS5oNrq1C7mHfLYxCBmYqFjzEzc5K6O8m9gHF/uKhfXRb369dz1iRuoRvXaLXzTenBr",
-	"TkNxMe7bR30e3zDFuzH40tnI52YJjdVvgyRu45S2HxUcTIAN6Hh3a23Cc5GLsy/ctcLQi77NxOklN4lK",
-	"1ktNfaiiAVOo7qTtGFubab0v0dY/MVbKtoJI8S38h1qubCw+dDd3Yp3NA/p0yVrDEj2Fijy1INSOPZfD",
-	"nToYx7aKTU1VmqqGXSouAxZQcTsPD8nL+Ial5GW02RTdsIX7oOr3K1uI38M++WE/OmS9SXufdsftfngU",
-	"tQ/Z3qR9QHvjbuhHR+xwku8TjAjSlr4DFM972B4cS2VT9sqbYo3Hml2wlWRuvQ/ddtdXls7eLpbO+Xo+",
-	"saulY+vU7eyAtt7lGi/0H27mu+oRJbSQOqvFZbpG3uTsviRuNtspz507qdp9dG2GmgyFjYbBudjdKki+",
-	"sOzc79EkSJzSjxtNArNQVrTsrvzkx7Ze/ckvWP+wBH4XJxjNAOceeN0JdnFzhr+AHKqDKsZ8KunCg9Rh",
-	"f2wE+MBonf2D/tGI/8e/9zv9lsH0yLET/1yDkKhvRurRHjwLT9Ia8TpsrmaO7+U5yCUQNq4Opy6oYOO3",
-	"1Z8QCmHg8ke8ALC1EToUeuN4ORO48LIQMsciZtKkMN61jLeBOCQFTLVtgCMGbMQGT1N5PeJuYKWDMtLB",
-	"SFAHOqQQ07YBQ8QbcRNjVwsmUgISqcRP6p+dRLeU0cgbcSnqQvmk5yRxQbyuSaex4XUYIzs1iUSqSRNu",
-	"N+KlpCo35bIYv5pnpWMzHpELJGiRYkKSl4fMn9JwytqnmP0zJFy0IX0oUOJrxIMK0q1JeQYcfkA4Kq4S",
-	"ptQPsSp5DuSTLxKiGrgpPTEncdbRKfVEhxSPOB47mGLwywgxd0cNj4yq8LujxueANJ1cl2r+qU40oiNe",
-	"TsTXidc24xrnHJBPWGSnLvEaM62r0MyfCNbmxqMGJwschJBwleXZ0NxJqkYQrPxu1iYQ6dVNIc9LQmqQ",
-	"2/k60OdP1UMqslqUVtNc152LwYj+RF7ru2PDkxDp13AdJ50aOYvNii5oOdgFJBrXLRdADEC2MZCueX2w",
-	"6XWTd6hOUhuSIFlEuMAkAL2apTQpOFd6JQo5UdgfZPLWYWF/Ihe2GPaeXwzqllimSvMXQKoEP7W+Q/8E",
-	"sapFxQ5hay418KZuR83pltqRs4ln3Hyfy8nvyviJLpaj6zVyYJG3IBiXAItviSvswgjXoQHfwmNVwNRW",
-	"n7lr9bG9XC7bQBeLNNGksXnxlLwzCKWbVrAKsO0u5PYJen9smt20Wm0buvM2qzCdilXy+YstDasl5lth",
-	"ENRQ4bBu51IYchFM+p7Anufh3oV6LKJvXi6fx4c3F5dne+fvTxYXp/2Pz99fLZ8/PlGf3woU+vz024R9",
-	"cxI/f/9k79njJ4Nn71+vnj3+/qgAFX3+5vv+D2+6y/HXr7NxbyDZX4twwIj6XMF43tUxpDGYvxA82cFK",
-	"NmjHtydDjSdeQ4cnADXkKv+l2+eCsrQerzlXogr2uHm80bY2AM/25bdV+9q52r7VNRvIU6cgwSbuY/QW",
-	"l+R1iYqaihA1ZRoaYAZZboUwbS5HchmcThxeX74AWKij8nyt2MWlRs3O5/EGdBTgJURDWldGv7Z6Rd0k",
-	"8heIqaBV5YWdW1MhVhVZwwodgyI3GGoQBIjO9Munu1Hba64vuOC4K25PUFhSo3Q7leuOGxTH9XrjJqqz",
-	"xULq9mtzfY9726ayujy0kZZfoi3n+c6uiwHRk4qnw7ERrSVXA4cH76aMJrM/j3Ra06gRlJha+buaGjRr",
-	"GvJM6dW8Oq077iVL6yqTlGqD1jZdCIysZ3+Ht6RWmYhlVe16VIeN4kKi3J3/maRU3dCwirS0FRYLrirB",
-	"17Ck0uD/HK8tevibcKFtI61AyFQZ1XERzAvZTXfv1pqaOKdpOb4UNjATggCs1d13qw4GC5rUE4ZU4t9y",
-	"iQuwW3qJBrdcIofBXygjtyogkd71mczYx+whlEr6QilvxThWCt9skIGsL03knhfWQpFpV0GwdVABeBCq",
-	"bqOO4zG/Ha0W3OfF23/XjaDzcgGYC6ruVvahWkOrfidu5aqAsHXtqygif/V71lF7f5ty57F1yJu1cGol",
-	"Oea8si1CFF7FN2Gw93W1AQlcbjGPn0pXGAbAtXjFsC0pcxP+x23iKGvRh+vqrNsIyzh1sBhMhBQW44bc",
-	"zlLxz42xNiSAQoxWjy7DsJbLrpNmUDI3bca4oSDcmtYxoGDhHSvoXlMsxRFnBh4REBYzz1y67pHmGhjZ",
-	"lkVog7tZRL92SrAHZv6IblMtQl65yrW1vHe5y920HkW9aZ8ejA/DIyxZ2e7T3rh9aApamt9+p5e7Bdot",
-	"BkVZ6iwERd3G0WDL6t+qBD5fHyOU16X/SdeyLRSn1V/mJWYVD8DXQppG77SGnL95StOobfRm4wAxwf6F",
-	"ACTVEqZiRgO2Pzmg7cPxUdjuRz5rH026tG3ietVv7tQxrIavz01x5uT265SE3xw0Y2k637C7h89Uit3v",
-	"HkdjfXO1pVT+CKK5wxV8qYZNXRDNZhD79SG5Zayp24Rz5jV7qmmYNkZubRJmDj92n1mYDjRYq0OeAo6M",
-	"JKGYjWPOUISePHvcIWfqFBCh1DzAHYS/sZ47nn4DfClNeWkZkKbGHcqRqRDYSYC8y6a6nIOavsbdfpGy",
-	"CUtl0Km5eVL79gJ7e5lrkduzHW0phhxXGLlFURiJOSgxa/IcseD4bmok8lH2Cr+CLMdNwxI6AfPi7HFx",
-	"RDsm/NeNuALfcCs4hO0D/l2iOHhrQScM+RXREwHNR/+C2I+lkuvPvm93MYmzbpQFgM3CQGf0IwKINob7",
-	"fa8xi7n5s3vrxYbiTLHMqzNhaaYcPE7NSSyU9XUFxdsFCaksF6GOKKd/WZoi1CHNmOrdxEXXTK4AhL9u",
-	"cr3Bl87OQJFQCBJA4w2mCxU8mxBcIuOb8nRyRJxLCCE2oBJ1E8EenqYw1Rpi2lAffNfR66AaZ+Ds46aB",
-	"928x8Etxp2H/ftOqN4ZCatapWH1jk/J2VitKd1bX9Oe3zel06+T9kc/5n6rRFeoX1il0Zm8c1e1Fscqe",
-	"bLz97K0JpDyt1ukT3Km3UwsXhaDS11gz3Jbf21wzzgBWLF1ApkDpHoGudPMKC5p0Hjwgr7F4XyAZjyAK",
-	"KpjQRDJUEfN6f7GB9MsA3nGosdFG3DBxbYtDjkJE5qBjMR4yp+CJUbw8cs3mGYYaFiUOVvdBoFF3NVr2",
-	"4gRxZQVnHmGJZAaizSmqF7EkVkZPQJqBMvACKA0iRzyAPoLWsWmMZmRJwf8ZZOxjFkBFBVeUTylC2NoJ",
-	"TAU3K4PbcCWYtLUMO7CK2fcx1fqz+uskLxGrL6JslVO8G+BRh7yBIFf17yHB5S+BreqsW4TMTRmZ0Yhp",
-	"IGW894hteZn6IdCUjbhajlaHXOjKNdCSXi4AQF7xcJoKLhYy0SitKcvSmMljiO+Ar3DdJjGnSbIa8QmN",
-	"Ae0x0yT0AoMGDaG9XCRYTw+8YFBVhUNRlXXQJ4hDqXcVwcg1EntrOOJtXZ0f7kQnuTvduMq0u0AbLIsE",
-	"eADGkM7oCqqwA0kADmSpEI9thOoSx8bIaVL9VT5mAylabAHhJQOE0Q40vjIjvmfjTnsGBZvME4qVVfUv",
-	"R+Z/naMjbMbQ8ZAgcWLV3RItkiacgrox4Qt6TKbEEFA+hpQCKPHA9wn81vJw/jSKyGKuIWYXM7xqgTc0",
-	"zGUqFjxqT2kyaS/mzcBWKiL/53+TYMHj7FRIZWD29BRb2C77sKCJXRvVUHXkOMhWhzitmjVEarbtk6be",
-	"T86uaBbfMA+hTKNYYiq7aquFNbzyoN/i4sPKoFqJlwt4IPRhRTGOt3QOxj1Rq7bf9wgi5JNf/5//l/R8",
-	"3/dIp9NpeSSGko1lhFNlOhcKDpB19QaOMZrVDcREatRY+QIxX1UnGO66Fjxfvfrs9bmXUy2nMyx3bE5W",
-	"UzKGg6NjccNsEble78GD/KraCbPAoVQLzwzrwPxsIOmIO0BitaV9SDMwkRBleMSgBZMG7mcTeOSIm7S3",
-	"YpRAMyhDYhG35EvrmJT3kyYpo9GKLCSLVKs1aGfBWcGAK3yimtThJbUVc0YcSi9o7b2+bs4GvGvcEOdn",
-	"JbJfYTXHmg4Bgxp5duTUEoGtUlqErdZRwsYuQIjDmHSdPYtJTt00cAMrAZcGIH2wsRG/FSr42sjfogdm",
-	"mwOmCq5OwqmQjBsxovMZmpS8fn32GM/DlRCRei0OWcsjuyOxV4HM7frhxW7dOlkxrglHSe/jNcTQ7/U2",
-	"o4+TKvh40f7zx/uTvXDQax9EXdbu08NJ+yjsjdsD1o/2aG/SHfuhsQfRdHDc80WKWm+UD7YZ5W+/JHB7",
-	"FnPFqEvhpiA7IL/Gs3oPKD0rVgg/QSGjRul71slwKmZzylc2f7jgexha6L2/jNP4agrVCefJYjbOPRjm",
-	"CzcjtyBrzUMjuO3fC/aY5hBQRZeO9QABrKYSgOY9JV/yf5ddbTt77ubC9KSTiBmPGkNQMpVtpOjqHLt1",
-	"1/rMdWbBsDxcaqPr1q13o7u33xn4jZpFb7wxfiFyqh1DGpyrvBEbvUjFPWg8ppwS23Kjsh9O9nv/sOHu",
-	"TMNMwm6OdZvs+Y21m9TLN+knRdCzmYjibKVTtwd7Xb9Rtu1Pp3QCIPKxVOo0z6jq1ig4jWHPaxitpjGE",
-	"uicNr7EQs8aw8eQE0rZDdab39n3f7x11+4Mewp8W+zaU5/b8WM9WR6tmi3mh40a34XatetYdY2PQsfqn",
-	"OspIjI3LKeXXZCUWwCbhVthACykedC9k2njxvH1wcKhGh7QK8eu7B1jUipA18S+GMWdC+9l+i8j5VIu9",
-	"XR1TOIHoFhm61tVUnSXK3KHrdFhSaSWR8S7m1xZVpcJENFghd6zd2rqaU11FkDwgj7MlBuUZQGhIrsxK",
-	"7q0aLWGbtyv/xH4B8+/dOj5XD+2/ZH9cKnSW6XefS324/Qs9rEsdH5rHMm7+7AWW4Lw0UYx5gN+2WdXE",
-	"9IHHsbfLx065zf8ufkqklbKnEsnTOfCbvZV1F87bAR0Kl13aM8UkaRbuba0xFdk8VpohhWM9bO1hhNmg",
-	"SysTS5pCBGxeVj3wSAFkDr9z/I5uxfqmezmc14tz3jZKwGYfZWtXWAqPJPE1c0tuFgty1sc6bTFwtlyY",
-	"aH5yFt3PnUmavaDxzuzvhXn/vvnfH/gRv4+rDoCP+FLu8TCkPGTJeliJU/gd/Fd4NQE16xUxvpvTOAqI",
-	"dVBo8MlsIcmYhWLGJAmw9YRFgef8cWIDV8yTRytlKmAMomSZl4dnmosNrCUIfv7JIoVzrifUIS8Mb3IN",
-	"d13ifZ51CM4hwbpsAQ5bzSIfnXsDo4ubQUVX1Qb40KGGRiHAvcowsJvfE8+wE9xZZ7If3DfX8MDVZAf0",
-	"/z8m8j9Me4GNvAf+g7bjOu7zivFIWqQXifk2pStPBLHdwpyg/DNdFZQMXQsjE1Bd20Zy1CgZ1sm+IpLG",
-	"0bo7TbHkzr3m7a8Z8XIw6oCvH40ypiZduU3SVRN0z8dOupqZGipNmBKz7r4UwO3yW1JSuiQ92ZFV7sAZ",
-	"1Tb+nvii1O/9l5iRsNZLai6CPyzYQvuzDenoqo61BvsffPO/Nd+06WWGfW3nm6DS7Ar8y3gB4imkHNMa",
-	"8/SkptLTDOqvBnkKp2qaLY8M/D3MO1nGu0MCv2Q0wsoV944KrJpe/abAwNCDkgGwTHc9Xpqw1sxUIzT9",
-	"qT7FMSezwtQfmy1acLtD7kpELENP/KWD4lzEYgqnLDomkAqn5KYBJus4sKQDfy8v1KAp372KzSMKp1k2",
-	"Hz582O0ddPyO3+kOD/1D30xNPlwUjsvOG6PjUOp25hncnVH0Y26aYmcjLrOlzu3AzOCSaIODwrpWIpaw",
-	"uhzyl2wmoNJevYfDI2A/xJzo6ptQuDjTV+tpZMCoBVZ7J3FE0GSCjMFcrfpKEtdT4mbUF1ohGOBjf4gl",
-	"Bm8ZOyoHYBv4PdIMTotfly7fIX9SKSBYjBnKH29xtGBlwolaD9W0scRSWKbI2wAP+hhW+JWZ5C5pZfk6",
-	"Q17d5jUrhd0e0e64ZzLL2n26P24fhgeYd9aje+N+OPjPSjTr16eKwLyUgqAXbycq+sMpoyV8b6cl+Jpm",
-	"bElXvw+lAHkJoQ5dO2zqVe42behCrQBUUHc4zkVIExKxG5aIOSgTGn6hGUBcSbrg4DIlEZsnYsUiqynA",
-	"7RckGTjZyrnf+MXJDy+f/PVdHsvaKZQmrggG0NL1DNYhlW4BKs2dQNWyr538VJYyjKtx+mfWsJuXFKzW",
-	"UN/jeFD3zdP4hbKso3nab9EhmMeD4IZyaIzOX//5XwpWp/47jgLgivjWw8obuU3lTKeiBFYnBGxNlxTX",
-	"sseIHsHtwOe6hJtu16WiapOXTgqcW2yANCEWTraclnJ02q3trKmkW8/C3D6qBROrfdmEcLWunKXyKwIo",
-	"WxjAFqdO+jfU8ZvU1/hxerX5fdXObHUHDAosqBRSG2/qROExz5t0dIzPbz//fwEAAP//",
+	"7L3rkhtHcj/6KhWwTwjgNsDGbS6Y2PAOh+RqpBmSSw7FlQT+2YXuwqA5jSqoq0EQEhmxnxznfLU//F/g",
+	"hP0e/r/JPsmJyqyqrr7gMsORLR9rI2xxGt11zcpbZf7yl0Yo5gvBGc9kY/RLg32k80XC4N+ni0UShzSL",
+	"BT/nL9mHmK3UY7mcz2m6bowap5zQ/B0Sc5LiW17jA02WTL09ofxG/ZeGoVjy7ILK7KlYpo1Rw/cHvYbX",
+	"SMUyi/n1s+V8wtTjbrfr+77fGzY+e43JUsacSRgOjaK0+M+LmLOu+qTn++SMRTQlr7KG5/7ca4z4Mkm8",
+	"RhhnasgvxZJH5KUIbxpeYyFkRpMzEbHGqHF4dHAwaHgNmdFM/X31VzWAaEKf0bn627SfMpaR02UmGl6D",
+	"zWmcNEYNseIs/VOo3pDwAl1mohOKuXqHZ3G2vlovVCNJEja8RsKuabKpWfKSLWickouLMzXEmeDqtT90",
+	"h93ecDj0u4eHDa+R0Y/nkbOWB4dHxw2vsWITGcPoZ1m2kKOHD+vG9NlrzGKZCbWHP/7SoFlj1Oj5vWHb",
+	"77f93lX3cNQbjnz/h4bX4EK1hisoM3qtmpbLyTzOMhY1PnvlrwdX/vGo6xe+brzmEUtXaay2mciMphmL",
+	"Oo28wZi/03Tz+a3XiKPGqDHphr2ozwbt6ZAetAeTw7B9FB2ztj/t0t6kHw6iIWt4uO4SZsFxOS9pGlNy",
+	"mnygKfvZvjGLFy9YGjKuBnvgd3xfdS+5s4KDfq+rFjbOEmyH02s13jkDulRT1V1ciTl5xMIblta3P6ht",
+	"/+jwYOi2r5t9W7cMXr7Gp1s2Z7mIaOUVdwc+f/Ya5/yDiEN2RnnIkoRFxRNsH5MY33OPLp2rE6saH+op",
+	"4ZMXFPZIP5vQRDXivhaaVgtD6w6v/KORb4jDvvRorY/CIyFubhhbqGWPecauU+Ar6t2UVWbaHVx1hzmt",
+	"6Vf2aWwpMzFn6ZmYLyhfWwahHz/RZ1ozLPmnSRpfzzIZR2yRLOeTmF/rk22+wB6LrbzAc1t6mLIp0Cs+",
+	"jlgSf2CwD8hIvEa0ZI9pfuSmNIZVzNh8ofizr49HPzxmB9MubR9NelF7MB0etqkfDtoHXdaLjidH00Oq",
+	"iE3vqWWt58++a3f9QR9Y0AeW9F8BxU5pIpnXSGLOzjM2V+fpLf6JXSaxYuHAUkYPH3Z7hx2/43e6oyP/",
+	"yH+4oOuHP2QD/pej1ZNe+v3B8twXL/r01WH0tHv99fD9t4ovJQJFhNmbZMkmgnOWkUf0hqVr8liseCZW",
+	"anvmbC7M/OcsDWeUZ6e4F+dq7odRXzEB1h5OBmF7wI5o+3h60G33Qj86mhyyAe2qCc5hoQbHB90D/+iw",
+	"f3R0pLgpjYGIsPUFXc9R7qn5LoRZJ/1rKiYJm1vuRz+w6IymkX5dMh69KL3CeJa3rv76LqYO98yWsjHK",
+	"6b5wPJF6i4fz+YJxcy49onaBqEbJZE0MvVTPard/0BnuPqv2tcJZ1eRaPpn68cZD6A9G/vALD2HjzSzO",
+	"pjFLInJGM5aqT1AElg9mRDn908q8HeqXa89k4zHllNiWG5Xz6cjVwVHjTidVr8Wg3fevgLlphvTrnN3e",
+	"7rMLKt1cRHG21qrNsN9VWx0xGabxAnZg1Dib0ala5CiWM5IynlE1rZ+WFPQVNS8lYnicnQkJYm3YUeNa",
+	"inlj1HhyCvInVKTVP1Dq2nF3MOyBmCz1blbQ7fuxXk9CeUQky5aLYtfdzV1jc9C1+ufnnFP19uBUP3W/",
+	"Owz/ejx/1Oc/DG8ujlYve9n3B4vHg9lT//2rO3GqxtWM8huyFksyFan6b0qM2tpp/FfxsMaL5+3DwyO1",
+	"kHdnZJuOuWVt9jRY7iYWjLuM7SJWO1gwGsiCXjMipoa1SdKMFekSMY8zYinZI2ZuSCV22K2c7/3oML6j",
+	"Oh3lqML46lSU27O9g6tu11FlSmzvaSp4RiImb/ZXN5JlLDsizdg1/ZM2wjoiva6ytItlLMlzeLGxr76R",
+	"c607qxxH00N2EA3D9mDSp+1B77jbPmKH07Z6ph71jrtHm9nWYDPb2lPH+PqmN392MPnOD/86+PniiL7q",
+	"Rk+H198c//Smz14e/gZ1jAKx9EZ9fzQY/NDYrWfscxyL5LflOKrBoJn2u37wP10/+B8rIvcRir+CEHyb",
+	"S8EXNNUnzZWE6mlbjdVIQrKKsxmhRvCB3KMo+UhI0+gWCn/Xrxzp30/0Xie6kbGPWeN+znT3d53/d53/",
+	"19T5XT5gTnySOx273W63nniqWsrRVfd4NBiOuj3QUuh685FKWfaSTRVdD/q+P+z2+l1fbZbV0RujLF2y",
+	"z3exSH5pKE73KKVcrcN3sVRaLvu4iOEkdns90DLVb8e0O+mF/ag9YMNpe0APJu2j8DBq+6w77dH+ZBAO",
+	"o9rlgP62TR5esCytNP3Pe9pMPf+q64+6vYqSpvmLo6Ol2TtU1D57jQtNjJbmKjcuYRZ/YMQQbUEmFK9F",
+	"Bn6XnAl+rZ6R0w+scjPSeLWMM0a6PRALeAxPlzKLa3yug7Y/BOZ/kLM7c/0R6bH+aWKPzgROjmbRsF1D",
+	"djT1w96k3Y0GVFkRYftYGRD0YDIMB1Gf9aZqc/geh1Ck15THP+PNFEi7aY/1o0HYHk4OaHtwfHjUPqLH",
+	"k7YfdqMe608HdDipvUyBA1O6Bjr0u0DjIYsX2SaeULwocnYTtwc8/XP2A/Z3OmdpHNKHZ7M4pNei1nXf",
+	"a/vdK6AW7br/7DVmjEYgk35pnEdsvhAZ49lLtkjoGn2FRQ4bqEMXjEg2Y4RyuWIpiSWhJIUvlMVNOWE0",
+	"TWKWkpT9tGQyQ5VDfSHpnJHA9hOu29+yddCB0wfmqCLddMlgbX5axinTx9xryHDG5hSuD/ly3hj9iC++",
+	"9RoZXnvJTAlspO8Y7wNLQx8vfb8f/qLpU41VjYmzjxm4Cz7D7+yEpCz547ihno8bAWm+fHpGjnpHRy2y",
+	"mjGuvkkZTtp+ekLoBNymAn4nih/AD8Wp4QA2ShHFcNt6zeQ/JfE8zv7YG6qPegfhMpUi/SNbf+Ofvxfx",
+	"5fvT9bNX/upy7X989vQvH59didWzx2L17DsRX5x9s/jh7Pzg/P2z98/fvO798P7p7Jz7dbNruOtaXceX",
+	"LEvXp9NMsdbyar5ioeCRJJkgKxpnZMKmImUkS9dK+NNrGvPC5Ae9bXs6j3k8V9vatfsJmh1LkUoXNKVz",
+	"lmlCPYPFqI7p+YL+tGRkIWQMl8WKGmEbPEIlmcK1bIw7tEjZh1gspSbiryQJFNWMCO7R3//2b/XUgMel",
+	"Q57P4wzksmpsGqfSEEIkCBcZmSzjJCIiJUpGXzMSZ0VS+IKNBCWuMWr8tEQeobkZUkhhR+f04wXj19ms",
+	"MRp2e0ruc/N3t+7caEvivObcX82YtSDiqDiXvTVPEETZLB9zHG096VORzuHud7mEN+tO+jzOqqN9Qa8Z",
+	"kfHPzCPdv//tX5XaQh6zKV0mGekNC6PvDeuXE45fYTUjbAA/sUOLedZXGu2cftQU7PveTnpOmVwILjEG",
+	"4hGN/kwztqJr9VcoeAZa1C8NJ/DhodZn/vBeCl4OolikImRSivQ1px9onNBJwsp3sGlE7GuEpSmQipXq",
+	"EctQzKp9DosvR3EEJJ2yufjAgODVGyckzhQbvGGLrEOulNKtDj1JlOnUccTV0O/ld9KlgSydAduV2sAg",
+	"cQHkwwmN2td6vWAx8y36xxRUxn94mAecPMRf5UOjS8EnVeIuTRqtrA55JrKZYmgrKvVRjhRL0GwO5kpW",
+	"Ir2RncZnT+3kS+Tfd9xJfcSeKi1QFrdQH04yEdEaJeo8llKNAlQkMHnAYiHZjGaGD9EoImAFVbf6afxR",
+	"cy/VGUlimcEdPVKH9ogzHsFLRpTnjB1egmkWLekfG/OlVPKAUPKBJnFkxqdDa3LD6scGyEoYM45TSZPj",
+	"bsf3PRg8KBlgexDtgTAf/9h928nturzLa1AoFVemnPiNt59zMhyoc2nI8Jzj0PS09qY9+Ap1YkVGc5oo",
+	"RsCi85Lb5dL8QBTrskIHmd+vtxWqg47ShN1NAOb5a68EcM8XRkoXFwOYNBHLTAnkVJ2hX3URYCgd5N/u",
+	"QmRkLmRGlD7+667GfbCkU1wGj8BsiNV/PCCi/G+lYqBOQiapuFH7nS4TRpoxD5NlBLoYmW+kxlaHBLhy",
+	"AZnThSSMhjMiplPG4Vs9iBu2ZpHSoZSS66lTGmeSzJmU9JrJDjlNpCAUWVMI+zxVA8v71XrxKk4Zaeoe",
+	"O+r1oOVpF6TZ0amaWYQcbiKyGQnOkI+2UXcJ4P3gKqVcTlnafsJDocYa5A1rJa36yglKL2VkhRhOqLgl",
+	"4yRMhGRRC5j4U5FO4ihi/I48nIvse7FMnzsGZNnAFsqIIK6J+ZUke/CJU7UTJGU0kkTwZA3bIFa83NRC",
+	"pNlUJLE4IUuJItt9410cqaMILqVM3DBOjD7ikQN6ODkKj9HF0R7Q3qR9ZBwg5jdXug/8fn58nokMW3V7",
+	"2/sQTe3Cq/PgNvFqKReMR+XgFfu43F+9XuO+pHZems9PFElkNMyIXC7U2m2coLup+fd3nOGCpSDCBX9p",
+	"VeCCENHyPX9vw9RiaU8PZyySSET2K3vJ3UF/i0dWszhEi/z0xTnQVCSYBJk7ox/Yxum/yNu0Wvtd5n5f",
+	"SpsaeULDm8qMM7UmYsHwZkCvSjOoGb/mCbiaRCn/5cZaXuUAFaiHNIN6slC8TVuIwLSxcVpz+lFfQc06",
+	"ScAcVae6GdQeqAD51DORPVUm7d3ZlP08p7nX/IarruOoltaeCXtxZChuH+sPGZvaEmcaRSobFLkIGOt7",
+	"0xYXWRu/uB/aeiaIXIYzxRbFMlUmb3l33HmQ8wi8SdV9leSaZThzcH2hswF27wVdJ4JGV0Jc0PSa3XET",
+	"M+fzfBMfKTksPrCUdMll/GgjQzRbCHK7oiepTwt71HU4wUv300wIksAw9t2wBc6+nQnRxi/vjykUZqVo",
+	"zi4ELLwe+VU8Z2J5VztNJmKlVrlm3dVPxgJBTZVGJNO97bUToSKVcjOSpR/ApUojucEs3awc58fsqLqF",
+	"+dj22zvdett89yvt3JZV+EoWVpU0+z6R1hu3monEttW63VqRZ0ytMiUyvubamy2WGb1mIzSrwe879PtA",
+	"Sq9Y+iEOWcnrcgdyWm7y2zymGZ1QyciSp0o1146SeiKSOBwSUo7+GqXLKw0xMq28V2eci1WHgGuX0Kky",
+	"IeDfbfDzEolu3RNCCSoL4OyIjUJunfglH75alzmNcu4heMiKTiCHeeh1u5P3x/3m/ihv/6UjTXR7RWLF",
+	"PSUgMppmMb8GUW9cZfpmRC1ZzF0y+0oC0RKwTh3ajCVJ2FRpX8m0HQnORmoD0HXMYpArM7pYMI4W8XSZ",
+	"JKo/6CsjNEmKOxo4WxrsvaeVi5naXfUI2Hq6pdVMSHsTpE5Yot4LKVeiBK5E0Cso6ZQla0URzoWTM8pN",
+	"+6fffuhcRcAWXglxSfla8zB5x3OX0oyBd6Kser9gaRtMLTVH2CykCRZtVsGNKg2zViJxTvnabLzUXkO9",
+	"QV29KQXm3DvOj8hV+fv92TPNWDvRk7qnE1IejOa1+aQ75A2Ns3q6A3s9M/7h+yOB15wus5lI45/ZXXVg",
+	"uPMv7/0VWMQiiYzg6fpkHvNlxmS9UR6GTEo0pCVe/eVfnBAxydQBoISzFRGckWkq5uTF81dX5KFQM3gI",
+	"XxbFdDenBLd5YgZ8C26Zr5FatBgdXHUz1m5jbQd+YGk8XW+UNdQdleaaE4ZfxUrAfum0jSfO7eju09au",
+	"8uK0nwlyql9DKwwprXbOr4y+oJ1thQ9H5BGjKUvJVCRKYYnIZE2oXpxbztsY/fcz75R9EDcbCHwKTjf4",
+	"XR3hjVtt+Brcl8dmzxWv11+jk8nYtYobbKRl3ZQZ1h3ndU8mXpXAOuRKjVSOSFC3D4FHgjq6VM/rjik8",
+	"L0456JDn7snA95uKnxZ2w9O/37B1aysDffPmTVsRI+OZ4nis/upW02c4UwasUiogquHgcOi3ine5+sWU",
+	"0WT+x3FjQdcp+2nc8NAJ/8exYSDvYOD2h3dOl38cVzmEXhCIONh831u+30Uury/lvkC9jnO95lu2fsmW",
+	"spKjCtrMqKLWpvCuiZmN4umUpZAep2y/jZpAuRV1VqCd2AkP6Q3ITCxTWd+4PlOGBggSiPpLXxEWNQfn",
+	"htXpXBMeTHffo+asldKA2vpzLTvy0NHXG9fQhAlweI/QRNlqa6JHsYdr1nwxo0p3KLXHImJCVjcvwdYR",
+	"7MtyXLoDGVIMuNx8167XQe305fnjr6SNo1P6dMx1cJ1ICw7k+nWxXxrme3n+2G3lJE9wyoWwjqojqsNs",
+	"4yJd6ukQnYR8R2usvEpcZDrhuy4KQf2QUwjEpYuU5Omqm9bBhp5Iu5v2oxO8ChELJdRSsihHvEtjjtgv",
+	"dhKOs5bO0L5gSZT6UF0P9fQLV0N9tPcCKMvkFnNXr3/BtJfoSr4sHpv6s1IJZlZzA+sWKF6H6u285ak2",
+	"s09EdE1fJVf1CZGMkT8/uSIPTcr+xnU0HvR56XzdeSXv27sG0ogr/SETIiKTZebseSQ4OyEBTEbftOLq",
+	"BkTSNVnN1h0SqHmAcyD45cXrRxfnZ+9ev7z4vEuGBMRoOSALK94Gb1NzhQUJ0M2+iiUDH9xrru/sWHTJ",
+	"opgiCMpdb0S+keXLWvTpgiMDzN45uIS22wjgv1TCy+lYdVj0pg9dmrGTIHM1CwKksj/F2M/b8Hkbvvv1",
+	"XOqKWILy7IJOI+8QwX1yNJ1ydAPGQ5ugoA4J3KjxgMzpWlEjXyZJB4P5FyzNYlaDzFMJTEWYG9NyQbst",
+	"g/iUFM5y7Hql6WWcMY8seZwpRjtNhIBINzVM5O6o0Vaaxbj3cnNncbYujq+AHFRpxY0hr0Q84nqGIirF",
+	"HBvIoUprOrS8unw0A+UkZdf6ki5vDMLQq1GYuUb/Y3FzSguqF8L0XZhRHsgtJu9ZmKkhOuBQdTSUc1gH",
+	"IMqi2pBslorl9Qw4jmT64k7G17y9XORRweicxd8Vl5ckzkgTA0+Q4eeNS80RK88f/hJHn4NWhzxdJgnJ",
+	"6EcSR9IjUoQxTYhk4TKNs7XWR9EhNqH8xqpe9oeUEZkJpeQyHqbrhZqHepszvPzJlim3Gk82Y3GKxsRU",
+	"LFMSxdcxCqbieTHwWNsYgLPUj9TrJVysfT81n7jwTzUUds20c1t64GhTM4hTmZ044dRKvNjNhByBGBPR",
+	"9h7N1ziCJzxL12pEmr5omlL4O66Jcz51scZKcc57AkbtiFrOEaXqDHX8zSg8br7XbWf/XLVUN22NBbV3",
+	"Q7Bf8KELGFUe/BudG1E4jErVsF8VF3MD3pRdvIhmDK4Y61bQSW0pj+NCHQckrg0dFvHD9umwxOJgV3EV",
+	"i4viDsw5P3bHPTyK+dnYwfQe0bo8FkUmBe6h1KqIQdaD7BD1M9wPFZkLiO0CF/HyELLdPKQCrVe77k4T",
+	"hoSLoyhuiUbnW9AsY6lq5H+Nx9Evg8//WLfnJQy/TavylST6TdI8fXTa0h17hMecOdNzlAILBlgZynHd",
+	"UErUUByXV1mpXXvscNnqjNRhgkhzywny/UUxc7t9JYEGG1TaNqSqaZGmUf3207x2Mg/9mottWJ7dYxHz",
+	"67aZVptKCI86gY5tohUBFEP4Rc1T2Q3FvasDTNypjemUwvKIzE5gvHqxn23gi9X2HTTGyjGBCYEdUeLx",
+	"Hpxj3SUJpEjYO7X6acwyAfB/sGc0zTQaoPozSUL1n1CkC4GxboHS3QIulM00jbNSch1iQ1ZG7IBF1g9Y",
+	"7cCOlS9iSlaVV8yL3Ljo8HuxixIe5c59LQFW7suh9DlqPjl/ptbu1atnJZ+4Br7cj01ZeMyNM9VvFPvY",
+	"hqW5c+oljpTvZn7+ClRZXiqzO55FITCzsAr8LjZW0LWqiXlc6bW52qcjaxxVoYbX7KtkMJ6BWxjiGDJ6",
+	"j3LfoIv+Urk7UiaSDgmECZX4FiaI8gpFb0Ip3Unad9TZSoRhdBaaGeDUHbuKOmRVSeaop1oZv0VK1dtA",
+	"X6iN8FpWBcZXlVOV4Vo36OMuvuovDZokz6cAFbBtxR+zMJ7T5JVu6m3Zd/Jqpiw6MSW2CxJzssBuPOJj",
+	"biJpUhJhSwRHhdGnVJJgjFCy44YO+i0Avu7L4er3oLhKGpt2Pyan/VYVjUU9Bt+BSGzMrGvDuJtSxL7d",
+	"xdM4MjHsuGbLiiuzg6xfmdNUZ5jCvXida2Hk2qMeCSyWrvoDIszfxXwqAtLMZmzM9ZccHa5U3rAIJPxc",
+	"pKzlgfssFR+wqYiFScxZFJDmNOY0aYEQnwiaRvAQGrRjiiVJ4O4H3+2MObB3zIrPkZO9AtpvPkDFAHTf",
+	"AN6CXSvjBPtTq5dvlNtGhQ7Qff8CI8KdzMca1RxCkqckwEiIcrZ70CFPALjlBmMJzdajQ8CwRyIgvZHe",
+	"MBKoZ0GHGG/7DVuj+yS+5uA/aTpBsxBdx2OMy8JXYyfURbXQ6pBTzKDimEAFgZ4D38frWZskhZlQk3We",
+	"qWbSomok2NxceNyKm9TwEXM3gy2OSmmOno3P61k+skhoyGT+y7H5X+f4uENAjgaQSRnAql3HH1By6Tjw",
+	"PB0zzoDvVJCVKs5M/QIJ8Y0OOTWD8n0lJVMaZiwtsYGN8ExO6nrP9/dxsRazUDcODzScEUQkTdTMDRpE",
+	"kwsSxRJQLBSzaQEjMFMYDpwp6KDHSMxpzPGWmkQi65BX6LpTBpURa0qhD7NknSfPUfLTUmQsgrvdBG7r",
+	"SDMYNz521uOGhWUMxTxoEUzicx1+ZE6zEEJGxZSYOUtN9ZKEVLIOeWbOi2bBSGAeXPWYkwWCSE0oDtlI",
+	"H6d6ou8UljbokPOM0EQKEkdKp5zGOmPGvGaWx2AxLQD1inFFvwZkE9Kt8YKk5ALfisNllTajp7pkMhzs",
+	"IhOv8bF9LdobaafeArKkA6rFXmRdQTO6Mzm/qDeb7JhAccdwTPYxyxe9+aTTPRiQlIViPocYg1Y+9H7P",
+	"HTkx2WeovgamDbzhU80Gm+wyQDdz5tbv7TG1HPSsPKuvxUqxHP2CTpxaAyr1iASw52jewqBODNXOGeXS",
+	"/I6qp1k+nUgF9w2RQ4leSVUXXD2Kuc4WyWax1mHhlg8UqcCAiwUQ6m0cJEbuGopE5CX1a0GMmp9vQ6Cm",
+	"Q1g0AwtX8aMsGVEmDGl+//3337cvL9uPH7cUl4GHWgEMacK4stebQc/vd9t+r933neOOUi3QnQStOgtq",
+	"0O77ZbtpH9OlBDj3ywbRZtx03b//7V8PXG4L920/LZkbTV8IF2oC+hAzyRmDXq80fgfizqHVg8EOQBSL",
+	"U7ANCwVewVEPfd9SBpxIsP9Q1oJ8xTxCuZwjkSHwgZiSVCx51IbQ/+WiaWANyP/538Rg1XmkpyV6C+Uz",
+	"+2lJExKgPhB4hCWSwU4ano2yfe97A4ukzNk5XyxBYZ7Tjxr6b6ghTfSf3Y27bu8YEMKuYqCljCGfkjN1",
+	"LDNREBwF3rqZue7CxSuw2n14bQ2SXt2WX54/ViOexElClDVAOQniKMAA36AQHBJAZkcxeKU2d5D8/Z//",
+	"RVEsCTaFjQQneTMQDFcTPpaHienmSlfA+6EC7ry3ynH2KrfPSzVoqUYVKUGJ9qXdzsJ5Lo4tB+wrHc3d",
+	"LhHG6/DJAHswGJG5shIy56Qq3QO8CzG/AU0IUsA4JuB0CAKbofNUSZVRniIGX3CxKowcR7VhlBMhEkZ5",
+	"xYqtUlqZPxqIVRfEuaSgVJXxsvZbVh8cmauPZi5QDJfTC1pnORu7pM4PBOqttTq0c6eJc/CI5WUA9RNn",
+	"JBSQkncahgzvthXH/ubV82fmU5E6z7QzxKq8wf9q/1Pzn0b+px+77eO343H0oNX8p9F43BmPoz+0/ukf",
+	"A1dnH7gchDTDGQuVCW5wyoxsxyC6VColuzSUKdjqaGQVWgM2X/5ZKAV3lSrbG3IGbZ6W9eV0Wd8/QhLr",
+	"svbA9wMPbd0pBEQl8Q1bxRIUEYgIziVznb3ZOtEetBnlUWLWchJzmq7JNBE0M5+hFdwhpxpKxQB3oCEi",
+	"N6wY+EH0EmV6kKAUxVLDZuSQHSKdn+gkMLilUcqS4xkLylE4HVAlBGfaKtYkhwsPYK8ONxj4BbfUdhKo",
+	"8q23RaXqvRScL+cdQ9TOr+14vhBpZoB0GqPGdZzNlhNlfDzESHjzn5ir4dDkoW4OTnrRG7j3adFBKDbB",
+	"VxmOksTZiNBkRdel0+DpXS/QKuTkQf4OFyRMYszPpxH4OfI4GJc4OuQUDqkExAdrpmYrYcYnwSyFzRo3",
+	"gtaJOc0xwwgWe6BzCkLfo/kcAlcEyVIaJ+r4/sxSgY32xo3AI8EYEHjBt0lMJh+6dxAsRskSQ0kbaOju",
+	"hPGfSBY77B0QNHmg+1eyxuppZoIERUO8lZtCxZ+B6QcG5QP0RQC5mWg/T2uj3VJrslQk79eMJmodytN5",
+	"yeQyyZBxqCnDbZfAnHV9yZeKCas6ykxMZEWYi5vAHau4KY5Q3Oz0G+um68Sa1nlrD6pRGpoltIsWgbQn",
+	"9O24PkuNVkWl42CR5gAvUgYRpM2iI9O5am+NnO1DlPCAZEJ4pftw62PRFq067jNIB0F3HmjoeE+MkC/6",
+	"ej+HP0Z/nxkRNCx4IaRcbZdnkgg8jH11w9JPYLK6lEo2Y/MOCTQCfOBM2hgn5O//97+YP17QGEO57sVR",
+	"uvHapegu9QpMDbyZLoz9vd31LO2Vvi0qIwWZ0rRmABYx/75637japc4V09UXSrj5CxpH6OF1Ifsr/iad",
+	"0oFgNbEN1FjyRJ3rwH4Mu1t7t7rb5VUuEFC9/RU5FUKYJgSUc5OhiPb1DVt/hcEkra2D3D2eHJy6shzq",
+	"J7MU9dfNpRoG+103lyod1C6ATu6JsxOwf5VZqbP0UW3cuBylRL+NRRQ2+iL39/3v5+O/X5/+LdzIe3e8",
+	"j0N4u+P3fh29W/2w+3dlylDU6iOulIFbS8+EOiitBOOmMwHARia/qMY5i/dvdd7T1klJLJZk3BoVUi4y",
+	"IhVvIucWZpYsFI0Vdn2jV1CJPdehyxz1ynFxQ8wVSHHEclW62E637p2duI4muJ3Z7+H4vZoxEmnnr5ff",
+	"N+FtlGEyoJnHEY+vZxl5fXUGDuBqWZHNHt9i6ZE78fVywZJKNI01t81ddF6cRn9UpsCCkDEIzGWc5foA",
+	"7/MvA7He6SS7lbtb37vSDNl6Jd/C8VzXxOzlBTcqtJEuGR4oytd2NTOxomlUcIqFNAUgGLXsbWiRNC/g",
+	"P/0WJDoVxqPrepSdXIUyMXVkqp3k9phGtTMnp4ihH3NUMO/ivIaYrR2+6Q1e/ZwM4YUTkoMTKyVXsuQD",
+	"0yEG3FW296TFJN4Uy22MvUr+G10//AXS5z8HnpLrX19dXmBhQwN1lXvOVUOYaq80eMojMSdNmpGEAR5J",
+	"74hM4ky2jPcgK8K55zfGU7DXQpFGGkdaM2M7yhPNLi0FaX3EeBkgdxLs4CkNGdyOVwTXF9TRyc9fGu/D",
+	"fIp1dyp7Tuf2jqyYag3u/pLGtK1cyB6XDNtvRNTvt7rnuI9rjfPImW2RKNS2/TrXCPN4ywULOhxhUEp0",
+	"lS5DSiFrxQJG1fsKXX9oYxSptsIQGS5hFAKOtMmQxYmyouMvsWjyIkrVAgXaQgTFvcqYi2lRd2eNup99",
+	"2OJtb3c2XOPsXhRT06hyk53/pSt34Js5SplenK3BtrvvjZxKUHVU6IQOuKEqzYJirHiciX4B93zJN7dJ",
+	"LQUGvLqHjX1ly2DtsbWFUlLV07DOQUnMzUAolglC2U1sJI+yBBC9DOHjZHUf1EFSsgL72m87dE2rjYfU",
+	"CB5El1ODRF/aT0u21CGVRq9uuSNCQWci8+5moO81eqi4tcmU2jT6LdZRPoUYY0dLM/nPCTjJfbJ7qF6v",
+	"8OXaRLm6O885/FKQzdWLUOf+096JOo673Il2v/ejZkstaRbPz7YLVFyFisWT8zwrkwrqu+tqKvuAin65",
+	"qpNMK5ZV436LxxsU5docDTUTG2igfagbbqdI09GBWyMSmLte7XE2oSuBvcWSpSB3WYr51e6AExIsxRyz",
+	"mpyCj6bZRVjMUSMXm0wXci2YtDEmxfIupSKocNq0G0AtgdJad42i6sYuFaisuHLMz5ClD4xLjxctrQ3h",
+	"eQXmpStu3j7kzhlIldPSzBo7aiOmIu2YiKaNI6kv8+lWnNJBQ9sCrPISLvflB/+LbvFkY4z0oBQjDc7v",
+	"vCjofQ3kRapOj5jC7Ypq/mTzCMilJmh2TSG4p0nVumLirNqVFhp4sEGh4FkaT5YZk7eMHNNHIRMZTXDW",
+	"okYfeA3oFlMyZ1QuU4ZOdpuW+OQ0aO1FqVDJ9bZ0CuVXawb0gaVSLVcqomWYIcrFPoMo1JC97XBKwswd",
+	"lEO5Du3ggnolPoCz2sGOMejuFjw5r5eihJPDkCUEwdRnWWxn03WhOCWW/TvH/p1j35Fj/wZ49e9c+ncu",
+	"fWcu/WpDjAo+LzLo0Zi3SSAWjAejPJBCh5oizt+aZR14y1ZmDkYOewMweGocVOZNeMl1XMXWb0WaAZoW",
+	"EIIhWdbqkKcxpwl+m199j5wrdIxchnHCzV0+FtIMHLsj8MacOI2g7RFANydFM5dCZKfUHmM1l3wcYw4V",
+	"uaA2qxyZjv/+z/9S6Fn/HUfBSekV9WjM9bOH1Y+c+/1CSqT6AEwvUwMbzTDXmirFFS1Y7UX4N6ub2mih",
+	"J1FvOOwek8VyksQhSEesGuz3D1s14S5JXXRgci3SOJvNPRI8iR6/Oi1EPsGT4iDxUW0QwYe6e+T0A4Om",
+	"YailxuFZuXl8WNPBTZ0DF4pARACppf1eeB2BUMVfSRLcaF9qTWp+t7abOsw01Y160yPB829fFKbx/NsX",
+	"xSmoB3XsS9aI+tdSNSnj60KTMr4uNqke1DT5ccPNjqUHj0yoZAeDZYo31mKZkQWNIqVTlcBofvr+9Ptv",
+	"P56l0+9evTu8Wr/5y9fPrw9n4YcXdBFfJunqnNIX4devX4qdsW83wPgUOagR4r55QH24CHXc7pvVTS1e",
+	"3zdvviWvWIZ0fTjsHrZssJOdpL4xQuT4Av5zTQq/er9+1WR8zRWfxDxdTpaSnTih1kpSR8sUKxsCwLHI",
+	"7NXpXr5TdYwruFjltVPDq1sgUzu/bpHsFVITQNxaxVzykvJcDII4IYFTDV5psQVAxBJaj462+JVQEmtq",
+	"+t8TUGLeB7xBuj3/PuETT5cyi3njPmO5Bm1/CK7igx1hEPuiDJ3pSoN1MUv6OvFPE3vTOIGLxn3Dlur4",
+	"8oXYgGY3ZEdTP+xN2t1oQNuDST9sH7PDaZseTIbhIOqz3rS7z3VePRaH7bYm8mzbPWoVnMO5PdmUmWWv",
+	"Ccvl5Ry+Ou2xfjQI28PJAW0Pjg+P2kf0eNL2w27UY/3pgA4ne+VA1YdpgR+59mYsD9Ly96L1O4J8HtbL",
+	"UIenbLj9XqQx12Dh+mVzr6PTatUGBjt2cE8Im3vBG933asJQoLmb8BrqpP5Qu33np89OsTDTz7CPFZo9",
+	"nbM0DunDs1kc0mtxv5iEvbbfver2bsdg6q5aSmfFy1FT9MSdOwr3ysGlEu/OCK5VFKl8SbZJ0k2WVYCZ",
+	"jphuHZjExwCQGpxCCBJx7gEaXxZSG/ADuFnS/yzocvbnylbWQJaXRf3l+WPSLIcnEO2WKbquWh1yboZK",
+	"0wI8P2Z2ThD2KKiNjb8PydW7neSqEyNqnBgXRGJTPi8GTOygcsEX/DpxI0a72iQFrPZl4lkmLBH8Wqmg",
+	"v47k2yOQpZYgbhfF8psSgHtxHWejzFVvTsV1nMBEqdThhGuHiBsn43jC9dG3caHkTL3gwinry3NAZnFg",
+	"VPZAPL3npBRMtwPvT01CSHJrUC9FUxUg07oInP0gvfYLJ90YJ0pWGl0JTMKi1x5CAo03aK940p2RW/Ya",
+	"AFH2AcxqQ5jH0VX3eDQYjrq9/Tnggq43Bv/TNJphcTiAJcU41pr45C9JCkhZ9lJRWm18UoGXQCnULI3Z",
+	"B5qQHGhnautOV1e90R/0fX/Y7fW7/vBWEVPbKEP3ps4aRE1ZtredBPZKm7fhH3pdnOPi7tWm6Ip8/LXM",
+	"x9TKN1J/K9Q8FO5y8ORtpf1d1n0irsXrdJfRHt+GwVdMuvsycvRYaxZCg2VpFmRGBSWOrsWeIJgW6jTi",
+	"nTpL96Fqq7OA6KTbhvvWG6O21NEexmijPmQxWoa1cZz6FyJXcRbOQKvzME4S4wJ1Nbz9gjWxsQ2Y7XuY",
+	"PBVS3haXpW0DaxCYTXemu9dx2ai+Cw6AgjG/BneWUeaDvD4+KPZhIqROybMOe/sl4GlrNd2tloUf7avP",
+	"b4x9PLUxppEIlyBRwMF5PBge6rL/BrgQ75oRP0EsMxlHjARuRcegM+Y7K+OMl77fD29iHsG/GAaKEvUA",
+	"HJtiSgKor6exnJsD3295Yx64FRDhcbflkWAq0kkcRQzf7KtHthQ+PBqoR3OWzUTUVr9QrE8ZjHlz4A9b",
+	"mChcrMSuvutCU/VlZeD3If7u1uVRTfZ66vmm8j/md7dCLTw9Vk8nNGpf04yt6DogzaHfM/M2Rcngab+l",
+	"rUFMtIdnvkcomSyvNRJmkaOa6jy1d+i2pjJki8GtutCGOqSrLBIac7ISaVRykT6NP+aIHNJkf8caYAOh",
+	"DzaXY6/6CuEr7bWF+zGavCgKBsNAqlisJVZRjiBJ1ko7Gfj+iEBVazGdMq7OFg7e0xAjGlWENEuRzJ7G",
+	"ifyx97ZjY0c8Evy0VOwadhHzzbNZJ46ClkYvUYqqDiYuLt0v5azOHxuAUDBhCDcSRzqxzwJPf67hQpsQ",
+	"A5Ss/Prq6gXBF6qusoHv16TrzOnHeK54z/D4GEIg8K+uermayrMB/fbVTKQZ0ZWjvLysdp5iKMJwmaKC",
+	"Zi5P8khpJ+tLlxjVdFMLwFsLLv8qgxye1y/PS+0Dg/H2Zkp7ZeuYr3N2VZXX261HU+NKY/paSaSPbK30",
+	"0SKynpND2IED3jujBcFcewm1cRVNe1qCu4i4yvZE4bSnAvLYARat7PWmxqo3UkZq163Mq81K+ikq4kX8",
+	"CFDSK4m9kGVb77QgwEomKVWUVDafgeFBkdc1WN3QzgRSD1P2U41Xi6bRI9VUvYGF3RRX6rtY0r2qO8Ao",
+	"qu0+0aOT5PLy++/LaDK9oztbznU6+yubOQKX4ooFBI+fXDy5ekIewtK3IasE60YVx3JMu5Ne2I/aAzac",
+	"tgf0YNI+Cg+jts+60x7tTwbhMNpLif+v9ijAPLda8WgfUp1oc4/2O7S3DUUByT/WiRjhPjZ9a4dRv4en",
+	"LKf6ggWrKTZfseIE6k47lPB+orSG2oCU56fLbEZ6HV8rrLra8+CY/Me/DztKCQPEMfCGTdZlPbZyWll9",
+	"R4GpBa0FFaqrHhl0++r/DUs65LvrlPLsndEhlWJLbBMIWqU1W4QREOLdnPL1O4sRjqqiayiUBgBhXnX9",
+	"NWzhe92R2q9y+2Xc8/L7tUrbu92BmuAZW6WCX2/XKc8Qt4vmxbyVjY+5JJ2dBIZ7VDeqjfSzFbAd590O",
+	"UwZ5bjSRBNazoyw29dO7ONLRCPpvycKUZejgiLnMGI1MFVnFdUEte0RlHJamaDwnmubAfSIWqAQXEazJ",
+	"hIV0KZkTXsR4tBCx6kGjz+lK/4qEYM1NllWcSZZMUTnF46FV9WaFjDeTbatDsHi+oRkQdtqUUbZD3weM",
+	"innMlxlDuAq9q3mgRUkSmsWs3wZTPj6OSDOY37wLyFSgDacObm9AEpZlpqYgsvMSo5rfvBs8/enoh8lV",
+	"j/91dXixeHkcfteX30bdy9pICXczt48J31HjkqVxDfw9xiXf/XT41w+9i9Xxy5vBFT/6YdH/Ojz4Ztp9",
+	"NB8+lv6f173X9PBbdvzmY904ncNd9fdog8JQpkPEJWFbfaH2oG06P3IhuKxHECuUvy/y326rtr4akxKr",
+	"6tev+jdvrnKwOEmCU+0P0LUpdOF+1OXd1mp1erb+Zjb5cxg/j795+sOTl1d/eXUuz+fZ4oez84Pz9+er",
+	"y/evs8vHl9nl4yfxxdk3PvvrqXp3Fp1lP0X9v8TTv3TY+pufozfn6nFGu0f+S/5k8Gb+zevL+fD76Ofo",
+	"Mnx6Pvy++/3PoZ/dXL721SdhL+GT+VM/+us3tcByIAiZfBfXLMFFPGVwQx9zRXiCR5I0D3y/SFUH9Rab",
+	"6zXdeNQKrlWIZBMrLg2I0q/jaZWhWGzAdkHgpgVLgaMJLj0i2YKmcHc8WRO5wIh4d1gm4bzzIWYrC0PW",
+	"wds3e0Gqf7aVrDdV9wDy2XDETjXIG5JdwXuHj4rSVD/bWTzWPQWFARSIw6xbdWOrsg6SdLHuzSslRHRJ",
+	"VBiPOkL5X0/NZn3z5qpRVwW5cKQxdrqgOHlW1m09nIVTSU7hYKPX0T84akH4I9PXJhDje6LdIsqIOPB9",
+	"Q/2YbAAeBhwRkGwAA+oFBIc/YdLTtc3xM5KzOqhGDUvSGOklKFaczsUBiO0a9AqlpxWWAFTKkTkzSmpR",
+	"AITVijXVHjEtOagkCyql0oU8qzKI6U4Nw1QWEtG6OAkYZmUOuCQ12VVWS9ZC2hEDI8I+6lplOaIaaZpJ",
+	"gXtPDaali5p3/bYW+gUqUTtSVK5x1xT5ovKQ1R31E+2qW7BUR9ExFiErArDGTKMFIBovzh9XKifswDNu",
+	"yUxcs2zGUmXRFNv1LJlAu3Z71F7lizFS1BPz64TtT9g67ttiGeNyhDRNoVAY0Go+YY9ImsUSSolMRDYD",
+	"yI1ErBwN6cwR0aNfkAG4lUk1G1OCQmYQC1SNz0EVxC3cbD56qW/05AgWTZdwoVFtIShgukVmavq13+U/",
+	"N3IcEM2ITegO8wz0a6STMmxMk6dbmosPudNGfuUiUhQarh2DaQzetPeUG2bs3ufZEP78KysP4F6w4dJ0",
+	"QUPCowZl5KHWlK7ET9Fnh96xBnqF4FRpNVtZbtCwuRzcDLEr5ZLJqqNbtxnLPDwEQsS5RRNrhyJJWIhV",
+	"wln6Idb35HbWihmbPyDojI65XMuMzQkNoWSfej3ODDiqdCNRmpQ8KIHFPmhhjFeZDMe8iYFfVPHlSrCY",
+	"nsmc3qge8tQa7JyA/01DWmZCo3RkwhtzzAS1iPWl6gpKZ0DPuikWo/3zHXJp9x3oBuqKj7klYVhEdaJO",
+	"8krppg6p/aJCPHGak4/hLE4RM/c81RRtB1xZSBlSHM7ezmng8dVMJDrHjoYZ8lSNjoXOGkkmbBbzCPmd",
+	"g/ynViYY8+ZmqK0WAuRCI2rJF0wsEoZSFIo1aW/Z6YtzPKUQZSSyMTe8NCIzljIY/T/8AzktGLvqYbdD",
+	"nmwRLsrM+/vf/g3UCRCTyr5SD7Ss4WURM+aEmMJqBWHc3CbhAD507mHKr0gd+7zVGfNeh7xSvOm2ZgbI",
+	"GLzsAJGjj0JnzPvqeOGQE6pM5wcPur62lOWDB6QZ5BreSCk6iAquzP0404BMcibSLFkbEP8Yp66/8xDl",
+	"WkwyClEanK2UVDux0meRjwcjEzIAKuMRINsoCoWJqCY32fcPHuyy8NVMaJgKKS1QmswUc4d2TUFGZD8t",
+	"TeEOdBstqoMeCbL1YkRo9of3qywoa4eYdtYMaHI9QmUxaJ2QOJNj7qblQJ2zTNco6axYkrSh2MjD96sb",
+	"2XkvhdJLzhIaz+WIBLEEBGm6jPC2fgJK2Ji7Wlkz1/BaHglEeh2QZik2Rf0AYhqKJVLwq7CPULb4fRYH",
+	"MPcn6niqdhCIUIKeCkesaPhAuRgqtecGhX+HPKlRksbcQNkLzkaqj0/khW2LfCIXLLNGHfk05p/a7Tb8",
+	"n3ozKEjUQL1eK1JJ6W0UCOr9XZL9ZLtU1w0XtYvqOHLejO8XlCD7OmhBeqQF+a/euJ0CYPop6051LW1X",
+	"nlRLY35ZF9Akv0J6BTUx/9ohBXRZN/OFfxB4Y15eLq+8IK1ccpk+cklWal0Jh9JqeXUTx8P74MHA7z54",
+	"YN2POPTgzZs3bYfxM8s4FR837qCh34K10oEf2YxJRuA2VI7GPLjUnkyX26uhmOvh8vNTVyogT4xgdYyA",
+	"SdkHccMiMDr1v7XpgUl6gOlbedtAmR1Yy5MoMVZkbh3y3GW72usFlpH6+4atcapZutZhEGbx+s7iAdYk",
+	"+HahkGzgnFvjJdCsJ8A74gDMSjzO2vE75vmGKg703GVKTuhRU88Z9ElbFobqV9TXJ/aviEVjXuBu1wxz",
+	"nO1k8c7imcgQqNF9OVC64YJmMz1YykuNoaSE5MZioagVN/m0yLoLZwXuDh9aStX0+A//QOBaSAJ33Rmz",
+	"hCJncxCUIh+H9M2t/x9AZrR0mUhwjStJpXYNZAbc5GvbXe+UWk213/6DB2MO5SMBskPXVfXInC4Ai7wu",
+	"RgXrkDoBJeSRiNYm+Abvm9dqj7DgTWy8DTtCWupjW1oegdiWMV/QlM4ZerGliXhBzUe1bzSeZiEWpuXh",
+	"Xpc+hviYyrfAa0zkDCwXms34Df5bf/Ws0KP+6dyJtPqWrTUN5FFolMg8JETpKneLB9FiFKLUPpnQmk+Q",
+	"IKb2yBWiVpC6UWyfoJTRJ3JqQo7s4qhTg3PB4ruEQvXdEyIZs8TRIaeKXijG4oHroIBPCLLGbvaEJWLV",
+	"0vJK63FwUSyWGQ7liHwitiZxqChFJmLlHkGLdkYjeWKBG1Blj7w8+0VxMt1TMUBPddMln4jm4R7Rd0wE",
+	"UDqANSPf8DD1zTJj3ZoT2Kea6pOCEjM3rYoip3EqwmEzTjCgamZAPpFnAgtSpUyKZRraGrG15emwnqH5",
+	"QiiNFxuuCSmEHoZ6aeEIsI9QJ2SyzGCn8kBw/DrXocoBiJ/IoNvXLRmFHTYr1nDuXXIZP7ILXx+lqBoZ",
+	"ujutVf4CPwM+ZhtywxnV970e+USgZr/MhIiwgG5IucHFhFxBsToxrK/A8Iika7KamR3dFBRpujnlJCgf",
+	"Z4iNwBeNHy2KpxDjrxdEU3khoFK1eKwmLgSZU762xswJWdE4I8FLlqXr9uk0Y2lgZTq2VAjC/ESGfk+v",
+	"YAmNCW+la45GqtrWWPr2YOQRnKpJs7PGB6MXNEVTPZOQTzKhkpH3S5nhAmOziD66bfx5XKjqCXnOZHkN",
+	"9+7gVlFDdo1AVD1YBG+b62UxxWDQWKN1gsZ6qmwa5D62cjhQODoB8l/ztDNCOcr2su5gvaxjPvAHUL0r",
+	"jiAOB96XDpFByaQIXFM0URY7i8hyGUdWQ1cnzRRyBfb/tVg58GDKrvrALIL+Ksaw/Mxe8X8lSSTcwmJQ",
+	"vY5es5HhuOEyG3MxneZmtySKA5r8nnxg4WzJFSNjPBQgvusLSqtWA4/QMYf267nvV8a3hKybNPs+kTax",
+	"BT1AtiqT7ufIQ1OVsxjWPUYjnFAy/PgRAc0K1IOaMC6U9U1PhBrqmeAZ41kboYiMCQwANlOWtp/oGTpF",
+	"dIVB289mBigXK3A5EgXi1vXqC87RGznmqG91uz3yH/9+0OmOdM3AfGwg7uR8eX2dsPwuR/GfBVWbrMjk",
+	"47rVIc+V/C+qeGhXGB1baUs74h+sJnnFPmbgoWAflWDNdS6tIjlKjmc0lxbEf8xEEsFqvOZxKCI2Umcp",
+	"ljoPDxdzc4n0yTpD16z6h4d+PpEUCjCyuXgfw8mb0/RmubCl0se86UZtScJkSBeKaFsdgpspCWbr6rEV",
+	"y0SqBxBRAmD56gyuMyY7ehGqygfGik1oeGPn4dR0dCo5YlV0o9OghgouUVRxm8GczUWukvpvO46DO4+4",
+	"LqDkgnm3SRcc4dBxzNpJSV5fPW3DKdHrEpFEUZFcpqlQjF9ppOPGeLyMjqBIVMteCj17fZGvFNFv+T6+",
+	"pQ6SPTJXIH+1WldgmKBTSw1gCMIawHz0GeoODeHh7MCGeWyLEWIWmPScOoSeU4QQ/bZ0r8qiY37r0qLo",
+	"IUQWuaDKzq4tqzjmgheKbl7NGIbEuhVaNADuSFcok0gndTUYcT9sEUZvSxFGpLX9KzFi0zWlGPu99iRG",
+	"3+i1YRnu6GFVza+wZS+NsAHPD0bF6Jgt/NxELpAV5IVBmR9UZUY5m/sqRwiO5Zjbyo+kmW8hrhwUODcd",
+	"fQX1SEsVR0nTFs/MP1FyeswBn0/q2wTKwaFSwOEMFN8GPguv2qlXXwcBgmJ0zK8ZZxidAbEBWeHiAhwG",
+	"doNnDOi+AK0MtzfmAFyA5oyXV9cxt1cH5rni5Ya+IfOjo10EZchPrZNidWrHhxXYW45oNOYB2q6k2f37",
+	"3/616/seidiULpOM9IYto9+IBf1pyUgQLlMplOx8U0j0o4QrDgn1SYCv6VEaz25wAQUt0bj8+9/+DW1L",
+	"pdolfxw31LdQk85g/UPpXFrMN7QdnGh1ZswhEN30aTIOsS/DgjrkKYSm5TdjVKI4OiGRQD6+jJOI4MTU",
+	"HuB6Wa+iOiDF+t7Oqm51ypitAm/ZmMcZmyvFDS7bYdv0fjvMGyz4evzWAIqjStwMHSBZNRo044W97A2H",
+	"jnhreUrqzpk6TBo6vzcgM7FMIfqgiB5AXkJRfcTZMoqI3R4IEVD2qr3ZgyegIzShDBzIedCCkAuLdE6T",
+	"WGIZBHuDagwIpDFUUR486Pn+gwfQ2ZgXanjrjVNGAW6BnX3WfskWCV2zaESglLcTH6PGWbaftO6JkqfX",
+	"I013IbUDFCy0VoecCY6JO1l+MQTtqX2E2wsMsBKcjbnBgNQwA+Dk4Eyi7WXUV6j+4Eya9HzfqYGbsvcs",
+	"zBz94ePHMTciPN9BMBwoCUWa4utmm5QKBsO30WtAVV8/OX0ckJVIb2R+TwcGBEhpJC5F1dpFfdzt+uQ/",
+	"/v24022N8l3X/h/Q4bTSpzQlDMex/GsOt1Bj3jazUr/HTMk8LaLQiG8qU3/C1oJHGksycyNsv3LKU5Nv",
+	"40cdcjrmxBr0YCEIzHELmePIgI11HPARaYrU08E6hR4A2xKONYtagJYJ9GpHq44psmIMKZOEM6z1miOb",
+	"RowtIKRdz8QrmjqqB8XidDSOgPeT9bjR8kipLjnlazwQEVOqqMwDndTITu3Y0BfCGT6AGGej7+GhizPS",
+	"dBzLq1mcMYwZ1IqSUkrVwDD9L9A2GSo48TVXerrus6TrayU4d4PASCPSpGRCIxL8X0EbdUslpIOTILdU",
+	"4xQtNdVtXtx8k2NVaQbTOMlwMzWOR5wwrkRolIrFQo/Qqogm/C5Xr+oqm8M3xTDu0c7AbU+fFsciA9is",
+	"5qB3DASp9x3tXNfGRJp67t6GS4B6ZWkb2AyEZqrzQpqTtRW8Xd/Pmc0C9IMQepgsU6i+O1Xd9ny/daI7",
+	"V1s+6B3XDMGJmTUH9DuWylhwuDDRQRaxJB/wKQm6gZG5tpRXh7ygYDvBDRcX9mXJrgHWAZJvkzhkOiRa",
+	"B/ucLmg4Y6TX8StBPqvVqkPh545Irx/qb+XDi/OzJ89ePWn3On5nls0TJ+nSiR1qeA09hMao0YVAvwXj",
+	"dBE3Ro1+x+/0sTz4DKLE6q+91S/Xm8Lc3Rv0psa/9EiOf7kZ7BKpS2u+e1zYL+Lwxl5J66L9teip5Jko",
+	"J080YNqphQdq/JllAOLpNYyCDAvQ830TjKUxXsp+UMj0wYhd+OK9hgLVGa0ajt7MwUHpVBuhGFAO6/mj",
+	"Brm1ILWASetgygKEbBH/FeBeNWYrQLRqsNWPt0RF/fwWos/Q+tgDClRitFpdwD1sOYS+DXD16pqyq/zw",
+	"EY1MSo0bdtwY/fjWc1bxz9r/hzvsop02vEZGr9X6NYpRQ423qkGrfm4lW1eJ+0pujIT08KbNKnQWPSt2",
+	"PZgFLItgDjQY5PhOAeE0TcXKRJ1JSKBXYsm8Y0dAOVlyOH72N7y/MNUNqp5SD5wroO6y+SLDIustdQhQ",
+	"5Y86xCnVHssKstrI3NQguNoWtLLiEVJW1qlZawCO1l4uoOyaBHuNOKYNlVjaKd4JeCxW7YJQNAm/oyKm",
+	"Vk7bu+C63n4xF3BpLqfhq5WwE3a3O2cFPxag6zYB0gEb2BMgzsV/23cpAaKtDLFWRlTbL5vjs7d1Rl13",
+	"Rr3JERtMD2j7OOxG7QHrT9tH9HDSPgiHkfqrR7uTe5rR8cHdZ/S2yCgriH+y5vjvC2ZTxlCsAi5XmC6G",
+	"K1yePza6R+HapCnSSqlOqE+tlPrW3bi0+qS7+5PXzt0uftTf/dFTc4ULX/SOd39xJcQl5WtjBarvhvv0",
+	"9Aov0l7nF21l+VNMeFHiyORE/FiKn3/7uSCrbBiZI5ouy7LESCfHvbRRQplYMZu4OSK3CAl2kbeU4Gwv",
+	"Fxq4wK2qCHp0YBs4zQIdGhogQAnIDq0ma8cXZpmgY+uk6GtSFqh2Q8U2Lq7gYCJNilUctevX+qRaHYiF",
+	"uWYBuWFsgQYbPDghjjyEJxow0t7kgfeibhDYkmkXBo6TOFHmlp6DlkJq96IY7ypmYMIus/o7uYAsuZqK",
+	"Nsasj8/G9qGVjUmehZ06IXPxATJuObN7lSM4mWv3hZAyniSssJ25cVEvg12K2kcOFygItgrunCqIfDF/",
+	"lzKd9lYnbeGTxr5KpDPMV/DhZyUr6r7IZ/AQPCSNPV48g61o3IMoV4RUVeidrwrSe0KxYLU+5RcWTqLh",
+	"Y0XyVCyzmF+bqrGNbrfr+77fGyrGZSoVO0j0VVD6Rrfn++SMRTQlr7Iy1vCIL5PEgL83Xoolj8hLEd4U",
+	"UYdHjcOjg4OBhSQG0GglWiYU4R8apn0AvD9dZsIiFI8aYsVZ+qdQvSHhBbrMhIZbZxAPdoVCK0lCgBW8",
+	"psmmZslLtqBxSi4uziwWsov/fXgITPTjeeSs5cHhkbKHVmwi46yAjlczps9eYxbLTKTI02nm2lC9q+7h",
+	"qDfUaggXqjVcQaTmUcNyRCC74teDK/941PULXzcg9GWVxuAElhlNM0QiMA3mx0hRJygmk27Yi/ps0J4O",
+	"6UF7MDkM20fRMWv7SsOb9MNBNIS8TbXueIz1kbukaUzJafKBpuxn+8YsXrxgaQgE3jjwO4ChLiV3VnDQ",
+	"73UbuX/gknJ6DVd74CSFqeoursScPGLhDeQ51rQ/qG3/6PBg6Lavm31btwxew5E6mzfHgQqv34HtmpnL",
+	"Fkv1hPfVzpwm9tHMnnO8KwJLrZQIp13AqscLXeO+rmf92kN4B7r4XVu7i7ZWSV6s09hqVSpHhTNSvUZz",
+	"gxus26hvoihDco+CEQEeGOB43vDfSrRYzPRmBUtKaRotfBNVI6qNeM38SNMtjt5CL0CkS3C5Q1F6R70e",
+	"6VwSkIE/qPWinRYE41blA7LDnY7LwKx7csUYExmzWa6JgFWfp8gj/tJ/pv0f85fI2zYQtnnXZSnn5pv9",
+	"HXEFhlTvj3NG+lu39vzB7i+eCSVhePTfneH8mRUw94rq5AaGM2M0yWY/b2Qzp/omuAdxU3HCXFhxdWqX",
+	"iw55bKIwM7HUUXYmcnRfR/nXMI4vd5WLm6Je/Xrh+sQNWKV67Ra+aT24DaehuBj37aO+iD8wxbsx/NTZ",
+	"yOdmCY3Vb4MkbuOUth8VHEyAjuh4d2ttwguRi7Mv3LXC0Iu+zcTpJTeJStZLTZ2sogFTqHKl7Rhbo2qz",
+	"L9HWgTFWyq7CUPEt/IdarmwtwnQ3d2KdzQP6dMlaw1JFhcpEtTDcjj2XA746KM+2mk9NdZ6qhl0qsgMW",
+	"UHE7j47Iy/gDS8nLaLspumULD0DVH1S2EL+HffLDQXTEetP2Ae1O2oPwOGofsf60fUh7k27oR8fsaJrv",
+	"E4wIEre+BRzTe9geHEtlU/rlTbHGY80u2Io6t96HbrvrK0unv4+lc7GZT+xr6dh6fXs7oK13ucYL/bub",
+	"+a56RAkvpc5qcZmukTc5uy+Jm+12ynPnTqp2H12boSZHY6thcCH2twqSLyy/91s0CRKnBOZWk8AslBUt",
+	"+ys/+bGtV3/yC9bfLYHfxAlGM8C5B950gl3koNEvIIfqwJoxo0y6ACl16CdbIU4wWufgcHA85v/x74PO",
+	"oGVQTXL0yD/WYETqm5F6vAvPArS0xrwOnayZI5x5DnYLJB+ow6lLStj4bfUnhEKYggFjXoAY2wqeCr1x",
+	"vJwJXIBdCJljETOJYhjvWkYcQSSWAqrcLsgVA7dig6epvBlzN7DSwVnpYCSoA55SiGnbgqLijbmJsauF",
+	"UylBqVTiJ/XPTqpfymjkjbkUdaF80nPS2CBe1yQU2fA6jJGdmVQq1aQJtxvzUlqZm3RajF/N8/KxGY/I",
+	"JRK0SDEly8tD5s9oOGPtM8x/GhEu2pBAFSjxNeZBBevXJH1DJQLAeCquEoIKjLA6ew5llC8S4jq4SU0x",
+	"J3HW0aACRIcUjzkeO5hi8MsYUYfHDY+MqwDE48bngDSdbJ9qBq5OtaJjXoYi0KnnNucc5xyQT1hmqC71",
+	"HHPNq+DUnwjWKMejBicLHISQcpbl+eDcSStHGLD8btamUOnVTSHTTUJylNv5JtjrT9VDKrJanFrTXNed",
+	"i0HJ/kRe67tjw5MQ69hwHSehHDmLzQsvaDnYBaRa1y0XgCxAvjWQrnl9uO11k3mpTlIb0kBZRLjAJAC9",
+	"mqVEMThXeiUKWWHYH+Qy16GBfyKXtih43y8GdUss1KX5C+TjgJ9a36F/gljVomKHwD1XGnpUt6PmdEvt",
+	"yNnEc26+z+Xkt2UESRfN0vUaOcDQOzCcS5DNt0RWdoGU6/CQb+GxKqCKq8/ctfrYXq1WbaCLZZpo0ti+",
+	"eEreGYzWbStYhRh3F3L3BL3fN81uWq22Dd1521WYTsUq+fzFlobVEvOtMBhyqHBYt3MpDLkIp31PcNeL",
+	"sH+pHovo65er5/HRh8ur8/7F+9Pl5dng4/P316vnj0/V57eCxb44+yZhX5/Gz98/6T97/GT47P3r9bPH",
+	"3x0XwLIv3nw3+P5NdzX58+ts0htK9pciIDLiXldQrvd1DGkU6i+Ej3bQog3e8+3JUCOq19DhKYAtucp/",
+	"6fa5oCxtRqzOlaiCPW4eb7WtDcS1fflt1b52rrZvdc0G8tQpybCN+xi9xSV5XaSjpiZGTaGKBphBllsh",
+	"UJ3LkVwGp1OnNxdwABbqqDx/VuziSuOG5/N4AzoK8BKiQb0ro99Yv6NuEvkLxNQQq/LCzq2pEOuqbGCF",
+	"jkGRGww1GApEZ/rl092q7TU3l5xw3BW3JygsKlK6ncp1xy2K42a9cRvV2XIpdfu1vcLJvW1TWV0e2UjL",
+	"L9GW83xn18WA+FHF0+HYiNaSqwEEhHdTRpP5H8c6rWncCEpMrfxdTRWeDQ15pvhsXp/XHfeKpXW1WUrV",
+	"UWubLgRG1rO/o1tSq0zEqqp2PapDh3FBYe7O/0xSqm5oVMWa2gkMBleV4GtYUWkQkE42ln38VbjQrpFW",
+	"QHSqjOqkCGeG7Kbbv7WmJi5oWo4vhQ3MhCAA7HX33aoDAoMm9YQhlfjXXOIC8JheouEtl8hh8JfKyK0K",
+	"SKR3fSYz9jF7CMWivlDKWzGOtdK3G2Qg60sTueeFtWBs2lUQ7BxUAB6Eqtuo43jMb0erBfd58fbfdSPo",
+	"vFyAJoO6w5V9qFYRq9+JW7kqIGxd+yqK2GeDnnXU3t+m3HlsHfJmI6BcSY45r+yKEIVX8U0Y7H1dbUAC",
+	"l1vO5MfSFYaBsC1eMexKytyG/3GbOMpa/OW6SvM2wjJOHSwGEyGF5cght7NU/nRrrA0JoBSl1aPLQLTl",
+	"wvOkGZTMTZsxbigIt6Z1AjhgeMcKutcMi5HEmQGIBIzJzDOXrn3S3ACk27IYdXA3i/jfThH6wMwf0W2q",
+	"ZdgrV7m2mvk+d7nb1qOoNx3Qw8lReIxFO9sD2pu0j0xJT/Pbb/Ryt0C7xaAoS52FoKjbOBpMjXknzSHi",
+	"nbqopofq1c4C6uLyzTFCeWX+H3U130J5Xv1lXmRX8QB8LaRp9E5ryPmbZzSN2kZvNg4QE+xfCEBSLWEq",
+	"ZjRkB9ND2j6aHIftQeSz9vG0S9smrlf95k4dw2r45twUZ05uv05R/O1BM5am8w27e/hMpdz//nE01jdX",
+	"W0zm9yCaO1zBl6r41AXRbIfx3xySW8aauk04Z161qJqGaWPkNiZh5vBj95mF6UCDtTrkKeDISBKK+STm",
+	"DEXo6bPHHXKuTgERSs0D5EX4Gyva4+k30J/SFNiWAWlq3KEcmQqBnQTIO0C304UADPL4i5RNWSqDTs3N",
+	"k9q3F9jby1yL3J3taItR5MjKyC2KwkgsQInZkOeIJdf3UyM18t0r/AqyHLcNS+gEzMvzx8UR7ZnwXzfi",
+	"CnzDreAQdg/4N4ni4G0EnTDkV8SPBDQf/QtCJ5aKzj/7rt3FJM66URYgRgsDndOPCKHaGB0MvMY85ubP",
+	"7q0XG8pTxTKvT4XFqXLwODUnsVTW1zWUrxckpLJchjuinP5pZcpwhzRjqncTF10zuUIpgE2T6w2/dHYG",
+	"ioRCkAAabzBdqGHahOASGX8oTydHxLmCEGIDKlE3EezhaQpTrSGmLRXS9x29DqpxBs4+bhv44BYDvxJ3",
+	"GvZvN616ayikBQ01iRcblLfzWlG6t7qmP79tTqdbKfD3fM7/VI2uUMGxTqEze+Oobi+KdQZl4+1nb0Mg",
+	"5Vm1UqHgTsWhWrgohNW+warptgDh9qp5BrBi5QIyBUr3CHStn1dY0qXz4AF5jeULA8l4BFFQwZQmkqGK",
+	"mFc8jA2kXwbwjiONjTbmholrWxxyFCKyAB2L8ZA5JV+M4uWRG7bIMNSwKHGwvhECjbqr0bIXJ4grKzjz",
+	"CEskMxBtTlnBiCWxMnoC0gyUgRdAcRQ55gH0EbROTGM0IysK/s8gYx+zAGpKuKJ8RhHC1k5gJrhZGdyG",
+	"a8GkrebYgVXMvoup1p/VX6d5kVx9EWXrvOLdAI865A0Euap/jwgufwlsVWfdImRuysicRkxDSeO9R2wL",
+	"7NQPgaZszNVytDrkUtfugZb0cgGc9JqHs1RwsZSJRmlNWZbGTJ5AfAd8hes2jTlNkvWYT2kMaI+ZJqEX",
+	"GDRoCO3lMsGKguAFg7oyHMrKbII+QRxKvasIx66x6FujMW8TtGfhTnSau9ONq0y7C7TBskyAB2AM6Zyu",
+	"oQ49kATgQJZKEdlGqC7ybIycJtVf5WM2kKLFFhBeMkAg8UDjKzPiezbutGdRtRcJxdqy+pdj87/O8TE2",
+	"Y+h4RJA4se5wiRZJE05B3ZjwBT0mU2QJKB9DSgGUeOj7gKwtWx7On0YRWS40xOxyjlct8IaGuUzFkkft",
+	"GU2m7eWiGdhaTeT//G8SLHmcnQmpDMyenmIL22U/LWli10Y1VB05DrLVIU6rZg2Rmm37pKn3k7NrmsUf",
+	"mIdQplEsMZVdtdXCKmZ50G9x8WFlUK3EywU8EPqwohjHWzoH5Z+oVTsYeARrBJC//z//L+n5vu+RTqfT",
+	"8kgMRSvLCKfKdC6UXCCbKi6cYDSrG4iJ1KirBQjEfFWdYLjrxvIB6tVnry+8nGo5nWPBZ3OympIxHByd",
+	"iA/MltHr9R48yK+qnTALHEq19M6oDszPBpKOuQMkVlvciDQDEwlRhkcMWjBp4H42gUeOuUl7K0YJNIMy",
+	"JBZxi960Tkh5P2mSMhqtyVKySLVag3ZmYOZN+QL3E9WkDi+prRk05lB8Qmvv9ZWDtuBd44Y4PyuR/Qrr",
+	"WdZ0CBjUyLMjp5oKbJXSImy9khI2dgFCHMakKw1aTHLqpoEbWAm4NADpg42N+a1QwTdG/hY9MLscMFVw",
+	"dRLOhGTciBGdz9Ck5PXr88d4Hq6FiNRrcchaHtkfib0KZG7XDy9269bJinFNOEp6n2wghkGvtx19nFTB",
+	"x4v2nz85mPbDYa99GHVZe0CPpu3jsDdpD9kg6tPetDvxQ2MPounguOeLFLXZKB/uMsrffkng9jzmilGX",
+	"wk1BdkB+jWf1HlB61qwQfoJCRo3S96yT4UzMF5Svbf5wwfcwstB7f5qk8fUM6jMukuV8knswzBduRm5B",
+	"1pqHRnDbv5fsMc0hoIouHesBAlhNJQDNe0q+5P8uu9r29twthOlJJxEzHjVGoGQq20jR1QV26671uevM",
+	"gmF5uNRG161b70a3f9AZ+o2aRW+8MX4hcqYdQxqcq7wRW71IxT1oPKacEttyo7IfTvb74Kjh7kzDTMJu",
+	"jnWb9P3Gxk3q5Zv0oyLo+VxEcbbWqdvDftdvlG37sxmdAoh8LJU6zTOqujUKTmPU8xpGq2mMoPJLw2ss",
+	"xbwxajw5hbTtUJ3p/oHv+73j7mDYQ/jTYt+G8tyeH+vZ6mjVbLkodNzoNtyuVc+6Y2wMOlb/VEcZibFx",
+	"NaP8hqzFEtgk3AobaCHFg+6FTBsvnrcPD4/U6JBWIX59/wCLWhGyIf7FMOZMaD/brxE5n2qxt69jCicQ",
+	"3SJD17qaqrNEmTtynQ4rKq0kMt7F/NqiqlSYiAYr5E60W1vXs6qrCJIH5HG2wqA8AwgNyZVZyb1VoyXs",
+	"8nbln9gvYP69W8fn6qH9l+yPS4XOMv3mc6mPdn+hh3Wl40PzWMbtn73AIqRXJooxD/DbNauamD7wOPb2",
+	"+dgpOPrfxU+JtFL2VCJ5Ogd+u7ey7sJ5N6BD4bJLe6aYJM3Cva01piKbx0ozpHCsCK49jDAbdGllYkVT",
+	"iIDNC8sHHimAzOF3jt/RrdnfdC+H84p5zttGCdjuo2ztC0vhkSS+YW7R0WJJ0vpYpx0Gzo4LE81PzqP7",
+	"uTNJsxc03pv9vTDv3zf/+x0/4rdx1QHwEV/KPR6GlIcs2QwrcQa/Yxk/uJqAqv2KGN8taBwFxDooNPhk",
+	"tpRkwkIxZ5IE2HrCosBz/ji1gSvmyaO1MhUCXfgw8/LwTHOxgVUqwc8/XaZwzvWEOuSF4U2u4a6L3C+y",
+	"DsE5JFiXLcBhq1nko3NvYHRxM6hpq9oAHzrU0CgEuFcZBnbzW+IZdoJ760z2g/vmGh64muyA/v/HRP6H",
+	"aS+wkffAf9B23MR9XjEeSYv0IjHfpnTliSC2O5gTFMCm64KSoWthZALqi9tIjholwzrZ10TSONp0pylW",
+	"3LnXvP01I14ORh3w9aNRxtSkK7dJumqC7vnESVczU0OlCVNiNt2XArhdfktKSpekp3uyyj04o9rG3xJf",
+	"lPq9/xIzEtZ6Rc1F8E9LttT+bEM6uqpjrcH+O9/8b803bXqZYV+7+SaoNPsC/zJegHgKKce0xjw9qan0",
+	"NIP6q0GewpmaZssjQ7+PeSereH9I4JeMRli54t5RgVXT618VGBh6UDIAlumux0sT1oaZaoSmP9SnOOZk",
+	"Vpj6Y7NFS253yF2JiGXoib9yUJyLWEzhjEUnBFLhlNw0wGQdB5Z06PfzQg2a8t2r2DyicJZli9HDh93e",
+	"Ycfv+J3u6Mg/8s3U5MNl4bjsvTE6DqVuZ57B3RlFP+a2KXa24jJb6twNzAwuiTY4KKxrJWIJq8shf8nm",
+	"Airt1Xs4PAL2Q8yJrr4JhYszfbWeRgaMWmC9exJHBE0myBjM1aqvJHE9JW5GfaEVggE+9odYYvCWsaNy",
+	"ALah3yPN4Kz4denyHfInlQKCxZih/PEORwtWJpyq9VBNG0sshWWKvC3woI9hhV+ZSe6TVpavM+TVbV+z",
+	"UtjtMe1OeiazrD2gB5P2UXiIeWc92p8MwuF/VqLZoD5VBOalFAS9eHtR0e9OGS3he3stwZ9pxlZ0/dtQ",
+	"CpCXEOrQtcOmXuVu04Yu1ApABXWH40KENCER+8ASsQBlQsMvNAOIK0mXHFymJGKLRKxZZDUFuP2CJAMn",
+	"Wzn3G784/f7lk7+8y2NZO4XSxBXBAFq6nsEmpNIdQKW5E6ha9rWTn8pShnE1Tv/cGnaLkoLVGul7HA/q",
+	"vnkav1CWdTRP+y06BPN4ENxQjozR+fd//peC1an/jqMAuCK+9bDyRm5TOdOpKIHVCQFb0yXFtewxokdw",
+	"O/CFLuGm23WpqNrklZMC5xYbIE2IhZMtp6UcnXZnOxsq6dazMLePasHEal82IVytK2ep/IoAyhYGsMWp",
+	"k/4Ndfym9TV+nF5tfl+1M1vdAYMCCyqF1MabOlF4zPMmHR3j89vP/18AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -375,15 +375,15 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+         * @description An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
          * @example 12.30
          */
         Decimal: number | string;
         /**
-         * @description A 32-bit integer. Accepted as a JSON integer or as a JSON string matching `^-?(?:0|[1-9]\d*)$`; returned as a JSON integer.
-         * @example 2
+         * @description An exact decimal number as the server returns it: always a JSON string, never a JSON number, so that no client reads it through a binary float. Amounts have exactly two decimals (`"12.30"`); quantities and unit costs at most four decimals and no trailing zeros (`"2"`, `"45.5"`). Requests take the wider `Decimal`.
+         * @example 12.30
          */
-        Int32: number | string;
+        DecimalString: string;
         /**
          * @description Status of an invoice:
          *     - `open`: created, nothing paid yet.
@@ -404,8 +404,35 @@ export interface components {
          * @enum {string}
          */
         Delivery: "email" | "text";
-        /** @description One line of an invoice, in requests and in `lineItems`. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        /** @description One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
         InvoiceLine: {
+            /**
+             * @description What the line is for. 1–500 characters.
+             * @example Chafing dish rental
+             */
+            description: string;
+            /** @description Quantity; greater than 0, at most 4 decimal places. */
+            quantity: components["schemas"]["DecimalString"];
+            /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total. */
+            unitCost: components["schemas"]["DecimalString"];
+            /**
+             * @description Unit of measure (for example `EA`). At most 32 characters.
+             * @example EA
+             */
+            uom: string | null;
+            /**
+             * @description Commodity code for Level 3 data. At most 32 characters.
+             * @example 5310
+             */
+            commodityCode: string | null;
+            /**
+             * @description Universal product code. At most 32 characters.
+             * @example 036000291452
+             */
+            upc: string | null;
+        };
+        /** @description One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        InvoiceLineInput: {
             /**
              * @description What the line is for. 1–500 characters.
              * @example Chafing dish rental
@@ -490,7 +517,7 @@ export interface components {
              */
             dueDate: string | null;
             /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
-            lines: components["schemas"]["InvoiceLine"][] | null;
+            lines: components["schemas"]["InvoiceLineInput"][] | null;
             /**
              * @description `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now.
              * @example true
@@ -532,11 +559,11 @@ export interface components {
              */
             poNumber: string | null;
             /** @description Invoice amount, two decimals. */
-            amount: components["schemas"]["Decimal"];
+            amount: components["schemas"]["DecimalString"];
             /** @description Sum of the payments so far, two decimals. */
-            amountPaid: components["schemas"]["Decimal"];
+            amountPaid: components["schemas"]["DecimalString"];
             /** @description `amount` − `amountPaid`, two decimals. `"0.00"` when paid. */
-            balance: components["schemas"]["Decimal"];
+            balance: components["schemas"]["DecimalString"];
             /**
              * @description Customer name.
              * @example Dana Whitfield
@@ -586,11 +613,17 @@ export interface components {
              * @example 2025-04-30T00:00:00Z
              */
             dueDate: string | null;
-            /** @description Number of lines; the lines themselves are in `lineItems`. */
-            lines: components["schemas"]["Int32"];
+            /**
+             * Format: int32
+             * @description Number of lines; the lines themselves are in `lineItems`.
+             */
+            lines: number;
             status: components["schemas"]["InvoiceStatus"];
-            /** @description Number of declined payment attempts on the pay page. */
-            failedAttempts: components["schemas"]["Int32"];
+            /**
+             * Format: int32
+             * @description Number of declined payment attempts on the pay page.
+             */
+            failedAttempts: number;
             /**
              * @description Description of a problem with the invoice; null when there is none.
              * @example null
@@ -651,7 +684,7 @@ export interface components {
         /** @description A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits. */
         Payment: {
             /** @description Amount paid, two decimals. */
-            amount: components["schemas"]["Decimal"];
+            amount: components["schemas"]["DecimalString"];
             /**
              * @description The card processor's retrieval reference for the payment.
              * @example 343005123105
@@ -965,7 +998,7 @@ export interface components {
              */
             title: string;
             /** @description Share of ownership in percent, 0–100 (a decimal string such as `"60.00"`). */
-            ownershipPercent: components["schemas"]["Decimal"];
+            ownershipPercent: components["schemas"]["DecimalString"];
             /**
              * @description Last four digits of the social security number.
              * @example 4321

@@ -91,7 +91,7 @@ func run(ctx context.Context, s settings, out io.Writer, opts ...payreq.Option) 
 	fmt.Fprintf(out, "MID %s (id %s)\n", mid.Mid, mid.Id)
 
 	// Amounts are exact decimals, never floats: 2 × 45.50 + 1 × 12.30 = 103.30.
-	lines := []client.InvoiceLine{
+	lines := []client.InvoiceLineInput{
 		{Description: "Chafing dish rental", Quantity: payreq.MustDecimal("2"), UnitCost: payreq.MustDecimal("45.50"),
 			Uom: new("EA"), CommodityCode: new("5310"), Upc: new("036000291452")},
 		{Description: "Delivery", Quantity: payreq.MustDecimal("1"), UnitCost: payreq.MustDecimal("12.30"),
@@ -106,7 +106,7 @@ func run(ctx context.Context, s settings, out io.Writer, opts ...payreq.Option) 
 		CustomerCompany:   new("Whitfield Catering LLC"),
 		CustomerEmail:     new("dana@example.com"),
 		CustomerPhone:     new("+15125550148"),
-		Delivery:          new(client.Email),
+		Delivery:          new(client.DeliveryEmail),
 		Memo:              new("Thank you for your business."),
 		DueDate:           &openapi_types.Date{Time: time.Now().AddDate(0, 0, 30)},
 		Lines:             &lines,

@@ -21,28 +21,28 @@ import (
 
 // Defines values for ApplicationStage.
 const (
-	Approved  ApplicationStage = "approved"
-	Boarded   ApplicationStage = "boarded"
-	Declined  ApplicationStage = "declined"
-	InReview  ApplicationStage = "in_review"
-	NeedsInfo ApplicationStage = "needs_info"
-	Submitted ApplicationStage = "submitted"
+	ApplicationStageApproved  ApplicationStage = "approved"
+	ApplicationStageBoarded   ApplicationStage = "boarded"
+	ApplicationStageDeclined  ApplicationStage = "declined"
+	ApplicationStageInReview  ApplicationStage = "in_review"
+	ApplicationStageNeedsInfo ApplicationStage = "needs_info"
+	ApplicationStageSubmitted ApplicationStage = "submitted"
 )
 
 // Valid indicates whether the value is a known member of the ApplicationStage enum.
 func (e ApplicationStage) Valid() bool {
 	switch e {
-	case Approved:
+	case ApplicationStageApproved:
 		return true
-	case Boarded:
+	case ApplicationStageBoarded:
 		return true
-	case Declined:
+	case ApplicationStageDeclined:
 		return true
-	case InReview:
+	case ApplicationStageInReview:
 		return true
-	case NeedsInfo:
+	case ApplicationStageNeedsInfo:
 		return true
-	case Submitted:
+	case ApplicationStageSubmitted:
 		return true
 	default:
 		return false
@@ -51,16 +51,16 @@ func (e ApplicationStage) Valid() bool {
 
 // Defines values for Delivery.
 const (
-	Email Delivery = "email"
-	Text  Delivery = "text"
+	DeliveryEmail Delivery = "email"
+	DeliveryText  Delivery = "text"
 )
 
 // Valid indicates whether the value is a known member of the Delivery enum.
 func (e Delivery) Valid() bool {
 	switch e {
-	case Email:
+	case DeliveryEmail:
 		return true
-	case Text:
+	case DeliveryText:
 		return true
 	default:
 		return false
@@ -69,13 +69,13 @@ func (e Delivery) Valid() bool {
 
 // Defines values for HealthStatus.
 const (
-	Ok HealthStatus = "ok"
+	HealthStatusOk HealthStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatus enum.
 func (e HealthStatus) Valid() bool {
 	switch e {
-	case Ok:
+	case HealthStatusOk:
 		return true
 	default:
 		return false
@@ -84,22 +84,22 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for InvoiceStatus.
 const (
-	Cancelled InvoiceStatus = "cancelled"
-	Open      InvoiceStatus = "open"
-	Paid      InvoiceStatus = "paid"
-	PartPaid  InvoiceStatus = "part_paid"
+	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusOpen      InvoiceStatus = "open"
+	InvoiceStatusPaid      InvoiceStatus = "paid"
+	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
 )
 
 // Valid indicates whether the value is a known member of the InvoiceStatus enum.
 func (e InvoiceStatus) Valid() bool {
 	switch e {
-	case Cancelled:
+	case InvoiceStatusCancelled:
 		return true
-	case Open:
+	case InvoiceStatusOpen:
 		return true
-	case Paid:
+	case InvoiceStatusPaid:
 		return true
-	case PartPaid:
+	case InvoiceStatusPartPaid:
 		return true
 	default:
 		return false
@@ -108,13 +108,13 @@ func (e InvoiceStatus) Valid() bool {
 
 // Defines values for JwkAlg.
 const (
-	EdDSA JwkAlg = "EdDSA"
+	JwkAlgEdDSA JwkAlg = "EdDSA"
 )
 
 // Valid indicates whether the value is a known member of the JwkAlg enum.
 func (e JwkAlg) Valid() bool {
 	switch e {
-	case EdDSA:
+	case JwkAlgEdDSA:
 		return true
 	default:
 		return false
@@ -123,13 +123,13 @@ func (e JwkAlg) Valid() bool {
 
 // Defines values for JwkCrv.
 const (
-	Ed25519 JwkCrv = "Ed25519"
+	JwkCrvEd25519 JwkCrv = "Ed25519"
 )
 
 // Valid indicates whether the value is a known member of the JwkCrv enum.
 func (e JwkCrv) Valid() bool {
 	switch e {
-	case Ed25519:
+	case JwkCrvEd25519:
 		return true
 	default:
 		return false
@@ -138,13 +138,13 @@ func (e JwkCrv) Valid() bool {
 
 // Defines values for JwkKty.
 const (
-	OKP JwkKty = "OKP"
+	JwkKtyOKP JwkKty = "OKP"
 )
 
 // Valid indicates whether the value is a known member of the JwkKty enum.
 func (e JwkKty) Valid() bool {
 	switch e {
-	case OKP:
+	case JwkKtyOKP:
 		return true
 	default:
 		return false
@@ -153,13 +153,13 @@ func (e JwkKty) Valid() bool {
 
 // Defines values for JwkUse.
 const (
-	Sig JwkUse = "sig"
+	JwkUseSig JwkUse = "sig"
 )
 
 // Valid indicates whether the value is a known member of the JwkUse enum.
 func (e JwkUse) Valid() bool {
 	switch e {
-	case Sig:
+	case JwkUseSig:
 		return true
 	default:
 		return false
@@ -234,13 +234,13 @@ func (e TokenErrorError) Valid() bool {
 
 // Defines values for TokenResponseTokenType.
 const (
-	Bearer TokenResponseTokenType = "Bearer"
+	TokenResponseTokenTypeBearer TokenResponseTokenType = "Bearer"
 )
 
 // Valid indicates whether the value is a known member of the TokenResponseTokenType enum.
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
-	case Bearer:
+	case TokenResponseTokenTypeBearer:
 		return true
 	default:
 		return false
@@ -394,7 +394,7 @@ type ApplicationOwner struct {
 	Name string `json:"name"`
 
 	// OwnershipPercent Share of ownership in percent, 0–100 (a decimal string such as `"60.00"`).
-	OwnershipPercent Decimal `json:"ownershipPercent"`
+	OwnershipPercent DecimalString `json:"ownershipPercent"`
 
 	// SsnLastFour Last four digits of the social security number.
 	//
@@ -455,7 +455,7 @@ type CreatePaymentRequest struct {
 	InvoiceNumber string `json:"invoiceNumber"`
 
 	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
-	Lines *[]InvoiceLine `json:"lines"`
+	Lines *[]InvoiceLineInput `json:"lines"`
 
 	// Memo Free text shown to the customer. At most 2000 characters.
 	//
@@ -478,10 +478,15 @@ type CreatePaymentRequest struct {
 	Send *bool `json:"send"`
 }
 
-// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. Returned as a string: amounts with exactly two decimals (`"12.30"`), quantities and unit costs with at most four decimals and no trailing zeros (`"2"`, `"45.5"`).
+// Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
 // Example: 12.30
 type Decimal = jsonnum.Decimal
+
+// DecimalString An exact decimal number as the server returns it: always a JSON string, never a JSON number, so that no client reads it through a binary float. Amounts have exactly two decimals (`"12.30"`); quantities and unit costs at most four decimals and no trailing zeros (`"2"`, `"45.5"`). Requests take the wider `Decimal`.
+//
+// Example: 12.30
+type DecimalString = jsonnum.Decimal
 
 // Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
 //
@@ -501,21 +506,16 @@ type Health struct {
 // Example: ok
 type HealthStatus string
 
-// Int32 A 32-bit integer. Accepted as a JSON integer or as a JSON string matching `^-?(?:0|[1-9]\d*)$`; returned as a JSON integer.
-//
-// Example: 2
-type Int32 = jsonnum.Int32
-
 // Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
-	Amount Decimal `json:"amount"`
+	Amount DecimalString `json:"amount"`
 
 	// AmountPaid Sum of the payments so far, two decimals.
-	AmountPaid Decimal `json:"amountPaid"`
+	AmountPaid DecimalString `json:"amountPaid"`
 
 	// Balance `amount` − `amountPaid`, two decimals. `"0.00"` when paid.
-	Balance Decimal `json:"balance"`
+	Balance DecimalString `json:"balance"`
 
 	// CancelledAt Cancellation time; null unless `cancelled`.
 	CancelledAt *time.Time `json:"cancelledAt"`
@@ -567,7 +567,7 @@ type Invoice struct {
 	DueDate *time.Time `json:"dueDate"`
 
 	// FailedAttempts Number of declined payment attempts on the pay page.
-	FailedAttempts Int32 `json:"failedAttempts"`
+	FailedAttempts int32 `json:"failedAttempts"`
 
 	// Id Invoice id.
 	//
@@ -588,7 +588,7 @@ type Invoice struct {
 	LineItems *[]InvoiceLine `json:"lineItems,omitempty"`
 
 	// Lines Number of lines; the lines themselves are in `lineItems`.
-	Lines Int32 `json:"lines"`
+	Lines int32 `json:"lines"`
 
 	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
 	//
@@ -660,8 +660,37 @@ type Invoice struct {
 	Status InvoiceStatus `json:"status"`
 }
 
-// InvoiceLine One line of an invoice, in requests and in `lineItems`. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
 type InvoiceLine struct {
+	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
+	//
+	// Example: 5310
+	CommodityCode *string `json:"commodityCode"`
+
+	// Description What the line is for. 1–500 characters.
+	//
+	// Example: Chafing dish rental
+	Description string `json:"description"`
+
+	// Quantity Quantity; greater than 0, at most 4 decimal places.
+	Quantity DecimalString `json:"quantity"`
+
+	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
+	UnitCost DecimalString `json:"unitCost"`
+
+	// Uom Unit of measure (for example `EA`). At most 32 characters.
+	//
+	// Example: EA
+	Uom *string `json:"uom"`
+
+	// Upc Universal product code. At most 32 characters.
+	//
+	// Example: 036000291452
+	Upc *string `json:"upc"`
+}
+
+// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+type InvoiceLineInput struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
 	// Example: 5310
@@ -875,7 +904,7 @@ type MerchantAccount struct {
 // Payment A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
-	Amount Decimal `json:"amount"`
+	Amount DecimalString `json:"amount"`
 
 	// LastFour Last four digits of the card.
 	//

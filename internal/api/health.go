@@ -9,7 +9,7 @@ import (
 
 // GetHealth answers while the process is up.
 func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
-	return gen.GetHealth200JSONResponse{Status: gen.Ok}, nil
+	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk}, nil
 }
 
 // GetReadiness answers 200 only while the database answers.
@@ -20,5 +20,5 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 		s.log.Warn("readiness: database unreachable", "error", err.Error())
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is not reachable."))), nil
 	}
-	return gen.GetReadiness200JSONResponse{Status: gen.Ok}, nil
+	return gen.GetReadiness200JSONResponse{Status: gen.HealthStatusOk}, nil
 }

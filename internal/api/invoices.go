@@ -162,7 +162,7 @@ func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
 		CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
 		CustomerPhone: inv.CustomerPhone, Delivery: gen.Delivery(inv.Delivery),
 		SentVia: (*gen.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
-		Lines: jsonnum.Int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: jsonnum.Int32(inv.FailedAttempts),
+		Lines: int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
 		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
 		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
 		Link: &link, CustomerPrefers: (*gen.Delivery)(inv.CustomerPrefers),

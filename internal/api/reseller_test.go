@@ -189,7 +189,7 @@ func TestApplicationsNewestFirstWithStageFilter(t *testing.T) {
 	for _, a := range all {
 		counts[a.Stage]++
 	}
-	for stage, n := range map[gen.ApplicationStage]int{gen.Submitted: 3, gen.InReview: 1, gen.NeedsInfo: 1, gen.Approved: 1, gen.Declined: 1, gen.Boarded: 0} {
+	for stage, n := range map[gen.ApplicationStage]int{gen.ApplicationStageSubmitted: 3, gen.ApplicationStageInReview: 1, gen.ApplicationStageNeedsInfo: 1, gen.ApplicationStageApproved: 1, gen.ApplicationStageDeclined: 1, gen.ApplicationStageBoarded: 0} {
 		var some []gen.Application
 		env.get(t, "/applications?stage="+string(stage), http.StatusOK).JSON(t, &some)
 		if len(some) != n || counts[stage] != n {
@@ -261,7 +261,7 @@ func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 
 	// The stage filter travels with the next link.
 	for _, a := range all {
-		if a.Stage == gen.Submitted {
+		if a.Stage == gen.ApplicationStageSubmitted {
 			env.setStage(t, a.Id, "in_review", "")
 		}
 	}
@@ -272,7 +272,7 @@ func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 		var page []gen.Application
 		resp.JSON(t, &page)
 		for _, a := range page {
-			if a.Stage != gen.InReview {
+			if a.Stage != gen.ApplicationStageInReview {
 				t.Fatalf("page of %s holds an application in %s", path, a.Stage)
 			}
 			inReview = append(inReview, a.Id)
@@ -304,9 +304,9 @@ func TestApplicationWithHistoryOldestFirst(t *testing.T) {
 	var a gen.Application
 	env.get(t, "/applications/"+id.String(), http.StatusOK).JSON(t, &a)
 	apitest.Want(t, "id", a.Id, id)
-	apitest.Want(t, "stage", a.Stage, gen.Approved)
+	apitest.Want(t, "stage", a.Stage, gen.ApplicationStageApproved)
 	apitest.Want(t, "business.legalName", a.Business.LegalName, "Historic LLC")
-	wantStages := []gen.ApplicationStage{gen.Submitted, gen.InReview, gen.NeedsInfo, gen.InReview, gen.Approved}
+	wantStages := []gen.ApplicationStage{gen.ApplicationStageSubmitted, gen.ApplicationStageInReview, gen.ApplicationStageNeedsInfo, gen.ApplicationStageInReview, gen.ApplicationStageApproved}
 	if len(a.History) != len(wantStages) {
 		t.Fatalf("history %+v, want %v", a.History, wantStages)
 	}

@@ -51,7 +51,7 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 	return gen.CreateToken200JSONResponse{
 		Body: gen.TokenResponse{
 			AccessToken:    tok.AccessToken,
-			TokenType:      gen.Bearer,
+			TokenType:      gen.TokenResponseTokenTypeBearer,
 			ExpiresIn:      int(auth.TokenLifetime.Seconds()),
 			Scope:          auth.Scope(tok.Permissions),
 			OrganizationId: tok.OrganizationID,

@@ -121,7 +121,7 @@ func message(se *openapi3.SchemaError) string {
 	if se.SchemaField == "allOf" && s != nil && len(s.AllOf) == 1 && s.AllOf[0].Value != nil {
 		s = s.AllOf[0].Value
 		if len(s.OneOf) == 2 {
-			return numberMessage(s)
+			return decimalMessage
 		}
 	}
 	switch se.SchemaField {
@@ -129,7 +129,7 @@ func message(se *openapi3.SchemaError) string {
 		return "is required"
 	case "oneOf", "anyOf":
 		if s != nil && len(s.OneOf) == 2 {
-			return numberMessage(s)
+			return decimalMessage
 		}
 	case "nullable":
 		return "must not be null"
@@ -180,12 +180,5 @@ func plainReason(err error) string {
 	return msg
 }
 
-// numberMessage explains the number-or-string fields (Decimal and Int32).
-func numberMessage(s *openapi3.Schema) string {
-	for _, alt := range s.OneOf {
-		if alt.Value != nil && alt.Value.Type.Is("integer") {
-			return "must be an integer, given as a JSON number or a string such as \"12\""
-		}
-	}
-	return "must be a decimal number, given as a JSON number or a string such as \"12.30\""
-}
+// decimalMessage explains the number-or-string decimals of requests.
+const decimalMessage = "must be a decimal number, given as a JSON number or a string such as \"12.30\""

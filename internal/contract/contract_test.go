@@ -275,7 +275,7 @@ func payThroughPageThenDeleteCard(t *testing.T, env *apitest.Env, p *prism, toke
 	get := call{method: "GET", path: "/payment-requests/" + inv.Id.String(), token: token}
 	var paid gen.Invoice
 	p.do(t, get).want(t, http.StatusOK).json(t, &paid)
-	if paid.Status != gen.Paid || paid.Payments == nil || len(*paid.Payments) != 1 || paid.SavedCards == nil || len(*paid.SavedCards) != 1 {
+	if paid.Status != gen.InvoiceStatusPaid || paid.Payments == nil || len(*paid.Payments) != 1 || paid.SavedCards == nil || len(*paid.SavedCards) != 1 {
 		t.Fatalf("after paying on the page: status %s, payments %v, saved cards %v; want paid, one payment, one saved card",
 			paid.Status, paid.Payments, paid.SavedCards)
 	}

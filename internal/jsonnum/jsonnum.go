@@ -1,14 +1,13 @@
-// Package jsonnum holds the wire types for numbers that the interface lets a
-// client send either as a JSON number or as a JSON string: decimals (amounts,
-// quantities, unit costs) and 32-bit integers. Both decode from the raw JSON
-// text, so a decimal never passes through a float.
+// Package jsonnum holds the wire type for decimals (amounts, quantities,
+// unit costs), which the interface lets a client send either as a JSON
+// number or as a JSON string. It decodes from the raw JSON text, so a
+// decimal never passes through a float.
 package jsonnum
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 
@@ -17,7 +16,6 @@ import (
 
 var (
 	decimalString = regexp.MustCompile(`^-?(?:0|[1-9]\d*)(?:\.\d+)?$`)
-	integerString = regexp.MustCompile(`^-?(?:0|[1-9]\d*)$`)
 	// jsonNumber is the grammar of RFC 8259 numbers.
 	jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$`)
 )
@@ -164,40 +162,4 @@ func parseNumber(b []byte) (Decimal, error) {
 		return Decimal{}, fmt.Errorf("%s is not a decimal number", excerpt(string(b)))
 	}
 	return parse(string(b))
-}
-
-// Int32 is a 32-bit integer that may arrive as a JSON integer or a JSON
-// string; it is always written as a JSON integer.
-type Int32 int32
-
-// MarshalJSON writes the integer as a JSON number.
-func (i Int32) MarshalJSON() ([]byte, error) {
-	return strconv.AppendInt(nil, int64(i), 10), nil
-}
-
-// UnmarshalJSON accepts a JSON integer or a string matching ^-?(?:0|[1-9]\d*)$.
-func (i *Int32) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 2+6*MaxText {
-		return fmt.Errorf("%s is not an integer", excerpt(string(b[:min(len(b), MaxText+1)])))
-	}
-	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		var err error
-		if s, err = strconv.Unquote(s); err != nil {
-			return errors.New("int32: invalid JSON string")
-		}
-	}
-	if !integerString.MatchString(s) {
-		return fmt.Errorf("%s is not an integer", excerpt(s))
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
-		return fmt.Errorf("%s is outside the 32-bit integer range", excerpt(s))
-	}
-	*i = Int32(n)
-	return nil
 }

@@ -55,25 +55,6 @@ func TestDecimalNullLeavesPointerNil(t *testing.T) {
 	}
 }
 
-func TestInt32(t *testing.T) {
-	for in, want := range map[string]Int32{`3`: 3, `"3"`: 3, `"-2147483648"`: -2147483648, `2147483647`: 2147483647} {
-		var i Int32
-		if err := json.Unmarshal([]byte(in), &i); err != nil || i != want {
-			t.Errorf("%s → %d, %v", in, i, err)
-		}
-	}
-	for _, in := range []string{`2147483648`, `"2147483648"`, `1.5`, `"1.0"`, `"01"`, `1e2`, `"x"`, `true`} {
-		var i Int32
-		if err := json.Unmarshal([]byte(in), &i); err == nil {
-			t.Errorf("%s accepted as %d", in, i)
-		}
-	}
-	out, _ := json.Marshal(Int32(42))
-	if string(out) != `42` {
-		t.Errorf("marshal 42 = %s", out)
-	}
-}
-
 // A hostile megabyte of digits costs neither time nor memory: it is refused
 // before it is parsed or copied, and the error quotes 40 characters of it.
 func TestLongDecimalRefusedBeforeParsing(t *testing.T) {
