@@ -8,7 +8,7 @@ SPECTRAL    := $(NODE_DIR)/node_modules/.bin/spectral
 REDOCLY     := $(NODE_DIR)/node_modules/.bin/redocly
 NPM_TOOLS   := @stoplight/spectral-cli@6.16.3 @redocly/cli@2.77.0 \
                openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3 @types/node@20.19.43 \
-               @stoplight/prism-cli@5.14.2
+               @stoplight/prism-cli@5.14.2 axe-core@4.10.3
 # The stamp names the package list, so a changed list installs again.
 NODE_STAMP  := $(NODE_DIR)/.installed-$(shell printf '%s' '$(NPM_TOOLS)' | cksum | cut -d' ' -f1)
 OPENAPI_TS  := $(NODE_DIR)/node_modules/.bin/openapi-typescript

@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	// Locations' time zones, for the times customers are shown, even on a
+	// host without a zoneinfo database.
+	_ "time/tzdata"
 
 	"github.com/google/uuid"
 

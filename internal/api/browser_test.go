@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net"
+	"net/http"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -256,3 +257,58 @@ func (s *mailboxSession) Data(r io.Reader) error {
 
 func (s *mailboxSession) Reset()        { s.to = nil }
 func (s *mailboxSession) Logout() error { return nil }
+
+// The pay page (fresh, and after a decline), the receipt and the cancelled
+// page have no WCAG 2.1 A or AA violation that axe-core finds, on a phone
+// (390 px), on a narrow phone (320 px, where the lines table scrolls) and
+// on a desktop (1280 px).
+func TestPayPagesPassAxe(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	lines := []map[string]any{apitest.Line("2", "50.00"), apitest.Line("1", "25.40")}
+	open := m.MustCreate(t, m.Body("AXE-1", "125.40", lines...))
+	paid := m.MustCreate(t, m.Body("AXE-2", "125.40", lines...))
+	receipt := env.Pay(t, apitest.PayPath(t, paid), apitest.Payment{Card: apitest.CardApprove}).Header.Get("Location")
+	cancelled := m.MustCreate(t, m.Body("AXE-3", "125.40", lines...))
+	if r := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + cancelled.Id.String() + "/cancel", Token: m.Token}); r.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
+	}
+
+	browser := browsertest.Start(t, env.URL, 2*time.Minute)
+	check := func(name string) {
+		t.Helper()
+		for _, width := range []int64{320, 390, 1280} {
+			for _, v := range browser.Axe(t, width) {
+				t.Errorf("%s: %s", name, v)
+			}
+		}
+	}
+	for name, path := range map[string]string{
+		"pay page": apitest.PayPath(t, open), "receipt": receipt, "cancelled page": apitest.PayPath(t, cancelled),
+	} {
+		if _, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(env.URL+path)); err != nil {
+			t.Fatalf("open the %s: %v", name, err)
+		}
+		check(name)
+	}
+
+	// After a decline: the error, the emptied card fields.
+	if _, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(env.URL+apitest.PayPath(t, open))); err != nil {
+		t.Fatalf("open the pay page: %v", err)
+	}
+	err := chromedp.Do(browser.Tab,
+		chromedp.SendKeys("#cardholderName", "Dana Whitfield"),
+		chromedp.SendKeys("#cardNumber", apitest.CardDecline),
+		chromedp.SendKeys("#expiry", env.FutureExpiry()),
+		chromedp.SendKeys("#cvv", apitest.TestCVV),
+	)
+	if err != nil {
+		t.Fatalf("fill the form: %v", err)
+	}
+	if _, err := chromedp.RunResponse(browser.Tab, chromedp.Click(`button[type="submit"]`)); err != nil {
+		t.Fatalf("submit the form: %v", err)
+	}
+	wantText(t, browser, "the decline page", "The payment did not go through", "were not kept")
+	check("decline page")
+	browser.FullScreenshot(t, "decline-320.png")
+}

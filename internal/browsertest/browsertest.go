@@ -6,6 +6,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -177,4 +178,73 @@ func (b *Browser) save(t testing.TB, name string, capture chromedp.Action[[]byte
 	}
 	t.Logf("screenshot: %s", path)
 	return path
+}
+
+// axeScript is axe-core as `make test` installs it into .tools/node
+// (NPM_TOOLS in the Makefile), from the repository root.
+const axeScript = ".tools/node/node_modules/axe-core/axe.min.js"
+
+// axeTags are the rules Axe runs: WCAG 2.1, levels A and AA.
+const axeTags = `['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']`
+
+// Axe runs axe-core on the open page with the window width px wide, and
+// returns its WCAG 2.1 A and AA violations, one line each: the rule, what
+// it asks and the elements that break it. The width stays for what follows.
+func (b *Browser) Axe(t testing.TB, width int64) []string {
+	t.Helper()
+	root, err := repositoryRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, axeScript))
+	if err != nil {
+		t.Fatalf("axe-core is missing (%v): `make test` installs it", err)
+	}
+	if err := chromedp.Do(b.Tab, chromedp.EmulateViewport(width, 900)); err != nil {
+		t.Fatalf("set the window to %d px: %v", width, err)
+	}
+	// Evaluated through the DevTools protocol, so the page's
+	// Content-Security-Policy does not apply to axe's script.
+	if _, err := chromedp.Run(b.Tab, chromedp.Evaluate[bool](string(src)+"; true")); err != nil {
+		t.Fatalf("load axe-core: %v", err)
+	}
+	type violation struct {
+		ID, Help string
+		Nodes    []struct {
+			Target json.RawMessage
+		}
+	}
+	found, err := chromedp.Run(b.Tab, chromedp.Evaluate[[]violation](
+		`axe.run(document, {runOnly: {type: 'tag', values: `+axeTags+`}}).then(r => r.violations)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("run axe-core: %v", err)
+	}
+	var out []string
+	for _, v := range found {
+		var targets []string
+		for _, n := range v.Nodes {
+			targets = append(targets, string(n.Target))
+		}
+		out = append(out, fmt.Sprintf("%s (%s) at %d px: %s", v.ID, v.Help, width, strings.Join(targets, ", ")))
+	}
+	return out
+}
+
+// repositoryRoot is the nearest folder above the working directory that
+// holds go.mod.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }

@@ -211,13 +211,18 @@ func checkEmailContent(t *testing.T, e parsedEmail, inv invoice, id uuid.UUID) {
 	if want := "Invoice " + inv.Number + " from " + testLocation; e.Subject != want {
 		t.Errorf("Subject = %q, want %q", e.Subject, want)
 	}
-	for _, want := range []string{testLocation, inv.Number, testAmountShown, testDueShown, inv.payLink(), "Dana Scully"} {
+	if from, _ := e.Header.AddressList("From"); len(from) != 1 || from[0].Name != testLocation {
+		t.Errorf("From = %v, want the name %q", from, testLocation)
+	}
+	// Who bills: the location, its organization, its address and email.
+	for _, want := range []string{testLocation, "(" + testOrganization + ")", "1 Main St", "Springfield, IL 62701", "shop@dana.example",
+		inv.Number, testAmountShown, testDueShown, inv.payLink(), "Dana Scully"} {
 		if !strings.Contains(e.Plain, want) {
 			t.Errorf("plain part lacks %q:\n%s", want, e.Plain)
 		}
 	}
 	// html/template escaped the location's name.
-	for _, want := range []string{"Dana&#39;s Bakery &amp; Café", inv.Number, testAmountShown, testDueShown,
+	for _, want := range []string{"Dana&#39;s Bakery &amp; Café", testOrganization, "Springfield, IL 62701", inv.Number, testAmountShown, testDueShown,
 		`href="` + inv.payLink() + `"`} {
 		if !strings.Contains(e.HTML, want) {
 			t.Errorf("HTML part lacks %q:\n%s", want, e.HTML)

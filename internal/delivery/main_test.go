@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -32,14 +33,15 @@ func newDB(t *testing.T) *sqlx.DB {
 }
 
 const (
-	testPublicURL   = "https://pay.example.com"
-	testLocation    = "Dana's Bakery & Café"
-	testCustomer    = "dana@example.net"
-	testPhone       = "+15551234567"
-	testAmount      = "1234.50"
-	testAmountShown = "$1,234.50"
-	testDueDate     = "2026-03-05"
-	testDueShown    = "March 5, 2026"
+	testPublicURL    = "https://pay.example.com"
+	testLocation     = "Dana's Bakery & Café"
+	testOrganization = "Dana Holdings"
+	testCustomer     = "dana@example.net"
+	testPhone        = "+15551234567"
+	testAmount       = "1234.50"
+	testAmountShown  = "$1,234.50"
+	testDueDate      = "2026-03-05"
+	testDueShown     = "March 5, 2026"
 )
 
 // invoice is what a test knows of the invoice it inserted.
@@ -58,30 +60,22 @@ func testPayLink(id uuid.UUID) string { return testPublicURL + "/pay/tok_" + id.
 type testInvoices struct{ db *sqlx.DB }
 
 func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error) {
-	var row struct {
-		Status        string     `db:"status"`
-		InvoiceNumber string     `db:"invoice_number"`
-		Amount        string     `db:"amount"`
-		DueDate       *time.Time `db:"due_date"`
-		CustomerName  *string    `db:"customer_name"`
-		LocationName  string     `db:"location_name"`
-		LocationEmail *string    `db:"location_email"`
-	}
-	err := ti.db.GetContext(ctx, &row, `SELECT i.status, i.invoice_number, i.amount::text AS amount, i.due_date,
-			i.customer_name, l.name AS location_name, l.email AS location_email
+	var (
+		status string
+		b      Bill
+		name   sql.NullString
+		biller directory.BillerRow
+	)
+	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, i.due_date, i.customer_name,
+			`+directory.BillerColumns+`
 		FROM invoices i JOIN merchant_accounts m ON m.id = i.merchant_account_id JOIN locations l ON l.id = m.location_id
-		WHERE i.id = $1 AND i.organization_id = $2`, id, org)
+		JOIN organizations o ON o.id = i.organization_id
+		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
+		append([]any{&status, &b.InvoiceNumber, &b.Amount, &b.DueDate, &name}, biller.Dest()...)...)
 	if err != nil {
 		return Bill{}, err
 	}
-	b := Bill{Cancelled: row.Status == "cancelled", InvoiceNumber: row.InvoiceNumber, Amount: row.Amount,
-		DueDate: row.DueDate, LocationName: row.LocationName, PayLink: testPayLink(id)}
-	if row.CustomerName != nil {
-		b.CustomerName = *row.CustomerName
-	}
-	if row.LocationEmail != nil {
-		b.LocationEmail = *row.LocationEmail
-	}
+	b.Cancelled, b.CustomerName, b.Biller, b.PayLink = status == "cancelled", name.String, biller.Biller(), testPayLink(id)
 	return b, nil
 }
 
@@ -102,8 +96,8 @@ func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 			sql  string
 			args []any
 		}{
-			{`INSERT INTO organizations (id, name, kind) VALUES ($1, 'Dana Holdings', 'merchant')`,
-				[]any{inv.OrganizationID}},
+			{`INSERT INTO organizations (id, name, kind) VALUES ($1, $2, 'merchant')`,
+				[]any{inv.OrganizationID, testOrganization}},
 			{`INSERT INTO locations (id, organization_id, name, time_zone, status, address_line1, city, state, postal_code, email)
 				VALUES ($1, $2, $3, 'America/Chicago', 'active', '1 Main St', 'Springfield', 'IL', '62701', 'shop@dana.example')`,
 				[]any{loc, inv.OrganizationID, testLocation}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/payreq/payreq/internal/directory"
 )
 
 // Rendered is a message ready for a Sender: the words are filled in from the
@@ -49,8 +50,7 @@ type Bill struct {
 	Amount        string // as PostgreSQL writes a NUMERIC: "1234.50"
 	DueDate       *time.Time
 	CustomerName  string
-	LocationName  string
-	LocationEmail string
+	Biller        directory.Biller
 	PayLink       string
 }
 
@@ -65,10 +65,15 @@ type Invoices interface {
 	SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error
 }
 
-// invoiceView is what a message says about its invoice.
+// invoiceView is what a message says about its invoice: who bills (the
+// name the customer knows, the organization's when it differs, the
+// location's address, phone and email) and what.
 type invoiceView struct {
-	LocationName  string
-	LocationEmail string
+	Name          string
+	LegalName     string
+	Address       []string
+	Phone         string
+	Email         string
 	CustomerName  string
 	InvoiceNumber string
 	Amount        string // "$1,234.50"
@@ -89,8 +94,11 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		return Rendered{}, errInvoiceCancelled
 	}
 	v := invoiceView{
-		LocationName:  bill.LocationName,
-		LocationEmail: bill.LocationEmail,
+		Name:          bill.Biller.Name(),
+		LegalName:     bill.Biller.LegalName(),
+		Address:       bill.Biller.Address,
+		Phone:         bill.Biller.Phone,
+		Email:         bill.Biller.Email,
 		CustomerName:  bill.CustomerName,
 		InvoiceNumber: bill.InvoiceNumber,
 		Amount:        formatAmount(bill.Amount),
@@ -105,15 +113,15 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		InvoiceID: c.InvoiceID,
 		Channel:   c.Channel,
 		To:        c.Recipient,
-		FromName:  oneLine(v.LocationName),
-		ReplyTo:   v.LocationEmail,
+		FromName:  oneLine(v.Name),
+		ReplyTo:   v.Email,
 		Date:      w.now(),
 	}
 	var buf bytes.Buffer
 	switch c.Channel {
 	case ChannelEmail:
 		// Headers get one line, whatever the names hold.
-		r.Subject = oneLine("Invoice " + v.InvoiceNumber + " from " + v.LocationName)
+		r.Subject = oneLine("Invoice " + v.InvoiceNumber + " from " + v.Name)
 		if err := emailText.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render email: %w", err)
 		}
@@ -156,7 +164,7 @@ func formatAmount(s string) string {
 var emailText = texttemplate.Must(texttemplate.New("text").Parse(
 	`Hello{{with .CustomerName}} {{.}}{{end}},
 
-{{.LocationName}} has sent you invoice {{.InvoiceNumber}} for {{.Amount}}.
+{{.Name}}{{with .LegalName}} ({{.}}){{end}} has sent you invoice {{.InvoiceNumber}} for {{.Amount}}.
 {{- with .DueDate}}
 It is due on {{.}}.{{end}}
 
@@ -164,7 +172,15 @@ Pay it here:
 {{.PayLink}}
 
 Thank you,
-{{.LocationName}}
+{{.Name}}
+{{- with .LegalName}}
+{{.}}{{end}}
+{{- range .Address}}
+{{.}}{{end}}
+{{- with .Phone}}
+{{.}}{{end}}
+{{- with .Email}}
+{{.}}{{end}}
 `))
 
 var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html>
@@ -172,15 +188,15 @@ var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html
 <head><meta charset="utf-8"><title>Invoice {{.InvoiceNumber}}</title></head>
 <body style="font-family: sans-serif; line-height: 1.5">
 <p>Hello{{with .CustomerName}} {{.}}{{end}},</p>
-<p><strong>{{.LocationName}}</strong> has sent you invoice <strong>{{.InvoiceNumber}}</strong> for <strong>{{.Amount}}</strong>.
+<p><strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} has sent you invoice <strong>{{.InvoiceNumber}}</strong> for <strong>{{.Amount}}</strong>.
 {{- with .DueDate}} It is due on {{.}}.{{end}}</p>
 <p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
 <p>Or copy this link into your browser:<br>{{.PayLink}}</p>
-<p>Thank you,<br>{{.LocationName}}</p>
+<p>Thank you,<br>{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}</p>
 </body>
 </html>
 `))
 
 var smsText = texttemplate.Must(texttemplate.New("sms").Parse(
-	`{{.LocationName}}: invoice {{.InvoiceNumber}} for {{.Amount}}
+	`{{.Name}}: invoice {{.InvoiceNumber}} for {{.Amount}}
 {{- with .DueDate}}, due {{.}}{{end}}. Pay here: {{.PayLink}}`))

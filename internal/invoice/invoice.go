@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/mailaddr"
 )
 
@@ -129,6 +130,8 @@ type Invoice struct {
 	// Suspended: the organization is suspended, so its pay links take no
 	// payment (read by ByPayToken only).
 	Suspended bool
+	// Biller: who bills, for the pay page (read by ByPayToken only).
+	Biller directory.Biller
 
 	// Filled by Store.Get only.
 	Lines      []Line

@@ -12,22 +12,25 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/directory"
 )
 
 // selectPayInvoice is selectFullInvoice with whether the organization is
-// suspended.
+// suspended and who bills.
 const selectPayInvoice = `
-	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + `,
-		(SELECT o.status = 'suspended' FROM organizations o WHERE o.id = i.organization_id)` + invoiceFrom
+	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + `, o.status = 'suspended', ` + directory.BillerColumns + invoiceFrom + `
+	JOIN organizations o ON o.id = i.organization_id`
 
 // ByPayToken reads the invoice behind a pay link's token, with its lines
-// and payments, and whether its organization is suspended.
+// and payments, whether its organization is suspended, and who bills.
 func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
 	var suspended sql.NullBool
+	var biller directory.BillerRow
 	inv, err := scanFullInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
 		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(s.PayLinks.ids(token)), legacyDigest(token)),
-		&suspended)
+		append([]any{&suspended}, biller.Dest()...)...)
 	inv.Suspended = suspended.Bool
+	inv.Biller = biller.Biller()
 	// The pay page never shows the customer's saved cards.
 	inv.SavedCards = nil
 	return inv, err
@@ -82,21 +85,20 @@ func (l *Locked) SetPreference(prefers string, at time.Time) error {
 
 // Bill is the invoice as a pay link message shows it (delivery.Invoices).
 func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
-	var row struct {
-		Status        string         `db:"status"`
-		InvoiceNumber string         `db:"invoice_number"`
-		Amount        string         `db:"amount"`
-		DueDate       *time.Time     `db:"due_date"`
-		CustomerName  sql.NullString `db:"customer_name"`
-		LocationName  string         `db:"location_name"`
-		LocationEmail sql.NullString `db:"location_email"`
-	}
-	err := s.DB.GetContext(ctx, &row, `SELECT i.status, i.invoice_number, i.amount::text AS amount, i.due_date,
-			i.customer_name, l.name AS location_name, l.email AS location_email
+	var (
+		status, number, amount string
+		due                    *time.Time
+		customer               sql.NullString
+		biller                 directory.BillerRow
+	)
+	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, i.due_date, i.customer_name,
+			`+directory.BillerColumns+`
 		FROM invoices i
 		JOIN merchant_accounts m ON m.id = i.merchant_account_id
 		JOIN locations l ON l.id = m.location_id
-		WHERE i.id = $1 AND i.organization_id = $2`, id, org)
+		JOIN organizations o ON o.id = i.organization_id
+		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
+		append([]any{&status, &number, &amount, &due, &customer}, biller.Dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return delivery.Bill{}, ErrNotFound
 	}
@@ -104,9 +106,8 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 		return delivery.Bill{}, fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
 	}
 	return delivery.Bill{
-		Cancelled: Status(row.Status) == Cancelled, InvoiceNumber: row.InvoiceNumber, Amount: row.Amount,
-		DueDate: row.DueDate, CustomerName: row.CustomerName.String, LocationName: row.LocationName,
-		LocationEmail: row.LocationEmail.String, PayLink: s.Link(&Invoice{ID: id}),
+		Cancelled: Status(status) == Cancelled, InvoiceNumber: number, Amount: amount, DueDate: due,
+		CustomerName: customer.String, Biller: biller.Biller(), PayLink: s.Link(&Invoice{ID: id}),
 	}, nil
 }
 

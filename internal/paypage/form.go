@@ -26,6 +26,9 @@ type form struct {
 	Amount         string
 	SaveCard       bool
 	Prefers        string
+	// Cleared: the form is shown again and its card number and security
+	// code were emptied, which the page says.
+	Cleared bool
 }
 
 // fieldOrder is the order of the fields on the page, for the error summary.
@@ -46,7 +49,7 @@ func readForm(v url.Values) form {
 // redisplay is what the form shows again after an error: never the card
 // number or the security code.
 func (f form) redisplay() form {
-	f.CardNumber, f.CVV = "", ""
+	f.CardNumber, f.CVV, f.Cleared = "", "", true
 	return f
 }
 

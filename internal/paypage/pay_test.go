@@ -1,7 +1,10 @@
 package paypage_test
 
 import (
+	"compress/gzip"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -770,5 +773,100 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 				t.Errorf("%s holds the card number %s", table, num)
 			}
 		}
+	}
+}
+
+// The pages say who bills: the location's receipt name, the organization's
+// name, the location's address, phone and email; times in the location's
+// time zone. A cancelled invoice's state stands first, with no balance due
+// and how to reach the business.
+func TestPagesSayWhoBills(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	var loc gen.Location
+	for _, l := range m.Locs {
+		if l.Id == m.MIDs[0].LocationId {
+			loc = l
+		}
+	}
+	var org string
+	if err := env.App.DB.Get(&org, `SELECT name FROM organizations WHERE id = $1`, m.Org); err != nil {
+		t.Fatal(err)
+	}
+	if loc.ReceiptName == nil || loc.Phone == nil || loc.Email == nil {
+		t.Fatalf("the demo location lacks a receipt name, phone or email: %+v", loc)
+	}
+	whoBills := []string{*loc.ReceiptName, org, loc.AddressLine1, loc.City + ", " + loc.State + " " + loc.PostalCode, *loc.Phone, *loc.Email}
+	wantAll := func(page string, body string) {
+		t.Helper()
+		for _, want := range whoBills {
+			if !strings.Contains(html.UnescapeString(body), want) {
+				t.Errorf("%s lacks %q", page, want)
+			}
+		}
+	}
+
+	inv := m.MustCreate(t, m.Body("WHO-1", "25.00"))
+	path := apitest.PayPath(t, inv)
+	wantAll("pay page", env.Visit(t, "GET", path, nil, nil).Body)
+
+	// A decline says so once, and that the card fields were emptied.
+	declined := env.Pay(t, path, apitest.Payment{Card: apitest.CardDecline, Amount: "5.00"})
+	apitest.Want(t, `times "declined" is said`, strings.Count(strings.ToLower(declined.Body), "declined"), 1)
+	apitest.Want(t, "the page says the card fields were emptied", strings.Contains(declined.Body, "card number and security code were not kept"), true)
+
+	receipt := env.Visit(t, "GET", env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "5.00"}).Header.Get("Location"), nil, nil)
+	apitest.WantStatus(t, receipt, http.StatusOK)
+	wantAll("receipt", receipt.Body)
+	got, _ := m.Read(t, inv.Id)
+	zone, err := time.LoadLocation(loc.TimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paidAt := (*got.Payments)[0].PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST")
+	apitest.Want(t, "the receipt gives the time in the location's zone ("+paidAt+")", strings.Contains(receipt.Body, paidAt), true)
+	apitest.Want(t, "the receipt's acknowledgement is a heading", strings.Contains(receipt.Body, `<h1 class="alert-heading">Payment received`), true)
+
+	if r := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/cancel", Token: m.Token}); r.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
+	}
+	cancelled := html.UnescapeString(env.Visit(t, "GET", path, nil, nil).Body)
+	wantAll("cancelled page", cancelled)
+	state, header := strings.Index(cancelled, "was cancelled"), strings.Index(cancelled, "Invoice from")
+	apitest.Want(t, "the cancelled state stands before the invoice", state >= 0 && state < header, true)
+	apitest.Want(t, "the cancelled page shows a balance due", strings.Contains(cancelled, "Balance due"), false)
+	contact := "contact " + *loc.ReceiptName + " at " + *loc.Phone + " or " + *loc.Email
+	apitest.Want(t, "the cancelled page says how to reach the business", strings.Contains(cancelled, contact), true)
+}
+
+// Pages and the stylesheet go compressed to a client that accepts gzip,
+// and plain to one that does not.
+func TestPagesAreCompressed(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	path := apitest.PayPath(t, m.MustCreate(t, m.Body("GZIP-1", "25.00")))
+	page := env.Visit(t, "GET", path, nil, nil).Body
+	stylesheet := regexp.MustCompile(`href="(/pay/assets/style-[0-9a-f]+\.css)"`).FindStringSubmatch(page)
+	if stylesheet == nil {
+		t.Fatalf("no stylesheet link in the page")
+	}
+	for path, want := range map[string]string{path: "<!doctype html>", stylesheet[1]: "box-sizing"} {
+		r := env.Visit(t, "GET", path, nil, http.Header{"Accept-Encoding": {"gzip"}})
+		apitest.WantStatus(t, r, http.StatusOK)
+		apitest.Want(t, path+": Content-Encoding", r.Header.Get("Content-Encoding"), "gzip")
+		apitest.Want(t, path+": Vary names Accept-Encoding", strings.Contains(r.Header.Get("Vary"), "Accept-Encoding"), true)
+		zr, err := gzip.NewReader(strings.NewReader(r.Body))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		apitest.Want(t, path+": the compressed body holds the document", strings.Contains(string(plain), want), true)
+
+		r = env.Visit(t, "GET", path, nil, http.Header{"Accept-Encoding": {"identity"}})
+		apitest.Want(t, path+": Content-Encoding without gzip accepted", r.Header.Get("Content-Encoding"), "")
+		apitest.Want(t, path+": the plain body holds the document", strings.Contains(r.Body, want), true)
 	}
 }

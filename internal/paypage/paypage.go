@@ -7,6 +7,7 @@ package paypage
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
@@ -49,7 +51,7 @@ var stylesheet = func() string {
 
 var pages = map[string]*template.Template{
 	"pay":     parse("pay.html", "invoice.html"),
-	"receipt": parse("receipt.html"),
+	"receipt": parse("receipt.html", "invoice.html"),
 	"message": parse("message.html"),
 }
 
@@ -94,7 +96,10 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = d.ClientAddress
 	e.HTTPErrorHandler = h.handleError
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, pageHeaders)
+	// Pages and the stylesheet go gzip-compressed to clients that accept
+	// it (with Vary: Accept-Encoding); below 1 KiB it would not pay.
+	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, pageHeaders)
 	// HEAD comes as GET (see internal/server).
 	e.GET("/pay/:token", h.show, h.deadline)
 	e.GET("/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
@@ -321,7 +326,7 @@ func (h *handler) answer(c echo.Context, token string, f form, out payment.Outco
 	p := h.payPage(inv, token)
 	p.Form = f.redisplay()
 	p.Alert = &alert{Kind: "error", Paragraphs: []string{
-		"Your card was declined: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
+		"The payment did not go through: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
 	return h.render(c, http.StatusPaymentRequired, "pay", p)
 }
 
@@ -358,7 +363,7 @@ func (h *handler) receipt(c echo.Context) error {
 		if p.ID == id {
 			return h.render(c, http.StatusOK, "receipt", page{
 				Title:   "Receipt for invoice " + inv.InvoiceNumber + " from " + biller(inv),
-				Invoice: viewOf(inv), Receipt: receiptOf(p, balance), Back: "/pay/" + token,
+				Invoice: viewOf(inv), Receipt: receiptOf(p, balance, inv.Biller.Zone()), Back: "/pay/" + token,
 			})
 		}
 	}

@@ -71,7 +71,7 @@ func TestDeclinedFormPostedTwiceAnswersTheSameDecline(t *testing.T) {
 	second := env.Post(t, path, token, apitest.Payment{Card: apitest.CardDecline, Amount: "10.00"})
 	for i, p := range []apitest.Page{first, second} {
 		apitest.WantStatus(t, p, http.StatusPaymentRequired)
-		if !strings.Contains(p.Body, "Your card was declined") {
+		if !strings.Contains(p.Body, "The payment did not go through: Card declined by the issuer") {
 			t.Errorf("answer %d does not say the card was declined", i)
 		}
 	}

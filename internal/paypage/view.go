@@ -39,7 +39,15 @@ type alert struct {
 }
 
 type invoiceView struct {
+	// Who bills: the name the customer knows (the location's receipt name,
+	// else its name), the organization's when it differs, and how to reach
+	// the location.
 	Biller        string
+	LegalName     string
+	Address       []string
+	Phone         string
+	Email         string
+	Contact       string
 	InvoiceNumber string
 	CustomerName  string
 	PONumber      string
@@ -67,15 +75,17 @@ type receiptView struct {
 }
 
 func biller(inv invoice.Invoice) string {
-	if inv.LocationName != nil && strings.TrimSpace(*inv.LocationName) != "" {
-		return *inv.LocationName
+	if name := inv.Biller.Name(); strings.TrimSpace(name) != "" {
+		return name
 	}
 	return "your merchant"
 }
 
 func viewOf(inv invoice.Invoice) invoiceView {
+	b := inv.Biller
 	v := invoiceView{
-		Biller: biller(inv), InvoiceNumber: inv.InvoiceNumber, CustomerName: deref(inv.CustomerName),
+		Biller: biller(inv), LegalName: b.LegalName(), Address: b.Address, Phone: b.Phone, Email: b.Email,
+		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: deref(inv.CustomerName),
 		PONumber: deref(inv.PONumber), Memo: deref(inv.Memo),
 		Amount: money(inv.Amount), AmountPaid: money(inv.AmountPaid), Balance: money(inv.Balance()),
 		Status: string(inv.Status),
@@ -84,10 +94,10 @@ func viewOf(inv invoice.Invoice) invoiceView {
 		v.DueDate = inv.DueDate.Format("January 2, 2006")
 	}
 	if inv.PaidAt != nil {
-		v.PaidAt = day(*inv.PaidAt)
+		v.PaidAt = day(inv.PaidAt.In(b.Zone()))
 	}
 	if inv.CancelledAt != nil {
-		v.CancelledAt = day(*inv.CancelledAt)
+		v.CancelledAt = day(inv.CancelledAt.In(b.Zone()))
 	}
 	for _, l := range inv.Lines {
 		q := invoice.Plain(l.Quantity)
@@ -97,7 +107,9 @@ func viewOf(inv invoice.Invoice) invoiceView {
 	return v
 }
 
-func receiptOf(p invoice.Payment, balanceAfter apd.Decimal) receiptView {
+// receiptOf is a payment's receipt; its time is given in zone, the
+// location's.
+func receiptOf(p invoice.Payment, balanceAfter apd.Decimal, zone *time.Location) receiptView {
 	card := "Card"
 	if b := deref(p.CardBrand); b != "" {
 		card = b
@@ -107,12 +119,13 @@ func receiptOf(p invoice.Payment, balanceAfter apd.Decimal) receiptView {
 	}
 	return receiptView{
 		Amount: money(p.Amount), Card: card, PayerName: deref(p.PayerName),
-		PaidAt: p.PaidAt.UTC().Format("January 2, 2006, 3:04 PM") + " UTC", RetRef: deref(p.RetRef),
+		PaidAt: p.PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST"), RetRef: deref(p.RetRef),
 		BalanceAfter: money(balanceAfter), SavedCard: p.SavedCard,
 	}
 }
 
-func day(t time.Time) string { return t.UTC().Format("January 2, 2006") }
+// day is the date of t in its own zone.
+func day(t time.Time) string { return t.Format("January 2, 2006") }
 
 func deref(s *string) string {
 	if s == nil {
