@@ -126,16 +126,17 @@ FROM bench_ids b, generate_series(0, b.k - 1) AS j
 ORDER BY b.id, j;
 
 -- part_paid: one payment of half; paid: one payment, or two halves when i % 40 = 17.
-INSERT INTO payments (id, organization_id, invoice_id, amount, ret_ref, card_brand, last_four, payer_name, paid_at,
-                      level3_sent, saved_card)
-SELECT bench_uuid('bench-payment-' || b.org_n || '-' || b.i || '-' || p), b.org_id, b.id,
+INSERT INTO card_payments (id, organization_id, kind, status, merchant_account_id, invoice_id, amount, ret_ref,
+                           card_brand, last_four, payer_name, created_at, level3_sent, saved_card)
+SELECT bench_uuid('bench-payment-' || b.org_n || '-' || b.i || '-' || p), b.org_id, 'sale', 'approved',
+       inv.merchant_account_id, b.id,
        CASE WHEN b.s IN (14, 15) THEN round(b.amount / 2, 2)
             WHEN b.i % 40 = 17 AND p = 0 THEN round(b.amount / 2, 2)
             WHEN b.i % 40 = 17 THEN b.amount - round(b.amount / 2, 2)
             ELSE b.amount END,
        lpad((b.i * 10 + p)::text, 12, '0'), 'VISA', '1111', 'Customer ' || b.i % 20000,
        b.created_at + interval '1 day' * (1 + p), b.i % 2 = 0, p = 0 AND b.i % 8 = 0
-FROM bench_ids b, generate_series(0, 1) AS p
+FROM bench_ids b JOIN invoices inv ON inv.id = b.id, generate_series(0, 1) AS p
 WHERE b.s BETWEEN 14 AND 18 AND (p = 0 OR b.i % 40 = 17)
 ORDER BY b.id, p;
 

@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -47,6 +49,42 @@ func (e ApplicationStage) Valid() bool {
 	case ApplicationStageNeedsInfo:
 		return true
 	case ApplicationStageSubmitted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentKind.
+const (
+	CardPaymentKindRefund CardPaymentKind = "refund"
+	CardPaymentKindSale   CardPaymentKind = "sale"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentKind enum.
+func (e CardPaymentKind) Valid() bool {
+	switch e {
+	case CardPaymentKindRefund:
+		return true
+	case CardPaymentKindSale:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentStatus.
+const (
+	CardPaymentStatusApproved CardPaymentStatus = "approved"
+	CardPaymentStatusDeclined CardPaymentStatus = "declined"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentStatus enum.
+func (e CardPaymentStatus) Valid() bool {
+	switch e {
+	case CardPaymentStatusApproved:
+		return true
+	case CardPaymentStatusDeclined:
 		return true
 	default:
 		return false
@@ -418,6 +456,99 @@ type ApplicationOwner struct {
 // Example: in_review
 type ApplicationStage string
 
+// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+type CardPayment struct {
+	// Amount The amount, two decimals, always positive (a refund's too).
+	Amount DecimalString `json:"amount"`
+
+	// AmountRefunded A sale's approved refunds so far, two decimals; `"0.00"` otherwise.
+	AmountRefunded DecimalString `json:"amountRefunded"`
+
+	// CardBrand The card's brand (`Visa`, `Mastercard`, …); null when the processor did not say.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CreatedAt When the processor answered.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedByName A refund's API key name; null for a sale (the customer paid).
+	CreatedByName *string `json:"createdByName"`
+
+	// DeclineReason Why it was declined, in plain words; null unless `status` is `declined`.
+	DeclineReason *string `json:"declineReason"`
+
+	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId The invoice the sale was made toward (a refund's sale's invoice).
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// InvoiceNumber Example: INV-1042
+	InvoiceNumber string `json:"invoiceNumber"`
+
+	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	//
+	// Example: sale
+	Kind CardPaymentKind `json:"kind"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Level3Sent A sale sent with line-level (Level 3) data.
+	//
+	// Example: false
+	Level3Sent bool `json:"level3Sent"`
+
+	// MerchantAccountId The MID the money moved on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Mid Example: 496160873888
+	Mid string `json:"mid"`
+
+	// PayerName The name on the card as given on the pay page.
+	//
+	// Example: Dana Whitfield
+	PayerName *string `json:"payerName"`
+
+	// Reason A refund's reason as the merchant gave it; null otherwise.
+	Reason *string `json:"reason"`
+
+	// RefundOf A refund's sale; null for a sale.
+	RefundOf *openapi_types.UUID `json:"refundOf"`
+
+	// RetRef The processor's retrieval reference; null for a declined sale.
+	//
+	// Example: 343005123105
+	RetRef *string `json:"retRef"`
+
+	// SavedCard A sale with which the payer saved the card.
+	//
+	// Example: false
+	SavedCard bool `json:"savedCard"`
+
+	// Status `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
+	//
+	// Example: approved
+	Status CardPaymentStatus `json:"status"`
+}
+
+// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+//
+// Example: sale
+type CardPaymentKind string
+
+// CardPaymentStatus `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
+//
+// Example: approved
+type CardPaymentStatus string
+
 // CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. Unknown keys are ignored (the server is lenient to keys it does not know). A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
 	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
@@ -517,6 +648,9 @@ type Invoice struct {
 
 	// AmountPaid Sum of the payments so far, two decimals.
 	AmountPaid DecimalString `json:"amountPaid"`
+
+	// AmountRefunded The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected.
+	AmountRefunded DecimalString `json:"amountRefunded"`
 
 	// Balance `amount` − `amountPaid`, two decimals. `"0.00"` when paid.
 	Balance DecimalString `json:"balance"`
@@ -905,10 +1039,18 @@ type MerchantAccount struct {
 	OrganizationId openapi_types.UUID `json:"organizationId"`
 }
 
-// Payment A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits.
+// Payment An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
 	Amount DecimalString `json:"amount"`
+
+	// AmountRefunded The sale's approved refunds, two decimals (`"0.00"` when none).
+	AmountRefunded DecimalString `json:"amountRefunded"`
+
+	// Id The sale's card payment id.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	Id openapi_types.UUID `json:"id"`
 
 	// LastFour Last four digits of the card.
 	//
@@ -1016,6 +1158,17 @@ type Product struct {
 	//
 	// Example: Invoicing
 	Name string `json:"name"`
+}
+
+// RefundRequest A refund of a sale. Both keys are optional.
+type RefundRequest struct {
+	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// Reason Why, in the merchant's words; at most 500 characters.
+	//
+	// Example: One chafing dish was returned.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // SavedCard A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq.
@@ -1235,6 +1388,39 @@ type ListApplicationsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListCardPaymentsParams defines parameters for ListCardPayments.
+type ListCardPaymentsParams struct {
+	// Kind Only sales, or only refunds.
+	Kind *CardPaymentKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Status Only approved, or only declined card payments.
+	Status *CardPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// MerchantAccountId Only card payments on this MID.
+	MerchantAccountId *openapi_types.UUID `form:"merchantAccountId,omitempty" json:"merchantAccountId,omitempty"`
+
+	// InvoiceId Only the card payments of this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// CreatedFrom Only card payments made at or after this time (inclusive).
+	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedTo Only card payments made before this time (exclusive).
+	CreatedTo *time.Time `form:"createdTo,omitempty" json:"createdTo,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RefundCardPaymentParams defines parameters for RefundCardPayment.
+type RefundCardPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListPaymentRequestsParams defines parameters for ListPaymentRequests.
 type ListPaymentRequestsParams struct {
 	// Status Only invoices with this status.
@@ -1271,6 +1457,9 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
+type RefundCardPaymentJSONRequestBody = RefundRequest
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
 
@@ -1294,6 +1483,15 @@ type ServerInterface interface {
 	// GetApplication Get a merchant application
 	// (GET /applications/{id})
 	GetApplication(ctx echo.Context, id openapi_types.UUID) error
+	// ListCardPayments List card payments
+	// (GET /card-payments)
+	ListCardPayments(ctx echo.Context, params ListCardPaymentsParams) error
+	// GetCardPayment Get a card payment
+	// (GET /card-payments/{id})
+	GetCardPayment(ctx echo.Context, id openapi_types.UUID) error
+	// RefundCardPayment Refund a card payment
+	// (POST /card-payments/{id}/refund)
+	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -1409,6 +1607,125 @@ func (w *ServerInterfaceWrapper) GetApplication(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetApplication(ctx, id)
+	return err
+}
+
+// ListCardPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCardPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCardPaymentsParams
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "merchantAccountId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "merchantAccountId", ctx.QueryParams(), &params.MerchantAccountId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter merchantAccountId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdFrom" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdFrom: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdTo" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdTo", ctx.QueryParams(), &params.CreatedTo, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdTo: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCardPayments(ctx, params)
+	return err
+}
+
+// GetCardPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCardPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCardPayment(ctx, id)
+	return err
+}
+
+// RefundCardPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RefundCardPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RefundCardPayment(ctx, id, params)
 	return err
 }
 
@@ -1703,6 +2020,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
+	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
+	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
+	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
@@ -2122,6 +2442,467 @@ type GetApplication503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetApplication503ApplicationProblemPlusJSONResponse) VisitGetApplicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPaymentsRequestObject struct {
+	Params ListCardPaymentsParams
+}
+
+type ListCardPaymentsResponseObject interface {
+	VisitListCardPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListCardPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListCardPayments200JSONResponse struct {
+	Body    []CardPayment
+	Headers ListCardPayments200ResponseHeaders
+}
+
+func (response ListCardPayments200JSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCardPayments400ApplicationProblemPlusJSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCardPayments401ApplicationProblemPlusJSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCardPayments403ApplicationProblemPlusJSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCardPayments429ApplicationProblemPlusJSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCardPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCardPayments503ApplicationProblemPlusJSONResponse) VisitListCardPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetCardPaymentResponseObject interface {
+	VisitGetCardPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetCardPayment200JSONResponse CardPayment
+
+func (response GetCardPayment200JSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment400ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment401ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment403ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment404ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment429ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCardPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetCardPayment503ApplicationProblemPlusJSONResponse) VisitGetCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPaymentRequestObject struct {
+	Id     openapi_types.UUID `json:"id"`
+	Params RefundCardPaymentParams
+	Body   *RefundCardPaymentJSONRequestBody
+}
+
+type RefundCardPaymentResponseObject interface {
+	VisitRefundCardPaymentResponse(w http.ResponseWriter) error
+}
+
+type RefundCardPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type RefundCardPayment200JSONResponse struct {
+	Body    CardPayment
+	Headers RefundCardPayment200ResponseHeaders
+}
+
+func (response RefundCardPayment200JSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment201JSONResponse CardPayment
+
+func (response RefundCardPayment201JSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment400ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment401ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment403ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment404ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment408ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment413ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment415ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment422ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment429ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment502ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3549,6 +4330,15 @@ type StrictServerInterface interface {
 	// GetApplication Get a merchant application
 	// (GET /applications/{id})
 	GetApplication(ctx context.Context, request GetApplicationRequestObject) (GetApplicationResponseObject, error)
+	// ListCardPayments List card payments
+	// (GET /card-payments)
+	ListCardPayments(ctx context.Context, request ListCardPaymentsRequestObject) (ListCardPaymentsResponseObject, error)
+	// GetCardPayment Get a card payment
+	// (GET /card-payments/{id})
+	GetCardPayment(ctx context.Context, request GetCardPaymentRequestObject) (GetCardPaymentResponseObject, error)
+	// RefundCardPayment Refund a card payment
+	// (POST /card-payments/{id}/refund)
+	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -3691,6 +4481,108 @@ func (sh *strictHandler) GetApplication(ctx echo.Context, id openapi_types.UUID)
 		return err
 	} else if validResponse, ok := response.(GetApplicationResponseObject); ok {
 		return validResponse.VisitGetApplicationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCardPayments operation middleware
+func (sh *strictHandler) ListCardPayments(ctx echo.Context, params ListCardPaymentsParams) error {
+	var request ListCardPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCardPayments(ctx.Request().Context(), request.(ListCardPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCardPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCardPaymentsResponseObject); ok {
+		return validResponse.VisitListCardPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCardPayment operation middleware
+func (sh *strictHandler) GetCardPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetCardPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCardPayment(ctx.Request().Context(), request.(GetCardPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCardPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCardPaymentResponseObject); ok {
+		return validResponse.VisitGetCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RefundCardPayment operation middleware
+func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error {
+	var request RefundCardPaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RefundCardPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefundCardPayment(ctx.Request().Context(), request.(RefundCardPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefundCardPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
+		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -4054,378 +4946,424 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkhtHcj/6KhWwTwjgNsDGbS6Y2PAOh+RqpBmSSw7FlQT+2YXuwqA5jSqoq0EQEhmxnxznfLU//F/g",
-	"hP0e/r/JPsmJyqyqrr7gMsORLR9rI2xxGt11zcpbZf7yl0Yo5gvBGc9kY/RLg32k80XC4N+ni0UShzSL",
-	"BT/nL9mHmK3UY7mcz2m6bowap5zQ/B0Sc5LiW17jA02WTL09ofxG/ZeGoVjy7ILK7KlYpo1Rw/cHvYbX",
-	"SMUyi/n1s+V8wtTjbrfr+77fGzY+e43JUsacSRgOjaK0+M+LmLOu+qTn++SMRTQlr7KG5/7ca4z4Mkm8",
-	"RhhnasgvxZJH5KUIbxpeYyFkRpMzEbHGqHF4dHAwaHgNmdFM/X31VzWAaEKf0bn627SfMpaR02UmGl6D",
-	"zWmcNEYNseIs/VOo3pDwAl1mohOKuXqHZ3G2vlovVCNJEja8RsKuabKpWfKSLWickouLMzXEmeDqtT90",
-	"h93ecDj0u4eHDa+R0Y/nkbOWB4dHxw2vsWITGcPoZ1m2kKOHD+vG9NlrzGKZCbWHP/7SoFlj1Oj5vWHb",
-	"77f93lX3cNQbjnz/h4bX4EK1hisoM3qtmpbLyTzOMhY1PnvlrwdX/vGo6xe+brzmEUtXaay2mciMphmL",
-	"Oo28wZi/03Tz+a3XiKPGqDHphr2ozwbt6ZAetAeTw7B9FB2ztj/t0t6kHw6iIWt4uO4SZsFxOS9pGlNy",
-	"mnygKfvZvjGLFy9YGjKuBnvgd3xfdS+5s4KDfq+rFjbOEmyH02s13jkDulRT1V1ciTl5xMIblta3P6ht",
-	"/+jwYOi2r5t9W7cMXr7Gp1s2Z7mIaOUVdwc+f/Ya5/yDiEN2RnnIkoRFxRNsH5MY33OPLp2rE6saH+op",
-	"4ZMXFPZIP5vQRDXivhaaVgtD6w6v/KORb4jDvvRorY/CIyFubhhbqGWPecauU+Ar6t2UVWbaHVx1hzmt",
-	"6Vf2aWwpMzFn6ZmYLyhfWwahHz/RZ1ozLPmnSRpfzzIZR2yRLOeTmF/rk22+wB6LrbzAc1t6mLIp0Cs+",
-	"jlgSf2CwD8hIvEa0ZI9pfuSmNIZVzNh8ofizr49HPzxmB9MubR9NelF7MB0etqkfDtoHXdaLjidH00Oq",
-	"iE3vqWWt58++a3f9QR9Y0AeW9F8BxU5pIpnXSGLOzjM2V+fpLf6JXSaxYuHAUkYPH3Z7hx2/43e6oyP/",
-	"yH+4oOuHP2QD/pej1ZNe+v3B8twXL/r01WH0tHv99fD9t4ovJQJFhNmbZMkmgnOWkUf0hqVr8liseCZW",
-	"anvmbC7M/OcsDWeUZ6e4F+dq7odRXzEB1h5OBmF7wI5o+3h60G33Qj86mhyyAe2qCc5hoQbHB90D/+iw",
-	"f3R0pLgpjYGIsPUFXc9R7qn5LoRZJ/1rKiYJm1vuRz+w6IymkX5dMh69KL3CeJa3rv76LqYO98yWsjHK",
-	"6b5wPJF6i4fz+YJxcy49onaBqEbJZE0MvVTPard/0BnuPqv2tcJZ1eRaPpn68cZD6A9G/vALD2HjzSzO",
-	"pjFLInJGM5aqT1AElg9mRDn908q8HeqXa89k4zHllNiWG5Xz6cjVwVHjTidVr8Wg3fevgLlphvTrnN3e",
-	"7rMLKt1cRHG21qrNsN9VWx0xGabxAnZg1Dib0ala5CiWM5IynlE1rZ+WFPQVNS8lYnicnQkJYm3YUeNa",
-	"inlj1HhyCvInVKTVP1Dq2nF3MOyBmCz1blbQ7fuxXk9CeUQky5aLYtfdzV1jc9C1+ufnnFP19uBUP3W/",
-	"Owz/ejx/1Oc/DG8ujlYve9n3B4vHg9lT//2rO3GqxtWM8huyFksyFan6b0qM2tpp/FfxsMaL5+3DwyO1",
-	"kHdnZJuOuWVt9jRY7iYWjLuM7SJWO1gwGsiCXjMipoa1SdKMFekSMY8zYinZI2ZuSCV22K2c7/3oML6j",
-	"Oh3lqML46lSU27O9g6tu11FlSmzvaSp4RiImb/ZXN5JlLDsizdg1/ZM2wjoiva6ytItlLMlzeLGxr76R",
-	"c607qxxH00N2EA3D9mDSp+1B77jbPmKH07Z6ph71jrtHm9nWYDPb2lPH+PqmN392MPnOD/86+PniiL7q",
-	"Rk+H198c//Smz14e/gZ1jAKx9EZ9fzQY/NDYrWfscxyL5LflOKrBoJn2u37wP10/+B8rIvcRir+CEHyb",
-	"S8EXNNUnzZWE6mlbjdVIQrKKsxmhRvCB3KMo+UhI0+gWCn/Xrxzp30/0Xie6kbGPWeN+znT3d53/d53/",
-	"19T5XT5gTnySOx273W63nniqWsrRVfd4NBiOuj3QUuh685FKWfaSTRVdD/q+P+z2+l1fbZbV0RujLF2y",
-	"z3exSH5pKE73KKVcrcN3sVRaLvu4iOEkdns90DLVb8e0O+mF/ag9YMNpe0APJu2j8DBq+6w77dH+ZBAO",
-	"o9rlgP62TR5esCytNP3Pe9pMPf+q64+6vYqSpvmLo6Ol2TtU1D57jQtNjJbmKjcuYRZ/YMQQbUEmFK9F",
-	"Bn6XnAl+rZ6R0w+scjPSeLWMM0a6PRALeAxPlzKLa3yug7Y/BOZ/kLM7c/0R6bH+aWKPzgROjmbRsF1D",
-	"djT1w96k3Y0GVFkRYftYGRD0YDIMB1Gf9aZqc/geh1Ck15THP+PNFEi7aY/1o0HYHk4OaHtwfHjUPqLH",
-	"k7YfdqMe608HdDipvUyBA1O6Bjr0u0DjIYsX2SaeULwocnYTtwc8/XP2A/Z3OmdpHNKHZ7M4pNei1nXf",
-	"a/vdK6AW7br/7DVmjEYgk35pnEdsvhAZ49lLtkjoGn2FRQ4bqEMXjEg2Y4RyuWIpiSWhJIUvlMVNOWE0",
-	"TWKWkpT9tGQyQ5VDfSHpnJHA9hOu29+yddCB0wfmqCLddMlgbX5axinTx9xryHDG5hSuD/ly3hj9iC++",
-	"9RoZXnvJTAlspO8Y7wNLQx8vfb8f/qLpU41VjYmzjxm4Cz7D7+yEpCz547ihno8bAWm+fHpGjnpHRy2y",
-	"mjGuvkkZTtp+ekLoBNymAn4nih/AD8Wp4QA2ShHFcNt6zeQ/JfE8zv7YG6qPegfhMpUi/SNbf+Ofvxfx",
-	"5fvT9bNX/upy7X989vQvH59didWzx2L17DsRX5x9s/jh7Pzg/P2z98/fvO798P7p7Jz7dbNruOtaXceX",
-	"LEvXp9NMsdbyar5ioeCRJJkgKxpnZMKmImUkS9dK+NNrGvPC5Ae9bXs6j3k8V9vatfsJmh1LkUoXNKVz",
-	"lmlCPYPFqI7p+YL+tGRkIWQMl8WKGmEbPEIlmcK1bIw7tEjZh1gspSbiryQJFNWMCO7R3//2b/XUgMel",
-	"Q57P4wzksmpsGqfSEEIkCBcZmSzjJCIiJUpGXzMSZ0VS+IKNBCWuMWr8tEQeobkZUkhhR+f04wXj19ms",
-	"MRp2e0ruc/N3t+7caEvivObcX82YtSDiqDiXvTVPEETZLB9zHG096VORzuHud7mEN+tO+jzOqqN9Qa8Z",
-	"kfHPzCPdv//tX5XaQh6zKV0mGekNC6PvDeuXE45fYTUjbAA/sUOLedZXGu2cftQU7PveTnpOmVwILjEG",
-	"4hGN/kwztqJr9VcoeAZa1C8NJ/DhodZn/vBeCl4OolikImRSivQ1px9onNBJwsp3sGlE7GuEpSmQipXq",
-	"EctQzKp9DosvR3EEJJ2yufjAgODVGyckzhQbvGGLrEOulNKtDj1JlOnUccTV0O/ld9KlgSydAduV2sAg",
-	"cQHkwwmN2td6vWAx8y36xxRUxn94mAecPMRf5UOjS8EnVeIuTRqtrA55JrKZYmgrKvVRjhRL0GwO5kpW",
-	"Ir2RncZnT+3kS+Tfd9xJfcSeKi1QFrdQH04yEdEaJeo8llKNAlQkMHnAYiHZjGaGD9EoImAFVbf6afxR",
-	"cy/VGUlimcEdPVKH9ogzHsFLRpTnjB1egmkWLekfG/OlVPKAUPKBJnFkxqdDa3LD6scGyEoYM45TSZPj",
-	"bsf3PRg8KBlgexDtgTAf/9h928nturzLa1AoFVemnPiNt59zMhyoc2nI8Jzj0PS09qY9+Ap1YkVGc5oo",
-	"RsCi85Lb5dL8QBTrskIHmd+vtxWqg47ShN1NAOb5a68EcM8XRkoXFwOYNBHLTAnkVJ2hX3URYCgd5N/u",
-	"QmRkLmRGlD7+667GfbCkU1wGj8BsiNV/PCCi/G+lYqBOQiapuFH7nS4TRpoxD5NlBLoYmW+kxlaHBLhy",
-	"AZnThSSMhjMiplPG4Vs9iBu2ZpHSoZSS66lTGmeSzJmU9JrJDjlNpCAUWVMI+zxVA8v71XrxKk4Zaeoe",
-	"O+r1oOVpF6TZ0amaWYQcbiKyGQnOkI+2UXcJ4P3gKqVcTlnafsJDocYa5A1rJa36yglKL2VkhRhOqLgl",
-	"4yRMhGRRC5j4U5FO4ihi/I48nIvse7FMnzsGZNnAFsqIIK6J+ZUke/CJU7UTJGU0kkTwZA3bIFa83NRC",
-	"pNlUJLE4IUuJItt9410cqaMILqVM3DBOjD7ikQN6ODkKj9HF0R7Q3qR9ZBwg5jdXug/8fn58nokMW3V7",
-	"2/sQTe3Cq/PgNvFqKReMR+XgFfu43F+9XuO+pHZems9PFElkNMyIXC7U2m2coLup+fd3nOGCpSDCBX9p",
-	"VeCCENHyPX9vw9RiaU8PZyySSET2K3vJ3UF/i0dWszhEi/z0xTnQVCSYBJk7ox/Yxum/yNu0Wvtd5n5f",
-	"SpsaeULDm8qMM7UmYsHwZkCvSjOoGb/mCbiaRCn/5cZaXuUAFaiHNIN6slC8TVuIwLSxcVpz+lFfQc06",
-	"ScAcVae6GdQeqAD51DORPVUm7d3ZlP08p7nX/IarruOoltaeCXtxZChuH+sPGZvaEmcaRSobFLkIGOt7",
-	"0xYXWRu/uB/aeiaIXIYzxRbFMlUmb3l33HmQ8wi8SdV9leSaZThzcH2hswF27wVdJ4JGV0Jc0PSa3XET",
-	"M+fzfBMfKTksPrCUdMll/GgjQzRbCHK7oiepTwt71HU4wUv300wIksAw9t2wBc6+nQnRxi/vjykUZqVo",
-	"zi4ELLwe+VU8Z2J5VztNJmKlVrlm3dVPxgJBTZVGJNO97bUToSKVcjOSpR/ApUojucEs3awc58fsqLqF",
-	"+dj22zvdett89yvt3JZV+EoWVpU0+z6R1hu3monEttW63VqRZ0ytMiUyvubamy2WGb1mIzSrwe879PtA",
-	"Sq9Y+iEOWcnrcgdyWm7y2zymGZ1QyciSp0o1146SeiKSOBwSUo7+GqXLKw0xMq28V2eci1WHgGuX0Kky",
-	"IeDfbfDzEolu3RNCCSoL4OyIjUJunfglH75alzmNcu4heMiKTiCHeeh1u5P3x/3m/ihv/6UjTXR7RWLF",
-	"PSUgMppmMb8GUW9cZfpmRC1ZzF0y+0oC0RKwTh3ajCVJ2FRpX8m0HQnORmoD0HXMYpArM7pYMI4W8XSZ",
-	"JKo/6CsjNEmKOxo4WxrsvaeVi5naXfUI2Hq6pdVMSHsTpE5Yot4LKVeiBK5E0Cso6ZQla0URzoWTM8pN",
-	"+6fffuhcRcAWXglxSfla8zB5x3OX0oyBd6Kser9gaRtMLTVH2CykCRZtVsGNKg2zViJxTvnabLzUXkO9",
-	"QV29KQXm3DvOj8hV+fv92TPNWDvRk7qnE1IejOa1+aQ75A2Ns3q6A3s9M/7h+yOB15wus5lI45/ZXXVg",
-	"uPMv7/0VWMQiiYzg6fpkHvNlxmS9UR6GTEo0pCVe/eVfnBAxydQBoISzFRGckWkq5uTF81dX5KFQM3gI",
-	"XxbFdDenBLd5YgZ8C26Zr5FatBgdXHUz1m5jbQd+YGk8XW+UNdQdleaaE4ZfxUrAfum0jSfO7eju09au",
-	"8uK0nwlyql9DKwwprXbOr4y+oJ1thQ9H5BGjKUvJVCRKYYnIZE2oXpxbztsY/fcz75R9EDcbCHwKTjf4",
-	"XR3hjVtt+Brcl8dmzxWv11+jk8nYtYobbKRl3ZQZ1h3ndU8mXpXAOuRKjVSOSFC3D4FHgjq6VM/rjik8",
-	"L0456JDn7snA95uKnxZ2w9O/37B1aysDffPmTVsRI+OZ4nis/upW02c4UwasUiogquHgcOi3ine5+sWU",
-	"0WT+x3FjQdcp+2nc8NAJ/8exYSDvYOD2h3dOl38cVzmEXhCIONh831u+30Uury/lvkC9jnO95lu2fsmW",
-	"spKjCtrMqKLWpvCuiZmN4umUpZAep2y/jZpAuRV1VqCd2AkP6Q3ITCxTWd+4PlOGBggSiPpLXxEWNQfn",
-	"htXpXBMeTHffo+asldKA2vpzLTvy0NHXG9fQhAlweI/QRNlqa6JHsYdr1nwxo0p3KLXHImJCVjcvwdYR",
-	"7MtyXLoDGVIMuNx8167XQe305fnjr6SNo1P6dMx1cJ1ICw7k+nWxXxrme3n+2G3lJE9wyoWwjqojqsNs",
-	"4yJd6ukQnYR8R2usvEpcZDrhuy4KQf2QUwjEpYuU5Omqm9bBhp5Iu5v2oxO8ChELJdRSsihHvEtjjtgv",
-	"dhKOs5bO0L5gSZT6UF0P9fQLV0N9tPcCKMvkFnNXr3/BtJfoSr4sHpv6s1IJZlZzA+sWKF6H6u285ak2",
-	"s09EdE1fJVf1CZGMkT8/uSIPTcr+xnU0HvR56XzdeSXv27sG0ogr/SETIiKTZebseSQ4OyEBTEbftOLq",
-	"BkTSNVnN1h0SqHmAcyD45cXrRxfnZ+9ev7z4vEuGBMRoOSALK94Gb1NzhQUJ0M2+iiUDH9xrru/sWHTJ",
-	"opgiCMpdb0S+keXLWvTpgiMDzN45uIS22wjgv1TCy+lYdVj0pg9dmrGTIHM1CwKksj/F2M/b8Hkbvvv1",
-	"XOqKWILy7IJOI+8QwX1yNJ1ydAPGQ5ugoA4J3KjxgMzpWlEjXyZJB4P5FyzNYlaDzFMJTEWYG9NyQbst",
-	"g/iUFM5y7Hql6WWcMY8seZwpRjtNhIBINzVM5O6o0Vaaxbj3cnNncbYujq+AHFRpxY0hr0Q84nqGIirF",
-	"HBvIoUprOrS8unw0A+UkZdf6ki5vDMLQq1GYuUb/Y3FzSguqF8L0XZhRHsgtJu9ZmKkhOuBQdTSUc1gH",
-	"IMqi2pBslorl9Qw4jmT64k7G17y9XORRweicxd8Vl5ckzkgTA0+Q4eeNS80RK88f/hJHn4NWhzxdJgnJ",
-	"6EcSR9IjUoQxTYhk4TKNs7XWR9EhNqH8xqpe9oeUEZkJpeQyHqbrhZqHepszvPzJlim3Gk82Y3GKxsRU",
-	"LFMSxdcxCqbieTHwWNsYgLPUj9TrJVysfT81n7jwTzUUds20c1t64GhTM4hTmZ044dRKvNjNhByBGBPR",
-	"9h7N1ziCJzxL12pEmr5omlL4O66Jcz51scZKcc57AkbtiFrOEaXqDHX8zSg8br7XbWf/XLVUN22NBbV3",
-	"Q7Bf8KELGFUe/BudG1E4jErVsF8VF3MD3pRdvIhmDK4Y61bQSW0pj+NCHQckrg0dFvHD9umwxOJgV3EV",
-	"i4viDsw5P3bHPTyK+dnYwfQe0bo8FkUmBe6h1KqIQdaD7BD1M9wPFZkLiO0CF/HyELLdPKQCrVe77k4T",
-	"hoSLoyhuiUbnW9AsY6lq5H+Nx9Evg8//WLfnJQy/TavylST6TdI8fXTa0h17hMecOdNzlAILBlgZynHd",
-	"UErUUByXV1mpXXvscNnqjNRhgkhzywny/UUxc7t9JYEGG1TaNqSqaZGmUf3207x2Mg/9mottWJ7dYxHz",
-	"67aZVptKCI86gY5tohUBFEP4Rc1T2Q3FvasDTNypjemUwvKIzE5gvHqxn23gi9X2HTTGyjGBCYEdUeLx",
-	"Hpxj3SUJpEjYO7X6acwyAfB/sGc0zTQaoPozSUL1n1CkC4GxboHS3QIulM00jbNSch1iQ1ZG7IBF1g9Y",
-	"7cCOlS9iSlaVV8yL3Ljo8HuxixIe5c59LQFW7suh9DlqPjl/ptbu1atnJZ+4Br7cj01ZeMyNM9VvFPvY",
-	"hqW5c+oljpTvZn7+ClRZXiqzO55FITCzsAr8LjZW0LWqiXlc6bW52qcjaxxVoYbX7KtkMJ6BWxjiGDJ6",
-	"j3LfoIv+Urk7UiaSDgmECZX4FiaI8gpFb0Ip3Unad9TZSoRhdBaaGeDUHbuKOmRVSeaop1oZv0VK1dtA",
-	"X6iN8FpWBcZXlVOV4Vo36OMuvuovDZokz6cAFbBtxR+zMJ7T5JVu6m3Zd/Jqpiw6MSW2CxJzssBuPOJj",
-	"biJpUhJhSwRHhdGnVJJgjFCy44YO+i0Avu7L4er3oLhKGpt2Pyan/VYVjUU9Bt+BSGzMrGvDuJtSxL7d",
-	"xdM4MjHsuGbLiiuzg6xfmdNUZ5jCvXida2Hk2qMeCSyWrvoDIszfxXwqAtLMZmzM9ZccHa5U3rAIJPxc",
-	"pKzlgfssFR+wqYiFScxZFJDmNOY0aYEQnwiaRvAQGrRjiiVJ4O4H3+2MObB3zIrPkZO9AtpvPkDFAHTf",
-	"AN6CXSvjBPtTq5dvlNtGhQ7Qff8CI8KdzMca1RxCkqckwEiIcrZ70CFPALjlBmMJzdajQ8CwRyIgvZHe",
-	"MBKoZ0GHGG/7DVuj+yS+5uA/aTpBsxBdx2OMy8JXYyfURbXQ6pBTzKDimEAFgZ4D38frWZskhZlQk3We",
-	"qWbSomok2NxceNyKm9TwEXM3gy2OSmmOno3P61k+skhoyGT+y7H5X+f4uENAjgaQSRnAql3HH1By6Tjw",
-	"PB0zzoDvVJCVKs5M/QIJ8Y0OOTWD8n0lJVMaZiwtsYGN8ExO6nrP9/dxsRazUDcODzScEUQkTdTMDRpE",
-	"kwsSxRJQLBSzaQEjMFMYDpwp6KDHSMxpzPGWmkQi65BX6LpTBpURa0qhD7NknSfPUfLTUmQsgrvdBG7r",
-	"SDMYNz521uOGhWUMxTxoEUzicx1+ZE6zEEJGxZSYOUtN9ZKEVLIOeWbOi2bBSGAeXPWYkwWCSE0oDtlI",
-	"H6d6ou8UljbokPOM0EQKEkdKp5zGOmPGvGaWx2AxLQD1inFFvwZkE9Kt8YKk5ALfisNllTajp7pkMhzs",
-	"IhOv8bF9LdobaafeArKkA6rFXmRdQTO6Mzm/qDeb7JhAccdwTPYxyxe9+aTTPRiQlIViPocYg1Y+9H7P",
-	"HTkx2WeovgamDbzhU80Gm+wyQDdz5tbv7TG1HPSsPKuvxUqxHP2CTpxaAyr1iASw52jewqBODNXOGeXS",
-	"/I6qp1k+nUgF9w2RQ4leSVUXXD2Kuc4WyWax1mHhlg8UqcCAiwUQ6m0cJEbuGopE5CX1a0GMmp9vQ6Cm",
-	"Q1g0AwtX8aMsGVEmDGl+//3337cvL9uPH7cUl4GHWgEMacK4stebQc/vd9t+r933neOOUi3QnQStOgtq",
-	"0O77ZbtpH9OlBDj3ywbRZtx03b//7V8PXG4L920/LZkbTV8IF2oC+hAzyRmDXq80fgfizqHVg8EOQBSL",
-	"U7ANCwVewVEPfd9SBpxIsP9Q1oJ8xTxCuZwjkSHwgZiSVCx51IbQ/+WiaWANyP/538Rg1XmkpyV6C+Uz",
-	"+2lJExKgPhB4hCWSwU4ano2yfe97A4ukzNk5XyxBYZ7Tjxr6b6ghTfSf3Y27bu8YEMKuYqCljCGfkjN1",
-	"LDNREBwF3rqZue7CxSuw2n14bQ2SXt2WX54/ViOexElClDVAOQniKMAA36AQHBJAZkcxeKU2d5D8/Z//",
-	"RVEsCTaFjQQneTMQDFcTPpaHienmSlfA+6EC7ry3ynH2KrfPSzVoqUYVKUGJ9qXdzsJ5Lo4tB+wrHc3d",
-	"LhHG6/DJAHswGJG5shIy56Qq3QO8CzG/AU0IUsA4JuB0CAKbofNUSZVRniIGX3CxKowcR7VhlBMhEkZ5",
-	"xYqtUlqZPxqIVRfEuaSgVJXxsvZbVh8cmauPZi5QDJfTC1pnORu7pM4PBOqttTq0c6eJc/CI5WUA9RNn",
-	"JBSQkncahgzvthXH/ubV82fmU5E6z7QzxKq8wf9q/1Pzn0b+px+77eO343H0oNX8p9F43BmPoz+0/ukf",
-	"A1dnH7gchDTDGQuVCW5wyoxsxyC6VColuzSUKdjqaGQVWgM2X/5ZKAV3lSrbG3IGbZ6W9eV0Wd8/QhLr",
-	"svbA9wMPbd0pBEQl8Q1bxRIUEYgIziVznb3ZOtEetBnlUWLWchJzmq7JNBE0M5+hFdwhpxpKxQB3oCEi",
-	"N6wY+EH0EmV6kKAUxVLDZuSQHSKdn+gkMLilUcqS4xkLylE4HVAlBGfaKtYkhwsPYK8ONxj4BbfUdhKo",
-	"8q23RaXqvRScL+cdQ9TOr+14vhBpZoB0GqPGdZzNlhNlfDzESHjzn5ir4dDkoW4OTnrRG7j3adFBKDbB",
-	"VxmOksTZiNBkRdel0+DpXS/QKuTkQf4OFyRMYszPpxH4OfI4GJc4OuQUDqkExAdrpmYrYcYnwSyFzRo3",
-	"gtaJOc0xwwgWe6BzCkLfo/kcAlcEyVIaJ+r4/sxSgY32xo3AI8EYEHjBt0lMJh+6dxAsRskSQ0kbaOju",
-	"hPGfSBY77B0QNHmg+1eyxuppZoIERUO8lZtCxZ+B6QcG5QP0RQC5mWg/T2uj3VJrslQk79eMJmodytN5",
-	"yeQyyZBxqCnDbZfAnHV9yZeKCas6ykxMZEWYi5vAHau4KY5Q3Oz0G+um68Sa1nlrD6pRGpoltIsWgbQn",
-	"9O24PkuNVkWl42CR5gAvUgYRpM2iI9O5am+NnO1DlPCAZEJ4pftw62PRFq067jNIB0F3HmjoeE+MkC/6",
-	"ej+HP0Z/nxkRNCx4IaRcbZdnkgg8jH11w9JPYLK6lEo2Y/MOCTQCfOBM2hgn5O//97+YP17QGEO57sVR",
-	"uvHapegu9QpMDbyZLoz9vd31LO2Vvi0qIwWZ0rRmABYx/75637japc4V09UXSrj5CxpH6OF1Ifsr/iad",
-	"0oFgNbEN1FjyRJ3rwH4Mu1t7t7rb5VUuEFC9/RU5FUKYJgSUc5OhiPb1DVt/hcEkra2D3D2eHJy6shzq",
-	"J7MU9dfNpRoG+103lyod1C6ATu6JsxOwf5VZqbP0UW3cuBylRL+NRRQ2+iL39/3v5+O/X5/+LdzIe3e8",
-	"j0N4u+P3fh29W/2w+3dlylDU6iOulIFbS8+EOiitBOOmMwHARia/qMY5i/dvdd7T1klJLJZk3BoVUi4y",
-	"IhVvIucWZpYsFI0Vdn2jV1CJPdehyxz1ynFxQ8wVSHHEclW62E637p2duI4muJ3Z7+H4vZoxEmnnr5ff",
-	"N+FtlGEyoJnHEY+vZxl5fXUGDuBqWZHNHt9i6ZE78fVywZJKNI01t81ddF6cRn9UpsCCkDEIzGWc5foA",
-	"7/MvA7He6SS7lbtb37vSDNl6Jd/C8VzXxOzlBTcqtJEuGR4oytd2NTOxomlUcIqFNAUgGLXsbWiRNC/g",
-	"P/0WJDoVxqPrepSdXIUyMXVkqp3k9phGtTMnp4ihH3NUMO/ivIaYrR2+6Q1e/ZwM4YUTkoMTKyVXsuQD",
-	"0yEG3FW296TFJN4Uy22MvUr+G10//AXS5z8HnpLrX19dXmBhQwN1lXvOVUOYaq80eMojMSdNmpGEAR5J",
-	"74hM4ky2jPcgK8K55zfGU7DXQpFGGkdaM2M7yhPNLi0FaX3EeBkgdxLs4CkNGdyOVwTXF9TRyc9fGu/D",
-	"fIp1dyp7Tuf2jqyYag3u/pLGtK1cyB6XDNtvRNTvt7rnuI9rjfPImW2RKNS2/TrXCPN4ywULOhxhUEp0",
-	"lS5DSiFrxQJG1fsKXX9oYxSptsIQGS5hFAKOtMmQxYmyouMvsWjyIkrVAgXaQgTFvcqYi2lRd2eNup99",
-	"2OJtb3c2XOPsXhRT06hyk53/pSt34Js5SplenK3BtrvvjZxKUHVU6IQOuKEqzYJirHiciX4B93zJN7dJ",
-	"LQUGvLqHjX1ly2DtsbWFUlLV07DOQUnMzUAolglC2U1sJI+yBBC9DOHjZHUf1EFSsgL72m87dE2rjYfU",
-	"CB5El1ODRF/aT0u21CGVRq9uuSNCQWci8+5moO81eqi4tcmU2jT6LdZRPoUYY0dLM/nPCTjJfbJ7qF6v",
-	"8OXaRLm6O885/FKQzdWLUOf+096JOo673Il2v/ejZkstaRbPz7YLVFyFisWT8zwrkwrqu+tqKvuAin65",
-	"qpNMK5ZV436LxxsU5docDTUTG2igfagbbqdI09GBWyMSmLte7XE2oSuBvcWSpSB3WYr51e6AExIsxRyz",
-	"mpyCj6bZRVjMUSMXm0wXci2YtDEmxfIupSKocNq0G0AtgdJad42i6sYuFaisuHLMz5ClD4xLjxctrQ3h",
-	"eQXmpStu3j7kzhlIldPSzBo7aiOmIu2YiKaNI6kv8+lWnNJBQ9sCrPISLvflB/+LbvFkY4z0oBQjDc7v",
-	"vCjofQ3kRapOj5jC7Ypq/mTzCMilJmh2TSG4p0nVumLirNqVFhp4sEGh4FkaT5YZk7eMHNNHIRMZTXDW",
-	"okYfeA3oFlMyZ1QuU4ZOdpuW+OQ0aO1FqVDJ9bZ0CuVXawb0gaVSLVcqomWYIcrFPoMo1JC97XBKwswd",
-	"lEO5Du3ggnolPoCz2sGOMejuFjw5r5eihJPDkCUEwdRnWWxn03WhOCWW/TvH/p1j35Fj/wZ49e9c+ncu",
-	"fWcu/WpDjAo+LzLo0Zi3SSAWjAejPJBCh5oizt+aZR14y1ZmDkYOewMweGocVOZNeMl1XMXWb0WaAZoW",
-	"EIIhWdbqkKcxpwl+m199j5wrdIxchnHCzV0+FtIMHLsj8MacOI2g7RFANydFM5dCZKfUHmM1l3wcYw4V",
-	"uaA2qxyZjv/+z/9S6Fn/HUfBSekV9WjM9bOH1Y+c+/1CSqT6AEwvUwMbzTDXmirFFS1Y7UX4N6ub2mih",
-	"J1FvOOwek8VyksQhSEesGuz3D1s14S5JXXRgci3SOJvNPRI8iR6/Oi1EPsGT4iDxUW0QwYe6e+T0A4Om",
-	"YailxuFZuXl8WNPBTZ0DF4pARACppf1eeB2BUMVfSRLcaF9qTWp+t7abOsw01Y160yPB829fFKbx/NsX",
-	"xSmoB3XsS9aI+tdSNSnj60KTMr4uNqke1DT5ccPNjqUHj0yoZAeDZYo31mKZkQWNIqVTlcBofvr+9Ptv",
-	"P56l0+9evTu8Wr/5y9fPrw9n4YcXdBFfJunqnNIX4devX4qdsW83wPgUOagR4r55QH24CHXc7pvVTS1e",
-	"3zdvviWvWIZ0fTjsHrZssJOdpL4xQuT4Av5zTQq/er9+1WR8zRWfxDxdTpaSnTih1kpSR8sUKxsCwLHI",
-	"7NXpXr5TdYwruFjltVPDq1sgUzu/bpHsFVITQNxaxVzykvJcDII4IYFTDV5psQVAxBJaj462+JVQEmtq",
-	"+t8TUGLeB7xBuj3/PuETT5cyi3njPmO5Bm1/CK7igx1hEPuiDJ3pSoN1MUv6OvFPE3vTOIGLxn3Dlur4",
-	"8oXYgGY3ZEdTP+xN2t1oQNuDST9sH7PDaZseTIbhIOqz3rS7z3VePRaH7bYm8mzbPWoVnMO5PdmUmWWv",
-	"Ccvl5Ry+Ou2xfjQI28PJAW0Pjg+P2kf0eNL2w27UY/3pgA4ne+VA1YdpgR+59mYsD9Ly96L1O4J8HtbL",
-	"UIenbLj9XqQx12Dh+mVzr6PTatUGBjt2cE8Im3vBG933asJQoLmb8BrqpP5Qu33np89OsTDTz7CPFZo9",
-	"nbM0DunDs1kc0mtxv5iEvbbfver2bsdg6q5aSmfFy1FT9MSdOwr3ysGlEu/OCK5VFKl8SbZJ0k2WVYCZ",
-	"jphuHZjExwCQGpxCCBJx7gEaXxZSG/ADuFnS/yzocvbnylbWQJaXRf3l+WPSLIcnEO2WKbquWh1yboZK",
-	"0wI8P2Z2ThD2KKiNjb8PydW7neSqEyNqnBgXRGJTPi8GTOygcsEX/DpxI0a72iQFrPZl4lkmLBH8Wqmg",
-	"v47k2yOQpZYgbhfF8psSgHtxHWejzFVvTsV1nMBEqdThhGuHiBsn43jC9dG3caHkTL3gwinry3NAZnFg",
-	"VPZAPL3npBRMtwPvT01CSHJrUC9FUxUg07oInP0gvfYLJ90YJ0pWGl0JTMKi1x5CAo03aK940p2RW/Ya",
-	"AFH2AcxqQ5jH0VX3eDQYjrq9/Tnggq43Bv/TNJphcTiAJcU41pr45C9JCkhZ9lJRWm18UoGXQCnULI3Z",
-	"B5qQHGhnautOV1e90R/0fX/Y7fW7/vBWEVPbKEP3ps4aRE1ZtredBPZKm7fhH3pdnOPi7tWm6Ip8/LXM",
-	"x9TKN1J/K9Q8FO5y8ORtpf1d1n0irsXrdJfRHt+GwVdMuvsycvRYaxZCg2VpFmRGBSWOrsWeIJgW6jTi",
-	"nTpL96Fqq7OA6KTbhvvWG6O21NEexmijPmQxWoa1cZz6FyJXcRbOQKvzME4S4wJ1Nbz9gjWxsQ2Y7XuY",
-	"PBVS3haXpW0DaxCYTXemu9dx2ai+Cw6AgjG/BneWUeaDvD4+KPZhIqROybMOe/sl4GlrNd2tloUf7avP",
-	"b4x9PLUxppEIlyBRwMF5PBge6rL/BrgQ75oRP0EsMxlHjARuRcegM+Y7K+OMl77fD29iHsG/GAaKEvUA",
-	"HJtiSgKor6exnJsD3295Yx64FRDhcbflkWAq0kkcRQzf7KtHthQ+PBqoR3OWzUTUVr9QrE8ZjHlz4A9b",
-	"mChcrMSuvutCU/VlZeD3If7u1uVRTfZ66vmm8j/md7dCLTw9Vk8nNGpf04yt6DogzaHfM/M2Rcngab+l",
-	"rUFMtIdnvkcomSyvNRJmkaOa6jy1d+i2pjJki8GtutCGOqSrLBIac7ISaVRykT6NP+aIHNJkf8caYAOh",
-	"DzaXY6/6CuEr7bWF+zGavCgKBsNAqlisJVZRjiBJ1ko7Gfj+iEBVazGdMq7OFg7e0xAjGlWENEuRzJ7G",
-	"ifyx97ZjY0c8Evy0VOwadhHzzbNZJ46ClkYvUYqqDiYuLt0v5azOHxuAUDBhCDcSRzqxzwJPf67hQpsQ",
-	"A5Ss/Prq6gXBF6qusoHv16TrzOnHeK54z/D4GEIg8K+uermayrMB/fbVTKQZ0ZWjvLysdp5iKMJwmaKC",
-	"Zi5P8khpJ+tLlxjVdFMLwFsLLv8qgxye1y/PS+0Dg/H2Zkp7ZeuYr3N2VZXX261HU+NKY/paSaSPbK30",
-	"0SKynpND2IED3jujBcFcewm1cRVNe1qCu4i4yvZE4bSnAvLYARat7PWmxqo3UkZq163Mq81K+ikq4kX8",
-	"CFDSK4m9kGVb77QgwEomKVWUVDafgeFBkdc1WN3QzgRSD1P2U41Xi6bRI9VUvYGF3RRX6rtY0r2qO8Ao",
-	"qu0+0aOT5PLy++/LaDK9oztbznU6+yubOQKX4ooFBI+fXDy5ekIewtK3IasE60YVx3JMu5Ne2I/aAzac",
-	"tgf0YNI+Cg+jts+60x7tTwbhMNpLif+v9ijAPLda8WgfUp1oc4/2O7S3DUUByT/WiRjhPjZ9a4dRv4en",
-	"LKf6ggWrKTZfseIE6k47lPB+orSG2oCU56fLbEZ6HV8rrLra8+CY/Me/DztKCQPEMfCGTdZlPbZyWll9",
-	"R4GpBa0FFaqrHhl0++r/DUs65LvrlPLsndEhlWJLbBMIWqU1W4QREOLdnPL1O4sRjqqiayiUBgBhXnX9",
-	"NWzhe92R2q9y+2Xc8/L7tUrbu92BmuAZW6WCX2/XKc8Qt4vmxbyVjY+5JJ2dBIZ7VDeqjfSzFbAd590O",
-	"UwZ5bjSRBNazoyw29dO7ONLRCPpvycKUZejgiLnMGI1MFVnFdUEte0RlHJamaDwnmubAfSIWqAQXEazJ",
-	"hIV0KZkTXsR4tBCx6kGjz+lK/4qEYM1NllWcSZZMUTnF46FV9WaFjDeTbatDsHi+oRkQdtqUUbZD3weM",
-	"innMlxlDuAq9q3mgRUkSmsWs3wZTPj6OSDOY37wLyFSgDacObm9AEpZlpqYgsvMSo5rfvBs8/enoh8lV",
-	"j/91dXixeHkcfteX30bdy9pICXczt48J31HjkqVxDfw9xiXf/XT41w+9i9Xxy5vBFT/6YdH/Ojz4Ztp9",
-	"NB8+lv6f173X9PBbdvzmY904ncNd9fdog8JQpkPEJWFbfaH2oG06P3IhuKxHECuUvy/y326rtr4akxKr",
-	"6tev+jdvrnKwOEmCU+0P0LUpdOF+1OXd1mp1erb+Zjb5cxg/j795+sOTl1d/eXUuz+fZ4oez84Pz9+er",
-	"y/evs8vHl9nl4yfxxdk3PvvrqXp3Fp1lP0X9v8TTv3TY+pufozfn6nFGu0f+S/5k8Gb+zevL+fD76Ofo",
-	"Mnx6Pvy++/3PoZ/dXL721SdhL+GT+VM/+us3tcByIAiZfBfXLMFFPGVwQx9zRXiCR5I0D3y/SFUH9Rab",
-	"6zXdeNQKrlWIZBMrLg2I0q/jaZWhWGzAdkHgpgVLgaMJLj0i2YKmcHc8WRO5wIh4d1gm4bzzIWYrC0PW",
-	"wds3e0Gqf7aVrDdV9wDy2XDETjXIG5JdwXuHj4rSVD/bWTzWPQWFARSIw6xbdWOrsg6SdLHuzSslRHRJ",
-	"VBiPOkL5X0/NZn3z5qpRVwW5cKQxdrqgOHlW1m09nIVTSU7hYKPX0T84akH4I9PXJhDje6LdIsqIOPB9",
-	"Q/2YbAAeBhwRkGwAA+oFBIc/YdLTtc3xM5KzOqhGDUvSGOklKFaczsUBiO0a9AqlpxWWAFTKkTkzSmpR",
-	"AITVijXVHjEtOagkCyql0oU8qzKI6U4Nw1QWEtG6OAkYZmUOuCQ12VVWS9ZC2hEDI8I+6lplOaIaaZpJ",
-	"gXtPDaali5p3/bYW+gUqUTtSVK5x1xT5ovKQ1R31E+2qW7BUR9ExFiErArDGTKMFIBovzh9XKifswDNu",
-	"yUxcs2zGUmXRFNv1LJlAu3Z71F7lizFS1BPz64TtT9g67ttiGeNyhDRNoVAY0Go+YY9ImsUSSolMRDYD",
-	"yI1ErBwN6cwR0aNfkAG4lUk1G1OCQmYQC1SNz0EVxC3cbD56qW/05AgWTZdwoVFtIShgukVmavq13+U/",
-	"N3IcEM2ITegO8wz0a6STMmxMk6dbmosPudNGfuUiUhQarh2DaQzetPeUG2bs3ufZEP78KysP4F6w4dJ0",
-	"QUPCowZl5KHWlK7ET9Fnh96xBnqF4FRpNVtZbtCwuRzcDLEr5ZLJqqNbtxnLPDwEQsS5RRNrhyJJWIhV",
-	"wln6Idb35HbWihmbPyDojI65XMuMzQkNoWSfej3ODDiqdCNRmpQ8KIHFPmhhjFeZDMe8iYFfVPHlSrCY",
-	"nsmc3qge8tQa7JyA/01DWmZCo3RkwhtzzAS1iPWl6gpKZ0DPuikWo/3zHXJp9x3oBuqKj7klYVhEdaJO",
-	"8krppg6p/aJCPHGak4/hLE4RM/c81RRtB1xZSBlSHM7ezmng8dVMJDrHjoYZ8lSNjoXOGkkmbBbzCPmd",
-	"g/ynViYY8+ZmqK0WAuRCI2rJF0wsEoZSFIo1aW/Z6YtzPKUQZSSyMTe8NCIzljIY/T/8AzktGLvqYbdD",
-	"nmwRLsrM+/vf/g3UCRCTyr5SD7Ss4WURM+aEmMJqBWHc3CbhAD507mHKr0gd+7zVGfNeh7xSvOm2ZgbI",
-	"GLzsAJGjj0JnzPvqeOGQE6pM5wcPur62lOWDB6QZ5BreSCk6iAquzP0404BMcibSLFkbEP8Yp66/8xDl",
-	"WkwyClEanK2UVDux0meRjwcjEzIAKuMRINsoCoWJqCY32fcPHuyy8NVMaJgKKS1QmswUc4d2TUFGZD8t",
-	"TeEOdBstqoMeCbL1YkRo9of3qywoa4eYdtYMaHI9QmUxaJ2QOJNj7qblQJ2zTNco6axYkrSh2MjD96sb",
-	"2XkvhdJLzhIaz+WIBLEEBGm6jPC2fgJK2Ji7Wlkz1/BaHglEeh2QZik2Rf0AYhqKJVLwq7CPULb4fRYH",
-	"MPcn6niqdhCIUIKeCkesaPhAuRgqtecGhX+HPKlRksbcQNkLzkaqj0/khW2LfCIXLLNGHfk05p/a7Tb8",
-	"n3ozKEjUQL1eK1JJ6W0UCOr9XZL9ZLtU1w0XtYvqOHLejO8XlCD7OmhBeqQF+a/euJ0CYPop6051LW1X",
-	"nlRLY35ZF9Akv0J6BTUx/9ohBXRZN/OFfxB4Y15eLq+8IK1ccpk+cklWal0Jh9JqeXUTx8P74MHA7z54",
-	"YN2POPTgzZs3bYfxM8s4FR837qCh34K10oEf2YxJRuA2VI7GPLjUnkyX26uhmOvh8vNTVyogT4xgdYyA",
-	"SdkHccMiMDr1v7XpgUl6gOlbedtAmR1Yy5MoMVZkbh3y3GW72usFlpH6+4atcapZutZhEGbx+s7iAdYk",
-	"+HahkGzgnFvjJdCsJ8A74gDMSjzO2vE75vmGKg703GVKTuhRU88Z9ElbFobqV9TXJ/aviEVjXuBu1wxz",
-	"nO1k8c7imcgQqNF9OVC64YJmMz1YykuNoaSE5MZioagVN/m0yLoLZwXuDh9aStX0+A//QOBaSAJ33Rmz",
-	"hCJncxCUIh+H9M2t/x9AZrR0mUhwjStJpXYNZAbc5GvbXe+UWk213/6DB2MO5SMBskPXVfXInC4Ai7wu",
-	"RgXrkDoBJeSRiNYm+Abvm9dqj7DgTWy8DTtCWupjW1oegdiWMV/QlM4ZerGliXhBzUe1bzSeZiEWpuXh",
-	"Xpc+hviYyrfAa0zkDCwXms34Df5bf/Ws0KP+6dyJtPqWrTUN5FFolMg8JETpKneLB9FiFKLUPpnQmk+Q",
-	"IKb2yBWiVpC6UWyfoJTRJ3JqQo7s4qhTg3PB4ruEQvXdEyIZs8TRIaeKXijG4oHroIBPCLLGbvaEJWLV",
-	"0vJK63FwUSyWGQ7liHwitiZxqChFJmLlHkGLdkYjeWKBG1Blj7w8+0VxMt1TMUBPddMln4jm4R7Rd0wE",
-	"UDqANSPf8DD1zTJj3ZoT2Kea6pOCEjM3rYoip3EqwmEzTjCgamZAPpFnAgtSpUyKZRraGrG15emwnqH5",
-	"QiiNFxuuCSmEHoZ6aeEIsI9QJ2SyzGCn8kBw/DrXocoBiJ/IoNvXLRmFHTYr1nDuXXIZP7ILXx+lqBoZ",
-	"ujutVf4CPwM+ZhtywxnV970e+USgZr/MhIiwgG5IucHFhFxBsToxrK/A8Iika7KamR3dFBRpujnlJCgf",
-	"Z4iNwBeNHy2KpxDjrxdEU3khoFK1eKwmLgSZU762xswJWdE4I8FLlqXr9uk0Y2lgZTq2VAjC/ESGfk+v",
-	"YAmNCW+la45GqtrWWPr2YOQRnKpJs7PGB6MXNEVTPZOQTzKhkpH3S5nhAmOziD66bfx5XKjqCXnOZHkN",
-	"9+7gVlFDdo1AVD1YBG+b62UxxWDQWKN1gsZ6qmwa5D62cjhQODoB8l/ztDNCOcr2su5gvaxjPvAHUL0r",
-	"jiAOB96XDpFByaQIXFM0URY7i8hyGUdWQ1cnzRRyBfb/tVg58GDKrvrALIL+Ksaw/Mxe8X8lSSTcwmJQ",
-	"vY5es5HhuOEyG3MxneZmtySKA5r8nnxg4WzJFSNjPBQgvusLSqtWA4/QMYf267nvV8a3hKybNPs+kTax",
-	"BT1AtiqT7ufIQ1OVsxjWPUYjnFAy/PgRAc0K1IOaMC6U9U1PhBrqmeAZ41kboYiMCQwANlOWtp/oGTpF",
-	"dIVB289mBigXK3A5EgXi1vXqC87RGznmqG91uz3yH/9+0OmOdM3AfGwg7uR8eX2dsPwuR/GfBVWbrMjk",
-	"47rVIc+V/C+qeGhXGB1baUs74h+sJnnFPmbgoWAflWDNdS6tIjlKjmc0lxbEf8xEEsFqvOZxKCI2Umcp",
-	"ljoPDxdzc4n0yTpD16z6h4d+PpEUCjCyuXgfw8mb0/RmubCl0se86UZtScJkSBeKaFsdgpspCWbr6rEV",
-	"y0SqBxBRAmD56gyuMyY7ehGqygfGik1oeGPn4dR0dCo5YlV0o9OghgouUVRxm8GczUWukvpvO46DO4+4",
-	"LqDkgnm3SRcc4dBxzNpJSV5fPW3DKdHrEpFEUZFcpqlQjF9ppOPGeLyMjqBIVMteCj17fZGvFNFv+T6+",
-	"pQ6SPTJXIH+1WldgmKBTSw1gCMIawHz0GeoODeHh7MCGeWyLEWIWmPScOoSeU4QQ/bZ0r8qiY37r0qLo",
-	"IUQWuaDKzq4tqzjmgheKbl7NGIbEuhVaNADuSFcok0gndTUYcT9sEUZvSxFGpLX9KzFi0zWlGPu99iRG",
-	"3+i1YRnu6GFVza+wZS+NsAHPD0bF6Jgt/NxELpAV5IVBmR9UZUY5m/sqRwiO5Zjbyo+kmW8hrhwUODcd",
-	"fQX1SEsVR0nTFs/MP1FyeswBn0/q2wTKwaFSwOEMFN8GPguv2qlXXwcBgmJ0zK8ZZxidAbEBWeHiAhwG",
-	"doNnDOi+AK0MtzfmAFyA5oyXV9cxt1cH5rni5Ya+IfOjo10EZchPrZNidWrHhxXYW45oNOYB2q6k2f37",
-	"3/616/seidiULpOM9IYto9+IBf1pyUgQLlMplOx8U0j0o4QrDgn1SYCv6VEaz25wAQUt0bj8+9/+DW1L",
-	"pdolfxw31LdQk85g/UPpXFrMN7QdnGh1ZswhEN30aTIOsS/DgjrkKYSm5TdjVKI4OiGRQD6+jJOI4MTU",
-	"HuB6Wa+iOiDF+t7Oqm51ypitAm/ZmMcZmyvFDS7bYdv0fjvMGyz4evzWAIqjStwMHSBZNRo044W97A2H",
-	"jnhreUrqzpk6TBo6vzcgM7FMIfqgiB5AXkJRfcTZMoqI3R4IEVD2qr3ZgyegIzShDBzIedCCkAuLdE6T",
-	"WGIZBHuDagwIpDFUUR486Pn+gwfQ2ZgXanjrjVNGAW6BnX3WfskWCV2zaESglLcTH6PGWbaftO6JkqfX",
-	"I013IbUDFCy0VoecCY6JO1l+MQTtqX2E2wsMsBKcjbnBgNQwA+Dk4Eyi7WXUV6j+4Eya9HzfqYGbsvcs",
-	"zBz94ePHMTciPN9BMBwoCUWa4utmm5QKBsO30WtAVV8/OX0ckJVIb2R+TwcGBEhpJC5F1dpFfdzt+uQ/",
-	"/v24022N8l3X/h/Q4bTSpzQlDMex/GsOt1Bj3jazUr/HTMk8LaLQiG8qU3/C1oJHGksycyNsv3LKU5Nv",
-	"40cdcjrmxBr0YCEIzHELmePIgI11HPARaYrU08E6hR4A2xKONYtagJYJ9GpHq44psmIMKZOEM6z1miOb",
-	"RowtIKRdz8QrmjqqB8XidDSOgPeT9bjR8kipLjnlazwQEVOqqMwDndTITu3Y0BfCGT6AGGej7+GhizPS",
-	"dBzLq1mcMYwZ1IqSUkrVwDD9L9A2GSo48TVXerrus6TrayU4d4PASCPSpGRCIxL8X0EbdUslpIOTILdU",
-	"4xQtNdVtXtx8k2NVaQbTOMlwMzWOR5wwrkRolIrFQo/Qqogm/C5Xr+oqm8M3xTDu0c7AbU+fFsciA9is",
-	"5qB3DASp9x3tXNfGRJp67t6GS4B6ZWkb2AyEZqrzQpqTtRW8Xd/Pmc0C9IMQepgsU6i+O1Xd9ny/daI7",
-	"V1s+6B3XDMGJmTUH9DuWylhwuDDRQRaxJB/wKQm6gZG5tpRXh7ygYDvBDRcX9mXJrgHWAZJvkzhkOiRa",
-	"B/ucLmg4Y6TX8StBPqvVqkPh545Irx/qb+XDi/OzJ89ePWn3On5nls0TJ+nSiR1qeA09hMao0YVAvwXj",
-	"dBE3Ro1+x+/0sTz4DKLE6q+91S/Xm8Lc3Rv0psa/9EiOf7kZ7BKpS2u+e1zYL+Lwxl5J66L9teip5Jko",
-	"J080YNqphQdq/JllAOLpNYyCDAvQ830TjKUxXsp+UMj0wYhd+OK9hgLVGa0ajt7MwUHpVBuhGFAO6/mj",
-	"Brm1ILWASetgygKEbBH/FeBeNWYrQLRqsNWPt0RF/fwWos/Q+tgDClRitFpdwD1sOYS+DXD16pqyq/zw",
-	"EY1MSo0bdtwY/fjWc1bxz9r/hzvsop02vEZGr9X6NYpRQ423qkGrfm4lW1eJ+0pujIT08KbNKnQWPSt2",
-	"PZgFLItgDjQY5PhOAeE0TcXKRJ1JSKBXYsm8Y0dAOVlyOH72N7y/MNUNqp5SD5wroO6y+SLDIustdQhQ",
-	"5Y86xCnVHssKstrI3NQguNoWtLLiEVJW1qlZawCO1l4uoOyaBHuNOKYNlVjaKd4JeCxW7YJQNAm/oyKm",
-	"Vk7bu+C63n4xF3BpLqfhq5WwE3a3O2cFPxag6zYB0gEb2BMgzsV/23cpAaKtDLFWRlTbL5vjs7d1Rl13",
-	"Rr3JERtMD2j7OOxG7QHrT9tH9HDSPgiHkfqrR7uTe5rR8cHdZ/S2yCgriH+y5vjvC2ZTxlCsAi5XmC6G",
-	"K1yePza6R+HapCnSSqlOqE+tlPrW3bi0+qS7+5PXzt0uftTf/dFTc4ULX/SOd39xJcQl5WtjBarvhvv0",
-	"9Aov0l7nF21l+VNMeFHiyORE/FiKn3/7uSCrbBiZI5ouy7LESCfHvbRRQplYMZu4OSK3CAl2kbeU4Gwv",
-	"Fxq4wK2qCHp0YBs4zQIdGhogQAnIDq0ma8cXZpmgY+uk6GtSFqh2Q8U2Lq7gYCJNilUctevX+qRaHYiF",
-	"uWYBuWFsgQYbPDghjjyEJxow0t7kgfeibhDYkmkXBo6TOFHmlp6DlkJq96IY7ypmYMIus/o7uYAsuZqK",
-	"Nsasj8/G9qGVjUmehZ06IXPxATJuObN7lSM4mWv3hZAyniSssJ25cVEvg12K2kcOFygItgrunCqIfDF/",
-	"lzKd9lYnbeGTxr5KpDPMV/DhZyUr6r7IZ/AQPCSNPV48g61o3IMoV4RUVeidrwrSe0KxYLU+5RcWTqLh",
-	"Y0XyVCyzmF+bqrGNbrfr+77fGyrGZSoVO0j0VVD6Rrfn++SMRTQlr7Iy1vCIL5PEgL83Xoolj8hLEd4U",
-	"UYdHjcOjg4OBhSQG0GglWiYU4R8apn0AvD9dZsIiFI8aYsVZ+qdQvSHhBbrMhIZbZxAPdoVCK0lCgBW8",
-	"psmmZslLtqBxSi4uziwWsov/fXgITPTjeeSs5cHhkbKHVmwi46yAjlczps9eYxbLTKTI02nm2lC9q+7h",
-	"qDfUaggXqjVcQaTmUcNyRCC74teDK/941PULXzcg9GWVxuAElhlNM0QiMA3mx0hRJygmk27Yi/ps0J4O",
-	"6UF7MDkM20fRMWv7SsOb9MNBNIS8TbXueIz1kbukaUzJafKBpuxn+8YsXrxgaQgE3jjwO4ChLiV3VnDQ",
-	"73UbuX/gknJ6DVd74CSFqeoursScPGLhDeQ51rQ/qG3/6PBg6Lavm31btwxew5E6mzfHgQqv34HtmpnL",
-	"Fkv1hPfVzpwm9tHMnnO8KwJLrZQIp13AqscLXeO+rmf92kN4B7r4XVu7i7ZWSV6s09hqVSpHhTNSvUZz",
-	"gxus26hvoihDco+CEQEeGOB43vDfSrRYzPRmBUtKaRotfBNVI6qNeM38SNMtjt5CL0CkS3C5Q1F6R70e",
-	"6VwSkIE/qPWinRYE41blA7LDnY7LwKx7csUYExmzWa6JgFWfp8gj/tJ/pv0f85fI2zYQtnnXZSnn5pv9",
-	"HXEFhlTvj3NG+lu39vzB7i+eCSVhePTfneH8mRUw94rq5AaGM2M0yWY/b2Qzp/omuAdxU3HCXFhxdWqX",
-	"iw55bKIwM7HUUXYmcnRfR/nXMI4vd5WLm6Je/Xrh+sQNWKV67Ra+aT24DaehuBj37aO+iD8wxbsx/NTZ",
-	"yOdmCY3Vb4MkbuOUth8VHEyAjuh4d2ttwguRi7Mv3LXC0Iu+zcTpJTeJStZLTZ2sogFTqHKl7Rhbo2qz",
-	"L9HWgTFWyq7CUPEt/IdarmwtwnQ3d2KdzQP6dMlaw1JFhcpEtTDcjj2XA746KM+2mk9NdZ6qhl0qsgMW",
-	"UHE7j47Iy/gDS8nLaLspumULD0DVH1S2EL+HffLDQXTEetP2Ae1O2oPwOGofsf60fUh7k27oR8fsaJrv",
-	"E4wIEre+BRzTe9geHEtlU/rlTbHGY80u2Io6t96HbrvrK0unv4+lc7GZT+xr6dh6fXs7oK13ucYL/bub",
-	"+a56RAkvpc5qcZmukTc5uy+Jm+12ynPnTqp2H12boSZHY6thcCH2twqSLyy/91s0CRKnBOZWk8AslBUt",
-	"+ys/+bGtV3/yC9bfLYHfxAlGM8C5B950gl3koNEvIIfqwJoxo0y6ACl16CdbIU4wWufgcHA85v/x74PO",
-	"oGVQTXL0yD/WYETqm5F6vAvPArS0xrwOnayZI5x5DnYLJB+ow6lLStj4bfUnhEKYggFjXoAY2wqeCr1x",
-	"vJwJXIBdCJljETOJYhjvWkYcQSSWAqrcLsgVA7dig6epvBlzN7DSwVnpYCSoA55SiGnbgqLijbmJsauF",
-	"UylBqVTiJ/XPTqpfymjkjbkUdaF80nPS2CBe1yQU2fA6jJGdmVQq1aQJtxvzUlqZm3RajF/N8/KxGY/I",
-	"JRK0SDEly8tD5s9oOGPtM8x/GhEu2pBAFSjxNeZBBevXJH1DJQLAeCquEoIKjLA6ew5llC8S4jq4SU0x",
-	"J3HW0aACRIcUjzkeO5hi8MsYUYfHDY+MqwDE48bngDSdbJ9qBq5OtaJjXoYi0KnnNucc5xyQT1hmqC71",
-	"HHPNq+DUnwjWKMejBicLHISQcpbl+eDcSStHGLD8btamUOnVTSHTTUJylNv5JtjrT9VDKrJanFrTXNed",
-	"i0HJ/kRe67tjw5MQ69hwHSehHDmLzQsvaDnYBaRa1y0XgCxAvjWQrnl9uO11k3mpTlIb0kBZRLjAJAC9",
-	"mqVEMThXeiUKWWHYH+Qy16GBfyKXtih43y8GdUss1KX5C+TjgJ9a36F/gljVomKHwD1XGnpUt6PmdEvt",
-	"yNnEc26+z+Xkt2UESRfN0vUaOcDQOzCcS5DNt0RWdoGU6/CQb+GxKqCKq8/ctfrYXq1WbaCLZZpo0ti+",
-	"eEreGYzWbStYhRh3F3L3BL3fN81uWq22Dd1521WYTsUq+fzFlobVEvOtMBhyqHBYt3MpDLkIp31PcNeL",
-	"sH+pHovo65er5/HRh8ur8/7F+9Pl5dng4/P316vnj0/V57eCxb44+yZhX5/Gz98/6T97/GT47P3r9bPH",
-	"3x0XwLIv3nw3+P5NdzX58+ts0htK9pciIDLiXldQrvd1DGkU6i+Ej3bQog3e8+3JUCOq19DhKYAtucp/",
-	"6fa5oCxtRqzOlaiCPW4eb7WtDcS1fflt1b52rrZvdc0G8tQpybCN+xi9xSV5XaSjpiZGTaGKBphBllsh",
-	"UJ3LkVwGp1OnNxdwABbqqDx/VuziSuOG5/N4AzoK8BKiQb0ro99Yv6NuEvkLxNQQq/LCzq2pEOuqbGCF",
-	"jkGRGww1GApEZ/rl092q7TU3l5xw3BW3JygsKlK6ncp1xy2K42a9cRvV2XIpdfu1vcLJvW1TWV0e2UjL",
-	"L9GW83xn18WA+FHF0+HYiNaSqwEEhHdTRpP5H8c6rWncCEpMrfxdTRWeDQ15pvhsXp/XHfeKpXW1WUrV",
-	"UWubLgRG1rO/o1tSq0zEqqp2PapDh3FBYe7O/0xSqm5oVMWa2gkMBleV4GtYUWkQkE42ln38VbjQrpFW",
-	"QHSqjOqkCGeG7Kbbv7WmJi5oWo4vhQ3MhCAA7HX33aoDAoMm9YQhlfjXXOIC8JheouEtl8hh8JfKyK0K",
-	"SKR3fSYz9jF7CMWivlDKWzGOtdK3G2Qg60sTueeFtWBs2lUQ7BxUAB6Eqtuo43jMb0erBfd58fbfdSPo",
-	"vFyAJoO6w5V9qFYRq9+JW7kqIGxd+yqK2GeDnnXU3t+m3HlsHfJmI6BcSY45r+yKEIVX8U0Y7H1dbUAC",
-	"l1vO5MfSFYaBsC1eMexKytyG/3GbOMpa/OW6SvM2wjJOHSwGEyGF5cght7NU/nRrrA0JoBSl1aPLQLTl",
-	"wvOkGZTMTZsxbigIt6Z1AjhgeMcKutcMi5HEmQGIBIzJzDOXrn3S3ACk27IYdXA3i/jfThH6wMwf0W2q",
-	"ZdgrV7m2mvk+d7nb1qOoNx3Qw8lReIxFO9sD2pu0j0xJT/Pbb/Ryt0C7xaAoS52FoKjbOBpMjXknzSHi",
-	"nbqopofq1c4C6uLyzTFCeWX+H3U130J5Xv1lXmRX8QB8LaRp9E5ryPmbZzSN2kZvNg4QE+xfCEBSLWEq",
-	"ZjRkB9ND2j6aHIftQeSz9vG0S9smrlf95k4dw2r45twUZ05uv05R/O1BM5am8w27e/hMpdz//nE01jdX",
-	"W0zm9yCaO1zBl6r41AXRbIfx3xySW8aauk04Z161qJqGaWPkNiZh5vBj95mF6UCDtTrkKeDISBKK+STm",
-	"DEXo6bPHHXKuTgERSs0D5EX4Gyva4+k30J/SFNiWAWlq3KEcmQqBnQTIO0C304UADPL4i5RNWSqDTs3N",
-	"k9q3F9jby1yL3J3taItR5MjKyC2KwkgsQInZkOeIJdf3UyM18t0r/AqyHLcNS+gEzMvzx8UR7ZnwXzfi",
-	"CnzDreAQdg/4N4ni4G0EnTDkV8SPBDQf/QtCJ5aKzj/7rt3FJM66URYgRgsDndOPCKHaGB0MvMY85ubP",
-	"7q0XG8pTxTKvT4XFqXLwODUnsVTW1zWUrxckpLJchjuinP5pZcpwhzRjqncTF10zuUIpgE2T6w2/dHYG",
-	"ioRCkAAabzBdqGHahOASGX8oTydHxLmCEGIDKlE3EezhaQpTrSGmLRXS9x29DqpxBs4+bhv44BYDvxJ3",
-	"GvZvN616ayikBQ01iRcblLfzWlG6t7qmP79tTqdbKfD3fM7/VI2uUMGxTqEze+Oobi+KdQZl4+1nb0Mg",
-	"5Vm1UqHgTsWhWrgohNW+warptgDh9qp5BrBi5QIyBUr3CHStn1dY0qXz4AF5jeULA8l4BFFQwZQmkqGK",
-	"mFc8jA2kXwbwjiONjTbmholrWxxyFCKyAB2L8ZA5JV+M4uWRG7bIMNSwKHGwvhECjbqr0bIXJ4grKzjz",
-	"CEskMxBtTlnBiCWxMnoC0gyUgRdAcRQ55gH0EbROTGM0IysK/s8gYx+zAGpKuKJ8RhHC1k5gJrhZGdyG",
-	"a8GkrebYgVXMvoup1p/VX6d5kVx9EWXrvOLdAI865A0Euap/jwgufwlsVWfdImRuysicRkxDSeO9R2wL",
-	"7NQPgaZszNVytDrkUtfugZb0cgGc9JqHs1RwsZSJRmlNWZbGTJ5AfAd8hes2jTlNkvWYT2kMaI+ZJqEX",
-	"GDRoCO3lMsGKguAFg7oyHMrKbII+QRxKvasIx66x6FujMW8TtGfhTnSau9ONq0y7C7TBskyAB2AM6Zyu",
-	"oQ49kATgQJZKEdlGqC7ybIycJtVf5WM2kKLFFhBeMkAg8UDjKzPiezbutGdRtRcJxdqy+pdj87/O8TE2",
-	"Y+h4RJA4se5wiRZJE05B3ZjwBT0mU2QJKB9DSgGUeOj7gKwtWx7On0YRWS40xOxyjlct8IaGuUzFkkft",
-	"GU2m7eWiGdhaTeT//G8SLHmcnQmpDMyenmIL22U/LWli10Y1VB05DrLVIU6rZg2Rmm37pKn3k7NrmsUf",
-	"mIdQplEsMZVdtdXCKmZ50G9x8WFlUK3EywU8EPqwohjHWzoH5Z+oVTsYeARrBJC//z//L+n5vu+RTqfT",
-	"8kgMRSvLCKfKdC6UXCCbKi6cYDSrG4iJ1KirBQjEfFWdYLjrxvIB6tVnry+8nGo5nWPBZ3OympIxHByd",
-	"iA/MltHr9R48yK+qnTALHEq19M6oDszPBpKOuQMkVlvciDQDEwlRhkcMWjBp4H42gUeOuUl7K0YJNIMy",
-	"JBZxi960Tkh5P2mSMhqtyVKySLVag3ZmYOZN+QL3E9WkDi+prRk05lB8Qmvv9ZWDtuBd44Y4PyuR/Qrr",
-	"WdZ0CBjUyLMjp5oKbJXSImy9khI2dgFCHMakKw1aTHLqpoEbWAm4NADpg42N+a1QwTdG/hY9MLscMFVw",
-	"dRLOhGTciBGdz9Ck5PXr88d4Hq6FiNRrcchaHtkfib0KZG7XDy9269bJinFNOEp6n2wghkGvtx19nFTB",
-	"x4v2nz85mPbDYa99GHVZe0CPpu3jsDdpD9kg6tPetDvxQ2MPounguOeLFLXZKB/uMsrffkng9jzmilGX",
-	"wk1BdkB+jWf1HlB61qwQfoJCRo3S96yT4UzMF5Svbf5wwfcwstB7f5qk8fUM6jMukuV8knswzBduRm5B",
-	"1pqHRnDbv5fsMc0hoIouHesBAlhNJQDNe0q+5P8uu9r29twthOlJJxEzHjVGoGQq20jR1QV26671uevM",
-	"gmF5uNRG161b70a3f9AZ+o2aRW+8MX4hcqYdQxqcq7wRW71IxT1oPKacEttyo7IfTvb74Kjh7kzDTMJu",
-	"jnWb9P3Gxk3q5Zv0oyLo+VxEcbbWqdvDftdvlG37sxmdAoh8LJU6zTOqujUKTmPU8xpGq2mMoPJLw2ss",
-	"xbwxajw5hbTtUJ3p/oHv+73j7mDYQ/jTYt+G8tyeH+vZ6mjVbLkodNzoNtyuVc+6Y2wMOlb/VEcZibFx",
-	"NaP8hqzFEtgk3AobaCHFg+6FTBsvnrcPD4/U6JBWIX59/wCLWhGyIf7FMOZMaD/brxE5n2qxt69jCicQ",
-	"3SJD17qaqrNEmTtynQ4rKq0kMt7F/NqiqlSYiAYr5E60W1vXs6qrCJIH5HG2wqA8AwgNyZVZyb1VoyXs",
-	"8nbln9gvYP69W8fn6qH9l+yPS4XOMv3mc6mPdn+hh3Wl40PzWMbtn73AIqRXJooxD/DbNauamD7wOPb2",
-	"+dgpOPrfxU+JtFL2VCJ5Ogd+u7ey7sJ5N6BD4bJLe6aYJM3Cva01piKbx0ozpHCsCK49jDAbdGllYkVT",
-	"iIDNC8sHHimAzOF3jt/RrdnfdC+H84p5zttGCdjuo2ztC0vhkSS+YW7R0WJJ0vpYpx0Gzo4LE81PzqP7",
-	"uTNJsxc03pv9vTDv3zf/+x0/4rdx1QHwEV/KPR6GlIcs2QwrcQa/Yxk/uJqAqv2KGN8taBwFxDooNPhk",
-	"tpRkwkIxZ5IE2HrCosBz/ji1gSvmyaO1MhUCXfgw8/LwTHOxgVUqwc8/XaZwzvWEOuSF4U2u4a6L3C+y",
-	"DsE5JFiXLcBhq1nko3NvYHRxM6hpq9oAHzrU0CgEuFcZBnbzW+IZdoJ760z2g/vmGh64muyA/v/HRP6H",
-	"aS+wkffAf9B23MR9XjEeSYv0IjHfpnTliSC2O5gTFMCm64KSoWthZALqi9tIjholwzrZ10TSONp0pylW",
-	"3LnXvP01I14ORh3w9aNRxtSkK7dJumqC7vnESVczU0OlCVNiNt2XArhdfktKSpekp3uyyj04o9rG3xJf",
-	"lPq9/xIzEtZ6Rc1F8E9LttT+bEM6uqpjrcH+O9/8b803bXqZYV+7+SaoNPsC/zJegHgKKce0xjw9qan0",
-	"NIP6q0GewpmaZssjQ7+PeSereH9I4JeMRli54t5RgVXT618VGBh6UDIAlumux0sT1oaZaoSmP9SnOOZk",
-	"Vpj6Y7NFS253yF2JiGXoib9yUJyLWEzhjEUnBFLhlNw0wGQdB5Z06PfzQg2a8t2r2DyicJZli9HDh93e",
-	"Ycfv+J3u6Mg/8s3U5MNl4bjsvTE6DqVuZ57B3RlFP+a2KXa24jJb6twNzAwuiTY4KKxrJWIJq8shf8nm",
-	"Airt1Xs4PAL2Q8yJrr4JhYszfbWeRgaMWmC9exJHBE0myBjM1aqvJHE9JW5GfaEVggE+9odYYvCWsaNy",
-	"ALah3yPN4Kz4denyHfInlQKCxZih/PEORwtWJpyq9VBNG0sshWWKvC3woI9hhV+ZSe6TVpavM+TVbV+z",
-	"UtjtMe1OeiazrD2gB5P2UXiIeWc92p8MwuF/VqLZoD5VBOalFAS9eHtR0e9OGS3he3stwZ9pxlZ0/dtQ",
-	"CpCXEOrQtcOmXuVu04Yu1ApABXWH40KENCER+8ASsQBlQsMvNAOIK0mXHFymJGKLRKxZZDUFuP2CJAMn",
-	"Wzn3G784/f7lk7+8y2NZO4XSxBXBAFq6nsEmpNIdQKW5E6ha9rWTn8pShnE1Tv/cGnaLkoLVGul7HA/q",
-	"vnkav1CWdTRP+y06BPN4ENxQjozR+fd//peC1an/jqMAuCK+9bDyRm5TOdOpKIHVCQFb0yXFtewxokdw",
-	"O/CFLuGm23WpqNrklZMC5xYbIE2IhZMtp6UcnXZnOxsq6dazMLePasHEal82IVytK2ep/IoAyhYGsMWp",
-	"k/4Ndfym9TV+nF5tfl+1M1vdAYMCCyqF1MabOlF4zPMmHR3j89vP/18AAAD//w==",
+	"7P3tkttGlieM30oGZ/9hUg1SIIusF1Z0TJdKUrtsvbVUsto2vUISSBahAjNpICGKlhXRnzb+z9edD3sD",
+	"T8zcx+yd9JU8kedkJhIgQLJKpR73rjtixioQyNeTJ8/r73xshWKxFJxxmbXGH1vsA10sEwb/Plsukzik",
+	"Mhb8gr9k72O2Uo+zfLGg6bo1bp1xQot3SMxJim95rfc0yZl6e0r5tfovDUORc/mEZvKxyNPWuOX7w0HL",
+	"a6UilzG/epYvpkw97vf7vu/7g1Hrk9ea5lnMWQbDoVGUlv/5JOasrz4Z+D45ZxFNySvZ8tyfB60xz5PE",
+	"a4WxVEN+KXIekZcivG55raXIJE3ORcRa49bR8eHhsOW1Mkml+vvyr2oA0ZQ+owv1t2k/ZUySs1yKltdi",
+	"CxonrXFLrDhL/xSqNzJ4geZS9EKxUO9wGcv15XqpGkmSsOW1EnZFk6ZmyUu2pHFKnjw5V0OcC65e+0N/",
+	"1B+MRiO/f3TU8lqSfriInLU8PDo+aXmtFZtmMYx+LuUyG9+/XzemT15rHmdSqD388WOLyta4NfAHo65/",
+	"0PUHl/2j8WA09v0fWl6LC9UarmAm6ZVqOsuni1hKFrU+edWvh5f+ybjvl75uveYRS1dprLaZZJKmkkW9",
+	"VtFgzN9quvn0k9eKo9a4Ne2Hg+iADbuzET3sDqdHYfc4OmFdf9ang+lBOIxGrOXhumcwC47L+ZSmMSVn",
+	"yXuasl/sG/N4+YKlIeNqsId+z/dV9xl3VnB4MOirhY1lgu1weqXGu2BAl2qquotLsSAPWHjN0vr2h7Xt",
+	"Hx8djtz2dbM/1S2DV6zx2ZbNyZcR3XjF3YFPn7zWOU2jF3S9YFy+ZLOcR3VHOBXvWUSWNJUkxZecE0wX",
+	"6uCqPkY4MXyArTG1W3rCIU2jBylVXbS+izOqHqVsY4iDvhrigSES/cqDtT4QD4S4vmZsqRY/5pJdpcBd",
+	"Wl4rYmESc/aS0UxwQ5VALppaZt2Rf9jvDo8Gx92TkwO/O5yOwsPoiB3PTtQAY/5exCG7UJ8chCfscNan",
+	"3ePpIOoOZ6OjLvXDYfewzwbRyfR4dkRHxSeWO108+67bR8Z1HcNM7YIlxWb3+/0+nPP3LDl4BWQxo0nG",
+	"vNaCpeGccnmG7BCGchQdKLJm3dF0GHaH7Jh2T2aH/e4g9KPj6REb0v5By2stYKrDk8P+oX98dHB8fKz4",
+	"A12zVK/cQ8opeTOP5SxmiRpRqleq9ZwzEs7pTK1pFGdzsqIZSZnMU45HESfxfKY2U589tSZ+d3jYP+oe",
+	"Hw9Ouge0WE34QlGAWsjhge+PTk6Oj4EzZfQ9ixTR2SkrhppnrXHLEFqVLl/RhDVTZUYTRhY0YkRwIueM",
+	"LOmaLNWRqaPRvu/fCZH2jy/7J+PhaNwf1BApkl4zPe65hl+EHtV6/aapEdepoDjzd4me+oODvj8q05NM",
+	"80ZyusB1Oac8ZEnCKlzOPiZ6/Rr4W4l2XtDYoZsmeprSRDXufh6a3soUNbr0j8e+ZXvmpT0YXy2BDi/7",
+	"o+Kq3Z+LhnkmxYKl52KxpHxt5SP9+JEWabS8lv1pmsZXc5nFEVsm+WIa8yst2Jgv3CNhnr1AsaXyMGUz",
+	"uK7N8Uni9wz2B+UorxXl7CEtJI4ZjWEVJVsslXjq6+P1eWfloP4sqKN8IdlCiRM/4Z/YZRIrCRYkqvH9",
+	"+/3BUc/v+b3++Ng/9u8v6fr+D3LI/3K8ejRIvz/ML3zx4oC+Oooe96++Hr37VolliUAJ2exNkrOp4JxJ",
+	"8oBes3RNHooVl2KltmfBFsLM/+6PZwxEhK0vkfvq+S6FWSf9ayqmCVtY4c8cQ/16xnj0ovIK47JoXf31",
+	"XUwd4RFPraX70rFF6i0f2udLxs159YjaBaIaJdM1MfRSw/8PDnuj259h+3npDGsyrp5Y/bjxcPrDsT/6",
+	"zMPZshyUnFPJUvUJagbVAxtRTv+0Mm+H+uXas7rJmyvn1lE3hsetW51gvRbD7oF/CUxPM6ovc6YHu880",
+	"aLoLEcVyrTW+0UHfB7EyC9N4CTswbp27YlLKuKRqWj/nFNQ4NS8lefNYnosMpP1RT40rF4vWuPXoDMTy",
+	"UJHWwaHSYk/6w9EAtIdK72YF3b4f6vUklEckYzJflrvuN3eNzUHX6p+fCg422IOD/dz/7ij868niwQH/",
+	"YXT95Hj1ciC/P1w+HM4f++9e3YqDtS7nlF+TtcjJTKTqvykx2nyv9V/F21ovnnePjo7VQt6ewTUdc8vy",
+	"7GmwXE8sGXcZ3pNY7WBJ5AWZloiZYXkZaceKdIlYxJJYSvaImRtSiR12p+CHPzoM8bhOpjnemyHWiTQ3",
+	"Z4eHl/2+I/pU2OHjVHBJIpZd7y+eJHmc9UQq2RX9k7ZZ9UR6tcnqnuRxRp7Di6195ZOCm91aRDmeHbHD",
+	"aBR2h9MD2h0OTvrdY3Y066pn6tHgpH/czM6GzexsT5nk6+vB4tnh9Ds//OvwlyfH9FU/ejy6+ubk5zcH",
+	"7OXRb1AmKRHLYHzgj4fDH1q75ZJ9jmmZ/LYcUzUYtGr9Lk/8Lk80HsD/O6/UfS7RL3Bp/lTcmi9oqk+g",
+	"e3Oqp101VnNzklUs54SaixLuSYo3JQlpGt1AcdhpTiqO+u8nfa+T3pLsg2zdzVnv/647/K47fEnd4SaG",
+	"5ZsYfvcyzm5KRmWb9A5j617m1E+30Y4+1hnR2YdlDKe5Pxgcm+U4of3pIDyIukM2mnWH9HDaPQ6Poq7P",
+	"+rMBPZgOw1G95wT62zZ5eMGyxcr0P+2pvw38y74/7g82BEPNoxy5MJVvUTj85LWeaIK2dLvhuwhl/J4R",
+	"Q/il+6bsuR76fXIu+JV6Rs7esw3ndetVHktG+gO4WvAon+WZjGvswsOuP4IL5LBgmcZDHemx/mlqj98U",
+	"Tp9m87BdI3Y888PBtNuPhlRpLmH3RCkt9HA6CofRARvM1ObwPQ6ySK8oj3/B4AG4SWcDdhANw+5oeki7",
+	"w5Oj4+4xPZl2/bAfDdjBbEhH01p/Nxyuiqf+yO8DjYcsXsomvlL25buOA9gecMYu2A/Y39mCpXFI75/P",
+	"45BeiVrv6qDr9y+BWrR39ZPXmjMawb32sXURscVSSHC0LhO6RntmmUsH6tAFY/BjUZ6tWErijFCSwhdK",
+	"+6ecMJomMUtJyn7OWSZRnFFfZHTBSGD7Cdfdb9k66MHpAxVYkW6aM1ibn/M4ZYXXJJyzBYUID54vWuMf",
+	"8cWfvJbEyIRMqksf6TvGkI3K0Ce57x+EHzV9qrGqMXH2QYLp4hP8zk5JypI/Tlrq+aQVkPbLx+fkeHB8",
+	"3CGrOQMPXspw0vbTU0KnYNrVHj7FD+CH8tRwAI03kWLaXb1m2b8m8SKWfxyM1EeDwzBPM5H+ka2/8S/e",
+	"ifjpu7P1s1f+6una//Ds8V8+PLsUq2cPxerZdyJ+cv7N8ofzi8OLd8/ePX/zevDDu8fzC+7Xza7lruvm",
+	"Or5kMl2fzaRirdXVfMVCwaOMSEFWNJZkymYiZUSmayVA0Csa89Lkh4Nte7qIebxQ29q3+wnSIUuRSpc0",
+	"pQsmNaGew2Jsjun5kv6cM7IUWQzxPIoaYRs8QjMyg8iZWPtgU/Y+FnmmifirjASKasYE9+jvf/v3emrA",
+	"49IjzxexhLtdNTaL08wQQiQIF5JM8ziJiEiJuuevGIllmRQ+YyNBEGyNWz/nyCM0N0MKKe3ogn54wviV",
+	"nLfGo/5AyQ7c/N2vOzcXhTu3urSXc2a1kzgqz2Vv6RUuIjkvxhxHW0/6TKQLCM/Jc3iz7qQvYrk52hf0",
+	"ipEs/oV5pP/3v/2bEn3IQzajeSLJYFQa/WBUv5xw/EqrGWED+IkdWszlgZKKF/SDpmDf93bSc8qypeAZ",
+	"hqk9oNGfqWQrulZ/hYJLkKI+tpzYtPtanvnDO3BBl+PclqkIWZaJ9DWn72mc0Gk1HkFJPsS+RliaAqnY",
+	"Wz1iEq9Ztc9h+eUojoCkU7YQ7xkQvHrjlMRSscFrtpQ9cqkEd3XoSaLUr55zXY38QRE2VBlI7gzYrlQD",
+	"g8QFyO5PadS90usFi1ls0X9LQWT8l/tFTOB9/DW7b2Qp+GSTuCuTRk2tR54JOVcMbUUzfZQjxRI0m4O5",
+	"kpVIr7Ne65OndvIl8u9b7qQ+Yo+VFJiVt1AfTjIV0Rpv1EWcZWoUICKB2gRaD5FzKg0folFEQJPa3OrH",
+	"8QfNvVRnJIkzCfEFSB3aOs94BC+Zq7xg7PASTLOsjf/YWuSZug8IJe9pEkdmfDr6sVDOfmzBXQljxnGq",
+	"2+Sk3/N9DwYPQgZoK0RbN8zHP/Z/6hW6YdHlFQiUiitTTvzWT58KMhyqc2nI8ILj0PS09qY9+AplYkVG",
+	"C5ooRsCii4pJ56n5gSjWZS8dZH5fbitUBz0lCbubAMzzS68EcM8X5pYuLwYwaSJyqS7kVJ2hL7oIMJQe",
+	"8m93ISRZiEwSJY9/2dW4C5Z0hsvgEZgNsfKPB0RU/K1EDJRJyDQV12q/0zxhpB3zMMkjkMXIopEaOz0S",
+	"4MoFZEGXGWE0nBMxmzEO3+pBXLM1i5QMpYRcT53SWGZkwbKMXrGsR86STBCKrCmEfZ6pgRX9arl4FaeM",
+	"tHWPPfV60PG0edPs6EzNLEIONxVyToJz5KNdlF0CeD+4TCnPZiztPuKhUGMNioa1kLb5yineXkrJCjHi",
+	"W3FLxkmYiIxFHWDij0U6jaOI8VvycC7k9yJPnzsKZFXBFkqJIK6K+VVG9uATZ2onSMpolBHBkzVsg1jx",
+	"alNLkcqZSGJxSvIMr2z3jbdxpI4imKWkuGacGHnEI4f0aHocnqCJozukg2n32BhAzG/u7T70D4rj80xI",
+	"bNXtbe9DNLMLr86D28SrPFsytFa5C2kfV/url2vcl9TOZ+bzU0USkoaSZPlSrV3jBN1NLb6/5QyXLIUr",
+	"XPCXVgQuXSL6fi/ea5hanNnTwxmLMiQi+5V1uPfQ3uKR1TwOUSM/e3EBNBUJlsGdO6fvWeP0XxRtWqn9",
+	"NnO/K6FNjTyh4fXGjKVaE7Fk6F3Qq9IOasaveQKuJlHCf7WxjrdxgErUQ9pBPVko3qY1RGDa2DitOf0o",
+	"r6BknSSgjqpT3Q5qD1SAfOqZkI+Fjoe/HZuynxc095pfc9V1HNXS2jNhnVKG4vbR/pCxqS1xplGmsmGZ",
+	"i4CyvjdtcSG7+MXd0NYzQbI8nCu2KPJUqbzV3XHnQS4isCZt7mtGrpjEmYPpC40NsHsv6DoRNLoU4glN",
+	"r9gtN1E6nxeb+EDdw+I9S0mfPI0fNDJEs4Vwb2/ISerT0h71HU7w0v1UCkESGMa+G7bE2XelEF388u6Y",
+	"QmlWiubsQsDC65Ffxgsm8tvqaVkiVmqVa9Zd/WQ0EJRUaUSk7m2vnQgVqVSbyVj6HkyqNMoa1NJm4bg4",
+	"ZsebW1iMbb+90613zXdfaOe2rMJXWWlVSfvAJ5m1xq3mIrFtdW62VuQZU6tMSRZfcW3NFrmkV2yMajXY",
+	"fUf+AZDSK5a+j0NWsbrcgpzyJrvNQyrplGaM5DxVork2lNQTUYbDISHlaK9RsrySECPTyjt1xrlY9QiY",
+	"dgmdKRUC/t0FOy/J0Kx7SihBYQGMHbERyK0Rv2LDV+sCKS6GewgesrIRyGEeet1uZf1xv7k7ytt/6Ugb",
+	"zV6RWHFPXRCSpjLmV3DVG1OZ9oyoJYu5S2ZfZUC0BLRThzbjjCRspqSvZNaNBGdjtQFoOmYx3Ctzulwy",
+	"jhrxLE8S1R/0JQlNkvKOBs6WBnvv6YZjpnZXPQK6nm5pNReZ9QSpE5ao90LK1VUCLhG0CmZ0xpK1ogjH",
+	"4eSMsmn/9Nv3HVcEbOGlEE8pX2selt3y3KVUMrBOVEXvFyztgqql5gibhTTBomYR3IjSMGt1JS4oX5uN",
+	"z7TVUG9QX29KiTkPToojcln9fn/2TCXrJnpSd3RCqoPRvLaYdI+8obGspzvQ16WxD98dCbzmNJdzkca/",
+	"sNvKwODzr+79JWjEIonMxdP3ySLmuWRZvVIehizLUJHO0PVXfHFKxFSqA0AJZysiOCOzVCzIi+evLsl9",
+	"oWZwH74sX9P9ghLc5okZ8A24ZbFGatFiNHDVzVibjbUe+J6l8WzdeNdQd1Saa04ZfhWrC/Zzp20scW5H",
+	"t5+2NpWXp/1MkDP9GmphSGm1c35l5AVtbCt9OCYPGE1ZSmYiUQJLRKZrQvXi3HDeRum/m3mn7L24biDw",
+	"GRjd4Hd1hBu32vA18JfHZs8xARe+RiOT0WsVN2ikZd2UGdYt53VHKt4mgfXIpRppNiZB3T4EHgnq6FI9",
+	"rzum8Lw85aBHnrsnA99vK35a2g1P/37N1p2tDPTNmzddRYyMS8XxWL3rVtNnOFcKrBIqIKrh8Gjkd8q+",
+	"XP1iymiy+OOktaTrlP08aXlohP/jxDCQtzBw+8Nbp8s/TjY5hF4QiDho9vdW/bvI5bVT7jPE67iQa75l",
+	"65cszzbya0GaGW+ItSm8a+Jxo3g2Yymk8Cndr1ESqLaizgq0EzvhIYMhmYs8zeob12fK0ABBAlF/aRdh",
+	"WXJwPKxO55rwYLr7HjVnrZQE1NWf67ujCD993biGJkyAw3uEJkpXWxM9ij1Ms+aLOVWyQ6U9FhET9tq8",
+	"BFtHsC/LcekO7pBy0Gazr12vg9rppxcPv8psHJ2Sp2Oug+tEWjIg16+L/dIw36cXD91WTotkq+IS1lF1",
+	"RHUoGxfpqZ4O0YnSt9TGqqvEhdTJ6nVRCOqHgkIg5l2kpEipbVoHG3qS2d20H52iK0Qs1aWWAghIKZo+",
+	"M+qI/WIn4Thr6QztM5ZEiQ+b66GefuZqqI/2XgClmdxg7ur1z5h2jqbkp+VjU39WNgKi1dxAuwWK16F6",
+	"O708m83sE1Vd01fFVH1KMsbInx9dkvsGVqBxHY0FfVE5X7deybu2rsFtxJX8IIWIyDSXzp5HgrNTEsBk",
+	"tKcVVzcgGV2T1XzdI4GaBxgHgo8vXj94cnH+9vXLJ5923SEBMVIO3IUb1gavqbnSggRoZl/FGQMb3Guu",
+	"fXYsesqimCJO1W09It9kVWct2nTBkAFq7wJMQtt1BLBfqsvL6Vh1WLamj1yasZMgCzULAqSyP8XYz7vw",
+	"eRe++3ImdUUsQXV2Qa9VdIj4awXgWTW6AeOhTVBQjwRu1HhAFnStqJHnSdLDYP4lS2XMasDTNgJTEYnM",
+	"tFySbqs4axWBsxq7vtF0HkvmkZzHUjHaWSIERLqpYSJ3R4l2o1mMe682dx7LdXl8JXC3jVbcGPKNiEdc",
+	"z1BElZhjgwq30ZoOLd9cPipBOEnZlXbSFY1BGPpmFGYh0f9Y3pzKguqFMH2XZlQEcovpOxZKNUQHv6+O",
+	"hgoO62D4WeAxIuepyK/mwHEyph13WXzFu/myiApG4yz+rrh8RmJJ2hh4ggy/aDzTHHHj+f2PcfQp6PTI",
+	"4zxJiKQfSBxlHslEGNOEZCzM01iutTyKBrEp5ddW9LI/pIxkUighl/EwXS/VPNTbnKHzBwGv9IUv5yxO",
+	"UZmYiTwlUXwV48VUPi8GwXAbA3CW+oF6vQJduO+n5hMXoa+Gwq6YNm5nHhja1AziNJOnTji1ul7sZkKO",
+	"QIzJbHuP5mscwSMu07UakaYvmqYU/o5r4pzPXDjISpzznph+O6KWC9C/OkUdfzMCj5szdtPZP1ct1U1b",
+	"w/Xt3RDsF3zoYvpVB/9G50aUDqMSNexX5cVsgAS0ixdRycDFWLeCTmpLdRxP1HFA4mrosAzxuE+HFRYH",
+	"u4qrWF4Ud2DO+bE77uFRLM7GDqb3gNblsSgyKXEPJVZFDLIesh5RP4N/qMxc4NoucRGvCCHbzUM20E9r",
+	"191pwpBweRTlLdEAqksqJUtVI/99Mok+Dj/9t7o9r8CsNq3KVxnRb5L22YOzju7YIzzmzJmeIxRYvNaN",
+	"oZzUDaVCDeVxeRsrtWuPHS67OSN1mCDS3HKCYn/xmrnZvpJA48EqaRtS1fSVpoFX95O8djIP/ZoLP1ud",
+	"3UMR86uumVaXZhAedQod20QrAkCz8Iuap9IbyntXh2m7UxrTKYXVEZmdwHj1cj/b8HE323cAczeOCUwI",
+	"9IgKj/fgHOsuSZCJhL1Vq5/GTApAaIU9o6nUgK3qzyQJ1X9CkS4FxroFSnYLuFA60yyWleQ6hO/dGLGD",
+	"51s/YLUDO1a+DPu7KbxiXmTjosPv5S4qkME797WCKbwvh9LnqP3o4plau1evnlVs4hqbeD82ZRGMG2eq",
+	"3yj3sQ3ueOfUKxyp2M3i/JWosrpUZnc8i2RgZmEF+F1srCRrbSbmcSXXFmKfjqxxRIUaXrOvkMG4BLMw",
+	"xDFIeof3vgGA/rjhO5IWzBUnVOFbmCDKNyi6CUh6J2nfUmarEIaRWag02NY7dhVlyE0hmaOcau/4LbdU",
+	"vQ70mdIIr2VVoHxtcqoqonaDPO5CYH9s0SR5PgOogG0r/pCF8YImr3RTP1VtJ6/mSqMTM2K7IDEnS+zG",
+	"Iz7mJpI2JRG2RHBUGH1KMxJMEO170tJBvyVM7n05XP0elFdJw4fvx+S03WpDYlGPwXYgEhsz6+ow7qaU",
+	"4cl38TSOTAw7rtmy8srsIOtX5jTVKabgF68zLYxdfdQjgYU7V39AhPnbmM9EQNpyziZcf8nR4EqzaxbB",
+	"Db8QKet4YD4D9F/1tQZijgLSnsWcJh24xKeCphE8hAbtmOKMJOD7wXd7Ew7sHbPiC3B7rwTIXgxQMQCD",
+	"PGwxoNU/dX9q9YqNctvYoAMHA7ue6VOEuiFSEEgeXQjO1op1Uki4HAOskQOPTS04NmlbAG1Qb3CUsDBU",
+	"Y7z3yCMAjLnG+EOarOg6I8uUZYyDKUFA7ouTDKn4FBhZQLwlkIzq2l6QJaEFpjCykGkKKUo82kdRWhgv",
+	"x92wkEubA+kRuRKGUWSenS9ku79XC6bX5auMSCGQX1TBXu5qWGewb19lBcw59p2RTJAZTcuDPVWMTPOx",
+	"iv3eQWL52JCW+1Wmd6AdfBdnVB2YpzSTLFU/Bh75+9/+vVNVHDbTlzNaMbZq3JfdxtsCpKRRHim6w1DI",
+	"JmtHBQRmPyGkgqG1aQi1226CTRxVCn0ucMjaIK/obF3wHHb2Ej4qMPGbi6CubeBy5ph6cM0lNOZkJdIo",
+	"02PJeaIE4AB9IOhBsqxvr6Ggyc6xIOwHV7TTJBfvh3yAobIJg8kCz5JipZiIe/b0wdDfdG6FlbDvgAtr",
+	"SNGFgwq28RlC7G8/+g5T/1a9/snFN/pYNpz0azZtPxHCxYv6WMtc0OsG0TGKQrrwBWk/gf8cdMAPV1pc",
+	"DTulu5oKkTDKW59q4bbqdvnpxUPYYbykFnj3VDwge6J07dy/RZWSK4hem/pzAZZVN3YwkRiVRFEkzchV",
+	"/J7xatGJ8nQ2YLd2nsC0gQs4XAhfMc4VK7Zc0feMxFLzAucW2KtXU2xhS7+KaDa4Xq9mN/boDsHH6lba",
+	"snqYqUxj9p4mBNABGQ/LAzDMzY7EYQRlWLPdGmCBe9ZwXOCkFJmdQDAaNNJQxX7Hxbio92YTr/CDWjs5",
+	"cBzbphFISrVDqtys7sDiiXHFBYcruafDbl713iqxHHc9HerakJcsvbtiQPVGrtM2qkx0E41K7Vmg0zzS",
+	"qzoRuEcCHFkw1jwJT/SUhtfwZqXITM9VA7CIiq7tU5Lo9U/bhPlXlgIqg3aUFqWhOHrLFEXlOMtyRCUo",
+	"iUWn9l3cDYgmychqvu64o67TS0pjd17YHD9sii0VZWFYavwEkB85IwGGZVeht4KKYmFoGr2T5qQSAVgr",
+	"9JqRQD0LesSE/lyzNeoT8RUHZ27byeCDVB8eY5IIvho7cfeqhU6PnCGcA0c0B8g6G/o+nnGL2ICwDHrl",
+	"ESlVYzTcmV5SI/qbQDFscVzBXPFsstDAGjWWCQ1ZVvxyYv7XOznpERCiA4B1CWDVkMrlnOmk1AIbJpao",
+	"M1ShYjciK4yQG+IbPXJmBuX7cOBoKFlasUk04s06OFoD399HZShD4jQOD8ytY0iPmKqZG2i6NhckijOA",
+	"1FM3ewesEmYKo6EzBZ2BFYmFkrYhZJZEQvbIK4wjUHqTsbER9oGGMlkXSB6U/JwLySIINE2wgFo7mLQ+",
+	"9NaTlsWlD8Ui6BBEFCkpxgsqQ8hfEzOrWGSa6jMS0oz1yDNzXrQ9CAnMg7gzc7JAXVATikM21sepnuh7",
+	"paUNeuRCEppkgsQR4zKexTp936o5enkMuOzSXtRF9QG4GjFaq6IibgUWtlKFMZq7ZDIa7iITr/WheyW6",
+	"jbRTL+tZ0gE7515kvSHj3ZqcX9T7cOyYwIuAuWHsgywWvf2o1z8ckpSFYrGAgOdOMfSDgTtyYqAwUJUP",
+	"TBuoLKpmgyYnEcA1O3M7GOyl2xoU5+qsvhYrxXL0C1aGTgAlMIA9R18bDOrUUO2CUZ6Z39EObpZPozpA",
+	"8FPkUKJX8RsIrh7FXKeuy3msDeoQcghW3cCgJeNFbLy15h41FIkwsOrX0i1qfr4JgZoOYdEMzvWGUzdn",
+	"Si1jpP39999/3336tPvwYUdxGXiordEhTRiPaErawcA/6Hf9QffAd4473mqB7iTo1FlSht0Dv2o/2ct+",
+	"UFWb6682EzPQ//vf/u3Q5bYQ/PdzztzU3lLuAhgClsxkig8Hg8r4He3codXD4Q50Rguats08Aa/gqEe+",
+	"bykDTiQ4o/CuhfsVQU2yfIFEhihsYkZSkfOoC3nI+bJtMNbI//5fxIBve2Sgb/QO3s/s55wmJEB5IPAI",
+	"SzIGO2l4Nt7tewcx2RIznF3wZQ7y9IJ+0FjmI42vqP/sN+66DXhCTO4Nb1HKGPKpbK6OpRSli6PEW5uZ",
+	"6y6g7xKr3YfX3sRWIcg0Vqo0HytdIIijALMNg1KkegBp5uVI+logE/L3//E/FcWSoCmGPTgtmoHMnJpc",
+	"liJnRTf3ZQwoBej3RihsrgadqVFF6qJEZ5fdztJ5Lo+tQA+vHM3d2jmr1fFAxVbam9ISpHNSlewBrs6Y",
+	"X4MkBHgUHNEAegRRljGSQ90q4wKvAr7gYlUaOY6qYZRWs6+o53VKdlURt9q6Xe6KgLIpjFel36r44Ny5",
+	"+mgWF4rhcnpB6xRro5fUOaVBvLVah/Y0t433xPIywB2NJQkF4IOchSHDQFvFsb959fyZ+VSkzjPtmbUi",
+	"b/Dfu//a/tex/+uP/e7JT5NJdK/T/tfxZNKbTKI/dP71vwWuzD50OQhph3MWXivVTYMmm7sdM3rSTAnZ",
+	"laHMwHGISlapNWDz1Z+FEnBXaSwlAwATCxphHct9duAfI4n1WXfo+4GHuu4MsjOS+Jqt4gwEEUhPLG7m",
+	"On2zc6p9Z3PKo8Ss5TTmNF2TWSKoNJ+hFtwjZxrX0aAIoiKSNawYOGX1Ekk9SBCK4kxj+BX4gSJdnGo3",
+	"DISMKWHJcWYF1ZSAHogSgjOtFWuSw4WH6hUONxj6JQP3dhLY5Fs/lYWqd5ngPF/0DFE7v3bjxVKk0qB6",
+	"tsatq1jO86lSPu5jWq75T8zVcGhyXzcHJ73swNv7tGijrUUbUopjRmI5Nu7G0mnw9K6XaBUAQsDtygUJ",
+	"kxjBwmgEdo4iKN8ljh45g0OaAfycVVNdFyKopbBZk1bQOTWnOWYYTm8PdEFB6KY1n0MUvSAypXGiju8v",
+	"LBXY6GDSCjwSTKCkCARaEAMrguYdRK5Ud4mhpAYauj1h/APJYoe+AxdNkXX7VVaj9bSlIEFZEe8UqlD5",
+	"Z2D6gYEcBHkREDen2s7TadRbalWWjZv3a0YTtQ7V6bxkWZ5IZBxqyhB6JxBAS0ccpmLKNg1lWZPtU1wH",
+	"7ljFdXmE4npnEItuuu5a0zJv7UE1QkO7Ar3XIW4RdMdmqaFzaeYYWKrxEaRdNmQ6cb+dsbN9WPYoIFII",
+	"r+JjtzYWrdGq4z6H3HQ054GEjkGriD+pY42LWixo7zMjgoYFL+W3qu3yTEazhy5BN0f2FCara0zKOVv0",
+	"SKBLWgXOpI1yQv7+//+f5o8XNEav85cN4CibS8txEU6IhikLdkeBZ7mNL7bVNusCM75ojIgOYC+Hh+hR",
+	"FewFgdf1IL1Nnm/CRoA6lBYL/Bkbw9tHx5SasAKvtMEYSaUpYqyDgnCcU0ZW6poCYDiRJCyEcMxPTlG0",
+	"u1qKRvqrbAepTnhJ40jHyThV2TYscDrjHrFEYxv8YQIu7MdBrynqZLcRsFoDbjMORBTnErLowAnKTVQK",
+	"Whyu2forjPXvbB3k54TlgCfILEVDIE65TN2dBOLAAmjshViegkVAKdo6VAQF6cblqOCwNNbJa7TO7u8N",
+	"2c/rcbdejhsY1vfueB8T+WeGO9zI9L3VMr1/V6bSYK2E5t67EFTqVSM8AJ/9ikkL/1BjrkaPZJ09uXNa",
+	"ERQqt/4aRXSMqIsjcMDoKiBkqWistOuNdlIlCLgmbvdGcIz+kBIDcg2W2lDS6U5D963N2o5svJ3Z72EK",
+	"V5dfpM3hXuGBQ/+cYTKgq8QRj6/mkry+PAeT+GblyGYbeLm65K34erUm5UaygzVA2GgWW5dUf1QXY7RR",
+	"IKdaBqc+//bi82oM3TxubpsDQHuiqUS2vpEOvy3Sblt822WaMzxQlK/taupQQtdMGNIUcDo/M/7NqQRa",
+	"R6babWCPaVQ7c3KGJc5ijiL3bcz5kFKzw1rf4OcoyBBeOCVF7Rgl9mcsec900AV31Y89aTGJm1Jtjfq7",
+	"AU9C1/c/ArrZp8BT9/rXl0+fYOi6QSIufAmqIURCUzoN5ZFYkDaVJGEAFzk4JtNYZh1jT5HlaluFD30G",
+	"Gmwo0kiX+dHM2I7yVLNLS0FaHjF2F4C2AcvAjIYM4gU2Lq7PKJVanL803of5lEurbuw5BDWiwlBGwgIH",
+	"SEVi2lbNcQ+3y3Yfkfr9Rp6fu3D0XETObMtEkX3pyNR6lxOaYGFQ6uqquIcqGUU7I1rj7UH1WgtD/Sxh",
+	"FEKwtMog44QES6PB3+7mK+rkbtaP0zqzG+PtrH8ZteL2rNHkzuzBFm/q72pwbO1eFFNydsO3X/ylCyvi",
+	"mwWItF6crbmQ+8e5NlxWTjCFG7xTzm1QPM7EA4HDomKtbBJLgQGv7mBjX9no0j22tlTpty67wmJGGl9J",
+	"KPIEs1qmNrZJaQIILo1RydnmPqiDpO4K7Gu/7dAlh5szX/TFg+DfapBoXfw5Z7nOeDNydSlJR6dasSrX",
+	"uImCvtfooSBykyrVNPot2lExBZ30UpnJPyYEZ78YbS16bYvPbg61Lt3Nm65hxyNsvcSOKbMwotUEVd+l",
+	"C9nssaXV8oHa5mM2MekVFahggvaSqgSPN8eClw11m1YzLWluavtbnAIgOdemV6qZ2FgMbWZucOCRtiMU",
+	"d8YkMO5wbZQ30T2BdfRllaTkrBIWbRMtg1wsEIXCKfJvml2GZUwR8qRJlyFXgmU2DKdcjlM7oY2qBMdP",
+	"2wXUEigxdtcoNi39pTdrbDvmZ0BVA06mx4uqV0MEY4mbjQ76/q2iEp2BbLJeKq32ozZiJtKeCfpqHMn5",
+	"nM5ifkWiOJuTlHFJKyGrJq5qWwxaUXLzrgzjf9EtnjaGkQ8rYeRgDTfUencDeZGq0yNm4IBSzZ82j4A8",
+	"1QTNrqhJvY3iDIGO1K50UOODDQoFl2k8zSXLbhhcp4+CFJImOGtRIyC8BjTCGVkwmuUpQ6u7hZF5dBZ0",
+	"9qLUR2e3oNN8GdYO6D1LM7VcqYjyUCIq4T6D8A8Ofd8fnPSHo8GNh1O53dxBOZTr0A4uqFfhAzirHewY",
+	"4xJvwJOL+pbqcnIYcgZxQvWJKNvZdF20UoVl/86xf+fYt+TYvwFe/TuX/p1L35pLN6Uw4vMygx5PeJcE",
+	"Ysl4MC5iTXQ0LuKyr5nswVtLmsq3YHgaO+wNindRY7Eyb8JLriUrtoYs0g5QtYAolYzJTo88jjlN8NvC",
+	"Fz52fOoY3A3jBFdeMRbSDhy9I/AmnDiNoO4RQDenZb2XQvBrpk3Iai7FOCYcKijHAHE7Nh3//X/8z1LP",
+	"+u84Ck4rr6hHE66f3d/8yHH4lyBs1AegeunXtRrmalOV0Kslq/WMf7O6rg2oehQNRqP+CVnm0yQO4XaE",
+	"eijH/sFRpyYiKKkLoEyuRBrL+cIjwaPo4auzUnAYPCkPEh/VRhW8r3Msp+8ZNA1DrTQOz6rN48Na0Ica",
+	"iy4U7YsAAlkbwtA/gaVlvspIcK2NqzVQav3abuowrlU36k2PBM+/fVGaxvNvX5SnoB7Usa+s5qp/nakm",
+	"s/iq1GQWX1VyneOruiY/NLh6LD14ZEozdjjMU3Rhi1ySJY0iJVNVwEN//v7s+28/nKez7169Pbpcv/nL",
+	"18+vjubh+xd0GT9N0tUFpS/Cr1+/FDvDA6+B8SlyUCPEffOA+nAR6rjdN6vrWnz1b958S14xiXR9NOof",
+	"dWw8mJ2kdiFhpa9SvZ4aXCP1fv2qZfEVV3wSU5k5yTN26kSjq5s6ylOsRA8FaYS0vtS9jKnqGG/gGFfX",
+	"Tg2vboGeiGYAcetTagPkU6eM/bUDXipIWcjipTRoqiUA+wq6qg6/+EKo9kO/T84Fv4LU4bP37O6A7Ys+",
+	"4A3SH/h3CXd/lmcy5q27DO4adv0R2I4Pd8RF7IsKe64rw9cFMWn/4p+m1vU4Bc/jvnFMdXz5iWhAHx+x",
+	"45kfDqbdfjSk3eH0IOyesKNZlx5OR+EwOmCDWX8f/149dqLttiYUbZtjdRNM0XGnNCWvWb9htRy4w1dn",
+	"A3YQDcPuaHpIu8OTo+PuMT2Zdv2wHw3YwWxIR9O90sTq47bAjlzrKiuitvy9aP2WRRmO6u9Qh6c0uMOX",
+	"acx1cSf9snH06MxjtYHBjh3cE3L0TupD7OurMBRonBVeS53UH2q37+Ls2RkW0v0F9nGDZs8WLI1Dev98",
+	"Hof0Stwthvyg6/cv+4ObMZg630vlrHgFyqWeuOOjcF0OLpV4t664sYn6WyzJtpu0GRwGkkE1NIzJDQ0A",
+	"zMIpXJdhXTIoZZaV0V/gA3A16X+WsV/MzxtbWVNiqnrVP714SNrVeAWizTJl01WnRy7MUGlaKqeGya9T",
+	"hKkNatMH7uLmGtzs5qq7RtQ4MVCIxKbceQw1jIINj1/wZQJJjHTVdAtY6csEuExZIviVEkG/zM23R2RL",
+	"LUHcLKzlN3UB7sV1nI2yMFuWius4QSPk61kFkao2dMYAXakzZCJGx86ya5NKgGYNSGVXP3RNuI4ttrMv",
+	"fOs/HrQVsxnBcvQPzrdpQGXdL6+miZk4DZe2qCqi3hUaZ3JjhOsNcLsvB05ZBO82RuWSlUb3KkPD6kAp",
+	"yPFGU9te0bs74+Ssj4UWG3+H8LNbkCfVCZxjpXQAoPxCiJPNYIxlRl2PyGjDcetW/S5xGAvKaMJf3EEC",
+	"e8E2oFHIRNxYsMMGMMT6+BUX/LDCjWr5vUjlTCSxMILW1mpsUNvaKbm2NF/vMqgk4kq8TnfZSeKb3Kkb",
+	"LOqu9Eo91pqF0BBumjGZUUEV4CuxZ50IWw0k4r0648J91VZvCRFiNw25rtf/bTXgPfT/Vn3YaJSHtbG0",
+	"+heSrWIZzkGQ9jBWFWMzdcH4/QJmsbGGsmZ7aJkbpLwtNk6rY1YHM5vuTHev49KoMQkOmPsxvwILotGf",
+	"Agumg36eMBGZTou0PhL7JZSc0pqRW1AaP9pXhWqMPz2zcb6RCHO4Z8CmfDIcHXW8otypmGn3PqJ6iFxm",
+	"ccRIcF/QXM7vY5383oTvLB47yX3/ILyOeQT/YhisS9QDsCWLGQmgBL0ud9Qe+n7Hm/Ag56onkca/ACDp",
+	"0O93PBLMRDqNo4jhmwfqEReyOxM5x7eG6tGCybmIuuoXmiRixaJgwttDf9TB9PVE0KgrhegmNL1SOu2w",
+	"D03VV16F30f4u1u6VjU5GKjnTRVyze+pupCTeBFL/fREPZ3SqHtFJVvRdUDaI39g5m3qdsPTg45WwBH+",
+	"AZ75HqFkml/pYhFljmoK2NaGLczpcsm4BpKEdGkptG2kivJeZhuP4w8FTkxmMAliDfuCgBwW1cgEx9Ar",
+	"GoMitGmeha+0oRxckjR5Ub4YDAPZLFdSYRXVoJ0ESlIMfX9MGA3nRMxmjKuzhYP3NPCNxroh7Uo0uafR",
+	"S38c/NSz4ToeCX7OFbuGXUQUBDnvxVHQ0Zg6SnzVAd3lpftYzaz9sQW4GVOGIDhxpJMrbW2mTzVcqAnH",
+	"Qt2VX19eviD4wqZ1cuj7NSlTC/ohXijeMzo5gagT/KuvXt5Mp2ooEPNqLlJJdHFljUCn5MYizVOEYZ6i",
+	"2Gb8VUW0upN5x3EdNN3U1qiprb/2SkIe1euXF5X2gcF4ezOlvTKmzNcFu9q8r7cr7KYMtC57Y28ifWRr",
+	"bx99RdZzcoj0cOrbzGnpYq71+zWuomlP3+Bu0Ril6+PltKcA8tCBu93Y66bGNp2A5tauWxmUcRuRoQ2S",
+	"PHoBAVCbPBDq6jFwzmKJfGerAYGvbxLh5H00V/peycubSv/XYkUWeThXbBnH72FooMUqGjvOWCdWq1JM",
+	"Rj8FDg8Q1TNpy0fBUuhUGI0pOSY0SdB/rN/u/eNAjNLmSiQ2jdURvHUJEjPFbTF3zzlUdCvi7lYuxE5N",
+	"+N3uaKcNMny1Dck/NOayAlyHYh2KSo4/JNzXmysJ3GhQMsfbMH7Bvcs+LOMUKyFBO1PIQk7ZzzX27Ob6",
+	"PGB/g25uV1gHR7HZ7iM9uow8ffr991WorcHxrc06darjK5tEBuEw6iYKHj568ujyEbkPS9+FBDM0OpbH",
+	"ckL700F4EHWHbDTrDunhtHscHkVdn/VnA3owHYaj6J/C3AXz3GpiQuMF1Tl3d2hcgva2Aaog+cc6Jyvc",
+	"x+DU2WFx2sNG3lBmQlNssWLlCdRdOpdK8XmkhNdac/nzs1zOyaDna70JdKvDo+EJ+c//GPWULgBwjGDL",
+	"nq6r6tTGaWX1HQUxyktvtbyEWpNHhv0D9f9GFVXm7VVKuXxrVBmlXxHbBCL6aQULEUWEeLugfP3WFlBA",
+	"jcXVVysDgADPuv4w0czpSO1Xtf1qhbrq+7W6w9vdIdpgtl2lgl9tV23OEdRQ7QTj0tQhxSyy3k4Cwz2q",
+	"G1Uj/WytZoHz7oYpg5RXmmQE1rNHAvzpbRzpOCT9d8bClEm0s8U8k4xGSrmA+51mqB08oFkcVqZoDHia",
+	"5sCKZ2SiMrw/mbKQ5hlzAgsZj5YiVj1oaM5FnGVQOyDFNTcJl7HMWDJDHQmPh9YY2xtk3Ey2nR65xPoZ",
+	"BspRXXZao1ay0oEPcDWLmOeSIXKN3tUixKpyE5rFrN8GU3stjkg7WFy/DchMoClBHdzBkCRMApap2glk",
+	"5xVGtbh+O3z88/EP08sB/+vq6Mny5Un43UH2bdR/Whsj5W7m9jHhO2pcWWVcQ3+PcWVvfz766/vBk9XJ",
+	"y+vhJT/+YXnwdXj4zaz/YDF6mPl/Xg9e06Nv2cmbD3XjdA73ptlR67WGMh0irly2my+09pK29PnJloJn",
+	"9fCKbuBjhf/2O7WV8FmWvYXX61f9mzeXBZJmRoIzbZbSVUQfMJqylKBK6bZWq1qy9Tfz6Z/D+Hn8zeMf",
+	"Hr28/Muri+xiIZc/nF8cXry7WD1991o+ffhUPn34KH5y/o3P/nqm3p1H5/Ln6OAv8ewvPbb+5pfozYV6",
+	"LGn/2H/JHw3fLL55/XQx+j76JXoaPr4Yfd///pfQl9dPX/vqk3CQ8OnisR/99Zta1E24CFn2Nq5Zgifx",
+	"jEFsTswV4QkeZaR96PtlqjqsNxy4xvvGo1ay8IMOIlY8M3hqX8bgn4Vi2QDzhBhuS5YCRxM880jGljSF",
+	"qJHpmmRLzIVxh2Wc2b33MVtZ+MMe+t1taIT+2SC595rqsAL5NByxM42AiWRXMiLjo/Jtqp/tusRKp6A0",
+	"gBJxmHXb3NjNuw7y9bFC8St1ieBxm8J41BEq/npsNuubN5etWtRJ90hj1kRJcPLsXbf1cJZOJTmDg43G",
+	"b//wuAOBz0z79CC6/1Rb55QScej7hvoxzQgMXTgiINkABjQILBhl5mGRWv0ZKVhdD9ZRLUlrrJeg2KC5",
+	"lMviOoBruwbIRslppSUAkXJszoy6tSigZWvBmmrDrL45aEaWNMuULORZkUHMdkoYpga0iNblScAwN+aA",
+	"S1KTV2mlZH1JO9fAmLAPGgG0AFckbTMpsDKrwXR0Tb6+39WXfolK1I6UhWvcNUW+KDzIuqN+qi3GS5bq",
+	"+FnGImRFgGQrNXAIQpXj/HGlCsIOPGMdl+KKyTlLlUZTbtcrMEtVu3Z71F4ViwH1lGN+lbD9CVtnfFig",
+	"d1yOkKYplHQHWi0m7JGMyjiDOktTIeeAvpOIlSMhnTtX9PgjMgBzczpsTF0UmYQowM3IPBRBnOLb9qOX",
+	"2rGcjWHRdH0rGtWW7AamW2ampl/7XfFzq4AE0ozYBO0xz+BiRzody0YzerolKG9ta2B95YLTlBrWFfnG",
+	"2hpZhr8tvVk7WhtESWu/ta72htVyLWM28af4yt4l4NpuueehJF3hMf30CQD1ZgJTcyFOvqjO30KLEpxI",
+	"LaIrrQ8aNv7tZrNfluUs2/TV6DbjrMjeg8QSbtehq5F81VnMWPo+1gEgdtaKkZs/IFSVTni2ziRbEBpK",
+	"cPqIlMTSoE5nbiZ3m5J7FRTuex2MDK2S8IS3MVyUSl3tvBRiqmeyoNeqhyIhDzsnYLvTyLhSaLAfKbwJ",
+	"x/xxWwqkUrZGyRvoHDJVuLSLqUee2n0HSpJzFqcTbskfFlGdxlMbvAH14LjSDcwXG8QTpwX5GK7klKp3",
+	"zyKxpekdNDq2wERDxR2tg1lXdFjNRaIzc2kokR9rkD009GRkyuYxj5BXOgCiamWCCW83I/Z1EHkcGlFL",
+	"vmRimTC8gaEKnra0nb24wBMO8YVCTrjhwxGZs5TB6P/lX8hZSVFWD/s98mjLxaRUxL//7d9BFIErVulm",
+	"6oG+p3j1eppwQkzFytJF3t52OwIK8cJDoACROrp9pzfhgx55pfjaTVUUuJ/QXwfXlT4KvQk/UMcLh5xQ",
+	"pXbfu9f3tZad3btH2kEhHY6VkITlFvIM7krEdcvmIpXJ2lRHiXHq+jsPyweIqaQQaMTZSt2Ip/bmWhbj",
+	"weAaCXiHPAKALEWhMBHVZJNt4N69XdYBNRMapiLLLN5iJtXFAO0avwmyn46mcAcBkpZFSY8Ecr0cEyr/",
+	"8G4lg6pkicmq7YAmV2MUNIPOKYllNuFuMh8UkJS6+FNvxZKkC1Wc7r9bXWe9d5lQMs15QuNFNiZBnCFS",
+	"eh5hwMkUBLgJdyW6diEddjwSiPQqIO1KeJX6Aa541UxMwSbDPizVf97JOIC5P1LHU7WDeKYZyLhwxMpK",
+	"E9Thopm2+qDg0COPagSsCTc1QgRnY9XHr+SFbYv8Sp4waRVC8uuE/9rtduH/1JtB6Y4N1Ot7XrKk8j1e",
+	"EaqFXXLC6XYZodqwLvxLfiV1coJ+uyzZbM6j4O34fkkAs6+DBKa7L8kP2PtNBAjTT1Vuq2tpu+CmWprw",
+	"p3UxfdlXSO8gohZfO6SE5vJ2sZr3Am/Cq8vlVRekU9x8po/iJqy0ri6Xymp5dRPHw3/v3tDv37tnTZ84",
+	"9ODNmzdd5+JglvGqe8CYokZ+B9ZKxz7JOcsYgYCAbDzhwVNtRXVvCzUUEyFRfX7m3irIUyNYHXNBpey9",
+	"uGYRKLz631rtwdRggBbfeNsgKh5arZeoa7DMHHvkucu2tcUNtDL19zVb41RlutaRQGbxDpzFA8hbsCur",
+	"RSCBc+6NhUKzrgDDJAJQaXU1elyuCS82VHGw5y5Tc6Lv2nrOII/ael1Uv6K+PrV/RSya8BJ3vGKIrGAn",
+	"i/6SZ0IiXqz7cqBkyyWVcz1YyiuN4U0LXvxyBb8VN1n8yPpLZwX8lvctpWp6/Jd/IeCSyoA77wzbwyur",
+	"OQ5QkY9D+ibw5Q9w53R0/V4wy6ubTu0a3DlYrgO1Yb1TajXVfvv37k041PUFoCBd8NojC7qEkgh1YVpY",
+	"INqJqSIPRLQ28Wfo616rPcJKZLGxdOyI6qoP7+p4BMK7JnxJU7pgaEHPTNAXSk6qfSMxtUvhYB0P97ry",
+	"MYSIbXwLvMYEj8FyocqO3+C/9VfPSj3qny6cYMNv2VrTQBGISUlWREUpWed2IVH6GoZAzV9NdNmvkJaq",
+	"9si9hO1F7AZy/go15n4lZybqzi6OOjU4F6yKTiiURT8lGWOWOHrkTNELxXBUMFuUYFLhrrGbPWWJWHX0",
+	"faXlQHBSi1ziUI7Jr8QWiw8VpWSJWLlH0GIs0ig7tXAxKPJHXpFzpziZ7qkco6q66ZNfiebhHtH+LQLY",
+	"QMCakW94mHBrmbFuzYltVU0dkJIQtDCtijKncUp1YjNOPKxqZkh+Jc8EVgpMWSbyNLTFu2vrhmKhWfOF",
+	"UBIzNlwTVQs9jPTSwhFgH6CA0zSXsFNFhgR+XQhG1RjcX8mwf6BbMgI/bFasq0r0ydP4gV34+kBd1cjI",
+	"3WmtMpT4GfAx25Ab0au+HwzIr+Q1VwdSChFhZfOQcgPPCxnKYnVqWF+J4ZGMrslqbna0KS7YdHPGSVA9",
+	"zjpGCeIEtA0vimeQ/KIXRFN5KaZYtXiiJi4EWVC+tsrQKVnRWJLgJZPpuns2kywN7J2OLZXikH8lI3+g",
+	"V7CCAYce8Zqjkaq2dUkPezCKIGbVpNlZY8PRC5qiqi8zSLSa0oyRd3kmcYGxWQRB3jb+IjT6V4gGUzxn",
+	"ml+Bzx/MMmrIrhKJogeL4G3j2hYzHS2nQYNBYj1TOhFyn0gwpCWgcDQiFL8Wya6Ecrzbq7KDtfBO+NAf",
+	"QlnFGCtowfuZQ2RQyy4C0xZNlMbPIpLncWQldHXSTIVtYP9fi5UDSqj0svfMFvJYxZiZIm14wVcZiYRb",
+	"8RHKikLmpua4YS4nXMxmhdqeEcUBTeJbMbBwnnPFyBgPBVzf9ZX+VauBR+iEQ/v13PcrY5tC1k3aBz7J",
+	"bMYXWpBsuTzdz7GHqi5nMax7jEo8oWT04QPCKJaoByVhXChrF58KNdRzwSXjsosxgUaFBtisGUu7j/QM",
+	"nermwhT9kHOD142lEZ0bBVI39OoLztGaOeEob/X7A/Kf/3HY6491MddibHDdZYv86iphhR9J8Z8lVZus",
+	"yOTDutMjz9X9XxbxUK8wMraSlnbEXlhJ8pJ9kGDhYB/UxVrIXFpEcoQcz0guHYg9mYskgtV4zeNQRGys",
+	"zlKc6QxeXExbOcco/PoK98h0LdG0q/7hoZ1QJKXKuGwh3sVw8hY0vc6XJOZhkoOg3nYjxjLCspAuFdF2",
+	"egQ3MyOIEaDHVq7fqx5ANAvU7FBncC1Z1tOLsCl8YJzalIbXdh5OsV2nxO4K6tMZmQYlVDCpoojbDhZs",
+	"IQqR1P+p5xjIi6SDElg3qHdNsuAYh45j1kZO8vrycRdOiV6XiCSKirI8TYVi/EoinbQmkzw6hiTijnVI",
+	"PXv9pFgpot/yfXxLHSR7ZC7h/tViXYlhgkydadhUuKwBQkyfof7IEB7ODnSYhzazGSOxM88pEOs51WHR",
+	"7kv3Kvk84Teu+YwWRmSRS6r07Np6txMueKka8uWcYTiuWyhKw26PdenIDOmkrjgu7oetjuttqY6LtLZ/",
+	"iVxsuqZG7sGgO43RtnplWIY7elhV8yts2Utz2YDlByNydLwYfm6iJsgKUiOh2hiKMuOCzX1V4JLH2YTb",
+	"MHfSLrYQV67jYSIqdPQVFIqulIImbVvVuPhE3dMTDqigmfZGUA4GlRL6b6D4NvBZeNVOffN1uEDwGp3w",
+	"K8YZRoZAXIIsOT7AYGA3eM6A7kuA7uD9MQfgCUjO6Py6irl1PZjnipcb+obkp542EVSBhrVMCr+5NqzA",
+	"ekmi8YQHqLuSdv/vf/u3vu97JGIzmieSDEYdI9+IJf05ZyQI8zQT6u58U8p1pYQrDgllkoCv6VEay3Dw",
+	"BCoNo3L597/9O+qWSrRL/jhpqW8Bs8CUHIGa5rSccms7ONXizIRDELzp0yTdYl+GBfXIYwiLKzxrNMPr",
+	"6JREAvl4HicRwYmpPcD1slZFdUBwBbVV0V3VrUYZs1VgLZvwWLKFEtzA0Q/bpvfbYd6gwdejRgdQtTrD",
+	"zdDBmZtKg2a8sJeD0ci53jqeunUXTB0mXcFjMCRzkacQ+VDGLCEv2ZJRieh+RhCx2wPhCUpftZ5BeAIy",
+	"QhuqUcI9D1IQcmGRLmgSZ1iNxXpgjQKBNIYiyr17A9+/dw86m3C3OJLZOKUU4BbY2cvuS7ZM6JpFYyLT",
+	"nAVObI4aZ1V/0rIn3jyDAWm7C6kNoKChdXrkXHDMXZOFYwnaU/sI3g8M7hKcTbhBntUAJWDk4CxD3cuI",
+	"r1CExpk0Gfi+U5w8Ze+gZK2VHz58mHBzhRc7CIoDJaFIU3zdbJMSwWD4NnIOqOrrR2cPA7IS6XVW+PlA",
+	"gYBbGolLUbU2UZ/0+z75z/846fU742LXtf0HZDgt9ClJCUOBLP9agBdrwrtmVur3mKk7T19RqMS3lao/",
+	"ZWvBI41gK93o3q8yBwb62/hBj5xNOLEKPWgIAtM8Q+YYMmBjHQN8RNoi9XSgUKkHQNSFY82iDmD0Ar3a",
+	"0apjiqwYw9kywhkW4S7wlCPGlhBOr2filVUd1YNicToSSMD7yXrS6ngknLPw2jFA8zUeiIgpUTQrgqzU",
+	"yM7s2NAWwhk+gPhqI+/hoYslaTuG5dU8lgzjFbWgpIRSNTDMgA20ToYCTnzFlZyu+6zI+loILswgMNKI",
+	"tCmZ0ogE/7+gi7KluqSD06DQVOMUNTXVrVos3XWDYVVJBrM4kbiZGgEoThhXV2iUiuVSj9CKiCb0rxCv",
+	"DOmU8sLUN+UQ8vHOoHFPnxZHIwOwvvZwcAIEqfcd9VxXx0Saeu560zMAmGZpF9gMhIWq80La07W9ePu+",
+	"XzCbJcgHIfQwzVMoiz5T3Q58v3OqO1dbPhyc1AzBidc1B/Q7lmax4OAw0UEacUbe41MS9IOinLeuKNgj",
+	"LyjoTuDh4sK+nLErwDuB/PMkDpkOx9bBQmdLGs4ZGfT8jSCh1WrVo/BzT6RX9/W32f0nF+ePnr161B30",
+	"/N5cLhIn79iJPWp5LT2E1rjVhyDDJeN0GbfGrYOe3zuAkCs5hwi1ere5+uWqKcTe9cC3NequRwrU3WaI",
+	"XaQuLfnu4fBfxuG1dWlP182YzeSZqCZutGDaqQUla/2ZSYAO9lpGQIYFGPi+CebS4EdVOyhkGWG0MHzx",
+	"TgMQ66RunUNp5uBgA6uNUAyoABP+UUNrW2hsQMJ2kKwBuLqMOg0g0xopGoChNcTzhxtiMX/6CaLXUPvY",
+	"A4A4w2i3umB/2HIInRvi6tU1ZVf5/gNqU5DdkOfW+MefPGcV/6ztf7jDLsZyy2tJeqXWr1WOOmr9pBq0",
+	"4udWsnWFuK+yxihMDz1tVqCzmH2xa8EswbkEC6DBoECVCwinaSpWJmotAwwJdS2Zd+wIKCc5h+Nnf0P/",
+	"hampsmkp9cC4AuIuWyzlGjroqEOAIn/UI2fcLZxZxXMcG08NQjpuwUgsHyGlZZ2ZtQa4em3lAsquwZjQ",
+	"OIdaUYkzO8VbwR3Gql24FE3O+7iM5FfQ9i6QwJ8+mwu4NFfQ8OVK2Am7212wgh9LgJlNMJjABvaEpXRR",
+	"J/ddSgCGrAI7VnEc98sk+eRtnVHfndFgesyGs0PaPQn7UXfIDmbdY3o07R6Go0j9NaD96R3N6OTw9jP6",
+	"qcwoN3BGs5rjvy+eUxW5dRPmfYPpYrjC04uHRvYouU3aIt2oGAxl8pVQ37kdl1af9Hd/8trx7eJHB7s/",
+	"emxcuPDF4GT3F5dCPKV8bbRA9d1on55eoSPtdeFoq94/5WQbdR2ZfIwfK7H7P30q3VU2jMy5mp5W7xJz",
+	"OznmpcYbysSK2aTRMblBSLELPqcuzm6+1KAJbnFXkKMD28CZDHRoaYAYPXB3aDFZG74wwwUNW6dlW5PS",
+	"QLUZKrZxcSUDE2lTjaDBC1RSTFeHWJgrFpBrxpaosMGDU+Lch/BEw9RaTx5YL+oGgS2ZdmHgOIlTpW7p",
+	"OehbSO1eFKOvYg4qbC7rfXIBybmailbGrI3Pxvahlo0JpqWdOiUL8R6yfTmze1WAmBm3+1JkWTxNWGk7",
+	"C+Wi/g52KWqfe7hEQbBV4HPagKqM+duU6ZS7utsWPmntK0Q6w3wFH35Sd0XdF8UM7oOFpLXHi+ewFa07",
+	"uMoVIW0K9M5Xpdt7SrFuvj7lTyyURcv3hwOlXohcxvzKFK9u9ft93/f9wUgxLlMw3al/sVkKo9Uf+D45",
+	"ZxFNyStZRTgf8zxJTMmJ1kuR84i8FOF1Get83Do6PjwcWiB0gKpXV8uUIvREy7QPZTbOciksLvq4JVac",
+	"pX8K1RsZvEBzKXSRBwbxYJd4aSVJCFCbVzRpapa8ZEsap+TJk3OLwO5WHTg6Aib64SJy1vLw6FjpQys2",
+	"zWJZAoisGdMnrzWPMylS5OlUujrU4LJ/NB6MtBjChWoNVxCpedyyHBHIrvz18NI/Gff90tctCH1ZpTEY",
+	"gTNJU4koCKbB4hgp6gTBROMED7uzET3sDqdHYfc4OmFdX0l404NwGI0gZ1StOx5jfeSe0jSm5Cx5T1P2",
+	"i31jHi9fsDQEAm8d+j2o3JBl3FnB4cGg3yrsA08pp1fg2gMjKUxVd3EpFuQBC68hx7Km/WFt+8dHhyO3",
+	"fd3sT3XL4LWcW6d5c5wCBfU7sF0yc9lipaz5vtKZ08Q+ktlzjr4i0NQqSXjaBKx6VJdiU8/6tfvwDnTx",
+	"u7R2G2ltI3GyTmKrFakcEc7c6jWSG3iwbiK+ifIdUlgUzBXggQKO5w3/ra4WW6mhvYFjpSSNDr6JohHV",
+	"SrxmfqQtksjSfAetAJEu/OcORckd9XKk4yQgQ39Ya0U7K12MW4UPyEx3Oq5iE+/JFWNMhJTzQhIBrb5I",
+	"z0fsp3+k/h/zl8jbGgjbvOuylAvzzf6GuBJDqrfHOSP9rWt7/nD3F8+EumF49M/OcP7MSrCTZXGygeGU",
+	"qj7cxJpZypWq0/qshaZO55vwRqWPJPE1+g/RDgm5/XtoghO+tyr4GHxZGQnFYhpzhozy7NlDiCEpFV8A",
+	"FxlU2TAVNaiDD2grQAiI8EliziLSBmuu/ZNKyRZLqZ2EXuGld1JpMYb3DN/MAnRpgSV30cH0aQ072SOv",
+	"aMIyHIz2U5Y2YsJXLGUG6oAul4ymRApRjBWdQ5sa3jlNoxeGDvbR8NSqZNpwnKxNEYwyt1XvNCh21zGP",
+	"9tbrnMF9q74Dta5e64RJFsOy+7CRx+8gduuvmlVQBIS98VgL3PPa0ZbTDYVWkp9ePLxVraC6oW+Y2G9k",
+	"svYaLeyVkWtTu6boSu2H8IQdzvq0ezwdRN3hbHTUpX447B722SA6mR7PjuioYfS6vTsZdXnEcH4oAK2i",
+	"jx7GD4BKbQhfzeL3VYjDwkV2CUXJjJW5ZuCa9T1OQXutGfrWGmb7jl+ff2fo7MO2oQ9vMPRLcauB/zNY",
+	"Wqr1kyxL3uTZNsq+ZI4xOMStvq/V1GqxoZZ+7uC6GsDWit+iDtRTv2IAO9FyoMf2UqPy4kPQ8/csCFQc",
+	"phucSSfAuTVuXTz7rttHixNwb8vfC3BVg5HqFvfRRXc2edHerK3Wd+SUzNmEH01L64R30/NZ8TdWu6kW",
+	"pnHqzmjxXuO7F1cE2Gu+EAEMx/7eBIDAwJZidagCpNCmrf0pw//HUYbv+4N/GsrQ5rqCHvRQLUGYld9h",
+	"IDpvlpL3thA5AsVNLUQbQs/vJqJ/pMZWhpmqMw+VNsjR0kp0U6eqbTcOAcS600TJMFOTCGesLx4qX7Qp",
+	"wa7WOuPS5x7WmbuobvdbNM8Ax9tlmnGVA2qI6aZqRZNZprTjv9tlfhOnHG0y7s7c+JTfN3B2H8Hbtnna",
+	"/wyxWQvB2bowvToFQiElTgM3qObHTt6mTbAtylHEcsLbAYo0AaGlkhQArmGwu2KpyyBs9BhSjnAAKBCd",
+	"6ryEfIGfbdbO1EHF7EMI0I6x9AggU0ARN/MOBEtDnAl183ZR95Emu0sbapjV7LQhqYOOfB3lrxNvbTWP",
+	"MlsSswkHjIXAYATpnEEjLwSmAajbYbCniqzs9yKOMl3hhMRYAgZs4EzKhEVkzWRRxdDuBGZUmFXzJhyz",
+	"uHD2scR5rOKMFRk/Tp9aJEH0LmeemYyThAz8/hi3QVdgQQOcAQgJjEATWBt/UBI5A9LO4kWeUCnSMRp/",
+	"cKkxNwSWLxj6zv8Go5PAAsnEqZ2I6QndBRVKICmNM5ZNeFCWqQNjx0OVTf9hs1F4VHn0VVYAPQWnavGA",
+	"wiYc8+Oz6rt6HTyi+31BY10YbkoTykMWaJycM0yN6d27h8Ws7EFR2+sUgSlysu2zcjUYkU54kOq1BSyF",
+	"StEUdSGPLeZD+drkG1FZPTIcDCYcgG9wKSHPf0xooSXotXPticPBgAQa/sqcvuJznRUZjCe8mEZN5RqE",
+	"AkK4BchKYVmJrXR0R5XEHkWLkNnTIyN/MK7QcxXZACEYQpEWKHMOKoWuZ5lBQhHCgZRTpDbSs/SGOo/V",
+	"pp6BJa4p7Wu8pT0Y0lREazRux7xI6TL5VAMT61PwHkKTlNForW1STZlUEw6pVKdFJgKmWEhMtynlQC3o",
+	"NXJAs8m26hJyMbvENjNQLW0iMkna1GT5A09MaTaHRBHDt6ZrxYERs9ZpyLNJM5BMnq5r0tOuBGAfAP2x",
+	"JGMGzUrjFpq8dLwIYDHkKg5Znb0a6fWGcucdFle+e/Fzw+i3mTJIQrV53Kj6mBTjkX2zCAG/agtlV+Kj",
+	"Iz88mvZZdzA7oN1heBx1T9jhrFs4SQ/tQqCyWCxF5VyUDIlOaafBaAQ17szf/QahHMb3QETrG1v+sPpV",
+	"IYu9cDBHtX3CZktYm85ghKYbYyfYVa4KQduzSldnlcJdTlc3yIkoF1NrkPrxaJ8WsflYKjQlwcdPQSE7",
+	"bVQS+/TZGk+qmdNNtB6c0t3pPcggx/ZGwwLdLkstwI7qObZlUmrdTrUnQ2M1GAb6TF9BnK2wA5BCi+KG",
+	"uihY2cBSw8Z32VuKT+wXMOcBamU3SRYwBsv/wr0pqBMWDXajbQbWKTlNNVNzlvL/MPXVP979gZ7HJV7A",
+	"8Fl/j5G9QNiuSyGe0PSK4XejfZbBwnU9ZVFMIb4SVO3BPh87EF2fp6AP9trkPyMW1j9ap9e6d0Wr1wLz",
+	"jRT7OaOJnP/SaLM7c2VEQL1wToTiSPmyRx4ac5wUucYzMhhd+6Ykfg3j+PykRHFdvvJeL9371BrKhTYg",
+	"78dR9OAamEl5Me46G/BJ/J5x1TwAfTm7+dwsodlKC0dxk4AZ+1EplQdKsTp5dLWxGU9EETj4mbtWGno5",
+	"iyxxenG8neU48aHfJ+eCX0HszRnUOS+Hirde5bFkpD8A/xdGjJ/lmYRCNc1ZW9YpbeLBI7HiUqz4n+pq",
+	"8xsP156ZWlow3SiyTx7qTm6duFUXXQ7iYyUu/ggSa1MWsngpnzUMpxw573ofbUn5eMF+wP7OFiyNQ3r/",
+	"fB6H9ErUxjIPun7/sj8wiwu+y/J2Hh+Tl7FSuF5G24P+t2zhIQRVDze20PVRh8PomA1m3UPan3aH4UnU",
+	"PWYHs+4RHUz7oR+doF6l9wlGBBC530LR5DvYHhzLxqYcVDfFhunX7ELMb7sP/W7fv/RPxgf7xJQ/aeYT",
+	"+3oMTRP7p/rZPL6afL/fE/puK0VUquLUOQBdpmvum4LdV66b3U6/rfu4pxOwVmp4IvaPvy4S2KPbZ13/",
+	"xrx7Nq16lz5lFspeLfsLP8WxrRd/ilT23317v4kTjM49J+O+6QS7NZ4a3Ximkk3mlrKpq1OztRgN4qIc",
+	"Hg1PJvw//2PYG3ZM/ZmiRugfayqBan9QfWUSz5bS6aBTqlqDrl3UsfOcKjsA86gOpzVK0QI3CSzBAAuB",
+	"8dBuIbmtJXKhN47xvYFbRhnMxyxikQ0JV/1Ua8NgzZxS7cBdxXFMYRwLU0ez6wl3Iaycijg9xNxyytyU",
+	"0IO21LvxJtygGdUWvqkUvdlAqtI/O6DKKaORN+GZqANNyjwHMBiQ0Qx0qwUyQjSykjvRABtNeAXA14X3",
+	"LiOFFRUQsBmPZDkStEgR/NYrwAnPaThn3XNEmh0TLroAVRuo62vCg42KzgZeX+0ZVuMqrxKWbwBHmlt0",
+	"qlgkrKDhwsfGHHzbWL6BaPC2CcdjB1MMPk6wtvSk5ZHJZpnpSetTQNoOruom1rkGtaUTXi36oEH+Lbo/",
+	"zjkgv6LLuA7kH1H9N0uQ/0q+xVJYcNTgZKEbmkvPApo5CGJAL3hObRa8BavVq5sCpnAGMLRu503FzX/d",
+	"PKRC1lYjNs313bmYWui/ktc6S9/wJKxobbiOA92PnMUi8JekHOwCQO3rlgvKWYA3FkjXvD7a9rrBuFYn",
+	"qQuA2ywiXCDcol7NCiSvMcVjMVKHTrA/QI2vq/n+K3lq/bAHfhk+DxJhqOEvgHwKYRA6UebXGkcaFlS6",
+	"1AVmb+9rcTbxgpvvi3vy22qdULdmqWs1csp/76jUXSnMfcP62W657Lqq1zewWJVqx6vP3LX60F2tVl2g",
+	"izxNNGlsXzx135lKvNtWcLOQvLuQuyfo/b5p2/1q0J23XYTpbWgln+9Vs1Ki4000VZahd5vgVwF8KxdN",
+	"v6Oi5svw4Kl6LKKvX66ex8fvn15eHDx5d5Y/PR9+eP7uavX84Zn6/EbFz5+cf5Owr8/i5+8eHTx7+Gj0",
+	"7N3r9bOH352USqI/efPd8Ps3/dX0z6/ldDDK2F/KZa+xuvlGLfN9DUO61vhnFgl3aoKbqt43J0NdN7+G",
+	"Ds/A4+gK/xUfY0lYaq5LXghRJX3cPN6qW5tC5vblnzb1aydC/EYJzXCfmnO4g/sYucUleRCMMFPMvZnV",
+	"JKsSWWvcAjXIcissIOhyJJfBaZD6Rh0EHf+OyPNnxS4udXX4Yh5vQEYBXkJ06faN0dcLTg2TKF4gizwD",
+	"oW2TF/ZuTIUg6zY7ca1CUSgMNdUqiMZULqa7VdprN4mMBkOsfzuCOoe+Kt6pQnbcIjg2y43bqA7n1rBf",
+	"51rHK2uwGNt2h9tUFZfHFtPqc6RlJ87U2Tms1FU+HY6OaDW5mtKL8G7KaLL440QDyE5aQYWpVb/b5GtB",
+	"Q0MeWaYMJKNV3bghN3pTcCozxfqmS1FM9ezv+KYJA4lYbYpdD+rq8Ljld27P/wz8t25ovFnVa2cJtiIU",
+	"ZkUzU2vq1FpxilpHUFnyy3ChXSPdKFe0yahOy4Xjek6sxY0kNR1xsbmBUggCJdRuv1t1JdegST1hAG3/",
+	"kktcKvHWc8JKbrBEeV2MSQ296zMp2Qd5f5nQmH/mLW+vcZqRnQoZ3PWVidzxwtqyd9pUEOwcVAAWhE2z",
+	"Uc+xmN+MVkvm87L33zUjaAR0KAIHmAgb+7Bhl2jYiRuZKiDuTtsqylXmhgNrqL27Tbn12HrkTWPpvso9",
+	"5ryyK/APXsU3YbB35doAqFyQCNBEMP6x4sIwxYLLLoZd8NfbKq3cBLGqttK1gyxaFL028eRx6lS9MBFS",
+	"UR7KDFG05zQj2QrCBiIdbd4Ya0MCNfLAytHVkr8V96gSeSvqpsXmNxSEW9M5hYpr6GMF2WvO8N/SlOKE",
+	"ap7SM07XA9JuKFncsdUAwTeLldrNmkGWi54/1hFypnvN1rWu3Bd2p/bK1mxej7LcdEiPpsfhSdT1WX/W",
+	"HdLBtHscHkTdIRvNzG+/UeduiXbLQVGWOktBUTcxNCTiSrwuFVsII96ri2q6r17tLfnVlpAltWd6w2Ek",
+	"12xtkVJi98sL+0jxAHwtpGn0VkvIxZvnkHGo5WYbtKhhFUsBSKolTLiHBIAj2j2enoTdYeSz7smsT7tF",
+	"csARdaeOYTW8GQXUmZPbbwFeuyNoxtJ0sWG3D5+xjRl85f3jaKxtrlq1//cgmluH4tolbAyiqb1Glg6b",
+	"awA/qybB3CScU+cO3hz6zDhPvwDetVOEbSvK2YU6BUQoMQ9qXMLfgedkTOoiqxYAIwtIW1d4KrIusYSW",
+	"gPsO0m+xII2t8f4iZTOWZkET5JhNO7BS5G7UMbPsTloHcovyZSSWIMTcAZyXrjG4A8rLDuufBcXLHfBv",
+	"sl5GM/iYIb9ypU4HgEzXGS3PwIGo2YI1phFtGlLWDoe7MtZ2LLYUOFBzQgiEyjpl+tScRK60ryuaQgBJ",
+	"SLMqnFdEOf3TymDahFQy1buJi64D9dLdPYLA3MZ8vM+dnSn68k8FrLYx+t9h1W4Aq7Y1FNKWZzWJFw3C",
+	"20XtVbq3uKY/vyk2ktn432GRfnuwSGZvHNFNCwvWStP66ZPXEEh5riua0qIkleCmvJVsKMyFBcyvWQbY",
+	"F0u6hgK1E94OPr54/eDJxfnb1y+ffFIi4/2PoO1/CjqmNMjKLX0VKNnDgAu8YlxpL71798hrnihJLsgY",
+	"jyAKKgBMMRQRbYeYbF9k9o91auSEGyaudXHIUYjIEmQsxkNG2huCl0eu2VJiqGH5xsHceyzp6q5GxzpO",
+	"sIIvQNZCtv50XYXMiFgSK6UnIO1AKXgBWTDKswkPoI+gc2oao5KsKNg/A8k+yIBMc1m6yhEexZEc54Kb",
+	"lcFtAPSA6RqH34NVlN/FVMvP6q8zaetbakcUUoU27Khl75E3CHrCeDQmuPyVsrYa+wSLExs0GSzajX4P",
+	"sz/thiHQlE04QOX0yFOWZVD5XrWklwsKd695OE8FF3mWaKiElMk0ZtkpxHfAV7hus5jTJFlP+IzGUFdT",
+	"ahJ6gUGDhtBe5gnL7t3T6MPTFO1RecKaisxgxU+9q1j4Xlf974wnvEtQn71GSCFrTjemMm0u0ApLngAP",
+	"wBhSDcSBJAEVN4OS/FHY2yDGMI6sktOm+qtizKZ4a7kFLORpkFd0JWtGfM/GnQ5s/fJlQuFqMb+cmP/1",
+	"Tk6wGUPHY4LEyQEEpUKLpA2noG5M+IIeEyDwBB5SPoaUQvnnke9DDfOs4+H8aRSRfKnxRPIFulrgDV1Q",
+	"NBU5j7pzmsy6+bId6Grz64D87/9FgpzH8lxkSsEc6Cl2sF32c04Tuzaqoc2R4yA7PeK0atYQqdm2T9p6",
+	"Pzm7ojJ+zzwsGhvFGRYNUG11EOanCPotLz6sDIqV6FzAA6EPK17j6KUrRPCAqFU7HHokWLCFCMjf/5//",
+	"lwx83/dIr9freERxL7JRS1apzqASCjhoAJ+ka8YbTUFT+SlGs7qBmEiNEOrqYSgDlaoTDHelnGAx3Ygk",
+	"UD0qT1NxBcWmU/Ls9ROvoFpOFwYiBU9WO2MMB0enQsmReGiHg8G9e4Wr2gmzwKEoNulU9xWcjevKJtpA",
+	"0gl3SrYVlttS7bbAREJUC1EGCDUO3M8m8GQTbtLeylEC7aBafIzkhTSgeH91Pw0oQ56xSLVaU1fOFPTX",
+	"ClzpE9WkDi/ZxHFY0WzC1VtGeq/WGNfl0Jsri9diAYErkfKaDqHaN/Lsota33iqA36HaJ1SpQl4q1g5j",
+	"2gsqCJwGcPtgYxN+o/rrjZG/ZQvMLgPMnpg0io+/fn3xEM/DlRCRei0OWWd/tJq6kvEloI76dbLXuAMA",
+	"ctpADMPBYHudd7JZ5r2KFnQ4OwhHg+5R1GfdIT2edU/CwbQ7YsPogA5m/akf/sZBchYxV4y6Em4Kdwfk",
+	"13hW7gGhZ81kHWjOYOR71shwLhZLytc2f7hkexjbIod/mqbx1VxmccSWSb6YFhYM84WbkVu6awtIZLy4",
+	"7d85e0iLYlsNIMVQwFRdgOY9db8U/741FPFSmJ50EjHjBjdY6UaKrp5gt+5aX7jGLA3fB0ttZN1akKL+",
+	"wWFv5LdqFr1lsY7JuTYM6TJo1Y3YakUq78EminJlP5zs9+Fxy92ZlpmE3RxrNjnwtyNJ6036URH0YiGi",
+	"WK516vbooO+3qrr9uYvRpI45Vd0aAac1HngtI9W0xq3hqDdqea1cLFrj1qMzSNsO1Zk+OPR9f3DSH44G",
+	"WGi23LehPLfnh3q2OlpV5stSx61+y+1a9aw7xsagY/VPdZSRGFuXc8qvyVrkwCbBK2yKOCkedCdk2nrx",
+	"vHt0dKxGh7QK8es3QP+pu0Ia4l8MY5ZC29m+ROT83nhU+tDhBG4CeGRNTVuAqAqjgwtFZayLn4NGZW83",
+	"5+7fxKaypbchuVL+lkCp9ND+S/bHpUJnmX7zudS/40b919spkVaqlkokT+fAb7dW1jmcdwM6lJxd2jLF",
+	"MtIu+W2tMhXZPFYqkcJjwTvWwugUj5FiRVOIgG0XXl+PlMr54XeO3RHcwYB5pUbgOIc7lnc5bxshYLuN",
+	"svNFsel3KTg7HCYXtjTGnfhMUoAV3pf9vTDv3zX/+x0/4jeEDf+53ON+SHnIkmZYiXP4HexX6JoAbFBF",
+	"jG+XAHJtDRS6zKfMMzJloViwjATYesKiwHP+OLOBK+YJFqvBGMSMyQKf2To2aBiypQQ7/yxP4Zzb6hSm",
+	"8FwFDDll4MDoEZxDosQcqsZusLmL0bkeGApg0+2pUJp8ytCG3gF8PDfAfZNhYDe/JZ5hJ7i3zGQ/uGuu",
+	"4YGpyQ7o/zwm8n+Z9AIbeQf8B3XHJu7zivEos0gvGebbVFyeWLNiB3OCQgl0XRIyNA6vFOSKFU7jOiHD",
+	"GtnXJKNx1OTTFCvu+DVv7mZE52DUA1s/KmUM6kBUvUnlYgWnTrqamRoKTZgS0+QvBXC7wktKKk7Ssz1Z",
+	"5R6cUW3jb4kvZvq9/xI1EtZ6RY0j+Oec5dqebUgHAyLrFfbf+eY/Nd+06WWGfe3mmyDS7Av8y3gJ4imk",
+	"HNMai/SktpLTDOqvBnkK52qaHY+M/AO3TMx+kMAvGY3Atnj3qMCq6fUXBQaGHtQdAMt02+OlCathphqh",
+	"6Q/1KY4FmZWm/tBsUc7tDrkrgeVSNE+x+1nCYgrnUDwpXeO9aYDJeg4s6cg/8FoyluCR0pTvumKLiMK5",
+	"lMvx/fv9wVHP7/m9/vjYP/bN1LL7eem47L0xOg6lbmewFA1FO+a2Kfa24jJb6twNzAwmiS4YKKxpJWIJ",
+	"q8shf8kW4j1TV2CthcMjoD/E/P9j72p2EgaC8KvszZIUVAR/uBn1YOJBxYsHI4UW09C0pAsYDlx9AB/R",
+	"JzH9ZnZ3+iNwMjHxaCy72enudGZ2vu9TBAFHBMBkaMT6bbnqcVcZh4pSJiAGXVgFcSFXKZGI+tIoihp8",
+	"7D9iTc1bJo9yBGz9o67yRlflX1cu34GfLAKQJFhEuXrP8pneUWghzeypITU3mVgOM4X+FnrQa1h4aMUy",
+	"9xJjMXYGrm67zSpttxfB8bhrkGXtXnA6bp9Pzgh31g1Oxr1J/7eAZr1mqAjWRTIhMN5eu+i/KPMX9ACa",
+	"gwLyJdB7M/tauKmhK5sWfgqz5qvmw3GXTYJEhdEqSrI5ggmmX/BG6CvJlylKpiqM5km2jkIbKeD2CyAD",
+	"gVZ2deP7y+fHm4dX18taHKqlxSXWPgyI0nkFPzGV7iAqdUUggsfq+C0tfNIsWuMWk09lBWFc79O/tYnd",
+	"vBJgtQZ8j+OrJNagNQlC39FRmBjN57pFRxGOh8gN9cAknV8fn6Wsk/+OwxG8Ij11WHvC5VRiObUgsL4g",
+	"5sJklfFFprB7WMAxZQ9cEtnL4EDQu66dhgrsa+X0lFAL7JThnQLW6TdJFPMFo/kQmu8gZ6lmZjGo3NL1",
+	"IZ8EHk8qHygPjXm6JUZyVLk7x0GftlftW9PN/lTOUW1Va5rLotOLl5xGuT5QoPyibro4F1h0qA1ORQOd",
+	"ixSl4S3YsD6ZlZqgV1aKbzRnksXxtrrNPKQIeDYvm+8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -8,7 +8,7 @@
 SELECT invoice_id AS id FROM bench_sample WHERE n = :n \gset
 \endif
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
-		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
+		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, cp.prefers,
@@ -16,8 +16,8 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
-				p.paid_at, p.level3_sent::text, p.saved_card::text) ORDER BY p.paid_at, p.id)
-			FROM payments p WHERE p.invoice_id = i.id),
+				p.created_at, p.level3_sent::text, p.saved_card::text, p.amount_refunded::text) ORDER BY p.created_at, p.id)
+			FROM card_payments p WHERE p.invoice_id = i.id AND p.kind = 'sale' AND p.status = 'approved'),
 		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
 				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
 			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))

@@ -230,6 +230,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/card-payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List card payments
+         * @description The organization's card payments, newest first (by `createdAt`, then `id`), paged
+         *     with `limit` and `cursor` like the other lists; the next page's address is in the
+         *     `Link` header (absent on the last page). Filters combine with AND. A card payment is a
+         *     sale made on a pay page, approved or declined (each declined attempt is one, and the
+         *     invoice's `failedAttempts` counts them), or a refund. Sales made before card payments
+         *     were listed appear too, approved.
+         */
+        get: operations["listCardPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/card-payments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a card payment
+         * @description One card payment. An id of another organization is a 404, like an id that does not exist.
+         */
+        get: operations["getCardPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/card-payments/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a card payment
+         * @description Gives money of an approved sale back to its card: the whole of what is left of it
+         *     (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+         *     sum of its approved refunds never exceeds it, also when refunds are asked at the same
+         *     time (they are made one after the other). The answer is the refund, a card payment of
+         *     kind `refund` whose `refundOf` is the sale.
+         *
+         *     The processor voids a sale it has not settled yet when the whole of it is refunded,
+         *     and refunds it otherwise. When the processor declines, the answer is still 201: the
+         *     refund with `status` `declined` and its `declineReason` (simulator: sales made with
+         *     card `4000000000000259` have their refunds declined). An approved refund raises
+         *     `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+         *     changes the invoice's `status`, `amountPaid` or `balance`.
+         *
+         *     **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+         *     `reason` over 500 characters. 404: no such card payment in the organization. 422
+         *     `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+         *     more than is left of the sale (the detail states what is left). 422 `Idempotency key
+         *     reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+         *     again with the same `Idempotency-Key`.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+         *     within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+         *     true`; requests sent at once with one key make one refund. A refund whose processor
+         *     answer was lost (a timeout, a crash) is settled by asking the processor, before a
+         *     retry with the same key goes on, or else within minutes: it is never made twice.
+         */
+        post: operations["refundCardPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/saved-cards/{id}": {
         parameters: {
             query?: never;
@@ -564,6 +653,8 @@ export interface components {
             amountPaid: components["schemas"]["DecimalString"];
             /** @description `amount` − `amountPaid`, two decimals. `"0.00"` when paid. */
             balance: components["schemas"]["DecimalString"];
+            /** @description The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected. */
+            amountRefunded: components["schemas"]["DecimalString"];
             /**
              * @description Customer name.
              * @example Dana Whitfield
@@ -681,8 +772,14 @@ export interface components {
              */
             customerPrefers: "email" | "text" | null;
         };
-        /** @description A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits. */
+        /** @description An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits. */
         Payment: {
+            /**
+             * Format: uuid
+             * @description The sale's card payment id.
+             * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+             */
+            id: string;
             /** @description Amount paid, two decimals. */
             amount: components["schemas"]["DecimalString"];
             /**
@@ -716,6 +813,114 @@ export interface components {
              * @example true
              */
             savedCard: boolean;
+            /** @description The sale's approved refunds, two decimals (`"0.00"` when none). */
+            amountRefunded: components["schemas"]["DecimalString"];
+        };
+        /** @description A refund of a sale. Both keys are optional. */
+        RefundRequest: {
+            /** @description How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left. */
+            amount?: components["schemas"]["Decimal"] | (null);
+            /**
+             * @description Why, in the merchant's words; at most 500 characters.
+             * @example One chafing dish was returned.
+             */
+            reason?: string | null;
+        };
+        /**
+         * @description `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+         * @example sale
+         * @enum {string}
+         */
+        CardPaymentKind: "sale" | "refund";
+        /**
+         * @description `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
+         * @example approved
+         * @enum {string}
+         */
+        CardPaymentStatus: "approved" | "declined";
+        /** @description One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
+        CardPayment: {
+            /**
+             * Format: uuid
+             * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+             */
+            id: string;
+            kind: components["schemas"]["CardPaymentKind"];
+            status: components["schemas"]["CardPaymentStatus"];
+            /** @description The amount, two decimals, always positive (a refund's too). */
+            amount: components["schemas"]["DecimalString"];
+            /**
+             * Format: uuid
+             * @description The invoice the sale was made toward (a refund's sale's invoice).
+             * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+             */
+            invoiceId: string;
+            /** @example INV-1042 */
+            invoiceNumber: string;
+            /**
+             * Format: uuid
+             * @description The MID the money moved on.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /** @example 496160873888 */
+            mid: string;
+            /**
+             * @description The card's brand (`Visa`, `Mastercard`, …); null when the processor did not say.
+             * @example Visa
+             */
+            cardBrand: string | null;
+            /** @example 1111 */
+            lastFour: string | null;
+            /**
+             * @description The name on the card as given on the pay page.
+             * @example Dana Whitfield
+             */
+            payerName: string | null;
+            /**
+             * @description The processor's retrieval reference; null for a declined sale.
+             * @example 343005123105
+             */
+            retRef: string | null;
+            /**
+             * @description Why it was declined, in plain words; null unless `status` is `declined`.
+             * @example null
+             */
+            declineReason: string | null;
+            /**
+             * @description A sale sent with line-level (Level 3) data.
+             * @example false
+             */
+            level3Sent: boolean;
+            /**
+             * @description A sale with which the payer saved the card.
+             * @example false
+             */
+            savedCard: boolean;
+            /**
+             * Format: uuid
+             * @description A refund's sale; null for a sale.
+             * @example null
+             */
+            refundOf: string | null;
+            /** @description A sale's approved refunds so far, two decimals; `"0.00"` otherwise. */
+            amountRefunded: components["schemas"]["DecimalString"];
+            /**
+             * @description A refund's reason as the merchant gave it; null otherwise.
+             * @example null
+             */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description When the processor answered.
+             * @example 2025-03-18T19:45:12Z
+             */
+            createdAt: string;
+            /**
+             * @description A refund's API key name; null for a sale (the customer paid).
+             * @example null
+             */
+            createdByName: string | null;
         };
         /** @description A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq. */
         SavedCard: {
@@ -1746,6 +1951,163 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCardPayments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only sales, or only refunds.
+                 * @example sale
+                 */
+                kind?: components["schemas"]["CardPaymentKind"];
+                /**
+                 * @description Only approved, or only declined card payments.
+                 * @example approved
+                 */
+                status?: components["schemas"]["CardPaymentStatus"];
+                /**
+                 * @description Only card payments on this MID.
+                 * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+                 */
+                merchantAccountId?: string;
+                /**
+                 * @description Only the card payments of this invoice.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                invoiceId?: string;
+                /**
+                 * @description Only card payments made at or after this time (inclusive).
+                 * @example 2025-03-01T00:00:00Z
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Only card payments made before this time (exclusive).
+                 * @example 2025-04-01T00:00:00Z
+                 */
+                createdTo?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of card payments. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardPayment"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCardPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The card payment id.
+                 * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The card payment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundCardPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+                 * @example 5d0c7b1e-2f3a-4c8d-9e6f-1a2b3c4d5e6f
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The sale's card payment id.
+                 * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The refund; an empty body or `{}` refunds all that is left. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundRequest"];
+            };
+        };
+        responses: {
+            /** @description Replay: a refund was already made with this `Idempotency-Key` and the same body; this is that refund. Nothing new was asked of the processor. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardPayment"];
+                };
+            };
+            /** @description The refund was made (approved) or declined by the processor. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

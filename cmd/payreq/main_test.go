@@ -380,7 +380,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"migrate", "-h"}, []string{"usage: payreq migrate"}},
 		{[]string{"demo", "--help"}, []string{"usage: payreq demo"}},
 		{[]string{"keys", "--help"}, []string{"usage: payreq COMMAND"}},
-		{[]string{"keys", "create", "--help"}, []string{"usage: payreq keys create", "payments.view", "payments.create", "locations.view", "accounts.view", "portfolio.view", "applications.view"}},
+		{[]string{"keys", "create", "--help"}, []string{"usage: payreq keys create", "payments.view", "payments.create", "payments.refund", "locations.view", "accounts.view", "portfolio.view", "applications.view"}},
 		{[]string{"keys", "create", "--org", "x", "--help"}, []string{"usage: payreq keys create"}},
 		{[]string{"keys", "list", "--help"}, []string{"usage: payreq keys list"}},
 		{[]string{"keys", "revoke", "--help"}, []string{"usage: payreq keys revoke"}},

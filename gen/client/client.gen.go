@@ -49,6 +49,42 @@ func (e ApplicationStage) Valid() bool {
 	}
 }
 
+// Defines values for CardPaymentKind.
+const (
+	CardPaymentKindRefund CardPaymentKind = "refund"
+	CardPaymentKindSale   CardPaymentKind = "sale"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentKind enum.
+func (e CardPaymentKind) Valid() bool {
+	switch e {
+	case CardPaymentKindRefund:
+		return true
+	case CardPaymentKindSale:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentStatus.
+const (
+	CardPaymentStatusApproved CardPaymentStatus = "approved"
+	CardPaymentStatusDeclined CardPaymentStatus = "declined"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentStatus enum.
+func (e CardPaymentStatus) Valid() bool {
+	switch e {
+	case CardPaymentStatusApproved:
+		return true
+	case CardPaymentStatusDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Delivery.
 const (
 	DeliveryEmail Delivery = "email"
@@ -414,6 +450,99 @@ type ApplicationOwner struct {
 // Example: in_review
 type ApplicationStage string
 
+// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+type CardPayment struct {
+	// Amount The amount, two decimals, always positive (a refund's too).
+	Amount DecimalString `json:"amount"`
+
+	// AmountRefunded A sale's approved refunds so far, two decimals; `"0.00"` otherwise.
+	AmountRefunded DecimalString `json:"amountRefunded"`
+
+	// CardBrand The card's brand (`Visa`, `Mastercard`, …); null when the processor did not say.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CreatedAt When the processor answered.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedByName A refund's API key name; null for a sale (the customer paid).
+	CreatedByName *string `json:"createdByName"`
+
+	// DeclineReason Why it was declined, in plain words; null unless `status` is `declined`.
+	DeclineReason *string `json:"declineReason"`
+
+	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId The invoice the sale was made toward (a refund's sale's invoice).
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// InvoiceNumber Example: INV-1042
+	InvoiceNumber string `json:"invoiceNumber"`
+
+	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	//
+	// Example: sale
+	Kind CardPaymentKind `json:"kind"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Level3Sent A sale sent with line-level (Level 3) data.
+	//
+	// Example: false
+	Level3Sent bool `json:"level3Sent"`
+
+	// MerchantAccountId The MID the money moved on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Mid Example: 496160873888
+	Mid string `json:"mid"`
+
+	// PayerName The name on the card as given on the pay page.
+	//
+	// Example: Dana Whitfield
+	PayerName *string `json:"payerName"`
+
+	// Reason A refund's reason as the merchant gave it; null otherwise.
+	Reason *string `json:"reason"`
+
+	// RefundOf A refund's sale; null for a sale.
+	RefundOf *openapi_types.UUID `json:"refundOf"`
+
+	// RetRef The processor's retrieval reference; null for a declined sale.
+	//
+	// Example: 343005123105
+	RetRef *string `json:"retRef"`
+
+	// SavedCard A sale with which the payer saved the card.
+	//
+	// Example: false
+	SavedCard bool `json:"savedCard"`
+
+	// Status `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
+	//
+	// Example: approved
+	Status CardPaymentStatus `json:"status"`
+}
+
+// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+//
+// Example: sale
+type CardPaymentKind string
+
+// CardPaymentStatus `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
+//
+// Example: approved
+type CardPaymentStatus string
+
 // CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. Unknown keys are ignored (the server is lenient to keys it does not know). A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
 	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
@@ -513,6 +642,9 @@ type Invoice struct {
 
 	// AmountPaid Sum of the payments so far, two decimals.
 	AmountPaid DecimalString `json:"amountPaid"`
+
+	// AmountRefunded The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected.
+	AmountRefunded DecimalString `json:"amountRefunded"`
 
 	// Balance `amount` − `amountPaid`, two decimals. `"0.00"` when paid.
 	Balance DecimalString `json:"balance"`
@@ -901,10 +1033,18 @@ type MerchantAccount struct {
 	OrganizationId openapi_types.UUID `json:"organizationId"`
 }
 
-// Payment A payment made toward an invoice on its pay page. Card numbers are never stored; only the last four digits.
+// Payment An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
 	Amount DecimalString `json:"amount"`
+
+	// AmountRefunded The sale's approved refunds, two decimals (`"0.00"` when none).
+	AmountRefunded DecimalString `json:"amountRefunded"`
+
+	// Id The sale's card payment id.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	Id openapi_types.UUID `json:"id"`
 
 	// LastFour Last four digits of the card.
 	//
@@ -1012,6 +1152,17 @@ type Product struct {
 	//
 	// Example: Invoicing
 	Name string `json:"name"`
+}
+
+// RefundRequest A refund of a sale. Both keys are optional.
+type RefundRequest struct {
+	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// Reason Why, in the merchant's words; at most 500 characters.
+	//
+	// Example: One chafing dish was returned.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // SavedCard A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq.
@@ -1231,6 +1382,39 @@ type ListApplicationsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListCardPaymentsParams defines parameters for ListCardPayments.
+type ListCardPaymentsParams struct {
+	// Kind Only sales, or only refunds.
+	Kind *CardPaymentKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Status Only approved, or only declined card payments.
+	Status *CardPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// MerchantAccountId Only card payments on this MID.
+	MerchantAccountId *openapi_types.UUID `form:"merchantAccountId,omitempty" json:"merchantAccountId,omitempty"`
+
+	// InvoiceId Only the card payments of this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// CreatedFrom Only card payments made at or after this time (inclusive).
+	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedTo Only card payments made before this time (exclusive).
+	CreatedTo *time.Time `form:"createdTo,omitempty" json:"createdTo,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RefundCardPaymentParams defines parameters for RefundCardPayment.
+type RefundCardPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListPaymentRequestsParams defines parameters for ListPaymentRequests.
 type ListPaymentRequestsParams struct {
 	// Status Only invoices with this status.
@@ -1266,6 +1450,9 @@ type CreatePaymentRequestParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client (a UUID is a good choice), remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice already made; with a different body 422. Requests rejected with a 4xx are not remembered.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
+type RefundCardPaymentJSONRequestBody = RefundRequest
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
@@ -1377,6 +1564,91 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /applications/{id} (the `GetApplication` operationId).
 	GetApplication(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCardPayments List card payments
+	//
+	// The organization's card payments, newest first (by `createdAt`, then `id`), paged
+	// with `limit` and `cursor` like the other lists; the next page's address is in the
+	// `Link` header (absent on the last page). Filters combine with AND. A card payment is a
+	// sale made on a pay page, approved or declined (each declined attempt is one, and the
+	// invoice's `failedAttempts` counts them), or a refund. Sales made before card payments
+	// were listed appear too, approved.
+	//
+	// Corresponds with GET /card-payments (the `ListCardPayments` operationId).
+	ListCardPayments(ctx context.Context, params *ListCardPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCardPayment Get a card payment
+	//
+	// One card payment. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Corresponds with GET /card-payments/{id} (the `GetCardPayment` operationId).
+	GetCardPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefundCardPaymentWithBody Refund a card payment
+	//
+	// Gives money of an approved sale back to its card: the whole of what is left of it
+	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+	// time (they are made one after the other). The answer is the refund, a card payment of
+	// kind `refund` whose `refundOf` is the sale.
+	//
+	// The processor voids a sale it has not settled yet when the whole of it is refunded,
+	// and refunds it otherwise. When the processor declines, the answer is still 201: the
+	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+	// `reason` over 500 characters. 404: no such card payment in the organization. 422
+	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+	// again with the same `Idempotency-Key`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+	// retry with the same key goes on, or else within minutes: it is never made twice.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+	RefundCardPaymentWithBody(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefundCardPayment Refund a card payment
+	//
+	// Gives money of an approved sale back to its card: the whole of what is left of it
+	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+	// time (they are made one after the other). The answer is the refund, a card payment of
+	// kind `refund` whose `refundOf` is the sale.
+	//
+	// The processor voids a sale it has not settled yet when the whole of it is refunded,
+	// and refunds it otherwise. When the processor declines, the answer is still 201: the
+	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+	// `reason` over 500 characters. 404: no such card payment in the organization. 422
+	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+	// again with the same `Idempotency-Key`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+	// retry with the same key goes on, or else within minutes: it is never made twice.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+	RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness probe
 	//
@@ -1698,6 +1970,131 @@ func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsP
 // Corresponds with GET /applications/{id} (the `GetApplication` operationId).
 func (c *Client) GetApplication(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetApplicationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCardPayments List card payments
+//
+// The organization's card payments, newest first (by `createdAt`, then `id`), paged
+// with `limit` and `cursor` like the other lists; the next page's address is in the
+// `Link` header (absent on the last page). Filters combine with AND. A card payment is a
+// sale made on a pay page, approved or declined (each declined attempt is one, and the
+// invoice's `failedAttempts` counts them), or a refund. Sales made before card payments
+// were listed appear too, approved.
+//
+// Corresponds with GET /card-payments (the `ListCardPayments` operationId).
+func (c *Client) ListCardPayments(ctx context.Context, params *ListCardPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCardPaymentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCardPayment Get a card payment
+//
+// One card payment. An id of another organization is a 404, like an id that does not exist.
+//
+// Corresponds with GET /card-payments/{id} (the `GetCardPayment` operationId).
+func (c *Client) GetCardPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCardPaymentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefundCardPaymentWithBody Refund a card payment
+//
+// Gives money of an approved sale back to its card: the whole of what is left of it
+// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+// time (they are made one after the other). The answer is the refund, a card payment of
+// kind `refund` whose `refundOf` is the sale.
+//
+// The processor voids a sale it has not settled yet when the whole of it is refunded,
+// and refunds it otherwise. When the processor declines, the answer is still 201: the
+// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+// card `4000000000000259` have their refunds declined). An approved refund raises
+// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+// changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+// `reason` over 500 characters. 404: no such card payment in the organization. 422
+// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+// again with the same `Idempotency-Key`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+// true`; requests sent at once with one key make one refund. A refund whose processor
+// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+// retry with the same key goes on, or else within minutes: it is never made twice.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+func (c *Client) RefundCardPaymentWithBody(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundCardPaymentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefundCardPayment Refund a card payment
+//
+// Gives money of an approved sale back to its card: the whole of what is left of it
+// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+// time (they are made one after the other). The answer is the refund, a card payment of
+// kind `refund` whose `refundOf` is the sale.
+//
+// The processor voids a sale it has not settled yet when the whole of it is refunded,
+// and refunds it otherwise. When the processor declines, the answer is still 201: the
+// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+// card `4000000000000259` have their refunds declined). An approved refund raises
+// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+// changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+// `reason` over 500 characters. 404: no such card payment in the organization. 422
+// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+// again with the same `Idempotency-Key`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+// true`; requests sent at once with one key make one refund. A refund whose processor
+// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+// retry with the same key goes on, or else within minutes: it is never made twice.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+func (c *Client) RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundCardPaymentRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2307,6 +2704,240 @@ func NewGetApplicationRequest(server string, id openapi_types.UUID) (*http.Reque
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListCardPaymentsRequest constructs an http.Request for the ListCardPayments method
+func NewListCardPaymentsRequest(server string, params *ListCardPaymentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/card-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MerchantAccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "merchantAccountId", *params.MerchantAccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.InvoiceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "invoiceId", *params.InvoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdTo", *params.CreatedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCardPaymentRequest constructs an http.Request for the GetCardPayment method
+func NewGetCardPaymentRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/card-payments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRefundCardPaymentRequest calls the generic RefundCardPayment builder with application/json body
+func NewRefundCardPaymentRequest(server string, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRefundCardPaymentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRefundCardPaymentRequestWithBody constructs an http.Request for the RefundCardPayment method, with any body, and a specified content type
+func NewRefundCardPaymentRequestWithBody(server string, id openapi_types.UUID, params *RefundCardPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/card-payments/%s/refund", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2932,6 +3563,95 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /applications/{id} (the `GetApplication` operationId).
 	GetApplicationWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetApplicationResponse, error)
+
+	// ListCardPaymentsWithResponse List card payments
+	//
+	// The organization's card payments, newest first (by `createdAt`, then `id`), paged
+	// with `limit` and `cursor` like the other lists; the next page's address is in the
+	// `Link` header (absent on the last page). Filters combine with AND. A card payment is a
+	// sale made on a pay page, approved or declined (each declined attempt is one, and the
+	// invoice's `failedAttempts` counts them), or a refund. Sales made before card payments
+	// were listed appear too, approved.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /card-payments (the `ListCardPayments` operationId).
+	ListCardPaymentsWithResponse(ctx context.Context, params *ListCardPaymentsParams, reqEditors ...RequestEditorFn) (*ListCardPaymentsResponse, error)
+
+	// GetCardPaymentWithResponse Get a card payment
+	//
+	// One card payment. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /card-payments/{id} (the `GetCardPayment` operationId).
+	GetCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetCardPaymentResponse, error)
+
+	// RefundCardPaymentWithBodyWithResponse Refund a card payment
+	//
+	// Gives money of an approved sale back to its card: the whole of what is left of it
+	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+	// time (they are made one after the other). The answer is the refund, a card payment of
+	// kind `refund` whose `refundOf` is the sale.
+	//
+	// The processor voids a sale it has not settled yet when the whole of it is refunded,
+	// and refunds it otherwise. When the processor declines, the answer is still 201: the
+	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+	// `reason` over 500 characters. 404: no such card payment in the organization. 422
+	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+	// again with the same `Idempotency-Key`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+	// retry with the same key goes on, or else within minutes: it is never made twice.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+	RefundCardPaymentWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error)
+
+	// RefundCardPaymentWithResponse Refund a card payment
+	//
+	// Gives money of an approved sale back to its card: the whole of what is left of it
+	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+	// time (they are made one after the other). The answer is the refund, a card payment of
+	// kind `refund` whose `refundOf` is the sale.
+	//
+	// The processor voids a sale it has not settled yet when the whole of it is refunded,
+	// and refunds it otherwise. When the processor declines, the answer is still 201: the
+	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+	// `reason` over 500 characters. 404: no such card payment in the organization. 422
+	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+	// again with the same `Idempotency-Key`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+	// retry with the same key goes on, or else within minutes: it is never made twice.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+	RefundCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error)
 
 	// GetHealthWithResponse Liveness probe
 	//
@@ -3562,6 +4282,367 @@ func (r GetApplicationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetApplicationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCardPaymentsResponse200Headers the declared response headers of an HTTP 200 response for ListCardPayments
+type ListCardPaymentsResponse200Headers struct {
+	Link *string
+}
+
+// ListCardPaymentsResponse401Headers the declared response headers of an HTTP 401 response for ListCardPayments
+type ListCardPaymentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListCardPaymentsResponse429Headers the declared response headers of an HTTP 429 response for ListCardPayments
+type ListCardPaymentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListCardPaymentsResponse503Headers the declared response headers of an HTTP 503 response for ListCardPayments
+type ListCardPaymentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListCardPaymentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]CardPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCardPaymentsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCardPaymentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCardPaymentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCardPaymentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCardPaymentsResponse) GetJSON200() *[]CardPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCardPaymentsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCardPaymentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCardPaymentsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCardPaymentsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCardPaymentsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCardPaymentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCardPaymentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCardPaymentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCardPaymentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCardPaymentResponse401Headers the declared response headers of an HTTP 401 response for GetCardPayment
+type GetCardPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetCardPaymentResponse429Headers the declared response headers of an HTTP 429 response for GetCardPayment
+type GetCardPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetCardPaymentResponse503Headers the declared response headers of an HTTP 503 response for GetCardPayment
+type GetCardPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetCardPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CardPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCardPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCardPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetCardPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCardPaymentResponse) GetJSON200() *CardPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCardPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCardPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCardPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCardPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCardPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RefundCardPaymentResponse200Headers the declared response headers of an HTTP 200 response for RefundCardPayment
+type RefundCardPaymentResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// RefundCardPaymentResponse401Headers the declared response headers of an HTTP 401 response for RefundCardPayment
+type RefundCardPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RefundCardPaymentResponse429Headers the declared response headers of an HTTP 429 response for RefundCardPayment
+type RefundCardPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// RefundCardPaymentResponse503Headers the declared response headers of an HTTP 503 response for RefundCardPayment
+type RefundCardPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type RefundCardPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CardPayment
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CardPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *BadGateway
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RefundCardPaymentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RefundCardPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundCardPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RefundCardPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RefundCardPaymentResponse) GetJSON200() *CardPayment {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RefundCardPaymentResponse) GetJSON201() *CardPayment {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON502() *BadGateway {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RefundCardPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RefundCardPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RefundCardPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RefundCardPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RefundCardPaymentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4820,6 +5901,119 @@ func (c *ClientWithResponses) GetApplicationWithResponse(ctx context.Context, id
 	return ParseGetApplicationResponse(rsp)
 }
 
+// ListCardPaymentsWithResponse List card payments
+//
+// The organization's card payments, newest first (by `createdAt`, then `id`), paged
+// with `limit` and `cursor` like the other lists; the next page's address is in the
+// `Link` header (absent on the last page). Filters combine with AND. A card payment is a
+// sale made on a pay page, approved or declined (each declined attempt is one, and the
+// invoice's `failedAttempts` counts them), or a refund. Sales made before card payments
+// were listed appear too, approved.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /card-payments (the `ListCardPayments` operationId).
+func (c *ClientWithResponses) ListCardPaymentsWithResponse(ctx context.Context, params *ListCardPaymentsParams, reqEditors ...RequestEditorFn) (*ListCardPaymentsResponse, error) {
+	rsp, err := c.ListCardPayments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCardPaymentsResponse(rsp)
+}
+
+// GetCardPaymentWithResponse Get a card payment
+//
+// One card payment. An id of another organization is a 404, like an id that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /card-payments/{id} (the `GetCardPayment` operationId).
+func (c *ClientWithResponses) GetCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetCardPaymentResponse, error) {
+	rsp, err := c.GetCardPayment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCardPaymentResponse(rsp)
+}
+
+// RefundCardPaymentWithBodyWithResponse Refund a card payment
+//
+// Gives money of an approved sale back to its card: the whole of what is left of it
+// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+// time (they are made one after the other). The answer is the refund, a card payment of
+// kind `refund` whose `refundOf` is the sale.
+//
+// The processor voids a sale it has not settled yet when the whole of it is refunded,
+// and refunds it otherwise. When the processor declines, the answer is still 201: the
+// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+// card `4000000000000259` have their refunds declined). An approved refund raises
+// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+// changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+// `reason` over 500 characters. 404: no such card payment in the organization. 422
+// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+// again with the same `Idempotency-Key`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+// true`; requests sent at once with one key make one refund. A refund whose processor
+// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+// retry with the same key goes on, or else within minutes: it is never made twice.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+func (c *ClientWithResponses) RefundCardPaymentWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error) {
+	rsp, err := c.RefundCardPaymentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundCardPaymentResponse(rsp)
+}
+
+// RefundCardPaymentWithResponse Refund a card payment
+//
+// Gives money of an approved sale back to its card: the whole of what is left of it
+// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
+// sum of its approved refunds never exceeds it, also when refunds are asked at the same
+// time (they are made one after the other). The answer is the refund, a card payment of
+// kind `refund` whose `refundOf` is the sale.
+//
+// The processor voids a sale it has not settled yet when the whole of it is refunded,
+// and refunds it otherwise. When the processor declines, the answer is still 201: the
+// refund with `status` `declined` and its `declineReason` (simulator: sales made with
+// card `4000000000000259` have their refunds declined). An approved refund raises
+// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
+// changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
+// `reason` over 500 characters. 404: no such card payment in the organization. 422
+// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
+// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
+// again with the same `Idempotency-Key`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
+// true`; requests sent at once with one key make one refund. A refund whose processor
+// answer was lost (a timeout, a crash) is settled by asking the processor, before a
+// retry with the same key goes on, or else within minutes: it is never made twice.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
+func (c *ClientWithResponses) RefundCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error) {
+	rsp, err := c.RefundCardPayment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundCardPaymentResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness probe
 //
 // Answers 200 while the process is up. Does not touch the database. No authentication.
@@ -5510,6 +6704,364 @@ func ParseGetApplicationResponse(rsp *http.Response) (*GetApplicationResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetApplicationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCardPaymentsResponse parses an HTTP response from a ListCardPaymentsWithResponse call
+func ParseListCardPaymentsResponse(rsp *http.Response) (*ListCardPaymentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCardPaymentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []CardPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCardPaymentsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCardPaymentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCardPaymentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCardPaymentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCardPaymentResponse parses an HTTP response from a GetCardPaymentWithResponse call
+func ParseGetCardPaymentResponse(rsp *http.Response) (*GetCardPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCardPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CardPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetCardPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCardPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetCardPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRefundCardPaymentResponse parses an HTTP response from a RefundCardPaymentWithResponse call
+func ParseRefundCardPaymentResponse(rsp *http.Response) (*RefundCardPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RefundCardPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CardPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CardPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RefundCardPaymentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RefundCardPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundCardPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RefundCardPaymentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -49,6 +49,8 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/payment-requests/{id}/send":   inv.Id.String(),
 		"/payment-requests/{id}/cancel": cancelled.Id.String(),
 		"/saved-cards/{id}":             (*withCard.SavedCards)[0].Id.String(),
+		"/card-payments/{id}":           (*withCard.Payments)[0].Id.String(),
+		"/card-payments/{id}/refund":    (*withCard.Payments)[0].Id.String(),
 		"/locations/{id}":               m.Locs[0].Id.String(),
 		"/applications/{id}":            apps[0].Id.String(),
 		"/organizations/{id}/portfolio": seed.Reseller.OrganizationID.String(),

@@ -156,10 +156,11 @@ func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
 	out := gen.Invoice{
 		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
 		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
-		Amount:       jsonnum.Decimal{Decimal: inv.Amount},
-		AmountPaid:   jsonnum.Decimal{Decimal: inv.AmountPaid},
-		Balance:      jsonnum.Decimal{Decimal: inv.Balance()},
-		CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
+		Amount:         jsonnum.Decimal{Decimal: inv.Amount},
+		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
+		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
+		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
+		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
 		CustomerPhone: inv.CustomerPhone, Delivery: gen.Delivery(inv.Delivery),
 		SentVia: (*gen.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
 		Lines: int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
@@ -181,8 +182,9 @@ func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
 	}
 	payments := make([]gen.Payment, len(inv.Payments))
 	for i, p := range inv.Payments {
-		payments[i] = gen.Payment{Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
-			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard}
+		payments[i] = gen.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
+			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard,
+			AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
 	}
 	cards := make([]gen.SavedCard, len(inv.SavedCards))
 	for i, c := range inv.SavedCards {

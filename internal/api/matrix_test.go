@@ -70,7 +70,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	if len(*before.SavedCards) != 1 {
 		t.Fatalf("no saved card: %s", beforeRaw)
 	}
-	card := (*before.SavedCards)[0]
+	card, sale := (*before.SavedCards)[0], (*before.Payments)[0]
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
@@ -85,7 +85,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
-	secrets := []string{inv.Id.String(), inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(),
+	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(),
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
 
@@ -102,6 +102,10 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound},
+		{"list card payments by their MID", "GET", "/card-payments?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
+		{"list card payments of their invoice", "GET", "/card-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK},
 		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
 		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},
@@ -148,6 +152,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their sentAt set", after.SentAt != nil, false)
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
+	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	if t.Failed() {
 		t.Logf("their invoice before: %s\nafter: %s", beforeRaw, afterRaw)
 	}

@@ -22,7 +22,7 @@ import (
 // delivery worker logging beside the server: tokens by form, JSON and
 // Basic (and refused ones), an invoice created, replayed and delivered, the
 // pay page with a saved card, declined and invalid cards, the card removed,
-// and the reseller's applications. Then no key secret, access token, pay
+// card payments read and refunded, and the reseller's applications. Then no key secret, access token, pay
 // link or form token, card number, security code, social security number,
 // tax id or bank account number may appear anywhere in the log.
 func TestNothingSecretInTheLog(t *testing.T) {
@@ -119,6 +119,18 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	if r := env.Do(apitest.Request{Method: "DELETE", Path: "/saved-cards/" + (*got.SavedCards)[0].Id.String(), Token: merchant}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete card: %d %s", r.StatusCode, r.Body)
 	}
+
+	// The card payments listed and read, the sale refunded (with a key,
+	// and replayed), and a refund refused.
+	sale := (*got.Payments)[0].Id.String()
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments", Token: merchant})
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale, Token: merchant})
+	refundKey := http.Header{"Idempotency-Key": {"log-refund-" + uuid.NewString()}}
+	for range 2 {
+		env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + sale + "/refund", Token: merchant, Header: refundKey,
+			Body: map[string]any{"amount": "4.00", "reason": "log test"}})
+	}
+	env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + sale + "/refund", Token: merchant, Body: map[string]any{"amount": "99.00"}})
 
 	// The reseller reads its portfolio and every application, one of them
 	// added now with numbers known here.

@@ -131,6 +131,10 @@ func message(se *openapi3.SchemaError) string {
 		if s != nil && len(s.OneOf) == 2 {
 			return decimalMessage
 		}
+		// A nullable decimal: anyOf [Decimal, null].
+		if s != nil && len(s.AnyOf) == 2 && s.AnyOf[0].Value != nil && len(s.AnyOf[0].Value.OneOf) == 2 {
+			return decimalMessage + ", or null"
+		}
 	case "nullable":
 		return "must not be null"
 	case "maxLength":

@@ -12,6 +12,7 @@ import (
 const (
 	PaymentsView     = "payments.view"
 	PaymentsCreate   = "payments.create"
+	PaymentsRefund   = "payments.refund"
 	LocationsView    = "locations.view"
 	AccountsView     = "accounts.view"
 	PortfolioView    = "portfolio.view"
@@ -25,7 +26,7 @@ const (
 )
 
 var permissionsByKind = map[string][]string{
-	KindMerchant: {PaymentsView, PaymentsCreate, LocationsView, AccountsView},
+	KindMerchant: {PaymentsView, PaymentsCreate, PaymentsRefund, LocationsView, AccountsView},
 	KindReseller: {PortfolioView, ApplicationsView},
 }
 

@@ -295,7 +295,7 @@ func TestKilledMidCharge(t *testing.T) {
 	db := openDB(t, dsn)
 	countPayments := func() int {
 		var n int
-		if err := db.Get(&n, `SELECT count(*) FROM payments`); err != nil {
+		if err := db.Get(&n, `SELECT count(*) FROM card_payments WHERE status = 'approved'`); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -362,5 +362,95 @@ func TestKilledMidCharge(t *testing.T) {
 	}
 	if ledger := g.captured(); len(ledger) != 1 || countPayments() != 1 {
 		t.Errorf("charges standing %v and %d payments, want the one payment", ledger, countPayments())
+	}
+}
+
+// The process is killed (SIGKILL) in the middle of a refund: the processor
+// made the refund and has not answered. What is left is the pending refund
+// written before the processor was asked, and no refund recorded. Once it
+// is due, the next process asks the processor, finds the refund and records
+// it; the request retried with the same Idempotency-Key then replays it.
+// The card is refunded once.
+func TestKilledMidRefund(t *testing.T) {
+	t.Parallel() // waits for the settlement more than it works
+	g := startGateway(t, func(int) authPlan { return authPlan{} })
+	g.refundsHeld = new(atomic.Bool)
+	dsn := newDatabase(t)
+	d := newDeployment(t, dsn)
+	d.Env["PAYREQ_PROCESSOR"] = "cardpointe"
+	d.Env["PAYREQ_CARDPOINTE_URL"] = g.url()
+	keys := d.seed(t)
+	first := d.start(t, "first", nil)
+	c := httpClient("127.0.0.1", 60*time.Second)
+	tok := token(t, c, first.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
+	mid := firstMID(t, c, first.URL, tok)
+	invoiceID, path := payable(t, c, first.URL, tok, mid, "KILLED-R1")
+	if r, err := pay(httpClient("127.0.0.122", 60*time.Second), first.URL, path, "30.00"); err != nil || r.Status != http.StatusSeeOther {
+		t.Fatalf("pay: %v, %v", r, err)
+	}
+	db := openDB(t, dsn)
+	var sale string
+	if err := db.Get(&sale, `SELECT id::text FROM card_payments WHERE invoice_id = $1 AND kind = 'sale'`, invoiceID); err != nil {
+		t.Fatal(err)
+	}
+
+	g.refundsHeld.Store(true)
+	key := "refund-" + invoiceID
+	refundURL := first.URL + "/card-payments/" + sale + "/refund"
+	answered := make(chan answer, 1)
+	go func() {
+		answered <- send(c, "POST", refundURL, tok, `{"amount":"10.00"}`, http.Header{"Idempotency-Key": {key}})
+	}()
+	eventually(t, 20*time.Second, "the processor has made the refund", func() bool {
+		made, _ := g.refundsMade()
+		return len(made) == 1
+	})
+	first.kill()
+	if r := <-answered; r.Err == nil {
+		t.Errorf("the merchant got an answer from the killed process: %v", r)
+	}
+	countRefunds := func() int {
+		var n int
+		if err := db.Get(&n, `SELECT count(*) FROM card_payments WHERE kind = 'refund'`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := countRefunds(); n != 0 {
+		t.Errorf("%d refunds recorded after the kill, want none", n)
+	}
+	var pending int
+	if err := db.Get(&pending, `SELECT count(*) FROM pending_refunds`); err != nil || pending != 1 {
+		t.Fatalf("pending refunds %d (%v), want 1", pending, err)
+	}
+
+	g.refundsHeld.Store(false)
+	second := d.start(t, "second", nil)
+	// Stands in for time passing: the pending refund falls due 3 minutes
+	// after it was written, once no request can record it any more.
+	if _, err := db.Exec(`UPDATE pending_refunds SET settle_after = now()`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the pending refund is settled", func() bool {
+		var n int
+		if err := db.Get(&n, `SELECT count(*) FROM pending_refunds`); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if n := countRefunds(); n != 1 {
+		t.Fatalf("%d refunds recorded after the settlement, want 1", n)
+	}
+	again := send(c, "POST", second.URL+"/card-payments/"+sale+"/refund", tok, `{"amount":"10.00"}`, http.Header{"Idempotency-Key": {key}})
+	if again.Status != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the retry with the key: %v, want a 200 replay", again)
+	}
+	made, asked := g.refundsMade()
+	if len(made) != 1 || asked != 1 {
+		t.Errorf("refunds at the processor %v after %d requests, want one made once", made, asked)
+	}
+	var refunded string
+	if err := db.Get(&refunded, `SELECT amount_refunded::text FROM invoices WHERE id = $1`, invoiceID); err != nil || refunded != "10.00" {
+		t.Errorf("invoice amount_refunded %q (%v), want 10.00", refunded, err)
 	}
 }

@@ -29,10 +29,16 @@ type gateway struct {
 	// voidsFail, when set and false, lifts every plan's voidFail.
 	voidsFail *atomic.Bool
 
+	// refundsHeld, when set and true, makes each refund stand and its
+	// answer never come.
+	refundsHeld *atomic.Bool
+
 	mu      sync.Mutex
 	n       int
 	charges map[string]*charge // by order id
 	voids   map[string]int     // void requests per order id
+	refunds map[string]string  // refund order id → amount, each refund made
+	asked   int                // refund requests
 }
 
 type authPlan struct {
@@ -50,7 +56,8 @@ type charge struct {
 
 func startGateway(t *testing.T, plan func(n int) authPlan) *gateway {
 	t.Helper()
-	g := &gateway{quit: make(chan struct{}), plan: plan, charges: map[string]*charge{}, voids: map[string]int{}}
+	g := &gateway{quit: make(chan struct{}), plan: plan, charges: map[string]*charge{}, voids: map[string]int{},
+		refunds: map[string]string{}}
 	plans := map[string]authPlan{}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if user, pass, ok := r.BasicAuth(); !ok || user != "testing" || pass != "testing123" {
@@ -59,7 +66,7 @@ func startGateway(t *testing.T, plan func(n int) authPlan) *gateway {
 		}
 		var req map[string]any
 		raw, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(raw, &req); err != nil {
+		if err := json.Unmarshal(raw, &req); err != nil && r.Method != http.MethodGet {
 			http.Error(w, "bad json", http.StatusBadRequest)
 			return
 		}
@@ -122,6 +129,30 @@ func startGateway(t *testing.T, plan func(n int) authPlan) *gateway {
 				g.mu.Unlock()
 				answer(map[string]string{"respstat": "A", "respcode": "00", "resptext": "Approval", "retref": c.RetRef})
 			}
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cardconnect/rest/inquire/"):
+			// Every sale is settled: a refund is a refund, not a void.
+			answer(map[string]string{"respstat": "A", "voidable": "N", "setlstat": "Accepted"})
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cardconnect/rest/inquireByOrderid/"):
+			id := strings.Split(strings.TrimPrefix(r.URL.Path, "/cardconnect/rest/inquireByOrderid/"), "/")[0]
+			g.mu.Lock()
+			_, made := g.refunds[id]
+			g.mu.Unlock()
+			if !made {
+				answer(map[string]string{"respstat": "C", "respcode": "29", "resptext": "Txn not found"})
+				return
+			}
+			answer(map[string]string{"respstat": "A", "respcode": "00", "resptext": "Approval", "retref": "9" + id[len(id)-11:]})
+		case r.Method == http.MethodPut && r.URL.Path == "/cardconnect/rest/refund":
+			amount, _ := req["amount"].(string)
+			g.mu.Lock()
+			g.asked++
+			g.refunds[order] = amount
+			g.mu.Unlock()
+			if g.refundsHeld != nil && g.refundsHeld.Load() {
+				hold()
+				return
+			}
+			answer(map[string]string{"respstat": "A", "respcode": "00", "resptext": "Approval", "retref": "9" + order[len(order)-11:]})
 		default:
 			http.Error(w, "no such endpoint", http.StatusNotFound)
 		}
@@ -284,7 +315,7 @@ func TestProcessorTimeoutsOnPayment(t *testing.T) {
 		Amount string `db:"amount"`
 		RetRef string `db:"ret_ref"`
 	}
-	if err := db.Select(&payments, `SELECT id::text, amount::text, coalesce(ret_ref, '') AS ret_ref FROM payments`); err != nil {
+	if err := db.Select(&payments, `SELECT id::text, amount::text, coalesce(ret_ref, '') AS ret_ref FROM card_payments WHERE status = 'approved'`); err != nil {
 		t.Fatal(err)
 	}
 	ledger := g.captured()
@@ -313,7 +344,7 @@ func TestProcessorTimeoutsOnPayment(t *testing.T) {
 		t.Errorf("%d pending charges left, though every outcome is known", pending)
 	}
 	var unpaid int
-	if err := db.Get(&unpaid, `SELECT count(*) FROM invoices WHERE amount_paid <> (SELECT coalesce(sum(amount), 0) FROM payments p WHERE p.invoice_id = invoices.id)`); err != nil {
+	if err := db.Get(&unpaid, `SELECT count(*) FROM invoices WHERE amount_paid <> (SELECT coalesce(sum(amount), 0) FROM card_payments p WHERE p.invoice_id = invoices.id AND p.kind = 'sale' AND p.status = 'approved')`); err != nil {
 		t.Fatal(err)
 	}
 	if unpaid != 0 {
@@ -382,11 +413,23 @@ func TestProcessorUnreachableAfterCharging(t *testing.T) {
 	}
 	db := openDB(t, dsn)
 	var payments []string
-	if err := db.Select(&payments, `SELECT id::text FROM payments`); err != nil {
+	if err := db.Select(&payments, `SELECT id::text FROM card_payments WHERE status = 'approved'`); err != nil {
 		t.Fatal(err)
 	}
 	ledger := g.captured()
 	if len(payments) != 1 || len(ledger) != 1 || ledger[payments[0]] == (charge{}) {
 		t.Errorf("payments %v, charges standing %v: want the same one", payments, ledger)
 	}
+}
+
+// refundsMade is every refund the gateway made (order id → amount), and
+// how many refund requests it got.
+func (g *gateway) refundsMade() (map[string]string, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]string{}
+	for id, a := range g.refunds {
+		out[id] = a
+	}
+	return out, g.asked
 }

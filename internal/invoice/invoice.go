@@ -55,7 +55,8 @@ type Line struct {
 	UPC           *string
 }
 
-// Payment is a payment made toward an invoice.
+// Payment is an approved sale toward an invoice (a card payment of the
+// payment package, as the invoice shows it).
 type Payment struct {
 	ID         uuid.UUID
 	Amount     apd.Decimal
@@ -66,6 +67,8 @@ type Payment struct {
 	PaidAt     time.Time
 	Level3Sent bool
 	SavedCard  bool
+	// AmountRefunded is the sum of the payment's approved refunds.
+	AmountRefunded apd.Decimal
 }
 
 // SavedCard is a customer's card stored at the processor.
@@ -106,6 +109,7 @@ type Invoice struct {
 	PONumber          *string
 	Amount            apd.Decimal
 	AmountPaid        apd.Decimal
+	AmountRefunded    apd.Decimal // the approved refunds of its sales
 	CustomerName      *string
 	CustomerCompany   *string
 	CustomerEmail     string
@@ -168,6 +172,20 @@ type RuleError struct {
 
 func (e *RuleError) Error() string { return e.Title + ": " + e.Detail }
 
+// AmountProblem says what is wrong with an amount of money (an invoice's,
+// a refund's), or "".
+func AmountProblem(d apd.Decimal) string {
+	switch {
+	case d.Sign() <= 0:
+		return "must be greater than 0"
+	case places(d) > 2:
+		return "must have at most 2 decimal places"
+	case d.Cmp(&maxAmount) > 0:
+		return "must be at most 999999999.99"
+	}
+	return ""
+}
+
 func unprocessable(title, detail string) *RuleError {
 	return &RuleError{Kind: "unprocessable", Title: title, Detail: detail}
 }
@@ -205,13 +223,8 @@ func Validate(d Draft) error {
 		v.add("customerEmail", "must be a valid email address of at most 254 characters")
 	}
 
-	switch {
-	case d.Amount.Sign() <= 0:
-		v.add("amount", "must be greater than 0")
-	case places(d.Amount) > 2:
-		v.add("amount", "must have at most 2 decimal places")
-	case d.Amount.Cmp(&maxAmount) > 0:
-		v.add("amount", "must be at most 999999999.99")
+	if msg := AmountProblem(d.Amount); msg != "" {
+		v.add("amount", "%s", msg)
 	}
 
 	if d.Delivery != nil && *d.Delivery != Email && *d.Delivery != Text {

@@ -39,27 +39,24 @@ func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
 // LineTotal is a line's amount: round-half-up(quantity × unitCost, 2).
 func LineTotal(l Line) apd.Decimal { return lineTotal(l.Quantity, l.UnitCost) }
 
-// RecordPayment applies an approved payment to the invoice (see
-// ApplyPayment) and writes its row. p.ID and p.PaidAt must be set. A
-// payment with line-level data marks the invoice level3Sent too.
-func (l *Locked) RecordPayment(p Payment) error {
-	inv := &l.Invoice
-	if err := ApplyPayment(inv, p.Amount, p.PaidAt); err != nil {
+// RecordPayment applies an approved payment of amount at `at` to the
+// invoice (see ApplyPayment); level3 marks the invoice level3Sent too. The
+// payment's row is the payment package's (card_payments).
+func (l *Locked) RecordPayment(amount apd.Decimal, at time.Time, level3 bool) error {
+	if err := ApplyPayment(&l.Invoice, amount, at); err != nil {
 		return err
 	}
-	if p.Level3Sent {
-		inv.Level3Sent = true
-	}
-	_, err := l.tx.ExecContext(l.ctx, `
-		INSERT INTO payments (id, organization_id, invoice_id, amount, ret_ref, card_brand, last_four, payer_name,
-			paid_at, level3_sent, saved_card)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		p.ID, inv.OrganizationID, inv.ID, text(cents(p.Amount)), p.RetRef, p.CardBrand, p.LastFour, p.PayerName,
-		p.PaidAt, p.Level3Sent, p.SavedCard)
-	if err != nil {
-		return fmt.Errorf("invoice: unable to record payment: %w", err)
+	if level3 {
+		l.Level3Sent = true
 	}
 	return nil
+}
+
+// RecordRefund adds an approved refund of one of the invoice's sales to
+// amountRefunded. A refund changes nothing else: status, amountPaid and
+// the balance describe what was collected.
+func (l *Locked) RecordRefund(amount apd.Decimal) {
+	l.AmountRefunded = cents(add(l.AmountRefunded, amount))
 }
 
 // RecordDecline counts a declined payment attempt.

@@ -49,7 +49,7 @@ func (s *Store) Link(inv *Invoice) string { return s.PublicURL + "/pay/" + s.Pay
 // and joins; scanInvoice reads them in this order.
 const (
 	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
-		i.amount::text, i.amount_paid::text, i.customer_name, i.customer_company, i.customer_email,
+		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, cp.prefers`
@@ -75,8 +75,8 @@ const fullInvoiceColumns = `
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
-				p.paid_at, p.level3_sent::text, p.saved_card::text) ORDER BY p.paid_at, p.id)
-			FROM payments p WHERE p.invoice_id = i.id),
+				p.created_at, p.level3_sent::text, p.saved_card::text, p.amount_refunded::text) ORDER BY p.created_at, p.id)
+			FROM card_payments p WHERE p.invoice_id = i.id AND p.kind = 'sale' AND p.status = 'approved'),
 		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
 				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
 			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))`
@@ -87,10 +87,10 @@ type scanner interface{ Scan(dest ...any) error }
 // that follow (those of selectFullInvoice).
 func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 	var inv Invoice
-	var amount, paid, status string
+	var amount, paid, refunded, status string
 	var locationName sql.NullString
 	dest := append([]any{&inv.ID, &inv.OrganizationID, &inv.MerchantAccountID, &inv.MID, &locationName, &inv.InvoiceNumber,
-		&inv.PONumber, &amount, &paid, &inv.CustomerName, &inv.CustomerCompany, &inv.CustomerEmail, &inv.CustomerPhone,
+		&inv.PONumber, &amount, &paid, &refunded, &inv.CustomerName, &inv.CustomerCompany, &inv.CustomerEmail, &inv.CustomerPhone,
 		&inv.Delivery, &inv.SentVia, &inv.SentAt, &inv.SendProblem, &inv.Memo, &inv.DueDate, &inv.LineCount, &status,
 		&inv.FailedAttempts, &inv.Problem, &inv.PaidAt, &inv.Level3Sent, &inv.CreatedAt, &inv.CreatedByName,
 		&inv.CancelledAt, &inv.CancelledByName, &inv.CustomerPrefers}, extra...)
@@ -106,6 +106,9 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 		return Invoice{}, err
 	}
 	if inv.AmountPaid, err = parseNumeric(paid); err != nil {
+		return Invoice{}, err
+	}
+	if inv.AmountRefunded, err = parseNumeric(refunded); err != nil {
 		return Invoice{}, err
 	}
 	return inv, nil
@@ -372,7 +375,7 @@ func decodeLines(b []byte) ([]Line, error) {
 }
 
 func decodePayments(b []byte) ([]Payment, error) {
-	rows, err := decodeText("payments", b, 9)
+	rows, err := decodeText("payments", b, 10)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +383,8 @@ func decodePayments(b []byte) ([]Payment, error) {
 	for i, row := range rows {
 		r := textRow{what: "payments", row: row}
 		payments[i] = Payment{ID: r.uuid(0), Amount: r.numeric(1), RetRef: r.optional(2), CardBrand: r.optional(3),
-			LastFour: r.optional(4), PayerName: r.optional(5), PaidAt: r.time(6), Level3Sent: r.bool(7), SavedCard: r.bool(8)}
+			LastFour: r.optional(4), PayerName: r.optional(5), PaidAt: r.time(6), Level3Sent: r.bool(7), SavedCard: r.bool(8),
+			AmountRefunded: r.numeric(9)}
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -436,10 +440,11 @@ func (l *Locked) Save() error {
 	_, err := l.tx.ExecContext(l.ctx, `
 		UPDATE invoices SET amount_paid = $2, sent_via = $3, sent_at = $4, send_problem = $5, status = $6,
 			failed_attempts = $7, problem = $8, paid_at = $9, level3_sent = $10, cancelled_at = $11,
-			cancelled_by_name = $12
+			cancelled_by_name = $12, amount_refunded = $13
 		WHERE id = $1`,
 		inv.ID, inv.AmountPaid.Text('f'), inv.SentVia, inv.SentAt, inv.SendProblem, string(inv.Status),
-		inv.FailedAttempts, inv.Problem, inv.PaidAt, inv.Level3Sent, inv.CancelledAt, inv.CancelledByName)
+		inv.FailedAttempts, inv.Problem, inv.PaidAt, inv.Level3Sent, inv.CancelledAt, inv.CancelledByName,
+		inv.AmountRefunded.Text('f'))
 	if err != nil {
 		return fmt.Errorf("invoice: unable to save invoice: %w", err)
 	}

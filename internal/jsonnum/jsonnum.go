@@ -51,10 +51,10 @@ type Decimal struct {
 // accepts in a JSON string.
 func ParseDecimal(s string) (Decimal, error) {
 	if len(s) > MaxText {
-		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(s), MaxText)
+		return Decimal{}, fmt.Errorf("must be at most %d characters long, not %s", MaxText, excerpt(s))
 	}
 	if !decimalString.MatchString(s) {
-		return Decimal{}, fmt.Errorf("%s is not a decimal number such as \"12.30\"", excerpt(s))
+		return Decimal{}, fmt.Errorf("must be a decimal number such as \"12.30\", not %s", excerpt(s))
 	}
 	return parse(s)
 }
@@ -71,18 +71,18 @@ func MustDecimal(s string) Decimal {
 func parse(s string) (Decimal, error) {
 	var d Decimal
 	if _, _, err := d.SetString(s); err != nil {
-		return Decimal{}, fmt.Errorf("%s is not a decimal number: %w", excerpt(s), err)
+		return Decimal{}, fmt.Errorf("must be a decimal number, not %s: %w", excerpt(s), err)
 	}
 	// Characters counted as written out in plain notation (1e39 has 40),
 	// so that whatever is accepted is accepted again in its own encoding.
 	if d.Exponent > MaxText || d.Exponent < -MaxText || plainLength(&d.Decimal) > MaxText {
-		return Decimal{}, fmt.Errorf("%s is too large or has too many decimal places: at most %d characters written out in full", excerpt(s), MaxText)
+		return Decimal{}, fmt.Errorf("must be at most %d characters written out in full: %s is too large or has too many decimal places", MaxText, excerpt(s))
 	}
 	if d.Exponent > 0 {
 		// Written out as digits, the form it is encoded in: 1.5e2 is 150,
 		// and 0e1 is 0 (not "00").
 		if _, err := apd.BaseContext.WithPrecision(2*MaxText).Quantize(&d.Decimal, &d.Decimal, 0); err != nil {
-			return Decimal{}, fmt.Errorf("%s is not a decimal number: %w", excerpt(s), err)
+			return Decimal{}, fmt.Errorf("must be a decimal number, not %s: %w", excerpt(s), err)
 		}
 	}
 	if d.Negative && d.IsZero() {
@@ -128,7 +128,7 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	// A longer text is refused before it is unquoted or parsed; escapes
 	// take at most six bytes a character.
 	if len(b) > 2+6*MaxText {
-		return fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:min(len(b), MaxText+1)])), MaxText)
+		return fmt.Errorf("must be at most %d characters long, not %s", MaxText, excerpt(string(b[:min(len(b), MaxText+1)])))
 	}
 	if len(b) > 0 && b[0] == '"' {
 		s, uerr := strconv.Unquote(string(b))
@@ -157,9 +157,9 @@ func CheckNumber(lit []byte) error {
 func parseNumber(b []byte) (Decimal, error) {
 	switch {
 	case len(b) > MaxText:
-		return Decimal{}, fmt.Errorf("%s is longer than %d characters", excerpt(string(b[:MaxText+1])), MaxText)
+		return Decimal{}, fmt.Errorf("must be at most %d characters long, not %s", MaxText, excerpt(string(b[:MaxText+1])))
 	case !jsonNumber.Match(b):
-		return Decimal{}, fmt.Errorf("%s is not a decimal number", excerpt(string(b)))
+		return Decimal{}, fmt.Errorf("must be a decimal number, not %s", excerpt(string(b)))
 	}
 	return parse(string(b))
 }

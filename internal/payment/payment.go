@@ -1,9 +1,11 @@
-// Package payment charges cards toward invoices through the card processor,
-// keeps the cards customers save, and limits attempts per pay link. The
-// invoice's state moves only through the invoice package, under its row lock.
+// Package payment charges cards toward invoices through the card processor
+// and refunds them, keeps the cards customers save, and limits attempts per
+// pay link. The invoice's state moves only through the invoice package,
+// under its row lock.
 //
-// It owns the tables saved_cards, pending_charges, pay_limits and
-// pay_submissions.
+// It owns the tables card_payments (sales, approved and declined, and
+// refunds), pending_refunds, refund_idempotency_keys, saved_cards,
+// pending_charges, pay_limits and pay_submissions.
 package payment
 
 import (
@@ -132,7 +134,14 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		if err != nil {
 			return fmt.Errorf("payment: charge for invoice %s: %w", locked.ID, err)
 		}
+		now := s.Now()
+		sale := CardPayment{
+			ID: paymentID, OrganizationID: locked.OrganizationID, Kind: Sale, Status: Approved, Amount: r.Amount,
+			InvoiceID: locked.ID, MerchantAccountID: locked.MerchantAccountID, CardBrand: optional(BrandName(res.CardBrand)),
+			LastFour: optional(res.LastFour), PayerName: optional(r.Card.Name), CreatedAt: now,
+		}
 		if !res.Approved {
+			// A declined sale is a card payment too; failedAttempts counts it.
 			locked.RecordDecline()
 			if err := deletePending(ctx, tx, paymentID); err != nil {
 				return err
@@ -141,16 +150,20 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			if strings.TrimSpace(out.DeclineReason) == "" {
 				out.DeclineReason = "The card was declined."
 			}
-			if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, s.Now()); err != nil {
+			sale.Status, sale.DeclineReason = Declined, &out.DeclineReason
+			if err := insertCardPayment(ctx, tx, sale); err != nil {
+				return err
+			}
+			if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
 				return err
 			}
 			return locked.Save()
 		}
 		approved = true
-		now := s.Now()
+		sale.RetRef, sale.Level3Sent = optional(res.RetRef), items != nil
 		p := invoice.Payment{
-			ID: paymentID, Amount: r.Amount, RetRef: optional(res.RetRef), CardBrand: optional(BrandName(res.CardBrand)),
-			LastFour: optional(res.LastFour), PayerName: optional(r.Card.Name), PaidAt: now, Level3Sent: items != nil,
+			ID: paymentID, Amount: r.Amount, RetRef: sale.RetRef, CardBrand: sale.CardBrand,
+			LastFour: sale.LastFour, PayerName: sale.PayerName, PaidAt: now, Level3Sent: sale.Level3Sent,
 		}
 		if r.SaveCard && res.ProfileID != "" {
 			err := saveCard(ctx, tx, savedCard{
@@ -161,9 +174,12 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			if err != nil {
 				return err
 			}
-			p.SavedCard = true
+			p.SavedCard, sale.SavedCard = true, true
 		}
-		if err := locked.RecordPayment(p); err != nil {
+		if err := locked.RecordPayment(r.Amount, now, sale.Level3Sent); err != nil {
+			return err
+		}
+		if err := insertCardPayment(ctx, tx, sale); err != nil {
 			return err
 		}
 		// In the payment's transaction: the pending charge is gone if and

@@ -104,13 +104,17 @@ func (s *Service) SettlePending(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// RunSettlement runs SettlePending every interval until ctx ends.
+// RunSettlement runs SettlePending and SettlePendingRefunds every interval
+// until ctx ends.
 func (s *Service) RunSettlement(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if err := s.SettlePending(ctx, log); err != nil && ctx.Err() == nil {
 			log.Error("payment: settle pending charges", "error", err.Error())
+		}
+		if err := s.SettlePendingRefunds(ctx, log); err != nil && ctx.Err() == nil {
+			log.Error("payment: settle pending refunds", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():

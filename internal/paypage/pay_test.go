@@ -276,7 +276,7 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 	apitest.Want(t, "amountPaid", got.AmountPaid.Text('f'), "75.00")
 	apitest.Want(t, "status", got.Status, "paid")
 	var rows int
-	if err := env.App.DB.Get(&rows, `SELECT count(*) FROM payments WHERE invoice_id = $1`, inv.Id); err != nil || rows != 1 {
+	if err := env.App.DB.Get(&rows, `SELECT count(*) FROM card_payments WHERE invoice_id = $1 AND status = 'approved'`, inv.Id); err != nil || rows != 1 {
 		t.Fatalf("%d payment rows (%v)", rows, err)
 	}
 
@@ -762,7 +762,7 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 		}
 	}
 	// Nor does the database, anywhere a payment goes.
-	for _, table := range []string{"payments", "saved_cards", "invoices", "customer_preferences", "pay_limits", "pay_submissions", "outbox"} {
+	for _, table := range []string{"card_payments", "saved_cards", "invoices", "customer_preferences", "pay_limits", "pay_submissions", "outbox"} {
 		var n int
 		q := fmt.Sprintf(`SELECT count(*) FROM %s t WHERE t::text LIKE '%%' || $1 || '%%'`, table)
 		for _, num := range numbers {

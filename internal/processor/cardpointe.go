@@ -114,6 +114,10 @@ type gatewayResponse struct {
 	RetRef    string `json:"retref"`
 	ProfileID string `json:"profileid"`
 	AcctID    string `json:"acctid"`
+	// From an inquiry: whether a sale may still be voided, and its
+	// settlement state ("Voided" once voided).
+	Voidable string `json:"voidable"`
+	SetlStat string `json:"setlstat"`
 }
 
 // AuthorizeCapture charges the card with PUT /auth. When the answer is lost
@@ -226,6 +230,77 @@ func (c *CardPointe) voidByOrderID(ctx context.Context, merchantID, orderID stri
 		return nil
 	}
 	return lastErr
+}
+
+// Refund voids the sale with PUT /void when the whole of it is refunded
+// and the gateway says it may still be voided (GET /inquire), and refunds
+// otherwise with PUT /refund, by the sale's retref and with the refund's
+// order id. An answer that never came is ErrUnsettled: InquireRefund tells.
+func (c *CardPointe) Refund(ctx context.Context, r Refund) (RefundResult, error) {
+	if err := ctx.Err(); err != nil {
+		return RefundResult{}, fmt.Errorf("cardpointe: refund order %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	}
+	path, body := "/refund", map[string]string{"merchid": r.MerchantID, "retref": r.SaleRetRef, "amount": money(&r.Amount), "orderid": r.OrderID}
+	if r.Whole {
+		ictx, cancel := context.WithTimeout(ctx, c.Timeout)
+		sale, err := c.do(ictx, http.MethodGet, "/inquire/"+url.PathEscape(r.SaleRetRef)+"/"+url.PathEscape(r.MerchantID), nil)
+		cancel()
+		if err != nil {
+			// Nothing was asked of the card yet.
+			return RefundResult{}, fmt.Errorf("cardpointe: refund order %s: inquire sale: %w: %w", r.OrderID, ErrUnavailable, err)
+		}
+		if sale.Voidable == "Y" {
+			path, body = "/void", map[string]string{"merchid": r.MerchantID, "retref": r.SaleRetRef}
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.AuthTimeout)
+	defer cancel()
+	resp, err := c.do(rctx, http.MethodPut, path, body)
+	switch {
+	case errors.Is(err, ErrProcessorError):
+		return RefundResult{}, fmt.Errorf("cardpointe: refund order %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	case err != nil:
+		return RefundResult{}, fmt.Errorf("cardpointe: refund order %s: %w: %w: %w", r.OrderID, ErrUnavailable, ErrUnsettled, err)
+	case resp.RespStat == "A" && path == "/void":
+		return RefundResult{Approved: true, RetRef: r.SaleRetRef}, nil
+	case resp.RespStat == "A" && resp.RetRef != "":
+		return RefundResult{Approved: true, RetRef: resp.RetRef}, nil
+	case resp.RespStat == "C":
+		reason := strings.TrimSpace(resp.RespText)
+		if reason == "" {
+			reason = "Refund declined"
+		}
+		return RefundResult{DeclineReason: reason}, nil
+	}
+	return RefundResult{}, fmt.Errorf("cardpointe: refund order %s: %w: %w: respstat %q respcode %q", r.OrderID, ErrUnavailable,
+		ErrProcessorError, resp.RespStat, resp.RespCode)
+}
+
+// InquireRefund looks for the refund by its order id
+// (GET /inquireByOrderid), then, for a whole refund, for a void of the
+// sale (GET /inquire by the sale's retref: setlstat "Voided").
+func (c *CardPointe) InquireRefund(ctx context.Context, r Refund) (RefundResult, bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	resp, err := c.do(ictx, http.MethodGet, "/inquireByOrderid/"+url.PathEscape(r.OrderID)+"/"+url.PathEscape(r.MerchantID), nil)
+	switch {
+	case err != nil:
+		return RefundResult{}, false, fmt.Errorf("cardpointe: inquire refund %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	case resp.RespStat == "A" && resp.RetRef != "":
+		return RefundResult{Approved: true, RetRef: resp.RetRef}, true, nil
+	case resp.RespStat == "C" && !isNotFound(resp):
+		return RefundResult{DeclineReason: strings.TrimSpace(resp.RespText)}, true, nil
+	case !r.Whole:
+		return RefundResult{}, false, nil
+	}
+	sale, err := c.do(ictx, http.MethodGet, "/inquire/"+url.PathEscape(r.SaleRetRef)+"/"+url.PathEscape(r.MerchantID), nil)
+	if err != nil {
+		return RefundResult{}, false, fmt.Errorf("cardpointe: inquire refund %s: sale: %w: %w", r.OrderID, ErrUnavailable, err)
+	}
+	if sale.SetlStat == "Voided" {
+		return RefundResult{Approved: true, RetRef: r.SaleRetRef}, true, nil
+	}
+	return RefundResult{}, false, nil
 }
 
 func isNotFound(r gatewayResponse) bool {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,11 @@ type fakeGateway struct {
 	auth      func() (int, any)
 	void      func(n int) (int, any) // n counts voids, from 1
 	delete    func() (int, any)
+
+	refundDelay time.Duration
+	refund      func(body map[string]any) (int, any) // PUT /refund
+	voidSale    func(body map[string]any) (int, any) // PUT /void
+	inquire     func(path string) (int, any)         // GET /inquire/… and /inquireByOrderid/…
 }
 
 type fakeRequest struct {
@@ -71,6 +77,17 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/cardconnect/rest/profile/") && f.delete != nil:
 		status, body = f.delete()
+	case r.Method == http.MethodPut && r.URL.Path == "/cardconnect/rest/refund" && f.refund != nil:
+		select {
+		case <-time.After(f.refundDelay):
+		case <-r.Context().Done():
+			return
+		}
+		status, body = f.refund(req.Body)
+	case r.Method == http.MethodPut && r.URL.Path == "/cardconnect/rest/void" && f.voidSale != nil:
+		status, body = f.voidSale(req.Body)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cardconnect/rest/inquire") && f.inquire != nil:
+		status, body = f.inquire(strings.TrimPrefix(r.URL.Path, "/cardconnect/rest"))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -464,5 +481,138 @@ func TestCardPointeFollowsNoRedirect(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the redirect's target got %d requests, want none", n)
+	}
+}
+
+func refundOf(whole bool) Refund {
+	return Refund{MerchantID: "496160873888", OrderID: "refund-1", SaleRetRef: "343005123105", SaleOrder: "sale-1",
+		LastFour: "1111", Amount: mustDecimal("25.00"), Whole: whole}
+}
+
+func mustDecimal(s string) apd.Decimal {
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		panic(err)
+	}
+	return *d
+}
+
+func paths(reqs []fakeRequest) []string {
+	var out []string
+	for _, r := range reqs {
+		out = append(out, r.Method+" "+strings.TrimPrefix(r.Path, "/cardconnect/rest"))
+	}
+	return out
+}
+
+// A part refund is PUT /refund by the sale's retref, with the refund's
+// order id, and nothing else.
+func TestCardPointePartRefund(t *testing.T) {
+	f := &fakeGateway{refund: func(map[string]any) (int, any) {
+		return http.StatusOK, map[string]string{"respstat": "A", "respcode": "00", "resptext": "Approval", "retref": "343005998877"}
+	}}
+	res, err := newFake(t, f).Refund(context.Background(), refundOf(false))
+	if err != nil || !res.Approved || res.RetRef != "343005998877" {
+		t.Fatalf("refund: %+v, %v", res, err)
+	}
+	reqs := f.recorded()
+	if got := paths(reqs); !slices.Equal(got, []string{"PUT /refund"}) {
+		t.Fatalf("asked %q, want only PUT /refund", got)
+	}
+	want := map[string]any{"merchid": "496160873888", "retref": "343005123105", "amount": "25.00", "orderid": "refund-1"}
+	for k, v := range want {
+		if reqs[0].Body[k] != v {
+			t.Errorf("refund body %s = %v, want %v", k, reqs[0].Body[k], v)
+		}
+	}
+}
+
+// A whole refund of a sale the gateway has not settled is a void of the
+// sale; of a settled one, a refund.
+func TestCardPointeWholeRefundVoidsUnsettledSale(t *testing.T) {
+	for voidable, want := range map[string][]string{
+		"Y": {"GET /inquire/343005123105/496160873888", "PUT /void"},
+		"N": {"GET /inquire/343005123105/496160873888", "PUT /refund"},
+	} {
+		f := &fakeGateway{
+			inquire: func(string) (int, any) {
+				return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005123105", "voidable": voidable, "setlstat": "Authorized"}
+			},
+			voidSale: func(map[string]any) (int, any) {
+				return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005123105"}
+			},
+			refund: func(map[string]any) (int, any) {
+				return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005998877"}
+			},
+		}
+		res, err := newFake(t, f).Refund(context.Background(), refundOf(true))
+		if err != nil || !res.Approved {
+			t.Fatalf("voidable %s: %+v, %v", voidable, res, err)
+		}
+		if got := paths(f.recorded()); !slices.Equal(got, want) {
+			t.Errorf("voidable %s: asked %q, want %q", voidable, got, want)
+		}
+	}
+}
+
+func TestCardPointeRefundDeclined(t *testing.T) {
+	f := &fakeGateway{refund: func(map[string]any) (int, any) {
+		return http.StatusOK, map[string]string{"respstat": "C", "respcode": "05", "resptext": "Refund not allowed"}
+	}}
+	res, err := newFake(t, f).Refund(context.Background(), refundOf(false))
+	if err != nil || res.Approved || res.DeclineReason != "Refund not allowed" {
+		t.Fatalf("refund: %+v, %v", res, err)
+	}
+}
+
+// A refund whose answer never came may stand (ErrUnsettled), and
+// InquireRefund finds it by its order id; a gateway error is only
+// ErrProcessorError: nothing was refunded.
+func TestCardPointeRefundTimeoutThenInquiry(t *testing.T) {
+	f := &fakeGateway{refundDelay: 2 * time.Second,
+		refund: func(map[string]any) (int, any) {
+			return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005998877"}
+		},
+		inquire: func(path string) (int, any) {
+			if path == "/inquireByOrderid/refund-1/496160873888" {
+				return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005998877"}
+			}
+			return http.StatusOK, map[string]string{"respstat": "C", "respcode": "29", "resptext": "Txn not found"}
+		},
+	}
+	cp := newFake(t, f)
+	cp.AuthTimeout = 100 * time.Millisecond
+	_, err := cp.Refund(context.Background(), refundOf(false))
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrUnsettled) {
+		t.Fatalf("err %v, want ErrUnavailable and ErrUnsettled", err)
+	}
+	res, found, err := cp.InquireRefund(context.Background(), refundOf(false))
+	if err != nil || !found || !res.Approved || res.RetRef != "343005998877" {
+		t.Fatalf("inquiry: %+v, found %v, %v", res, found, err)
+	}
+	other := refundOf(false)
+	other.OrderID = "refund-2"
+	if _, found, err := cp.InquireRefund(context.Background(), other); err != nil || found {
+		t.Errorf("inquiry of a refund never made: found %v, %v", found, err)
+	}
+
+	broken := &fakeGateway{refund: func(map[string]any) (int, any) { return http.StatusInternalServerError, map[string]string{} }}
+	_, err = newFake(t, broken).Refund(context.Background(), refundOf(false))
+	if !errors.Is(err, ErrProcessorError) || errors.Is(err, ErrUnsettled) {
+		t.Errorf("err %v, want ErrProcessorError without ErrUnsettled", err)
+	}
+}
+
+// A whole refund made as a void is found by the sale's settlement state.
+func TestCardPointeInquireFindsAVoid(t *testing.T) {
+	f := &fakeGateway{inquire: func(path string) (int, any) {
+		if strings.HasPrefix(path, "/inquireByOrderid/") {
+			return http.StatusOK, map[string]string{"respstat": "C", "respcode": "29", "resptext": "Txn not found"}
+		}
+		return http.StatusOK, map[string]string{"respstat": "A", "retref": "343005123105", "setlstat": "Voided", "voidable": "N"}
+	}}
+	res, found, err := newFake(t, f).InquireRefund(context.Background(), refundOf(true))
+	if err != nil || !found || !res.Approved || res.RetRef != "343005123105" {
+		t.Fatalf("inquiry: %+v, found %v, %v", res, found, err)
 	}
 }

@@ -51,6 +51,26 @@ type Result struct {
 	AccountID string
 }
 
+// Refund gives money of an approved sale back to its card.
+type Refund struct {
+	MerchantID string      // the sale's MID
+	OrderID    string      // the refund's id; lets a lost answer be inquired
+	SaleRetRef string      // the sale's reference at the processor
+	SaleOrder  string      // the sale's order id (its card payment id)
+	LastFour   string      // the sale's card's last four digits
+	Amount     apd.Decimal // at most what is left of the sale
+	// Whole: the refund returns the whole sale, which may then be voided
+	// instead, if the processor has not settled it yet.
+	Whole bool
+}
+
+// RefundResult is the processor's answer to a refund.
+type RefundResult struct {
+	Approved      bool
+	RetRef        string // the refund's reference (a void's: the sale's)
+	DeclineReason string // plain words, on decline
+}
+
 // ErrUnavailable wraps every failure that is not an answer about the card:
 // the processor could not be reached, timed out, or answered an error.
 var ErrUnavailable = errors.New("card processor unavailable")
@@ -77,4 +97,13 @@ type Processor interface {
 	Void(ctx context.Context, merchantID, orderID string) error
 	// DeleteProfile removes a stored card at the processor.
 	DeleteProfile(ctx context.Context, merchantID, profileID, accountID string) error
+	// Refund gives money of a sale back: a void of the sale when the whole
+	// of it is refunded before the processor settled it, a refund
+	// otherwise. A decline is a RefundResult with Approved false and a nil
+	// error. An error wraps ErrUnavailable; with ErrUnsettled too when the
+	// refund may have been made (its answer was lost): InquireRefund tells.
+	Refund(ctx context.Context, r Refund) (RefundResult, error)
+	// InquireRefund asks what became of a refund whose answer was lost:
+	// found is false when the processor made no such refund.
+	InquireRefund(ctx context.Context, r Refund) (res RefundResult, found bool, err error)
 }

@@ -16,7 +16,13 @@ const (
 	// TestCardDeleteFails approves and can be saved, but deleting its
 	// profile fails: its last four are 0119.
 	TestCardDeleteFails = "4111111111070119"
+	// TestCardRefundDeclines approves sales, whose refunds are declined
+	// (any card ending in 0259: the simulator keeps no state).
+	TestCardRefundDeclines = "4000000000000259"
 )
+
+// refundDeclinedLastFour marks a sale whose refunds the simulator declines.
+const refundDeclinedLastFour = "0259"
 
 // failingLastFour marks a stored profile whose deletion fails, so the
 // "processor failure keeps the saved card" path can be exercised.
@@ -119,4 +125,25 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// Refund approves, except for sales made with a card ending in 0259
+// (TestCardRefundDeclines), whose refunds are declined.
+func (s *Simulator) Refund(ctx context.Context, r Refund) (RefundResult, error) {
+	if err := ctx.Err(); err != nil {
+		return RefundResult{}, fmt.Errorf("simulator: refund order %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	}
+	if r.LastFour == refundDeclinedLastFour {
+		return RefundResult{DeclineReason: "Refund declined by issuer"}, nil
+	}
+	return RefundResult{Approved: true, RetRef: digits("retref:"+r.OrderID, 12)}, nil
+}
+
+// InquireRefund finds no refund: the simulator moves no money, so a refund
+// whose answer was lost changed nothing and may be made again.
+func (s *Simulator) InquireRefund(ctx context.Context, r Refund) (RefundResult, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return RefundResult{}, false, fmt.Errorf("simulator: inquire refund %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	}
+	return RefundResult{}, false, nil
 }

@@ -175,3 +175,23 @@ func TestLuhnValid(t *testing.T) {
 		}
 	}
 }
+
+// Refunds approve, except those of sales made with a card ending in 0259;
+// the simulator finds no refund whose answer was lost (it moves no money).
+func TestSimulatorRefunds(t *testing.T) {
+	s := NewSimulator()
+	r := Refund{MerchantID: "496160873888", OrderID: "refund-1", SaleRetRef: "123456789012", LastFour: "1111", Amount: mustDecimal("5.00")}
+	if res, err := s.Refund(context.Background(), r); err != nil || !res.Approved || res.RetRef == "" {
+		t.Errorf("refund: %+v, %v", res, err)
+	}
+	r.LastFour = TestCardRefundDeclines[len(TestCardRefundDeclines)-4:]
+	if res, err := s.Refund(context.Background(), r); err != nil || res.Approved || res.DeclineReason != "Refund declined by issuer" {
+		t.Errorf("refund of a 0259 sale: %+v, %v", res, err)
+	}
+	if _, found, err := s.InquireRefund(context.Background(), r); err != nil || found {
+		t.Errorf("inquiry: found %v, %v", found, err)
+	}
+	if !LuhnValid(TestCardRefundDeclines) {
+		t.Errorf("%s does not pass the Luhn check, so its sales would be declined", TestCardRefundDeclines)
+	}
+}

@@ -1,0 +1,172 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/keyset"
+)
+
+// Kinds and statuses of card payments.
+const (
+	Sale     = "sale"
+	Refund   = "refund"
+	Approved = "approved"
+	Declined = "declined"
+)
+
+// CardPayment is one attempt to move money on a card: a sale made on a pay
+// page (approved or declined) or a refund of an approved sale. Amounts are
+// always positive.
+type CardPayment struct {
+	ID                uuid.UUID
+	OrganizationID    uuid.UUID
+	Kind              string
+	Status            string
+	Amount            apd.Decimal
+	InvoiceID         uuid.UUID
+	InvoiceNumber     string
+	MerchantAccountID uuid.UUID
+	MID               string
+	CardBrand         *string
+	LastFour          *string
+	PayerName         *string
+	RetRef            *string
+	DeclineReason     *string
+	Level3Sent        bool
+	SavedCard         bool
+	RefundOf          *uuid.UUID
+	AmountRefunded    apd.Decimal // a sale's approved refunds; 0 otherwise
+	Reason            *string     // a refund's
+	CreatedAt         time.Time
+	CreatedByName     *string // a refund: the key's name; a sale: nil
+}
+
+// ErrNotFound: no card payment of that id in the organization.
+var ErrNotFound = errors.New("payment: card payment not found")
+
+// insertCardPayment writes a card payment, in the transaction that records
+// what it did to its invoice.
+func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO card_payments (id, organization_id, kind, status, amount, invoice_id, merchant_account_id,
+			card_brand, last_four, payer_name, ret_ref, decline_reason, level3_sent, saved_card, refund_of, reason,
+			created_at, created_by_name)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		p.ID, p.OrganizationID, p.Kind, p.Status, p.Amount.Text('f'), p.InvoiceID, p.MerchantAccountID,
+		p.CardBrand, p.LastFour, p.PayerName, p.RetRef, p.DeclineReason, p.Level3Sent, p.SavedCard, p.RefundOf, p.Reason,
+		p.CreatedAt, p.CreatedByName)
+	if err != nil {
+		return fmt.Errorf("payment: unable to record card payment: %w", err)
+	}
+	return nil
+}
+
+const selectCardPayment = `
+	SELECT c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id, i.invoice_number,
+		c.merchant_account_id, ma.mid, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
+		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.created_at, c.created_by_name
+	FROM card_payments c
+	JOIN invoices i ON i.id = c.invoice_id
+	JOIN merchant_accounts ma ON ma.id = c.merchant_account_id`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCardPayment(row scanner) (CardPayment, error) {
+	var p CardPayment
+	var amount, refunded string
+	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID, &p.InvoiceNumber,
+		&p.MerchantAccountID, &p.MID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
+		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.CreatedAt, &p.CreatedByName)
+	if err != nil {
+		return CardPayment{}, err
+	}
+	if _, _, err := p.Amount.SetString(amount); err != nil {
+		return CardPayment{}, fmt.Errorf("payment: amount %q: %w", amount, err)
+	}
+	if _, _, err := p.AmountRefunded.SetString(refunded); err != nil {
+		return CardPayment{}, fmt.Errorf("payment: amount refunded %q: %w", refunded, err)
+	}
+	return p, nil
+}
+
+// CardPayment reads one card payment of the organization.
+func (s *Service) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
+	p, err := scanCardPayment(s.DB.QueryRowContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
+	if errors.Is(err, sql.ErrNoRows) {
+		return CardPayment{}, ErrNotFound
+	}
+	if err != nil {
+		return CardPayment{}, fmt.Errorf("payment: unable to read card payment: %w", err)
+	}
+	return p, nil
+}
+
+// Filter narrows a list of card payments.
+type Filter struct {
+	Kind              *string
+	Status            *string
+	MerchantAccountID *uuid.UUID
+	InvoiceID         *uuid.UUID
+	CreatedFrom       *time.Time
+	CreatedTo         *time.Time
+}
+
+// ErrInvalidCursor: the cursor was not made by this service.
+var ErrInvalidCursor = keyset.ErrInvalid
+
+// CardPayments returns a page of the organization's card payments, newest
+// first, and the cursor of the next page ("" on the last).
+func (s *Service) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]CardPayment, string, error) {
+	q := keyset.NewQuery(selectCardPayment, "c.created_at", "c.id")
+	q.Where("c.organization_id = $%d", org)
+	if f.Kind != nil {
+		q.Where("c.kind = $%d", *f.Kind)
+	}
+	if f.Status != nil {
+		q.Where("c.status = $%d", *f.Status)
+	}
+	if f.MerchantAccountID != nil {
+		q.Where("c.merchant_account_id = $%d", *f.MerchantAccountID)
+	}
+	if f.InvoiceID != nil {
+		q.Where("c.invoice_id = $%d", *f.InvoiceID)
+	}
+	if f.CreatedFrom != nil {
+		q.Where("c.created_at >= $%d", *f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		q.Where("c.created_at < $%d", *f.CreatedTo)
+	}
+	if err := q.After(after); err != nil {
+		return nil, "", err
+	}
+	query, args := q.SQL(limit)
+	rows, err := s.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
+	}
+	defer rows.Close()
+	list := []CardPayment{}
+	for rows.Next() {
+		p, err := scanCardPayment(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
+		}
+		list = append(list, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
+	}
+	list, next := keyset.Page(list, limit, func(p CardPayment) keyset.Cursor {
+		return keyset.Cursor{At: p.CreatedAt, ID: p.ID}
+	})
+	return list, next, nil
+}
