@@ -109,6 +109,24 @@ func (e Delivery) Valid() bool {
 	}
 }
 
+// Defines values for DepositStatus.
+const (
+	DepositStatusPaid    DepositStatus = "paid"
+	DepositStatusPending DepositStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the DepositStatus enum.
+func (e DepositStatus) Valid() bool {
+	switch e {
+	case DepositStatusPaid:
+		return true
+	case DepositStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -480,6 +498,9 @@ type CardPayment struct {
 	// DeclineReason Why it was declined, in plain words; null unless `status` is `declined`.
 	DeclineReason *string `json:"declineReason"`
 
+	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
+	DepositId *openapi_types.UUID `json:"depositId"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -627,6 +648,68 @@ type DecimalString = jsonnum.Decimal
 //
 // Example: email
 type Delivery string
+
+// Deposit The money the card processor sends to the merchant's bank for one MID's batch. Every key is always present. `netAmount` = `salesAmount` − `refundsAmount` − `feesAmount`, and is negative when the batch's refunds and fees outweigh its sales (the processor then takes the difference from the merchant's account).
+type Deposit struct {
+	// BatchDate The day the batch closed, in the time zone of the MID's location.
+	//
+	// Example: 2025-03-21
+	BatchDate openapi_types.Date `json:"batchDate"`
+
+	// CreatedAt When the batch closed.
+	//
+	// Example: 2025-03-22T02:00:04Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpectedAt The day the money should reach the bank.
+	//
+	// Example: 2025-03-24
+	ExpectedAt openapi_types.Date `json:"expectedAt"`
+
+	// FeesAmount The processor's fees, two decimals, positive.
+	FeesAmount DecimalString `json:"feesAmount"`
+
+	// Id Example: 5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantAccountId Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Mid Example: 496160873888
+	Mid string `json:"mid"`
+
+	// NetAmount Sales − refunds − fees, two decimals; may be negative.
+	NetAmount DecimalString `json:"netAmount"`
+
+	// PaidAt When payreq marked it paid; null while pending.
+	PaidAt *time.Time `json:"paidAt"`
+
+	// RefundsAmount Their sum, two decimals, positive.
+	RefundsAmount DecimalString `json:"refundsAmount"`
+
+	// RefundsCount Approved refunds it holds.
+	//
+	// Example: 1
+	RefundsCount int32 `json:"refundsCount"`
+
+	// SalesAmount Their sum, two decimals.
+	SalesAmount DecimalString `json:"salesAmount"`
+
+	// SalesCount Approved sales it holds.
+	//
+	// Example: 3
+	SalesCount int32 `json:"salesCount"`
+
+	// Status `pending`: on its way to the bank. `paid`: `expectedAt` has come.
+	//
+	// Example: pending
+	Status DepositStatus `json:"status"`
+}
+
+// DepositStatus `pending`: on its way to the bank. `paid`: `expectedAt` has come.
+//
+// Example: pending
+type DepositStatus string
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1402,6 +1485,9 @@ type ListCardPaymentsParams struct {
 	// InvoiceId Only the card payments of this invoice.
 	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
 
+	// DepositId Only the card payments this deposit holds (what a deposit is made of).
+	DepositId *openapi_types.UUID `form:"depositId,omitempty" json:"depositId,omitempty"`
+
 	// CreatedFrom Only card payments made at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
 
@@ -1419,6 +1505,27 @@ type ListCardPaymentsParams struct {
 type RefundCardPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListDepositsParams defines parameters for ListDeposits.
+type ListDepositsParams struct {
+	// MerchantAccountId Only deposits of this MID.
+	MerchantAccountId *openapi_types.UUID `form:"merchantAccountId,omitempty" json:"merchantAccountId,omitempty"`
+
+	// Status Only pending, or only paid deposits.
+	Status *DepositStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedFrom Only deposits made at or after this time (inclusive).
+	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedTo Only deposits made before this time (exclusive).
+	CreatedTo *time.Time `form:"createdTo,omitempty" json:"createdTo,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListPaymentRequestsParams defines parameters for ListPaymentRequests.
@@ -1492,6 +1599,12 @@ type ServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
+	// ListDeposits List deposits
+	// (GET /deposits)
+	ListDeposits(ctx echo.Context, params ListDepositsParams) error
+	// GetDeposit Get a deposit
+	// (GET /deposits/{id})
+	GetDeposit(ctx echo.Context, id openapi_types.UUID) error
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -1644,6 +1757,13 @@ func (w *ServerInterfaceWrapper) ListCardPayments(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
 	}
 
+	// ------------- Optional query parameter "depositId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "depositId", ctx.QueryParams(), &params.DepositId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter depositId: %s", err))
+	}
+
 	// ------------- Optional query parameter "createdFrom" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
@@ -1726,6 +1846,75 @@ func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RefundCardPayment(ctx, id, params)
+	return err
+}
+
+// ListDeposits converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDeposits(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDepositsParams
+	// ------------- Optional query parameter "merchantAccountId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "merchantAccountId", ctx.QueryParams(), &params.MerchantAccountId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter merchantAccountId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdFrom" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdFrom: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdTo" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdTo", ctx.QueryParams(), &params.CreatedTo, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdTo: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDeposits(ctx, params)
+	return err
+}
+
+// GetDeposit converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDeposit(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDeposit(ctx, id)
 	return err
 }
 
@@ -2023,6 +2212,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
 	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
+	router.GET(options.BaseURL+"/deposits", wrapper.ListDeposits, options.OperationMiddlewares["listDeposits"]...)
+	router.GET(options.BaseURL+"/deposits/:id", wrapper.GetDeposit, options.OperationMiddlewares["getDeposit"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
@@ -2903,6 +3094,242 @@ type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDepositsRequestObject struct {
+	Params ListDepositsParams
+}
+
+type ListDepositsResponseObject interface {
+	VisitListDepositsResponse(w http.ResponseWriter) error
+}
+
+type ListDeposits200ResponseHeaders struct {
+	Link *string
+}
+
+type ListDeposits200JSONResponse struct {
+	Body    []Deposit
+	Headers ListDeposits200ResponseHeaders
+}
+
+func (response ListDeposits200JSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeposits400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListDeposits400ApplicationProblemPlusJSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeposits401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListDeposits401ApplicationProblemPlusJSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeposits403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListDeposits403ApplicationProblemPlusJSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeposits429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListDeposits429ApplicationProblemPlusJSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeposits503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListDeposits503ApplicationProblemPlusJSONResponse) VisitListDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDepositRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetDepositResponseObject interface {
+	VisitGetDepositResponse(w http.ResponseWriter) error
+}
+
+type GetDeposit200JSONResponse Deposit
+
+func (response GetDeposit200JSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit400ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit401ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit403ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit404ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit429ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDeposit503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetDeposit503ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4339,6 +4766,12 @@ type StrictServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
+	// ListDeposits List deposits
+	// (GET /deposits)
+	ListDeposits(ctx context.Context, request ListDepositsRequestObject) (ListDepositsResponseObject, error)
+	// GetDeposit Get a deposit
+	// (GET /deposits/{id})
+	GetDeposit(ctx context.Context, request GetDepositRequestObject) (GetDepositResponseObject, error)
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -4583,6 +5016,56 @@ func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UU
 		return err
 	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
 		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDeposits operation middleware
+func (sh *strictHandler) ListDeposits(ctx echo.Context, params ListDepositsParams) error {
+	var request ListDepositsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDeposits(ctx.Request().Context(), request.(ListDepositsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDeposits")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDepositsResponseObject); ok {
+		return validResponse.VisitListDepositsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDeposit operation middleware
+func (sh *strictHandler) GetDeposit(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetDepositRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDeposit(ctx.Request().Context(), request.(GetDepositRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDeposit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDepositResponseObject); ok {
+		return validResponse.VisitGetDepositResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -4946,424 +5429,455 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tkttGlieM30oGZ/9hUg1SIIusF1Z0TJdKUrtsvbVUsto2vUISSBahAjNpICGKlhXRnzb+z9edD3sD",
-	"T8zcx+yd9JU8kedkJhIgQLJKpR73rjtixioQyNeTJ8/r73xshWKxFJxxmbXGH1vsA10sEwb/Plsukzik",
-	"Mhb8gr9k72O2Uo+zfLGg6bo1bp1xQot3SMxJim95rfc0yZl6e0r5tfovDUORc/mEZvKxyNPWuOX7w0HL",
-	"a6UilzG/epYvpkw97vf7vu/7g1Hrk9ea5lnMWQbDoVGUlv/5JOasrz4Z+D45ZxFNySvZ8tyfB60xz5PE",
-	"a4WxVEN+KXIekZcivG55raXIJE3ORcRa49bR8eHhsOW1Mkml+vvyr2oA0ZQ+owv1t2k/ZUySs1yKltdi",
-	"CxonrXFLrDhL/xSqNzJ4geZS9EKxUO9wGcv15XqpGkmSsOW1EnZFk6ZmyUu2pHFKnjw5V0OcC65e+0N/",
-	"1B+MRiO/f3TU8lqSfriInLU8PDo+aXmtFZtmMYx+LuUyG9+/XzemT15rHmdSqD388WOLyta4NfAHo65/",
-	"0PUHl/2j8WA09v0fWl6LC9UarmAm6ZVqOsuni1hKFrU+edWvh5f+ybjvl75uveYRS1dprLaZZJKmkkW9",
-	"VtFgzN9quvn0k9eKo9a4Ne2Hg+iADbuzET3sDqdHYfc4OmFdf9ang+lBOIxGrOXhumcwC47L+ZSmMSVn",
-	"yXuasl/sG/N4+YKlIeNqsId+z/dV9xl3VnB4MOirhY1lgu1weqXGu2BAl2qquotLsSAPWHjN0vr2h7Xt",
-	"Hx8djtz2dbM/1S2DV6zx2ZbNyZcR3XjF3YFPn7zWOU2jF3S9YFy+ZLOcR3VHOBXvWUSWNJUkxZecE0wX",
-	"6uCqPkY4MXyArTG1W3rCIU2jBylVXbS+izOqHqVsY4iDvhrigSES/cqDtT4QD4S4vmZsqRY/5pJdpcBd",
-	"Wl4rYmESc/aS0UxwQ5VALppaZt2Rf9jvDo8Gx92TkwO/O5yOwsPoiB3PTtQAY/5exCG7UJ8chCfscNan",
-	"3ePpIOoOZ6OjLvXDYfewzwbRyfR4dkRHxSeWO108+67bR8Z1HcNM7YIlxWb3+/0+nPP3LDl4BWQxo0nG",
-	"vNaCpeGccnmG7BCGchQdKLJm3dF0GHaH7Jh2T2aH/e4g9KPj6REb0v5By2stYKrDk8P+oX98dHB8fKz4",
-	"A12zVK/cQ8opeTOP5SxmiRpRqleq9ZwzEs7pTK1pFGdzsqIZSZnMU45HESfxfKY2U589tSZ+d3jYP+oe",
-	"Hw9Ouge0WE34QlGAWsjhge+PTk6Oj4EzZfQ9ixTR2SkrhppnrXHLEFqVLl/RhDVTZUYTRhY0YkRwIueM",
-	"LOmaLNWRqaPRvu/fCZH2jy/7J+PhaNwf1BApkl4zPe65hl+EHtV6/aapEdepoDjzd4me+oODvj8q05NM",
-	"80ZyusB1Oac8ZEnCKlzOPiZ6/Rr4W4l2XtDYoZsmeprSRDXufh6a3soUNbr0j8e+ZXvmpT0YXy2BDi/7",
-	"o+Kq3Z+LhnkmxYKl52KxpHxt5SP9+JEWabS8lv1pmsZXc5nFEVsm+WIa8yst2Jgv3CNhnr1AsaXyMGUz",
-	"uK7N8Uni9wz2B+UorxXl7CEtJI4ZjWEVJVsslXjq6+P1eWfloP4sqKN8IdlCiRM/4Z/YZRIrCRYkqvH9",
-	"+/3BUc/v+b3++Ng/9u8v6fr+D3LI/3K8ejRIvz/ML3zx4oC+Oooe96++Hr37VolliUAJ2exNkrOp4JxJ",
-	"8oBes3RNHooVl2KltmfBFsLM/+6PZwxEhK0vkfvq+S6FWSf9ayqmCVtY4c8cQ/16xnj0ovIK47JoXf31",
-	"XUwd4RFPraX70rFF6i0f2udLxs159YjaBaIaJdM1MfRSw/8PDnuj259h+3npDGsyrp5Y/bjxcPrDsT/6",
-	"zMPZshyUnFPJUvUJagbVAxtRTv+0Mm+H+uXas7rJmyvn1lE3hsetW51gvRbD7oF/CUxPM6ovc6YHu880",
-	"aLoLEcVyrTW+0UHfB7EyC9N4CTswbp27YlLKuKRqWj/nFNQ4NS8lefNYnosMpP1RT40rF4vWuPXoDMTy",
-	"UJHWwaHSYk/6w9EAtIdK72YF3b4f6vUklEckYzJflrvuN3eNzUHX6p+fCg422IOD/dz/7ij868niwQH/",
-	"YXT95Hj1ciC/P1w+HM4f++9e3YqDtS7nlF+TtcjJTKTqvykx2nyv9V/F21ovnnePjo7VQt6ewTUdc8vy",
-	"7GmwXE8sGXcZ3pNY7WBJ5AWZloiZYXkZaceKdIlYxJJYSvaImRtSiR12p+CHPzoM8bhOpjnemyHWiTQ3",
-	"Z4eHl/2+I/pU2OHjVHBJIpZd7y+eJHmc9UQq2RX9k7ZZ9UR6tcnqnuRxRp7Di6195ZOCm91aRDmeHbHD",
-	"aBR2h9MD2h0OTvrdY3Y066pn6tHgpH/czM6GzexsT5nk6+vB4tnh9Ds//OvwlyfH9FU/ejy6+ubk5zcH",
-	"7OXRb1AmKRHLYHzgj4fDH1q75ZJ9jmmZ/LYcUzUYtGr9Lk/8Lk80HsD/O6/UfS7RL3Bp/lTcmi9oqk+g",
-	"e3Oqp101VnNzklUs54SaixLuSYo3JQlpGt1AcdhpTiqO+u8nfa+T3pLsg2zdzVnv/647/K47fEnd4SaG",
-	"5ZsYfvcyzm5KRmWb9A5j617m1E+30Y4+1hnR2YdlDKe5Pxgcm+U4of3pIDyIukM2mnWH9HDaPQ6Poq7P",
-	"+rMBPZgOw1G95wT62zZ5eMGyxcr0P+2pvw38y74/7g82BEPNoxy5MJVvUTj85LWeaIK2dLvhuwhl/J4R",
-	"Q/il+6bsuR76fXIu+JV6Rs7esw3ndetVHktG+gO4WvAon+WZjGvswsOuP4IL5LBgmcZDHemx/mlqj98U",
-	"Tp9m87BdI3Y888PBtNuPhlRpLmH3RCkt9HA6CofRARvM1ObwPQ6ySK8oj3/B4AG4SWcDdhANw+5oeki7",
-	"w5Oj4+4xPZl2/bAfDdjBbEhH01p/Nxyuiqf+yO8DjYcsXsomvlL25buOA9gecMYu2A/Y39mCpXFI75/P",
-	"45BeiVrv6qDr9y+BWrR39ZPXmjMawb32sXURscVSSHC0LhO6RntmmUsH6tAFY/BjUZ6tWErijFCSwhdK",
-	"+6ecMJomMUtJyn7OWSZRnFFfZHTBSGD7Cdfdb9k66MHpAxVYkW6aM1ibn/M4ZYXXJJyzBYUID54vWuMf",
-	"8cWfvJbEyIRMqksf6TvGkI3K0Ce57x+EHzV9qrGqMXH2QYLp4hP8zk5JypI/Tlrq+aQVkPbLx+fkeHB8",
-	"3CGrOQMPXspw0vbTU0KnYNrVHj7FD+CH8tRwAI03kWLaXb1m2b8m8SKWfxyM1EeDwzBPM5H+ka2/8S/e",
-	"ifjpu7P1s1f+6una//Ds8V8+PLsUq2cPxerZdyJ+cv7N8ofzi8OLd8/ePX/zevDDu8fzC+7Xza7lruvm",
-	"Or5kMl2fzaRirdXVfMVCwaOMSEFWNJZkymYiZUSmayVA0Csa89Lkh4Nte7qIebxQ29q3+wnSIUuRSpc0",
-	"pQsmNaGew2Jsjun5kv6cM7IUWQzxPIoaYRs8QjMyg8iZWPtgU/Y+FnmmifirjASKasYE9+jvf/v3emrA",
-	"49IjzxexhLtdNTaL08wQQiQIF5JM8ziJiEiJuuevGIllmRQ+YyNBEGyNWz/nyCM0N0MKKe3ogn54wviV",
-	"nLfGo/5AyQ7c/N2vOzcXhTu3urSXc2a1kzgqz2Vv6RUuIjkvxhxHW0/6TKQLCM/Jc3iz7qQvYrk52hf0",
-	"ipEs/oV5pP/3v/2bEn3IQzajeSLJYFQa/WBUv5xw/EqrGWED+IkdWszlgZKKF/SDpmDf93bSc8qypeAZ",
-	"hqk9oNGfqWQrulZ/hYJLkKI+tpzYtPtanvnDO3BBl+PclqkIWZaJ9DWn72mc0Gk1HkFJPsS+RliaAqnY",
-	"Wz1iEq9Ztc9h+eUojoCkU7YQ7xkQvHrjlMRSscFrtpQ9cqkEd3XoSaLUr55zXY38QRE2VBlI7gzYrlQD",
-	"g8QFyO5PadS90usFi1ls0X9LQWT8l/tFTOB9/DW7b2Qp+GSTuCuTRk2tR54JOVcMbUUzfZQjxRI0m4O5",
-	"kpVIr7Ne65OndvIl8u9b7qQ+Yo+VFJiVt1AfTjIV0Rpv1EWcZWoUICKB2gRaD5FzKg0folFEQJPa3OrH",
-	"8QfNvVRnJIkzCfEFSB3aOs94BC+Zq7xg7PASTLOsjf/YWuSZug8IJe9pEkdmfDr6sVDOfmzBXQljxnGq",
-	"2+Sk3/N9DwYPQgZoK0RbN8zHP/Z/6hW6YdHlFQiUiitTTvzWT58KMhyqc2nI8ILj0PS09qY9+AplYkVG",
-	"C5ooRsCii4pJ56n5gSjWZS8dZH5fbitUBz0lCbubAMzzS68EcM8X5pYuLwYwaSJyqS7kVJ2hL7oIMJQe",
-	"8m93ISRZiEwSJY9/2dW4C5Z0hsvgEZgNsfKPB0RU/K1EDJRJyDQV12q/0zxhpB3zMMkjkMXIopEaOz0S",
-	"4MoFZEGXGWE0nBMxmzEO3+pBXLM1i5QMpYRcT53SWGZkwbKMXrGsR86STBCKrCmEfZ6pgRX9arl4FaeM",
-	"tHWPPfV60PG0edPs6EzNLEIONxVyToJz5KNdlF0CeD+4TCnPZiztPuKhUGMNioa1kLb5yineXkrJCjHi",
-	"W3FLxkmYiIxFHWDij0U6jaOI8VvycC7k9yJPnzsKZFXBFkqJIK6K+VVG9uATZ2onSMpolBHBkzVsg1jx",
-	"alNLkcqZSGJxSvIMr2z3jbdxpI4imKWkuGacGHnEI4f0aHocnqCJozukg2n32BhAzG/u7T70D4rj80xI",
-	"bNXtbe9DNLMLr86D28SrPFsytFa5C2kfV/url2vcl9TOZ+bzU0USkoaSZPlSrV3jBN1NLb6/5QyXLIUr",
-	"XPCXVgQuXSL6fi/ea5hanNnTwxmLMiQi+5V1uPfQ3uKR1TwOUSM/e3EBNBUJlsGdO6fvWeP0XxRtWqn9",
-	"NnO/K6FNjTyh4fXGjKVaE7Fk6F3Qq9IOasaveQKuJlHCf7WxjrdxgErUQ9pBPVko3qY1RGDa2DitOf0o",
-	"r6BknSSgjqpT3Q5qD1SAfOqZkI+Fjoe/HZuynxc095pfc9V1HNXS2jNhnVKG4vbR/pCxqS1xplGmsmGZ",
-	"i4CyvjdtcSG7+MXd0NYzQbI8nCu2KPJUqbzV3XHnQS4isCZt7mtGrpjEmYPpC40NsHsv6DoRNLoU4glN",
-	"r9gtN1E6nxeb+EDdw+I9S0mfPI0fNDJEs4Vwb2/ISerT0h71HU7w0v1UCkESGMa+G7bE2XelEF388u6Y",
-	"QmlWiubsQsDC65Ffxgsm8tvqaVkiVmqVa9Zd/WQ0EJRUaUSk7m2vnQgVqVSbyVj6HkyqNMoa1NJm4bg4",
-	"ZsebW1iMbb+90613zXdfaOe2rMJXWWlVSfvAJ5m1xq3mIrFtdW62VuQZU6tMSRZfcW3NFrmkV2yMajXY",
-	"fUf+AZDSK5a+j0NWsbrcgpzyJrvNQyrplGaM5DxVork2lNQTUYbDISHlaK9RsrySECPTyjt1xrlY9QiY",
-	"dgmdKRUC/t0FOy/J0Kx7SihBYQGMHbERyK0Rv2LDV+sCKS6GewgesrIRyGEeet1uZf1xv7k7ytt/6Ugb",
-	"zV6RWHFPXRCSpjLmV3DVG1OZ9oyoJYu5S2ZfZUC0BLRThzbjjCRspqSvZNaNBGdjtQFoOmYx3Ctzulwy",
-	"jhrxLE8S1R/0JQlNkvKOBs6WBnvv6YZjpnZXPQK6nm5pNReZ9QSpE5ao90LK1VUCLhG0CmZ0xpK1ogjH",
-	"4eSMsmn/9Nv3HVcEbOGlEE8pX2selt3y3KVUMrBOVEXvFyztgqql5gibhTTBomYR3IjSMGt1JS4oX5uN",
-	"z7TVUG9QX29KiTkPToojcln9fn/2TCXrJnpSd3RCqoPRvLaYdI+8obGspzvQ16WxD98dCbzmNJdzkca/",
-	"sNvKwODzr+79JWjEIonMxdP3ySLmuWRZvVIehizLUJHO0PVXfHFKxFSqA0AJZysiOCOzVCzIi+evLsl9",
-	"oWZwH74sX9P9ghLc5okZ8A24ZbFGatFiNHDVzVibjbUe+J6l8WzdeNdQd1Saa04ZfhWrC/Zzp20scW5H",
-	"t5+2NpWXp/1MkDP9GmphSGm1c35l5AVtbCt9OCYPGE1ZSmYiUQJLRKZrQvXi3HDeRum/m3mn7L24biDw",
-	"GRjd4Hd1hBu32vA18JfHZs8xARe+RiOT0WsVN2ikZd2UGdYt53VHKt4mgfXIpRppNiZB3T4EHgnq6FI9",
-	"rzum8Lw85aBHnrsnA99vK35a2g1P/37N1p2tDPTNmzddRYyMS8XxWL3rVtNnOFcKrBIqIKrh8Gjkd8q+",
-	"XP1iymiy+OOktaTrlP08aXlohP/jxDCQtzBw+8Nbp8s/TjY5hF4QiDho9vdW/bvI5bVT7jPE67iQa75l",
-	"65cszzbya0GaGW+ItSm8a+Jxo3g2Yymk8Cndr1ESqLaizgq0EzvhIYMhmYs8zeob12fK0ABBAlF/aRdh",
-	"WXJwPKxO55rwYLr7HjVnrZQE1NWf67ujCD993biGJkyAw3uEJkpXWxM9ij1Ms+aLOVWyQ6U9FhET9tq8",
-	"BFtHsC/LcekO7pBy0Gazr12vg9rppxcPv8psHJ2Sp2Oug+tEWjIg16+L/dIw36cXD91WTotkq+IS1lF1",
-	"RHUoGxfpqZ4O0YnSt9TGqqvEhdTJ6nVRCOqHgkIg5l2kpEipbVoHG3qS2d20H52iK0Qs1aWWAghIKZo+",
-	"M+qI/WIn4Thr6QztM5ZEiQ+b66GefuZqqI/2XgClmdxg7ur1z5h2jqbkp+VjU39WNgKi1dxAuwWK16F6",
-	"O708m83sE1Vd01fFVH1KMsbInx9dkvsGVqBxHY0FfVE5X7deybu2rsFtxJX8IIWIyDSXzp5HgrNTEsBk",
-	"tKcVVzcgGV2T1XzdI4GaBxgHgo8vXj94cnH+9vXLJ5923SEBMVIO3IUb1gavqbnSggRoZl/FGQMb3Guu",
-	"fXYsesqimCJO1W09It9kVWct2nTBkAFq7wJMQtt1BLBfqsvL6Vh1WLamj1yasZMgCzULAqSyP8XYz7vw",
-	"eRe++3ImdUUsQXV2Qa9VdIj4awXgWTW6AeOhTVBQjwRu1HhAFnStqJHnSdLDYP4lS2XMasDTNgJTEYnM",
-	"tFySbqs4axWBsxq7vtF0HkvmkZzHUjHaWSIERLqpYSJ3R4l2o1mMe682dx7LdXl8JXC3jVbcGPKNiEdc",
-	"z1BElZhjgwq30ZoOLd9cPipBOEnZlXbSFY1BGPpmFGYh0f9Y3pzKguqFMH2XZlQEcovpOxZKNUQHv6+O",
-	"hgoO62D4WeAxIuepyK/mwHEyph13WXzFu/myiApG4yz+rrh8RmJJ2hh4ggy/aDzTHHHj+f2PcfQp6PTI",
-	"4zxJiKQfSBxlHslEGNOEZCzM01iutTyKBrEp5ddW9LI/pIxkUighl/EwXS/VPNTbnKHzBwGv9IUv5yxO",
-	"UZmYiTwlUXwV48VUPi8GwXAbA3CW+oF6vQJduO+n5hMXoa+Gwq6YNm5nHhja1AziNJOnTji1ul7sZkKO",
-	"QIzJbHuP5mscwSMu07UakaYvmqYU/o5r4pzPXDjISpzznph+O6KWC9C/OkUdfzMCj5szdtPZP1ct1U1b",
-	"w/Xt3RDsF3zoYvpVB/9G50aUDqMSNexX5cVsgAS0ixdRycDFWLeCTmpLdRxP1HFA4mrosAzxuE+HFRYH",
-	"u4qrWF4Ud2DO+bE77uFRLM7GDqb3gNblsSgyKXEPJVZFDLIesh5RP4N/qMxc4NoucRGvCCHbzUM20E9r",
-	"191pwpBweRTlLdEAqksqJUtVI/99Mok+Dj/9t7o9r8CsNq3KVxnRb5L22YOzju7YIzzmzJmeIxRYvNaN",
-	"oZzUDaVCDeVxeRsrtWuPHS67OSN1mCDS3HKCYn/xmrnZvpJA48EqaRtS1fSVpoFX95O8djIP/ZoLP1ud",
-	"3UMR86uumVaXZhAedQod20QrAkCz8Iuap9IbyntXh2m7UxrTKYXVEZmdwHj1cj/b8HE323cAczeOCUwI",
-	"9IgKj/fgHOsuSZCJhL1Vq5/GTApAaIU9o6nUgK3qzyQJ1X9CkS4FxroFSnYLuFA60yyWleQ6hO/dGLGD",
-	"51s/YLUDO1a+DPu7KbxiXmTjosPv5S4qkME797WCKbwvh9LnqP3o4plau1evnlVs4hqbeD82ZRGMG2eq",
-	"3yj3sQ3ueOfUKxyp2M3i/JWosrpUZnc8i2RgZmEF+F1srCRrbSbmcSXXFmKfjqxxRIUaXrOvkMG4BLMw",
-	"xDFIeof3vgGA/rjhO5IWzBUnVOFbmCDKNyi6CUh6J2nfUmarEIaRWag02NY7dhVlyE0hmaOcau/4LbdU",
-	"vQ70mdIIr2VVoHxtcqoqonaDPO5CYH9s0SR5PgOogG0r/pCF8YImr3RTP1VtJ6/mSqMTM2K7IDEnS+zG",
-	"Iz7mJpI2JRG2RHBUGH1KMxJMEO170tJBvyVM7n05XP0elFdJw4fvx+S03WpDYlGPwXYgEhsz6+ow7qaU",
-	"4cl38TSOTAw7rtmy8srsIOtX5jTVKabgF68zLYxdfdQjgYU7V39AhPnbmM9EQNpyziZcf8nR4EqzaxbB",
-	"Db8QKet4YD4D9F/1tQZijgLSnsWcJh24xKeCphE8hAbtmOKMJOD7wXd7Ew7sHbPiC3B7rwTIXgxQMQCD",
-	"PGwxoNU/dX9q9YqNctvYoAMHA7ue6VOEuiFSEEgeXQjO1op1Uki4HAOskQOPTS04NmlbAG1Qb3CUsDBU",
-	"Y7z3yCMAjLnG+EOarOg6I8uUZYyDKUFA7ouTDKn4FBhZQLwlkIzq2l6QJaEFpjCykGkKKUo82kdRWhgv",
-	"x92wkEubA+kRuRKGUWSenS9ku79XC6bX5auMSCGQX1TBXu5qWGewb19lBcw59p2RTJAZTcuDPVWMTPOx",
-	"iv3eQWL52JCW+1Wmd6AdfBdnVB2YpzSTLFU/Bh75+9/+vVNVHDbTlzNaMbZq3JfdxtsCpKRRHim6w1DI",
-	"JmtHBQRmPyGkgqG1aQi1226CTRxVCn0ucMjaIK/obF3wHHb2Ej4qMPGbi6CubeBy5ph6cM0lNOZkJdIo",
-	"02PJeaIE4AB9IOhBsqxvr6Ggyc6xIOwHV7TTJBfvh3yAobIJg8kCz5JipZiIe/b0wdDfdG6FlbDvgAtr",
-	"SNGFgwq28RlC7G8/+g5T/1a9/snFN/pYNpz0azZtPxHCxYv6WMtc0OsG0TGKQrrwBWk/gf8cdMAPV1pc",
-	"DTulu5oKkTDKW59q4bbqdvnpxUPYYbykFnj3VDwge6J07dy/RZWSK4hem/pzAZZVN3YwkRiVRFEkzchV",
-	"/J7xatGJ8nQ2YLd2nsC0gQs4XAhfMc4VK7Zc0feMxFLzAucW2KtXU2xhS7+KaDa4Xq9mN/boDsHH6lba",
-	"snqYqUxj9p4mBNABGQ/LAzDMzY7EYQRlWLPdGmCBe9ZwXOCkFJmdQDAaNNJQxX7Hxbio92YTr/CDWjs5",
-	"cBzbphFISrVDqtys7sDiiXHFBYcruafDbl713iqxHHc9HerakJcsvbtiQPVGrtM2qkx0E41K7Vmg0zzS",
-	"qzoRuEcCHFkw1jwJT/SUhtfwZqXITM9VA7CIiq7tU5Lo9U/bhPlXlgIqg3aUFqWhOHrLFEXlOMtyRCUo",
-	"iUWn9l3cDYgmychqvu64o67TS0pjd17YHD9sii0VZWFYavwEkB85IwGGZVeht4KKYmFoGr2T5qQSAVgr",
-	"9JqRQD0LesSE/lyzNeoT8RUHZ27byeCDVB8eY5IIvho7cfeqhU6PnCGcA0c0B8g6G/o+nnGL2ICwDHrl",
-	"ESlVYzTcmV5SI/qbQDFscVzBXPFsstDAGjWWCQ1ZVvxyYv7XOznpERCiA4B1CWDVkMrlnOmk1AIbJpao",
-	"M1ShYjciK4yQG+IbPXJmBuX7cOBoKFlasUk04s06OFoD399HZShD4jQOD8ytY0iPmKqZG2i6NhckijOA",
-	"1FM3ewesEmYKo6EzBZ2BFYmFkrYhZJZEQvbIK4wjUHqTsbER9oGGMlkXSB6U/JwLySIINE2wgFo7mLQ+",
-	"9NaTlsWlD8Ui6BBEFCkpxgsqQ8hfEzOrWGSa6jMS0oz1yDNzXrQ9CAnMg7gzc7JAXVATikM21sepnuh7",
-	"paUNeuRCEppkgsQR4zKexTp936o5enkMuOzSXtRF9QG4GjFaq6IibgUWtlKFMZq7ZDIa7iITr/WheyW6",
-	"jbRTL+tZ0gE7515kvSHj3ZqcX9T7cOyYwIuAuWHsgywWvf2o1z8ckpSFYrGAgOdOMfSDgTtyYqAwUJUP",
-	"TBuoLKpmgyYnEcA1O3M7GOyl2xoU5+qsvhYrxXL0C1aGTgAlMIA9R18bDOrUUO2CUZ6Z39EObpZPozpA",
-	"8FPkUKJX8RsIrh7FXKeuy3msDeoQcghW3cCgJeNFbLy15h41FIkwsOrX0i1qfr4JgZoOYdEMzvWGUzdn",
-	"Si1jpP39999/3336tPvwYUdxGXiordEhTRiPaErawcA/6Hf9QffAd4473mqB7iTo1FlSht0Dv2o/2ct+",
-	"UFWb6682EzPQ//vf/u3Q5bYQ/PdzztzU3lLuAhgClsxkig8Hg8r4He3codXD4Q50Rguats08Aa/gqEe+",
-	"bykDTiQ4o/CuhfsVQU2yfIFEhihsYkZSkfOoC3nI+bJtMNbI//5fxIBve2Sgb/QO3s/s55wmJEB5IPAI",
-	"SzIGO2l4Nt7tewcx2RIznF3wZQ7y9IJ+0FjmI42vqP/sN+66DXhCTO4Nb1HKGPKpbK6OpRSli6PEW5uZ",
-	"6y6g7xKr3YfX3sRWIcg0Vqo0HytdIIijALMNg1KkegBp5uVI+logE/L3//E/FcWSoCmGPTgtmoHMnJpc",
-	"liJnRTf3ZQwoBej3RihsrgadqVFF6qJEZ5fdztJ5Lo+tQA+vHM3d2jmr1fFAxVbam9ISpHNSlewBrs6Y",
-	"X4MkBHgUHNEAegRRljGSQ90q4wKvAr7gYlUaOY6qYZRWs6+o53VKdlURt9q6Xe6KgLIpjFel36r44Ny5",
-	"+mgWF4rhcnpB6xRro5fUOaVBvLVah/Y0t433xPIywB2NJQkF4IOchSHDQFvFsb959fyZ+VSkzjPtmbUi",
-	"b/Dfu//a/tex/+uP/e7JT5NJdK/T/tfxZNKbTKI/dP71vwWuzD50OQhph3MWXivVTYMmm7sdM3rSTAnZ",
-	"laHMwHGISlapNWDz1Z+FEnBXaSwlAwATCxphHct9duAfI4n1WXfo+4GHuu4MsjOS+Jqt4gwEEUhPLG7m",
-	"On2zc6p9Z3PKo8Ss5TTmNF2TWSKoNJ+hFtwjZxrX0aAIoiKSNawYOGX1Ekk9SBCK4kxj+BX4gSJdnGo3",
-	"DISMKWHJcWYF1ZSAHogSgjOtFWuSw4WH6hUONxj6JQP3dhLY5Fs/lYWqd5ngPF/0DFE7v3bjxVKk0qB6",
-	"tsatq1jO86lSPu5jWq75T8zVcGhyXzcHJ73swNv7tGijrUUbUopjRmI5Nu7G0mnw9K6XaBUAQsDtygUJ",
-	"kxjBwmgEdo4iKN8ljh45g0OaAfycVVNdFyKopbBZk1bQOTWnOWYYTm8PdEFB6KY1n0MUvSAypXGiju8v",
-	"LBXY6GDSCjwSTKCkCARaEAMrguYdRK5Ud4mhpAYauj1h/APJYoe+AxdNkXX7VVaj9bSlIEFZEe8UqlD5",
-	"Z2D6gYEcBHkREDen2s7TadRbalWWjZv3a0YTtQ7V6bxkWZ5IZBxqyhB6JxBAS0ccpmLKNg1lWZPtU1wH",
-	"7ljFdXmE4npnEItuuu5a0zJv7UE1QkO7Ar3XIW4RdMdmqaFzaeYYWKrxEaRdNmQ6cb+dsbN9WPYoIFII",
-	"r+JjtzYWrdGq4z6H3HQ054GEjkGriD+pY42LWixo7zMjgoYFL+W3qu3yTEazhy5BN0f2FCara0zKOVv0",
-	"SKBLWgXOpI1yQv7+//+f5o8XNEav85cN4CibS8txEU6IhikLdkeBZ7mNL7bVNusCM75ojIgOYC+Hh+hR",
-	"FewFgdf1IL1Nnm/CRoA6lBYL/Bkbw9tHx5SasAKvtMEYSaUpYqyDgnCcU0ZW6poCYDiRJCyEcMxPTlG0",
-	"u1qKRvqrbAepTnhJ40jHyThV2TYscDrjHrFEYxv8YQIu7MdBrynqZLcRsFoDbjMORBTnErLowAnKTVQK",
-	"Whyu2forjPXvbB3k54TlgCfILEVDIE65TN2dBOLAAmjshViegkVAKdo6VAQF6cblqOCwNNbJa7TO7u8N",
-	"2c/rcbdejhsY1vfueB8T+WeGO9zI9L3VMr1/V6bSYK2E5t67EFTqVSM8AJ/9ikkL/1BjrkaPZJ09uXNa",
-	"ERQqt/4aRXSMqIsjcMDoKiBkqWistOuNdlIlCLgmbvdGcIz+kBIDcg2W2lDS6U5D963N2o5svJ3Z72EK",
-	"V5dfpM3hXuGBQ/+cYTKgq8QRj6/mkry+PAeT+GblyGYbeLm65K34erUm5UaygzVA2GgWW5dUf1QXY7RR",
-	"IKdaBqc+//bi82oM3TxubpsDQHuiqUS2vpEOvy3Sblt822WaMzxQlK/taupQQtdMGNIUcDo/M/7NqQRa",
-	"R6babWCPaVQ7c3KGJc5ijiL3bcz5kFKzw1rf4OcoyBBeOCVF7Rgl9mcsec900AV31Y89aTGJm1Jtjfq7",
-	"AU9C1/c/ArrZp8BT9/rXl0+fYOi6QSIufAmqIURCUzoN5ZFYkDaVJGEAFzk4JtNYZh1jT5HlaluFD30G",
-	"Gmwo0kiX+dHM2I7yVLNLS0FaHjF2F4C2AcvAjIYM4gU2Lq7PKJVanL803of5lEurbuw5BDWiwlBGwgIH",
-	"SEVi2lbNcQ+3y3Yfkfr9Rp6fu3D0XETObMtEkX3pyNR6lxOaYGFQ6uqquIcqGUU7I1rj7UH1WgtD/Sxh",
-	"FEKwtMog44QES6PB3+7mK+rkbtaP0zqzG+PtrH8ZteL2rNHkzuzBFm/q72pwbO1eFFNydsO3X/ylCyvi",
-	"mwWItF6crbmQ+8e5NlxWTjCFG7xTzm1QPM7EA4HDomKtbBJLgQGv7mBjX9no0j22tlTpty67wmJGGl9J",
-	"KPIEs1qmNrZJaQIILo1RydnmPqiDpO4K7Gu/7dAlh5szX/TFg+DfapBoXfw5Z7nOeDNydSlJR6dasSrX",
-	"uImCvtfooSBykyrVNPot2lExBZ30UpnJPyYEZ78YbS16bYvPbg61Lt3Nm65hxyNsvcSOKbMwotUEVd+l",
-	"C9nssaXV8oHa5mM2MekVFahggvaSqgSPN8eClw11m1YzLWluavtbnAIgOdemV6qZ2FgMbWZucOCRtiMU",
-	"d8YkMO5wbZQ30T2BdfRllaTkrBIWbRMtg1wsEIXCKfJvml2GZUwR8qRJlyFXgmU2DKdcjlM7oY2qBMdP",
-	"2wXUEigxdtcoNi39pTdrbDvmZ0BVA06mx4uqV0MEY4mbjQ76/q2iEp2BbLJeKq32ozZiJtKeCfpqHMn5",
-	"nM5ifkWiOJuTlHFJKyGrJq5qWwxaUXLzrgzjf9EtnjaGkQ8rYeRgDTfUencDeZGq0yNm4IBSzZ82j4A8",
-	"1QTNrqhJvY3iDIGO1K50UOODDQoFl2k8zSXLbhhcp4+CFJImOGtRIyC8BjTCGVkwmuUpQ6u7hZF5dBZ0",
-	"9qLUR2e3oNN8GdYO6D1LM7VcqYjyUCIq4T6D8A8Ofd8fnPSHo8GNh1O53dxBOZTr0A4uqFfhAzirHewY",
-	"4xJvwJOL+pbqcnIYcgZxQvWJKNvZdF20UoVl/86xf+fYt+TYvwFe/TuX/p1L35pLN6Uw4vMygx5PeJcE",
-	"Ysl4MC5iTXQ0LuKyr5nswVtLmsq3YHgaO+wNindRY7Eyb8JLriUrtoYs0g5QtYAolYzJTo88jjlN8NvC",
-	"Fz52fOoY3A3jBFdeMRbSDhy9I/AmnDiNoO4RQDenZb2XQvBrpk3Iai7FOCYcKijHAHE7Nh3//X/8z1LP",
-	"+u84Ck4rr6hHE66f3d/8yHH4lyBs1AegeunXtRrmalOV0Kslq/WMf7O6rg2oehQNRqP+CVnm0yQO4XaE",
-	"eijH/sFRpyYiKKkLoEyuRBrL+cIjwaPo4auzUnAYPCkPEh/VRhW8r3Msp+8ZNA1DrTQOz6rN48Na0Ica",
-	"iy4U7YsAAlkbwtA/gaVlvspIcK2NqzVQav3abuowrlU36k2PBM+/fVGaxvNvX5SnoB7Usa+s5qp/nakm",
-	"s/iq1GQWX1VyneOruiY/NLh6LD14ZEozdjjMU3Rhi1ySJY0iJVNVwEN//v7s+28/nKez7169Pbpcv/nL",
-	"18+vjubh+xd0GT9N0tUFpS/Cr1+/FDvDA6+B8SlyUCPEffOA+nAR6rjdN6vrWnz1b958S14xiXR9NOof",
-	"dWw8mJ2kdiFhpa9SvZ4aXCP1fv2qZfEVV3wSU5k5yTN26kSjq5s6ylOsRA8FaYS0vtS9jKnqGG/gGFfX",
-	"Tg2vboGeiGYAcetTagPkU6eM/bUDXipIWcjipTRoqiUA+wq6qg6/+EKo9kO/T84Fv4LU4bP37O6A7Ys+",
-	"4A3SH/h3CXd/lmcy5q27DO4adv0R2I4Pd8RF7IsKe64rw9cFMWn/4p+m1vU4Bc/jvnFMdXz5iWhAHx+x",
-	"45kfDqbdfjSk3eH0IOyesKNZlx5OR+EwOmCDWX8f/149dqLttiYUbZtjdRNM0XGnNCWvWb9htRy4w1dn",
-	"A3YQDcPuaHpIu8OTo+PuMT2Zdv2wHw3YwWxIR9O90sTq47bAjlzrKiuitvy9aP2WRRmO6u9Qh6c0uMOX",
-	"acx1cSf9snH06MxjtYHBjh3cE3L0TupD7OurMBRonBVeS53UH2q37+Ls2RkW0v0F9nGDZs8WLI1Dev98",
-	"Hof0Stwthvyg6/cv+4ObMZg630vlrHgFyqWeuOOjcF0OLpV4t664sYn6WyzJtpu0GRwGkkE1NIzJDQ0A",
-	"zMIpXJdhXTIoZZaV0V/gA3A16X+WsV/MzxtbWVNiqnrVP714SNrVeAWizTJl01WnRy7MUGlaKqeGya9T",
-	"hKkNatMH7uLmGtzs5qq7RtQ4MVCIxKbceQw1jIINj1/wZQJJjHTVdAtY6csEuExZIviVEkG/zM23R2RL",
-	"LUHcLKzlN3UB7sV1nI2yMFuWius4QSPk61kFkao2dMYAXakzZCJGx86ya5NKgGYNSGVXP3RNuI4ttrMv",
-	"fOs/HrQVsxnBcvQPzrdpQGXdL6+miZk4DZe2qCqi3hUaZ3JjhOsNcLsvB05ZBO82RuWSlUb3KkPD6kAp",
-	"yPFGU9te0bs74+Ssj4UWG3+H8LNbkCfVCZxjpXQAoPxCiJPNYIxlRl2PyGjDcetW/S5xGAvKaMJf3EEC",
-	"e8E2oFHIRNxYsMMGMMT6+BUX/LDCjWr5vUjlTCSxMILW1mpsUNvaKbm2NF/vMqgk4kq8TnfZSeKb3Kkb",
-	"LOqu9Eo91pqF0BBumjGZUUEV4CuxZ50IWw0k4r0648J91VZvCRFiNw25rtf/bTXgPfT/Vn3YaJSHtbG0",
-	"+heSrWIZzkGQ9jBWFWMzdcH4/QJmsbGGsmZ7aJkbpLwtNk6rY1YHM5vuTHev49KoMQkOmPsxvwILotGf",
-	"Agumg36eMBGZTou0PhL7JZSc0pqRW1AaP9pXhWqMPz2zcb6RCHO4Z8CmfDIcHXW8otypmGn3PqJ6iFxm",
-	"ccRIcF/QXM7vY5383oTvLB47yX3/ILyOeQT/YhisS9QDsCWLGQmgBL0ud9Qe+n7Hm/Ag56onkca/ACDp",
-	"0O93PBLMRDqNo4jhmwfqEReyOxM5x7eG6tGCybmIuuoXmiRixaJgwttDf9TB9PVE0KgrhegmNL1SOu2w",
-	"D03VV16F30f4u1u6VjU5GKjnTRVyze+pupCTeBFL/fREPZ3SqHtFJVvRdUDaI39g5m3qdsPTg45WwBH+",
-	"AZ75HqFkml/pYhFljmoK2NaGLczpcsm4BpKEdGkptG2kivJeZhuP4w8FTkxmMAliDfuCgBwW1cgEx9Ar",
-	"GoMitGmeha+0oRxckjR5Ub4YDAPZLFdSYRXVoJ0ESlIMfX9MGA3nRMxmjKuzhYP3NPCNxroh7Uo0uafR",
-	"S38c/NSz4ToeCX7OFbuGXUQUBDnvxVHQ0Zg6SnzVAd3lpftYzaz9sQW4GVOGIDhxpJMrbW2mTzVcqAnH",
-	"Qt2VX19eviD4wqZ1cuj7NSlTC/ohXijeMzo5gagT/KuvXt5Mp2ooEPNqLlJJdHFljUCn5MYizVOEYZ6i",
-	"2Gb8VUW0upN5x3EdNN3U1qiprb/2SkIe1euXF5X2gcF4ezOlvTKmzNcFu9q8r7cr7KYMtC57Y28ifWRr",
-	"bx99RdZzcoj0cOrbzGnpYq71+zWuomlP3+Bu0Ril6+PltKcA8tCBu93Y66bGNp2A5tauWxmUcRuRoQ2S",
-	"PHoBAVCbPBDq6jFwzmKJfGerAYGvbxLh5H00V/peycubSv/XYkUWeThXbBnH72FooMUqGjvOWCdWq1JM",
-	"Rj8FDg8Q1TNpy0fBUuhUGI0pOSY0SdB/rN/u/eNAjNLmSiQ2jdURvHUJEjPFbTF3zzlUdCvi7lYuxE5N",
-	"+N3uaKcNMny1Dck/NOayAlyHYh2KSo4/JNzXmysJ3GhQMsfbMH7Bvcs+LOMUKyFBO1PIQk7ZzzX27Ob6",
-	"PGB/g25uV1gHR7HZ7iM9uow8ffr991WorcHxrc06darjK5tEBuEw6iYKHj568ujyEbkPS9+FBDM0OpbH",
-	"ckL700F4EHWHbDTrDunhtHscHkVdn/VnA3owHYaj6J/C3AXz3GpiQuMF1Tl3d2hcgva2Aaog+cc6Jyvc",
-	"x+DU2WFx2sNG3lBmQlNssWLlCdRdOpdK8XmkhNdac/nzs1zOyaDna70JdKvDo+EJ+c//GPWULgBwjGDL",
-	"nq6r6tTGaWX1HQUxyktvtbyEWpNHhv0D9f9GFVXm7VVKuXxrVBmlXxHbBCL6aQULEUWEeLugfP3WFlBA",
-	"jcXVVysDgADPuv4w0czpSO1Xtf1qhbrq+7W6w9vdIdpgtl2lgl9tV23OEdRQ7QTj0tQhxSyy3k4Cwz2q",
-	"G1Uj/WytZoHz7oYpg5RXmmQE1rNHAvzpbRzpOCT9d8bClEm0s8U8k4xGSrmA+51mqB08oFkcVqZoDHia",
-	"5sCKZ2SiMrw/mbKQ5hlzAgsZj5YiVj1oaM5FnGVQOyDFNTcJl7HMWDJDHQmPh9YY2xtk3Ey2nR65xPoZ",
-	"BspRXXZao1ay0oEPcDWLmOeSIXKN3tUixKpyE5rFrN8GU3stjkg7WFy/DchMoClBHdzBkCRMApap2glk",
-	"5xVGtbh+O3z88/EP08sB/+vq6Mny5Un43UH2bdR/Whsj5W7m9jHhO2pcWWVcQ3+PcWVvfz766/vBk9XJ",
-	"y+vhJT/+YXnwdXj4zaz/YDF6mPl/Xg9e06Nv2cmbD3XjdA73ptlR67WGMh0irly2my+09pK29PnJloJn",
-	"9fCKbuBjhf/2O7WV8FmWvYXX61f9mzeXBZJmRoIzbZbSVUQfMJqylKBK6bZWq1qy9Tfz6Z/D+Hn8zeMf",
-	"Hr28/Muri+xiIZc/nF8cXry7WD1991o+ffhUPn34KH5y/o3P/nqm3p1H5/Ln6OAv8ewvPbb+5pfozYV6",
-	"LGn/2H/JHw3fLL55/XQx+j76JXoaPr4Yfd///pfQl9dPX/vqk3CQ8OnisR/99Zta1E24CFn2Nq5Zgifx",
-	"jEFsTswV4QkeZaR96PtlqjqsNxy4xvvGo1ay8IMOIlY8M3hqX8bgn4Vi2QDzhBhuS5YCRxM880jGljSF",
-	"qJHpmmRLzIVxh2Wc2b33MVtZ+MMe+t1taIT+2SC595rqsAL5NByxM42AiWRXMiLjo/Jtqp/tusRKp6A0",
-	"gBJxmHXb3NjNuw7y9bFC8St1ieBxm8J41BEq/npsNuubN5etWtRJ90hj1kRJcPLsXbf1cJZOJTmDg43G",
-	"b//wuAOBz0z79CC6/1Rb55QScej7hvoxzQgMXTgiINkABjQILBhl5mGRWv0ZKVhdD9ZRLUlrrJeg2KC5",
-	"lMviOoBruwbIRslppSUAkXJszoy6tSigZWvBmmrDrL45aEaWNMuULORZkUHMdkoYpga0iNblScAwN+aA",
-	"S1KTV2mlZH1JO9fAmLAPGgG0AFckbTMpsDKrwXR0Tb6+39WXfolK1I6UhWvcNUW+KDzIuqN+qi3GS5bq",
-	"+FnGImRFgGQrNXAIQpXj/HGlCsIOPGMdl+KKyTlLlUZTbtcrMEtVu3Z71F4ViwH1lGN+lbD9CVtnfFig",
-	"d1yOkKYplHQHWi0m7JGMyjiDOktTIeeAvpOIlSMhnTtX9PgjMgBzczpsTF0UmYQowM3IPBRBnOLb9qOX",
-	"2rGcjWHRdH0rGtWW7AamW2ampl/7XfFzq4AE0ozYBO0xz+BiRzody0YzerolKG9ta2B95YLTlBrWFfnG",
-	"2hpZhr8tvVk7WhtESWu/ta72htVyLWM28af4yt4l4NpuueehJF3hMf30CQD1ZgJTcyFOvqjO30KLEpxI",
-	"LaIrrQ8aNv7tZrNfluUs2/TV6DbjrMjeg8QSbtehq5F81VnMWPo+1gEgdtaKkZs/IFSVTni2ziRbEBpK",
-	"cPqIlMTSoE5nbiZ3m5J7FRTuex2MDK2S8IS3MVyUSl3tvBRiqmeyoNeqhyIhDzsnYLvTyLhSaLAfKbwJ",
-	"x/xxWwqkUrZGyRvoHDJVuLSLqUee2n0HSpJzFqcTbskfFlGdxlMbvAH14LjSDcwXG8QTpwX5GK7klKp3",
-	"zyKxpekdNDq2wERDxR2tg1lXdFjNRaIzc2kokR9rkD009GRkyuYxj5BXOgCiamWCCW83I/Z1EHkcGlFL",
-	"vmRimTC8gaEKnra0nb24wBMO8YVCTrjhwxGZs5TB6P/lX8hZSVFWD/s98mjLxaRUxL//7d9BFIErVulm",
-	"6oG+p3j1eppwQkzFytJF3t52OwIK8cJDoACROrp9pzfhgx55pfjaTVUUuJ/QXwfXlT4KvQk/UMcLh5xQ",
-	"pXbfu9f3tZad3btH2kEhHY6VkITlFvIM7krEdcvmIpXJ2lRHiXHq+jsPyweIqaQQaMTZSt2Ip/bmWhbj",
-	"weAaCXiHPAKALEWhMBHVZJNt4N69XdYBNRMapiLLLN5iJtXFAO0avwmyn46mcAcBkpZFSY8Ecr0cEyr/",
-	"8G4lg6pkicmq7YAmV2MUNIPOKYllNuFuMh8UkJS6+FNvxZKkC1Wc7r9bXWe9d5lQMs15QuNFNiZBnCFS",
-	"eh5hwMkUBLgJdyW6diEddjwSiPQqIO1KeJX6Aa541UxMwSbDPizVf97JOIC5P1LHU7WDeKYZyLhwxMpK",
-	"E9Thopm2+qDg0COPagSsCTc1QgRnY9XHr+SFbYv8Sp4waRVC8uuE/9rtduH/1JtB6Y4N1Ot7XrKk8j1e",
-	"EaqFXXLC6XYZodqwLvxLfiV1coJ+uyzZbM6j4O34fkkAs6+DBKa7L8kP2PtNBAjTT1Vuq2tpu+CmWprw",
-	"p3UxfdlXSO8gohZfO6SE5vJ2sZr3Am/Cq8vlVRekU9x8po/iJqy0ri6Xymp5dRPHw3/v3tDv37tnTZ84",
-	"9ODNmzdd5+JglvGqe8CYokZ+B9ZKxz7JOcsYgYCAbDzhwVNtRXVvCzUUEyFRfX7m3irIUyNYHXNBpey9",
-	"uGYRKLz631rtwdRggBbfeNsgKh5arZeoa7DMHHvkucu2tcUNtDL19zVb41RlutaRQGbxDpzFA8hbsCur",
-	"RSCBc+6NhUKzrgDDJAJQaXU1elyuCS82VHGw5y5Tc6Lv2nrOII/ael1Uv6K+PrV/RSya8BJ3vGKIrGAn",
-	"i/6SZ0IiXqz7cqBkyyWVcz1YyiuN4U0LXvxyBb8VN1n8yPpLZwX8lvctpWp6/Jd/IeCSyoA77wzbwyur",
-	"OQ5QkY9D+ibw5Q9w53R0/V4wy6ubTu0a3DlYrgO1Yb1TajXVfvv37k041PUFoCBd8NojC7qEkgh1YVpY",
-	"INqJqSIPRLQ28Wfo616rPcJKZLGxdOyI6qoP7+p4BMK7JnxJU7pgaEHPTNAXSk6qfSMxtUvhYB0P97ry",
-	"MYSIbXwLvMYEj8FyocqO3+C/9VfPSj3qny6cYMNv2VrTQBGISUlWREUpWed2IVH6GoZAzV9NdNmvkJaq",
-	"9si9hO1F7AZy/go15n4lZybqzi6OOjU4F6yKTiiURT8lGWOWOHrkTNELxXBUMFuUYFLhrrGbPWWJWHX0",
-	"faXlQHBSi1ziUI7Jr8QWiw8VpWSJWLlH0GIs0ig7tXAxKPJHXpFzpziZ7qkco6q66ZNfiebhHtH+LQLY",
-	"QMCakW94mHBrmbFuzYltVU0dkJIQtDCtijKncUp1YjNOPKxqZkh+Jc8EVgpMWSbyNLTFu2vrhmKhWfOF",
-	"UBIzNlwTVQs9jPTSwhFgH6CA0zSXsFNFhgR+XQhG1RjcX8mwf6BbMgI/bFasq0r0ydP4gV34+kBd1cjI",
-	"3WmtMpT4GfAx25Ab0au+HwzIr+Q1VwdSChFhZfOQcgPPCxnKYnVqWF+J4ZGMrslqbna0KS7YdHPGSVA9",
-	"zjpGCeIEtA0vimeQ/KIXRFN5KaZYtXiiJi4EWVC+tsrQKVnRWJLgJZPpuns2kywN7J2OLZXikH8lI3+g",
-	"V7CCAYce8Zqjkaq2dUkPezCKIGbVpNlZY8PRC5qiqi8zSLSa0oyRd3kmcYGxWQRB3jb+IjT6V4gGUzxn",
-	"ml+Bzx/MMmrIrhKJogeL4G3j2hYzHS2nQYNBYj1TOhFyn0gwpCWgcDQiFL8Wya6Ecrzbq7KDtfBO+NAf",
-	"QlnFGCtowfuZQ2RQyy4C0xZNlMbPIpLncWQldHXSTIVtYP9fi5UDSqj0svfMFvJYxZiZIm14wVcZiYRb",
-	"8RHKikLmpua4YS4nXMxmhdqeEcUBTeJbMbBwnnPFyBgPBVzf9ZX+VauBR+iEQ/v13PcrY5tC1k3aBz7J",
-	"bMYXWpBsuTzdz7GHqi5nMax7jEo8oWT04QPCKJaoByVhXChrF58KNdRzwSXjsosxgUaFBtisGUu7j/QM",
-	"nermwhT9kHOD142lEZ0bBVI39OoLztGaOeEob/X7A/Kf/3HY6491MddibHDdZYv86iphhR9J8Z8lVZus",
-	"yOTDutMjz9X9XxbxUK8wMraSlnbEXlhJ8pJ9kGDhYB/UxVrIXFpEcoQcz0guHYg9mYskgtV4zeNQRGys",
-	"zlKc6QxeXExbOcco/PoK98h0LdG0q/7hoZ1QJKXKuGwh3sVw8hY0vc6XJOZhkoOg3nYjxjLCspAuFdF2",
-	"egQ3MyOIEaDHVq7fqx5ANAvU7FBncC1Z1tOLsCl8YJzalIbXdh5OsV2nxO4K6tMZmQYlVDCpoojbDhZs",
-	"IQqR1P+p5xjIi6SDElg3qHdNsuAYh45j1kZO8vrycRdOiV6XiCSKirI8TYVi/EoinbQmkzw6hiTijnVI",
-	"PXv9pFgpot/yfXxLHSR7ZC7h/tViXYlhgkydadhUuKwBQkyfof7IEB7ODnSYhzazGSOxM88pEOs51WHR",
-	"7kv3Kvk84Teu+YwWRmSRS6r07Np6txMueKka8uWcYTiuWyhKw26PdenIDOmkrjgu7oetjuttqY6LtLZ/",
-	"iVxsuqZG7sGgO43RtnplWIY7elhV8yts2Utz2YDlByNydLwYfm6iJsgKUiOh2hiKMuOCzX1V4JLH2YTb",
-	"MHfSLrYQV67jYSIqdPQVFIqulIImbVvVuPhE3dMTDqigmfZGUA4GlRL6b6D4NvBZeNVOffN1uEDwGp3w",
-	"K8YZRoZAXIIsOT7AYGA3eM6A7kuA7uD9MQfgCUjO6Py6irl1PZjnipcb+obkp542EVSBhrVMCr+5NqzA",
-	"ekmi8YQHqLuSdv/vf/u3vu97JGIzmieSDEYdI9+IJf05ZyQI8zQT6u58U8p1pYQrDgllkoCv6VEay3Dw",
-	"BCoNo3L597/9O+qWSrRL/jhpqW8Bs8CUHIGa5rSccms7ONXizIRDELzp0yTdYl+GBfXIYwiLKzxrNMPr",
-	"6JREAvl4HicRwYmpPcD1slZFdUBwBbVV0V3VrUYZs1VgLZvwWLKFEtzA0Q/bpvfbYd6gwdejRgdQtTrD",
-	"zdDBmZtKg2a8sJeD0ci53jqeunUXTB0mXcFjMCRzkacQ+VDGLCEv2ZJRieh+RhCx2wPhCUpftZ5BeAIy",
-	"QhuqUcI9D1IQcmGRLmgSZ1iNxXpgjQKBNIYiyr17A9+/dw86m3C3OJLZOKUU4BbY2cvuS7ZM6JpFYyLT",
-	"nAVObI4aZ1V/0rIn3jyDAWm7C6kNoKChdXrkXHDMXZOFYwnaU/sI3g8M7hKcTbhBntUAJWDk4CxD3cuI",
-	"r1CExpk0Gfi+U5w8Ze+gZK2VHz58mHBzhRc7CIoDJaFIU3zdbJMSwWD4NnIOqOrrR2cPA7IS6XVW+PlA",
-	"gYBbGolLUbU2UZ/0+z75z/846fU742LXtf0HZDgt9ClJCUOBLP9agBdrwrtmVur3mKk7T19RqMS3lao/",
-	"ZWvBI41gK93o3q8yBwb62/hBj5xNOLEKPWgIAtM8Q+YYMmBjHQN8RNoi9XSgUKkHQNSFY82iDmD0Ar3a",
-	"0apjiqwYw9kywhkW4S7wlCPGlhBOr2filVUd1YNicToSSMD7yXrS6ngknLPw2jFA8zUeiIgpUTQrgqzU",
-	"yM7s2NAWwhk+gPhqI+/hoYslaTuG5dU8lgzjFbWgpIRSNTDMgA20ToYCTnzFlZyu+6zI+loILswgMNKI",
-	"tCmZ0ogE/7+gi7KluqSD06DQVOMUNTXVrVos3XWDYVVJBrM4kbiZGgEoThhXV2iUiuVSj9CKiCb0rxCv",
-	"DOmU8sLUN+UQ8vHOoHFPnxZHIwOwvvZwcAIEqfcd9VxXx0Saeu560zMAmGZpF9gMhIWq80La07W9ePu+",
-	"XzCbJcgHIfQwzVMoiz5T3Q58v3OqO1dbPhyc1AzBidc1B/Q7lmax4OAw0UEacUbe41MS9IOinLeuKNgj",
-	"LyjoTuDh4sK+nLErwDuB/PMkDpkOx9bBQmdLGs4ZGfT8jSCh1WrVo/BzT6RX9/W32f0nF+ePnr161B30",
-	"/N5cLhIn79iJPWp5LT2E1rjVhyDDJeN0GbfGrYOe3zuAkCs5hwi1ere5+uWqKcTe9cC3NequRwrU3WaI",
-	"XaQuLfnu4fBfxuG1dWlP182YzeSZqCZutGDaqQUla/2ZSYAO9lpGQIYFGPi+CebS4EdVOyhkGWG0MHzx",
-	"TgMQ66RunUNp5uBgA6uNUAyoABP+UUNrW2hsQMJ2kKwBuLqMOg0g0xopGoChNcTzhxtiMX/6CaLXUPvY",
-	"A4A4w2i3umB/2HIInRvi6tU1ZVf5/gNqU5DdkOfW+MefPGcV/6ztf7jDLsZyy2tJeqXWr1WOOmr9pBq0",
-	"4udWsnWFuK+yxihMDz1tVqCzmH2xa8EswbkEC6DBoECVCwinaSpWJmotAwwJdS2Zd+wIKCc5h+Nnf0P/",
-	"hampsmkp9cC4AuIuWyzlGjroqEOAIn/UI2fcLZxZxXMcG08NQjpuwUgsHyGlZZ2ZtQa4em3lAsquwZjQ",
-	"OIdaUYkzO8VbwR3Gql24FE3O+7iM5FfQ9i6QwJ8+mwu4NFfQ8OVK2Am7212wgh9LgJlNMJjABvaEpXRR",
-	"J/ddSgCGrAI7VnEc98sk+eRtnVHfndFgesyGs0PaPQn7UXfIDmbdY3o07R6Go0j9NaD96R3N6OTw9jP6",
-	"qcwoN3BGs5rjvy+eUxW5dRPmfYPpYrjC04uHRvYouU3aIt2oGAxl8pVQ37kdl1af9Hd/8trx7eJHB7s/",
-	"emxcuPDF4GT3F5dCPKV8bbRA9d1on55eoSPtdeFoq94/5WQbdR2ZfIwfK7H7P30q3VU2jMy5mp5W7xJz",
-	"OznmpcYbysSK2aTRMblBSLELPqcuzm6+1KAJbnFXkKMD28CZDHRoaYAYPXB3aDFZG74wwwUNW6dlW5PS",
-	"QLUZKrZxcSUDE2lTjaDBC1RSTFeHWJgrFpBrxpaosMGDU+Lch/BEw9RaTx5YL+oGgS2ZdmHgOIlTpW7p",
-	"OehbSO1eFKOvYg4qbC7rfXIBybmailbGrI3Pxvahlo0JpqWdOiUL8R6yfTmze1WAmBm3+1JkWTxNWGk7",
-	"C+Wi/g52KWqfe7hEQbBV4HPagKqM+duU6ZS7utsWPmntK0Q6w3wFH35Sd0XdF8UM7oOFpLXHi+ewFa07",
-	"uMoVIW0K9M5Xpdt7SrFuvj7lTyyURcv3hwOlXohcxvzKFK9u9ft93/f9wUgxLlMw3al/sVkKo9Uf+D45",
-	"ZxFNyStZRTgf8zxJTMmJ1kuR84i8FOF1Get83Do6PjwcWiB0gKpXV8uUIvREy7QPZTbOciksLvq4JVac",
-	"pX8K1RsZvEBzKXSRBwbxYJd4aSVJCFCbVzRpapa8ZEsap+TJk3OLwO5WHTg6Aib64SJy1vLw6FjpQys2",
-	"zWJZAoisGdMnrzWPMylS5OlUujrU4LJ/NB6MtBjChWoNVxCpedyyHBHIrvz18NI/Gff90tctCH1ZpTEY",
-	"gTNJU4koCKbB4hgp6gTBROMED7uzET3sDqdHYfc4OmFdX0l404NwGI0gZ1StOx5jfeSe0jSm5Cx5T1P2",
-	"i31jHi9fsDQEAm8d+j2o3JBl3FnB4cGg3yrsA08pp1fg2gMjKUxVd3EpFuQBC68hx7Km/WFt+8dHhyO3",
-	"fd3sT3XL4LWcW6d5c5wCBfU7sF0yc9lipaz5vtKZ08Q+ktlzjr4i0NQqSXjaBKx6VJdiU8/6tfvwDnTx",
-	"u7R2G2ltI3GyTmKrFakcEc7c6jWSG3iwbiK+ifIdUlgUzBXggQKO5w3/ra4WW6mhvYFjpSSNDr6JohHV",
-	"SrxmfqQtksjSfAetAJEu/OcORckd9XKk4yQgQ39Ya0U7K12MW4UPyEx3Oq5iE+/JFWNMhJTzQhIBrb5I",
-	"z0fsp3+k/h/zl8jbGgjbvOuylAvzzf6GuBJDqrfHOSP9rWt7/nD3F8+EumF49M/OcP7MSrCTZXGygeGU",
-	"qj7cxJpZypWq0/qshaZO55vwRqWPJPE1+g/RDgm5/XtoghO+tyr4GHxZGQnFYhpzhozy7NlDiCEpFV8A",
-	"FxlU2TAVNaiDD2grQAiI8EliziLSBmuu/ZNKyRZLqZ2EXuGld1JpMYb3DN/MAnRpgSV30cH0aQ072SOv",
-	"aMIyHIz2U5Y2YsJXLGUG6oAul4ymRApRjBWdQ5sa3jlNoxeGDvbR8NSqZNpwnKxNEYwyt1XvNCh21zGP",
-	"9tbrnMF9q74Dta5e64RJFsOy+7CRx+8gduuvmlVQBIS98VgL3PPa0ZbTDYVWkp9ePLxVraC6oW+Y2G9k",
-	"svYaLeyVkWtTu6boSu2H8IQdzvq0ezwdRN3hbHTUpX447B722SA6mR7PjuioYfS6vTsZdXnEcH4oAK2i",
-	"jx7GD4BKbQhfzeL3VYjDwkV2CUXJjJW5ZuCa9T1OQXutGfrWGmb7jl+ff2fo7MO2oQ9vMPRLcauB/zNY",
-	"Wqr1kyxL3uTZNsq+ZI4xOMStvq/V1GqxoZZ+7uC6GsDWit+iDtRTv2IAO9FyoMf2UqPy4kPQ8/csCFQc",
-	"phucSSfAuTVuXTz7rttHixNwb8vfC3BVg5HqFvfRRXc2edHerK3Wd+SUzNmEH01L64R30/NZ8TdWu6kW",
-	"pnHqzmjxXuO7F1cE2Gu+EAEMx/7eBIDAwJZidagCpNCmrf0pw//HUYbv+4N/GsrQ5rqCHvRQLUGYld9h",
-	"IDpvlpL3thA5AsVNLUQbQs/vJqJ/pMZWhpmqMw+VNsjR0kp0U6eqbTcOAcS600TJMFOTCGesLx4qX7Qp",
-	"wa7WOuPS5x7WmbuobvdbNM8Ax9tlmnGVA2qI6aZqRZNZprTjv9tlfhOnHG0y7s7c+JTfN3B2H8Hbtnna",
-	"/wyxWQvB2bowvToFQiElTgM3qObHTt6mTbAtylHEcsLbAYo0AaGlkhQArmGwu2KpyyBs9BhSjnAAKBCd",
-	"6ryEfIGfbdbO1EHF7EMI0I6x9AggU0ARN/MOBEtDnAl183ZR95Emu0sbapjV7LQhqYOOfB3lrxNvbTWP",
-	"MlsSswkHjIXAYATpnEEjLwSmAajbYbCniqzs9yKOMl3hhMRYAgZs4EzKhEVkzWRRxdDuBGZUmFXzJhyz",
-	"uHD2scR5rOKMFRk/Tp9aJEH0LmeemYyThAz8/hi3QVdgQQOcAQgJjEATWBt/UBI5A9LO4kWeUCnSMRp/",
-	"cKkxNwSWLxj6zv8Go5PAAsnEqZ2I6QndBRVKICmNM5ZNeFCWqQNjx0OVTf9hs1F4VHn0VVYAPQWnavGA",
-	"wiYc8+Oz6rt6HTyi+31BY10YbkoTykMWaJycM0yN6d27h8Ws7EFR2+sUgSlysu2zcjUYkU54kOq1BSyF",
-	"StEUdSGPLeZD+drkG1FZPTIcDCYcgG9wKSHPf0xooSXotXPticPBgAQa/sqcvuJznRUZjCe8mEZN5RqE",
-	"AkK4BchKYVmJrXR0R5XEHkWLkNnTIyN/MK7QcxXZACEYQpEWKHMOKoWuZ5lBQhHCgZRTpDbSs/SGOo/V",
-	"pp6BJa4p7Wu8pT0Y0lREazRux7xI6TL5VAMT61PwHkKTlNForW1STZlUEw6pVKdFJgKmWEhMtynlQC3o",
-	"NXJAs8m26hJyMbvENjNQLW0iMkna1GT5A09MaTaHRBHDt6ZrxYERs9ZpyLNJM5BMnq5r0tOuBGAfAP2x",
-	"JGMGzUrjFpq8dLwIYDHkKg5Znb0a6fWGcucdFle+e/Fzw+i3mTJIQrV53Kj6mBTjkX2zCAG/agtlV+Kj",
-	"Iz88mvZZdzA7oN1heBx1T9jhrFs4SQ/tQqCyWCxF5VyUDIlOaafBaAQ17szf/QahHMb3QETrG1v+sPpV",
-	"IYu9cDBHtX3CZktYm85ghKYbYyfYVa4KQduzSldnlcJdTlc3yIkoF1NrkPrxaJ8WsflYKjQlwcdPQSE7",
-	"bVQS+/TZGk+qmdNNtB6c0t3pPcggx/ZGwwLdLkstwI7qObZlUmrdTrUnQ2M1GAb6TF9BnK2wA5BCi+KG",
-	"uihY2cBSw8Z32VuKT+wXMOcBamU3SRYwBsv/wr0pqBMWDXajbQbWKTlNNVNzlvL/MPXVP979gZ7HJV7A",
-	"8Fl/j5G9QNiuSyGe0PSK4XejfZbBwnU9ZVFMIb4SVO3BPh87EF2fp6AP9trkPyMW1j9ap9e6d0Wr1wLz",
-	"jRT7OaOJnP/SaLM7c2VEQL1wToTiSPmyRx4ac5wUucYzMhhd+6Ykfg3j+PykRHFdvvJeL9371BrKhTYg",
-	"78dR9OAamEl5Me46G/BJ/J5x1TwAfTm7+dwsodlKC0dxk4AZ+1EplQdKsTp5dLWxGU9EETj4mbtWGno5",
-	"iyxxenG8neU48aHfJ+eCX0HszRnUOS+Hirde5bFkpD8A/xdGjJ/lmYRCNc1ZW9YpbeLBI7HiUqz4n+pq",
-	"8xsP156ZWlow3SiyTx7qTm6duFUXXQ7iYyUu/ggSa1MWsngpnzUMpxw573ofbUn5eMF+wP7OFiyNQ3r/",
-	"fB6H9ErUxjIPun7/sj8wiwu+y/J2Hh+Tl7FSuF5G24P+t2zhIQRVDze20PVRh8PomA1m3UPan3aH4UnU",
-	"PWYHs+4RHUz7oR+doF6l9wlGBBC530LR5DvYHhzLxqYcVDfFhunX7ELMb7sP/W7fv/RPxgf7xJQ/aeYT",
-	"+3oMTRP7p/rZPL6afL/fE/puK0VUquLUOQBdpmvum4LdV66b3U6/rfu4pxOwVmp4IvaPvy4S2KPbZ13/",
-	"xrx7Nq16lz5lFspeLfsLP8WxrRd/ilT23317v4kTjM49J+O+6QS7NZ4a3Ximkk3mlrKpq1OztRgN4qIc",
-	"Hg1PJvw//2PYG3ZM/ZmiRugfayqBan9QfWUSz5bS6aBTqlqDrl3UsfOcKjsA86gOpzVK0QI3CSzBAAuB",
-	"8dBuIbmtJXKhN47xvYFbRhnMxyxikQ0JV/1Ua8NgzZxS7cBdxXFMYRwLU0ez6wl3Iaycijg9xNxyytyU",
-	"0IO21LvxJtygGdUWvqkUvdlAqtI/O6DKKaORN+GZqANNyjwHMBiQ0Qx0qwUyQjSykjvRABtNeAXA14X3",
-	"LiOFFRUQsBmPZDkStEgR/NYrwAnPaThn3XNEmh0TLroAVRuo62vCg42KzgZeX+0ZVuMqrxKWbwBHmlt0",
-	"qlgkrKDhwsfGHHzbWL6BaPC2CcdjB1MMPk6wtvSk5ZHJZpnpSetTQNoOruom1rkGtaUTXi36oEH+Lbo/",
-	"zjkgv6LLuA7kH1H9N0uQ/0q+xVJYcNTgZKEbmkvPApo5CGJAL3hObRa8BavVq5sCpnAGMLRu503FzX/d",
-	"PKRC1lYjNs313bmYWui/ktc6S9/wJKxobbiOA92PnMUi8JekHOwCQO3rlgvKWYA3FkjXvD7a9rrBuFYn",
-	"qQuA2ywiXCDcol7NCiSvMcVjMVKHTrA/QI2vq/n+K3lq/bAHfhk+DxJhqOEvgHwKYRA6UebXGkcaFlS6",
-	"1AVmb+9rcTbxgpvvi3vy22qdULdmqWs1csp/76jUXSnMfcP62W657Lqq1zewWJVqx6vP3LX60F2tVl2g",
-	"izxNNGlsXzx135lKvNtWcLOQvLuQuyfo/b5p2/1q0J23XYTpbWgln+9Vs1Ki4000VZahd5vgVwF8KxdN",
-	"v6Oi5svw4Kl6LKKvX66ex8fvn15eHDx5d5Y/PR9+eP7uavX84Zn6/EbFz5+cf5Owr8/i5+8eHTx7+Gj0",
-	"7N3r9bOH352USqI/efPd8Ps3/dX0z6/ldDDK2F/KZa+xuvlGLfN9DUO61vhnFgl3aoKbqt43J0NdN7+G",
-	"Ds/A4+gK/xUfY0lYaq5LXghRJX3cPN6qW5tC5vblnzb1aydC/EYJzXCfmnO4g/sYucUleRCMMFPMvZnV",
-	"JKsSWWvcAjXIcissIOhyJJfBaZD6Rh0EHf+OyPNnxS4udXX4Yh5vQEYBXkJ06faN0dcLTg2TKF4gizwD",
-	"oW2TF/ZuTIUg6zY7ca1CUSgMNdUqiMZULqa7VdprN4mMBkOsfzuCOoe+Kt6pQnbcIjg2y43bqA7n1rBf",
-	"51rHK2uwGNt2h9tUFZfHFtPqc6RlJ87U2Tms1FU+HY6OaDW5mtKL8G7KaLL440QDyE5aQYWpVb/b5GtB",
-	"Q0MeWaYMJKNV3bghN3pTcCozxfqmS1FM9ezv+KYJA4lYbYpdD+rq8Ljld27P/wz8t25ovFnVa2cJtiIU",
-	"ZkUzU2vq1FpxilpHUFnyy3ChXSPdKFe0yahOy4Xjek6sxY0kNR1xsbmBUggCJdRuv1t1JdegST1hAG3/",
-	"kktcKvHWc8JKbrBEeV2MSQ296zMp2Qd5f5nQmH/mLW+vcZqRnQoZ3PWVidzxwtqyd9pUEOwcVAAWhE2z",
-	"Uc+xmN+MVkvm87L33zUjaAR0KAIHmAgb+7Bhl2jYiRuZKiDuTtsqylXmhgNrqL27Tbn12HrkTWPpvso9",
-	"5ryyK/APXsU3YbB35doAqFyQCNBEMP6x4sIwxYLLLoZd8NfbKq3cBLGqttK1gyxaFL028eRx6lS9MBFS",
-	"UR7KDFG05zQj2QrCBiIdbd4Ya0MCNfLAytHVkr8V96gSeSvqpsXmNxSEW9M5hYpr6GMF2WvO8N/SlOKE",
-	"ap7SM07XA9JuKFncsdUAwTeLldrNmkGWi54/1hFypnvN1rWu3Bd2p/bK1mxej7LcdEiPpsfhSdT1WX/W",
-	"HdLBtHscHkTdIRvNzG+/UeduiXbLQVGWOktBUTcxNCTiSrwuFVsII96ri2q6r17tLfnVlpAltWd6w2Ek",
-	"12xtkVJi98sL+0jxAHwtpGn0VkvIxZvnkHGo5WYbtKhhFUsBSKolTLiHBIAj2j2enoTdYeSz7smsT7tF",
-	"csARdaeOYTW8GQXUmZPbbwFeuyNoxtJ0sWG3D5+xjRl85f3jaKxtrlq1//cgmluH4tolbAyiqb1Glg6b",
-	"awA/qybB3CScU+cO3hz6zDhPvwDetVOEbSvK2YU6BUQoMQ9qXMLfgedkTOoiqxYAIwtIW1d4KrIusYSW",
-	"gPsO0m+xII2t8f4iZTOWZkET5JhNO7BS5G7UMbPsTloHcovyZSSWIMTcAZyXrjG4A8rLDuufBcXLHfBv",
-	"sl5GM/iYIb9ypU4HgEzXGS3PwIGo2YI1phFtGlLWDoe7MtZ2LLYUOFBzQgiEyjpl+tScRK60ryuaQgBJ",
-	"SLMqnFdEOf3TymDahFQy1buJi64D9dLdPYLA3MZ8vM+dnSn68k8FrLYx+t9h1W4Aq7Y1FNKWZzWJFw3C",
-	"20XtVbq3uKY/vyk2ktn432GRfnuwSGZvHNFNCwvWStP66ZPXEEh5riua0qIkleCmvJVsKMyFBcyvWQbY",
-	"F0u6hgK1E94OPr54/eDJxfnb1y+ffFIi4/2PoO1/CjqmNMjKLX0VKNnDgAu8YlxpL71798hrnihJLsgY",
-	"jyAKKgBMMRQRbYeYbF9k9o91auSEGyaudXHIUYjIEmQsxkNG2huCl0eu2VJiqGH5xsHceyzp6q5GxzpO",
-	"sIIvQNZCtv50XYXMiFgSK6UnIO1AKXgBWTDKswkPoI+gc2oao5KsKNg/A8k+yIBMc1m6yhEexZEc54Kb",
-	"lcFtAPSA6RqH34NVlN/FVMvP6q8zaetbakcUUoU27Khl75E3CHrCeDQmuPyVsrYa+wSLExs0GSzajX4P",
-	"sz/thiHQlE04QOX0yFOWZVD5XrWklwsKd695OE8FF3mWaKiElMk0ZtkpxHfAV7hus5jTJFlP+IzGUFdT",
-	"ahJ6gUGDhtBe5gnL7t3T6MPTFO1RecKaisxgxU+9q1j4Xlf974wnvEtQn71GSCFrTjemMm0u0ApLngAP",
-	"wBhSDcSBJAEVN4OS/FHY2yDGMI6sktOm+qtizKZ4a7kFLORpkFd0JWtGfM/GnQ5s/fJlQuFqMb+cmP/1",
-	"Tk6wGUPHY4LEyQEEpUKLpA2noG5M+IIeEyDwBB5SPoaUQvnnke9DDfOs4+H8aRSRfKnxRPIFulrgDV1Q",
-	"NBU5j7pzmsy6+bId6Grz64D87/9FgpzH8lxkSsEc6Cl2sF32c04Tuzaqoc2R4yA7PeK0atYQqdm2T9p6",
-	"Pzm7ojJ+zzwsGhvFGRYNUG11EOanCPotLz6sDIqV6FzAA6EPK17j6KUrRPCAqFU7HHokWLCFCMjf/5//",
-	"lwx83/dIr9freERxL7JRS1apzqASCjhoAJ+ka8YbTUFT+SlGs7qBmEiNEOrqYSgDlaoTDHelnGAx3Ygk",
-	"UD0qT1NxBcWmU/Ls9ROvoFpOFwYiBU9WO2MMB0enQsmReGiHg8G9e4Wr2gmzwKEoNulU9xWcjevKJtpA",
-	"0gl3SrYVlttS7bbAREJUC1EGCDUO3M8m8GQTbtLeylEC7aBafIzkhTSgeH91Pw0oQ56xSLVaU1fOFPTX",
-	"ClzpE9WkDi/ZxHFY0WzC1VtGeq/WGNfl0Jsri9diAYErkfKaDqHaN/Lsota33iqA36HaJ1SpQl4q1g5j",
-	"2gsqCJwGcPtgYxN+o/rrjZG/ZQvMLgPMnpg0io+/fn3xEM/DlRCRei0OWWd/tJq6kvEloI76dbLXuAMA",
-	"ctpADMPBYHudd7JZ5r2KFnQ4OwhHg+5R1GfdIT2edU/CwbQ7YsPogA5m/akf/sZBchYxV4y6Em4Kdwfk",
-	"13hW7gGhZ81kHWjOYOR71shwLhZLytc2f7hkexjbIod/mqbx1VxmccSWSb6YFhYM84WbkVu6awtIZLy4",
-	"7d85e0iLYlsNIMVQwFRdgOY9db8U/741FPFSmJ50EjHjBjdY6UaKrp5gt+5aX7jGLA3fB0ttZN1akKL+",
-	"wWFv5LdqFr1lsY7JuTYM6TJo1Y3YakUq78EminJlP5zs9+Fxy92ZlpmE3RxrNjnwtyNJ6036URH0YiGi",
-	"WK516vbooO+3qrr9uYvRpI45Vd0aAac1HngtI9W0xq3hqDdqea1cLFrj1qMzSNsO1Zk+OPR9f3DSH44G",
-	"WGi23LehPLfnh3q2OlpV5stSx61+y+1a9aw7xsagY/VPdZSRGFuXc8qvyVrkwCbBK2yKOCkedCdk2nrx",
-	"vHt0dKxGh7QK8es3QP+pu0Ia4l8MY5ZC29m+ROT83nhU+tDhBG4CeGRNTVuAqAqjgwtFZayLn4NGZW83",
-	"5+7fxKaypbchuVL+lkCp9ND+S/bHpUJnmX7zudS/40b919spkVaqlkokT+fAb7dW1jmcdwM6lJxd2jLF",
-	"MtIu+W2tMhXZPFYqkcJjwTvWwugUj5FiRVOIgG0XXl+PlMr54XeO3RHcwYB5pUbgOIc7lnc5bxshYLuN",
-	"svNFsel3KTg7HCYXtjTGnfhMUoAV3pf9vTDv3zX/+x0/4jeEDf+53ON+SHnIkmZYiXP4HexX6JoAbFBF",
-	"jG+XAHJtDRS6zKfMMzJloViwjATYesKiwHP+OLOBK+YJFqvBGMSMyQKf2To2aBiypQQ7/yxP4Zzb6hSm",
-	"8FwFDDll4MDoEZxDosQcqsZusLmL0bkeGApg0+2pUJp8ytCG3gF8PDfAfZNhYDe/JZ5hJ7i3zGQ/uGuu",
-	"4YGpyQ7o/zwm8n+Z9AIbeQf8B3XHJu7zivEos0gvGebbVFyeWLNiB3OCQgl0XRIyNA6vFOSKFU7jOiHD",
-	"GtnXJKNx1OTTFCvu+DVv7mZE52DUA1s/KmUM6kBUvUnlYgWnTrqamRoKTZgS0+QvBXC7wktKKk7Ssz1Z",
-	"5R6cUW3jb4kvZvq9/xI1EtZ6RY0j+Oec5dqebUgHAyLrFfbf+eY/Nd+06WWGfe3mmyDS7Av8y3gJ4imk",
-	"HNMai/SktpLTDOqvBnkK52qaHY+M/AO3TMx+kMAvGY3Atnj3qMCq6fUXBQaGHtQdAMt02+OlCathphqh",
-	"6Q/1KY4FmZWm/tBsUc7tDrkrgeVSNE+x+1nCYgrnUDwpXeO9aYDJeg4s6cg/8FoyluCR0pTvumKLiMK5",
-	"lMvx/fv9wVHP7/m9/vjYP/bN1LL7eem47L0xOg6lbmewFA1FO+a2Kfa24jJb6twNzAwmiS4YKKxpJWIJ",
-	"q8shf8kW4j1TV2CthcMjoD/E/P9j72p2EgaC8KvszZIUVAR/uBn1YOJBxYsHI4UW09C0pAsYDlx9AB/R",
-	"JzH9ZnZ3+iNwMjHxaCy72enudGZ2vu9TBAFHBMBkaMT6bbnqcVcZh4pSJiAGXVgFcSFXKZGI+tIoihp8",
-	"7D9iTc1bJo9yBGz9o67yRlflX1cu34GfLAKQJFhEuXrP8pneUWghzeypITU3mVgOM4X+FnrQa1h4aMUy",
-	"9xJjMXYGrm67zSpttxfB8bhrkGXtXnA6bp9Pzgh31g1Oxr1J/7eAZr1mqAjWRTIhMN5eu+i/KPMX9ACa",
-	"gwLyJdB7M/tauKmhK5sWfgqz5qvmw3GXTYJEhdEqSrI5ggmmX/BG6CvJlylKpiqM5km2jkIbKeD2CyAD",
-	"gVZ2deP7y+fHm4dX18taHKqlxSXWPgyI0nkFPzGV7iAqdUUggsfq+C0tfNIsWuMWk09lBWFc79O/tYnd",
-	"vBJgtQZ8j+OrJNagNQlC39FRmBjN57pFRxGOh8gN9cAknV8fn6Wsk/+OwxG8Ij11WHvC5VRiObUgsL4g",
-	"5sJklfFFprB7WMAxZQ9cEtnL4EDQu66dhgrsa+X0lFAL7JThnQLW6TdJFPMFo/kQmu8gZ6lmZjGo3NL1",
-	"IZ8EHk8qHygPjXm6JUZyVLk7x0GftlftW9PN/lTOUW1Va5rLotOLl5xGuT5QoPyibro4F1h0qA1ORQOd",
-	"ixSl4S3YsD6ZlZqgV1aKbzRnksXxtrrNPKQIeDYvm+8AAAD//w==",
+	"7L3vchs3ti/6Kijuc8pUNkk3KVJ/qJqakWU7kWPZHluOJwlz3GA3KMJqAkwDFM0krppPp+7ncz7cN9j7",
+	"PfZ9k3mSW1gLQKObTYmS5TmZezNVe8dqduPvwvqHtX7r10YiZ3MpmNCqMfy1wT7S2Txj8O/j+TzjCdVc",
+	"ilPxml1xtjSP1WI2o/mqMWwcC0KLdwgXJMe3Wo0rmi2YeXtMxaX5L00SuRD6OVX6qVzkjWEjivq9RquR",
+	"y4Xm4uLFYjZm5nG3242iKOoNGp9ajfFCccEUDIemaV7+53MuWNd80osicsJSmpM3utEKf+41hmKRZa1G",
+	"wrUZ8mu5ECl5LZPLRqsxl0rT7ESmrDFs7B/s7fUbrYbSVJu/z/9mBpCO6Qs6M3+79nPGNDleaNloNdiM",
+	"8qwxbMilYPlfEvOGghfoQstOImfmHaG5Xp2v5qaRLEsarUbGLmi2qVnyms0pz8nz5ydmiFMpzGv/3h10",
+	"e4PBIOru7zdaDU0/nqbBWu7tHxw2Wo0lGysOo59qPVfDhw/rxvSp1ZhypaXZwx9/bVDdGDZ6UW/Qjnbb",
+	"Ue+8uz/sDYZR9EOj1RDStIYrqDS9ME2rxXjGtWZp41Or+nX/PDocdqPS1423ImX5Mudmm4nSNNcs7TSK",
+	"Brl4b+nm00+tBk8bw8a4m/TSXdZvTwZ0r90f7yftg/SQtaNJl/bGu0k/HbBGC9ddwSwELucZzTklx9kV",
+	"zdkv/o0pn79iecKEGexe1Iki070SwQr2d3tds7BcZ9iOoBdmvDMGdGmmars4lzPyiCWXLK9vv1/b/sH+",
+	"3iBs3zb7U90ytIo1Pr5mcxbzlK69Eu7Ap0+txgnN01d0NWNCv2aThUjrjnAur1hK5jTXJMeXghNMZ+bg",
+	"mj4GODF8gK0xs1t2wgnN00c5NV00vuOKmkc5Wxtir2uGuOuIxL7yaGUPxCMpLy8Zm5vF50Kzixy4S6PV",
+	"SFmSccFeM6qkcFSZsrlUXJ+m7gHQjyWfSXsQ7XXb/f3eQfvwcDdq98eDZC/dZweTQzNiLq4kT5j5uLGb",
+	"HLK9SZe2D8a9tN2fDPbbNEr67b0u66WH44PJPh0Un3h2dfriu3YXOdklh6n7FcyK3e92u104+Fcs230D",
+	"dDKhmWKtxozlyZQKfYz8EYayn+4aOmftwbiftPvsgLYPJ3vddi+J0oPxPuvT7m6j1ZjBVPuHe9296GB/",
+	"9+DgwDAMumK5XcrHVFDybsr1hLPMjCi3S9d4KRhJpnRiFjnlakqWVJGc6UUu8GziJF5OzO7aw2jWJGr3",
+	"97r77YOD3mF7lxarCV8YkjAL2d+NosHh4cEBsCpFr1hqqNBP2XDYhWoMG47yqoT6hmZsM5kqmjEyoykj",
+	"UhA9ZWROV2RuzlAd0Xaj6F6otntw3j0c9gfDbq+Gah0tbk2gWy7qFyFQs4C/a/LEdSpI0P1dIrBub7cb",
+	"DcoEpvPFRvo6xXU5oSJhWcYqfNA/Jnb9NnDAEjG9ojwgpE0ENqaZaTz8PHG9lUlscB4dDCPPGN1LW7DG",
+	"Wortn3cHhTDens8mC6XljOUncjanYuU1KPv4iVV6rEan/jLO+cVUK56yebaYjbm4sKqP+yI8I+7ZK1Rs",
+	"Kg9zNgGB7o5Oxq8Y7A9qWq1GumCPaaGTTCiHVdRsNjcKbGSP1+edld36s2DO9qlmM6Nw/IR/YpcZNzou",
+	"6FzDhw+7vf1O1Ik63eFBdBA9nNPVwx90X/z1YPmkl3+/tziN5Ktd+mY/fdq9+Gbw4VujuGUSdWi3N9mC",
+	"jaUQTJNH9JLlK/JYLoWWS7M9MzaTbv73fzw5EBG2Pkd2bOc7l26d7K+5HGds5tVDdwzt64qJ9FXlFSZ0",
+	"0br56ztOA/UST62n+9KxReotH9qXcybceW0RswvENErGK+LopUYg7O51Bnc/w/7z0hm2ZFw9sfbxxsMZ",
+	"9YfR4DMPZ8NzUHJCNcvNJ2g7VA9sSgX9y9K9ndiXa8/qOm+unNvAIOkfNO50gu1a9Nu70TkwPcuovsyZ",
+	"7t18psEWnsmU65W1CQe73QgUT5XkfA47MGychHpTzoSmZlo/LygYemZeRjcXXJ9IBfbAoGPGtZCzxrDx",
+	"5BgU98SQ1u6esXMPu/1BD+yLSu9uBcO+H9v1JFSkRDG9mJe77m7uGpuDrs0/PxUcrLcFB/u5+91+8rfD",
+	"2aNd8cPg8vnB8nVPf783f9yfPo0+vLkTB2ucT6m4JCu5IBOZm//mxNn7ncb/Kd7WePWyvb9/YBby7gxu",
+	"0zH3LM+fBs/15JyJkOE952YHSzowKLlEThzLU6TJDekSOeOaeEpuETc3pBI/7J2CH/4YMMSDOp3mYGuG",
+	"WKfS3J4d7p13u4HqU2GHT3MpNEmZutxePckWXHVkrtkF/Yv1anVkfrHO6p4vuCIv4cXGtvpJwc3urKIc",
+	"TPbZXjpI2v3xLm33e4fd9gHbn7TNM/Ood9g92MzO+pvZ2ZY6yTeXvdmLvfF3UfK3/i/PD+ibbvp0cPHs",
+	"8Od3u+z1/u9QJykRS2+4Gw37/R8aN+sl2xzTMvldc0zNYNDv9Yc+8Yc+sfEA/v9TpG4jRL+A0PypkJqv",
+	"aG5PYCg5zdO2GauTnGTJ9ZRQJyhBTlKUlCSheXoLw+FG/1Jx1P846Vud9IZmH3Xjfs569w/b4Q/b4Uva",
+	"DrfxNN/G8buVc3ZdMyo7qW9wtm7lTv10F+vo1zqvOvs453Cau73egVuOQ9od95LdtN1ng0m7T/fG7YNk",
+	"P21HrDvp0d1xPxnUX6VAf9dNHl7wbLEy/U9b2m+96LwbDbu9NcXQ8qhAL8z1e1QOP7Uazy1Be7pdu8xI",
+	"NL9ixBF+Sd6U77b7UZecSHFhnpHjK7Z2vd14s+CakW4PRAse5eOF0rzGL9xvRwMQIHsFy3R32Kkd61/G",
+	"/viN4fRZNg/bNWAHkyjpjdvdtE+N5ZK0D43RQvfGg6Sf7rLexGyO2OIgy/yCCv4LhheAJJ302G7aT9qD",
+	"8R5t9w/3D9oH9HDcjpJu2mO7kz4djGtvxOFwVe7y96Mu0HjC+Fxv4ivl2/7w4gC2B65rZ+wH7O94xnKe",
+	"0IcnU57QC1l7/9prR91zoBZ7//qp1ZgymoJc+7VxmrLZXGq4ip1ndIX+zDKXjs2hi4dwsUWFWrKccEUo",
+	"yeELY/1TQRjNM85ykrOfF0xpVGfMF4rOGIl9P8mq/S1bxR04fWACG9LNFwzW5ucFz1lxa5JM2YxCDIhY",
+	"zBrDH/HFn1oNjbELShuhj/TNMaijMvTRIop2k18tfZqxmjEJ9lGD6+IT/M6OSM6yP40a5vmoEZPm66cn",
+	"5KB3cLBDllMGV3o5w0n7T48IHYNr1175GX4AP5SnhgPYKIkM027bNVN/zviM6z/1Buaj3l6yyJXM/8RW",
+	"z6LTD5KffThevXgTLc9W0ccXT//68cW5XL54LJcvvpP8+cmz+Q8np3unH158ePnube+HD0+npyKqm10j",
+	"XNf1dXzNdL46nmjDWqur+YYlUqSKaEmWlGsyZhOZM6LzlVEg6AXlojT5fu+6PZ1xwWdmW7t+P0E7ZDlS",
+	"6ZzmdMa0JdQTWIz1Mb2c058XjMCFJpcCqBG2oUWoIhOIreH2UjZnV1wulCXiB4rEhmqGBPfoH3//j3pq",
+	"wOPSIS9nXINsN41NeK4cIaSSCKnJeMGzlMicGDl/wQjXZVL4jI0ERbAxbPy8QB5huRlSSGlHZ/TjcyYu",
+	"9LQxHHR7RncQ7u9u3bk5La5zq0t7PmXeOuFpeS5ba68giPS0GDNPrz3pE5nPIIBnsYA36076jOv10b6i",
+	"F4wo/gtrke4//v6/jepDHrMJXWSa9Aal0fcG9csJx6+0mik2gJ/4oXGhd41WPKMfLQVHUetGes6Zmkuh",
+	"MJDtEU2/ppot6cr8lUihQYv6tRFErz20+sy/f4Ar6HIk3DyXCVNK5m8FvaI8o+NqgILRfIh/jbA8B1Lx",
+	"Uj1lGsWs2eek/HLKUyDpnM3kFQOCN28cEa4NG7xkc90h50ZxN4eeZMb86gTiahD1isCiykAWwYD9Sm1g",
+	"kLgA6uGYpu0Lu16wmMUW/bccVMZ/e1hEDT7EX9VDp0vBJ+vEXZk0Wmod8kLqqWFoS6rsUU4NS7BsDuZK",
+	"ljK/VJ3Gp5bZydfIv++4k/aIPTVaoCpvoT2cZCzTFUrUGVfKjAJUJDCbwOohekq140M0TQlYUutb/ZR/",
+	"tNzLdEYyrjTEFyB1WO88Eym85ER5wdjhJZhm2Rr/sTFbKCMPCCVXNOOpG5+NjyyMsx8bICthzDhOI00O",
+	"u50oasHgQckAa4VY74b7+MfuT53CNiy6vACF0nBlKkjU+OlTQYZ9cy4dGZ4KHJqd1ta0B1+hTmzIaEYz",
+	"wwhYelpx6Zy5H4hhXV7oIPP7clthOugYTTjcBGCeX3olgHu+clK6vBjApIlcaCOQc3OGvugiwFA6yL/D",
+	"hdBkJpUmRh//sqtxHyzpGJehRWA2xOs/LSCi4m+jYqBOQsa5vDT7nS8yRppcJNkiBV2MzDZS406HxLhy",
+	"MZnRuSKMJlMiJxMm4Fs7iEu2YqnRoYyS2zKnlGtFZkwpesFUhxxnShKKrCmBfZ6YgRX9Wr14yXNGmrbH",
+	"jnk93mlZ96bb0YmZWYocbiz1lMQnyEfbqLvE8H58nlOhJixvPxGJNGONi4atkrb+yhFKL2NkJRgTbrgl",
+	"EyTJpGLpDjDxpzIf8zRl4o48XEj9vVzkLwMDsmpgS2NEkNDEfKDIFnzi2OwEyRlNFZEiW8E2yKWoNjWX",
+	"uZ7IjMsjslAossM33vPUHEVwS2l5yQRx+kiL7NH98UFyiC6Odp/2xu0D5wBxv4XSvR/tFsfnhdTYatjb",
+	"1odo4hfenIewiTcLNWforQoX0j+u9lev14QvmZ1X7vMjQxKaJpqoxdys3cYJhptafH/HGc5ZDiJcitde",
+	"BS4JESvfi/c2TI0rf3oEY6lCIvJf+Qv3DvpbWmQ55Qla5MevToGmUskUyNwpvWIbp/+qaNNr7XeZ+30p",
+	"bWbkGU0u12aszZrIOcPbBbsqzbhm/JYn4GoSo/xXG9tprR2gEvWQZlxPFoa3WQsRmDY2TmtOP+orqFln",
+	"GZij5lQ349oDFSOfeiH1U2kj5u/GpvznBc29FZfCdM3TWlp7If2llKO4baw/ZGxmS4JplKmsX+YiYKxv",
+	"TVtC6jZ+cT+09UIStUimhi3KRW5M3uruhPMgpyl4k9b3VZELpnHm4PpCZwPs3iu6yiRNz6V8TvMLdsdN",
+	"1MHnxSY+MnJYXrGcdMkZf7SRIbotBLm9pieZT0t71A04wevwUy0lyWAY227YHGff1lK28cv7YwqlWRma",
+	"8wsBC29Hfs5nTC7uaqepTC7NKtesu/nJWSCoqdKUaNvbVjuRGFKpNqNYfgUuVZqqDWbpZuW4OGYH61tY",
+	"jG27vbOtt913X2jnrlmFB6q0qqS5GxHlvXHLqcx8Wzu3WyvygplVpkTxC2G92XKh6QUbolkNft9BtAuk",
+	"9IblVzxhFa/LHchpsclv85hqOqaKkYXIjWpuHSX1RKRwOCShAv01Rpc3GmLqWvlgzriQyw4B1y6hE2NC",
+	"wL/b4OclCt26R4QSVBbA2cGdQu6d+BUfvlkXyHlx3EOKhJWdQAHzsOt2J+9P+M39Ud72S0ea6PZK5VK0",
+	"jIDQNNdcXICod64yezNiloyLkMweKCBaAtZpQJtckYxNjPaVTdqpFGxoNgBdx4yDXJnS+ZwJtIgniywz",
+	"/UFfmtAsK+9oHGxpvPWerl3M1O5qi4CtZ1taTqXyN0HmhGXmvYQKI0rgSgS9gopOWLYyFBFcOAWj3LR/",
+	"9u2HwVUEbOG5lGdUrCwPU3c8dznVDLwTVdX7FcvbYGqZOcJmIU2wdLMK7lRpmLURiTMqVm7jlfUa2g3q",
+	"2k0pMefeYXFEzqvfb8+eqWbtzE7qnk5IdTCW1xaT7pB3lOt6ugN7XTv/8P2RwFtBF3oqc/4Lu6sODHf+",
+	"1b0/B4tYZqkTPN2IzLhYaKbqjfIkYUqhIa3w6q/44ojIsTYHgBLBlkQKRia5nJFXL9+ck4fSzOAhfFkW",
+	"092CEsLmiRvwLbhlsUZm0Tg6uOpmbN3G1g68YjmfrDbKGhqOynLNMcOvuBGwnztt54kLO7r7tK2rvDzt",
+	"F5Ic29fQCkNKq53zG6cvWGdb6cMhecRoznIykZlRWFIyXhFqF+eW83ZG//3MO2dX8nIDgU/A6Qa/myO8",
+	"casdX4P7cu72HDNy4Wt0Mjm71nCDjbRsm3LDuuO87snEWyewDjk3I1VDEtftQ9wicR1dmud1xxSel6cc",
+	"d8jL8GTg+03DT0u70bK/X7LVzrUM9N27d21DjExow/FY/dWtpc9kagxYo1RAVMPe/iDaKd/l2hdzRrPZ",
+	"n0aNOV3l7OdRo4VO+D+NHAN5DwP3P7wPuvzTaJ1D2AWBiIPN973V+13k8vZS7jPUa17oNd+y1Wu2UGv5",
+	"taDNDNfU2hzedfG4KZ9MWA4pfMb226gJVFsxZwXa4UF4SK9PpnKRq/rG7ZlyNECQQMxf9oqwrDkEN6xB",
+	"55bwYLrbHrVgrYwG1LafW9lRhJ++3biGLkxAwHuEZsZWWxE7ii1cs+6LKTW6Q6U9lhIX9rp5Ca4dwbYs",
+	"J6Q7kCHloM3Nd+12HcxOn50+fqB8HJ3Rp7mwwXUyLzmQ69fFf+mY79np47CVoyLZqhDCNqqOmA71xkU6",
+	"s9MhNlH6jtZYdZWE1DZZvS4KwfxQUAjEvMucFCm1m9bBh54ov5v+oyO8CpFzI9RygAkpRdMrZ474L24k",
+	"nGAtg6F9xpIY9WF9PczTz1wN89HWC2Ask1vM3bz+GdNeoCv5rHxs6s/KWkC0mRtYt0DxNlTvxlue9Wa2",
+	"iaqu6aviqj4iijHy9ZNz8tDBCmxcR+dBn1XO151X8r69ayCNhNEftJQpGS90sOepFOyIxDAZe9OKqxsT",
+	"RVdkOV11SGzmAc6B+NdXbx89Pz15//b18083yZCYOC0HZOGat6G1qbnSgsToZl9yxcAH91bYOzuWnrGU",
+	"U0SyuuuNyDNVvaxFny44MsDsnYFL6HobAfyXRngFHZsOy970QUgzfhJkZmZBgFS2pxj/eRs+b8N3X86l",
+	"boglrs4u7jSKDhGhrYBEq0Y3YDy0CwrqkDiMGo/JjK4MNYpFlnUwmH/Ocs1ZDbzaWmAqYpW5lkvabRWJ",
+	"raJwVmPX15pecM1aZCG4Nox2kkkJkW5mmMjdUaNdaxbj3qvNnXC9Ko+vBP+21koYQ74W8Yjrmci0EnPs",
+	"cOPWWrOh5evLRzUoJzm7sJd0RWMQhr4ehVlo9D+WN6eyoHYhXN+lGRWB3HL8gSXaDDFA+KujoYLDBih/",
+	"HpqM6GkuFxdT4DiK2Ys7xS9EezEvooLROYu/Gy6vCNekiYEnyPCLxpXliGvPH/7K00/xToc8XWQZ0fQj",
+	"4alqESUTTjOiWLLIuV5ZfRQdYmMqLr3q5X/IGVFaGiWXiSRfzc08zNuC4eUPImBZga+njOdoTEzkIicp",
+	"v+AomMrnxWEcXscAgqV+ZF6vgBtu+6n7JMTwq6GwC2ad26oFjjYzA54rfRSEUxvx4jcTcgQ4JrNtPZpv",
+	"cARPhM5XZkSWvmieU/ib18Q5H4eAkZU45y1R/26IWi5gAesMdfzNKTxhzthtZ//StFQ3bQvot3VDsF/w",
+	"YYj6Vx38O5sbUTqMRtXwX5UXcwNooF+8lGoGV4x1KxiktlTH8dwcBySuDR2WQSC36bDC4mBXcRXLixIO",
+	"LDg/fsdbeBSLs3ED03tE6/JYDJmUuIdRqyyMm+oQ8zPcD5WZC4jtEhdpFSFkN/OQNXzU2nUPmnAkXB5F",
+	"eUssxOqcas1y08j/GI3SX/uf/lvdnleAWDetygNF7JukefzoeMd23CKCCxZML1AKPKLr2lAO64ZSoYby",
+	"uFprK3XTHgdcdn1G5jBBpLnnBMX+opi53b6S2CLGGm0bUtWsSLPQrNtpXjcyD/taCFBbnd1jycVF202r",
+	"TRWERx1Bxz7RigAULfxi5mnshvLe1aHe3qiN2ZTC6ojcTmC8ermf6xB019sPIHXXjglMCOyICo9vwTm2",
+	"XZJYyYy9N6ufc6YlYLjCntFcW0hX82eWJeY/icznEmPdYqO7xUIam2nCdSW5DgF+10YcIP7WD9jswA0r",
+	"XwYGXldeMS9y46LD7+UuKqDCN+5rBXV4Ww5lz1HzyekLs3Zv3ryo+MQtevF2bMpjHG+cqX2j3Md1gMg3",
+	"Tr3CkYrdLM5fiSqrS+V2p+WRDNwsvAJ/Exsr6VrriXnC6LWF2mcjawJVoYbXbKtkMKHBLQxxDJreo9x3",
+	"ENG/rt0daY/uihOq8C1MEBVrFL0JavpG0r6jzlYhDKezUO3Qr2/YVdQh15VkgXqql/HXSKl6G+gztRFR",
+	"y6rA+FrnVFXM7Q36eAiS/WuDZtnLCUAFXLfij1nCZzR7Y5v6qeo7eTM1Fp2cEN8F4YLMsZsWiTA3kTQp",
+	"SbElgqPC6FOqSDxCPPBRwwb9llC7t+Vw9XtQXiULML4dk7N+qzWNxTwG34HMfMxsaMOEm1IGML+Jpwlk",
+	"YthxzZaVV+YGsn7jTlOdYQr34nWuhWFoj7ZI7AHRzR8QYf6ei4mMSVNP2UjYLwU6XKm6ZClI+JnM2U4L",
+	"3GeA/mu+tsjMaUyaEy5otgNCfCxpnsJDaNCPiSuSwd0PvtsZCWDvmBVfwN+3SpDtxQANA3DIwx4U2vzT",
+	"9mdWr9iosI01OghAseuZPkWoG6IlgeTRmRRsZVgnhYTLIcAaBXjZ1KNlk6ZH1AbzBkcJC0MtCnyHPAHA",
+	"mEuMP6TZkq4UmedMMQGuBAm5L0EypOFT4GQB9ZZAMmroe0GWhB6YwslCxjmkKIl0G0Np5m457oeFnPsc",
+	"yBbRS+kYhWr5+UK2+5VZMLsuDxTRUiK/qIK93NewjmHfHqgC9xz7VkRJMqF5ebBHhpFZPlbx3wdILL9u",
+	"SMt9oOwONOPvuKLmwJxRpVlufoxb5B9//4+dquGwnr6saMXZanFfbnbeFiAlG/WRojsMhdzk7aiAwGyn",
+	"hFQwtNYdoX7bXbBJYErhnQscsiboKzZbF24Od7ZSPiq48euLYMQ2cDl3TFsg5jLKBVnKPFV2LAuRGQU4",
+	"xjsQvEHyrG/LoXi0+jpqsT/joVdMa0BM16RJqwD94OA2q9aCoFbQO8ZUJ1OXCuiHrHkGOYI2TxEPHa6q",
+	"G7tNHkdG2KlxAd44L3RFBp6R7WCYbnQ18u0QHTAEOGOwicCLtVyaOYU8xR54+83OnTAgth1w4eUpugjQ",
+	"ztY+w9IB17O0QFh9a17/FOI2/Vp2CHVrNm071SjEwfq1lmnibSJE/RjqacMXpPkc/rO7A/eLpcW1cFq2",
+	"q7GUGaOi8akWRqxul89OH8MOo/CdoUyt3OxsiT524/7NqpRcQSpb9wsUIGB1YwfXjzO1DEVSRS74FRPV",
+	"6hrl6azBid14AvMN3C3grviKuzTy6tgFvTL8wzKMQLpt1asrInFNv4Zo1rj5ndiMA1WrW2kvwmCmOufs",
+	"imYEUA+ZSMoD8IzPjSRgBGW4tpst2wLPbcNxgZNSZKwCwVgwTEcV2x0Xd/W+NZt4gx/U+v+B4/g2naJV",
+	"qolS5WZ1BxZPTKgGBVwpPB1+86ryuMRywvUMqGtND/T0HorUUNWpah11FlWVoa4jbpn9i20qS35Rp+Z3",
+	"SIyjjIeWP+HpHtPkEt6sCO5OaOpgoRhb0KhktdifrjNY3nhqqAw6MMyMFRbYZmM0B7hSC0ReKKl+R/5d",
+	"3BmImFFkOV3thKOus71KYw9eWB8/bIovmOWhZmruQiAHdEJiDD2vwovFFePJ0TfewLpTSyTgydBLRmLz",
+	"LO4QF950yVZoM/ELARfWzSBLEdKZBMdEGHyVB7kFpoWdDjlGyAqBiBWQWdePIjzvHpUCoSfsyiMarMWh",
+	"uDfbq8a8ccFw2OKwgivT8glRPe+4mWc0Yar45dD9r3N42CFgKMQAXRPDqiGV6ymzibcF/g3XaBdV4XDX",
+	"okecIp/gGx1y7AYVRXDgaKJZXvG7bMTUDbDCelG0jVlUhv3ZODxwKQ8hBWRsZu7g95pCkpQrgA00Un4H",
+	"PC9uCoN+MAWbZZbKmbEoICyYpFJ3yBuMlTCKufMjEvaRJjpbFWgllPy8kJqlEEybYRm5ZjxqfOysRg2P",
+	"vZ/IWbxDEDWlZPzPjFVg1klOvPGkLNUrklDFOuSFOy/W54UE1oLYOneywCQyE+IJG9rjVE/0ndLSxh1y",
+	"qgnNlCQ8ZULzCbcQBd6Us8vjAHTnXmgXFRZATGJEWsUMvhY82WsY7mIgJJNB/yYyaTU+ti9keyPt1Ot9",
+	"nnTAl7sVWa/pe3cm51f191R+THBTgvlv7KMuFr35pNPd65OcJXI2g6DunWLou71w5MTBfaC7InZtoEFs",
+	"mo03XYQBJHUwt93eVkazQ6quzuobuTQsx77g9ekMkBBj2HO8T4RBHTmqnTEqlPsdff1u+SxyBQR4pQEl",
+	"tip3I1KYR1zY9Hw95fbSAMIqwXMdO0RoFMTuRtrJUUeRCHVrfi1JUffzbQjUdQiL5rC81y6uF8yYaIw0",
+	"v//+++/bZ2ftx493DJeBh9bjntCMiZTmpBn3ot1uO+q1d6PguKNUi20n8U6dt6jf3o2qPqKtfAlVE7pe",
+	"tLm4iO4//v6/90JuCwGOPy9YmL5cys8Ap8CcuWz4fq9XGX9gqQe0ute/AYHSA8Nd56qAV3DUgyjylAEn",
+	"Ei7cUNaCfEXgFrWYIZEh0pyckFwuRNqGXOvFvOlw5Mj/838TBzDeIj0r0XdQPrOfFzQjMeoDcYuwTDHY",
+	"ScezUbZvHajly+gIdirmC9CnZ/SjxWsfWAxJ+2d34677oC7EHV+7EcsZQz6lpuZYalkSHCXeupm53gRm",
+	"XmK12/Da2/gtJBlzY1aLobEFYp7GmFEZl6LxY0ilL2cL1IK1kH/8z/9lKJbEm+L046OiGcg+qsnXKfJy",
+	"bHNfxplSAJuvhfsuzKCVGVVqBCVe6PntLJ3n8tgKhPTK0bzZUme1Nh6Y28Z6M1aCDk6q0T3gOpeLS9CE",
+	"AHNDIOJBhyCSNEarGKkyLDA54Ashl6WR46g2jNJb+RVTvc7grhrl3nL3y11RUNaV8ar2W1UfAplrj2Yh",
+	"UByXswtaZ1g7u6Tu4h3UW2912Nv0prsh8rwMsFW5JokEDJTjJGEYTGw49rM3L1+4T2UePLO3z17ljf9H",
+	"+8/NPw+j337stg9/Go3Sr3aafx6ORp3RKP33nT//tzjU2fshByHNZMqSS2O6WWBoJ9sxaylXRsmuDGUC",
+	"l6NoZJVaAzZf/Rn89suca80ApMUDY/jL8y7bjQ6QxLqs3Y+iuIW27gQyUDJ+yZZcgSICKZiFZK6zN3eO",
+	"7P3glIo0c2s55oLmKzLJJNXuM7SCO+TYYlc6pEQ0RNSGFYOLZ7tE2g4SlCKuLE5hgZEo89mRvWqCsDij",
+	"LAUXdnE17aEDqoQUzFrFluRw4aFCR8AN+lHJ2X09CazzrZ/KStUHJYVYzDqOqINf23w2l7l2yKWNYeOC",
+	"6+libIyPh5h67P7DhRkOzR7a5uCkly8ptz4t1oHrEZWM4agI10N3u1M6DS276yVaBRAUuGUSkiQZR0A0",
+	"moKfo0g8CImjQ47hkCqA2PNmanhNCmYpbNaoEe8cudPMGaYM+ANdUBBeRbvPIVNAEp1Tnpnj+wvLJTba",
+	"GzXiFolHUDYFgkmIg05B9w6icxpZ4ihpAw3dnTD+iWRxg70DgqbILH6gaqyeppYkLhviO4UpVP4ZmH7s",
+	"YBVBXwRU0bH18+xstFtqTZY1yfsYXbT1WhJ6TfU6hLWZpXIqnxOEDxTGjhtNzhiymKAMN5/XhlN0SCyY",
+	"RgqOyZ8IuHaV+/sf/9f/cn7c8rMJ8y/h/SnEfV1Q0Kj8ZT10/0D5EALzovnScPUl4xcIxQQ9opuxmCSs",
+	"s6FgPNMuiT6xeCOVqVsVb6cuR0Yn08cb8RNSuipGaq+IW87bA4hOv5jVtJpnOeu7PhIAoq2qtt2dYg/C",
+	"MW3oq3ceYdWP/vZRB+zjnCUb+g6XBOlPTeUiSy1wlrax+BtG099m5gXl3G8sTXjNZfqoRtW4cJpO3bX8",
+	"gO1N9unBuH2YRGm7z7qTNu2Nd9uQ+oM/HW51S1pnAP0OLmP9Eb/HEEg4tYYZuNNt/r2+8kc+88Cyhw7e",
+	"DvPNxI8ygMxofolhHpgMbwOBeMbIHGGsO5uIfsv72S9BiNyYk7Nrqc92fuL6XstUKwdecU2mMkvL9l63",
+	"plRFtSBFqxEw8y8+yY7v8KaJIcOvndbudtPa6sLXStfrLns339sWcqPEMYOLYUvCpTmXV7yy01WqK/HC",
+	"8IyG4qHejAwntm6529MRDxEpRJGlYemyYN8kNoOPjVLkpxbD/UsiZ6WrWNuUnW5ZrSl+Wzte3zCaGQWv",
+	"OrTXTC0yjRaR0eUgb0Ii+qlNF8nlmK2LcbVprvIyDscrL8tjlJc3RiDbpusW2jrzai0Q5w1pVnCTdwgA",
+	"aOGlVah62boHVAU3R1VtjDTLN7RB0tbOMNBLsWZlTLSUrUqApL88sq56Y8dMAVgI7ynB9YgZRwgebhPF",
+	"ikJ6eJHpRgQNGx0oACcx29VycDQtjHsKAU6OYLK2QLieslmHxLYeaRxM2nldUaUsypvGXz76tnwPXMPI",
+	"wmKr9yYyFz45zJdKr4uq/aIBvjb7sCxi7KgKuykMfKwIdLA7XcwvUIeQgoHhiY2hWW0TglxMaKu0wRgG",
+	"byliaCO6cZxjYz9QDDtNZJYBe4IV8RVt72spNtJfZTtIdcKGF9og56Ck7trVooVLQiB47iN3XbSs/zi+",
+	"ux6zVsB3XaGSxbmEkFmI9BIupBivUi7Z6gEmau5cO8jPiamGEBe3FBuiqMs1hu8lihoWwAJncX0EBnJC",
+	"s8zGw6KHcONyVED0NhY53njtvH2Yx3bhHPcbvnGLiIGtO97m7v8zYzpvdad/7ZX79l25MtG1rqdQ7kJG",
+	"UKsaxgrFdS6Y9thdNffw6AOpuyjfOaooChWpv0LfI6ZD8BQiS2wJNzI3NFba9Y0XwEYRCO/uQ4kQRDNA",
+	"PjPoNVgnTTEEPL72Bv/O9/WB0+96Zr/FHT/4N+w9f6sILcLAI8dkwAnLU8Evppq8PT+Bu/71st+bL/fL",
+	"pcHvxNerBcXXMlX9zYoP2fVF5e1HdYHUW9hWdeApp59XIPL2yQHXRTbYEDuqka2vOeKuSye4Loj/PF9Y",
+	"1yUVK7+aNl8ivP9MaA4g658Z5B+Uca8jUxsP4Y9pWjtzcoz1ablAlfsucQrgILohDGFDAEdBhvDCESkK",
+	"/xm1X7HsitloUhGaH1vSYsY34aQ4v/4athxdPfwVoGk/gWOafHN+9hzzDl0ZiSJIwjSEMLbGpqEilTPS",
+	"pJpkDLC+ewdkzLXacRdFulwqtQgOnIAFm8g8tTUaLTP2ozyy7NJTkNVH3IUS4BLClceEJgwM8TXB9Rl1",
+	"7ovzl/NtmE+5Lv7ankPmBhoMZRhTcJBXNKbrSnFvEU9yffCL+f1WIS33EcFymgazLROF+tLpN/WxNHi3",
+	"DIMyoqsS91JJB78xbYffdCsBVhjaZxmjEFsepNSha+nuFo0zOuuK/1qbOUxkC9a/DDl2d9boEp+3YIu3",
+	"DeTZELFz86JYGMf1oMXiL1sVG98sKoDYxbkWyGL7ZJ4NwiqIEg2jksuJqYbHuUBniMSoXMNuUkuBAS/v",
+	"YWPf+BSaLbbWKLWvNi37u+mqAPx2QSAJ3JQ5vFVUR40lgJVBMPVKre+DOUhGVmBf220HE/r6tGUreLBy",
+	"ixkkehd/XrCFhStwenUpw9rmybMq17iNgb7V6L/jdLMptWn011hHxRRsxnJlJv+c2OLt7iWs6nW3e4mS",
+	"bF6PeQtC3Xz4W+DKLJxoNZlj9xkb5/bY02r5QF0XPOfuVyomUMEEg6uXUobc5iS3sqNu3WtmNc11a/+a",
+	"SwHQnGuxMcxMfJCpdTNviEwizUAp3hmS2MX5Wae8C1uOfQSTqiDKqEp0h0fJiBdyhhBis5lMuV6dyNSB",
+	"wi3mSRkQjjzfZMuQC8l8sEklEMVG1zlTCY6f9QuYJTBq7E2jWPf0l96s8e24nwESFziZHS+aXhtSM0rc",
+	"bLDbje6UbhEMZJ31Uu2tH7MRE5l3XDT7xpGcTOmEiwuScjUlOROaVnJxXMD4dcH1Rb30+3KM/9W2eLQx",
+	"P65fyY8Db7ij1vsbyKvcnB45gQso0/zR5hGQs3KcAaAvcYUolWZXdtDigw1KpNA5Hy80U7fMGrBHQUtN",
+	"M5y1rFEQ3gKU9ITMGFWLnKHX3WMAPjmOd7ai1CfHd6DTxTypHdAVy5VZrlymi0QjpPQ2g4h296Io6h12",
+	"+4PerYdTkW7hoALKDWgHF7RV4QM4qxvYMSZc3IInF8XJMabOM2QFAdD1GbbXs+m6MOwKy/6DY//Bse/I",
+	"sX8HvPoPLv0Hl74zl94UsoTPywx6OBJtEss5E/GwiDWxaUZYVGfFdAfemtNcv7cxTQV7g8qr1Hms3Jvw",
+	"UujJ4t6RRZoxmhYQpaKY3umQp1zQDL8t7sKHwZ06Zq3BOOEqrxgLacaB3RG3RoIEjaDtEUM3R2W7l0JW",
+	"j7IuZACf8uMYifOcCsWhPsHQdfyP//m/Sj3bv3kaH1VeMY9Gwj57uP5RcOFfwh80H4DpZV93IWGBNVUJ",
+	"vZqz2pvxZ8vL2oCqJ2lvMOgekvlinPEEpCMUszuIdvdrArtpVpcZkl3InOvprEXiJ+njN8el4DB4Uh4k",
+	"PqqNKriqu1jOrxg0DUOtNA7Pqs3jw1pkqxqPLlRcTqF+hYtBh/sJrAv4QJH40jpXa3Bwu7Xd1BUoMd2Y",
+	"N1skfvntq9I0Xn77qjwF86COfakaUf9WmSYVvyg1qfhFBcSF1wYNftxw1ePpoUXGVLG9/iLHK2y50GRO",
+	"UxcJHAJ9/fz98ffffjzJJ9+9eb9/vnr3129eXuxPk6tXdM7Psnx5Sumr5Ju3r+WN4YGXwPgMOZgR4r61",
+	"gPpwEeq43bPlZW1xnGfvviVvmEa63h9093d8PJifpL1CwjKtpWKLNaCU5v36VVP8Qhg+iRgtgiwUOwrS",
+	"7IykThcQV0KxmqDU/i51K2eqOcZrRSiqa2eGV7dAz+Xm6i/+TqkJeJ07ZeDWG7BB45wljM+1g8IvVR+q",
+	"QOPb8IsvVJKoH3XJiRQXgIlyfMXurypR0Qe8Qbq96D5rFR0vlOaicZ/BXf12NADf8d4NcRHbQvqfSKFp",
+	"omuDmOz94l/G/upxDDeP28Yx1fHl53JD6ZgBO5hESW/c7qZ92u6Pd5P2IduftOneeJD0013Wm3S3ud+r",
+	"B7723daEol13sbqOhB1cp2zKyvf3huHLFb466bHdtJ+0B+M92u4f7h+0D+jhuB0l3bTHdid9Ohhvlf9e",
+	"H7cFfuTaq7IiaivaitbvWFFrv16GBjxlw3X4POfCVua0L7uLHgupYjYwvmEHt8SLv5fiXtveVTgKdJcV",
+	"rYY5qT/Ubt/p8YvjIGdunWaPZyznCX14MuUJvZD3WwCo1466593e7RhM3d1L5ay0CohyO/HgjiK8cgip",
+	"pHXncmnrJRuKJblOkm5GvQOUC4t550AvYkDpCqoOK5cqcnb6WJVh7eADuGqy/yyD2rmf17aypj5oVdSf",
+	"nT4mzWq8ArFumbLraqdDTt1QaV6qhYuoHmOsMRDXpg/ch+Tq3U5y1YkRM04MFCI8PcJ0ZQ4FKOO1G7/4",
+	"ywSSOO1qkxTw2pcLcBmzTIoLo4J+Gcm3RWRLLUHcLqzldyUAt+I6wUZ5LNFrs8I24vUfVzGy60JnHIKn",
+	"OUMuYnQYLLt1qcTo1gCMHvND24Xr+EqJ22Lv//MR9zG7DjxH/+R8mw2Q+tvl1WxiJkHDpS2qqqj3BTme",
+	"3bo8yRqC75dD4C6CdzdG5ZKlhS0tAw3YQCkAr/E47zdH794YJ+fvWGix8fdYO+AaeG1zAqcyS22yxZeC",
+	"1d6MOF1m1PWw0z4ct27V7xNsuqCMTSDTN5DAVnhU6BQq0n4tovMGxOf6+JUQ4bnCjWr5vcz1RGZcOkXr",
+	"2lK6XJTr5c7d1zc5VDJ5Id/mN/lJ+G1k6hqLui+70o61ZiEsNq1lTAFyiPlkyyJfvpRbKjp1zoWHpq3O",
+	"HCLEbhtyXW//u53dxv5v1IeNpoukNpbW/kLUkutkCop0C2NVMTbzkq22D5jFxjbUpN3Cylwj5eti46w5",
+	"5m0wt+nBdLc6LhstJimgYBIXF+BBdPZT7FEC8Z4HgVnK2ef+S6gXai0j/51R4eCjbU2ojfGnxz7ON5XJ",
+	"AuQM+JQP+4P9nVZRq15O7PU+wpXJhVY8ZSR+KOlCTx+CWznujMSNlf9HiyjaTS65SOFfDIN1iXlALEBO",
+	"fEUzntpalc1+FO20RiJeCNOTzPkvgLTej7o7LRJPZD7macrwzV3zSEjdnsiFwLf65tGM6alM2+YXmmVy",
+	"ydJ4JJr9aLCD6euZpGlbS9nOaH5hbNp+F5qqL5sPvw/wdyuczJGEJns985ynbDaXmolk1b5kq3bOFgpH",
+	"jb/nRiBnfMa1fXpono5p2r6gmi3pKibNQdRz876iHA49PN3dsQY44lrBs6hFKBkvLmylrzJHTZmudX2+",
+	"wwST+ZwJi5AN6dJaWt9ItURPmW085R8LADzlMAm4xbNDhCYP1+iCY+gF5WAIrbtn4SvrKIcrSZq9KgsG",
+	"x0DWa81VWEU1aCeDemL9KBoSAB+SkwkCTuDgWxbRz4L4kWYlmrxlYdl/7P3U8eE6LRL/vDDsGnYRURD0",
+	"tMPTeMeCBRr11QZ0l5fu12pm7Y8NAAQbM0T346lNrvSFNT/VcKFNOBZGVn5zfv6K4Avr3sl+FNWkTM3o",
+	"Rz4zvGdweAhRJ/hX17y8nk61obrfm6nMNVGL2YzmNgFaGb2xSPOUSbLIUW1z91VFtHqQeSdwHSzd1BYY",
+	"rC2e+0ZDHtXb16eV9oHBtLZmSltlTLmvC3a1Lq+vN9i1rbVqaxZ6SWSPbK30sSKynpNDpEdQnHBKS4K5",
+	"9t5v4yq69qwEDyv+GVt/A2JLvQLyOMDxX9vrTY2tXwI6qV23Mqjjbix54crl4C0gVAohj6QRPa5OhZwj",
+	"37nWgSBWt4lwav3qRPpWycvrRv83cklmi2Rq2LIrRwahgR6EcRhcxgaxWpVKgPYpcHiovTHRvvYnLIVN",
+	"hbFg2UNCswzvj+3bnX8eOmO+uYycT2MNFG9bP85N8bqYu5cCyvEWcXfLEGKnJvzu5minNTJ8c125osS5",
+	"ywpwHYrFtio5/pBwX++uJCDRoN5ha835BXKXfZzzHMtYQjvjlUVCq/Fnby6uCP436OZuVRFxFOvtPrGj",
+	"U+Ts7PvvqxiivYM7u3XqTMc3PokMwmGMJIofP3n+5PwJeQhL34YEM3Q6lsdySLvjXrKbtvtsMGn36d64",
+	"fZDsp+2IdSc9ujvuJ4P0X8LdBfO81sWEzgtqc+7u0bkE7V0HqILkz21OVrKNw2nnBo/TFj7yDbW0LMUW",
+	"K1aeQJ3QOTeGzxOjvNa6y18eL/SU9DqRtZvAttrb7x+S//rPQcfYAoAzDb7s8apqTq2dVlbfUcxRX3pv",
+	"9SW0mlqk3901/29QMWXeX+RU6PfOlDH2FfFNIFSxNbAQUUTK9zMqVu99ZSi0WEJ7tTIACPCs6w8TzYKO",
+	"zH5V26+WF66+X2s7vL85RBvctstciovrTZsTRGs2O8GEdkXkMYuscyOB4R7VjWoj/Vxbpgvn3U5yBimv",
+	"NFME1rNDYvzpPU9tHJL9W7EkZxr9bFwozWhqjAuQ71ShdfCIKp5UpugceJbmwIvndKJy3SIyZgldKBYE",
+	"FjKRziU3PVjM8RlXCooi5bjmLuGSa8WyCdpIeDysxdhcI+PNZLvTIedYGMxhVBthZy1qoyvtRgBXM+Ni",
+	"oRki19hdLUKsKpLQLWb9NrjCuTwlzXh2+T4mE4muBHNwe32SMQ0g7WYnkJ1XGNXs8n3/6c8HP4zPe+Jv",
+	"y/3n89eHyXe76tu0e1YbIxVu5vVjwnfMuFRlXP1oi3Gp9z/v/+2q93x5+Pqyfy4OfpjvfpPsPZt0H80G",
+	"j1X09ar3lu5/yw7ffawbZ3C4192O1q51lBkQcUXYrr/Q2ErbsudHzaVQ9fCKYeBjhf9266KB4fX38Hr9",
+	"qj97d15AhCsSH1u3lC0B/4jRnOUETcqwtVrTkq2eTcdfJ/wlf/b0hyevz//65lSdzvT8h5PTvdMPp8uz",
+	"D2/12eMzffb4CX9+8ixifzs2707TE/1zuvtXPvlrh62e/ZK+OzWPNe0eRK/Fk/672bO3Z7PB9+kv6Vny",
+	"9HTwfff7X5JIX569jcwnSS8T49nTKP3bs6yxSXVj6j2vWYLnfMIgNocLQ3hSpIo096KoTFV79Y6D0Hm/",
+	"8aiVPPxgg8ilUA5P7cs4/FUi5xtgnhDDbc5y4GhSqBZRbE5ziBoZr4iaYy5MCdHUXmZ3rjhbevjDDt67",
+	"+9AI+7MrUdPZVEQfyGfDETu2CJhIdiUnMj4qS1P77CYhVjoFpQGUiMOt2/rGrss6yNdPFjnXqzdGiFhU",
+	"dRiPOULFX0/dZj17d96oRZ0MjzRmTZQUp5aXddceztKpJMdwsNH5He0d7EDgM7N3ehDdf2S9c8aI2Isi",
+	"R/2YZgSOLhwRkGwMA+rFHoxSQcoJofYzUrC6DqyjWZLG0C5BsUFTreeFOACxXQNkY/S00hKASjl0Z8ZI",
+	"LQplQKxiTa1j1koOqsicKmV0oZZXGeTkRg3DKgVjma7Kk4Bhrs0Bl6Qmr9JryVZIB2JgSNhHiwBagCuS",
+	"ppsUeJnNYHZs4eFu1LZCv0QlZkfKyjXumiFfVB503VE/sh7jOctt/CxjKbIiQLLVFjgEa7Dg/HGlCsKO",
+	"W847ruUF01OWG4um3G6rwCw17frtMXtVLMbQUA8XFxnbnrBtxoevYIPLkdA8XxntDGi1mHCLKKq5ggKS",
+	"Y6mngL6TyWWgIZ0EInr4KzIAJzkDNmYEhdIQBbgemYcqCJ3PMx5yQsR1hotlNYRFs4U7aRqAEYVfBeFN",
+	"5X79d8XPjQISyDJiF7THWq7gR2rTsXw0Y8u2NJNXhdNGPQjBaUoN21LDQ+uNLMPflt6sHW3RbelDVN4Q",
+	"rBtb8ZfuG9Yt9JH5FKDiKy9V4JK7EZ6Mkp6FB/bTJ4DWm0hM0oWIefNPdPU2LMq+OZtWWTf2HzTsbro3",
+	"OwCVWjC1fmtj2+SqyOODFBPhF6VtMX3NqVQsv+I2FMTP2rB09wcErdKRUCul2YzQRMP1j8wJ1w5/WoU5",
+	"3U1KvqrgcX+1gzGiVWIeiSYGjlLD3deCTX0NgkvTQ5Gah50T8OJZjFwtLeyPlq2RsNVZXLWzSmU+o3ng",
+	"NZErNGovmzrkzO870JSeMp6PhD8IsIjmXB75MA4oeSuMleC+WCMenhfk4/jTSNSeSqIW4xnXZVw6NsOU",
+	"Q8Mn/VWzLVq1nMrM5ujSRCNntnB76PJRZMymXKTINQMoUbMy8Ug0N2P37SAGOTRilnzO5DxjKIuh0K/1",
+	"uR2/OsWzDpGGUo+E48gpmbKcwej/7d/IcclkNg+7HfLkGhFljMV//P0/QCkBYWusNPPASixRFVQjQYgr",
+	"yl0S6c3r5CTgEc9aCBkg88DK3+mMRK9D3hgOd1tjBSQV3tyB4LJHoTMSu+Z44ZAzagzwr77qRtbeVl99",
+	"RZpxoScOjbqEFaUWCqQmIrypqcx1tnIF4DhO3X7Xwso9cqwphBwJtjSy8cjLsHkxHgyz0YB8KFKAyjIU",
+	"ChMxTW7yEnz11U1+AjMTmuRSKY+8qLQREdCuu0FB9rNjKTzAgqRlpbJFYr2aDwnV//5hqeOqjolpq82Y",
+	"ZhdDVDnjnSPCtRqJMK0PamRrW9+ys2RZ1oZClQ8/LC9V54OSRrs5ySifqSGJuULM9EWKoSdjUOVGItTt",
+	"moWeuNMiscwvYtKsBFqZH0DYm2Y4Be8M+zg3//mgeQxzf2KOp2kHkU0VaLtwxMrmE5Qapcr6f1CF6JAn",
+	"NarWSLgyaFKwoenjN/LKt0V+I8+Z9qYh+W0kfmu32/B/5s24JG1j8/qtxS2ptITCwrR1k+5wdL3eUG0Y",
+	"VQfTcJ3uYN8uazvrMyq4PL5fUsr866CV2e5LmgT2fhtVwvVT1eXqWrpemTMtjcRZXZyfeoCUD2pr8XVA",
+	"VOhCbxar+VXcGonqcrWqC7JTyEDXRyETK60bMVNZrVbdxJENfPVVP+p+9ZV3h+LQ43fv3rUDEcI8CzYS",
+	"wbmnBtEOrFVRMEwxAkECajgS8Zn1rIZywwzFRU1Unx+H8gW5awqr40RVzq7kJUvBCLb/tqYQpgsD3Pja",
+	"2w5lcc9bwsQIxDKb7JCXIQO3Xjiw1Mzfl2yFU9X5ykYHucXbDRYPYHCxkJo2xk/AAZzXwjKxGEMnYjBz",
+	"kTFYR/RIFBtqeNnLkL0FEXlNO2fQTH1xUmpfMV8f+b9Slo5EiU9eMERb8JPFO5QXUiOGbPhybLTMOdVT",
+	"O1gqKo2hzIWb/XK54qVwmf0oBEpnBe4yH3pKtfT4b/9G4JpKAZ++MZQPhdfm2EBDPgHpu2CYfwfps4MC",
+	"DWMBjcwzuwbSB0t4oIVsd8qsptnv6KuvRoJmSiJ4EF4KxC0yo3Mok1AXumVkeCnOijyS6crFpOH998rs",
+	"EZZd5c77cUOkV33I106LQMjXSMxpTmcMverKBYKhDmXad7pTsxQittPCva58DGFja98Cr3EBZbBcaMbj",
+	"N/hv+9WLUo/2p9MgAPFbtrI0UARnUqKKSCmj9dwtTMoKZAje/M1FnP0Gqapmj0Jx7EVyGNz5GxTU/Y0c",
+	"u0g8vzjm1OBcyDiXl+YA5ouMHRHFmCeODjk29EIxRBVcGSXoVJA1frPHLJPLHSuvrEYIF9dyoXEoB+Q3",
+	"sD2gucRQisrkMjyCHneRpurIQ8ig8p+2ijw8w8lsT+W4VdNNl/xGLA9vEXvnRQAvCFgz8o0WJuF6Zmxb",
+	"C+JdTVO7pKQOzVyrssxpgrrk2EwQI2ua6ZPfyAuJZZFzpuQiT5iT9LVF0rGqvvtCGt0ZG66JtIUeBnZp",
+	"4Qiwj1DUabzQsFNF1gR+XShG1bjc30i/u2tbcqo/bBa3lSa65Iw/8gtfH7xrGhmEO22NhxI/Az7mGwqj",
+	"fM33vR75jbwV5kBqKdMWTCWhwkH2QtayXB451ldieETRFVlO3Y5uihV23RwLElePs41bgtgB69dzdU3t",
+	"glgqL8UZmxYPzcSlJDMqVt4sOiJLyjWJXzOdr9rHE83y2Mt0bKkUm/wbGUQ9u4IVXDi8Ja85Grlp25b5",
+	"8AejCGw2Tbqddd4cu6BYMdSw+ZRqOqaKkQ8LpXGBsVkERr5u/EW49G8QIWZ4znhxAXEA4KAxQw7NSVQ9",
+	"WApvu+tuObERdBZIGDTWY2MdIfdJJUNaAgpHd0Lxa5EAS6hA2V7VHbzXdyT6UR9qSHOsqgXvq4DIoL5d",
+	"Ck4umhnbn6VkseCp19DNSQNW348iYP/fyGUAVGgstCvmi3ssOWaraB9y8ECRVIblraGGOmRzWo6bLPRI",
+	"yMmkMOAVMRzQJcMVA0umC2EYGROJBPHtBmY1BWToHdNq3CJ0JKD9eu77wHmpkHWT5m5ElM8CQ1+SL6Fn",
+	"+zloodErGId152jOE0oGHz8itGKJelATxoXyvvKxNEM9kUIzodsYJ+iMaYDSmrC8/cTOMC6mKF0hED11",
+	"GN5YBzqQKJDOYVdfCoF+zZFAfavb7ZH/+s+9TndoK9cXYwNxp2aLi4uMFXdLhv/MqdlkQyYfVzsd8tLI",
+	"/7KKh3aF07GNtnRDPIbXJM/ZRw2+DvbRCNZC57IqUqDktJzmsgPxKFOZpbAabwVPZMqG5ixxZbN6cTF9",
+	"NR1n+lsR3iLjlUYnr/lHCz2GMgvCPVuEzeQHDidvRvPLxZxwkWQLUNSbYRSZIkwldG6IdqdDcDMVQdwA",
+	"O7aw9H4THkCEC9TxMGdwpZnq2EVYVz4wdm1Mk0s/D65s0X7PteEEQM06p9OghgrOVVRxm/GMzWShkkY/",
+	"dQJXeZGIUALwBvNuky44xKHjmK27k7w9f9qGU2LXJSWZoSK1yHNpGL/RSEeN0WiRHkBi8Y6/pHrx9nmx",
+	"UsS+FUX4ljlI/sicg/y1al2JYYJOrSyUKghrgBWzZ6g7cISHswMb5rHPdsbobKA9Vw2/FZTCRw8wIuG5",
+	"Ek1VYFX3bCTwQpzMqE5AgMU3FLG3VcuRRc6psbNri/uPhAyZGDi5MUQ3LB5lobiHtpykQjpx9BPGdON+",
+	"QM19s87h5GFAxfwtrdnwaAw3dWsHQ5dE55RnZra/sFzapnujhiGuUaM/6AxwK3d77TFHL+uFYxnh6GFV",
+	"3a+wZa+dsAHPD0bp2Bgy/NxFUpAlpEtCBTJUZYYFm3tQYJVzNRI+9J00iy3EldtpYXIqdPRAQR5aKa/e",
+	"2NwWAD34xMjpkQCkUGXvJagAh0oJETi2RaMpgor6qa+/DgIExehIXDDBMFrEVpwPr0DAYeA3eMqA7ksg",
+	"73AP5A7Ac9Cc8Rrsggt/CeGeG17u6BsSojrWRVAFH7Y6KfwW+rBif1+SDkciRtuVNLv/+Pv/7kZRi6Rs",
+	"QheZJr3BjtNv5Jz+vGAkTha5kkZ2vivlv1IiDIeE0knA1+wonY84fs7F5dDeQfzj7/+BtqVR7bI/jRrm",
+	"W8AxcGVIJovMp0Y5B7zv4MiqMyMBgfGuT5eIi305FtQhTyFUrrhjowrF0RFJJfLxBc9SghMze4Dr5b2K",
+	"5oDgClqvYriq1zpl3FaBt2wkuGYzo7jB5T9sm93vgHmDBV+PJB0TjdeLogjYXDcaLOOFvewNBoF422kZ",
+	"qTtj5jDZqh69PpnKRQ7REGUcE/KazRnViPjnFBG/PRCyYOxVf0cIT0BHaEKFSpDzoAUhF5b5jGZcYYUW",
+	"fxfrDAikMVRRvvqqF0VffQWdjURYMMltnDEKcAv87HX7NZtndMXSIdH5gsVBvI4ZZ9V+sronSp5ejzTD",
+	"hbQOULDQdjrkRArMZ9PFFRO0Z/YR7kEw4EsKNhIOjdaCloCTQzCFtpdTX6EwTTBp0osis+K28Zx9gDK2",
+	"Xn/4+HEknAgvdhAMB0oSmef4utsmo4LB8H00HVDVN0+OH8dkKfNLVdz4gQEBUhqJy1C1dVEfdrsR+a//",
+	"POx0d4bFrlv/D+hwVukzmhKGB3n+NYP7rJFou1mZ3zkzMs+KKDTim8bUH7OVFKlFtdVhxO8DFUBDf8sf",
+	"dcjxSBBv0IOFIDH1M2GBIwM2NnDAp6Qp85YNHir1ACi7cKxZugO4vUCvfrTmmCIrxhA3RQTDwtwFxnLK",
+	"2BxC7O1MWmVTx/RgWJyNDpLwfrYaNXZaJJmy5DJwQIsVHoiUGVVUFYFXZmTHfmzoCxEMH0DMtdP38NBx",
+	"TZqBY3k55ZphDKNVlIxSagaGWbGxtclQweEXwujpts+Krm+V4MINAiNNSZOSMU1J/N/jNuqWRkjHR3Fh",
+	"qfIcLTXTrVks2/UGx6rRDCY807iZFhWIZ0wYEZrmcj63I/QqogsHLNQrRzqlXDHzTTmsfHhjIHnLnpbA",
+	"IgMAv2a/dwgEafcd7dzQxkSaehneqysAnWZ5G9gMhIqa80Ka45UXvN0oKpjNHPSDBHoYL3IolT4x3fai",
+	"aOfIdm62vN87rBlCEMPrDuh3LFdcCrgwseEaXJErfEriblyU+LZVBjvkFQXbCW64hPQvK3YBGCiQk57x",
+	"hNkQbRs2dDynyZSRXidaCxdaLpcdCj93ZH7x0H6rHj4/PXny4s2Tdq8TdaZ6lgW5yEEUUqPVsENoDBtd",
+	"CDycM0HnvDFs7Haizi6EYekpRK3VX6CbXy42hd2Hd/FNi8TbIgUS72bYXaQuq/lucfU/58mlv9werzbj",
+	"OJMXsprM0YBp5x6orPE10wAn3Go4BRkWoBdFLqzLAiJV/aCQeYQRxPDFBwtKbBO9bV6lm0OAF2w2wjCg",
+	"AmD4Rwu37eGyAR07QLcGMOsyEjUAT1v0aACLtrDPH2+Jz/zpJ4hjQ+tjC1BihXFvdQkAsOUQRNfH1atr",
+	"yq/yw0fUpyWHYdCN4Y8/tYJV/Nr6/3CHQ9zlRquh6YVZv0Y5/qjxk2nQq5/Xkm2oxD1QGyMzW3jT5hU6",
+	"j+PHQw9mCeIlngENxgXSXEwEzXO5dPFrCnAljFhy7/gRUEEWAo6f/w3vL1ydlXVPaQucK6Dustlcr6CD",
+	"HXMIUOVPO+RYhMU0qxiPQ3dTgzCP1+Amlo+QsbKO3VoDhL31cgFl1+BOWOxDa6hw5ad4JwhEbtoFoejy",
+	"4IdldL+Ctm8CDvzps7lASHMFDZ8vpZ9wuN0FK/ixBKK5CRoT2MCWUJUhEuW2SwlgkVWwxyq243bZJZ9a",
+	"186oG86oNz5g/ckebR8m3bTdZ7uT9gHdH7f3kkFq/urR7vieZnS4d/cZ/VRmlGvYo6rm+G+L8VRFc12H",
+	"fl9juhiucHb62OkepWuTpszXqghD6Xyj1O/cjUubT7o3f/I2uNvFj3Zv/uipu8KFL3qHN39xLuUZFStn",
+	"BZrvBtv09AYv0t4WF21V+VNOwDHiyOVo/FiJ5//pU0lW+TCyQDSdVWWJk06Be2mjhHKxYj6RdEhuEVwc",
+	"AtIZwdlezC2QQljwFfTo2DdwrGMbZBojbg/IDqsmW8cXZr2gY+uo7GsyFqh1Q3EfF1dyMJEmtagaokAq",
+	"xRR2iIW5YDG5ZGyOBhs8OCKBPIQnFrrW3+SB96JuENiSaxcGjpM4MuaWnYOVQmb3Uo53FVMwYRe6/k4u",
+	"JgthpmKNMe/j87F9aGVj0mlpp47ITF5BBrBgfq8KYDN37T6XSvFxxkrbWRgX9TI4pKht5HCJgmCr4M5p",
+	"Db6Si/c5s2l4ddIWPmlsq0QGw3wDH34ysqLui2IGD8FD0tjixRPYisY9iHJDSOsKffBVSXqPKdbSt6f8",
+	"uYe3aERRv2fMC7nQXFy4gtaNbrcbRVHUGxjG5YqoBzUx1stjNLq9KCInLKU5eaOrqOdDscgyV4ai8Vou",
+	"REpey+SyjH8+bOwf7O31PTg6wNcb0TKmCEfRcO1D6Y3jhZYeK33YkEvB8r8k5g0FL9CFlrbwA4N4sHMU",
+	"WlmWAPzmBc02NUtesznlOXn+/MSjsoeVCPb3gYl+PE2DtdzbPzD20JKNFdcl0MiaMX1qNaZcaZkjT6c6",
+	"tKF65939YW9g1RAhTWu4gkjNw4bniEB25a/759HhsBuVvm5A6Msy5+AEVprmGpERXIPFMTLUCYqJxQ7u",
+	"tycDutfuj/eT9kF6yNqR0fDGu0k/HUAeqVl3PMb2yJ3RnFNynF3RnP3i35jy+SuWJ0Dgjb2oA9UclBLB",
+	"CvZ3e91G4R84o4JewNUeOElhqraLczkjj1hyCXmXNe33a9s/2N8bhO3bZn+qW4ZWI5A6mzcnKFpQvwPX",
+	"a2YhW6yUOt9WOwua2EYzeynwrggstUpinnUBmx6NUNzUs33tIbwDXfyhrd1FW1tLpqzT2GpVqkCFc1K9",
+	"RnODG6zbqG+yLEMKj4ITAS0wwPG84b+NaPHVG5pr2FZG09jBN1E1otaIt8yPNGWWeprfQS9AaosBhkMx",
+	"eke9HhlcEpB+1K/1oh2XBOO1ygdkqwcdV/GKt+SKHFMi9bTQRMCqL1L2EQ/qn2n/c/EaedsGwnbvhizl",
+	"1H2zvSOuxJDq/XHBSH/v1l7Uv/mLF9JIGJH+qzOcr1kJirKsTm5gOKVKELfxZpZypeqsPu+hqbP5RmKj",
+	"0Ucyfon3h+iHhHz/LSzBkdjaFHwKd1mKJHI25oIhozx+8RhiSEoFGeCKDCpvuCobNMAM9FUhJET4ZFyw",
+	"lDTBm+v/pFqz2VzbS8JWcUsfJNViDO8xvqlivNICT+5sBxOpLRRlh7yhGVM4GHtPWdqIkViynDn4Azqf",
+	"M5oTLWUxVrwcWrfwTmievnJ0sI2FZ1ZFWcdxtnKFMcrc1ryzwbC75CLd2q4LBvet+Q7MunqrEyZZDMvv",
+	"wxouQIDibb/abIIiSOytx1pgodeOtpxuKK2RfHb6+E71g+qGvuZiv5XLurXRw14ZuXW1W4qu1INIDtne",
+	"pEvbB+Ne2u5PBvttGiX99l6X9dLD8cFknw42jN6294VGjVFhmHMKUbKKNCHWnPqn3J40OdmpXh/sTfbp",
+	"wbh9mERpu8+6k7bRHtqgPuBPhxsmZdu+l0mVJwRDpYAoi4EHMENAjmpCTK7iV1Usx+Le7xyqrznXec3A",
+	"LT9/moNJXjP0a4u1bTt+y9SCobOP1w29f4uhn8s7DfxfwX1ULRTl5cy6IPKpAyUfkwNcbnQja3tXqyo1",
+	"7PMAwNYh01YuY+rQS+0rDpkU3SF2bK8t/LB76A6IfQDejC1LIRUs4xacJwjjbgwbpy++a3fRrwYyykux",
+	"AlbWocOGZY1suaF1jrs1A6+9IQuKBa0Dr+alhUMJ/HJS/I11fqoleYKKO9aIscj2hSAEr9QXooj+MNqa",
+	"IhAS2ZOwDciAROG88RmkEv3zSCWKot6/DKlYL2VBIHaonkLcVtzgFzvZbBxs7RgL9KjbOsbWdL0/PGP/",
+	"TEO1jLhV5xUrbVBgnJbops5Cvd4nBmjzQRMlf1RN/p9zOrXQ5qSb8gprnVIhfW7hlLqPQn+/R68UcLyb",
+	"PFKhTUQdMd3WmtrkjSrt+B/uqN/FKUdXVLgztz7lDx2y369wybh+2r+GkLSZFGxVeJyDWqmQCWjxKkzz",
+	"wyBd1ecVF5U5uB6JZow6TkxoqToHYIo48DKubUWItR4TKhAFATWkI5uOsZjhZ+tlRG0sNfuYAMol1y0C",
+	"gBxQz869AzHiEF5Dw3RltI60S2qz/inmbT/rP9vB+AWb3GDzjX1hkzJbkpORAGiJ2EEj2VRJpy/ErgEo",
+	"YeLAt4pk9CvJU2WLvRCO1XDA9c+0zlhKVkwXBR39TqCl7VatNRKYvIaz5xrnseSKFYlOQZ9WJUH4smCe",
+	"SvMsI72oO8RtsMVo0O/ocFFip9DE/mojLumgMWkqPltkVMt8iD4vXGpMiYHli/tR8L/e4DD2+Dk89xNx",
+	"PeEtSYUSSE65Ymok4rKSHTv3JRp19g+fhCPSyqMHqsC3io/M4gGFjQTCAqjqu3YdWsT2+4pyWyNvTDMq",
+	"EhZbeKBjzAjqfPUV1vXyB8Vsb1APp0hF98/KhXFkPhJxbtcWICQq9WOMQB56qIuy2BRrwWgd0u/1RgLw",
+	"fnApAd5gCF4cazbYtQvdqP1ej8QW9cudvuJzmwwaD0eimEZNER9EQEKUCUjGYarEVnZsR5V8JkOLkNDU",
+	"IYOoN6zQcxXQAZEnEpkXMHsBGIct7akgjwpRUMqZYWtZaXZDg8dmU4/BAbkp2214TXswpLFMV+jT56LI",
+	"ZHNpZD0X4lTwHkKznNF0Zb1WmxLIRgIyyI6KBAzMLNGYZVRK/ZrRS+SAbpN9ASrkYn6JfUKkWdpMKk2a",
+	"1IEbAE/MqZpCfozjW+OV4cAI3xs01PK5QpBDn69qsvIuJEA+AP2xTDEH4mWBG106PgoCWAy95Amrc9Mj",
+	"vd5S77zHOtP3r36uuQXXMyVJYjZPONsfc4FaZNvkSYDtuoayK37dNEr2x13W7k12abufHKTtQ7Y3aRd3",
+	"w3t+IdBYLJaici5KrsagylVvMIByf+7v7galHMb3SKarW/sGsRBYoYu9CkBXrX/CJ4l4J09vgL4c5ye4",
+	"qXIX4terSlfHlRpmQVe3SAUp15XboPXj0T4qUhKwampO4l8/xYXutFZU7dNnWzy5ZU63sXpwSvdn9yCD",
+	"HHqJhrXKQ5ZaYDzVc2zPpMy6HdkLHAtR4RjoCyuCBFtiB6CFFnUebX20soOlho3f5G8pPvFfwJx7aJXd",
+	"JkfCeTD/D+5NQZ2waLAbTTewndJdsWVqwVL+f8x8jQ5u/sDO4xwFMHzW3WJkrxCt7FzK5zS/YPjdYJtl",
+	"8ChlZyzlFMJKwdTubfNxgEz2eQZ6b6tN/hohwP7ZNr21vStWvVWYb2XYO1Tf28SWuG9uHVZirbL7DCux",
+	"CQYuwf5uYSXvyvfKeNsMyCoAXFFyfvzZ32r86R9//w+nrr8BTRRcXF99ZcuGeRuypNw1wTKRzvDcKaGg",
+	"2SxsgEew/VgY6LPTxw8UkXOAUNLJlDRLDovyVS0XxkBz01kxvWPxtEYC9HJKUroCyOxXx9+/fvLX92+e",
+	"nJ8/f3L25MX5+5O35y+fPo1J0+VXx73eMIriHbfg4Nj4pYDiHQkcW5CsaPqYyqXVmUWBfgvBCDYxOV+I",
+	"ljORUzajwpOHfQG1e9Juy/yCvHz9dQyWudUmYA2whkAx1aNC4KLdYhP8FQYJPVD2O6wVj7q/LSMARGab",
+	"aTm/imD62NrRxpADeh6bdy+o5lfoYXlXRHHyTLe5IN4hAcYKdoX9WiQC282QTBjD/HS/D6dnb58fn798",
+	"/f7pkydvSpvQOfzv/x51ds1GGCW6cp0MQU25BKcEmdJs0l7MR8KVSACVXMCWeb/VEaCVAxrGsY6LNTiT",
+	"IqWrtpbtpzk3ZAKkYhZyJGKYxmOqWdwhMHGQtZILzVoFQHgiZwyhfcxfpjejpeTMcHUP7AFNPVAj05ut",
+	"Q+7eHDPTQmmt4Ew6A69M7N4HZjSFGPyEwDxaAUQOY9a2hSGgK8AYoEEkSTxHIN3YYvGXVmdK1UjAtOwh",
+	"CLJ2/XlwDG9OeRpviuN67PjtNjFcfkVdCM/vPfjIrmER32XWolSoJSgJhu/eT1SXXdYbIrr8ev7rxeKU",
+	"h/5HGM7dwnAMMysUGAJJ/IoYBa6c0GW5XLDrkDpTFzbR651HPVjY/g9YDM5yjfCdfqPVMMz+2Adt7HYO",
+	"By4JestwtfsOSPDSzfzU7XYg+sQcWDP2MBChGHbhhoDnJ/i424JrxuK1/sAlCJnH9q3dIE7Bnf3rwxQe",
+	"1+qZW0co2M9vG50Qcqs/AhN+X4EJaSE9nVHjBWrZnrk5EsHr1/cUhEBOtaqWTckZud6E8GXW1+IXHPVu",
+	"4UP2Wkx69zDY31nYgmFDa7zbTtP6wGgyZalVJcVl6DX9g3+Xxn4e9c38uiD4vxhHNxt2CyeyZ871Djp3",
+	"OP+IF/kdxYukniVtYL5TRjM9/WUj2z0OLxwBOTZwrxpOu5h3yGPHVrVcWExwh3O/LazXNzCOzwf2kpdl",
+	"HvR2HrIZT/vy8jaUbwe3gfDLi3HfiFrP+RUTpnkAyw828qVbQreVHtL1No5B/1EJDsfIlBCLqtYufi6L",
+	"5NvP3LXS0MtITFnQSxBcX8Za6EddciLFBTgaj6/YGtxC482Ca0a6PYiuRtSF44XSUAB6M/KRN74cpkIq",
+	"l0LLpfjLOFuwsRSC6TG9BFQRMBz5LdCOrOB+5Fsij6Ap8th2cmfwozqEBhAFFWyJfQCny1nC+Fy/2DCc",
+	"MvpEGNueaA5LbSzMH7C/4xnLeUIfnkx5Qi9kLR5Az1i23Z5bXIiML2/nwQF5za9YTl6n1wNnXLOFewBM",
+	"0F/bwjCsPemnB6w3ae/R7rjdTw7T9gHbnbT3aW/cTaL0EC/p7T7BiKDM1LdcJ1N2D9uDY1nblN3qpnio",
+	"i5pd4OKu+9Btd6Pz6HC4uw0uw/PNfGJb4841sT1clsfCqsHM+gMU665qQ6XadJ3RFjJdJ28Kdl8RNzfb",
+	"bdfu45bGXK3W8Fxuj2FQgECmd0cu/J3ZXB6a8KbLebdQXrRsr/wUx7Ze/SngIP9Q/H8XJxg1/wC1ctMJ",
+	"Diumb4wJd3WhVVgYuq7q87WlnRFbeG+/fzgS//Wf/U5/x1Vzvsip0O/N0fiTreYbfGZrJmyo89vyhal3",
+	"MMLZvYdVqu27+EcrqFkNpVLM4fQRTrTAHoeLEIBWRUwBLItr615TFRSlrpg10JvAO5RgVjHGIrKUpR5W",
+	"wfRTrbSMFaj3Il+J9OZS067MtC/1QNXlSIQw8EF96Q7i1gdFo0sI3NdUj26NhEMEry0jXSkhvYb2bn8O",
+	"CpPljKatkVCyDnhctYKiW1BdwJU/8mDgiOhfik134OAjUSmCFZbIK6PtF1VEsZkWUQskaJljAalWUeDj",
+	"hCZT1j7Bak1DImQbyj3BBfdIINDg+7CokS1RafYMa9uXVwlLoEJUdljCvVgkrEIblmDiAhIlsAQqsQUQ",
+	"RgKPHUwx/nXUgJGMGi1i/xkOatT4FJNmUJtovV6gLQxFR6JaONUWyvQVMnHOMfkN8w/qCmViZcy1Glzk",
+	"N/ItFpaHowYnC3MahG75ogABCj/QC55TjyTpCz7Z1c1tDMiLt89J2HlQQvF9eCp/Wz+kUnsOUuJBtrlu",
+	"OBd8L4Yaioh06XjSMpfiwnOdoPwlchZfxbKk5WAXUBiybrmgJCyE9gPputcH173u6sSZk9SGonUsJUJi",
+	"yRK7mpWyVi6uEyggrGGF/UHlxVhL+X5Gxep9UbnlN3Lmg/p3o3IJCghtoY6/QIgB5NTYqKDfai7dsSg5",
+	"4Mw3PidwN9jEU+G+L+SkpcGAvdtIAUN9odfIS5/GsDG7fN9/+vPBD+Pznvjbcv/5/PVh8t2u+jbtnhkz",
+	"NJQ/5m31/uf9v131ni8PX1/2z8XBD/Pdb5K9Z5Puo9ngsYq+XvXe0v1v2eG7j41Wo6DHxrCxToi38VjB",
+	"4oXupXCtPraXy2Ub6GKRZ5Y0rl88I+9QE7l+BV2VikJKhgt58wRbf2za9UHa0F3rehWms2aVfH6IttcS",
+	"w+sdPOiocHiQrErRBNQR39vvG2z1bDr+OuEv+bOnPzx5ff7XN6fqdKbnP5yc7p1+OF2efXirzx6f6bPH",
+	"T/jzk2cR+9uxeXeanuif092/8slfO2z1bJ7snpnHMv3m9fIlP7g6Oz/dff7heHF20v/48sPF8uXjY/P5",
+	"L+m7U/Oept2D6LV40n83e/b2bDb4Pv0lPUueng6+737/SxLpy7O3kXk/Y98c85cfnuy+ePxk8OLD29WL",
+	"x98ddpJeJsazp1H6t2fZ83ff9b9/112Ov36rx72BYn/FGyijh703JuJeFJX9QkiCWzqGVCLnthJI4dov",
+	"Eu9tLaay/k/KKNct3CtHklib/w5kiORSR4fHEL4eKv+Vi/eSslRzp4DV6+JCiSrZ4+7xtbY1E4uZsWn8",
+	"yz+t29fBrf6tQAFBnrpzeAP3cXpLSPKgGCHaUiiZzSSrGllj2AAzyHMraLvEkUIGZws9brRBMIskUHm+",
+	"NuwCYX7DebwDHQV4CQj4utHXK04bJlG8QGYLBUrbOi/s3JoKQdfdnBHgDYrCYKip+Eps+GIx3Wu1veYm",
+	"ldHh8HfvRlAn0FfldqrQHa9RHDfrjddRHc5tw36dWBuvbMFiouQ9blNVXR56XPjP0ZaDpOVg57Daffl0",
+	"BDait+TevXvXDirQsKF9N2c0m/1pZIswjRpxhalVv1vna/GGhlpknjPQjJZ14wZ8wXXFqcwU65suhf3V",
+	"s7+D26JPZHK5rnY9qqtlHZawvjv/cyX0bEPD9cr4sLH1hbRhDKrIq1pS5eq1H3kvTlEv/IJy8YW40E0j",
+	"XSv5vc6ojlxJHz9Qn7hzK03Npu+sb6CWkmTw2513a23KXGGTdsJQ+PBLLjFXaAi7jnyO0i2WaFGXsFRD",
+	"7/ZMavZRP5xnlIvPlPJejFNFbjTIQNZXJnLPC+sW1LkK4hsHFYMHYd1t1Ak85rej1ZL7vHz7H7oRbBVB",
+	"G0NWtw9rfokNO3ErVwWEa1tfxRHBjHQMP+/3vKP2/jblzmPrkHeU60plRD++khwLXrkpOBZexTdhsPd1",
+	"tQHlpkAjQBfB8MfKFcbLsaZmvuUrhptKyF1Xrfg2qO/mmDpz1ietBdV5fKM+XYXnQeVYFyGVLhKtME1m",
+	"ShVRSwgbSC10wcZYGxJDhKnXowtId/QZV65HjcpbMTd9fUtHQbg1O0eEipVN1gPda8rw3zYeFhzfQuqW",
+	"u3TdJU2AAVnJRflWFtzE4J/Gu1lMeHNrBpApdv5YizuY7iVb1V7lvvI7tRX01+b1KOtNe3R/fJAcpu2I",
+	"dSftPu2N2wfJbtrus8HE/fZ7DagNabccFOWpsxQUdRtHQyYv5NtSwdIkFZ26qKaH5tXOHNJ+xOYYIbfh",
+	"MJJLtvJowzz88tQ/MjwAX0tonr63GnLx5gmEX1u92WfA2tIkpQAk0xIG29rY3fbB+DBp99OItQ8nXdou",
+	"kCb2aTh1DKsRmyvpBHMK+y0KQN0QNONputiwu4fP+MZcjbLt42i8b85VK3ZN/RFEc+fYW7+EG4NoasXI",
+	"PGBzGwoIVBFVbhPOaYGo7jXP+3Nrxo3Edindp+YUEGnUvDjjgsHfcSuA38K67LFHU1Uxadoq6QWEF2ar",
+	"SpB3gOWGRZ3jZKG0nLH8Vc4mLFcb0z09hoXXIm/O+nTLHmCEILcoCyM5ByXmHpInkY+yG5In/bD+VZDw",
+	"wwH/LmvObobCd+QHFMA+0kTDDwWIPxEAclyeQYB3fA1ev4VH3oB/tNe/Cf7ohsWGnHOuiDshBEJlSdPQ",
+	"Hc0tb5ALY31d0BwCSBKqqmmrKRX0L0sHkJxQzUzvLi66LnnVdvcEAnM3gjt97uxc4eR/qdzhtdH/kT58",
+	"i/Tha0MhLes0rL5xnfJ2WitKt1bX7Oe3TWV1G/9HKuvvL5XV7U2gulllwXtpGj99am0IpMSoFgijdBJB",
+	"ClKAstQWt6eAi3LJFGS9z+mKZFxcjkQz/vXV20fPT/9f9q5mt23lCr/KgJuSLkVTlOQfedPAtwsDbhsk",
+	"191UxeWIHNusqaHCIeMIRYCuCnTbLvoCfZO+SZ6kmHPmjxRlKfc6jW+brGJbmt8zZ86cn++7/OHmzfVH",
+	"aTIe/xle+x/TQNPrPrr08am0PSz0DdRyR0dH5IaX0pJLBeM5ZEGlAFCPJqLpEJEbLUzkXOFsLbhW4uot",
+	"DjUKOVmDjcV4xoi/ZXiF5IGtG0w17N44COS44P3VCEzgpGaG9gmgH5ebPv5qzspCPnpS4qfygZeSFaNc",
+	"LHgKfaTBhW6MNuSRgv8zbdiHJiXLtulc5Yi161iO9xXXK4PbAHA0yw0OP4JVbH5fUGU/y59eNam2kVUg",
+	"CqVCOXbksitcFtiCOcHlxzVwUWnl/sNWGGhi+VsNaar3x98xBFqzBQfc5Yj8hglBIaG3ZkQtl7wfxYZn",
+	"93XFq1aUCnezZk1dMHEB+R3wLVy324LTstws+C0tSgD1VCL0GpMGtaC9aUsmjo4Ug9eyRn9UW7JdRM0P",
+	"bGNB3MCQIBSnFswXfKRgmh4Qn9q407WrTLkL1IOlLUEHYA6pQnVFkYhkU2nH/rD+NsgxLHLzyPGp+pYd",
+	"sxpu1G0hwGY10i1ZtHE8YSQOTd5polF7ybqkcLXov5zrf9H5OTaj5XhOUDg5IOr2ZJH4cAqGxoQfUGMC",
+	"OOc0RMnHlFJ//Okv/5jFMYG/BSHOn+Y5adcKnLZdYagFPgGgRwQBi0YKrshP37UUmIRT8u9/krTlRXNZ",
+	"CfnATNQUA2yXvWtpadZGNrQ9chxkEBGnVb2GKM2mfeKr/dS4TiGhstG8EEi8KdsKEDPaJv12Fx9WBs1K",
+	"DC7ggVCHFa9xjNJZEzwlctVOpiFJV2xVpeTT3/5FkjiOQxJFURASqb2Ii70sO/lePp3hSVjBQQMsboT9",
+	"NC8FJeUXmM3qJmKiNEKqa4ipDLSRnWC6K+WEiYyuWU5KYGBv67q6ow3glf325jq0UsvpSsMx4cnyBWM4",
+	"OLqspB2Jh3aaJEdHNlTtpFngUKSatLm5ecXZXC5H7zVoUmopoI3p82o9t67X1k91JsSqR8CfIl0faD9T",
+	"wCMWXJe9dbME/LRP4E9aaw1I3d/fT43w2QqWy1a3bmLip1edB1znK7JJlV6yDQr6SMWCt8Ja76DrKMmL",
+	"W7gdVUTT76NZEwVmHQwDS0MokfKBDkUFaGpSZ+c2qR63CrCcqYoJGa7EeRdaWQNPk4NwpyFoALcPNrbg",
+	"VGjw5epxNwQ1AQTqaGfmb9cDs88BcyDAsdTjNzdX3+F5uKuqXH6syFhwOPQxWlZmtbrQ1BjYHVonc407",
+	"aLIXO4RhmiQR0ZYvqdmfANpCf3j64QMoKQ7Y7HrQfejpk9tJNktGp/mYjab07HZ0niXL0YxN8wlNbsfL",
+	"OHvhiMurgktF3Us3hbsD6mtCY/eA0bNhzRACczKLQ+NkuKxWa8o3pn6443uYezqF8lfLuri7b0SRs3XZ",
+	"rpbWg6G/4Vbkdu5aS7iFF7f5uWUIbKIqj4cZryZe6MEFqD8n7xf7/x8NQ7KudE+qiJhxTUIl30ZSrq6x",
+	"W3etr1xnluKCgKXWtu4g4vV4chLNYm9g0T1DnEUulWOIXF9fetsb8aQXqbsH25Rcvf1wqt+nZ567M56e",
+	"hNkc4zaZxE/TkqlN+oMU6NWqyotmo0q3Z5Nx7PXf9pcu4Lc85lR2qw0cb56EnrZqALMlmnmh11Yrb+79",
+	"+hWUbWfyTE9O4jhOzsfTWQIulV7fWvK6UFw4W5Wt2rTrTsfe2HO7lj2rjrEx6Fj+Vx5lFEbv+3vKH8im",
+	"akFNQlRYE6FH3jOJqff6d6PT0zM5OpRVyF//DCjpoStkR/6LVsxNpfxsXyJz/mBwc3XocAKfg55tXE1P",
+	"oJpbp4OLa669iz8F2tzcbs7dvw10rnvC4srmJSGcq6F9lf1xpdBZphdfS/0NhPzr+ylRVvqeShRP58A/",
+	"7a0cCjjvB3ToBLuUZ4oJ4nfituYxlZs6VtqghBcVD4yH0eEqbqpHWkMGrG+jviGpytw44NX3HL8jhIMB",
+	"xk+OwAkOB0Z3OZ/WRsDTPsrgixId7nvg7AmYXBme1WeJmdTAUXWo+nutP//c+u8bfsQLAo77qdrjOKM8",
+	"Y+VuWIlL+Dv4rzA0AUQzUhh/ADBuYhwUUr2o5EqNMp5i6yXL09D54ZVJXNG/QSpkzEEUrLFkXyawQbOM",
+	"rRvw89+2NZxzQ3X62oCCdpi1agYBjIjgHEpp5lCFIQ6zsKNzIzAUmMv8ZSVf8jVDH3oA+Hhugvu2wsBu",
+	"XpLOMBM82GYyX3hurRGCq8kM6H9PifyfWS+wkc+gf/DtuEv7vGU8FwbpRWC9TS/kiQSoe5QTsG7STcfI",
+	"UKROTUXumA0aDxkZxsm+IYIW+a6YZvXInbjm54cZMTiYR+Drx0cZA1LRfjSpy3x54ZSr6amh0YQlMbvi",
+	"pQBuZ6OkpBckfXWgqjxAM8ptfEl6UajPfZVnJKz1I9WB4Hcta5U/W4sOJkQOP9i/6c2ftd405WVafe3X",
+	"m2DSHAr8y3gH4imjHMsabXkSkBtp1F8F8pTdy2kGIZnFE5dz+DBI4DeM5uBbfH5UYNn05osCA0MP8g6A",
+	"Zfqxx0sJ1o6ZKoSmXw6XOFox60z9O71FLTc75K4Ecu9qTG/94Q4WU3YPTNz1Bu9NDUwWObCks3gSek3R",
+	"QERKSb4birUZhfdNs54fH4+T0yiO4mg8P4vPYj01cdx2jsvBG6PyUIZ2BnmNKfoxn5pi9CQus5HO/cDM",
+	"4JIYgYPCuFZyVrKhGvI3bFW9Z/IKHPRwhATeDwXXlFzSAlBgaEhkYIgPIVZZ5ASfTFAxaM0qYKq2nhK3",
+	"or7TCsEEH/OHQmDyln5HWQC2WZwQP73sfrsXfIf6SWmAlLRhNXms6gexx9GCvES3miFPv8RqWKY8fAIe",
+	"9DtY4bd6kocx+xpitiIn/tNr1ku7PafjZaIry0ZTerIcnWWnWHeW0Mlyms3+W4Vm0+FSEZgXcs7C4h0k",
+	"Rd+cMj8HcslhowB1CaGOXDtq6q11m0o9Bb3W74cPx3WV0ZLk7D0rqzUYEwp+wU8hr6RuObhMSc7WZbVh",
+	"ubEUIPoFRQZOtbL1GysSPZvLKg9Va+oSty4GsNLVDHYhle4BKrVOICyPFcUdlzrpgW0giqlOZa/CeDtP",
+	"/8o87NY9AyuYqzhOCJyYocIvFH0bLVR+i4hgHQ+CG4q5fnR++uvfO69O9XORp6AV8VPHW5+wbypnOltG",
+	"4PaEFBZm07DVupGmC0jPquJsI1+GqIHnwF6o3PUVKBDIXReWkBfWVxPyBirdDahKom55p1PWGQ4pLOx6",
+	"4FLCR7uiSnSqjpeUP8CWM8u/mdOiVOSTIeEMkDYNlzXPgdDRGZehx9geEqh99PHru1lfzerhrBfDac89",
+	"ZTtmacdvcL2ID7mCInBasui9e9uB1HG/n0onhlW820c/e26oL1MwL+WOs1r8ggAKGSb4FbVTHg9UobdO",
+	"Tp81Xt01N/WP250Z9guUoo7JJdTjVmocVIO2SccG+/jHj/8JAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -319,6 +319,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deposits
+         * @description The organization's deposits, newest first (by `createdAt`, then `id`), paged with
+         *     `limit` and `cursor` like the other lists; the next page's address is in the `Link`
+         *     header (absent on the last page). Filters combine with AND. What a deposit holds is
+         *     `GET /card-payments?depositId=…`.
+         *
+         *     **Settlement.** Every approved card payment (sale or refund) belongs to at most one
+         *     deposit. Each MID's open batch (its approved card payments in no deposit yet) closes
+         *     once a day at `PAYREQ_SETTLEMENT_CUTOFF` (default `22:00`) in the time zone of the
+         *     MID's location, once however many instances of payreq run, and on demand with
+         *     `payreq settle --org ORG`. An empty batch makes no deposit; a refund made after its
+         *     sale's batch closed goes to the next deposit, whose `netAmount` may then be negative.
+         *
+         *     With the built-in simulator, a closed batch is one deposit: fees of
+         *     `PAYREQ_SIMULATOR_FEES` (default `2.9%+0.30`) per approved sale, each rounded half-up
+         *     to the cent, none on refunds; `expectedAt` the next Monday-to-Friday day after
+         *     `batchDate`. With CardPointe, deposits come from its funding report for the batch's
+         *     day: each funding becomes one deposit holding the card payments whose `retRef` it
+         *     lists, with the fee the report states. A deposit is `pending` until `expectedAt` has
+         *     come in the location's time zone, then `paid`.
+         */
+        get: operations["listDeposits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deposits/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a deposit
+         * @description One deposit. An id of another organization is a 404, like an id that does not exist. Its card payments are `GET /card-payments?depositId={id}`.
+         */
+        get: operations["getDeposit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/saved-cards/{id}": {
         parameters: {
             query?: never;
@@ -911,6 +969,12 @@ export interface components {
              */
             reason: string | null;
             /**
+             * Format: uuid
+             * @description The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
+             * @example null
+             */
+            depositId: string | null;
+            /**
              * Format: date-time
              * @description When the processor answered.
              * @example 2025-03-18T19:45:12Z
@@ -921,6 +985,72 @@ export interface components {
              * @example null
              */
             createdByName: string | null;
+        };
+        /**
+         * @description `pending`: on its way to the bank. `paid`: `expectedAt` has come.
+         * @example pending
+         * @enum {string}
+         */
+        DepositStatus: "pending" | "paid";
+        /** @description The money the card processor sends to the merchant's bank for one MID's batch. Every key is always present. `netAmount` = `salesAmount` − `refundsAmount` − `feesAmount`, and is negative when the batch's refunds and fees outweigh its sales (the processor then takes the difference from the merchant's account). */
+        Deposit: {
+            /**
+             * Format: uuid
+             * @example 5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /** @example 496160873888 */
+            mid: string;
+            /**
+             * Format: date
+             * @description The day the batch closed, in the time zone of the MID's location.
+             * @example 2025-03-21
+             */
+            batchDate: string;
+            /**
+             * Format: date
+             * @description The day the money should reach the bank.
+             * @example 2025-03-24
+             */
+            expectedAt: string;
+            status: components["schemas"]["DepositStatus"];
+            /**
+             * Format: date-time
+             * @description When payreq marked it paid; null while pending.
+             * @example null
+             */
+            paidAt: string | null;
+            /**
+             * Format: int32
+             * @description Approved sales it holds.
+             * @example 3
+             */
+            salesCount: number;
+            /** @description Their sum, two decimals. */
+            salesAmount: components["schemas"]["DecimalString"];
+            /**
+             * Format: int32
+             * @description Approved refunds it holds.
+             * @example 1
+             */
+            refundsCount: number;
+            /** @description Their sum, two decimals, positive. */
+            refundsAmount: components["schemas"]["DecimalString"];
+            /** @description The processor's fees, two decimals, positive. */
+            feesAmount: components["schemas"]["DecimalString"];
+            /** @description Sales − refunds − fees, two decimals; may be negative. */
+            netAmount: components["schemas"]["DecimalString"];
+            /**
+             * Format: date-time
+             * @description When the batch closed.
+             * @example 2025-03-22T02:00:04Z
+             */
+            createdAt: string;
         };
         /** @description A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq. */
         SavedCard: {
@@ -1978,6 +2108,11 @@ export interface operations {
                  */
                 invoiceId?: string;
                 /**
+                 * @description Only the card payments this deposit holds (what a deposit is made of).
+                 * @example 5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9
+                 */
+                depositId?: string;
+                /**
                  * @description Only card payments made at or after this time (inclusive).
                  * @example 2025-03-01T00:00:00Z
                  */
@@ -2108,6 +2243,95 @@ export interface operations {
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDeposits: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deposits of this MID.
+                 * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+                 */
+                merchantAccountId?: string;
+                /**
+                 * @description Only pending, or only paid deposits.
+                 * @example pending
+                 */
+                status?: components["schemas"]["DepositStatus"];
+                /**
+                 * @description Only deposits made at or after this time (inclusive).
+                 * @example 2025-03-01T00:00:00Z
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Only deposits made before this time (exclusive).
+                 * @example 2025-04-01T00:00:00Z
+                 */
+                createdTo?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deposits. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deposit"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The deposit id.
+                 * @example 5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deposit. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deposit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -49,6 +49,12 @@ digits are ever shown.`,
 	"applications stage": `usage: payreq applications stage ID STAGE [--note TEXT]
 Moves an application to a stage: submitted, in_review, needs_info, approved,
 declined or boarded.`,
+	"settle": `usage: payreq settle --org ORG
+Closes every open batch of the organization's MIDs now (batches dated today in
+each location's time zone), marks deposits whose day has come paid, and prints
+the deposits made, one JSON object per line as GET /deposits/{id} shows them.
+Nothing to settle prints nothing. The daily cutoff (PAYREQ_SETTLEMENT_CUTOFF)
+does the same in payreq serve.`,
 	"db-stop": `usage: payreq db-stop
 Stops the private PostgreSQL cluster under PAYREQ_DATA_DIR.`,
 }

@@ -34,6 +34,7 @@ const usage = `usage: payreq COMMAND
   orgs suspend ORG | orgs reinstate ORG
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
+  settle --org ORG                       close the organization's open batches now, print the deposits made
   db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`
 
 // usageError is a bad flag or argument: one line on stderr, exit status 2.
@@ -63,7 +64,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications); run payreq help"}
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications, settle); run payreq help"}
 	}
 	if text, ok := helpFor(args); ok {
 		fmt.Fprintln(stdout, text)
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return orgsCmd(ctx, cfg, rest, stdout)
 	case "applications":
 		return applicationsCmd(ctx, cfg, rest, stdout)
+	case "settle":
+		return settleCmd(ctx, cfg, rest, stdout)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }

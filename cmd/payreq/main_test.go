@@ -275,6 +275,10 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 		{"orgs", "suspend"},
 		{"orgs", "suspend", "not-a-uuid"},
 		{"orgs", "suspend", "{unknown}"},
+		{"settle"},
+		{"settle", "--org", "not-a-uuid"},
+		{"settle", "--org", "{unknown}"},
+		{"settle", "--org", "{org}", "now"},
 	}
 	for _, tmpl := range cases {
 		t.Run(strings.Join(tmpl, " "), func(t *testing.T) {
@@ -290,6 +294,8 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 		"PAYREQ_PUBLIC_URL":                "ftp://x",
 		"PAYREQ_SMS_URL":                   "http://sms.example.com/Messages.json?from=%2B1555",
 		"PAYREQ_SMTP_URL":                  "smtp://u:p@relay.local?tls=none&from=a@example.com",
+		"PAYREQ_SETTLEMENT_CUTOFF":         "25:00",
+		"PAYREQ_SIMULATOR_FEES":            "2.9",
 	} {
 		t.Run("bad configuration "+name, func(t *testing.T) {
 			t.Setenv(name, value)
@@ -388,6 +394,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"orgs", "reinstate", "--help"}, []string{"usage: payreq orgs reinstate"}},
 		{[]string{"applications", "add", "--help"}, []string{"usage: payreq applications add", `"legalName"`, `"taxId"`, `"owners"`, `"accountNumber"`}},
 		{[]string{"applications", "stage", "--help"}, []string{"usage: payreq applications stage", "needs_info"}},
+		{[]string{"settle", "--help"}, []string{"usage: payreq settle", "JSON"}},
 		{[]string{"db-stop", "--help"}, []string{"usage: payreq db-stop"}},
 	} {
 		stdout, stderr, code := c.run(tt.args...)

@@ -71,6 +71,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	go a.RunHousekeeping(ctx, log)
 	// Charges whose outcome was lost are voided at the processor.
 	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
+	// Each MID's batch closes at the cutoff, once across instances.
+	go a.Payments.RunDeposits(ctx, time.Minute, log)
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(wire.Listen(listener)) }()

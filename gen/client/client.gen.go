@@ -103,6 +103,24 @@ func (e Delivery) Valid() bool {
 	}
 }
 
+// Defines values for DepositStatus.
+const (
+	DepositStatusPaid    DepositStatus = "paid"
+	DepositStatusPending DepositStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the DepositStatus enum.
+func (e DepositStatus) Valid() bool {
+	switch e {
+	case DepositStatusPaid:
+		return true
+	case DepositStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -474,6 +492,9 @@ type CardPayment struct {
 	// DeclineReason Why it was declined, in plain words; null unless `status` is `declined`.
 	DeclineReason *string `json:"declineReason"`
 
+	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
+	DepositId *openapi_types.UUID `json:"depositId"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -621,6 +642,68 @@ type DecimalString = jsonnum.Decimal
 //
 // Example: email
 type Delivery string
+
+// Deposit The money the card processor sends to the merchant's bank for one MID's batch. Every key is always present. `netAmount` = `salesAmount` − `refundsAmount` − `feesAmount`, and is negative when the batch's refunds and fees outweigh its sales (the processor then takes the difference from the merchant's account).
+type Deposit struct {
+	// BatchDate The day the batch closed, in the time zone of the MID's location.
+	//
+	// Example: 2025-03-21
+	BatchDate openapi_types.Date `json:"batchDate"`
+
+	// CreatedAt When the batch closed.
+	//
+	// Example: 2025-03-22T02:00:04Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpectedAt The day the money should reach the bank.
+	//
+	// Example: 2025-03-24
+	ExpectedAt openapi_types.Date `json:"expectedAt"`
+
+	// FeesAmount The processor's fees, two decimals, positive.
+	FeesAmount DecimalString `json:"feesAmount"`
+
+	// Id Example: 5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantAccountId Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Mid Example: 496160873888
+	Mid string `json:"mid"`
+
+	// NetAmount Sales − refunds − fees, two decimals; may be negative.
+	NetAmount DecimalString `json:"netAmount"`
+
+	// PaidAt When payreq marked it paid; null while pending.
+	PaidAt *time.Time `json:"paidAt"`
+
+	// RefundsAmount Their sum, two decimals, positive.
+	RefundsAmount DecimalString `json:"refundsAmount"`
+
+	// RefundsCount Approved refunds it holds.
+	//
+	// Example: 1
+	RefundsCount int32 `json:"refundsCount"`
+
+	// SalesAmount Their sum, two decimals.
+	SalesAmount DecimalString `json:"salesAmount"`
+
+	// SalesCount Approved sales it holds.
+	//
+	// Example: 3
+	SalesCount int32 `json:"salesCount"`
+
+	// Status `pending`: on its way to the bank. `paid`: `expectedAt` has come.
+	//
+	// Example: pending
+	Status DepositStatus `json:"status"`
+}
+
+// DepositStatus `pending`: on its way to the bank. `paid`: `expectedAt` has come.
+//
+// Example: pending
+type DepositStatus string
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1396,6 +1479,9 @@ type ListCardPaymentsParams struct {
 	// InvoiceId Only the card payments of this invoice.
 	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
 
+	// DepositId Only the card payments this deposit holds (what a deposit is made of).
+	DepositId *openapi_types.UUID `form:"depositId,omitempty" json:"depositId,omitempty"`
+
 	// CreatedFrom Only card payments made at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
 
@@ -1413,6 +1499,27 @@ type ListCardPaymentsParams struct {
 type RefundCardPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListDepositsParams defines parameters for ListDeposits.
+type ListDepositsParams struct {
+	// MerchantAccountId Only deposits of this MID.
+	MerchantAccountId *openapi_types.UUID `form:"merchantAccountId,omitempty" json:"merchantAccountId,omitempty"`
+
+	// Status Only pending, or only paid deposits.
+	Status *DepositStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedFrom Only deposits made at or after this time (inclusive).
+	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedTo Only deposits made before this time (exclusive).
+	CreatedTo *time.Time `form:"createdTo,omitempty" json:"createdTo,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListPaymentRequestsParams defines parameters for ListPaymentRequests.
@@ -1649,6 +1756,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeposits List deposits
+	//
+	// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor` like the other lists; the next page's address is in the `Link`
+	// header (absent on the last page). Filters combine with AND. What a deposit holds is
+	// `GET /card-payments?depositId=…`.
+	//
+	// **Settlement.** Every approved card payment (sale or refund) belongs to at most one
+	// deposit. Each MID's open batch (its approved card payments in no deposit yet) closes
+	// once a day at `PAYREQ_SETTLEMENT_CUTOFF` (default `22:00`) in the time zone of the
+	// MID's location, once however many instances of payreq run, and on demand with
+	// `payreq settle --org ORG`. An empty batch makes no deposit; a refund made after its
+	// sale's batch closed goes to the next deposit, whose `netAmount` may then be negative.
+	//
+	// With the built-in simulator, a closed batch is one deposit: fees of
+	// `PAYREQ_SIMULATOR_FEES` (default `2.9%+0.30`) per approved sale, each rounded half-up
+	// to the cent, none on refunds; `expectedAt` the next Monday-to-Friday day after
+	// `batchDate`. With CardPointe, deposits come from its funding report for the batch's
+	// day: each funding becomes one deposit holding the card payments whose `retRef` it
+	// lists, with the fee the report states. A deposit is `pending` until `expectedAt` has
+	// come in the location's time zone, then `paid`.
+	//
+	// Corresponds with GET /deposits (the `ListDeposits` operationId).
+	ListDeposits(ctx context.Context, params *ListDepositsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDeposit Get a deposit
+	//
+	// One deposit. An id of another organization is a 404, like an id that does not exist. Its card payments are `GET /card-payments?depositId={id}`.
+	//
+	// Corresponds with GET /deposits/{id} (the `GetDeposit` operationId).
+	GetDeposit(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness probe
 	//
@@ -2095,6 +2234,58 @@ func (c *Client) RefundCardPaymentWithBody(ctx context.Context, id openapi_types
 // Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 func (c *Client) RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRefundCardPaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDeposits List deposits
+//
+// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor` like the other lists; the next page's address is in the `Link`
+// header (absent on the last page). Filters combine with AND. What a deposit holds is
+// `GET /card-payments?depositId=…`.
+//
+// **Settlement.** Every approved card payment (sale or refund) belongs to at most one
+// deposit. Each MID's open batch (its approved card payments in no deposit yet) closes
+// once a day at `PAYREQ_SETTLEMENT_CUTOFF` (default `22:00`) in the time zone of the
+// MID's location, once however many instances of payreq run, and on demand with
+// `payreq settle --org ORG`. An empty batch makes no deposit; a refund made after its
+// sale's batch closed goes to the next deposit, whose `netAmount` may then be negative.
+//
+// With the built-in simulator, a closed batch is one deposit: fees of
+// `PAYREQ_SIMULATOR_FEES` (default `2.9%+0.30`) per approved sale, each rounded half-up
+// to the cent, none on refunds; `expectedAt` the next Monday-to-Friday day after
+// `batchDate`. With CardPointe, deposits come from its funding report for the batch's
+// day: each funding becomes one deposit holding the card payments whose `retRef` it
+// lists, with the fee the report states. A deposit is `pending` until `expectedAt` has
+// come in the location's time zone, then `paid`.
+//
+// Corresponds with GET /deposits (the `ListDeposits` operationId).
+func (c *Client) ListDeposits(ctx context.Context, params *ListDepositsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDepositsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDeposit Get a deposit
+//
+// One deposit. An id of another organization is a 404, like an id that does not exist. Its card payments are `GET /card-payments?depositId={id}`.
+//
+// Corresponds with GET /deposits/{id} (the `GetDeposit` operationId).
+func (c *Client) GetDeposit(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDepositRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2785,6 +2976,18 @@ func NewListCardPaymentsRequest(server string, params *ListCardPaymentsParams) (
 
 		}
 
+		if params.DepositId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "depositId", *params.DepositId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.CreatedFrom != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
@@ -2938,6 +3141,154 @@ func NewRefundCardPaymentRequestWithBody(server string, id openapi_types.UUID, p
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListDepositsRequest constructs an http.Request for the ListDeposits method
+func NewListDepositsRequest(server string, params *ListDepositsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deposits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.MerchantAccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "merchantAccountId", *params.MerchantAccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdTo", *params.CreatedTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDepositRequest constructs an http.Request for the GetDeposit method
+func NewGetDepositRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deposits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -3652,6 +4003,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error)
+
+	// ListDepositsWithResponse List deposits
+	//
+	// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor` like the other lists; the next page's address is in the `Link`
+	// header (absent on the last page). Filters combine with AND. What a deposit holds is
+	// `GET /card-payments?depositId=…`.
+	//
+	// **Settlement.** Every approved card payment (sale or refund) belongs to at most one
+	// deposit. Each MID's open batch (its approved card payments in no deposit yet) closes
+	// once a day at `PAYREQ_SETTLEMENT_CUTOFF` (default `22:00`) in the time zone of the
+	// MID's location, once however many instances of payreq run, and on demand with
+	// `payreq settle --org ORG`. An empty batch makes no deposit; a refund made after its
+	// sale's batch closed goes to the next deposit, whose `netAmount` may then be negative.
+	//
+	// With the built-in simulator, a closed batch is one deposit: fees of
+	// `PAYREQ_SIMULATOR_FEES` (default `2.9%+0.30`) per approved sale, each rounded half-up
+	// to the cent, none on refunds; `expectedAt` the next Monday-to-Friday day after
+	// `batchDate`. With CardPointe, deposits come from its funding report for the batch's
+	// day: each funding becomes one deposit holding the card payments whose `retRef` it
+	// lists, with the fee the report states. A deposit is `pending` until `expectedAt` has
+	// come in the location's time zone, then `paid`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /deposits (the `ListDeposits` operationId).
+	ListDepositsWithResponse(ctx context.Context, params *ListDepositsParams, reqEditors ...RequestEditorFn) (*ListDepositsResponse, error)
+
+	// GetDepositWithResponse Get a deposit
+	//
+	// One deposit. An id of another organization is a 404, like an id that does not exist. Its card payments are `GET /card-payments?depositId={id}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /deposits/{id} (the `GetDeposit` operationId).
+	GetDepositWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetDepositResponse, error)
 
 	// GetHealthWithResponse Liveness probe
 	//
@@ -4643,6 +5030,214 @@ func (r RefundCardPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RefundCardPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDepositsResponse200Headers the declared response headers of an HTTP 200 response for ListDeposits
+type ListDepositsResponse200Headers struct {
+	Link *string
+}
+
+// ListDepositsResponse401Headers the declared response headers of an HTTP 401 response for ListDeposits
+type ListDepositsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListDepositsResponse429Headers the declared response headers of an HTTP 429 response for ListDeposits
+type ListDepositsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListDepositsResponse503Headers the declared response headers of an HTTP 503 response for ListDeposits
+type ListDepositsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListDepositsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Deposit
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListDepositsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDepositsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDepositsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDepositsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDepositsResponse) GetJSON200() *[]Deposit {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListDepositsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListDepositsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListDepositsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListDepositsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListDepositsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDepositsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDepositsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDepositsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDepositsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDepositResponse401Headers the declared response headers of an HTTP 401 response for GetDeposit
+type GetDepositResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetDepositResponse429Headers the declared response headers of an HTTP 429 response for GetDeposit
+type GetDepositResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetDepositResponse503Headers the declared response headers of an HTTP 503 response for GetDeposit
+type GetDepositResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetDepositResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Deposit
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDepositResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDepositResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDepositResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDepositResponse) GetJSON200() *Deposit {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetDepositResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDepositResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDepositResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDepositResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDepositResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6014,6 +6609,54 @@ func (c *ClientWithResponses) RefundCardPaymentWithResponse(ctx context.Context,
 	return ParseRefundCardPaymentResponse(rsp)
 }
 
+// ListDepositsWithResponse List deposits
+//
+// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor` like the other lists; the next page's address is in the `Link`
+// header (absent on the last page). Filters combine with AND. What a deposit holds is
+// `GET /card-payments?depositId=…`.
+//
+// **Settlement.** Every approved card payment (sale or refund) belongs to at most one
+// deposit. Each MID's open batch (its approved card payments in no deposit yet) closes
+// once a day at `PAYREQ_SETTLEMENT_CUTOFF` (default `22:00`) in the time zone of the
+// MID's location, once however many instances of payreq run, and on demand with
+// `payreq settle --org ORG`. An empty batch makes no deposit; a refund made after its
+// sale's batch closed goes to the next deposit, whose `netAmount` may then be negative.
+//
+// With the built-in simulator, a closed batch is one deposit: fees of
+// `PAYREQ_SIMULATOR_FEES` (default `2.9%+0.30`) per approved sale, each rounded half-up
+// to the cent, none on refunds; `expectedAt` the next Monday-to-Friday day after
+// `batchDate`. With CardPointe, deposits come from its funding report for the batch's
+// day: each funding becomes one deposit holding the card payments whose `retRef` it
+// lists, with the fee the report states. A deposit is `pending` until `expectedAt` has
+// come in the location's time zone, then `paid`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /deposits (the `ListDeposits` operationId).
+func (c *ClientWithResponses) ListDepositsWithResponse(ctx context.Context, params *ListDepositsParams, reqEditors ...RequestEditorFn) (*ListDepositsResponse, error) {
+	rsp, err := c.ListDeposits(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDepositsResponse(rsp)
+}
+
+// GetDepositWithResponse Get a deposit
+//
+// One deposit. An id of another organization is a 404, like an id that does not exist. Its card payments are `GET /card-payments?depositId={id}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /deposits/{id} (the `GetDeposit` operationId).
+func (c *ClientWithResponses) GetDepositWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetDepositResponse, error) {
+	rsp, err := c.GetDeposit(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDepositResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness probe
 //
 // Answers 200 while the process is up. Does not touch the database. No authentication.
@@ -7062,6 +7705,211 @@ func ParseRefundCardPaymentResponse(rsp *http.Response) (*RefundCardPaymentRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundCardPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDepositsResponse parses an HTTP response from a ListDepositsWithResponse call
+func ParseListDepositsResponse(rsp *http.Response) (*ListDepositsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDepositsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Deposit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListDepositsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListDepositsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDepositsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDepositsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDepositResponse parses an HTTP response from a GetDepositWithResponse call
+func ParseGetDepositResponse(rsp *http.Response) (*GetDepositResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDepositResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Deposit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDepositResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetDepositResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDepositResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

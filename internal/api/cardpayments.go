@@ -21,7 +21,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	pg := pageOf(q.Limit, q.Cursor)
 	f := payment.Filter{
 		Kind: (*string)(q.Kind), Status: (*string)(q.Status), MerchantAccountID: q.MerchantAccountId,
-		InvoiceID: q.InvoiceId, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
+		InvoiceID: q.InvoiceId, DepositID: q.DepositId, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.payments.CardPayments(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, payment.ErrInvalidCursor) {
@@ -39,6 +39,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	fs.text("status", f.Status)
 	fs.id("merchantAccountId", f.MerchantAccountID)
 	fs.id("invoiceId", f.InvoiceID)
+	fs.id("depositId", f.DepositID)
 	fs.time("createdFrom", f.CreatedFrom)
 	fs.time("createdTo", f.CreatedTo)
 	out.Headers.Link = s.nextLink("/card-payments", fs, pg, next)
@@ -65,7 +66,7 @@ func cardPaymentBody(p payment.CardPayment) gen.CardPayment {
 		MerchantAccountId: p.MerchantAccountID, Mid: p.MID, CardBrand: p.CardBrand, LastFour: p.LastFour,
 		PayerName: p.PayerName, RetRef: p.RetRef, DeclineReason: p.DeclineReason, Level3Sent: p.Level3Sent,
 		SavedCard: p.SavedCard, RefundOf: p.RefundOf, AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded},
-		Reason: p.Reason, CreatedAt: p.CreatedAt, CreatedByName: p.CreatedByName,
+		Reason: p.Reason, DepositId: p.DepositID, CreatedAt: p.CreatedAt, CreatedByName: p.CreatedByName,
 	}
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -43,6 +44,10 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	if len(apps) == 0 || len(*withCard.SavedCards) == 0 {
 		t.Fatal("no application or no saved card")
 	}
+	made, err := env.App.Payments.SettleOrganization(context.Background(), uuid.MustParse(m.Org), quiet)
+	if err != nil || len(made) == 0 {
+		t.Fatalf("no deposit made: %v", err)
+	}
 	// A real id for each operation that takes one.
 	ids := map[string]string{
 		"/payment-requests/{id}":        inv.Id.String(),
@@ -51,6 +56,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/saved-cards/{id}":             (*withCard.SavedCards)[0].Id.String(),
 		"/card-payments/{id}":           (*withCard.Payments)[0].Id.String(),
 		"/card-payments/{id}/refund":    (*withCard.Payments)[0].Id.String(),
+		"/deposits/{id}":                made[0].ID.String(),
 		"/locations/{id}":               m.Locs[0].Id.String(),
 		"/applications/{id}":            apps[0].Id.String(),
 		"/organizations/{id}/portfolio": seed.Reseller.OrganizationID.String(),

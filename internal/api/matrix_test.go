@@ -71,6 +71,11 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		t.Fatalf("no saved card: %s", beforeRaw)
 	}
 	card, sale := (*before.SavedCards)[0], (*before.Payments)[0]
+	theirDeposits := settle(t, env, theirs)
+	if len(theirDeposits) != 1 {
+		t.Fatalf("the other merchant has %d deposits, want 1", len(theirDeposits))
+	}
+	deposit := theirDeposits[0].ID.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
@@ -85,7 +90,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
-	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(),
+	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit,
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
 
@@ -106,6 +111,9 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"list card payments by their MID", "GET", "/card-payments?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
 		{"list card payments of their invoice", "GET", "/card-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK},
+		{"list card payments of their deposit", "GET", "/card-payments?depositId=%s", deposit, me.Token, nil, http.StatusOK},
+		{"read deposit", "GET", "/deposits/%s", deposit, me.Token, nil, http.StatusNotFound},
+		{"list deposits of their MID", "GET", "/deposits?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
 		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
 		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},

@@ -30,6 +30,8 @@ var permissionEndpoints = []struct {
 	{"GET", "/card-payments", "/card-payments", auth.PaymentsView},
 	{"GET", "/card-payments/" + uuid.NewString(), "/card-payments/{id}", auth.PaymentsView},
 	{"POST", "/card-payments/" + uuid.NewString() + "/refund", "/card-payments/{id}/refund", auth.PaymentsRefund},
+	{"GET", "/deposits", "/deposits", auth.PaymentsView},
+	{"GET", "/deposits/" + uuid.NewString(), "/deposits/{id}", auth.PaymentsView},
 	{"GET", "/locations", "/locations", auth.LocationsView},
 	{"GET", "/locations/" + uuid.NewString(), "/locations/{id}", auth.LocationsView},
 	{"GET", "/accounts", "/accounts", auth.AccountsView},

@@ -19,17 +19,24 @@ type Merchant struct {
 	Org   string
 	MIDs  []gen.MerchantAccount
 	Locs  []gen.Location
+
+	keyID, secret string
 }
 
 // NewMerchant seeds the demo organizations and takes the merchant's.
 func NewMerchant(t *testing.T, env *Env) Merchant {
 	t.Helper()
 	seed := env.Seed()
-	m := Merchant{Env: env, Token: env.Token(seed.Merchant.KeyID, seed.Merchant.Secret), Org: seed.Merchant.OrganizationID.String()}
+	m := Merchant{Env: env, Token: env.Token(seed.Merchant.KeyID, seed.Merchant.Secret), Org: seed.Merchant.OrganizationID.String(),
+		keyID: seed.Merchant.KeyID, secret: seed.Merchant.Secret}
 	env.Do(Request{Method: "GET", Path: "/accounts", Token: m.Token}).JSON(t, &m.MIDs)
 	env.Do(Request{Method: "GET", Path: "/locations", Token: m.Token}).JSON(t, &m.Locs)
 	return m
 }
+
+// Renew takes a new token, as a client does once its token expired (after
+// a test moved the clock on).
+func (m *Merchant) Renew() { m.Token = m.Env.Token(m.keyID, m.secret) }
 
 // Body is a create request with every key present, as the contract asks.
 func (m Merchant) Body(number string, amount any, lines ...map[string]any) map[string]any {

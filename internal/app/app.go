@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Portfolio:    &reseller.Portfolio{DB: db},
 		Invoices:     invoices,
 		Processor:    proc,
-		Payments:     &payment.Service{DB: db, Processor: proc, Now: now},
+		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff},
 		PayPageKey:   derive(pepper, "payreq pay page form token"),
 		Now:          now,
 	}, nil
@@ -158,7 +158,9 @@ func newProcessor(cfg config.Config) (processor.Processor, error) {
 		}
 		return p, nil
 	}
-	return processor.NewSimulator(), nil
+	s := processor.NewSimulator()
+	s.Fees = cfg.SimulatorFees
+	return s, nil
 }
 
 // derive is a key for one purpose from a server secret.

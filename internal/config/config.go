@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // Config is the whole configuration of payreq.
@@ -27,10 +29,14 @@ type Config struct {
 	SMSURL                  string        // PAYREQ_SMS_URL
 	Processor               string        // PAYREQ_PROCESSOR
 	CardPointeURL           string        // PAYREQ_CARDPOINTE_URL
-	SigningKeyFile          string        // PAYREQ_SIGNING_KEY_FILE
-	PepperFile              string        // PAYREQ_PEPPER_FILE
-	EncryptionKeyFile       string        // PAYREQ_ENCRYPTION_KEY_FILE
-	LogLevel                string        // PAYREQ_LOG_LEVEL
+	// SettlementCutoff is the local time of day (from midnight) at which
+	// each MID's batch closes.
+	SettlementCutoff  time.Duration  // PAYREQ_SETTLEMENT_CUTOFF, HH:MM
+	SimulatorFees     processor.Fees // PAYREQ_SIMULATOR_FEES
+	SigningKeyFile    string         // PAYREQ_SIGNING_KEY_FILE
+	PepperFile        string         // PAYREQ_PEPPER_FILE
+	EncryptionKeyFile string         // PAYREQ_ENCRYPTION_KEY_FILE
+	LogLevel          string         // PAYREQ_LOG_LEVEL
 	// RequestTimeout bounds each API request, database work included; past
 	// it the answer is 503.
 	RequestTimeout time.Duration // PAYREQ_REQUEST_TIMEOUT
@@ -137,6 +143,14 @@ func parse(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("PAYREQ_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8", cidr)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	cutoff, err := time.Parse("15:04", get("PAYREQ_SETTLEMENT_CUTOFF", "22:00"))
+	if err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_SETTLEMENT_CUTOFF must be a time of day HH:MM, such as 22:00")
+	}
+	c.SettlementCutoff = time.Duration(cutoff.Hour())*time.Hour + time.Duration(cutoff.Minute())*time.Minute
+	if c.SimulatorFees, err = processor.ParseFees(get("PAYREQ_SIMULATOR_FEES", "2.9%+0.30")); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_SIMULATOR_FEES: %w", err)
 	}
 	if c.Processor != "simulator" && c.Processor != "cardpointe" {
 		return Config{}, fmt.Errorf("PAYREQ_PROCESSOR must be simulator or cardpointe")

@@ -45,6 +45,7 @@ type CardPayment struct {
 	RefundOf          *uuid.UUID
 	AmountRefunded    apd.Decimal // a sale's approved refunds; 0 otherwise
 	Reason            *string     // a refund's
+	DepositID         *uuid.UUID  // the deposit that settled it
 	CreatedAt         time.Time
 	CreatedByName     *string // a refund: the key's name; a sale: nil
 }
@@ -72,7 +73,7 @@ func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) error {
 const selectCardPayment = `
 	SELECT c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id, i.invoice_number,
 		c.merchant_account_id, ma.mid, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
-		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.created_at, c.created_by_name
+		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name
 	FROM card_payments c
 	JOIN invoices i ON i.id = c.invoice_id
 	JOIN merchant_accounts ma ON ma.id = c.merchant_account_id`
@@ -84,7 +85,7 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 	var amount, refunded string
 	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID, &p.InvoiceNumber,
 		&p.MerchantAccountID, &p.MID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
-		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.CreatedAt, &p.CreatedByName)
+		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.DepositID, &p.CreatedAt, &p.CreatedByName)
 	if err != nil {
 		return CardPayment{}, err
 	}
@@ -115,6 +116,7 @@ type Filter struct {
 	Status            *string
 	MerchantAccountID *uuid.UUID
 	InvoiceID         *uuid.UUID
+	DepositID         *uuid.UUID
 	CreatedFrom       *time.Time
 	CreatedTo         *time.Time
 }
@@ -138,6 +140,9 @@ func (s *Service) CardPayments(ctx context.Context, org uuid.UUID, f Filter, lim
 	}
 	if f.InvoiceID != nil {
 		q.Where("c.invoice_id = $%d", *f.InvoiceID)
+	}
+	if f.DepositID != nil {
+		q.Where("c.deposit_id = $%d", *f.DepositID)
 	}
 	if f.CreatedFrom != nil {
 		q.Where("c.created_at >= $%d", *f.CreatedFrom)

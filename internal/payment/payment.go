@@ -5,7 +5,8 @@
 //
 // It owns the tables card_payments (sales, approved and declined, and
 // refunds), pending_refunds, refund_idempotency_keys, saved_cards,
-// pending_charges, pay_limits and pay_submissions.
+// pending_charges, pay_limits, pay_submissions, deposits and
+// batch_closings.
 package payment
 
 import (
@@ -29,6 +30,9 @@ type Service struct {
 	DB        *sqlx.DB
 	Processor processor.Processor
 	Now       func() time.Time
+	// SettlementCutoff is the local time of day (from midnight) at which
+	// each MID's open batch closes.
+	SettlementCutoff time.Duration
 }
 
 // Request is a payment as the customer asks for it on the pay page.

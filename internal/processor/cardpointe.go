@@ -326,17 +326,24 @@ func (c *CardPointe) DeleteProfile(ctx context.Context, merchantID, profileID, a
 // do sends one request and decodes the JSON answer. Its errors never
 // contain the request body (which may hold a card number).
 func (c *CardPointe) do(ctx context.Context, method, path string, body any) (gatewayResponse, error) {
+	var out gatewayResponse
+	err := c.call(ctx, method, path, body, &out)
+	return out, err
+}
+
+// call sends one request and decodes the JSON answer into out.
+func (c *CardPointe) call(ctx context.Context, method, path string, body any, out any) error {
 	var reader io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return gatewayResponse{}, errors.New("encode request")
+			return errors.New("encode request")
 		}
 		reader = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, reader)
 	if err != nil {
-		return gatewayResponse{}, fmt.Errorf("build %s %s request", method, path)
+		return fmt.Errorf("build %s %s request", method, path)
 	}
 	req.SetBasicAuth(c.user, c.password)
 	req.Header.Set("Accept", "application/json")
@@ -345,23 +352,22 @@ func (c *CardPointe) do(ctx context.Context, method, path string, body any) (gat
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return gatewayResponse{}, fmt.Errorf("%s %s: %w", method, path, transportError(err))
+		return fmt.Errorf("%s %s: %w", method, path, transportError(err))
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return gatewayResponse{}, fmt.Errorf("%s %s: read answer: %w", method, path, transportError(err))
+		return fmt.Errorf("%s %s: read answer: %w", method, path, transportError(err))
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return gatewayResponse{}, fmt.Errorf("%s %s: %w: HTTP %d", method, path, ErrProcessorError, res.StatusCode)
+		return fmt.Errorf("%s %s: %w: HTTP %d", method, path, ErrProcessorError, res.StatusCode)
 	}
-	var out gatewayResponse
 	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return gatewayResponse{}, fmt.Errorf("%s %s: %w: answer is not JSON", method, path, ErrProcessorError)
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: %w: answer is not JSON of the expected shape", method, path, ErrProcessorError)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // transportError keeps the cause of a failed exchange but not the request
@@ -383,4 +389,60 @@ func money(d *apd.Decimal) string {
 		return d.Text('f')
 	}
 	return out.Text('f')
+}
+
+// fundingReport is the answer of GET /funding: the fundings made to the
+// merchant on a day and the transactions each holds. Ids and amounts come
+// as numbers or as strings of digits; json.Number takes both.
+type fundingReport struct {
+	Fundings []struct {
+		FundingID    json.Number `json:"fundingid"`
+		FundingDate  string      `json:"fundingdate"` // YYYY-MM-DD
+		TotalFunding json.Number `json:"totalfunding"`
+		NetSales     json.Number `json:"netsales"`
+		Fee          json.Number `json:"fee"`
+	} `json:"fundings"`
+	Txns []struct {
+		FundingID json.Number `json:"fundingid"`
+		RetRef    string      `json:"retref"`
+		Amount    json.Number `json:"amount"`
+		Type      string      `json:"type"`
+	} `json:"txns"`
+}
+
+// Settle reads the funding report of the batch's day
+// (GET /funding?merchid=&date=MMDD): each funding, with the retrefs of its
+// transactions and its fee as the report states it (a fee reported as a
+// negative amount, a debit, is the same fee), expected on its funding date.
+func (c *CardPointe) Settle(ctx context.Context, b Batch) ([]Funding, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	q := url.Values{"merchid": {b.MerchantID}, "date": {b.Date.Format("0102")}}
+	var report fundingReport
+	if err := c.call(ctx, http.MethodGet, "/funding?"+q.Encode(), nil, &report); err != nil {
+		return nil, fmt.Errorf("cardpointe: funding report %s %s: %w: %w", b.MerchantID, b.Date.Format(time.DateOnly), ErrUnavailable, err)
+	}
+	var out []Funding
+	for _, f := range report.Fundings {
+		funding := Funding{Ref: f.FundingID.String()}
+		at, err := time.Parse(time.DateOnly, f.FundingDate)
+		if err != nil || funding.Ref == "" {
+			return nil, fmt.Errorf("cardpointe: funding report %s: %w: %w: funding %q dated %q", b.MerchantID,
+				ErrUnavailable, ErrProcessorError, funding.Ref, f.FundingDate)
+		}
+		funding.ExpectedAt = at
+		if f.Fee != "" {
+			if _, _, err := funding.Fees.SetString(f.Fee.String()); err != nil {
+				return nil, fmt.Errorf("cardpointe: funding report %s: %w: %w: fee %q", b.MerchantID, ErrUnavailable, ErrProcessorError, f.Fee)
+			}
+			funding.Fees.Abs(&funding.Fees)
+		}
+		for _, t := range report.Txns {
+			if t.FundingID == f.FundingID && t.RetRef != "" {
+				funding.RetRefs = append(funding.RetRefs, t.RetRef)
+			}
+		}
+		out = append(out, funding)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -33,10 +34,12 @@ type fakeGateway struct {
 	refund      func(body map[string]any) (int, any) // PUT /refund
 	voidSale    func(body map[string]any) (int, any) // PUT /void
 	inquire     func(path string) (int, any)         // GET /inquire/… and /inquireByOrderid/…
+	funding     func(q url.Values) (int, any)        // GET /funding?merchid=&date=
 }
 
 type fakeRequest struct {
 	Method, Path, User, Password string
+	Query                        url.Values
 	Body                         map[string]any
 	RawBody                      string
 }
@@ -44,7 +47,7 @@ type fakeRequest struct {
 func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, password, _ := r.BasicAuth()
 	raw, _ := io.ReadAll(r.Body)
-	req := fakeRequest{Method: r.Method, Path: r.URL.Path, User: user, Password: password, RawBody: string(raw)}
+	req := fakeRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), User: user, Password: password, RawBody: string(raw)}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &req.Body); err != nil {
 			http.Error(w, "bad json", http.StatusBadRequest)
@@ -86,6 +89,8 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, body = f.refund(req.Body)
 	case r.Method == http.MethodPut && r.URL.Path == "/cardconnect/rest/void" && f.voidSale != nil:
 		status, body = f.voidSale(req.Body)
+	case r.Method == http.MethodGet && r.URL.Path == "/cardconnect/rest/funding" && f.funding != nil:
+		status, body = f.funding(r.URL.Query())
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cardconnect/rest/inquire") && f.inquire != nil:
 		status, body = f.inquire(strings.TrimPrefix(r.URL.Path, "/cardconnect/rest"))
 	}

@@ -106,4 +106,9 @@ type Processor interface {
 	// InquireRefund asks what became of a refund whose answer was lost:
 	// found is false when the processor made no such refund.
 	InquireRefund(ctx context.Context, r Refund) (res RefundResult, found bool, err error)
+	// Settle says what the processor funds of a MID's batch as it closes:
+	// the simulator funds the whole batch; a real processor reports the
+	// fundings it made on the batch's day (matched to payments by retref).
+	// An error wraps ErrUnavailable.
+	Settle(ctx context.Context, b Batch) ([]Funding, error)
 }

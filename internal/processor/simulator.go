@@ -32,10 +32,13 @@ const failingLastFour = "0119"
 // the card number alone. It keeps no state (a profile id carries the card's
 // last four), so it behaves the same across restarts and instances and is
 // safe for concurrent use.
-type Simulator struct{}
+type Simulator struct {
+	// Fees are charged per approved sale when a batch is settled.
+	Fees Fees
+}
 
-// NewSimulator returns the built-in processor.
-func NewSimulator() *Simulator { return &Simulator{} }
+// NewSimulator returns the built-in processor, with the default fees.
+func NewSimulator() *Simulator { return &Simulator{Fees: DefaultFees} }
 
 var _ Processor = (*Simulator)(nil)
 

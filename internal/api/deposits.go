@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/payment"
+)
+
+// ListDeposits lists deposits newest first, a page at a time.
+func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestObject) (gen.ListDepositsResponseObject, error) {
+	q := req.Params
+	pg := pageOf(q.Limit, q.Cursor)
+	f := payment.DepositFilter{
+		MerchantAccountID: q.MerchantAccountId, Status: (*string)(q.Status), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
+	}
+	list, next, err := s.payments.Deposits(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
+	if errors.Is(err, payment.ErrInvalidCursor) {
+		return gen.ListDeposits400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListDeposits200JSONResponse{Body: make([]gen.Deposit, len(list))}
+	for i, d := range list {
+		out.Body[i] = DepositBody(d)
+	}
+	fs := filters{}
+	fs.id("merchantAccountId", f.MerchantAccountID)
+	fs.text("status", f.Status)
+	fs.time("createdFrom", f.CreatedFrom)
+	fs.time("createdTo", f.CreatedTo)
+	out.Headers.Link = s.nextLink("/deposits", fs, pg, next)
+	return out, nil
+}
+
+// GetDeposit reads one deposit.
+func (s *Server) GetDeposit(ctx context.Context, req gen.GetDepositRequestObject) (gen.GetDepositResponseObject, error) {
+	d, err := s.payments.Deposit(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, payment.ErrDepositNotFound) {
+		return gen.GetDeposit404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("deposit")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetDeposit200JSONResponse(DepositBody(d)), nil
+}
+
+// DepositBody is the wire form of a deposit (also what `payreq settle`
+// prints).
+func DepositBody(d payment.Deposit) gen.Deposit {
+	return gen.Deposit{
+		Id: d.ID, MerchantAccountId: d.MerchantAccountID, Mid: d.MID,
+		BatchDate: openapi_types.Date{Time: d.BatchDate}, ExpectedAt: openapi_types.Date{Time: d.ExpectedAt},
+		Status: gen.DepositStatus(d.Status), PaidAt: d.PaidAt,
+		SalesCount: int32(d.SalesCount), SalesAmount: jsonnum.Decimal{Decimal: d.SalesAmount},
+		RefundsCount: int32(d.RefundsCount), RefundsAmount: jsonnum.Decimal{Decimal: d.RefundsAmount},
+		FeesAmount: jsonnum.Decimal{Decimal: d.FeesAmount}, NetAmount: jsonnum.Decimal{Decimal: d.NetAmount},
+		CreatedAt: d.CreatedAt,
+	}
+}

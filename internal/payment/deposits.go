@@ -1,0 +1,409 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/processor"
+)
+
+// Deposit statuses.
+const (
+	DepositPending = "pending"
+	DepositPaid    = "paid"
+)
+
+// Deposit is the money the processor sends to the merchant's bank for one
+// MID's batch. NetAmount = SalesAmount - RefundsAmount - FeesAmount, and
+// may be negative.
+type Deposit struct {
+	ID                uuid.UUID
+	OrganizationID    uuid.UUID
+	MerchantAccountID uuid.UUID
+	MID               string
+	BatchDate         time.Time // a date: the day the batch closed, in the location's time zone
+	ExpectedAt        time.Time // a date: the day the money should arrive
+	Status            string
+	PaidAt            *time.Time
+	SalesCount        int
+	SalesAmount       apd.Decimal
+	RefundsCount      int
+	RefundsAmount     apd.Decimal
+	FeesAmount        apd.Decimal
+	NetAmount         apd.Decimal
+	CreatedAt         time.Time
+}
+
+// ErrDepositNotFound: no deposit of that id in the organization.
+var ErrDepositNotFound = errors.New("payment: deposit not found")
+
+// ErrUnknownOrganization: settle was asked for an organization that does not exist.
+var ErrUnknownOrganization = errors.New("payment: no such organization")
+
+const selectDeposit = `
+	SELECT d.id, d.organization_id, d.merchant_account_id, ma.mid, d.batch_date, d.expected_at, d.status, d.paid_at,
+		d.sales_count, d.sales_amount::text, d.refunds_count, d.refunds_amount::text, d.fees_amount::text,
+		d.net_amount::text, d.created_at
+	FROM deposits d
+	JOIN merchant_accounts ma ON ma.id = d.merchant_account_id`
+
+func scanDeposit(row scanner) (Deposit, error) {
+	var d Deposit
+	var sales, refunds, fees, net string
+	err := row.Scan(&d.ID, &d.OrganizationID, &d.MerchantAccountID, &d.MID, &d.BatchDate, &d.ExpectedAt, &d.Status,
+		&d.PaidAt, &d.SalesCount, &sales, &d.RefundsCount, &refunds, &fees, &net, &d.CreatedAt)
+	if err != nil {
+		return Deposit{}, err
+	}
+	for _, a := range []struct {
+		to   *apd.Decimal
+		text string
+	}{{&d.SalesAmount, sales}, {&d.RefundsAmount, refunds}, {&d.FeesAmount, fees}, {&d.NetAmount, net}} {
+		if _, _, err := a.to.SetString(a.text); err != nil {
+			return Deposit{}, fmt.Errorf("payment: deposit amount %q: %w", a.text, err)
+		}
+	}
+	return d, nil
+}
+
+// Deposit reads one deposit of the organization.
+func (s *Service) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
+	d, err := scanDeposit(s.DB.QueryRowContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Deposit{}, ErrDepositNotFound
+	}
+	if err != nil {
+		return Deposit{}, fmt.Errorf("payment: unable to read deposit: %w", err)
+	}
+	return d, nil
+}
+
+// DepositFilter narrows a list of deposits.
+type DepositFilter struct {
+	MerchantAccountID *uuid.UUID
+	Status            *string
+	CreatedFrom       *time.Time
+	CreatedTo         *time.Time
+}
+
+// Deposits returns a page of the organization's deposits, newest first, and
+// the cursor of the next page ("" on the last).
+func (s *Service) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, limit int, after string) ([]Deposit, string, error) {
+	q := keyset.NewQuery(selectDeposit, "d.created_at", "d.id")
+	q.Where("d.organization_id = $%d", org)
+	if f.MerchantAccountID != nil {
+		q.Where("d.merchant_account_id = $%d", *f.MerchantAccountID)
+	}
+	if f.Status != nil {
+		q.Where("d.status = $%d", *f.Status)
+	}
+	if f.CreatedFrom != nil {
+		q.Where("d.created_at >= $%d", *f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		q.Where("d.created_at < $%d", *f.CreatedTo)
+	}
+	if err := q.After(after); err != nil {
+		return nil, "", err
+	}
+	query, args := q.SQL(limit)
+	rows, err := s.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
+	}
+	defer rows.Close()
+	list := []Deposit{}
+	for rows.Next() {
+		d, err := scanDeposit(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
+		}
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
+	}
+	list, next := keyset.Page(list, limit, func(d Deposit) keyset.Cursor {
+		return keyset.Cursor{At: d.CreatedAt, ID: d.ID}
+	})
+	return list, next, nil
+}
+
+// batchMID is a merchant account whose batch may close.
+type batchMID struct {
+	ID             uuid.UUID  `db:"id"`
+	OrganizationID uuid.UUID  `db:"organization_id"`
+	MID            string     `db:"mid"`
+	TimeZone       string     `db:"time_zone"`
+	ClosedUntil    *time.Time `db:"closed_until"`
+}
+
+const selectBatchMIDs = `
+	SELECT ma.id, ma.organization_id, ma.mid, l.time_zone, bc.closed_until
+	FROM merchant_accounts ma
+	JOIN locations l ON l.id = ma.location_id
+	LEFT JOIN batch_closings bc ON bc.merchant_account_id = ma.id`
+
+// lastCutoff is the latest cutoff (local time of day) at or before now in
+// loc, and the day it falls on.
+func lastCutoff(now time.Time, loc *time.Location, cutoff time.Duration) (at, day time.Time) {
+	h, m := int(cutoff/time.Hour), int(cutoff%time.Hour/time.Minute)
+	local := now.In(loc)
+	at = time.Date(local.Year(), local.Month(), local.Day(), h, m, 0, 0, loc)
+	if at.After(now) {
+		at = time.Date(local.Year(), local.Month(), local.Day()-1, h, m, 0, 0, loc)
+	}
+	return at, time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// CloseDueBatches closes the batch of every MID whose daily cutoff
+// (SettlementCutoff, local time of its location) has passed since its
+// batch last closed, and returns the deposits made. Several instances may
+// run it at once: each batch closes once. A batch that cannot close (the
+// processor unreachable) is logged and tried again at the next run.
+func (s *Service) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Deposit, error) {
+	var mids []batchMID
+	if err := s.DB.SelectContext(ctx, &mids, selectBatchMIDs); err != nil {
+		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
+	}
+	now := s.Now()
+	var made []Deposit
+	for _, m := range mids {
+		loc, err := time.LoadLocation(m.TimeZone)
+		if err != nil {
+			log.Error("payment: batch not closed: unknown time zone", "mid", m.MID, "time_zone", m.TimeZone)
+			continue
+		}
+		until, day := lastCutoff(now, loc, s.SettlementCutoff)
+		if m.ClosedUntil != nil && !m.ClosedUntil.Before(until) {
+			continue
+		}
+		deposits, err := s.closeBatch(ctx, m, until, day, true, log)
+		if err != nil {
+			// Tried again at the next run; the other MIDs close meanwhile.
+			if ctx.Err() != nil {
+				return made, err
+			}
+			log.Error("payment: batch not closed yet", "mid", m.MID, "error", err.Error())
+			continue
+		}
+		made = append(made, deposits...)
+	}
+	return made, nil
+}
+
+// SettleOrganization closes every open batch of the organization now
+// (batches dated today in each location's time zone), then marks the
+// deposits whose day has come paid. It returns the deposits made.
+func (s *Service) SettleOrganization(ctx context.Context, org uuid.UUID, log *slog.Logger) ([]Deposit, error) {
+	var exists bool
+	if err := s.DB.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM organizations WHERE id = $1)`, org); err != nil {
+		return nil, fmt.Errorf("payment: unable to read organization: %w", err)
+	}
+	if !exists {
+		return nil, ErrUnknownOrganization
+	}
+	var mids []batchMID
+	if err := s.DB.SelectContext(ctx, &mids, selectBatchMIDs+` WHERE ma.organization_id = $1 ORDER BY ma.mid`, org); err != nil {
+		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
+	}
+	now := s.Now()
+	var made []Deposit
+	for _, m := range mids {
+		loc, err := time.LoadLocation(m.TimeZone)
+		if err != nil {
+			return made, fmt.Errorf("payment: MID %s: time zone %q: %w", m.MID, m.TimeZone, err)
+		}
+		local := now.In(loc)
+		deposits, err := s.closeBatch(ctx, m, now, time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, time.UTC), false, log)
+		if err != nil {
+			return made, err
+		}
+		made = append(made, deposits...)
+	}
+	if _, err := s.MarkDepositsPaid(ctx); err != nil {
+		return made, err
+	}
+	for i := range made {
+		d, err := s.Deposit(ctx, org, made[i].ID)
+		if err != nil {
+			return made, err
+		}
+		made[i] = d
+	}
+	return made, nil
+}
+
+type openPayment struct {
+	ID     uuid.UUID `db:"id"`
+	Kind   string    `db:"kind"`
+	Amount string    `db:"amount"`
+	RetRef string    `db:"ret_ref"`
+}
+
+// closeBatch closes the MID's batch at until: the approved payments made
+// up to it and in no deposit yet go to the processor's fundings, one
+// deposit each, in one transaction under the MID's batch_closings row
+// lock. An empty batch makes nothing; so does a cutoff's batch (atCutoff)
+// already closed at until by another instance.
+func (s *Service) closeBatch(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
+	var made []Deposit
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO batch_closings (merchant_account_id, closed_until) VALUES ($1, 'epoch')
+			ON CONFLICT DO NOTHING`, m.ID); err != nil {
+			return err
+		}
+		var closed bool
+		if err := tx.GetContext(ctx, &closed, `SELECT closed_until >= $2 FROM batch_closings WHERE merchant_account_id = $1 FOR UPDATE`,
+			m.ID, until); err != nil {
+			return err
+		}
+		if closed && atCutoff {
+			return nil // another instance closed it meanwhile
+		}
+		var open []openPayment
+		if err := tx.SelectContext(ctx, &open, `SELECT id, kind, amount::text AS amount, coalesce(ret_ref, '') AS ret_ref
+			FROM card_payments
+			WHERE merchant_account_id = $1 AND status = 'approved' AND deposit_id IS NULL AND created_at <= $2
+			ORDER BY created_at, id FOR UPDATE`, m.ID, until); err != nil {
+			return err
+		}
+		if len(open) > 0 {
+			var err error
+			if made, err = s.fund(ctx, tx, m, day, open, log); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE batch_closings SET closed_until = greatest(closed_until, $2) WHERE merchant_account_id = $1`, m.ID, until)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to close the batch of MID %s: %w", m.MID, err)
+	}
+	return made, nil
+}
+
+// fund asks the processor what it funds of the open payments and writes a
+// deposit for each funding that holds any of them.
+func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time, open []openPayment, log *slog.Logger) ([]Deposit, error) {
+	batch := processor.Batch{MerchantID: m.MID, Date: day}
+	byRetRef := map[string][]int{}
+	for i, p := range open {
+		bp := processor.BatchPayment{RetRef: p.RetRef, Refund: p.Kind == Refund}
+		if _, _, err := bp.Amount.SetString(p.Amount); err != nil {
+			return nil, fmt.Errorf("payment: card payment %s amount %q: %w", p.ID, p.Amount, err)
+		}
+		batch.Payments = append(batch.Payments, bp)
+		byRetRef[p.RetRef] = append(byRetRef[p.RetRef], i)
+	}
+	fundings, err := s.Processor.Settle(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("payment: settle MID %s: %w", m.MID, err)
+	}
+	decimals := apd.BaseContext.WithPrecision(34)
+	var made []Deposit
+	for _, f := range fundings {
+		d := Deposit{ID: uuid.New(), OrganizationID: m.OrganizationID, MerchantAccountID: m.ID, MID: m.MID,
+			BatchDate: day, ExpectedAt: f.ExpectedAt, Status: DepositPending, FeesAmount: f.Fees, CreatedAt: s.Now()}
+		var ids []string
+		for _, ref := range f.RetRefs {
+			for _, i := range byRetRef[ref] {
+				p := batch.Payments[i]
+				if p.Refund {
+					d.RefundsCount++
+					_, err = decimals.Add(&d.RefundsAmount, &d.RefundsAmount, &p.Amount)
+				} else {
+					d.SalesCount++
+					_, err = decimals.Add(&d.SalesAmount, &d.SalesAmount, &p.Amount)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("payment: deposit sums: %w", err)
+				}
+				ids = append(ids, open[i].ID.String())
+			}
+			delete(byRetRef, ref) // a payment goes to one funding
+		}
+		if len(ids) == 0 {
+			log.Warn("payment: funding holds none of the open payments; no deposit made", "mid", m.MID, "funding", f.Ref)
+			continue
+		}
+		if _, err := decimals.Sub(&d.NetAmount, &d.SalesAmount, &d.RefundsAmount); err != nil {
+			return nil, fmt.Errorf("payment: deposit sums: %w", err)
+		}
+		if _, err := decimals.Sub(&d.NetAmount, &d.NetAmount, &d.FeesAmount); err != nil {
+			return nil, fmt.Errorf("payment: deposit sums: %w", err)
+		}
+		var ref *string
+		if f.Ref != "" {
+			ref = &f.Ref
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO deposits (id, organization_id, merchant_account_id, processor_ref, batch_date,
+				expected_at, status, sales_count, sales_amount, refunds_count, refunds_amount, fees_amount, net_amount, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (merchant_account_id, processor_ref) DO NOTHING`,
+			d.ID, d.OrganizationID, d.MerchantAccountID, ref, d.BatchDate.Format(time.DateOnly), d.ExpectedAt.Format(time.DateOnly),
+			d.Status, d.SalesCount, d.SalesAmount.Text('f'), d.RefundsCount, d.RefundsAmount.Text('f'), d.FeesAmount.Text('f'),
+			d.NetAmount.Text('f'), d.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			log.Warn("payment: funding already recorded as a deposit", "mid", m.MID, "funding", f.Ref)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE card_payments SET deposit_id = $1 WHERE id = ANY($2::uuid[])`,
+			d.ID, pq.Array(ids)); err != nil {
+			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
+		}
+		made = append(made, d)
+	}
+	return made, nil
+}
+
+// MarkDepositsPaid marks paid every pending deposit whose expected day has
+// come in its location's time zone, and returns how many.
+func (s *Service) MarkDepositsPaid(ctx context.Context) (int64, error) {
+	res, err := s.DB.ExecContext(ctx, `UPDATE deposits d SET status = 'paid', paid_at = $1
+		FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+		WHERE ma.id = d.merchant_account_id AND d.status = 'pending'
+			AND d.expected_at <= ($1::timestamptz AT TIME ZONE l.time_zone)::date`, s.Now())
+	if err != nil {
+		return 0, fmt.Errorf("payment: unable to mark deposits paid: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// RunDeposits closes due batches and marks arrived deposits paid every
+// interval until ctx ends.
+func (s *Service) RunDeposits(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		made, err := s.CloseDueBatches(ctx, log)
+		if err != nil && ctx.Err() == nil {
+			log.Error("payment: close batches", "error", err.Error())
+		}
+		for _, d := range made {
+			log.Info("payment: deposit made", "deposit_id", d.ID.String(), "mid", d.MID, "net_amount", d.NetAmount.Text('f'))
+		}
+		if _, err := s.MarkDepositsPaid(ctx); err != nil && ctx.Err() == nil {
+			log.Error("payment: mark deposits paid", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
