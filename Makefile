@@ -54,7 +54,7 @@ run: build postgres
 		(umask 077 && ./$(BIN) demo --json > $(DATA)/demo.json.tmp) && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
 	fi; chmod 600 $(DATA)/demo.json
 	@echo "Demo keys ($(DATA)/demo.json):"; cat $(DATA)/demo.json
-	./$(BIN) serve
+	PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,
 # vet, staticcheck and govulncheck, each fuzz target briefly, then all tests

@@ -101,6 +101,20 @@ func (h *harness) tokenRequest(key auth.NewKey) request {
 		}}
 }
 
+// eventData stands for an event's data in the scripts: an invoice of
+// three lines as the API renders it.
+const eventData = `{"id":"01a2115a-7623-774e-8e24-d019f192b164","merchantAccountId":"01a2115a-7623-774e-8e24-d019f192b165",` +
+	`"mid":"496160873888","locationName":"Downtown","invoiceNumber":"BENCH-1","poNumber":null,"amount":"60.00",` +
+	`"amountPaid":"0.00","balance":"60.00","amountRefunded":"0.00","customerName":"Dana Whitfield","customerCompany":null,` +
+	`"customerEmail":"customer1@example.com","customerPhone":null,"delivery":"email","sentVia":null,"sentAt":null,` +
+	`"sendProblem":null,"memo":null,"dueDate":null,"lines":3,"status":"open","failedAttempts":0,"problem":null,` +
+	`"paidAt":null,"level3Sent":false,"createdAt":"2026-11-25T06:30:00.123456Z","createdByName":"bench",` +
+	`"cancelledAt":null,"cancelledByName":null,"link":"http://127.0.0.1:8080/pay/01a2115a7623774e8e24d019f192b164.AbCdEfGhIjKlMnOpQrStUv",` +
+	`"customerPrefers":null,"lineItems":[{"description":"Consulting","quantity":"1","unitCost":"10","uom":null,` +
+	`"commodityCode":null,"upc":null},{"description":"Travel","quantity":"2","unitCost":"10","uom":null,"commodityCode":null,` +
+	`"upc":null},{"description":"Materials","quantity":"3","unitCost":"10","uom":null,"commodityCode":null,"upc":null}],` +
+	`"payments":[],"savedCards":[]}`
+
 // pgbenchVars are the -D values of a scenario's script.
 func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]string, error) {
 	ds := h.big
@@ -117,6 +131,8 @@ func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]strin
 		"costs":   "{10,10,10}",
 		"nulls":   "{NULL,NULL,NULL}",
 		"hash":    `\x` + fmt.Sprintf("%064x", 1),
+		// The size of an invoice.created event's data with three lines.
+		"eventdata": eventData,
 	}
 	if key == "list_deep" {
 		at, id, err := h.deepKeyset(ctx)

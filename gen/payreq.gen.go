@@ -55,6 +55,51 @@ func (e ApplicationStage) Valid() bool {
 	}
 }
 
+// Defines values for ApplicationStageChangedEventType.
+const (
+	ApplicationStageChangedEventTypeApplicationStageChanged ApplicationStageChangedEventType = "application.stage_changed"
+)
+
+// Valid indicates whether the value is a known member of the ApplicationStageChangedEventType enum.
+func (e ApplicationStageChangedEventType) Valid() bool {
+	switch e {
+	case ApplicationStageChangedEventTypeApplicationStageChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentApprovedEventType.
+const (
+	CardPaymentApprovedEventTypeCardPaymentApproved CardPaymentApprovedEventType = "card_payment.approved"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentApprovedEventType enum.
+func (e CardPaymentApprovedEventType) Valid() bool {
+	switch e {
+	case CardPaymentApprovedEventTypeCardPaymentApproved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentDeclinedEventType.
+const (
+	CardPaymentDeclinedEventTypeCardPaymentDeclined CardPaymentDeclinedEventType = "card_payment.declined"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentDeclinedEventType enum.
+func (e CardPaymentDeclinedEventType) Valid() bool {
+	switch e {
+	case CardPaymentDeclinedEventTypeCardPaymentDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CardPaymentKind.
 const (
 	CardPaymentKindRefund CardPaymentKind = "refund"
@@ -67,6 +112,21 @@ func (e CardPaymentKind) Valid() bool {
 	case CardPaymentKindRefund:
 		return true
 	case CardPaymentKindSale:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentRefundedEventType.
+const (
+	CardPaymentRefundedEventTypeCardPaymentRefunded CardPaymentRefundedEventType = "card_payment.refunded"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentRefundedEventType enum.
+func (e CardPaymentRefundedEventType) Valid() bool {
+	switch e {
+	case CardPaymentRefundedEventTypeCardPaymentRefunded:
 		return true
 	default:
 		return false
@@ -109,6 +169,36 @@ func (e Delivery) Valid() bool {
 	}
 }
 
+// Defines values for DepositCreatedEventType.
+const (
+	DepositCreatedEventTypeDepositCreated DepositCreatedEventType = "deposit.created"
+)
+
+// Valid indicates whether the value is a known member of the DepositCreatedEventType enum.
+func (e DepositCreatedEventType) Valid() bool {
+	switch e {
+	case DepositCreatedEventTypeDepositCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DepositPaidEventType.
+const (
+	DepositPaidEventTypeDepositPaid DepositPaidEventType = "deposit.paid"
+)
+
+// Valid indicates whether the value is a known member of the DepositPaidEventType enum.
+func (e DepositPaidEventType) Valid() bool {
+	switch e {
+	case DepositPaidEventTypeDepositPaid:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DepositStatus.
 const (
 	DepositStatusPaid    DepositStatus = "paid"
@@ -127,6 +217,138 @@ func (e DepositStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventDeliveryStatus.
+const (
+	EventDeliveryStatusDelivered EventDeliveryStatus = "delivered"
+	EventDeliveryStatusFailed    EventDeliveryStatus = "failed"
+	EventDeliveryStatusPending   EventDeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the EventDeliveryStatus enum.
+func (e EventDeliveryStatus) Valid() bool {
+	switch e {
+	case EventDeliveryStatusDelivered:
+		return true
+	case EventDeliveryStatusFailed:
+		return true
+	case EventDeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventType.
+const (
+	EventTypeApplicationStageChanged EventType = "application.stage_changed"
+	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
+	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
+	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
+	EventTypeDepositCreated          EventType = "deposit.created"
+	EventTypeDepositPaid             EventType = "deposit.paid"
+	EventTypeInvoiceCancelled        EventType = "invoice.cancelled"
+	EventTypeInvoiceCreated          EventType = "invoice.created"
+	EventTypeInvoicePaid             EventType = "invoice.paid"
+	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
+	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
+	EventTypeInvoiceSent             EventType = "invoice.sent"
+	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
+	EventTypeWebhookPing             EventType = "webhook.ping"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeApplicationStageChanged:
+		return true
+	case EventTypeCardPaymentApproved:
+		return true
+	case EventTypeCardPaymentDeclined:
+		return true
+	case EventTypeCardPaymentRefunded:
+		return true
+	case EventTypeDepositCreated:
+		return true
+	case EventTypeDepositPaid:
+		return true
+	case EventTypeInvoiceCancelled:
+		return true
+	case EventTypeInvoiceCreated:
+		return true
+	case EventTypeInvoicePaid:
+		return true
+	case EventTypeInvoicePartPaid:
+		return true
+	case EventTypeInvoiceSendFailed:
+		return true
+	case EventTypeInvoiceSent:
+		return true
+	case EventTypeSavedCardRemoved:
+		return true
+	case EventTypeWebhookPing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventTypeOrAll.
+const (
+	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
+	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
+	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
+	EventTypeOrAllCardPaymentRefunded     EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllDepositCreated          EventTypeOrAll = "deposit.created"
+	EventTypeOrAllDepositPaid             EventTypeOrAll = "deposit.paid"
+	EventTypeOrAllInvoiceCancelled        EventTypeOrAll = "invoice.cancelled"
+	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
+	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
+	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
+	EventTypeOrAllWebhookPing             EventTypeOrAll = "webhook.ping"
+)
+
+// Valid indicates whether the value is a known member of the EventTypeOrAll enum.
+func (e EventTypeOrAll) Valid() bool {
+	switch e {
+	case EventTypeOrAllApplicationStageChanged:
+		return true
+	case EventTypeOrAllAsterisk:
+		return true
+	case EventTypeOrAllCardPaymentApproved:
+		return true
+	case EventTypeOrAllCardPaymentDeclined:
+		return true
+	case EventTypeOrAllCardPaymentRefunded:
+		return true
+	case EventTypeOrAllDepositCreated:
+		return true
+	case EventTypeOrAllDepositPaid:
+		return true
+	case EventTypeOrAllInvoiceCancelled:
+		return true
+	case EventTypeOrAllInvoiceCreated:
+		return true
+	case EventTypeOrAllInvoicePaid:
+		return true
+	case EventTypeOrAllInvoicePartPaid:
+		return true
+	case EventTypeOrAllInvoiceSendFailed:
+		return true
+	case EventTypeOrAllInvoiceSent:
+		return true
+	case EventTypeOrAllSavedCardRemoved:
+		return true
+	case EventTypeOrAllWebhookPing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -136,6 +358,96 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case HealthStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCancelledEventType.
+const (
+	InvoiceCancelledEventTypeInvoiceCancelled InvoiceCancelledEventType = "invoice.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCancelledEventType enum.
+func (e InvoiceCancelledEventType) Valid() bool {
+	switch e {
+	case InvoiceCancelledEventTypeInvoiceCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCreatedEventType.
+const (
+	InvoiceCreatedEventTypeInvoiceCreated InvoiceCreatedEventType = "invoice.created"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCreatedEventType enum.
+func (e InvoiceCreatedEventType) Valid() bool {
+	switch e {
+	case InvoiceCreatedEventTypeInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaidEventType.
+const (
+	InvoicePaidEventTypeInvoicePaid InvoicePaidEventType = "invoice.paid"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaidEventType enum.
+func (e InvoicePaidEventType) Valid() bool {
+	switch e {
+	case InvoicePaidEventTypeInvoicePaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePartPaidEventType.
+const (
+	InvoicePartPaidEventTypeInvoicePartPaid InvoicePartPaidEventType = "invoice.part_paid"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePartPaidEventType enum.
+func (e InvoicePartPaidEventType) Valid() bool {
+	switch e {
+	case InvoicePartPaidEventTypeInvoicePartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceSendFailedEventType.
+const (
+	InvoiceSendFailedEventTypeInvoiceSendFailed InvoiceSendFailedEventType = "invoice.send_failed"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceSendFailedEventType enum.
+func (e InvoiceSendFailedEventType) Valid() bool {
+	switch e {
+	case InvoiceSendFailedEventTypeInvoiceSendFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceSentEventType.
+const (
+	InvoiceSentEventTypeInvoiceSent InvoiceSentEventType = "invoice.sent"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceSentEventType enum.
+func (e InvoiceSentEventType) Valid() bool {
+	switch e {
+	case InvoiceSentEventTypeInvoiceSent:
 		return true
 	default:
 		return false
@@ -268,6 +580,21 @@ func (e PortfolioMerchantStatus) Valid() bool {
 	}
 }
 
+// Defines values for SavedCardRemovedEventType.
+const (
+	SavedCardRemovedEventTypeSavedCardRemoved SavedCardRemovedEventType = "saved_card.removed"
+)
+
+// Valid indicates whether the value is a known member of the SavedCardRemovedEventType enum.
+func (e SavedCardRemovedEventType) Valid() bool {
+	switch e {
+	case SavedCardRemovedEventTypeSavedCardRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TokenErrorError.
 const (
 	TokenErrorErrorInvalidClient        TokenErrorError = "invalid_client"
@@ -301,6 +628,39 @@ const (
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
 	case TokenResponseTokenTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointStatus.
+const (
+	WebhookEndpointStatusDisabled WebhookEndpointStatus = "disabled"
+	WebhookEndpointStatusEnabled  WebhookEndpointStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointStatus enum.
+func (e WebhookEndpointStatus) Valid() bool {
+	switch e {
+	case WebhookEndpointStatusDisabled:
+		return true
+	case WebhookEndpointStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookPingEventType.
+const (
+	WebhookPingEventTypeWebhookPing WebhookPingEventType = "webhook.ping"
+)
+
+// Valid indicates whether the value is a known member of the WebhookPingEventType enum.
+func (e WebhookPingEventType) Valid() bool {
+	switch e {
+	case WebhookPingEventTypeWebhookPing:
 		return true
 	default:
 		return false
@@ -474,6 +834,31 @@ type ApplicationOwner struct {
 // Example: in_review
 type ApplicationStage string
 
+// ApplicationStageChangedEvent `application.stage_changed`: A merchant application moved to another stage (resellers).
+type ApplicationStageChangedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A merchant application submitted through a reseller's sign-up page, as the reseller sees it (both `GET /applications` and `GET /applications/{id}`). Full tax ids, social security numbers and bank account numbers are stored encrypted and never returned; only their last four digits.
+	Data Application `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: application.stage_changed
+	Type ApplicationStageChangedEventType `json:"type"`
+}
+
+// ApplicationStageChangedEventType Example: application.stage_changed
+type ApplicationStageChangedEventType string
+
 // CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
@@ -560,10 +945,85 @@ type CardPayment struct {
 	Status CardPaymentStatus `json:"status"`
 }
 
+// CardPaymentApprovedEvent `card_payment.approved`: A sale was approved.
+type CardPaymentApprovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	Data CardPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: card_payment.approved
+	Type CardPaymentApprovedEventType `json:"type"`
+}
+
+// CardPaymentApprovedEventType Example: card_payment.approved
+type CardPaymentApprovedEventType string
+
+// CardPaymentDeclinedEvent `card_payment.declined`: A sale, or a refund, was declined.
+type CardPaymentDeclinedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	Data CardPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: card_payment.declined
+	Type CardPaymentDeclinedEventType `json:"type"`
+}
+
+// CardPaymentDeclinedEventType Example: card_payment.declined
+type CardPaymentDeclinedEventType string
+
 // CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
+
+// CardPaymentRefundedEvent `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+type CardPaymentRefundedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	Data CardPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: card_payment.refunded
+	Type CardPaymentRefundedEventType `json:"type"`
+}
+
+// CardPaymentRefundedEventType Example: card_payment.refunded
+type CardPaymentRefundedEventType string
 
 // CardPaymentStatus `approved`, or `declined` (by the issuer or the processor; `declineReason` says why).
 //
@@ -706,10 +1166,148 @@ type Deposit struct {
 	Status DepositStatus `json:"status"`
 }
 
+// DepositCreatedEvent `deposit.created`: A batch closed into a deposit.
+type DepositCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The money the card processor sends to the merchant's bank for one MID's batch. Every key is always present. `netAmount` = `salesAmount` − `refundsAmount` − `feesAmount`, and is negative when the batch's refunds and fees outweigh its sales (the processor then takes the difference from the merchant's account).
+	Data Deposit `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: deposit.created
+	Type DepositCreatedEventType `json:"type"`
+}
+
+// DepositCreatedEventType Example: deposit.created
+type DepositCreatedEventType string
+
+// DepositPaidEvent `deposit.paid`: A deposit reached its expected day.
+type DepositPaidEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The money the card processor sends to the merchant's bank for one MID's batch. Every key is always present. `netAmount` = `salesAmount` − `refundsAmount` − `feesAmount`, and is negative when the batch's refunds and fees outweigh its sales (the processor then takes the difference from the merchant's account).
+	Data Deposit `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: deposit.paid
+	Type DepositPaidEventType `json:"type"`
+}
+
+// DepositPaidEventType Example: deposit.paid
+type DepositPaidEventType string
+
 // DepositStatus `pending`: on its way to the bank. `paid`: `expectedAt` has come.
 //
 // Example: pending
 type DepositStatus string
+
+// Event An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`.
+type Event struct {
+	union json.RawMessage
+}
+
+// EventAccepted A queued delivery.
+type EventAccepted struct {
+	// EventId The event sent; `GET /events/{eventId}` shows its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	EventId openapi_types.UUID `json:"eventId"`
+}
+
+// EventBase What every event has.
+type EventBase struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+}
+
+// EventDelivery Where an event stands at one endpoint.
+type EventDelivery struct {
+	// Attempts Attempts made so far.
+	//
+	// Example: 1
+	Attempts int32 `json:"attempts"`
+
+	// DeliveredAt Example: 2025-03-18T19:45:13Z
+	DeliveredAt *time.Time `json:"deliveredAt"`
+
+	// EndpointId Example: 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+	EndpointId openapi_types.UUID `json:"endpointId"`
+
+	// LastAttemptAt Example: 2025-03-18T19:45:13Z
+	LastAttemptAt *time.Time `json:"lastAttemptAt"`
+
+	// LastError Why the last attempt failed, in words; null when it did not.
+	LastError *string `json:"lastError"`
+
+	// LastStatusCode The HTTP status of the last attempt; null when no answer came.
+	//
+	// Example: 200
+	LastStatusCode *int32 `json:"lastStatusCode"`
+
+	// Status `pending` (tries left), `delivered` (a 2xx came), `failed` (no more tries).
+	//
+	// Example: delivered
+	Status EventDeliveryStatus `json:"status"`
+}
+
+// EventDeliveryStatus `pending` (tries left), `delivered` (a 2xx came), `failed` (no more tries).
+//
+// Example: delivered
+type EventDeliveryStatus string
+
+// EventType What an event records:
+// - `invoice.created`: An invoice was created (`POST /payment-requests`).
+// - `invoice.sent`: Its pay link was queued for sending (on creation with `send`, or `POST …/send`).
+// - `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why).
+// - `invoice.part_paid`: A payment left a balance.
+// - `invoice.paid`: A payment paid the invoice in full.
+// - `invoice.cancelled`: The invoice was cancelled.
+// - `card_payment.approved`: A sale was approved.
+// - `card_payment.declined`: A sale, or a refund, was declined.
+// - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+// - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+// - `deposit.created`: A batch closed into a deposit.
+// - `deposit.paid`: A deposit reached its expected day.
+// - `application.stage_changed`: A merchant application moved to another stage (resellers).
+// - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
+//
+// Example: invoice.paid
+type EventType string
+
+// EventTypeOrAll An event type, or `*` for every type.
+//
+// Example: *
+type EventTypeOrAll string
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -881,6 +1479,56 @@ type Invoice struct {
 	Status InvoiceStatus `json:"status"`
 }
 
+// InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
+type InvoiceCancelledEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.cancelled
+	Type InvoiceCancelledEventType `json:"type"`
+}
+
+// InvoiceCancelledEventType Example: invoice.cancelled
+type InvoiceCancelledEventType string
+
+// InvoiceCreatedEvent `invoice.created`: An invoice was created (`POST /payment-requests`).
+type InvoiceCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.created
+	Type InvoiceCreatedEventType `json:"type"`
+}
+
+// InvoiceCreatedEventType Example: invoice.created
+type InvoiceCreatedEventType string
+
 // InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
 type InvoiceLine struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
@@ -938,6 +1586,106 @@ type InvoiceLineInput struct {
 	// Example: 036000291452
 	Upc *string `json:"upc"`
 }
+
+// InvoicePaidEvent `invoice.paid`: A payment paid the invoice in full.
+type InvoicePaidEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.paid
+	Type InvoicePaidEventType `json:"type"`
+}
+
+// InvoicePaidEventType Example: invoice.paid
+type InvoicePaidEventType string
+
+// InvoicePartPaidEvent `invoice.part_paid`: A payment left a balance.
+type InvoicePartPaidEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.part_paid
+	Type InvoicePartPaidEventType `json:"type"`
+}
+
+// InvoicePartPaidEventType Example: invoice.part_paid
+type InvoicePartPaidEventType string
+
+// InvoiceSendFailedEvent `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why).
+type InvoiceSendFailedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.send_failed
+	Type InvoiceSendFailedEventType `json:"type"`
+}
+
+// InvoiceSendFailedEventType Example: invoice.send_failed
+type InvoiceSendFailedEventType string
+
+// InvoiceSentEvent `invoice.sent`: Its pay link was queued for sending (on creation with `send`, or `POST …/send`).
+type InvoiceSentEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.sent
+	Type InvoiceSentEventType `json:"type"`
+}
+
+// InvoiceSentEventType Example: invoice.sent
+type InvoiceSentEventType string
 
 // InvoiceStatus Status of an invoice:
 //   - `open`: created, nothing paid yet.
@@ -1287,6 +2035,31 @@ type SavedCard struct {
 	SavedByName string `json:"savedByName"`
 }
 
+// SavedCardRemovedEvent `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+type SavedCardRemovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq.
+	Data SavedCard `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: saved_card.removed
+	Type SavedCardRemovedEventType `json:"type"`
+}
+
+// SavedCardRemovedEventType Example: saved_card.removed
+type SavedCardRemovedEventType string
+
 // TokenError An OAuth 2.0 error (RFC 6749 §5.2), used only by `/oauth/token`.
 type TokenError struct {
 	// Error `invalid_request` (400, 413, 415), `unsupported_grant_type` (400), `invalid_client` (401) or `too_many_requests` (429).
@@ -1355,6 +2128,141 @@ type TokenResponse struct {
 //
 // Example: Bearer
 type TokenResponseTokenType string
+
+// WebhookEndpoint A URL the organization's events are pushed to. Every key is always present.
+type WebhookEndpoint struct {
+	// CreatedAt Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description Example: Bookkeeping sync
+	Description *string `json:"description"`
+
+	// DisabledReason Why it was disabled (410 Gone, 5 days without a delivery, or through the API); null when enabled.
+	DisabledReason *string `json:"disabledReason"`
+
+	// EventTypes The types sent, or `["*"]` for all.
+	//
+	// Example: ["invoice.paid","card_payment.refunded"]
+	EventTypes []EventTypeOrAll `json:"eventTypes"`
+
+	// Id Example: 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+	Id openapi_types.UUID `json:"id"`
+
+	// Status `enabled`: events are sent. `disabled`: nothing is sent (`disabledReason` says why).
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://hooks.example.com/payreq
+	Url string `json:"url"`
+}
+
+// WebhookEndpointCreate A new endpoint.
+type WebhookEndpointCreate struct {
+	// Description Example: Bookkeeping sync
+	Description *string `json:"description,omitempty"`
+
+	// EventTypes The types to send: 1–20 known types, or `["*"]` for all.
+	//
+	// Example: ["invoice.paid","card_payment.refunded"]
+	EventTypes []EventTypeOrAll `json:"eventTypes"`
+
+	// Url `https://` URL on the public internet, at most 2048 characters.
+	//
+	// Example: https://hooks.example.com/payreq
+	Url string `json:"url"`
+}
+
+// WebhookEndpointStatus `enabled`: events are sent. `disabled`: nothing is sent (`disabledReason` says why).
+//
+// Example: enabled
+type WebhookEndpointStatus string
+
+// WebhookEndpointUpdate A change of an endpoint; keys left out stay as they are.
+type WebhookEndpointUpdate struct {
+	// Description The new description; an empty string removes it.
+	//
+	// Example: Bookkeeping sync (new)
+	Description *string `json:"description,omitempty"`
+
+	// EventTypes Example: ["*"]
+	EventTypes *[]EventTypeOrAll `json:"eventTypes,omitempty"`
+
+	// Status `enabled`: events are sent. `disabled`: nothing is sent (`disabledReason` says why).
+	//
+	// Example: enabled
+	Status *WebhookEndpointStatus `json:"status,omitempty"`
+
+	// Url Example: https://hooks.example.com/payreq/v2
+	Url *string `json:"url,omitempty"`
+}
+
+// WebhookEndpointWithSecret An endpoint with its signing secret, answered only on creation and rotation.
+type WebhookEndpointWithSecret struct {
+	// CreatedAt Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description Example: Bookkeeping sync
+	Description *string `json:"description"`
+
+	// DisabledReason Why it was disabled (410 Gone, 5 days without a delivery, or through the API); null when enabled.
+	DisabledReason *string `json:"disabledReason"`
+
+	// EventTypes The types sent, or `["*"]` for all.
+	//
+	// Example: ["invoice.paid","card_payment.refunded"]
+	EventTypes []EventTypeOrAll `json:"eventTypes"`
+
+	// Id Example: 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+	Id openapi_types.UUID `json:"id"`
+
+	// Secret `whsec_` and the base64 of 32 random bytes, the HMAC-SHA256 key. Keep it like a password: payreq shows it only now.
+	//
+	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwG5pHgQ+6kDw=
+	Secret string `json:"secret"`
+
+	// Status `enabled`: events are sent. `disabled`: nothing is sent (`disabledReason` says why).
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://hooks.example.com/payreq
+	Url string `json:"url"`
+}
+
+// WebhookPing The data of a `webhook.ping` event.
+type WebhookPing struct {
+	// EndpointId Example: 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+	EndpointId openapi_types.UUID `json:"endpointId"`
+
+	// Message Example: A test event from payreq.
+	Message string `json:"message"`
+}
+
+// WebhookPingEvent `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
+type WebhookPingEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of a `webhook.ping` event.
+	Data WebhookPing `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: webhook.ping
+	Type WebhookPingEventType `json:"type"`
+}
+
+// WebhookPingEventType Example: webhook.ping
+type WebhookPingEventType string
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -1528,6 +2436,24 @@ type ListDepositsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type Only events of this type.
+	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// CreatedFrom Only events at or after this time (inclusive).
+	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedTo Only events before this time (exclusive).
+	CreatedTo *time.Time `form:"createdTo,omitempty" json:"createdTo,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListPaymentRequestsParams defines parameters for ListPaymentRequests.
 type ListPaymentRequestsParams struct {
 	// Status Only invoices with this status.
@@ -1564,6 +2490,18 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// DeliverEventParams defines parameters for DeliverEvent.
+type DeliverEventParams struct {
+	// WebhookId The event id.
+	WebhookId openapi_types.UUID `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds when this attempt was made.
+	WebhookTimestamp string `json:"webhook-timestamp"`
+
+	// WebhookSignature One or two space-separated `v1,<base64>` signatures.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
 // RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
 type RefundCardPaymentJSONRequestBody = RefundRequest
 
@@ -1575,6 +2513,548 @@ type CreateTokenFormdataRequestBody = TokenRequest
 
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
+
+// CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
+type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
+
+// UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
+type UpdateWebhookEndpointJSONRequestBody = WebhookEndpointUpdate
+
+// DeliverEventJSONRequestBody defines body for DeliverEvent for application/json ContentType.
+type DeliverEventJSONRequestBody = Event
+
+// AsInvoiceCreatedEvent returns the union data inside the Event as a InvoiceCreatedEvent
+func (t Event) AsInvoiceCreatedEvent() (InvoiceCreatedEvent, error) {
+	var body InvoiceCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceCreatedEvent overwrites any union data inside the Event as the provided InvoiceCreatedEvent
+func (t *Event) FromInvoiceCreatedEvent(v InvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceCreatedEvent performs a merge with any union data inside the Event, using the provided InvoiceCreatedEvent
+func (t *Event) MergeInvoiceCreatedEvent(v InvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceSentEvent returns the union data inside the Event as a InvoiceSentEvent
+func (t Event) AsInvoiceSentEvent() (InvoiceSentEvent, error) {
+	var body InvoiceSentEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceSentEvent overwrites any union data inside the Event as the provided InvoiceSentEvent
+func (t *Event) FromInvoiceSentEvent(v InvoiceSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.sent"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceSentEvent performs a merge with any union data inside the Event, using the provided InvoiceSentEvent
+func (t *Event) MergeInvoiceSentEvent(v InvoiceSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.sent"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceSendFailedEvent returns the union data inside the Event as a InvoiceSendFailedEvent
+func (t Event) AsInvoiceSendFailedEvent() (InvoiceSendFailedEvent, error) {
+	var body InvoiceSendFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceSendFailedEvent overwrites any union data inside the Event as the provided InvoiceSendFailedEvent
+func (t *Event) FromInvoiceSendFailedEvent(v InvoiceSendFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.send_failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceSendFailedEvent performs a merge with any union data inside the Event, using the provided InvoiceSendFailedEvent
+func (t *Event) MergeInvoiceSendFailedEvent(v InvoiceSendFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.send_failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePartPaidEvent returns the union data inside the Event as a InvoicePartPaidEvent
+func (t Event) AsInvoicePartPaidEvent() (InvoicePartPaidEvent, error) {
+	var body InvoicePartPaidEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePartPaidEvent overwrites any union data inside the Event as the provided InvoicePartPaidEvent
+func (t *Event) FromInvoicePartPaidEvent(v InvoicePartPaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.part_paid"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePartPaidEvent performs a merge with any union data inside the Event, using the provided InvoicePartPaidEvent
+func (t *Event) MergeInvoicePartPaidEvent(v InvoicePartPaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.part_paid"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePaidEvent returns the union data inside the Event as a InvoicePaidEvent
+func (t Event) AsInvoicePaidEvent() (InvoicePaidEvent, error) {
+	var body InvoicePaidEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePaidEvent overwrites any union data inside the Event as the provided InvoicePaidEvent
+func (t *Event) FromInvoicePaidEvent(v InvoicePaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.paid"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePaidEvent performs a merge with any union data inside the Event, using the provided InvoicePaidEvent
+func (t *Event) MergeInvoicePaidEvent(v InvoicePaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.paid"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceCancelledEvent returns the union data inside the Event as a InvoiceCancelledEvent
+func (t Event) AsInvoiceCancelledEvent() (InvoiceCancelledEvent, error) {
+	var body InvoiceCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceCancelledEvent overwrites any union data inside the Event as the provided InvoiceCancelledEvent
+func (t *Event) FromInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceCancelledEvent performs a merge with any union data inside the Event, using the provided InvoiceCancelledEvent
+func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCardPaymentApprovedEvent returns the union data inside the Event as a CardPaymentApprovedEvent
+func (t Event) AsCardPaymentApprovedEvent() (CardPaymentApprovedEvent, error) {
+	var body CardPaymentApprovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCardPaymentApprovedEvent overwrites any union data inside the Event as the provided CardPaymentApprovedEvent
+func (t *Event) FromCardPaymentApprovedEvent(v CardPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.approved"}`))
+	t.union = b
+	return err
+}
+
+// MergeCardPaymentApprovedEvent performs a merge with any union data inside the Event, using the provided CardPaymentApprovedEvent
+func (t *Event) MergeCardPaymentApprovedEvent(v CardPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.approved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCardPaymentDeclinedEvent returns the union data inside the Event as a CardPaymentDeclinedEvent
+func (t Event) AsCardPaymentDeclinedEvent() (CardPaymentDeclinedEvent, error) {
+	var body CardPaymentDeclinedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCardPaymentDeclinedEvent overwrites any union data inside the Event as the provided CardPaymentDeclinedEvent
+func (t *Event) FromCardPaymentDeclinedEvent(v CardPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.declined"}`))
+	t.union = b
+	return err
+}
+
+// MergeCardPaymentDeclinedEvent performs a merge with any union data inside the Event, using the provided CardPaymentDeclinedEvent
+func (t *Event) MergeCardPaymentDeclinedEvent(v CardPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.declined"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCardPaymentRefundedEvent returns the union data inside the Event as a CardPaymentRefundedEvent
+func (t Event) AsCardPaymentRefundedEvent() (CardPaymentRefundedEvent, error) {
+	var body CardPaymentRefundedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCardPaymentRefundedEvent overwrites any union data inside the Event as the provided CardPaymentRefundedEvent
+func (t *Event) FromCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.refunded"}`))
+	t.union = b
+	return err
+}
+
+// MergeCardPaymentRefundedEvent performs a merge with any union data inside the Event, using the provided CardPaymentRefundedEvent
+func (t *Event) MergeCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"card_payment.refunded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSavedCardRemovedEvent returns the union data inside the Event as a SavedCardRemovedEvent
+func (t Event) AsSavedCardRemovedEvent() (SavedCardRemovedEvent, error) {
+	var body SavedCardRemovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSavedCardRemovedEvent overwrites any union data inside the Event as the provided SavedCardRemovedEvent
+func (t *Event) FromSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"saved_card.removed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSavedCardRemovedEvent performs a merge with any union data inside the Event, using the provided SavedCardRemovedEvent
+func (t *Event) MergeSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"saved_card.removed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDepositCreatedEvent returns the union data inside the Event as a DepositCreatedEvent
+func (t Event) AsDepositCreatedEvent() (DepositCreatedEvent, error) {
+	var body DepositCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDepositCreatedEvent overwrites any union data inside the Event as the provided DepositCreatedEvent
+func (t *Event) FromDepositCreatedEvent(v DepositCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeDepositCreatedEvent performs a merge with any union data inside the Event, using the provided DepositCreatedEvent
+func (t *Event) MergeDepositCreatedEvent(v DepositCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDepositPaidEvent returns the union data inside the Event as a DepositPaidEvent
+func (t Event) AsDepositPaidEvent() (DepositPaidEvent, error) {
+	var body DepositPaidEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDepositPaidEvent overwrites any union data inside the Event as the provided DepositPaidEvent
+func (t *Event) FromDepositPaidEvent(v DepositPaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.paid"}`))
+	t.union = b
+	return err
+}
+
+// MergeDepositPaidEvent performs a merge with any union data inside the Event, using the provided DepositPaidEvent
+func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.paid"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApplicationStageChangedEvent returns the union data inside the Event as a ApplicationStageChangedEvent
+func (t Event) AsApplicationStageChangedEvent() (ApplicationStageChangedEvent, error) {
+	var body ApplicationStageChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApplicationStageChangedEvent overwrites any union data inside the Event as the provided ApplicationStageChangedEvent
+func (t *Event) FromApplicationStageChangedEvent(v ApplicationStageChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"application.stage_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeApplicationStageChangedEvent performs a merge with any union data inside the Event, using the provided ApplicationStageChangedEvent
+func (t *Event) MergeApplicationStageChangedEvent(v ApplicationStageChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"application.stage_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWebhookPingEvent returns the union data inside the Event as a WebhookPingEvent
+func (t Event) AsWebhookPingEvent() (WebhookPingEvent, error) {
+	var body WebhookPingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookPingEvent overwrites any union data inside the Event as the provided WebhookPingEvent
+func (t *Event) FromWebhookPingEvent(v WebhookPingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook.ping"}`))
+	t.union = b
+	return err
+}
+
+// MergeWebhookPingEvent performs a merge with any union data inside the Event, using the provided WebhookPingEvent
+func (t *Event) MergeWebhookPingEvent(v WebhookPingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook.ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "application.stage_changed":
+		return t.AsApplicationStageChangedEvent()
+	case "card_payment.approved":
+		return t.AsCardPaymentApprovedEvent()
+	case "card_payment.declined":
+		return t.AsCardPaymentDeclinedEvent()
+	case "card_payment.refunded":
+		return t.AsCardPaymentRefundedEvent()
+	case "deposit.created":
+		return t.AsDepositCreatedEvent()
+	case "deposit.paid":
+		return t.AsDepositPaidEvent()
+	case "invoice.cancelled":
+		return t.AsInvoiceCancelledEvent()
+	case "invoice.created":
+		return t.AsInvoiceCreatedEvent()
+	case "invoice.paid":
+		return t.AsInvoicePaidEvent()
+	case "invoice.part_paid":
+		return t.AsInvoicePartPaidEvent()
+	case "invoice.send_failed":
+		return t.AsInvoiceSendFailedEvent()
+	case "invoice.sent":
+		return t.AsInvoiceSentEvent()
+	case "saved_card.removed":
+		return t.AsSavedCardRemovedEvent()
+	case "webhook.ping":
+		return t.AsWebhookPingEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1605,6 +3085,15 @@ type ServerInterface interface {
 	// GetDeposit Get a deposit
 	// (GET /deposits/{id})
 	GetDeposit(ctx echo.Context, id openapi_types.UUID) error
+	// ListEvents List events
+	// (GET /events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Get an event
+	// (GET /events/{id})
+	GetEvent(ctx echo.Context, id openapi_types.UUID) error
+	// RedeliverEvent Send an event again
+	// (POST /events/{id}/redeliver)
+	RedeliverEvent(ctx echo.Context, id openapi_types.UUID) error
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -1641,6 +3130,27 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /webhook-endpoints)
+	ListWebhookEndpoints(ctx echo.Context) error
+	// CreateWebhookEndpoint Create a webhook endpoint
+	// (POST /webhook-endpoints)
+	CreateWebhookEndpoint(ctx echo.Context) error
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /webhook-endpoints/{id})
+	DeleteWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /webhook-endpoints/{id})
+	GetWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error
+	// UpdateWebhookEndpoint Change a webhook endpoint
+	// (PATCH /webhook-endpoints/{id})
+	UpdateWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error
+	// PingWebhookEndpoint Send a test event
+	// (POST /webhook-endpoints/{id}/ping)
+	PingWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error
+	// RotateWebhookSecret Rotate a webhook endpoint's secret
+	// (POST /webhook-endpoints/{id}/rotate-secret)
+	RotateWebhookSecret(ctx echo.Context, id openapi_types.UUID) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1918,6 +3428,84 @@ func (w *ServerInterfaceWrapper) GetDeposit(ctx echo.Context) error {
 	return err
 }
 
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdFrom" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdFrom: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdTo" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdTo", ctx.QueryParams(), &params.CreatedTo, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdTo: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, id)
+	return err
+}
+
+// RedeliverEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverEvent(ctx, id)
+	return err
+}
+
 // GetHealth converts echo context to params.
 func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 	var err error
@@ -2153,6 +3741,104 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhookEndpoints converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpoints(ctx)
+	return err
+}
+
+// CreateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpoint(ctx)
+	return err
+}
+
+// DeleteWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpoint(ctx, id)
+	return err
+}
+
+// GetWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpoint(ctx, id)
+	return err
+}
+
+// UpdateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhookEndpoint(ctx, id)
+	return err
+}
+
+// PingWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) PingWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PingWebhookEndpoint(ctx, id)
+	return err
+}
+
+// RotateWebhookSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookSecret(ctx, id)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2214,6 +3900,16 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
 	router.GET(options.BaseURL+"/deposits", wrapper.ListDeposits, options.OperationMiddlewares["listDeposits"]...)
 	router.GET(options.BaseURL+"/deposits/:id", wrapper.GetDeposit, options.OperationMiddlewares["getDeposit"]...)
+	router.GET(options.BaseURL+"/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/events/:id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.POST(options.BaseURL+"/events/:id/redeliver", wrapper.RedeliverEvent, options.OperationMiddlewares["redeliverEvent"]...)
+	router.GET(options.BaseURL+"/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["listWebhookEndpoints"]...)
+	router.POST(options.BaseURL+"/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
+	router.DELETE(options.BaseURL+"/webhook-endpoints/:id", wrapper.DeleteWebhookEndpoint, options.OperationMiddlewares["deleteWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/webhook-endpoints/:id", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
+	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
+	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
@@ -2222,6 +3918,92 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/applications", wrapper.ListApplications, options.OperationMiddlewares["listApplications"]...)
 	router.GET(options.BaseURL+"/applications/:id", wrapper.GetApplication, options.OperationMiddlewares["getApplication"]...)
 
+}
+
+// CallbackReceiverInterface represents handlers for receiving inbound
+// callback requests. Each callback becomes a Handle*Callback
+// method that the implementation fills in. The caller mounts the per-
+// callback echo.HandlerFunc returned by {Op}CallbackHandler at
+// whatever URL path they advertise to senders.
+type CallbackReceiverInterface interface {
+	// An event pushed to the endpoint
+	// HandleDeliverEventCallback handles the POST callback for event.
+	HandleDeliverEventCallback(ctx echo.Context, params DeliverEventParams) error
+}
+
+// DeliverEventCallbackHandler returns the echo.HandlerFunc for the event callback.
+// Mount this at the URL path advertised to callback senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func DeliverEventCallbackHandler(si CallbackReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params DeliverEventParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId openapi_types.UUID
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleDeliverEventCallback(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
 }
 
 type BadGatewayApplicationProblemPlusJSONResponse Problem
@@ -3330,6 +5112,371 @@ type GetDeposit503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetDeposit503ApplicationProblemPlusJSONResponse) VisitGetDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	Link *string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    []Event
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200JSONResponse Event
+
+func (t GetEvent200JSONResponse) MarshalJSON() ([]byte, error) {
+	return Event(t).MarshalJSON()
+}
+
+func (t *GetEvent200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*Event)(t).UnmarshalJSON(b)
+}
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent403ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent429ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent503ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEventRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type RedeliverEventResponseObject interface {
+	VisitRedeliverEventResponse(w http.ResponseWriter) error
+}
+
+type RedeliverEvent202JSONResponse EventAccepted
+
+func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent400ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent401ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent403ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent404ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent429ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent503ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4743,6 +6890,927 @@ func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDelete
 	return err
 }
 
+type ListWebhookEndpointsRequestObject struct {
+}
+
+type ListWebhookEndpointsResponseObject interface {
+	VisitListWebhookEndpointsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpoints200JSONResponse []WebhookEndpoint
+
+func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointRequestObject struct {
+	Body *CreateWebhookEndpointJSONRequestBody
+}
+
+type CreateWebhookEndpointResponseObject interface {
+	VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpoint201JSONResponse WebhookEndpointWithSecret
+
+func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type DeleteWebhookEndpointResponseObject interface {
+	VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpoint204Response struct {
+}
+
+func (response DeleteWebhookEndpoint204Response) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetWebhookEndpointResponseObject interface {
+	VisitGetWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpoint200JSONResponse WebhookEndpoint
+
+func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpointRequestObject struct {
+	Id   openapi_types.UUID `json:"id"`
+	Body *UpdateWebhookEndpointJSONRequestBody
+}
+
+type UpdateWebhookEndpointResponseObject interface {
+	VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhookEndpoint200JSONResponse WebhookEndpoint
+
+func (response UpdateWebhookEndpoint200JSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpointRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type PingWebhookEndpointResponseObject interface {
+	VisitPingWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type PingWebhookEndpoint202JSONResponse EventAccepted
+
+func (response PingWebhookEndpoint202JSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitPingWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type RotateWebhookSecretResponseObject interface {
+	VisitRotateWebhookSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookSecret200JSONResponse WebhookEndpointWithSecret
+
+func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret503ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetJwks Get the token signing keys
@@ -4772,6 +7840,15 @@ type StrictServerInterface interface {
 	// GetDeposit Get a deposit
 	// (GET /deposits/{id})
 	GetDeposit(ctx context.Context, request GetDepositRequestObject) (GetDepositResponseObject, error)
+	// ListEvents List events
+	// (GET /events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Get an event
+	// (GET /events/{id})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
+	// RedeliverEvent Send an event again
+	// (POST /events/{id}/redeliver)
+	RedeliverEvent(ctx context.Context, request RedeliverEventRequestObject) (RedeliverEventResponseObject, error)
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -4808,6 +7885,27 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /webhook-endpoints)
+	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
+	// CreateWebhookEndpoint Create a webhook endpoint
+	// (POST /webhook-endpoints)
+	CreateWebhookEndpoint(ctx context.Context, request CreateWebhookEndpointRequestObject) (CreateWebhookEndpointResponseObject, error)
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /webhook-endpoints/{id})
+	DeleteWebhookEndpoint(ctx context.Context, request DeleteWebhookEndpointRequestObject) (DeleteWebhookEndpointResponseObject, error)
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /webhook-endpoints/{id})
+	GetWebhookEndpoint(ctx context.Context, request GetWebhookEndpointRequestObject) (GetWebhookEndpointResponseObject, error)
+	// UpdateWebhookEndpoint Change a webhook endpoint
+	// (PATCH /webhook-endpoints/{id})
+	UpdateWebhookEndpoint(ctx context.Context, request UpdateWebhookEndpointRequestObject) (UpdateWebhookEndpointResponseObject, error)
+	// PingWebhookEndpoint Send a test event
+	// (POST /webhook-endpoints/{id}/ping)
+	PingWebhookEndpoint(ctx context.Context, request PingWebhookEndpointRequestObject) (PingWebhookEndpointResponseObject, error)
+	// RotateWebhookSecret Rotate a webhook endpoint's secret
+	// (POST /webhook-endpoints/{id}/rotate-secret)
+	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -5066,6 +8164,81 @@ func (sh *strictHandler) GetDeposit(ctx echo.Context, id openapi_types.UUID) err
 		return err
 	} else if validResponse, ok := response.(GetDepositResponseObject); ok {
 		return validResponse.VisitGetDepositResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetEventRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverEvent operation middleware
+func (sh *strictHandler) RedeliverEvent(ctx echo.Context, id openapi_types.UUID) error {
+	var request RedeliverEventRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverEvent(ctx.Request().Context(), request.(RedeliverEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverEventResponseObject); ok {
+		return validResponse.VisitRedeliverEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5424,460 +8597,771 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 	return nil
 }
 
+// ListWebhookEndpoints operation middleware
+func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context) error {
+	var request ListWebhookEndpointsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpoints(ctx.Request().Context(), request.(ListWebhookEndpointsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpoints")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpoint operation middleware
+func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context) error {
+	var request CreateWebhookEndpointRequestObject
+
+	var body CreateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpoint(ctx.Request().Context(), request.(CreateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpoint operation middleware
+func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error {
+	var request DeleteWebhookEndpointRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpoint(ctx.Request().Context(), request.(DeleteWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpoint operation middleware
+func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetWebhookEndpointRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpoint(ctx.Request().Context(), request.(GetWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhookEndpoint operation middleware
+func (sh *strictHandler) UpdateWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error {
+	var request UpdateWebhookEndpointRequestObject
+
+	request.Id = id
+
+	var body UpdateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhookEndpoint(ctx.Request().Context(), request.(UpdateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitUpdateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PingWebhookEndpoint operation middleware
+func (sh *strictHandler) PingWebhookEndpoint(ctx echo.Context, id openapi_types.UUID) error {
+	var request PingWebhookEndpointRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PingWebhookEndpoint(ctx.Request().Context(), request.(PingWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PingWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PingWebhookEndpointResponseObject); ok {
+		return validResponse.VisitPingWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookSecret operation middleware
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.UUID) error {
+	var request RotateWebhookSecretRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vchs3ti/6Kijuc8pUNkk3KVJ/qJqakWU7kWPZHluOJwlz3GA3KMJqAkwDFM0krppPp+7ncz7cN9j7",
-	"PfZ9k3mSW1gLQKObTYmS5TmZezNVe8dqduPvwvqHtX7r10YiZ3MpmNCqMfy1wT7S2Txj8O/j+TzjCdVc",
-	"ilPxml1xtjSP1WI2o/mqMWwcC0KLdwgXJMe3Wo0rmi2YeXtMxaX5L00SuRD6OVX6qVzkjWEjivq9RquR",
-	"y4Xm4uLFYjZm5nG3242iKOoNGp9ajfFCccEUDIemaV7+53MuWNd80osicsJSmpM3utEKf+41hmKRZa1G",
-	"wrUZ8mu5ECl5LZPLRqsxl0rT7ESmrDFs7B/s7fUbrYbSVJu/z/9mBpCO6Qs6M3+79nPGNDleaNloNdiM",
-	"8qwxbMilYPlfEvOGghfoQstOImfmHaG5Xp2v5qaRLEsarUbGLmi2qVnyms0pz8nz5ydmiFMpzGv/3h10",
-	"e4PBIOru7zdaDU0/nqbBWu7tHxw2Wo0lGysOo59qPVfDhw/rxvSp1ZhypaXZwx9/bVDdGDZ6UW/Qjnbb",
-	"Ue+8uz/sDYZR9EOj1RDStIYrqDS9ME2rxXjGtWZp41Or+nX/PDocdqPS1423ImX5Mudmm4nSNNcs7TSK",
-	"Brl4b+nm00+tBk8bw8a4m/TSXdZvTwZ0r90f7yftg/SQtaNJl/bGu0k/HbBGC9ddwSwELucZzTklx9kV",
-	"zdkv/o0pn79iecKEGexe1Iki070SwQr2d3tds7BcZ9iOoBdmvDMGdGmmars4lzPyiCWXLK9vv1/b/sH+",
-	"3iBs3zb7U90ytIo1Pr5mcxbzlK69Eu7Ap0+txgnN01d0NWNCv2aThUjrjnAur1hK5jTXJMeXghNMZ+bg",
-	"mj4GODF8gK0xs1t2wgnN00c5NV00vuOKmkc5Wxtir2uGuOuIxL7yaGUPxCMpLy8Zm5vF50Kzixy4S6PV",
-	"SFmSccFeM6qkcFSZsrlUXJ+m7gHQjyWfSXsQ7XXb/f3eQfvwcDdq98eDZC/dZweTQzNiLq4kT5j5uLGb",
-	"HLK9SZe2D8a9tN2fDPbbNEr67b0u66WH44PJPh0Un3h2dfriu3YXOdklh6n7FcyK3e92u104+Fcs230D",
-	"dDKhmWKtxozlyZQKfYz8EYayn+4aOmftwbiftPvsgLYPJ3vddi+J0oPxPuvT7m6j1ZjBVPuHe9296GB/",
-	"9+DgwDAMumK5XcrHVFDybsr1hLPMjCi3S9d4KRhJpnRiFjnlakqWVJGc6UUu8GziJF5OzO7aw2jWJGr3",
-	"97r77YOD3mF7lxarCV8YkjAL2d+NosHh4cEBsCpFr1hqqNBP2XDYhWoMG47yqoT6hmZsM5kqmjEyoykj",
-	"UhA9ZWROV2RuzlAd0Xaj6F6otntw3j0c9gfDbq+Gah0tbk2gWy7qFyFQs4C/a/LEdSpI0P1dIrBub7cb",
-	"DcoEpvPFRvo6xXU5oSJhWcYqfNA/Jnb9NnDAEjG9ojwgpE0ENqaZaTz8PHG9lUlscB4dDCPPGN1LW7DG",
-	"Wortn3cHhTDens8mC6XljOUncjanYuU1KPv4iVV6rEan/jLO+cVUK56yebaYjbm4sKqP+yI8I+7ZK1Rs",
-	"Kg9zNgGB7o5Oxq8Y7A9qWq1GumCPaaGTTCiHVdRsNjcKbGSP1+edld36s2DO9qlmM6Nw/IR/YpcZNzou",
-	"6FzDhw+7vf1O1Ik63eFBdBA9nNPVwx90X/z1YPmkl3+/tziN5Ktd+mY/fdq9+Gbw4VujuGUSdWi3N9mC",
-	"jaUQTJNH9JLlK/JYLoWWS7M9MzaTbv73fzw5EBG2Pkd2bOc7l26d7K+5HGds5tVDdwzt64qJ9FXlFSZ0",
-	"0br56ztOA/UST62n+9KxReotH9qXcybceW0RswvENErGK+LopUYg7O51Bnc/w/7z0hm2ZFw9sfbxxsMZ",
-	"9YfR4DMPZ8NzUHJCNcvNJ2g7VA9sSgX9y9K9ndiXa8/qOm+unNvAIOkfNO50gu1a9Nu70TkwPcuovsyZ",
-	"7t18psEWnsmU65W1CQe73QgUT5XkfA47MGychHpTzoSmZlo/LygYemZeRjcXXJ9IBfbAoGPGtZCzxrDx",
-	"5BgU98SQ1u6esXMPu/1BD+yLSu9uBcO+H9v1JFSkRDG9mJe77m7uGpuDrs0/PxUcrLcFB/u5+91+8rfD",
-	"2aNd8cPg8vnB8nVPf783f9yfPo0+vLkTB2ucT6m4JCu5IBOZm//mxNn7ncb/Kd7WePWyvb9/YBby7gxu",
-	"0zH3LM+fBs/15JyJkOE952YHSzowKLlEThzLU6TJDekSOeOaeEpuETc3pBI/7J2CH/4YMMSDOp3mYGuG",
-	"WKfS3J4d7p13u4HqU2GHT3MpNEmZutxePckWXHVkrtkF/Yv1anVkfrHO6p4vuCIv4cXGtvpJwc3urKIc",
-	"TPbZXjpI2v3xLm33e4fd9gHbn7TNM/Ood9g92MzO+pvZ2ZY6yTeXvdmLvfF3UfK3/i/PD+ibbvp0cPHs",
-	"8Od3u+z1/u9QJykRS2+4Gw37/R8aN+sl2xzTMvldc0zNYNDv9Yc+8Yc+sfEA/v9TpG4jRL+A0PypkJqv",
-	"aG5PYCg5zdO2GauTnGTJ9ZRQJyhBTlKUlCSheXoLw+FG/1Jx1P846Vud9IZmH3Xjfs569w/b4Q/b4Uva",
-	"DrfxNN/G8buVc3ZdMyo7qW9wtm7lTv10F+vo1zqvOvs453Cau73egVuOQ9od95LdtN1ng0m7T/fG7YNk",
-	"P21HrDvp0d1xPxnUX6VAf9dNHl7wbLEy/U9b2m+96LwbDbu9NcXQ8qhAL8z1e1QOP7Uazy1Be7pdu8xI",
-	"NL9ixBF+Sd6U77b7UZecSHFhnpHjK7Z2vd14s+CakW4PRAse5eOF0rzGL9xvRwMQIHsFy3R32Kkd61/G",
-	"/viN4fRZNg/bNWAHkyjpjdvdtE+N5ZK0D43RQvfGg6Sf7rLexGyO2OIgy/yCCv4LhheAJJ302G7aT9qD",
-	"8R5t9w/3D9oH9HDcjpJu2mO7kz4djGtvxOFwVe7y96Mu0HjC+Fxv4ivl2/7w4gC2B65rZ+wH7O94xnKe",
-	"0IcnU57QC1l7/9prR91zoBZ7//qp1ZgymoJc+7VxmrLZXGq4ip1ndIX+zDKXjs2hi4dwsUWFWrKccEUo",
-	"yeELY/1TQRjNM85ykrOfF0xpVGfMF4rOGIl9P8mq/S1bxR04fWACG9LNFwzW5ucFz1lxa5JM2YxCDIhY",
-	"zBrDH/HFn1oNjbELShuhj/TNMaijMvTRIop2k18tfZqxmjEJ9lGD6+IT/M6OSM6yP40a5vmoEZPm66cn",
-	"5KB3cLBDllMGV3o5w0n7T48IHYNr1175GX4AP5SnhgPYKIkM027bNVN/zviM6z/1Buaj3l6yyJXM/8RW",
-	"z6LTD5KffThevXgTLc9W0ccXT//68cW5XL54LJcvvpP8+cmz+Q8np3unH158ePnube+HD0+npyKqm10j",
-	"XNf1dXzNdL46nmjDWqur+YYlUqSKaEmWlGsyZhOZM6LzlVEg6AXlojT5fu+6PZ1xwWdmW7t+P0E7ZDlS",
-	"6ZzmdMa0JdQTWIz1Mb2c058XjMCFJpcCqBG2oUWoIhOIreH2UjZnV1wulCXiB4rEhmqGBPfoH3//j3pq",
-	"wOPSIS9nXINsN41NeK4cIaSSCKnJeMGzlMicGDl/wQjXZVL4jI0ERbAxbPy8QB5huRlSSGlHZ/TjcyYu",
-	"9LQxHHR7RncQ7u9u3bk5La5zq0t7PmXeOuFpeS5ba68giPS0GDNPrz3pE5nPIIBnsYA36076jOv10b6i",
-	"F4wo/gtrke4//v6/jepDHrMJXWSa9Aal0fcG9csJx6+0mik2gJ/4oXGhd41WPKMfLQVHUetGes6Zmkuh",
-	"MJDtEU2/ppot6cr8lUihQYv6tRFErz20+sy/f4Ar6HIk3DyXCVNK5m8FvaI8o+NqgILRfIh/jbA8B1Lx",
-	"Uj1lGsWs2eek/HLKUyDpnM3kFQOCN28cEa4NG7xkc90h50ZxN4eeZMb86gTiahD1isCiykAWwYD9Sm1g",
-	"kLgA6uGYpu0Lu16wmMUW/bccVMZ/e1hEDT7EX9VDp0vBJ+vEXZk0Wmod8kLqqWFoS6rsUU4NS7BsDuZK",
-	"ljK/VJ3Gp5bZydfIv++4k/aIPTVaoCpvoT2cZCzTFUrUGVfKjAJUJDCbwOohekq140M0TQlYUutb/ZR/",
-	"tNzLdEYyrjTEFyB1WO88Eym85ER5wdjhJZhm2Rr/sTFbKCMPCCVXNOOpG5+NjyyMsx8bICthzDhOI00O",
-	"u50oasHgQckAa4VY74b7+MfuT53CNiy6vACF0nBlKkjU+OlTQYZ9cy4dGZ4KHJqd1ta0B1+hTmzIaEYz",
-	"wwhYelpx6Zy5H4hhXV7oIPP7clthOugYTTjcBGCeX3olgHu+clK6vBjApIlcaCOQc3OGvugiwFA6yL/D",
-	"hdBkJpUmRh//sqtxHyzpGJehRWA2xOs/LSCi4m+jYqBOQsa5vDT7nS8yRppcJNkiBV2MzDZS406HxLhy",
-	"MZnRuSKMJlMiJxMm4Fs7iEu2YqnRoYyS2zKnlGtFZkwpesFUhxxnShKKrCmBfZ6YgRX9Wr14yXNGmrbH",
-	"jnk93mlZ96bb0YmZWYocbiz1lMQnyEfbqLvE8H58nlOhJixvPxGJNGONi4atkrb+yhFKL2NkJRgTbrgl",
-	"EyTJpGLpDjDxpzIf8zRl4o48XEj9vVzkLwMDsmpgS2NEkNDEfKDIFnzi2OwEyRlNFZEiW8E2yKWoNjWX",
-	"uZ7IjMsjslAossM33vPUHEVwS2l5yQRx+kiL7NH98UFyiC6Odp/2xu0D5wBxv4XSvR/tFsfnhdTYatjb",
-	"1odo4hfenIewiTcLNWforQoX0j+u9lev14QvmZ1X7vMjQxKaJpqoxdys3cYJhptafH/HGc5ZDiJcitde",
-	"BS4JESvfi/c2TI0rf3oEY6lCIvJf+Qv3DvpbWmQ55Qla5MevToGmUskUyNwpvWIbp/+qaNNr7XeZ+30p",
-	"bWbkGU0u12aszZrIOcPbBbsqzbhm/JYn4GoSo/xXG9tprR2gEvWQZlxPFoa3WQsRmDY2TmtOP+orqFln",
-	"GZij5lQ349oDFSOfeiH1U2kj5u/GpvznBc29FZfCdM3TWlp7If2llKO4baw/ZGxmS4JplKmsX+YiYKxv",
-	"TVtC6jZ+cT+09UIStUimhi3KRW5M3uruhPMgpyl4k9b3VZELpnHm4PpCZwPs3iu6yiRNz6V8TvMLdsdN",
-	"1MHnxSY+MnJYXrGcdMkZf7SRIbotBLm9pieZT0t71A04wevwUy0lyWAY227YHGff1lK28cv7YwqlWRma",
-	"8wsBC29Hfs5nTC7uaqepTC7NKtesu/nJWSCoqdKUaNvbVjuRGFKpNqNYfgUuVZqqDWbpZuW4OGYH61tY",
-	"jG27vbOtt913X2jnrlmFB6q0qqS5GxHlvXHLqcx8Wzu3WyvygplVpkTxC2G92XKh6QUbolkNft9BtAuk",
-	"9IblVzxhFa/LHchpsclv85hqOqaKkYXIjWpuHSX1RKRwOCShAv01Rpc3GmLqWvlgzriQyw4B1y6hE2NC",
-	"wL/b4OclCt26R4QSVBbA2cGdQu6d+BUfvlkXyHlx3EOKhJWdQAHzsOt2J+9P+M39Ud72S0ea6PZK5VK0",
-	"jIDQNNdcXICod64yezNiloyLkMweKCBaAtZpQJtckYxNjPaVTdqpFGxoNgBdx4yDXJnS+ZwJtIgniywz",
-	"/UFfmtAsK+9oHGxpvPWerl3M1O5qi4CtZ1taTqXyN0HmhGXmvYQKI0rgSgS9gopOWLYyFBFcOAWj3LR/",
-	"9u2HwVUEbOG5lGdUrCwPU3c8dznVDLwTVdX7FcvbYGqZOcJmIU2wdLMK7lRpmLURiTMqVm7jlfUa2g3q",
-	"2k0pMefeYXFEzqvfb8+eqWbtzE7qnk5IdTCW1xaT7pB3lOt6ugN7XTv/8P2RwFtBF3oqc/4Lu6sODHf+",
-	"1b0/B4tYZqkTPN2IzLhYaKbqjfIkYUqhIa3w6q/44ojIsTYHgBLBlkQKRia5nJFXL9+ck4fSzOAhfFkW",
-	"092CEsLmiRvwLbhlsUZm0Tg6uOpmbN3G1g68YjmfrDbKGhqOynLNMcOvuBGwnztt54kLO7r7tK2rvDzt",
-	"F5Ic29fQCkNKq53zG6cvWGdb6cMhecRoznIykZlRWFIyXhFqF+eW83ZG//3MO2dX8nIDgU/A6Qa/myO8",
-	"casdX4P7cu72HDNy4Wt0Mjm71nCDjbRsm3LDuuO87snEWyewDjk3I1VDEtftQ9wicR1dmud1xxSel6cc",
-	"d8jL8GTg+03DT0u70bK/X7LVzrUM9N27d21DjExow/FY/dWtpc9kagxYo1RAVMPe/iDaKd/l2hdzRrPZ",
-	"n0aNOV3l7OdRo4VO+D+NHAN5DwP3P7wPuvzTaJ1D2AWBiIPN973V+13k8vZS7jPUa17oNd+y1Wu2UGv5",
-	"taDNDNfU2hzedfG4KZ9MWA4pfMb226gJVFsxZwXa4UF4SK9PpnKRq/rG7ZlyNECQQMxf9oqwrDkEN6xB",
-	"55bwYLrbHrVgrYwG1LafW9lRhJ++3biGLkxAwHuEZsZWWxE7ii1cs+6LKTW6Q6U9lhIX9rp5Ca4dwbYs",
-	"J6Q7kCHloM3Nd+12HcxOn50+fqB8HJ3Rp7mwwXUyLzmQ69fFf+mY79np47CVoyLZqhDCNqqOmA71xkU6",
-	"s9MhNlH6jtZYdZWE1DZZvS4KwfxQUAjEvMucFCm1m9bBh54ov5v+oyO8CpFzI9RygAkpRdMrZ474L24k",
-	"nGAtg6F9xpIY9WF9PczTz1wN89HWC2Ask1vM3bz+GdNeoCv5rHxs6s/KWkC0mRtYt0DxNlTvxlue9Wa2",
-	"iaqu6aviqj4iijHy9ZNz8tDBCmxcR+dBn1XO151X8r69ayCNhNEftJQpGS90sOepFOyIxDAZe9OKqxsT",
-	"RVdkOV11SGzmAc6B+NdXbx89Pz15//b18083yZCYOC0HZOGat6G1qbnSgsToZl9yxcAH91bYOzuWnrGU",
-	"U0SyuuuNyDNVvaxFny44MsDsnYFL6HobAfyXRngFHZsOy970QUgzfhJkZmZBgFS2pxj/eRs+b8N3X86l",
-	"boglrs4u7jSKDhGhrYBEq0Y3YDy0CwrqkDiMGo/JjK4MNYpFlnUwmH/Ocs1ZDbzaWmAqYpW5lkvabRWJ",
-	"raJwVmPX15pecM1aZCG4Nox2kkkJkW5mmMjdUaNdaxbj3qvNnXC9Ko+vBP+21koYQ74W8Yjrmci0EnPs",
-	"cOPWWrOh5evLRzUoJzm7sJd0RWMQhr4ehVlo9D+WN6eyoHYhXN+lGRWB3HL8gSXaDDFA+KujoYLDBih/",
-	"HpqM6GkuFxdT4DiK2Ys7xS9EezEvooLROYu/Gy6vCNekiYEnyPCLxpXliGvPH/7K00/xToc8XWQZ0fQj",
-	"4alqESUTTjOiWLLIuV5ZfRQdYmMqLr3q5X/IGVFaGiWXiSRfzc08zNuC4eUPImBZga+njOdoTEzkIicp",
-	"v+AomMrnxWEcXscAgqV+ZF6vgBtu+6n7JMTwq6GwC2ad26oFjjYzA54rfRSEUxvx4jcTcgQ4JrNtPZpv",
-	"cARPhM5XZkSWvmieU/ib18Q5H4eAkZU45y1R/26IWi5gAesMdfzNKTxhzthtZ//StFQ3bQvot3VDsF/w",
-	"YYj6Vx38O5sbUTqMRtXwX5UXcwNooF+8lGoGV4x1KxiktlTH8dwcBySuDR2WQSC36bDC4mBXcRXLixIO",
-	"LDg/fsdbeBSLs3ED03tE6/JYDJmUuIdRqyyMm+oQ8zPcD5WZC4jtEhdpFSFkN/OQNXzU2nUPmnAkXB5F",
-	"eUssxOqcas1y08j/GI3SX/uf/lvdnleAWDetygNF7JukefzoeMd23CKCCxZML1AKPKLr2lAO64ZSoYby",
-	"uFprK3XTHgdcdn1G5jBBpLnnBMX+opi53b6S2CLGGm0bUtWsSLPQrNtpXjcyD/taCFBbnd1jycVF202r",
-	"TRWERx1Bxz7RigAULfxi5mnshvLe1aHe3qiN2ZTC6ojcTmC8ermf6xB019sPIHXXjglMCOyICo9vwTm2",
-	"XZJYyYy9N6ufc6YlYLjCntFcW0hX82eWJeY/icznEmPdYqO7xUIam2nCdSW5DgF+10YcIP7WD9jswA0r",
-	"XwYGXldeMS9y46LD7+UuKqDCN+5rBXV4Ww5lz1HzyekLs3Zv3ryo+MQtevF2bMpjHG+cqX2j3Md1gMg3",
-	"Tr3CkYrdLM5fiSqrS+V2p+WRDNwsvAJ/Exsr6VrriXnC6LWF2mcjawJVoYbXbKtkMKHBLQxxDJreo9x3",
-	"ENG/rt0daY/uihOq8C1MEBVrFL0JavpG0r6jzlYhDKezUO3Qr2/YVdQh15VkgXqql/HXSKl6G+gztRFR",
-	"y6rA+FrnVFXM7Q36eAiS/WuDZtnLCUAFXLfij1nCZzR7Y5v6qeo7eTM1Fp2cEN8F4YLMsZsWiTA3kTQp",
-	"SbElgqPC6FOqSDxCPPBRwwb9llC7t+Vw9XtQXiULML4dk7N+qzWNxTwG34HMfMxsaMOEm1IGML+Jpwlk",
-	"YthxzZaVV+YGsn7jTlOdYQr34nWuhWFoj7ZI7AHRzR8QYf6ei4mMSVNP2UjYLwU6XKm6ZClI+JnM2U4L",
-	"3GeA/mu+tsjMaUyaEy5otgNCfCxpnsJDaNCPiSuSwd0PvtsZCWDvmBVfwN+3SpDtxQANA3DIwx4U2vzT",
-	"9mdWr9iosI01OghAseuZPkWoG6IlgeTRmRRsZVgnhYTLIcAaBXjZ1KNlk6ZH1AbzBkcJC0MtCnyHPAHA",
-	"mEuMP6TZkq4UmedMMQGuBAm5L0EypOFT4GQB9ZZAMmroe0GWhB6YwslCxjmkKIl0G0Np5m457oeFnPsc",
-	"yBbRS+kYhWr5+UK2+5VZMLsuDxTRUiK/qIK93NewjmHfHqgC9xz7VkRJMqF5ebBHhpFZPlbx3wdILL9u",
-	"SMt9oOwONOPvuKLmwJxRpVlufoxb5B9//4+dquGwnr6saMXZanFfbnbeFiAlG/WRojsMhdzk7aiAwGyn",
-	"hFQwtNYdoX7bXbBJYErhnQscsiboKzZbF24Od7ZSPiq48euLYMQ2cDl3TFsg5jLKBVnKPFV2LAuRGQU4",
-	"xjsQvEHyrG/LoXi0+jpqsT/joVdMa0BM16RJqwD94OA2q9aCoFbQO8ZUJ1OXCuiHrHkGOYI2TxEPHa6q",
-	"G7tNHkdG2KlxAd44L3RFBp6R7WCYbnQ18u0QHTAEOGOwicCLtVyaOYU8xR54+83OnTAgth1w4eUpugjQ",
-	"ztY+w9IB17O0QFh9a17/FOI2/Vp2CHVrNm071SjEwfq1lmnibSJE/RjqacMXpPkc/rO7A/eLpcW1cFq2",
-	"q7GUGaOi8akWRqxul89OH8MOo/CdoUyt3OxsiT524/7NqpRcQSpb9wsUIGB1YwfXjzO1DEVSRS74FRPV",
-	"6hrl6azBid14AvMN3C3grviKuzTy6tgFvTL8wzKMQLpt1asrInFNv4Zo1rj5ndiMA1WrW2kvwmCmOufs",
-	"imYEUA+ZSMoD8IzPjSRgBGW4tpst2wLPbcNxgZNSZKwCwVgwTEcV2x0Xd/W+NZt4gx/U+v+B4/g2naJV",
-	"qolS5WZ1BxZPTKgGBVwpPB1+86ryuMRywvUMqGtND/T0HorUUNWpah11FlWVoa4jbpn9i20qS35Rp+Z3",
-	"SIyjjIeWP+HpHtPkEt6sCO5OaOpgoRhb0KhktdifrjNY3nhqqAw6MMyMFRbYZmM0B7hSC0ReKKl+R/5d",
-	"3BmImFFkOV3thKOus71KYw9eWB8/bIovmOWhZmruQiAHdEJiDD2vwovFFePJ0TfewLpTSyTgydBLRmLz",
-	"LO4QF950yVZoM/ELARfWzSBLEdKZBMdEGHyVB7kFpoWdDjlGyAqBiBWQWdePIjzvHpUCoSfsyiMarMWh",
-	"uDfbq8a8ccFw2OKwgivT8glRPe+4mWc0Yar45dD9r3N42CFgKMQAXRPDqiGV6ymzibcF/g3XaBdV4XDX",
-	"okecIp/gGx1y7AYVRXDgaKJZXvG7bMTUDbDCelG0jVlUhv3ZODxwKQ8hBWRsZu7g95pCkpQrgA00Un4H",
-	"PC9uCoN+MAWbZZbKmbEoICyYpFJ3yBuMlTCKufMjEvaRJjpbFWgllPy8kJqlEEybYRm5ZjxqfOysRg2P",
-	"vZ/IWbxDEDWlZPzPjFVg1klOvPGkLNUrklDFOuSFOy/W54UE1oLYOneywCQyE+IJG9rjVE/0ndLSxh1y",
-	"qgnNlCQ8ZULzCbcQBd6Us8vjAHTnXmgXFRZATGJEWsUMvhY82WsY7mIgJJNB/yYyaTU+ti9keyPt1Ot9",
-	"nnTAl7sVWa/pe3cm51f191R+THBTgvlv7KMuFr35pNPd65OcJXI2g6DunWLou71w5MTBfaC7InZtoEFs",
-	"mo03XYQBJHUwt93eVkazQ6quzuobuTQsx77g9ekMkBBj2HO8T4RBHTmqnTEqlPsdff1u+SxyBQR4pQEl",
-	"tip3I1KYR1zY9Hw95fbSAMIqwXMdO0RoFMTuRtrJUUeRCHVrfi1JUffzbQjUdQiL5rC81y6uF8yYaIw0",
-	"v//+++/bZ2ftx493DJeBh9bjntCMiZTmpBn3ot1uO+q1d6PguKNUi20n8U6dt6jf3o2qPqKtfAlVE7pe",
-	"tLm4iO4//v6/90JuCwGOPy9YmL5cys8Ap8CcuWz4fq9XGX9gqQe0ute/AYHSA8Nd56qAV3DUgyjylAEn",
-	"Ei7cUNaCfEXgFrWYIZEh0pyckFwuRNqGXOvFvOlw5Mj/838TBzDeIj0r0XdQPrOfFzQjMeoDcYuwTDHY",
-	"ScezUbZvHajly+gIdirmC9CnZ/SjxWsfWAxJ+2d34677oC7EHV+7EcsZQz6lpuZYalkSHCXeupm53gRm",
-	"XmK12/Da2/gtJBlzY1aLobEFYp7GmFEZl6LxY0ilL2cL1IK1kH/8z/9lKJbEm+L046OiGcg+qsnXKfJy",
-	"bHNfxplSAJuvhfsuzKCVGVVqBCVe6PntLJ3n8tgKhPTK0bzZUme1Nh6Y28Z6M1aCDk6q0T3gOpeLS9CE",
-	"AHNDIOJBhyCSNEarGKkyLDA54Ashl6WR46g2jNJb+RVTvc7grhrl3nL3y11RUNaV8ar2W1UfAplrj2Yh",
-	"UByXswtaZ1g7u6Tu4h3UW2912Nv0prsh8rwMsFW5JokEDJTjJGEYTGw49rM3L1+4T2UePLO3z17ljf9H",
-	"+8/NPw+j337stg9/Go3Sr3aafx6ORp3RKP33nT//tzjU2fshByHNZMqSS2O6WWBoJ9sxaylXRsmuDGUC",
-	"l6NoZJVaAzZf/Rn89suca80ApMUDY/jL8y7bjQ6QxLqs3Y+iuIW27gQyUDJ+yZZcgSICKZiFZK6zN3eO",
-	"7P3glIo0c2s55oLmKzLJJNXuM7SCO+TYYlc6pEQ0RNSGFYOLZ7tE2g4SlCKuLE5hgZEo89mRvWqCsDij",
-	"LAUXdnE17aEDqoQUzFrFluRw4aFCR8AN+lHJ2X09CazzrZ/KStUHJYVYzDqOqINf23w2l7l2yKWNYeOC",
-	"6+libIyPh5h67P7DhRkOzR7a5uCkly8ptz4t1oHrEZWM4agI10N3u1M6DS276yVaBRAUuGUSkiQZR0A0",
-	"moKfo0g8CImjQ47hkCqA2PNmanhNCmYpbNaoEe8cudPMGaYM+ANdUBBeRbvPIVNAEp1Tnpnj+wvLJTba",
-	"GzXiFolHUDYFgkmIg05B9w6icxpZ4ihpAw3dnTD+iWRxg70DgqbILH6gaqyeppYkLhviO4UpVP4ZmH7s",
-	"YBVBXwRU0bH18+xstFtqTZY1yfsYXbT1WhJ6TfU6hLWZpXIqnxOEDxTGjhtNzhiymKAMN5/XhlN0SCyY",
-	"RgqOyZ8IuHaV+/sf/9f/cn7c8rMJ8y/h/SnEfV1Q0Kj8ZT10/0D5EALzovnScPUl4xcIxQQ9opuxmCSs",
-	"s6FgPNMuiT6xeCOVqVsVb6cuR0Yn08cb8RNSuipGaq+IW87bA4hOv5jVtJpnOeu7PhIAoq2qtt2dYg/C",
-	"MW3oq3ceYdWP/vZRB+zjnCUb+g6XBOlPTeUiSy1wlrax+BtG099m5gXl3G8sTXjNZfqoRtW4cJpO3bX8",
-	"gO1N9unBuH2YRGm7z7qTNu2Nd9uQ+oM/HW51S1pnAP0OLmP9Eb/HEEg4tYYZuNNt/r2+8kc+88Cyhw7e",
-	"DvPNxI8ygMxofolhHpgMbwOBeMbIHGGsO5uIfsv72S9BiNyYk7Nrqc92fuL6XstUKwdecU2mMkvL9l63",
-	"plRFtSBFqxEw8y8+yY7v8KaJIcOvndbudtPa6sLXStfrLns339sWcqPEMYOLYUvCpTmXV7yy01WqK/HC",
-	"8IyG4qHejAwntm6529MRDxEpRJGlYemyYN8kNoOPjVLkpxbD/UsiZ6WrWNuUnW5ZrSl+Wzte3zCaGQWv",
-	"OrTXTC0yjRaR0eUgb0Ii+qlNF8nlmK2LcbVprvIyDscrL8tjlJc3RiDbpusW2jrzai0Q5w1pVnCTdwgA",
-	"aOGlVah62boHVAU3R1VtjDTLN7RB0tbOMNBLsWZlTLSUrUqApL88sq56Y8dMAVgI7ynB9YgZRwgebhPF",
-	"ikJ6eJHpRgQNGx0oACcx29VycDQtjHsKAU6OYLK2QLieslmHxLYeaRxM2nldUaUsypvGXz76tnwPXMPI",
-	"wmKr9yYyFz45zJdKr4uq/aIBvjb7sCxi7KgKuykMfKwIdLA7XcwvUIeQgoHhiY2hWW0TglxMaKu0wRgG",
-	"byliaCO6cZxjYz9QDDtNZJYBe4IV8RVt72spNtJfZTtIdcKGF9og56Ck7trVooVLQiB47iN3XbSs/zi+",
-	"ux6zVsB3XaGSxbmEkFmI9BIupBivUi7Z6gEmau5cO8jPiamGEBe3FBuiqMs1hu8lihoWwAJncX0EBnJC",
-	"s8zGw6KHcONyVED0NhY53njtvH2Yx3bhHPcbvnGLiIGtO97m7v8zYzpvdad/7ZX79l25MtG1rqdQ7kJG",
-	"UKsaxgrFdS6Y9thdNffw6AOpuyjfOaooChWpv0LfI6ZD8BQiS2wJNzI3NFba9Y0XwEYRCO/uQ4kQRDNA",
-	"PjPoNVgnTTEEPL72Bv/O9/WB0+96Zr/FHT/4N+w9f6sILcLAI8dkwAnLU8Evppq8PT+Bu/71st+bL/fL",
-	"pcHvxNerBcXXMlX9zYoP2fVF5e1HdYHUW9hWdeApp59XIPL2yQHXRTbYEDuqka2vOeKuSye4Loj/PF9Y",
-	"1yUVK7+aNl8ivP9MaA4g658Z5B+Uca8jUxsP4Y9pWjtzcoz1ablAlfsucQrgILohDGFDAEdBhvDCESkK",
-	"/xm1X7HsitloUhGaH1vSYsY34aQ4v/4athxdPfwVoGk/gWOafHN+9hzzDl0ZiSJIwjSEMLbGpqEilTPS",
-	"pJpkDLC+ewdkzLXacRdFulwqtQgOnIAFm8g8tTUaLTP2ozyy7NJTkNVH3IUS4BLClceEJgwM8TXB9Rl1",
-	"7ovzl/NtmE+5Lv7ankPmBhoMZRhTcJBXNKbrSnFvEU9yffCL+f1WIS33EcFymgazLROF+tLpN/WxNHi3",
-	"DIMyoqsS91JJB78xbYffdCsBVhjaZxmjEFsepNSha+nuFo0zOuuK/1qbOUxkC9a/DDl2d9boEp+3YIu3",
-	"DeTZELFz86JYGMf1oMXiL1sVG98sKoDYxbkWyGL7ZJ4NwiqIEg2jksuJqYbHuUBniMSoXMNuUkuBAS/v",
-	"YWPf+BSaLbbWKLWvNi37u+mqAPx2QSAJ3JQ5vFVUR40lgJVBMPVKre+DOUhGVmBf220HE/r6tGUreLBy",
-	"ixkkehd/XrCFhStwenUpw9rmybMq17iNgb7V6L/jdLMptWn011hHxRRsxnJlJv+c2OLt7iWs6nW3e4mS",
-	"bF6PeQtC3Xz4W+DKLJxoNZlj9xkb5/bY02r5QF0XPOfuVyomUMEEg6uXUobc5iS3sqNu3WtmNc11a/+a",
-	"SwHQnGuxMcxMfJCpdTNviEwizUAp3hmS2MX5Wae8C1uOfQSTqiDKqEp0h0fJiBdyhhBis5lMuV6dyNSB",
-	"wi3mSRkQjjzfZMuQC8l8sEklEMVG1zlTCY6f9QuYJTBq7E2jWPf0l96s8e24nwESFziZHS+aXhtSM0rc",
-	"bLDbje6UbhEMZJ31Uu2tH7MRE5l3XDT7xpGcTOmEiwuScjUlOROaVnJxXMD4dcH1Rb30+3KM/9W2eLQx",
-	"P65fyY8Db7ij1vsbyKvcnB45gQso0/zR5hGQs3KcAaAvcYUolWZXdtDigw1KpNA5Hy80U7fMGrBHQUtN",
-	"M5y1rFEQ3gKU9ITMGFWLnKHX3WMAPjmOd7ai1CfHd6DTxTypHdAVy5VZrlymi0QjpPQ2g4h296Io6h12",
-	"+4PerYdTkW7hoALKDWgHF7RV4QM4qxvYMSZc3IInF8XJMabOM2QFAdD1GbbXs+m6MOwKy/6DY//Bse/I",
-	"sX8HvPoPLv0Hl74zl94UsoTPywx6OBJtEss5E/GwiDWxaUZYVGfFdAfemtNcv7cxTQV7g8qr1Hms3Jvw",
-	"UujJ4t6RRZoxmhYQpaKY3umQp1zQDL8t7sKHwZ06Zq3BOOEqrxgLacaB3RG3RoIEjaDtEUM3R2W7l0JW",
-	"j7IuZACf8uMYifOcCsWhPsHQdfyP//m/Sj3bv3kaH1VeMY9Gwj57uP5RcOFfwh80H4DpZV93IWGBNVUJ",
-	"vZqz2pvxZ8vL2oCqJ2lvMOgekvlinPEEpCMUszuIdvdrArtpVpcZkl3InOvprEXiJ+njN8el4DB4Uh4k",
-	"PqqNKriqu1jOrxg0DUOtNA7Pqs3jw1pkqxqPLlRcTqF+hYtBh/sJrAv4QJH40jpXa3Bwu7Xd1BUoMd2Y",
-	"N1skfvntq9I0Xn77qjwF86COfakaUf9WmSYVvyg1qfhFBcSF1wYNftxw1ePpoUXGVLG9/iLHK2y50GRO",
-	"UxcJHAJ9/fz98ffffjzJJ9+9eb9/vnr3129eXuxPk6tXdM7Psnx5Sumr5Ju3r+WN4YGXwPgMOZgR4r61",
-	"gPpwEeq43bPlZW1xnGfvviVvmEa63h9093d8PJifpL1CwjKtpWKLNaCU5v36VVP8Qhg+iRgtgiwUOwrS",
-	"7IykThcQV0KxmqDU/i51K2eqOcZrRSiqa2eGV7dAz+Xm6i/+TqkJeJ07ZeDWG7BB45wljM+1g8IvVR+q",
-	"QOPb8IsvVJKoH3XJiRQXgIlyfMXurypR0Qe8Qbq96D5rFR0vlOaicZ/BXf12NADf8d4NcRHbQvqfSKFp",
-	"omuDmOz94l/G/upxDDeP28Yx1fHl53JD6ZgBO5hESW/c7qZ92u6Pd5P2IduftOneeJD0013Wm3S3ud+r",
-	"B7723daEol13sbqOhB1cp2zKyvf3huHLFb466bHdtJ+0B+M92u4f7h+0D+jhuB0l3bTHdid9Ohhvlf9e",
-	"H7cFfuTaq7IiaivaitbvWFFrv16GBjxlw3X4POfCVua0L7uLHgupYjYwvmEHt8SLv5fiXtveVTgKdJcV",
-	"rYY5qT/Ubt/p8YvjIGdunWaPZyznCX14MuUJvZD3WwCo1466593e7RhM3d1L5ay0CohyO/HgjiK8cgip",
-	"pHXncmnrJRuKJblOkm5GvQOUC4t550AvYkDpCqoOK5cqcnb6WJVh7eADuGqy/yyD2rmf17aypj5oVdSf",
-	"nT4mzWq8ArFumbLraqdDTt1QaV6qhYuoHmOsMRDXpg/ch+Tq3U5y1YkRM04MFCI8PcJ0ZQ4FKOO1G7/4",
-	"ywSSOO1qkxTw2pcLcBmzTIoLo4J+Gcm3RWRLLUHcLqzldyUAt+I6wUZ5LNFrs8I24vUfVzGy60JnHIKn",
-	"OUMuYnQYLLt1qcTo1gCMHvND24Xr+EqJ22Lv//MR9zG7DjxH/+R8mw2Q+tvl1WxiJkHDpS2qqqj3BTme",
-	"3bo8yRqC75dD4C6CdzdG5ZKlhS0tAw3YQCkAr/E47zdH794YJ+fvWGix8fdYO+AaeG1zAqcyS22yxZeC",
-	"1d6MOF1m1PWw0z4ct27V7xNsuqCMTSDTN5DAVnhU6BQq0n4tovMGxOf6+JUQ4bnCjWr5vcz1RGZcOkXr",
-	"2lK6XJTr5c7d1zc5VDJ5Id/mN/lJ+G1k6hqLui+70o61ZiEsNq1lTAFyiPlkyyJfvpRbKjp1zoWHpq3O",
-	"HCLEbhtyXW//u53dxv5v1IeNpoukNpbW/kLUkutkCop0C2NVMTbzkq22D5jFxjbUpN3Cylwj5eti46w5",
-	"5m0wt+nBdLc6LhstJimgYBIXF+BBdPZT7FEC8Z4HgVnK2ef+S6gXai0j/51R4eCjbU2ojfGnxz7ON5XJ",
-	"AuQM+JQP+4P9nVZRq15O7PU+wpXJhVY8ZSR+KOlCTx+CWznujMSNlf9HiyjaTS65SOFfDIN1iXlALEBO",
-	"fEUzntpalc1+FO20RiJeCNOTzPkvgLTej7o7LRJPZD7macrwzV3zSEjdnsiFwLf65tGM6alM2+YXmmVy",
-	"ydJ4JJr9aLCD6euZpGlbS9nOaH5hbNp+F5qqL5sPvw/wdyuczJGEJns985ynbDaXmolk1b5kq3bOFgpH",
-	"jb/nRiBnfMa1fXpono5p2r6gmi3pKibNQdRz876iHA49PN3dsQY44lrBs6hFKBkvLmylrzJHTZmudX2+",
-	"wwST+ZwJi5AN6dJaWt9ItURPmW085R8LADzlMAm4xbNDhCYP1+iCY+gF5WAIrbtn4SvrKIcrSZq9KgsG",
-	"x0DWa81VWEU1aCeDemL9KBoSAB+SkwkCTuDgWxbRz4L4kWYlmrxlYdl/7P3U8eE6LRL/vDDsGnYRURD0",
-	"tMPTeMeCBRr11QZ0l5fu12pm7Y8NAAQbM0T346lNrvSFNT/VcKFNOBZGVn5zfv6K4Avr3sl+FNWkTM3o",
-	"Rz4zvGdweAhRJ/hX17y8nk61obrfm6nMNVGL2YzmNgFaGb2xSPOUSbLIUW1z91VFtHqQeSdwHSzd1BYY",
-	"rC2e+0ZDHtXb16eV9oHBtLZmSltlTLmvC3a1Lq+vN9i1rbVqaxZ6SWSPbK30sSKynpNDpEdQnHBKS4K5",
-	"9t5v4yq69qwEDyv+GVt/A2JLvQLyOMDxX9vrTY2tXwI6qV23Mqjjbix54crl4C0gVAohj6QRPa5OhZwj",
-	"37nWgSBWt4lwav3qRPpWycvrRv83cklmi2Rq2LIrRwahgR6EcRhcxgaxWpVKgPYpcHiovTHRvvYnLIVN",
-	"hbFg2UNCswzvj+3bnX8eOmO+uYycT2MNFG9bP85N8bqYu5cCyvEWcXfLEGKnJvzu5minNTJ8c125osS5",
-	"ywpwHYrFtio5/pBwX++uJCDRoN5ha835BXKXfZzzHMtYQjvjlUVCq/Fnby6uCP436OZuVRFxFOvtPrGj",
-	"U+Ts7PvvqxiivYM7u3XqTMc3PokMwmGMJIofP3n+5PwJeQhL34YEM3Q6lsdySLvjXrKbtvtsMGn36d64",
-	"fZDsp+2IdSc9ujvuJ4P0X8LdBfO81sWEzgtqc+7u0bkE7V0HqILkz21OVrKNw2nnBo/TFj7yDbW0LMUW",
-	"K1aeQJ3QOTeGzxOjvNa6y18eL/SU9DqRtZvAttrb7x+S//rPQcfYAoAzDb7s8apqTq2dVlbfUcxRX3pv",
-	"9SW0mlqk3901/29QMWXeX+RU6PfOlDH2FfFNIFSxNbAQUUTK9zMqVu99ZSi0WEJ7tTIACPCs6w8TzYKO",
-	"zH5V26+WF66+X2s7vL85RBvctstciovrTZsTRGs2O8GEdkXkMYuscyOB4R7VjWoj/Vxbpgvn3U5yBimv",
-	"NFME1rNDYvzpPU9tHJL9W7EkZxr9bFwozWhqjAuQ71ShdfCIKp5UpugceJbmwIvndKJy3SIyZgldKBYE",
-	"FjKRziU3PVjM8RlXCooi5bjmLuGSa8WyCdpIeDysxdhcI+PNZLvTIedYGMxhVBthZy1qoyvtRgBXM+Ni",
-	"oRki19hdLUKsKpLQLWb9NrjCuTwlzXh2+T4mE4muBHNwe32SMQ0g7WYnkJ1XGNXs8n3/6c8HP4zPe+Jv",
-	"y/3n89eHyXe76tu0e1YbIxVu5vVjwnfMuFRlXP1oi3Gp9z/v/+2q93x5+Pqyfy4OfpjvfpPsPZt0H80G",
-	"j1X09ar3lu5/yw7ffawbZ3C4192O1q51lBkQcUXYrr/Q2ErbsudHzaVQ9fCKYeBjhf9266KB4fX38Hr9",
-	"qj97d15AhCsSH1u3lC0B/4jRnOUETcqwtVrTkq2eTcdfJ/wlf/b0hyevz//65lSdzvT8h5PTvdMPp8uz",
-	"D2/12eMzffb4CX9+8ixifzs2707TE/1zuvtXPvlrh62e/ZK+OzWPNe0eRK/Fk/672bO3Z7PB9+kv6Vny",
-	"9HTwfff7X5JIX569jcwnSS8T49nTKP3bs6yxSXVj6j2vWYLnfMIgNocLQ3hSpIo096KoTFV79Y6D0Hm/",
-	"8aiVPPxgg8ilUA5P7cs4/FUi5xtgnhDDbc5y4GhSqBZRbE5ziBoZr4iaYy5MCdHUXmZ3rjhbevjDDt67",
-	"+9AI+7MrUdPZVEQfyGfDETu2CJhIdiUnMj4qS1P77CYhVjoFpQGUiMOt2/rGrss6yNdPFjnXqzdGiFhU",
-	"dRiPOULFX0/dZj17d96oRZ0MjzRmTZQUp5aXddceztKpJMdwsNH5He0d7EDgM7N3ehDdf2S9c8aI2Isi",
-	"R/2YZgSOLhwRkGwMA+rFHoxSQcoJofYzUrC6DqyjWZLG0C5BsUFTreeFOACxXQNkY/S00hKASjl0Z8ZI",
-	"LQplQKxiTa1j1koOqsicKmV0oZZXGeTkRg3DKgVjma7Kk4Bhrs0Bl6Qmr9JryVZIB2JgSNhHiwBagCuS",
-	"ppsUeJnNYHZs4eFu1LZCv0QlZkfKyjXumiFfVB503VE/sh7jOctt/CxjKbIiQLLVFjgEa7Dg/HGlCsKO",
-	"W847ruUF01OWG4um3G6rwCw17frtMXtVLMbQUA8XFxnbnrBtxoevYIPLkdA8XxntDGi1mHCLKKq5ggKS",
-	"Y6mngL6TyWWgIZ0EInr4KzIAJzkDNmYEhdIQBbgemYcqCJ3PMx5yQsR1hotlNYRFs4U7aRqAEYVfBeFN",
-	"5X79d8XPjQISyDJiF7THWq7gR2rTsXw0Y8u2NJNXhdNGPQjBaUoN21LDQ+uNLMPflt6sHW3RbelDVN4Q",
-	"rBtb8ZfuG9Yt9JH5FKDiKy9V4JK7EZ6Mkp6FB/bTJ4DWm0hM0oWIefNPdPU2LMq+OZtWWTf2HzTsbro3",
-	"OwCVWjC1fmtj2+SqyOODFBPhF6VtMX3NqVQsv+I2FMTP2rB09wcErdKRUCul2YzQRMP1j8wJ1w5/WoU5",
-	"3U1KvqrgcX+1gzGiVWIeiSYGjlLD3deCTX0NgkvTQ5Gah50T8OJZjFwtLeyPlq2RsNVZXLWzSmU+o3ng",
-	"NZErNGovmzrkzO870JSeMp6PhD8IsIjmXB75MA4oeSuMleC+WCMenhfk4/jTSNSeSqIW4xnXZVw6NsOU",
-	"Q8Mn/VWzLVq1nMrM5ujSRCNntnB76PJRZMymXKTINQMoUbMy8Ug0N2P37SAGOTRilnzO5DxjKIuh0K/1",
-	"uR2/OsWzDpGGUo+E48gpmbKcwej/7d/IcclkNg+7HfLkGhFljMV//P0/QCkBYWusNPPASixRFVQjQYgr",
-	"yl0S6c3r5CTgEc9aCBkg88DK3+mMRK9D3hgOd1tjBSQV3tyB4LJHoTMSu+Z44ZAzagzwr77qRtbeVl99",
-	"RZpxoScOjbqEFaUWCqQmIrypqcx1tnIF4DhO3X7Xwso9cqwphBwJtjSy8cjLsHkxHgyz0YB8KFKAyjIU",
-	"ChMxTW7yEnz11U1+AjMTmuRSKY+8qLQREdCuu0FB9rNjKTzAgqRlpbJFYr2aDwnV//5hqeOqjolpq82Y",
-	"ZhdDVDnjnSPCtRqJMK0PamRrW9+ys2RZ1oZClQ8/LC9V54OSRrs5ySifqSGJuULM9EWKoSdjUOVGItTt",
-	"moWeuNMiscwvYtKsBFqZH0DYm2Y4Be8M+zg3//mgeQxzf2KOp2kHkU0VaLtwxMrmE5Qapcr6f1CF6JAn",
-	"NarWSLgyaFKwoenjN/LKt0V+I8+Z9qYh+W0kfmu32/B/5s24JG1j8/qtxS2ptITCwrR1k+5wdL3eUG0Y",
-	"VQfTcJ3uYN8uazvrMyq4PL5fUsr866CV2e5LmgT2fhtVwvVT1eXqWrpemTMtjcRZXZyfeoCUD2pr8XVA",
-	"VOhCbxar+VXcGonqcrWqC7JTyEDXRyETK60bMVNZrVbdxJENfPVVP+p+9ZV3h+LQ43fv3rUDEcI8CzYS",
-	"wbmnBtEOrFVRMEwxAkECajgS8Zn1rIZywwzFRU1Unx+H8gW5awqr40RVzq7kJUvBCLb/tqYQpgsD3Pja",
-	"2w5lcc9bwsQIxDKb7JCXIQO3Xjiw1Mzfl2yFU9X5ykYHucXbDRYPYHCxkJo2xk/AAZzXwjKxGEMnYjBz",
-	"kTFYR/RIFBtqeNnLkL0FEXlNO2fQTH1xUmpfMV8f+b9Slo5EiU9eMERb8JPFO5QXUiOGbPhybLTMOdVT",
-	"O1gqKo2hzIWb/XK54qVwmf0oBEpnBe4yH3pKtfT4b/9G4JpKAZ++MZQPhdfm2EBDPgHpu2CYfwfps4MC",
-	"DWMBjcwzuwbSB0t4oIVsd8qsptnv6KuvRoJmSiJ4EF4KxC0yo3Mok1AXumVkeCnOijyS6crFpOH998rs",
-	"EZZd5c77cUOkV33I106LQMjXSMxpTmcMverKBYKhDmXad7pTsxQittPCva58DGFja98Cr3EBZbBcaMbj",
-	"N/hv+9WLUo/2p9MgAPFbtrI0UARnUqKKSCmj9dwtTMoKZAje/M1FnP0Gqapmj0Jx7EVyGNz5GxTU/Y0c",
-	"u0g8vzjm1OBcyDiXl+YA5ouMHRHFmCeODjk29EIxRBVcGSXoVJA1frPHLJPLHSuvrEYIF9dyoXEoB+Q3",
-	"sD2gucRQisrkMjyCHneRpurIQ8ig8p+2ijw8w8lsT+W4VdNNl/xGLA9vEXvnRQAvCFgz8o0WJuF6Zmxb",
-	"C+JdTVO7pKQOzVyrssxpgrrk2EwQI2ua6ZPfyAuJZZFzpuQiT5iT9LVF0rGqvvtCGt0ZG66JtIUeBnZp",
-	"4Qiwj1DUabzQsFNF1gR+XShG1bjc30i/u2tbcqo/bBa3lSa65Iw/8gtfH7xrGhmEO22NhxI/Az7mGwqj",
-	"fM33vR75jbwV5kBqKdMWTCWhwkH2QtayXB451ldieETRFVlO3Y5uihV23RwLElePs41bgtgB69dzdU3t",
-	"glgqL8UZmxYPzcSlJDMqVt4sOiJLyjWJXzOdr9rHE83y2Mt0bKkUm/wbGUQ9u4IVXDi8Ja85Grlp25b5",
-	"8AejCGw2Tbqddd4cu6BYMdSw+ZRqOqaKkQ8LpXGBsVkERr5u/EW49G8QIWZ4znhxAXEA4KAxQw7NSVQ9",
-	"WApvu+tuObERdBZIGDTWY2MdIfdJJUNaAgpHd0Lxa5EAS6hA2V7VHbzXdyT6UR9qSHOsqgXvq4DIoL5d",
-	"Ck4umhnbn6VkseCp19DNSQNW348iYP/fyGUAVGgstCvmi3ssOWaraB9y8ECRVIblraGGOmRzWo6bLPRI",
-	"yMmkMOAVMRzQJcMVA0umC2EYGROJBPHtBmY1BWToHdNq3CJ0JKD9eu77wHmpkHWT5m5ElM8CQ1+SL6Fn",
-	"+zloodErGId152jOE0oGHz8itGKJelATxoXyvvKxNEM9kUIzodsYJ+iMaYDSmrC8/cTOMC6mKF0hED11",
-	"GN5YBzqQKJDOYVdfCoF+zZFAfavb7ZH/+s+9TndoK9cXYwNxp2aLi4uMFXdLhv/MqdlkQyYfVzsd8tLI",
-	"/7KKh3aF07GNtnRDPIbXJM/ZRw2+DvbRCNZC57IqUqDktJzmsgPxKFOZpbAabwVPZMqG5ixxZbN6cTF9",
-	"NR1n+lsR3iLjlUYnr/lHCz2GMgvCPVuEzeQHDidvRvPLxZxwkWQLUNSbYRSZIkwldG6IdqdDcDMVQdwA",
-	"O7aw9H4THkCEC9TxMGdwpZnq2EVYVz4wdm1Mk0s/D65s0X7PteEEQM06p9OghgrOVVRxm/GMzWShkkY/",
-	"dQJXeZGIUALwBvNuky44xKHjmK27k7w9f9qGU2LXJSWZoSK1yHNpGL/RSEeN0WiRHkBi8Y6/pHrx9nmx",
-	"UsS+FUX4ljlI/sicg/y1al2JYYJOrSyUKghrgBWzZ6g7cISHswMb5rHPdsbobKA9Vw2/FZTCRw8wIuG5",
-	"Ek1VYFX3bCTwQpzMqE5AgMU3FLG3VcuRRc6psbNri/uPhAyZGDi5MUQ3LB5lobiHtpykQjpx9BPGdON+",
-	"QM19s87h5GFAxfwtrdnwaAw3dWsHQ5dE55RnZra/sFzapnujhiGuUaM/6AxwK3d77TFHL+uFYxnh6GFV",
-	"3a+wZa+dsAHPD0bp2Bgy/NxFUpAlpEtCBTJUZYYFm3tQYJVzNRI+9J00iy3EldtpYXIqdPRAQR5aKa/e",
-	"2NwWAD34xMjpkQCkUGXvJagAh0oJETi2RaMpgor6qa+/DgIExehIXDDBMFrEVpwPr0DAYeA3eMqA7ksg",
-	"73AP5A7Ac9Cc8Rrsggt/CeGeG17u6BsSojrWRVAFH7Y6KfwW+rBif1+SDkciRtuVNLv/+Pv/7kZRi6Rs",
-	"QheZJr3BjtNv5Jz+vGAkTha5kkZ2vivlv1IiDIeE0knA1+wonY84fs7F5dDeQfzj7/+BtqVR7bI/jRrm",
-	"W8AxcGVIJovMp0Y5B7zv4MiqMyMBgfGuT5eIi305FtQhTyFUrrhjowrF0RFJJfLxBc9SghMze4Dr5b2K",
-	"5oDgClqvYriq1zpl3FaBt2wkuGYzo7jB5T9sm93vgHmDBV+PJB0TjdeLogjYXDcaLOOFvewNBoF422kZ",
-	"qTtj5jDZqh69PpnKRQ7REGUcE/KazRnViPjnFBG/PRCyYOxVf0cIT0BHaEKFSpDzoAUhF5b5jGZcYYUW",
-	"fxfrDAikMVRRvvqqF0VffQWdjURYMMltnDEKcAv87HX7NZtndMXSIdH5gsVBvI4ZZ9V+sronSp5ejzTD",
-	"hbQOULDQdjrkRArMZ9PFFRO0Z/YR7kEw4EsKNhIOjdaCloCTQzCFtpdTX6EwTTBp0osis+K28Zx9gDK2",
-	"Xn/4+HEknAgvdhAMB0oSmef4utsmo4LB8H00HVDVN0+OH8dkKfNLVdz4gQEBUhqJy1C1dVEfdrsR+a//",
-	"POx0d4bFrlv/D+hwVukzmhKGB3n+NYP7rJFou1mZ3zkzMs+KKDTim8bUH7OVFKlFtdVhxO8DFUBDf8sf",
-	"dcjxSBBv0IOFIDH1M2GBIwM2NnDAp6Qp85YNHir1ACi7cKxZugO4vUCvfrTmmCIrxhA3RQTDwtwFxnLK",
-	"2BxC7O1MWmVTx/RgWJyNDpLwfrYaNXZaJJmy5DJwQIsVHoiUGVVUFYFXZmTHfmzoCxEMH0DMtdP38NBx",
-	"TZqBY3k55ZphDKNVlIxSagaGWbGxtclQweEXwujpts+Krm+V4MINAiNNSZOSMU1J/N/jNuqWRkjHR3Fh",
-	"qfIcLTXTrVks2/UGx6rRDCY807iZFhWIZ0wYEZrmcj63I/QqogsHLNQrRzqlXDHzTTmsfHhjIHnLnpbA",
-	"IgMAv2a/dwgEafcd7dzQxkSaehneqysAnWZ5G9gMhIqa80Ka45UXvN0oKpjNHPSDBHoYL3IolT4x3fai",
-	"aOfIdm62vN87rBlCEMPrDuh3LFdcCrgwseEaXJErfEriblyU+LZVBjvkFQXbCW64hPQvK3YBGCiQk57x",
-	"hNkQbRs2dDynyZSRXidaCxdaLpcdCj93ZH7x0H6rHj4/PXny4s2Tdq8TdaZ6lgW5yEEUUqPVsENoDBtd",
-	"CDycM0HnvDFs7Haizi6EYekpRK3VX6CbXy42hd2Hd/FNi8TbIgUS72bYXaQuq/lucfU/58mlv9werzbj",
-	"OJMXsprM0YBp5x6orPE10wAn3Go4BRkWoBdFLqzLAiJV/aCQeYQRxPDFBwtKbBO9bV6lm0OAF2w2wjCg",
-	"AmD4Rwu37eGyAR07QLcGMOsyEjUAT1v0aACLtrDPH2+Jz/zpJ4hjQ+tjC1BihXFvdQkAsOUQRNfH1atr",
-	"yq/yw0fUpyWHYdCN4Y8/tYJV/Nr6/3CHQ9zlRquh6YVZv0Y5/qjxk2nQq5/Xkm2oxD1QGyMzW3jT5hU6",
-	"j+PHQw9mCeIlngENxgXSXEwEzXO5dPFrCnAljFhy7/gRUEEWAo6f/w3vL1ydlXVPaQucK6Dustlcr6CD",
-	"HXMIUOVPO+RYhMU0qxiPQ3dTgzCP1+Amlo+QsbKO3VoDhL31cgFl1+BOWOxDa6hw5ad4JwhEbtoFoejy",
-	"4IdldL+Ctm8CDvzps7lASHMFDZ8vpZ9wuN0FK/ixBKK5CRoT2MCWUJUhEuW2SwlgkVWwxyq243bZJZ9a",
-	"186oG86oNz5g/ckebR8m3bTdZ7uT9gHdH7f3kkFq/urR7vieZnS4d/cZ/VRmlGvYo6rm+G+L8VRFc12H",
-	"fl9juhiucHb62OkepWuTpszXqghD6Xyj1O/cjUubT7o3f/I2uNvFj3Zv/uipu8KFL3qHN39xLuUZFStn",
-	"BZrvBtv09AYv0t4WF21V+VNOwDHiyOVo/FiJ5//pU0lW+TCyQDSdVWWJk06Be2mjhHKxYj6RdEhuEVwc",
-	"AtIZwdlezC2QQljwFfTo2DdwrGMbZBojbg/IDqsmW8cXZr2gY+uo7GsyFqh1Q3EfF1dyMJEmtagaokAq",
-	"xRR2iIW5YDG5ZGyOBhs8OCKBPIQnFrrW3+SB96JuENiSaxcGjpM4MuaWnYOVQmb3Uo53FVMwYRe6/k4u",
-	"JgthpmKNMe/j87F9aGVj0mlpp47ITF5BBrBgfq8KYDN37T6XSvFxxkrbWRgX9TI4pKht5HCJgmCr4M5p",
-	"Db6Si/c5s2l4ddIWPmlsq0QGw3wDH34ysqLui2IGD8FD0tjixRPYisY9iHJDSOsKffBVSXqPKdbSt6f8",
-	"uYe3aERRv2fMC7nQXFy4gtaNbrcbRVHUGxjG5YqoBzUx1stjNLq9KCInLKU5eaOrqOdDscgyV4ai8Vou",
-	"REpey+SyjH8+bOwf7O31PTg6wNcb0TKmCEfRcO1D6Y3jhZYeK33YkEvB8r8k5g0FL9CFlrbwA4N4sHMU",
-	"WlmWAPzmBc02NUtesznlOXn+/MSjsoeVCPb3gYl+PE2DtdzbPzD20JKNFdcl0MiaMX1qNaZcaZkjT6c6",
-	"tKF65939YW9g1RAhTWu4gkjNw4bniEB25a/759HhsBuVvm5A6Msy5+AEVprmGpERXIPFMTLUCYqJxQ7u",
-	"tycDutfuj/eT9kF6yNqR0fDGu0k/HUAeqVl3PMb2yJ3RnFNynF3RnP3i35jy+SuWJ0Dgjb2oA9UclBLB",
-	"CvZ3e91G4R84o4JewNUeOElhqraLczkjj1hyCXmXNe33a9s/2N8bhO3bZn+qW4ZWI5A6mzcnKFpQvwPX",
-	"a2YhW6yUOt9WOwua2EYzeynwrggstUpinnUBmx6NUNzUs33tIbwDXfyhrd1FW1tLpqzT2GpVqkCFc1K9",
-	"RnODG6zbqG+yLEMKj4ITAS0wwPG84b+NaPHVG5pr2FZG09jBN1E1otaIt8yPNGWWeprfQS9AaosBhkMx",
-	"eke9HhlcEpB+1K/1oh2XBOO1ygdkqwcdV/GKt+SKHFMi9bTQRMCqL1L2EQ/qn2n/c/EaedsGwnbvhizl",
-	"1H2zvSOuxJDq/XHBSH/v1l7Uv/mLF9JIGJH+qzOcr1kJirKsTm5gOKVKELfxZpZypeqsPu+hqbP5RmKj",
-	"0Ucyfon3h+iHhHz/LSzBkdjaFHwKd1mKJHI25oIhozx+8RhiSEoFGeCKDCpvuCobNMAM9FUhJET4ZFyw",
-	"lDTBm+v/pFqz2VzbS8JWcUsfJNViDO8xvqlivNICT+5sBxOpLRRlh7yhGVM4GHtPWdqIkViynDn4Azqf",
-	"M5oTLWUxVrwcWrfwTmievnJ0sI2FZ1ZFWcdxtnKFMcrc1ryzwbC75CLd2q4LBvet+Q7MunqrEyZZDMvv",
-	"wxouQIDibb/abIIiSOytx1pgodeOtpxuKK2RfHb6+E71g+qGvuZiv5XLurXRw14ZuXW1W4qu1INIDtne",
-	"pEvbB+Ne2u5PBvttGiX99l6X9dLD8cFknw42jN6294VGjVFhmHMKUbKKNCHWnPqn3J40OdmpXh/sTfbp",
-	"wbh9mERpu8+6k7bRHtqgPuBPhxsmZdu+l0mVJwRDpYAoi4EHMENAjmpCTK7iV1Usx+Le7xyqrznXec3A",
-	"LT9/moNJXjP0a4u1bTt+y9SCobOP1w29f4uhn8s7DfxfwX1ULRTl5cy6IPKpAyUfkwNcbnQja3tXqyo1",
-	"7PMAwNYh01YuY+rQS+0rDpkU3SF2bK8t/LB76A6IfQDejC1LIRUs4xacJwjjbgwbpy++a3fRrwYyykux",
-	"AlbWocOGZY1suaF1jrs1A6+9IQuKBa0Dr+alhUMJ/HJS/I11fqoleYKKO9aIscj2hSAEr9QXooj+MNqa",
-	"IhAS2ZOwDciAROG88RmkEv3zSCWKot6/DKlYL2VBIHaonkLcVtzgFzvZbBxs7RgL9KjbOsbWdL0/PGP/",
-	"TEO1jLhV5xUrbVBgnJbops5Cvd4nBmjzQRMlf1RN/p9zOrXQ5qSb8gprnVIhfW7hlLqPQn+/R68UcLyb",
-	"PFKhTUQdMd3WmtrkjSrt+B/uqN/FKUdXVLgztz7lDx2y369wybh+2r+GkLSZFGxVeJyDWqmQCWjxKkzz",
-	"wyBd1ecVF5U5uB6JZow6TkxoqToHYIo48DKubUWItR4TKhAFATWkI5uOsZjhZ+tlRG0sNfuYAMol1y0C",
-	"gBxQz869AzHiEF5Dw3RltI60S2qz/inmbT/rP9vB+AWb3GDzjX1hkzJbkpORAGiJ2EEj2VRJpy/ErgEo",
-	"YeLAt4pk9CvJU2WLvRCO1XDA9c+0zlhKVkwXBR39TqCl7VatNRKYvIaz5xrnseSKFYlOQZ9WJUH4smCe",
-	"SvMsI72oO8RtsMVo0O/ocFFip9DE/mojLumgMWkqPltkVMt8iD4vXGpMiYHli/tR8L/e4DD2+Dk89xNx",
-	"PeEtSYUSSE65Ymok4rKSHTv3JRp19g+fhCPSyqMHqsC3io/M4gGFjQTCAqjqu3YdWsT2+4pyWyNvTDMq",
-	"EhZbeKBjzAjqfPUV1vXyB8Vsb1APp0hF98/KhXFkPhJxbtcWICQq9WOMQB56qIuy2BRrwWgd0u/1RgLw",
-	"fnApAd5gCF4cazbYtQvdqP1ej8QW9cudvuJzmwwaD0eimEZNER9EQEKUCUjGYarEVnZsR5V8JkOLkNDU",
-	"IYOoN6zQcxXQAZEnEpkXMHsBGIct7akgjwpRUMqZYWtZaXZDg8dmU4/BAbkp2214TXswpLFMV+jT56LI",
-	"ZHNpZD0X4lTwHkKznNF0Zb1WmxLIRgIyyI6KBAzMLNGYZVRK/ZrRS+SAbpN9ASrkYn6JfUKkWdpMKk2a",
-	"1IEbAE/MqZpCfozjW+OV4cAI3xs01PK5QpBDn69qsvIuJEA+AP2xTDEH4mWBG106PgoCWAy95Amrc9Mj",
-	"vd5S77zHOtP3r36uuQXXMyVJYjZPONsfc4FaZNvkSYDtuoayK37dNEr2x13W7k12abufHKTtQ7Y3aRd3",
-	"w3t+IdBYLJaici5KrsagylVvMIByf+7v7galHMb3SKarW/sGsRBYoYu9CkBXrX/CJ4l4J09vgL4c5ye4",
-	"qXIX4terSlfHlRpmQVe3SAUp15XboPXj0T4qUhKwampO4l8/xYXutFZU7dNnWzy5ZU63sXpwSvdn9yCD",
-	"HHqJhrXKQ5ZaYDzVc2zPpMy6HdkLHAtR4RjoCyuCBFtiB6CFFnUebX20soOlho3f5G8pPvFfwJx7aJXd",
-	"JkfCeTD/D+5NQZ2waLAbTTewndJdsWVqwVL+f8x8jQ5u/sDO4xwFMHzW3WJkrxCt7FzK5zS/YPjdYJtl",
-	"8ChlZyzlFMJKwdTubfNxgEz2eQZ6b6tN/hohwP7ZNr21vStWvVWYb2XYO1Tf28SWuG9uHVZirbL7DCux",
-	"CQYuwf5uYSXvyvfKeNsMyCoAXFFyfvzZ32r86R9//w+nrr8BTRRcXF99ZcuGeRuypNw1wTKRzvDcKaGg",
-	"2SxsgEew/VgY6LPTxw8UkXOAUNLJlDRLDovyVS0XxkBz01kxvWPxtEYC9HJKUroCyOxXx9+/fvLX92+e",
-	"nJ8/f3L25MX5+5O35y+fPo1J0+VXx73eMIriHbfg4Nj4pYDiHQkcW5CsaPqYyqXVmUWBfgvBCDYxOV+I",
-	"ljORUzajwpOHfQG1e9Juy/yCvHz9dQyWudUmYA2whkAx1aNC4KLdYhP8FQYJPVD2O6wVj7q/LSMARGab",
-	"aTm/imD62NrRxpADeh6bdy+o5lfoYXlXRHHyTLe5IN4hAcYKdoX9WiQC282QTBjD/HS/D6dnb58fn798",
-	"/f7pkydvSpvQOfzv/x51ds1GGCW6cp0MQU25BKcEmdJs0l7MR8KVSACVXMCWeb/VEaCVAxrGsY6LNTiT",
-	"IqWrtpbtpzk3ZAKkYhZyJGKYxmOqWdwhMHGQtZILzVoFQHgiZwyhfcxfpjejpeTMcHUP7AFNPVAj05ut",
-	"Q+7eHDPTQmmt4Ew6A69M7N4HZjSFGPyEwDxaAUQOY9a2hSGgK8AYoEEkSTxHIN3YYvGXVmdK1UjAtOwh",
-	"CLJ2/XlwDG9OeRpviuN67PjtNjFcfkVdCM/vPfjIrmER32XWolSoJSgJhu/eT1SXXdYbIrr8ev7rxeKU",
-	"h/5HGM7dwnAMMysUGAJJ/IoYBa6c0GW5XLDrkDpTFzbR651HPVjY/g9YDM5yjfCdfqPVMMz+2Adt7HYO",
-	"By4JestwtfsOSPDSzfzU7XYg+sQcWDP2MBChGHbhhoDnJ/i424JrxuK1/sAlCJnH9q3dIE7Bnf3rwxQe",
-	"1+qZW0co2M9vG50Qcqs/AhN+X4EJaSE9nVHjBWrZnrk5EsHr1/cUhEBOtaqWTckZud6E8GXW1+IXHPVu",
-	"4UP2Wkx69zDY31nYgmFDa7zbTtP6wGgyZalVJcVl6DX9g3+Xxn4e9c38uiD4vxhHNxt2CyeyZ871Djp3",
-	"OP+IF/kdxYukniVtYL5TRjM9/WUj2z0OLxwBOTZwrxpOu5h3yGPHVrVcWExwh3O/LazXNzCOzwf2kpdl",
-	"HvR2HrIZT/vy8jaUbwe3gfDLi3HfiFrP+RUTpnkAyw828qVbQreVHtL1No5B/1EJDsfIlBCLqtYufi6L",
-	"5NvP3LXS0MtITFnQSxBcX8Za6EddciLFBTgaj6/YGtxC482Ca0a6PYiuRtSF44XSUAB6M/KRN74cpkIq",
-	"l0LLpfjLOFuwsRSC6TG9BFQRMBz5LdCOrOB+5Fsij6Ap8th2cmfwozqEBhAFFWyJfQCny1nC+Fy/2DCc",
-	"MvpEGNueaA5LbSzMH7C/4xnLeUIfnkx5Qi9kLR5Az1i23Z5bXIiML2/nwQF5za9YTl6n1wNnXLOFewBM",
-	"0F/bwjCsPemnB6w3ae/R7rjdTw7T9gHbnbT3aW/cTaL0EC/p7T7BiKDM1LdcJ1N2D9uDY1nblN3qpnio",
-	"i5pd4OKu+9Btd6Pz6HC4uw0uw/PNfGJb4841sT1clsfCqsHM+gMU665qQ6XadJ3RFjJdJ28Kdl8RNzfb",
-	"bdfu45bGXK3W8Fxuj2FQgECmd0cu/J3ZXB6a8KbLebdQXrRsr/wUx7Ze/SngIP9Q/H8XJxg1/wC1ctMJ",
-	"Diumb4wJd3WhVVgYuq7q87WlnRFbeG+/fzgS//Wf/U5/x1Vzvsip0O/N0fiTreYbfGZrJmyo89vyhal3",
-	"MMLZvYdVqu27+EcrqFkNpVLM4fQRTrTAHoeLEIBWRUwBLItr615TFRSlrpg10JvAO5RgVjHGIrKUpR5W",
-	"wfRTrbSMFaj3Il+J9OZS067MtC/1QNXlSIQw8EF96Q7i1gdFo0sI3NdUj26NhEMEry0jXSkhvYb2bn8O",
-	"CpPljKatkVCyDnhctYKiW1BdwJU/8mDgiOhfik134OAjUSmCFZbIK6PtF1VEsZkWUQskaJljAalWUeDj",
-	"hCZT1j7Bak1DImQbyj3BBfdIINDg+7CokS1RafYMa9uXVwlLoEJUdljCvVgkrEIblmDiAhIlsAQqsQUQ",
-	"RgKPHUwx/nXUgJGMGi1i/xkOatT4FJNmUJtovV6gLQxFR6JaONUWyvQVMnHOMfkN8w/qCmViZcy1Glzk",
-	"N/ItFpaHowYnC3MahG75ogABCj/QC55TjyTpCz7Z1c1tDMiLt89J2HlQQvF9eCp/Wz+kUnsOUuJBtrlu",
-	"OBd8L4Yaioh06XjSMpfiwnOdoPwlchZfxbKk5WAXUBiybrmgJCyE9gPputcH173u6sSZk9SGonUsJUJi",
-	"yRK7mpWyVi6uEyggrGGF/UHlxVhL+X5Gxep9UbnlN3Lmg/p3o3IJCghtoY6/QIgB5NTYqKDfai7dsSg5",
-	"4Mw3PidwN9jEU+G+L+SkpcGAvdtIAUN9odfIS5/GsDG7fN9/+vPBD+Pznvjbcv/5/PVh8t2u+jbtnhkz",
-	"NJQ/5m31/uf9v131ni8PX1/2z8XBD/Pdb5K9Z5Puo9ngsYq+XvXe0v1v2eG7j41Wo6DHxrCxToi38VjB",
-	"4oXupXCtPraXy2Ub6GKRZ5Y0rl88I+9QE7l+BV2VikJKhgt58wRbf2za9UHa0F3rehWms2aVfH6IttcS",
-	"w+sdPOiocHiQrErRBNQR39vvG2z1bDr+OuEv+bOnPzx5ff7XN6fqdKbnP5yc7p1+OF2efXirzx6f6bPH",
-	"T/jzk2cR+9uxeXeanuif092/8slfO2z1bJ7snpnHMv3m9fIlP7g6Oz/dff7heHF20v/48sPF8uXjY/P5",
-	"L+m7U/Oept2D6LV40n83e/b2bDb4Pv0lPUueng6+737/SxLpy7O3kXk/Y98c85cfnuy+ePxk8OLD29WL",
-	"x98ddpJeJsazp1H6t2fZ83ff9b9/112Ov36rx72BYn/FGyijh703JuJeFJX9QkiCWzqGVCLnthJI4dov",
-	"Eu9tLaay/k/KKNct3CtHklib/w5kiORSR4fHEL4eKv+Vi/eSslRzp4DV6+JCiSrZ4+7xtbY1E4uZsWn8",
-	"yz+t29fBrf6tQAFBnrpzeAP3cXpLSPKgGCHaUiiZzSSrGllj2AAzyHMraLvEkUIGZws9brRBMIskUHm+",
-	"NuwCYX7DebwDHQV4CQj4utHXK04bJlG8QGYLBUrbOi/s3JoKQdfdnBHgDYrCYKip+Eps+GIx3Wu1veYm",
-	"ldHh8HfvRlAn0FfldqrQHa9RHDfrjddRHc5tw36dWBuvbMFiouQ9blNVXR56XPjP0ZaDpOVg57Daffl0",
-	"BDait+TevXvXDirQsKF9N2c0m/1pZIswjRpxhalVv1vna/GGhlpknjPQjJZ14wZ8wXXFqcwU65suhf3V",
-	"s7+D26JPZHK5rnY9qqtlHZawvjv/cyX0bEPD9cr4sLH1hbRhDKrIq1pS5eq1H3kvTlEv/IJy8YW40E0j",
-	"XSv5vc6ojlxJHz9Qn7hzK03Npu+sb6CWkmTw2513a23KXGGTdsJQ+PBLLjFXaAi7jnyO0i2WaFGXsFRD",
-	"7/ZMavZRP5xnlIvPlPJejFNFbjTIQNZXJnLPC+sW1LkK4hsHFYMHYd1t1Ak85rej1ZL7vHz7H7oRbBVB",
-	"G0NWtw9rfokNO3ErVwWEa1tfxRHBjHQMP+/3vKP2/jblzmPrkHeU60plRD++khwLXrkpOBZexTdhsPd1",
-	"tQHlpkAjQBfB8MfKFcbLsaZmvuUrhptKyF1Xrfg2qO/mmDpz1ietBdV5fKM+XYXnQeVYFyGVLhKtME1m",
-	"ShVRSwgbSC10wcZYGxJDhKnXowtId/QZV65HjcpbMTd9fUtHQbg1O0eEipVN1gPda8rw3zYeFhzfQuqW",
-	"u3TdJU2AAVnJRflWFtzE4J/Gu1lMeHNrBpApdv5YizuY7iVb1V7lvvI7tRX01+b1KOtNe3R/fJAcpu2I",
-	"dSftPu2N2wfJbtrus8HE/fZ7DagNabccFOWpsxQUdRtHQyYv5NtSwdIkFZ26qKaH5tXOHNJ+xOYYIbfh",
-	"MJJLtvJowzz88tQ/MjwAX0tonr63GnLx5gmEX1u92WfA2tIkpQAk0xIG29rY3fbB+DBp99OItQ8nXdou",
-	"kCb2aTh1DKsRmyvpBHMK+y0KQN0QNONputiwu4fP+MZcjbLt42i8b85VK3ZN/RFEc+fYW7+EG4NoasXI",
-	"PGBzGwoIVBFVbhPOaYGo7jXP+3Nrxo3Edindp+YUEGnUvDjjgsHfcSuA38K67LFHU1Uxadoq6QWEF2ar",
-	"SpB3gOWGRZ3jZKG0nLH8Vc4mLFcb0z09hoXXIm/O+nTLHmCEILcoCyM5ByXmHpInkY+yG5In/bD+VZDw",
-	"wwH/LmvObobCd+QHFMA+0kTDDwWIPxEAclyeQYB3fA1ev4VH3oB/tNe/Cf7ohsWGnHOuiDshBEJlSdPQ",
-	"Hc0tb5ALY31d0BwCSBKqqmmrKRX0L0sHkJxQzUzvLi66LnnVdvcEAnM3gjt97uxc4eR/qdzhtdH/kT58",
-	"i/Tha0MhLes0rL5xnfJ2WitKt1bX7Oe3TWV1G/9HKuvvL5XV7U2gulllwXtpGj99am0IpMSoFgijdBJB",
-	"ClKAstQWt6eAi3LJFGS9z+mKZFxcjkQz/vXV20fPT/9f9q5mt23lCr/KgJuSLkVTlOQfedPAtwsDbhsk",
-	"191UxeWIHNusqaHCIeMIRYCuCnTbLvoCfZO+SZ6kmHPmjxRlKfc6jW+brGJbmt8zZ86cn++7/OHmzfVH",
-	"aTIe/xle+x/TQNPrPrr08am0PSz0DdRyR0dH5IaX0pJLBeM5ZEGlAFCPJqLpEJEbLUzkXOFsLbhW4uot",
-	"DjUKOVmDjcV4xoi/ZXiF5IGtG0w17N44COS44P3VCEzgpGaG9gmgH5ebPv5qzspCPnpS4qfygZeSFaNc",
-	"LHgKfaTBhW6MNuSRgv8zbdiHJiXLtulc5Yi161iO9xXXK4PbAHA0yw0OP4JVbH5fUGU/y59eNam2kVUg",
-	"CqVCOXbksitcFtiCOcHlxzVwUWnl/sNWGGhi+VsNaar3x98xBFqzBQfc5Yj8hglBIaG3ZkQtl7wfxYZn",
-	"93XFq1aUCnezZk1dMHEB+R3wLVy324LTstws+C0tSgD1VCL0GpMGtaC9aUsmjo4Ug9eyRn9UW7JdRM0P",
-	"bGNB3MCQIBSnFswXfKRgmh4Qn9q407WrTLkL1IOlLUEHYA6pQnVFkYhkU2nH/rD+NsgxLHLzyPGp+pYd",
-	"sxpu1G0hwGY10i1ZtHE8YSQOTd5polF7ybqkcLXov5zrf9H5OTaj5XhOUDg5IOr2ZJH4cAqGxoQfUGMC",
-	"OOc0RMnHlFJ//Okv/5jFMYG/BSHOn+Y5adcKnLZdYagFPgGgRwQBi0YKrshP37UUmIRT8u9/krTlRXNZ",
-	"CfnATNQUA2yXvWtpadZGNrQ9chxkEBGnVb2GKM2mfeKr/dS4TiGhstG8EEi8KdsKEDPaJv12Fx9WBs1K",
-	"DC7ggVCHFa9xjNJZEzwlctVOpiFJV2xVpeTT3/5FkjiOQxJFURASqb2Ii70sO/lePp3hSVjBQQMsboT9",
-	"NC8FJeUXmM3qJmKiNEKqa4ipDLSRnWC6K+WEiYyuWU5KYGBv67q6ow3glf325jq0UsvpSsMx4cnyBWM4",
-	"OLqspB2Jh3aaJEdHNlTtpFngUKSatLm5ecXZXC5H7zVoUmopoI3p82o9t67X1k91JsSqR8CfIl0faD9T",
-	"wCMWXJe9dbME/LRP4E9aaw1I3d/fT43w2QqWy1a3bmLip1edB1znK7JJlV6yDQr6SMWCt8Ja76DrKMmL",
-	"W7gdVUTT76NZEwVmHQwDS0MokfKBDkUFaGpSZ+c2qR63CrCcqYoJGa7EeRdaWQNPk4NwpyFoALcPNrbg",
-	"VGjw5epxNwQ1AQTqaGfmb9cDs88BcyDAsdTjNzdX3+F5uKuqXH6syFhwOPQxWlZmtbrQ1BjYHVonc407",
-	"aLIXO4RhmiQR0ZYvqdmfANpCf3j64QMoKQ7Y7HrQfejpk9tJNktGp/mYjab07HZ0niXL0YxN8wlNbsfL",
-	"OHvhiMurgktF3Us3hbsD6mtCY/eA0bNhzRACczKLQ+NkuKxWa8o3pn6443uYezqF8lfLuri7b0SRs3XZ",
-	"rpbWg6G/4Vbkdu5aS7iFF7f5uWUIbKIqj4cZryZe6MEFqD8n7xf7/x8NQ7KudE+qiJhxTUIl30ZSrq6x",
-	"W3etr1xnluKCgKXWtu4g4vV4chLNYm9g0T1DnEUulWOIXF9fetsb8aQXqbsH25Rcvf1wqt+nZ567M56e",
-	"hNkc4zaZxE/TkqlN+oMU6NWqyotmo0q3Z5Nx7PXf9pcu4Lc85lR2qw0cb56EnrZqALMlmnmh11Yrb+79",
-	"+hWUbWfyTE9O4jhOzsfTWQIulV7fWvK6UFw4W5Wt2rTrTsfe2HO7lj2rjrEx6Fj+Vx5lFEbv+3vKH8im",
-	"akFNQlRYE6FH3jOJqff6d6PT0zM5OpRVyF//DCjpoStkR/6LVsxNpfxsXyJz/mBwc3XocAKfg55tXE1P",
-	"oJpbp4OLa669iz8F2tzcbs7dvw10rnvC4srmJSGcq6F9lf1xpdBZphdfS/0NhPzr+ylRVvqeShRP58A/",
-	"7a0cCjjvB3ToBLuUZ4oJ4nfituYxlZs6VtqghBcVD4yH0eEqbqpHWkMGrG+jviGpytw44NX3HL8jhIMB",
-	"xk+OwAkOB0Z3OZ/WRsDTPsrgixId7nvg7AmYXBme1WeJmdTAUXWo+nutP//c+u8bfsQLAo77qdrjOKM8",
-	"Y+VuWIlL+Dv4rzA0AUQzUhh/ADBuYhwUUr2o5EqNMp5i6yXL09D54ZVJXNG/QSpkzEEUrLFkXyawQbOM",
-	"rRvw89+2NZxzQ3X62oCCdpi1agYBjIjgHEpp5lCFIQ6zsKNzIzAUmMv8ZSVf8jVDH3oA+Hhugvu2wsBu",
-	"XpLOMBM82GYyX3hurRGCq8kM6H9PifyfWS+wkc+gf/DtuEv7vGU8FwbpRWC9TS/kiQSoe5QTsG7STcfI",
-	"UKROTUXumA0aDxkZxsm+IYIW+a6YZvXInbjm54cZMTiYR+Drx0cZA1LRfjSpy3x54ZSr6amh0YQlMbvi",
-	"pQBuZ6OkpBckfXWgqjxAM8ptfEl6UajPfZVnJKz1I9WB4Hcta5U/W4sOJkQOP9i/6c2ftd405WVafe3X",
-	"m2DSHAr8y3gH4imjHMsabXkSkBtp1F8F8pTdy2kGIZnFE5dz+DBI4DeM5uBbfH5UYNn05osCA0MP8g6A",
-	"Zfqxx0sJ1o6ZKoSmXw6XOFox60z9O71FLTc75K4Ecu9qTG/94Q4WU3YPTNz1Bu9NDUwWObCks3gSek3R",
-	"QERKSb4birUZhfdNs54fH4+T0yiO4mg8P4vPYj01cdx2jsvBG6PyUIZ2BnmNKfoxn5pi9CQus5HO/cDM",
-	"4JIYgYPCuFZyVrKhGvI3bFW9Z/IKHPRwhATeDwXXlFzSAlBgaEhkYIgPIVZZ5ASfTFAxaM0qYKq2nhK3",
-	"or7TCsEEH/OHQmDyln5HWQC2WZwQP73sfrsXfIf6SWmAlLRhNXms6gexx9GCvES3miFPv8RqWKY8fAIe",
-	"9DtY4bd6kocx+xpitiIn/tNr1ku7PafjZaIry0ZTerIcnWWnWHeW0Mlyms3+W4Vm0+FSEZgXcs7C4h0k",
-	"Rd+cMj8HcslhowB1CaGOXDtq6q11m0o9Bb3W74cPx3WV0ZLk7D0rqzUYEwp+wU8hr6RuObhMSc7WZbVh",
-	"ubEUIPoFRQZOtbL1GysSPZvLKg9Va+oSty4GsNLVDHYhle4BKrVOICyPFcUdlzrpgW0giqlOZa/CeDtP",
-	"/8o87NY9AyuYqzhOCJyYocIvFH0bLVR+i4hgHQ+CG4q5fnR++uvfO69O9XORp6AV8VPHW5+wbypnOltG",
-	"4PaEFBZm07DVupGmC0jPquJsI1+GqIHnwF6o3PUVKBDIXReWkBfWVxPyBirdDahKom55p1PWGQ4pLOx6",
-	"4FLCR7uiSnSqjpeUP8CWM8u/mdOiVOSTIeEMkDYNlzXPgdDRGZehx9geEqh99PHru1lfzerhrBfDac89",
-	"ZTtmacdvcL2ID7mCInBasui9e9uB1HG/n0onhlW820c/e26oL1MwL+WOs1r8ggAKGSb4FbVTHg9UobdO",
-	"Tp81Xt01N/WP250Z9guUoo7JJdTjVmocVIO2SccG+/jHj/8JAAD//w==",
+	"7L3tchs3tij6Kijufcqkh6SbFKkPqqZmZNlOlFi2x5bjSUIfN9gNioiaANMARTOJq+bXqfv7nB/3DfZ5",
+	"j3PfJE9yC2sB3ehmt0gpcnb2vZmqvWM18bmwsL6wPn5uRHK+kIIJrRqjnxvsI50vEgb/PlksEh5RzaU4",
+	"E6/ZNWcr81kt53OarhujxokgNG9DuCAptmo3rmmyZKb1hIor818aRXIp9HOq9DO5TBujRhAM+o12I5VL",
+	"zcXli+V8wsznXq8XBEHQHzY+tRuTpeKCKVgOjeO0+M/nXLCe6dIPAnLKYpqSN7rR9n/uN0ZimSTtRsS1",
+	"WfJruRQxeS2jq0a7sZBK0+RUxqwxahwc7u8PGu2G0lSbvy/+aRYQT+gLOjd/u/FTxjQ5WWrZaDfYnPKk",
+	"MWrIlWDp3yPTQkEDutSyG8m5aSM01+uL9cIMkiRRo91I2CVN6oYlr9mC8pQ8f35qljiTwjT7S2/Y6w+H",
+	"w6B3cNBoNzT9eBZ7sNw/ODxqtBsrNlEcVj/TeqFGjx5VrelTuzHjSktzht//3KC6MWr0g/6wE+x1gv5F",
+	"72DUH46C4LtGuyGkGQ0hqDS9NEOr5WTOtWZx41O73HtwERyNekGhd+OtiFm6Srk5ZqI0TTWLu418QC4+",
+	"WLz59L7d4HFj1Jj0on68xwad6ZDudwaTg6hzGB+xTjDt0f5kLxrEQ9ZoI9wV7EIgOM9pyik5Sa5pyn7K",
+	"Wsz44hVLIybMYveDbhCY6ZXwIDjY6/cMYLlOcBxBL8165wzw0mzVTnEh5+Qxi65YWj3+oHL8w4P9oT++",
+	"HfZ9FRjaOYxPbjic5SKmG038E/j0qd04pWn8iq7nTOjXbLoUcdUVTuU1i8mCppqk2Mi7wXRuLq6ZY4gb",
+	"ww84GjOnZTcc0TR+nFIzReMbrqj5lLKNJfZ7Zol7Dklsk8dreyEeS3l1xdjCAJ8LzS5ToC6NdiNmUcIF",
+	"e82oksJhZcwWUnF9FrsPgD8WfaadYbDf6wwO+oedo6O9oDOYDKP9+IAdTo/Mirm4ljxipnNjLzpi+9Me",
+	"7RxO+nFnMB0edGgQDTr7PdaPjyaH0wM6zLtk5OrsxTedHlKyKw5bzyCY5Kff6/V6cPGvWbL3BvBkShPF",
+	"2o05S6MZFfoE6SMs5SDeM3jOOsPJIOoM2CHtHE33e51+FMSHkwM2oL29Rrsxh60OjvZ7+8Hhwd7h4aEh",
+	"GHTNUgvKJ1RQ8m7G9ZSzxKwotaBrvBSMRDM6NUCOuZqRFVUkZXqZCrybuImXU3O69jIamASdwX7voHN4",
+	"2D/q7NEcmtDDoIQB5GAvCIZHR4eHQKoUvWaxwcJsy4bCLlVj1HCYV0bUNzRh9WiqaMLInMaMSEH0jJEF",
+	"XZOFuUNVSNsLgnvB2t7hRe9oNBiOev0KrHW4uDOC7gjUz4KgBoB/aPREOOUo6P4uIFivv9cLhkUE0+my",
+	"Fr/OEC6nVEQsSViJDmafiYVfDQUsINMryj1EqkOwCU3M4H73yM1WRLHhRXA4CjLC6BrtQBorMXZw0Rvm",
+	"zHh3OhstlZZzlp7K+YKKdSZB2c9PrdBjJTr190nKL2da8ZgtkuV8wsWlFX1cD/+OuG+vULApfUzZFBi6",
+	"uzoJv2ZwPihptRvxkj2huUwypRygqNl8YQTYwF6v33ZX9qrvgrnbZ5rNjcDxHv/EKRNuZFyQuUaPHvX6",
+	"B92gG3R7o8PgMHi0oOtH3+mB+Mfh6mk//XZ/eRbIV3v0zUH8rHf55fCHr43glkiUod3ZJEs2kUIwTR7T",
+	"K5auyRO5ElquzPHM2Vy6/d//9eSARDj6Asmx3e9COjjZX1M5Sdg8Ew/dNbTNFRPxq1ITJnQ+uvnrG049",
+	"8RJvbYb3hWuL2Fu8tC8XTLj72ibmFIgZlEzWxOFLBUPY2+8O736Hs+6FO2zRuHxj7efayxkMRsHwN17O",
+	"RkZBySnVLDVdUHcoX9iYCvr3lWsd2caVd3WTNpfuraeQDA4bd7rBFhaDzl5wAUTPEqrPc6f72+806MJz",
+	"GXO9tjrhcK8XgOCpopQv4ARGjVNfbkqZ0NRs68clBUXP7MvI5oLrU6lAHxh2zbqWct4YNZ6egOAeGdTa",
+	"2zd67lFvMOyDflGa3UHQn/uJhSehIiaK6eWiOHWvfmocDqY2//yUU7D+DhTsx943B9E/j+aP98R3w6vn",
+	"h6vXff3t/uLJYPYs+OHNnShY42JGxRVZyyWZytT8NyVO3+82/rNoW+PVy87BwaEB5N0JXN01z0hedhsy",
+	"qicXTPgE7zk3J1iQgUHIJXLqSJ4iTW5Ql8g51yTD5DZxe0MsyZbdyunh9x5BPKySaQ53JohVIs3tyeH+",
+	"Ra/niT4lcvgslUKTmKmr3cWTZMlVV6aaXdK/W6tWV6aXm6Tu+ZIr8hIaNnaVT3JqdmcR5XB6wPbjYdQZ",
+	"TPZoZ9A/6nUO2cG0Y76ZT/2j3mE9ORvUk7MdZZIvr/rzF/uTb4Lon4Ofnh/SN7342fDyq6Mf3+2x1wd/",
+	"QJmkgCz90V4wGgy+a2yXS3a5pkX0u+GamsWg3etPeeJPeaL2Av7/k6XuwkQ/A9N8n3PNVzS1N9DnnOZr",
+	"x6zVcU6y4npGqGOUwCcpckoS0TS+heKw1b6UX/U/b/pON72h2UfduJ+73vtTd/hTd/icusNtLM23Mfzu",
+	"ZJzdlIyKRuotxtadzKmf7qId/VxlVWcfFxxuc6/fP3TgOKK9ST/aizsDNpx2BnR/0jmMDuJOwHrTPt2b",
+	"DKJh9VMKzHfT5qFBRhZL2/+0o/7WDy56wajX3xAMLY3y5MJUf0Dh8FO78dwidIa3G48ZkebXjDjEL/Cb",
+	"4tv2IOiRUykuzTdycs02nrcbb5ZcM9LrA2vBq3yyVJpX2IUHnWAIDGQ/J5nuDTu2a/37JLt+E7h9lszD",
+	"cQ3Z4TSI+pNOLx5Qo7lEnSOjtND9yTAaxHusPzWHI3a4yDK9pIL/hO4FwEmnfbYXD6LOcLJPO4Ojg8PO",
+	"IT2adIKoF/fZ3nRAh5PKF3G4XKW3/IOgBzgeMb7QdXSl+NrvPxzA8cBz7Zx9h/OdzFnKI/rodMYjeikr",
+	"31/7naB3Adhi318/tRszRmPgaz83zmI2X0gNT7GLhK7Rnlmk0qG5dOEIHraoUCuWEq4IJSn0MNo/FYTR",
+	"NOEsJSn7ccmURnHG9FB0zkiYzROtO1+zddiF2wcqsEHddMkANj8uecryV5NoxuYUfEDEct4YfY8N37cb",
+	"Gn0XlDZMH/Gbo1NHaenjZRDsRT9b/DRrNWsS7KMG08Un+J0dk5Qlfx03zPdxIyTN189OyWH/8LBFVjMG",
+	"T3opw01nXY8JnYBp1z75GXoAPxS3hguo5USGaHcszNTfEj7n+q/9oenU34+WqZLpX9n6q+DsB8nPfzhZ",
+	"v3gTrM7XwccXz/7x8cWFXL14IlcvvpH8+elXi+9Oz/bPfnjxw8t3b/vf/fBsdiaCqt01fLhuwvE10+n6",
+	"ZKoNaS1D8w2LpIgV0ZKsKNdkwqYyZUSnayNA0EvKRWHzg/5NZzrngs/Nsfay8wTpkKWIpQua0jnTFlFP",
+	"ARiba3q5oD8uGYEHTS4FYCMcQ5tQRabgW8Pto2zKrrlcKovEDxQJDdaMCJ7Rr//6j2pswOvSJS/nXANv",
+	"N4NNeaocIsSSCKnJZMmTmMiUGD5/yQjXRVT4DQcJgmBj1PhxiTTCUjPEkMKJzunH50xc6lljNOz1jewg",
+	"3N+9qntzlj/nlkF7MWOZdsLj4l52ll6BEelZvmYe33jTpzKdgwPPcgktq276nOvN1b6il4wo/hNrk96v",
+	"//pfRvQhT9iULhNN+sPC6vvDanDC9StAM8YBsEu2NC70npGK5/SjxeAgaG/F55SphRQKHdke0/gLqtmK",
+	"rs1fkRQapKifG5732iMrz/zlB3iCLnrCLVIZMaVk+lbQa8oTOik7KBjJh2TNCEtTQJWMq8dMI5s15xwV",
+	"G8c8BpRO2VxeM0B40+KYcG3I4BVb6C65MIK7ufQkMepX12NXw6CfOxaVFrL0FpxBqoZAIgDUowmNO5cW",
+	"XgDM/Ij+PQWR8d8e5V6Dj/BX9cjJUtBlE7lLm0ZNrUteSD0zBG1Flb3KsSEJlszBXslKpleq2/jUNif5",
+	"Gun3HU/SXrFnRgpUxSO0l5NMZLxGjjrnSplVgIgEahNoPUTPqHZ0iMYxAU1q86if8Y+WepnJSMKVBv8C",
+	"xA5rnWcihkaOleeEHRrBNova+PeN+VIZfkAouaYJj936rH9krpx93wBeCWvGdRpuctTrBkEbFg9CBmgr",
+	"xFo3XOfve++7uW6YT3kJAqWhylSQoPH+U46GA3MvHRqeCVya3dbOuAe9UCY2aDSniSEELD4rmXTO3Q/E",
+	"kK6M6SDx+3xHYSboGknYPwQgnp8bEkA9XzkuXQQGEGkil9ow5NTcoc8KBFhKF+m3DwhN5lJpYuTxzwuN",
+	"+yBJJwiGNoHdkEz+aQMS5X8bEQNlEjJJ5ZU573SZMNLkIkqWMchiZF6Lja0uCRFyIZnThSKMRjMip1Mm",
+	"oK9dxBVbs9jIUEbIbZtbyrUic6YUvWSqS04SJQlF0hTBOU/NwvJ5rVy84ikjTTtj1zQPW21r3nQnOjU7",
+	"i5HCTaSekfAU6WgHZZcQ2ocXKRVqytLOUxFJs9YwH9gKaZtNjpF7GSUrQp9wQy2ZIFEiFYtbQMSfyXTC",
+	"45iJO9JwIfW3cpm+9BTIsoItjRJBfBXzgSI70IkTcxIkZTRWRIpkDccgV6I81EKmeioTLo/JUiHL9lt8",
+	"4LG5imCW0vKKCeLkkTbZpweTw+gITRydAe1POofOAOJ+87n7INjLr88LqXFUf7adL9E0A7y5D/4Qb5Zq",
+	"wdBa5QMy+1yer1qu8RuZk1eu+7FBCU0jTdRyYWBXu0H/UPP+d9zhgqXAwqV4nYnABSZi+XvermZrXGW3",
+	"RzAWK0SirFf24N5Fe0ubrGY8Qo385NUZ4FQsmQKeO6PXrHb7r/IxM6n9Lnu/L6HNrDyh0dXGjrWBiVww",
+	"fF2wUGmGFeu3NAGhSYzwXx6s1d64QAXsIc2wGi0MbbMaIhBtHJxW3H6UV1CyThJQR82tboaVFypEOvVC",
+	"6mfSeszfjUxl3XOceyuuhJmax5W49kJmj1IO43bR/pCwmSPxtlHEskGRioCyvjNuCak72ON+cOuFJGoZ",
+	"zQxZlMvUqLzl0/H3Qc5isCZtnqsil0zjzsH0hcYGOL1XdJ1IGl9I+Zyml+yOh6i97vkhPjZ8WF6zlPTI",
+	"OX9cSxDdEQLf3pCTTNfCGfU8SvDa76qlJAksY9cDW+DuO1rKDva8P6JQ2JXBuQwQAHi78gs+Z3J5Vz1N",
+	"JXJloFwBd/OT00BQUqUx0Xa2nU4iMqhSHkax9BpMqjRWNWppvXCcX7PDzSPM17bb2dnRO67fZzq5G6Dw",
+	"QBWgSpp7AVGZNW41k0k2Vut2sCIvmIEyJYpfCmvNlktNL9kI1Wqw+w6DPUClNyy95hErWV3ugE7LOrvN",
+	"E6rphCpGliI1ork1lFQjkcLlkIgKtNcYWd5IiLEb5Qdzx4VcdQmYdgmdGhUC/t0BOy9RaNY9JpSgsADG",
+	"Du4E8syIX7LhG7hAzIujHlJErGgE8oiHhdudrD9+n/vDvN1BR5po9orlSrQNg9A01VxcAqt3pjL7MmJA",
+	"xoWPZg8UIC0B7dTDTa5IwqZG+kqmnVgKNjIHgKZjxoGvzOhiwQRqxNNlkpj5YC5NaJIUTzT0jjTc+Uw3",
+	"HmYqT7VNQNezI61mUmUvQeaGJaZdRIVhJfAkglZBRacsWRuM8B6cvFXWnZ9t/ch7ioAjvJDynIq1pWHq",
+	"jvcupZqBdaIser9iaQdULbNHOCzECRbXi+BOlIZdG5Y4p2LtDl5Zq6E9oJ49lAJx7h/lV+Si3H938kw1",
+	"6yR2U/d0Q8qLsbQ233SXvKNcV+Md6Ova2YfvDwXeCrrUM5nyn9hdZWB48y+f/QVoxDKJHePpBWTOxVIz",
+	"Va2URxFTChVphU9/eY9jIifaXABKBFsRKRiZpnJOXr18c0EeSbODR9CzyKZ7OSb4wxO34FtQyxxGBmgc",
+	"DVxVO7ZmY6sHXrOUT9e1vIb6q7JUc8KwFzcM9rdu21ni/Inuvm1rKi9u+4UkJ7YZamGIaZV7fuPkBWts",
+	"K3QckceMpiwlU5kYgSUmkzWhFji33LdT+u9n3ym7llc1CD4Foxv8bq5w7VE7ugbv5dydOUbkQm80Mjm9",
+	"1lCDWly2Q7ll3XFf96TibSJYl1yYlaoRCavOIWyTsAovzfeqawrfi1sOu+SlfzOwfdPQ08JptO3vV2zd",
+	"upGAvnv3rmOQkQltKB6rfrq1+BnNjAJrhArwatg/GAat4luubZgymsz/Om4s6DplP44bbTTC/3XsCMgH",
+	"WHj2wwdvyr+ONymEBQh4HNS/95bfd5HK20e53yBe81yu+ZqtX7Ol2oivBWlmtCHWptDW+ePGfDplKYTw",
+	"Gd2vVhIoj2LuCozDPfeQ/oDM5DJV1YPbO+VwgCCCmL/sE2FRcvBeWL3JLeLBdne9ah6sjATUsd0t78jd",
+	"T9/WwtC5CQhoR2hidLU1savYwTTresyokR1K47GYOLfXehDcuIJdSY6Pd8BDik6b9W/tFg7mpM/PnjxQ",
+	"mR+dkae5sM51Mi0YkKvhkvV0xPf87Ik/ynEebJUzYetVR8yEuhZI53Y7xAZK31EbK0NJSG2D1au8EMwP",
+	"OYaAz7tMSR5SWweHzPVEZaeZdTrGpxC5MEwthTQhBW965dSRrMdWxPFg6S3tN4DEiA+b8DBffyM0TKed",
+	"AWA0k1vs3TT/Ddteoin5vHhtqu/KhkO02Rtot4Dx1lVv6yvP5jC7eFVXzFUyVR8TxRj54ukFeeTSCtTC",
+	"0VnQ56X7dWdI3rd1DbiRMPKDljImk6X2zjyWgh2TEDZjX1oRuiFRdE1Ws3WXhGYfYBwIf3719vHzs9MP",
+	"b18//7SNh4TESTnACzesDe264QoACdHMvuKKgQ3urbBvdiw+ZzGnmMnqri8iX6nyYy3adMGQAWrvHExC",
+	"N+sIYL80zMub2ExYtKYPfZzJNkHmZhcEUGV3jMm6d6B7B/p9PpO6QZawvLuw28gnxAxteUq0sncD+kM7",
+	"p6AuCX2v8ZDM6dpgo1gmSRed+Rcs1ZxVpFfbcEzFXGVu5IJ0W87EVhI4y77rG0MvuWZtshRcG0I7TaQE",
+	"TzezTKTuKNFuDIt+7+XhTrleF9dXSP+2MYrvQ77h8YjwjGRc8jl2eeM2RrOu5ZvgoxqEk5Rd2ke6fDBw",
+	"Q9/0wswl+u+Lh1MCqAWEm7uwo9yRW05+YJE2S/Qy/FXhUE5hvSx/WWoyomepXF7OgOIoZh/uFL8UneUi",
+	"9wpG4yz+bqi8IlyTJjqeIMHPB1eWIm58f/Qzjz+FrS55tkwSoulHwmPVJkpGnCZEsWiZcr228igaxCZU",
+	"XGWiV/ZDyojS0gi5TETpemH2YVoLho8/mAHLMnw9YzxFZWIqlymJ+SVHxlS8Ly7H4U0EwAP1Y9O8lNxw",
+	"166ui5/DrwLDLpk1bqs2GNrMDniq9LHnTm3YS3aYECPAMZht59V8iSt4KnS6Niuy+EXTlMLfvMLP+cRP",
+	"GFnyc94x698Wr+U8LWCVoo6/OYHHjxm77e5fmpGqtm0T+u08EJwXdPSz/pUX/87GRhQuoxE1sl5FYNYk",
+	"DcyAF1PN4ImxCoJeaEt5Hc/NdUDkqpmwmARylwlLJA5OFaFYBIq/MO/+ZCfexquY340tRO8xrYpjMWhS",
+	"oB5GrLJp3FSXmJ/hfahIXIBtF6hIO3ch205DNvKjVsLdG8KhcHEVxSOxKVYXVGuWmkH++3gc/zz49O9V",
+	"Z15KxFoHlQeK2JakefL4pGUnbhPBBfO25wkFWUbXjaUcVS2lhA3FdbU3ILXtjD0qu7kjc5nA0zyjBPn5",
+	"Ipu53bmS0GaMNdI2hKpZlmZTs+4meW0lHraZn6C2vLsnkovLjttWhypwjzqGibNAKwKpaOEXs0+jNxTP",
+	"rirr7VZpzIYUllfkTgL91Yvz3JRBd3N8L6XuxjWBDYEeUaLxbbjHdkoSKpmwDwb6KWdaQg5XODOaapvS",
+	"1fyZJJH5TyTThURft9DIbqGQRmeacl0KrsMEvxsr9jL+Vi/YnMAWyBcTA28KrxgXWQt0+L04RSmp8NZz",
+	"LWUd3pVC2XvUfHr2wsDuzZsXJZu4zV68G5nKchzX7tS2KM5xU0LkrVsvUaT8NPP7V8DKMqjc6bSzTAZu",
+	"F5kAv42MFWStzcA8YeTaXOyznjWeqFBBa3YVMpjQYBYGPwZN75HvuxTRP2+8HeksuytuqES3MEBUbGB0",
+	"Xarprah9R5mthBhOZqHaZb/ecqooQ24KyQLl1IzH38ClqnWg3yiNiEpSBcrXJqUq59yukcf9JNk/N2iS",
+	"vJxCqoCbIP6ERXxOkzd2qPdl28mbmdHo5JRkUxAuyAKnaZMAYxNJk5IYRyK4KvQ+pYqEY8wHPm5Yp99C",
+	"1u5dKVz1GRShZBOM70bkrN1qQ2Ixn8F2IJPMZ9bXYfxDKSYw30bTBBIxnLjiyIqQ2YLWb9xtqlJM4V28",
+	"yrQw8vXRNgmzhOjmD/Aw/8DFVIakqWdsLGxPgQZXqq5YDBx+LlPWaoP5DLL/mt42M3MckuaUC5q0gIlP",
+	"JE1j+AgDZmviiiTw9oNtu2MB5B2j4vP09+1CyvZ8gYYAuMzDWVJo8087n4FeflD+GBt4UIbpKbpXPr2+",
+	"1S2C5o+pYpAqpnjTwdi6O93L9d08T4DPZYACfrBeoMWN1jfbhpvWVgtL3cS8DaIQ1s4UjkiNVWsOqcW1",
+	"zLwskJs2neVKIXXwkpRXM2GKqYfMSBDMO5eCrQ0roxAAO4I0U17+cpplLyfNLMM5qJuINYCo1Gbl75Kn",
+	"kMDnCv1BabKia0UWZo0CTDsSYpG84FTDN8DoBeoGgeBg3xaGLAItYrnRi0xSCBkT8S6K69y9Ot0PSb/I",
+	"YlLbRK+kI9yqne0Xsg9cG4BZuDxQREuJJ1ROvnNfyzqBc3ug8jz0OLciSpIpTYuLPTaMxfKV0nuKlxnn",
+	"55ow6QfKnkAz/IYragjYOVWapebHsE1+/dd/tMqK3GY4uaIl47fNw7PdmJ4njamVD/Pp0DW1zvpUSsqz",
+	"m1BYymm2aZjOjt05/3iqLb6BwSVrgvxoo6fhJbe1kzBYyuO/CQQjRgHXcde0DWJHQrkgK5nGyq5lKRKj",
+	"kIT4JoUvehkr2nEpWfWAKmyxP+OlV0xryGCvSZOWCybAg4OBWhucjEEOnFAdzVxoZrZkzROI2bRxo3jp",
+	"EKpu7TaYHwlht8Iku3VfaBr2LFW7pcXaavrlu2XYQJfshMEhAi3WcmX25NMUe+Ftn9adcnLsuuDc6pZP",
+	"4WWf2+iGpRxuJmkes/raNP/k59H6uWig61Uc2m6iqp+X7OdKoomvu+CFZbCnAz1I8zn8Z68F770F4Nr0",
+	"ZnaqiZQJoyB5VKR1qzrl87MncMLIfJG1l1/adswGt/X85mVMLmWO27TT5EnZqtYOpjin+hqMpIpc8msm",
+	"ytVOitvZSO+29QamNdTNo67YxD3iZXLTJb029MMSDI+77TSrK+pxw7wGaTao+Z3IjEtyVwXpjIXBTnXK",
+	"2TVNCGShZCIqLiAjfG4lHiEops/bbmnI8+vVXBe4KXkEMSCMTU7qsGK36+JcIXYmE2+wQ+V7DFCcbEwn",
+	"aBVq1JSpWdWFxRvji0EeVfJvR3Z4ZX5cIDk+PD3s2pADM3z3Waov6pSljioN14PUiWWuv7Mm5usfFZqY",
+	"AeoHx5YzHbSghVU3uW8NrHIW0L4yruu+lvWqJ/aq/YEhm6n09ZD1tP7PCNlMlnSQbfvqYrsgopbh/DWv",
+	"UkFCM0pog+PSyypFtUtCHD8cWQ6L/GlCoytoWRI9u77xBEtP2RJpBfDZnzbo5UYBuz80aqSO4NSjRprT",
+	"pM+IGm4WQA38o3DtjkloBg5thhbXpGn0gtDR0exXczgbFpA3GXvZtL84y5tMC8a3CdoXuFJLTK1T0CWP",
+	"s7ZI6sElUpHVbN3ykajKuFa2NNWQtbZ1iM0QKsslVvHYDUH+UxJibFE5f2RYssa4k0MXGycGEAkJw+gV",
+	"I6H5FnaJ81+9Yms0wvBLAR5JTS8MHeJVBcdIR2zKveAxM0KrS04wJ5HAlEQQOj0IAhQgsrRDmFvIQh7T",
+	"fdtEQ/dmzKnARuftjCOOSonD2lnEaz+zzC8SGjGV/3Lk/tc9OuoSsDyEkJssBKgh0dEzZjMr5AnOuEZD",
+	"Sznf+YZ7oLMMRNiiS07cooIA6B+NNEtLhvXapOleMsh+EOxiZynmdatdHrwZjiDGb2J27vKrNoUkMVeQ",
+	"F9aoDS0wrbstDAfeFmwYcSznlAuM+yCx1F3yBp3hjKbvHooI+0gjnazzdFSU/LiUmsUQLZFgndBmOG58",
+	"7K7Hjay4SiTnYYtgWqyCNXFOdQRB2HKaWWOUxXpFIqpYl7xw98U+aiCCtcF52t0ssLGYDfGIjex1qkb6",
+	"bgG0YZecaUITJQmPmdB8ym0Omsw2ZMHjMqQvMi0gL6EDcje6HJfsajdmx89UFvfy66PJcLANTdqNj51L",
+	"2anFnWpFMkMdeKzbCa03FMg7o/OrakeEbE3wFI4BzuyjzoHefNrt7Q9IyiI5n0PUTitf+l7fXzlx+ZzQ",
+	"/hm6MdDCZoYN6zwdoOaAt7e9/k5WOFeKoLyrL+XKkBzbIFPQE0h1G8KZo8MILOrYYe2cUaHc7/iY68Bn",
+	"UxOBB2/sYWK79PgthfnEhc2/omfcvgqD3zw8TYYu5T8yYudy5Piow0jMZW5+LXBR9/NtENRNCEBzxRo2",
+	"PJOWjMRUM9L89ttvv+2cn3eePGkZKgMf7ZNqRBMmYpqSZtgP9nqdoN/ZC7zrjlwttJOErSrz86CzF5SN",
+	"zjsZJ8s2uWrW5hzfer/+63/t+9QWPNh/XDI/P0UhAA+sjAvm0p0M+v3S+j3Tn4er+4MtKYazzJ832T6h",
+	"Ca56GAQZZsCNBI8K5LXAXzEzl1rOEckwlaicklQuRdyBZBrLRdMlCiX/z/9NXAWJNulbjt5C/sx+XNKE",
+	"hCgPhG3CEsXgJB3NRt6+syduVidNsDOxWIJoPqcfbUGOoU0SbP/s1Z565rWLhSU2XB5SxpBOqZm5lloW",
+	"GEeBttYT123VKgqkdhdaextDqCQTniREipFRzUIehxgyHxbCrULIlVIMB6vMxkV+/R//02AsCesCscLj",
+	"fBgIL60IyMwDL+1wn8c6m1eu2IjnWJpFK7Oq2DBK9NjIjrNwn4try0tglK7mdtMfq1S5wX5nlGmjJWjv",
+	"phrZA/x1uLgCSQiSKglMadMlWCoA3RENVxnlSZegh5CrwspxVTWrzMyGJSW0yoJXtvJlpsAM3CUBZVMY",
+	"L0u/ZfHB47n2auYMxVE5C9AqS53TS6o8q0C8zbQO6y7VdE/OGS2D5Nlck0hCkquTKGIYLWIo9ldvXr5w",
+	"XWXqfbPuRZnIG/73zt+afxsFv3zf6xy9H4/jh63m30bjcXc8jv/S+tu/h77MPvApCGlGMxZdGdXNZv53",
+	"vB3DUlNlhOzSUqbg/YJKVmE0IPPln+EhcJVyrRlk4coyH2XeUT22FxwiivVYZxAEYRt13SmEGCb8iq24",
+	"AkEEYuxzzlylb7aOrcPBjIo4cbCccEHTNZkmkmrXDbXgLjmxyYldKlxURFQNxMCzyIJI20WCUMRVbuaw",
+	"SXBlOj+2b9fg92yEJc8DICzHtXVBlJCCWa3YohwCHgxLHjUYBIXXs5tRYJNuvS8KVT8oKcRy3nVI7f3a",
+	"4fOFTLVLTd0YNS65ni0nRvl4hLkl3H+4MMuhySM7HNz0otfDzrfFvghlKfOM4qgI1yP3XFy4DW176gVc",
+	"hSxX8GwtJIkSjhkvaQx2jjyyzEeOLjmBS6ogh2qmpvp+F6CWwmGNG2Hr2N1mzjAmLLvQOQahb4vrDqFg",
+	"kuiU8sRc359YKnHQ/rgRtkk4hrpY4C1IXG4sNO9g+mXDSxwm1eDQ3RHjd0SLLfoOMJo8dcQDVaH1NLUk",
+	"YVERb+WqUPFnIPqhy5sL8iKkjZ5YO0+rVm+pVFk2OO8TfPOplpLQiK03axSYXSon8jlG+EBhcJCR5Iwi",
+	"ixkowJXiRv+sLgkF04jBIfkrAUu7cn//+n/9T2d2LX6bsqwROmSAY+8lBYkq8/6B6R+ozCfJNDQ9DVVf",
+	"MX6JufZgRjQz5psEOBsMxjvtsqRENqFUaetWxGtVBUHqaPakNkFOTNf5Sq3PSdtZeyBl308GmlbyLKb1",
+	"qHYtAnfasm53J2cmf001c/UvAizrNNjdjYl9XLCoZm4fJIh/aiaXSWwzI2obbFWzmsEuO88x536d8/x3",
+	"czNH2U3P+ed1q/x8hmx/ekAPJ52jKIg7A9abdmh/steB2E786Wgnt4sqBegP4N2RXfF79HGHW2uIgbvd",
+	"5t+bkD/OQssseeiiuwmvR37kAWRO0yv0G8NsJ9azkCeMLLBOQbcO6Xd0+PgciMiNOjm/Efvs5Kdu7o1Q",
+	"5KInJ9dkJpO4qO/1KmoRlSsOtRseMf/sm+xmE27bGBL8ym3t7batnTxILHe9yXuk3hEk5xsFiul5mlgU",
+	"Luy5CPHSSZexrkAL/Tvqs4dqNRI2hm+Gv/ezs5NZKp6crQuLLTdQev0s/3jfz8yl8eGB2eeghAstwWcK",
+	"23mAfEX5HxCKULazEoTwy+eCnxkcgOeceG0CXBDV3E0wQoIPwdo3d0uowxFmJVNkZaQLmUsSJLQThvkt",
+	"C+EpMJLzgpOGHcrevCJk8t82KH12sJs6pPllBKbHtk1u1CZhdvVcGiSqadh2+UKwLIBVNE9eneXPkxxS",
+	"MoPqOJdzlKwxYZJiCYu08h4Q4RUEBjYbjLlZ2JwLqrG64ZwuFlbxrY9O2TEYsBCa067xs9ruYVJ0LGvX",
+	"eBVtH6foRtWucUHZPk7R56a9QV1uvnYFytku3qube+akIrM3dvPEbTe/CZy6dhsD3Lxo1724aNf5pkVn",
+	"5ed5RTdXGXhb37Ry00YJ/YDV8raM8IaJ+Bk0rBhDb++sXTd47/4AfqZYk7B25jfO+fI1tnMjrNhkJuVV",
+	"F29Xdd932OYVF5fY7VOmUrqqzZhlyze77fAiVDg+wzR26JPvfvcOBVjv2K14yDt3umWHEv5v61VLfW7R",
+	"sUhubtGxSF+2dazGt229qojRjn12h/2N/GBb58278N5xVPfwUOUu/uOSLY2MYM11m0YZ4Lx1r4PwI8HY",
+	"QXwMhC/q0c+226cQXj0VFmrASTgrPYcFvaNgukf7nYNJL+ocxAPWOaLDSWcv6sc9FkyP6OFku6pdkqnc",
+	"uquE8lwirFBqqTbbStd2czNaEbG4i0nIplFYoXh0U34lL8Kt2+vvDYb7u1uIcphWRZMma8JF6WR4/Ck8",
+	"JitwAtH5GWoKVj+N5QWZiBeSo3/fTm/pAFLfd2OXTF45CnHr9Bhast/hMbxr/e5ow+OtKl1xq1UIkDIo",
+	"sV4CrBSsANdyLg0I+63KxGh/QUdqjBW9g33BgtFh7U1ouPfdnY01boNlc5o9rF6nR/uTzkG0F3cO2WDa",
+	"GdL9yUF0GB+xYKfovIQqbQHyWfdh5nkKJZgrgzezFOEuWhvFKzBH++GbYF7n2kXUdnedGpW06jyS5tZ8",
+	"eXHxiqB5wxm8/eX4swvpar9E5bwb4JW3gTo1C6y06dSokKSpzX2FgjmtduZdBw7clPQ/foS1mF8QbiF4",
+	"ouLLsunYqlYms2HMsaI8W1K689+3cIccTf2AJHcHNw7BR4gyEhavVi3FqE42BfwmIxYpiwzyjMaiQ8KS",
+	"ymEU/TzTOrAVm0S8Wedf3uoWBjJ8OhyRM52/tcE4VgaY2vcqyMsmBQ4PKQLBL9b8ZN3xYbpf//Ufj+Db",
+	"5ixO2whH4E6YTRbB+4RLY+yAZuvtINPV6Zo0YS6b79b34C/Mk2lFYAFxJQ+hRBMlE5oYCbbco9QYMnD7",
+	"7jLWe6HYLdMZ7XYKR5DlK4cutwla2uxwq1icze6fI14DZtlU5uwKnU+zXVnC9OYsLgIVw91xwNva/wqd",
+	"djd6QbfPk8kDhvZVVBhNM6XtTXZ30skzjuCgAPYIupTSwpRNDCXlu1qfr7ISlAwOVdaPdm0UX10MWl0A",
+	"UoWm364wIJfsoTdlcilo/qVEN4VtVdsPDZ19mZ4kSb0hEVJ3Iyl7iCnPLfFZLwpmzIcVhp8/T6V8Kg+r",
+	"juJLRhM92zyC10wtE41+Vob+Q7o9iUUzbZbBVE7YpnxcK3PIq9A/M3lVXJ282ioM2KGrOLc1h1SikuMD",
+	"zVK53RaBuktoa/YdOmy5fKq8eJSyjwdpFuO+vFyfrZHn7QJO/SokWsp2KY9LFpJiAwCEJNEMMA2jn8Ch",
+	"GRNVYs1paz3PwqBteJRbEQxslBevpoU5rrYTQNqYnsGvi3EMm1VEzsEXi827JLQ8OfQ27Xy50VEF/3hl",
+	"6PvnTxJUjC6reB7NV3OPD/HLLKeoA35l8p/PmofIJq0tPlzbVeXeWH5+lpKbAHizudREVscQDNzZcDB0",
+	"1rMGEJe6pl04YMyeZjFiZBNP4TonjKyMVIyWkyQBhg4Qse3vDxS1+Fc6DlLesCGYNheTxfgqW5CrsoP1",
+	"w3mWYMgl9ckly7t7R2Rj1OU6ejeT+b2EzD6QkEK4zEf4XnbF1g8wv2/rxkX+ltRPp06hMHurMYUNLnrD",
+	"UTAYBcN7S/YEALCqEtfHwO8jmiTWoIJ+x7XgKNVek/LqirEFFIQ1CnHqKt3UBrPtHjy6W5Do/QaF3iIO",
+	"ceeJd4ko/I2pZ24VKXhjIN/uUyHLrXFo9fkuJJJsl7PttI1Gccl0VvKpIroPPSurwu9axyVBocT11+jR",
+	"jFnbeAzxqlyRK7bQZGFwrHDqtWFlRhDwIwJ9juDFSOYic0KxJDXWyb0xLvDOUYCeqfVmYr9D5CB4Tdro",
+	"wXbuEYDhzI7IgGs3jwW/nGny9uIUIghdOOBFEIAbZ/Bdfchg3ubOdB01iZNaq/CLLF4jyyzk5FBnxqrK",
+	"97SDobjKUu+kpXK9jc+Ww+ymeEkbuE91ZqKqDX28Va6xi3RpHaKpWGfQtGndfDNRRFOozf0bc5Flwng1",
+	"mtooy+yaxpU7JycTkL65QJH7LtGP4Ha6JbixJiw0R0NocOxix9AXfK5Ycs1sjgrhqx874mLC68prOKPi",
+	"Rkkyun70M1Q0/QTu7uTLi/PnmB51arOF5KGXZiCsfmp0GipiOSdNqknCoER0/5BMuFYtF35SMBXGXsqB",
+	"KWiwYLtFtyJLjLNVHltymWGQlUdcmAqUs4NAiimNGPhUbTCumgpjdP3ox943B9E/j+aP98R3w6vnh6vX",
+	"ff3t/uLJYPYs+OFN4f6lfKcnCOs2X83JX0CCOfvqUKh+CW73JYkpWbKJFIJp8pheGRg8kSuh5Uo0dopS",
+	"vTmk1vx+q0DZ+4iLPYu93RaRQn3uLIHVEboYsQaLMqyrFE1byiK+Nbsg3xbrAFoY6mcJo5Cxxsv8iV6C",
+	"d9donNJZEXHrdGY/36YH/2KlqruTRi9V0zayeNvw4Jo44O1AsdX/NlMh5H+hVc22RL3GA86N9Q92zzlY",
+	"w6y83BN+rpNi/lxD41z6FIjvLAV31YmlQIBX93CwmfPPLkfrPUJteQR2oaXV71tt+8CFGSLV5jmYi2R4",
+	"Bc6123EwoW/Oruw/8MEi0brovfU5ubqQCNqm82ZlqnEbBX2n1X/Dab0qVbf6G7SjwnM7QLS4k98nY8lu",
+	"0Q7OA/BO0Q4F3rwZSe8F0GdB9Z4pMzeiVSS4vM+Ie3fGGa4WL9RNIfnuOb6kAuVE0AvoKCTyrM/FWTTU",
+	"bVrNrKS5qe3f8ChQ8pH83eIR3JtERTzC5pNS5ftZRcXse4pMuN2buQ/M/5QAmV1AWRUgs/ko+JnA+Btc",
+	"Pzzggo5XWWzC3LksyYp9EKmJzCdNT31rjUjo8lzY5yOXtifMIvhVqWSOKkU3Z2UnwqWcY420+VzGXK9P",
+	"Zeyq3i0XUbHiHXlep3WTS8myYOtSILbNLuGUemAU1oJlQGAUrm2rqHAD9VtWWCHdz1DzF3iuXS8aCWpS",
+	"kxX47nCvF9wp3Zi3kEqfI6enm4OYyrTrsjnVruR0RqdcXJKYqxlJmdC0lIvOJUy6KbmUw5n7e8L5hx3x",
+	"uDY/5KCUHxJuhsPW+1vIq9TcHjmFp1Iz/HH9Csh5Mc4WyktxhWU4zam00DYBBxRJoVM+WWqmbpk1y14F",
+	"LTVNcNeyQpR9C7Wyp2TOqFqmDN+HsiKHT0/C1k6Y+vTkDni6XESVC7pmqTLgSmW8jDTWzN5lEcHefhAE",
+	"/aPeYNi/9XJKRNtflIe5Hu4gQNslOoC7ukFwyBOO3YIm0yzxDOaUyAiyAkfpajZwM5muSkNUItl/Uuw/",
+	"KfYdKfYfgFb/SaX/pNJ3ptL/CZHmO6gjm/HUNztF3pMisrvrdAGCqf6jQtF5ZdaAMnfa/Fzw3MF53QNl",
+	"OVj0jwRM3/G1EpxFz9jPA9DPGHVQPAb9hzwAXQt5/TlB/nnCSXyA13j9vslCn3IpGaNm5IKJcJS7ptpc",
+	"p0iw1swGE/j3j94YPGIb+Q9fPHv3Is0QLZHg1KqYbnXJMy5o4sIzcitY7oKHqXNhnbD9fC2kGXpmyrA9",
+	"FsQbBE2VIUxzXDSTU4jwVfbFGTNauHWMxUVKheIGcmrkJv71f/zPwsz2bx6Hx6Um5tNY2G+PNjt5/oGF",
+	"cAbTASy1OS21/6mxTtoOG9LHV6urSv/rp3F/OOwdkcVykvAIVJTm62en5DDYO6jILkeTqvSUyaVMuZ7N",
+	"2yR8Gj95c1LwJYcvxUXip0onxOsqP7T0msHQsNTS4PCtPDx+rKzXV/EA/LXRy+I2BNjYRHjgzjBjNIbH",
+	"uPDKvsVWVFvvVU6j19XTYMxE+PLrV4VtvPz6VXEL5kOVDFkVbf1WmSEVvywMqXgpwsB8qBjyY41nSIYP",
+	"bTKhiu0Plil6vMmlEVxil47ML1/447cn33798TSdfvPmw8HF+t0/vnx5eTCLrl/RBT9P0tUZpa+iL9++",
+	"llvJ6RVInwYdzArx3NqAfQiEKpHzq9VVVeAv+erd1+QN04jXB8PeQStzH882aT1OrlnKp2ugBEohFlQE",
+	"rpv21VBT/FIYOomFYgRZKnbs5fo16lK8BDdUClctlTpzvdrp7dVc44248DLszPKqAPTcPnpVASlzQWlC",
+	"FeJWsTz4lorHYcoixhcaSGubhLYyynMuWB9iJCCtKJoUrLemb9rYpDJ5/14V20oZ0678SskvI+iRUyku",
+	"oTDLyXWlp7O/uorRl1yzNqaolSmZJlKWHA6gBen1g50cX3kVKTjluuSpfLJUmovGffqCDzrBEJ6a97e4",
+	"UW7Gn9c4PUuhaaQrfZ6tO9LfJ5mn0gQclXZ1e66iyw5fNxwmh+xwGkT9SacXD2hnMNmLOkfsYNqh+5Nh",
+	"NIj3WH/a28UdSFR6ZmXTVniu3+SHtTG8731Rl/wjczPyG5fo6rTP9uJB1BlO9mlncHRw2DmkR5NOEPXi",
+	"PtubDuhwslMS/mo3b3h2rvSsyZ28g51wfSGVpkm1UfAV/IbWjaJr1+FBNQ/1aEqN99wi5UJDTVliGzu/",
+	"EFvXxRxguOUEd3K10JVu0EZ+thWdLzdO7eKfjZqRtrs2OAx0vg3thrmp31Ue39nJixMvce8mzp7MWcoj",
+	"+uh0xiN6KSvFikVcR2KeU6VtEFKVANTvBL2LXv92BKbKVaN0V+zd9DbuuTT4Hgo+lrSLjKNE6S0tdqdZ",
+	"QFd3OdqZ70oOkps4aX3pPSi1YVUzV3kDEzQItsqiF1ySwPOzJ8V0DdgBPFPsP4uV9dzPG0d5XnR5qWL1",
+	"52dPSLPs3kisbbz4ftDqkjO3VJrmHrdQiNKMM1nD+sPKaMP74Fz923GuKjZi1ol+xZAhB3Kmcw11FTYc",
+	"hMLP43fqpKs6LpBJX84fdsISKS6NCPp5ON8OjrCVCHE7L9g/FAPciep4B5VVSL4xj5Hzcq3SrYuV/6s8",
+	"bV1VV27NPwt6yUYe2K1JJUSzBmSgMj90nHcvJqJqdcmpaY48HG+qddyDsoJeDUBwA8RaC/ySa/X5Q4Qx",
+	"xS9Yjn7n8FwD9QdqI0p3tzDcm7Jt2YELR1QWUYNJL+rHe6wzmA6DzmC/d9A5POwfdfboYDKM9uMDdrhz",
+	"qiaoyV3Nmb2jzKtFleqSN3q9XpV7tFcAYzyOfx58+ve7x/rUBvGQla2dWqx2YP2qoYIOmtp2CvbZ6laf",
+	"PXQXKltvyRe3O3vJy6JXhCmn8UwmsY3NtEFGFcFjvyVi86Y6+kVCXV1MP4veqYL6fZbQzzGjrnT+FhTY",
+	"qSgWGoXy3OO2Tn1NHftqd1e/bn2JGlXSe5nqqUy4dIJWlYSV8TQuwOUEM948UGThem8zqCTyUr5Nt9lJ",
+	"+G146gaJui+90q61AhC2QK4lTF75EtPlxlCKYsCWGj16FMWiW2VceGTG6i7Aofy2EVrV+r872V30/0Z1",
+	"lEm8jCpDb+wvRK24hnRLUrQxtAVDOa7Yevf4GhysKk3kblrmBirf5Epv1bFMB3OH7m13p+tSqzFJMZE0",
+	"hcR3bZLrT2FWqhDfeTC3VTFZTdbTXGGnGWX9jAgHnXZVoWrDVU6ysKBYRkvgM2BTPhoMD1qY8sAVK7fJ",
+	"T6FmmlxqxWNGwkeSLvXsEZiVw+5Y2HTpXJWjL3EW9Wi8DIK96IqLGP7FMLaHmA/EVukJr2nCY7jgIWkO",
+	"gqDVHotwKcxMMuU/QVrAQdCDNIEynfA4Zthyz3wSUnemcimw1cB8mjM9k3HH/EKTRK5YHI5FcxAMW5jt",
+	"JpE07mgpOwlNL41OO+jBUEuhlgtD4FjcmbOY0w5urznoDfF3y5zMlYQh+33zncdsvpCaiWjduWLrTsqW",
+	"CleNv6eGISd8zrX9emS+TmjcuaSareg6JM1h0Hf7vqYcLj183WtZBRyLa8G3oE0omSwvbeKw0mMy05Wm",
+	"z3cYj7pYMGHLdEN2FS2tbQQijBcJdZkri2TjGf+YV+FTLoURt0X1sExUVjPSeSjSS8pBEdo0z0IvayiH",
+	"J0mavCoyBkdANvqWSUVFslspyCAIRpjDVk6n9vkZFt+2ZQVtJUHSLAWftW1t+O/777uZz2SbhD8uDbmG",
+	"U8SkSXrW5XHYshULjfhq47+KoPu5nIjj+wZUJZswLDHIY5uLwZp6Gu8/VVChurRX5SSgG9bJQWVuzzn9",
+	"yOeG9gyPjsD1D//qmcab0dea66TKeDiTqSZqOZ/T1OZLUUZuzLNCyChapii2ufeqPLjNC9QXCAeLN1UI",
+	"oyuzZr7REHb99vVZaXwgMO2didJOAdaud06uNvn1Th4WCE6PE9krW8l9LIuspuTgbpe/cYEzrMeYK9/9",
+	"aqHoxrMcvOxFUlOro1oAecLVIqHrCvnjrH6wzUdAx7WrIIMyrq2cWAUfm9cSXgGNvtslj6VhPWyN9gW5",
+	"QLpzowFBrG/jZtrOnHJ2ynWyqfR/KVdkvoxmhiy7dJ/gn51Vghx5j7Gew2yxdJX7ChSeY/5dd0MQFDZy",
+	"1lbsHhGaJPh+bFt3f78SkSmjqtrZeZ1lvfAEb5tW2W3xJsfnlwLSr+fOzys/I1+FD/R2l9MNNHxTr0Ge",
+	"oJZYzMUHGuRGSiDIz1NtriTA0SYpNbhQNn4B32UfFzxdA07DOJO1LcdWYc+mafzYDFWt/eM0RSB+wxXd",
+	"KeM3rGJz3Kd2dYqcn3/7bbmQaf/wzmadKtXxTZ6Llsdt4EThk6fPn148JY8A9B2IR0ejY3EtR7Q36Ud7",
+	"cWfAhtPOgO5POofRQdwJWG/ap3uTQTSM/0uYu2CfN5ckcLl6oek9GpdgvJvyryH6cxvCHe1icGptsTjt",
+	"ksc/w/qCZcVibA6x4gbe33TbC1VDfjcn0ELegrIbaEWu16L3VFUu2Pt1Cb3PDNFmixdGz6xJv38iyMuT",
+	"pZ6RfjewaiqosvsHgyPyf/73sGtUL6gtDk8Hk3VZe90scVI9UchRPP1gxVNUUttk0Nsz/29Y0hw/XKZU",
+	"6A9OczTqLMmGwPLUVp/FfG9SfphTsf6QheyigtgtZoT2FwBBDVXzYRoAbyJzwOXxNzyES+0rVbUP28OS",
+	"wEq+SqW4vFmTPMUK3eYkmNAu1za6bHe3J+y3qfc3V1V1XQF/akVEMDnDajpRyiAhCU0UAXh2SYg/feCx",
+	"dfuyfysWpUyjWZMLpRmNjS4H4hRVqIw9popHpS06e6krTAVJgqwI6sQcW2puwiK6VMzz43Rpw7M683Ou",
+	"lBFrZIowd+kwuFYsmaJKitfDKujNDTSuR9tWlwDknEKG8rI1YBjRdC+AZIJzLpaaYV5Be6q5R1tJ8HDA",
+	"rD4Gm3ST8Jg0w/nVh5BMJVpuzMXtD0jCNBTmNyeB3LPEF+ZXHwbPfjz8bnLRF/9cHTxfvD6KvtlTX8e9",
+	"80qXNP8wb14TtjHrUqV1DYId1qU+/Hjwz+v+89XR66vBhTj8brH3ZbT/1bT3eD58ooIv1v239OBrdvTu",
+	"Y9U6vcu9aeW1ZgSHmR4Sl2SbzQaNnYRbe3/UQgpVnfza9zMt0d9elfM1NP8Azauh/tW7i7wsvCLhibUC",
+	"wh0akceMpiwlqMH7o1Vq8mz91WzyRcRf8q+efff09cU/3pyps7lefHd6tn/2w9nq/Ie3+vzJuT5/8pQ/",
+	"P/0qYP88MW1n8an+Md77B5/+o8vWX/0UvzsznzXtHQavxdPBu/lXb8/nw2/jn+Lz6NnZ8Nvetz9Fgb46",
+	"fxuYLlE/EZP5syD+51dJo05SZuoDrwDBcz5l4ArFhUE8KWJFmvtBUMSq/Wo7jf9WUnvVCg8qoPLJlVAu",
+	"2+3neV9RkVzUJOHEDLsLlgJFk0K1iWILmoKTzmRN1ALjPwulQ63vQPeas1WWnNpmycg8UezP1jsI/6o0",
+	"LRn0qbliJzY/OaJdwWaPn4rc1H7bxsQKt6CwgAJyOLhtHmwVr7OF355aTlGljr59/Xwjp9YDhbUQkMYv",
+	"lmoGJP7G170tflK1ysTtHKFKIkd18mW1FtEu2mnMwWgfv643NriEUa4paQ56AflCCtYmQxJDHJgNHqBZ",
+	"0ixwj8uzNwLXKGShYgIG2ymbF3N1K2oMvaYDWq3RK+/7cePhuPEe8/DSpOjQ/H05IrS6RsT72xR2y2tq",
+	"1FZ2u/9SX7s9BZbQP/c7XeK77uZzrGmuuva7Z6zaTadcwsthMerYOz/fultEvW3uWKWNYEKkqtss2OqG",
+	"OnK3uT23NIPtiqiWjY8gQUE/IFdCrgT+9kfA3zn9aLPu9jH9gf2rt4nayyrfgNAhUgiE1ZktMCAHLZ1M",
+	"57bYfjA4rLVU7oCT3iGZobYkbCihLGKrd2w7YF7tO7claeHI5xwKy2c7ZA9HWcQlzx7aijehEFvrZebD",
+	"0b2LU+Sx+e8baFnawFtwgK60y2JJCgwbdXfoGJ8G0Fa+hIqNa5sFC4yrW+/Y5j0wV9T7egzTzRd6bdOq",
+	"ELSSGLWtvr6AuaSkKdiqVXFVt1xN7zY9/H2uyu9NrR9d9+9yObYh/zuuZ28y5XA3615ZAtu08dWpm+Fq",
+	"plj0AQ0NGGKs2P7AIOhe3yWknqy1IZzm5y/PT047b7486Q/3QWgnXzO2MPJLwq8YBDIrtZJpPLIPAVnx",
+	"XbSFCbkqohtOfz79+h9H6eEXX3/7Y3qx+uHtqyeHZ89ffXcm+8/pc/pm9cVw8eXlP/6yf/Vk9dftxZRw",
+	"qztYDU8880b2lO7CEHGYtrV7OGOeH0ZuQJYHIeYn+cqW46/I+081xWfBYuk2JGcVdsHPXMvUug0UBy9U",
+	"kYNQ8fxN5xY1Ld3YN9D7vFT072bH9o+owpJdX2Os8Mt9W69/ex0/WIJi0TLlev3GbBZhMgG98GSJldDw",
+	"r2cOLb56d9GorM3km1YwWUDBgN3ObI43GkkK1hFyAgYW9PkK9g9bcNGYdWWFoPZj65RiZLL9IHBWCExx",
+	"BP4duCIwHYSwoH6YlWxSkGmBUNuN5CanLuizBiSNkQVBfoKGyudmOTCfVqR7NzJjAQRADUbOdkE4mIyW",
+	"yr0nOWpqLXhUZYSxnZlu5XSrpdcaZycyXhc3Acvc2AOCpCKnW/ZaYY2lnjluRNhHK5TkJYhI020KnKvM",
+	"YlooKpNe0LHG1wKWmBMpPnLgqUVyYcOfdJXJ5dg6Si1YasNGGYvRJAT13rRNr00uZkaYg/0jpHLEDtvO",
+	"KUzLSwblMqUojdvOK3uZcbPjMWeVA2NksIeLy4Ttjtg20UHbZYtDcEQ0TdeGiwCu5htuE0U1V1POFJlI",
+	"PYMc9YlceZbqU89Uahg3QNBaMD1z0qjxnCsNwW+bAWloCvaKKWadXrsKoiMAGvIwg41VdUhRVbhm5Umz",
+	"TvY3L/anpmH+cyNPr2/NZi6ijbWt7dVcXkjQkYX6te1IRmTNPBrUAz/Re2Fg1NFgu+CJUyglV2hZudp8",
+	"2kJHNLVjwUocJfNIr4Gu70CS5cfIe+VFLVV3TgVw4gwWzjcS3ywRZQ1XsD0yyUUdE4MxYBTKDsQZF8G1",
+	"vOFfzIIMivTi0yeofzOVmJ8Q4tTNP9HBqmEFOUMa7JuNNULkInK9241SS6Y2fSXtmFzl2XMgsYPIoN2x",
+	"hfcMUVAsveY2ACMDZ9crnotlisdCrZVmc0IjDU6XMiVcuyKRyk9n2aTkYalo5sMWRmaW79JYNDFckxrm",
+	"shHiaXcyp1dmhjwhDk5OwHfGFrLT0maB0rI9FphE06ZUvMpSUDp3ncnaOmfK1BUaAXmqS84zhAJk1TPG",
+	"07HIbhgA0ZCF4yx4gixoqgVL8x4bWMnTHC8deRyLSqJA1HIy57pYPIbNMdGPIdOZg7d9Xl/NZGLTE9JI",
+	"I2OwNXHQ0UKRCZtxESPR9up9GciEY9GsL7DTQuMxDGJAvmBykTAUBcyunafLyaszJCIQ3yf1WDiGEJMZ",
+	"Sxms/t/+jZwUXk7Nx16XPL2BQ4bzqw+//us/QCYCXh/OFXywDFOU+eRYEGIzThUliuZNbBqKBs7bmC1V",
+	"pt5jb6s7Fv0ueWNI523frIBRor8s8E17FbpjsWeuFy45oUor8vBhL7DPrurhQ9IM8+eCkZHWQqi+uVTA",
+	"tLEMi5rJVCdrMmFTmZrvsHXbD9RJQeREUwj0EWxlWPNxxkIX+XowuEWDaUvEUM/CYChsxAxZ91j88OG2",
+	"52KzExqlUqmsPJLShvfAuM5vEclPy2K4V7CJFmXaNgn1ejEiVP/lh5UOyyIuJotqhjS5HKHEG7aOjc45",
+	"Fn4yHbMJI05BxGp3xZKkA/bLRz+srlT3ByWNcHWaUD5XIxJyhYVNlzEGfExAkhwLX7Rs5mJqq01CmV6G",
+	"pFkKbzI/gKxhhuEUHunZx4X5zw+ah7D3p+Z6mnGw/JgCYRuuWPEVbSZXwsi8iNAowXTJ0wpJbyzYRxpp",
+	"UKzZyMzxC3mVjUV+Ic+Zzl4IyS9j8Uun04H/My3DAhsPTfNb83FSGgmZhRlrm1ByfLNAUh4YZRIzcJVQ",
+	"Ylt7wtbmdqzNs5nTbvzJ1YS3Y5RECn8rv0Gm2DptUQLcXH3OoLB9QZzNmoM8ayFXkK4QcLcRr9w8ZSm4",
+	"aqSbxWAz0licVwUGqgd4aUHgz3t79wHtRs0cER6G7bEog6tdBkgrZ99ujpydl0Y3HLIErXbVxpGCPXw4",
+	"CHoPH2YOPbj08N27dx2P+7GMexhm5hwshkELYGUDqPSMKUYgqkCNxiI8t75BPsszS3FhFuXvJz5rRMYQ",
+	"A3Qcl03ZtbxiMZgP7L+tEon5xaCc6UZrV8VpP7MhEMPLixS+S176vMf6kYCOa/6+Ymvcqk7XNpzIAW/P",
+	"Ax6U2QNvKQMEEnrEyxmELP0NMdYiBAMB0jTrSjUW+YEaMvzSp8xeCF/T7hmE6tixVWqbKDTz5x3GokDi",
+	"LxmmZ8w2i16AL6TGGnV+49AIyAuqZ3axVJQGQ3EBQgHQgdLG6MqVcKkAkX8V7oq1WDlMtfj4b/9GwNFS",
+	"AYvZGvuHfLc+mNCgj4f6LnrmL8A4Wzb3JzibGXZtTg0YJ5YIR9uCPSkDTXPewcOHY0ETJTHlO7q1hW0y",
+	"pwt4JqmK9TLiRyEwizyW8doFsaHD/Nqc0WRtxW+0G20JDauOEWu1CcSIjcWCpnTO0C9MucgxFP/M+E7s",
+	"axZiylptPOtSZ4gz2+gLtMZFoAG40ACCffDftteLwoz2pzMvYvFrtrY4kEdzUqLy0CojsN0trsrKEhDt",
+	"+YsLUfsFcluZM/IliUya8KNBfyGDICC/kBMXupcBx9wa3AuZpBIePdJlwo6JYixDji45MfhCMaYVjECF",
+	"JMDAa7LDnrBErhwftcIsOKfIpcalHJJfQG2C4SKDKSqRK/8KZtVyaKyOsxdQZPhxO0/cYyiZnakY6Gqm",
+	"6ZFfiKXhbWK9NglkeQfSjHSjjVm7MmJsR/MCZM1Qe6Qgyc3dqLJIaXJyZYfxgmrNMAPyC3khiVpGM8P/",
+	"5DLFTN9FquMNCDMI10MasR8HrgjNhRmGFrRwBdhHbvSIyVLDSeVpFrB3LtOVA3l/IYPenh3JaS1wWNxW",
+	"su6Rc/44A3x1tK8ZZOiftNV7CvQM6Fg2kB8WbPr3++QX8laYC6mljNuwlYgKl3wa0pzJ1bEjfQWCRxRd",
+	"k9XMnWhdcLGb5kSQsHydbaATeL9bi2jMp5BBwwLEYnkhMNmMeGQ2LiWZU7HONLpjsqJck/A10+m6czLV",
+	"LA0zno4jFYKZfyHDoG8hWKrmgX7eFVcjNWPbMuLZxcgjoc2Q7mSdIcoCNEV7hVbwsDehipEflkojgHFY",
+	"zPF90/rz+OpfIKTM0JzJ8hI82cG2ZJbsa8LZg6Rp7Ry25dSG3NlChSCxnhjFDqlPLBniEmA4WkLyX/OM",
+	"WYQK5O1l2SGzl4/FIBi0iZKExxBIBO2Vh2SGKrMY7HM0mcp0zmKyXPI4k9DNTQNSPwgCIP9fypVXXsYo",
+	"l9csKx6+4pjeQmdO8w8UiSVQE8zURIWRFSD9k6W40VKPhZxOc9uDMsoNcdlz8oVFs6UwhIyJSMbWaQQW",
+	"ZiUFJOhdM2rYJnQsYPxq6vvAGdiQdJPmXkBUljYGzWB2ky03z2Eb9XXBOMCdoyWCUDL8+BEL4hSwByVh",
+	"BFT2yjCRZqmnUmgmdAfdD5wdAHJvT1naeWp3GOZblK7QuJ65GqGrGY9mPkeB/A8W+lIINMmOBcpbvV6f",
+	"/J//vd/tjZDg5oeI7E7Nl5eXCctf5Qz9WVBzyAZNPq5bXfLS8P+iiId6hZOxjbS0JaIgkyQv2EcNZhr2",
+	"0TDWXOayIpIn5LSd5NKCiIqZTGKAxlvBIxmzkblLXNk0YAjMrFq/s1pQ5xQ5WWu0T5t/tNHYKRPP66pN",
+	"2Fz+wOHmzWl6tVwQLqJkCYJ60w87U4SpiC4M0ra6BA9TEUw0aNfmjUua8AHV9hYaPsFfo2uBsCl8YLDb",
+	"hEZX2T64gqBfj2rDDZhJlcs0KKGCXRhF3GY4Z3OZi6TB+65n5c8zFxQKhIJ6VycLjnDpuGZrqSVvL551",
+	"4JZYuMQkMViklmkqDeE3Eum4MR4v40PIRNbKnvdevH2eQ4rYVkGArcxFyq7MBfBfK9YVCCbI1MoWwAJm",
+	"DX6E9g71hg7xcHegwzzJ0qNhODfgHojqnCmbHTmSSis0XmPqfMwLsVkOy30bC+u4Nac6AgYW/vfO35p/",
+	"GwW/fN/rHL0fj+OHrebfRuNxdzyO/9L627+HaCZFErmgRs+25npKJlzQdE2miaSGUPpEDOzzGNObobtB",
+	"cyygOCJ2T4gnDn/8IHA8j16/uwdw9jcPC8r3b3HNuilifKqDHSxdEp1Snpjd/sRSaYfujxsGucaNwbA7",
+	"xKPc63cmHA3El45k+KsHqLpf4cheO2aDtiyIM7FRUM6tEGMByAryK4EvHooyo5zMPcgrTHI1FlmsPGnm",
+	"R4iQa7UxmxVM9EBB4ppCIj6jc9uylV4Xw6fHAuo7KfukQgUYVAp13EJDt4HOQtNs65vNgYEgGx2LSyYY",
+	"xjuAl4cuvN6AwSA74Ny3NmcN8ITlLsBzkJzxBe+Si+z9xH03tNzhN/jsda2JYKNyKMqk8Jtvwwqzp554",
+	"NBYh6q6k2fv1X/+rFwRtErMpXSaa9IctJ9/IBf1xyUgYLVMlDe98V0iYRYkwFNIMiXTNrtKZt8PnXFyN",
+	"7PPJr//6D9QtjWiX/HXcMH0h8aErcz5dJlkuFfd2kE1wbMWZsYBIejeny9yFczkS1CXPINgrfx7E6FSu",
+	"jkkskY4veRIT3Jg5A4RXZlU0FwQhaK2KPlRvNMq4owJr2VhwzeZGcAO3CTg2e94e8QYNvqYMLNH4Miry",
+	"kMNNpcESXjjL/nDosbdW23DdOTOXyZZ06Q/ITC5T8CMpJj4lr9mCUY0lApwgkh0POHsYfTV73oQvICM0",
+	"Izlf0LwoD1Jhmc5pwhVWgM+ekZ0CgTiGIsrDh/0gePgQJhsLvyqVOzijFOARZLvXnddskdA1i0dEp0sW",
+	"ep5OZp1l/cnKnsh5+n3S9AFpDaCgobW65FQKTICj89cxGM+cIzzhYMiSFGwsXPkam+UUjByCKdS9nPgK",
+	"he+9TZN+EBiI28FT9gOLtCc/fPw4Fo6F5ycIigMlkUxTbO6OyYhgsPwsHgyw6sunJ09CspLplcofK0GB",
+	"AC6NyGWw2pqoj3q9gPyf/33U7bVG+alb+w/IcFboM5ISOlZl9GsOT3Fj0XG7Mr9zZnieZVGoxDeNqj9h",
+	"ayliWwZH+zGrD5RX0O9r/rhLTsaCZAo9aAjWlzRiniEDDtYzwMekKdO2dbsqzABleeBas7gFhX4AX7PV",
+	"mmuKpBhdDhURDBykaF4ZL2ZsAUHidiftoqpjZjAkzvpVSWifrMeNVptEMxZdeQZoscYLETMjiqrcZc2s",
+	"7CRbG9pCBMMPEDXs5D28dFyTpmdYXs24ZhiFZwUlI5SahWEardDqZCjg8Eth5HQ7Z0nWt0JwbgaBlcak",
+	"ScmExiT8b2EHZUvDpMPjMNdUeYqampnWAMtOXWNYNZLBlCcaD9OmEeYJE4aFxqlcLOwKMxHROVLm4pVD",
+	"nUJyGdOnGBg92hoK3ba3xdPIION/c9A/AoS05456rq9jIk699F0CFFSpYmkHyAwEO5r7QpqTdcZ4e0GQ",
+	"E5sFyAcRzDBZpgqSjphp+0HQOraTmyMf9I8qluBFoboL+g1LFZcCHkyspwlX5Bq/krAXOp4LFpUpjViX",
+	"vKKgO8ELl5BZY8UuIZYHktglPGI2yNh6PJ0saDRjpN8NNjydVqtVl8LPXZlePrJ91aPnZ6dPX7x52ul3",
+	"g+5MzxMveZnnQNVoN+wSGqNGD1w2F0zQBW+MGnvdoLsHrml6Bv5+1W//5pfLusBx342gaUv3tEleuqe+",
+	"Tg9il5V8d/BaWPDoKnuXn6zrCz+RF7KcjqAB206zzOaNL5iG+kPthhOQAQD9IHAeac5HvGQH9RzXoccP",
+	"toqRzQxnEzG5PXgFhsxBGAKUVyT63tbnyuprQTktrxwWVL8qlq6CSlW23BRUl7J1oj7esqDTp/fggofa",
+	"xw5VjBS67FWFsMORg//fAKFXNVQG5UePaZbHzHcgb4y+f9/2oPiFtf/hCfuFmhrthqaXBn6NoutU470Z",
+	"MBM/b0TbUlRwnU9rG1/aMoEuS/zPfQtmISdsOAccDPPU9CERNE3lyrneKUhEadiSa5OtgAqyFBg66H7D",
+	"9wtXHXvTUtoG44rKo63MBC1zCVDkj7vkJPdC5GqjKMTIvdRgXYgbCi0Ur5DRsk4crKHmnbVyAWZXJKq0",
+	"xRKsosJVtsU71UzgZlxgii5x3qhYDiDH7W2VBt7/Zirg41yOwxcrmW3YP+6cFHxfiCavq6UBZGDH2hZ+",
+	"6YpdQQnVJcrVIcrFIHbLj/CpfeOOev6O+pNDNpju085R1Is7A7Y37RzSg0lnPxrG5q8+7U3uaUdH+3ff",
+	"0fsiodwoVqIqrv+uSaHL5V82a8VtEF10Vzg/e+Jkj8KzSdMQi2mRVlF1hXps625U2nTpbe/y1nvbxU57",
+	"2zs9c0+40KN/tL3HhZTnVKydFmj6DXeZ6Q0+pL3NH9rK/KcYumTYkYtu+b4UCfH+U4FXZW5kHms6L/MS",
+	"x50881Ith3K+Ypl33Ijcwi/az2BvGGdnubCZFwVbGbEc9WojR4fZACc6tP6xISb6Bd5hxWRr+MJ4ITRs",
+	"HRdtTUYDtWYonvnFFQxMpEltGk6RlzbBnHfgC3PJQnLF2AIVNvgAIcSOH8IXW+sme8kjFzWLwJHcuLBw",
+	"3MSxUbfsHiwXMqcXc3yrmIEKu9TVb3IhWQqzFauMZTa+zLcPtWxMm1Q4qWMyl9eQw0qw7KzyTOju2X0h",
+	"leKThBWOM1cuqnmwj1G78OECBsFRwZvTRr0LLj6kzCaSqeK20KWxqxDpLfMNdPxkeEVVj3wHj8BC0tih",
+	"4SkcReMeWPnCRqcWBXqvV4F7T6i48gSA51k+zEYQDPpGvZBLzcUlvtVgtssgCIL+0BCuyVJxwZRfRHOz",
+	"nmaj1w8CcspimpI3ulwmbSSWSeLqVjZey6WIyWsZXRULpo0aB4f7+4OsmhrUuzOsZUIxf2XDjQ+1Ok+W",
+	"WmbF1UYNuRIs/XtkWihoQJda2kqRDPzBLpBpJUkE9TouaVI3LHnNFpSn5Pnz06yMm1+68OAAiOjHs9iD",
+	"5f7B4RFGLimuC1UmKtb0qd2YcaVlijSdal+H6l/0Dkb9oRVDhDSjIQQRm0eNjCIC2hV7Dy6Co1EvKPRu",
+	"gOvLKuVgBFaaphoz4LgB82tksBMEE1tsaNCZDul+ZzA5iDqH8RHrBEbCm+xFg3gImZAM3PEa2yt3TlNO",
+	"yUlyTVP2U9ZixhevWBoBgjf2gy6Uf1RKeBAc7PV7jdw+cE4FvYSnPTCSwlbtFBdyTh6z6AoiVivGH1SO",
+	"f3iwP/THt8O+rwJDu+FxnfrD8aocVp/AzZKZTxaLnG9n6cwbYhfJ7KXAtyLQ1EohjdYEbGY0TLFuZtvs",
+	"EbSBKf6U1u4irW2EoVZJbJUilSfCOa5eIbnBC9ZtxDdZ5CG5RcGxgDYo4Hjf8N+GtWTlHpsbybCNpNHC",
+	"ligaUavEW+JHmjKJM5xvoRUgtmlg/KUYuaNajvQeCcggGFRa0U4KjPFG4QPi/L2JywWOdqSKHKM59SyX",
+	"RECrz7MhYCKn31P/5+I10rYaxHZtfZJy5vrsbogrEKRqe5y30j+6thcMtvd4IQ2HEfF/dYLzBSvUriiK",
+	"kzUEp1A68jbWzEKYV5XWl1loqnS+sahV+jDlDhgdwA4JmRJ20ATHYmdV8Bm8ZSkSyfmEC4aE8uTFE/Ah",
+	"KVRwhCcyKNXpynJSr8hAVkZSgodPwgWLSROsudmfVGs2X2j7SNjOX+m9eGD04T3BlirEJy2w5M5bGANu",
+	"a1d0yRuaMIWLse+UhYMYixVLmUscQRcLRlOipczXio9DmxreKU3jVw4PdtHwDFSUNRwna1dJs0htTZsa",
+	"xe6Ki3hnvc5b3NemH6h11VonbDJfVnYOG7kSvLJftle9Cop5B2+91rx4WuVqi5GS0irJ52dP7lRwuGrp",
+	"Gyb2W5ms27UW9tLKrandpRcsFpCMjtj+tEc7h5N+3BlMhwcdGkSDzn6P9eOjyeH0gA5rVm/H+0yrRq8w",
+	"DJcFL1lFmuBrTrOv3N40OW2Vnw/2pwf0cNI5ioK4M2C9acdIDx0QH/Cno5pN2bHvZVPFDcFSKZSgQccD",
+	"2CHkPm6CT67i1+XiD/m73wWUa3em84qFW3r+LAWVvGLpN1Z333X9lqh5S2cfb1r64BZLv5B3Wvh/BfNR",
+	"ubJ0xmc2GVEWOlCwMbkKTY1eYHXvchnmhv3uVbxxpWxKjzFV5U5sE1fKBM0hdm0uhbD76C6I/QDWjB1r",
+	"J+ck4xaUx3PjbowaZy++6fTQrgY8KuNieR0aV07Gr4Ns6xNvUtydCXjlC5lXXXizUktaABxy4JfT/G8s",
+	"DFyu4euV6LVKjM0wmTNCsEp9JowYjIKdMQJrKGUobB0yIFA4bfwGVAl+P1QJgqD/XwZVrJUyRxC71AxD",
+	"3FFssYud1isHOxvGPDnqtoaxDVnvT8vY76moFrOQVVnFCgfkKacFvKnSUG+2iUF5Om+Igj2qIv7PGZ3a",
+	"Ns1rXVxhpVHKx88djFJFvbJkldqZu/3xrFJA8bZZpHydiDpkuq02VWeNKpz4n+aoP8QtR1OUfzK3vuWP",
+	"XLbDn+GRcfO2fwEuaXMp2Dq3OOciMEYC2nwVZviRF66axRXnpTy5HotmiDJOSGihnCfkFHF517i2JSQ3",
+	"ZoyowCwIKCEd23CM5Ry7qby5tZZYX2r2MYL8oFy3CSTkgEIXrg34iIN7DfXDlVE7crnUnX2KZbqftZ+1",
+	"0H/BBjfYeOOsEmqRLMnpWEBqidBldbKhkk5eyErLQc1TlzcsD0a/ljxWtjos4Vg+F0z/TOuExWTNdFbc",
+	"Pz8J1LQd1NpjgcFruHuucR8rrlge6OTNaUUSm8g736fSPElIP+iN8Bhs9Vq0O7q8KKETaMLsaSMsyKAh",
+	"aSo+XyZUy3SENi8ENYbEAPjCQeD9rz88CrP8OTzNNuJmwleSEiaQlHLF1FiERSE7dOZLVOrsH1kQjohL",
+	"nx6oPDVXeGyABxg2FpgWQJXbWji0iZ33FeW2qP6EJlRELLTpgU4wIqj78CEWAs8uijler4BuHoqefStW",
+	"0pXpWISphS2kkCgVnDUMeZSluiiyTbHhjNYlg35/LCDfD4IS0huMwIpj1QYLO9+MOuj3SWgTlrnbl3e3",
+	"waDhaCzybVRU/cUMSJhlAoJxmCqQlZadqBTPZHARApq6ZBj0RyV8Lid0wMwTkUzzDIFeMo45XbtieWOB",
+	"WVCKkWEbUWn2QL3P5lBPwABZF+02umE8WNJExmu06XORR7K5MLK+c3HKaQ+hScpovLZWq7oAsrGACLLj",
+	"PAADI0s0RhkVQr/m9AopoDvkrGI1UrEMxFlApAFtIpUmTeqSGwBNTKmatbDMBtKtydpQYEx87A3UzmKF",
+	"IIY+XVdE5V1KSPkA+McSxVwSL5tz0oXjIyMAYOgVj1iVmR7x9ZZyp8HT0nPNH0f83DALbkZKksgcnnC6",
+	"P8YCtcmuwZOQtusGzC7ZdeMgOpj0WKc/3aOdQXQYd47Y/rSTvw3vZ4BAZTEHReleFEyNfjWN4XBbMY33",
+	"CFKm9GMZr29tG8TK4bks9srLF2vtE1mQSGbk6Q/RluPsBNtKfWNpAFWa6qRU9Nyb6hahIMVC9DVSP15t",
+	"rwAMhOIZzvXzpzCXnTaqsH/6zRpPaonTbbQe3NL96T1IIEcZR4PTKZDUPMdTNcXOiJSB27F9wLEpKhwB",
+	"fWFZkGArnACkUItKeUH1ooGlgoxvs7fkXbIesOc+amW3iZFwFsz/xLPJsROABqfRdAtrFd6KLVHzQPn/",
+	"MfU1ONzewe7jAhkwdOvtsLJXmK3sQsrnNL1k2G+4CxiyLGXnLOYU3EpB1e7v0tnLTPbbFPT+Tof8BaYA",
+	"+711eqt7l7R6KzDfSrF3CYlv41vi+tzarcRqZffpVmIDDFyA/d3cSt4V35XxtRkyq0DiioLx42/Zq8Zf",
+	"f/3Xfzhx/Q1IomDievjQlhLNdMiCcNcEzUQ6xbNVyIJmo7AhPYKdx2awPj978kARuYAUSjqakWbBYFF8",
+	"quXCKGhuO2umWzaf1liAXE5JTNeQ7fvVybevn/7jw5unFxfPn54/fXHx4fTtxctnz0LSdPHVYb8/CoKw",
+	"5QAOho2f8lS8Y4Fr84IVzRwzubIys8iz34Izgg1MTpei7VTkmM2pyNDD1fACmJJOR6aX5OXrL0LQzK00",
+	"ATDA8gf5Vo9zhot6iw3wV+gk9EDZfgCMGGV/WwEBkMwO03Z2FcH0idWjjSIH+DwxbS+p5tdoYXmXe3Hy",
+	"RHe4IJlBApQVnArntZkI7DQjMmUM49Ozczg7f/v85OLl6w/Pnj59UziE7tF/+0vQ3TMHYYTo0nMyODWl",
+	"EowSZEaTaWe5GAtX3QFEcgFHltmtjiHROmTDONFhDoNzKWK67mjZeZZygyaAKgaQYxHCNp5QzcIugY0D",
+	"r5VcaEjvbXObR3LOMLWP+cvMhqX/DFXPEnvAUA/U2Mw2wvW7lhNmRijACu6kU/CKyJ7ZwIykEIKdEIhH",
+	"20uRw5jVbWEJaAowCqjnSRIuMJFuaMsIFKAzo2osYFv2EnhRu9l9cARvQXkc1vlxPXH0dhcfrgyizoXn",
+	"j+58ZGGY+3cZWBSK13hFrbHt/Xh1WbBu8ejK4PlfzxenuPQ/3XDu5oZjiFkuwBAI4lfECHDFgC5L5bxT",
+	"h9CZKreJfv8i6ANgB99hOXNLNfw2g0a7YYj9Sea0sdc9Grog6B3d1e7bISHjbuanXq8L3ifmwpq1+44I",
+	"+bJzMwR8P8XPvTY8M+bNBkMXIGQ+21Z7np+Cu/s3uyk8qZQzd/ZQsN1v653gU6s/HRP+WI4Jcc49nVKT",
+	"MdSiPrPdEyGTr+/JCYGcaVWu+JIycrMKYVYZVvovOOzdwYacSTHx3d1g/2BuC1ACvUy77TatDYxGM+aK",
+	"B4sr32r6J/0urP0iGJj99YDxfzaKbg7sFkbkjDhXG+jc5fzTX+QP5C8SZySphvhizabbmJKwx90MSS48",
+	"CR0S7smQ5FKhQk0YR8Ov2EKTvcBIj66iGFZJ5oqsUq41+3/Z+7blto2tzVfp4vxTIbVBCjzoRFWqtiw5",
+	"tmLJVmQpSrKZEZpAS4QFNhg0KIqJXbWvpmpuZy7mBaZmrucV9rxJnmSq1+puNEDwIFlJlGz9Vf+ObQKN",
+	"Pq5ex+/juhUkDE4oF9RXyCtos0KAv8fDVEWLRTcHxKqo/uS4AHoiVXOjEYnxL/bP+Eajx72AptTLckcU",
+	"XYX68N7JoQXMm2KSCjia0B1l0VOGHMBkAW/evsicbO0dyB7RHienUEda29XQ+HgRIhqxwcvvccCqTekd",
+	"CQOHvH8PnIK6vBUfnmc342qsZDUr5jBtM8vLqQhqgYUwILPKbSFFpb2aLIO+oZ96jvWmuvSnsjhVn59N",
+	"zcXqShmAV7HCotFstTsbmz9ocvYCx/6qxPqGN38BWf4nnWWPTbbqW/2mX98KOqy+Qzf69bbfCprMvdqh",
+	"2/1sdnM08yD655hkL28/I2UcSffvaY5lZM/PxtjvqQ/YBNxlphi7LSSHKwltawLLjTB4ToPBKurHkAmv",
+	"q/DvQ/DWQqpAqnAYC6SR8pGJ5rRKYwN5YH6HPbqr4gaQ3chjziDNb9bc0yrJYsAD3MgrWGaqrWI+z2pn",
+	"84nZZfDkU5Jz2XZRID9Ynw3Wi/ptblfbYOs9oG8RFamqBF/UtHwM6AW1J03+A3qnEYyp5bq5uh3V3Qwf",
+	"6HME+L0Ul3kmWKZ+AtWUmexnm+wpyGCwyDgu0gpCeN0Q685P2H9vqOHV0l/TkDt47KgG4ldVqia0puml",
+	"0mQKPCbBOGKOlMOIAs64HHOQSWMx7msCdJX7D7w2Ui1W6VFIOJI6xURZtcXrQC2dMJ/J0ciNGYxRZjHS",
+	"nyJ7UcttdclPYzZmwa5ywFlz4QFVtFDlt9m2ns3nVL/+dcR9637iHsZzuLI0up/c2VMERPNdQHppwAbH",
+	"5XwWPr+b8CkQehcF0HvkJ7dlxTw5NGA0Sgc/z1UE9+w8dCAUsrLupCY2HjXIgfa2p/FYUcVp+sNV0d5f",
+	"Qz8+H+89vsm7ps9HtvfZXOrxzX0coqpzcw5DfjIeG2j9KLxlXDYPHIrWMr7TU6iX0jD93MfJZ17KoSRL",
+	"GWdDlJe6fY7iDJPtM1ct1/U8QHdkfcXCXMhDcHbcJtmP+TW4Dfdu2QwKZ+X9OEwZabag6B7BOPfGIoWD",
+	"MR8Q2zhKNNRmEE94Gk/43/vRmPVjzlnapzcANgvenfAeINjqInlhWiIvoClyoD7yYEzsMuBOiBAUIEe3",
+	"gLMA7utR+nZOd/KgpDbkgZ+GMNVpOGQ/4Pf2hiwJfbq+Pwh9eh2XwkS26m7zrNnSkwuACfnl3N4mp/J+",
+	"IafBYjzVBUu4CXiVnZkltNEO/E6wzVpX9U3a7Nc7/o40K9pX9S3a6jd9N9jB2g21TtAjYB9/E6b+gD3C",
+	"8mBfZhalXVwUg4Basgohf+g6NOtN98zd6bZXges8mi8nVnUx6SZWR1E3EOklUOrPWOkPVR6MRJ3vQLKF",
+	"rr5vMnFfuG6We5IWruOKMf5SreEoXh3aMuMGCR5OaPHEQvGGsWJZzYaeKHO1rK78ZMe2XP3JWEKe1f8n",
+	"cYIxIGyRmcw7wRbB8nzPw8s7Xf9MOQQsb9gUGeh4jjCKVJGQudVwNeuYn7BAqv1QvHz61T7Z3Ors9Pi/",
+	"/k+n0ak1CFgp3nVCeXopj8aX+Nql9Zqi0vTUL+Be0BRTYeAQb3hz+es//7dX03FmfE4wP2Gpehb/Ip8V",
+	"+Cwy6MrDaQrfaEZJB/mxwLiDUJPA86wakW++Pjs7IS+oCP2CWQNf45haa43KwxJVFrDAoG3K79QMBgBO",
+	"X0RFKsim6xqSM3IK5IdhqrKexSBO0miaoZARdjcKE5YxgFJx0+M2O+Aoo2trIJ0h+nbW1toFYra5nHFr",
+	"a06Pa6I46iexEMp/pAsHTIGkosIvkgCqny2++oTRwOlxEZfx0QnH4mIH0knNim044pDoMQdZoDnjerzA",
+	"jX6mqAfhIsmRMMr5V9Ug0IxDxBg3dJwgr7iT8b7uU3/A6vtI4t0lPK4DCzjUPfQ48k9c2lzXeHHBmpGU",
+	"3aWFWfoCwKShWH9kFZlmk9TDwLzFzB1ywM94iYznihezx/HYwRC9X3oV6Emv4hD1R7tTvconj1Qtymqv",
+	"eMF4ii+c9ri0NyM2NOy/XTlfHzVx5kfFueGRjxi4+djjH+v1uvl/+WzHdeWDRWp28pG8gQOMRw1OFkJd",
+	"8NQxXJEWOSPsFzynhmDE8ICr2U1UadDb8yNif3yc1axd2qfy4+whjVMjQXIySDXXtMeCz8lmzhUBipZJ",
+	"kyTm10bqJOw2vmGB/BUly1iMGFSC5LQc/ESzPWe6XoCckvsBtq5+fGPR45yFoE3Jk1RnHOkteYxMtmo2",
+	"C2znutwXdoBNbY7fa+3I76VxfDmkfHqZEfp+JMcG66Ht5plJIYeHavkCDmuAWlE5Ph9Lckr2wZgD+sHK",
+	"59RzW4t4yPX72T2p9qAl3lWekNx9ttfI3D6VbmV4c9n56qftH/pnLf7dZOtodLrjf9sWb4LmsTRD7ftH",
+	"Pi0uf9r67rZ1NNk5vemc8e0fRu3X/ubXV80Xw40D4b6ats7p1hu2c3FXcSrZfqx0K7Mb8T4eK5g8271k",
+	"z9VdfTKZ1GFfjJNIbY3FkyfvO9REFs+gJi/Nbkl7IpcP0HletMW1+/A5Z7EK05ixSj6/ct9oiXbWLx50",
+	"VDgMdnqBSxN1xEv1foVNvx70X/nhu/Drr354eXr2zftDcThMRz/sH24efjicHH84T48PjtPjg5fh0f7X",
+	"LvtuTz47CPbTn4L2N+HVNw02/Xrkt4/lP8fB69PJu3D79vjssH30YW98vN+5e/fhevLuYE++/nNwcSif",
+	"S2lz2z3lLzsXw6/Pj4cb3wc/B8f+V4cb3ze//9l305vjc1c+H7HXe+G7Dy/bbw9ebrz9cD59e/DtTsNv",
+	"Rbw//MoNvvs6Orr4tvP9RXPSf3We9lsbgn2DiclSD7uUJuKm6+b9QrgFV3QMCT8eKYLYLOMzw2NUFN15",
+	"/Z/kyc8cXCu9JV+AFfGAbYjbpWwf7gGqga38F1KAcspSSUwhmtCpIF6mROXscf3PC21rxsdDadOYh3+c",
+	"ta+t/KJ7cUXAfarP4RLpo/UWe8szTC6oFG5mOciiRqaDNUZaQds5iWQLODjoC2wQBBexVJ5XUlwg+5M9",
+	"jgvQUUCWEJVOOdP7csVpziCyB8hwLEBpm5WFjXvvQkzTmAsUYQyKzGCozuhDABuRatGJ+swiba86T2XU",
+	"9IzNh22offhWITqV6Y4LFMf5euOiXYdjm7Ne+8rGy1uwiJ/1iMtUVJe7hi7wc7RlC8vOWjni0yErnA7L",
+	"RjSW3MXFRd0iJmZd9WzCaDT8sqe4uXsVryDUiu/NyjVvTkMOGSUMNKNJWb+BdmJWccoLxfKmcym65eJv",
+	"+76gpFE8mVW7wKKQP2kqfjRWaaDBvx4u/5Sg1Q11iX22lSE4ZDMfl3Y0eDdoIDK4nQnVyffBrvHimNYg",
+	"Ev4bSaFlPf1C5OarTFDtaqZn01GD53IvTU2huswuYBrHJILfHrxaM0MOBTapBtwkx+GL33KKQ4GGsP6Q",
+	"ga65xxSNy3BsSva7OpMpu0vXRxFmUXzOLW+ucSrIUoMM7vrCQB55YvWEaleBt7RTHngQZt1GDctjfr+9",
+	"mnOf56P/thuBQD2RLi0sW4cZv8SclbiXqwJKK5SvYlel0mGNSKdlHLWPtygP7luDXNAwJTnfZ9a/3D1m",
+	"PbIsTR8exSehs48V2gAWctAI0EXQ/UchhPGun1I53nyIwQpl7OUUFx3PsHQElVopD/lVHIXxfcgA5THV",
+	"5qwpQbNIm02jJg0yTLRfVOPDjZI4GPupwMT4ARVETCBtIFCIlnNzbYiHiZBaj86Y/tBnXAiPSpW3YG56",
+	"2pusdxAuTW2XUD5VpXegew0Y/lmVSYPjm8epo4OubVIFdNhpPM5HZcFNrKrJOm5H1d3pOQMkXTV+DxIE",
+	"reHesGlpKPfErNRKiPDz5yOvN23Srf62vxPUXda8qndoq1/f9ttBvcM2rvRvT7XO2t67+aQosztzSVH3",
+	"cTRE8XV8nkQ2V2/AG2VZTevy0cYI0GD4/BwhveDQkxs2NbV8of3mofknKQPwMZ8mwaXSkLMn96EqX+nN",
+	"BhhNMdbmEpBkS1iDrUq669v9Hb/eCVxW37lq0noGQLpF7aFjWg2fT7Bsjcn+bsYLviRpxuzpbMEenj5j",
+	"GtPU9avn0RjfnJJlZmc9J9E8uCTbTOHcJJrSa2Rkibk5vJJFoN37pHOq8tlHhf+7d4F2Aeivx1dD+juU",
+	"p4DEUs3zopAz+LvnWKjssls97hmSHQHVBhTCxKZSGkHMYrjvAOJfWv5y+GORxkOWnCTsiiViLgqYgTY1",
+	"WuTysmY97RZ0LEqL/GUUj0CJeQRMLZSjbAmmlunWn4Ug0e7w8eFBViieJRk9NHOr0Hvd4KMxJOrtBzuA",
+	"3VE/hR8ybkddRJ8bgUWDtYDGUbFmzYHF3uwsQ8VeMtkARRgKok8IgVRZUpX7jiZKNsRjaX1d0wQSSHwq",
+	"iiXmAeX07xPNm+XTlMmv67zoskJz9bmXkJg7F/P7c0enxN6fq8B/pvfPpf73QJVbmAqpRKcU9ZVFytth",
+	"6VW6srqmXr9vSb1e+Oei+qeHcKbXxlLdlLJgvDSVHz85cxIpMasF0ij1jRBzkmH1FlU5uP8owOXeMAHl",
+	"mCM6JVHIb3q86v1ycv7i6HD/8vz06JNUGdd/AWv/k6dYizibZOAxgnhS98gQkQHir7G2Rs55JDU5TzAe",
+	"QBaUB7yFqCKaDyKhR8Ye0lXw6z2uhbiyxaFGISAj0LEY9xmpziheDmL2QKph/sZBfo8eL85GzQROEJMH",
+	"AF2BEaQ/LdLyqNLEqUeqnjTwPDJklIse9+AbXm1XN0ZTMqHg//RSdpd6pD9Oc1c5UjBZmuMg5npmcBkA",
+	"pbg/xe43YBbTb0Oq9Gf5t73U0zqyCkThrlCOHTntCq4XlqBLcPpxDmyyIrn+sBSGsQrRhzDuodenOqcL",
+	"NGE9DnRcDXKMJfxYummq2wkVU+4PkpjHYxEpOpaEpUnIxC7kd8BbOG9XIadRNO3xKxpGwPWittAJJg3q",
+	"jXY6jphYW1PE7v0E/VHjiGkPkyK3wVxC4ZEbNs2w/UGRIAo/otbt8bpC775B2jLjTteuMuUuUAbLOAIZ",
+	"gDmkiuwHt0RDNuXl9I/M3wY5hmFgjJwqVW9lfVbdbeRbqGGzmgCJ9Mau22bEdUzeaUuTOZFRROFq0b/s",
+	"6P9r7OxgM3ofdwluTg5ES4W9SKpwCsr6hA+oPgHLl+fgzseU0mrz13/+jw3XJfBbzcHx0yAg45HiLBoP",
+	"MdQCTwAWNkEc67pCsa56P40pT8N06pH/9z+JN+Zhuh8LaWC21BBr2C77aUwjMzeyodmeYydrDWK1qucQ",
+	"d7Npn1TVemq4b8DFIiQIBQJWybZqSCWWJf3mJx9mBtVKDC7ggdBYYXCNY5QuU8E9Imdts+MQb8iGsUd+",
+	"/W//i7Rc13VIo9GoOURKL2JTcsmPnEnTGUzCGA4aULQp1C9tKahdvovZrHYiJu5GSHV1MJWBpvIjmO5K",
+	"OWHCpyMWkEjeJWKcJPE1TaFs/+35kZPtWk6HGqUbT1ZVMIado/1Y6pF4aDut1tpaFqq20iywK1JMZrm5",
+	"QcxZV05HwRo0KbUUQOj1ec08t7bXturpTAjjqlJJTV4NBg3SzxTwiB7XZW/5LIGqd1x4n4wzbUDK/uJ6",
+	"amSDsWCBbHXmJiZV7zBnwOVekU2q9JJZrpgJFT0+Fpn2DrKOkiC8gttRRTSrRZIzojjOauV8Y7q6e/aD",
+	"IgaQfSmzgyypHpcKKL6oignJkcKYunnGLc1HRlaiI4OgAdw+2FiPU6E5ueLJfGYyAsRkjbmZv3kPzDIH",
+	"zIq8V1KOn58fHuB5uI7jQD4W+qy2OiMWalZmtvIgGBjYLZsnc41bJEO7czZDp9VqEK35koR9AMRT/XDn",
+	"7g6EFAfKPt3pIiPZ5lXb32jVt4Imq3fo9lV9x2/16xusE7Rp66rZd/0nTsQ1DLkU1IV0U7g7oL7GMXoP",
+	"KD1TlpYRc7U2XMc4Gfbj4YjyqakfzvkeuhWdQvn3fhJeD1IRBmwUjYf9zIOh37ArcnN3bcbDjhe3+fuY",
+	"Id6tqjwuJ0JvV5wKXID6OXm/ZH9+MDrtKNZfUkXEjGtucmkbyX11hJ+15/rQdmYpilCYaq3rlhKhNdub",
+	"jQ23UjLpFcOnTvaVY4gcHe1XZhdioRcpvwazTO2F9bCq3zvbFXtlKnoQZnGM26TtLmarV4v0D7mhh8M4",
+	"CNOpKt3eaDfdStG237d54OQxp/KzWsGpdFtORWs1AOXb2Kg4lXE8rHQrL/egbNuXZ7q96bpua6fZ2WiB",
+	"S6Xwbb3z8gjtOFqVrZqOR7kPV5oV+9Pyy+rD2Bh8WP5RHmXcjJWzAeU3ZBqPQUxCVLg/FnJCwF/xKNu0",
+	"cvKuvrW1LXuHexXy1+/BMFZ2hczJf9GCOY2Vn+23yJxfmfNOHTocwH1I1YyraQHZXeZ0sOnutHfxcxjv",
+	"zO1m3f2z/Hf6S1hcmT4l4jvVtT9kfexdaE3Tk6+lfuam++P9lLhXip5K3J7WgV/srSwLOC8HdMgFu5Rn",
+	"iglSzcVtjTEVmDpWmuIOD2NeMx5G5GNA/t54QhPIgK1mUV+HKNhQcMCr9yy/Y4Z5LXtgBYdrRnZZT2sl",
+	"YLGPsvZo1BOluU5LDJwlARMlTw6Dx4mZJEBdvqr4O9HPP7b8e8aPeEJ8Ap8rPdZ9yn0WzYeV2IffwX+F",
+	"oQngH5ab8RI42ohxUEjxopIrNfmch61HLPAc6y97JnFF/8uLqTQVMAdRsDTjgDeBDQpIh+DnvxoncM7V",
+	"gBrkxHDF5AjXFelAg+AYIqnmUEUtB6PIemdHYCgQ2lf7sbTkE4Y+9Brg49kJ7rMCAz/zlGSGGeDKOpN5",
+	"4bGlhgOuJtOhv54Q+TfTXmAhH0H+oO24EE7XIL0IDaebkwxw8y8TTgCzS6c5JUNxfacxuWZZ0LhMyTBO",
+	"9ikRNAzmxTTjCbfimvcPM2JwMGiArx+NMiYHPRNNUsS86su7VrmaHhoqTVgSMy9eCuB2WZSUFIKkeyuK",
+	"yhUko1zGpyQXhXruDzEjYa4N2n4VMXnBUaO3DiZElhvsz3LzTy03TXmZFl/L5SaoNKsC/zKeg3jyKcey",
+	"xqw8CTivNeqvAnnyB3KYNYdsuG2sO5mEq0MCnzIagG/x8VGBZdPT3xQYGL4g7wCYpoceL7Wx5oxUITT9",
+	"rbzEMdtmuaEf6CUac7NC9kwELEVP/JmF4pzHYvIHLNglUAon700NTNawYEk33LZTScMUIlJq59uh2Cyj",
+	"cJCmo+76erO11XAbbqPZ3Xa3XT00sT7OHZeVF0bloZStzFuInVH0Yy4aYmMhLrPZncuBmcElUQcHhXGt",
+	"BCxiZTXkp2wY3zJ5BZZ6OBwC9kPINVO71AAUGBrSgqFEixOMVYYBQZMJmQK4nSlleUrsivpcKwQTfMwP",
+	"ocDkLW1HZQBsG26LVL39/NuF4DvUT0oFJKIpS8gkTm7EEkcL0lVfadYybYklME2BswAe9ABm+L0e5Cpl",
+	"Zdk8Q13d4jkrpN3u0Ga/pSvL6h262a9v+1tYd9ai7X7H3/i9Cs065aUiMC6pIKjJW2kXPTtl1A3fWmkK",
+	"XtGUTej0aSgFKEtyrICWmHqfuU2VnNIsHroS9n5skfolUtUZV83NWt532yDvAegDM62wgFQMpHkzYAkr",
+	"R5m/wE69NH36LQnhdLJ8frQv4vjmhrERJBxMuS8fCEFpDE4ZhS9gzJRpskGY4AKVIZY5Kt8SUrqyoFKg",
+	"FFpGcWT0FEXeUnEq41wVJ9JCqOFC+SYe8cXMcXpyC8u1aq57YY1WyXkHShb92ecyxN+ICATS1ousbHb+",
+	"+sXMb3YCu0+jqE/9G2EIZ+QffvkPDSkrrfL/tD5Ook8LXC0p5YG8U9SnBLlt5lFZLVYjMZ8RKEydHteF",
+	"SDYdXYO8xpBwt8BDlFqsP04Wwo45os72uIJzgHRMYyM7WStpOGQipcORR6rnPLzTgAqmKk0xLtVUXaJ+",
+	"T4TXnKbjhHld4t02nSyGLhXNzY58//Xx3n79/eu91sYmJNn2uPdL1vtPjV9mOvGp8YucsU+QPz/NgvaM",
+	"9KcpEyTDOu5xROsQOAfqo1j55E0GgvmXXq1BvrJT3fBXSpI4xQBXOol73IxEKBc6Tx0imFSkUszTpkSM",
+	"qM+6ypGeyxgFsxGhRXpcrtZVyADW+APzEe8HBibIFU1QQeXxhFRnd0wU9hOKbENRFE96fEMBYQgM8alC",
+	"NWJ1N+TEjwGgGL+E2AczTfc4tj3FsJ1UrsvyEj+HbKo00S5b6s/S/WaKx3LbVJnt2UYF7W9IA7a0X2Zx",
+	"FnZvJNtNZDv/5R9ufefHv/3HagVukLWbTmLcO/VsQ8nTAinfPm5aTP/2rIVd2nPz6MKef3a64r1J/FZK",
+	"Kyq6YKakdXeno18qJ7e5YRZ4SJObHFfaFNKxFSqSW663ZeScglzHnO1qI0DpNOAVxJwx+Q2daTmMpYa2",
+	"yCLe04RTo7EYoAM8tb6nEMmK5u51KCBnl5Lz0yP5jnxbExyncZe03KaVcqw7r0ti5HLL7nkK893pcdQo",
+	"AYcdCobko3AU0NsJEo4FYHfmQvoDmiGENzdzCm2PN7ek2a1c0zoxW/Y4GUdMNNbWiKdVME/lqJqqD7ez",
+	"bWUnO4THZCxYAvAP8iSMqBCTOAngWuzxgXxJV6Mol/xo3I9Cn4RcnjeWdgHgPx7Jy9khoyS8pSkj1aa7",
+	"vu2Q5lar0dxcb7acHm/uyD9vrzc3HXLlu263u75V07DmSf3t3pkD7sJ6FPs0ItXm5k6jtdHB59m2fL7p",
+	"QnFIlIY+FSmJE3lxglfL1MgoNGkYD+RAJEzE0S2WFkMwwBQh4NXljZNIYbOrJno8FMQfMP9GNgtuJZoq",
+	"eHi9uR11Sx28fe/oidFVOn7MOaZKp3GD7PW4wocTKU1Mhpt3svf96ctvLi9evnj97t2by72jo3cXlyen",
+	"h9/unb38ErLSSdWDTPlkzD2sawpTB7zoMEM9HrBbFsUjqcXXSAqleQANhusPyy83nF4T1T8oN5FbRmdl",
+	"rq2Rq1heZnh+Z+88MWJ+eKWRGW+bWK0BhQZwOLwe1+pZTW6Hk3fvz3SRBTzwhUBEYBy5pRmVazjzVBh5",
+	"TlAMzcofWFW9OrtSiwoT5mvzLk57HMcoT9splpKBO0qt4wYRDoGr3CFtF//bIgP5bwOHNF34347835ZL",
+	"BjCtUl/pcSwn+9f/bbrkP2N9iHIoyVNOAag8TsDpLOhUEBFLdSCPjWWMVNlibRd7hFV3gFaRE6pYFhlG",
+	"LJDTQTpNNxOWeamE5ZG78pNBTDZIQKciU1upZhi4GkdZ61Uvb0162OvJIPQHtQY5sHpBUxIxOIUcyi2w",
+	"AlCODrKsukXGTXvZ59dbFM23B6buz143JYbzw0zkVW3cVd3DhRHjNKx2TzcfjZX56TsbNCI62gzHV2++",
+	"2Um2X735/qfkbPLh/ORg+/Do5IfDuHVEj+j7yauN0evrb/62eXMw+fLzXBUPXMaLMB2gg2mZx8HJMhcV",
+	"yHLV0hp4PKk9Z+A+Z+A+0OmiM3BnHC9L/C6lLtiVA0b2PbSb09pNcTiQOjsltOGYjxYn13GaMj4vlDJ7",
+	"TSy3g42tUc67vEwC/UHREhzvM6HxkzlSuCD3P1LO/BR2szWrWjvLbgPI/p6NRVpRjsW0hH/Rk+L+G6k+",
+	"v7vyskxleRZGT0UYIb/ivSXRiKb+oCQR3rArAqYJeEZI1XhCAArPqpnxchxzVcoJG47SKcFjq0L7goSp",
+	"fDY7JzpVFLa11yDvWZqi2wz/ReoGntrrHvEjRhNBZuxSHcbQAwNMez9OIHtDGshjYCM073lEpPEop2mA",
+	"DkKqANBIgjGD12oN8oZNBYnYVUqkKBYpBUgMSI2lZaHhc6Az/usI2gfa23lJuFb5sUR0PVQi4RTfw3v9",
+	"9K6GtT+/3CcZo8Vf7gr4Uxmxf1pzFDbPY5qj6/IYzo/4n8KVAPUF6v2GfMHTQX4TWgpTAz2a7XZAMapO",
+	"BjSF9CCplNv3GJi28jWqXbCA/ltrkJbb6hLMet8tpBHAfw+zXIJBPJEfn6hC9PzNchLy67+oAt96wOVy",
+	"aEnPVn2r3/TrW0GH1XfoRr/e9ltBk7lXO3S7v7oEhKjoHuQL6Kr92fkcKVg7XNFn7fepiBNEnyIpEyke",
+	"6IeLEYzE1rWbeZ48eRXezsRZAFdCs4ZhEjIIAhXzxeQWA1tuslzy8UTDCQapCCbFwNEVWNk3jOYbRwEG",
+	"NEWsUl18JtvCighg+EDMPO1UiGKB9aFZmExDEFMEMzKfAvi28JqLWZl0CjOlple5uJ+dCs/xlKcST8nC",
+	"KdmZeRbZT0Vko/Qo0QC/0A7PZTIcupLclkuaI0gdsfIiNDeflUpRa5A9ErBRFE9ZYMrIABoJEOgtKqts",
+	"L6lsjQzouJHb8zNVQ5DjrMYxk+J85ys9mJO9k0PA7wPi4jzFVIYQgNxJOr3ohk1BLCspWKCfms1xOzRV",
+	"v6NC9V2tq0B+HBKFAjgvaeBkXIW6gM9RRe0NgiQPyHwvuroi+df/+t9zJcnq75DfESfqqfWZJ7KCW2s4",
+	"MxWCswNC4F2dR5jGBEoLhjFnUxJzVZ7TJYJGTGG5xFBdAsDmglTpaJRA0Ymc34D5UchZUFPJt1Kc2tOL",
+	"VUSG88cpu9vw0yUVS2hbqOQzi5KqT/kNLDkkjxwfHnwhSEDDaEr6NPUHDuEsJfGV7g507Yoxu18HbBSL",
+	"sLRLF/I6V3Z6V+kZBqLAt8bj5Kq5AmwRC3Cym0+1hGWU0ppCVyDVGXYapBYSrhLKBfXhNapKteBthbPd",
+	"diELBXd2PjWvENyYSRS3hg46e/nAWcJ0vh5NmPqEA0cHu71igpOguTM2K4hmPw6VWKhK6XI5XS2nE+fU",
+	"FrQatgtf5uytbNcYqm1SBfheUbNaOtI/Lm8H0NyrRXRbUV51ZX+jCGhb9i3DYSdPO2eJ+IIAMTimg4WJ",
+	"xVgnN0F8ZcHsZpvOnnxDSTT7saPwlkHdI57dXBWkUPXmUs5jZVLWpFUW+enHT/8/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

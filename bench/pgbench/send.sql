@@ -1,5 +1,6 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
--- row, queue the message, save the row), then Store.Get. Invoices as in get.sql.
+-- row, queue the message, save the row, read it back, record the event and
+-- its deliveries), all in one transaction. Invoices as in get.sql.
 -- The UPDATE writes the row's values back, as Store.update does with the
 -- values it read (here from the row itself: pgbench variables hold no NULL).
 -- Not here: the server's delivery worker, which sends the queued messages.
@@ -25,7 +26,6 @@ UPDATE invoices SET amount_paid = amount_paid, sent_via = 'email', sent_at = now
 			failed_attempts = 0, problem = NULL, paid_at = NULL, level3_sent = false, cancelled_at = NULL,
 			cancelled_by_name = NULL, amount_refunded = amount_refunded
 		WHERE id = :id;
-COMMIT;
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
@@ -44,3 +44,9 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
+INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now());
+INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+		SELECT gen_random_uuid(), e.id, 'pending', now() FROM webhook_endpoints e
+		WHERE e.organization_id = :org AND e.status = 'enabled'
+			AND CASE WHEN NULL::uuid IS NULL THEN e.event_types && ARRAY['invoice.sent', '*'] ELSE e.id = NULL END;
+COMMIT;

@@ -377,6 +377,183 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The organization's events, newest first (by `createdAt`, then `id`), paged with `limit`
+         *     and `cursor` like the other lists; the next page's address is in the `Link` header.
+         *     Events are kept 30 days. Each event is written in the same transaction as the change
+         *     it records: there is no change without its event and no event without its change.
+         *     `data` is the resource as the API returned it at that moment (an invoice in full, a
+         *     card payment, a deposit, a saved card, an application); never a card number, never a
+         *     full tax id, SSN or account number.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event again
+         * @description Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+         */
+        post: operations["redeliverEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The organization's endpoints (at most 16), oldest first. Secrets are never shown here.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL to push events to: 201 with the endpoint and its signing `secret`,
+         *     shown only here and when it is rotated. An organization has at most 16 endpoints (a
+         *     17th is a 422).
+         *
+         *     **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
+         *     host must be on the public internet: a loopback, private (10/8, 172.16/12,
+         *     192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
+         *     reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
+         *     is checked again at every delivery, after DNS, on the address connected to. A
+         *     server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
+         *     development) takes plain `http://` and private addresses.
+         *
+         *     **Delivery** follows the Standard Webhooks specification v1 (see the `event`
+         *     callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
+         *     `webhook-signature`. Any 2xx within 15 seconds is a delivery; redirects are not
+         *     followed. Retries come after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h
+         *     (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
+         *     the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
+         *     without a successful delivery (`disabledReason` says which). Delivery is at least once
+         *     and not in order: deduplicate by `webhook-id`.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint (without its secret). Another organization's endpoint is a 404.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+         */
+        post: operations["pingWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/saved-cards/{id}": {
         parameters: {
             query?: never;
@@ -1051,6 +1228,401 @@ export interface components {
              * @example 2025-03-22T02:00:04Z
              */
             createdAt: string;
+        };
+        /**
+         * @description What an event records:
+         *     - `invoice.created`: An invoice was created (`POST /payment-requests`).
+         *     - `invoice.sent`: Its pay link was queued for sending (on creation with `send`, or `POST …/send`).
+         *     - `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why).
+         *     - `invoice.part_paid`: A payment left a balance.
+         *     - `invoice.paid`: A payment paid the invoice in full.
+         *     - `invoice.cancelled`: The invoice was cancelled.
+         *     - `card_payment.approved`: A sale was approved.
+         *     - `card_payment.declined`: A sale, or a refund, was declined.
+         *     - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+         *     - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+         *     - `deposit.created`: A batch closed into a deposit.
+         *     - `deposit.paid`: A deposit reached its expected day.
+         *     - `application.stage_changed`: A merchant application moved to another stage (resellers).
+         *     - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
+         * @example invoice.paid
+         * @enum {string}
+         */
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
+        /**
+         * @description An event type, or `*` for every type.
+         * @example *
+         * @enum {string}
+         */
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
+        /** @description What every event has. */
+        EventBase: {
+            /**
+             * Format: uuid
+             * @description The event id; the `webhook-id` of its deliveries.
+             * @example 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+             */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             * @example 2025-03-18T19:45:12.123456Z
+             */
+            createdAt: string;
+            /** @description Only in `GET /events/{id}`; where the event stands at each endpoint. */
+            deliveries?: components["schemas"]["EventDelivery"][];
+        };
+        /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
+        InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.created
+             * @enum {string}
+             */
+            type: "invoice.created";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.created";
+        };
+        /** @description `invoice.sent`: Its pay link was queued for sending (on creation with `send`, or `POST …/send`). */
+        InvoiceSentEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.sent
+             * @enum {string}
+             */
+            type: "invoice.sent";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.sent";
+        };
+        /** @description `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why). */
+        InvoiceSendFailedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.send_failed
+             * @enum {string}
+             */
+            type: "invoice.send_failed";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.send_failed";
+        };
+        /** @description `invoice.part_paid`: A payment left a balance. */
+        InvoicePartPaidEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.part_paid
+             * @enum {string}
+             */
+            type: "invoice.part_paid";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.part_paid";
+        };
+        /** @description `invoice.paid`: A payment paid the invoice in full. */
+        InvoicePaidEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.paid
+             * @enum {string}
+             */
+            type: "invoice.paid";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.paid";
+        };
+        /** @description `invoice.cancelled`: The invoice was cancelled. */
+        InvoiceCancelledEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.cancelled
+             * @enum {string}
+             */
+            type: "invoice.cancelled";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.cancelled";
+        };
+        /** @description `card_payment.approved`: A sale was approved. */
+        CardPaymentApprovedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example card_payment.approved
+             * @enum {string}
+             */
+            type: "card_payment.approved";
+            data: components["schemas"]["CardPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "card_payment.approved";
+        };
+        /** @description `card_payment.declined`: A sale, or a refund, was declined. */
+        CardPaymentDeclinedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example card_payment.declined
+             * @enum {string}
+             */
+            type: "card_payment.declined";
+            data: components["schemas"]["CardPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "card_payment.declined";
+        };
+        /** @description `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale). */
+        CardPaymentRefundedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example card_payment.refunded
+             * @enum {string}
+             */
+            type: "card_payment.refunded";
+            data: components["schemas"]["CardPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "card_payment.refunded";
+        };
+        /** @description `saved_card.removed`: A saved card was deleted; `data` is the card as it was. */
+        SavedCardRemovedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example saved_card.removed
+             * @enum {string}
+             */
+            type: "saved_card.removed";
+            data: components["schemas"]["SavedCard"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "saved_card.removed";
+        };
+        /** @description `deposit.created`: A batch closed into a deposit. */
+        DepositCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example deposit.created
+             * @enum {string}
+             */
+            type: "deposit.created";
+            data: components["schemas"]["Deposit"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "deposit.created";
+        };
+        /** @description `deposit.paid`: A deposit reached its expected day. */
+        DepositPaidEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example deposit.paid
+             * @enum {string}
+             */
+            type: "deposit.paid";
+            data: components["schemas"]["Deposit"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "deposit.paid";
+        };
+        /** @description `application.stage_changed`: A merchant application moved to another stage (resellers). */
+        ApplicationStageChangedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example application.stage_changed
+             * @enum {string}
+             */
+            type: "application.stage_changed";
+            data: components["schemas"]["Application"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "application.stage_changed";
+        };
+        /** @description `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`). */
+        WebhookPingEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example webhook.ping
+             * @enum {string}
+             */
+            type: "webhook.ping";
+            data: components["schemas"]["WebhookPing"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.ping";
+        };
+        /** @description The data of a `webhook.ping` event. */
+        WebhookPing: {
+            /**
+             * Format: uuid
+             * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+             */
+            endpointId: string;
+            /** @example A test event from payreq. */
+            message: string;
+        };
+        /** @description Where an event stands at one endpoint. */
+        EventDelivery: {
+            /**
+             * Format: uuid
+             * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+             */
+            endpointId: string;
+            /**
+             * @description `pending` (tries left), `delivered` (a 2xx came), `failed` (no more tries).
+             * @example delivered
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            /**
+             * Format: int32
+             * @description Attempts made so far.
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * Format: int32
+             * @description The HTTP status of the last attempt; null when no answer came.
+             * @example 200
+             */
+            lastStatusCode: number | null;
+            /**
+             * @description Why the last attempt failed, in words; null when it did not.
+             * @example null
+             */
+            lastError: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-03-18T19:45:13Z
+             */
+            lastAttemptAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-03-18T19:45:13Z
+             */
+            deliveredAt: string | null;
+        };
+        /** @description A queued delivery. */
+        EventAccepted: {
+            /**
+             * Format: uuid
+             * @description The event sent; `GET /events/{eventId}` shows its deliveries.
+             * @example 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+             */
+            eventId: string;
+        };
+        /**
+         * @description `enabled`: events are sent. `disabled`: nothing is sent (`disabledReason` says why).
+         * @example enabled
+         * @enum {string}
+         */
+        WebhookEndpointStatus: "enabled" | "disabled";
+        /** @description A URL the organization's events are pushed to. Every key is always present. */
+        WebhookEndpoint: {
+            /**
+             * Format: uuid
+             * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+             */
+            id: string;
+            /** @example https://hooks.example.com/payreq */
+            url: string;
+            /** @example Bookkeeping sync */
+            description: string | null;
+            /**
+             * @description The types sent, or `["*"]` for all.
+             * @example [
+             *       "invoice.paid",
+             *       "card_payment.refunded"
+             *     ]
+             */
+            eventTypes: components["schemas"]["EventTypeOrAll"][];
+            status: components["schemas"]["WebhookEndpointStatus"];
+            /**
+             * @description Why it was disabled (410 Gone, 5 days without a delivery, or through the API); null when enabled.
+             * @example null
+             */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-03-18T19:40:00Z
+             */
+            createdAt: string;
+        };
+        /** @description An endpoint with its signing secret, answered only on creation and rotation. */
+        WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+            /**
+             * @description `whsec_` and the base64 of 32 random bytes, the HMAC-SHA256 key. Keep it like a password: payreq shows it only now.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwG5pHgQ+6kDw=
+             */
+            secret: string;
+        };
+        /** @description A new endpoint. */
+        WebhookEndpointCreate: {
+            /**
+             * @description `https://` URL on the public internet, at most 2048 characters.
+             * @example https://hooks.example.com/payreq
+             */
+            url: string;
+            /** @example Bookkeeping sync */
+            description?: string | null;
+            /**
+             * @description The types to send: 1–20 known types, or `["*"]` for all.
+             * @example [
+             *       "invoice.paid",
+             *       "card_payment.refunded"
+             *     ]
+             */
+            eventTypes: components["schemas"]["EventTypeOrAll"][];
+        };
+        /** @description A change of an endpoint; keys left out stay as they are. */
+        WebhookEndpointUpdate: {
+            /** @example https://hooks.example.com/payreq/v2 */
+            url?: string;
+            /**
+             * @description The new description; an empty string removes it.
+             * @example Bookkeeping sync (new)
+             */
+            description?: string;
+            /**
+             * @example [
+             *       "*"
+             *     ]
+             */
+            eventTypes?: components["schemas"]["EventTypeOrAll"][];
+            status?: components["schemas"]["WebhookEndpointStatus"];
         };
         /** @description A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq. */
         SavedCard: {
@@ -2325,6 +2897,481 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Deposit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events of this type.
+                 * @example invoice.paid
+                 */
+                type?: components["schemas"]["EventType"];
+                /**
+                 * @description Only events at or after this time (inclusive).
+                 * @example 2025-03-01T00:00:00Z
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Only events before this time (exclusive).
+                 * @example 2025-04-01T00:00:00Z
+                 */
+                createdTo?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b",
+                     *         "type": "webhook.ping",
+                     *         "createdAt": "2025-03-18T19:45:12.123456Z",
+                     *         "data": {
+                     *           "endpointId": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *           "message": "A test event from payreq."
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event id.
+                 * @example 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event and its deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b",
+                     *       "type": "webhook.ping",
+                     *       "createdAt": "2025-03-18T19:45:12.123456Z",
+                     *       "data": {
+                     *         "endpointId": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *         "message": "A test event from payreq."
+                     *       },
+                     *       "deliveries": [
+                     *         {
+                     *           "endpointId": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *           "status": "delivered",
+                     *           "attempts": 1,
+                     *           "lastStatusCode": 200,
+                     *           "lastError": null,
+                     *           "lastAttemptAt": "2025-03-18T19:45:13Z",
+                     *           "deliveredAt": "2025-03-18T19:45:13Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event id.
+                 * @example 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries are queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "eventId": "0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *         "url": "https://hooks.example.com/payreq",
+                     *         "description": "Bookkeeping sync",
+                     *         "eventTypes": [
+                     *           "invoice.paid",
+                     *           "card_payment.refunded"
+                     *         ],
+                     *         "status": "enabled",
+                     *         "disabledReason": null,
+                     *         "createdAt": "2025-03-18T19:40:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/payreq",
+                 *       "description": "Bookkeeping sync",
+                 *       "eventTypes": [
+                 *         "invoice.paid",
+                 *         "card_payment.refunded"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown only now). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "url": "https://hooks.example.com/payreq",
+                     *       "description": "Bookkeeping sync",
+                     *       "eventTypes": [
+                     *         "invoice.paid",
+                     *         "card_payment.refunded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2025-03-18T19:40:00Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwG5pHgQ+6kDw="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint id.
+                 * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "url": "https://hooks.example.com/payreq",
+                     *       "description": "Bookkeeping sync",
+                     *       "eventTypes": [
+                     *         "invoice.paid",
+                     *         "card_payment.refunded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2025-03-18T19:40:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint id.
+                 * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint id.
+                 * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventTypes": [
+                 *         "*"
+                 *       ],
+                 *       "status": "enabled"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "url": "https://hooks.example.com/payreq",
+                     *       "description": "Bookkeeping sync",
+                     *       "eventTypes": [
+                     *         "*"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2025-03-18T19:40:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint id.
+                 * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "url": "https://hooks.example.com/payreq",
+                     *       "description": "Bookkeeping sync",
+                     *       "eventTypes": [
+                     *         "invoice.paid",
+                     *         "card_payment.refunded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2025-03-18T19:40:00Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwG5pHgQ+6kDw="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pingWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint id.
+                 * @example 0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ping is queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "eventId": "0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventAccepted"];
                 };
             };
             400: components["responses"]["BadRequest"];

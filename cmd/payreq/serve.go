@@ -17,6 +17,7 @@ import (
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/server"
+	"github.com/payreq/payreq/internal/webhook"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -68,6 +69,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 		worker.Run(ctx)
 		close(delivered)
 	}()
+	// Webhooks have workers of their own: slow receivers never hold up
+	// messages, nor messages webhooks.
+	hooks := webhook.NewWorker(a.DB, a.Vault.Open, webhook.WorkerConfig{
+		Timeout: cfg.WebhookTimeout, Schedule: cfg.WebhookRetrySchedule, AllowPrivate: cfg.WebhookAllowPrivate,
+	}, log, a.Now)
+	hooked := make(chan struct{})
+	go func() {
+		hooks.Run(ctx)
+		close(hooked)
+	}()
 	go a.RunHousekeeping(ctx, log)
 	// Charges whose outcome was lost are voided at the processor.
 	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
@@ -96,6 +107,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	<-delivered // messages being sent are sent, or handed back to the outbox
+	<-hooked    // webhook attempts under way end, their outcome recorded
 	log.Info("stopped")
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/payreq/payreq/internal/api"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // settleCmd closes every open batch of an organization now and prints the
@@ -37,7 +37,7 @@ func settleCmd(ctx context.Context, cfg config.Config, args []string, stdout io.
 	}
 	enc := json.NewEncoder(stdout)
 	for _, d := range made {
-		if err := enc.Encode(api.DepositBody(d)); err != nil {
+		if err := enc.Encode(view.Deposit(d)); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // ListCardPayments lists card payments newest first, a page at a time.
@@ -32,7 +33,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	}
 	out := gen.ListCardPayments200JSONResponse{Body: make([]gen.CardPayment, len(list))}
 	for i, p := range list {
-		out.Body[i] = cardPaymentBody(p)
+		out.Body[i] = view.CardPayment(p)
 	}
 	fs := filters{}
 	fs.text("kind", f.Kind)
@@ -55,19 +56,7 @@ func (s *Server) GetCardPayment(ctx context.Context, req gen.GetCardPaymentReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetCardPayment200JSONResponse(cardPaymentBody(p)), nil
-}
-
-// cardPaymentBody is the wire form of a card payment.
-func cardPaymentBody(p payment.CardPayment) gen.CardPayment {
-	return gen.CardPayment{
-		Id: p.ID, Kind: gen.CardPaymentKind(p.Kind), Status: gen.CardPaymentStatus(p.Status),
-		Amount: jsonnum.Decimal{Decimal: p.Amount}, InvoiceId: p.InvoiceID, InvoiceNumber: p.InvoiceNumber,
-		MerchantAccountId: p.MerchantAccountID, Mid: p.MID, CardBrand: p.CardBrand, LastFour: p.LastFour,
-		PayerName: p.PayerName, RetRef: p.RetRef, DeclineReason: p.DeclineReason, Level3Sent: p.Level3Sent,
-		SavedCard: p.SavedCard, RefundOf: p.RefundOf, AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded},
-		Reason: p.Reason, DepositId: p.DepositID, CreatedAt: p.CreatedAt, CreatedByName: p.CreatedByName,
-	}
+	return gen.GetCardPayment200JSONResponse(view.CardPayment(p)), nil
 }
 
 // RefundCardPayment refunds an approved sale, in whole or in part; a
@@ -126,8 +115,8 @@ func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymen
 		return nil, err
 	}
 	if replayed {
-		return gen.RefundCardPayment200JSONResponse{Body: cardPaymentBody(refund),
+		return gen.RefundCardPayment200JSONResponse{Body: view.CardPayment(refund),
 			Headers: gen.RefundCardPayment200ResponseHeaders{IdempotentReplayed: "true"}}, nil
 	}
-	return gen.RefundCardPayment201JSONResponse(cardPaymentBody(refund)), nil
+	return gen.RefundCardPayment201JSONResponse(view.CardPayment(refund)), nil
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 
-	openapi_types "github.com/oapi-codegen/runtime/types"
-
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // ListDeposits lists deposits newest first, a page at a time.
@@ -27,7 +25,7 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 	}
 	out := gen.ListDeposits200JSONResponse{Body: make([]gen.Deposit, len(list))}
 	for i, d := range list {
-		out.Body[i] = DepositBody(d)
+		out.Body[i] = view.Deposit(d)
 	}
 	fs := filters{}
 	fs.id("merchantAccountId", f.MerchantAccountID)
@@ -47,19 +45,5 @@ func (s *Server) GetDeposit(ctx context.Context, req gen.GetDepositRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetDeposit200JSONResponse(DepositBody(d)), nil
-}
-
-// DepositBody is the wire form of a deposit (also what `payreq settle`
-// prints).
-func DepositBody(d payment.Deposit) gen.Deposit {
-	return gen.Deposit{
-		Id: d.ID, MerchantAccountId: d.MerchantAccountID, Mid: d.MID,
-		BatchDate: openapi_types.Date{Time: d.BatchDate}, ExpectedAt: openapi_types.Date{Time: d.ExpectedAt},
-		Status: gen.DepositStatus(d.Status), PaidAt: d.PaidAt,
-		SalesCount: int32(d.SalesCount), SalesAmount: jsonnum.Decimal{Decimal: d.SalesAmount},
-		RefundsCount: int32(d.RefundsCount), RefundsAmount: jsonnum.Decimal{Decimal: d.RefundsAmount},
-		FeesAmount: jsonnum.Decimal{Decimal: d.FeesAmount}, NetAmount: jsonnum.Decimal{Decimal: d.NetAmount},
-		CreatedAt: d.CreatedAt,
-	}
+	return gen.GetDeposit200JSONResponse(view.Deposit(d)), nil
 }

@@ -48,18 +48,27 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	if err != nil || len(made) == 0 {
 		t.Fatalf("no deposit made: %v", err)
 	}
+	rc := apitest.NewReceiver(t)
+	hook, spare := endpoint(t, env, m.Token, rc.URL, "*"), endpoint(t, env, m.Token, rc.URL, "*")
+	var events []struct{ ID string }
+	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
 	// A real id for each operation that takes one.
 	ids := map[string]string{
-		"/payment-requests/{id}":        inv.Id.String(),
-		"/payment-requests/{id}/send":   inv.Id.String(),
-		"/payment-requests/{id}/cancel": cancelled.Id.String(),
-		"/saved-cards/{id}":             (*withCard.SavedCards)[0].Id.String(),
-		"/card-payments/{id}":           (*withCard.Payments)[0].Id.String(),
-		"/card-payments/{id}/refund":    (*withCard.Payments)[0].Id.String(),
-		"/deposits/{id}":                made[0].ID.String(),
-		"/locations/{id}":               m.Locs[0].Id.String(),
-		"/applications/{id}":            apps[0].Id.String(),
-		"/organizations/{id}/portfolio": seed.Reseller.OrganizationID.String(),
+		"/payment-requests/{id}":                inv.Id.String(),
+		"/payment-requests/{id}/send":           inv.Id.String(),
+		"/payment-requests/{id}/cancel":         cancelled.Id.String(),
+		"/saved-cards/{id}":                     (*withCard.SavedCards)[0].Id.String(),
+		"/card-payments/{id}":                   (*withCard.Payments)[0].Id.String(),
+		"/card-payments/{id}/refund":            (*withCard.Payments)[0].Id.String(),
+		"/deposits/{id}":                        made[0].ID.String(),
+		"/events/{id}":                          events[0].ID,
+		"/events/{id}/redeliver":                events[0].ID,
+		"/webhook-endpoints/{id}":               hook.Id.String(),
+		"/webhook-endpoints/{id}/ping":          hook.Id.String(),
+		"/webhook-endpoints/{id}/rotate-secret": hook.Id.String(),
+		"/locations/{id}":                       m.Locs[0].Id.String(),
+		"/applications/{id}":                    apps[0].Id.String(),
+		"/organizations/{id}/portfolio":         seed.Reseller.OrganizationID.String(),
 	}
 
 	spec, err := gen.GetSpec()
@@ -75,7 +84,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				for _, req := range *op.Security {
 					for _, scope := range req["oauth2"] {
 						token = m.Token
-						if slices.Contains(auth.PermissionsFor(auth.KindReseller), scope) {
+						if !slices.Contains(auth.PermissionsFor(auth.KindMerchant), scope) {
 							token = reseller
 						}
 					}
@@ -87,6 +96,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 			switch what {
 			case "POST /payment-requests":
 				req.Body = m.Body("HDR-2", "10.00")
+			case "POST /webhook-endpoints":
+				req.Body = map[string]any{"url": rc.URL, "eventTypes": []string{"invoice.paid"}}
+			case "PATCH /webhook-endpoints/{id}":
+				req.Body = map[string]any{"description": "changed"}
+			case "DELETE /webhook-endpoints/{id}": // the others still use hook
+				req.Path = "/webhook-endpoints/" + spare.Id.String()
 			case "POST /oauth/token":
 				req.Body, req.Header = formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), formHeader
 			}

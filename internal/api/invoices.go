@@ -5,11 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // CreatePaymentRequest creates an invoice; a repeated Idempotency-Key with the
@@ -149,48 +148,8 @@ func draftProblem(err *invoice.ValidationError) *problem { return invalid(err.Fi
 
 func ruleProblem(e *invoice.RuleError) *problem { return unprocessable(e.Kind, e.Title, e.Detail) }
 
-// invoiceBody is the wire form of an invoice; full adds lineItems,
-// payments and savedCards (single reads), which list items omit.
+// invoiceBody is the wire form of an invoice with its pay link; full adds
+// lineItems, payments and savedCards (single reads), which list items omit.
 func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
-	link := s.invoices.Link(&inv)
-	out := gen.Invoice{
-		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
-		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
-		Amount:         jsonnum.Decimal{Decimal: inv.Amount},
-		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
-		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
-		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
-		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
-		CustomerPhone: inv.CustomerPhone, Delivery: gen.Delivery(inv.Delivery),
-		SentVia: (*gen.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
-		Lines: int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
-		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
-		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
-		Link: &link, CustomerPrefers: (*gen.Delivery)(inv.CustomerPrefers),
-	}
-	if inv.DueDate != nil {
-		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)
-		out.DueDate = &d
-	}
-	if !full {
-		return out
-	}
-	lines := make([]gen.InvoiceLine, len(inv.Lines))
-	for i, l := range inv.Lines {
-		lines[i] = gen.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: invoice.Plain(l.Quantity)},
-			UnitCost: jsonnum.Decimal{Decimal: invoice.Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC}
-	}
-	payments := make([]gen.Payment, len(inv.Payments))
-	for i, p := range inv.Payments {
-		payments[i] = gen.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
-			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard,
-			AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
-	}
-	cards := make([]gen.SavedCard, len(inv.SavedCards))
-	for i, c := range inv.SavedCards {
-		cards[i] = gen.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
-			SavedAt: c.SavedAt, SavedByName: c.SavedByName}
-	}
-	out.LineItems, out.Payments, out.SavedCards = &lines, &payments, &cards
-	return out
+	return view.Invoice(inv, s.invoices.Link(&inv), full)
 }

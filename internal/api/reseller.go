@@ -6,6 +6,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // GetPortfolio lists the merchants in the caller's portfolio, ordered by
@@ -49,7 +50,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	}
 	resp := gen.ListApplications200JSONResponse{Body: make([]gen.Application, len(apps))}
 	for i, a := range apps {
-		resp.Body[i] = applicationBody(a)
+		resp.Body[i] = view.Application(a)
 	}
 	fs := filters{}
 	fs.text("stage", stage)
@@ -66,29 +67,5 @@ func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetApplication200JSONResponse(applicationBody(a)), nil
-}
-
-func applicationBody(a reseller.Application) gen.Application {
-	b := a.Business
-	owners := make([]gen.ApplicationOwner, len(a.Owners))
-	for i, o := range a.Owners {
-		owners[i] = gen.ApplicationOwner{Name: o.Name, Title: o.Title, OwnershipPercent: o.OwnershipPercent, SsnLastFour: o.SSNLastFour}
-	}
-	history := make([]gen.ApplicationHistoryEntry, len(a.History))
-	for i, h := range a.History {
-		history[i] = gen.ApplicationHistoryEntry{Stage: gen.ApplicationStage(h.Stage), At: h.At, Note: h.Note}
-	}
-	return gen.Application{
-		Id: a.ID, Stage: gen.ApplicationStage(a.Stage), SubmittedAt: a.SubmittedAt, UpdatedAt: a.UpdatedAt,
-		Business: gen.ApplicationBusiness{
-			LegalName: b.LegalName, DbaName: b.DBAName, EntityType: b.EntityType, TaxIdLastFour: b.TaxIDLastFour,
-			Phone: b.Phone, Email: b.Email, Website: b.Website,
-			Address: gen.Address{AddressLine1: b.Address.Line1, AddressLine2: b.Address.Line2, City: b.Address.City,
-				State: b.Address.State, PostalCode: b.Address.PostalCode},
-		},
-		Owners:  owners,
-		Bank:    gen.ApplicationBank{RoutingNumber: a.Bank.RoutingNumber, AccountLastFour: a.Bank.AccountLastFour},
-		History: history,
-	}
+	return gen.GetApplication200JSONResponse(view.Application(a)), nil
 }

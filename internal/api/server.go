@@ -28,6 +28,7 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/webhook"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -41,6 +42,7 @@ type Deps struct {
 	Payments     *payment.Service
 	Portfolio    *reseller.Portfolio
 	Applications *reseller.Applications
+	Webhooks     *webhook.Store
 	// PublicURL is the base of problem type URIs and of Link headers.
 	PublicURL string
 	// RateLimit and RateBurst are each API key's token bucket, per instance.
@@ -64,6 +66,7 @@ type Server struct {
 	payments         *payment.Service
 	portfolio        *reseller.Portfolio
 	applications     *reseller.Applications
+	webhooks         *webhook.Store
 	publicURL        string
 	requestTimeout   time.Duration
 	validateRequests bool
@@ -104,7 +107,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
-		portfolio: d.Portfolio, applications: d.Applications, publicURL: d.PublicURL,
+		portfolio: d.Portfolio, applications: d.Applications, webhooks: d.Webhooks, publicURL: d.PublicURL,
 		requestTimeout: d.RequestTimeout, validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}

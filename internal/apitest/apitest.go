@@ -124,6 +124,8 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	cfg.SigningKeyFile = opts.DataDir + "/signing-key.pem"
 	cfg.PepperFile = opts.DataDir + "/pepper"
 	cfg.EncryptionKeyFile = opts.DataDir + "/encryption-key"
+	// Receivers in tests listen on 127.0.0.1 over plain http, as in make run.
+	cfg.WebhookAllowPrivate = true
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

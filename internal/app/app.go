@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
 	"github.com/payreq/payreq/internal/vault"
+	"github.com/payreq/payreq/internal/webhook"
 )
 
 // App is the opened service.
@@ -38,6 +40,8 @@ type App struct {
 	Invoices     *invoice.Store
 	Processor    processor.Processor
 	Payments     *payment.Service
+	Webhooks     *webhook.Store
+	Vault        *vault.Vault
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
@@ -127,6 +131,9 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
+	// Every change records its event through this one recorder.
+	events := &webhook.Recorder{Invoices: invoices, Now: now}
+	invoices.Events = events
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -134,13 +141,16 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			RevocationCheckInterval: cfg.RevocationCheckInterval},
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},
-		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
+		Applications: &reseller.Applications{DB: db, Vault: v, Now: now, Events: events},
 		Portfolio:    &reseller.Portfolio{DB: db},
 		Invoices:     invoices,
 		Processor:    proc,
-		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff},
-		PayPageKey:   derive(pepper, "payreq pay page form token"),
-		Now:          now,
+		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Events: events},
+		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
+			Resolver: net.DefaultResolver},
+		Vault:      v,
+		PayPageKey: derive(pepper, "payreq pay page form token"),
+		Now:        now,
 	}, nil
 }
 
@@ -174,13 +184,13 @@ func derive(secret []byte, purpose string) []byte {
 func (a *App) Close() error { return a.DB.Close() }
 
 // RunHousekeeping deletes expired rows (old token-request counts,
-// idempotency keys past their 24 hours, pay attempts past their hour) once a
-// minute until ctx ends.
+// idempotency keys past their 24 hours, pay attempts past their hour,
+// events past their 30 days) once a minute until ctx ends.
 func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts, a.Payments.DeleteExpiredRefundKeys} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts, a.Payments.DeleteExpiredRefundKeys, a.Webhooks.DeleteOldEvents} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

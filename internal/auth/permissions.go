@@ -17,6 +17,8 @@ const (
 	AccountsView     = "accounts.view"
 	PortfolioView    = "portfolio.view"
 	ApplicationsView = "applications.view"
+	EventsView       = "events.view"
+	WebhooksManage   = "webhooks.manage"
 )
 
 // Organization kinds and the permissions offered to each.
@@ -26,8 +28,8 @@ const (
 )
 
 var permissionsByKind = map[string][]string{
-	KindMerchant: {PaymentsView, PaymentsCreate, PaymentsRefund, LocationsView, AccountsView},
-	KindReseller: {PortfolioView, ApplicationsView},
+	KindMerchant: {PaymentsView, PaymentsCreate, PaymentsRefund, LocationsView, AccountsView, EventsView, WebhooksManage},
+	KindReseller: {PortfolioView, ApplicationsView, EventsView, WebhooksManage},
 }
 
 // PermissionsFor lists the permissions offered to an organization of kind.

@@ -31,12 +31,17 @@ type Config struct {
 	CardPointeURL           string        // PAYREQ_CARDPOINTE_URL
 	// SettlementCutoff is the local time of day (from midnight) at which
 	// each MID's batch closes.
-	SettlementCutoff  time.Duration  // PAYREQ_SETTLEMENT_CUTOFF, HH:MM
-	SimulatorFees     processor.Fees // PAYREQ_SIMULATOR_FEES
-	SigningKeyFile    string         // PAYREQ_SIGNING_KEY_FILE
-	PepperFile        string         // PAYREQ_PEPPER_FILE
-	EncryptionKeyFile string         // PAYREQ_ENCRYPTION_KEY_FILE
-	LogLevel          string         // PAYREQ_LOG_LEVEL
+	SettlementCutoff time.Duration  // PAYREQ_SETTLEMENT_CUTOFF, HH:MM
+	SimulatorFees    processor.Fees // PAYREQ_SIMULATOR_FEES
+	// Webhooks: private or plain-http endpoints allowed (development);
+	// an attempt's time limit; the waits before retries.
+	WebhookAllowPrivate  bool            // PAYREQ_WEBHOOK_ALLOW_PRIVATE
+	WebhookTimeout       time.Duration   // PAYREQ_WEBHOOK_TIMEOUT
+	WebhookRetrySchedule []time.Duration // PAYREQ_WEBHOOK_RETRY_SCHEDULE
+	SigningKeyFile       string          // PAYREQ_SIGNING_KEY_FILE
+	PepperFile           string          // PAYREQ_PEPPER_FILE
+	EncryptionKeyFile    string          // PAYREQ_ENCRYPTION_KEY_FILE
+	LogLevel             string          // PAYREQ_LOG_LEVEL
 	// RequestTimeout bounds each API request, database work included; past
 	// it the answer is 503.
 	RequestTimeout time.Duration // PAYREQ_REQUEST_TIMEOUT
@@ -151,6 +156,19 @@ func parse(getenv func(string) string) (Config, error) {
 	c.SettlementCutoff = time.Duration(cutoff.Hour())*time.Hour + time.Duration(cutoff.Minute())*time.Minute
 	if c.SimulatorFees, err = processor.ParseFees(get("PAYREQ_SIMULATOR_FEES", "2.9%+0.30")); err != nil {
 		return Config{}, fmt.Errorf("PAYREQ_SIMULATOR_FEES: %w", err)
+	}
+	if c.WebhookAllowPrivate, err = strconv.ParseBool(get("PAYREQ_WEBHOOK_ALLOW_PRIVATE", "false")); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_WEBHOOK_ALLOW_PRIVATE must be true or false")
+	}
+	if c.WebhookTimeout, err = duration("PAYREQ_WEBHOOK_TIMEOUT", "15s", 10*time.Millisecond, time.Minute); err != nil {
+		return Config{}, err
+	}
+	for _, raw := range strings.Split(get("PAYREQ_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,14h,20h,24h"), ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(raw))
+		if err != nil || d <= 0 || d > 48*time.Hour {
+			return Config{}, fmt.Errorf("PAYREQ_WEBHOOK_RETRY_SCHEDULE must be Go durations separated by commas, such as 5s,5m,30m")
+		}
+		c.WebhookRetrySchedule = append(c.WebhookRetrySchedule, d)
 	}
 	if c.Processor != "simulator" && c.Processor != "cardpointe" {
 		return Config{}, fmt.Errorf("PAYREQ_PROCESSOR must be simulator or cardpointe")

@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/event"
 )
 
 // selectPayInvoice is selectFullInvoice with whether the organization is
@@ -115,5 +116,5 @@ func (s *Store) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, 
 	if err != nil {
 		return fmt.Errorf("invoice: unable to record a send problem: %w", err)
 	}
-	return nil
+	return s.Events.Record(ctx, tx, org, event.InvoiceSendFailed, id)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -27,6 +28,8 @@ type Store struct {
 	Now       func() time.Time
 	PublicURL string
 	PayLinks  *PayLinks
+	// Events records each change's event in its transaction.
+	Events event.Recorder
 }
 
 // Actor is who acts: the caller's organization and the API key's name.
@@ -160,17 +163,31 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		if err := insertLines(ctx, tx, id, d.Lines); err != nil {
 			return err
 		}
-		if d.Send == nil || *d.Send {
-			if err := send(ctx, tx, actor.OrganizationID, id, now); err != nil {
+		sent := d.Send == nil || *d.Send
+		if sent {
+			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 				return err
 			}
+		}
+		// The invoice as made (and sent), read once: the events' data and
+		// the answer.
+		if inv, err = Read(ctx, tx, actor.OrganizationID, id); err != nil {
+			return err
+		}
+		if err := s.Events.Record(ctx, tx, actor.OrganizationID, event.InvoiceCreated, inv); err != nil {
+			return err
+		}
+		if sent {
+			return s.Events.Record(ctx, tx, actor.OrganizationID, event.InvoiceSent, inv)
 		}
 		return nil
 	})
 	if err != nil {
 		return Invoice{}, false, err
 	}
-	inv, err = s.Get(ctx, actor.OrganizationID, id)
+	if replayed {
+		inv, err = s.Get(ctx, actor.OrganizationID, id)
+	}
 	return inv, replayed, err
 }
 
@@ -272,7 +289,12 @@ func insertLines(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, lines []Line) e
 // Get reads an invoice with its lines, payments, and the customer's saved
 // cards and preference.
 func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
-	return scanFullInvoice(s.DB.QueryRowContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+	return Read(ctx, s.DB, org, id)
+}
+
+// Read is Get through q: a transaction sees the invoice as it stands in it.
+func Read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Invoice, error) {
+	return scanFullInvoice(q.QueryRowxContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
 }
 
 // scanFullInvoice reads a row of selectFullInvoice; extra receives the
@@ -452,7 +474,7 @@ func (l *Locked) Save() error {
 }
 
 // send queues the pay link and records the send, inside tx.
-func send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) error {
+func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) error {
 	l, err := Lock(ctx, tx, org, id)
 	if err != nil {
 		return err
@@ -473,19 +495,32 @@ func send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) er
 }
 
 // Send sends, or sends again, the pay link of an open or part-paid invoice.
-func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		return send(ctx, tx, org, id, s.Now())
+func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (inv Invoice, err error) {
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if err := s.send(ctx, tx, org, id, s.Now()); err != nil {
+			return err
+		}
+		return s.readAndRecord(ctx, tx, org, id, event.InvoiceSent, &inv)
 	})
 	if err != nil {
 		return Invoice{}, err
 	}
-	return s.Get(ctx, org, id)
+	return inv, nil
+}
+
+// readAndRecord reads the invoice as the change left it, inside tx, and
+// records the change's event with it.
+func (s *Store) readAndRecord(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, typ string, inv *Invoice) error {
+	var err error
+	if *inv, err = Read(ctx, tx, org, id); err != nil {
+		return err
+	}
+	return s.Events.Record(ctx, tx, org, typ, *inv)
 }
 
 // Cancel cancels an open or part-paid invoice and any message of it not yet sent.
-func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (Invoice, error) {
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (inv Invoice, err error) {
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		l, err := Lock(ctx, tx, actor.OrganizationID, id)
 		if err != nil {
 			return err
@@ -497,12 +532,15 @@ func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (Invoice,
 		if err := delivery.CancelPending(ctx, tx, id, now); err != nil {
 			return err
 		}
-		return l.Save()
+		if err := l.Save(); err != nil {
+			return err
+		}
+		return s.readAndRecord(ctx, tx, actor.OrganizationID, id, event.InvoiceCancelled, &inv)
 	})
 	if err != nil {
 		return Invoice{}, err
 	}
-	return s.Get(ctx, actor.OrganizationID, id)
+	return inv, nil
 }
 
 // Filter narrows a list.

@@ -100,7 +100,13 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 
 // CardPayment reads one card payment of the organization.
 func (s *Service) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
-	p, err := scanCardPayment(s.DB.QueryRowContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
+	return ReadCardPayment(ctx, s.DB, org, id)
+}
+
+// ReadCardPayment is CardPayment through q: a transaction sees the card
+// payment as it stands in it.
+func ReadCardPayment(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (CardPayment, error) {
+	p, err := scanCardPayment(q.QueryRowxContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return CardPayment{}, ErrNotFound
 	}

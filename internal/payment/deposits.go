@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
@@ -79,7 +80,13 @@ func scanDeposit(row scanner) (Deposit, error) {
 
 // Deposit reads one deposit of the organization.
 func (s *Service) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
-	d, err := scanDeposit(s.DB.QueryRowContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
+	return ReadDeposit(ctx, s.DB, org, id)
+}
+
+// ReadDeposit is Deposit through q: a transaction sees the deposit as it
+// stands in it.
+func ReadDeposit(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Deposit, error) {
+	d, err := scanDeposit(q.QueryRowxContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deposit{}, ErrDepositNotFound
 	}
@@ -366,6 +373,9 @@ func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Ti
 			d.ID, pq.Array(ids)); err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
+		if err := s.Events.Record(ctx, tx, d.OrganizationID, event.DepositCreated, d.ID); err != nil {
+			return nil, err
+		}
 		made = append(made, d)
 	}
 	return made, nil
@@ -373,15 +383,31 @@ func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Ti
 
 // MarkDepositsPaid marks paid every pending deposit whose expected day has
 // come in its location's time zone, and returns how many.
-func (s *Service) MarkDepositsPaid(ctx context.Context) (int64, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE deposits d SET status = 'paid', paid_at = $1
-		FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-		WHERE ma.id = d.merchant_account_id AND d.status = 'pending'
-			AND d.expected_at <= ($1::timestamptz AT TIME ZONE l.time_zone)::date`, s.Now())
+func (s *Service) MarkDepositsPaid(ctx context.Context) (int, error) {
+	var paid []struct {
+		ID             uuid.UUID `db:"id"`
+		OrganizationID uuid.UUID `db:"organization_id"`
+	}
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		err := tx.SelectContext(ctx, &paid, `UPDATE deposits d SET status = 'paid', paid_at = $1
+			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+			WHERE ma.id = d.merchant_account_id AND d.status = 'pending'
+				AND d.expected_at <= ($1::timestamptz AT TIME ZONE l.time_zone)::date
+			RETURNING d.id, d.organization_id`, s.Now())
+		if err != nil {
+			return err
+		}
+		for _, d := range paid {
+			if err := s.Events.Record(ctx, tx, d.OrganizationID, event.DepositPaid, d.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("payment: unable to mark deposits paid: %w", err)
 	}
-	return res.RowsAffected()
+	return len(paid), nil
 }
 
 // RunDeposits closes due batches and marks arrived deposits paid every

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
@@ -33,6 +34,8 @@ type Service struct {
 	// SettlementCutoff is the local time of day (from midnight) at which
 	// each MID's open batch closes.
 	SettlementCutoff time.Duration
+	// Events records each change's event in its transaction.
+	Events event.Recorder
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -161,7 +164,10 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
 				return err
 			}
-			return locked.Save()
+			if err := locked.Save(); err != nil {
+				return err
+			}
+			return s.Events.Record(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, sale.ID)
 		}
 		approved = true
 		sale.RetRef, sale.Level3Sent = optional(res.RetRef), items != nil
@@ -200,7 +206,17 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
 			return err
 		}
-		return locked.Save()
+		if err := locked.Save(); err != nil {
+			return err
+		}
+		if err := s.Events.Record(ctx, tx, locked.OrganizationID, event.CardPaymentApproved, sale.ID); err != nil {
+			return err
+		}
+		paid := event.InvoicePartPaid
+		if locked.Status == invoice.Paid {
+			paid = event.InvoicePaid
+		}
+		return s.Events.Record(ctx, tx, locked.OrganizationID, paid, locked.ID)
 	})
 	switch {
 	case err != nil && approved:

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
@@ -109,7 +110,7 @@ func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayme
 			return fmt.Errorf("payment: refund of sale %s: %w", sale.ID, err)
 		}
 		approved = res.Approved
-		return recordRefund(ctx, tx, locked, sale, pending, res)
+		return s.recordRefund(ctx, tx, locked, sale, pending, res)
 	})
 	switch {
 	case err != nil && pending != nil && (approved || errors.Is(err, processor.ErrUnsettled)):
@@ -178,7 +179,7 @@ func refundableOf(ctx context.Context, tx *sqlx.Tx, sale CardPayment) (apd.Decim
 // payment, and when approved, what it adds to the sale's and the invoice's
 // amountRefunded, and its Idempotency-Key when it came with one. It is
 // recorded once: a second call for the same refund changes nothing.
-func recordRefund(ctx context.Context, tx *sqlx.Tx, locked *invoice.Locked, sale CardPayment, p *pendingRefund, res processor.RefundResult) error {
+func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, locked *invoice.Locked, sale CardPayment, p *pendingRefund, res processor.RefundResult) error {
 	refund := CardPayment{
 		ID: p.RefundID, OrganizationID: p.OrganizationID, Kind: Refund, Status: Approved, Amount: p.Amount,
 		InvoiceID: sale.InvoiceID, MerchantAccountID: sale.MerchantAccountID, CardBrand: sale.CardBrand,
@@ -213,7 +214,14 @@ func recordRefund(ctx context.Context, tx *sqlx.Tx, locked *invoice.Locked, sale
 			return fmt.Errorf("payment: unable to keep the refund's idempotency key: %w", err)
 		}
 	}
-	return deletePendingRefund(ctx, tx, p.RefundID)
+	if err := deletePendingRefund(ctx, tx, p.RefundID); err != nil {
+		return err
+	}
+	typ := event.CardPaymentRefunded
+	if !res.Approved {
+		typ = event.CardPaymentDeclined
+	}
+	return s.Events.Record(ctx, tx, p.OrganizationID, typ, refund.ID)
 }
 
 // insertRefundOnce writes a refund's card payment unless it is there.
@@ -375,7 +383,7 @@ func (s *Service) settleRefund(ctx context.Context, p *pendingRefund) error {
 		if err != nil {
 			return err
 		}
-		return recordRefund(ctx, tx, locked, sale, p, res)
+		return s.recordRefund(ctx, tx, locked, sale, p, res)
 	})
 }
 

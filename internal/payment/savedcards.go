@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -54,12 +56,17 @@ var ErrCardNotFound = errors.New("saved card not found")
 func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var row struct {
-			ProfileID string         `db:"profile_id"`
-			AccountID string         `db:"account_id"`
-			MID       sql.NullString `db:"mid"`
+			ProfileID   string         `db:"profile_id"`
+			AccountID   string         `db:"account_id"`
+			MID         sql.NullString `db:"mid"`
+			CardBrand   *string        `db:"card_brand"`
+			LastFour    *string        `db:"last_four"`
+			Expiry      *string        `db:"expiry"`
+			SavedAt     time.Time      `db:"saved_at"`
+			SavedByName string         `db:"saved_by_name"`
 		}
 		err := tx.GetContext(ctx, &row, `
-			SELECT c.profile_id, c.account_id, ma.mid
+			SELECT c.profile_id, c.account_id, ma.mid, c.card_brand, c.last_four, c.expiry, c.saved_at, c.saved_by_name
 			FROM saved_cards c LEFT JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
 			WHERE c.id = $1 AND c.organization_id = $2
 			FOR UPDATE OF c`, id, org)
@@ -75,6 +82,7 @@ func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error 
 		if _, err := tx.ExecContext(ctx, `DELETE FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org); err != nil {
 			return fmt.Errorf("payment: unable to delete saved card: %w", err)
 		}
-		return nil
+		return s.Events.Record(ctx, tx, org, event.SavedCardRemoved, invoice.SavedCard{ID: id, CardBrand: row.CardBrand,
+			LastFour: row.LastFour, Expiry: row.Expiry, SavedAt: row.SavedAt, SavedByName: row.SavedByName})
 	})
 }

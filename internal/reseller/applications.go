@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/vault"
@@ -90,6 +91,8 @@ type Applications struct {
 	DB    *sqlx.DB
 	Vault *vault.Vault
 	Now   func() time.Time
+	// Events records each change's event in its transaction.
+	Events event.Recorder
 }
 
 func lastFour(s string) string {
@@ -182,8 +185,11 @@ func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note s
 	return postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
 		// The row lock serialises stage changes of one application, so
 		// history sequence numbers never collide.
-		var current string
-		err := tx.GetContext(ctx, &current, `SELECT stage FROM applications WHERE id = $1 FOR UPDATE`, id)
+		var current struct {
+			Stage      string    `db:"stage"`
+			ResellerID uuid.UUID `db:"reseller_id"`
+		}
+		err := tx.GetContext(ctx, &current, `SELECT stage, reseller_id FROM applications WHERE id = $1 FOR UPDATE`, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("reseller: application %s: %w", id, ErrNotFound)
 		}
@@ -191,9 +197,9 @@ func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note s
 			return fmt.Errorf("reseller: unable to read stage: %w", err)
 		}
 		switch {
-		case slices.Contains(finalStages, current):
-			return fmt.Errorf("reseller: application %s is %s, a final stage: %w", id, current, ErrStageChange)
-		case current == stage:
+		case slices.Contains(finalStages, current.Stage):
+			return fmt.Errorf("reseller: application %s is %s, a final stage: %w", id, current.Stage, ErrStageChange)
+		case current.Stage == stage:
 			return fmt.Errorf("reseller: application %s is already %s: %w", id, stage, ErrStageChange)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE applications SET stage = $2, updated_at = $3 WHERE id = $1`, id, stage, now); err != nil {
@@ -206,6 +212,6 @@ func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note s
 		if err != nil {
 			return fmt.Errorf("reseller: unable to append history: %w", err)
 		}
-		return nil
+		return a.Events.Record(ctx, tx, current.ResellerID, event.ApplicationStage, id)
 	})
 }

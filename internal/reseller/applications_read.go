@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/jsonnum"
@@ -138,7 +139,7 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 	rows, next = keyset.Page(rows, limit, func(r applicationRow) keyset.Cursor {
 		return keyset.Cursor{At: r.SubmittedAt, ID: r.ID}
 	})
-	page, err = a.withDetails(ctx, rows)
+	page, err = withDetails(ctx, a.DB, rows)
 	if err != nil {
 		return nil, "", err
 	}
@@ -148,8 +149,14 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 // Get reads one of the reseller's applications; an unknown id, or one of
 // another reseller, is ErrNotFound.
 func (a *Applications) Get(ctx context.Context, resellerID, id uuid.UUID) (Application, error) {
+	return Read(ctx, a.DB, resellerID, id)
+}
+
+// Read is Get through q: a transaction sees the application as it stands
+// in it.
+func Read(ctx context.Context, q sqlx.QueryerContext, resellerID, id uuid.UUID) (Application, error) {
 	var rows []applicationRow
-	err := a.DB.SelectContext(ctx, &rows, `SELECT `+applicationColumns+` FROM applications
+	err := sqlx.SelectContext(ctx, q, &rows, `SELECT `+applicationColumns+` FROM applications
 		WHERE reseller_id = $1 AND id = $2`, resellerID, id)
 	if err != nil {
 		return Application{}, fmt.Errorf("reseller: unable to read application: %w", err)
@@ -157,7 +164,7 @@ func (a *Applications) Get(ctx context.Context, resellerID, id uuid.UUID) (Appli
 	if len(rows) == 0 {
 		return Application{}, ErrNotFound
 	}
-	apps, err := a.withDetails(ctx, rows)
+	apps, err := withDetails(ctx, q, rows)
 	if err != nil {
 		return Application{}, err
 	}
@@ -166,7 +173,7 @@ func (a *Applications) Get(ctx context.Context, resellerID, id uuid.UUID) (Appli
 
 // withDetails adds owners and history to applications, with one query for
 // each whatever the number of applications.
-func (a *Applications) withDetails(ctx context.Context, rows []applicationRow) ([]Application, error) {
+func withDetails(ctx context.Context, q sqlx.QueryerContext, rows []applicationRow) ([]Application, error) {
 	apps := make([]Application, len(rows))
 	index := make(map[uuid.UUID]int, len(rows))
 	ids := make(pq.StringArray, len(rows))
@@ -186,7 +193,7 @@ func (a *Applications) withDetails(ctx context.Context, rows []applicationRow) (
 		OwnershipPercent string    `db:"ownership_percent"`
 		SSNLastFour      string    `db:"ssn_last_four"`
 	}
-	err := a.DB.SelectContext(ctx, &owners, `
+	err := sqlx.SelectContext(ctx, q, &owners, `
 		SELECT application_id, name, title, ownership_percent::text AS ownership_percent, ssn_last_four
 		FROM application_owners WHERE application_id = ANY($1::uuid[])
 		ORDER BY application_id, position`, ids)
@@ -208,7 +215,7 @@ func (a *Applications) withDetails(ctx context.Context, rows []applicationRow) (
 		At            time.Time `db:"at"`
 		Note          *string   `db:"note"`
 	}
-	err = a.DB.SelectContext(ctx, &history, `
+	err = sqlx.SelectContext(ctx, q, &history, `
 		SELECT application_id, stage, at, note
 		FROM application_history WHERE application_id = ANY($1::uuid[])
 		ORDER BY application_id, seq`, ids)

@@ -1,0 +1,231 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/webhook"
+)
+
+// ListEvents lists the organization's events newest first, a page at a time.
+func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
+	q := req.Params
+	pg := pageOf(q.Limit, q.Cursor)
+	f := webhook.EventFilter{Type: (*string)(q.Type), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo}
+	list, next, err := s.webhooks.Events(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
+	if errors.Is(err, webhook.ErrInvalidCursor) {
+		return gen.ListEvents400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListEvents200JSONResponse{Body: make([]gen.Event, len(list))}
+	for i, e := range list {
+		if err := out.Body[i].UnmarshalJSON(e.JSON()); err != nil {
+			return nil, err
+		}
+	}
+	fs := filters{}
+	fs.text("type", f.Type)
+	fs.time("createdFrom", f.CreatedFrom)
+	fs.time("createdTo", f.CreatedTo)
+	out.Headers.Link = s.nextLink("/events", fs, pg, next)
+	return out, nil
+}
+
+// GetEvent reads one event with its deliveries.
+func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
+	e, deliveries, err := s.webhooks.Event(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEventNotFound) {
+		return gen.GetEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds := make([]gen.EventDelivery, len(deliveries))
+	for i, d := range deliveries {
+		ds[i] = gen.EventDelivery{EndpointId: d.EndpointID, Status: gen.EventDeliveryStatus(d.Status), Attempts: int32(d.Attempts),
+			LastError: d.LastError, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt}
+		if d.LastStatusCode != nil {
+			code := int32(*d.LastStatusCode)
+			ds[i].LastStatusCode = &code
+		}
+	}
+	// The event as delivered, and its deliveries beside its other keys.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.JSON(), &fields); err != nil {
+		return nil, err
+	}
+	if fields["deliveries"], err = json.Marshal(ds); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	var out gen.GetEvent200JSONResponse
+	if err := out.UnmarshalJSON(b); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RedeliverEvent queues the event again for its endpoints.
+func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventRequestObject) (gen.RedeliverEventResponseObject, error) {
+	err := s.webhooks.Redeliver(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEventNotFound) {
+		return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.RedeliverEvent202JSONResponse{EventId: req.Id}, nil
+}
+
+func endpointBody(e webhook.Endpoint) gen.WebhookEndpoint {
+	types := make([]gen.EventTypeOrAll, len(e.EventTypes))
+	for i, t := range e.EventTypes {
+		types[i] = gen.EventTypeOrAll(t)
+	}
+	return gen.WebhookEndpoint{Id: e.ID, Url: e.URL, Description: e.Description, EventTypes: types,
+		Status: gen.WebhookEndpointStatus(e.Status), DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt}
+}
+
+func withSecret(e webhook.Endpoint, secret string) gen.WebhookEndpointWithSecret {
+	b := endpointBody(e)
+	return gen.WebhookEndpointWithSecret{Id: b.Id, Url: b.Url, Description: b.Description, EventTypes: b.EventTypes,
+		Status: b.Status, DisabledReason: b.DisabledReason, CreatedAt: b.CreatedAt, Secret: secret}
+}
+
+// eventTypes is a list of event types as stored: ["*"] when it holds "*".
+func eventTypes(in []gen.EventTypeOrAll) []string {
+	out := make([]string, 0, len(in))
+	for _, t := range in {
+		if t == "*" {
+			return []string{"*"}
+		}
+		if !slices.Contains(out, string(t)) {
+			out = append(out, string(t))
+		}
+	}
+	return out
+}
+
+// ListWebhookEndpoints lists the organization's endpoints, oldest first.
+func (s *Server) ListWebhookEndpoints(ctx context.Context, _ gen.ListWebhookEndpointsRequestObject) (gen.ListWebhookEndpointsResponseObject, error) {
+	list, err := s.webhooks.Endpoints(ctx, principalFrom(ctx).OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(gen.ListWebhookEndpoints200JSONResponse, len(list))
+	for i, e := range list {
+		out[i] = endpointBody(e)
+	}
+	return out, nil
+}
+
+// urlProblem is the 400 of an endpoint URL refused.
+func (s *Server) urlProblem(err error) (gen.BadRequestApplicationProblemPlusJSONResponse, bool) {
+	var ue *webhook.URLError
+	if !errors.As(err, &ue) {
+		return gen.BadRequestApplicationProblemPlusJSONResponse{}, false
+	}
+	return s.badRequest(invalidField("url", ue.Reason)), true
+}
+
+// CreateWebhookEndpoint registers an endpoint and answers its secret, once.
+func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
+	b := req.Body
+	e, secret, err := s.webhooks.Create(ctx, principalFrom(ctx).OrganizationID, webhook.NewEndpoint{
+		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)})
+	if p, ok := s.urlProblem(err); ok {
+		return gen.CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: p}, nil
+	}
+	if errors.Is(err, webhook.ErrTooManyEndpoints) {
+		return gen.CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
+			unprocessable(kindUnprocessable, "Too many webhook endpoints",
+				"An organization may have at most 16 webhook endpoints; delete one before adding another."))}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateWebhookEndpoint201JSONResponse(withSecret(e, secret)), nil
+}
+
+// GetWebhookEndpoint reads one endpoint.
+func (s *Server) GetWebhookEndpoint(ctx context.Context, req gen.GetWebhookEndpointRequestObject) (gen.GetWebhookEndpointResponseObject, error) {
+	e, err := s.webhooks.Endpoint(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return gen.GetWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetWebhookEndpoint200JSONResponse(endpointBody(e)), nil
+}
+
+// UpdateWebhookEndpoint changes what the request names.
+func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhookEndpointRequestObject) (gen.UpdateWebhookEndpointResponseObject, error) {
+	b := req.Body
+	c := webhook.Change{URL: b.Url, Status: (*string)(b.Status)}
+	if b.Description != nil {
+		if *b.Description == "" {
+			c.ClearDescription = true
+		} else {
+			c.Description = b.Description
+		}
+	}
+	if b.EventTypes != nil {
+		c.EventTypes = eventTypes(*b.EventTypes)
+	}
+	e, err := s.webhooks.Update(ctx, principalFrom(ctx).OrganizationID, req.Id, c)
+	if p, ok := s.urlProblem(err); ok {
+		return gen.UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: p}, nil
+	}
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return gen.UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateWebhookEndpoint200JSONResponse(endpointBody(e)), nil
+}
+
+// DeleteWebhookEndpoint removes an endpoint.
+func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhookEndpointRequestObject) (gen.DeleteWebhookEndpointResponseObject, error) {
+	err := s.webhooks.Delete(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return gen.DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.DeleteWebhookEndpoint204Response{}, nil
+}
+
+// RotateWebhookSecret gives the endpoint a new secret, answered once.
+func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookSecretRequestObject) (gen.RotateWebhookSecretResponseObject, error) {
+	e, secret, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.RotateWebhookSecret200JSONResponse(withSecret(e, secret)), nil
+}
+
+// PingWebhookEndpoint sends a webhook.ping event to the endpoint alone.
+func (s *Server) PingWebhookEndpoint(ctx context.Context, req gen.PingWebhookEndpointRequestObject) (gen.PingWebhookEndpointResponseObject, error) {
+	id, err := s.webhooks.Ping(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return gen.PingWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.PingWebhookEndpoint202JSONResponse{EventId: id}, nil
+}

@@ -1,0 +1,405 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/webhook"
+)
+
+// webhookEnv is an instance on a database of its own (a worker delivers
+// every organization's webhooks) with a merchant and a receiver
+// subscribed to everything.
+func webhookEnv(t *testing.T, clock *apitest.Clock) (*apitest.Env, apitest.Merchant, *apitest.Receiver, gen.WebhookEndpointWithSecret) {
+	t.Helper()
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
+	m := apitest.NewMerchant(t, env)
+	rc := apitest.NewReceiver(t)
+	return env, m, rc, endpoint(t, env, m.Token, rc.URL, "*")
+}
+
+type eventDetail struct {
+	hookEvent
+	Deliveries []gen.EventDelivery `json:"deliveries"`
+}
+
+func eventOf(t *testing.T, env *apitest.Env, m apitest.Merchant, id string) eventDetail {
+	t.Helper()
+	var d eventDetail
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/events/" + id, Token: m.Token})
+	apitest.Want(t, "get event", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &d)
+	return d
+}
+
+// A failed delivery is tried again on the schedule (compressed here as
+// PAYREQ_WEBHOOK_RETRY_SCHEDULE compresses it), later when a 503 says so
+// in Retry-After, with the same webhook-id; each attempt's status and
+// error are kept; after the last try the delivery has failed.
+func TestWebhookRetries(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env, m, rc, _ := webhookEnv(t, clock)
+	rc.Answer = func(n int, w http.ResponseWriter, _ *http.Request) {
+		switch n {
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError)
+		case 2:
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true, Schedule: []time.Duration{time.Second, 2 * time.Second}})
+	inv := m.MustCreate(t, m.Body("RT-1", "10.00"))
+	apitest.Want(t, "first attempt", apitest.Deliver(t, worker), 1)
+	hooks := rc.Hooks()
+	id := hooks[0].Header.Get("webhook-id")
+	d := eventOf(t, env, m, id).Deliveries[0]
+	apitest.Want(t, "after a 500: status", d.Status, gen.EventDeliveryStatusPending)
+	apitest.Want(t, "after a 500: lastStatusCode", *d.LastStatusCode, int32(500))
+	apitest.WantText(t, "after a 500: lastError", d.LastError, "HTTP 500")
+	apitest.Want(t, "nothing due at once", apitest.Deliver(t, worker), 0)
+
+	clock.Advance(1200 * time.Millisecond) // past 1 s ± 10 %
+	apitest.Want(t, "second attempt", apitest.Deliver(t, worker), 1)
+	clock.Advance(3 * time.Second) // past the schedule's 2 s, not the 60 s asked
+	apitest.Want(t, "Retry-After honoured", apitest.Deliver(t, worker), 0)
+	clock.Advance(time.Minute)
+	apitest.Want(t, "third attempt", apitest.Deliver(t, worker), 1)
+	d = eventOf(t, env, m, id).Deliveries[0]
+	apitest.Want(t, "delivered", d.Status, gen.EventDeliveryStatusDelivered)
+	apitest.Want(t, "attempts", d.Attempts, int32(3))
+	apitest.Want(t, "deliveredAt", d.DeliveredAt != nil, true)
+	apitest.Want(t, "lastError cleared", d.LastError == nil, true)
+	for _, h := range rc.Hooks() {
+		apitest.Want(t, "the same webhook-id on every try", h.Header.Get("webhook-id"), id)
+	}
+
+	// Failing every time: two retries, then failed.
+	rc.Answer = func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }
+	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/cancel", Token: m.Token})
+	for range 3 {
+		apitest.Want(t, "attempt", apitest.Deliver(t, worker), 1)
+		clock.Advance(3 * time.Second)
+	}
+	apitest.Want(t, "no fourth attempt", apitest.Deliver(t, worker), 0)
+	var cancelled []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.cancelled", Token: m.Token}).JSON(t, &cancelled)
+	d = eventOf(t, env, m, cancelled[0].ID.String()).Deliveries[0]
+	apitest.Want(t, "failed", d.Status, gen.EventDeliveryStatusFailed)
+	apitest.Want(t, "failed after", d.Attempts, int32(3))
+	apitest.Want(t, "last status", *d.LastStatusCode, int32(502))
+}
+
+func endpointOf(t *testing.T, env *apitest.Env, m apitest.Merchant, id uuid.UUID) gen.WebhookEndpoint {
+	t.Helper()
+	var e gen.WebhookEndpoint
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + id.String(), Token: m.Token})
+	apitest.Want(t, "get endpoint", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &e)
+	return e
+}
+
+// A 410 disables the endpoint at once; five days without a successful
+// delivery do too; a disabled endpoint is sent nothing until enabled again.
+func TestWebhookEndpointsDisabled(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env, m, rc, gone := webhookEnv(t, clock)
+	rc.Answer = func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) }
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true, Schedule: []time.Duration{24 * time.Hour, 24 * time.Hour, 24 * time.Hour}})
+	m.MustCreate(t, m.Body("GONE-1", "10.00"))
+	apitest.Deliver(t, worker)
+	e := endpointOf(t, env, m, gone.Id)
+	apitest.Want(t, "after a 410", e.Status, gen.WebhookEndpointStatusDisabled)
+	apitest.WantText(t, "disabledReason", e.DisabledReason, "The endpoint answered 410 Gone.")
+	m.MustCreate(t, m.Body("GONE-2", "10.00"))
+	apitest.Want(t, "a disabled endpoint gets nothing", apitest.Deliver(t, worker), 0)
+	apitest.Want(t, "requests to the gone endpoint", len(rc.Hooks()), 1)
+	var enabled gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + gone.Id.String(), Token: m.Token,
+		Body: map[string]any{"status": "enabled"}}).JSON(t, &enabled)
+	apitest.Want(t, "enabled again", enabled.DisabledReason == nil && enabled.Status == gen.WebhookEndpointStatusEnabled, true)
+	env.Do(apitest.Request{Method: "DELETE", Path: "/webhook-endpoints/" + gone.Id.String(), Token: m.Token})
+
+	failing := apitest.NewReceiver(t)
+	failing.Answer = func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }
+	ep := endpoint(t, env, m.Token, failing.URL, "invoice.created")
+	m.MustCreate(t, m.Body("DOWN-1", "10.00"))
+	apitest.Deliver(t, worker)
+	clock.Advance(3 * 24 * time.Hour)
+	m.Renew()
+	m.MustCreate(t, m.Body("DOWN-2", "10.00"))
+	apitest.Deliver(t, worker)
+	apitest.Want(t, "after 3 days of failures", endpointOf(t, env, m, ep.Id).Status, gen.WebhookEndpointStatusEnabled)
+	clock.Advance(2*24*time.Hour + time.Minute)
+	m.Renew()
+	m.MustCreate(t, m.Body("DOWN-3", "10.00"))
+	apitest.Deliver(t, worker)
+	e = endpointOf(t, env, m, ep.Id)
+	apitest.Want(t, "after 5 days of failures", e.Status, gen.WebhookEndpointStatusDisabled)
+	apitest.WantText(t, "disabledReason", e.DisabledReason, "No delivery succeeded for 5 days.")
+}
+
+// After a rotation both secrets sign for 24 hours, so a receiver verifies
+// with either; then only the new one.
+func TestWebhookSecretRotation(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env, m, rc, ep := webhookEnv(t, clock)
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
+	var rotated gen.WebhookEndpointWithSecret
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token})
+	apitest.Want(t, "rotate", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &rotated)
+	if rotated.Secret == ep.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
+		t.Fatalf("new secret %q", rotated.Secret)
+	}
+	m.MustCreate(t, m.Body("ROT-1", "10.00"))
+	apitest.Deliver(t, worker)
+	h := rc.Hooks()[0]
+	apitest.Want(t, "signatures during the rotation", len(strings.Fields(h.Header.Get("webhook-signature"))), 2)
+	verified(t, []apitest.Hook{h}, ep.Secret, true)
+	verified(t, []apitest.Hook{h}, rotated.Secret, true)
+
+	clock.Advance(25 * time.Hour)
+	m.Renew()
+	m.MustCreate(t, m.Body("ROT-2", "10.00"))
+	apitest.Deliver(t, worker)
+	h = rc.Hooks()[1]
+	apitest.Want(t, "signatures after the rotation", len(strings.Fields(h.Header.Get("webhook-signature"))), 1)
+	verified(t, []apitest.Hook{h}, rotated.Secret, false)
+	old, _ := standardwebhooks.NewWebhook(ep.Secret)
+	if old.VerifyIgnoringTimestamp(h.Body, h.Header) == nil {
+		t.Error("the old secret still verifies a day after the rotation")
+	}
+}
+
+// A redelivered event comes again with the same webhook-id; a ping goes to
+// its endpoint alone.
+func TestWebhookRedeliverAndPing(t *testing.T) {
+	env, m, rc, ep := webhookEnv(t, nil)
+	other := apitest.NewReceiver(t)
+	endpoint(t, env, m.Token, other.URL, "invoice.paid")
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
+	m.MustCreate(t, m.Body("RD-1", "10.00"))
+	apitest.Deliver(t, worker)
+	first := verified(t, rc.Hooks(), ep.Secret, true)[0]
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/events/" + first.ID.String() + "/redeliver", Token: m.Token})
+	apitest.Want(t, "redeliver", resp.StatusCode, http.StatusAccepted)
+	apitest.Deliver(t, worker)
+	again := verified(t, rc.Hooks(), ep.Secret, true)
+	apitest.Want(t, "deliveries", len(again), 2)
+	apitest.Want(t, "the same webhook-id", again[1].ID, first.ID)
+	apitest.Want(t, "the same body", string(rc.Hooks()[1].Body), string(rc.Hooks()[0].Body))
+
+	var accepted gen.EventAccepted
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/ping", Token: m.Token})
+	apitest.Want(t, "ping", resp.StatusCode, http.StatusAccepted)
+	resp.JSON(t, &accepted)
+	apitest.Deliver(t, worker)
+	pings := verified(t, rc.Hooks(), ep.Secret, true)
+	apitest.Want(t, "ping delivered", pings[2].Type, "webhook.ping")
+	apitest.Want(t, "ping id", pings[2].ID, accepted.EventId)
+	apitest.Want(t, "the other endpoint got", len(other.Hooks()), 0)
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/events/" + uuid.NewString() + "/redeliver", Token: m.Token}), http.StatusNotFound, "")
+}
+
+// Without PAYREQ_WEBHOOK_ALLOW_PRIVATE, an endpoint must be https on the
+// public internet: every other URL is a 400 keyed url, and a delivery that
+// would connect to a private address (a name resolving there since) is
+// refused at the connection.
+func TestWebhookURLRules(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = false }})
+	m := apitest.NewMerchant(t, env)
+	for _, url := range []string{
+		"http://hooks.example.com/payreq", "https://127.0.0.1/hooks", "https://10.1.2.3/hooks", "https://169.254.169.254/latest",
+		"https://[::1]/hooks", "https://localhost/hooks", "https://192.168.1.20:8443/x", "https://[fd00::1]/x", "https://100.64.0.1/",
+		"https://user:password@hooks.example.com/", "ftp://hooks.example.com/", "https://hooks.example.com/" + strings.Repeat("a", 2048),
+		"/relative",
+	} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+			Body: map[string]any{"url": url, "eventTypes": []string{"*"}}})
+		p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
+		if p.Errors == nil || len((*p.Errors)["url"]) == 0 {
+			t.Errorf("%.60s: errors %v, want url", url, p.Errors)
+		}
+	}
+	for _, types := range []any{[]string{"invoice.exploded"}, []string{}, nil, "*"} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+			Body: map[string]any{"url": "https://203.0.114.7/hooks", "eventTypes": types}})
+		p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
+		found := false
+		for k := range *p.Errors {
+			found = found || strings.HasPrefix(k, "eventTypes")
+		}
+		apitest.Want(t, fmt.Sprintf("eventTypes %v named", types), found, true)
+	}
+	var list []gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "endpoints made by refused requests", len(list), 0)
+
+	// At delivery: an endpoint made where private addresses were allowed.
+	lax := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
+	lm := apitest.NewMerchant(t, lax)
+	rc := apitest.NewReceiver(t)
+	endpoint(t, lax, lm.Token, rc.URL, "*")
+	lm.MustCreate(t, lm.Body("SSRF-1", "10.00"))
+	strict := lax.Webhooks(webhook.WorkerConfig{})
+	apitest.Deliver(t, strict)
+	apitest.Want(t, "requests that reached the private address", len(rc.Hooks()), 0)
+	var events []hookEvent
+	lax.Do(apitest.Request{Method: "GET", Path: "/events", Token: lm.Token}).JSON(t, &events)
+	d := eventOf(t, lax, lm, events[0].ID.String()).Deliveries[0]
+	apitest.WantText(t, "lastError", d.LastError, "The endpoint's address is not on the public internet.")
+}
+
+// An organization has at most 16 endpoints; the 17th is a 422.
+func TestWebhookEndpointLimit(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	var wg sync.WaitGroup
+	statuses := make([]int, 20)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+				Body: map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "eventTypes": []string{"invoice.paid"}}}).StatusCode
+		}()
+	}
+	wg.Wait()
+	made, refused := 0, 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			made++
+		case http.StatusUnprocessableEntity:
+			refused++
+		}
+	}
+	apitest.Want(t, "made of 20 at once", made, 16)
+	apitest.Want(t, "refused", refused, 4)
+	var list []gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "listed", len(list), 16)
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+		Body: map[string]any{"url": "https://hooks.example.com/17", "eventTypes": []string{"*"}}}), http.StatusUnprocessableEntity, "Too many webhook endpoints")
+}
+
+// A receiver that never answers costs one attempt of the time limit; one
+// that answers megabytes is read no further than needed; a redirect is not
+// followed.
+func TestWebhookHostileReceivers(t *testing.T) {
+	env, m, rc, _ := webhookEnv(t, nil)
+	target := apitest.NewReceiver(t)
+	release := make(chan struct{})
+	defer close(release)
+	rc.Answer = func(n int, w http.ResponseWriter, r *http.Request) {
+		switch n {
+		case 1: // never answers
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case 2: // 10 MB
+			w.WriteHeader(http.StatusOK)
+			chunk := []byte(strings.Repeat("x", 1<<20))
+			for range 10 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		default: // a redirect elsewhere
+			http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+		}
+	}
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true, Timeout: 300 * time.Millisecond})
+	for _, n := range []string{"HR-1", "HR-2", "HR-3"} {
+		m.MustCreate(t, m.Body(n, "10.00"))
+		apitest.Deliver(t, worker)
+	}
+	var events []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events", Token: m.Token}).JSON(t, &events)
+	// Newest first: the redirect, the 10 MB, the silence.
+	silent, big, redirected := eventOf(t, env, m, events[2].ID.String()).Deliveries[0], eventOf(t, env, m, events[1].ID.String()).Deliveries[0],
+		eventOf(t, env, m, events[0].ID.String()).Deliveries[0]
+	apitest.WantText(t, "silent receiver", silent.LastError, "No answer within the time limit.")
+	apitest.Want(t, "silent receiver status", silent.Status, gen.EventDeliveryStatusPending)
+	apitest.Want(t, "10 MB answer", big.Status, gen.EventDeliveryStatusDelivered)
+	apitest.Want(t, "redirect status", *redirected.LastStatusCode, int32(307))
+	apitest.WantText(t, "redirect", redirected.LastError, "HTTP 307: redirects are not followed")
+	apitest.Want(t, "requests to the redirect's target", len(target.Hooks()), 0)
+}
+
+// Two instances' workers deliver each event once per endpoint, sharing
+// the work.
+func TestWebhookWorkersShareTheWork(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	first := apitest.New(t, dsn, apitest.Options{DataDir: dir})
+	second := apitest.New(t, dsn, apitest.Options{DataDir: dir})
+	m := apitest.NewMerchant(t, first)
+	rc := apitest.NewReceiver(t)
+	endpoint(t, first, m.Token, rc.URL, "invoice.created")
+	for i := range 30 {
+		m.MustCreate(t, m.Body(fmt.Sprintf("TW-%d", i), "10.00"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, env := range []*apitest.Env{first, second} {
+		w := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true, Workers: 3, PollInterval: 10 * time.Millisecond})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(ctx)
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(rc.Hooks()) < 30 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // room for a second, wrong, delivery to show
+	cancel()
+	wg.Wait()
+	seen := map[string]int{}
+	for _, h := range rc.Hooks() {
+		seen[h.Header.Get("webhook-id")]++
+	}
+	apitest.Want(t, "events delivered", len(seen), 30)
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s delivered %d times", id, n)
+		}
+	}
+}
+
+// Events are kept 30 days.
+func TestEventsKeptThirtyDays(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env, m, _, _ := webhookEnv(t, clock)
+	m.MustCreate(t, m.Body("OLD-1", "10.00"))
+	clock.Advance(29 * 24 * time.Hour)
+	m.Renew()
+	m.MustCreate(t, m.Body("NEW-1", "10.00"))
+	clock.Advance(2 * 24 * time.Hour)
+	m.Renew()
+	if err := env.App.Webhooks.DeleteOldEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var events []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events", Token: m.Token}).JSON(t, &events)
+	apitest.Want(t, "events left", len(events), 1)
+	apitest.Want(t, "the newer one", strings.Contains(string(events[0].Data), "NEW-1"), true)
+}

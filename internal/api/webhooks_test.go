@@ -1,0 +1,247 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/webhook"
+)
+
+// endpoint registers a receiver's URL for types and returns the endpoint
+// with its secret.
+func endpoint(t *testing.T, env *apitest.Env, token, url string, types ...string) gen.WebhookEndpointWithSecret {
+	t.Helper()
+	var e gen.WebhookEndpointWithSecret
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: token,
+		Body: map[string]any{"url": url, "description": "test receiver", "eventTypes": types}})
+	apitest.Want(t, "create endpoint", resp.StatusCode, http.StatusCreated)
+	resp.JSON(t, &e)
+	return e
+}
+
+type hookEvent struct {
+	ID        uuid.UUID       `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// verified checks every hook with the Standard Webhooks reference library
+// under secret and returns the events, in the order received.
+func verified(t *testing.T, hooks []apitest.Hook, secret string, checkTime bool) []hookEvent {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []hookEvent
+	for _, h := range hooks {
+		verify := wh.Verify
+		if !checkTime {
+			verify = wh.VerifyIgnoringTimestamp
+		}
+		if err := verify(h.Body, h.Header); err != nil {
+			t.Fatalf("the reference library refuses a delivery: %v (headers %v)", err, h.Header)
+		}
+		var e hookEvent
+		if err := json.Unmarshal(h.Body, &e); err != nil {
+			t.Fatal(err)
+		}
+		apitest.Want(t, "webhook-id is the event id", h.Header.Get("webhook-id"), e.ID.String())
+		apitest.Want(t, "content type", h.Header.Get("Content-Type"), "application/json")
+		out = append(out, e)
+	}
+	return out
+}
+
+func typesOf(events []hookEvent) map[string]int {
+	n := map[string]int{}
+	for _, e := range events {
+		n[e.Type]++
+	}
+	return n
+}
+
+// Every change a merchant or a reseller makes is an event pushed to the
+// endpoints subscribed to it, signed so that the Standard Webhooks
+// reference library verifies it, its data the resource as the API showed
+// it then; GET /events lists them and GET /events/{id} shows the delivery.
+func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
+	// A database of its own: a worker delivers every organization's webhooks.
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	rc := apitest.NewReceiver(t)
+	all := endpoint(t, env, m.Token, rc.URL, "*")
+	paidOnly := apitest.NewReceiver(t)
+	paidEndpoint := endpoint(t, env, m.Token, paidOnly.URL, "invoice.paid")
+
+	// invoice.created and invoice.sent; card_payment.declined, approved; invoice.part_paid, paid.
+	b := m.Body("EV-1", "100.00")
+	b["send"] = true
+	inv := m.MustCreate(t, b)
+	env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardDecline, Amount: "40.00"})
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "40.00", Save: true}), http.StatusSeeOther)
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: "4000000000000259", Amount: "60.00"}), http.StatusSeeOther)
+	got, _ := m.Read(t, inv.Id)
+	// card_payment.refunded, and a declined refund: card_payment.declined.
+	refund(env, m.Token, (*got.Payments)[0].Id, map[string]any{"amount": "5.00"}, "")
+	refund(env, m.Token, (*got.Payments)[1].Id, nil, "")
+	// saved_card.removed; invoice.cancelled; deposit.created and deposit.paid.
+	apitest.Want(t, "remove card", env.Do(apitest.Request{Method: "DELETE", Path: "/saved-cards/" + (*got.SavedCards)[0].Id.String(), Token: m.Token}).StatusCode, http.StatusNoContent)
+	other := m.MustCreate(t, m.Body("EV-2", "10.00"))
+	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + other.Id.String() + "/cancel", Token: m.Token})
+	deposit := settle(t, env, m)[0]
+	// invoice.send_failed: what the delivery worker records when a pay link cannot be delivered.
+	if err := postgres.InTx(context.Background(), env.App.DB, func(tx *sqlx.Tx) error {
+		return env.App.Invoices.SendFailed(context.Background(), tx, uuid.MustParse(m.Org), inv.Id, "Email not delivered after 8 attempts: mailbox full")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ping := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + all.Id.String() + "/ping", Token: m.Token})
+	apitest.Want(t, "ping", ping.StatusCode, http.StatusAccepted)
+
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
+	apitest.Deliver(t, worker)
+	events := verified(t, rc.Hooks(), all.Secret, true)
+	want := map[string]int{"invoice.created": 2, "invoice.sent": 1, "card_payment.declined": 2, "card_payment.approved": 2,
+		"invoice.part_paid": 1, "invoice.paid": 1, "card_payment.refunded": 1, "saved_card.removed": 1, "invoice.cancelled": 1,
+		"deposit.created": 1, "invoice.send_failed": 1, "webhook.ping": 1}
+	for typ, n := range want {
+		apitest.Want(t, typ+" events", typesOf(events)[typ], n)
+	}
+	apitest.Want(t, "events delivered", len(events), 15)
+	onlyPaid := verified(t, paidOnly.Hooks(), paidEndpoint.Secret, true)
+	apitest.Want(t, "the invoice.paid endpoint got", len(onlyPaid), 1)
+	apitest.Want(t, "the invoice.paid endpoint got", onlyPaid[0].Type, "invoice.paid")
+
+	for _, e := range events {
+		switch e.Type {
+		case "invoice.paid":
+			var data gen.Invoice
+			if err := json.Unmarshal(e.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			apitest.Want(t, "invoice.paid data status", data.Status, gen.InvoiceStatusPaid)
+			apitest.Want(t, "invoice.paid data payments", len(*data.Payments), 2)
+			apitest.Want(t, "invoice.paid data amountRefunded (before the refund)", data.AmountRefunded.Text('f'), "0.00")
+		case "invoice.part_paid":
+			var data gen.Invoice
+			json.Unmarshal(e.Data, &data)
+			apitest.Want(t, "invoice.part_paid data balance", data.Balance.Text('f'), "60.00")
+		case "card_payment.refunded":
+			var data gen.CardPayment
+			json.Unmarshal(e.Data, &data)
+			apitest.Want(t, "card_payment.refunded data is the refund", data.Kind, gen.CardPaymentKindRefund)
+		case "deposit.created":
+			var data gen.Deposit
+			json.Unmarshal(e.Data, &data)
+			apitest.Want(t, "deposit.created data", data.Id, deposit.ID)
+		}
+		if strings.Contains(string(e.Data), apitest.CardApprove) || strings.Contains(string(e.Data), "4000000000000259") {
+			t.Errorf("%s carries a card number: %s", e.Type, e.Data)
+		}
+	}
+
+	// The reseller's application moves on (what payreq applications stage does).
+	seed := env.Seed()
+	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	rrc := apitest.NewReceiver(t)
+	rEndpoint := endpoint(t, env, reseller, rrc.URL, "application.stage_changed")
+	var apps []gen.Application
+	env.Do(apitest.Request{Method: "GET", Path: "/applications?stage=submitted", Token: reseller}).JSON(t, &apps)
+	if err := env.App.Applications.SetStage(context.Background(), apps[0].Id, "in_review", "Looking"); err != nil {
+		t.Fatal(err)
+	}
+	// Thursday: the deposit is paid.
+	env.Clock.Advance(4 * 24 * time.Hour)
+	m.Renew()
+	settle(t, env, m)
+	apitest.Deliver(t, worker)
+	stage := verified(t, rrc.Hooks(), rEndpoint.Secret, false)
+	apitest.Want(t, "reseller events", len(stage), 1)
+	apitest.Want(t, "reseller event type", stage[0].Type, "application.stage_changed")
+	if strings.Contains(string(stage[0].Data), "taxId\"") || !strings.Contains(string(stage[0].Data), "in_review") {
+		t.Errorf("application data: %s", stage[0].Data)
+	}
+	apitest.Want(t, "deposit.paid", typesOf(verified(t, rc.Hooks(), all.Secret, false))["deposit.paid"], 1)
+
+	// The merchant's events, newest first; one of them with its deliveries.
+	var list []json.RawMessage
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: m.Token})
+	apitest.Want(t, "list events", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &list)
+	apitest.Want(t, "merchant events", len(list), 16)
+	var paidEvents []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.paid", Token: m.Token}).JSON(t, &paidEvents)
+	apitest.Want(t, "invoice.paid events", len(paidEvents), 1)
+	var detail struct {
+		hookEvent
+		Deliveries []gen.EventDelivery `json:"deliveries"`
+	}
+	resp = env.Do(apitest.Request{Method: "GET", Path: "/events/" + paidEvents[0].ID.String(), Token: m.Token})
+	apitest.Want(t, "get event", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &detail)
+	apitest.Want(t, "deliveries of invoice.paid", len(detail.Deliveries), 2)
+	for _, d := range detail.Deliveries {
+		apitest.Want(t, "delivery status", d.Status, gen.EventDeliveryStatusDelivered)
+		apitest.Want(t, "delivery attempts", d.Attempts, int32(1))
+		apitest.Want(t, "delivery lastStatusCode", d.LastStatusCode != nil && *d.LastStatusCode == 200, true)
+	}
+	var resellerEvents []hookEvent
+	reseller = env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	env.Do(apitest.Request{Method: "GET", Path: "/events", Token: reseller}).JSON(t, &resellerEvents)
+	for _, e := range resellerEvents {
+		if e.Type != "application.stage_changed" {
+			t.Errorf("the reseller sees a %s event", e.Type)
+		}
+	}
+}
+
+// An event commits with its change or not at all: a change whose
+// transaction fails after its event was written leaves neither.
+func TestEventAndChangeCommitTogether(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	env := apitest.New(t, dsn, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	// Fails every transaction that wrote an event for an invoice BOOM, at
+	// commit: after the change and its event were both written.
+	for _, stmt := range []string{
+		`CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN IF NEW.data->>'invoiceNumber' = 'BOOM' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`,
+		`CREATE CONSTRAINT TRIGGER boom AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION boom()`,
+	} {
+		if _, err := env.App.DB.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	email, send := "dana@example.com", false
+	d := invoice.Draft{MerchantAccountID: m.MIDs[0].Id, InvoiceNumber: "BOOM", Amount: *apd.New(1000, -2),
+		CustomerEmail: &email, Send: &send}
+	_, _, err := env.App.Invoices.Create(context.Background(), invoice.Actor{OrganizationID: uuid.MustParse(m.Org), Name: "test"}, d, nil)
+	if err == nil {
+		t.Fatal("the change committed although its event failed")
+	}
+	var invoices, events int
+	env.App.DB.Get(&invoices, `SELECT count(*) FROM invoices WHERE invoice_number = 'BOOM'`)
+	env.App.DB.Get(&events, `SELECT count(*) FROM events WHERE data->>'invoiceNumber' = 'BOOM'`)
+	apitest.Want(t, "invoices BOOM", invoices, 0)
+	apitest.Want(t, "events of BOOM", events, 0)
+	// Another invoice: both.
+	m.MustCreate(t, m.Body("FINE", "10.00"))
+	env.App.DB.Get(&events, `SELECT count(*) FROM events WHERE type = 'invoice.created' AND data->>'invoiceNumber' = 'FINE'`)
+	apitest.Want(t, "events of FINE", events, 1)
+}

@@ -1,0 +1,131 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MaxURL is the longest endpoint URL taken.
+const MaxURL = 2048
+
+// Resolver looks host names up; net.DefaultResolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// notPublic are the ranges no webhook may reach (unless private addresses
+// are allowed): this network, private (RFC 1918, unique-local), carrier
+// NAT, loopback, link-local, IETF protocol assignments, benchmarking,
+// documentation, multicast and reserved ranges.
+var notPublic = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+		"224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+	} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+// Public says whether a is an address on the public internet.
+func Public(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsValid() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// URLError is an endpoint URL refused, with the reason for errors.url.
+type URLError struct{ Reason string }
+
+func (e *URLError) Error() string { return "webhook: url " + e.Reason }
+
+// checkURL refuses what may not be an endpoint: not https (plain http only
+// when private addresses are allowed), credentials in it, longer than
+// MaxURL, or a host that is, or resolves to, an address that is not public.
+// A name that does not resolve now is taken: every delivery checks again.
+func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
+	if len(raw) > MaxURL {
+		return &URLError{fmt.Sprintf("must be at most %d characters", MaxURL)}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return &URLError{"must be an absolute https:// URL"}
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && allowPrivate:
+	default:
+		return &URLError{"must be an https:// URL"}
+	}
+	if u.User != nil {
+		return &URLError{"must not hold a user name or password"}
+	}
+	if u.Fragment != "" {
+		return &URLError{"must not have a fragment"}
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := strings.TrimSuffix(u.Hostname(), ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		if !Public(a) {
+			return &URLError{"must be on the public internet: " + host + " is a loopback, private, link-local or reserved address"}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if !Public(a) {
+			return &URLError{"must be on the public internet: " + host + " resolves to " + a.Unmap().String() + ", a loopback, private, link-local or reserved address"}
+		}
+	}
+	return nil
+}
+
+// errNotPublic: a delivery's connection would reach an address that is not public.
+var errNotPublic = errors.New("the address is not on the public internet")
+
+// dialControl refuses connections to addresses that are not public: it
+// runs after DNS, on the address actually dialled, so a name that came to
+// resolve to a private address since the endpoint was made is refused too.
+func dialControl(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("webhook: dial %s: %w", address, err)
+	}
+	if !Public(ap.Addr()) {
+		return fmt.Errorf("webhook: dial %s: %w", ap.Addr(), errNotPublic)
+	}
+	return nil
+}
+
+// newDialer is the dialer of deliveries.
+func newDialer(allowPrivate bool) *net.Dialer {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if !allowPrivate {
+		d.Control = dialControl
+	}
+	return d
+}

@@ -1,0 +1,371 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+// Schedule is the default wait before each retry (Standard Webhooks'
+// recommendation): after the first failure 5 s, then 5 min, … 24 h; after
+// the last retry fails the delivery has failed.
+var Schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
+	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
+
+// DisableAfter: an endpoint with no successful delivery for this long
+// (counted from its first failure since its last success) is disabled.
+const DisableAfter = 5 * 24 * time.Hour
+
+// maxRetryAfter bounds the wait a receiver may ask for with Retry-After.
+const maxRetryAfter = 24 * time.Hour
+
+// WorkerConfig tunes the delivery worker.
+type WorkerConfig struct {
+	Timeout      time.Duration   // of one attempt; 15 s when zero
+	Schedule     []time.Duration // Schedule when nil
+	Workers      int             // concurrent deliveries per instance; 4 when zero
+	PollInterval time.Duration   // 500 ms when zero
+	AllowPrivate bool            // deliveries may reach private addresses (development, tests)
+}
+
+// Worker delivers due webhooks. Any number of instances may run one: a
+// delivery is claimed with SKIP LOCKED and a lease longer than an attempt,
+// so it is never attempted twice at once, and one whose process died is
+// attempted again once the lease is over (at least once).
+type Worker struct {
+	db     *sqlx.DB
+	open   func(sealed []byte, keyID, aad string) (string, error)
+	cfg    WorkerConfig
+	client *http.Client
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// NewWorker makes a delivery worker.
+func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string, error), cfg WorkerConfig, log *slog.Logger, now func() time.Time) *Worker {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.Schedule == nil {
+		cfg.Schedule = Schedule
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 500 * time.Millisecond
+	}
+	transport := &http.Transport{
+		Proxy:                 nil, // straight to the endpoint: a proxy would dial for us, unchecked
+		DialContext:           newDialer(cfg.AllowPrivate).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: cfg.Timeout,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       time.Minute,
+	}
+	return &Worker{
+		db: db, open: open, cfg: cfg, log: log, now: now,
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   cfg.Timeout,
+			// A redirect is an answer like any other non-2xx: never followed.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// lease is how long a claimed delivery is held: past the attempt's time
+// limit, so that a second claim cannot overlap the first attempt.
+func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 30*time.Second }
+
+// Run delivers until ctx ends, with cfg.Workers deliveries at a time; an
+// attempt under way when ctx ends is finished.
+func (w *Worker) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range w.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				did, err := w.DeliverOne(ctx)
+				if err != nil && ctx.Err() == nil {
+					w.log.Error("webhook: delivery", "error", err.Error())
+				}
+				if did {
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(w.cfg.PollInterval):
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+type claimed struct {
+	EventID    uuid.UUID `db:"event_id"`
+	EndpointID uuid.UUID `db:"endpoint_id"`
+	Attempts   int       `db:"attempts"`
+}
+
+type target struct {
+	URL          string     `db:"url"`
+	Status       string     `db:"status"`
+	Secret       []byte     `db:"secret"`
+	SecretKeyID  string     `db:"secret_key_id"`
+	Previous     []byte     `db:"previous_secret"`
+	PreviousKey  *string    `db:"previous_key_id"`
+	PrevUntil    *time.Time `db:"previous_until"`
+	FailingSince *time.Time `db:"failing_since"`
+}
+
+// DeliverOne claims one due delivery and attempts it; did says whether
+// there was one.
+func (w *Worker) DeliverOne(ctx context.Context) (did bool, err error) {
+	now := w.now()
+	var c claimed
+	err = w.db.GetContext(ctx, &c, `
+		WITH due AS (
+			SELECT event_id, endpoint_id FROM webhook_deliveries
+			WHERE status = 'pending' AND next_attempt_at <= $1
+			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+		UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $2
+		FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+		RETURNING d.event_id, d.endpoint_id, d.attempts`, now, now.Add(w.lease()))
+	if err != nil {
+		if isNoRows(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("webhook: unable to claim a delivery: %w", err)
+	}
+	// The attempt outlives a shutdown: its result is recorded.
+	ctx = context.WithoutCancel(ctx)
+	var t target
+	if err := w.db.GetContext(ctx, &t, `SELECT url, status, secret, secret_key_id, previous_secret, previous_key_id, previous_until,
+		failing_since FROM webhook_endpoints WHERE id = $1`, c.EndpointID); err != nil {
+		return true, fmt.Errorf("webhook: unable to read endpoint: %w", err)
+	}
+	var ev eventRow
+	if err := w.db.GetContext(ctx, &ev, `SELECT id, type, created_at, data::text AS data FROM events WHERE id = $1`, c.EventID); err != nil {
+		return true, fmt.Errorf("webhook: unable to read event: %w", err)
+	}
+	if t.Status != Enabled {
+		return true, w.record(ctx, c, outcome{failed: true, err: "The endpoint is disabled."}, t)
+	}
+	secrets, err := w.secrets(c.EndpointID, t, now)
+	if err != nil {
+		return true, err
+	}
+	out := w.attempt(ctx, t.URL, ev.event(), secrets, c.Attempts)
+	return true, w.record(ctx, c, out, t)
+}
+
+// secrets are the HMAC keys that sign now: the current one, and the
+// previous one during a rotation.
+func (w *Worker) secrets(endpoint uuid.UUID, t target, now time.Time) ([][]byte, error) {
+	var keys [][]byte
+	add := func(sealed []byte, keyID string) error {
+		s, err := w.open(sealed, keyID, endpoint.String())
+		if err != nil {
+			return fmt.Errorf("webhook: endpoint %s secret: %w", endpoint, err)
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
+		if err != nil {
+			return fmt.Errorf("webhook: endpoint %s secret: %w", endpoint, err)
+		}
+		keys = append(keys, key)
+		return nil
+	}
+	if err := add(t.Secret, t.SecretKeyID); err != nil {
+		return nil, err
+	}
+	if t.Previous != nil && t.PreviousKey != nil && t.PrevUntil != nil && now.Before(*t.PrevUntil) {
+		if err := add(t.Previous, *t.PreviousKey); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// Sign is the webhook-signature header of a delivery: "v1," and the base64
+// HMAC-SHA256 of id.timestamp.body under each key, separated by spaces.
+func Sign(keys [][]byte, id string, timestamp int64, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		m := hmac.New(sha256.New, k)
+		fmt.Fprintf(m, "%s.%d.", id, timestamp)
+		m.Write(body)
+		sigs[i] = "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	}
+	return strings.Join(sigs, " ")
+}
+
+type outcome struct {
+	delivered  bool
+	failed     bool // no more tries
+	disable    string
+	statusCode *int
+	err        string
+	retryAfter time.Duration
+}
+
+// attempt POSTs the event once.
+func (w *Worker) attempt(ctx context.Context, url string, ev Event, keys [][]byte, attempt int) outcome {
+	body := ev.JSON()
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: "The URL cannot be requested."}
+	}
+	ts := w.now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "payreq-webhooks/1")
+	req.Header.Set("webhook-id", ev.ID.String())
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", Sign(keys, ev.ID.String(), ts, body))
+	res, err := w.client.Do(req)
+	if err != nil {
+		return outcome{err: describe(err)}
+	}
+	// Only the start of the answer is read: a receiver that answers
+	// megabytes costs nothing more.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
+	res.Body.Close()
+	code := res.StatusCode
+	out := outcome{statusCode: &code}
+	switch {
+	case code >= 200 && code <= 299:
+		out.delivered = true
+	case code == http.StatusGone:
+		out.failed, out.disable = true, "The endpoint answered 410 Gone."
+		out.err = "HTTP 410: the endpoint is gone; it is disabled."
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		out.retryAfter = retryAfter(res.Header.Get("Retry-After"), w.now())
+		out.err = fmt.Sprintf("HTTP %d", code)
+	case code >= 300 && code <= 399:
+		out.err = fmt.Sprintf("HTTP %d: redirects are not followed", code)
+	default:
+		out.err = fmt.Sprintf("HTTP %d", code)
+	}
+	return out
+}
+
+// describe is a transport failure in words, without the URL (which may
+// carry a token of the receiver's).
+func describe(err error) string {
+	switch {
+	case errors.Is(err, errNotPublic):
+		return "The endpoint's address is not on the public internet."
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
+		return "No answer within the time limit."
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && ue.Unwrap() != nil {
+		return truncate("The request failed: "+ue.Unwrap().Error(), 500)
+	}
+	return truncate("The request failed: "+err.Error(), 500)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), at most
+// maxRetryAfter; 0 when absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return max(0, min(d, maxRetryAfter))
+}
+
+// record writes an attempt's outcome, unless the delivery was claimed
+// again meanwhile (its attempts moved on).
+func (w *Worker) record(ctx context.Context, c claimed, out outcome, t target) error {
+	now := w.now()
+	status, next := "pending", now
+	switch {
+	case out.delivered:
+		status = "delivered"
+	case out.failed || c.Attempts > len(w.cfg.Schedule):
+		status = "failed"
+	default:
+		wait := w.cfg.Schedule[c.Attempts-1]
+		// ±10 % jitter, so that retries of many deliveries spread out.
+		wait += time.Duration((rand.Float64()*0.2 - 0.1) * float64(wait))
+		next = now.Add(max(wait, out.retryAfter))
+	}
+	var errText *string
+	if out.err != "" {
+		errText = &out.err
+	}
+	var deliveredAt *time.Time
+	if out.delivered {
+		deliveredAt = &now
+	}
+	_, err := w.db.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, last_status_code = $5,
+			last_error = $6, last_attempt_at = $7, delivered_at = $8
+		WHERE event_id = $1 AND endpoint_id = $2 AND attempts = $9`,
+		c.EventID, c.EndpointID, status, next, out.statusCode, errText, now, deliveredAt, c.Attempts)
+	if err != nil {
+		return fmt.Errorf("webhook: unable to record a delivery attempt: %w", err)
+	}
+	switch {
+	case out.delivered:
+		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, c.EndpointID)
+	case out.disable != "":
+		err = w.disable(ctx, c.EndpointID, out.disable)
+	case t.Status == Enabled:
+		if t.FailingSince != nil && now.Sub(*t.FailingSince) >= DisableAfter {
+			err = w.disable(ctx, c.EndpointID, "No delivery succeeded for 5 days.")
+			break
+		}
+		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, c.EndpointID, now)
+	}
+	if err != nil {
+		return fmt.Errorf("webhook: unable to update endpoint after a delivery: %w", err)
+	}
+	if !out.delivered {
+		w.log.Info("webhook: delivery attempt failed", "event_id", c.EventID.String(), "endpoint_id", c.EndpointID.String(),
+			"attempt", c.Attempts, "status", status, "error", out.err)
+	}
+	return nil
+}
+
+func (w *Worker) disable(ctx context.Context, endpoint uuid.UUID, reason string) error {
+	_, err := w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2 WHERE id = $1`, endpoint, reason)
+	if err == nil {
+		w.log.Warn("webhook: endpoint disabled", "endpoint_id", endpoint.String(), "reason", reason)
+	}
+	return err
+}

@@ -1,0 +1,242 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/postgres"
+)
+
+// Endpoint statuses.
+const (
+	Enabled  = "enabled"
+	Disabled = "disabled"
+)
+
+// MaxEndpoints is how many endpoints an organization may have.
+const MaxEndpoints = 16
+
+// RotationOverlap is how long the previous secret keeps signing beside the
+// new one after a rotation.
+const RotationOverlap = 24 * time.Hour
+
+// secretPrefix starts every signing secret (Standard Webhooks).
+const secretPrefix = "whsec_"
+
+// Endpoint is a URL an organization's events are pushed to.
+type Endpoint struct {
+	ID             uuid.UUID      `db:"id"`
+	OrganizationID uuid.UUID      `db:"organization_id"`
+	URL            string         `db:"url"`
+	Description    *string        `db:"description"`
+	EventTypes     pq.StringArray `db:"event_types"`
+	Status         string         `db:"status"`
+	DisabledReason *string        `db:"disabled_reason"`
+	CreatedAt      time.Time      `db:"created_at"`
+}
+
+const endpointColumns = `id, organization_id, url, description, event_types, status, disabled_reason, created_at`
+
+// ErrEndpointNotFound: no endpoint of that id in the organization.
+var ErrEndpointNotFound = errors.New("webhook: endpoint not found")
+
+// ErrTooManyEndpoints: the organization has MaxEndpoints already.
+var ErrTooManyEndpoints = fmt.Errorf("webhook: an organization may have at most %d endpoints", MaxEndpoints)
+
+// newSecret is whsec_ and the base64 of 32 random bytes, the HMAC key.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return secretPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// NewEndpoint is an endpoint as a client asks for it.
+type NewEndpoint struct {
+	URL         string
+	Description *string
+	EventTypes  []string
+}
+
+// Create registers an endpoint and returns it with its secret, shown only
+// now. The organization's row lock makes the count of endpoints exact
+// under concurrent creations.
+func (s *Store) Create(ctx context.Context, org uuid.UUID, n NewEndpoint) (Endpoint, string, error) {
+	if err := checkURL(ctx, n.URL, s.AllowPrivate, s.Resolver); err != nil {
+		return Endpoint{}, "", err
+	}
+	secret := newSecret()
+	e := Endpoint{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, URL: n.URL, Description: n.Description,
+		EventTypes: n.EventTypes, Status: Enabled, CreatedAt: s.Now().Truncate(time.Microsecond)}
+	sealed, keyID, err := s.Seal(secret, e.ID.String())
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("webhook: unable to seal secret: %w", err)
+	}
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, org); err != nil {
+			return err
+		}
+		var count int
+		if err := tx.GetContext(ctx, &count, `SELECT count(*) FROM webhook_endpoints WHERE organization_id = $1`, org); err != nil {
+			return err
+		}
+		if count >= MaxEndpoints {
+			return ErrTooManyEndpoints
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, organization_id, url, description, event_types, status,
+				secret, secret_key_id, created_at) VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $8)`,
+			e.ID, org, e.URL, e.Description, e.EventTypes, sealed, keyID, e.CreatedAt)
+		return err
+	})
+	if errors.Is(err, ErrTooManyEndpoints) {
+		return Endpoint{}, "", err
+	}
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("webhook: unable to create endpoint: %w", err)
+	}
+	return e, secret, nil
+}
+
+// Endpoints lists the organization's endpoints, oldest first.
+func (s *Store) Endpoints(ctx context.Context, org uuid.UUID) ([]Endpoint, error) {
+	list := []Endpoint{}
+	err := s.DB.SelectContext(ctx, &list, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE organization_id = $1 ORDER BY created_at, id`, org)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: unable to list endpoints: %w", err)
+	}
+	return list, nil
+}
+
+// Endpoint reads one endpoint of the organization.
+func (s *Store) Endpoint(ctx context.Context, org, id uuid.UUID) (Endpoint, error) {
+	var e Endpoint
+	err := s.DB.GetContext(ctx, &e, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 AND organization_id = $2`, id, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, ErrEndpointNotFound
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhook: unable to read endpoint: %w", err)
+	}
+	return e, nil
+}
+
+// Change is a PATCH of an endpoint: nil fields stay as they are;
+// ClearDescription sets the description to none.
+type Change struct {
+	URL              *string
+	Description      *string
+	ClearDescription bool
+	EventTypes       []string
+	Status           *string
+}
+
+// Update changes an endpoint. Enabling it clears its disabled reason and
+// its record of failures.
+func (s *Store) Update(ctx context.Context, org, id uuid.UUID, c Change) (Endpoint, error) {
+	if c.URL != nil {
+		if err := checkURL(ctx, *c.URL, s.AllowPrivate, s.Resolver); err != nil {
+			return Endpoint{}, err
+		}
+	}
+	var e Endpoint
+	err := s.DB.GetContext(ctx, &e, `
+		UPDATE webhook_endpoints SET
+			url = coalesce($3, url),
+			description = CASE WHEN $5 THEN NULL ELSE coalesce($4, description) END,
+			event_types = coalesce($6, event_types),
+			status = coalesce($7, status),
+			disabled_reason = CASE WHEN $7 = 'enabled' THEN NULL WHEN $7 = 'disabled' THEN 'Disabled through the API.' ELSE disabled_reason END,
+			failing_since = CASE WHEN $7 = 'enabled' THEN NULL ELSE failing_since END
+		WHERE id = $1 AND organization_id = $2
+		RETURNING `+endpointColumns, id, org, c.URL, c.Description, c.ClearDescription, nullArray(c.EventTypes), c.Status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, ErrEndpointNotFound
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhook: unable to update endpoint: %w", err)
+	}
+	return e, nil
+}
+
+func nullArray(a []string) any {
+	if a == nil {
+		return nil
+	}
+	return pq.StringArray(a)
+}
+
+// Delete removes an endpoint and its deliveries.
+func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND organization_id = $2`, id, org)
+	if err != nil {
+		return fmt.Errorf("webhook: unable to delete endpoint: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrEndpointNotFound
+	}
+	return nil
+}
+
+// RotateSecret gives the endpoint a new secret, returned (shown only now);
+// the current one keeps signing beside it for RotationOverlap.
+func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID) (Endpoint, string, error) {
+	secret := newSecret()
+	sealed, keyID, err := s.Seal(secret, id.String())
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("webhook: unable to seal secret: %w", err)
+	}
+	var e Endpoint
+	err = s.DB.GetContext(ctx, &e, `
+		UPDATE webhook_endpoints SET previous_secret = secret, previous_key_id = secret_key_id, previous_until = $3,
+			secret = $4, secret_key_id = $5
+		WHERE id = $1 AND organization_id = $2
+		RETURNING `+endpointColumns, id, org, s.Now().Add(RotationOverlap), sealed, keyID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, "", ErrEndpointNotFound
+	}
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("webhook: unable to rotate secret: %w", err)
+	}
+	return e, secret, nil
+}
+
+// PingData is a webhook.ping event's data.
+type PingData struct {
+	EndpointID uuid.UUID `json:"endpointId"`
+	Message    string    `json:"message"`
+}
+
+// Ping records a webhook.ping event for the endpoint alone and returns its
+// id. A disabled endpoint gets no delivery.
+func (s *Store) Ping(ctx context.Context, org, id uuid.UUID) (uuid.UUID, error) {
+	var eventID uuid.UUID
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var exists bool
+		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1 AND organization_id = $2)`, id, org); err != nil {
+			return err
+		}
+		if !exists {
+			return ErrEndpointNotFound
+		}
+		var err error
+		eventID, err = insertEvent(ctx, tx, org, event.WebhookPing, PingData{EndpointID: id, Message: "A test event from payreq."}, s.Now(), &id)
+		return err
+	})
+	if errors.Is(err, ErrEndpointNotFound) {
+		return uuid.Nil, err
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("webhook: unable to ping: %w", err)
+	}
+	return eventID, nil
+}
