@@ -46,7 +46,8 @@ build:
 	$(GO) build -o $(BIN) ./cmd/payreq
 
 # Starts (or reuses) the private PostgreSQL cluster under $(DATA)/postgres when
-# DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves.
+# DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves
+# (with PAYREQ_WEBHOOK_ALLOW_PRIVATE=true unless set: local webhook receivers).
 run: build postgres
 	@mkdir -p $(DATA)
 	@# demo.json holds the demo keys' secrets: owner-only, like every secret file.

@@ -76,6 +76,10 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		t.Fatalf("the other merchant has %d deposits, want 1", len(theirDeposits))
 	}
 	deposit := theirDeposits[0].ID.String()
+	theirHook := endpoint(t, env, theirs.Token, "https://hooks.example.com/theirs", "*")
+	var theirEvents []struct{ ID string }
+	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
+	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
@@ -90,7 +94,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
-	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit,
+	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
 
@@ -114,6 +118,14 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list card payments of their deposit", "GET", "/card-payments?depositId=%s", deposit, me.Token, nil, http.StatusOK},
 		{"read deposit", "GET", "/deposits/%s", deposit, me.Token, nil, http.StatusNotFound},
 		{"list deposits of their MID", "GET", "/deposits?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
+		{"read webhook endpoint", "GET", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound},
+		{"change webhook endpoint", "PATCH", "/webhook-endpoints/%s", hook, me.Token, map[string]any{"status": "disabled"}, http.StatusNotFound},
+		{"rotate webhook secret", "POST", "/webhook-endpoints/%s/rotate-secret", hook, me.Token, nil, http.StatusNotFound},
+		{"ping webhook endpoint", "POST", "/webhook-endpoints/%s/ping", hook, me.Token, nil, http.StatusNotFound},
+		{"delete webhook endpoint", "DELETE", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound},
+		{"read event", "GET", "/events/%s", theirEvent, me.Token, nil, http.StatusNotFound},
+		{"redeliver event", "POST", "/events/%s/redeliver", theirEvent, me.Token, nil, http.StatusNotFound},
+		{"read event as a reseller", "GET", "/events/%s", theirEvent, myReseller, nil, http.StatusNotFound},
 		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound},
 		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
 		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},
@@ -161,6 +173,9 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
+	var hookAfter gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
+	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, gen.WebhookEndpointStatusEnabled)
 	if t.Failed() {
 		t.Logf("their invoice before: %s\nafter: %s", beforeRaw, afterRaw)
 	}

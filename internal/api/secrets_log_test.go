@@ -16,6 +16,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/webhook"
 )
 
 // TestNothingSecretInTheLog runs the whole flow, at debug level, with the
@@ -132,6 +133,27 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	}
 	env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + sale + "/refund", Token: merchant, Body: map[string]any{"amount": "99.00"}})
 
+	// A webhook endpoint made, its secret rotated, deliveries failed and
+	// made, with the worker logging to the same log.
+	rc := apitest.NewReceiver(t)
+	rc.Answer = func(n int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader([]int{500, 410, 200}[min(n, 3)-1]) }
+	var ep, rotated gen.WebhookEndpointWithSecret
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: merchant,
+		Body: map[string]any{"url": rc.URL, "eventTypes": []string{"*"}}}).JSON(t, &ep)
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: merchant}).JSON(t, &rotated)
+	for _, s := range []string{ep.Secret, rotated.Secret} {
+		keep(s, strings.TrimPrefix(s, "whsec_"))
+	}
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/ping", Token: merchant})
+	hooks := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true, Schedule: []time.Duration{time.Nanosecond}})
+	apitest.Deliver(t, hooks)
+	if len(rc.Hooks()) == 0 {
+		t.Fatal("no webhook delivered")
+	}
+	for _, h := range rc.Hooks() {
+		keep(h.Header.Get("webhook-signature"))
+	}
+
 	// The reseller reads its portfolio and every application, one of them
 	// added now with numbers known here.
 	re := &resellerEnv{Env: env, org: seed.Reseller.OrganizationID, token: reseller}
@@ -154,7 +176,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 
 	logs := env.Log.String()
 	for _, want := range []string{`"path":"/oauth/token"`, `"path":"/payment-requests"`, `"path":"/pay/:token"`,
-		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, "message delivered"} {
+		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, "message delivered", "webhook: delivery attempt failed"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("the log lacks %s, so the flow did not run as meant:\n%s", want, logs)
 		}

@@ -57,7 +57,8 @@ func (rc *Receiver) Hooks() []Hook {
 
 // Webhooks is a delivery worker of the env's instance, on its clock.
 func (e *Env) Webhooks(cfg webhook.WorkerConfig) *webhook.Worker {
-	return webhook.NewWorker(e.App.DB, e.App.Vault.Open, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), e.Clock.Now)
+	log := slog.New(slog.NewJSONHandler(e.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return webhook.NewWorker(e.App.DB, e.App.Vault.Open, cfg, log, e.Clock.Now)
 }
 
 // Deliver attempts every due delivery once, one after the other, and

@@ -91,7 +91,7 @@ func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string,
 
 // lease is how long a claimed delivery is held: past the attempt's time
 // limit, so that a second claim cannot overlap the first attempt.
-func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 30*time.Second }
+func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 5*time.Second }
 
 // Run delivers until ctx ends, with cfg.Workers deliveries at a time; an
 // attempt under way when ctx ends is finished.
