@@ -403,3 +403,26 @@ func TestEventsKeptThirtyDays(t *testing.T) {
 	apitest.Want(t, "events left", len(events), 1)
 	apitest.Want(t, "the newer one", strings.Contains(string(events[0].Data), "NEW-1"), true)
 }
+
+// Unknown event types and malformed ids are 400s naming what was wrong.
+func TestEventsRefuseBadInput(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	for _, q := range []string{"type=invoice.exploded", "type=*", "createdFrom=yesterday", "limit=0", "cursor=nonsense"} {
+		name, _, _ := strings.Cut(q, "=")
+		p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: "/events?" + q, Token: m.Token}), http.StatusBadRequest, "")
+		if p.Errors == nil || len((*p.Errors)["query."+name]) == 0 {
+			t.Errorf("%s: errors do not name query.%s", q, name)
+		}
+	}
+	for _, path := range []string{"/events/not-a-uuid", "/webhook-endpoints/not-a-uuid"} {
+		apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: path, Token: m.Token}), http.StatusBadRequest, "")
+	}
+	p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + uuid.NewString(), Token: m.Token,
+		Body: map[string]any{"eventTypes": []string{"invoice.exploded"}}}), http.StatusBadRequest, "")
+	named := false
+	for k := range *p.Errors {
+		named = named || strings.HasPrefix(k, "eventTypes")
+	}
+	apitest.Want(t, "PATCH eventTypes named", named, true)
+}

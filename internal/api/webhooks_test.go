@@ -10,14 +10,14 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/pgtest"
-	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/smtpfake"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
@@ -105,12 +105,28 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	other := m.MustCreate(t, m.Body("EV-2", "10.00"))
 	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + other.Id.String() + "/cancel", Token: m.Token})
 	deposit := settle(t, env, m)[0]
-	// invoice.send_failed: what the delivery worker records when a pay link cannot be delivered.
-	if err := postgres.InTx(context.Background(), env.App.DB, func(tx *sqlx.Tx) error {
-		return env.App.Invoices.SendFailed(context.Background(), tx, uuid.MustParse(m.Org), inv.Id, "Email not delivered after 8 attempts: mailbox full")
-	}); err != nil {
+	// invoice.send_failed: the delivery worker gives up on the pay link (the
+	// mail server refuses connections; one attempt allowed).
+	down := smtpfake.Start(t, smtpfake.Down)
+	mail, err := delivery.NewWorker(env.App.DB, delivery.Config{
+		Invoices: env.App.Invoices, SMTPURL: down.URL("billing@example.com"), DataDir: env.App.Config.DataDir, PollInterval: 20 * time.Millisecond, MaxAttempts: 1,
+	}, quiet, env.Clock.Now)
+	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	mailed := make(chan struct{})
+	go func() { mail.Run(ctx); close(mailed) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got, _ := m.Read(t, inv.Id); got.SendProblem != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pay link never failed")
+		}
+	}
+	stop()
+	<-mailed
 	ping := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + all.Id.String() + "/ping", Token: m.Token})
 	apitest.Want(t, "ping", ping.StatusCode, http.StatusAccepted)
 
