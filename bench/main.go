@@ -9,9 +9,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -95,6 +97,12 @@ func run(ctx context.Context, o options) error {
 	admin, err := startCluster(ctx, o.dataDir)
 	if err != nil {
 		return err
+	}
+	// The bench servers share one set of secrets, made once.
+	if _, err := os.Stat(filepath.Join(o.dataDir, app.PepperName)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := app.InitSecrets(o.dataDir); err != nil {
+			return err
+		}
 	}
 	h := &harness{o: o, run: fmt.Sprintf("%x", time.Now().UnixNano()), report: newReport(o)}
 	load := filepath.Join(o.benchDir, "load.sql")

@@ -146,7 +146,7 @@ func openApp(t *testing.T) *app.App {
 	}
 	cfg.DatabaseURL, cfg.DataDir = testDSN, dir
 	cfg.SigningKeyFile, cfg.PepperFile, cfg.EncryptionKeyFile = dir+"/signing-key.pem", dir+"/pepper", dir+"/encryption-key"
-	a, err := app.Open(context.Background(), cfg, app.Options{})
+	a, err := app.Open(context.Background(), cfg, app.Options{GenerateSecrets: true})
 	if err != nil {
 		t.Fatal(err)
 	}

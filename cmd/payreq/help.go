@@ -55,6 +55,13 @@ each location's time zone), marks deposits whose day has come paid, and prints
 the deposits made, one JSON object per line as GET /deposits/{id} shows them.
 Nothing to settle prints nothing. The daily cutoff (PAYREQ_SETTLEMENT_CUTOFF)
 does the same in payreq serve.`,
+	"secrets init": `usage: payreq secrets init --dir DIR
+Writes a new Ed25519 signing key (signing-key.pem), pepper (pepper) and
+encryption key (encryption-key) into DIR, readable by their owner only, and
+prints their paths. It never overwrites a file: when one exists it writes
+nothing and exits with status 2. Give every instance the same files; with
+DATABASE_URL set, payreq refuses to start without them (only the private
+development cluster makes its own).`,
 	"db-stop": `usage: payreq db-stop
 Stops the private PostgreSQL cluster under PAYREQ_DATA_DIR.`,
 }

@@ -34,6 +34,7 @@ const usage = `usage: payreq COMMAND
   orgs suspend ORG | orgs reinstate ORG
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
+  secrets init --dir DIR                 write a new signing key, pepper and encryption key (never over a file)
   settle --org ORG                       close the organization's open batches now, print the deposits made
   db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`
 
@@ -64,7 +65,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications, settle); run payreq help"}
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications, settle, secrets); run payreq help"}
 	}
 	if text, ok := helpFor(args); ok {
 		fmt.Fprintln(stdout, text)
@@ -110,6 +111,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return applicationsCmd(ctx, cfg, rest, stdout)
 	case "settle":
 		return settleCmd(ctx, cfg, rest, stdout)
+	case "secrets":
+		return secretsCmd(rest, stdout)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }
@@ -296,12 +299,15 @@ func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 // DATABASE_URL or, when it is unset, the private development cluster under
 // the data directory, started here if need be.
 func openApp(ctx context.Context, cfg config.Config) (*app.App, error) {
-	if cfg.DatabaseURL == "" {
+	// Only the private development cluster makes its own secrets; with
+	// DATABASE_URL every instance must be given the same files.
+	dev := cfg.DatabaseURL == ""
+	if dev {
 		dsn, err := devdb.Ensure(ctx, cfg.DataDir)
 		if err != nil {
 			return nil, err
 		}
 		cfg.DatabaseURL = dsn
 	}
-	return app.Open(ctx, cfg, app.Options{})
+	return app.Open(ctx, cfg, app.Options{GenerateSecrets: dev})
 }

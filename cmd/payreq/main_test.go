@@ -21,6 +21,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -55,7 +56,17 @@ func newCLI(t *testing.T) *cli {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &cli{t: t, dataDir: t.TempDir(), db: db}
+	return &cli{t: t, dataDir: secretsDir(t), db: db}
+}
+
+// secretsDir is a data directory with the secrets payreq secrets init makes.
+func secretsDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := app.InitSecrets(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func (c *cli) run(args ...string) (stdout, stderr string, code int) {
@@ -276,6 +287,9 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 		{"orgs", "suspend", "not-a-uuid"},
 		{"orgs", "suspend", "{unknown}"},
 		{"settle"},
+		{"secrets"},
+		{"secrets", "rotate"},
+		{"secrets", "init"},
 		{"settle", "--org", "not-a-uuid"},
 		{"settle", "--org", "{unknown}"},
 		{"settle", "--org", "{org}", "now"},
@@ -349,7 +363,7 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(tt.variable, file)
-			stderr := (&cli{t: t, dataDir: t.TempDir(), db: c.db}).usage("keys", "list", "--org", org)
+			stderr := (&cli{t: t, dataDir: secretsDir(t), db: c.db}).usage("keys", "list", "--org", org)
 			if !strings.Contains(stderr, file) {
 				t.Errorf("stderr %q does not name %s", stderr, file)
 			}
@@ -358,17 +372,53 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 }
 
 // Secrets made on first use are readable by their owner only.
-func TestGeneratedSecretsAreOwnerOnly(t *testing.T) {
+func TestSecretsInitWritesOwnerOnlyFilesOnce(t *testing.T) {
 	c := newCLI(t)
-	c.ok("migrate")
+	dir := filepath.Join(t.TempDir(), "secrets")
+	out := c.ok("secrets", "init", "--dir", dir)
+	before := map[string][]byte{}
 	for _, name := range []string{"pepper", "signing-key.pem", "encryption-key"} {
-		info, err := os.Stat(filepath.Join(c.dataDir, name))
+		path := filepath.Join(dir, name)
+		if !strings.Contains(out, path) {
+			t.Errorf("secrets init did not print %s: %q", path, out)
+		}
+		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if mode := info.Mode().Perm(); mode != 0o600 {
 			t.Errorf("%s has mode %o, want 600", name, mode)
 		}
+		before[name], _ = os.ReadFile(path)
+	}
+	// Never over an existing file: exit 2, the files as they were.
+	if err := os.Remove(filepath.Join(dir, "pepper")); err != nil {
+		t.Fatal(err)
+	}
+	if stderr := c.usage("secrets", "init", "--dir", dir); !strings.Contains(stderr, "signing-key.pem") {
+		t.Errorf("stderr %q does not name the file that exists", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pepper")); err == nil {
+		t.Error("a refused secrets init wrote the pepper")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "signing-key.pem")); !bytes.Equal(b, before["signing-key.pem"]) {
+		t.Error("a refused secrets init changed the signing key")
+	}
+}
+
+// With DATABASE_URL set, a missing secret file stops payreq: one line
+// naming the file and payreq secrets init, exit 2; none is made.
+func TestMissingSecretsRefusedWithADatabaseURL(t *testing.T) {
+	c := newCLI(t)
+	empty := t.TempDir()
+	for _, args := range [][]string{{"serve"}, {"migrate"}, {"demo"}} {
+		stderr := (&cli{t: t, dataDir: empty, db: c.db}).usage(args...)
+		if !strings.Contains(stderr, filepath.Join(empty, "pepper")) || !strings.Contains(stderr, "payreq secrets init") {
+			t.Errorf("payreq %s: stderr %q", args[0], stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("files made: %v", entries)
 	}
 }
 
@@ -395,6 +445,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"applications", "add", "--help"}, []string{"usage: payreq applications add", `"legalName"`, `"taxId"`, `"owners"`, `"accountNumber"`}},
 		{[]string{"applications", "stage", "--help"}, []string{"usage: payreq applications stage", "needs_info"}},
 		{[]string{"settle", "--help"}, []string{"usage: payreq settle", "JSON"}},
+		{[]string{"secrets", "init", "--help"}, []string{"usage: payreq secrets init", "never overwrites"}},
 		{[]string{"db-stop", "--help"}, []string{"usage: payreq db-stop"}},
 	} {
 		stdout, stderr, code := c.run(tt.args...)

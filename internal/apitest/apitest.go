@@ -129,7 +129,7 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	appOpts := app.Options{Now: opts.Clock.Now}
+	appOpts := app.Options{Now: opts.Clock.Now, GenerateSecrets: true}
 	if opts.WrapProcessor != nil {
 		appOpts.Processor = opts.WrapProcessor(processor.NewSimulator())
 	}

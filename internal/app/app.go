@@ -7,10 +7,13 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -68,6 +71,56 @@ type Options struct {
 	Now func() time.Time
 	// Processor is the card processor; nil means the one the configuration names.
 	Processor processor.Processor
+	// GenerateSecrets makes missing secret files: for the private
+	// development cluster and tests only. Otherwise a missing file stops
+	// Open, so that instances never each make their own.
+	GenerateSecrets bool
+}
+
+// Secret files under their default names in a directory.
+const (
+	SigningKeyName    = "signing-key.pem"
+	PepperName        = "pepper"
+	EncryptionKeyName = "encryption-key"
+)
+
+var secretGenerators = []struct {
+	name     string
+	generate func() ([]byte, error)
+}{
+	{SigningKeyName, auth.GenerateSigningKey},
+	{PepperName, newPepper},
+	{EncryptionKeyName, vault.GenerateKeyFile},
+}
+
+func newPepper() ([]byte, error) {
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	return b, err
+}
+
+// InitSecrets writes the three secret files into dir (mode 0600) and
+// returns their paths. When any of them exists it writes nothing and
+// returns a *SecretError naming it.
+func InitSecrets(dir string) ([]string, error) {
+	var paths []string
+	for _, g := range secretGenerators {
+		path := filepath.Join(dir, g.name)
+		if _, err := os.Stat(path); err == nil {
+			return nil, &SecretError{File: path, Problem: "exists already; payreq secrets init never overwrites a secret"}
+		}
+		paths = append(paths, path)
+	}
+	for i, g := range secretGenerators {
+		content, err := g.generate()
+		if err != nil {
+			return nil, err
+		}
+		if err := secretfile.Create(paths[i], content); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
 }
 
 // Open connects to the database at cfg.DatabaseURL, applies migrations and
@@ -85,11 +138,19 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, err
 	}
-	pepper, err := secretfile.LoadOrCreate(cfg.PepperFile, func() ([]byte, error) {
-		b := make([]byte, 32)
-		_, err := rand.Read(b)
+	load := func(path string, generate func() ([]byte, error)) ([]byte, error) {
+		if opts.GenerateSecrets {
+			return secretfile.LoadOrCreate(path, generate)
+		}
+		b, err := secretfile.Load(path)
+		var missing *secretfile.MissingError
+		if errors.As(err, &missing) {
+			return nil, &SecretError{File: path, Problem: "missing; make the secrets once with payreq secrets init --dir " +
+				filepath.Dir(path) + " and give every instance the same files"}
+		}
 		return b, err
-	})
+	}
+	pepper, err := load(cfg.PepperFile, newPepper)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -98,7 +159,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, &SecretError{File: cfg.PepperFile, Problem: fmt.Sprintf("the pepper has %d bytes, it must have at least %d", len(pepper), minPepper)}
 	}
-	signingKey, err := secretfile.LoadOrCreate(cfg.SigningKeyFile, auth.GenerateSigningKey)
+	signingKey, err := load(cfg.SigningKeyFile, auth.GenerateSigningKey)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -108,7 +169,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, &SecretError{File: cfg.SigningKeyFile, Problem: err.Error()}
 	}
-	vaultKey, err := secretfile.LoadOrCreate(cfg.EncryptionKeyFile, vault.GenerateKeyFile)
+	vaultKey, err := load(cfg.EncryptionKeyFile, vault.GenerateKeyFile)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -32,6 +32,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/devdb"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -176,6 +177,10 @@ type deployment struct {
 func newDeployment(t *testing.T, dsn string) *deployment {
 	t.Helper()
 	dir := t.TempDir()
+	// One set of secrets for every instance, as payreq secrets init makes it.
+	if _, err := app.InitSecrets(dir); err != nil {
+		t.Fatal(err)
+	}
 	return &deployment{DSN: dsn, DataDir: dir, PublicURL: "http://" + freeAddr(t), Env: map[string]string{
 		"PAYREQ_RATE_LIMIT": "1000000", "PAYREQ_RATE_BURST": "1000000",
 		"PAYREQ_DELIVERY_POLL_INTERVAL": "100ms",

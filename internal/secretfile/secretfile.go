@@ -53,3 +53,43 @@ func LoadOrCreate(path string, generate func() ([]byte, error)) ([]byte, error) 
 	}
 	return b, nil
 }
+
+// MissingError: a secret file that does not exist.
+type MissingError struct{ Path string }
+
+func (e *MissingError) Error() string { return "secretfile: " + e.Path + " does not exist" }
+
+// Load returns the contents of path; a file that does not exist is a
+// *MissingError.
+func Load(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{Path: path}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secretfile: read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Create writes a new secret file, readable by its owner only; an
+// existing file is fs.ErrExist and stays as it is.
+func Create(path string, content []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("secretfile: create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("secretfile: create %s: %w", path, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("secretfile: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("secretfile: write %s: %w", path, err)
+	}
+	return nil
+}
