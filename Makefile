@@ -38,7 +38,7 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres chromium docs-assets check-docs-assets db-stop clean
+.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -61,7 +61,7 @@ run: build postgres
 # vet, staticcheck and govulncheck, each fuzz target briefly, then all tests
 # under the race detector (internal/contract runs the flows through prism
 # from .tools).
-test: check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres chromium $(NODE_STAMP) fuzz
+test: check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres pgbouncer chromium $(NODE_STAMP) fuzz
 	$(GO) test -race -count=1 -timeout 10m ./...
 
 # The fault tests alone (`make test` runs them too, in go test ./...): payreq
@@ -69,7 +69,7 @@ test: check-generated check-ts-generated check-docs-assets lint breaking vet sta
 # the database stopped and started under load, SIGTERM and SIGKILL under
 # load, mail and SMS providers down, slow and failing, the card processor
 # timing out; about a minute.
-faults: postgres
+faults: postgres pgbouncer
 	$(GO) test -count=1 -timeout 10m ./internal/faults/
 	$(GO) test -count=1 -timeout 5m -run 'Provider|Down|Crash|TwoWorkers' ./internal/delivery/
 
@@ -147,6 +147,15 @@ check-docs-assets:
 		{ echo "$(DOCS_ASSETS) is not redoc@$(REDOC_VERSION) as make docs-assets wrote it: run make docs-assets and commit"; exit 1; }
 
 # Debian's Chromium, for the browser tests, when missing.
+# PgBouncer and HAProxy from Debian, for deploy/ and the test that runs
+# deploy/pgbouncer.ini in front of two instances.
+pgbouncer:
+	@if [ ! -x /usr/sbin/pgbouncer ] || [ ! -x /usr/sbin/haproxy ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer haproxy >/dev/null; \
+		else echo "PgBouncer or HAProxy not found: install them with apt-get install pgbouncer haproxy"; exit 1; fi; \
+	fi
+
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -114,7 +114,7 @@ func ensureData(ctx context.Context, admin, name, loadScript string, invoices, o
 		if err != nil {
 			return nil, fmt.Errorf("create database %s: %w", name, err)
 		}
-		db, err := postgres.Open(ctx, dsn)
+		db, err := postgres.Open(ctx, dsn, postgres.Pool{})
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestDatabaseTooSlowAnswers503(t *testing.T) {
 	// the requests below come well within it.
 	someID := uuid.NewString()
 
-	db, err := postgres.Open(context.Background(), dsn)
+	db, err := postgres.Open(context.Background(), dsn, postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,4 +117,37 @@ func lockEveryTable(t *testing.T, db *sqlx.DB) (release func()) {
 			_ = tx.Rollback()
 		}
 	}
+}
+
+// A request waiting for a pooled connection waits no longer than the
+// request time limit: with every connection of the pool held elsewhere, it
+// gets a 503 problem, not an answer when one comes free.
+func TestPoolExhaustedAnswers503(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Configure: func(c *config.Config) {
+		c.RequestTimeout, c.DBMaxOpenConns, c.DBMaxIdleConns = 300*time.Millisecond, 2, 2
+	}})
+	m := apitest.NewMerchant(t, env)
+	seed := env.Seed()
+	var held []*sql.Conn
+	for range 2 {
+		conn, err := env.App.DB.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+	}
+	for _, r := range []apitest.Request{
+		{Method: "POST", Path: "/oauth/token", Body: map[string]string{"grant_type": "client_credentials",
+			"client_id": seed.Merchant.KeyID, "client_secret": seed.Merchant.Secret}},
+		{Method: "GET", Path: "/payment-requests", Token: m.Token},
+		{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: m.Body("POOL-1", "10.00")},
+		{Method: "GET", Path: "/locations", Token: m.Token},
+	} {
+		p := apitest.WantProblem(t, env.Do(r), http.StatusServiceUnavailable, "Service unavailable")
+		apitest.Want(t, r.Method+" "+r.Path+": type", strings.HasSuffix(p.Type, "/problems/unavailable"), true)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	apitest.Want(t, "with the pool free again", env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}).StatusCode, http.StatusOK)
 }

@@ -130,7 +130,9 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Pool{
+		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns, Unprepared: !cfg.DBPreparedStatements,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,12 @@ import (
 
 // Config is the whole configuration of payreq.
 type Config struct {
-	DatabaseURL             string        // DATABASE_URL; empty: private cluster under DataDir
+	DatabaseURL string // DATABASE_URL; empty: private cluster under DataDir
+	// The connection pool: its size, its idle connections, and whether
+	// statements are prepared (false for PgBouncer's transaction pooling).
+	DBMaxOpenConns          int           // PAYREQ_DB_MAX_OPEN_CONNS
+	DBMaxIdleConns          int           // PAYREQ_DB_MAX_IDLE_CONNS
+	DBPreparedStatements    bool          // PAYREQ_DB_PREPARED_STATEMENTS
 	Addr                    string        // PAYREQ_ADDR
 	PublicURL               string        // PAYREQ_PUBLIC_URL
 	DataDir                 string        // PAYREQ_DATA_DIR
@@ -156,6 +161,23 @@ func parse(getenv func(string) string) (Config, error) {
 	c.SettlementCutoff = time.Duration(cutoff.Hour())*time.Hour + time.Duration(cutoff.Minute())*time.Minute
 	if c.SimulatorFees, err = processor.ParseFees(get("PAYREQ_SIMULATOR_FEES", "2.9%+0.30")); err != nil {
 		return Config{}, fmt.Errorf("PAYREQ_SIMULATOR_FEES: %w", err)
+	}
+	for _, n := range []struct {
+		name string
+		to   *int
+		def  string
+	}{{"PAYREQ_DB_MAX_OPEN_CONNS", &c.DBMaxOpenConns, "20"}, {"PAYREQ_DB_MAX_IDLE_CONNS", &c.DBMaxIdleConns, ""}} {
+		if v := get(n.name, n.def); v != "" {
+			if *n.to, err = strconv.Atoi(v); err != nil || *n.to < 1 || *n.to > 1000 {
+				return Config{}, fmt.Errorf("%s must be an integer from 1 to 1000", n.name)
+			}
+		}
+	}
+	if c.DBMaxIdleConns > c.DBMaxOpenConns {
+		return Config{}, fmt.Errorf("PAYREQ_DB_MAX_IDLE_CONNS must be at most PAYREQ_DB_MAX_OPEN_CONNS (%d)", c.DBMaxOpenConns)
+	}
+	if c.DBPreparedStatements, err = strconv.ParseBool(get("PAYREQ_DB_PREPARED_STATEMENTS", "true")); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_DB_PREPARED_STATEMENTS must be true or false")
 	}
 	if c.WebhookAllowPrivate, err = strconv.ParseBool(get("PAYREQ_WEBHOOK_ALLOW_PRIVATE", "false")); err != nil {
 		return Config{}, fmt.Errorf("PAYREQ_WEBHOOK_ALLOW_PRIVATE must be true or false")

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
 // test's worker ever sees its messages.
 func newDB(t *testing.T) *sqlx.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+	db, err := postgres.Open(context.Background(), pgtest.NewDatabase(t), postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func newDatabase(t *testing.T) string {
 
 func openDB(t *testing.T, dsn string) *sqlx.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), dsn)
+	db, err := postgres.Open(context.Background(), dsn, postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}

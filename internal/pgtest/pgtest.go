@@ -139,7 +139,7 @@ func repoRoot() (string, error) {
 // name; migrated says whether to apply the migrations.
 func createDatabase(ctx context.Context, migrated bool) (string, error) {
 	name := "test_" + packageName() + "_" + randomHex()
-	admin, err := postgres.Open(ctx, server)
+	admin, err := postgres.Open(ctx, server, postgres.Pool{})
 	if err != nil {
 		return "", err
 	}
@@ -160,7 +160,7 @@ func createDatabase(ctx context.Context, migrated bool) (string, error) {
 }
 
 func migrateDatabase(ctx context.Context, name string) error {
-	db, err := postgres.Open(ctx, DSNFor(server, name))
+	db, err := postgres.Open(ctx, DSNFor(server, name), postgres.Pool{})
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func migrateDatabase(ctx context.Context, name string) error {
 
 // dropDatabase drops the database, ending any connections to it that are left.
 func dropDatabase(ctx context.Context, name string) error {
-	admin, err := postgres.Open(ctx, server)
+	admin, err := postgres.Open(ctx, server, postgres.Pool{})
 	if err != nil {
 		return err
 	}

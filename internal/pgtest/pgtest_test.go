@@ -65,7 +65,7 @@ func TestDSNFor(t *testing.T) {
 
 func open(t *testing.T, dsn string) *sqlx.DB {
 	t.Helper()
-	db, err := postgres.Open(t.Context(), dsn)
+	db, err := postgres.Open(t.Context(), dsn, postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,19 +21,43 @@ import (
 	schema "github.com/payreq/payreq/db"
 )
 
-// DefaultMaxOpenConns is the connection limit Open sets; callers that need another
-// one call SetMaxOpenConns on the result.
+// DefaultMaxOpenConns is the connection limit when Pool sets none.
 const DefaultMaxOpenConns = 20
 
+// Pool is how connections are kept; the zero value is the default.
+type Pool struct {
+	MaxOpenConns int // 0: DefaultMaxOpenConns
+	MaxIdleConns int // 0: as many as MaxOpenConns
+	// Unprepared sends every statement unnamed, in one round trip
+	// (lib/pq's binary_parameters), for PgBouncer in transaction pooling
+	// mode, where a statement prepared on one server connection is not on
+	// the next. Otherwise each connection keeps its statements prepared.
+	Unprepared bool
+}
+
 // Open connects to the database at dsn and checks that it answers.
-func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
-	connector, err := pq.NewConnector(withConnectTimeout(dsn))
+func Open(ctx context.Context, dsn string, p Pool) (*sqlx.DB, error) {
+	dsn = withConnectTimeout(dsn)
+	if p.Unprepared {
+		dsn = withParam(dsn, "binary_parameters", "yes")
+	}
+	connector, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	db := sqlx.NewDb(sql.OpenDB(preparing{connector}), "postgres")
-	db.SetMaxOpenConns(DefaultMaxOpenConns)
-	db.SetMaxIdleConns(DefaultMaxOpenConns)
+	var c driver.Connector = preparing{connector}
+	if p.Unprepared {
+		c = connector
+	}
+	db := sqlx.NewDb(sql.OpenDB(c), "postgres")
+	if p.MaxOpenConns <= 0 {
+		p.MaxOpenConns = DefaultMaxOpenConns
+	}
+	if p.MaxIdleConns <= 0 || p.MaxIdleConns > p.MaxOpenConns {
+		p.MaxIdleConns = p.MaxOpenConns
+	}
+	db.SetMaxOpenConns(p.MaxOpenConns)
+	db.SetMaxIdleConns(p.MaxIdleConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -52,13 +77,18 @@ func withConnectTimeout(dsn string) string {
 	if strings.Contains(dsn, "connect_timeout") {
 		return dsn
 	}
+	return withParam(dsn, "connect_timeout", connectTimeout)
+}
+
+// withParam sets a connection parameter in a URL or key=value DSN.
+func withParam(dsn, key, value string) string {
 	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
 		q := u.Query()
-		q.Set("connect_timeout", connectTimeout)
+		q.Set(key, value)
 		u.RawQuery = q.Encode()
 		return u.String()
 	}
-	return strings.TrimSpace(dsn) + " connect_timeout=" + connectTimeout
+	return strings.TrimSpace(dsn) + " " + key + "=" + value
 }
 
 // Migrate applies the migrations in db/migrations that the database lacks. It is
@@ -73,13 +103,16 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 }
 
 func migrate(ctx context.Context, db *sql.DB, migrations fs.FS) error {
-	// A session advisory lock serialises migrators; poll for it every second, for
-	// at most five minutes.
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	// A lock row in a table serialises migrators: unlike a session advisory
+	// lock it holds through PgBouncer in transaction pooling mode, where
+	// lock and unlock may reach different server connections. Polled every
+	// second for at most five minutes; a migrator that died leaves a lease
+	// that ends by itself.
+	locker, err := lock.NewPostgresTableLocker(lock.WithTableLockTimeout(time.Second, 300))
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: create locker: %w", err)
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithSessionLocker(locker))
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithLocker(locker))
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}

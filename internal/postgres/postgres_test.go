@@ -25,7 +25,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("MaxOpenConnections = %d, want %d", got, postgres.DefaultMaxOpenConns)
 	}
 
-	_, err := postgres.Open(t.Context(), "postgres://postgres@127.0.0.1:1/payreq?sslmode=disable")
+	_, err := postgres.Open(t.Context(), "postgres://postgres@127.0.0.1:1/payreq?sslmode=disable", postgres.Pool{})
 	if err == nil || !strings.HasPrefix(err.Error(), "postgres: ping: ") {
 		t.Errorf("Open of a closed port: err = %v, want a ping error", err)
 	}
@@ -176,7 +176,7 @@ DELETE FROM widgets;
 
 func open(t *testing.T, dsn string) *sqlx.DB {
 	t.Helper()
-	db, err := postgres.Open(t.Context(), dsn)
+	db, err := postgres.Open(t.Context(), dsn, postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, testDSN)
+	db, err := postgres.Open(ctx, testDSN, postgres.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}
