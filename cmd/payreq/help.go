@@ -31,6 +31,21 @@ Lists the organization's keys, revoked ones too: id, name, permissions, state.`,
 	"keys revoke": `usage: payreq keys revoke KEY_ID
 Revokes a key: no new token at once; tokens already issued stop working within
 PAYREQ_REVOCATION_CHECK_INTERVAL.`,
+	"orgs create": `usage: payreq orgs create --kind merchant|reseller --name NAME [--reseller ORG] [--json]
+Makes an active organization; a merchant with --reseller joins that
+reseller's portfolio. Then: users create (its Owner), keys create.`,
+	"users create": `usage: payreq users create --org ORG --name NAME --email EMAIL --role Owner|Admin|Member [--permissions p1,p2] [--json]
+Adds a user. Without --permissions the user holds every permission offered to
+the organization's kind; the Owner's are those its API keys may carry.`,
+	"locations create": `usage: payreq locations create --org ORG --name NAME --time-zone TZ --address-line1 A --city C --state S --postal-code P [--address-line2 A] [--receipt-name N] [--phone P] [--email E] [--json]
+Adds an active location (store) to a merchant. TZ is an IANA time zone such
+as America/Los_Angeles: pay pages, messages and the daily settlement cutoff
+use it.`,
+	"locations deactivate": `usage: payreq locations deactivate [--json] LOC
+Stops a location taking new invoices; its MIDs and invoices stay.`,
+	"mids create": `usage: payreq mids create --org ORG --location LOC --mid MID [--json]
+Adds a merchant account (MID, 6 to 16 digits, unique in the organization) to a
+location of the merchant.`,
 	"orgs suspend": `usage: payreq orgs suspend ORG
 Suspends an organization: its keys get no new token, its tokens get 403 and its
 pay pages take no payment.`,

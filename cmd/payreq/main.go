@@ -31,7 +31,13 @@ const usage = `usage: payreq COMMAND
   keys create --org ORG --name NAME --permissions p1,p2 [--json]
   keys list --org ORG
   keys revoke KEY_ID
+  orgs create --kind merchant|reseller --name NAME [--reseller ORG] [--json]
   orgs suspend ORG | orgs reinstate ORG
+  users create --org ORG --name NAME --email EMAIL --role Owner|Admin|Member [--permissions p1,p2] [--json]
+  locations create --org ORG --name NAME --time-zone TZ --address-line1 A --city C --state S --postal-code P
+                   [--address-line2 A] [--receipt-name N] [--phone P] [--email E] [--json]
+  locations deactivate [--json] LOC
+  mids create --org ORG --location LOC --mid MID [--json]
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
   secrets init --dir DIR                 write a new signing key, pepper and encryption key (never over a file)
@@ -65,7 +71,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"a command is required (serve, migrate, demo, keys, orgs, applications, settle, secrets); run payreq help"}
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs, users, locations, mids, applications, settle, secrets); run payreq help"}
 	}
 	if text, ok := helpFor(args); ok {
 		fmt.Fprintln(stdout, text)
@@ -111,6 +117,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return applicationsCmd(ctx, cfg, rest, stdout)
 	case "settle":
 		return settleCmd(ctx, cfg, rest, stdout)
+	case "users":
+		if len(rest) == 0 || rest[0] != "create" {
+			return usageError{"users: the subcommand is create"}
+		}
+		return usersCreate(ctx, cfg, rest[1:], stdout)
+	case "locations":
+		return locationsCmd(ctx, cfg, rest, stdout)
+	case "mids":
+		if len(rest) == 0 || rest[0] != "create" {
+			return usageError{"mids: the subcommand is create"}
+		}
+		return midsCreate(ctx, cfg, rest[1:], stdout)
 	case "secrets":
 		return secretsCmd(rest, stdout)
 	}
@@ -266,12 +284,15 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 
 func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"orgs: a subcommand is required (suspend, reinstate)"}
+		return usageError{"orgs: a subcommand is required (create, suspend, reinstate)"}
 	}
 	sub, args := args[0], args[1:]
+	if sub == "create" {
+		return orgsCreate(ctx, cfg, args, stdout)
+	}
 	status := map[string]string{"suspend": "suspended", "reinstate": "active"}[sub]
 	if status == "" {
-		return usageError{fmt.Sprintf("orgs: unknown subcommand %q (suspend, reinstate)", sub)}
+		return usageError{fmt.Sprintf("orgs: unknown subcommand %q (create, suspend, reinstate)", sub)}
 	}
 	fs := flag.NewFlagSet("orgs "+sub, flag.ContinueOnError)
 	if err := parseFlags(fs, args, 1, "ORG"); err != nil {

@@ -445,6 +445,11 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"applications", "add", "--help"}, []string{"usage: payreq applications add", `"legalName"`, `"taxId"`, `"owners"`, `"accountNumber"`}},
 		{[]string{"applications", "stage", "--help"}, []string{"usage: payreq applications stage", "needs_info"}},
 		{[]string{"settle", "--help"}, []string{"usage: payreq settle", "JSON"}},
+		{[]string{"orgs", "create", "--help"}, []string{"usage: payreq orgs create", "--reseller"}},
+		{[]string{"users", "create", "--help"}, []string{"usage: payreq users create", "Owner"}},
+		{[]string{"locations", "create", "--help"}, []string{"usage: payreq locations create", "--time-zone"}},
+		{[]string{"locations", "deactivate", "--help"}, []string{"usage: payreq locations deactivate"}},
+		{[]string{"mids", "create", "--help"}, []string{"usage: payreq mids create"}},
 		{[]string{"secrets", "init", "--help"}, []string{"usage: payreq secrets init", "never overwrites"}},
 		{[]string{"db-stop", "--help"}, []string{"usage: payreq db-stop"}},
 	} {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/view"
 )
 
 // ListLocations lists the caller's locations ordered by name.
@@ -16,7 +17,7 @@ func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestOb
 	}
 	out := make(gen.ListLocations200JSONResponse, len(locs))
 	for i, l := range locs {
-		out[i] = locationBody(l)
+		out[i] = view.Location(l)
 	}
 	return out, nil
 }
@@ -30,7 +31,7 @@ func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetLocation200JSONResponse(locationBody(loc)), nil
+	return gen.GetLocation200JSONResponse(view.Location(loc)), nil
 }
 
 // ListAccounts lists the caller's MIDs ordered by mid, optionally of one location.
@@ -41,16 +42,7 @@ func (s *Server) ListAccounts(ctx context.Context, req gen.ListAccountsRequestOb
 	}
 	out := make(gen.ListAccounts200JSONResponse, len(accounts))
 	for i, a := range accounts {
-		out[i] = gen.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
+		out[i] = view.MerchantAccount(a)
 	}
 	return out, nil
-}
-
-func locationBody(l directory.Location) gen.Location {
-	return gen.Location{
-		Id: l.ID, OrganizationId: l.OrganizationID, Name: l.Name, TimeZone: l.TimeZone,
-		Status: gen.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
-		ReceiptName: l.ReceiptName, AddressLine1: l.AddressLine1, AddressLine2: l.AddressLine2,
-		City: l.City, State: l.State, PostalCode: l.PostalCode, Phone: l.Phone, Email: l.Email,
-	}
 }

@@ -8,6 +8,7 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
@@ -114,4 +115,19 @@ func Application(a reseller.Application) gen.Application {
 		Bank:    gen.ApplicationBank{RoutingNumber: a.Bank.RoutingNumber, AccountLastFour: a.Bank.AccountLastFour},
 		History: history,
 	}
+}
+
+// Location is the wire form of a location.
+func Location(l directory.Location) gen.Location {
+	return gen.Location{
+		Id: l.ID, OrganizationId: l.OrganizationID, Name: l.Name, TimeZone: l.TimeZone,
+		Status: gen.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
+		ReceiptName: l.ReceiptName, AddressLine1: l.AddressLine1, AddressLine2: l.AddressLine2,
+		City: l.City, State: l.State, PostalCode: l.PostalCode, Phone: l.Phone, Email: l.Email,
+	}
+}
+
+// MerchantAccount is the wire form of a MID.
+func MerchantAccount(a directory.MerchantAccount) gen.MerchantAccount {
+	return gen.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
 }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/view"
+)
+
+// onboardResult prints what an onboarding command made: as JSON with
+// --json, else one line.
+func onboardResult(stdout io.Writer, asJSON bool, v any, line string) error {
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(v)
+	}
+	_, err := fmt.Fprintln(stdout, line)
+	return err
+}
+
+// onboardErr turns a refused argument into a usage error (exit 2).
+func onboardErr(cmd string, err error) error {
+	var inv *directory.InvalidError
+	if errors.As(err, &inv) {
+		return usageError{cmd + ": " + inv.Problem}
+	}
+	return err
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// orgsCreate makes an organization: payreq orgs create --kind K --name N [--reseller ORG] [--json].
+func orgsCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
+	kind := fs.String("kind", "", "merchant or reseller")
+	name := fs.String("name", "", "the organization's name")
+	resellerFlag := fs.String("reseller", "", "a reseller whose portfolio the merchant joins")
+	asJSON := fs.Bool("json", false, "print the organization as JSON")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	var reseller *uuid.UUID
+	if *resellerFlag != "" {
+		id, err := parseOrg("--reseller", *resellerFlag)
+		if err != nil {
+			return err
+		}
+		reseller = &id
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	o, err := a.Directory.CreateOrganization(ctx, *kind, *name, reseller)
+	if err != nil {
+		return onboardErr("orgs create", err)
+	}
+	return onboardResult(stdout, *asJSON, o, fmt.Sprintf("organization %s (%s) %s", o.ID, o.Kind, o.Name))
+}
+
+// usersCreate adds a user: payreq users create --org ORG --name N --email E --role R [--permissions p1,p2] [--json].
+func usersCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
+	org := fs.String("org", "", "organization id")
+	name := fs.String("name", "", "the user's name")
+	email := fs.String("email", "", "the user's email address")
+	role := fs.String("role", "", "Owner, Admin or Member")
+	perms := fs.String("permissions", "", "comma-separated; default: every permission offered to the organization")
+	asJSON := fs.Bool("json", false, "print the user as JSON")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	orgID, err := parseOrg("--org", *org)
+	if err != nil {
+		return err
+	}
+	var permissions []string
+	if *perms != "" {
+		for _, p := range strings.Split(*perms, ",") {
+			permissions = append(permissions, strings.TrimSpace(p))
+		}
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	u, err := a.Directory.CreateUser(ctx, orgID, *name, *email, *role, permissions)
+	if err != nil {
+		return onboardErr("users create", err)
+	}
+	return onboardResult(stdout, *asJSON, u, fmt.Sprintf("user %s (%s) %s", u.ID, u.Role, u.Email))
+}
+
+// locationsCmd: payreq locations create … | payreq locations deactivate LOC.
+func locationsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"locations: a subcommand is required (create, deactivate)"}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "create":
+		fs := flag.NewFlagSet("locations create", flag.ContinueOnError)
+		org := fs.String("org", "", "merchant organization id")
+		var n directory.NewLocation
+		fs.StringVar(&n.Name, "name", "", "the location's name")
+		fs.StringVar(&n.TimeZone, "time-zone", "", "IANA time zone, such as America/Los_Angeles")
+		fs.StringVar(&n.AddressLine1, "address-line1", "", "street address")
+		line2 := fs.String("address-line2", "", "more of the address")
+		fs.StringVar(&n.City, "city", "", "city")
+		fs.StringVar(&n.State, "state", "", "state")
+		fs.StringVar(&n.PostalCode, "postal-code", "", "postal code")
+		receipt := fs.String("receipt-name", "", "the name on receipts")
+		phone := fs.String("phone", "", "phone number")
+		email := fs.String("email", "", "email address")
+		asJSON := fs.Bool("json", false, "print the location as JSON")
+		if err := parseFlags(fs, args, 0, ""); err != nil {
+			return err
+		}
+		orgID, err := parseOrg("--org", *org)
+		if err != nil {
+			return err
+		}
+		n.AddressLine2, n.ReceiptName, n.Phone, n.Email = optional(*line2), optional(*receipt), optional(*phone), optional(*email)
+		a, err := openApp(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		l, err := a.Directory.CreateLocation(ctx, orgID, n)
+		if err != nil {
+			return onboardErr("locations create", err)
+		}
+		return onboardResult(stdout, *asJSON, view.Location(l), fmt.Sprintf("location %s %s (%s)", l.ID, l.Name, l.TimeZone))
+	case "deactivate":
+		fs := flag.NewFlagSet("locations deactivate", flag.ContinueOnError)
+		asJSON := fs.Bool("json", false, "print the location as JSON")
+		if err := parseFlags(fs, args, 1, "LOC"); err != nil {
+			return err
+		}
+		id, err := uuid.Parse(fs.Arg(0))
+		if err != nil {
+			return usageError{fmt.Sprintf("locations deactivate: LOC must be a location id (uuid), got %q", fs.Arg(0))}
+		}
+		a, err := openApp(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		l, err := a.Directory.DeactivateLocation(ctx, id)
+		if err != nil {
+			return onboardErr("locations deactivate", err)
+		}
+		return onboardResult(stdout, *asJSON, view.Location(l), fmt.Sprintf("location %s inactive", l.ID))
+	}
+	return usageError{fmt.Sprintf("locations: unknown subcommand %q (create, deactivate)", sub)}
+}
+
+// midsCreate adds a MID: payreq mids create --org ORG --location LOC --mid MID [--json].
+func midsCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("mids create", flag.ContinueOnError)
+	org := fs.String("org", "", "merchant organization id")
+	loc := fs.String("location", "", "the location's id")
+	mid := fs.String("mid", "", "the merchant id at the card processor")
+	asJSON := fs.Bool("json", false, "print the MID as JSON")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	orgID, err := parseOrg("--org", *org)
+	if err != nil {
+		return err
+	}
+	locID, err := uuid.Parse(*loc)
+	if err != nil {
+		return usageError{fmt.Sprintf("mids create: --location must be a location id (uuid), got %q", *loc)}
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	m, err := a.Directory.CreateMID(ctx, orgID, locID, *mid)
+	if err != nil {
+		return onboardErr("mids create", err)
+	}
+	return onboardResult(stdout, *asJSON, view.MerchantAccount(m), fmt.Sprintf("MID %s (%s)", m.MID, m.ID))
+}

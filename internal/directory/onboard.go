@@ -1,0 +1,215 @@
+package directory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/mailaddr"
+	"github.com/payreq/payreq/internal/postgres"
+)
+
+// InvalidError is an onboarding argument refused, in words for the
+// operator; nothing was written.
+type InvalidError struct{ Problem string }
+
+func (e *InvalidError) Error() string { return e.Problem }
+
+func invalid(format string, args ...any) error { return &InvalidError{fmt.Sprintf(format, args...)} }
+
+// Organization is a merchant or a reseller.
+type Organization struct {
+	ID         uuid.UUID  `db:"id" json:"id"`
+	Name       string     `db:"name" json:"name"`
+	Kind       string     `db:"kind" json:"kind"`
+	Status     string     `db:"status" json:"status"`
+	ResellerID *uuid.UUID `db:"-" json:"resellerId"`
+	CreatedAt  time.Time  `db:"created_at" json:"createdAt"`
+}
+
+// CreateOrganization makes an active organization of kind, a merchant
+// optionally in a reseller's portfolio.
+func (d *Directory) CreateOrganization(ctx context.Context, kind, name string, reseller *uuid.UUID) (Organization, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case kind != auth.KindMerchant && kind != auth.KindReseller:
+		return Organization{}, invalid("--kind must be merchant or reseller, got %q", kind)
+	case name == "" || len(name) > 200:
+		return Organization{}, invalid("--name must be 1 to 200 characters")
+	case reseller != nil && kind != auth.KindMerchant:
+		return Organization{}, invalid("--reseller is for merchants: a reseller has no reseller")
+	}
+	o := Organization{ID: uuid.Must(uuid.NewV7()), Name: name, Kind: kind, Status: "active", ResellerID: reseller}
+	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+		if reseller != nil {
+			var k string
+			err := tx.GetContext(ctx, &k, `SELECT kind FROM organizations WHERE id = $1`, *reseller)
+			if errors.Is(err, sql.ErrNoRows) {
+				return invalid("--reseller %s: no such organization", *reseller)
+			}
+			if err != nil {
+				return err
+			}
+			if k != auth.KindReseller {
+				return invalid("--reseller %s is a %s, not a reseller", *reseller, k)
+			}
+		}
+		if err := tx.GetContext(ctx, &o.CreatedAt, `INSERT INTO organizations (id, name, kind, status) VALUES ($1, $2, $3, 'active')
+			RETURNING created_at`, o.ID, o.Name, o.Kind); err != nil {
+			return err
+		}
+		if reseller != nil {
+			_, err := tx.ExecContext(ctx, `INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, *reseller, o.ID)
+			return err
+		}
+		return nil
+	})
+	return o, err
+}
+
+// User is a person of an organization; the Owner creates its API keys.
+type User struct {
+	ID             uuid.UUID `json:"id"`
+	OrganizationID uuid.UUID `json:"organizationId"`
+	Name           string    `json:"name"`
+	Email          string    `json:"email"`
+	Role           string    `json:"role"`
+	Permissions    []string  `json:"permissions"`
+}
+
+// Roles a user may have.
+var Roles = []string{"Owner", "Admin", "Member"}
+
+func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string, error) {
+	var kind string
+	err := sqlx.GetContext(ctx, q, &kind, `SELECT kind FROM organizations WHERE id = $1`, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", invalid("--org %s: no such organization", org)
+	}
+	return kind, err
+}
+
+// CreateUser adds a user; permissions nil means every permission offered
+// to the organization's kind.
+func (d *Directory) CreateUser(ctx context.Context, org uuid.UUID, name, email, role string, permissions []string) (User, error) {
+	u := User{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, Name: strings.TrimSpace(name), Email: email, Role: role}
+	switch {
+	case u.Name == "" || len(u.Name) > 200:
+		return User{}, invalid("--name must be 1 to 200 characters")
+	case !mailaddr.Valid(email):
+		return User{}, invalid("--email must be an email address, got %q", email)
+	case !slices.Contains(Roles, role):
+		return User{}, invalid("--role must be Owner, Admin or Member, got %q", role)
+	}
+	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+		kind, err := orgKind(ctx, tx, org)
+		if err != nil {
+			return err
+		}
+		offered := auth.PermissionsFor(kind)
+		u.Permissions = permissions
+		if u.Permissions == nil {
+			u.Permissions = offered
+		}
+		for _, p := range u.Permissions {
+			if !slices.Contains(offered, p) {
+				return invalid("--permissions: %q is not offered to %s organizations (%s)", p, kind, strings.Join(offered, ", "))
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, $3, $4, $5, $6)`,
+			u.ID, org, u.Name, u.Email, u.Role, pq.StringArray(u.Permissions))
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+			return invalid("--email %s: the organization has a user with this email already", email)
+		}
+		return err
+	})
+	return u, err
+}
+
+// NewLocation is a location as the operator gives it.
+type NewLocation struct {
+	Name, TimeZone, AddressLine1, City, State, PostalCode string
+	AddressLine2, ReceiptName, Phone, Email               *string
+}
+
+// CreateLocation adds an active location to a merchant.
+func (d *Directory) CreateLocation(ctx context.Context, org uuid.UUID, n NewLocation) (Location, error) {
+	for flag, v := range map[string]string{"--name": n.Name, "--address-line1": n.AddressLine1, "--city": n.City,
+		"--state": n.State, "--postal-code": n.PostalCode} {
+		if strings.TrimSpace(v) == "" || len(v) > 200 {
+			return Location{}, invalid("%s must be 1 to 200 characters", flag)
+		}
+	}
+	if _, err := time.LoadLocation(n.TimeZone); err != nil || n.TimeZone == "" || n.TimeZone == "Local" {
+		return Location{}, invalid("--time-zone must be an IANA time zone such as America/Los_Angeles, got %q", n.TimeZone)
+	}
+	if n.Email != nil && !mailaddr.Valid(*n.Email) {
+		return Location{}, invalid("--email must be an email address, got %q", *n.Email)
+	}
+	var l Location
+	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+		kind, err := orgKind(ctx, tx, org)
+		if err != nil {
+			return err
+		}
+		if kind != auth.KindMerchant {
+			return invalid("--org %s is a %s: only merchants have locations", org, kind)
+		}
+		return tx.GetContext(ctx, &l, `INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
+				address_line1, address_line2, city, state, postal_code, phone, email)
+			VALUES ($1, $2, $3, $4, 'active', $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+locationColumns,
+			uuid.Must(uuid.NewV7()), org, n.Name, n.TimeZone, n.ReceiptName, n.AddressLine1, n.AddressLine2, n.City,
+			n.State, n.PostalCode, n.Phone, n.Email)
+	})
+	return l, err
+}
+
+// DeactivateLocation stops a location taking invoices; its MIDs stay.
+func (d *Directory) DeactivateLocation(ctx context.Context, id uuid.UUID) (Location, error) {
+	var l Location
+	err := d.DB.GetContext(ctx, &l, `UPDATE locations SET status = 'inactive', updated_at = now() WHERE id = $1
+		RETURNING `+locationColumns, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Location{}, invalid("location %s: no such location", id)
+	}
+	return l, err
+}
+
+var midPattern = regexp.MustCompile(`^[0-9]{6,16}$`)
+
+// CreateMID adds a merchant account to a location of the merchant.
+func (d *Directory) CreateMID(ctx context.Context, org, location uuid.UUID, mid string) (MerchantAccount, error) {
+	if !midPattern.MatchString(mid) {
+		return MerchantAccount{}, invalid("--mid must be 6 to 16 digits, got %q", mid)
+	}
+	var m MerchantAccount
+	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+		var owner uuid.UUID
+		err := tx.GetContext(ctx, &owner, `SELECT organization_id FROM locations WHERE id = $1`, location)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != org) {
+			return invalid("--location %s: no such location in organization %s", location, org)
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.GetContext(ctx, &m, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
+			RETURNING id, organization_id, location_id, mid, created_at`, uuid.Must(uuid.NewV7()), org, location, mid)
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+			return invalid("--mid %s: the organization has this MID already", mid)
+		}
+		return err
+	})
+	return m, err
+}
