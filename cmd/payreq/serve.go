@@ -73,6 +73,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// messages, nor messages webhooks.
 	hooks := webhook.NewWorker(a.DB, a.Vault.Open, webhook.WorkerConfig{
 		Timeout: cfg.WebhookTimeout, Schedule: cfg.WebhookRetrySchedule, AllowPrivate: cfg.WebhookAllowPrivate,
+		Count: func(result string) { a.Metrics.WebhookResults.WithLabelValues(result).Inc() },
 	}, log, a.Now)
 	hooked := make(chan struct{})
 	go func() {
@@ -85,8 +86,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// Each MID's batch closes at the cutoff, once across instances.
 	go a.Payments.RunDeposits(ctx, time.Minute, log)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(wire.Listen(listener)) }()
+	if cfg.MetricsAddr != "" {
+		go func() { errc <- a.Metrics.Serve(ctx, cfg.MetricsAddr, log) }()
+	}
 	if cfg.DebugAddr != "" {
 		debug := &http.Server{Addr: cfg.DebugAddr, Handler: debugHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errc <- debug.ListenAndServe() }()

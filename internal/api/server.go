@@ -24,6 +24,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/mailaddr"
+	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
@@ -43,6 +44,7 @@ type Deps struct {
 	Portfolio    *reseller.Portfolio
 	Applications *reseller.Applications
 	Webhooks     *webhook.Store
+	Metrics      *metrics.Metrics
 	// PublicURL is the base of problem type URIs and of Link headers.
 	PublicURL string
 	// RateLimit and RateBurst are each API key's token bucket, per instance.
@@ -67,6 +69,8 @@ type Server struct {
 	portfolio        *reseller.Portfolio
 	applications     *reseller.Applications
 	webhooks         *webhook.Store
+	metrics          *metrics.Metrics
+	byRoute          map[string]string // "METHOD /echo/:path" → operationId
 	publicURL        string
 	requestTimeout   time.Duration
 	validateRequests bool
@@ -107,7 +111,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
-		portfolio: d.Portfolio, applications: d.Applications, webhooks: d.Webhooks, publicURL: d.PublicURL,
+		portfolio: d.Portfolio, applications: d.Applications, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		requestTimeout: d.RequestTimeout, validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}
@@ -116,7 +120,10 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = d.ClientAddress
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, refuseAmbiguous, s.deadline)
+	for id, op := range ops {
+		s.byRoute[op.method+" "+op.path] = id
+	}
+	e.Use(s.measure, requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, refuseAmbiguous, s.deadline)
 	perOperation := map[string][]echo.MiddlewareFunc{}
 	for id, op := range ops {
 		perOperation[id] = s.operationMiddleware(op)

@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
@@ -45,6 +46,7 @@ type App struct {
 	Payments     *payment.Service
 	Webhooks     *webhook.Store
 	Vault        *vault.Vault
+	Metrics      *metrics.Metrics
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
@@ -212,6 +214,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
 		Vault:      v,
+		Metrics:    metrics.New(db.DB),
 		PayPageKey: derive(pepper, "payreq pay page form token"),
 		Now:        now,
 	}, nil

@@ -59,6 +59,8 @@ type Config struct {
 	DeliveryBackoff      time.Duration // PAYREQ_DELIVERY_BACKOFF
 	DeliveryBackoffMax   time.Duration // PAYREQ_DELIVERY_BACKOFF_MAX
 	DeliveryMaxAttempts  int           // PAYREQ_DELIVERY_MAX_ATTEMPTS
+	// MetricsAddr serves /metrics (Prometheus) on a listener of its own; empty: none.
+	MetricsAddr string // PAYREQ_METRICS_ADDR
 	// DebugAddr is a loopback address for pprof (/debug/pprof/); empty: none.
 	DebugAddr string // PAYREQ_DEBUG_ADDR
 	// ValidateRequests: a benchmark-only knob. make bench turns it off in
@@ -127,6 +129,11 @@ func parse(getenv func(string) string) (Config, error) {
 	if v := get("PAYREQ_DELIVERY_MAX_ATTEMPTS", ""); v != "" {
 		if c.DeliveryMaxAttempts, err = strconv.Atoi(v); err != nil || c.DeliveryMaxAttempts < 1 || c.DeliveryMaxAttempts > 100 {
 			return Config{}, fmt.Errorf("PAYREQ_DELIVERY_MAX_ATTEMPTS must be an integer from 1 to 100")
+		}
+	}
+	if c.MetricsAddr = get("PAYREQ_METRICS_ADDR", ""); c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return Config{}, fmt.Errorf("PAYREQ_METRICS_ADDR must be host:port, such as 10.0.0.5:9090 or :9090")
 		}
 	}
 	if c.DebugAddr = get("PAYREQ_DEBUG_ADDR", ""); c.DebugAddr != "" {

@@ -41,6 +41,9 @@ type WorkerConfig struct {
 	Workers      int             // concurrent deliveries per instance; 4 when zero
 	PollInterval time.Duration   // 500 ms when zero
 	AllowPrivate bool            // deliveries may reach private addresses (development, tests)
+	// Count, when set, is told each attempt's result: delivered, retry
+	// (a failure with tries left) or failed.
+	Count func(result string)
 }
 
 // Worker delivers due webhooks. Any number of instances may run one: a
@@ -354,6 +357,9 @@ func (w *Worker) record(ctx context.Context, c claimed, out outcome, t target) e
 	}
 	if err != nil {
 		return fmt.Errorf("webhook: unable to update endpoint after a delivery: %w", err)
+	}
+	if w.cfg.Count != nil {
+		w.cfg.Count(map[string]string{"delivered": "delivered", "pending": "retry", "failed": "failed"}[status])
 	}
 	if !out.delivered {
 		w.log.Info("webhook: delivery attempt failed", "event_id", c.EventID.String(), "endpoint_id", c.EndpointID.String(),
