@@ -17,6 +17,7 @@ import (
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/server"
+	"github.com/payreq/payreq/internal/tracing"
 	"github.com/payreq/payreq/internal/webhook"
 	"github.com/payreq/payreq/internal/wire"
 )
@@ -33,6 +34,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	// Before the app opens: its database pool and clients are traced only
+	// when a provider is installed.
+	shutdownTracing, err := tracing.Setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(sctx) // spans not flushed by then are lost, nothing else
+	}()
 	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err

@@ -12,10 +12,16 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.21.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/tracing"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -181,20 +187,32 @@ func (l *keyLimiter) wait(keyID string) time.Duration {
 }
 
 // measure counts each API request by its operationId (as the route says;
-// "unknown" for an address the spec does not describe) and status code, and
-// times it. It runs outermost, so the status is the one sent.
+// "unknown" for an address the spec does not describe) and status code,
+// times it, and runs it in a server span named by the operationId (a child
+// of the caller's traceparent, if any). It runs outermost, so the status is
+// the one sent.
 func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
 		op := s.byRoute[c.Request().Method+" "+c.Path()]
 		if op == "" {
 			op = "unknown"
 		}
-		s.metrics.Requests.WithLabelValues(op, strconv.Itoa(c.Response().Status)).Inc()
+		r := c.Request()
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracing.Tracer().Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(c.Path())))
+		defer span.End()
+		c.SetRequest(r.WithContext(ctx))
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+		s.metrics.Requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 		s.metrics.Duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 		return nil
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
+	"github.com/payreq/payreq/internal/tracing"
 	"github.com/payreq/payreq/internal/vault"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -134,6 +135,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Pool{
 		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns, Unprepared: !cfg.DBPreparedStatements,
+		Traced: tracing.On(),
 	})
 	if err != nil {
 		return nil, err
@@ -225,7 +227,7 @@ func newProcessor(cfg config.Config) (processor.Processor, error) {
 	if cfg.Processor == "cardpointe" {
 		// The client's own deadlines bound each call; this one bounds a hung
 		// connection whatever happens.
-		p, err := processor.NewCardPointe(cfg.CardPointeURL, &http.Client{Timeout: time.Minute})
+		p, err := processor.NewCardPointe(cfg.CardPointeURL, &http.Client{Timeout: time.Minute, Transport: tracing.Transport(nil)})
 		if err != nil {
 			return nil, fmt.Errorf("app: PAYREQ_CARDPOINTE_URL: %w", err)
 		}

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payreq/payreq/internal/tracing"
 	gomail "github.com/wneessen/go-mail"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // newEmail builds the RFC 5322 message: a plain-text and an HTML alternative,
@@ -105,7 +108,14 @@ func newSMTPSender(raw string, timeout time.Duration) (*smtpSender, error) {
 	return s, nil
 }
 
-func (s *smtpSender) Send(ctx context.Context, m Rendered) error {
+func (s *smtpSender) Send(ctx context.Context, m Rendered) (err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "smtp send", trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "not sent")
+		}
+		span.End()
+	}()
 	msg, err := newEmail(m, s.from)
 	if err != nil {
 		return err

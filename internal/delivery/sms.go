@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/payreq/payreq/internal/tracing"
 )
 
 // IdempotencyHeader carries the outbox id on every SMS request, so a provider
@@ -38,7 +40,8 @@ func newSMSSender(raw string, timeout time.Duration) (*smsSender, error) {
 		return nil, bad("must be an http:// or https:// URL")
 	}
 	s := &smsSender{client: &http.Client{
-		Timeout: timeout,
+		Timeout:   timeout,
+		Transport: tracing.Transport(nil),
 		// A redirect of a POST is not followed: it would lose the form.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}

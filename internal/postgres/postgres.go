@@ -33,6 +33,8 @@ type Pool struct {
 	// mode, where a statement prepared on one server connection is not on
 	// the next. Otherwise each connection keeps its statements prepared.
 	Unprepared bool
+	// Traced runs each statement in a client span (when tracing is on).
+	Traced bool
 }
 
 // Open connects to the database at dsn and checks that it answers.
@@ -45,9 +47,12 @@ func Open(ctx context.Context, dsn string, p Pool) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	var c driver.Connector = preparing{connector}
-	if p.Unprepared {
-		c = connector
+	var c driver.Connector = connector
+	if p.Traced {
+		c = traced{c}
+	}
+	if !p.Unprepared {
+		c = preparing{c}
 	}
 	db := sqlx.NewDb(sql.OpenDB(c), "postgres")
 	if p.MaxOpenConns <= 0 {

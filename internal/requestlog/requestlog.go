@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -55,6 +56,9 @@ func Middleware(log *slog.Logger) echo.MiddlewareFunc {
 				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client", c.RealIP()))
 			if keyID, _ := c.Get(keyIDKey).(string); keyID != "" {
 				attrs = append(attrs, slog.String("key_id", keyID))
+			}
+			if sc := trace.SpanContextFromContext(c.Request().Context()); sc.IsValid() {
+				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 			}
 			level := slog.LevelInfo
 			if c.Response().Status >= 500 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/payreq/payreq/internal/tracing"
 )
 
 // Schedule is the default wait before each retry (Standard Webhooks'
@@ -84,7 +85,7 @@ func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string,
 	return &Worker{
 		db: db, open: open, cfg: cfg, log: log, now: now,
 		client: &http.Client{
-			Transport: transport,
+			Transport: tracing.Transport(transport),
 			Timeout:   cfg.Timeout,
 			// A redirect is an answer like any other non-2xx: never followed.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
