@@ -55,7 +55,7 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	db := recordingDB(t, rec)
 	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks}
 	invoices.Events = &webhook.Recorder{Invoices: invoices, Now: time.Now}
-	tokens := &auth.Service{DB: db, Pepper: a.Auth.Pepper, Tokens: a.Auth.Tokens, Now: time.Now,
+	tokens := &auth.Service{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
 		RevocationCheckInterval: time.Minute}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}
 	var made []invoice.Invoice

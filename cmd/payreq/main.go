@@ -41,6 +41,7 @@ const usage = `usage: payreq COMMAND
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
   secrets init --dir DIR                 write a new signing key, pepper and encryption key (never over a file)
+  secrets reencrypt                      re-seal stored tax ids, SSNs, account numbers and webhook secrets under the current key
   settle --org ORG                       close the organization's open batches now, print the deposits made
   db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`
 
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return midsCreate(ctx, cfg, rest[1:], stdout)
 	case "secrets":
-		return secretsCmd(rest, stdout)
+		return secretsCmd(ctx, cfg, rest, stdout)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }

@@ -1,25 +1,46 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/payreq/payreq/internal/app"
+	"github.com/payreq/payreq/internal/config"
 )
 
-// secretsCmd manages the server's secret files.
-func secretsCmd(args []string, stdout io.Writer) error {
+// secretsCmd manages the server's secret files and what they seal.
+func secretsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"secrets: a subcommand is required (init)"}
+		return usageError{"secrets: a subcommand is required (init, reencrypt)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "init":
 		return secretsInit(args, stdout)
+	case "reencrypt":
+		if err := noArgs("secrets reencrypt", args); err != nil {
+			return err
+		}
+		a, err := openApp(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		apps, err := a.Applications.Reencrypt(ctx)
+		if err != nil {
+			return err
+		}
+		hooks, err := a.Webhooks.Reencrypt(ctx, a.Vault.Current())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "re-sealed %d values under key %s\n", apps+hooks, a.Vault.Current())
+		return nil
 	}
-	return usageError{fmt.Sprintf("secrets: unknown subcommand %q (init)", sub)}
+	return usageError{fmt.Sprintf("secrets: unknown subcommand %q (init, reencrypt)", sub)}
 }
 
 // secretsInit writes a new signing key, pepper and encryption key into

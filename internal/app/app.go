@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -96,10 +98,26 @@ var secretGenerators = []struct {
 	{EncryptionKeyName, vault.GenerateKeyFile},
 }
 
+// newPepper is a pepper file of one pepper: 32 random bytes in hex.
 func newPepper() ([]byte, error) {
 	b := make([]byte, 32)
 	_, err := rand.Read(b)
-	return b, err
+	return []byte(hex.EncodeToString(b) + "\n"), err
+}
+
+// parsePeppers reads a pepper file: one pepper per line in hex (at least
+// 64 digits), the first current; a file that is not such lines is one
+// pepper as it is (the raw bytes earlier versions wrote).
+func parsePeppers(b []byte) [][]byte {
+	var out [][]byte
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		p, err := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil || len(p) < minPepper {
+			return [][]byte{b}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // InitSecrets writes the three secret files into dir (mode 0600) and
@@ -156,15 +174,19 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 		return b, err
 	}
-	pepper, err := load(cfg.PepperFile, newPepper)
+	pepperFile, err := load(cfg.PepperFile, newPepper)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	if len(pepper) < minPepper {
-		db.Close()
-		return nil, &SecretError{File: cfg.PepperFile, Problem: fmt.Sprintf("the pepper has %d bytes, it must have at least %d", len(pepper), minPepper)}
+	peppers := parsePeppers(pepperFile)
+	for _, p := range peppers {
+		if len(p) < minPepper {
+			db.Close()
+			return nil, &SecretError{File: cfg.PepperFile, Problem: fmt.Sprintf("a pepper has %d bytes, it must have at least %d", len(p), minPepper)}
+		}
 	}
+	pepper := peppers[0]
 	signingKey, err := load(cfg.SigningKeyFile, auth.GenerateSigningKey)
 	if err != nil {
 		db.Close()
@@ -192,7 +214,13 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	payLinks, err := invoice.NewPayLinks(derive(pepper, "payreq pay link"))
+	// A pay link key per pepper: links sent under an older pepper keep
+	// working while it is in the file.
+	linkKeys := make([][]byte, len(peppers))
+	for i, p := range peppers {
+		linkKeys[i] = derive(p, "payreq pay link")
+	}
+	payLinks, err := invoice.NewPayLinks(linkKeys...)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -204,7 +232,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	return &App{
 		Config: cfg,
 		DB:     db,
-		Auth: &auth.Service{DB: db, Pepper: pepper, Tokens: tokens, Now: now,
+		Auth: &auth.Service{DB: db, Peppers: peppers, Tokens: tokens, Now: now,
 			RevocationCheckInterval: cfg.RevocationCheckInterval},
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},

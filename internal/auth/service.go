@@ -20,10 +20,13 @@ const TokenRequestsPerMinute = 30
 
 // Service exchanges API keys for tokens and authenticates requests.
 type Service struct {
-	DB     *sqlx.DB
-	Pepper []byte
-	Tokens *Tokens
-	Now    func() time.Time
+	DB *sqlx.DB
+	// Peppers key the secrets' fingerprints, the first current: a key
+	// fingerprinted under an older one is fingerprinted again under the
+	// current one at its next exchange.
+	Peppers [][]byte
+	Tokens  *Tokens
+	Now     func() time.Time
 	// RevocationCheckInterval is how long a key's revoked/suspended state is
 	// trusted before it is read again from the database.
 	RevocationCheckInterval time.Duration
@@ -87,14 +90,30 @@ func (s *Service) Exchange(ctx context.Context, c Credentials) (Token, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		// Spend the same work as a real comparison, so timing does not tell
 		// which key ids exist.
-		hmac.Equal(fingerprint(s.Pepper, c.ClientSecret), make([]byte, 32))
+		hmac.Equal(fingerprint(s.Peppers[0], c.ClientSecret), make([]byte, 32))
 		return Token{}, invalid
 	}
 	if err != nil {
 		return Token{}, fmt.Errorf("auth: unable to read key: %w", err)
 	}
-	if !hmac.Equal(fingerprint(s.Pepper, c.ClientSecret), key.Fingerprint) || key.Revoked || key.OrgStatus == "suspended" || key.OrgStatus == "closed" {
+	matched := -1
+	for i, p := range s.Peppers {
+		if hmac.Equal(fingerprint(p, c.ClientSecret), key.Fingerprint) {
+			matched = i
+			break
+		}
+	}
+	if matched < 0 || key.Revoked || key.OrgStatus == "suspended" || key.OrgStatus == "closed" {
 		return Token{}, invalid
+	}
+	if matched > 0 {
+		// Under the current pepper from now on, so the old one can go. A
+		// concurrent exchange may have done it already: the condition keeps
+		// the first.
+		if _, err := s.DB.ExecContext(ctx, `UPDATE api_keys SET secret_fingerprint = $2 WHERE id = $1 AND secret_fingerprint = $3`,
+			c.ClientID, fingerprint(s.Peppers[0], c.ClientSecret), key.Fingerprint); err != nil {
+			return Token{}, fmt.Errorf("auth: unable to re-fingerprint key: %w", err)
+		}
 	}
 	access, err := s.Tokens.Issue(c.ClientID, key.OrgID, key.Permissions)
 	if err != nil {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"container/list"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -130,38 +131,51 @@ func GenerateSigningKey() ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// NewTokens reads a PKCS#8 PEM Ed25519 key. issuer is the iss claim (the
+// NewTokens reads PKCS#8 PEM Ed25519 keys, one or more PEM blocks in a
+// row: the first signs, every one is in the JWKS and verifies, so during a
+// rotation (a new key put first, the old one kept until its last token
+// expired) tokens of both keep working. issuer is the iss claim (the
 // public URL); now is the clock.
-func NewTokens(pemKey []byte, issuer string, now func() time.Time) (*Tokens, error) {
-	block, _ := pem.Decode(pemKey)
-	if block == nil {
-		return nil, errors.New("auth: signing key is not PEM")
+func NewTokens(pemKeys []byte, issuer string, now func() time.Time) (*Tokens, error) {
+	t := &Tokens{issuer: issuer, public: jwk.NewSet(), now: now, verified: newVerifiedCache(maxVerified)}
+	for n := 1; ; n++ {
+		block, rest := pem.Decode(pemKeys)
+		if block == nil {
+			if n == 1 {
+				return nil, errors.New("auth: signing key is not PEM")
+			}
+			if len(bytes.TrimSpace(rest)) > 0 {
+				return nil, fmt.Errorf("auth: signing key %d is not PEM", n)
+			}
+			return t, nil
+		}
+		pemKeys = rest
+		parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("auth: signing key %d: %w", n, err)
+		}
+		priv, ok := parsed.(ed25519.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("auth: signing key %d is not Ed25519", n)
+		}
+		private, err := jwk.FromRaw(priv)
+		if err != nil {
+			return nil, fmt.Errorf("auth: signing key %d: %w", n, err)
+		}
+		public, err := jwk.PublicKeyOf(private)
+		if err != nil {
+			return nil, fmt.Errorf("auth: signing key %d: %w", n, err)
+		}
+		if err := jwk.AssignKeyID(public); err != nil {
+			return nil, fmt.Errorf("auth: signing key id: %w", err)
+		}
+		_ = public.Set(jwk.AlgorithmKey, jwa.EdDSA)
+		_ = public.Set(jwk.KeyUsageKey, jwk.ForSignature)
+		if n == 1 {
+			t.private, t.kid = priv, public.KeyID()
+		}
+		_ = t.public.AddKey(public)
 	}
-	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("auth: signing key: %w", err)
-	}
-	priv, ok := parsed.(ed25519.PrivateKey)
-	if !ok {
-		return nil, errors.New("auth: signing key is not Ed25519")
-	}
-	private, err := jwk.FromRaw(priv)
-	if err != nil {
-		return nil, fmt.Errorf("auth: signing key: %w", err)
-	}
-	public, err := jwk.PublicKeyOf(private)
-	if err != nil {
-		return nil, fmt.Errorf("auth: signing key: %w", err)
-	}
-	if err := jwk.AssignKeyID(public); err != nil {
-		return nil, fmt.Errorf("auth: signing key id: %w", err)
-	}
-	_ = public.Set(jwk.AlgorithmKey, jwa.EdDSA)
-	_ = public.Set(jwk.KeyUsageKey, jwk.ForSignature)
-	set := jwk.NewSet()
-	_ = set.AddKey(public)
-	return &Tokens{issuer: issuer, private: priv, kid: public.KeyID(), public: set, now: now,
-		verified: newVerifiedCache(maxVerified)}, nil
 }
 
 // JWKS is the public key set served at /.well-known/jwks.json.

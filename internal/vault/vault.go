@@ -85,3 +85,6 @@ func (v *Vault) Open(sealed []byte, keyID, aad string) (string, error) {
 	}
 	return string(plain), nil
 }
+
+// Current is the id of the key Seal uses.
+func (v *Vault) Current() string { return v.current }
