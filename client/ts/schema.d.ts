@@ -98,7 +98,7 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Answers 200 when the service can serve requests (its database is reachable), 503 otherwise. No authentication.
+         * @description Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
          */
         get: operations["getReadiness"];
         put?: never;

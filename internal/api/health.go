@@ -12,13 +12,20 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk}, nil
 }
 
-// GetReadiness answers 200 only while the database answers.
+// GetReadiness answers 200 only while the database answers and takes
+// writes: a replica, or a primary in recovery or set read-only (after a
+// failover gone wrong), cannot serve payreq.
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := s.db.PingContext(ctx); err != nil {
+	var readOnly bool
+	if err := s.db.GetContext(ctx, &readOnly, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean`); err != nil {
 		s.log.Warn("readiness: database unreachable", "error", err.Error())
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is not reachable."))), nil
+	}
+	if readOnly {
+		s.log.Warn("readiness: database is read-only")
+		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is read-only: a replica, or a primary in recovery."))), nil
 	}
 	return gen.GetReadiness200JSONResponse{Status: gen.HealthStatusOk}, nil
 }

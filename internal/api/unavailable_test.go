@@ -151,3 +151,22 @@ func TestPoolExhaustedAnswers503(t *testing.T) {
 	}
 	apitest.Want(t, "with the pool free again", env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}).StatusCode, http.StatusOK)
 }
+
+// A database that takes no writes (a replica, or set read-only) makes the
+// instance not ready: 503 from /readyz, so the balancer sends it nothing.
+func TestReadinessFailsOnAReadOnlyDatabase(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	env := apitest.New(t, dsn, apitest.Options{})
+	apitest.Want(t, "ready", env.Do(apitest.Request{Method: "GET", Path: "/readyz"}).StatusCode, http.StatusOK)
+	var name string
+	if err := env.App.DB.Get(&name, `SELECT current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.DB.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(name) + ` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	env.App.DB.SetMaxIdleConns(0) // new connections take the database's setting
+	p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: "/readyz"}), http.StatusServiceUnavailable, "Service unavailable")
+	apitest.Want(t, "detail", strings.Contains(p.Detail, "read-only"), true)
+	apitest.Want(t, "alive all the same", env.Do(apitest.Request{Method: "GET", Path: "/healthz"}).StatusCode, http.StatusOK)
+}
