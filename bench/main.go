@@ -60,7 +60,7 @@ func main() {
 	flag.DurationVar(&o.window, "duration", 12*time.Second, "measured part of each run")
 	flag.StringVar(&o.pgbenchMode, "pgbench-mode", "prepared", "pgbench -M: the protocol payreq's driver speaks (prepared: internal/postgres prepares every statement)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default: all)")
-	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, open, high, novalidate, small, echo (default: all)")
+	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, open, high, novalidate, unprepared, small, echo (default: all)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -161,12 +161,18 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
-	// The server as it runs in service, then (b) without request validation.
-	for _, variant := range []string{"payreq", "novalidate"} {
+	// The server as it runs in service, then (b) without request
+	// validation, then with unnamed statements (as behind PgBouncer's
+	// transaction pooling).
+	for _, variant := range []string{"payreq", "novalidate", "unprepared"} {
 		if !h.runs(variant) {
 			continue
 		}
-		p, err := h.startPayreq(h.big, variant, variant == "payreq")
+		var extra []string
+		if variant == "unprepared" {
+			extra = append(extra, "PAYREQ_DB_PREPARED_STATEMENTS=false")
+		}
+		p, err := h.startPayreq(h.big, variant, variant != "novalidate", extra...)
 		if err != nil {
 			return err
 		}
@@ -317,7 +323,7 @@ func (h *harness) getBody(ctx context.Context, base string, rq request) (string,
 // loopback trusted as a proxy (token requests each come from their own
 // X-Forwarded-For address, under the 30/minute/address limit); pprof on a
 // loopback port when profiling.
-func (h *harness) startPayreq(ds *dataset, name string, validate bool) (*process, error) {
+func (h *harness) startPayreq(ds *dataset, name string, validate bool, extra ...string) (*process, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -337,6 +343,7 @@ func (h *harness) startPayreq(ds *dataset, name string, validate bool) (*process
 		"PAYREQ_LOG_LEVEL=info",
 		fmt.Sprintf("PAYREQ_VALIDATE_REQUESTS=%t", validate),
 	}
+	env = append(env, extra...)
 	if h.o.profileDir != "" {
 		env = append(env, "PAYREQ_DEBUG_ADDR="+debug)
 	}

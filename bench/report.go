@@ -108,6 +108,24 @@ func (r *report) markdown() string {
 			c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
 	}
 
+	unprepared := false
+	for _, t := range scenarioTitles {
+		_, ok := r.get(t.key, "unprepared")
+		unprepared = unprepared || ok
+	}
+	if unprepared {
+		b.WriteString("\nWith `PAYREQ_DB_PREPARED_STATEMENTS=false` (every statement unnamed, as PgBouncer's transaction " +
+			"pooling needs) beside the default (prepared per connection):\n\n| Scenario | prepared req/s | unnamed req/s | unnamed p99 | × prepared |\n|---|---:|---:|---:|---:|\n")
+		for _, t := range scenarioTitles {
+			c, okC := r.get(t.key, "payreq")
+			u, okU := r.get(t.key, "unprepared")
+			if !okC || !okU {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %s |\n", t.title, c.res.rate(), u.res.rate(), ms(u.res.p99), ratio(u, c))
+		}
+	}
+
 	fmt.Fprintf(&b, "\nBaselines of the same run:\n\n| Scenario | (a) pgbench tx/s | p50 | p99 | (b) no validation req/s | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range scenarioTitles {
 		a, okA := r.get(t.key, "pgbench")
