@@ -450,6 +450,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"locations", "create", "--help"}, []string{"usage: payreq locations create", "--time-zone"}},
 		{[]string{"locations", "deactivate", "--help"}, []string{"usage: payreq locations deactivate"}},
 		{[]string{"mids", "create", "--help"}, []string{"usage: payreq mids create"}},
+		{[]string{"secrets", "reencrypt", "--help"}, []string{"usage: payreq secrets reencrypt"}},
 		{[]string{"secrets", "init", "--help"}, []string{"usage: payreq secrets init", "never overwrites"}},
 		{[]string{"db-stop", "--help"}, []string{"usage: payreq db-stop"}},
 	} {

@@ -117,3 +117,15 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 		apitest.Want(t, tb+" rows after refusals", c.count(tb), before[tb])
 	}
 }
+
+// payreq secrets reencrypt with nothing sealed under an old key re-seals
+// nothing, and says so.
+func TestSecretsReencryptWithNothingToDo(t *testing.T) {
+	c := newCLI(t)
+	c.demo()
+	out := c.ok("secrets", "reencrypt")
+	if !strings.HasPrefix(out, "re-sealed 0 values under key ") {
+		t.Errorf("printed %q", out)
+	}
+	c.usage("secrets", "reencrypt", "now")
+}
