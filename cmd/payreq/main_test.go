@@ -47,6 +47,7 @@ type cli struct {
 	t       *testing.T
 	dataDir string
 	db      *sqlx.DB
+	dsn     string // "": testDSN
 }
 
 func newCLI(t *testing.T) *cli {
@@ -72,7 +73,11 @@ func secretsDir(t *testing.T) string {
 func (c *cli) run(args ...string) (stdout, stderr string, code int) {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runAsPayreq+"=1", "DATABASE_URL="+testDSN, "PAYREQ_DATA_DIR="+c.dataDir)
+	dsn := c.dsn
+	if dsn == "" {
+		dsn = testDSN
+	}
+	cmd.Env = append(os.Environ(), runAsPayreq+"=1", "DATABASE_URL="+dsn, "PAYREQ_DATA_DIR="+c.dataDir)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/pgtest"
 )
 
 func (c *cli) count(table string) int {
@@ -121,7 +122,10 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 // payreq secrets reencrypt with nothing sealed under an old key re-seals
 // nothing, and says so.
 func TestSecretsReencryptWithNothingToDo(t *testing.T) {
+	// A database of its own: re-encryption covers every organization's
+	// values, and the shared one holds values of other tests' keys.
 	c := newCLI(t)
+	c.dsn = pgtest.NewDatabase(t)
 	c.demo()
 	out := c.ok("secrets", "reencrypt")
 	if !strings.HasPrefix(out, "re-sealed 0 values under key ") {
