@@ -31,7 +31,7 @@ func wantSecurityHeaders(t *testing.T, what string, resp *apitest.Response) {
 // X-Content-Type-Options: nosniff and Cache-Control: no-store.
 func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
-		c.RateLimit, c.RateBurst = 0.001, 60 // room for this test, then a 429 to check too
+		c.RateLimit, c.RateBurst = 0.001, 150 // room for this test, then a 429 to check too
 	}})
 	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
@@ -146,13 +146,13 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 	// Past the key's rate limit.
 	var limited *apitest.Response
-	for range 100 {
+	for range 200 {
 		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}); limited.StatusCode == http.StatusTooManyRequests {
 			break
 		}
 	}
 	if limited.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("no 429 after 100 requests: %d", limited.StatusCode)
+		t.Fatalf("no 429 after 200 requests: %d", limited.StatusCode)
 	}
 	wantSecurityHeaders(t, "GET /locations past the rate limit", limited)
 }
