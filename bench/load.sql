@@ -40,7 +40,7 @@ SELECT id, name, 'merchant', 'active', '2023-12-01' FROM bench_orgs;
 
 INSERT INTO users (id, organization_id, name, email, role, permissions)
 SELECT bench_uuid('bench-owner-' || n), id, 'Owner of ' || name, 'owner' || n || '@bench.example.com', 'Owner',
-       '{payments.view,payments.create,locations.view,accounts.view}'
+       '{payments.view,payments.create,payments.refund,locations.view,accounts.view,events.view,webhooks.manage}'
 FROM bench_orgs;
 
 INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name, address_line1, city, state,
