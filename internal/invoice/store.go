@@ -586,25 +586,10 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}
-	query, args := q.SQL(limit)
-	rows, err := s.DB.QueryxContext(ctx, query, args...)
+	list, next, err := keyset.Fetch(ctx, s.DB, q, limit, func(r *sql.Rows) (Invoice, error) { return scanInvoice(r) },
+		func(inv Invoice) keyset.Cursor { return keyset.Cursor{At: inv.CreatedAt, ID: inv.ID} })
 	if err != nil {
 		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
 	}
-	defer rows.Close()
-	list := []Invoice{}
-	for rows.Next() {
-		inv, err := scanInvoice(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
-		}
-		list = append(list, inv)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
-	}
-	list, next := keyset.Page(list, limit, func(inv Invoice) keyset.Cursor {
-		return keyset.Cursor{At: inv.CreatedAt, ID: inv.ID}
-	})
 	return list, next, nil
 }

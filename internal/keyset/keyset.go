@@ -6,6 +6,8 @@ package keyset
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -114,4 +116,34 @@ func Page[T any](rows []T, limit int, position func(T) Cursor) ([]T, string) {
 	}
 	rows = rows[:limit]
 	return rows, position(rows[limit-1]).Encode()
+}
+
+// Querier runs a statement; *sql.DB and *sqlx.DB are ones.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Fetch runs q's statement for a page of limit, reads each row with scan,
+// and returns the page and the cursor of the next one ("" on the last);
+// position is an item's (time, id).
+func Fetch[T any](ctx context.Context, db Querier, q *Query, limit int, scan func(*sql.Rows) (T, error), position func(T) Cursor) ([]T, string, error) {
+	query, args := q.SQL(limit)
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	list := []T{}
+	for rows.Next() {
+		item, err := scan(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		list = append(list, item)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	list, next := Page(list, limit, position)
+	return list, next, nil
 }

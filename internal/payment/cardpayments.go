@@ -159,25 +159,10 @@ func (s *Service) CardPayments(ctx context.Context, org uuid.UUID, f Filter, lim
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}
-	query, args := q.SQL(limit)
-	rows, err := s.DB.QueryContext(ctx, query, args...)
+	list, next, err := keyset.Fetch(ctx, s.DB, q, limit, func(r *sql.Rows) (CardPayment, error) { return scanCardPayment(r) },
+		func(p CardPayment) keyset.Cursor { return keyset.Cursor{At: p.CreatedAt, ID: p.ID} })
 	if err != nil {
 		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
 	}
-	defer rows.Close()
-	list := []CardPayment{}
-	for rows.Next() {
-		p, err := scanCardPayment(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
-		}
-		list = append(list, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
-	}
-	list, next := keyset.Page(list, limit, func(p CardPayment) keyset.Cursor {
-		return keyset.Cursor{At: p.CreatedAt, ID: p.ID}
-	})
 	return list, next, nil
 }

@@ -124,26 +124,11 @@ func (s *Service) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, 
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}
-	query, args := q.SQL(limit)
-	rows, err := s.DB.QueryContext(ctx, query, args...)
+	list, next, err := keyset.Fetch(ctx, s.DB, q, limit, func(r *sql.Rows) (Deposit, error) { return scanDeposit(r) },
+		func(d Deposit) keyset.Cursor { return keyset.Cursor{At: d.CreatedAt, ID: d.ID} })
 	if err != nil {
 		return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
 	}
-	defer rows.Close()
-	list := []Deposit{}
-	for rows.Next() {
-		d, err := scanDeposit(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
-		}
-		list = append(list, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
-	}
-	list, next := keyset.Page(list, limit, func(d Deposit) keyset.Cursor {
-		return keyset.Cursor{At: d.CreatedAt, ID: d.ID}
-	})
 	return list, next, nil
 }
 
