@@ -35,6 +35,7 @@ type result struct {
 	cpu      time.Duration // CPU time the server used in the whole run, when known
 	dbCPU    time.Duration // CPU time PostgreSQL used in it
 	loadCPU  time.Duration // CPU time the load program (or pgbench) used in it
+	stmts    stmts         // what pg_stat_statements counted in it
 }
 
 // cpuPerRequest is the server's CPU time per answered request.

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -130,53 +131,43 @@ func run(ctx context.Context, o options) error {
 		if !h.wanted(sc.key) || !h.runs("pgbench") {
 			continue
 		}
-		vars, err := h.pgbenchVars(ctx, sc.key)
+		res, err := h.pgbench(ctx, sc.key, "pgbench", 0, "")
 		if err != nil {
-			return err
-		}
-		logf("pgbench   %-12s %d clients", sc.key, o.clients)
-		db := databaseCPU(o.dataDir)
-		res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", sc.key+".sql"), o.pgbenchMode, vars, o.clients, 0, o.warmup, o.window)
-		if err != nil {
-			return err
-		}
-		res.dbCPU = databaseCPU(o.dataDir) - db
-		h.report.add(sc.key, "pgbench", res, 0)
-		if err := h.quiesce(ctx, h.big); err != nil {
 			return err
 		}
 		if (sc.key != "create" && sc.key != "get") || res.requests == 0 || !h.runs("open") {
 			continue
 		}
 		// The database's own answer times at 70 % of its peak, for payreq's.
-		rate := 0.7 * res.rate()
-		logf("pgbench   %-12s open loop at %.0f/s", sc.key, rate)
-		open, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", sc.key+".sql"), o.pgbenchMode, vars, o.clients, rate, o.warmup, o.window)
-		if err != nil {
-			return err
-		}
-		h.report.add(sc.key, "pgbench70", open, 0)
-		if err := h.quiesce(ctx, h.big); err != nil {
+		if _, err := h.pgbench(ctx, sc.key, "pgbench70", 0.7*res.rate(), ""); err != nil {
 			return err
 		}
 	}
 
 	// The server as it runs in service, then (b) without request
 	// validation, then with unnamed statements (as behind PgBouncer's
-	// transaction pooling).
-	for _, variant := range []string{"payreq", "novalidate", "unprepared"} {
+	// transaction pooling), then with events delivered to a webhook
+	// endpoint subscribed to every type.
+	for _, variant := range []string{"payreq", "novalidate", "unprepared", "events"} {
 		if !h.runs(variant) {
 			continue
 		}
 		var extra []string
-		if variant == "unprepared" {
+		switch variant {
+		case "unprepared":
 			extra = append(extra, "PAYREQ_DB_PREPARED_STATEMENTS=false")
+		case "events":
+			extra = append(extra, "PAYREQ_WEBHOOK_ALLOW_PRIVATE=true")
 		}
-		p, err := h.startPayreq(h.big, variant, variant != "novalidate", extra...)
+		p, err := h.startPayreq(h.big, variant, variant != "novalidate", "", extra...)
 		if err != nil {
 			return err
 		}
-		err = h.serverPhase(ctx, p, variant)
+		if variant == "events" {
+			err = h.eventsPhase(ctx, p)
+		} else {
+			err = h.serverPhase(ctx, p, variant)
+		}
 		p.stop()
 		if err != nil {
 			return err
@@ -186,9 +177,17 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
+	// The database on a core of its own: PostgreSQL on CPU 0; pgbench, or
+	// payreq and this load program, on CPU 1.
+	if h.runs("pinned") && runtime.NumCPU() >= 2 {
+		if err := h.pinnedPhase(ctx); err != nil {
+			return err
+		}
+	}
+
 	// Get by id with 1,000 invoices in the database.
 	if h.wanted("get") && h.runs("small") {
-		p, err := h.startPayreq(h.small, "small", true)
+		p, err := h.startPayreq(h.small, "small", true, "")
 		if err != nil {
 			return err
 		}
@@ -196,7 +195,9 @@ func run(ctx context.Context, o options) error {
 		if err == nil {
 			sc := h.scenario("get", h.small, p.url, tok)
 			logf("payreq    get at %d invoices", o.smallInvoices)
-			res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+			var res result
+			var rss int64
+			res, rss, err = h.measure(ctx, p, h.small, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
 			h.report.add("get", "small", res, rss)
 		}
 		p.stop()
@@ -221,7 +222,7 @@ func run(ctx context.Context, o options) error {
 		}
 		sc := h.scenario("get", h.big, p.url, "x")
 		logf("echo      get (fixed body of %d bytes)", len(h.body))
-		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		res, rss, _ := h.measure(ctx, p, nil, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
 		h.report.add("get", "echo", res, rss)
 		p.stop()
 	}
@@ -229,6 +230,9 @@ func run(ctx context.Context, o options) error {
 	h.report.elapsed = time.Since(t0)
 	text := h.report.markdown()
 	fmt.Println(text)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(o.out), "statements.txt"), []byte(h.report.statementsText()), 0o644); err != nil {
+		return err
+	}
 	return os.WriteFile(o.out, []byte(text), 0o644)
 }
 
@@ -274,7 +278,10 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 		}
 		sc = h.scenario(sc.key, h.big, p.url, tok)
 		logf("%-9s %-12s %d clients", variant, sc.key, o.clients)
-		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		res, rss, err := h.measure(ctx, p, h.big, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		if err != nil {
+			return err
+		}
 		h.report.add(sc.key, variant, res, rss)
 		if variant != "payreq" || (sc.key != "create" && sc.key != "get") || res.requests == 0 || !h.runs("open") {
 			continue
@@ -285,7 +292,25 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 		open := openLoop(ctx, p.url, 4*o.clients, rate, o.warmup, o.window, sc.next)
 		h.report.add(sc.key, "open70", open, 0)
 	}
-	if variant != "payreq" || !h.wanted("get") {
+	if variant != "payreq" {
+		return nil
+	}
+	if h.wanted("mixed") && h.runs("open") {
+		// The soak's mix: its peak, then 70 % of it in an open loop.
+		if tok, err = h.token(ctx, p.url, h.key); err != nil {
+			return err
+		}
+		sc := h.scenario("mixed", h.big, p.url, tok)
+		logf("%-9s mixed        %d clients", variant, o.clients)
+		res, rss, err := h.measure(ctx, p, h.big, func() result { return closedLoop(ctx, p.url, o.clients, o.warmup, o.window, sc.next) })
+		if err != nil {
+			return err
+		}
+		h.report.add("mixed", variant, res, rss)
+		logf("%-9s mixed        open loop at %.0f/s", variant, 0.7*res.rate())
+		h.report.add("mixed", "open70", openLoop(ctx, p.url, 4*o.clients, 0.7*res.rate(), o.warmup, o.window, sc.next), 0)
+	}
+	if !h.wanted("get") {
 		return nil
 	}
 	if tok, err = h.token(ctx, p.url, h.key); err != nil {
@@ -297,7 +322,10 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 	}
 	if h.runs("high") {
 		logf("%-9s get          %d clients (peak RSS)", variant, o.highClients)
-		res, rss := h.measure(p, func() result { return closedLoop(ctx, p.url, o.highClients, o.warmup, o.window, sc.next) })
+		res, rss, err := h.measure(ctx, p, h.big, func() result { return closedLoop(ctx, p.url, o.highClients, o.warmup, o.window, sc.next) })
+		if err != nil {
+			return err
+		}
 		h.report.add("get", "high", res, rss)
 	}
 	return nil
@@ -322,8 +350,8 @@ func (h *harness) getBody(ctx context.Context, base string, rq request) (string,
 // startPayreq starts `payreq serve` on ds, rate limits out of the way, the
 // loopback trusted as a proxy (token requests each come from their own
 // X-Forwarded-For address, under the 30/minute/address limit); pprof on a
-// loopback port when profiling.
-func (h *harness) startPayreq(ds *dataset, name string, validate bool, extra ...string) (*process, error) {
+// loopback port when profiling; on cpus (taskset) unless empty.
+func (h *harness) startPayreq(ds *dataset, name string, validate bool, cpus string, extra ...string) (*process, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -347,7 +375,11 @@ func (h *harness) startPayreq(ds *dataset, name string, validate bool, extra ...
 	if h.o.profileDir != "" {
 		env = append(env, "PAYREQ_DEBUG_ADDR="+debug)
 	}
-	return start(name, h.o.payreqBin, []string{"serve"}, env, addr, debug, filepath.Join(h.o.dataDir, "server-"+name+".log"), "/healthz")
+	bin, args := h.o.payreqBin, []string{"serve"}
+	if cpus != "" {
+		bin, args = "taskset", []string{"-c", cpus, h.o.payreqBin, "serve"}
+	}
+	return start(name, bin, args, env, addr, debug, filepath.Join(h.o.dataDir, "server-"+name+".log"), "/healthz")
 }
 
 // newKey makes a key of the organization under test, with the bench
@@ -373,7 +405,8 @@ func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) 
 }
 
 // quiesce leaves the database as the next run should find it: no message
-// waiting for a worker (pgbench's and the last server's sends), no files.
+// waiting for a worker (pgbench's and the last server's sends), no webhook
+// endpoint (the events run's), no files.
 func (h *harness) quiesce(ctx context.Context, ds *dataset) error {
 	db, err := sqlx.Open("postgres", ds.dsn)
 	if err != nil {
@@ -381,7 +414,8 @@ func (h *harness) quiesce(ctx context.Context, ds *dataset) error {
 	}
 	defer db.Close()
 	_, err = db.ExecContext(ctx, `UPDATE outbox SET cancelled_at = now()
-		WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`)
+		WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL;
+		DELETE FROM webhook_endpoints`)
 	if err != nil {
 		return fmt.Errorf("quiesce: %w", err)
 	}

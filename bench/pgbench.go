@@ -17,8 +17,9 @@ import (
 // measures the transactions that started inside the window, from its
 // per-transaction log. mode is pgbench's -M: the protocol payreq's driver
 // speaks. rate > 0 runs it open-loop (-R): transactions scheduled at that
-// mean rate, each latency counted from when it was due.
-func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration) (result, error) {
+// mean rate, each latency counted from when it was due. cpus, when not
+// empty, are the CPUs pgbench runs on (taskset).
+func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration, cpus string) (result, error) {
 	logDir, err := os.MkdirTemp("", "payreq-pgbench-")
 	if err != nil {
 		return result{}, err
@@ -40,6 +41,10 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 	}
 	args = append(args, dsn)
 	start := time.Now()
+	if cpus != "" {
+		args = append([]string{"-c", cpus, bin}, args...)
+		bin = "taskset"
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

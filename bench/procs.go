@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -141,11 +142,7 @@ func ticks(fields ...string) time.Duration {
 // closed) and the children alive now. A backend that exits between two
 // readings moves from the last sum to the first, so a difference counts it.
 func databaseCPU(dataDir string) time.Duration {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postgres", "postmaster.pid"))
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	pid, err := postmaster(dataDir)
 	if err != nil {
 		return 0
 	}
@@ -154,27 +151,82 @@ func databaseCPU(dataDir string) time.Duration {
 		return 0
 	}
 	total := ticks(f[11], f[12], f[13], f[14])
+	for _, child := range children(pid) {
+		total += cpuTime(child)
+	}
+	return total
+}
+
+// measure runs load against p, with its peak RSS, the CPU time of the
+// server, the database and this load program, and the statements the
+// server ran in ds's database (none when ds is nil).
+func (h *harness) measure(ctx context.Context, p *process, ds *dataset, load func() result) (result, int64, error) {
+	if ds != nil {
+		if err := resetStatements(ctx, ds.dsn); err != nil {
+			return result{}, 0, err
+		}
+	}
+	p.resetPeakRSS()
+	cpu, db, self := p.cpuTime(), databaseCPU(h.o.dataDir), cpuTime(os.Getpid())
+	res := load()
+	res.cpu, res.dbCPU, res.loadCPU = p.cpuTime()-cpu, databaseCPU(h.o.dataDir)-db, cpuTime(os.Getpid())-self
+	var err error
+	if ds != nil {
+		res.stmts, err = readStatements(ctx, ds.dsn)
+	}
+	return res, p.peakRSS(), err
+}
+
+// pin sets the CPUs (taskset's list, e.g. "0" or "0-1") of every thread of
+// process pid.
+func pin(pid int, cpus string) error {
+	if out, err := exec.Command("taskset", "-a", "-c", "-p", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset %s %d: %w: %s", cpus, pid, err, out)
+	}
+	return nil
+}
+
+// pinDatabase sets the CPUs of the bench cluster: its postmaster and every
+// process it has started (backends started later inherit them).
+func pinDatabase(dataDir, cpus string) error {
+	pid, err := postmaster(dataDir)
+	if err != nil {
+		return err
+	}
+	if err := pin(pid, cpus); err != nil {
+		return err
+	}
+	for _, child := range children(pid) {
+		if err := pin(child, cpus); err != nil && statFields(child) != nil {
+			return err // not one that has just exited
+		}
+	}
+	return nil
+}
+
+// postmaster is the pid of the bench cluster's postmaster.
+func postmaster(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postgres", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+}
+
+// children are the processes whose parent is pid.
+func children(pid int) []int {
+	var out []int
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if c := statFields(child); len(c) >= 13 && c[1] == strconv.Itoa(pid) {
-			total += ticks(c[11], c[12])
+		if c := statFields(child); len(c) >= 2 && c[1] == strconv.Itoa(pid) {
+			out = append(out, child)
 		}
 	}
-	return total
-}
-
-// measure runs load against p, with its peak RSS and the CPU time of the
-// server, the database and this load program.
-func (h *harness) measure(p *process, load func() result) (result, int64) {
-	p.resetPeakRSS()
-	cpu, db, self := p.cpuTime(), databaseCPU(h.o.dataDir), cpuTime(os.Getpid())
-	res := load()
-	res.cpu, res.dbCPU, res.loadCPU = p.cpuTime()-cpu, databaseCPU(h.o.dataDir)-db, cpuTime(os.Getpid())-self
-	return res, p.peakRSS()
+	return out
 }
 
 // resetPeakRSS starts VmHWM again from the current RSS (clear_refs 5), so

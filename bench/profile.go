@@ -19,7 +19,7 @@ func (h *harness) profile(ctx context.Context) error {
 	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 		return err
 	}
-	p, err := h.startPayreq(h.big, "profile", true)
+	p, err := h.startPayreq(h.big, "profile", true, "")
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,18 @@ type cell struct {
 	rss int64
 }
 
-// Targets of the runs: pgbench (a), payreq, novalidate (b), echo (c), small
-// (get at 1,000 invoices), high (256 connections), open70 (70 % of peak).
+// Targets of the runs, as runNames says; and echo (c), open70 (payreq at
+// 70 % of peak) and pgbench70.
 type report struct {
 	o         options
 	cells     map[string]map[string]cell
+	delivered map[string]int64 // webhook deliveries received in the events runs
 	elapsed   time.Duration
 	loadStart string
 }
 
 func newReport(o options) *report {
-	return &report{o: o, cells: map[string]map[string]cell{}, loadStart: loadAverage()}
+	return &report{o: o, cells: map[string]map[string]cell{}, delivered: map[string]int64{}, loadStart: loadAverage()}
 }
 
 // loadAverage is the machine's 1-minute load average.
@@ -56,6 +57,19 @@ func (r *report) add(key, target string, res result, rss int64) {
 	}
 	logf("%s", strings.TrimSpace(msg))
 }
+
+// runOrder are the closed-loop runs in the order the tables show them.
+var runOrder = []string{"pgbench", "payreq", "novalidate", "unprepared", "events", "pgbench-pinned", "pinned", "small", "high"}
+
+var runNames = map[string]string{
+	"pgbench": "(a) pgbench", "payreq": "payreq", "novalidate": "(b) no validation",
+	"unprepared": "unnamed statements", "events": "events on", "pgbench-pinned": "(a) pgbench, database on CPU 0",
+	"pinned": "payreq, database on CPU 0", "small": "1,000 invoices", "high": "256 connections",
+}
+
+// costPerRequest is the server's and the database's CPU per request (the
+// database's alone for pgbench).
+func costPerRequest(c cell) time.Duration { return c.res.perRequest(c.res.cpu + c.res.dbCPU) }
 
 func (r *report) get(key, target string) (cell, bool) {
 	c, ok := r.cells[key][target]
@@ -143,28 +157,41 @@ func (r *report) markdown() string {
 	}
 
 	fmt.Fprintf(&b, "\nCPU time per request, read from /proc over the whole run: PostgreSQL (every process of the cluster), "+
-		"the server, and the load program (pgbench itself for (a)). Where the cores are saturated, the rate is the cores "+
-		"over the total.\n\n| Scenario | run | database | server | load | total |\n|---|---|---:|---:|---:|---:|\n")
+		"the server, and the load program (pgbench itself for (a)); and what pg_stat_statements counted in the run "+
+		"(statements per request, PostgreSQL's execution and planning time per request; the server's background "+
+		"workers included; each statement in bench/statements.txt). The cost ratio is (server + database) under "+
+		"payreq over the database under pgbench.\n\n"+
+		"| Scenario | run | database | server | load | statements | exec | plan | cost ratio |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range scenarioTitles {
-		for _, target := range []string{"pgbench", "payreq"} {
+		a, okA := r.get(t.key, "pgbench")
+		for _, target := range []string{"pgbench", "payreq", "unprepared", "events"} {
 			c, ok := r.get(t.key, target)
 			if !ok || c.res.dbCPU == 0 {
 				continue
 			}
 			res := c.res
-			server := "–"
+			server, cost := "–", "–"
 			if res.cpu > 0 {
 				server = us(res.perRequest(res.cpu))
+				if okA && a.res.dbCPU > 0 {
+					cost = fmt.Sprintf("%.2f", float64(costPerRequest(c))/float64(costPerRequest(a)))
+				}
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.title, map[string]string{"pgbench": "(a) pgbench", "payreq": "payreq"}[target],
-				us(res.perRequest(res.dbCPU)), server, us(res.perRequest(res.loadCPU)), us(res.perRequest(res.dbCPU+res.cpu+res.loadCPU)))
+			st := res.stmts
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", t.title, runNames[target],
+				us(res.perRequest(res.dbCPU)), server, us(res.perRequest(res.loadCPU)),
+				float64(st.calls)/float64(max(res.total, 1)), us(res.perRequest(st.exec)), us(res.perRequest(st.plan)), cost)
 		}
 	}
 
-	if len(r.cells["create"]) > 0 || len(r.cells["get"]) > 0 {
+	if len(r.cells["create"]) > 0 || len(r.cells["get"]) > 0 || len(r.cells["mixed"]) > 0 {
 		fmt.Fprintf(&b, "\nOpen loop at 70 %% of the peak rate, requests falling due at random (Poisson) as with pgbench -R; "+
 			"latency counted from when each request was due:\n\n| Scenario | run | rate | p50 | p99 | p99 / p50 |\n|---|---|---:|---:|---:|---:|\n")
-		for _, key := range []string{"create", "get"} {
+		for _, key := range []string{"mixed", "create", "get"} {
+			if c, ok := r.get(key, "payreq"); ok && key == "mixed" {
+				fmt.Fprintf(&b, "| %s | payreq, peak (closed loop) | %.0f/s | %s | %s | %.1f |\n", title(key),
+					c.res.rate(), ms(c.res.p50), ms(c.res.p99), float64(c.res.p99)/float64(max(c.res.p50, 1)))
+			}
 			for _, target := range []string{"open70", "pgbench70"} {
 				if c, ok := r.get(key, target); ok {
 					fmt.Fprintf(&b, "| %s | %s | %.0f/s | %s | %s | %.1f |\n", title(key), map[string]string{"open70": "payreq", "pgbench70": "(a) pgbench"}[target],
@@ -174,27 +201,71 @@ func (r *report) markdown() string {
 		}
 	}
 
-	b.WriteString("\nTargets:\n\n")
+	if _, ok := r.get("get", "pinned"); ok {
+		b.WriteString("\nThe database on a core of its own (taskset: PostgreSQL on CPU 0; pgbench, or payreq and this load program, on CPU 1):\n\n" +
+			"| Scenario | (a) pgbench tx/s | database CPU/tx | payreq req/s | database CPU/req | server CPU/req | load CPU/req | × pgbench |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, key := range []string{"get", "create"} {
+			a, okA := r.get(key, "pgbench-pinned")
+			c, okC := r.get(key, "pinned")
+			if okA && okC {
+				fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %s | %s | %s |\n", title(key), a.res.rate(), us(a.res.perRequest(a.res.dbCPU)),
+					c.res.rate(), us(c.res.perRequest(c.res.dbCPU)), us(c.res.cpuPerRequest()), us(c.res.perRequest(c.res.loadCPU)), ratio(c, a))
+			}
+		}
+	}
+
+	if _, ok := r.get("create", "events"); ok {
+		b.WriteString("\nWith events on (one webhook endpoint subscribed to every type, on a receiver in the load program answering 204; " +
+			"the server's delivery worker sends them during the run):\n\n| Scenario | events off req/s | events on req/s | × off | deliveries received | p99 on |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, key := range []string{"create", "get"} {
+			c, okC := r.get(key, "payreq")
+			e, okE := r.get(key, "events")
+			if okC && okE {
+				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c), r.delivered[key], ms(e.res.p99))
+			}
+		}
+	}
+
+	b.WriteString("\nTargets (docs: ../shared/decisions.md, \"Performance targets\"):\n\n")
 	check := func(ok bool) string {
 		if ok {
 			return "met"
 		}
 		return "**not met**"
 	}
-	for _, key := range []string{"create", "get"} {
-		c, ok1 := r.get(key, "payreq")
-		a, ok2 := r.get(key, "pgbench")
+	for _, t := range []struct {
+		key   string
+		limit float64
+	}{{"get", 2.0}, {"create", 1.6}, {"list_first", 1.3}} {
+		c, ok1 := r.get(t.key, "payreq")
+		a, ok2 := r.get(t.key, "pgbench")
+		if ok1 && ok2 && a.res.dbCPU > 0 {
+			x := float64(costPerRequest(c)) / float64(costPerRequest(a))
+			fmt.Fprintf(&b, "- cost ratio, %s: %.2f (%s server + %s database against %s) ≤ %.1f — %s\n", t.key, x,
+				us(c.res.cpuPerRequest()), us(c.res.perRequest(c.res.dbCPU)), us(costPerRequest(a)), t.limit, check(x <= t.limit))
+		}
+	}
+	for _, key := range []string{"get", "create"} {
+		c, ok1 := r.get(key, "pinned")
+		a, ok2 := r.get(key, "pgbench-pinned")
 		if ok1 && ok2 {
 			x := c.res.rate() / a.res.rate()
-			fmt.Fprintf(&b, "- %s at ≥ 0.6 × pgbench: %.2f × — %s\n", key, x, check(x >= 0.6))
+			fmt.Fprintf(&b, "- %s with the database on a core of its own: %.2f × pgbench ≥ 0.85 — %s\n", key, x, check(x >= 0.85))
 		}
-		if c, ok := r.get(key, "open70"); ok {
-			x := float64(c.res.p99) / float64(max(c.res.p50, 1))
-			fmt.Fprintf(&b, "- %s p99 < 4 × p50 at 70 %% of peak: %.1f × — %s", key, x, check(x < 4))
-			if a, ok := r.get(key, "pgbench70"); ok {
-				fmt.Fprintf(&b, " (pgbench on the same SQL at 70 %% of its peak: %.1f ×)", float64(a.res.p99)/float64(max(a.res.p50, 1)))
-			}
-			b.WriteString("\n")
+	}
+	if c, ok := r.get("mixed", "open70"); ok {
+		fmt.Fprintf(&b, "- p99 of the soak's mix at 70 %% of its peak: %s ≤ 10 ms — %s\n", ms(c.res.p99), check(c.res.p99 <= 10*time.Millisecond))
+	}
+	for _, t := range []struct {
+		key  string
+		loss float64
+		what string
+	}{{"create", 0.10, "at most 10 %"}, {"get", 0.05, "nothing (within 5 %, the runs' noise)"}} {
+		c, ok1 := r.get(t.key, "payreq")
+		e, ok2 := r.get(t.key, "events")
+		if ok1 && ok2 {
+			loss := 1 - e.res.rate()/c.res.rate()
+			fmt.Fprintf(&b, "- with events on, %s loses %s: %.0f %% — %s\n", t.key, t.what, 100*loss, check(loss <= t.loss))
 		}
 	}
 	worst, worstKey := 0.0, ""

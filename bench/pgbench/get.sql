@@ -1,12 +1,7 @@
 -- GET /payment-requests/{id}: internal/invoice Store.Get, one statement.
--- Every 8th transaction a client takes another invoice of bench_sample (the
--- HTTP load takes a random one each time; a lookup per transaction would add
--- a statement payreq does not run).
-\set c :c + 1
-\if :c % 8 = 1
+-- Each transaction reads a random invoice of bench_sample, named inside the
+-- statement (bench/load.sql), as the HTTP load takes a random one each time.
 \set n random(1, :samples)
-SELECT invoice_id AS id FROM bench_sample WHERE n = :n \gset
-\endif
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
@@ -24,4 +19,4 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
-	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;

@@ -1,14 +1,10 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
 -- row, queue the message, save the row, read it back, record the event and
--- its deliveries), all in one transaction. Invoices as in get.sql.
+-- its deliveries), all in one transaction. Invoices as in get.sql: a random one each time.
 -- The UPDATE writes the row's values back, as Store.update does with the
 -- values it read (here from the row itself: pgbench variables hold no NULL).
 -- Not here: the server's delivery worker, which sends the queued messages.
-\set c :c + 1
-\if :c % 8 = 1
 \set n random(1, :samples)
-SELECT invoice_id AS id, customer_email AS email FROM bench_sample WHERE n = :n \gset
-\endif
 BEGIN;
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text AS amount, i.amount_paid::text AS amount_paid, i.amount_refunded::text AS amount_refunded, i.customer_name, i.customer_company, i.customer_email,
@@ -18,14 +14,14 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
-	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org FOR UPDATE OF i;
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org FOR UPDATE OF i;
 INSERT INTO outbox
 		(id, organization_id, invoice_id, channel, recipient, next_attempt_at, created_at)
-		VALUES (gen_random_uuid(), :org, :id, 'email', :email, now(), now());
+		VALUES (gen_random_uuid(), :org, bench_sample_invoice(:n), 'email', bench_sample_email(:n), now(), now());
 UPDATE invoices SET amount_paid = amount_paid, sent_via = 'email', sent_at = now(), send_problem = NULL, status = status,
 			failed_attempts = 0, problem = NULL, paid_at = NULL, level3_sent = false, cancelled_at = NULL,
 			cancelled_by_name = NULL, amount_refunded = amount_refunded
-		WHERE id = :id;
+		WHERE id = bench_sample_invoice(:n);
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
@@ -43,7 +39,7 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
-	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
+	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
 INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now());
 INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
 		SELECT gen_random_uuid(), e.id, 'pending', now() FROM webhook_endpoints e
