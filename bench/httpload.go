@@ -31,8 +31,7 @@ type result struct {
 	p50, p99 time.Duration
 	errors   int           // answers with another status than wanted, or failures
 	firstErr string        // the first of them, for the log
-	total    int           // requests answered in the whole run, warm-up included
-	cpu      time.Duration // CPU time the server used in the whole run, when known
+	cpu      time.Duration // CPU time the server used in the window, when known
 	dbCPU    time.Duration // CPU time PostgreSQL used in it
 	loadCPU  time.Duration // CPU time the load program (or pgbench) used in it
 	stmts    stmts         // what pg_stat_statements counted in it
@@ -41,12 +40,12 @@ type result struct {
 // cpuPerRequest is the server's CPU time per answered request.
 func (r result) cpuPerRequest() time.Duration { return r.perRequest(r.cpu) }
 
-// perRequest divides CPU time of the whole run by the requests it answered.
+// perRequest divides a time of the window by the requests started in it.
 func (r result) perRequest(d time.Duration) time.Duration {
-	if r.total == 0 {
+	if r.requests == 0 {
 		return 0
 	}
-	return d / time.Duration(r.total)
+	return d / time.Duration(r.requests)
 }
 
 // requestSeq numbers every request of the run, so invoice numbers and
@@ -62,13 +61,11 @@ type recorder struct {
 	lat      []time.Duration
 	errors   int
 	firstErr string
-	total    int
 }
 
 func (r *recorder) add(start time.Time, d time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.total++
 	if start.Before(r.from) || start.After(r.to) {
 		return
 	}
@@ -84,7 +81,7 @@ func (r *recorder) add(start time.Time, d time.Duration, err error) {
 
 func (r *recorder) result() result {
 	slices.Sort(r.lat)
-	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr, total: r.total}
+	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr}
 	if n := len(r.lat); n > 0 {
 		res.p50 = r.lat[(n-1)*50/100]
 		res.p99 = r.lat[(n-1)*99/100]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,14 +19,16 @@ import (
 // per-transaction log. mode is pgbench's -M: the protocol payreq's driver
 // speaks. rate > 0 runs it open-loop (-R): transactions scheduled at that
 // mean rate, each latency counted from when it was due. cpus, when not
-// empty, are the CPUs pgbench runs on (taskset).
-func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration, cpus string) (result, error) {
+// empty, are the CPUs pgbench runs on (taskset); started is told its pid.
+// It runs a second past the window, so that it is there to be read at the
+// window's end.
+func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration, cpus string, started func(pid int)) (result, error) {
 	logDir, err := os.MkdirTemp("", "payreq-pgbench-")
 	if err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll(logDir)
-	secs := int((warmup + window + time.Second - 1) / time.Second)
+	secs := int((warmup+window+time.Second-1)/time.Second) + 1
 	args := []string{"-n", "-M", mode, "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
 		"-f", script, "-l", "--log-prefix", filepath.Join(logDir, "tx")}
 	if rate > 0 {
@@ -46,7 +49,14 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 		bin = "taskset"
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	out, err := cmd.CombinedOutput()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err = cmd.Start()
+	if err == nil {
+		started(cmd.Process.Pid)
+		err = cmd.Wait()
+	}
+	out := buf.Bytes()
 	if err != nil {
 		return result{}, fmt.Errorf("pgbench %s: %w: %s", filepath.Base(script), err, lastLines(out, 5))
 	}
@@ -62,9 +72,7 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 			return result{}, err
 		}
 	}
-	res := rec.result()
-	res.loadCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return res, nil
+	return rec.result(), nil
 }
 
 // readTxLog reads pgbench's per-transaction log: client_id transaction_no

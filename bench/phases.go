@@ -27,18 +27,20 @@ func (h *harness) pgbench(ctx context.Context, key, target string, rate float64,
 	} else {
 		logf("pgbench   %-12s %d clients %s", key, o.clients, cpus)
 	}
-	if err := resetStatements(ctx, h.big.dsn); err != nil {
-		return result{}, err
+	var pid atomic.Int64
+	wait := h.overWindow(ctx, h.big.dsn, func() counters {
+		return counters{db: databaseCPU(o.dataDir), load: cpuTime(int(pid.Load()))}
+	})
+	res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", key+".sql"), o.pgbenchMode, vars, o.clients, rate, o.warmup, o.window, cpus,
+		func(p int) { pid.Store(int64(p)) })
+	c, st, werr := wait()
+	if err == nil {
+		err = werr
 	}
-	db := databaseCPU(o.dataDir)
-	res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", key+".sql"), o.pgbenchMode, vars, o.clients, rate, o.warmup, o.window, cpus)
 	if err != nil {
 		return result{}, err
 	}
-	res.dbCPU = databaseCPU(o.dataDir) - db
-	if res.stmts, err = readStatements(ctx, h.big.dsn); err != nil {
-		return result{}, err
-	}
+	res.dbCPU, res.loadCPU, res.stmts = c.db, c.load, st
 	h.report.add(key, target, res, 0)
 	return res, h.quiesce(ctx, h.big)
 }

@@ -157,24 +157,74 @@ func databaseCPU(dataDir string) time.Duration {
 	return total
 }
 
-// measure runs load against p, with its peak RSS, the CPU time of the
-// server, the database and this load program, and the statements the
-// server ran in ds's database (none when ds is nil).
+// measure runs load against p, with its peak RSS, and over the measured
+// window the CPU time of the server, the database and this load program,
+// and the statements PostgreSQL ran in ds's database (none when ds is nil).
 func (h *harness) measure(ctx context.Context, p *process, ds *dataset, load func() result) (result, int64, error) {
+	dsn := ""
 	if ds != nil {
-		if err := resetStatements(ctx, ds.dsn); err != nil {
-			return result{}, 0, err
-		}
+		dsn = ds.dsn
 	}
 	p.resetPeakRSS()
-	cpu, db, self := p.cpuTime(), databaseCPU(h.o.dataDir), cpuTime(os.Getpid())
+	wait := h.overWindow(ctx, dsn, func() counters {
+		return counters{server: p.cpuTime(), db: databaseCPU(h.o.dataDir), load: cpuTime(os.Getpid())}
+	})
 	res := load()
-	res.cpu, res.dbCPU, res.loadCPU = p.cpuTime()-cpu, databaseCPU(h.o.dataDir)-db, cpuTime(os.Getpid())-self
-	var err error
-	if ds != nil {
-		res.stmts, err = readStatements(ctx, ds.dsn)
-	}
+	c, st, err := wait()
+	res.cpu, res.dbCPU, res.loadCPU, res.stmts = c.server, c.db, c.load, st
 	return res, p.peakRSS(), err
+}
+
+// counters are the CPU clocks of a run: the server's, the database's and
+// the load program's.
+type counters struct{ server, db, load time.Duration }
+
+// overWindow reads the counters when the warm-up of a run starting now
+// ends (after resetting pg_stat_statements in dsn, unless empty) and when
+// its window ends; the function it returns waits for the second reading
+// and gives the difference and the statements counted in between.
+func (h *harness) overWindow(ctx context.Context, dsn string, read func() counters) func() (counters, stmts, error) {
+	type reading struct {
+		c   counters
+		st  stmts
+		err error
+	}
+	done := make(chan reading, 1)
+	go func() {
+		var r reading
+		sleep := func(d time.Duration) bool {
+			select {
+			case <-ctx.Done():
+				r.err = ctx.Err()
+				return false
+			case <-time.After(d):
+				return true
+			}
+		}
+		defer func() { done <- r }()
+		t0 := time.Now()
+		if !sleep(h.o.warmup) {
+			return
+		}
+		if dsn != "" {
+			if r.err = resetStatements(ctx, dsn); r.err != nil {
+				return
+			}
+		}
+		c0 := read()
+		if !sleep(h.o.warmup + h.o.window - time.Since(t0)) {
+			return
+		}
+		c1 := read()
+		r.c = counters{server: c1.server - c0.server, db: c1.db - c0.db, load: c1.load - c0.load}
+		if dsn != "" {
+			r.st, r.err = readStatements(ctx, dsn)
+		}
+	}()
+	return func() (counters, stmts, error) {
+		r := <-done
+		return r.c, r.st, r.err
+	}
 }
 
 // pin sets the CPUs (taskset's list, e.g. "0" or "0-1") of every thread of

@@ -48,7 +48,7 @@ func (r *report) add(key, target string, res result, rss int64) {
 	if rss > 0 {
 		msg += "  peak RSS " + mb(rss)
 	}
-	if res.total > 0 && (res.cpu > 0 || res.dbCPU > 0) {
+	if res.requests > 0 && (res.cpu > 0 || res.dbCPU > 0) {
 		msg += fmt.Sprintf("  CPU/req: database %s, server %s, load %s",
 			us(res.perRequest(res.dbCPU)), us(res.perRequest(res.cpu)), us(res.perRequest(res.loadCPU)))
 	}
@@ -156,7 +156,7 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.title, cols(a, okA), cols(v, okV))
 	}
 
-	fmt.Fprintf(&b, "\nCPU time per request, read from /proc over the whole run: PostgreSQL (every process of the cluster), "+
+	fmt.Fprintf(&b, "\nCPU time per request, read from /proc over the measured window (the warm-up, new connections' first plans included, left out): PostgreSQL (every process of the cluster), "+
 		"the server, and the load program (pgbench itself for (a)); and what pg_stat_statements counted in the run "+
 		"(statements per request, PostgreSQL's execution and planning time per request; the server's background "+
 		"workers included; each statement in bench/statements.txt). The cost ratio is (server + database) under "+
@@ -180,7 +180,7 @@ func (r *report) markdown() string {
 			st := res.stmts
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", t.title, runNames[target],
 				us(res.perRequest(res.dbCPU)), server, us(res.perRequest(res.loadCPU)),
-				float64(st.calls)/float64(max(res.total, 1)), us(res.perRequest(st.exec)), us(res.perRequest(st.plan)), cost)
+				float64(st.calls)/float64(max(res.requests, 1)), us(res.perRequest(st.exec)), us(res.perRequest(st.plan)), cost)
 		}
 	}
 

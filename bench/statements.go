@@ -68,13 +68,13 @@ func (r *report) statementsText() string {
 			if !ok || c.res.stmts.calls == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "\n== %s, %s: %.2f statements per request\n", t.title, runNames[target], float64(c.res.stmts.calls)/float64(c.res.total))
+			fmt.Fprintf(&b, "\n== %s, %s: %.2f statements per request\n", t.title, runNames[target], float64(c.res.stmts.calls)/float64(c.res.requests))
 			for _, s := range c.res.stmts.rows {
 				q := strings.Join(strings.Fields(s.Query), " ")
 				if len(q) > 110 {
 					q = q[:110] + "…"
 				}
-				fmt.Fprintf(&b, "%8.3f/req  exec %7.1f µs  plan %6.1f µs  %s\n", float64(s.Calls)/float64(c.res.total),
+				fmt.Fprintf(&b, "%8.3f/req  exec %7.1f µs  plan %6.1f µs  %s\n", float64(s.Calls)/float64(c.res.requests),
 					1000*s.Exec/float64(max(s.Calls, 1)), 1000*s.Plan/float64(max(s.Calls, 1)), q)
 			}
 		}
