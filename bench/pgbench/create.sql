@@ -1,8 +1,9 @@
 -- POST /payment-requests (3 lines, send=false, Idempotency-Key): the SQL
--- internal/invoice Store.Create runs: the invoice, its lines, the invoice
--- read back in the transaction (the answer and the event's data), then the
--- event and its deliveries (none without an endpoint; :eventdata stands for
--- the invoice's JSON). The server makes the
+-- internal/invoice Store.Create runs: the key's claim, the invoice with its
+-- lines (one statement), the invoice read back in the transaction (the
+-- answer and the event's data), then the event with its deliveries (one
+-- statement; none without an endpoint; :eventdata stands for the invoice's
+-- JSON). The server makes the
 -- invoice id (UUIDv7), pay token and time in Go; here gen_random_uuid(), :k
 -- and now() stand for them, and the key's claim returns the id.
 \set k random(1, 9000000000000000)
@@ -13,17 +14,22 @@ INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, cr
 			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
 			WHERE idempotency_keys.created_at <= now() - interval '24 hours'
 		RETURNING invoice_id AS id \gset
-INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
-				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-				line_count, status, created_at, created_by_name)
-			SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
-				3::integer, 'open', now()::timestamptz, 'bench'
-			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-			WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active';
-INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
-		SELECT :id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
-		FROM unnest(:descs::text[], :qtys::text[], :costs::text[], :nulls::text[], :nulls::text[], :nulls::text[])
-			WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord);
+WITH invoice AS (
+	INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
+					line_count, status, created_at, created_by_name)
+				SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
+					3::integer, 'open', now()::timestamptz, 'bench'
+				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+				WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active'
+				RETURNING id
+			), lines AS (
+				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
+				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
+				FROM invoice, unnest(:descs::text[], :qtys::text[], :costs::text[], :nulls::text[], :nulls::text[], :nulls::text[])
+					WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)
+			)
+			SELECT count(*) FROM invoice;
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
@@ -42,9 +48,11 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
-INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.created', :eventdata, now());
-INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT gen_random_uuid(), e.id, 'pending', now() FROM webhook_endpoints e
+WITH event AS (
+			INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.created', :eventdata, now()) RETURNING id
+		)
+		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+		SELECT event.id, e.id, 'pending', now() FROM event, webhook_endpoints e
 		WHERE e.organization_id = :org AND e.status = 'enabled'
 			AND CASE WHEN NULL::uuid IS NULL THEN e.event_types && ARRAY['invoice.created', '*'] ELSE e.id = NULL END;
 COMMIT;

@@ -40,9 +40,11 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
-INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now());
-INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT gen_random_uuid(), e.id, 'pending', now() FROM webhook_endpoints e
+WITH event AS (
+			INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now()) RETURNING id
+		)
+		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+		SELECT event.id, e.id, 'pending', now() FROM event, webhook_endpoints e
 		WHERE e.organization_id = :org AND e.status = 'enabled'
 			AND CASE WHEN NULL::uuid IS NULL THEN e.event_types && ARRAY['invoice.sent', '*'] ELSE e.id = NULL END;
 COMMIT;

@@ -138,17 +138,31 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		}
 		// The MID must be the caller's and its location active: a row is
 		// inserted only then, and accountProblem tells which rule failed.
-		res, err := tx.ExecContext(ctx, `
-			INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
-				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-				line_count, status, created_at, created_by_name)
-			SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-				$14::integer, 'open', $15::timestamptz, $16
-			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-			WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'`,
+		// The lines go in the same statement (one round trip; their
+		// foreign key is checked at its end).
+		lines := lineArrays(d.Lines)
+		var made int
+		err := tx.GetContext(ctx, &made, `
+			WITH invoice AS (
+				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
+					line_count, status, created_at, created_by_name)
+				SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
+					$14::integer, 'open', $15::timestamptz, $16
+				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
+				WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'
+				RETURNING id
+			), lines AS (
+				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
+				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
+				FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
+					WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)
+			)
+			SELECT count(*) FROM invoice`,
 			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
-			len(d.Lines), now, actor.Name)
+			len(d.Lines), now, actor.Name,
+			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc))
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
 			return unprocessable("Invoice number already used",
@@ -157,11 +171,8 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		if err != nil {
 			return fmt.Errorf("invoice: unable to create invoice: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if made != 1 {
 			return accountProblem(ctx, tx, actor.OrganizationID, d.MerchantAccountID)
-		}
-		if err := insertLines(ctx, tx, id, d.Lines); err != nil {
-			return err
 		}
 		sent := d.Send == nil || *d.Send
 		if sent {
@@ -257,13 +268,16 @@ func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context) error {
 	return nil
 }
 
-func insertLines(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, lines []Line) error {
-	if len(lines) == 0 {
-		return nil
-	}
+// lineColumns are an invoice's lines as one array per column, for unnest.
+type lineColumns struct {
+	desc, qty, cost []string
+	uom, code, upc  []sql.NullString
+}
+
+func lineArrays(lines []Line) lineColumns {
 	n := len(lines)
-	desc, qty, cost := make([]string, n), make([]string, n), make([]string, n)
-	uom, code, upc := make([]sql.NullString, n), make([]sql.NullString, n), make([]sql.NullString, n)
+	c := lineColumns{desc: make([]string, n), qty: make([]string, n), cost: make([]string, n),
+		uom: make([]sql.NullString, n), code: make([]sql.NullString, n), upc: make([]sql.NullString, n)}
 	opt := func(s *string) sql.NullString {
 		if s == nil {
 			return sql.NullString{}
@@ -271,19 +285,10 @@ func insertLines(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, lines []Line) e
 		return sql.NullString{String: *s, Valid: true}
 	}
 	for i, l := range lines {
-		desc[i], qty[i], cost[i] = l.Description, l.Quantity.Text('f'), l.UnitCost.Text('f')
-		uom[i], code[i], upc[i] = opt(l.UOM), opt(l.CommodityCode), opt(l.UPC)
+		c.desc[i], c.qty[i], c.cost[i] = l.Description, l.Quantity.Text('f'), l.UnitCost.Text('f')
+		c.uom[i], c.code[i], c.upc[i] = opt(l.UOM), opt(l.CommodityCode), opt(l.UPC)
 	}
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
-		SELECT $1, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-			WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)`,
-		id, pq.Array(desc), pq.Array(qty), pq.Array(cost), pq.Array(uom), pq.Array(code), pq.Array(upc))
-	if err != nil {
-		return fmt.Errorf("invoice: unable to add lines: %w", err)
-	}
-	return nil
+	return c
 }
 
 // Get reads an invoice with its lines, payments, and the customer's saved

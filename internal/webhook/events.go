@@ -98,18 +98,19 @@ func insertEvent(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, typ string, da
 	}
 	id := uuid.Must(uuid.NewV7())
 	now = now.Truncate(time.Microsecond)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, organization_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		id, org, typ, string(b), now); err != nil {
-		return uuid.Nil, fmt.Errorf("webhook: unable to record event: %w", err)
-	}
+	// One statement, one round trip: the event and its deliveries (the
+	// foreign key is checked at the statement's end, the event there).
 	_, err = tx.ExecContext(ctx, `
+		WITH event AS (
+			INSERT INTO events (id, organization_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
+		)
 		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT $1, e.id, 'pending', $3 FROM webhook_endpoints e
+		SELECT event.id, e.id, 'pending', $5 FROM event, webhook_endpoints e
 		WHERE e.organization_id = $2 AND e.status = 'enabled'
-			AND CASE WHEN $5::uuid IS NULL THEN e.event_types && ARRAY[$4, '*'] ELSE e.id = $5 END`,
-		id, org, now, typ, only)
+			AND CASE WHEN $6::uuid IS NULL THEN e.event_types && ARRAY[$3, '*'] ELSE e.id = $6 END`,
+		id, org, typ, string(b), now, only)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("webhook: unable to queue deliveries: %w", err)
+		return uuid.Nil, fmt.Errorf("webhook: unable to record event: %w", err)
 	}
 	return id, nil
 }
