@@ -31,6 +31,7 @@ type result struct {
 	p50, p99 time.Duration
 	errors   int           // answers with another status than wanted, or failures
 	firstErr string        // the first of them, for the log
+	all      int           // requests answered in the whole run, warm-up included
 	cpu      time.Duration // CPU time the server used in the window, when known
 	dbCPU    time.Duration // CPU time PostgreSQL used in it
 	loadCPU  time.Duration // CPU time the load program (or pgbench) used in it
@@ -61,11 +62,13 @@ type recorder struct {
 	lat      []time.Duration
 	errors   int
 	firstErr string
+	all      int
 }
 
 func (r *recorder) add(start time.Time, d time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.all++
 	if start.Before(r.from) || start.After(r.to) {
 		return
 	}
@@ -81,7 +84,7 @@ func (r *recorder) add(start time.Time, d time.Duration, err error) {
 
 func (r *recorder) result() result {
 	slices.Sort(r.lat)
-	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr}
+	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr, all: r.all}
 	if n := len(r.lat); n > 0 {
 		res.p50 = r.lat[(n-1)*50/100]
 		res.p99 = r.lat[(n-1)*99/100]

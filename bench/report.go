@@ -21,13 +21,14 @@ type cell struct {
 type report struct {
 	o         options
 	cells     map[string]map[string]cell
-	delivered map[string]int64 // webhook deliveries received in the events runs
+	delivered map[string]int64         // webhook deliveries received in the events runs
+	drained   map[string]time.Duration // and how long the deliveries left after each took
 	elapsed   time.Duration
 	loadStart string
 }
 
 func newReport(o options) *report {
-	return &report{o: o, cells: map[string]map[string]cell{}, delivered: map[string]int64{}, loadStart: loadAverage()}
+	return &report{o: o, cells: map[string]map[string]cell{}, delivered: map[string]int64{}, drained: map[string]time.Duration{}, loadStart: loadAverage()}
 }
 
 // loadAverage is the machine's 1-minute load average.
@@ -216,12 +217,14 @@ func (r *report) markdown() string {
 
 	if _, ok := r.get("create", "events"); ok {
 		b.WriteString("\nWith events on (one webhook endpoint subscribed to every type, on a receiver in the load program answering 204; " +
-			"the server's delivery worker sends them during the run):\n\n| Scenario | events off req/s | events on req/s | × off | deliveries received | p99 on |\n|---|---:|---:|---:|---:|---:|\n")
+			"the server's delivery worker sends them during the run; what it has not sent by the run's end is delivered before the next run, in the time shown):\n\n" +
+			"| Scenario | events off req/s | events on req/s | × off | requests in the run | deliveries received in it | left, delivered in | p99 on |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, key := range []string{"create", "get"} {
 			c, okC := r.get(key, "payreq")
 			e, okE := r.get(key, "events")
 			if okC && okE {
-				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c), r.delivered[key], ms(e.res.p99))
+				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %d | %.1f s | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c),
+					e.res.all, r.delivered[key], r.drained[key].Seconds(), ms(e.res.p99))
 			}
 		}
 	}

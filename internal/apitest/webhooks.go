@@ -68,12 +68,12 @@ func Deliver(t testing.TB, w *webhook.Worker) int {
 	n := 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		did, err := w.DeliverOne(ctx)
+		did, err := w.DeliverDue(ctx, 1)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !did {
+		if did == 0 {
 			return n
 		}
 		n++

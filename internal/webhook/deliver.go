@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ const maxRetryAfter = 24 * time.Hour
 type WorkerConfig struct {
 	Timeout      time.Duration   // of one attempt; 15 s when zero
 	Schedule     []time.Duration // Schedule when nil
-	Workers      int             // concurrent deliveries per instance; 4 when zero
+	Workers      int             // delivery loops per instance, each with up to 8 attempts under way; 4 when zero
 	PollInterval time.Duration   // 500 ms when zero
 	AllowPrivate bool            // deliveries may reach private addresses (development, tests)
 	// Count, when set, is told each attempt's result: delivered, retry
@@ -79,7 +80,7 @@ func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string,
 		DialContext:           newDialer(cfg.AllowPrivate).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: cfg.Timeout,
-		MaxIdleConnsPerHost:   2,
+		MaxIdleConnsPerHost:   cfg.Workers * claimBatch, // a connection kept for each attempt under way
 		IdleConnTimeout:       time.Minute,
 	}
 	return &Worker{
@@ -97,8 +98,13 @@ func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string,
 // limit, so that a second claim cannot overlap the first attempt.
 func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 5*time.Second }
 
-// Run delivers until ctx ends, with cfg.Workers deliveries at a time; an
-// attempt under way when ctx ends is finished.
+// claimBatch is how many due deliveries one loop claims at once (in one
+// statement) and attempts side by side.
+const claimBatch = 8
+
+// Run delivers until ctx ends, with cfg.Workers loops each claiming up to
+// claimBatch due deliveries at a time; attempts under way when ctx ends
+// are finished.
 func (w *Worker) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range w.cfg.Workers {
@@ -106,11 +112,11 @@ func (w *Worker) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				did, err := w.DeliverOne(ctx)
+				n, err := w.DeliverDue(ctx, claimBatch)
 				if err != nil && ctx.Err() == nil {
 					w.log.Error("webhook: delivery", "error", err.Error())
 				}
-				if did {
+				if n > 0 {
 					continue
 				}
 				select {
@@ -140,45 +146,67 @@ type target struct {
 	FailingSince *time.Time `db:"failing_since"`
 }
 
-// DeliverOne claims one due delivery and attempts it; did says whether
-// there was one.
-func (w *Worker) DeliverOne(ctx context.Context) (did bool, err error) {
+// claim is a claimed delivery with its endpoint and event, read by the
+// statement that claims it.
+type claim struct {
+	claimed
+	target
+	EventType      string    `db:"event_type"`
+	EventCreatedAt time.Time `db:"event_created_at"`
+	EventData      string    `db:"event_data"`
+}
+
+// DeliverDue claims up to limit due deliveries, with their endpoints and
+// events, in one statement, and attempts them side by side, each recorded
+// as it ends; n is how many it claimed.
+func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 	now := w.now()
-	var c claimed
-	err = w.db.GetContext(ctx, &c, `
+	var claims []claim
+	// The limit is in the statement, so that its generic plan knows it.
+	err = w.db.SelectContext(ctx, &claims, fmt.Sprintf(`
 		WITH due AS (
 			SELECT event_id, endpoint_id FROM webhook_deliveries
 			WHERE status = 'pending' AND next_attempt_at <= $1
-			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-		UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $2
-		FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
-		RETURNING d.event_id, d.endpoint_id, d.attempts`, now, now.Add(w.lease()))
+			ORDER BY next_attempt_at LIMIT %d FOR UPDATE SKIP LOCKED
+		), claimed AS (
+			UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $2
+			FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+			RETURNING d.event_id, d.endpoint_id, d.attempts
+		)
+		SELECT c.event_id, c.endpoint_id, c.attempts, e.url, e.status, e.secret, e.secret_key_id, e.previous_secret,
+			e.previous_key_id, e.previous_until, e.failing_since,
+			ev.type AS event_type, ev.created_at AS event_created_at, ev.data::text AS event_data
+		FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id`, limit),
+		now, now.Add(w.lease()))
 	if err != nil {
-		if isNoRows(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("webhook: unable to claim a delivery: %w", err)
+		return 0, fmt.Errorf("webhook: unable to claim deliveries: %w", err)
 	}
-	// The attempt outlives a shutdown: its result is recorded.
+	// The attempts outlive a shutdown: their results are recorded.
 	ctx = context.WithoutCancel(ctx)
-	var t target
-	if err := w.db.GetContext(ctx, &t, `SELECT url, status, secret, secret_key_id, previous_secret, previous_key_id, previous_until,
-		failing_since FROM webhook_endpoints WHERE id = $1`, c.EndpointID); err != nil {
-		return true, fmt.Errorf("webhook: unable to read endpoint: %w", err)
+	errs := make([]error, len(claims))
+	var wg sync.WaitGroup
+	for i, c := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.deliver(ctx, c, now)
+		}()
 	}
-	var ev eventRow
-	if err := w.db.GetContext(ctx, &ev, `SELECT id, type, created_at, data::text AS data FROM events WHERE id = $1`, c.EventID); err != nil {
-		return true, fmt.Errorf("webhook: unable to read event: %w", err)
+	wg.Wait()
+	return len(claims), errors.Join(errs...)
+}
+
+// deliver attempts a claimed delivery and records the result.
+func (w *Worker) deliver(ctx context.Context, c claim, now time.Time) error {
+	if c.Status != Enabled {
+		return w.record(ctx, c.claimed, outcome{failed: true, err: "The endpoint is disabled."}, c.target)
 	}
-	if t.Status != Enabled {
-		return true, w.record(ctx, c, outcome{failed: true, err: "The endpoint is disabled."}, t)
-	}
-	secrets, err := w.secrets(c.EndpointID, t, now)
+	secrets, err := w.secrets(c.EndpointID, c.target, now)
 	if err != nil {
-		return true, err
+		return err
 	}
-	out := w.attempt(ctx, t.URL, ev.event(), secrets, c.Attempts)
-	return true, w.record(ctx, c, out, t)
+	ev := Event{ID: c.EventID, Type: c.EventType, CreatedAt: c.EventCreatedAt, Data: json.RawMessage(c.EventData)}
+	return w.record(ctx, c.claimed, w.attempt(ctx, c.URL, ev, secrets, c.Attempts), c.target)
 }
 
 // secrets are the HMAC keys that sign now: the current one, and the
@@ -345,8 +373,11 @@ func (w *Worker) record(ctx context.Context, c claimed, out outcome, t target) e
 		return fmt.Errorf("webhook: unable to record a delivery attempt: %w", err)
 	}
 	switch {
+	case out.delivered && t.FailingSince != nil:
+		// As read at the claim: a failure recorded meanwhile is cleared
+		// by the next delivery that succeeds.
+		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, c.EndpointID)
 	case out.delivered:
-		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, c.EndpointID)
 	case out.disable != "":
 		err = w.disable(ctx, c.EndpointID, out.disable)
 	case t.Status == Enabled:
