@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// pgbench runs script from clients connections for warmup+window and
+// pgbench runs scripts (files, each with an optional @weight) from clients
+// connections for warmup+window and
 // measures the transactions that started inside the window, from its
 // per-transaction log. mode is pgbench's -M: the protocol payreq's driver
 // speaks. rate > 0 runs it open-loop (-R): transactions scheduled at that
@@ -22,7 +23,7 @@ import (
 // empty, are the CPUs pgbench runs on (taskset); started is told its pid.
 // It runs a second past the window, so that it is there to be read at the
 // window's end.
-func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration, cpus string, started func(pid int)) (result, error) {
+func pgbench(ctx context.Context, bin, dsn string, scripts []string, mode string, vars map[string]string, clients int, rate float64, warmup, window time.Duration, cpus string, started func(pid int)) (result, error) {
 	logDir, err := os.MkdirTemp("", "payreq-pgbench-")
 	if err != nil {
 		return result{}, err
@@ -30,7 +31,11 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 	defer os.RemoveAll(logDir)
 	secs := int((warmup+window+time.Second-1)/time.Second) + 1
 	args := []string{"-n", "-M", mode, "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
-		"-f", script, "-l", "--log-prefix", filepath.Join(logDir, "tx")}
+		"-l", "--log-prefix", filepath.Join(logDir, "tx")}
+	for _, f := range scripts {
+		args = append(args, "-f", f)
+	}
+	name := filepath.Base(scripts[0])
 	if rate > 0 {
 		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 0, 64))
 	}
@@ -58,12 +63,12 @@ func pgbench(ctx context.Context, bin, dsn, script, mode string, vars map[string
 	}
 	out := buf.Bytes()
 	if err != nil {
-		return result{}, fmt.Errorf("pgbench %s: %w: %s", filepath.Base(script), err, lastLines(out, 5))
+		return result{}, fmt.Errorf("pgbench %s: %w: %s", name, err, lastLines(out, 5))
 	}
 	// A failed transaction ends its client; pgbench still exits 0 when
 	// others ran, so the summary is checked too.
 	if s := string(out); strings.Contains(s, "aborted in command") || strings.Contains(s, "client ") && strings.Contains(s, "aborted") {
-		return result{}, fmt.Errorf("pgbench %s: a client failed: %s", filepath.Base(script), lastLines(out, 8))
+		return result{}, fmt.Errorf("pgbench %s: a client failed: %s", name, lastLines(out, 8))
 	}
 	rec := &recorder{from: start.Add(warmup), to: start.Add(warmup + window)}
 	files, _ := filepath.Glob(filepath.Join(logDir, "tx*"))

@@ -34,7 +34,13 @@ func (h *harness) pgbench(ctx context.Context, key, target string, rate float64,
 	wait := h.overWindow(ctx, h.big.dsn, func() counters {
 		return counters{db: databaseCPU(o.dataDir), load: cpuTime(int(pid.Load()))}
 	})
-	res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, filepath.Join(o.benchDir, "pgbench", key+".sql"), o.pgbenchMode, vars, o.clients, rate, o.warmup, o.window, cpus,
+	scripts := []string{filepath.Join(o.benchDir, "pgbench", key+".sql")}
+	if key == "mixed" {
+		// The soak's mix, by pgbench's script weights.
+		dir := filepath.Join(o.benchDir, "pgbench")
+		scripts = []string{filepath.Join(dir, "create.sql@2"), filepath.Join(dir, "get.sql@1"), filepath.Join(dir, "list_first.sql@1")}
+	}
+	res, err := pgbench(ctx, mustBin("pgbench"), h.big.dsn, scripts, o.pgbenchMode, vars, o.clients, rate, o.warmup, o.window, cpus,
 		func(p int) { pid.Store(int64(p)) })
 	c, st, werr := wait()
 	if err == nil {
