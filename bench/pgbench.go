@@ -54,6 +54,8 @@ func pgbench(ctx context.Context, bin, dsn string, scripts []string, mode string
 		bin = "taskset"
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// Its sessions plan as payreq's prepared ones do (internal/postgres).
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c plan_cache_mode=force_generic_plan")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err = cmd.Start()

@@ -34,6 +34,26 @@ func TestStatementsArePreparedOncePerConnection(t *testing.T) {
 	}
 }
 
+func TestStatementsRunTheirGenericPlan(t *testing.T) {
+	db := oneConn(t)
+	for i := range 3 {
+		var got int
+		if err := db.Get(&got, `SELECT $1::int * 2`, i); err != nil || got != 2*i {
+			t.Fatalf("run %d: %d, %v", i, got, err)
+		}
+	}
+	var plans struct {
+		Generic int `db:"generic_plans"`
+		Custom  int `db:"custom_plans"`
+	}
+	if err := db.Get(&plans, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = 'SELECT $1::int * 2'`); err != nil {
+		t.Fatal(err)
+	}
+	if plans.Generic != 3 || plans.Custom != 0 {
+		t.Errorf("%d generic and %d custom plans, want the generic plan all 3 times", plans.Generic, plans.Custom)
+	}
+}
+
 func TestStatementDroppedByTheServerIsPreparedAgain(t *testing.T) {
 	db := oneConn(t)
 	var got int
