@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/payreq/payreq/internal/tracing"
 )
 
@@ -181,32 +183,47 @@ func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhook: unable to claim deliveries: %w", err)
 	}
-	// The attempts outlive a shutdown: their results are recorded.
+	// The attempts outlive a shutdown: their results are recorded, all in
+	// one statement once the last has ended (each is claimed for longer
+	// than an attempt can take).
 	ctx = context.WithoutCancel(ctx)
+	outs := make([]outcome, len(claims))
 	errs := make([]error, len(claims))
 	var wg sync.WaitGroup
 	for i, c := range claims {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = w.deliver(ctx, c, now)
+			outs[i], errs[i] = w.deliver(ctx, c, now)
 		}()
 	}
 	wg.Wait()
+	// One not attempted (its secret unreadable) is left claimed: tried
+	// again when its lease ends.
+	var done []claim
+	var doneOuts []outcome
+	for i, c := range claims {
+		if errs[i] == nil {
+			done, doneOuts = append(done, c), append(doneOuts, outs[i])
+		}
+	}
+	if len(done) > 0 {
+		errs = append(errs, w.record(ctx, done, doneOuts))
+	}
 	return len(claims), errors.Join(errs...)
 }
 
-// deliver attempts a claimed delivery and records the result.
-func (w *Worker) deliver(ctx context.Context, c claim, now time.Time) error {
+// deliver attempts a claimed delivery.
+func (w *Worker) deliver(ctx context.Context, c claim, now time.Time) (outcome, error) {
 	if c.Status != Enabled {
-		return w.record(ctx, c.claimed, outcome{failed: true, err: "The endpoint is disabled."}, c.target)
+		return outcome{failed: true, err: "The endpoint is disabled."}, nil
 	}
 	secrets, err := w.secrets(c.EndpointID, c.target, now)
 	if err != nil {
-		return err
+		return outcome{}, err
 	}
 	ev := Event{ID: c.EventID, Type: c.EventType, CreatedAt: c.EventCreatedAt, Data: json.RawMessage(c.EventData)}
-	return w.record(ctx, c.claimed, w.attempt(ctx, c.URL, ev, secrets, c.Attempts), c.target)
+	return w.attempt(ctx, c.URL, ev, secrets, c.Attempts), nil
 }
 
 // secrets are the HMAC keys that sign now: the current one, and the
@@ -341,63 +358,77 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return max(0, min(d, maxRetryAfter))
 }
 
-// record writes an attempt's outcome, unless the delivery was claimed
-// again meanwhile (its attempts moved on).
-func (w *Worker) record(ctx context.Context, c claimed, out outcome, t target) error {
+// record writes the attempts' outcomes in one statement, each unless its
+// delivery was claimed again meanwhile (its attempts moved on), then what
+// they change of their endpoints.
+func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) error {
 	now := w.now()
-	status, next := "pending", now
-	switch {
-	case out.delivered:
-		status = "delivered"
-	case out.failed || c.Attempts > len(w.cfg.Schedule):
-		status = "failed"
-	default:
-		wait := w.cfg.Schedule[c.Attempts-1]
-		// ±10 % jitter, so that retries of many deliveries spread out.
-		wait += time.Duration((rand.Float64()*0.2 - 0.1) * float64(wait))
-		next = now.Add(max(wait, out.retryAfter))
-	}
-	var errText *string
-	if out.err != "" {
-		errText = &out.err
-	}
-	var deliveredAt *time.Time
-	if out.delivered {
-		deliveredAt = &now
-	}
-	_, err := w.db.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, last_status_code = $5,
-			last_error = $6, last_attempt_at = $7, delivered_at = $8
-		WHERE event_id = $1 AND endpoint_id = $2 AND attempts = $9`,
-		c.EventID, c.EndpointID, status, next, out.statusCode, errText, now, deliveredAt, c.Attempts)
-	if err != nil {
-		return fmt.Errorf("webhook: unable to record a delivery attempt: %w", err)
-	}
-	switch {
-	case out.delivered && t.FailingSince != nil:
-		// As read at the claim: a failure recorded meanwhile is cleared
-		// by the next delivery that succeeds.
-		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, c.EndpointID)
-	case out.delivered:
-	case out.disable != "":
-		err = w.disable(ctx, c.EndpointID, out.disable)
-	case t.Status == Enabled:
-		if t.FailingSince != nil && now.Sub(*t.FailingSince) >= DisableAfter {
-			err = w.disable(ctx, c.EndpointID, "No delivery succeeded for 5 days.")
-			break
+	n := len(claims)
+	events, endpoints, attempts := make([]string, n), make([]string, n), make([]int64, n)
+	statuses, nexts, codes, errTexts, delivered := make([]string, n), make([]time.Time, n), make([]sql.NullInt64, n),
+		make([]sql.NullString, n), make([]sql.NullTime, n)
+	for i, c := range claims {
+		out := outs[i]
+		status, next := "pending", now
+		switch {
+		case out.delivered:
+			status = "delivered"
+		case out.failed || c.Attempts > len(w.cfg.Schedule):
+			status = "failed"
+		default:
+			wait := w.cfg.Schedule[c.Attempts-1]
+			// ±10 % jitter, so that retries of many deliveries spread out.
+			wait += time.Duration((rand.Float64()*0.2 - 0.1) * float64(wait))
+			next = now.Add(max(wait, out.retryAfter))
 		}
-		_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, c.EndpointID, now)
+		events[i], endpoints[i], attempts[i] = c.EventID.String(), c.EndpointID.String(), int64(c.Attempts)
+		statuses[i], nexts[i] = status, next
+		if out.statusCode != nil {
+			codes[i] = sql.NullInt64{Int64: int64(*out.statusCode), Valid: true}
+		}
+		errTexts[i] = sql.NullString{String: out.err, Valid: out.err != ""}
+		delivered[i] = sql.NullTime{Time: now, Valid: out.delivered}
 	}
+	_, err := w.db.ExecContext(ctx, `UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next,
+			last_status_code = r.code, last_error = r.error, last_attempt_at = $9, delivered_at = r.delivered_at
+		FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::timestamptz[])
+			AS r(event_id, endpoint_id, attempts, status, next, code, error, delivered_at)
+		WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id AND d.attempts = r.attempts`,
+		pq.Array(events), pq.Array(endpoints), pq.Array(attempts), pq.Array(statuses), pq.Array(nexts), pq.Array(codes),
+		pq.Array(errTexts), pq.Array(delivered), now)
 	if err != nil {
-		return fmt.Errorf("webhook: unable to update endpoint after a delivery: %w", err)
+		return fmt.Errorf("webhook: unable to record delivery attempts: %w", err)
 	}
-	if w.cfg.Count != nil {
-		w.cfg.Count(map[string]string{"delivered": "delivered", "pending": "retry", "failed": "failed"}[status])
+	var errs []error
+	for i, c := range claims {
+		out, t := outs[i], c.target
+		switch {
+		case out.delivered && t.FailingSince != nil:
+			// As read at the claim: a failure recorded meanwhile is cleared
+			// by the next delivery that succeeds.
+			_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, c.EndpointID)
+		case out.delivered:
+		case out.disable != "":
+			err = w.disable(ctx, c.EndpointID, out.disable)
+		case t.Status == Enabled:
+			if t.FailingSince != nil && now.Sub(*t.FailingSince) >= DisableAfter {
+				err = w.disable(ctx, c.EndpointID, "No delivery succeeded for 5 days.")
+				break
+			}
+			_, err = w.db.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, c.EndpointID, now)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("webhook: unable to update endpoint after a delivery: %w", err))
+		}
+		if w.cfg.Count != nil {
+			w.cfg.Count(map[string]string{"delivered": "delivered", "pending": "retry", "failed": "failed"}[statuses[i]])
+		}
+		if !out.delivered {
+			w.log.Info("webhook: delivery attempt failed", "event_id", c.EventID.String(), "endpoint_id", c.EndpointID.String(),
+				"attempt", c.Attempts, "status", statuses[i], "error", out.err)
+		}
 	}
-	if !out.delivered {
-		w.log.Info("webhook: delivery attempt failed", "event_id", c.EventID.String(), "endpoint_id", c.EndpointID.String(),
-			"attempt", c.Attempts, "status", status, "error", out.err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (w *Worker) disable(ctx context.Context, endpoint uuid.UUID, reason string) error {
