@@ -35,7 +35,7 @@ import (
 
 type options struct {
 	dataDir, payreqBin, echoBin, benchDir, out, explainOut, profileDir string
-	invoices, others, otherInvoices, smallInvoices                     int
+	invoices, others, otherInvoices, smallInvoices, repeat             int
 	clients, highClients                                               int
 	warmup, window                                                     time.Duration
 	pgbenchMode                                                        string
@@ -55,6 +55,7 @@ func main() {
 	flag.IntVar(&o.others, "others", 50, "other organizations")
 	flag.IntVar(&o.otherInvoices, "other-invoices", 1000, "invoices of each other organization")
 	flag.IntVar(&o.smallInvoices, "small", 1000, "invoices of the small database (get by id at 1,000)")
+	flag.IntVar(&o.repeat, "repeat", 1, "rounds of the whole sequence; each figure is then the median of its rounds")
 	flag.IntVar(&o.clients, "clients", 32, "concurrent connections (HTTP and pgbench)")
 	flag.IntVar(&o.highClients, "high-clients", 256, "connections of the peak-RSS run")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured start of each run")
@@ -126,6 +127,27 @@ func run(ctx context.Context, o options) error {
 		return h.profile(ctx)
 	}
 
+	for i := range o.repeat {
+		if o.repeat > 1 {
+			logf("round %d of %d", i+1, o.repeat)
+		}
+		if err := h.round(ctx); err != nil {
+			return err
+		}
+	}
+
+	h.report.elapsed = time.Since(t0)
+	text := h.report.markdown()
+	fmt.Println(text)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(o.out), "statements.txt"), []byte(h.report.statementsText()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, []byte(text), 0o644)
+}
+
+// round makes every run of the sequence once.
+func (h *harness) round(ctx context.Context) error {
+	o := h.o
 	// (a) pgbench, with no server running; the soak's mix only for its
 	// answer times at 70 % of its peak.
 	for _, sc := range append(h.scenarios(), scenario{key: "mixed"}) {
@@ -228,13 +250,7 @@ func run(ctx context.Context, o options) error {
 		p.stop()
 	}
 
-	h.report.elapsed = time.Since(t0)
-	text := h.report.markdown()
-	fmt.Println(text)
-	if err := os.WriteFile(filepath.Join(filepath.Dir(o.out), "statements.txt"), []byte(h.report.statementsText()), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(o.out, []byte(text), 0o644)
+	return nil
 }
 
 // runs says whether -runs asks for this kind of run.

@@ -103,13 +103,13 @@ func (h *harness) eventsPhase(ctx context.Context, p *process) error {
 			return err
 		}
 		h.report.add(key, "events", res, rss)
-		h.report.delivered[key] = received.Load() - before
+		h.report.delivered[key] = append(h.report.delivered[key], received.Load()-before)
 		// What the run left to deliver goes before the next run.
 		t0 := time.Now()
 		if err := drainDeliveries(ctx, h.big.dsn); err != nil {
 			return err
 		}
-		h.report.drained[key] = time.Since(t0)
+		h.report.drained[key] = append(h.report.drained[key], time.Since(t0))
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,15 +22,16 @@ type cell struct {
 // 70 % of peak) and pgbench70.
 type report struct {
 	o         options
-	cells     map[string]map[string]cell
-	delivered map[string]int64         // webhook deliveries received in the events runs
-	drained   map[string]time.Duration // and how long the deliveries left after each took
+	cells     map[string]map[string][]cell // each round's
+	delivered map[string][]int64           // webhook deliveries received in the events runs
+	drained   map[string][]time.Duration   // and how long the deliveries left after each took
 	elapsed   time.Duration
 	loadStart string
 }
 
 func newReport(o options) *report {
-	return &report{o: o, cells: map[string]map[string]cell{}, delivered: map[string]int64{}, drained: map[string]time.Duration{}, loadStart: loadAverage()}
+	return &report{o: o, cells: map[string]map[string][]cell{}, delivered: map[string][]int64{},
+		drained: map[string][]time.Duration{}, loadStart: loadAverage()}
 }
 
 // loadAverage is the machine's 1-minute load average.
@@ -42,9 +45,9 @@ func loadAverage() string {
 
 func (r *report) add(key, target string, res result, rss int64) {
 	if r.cells[key] == nil {
-		r.cells[key] = map[string]cell{}
+		r.cells[key] = map[string][]cell{}
 	}
-	r.cells[key][target] = cell{res: res, rss: rss}
+	r.cells[key][target] = append(r.cells[key][target], cell{res: res, rss: rss})
 	msg := fmt.Sprintf("          %-12s %-10s %8.0f/s  p50 %s  p99 %s", key, target, res.rate(), ms(res.p50), ms(res.p99))
 	if rss > 0 {
 		msg += "  peak RSS " + mb(rss)
@@ -72,9 +75,43 @@ var runNames = map[string]string{
 // database's alone for pgbench).
 func costPerRequest(c cell) time.Duration { return c.res.perRequest(c.res.cpu + c.res.dbCPU) }
 
+// get is a run's cell: over several rounds, each figure is its median,
+// and the statements are those of the round of the median rate.
 func (r *report) get(key, target string) (cell, bool) {
-	c, ok := r.cells[key][target]
-	return c, ok && c.res.requests > 0
+	rounds := r.cells[key][target]
+	if len(rounds) == 0 {
+		return cell{}, false
+	}
+	med := func(f func(c cell) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, c := range rounds {
+			v[i] = f(c)
+		}
+		return median(v)
+	}
+	byRate := slices.Clone(rounds)
+	slices.SortFunc(byRate, func(a, b cell) int { return cmp.Compare(a.res.rate(), b.res.rate()) })
+	c := byRate[(len(byRate)-1)/2]
+	dur := func(f func(c cell) time.Duration) time.Duration {
+		return time.Duration(med(func(c cell) float64 { return float64(f(c)) }))
+	}
+	// CPU times stay totals over the median run's requests.
+	perReq := func(f func(c cell) time.Duration) time.Duration {
+		return time.Duration(med(func(x cell) float64 { return float64(x.res.perRequest(f(x))) }) * float64(c.res.requests))
+	}
+	c.res.p50 = dur(func(c cell) time.Duration { return c.res.p50 })
+	c.res.p99 = dur(func(c cell) time.Duration { return c.res.p99 })
+	c.res.cpu = perReq(func(c cell) time.Duration { return c.res.cpu })
+	c.res.dbCPU = perReq(func(c cell) time.Duration { return c.res.dbCPU })
+	c.res.loadCPU = perReq(func(c cell) time.Duration { return c.res.loadCPU })
+	c.rss = int64(med(func(c cell) float64 { return float64(c.rss) }))
+	return c, c.res.requests > 0
+}
+
+// median of v (the lower middle one of an even count).
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[(len(v)-1)/2]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
@@ -94,6 +131,11 @@ func (r *report) markdown() string {
 		"with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; rates are requests (or pgbench "+
 		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run.\n\n",
 		thousands(o.invoices), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)
+	if o.repeat > 1 {
+		fmt.Fprintf(&b, "Every run was made %d times, in %d rounds of the whole sequence; each figure is the median of its %d "+
+			"(the rate's and each CPU time's separately; the statements are those of the round of the median rate).\n\n",
+			o.repeat, o.repeat, o.repeat)
+	}
 
 	b.WriteString("| Scenario | req/s | p50 | p99 | × pgbench (a) | × no validation (b) | peak RSS | server CPU/req |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range scenarioTitles {
@@ -223,8 +265,16 @@ func (r *report) markdown() string {
 			c, okC := r.get(key, "payreq")
 			e, okE := r.get(key, "events")
 			if okC && okE {
-				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %d | %.1f s | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c),
-					e.res.all, r.delivered[key], r.drained[key].Seconds(), ms(e.res.p99))
+				delivered := make([]float64, len(r.delivered[key]))
+				for i, d := range r.delivered[key] {
+					delivered[i] = float64(d)
+				}
+				drained := make([]float64, len(r.drained[key]))
+				for i, d := range r.drained[key] {
+					drained[i] = d.Seconds()
+				}
+				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %.0f | %.1f s | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c),
+					e.res.all, median(delivered), median(drained), ms(e.res.p99))
 			}
 		}
 	}
@@ -305,9 +355,11 @@ func (r *report) markdown() string {
 	}
 	b.WriteString("- no growth in goroutines or heap over a 5-minute run: checked by `make soak` (internal/faults TestSoak), not here\n")
 	for key, targets := range r.cells {
-		for target, c := range targets {
-			if c.res.errors > 0 {
-				fmt.Fprintf(&b, "\nErrors: %s against %s: %d, first: %s\n", key, target, c.res.errors, c.res.firstErr)
+		for target, rounds := range targets {
+			for _, c := range rounds {
+				if c.res.errors > 0 {
+					fmt.Fprintf(&b, "\nErrors: %s against %s: %d, first: %s\n", key, target, c.res.errors, c.res.firstErr)
+				}
 			}
 		}
 	}
