@@ -86,11 +86,28 @@ func (c *preparedConn) ResetSession(ctx context.Context) error {
 
 type preparedStmt struct {
 	query string
-	stmt  interface {
-		driver.Stmt
-		driver.StmtQueryContext
-		driver.StmtExecContext
+	stmt  ctxStmt
+}
+
+// ctxStmt is what lib/pq's statement implements and payreq uses.
+type ctxStmt interface {
+	driver.Stmt
+	driver.StmtQueryContext
+	driver.StmtExecContext
+}
+
+// prepare prepares query on conn, as a ctxStmt.
+func prepare(ctx context.Context, conn driver.ConnPrepareContext, query string) (ctxStmt, error) {
+	s, err := conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
 	}
+	st, ok := s.(ctxStmt)
+	if !ok {
+		s.Close()
+		return nil, errors.New("postgres: the driver's statement lacks the interfaces payreq uses")
+	}
+	return st, nil
 }
 
 func (c *preparedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -126,18 +143,9 @@ func (c *preparedConn) prepared(ctx context.Context, query string) (*preparedStm
 		c.lru.MoveToFront(e)
 		return e.Value.(*preparedStmt), nil
 	}
-	s, err := c.pqConn.PrepareContext(ctx, query)
+	stmt, err := prepare(ctx, c.pqConn, query)
 	if err != nil {
 		return nil, err
-	}
-	stmt, ok := s.(interface {
-		driver.Stmt
-		driver.StmtQueryContext
-		driver.StmtExecContext
-	})
-	if !ok {
-		s.Close()
-		return nil, errors.New("postgres: the driver's statement lacks the interfaces payreq uses")
 	}
 	st := &preparedStmt{query: query, stmt: stmt}
 	c.stmts[query] = c.lru.PushFront(st)

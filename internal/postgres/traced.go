@@ -61,28 +61,15 @@ func (c *tracedConn) ExecContext(ctx context.Context, query string, args []drive
 }
 
 func (c *tracedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.pqConn.PrepareContext(ctx, query)
+	inner, err := prepare(ctx, c.pqConn, query)
 	if err != nil {
 		return nil, err
-	}
-	inner, ok := st.(interface {
-		driver.Stmt
-		driver.StmtQueryContext
-		driver.StmtExecContext
-	})
-	if !ok {
-		st.Close()
-		return nil, errors.New("postgres: the driver's statement lacks the interfaces payreq uses")
 	}
 	return &tracedStmt{inner: inner, query: query}, nil
 }
 
 type tracedStmt struct {
-	inner interface {
-		driver.Stmt
-		driver.StmtQueryContext
-		driver.StmtExecContext
-	}
+	inner ctxStmt
 	query string
 }
 
