@@ -159,6 +159,17 @@ func parseFlags(fs *flag.FlagSet, args []string, nArgs int, argName string) erro
 	return nil
 }
 
+// commaList is a comma-separated flag's items, trimmed, empty ones left out.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 func parseOrg(flagName, s string) (uuid.UUID, error) {
 	id, err := uuid.Parse(s)
 	if err != nil {
@@ -213,12 +224,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if strings.TrimSpace(*name) == "" {
 			return usageError{"keys create: --name is required"}
 		}
-		var permissions []string
-		for _, p := range strings.Split(*perms, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				permissions = append(permissions, p)
-			}
-		}
+		permissions := commaList(*perms)
 		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err

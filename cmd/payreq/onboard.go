@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -88,10 +87,10 @@ func usersCreate(ctx context.Context, cfg config.Config, args []string, stdout i
 	if err != nil {
 		return err
 	}
-	var permissions []string
+	var permissions []string // nil: every permission offered
 	if *perms != "" {
-		for _, p := range strings.Split(*perms, ",") {
-			permissions = append(permissions, strings.TrimSpace(p))
+		if permissions = commaList(*perms); len(permissions) == 0 {
+			return usageError{"users create: --permissions names no permission"}
 		}
 	}
 	a, err := openApp(ctx, cfg)
