@@ -64,6 +64,10 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default: all)")
 	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, open, high, novalidate, unprepared, small, echo (default: all)")
 	flag.Parse()
+	if o.repeat < 1 || o.clients < 1 || o.window <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -repeat and -clients must be at least 1, -duration above 0")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
