@@ -38,12 +38,20 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: all build run test faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
+.PHONY: all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/payreq
+
+# No tracked file over 5 MB but those listed in LARGE_FILES_ALLOWED: a build
+# output (a 27.7 MB binary once) or a data dump must never land in the history.
+LARGE_FILES_ALLOWED :=
+check-file-sizes:
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | \
+		awk -v allowed=' $(LARGE_FILES_ALLOWED) ' '$$1 > 5*1024*1024 && index(allowed, " " $$2 " ") == 0 { print $$2 " (" $$1 " bytes)" }'); \
+	if [ -n "$$big" ]; then echo "tracked files over 5 MB (add to LARGE_FILES_ALLOWED only if it must be in git):"; echo "$$big"; exit 1; fi
 
 # Starts (or reuses) the private PostgreSQL cluster under $(DATA)/postgres when
 # DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves
@@ -61,7 +69,7 @@ run: build postgres
 # vet, staticcheck and govulncheck, each fuzz target briefly, then all tests
 # under the race detector (internal/contract runs the flows through prism
 # from .tools).
-test: check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres pgbouncer chromium $(NODE_STAMP) fuzz
+test: check-file-sizes check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres pgbouncer chromium $(NODE_STAMP) fuzz
 	$(GO) test -race -count=1 -timeout 10m ./...
 
 # The fault tests alone (`make test` runs them too, in go test ./...): payreq
