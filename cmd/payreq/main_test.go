@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -343,6 +344,14 @@ func TestRunReturnsUsageError(t *testing.T) {
 func TestBadSecretsRefusedAtStart(t *testing.T) {
 	c := newCLI(t)
 	org := c.demo().Merchant.OrganizationID.String()
+	// serve's address is taken: a serve that took the secret fails
+	// there (exit 1) rather than serving.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("PAYREQ_ADDR", taken.Addr().String())
 	ecdsaKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -357,6 +366,11 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 	}{
 		{"empty pepper", "PAYREQ_PEPPER_FILE", nil},
 		{"31-byte pepper", "PAYREQ_PEPPER_FILE", bytes.Repeat([]byte{7}, 31)},
+		{"pepper of 31 characters and a newline", "PAYREQ_PEPPER_FILE", []byte(strings.Repeat("7", 31) + "\n")},
+		{"pepper of 40 spaces", "PAYREQ_PEPPER_FILE", []byte(strings.Repeat(" ", 40))},
+		{"pepper of 33 newlines", "PAYREQ_PEPPER_FILE", []byte(strings.Repeat("\n", 33))},
+		{"pepper of 32 raw bytes", "PAYREQ_PEPPER_FILE", bytes.Repeat([]byte{7}, 32)},
+		{"pepper line not hex", "PAYREQ_PEPPER_FILE", []byte(strings.Repeat("zz", 32) + "\n")},
 		{"31-byte encryption key", "PAYREQ_ENCRYPTION_KEY_FILE", []byte(strings.Repeat("ab", 31) + "\n")},
 		{"encryption key not hex", "PAYREQ_ENCRYPTION_KEY_FILE", []byte(strings.Repeat("zz", 32) + "\n")},
 		{"signing key not PEM", "PAYREQ_SIGNING_KEY_FILE", []byte("not a key")},
@@ -368,9 +382,11 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(tt.variable, file)
-			stderr := (&cli{t: t, dataDir: secretsDir(t), db: c.db}).usage("keys", "list", "--org", org)
-			if !strings.Contains(stderr, file) {
-				t.Errorf("stderr %q does not name %s", stderr, file)
+			for _, args := range [][]string{{"keys", "list", "--org", org}, {"serve"}} {
+				stderr := (&cli{t: t, dataDir: secretsDir(t), db: c.db}).usage(args...)
+				if !strings.Contains(stderr, file) {
+					t.Errorf("payreq %s: stderr %q does not name %s", args[0], stderr, file)
+				}
 			}
 		})
 	}

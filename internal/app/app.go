@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -56,12 +55,9 @@ type App struct {
 	Now        func() time.Time
 }
 
-// minPepper is the shortest pepper taken: the key of the secrets'
-// fingerprints and of the pay form's tokens.
-const minPepper = 32
-
-// SecretError is a secret file that cannot be used: a pepper too short, an
-// encryption key that is not 32 bytes, a signing key that is not Ed25519.
+// SecretError is a secret file that cannot be used: a pepper or an
+// encryption key that is not lines of 64 hex digits, a signing key that is
+// not Ed25519.
 // The service does not start with it.
 type SecretError struct {
 	File    string
@@ -103,21 +99,6 @@ func newPepper() ([]byte, error) {
 	b := make([]byte, 32)
 	_, err := rand.Read(b)
 	return []byte(hex.EncodeToString(b) + "\n"), err
-}
-
-// parsePeppers reads a pepper file: one pepper per line in hex (at least
-// 64 digits), the first current; a file that is not such lines is one
-// pepper as it is (the raw bytes earlier versions wrote).
-func parsePeppers(b []byte) [][]byte {
-	var out [][]byte
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		p, err := hex.DecodeString(strings.TrimSpace(line))
-		if err != nil || len(p) < minPepper {
-			return [][]byte{b}
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // InitSecrets writes the three secret files into dir (mode 0600) and
@@ -179,12 +160,10 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, err
 	}
-	peppers := parsePeppers(pepperFile)
-	for _, p := range peppers {
-		if len(p) < minPepper {
-			db.Close()
-			return nil, &SecretError{File: cfg.PepperFile, Problem: fmt.Sprintf("a pepper has %d bytes, it must have at least %d", len(p), minPepper)}
-		}
+	peppers, err := secretfile.HexKeys(pepperFile)
+	if err != nil {
+		db.Close()
+		return nil, &SecretError{File: cfg.PepperFile, Problem: err.Error()}
 	}
 	pepper := peppers[0]
 	signingKey, err := load(cfg.SigningKeyFile, auth.GenerateSigningKey)

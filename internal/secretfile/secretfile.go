@@ -4,11 +4,13 @@
 package secretfile
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // LoadOrCreate returns the contents of path. When the file does not exist it
@@ -92,4 +94,24 @@ func Create(path string, content []byte) error {
 		return fmt.Errorf("secretfile: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// HexKeys reads a file of keys as payreq secrets init writes it: a key a
+// line, each 64 hex digits (32 bytes), the first one current. Anything
+// else (an empty file, a blank or short line, spaces) is an error naming
+// the line, never its content.
+func HexKeys(b []byte) ([][]byte, error) {
+	text := strings.TrimSuffix(string(b), "\n")
+	if text == "" {
+		return nil, errors.New("holds no key; each line must be 64 hex digits (32 bytes), as payreq secrets init writes")
+	}
+	var keys [][]byte
+	for i, line := range strings.Split(text, "\n") {
+		key, err := hex.DecodeString(line)
+		if err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("line %d is not 64 hex digits (32 bytes); each line must be, as payreq secrets init writes", i+1)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }

@@ -10,7 +10,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/payreq/payreq/internal/secretfile"
 )
 
 // Vault seals with one AES-256-GCM key and opens with any key it knows, so
@@ -29,15 +30,15 @@ func GenerateKeyFile() ([]byte, error) {
 	return []byte(hex.EncodeToString(b) + "\n"), nil
 }
 
-// New reads a key file: one hex key per line, the first one current (used to
-// seal), the others kept to open older values.
+// New reads a key file: one hex key per line (secretfile.HexKeys), the
+// first one current (used to seal), the others kept to open older values.
 func New(keyFile []byte) (*Vault, error) {
+	raws, err := secretfile.HexKeys(keyFile)
+	if err != nil {
+		return nil, err
+	}
 	v := &Vault{keys: map[string]cipher.AEAD{}}
-	for _, line := range strings.Fields(string(keyFile)) {
-		raw, err := hex.DecodeString(line)
-		if err != nil || len(raw) != 32 {
-			return nil, errors.New("vault: each key must be 64 hex digits (32 bytes)")
-		}
+	for _, raw := range raws {
 		block, err := aes.NewCipher(raw)
 		if err != nil {
 			return nil, fmt.Errorf("vault: %w", err)
@@ -52,9 +53,6 @@ func New(keyFile []byte) (*Vault, error) {
 		if v.current == "" {
 			v.current = id
 		}
-	}
-	if v.current == "" {
-		return nil, errors.New("vault: the key file holds no key")
 	}
 	return v, nil
 }
