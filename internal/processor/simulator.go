@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Simulator test cards (decisions.md, "Pay page and card processor").
@@ -19,7 +20,17 @@ const (
 	// TestCardRefundDeclines approves sales, whose refunds are declined
 	// (any card ending in 0259: the simulator keeps no state).
 	TestCardRefundDeclines = "4000000000000259"
+	// TestCardSlow approves after SlowCardDelay, and so do the refunds of
+	// its sales (any card ending in 5001): a slow processor, for showing
+	// that a payment waiting for it holds no database connection.
+	TestCardSlow = "4000000000005001"
 )
+
+// SlowCardDelay is how long the simulator takes to answer for TestCardSlow.
+const SlowCardDelay = 5 * time.Second
+
+// slowLastFour marks a sale whose refunds the simulator makes slowly.
+const slowLastFour = "5001"
 
 // refundDeclinedLastFour marks a sale whose refunds the simulator declines.
 const refundDeclinedLastFour = "0259"
@@ -43,10 +54,16 @@ func NewSimulator() *Simulator { return &Simulator{Fees: DefaultFees} }
 var _ Processor = (*Simulator)(nil)
 
 // AuthorizeCapture approves any card number that passes the Luhn check,
-// except the decline and error test cards.
+// except the decline and error test cards; the slow card after
+// SlowCardDelay.
 func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("simulator: authorize order %s: %w: %w", c.OrderID, ErrUnavailable, err)
+	}
+	if c.Card.Number == TestCardSlow {
+		if err := slowly(ctx); err != nil {
+			return Result{}, fmt.Errorf("simulator: authorize order %s: %w: %w", c.OrderID, ErrUnavailable, err)
+		}
 	}
 	res := Result{CardBrand: Brand(c.Card.Number), LastFour: lastFour(c.Card.Number)}
 	switch {
@@ -76,6 +93,18 @@ func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, err
 		res.AccountID = "1"
 	}
 	return res, nil
+}
+
+// slowly waits SlowCardDelay, or until ctx ends.
+func slowly(ctx context.Context) error {
+	t := time.NewTimer(SlowCardDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Void always succeeds: the simulator holds no charges to cancel.
@@ -131,10 +160,16 @@ func allDigits(s string) bool {
 }
 
 // Refund approves, except for sales made with a card ending in 0259
-// (TestCardRefundDeclines), whose refunds are declined.
+// (TestCardRefundDeclines), whose refunds are declined; those of sales made
+// with a card ending in 5001 (TestCardSlow) take SlowCardDelay.
 func (s *Simulator) Refund(ctx context.Context, r Refund) (RefundResult, error) {
 	if err := ctx.Err(); err != nil {
 		return RefundResult{}, fmt.Errorf("simulator: refund order %s: %w: %w", r.OrderID, ErrUnavailable, err)
+	}
+	if r.LastFour == slowLastFour {
+		if err := slowly(ctx); err != nil {
+			return RefundResult{}, fmt.Errorf("simulator: refund order %s: %w: %w", r.OrderID, ErrUnavailable, err)
+		}
 	}
 	if r.LastFour == refundDeclinedLastFour {
 		return RefundResult{DeclineReason: "Refund declined by issuer"}, nil

@@ -195,3 +195,45 @@ func TestSimulatorRefunds(t *testing.T) {
 		t.Errorf("%s does not pass the Luhn check, so its sales would be declined", TestCardRefundDeclines)
 	}
 }
+
+// The slow card approves, sale and refund, after SlowCardDelay; a caller
+// that stops waiting gets ErrUnavailable at once, nothing charged.
+func TestSimulatorSlowCard(t *testing.T) {
+	if !LuhnValid(TestCardSlow) {
+		t.Fatalf("%s does not pass the Luhn check", TestCardSlow)
+	}
+	s := NewSimulator()
+	t.Run("sale", func(t *testing.T) {
+		t.Parallel()
+		res, err := s.AuthorizeCapture(context.Background(), charge(TestCardSlow, "order-slow", false))
+		if err != nil || !res.Approved || res.LastFour != "5001" {
+			t.Errorf("slow card: %+v, %v", res, err)
+		}
+	})
+	t.Run("refund", func(t *testing.T) {
+		t.Parallel()
+		r := Refund{MerchantID: "496160873888", OrderID: "refund-slow", SaleRetRef: "123456789012", LastFour: "5001", Amount: mustDecimal("5.00")}
+		if res, err := s.Refund(context.Background(), r); err != nil || !res.Approved {
+			t.Errorf("refund of a slow card's sale: %+v, %v", res, err)
+		}
+	})
+	t.Run("given up", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 2)
+		go func() {
+			_, err := s.AuthorizeCapture(ctx, charge(TestCardSlow, "order-slow-2", false))
+			done <- err
+		}()
+		go func() {
+			_, err := s.Refund(ctx, Refund{OrderID: "refund-slow-2", LastFour: "5001", Amount: mustDecimal("5.00")})
+			done <- err
+		}()
+		cancel()
+		for range 2 {
+			if err := <-done; !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+				t.Errorf("slow card given up: %v, want ErrUnavailable", err)
+			}
+		}
+	})
+}
