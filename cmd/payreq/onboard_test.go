@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,7 +45,7 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 	c.jsonOf(&loc, "locations", "create", "--org", merchant.ID, "--name", "Main Street", "--time-zone", "America/Denver",
 		"--address-line1", "12 Main St", "--city", "Boulder", "--state", "CO", "--postal-code", "80302", "--email", "hi@juniper.example.com", "--json")
 	var mid gen.MerchantAccount
-	c.jsonOf(&mid, "mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", "800000000123", "--json")
+	c.jsonOf(&mid, "mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", newMID(), "--json")
 	var key, rkey struct{ KeyID, Secret string }
 	c.jsonOf(&key, "keys", "create", "--org", merchant.ID, "--name", "Billing", "--permissions", "payments.create,payments.view,accounts.view", "--json")
 	c.jsonOf(&rkey, "keys", "create", "--org", reseller.ID, "--name", "Partner", "--permissions", "portfolio.view", "--json")
@@ -83,7 +85,8 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 	loc1 := []string{"--name", "L", "--address-line1", "1 A St", "--city", "C", "--state", "OR", "--postal-code", "97201", "--json"}
 	c.jsonOf(&loc, append([]string{"locations", "create", "--org", merchant.ID, "--time-zone", "America/Los_Angeles"}, loc1...)...)
 	c.jsonOf(&otherLoc, append([]string{"locations", "create", "--org", other.ID, "--time-zone", "America/Los_Angeles"}, loc1...)...)
-	c.ok("mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", "700000000001")
+	held := newMID()
+	c.ok("mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", held)
 	c.ok("users", "create", "--org", merchant.ID, "--name", "Owner", "--email", "o@m.example.com", "--role", "Owner")
 
 	tables := []string{"organizations", "portfolio_merchants", "users", "locations", "merchant_accounts"}
@@ -106,18 +109,25 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 		append([]string{"locations", "create", "--org", reseller.ID, "--time-zone", "America/Los_Angeles"}, loc1...),
 		{"locations", "create", "--org", merchant.ID, "--time-zone", "America/Los_Angeles", "--name", "L"},
 		{"locations", "deactivate", "00000000-0000-0000-0000-000000000000"},
-		{"mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", "700000000001"},
+		{"mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", held},
 		{"mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", "12ab"},
-		{"mids", "create", "--org", merchant.ID, "--location", otherLoc.Id.String(), "--mid", "700000000002"},
+		{"mids", "create", "--org", merchant.ID, "--location", otherLoc.Id.String(), "--mid", newMID()},
 		{"mids", "delete"},
 		{"users"},
 	} {
 		c.usage(args...)
 	}
+	// A MID belongs to one organization: another one cannot add it.
+	if msg := c.usage("mids", "create", "--org", other.ID, "--location", otherLoc.Id.String(), "--mid", held); !strings.Contains(msg, "another organization") {
+		t.Errorf("a MID another organization holds: stderr %q", msg)
+	}
 	for _, tb := range tables {
 		apitest.Want(t, tb+" rows after refusals", c.count(tb), before[tb])
 	}
 }
+
+// newMID is a MID no other test (or run) uses.
+func newMID() string { return fmt.Sprintf("7%011d", rand.Int64N(1e11)) }
 
 // payreq secrets reencrypt with nothing sealed under an old key re-seals
 // nothing, and says so.

@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -101,8 +103,9 @@ func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 			{`INSERT INTO locations (id, organization_id, name, time_zone, status, address_line1, city, state, postal_code, email)
 				VALUES ($1, $2, $3, 'America/Chicago', 'active', '1 Main St', 'Springfield', 'IL', '62701', 'shop@dana.example')`,
 				[]any{loc, inv.OrganizationID, testLocation}},
-			{`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, '496160873888')`,
-				[]any{mid, inv.OrganizationID, loc}},
+			// A MID belongs to one organization: each invoice's its own.
+			{`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)`,
+				[]any{mid, inv.OrganizationID, loc, fmt.Sprintf("%015d", binary.BigEndian.Uint64(mid[:8])%1e15)}},
 			{`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount,
 					customer_name, customer_email, customer_phone, delivery, due_date, status,
 					created_at, created_by_name)

@@ -30,10 +30,11 @@ type Result struct {
 	Reseller Credentials `json:"reseller"`
 }
 
-// Seed creates a new demo merchant (an Owner, two locations, three MIDs), a
-// reseller whose portfolio holds it and two more merchants, five
-// applications in different stages, and one all-permission key for each of
-// the two organizations. Each call makes new organizations.
+// Seed creates a new demo merchant (an Owner, two locations, three MIDs no
+// other organization holds), a reseller whose portfolio holds it and two
+// more merchants, five applications in different stages, and one
+// all-permission key for each of the two organizations. Each call makes
+// new organizations and new MIDs.
 func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Applications) (Result, error) {
 	suffix := fmt.Sprintf("%04d", rand.IntN(10000))
 	merchant := uuid.Must(uuid.NewV7())
@@ -83,11 +84,12 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Appl
 		locations := []struct {
 			id                          uuid.UUID
 			name, street, city, zone, s string
-			mids                        []string
+			mids                        int
 		}{
-			{uuid.Must(uuid.NewV7()), "Downtown", "120 Main St", "Portland", "America/Los_Angeles", "active", []string{"496160873888", "496160873889"}},
-			{uuid.Must(uuid.NewV7()), "Airport Kiosk", "7000 NE Airport Way", "Portland", "America/Los_Angeles", "active", []string{"496160873890"}},
+			{uuid.Must(uuid.NewV7()), "Downtown", "120 Main St", "Portland", "America/Los_Angeles", "active", 2},
+			{uuid.Must(uuid.NewV7()), "Airport Kiosk", "7000 NE Airport Way", "Portland", "America/Los_Angeles", "active", 1},
 		}
+		made := 0 // MIDs
 		for _, l := range locations {
 			if err := exec(`INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
 				address_line1, city, state, postal_code, phone, email)
@@ -95,11 +97,23 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Appl
 				l.id, merchant, l.name, l.zone, l.s, "Blue Fern "+l.name, l.street, l.city); err != nil {
 				return err
 			}
-			for _, mid := range l.mids {
-				if err := exec(`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)`,
-					uuid.Must(uuid.NewV7()), merchant, l.id, mid); err != nil {
+			// A MID belongs to one organization: each run draws its own,
+			// drawing again when one is held (ON CONFLICT waits for a
+			// concurrent run's insert, so two runs never share one). The
+			// digit after 4961 is the MID's place, so that by mid they are
+			// listed in the order made: Downtown's two, then the kiosk's.
+			for added := 0; added < l.mids; {
+				mid := fmt.Sprintf("4961%d%07d", made, rand.IntN(1e7))
+				res, err := tx.ExecContext(ctx, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
+					ON CONFLICT (mid) DO NOTHING`, uuid.Must(uuid.NewV7()), merchant, l.id, mid)
+				if err != nil {
 					return err
 				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				added, made = added+int(n), made+int(n)
 			}
 		}
 		return nil

@@ -188,7 +188,8 @@ func (d *Directory) DeactivateLocation(ctx context.Context, id uuid.UUID) (Locat
 
 var midPattern = regexp.MustCompile(`^[0-9]{6,16}$`)
 
-// CreateMID adds a merchant account to a location of the merchant.
+// CreateMID adds a merchant account to a location of the merchant. A MID
+// belongs to one organization: one that any organization holds is refused.
 func (d *Directory) CreateMID(ctx context.Context, org, location uuid.UUID, mid string) (MerchantAccount, error) {
 	if !midPattern.MatchString(mid) {
 		return MerchantAccount{}, invalid("--mid must be 6 to 16 digits, got %q", mid)
@@ -203,13 +204,21 @@ func (d *Directory) CreateMID(ctx context.Context, org, location uuid.UUID, mid 
 		if err != nil {
 			return err
 		}
+		// ON CONFLICT waits for a concurrent insert of the same MID, so
+		// the holder read below is the one that won.
 		err = tx.GetContext(ctx, &m, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
-			RETURNING id, organization_id, location_id, mid, created_at`, uuid.Must(uuid.NewV7()), org, location, mid)
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+			ON CONFLICT (mid) DO NOTHING RETURNING id, organization_id, location_id, mid, created_at`, uuid.Must(uuid.NewV7()), org, location, mid)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var holder uuid.UUID
+		if err := tx.GetContext(ctx, &holder, `SELECT organization_id FROM merchant_accounts WHERE mid = $1`, mid); err != nil {
+			return err
+		}
+		if holder == org {
 			return invalid("--mid %s: the organization has this MID already", mid)
 		}
-		return err
+		return invalid("--mid %s: another organization (%s) holds this MID; a MID belongs to one organization", mid, holder)
 	})
 	return m, err
 }
