@@ -77,13 +77,16 @@ prints their paths. It never overwrites a file: when one exists it writes
 nothing and exits with status 2. Give every instance the same files; with
 DATABASE_URL set, payreq refuses to start without them (only the private
 development cluster makes its own).`,
-	"secrets reencrypt": `usage: payreq secrets reencrypt
+	"secrets reencrypt": `usage: payreq secrets reencrypt [--lock-timeout 30s]
 Re-seals every stored tax id, SSN, bank account number and webhook secret
 that is sealed under another key than the encryption key file's first (the
-current one), a batch at a time, and prints how many it re-sealed. Safe to
-run while instances serve and to run again (it then re-seals nothing). To
-rotate: put a new key first in the file on every instance (payreq reads
-every key in it), restart them, run this, then remove the old key.`,
+current one), a batch at a time, and prints how many it re-sealed. Rows
+other transactions hold are waited for, up to --lock-timeout in all; a value
+still under an older key then makes it exit 1, naming how many of each kind
+remain under which key. Safe to run while instances serve and to run again
+(it then re-seals nothing). To rotate: put a new key first in the file on
+every instance (payreq reads every key in it), restart them, run this, and
+remove the old key only once it exits 0.`,
 	"db-stop": `usage: payreq db-stop
 Stops the private PostgreSQL cluster under PAYREQ_DATA_DIR.`,
 }

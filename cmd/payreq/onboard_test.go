@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/vault"
 )
 
 func (c *cli) count(table string) int {
@@ -142,4 +148,120 @@ func TestSecretsReencryptWithNothingToDo(t *testing.T) {
 		t.Errorf("printed %q", out)
 	}
 	c.usage("secrets", "reencrypt", "now")
+}
+
+// payreq secrets reencrypt never reports success while a value is still
+// sealed under an older key: rows another transaction holds are waited
+// for up to --lock-timeout, then it exits 1 naming what remains under
+// which key; once they are free, a run exits 0 and nothing is left under
+// the old key, which may then be removed.
+func TestSecretsReencryptWaitsForLockedRows(t *testing.T) {
+	c := newCLI(t)
+	c.dsn = pgtest.NewDatabase(t)
+	db, err := sqlx.Open("postgres", c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	env := apitest.New(t, c.dsn, apitest.Options{DataDir: c.dataDir})
+	m := apitest.NewMerchant(t, env) // and applications, with their owners
+	rc := apitest.NewReceiver(t)
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+		Body: map[string]any{"url": rc.URL, "eventTypes": []string{"invoice.created"}}})
+	apitest.Want(t, "endpoint", resp.StatusCode, http.StatusCreated)
+
+	// A new key first in the file, the old one kept after it.
+	keyPath := filepath.Join(c.dataDir, "encryption-key")
+	oldFile, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newFile, err := vault.GenerateKeyFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, append(newFile, oldFile...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldKey, newKey := keyID(t, oldFile), keyID(t, newFile)
+
+	// Another transaction holds an endpoint, an application and an owner
+	// of another application.
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, lock := range []string{
+		`SELECT 1 FROM webhook_endpoints FOR UPDATE`,
+		`SELECT 1 FROM applications WHERE id = (SELECT min(id::text)::uuid FROM applications) FOR UPDATE`,
+		`SELECT 1 FROM application_owners WHERE application_id = (SELECT max(id::text)::uuid FROM applications) FOR UPDATE`,
+	} {
+		if _, err := tx.Exec(lock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := c.run("secrets", "reencrypt", "--lock-timeout", "300ms")
+	apitest.Want(t, "exit status while rows are held", code, 1)
+	if strings.Contains(out, "re-sealed") && !strings.Contains(errOut, "remain") {
+		t.Errorf("reported success: %q", out)
+	}
+	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 {
+		t.Errorf("stderr %q, want one line", errOut)
+	}
+	for _, want := range []string{"key " + oldKey, "tax ids: 1", "account numbers: 1", "SSNs: 1", "webhook secrets: 1"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q does not name %q", errOut, want)
+		}
+	}
+
+	// Run again with the rows still held: it waits for them and, once the
+	// other transaction ends, re-seals them and succeeds.
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := c.run("secrets", "reencrypt")
+		done <- result{out, errOut, code}
+	}()
+	var res result
+	for waiting := false; !waiting; {
+		select {
+		case res = <-done:
+			t.Fatalf("secrets reencrypt ended before waiting for the rows: exit %d, %q %q", res.code, res.out, res.errOut)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := db.Get(&waiting, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	res = <-done
+	apitest.Want(t, "exit status once the rows are free", res.code, 0)
+	apitest.Want(t, "printed", res.out, "re-sealed 4 values under key "+newKey+"\n")
+	var left int
+	if err := db.Get(&left, `SELECT
+		(SELECT count(*) FROM applications WHERE tax_id_key_id <> $1 OR account_key_id <> $1) +
+		(SELECT count(*) FROM application_owners WHERE ssn_key_id <> $1) +
+		(SELECT count(*) FROM webhook_endpoints WHERE secret_key_id <> $1 OR previous_key_id <> $1)`, newKey); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Want(t, "rows with a value under another key than the new one", left, 0)
+	c.usage("secrets", "reencrypt", "--lock-timeout", "-1s")
+	c.usage("secrets", "reencrypt", "--lock-timeout", "soon")
+}
+
+// keyID is the id of the first key of a key file.
+func keyID(t *testing.T, keyFile []byte) string {
+	t.Helper()
+	v, err := vault.New(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Current()
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
@@ -21,24 +22,7 @@ func secretsCmd(ctx context.Context, cfg config.Config, args []string, stdout io
 	case "init":
 		return secretsInit(args, stdout)
 	case "reencrypt":
-		if err := noArgs("secrets reencrypt", args); err != nil {
-			return err
-		}
-		a, err := openApp(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		apps, err := a.Applications.Reencrypt(ctx)
-		if err != nil {
-			return err
-		}
-		hooks, err := a.Webhooks.Reencrypt(ctx, a.Vault.Current())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "re-sealed %d values under key %s\n", apps+hooks, a.Vault.Current())
-		return nil
+		return secretsReencrypt(ctx, cfg, args, stdout)
 	}
 	return usageError{fmt.Sprintf("secrets: unknown subcommand %q (init, reencrypt)", sub)}
 }
@@ -65,5 +49,34 @@ func secretsInit(args []string, stdout io.Writer) error {
 	for _, p := range paths {
 		fmt.Fprintln(stdout, p)
 	}
+	return nil
+}
+
+// secretsReencrypt re-seals every value under the current key and says so
+// only when none is left under an older one; otherwise it fails (exit 1)
+// naming what remains, so that no older key is removed while needed.
+func secretsReencrypt(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("secrets reencrypt", flag.ContinueOnError)
+	lockTimeout := fs.Duration("lock-timeout", 30*time.Second, "how long to wait for rows other transactions hold")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	if *lockTimeout < 0 {
+		return usageError{"secrets reencrypt: --lock-timeout must not be negative"}
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	n, err := a.Reencrypt(ctx, *lockTimeout)
+	var remain *app.RemainError
+	if errors.As(err, &remain) {
+		return fmt.Errorf("secrets reencrypt: %w (--lock-timeout %v); keep every older key in the key file and run it again", err, *lockTimeout)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "re-sealed %d values under key %s\n", n, a.Vault.Current())
 	return nil
 }
