@@ -60,7 +60,6 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      writeTimeout(cfg),
-		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
 	wire.Configure(srv)

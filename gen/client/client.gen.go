@@ -1261,7 +1261,7 @@ type EventDelivery struct {
 	// LastAttemptAt Example: 2025-03-18T19:45:13Z
 	LastAttemptAt *time.Time `json:"lastAttemptAt"`
 
-	// LastError Why the last attempt failed, in words; null when it did not.
+	// LastError What kind of failure the last attempt was (`not a public internet address`, `connection failed`, `TLS handshake failed`, `timed out`, `HTTP 503`, …); null when it did not fail. Never an address or the network's own words.
 	LastError *string `json:"lastError"`
 
 	// LastStatusCode The HTTP status of the last attempt; null when no answer came.
@@ -1944,8 +1944,9 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
 	// Detail What happened and what to change, in plain words.
 	//
@@ -2259,6 +2260,14 @@ type WebhookPingEvent struct {
 // WebhookPingEventType Example: webhook.ping
 type WebhookPingEventType string
 
+// WebhookSecretRotation A rotation of an endpoint's secret.
+type WebhookSecretRotation struct {
+	// ExpireCurrentInSeconds How long the current secret keeps signing beside the new one, in seconds: 0 stops it at once; absent: 86400 (24 hours).
+	//
+	// Example: 0
+	ExpireCurrentInSeconds *int32 `json:"expireCurrentInSeconds,omitempty"`
+}
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2272,88 +2281,99 @@ type Limit = int32
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
 
 // BadRequest A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
 
 // Forbidden A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
 
 // NotFound A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
 
 // PayloadTooLarge A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
 
 // RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
 
 // ServiceUnavailable A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
 
 // TooManyRequests A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
 
 // Unauthorized A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
 
 // Unprocessable A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
 
 // UnsupportedMediaType A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-// `unavailable` (503) or `internal` (500, a bug).
+// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
 
 // ListAccountsParams defines parameters for ListAccounts.
@@ -2433,7 +2453,7 @@ type ListDepositsParams struct {
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// Type Only events of this type.
+	// Type Only events of this type; one whose data the key may not read is a 403.
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
 
 	// CreatedFrom Only events at or after this time (inclusive).
@@ -2514,6 +2534,9 @@ type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
 
 // UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
 type UpdateWebhookEndpointJSONRequestBody = WebhookEndpointUpdate
+
+// RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
+type RotateWebhookSecretJSONRequestBody = WebhookSecretRotation
 
 // DeliverEventJSONRequestBody defines body for DeliverEvent for application/json ContentType.
 type DeliverEventJSONRequestBody = Event
@@ -3280,19 +3303,25 @@ type ClientInterface interface {
 	// card payment, a deposit, a saved card, an application); never a card number, never a
 	// full tax id, SSN or account number.
 	//
+	// **Permissions.** An event is read with the permission that protects its data, beside
+	// `events.view`: `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*` need
+	// `payments.view`; `application.*` needs `applications.view`; `webhook.ping` needs
+	// nothing more. The list leaves out the events the key may not read; a `type` filter
+	// naming such a type is a 403 naming the permission it needs.
+	//
 	// Corresponds with GET /events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEvent Get an event
 	//
-	// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+	// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404, and so is one whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; see `GET /events`).
 	//
 	// Corresponds with GET /events/{id} (the `GetEvent` operationId).
 	GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RedeliverEvent Send an event again
 	//
-	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
 	RedeliverEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3571,13 +3600,24 @@ type ClientInterface interface {
 	// shown only here and when it is rotated. An organization has at most 16 endpoints (a
 	// 17th is a 422).
 	//
-	// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-	// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-	// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-	// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-	// is checked again at every delivery, after DNS, on the address connected to. A
-	// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-	// development) takes plain `http://` and private addresses.
+	// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+	// port (when given) from 1 to 65535. The host must be on the public internet: a
+	// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+	// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+	// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+	// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+	// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+	// address is wanted, never what a name resolved to. The address is checked again at
+	// every delivery, after DNS, on the address connected to. A server started with
+	// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+	// takes plain `http://` and private addresses.
+	//
+	// **Permissions.** Subscribing to a type needs the permission that protects its data,
+	// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+	// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+	// for `webhook.ping`. `*` needs the permission of every type the organization receives
+	// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+	// the first permission missing.
 	//
 	// **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 	// callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -3586,7 +3626,10 @@ type ClientInterface interface {
 	// (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 	// the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 	// without a successful delivery (`disabledReason` says which). Delivery is at least once
-	// and not in order: deduplicate by `webhook-id`.
+	// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+	// only what kind of failure it was: `not a public internet address`, `connection
+	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+	// are in the server's log.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3599,13 +3642,24 @@ type ClientInterface interface {
 	// shown only here and when it is rotated. An organization has at most 16 endpoints (a
 	// 17th is a 422).
 	//
-	// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-	// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-	// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-	// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-	// is checked again at every delivery, after DNS, on the address connected to. A
-	// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-	// development) takes plain `http://` and private addresses.
+	// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+	// port (when given) from 1 to 65535. The host must be on the public internet: a
+	// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+	// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+	// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+	// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+	// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+	// address is wanted, never what a name resolved to. The address is checked again at
+	// every delivery, after DNS, on the address connected to. A server started with
+	// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+	// takes plain `http://` and private addresses.
+	//
+	// **Permissions.** Subscribing to a type needs the permission that protects its data,
+	// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+	// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+	// for `webhook.ping`. `*` needs the permission of every type the organization receives
+	// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+	// the first permission missing.
 	//
 	// **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 	// callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -3614,7 +3668,10 @@ type ClientInterface interface {
 	// (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 	// the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 	// without a successful delivery (`disabledReason` says which). Delivery is at least once
-	// and not in order: deduplicate by `webhook-id`.
+	// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+	// only what kind of failure it was: `not a public internet address`, `connection
+	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+	// are in the server's log.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3637,7 +3694,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpointWithBody Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3646,7 +3703,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpoint Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3655,17 +3712,28 @@ type ClientInterface interface {
 
 	// PingWebhookEndpoint Send a test event
 	//
-	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/ping (the `PingWebhookEndpoint` operationId).
 	PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RotateWebhookSecret Rotate a webhook endpoint's secret
+	// RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	//
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookSecret Rotate a webhook endpoint's secret
+	//
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetJwks Get the token signing keys
@@ -3923,6 +3991,12 @@ func (c *Client) GetDeposit(ctx context.Context, id openapi_types.UUID, reqEdito
 // card payment, a deposit, a saved card, an application); never a card number, never a
 // full tax id, SSN or account number.
 //
+// **Permissions.** An event is read with the permission that protects its data, beside
+// `events.view`: `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*` need
+// `payments.view`; `application.*` needs `applications.view`; `webhook.ping` needs
+// nothing more. The list leaves out the events the key may not read; a `type` filter
+// naming such a type is a 403 naming the permission it needs.
+//
 // Corresponds with GET /events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
@@ -3938,7 +4012,7 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 
 // GetEvent Get an event
 //
-// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404, and so is one whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; see `GET /events`).
 //
 // Corresponds with GET /events/{id} (the `GetEvent` operationId).
 func (c *Client) GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3955,7 +4029,7 @@ func (c *Client) GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors
 
 // RedeliverEvent Send an event again
 //
-// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
 func (c *Client) RedeliverEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4404,13 +4478,24 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, reqEditors ...Request
 // shown only here and when it is rotated. An organization has at most 16 endpoints (a
 // 17th is a 422).
 //
-// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-// is checked again at every delivery, after DNS, on the address connected to. A
-// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-// development) takes plain `http://` and private addresses.
+// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+// port (when given) from 1 to 65535. The host must be on the public internet: a
+// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+// address is wanted, never what a name resolved to. The address is checked again at
+// every delivery, after DNS, on the address connected to. A server started with
+// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+// takes plain `http://` and private addresses.
+//
+// **Permissions.** Subscribing to a type needs the permission that protects its data,
+// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+// for `webhook.ping`. `*` needs the permission of every type the organization receives
+// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+// the first permission missing.
 //
 // **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 // callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -4419,7 +4504,10 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, reqEditors ...Request
 // (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 // the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 // without a successful delivery (`disabledReason` says which). Delivery is at least once
-// and not in order: deduplicate by `webhook-id`.
+// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+// only what kind of failure it was: `not a public internet address`, `connection
+// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+// are in the server's log.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4442,13 +4530,24 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType 
 // shown only here and when it is rotated. An organization has at most 16 endpoints (a
 // 17th is a 422).
 //
-// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-// is checked again at every delivery, after DNS, on the address connected to. A
-// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-// development) takes plain `http://` and private addresses.
+// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+// port (when given) from 1 to 65535. The host must be on the public internet: a
+// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+// address is wanted, never what a name resolved to. The address is checked again at
+// every delivery, after DNS, on the address connected to. A server started with
+// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+// takes plain `http://` and private addresses.
+//
+// **Permissions.** Subscribing to a type needs the permission that protects its data,
+// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+// for `webhook.ping`. `*` needs the permission of every type the organization receives
+// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+// the first permission missing.
 //
 // **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 // callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -4457,7 +4556,10 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType 
 // (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 // the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 // without a successful delivery (`disabledReason` says which). Delivery is at least once
-// and not in order: deduplicate by `webhook-id`.
+// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+// only what kind of failure it was: `not a public internet address`, `connection
+// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+// are in the server's log.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4510,7 +4612,7 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, id openapi_types.UUID, 
 
 // UpdateWebhookEndpointWithBody Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4529,7 +4631,7 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, id openapi_t
 
 // UpdateWebhookEndpoint Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4548,7 +4650,7 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id openapi_types.UUI
 
 // PingWebhookEndpoint Send a test event
 //
-// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 //
 // Corresponds with POST /webhook-endpoints/{id}/ping (the `PingWebhookEndpoint` operationId).
 func (c *Client) PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4563,13 +4665,34 @@ func (c *Client) PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID,
 	return c.Client.Do(req)
 }
 
-// RotateWebhookSecret Rotate a webhook endpoint's secret
+// RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+//
+// Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *Client) RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, id)
+func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookSecret Rotate a webhook endpoint's secret
+//
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *Client) RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6094,8 +6217,19 @@ func NewPingWebhookEndpointRequest(server string, id openapi_types.UUID) (*http.
 	return req, nil
 }
 
-// NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
-func NewRotateWebhookSecretRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+// NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
+func NewRotateWebhookSecretRequest(server string, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateWebhookSecretRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRotateWebhookSecretRequestWithBody constructs an http.Request for the RotateWebhookSecret method, with any body, and a specified content type
+func NewRotateWebhookSecretRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6120,10 +6254,12 @@ func NewRotateWebhookSecretRequest(server string, id openapi_types.UUID) (*http.
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6343,6 +6479,12 @@ type ClientWithResponsesInterface interface {
 	// card payment, a deposit, a saved card, an application); never a card number, never a
 	// full tax id, SSN or account number.
 	//
+	// **Permissions.** An event is read with the permission that protects its data, beside
+	// `events.view`: `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*` need
+	// `payments.view`; `application.*` needs `applications.view`; `webhook.ping` needs
+	// nothing more. The list leaves out the events the key may not read; a `type` filter
+	// naming such a type is a 403 naming the permission it needs.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /events (the `ListEvents` operationId).
@@ -6350,7 +6492,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetEventWithResponse Get an event
 	//
-	// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+	// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404, and so is one whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; see `GET /events`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6359,7 +6501,7 @@ type ClientWithResponsesInterface interface {
 
 	// RedeliverEventWithResponse Send an event again
 	//
-	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6662,13 +6804,24 @@ type ClientWithResponsesInterface interface {
 	// shown only here and when it is rotated. An organization has at most 16 endpoints (a
 	// 17th is a 422).
 	//
-	// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-	// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-	// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-	// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-	// is checked again at every delivery, after DNS, on the address connected to. A
-	// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-	// development) takes plain `http://` and private addresses.
+	// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+	// port (when given) from 1 to 65535. The host must be on the public internet: a
+	// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+	// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+	// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+	// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+	// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+	// address is wanted, never what a name resolved to. The address is checked again at
+	// every delivery, after DNS, on the address connected to. A server started with
+	// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+	// takes plain `http://` and private addresses.
+	//
+	// **Permissions.** Subscribing to a type needs the permission that protects its data,
+	// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+	// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+	// for `webhook.ping`. `*` needs the permission of every type the organization receives
+	// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+	// the first permission missing.
 	//
 	// **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 	// callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -6677,7 +6830,10 @@ type ClientWithResponsesInterface interface {
 	// (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 	// the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 	// without a successful delivery (`disabledReason` says which). Delivery is at least once
-	// and not in order: deduplicate by `webhook-id`.
+	// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+	// only what kind of failure it was: `not a public internet address`, `connection
+	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+	// are in the server's log.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6690,13 +6846,24 @@ type ClientWithResponsesInterface interface {
 	// shown only here and when it is rotated. An organization has at most 16 endpoints (a
 	// 17th is a 422).
 	//
-	// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-	// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-	// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-	// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-	// is checked again at every delivery, after DNS, on the address connected to. A
-	// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-	// development) takes plain `http://` and private addresses.
+	// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+	// port (when given) from 1 to 65535. The host must be on the public internet: a
+	// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+	// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+	// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+	// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+	// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+	// address is wanted, never what a name resolved to. The address is checked again at
+	// every delivery, after DNS, on the address connected to. A server started with
+	// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+	// takes plain `http://` and private addresses.
+	//
+	// **Permissions.** Subscribing to a type needs the permission that protects its data,
+	// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+	// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+	// for `webhook.ping`. `*` needs the permission of every type the organization receives
+	// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+	// the first permission missing.
 	//
 	// **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 	// callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -6705,7 +6872,10 @@ type ClientWithResponsesInterface interface {
 	// (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 	// the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 	// without a successful delivery (`disabledReason` says which). Delivery is at least once
-	// and not in order: deduplicate by `webhook-id`.
+	// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+	// only what kind of failure it was: `not a public internet address`, `connection
+	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+	// are in the server's log.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6732,7 +6902,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6741,7 +6911,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithResponse Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6750,21 +6920,30 @@ type ClientWithResponsesInterface interface {
 
 	// PingWebhookEndpointWithResponse Send a test event
 	//
-	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/ping (the `PingWebhookEndpoint` operationId).
 	PingWebhookEndpointWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*PingWebhookEndpointResponse, error)
 
-	// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+	//
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 }
 
 type GetJwksResponse struct {
@@ -7926,7 +8105,7 @@ type RedeliverEventResponse struct {
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -7963,7 +8142,7 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON404() *NotFound {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r RedeliverEventResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r RedeliverEventResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
 }
 
@@ -9770,7 +9949,7 @@ type PingWebhookEndpointResponse struct {
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9807,7 +9986,7 @@ func (r PingWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PingWebhookEndpointResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r PingWebhookEndpointResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
 }
 
@@ -9873,6 +10052,12 @@ type RotateWebhookSecretResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -9908,6 +10093,21 @@ func (r RotateWebhookSecretResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RotateWebhookSecretResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -10180,6 +10380,12 @@ func (c *ClientWithResponses) GetDepositWithResponse(ctx context.Context, id ope
 // card payment, a deposit, a saved card, an application); never a card number, never a
 // full tax id, SSN or account number.
 //
+// **Permissions.** An event is read with the permission that protects its data, beside
+// `events.view`: `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*` need
+// `payments.view`; `application.*` needs `applications.view`; `webhook.ping` needs
+// nothing more. The list leaves out the events the key may not read; a `type` filter
+// naming such a type is a 403 naming the permission it needs.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /events (the `ListEvents` operationId).
@@ -10193,7 +10399,7 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 
 // GetEventWithResponse Get an event
 //
-// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+// One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404, and so is one whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; see `GET /events`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10208,7 +10414,7 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id opena
 
 // RedeliverEventWithResponse Send an event again
 //
-// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10613,13 +10819,24 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // shown only here and when it is rotated. An organization has at most 16 endpoints (a
 // 17th is a 422).
 //
-// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-// is checked again at every delivery, after DNS, on the address connected to. A
-// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-// development) takes plain `http://` and private addresses.
+// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+// port (when given) from 1 to 65535. The host must be on the public internet: a
+// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+// address is wanted, never what a name resolved to. The address is checked again at
+// every delivery, after DNS, on the address connected to. A server started with
+// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+// takes plain `http://` and private addresses.
+//
+// **Permissions.** Subscribing to a type needs the permission that protects its data,
+// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+// for `webhook.ping`. `*` needs the permission of every type the organization receives
+// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+// the first permission missing.
 //
 // **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 // callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -10628,7 +10845,10 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 // the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 // without a successful delivery (`disabledReason` says which). Delivery is at least once
-// and not in order: deduplicate by `webhook-id`.
+// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+// only what kind of failure it was: `not a public internet address`, `connection
+// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+// are in the server's log.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10647,13 +10867,24 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // shown only here and when it is rotated. An organization has at most 16 endpoints (a
 // 17th is a 422).
 //
-// **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-// host must be on the public internet: a loopback, private (10/8, 172.16/12,
-// 192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-// reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-// is checked again at every delivery, after DNS, on the address connected to. A
-// server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-// development) takes plain `http://` and private addresses.
+// **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+// port (when given) from 1 to 65535. The host must be on the public internet: a
+// loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+// (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+// or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+// `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+// that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+// address is wanted, never what a name resolved to. The address is checked again at
+// every delivery, after DNS, on the address connected to. A server started with
+// `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+// takes plain `http://` and private addresses.
+//
+// **Permissions.** Subscribing to a type needs the permission that protects its data,
+// beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+// `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+// for `webhook.ping`. `*` needs the permission of every type the organization receives
+// (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+// the first permission missing.
 //
 // **Delivery** follows the Standard Webhooks specification v1 (see the `event`
 // callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -10662,7 +10893,10 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
 // the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
 // without a successful delivery (`disabledReason` says which). Delivery is at least once
-// and not in order: deduplicate by `webhook-id`.
+// and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+// only what kind of failure it was: `not a public internet address`, `connection
+// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+// are in the server's log.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10707,7 +10941,7 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 
 // UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10722,7 +10956,7 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 
 // UpdateWebhookEndpointWithResponse Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10737,7 +10971,7 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Cont
 
 // PingWebhookEndpointWithResponse Send a test event
 //
-// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10750,15 +10984,30 @@ func (c *ClientWithResponses) PingWebhookEndpointWithResponse(ctx context.Contex
 	return ParsePingWebhookEndpointResponse(rsp)
 }
 
-// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+// RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, id, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecretWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+//
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11915,7 +12164,7 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13696,7 +13945,7 @@ func ParsePingWebhookEndpointResponse(rsp *http.Response) (*PingWebhookEndpointR
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13795,6 +14044,27 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

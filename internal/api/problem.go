@@ -25,9 +25,12 @@ const (
 	kindPayloadTooLarge      = "payload-too-large"
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
+	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
+	kindNotImplemented       = "not-implemented"
 	kindBadGateway           = "bad-gateway"
 	kindUnavailable          = "unavailable"
+	kindVersionNotSupported  = "http-version-not-supported"
 	kindInternal             = "internal"
 )
 
@@ -169,11 +172,35 @@ func typeURI(publicURL, kind string) string {
 
 // body is the problem document itself, for the one encoder (writeProblem)
 // and for typed responses.
-func (s *Server) body(p *problem) gen.Problem {
-	b := gen.Problem{Type: typeURI(s.publicURL, p.kind), Title: p.title, Status: int32(p.status), Detail: p.detail}
+func (s *Server) body(p *problem) gen.Problem { return problemBody(s.publicURL, p) }
+
+func problemBody(publicURL string, p *problem) gen.Problem {
+	b := gen.Problem{Type: typeURI(publicURL, p.kind), Title: p.title, Status: int32(p.status), Detail: p.detail}
 	if p.errors != nil {
 		b.Errors = &p.errors
 	}
+	return b
+}
+
+// Refusal is the problem document of a request net/http refuses before
+// any front sees it (wire.Refuser), under publicURL.
+func Refusal(publicURL string, status int) []byte {
+	var p *problem
+	switch status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		p = &problem{kind: kindHeadersTooLarge, status: status, title: "Request headers too large",
+			detail: "The request's headers are over the server's limit. Nothing was changed."}
+	case http.StatusNotImplemented:
+		p = &problem{kind: kindNotImplemented, status: status, title: "Transfer coding not supported",
+			detail: "Send the body with Content-Length, or with Transfer-Encoding: chunked."}
+	case http.StatusHTTPVersionNotSupported:
+		p = &problem{kind: kindVersionNotSupported, status: status, title: "HTTP version not supported",
+			detail: "Send the request as HTTP/1.1."}
+	default: // 400
+		p = invalidField("request", "could not be read as HTTP/1.1: the request line or a header line is malformed, or a header holds a control character")
+		p.detail = "The request could not be read. Nothing was changed; correct it and send it again."
+	}
+	b, _ := json.Marshal(problemBody(publicURL, p)) // a problem always marshals
 	return b
 }
 

@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/wire"
 )
 
 // rawPost is a POST as bytes on the wire: its head, with a request id to
@@ -121,5 +126,65 @@ func TestContentLengthWithTransferEncoding(t *testing.T) {
 	resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token, Body: m.Body("CHUNKED-1", "10.00"), Chunked: true})
 	if resp.StatusCode != http.StatusCreated {
 		t.Errorf("chunked create: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// A request net/http refuses before any route (a control character in a
+// header) is answered with a problem document, as every other refusal,
+// never Go's text/plain; the connection is closed after it.
+func TestRefusedBeforeRouting(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	for name, header := range map[string]string{
+		"control character in a value": "X-Note: a\x01b\r\n",
+		"NUL in a value":               "X-Note: a\x00b\r\n",
+		"escape in a value":            "User-Agent: \x1b[31mred\r\n",
+		"control character in a name":  "X\x7fNote: a\r\n",
+		"space before the colon":       "X-Note : a\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, closed := env.Wire("GET /healthz HTTP/1.1\r\nHost: payreq.test\r\n"+header+"\r\n", false)
+			p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+			if !strings.HasSuffix(p.Type, "/problems/validation") || p.Errors == nil || len(*p.Errors) == 0 {
+				t.Errorf("type %q, errors %v: want a validation problem naming what is wrong", p.Type, p.Errors)
+			}
+			if !closed {
+				t.Error("the connection stayed open after the refusal")
+			}
+		})
+	}
+	resp, closed := env.Wire("POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nTransfer-Encoding: gzip\r\n\r\n", false)
+	if p := apitest.WantProblem(t, resp, http.StatusNotImplemented, ""); !strings.HasSuffix(p.Type, "/problems/not-implemented") || !closed {
+		t.Errorf("unknown transfer coding: type %q, closed %v", p.Type, closed)
+	}
+}
+
+// A kept-alive connection that sends nothing more is closed by the server
+// after wire.IdleTimeout: idle connections are held no longer than one that
+// never sends its request.
+func TestIdleConnectionsClosed(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: payreq.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET /healthz: %d (close %v, %v), want 200 kept alive", resp.StatusCode, resp.Close, err)
+	}
+	// Far longer than the idle timeout: a server that keeps the connection
+	// runs into this deadline instead of closing.
+	if err := conn.SetReadDeadline(time.Now().Add(wire.IdleTimeout + 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("reading the idle connection: %v, want the server to close it (EOF)", err)
 	}
 }

@@ -288,7 +288,9 @@ func (e *Env) Do(r Request) *Response {
 // problem document with a 404 or 405.
 func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
 	clone := req.Clone(context.Background())
-	clone.URL, _ = url.Parse(req.URL.Path + "?" + req.URL.RawQuery)
+	// Routed by the path as sent, as outside validators route it: an id
+	// holding %2F is a value of that operation's id, not a path of its own.
+	clone.URL = &url.URL{Path: req.URL.EscapedPath(), RawQuery: req.URL.RawQuery}
 	clone.Host = ""
 	if reqBody != nil {
 		clone.Body = io.NopCloser(bytes.NewReader(reqBody))
@@ -380,13 +382,15 @@ func (b *SyncBuffer) String() string {
 // Wire sends raw, a request as bytes on the wire, on a new connection,
 // half-closing the connection after it when halfClose is set (a client
 // that cut its body off). It reads one answer, checks it against
-// openapi.yaml unless the path is a pay page's, and reports whether the
-// server closed the connection after the answer rather than reading on.
+// openapi.yaml unless the path is a pay page's (a request HTTP itself
+// refuses, such as one with a control character in a header, matches no
+// operation: its answer must be a problem document), and reports whether
+// the server closed the connection after the answer rather than reading on.
 func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 	e.T.Helper()
 	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
 	if err != nil {
-		e.T.Fatalf("the test's raw request does not parse: %v", err)
+		req = nil
 	}
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
 	if err != nil {
@@ -401,24 +405,34 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 			e.T.Fatal(err)
 		}
 	}
-	// Long enough for any answer; a server that keeps the connection open
-	// after it is seen by the read after the answer running into it.
+	// Long enough for any answer.
 	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		e.T.Fatal(err)
 	}
 	br := bufio.NewReader(conn)
 	r, err := http.ReadResponse(br, req)
 	if err != nil {
-		e.T.Fatalf("no answer to %s %s: %v", req.Method, req.URL.Path, err)
+		e.T.Fatalf("no answer to %.40q: %v", raw, err)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	if !strings.HasPrefix(req.URL.Path, "/pay/") {
+	switch {
+	case req == nil:
+		if err := e.validateProblem(r, body); err != nil {
+			e.T.Errorf("%.40q → %d is not a problem document: %v\nbody: %s", raw, r.StatusCode, err, body)
+		}
+	case !strings.HasPrefix(req.URL.Path, "/pay/"):
 		if err := e.validate(req, nil, r, body); err != nil {
 			e.T.Errorf("%s %s → %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, r.StatusCode, err, body)
 		}
+	}
+	// A server that keeps the connection open after the answer is seen by
+	// this read running into its deadline, well before the idle timeout
+	// would close the connection.
+	if err := conn.SetReadDeadline(time.Now().Add(wire.IdleTimeout / 2)); err != nil {
+		e.T.Fatal(err)
 	}
 	_, err = br.ReadByte()
 	return &Response{Response: r, Body: body}, errors.Is(err, io.EOF)

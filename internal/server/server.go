@@ -22,7 +22,8 @@ import (
 )
 
 // New is the whole HTTP handler of `payreq serve`. Serve it with
-// wire.Configure and wire.Listen.
+// wire.Configure and wire.Listen: what net/http refuses before the
+// handler runs is then answered with the API's problem documents too.
 func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
 	address := clientAddress(cfg.TrustedProxies)
@@ -44,7 +45,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 
 	// By the path alone, as sent: http.ServeMux would redirect paths that
 	// are not clean, which the fronts answer themselves.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return fronts{publicURL: cfg.PublicURL, HandlerFunc: func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
 			// HEAD is GET without the body (RFC 9110 §9.1), on every GET
 			// route: the fronts answer a GET, and net/http, which still
@@ -67,8 +68,20 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		default:
 			apiFront.ServeHTTP(w, r)
 		}
-	}), nil
+	}}, nil
 }
+
+// fronts is the handler New makes.
+type fronts struct {
+	http.HandlerFunc
+	publicURL string
+}
+
+// Refusal is a problem document, as the API answers: which front a
+// request net/http could not read was meant for is not known.
+func (f fronts) Refusal(status int) []byte { return api.Refusal(f.publicURL, status) }
+
+var _ wire.Refuser = fronts{}
 
 // clientAddress is the client's address: the connection's, or with
 // trusted proxies, the last address in X-Forwarded-For that none of them

@@ -1,18 +1,25 @@
 // Package wire holds what payreq decides about HTTP/1.1 as it arrives on
 // the connection, below the fronts: a request whose framing is ambiguous,
-// and a body that could not be read because of how the client sent it.
-// Both are the client's doing: 400 (408 for a body slower than the read
-// timeout), never a 5xx.
+// a body that could not be read because of how the client sent it, and a
+// request net/http refuses before any front sees it. All are the client's
+// doing: 400 (408 for a body slower than the read timeout), never a 5xx.
+// It also says how long an idle connection is kept, and which client a
+// per-client limit counts.
 package wire
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // Listen wraps l so that each connection watches the header sections its
@@ -20,14 +27,36 @@ import (
 // handler what net/http hides.
 func Listen(l net.Listener) net.Listener { return listener{l} }
 
-// Configure has srv hand each request's connection to Ambiguous. Use it
-// with a listener from Listen.
+// IdleTimeout is how long a kept-alive connection may wait for its next
+// request: no longer than a new connection may take to send its first
+// request's headers (payreq serve's ReadHeaderTimeout), so that idle
+// connections, however many one client keeps open, cost no more than
+// connections that never send anything.
+const IdleTimeout = 5 * time.Second
+
+// Refuser is a handler that answers, in its own words, the requests
+// net/http refuses before any handler runs: 400 (a control character in a
+// header, a malformed request line), 431 (headers over the server's
+// limit), 501 (an unknown transfer coding) and 505 (an HTTP version other
+// than 1.x).
+type Refuser interface {
+	// Refusal is the application/problem+json body of such an answer.
+	Refusal(status int) []byte
+}
+
+// Configure has srv hand each request's connection to Ambiguous, answer
+// what net/http refuses by itself with srv.Handler's Refusal when the
+// handler is a Refuser (instead of net/http's text/plain), and close
+// connections idle for IdleTimeout. Use it with a listener from Listen.
 func Configure(srv *http.Server) {
+	srv.IdleTimeout = IdleTimeout
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if wc, ok := c.(*conn); ok {
-			return context.WithValue(ctx, connKey{}, wc)
+		wc, ok := c.(*conn)
+		if !ok {
+			return ctx
 		}
-		return ctx
+		wc.refuser, _ = srv.Handler.(Refuser)
+		return context.WithValue(ctx, connKey{}, wc)
 	}
 }
 
@@ -57,9 +86,11 @@ func (l listener) Accept() (net.Conn, error) {
 // Content-Length and Transfer-Encoding. It reads lines, not messages, so
 // a body line could look like a header line: that can only refuse a
 // chunked request on the same connection, never let an ambiguous one by.
+// It also answers net/http's own refusals with refuser's.
 type conn struct {
 	net.Conn
 	ambiguous atomic.Bool
+	refuser   Refuser // set before the connection is served
 
 	// Read is called by one goroutine at a time; these are its own.
 	line                   [len("transfer-encoding:")]byte
@@ -92,6 +123,58 @@ func (c *conn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// Write sends p, unless p is one of net/http's own refusals and the
+// connection has a refuser: then its answer goes instead.
+func (c *conn) Write(p []byte) (int, error) {
+	status, ok := refusal(p)
+	if !ok || c.refuser == nil {
+		return c.Conn.Write(p)
+	}
+	body := c.refuser.Refusal(status)
+	answer := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+		status, http.StatusText(status), len(body))
+	if _, err := c.Conn.Write(append(answer, body...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// refusalHeaders is the whole header section of every answer net/http
+// writes by itself when it refuses a request before any handler runs
+// (net/http's errorHeaders, after the status line). An answer a handler
+// writes always has more (Date at least), so it is never taken for one.
+const refusalHeaders = "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// refusal reports whether p is such an answer, and its status.
+func refusal(p []byte) (int, bool) {
+	line, rest, found := bytes.Cut(p, []byte("\r\n"))
+	if !found || !bytes.HasPrefix(rest, []byte(refusalHeaders)) || len(line) < len("HTTP/1.1 400") || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, false
+	}
+	switch status, _ := strconv.Atoi(string(line[len("HTTP/1.1 "):len("HTTP/1.1 400")])); status {
+	case http.StatusBadRequest, http.StatusRequestHeaderFieldsTooLarge, http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return status, true
+	}
+	return 0, false
+}
+
+// Network is what a per-client limit counts of a client's address: an
+// IPv4 address whole, and of an IPv6 address its /64, which one subscriber
+// usually holds whole and may take any address of. Text that is not an
+// address is returned as it is.
+func Network(address string) string {
+	a, err := netip.ParseAddr(address)
+	if err != nil {
+		return address
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64) // cannot fail for an IPv6 address
+	return p.String()
 }
 
 // equalFold compares ASCII text without regard to case.
