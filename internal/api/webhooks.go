@@ -127,11 +127,15 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, _ gen.ListWebhookEndp
 	return out, nil
 }
 
-// urlProblem is the 400 of an endpoint URL refused.
+// urlProblem is the 400 of an endpoint URL refused; what its host
+// resolved to goes to the log alone.
 func (s *Server) urlProblem(err error) (gen.BadRequestApplicationProblemPlusJSONResponse, bool) {
 	var ue *webhook.URLError
 	if !errors.As(err, &ue) {
 		return gen.BadRequestApplicationProblemPlusJSONResponse{}, false
+	}
+	if ue.Detail != "" {
+		s.log.Info("webhook endpoint url refused", "reason", ue.Reason, "detail", ue.Detail)
 	}
 	return s.badRequest(invalidField("url", ue.Reason)), true
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -262,7 +263,123 @@ func TestWebhookURLRules(t *testing.T) {
 	var events []hookEvent
 	lax.Do(apitest.Request{Method: "GET", Path: "/events", Token: lm.Token}).JSON(t, &events)
 	d := eventOf(t, lax, lm, events[0].ID.String()).Deliveries[0]
-	apitest.WantText(t, "lastError", d.LastError, "The endpoint's address is not on the public internet.")
+	apitest.WantText(t, "lastError", d.LastError, "not a public internet address")
+}
+
+// A host with an IPv6 zone (any %), an address of the ranges that lead
+// back to IPv4 or site-local space, and a port outside 1–65535 are refused
+// on creation and on PATCH: a 400 keyed url that changes nothing. The
+// refusal says what kind of address is wanted, never what a name resolved
+// to; that goes to the server's log.
+func TestWebhookURLZonesRangesAndPorts(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = false }})
+	m := apitest.NewMerchant(t, env)
+	ep := endpoint(t, env, m.Token, "https://203.0.114.7/hooks", "invoice.paid")
+	for _, url := range []string{
+		"https://[::1%25lo]:18443/hook", "https://[::1%25zz]/", "https://[fe80::1%25eth0]/", "https://[fd00:ec2::254%25eth0]/",
+		"https://[2001:4860:4860::8888%25eth0]/",
+		"https://[fec0::1]/", "https://[::7f00:1]/", "https://[::ffff:808:808]/", "https://[::ffff:7f00:1]/",
+		"https://[64:ff9b::a00:1]/", "https://[64:ff9b:1::1]/", "https://[2002:a00:1::1]/",
+		"https://hooks.example.com:0/", "https://hooks.example.com:65536/", "https://hooks.example.com:99999/", "https://203.0.114.7:0/",
+	} {
+		for _, req := range []apitest.Request{
+			{Method: "POST", Path: "/webhook-endpoints", Token: m.Token, Body: map[string]any{"url": url, "eventTypes": []string{"*"}}},
+			{Method: "PATCH", Path: "/webhook-endpoints/" + ep.Id.String(), Token: m.Token, Body: map[string]any{"url": url}},
+		} {
+			p := apitest.WantProblem(t, env.Do(req), http.StatusBadRequest, "")
+			if p.Errors == nil || len((*p.Errors)["url"]) == 0 {
+				t.Errorf("%s %s: errors %v, want url", req.Method, url, p.Errors)
+			}
+		}
+	}
+	var list []gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "endpoints", len(list), 1)
+	apitest.Want(t, "url after the refused changes", list[0].Url, "https://203.0.114.7/hooks")
+
+	p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
+		Body: map[string]any{"url": "https://localhost/hooks", "eventTypes": []string{"*"}}}), http.StatusBadRequest, "")
+	reason := strings.Join((*p.Errors)["url"], " ")
+	if strings.Contains(reason, "127.0.0.1") || strings.Contains(reason, "::1") || strings.Contains(reason, "localhost") {
+		t.Errorf("the refusal tells what localhost resolves to: %q", reason)
+	}
+	if !strings.Contains(env.Log.String(), "127.0.0.1") {
+		t.Errorf("the log does not say what localhost resolved to:\n%s", env.Log.String())
+	}
+}
+
+// A stored URL whose host has an IPv6 zone (as an older version, or a name
+// rebound since, could leave one) is refused at the connection: nothing
+// reaches the address, and the delivery says only what kind of failure it
+// was.
+func TestWebhookZoneRefusedAtDial(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ep := endpoint(t, env, m.Token, "https://hooks.example.com/payreq", "*")
+	if _, err := env.App.DB.Exec(`UPDATE webhook_endpoints SET url = $2 WHERE id = $1`, ep.Id,
+		fmt.Sprintf("http://[::1%%25lo]:%d/hooks", ln.Addr().(*net.TCPAddr).Port)); err != nil {
+		t.Fatal(err)
+	}
+	m.MustCreate(t, m.Body("ZONE-1", "10.00"))
+	apitest.Want(t, "attempts", apitest.Deliver(t, env.Webhooks(webhook.WorkerConfig{Timeout: 2 * time.Second})), 1)
+	// The first connection the listener accepts is the test's own: the
+	// worker's never came.
+	probe, err := net.Dial("tcp6", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	apitest.Want(t, "the first connection to [::1] comes from", conn.RemoteAddr().String(), probe.LocalAddr().String())
+	var events []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events", Token: m.Token}).JSON(t, &events)
+	apitest.WantText(t, "lastError", eventOf(t, env, m, events[0].ID.String()).Deliveries[0].LastError, "not a public internet address")
+}
+
+// A delivery's lastError says what kind of failure it was, never an
+// address or the network's own words; those go to the server's log.
+func TestWebhookErrorsSayOnlyTheKind(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	plain := apitest.NewReceiver(t) // answers a TLS handshake in plain HTTP
+	unavailable := apitest.NewReceiver(t)
+	unavailable.Answer = func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	want := map[uuid.UUID]string{}
+	for url, kind := range map[string]string{
+		strings.Replace(plain.URL, "http://", "https://", 1): "TLS handshake failed",
+		"http://" + closed + "/hooks":                        "connection failed",
+		unavailable.URL:                                      "HTTP 503",
+	} {
+		want[endpoint(t, env, m.Token, url, "invoice.created").Id] = kind
+	}
+	m.MustCreate(t, m.Body("KIND-1", "10.00"))
+	apitest.Want(t, "attempts", apitest.Deliver(t, env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})), 3)
+	var events []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.created", Token: m.Token}).JSON(t, &events)
+	for _, d := range eventOf(t, env, m, events[0].ID.String()).Deliveries {
+		apitest.WantText(t, "lastError of the "+want[d.EndpointId]+" endpoint", d.LastError, want[d.EndpointId])
+	}
+	logged := env.Log.String()
+	for _, detail := range []string{"connection refused", "HTTPS"} {
+		if !strings.Contains(logged, detail) {
+			t.Errorf("the log does not hold %q:\n%s", detail, logged)
+		}
+	}
 }
 
 // An organization has at most 16 endpoints; the 17th is a 422.
@@ -335,7 +452,7 @@ func TestWebhookHostileReceivers(t *testing.T) {
 	// Newest first: the redirect, the 10 MB, the silence.
 	silent, big, redirected := eventOf(t, env, m, events[2].ID.String()).Deliveries[0], eventOf(t, env, m, events[1].ID.String()).Deliveries[0],
 		eventOf(t, env, m, events[0].ID.String()).Deliveries[0]
-	apitest.WantText(t, "silent receiver", silent.LastError, "No answer within the time limit.")
+	apitest.WantText(t, "silent receiver", silent.LastError, "timed out")
 	apitest.Want(t, "silent receiver status", silent.Status, gen.EventDeliveryStatusPending)
 	apitest.Want(t, "10 MB answer", big.Status, gen.EventDeliveryStatusDelivered)
 	apitest.Want(t, "redirect status", *redirected.LastStatusCode, int32(307))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,24 +24,27 @@ type Resolver interface {
 // notPublic are the ranges no webhook may reach (unless private addresses
 // are allowed): this network, private (RFC 1918, unique-local), carrier
 // NAT, loopback, link-local, IETF protocol assignments, benchmarking,
-// documentation, multicast and reserved ranges.
+// documentation, multicast and reserved ranges; and the IPv6 ranges that
+// lead to IPv4 or site-local space (IPv4-compatible and -mapped, NAT64,
+// 6to4, the old site-local).
 var notPublic = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, p := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
 		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
 		"224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+		"::/96", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "2002::/16",
+		"fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 	} {
 		out = append(out, netip.MustParsePrefix(p))
 	}
 	return out
 }()
 
-// Public says whether a is an address on the public internet.
+// Public says whether a is an address on the public internet. An address
+// with a zone is link-scoped, never public (and no prefix contains it).
 func Public(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsValid() {
+	if !a.IsValid() || a.Zone() != "" {
 		return false
 	}
 	for _, p := range notPublic {
@@ -51,42 +55,59 @@ func Public(a netip.Addr) bool {
 	return true
 }
 
-// URLError is an endpoint URL refused, with the reason for errors.url.
-type URLError struct{ Reason string }
+// URLError is an endpoint URL refused: Reason for errors.url, and Detail,
+// what the host resolved to, for the server's log only (an answer naming
+// it would let a caller map the network).
+type URLError struct{ Reason, Detail string }
 
 func (e *URLError) Error() string { return "webhook: url " + e.Reason }
 
+// notPublicURL is the one refusal of a host that is, or resolves to, an
+// address off the public internet: the same words whatever the address.
+func notPublicURL(detail string) *URLError {
+	return &URLError{Reason: "must be on the public internet: not a loopback, private, link-local or reserved address, nor a name that resolves to one", Detail: detail}
+}
+
 // checkURL refuses what may not be an endpoint: not https (plain http only
 // when private addresses are allowed), credentials in it, longer than
-// MaxURL, or a host that is, or resolves to, an address that is not public.
-// A name that does not resolve now is taken: every delivery checks again.
+// MaxURL, a port outside 1–65535, or a host that has an IPv6 zone or is,
+// or resolves to, an address that is not public. A name that does not
+// resolve now is taken: every delivery checks again.
 func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
 	if len(raw) > MaxURL {
-		return &URLError{fmt.Sprintf("must be at most %d characters", MaxURL)}
+		return &URLError{Reason: fmt.Sprintf("must be at most %d characters", MaxURL)}
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return &URLError{"must be an absolute https:// URL"}
+		return &URLError{Reason: "must be an absolute https:// URL"}
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && allowPrivate:
 	default:
-		return &URLError{"must be an https:// URL"}
+		return &URLError{Reason: "must be an https:// URL"}
 	}
 	if u.User != nil {
-		return &URLError{"must not hold a user name or password"}
+		return &URLError{Reason: "must not hold a user name or password"}
 	}
 	if u.Fragment != "" {
-		return &URLError{"must not have a fragment"}
+		return &URLError{Reason: "must not have a fragment"}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return &URLError{Reason: "must have a port from 1 to 65535"}
+		}
 	}
 	if allowPrivate {
 		return nil
 	}
 	host := strings.TrimSuffix(u.Hostname(), ".")
+	if strings.Contains(host, "%") {
+		return notPublicURL(host + " has an IPv6 zone")
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if !Public(a) {
-			return &URLError{"must be on the public internet: " + host + " is a loopback, private, link-local or reserved address"}
+			return notPublicURL(host + " is not a public address")
 		}
 		return nil
 	}
@@ -97,8 +118,12 @@ func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		return nil
 	}
 	for _, a := range addrs {
+		// LookupNetIP gives an IPv4 address as IPv4-mapped IPv6.
+		if a.Is4In6() {
+			a = a.Unmap()
+		}
 		if !Public(a) {
-			return &URLError{"must be on the public internet: " + host + " resolves to " + a.Unmap().String() + ", a loopback, private, link-local or reserved address"}
+			return notPublicURL(host + " resolves to " + a.String())
 		}
 	}
 	return nil
@@ -107,9 +132,10 @@ func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 // errNotPublic: a delivery's connection would reach an address that is not public.
 var errNotPublic = errors.New("the address is not on the public internet")
 
-// dialControl refuses connections to addresses that are not public: it
-// runs after DNS, on the address actually dialled, so a name that came to
-// resolve to a private address since the endpoint was made is refused too.
+// dialControl refuses connections to addresses that are not public (an
+// IPv6 zone included): it runs after DNS, on the address actually dialled,
+// so a name that came to resolve to a private address since the endpoint
+// was made is refused too, and so is a URL stored before a rule existed.
 func dialControl(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {

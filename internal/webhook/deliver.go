@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -13,10 +14,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -271,16 +276,26 @@ type outcome struct {
 	failed     bool // no more tries
 	disable    string
 	statusCode *int
-	err        string
+	err        string // what kind of failure, as lastError shows it
+	detail     string // the failure in the network's own words, for the log only
 	retryAfter time.Duration
 }
 
 // attempt POSTs the event once.
-func (w *Worker) attempt(ctx context.Context, url string, ev Event, keys [][]byte, attempt int) outcome {
+func (w *Worker) attempt(ctx context.Context, rawURL string, ev Event, keys [][]byte, attempt int) outcome {
 	body := ev.JSON()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	// Set from the connection's goroutine, which may outlive the attempt.
+	var tlsFailed atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				tlsFailed.Store(true)
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
 		return outcome{err: "The URL cannot be requested."}
 	}
@@ -292,7 +307,7 @@ func (w *Worker) attempt(ctx context.Context, url string, ev Event, keys [][]byt
 	req.Header.Set("webhook-signature", Sign(keys, ev.ID.String(), ts, body))
 	res, err := w.client.Do(req)
 	if err != nil {
-		return outcome{err: describe(err)}
+		return outcome{err: failureKind(err, tlsFailed.Load()), detail: failureDetail(err)}
 	}
 	// Only the start of the answer is read: a receiver that answers
 	// megabytes costs nothing more.
@@ -317,20 +332,30 @@ func (w *Worker) attempt(ctx context.Context, url string, ev Event, keys [][]byt
 	return out
 }
 
-// describe is a transport failure in words, without the URL (which may
-// carry a token of the receiver's).
-func describe(err error) string {
+// failureKind is what kind of failure a transport error was: all a caller
+// is told of it, since an address, a port's state or a TLS library's words
+// would make deliveries a scanner of the network they reach.
+func failureKind(err error, tlsFailed bool) string {
+	var ne net.Error
 	switch {
 	case errors.Is(err, errNotPublic):
-		return "The endpoint's address is not on the public internet."
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
-		return "No answer within the time limit."
+		return "not a public internet address"
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	case tlsFailed:
+		return "TLS handshake failed"
 	}
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && ue.Unwrap() != nil {
-		return truncate("The request failed: "+ue.Unwrap().Error(), 500)
+	return "connection failed"
+}
+
+// failureDetail is a transport error in its own words, for the log,
+// without the URL (which may carry a token of the receiver's).
+func failureDetail(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return truncate("The request failed: "+err.Error(), 500)
+	return truncate(err.Error(), 500)
 }
 
 func truncate(s string, n int) string {
@@ -425,7 +450,7 @@ func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) err
 		}
 		if !out.delivered {
 			w.log.Info("webhook: delivery attempt failed", "event_id", c.EventID.String(), "endpoint_id", c.EndpointID.String(),
-				"attempt", c.Attempts, "status", statuses[i], "error", out.err)
+				"attempt", c.Attempts, "status", statuses[i], "error", out.err, "detail", out.detail)
 		}
 	}
 	return errors.Join(errs...)
