@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,16 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	env.Visit(t, "GET", paid.Header.Get("Location"), nil, nil)
 	keep(apitest.CardApprove, "4111 1111 1111 1112", "4111111111111112", "4111-1111-1111-1111", apitest.CardDecline)
 
+	// Addresses no front knows, each holding the pay link's token: a
+	// request no route took is logged as unmatched, never by its path.
+	payToken := strings.TrimPrefix(path, "/pay/")
+	for _, p := range []string{"//pay/", "/pay//", "/PAY/", "/pay/./", "/api/pay/", "/pay/%2e/", "/pay/assets/../"} {
+		env.Visit(t, "GET", p+payToken, nil, nil)
+		env.Visit(t, "POST", p+payToken, url.Values{"amount": {"1.00"}}, nil)
+	}
+	env.Visit(t, "GET", path+"/receipt", nil, nil)
+	env.Visit(t, "DELETE", path, nil, nil)
+
 	// The saved card removed through the API.
 	got, raw := m.Read(t, inv.Id)
 	if len(*got.SavedCards) != 1 {
@@ -176,7 +187,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 
 	logs := env.Log.String()
 	for _, want := range []string{`"path":"/oauth/token"`, `"path":"/payment-requests"`, `"path":"/pay/:token"`,
-		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, "message delivered", "webhook: delivery attempt failed"} {
+		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, `"path":"unmatched"`, "message delivered", "webhook: delivery attempt failed"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("the log lacks %s, so the flow did not run as meant:\n%s", want, logs)
 		}

@@ -29,7 +29,9 @@ func SetKeyID(c echo.Context, keyID string) { c.Set(keyIDKey, keyID) }
 // Middleware gives every request an id (the caller's X-Request-Id when it
 // is sane), echoes it back, hands errors to the front's error handler, and
 // logs one line per request. The path logged is the route's template; a
-// request no route took logs its path with any pay token masked.
+// request no route took is logged as "unmatched", never by its path: an
+// address no front knows (//pay/<token>, /PAY/<token>) may hold a pay
+// link's token.
 func Middleware(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -45,14 +47,10 @@ func Middleware(log *slog.Logger) echo.MiddlewareFunc {
 			if err != nil {
 				c.Error(err)
 			}
-			path := c.Path()
-			if path == "" || strings.HasSuffix(path, "*") {
-				path = Mask(c.Request().URL.Path)
-			}
 			// Attrs, not alternating keys and values: one allocation, not one per value.
 			attrs := make([]slog.Attr, 0, 8)
 			attrs = append(attrs, slog.String("request_id", id), slog.String("method", c.Request().Method),
-				slog.String("path", path), slog.Int("status", c.Response().Status),
+				slog.String("path", route(c)), slog.Int("status", c.Response().Status),
 				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client", c.RealIP()))
 			if keyID, _ := c.Get(keyIDKey).(string); keyID != "" {
 				attrs = append(attrs, slog.String("key_id", keyID))
@@ -73,17 +71,14 @@ func Middleware(log *slog.Logger) echo.MiddlewareFunc {
 	}
 }
 
-// Mask is a path as it may be logged: the segment after /pay/ is a pay
-// link's token, which is as good as the link itself.
-func Mask(path string) string {
-	rest, ok := strings.CutPrefix(path, "/pay/")
-	if !ok || rest == "" || strings.HasPrefix(rest, "assets/") {
-		return path
+// route is the template of the route that took the request, or
+// "unmatched" when none did (a front's catch-all, such as the pay page's
+// /pay/*, is none).
+func route(c echo.Context) string {
+	if p := c.Path(); p != "" && !strings.HasSuffix(p, "*") {
+		return p
 	}
-	if _, after, found := strings.Cut(rest, "/"); found {
-		return "/pay/:token/" + after
-	}
-	return "/pay/:token"
+	return "unmatched"
 }
 
 // Recover turns a panicking handler into an error for the front's error
