@@ -36,7 +36,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 
 	// Before the app opens: its database pool and clients are traced only
 	// when a provider is installed.
-	shutdownTracing, err := tracing.Setup(ctx)
+	shutdownTracing, err := tracing.Setup(ctx, cfg.TrustTraceparent)
 	if err != nil {
 		return err
 	}

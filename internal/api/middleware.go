@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.21.0"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
@@ -188,9 +186,9 @@ func (l *keyLimiter) wait(keyID string) time.Duration {
 
 // measure counts each API request by its operationId (as the route says;
 // "unknown" for an address the spec does not describe) and status code,
-// times it, and runs it in a server span named by the operationId (a child
-// of the caller's traceparent, if any). It runs outermost, so the status is
-// the one sent.
+// times it, and runs it in a server span named by the operationId (linked
+// to the caller's traceparent, if any: tracing.StartServer). It runs
+// outermost, so the status is the one sent.
 func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -199,8 +197,7 @@ func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 			op = "unknown"
 		}
 		r := c.Request()
-		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracing.Tracer().Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer),
+		ctx, span := tracing.StartServer(r.Context(), r.Header, op,
 			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(c.Path())))
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))

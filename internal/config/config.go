@@ -61,6 +61,10 @@ type Config struct {
 	DeliveryMaxAttempts  int           // PAYREQ_DELIVERY_MAX_ATTEMPTS
 	// MetricsAddr serves /metrics (Prometheus) on a listener of its own; empty: none.
 	MetricsAddr string // PAYREQ_METRICS_ADDR
+	// TrustTraceparent continues a caller's traceparent (a deployment
+	// behind a gateway of its own); otherwise a request starts a trace of
+	// its own, linked to the caller's.
+	TrustTraceparent bool // PAYREQ_TRUST_TRACEPARENT
 	// DebugAddr is a loopback address for pprof (/debug/pprof/); empty: none.
 	DebugAddr string // PAYREQ_DEBUG_ADDR
 	// ValidateRequests: a benchmark-only knob. make bench turns it off in
@@ -218,6 +222,9 @@ func parse(getenv func(string) string) (Config, error) {
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return Config{}, err
+	}
+	if c.TrustTraceparent, err = strconv.ParseBool(get("PAYREQ_TRUST_TRACEPARENT", "false")); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_TRUST_TRACEPARENT must be true or false")
 	}
 	if c.ValidateRequests, err = strconv.ParseBool(get("PAYREQ_VALIDATE_REQUESTS", "true")); err != nil {
 		return Config{}, fmt.Errorf("PAYREQ_VALIDATE_REQUESTS must be true or false")

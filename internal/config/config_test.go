@@ -31,6 +31,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"PAYREQ_DELIVERY_MAX_ATTEMPTS":     "0",
 		"PAYREQ_DEBUG_ADDR":                "0.0.0.0:6060",
 		"PAYREQ_VALIDATE_REQUESTS":         "maybe",
+		"PAYREQ_TRUST_TRACEPARENT":         "yes please",
 	} {
 		_, err := parse(func(k string) string {
 			if k == name {
