@@ -393,6 +393,12 @@ export interface paths {
          *     `data` is the resource as the API returned it at that moment (an invoice in full, a
          *     card payment, a deposit, a saved card, an application); never a card number, never a
          *     full tax id, SSN or account number.
+         *
+         *     **Permissions.** An event is read with the permission that protects its data, beside
+         *     `events.view`: `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*` need
+         *     `payments.view`; `application.*` needs `applications.view`; `webhook.ping` needs
+         *     nothing more. The list leaves out the events the key may not read; a `type` filter
+         *     naming such a type is a 403 naming the permission it needs.
          */
         get: operations["listEvents"];
         put?: never;
@@ -412,7 +418,7 @@ export interface paths {
         };
         /**
          * Get an event
-         * @description One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404.
+         * @description One event, with `deliveries`: where it stands at each webhook endpoint it was sent to (oldest endpoint first; empty when none). Another organization's event is a 404, and so is one whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; see `GET /events`).
          */
         get: operations["getEvent"];
         put?: never;
@@ -434,7 +440,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event again
-         * @description Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries.
+         * @description Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
          */
         post: operations["redeliverEvent"];
         delete?: never;
@@ -462,13 +468,24 @@ export interface paths {
          *     shown only here and when it is rotated. An organization has at most 16 endpoints (a
          *     17th is a 422).
          *
-         *     **URL rules.** `https://` only, at most 2048 characters, no user name or password. The
-         *     host must be on the public internet: a loopback, private (10/8, 172.16/12,
-         *     192.168/16, fc00::/7), carrier-NAT, link-local (169.254/16, fe80::/10), multicast or
-         *     reserved address, or a name that resolves to one, is a 400 keyed `url`. The address
-         *     is checked again at every delivery, after DNS, on the address connected to. A
-         *     server started with `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local
-         *     development) takes plain `http://` and private addresses.
+         *     **URL rules.** `https://` only, at most 2048 characters, no user name or password, a
+         *     port (when given) from 1 to 65535. The host must be on the public internet: a
+         *     loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), carrier-NAT, link-local
+         *     (169.254/16, fe80::/10), multicast or reserved address, an address that leads to IPv4
+         *     or site-local space (`::/96`, `::ffff:0:0/96`, `64:ff9b::/96`, `64:ff9b:1::/48`,
+         *     `2002::/16`, `fec0::/10`), an IPv6 address with a zone (`%` in the host), or a name
+         *     that resolves to any of them, is a 400 keyed `url`. The refusal says what kind of
+         *     address is wanted, never what a name resolved to. The address is checked again at
+         *     every delivery, after DNS, on the address connected to. A server started with
+         *     `PAYREQ_WEBHOOK_ALLOW_PRIVATE=true` (`make run` sets it, for local development)
+         *     takes plain `http://` and private addresses.
+         *
+         *     **Permissions.** Subscribing to a type needs the permission that protects its data,
+         *     beside `webhooks.manage`: `payments.view` for `invoice.*`, `card_payment.*`,
+         *     `saved_card.*` and `deposit.*`; `applications.view` for `application.*`; nothing more
+         *     for `webhook.ping`. `*` needs the permission of every type the organization receives
+         *     (a merchant: `payments.view`; a reseller: `applications.view`). Otherwise a 403 names
+         *     the first permission missing.
          *
          *     **Delivery** follows the Standard Webhooks specification v1 (see the `event`
          *     callback): a POST of the event's JSON with `webhook-id`, `webhook-timestamp` and
@@ -477,7 +494,10 @@ export interface paths {
          *     (each ±10 %), or later when a 429 or 503 says so in `Retry-After` (at most 24 h); after
          *     the last the delivery is `failed`. A 410 disables the endpoint at once; so do 5 days
          *     without a successful delivery (`disabledReason` says which). Delivery is at least once
-         *     and not in order: deduplicate by `webhook-id`.
+         *     and not in order: deduplicate by `webhook-id`. A failed attempt's `lastError` says
+         *     only what kind of failure it was: `not a public internet address`, `connection
+         *     failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
+         *     are in the server's log.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -509,7 +529,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+         * @description Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -525,7 +545,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's secret
-         * @description Gives the endpoint a new secret, answered only here. For the next 24 hours every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs.
+         * @description Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -545,7 +565,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went.
+         * @description Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
          */
         post: operations["pingWebhookEndpoint"];
         delete?: never;
@@ -1520,7 +1540,7 @@ export interface components {
              */
             lastStatusCode: number | null;
             /**
-             * @description Why the last attempt failed, in words; null when it did not.
+             * @description What kind of failure the last attempt was (`not a public internet address`, `connection failed`, `TLS handshake failed`, `timed out`, `HTTP 503`, …); null when it did not fail. Never an address or the network's own words.
              * @example null
              */
             lastError: string | null;
@@ -1606,6 +1626,15 @@ export interface components {
              *     ]
              */
             eventTypes: components["schemas"]["EventTypeOrAll"][];
+        };
+        /** @description A rotation of an endpoint's secret. */
+        WebhookSecretRotation: {
+            /**
+             * Format: int32
+             * @description How long the current secret keeps signing beside the new one, in seconds: 0 stops it at once; absent: 86400 (24 hours).
+             * @example 0
+             */
+            expireCurrentInSeconds?: number;
         };
         /** @description A change of an endpoint; keys left out stay as they are. */
         WebhookEndpointUpdate: {
@@ -2035,8 +2064,9 @@ export interface components {
          *     `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
          *     `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
          *     (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-         *     (422), `idempotency-key-reused` (422), `rate-limited` (429), `bad-gateway` (502),
-         *     `unavailable` (503) or `internal` (500, a bug).
+         *     (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+         *     (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+         *     `http-version-not-supported` (505) or `internal` (500, a bug).
          */
         Problem: {
             /**
@@ -2911,7 +2941,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only events of this type.
+                 * @description Only events of this type; one whose data the key may not read is a 403.
                  * @example invoice.paid
                  */
                 type?: components["schemas"]["EventType"];
@@ -3059,7 +3089,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description Too many requests: this API key's rate, or 10 pings and redeliveries within a minute to one endpoint. Nothing was sent; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "http://127.0.0.1:8080/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The webhook endpoint took 10 pings and redeliveries within a minute; retry after 42 seconds."
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3311,7 +3358,17 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description How long the old secret keeps signing; an empty body or `{}` keeps it 24 hours. */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "expireCurrentInSeconds": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
         responses: {
             /** @description The endpoint with its new secret. */
             200: {
@@ -3341,6 +3398,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3378,7 +3438,24 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description Too many requests: this API key's rate, or 10 pings and redeliveries within a minute to one endpoint. Nothing was sent; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "http://127.0.0.1:8080/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The webhook endpoint took 10 pings and redeliveries within a minute; retry after 42 seconds."
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -4,11 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"net/http"
 	"slices"
+	"time"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/webhook"
 )
+
+// sendLimit is the 429 of a webhook endpoint past its pings and
+// redeliveries a minute, with its Retry-After in seconds.
+func (s *Server) sendLimit(err error) (gen.Problem, int, bool) {
+	var tm *webhook.TooManySendsError
+	if !errors.As(err, &tm) {
+		return gen.Problem{}, 0, false
+	}
+	secs := max(1, int(math.Ceil(tm.RetryAfter.Seconds())))
+	return s.body(&problem{kind: kindRateLimited, status: http.StatusTooManyRequests, title: "Too many requests",
+		detail: fmt.Sprintf("The webhook endpoint took %d pings and redeliveries within a minute; retry after %d seconds.",
+			webhook.MaxRequestedSends, secs)}), secs, true
+}
 
 // ListEvents lists the organization's events newest first, a page at a time.
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
@@ -78,6 +95,9 @@ func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventReque
 	err := s.webhooks.Redeliver(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, webhook.ErrEventNotFound) {
 		return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
+	}
+	if body, secs, ok := s.sendLimit(err); ok {
+		return gen.RedeliverEvent429ApplicationProblemPlusJSONResponse{Body: body, Headers: gen.RedeliverEvent429ResponseHeaders{RetryAfter: secs}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -210,9 +230,14 @@ func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhoo
 	return gen.DeleteWebhookEndpoint204Response{}, nil
 }
 
-// RotateWebhookSecret gives the endpoint a new secret, answered once.
+// RotateWebhookSecret gives the endpoint a new secret, answered once; the
+// old one keeps signing for expireCurrentInSeconds, a day when absent.
 func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookSecretRequestObject) (gen.RotateWebhookSecretResponseObject, error) {
-	e, secret, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	overlap := webhook.RotationOverlap
+	if req.Body != nil && req.Body.ExpireCurrentInSeconds != nil {
+		overlap = time.Duration(*req.Body.ExpireCurrentInSeconds) * time.Second
+	}
+	e, secret, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id, overlap)
 	if errors.Is(err, webhook.ErrEndpointNotFound) {
 		return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
 	}
@@ -227,6 +252,9 @@ func (s *Server) PingWebhookEndpoint(ctx context.Context, req gen.PingWebhookEnd
 	id, err := s.webhooks.Ping(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, webhook.ErrEndpointNotFound) {
 		return gen.PingWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	}
+	if body, secs, ok := s.sendLimit(err); ok {
+		return gen.PingWebhookEndpoint429ApplicationProblemPlusJSONResponse{Body: body, Headers: gen.PingWebhookEndpoint429ResponseHeaders{RetryAfter: secs}}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -187,6 +187,96 @@ func TestWebhookSecretRotation(t *testing.T) {
 	}
 }
 
+// expireCurrentInSeconds says how long the old secret keeps signing: 0
+// stops it at once (a leaked secret), so the next delivery carries one
+// signature, the new secret's. Out of range is a 400 that changes nothing.
+func TestWebhookSecretExpiry(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env, m, rc, ep := webhookEnv(t, clock)
+	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
+	rotate := func(body any) *apitest.Response {
+		return env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token, Body: body})
+	}
+	signatures := func(h apitest.Hook) int { return len(strings.Fields(h.Header.Get("webhook-signature"))) }
+	for _, bad := range []any{-1, 86401, 1.5, "0", nil} {
+		p := apitest.WantProblem(t, rotate(map[string]any{"expireCurrentInSeconds": bad}), http.StatusBadRequest, "")
+		if p.Errors == nil || len((*p.Errors)["expireCurrentInSeconds"]) == 0 {
+			t.Errorf("expireCurrentInSeconds %v: errors %v, want expireCurrentInSeconds", bad, p.Errors)
+		}
+	}
+	// A typo must not fall back to the default and keep a leaked secret a day.
+	apitest.WantProblem(t, rotate(map[string]any{"expireCurrentInSecond": 0}), http.StatusBadRequest, "")
+	m.MustCreate(t, m.Body("EXP-1", "10.00"))
+	apitest.Deliver(t, worker)
+	apitest.Want(t, "signatures after refused rotations", signatures(rc.Hooks()[0]), 1)
+	verified(t, rc.Hooks()[:1], ep.Secret, true)
+
+	var now gen.WebhookEndpointWithSecret
+	resp := rotate(map[string]any{"expireCurrentInSeconds": 0})
+	apitest.Want(t, "rotate at once", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &now)
+	m.MustCreate(t, m.Body("EXP-2", "10.00"))
+	apitest.Deliver(t, worker)
+	h := rc.Hooks()[1]
+	apitest.Want(t, "signatures after a rotation at once", signatures(h), 1)
+	verified(t, []apitest.Hook{h}, now.Secret, true)
+	old, _ := standardwebhooks.NewWebhook(ep.Secret)
+	if old.Verify(h.Body, h.Header) == nil {
+		t.Error("the old secret still verifies after a rotation with expireCurrentInSeconds 0")
+	}
+
+	var minute gen.WebhookEndpointWithSecret
+	resp = rotate(map[string]any{"expireCurrentInSeconds": 60})
+	apitest.Want(t, "rotate for a minute", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &minute)
+	m.MustCreate(t, m.Body("EXP-3", "10.00"))
+	apitest.Deliver(t, worker)
+	h = rc.Hooks()[2]
+	apitest.Want(t, "signatures within the minute", signatures(h), 2)
+	verified(t, []apitest.Hook{h}, now.Secret, true)
+	verified(t, []apitest.Hook{h}, minute.Secret, true)
+	clock.Advance(61 * time.Second)
+	m.MustCreate(t, m.Body("EXP-4", "10.00"))
+	apitest.Deliver(t, worker)
+	apitest.Want(t, "signatures after the minute", signatures(rc.Hooks()[3]), 1)
+	verified(t, rc.Hooks()[3:], minute.Secret, true)
+}
+
+// Pings and redeliveries: at most 10 a minute per endpoint. The 11th is a
+// 429 with Retry-After that sends nothing; another endpoint is not held
+// back; a minute later the endpoint takes them again.
+func TestWebhookPingAndRedeliverLimit(t *testing.T) {
+	clock := apitest.NewClock(time.Now())
+	env := apitest.New(t, testDSN, apitest.Options{Clock: clock})
+	m := apitest.NewMerchant(t, env)
+	limited := endpoint(t, env, m.Token, "https://hooks.example.com/limited", "invoice.created")
+	other := endpoint(t, env, m.Token, "https://hooks.example.com/other", "webhook.ping")
+	ping := func(id uuid.UUID) *apitest.Response {
+		return env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + id.String() + "/ping", Token: m.Token})
+	}
+	m.MustCreate(t, m.Body("LIM-1", "10.00"))
+	var created []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.created", Token: m.Token}).JSON(t, &created)
+	redeliver := func() *apitest.Response {
+		return env.Do(apitest.Request{Method: "POST", Path: "/events/" + created[0].ID.String() + "/redeliver", Token: m.Token})
+	}
+	for i := range 9 {
+		apitest.Want(t, fmt.Sprintf("ping %d", i+1), ping(limited.Id).StatusCode, http.StatusAccepted)
+	}
+	apitest.Want(t, "redelivery, the 10th send", redeliver().StatusCode, http.StatusAccepted)
+	for name, resp := range map[string]*apitest.Response{"11th ping": ping(limited.Id), "11th send, a redelivery": redeliver()} {
+		apitest.WantProblem(t, resp, http.StatusTooManyRequests, "Too many requests")
+		apitest.Want(t, name+" Retry-After", resp.Header.Get("Retry-After"), "60")
+	}
+	apitest.Want(t, "a ping to another endpoint", ping(other.Id).StatusCode, http.StatusAccepted)
+	var pings []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?type=webhook.ping&limit=100", Token: m.Token}).JSON(t, &pings)
+	apitest.Want(t, "ping events", len(pings), 10)
+
+	clock.Advance(61 * time.Second)
+	apitest.Want(t, "a ping a minute later", ping(limited.Id).StatusCode, http.StatusAccepted)
+}
+
 // A redelivered event comes again with the same webhook-id; a ping goes to
 // its endpoint alone.
 func TestWebhookRedeliverAndPing(t *testing.T) {

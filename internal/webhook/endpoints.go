@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,8 +28,12 @@ const (
 const MaxEndpoints = 16
 
 // RotationOverlap is how long the previous secret keeps signing beside the
-// new one after a rotation.
+// new one after a rotation, unless the rotation says otherwise.
 const RotationOverlap = 24 * time.Hour
+
+// MaxRequestedSends is how many pings and redeliveries an endpoint takes
+// in a minute.
+const MaxRequestedSends = 10
 
 // secretPrefix starts every signing secret (Standard Webhooks).
 const secretPrefix = "whsec_"
@@ -52,6 +57,42 @@ var ErrEndpointNotFound = errors.New("webhook: endpoint not found")
 
 // ErrTooManyEndpoints: the organization has MaxEndpoints already.
 var ErrTooManyEndpoints = fmt.Errorf("webhook: an organization may have at most %d endpoints", MaxEndpoints)
+
+// TooManySendsError: an endpoint had MaxRequestedSends pings and
+// redeliveries within the last minute; it takes the next after RetryAfter.
+type TooManySendsError struct{ RetryAfter time.Duration }
+
+func (e *TooManySendsError) Error() string {
+	return fmt.Sprintf("webhook: more than %d pings and redeliveries a minute to an endpoint", MaxRequestedSends)
+}
+
+// countSends records a ping or redelivery to each of endpoints, which the
+// caller's transaction holds locked, unless one of them had
+// MaxRequestedSends in the minute before now.
+func countSends(ctx context.Context, tx *sqlx.Tx, endpoints []uuid.UUID, now time.Time) error {
+	if len(endpoints) == 0 {
+		return nil
+	}
+	now = now.Truncate(time.Microsecond) // as stored
+	since := now.Add(-time.Minute)
+	// Of each endpoint at the limit, its oldest send of the minute.
+	var oldest []time.Time
+	err := tx.SelectContext(ctx, &oldest, `SELECT min(t) FROM webhook_endpoints e, unnest(e.requested_sends) t
+		WHERE e.id = ANY($1) AND t > $2 GROUP BY e.id HAVING count(*) >= $3`, pq.Array(endpoints), since, MaxRequestedSends)
+	if err != nil {
+		return fmt.Errorf("webhook: unable to count requested sends: %w", err)
+	}
+	if len(oldest) > 0 {
+		return &TooManySendsError{RetryAfter: slices.MaxFunc(oldest, time.Time.Compare).Add(time.Minute).Sub(now)}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints
+		SET requested_sends = array(SELECT t FROM unnest(requested_sends) t WHERE t > $2 ORDER BY t) || $3::timestamptz
+		WHERE id = ANY($1)`, pq.Array(endpoints), since, now)
+	if err != nil {
+		return fmt.Errorf("webhook: unable to record a requested send: %w", err)
+	}
+	return nil
+}
 
 // newSecret is whsec_ and the base64 of 32 random bytes, the HMAC key.
 func newSecret() string {
@@ -188,8 +229,9 @@ func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
 }
 
 // RotateSecret gives the endpoint a new secret, returned (shown only now);
-// the current one keeps signing beside it for RotationOverlap.
-func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID) (Endpoint, string, error) {
+// the current one keeps signing beside it for overlap, and is forgotten at
+// once when overlap is 0 (a leaked secret).
+func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap time.Duration) (Endpoint, string, error) {
 	secret := newSecret()
 	sealed, keyID, err := s.Seal(secret, id.String())
 	if err != nil {
@@ -197,10 +239,11 @@ func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID) (Endpoint, 
 	}
 	var e Endpoint
 	err = s.DB.GetContext(ctx, &e, `
-		UPDATE webhook_endpoints SET previous_secret = secret, previous_key_id = secret_key_id, previous_until = $3,
+		UPDATE webhook_endpoints SET previous_secret = CASE WHEN $6 THEN secret END,
+			previous_key_id = CASE WHEN $6 THEN secret_key_id END, previous_until = CASE WHEN $6 THEN $3::timestamptz END,
 			secret = $4, secret_key_id = $5
 		WHERE id = $1 AND organization_id = $2
-		RETURNING `+endpointColumns, id, org, s.Now().Add(RotationOverlap), sealed, keyID)
+		RETURNING `+endpointColumns, id, org, s.Now().Add(overlap), sealed, keyID, overlap > 0)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Endpoint{}, "", ErrEndpointNotFound
 	}
@@ -217,22 +260,29 @@ type PingData struct {
 }
 
 // Ping records a webhook.ping event for the endpoint alone and returns its
-// id. A disabled endpoint gets no delivery.
+// id. A disabled endpoint gets no delivery. It counts as one of the
+// endpoint's MaxRequestedSends a minute.
 func (s *Store) Ping(ctx context.Context, org, id uuid.UUID) (uuid.UUID, error) {
+	now := s.Now()
 	var eventID uuid.UUID
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		var exists bool
-		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1 AND organization_id = $2)`, id, org); err != nil {
+		var found []uuid.UUID
+		if err := tx.SelectContext(ctx, &found, `SELECT id FROM webhook_endpoints WHERE id = $1 AND organization_id = $2
+			FOR NO KEY UPDATE`, id, org); err != nil {
 			return err
 		}
-		if !exists {
+		if len(found) == 0 {
 			return ErrEndpointNotFound
 		}
+		if err := countSends(ctx, tx, found, now); err != nil {
+			return err
+		}
 		var err error
-		eventID, err = insertEvent(ctx, tx, org, event.WebhookPing, PingData{EndpointID: id, Message: "A test event from payreq."}, s.Now(), &id)
+		eventID, err = insertEvent(ctx, tx, org, event.WebhookPing, PingData{EndpointID: id, Message: "A test event from payreq."}, now, &id)
 		return err
 	})
-	if errors.Is(err, ErrEndpointNotFound) {
+	var tooMany *TooManySendsError
+	if errors.Is(err, ErrEndpointNotFound) || errors.As(err, &tooMany) {
 		return uuid.Nil, err
 	}
 	if err != nil {

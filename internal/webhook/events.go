@@ -16,11 +16,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/view"
 )
@@ -234,28 +236,45 @@ func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, []Delivery
 }
 
 // Redeliver sends the event again, from a first attempt, to every enabled
-// endpoint of the organization subscribed to its type or already sent it.
+// endpoint of the organization subscribed to its type or already sent it;
+// each counts it as one of its MaxRequestedSends a minute.
 func (s *Store) Redeliver(ctx context.Context, org, id uuid.UUID) error {
-	res, err := s.DB.ExecContext(ctx, `
-		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT ev.id, e.id, 'pending', $3 FROM events ev JOIN webhook_endpoints e ON e.organization_id = ev.organization_id
-		WHERE ev.id = $1 AND ev.organization_id = $2 AND e.status = 'enabled'
-			AND (e.event_types && ARRAY[ev.type, '*']
-				OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.endpoint_id = e.id))
-		ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = $3,
-			delivered_at = NULL`, id, org, s.Now())
+	now := s.Now()
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var exists bool
+		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1 AND organization_id = $2)`, id, org); err != nil {
+			return err
+		}
+		if !exists {
+			return ErrEventNotFound
+		}
+		// Locked, so that their sends are counted exactly.
+		var endpoints []uuid.UUID
+		err := tx.SelectContext(ctx, &endpoints, `
+			SELECT e.id FROM events ev JOIN webhook_endpoints e ON e.organization_id = ev.organization_id
+			WHERE ev.id = $1 AND e.status = 'enabled'
+				AND (e.event_types && ARRAY[ev.type, '*']
+					OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.endpoint_id = e.id))
+			ORDER BY e.id FOR NO KEY UPDATE OF e`, id)
+		if err != nil {
+			return err
+		}
+		if err := countSends(ctx, tx, endpoints, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+			SELECT $1, endpoint_id, 'pending', $3 FROM unnest($2::uuid[]) AS endpoint_id
+			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = $3,
+				delivered_at = NULL`, id, pq.Array(endpoints), now)
+		return err
+	})
+	var tooMany *TooManySendsError
+	if errors.Is(err, ErrEventNotFound) || errors.As(err, &tooMany) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("webhook: unable to redeliver: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		return nil
-	}
-	var exists bool
-	if err := s.DB.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1 AND organization_id = $2)`, id, org); err != nil {
-		return fmt.Errorf("webhook: unable to read event: %w", err)
-	}
-	if !exists {
-		return ErrEventNotFound
 	}
 	return nil
 }
