@@ -185,3 +185,108 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		t.Errorf("an invoice of mine is on their MID")
 	}
 }
+
+// Every event type × the keys that read or subscribe, in a merchant and a
+// reseller: events.view lists a type (filter type=…), and webhooks.manage
+// subscribes to it (creation and PATCH), only beside the permission that
+// protects its data; webhook.ping needs none. "*" needs the permission of
+// every type the organization's kind receives. A refusal is a 403 naming
+// the permission and changes nothing.
+func TestEventPermissionMatrix(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	protectedBy := map[string]string{
+		"invoice.created": auth.PaymentsView, "invoice.sent": auth.PaymentsView, "invoice.send_failed": auth.PaymentsView,
+		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
+		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
+		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
+	}
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inSpec, inTable []string
+	for _, v := range spec.Components.Schemas["EventType"].Value.Enum {
+		inSpec = append(inSpec, v.(string))
+	}
+	for typ := range protectedBy {
+		inTable = append(inTable, typ)
+	}
+	slices.Sort(inSpec)
+	slices.Sort(inTable)
+	if !slices.Equal(inSpec, inTable) {
+		t.Fatalf("openapi.yaml's event types %v, this test's %v", inSpec, inTable)
+	}
+
+	for _, o := range []struct {
+		kind string
+		id   uuid.UUID
+		data string // the permission protecting the data of the kind's events
+	}{{auth.KindMerchant, seed.Merchant.OrganizationID, auth.PaymentsView}, {auth.KindReseller, seed.Reseller.OrganizationID, auth.ApplicationsView}} {
+		token := func(permissions ...string) string {
+			k := env.NewKey(t, o.id, permissions...)
+			return env.Token(k.KeyID, k.Secret)
+		}
+		keys := []struct {
+			name        string
+			token       string
+			permissions []string
+		}{
+			{"events.view", token(auth.EventsView), nil},
+			{"events.view " + o.data, token(auth.EventsView, o.data), []string{o.data}},
+			{"webhooks.manage", token(auth.WebhooksManage), nil},
+			{"webhooks.manage " + o.data, token(auth.WebhooksManage, o.data), []string{o.data}},
+		}
+		hook := endpoint(t, env, keys[3].token, "https://hooks.example.com/matrix", "webhook.ping")
+		for typ, permission := range protectedBy {
+			for _, k := range keys {
+				t.Run(o.kind+" "+typ+" with "+k.name, func(t *testing.T) {
+					allowed := permission == "" || slices.Contains(k.permissions, permission)
+					var reqs []apitest.Request
+					if strings.HasPrefix(k.name, auth.EventsView) {
+						reqs = append(reqs, apitest.Request{Method: "GET", Path: "/events?type=" + typ})
+					} else {
+						reqs = append(reqs,
+							apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Body: map[string]any{"eventTypes": []string{typ}}},
+							apitest.Request{Method: "POST", Path: "/webhook-endpoints", Body: map[string]any{"url": "https://hooks.example.com/" + typ, "eventTypes": []string{typ}}})
+					}
+					for _, req := range reqs {
+						req.Token = k.token
+						resp := env.Do(req)
+						if !allowed {
+							p := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
+							if !strings.Contains(p.Detail, permission) {
+								t.Errorf("%s %s: detail %q does not name %s", req.Method, req.Path, p.Detail, permission)
+							}
+							continue
+						}
+						if resp.StatusCode >= 300 {
+							t.Fatalf("%s %s: %d %s", req.Method, req.Path, resp.StatusCode, resp.Body)
+						}
+						if resp.StatusCode == http.StatusCreated {
+							var made gen.WebhookEndpoint
+							resp.JSON(t, &made)
+							env.Do(apitest.Request{Method: "DELETE", Path: "/webhook-endpoints/" + made.Id.String(), Token: k.token})
+						}
+					}
+				})
+			}
+		}
+		for _, k := range keys[2:] {
+			resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: k.token,
+				Body: map[string]any{"url": "https://hooks.example.com/all", "eventTypes": []string{"*"}}})
+			if k.permissions == nil {
+				p := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
+				if !strings.Contains(p.Detail, o.data) {
+					t.Errorf("%s * with %s: detail %q does not name %s", o.kind, k.name, p.Detail, o.data)
+				}
+				continue
+			}
+			apitest.Want(t, o.kind+" * with "+k.name, resp.StatusCode, http.StatusCreated)
+		}
+		var list []gen.WebhookEndpoint
+		env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: keys[2].token}).JSON(t, &list)
+		apitest.Want(t, o.kind+" endpoints left (the PATCHed one and *)", len(list), 2)
+	}
+}

@@ -14,6 +14,21 @@ import (
 	"github.com/payreq/payreq/internal/webhook"
 )
 
+// eventPermission is the 403 of a key that lacks the permission protecting
+// the data of the events it asked for.
+func (s *Server) eventPermission(err error) (gen.ForbiddenApplicationProblemPlusJSONResponse, bool) {
+	var pe *webhook.PermissionError
+	if !errors.As(err, &pe) {
+		return gen.ForbiddenApplicationProblemPlusJSONResponse{}, false
+	}
+	what := "Events of type " + pe.Type
+	if pe.Type == "*" {
+		what = "Events of every type (*)"
+	}
+	return s.forbiddenBody(forbidden("Permission required",
+		fmt.Sprintf("%s need the %s permission, which the API key does not have.", what, pe.Permission))), true
+}
+
 // sendLimit is the 429 of a webhook endpoint past its pings and
 // redeliveries a minute, with its Retry-After in seconds.
 func (s *Server) sendLimit(err error) (gen.Problem, int, bool) {
@@ -27,12 +42,17 @@ func (s *Server) sendLimit(err error) (gen.Problem, int, bool) {
 			webhook.MaxRequestedSends, secs)}), secs, true
 }
 
-// ListEvents lists the organization's events newest first, a page at a time.
+// ListEvents lists the organization's events newest first, a page at a
+// time, those the key may read.
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
 	q := req.Params
 	pg := pageOf(q.Limit, q.Cursor)
 	f := webhook.EventFilter{Type: (*string)(q.Type), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo}
-	list, next, err := s.webhooks.Events(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
+	p := principalFrom(ctx)
+	list, next, err := s.webhooks.Events(ctx, p.OrganizationID, p.Permissions, f, pg.limit, pg.cursor)
+	if body, ok := s.eventPermission(err); ok {
+		return gen.ListEvents403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
+	}
 	if errors.Is(err, webhook.ErrInvalidCursor) {
 		return gen.ListEvents400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
@@ -55,7 +75,8 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 
 // GetEvent reads one event with its deliveries.
 func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
-	e, deliveries, err := s.webhooks.Event(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	p := principalFrom(ctx)
+	e, deliveries, err := s.webhooks.Event(ctx, p.OrganizationID, p.Permissions, req.Id)
 	if errors.Is(err, webhook.ErrEventNotFound) {
 		return gen.GetEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
 	}
@@ -92,7 +113,8 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 
 // RedeliverEvent queues the event again for its endpoints.
 func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventRequestObject) (gen.RedeliverEventResponseObject, error) {
-	err := s.webhooks.Redeliver(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	p := principalFrom(ctx)
+	err := s.webhooks.Redeliver(ctx, p.OrganizationID, p.Permissions, req.Id)
 	if errors.Is(err, webhook.ErrEventNotFound) {
 		return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
 	}
@@ -162,11 +184,14 @@ func (s *Server) urlProblem(err error) (gen.BadRequestApplicationProblemPlusJSON
 
 // CreateWebhookEndpoint registers an endpoint and answers its secret, once.
 func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
-	b := req.Body
-	e, secret, err := s.webhooks.Create(ctx, principalFrom(ctx).OrganizationID, webhook.NewEndpoint{
+	b, p := req.Body, principalFrom(ctx)
+	e, secret, err := s.webhooks.Create(ctx, p.OrganizationID, p.Permissions, webhook.NewEndpoint{
 		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)})
-	if p, ok := s.urlProblem(err); ok {
-		return gen.CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: p}, nil
+	if body, ok := s.eventPermission(err); ok {
+		return gen.CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
+	}
+	if body, ok := s.urlProblem(err); ok {
+		return gen.CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: body}, nil
 	}
 	if errors.Is(err, webhook.ErrTooManyEndpoints) {
 		return gen.CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
@@ -205,9 +230,13 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 	if b.EventTypes != nil {
 		c.EventTypes = eventTypes(*b.EventTypes)
 	}
-	e, err := s.webhooks.Update(ctx, principalFrom(ctx).OrganizationID, req.Id, c)
-	if p, ok := s.urlProblem(err); ok {
-		return gen.UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: p}, nil
+	p := principalFrom(ctx)
+	e, err := s.webhooks.Update(ctx, p.OrganizationID, p.Permissions, req.Id, c)
+	if body, ok := s.eventPermission(err); ok {
+		return gen.UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
+	}
+	if body, ok := s.urlProblem(err); ok {
+		return gen.UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: body}, nil
 	}
 	if errors.Is(err, webhook.ErrEndpointNotFound) {
 		return gen.UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil

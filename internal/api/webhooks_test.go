@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -260,4 +262,89 @@ func TestEventAndChangeCommitTogether(t *testing.T) {
 	m.MustCreate(t, m.Body("FINE", "10.00"))
 	env.App.DB.Get(&events, `SELECT count(*) FROM events WHERE type = 'invoice.created' AND data->>'invoiceNumber' = 'FINE'`)
 	apitest.Want(t, "events of FINE", events, 1)
+}
+
+// An event is read with the permission that protects its data: a key with
+// only events.view, or only webhooks.manage, reaches invoices and card
+// payments neither through a list, nor by id, nor by a redelivery or a
+// subscription; webhook.ping, the endpoint's own, it does.
+func TestEventsNeedTheirDataPermission(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	hook := endpoint(t, env, m.Token, "https://hooks.example.com/all", "*")
+	inv := m.MustCreate(t, m.Body("PERM-1", "10.00"))
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"}), http.StatusSeeOther)
+	var ping gen.EventAccepted
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + hook.Id.String() + "/ping", Token: m.Token}).JSON(t, &ping)
+	protected := map[string]string{} // type → an event's id
+	for _, typ := range []string{"invoice.created", "card_payment.approved"} {
+		var events []hookEvent
+		env.Do(apitest.Request{Method: "GET", Path: "/events?type=" + typ, Token: m.Token}).JSON(t, &events)
+		if len(events) != 1 {
+			t.Fatalf("%s events: %d", typ, len(events))
+		}
+		protected[typ] = events[0].ID.String()
+	}
+	token := func(permissions ...string) string {
+		k := env.NewKey(t, org, permissions...)
+		return env.Token(k.KeyID, k.Secret)
+	}
+	eventsOnly, eventsAndPayments := token(auth.EventsView), token(auth.EventsView, auth.PaymentsView)
+	webhooksOnly, webhooksAndPayments := token(auth.WebhooksManage), token(auth.WebhooksManage, auth.PaymentsView)
+	wantPermission := func(what string, resp *apitest.Response, permission string) {
+		t.Helper()
+		p := apitest.WantProblem(t, resp, http.StatusForbidden, "Permission required")
+		if !strings.Contains(p.Detail, permission) {
+			t.Errorf("%s: detail %q does not name %s", what, p.Detail, permission)
+		}
+	}
+
+	// Lists leave out what the key may not read; a filter naming it is a 403.
+	var seen []hookEvent
+	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: eventsOnly}).JSON(t, &seen)
+	apitest.Want(t, "events listed to events.view alone", fmt.Sprint(typesOf(seen)), fmt.Sprint(map[string]int{"webhook.ping": 1}))
+	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: eventsAndPayments}).JSON(t, &seen)
+	apitest.Want(t, "events listed with payments.view", fmt.Sprint(typesOf(seen)),
+		fmt.Sprint(map[string]int{"webhook.ping": 1, "invoice.created": 1, "card_payment.approved": 1, "invoice.paid": 1}))
+	unknown := env.Do(apitest.Request{Method: "GET", Path: "/events/" + uuid.NewString(), Token: eventsOnly})
+	for typ, id := range protected {
+		wantPermission("filter "+typ, env.Do(apitest.Request{Method: "GET", Path: "/events?type=" + typ, Token: eventsOnly}), auth.PaymentsView)
+		// By id: the same 404 as an unknown id.
+		got := env.Do(apitest.Request{Method: "GET", Path: "/events/" + id, Token: eventsOnly})
+		apitest.Want(t, "read "+typ+" with events.view alone", got.StatusCode, http.StatusNotFound)
+		apitest.Want(t, "read "+typ+" with events.view alone: body", string(got.Body), string(unknown.Body))
+		apitest.Want(t, "read "+typ+" with payments.view", env.Do(apitest.Request{Method: "GET", Path: "/events/" + id, Token: eventsAndPayments}).StatusCode, http.StatusOK)
+		redeliver := apitest.Request{Method: "POST", Path: "/events/" + id + "/redeliver", Token: webhooksOnly}
+		apitest.WantProblem(t, env.Do(redeliver), http.StatusNotFound, "Not found")
+		redeliver.Token = webhooksAndPayments
+		apitest.Want(t, "redeliver "+typ+" with payments.view", env.Do(redeliver).StatusCode, http.StatusAccepted)
+	}
+	apitest.Want(t, "filter webhook.ping", env.Do(apitest.Request{Method: "GET", Path: "/events?type=webhook.ping", Token: eventsOnly}).StatusCode, http.StatusOK)
+	apitest.Want(t, "read the ping", env.Do(apitest.Request{Method: "GET", Path: "/events/" + ping.EventId.String(), Token: eventsOnly}).StatusCode, http.StatusOK)
+	apitest.Want(t, "redeliver the ping", env.Do(apitest.Request{Method: "POST", Path: "/events/" + ping.EventId.String() + "/redeliver", Token: webhooksOnly}).StatusCode, http.StatusAccepted)
+
+	// Subscriptions, on creation and on PATCH.
+	for _, types := range [][]string{{"invoice.paid"}, {"card_payment.approved"}, {"webhook.ping", "invoice.created"}, {"*"}} {
+		wantPermission(fmt.Sprintf("create %v", types), env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: webhooksOnly,
+			Body: map[string]any{"url": "https://hooks.example.com/mine", "eventTypes": types}}), auth.PaymentsView)
+		wantPermission(fmt.Sprintf("PATCH %v", types), env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Token: webhooksOnly,
+			Body: map[string]any{"eventTypes": types}}), auth.PaymentsView)
+	}
+	pings := endpoint(t, env, webhooksOnly, "https://hooks.example.com/pings", "webhook.ping")
+	apitest.Want(t, "PATCH without eventTypes", env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Token: webhooksOnly,
+		Body: map[string]any{"description": "everything"}}).StatusCode, http.StatusOK)
+	all := endpoint(t, env, webhooksAndPayments, "https://hooks.example.com/everything", "*")
+	var list []gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: webhooksOnly}).JSON(t, &list)
+	apitest.Want(t, "endpoints", len(list), 3)
+	apitest.Want(t, "the first endpoint's types", fmt.Sprint(list[0].EventTypes), "[*]")
+	apitest.Want(t, "the ping endpoint", list[1].Id, pings.Id)
+	apitest.Want(t, "the endpoint of payments.view", list[2].Id, all.Id)
+
+	// A reseller's "*" needs applications.view.
+	seed := env.Seed()
+	k := env.NewKey(t, seed.Reseller.OrganizationID, auth.WebhooksManage)
+	wantPermission("a reseller's *", env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: env.Token(k.KeyID, k.Secret),
+		Body: map[string]any{"url": "https://hooks.example.com/reseller", "eventTypes": []string{"*"}}}), auth.ApplicationsView)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/auth"
 )
 
 // Types of events (a closed list; openapi.yaml documents each).
@@ -38,6 +40,41 @@ var Types = []string{InvoiceCreated, InvoiceSent, InvoiceSendFailed, InvoicePart
 
 // Known says whether t is a type of event.
 func Known(t string) bool { return slices.Contains(Types, t) }
+
+// Permission is the permission protecting the data of events of type t: a
+// key needs it beside events.view to read them, and beside webhooks.manage
+// to subscribe to them or send them again. "" for webhook.ping, whose data
+// is the endpoint's own.
+func Permission(t string) string {
+	switch t {
+	case WebhookPing:
+		return ""
+	case ApplicationStage:
+		return auth.ApplicationsView
+	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
+		return auth.PaymentsView
+	}
+}
+
+// Readable lists the types whose data permissions allow reading.
+func Readable(permissions []string) []string {
+	var out []string
+	for _, t := range Types {
+		if p := Permission(t); p == "" || slices.Contains(permissions, p) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ReceivedBy lists the types an organization of kind receives, what a
+// subscription to "*" stands for.
+func ReceivedBy(kind string) []string {
+	if kind == auth.KindReseller {
+		return []string{ApplicationStage, WebhookPing}
+	}
+	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool { return t == ApplicationStage })
+}
 
 // Recorder records an event of the organization in tx. Subject is what the
 // event is about: the id of an invoice, card payment, deposit or

@@ -58,12 +58,42 @@ var ErrEndpointNotFound = errors.New("webhook: endpoint not found")
 // ErrTooManyEndpoints: the organization has MaxEndpoints already.
 var ErrTooManyEndpoints = fmt.Errorf("webhook: an organization may have at most %d endpoints", MaxEndpoints)
 
+// PermissionError: the key lacks Permission, which protects the data of
+// events of Type ("*" for a subscription to every type).
+type PermissionError struct{ Permission, Type string }
+
+func (e *PermissionError) Error() string {
+	return "webhook: events of type " + e.Type + " need the permission " + e.Permission
+}
+
 // TooManySendsError: an endpoint had MaxRequestedSends pings and
 // redeliveries within the last minute; it takes the next after RetryAfter.
 type TooManySendsError struct{ RetryAfter time.Duration }
 
 func (e *TooManySendsError) Error() string {
 	return fmt.Sprintf("webhook: more than %d pings and redeliveries a minute to an endpoint", MaxRequestedSends)
+}
+
+// maySubscribe refuses a subscription to a type whose data the key's
+// permissions do not let it read; "*" stands for every type the
+// organization's kind receives.
+func maySubscribe(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, permissions, types []string) error {
+	for _, t := range types {
+		covered := []string{t}
+		if t == "*" {
+			var kind string
+			if err := sqlx.GetContext(ctx, q, &kind, `SELECT kind FROM organizations WHERE id = $1`, org); err != nil {
+				return fmt.Errorf("webhook: unable to read organization: %w", err)
+			}
+			covered = event.ReceivedBy(kind)
+		}
+		for _, c := range covered {
+			if p := event.Permission(c); p != "" && !slices.Contains(permissions, p) {
+				return &PermissionError{Permission: p, Type: t}
+			}
+		}
+	}
+	return nil
 }
 
 // countSends records a ping or redelivery to each of endpoints, which the
@@ -108,10 +138,13 @@ type NewEndpoint struct {
 	EventTypes  []string
 }
 
-// Create registers an endpoint and returns it with its secret, shown only
-// now. The organization's row lock makes the count of endpoints exact
-// under concurrent creations.
-func (s *Store) Create(ctx context.Context, org uuid.UUID, n NewEndpoint) (Endpoint, string, error) {
+// Create registers an endpoint for a key holding permissions and returns
+// it with its secret, shown only now. The organization's row lock makes
+// the count of endpoints exact under concurrent creations.
+func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string, n NewEndpoint) (Endpoint, string, error) {
+	if err := maySubscribe(ctx, s.DB, org, permissions, n.EventTypes); err != nil {
+		return Endpoint{}, "", err
+	}
 	if err := checkURL(ctx, n.URL, s.AllowPrivate, s.Resolver); err != nil {
 		return Endpoint{}, "", err
 	}
@@ -181,9 +214,14 @@ type Change struct {
 	Status           *string
 }
 
-// Update changes an endpoint. Enabling it clears its disabled reason and
-// its record of failures.
-func (s *Store) Update(ctx context.Context, org, id uuid.UUID, c Change) (Endpoint, error) {
+// Update changes an endpoint for a key holding permissions. Enabling it
+// clears its disabled reason and its record of failures.
+func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID, c Change) (Endpoint, error) {
+	if c.EventTypes != nil {
+		if err := maySubscribe(ctx, s.DB, org, permissions, c.EventTypes); err != nil {
+			return Endpoint{}, err
+		}
+	}
 	if c.URL != nil {
 		if err := checkURL(ctx, *c.URL, s.AllowPrivate, s.Resolver); err != nil {
 			return Endpoint{}, err

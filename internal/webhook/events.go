@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -184,12 +185,19 @@ type EventFilter struct {
 	CreatedTo   *time.Time
 }
 
-// Events returns a page of the organization's events, newest first.
-func (s *Store) Events(ctx context.Context, org uuid.UUID, f EventFilter, limit int, after string) ([]Event, string, error) {
+// Events returns a page of the organization's events that a key holding
+// permissions may read, newest first. A filter naming a type it may not
+// read is a *PermissionError.
+func (s *Store) Events(ctx context.Context, org uuid.UUID, permissions []string, f EventFilter, limit int, after string) ([]Event, string, error) {
 	q := keyset.NewQuery(`SELECT e.id, e.type, e.created_at, e.data::text AS data FROM events e`, "e.created_at", "e.id")
 	q.Where("e.organization_id = $%d", org)
 	if f.Type != nil {
+		if p := event.Permission(*f.Type); p != "" && !slices.Contains(permissions, p) {
+			return nil, "", &PermissionError{Permission: p, Type: *f.Type}
+		}
 		q.Where("e.type = $%d", *f.Type)
+	} else {
+		q.Where("e.type = ANY($%d)", pq.Array(event.Readable(permissions)))
 	}
 	if f.CreatedFrom != nil {
 		q.Where("e.created_at >= $%d", *f.CreatedFrom)
@@ -214,10 +222,11 @@ func (s *Store) Events(ctx context.Context, org uuid.UUID, f EventFilter, limit 
 }
 
 // Event reads one event of the organization with its deliveries, oldest
-// endpoint first.
-func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, []Delivery, error) {
+// endpoint first. One a key holding permissions may not read is not found.
+func (s *Store) Event(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID) (Event, []Delivery, error) {
 	var r eventRow
-	err := s.DB.GetContext(ctx, &r, `SELECT id, type, created_at, data::text AS data FROM events WHERE id = $1 AND organization_id = $2`, id, org)
+	err := s.DB.GetContext(ctx, &r, `SELECT id, type, created_at, data::text AS data FROM events
+		WHERE id = $1 AND organization_id = $2 AND type = ANY($3)`, id, org, pq.Array(event.Readable(permissions)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Event{}, nil, ErrEventNotFound
 	}
@@ -237,12 +246,14 @@ func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, []Delivery
 
 // Redeliver sends the event again, from a first attempt, to every enabled
 // endpoint of the organization subscribed to its type or already sent it;
-// each counts it as one of its MaxRequestedSends a minute.
-func (s *Store) Redeliver(ctx context.Context, org, id uuid.UUID) error {
+// each counts it as one of its MaxRequestedSends a minute. One a key
+// holding permissions may not read is not found.
+func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID) error {
 	now := s.Now()
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var exists bool
-		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1 AND organization_id = $2)`, id, org); err != nil {
+		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1 AND organization_id = $2 AND type = ANY($3))`,
+			id, org, pq.Array(event.Readable(permissions))); err != nil {
 			return err
 		}
 		if !exists {
