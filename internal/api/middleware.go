@@ -98,14 +98,14 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 // and secret need a few hundred bytes.
 const maxTokenBody = 4 << 10
 
-// tokenRequest counts a token request against its address's limit before
-// anything of it is read, so that every request counts, malformed ones
-// included; then it bounds the body and hands the handler any HTTP Basic
-// credentials.
+// tokenRequest counts a token request against its address's limit (an
+// IPv6 address's /64) before anything of it is read, so that every request
+// counts, malformed ones included; then it bounds the body and hands the
+// handler any HTTP Basic credentials.
 func (s *Server) tokenRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if err := s.auth.CountTokenRequest(r.Context(), c.RealIP()); err != nil {
+		if err := s.auth.CountTokenRequest(r.Context(), wire.Network(c.RealIP())); err != nil {
 			return err
 		}
 		if r.ContentLength > maxTokenBody {

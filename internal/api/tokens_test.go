@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -238,5 +239,78 @@ func wantTooManyTokenRequests(t *testing.T, resp *apitest.Response) {
 	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 	if err != nil || secs < 1 || secs > 60 {
 		t.Errorf("Retry-After %q, want 1 to 60 seconds", resp.Header.Get("Retry-After"))
+	}
+}
+
+// An address over its token limit is refused from memory until its window
+// ends: nothing more is written, and the refusal needs no database (here a
+// table lock that would hold any write).
+func TestTokenLimitRefusedFromMemory(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.RequestTimeout = time.Second }})
+	seed := env.Seed()
+	address := apitest.SourceAddress()
+	limited := apitest.ClientFrom(address)
+	request := func() *apitest.Response {
+		return env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Client: limited,
+			Body: formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), Header: formHeader})
+	}
+	for i := 1; i <= auth.TokenRequestsPerMinute; i++ {
+		if resp := request(); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	for range 20 {
+		wantTooManyTokenRequests(t, request())
+	}
+	var counted int
+	if err := env.App.DB.Get(&counted, `SELECT coalesce(sum(requests), 0) FROM token_requests WHERE address = $1`, address); err != nil {
+		t.Fatal(err)
+	}
+	if counted != auth.TokenRequestsPerMinute {
+		t.Errorf("%d requests written for the address, want %d: none past the limit", counted, auth.TokenRequestsPerMinute)
+	}
+
+	tx, err := env.App.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`LOCK TABLE token_requests IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	wantTooManyTokenRequests(t, request())
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	env.Clock.Advance(time.Minute)
+	if resp := request(); resp.StatusCode != http.StatusOK {
+		t.Errorf("once its window ended: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// An IPv6 client is limited by its /64, which one subscriber holds whole:
+// another address of the same /64 shares the limit, another /64 does not.
+func TestTokenLimitPerIPv6Network(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
+		_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+		c.TrustedProxies = []*net.IPNet{loopback}
+	}})
+	seed := env.Seed()
+	network := fmt.Sprintf("2001:db8:%x:%x:", rand.Uint32N(1<<16), rand.Uint32N(1<<16)) // unused by earlier runs
+	request := func(clientAddress string) *apitest.Response {
+		h := formHeader.Clone()
+		h.Set("X-Forwarded-For", clientAddress)
+		return env.Do(apitest.Request{Method: "POST", Path: "/oauth/token",
+			Body: formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), Header: h})
+	}
+	for i := 1; i <= auth.TokenRequestsPerMinute; i++ {
+		if resp := request(network + ":" + strconv.Itoa(i)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	wantTooManyTokenRequests(t, request(network+"ffff:ffff:ffff:ffff"))
+	if resp := request(strings.Replace(network, "2001:db8:", "2001:db9:", 1) + ":1"); resp.StatusCode != http.StatusOK {
+		t.Errorf("another /64: %d %s", resp.StatusCode, resp.Body)
 	}
 }

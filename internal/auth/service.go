@@ -33,6 +33,12 @@ type Service struct {
 
 	mu    sync.Mutex
 	state map[string]keyState
+
+	// limited are the addresses refused in the window limitedIn: refused
+	// again from memory, with no database write, until it ends.
+	limitMu   sync.Mutex
+	limitedIn time.Time
+	limited   map[string]bool
 }
 
 // TokenError is an OAuth 2.0 error answer of the token endpoint.
@@ -126,21 +132,50 @@ func (s *Service) Exchange(ctx context.Context, c Credentials) (Token, error) {
 // minute, before anything of the request is read, so that every request
 // counts, malformed ones included; past the limit it is a 429 TokenError
 // saying how long to wait. The count lives in the database so every
-// instance shares it.
+// instance shares it, and never goes past the limit: a refused address is
+// refused from memory until the minute ends, so that a client sending on
+// regardless costs no write.
 func (s *Service) CountTokenRequest(ctx context.Context, address string) error {
 	now := s.Now()
 	window := now.Truncate(time.Minute)
+	if s.limitedNow(address, window) {
+		return tooManyTokenRequests(now, window)
+	}
 	var n int
 	err := s.DB.GetContext(ctx, &n, `
 		INSERT INTO token_requests (address, window_start, requests) VALUES ($1, $2, 1)
 		ON CONFLICT (address, window_start) DO UPDATE SET requests = token_requests.requests + 1
-		RETURNING requests`, address, window)
-	if err != nil {
+		WHERE token_requests.requests < $3
+		RETURNING requests`, address, window, TokenRequestsPerMinute)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // at the limit: nothing was counted
+		s.limit(address, window)
+		return tooManyTokenRequests(now, window)
+	case err != nil:
 		return fmt.Errorf("auth: unable to count token request: %w", err)
 	}
-	if n <= TokenRequestsPerMinute {
-		return nil
+	return nil
+}
+
+// limitedNow reports whether address was refused in window.
+func (s *Service) limitedNow(address string, window time.Time) bool {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	return s.limitedIn.Equal(window) && s.limited[address]
+}
+
+// limit remembers address as refused in window; a new window forgets the
+// addresses of the one before.
+func (s *Service) limit(address string, window time.Time) {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	if !s.limitedIn.Equal(window) {
+		s.limitedIn, s.limited = window, map[string]bool{}
 	}
+	s.limited[address] = true
+}
+
+func tooManyTokenRequests(now, window time.Time) *TokenError {
 	wait := max(int(window.Add(time.Minute).Sub(now).Seconds()+0.999), 1)
 	return &TokenError{Status: 429, Code: "too_many_requests",
 		Description: fmt.Sprintf("More than %d token requests in a minute from this address; retry after %d seconds.", TokenRequestsPerMinute, wait),

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 )
 
@@ -653,6 +657,27 @@ func TestPayLimitsCountFormsFromThePageAndAddresses(t *testing.T) {
 	// Another address is not held back.
 	env.Client = apitest.ClientFrom(apitest.SourceAddress())
 	apitest.WantStatus(t, env.Pay(t, other, apitest.Payment{Card: apitest.CardApprove, Amount: "1.00"}), http.StatusSeeOther)
+}
+
+// An IPv6 customer is limited by the /64 its address is in, which one
+// subscriber holds whole: 60 POSTs from one address of it, and the next
+// from another address of it is refused; another /64 is not held back.
+func TestPayAddressLimitPerIPv6Network(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
+		_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+		c.TrustedProxies = []*net.IPNet{loopback}
+	}})
+	m := apitest.NewMerchant(t, env)
+	path := apitest.PayPath(t, m.MustCreate(t, m.Body("LIMIT-V6", "10.00")))
+	network := fmt.Sprintf("2001:db8:%x:%x:", rand.Uint32N(1<<16), rand.Uint32N(1<<16)) // unused by earlier runs
+	from := func(address string) http.Header { return http.Header{"X-Forwarded-For": {address}} }
+	form := apitest.Payment{Card: apitest.CardApprove}.Values(env, "")
+	for i := range payment.AddressLimit {
+		// Without a form token: refused, and counted against the address.
+		apitest.WantStatus(t, env.Visit(t, "POST", path, form, from(network+":"+strconv.Itoa(i+1))), http.StatusForbidden)
+	}
+	apitest.WantStatus(t, env.Visit(t, "POST", path, form, from(network+"ffff:ffff:ffff:ffff")), http.StatusTooManyRequests)
+	apitest.WantStatus(t, env.Visit(t, "POST", path, form, from(strings.Replace(network, "2001:db8:", "2001:db9:", 1)+":1")), http.StatusForbidden)
 }
 
 func TestPayPageStates(t *testing.T) {

@@ -206,8 +206,8 @@ func (h *handler) pay(c echo.Context) error {
 		return h.notFound(c)
 	}
 
-	// Every POST from an address counts, whatever it holds.
-	if wait, err := h.Payments.AttemptFrom(r.Context(), c.RealIP()); err != nil {
+	// Every POST from an address (an IPv6 address's /64) counts, whatever it holds.
+	if wait, err := h.Payments.AttemptFrom(r.Context(), wire.Network(c.RealIP())); err != nil {
 		return h.failure(c, err)
 	} else if wait > 0 {
 		return h.tooManyAttempts(c, wait, "There have been too many payment attempts from your network in the last hour.")
