@@ -1025,7 +1025,7 @@ type CardPaymentRefundedEventType string
 // Example: approved
 type CardPaymentStatus string
 
-// CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. Unknown keys are ignored (the server is lenient to keys it does not know). A broken rule is a 400 with `errors` keyed by the field as sent.
+// CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. A key not named here is a 400 keyed by it ("unknown field"), never ignored. A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
 	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
 	Amount Decimal `json:"amount"`
@@ -1987,7 +1987,7 @@ type Product struct {
 	Name string `json:"name"`
 }
 
-// RefundRequest A refund of a sale. Both keys are optional.
+// RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
 	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
 	Amount *jsonnum.Decimal `json:"amount,omitempty"`
@@ -3356,10 +3356,12 @@ type ClientInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3375,6 +3377,10 @@ type ClientInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3390,10 +3396,12 @@ type ClientInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3409,6 +3417,10 @@ type ClientInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3424,10 +3436,12 @@ type ClientInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3444,6 +3458,10 @@ type ClientInterface interface {
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
+	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
 	// Corresponds with POST /oauth/token (the `CreateToken` operationId).
@@ -3451,7 +3469,7 @@ type ClientInterface interface {
 
 	// GetPortfolio List the merchants in the portfolio
 	//
-	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
+	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. An id holding an encoded slash (`%2F`, as in `{id}%2F`) makes the path one that names no resource: a 404 (`not-found`), as any unknown path. Each merchant's `products` are ordered by key.
 	//
 	// Corresponds with GET /organizations/{id}/portfolio (the `GetPortfolio` operationId).
 	GetPortfolio(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4104,10 +4122,12 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4123,6 +4143,10 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+//
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4148,10 +4172,12 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4167,6 +4193,10 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+//
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4192,10 +4222,12 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4211,6 +4243,10 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+//
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -4229,7 +4265,7 @@ func (c *Client) CreateTokenWithFormdataBody(ctx context.Context, body CreateTok
 
 // GetPortfolio List the merchants in the portfolio
 //
-// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
+// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. An id holding an encoded slash (`%2F`, as in `{id}%2F`) makes the path one that names no resource: a 404 (`not-found`), as any unknown path. Each merchant's `products` are ordered by key.
 //
 // Corresponds with GET /organizations/{id}/portfolio (the `GetPortfolio` operationId).
 func (c *Client) GetPortfolio(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6544,10 +6580,12 @@ type ClientWithResponsesInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -6563,6 +6601,10 @@ type ClientWithResponsesInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6578,10 +6620,12 @@ type ClientWithResponsesInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -6597,6 +6641,10 @@ type ClientWithResponsesInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6612,10 +6660,12 @@ type ClientWithResponsesInterface interface {
 	// body).
 	//
 	// The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-	// for a token per request. Limited to **30 requests per minute per client address**,
-	// counted across every instance of the service before anything of the request is read,
-	// so every request counts, malformed ones included; beyond that the answer is 429 with
-	// `Retry-After`. The body is at most 4 KiB.
+	// for a token per request. Limited to **30 requests per minute per client address**
+	// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+	// instance of the service before anything of the request is read, so every request
+	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -6632,6 +6682,10 @@ type ClientWithResponsesInterface interface {
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 	//
+	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+	// problem document (`method-not-allowed`), as on every other path: no token operation
+	// answers it.
+	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /oauth/token (the `CreateToken` operationId).
@@ -6639,7 +6693,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetPortfolioWithResponse List the merchants in the portfolio
 	//
-	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
+	// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. An id holding an encoded slash (`%2F`, as in `{id}%2F`) makes the path one that names no resource: a 404 (`not-found`), as any unknown path. Each merchant's `products` are ordered by key.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8104,6 +8158,8 @@ type RedeliverEventResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8139,6 +8195,11 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RedeliverEventResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8573,6 +8634,8 @@ type GetPortfolioResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8603,6 +8666,11 @@ func (r GetPortfolioResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r GetPortfolioResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPortfolioResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9019,6 +9087,8 @@ type CancelPaymentRequestResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9056,6 +9126,11 @@ func (r CancelPaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CancelPaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelPaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -9130,6 +9205,8 @@ type SendPaymentRequestResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9167,6 +9244,11 @@ func (r SendPaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SendPaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SendPaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -9948,6 +10030,8 @@ type PingWebhookEndpointResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -9983,6 +10067,11 @@ func (r PingWebhookEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PingWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PingWebhookEndpointResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -10481,10 +10570,12 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -10500,6 +10591,10 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+//
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10521,10 +10616,12 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -10540,6 +10637,10 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+//
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10561,10 +10662,12 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // body).
 //
 // The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-// for a token per request. Limited to **30 requests per minute per client address**,
-// counted across every instance of the service before anything of the request is read,
-// so every request counts, malformed ones included; beyond that the answer is 429 with
-// `Retry-After`. The body is at most 4 KiB.
+// for a token per request. Limited to **30 requests per minute per client address**
+// (an IPv6 address's /64, which one subscriber holds whole), counted across every
+// instance of the service before anything of the request is read, so every request
+// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -10581,6 +10684,10 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
 //
+// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+// problem document (`method-not-allowed`), as on every other path: no token operation
+// answers it.
+//
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /oauth/token (the `CreateToken` operationId).
@@ -10594,7 +10701,7 @@ func (c *ClientWithResponses) CreateTokenWithFormdataBodyWithResponse(ctx contex
 
 // GetPortfolioWithResponse List the merchants in the portfolio
 //
-// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
+// Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. An id holding an encoded slash (`%2F`, as in `{id}%2F`) makes the path one that names no resource: a 404 (`not-found`), as any unknown path. Each merchant's `products` are ordered by key.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12163,6 +12270,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12602,6 +12716,13 @@ func ParseGetPortfolioResponse(rsp *http.Response) (*GetPortfolioResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -13048,6 +13169,13 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13155,6 +13283,13 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
@@ -13943,6 +14078,13 @@ func ParsePingWebhookEndpointResponse(rsp *http.Response) (*PingWebhookEndpointR
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
 )
 
 // validInvoice is a body of POST /payment-requests that passes validation.
@@ -167,5 +169,205 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 				t.Errorf("Allow %q, want it to list %s", allow, tc.allow)
 			}
 		})
+	}
+}
+
+// goParserText are phrases of Go's and kin-openapi's parsers: an answer
+// says what is wrong in payreq's own words, never in theirs.
+var goParserText = []string{"parsing time", "cannot parse", "strconv", "invalid syntax", "out of range",
+	"multiple values", "Invalid format", "an invalid integer", "Expected one value", "doesn't match"}
+
+// wantOnlyField checks a 400 problem whose errors name field alone, in
+// payreq's words, and returns its messages.
+func wantOnlyField(t *testing.T, resp *apitest.Response, field string) []string {
+	t.Helper()
+	p := apitest.WantProblem(t, resp, http.StatusBadRequest, "Invalid request")
+	if p.Errors == nil {
+		t.Fatalf("no errors member: %s", resp.Body)
+	}
+	if fields := slices.Sorted(maps.Keys(*p.Errors)); !slices.Equal(fields, []string{field}) {
+		t.Errorf("errors name %q, want only %q: %s", fields, field, resp.Body)
+	}
+	msgs := (*p.Errors)[field]
+	for _, m := range msgs {
+		for _, phrase := range goParserText {
+			if strings.Contains(m, phrase) {
+				t.Errorf("errors[%q] is a parser's text %q: %s", field, phrase, resp.Body)
+			}
+		}
+	}
+	return msgs
+}
+
+// Query and header parameters that fail their format are 400s keyed by the
+// parameter, in payreq's words; a date-time whose offset PostgreSQL cannot
+// hold is one of them, never a 500 (outside testers' findings).
+func TestParametersFailingTheirFormat(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
+	m := apitest.NewMerchant(t, env)
+	lists := []string{"/payment-requests", "/card-payments", "/deposits", "/events"}
+	token := m.Token // every merchant permission
+	for _, list := range lists {
+		for _, tc := range []struct{ query, field string }{
+			{"createdFrom=2025-03-01T00:00:00%2B16:00", "query.createdFrom"},
+			{"createdTo=2025-03-01T00:00:00-16:00", "query.createdTo"},
+			{"createdFrom=2025-03-01T00:00:00%2B23:59", "query.createdFrom"},
+			{"createdFrom=2025-03-01T00:00:00-24:00", "query.createdFrom"},
+			{"createdTo=2025-02-30T00:00:00Z", "query.createdTo"},
+			{"createdTo=2016-12-31T23:59:60Z", "query.createdTo"},
+			{"createdFrom=2025-03-01", "query.createdFrom"},
+			{"createdFrom=2025-03-01T00:00:00Z&createdFrom=2025-03-02T00:00:00Z", "query.createdFrom"},
+			{"limit=%2B5", "query.limit"},
+			{"limit=+5", "query.limit"},
+			{"limit=5.0", "query.limit"},
+			{"limit=abc", "query.limit"},
+			{"limit=99999999999", "query.limit"},
+			{"limit=5&limit=5", "query.limit"},
+		} {
+			t.Run(list+"?"+tc.query, func(t *testing.T) {
+				resp := env.Do(apitest.Request{Method: "GET", Path: list + "?" + tc.query, Token: token})
+				if msgs := wantOnlyField(t, resp, tc.field); len(msgs) == 0 || msgs[0] == "" {
+					t.Errorf("errors[%q] has no message", tc.field)
+				}
+			})
+		}
+		// The widest offsets PostgreSQL holds, and fractions of a second.
+		for _, ok := range []string{"createdFrom=2025-03-01T00:00:00%2B15:59", "createdTo=2025-03-01T00:00:00-15:59&limit=5",
+			"createdFrom=2025-03-01T00:00:00.123456789Z"} {
+			if resp := env.Do(apitest.Request{Method: "GET", Path: list + "?" + ok, Token: token}); resp.StatusCode != http.StatusOK {
+				t.Errorf("GET %s?%s: %d %s, want 200", list, ok, resp.StatusCode, resp.Body)
+			}
+		}
+	}
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests?status=open&status=open", Token: token})
+	wantOnlyField(t, resp, "query.status")
+
+	// A header given twice.
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: token, Body: m.Body("TWICE-1", "10.00"),
+		Header: http.Header{"Idempotency-Key": {"k-1", "k-2"}}})
+	wantOnlyField(t, resp, "header.Idempotency-Key")
+	var list []gen.Invoice
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: token}).JSON(t, &list)
+	if len(list) != 0 {
+		t.Errorf("%d invoices made by refused requests", len(list))
+	}
+}
+
+// unknownMemberCases are requests of every operation with a JSON body,
+// each valid but for one member the schema does not name (the token
+// endpoint ignores them, as RFC 6749 §3.2 asks).
+func unknownMemberCases(m apitest.Merchant) []struct {
+	method, path, spec string
+	body               map[string]any
+	field              string
+} {
+	invoice := func(change func(map[string]any)) map[string]any {
+		b := m.Body("UNKNOWN-1", "20.00", apitest.Line(1, "20.00"))
+		change(b)
+		return b
+	}
+	id := uuid.NewString()
+	return []struct {
+		method, path, spec string
+		body               map[string]any
+		field              string
+	}{
+		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["amout"] = "1.00" }), "amout"},
+		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["lines"].([]map[string]any)[0]["unit_cost"] = "1" }), "lines[0].unit_cost"},
+		{"POST", "/card-payments/" + id + "/refund", "/card-payments/{id}/refund", map[string]any{"amout": "1.00"}, "amout"},
+		{"POST", "/webhook-endpoints", "/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/a", "description": nil, "eventTypes": []string{"*"}, "secret": "mine"}, "secret"},
+		{"PATCH", "/webhook-endpoints/" + id, "/webhook-endpoints/{id}", map[string]any{"staus": "disabled"}, "staus"},
+		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
+	}
+}
+
+// A member the schema does not name is refused, keyed by its name: a typo
+// never falls back to a default.
+func TestUnknownBodyMembersRefused(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
+	m := apitest.NewMerchant(t, env)
+	token := m.Token // every merchant permission
+	covered := map[string]bool{}
+	for _, tc := range unknownMemberCases(m) {
+		covered[tc.method+" "+tc.spec] = true
+		t.Run(tc.method+" "+tc.spec+" "+tc.field, func(t *testing.T) {
+			resp := env.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: token, Body: tc.body})
+			msgs := wantOnlyField(t, resp, tc.field)
+			if !slices.ContainsFunc(msgs, func(s string) bool { return strings.Contains(s, "unknown field") }) {
+				t.Errorf("errors[%q] = %q, want it to say unknown field", tc.field, msgs)
+			}
+		})
+	}
+	// Every operation with a JSON body is in the table.
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil || op.OperationID == "CreateToken" {
+				continue
+			}
+			if !covered[method+" "+path] {
+				t.Errorf("%s %s takes a JSON body and is not in unknownMemberCases", method, path)
+			}
+		}
+	}
+	var list []gen.Invoice
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: token}).JSON(t, &list)
+	var hooks []gen.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: token}).JSON(t, &hooks)
+	if len(list) != 0 || len(hooks) != 0 {
+		t.Errorf("refused requests made %d invoices and %d endpoints", len(list), len(hooks))
+	}
+}
+
+// {"amout": "1.00"} refunded a whole 20.00 sale when unknown members were
+// ignored: now it is a 400 and nothing is refunded.
+func TestRefundWithAMisspelledAmountRefundsNothing(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	refunder := env.NewKey(t, uuid.MustParse(m.Org), auth.PaymentsRefund, auth.PaymentsView)
+	token := env.Token(refunder.KeyID, refunder.Secret)
+	_, sale := paidSale(t, env, m, "AMOUT-1", "20.00", apitest.CardApprove)
+
+	resp := refund(env, token, sale.Id, map[string]any{"amout": "1.00"}, "")
+	wantOnlyField(t, resp, "amout")
+
+	var s gen.CardPayment
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: token}).JSON(t, &s)
+	apitest.Want(t, "amountRefunded", s.AmountRefunded.Text('f'), "0.00")
+	var refunds []gen.CardPayment
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=refund", Token: token}).JSON(t, &refunds)
+	apitest.Want(t, "refunds", len(refunds), 0)
+}
+
+// Every status an operation answers is in openapi.yaml (apitest checks each
+// answer against it): 413 on the POSTs that take no body, 404 on the
+// portfolio for an id ending in an encoded slash; a GET's or a DELETE's
+// body is not read at all.
+func TestStatusesOutsideTheUsualPath(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
+	seed := env.Seed()
+	m := apitest.NewMerchant(t, env)
+	token := m.Token // every merchant permission
+	huge := `{"x":"` + strings.Repeat("x", 1<<20) + `"}`
+	id := uuid.NewString()
+	for _, path := range []string{"/payment-requests/" + id + "/send", "/payment-requests/" + id + "/cancel",
+		"/webhook-endpoints/" + id + "/ping", "/webhook-endpoints/" + id + "/rotate-secret", "/events/" + id + "/redeliver"} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: path, Token: token, Body: huge})
+		apitest.WantProblem(t, resp, http.StatusRequestEntityTooLarge, "Request body too large")
+	}
+	for _, tc := range []struct{ method, path string }{{"GET", "/locations"}, {"DELETE", "/saved-cards/" + id}} {
+		resp := env.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: token, Body: huge})
+		if resp.StatusCode == http.StatusRequestEntityTooLarge {
+			t.Errorf("%s %s with a body: 413, want the body left unread", tc.method, tc.path)
+		}
+	}
+
+	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	for _, path := range []string{"/organizations/" + seed.Reseller.OrganizationID.String() + "%2F/portfolio",
+		"/organizations/" + seed.Reseller.OrganizationID.String() + "%2Fx/portfolio"} {
+		apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: path, Token: reseller}), http.StatusNotFound, "Not found")
 	}
 }

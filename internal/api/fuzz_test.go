@@ -122,10 +122,15 @@ func FuzzCreateInvoice(f *testing.F) {
 		{`{"amount":`, ""},
 		{`[]`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"X","amount":-1,"lines":[{"quantity":"abc"}]}`, ""},
+		// Members the schema does not name: refused, never ignored.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-1","amount":"1.00","amout":"2.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-2","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"a","quantity":1,"unitCost":"1.00","uom":null,"commodityCode":null,"upc":null,"taxRate":"0.1"}],"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-3","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false,"":null,"\u0000":1,"` + strings.Repeat("k", 300) + `":1}`, ""},
 	} {
 		f.Add([]byte(seed.body), seed.key)
 	}
 	s := newFuzzServer(f)
+	members, lineMembers := schemaMembers(f, "CreatePaymentRequest"), schemaMembers(f, "InvoiceLineInput")
 	f.Fuzz(func(t *testing.T, body []byte, idempotencyKey string) {
 		body = bytes.ReplaceAll(body, []byte("@MID@"), []byte(s.mid))
 		req := apitest.Request{Method: "POST", Path: "/payment-requests", Token: s.merchant, Body: body}
@@ -142,6 +147,11 @@ func FuzzCreateInvoice(f *testing.F) {
 		var sent map[string]any
 		if err := json.Unmarshal(body, &sent); err != nil {
 			t.Fatalf("201 for a body that does not decode: %v", err)
+		}
+		for name := range sent {
+			if !members[name] {
+				t.Fatalf("201 for a body with the unknown member %q", name)
+			}
 		}
 		var got gen.Invoice
 		resp.JSON(t, &got)
@@ -164,6 +174,11 @@ func FuzzCreateInvoice(f *testing.F) {
 		}
 		for i, l := range lines {
 			line, _ := l.(map[string]any)
+			for name := range line {
+				if !lineMembers[name] {
+					t.Fatalf("201 for a line with the unknown member %q", name)
+				}
+			}
 			g := (*got.LineItems)[i]
 			same("description", line["description"], &g.Description)
 			same("uom", line["uom"], g.Uom)
@@ -171,6 +186,20 @@ func FuzzCreateInvoice(f *testing.F) {
 			same("upc", line["upc"], g.Upc)
 		}
 	})
+}
+
+// schemaMembers are the property names of a schema of openapi.yaml.
+func schemaMembers(tb testing.TB, schema string) map[string]bool {
+	tb.Helper()
+	spec, err := gen.GetSpec()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := map[string]bool{}
+	for name := range spec.Components.Schemas[schema].Value.Properties {
+		names[name] = true
+	}
+	return names
 }
 
 // FuzzPayForm: any form posted to a pay link is answered with a page, never
@@ -343,6 +372,56 @@ func FuzzApplicationListCursor(f *testing.F) {
 	})
 }
 
+// FuzzDateFilters: any createdFrom and createdTo on each of the four lists
+// that take them is answered 200, or 400 naming only those parameters;
+// never a 5xx (an offset PostgreSQL cannot hold was one).
+func FuzzDateFilters(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"2025-03-01T00:00:00Z", "2025-04-01T00:00:00Z"},
+		{"2025-03-01T00:00:00+16:00", ""},
+		{"", "2025-03-01T00:00:00-16:00"},
+		{"2025-03-01T00:00:00+15:59", "2025-03-01T00:00:00-15:59"},
+		{"2025-03-01T00:00:00+24:00", "2025-03-01T00:00:00-23:59"},
+		{"2025-03-01T00:00:00+99:99", "2025-03-01T00:00:00+15:60"},
+		{"2025-02-30T00:00:00Z", "2016-12-31T23:59:60Z"},
+		{"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999+14:00"},
+		{"0001-01-01T00:00:00+15:59", "9999-12-31T23:59:59-15:59"},
+		{"2025-03-01t00:00:00z", "2025-03-01 00:00:00Z"},
+		{"2025-03-01T00:00:00.1234567891234Z", "2025-03-01"},
+		{"\x00", "\xff"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	s := newFuzzServer(f)
+	f.Fuzz(func(t *testing.T, from, to string) {
+		q := url.Values{}
+		if from != "" {
+			q.Set("createdFrom", from)
+		}
+		if to != "" {
+			q.Set("createdTo", to)
+		}
+		for _, list := range []string{"/payment-requests", "/card-payments", "/deposits", "/events"} {
+			resp := s.on(t).Do(apitest.Request{Method: "GET", Path: list + "?" + q.Encode(), Token: s.merchant})
+			switch resp.StatusCode {
+			case http.StatusOK:
+			case http.StatusBadRequest:
+				p := resp.Problem(t)
+				if p.Errors == nil || len(*p.Errors) == 0 {
+					t.Fatalf("GET %s: 400 without errors: %s", list, resp.Body)
+				}
+				for field := range *p.Errors {
+					if field != "query.createdFrom" && field != "query.createdTo" {
+						t.Errorf("GET %s: 400 naming %q: %s", list, field, resp.Body)
+					}
+				}
+			default:
+				t.Fatalf("GET %s?%s → %d: %s", list, q.Encode(), resp.StatusCode, resp.Body)
+			}
+		}
+	})
+}
+
 // FuzzToken: any body, content type and HTTP Basic credentials at the token
 // endpoint get one of its documented answers (200, 400, 401, 415, 429),
 // never a server error. "@ID@" and "@SECRET@" stand for a real key's.
@@ -356,6 +435,9 @@ func FuzzToken(f *testing.F) {
 	}{
 		{form, "grant_type=client_credentials&client_id=@ID@&client_secret=@SECRET@", false, "", ""},
 		{jsonType, `{"grant_type":"client_credentials","client_id":"@ID@","client_secret":"@SECRET@"}`, false, "", ""},
+		// Parameters it does not know are ignored here (RFC 6749 §3.2).
+		{jsonType, `{"grant_type":"client_credentials","client_id":"@ID@","client_secret":"@SECRET@","scope":"payments.view"}`, false, "", ""},
+		{form, "grant_type=client_credentials&client_id=@ID@&client_secret=@SECRET@&audience=x", false, "", ""},
 		{form, "grant_type=client_credentials", true, "@ID@", "@SECRET@"},
 		{form, "grant_type=client_credentials&client_id=@ID@", true, "@ID@", "wrong"},
 		{form, "grant_type=password&client_id=%FF&client_secret=%00", false, "", ""},

@@ -138,7 +138,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
-				if b, ok := body.(map[string]any); ok {
+				if b, ok := body.(map[string]any); ok && b["merchantAccountId"] != nil {
 					b["merchantAccountId"] = id
 				}
 				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body})

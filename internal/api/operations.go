@@ -20,9 +20,10 @@ type operation struct {
 	// permission is the one permission the operation's security requirement
 	// names; "" for the public operations.
 	permission string
-	// The query and header parameters it declares, and the bodies it takes.
-	query, header []string
-	json, form    bool
+	// The query and header parameters it declares (each takes one value),
+	// those of the query that are integers, and the bodies it takes.
+	query, header, integers []string
+	json, form              bool
 	// route is the operation as kin-openapi's validator wants it.
 	route *routers.Route
 }
@@ -47,6 +48,9 @@ func readOperations(spec *openapi3.T) (map[string]*operation, error) {
 				case p == nil:
 				case p.In == "query":
 					o.query = append(o.query, p.Name)
+					if p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is("integer") {
+						o.integers = append(o.integers, p.Name)
+					}
 				case p.In == "header":
 					o.header = append(o.header, p.Name)
 				}

@@ -54,26 +54,36 @@ func (p *problem) Error() string { return p.title + ": " + p.detail }
 // The constructors, one per kind of answer.
 
 // invalid is a 400 with messages keyed by field ("customerEmail",
-// "lines[2].quantity", "query.limit", "body"). A message longer than
-// maxMessage is cut: none of ours is, but one passed on from a decoder may
-// quote what the client sent, and an answer never echoes a megabyte.
+// "lines[2].quantity", "query.limit", "body"). A field name or message
+// longer than maxMessage is cut: none of ours is, but a member's name is
+// the client's, a message passed on from a decoder may quote what the
+// client sent, and an answer never echoes a megabyte.
 func invalid(fields map[string][]string) *problem {
-	for _, msgs := range fields {
+	out := make(map[string][]string, len(fields))
+	for field, msgs := range fields {
 		for i, m := range msgs {
-			if len(m) > maxMessage {
-				n := maxMessage
-				for n > 0 && m[n]&0xC0 == 0x80 {
-					n--
-				}
-				msgs[i] = m[:n] + "…"
-			}
+			msgs[i] = cut(m)
 		}
+		out[cut(field)] = append(out[cut(field)], msgs...)
 	}
 	return &problem{kind: kindValidation, status: http.StatusBadRequest, title: "Invalid request",
-		detail: "Correct the fields listed in errors and send the request again.", errors: fields}
+		detail: "Correct the fields listed in errors and send the request again.", errors: out}
 }
 
 const maxMessage = 200
+
+// cut shortens s to at most maxMessage bytes and an ellipsis, on a UTF-8
+// boundary.
+func cut(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	n := maxMessage
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // invalidField is a 400 with one message for one field.
 func invalidField(field, message string) *problem {

@@ -100,6 +100,18 @@ func New(d Deps) (*echo.Echo, error) {
 			_, err := time.Parse(time.DateOnly, s)
 			return err
 		}))
+		// A time of the calendar (no 02-30, no leap second, as the
+		// generated binder reads it), whose offset PostgreSQL can hold.
+		openapi3.DefineStringFormatValidator("date-time", openapi3.NewCallbackValidator(func(s string) error {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return err
+			}
+			if _, offset := t.Zone(); offset <= -16*3600 || offset >= 16*3600 {
+				return errors.New("offset beyond ±15:59")
+			}
+			return nil
+		}))
 	})
 	spec, err := gen.GetSpec()
 	if err != nil {
@@ -133,18 +145,20 @@ func New(d Deps) (*echo.Echo, error) {
 }
 
 // operationMiddleware is what runs before an operation's handler, in
-// order: authentication and the body limit (on the token endpoint, its
-// address limit and its own body limit), the text checks, and request
-// validation. Nothing reads a body before the caller is authenticated or,
-// on the token endpoint, counted.
+// order: authentication and, on a POST or a PATCH, the body limit (on the
+// token endpoint, its address limit and its own body limit), the text
+// checks, and request validation. Nothing reads a body before the caller
+// is authenticated or, on the token endpoint, counted; nothing reads the
+// body of a GET or a DELETE at all.
 func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 	var chain []echo.MiddlewareFunc
 	switch {
 	case op.id == "createToken":
 		chain = append(chain, s.tokenRequest)
 	case op.permission != "":
-		chain = append(chain, s.authenticate(op.permission), limitBody)
-	default:
+		chain = append(chain, s.authenticate(op.permission))
+	}
+	if op.id != "createToken" && (op.method == http.MethodPost || op.method == http.MethodPatch) {
 		chain = append(chain, limitBody)
 	}
 	chain = append(chain, wellFormedText(op))

@@ -65,6 +65,12 @@ func validationProblem(err error) *problem {
 			continue
 		}
 		for _, se := range schemaErrs {
+			if members := unknownMembers(se); len(members) > 0 {
+				for _, m := range members {
+					add(join(prefix, append(se.JSONPointer(), m)), unknownField)
+				}
+				continue
+			}
 			add(join(prefix, se.JSONPointer()), message(se))
 		}
 	}
@@ -92,6 +98,28 @@ func schemaErrors(err error) []*openapi3.SchemaError {
 			out = append(out, se)
 		}
 	}
+	return out
+}
+
+// unknownField is the message of a member the schema does not name: a
+// typo must never fall back to a default.
+const unknownField = "unknown field: this request takes no member of this name"
+
+// unknownMembers are the members of an object that its schema, closed with
+// additionalProperties: false, does not name, when se is about them:
+// kin-openapi names them only in its text.
+func unknownMembers(se *openapi3.SchemaError) []string {
+	object, ok := se.Value.(map[string]any)
+	if se.SchemaField != "properties" || !ok || se.Schema == nil || se.Schema.AdditionalProperties.Has == nil || *se.Schema.AdditionalProperties.Has {
+		return nil
+	}
+	var out []string
+	for name := range object {
+		if _, named := se.Schema.Properties[name]; !named {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -165,6 +193,8 @@ func message(se *openapi3.SchemaError) string {
 		switch {
 		case s != nil && s.Format == "date":
 			return "must be a date of the calendar, written YYYY-MM-DD"
+		case s != nil && s.Format == "date-time":
+			return "must be a time of the calendar as RFC 3339 writes it, such as 2025-03-01T09:30:00Z, with an offset from -15:59 to +15:59"
 		case s != nil:
 			return "must be a valid " + s.Format
 		}

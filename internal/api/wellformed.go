@@ -21,8 +21,10 @@ import (
 
 // Messages for text that is refused as sent.
 const (
-	notUTF8 = "must be valid UTF-8 text: it holds bytes that are not UTF-8, or an escaped lone surrogate such as \\ud800"
-	hasNUL  = "must not contain the NUL character (U+0000)"
+	notUTF8      = "must be valid UTF-8 text: it holds bytes that are not UTF-8, or an escaped lone surrogate such as \\ud800"
+	hasNUL       = "must not contain the NUL character (U+0000)"
+	givenTwice   = "must be given once"
+	notAnInteger = "must be a whole number written in digits, such as 25"
 )
 
 // wellFormedText refuses, with a 400 naming each field, text that payreq
@@ -33,6 +35,11 @@ const (
 // parameters and at the strings of JSON and form bodies, before the
 // validator decodes anything. Every other text, control characters and
 // emoji included, is stored and returned byte for byte.
+//
+// It also refuses what the validator and the generated binder would read
+// differently, in payreq's words: a parameter given more than once (the
+// validator reads the first, the binder refuses), and an integer
+// parameter not written as plain digits ("+5" and " 5" pass strconv).
 func wellFormedText(op *operation) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -52,13 +59,21 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 			}
 			query := r.URL.Query()
 			for _, name := range op.query {
+				if len(query[name]) > 1 {
+					add("query."+name, givenTwice)
+				}
 				for _, v := range query[name] {
 					if msg := textProblem(v); msg != "" {
 						add("query."+name, msg)
+					} else if slices.Contains(op.integers, name) && !plainInteger(v) {
+						add("query."+name, notAnInteger)
 					}
 				}
 			}
 			for _, name := range op.header {
+				if len(r.Header.Values(name)) > 1 {
+					add("header."+name, givenTwice)
+				}
 				for _, v := range r.Header.Values(name) {
 					if msg := textProblem(v); msg != "" {
 						add("header."+name, msg)
@@ -110,7 +125,7 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 			p := invalid(errs)
 			// The fields are named in the detail too: the token endpoint's
 			// OAuth error has no errors member.
-			p.detail = "Correct the fields listed in errors and send the request again: " + strings.Join(slices.Sorted(maps.Keys(errs)), ", ") + "."
+			p.detail = "Correct the fields listed in errors and send the request again: " + strings.Join(slices.Sorted(maps.Keys(p.errors)), ", ") + "."
 			return p
 		}
 	}
@@ -131,6 +146,17 @@ func undecodable(rawQuery string) []string {
 		}
 	}
 	return names
+}
+
+// plainInteger reports whether s is an integer as a query parameter takes
+// one: digits, a minus sign before them at most, within 32 bits.
+func plainInteger(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return false
+	}
+	_, err := strconv.ParseInt(s, 10, 32)
+	return err == nil
 }
 
 // textProblem says what is wrong with a decoded string, or "".
