@@ -60,14 +60,28 @@ type Outcome struct {
 // ErrNotPayable: the invoice is paid or cancelled (perhaps since the page was shown).
 var ErrNotPayable = errors.New("payment: invoice is not payable")
 
-// AmountError: the amount is not more than 0 and at most the balance (perhaps
-// because another payment came first). Balance is the balance now.
+// AmountError: the amount is not more than 0 and at most the balance less
+// what the payments under way hold (perhaps because another payment came
+// first). Balance is the balance now; UnderWay, the part of it held by
+// payments at the processor now.
 type AmountError struct {
-	Balance apd.Decimal
+	Balance  apd.Decimal
+	UnderWay apd.Decimal
 }
 
 func (e *AmountError) Error() string {
-	return "payment: amount must be more than 0 and at most the balance of " + e.Balance.Text('f')
+	left := e.Left()
+	return "payment: amount must be more than 0 and at most the balance of " + e.Balance.Text('f') +
+		" less the " + e.UnderWay.Text('f') + " under way, " + left.Text('f')
+}
+
+// Left is the most that may be paid now: the balance less what is under way.
+func (e *AmountError) Left() apd.Decimal {
+	var left apd.Decimal
+	if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &e.Balance, &e.UnderWay); err != nil {
+		return apd.Decimal{}
+	}
+	return left
 }
 
 // ErrVoided: the charge was approved, but recording it failed, so it was
@@ -79,7 +93,7 @@ var ErrVoided = errors.New("payment: approved charge could not be recorded and w
 // later by SettlePending, and the error (with the order id) is logged.
 var ErrVoidFailed = errors.New("payment: approved charge could not be recorded, and the void failed")
 
-// PayTimeout bounds a payment: the wait for the invoice's lock, the
+// PayTimeout bounds a payment: the waits for the invoice's lock, the
 // processor call and the recording. The void of a charge whose answer was
 // lost runs past it (within voidTimeout). It does not end when the customer
 // goes away: a charge under way finishes and is recorded (or voided).
@@ -88,69 +102,151 @@ const PayTimeout = 60 * time.Second
 // voidTimeout bounds the void after a failed recording.
 const voidTimeout = 30 * time.Second
 
-// Pay charges r.Card for r.Amount toward inv (read by its pay link), under
-// the invoice's row lock: two customers paying at once are charged one after
-// the other, and the second sees the first's payment, so the invoice never
-// goes past its amount. On approval the payment, the saved card and the
-// preference are written in the same transaction; on decline failedAttempts
-// grows. A processor failure (processor.ErrUnavailable) records nothing. If
-// the transaction fails after an approval, the charge is voided by its
-// order id (ErrVoided; ErrVoidFailed when the void fails too). A pending
-// charge, committed before the processor is asked and deleted with the
-// outcome, covers every charge whose outcome is lost (processor.ErrUnsettled,
+// Pay charges r.Card for r.Amount toward inv (read by its pay link) in
+// three steps, so that no transaction is open, and no connection held,
+// while the processor is asked:
+//
+//  1. reserve, under the invoice's row lock: a form already answered gets
+//     its answer again; the amount must be at most the balance less what
+//     the payments under way hold (AmountError); a pending charge is
+//     written, which holds the amount until the outcome is recorded. So two
+//     customers paying the whole balance at once: the second is refused
+//     here, before the processor is asked, and the invoice never goes past
+//     its amount.
+//  2. the processor is asked.
+//  3. record, under the row lock again: on approval the payment, the saved
+//     card and the preference; on decline failedAttempts grows; either way
+//     the card payment, the form's answer and the events, and the pending
+//     charge is deleted.
+//
+// The same form sent again while its first POST is under way waits for the
+// first's answer and gets it. A processor failure (processor.ErrUnavailable)
+// records nothing. If recording fails after an approval, the charge is
+// voided by its order id (ErrVoided, with ErrNotPayable when the invoice was
+// cancelled meanwhile; ErrVoidFailed when the void fails too). The pending
+// charge covers every charge whose outcome is lost (processor.ErrUnsettled,
 // ErrVoidFailed, a crash): SettlePending voids it later.
 func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
-	if prior, found, err := s.Submitted(ctx, inv.ID, r.AttemptID); err != nil || found {
-		return prior, err
+	h, err := s.reserve(ctx, inv, r)
+	for err == nil && h.wait {
+		if err = pause(ctx); err != nil {
+			err = fmt.Errorf("payment: waiting for the answer to the first POST of form %s: %w", r.AttemptID, err)
+		} else {
+			h, err = s.reserve(ctx, inv, r)
+		}
 	}
-	paymentID := uuid.Must(uuid.NewV7())
-	items := Level3Items(inv.Lines)
-	// No charge without a durable trace: should its outcome be lost, the
-	// pending charge is voided later (SettlePending).
-	if err := s.writePending(ctx, paymentID, inv, r.Amount); err != nil {
+	switch {
+	case err != nil:
+		return Outcome{}, err
+	case h.answered:
+		return h.prior, nil
+	}
+	res, err := s.Processor.AuthorizeCapture(ctx, h.charge)
+	if err != nil {
+		err = fmt.Errorf("payment: charge for invoice %s: %w", inv.ID, err)
+		if errors.Is(err, processor.ErrUnsettled) {
+			s.voidPendingNow(ctx, h.id, err)
+		} else {
+			s.forgetPending(ctx, h.id) // nothing charged
+		}
 		return Outcome{}, err
 	}
-	var out Outcome
-	var approved bool
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+	out, err := s.record(ctx, inv, h, r, res)
+	switch {
+	case err == nil:
+		return out, nil
+	case !res.Approved:
+		s.forgetPending(ctx, h.id) // declined: nothing charged
+		return Outcome{}, err
+	}
+	// An approval not recorded. A failed commit may have gone through: the
+	// pending charge says.
+	pending, perr := s.isPending(ctx, h.id)
+	switch {
+	case perr != nil:
+		return Outcome{}, fmt.Errorf("payment: order %s of invoice %s: record: %w; cannot tell whether it was recorded: %w: %w",
+			h.id, inv.ID, err, processor.ErrUnsettled, perr)
+	case !pending:
+		return out, nil // recorded after all
+	}
+	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
+	defer vcancel()
+	if verr := s.Processor.Void(vctx, h.charge.MerchantID, h.charge.OrderID); verr != nil {
+		s.voidPendingNow(ctx, h.id, verr)
+		return Outcome{}, fmt.Errorf("%w: order %s of invoice %s: record: %w; void: %w", ErrVoidFailed, h.id, inv.ID, err, verr)
+	}
+	s.forgetPending(ctx, h.id)
+	return Outcome{}, fmt.Errorf("%w: order %s: %w", ErrVoided, h.id, err)
+}
+
+// hold is what reserving a charge came to: the form's earlier answer
+// (answered), a wait for its first POST (wait), or a charge whose pending
+// charge is committed, so that the processor may be asked.
+type hold struct {
+	answered bool
+	prior    Outcome
+	wait     bool
+	id       uuid.UUID // the payment's, sent as the order id
+	charge   processor.Charge
+}
+
+// reserve is step 1 of Pay, in a transaction of its own.
+func (s *Service) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h hold, err error) {
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		locked, err := invoice.Lock(ctx, tx, inv.OrganizationID, inv.ID)
 		if err != nil {
 			return err
 		}
-		// A repeat that waited on the lock for the first of its form.
-		prior, found, err := submitted(ctx, tx, inv.ID, r.AttemptID)
+		if h.prior, h.answered, err = submitted(ctx, tx, inv.ID, r.AttemptID); err != nil || h.answered {
+			return err
+		}
+		now := s.Now()
+		held, formUnderWay, err := chargesUnderWay(ctx, tx, inv.ID, r.AttemptID, now)
+		if err != nil || formUnderWay {
+			h.wait = formUnderWay
+			return err
+		}
+		if !locked.Status.Payable() {
+			return ErrNotPayable
+		}
+		balance := locked.Balance()
+		var left apd.Decimal
+		if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &balance, &held); err != nil {
+			return err
+		}
+		if invoice.CheckPayment(&locked.Invoice, r.Amount) != nil || r.Amount.Cmp(&left) > 0 {
+			return &AmountError{Balance: balance, UnderWay: held}
+		}
+		h.id = uuid.Must(uuid.NewV7())
+		h.charge = processor.Charge{MerchantID: locked.MID, OrderID: h.id.String(), Amount: r.Amount, Card: r.Card,
+			Items: Level3Items(inv.Lines), SaveProfile: r.SaveCard}
+		// No charge without a durable trace: should its outcome be lost,
+		// the pending charge is voided later (SettlePending).
+		return writePending(ctx, tx, h.id, locked.ID, locked.MID, r, now)
+	})
+	return h, err
+}
+
+// record is step 3 of Pay: the processor's answer res to the charge h,
+// in a transaction of its own.
+func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Request, res processor.Result) (out Outcome, err error) {
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		locked, err := invoice.Lock(ctx, tx, inv.OrganizationID, inv.ID)
 		if err != nil {
 			return err
 		}
-		if found {
-			out = prior
-			return deletePending(ctx, tx, paymentID)
-		}
-		if err := invoice.CheckPayment(&locked.Invoice, r.Amount); err != nil {
-			if !locked.Status.Payable() {
-				return ErrNotPayable
-			}
-			return &AmountError{Balance: locked.Balance()}
-		}
-		res, err := s.Processor.AuthorizeCapture(ctx, processor.Charge{
-			MerchantID: locked.MID, OrderID: paymentID.String(), Amount: r.Amount, Card: r.Card,
-			Items: items, SaveProfile: r.SaveCard,
-		})
-		if err != nil {
-			return fmt.Errorf("payment: charge for invoice %s: %w", locked.ID, err)
-		}
 		now := s.Now()
 		sale := CardPayment{
-			ID: paymentID, OrganizationID: locked.OrganizationID, Kind: Sale, Status: Approved, Amount: r.Amount,
+			ID: h.id, OrganizationID: locked.OrganizationID, Kind: Sale, Status: Approved, Amount: r.Amount,
 			InvoiceID: locked.ID, MerchantAccountID: locked.MerchantAccountID, CardBrand: optional(BrandName(res.CardBrand)),
 			LastFour: optional(res.LastFour), PayerName: optional(r.Card.Name), CreatedAt: now,
 		}
 		if !res.Approved {
 			// A declined sale is a card payment too; failedAttempts counts it.
 			locked.RecordDecline()
-			if err := deletePending(ctx, tx, paymentID); err != nil {
+			if err := deletePending(ctx, tx, h.id); err != nil {
 				return err
 			}
 			out = Outcome{DeclineReason: res.DeclineReason}
@@ -169,10 +265,13 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 			}
 			return s.Events.Record(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, sale.ID)
 		}
-		approved = true
-		sale.RetRef, sale.Level3Sent = optional(res.RetRef), items != nil
+		// Cancelled while the processor was asked: the charge is voided.
+		if !locked.Status.Payable() {
+			return ErrNotPayable
+		}
+		sale.RetRef, sale.Level3Sent = optional(res.RetRef), h.charge.Items != nil
 		p := invoice.Payment{
-			ID: paymentID, Amount: r.Amount, RetRef: sale.RetRef, CardBrand: sale.CardBrand,
+			ID: h.id, Amount: r.Amount, RetRef: sale.RetRef, CardBrand: sale.CardBrand,
 			LastFour: sale.LastFour, PayerName: sale.PayerName, PaidAt: now, Level3Sent: sale.Level3Sent,
 		}
 		if r.SaveCard && res.ProfileID != "" {
@@ -194,7 +293,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		}
 		// In the payment's transaction: the pending charge is gone if and
 		// only if the payment is recorded.
-		if err := deletePending(ctx, tx, paymentID); err != nil {
+		if err := deletePending(ctx, tx, h.id); err != nil {
 			return err
 		}
 		if r.Prefers != "" {
@@ -218,33 +317,7 @@ func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outc
 		}
 		return s.Events.Record(ctx, tx, locked.OrganizationID, paid, locked.ID)
 	})
-	switch {
-	case err != nil && approved:
-		// A failed commit may have gone through: the pending charge says.
-		pending, perr := s.isPending(ctx, paymentID)
-		switch {
-		case perr != nil:
-			return Outcome{}, fmt.Errorf("payment: order %s of invoice %s: record: %w; cannot tell whether it was recorded: %w: %w",
-				paymentID, inv.ID, err, processor.ErrUnsettled, perr)
-		case !pending:
-			return out, nil // recorded after all
-		}
-		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
-		defer cancel()
-		if verr := s.Processor.Void(vctx, inv.MID, paymentID.String()); verr != nil {
-			s.voidPendingNow(ctx, paymentID, verr)
-			return Outcome{}, fmt.Errorf("%w: order %s of invoice %s: record: %w; void: %w", ErrVoidFailed, paymentID, inv.ID, err, verr)
-		}
-		s.forgetPending(ctx, paymentID)
-		return Outcome{}, fmt.Errorf("%w: order %s: %w", ErrVoided, paymentID, err)
-	case errors.Is(err, processor.ErrUnsettled):
-		s.voidPendingNow(ctx, paymentID, err)
-		return Outcome{}, err
-	case err != nil:
-		s.forgetPending(ctx, paymentID) // nothing charged, or voided already
-		return Outcome{}, err
-	}
-	return out, nil
+	return out, err
 }
 
 // isPending reports whether the order's pending charge is still there,

@@ -1,11 +1,19 @@
 package payment
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 func dec(s string) apd.Decimal {
@@ -50,5 +58,237 @@ func TestBrandName(t *testing.T) {
 		if got := BrandName(in); got != want {
 			t.Errorf("BrandName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// underWay is a pending charge of another Pay: in flight, or left behind.
+type underWay struct {
+	amount string
+	age    time.Duration // since it was written
+	lost   bool          // its Pay gave up on the outcome (last_error set)
+}
+
+// A payment may take at most the balance less what the payments under way
+// of the invoice hold; a charge whose outcome was lost, or whose Pay can no
+// longer record it, holds nothing (it is only ever voided). A refused
+// payment never reaches the processor.
+func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
+	f := newFixture(t, 0)
+	for _, c := range []struct {
+		name         string
+		amount, paid string
+		status       invoice.Status
+		underWay     []underWay
+		pay          string
+		wantBalance  string // "" when approved
+		wantUnderWay string
+		wantPaid     string
+	}{
+		{name: "the whole balance", amount: "100.00", paid: "0", status: invoice.Open, pay: "100.00", wantPaid: "100.00"},
+		{name: "the rest beside one under way", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "60.00"}}, pay: "40.00", wantPaid: "40.00"},
+		{name: "more than the rest beside one under way", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "60.00"}}, pay: "40.01", wantBalance: "100.00", wantUnderWay: "60.00", wantPaid: "0.00"},
+		{name: "all of it under way", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "70.00"}, {amount: "30.00"}}, pay: "0.01", wantBalance: "100.00", wantUnderWay: "100.00", wantPaid: "0.00"},
+		{name: "part paid, part under way", amount: "100.00", paid: "30.00", status: invoice.PartPaid,
+			underWay: []underWay{{amount: "50.00"}}, pay: "20.00", wantPaid: "50.00"},
+		{name: "more than the balance", amount: "100.00", paid: "30.00", status: invoice.PartPaid,
+			pay: "70.01", wantBalance: "70.00", wantUnderWay: "0.00", wantPaid: "30.00"},
+		{name: "a charge whose outcome was lost", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "100.00", lost: true}}, pay: "100.00", wantPaid: "100.00"},
+		{name: "a charge of a Pay that is over", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "100.00", age: PayTimeout + time.Second}}, pay: "100.00", wantPaid: "100.00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inv := f.invoice(t, c.amount, c.paid, c.status)
+			for _, u := range c.underWay {
+				var lastError *string
+				if u.lost {
+					lastError = ptr("the answer was lost")
+				}
+				_, err := f.db.Exec(`INSERT INTO pending_charges (order_id, invoice_id, mid, amount, created_at, void_after, last_error)
+					VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.New(), inv.ID, f.mid, u.amount, time.Now().Add(-u.age),
+					time.Now().Add(time.Hour), lastError)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			charges := f.gate.times("charge")
+			out, err := f.pay(inv, processor.TestCardApprove, c.pay)
+			var amountErr *AmountError
+			switch {
+			case c.wantBalance == "":
+				if err != nil || !out.Approved {
+					t.Fatalf("pay: %+v, %v; want approved", out, err)
+				}
+			case !errors.As(err, &amountErr):
+				t.Fatalf("pay: %+v, %v; want an AmountError", out, err)
+			default:
+				if got := amountErr.Balance.Text('f'); got != c.wantBalance {
+					t.Errorf("AmountError.Balance %s, want %s", got, c.wantBalance)
+				}
+				if got := amountErr.UnderWay.Text('f'); got != c.wantUnderWay {
+					t.Errorf("AmountError.UnderWay %s, want %s", got, c.wantUnderWay)
+				}
+				if asked := f.gate.times("charge") - charges; asked != 0 {
+					t.Errorf("a refused payment reached the processor")
+				}
+			}
+			got := f.read(t, inv.ID)
+			if got.AmountPaid.Text('f') != c.wantPaid {
+				t.Errorf("amountPaid %s, want %s", got.AmountPaid.Text('f'), c.wantPaid)
+			}
+			// Only this payment's own pending charge is gone.
+			if n := f.count(t, `SELECT count(*) FROM pending_charges WHERE invoice_id = $1`, inv.ID); n != len(c.underWay) {
+				t.Errorf("%d pending charges, want the %d of the others", n, len(c.underWay))
+			}
+		})
+	}
+}
+
+// Paid and cancelled invoices take no payment, whatever the amount.
+func TestPayRefusesWhatIsNotPayable(t *testing.T) {
+	f := newFixture(t, 0)
+	for _, c := range []struct {
+		name, paid string
+		status     invoice.Status
+	}{{"paid", "20.00", invoice.Paid}, {"cancelled", "0", invoice.Cancelled}} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := f.pay(f.invoice(t, "20.00", c.paid, c.status), processor.TestCardApprove, "1.00")
+			if !errors.Is(err, ErrNotPayable) {
+				t.Errorf("pay: %v, want ErrNotPayable", err)
+			}
+		})
+	}
+	if f.gate.times("charge") != 0 {
+		t.Errorf("the processor was asked")
+	}
+}
+
+// An approval is recorded in a transaction of its own, after the
+// processor answered: the payment, the invoice, the submission and the
+// events; a decline likewise.
+func TestPayRecordsTheAnswer(t *testing.T) {
+	f := newFixture(t, 0)
+	inv := f.invoice(t, "80.00", "0", invoice.Open)
+	out, err := f.pay(inv, processor.TestCardApprove, "30.00")
+	if err != nil || !out.Approved {
+		t.Fatalf("pay: %+v, %v", out, err)
+	}
+	got := f.read(t, inv.ID)
+	if got.Status != invoice.PartPaid || got.AmountPaid.Text('f') != "30.00" || len(got.Payments) != 1 || got.Payments[0].ID != out.Payment.ID {
+		t.Errorf("after a part payment: %s, paid %s, payments %+v", got.Status, got.AmountPaid.Text('f'), got.Payments)
+	}
+	out, err = f.pay(inv, processor.TestCardDecline, "50.00")
+	if err != nil || out.Approved || out.DeclineReason == "" {
+		t.Fatalf("declined pay: %+v, %v", out, err)
+	}
+	if out, err = f.pay(inv, processor.TestCardApprove, "50.00"); err != nil || !out.Approved {
+		t.Fatalf("pay the rest: %+v, %v", out, err)
+	}
+	got = f.read(t, inv.ID)
+	if got.Status != invoice.Paid || got.AmountPaid.Text('f') != "80.00" || got.FailedAttempts != 1 || got.PaidAt == nil {
+		t.Errorf("after the rest: %s, paid %s, failedAttempts %d", got.Status, got.AmountPaid.Text('f'), got.FailedAttempts)
+	}
+	want := []string{event.CardPaymentApproved, event.InvoicePartPaid, event.CardPaymentDeclined, event.CardPaymentApproved, event.InvoicePaid}
+	if got := f.events.recorded(); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	if n := f.count(t, `SELECT count(*) FROM pending_charges WHERE invoice_id = $1`, inv.ID); n != 0 {
+		t.Errorf("%d pending charges left", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM pay_submissions WHERE invoice_id = $1`, inv.ID); n != 3 {
+		t.Errorf("%d submissions recorded, want 3", n)
+	}
+}
+
+// While one payment of the whole balance is at the processor, a second is
+// refused at once; the same form sent again waits for the first answer and
+// gets it; the settlement leaves the charge under way alone. The first is
+// then recorded as usual.
+func TestPayWhileAnotherIsAtTheProcessor(t *testing.T) {
+	f := newFixture(t, 0)
+	inv := f.invoice(t, "45.00", "0", invoice.Open)
+	form := Request{AttemptID: uuid.New(), Amount: dec("45.00"),
+		Card: processor.Card{Number: processor.TestCardApprove, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}}
+	type result struct {
+		out Outcome
+		err error
+	}
+	first := make(chan result, 1)
+	f.gate.held.Store(true)
+	go func() {
+		out, err := f.svc.Pay(context.Background(), inv, form)
+		first <- result{out, err}
+	}()
+	f.gate.waitReached(t)
+
+	var amountErr *AmountError
+	if _, err := f.pay(inv, processor.TestCardApprove, "0.01"); !errors.As(err, &amountErr) || amountErr.UnderWay.Text('f') != "45.00" {
+		t.Errorf("a second payment while the whole balance is under way: %v, want an AmountError with 45.00 under way", err)
+	}
+	again := make(chan result, 1)
+	go func() {
+		out, err := f.svc.Pay(context.Background(), inv, form)
+		again <- result{out, err}
+	}()
+	if err := f.svc.SettlePending(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if f.gate.times("void") != 0 {
+		t.Errorf("the settlement voided the charge under way")
+	}
+	select {
+	case r := <-again:
+		t.Fatalf("the same form sent again was answered before the first: %+v, %v", r.out, r.err)
+	default:
+	}
+	f.gate.release <- struct{}{}
+	r1, r2 := <-first, <-again
+	if r1.err != nil || !r1.out.Approved {
+		t.Fatalf("first: %+v, %v", r1.out, r1.err)
+	}
+	if r2.err != nil || !r2.out.Approved || r2.out.Payment.ID != r1.out.Payment.ID {
+		t.Errorf("the form sent again: %+v, %v; want the first's payment %s", r2.out, r2.err, r1.out.Payment.ID)
+	}
+	if n := f.gate.times("charge"); n != 1 {
+		t.Errorf("%d charges asked, want 1", n)
+	}
+	got := f.read(t, inv.ID)
+	if got.Status != invoice.Paid || len(got.Payments) != 1 {
+		t.Errorf("invoice %s with %d payments, want paid with one", got.Status, len(got.Payments))
+	}
+}
+
+// The invoice is cancelled while its payment is at the processor: the
+// approval cannot be recorded, so the charge is voided and the customer
+// told that the invoice can no longer be paid.
+func TestPayVoidsWhenTheInvoiceWasCancelledMeanwhile(t *testing.T) {
+	f := newFixture(t, 0)
+	inv := f.invoice(t, "25.00", "0", invoice.Open)
+	f.gate.held.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.pay(inv, processor.TestCardApprove, "25.00")
+		done <- err
+	}()
+	f.gate.waitReached(t)
+	if _, err := f.db.Exec(`UPDATE invoices SET status = 'cancelled', cancelled_at = now() WHERE id = $1`, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.release <- struct{}{}
+	err := <-done
+	if !errors.Is(err, ErrVoided) || !errors.Is(err, ErrNotPayable) {
+		t.Errorf("pay: %v, want ErrVoided and ErrNotPayable", err)
+	}
+	if f.gate.times("void") != 1 {
+		t.Errorf("%d voids, want 1", f.gate.times("void"))
+	}
+	if got := f.read(t, inv.ID); got.AmountPaid.Sign() != 0 || len(got.Payments) != 0 {
+		t.Errorf("a payment was recorded on the cancelled invoice")
+	}
+	if n := f.count(t, `SELECT count(*) FROM pending_charges WHERE invoice_id = $1`, inv.ID); n != 0 {
+		t.Errorf("%d pending charges left after the void", n)
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/payreq/payreq/internal/invoice"
 )
 
 // A pending charge is the durable trace of a charge under way: written
-// before the processor is asked, deleted with the outcome. What is left
-// behind is voided by SettlePending.
+// under the invoice's row lock before the processor is asked, deleted with
+// the outcome. Until then it holds its amount of the invoice's balance, as
+// long as its Pay may still record it. What is left behind is voided by
+// SettlePending.
 
 // A pending charge older than pendingMaxAge may be voided without racing
 // its own Pay: no payment is recorded later than PayTimeout after its
@@ -27,14 +28,54 @@ const (
 	settleBackoffUp = 10 * time.Minute
 )
 
-func (s *Service) writePending(ctx context.Context, orderID uuid.UUID, inv invoice.Invoice, amount apd.Decimal) error {
-	now := s.Now()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO pending_charges (order_id, invoice_id, mid, amount, created_at, void_after)
-		VALUES ($1, $2, $3, $4, $5, $6)`, orderID, inv.ID, inv.MID, amount.Text('f'), now, now.Add(pendingMaxAge))
+// writePending commits, with the reservation, the trace of the charge
+// orderID of r toward the invoice.
+func writePending(ctx context.Context, tx *sqlx.Tx, orderID, invoiceID uuid.UUID, mid string, r Request, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO pending_charges (order_id, invoice_id, mid, amount, attempt_id, created_at, void_after)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, orderID, invoiceID, mid, r.Amount.Text('f'), r.AttemptID, now, now.Add(pendingMaxAge))
 	if err != nil {
 		return fmt.Errorf("payment: unable to record pending charge: %w", err)
 	}
 	return nil
+}
+
+// chargesUnderWay is what the invoice's charges under way hold of its
+// balance, read under its row lock, and whether the form attempt is one
+// of them. A charge is under way while its Pay may still record it: its
+// Pay has not given up on the outcome (last_error), and is not older than
+// PayTimeout. Any other pending charge is only ever voided.
+func chargesUnderWay(ctx context.Context, tx *sqlx.Tx, invoiceID, attempt uuid.UUID, now time.Time) (held apd.Decimal, form bool, err error) {
+	var row struct {
+		Held string `db:"held"`
+		Form bool   `db:"form"`
+	}
+	err = tx.GetContext(ctx, &row, `SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text AS held,
+			coalesce(bool_or(attempt_id = $2), false) AS form
+		FROM pending_charges WHERE invoice_id = $1 AND last_error IS NULL AND created_at > $3`,
+		invoiceID, attempt, now.Add(-PayTimeout))
+	if err != nil {
+		return apd.Decimal{}, false, fmt.Errorf("payment: unable to read the charges under way: %w", err)
+	}
+	if _, _, err := held.SetString(row.Held); err != nil {
+		return apd.Decimal{}, false, fmt.Errorf("payment: charges under way %q: %w", row.Held, err)
+	}
+	return held, row.Form, nil
+}
+
+// underWayPoll is how often a request that waits for another one under
+// way (the same pay form, the same refund Idempotency-Key) looks again.
+const underWayPoll = 100 * time.Millisecond
+
+// pause waits underWayPoll, or until ctx ends.
+func pause(ctx context.Context) error {
+	t := time.NewTimer(underWayPoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // deletePending forgets a pending charge whose outcome is settled, inside

@@ -272,17 +272,10 @@ func (h *handler) pay(c echo.Context) error {
 	p.Form = f.redisplay()
 	var amountErr *payment.AmountError
 	switch {
-	case errors.Is(payErr, payment.ErrNotPayable):
-		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
-		return h.render(c, http.StatusConflict, "pay", p)
-	case errors.As(payErr, &amountErr):
-		p.Errors = map[string]string{"amount": "The amount can be at most the balance of " + money(amountErr.Balance) + "."}
-		p.ErrorList = []fieldError{{Field: "amount", Message: p.Errors["amount"]}}
-		p.Form.Amount = amountErr.Balance.Text('f')
-		return h.render(c, http.StatusBadRequest, "pay", p)
 	case errors.Is(payErr, payment.ErrVoidFailed), errors.Is(payErr, processor.ErrUnsettled):
-		// Checked first: these errors wrap the processor's too. The charge
-		// may stand for now; the service voids it on its own.
+		// Checked first: these errors wrap the processor's too, and the
+		// reason the charge could not be recorded. The charge may stand for
+		// now; the service voids it on its own.
 		p.Alert = &alert{Kind: "error", Paragraphs: []string{
 			"We could not confirm this payment with the card processor, so it was not recorded.",
 			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later."}}
@@ -291,6 +284,26 @@ func (h *handler) pay(c echo.Context) error {
 			return err
 		}
 		return payErr // logged as an error by the request log
+	case errors.Is(payErr, payment.ErrNotPayable):
+		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
+		return h.render(c, http.StatusConflict, "pay", p)
+	case errors.As(payErr, &amountErr):
+		left := amountErr.Left()
+		if amountErr.UnderWay.Sign() > 0 && left.Sign() == 0 {
+			p.Alert = &alert{Kind: "info", Paragraphs: []string{
+				"Another payment of this invoice is under way, so nothing was charged.",
+				"Reload this page in a minute to see whether anything is left to pay."}}
+			return h.render(c, http.StatusConflict, "pay", p)
+		}
+		msg := "The amount can be at most the balance of " + money(amountErr.Balance) + "."
+		if amountErr.UnderWay.Sign() > 0 {
+			msg = "The amount can be at most " + money(left) + ": another payment of " + money(amountErr.UnderWay) +
+				" is under way."
+		}
+		p.Errors = map[string]string{"amount": msg}
+		p.ErrorList = []fieldError{{Field: "amount", Message: msg}}
+		p.Form.Amount = left.Text('f')
+		return h.render(c, http.StatusBadRequest, "pay", p)
 	case errors.Is(payErr, processor.ErrProcessorError):
 		// The processor answered, with an error: a bad gateway, not an outage.
 		p.Alert = &alert{Kind: "error", Paragraphs: []string{
