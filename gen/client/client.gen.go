@@ -3200,26 +3200,30 @@ type ClientInterface interface {
 	// Gives money of an approved sale back to its card: the whole of what is left of it
 	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
-	// time (they are made one after the other). The answer is the refund, a card payment of
-	// kind `refund` whose `refundOf` is the sale.
+	// time: each holds its amount of the sale from the moment it is asked until the
+	// processor's answer is recorded. The answer is the refund, a card payment of kind
+	// `refund` whose `refundOf` is the sale.
 	//
 	// The processor voids a sale it has not settled yet when the whole of it is refunded,
 	// and refunds it otherwise. When the processor declines, the answer is still 201: the
 	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
-	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// card `4000000000000259` have their refunds declined; those made with
+	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// more than is left of the sale, less what refunds under way hold (the detail states
+	// what is left). 422 `Idempotency key
 	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 	// again with the same `Idempotency-Key`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// true`; requests sent at once with one key make one refund (the later ones wait for
+	// the first). A refund whose processor
 	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
 	// retry with the same key goes on, or else within minutes: it is never made twice.
 	//
@@ -3233,26 +3237,30 @@ type ClientInterface interface {
 	// Gives money of an approved sale back to its card: the whole of what is left of it
 	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
-	// time (they are made one after the other). The answer is the refund, a card payment of
-	// kind `refund` whose `refundOf` is the sale.
+	// time: each holds its amount of the sale from the moment it is asked until the
+	// processor's answer is recorded. The answer is the refund, a card payment of kind
+	// `refund` whose `refundOf` is the sale.
 	//
 	// The processor voids a sale it has not settled yet when the whole of it is refunded,
 	// and refunds it otherwise. When the processor declines, the answer is still 201: the
 	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
-	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// card `4000000000000259` have their refunds declined; those made with
+	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// more than is left of the sale, less what refunds under way hold (the detail states
+	// what is left). 422 `Idempotency key
 	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 	// again with the same `Idempotency-Key`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// true`; requests sent at once with one key make one refund (the later ones wait for
+	// the first). A refund whose processor
 	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
 	// retry with the same key goes on, or else within minutes: it is never made twice.
 	//
@@ -3866,26 +3874,30 @@ func (c *Client) GetCardPayment(ctx context.Context, id openapi_types.UUID, reqE
 // Gives money of an approved sale back to its card: the whole of what is left of it
 // (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 // sum of its approved refunds never exceeds it, also when refunds are asked at the same
-// time (they are made one after the other). The answer is the refund, a card payment of
-// kind `refund` whose `refundOf` is the sale.
+// time: each holds its amount of the sale from the moment it is asked until the
+// processor's answer is recorded. The answer is the refund, a card payment of kind
+// `refund` whose `refundOf` is the sale.
 //
 // The processor voids a sale it has not settled yet when the whole of it is refunded,
 // and refunds it otherwise. When the processor declines, the answer is still 201: the
 // refund with `status` `declined` and its `declineReason` (simulator: sales made with
-// card `4000000000000259` have their refunds declined). An approved refund raises
+// card `4000000000000259` have their refunds declined; those made with
+// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// more than is left of the sale, less what refunds under way hold (the detail states
+// what is left). 422 `Idempotency key
 // reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 // again with the same `Idempotency-Key`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-// true`; requests sent at once with one key make one refund. A refund whose processor
+// true`; requests sent at once with one key make one refund (the later ones wait for
+// the first). A refund whose processor
 // answer was lost (a timeout, a crash) is settled by asking the processor, before a
 // retry with the same key goes on, or else within minutes: it is never made twice.
 //
@@ -3909,26 +3921,30 @@ func (c *Client) RefundCardPaymentWithBody(ctx context.Context, id openapi_types
 // Gives money of an approved sale back to its card: the whole of what is left of it
 // (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 // sum of its approved refunds never exceeds it, also when refunds are asked at the same
-// time (they are made one after the other). The answer is the refund, a card payment of
-// kind `refund` whose `refundOf` is the sale.
+// time: each holds its amount of the sale from the moment it is asked until the
+// processor's answer is recorded. The answer is the refund, a card payment of kind
+// `refund` whose `refundOf` is the sale.
 //
 // The processor voids a sale it has not settled yet when the whole of it is refunded,
 // and refunds it otherwise. When the processor declines, the answer is still 201: the
 // refund with `status` `declined` and its `declineReason` (simulator: sales made with
-// card `4000000000000259` have their refunds declined). An approved refund raises
+// card `4000000000000259` have their refunds declined; those made with
+// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// more than is left of the sale, less what refunds under way hold (the detail states
+// what is left). 422 `Idempotency key
 // reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 // again with the same `Idempotency-Key`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-// true`; requests sent at once with one key make one refund. A refund whose processor
+// true`; requests sent at once with one key make one refund (the later ones wait for
+// the first). A refund whose processor
 // answer was lost (a timeout, a crash) is settled by asking the processor, before a
 // retry with the same key goes on, or else within minutes: it is never made twice.
 //
@@ -6408,26 +6424,30 @@ type ClientWithResponsesInterface interface {
 	// Gives money of an approved sale back to its card: the whole of what is left of it
 	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
-	// time (they are made one after the other). The answer is the refund, a card payment of
-	// kind `refund` whose `refundOf` is the sale.
+	// time: each holds its amount of the sale from the moment it is asked until the
+	// processor's answer is recorded. The answer is the refund, a card payment of kind
+	// `refund` whose `refundOf` is the sale.
 	//
 	// The processor voids a sale it has not settled yet when the whole of it is refunded,
 	// and refunds it otherwise. When the processor declines, the answer is still 201: the
 	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
-	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// card `4000000000000259` have their refunds declined; those made with
+	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// more than is left of the sale, less what refunds under way hold (the detail states
+	// what is left). 422 `Idempotency key
 	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 	// again with the same `Idempotency-Key`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// true`; requests sent at once with one key make one refund (the later ones wait for
+	// the first). A refund whose processor
 	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
 	// retry with the same key goes on, or else within minutes: it is never made twice.
 	//
@@ -6441,26 +6461,30 @@ type ClientWithResponsesInterface interface {
 	// Gives money of an approved sale back to its card: the whole of what is left of it
 	// (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 	// sum of its approved refunds never exceeds it, also when refunds are asked at the same
-	// time (they are made one after the other). The answer is the refund, a card payment of
-	// kind `refund` whose `refundOf` is the sale.
+	// time: each holds its amount of the sale from the moment it is asked until the
+	// processor's answer is recorded. The answer is the refund, a card payment of kind
+	// `refund` whose `refundOf` is the sale.
 	//
 	// The processor voids a sale it has not settled yet when the whole of it is refunded,
 	// and refunds it otherwise. When the processor declines, the answer is still 201: the
 	// refund with `status` `declined` and its `declineReason` (simulator: sales made with
-	// card `4000000000000259` have their refunds declined). An approved refund raises
+	// card `4000000000000259` have their refunds declined; those made with
+	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-	// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+	// more than is left of the sale, less what refunds under way hold (the detail states
+	// what is left). 422 `Idempotency key
 	// reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 	// again with the same `Idempotency-Key`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-	// true`; requests sent at once with one key make one refund. A refund whose processor
+	// true`; requests sent at once with one key make one refund (the later ones wait for
+	// the first). A refund whose processor
 	// answer was lost (a timeout, a crash) is settled by asking the processor, before a
 	// retry with the same key goes on, or else within minutes: it is never made twice.
 	//
@@ -10338,26 +10362,30 @@ func (c *ClientWithResponses) GetCardPaymentWithResponse(ctx context.Context, id
 // Gives money of an approved sale back to its card: the whole of what is left of it
 // (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 // sum of its approved refunds never exceeds it, also when refunds are asked at the same
-// time (they are made one after the other). The answer is the refund, a card payment of
-// kind `refund` whose `refundOf` is the sale.
+// time: each holds its amount of the sale from the moment it is asked until the
+// processor's answer is recorded. The answer is the refund, a card payment of kind
+// `refund` whose `refundOf` is the sale.
 //
 // The processor voids a sale it has not settled yet when the whole of it is refunded,
 // and refunds it otherwise. When the processor declines, the answer is still 201: the
 // refund with `status` `declined` and its `declineReason` (simulator: sales made with
-// card `4000000000000259` have their refunds declined). An approved refund raises
+// card `4000000000000259` have their refunds declined; those made with
+// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// more than is left of the sale, less what refunds under way hold (the detail states
+// what is left). 422 `Idempotency key
 // reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 // again with the same `Idempotency-Key`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-// true`; requests sent at once with one key make one refund. A refund whose processor
+// true`; requests sent at once with one key make one refund (the later ones wait for
+// the first). A refund whose processor
 // answer was lost (a timeout, a crash) is settled by asking the processor, before a
 // retry with the same key goes on, or else within minutes: it is never made twice.
 //
@@ -10377,26 +10405,30 @@ func (c *ClientWithResponses) RefundCardPaymentWithBodyWithResponse(ctx context.
 // Gives money of an approved sale back to its card: the whole of what is left of it
 // (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
 // sum of its approved refunds never exceeds it, also when refunds are asked at the same
-// time (they are made one after the other). The answer is the refund, a card payment of
-// kind `refund` whose `refundOf` is the sale.
+// time: each holds its amount of the sale from the moment it is asked until the
+// processor's answer is recorded. The answer is the refund, a card payment of kind
+// `refund` whose `refundOf` is the sale.
 //
 // The processor voids a sale it has not settled yet when the whole of it is refunded,
 // and refunds it otherwise. When the processor declines, the answer is still 201: the
 // refund with `status` `declined` and its `declineReason` (simulator: sales made with
-// card `4000000000000259` have their refunds declined). An approved refund raises
+// card `4000000000000259` have their refunds declined; those made with
+// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-// more than is left of the sale (the detail states what is left). 422 `Idempotency key
+// more than is left of the sale, less what refunds under way hold (the detail states
+// what is left). 422 `Idempotency key
 // reused`. 502: the processor failed; nothing was recorded, and the request may be sent
 // again with the same `Idempotency-Key`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-// true`; requests sent at once with one key make one refund. A refund whose processor
+// true`; requests sent at once with one key make one refund (the later ones wait for
+// the first). A refund whose processor
 // answer was lost (a timeout, a crash) is settled by asking the processor, before a
 // retry with the same key goes on, or else within minutes: it is never made twice.
 //

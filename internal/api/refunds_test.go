@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/processor"
 )
 
@@ -307,4 +309,54 @@ func TestRefundWithALostAnswerIsNotMadeTwice(t *testing.T) {
 	apitest.Want(t, "refunds asked of the processor", len(fail.asked), 1)
 	got, _ := m.Read(t, inv.Id)
 	apitest.Want(t, "refunded once", got.AmountRefunded.Text('f'), "8.00")
+}
+
+// refundsAt is the simulator, telling each refund as it reaches the
+// processor and counting those it has answered.
+type refundsAt struct {
+	processor.Processor
+	reached  chan string
+	answered atomic.Int32
+}
+
+func (p *refundsAt) Refund(ctx context.Context, r processor.Refund) (processor.RefundResult, error) {
+	p.reached <- r.OrderID
+	defer p.answered.Add(1)
+	return p.Processor.Refund(ctx, r)
+}
+
+// A refund waiting for the processor holds neither its sale nor a
+// connection: with a pool of 2, while a refund of all of a slow card's sale
+// is at the processor, a second refund of it is refused at once (all that
+// is left is held by the first) and the sale reads; then the first is made.
+func TestSlowRefundHoldsNothing(t *testing.T) {
+	at := &refundsAt{reached: make(chan string, 4)}
+	env := apitest.New(t, testDSN, apitest.Options{
+		WrapProcessor: func(p processor.Processor) processor.Processor { at.Processor = p; return at },
+		Configure:     func(c *config.Config) { c.DBMaxOpenConns, c.DBMaxIdleConns = 2, 2 },
+	})
+	m := apitest.NewMerchant(t, env)
+	inv, sale := paidSale(t, env, m, "RFS-1", "40.00", processor.TestCardSlow)
+	first := make(chan *apitest.Response, 1)
+	go func() { first <- refund(env, m.Token, sale.Id, nil, "") }()
+	select {
+	case <-at.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the refund did not reach the processor")
+	}
+
+	p := apitest.WantProblem(t, refund(env, m.Token, sale.Id, map[string]any{"amount": "0.01"}, ""), http.StatusUnprocessableEntity,
+		"Refund exceeds refundable amount")
+	apitest.Want(t, "the detail states that nothing is left", strings.Contains(p.Detail, "0.00"), true)
+	apitest.Want(t, "the sale read meanwhile", env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: m.Token}).StatusCode, http.StatusOK)
+	apitest.Want(t, "refunds answered by the processor meanwhile", at.answered.Load(), int32(0))
+
+	var made gen.CardPayment
+	resp := <-first
+	apitest.Want(t, "the first refund", resp.StatusCode, http.StatusCreated)
+	resp.JSON(t, &made)
+	apitest.Want(t, "refund status", made.Status, gen.CardPaymentStatusApproved)
+	apitest.Want(t, "refund amount", made.Amount.Text('f'), "40.00")
+	got, _ := m.Read(t, inv.Id)
+	apitest.Want(t, "refunded", got.AmountRefunded.Text('f'), "40.00")
 }

@@ -48,38 +48,93 @@ var ErrKeyReused = errors.New("payment: idempotency key reused with a different 
 // its own request: none is recorded later than PayTimeout after it.
 const pendingRefundAge = PayTimeout + 2*time.Minute
 
-// Refund gives money of an approved sale back to its card. Within one
-// transaction: the Idempotency-Key is claimed first (a concurrent request
-// with it waits there, then replays), the invoice and the sale are locked
-// (refunds of one sale are made one after the other, so their sum never
-// exceeds it), a pending refund is committed beside it, the processor is
-// asked, and the refund (approved or declined) is recorded with what it
-// does to the sale and the invoice. A processor failure records nothing
-// (processor.ErrUnavailable). A refund whose answer was lost stays pending
-// and is settled by asking the processor: later (SettlePendingRefunds), or
-// first thing when its request is retried with the same key. replayed
-// says the key's refund was returned as it is.
+// Refund gives money of an approved sale back to its card, in three steps
+// so that no transaction is open, and no connection held, while the
+// processor is asked, as Pay does:
+//
+//  1. reserve: a request with an Idempotency-Key made already replays its
+//     refund (replayed; ErrKeyReused for another body); then, under the
+//     invoice's and the sale's row locks, the amount must be at most what
+//     is left of the sale less the refunds under way (ExceedsError), and a
+//     pending refund is written, which holds that amount until the
+//     answer is recorded. So refunds asked at once never add up to more
+//     than the sale.
+//  2. the processor is asked.
+//  3. record, under the row locks again: the refund (approved or
+//     declined) with what it does to the sale and the invoice, its key,
+//     and the pending refund deleted.
+//
+// A request with the key of a refund under way waits for it, then replays
+// it. A processor failure records nothing (processor.ErrUnavailable). A
+// refund whose answer was lost stays pending and is settled by asking the
+// processor: later (SettlePendingRefunds), or first thing when its request
+// is retried with the same key.
 func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayment, replayed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
 	org := r.Actor.OrganizationID
-	if r.Idempotency != nil {
-		if err := s.settleKeyed(ctx, org, r.Idempotency.Key); err != nil {
-			return CardPayment{}, false, err
+	h, err := s.reserveRefund(ctx, r)
+	for err == nil && (h.wait || h.lost != nil) {
+		if h.lost != nil {
+			err = s.settleRefund(ctx, h.lost)
+		} else if err = pause(ctx); err != nil {
+			err = fmt.Errorf("payment: waiting for the refund under way with the Idempotency-Key: %w", err)
+		}
+		if err == nil {
+			h, err = s.reserveRefund(ctx, r)
 		}
 	}
-	refundID := uuid.Must(uuid.NewV7())
-	var pending *pendingRefund
-	var approved bool
+	switch {
+	case err != nil:
+		return CardPayment{}, false, err
+	case h.earlier != uuid.Nil:
+		refund, err = s.CardPayment(ctx, org, h.earlier)
+		return refund, true, err
+	}
+	p := h.pending
+	res, err := s.Processor.Refund(ctx, p.ask(h.sale))
+	if err == nil {
+		err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return s.recordRefund(ctx, tx, p, res) })
+	} else {
+		err = fmt.Errorf("payment: refund of sale %s: %w", h.sale.ID, err)
+	}
+	switch {
+	case err != nil && (res.Approved || errors.Is(err, processor.ErrUnsettled)):
+		// The processor may have refunded: settle by asking it, at once.
+		s.settlePendingRefundNow(ctx, p.RefundID, err)
+		return CardPayment{}, false, err
+	case err != nil:
+		s.forgetPendingRefund(ctx, p.RefundID) // the processor made no refund
+		return CardPayment{}, false, err
+	}
+	refund, err = s.CardPayment(ctx, org, p.RefundID)
+	return refund, false, err
+}
+
+// refundHold is what reserving a refund came to: the key's refund made
+// already (earlier), a wait for the key's refund under way (wait), the
+// key's refund whose answer was lost, to settle first (lost), or a refund
+// whose pending refund is committed, so that the processor may be asked.
+type refundHold struct {
+	earlier uuid.UUID
+	wait    bool
+	lost    *pendingRefund
+	pending *pendingRefund
+	sale    CardPayment
+}
+
+// reserveRefund is step 1 of Refund, in a transaction of its own.
+func (s *Service) reserveRefund(ctx context.Context, r RefundRequest) (h refundHold, err error) {
+	org := r.Actor.OrganizationID
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		now := s.Now()
 		if r.Idempotency != nil {
-			earlier, err := claimRefundKey(ctx, tx, org, *r.Idempotency, refundID, s.Now())
-			if err != nil || earlier != uuid.Nil {
-				refundID, replayed = earlier, true
+			var err error
+			if h, err = keyedRefund(ctx, tx, org, *r.Idempotency, now); err != nil || h != (refundHold{}) {
 				return err
 			}
 		}
-		sale, locked, err := lockSale(ctx, tx, org, r.SaleID)
+		sale, _, err := lockSale(ctx, tx, org, r.SaleID)
 		if err != nil {
 			return err
 		}
@@ -94,42 +149,60 @@ func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayme
 		if refundable.Sign() <= 0 || amount.Cmp(&refundable) > 0 {
 			return &ExceedsError{Refundable: refundable}
 		}
-		now := s.Now()
-		pending = &pendingRefund{RefundID: refundID, OrganizationID: org, SaleID: sale.ID, Amount: amount,
+		p := &pendingRefund{RefundID: uuid.Must(uuid.NewV7()), OrganizationID: org, SaleID: sale.ID, Amount: amount,
 			Whole: amount.Cmp(&sale.Amount) == 0, Reason: r.Reason, CreatedByName: r.Actor.Name, CreatedAt: now,
 			SettleAfter: now.Add(pendingRefundAge)}
 		if r.Idempotency != nil {
-			pending.Key, pending.Hash = &r.Idempotency.Key, r.Idempotency.Hash
+			p.Key, p.Hash = &r.Idempotency.Key, r.Idempotency.Hash
 		}
-		// Committed on its own: should the answer be lost, it stays.
-		if err := s.writePendingRefund(ctx, pending); err != nil {
-			return err
-		}
-		res, err := s.Processor.Refund(ctx, pending.ask(sale))
-		if err != nil {
-			return fmt.Errorf("payment: refund of sale %s: %w", sale.ID, err)
-		}
-		approved = res.Approved
-		return s.recordRefund(ctx, tx, locked, sale, pending, res)
+		h.pending, h.sale = p, sale
+		return writePendingRefund(ctx, tx, p)
 	})
-	switch {
-	case err != nil && pending != nil && (approved || errors.Is(err, processor.ErrUnsettled)):
-		// The processor may have refunded: settle by asking it, at once.
-		s.settlePendingRefundNow(ctx, refundID, err)
-		return CardPayment{}, false, err
-	case err != nil && pending != nil:
-		s.forgetPendingRefund(ctx, refundID) // the processor made no refund
-		return CardPayment{}, false, err
-	case err != nil:
-		return CardPayment{}, false, err
+	return h, err
+}
+
+// keyedRefund is what became of the requests with the Idempotency-Key, as
+// on invoice creation: the refund made with it within the window (or
+// ErrKeyReused when made for another request), or the refund under way or
+// lost with it. Requests with one key are looked at one at a time, on every
+// instance: the lock is held until tx ends.
+func keyedRefund(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem invoice.Idempotency, now time.Time) (refundHold, error) {
+	if err := lockRefundKey(ctx, tx, org, idem.Key); err != nil {
+		return refundHold{}, err
 	}
-	refund, err = s.CardPayment(ctx, org, refundID)
-	return refund, replayed, err
+	var made struct {
+		Hash     []byte    `db:"request_hash"`
+		RefundID uuid.UUID `db:"refund_id"`
+	}
+	err := tx.GetContext(ctx, &made, `SELECT request_hash, refund_id FROM refund_idempotency_keys
+		WHERE organization_id = $1 AND key = $2 AND created_at > $3`, org, idem.Key, now.Add(-invoice.IdempotencyWindow))
+	switch {
+	case err == nil && subtle.ConstantTimeCompare(made.Hash, idem.Hash) != 1:
+		return refundHold{}, ErrKeyReused
+	case err == nil:
+		return refundHold{earlier: made.RefundID}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return refundHold{}, fmt.Errorf("payment: unable to read idempotency key: %w", err)
+	}
+	var p pendingRefund
+	err = tx.GetContext(ctx, &p, selectPendingRefund+` WHERE organization_id = $1 AND idempotency_key = $2`, org, idem.Key)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return refundHold{}, nil
+	case err != nil:
+		return refundHold{}, fmt.Errorf("payment: unable to read pending refund: %w", err)
+	case subtle.ConstantTimeCompare(p.Hash, idem.Hash) != 1:
+		return refundHold{}, ErrKeyReused
+	case p.LastError == nil && p.CreatedAt.After(now.Add(-PayTimeout)):
+		// Its request may still record it.
+		return refundHold{wait: true}, nil
+	}
+	return refundHold{lost: &p}, nil
 }
 
 // lockSale locks the invoice of an approved sale of the organization, then
-// the sale. Sales are locked FOR NO KEY UPDATE so that a pending refund,
-// committed meanwhile on another connection, may still reference it.
+// the sale. Sales are locked FOR NO KEY UPDATE, enough to keep their
+// amountRefunded, and pending refunds may still reference them.
 func lockSale(ctx context.Context, tx *sqlx.Tx, org, saleID uuid.UUID) (CardPayment, *invoice.Locked, error) {
 	var invoiceID uuid.UUID
 	err := tx.GetContext(ctx, &invoiceID, `SELECT invoice_id FROM card_payments WHERE id = $1 AND organization_id = $2`, saleID, org)
@@ -174,12 +247,33 @@ func refundableOf(ctx context.Context, tx *sqlx.Tx, sale CardPayment) (apd.Decim
 	return left, nil
 }
 
+// lockRefundKey holds the organization's Idempotency-Key until tx ends:
+// what its requests find (a refund made with it, or one under way) is
+// read, and changed, one transaction at a time, on every instance. Taken
+// before the sale's row locks.
+func lockRefundKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, key string) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "refund-key/"+org.String()+"/"+key); err != nil {
+		return fmt.Errorf("payment: unable to lock idempotency key: %w", err)
+	}
+	return nil
+}
+
 // recordRefund writes the processor's answer to a pending refund, inside
-// the transaction holding the sale and its invoice: the refund's card
-// payment, and when approved, what it adds to the sale's and the invoice's
-// amountRefunded, and its Idempotency-Key when it came with one. It is
-// recorded once: a second call for the same refund changes nothing.
-func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, locked *invoice.Locked, sale CardPayment, p *pendingRefund, res processor.RefundResult) error {
+// tx, under the key's lock (lockRefundKey) and the sale's and its
+// invoice's row locks: the refund's card payment, and when approved, what
+// it adds to the sale's and the invoice's amountRefunded, and its
+// Idempotency-Key when it came with one. It is recorded once: a second
+// call for the same refund changes nothing.
+func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund, res processor.RefundResult) error {
+	if p.Key != nil {
+		if err := lockRefundKey(ctx, tx, p.OrganizationID, *p.Key); err != nil {
+			return err
+		}
+	}
+	sale, locked, err := lockSale(ctx, tx, p.OrganizationID, p.SaleID)
+	if err != nil {
+		return err
+	}
 	refund := CardPayment{
 		ID: p.RefundID, OrganizationID: p.OrganizationID, Kind: Refund, Status: Approved, Amount: p.Amount,
 		InvoiceID: sale.InvoiceID, MerchantAccountID: sale.MerchantAccountID, CardBrand: sale.CardBrand,
@@ -208,9 +302,12 @@ func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, locked *invoice
 		}
 	}
 	if p.Key != nil {
+		// A key older than the window, not deleted yet, is taken over.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO refund_idempotency_keys (organization_id, key, request_hash, refund_id, created_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (organization_id, key) DO NOTHING`,
-			p.OrganizationID, *p.Key, p.Hash, p.RefundID, p.CreatedAt); err != nil {
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (organization_id, key) DO UPDATE
+				SET request_hash = excluded.request_hash, refund_id = excluded.refund_id, created_at = excluded.created_at
+				WHERE refund_idempotency_keys.created_at <= $6`,
+			p.OrganizationID, *p.Key, p.Hash, p.RefundID, p.CreatedAt, p.CreatedAt.Add(-invoice.IdempotencyWindow)); err != nil {
 			return fmt.Errorf("payment: unable to keep the refund's idempotency key: %w", err)
 		}
 	}
@@ -234,38 +331,6 @@ func insertRefundOnce(ctx context.Context, tx *sqlx.Tx, refund CardPayment) (boo
 		return false, nil
 	}
 	return true, insertCardPayment(ctx, tx, refund)
-}
-
-// claimRefundKey records the key as making refund id, inside tx, or
-// returns the refund an earlier request with it made within the window,
-// as invoice creation does: a concurrent request with the key waits on
-// its unique index until the first commits or rolls back.
-func claimRefundKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem invoice.Idempotency, id uuid.UUID, now time.Time) (uuid.UUID, error) {
-	err := tx.GetContext(ctx, new(uuid.UUID), `
-		INSERT INTO refund_idempotency_keys (organization_id, key, request_hash, refund_id, created_at)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (organization_id, key) DO UPDATE
-			SET request_hash = excluded.request_hash, refund_id = excluded.refund_id, created_at = excluded.created_at
-			WHERE refund_idempotency_keys.created_at <= $6
-		RETURNING refund_id`, org, idem.Key, idem.Hash, id, now, now.Add(-invoice.IdempotencyWindow))
-	if err == nil {
-		return uuid.Nil, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("payment: unable to claim idempotency key: %w", err)
-	}
-	var row struct {
-		Hash     []byte    `db:"request_hash"`
-		RefundID uuid.UUID `db:"refund_id"`
-	}
-	if err := tx.GetContext(ctx, &row, `SELECT request_hash, refund_id FROM refund_idempotency_keys
-		WHERE organization_id = $1 AND key = $2`, org, idem.Key); err != nil {
-		return uuid.Nil, fmt.Errorf("payment: unable to read idempotency key: %w", err)
-	}
-	if subtle.ConstantTimeCompare(row.Hash, idem.Hash) != 1 {
-		return uuid.Nil, ErrKeyReused
-	}
-	return row.RefundID, nil
 }
 
 // DeleteExpiredRefundKeys forgets refund Idempotency-Keys older than the window.
@@ -292,6 +357,7 @@ type pendingRefund struct {
 	CreatedAt      time.Time   `db:"created_at"`
 	SettleAfter    time.Time   `db:"settle_after"`
 	Attempts       int         `db:"attempts"`
+	LastError      *string     `db:"last_error"`
 }
 
 // ask is what the processor is asked for the refund of sale.
@@ -307,8 +373,10 @@ func deref(s *string) string {
 	return *s
 }
 
-func (s *Service) writePendingRefund(ctx context.Context, p *pendingRefund) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, reason,
+// writePendingRefund commits, with the reservation, the trace of a refund
+// under way.
+func writePendingRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, reason,
 			created_by_name, idempotency_key, request_hash, created_at, settle_after)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		p.RefundID, p.OrganizationID, p.SaleID, p.Amount.Text('f'), p.Whole, p.Reason, p.CreatedByName, p.Key, p.Hash,
@@ -344,21 +412,7 @@ func (s *Service) settlePendingRefundNow(ctx context.Context, id uuid.UUID, caus
 }
 
 const selectPendingRefund = `SELECT refund_id, organization_id, sale_id, amount::text AS amount, whole, reason,
-	created_by_name, idempotency_key, request_hash, created_at, settle_after, attempts FROM pending_refunds`
-
-// settleKeyed settles, before its retry goes on, a pending refund left by
-// an earlier request with the same Idempotency-Key.
-func (s *Service) settleKeyed(ctx context.Context, org uuid.UUID, key string) error {
-	var p pendingRefund
-	err := s.DB.GetContext(ctx, &p, selectPendingRefund+` WHERE organization_id = $1 AND idempotency_key = $2`, org, key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("payment: unable to read pending refund: %w", err)
-	}
-	return s.settleRefund(ctx, &p)
-}
+	created_by_name, idempotency_key, request_hash, created_at, settle_after, attempts, last_error FROM pending_refunds`
 
 // settleRefund asks the processor what became of a pending refund and
 // records it (approved or declined), or forgets it when the processor made
@@ -379,11 +433,7 @@ func (s *Service) settleRefund(ctx context.Context, p *pendingRefund) error {
 		if !found {
 			return deletePendingRefund(ctx, tx, p.RefundID)
 		}
-		sale, locked, err := lockSale(ctx, tx, p.OrganizationID, p.SaleID)
-		if err != nil {
-			return err
-		}
-		return s.recordRefund(ctx, tx, locked, sale, p, res)
+		return s.recordRefund(ctx, tx, p, res)
 	})
 }
 
@@ -401,7 +451,7 @@ func (s *Service) SettlePendingRefunds(ctx context.Context, log *slog.Logger) er
 			settle_after = $1 + least($4::interval, $3::interval * power(2, least(p.attempts, 20)))
 		FROM due WHERE p.refund_id = due.refund_id
 		RETURNING p.refund_id, p.organization_id, p.sale_id, p.amount::text AS amount, p.whole, p.reason,
-			p.created_by_name, p.idempotency_key, p.request_hash, p.created_at, p.settle_after, p.attempts`,
+			p.created_by_name, p.idempotency_key, p.request_hash, p.created_at, p.settle_after, p.attempts, p.last_error`,
 		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
 	if err != nil {
 		return fmt.Errorf("payment: unable to claim pending refunds: %w", err)

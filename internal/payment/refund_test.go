@@ -1,0 +1,155 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/invoice"
+)
+
+// refundOf refunds amount (nil: all that is left) of sale.
+func (f *fixture) refundOf(sale CardPayment, amount *string, key *invoice.Idempotency) (CardPayment, bool, error) {
+	r := RefundRequest{Actor: invoice.Actor{OrganizationID: f.org, Name: "test key"}, SaleID: sale.ID, Idempotency: key}
+	if amount != nil {
+		d := dec(*amount)
+		r.Amount = &d
+	}
+	return f.svc.Refund(context.Background(), r)
+}
+
+// What may be refunded of a sale is its amount less its approved refunds
+// and the refunds under way, lost ones too (the processor may have made
+// them); the refund made adds to the sale's and the invoice's
+// amountRefunded. A refused refund never reaches the processor.
+func TestRefundHoldsWhatRefundsUnderWayTake(t *testing.T) {
+	f := newFixture(t, 0)
+	for _, c := range []struct {
+		name           string
+		refunded       []string // approved before
+		underWay       []string // pending refunds of other requests
+		lost           bool     // the pending ones' answers were lost
+		amount         *string
+		wantRefund     string // "" when refused
+		wantRefundable string // in the ExceedsError
+		wantRefunded   string // the sale's amountRefunded after
+	}{
+		{name: "all of it", wantRefund: "100.00", wantRefunded: "100.00"},
+		{name: "part", amount: ptr("25.50"), wantRefund: "25.50", wantRefunded: "25.50"},
+		{name: "the rest after refunds", refunded: []string{"20.00", "30.00"}, wantRefund: "50.00", wantRefunded: "100.00"},
+		{name: "the rest beside one under way", underWay: []string{"30.00"}, amount: ptr("70.00"), wantRefund: "70.00", wantRefunded: "70.00"},
+		{name: "all that is left beside one under way", refunded: []string{"20.00"}, underWay: []string{"30.00"},
+			wantRefund: "50.00", wantRefunded: "70.00"},
+		{name: "more than is left", refunded: []string{"20.00"}, underWay: []string{"30.00"}, amount: ptr("50.01"),
+			wantRefundable: "50.00", wantRefunded: "20.00"},
+		{name: "a lost refund holds its amount", underWay: []string{"100.00"}, lost: true, amount: ptr("0.01"),
+			wantRefundable: "0.00", wantRefunded: "0.00"},
+		{name: "nothing left", refunded: []string{"100.00"}, wantRefundable: "0.00", wantRefunded: "100.00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sale := f.sale(t, "100.00")
+			for _, a := range c.refunded {
+				if _, _, err := f.refundOf(sale, &a, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, a := range c.underWay {
+				var lastError *string
+				if c.lost {
+					lastError = ptr("the answer was lost")
+				}
+				_, err := f.db.Exec(`INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, created_by_name,
+						created_at, settle_after, last_error) VALUES ($1, $2, $3, $4, false, 'other key', now(), $5, $6)`,
+					uuid.New(), f.org, sale.ID, a, time.Now().Add(time.Hour), lastError)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			asked := f.gate.times("refund")
+			refund, _, err := f.refundOf(sale, c.amount, nil)
+			var exceeds *ExceedsError
+			switch {
+			case c.wantRefund != "":
+				if err != nil || refund.Kind != Refund || refund.Status != Approved || refund.Amount.Text('f') != c.wantRefund {
+					t.Fatalf("refund: %+v, %v; want an approved refund of %s", refund, err, c.wantRefund)
+				}
+			case !errors.As(err, &exceeds):
+				t.Fatalf("refund: %+v, %v; want an ExceedsError", refund, err)
+			default:
+				if got := exceeds.Refundable.Text('f'); got != c.wantRefundable {
+					t.Errorf("refundable %s, want %s", got, c.wantRefundable)
+				}
+				if f.gate.times("refund") != asked {
+					t.Errorf("a refused refund reached the processor")
+				}
+			}
+			got, err := f.svc.CardPayment(context.Background(), f.org, sale.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.AmountRefunded.Text('f') != c.wantRefunded {
+				t.Errorf("sale amountRefunded %s, want %s", got.AmountRefunded.Text('f'), c.wantRefunded)
+			}
+			if inv := f.read(t, sale.InvoiceID); inv.AmountRefunded.Text('f') != c.wantRefunded || inv.AmountPaid.Text('f') != "100.00" {
+				t.Errorf("invoice amountRefunded %s, amountPaid %s; want %s and 100.00", inv.AmountRefunded.Text('f'),
+					inv.AmountPaid.Text('f'), c.wantRefunded)
+			}
+			if n := f.count(t, `SELECT count(*) FROM pending_refunds WHERE sale_id = $1`, sale.ID); n != len(c.underWay) {
+				t.Errorf("%d pending refunds, want the %d of the others", n, len(c.underWay))
+			}
+		})
+	}
+}
+
+// While a refund of all of a sale is at the processor, a second is refused
+// at once; a request with the first's Idempotency-Key waits for it and
+// replays it. The card is refunded once.
+func TestRefundWhileAnotherIsAtTheProcessor(t *testing.T) {
+	f := newFixture(t, 0)
+	sale := f.sale(t, "60.00")
+	key := &invoice.Idempotency{Key: uuid.NewString(), Hash: []byte("the request")}
+	type result struct {
+		refund   CardPayment
+		replayed bool
+		err      error
+	}
+	first := make(chan result, 1)
+	f.gate.held.Store(true)
+	go func() {
+		r, replayed, err := f.refundOf(sale, nil, key)
+		first <- result{r, replayed, err}
+	}()
+	f.gate.waitReached(t)
+
+	var exceeds *ExceedsError
+	if _, _, err := f.refundOf(sale, ptr("0.01"), nil); !errors.As(err, &exceeds) || exceeds.Refundable.Sign() != 0 {
+		t.Errorf("a second refund while all of the sale is under way: %v, want an ExceedsError with nothing left", err)
+	}
+	if _, _, err := f.refundOf(sale, ptr("1.00"), &invoice.Idempotency{Key: key.Key, Hash: []byte("another request")}); !errors.Is(err, ErrKeyReused) {
+		t.Errorf("the key with another request: %v, want ErrKeyReused", err)
+	}
+	again := make(chan result, 1)
+	go func() {
+		r, replayed, err := f.refundOf(sale, nil, key)
+		again <- result{r, replayed, err}
+	}()
+	f.gate.release <- struct{}{}
+	r1, r2 := <-first, <-again
+	if r1.err != nil || r1.replayed || r1.refund.Amount.Text('f') != "60.00" {
+		t.Fatalf("first: %+v, %v", r1.refund, r1.err)
+	}
+	if r2.err != nil || !r2.replayed || r2.refund.ID != r1.refund.ID {
+		t.Errorf("the request with the key again: %+v replayed %v, %v; want the first's refund replayed", r2.refund, r2.replayed, r2.err)
+	}
+	if n := f.gate.times("refund"); n != 1 {
+		t.Errorf("%d refunds asked of the processor, want 1", n)
+	}
+	got, err := f.svc.CardPayment(context.Background(), f.org, sale.ID)
+	if err != nil || got.AmountRefunded.Cmp(apd.New(6000, -2)) != 0 {
+		t.Errorf("sale amountRefunded %s (%v), want 60.00", got.AmountRefunded.Text('f'), err)
+	}
+}
