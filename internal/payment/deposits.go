@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -246,12 +247,53 @@ type openPayment struct {
 
 // closeBatch closes the MID's batch at until: the approved payments made
 // up to it and in no deposit yet go to the processor's fundings, one
-// deposit each, in one transaction under the MID's batch_closings row
-// lock. An empty batch makes nothing; so does a cutoff's batch (atCutoff)
-// already closed at until by another instance.
+// deposit each. The processor is asked with no transaction open, about the
+// payments open then; the deposits are written in one transaction under
+// the MID's batch_closings row lock, once the batch is found to be still
+// what the processor was asked about (else the closing starts again, at
+// most batchTries times). An empty batch makes nothing; so does a cutoff's
+// batch (atCutoff) already closed at until by another instance.
 func (s *Service) closeBatch(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
+	for try := 1; ; try++ {
+		made, err := s.closeBatchOnce(ctx, m, until, day, atCutoff, log)
+		if errors.Is(err, errBatchChanged) && try < batchTries {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("payment: unable to close the batch of MID %s: %w", m.MID, err)
+		}
+		return made, nil
+	}
+}
+
+// batchTries bounds the closings of a batch that changed while the
+// processor was asked (a payment recorded meanwhile, or another closing).
+const batchTries = 3
+
+var errBatchChanged = errors.New("payment: the batch changed while the processor was asked")
+
+const selectOpenPayments = `SELECT id, kind, amount::text AS amount, coalesce(ret_ref, '') AS ret_ref
+	FROM card_payments
+	WHERE merchant_account_id = $1 AND status = 'approved' AND deposit_id IS NULL AND created_at <= $2
+	ORDER BY created_at, id`
+
+func (s *Service) closeBatchOnce(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
+	var asked []openPayment
+	if err := s.DB.SelectContext(ctx, &asked, selectOpenPayments, m.ID, until); err != nil {
+		return nil, err
+	}
+	batch, err := batchOf(m, day, asked)
+	if err != nil {
+		return nil, err
+	}
+	var fundings []processor.Funding
+	if len(asked) > 0 {
+		if fundings, err = s.Processor.Settle(ctx, batch); err != nil {
+			return nil, fmt.Errorf("payment: settle MID %s: %w", m.MID, err)
+		}
+	}
 	var made []Deposit
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO batch_closings (merchant_account_id, closed_until) VALUES ($1, 'epoch')
 			ON CONFLICT DO NOTHING`, m.ID); err != nil {
 			return err
@@ -265,15 +307,15 @@ func (s *Service) closeBatch(ctx context.Context, m batchMID, until, day time.Ti
 			return nil // another instance closed it meanwhile
 		}
 		var open []openPayment
-		if err := tx.SelectContext(ctx, &open, `SELECT id, kind, amount::text AS amount, coalesce(ret_ref, '') AS ret_ref
-			FROM card_payments
-			WHERE merchant_account_id = $1 AND status = 'approved' AND deposit_id IS NULL AND created_at <= $2
-			ORDER BY created_at, id FOR UPDATE`, m.ID, until); err != nil {
+		if err := tx.SelectContext(ctx, &open, selectOpenPayments+` FOR UPDATE`, m.ID, until); err != nil {
 			return err
+		}
+		if !slices.Equal(open, asked) {
+			return errBatchChanged
 		}
 		if len(open) > 0 {
 			var err error
-			if made, err = s.fund(ctx, tx, m, day, open, log); err != nil {
+			if made, err = s.fund(ctx, tx, m, day, open, batch, fundings, log); err != nil {
 				return err
 			}
 		}
@@ -281,30 +323,36 @@ func (s *Service) closeBatch(ctx context.Context, m batchMID, until, day time.Ti
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("payment: unable to close the batch of MID %s: %w", m.MID, err)
+		return nil, err
 	}
 	return made, nil
 }
 
-// fund asks the processor what it funds of the open payments and writes a
-// deposit for each funding that holds any of them.
-func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time, open []openPayment, log *slog.Logger) ([]Deposit, error) {
+// batchOf is the batch of the open payments, as the processor is asked
+// about it.
+func batchOf(m batchMID, day time.Time, open []openPayment) (processor.Batch, error) {
 	batch := processor.Batch{MerchantID: m.MID, Date: day}
-	byRetRef := map[string][]int{}
-	for i, p := range open {
+	for _, p := range open {
 		bp := processor.BatchPayment{RetRef: p.RetRef, Refund: p.Kind == Refund}
 		if _, _, err := bp.Amount.SetString(p.Amount); err != nil {
-			return nil, fmt.Errorf("payment: card payment %s amount %q: %w", p.ID, p.Amount, err)
+			return processor.Batch{}, fmt.Errorf("payment: card payment %s amount %q: %w", p.ID, p.Amount, err)
 		}
 		batch.Payments = append(batch.Payments, bp)
-		byRetRef[p.RetRef] = append(byRetRef[p.RetRef], i)
 	}
-	fundings, err := s.Processor.Settle(ctx, batch)
-	if err != nil {
-		return nil, fmt.Errorf("payment: settle MID %s: %w", m.MID, err)
+	return batch, nil
+}
+
+// fund writes a deposit for each of the processor's fundings of the open
+// payments (batch) that holds any of them.
+func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time, open []openPayment, batch processor.Batch,
+	fundings []processor.Funding, log *slog.Logger) ([]Deposit, error) {
+	byRetRef := map[string][]int{}
+	for i, p := range open {
+		byRetRef[p.RetRef] = append(byRetRef[p.RetRef], i)
 	}
 	decimals := apd.BaseContext.WithPrecision(34)
 	var made []Deposit
+	var err error
 	for _, f := range fundings {
 		d := Deposit{ID: uuid.New(), OrganizationID: m.OrganizationID, MerchantAccountID: m.ID, MID: m.MID,
 			BatchDate: day, ExpectedAt: f.ExpectedAt, Status: DepositPending, FeesAmount: f.Fees, CreatedAt: s.Now()}

@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-
 )
 
 // A pending charge is the durable trace of a charge under way: written

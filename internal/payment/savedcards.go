@@ -49,40 +49,44 @@ func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
 // ErrCardNotFound: no saved card with this id in the organization.
 var ErrCardNotFound = errors.New("saved card not found")
 
-// DeleteSavedCard removes a saved card at the processor first, then here.
-// The row stays locked meanwhile, so a second delete waits and then finds
-// nothing. When the processor fails (processor.ErrUnavailable) the card is
-// kept, and a retry later works.
+// DeleteSavedCard removes a saved card at the processor first, with no
+// transaction open, then here, with its event. When the processor fails
+// (processor.ErrUnavailable) the card is kept, and a retry later works. Of
+// two removals at once, both may ask the processor; the second then finds
+// the card gone (ErrCardNotFound).
 func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
+	var card struct {
+		ProfileID   string         `db:"profile_id"`
+		AccountID   string         `db:"account_id"`
+		MID         sql.NullString `db:"mid"`
+		CardBrand   *string        `db:"card_brand"`
+		LastFour    *string        `db:"last_four"`
+		Expiry      *string        `db:"expiry"`
+		SavedAt     time.Time      `db:"saved_at"`
+		SavedByName string         `db:"saved_by_name"`
+	}
+	err := s.DB.GetContext(ctx, &card, `
+		SELECT c.profile_id, c.account_id, ma.mid, c.card_brand, c.last_four, c.expiry, c.saved_at, c.saved_by_name
+		FROM saved_cards c LEFT JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
+		WHERE c.id = $1 AND c.organization_id = $2`, id, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrCardNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("payment: unable to read saved card: %w", err)
+	}
+	if err := s.Processor.DeleteProfile(ctx, card.MID.String, card.ProfileID, card.AccountID); err != nil {
+		return fmt.Errorf("payment: delete saved card %s at the processor: %w", id, err)
+	}
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		var row struct {
-			ProfileID   string         `db:"profile_id"`
-			AccountID   string         `db:"account_id"`
-			MID         sql.NullString `db:"mid"`
-			CardBrand   *string        `db:"card_brand"`
-			LastFour    *string        `db:"last_four"`
-			Expiry      *string        `db:"expiry"`
-			SavedAt     time.Time      `db:"saved_at"`
-			SavedByName string         `db:"saved_by_name"`
-		}
-		err := tx.GetContext(ctx, &row, `
-			SELECT c.profile_id, c.account_id, ma.mid, c.card_brand, c.last_four, c.expiry, c.saved_at, c.saved_by_name
-			FROM saved_cards c LEFT JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
-			WHERE c.id = $1 AND c.organization_id = $2
-			FOR UPDATE OF c`, id, org)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrCardNotFound
-		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org)
 		if err != nil {
-			return fmt.Errorf("payment: unable to read saved card: %w", err)
-		}
-		if err := s.Processor.DeleteProfile(ctx, row.MID.String, row.ProfileID, row.AccountID); err != nil {
-			return fmt.Errorf("payment: delete saved card %s at the processor: %w", id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org); err != nil {
 			return fmt.Errorf("payment: unable to delete saved card: %w", err)
 		}
-		return s.Events.Record(ctx, tx, org, event.SavedCardRemoved, invoice.SavedCard{ID: id, CardBrand: row.CardBrand,
-			LastFour: row.LastFour, Expiry: row.Expiry, SavedAt: row.SavedAt, SavedByName: row.SavedByName})
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(err, ErrCardNotFound) // removed meanwhile
+		}
+		return s.Events.Record(ctx, tx, org, event.SavedCardRemoved, invoice.SavedCard{ID: id, CardBrand: card.CardBrand,
+			LastFour: card.LastFour, Expiry: card.Expiry, SavedAt: card.SavedAt, SavedByName: card.SavedByName})
 	})
 }
