@@ -149,8 +149,11 @@ const refusalHeaders = "Content-Type: text/plain; charset=utf-8\r\nConnection: c
 
 // refusal reports whether p is such an answer, and its status.
 func refusal(p []byte) (int, bool) {
+	if !bytes.HasPrefix(p, []byte("HTTP/1.1 ")) { // most writes: a body, or not a refusal
+		return 0, false
+	}
 	line, rest, found := bytes.Cut(p, []byte("\r\n"))
-	if !found || !bytes.HasPrefix(rest, []byte(refusalHeaders)) || len(line) < len("HTTP/1.1 400") || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+	if !found || len(line) < len("HTTP/1.1 400") || !bytes.HasPrefix(rest, []byte(refusalHeaders)) {
 		return 0, false
 	}
 	switch status, _ := strconv.Atoi(string(line[len("HTTP/1.1 "):len("HTTP/1.1 400")])); status {
