@@ -130,7 +130,7 @@ func (s *Service) reserveRefund(ctx context.Context, r RefundRequest) (h refundH
 		now := s.Now()
 		if r.Idempotency != nil {
 			var err error
-			if h, err = keyedRefund(ctx, tx, org, *r.Idempotency, now); err != nil || h != (refundHold{}) {
+			if h, err = keyedRefund(ctx, tx, org, *r.Idempotency, now); err != nil || h.earlier != uuid.Nil || h.wait || h.lost != nil {
 				return err
 			}
 		}
@@ -201,8 +201,9 @@ func keyedRefund(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem invoice.I
 }
 
 // lockSale locks the invoice of an approved sale of the organization, then
-// the sale. Sales are locked FOR NO KEY UPDATE, enough to keep their
-// amountRefunded, and pending refunds may still reference them.
+// the sale. Sales are locked FOR NO KEY UPDATE: enough to keep their
+// amountRefunded, and rows that reference them (pending refunds, refunds)
+// may still be written by others meanwhile.
 func lockSale(ctx context.Context, tx *sqlx.Tx, org, saleID uuid.UUID) (CardPayment, *invoice.Locked, error) {
 	var invoiceID uuid.UUID
 	err := tx.GetContext(ctx, &invoiceID, `SELECT invoice_id FROM card_payments WHERE id = $1 AND organization_id = $2`, saleID, org)

@@ -15,11 +15,12 @@ import (
 
 // A customer is never charged twice for one submission. Each rendered pay
 // form carries a one-time attempt id; the answer the processor gave to the
-// first POST of it is kept (pay_submissions), written in the payment's
-// transaction under the invoice's row lock. A later or concurrent POST of
-// the same form waits on that lock and gets the same answer without
-// reaching the processor. A POST that got no answer (the processor failed,
-// the invoice was not payable) leaves nothing, so the form may be sent again.
+// first POST of it is kept (pay_submissions), written with the payment
+// under the invoice's row lock. A later POST of the same form gets that
+// answer without reaching the processor; one sent while the first is at
+// the processor finds the first's pending charge, waits for its answer and
+// gets it. A POST that got no answer (the processor failed, the invoice
+// was not payable) leaves nothing, so the form may be sent again.
 
 // SubmissionWindow is how long the answer to a pay form is kept.
 const SubmissionWindow = 24 * time.Hour
@@ -49,7 +50,7 @@ func submitted(ctx context.Context, q sqlx.QueryerContext, invoiceID, attemptID 
 }
 
 // recordSubmission keeps the processor's answer to a form, inside the
-// payment's transaction.
+// transaction that records it.
 func recordSubmission(ctx context.Context, tx *sqlx.Tx, invoiceID, attemptID uuid.UUID, out Outcome, at time.Time) error {
 	var paymentID *uuid.UUID
 	var reason *string
