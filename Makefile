@@ -120,6 +120,7 @@ postgres:
 # gen/ from openapi.yaml, and the copy of openapi.yaml that /openapi.yaml
 # serves (go:embed cannot reach the repository root from internal/docs).
 generate:
+	$(OAPI_CODEGEN) -config gen/models/models.cfg.yaml openapi.yaml
 	$(OAPI_CODEGEN) -config gen/server.cfg.yaml openapi.yaml
 	$(OAPI_CODEGEN) -config gen/client/client.cfg.yaml openapi.yaml
 	cp openapi.yaml internal/docs/openapi.yaml

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/vault"
@@ -47,10 +47,10 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 	for _, org := range []string{reseller.ID, merchant.ID} {
 		c.ok("users", "create", "--org", org, "--name", "Owner", "--email", "owner@"+org[:8]+".example.com", "--role", "Owner")
 	}
-	var loc gen.Location
+	var loc models.Location
 	c.jsonOf(&loc, "locations", "create", "--org", merchant.ID, "--name", "Main Street", "--time-zone", "America/Denver",
 		"--address-line1", "12 Main St", "--city", "Boulder", "--state", "CO", "--postal-code", "80302", "--email", "hi@juniper.example.com", "--json")
-	var mid gen.MerchantAccount
+	var mid models.MerchantAccount
 	c.jsonOf(&mid, "mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", newMID(), "--json")
 	var key, rkey struct{ KeyID, Secret string }
 	c.jsonOf(&key, "keys", "create", "--org", merchant.ID, "--name", "Billing", "--permissions", "payments.create,payments.view,accounts.view", "--json")
@@ -63,16 +63,16 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 		"customerCompany": nil, "customerEmail": "ari@example.com", "customerPhone": nil, "delivery": nil, "memo": nil,
 		"dueDate": nil, "lines": nil, "send": false}})
 	apitest.Want(t, "first invoice", resp.StatusCode, http.StatusCreated)
-	var inv gen.Invoice
+	var inv models.Invoice
 	resp.JSON(t, &inv)
 	apitest.WantText(t, "location", inv.LocationName, "Main Street")
 	portfolio := env.Do(apitest.Request{Method: "GET", Path: "/organizations/" + reseller.ID + "/portfolio", Token: env.Token(rkey.KeyID, rkey.Secret)})
 	apitest.Want(t, "portfolio", portfolio.StatusCode, http.StatusOK)
 	apitest.Want(t, "the merchant in the portfolio", strings.Contains(string(portfolio.Body), merchant.ID), true)
 
-	var inactive gen.Location
+	var inactive models.Location
 	c.jsonOf(&inactive, "locations", "deactivate", "--json", loc.Id.String())
-	apitest.Want(t, "deactivated", inactive.Status, gen.LocationStatusInactive)
+	apitest.Want(t, "deactivated", inactive.Status, models.LocationStatusInactive)
 	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: tok, Body: map[string]any{
 		"merchantAccountId": mid.Id, "invoiceNumber": "JB-0002", "amount": "42.00", "poNumber": nil, "customerName": "Ari",
 		"customerCompany": nil, "customerEmail": "ari@example.com", "customerPhone": nil, "delivery": nil, "memo": nil,
@@ -87,7 +87,7 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 	c.jsonOf(&merchant, "orgs", "create", "--kind", "merchant", "--name", "M", "--json")
 	c.jsonOf(&reseller, "orgs", "create", "--kind", "reseller", "--name", "R", "--json")
 	c.jsonOf(&other, "orgs", "create", "--kind", "merchant", "--name", "Other", "--json")
-	var loc, otherLoc gen.Location
+	var loc, otherLoc models.Location
 	loc1 := []string{"--name", "L", "--address-line1", "1 A St", "--city", "C", "--state", "OR", "--postal-code", "97201", "--json"}
 	c.jsonOf(&loc, append([]string{"locations", "create", "--org", merchant.ID, "--time-zone", "America/Los_Angeles"}, loc1...)...)
 	c.jsonOf(&otherLoc, append([]string{"locations", "create", "--org", other.ID, "--time-zone", "America/Los_Angeles"}, loc1...)...)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -18,7 +18,7 @@ func TestSettlePrintsDepositsAsJSONLines(t *testing.T) {
 	c := newCLI(t)
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
-	for i, mid := range []gen.MerchantAccount{m.MIDs[0], m.MIDs[0], m.MIDs[1]} {
+	for i, mid := range []models.MerchantAccount{m.MIDs[0], m.MIDs[0], m.MIDs[1]} {
 		b := m.Body("CLI-"+string(rune('A'+i)), "10.00")
 		b["merchantAccountId"] = mid.Id.String()
 		inv := m.MustCreate(t, b)
@@ -29,13 +29,13 @@ func TestSettlePrintsDepositsAsJSONLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	apitest.Want(t, "deposits printed", len(lines), 2)
 	for _, line := range lines {
-		var printed gen.Deposit
+		var printed models.Deposit
 		dec := json.NewDecoder(bytes.NewReader([]byte(line)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&printed); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		var served gen.Deposit
+		var served models.Deposit
 		resp := env.Do(apitest.Request{Method: "GET", Path: "/deposits/" + printed.Id.String(), Token: m.Token})
 		apitest.Want(t, "GET the printed deposit", resp.StatusCode, http.StatusOK)
 		resp.JSON(t, &served)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
@@ -31,7 +32,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ListCardPayments200JSONResponse{Body: make([]gen.CardPayment, len(list))}
+	out := gen.ListCardPayments200JSONResponse{Body: make([]models.CardPayment, len(list))}
 	for i, p := range list {
 		out.Body[i] = view.CardPayment(p)
 	}
@@ -63,7 +64,7 @@ func (s *Server) GetCardPayment(ctx context.Context, req gen.GetCardPaymentReque
 // repeated Idempotency-Key with the same body answers 200 with the refund
 // already made.
 func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymentRequestObject) (gen.RefundCardPaymentResponseObject, error) {
-	body := gen.RefundRequest{}
+	body := models.RefundRequest{}
 	if req.Body != nil {
 		body = *req.Body
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -22,7 +22,7 @@ func TestCardPaymentsOfAnInvoice(t *testing.T) {
 	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "15.00"}), http.StatusSeeOther)
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, other), apitest.Payment{Card: apitest.CardApprove, Amount: "5.00"}), http.StatusSeeOther)
 
-	var list []gen.CardPayment
+	var list []models.CardPayment
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/card-payments?invoiceId=" + inv.Id.String(), Token: m.Token})
 	resp.JSON(t, &list)
 	if len(list) != 3 {
@@ -32,7 +32,7 @@ func TestCardPaymentsOfAnInvoice(t *testing.T) {
 	apitest.Want(t, "newest: amount", second.Amount.Text('f'), "15.00")
 	apitest.Want(t, "then: amount", first.Amount.Text('f'), "10.00")
 	for _, p := range list {
-		apitest.Want(t, "kind", p.Kind, gen.CardPaymentKindSale)
+		apitest.Want(t, "kind", p.Kind, models.CardPaymentKindSale)
 		apitest.Want(t, "invoiceId", p.InvoiceId, inv.Id)
 		apitest.Want(t, "invoiceNumber", p.InvoiceNumber, "CP-1")
 		apitest.Want(t, "merchantAccountId", p.MerchantAccountId, inv.MerchantAccountId)
@@ -42,12 +42,12 @@ func TestCardPaymentsOfAnInvoice(t *testing.T) {
 		apitest.Want(t, "reason", p.Reason == nil, true)
 		apitest.Want(t, "createdByName", p.CreatedByName == nil, true)
 	}
-	apitest.Want(t, "approved status", first.Status, gen.CardPaymentStatusApproved)
+	apitest.Want(t, "approved status", first.Status, models.CardPaymentStatusApproved)
 	apitest.WantText(t, "approved payerName", first.PayerName, "Dana W")
 	apitest.WantText(t, "approved lastFour", first.LastFour, "1111")
 	apitest.Want(t, "approved retRef set", first.RetRef != nil && *first.RetRef != "", true)
 	apitest.Want(t, "approved declineReason", first.DeclineReason == nil, true)
-	apitest.Want(t, "declined status", declined.Status, gen.CardPaymentStatusDeclined)
+	apitest.Want(t, "declined status", declined.Status, models.CardPaymentStatusDeclined)
 	apitest.WantText(t, "declined declineReason", declined.DeclineReason, "Card declined by the issuer")
 	apitest.WantText(t, "declined lastFour", declined.LastFour, "0002")
 	apitest.Want(t, "declined retRef", declined.RetRef == nil, true)
@@ -64,7 +64,7 @@ func TestCardPaymentsOfAnInvoice(t *testing.T) {
 	apitest.Want(t, "payments[0].amountRefunded", (*got.Payments)[0].AmountRefunded.Text('f'), "0.00")
 
 	// One reads as it lists.
-	var one gen.CardPayment
+	var one models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + declined.Id.String(), Token: m.Token}).JSON(t, &one)
 	apitest.Want(t, "read id", one.Id, declined.Id)
 	apitest.WantText(t, "read declineReason", one.DeclineReason, "Card declined by the issuer")
@@ -87,7 +87,7 @@ func TestCardPaymentFiltersAndPaging(t *testing.T) {
 	}
 	count := func(query string) int {
 		t.Helper()
-		var list []gen.CardPayment
+		var list []models.CardPayment
 		env.Do(apitest.Request{Method: "GET", Path: "/card-payments?" + query, Token: m.Token}).JSON(t, &list)
 		return len(list)
 	}
@@ -105,16 +105,16 @@ func TestCardPaymentFiltersAndPaging(t *testing.T) {
 		}
 	}
 
-	var all []gen.CardPayment
+	var all []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?invoiceId=" + inv.Id.String(), Token: m.Token}).JSON(t, &all)
 	next := "/card-payments?limit=2&invoiceId=" + inv.Id.String()
-	var paged []gen.CardPayment
+	var paged []models.CardPayment
 	for pages := 0; next != ""; pages++ {
 		if pages > 3 {
 			t.Fatal("more pages than 5 card payments take")
 		}
 		resp := env.Do(apitest.Request{Method: "GET", Path: next, Token: m.Token})
-		var page []gen.CardPayment
+		var page []models.CardPayment
 		resp.JSON(t, &page)
 		paged = append(paged, page...)
 		next = ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/view"
 )
@@ -23,7 +24,7 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ListDeposits200JSONResponse{Body: make([]gen.Deposit, len(list))}
+	out := gen.ListDeposits200JSONResponse{Body: make([]models.Deposit, len(list))}
 	for i, d := range list {
 		out.Body[i] = view.Deposit(d)
 	}

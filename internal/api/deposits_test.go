@@ -15,7 +15,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -34,18 +34,18 @@ func settle(t *testing.T, env *apitest.Env, m apitest.Merchant) []payment.Deposi
 	return made
 }
 
-func deposits(t *testing.T, env *apitest.Env, m apitest.Merchant, query string) []gen.Deposit {
+func deposits(t *testing.T, env *apitest.Env, m apitest.Merchant, query string) []models.Deposit {
 	t.Helper()
-	var list []gen.Deposit
+	var list []models.Deposit
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/deposits" + query, Token: m.Token})
 	apitest.Want(t, "list status", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &list)
 	return list
 }
 
-func heldBy(t *testing.T, env *apitest.Env, m apitest.Merchant, deposit uuid.UUID) []gen.CardPayment {
+func heldBy(t *testing.T, env *apitest.Env, m apitest.Merchant, deposit uuid.UUID) []models.CardPayment {
 	t.Helper()
-	var list []gen.CardPayment
+	var list []models.CardPayment
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/card-payments?limit=100&depositId=" + deposit.String(), Token: m.Token})
 	apitest.Want(t, "list status", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &list)
@@ -83,7 +83,7 @@ func TestSettlementSums(t *testing.T) {
 	// 0.445, half-up 0.45 (a banker's rounding would give 0.44).
 	fees := map[string]string{"100.00": "3.20", "5.00": "0.45", "15.00": "0.74", "0.50": "0.31", "1234.56": "36.10"}
 	amounts := []string{"100.00", "5.00", "15.00", "0.50", "1234.56"}
-	var sales []gen.Payment
+	var sales []models.Payment
 	var saleAmounts, saleFees []string
 	for i := range 15 {
 		a := amounts[i%len(amounts)]
@@ -103,20 +103,20 @@ func TestSettlementSums(t *testing.T) {
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, otherInv), apitest.Payment{Card: apitest.CardApprove, Amount: "100.00"}), http.StatusSeeOther)
 
 	refunds := []struct {
-		sale   gen.Payment
+		sale   models.Payment
 		amount any
 	}{{sales[0], "30.00"}, {sales[1], nil}, {sales[5], "0.01"}, {sales[9], "1000.00"}}
 	var refundAmounts []string
 	for _, r := range refunds {
-		var got gen.CardPayment
+		var got models.CardPayment
 		resp := refund(env, m.Token, r.sale.Id, map[string]any{"amount": r.amount}, "")
 		apitest.Want(t, "refund status", resp.StatusCode, http.StatusCreated)
 		resp.JSON(t, &got)
 		refundAmounts = append(refundAmounts, got.Amount.Text('f'))
 	}
-	var declinedRefund gen.CardPayment
+	var declinedRefund models.CardPayment
 	refund(env, m.Token, stubborn.Id, nil, "").JSON(t, &declinedRefund)
-	apitest.Want(t, "refund of the 0259 sale", declinedRefund.Status, gen.CardPaymentStatusDeclined)
+	apitest.Want(t, "refund of the 0259 sale", declinedRefund.Status, models.CardPaymentStatusDeclined)
 
 	made := settle(t, env, m)
 	apitest.Want(t, "deposits made", len(made), 2)
@@ -132,23 +132,23 @@ func TestSettlementSums(t *testing.T) {
 	apitest.Want(t, "netAmount = sales - refunds - fees", d.NetAmount.Text('f'), net)
 	apitest.Want(t, "batchDate (Portland's day)", d.BatchDate.String(), "2026-11-18")
 	apitest.Want(t, "expectedAt (the next weekday)", d.ExpectedAt.String(), "2026-11-19")
-	apitest.Want(t, "status", d.Status, gen.DepositStatusPending)
+	apitest.Want(t, "status", d.Status, models.DepositStatusPending)
 	apitest.Want(t, "paidAt", d.PaidAt == nil, true)
 	apitest.Want(t, "mid", d.Mid, m.MIDs[0].Mid)
 
 	held := heldBy(t, env, m, d.Id)
 	apitest.Want(t, "card payments it holds", len(held), len(saleAmounts)+len(refunds))
 	for _, p := range held {
-		if p.Status != gen.CardPaymentStatusApproved || p.DepositId == nil || *p.DepositId != d.Id {
+		if p.Status != models.CardPaymentStatusApproved || p.DepositId == nil || *p.DepositId != d.Id {
 			t.Errorf("deposit holds %s %s %s with depositId %v", p.Kind, p.Status, p.Id, p.DepositId)
 		}
 	}
-	var open []gen.CardPayment
+	var open []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?status=declined", Token: m.Token}).JSON(t, &open)
 	for _, p := range open {
 		apitest.Want(t, "a declined card payment is in no deposit", p.DepositId == nil, true)
 	}
-	var one gen.Deposit
+	var one models.Deposit
 	env.Do(apitest.Request{Method: "GET", Path: "/deposits/" + d.Id.String(), Token: m.Token}).JSON(t, &one)
 	apitest.Want(t, "GET /deposits/{id}", one.NetAmount.Text('f'), d.NetAmount.Text('f'))
 
@@ -161,7 +161,7 @@ func TestSettlementSums(t *testing.T) {
 	apitest.Want(t, "late refund status", late.StatusCode, http.StatusCreated)
 	next := settle(t, env, m)
 	apitest.Want(t, "deposits made by the next settle", len(next), 1)
-	var n gen.Deposit
+	var n models.Deposit
 	env.Do(apitest.Request{Method: "GET", Path: "/deposits/" + next[0].ID.String(), Token: m.Token}).JSON(t, &n)
 	apitest.Want(t, "next deposit salesCount", n.SalesCount, int32(0))
 	apitest.Want(t, "next deposit refundsAmount", n.RefundsAmount.Text('f'), "70.00")
@@ -267,15 +267,15 @@ func TestCardPointeFundingImport(t *testing.T) {
 	}})
 	m := apitest.NewMerchant(t, env)
 	var retRefs []string
-	var sales []gen.Payment
+	var sales []models.Payment
 	for _, n := range []string{"CP-1", "CP-2", "CP-3"} {
 		_, sale := paidSale(t, env, m, n, "50.00", apitest.CardApprove)
 		sales = append(sales, sale)
-		var p gen.CardPayment
+		var p models.CardPayment
 		env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: m.Token}).JSON(t, &p)
 		retRefs = append(retRefs, *p.RetRef)
 	}
-	var r gen.CardPayment
+	var r models.CardPayment
 	refund(env, m.Token, sales[0].Id, map[string]any{"amount": "10.00"}, "").JSON(t, &r)
 
 	mu.Lock()
@@ -294,7 +294,7 @@ func TestCardPointeFundingImport(t *testing.T) {
 	mu.Unlock()
 	made := settle(t, env, m)
 	apitest.Want(t, "deposits made (the funding of nothing of ours makes none)", len(made), 1)
-	var d gen.Deposit
+	var d models.Deposit
 	env.Do(apitest.Request{Method: "GET", Path: "/deposits/" + made[0].ID.String(), Token: m.Token}).JSON(t, &d)
 	apitest.Want(t, "salesCount", d.SalesCount, int32(2))
 	apitest.Want(t, "salesAmount", d.SalesAmount.Text('f'), "100.00")
@@ -303,7 +303,7 @@ func TestCardPointeFundingImport(t *testing.T) {
 	apitest.Want(t, "netAmount", d.NetAmount.Text('f'), "86.80")
 	apitest.Want(t, "expectedAt, the funding date", d.ExpectedAt.String(), "2026-11-19")
 	apitest.Want(t, "held", len(heldBy(t, env, m, d.Id)), 3)
-	var third gen.CardPayment
+	var third models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sales[2].Id.String(), Token: m.Token}).JSON(t, &third)
 	apitest.Want(t, "a sale the report does not list stays open", third.DepositId == nil, true)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 )
@@ -246,7 +247,7 @@ func TestParametersFailingTheirFormat(t *testing.T) {
 	resp = env.Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: token, Body: m.Body("TWICE-1", "10.00"),
 		Header: http.Header{"Idempotency-Key": {"k-1", "k-2"}}})
 	wantOnlyField(t, resp, "header.Idempotency-Key")
-	var list []gen.Invoice
+	var list []models.Invoice
 	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: token}).JSON(t, &list)
 	if len(list) != 0 {
 		t.Errorf("%d invoices made by refused requests", len(list))
@@ -313,9 +314,9 @@ func TestUnknownBodyMembersRefused(t *testing.T) {
 			}
 		}
 	}
-	var list []gen.Invoice
+	var list []models.Invoice
 	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: token}).JSON(t, &list)
-	var hooks []gen.WebhookEndpoint
+	var hooks []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: token}).JSON(t, &hooks)
 	if len(list) != 0 || len(hooks) != 0 {
 		t.Errorf("refused requests made %d invoices and %d endpoints", len(list), len(hooks))
@@ -334,10 +335,10 @@ func TestRefundWithAMisspelledAmountRefundsNothing(t *testing.T) {
 	resp := refund(env, token, sale.Id, map[string]any{"amout": "1.00"}, "")
 	wantOnlyField(t, resp, "amout")
 
-	var s gen.CardPayment
+	var s models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: token}).JSON(t, &s)
 	apitest.Want(t, "amountRefunded", s.AmountRefunded.Text('f'), "0.00")
-	var refunds []gen.CardPayment
+	var refunds []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=refund", Token: token}).JSON(t, &refunds)
 	apitest.Want(t, "refunds", len(refunds), 0)
 }

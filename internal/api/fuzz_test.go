@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
@@ -47,7 +48,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	s := &fuzzServer{env: env, seed: seed,
 		merchant: env.Token(seed.Merchant.KeyID, seed.Merchant.Secret),
 		reseller: env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)}
-	var mids []gen.MerchantAccount
+	var mids []models.MerchantAccount
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: s.merchant}).JSON(tb, &mids)
 	if len(mids) == 0 {
 		tb.Fatal("the demo merchant has no MID")
@@ -68,7 +69,7 @@ func (s *fuzzServer) on(t *testing.T) *apitest.Env {
 }
 
 // invoice creates an invoice (send: false) through the API.
-func (s *fuzzServer) invoice(t *testing.T, amount string) gen.Invoice {
+func (s *fuzzServer) invoice(t *testing.T, amount string) models.Invoice {
 	t.Helper()
 	s.invoiceNumbers++
 	body := map[string]any{"merchantAccountId": s.mid, "invoiceNumber": "FUZZ-" + strconv.Itoa(s.invoiceNumbers), "amount": amount,
@@ -78,7 +79,7 @@ func (s *fuzzServer) invoice(t *testing.T, amount string) gen.Invoice {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
-	var inv gen.Invoice
+	var inv models.Invoice
 	resp.JSON(t, &inv)
 	return inv
 }
@@ -153,7 +154,7 @@ func FuzzCreateInvoice(f *testing.F) {
 				t.Fatalf("201 for a body with the unknown member %q", name)
 			}
 		}
-		var got gen.Invoice
+		var got models.Invoice
 		resp.JSON(t, &got)
 		same := func(field string, want any, have *string) {
 			w, isString := want.(string)
@@ -216,7 +217,7 @@ func FuzzPayForm(f *testing.F) {
 	f.Add("411111111111111111111111", "0000", "0000", strings.Repeat("n", 201), "999999999999.99", "", false, []byte(""))
 	s := newFuzzServer(f)
 	var (
-		inv      gen.Invoice
+		inv      models.Invoice
 		path     string
 		token    string
 		attempts int

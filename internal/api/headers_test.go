@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
@@ -39,7 +40,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	inv, cancelled := m.MustCreate(t, m.Body("HDR-1", "10.00")), m.MustCreate(t, m.Body("HDR-3", "10.00"))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true}), http.StatusSeeOther)
 	withCard, _ := m.Read(t, inv.Id)
-	var apps []gen.Application
+	var apps []models.Application
 	env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: reseller}).JSON(t, &apps)
 	if len(apps) == 0 || len(*withCard.SavedCards) == 0 {
 		t.Fatal("no application or no saved card")

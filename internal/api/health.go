@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 )
 
 // GetHealth answers while the process is up.
 func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
-	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk}, nil
+	return gen.GetHealth200JSONResponse{Status: models.HealthStatusOk}, nil
 }
 
 // GetReadiness answers 200 only while the database answers and takes
@@ -27,5 +28,5 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 		s.log.Warn("readiness: database is read-only")
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is read-only: a replica, or a primary in recovery."))), nil
 	}
-	return gen.GetReadiness200JSONResponse{Status: gen.HealthStatusOk}, nil
+	return gen.GetReadiness200JSONResponse{Status: models.HealthStatusOk}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -32,9 +32,9 @@ func basicHeader(id, secret string) http.Header {
 }
 
 // tokenError decodes an OAuth error body.
-func tokenError(t *testing.T, resp *apitest.Response) gen.TokenError {
+func tokenError(t *testing.T, resp *apitest.Response) models.TokenError {
 	t.Helper()
-	var e gen.TokenError
+	var e models.TokenError
 	resp.JSON(t, &e)
 	return e
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -82,7 +82,7 @@ func oddBody(m apitest.Merchant, number, field, literal string) []byte {
 }
 
 // fieldOf reads a field (named as sent) of an invoice read back in full.
-func fieldOf(inv gen.Invoice, field string) *string {
+func fieldOf(inv models.Invoice, field string) *string {
 	deref := func(s *string) *string { return s }
 	switch field {
 	case "invoiceNumber":
@@ -149,7 +149,7 @@ func TestOddTextInEveryField(t *testing.T) {
 		t.Helper()
 		switch resp.StatusCode {
 		case http.StatusCreated:
-			var created gen.Invoice
+			var created models.Invoice
 			resp.JSON(t, &created)
 			got, raw := m.Read(t, created.Id)
 			if v := fieldOf(got, field); v == nil || *v != value {
@@ -262,7 +262,7 @@ func TestOddTextInEveryFilter(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create %q: %d %s", odd.value, resp.StatusCode, resp.Body)
 		}
-		var inv gen.Invoice
+		var inv models.Invoice
 		resp.JSON(t, &inv)
 		stored[odd.value] = inv.Id.String()
 	}
@@ -278,7 +278,7 @@ func TestOddTextInEveryFilter(t *testing.T) {
 			resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests?" + filter + "=" + url.QueryEscape(v), Token: m.Token})
 			switch resp.StatusCode {
 			case http.StatusOK:
-				var list []gen.Invoice
+				var list []models.Invoice
 				resp.JSON(t, &list)
 				if id, ok := stored[v]; ok && filter == "invoiceNumber" {
 					if len(list) != 1 || list[0].Id.String() != id || list[0].InvoiceNumber != v {

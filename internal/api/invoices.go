@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/view"
 )
@@ -96,7 +97,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ListPaymentRequests200JSONResponse{Body: make([]gen.Invoice, len(list))}
+	out := gen.ListPaymentRequests200JSONResponse{Body: make([]models.Invoice, len(list))}
 	for i, inv := range list {
 		out.Body[i] = s.invoiceBody(inv, false)
 	}
@@ -150,6 +151,6 @@ func ruleProblem(e *invoice.RuleError) *problem { return unprocessable(e.Kind, e
 
 // invoiceBody is the wire form of an invoice with its pay link; full adds
 // lineItems, payments and savedCards (single reads), which list items omit.
-func (s *Server) invoiceBody(inv invoice.Invoice, full bool) gen.Invoice {
+func (s *Server) invoiceBody(inv invoice.Invoice, full bool) models.Invoice {
 	return view.Invoice(inv, s.invoices.Link(&inv), full)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/invoice"
@@ -25,7 +25,7 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 	b["poNumber"], b["customerCompany"], b["customerPhone"], b["memo"], b["dueDate"] = "PO-7", "Whitfield LLC", "+15125550148", "Thanks", "2026-12-31"
 	created := m.MustCreate(t, b)
 
-	var got gen.Invoice
+	var got models.Invoice
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + created.Id.String(), Token: m.Token})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("get: %d %s", resp.StatusCode, resp.Body)
@@ -47,7 +47,7 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 	apitest.Want(t, "link is a pay link", strings.Contains(apitest.Text(got.Link), "/pay/"), true)
 	apitest.Want(t, "link holds the invoice id", strings.Contains(apitest.Text(got.Link), got.Id.String()), false)
 	apitest.Want(t, "len(lineItems)", len(*got.LineItems), 2)
-	var loc gen.Location
+	var loc models.Location
 	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + m.MIDs[0].LocationId.String(), Token: m.Token}).JSON(t, &loc)
 	apitest.WantText(t, "locationName", got.LocationName, loc.Name)
 
@@ -124,7 +124,7 @@ func TestCreateValidation(t *testing.T) {
 			}
 		})
 	}
-	var list []gen.Invoice
+	var list []models.Invoice
 	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: m.Token}).JSON(t, &list)
 	if len(list) != 0 {
 		t.Fatalf("refused requests created %d invoices", len(list))
@@ -178,7 +178,7 @@ func TestIdempotency(t *testing.T) {
 	if first.StatusCode != http.StatusCreated {
 		t.Fatalf("first: %d %s", first.StatusCode, first.Body)
 	}
-	var a, b gen.Invoice
+	var a, b models.Invoice
 	first.JSON(t, &a)
 	// Same body, the amount spelled as a number this time: still the same request.
 	again := m.Create(t, m.Body("IDEM-1", 10.5), idemKey("k-1"))
@@ -239,7 +239,7 @@ func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
 			r := envs[i%2].Do(apitest.Request{Method: "POST", Path: "/payment-requests", Token: m.Token,
 				Body: m.Body("RACE-1", "42.00"), Header: idemKey("race")})
 			statuses[i] = r.StatusCode
-			var inv gen.Invoice
+			var inv models.Invoice
 			if r.StatusCode < 300 {
 				r.JSON(t, &inv)
 			}
@@ -271,7 +271,7 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	start := env.Clock.Now()
-	var made []gen.Invoice
+	var made []models.Invoice
 	for i := range 6 {
 		env.Clock.Advance(time.Second)
 		b := m.Body(fmt.Sprintf("L-%d", i), "1.00")
@@ -281,9 +281,9 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 		}
 		made = append(made, m.MustCreate(t, b))
 	}
-	list := func(query string) []gen.Invoice {
+	list := func(query string) []models.Invoice {
 		t.Helper()
-		var out []gen.Invoice
+		var out []models.Invoice
 		r := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests" + query, Token: m.Token})
 		if r.StatusCode != http.StatusOK {
 			t.Fatalf("list %s: %d %s", query, r.StatusCode, r.Body)
@@ -326,8 +326,8 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 		}
 	}
 	other := apitest.NewMerchant(t, env)
-	if got := len(func() []gen.Invoice {
-		var out []gen.Invoice
+	if got := len(func() []models.Invoice {
+		var out []models.Invoice
 		env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: other.Token}).JSON(t, &out)
 		return out
 	}()); got != 0 {
@@ -349,7 +349,7 @@ func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
 	pages := 0
 	for path != "" {
 		r := env.Do(apitest.Request{Method: "GET", Path: path, Token: m.Token})
-		var page []gen.Invoice
+		var page []models.Invoice
 		r.JSON(t, &page)
 		for _, inv := range page {
 			if seen[inv.InvoiceNumber] {
@@ -393,7 +393,7 @@ func TestSendAndCancel(t *testing.T) {
 	}
 	path := "/payment-requests/" + inv.Id.String()
 
-	var sent gen.Invoice
+	var sent models.Invoice
 	r := env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.Token})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("send: %d %s", r.StatusCode, r.Body)
@@ -415,7 +415,7 @@ func TestSendAndCancel(t *testing.T) {
 		t.Fatalf("%d text messages queued", messages)
 	}
 
-	var cancelled gen.Invoice
+	var cancelled models.Invoice
 	r = env.Do(apitest.Request{Method: "POST", Path: path + "/cancel", Token: m.Token})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)

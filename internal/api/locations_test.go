@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -17,7 +17,7 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
 
-	var locs []gen.Location
+	var locs []models.Location
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /locations: %d %s", resp.StatusCode, resp.Body)
@@ -29,12 +29,12 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 	apitest.Want(t, "first location", locs[0].Name, "Airport Kiosk")
 	apitest.Want(t, "second location", locs[1].Name, "Downtown")
 
-	var all, one []gen.MerchantAccount
+	var all, one []models.MerchantAccount
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: token}).JSON(t, &all)
 	if len(all) != 3 {
 		t.Fatalf("%d accounts, want 3", len(all))
 	}
-	apitest.Want(t, "accounts ordered by mid", slices.IsSortedFunc(all, func(a, b gen.MerchantAccount) int { return strings.Compare(a.Mid, b.Mid) }), true)
+	apitest.Want(t, "accounts ordered by mid", slices.IsSortedFunc(all, func(a, b models.MerchantAccount) int { return strings.Compare(a.Mid, b.Mid) }), true)
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts?locationId=" + locs[1].Id.String(), Token: token}).JSON(t, &one)
 	if len(one) != 2 {
 		t.Fatalf("locationId filter: got %d accounts, want the 2 of Downtown", len(one))
@@ -45,7 +45,7 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 		}
 	}
 
-	var loc gen.Location
+	var loc models.Location
 	env.Do(apitest.Request{Method: "GET", Path: "/locations/" + locs[0].Id.String(), Token: token}).JSON(t, &loc)
 	if loc.Id != locs[0].Id || loc.Name != "Airport Kiosk" {
 		t.Fatalf("GET one location: %+v", loc)
@@ -58,7 +58,7 @@ func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
 	mine, theirs := env.Seed(), env.Seed()
 	token := env.Token(mine.Merchant.KeyID, mine.Merchant.Secret)
 	theirToken := env.Token(theirs.Merchant.KeyID, theirs.Merchant.Secret)
-	var theirLocs []gen.Location
+	var theirLocs []models.Location
 	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: theirToken}).JSON(t, &theirLocs)
 	if len(theirLocs) == 0 {
 		t.Fatal("the other organization has no locations")
@@ -72,7 +72,7 @@ func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
 		t.Errorf("another organization's location:\n  %s\nan unknown id:\n  %s\nwant the same answer", other.Body, unknown.Body)
 	}
 
-	var accounts []gen.MerchantAccount
+	var accounts []models.MerchantAccount
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/accounts?locationId=" + theirLocs[0].Id.String(), Token: token})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /accounts?locationId=<theirs>: %d %s", resp.StatusCode, resp.Body)
@@ -81,7 +81,7 @@ func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
 	if len(accounts) != 0 {
 		t.Errorf("another organization's location lists %d accounts: %+v", len(accounts), accounts)
 	}
-	var locs []gen.Location
+	var locs []models.Location
 	env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: token}).JSON(t, &locs)
 	for _, l := range locs {
 		if l.OrganizationId != mine.Merchant.OrganizationID {

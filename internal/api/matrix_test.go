@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 )
@@ -60,7 +61,7 @@ func TestPermissionMatrix(t *testing.T) {
 func TestOtherOrganizationsIDs(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	theirs := apitest.NewMerchant(t, env) // the organization whose ids are tried
-	inv := func() gen.Invoice {
+	inv := func() models.Invoice {
 		b := theirs.Body("THEIRS-1", "30.00")
 		b["customerName"], b["memo"] = "Their Customer Name", "their memo text"
 		return theirs.MustCreate(t, b)
@@ -83,7 +84,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
-	var theirApps []gen.Application
+	var theirApps []models.Application
 	env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: theirReseller}).JSON(t, &theirApps)
 	if len(theirApps) == 0 {
 		t.Fatal("the other reseller has no applications")
@@ -173,15 +174,15 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
-	var hookAfter gen.WebhookEndpoint
+	var hookAfter models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
-	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, gen.WebhookEndpointStatusEnabled)
+	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, models.WebhookEndpointStatusEnabled)
 	if t.Failed() {
 		t.Logf("their invoice before: %s\nafter: %s", beforeRaw, afterRaw)
 	}
-	var mine []gen.Invoice
+	var mine []models.Invoice
 	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: me.Token}).JSON(t, &mine)
-	if slices.ContainsFunc(mine, func(i gen.Invoice) bool { return i.MerchantAccountId == theirMID.Id }) {
+	if slices.ContainsFunc(mine, func(i models.Invoice) bool { return i.MerchantAccountId == theirMID.Id }) {
 		t.Errorf("an invoice of mine is on their MID")
 	}
 }
@@ -265,7 +266,7 @@ func TestEventPermissionMatrix(t *testing.T) {
 							t.Fatalf("%s %s: %d %s", req.Method, req.Path, resp.StatusCode, resp.Body)
 						}
 						if resp.StatusCode == http.StatusCreated {
-							var made gen.WebhookEndpoint
+							var made models.WebhookEndpoint
 							resp.JSON(t, &made)
 							env.Do(apitest.Request{Method: "DELETE", Path: "/webhook-endpoints/" + made.Id.String(), Token: k.token})
 						}
@@ -285,7 +286,7 @@ func TestEventPermissionMatrix(t *testing.T) {
 			}
 			apitest.Want(t, o.kind+" * with "+k.name, resp.StatusCode, http.StatusCreated)
 		}
-		var list []gen.WebhookEndpoint
+		var list []models.WebhookEndpoint
 		env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: keys[2].token}).JSON(t, &list)
 		apitest.Want(t, o.kind+" endpoints left (the PATCHed one and *)", len(list), 2)
 	}

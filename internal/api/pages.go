@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 )
 
 // defaultPageSize is the page size of lists when the client sends no limit.
@@ -19,7 +19,7 @@ type page struct {
 	cursor string
 }
 
-func pageOf(limit *gen.Limit, cursor *gen.Cursor) page {
+func pageOf(limit *models.Limit, cursor *models.Cursor) page {
 	p := page{limit: defaultPageSize}
 	if limit != nil {
 		p.limit = int(*limit)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -182,10 +183,10 @@ func typeURI(publicURL, kind string) string {
 
 // body is the problem document itself, for the one encoder (writeProblem)
 // and for typed responses.
-func (s *Server) body(p *problem) gen.Problem { return problemBody(s.publicURL, p) }
+func (s *Server) body(p *problem) models.Problem { return problemBody(s.publicURL, p) }
 
-func problemBody(publicURL string, p *problem) gen.Problem {
-	b := gen.Problem{Type: typeURI(publicURL, p.kind), Title: p.title, Status: int32(p.status), Detail: p.detail}
+func problemBody(publicURL string, p *problem) models.Problem {
+	b := models.Problem{Type: typeURI(publicURL, p.kind), Title: p.title, Status: int32(p.status), Detail: p.detail}
 	if p.errors != nil {
 		b.Errors = &p.errors
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/processor"
@@ -21,7 +21,7 @@ import (
 
 // paidSale pays an invoice of amount with card and returns the invoice and
 // its sale.
-func paidSale(t *testing.T, env *apitest.Env, m apitest.Merchant, number, amount, card string) (gen.Invoice, gen.Payment) {
+func paidSale(t *testing.T, env *apitest.Env, m apitest.Merchant, number, amount, card string) (models.Invoice, models.Payment) {
 	t.Helper()
 	inv := m.MustCreate(t, m.Body(number, amount))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: card, Amount: amount}), http.StatusSeeOther)
@@ -48,12 +48,12 @@ func TestRefundPartThenTheRest(t *testing.T) {
 	m := apitest.NewMerchant(t, env)
 	inv, sale := paidSale(t, env, m, "RF-1", "100.00", apitest.CardApprove)
 
-	var part gen.CardPayment
+	var part models.CardPayment
 	resp := refund(env, m.Token, sale.Id, map[string]any{"amount": "30.00", "reason": "One dish returned"}, "")
 	apitest.Want(t, "part refund status", resp.StatusCode, http.StatusCreated)
 	resp.JSON(t, &part)
-	apitest.Want(t, "kind", part.Kind, gen.CardPaymentKindRefund)
-	apitest.Want(t, "status", part.Status, gen.CardPaymentStatusApproved)
+	apitest.Want(t, "kind", part.Kind, models.CardPaymentKindRefund)
+	apitest.Want(t, "status", part.Status, models.CardPaymentStatusApproved)
 	apitest.Want(t, "amount", part.Amount.Text('f'), "30.00")
 	apitest.Want(t, "refundOf", part.RefundOf != nil && *part.RefundOf == sale.Id, true)
 	apitest.WantText(t, "reason", part.Reason, "One dish returned")
@@ -62,27 +62,27 @@ func TestRefundPartThenTheRest(t *testing.T) {
 	apitest.Want(t, "retRef set", part.RetRef != nil && *part.RetRef != "", true)
 	apitest.Want(t, "declineReason", part.DeclineReason == nil, true)
 
-	var rest gen.CardPayment
+	var rest models.CardPayment
 	resp = refund(env, m.Token, sale.Id, map[string]any{"amount": nil, "reason": nil}, "")
 	apitest.Want(t, "rest refund status", resp.StatusCode, http.StatusCreated)
 	resp.JSON(t, &rest)
 	apitest.Want(t, "the rest", rest.Amount.Text('f'), "70.00")
 	apitest.Want(t, "a reason left out", rest.Reason == nil, true)
 
-	var s gen.CardPayment
+	var s models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: m.Token}).JSON(t, &s)
 	apitest.Want(t, "sale amountRefunded", s.AmountRefunded.Text('f'), "100.00")
 	got, _ := m.Read(t, inv.Id)
 	apitest.Want(t, "invoice amountRefunded", got.AmountRefunded.Text('f'), "100.00")
 	apitest.Want(t, "payments[0].amountRefunded", (*got.Payments)[0].AmountRefunded.Text('f'), "100.00")
-	apitest.Want(t, "invoice status", got.Status, gen.InvoiceStatusPaid)
+	apitest.Want(t, "invoice status", got.Status, models.InvoiceStatusPaid)
 	apitest.Want(t, "invoice amountPaid", got.AmountPaid.Text('f'), "100.00")
 	apitest.Want(t, "invoice balance", got.Balance.Text('f'), "0.00")
 	apitest.Want(t, "invoice payments", len(*got.Payments), 1)
 
 	p := apitest.WantProblem(t, refund(env, m.Token, sale.Id, map[string]any{"amount": "0.01"}, ""), http.StatusUnprocessableEntity, "Refund exceeds refundable amount")
 	apitest.Want(t, "the detail states what is left", strings.Contains(p.Detail, "0.00"), true)
-	var refunds []gen.CardPayment
+	var refunds []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=refund&invoiceId=" + inv.Id.String(), Token: m.Token}).JSON(t, &refunds)
 	apitest.Want(t, "refunds listed", len(refunds), 2)
 }
@@ -110,14 +110,14 @@ func TestRefundRefusals(t *testing.T) {
 
 	path := apitest.PayPath(t, m.MustCreate(t, m.Body("RFX-2", "5.00")))
 	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardDecline, Amount: "5.00"}), http.StatusPaymentRequired)
-	var declined []gen.CardPayment
+	var declined []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?status=declined", Token: m.Token}).JSON(t, &declined)
 	if len(declined) != 1 {
 		t.Fatalf("%d declined sales, want 1", len(declined))
 	}
 	apitest.WantProblem(t, refund(env, m.Token, declined[0].Id, nil, ""), http.StatusUnprocessableEntity, "Not refundable")
 
-	var r gen.CardPayment
+	var r models.CardPayment
 	refund(env, m.Token, sale.Id, map[string]any{"amount": "5"}, "").JSON(t, &r)
 	apitest.WantProblem(t, refund(env, m.Token, r.Id, nil, ""), http.StatusUnprocessableEntity, "Not refundable")
 	got, _ := m.Read(t, inv.Id)
@@ -136,12 +136,12 @@ func TestRefundIdempotency(t *testing.T) {
 	body := map[string]any{"amount": "10.00", "reason": "late delivery"}
 	first := refund(env, m.Token, sale.Id, body, key)
 	apitest.Want(t, "first", first.StatusCode, http.StatusCreated)
-	var made gen.CardPayment
+	var made models.CardPayment
 	first.JSON(t, &made)
 	again := refund(env, m.Token, sale.Id, map[string]any{"reason": "late delivery", "amount": 10}, key)
 	apitest.Want(t, "replay status", again.StatusCode, http.StatusOK)
 	apitest.Want(t, "replay header", again.Header.Get("Idempotent-Replayed"), "true")
-	var replayed gen.CardPayment
+	var replayed models.CardPayment
 	again.JSON(t, &replayed)
 	apitest.Want(t, "replay id", replayed.Id, made.Id)
 	apitest.WantProblem(t, refund(env, m.Token, sale.Id, map[string]any{"amount": "11.00"}, key), http.StatusUnprocessableEntity, "Idempotency key reused")
@@ -209,9 +209,9 @@ func TestDeclinedRefund(t *testing.T) {
 	inv, sale := paidSale(t, env, m, "RFD-1", "20.00", processor.TestCardRefundDeclines)
 	resp := refund(env, m.Token, sale.Id, nil, "")
 	apitest.Want(t, "status", resp.StatusCode, http.StatusCreated)
-	var r gen.CardPayment
+	var r models.CardPayment
 	resp.JSON(t, &r)
-	apitest.Want(t, "refund status", r.Status, gen.CardPaymentStatusDeclined)
+	apitest.Want(t, "refund status", r.Status, models.CardPaymentStatusDeclined)
 	apitest.WantText(t, "declineReason", r.DeclineReason, "Refund declined by issuer")
 	apitest.Want(t, "retRef", r.RetRef == nil, true)
 	got, _ := m.Read(t, inv.Id)
@@ -261,7 +261,7 @@ func TestRefundProcessorFailure(t *testing.T) {
 	inv, sale := paidSale(t, env, m, "RFP-1", "20.00", apitest.CardApprove)
 	key := uuid.NewString()
 	apitest.WantProblem(t, refund(env, m.Token, sale.Id, nil, key), http.StatusBadGateway, "Card processor unavailable")
-	var refunds []gen.CardPayment
+	var refunds []models.CardPayment
 	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=refund", Token: m.Token}).JSON(t, &refunds)
 	apitest.Want(t, "refunds recorded", len(refunds), 0)
 	var pending int
@@ -303,7 +303,7 @@ func TestRefundWithALostAnswerIsNotMadeTwice(t *testing.T) {
 	apitest.WantProblem(t, refund(env, m.Token, sale.Id, map[string]any{"amount": "8.00"}, key), http.StatusBadGateway, "")
 	retry := refund(env, m.Token, sale.Id, map[string]any{"amount": "8.00"}, key)
 	apitest.Want(t, "the retry replays", retry.StatusCode, http.StatusOK)
-	var r gen.CardPayment
+	var r models.CardPayment
 	retry.JSON(t, &r)
 	apitest.Want(t, "the refund is the first request's", made[r.Id.String()].RetRef, "999000111222")
 	apitest.Want(t, "refunds asked of the processor", len(fail.asked), 1)
@@ -351,11 +351,11 @@ func TestSlowRefundHoldsNothing(t *testing.T) {
 	apitest.Want(t, "the sale read meanwhile", env.Do(apitest.Request{Method: "GET", Path: "/card-payments/" + sale.Id.String(), Token: m.Token}).StatusCode, http.StatusOK)
 	apitest.Want(t, "refunds answered by the processor meanwhile", at.answered.Load(), int32(0))
 
-	var made gen.CardPayment
+	var made models.CardPayment
 	resp := <-first
 	apitest.Want(t, "the first refund", resp.StatusCode, http.StatusCreated)
 	resp.JSON(t, &made)
-	apitest.Want(t, "refund status", made.Status, gen.CardPaymentStatusApproved)
+	apitest.Want(t, "refund status", made.Status, models.CardPaymentStatusApproved)
 	apitest.Want(t, "refund amount", made.Amount.Text('f'), "40.00")
 	got, _ := m.Read(t, inv.Id)
 	apitest.Want(t, "refunded", got.AmountRefunded.Text('f'), "40.00")

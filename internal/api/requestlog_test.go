@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 )
 
@@ -102,7 +102,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, resp.Body)
 		}
-		var h gen.Health
+		var h models.Health
 		resp.JSON(t, &h)
 		if h.Status != "ok" {
 			t.Errorf("GET %s: status %q, want ok", path, h.Status)

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/view"
 )
@@ -23,11 +24,11 @@ func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestOb
 	}
 	out := make(gen.GetPortfolio200JSONResponse, len(merchants))
 	for i, m := range merchants {
-		products := make([]gen.Product, len(m.Products))
+		products := make([]models.Product, len(m.Products))
 		for j, p := range m.Products {
-			products[j] = gen.Product{Key: p.Key, Name: p.Name}
+			products[j] = models.Product{Key: p.Key, Name: p.Name}
 		}
-		out[i] = gen.PortfolioMerchant{Id: m.ID, Name: m.Name, Status: gen.PortfolioMerchantStatus(m.Status), LogoUrl: m.LogoURL, Products: products}
+		out[i] = models.PortfolioMerchant{Id: m.ID, Name: m.Name, Status: models.PortfolioMerchantStatus(m.Status), LogoUrl: m.LogoURL, Products: products}
 	}
 	return out, nil
 }
@@ -48,7 +49,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	if err != nil {
 		return nil, err
 	}
-	resp := gen.ListApplications200JSONResponse{Body: make([]gen.Application, len(apps))}
+	resp := gen.ListApplications200JSONResponse{Body: make([]models.Application, len(apps))}
 	for i, a := range apps {
 		resp.Body[i] = view.Application(a)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/reseller"
@@ -107,18 +107,18 @@ func problemErrors(t *testing.T, resp *apitest.Response) map[string][]string {
 
 func TestPortfolioOrderedByNameWithProducts(t *testing.T) {
 	env := newResellerEnv(t)
-	var merchants []gen.PortfolioMerchant
+	var merchants []models.PortfolioMerchant
 	env.get(t, "/organizations/"+env.org.String()+"/portfolio", http.StatusOK).JSON(t, &merchants)
 
 	type want struct {
 		prefix   string
-		status   gen.PortfolioMerchantStatus
-		products []gen.Product
+		status   models.PortfolioMerchantStatus
+		products []models.Product
 	}
 	wants := []want{
-		{"Alder Street Books ", gen.PortfolioMerchantStatusOnboarding, []gen.Product{{Key: "online", Name: "Online checkout"}}},
-		{"Blue Fern Coffee ", gen.PortfolioMerchantStatusActive, []gen.Product{{Key: "invoicing", Name: "Invoicing"}, {Key: "terminal", Name: "Card terminal"}}},
-		{"Cedar Hardware ", gen.PortfolioMerchantStatusSuspended, []gen.Product{{Key: "invoicing", Name: "Invoicing"}, {Key: "online", Name: "Online checkout"}, {Key: "terminal", Name: "Card terminal"}}},
+		{"Alder Street Books ", models.PortfolioMerchantStatusOnboarding, []models.Product{{Key: "online", Name: "Online checkout"}}},
+		{"Blue Fern Coffee ", models.PortfolioMerchantStatusActive, []models.Product{{Key: "invoicing", Name: "Invoicing"}, {Key: "terminal", Name: "Card terminal"}}},
+		{"Cedar Hardware ", models.PortfolioMerchantStatusSuspended, []models.Product{{Key: "invoicing", Name: "Invoicing"}, {Key: "online", Name: "Online checkout"}, {Key: "terminal", Name: "Card terminal"}}},
 	}
 	if len(merchants) != len(wants) {
 		t.Fatalf("%d merchants, want %d: %+v", len(merchants), len(wants), merchants)
@@ -170,7 +170,7 @@ func TestApplicationsNewestFirstWithStageFilter(t *testing.T) {
 	older := env.addApplication(t, env.org, "Older")
 	newer := env.addApplication(t, env.org, "Newer")
 
-	var all []gen.Application
+	var all []models.Application
 	env.get(t, "/applications", http.StatusOK).JSON(t, &all)
 	if len(all) != 7 {
 		t.Fatalf("%d applications, want the 5 of the demo and 2 more", len(all))
@@ -185,12 +185,12 @@ func TestApplicationsNewestFirstWithStageFilter(t *testing.T) {
 		}
 	}
 
-	counts := map[gen.ApplicationStage]int{}
+	counts := map[models.ApplicationStage]int{}
 	for _, a := range all {
 		counts[a.Stage]++
 	}
-	for stage, n := range map[gen.ApplicationStage]int{gen.ApplicationStageSubmitted: 3, gen.ApplicationStageInReview: 1, gen.ApplicationStageNeedsInfo: 1, gen.ApplicationStageApproved: 1, gen.ApplicationStageDeclined: 1, gen.ApplicationStageBoarded: 0} {
-		var some []gen.Application
+	for stage, n := range map[models.ApplicationStage]int{models.ApplicationStageSubmitted: 3, models.ApplicationStageInReview: 1, models.ApplicationStageNeedsInfo: 1, models.ApplicationStageApproved: 1, models.ApplicationStageDeclined: 1, models.ApplicationStageBoarded: 0} {
+		var some []models.Application
 		env.get(t, "/applications?stage="+string(stage), http.StatusOK).JSON(t, &some)
 		if len(some) != n || counts[stage] != n {
 			t.Errorf("stage=%s: %d applications, want %d", stage, len(some), n)
@@ -219,7 +219,7 @@ func TestApplicationsNewestFirstWithStageFilter(t *testing.T) {
 
 func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 	env := newResellerEnv(t)
-	var all []gen.Application
+	var all []models.Application
 	env.get(t, "/applications", http.StatusOK).JSON(t, &all)
 	if len(all) != 5 {
 		t.Fatalf("%d applications, want 5", len(all))
@@ -236,7 +236,7 @@ func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 			t.Fatal("paging does not end")
 		}
 		resp := env.get(t, path, http.StatusOK)
-		var page []gen.Application
+		var page []models.Application
 		resp.JSON(t, &page)
 		sizes = append(sizes, len(page))
 		for _, a := range page {
@@ -261,7 +261,7 @@ func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 
 	// The stage filter travels with the next link.
 	for _, a := range all {
-		if a.Stage == gen.ApplicationStageSubmitted {
+		if a.Stage == models.ApplicationStageSubmitted {
 			env.setStage(t, a.Id, "in_review", "")
 		}
 	}
@@ -269,10 +269,10 @@ func TestApplicationsPagedWithoutGapsOrDuplicates(t *testing.T) {
 	path = "/applications?stage=in_review&limit=1"
 	for path != "" {
 		resp := env.get(t, path, http.StatusOK)
-		var page []gen.Application
+		var page []models.Application
 		resp.JSON(t, &page)
 		for _, a := range page {
-			if a.Stage != gen.ApplicationStageInReview {
+			if a.Stage != models.ApplicationStageInReview {
 				t.Fatalf("page of %s holds an application in %s", path, a.Stage)
 			}
 			inReview = append(inReview, a.Id)
@@ -301,12 +301,12 @@ func TestApplicationWithHistoryOldestFirst(t *testing.T) {
 	env.setStage(t, id, "in_review", "")
 	env.setStage(t, id, "approved", "All good.")
 
-	var a gen.Application
+	var a models.Application
 	env.get(t, "/applications/"+id.String(), http.StatusOK).JSON(t, &a)
 	apitest.Want(t, "id", a.Id, id)
-	apitest.Want(t, "stage", a.Stage, gen.ApplicationStageApproved)
+	apitest.Want(t, "stage", a.Stage, models.ApplicationStageApproved)
 	apitest.Want(t, "business.legalName", a.Business.LegalName, "Historic LLC")
-	wantStages := []gen.ApplicationStage{gen.ApplicationStageSubmitted, gen.ApplicationStageInReview, gen.ApplicationStageNeedsInfo, gen.ApplicationStageInReview, gen.ApplicationStageApproved}
+	wantStages := []models.ApplicationStage{models.ApplicationStageSubmitted, models.ApplicationStageInReview, models.ApplicationStageNeedsInfo, models.ApplicationStageInReview, models.ApplicationStageApproved}
 	if len(a.History) != len(wantStages) {
 		t.Fatalf("history %+v, want %v", a.History, wantStages)
 	}
@@ -345,7 +345,7 @@ func TestApplicationWithHistoryOldestFirst(t *testing.T) {
 	apitest.Want(t, "bank.accountLastFour", a.Bank.AccountLastFour, "7766")
 
 	// The list answers the same record.
-	var list []gen.Application
+	var list []models.Application
 	env.get(t, "/applications?limit=1", http.StatusOK).JSON(t, &list)
 	if len(list) != 1 {
 		t.Fatalf("%d applications listed, want 1", len(list))
@@ -360,7 +360,7 @@ func TestApplicationsOfOtherResellersAreNotFound(t *testing.T) {
 	otherSeed := env.Seed()
 	otherToken := env.Token(otherSeed.Reseller.KeyID, otherSeed.Reseller.Secret)
 
-	var mine, theirs []gen.Application
+	var mine, theirs []models.Application
 	env.get(t, "/applications", http.StatusOK).JSON(t, &mine)
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/applications", Token: otherToken})
 	resp.JSON(t, &theirs)
@@ -368,7 +368,7 @@ func TestApplicationsOfOtherResellersAreNotFound(t *testing.T) {
 		t.Fatalf("%d and %d applications, want 5 each", len(mine), len(theirs))
 	}
 	for _, a := range theirs {
-		if slices.ContainsFunc(mine, func(m gen.Application) bool { return m.Id == a.Id }) {
+		if slices.ContainsFunc(mine, func(m models.Application) bool { return m.Id == a.Id }) {
 			t.Fatalf("application %s is in both resellers' lists", a.Id)
 		}
 		resp := env.get(t, "/applications/"+a.Id.String(), http.StatusNotFound)
@@ -412,7 +412,7 @@ func TestApplicationNumbersNeverLeaveInFull(t *testing.T) {
 	var ids []uuid.UUID
 	for path := "/applications?limit=2"; path != ""; {
 		resp := get(path)
-		var page []gen.Application
+		var page []models.Application
 		resp.JSON(t, &page)
 		for _, a := range page {
 			ids = append(ids, a.Id)
@@ -468,7 +468,7 @@ func TestApplicationNumbersNeverLeaveInFull(t *testing.T) {
 		}
 	}
 	// The last fours are what is shown instead.
-	var a gen.Application
+	var a models.Application
 	get("/applications/"+added.String()).JSON(t, &a)
 	apitest.Want(t, "business.taxIdLastFour", a.Business.TaxIdLastFour, "0001")
 	apitest.Want(t, "bank.accountLastFour", a.Bank.AccountLastFour, "7766")

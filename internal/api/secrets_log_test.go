@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
@@ -58,7 +58,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 
 	// Tokens through each channel, and refused attempts with wrong secrets.
 	token := func(resp *apitest.Response) string {
-		var tok gen.TokenResponse
+		var tok models.TokenResponse
 		if resp.StatusCode == http.StatusOK {
 			resp.JSON(t, &tok)
 			keep(tok.AccessToken, tok.AccessToken[strings.LastIndex(tok.AccessToken, ".")+1:])
@@ -90,7 +90,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
 	m.Create(t, b, idem)
-	var inv gen.Invoice
+	var inv models.Invoice
 	resp.JSON(t, &inv)
 	path := apitest.PayPath(t, inv)
 	keep(strings.TrimPrefix(path, "/pay/"))
@@ -148,7 +148,7 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	// made, with the worker logging to the same log.
 	rc := apitest.NewReceiver(t)
 	rc.Answer = func(n int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader([]int{500, 410, 200}[min(n, 3)-1]) }
-	var ep, rotated gen.WebhookEndpointWithSecret
+	var ep, rotated models.WebhookEndpointWithSecret
 	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: merchant,
 		Body: map[string]any{"url": rc.URL, "eventTypes": []string{"*"}}}).JSON(t, &ep)
 	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: merchant}).JSON(t, &rotated)
@@ -171,10 +171,10 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	added := re.addApplication(t, seed.Reseller.OrganizationID, "Logged")
 	re.setStage(t, added, "needs_info", "Send a voided check.")
 	re.get(t, "/organizations/"+re.org.String()+"/portfolio", http.StatusOK)
-	var apps []gen.Application
+	var apps []models.Application
 	for next := "/applications?limit=2"; next != ""; {
 		r := re.get(t, next, http.StatusOK)
-		var page []gen.Application
+		var page []models.Application
 		r.JSON(t, &page)
 		apps = append(apps, page...)
 		next = re.nextLink(t, r)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
@@ -182,7 +183,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(te.RetryAfter))
 		}
 		c.Response().Header().Set("Cache-Control", "no-store")
-		_ = c.JSON(te.Status, gen.TokenError{Error: gen.TokenErrorError(te.Code), ErrorDescription: te.Description})
+		_ = c.JSON(te.Status, models.TokenError{Error: models.TokenErrorError(te.Code), ErrorDescription: te.Description})
 		return
 	}
 	p := toProblem(err)
@@ -204,7 +205,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			// nothing of the request is given back.
 			desc = "The token request could not be read: send grant_type, client_id and client_secret as form fields or as a JSON object of strings, as UTF-8 text."
 		}
-		_ = c.JSON(p.status, gen.TokenError{Error: gen.TokenErrorErrorInvalidRequest, ErrorDescription: desc})
+		_ = c.JSON(p.status, models.TokenError{Error: models.TokenErrorErrorInvalidRequest, ErrorDescription: desc})
 		return
 	}
 	_ = s.writeProblem(c.Response(), p)

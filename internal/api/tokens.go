@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
 )
 
@@ -18,13 +19,13 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		body = req.FormdataBody
 	}
 	if body == nil {
-		return gen.CreateToken415JSONResponse{Error: gen.TokenErrorErrorInvalidRequest,
+		return gen.CreateToken415JSONResponse{Error: models.TokenErrorErrorInvalidRequest,
 			ErrorDescription: "Send the token request as application/x-www-form-urlencoded or application/json."}, nil
 	}
 	creds := auth.Credentials{GrantType: deref(body.GrantType), ClientID: deref(body.ClientId), ClientSecret: deref(body.ClientSecret)}
 	if cl.basic {
 		if creds.ClientID != "" || creds.ClientSecret != "" {
-			return gen.CreateToken400JSONResponse{Error: gen.TokenErrorErrorInvalidRequest,
+			return gen.CreateToken400JSONResponse{Error: models.TokenErrorErrorInvalidRequest,
 				ErrorDescription: "Send the credentials either with HTTP Basic or in the body, not both."}, nil
 		}
 		creds.ClientID, creds.ClientSecret = cl.basicID, cl.basicSecret
@@ -32,7 +33,7 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 	tok, err := s.auth.Exchange(ctx, creds)
 	var te *auth.TokenError
 	if errors.As(err, &te) {
-		body := gen.TokenError{Error: gen.TokenErrorError(te.Code), ErrorDescription: te.Description}
+		body := models.TokenError{Error: models.TokenErrorError(te.Code), ErrorDescription: te.Description}
 		switch te.Status {
 		case 401:
 			var h gen.CreateToken401ResponseHeaders
@@ -49,9 +50,9 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		return nil, err
 	}
 	return gen.CreateToken200JSONResponse{
-		Body: gen.TokenResponse{
+		Body: models.TokenResponse{
 			AccessToken:    tok.AccessToken,
-			TokenType:      gen.TokenResponseTokenTypeBearer,
+			TokenType:      models.TokenResponseTokenTypeBearer,
 			ExpiresIn:      int(auth.TokenLifetime.Seconds()),
 			Scope:          auth.Scope(tok.Permissions),
 			OrganizationId: tok.OrganizationID,
@@ -66,7 +67,7 @@ func (s *Server) GetJwks(ctx context.Context, _ gen.GetJwksRequestObject) (gen.G
 	if err != nil {
 		return nil, err
 	}
-	var set gen.Jwks
+	var set models.Jwks
 	if err := json.Unmarshal(raw, &set); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
@@ -43,7 +43,7 @@ func TestTokenGrantForms(t *testing.T) {
 			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 				t.Errorf("Cache-Control %q, want no-store", cc)
 			}
-			var tok gen.TokenResponse
+			var tok models.TokenResponse
 			resp.JSON(t, &tok)
 			apitest.Want(t, "token_type", tok.TokenType, "Bearer")
 			apitest.Want(t, "expires_in", tok.ExpiresIn, 600)
@@ -91,7 +91,7 @@ func TestTokenErrors(t *testing.T) {
 		body      any
 		header    http.Header
 		status    int
-		code      gen.TokenErrorError
+		code      models.TokenErrorError
 		challenge string // WWW-Authenticate wanted; "" wants none
 	}{
 		{"unknown key", jsonBody("client_credentials", unknownID, wrongSecret), nil, 401, "invalid_client", ""},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
@@ -31,10 +32,10 @@ func (s *Server) eventPermission(err error) (gen.ForbiddenApplicationProblemPlus
 
 // sendLimit is the 429 of a webhook endpoint past its pings and
 // redeliveries a minute, with its Retry-After in seconds.
-func (s *Server) sendLimit(err error) (gen.Problem, int, bool) {
+func (s *Server) sendLimit(err error) (models.Problem, int, bool) {
 	var tm *webhook.TooManySendsError
 	if !errors.As(err, &tm) {
-		return gen.Problem{}, 0, false
+		return models.Problem{}, 0, false
 	}
 	secs := max(1, int(math.Ceil(tm.RetryAfter.Seconds())))
 	return s.body(&problem{kind: kindRateLimited, status: http.StatusTooManyRequests, title: "Too many requests",
@@ -59,7 +60,7 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ListEvents200JSONResponse{Body: make([]gen.Event, len(list))}
+	out := gen.ListEvents200JSONResponse{Body: make([]models.Event, len(list))}
 	for i, e := range list {
 		if err := out.Body[i].UnmarshalJSON(e.JSON()); err != nil {
 			return nil, err
@@ -83,9 +84,9 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]gen.EventDelivery, len(deliveries))
+	ds := make([]models.EventDelivery, len(deliveries))
 	for i, d := range deliveries {
-		ds[i] = gen.EventDelivery{EndpointId: d.EndpointID, Status: gen.EventDeliveryStatus(d.Status), Attempts: int32(d.Attempts),
+		ds[i] = models.EventDelivery{EndpointId: d.EndpointID, Status: models.EventDeliveryStatus(d.Status), Attempts: int32(d.Attempts),
 			LastError: d.LastError, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt}
 		if d.LastStatusCode != nil {
 			code := int32(*d.LastStatusCode)
@@ -127,23 +128,23 @@ func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventReque
 	return gen.RedeliverEvent202JSONResponse{EventId: req.Id}, nil
 }
 
-func endpointBody(e webhook.Endpoint) gen.WebhookEndpoint {
-	types := make([]gen.EventTypeOrAll, len(e.EventTypes))
+func endpointBody(e webhook.Endpoint) models.WebhookEndpoint {
+	types := make([]models.EventTypeOrAll, len(e.EventTypes))
 	for i, t := range e.EventTypes {
-		types[i] = gen.EventTypeOrAll(t)
+		types[i] = models.EventTypeOrAll(t)
 	}
-	return gen.WebhookEndpoint{Id: e.ID, Url: e.URL, Description: e.Description, EventTypes: types,
-		Status: gen.WebhookEndpointStatus(e.Status), DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt}
+	return models.WebhookEndpoint{Id: e.ID, Url: e.URL, Description: e.Description, EventTypes: types,
+		Status: models.WebhookEndpointStatus(e.Status), DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt}
 }
 
-func withSecret(e webhook.Endpoint, secret string) gen.WebhookEndpointWithSecret {
+func withSecret(e webhook.Endpoint, secret string) models.WebhookEndpointWithSecret {
 	b := endpointBody(e)
-	return gen.WebhookEndpointWithSecret{Id: b.Id, Url: b.Url, Description: b.Description, EventTypes: b.EventTypes,
+	return models.WebhookEndpointWithSecret{Id: b.Id, Url: b.Url, Description: b.Description, EventTypes: b.EventTypes,
 		Status: b.Status, DisabledReason: b.DisabledReason, CreatedAt: b.CreatedAt, Secret: secret}
 }
 
 // eventTypes is a list of event types as stored: ["*"] when it holds "*".
-func eventTypes(in []gen.EventTypeOrAll) []string {
+func eventTypes(in []models.EventTypeOrAll) []string {
 	out := make([]string, 0, len(in))
 	for _, t := range in {
 		if t == "*" {

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -23,7 +23,7 @@ import (
 // webhookEnv is an instance on a database of its own (a worker delivers
 // every organization's webhooks) with a merchant and a receiver
 // subscribed to everything.
-func webhookEnv(t *testing.T, clock *apitest.Clock) (*apitest.Env, apitest.Merchant, *apitest.Receiver, gen.WebhookEndpointWithSecret) {
+func webhookEnv(t *testing.T, clock *apitest.Clock) (*apitest.Env, apitest.Merchant, *apitest.Receiver, models.WebhookEndpointWithSecret) {
 	t.Helper()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
 	m := apitest.NewMerchant(t, env)
@@ -33,7 +33,7 @@ func webhookEnv(t *testing.T, clock *apitest.Clock) (*apitest.Env, apitest.Merch
 
 type eventDetail struct {
 	hookEvent
-	Deliveries []gen.EventDelivery `json:"deliveries"`
+	Deliveries []models.EventDelivery `json:"deliveries"`
 }
 
 func eventOf(t *testing.T, env *apitest.Env, m apitest.Merchant, id string) eventDetail {
@@ -69,7 +69,7 @@ func TestWebhookRetries(t *testing.T) {
 	hooks := rc.Hooks()
 	id := hooks[0].Header.Get("webhook-id")
 	d := eventOf(t, env, m, id).Deliveries[0]
-	apitest.Want(t, "after a 500: status", d.Status, gen.EventDeliveryStatusPending)
+	apitest.Want(t, "after a 500: status", d.Status, models.EventDeliveryStatusPending)
 	apitest.Want(t, "after a 500: lastStatusCode", *d.LastStatusCode, int32(500))
 	apitest.WantText(t, "after a 500: lastError", d.LastError, "HTTP 500")
 	apitest.Want(t, "nothing due at once", apitest.Deliver(t, worker), 0)
@@ -81,7 +81,7 @@ func TestWebhookRetries(t *testing.T) {
 	clock.Advance(time.Minute)
 	apitest.Want(t, "third attempt", apitest.Deliver(t, worker), 1)
 	d = eventOf(t, env, m, id).Deliveries[0]
-	apitest.Want(t, "delivered", d.Status, gen.EventDeliveryStatusDelivered)
+	apitest.Want(t, "delivered", d.Status, models.EventDeliveryStatusDelivered)
 	apitest.Want(t, "attempts", d.Attempts, int32(3))
 	apitest.Want(t, "deliveredAt", d.DeliveredAt != nil, true)
 	apitest.Want(t, "lastError cleared", d.LastError == nil, true)
@@ -100,14 +100,14 @@ func TestWebhookRetries(t *testing.T) {
 	var cancelled []hookEvent
 	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.cancelled", Token: m.Token}).JSON(t, &cancelled)
 	d = eventOf(t, env, m, cancelled[0].ID.String()).Deliveries[0]
-	apitest.Want(t, "failed", d.Status, gen.EventDeliveryStatusFailed)
+	apitest.Want(t, "failed", d.Status, models.EventDeliveryStatusFailed)
 	apitest.Want(t, "failed after", d.Attempts, int32(3))
 	apitest.Want(t, "last status", *d.LastStatusCode, int32(502))
 }
 
-func endpointOf(t *testing.T, env *apitest.Env, m apitest.Merchant, id uuid.UUID) gen.WebhookEndpoint {
+func endpointOf(t *testing.T, env *apitest.Env, m apitest.Merchant, id uuid.UUID) models.WebhookEndpoint {
 	t.Helper()
-	var e gen.WebhookEndpoint
+	var e models.WebhookEndpoint
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + id.String(), Token: m.Token})
 	apitest.Want(t, "get endpoint", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &e)
@@ -124,15 +124,15 @@ func TestWebhookEndpointsDisabled(t *testing.T) {
 	m.MustCreate(t, m.Body("GONE-1", "10.00"))
 	apitest.Deliver(t, worker)
 	e := endpointOf(t, env, m, gone.Id)
-	apitest.Want(t, "after a 410", e.Status, gen.WebhookEndpointStatusDisabled)
+	apitest.Want(t, "after a 410", e.Status, models.WebhookEndpointStatusDisabled)
 	apitest.WantText(t, "disabledReason", e.DisabledReason, "The endpoint answered 410 Gone.")
 	m.MustCreate(t, m.Body("GONE-2", "10.00"))
 	apitest.Want(t, "a disabled endpoint gets nothing", apitest.Deliver(t, worker), 0)
 	apitest.Want(t, "requests to the gone endpoint", len(rc.Hooks()), 1)
-	var enabled gen.WebhookEndpoint
+	var enabled models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + gone.Id.String(), Token: m.Token,
 		Body: map[string]any{"status": "enabled"}}).JSON(t, &enabled)
-	apitest.Want(t, "enabled again", enabled.DisabledReason == nil && enabled.Status == gen.WebhookEndpointStatusEnabled, true)
+	apitest.Want(t, "enabled again", enabled.DisabledReason == nil && enabled.Status == models.WebhookEndpointStatusEnabled, true)
 	env.Do(apitest.Request{Method: "DELETE", Path: "/webhook-endpoints/" + gone.Id.String(), Token: m.Token})
 
 	failing := apitest.NewReceiver(t)
@@ -144,13 +144,13 @@ func TestWebhookEndpointsDisabled(t *testing.T) {
 	m.Renew()
 	m.MustCreate(t, m.Body("DOWN-2", "10.00"))
 	apitest.Deliver(t, worker)
-	apitest.Want(t, "after 3 days of failures", endpointOf(t, env, m, ep.Id).Status, gen.WebhookEndpointStatusEnabled)
+	apitest.Want(t, "after 3 days of failures", endpointOf(t, env, m, ep.Id).Status, models.WebhookEndpointStatusEnabled)
 	clock.Advance(2*24*time.Hour + time.Minute)
 	m.Renew()
 	m.MustCreate(t, m.Body("DOWN-3", "10.00"))
 	apitest.Deliver(t, worker)
 	e = endpointOf(t, env, m, ep.Id)
-	apitest.Want(t, "after 5 days of failures", e.Status, gen.WebhookEndpointStatusDisabled)
+	apitest.Want(t, "after 5 days of failures", e.Status, models.WebhookEndpointStatusDisabled)
 	apitest.WantText(t, "disabledReason", e.DisabledReason, "No delivery succeeded for 5 days.")
 }
 
@@ -160,7 +160,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 	clock := apitest.NewClock(time.Now())
 	env, m, rc, ep := webhookEnv(t, clock)
 	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
-	var rotated gen.WebhookEndpointWithSecret
+	var rotated models.WebhookEndpointWithSecret
 	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token})
 	apitest.Want(t, "rotate", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &rotated)
@@ -211,7 +211,7 @@ func TestWebhookSecretExpiry(t *testing.T) {
 	apitest.Want(t, "signatures after refused rotations", signatures(rc.Hooks()[0]), 1)
 	verified(t, rc.Hooks()[:1], ep.Secret, true)
 
-	var now gen.WebhookEndpointWithSecret
+	var now models.WebhookEndpointWithSecret
 	resp := rotate(map[string]any{"expireCurrentInSeconds": 0})
 	apitest.Want(t, "rotate at once", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &now)
@@ -225,7 +225,7 @@ func TestWebhookSecretExpiry(t *testing.T) {
 		t.Error("the old secret still verifies after a rotation with expireCurrentInSeconds 0")
 	}
 
-	var minute gen.WebhookEndpointWithSecret
+	var minute models.WebhookEndpointWithSecret
 	resp = rotate(map[string]any{"expireCurrentInSeconds": 60})
 	apitest.Want(t, "rotate for a minute", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &minute)
@@ -295,7 +295,7 @@ func TestWebhookRedeliverAndPing(t *testing.T) {
 	apitest.Want(t, "the same webhook-id", again[1].ID, first.ID)
 	apitest.Want(t, "the same body", string(rc.Hooks()[1].Body), string(rc.Hooks()[0].Body))
 
-	var accepted gen.EventAccepted
+	var accepted models.EventAccepted
 	resp = env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/ping", Token: m.Token})
 	apitest.Want(t, "ping", resp.StatusCode, http.StatusAccepted)
 	resp.JSON(t, &accepted)
@@ -337,7 +337,7 @@ func TestWebhookURLRules(t *testing.T) {
 		}
 		apitest.Want(t, fmt.Sprintf("eventTypes %v named", types), found, true)
 	}
-	var list []gen.WebhookEndpoint
+	var list []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "endpoints made by refused requests", len(list), 0)
 
@@ -382,7 +382,7 @@ func TestWebhookURLZonesRangesAndPorts(t *testing.T) {
 			}
 		}
 	}
-	var list []gen.WebhookEndpoint
+	var list []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "endpoints", len(list), 1)
 	apitest.Want(t, "url after the refused changes", list[0].Url, "https://203.0.114.7/hooks")
@@ -498,7 +498,7 @@ func TestWebhookEndpointLimit(t *testing.T) {
 	}
 	apitest.Want(t, "made of 20 at once", made, 16)
 	apitest.Want(t, "refused", refused, 4)
-	var list []gen.WebhookEndpoint
+	var list []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "listed", len(list), 16)
 	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token,
@@ -543,8 +543,8 @@ func TestWebhookHostileReceivers(t *testing.T) {
 	silent, big, redirected := eventOf(t, env, m, events[2].ID.String()).Deliveries[0], eventOf(t, env, m, events[1].ID.String()).Deliveries[0],
 		eventOf(t, env, m, events[0].ID.String()).Deliveries[0]
 	apitest.WantText(t, "silent receiver", silent.LastError, "timed out")
-	apitest.Want(t, "silent receiver status", silent.Status, gen.EventDeliveryStatusPending)
-	apitest.Want(t, "10 MB answer", big.Status, gen.EventDeliveryStatusDelivered)
+	apitest.Want(t, "silent receiver status", silent.Status, models.EventDeliveryStatusPending)
+	apitest.Want(t, "10 MB answer", big.Status, models.EventDeliveryStatusDelivered)
 	apitest.Want(t, "redirect status", *redirected.LastStatusCode, int32(307))
 	apitest.WantText(t, "redirect", redirected.LastError, "HTTP 307: redirects are not followed")
 	apitest.Want(t, "requests to the redirect's target", len(target.Hooks()), 0)

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/delivery"
@@ -25,9 +25,9 @@ import (
 
 // endpoint registers a receiver's URL for types and returns the endpoint
 // with its secret.
-func endpoint(t *testing.T, env *apitest.Env, token, url string, types ...string) gen.WebhookEndpointWithSecret {
+func endpoint(t *testing.T, env *apitest.Env, token, url string, types ...string) models.WebhookEndpointWithSecret {
 	t.Helper()
-	var e gen.WebhookEndpointWithSecret
+	var e models.WebhookEndpointWithSecret
 	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: token,
 		Body: map[string]any{"url": url, "description": "test receiver", "eventTypes": types}})
 	apitest.Want(t, "create endpoint", resp.StatusCode, http.StatusCreated)
@@ -149,23 +149,23 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	for _, e := range events {
 		switch e.Type {
 		case "invoice.paid":
-			var data gen.Invoice
+			var data models.Invoice
 			if err := json.Unmarshal(e.Data, &data); err != nil {
 				t.Fatal(err)
 			}
-			apitest.Want(t, "invoice.paid data status", data.Status, gen.InvoiceStatusPaid)
+			apitest.Want(t, "invoice.paid data status", data.Status, models.InvoiceStatusPaid)
 			apitest.Want(t, "invoice.paid data payments", len(*data.Payments), 2)
 			apitest.Want(t, "invoice.paid data amountRefunded (before the refund)", data.AmountRefunded.Text('f'), "0.00")
 		case "invoice.part_paid":
-			var data gen.Invoice
+			var data models.Invoice
 			json.Unmarshal(e.Data, &data)
 			apitest.Want(t, "invoice.part_paid data balance", data.Balance.Text('f'), "60.00")
 		case "card_payment.refunded":
-			var data gen.CardPayment
+			var data models.CardPayment
 			json.Unmarshal(e.Data, &data)
-			apitest.Want(t, "card_payment.refunded data is the refund", data.Kind, gen.CardPaymentKindRefund)
+			apitest.Want(t, "card_payment.refunded data is the refund", data.Kind, models.CardPaymentKindRefund)
 		case "deposit.created":
-			var data gen.Deposit
+			var data models.Deposit
 			json.Unmarshal(e.Data, &data)
 			apitest.Want(t, "deposit.created data", data.Id, deposit.ID)
 		}
@@ -179,7 +179,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	reseller := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
 	rrc := apitest.NewReceiver(t)
 	rEndpoint := endpoint(t, env, reseller, rrc.URL, "application.stage_changed")
-	var apps []gen.Application
+	var apps []models.Application
 	env.Do(apitest.Request{Method: "GET", Path: "/applications?stage=submitted", Token: reseller}).JSON(t, &apps)
 	if err := env.App.Applications.SetStage(context.Background(), apps[0].Id, "in_review", "Looking"); err != nil {
 		t.Fatal(err)
@@ -208,14 +208,14 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	apitest.Want(t, "invoice.paid events", len(paidEvents), 1)
 	var detail struct {
 		hookEvent
-		Deliveries []gen.EventDelivery `json:"deliveries"`
+		Deliveries []models.EventDelivery `json:"deliveries"`
 	}
 	resp = env.Do(apitest.Request{Method: "GET", Path: "/events/" + paidEvents[0].ID.String(), Token: m.Token})
 	apitest.Want(t, "get event", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &detail)
 	apitest.Want(t, "deliveries of invoice.paid", len(detail.Deliveries), 2)
 	for _, d := range detail.Deliveries {
-		apitest.Want(t, "delivery status", d.Status, gen.EventDeliveryStatusDelivered)
+		apitest.Want(t, "delivery status", d.Status, models.EventDeliveryStatusDelivered)
 		apitest.Want(t, "delivery attempts", d.Attempts, int32(1))
 		apitest.Want(t, "delivery lastStatusCode", d.LastStatusCode != nil && *d.LastStatusCode == 200, true)
 	}
@@ -275,7 +275,7 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 	hook := endpoint(t, env, m.Token, "https://hooks.example.com/all", "*")
 	inv := m.MustCreate(t, m.Body("PERM-1", "10.00"))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"}), http.StatusSeeOther)
-	var ping gen.EventAccepted
+	var ping models.EventAccepted
 	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + hook.Id.String() + "/ping", Token: m.Token}).JSON(t, &ping)
 	protected := map[string]string{} // type → an event's id
 	for _, typ := range []string{"invoice.created", "card_payment.approved"} {
@@ -335,7 +335,7 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 	apitest.Want(t, "PATCH without eventTypes", env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Token: webhooksOnly,
 		Body: map[string]any{"description": "everything"}}).StatusCode, http.StatusOK)
 	all := endpoint(t, env, webhooksAndPayments, "https://hooks.example.com/everything", "*")
-	var list []gen.WebhookEndpoint
+	var list []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: webhooksOnly}).JSON(t, &list)
 	apitest.Want(t, "endpoints", len(list), 3)
 	apitest.Want(t, "the first endpoint's types", fmt.Sprint(list[0].EventTypes), "[*]")

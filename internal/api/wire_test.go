@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/wire"
 )
@@ -53,9 +53,9 @@ func TestBodyBrokenOnTheWire(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			id := "token-" + strings.ReplaceAll(name, " ", "-")
 			resp, _ := env.Wire(rawPost("/oauth/token", id, b.headers, b.body), b.halfClose)
-			var te gen.TokenError
+			var te models.TokenError
 			resp.JSON(t, &te)
-			if resp.StatusCode != http.StatusBadRequest || te.Error != gen.TokenErrorErrorInvalidRequest {
+			if resp.StatusCode != http.StatusBadRequest || te.Error != models.TokenErrorErrorInvalidRequest {
 				t.Errorf("token endpoint: %d %s, want 400 invalid_request", resp.StatusCode, resp.Body)
 			}
 			wantLoggedAsInfo(t, env, id, http.StatusBadRequest)
@@ -69,7 +69,7 @@ func TestBodyBrokenOnTheWire(t *testing.T) {
 			wantLoggedAsInfo(t, env, id, http.StatusBadRequest)
 		})
 	}
-	var list []gen.Invoice
+	var list []models.Invoice
 	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests", Token: m.Token}).JSON(t, &list)
 	if len(list) != 0 {
 		t.Errorf("%d invoices made from broken bodies, want none", len(list))

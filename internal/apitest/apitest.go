@@ -27,6 +27,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
@@ -204,8 +205,8 @@ func (r *Response) JSON(t testing.TB, v any) {
 }
 
 // Problem decodes a problem document.
-func (r *Response) Problem(t testing.TB) gen.Problem {
-	var p gen.Problem
+func (r *Response) Problem(t testing.TB) models.Problem {
+	var p models.Problem
 	r.JSON(t, &p)
 	return p
 }
@@ -355,7 +356,7 @@ func (e *Env) Token(keyID, secret string) string {
 	if resp.StatusCode != http.StatusOK {
 		e.T.Fatalf("token: %d %s", resp.StatusCode, resp.Body)
 	}
-	var tok gen.TokenResponse
+	var tok models.TokenResponse
 	resp.JSON(e.T, &tok)
 	return tok.AccessToken
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
 )
 
@@ -17,8 +17,8 @@ type Merchant struct {
 	Env   *Env
 	Token string
 	Org   string
-	MIDs  []gen.MerchantAccount
-	Locs  []gen.Location
+	MIDs  []models.MerchantAccount
+	Locs  []models.Location
 
 	keyID, secret string
 }
@@ -64,25 +64,25 @@ func (m Merchant) Create(t *testing.T, body map[string]any, header http.Header) 
 }
 
 // MustCreate creates an invoice and fails the test unless it is made.
-func (m Merchant) MustCreate(t *testing.T, body map[string]any) gen.Invoice {
+func (m Merchant) MustCreate(t *testing.T, body map[string]any) models.Invoice {
 	t.Helper()
 	resp := m.Create(t, body, nil)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
-	var inv gen.Invoice
+	var inv models.Invoice
 	resp.JSON(t, &inv)
 	return inv
 }
 
 // Read reads an invoice through the API, and its raw JSON for messages.
-func (m Merchant) Read(t *testing.T, id uuid.UUID) (gen.Invoice, string) {
+func (m Merchant) Read(t *testing.T, id uuid.UUID) (models.Invoice, string) {
 	t.Helper()
 	r := m.Env.Do(Request{Method: "GET", Path: "/payment-requests/" + id.String(), Token: m.Token})
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("get: %d %s", r.StatusCode, r.Body)
 	}
-	var inv gen.Invoice
+	var inv models.Invoice
 	r.JSON(t, &inv)
 	return inv, string(r.Body)
 }
@@ -99,7 +99,7 @@ func (e *Env) TokenFor(t *testing.T, org string) string {
 }
 
 // WantProblem checks status and title of a problem document and returns it.
-func WantProblem(t *testing.T, resp *Response, status int, title string) gen.Problem {
+func WantProblem(t *testing.T, resp *Response, status int, title string) models.Problem {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/processor"
 )
 
@@ -63,7 +63,7 @@ func (e *Env) Visit(t *testing.T, method, path string, form url.Values, header h
 }
 
 // PayPath is the path of an invoice's pay link.
-func PayPath(t *testing.T, inv gen.Invoice) string {
+func PayPath(t *testing.T, inv models.Invoice) string {
 	t.Helper()
 	u, err := url.Parse(*inv.Link)
 	if err != nil {

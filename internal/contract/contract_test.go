@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 )
@@ -48,11 +48,11 @@ func TestFlowsThroughPrism(t *testing.T) {
 			{method: "POST", path: "/oauth/token", body: tokenJSON(m.KeyID, m.Secret)},
 			{method: "POST", path: "/oauth/token", body: "grant_type=client_credentials", header: basicHeader(m.KeyID, m.Secret)},
 		} {
-			var tok gen.TokenResponse
+			var tok models.TokenResponse
 			p.do(t, c).want(t, http.StatusOK).json(t, &tok)
 			merchant = tok.AccessToken
 		}
-		var tok gen.TokenResponse
+		var tok models.TokenResponse
 		p.do(t, call{method: "POST", path: "/oauth/token", body: tokenJSON(seed.Reseller.KeyID, seed.Reseller.Secret)}).
 			want(t, http.StatusOK).json(t, &tok)
 		reseller = tok.AccessToken
@@ -61,9 +61,9 @@ func TestFlowsThroughPrism(t *testing.T) {
 		t.Fatal("no access tokens: nothing else can run")
 	}
 
-	var accounts []gen.MerchantAccount
+	var accounts []models.MerchantAccount
 	t.Run("locations and accounts", func(t *testing.T) {
-		var locations []gen.Location
+		var locations []models.Location
 		p.do(t, call{method: "GET", path: "/locations", token: merchant}).want(t, http.StatusOK).json(t, &locations)
 		if len(locations) == 0 {
 			t.Fatal("no locations")
@@ -77,12 +77,12 @@ func TestFlowsThroughPrism(t *testing.T) {
 	}
 	mid := accounts[0].Id.String()
 
-	var toPay gen.Invoice
+	var toPay models.Invoice
 	t.Run("invoices", func(t *testing.T) {
 		create := call{method: "POST", path: "/payment-requests", token: merchant,
 			body:   invoiceBody(mid, "C-1001", "136.50", line(2, "45.5"), line("1", 45.5)),
 			header: http.Header{"Idempotency-Key": {uuid.NewString()}}}
-		var inv gen.Invoice
+		var inv models.Invoice
 		p.do(t, create).want(t, http.StatusCreated).json(t, &inv)
 		if a := p.do(t, create).want(t, http.StatusOK); a.header.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("replay without Idempotent-Replayed: true")
@@ -104,7 +104,7 @@ func TestFlowsThroughPrism(t *testing.T) {
 	t.Run("reseller", func(t *testing.T) {
 		p.do(t, call{method: "GET", path: "/organizations/" + seed.Reseller.OrganizationID.String() + "/portfolio", token: reseller}).
 			want(t, http.StatusOK)
-		var apps []gen.Application
+		var apps []models.Application
 		first := p.do(t, call{method: "GET", path: "/applications?limit=2", token: reseller}).want(t, http.StatusOK)
 		if first.json(t, &apps); len(apps) == 0 {
 			t.Fatal("no applications")
@@ -120,7 +120,7 @@ func TestFlowsThroughPrism(t *testing.T) {
 		noPhone := invoiceBody(mid, "C-2002", "10.00")
 		noPhone["delivery"] = "text"
 		for field, body := range map[string]map[string]any{"lines": unbalanced, "customerPhone": noPhone} {
-			var problem gen.Problem
+			var problem models.Problem
 			p.do(t, call{method: "POST", path: "/payment-requests", token: merchant, body: body}).want(t, http.StatusBadRequest).json(t, &problem)
 			if problem.Errors == nil || len((*problem.Errors)[field]) == 0 {
 				t.Errorf("400 without errors.%s: %+v", field, problem)
@@ -234,7 +234,7 @@ func TestFlowsThroughPrism(t *testing.T) {
 // card, then removes that card with DELETE /saved-cards/{id}. The pay page is
 // HTML for people and not in openapi.yaml, so its two requests go to the
 // server directly; the API requests around them go through prism.
-func payThroughPageThenDeleteCard(t *testing.T, env *apitest.Env, p *prism, token string, inv gen.Invoice) {
+func payThroughPageThenDeleteCard(t *testing.T, env *apitest.Env, p *prism, token string, inv models.Invoice) {
 	if inv.Link == nil {
 		t.Fatal("invoice without a pay link")
 	}
@@ -273,9 +273,9 @@ func payThroughPageThenDeleteCard(t *testing.T, env *apitest.Env, p *prism, toke
 	}
 
 	get := call{method: "GET", path: "/payment-requests/" + inv.Id.String(), token: token}
-	var paid gen.Invoice
+	var paid models.Invoice
 	p.do(t, get).want(t, http.StatusOK).json(t, &paid)
-	if paid.Status != gen.InvoiceStatusPaid || paid.Payments == nil || len(*paid.Payments) != 1 || paid.SavedCards == nil || len(*paid.SavedCards) != 1 {
+	if paid.Status != models.InvoiceStatusPaid || paid.Payments == nil || len(*paid.Payments) != 1 || paid.SavedCards == nil || len(*paid.SavedCards) != 1 {
 		t.Fatalf("after paying on the page: status %s, payments %v, saved cards %v; want paid, one payment, one saved card",
 			paid.Status, paid.Payments, paid.SavedCards)
 	}
@@ -348,7 +348,7 @@ func keyToken(t *testing.T, env *apitest.Env, p *prism, org uuid.UUID, permissio
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tok gen.TokenResponse
+	var tok models.TokenResponse
 	p.do(t, call{method: "POST", path: "/oauth/token", body: tokenJSON(key.KeyID, key.Secret)}).want(t, http.StatusOK).json(t, &tok)
 	return tok.AccessToken
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/payment"
@@ -413,7 +413,7 @@ func TestSavedCardDelete(t *testing.T) {
 	if len(*got.SavedCards) != 2 {
 		t.Fatalf("saved cards: %s", raw)
 	}
-	var card, undeletable gen.SavedCard
+	var card, undeletable models.SavedCard
 	for _, c := range *got.SavedCards {
 		if *c.LastFour == "1111" {
 			card = c
@@ -459,13 +459,13 @@ func TestPreferenceChangesTheNextSend(t *testing.T) {
 	b := m.Body("PREF-1", "50.00")
 	b["customerPhone"] = "+15035550123"
 	inv := m.MustCreate(t, b)
-	send := func(id uuid.UUID) gen.Invoice {
+	send := func(id uuid.UUID) models.Invoice {
 		t.Helper()
 		r := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + id.String() + "/send", Token: m.Token})
 		if r.StatusCode != http.StatusOK {
 			t.Fatalf("send: %d %s", r.StatusCode, r.Body)
 		}
-		var out gen.Invoice
+		var out models.Invoice
 		r.JSON(t, &out)
 		return out
 	}
@@ -808,7 +808,7 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 func TestPagesSayWhoBills(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
-	var loc gen.Location
+	var loc models.Location
 	for _, l := range m.Locs {
 		if l.Id == m.MIDs[0].LocationId {
 			loc = l

@@ -7,7 +7,7 @@ import (
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/payreq/payreq/gen"
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/jsonnum"
@@ -17,8 +17,8 @@ import (
 
 // Invoice is the wire form of an invoice; full adds lineItems,
 // payments and savedCards (single reads), which list items omit.
-func Invoice(inv invoice.Invoice, link string, full bool) gen.Invoice {
-	out := gen.Invoice{
+func Invoice(inv invoice.Invoice, link string, full bool) models.Invoice {
+	out := models.Invoice{
 		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
 		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
 		Amount:         jsonnum.Decimal{Decimal: inv.Amount},
@@ -26,12 +26,12 @@ func Invoice(inv invoice.Invoice, link string, full bool) gen.Invoice {
 		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
 		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
-		CustomerPhone: inv.CustomerPhone, Delivery: gen.Delivery(inv.Delivery),
-		SentVia: (*gen.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
-		Lines: int32(inv.LineCount), Status: gen.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
+		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
+		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
+		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
 		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
 		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
-		Link: &link, CustomerPrefers: (*gen.Delivery)(inv.CustomerPrefers),
+		Link: &link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
 	}
 	if inv.DueDate != nil {
 		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)
@@ -40,18 +40,18 @@ func Invoice(inv invoice.Invoice, link string, full bool) gen.Invoice {
 	if !full {
 		return out
 	}
-	lines := make([]gen.InvoiceLine, len(inv.Lines))
+	lines := make([]models.InvoiceLine, len(inv.Lines))
 	for i, l := range inv.Lines {
-		lines[i] = gen.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: invoice.Plain(l.Quantity)},
+		lines[i] = models.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: invoice.Plain(l.Quantity)},
 			UnitCost: jsonnum.Decimal{Decimal: invoice.Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC}
 	}
-	payments := make([]gen.Payment, len(inv.Payments))
+	payments := make([]models.Payment, len(inv.Payments))
 	for i, p := range inv.Payments {
-		payments[i] = gen.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
+		payments[i] = models.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
 			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard,
 			AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
 	}
-	cards := make([]gen.SavedCard, len(inv.SavedCards))
+	cards := make([]models.SavedCard, len(inv.SavedCards))
 	for i, c := range inv.SavedCards {
 		cards[i] = SavedCard(c)
 	}
@@ -60,15 +60,15 @@ func Invoice(inv invoice.Invoice, link string, full bool) gen.Invoice {
 }
 
 // SavedCard is the wire form of a saved card.
-func SavedCard(c invoice.SavedCard) gen.SavedCard {
-	return gen.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
+func SavedCard(c invoice.SavedCard) models.SavedCard {
+	return models.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
 		SavedAt: c.SavedAt, SavedByName: c.SavedByName}
 }
 
 // CardPayment is the wire form of a card payment.
-func CardPayment(p payment.CardPayment) gen.CardPayment {
-	return gen.CardPayment{
-		Id: p.ID, Kind: gen.CardPaymentKind(p.Kind), Status: gen.CardPaymentStatus(p.Status),
+func CardPayment(p payment.CardPayment) models.CardPayment {
+	return models.CardPayment{
+		Id: p.ID, Kind: models.CardPaymentKind(p.Kind), Status: models.CardPaymentStatus(p.Status),
 		Amount: jsonnum.Decimal{Decimal: p.Amount}, InvoiceId: p.InvoiceID, InvoiceNumber: p.InvoiceNumber,
 		MerchantAccountId: p.MerchantAccountID, Mid: p.MID, CardBrand: p.CardBrand, LastFour: p.LastFour,
 		PayerName: p.PayerName, RetRef: p.RetRef, DeclineReason: p.DeclineReason, Level3Sent: p.Level3Sent,
@@ -79,11 +79,11 @@ func CardPayment(p payment.CardPayment) gen.CardPayment {
 
 // Deposit is the wire form of a deposit (also what `payreq settle`
 // prints).
-func Deposit(d payment.Deposit) gen.Deposit {
-	return gen.Deposit{
+func Deposit(d payment.Deposit) models.Deposit {
+	return models.Deposit{
 		Id: d.ID, MerchantAccountId: d.MerchantAccountID, Mid: d.MID,
 		BatchDate: openapi_types.Date{Time: d.BatchDate}, ExpectedAt: openapi_types.Date{Time: d.ExpectedAt},
-		Status: gen.DepositStatus(d.Status), PaidAt: d.PaidAt,
+		Status: models.DepositStatus(d.Status), PaidAt: d.PaidAt,
 		SalesCount: int32(d.SalesCount), SalesAmount: jsonnum.Decimal{Decimal: d.SalesAmount},
 		RefundsCount: int32(d.RefundsCount), RefundsAmount: jsonnum.Decimal{Decimal: d.RefundsAmount},
 		FeesAmount: jsonnum.Decimal{Decimal: d.FeesAmount}, NetAmount: jsonnum.Decimal{Decimal: d.NetAmount},
@@ -93,41 +93,41 @@ func Deposit(d payment.Deposit) gen.Deposit {
 
 // Application is the wire form of an application: last four digits of
 // its tax id, SSNs and account number only.
-func Application(a reseller.Application) gen.Application {
+func Application(a reseller.Application) models.Application {
 	b := a.Business
-	owners := make([]gen.ApplicationOwner, len(a.Owners))
+	owners := make([]models.ApplicationOwner, len(a.Owners))
 	for i, o := range a.Owners {
-		owners[i] = gen.ApplicationOwner{Name: o.Name, Title: o.Title, OwnershipPercent: o.OwnershipPercent, SsnLastFour: o.SSNLastFour}
+		owners[i] = models.ApplicationOwner{Name: o.Name, Title: o.Title, OwnershipPercent: o.OwnershipPercent, SsnLastFour: o.SSNLastFour}
 	}
-	history := make([]gen.ApplicationHistoryEntry, len(a.History))
+	history := make([]models.ApplicationHistoryEntry, len(a.History))
 	for i, h := range a.History {
-		history[i] = gen.ApplicationHistoryEntry{Stage: gen.ApplicationStage(h.Stage), At: h.At, Note: h.Note}
+		history[i] = models.ApplicationHistoryEntry{Stage: models.ApplicationStage(h.Stage), At: h.At, Note: h.Note}
 	}
-	return gen.Application{
-		Id: a.ID, Stage: gen.ApplicationStage(a.Stage), SubmittedAt: a.SubmittedAt, UpdatedAt: a.UpdatedAt,
-		Business: gen.ApplicationBusiness{
+	return models.Application{
+		Id: a.ID, Stage: models.ApplicationStage(a.Stage), SubmittedAt: a.SubmittedAt, UpdatedAt: a.UpdatedAt,
+		Business: models.ApplicationBusiness{
 			LegalName: b.LegalName, DbaName: b.DBAName, EntityType: b.EntityType, TaxIdLastFour: b.TaxIDLastFour,
 			Phone: b.Phone, Email: b.Email, Website: b.Website,
-			Address: gen.Address{AddressLine1: b.Address.Line1, AddressLine2: b.Address.Line2, City: b.Address.City,
+			Address: models.Address{AddressLine1: b.Address.Line1, AddressLine2: b.Address.Line2, City: b.Address.City,
 				State: b.Address.State, PostalCode: b.Address.PostalCode},
 		},
 		Owners:  owners,
-		Bank:    gen.ApplicationBank{RoutingNumber: a.Bank.RoutingNumber, AccountLastFour: a.Bank.AccountLastFour},
+		Bank:    models.ApplicationBank{RoutingNumber: a.Bank.RoutingNumber, AccountLastFour: a.Bank.AccountLastFour},
 		History: history,
 	}
 }
 
 // Location is the wire form of a location.
-func Location(l directory.Location) gen.Location {
-	return gen.Location{
+func Location(l directory.Location) models.Location {
+	return models.Location{
 		Id: l.ID, OrganizationId: l.OrganizationID, Name: l.Name, TimeZone: l.TimeZone,
-		Status: gen.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
+		Status: models.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
 		ReceiptName: l.ReceiptName, AddressLine1: l.AddressLine1, AddressLine2: l.AddressLine2,
 		City: l.City, State: l.State, PostalCode: l.PostalCode, Phone: l.Phone, Email: l.Email,
 	}
 }
 
 // MerchantAccount is the wire form of a MID.
-func MerchantAccount(a directory.MerchantAccount) gen.MerchantAccount {
-	return gen.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
+func MerchantAccount(a directory.MerchantAccount) models.MerchantAccount {
+	return models.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
 }
