@@ -100,7 +100,9 @@ func TestTwoPaysOfTheWholeBalanceAtOnce(t *testing.T) {
 	second := apitest.FormToken(t, env.Visit(t, "GET", path, nil, nil))
 
 	answered := make(chan apitest.Page, 1)
-	go func() { answered <- env.Post(t, path, first, apitest.Payment{Card: processor.TestCardSlow, Amount: "50.00"}) }()
+	go func() {
+		answered <- env.Post(t, path, first, apitest.Payment{Card: processor.TestCardSlow, Amount: "50.00"})
+	}()
 	at.waitReached(t, 1)
 	refused := env.Post(t, path, second, apitest.Payment{Card: apitest.CardApprove, Amount: "50.00"})
 	apitest.WantStatus(t, refused, http.StatusConflict)
