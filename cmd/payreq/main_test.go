@@ -119,6 +119,19 @@ func (c *cli) usage(args ...string) string {
 	return errOut
 }
 
+// takenAddr is an address another listener holds until the test ends:
+// given to serve as PAYREQ_ADDR, a serve that should have refused to start
+// fails there (exit 1) rather than serving on.
+func takenAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
 func (c *cli) demo() demo.Result {
 	c.t.Helper()
 	var res demo.Result
@@ -309,6 +322,7 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage(args...)
 		})
 	}
+	t.Setenv("PAYREQ_ADDR", takenAddr(t))
 	for name, value := range map[string]string{
 		"PAYREQ_REVOCATION_CHECK_INTERVAL": "soon",
 		"PAYREQ_PUBLIC_URL":                "ftp://x",
@@ -316,6 +330,8 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 		"PAYREQ_SMTP_URL":                  "smtp://u:p@relay.local?tls=none&from=a@example.com",
 		"PAYREQ_SETTLEMENT_CUTOFF":         "25:00",
 		"PAYREQ_SIMULATOR_FEES":            "2.9",
+		"PAYREQ_METRICS_ADDR":              ":18492", // every interface, without PAYREQ_METRICS_TOKEN_FILE
+		"PAYREQ_TRUST_TRACEPARENT":         "yes",
 	} {
 		t.Run("bad configuration "+name, func(t *testing.T) {
 			t.Setenv(name, value)
@@ -344,14 +360,7 @@ func TestRunReturnsUsageError(t *testing.T) {
 func TestBadSecretsRefusedAtStart(t *testing.T) {
 	c := newCLI(t)
 	org := c.demo().Merchant.OrganizationID.String()
-	// serve's address is taken: a serve that took the secret fails
-	// there (exit 1) rather than serving.
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	t.Setenv("PAYREQ_ADDR", taken.Addr().String())
+	t.Setenv("PAYREQ_ADDR", takenAddr(t))
 	ecdsaKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -387,6 +396,33 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 				if !strings.Contains(stderr, file) {
 					t.Errorf("payreq %s: stderr %q does not name %s", args[0], stderr, file)
 				}
+			}
+		})
+	}
+}
+
+// A metrics token file that cannot be used stops serve the same way.
+func TestBadMetricsTokenRefusedAtStart(t *testing.T) {
+	c := newCLI(t)
+	t.Setenv("PAYREQ_ADDR", takenAddr(t))
+	t.Setenv("PAYREQ_METRICS_ADDR", "10.0.0.5:9090")
+	for name, content := range map[string]string{
+		"missing":        "",
+		"31 characters":  strings.Repeat("x", 31) + "\n",
+		"40 spaces":      strings.Repeat(" ", 40),
+		"two lines":      strings.Repeat("x", 32) + "\n" + strings.Repeat("y", 32) + "\n",
+		"a space inside": strings.Repeat("x", 20) + " " + strings.Repeat("y", 20),
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "metrics-token")
+			if content != "" {
+				if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("PAYREQ_METRICS_TOKEN_FILE", file)
+			if stderr := (&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("serve"); !strings.Contains(stderr, file) {
+				t.Errorf("stderr %q does not name %s", stderr, file)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/payment"
@@ -34,6 +35,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	var metricsToken string
+	if cfg.MetricsAddr != "" && cfg.MetricsTokenFile != "" {
+		var err error
+		if metricsToken, err = app.MetricsToken(cfg.MetricsTokenFile); err != nil {
+			return err
+		}
+	}
 	// Before the app opens: its database pool and clients are traced only
 	// when a provider is installed.
 	shutdownTracing, err := tracing.Setup(ctx, cfg.TrustTraceparent)
@@ -100,7 +108,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(wire.Listen(listener)) }()
 	if cfg.MetricsAddr != "" {
-		go func() { errc <- a.Metrics.Serve(ctx, cfg.MetricsAddr, log) }()
+		go func() { errc <- a.Metrics.Serve(ctx, cfg.MetricsAddr, metricsToken, log) }()
 	}
 	if cfg.DebugAddr != "" {
 		debug := &http.Server{Addr: cfg.DebugAddr, Handler: debugHandler(), ReadHeaderTimeout: 5 * time.Second}

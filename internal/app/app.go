@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -53,6 +54,7 @@ type App struct {
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
 	Now        func() time.Time
+	metricsDB  *sqlx.DB
 }
 
 // SecretError is a secret file that cannot be used: a pepper or an
@@ -204,6 +206,12 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, err
 	}
+	// The backlog gauges' own connection: scrapes never take the API's.
+	metricsDB, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Pool{MaxOpenConns: 1, Unprepared: !cfg.DBPreparedStatements})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
 	// Every change records its event through this one recorder.
 	events := &webhook.Recorder{Invoices: invoices, Now: now}
@@ -223,7 +231,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
 		Vault:      v,
-		Metrics:    metrics.New(db.DB),
+		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
+		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
 		Now:        now,
 	}, nil
@@ -256,7 +265,26 @@ func derive(secret []byte, purpose string) []byte {
 }
 
 // Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+func (a *App) Close() error { return errors.Join(a.DB.Close(), a.metricsDB.Close()) }
+
+// MetricsToken reads PAYREQ_METRICS_TOKEN_FILE: the bearer token scrapes
+// of /metrics must send, one line of at least 32 visible ASCII characters
+// (openssl rand -hex 32 writes one). Anything else is a *SecretError.
+func MetricsToken(path string) (string, error) {
+	b, err := secretfile.Load(path)
+	var missing *secretfile.MissingError
+	if errors.As(err, &missing) {
+		return "", &SecretError{File: path, Problem: "missing; PAYREQ_METRICS_TOKEN_FILE names the file of the token scrapes send"}
+	}
+	if err != nil {
+		return "", err
+	}
+	token := strings.TrimSuffix(string(b), "\n")
+	if len(token) < 32 || strings.ContainsFunc(token, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return "", &SecretError{File: path, Problem: "must hold one line of at least 32 visible ASCII characters, such as openssl rand -hex 32 writes"}
+	}
+	return token, nil
+}
 
 // RunHousekeeping deletes expired rows (old token-request counts,
 // idempotency keys past their 24 hours, pay attempts past their hour,

@@ -61,6 +61,9 @@ type Config struct {
 	DeliveryMaxAttempts  int           // PAYREQ_DELIVERY_MAX_ATTEMPTS
 	// MetricsAddr serves /metrics (Prometheus) on a listener of its own; empty: none.
 	MetricsAddr string // PAYREQ_METRICS_ADDR
+	// MetricsTokenFile holds the bearer token scrapes must send; required
+	// when MetricsAddr is not a loopback address.
+	MetricsTokenFile string // PAYREQ_METRICS_TOKEN_FILE
 	// TrustTraceparent continues a caller's traceparent (a deployment
 	// behind a gateway of its own); otherwise a request starts a trace of
 	// its own, linked to the caller's.
@@ -135,9 +138,14 @@ func parse(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("PAYREQ_DELIVERY_MAX_ATTEMPTS must be an integer from 1 to 100")
 		}
 	}
+	c.MetricsTokenFile = get("PAYREQ_METRICS_TOKEN_FILE", "")
 	if c.MetricsAddr = get("PAYREQ_METRICS_ADDR", ""); c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			return Config{}, fmt.Errorf("PAYREQ_METRICS_ADDR must be host:port, such as 10.0.0.5:9090 or :9090")
+		host, _, err := net.SplitHostPort(c.MetricsAddr)
+		if err != nil {
+			return Config{}, fmt.Errorf("PAYREQ_METRICS_ADDR must be host:port, such as 127.0.0.1:9090 or 10.0.0.5:9090")
+		}
+		if !isLoopback(host) && c.MetricsTokenFile == "" {
+			return Config{}, fmt.Errorf("PAYREQ_METRICS_ADDR %s is reachable from other hosts: set PAYREQ_METRICS_TOKEN_FILE too (scrapes then send Authorization: Bearer <its token>), or listen on loopback such as 127.0.0.1:9090", c.MetricsAddr)
 		}
 	}
 	if c.DebugAddr = get("PAYREQ_DEBUG_ADDR", ""); c.DebugAddr != "" {

@@ -111,3 +111,32 @@ func TestURLsCheckedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// /metrics on an address other hosts can reach needs a bearer token file;
+// on loopback it may go without.
+func TestMetricsOffLoopbackNeedsAToken(t *testing.T) {
+	for _, tt := range []struct {
+		addr, tokenFile string
+		ok              bool
+	}{
+		{":18492", "", false},
+		{"0.0.0.0:9090", "", false},
+		{"[::]:9090", "", false},
+		{"10.0.0.5:9090", "", false},
+		{"metrics.internal:9090", "", false},
+		{"10.0.0.5:9090", "/etc/payreq/secrets/metrics-token", true},
+		{":9090", "/etc/payreq/secrets/metrics-token", true},
+		{"127.0.0.1:9090", "", true},
+		{"[::1]:9090", "", true},
+		{"localhost:9090", "", true},
+	} {
+		env := map[string]string{"PAYREQ_METRICS_ADDR": tt.addr, "PAYREQ_METRICS_TOKEN_FILE": tt.tokenFile}
+		c, err := parse(func(k string) string { return env[k] })
+		switch {
+		case tt.ok && (err != nil || c.MetricsTokenFile != tt.tokenFile):
+			t.Errorf("%s with token file %q: %+v, %v", tt.addr, tt.tokenFile, c.MetricsTokenFile, err)
+		case !tt.ok && (err == nil || !strings.HasPrefix(err.Error(), "PAYREQ_METRICS_ADDR") || !strings.Contains(err.Error(), "PAYREQ_METRICS_TOKEN_FILE")):
+			t.Errorf("%s without a token file: %v", tt.addr, err)
+		}
+	}
+}

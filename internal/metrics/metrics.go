@@ -7,9 +7,12 @@ package metrics
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +27,64 @@ type Metrics struct {
 	Duration       *prometheus.HistogramVec // operation
 	WebhookResults *prometheus.CounterVec   // result: delivered, retry, failed
 	RateLimited    prometheus.Counter
+	backlogs       *backlogs
 }
 
-// New registers every series; db's pool and backlogs are read at each scrape.
-func New(db *sql.DB) *Metrics {
+// backlogEvery is how often the backlogs are counted at most, however
+// often Prometheus scrapes: each count reads two tables.
+const backlogEvery = 10 * time.Second
+
+// backlogs are the outboxes' counts, as last read.
+type backlogs struct {
+	count func(context.Context) (outbox, webhooks float64, err error)
+	now   func() time.Time
+
+	mu               sync.Mutex
+	at               time.Time // of the last count; zero: none yet
+	outbox, webhooks float64
+}
+
+// read counts the backlogs unless the last count is less than
+// backlogEvery old; -1: the database did not answer in time.
+func (b *backlogs) read() (outbox, webhooks float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now := b.now(); b.at.IsZero() || now.Sub(b.at) >= backlogEvery {
+		b.at = now
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		var err error
+		if b.outbox, b.webhooks, err = b.count(ctx); err != nil {
+			b.outbox, b.webhooks = -1, -1
+		}
+	}
+	return b.outbox, b.webhooks
+}
+
+// countBacklogs counts both backlogs on db, in one statement of at most
+// two seconds (SET LOCAL: it holds through PgBouncer's transactions).
+func countBacklogs(db *sql.DB) func(context.Context) (float64, float64, error) {
+	return func(ctx context.Context) (outbox, webhooks float64, err error) {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return 0, 0, err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = '2s'`); err != nil {
+			return 0, 0, err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT
+			(SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL),
+			(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')`).Scan(&outbox, &webhooks)
+		return outbox, webhooks, err
+	}
+}
+
+// New registers every series: the pool's of db, read at each scrape, and
+// the backlogs, counted on backlogDB (a small pool of its own, so that
+// scrapes never take the API's connections) at most every backlogEvery by
+// the clock now.
+func New(db *sql.DB, backlogDB *sql.DB, now func() time.Time) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
@@ -44,17 +101,10 @@ func New(db *sql.DB) *Metrics {
 		RateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payreq_rate_limited_total", Help: "API requests refused with 429 by this instance's per-key rate limit.",
 		}),
+		backlogs: &backlogs{count: countBacklogs(backlogDB), now: now},
 	}
-	backlog := func(name, help, query string) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			var n float64
-			if err := db.QueryRowContext(ctx, query).Scan(&n); err != nil {
-				return -1
-			}
-			return n
-		})
+	backlog := func(name, help string, pick func(outbox, webhooks float64) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return pick(m.backlogs.read()) })
 	}
 	stat := func(name, help string, v func(sql.DBStats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(db.Stats()) })
@@ -63,10 +113,10 @@ func New(db *sql.DB) *Metrics {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return v(db.Stats()) })
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.WebhookResults, m.RateLimited,
-		backlog("payreq_outbox_pending", "Pay link messages waiting to be delivered (-1: the database did not answer).",
-			`SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`),
-		backlog("payreq_webhook_deliveries_pending", "Webhook deliveries waiting for an attempt (-1: the database did not answer).",
-			`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`),
+		backlog("payreq_outbox_pending", "Pay link messages waiting to be delivered, counted at most every 10 s (-1: the database did not answer).",
+			func(outbox, _ float64) float64 { return outbox }),
+		backlog("payreq_webhook_deliveries_pending", "Webhook deliveries waiting for an attempt, counted at most every 10 s (-1: the database did not answer).",
+			func(_, webhooks float64) float64 { return webhooks }),
 		stat("payreq_db_max_open_connections", "The pool's limit.", func(s sql.DBStats) float64 { return float64(s.MaxOpenConnections) }),
 		stat("payreq_db_open_connections", "Connections open, in use or idle.", func(s sql.DBStats) float64 { return float64(s.OpenConnections) }),
 		stat("payreq_db_in_use_connections", "Connections in use.", func(s sql.DBStats) float64 { return float64(s.InUse) }),
@@ -84,18 +134,46 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
-// Serve serves /metrics on addr until ctx ends.
-func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+// Serve serves /metrics on addr until ctx ends; with a token
+// (PAYREQ_METRICS_TOKEN_FILE), only to scrapes that send it as a bearer
+// token.
+func (m *Metrics) Serve(ctx context.Context, addr, token string, log *slog.Logger) error {
+	srv := m.server(addr, token)
 	go func() {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	log.Info("serving metrics", "addr", addr)
+	log.Info("serving metrics", "addr", addr, "bearer_token", token != "")
 	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
 		return err
 	}
 	return nil
+}
+
+// server is the metrics listener: a scrape takes well under a second, so
+// a slow or idle client is cut off soon.
+func (m *Metrics) server(addr, token string) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", bearer(token, m.Handler()))
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+}
+
+// bearer lets through only requests with Authorization: Bearer <token>,
+// compared in constant time (of the digests, so the length does not show
+// either); an empty token lets every request through.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="payreq metrics"`)
+			http.Error(w, "Send Authorization: Bearer <the token in PAYREQ_METRICS_TOKEN_FILE>.", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
