@@ -114,7 +114,6 @@ type Worker struct {
 	log     *slog.Logger
 	now     func() time.Time
 	senders map[string]Sender
-	poke    chan struct{}
 }
 
 // NewWorker checks the configuration and sets up the senders: SMTP and the SMS
@@ -131,8 +130,7 @@ func NewWorker(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Time) 
 	if cfg.Invoices == nil {
 		return nil, errors.New("delivery: the invoices are needed to render messages")
 	}
-	w := &Worker{db: db, cfg: cfg, log: log, now: now, senders: map[string]Sender{},
-		poke: make(chan struct{}, 1)}
+	w := &Worker{db: db, cfg: cfg, log: log, now: now, senders: map[string]Sender{}}
 
 	var files *fileSender
 	if cfg.SMTPURL == "" || cfg.SMSURL == "" {
@@ -160,15 +158,6 @@ func NewWorker(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Time) 
 		w.senders[ChannelText] = files
 	}
 	return w, nil
-}
-
-// Poke makes a running worker look for due messages now rather than at its
-// next poll; call it after committing a transaction that enqueued a message.
-func (w *Worker) Poke() {
-	select {
-	case w.poke <- struct{}{}:
-	default:
-	}
 }
 
 // Run delivers due messages until ctx ends, then waits for the deliveries under
@@ -212,8 +201,6 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-finished:
 			active--
 		case <-ticker.C:
-			more = true
-		case <-w.poke:
 			more = true
 		}
 	}
