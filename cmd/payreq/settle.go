@@ -11,7 +11,6 @@ import (
 
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // settleCmd closes every open batch of an organization now and prints the
@@ -37,7 +36,7 @@ func settleCmd(ctx context.Context, cfg config.Config, args []string, stdout io.
 	}
 	enc := json.NewEncoder(stdout)
 	for _, d := range made {
-		if err := enc.Encode(view.Deposit(d)); err != nil {
+		if err := enc.Encode(d.Wire()); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // ListCardPayments lists card payments newest first, a page at a time.
@@ -34,7 +33,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	}
 	out := gen.ListCardPayments200JSONResponse{Body: make([]models.CardPayment, len(list))}
 	for i, p := range list {
-		out.Body[i] = view.CardPayment(p)
+		out.Body[i] = p.Wire()
 	}
 	fs := filters{}
 	fs.text("kind", f.Kind)
@@ -57,7 +56,7 @@ func (s *Server) GetCardPayment(ctx context.Context, req gen.GetCardPaymentReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetCardPayment200JSONResponse(view.CardPayment(p)), nil
+	return gen.GetCardPayment200JSONResponse(p.Wire()), nil
 }
 
 // RefundCardPayment refunds an approved sale, in whole or in part; a
@@ -116,8 +115,8 @@ func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymen
 		return nil, err
 	}
 	if replayed {
-		return gen.RefundCardPayment200JSONResponse{Body: view.CardPayment(refund),
+		return gen.RefundCardPayment200JSONResponse{Body: refund.Wire(),
 			Headers: gen.RefundCardPayment200ResponseHeaders{IdempotentReplayed: "true"}}, nil
 	}
-	return gen.RefundCardPayment201JSONResponse(view.CardPayment(refund)), nil
+	return gen.RefundCardPayment201JSONResponse(refund.Wire()), nil
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // ListDeposits lists deposits newest first, a page at a time.
@@ -26,7 +25,7 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 	}
 	out := gen.ListDeposits200JSONResponse{Body: make([]models.Deposit, len(list))}
 	for i, d := range list {
-		out.Body[i] = view.Deposit(d)
+		out.Body[i] = d.Wire()
 	}
 	fs := filters{}
 	fs.id("merchantAccountId", f.MerchantAccountID)
@@ -46,5 +45,5 @@ func (s *Server) GetDeposit(ctx context.Context, req gen.GetDepositRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetDeposit200JSONResponse(view.Deposit(d)), nil
+	return gen.GetDeposit200JSONResponse(d.Wire()), nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // CreatePaymentRequest creates an invoice; a repeated Idempotency-Key with the
@@ -152,5 +151,5 @@ func ruleProblem(e *invoice.RuleError) *problem { return unprocessable(e.Kind, e
 // invoiceBody is the wire form of an invoice with its pay link; full adds
 // lineItems, payments and savedCards (single reads), which list items omit.
 func (s *Server) invoiceBody(inv invoice.Invoice, full bool) models.Invoice {
-	return view.Invoice(inv, s.invoices.Link(&inv), full)
+	return inv.Wire(s.invoices.Link(&inv), full)
 }

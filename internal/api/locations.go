@@ -6,7 +6,6 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/internal/directory"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // ListLocations lists the caller's locations ordered by name.
@@ -17,7 +16,7 @@ func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestOb
 	}
 	out := make(gen.ListLocations200JSONResponse, len(locs))
 	for i, l := range locs {
-		out[i] = view.Location(l)
+		out[i] = l.Wire()
 	}
 	return out, nil
 }
@@ -31,7 +30,7 @@ func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetLocation200JSONResponse(view.Location(loc)), nil
+	return gen.GetLocation200JSONResponse(loc.Wire()), nil
 }
 
 // ListAccounts lists the caller's MIDs ordered by mid, optionally of one location.
@@ -42,7 +41,7 @@ func (s *Server) ListAccounts(ctx context.Context, req gen.ListAccountsRequestOb
 	}
 	out := make(gen.ListAccounts200JSONResponse, len(accounts))
 	for i, a := range accounts {
-		out[i] = view.MerchantAccount(a)
+		out[i] = a.Wire()
 	}
 	return out, nil
 }

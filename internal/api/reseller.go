@@ -7,7 +7,6 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/reseller"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // GetPortfolio lists the merchants in the caller's portfolio, ordered by
@@ -51,7 +50,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	}
 	resp := gen.ListApplications200JSONResponse{Body: make([]models.Application, len(apps))}
 	for i, a := range apps {
-		resp.Body[i] = view.Application(a)
+		resp.Body[i] = a.Wire()
 	}
 	fs := filters{}
 	fs.text("stage", stage)
@@ -68,5 +67,5 @@ func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetApplication200JSONResponse(view.Application(a)), nil
+	return gen.GetApplication200JSONResponse(a.Wire()), nil
 }

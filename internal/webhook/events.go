@@ -25,7 +25,6 @@ import (
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
-	"github.com/payreq/payreq/internal/view"
 )
 
 // Retention is how long events are kept.
@@ -63,31 +62,31 @@ func (r *Recorder) render(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, typ s
 				return nil, err
 			}
 		}
-		return view.Invoice(inv, r.Invoices.Link(&inv), true), nil
+		return inv.Wire(r.Invoices.Link(&inv), true), nil
 	case event.CardPaymentApproved, event.CardPaymentDeclined, event.CardPaymentRefunded:
 		p, err := payment.ReadCardPayment(ctx, tx, org, id)
 		if err != nil {
 			return nil, err
 		}
-		return view.CardPayment(p), nil
+		return p.Wire(), nil
 	case event.DepositCreated, event.DepositPaid:
 		d, err := payment.ReadDeposit(ctx, tx, org, id)
 		if err != nil {
 			return nil, err
 		}
-		return view.Deposit(d), nil
+		return d.Wire(), nil
 	case event.SavedCardRemoved:
 		c, ok := subject.(invoice.SavedCard)
 		if !ok {
 			return nil, fmt.Errorf("subject %T is not a saved card", subject)
 		}
-		return view.SavedCard(c), nil
+		return c.Wire(), nil
 	case event.ApplicationStage:
 		a, err := reseller.Read(ctx, tx, org, id)
 		if err != nil {
 			return nil, err
 		}
-		return view.Application(a), nil
+		return a.Wire(), nil
 	}
 	return nil, fmt.Errorf("unknown event type %q", typ)
 }

@@ -1,0 +1,59 @@
+package invoice
+
+import (
+	"time"
+
+	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/jsonnum"
+)
+
+// Wire is the invoice as the API answers it and its events carry it, with
+// its pay link; full adds lineItems, payments and savedCards (single
+// reads and events), which list items omit.
+func (inv Invoice) Wire(link string, full bool) models.Invoice {
+	out := models.Invoice{
+		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
+		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
+		Amount:         jsonnum.Decimal{Decimal: inv.Amount},
+		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
+		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
+		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
+		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
+		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
+		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
+		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
+		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
+		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
+		Link: &link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
+	}
+	if inv.DueDate != nil {
+		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)
+		out.DueDate = &d
+	}
+	if !full {
+		return out
+	}
+	lines := make([]models.InvoiceLine, len(inv.Lines))
+	for i, l := range inv.Lines {
+		lines[i] = models.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: Plain(l.Quantity)},
+			UnitCost: jsonnum.Decimal{Decimal: Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC}
+	}
+	payments := make([]models.Payment, len(inv.Payments))
+	for i, p := range inv.Payments {
+		payments[i] = models.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
+			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard,
+			AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
+	}
+	cards := make([]models.SavedCard, len(inv.SavedCards))
+	for i, c := range inv.SavedCards {
+		cards[i] = c.Wire()
+	}
+	out.LineItems, out.Payments, out.SavedCards = &lines, &payments, &cards
+	return out
+}
+
+// Wire is the saved card as the API answers it and its event carries it.
+func (c SavedCard) Wire() models.SavedCard {
+	return models.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
+		SavedAt: c.SavedAt, SavedByName: c.SavedByName}
+}
