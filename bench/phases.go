@@ -114,8 +114,8 @@ func (h *harness) eventsPhase(ctx context.Context, p *process) error {
 	return nil
 }
 
-// drainDeliveries waits until no webhook delivery is pending (two minutes
-// at most).
+// drainDeliveries waits until every event is fanned out and no webhook
+// delivery is pending (two minutes at most).
 func drainDeliveries(ctx context.Context, dsn string) error {
 	db, err := sqlx.Open("postgres", dsn)
 	if err != nil {
@@ -124,7 +124,8 @@ func drainDeliveries(ctx context.Context, dsn string) error {
 	defer db.Close()
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		var pending int
-		if err := db.GetContext(ctx, &pending, `SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`); err != nil {
+		if err := db.GetContext(ctx, &pending, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')
+			+ (SELECT count(*) FROM events WHERE dispatched_at IS NULL)`); err != nil {
 			return err
 		}
 		if pending == 0 {

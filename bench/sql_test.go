@@ -24,7 +24,6 @@ import (
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/pgtest"
-	"github.com/payreq/payreq/internal/webhook"
 )
 
 var testDSN string
@@ -53,7 +52,6 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	rec := &sqlRecorder{}
 	db := recordingDB(t, rec)
 	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks}
-	invoices.Events = &webhook.Recorder{Invoices: invoices, Now: time.Now}
 	tokens := &auth.Service{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
 		RevocationCheckInterval: time.Minute}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}

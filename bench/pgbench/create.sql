@@ -1,9 +1,9 @@
 -- POST /payment-requests (3 lines, send=false, Idempotency-Key): the SQL
 -- internal/invoice Store.Create runs: the key's claim, the invoice with its
 -- lines (one statement), the invoice read back in the transaction (the
--- answer and the event's data), then the event with its deliveries (one
--- statement; none without an endpoint; :eventdata stands for the invoice's
--- JSON). The server makes the
+-- answer and the event's data), then the event alone (:eventdata stands for
+-- the invoice's JSON; the webhook worker writes its deliveries later, out of
+-- this transaction). The server makes the
 -- invoice id (UUIDv7), pay token and time in Go; here gen_random_uuid(), :k
 -- and now() stand for them, and the key's claim returns the id.
 \set k random(1, 9000000000000000)
@@ -48,11 +48,6 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
-WITH event AS (
-			INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.created', :eventdata, now()) RETURNING id
-		)
-		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT event.id, e.id, 'pending', now() FROM event, webhook_endpoints e
-		WHERE e.organization_id = :org AND e.status = 'enabled'
-			AND CASE WHEN NULL::uuid IS NULL THEN e.event_types && ARRAY['invoice.created', '*'] ELSE e.id = NULL END;
+INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+		VALUES (gen_random_uuid(), :org, 'invoice.created', :eventdata, now(), NULL);
 COMMIT;

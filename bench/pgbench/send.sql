@@ -1,6 +1,6 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
--- row, queue the message, save the row, read it back, record the event and
--- its deliveries), all in one transaction. Invoices as in get.sql: a random one each time.
+-- row, queue the message, save the row, read it back, append the event; its
+-- deliveries are the webhook worker's, later), all in one transaction. Invoices as in get.sql: a random one each time.
 -- The UPDATE writes the row's values back, as Store.update does with the
 -- values it read (here from the row itself: pgbench variables hold no NULL).
 -- Not here: the server's delivery worker, which sends the queued messages.
@@ -40,11 +40,6 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
-WITH event AS (
-			INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now()) RETURNING id
-		)
-		INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-		SELECT event.id, e.id, 'pending', now() FROM event, webhook_endpoints e
-		WHERE e.organization_id = :org AND e.status = 'enabled'
-			AND CASE WHEN NULL::uuid IS NULL THEN e.event_types && ARRAY['invoice.sent', '*'] ELSE e.id = NULL END;
+INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+		VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now(), NULL);
 COMMIT;

@@ -23,6 +23,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
@@ -44,6 +45,7 @@ type Deps struct {
 	Payments     *payment.Service
 	Portfolio    *reseller.Portfolio
 	Applications *reseller.Applications
+	Events       *event.Store
 	Webhooks     *webhook.Store
 	Metrics      *metrics.Metrics
 	// PublicURL is the base of problem type URIs and of Link headers.
@@ -69,6 +71,7 @@ type Server struct {
 	payments         *payment.Service
 	portfolio        *reseller.Portfolio
 	applications     *reseller.Applications
+	events           *event.Store
 	webhooks         *webhook.Store
 	metrics          *metrics.Metrics
 	byRoute          map[string]string // "METHOD /echo/:path" → operationId
@@ -124,7 +127,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
-		portfolio: d.Portfolio, applications: d.Applications, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
+		portfolio: d.Portfolio, applications: d.Applications, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		requestTimeout: d.RequestTimeout, validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}

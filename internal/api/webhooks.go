@@ -12,13 +12,14 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
 // eventPermission is the 403 of a key that lacks the permission protecting
 // the data of the events it asked for.
 func (s *Server) eventPermission(err error) (gen.ForbiddenApplicationProblemPlusJSONResponse, bool) {
-	var pe *webhook.PermissionError
+	var pe *event.PermissionError
 	if !errors.As(err, &pe) {
 		return gen.ForbiddenApplicationProblemPlusJSONResponse{}, false
 	}
@@ -48,13 +49,13 @@ func (s *Server) sendLimit(err error) (models.Problem, int, bool) {
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
 	q := req.Params
 	pg := pageOf(q.Limit, q.Cursor)
-	f := webhook.EventFilter{Type: (*string)(q.Type), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo}
+	f := event.Filter{Type: (*string)(q.Type), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo}
 	p := principalFrom(ctx)
-	list, next, err := s.webhooks.Events(ctx, p.OrganizationID, p.Permissions, f, pg.limit, pg.cursor)
+	list, next, err := s.events.List(ctx, p.OrganizationID, p.Permissions, f, pg.limit, pg.cursor)
 	if body, ok := s.eventPermission(err); ok {
 		return gen.ListEvents403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
 	}
-	if errors.Is(err, webhook.ErrInvalidCursor) {
+	if errors.Is(err, event.ErrInvalidCursor) {
 		return gen.ListEvents400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {
@@ -77,10 +78,14 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 // GetEvent reads one event with its deliveries.
 func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
 	p := principalFrom(ctx)
-	e, deliveries, err := s.webhooks.Event(ctx, p.OrganizationID, p.Permissions, req.Id)
-	if errors.Is(err, webhook.ErrEventNotFound) {
+	e, err := s.events.Get(ctx, p.OrganizationID, p.Permissions, req.Id)
+	if errors.Is(err, event.ErrNotFound) {
 		return gen.GetEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	deliveries, err := s.webhooks.Deliveries(ctx, e.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +121,7 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventRequestObject) (gen.RedeliverEventResponseObject, error) {
 	p := principalFrom(ctx)
 	err := s.webhooks.Redeliver(ctx, p.OrganizationID, p.Permissions, req.Id)
-	if errors.Is(err, webhook.ErrEventNotFound) {
+	if errors.Is(err, event.ErrNotFound) {
 		return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
 	}
 	if body, secs, ok := s.sendLimit(err); ok {

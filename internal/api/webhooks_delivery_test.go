@@ -602,7 +602,7 @@ func TestEventsKeptThirtyDays(t *testing.T) {
 	m.MustCreate(t, m.Body("NEW-1", "10.00"))
 	clock.Advance(2 * 24 * time.Hour)
 	m.Renew()
-	if err := env.App.Webhooks.DeleteOldEvents(context.Background()); err != nil {
+	if err := env.App.Events.DeleteOld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var events []hookEvent

@@ -23,6 +23,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
@@ -47,6 +48,7 @@ type App struct {
 	Invoices     *invoice.Store
 	Processor    processor.Processor
 	Payments     *payment.Service
+	Events       *event.Store
 	Webhooks     *webhook.Store
 	Vault        *vault.Vault
 	Metrics      *metrics.Metrics
@@ -213,9 +215,6 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
-	// Every change records its event through this one recorder.
-	events := &webhook.Recorder{Invoices: invoices, Now: now}
-	invoices.Events = events
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -223,11 +222,12 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			RevocationCheckInterval: cfg.RevocationCheckInterval},
 		Keys:         &auth.Keys{DB: db, Pepper: pepper},
 		Directory:    &directory.Directory{DB: db},
-		Applications: &reseller.Applications{DB: db, Vault: v, Now: now, Events: events},
+		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
 		Portfolio:    &reseller.Portfolio{DB: db},
 		Invoices:     invoices,
 		Processor:    proc,
-		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Events: events},
+		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices},
+		Events:       &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
 		Vault:      v,
@@ -293,7 +293,7 @@ func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts, a.Payments.DeleteExpiredRefundKeys, a.Webhooks.DeleteOldEvents} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts, a.Payments.DeleteExpiredRefundKeys, a.Events.DeleteOld} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

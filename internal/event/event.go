@@ -1,45 +1,63 @@
-// Package event names the events payreq records and the one way a change
-// records its event: Recorder.Record, called inside the change's own
-// transaction, so that a change never commits without its event nor an
-// event without its change. The recorder itself (package webhook) renders
-// the event's data as the API shows it and queues its webhook deliveries.
+// Package event keeps the events payreq records: the one way a change
+// records its event, Append, called by the package that owns the change
+// inside the change's own transaction with the data it holds, so that a
+// change never commits without its event nor an event without its change;
+// the events' reads (GET /events, GET /events/{id}) filtered by the
+// permission that protects their data; the fan-out's claim of events not
+// yet dispatched (Claim, called by package webhook); and their retention.
+//
+// It owns the table events.
 package event
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/keyset"
 )
+
+// Data is what an event may carry: a resource as the API shows it.
+type Data interface {
+	models.Invoice | models.CardPayment | models.Deposit | models.SavedCard | models.Application | models.WebhookPing
+}
+
+// Type is a type of event whose data is a D, so that the compiler checks
+// that an invoice's event carries an invoice.
+type Type[D Data] struct{ Name string }
 
 // Types of events (a closed list; openapi.yaml documents each).
-const (
-	InvoiceCreated      = "invoice.created"
-	InvoiceSent         = "invoice.sent"
-	InvoiceSendFailed   = "invoice.send_failed"
-	InvoicePartPaid     = "invoice.part_paid"
-	InvoicePaid         = "invoice.paid"
-	InvoiceCancelled    = "invoice.cancelled"
-	CardPaymentApproved = "card_payment.approved"
-	CardPaymentDeclined = "card_payment.declined"
-	CardPaymentRefunded = "card_payment.refunded"
-	SavedCardRemoved    = "saved_card.removed"
-	DepositCreated      = "deposit.created"
-	DepositPaid         = "deposit.paid"
-	ApplicationStage    = "application.stage_changed"
-	WebhookPing         = "webhook.ping"
+var (
+	InvoiceCreated      = Type[models.Invoice]{"invoice.created"}
+	InvoiceSent         = Type[models.Invoice]{"invoice.sent"}
+	InvoiceSendFailed   = Type[models.Invoice]{"invoice.send_failed"}
+	InvoicePartPaid     = Type[models.Invoice]{"invoice.part_paid"}
+	InvoicePaid         = Type[models.Invoice]{"invoice.paid"}
+	InvoiceCancelled    = Type[models.Invoice]{"invoice.cancelled"}
+	CardPaymentApproved = Type[models.CardPayment]{"card_payment.approved"}
+	CardPaymentDeclined = Type[models.CardPayment]{"card_payment.declined"}
+	CardPaymentRefunded = Type[models.CardPayment]{"card_payment.refunded"}
+	SavedCardRemoved    = Type[models.SavedCard]{"saved_card.removed"}
+	DepositCreated      = Type[models.Deposit]{"deposit.created"}
+	DepositPaid         = Type[models.Deposit]{"deposit.paid"}
+	ApplicationStage    = Type[models.Application]{"application.stage_changed"}
+	WebhookPing         = Type[models.WebhookPing]{"webhook.ping"}
 )
 
-// Types lists every type.
-var Types = []string{InvoiceCreated, InvoiceSent, InvoiceSendFailed, InvoicePartPaid, InvoicePaid, InvoiceCancelled,
-	CardPaymentApproved, CardPaymentDeclined, CardPaymentRefunded, SavedCardRemoved, DepositCreated, DepositPaid,
-	ApplicationStage, WebhookPing}
-
-// Known says whether t is a type of event.
-func Known(t string) bool { return slices.Contains(Types, t) }
+// Types lists the name of every type.
+var Types = []string{InvoiceCreated.Name, InvoiceSent.Name, InvoiceSendFailed.Name, InvoicePartPaid.Name, InvoicePaid.Name,
+	InvoiceCancelled.Name, CardPaymentApproved.Name, CardPaymentDeclined.Name, CardPaymentRefunded.Name, SavedCardRemoved.Name,
+	DepositCreated.Name, DepositPaid.Name, ApplicationStage.Name, WebhookPing.Name}
 
 // Permission is the permission protecting the data of events of type t: a
 // key needs it beside events.view to read them, and beside webhooks.manage
@@ -47,9 +65,9 @@ func Known(t string) bool { return slices.Contains(Types, t) }
 // is the endpoint's own.
 func Permission(t string) string {
 	switch t {
-	case WebhookPing:
+	case WebhookPing.Name:
 		return ""
-	case ApplicationStage:
+	case ApplicationStage.Name:
 		return auth.ApplicationsView
 	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
 		return auth.PaymentsView
@@ -71,16 +89,192 @@ func Readable(permissions []string) []string {
 // subscription to "*" stands for.
 func ReceivedBy(kind string) []string {
 	if kind == auth.KindReseller {
-		return []string{ApplicationStage, WebhookPing}
+		return []string{ApplicationStage.Name, WebhookPing.Name}
 	}
-	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool { return t == ApplicationStage })
+	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool { return t == ApplicationStage.Name })
 }
 
-// Recorder records an event of the organization in tx. Subject is what the
-// event is about: the id of an invoice, card payment, deposit or
-// application (read again inside tx, as it stands at that moment), an
-// invoice the change has just read inside tx, or a saved card that is
-// being removed.
-type Recorder interface {
-	Record(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, typ string, subject any) error
+// PermissionError: the key lacks Permission, which protects the data of
+// events of Type ("*" for a subscription to every type).
+type PermissionError struct{ Permission, Type string }
+
+func (e *PermissionError) Error() string {
+	return "event: events of type " + e.Type + " need the permission " + e.Permission
+}
+
+// Append records an event of the organization at `at`, inside tx, the
+// transaction of the change it records; data is the resource as the change
+// left it. The webhook worker fans it out to the endpoints subscribed to
+// its type once tx has committed (Claim).
+func Append[D Data](ctx context.Context, tx *sqlx.Tx, org uuid.UUID, t Type[D], data D, at time.Time) (uuid.UUID, error) {
+	return insert(ctx, tx, org, t.Name, data, at, false)
+}
+
+// AppendDispatched is Append for an event whose one delivery its caller
+// writes in tx itself (a ping, to the endpoint pinged): it is never fanned
+// out.
+func AppendDispatched[D Data](ctx context.Context, tx *sqlx.Tx, org uuid.UUID, t Type[D], data D, at time.Time) (uuid.UUID, error) {
+	return insert(ctx, tx, org, t.Name, data, at, true)
+}
+
+func insert(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, typ string, data any, at time.Time, dispatched bool) (uuid.UUID, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("event: %s data: %w", typ, err)
+	}
+	id := uuid.Must(uuid.NewV7())
+	at = at.Truncate(time.Microsecond) // as stored
+	var dispatchedAt *time.Time
+	if dispatched {
+		dispatchedAt = &at
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, id, org, typ, string(b), at, dispatchedAt)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("event: unable to append %s: %w", typ, err)
+	}
+	return id, nil
+}
+
+// Dispatch is an event claimed for its fan-out.
+type Dispatch struct {
+	ID             uuid.UUID `db:"id"`
+	OrganizationID uuid.UUID `db:"organization_id"`
+	Type           string    `db:"type"`
+	CreatedAt      time.Time `db:"created_at"`
+}
+
+// Claim marks up to limit events not yet dispatched as dispatched at `at`,
+// oldest first, inside tx, and returns them: the caller writes their
+// deliveries in tx, so that an event is fanned out once or, when tx rolls
+// back, not at all. Events another transaction has claimed are skipped, so
+// any number of instances claim side by side, each its own.
+func Claim(ctx context.Context, tx *sqlx.Tx, limit int, at time.Time) ([]Dispatch, error) {
+	var claimed []Dispatch
+	err := tx.SelectContext(ctx, &claimed, `UPDATE events SET dispatched_at = $1
+		WHERE id IN (SELECT id FROM events WHERE dispatched_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING id, organization_id, type, created_at`, at, limit)
+	if err != nil {
+		return nil, fmt.Errorf("event: unable to claim events to dispatch: %w", err)
+	}
+	return claimed, nil
+}
+
+// Event is a recorded event. Data is the resource's JSON as it was.
+type Event struct {
+	ID        uuid.UUID
+	Type      string
+	CreatedAt time.Time
+	Data      json.RawMessage
+}
+
+// JSON is the event as delivered and as GET /events shows it.
+func (e Event) JSON() []byte {
+	b, _ := json.Marshal(struct {
+		ID        uuid.UUID       `json:"id"`
+		Type      string          `json:"type"`
+		CreatedAt time.Time       `json:"createdAt"`
+		Data      json.RawMessage `json:"data"`
+	}{e.ID, e.Type, e.CreatedAt.UTC(), e.Data})
+	return b
+}
+
+// ErrNotFound: no event of that id in the organization (or none the key
+// may read).
+var ErrNotFound = errors.New("event: not found")
+
+// ErrInvalidCursor: the cursor was not made by this service.
+var ErrInvalidCursor = keyset.ErrInvalid
+
+// Retention is how long events are kept.
+const Retention = 30 * 24 * time.Hour
+
+// Store reads events and forgets them past the retention.
+type Store struct {
+	DB  *sqlx.DB
+	Now func() time.Time
+}
+
+type row struct {
+	ID        uuid.UUID `db:"id"`
+	Type      string    `db:"type"`
+	CreatedAt time.Time `db:"created_at"`
+	Data      string    `db:"data"`
+}
+
+func (r row) event() Event {
+	return Event{ID: r.ID, Type: r.Type, CreatedAt: r.CreatedAt, Data: json.RawMessage(r.Data)}
+}
+
+// Filter narrows a list of events.
+type Filter struct {
+	Type        *string
+	CreatedFrom *time.Time
+	CreatedTo   *time.Time
+}
+
+// List returns a page of the organization's events that a key holding
+// permissions may read, newest first. A filter naming a type it may not
+// read is a *PermissionError.
+func (s *Store) List(ctx context.Context, org uuid.UUID, permissions []string, f Filter, limit int, after string) ([]Event, string, error) {
+	q := keyset.NewQuery(`SELECT e.id, e.type, e.created_at, e.data::text AS data FROM events e`, "e.created_at", "e.id")
+	q.Where("e.organization_id = $%d", org)
+	if f.Type != nil {
+		if p := Permission(*f.Type); p != "" && !slices.Contains(permissions, p) {
+			return nil, "", &PermissionError{Permission: p, Type: *f.Type}
+		}
+		q.Where("e.type = $%d", *f.Type)
+	} else {
+		q.Where("e.type = ANY($%d)", pq.Array(Readable(permissions)))
+	}
+	if f.CreatedFrom != nil {
+		q.Where("e.created_at >= $%d", *f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		q.Where("e.created_at < $%d", *f.CreatedTo)
+	}
+	if err := q.After(after); err != nil {
+		return nil, "", err
+	}
+	query, args := q.SQL(limit)
+	var rows []row
+	if err := s.DB.SelectContext(ctx, &rows, query, args...); err != nil {
+		return nil, "", fmt.Errorf("event: unable to list events: %w", err)
+	}
+	list := make([]Event, len(rows))
+	for i, r := range rows {
+		list[i] = r.event()
+	}
+	list, next := keyset.Page(list, limit, func(e Event) keyset.Cursor { return keyset.Cursor{At: e.CreatedAt, ID: e.ID} })
+	return list, next, nil
+}
+
+// Get reads one event of the organization that a key holding permissions
+// may read; another is ErrNotFound, as an unknown id.
+func (s *Store) Get(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID) (Event, error) {
+	return Read(ctx, s.DB, org, permissions, id)
+}
+
+// Read is Get through q (a transaction).
+func Read(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, permissions []string, id uuid.UUID) (Event, error) {
+	var r row
+	err := sqlx.GetContext(ctx, q, &r, `SELECT id, type, created_at, data::text AS data FROM events
+		WHERE id = $1 AND organization_id = $2 AND type = ANY($3)`, id, org, pq.Array(Readable(permissions)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Event{}, ErrNotFound
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("event: unable to read event: %w", err)
+	}
+	return r.event(), nil
+}
+
+// DeleteOld deletes the events past the retention, with their webhook
+// deliveries (whose foreign key cascades).
+func (s *Store) DeleteOld(ctx context.Context) error {
+	_, err := s.DB.ExecContext(ctx, `DELETE FROM events WHERE created_at < $1`, s.Now().Add(-Retention))
+	if err != nil {
+		return fmt.Errorf("event: unable to delete old events: %w", err)
+	}
+	return nil
 }

@@ -110,11 +110,13 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 }
 
 // SendFailed records, inside the transaction that fails the invoice's
-// latest message, why it could not be delivered (delivery.Invoices).
+// latest message, why it could not be delivered (delivery.Invoices), and
+// its event, with the invoice as it then stands.
 func (s *Store) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE invoices SET send_problem = $3 WHERE id = $1 AND organization_id = $2`, id, org, problem)
 	if err != nil {
 		return fmt.Errorf("invoice: unable to record a send problem: %w", err)
 	}
-	return s.Events.Record(ctx, tx, org, event.InvoiceSendFailed, id)
+	_, err = s.AppendEvent(ctx, tx, org, id, event.InvoiceSendFailed, s.Now())
+	return err
 }

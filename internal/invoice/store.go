@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
@@ -28,8 +29,6 @@ type Store struct {
 	Now       func() time.Time
 	PublicURL string
 	PayLinks  *PayLinks
-	// Events records each change's event in its transaction.
-	Events event.Recorder
 }
 
 // Actor is who acts: the caller's organization and the API key's name.
@@ -185,11 +184,11 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 		if inv, err = Read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}
-		if err := s.Events.Record(ctx, tx, actor.OrganizationID, event.InvoiceCreated, inv); err != nil {
+		if err := s.appendEvent(ctx, tx, event.InvoiceCreated, inv, now); err != nil {
 			return err
 		}
 		if sent {
-			return s.Events.Record(ctx, tx, actor.OrganizationID, event.InvoiceSent, inv)
+			return s.appendEvent(ctx, tx, event.InvoiceSent, inv, now)
 		}
 		return nil
 	})
@@ -502,10 +501,12 @@ func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now ti
 // Send sends, or sends again, the pay link of an open or part-paid invoice.
 func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (inv Invoice, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if err := s.send(ctx, tx, org, id, s.Now()); err != nil {
+		now := s.Now()
+		if err := s.send(ctx, tx, org, id, now); err != nil {
 			return err
 		}
-		return s.readAndRecord(ctx, tx, org, id, event.InvoiceSent, &inv)
+		inv, err = s.AppendEvent(ctx, tx, org, id, event.InvoiceSent, now)
+		return err
 	})
 	if err != nil {
 		return Invoice{}, err
@@ -513,14 +514,23 @@ func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (inv Invoice, err e
 	return inv, nil
 }
 
-// readAndRecord reads the invoice as the change left it, inside tx, and
-// records the change's event with it.
-func (s *Store) readAndRecord(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, typ string, inv *Invoice) error {
-	var err error
-	if *inv, err = Read(ctx, tx, org, id); err != nil {
-		return err
+// AppendEvent appends an event of the invoice inside tx, the transaction
+// of the change it records, and returns the invoice as its data carries
+// it: as the change left it, read in full inside tx (what a change holds
+// under Lock lacks the lines, payments and saved cards).
+func (s *Store) AppendEvent(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, t event.Type[models.Invoice], at time.Time) (Invoice, error) {
+	inv, err := Read(ctx, tx, org, id)
+	if err != nil {
+		return Invoice{}, err
 	}
-	return s.Events.Record(ctx, tx, org, typ, *inv)
+	return inv, s.appendEvent(ctx, tx, t, inv, at)
+}
+
+// appendEvent appends an event of the invoice, read in full inside tx,
+// with the invoice as its data, as GET /payment-requests/{id} shows it.
+func (s *Store) appendEvent(ctx context.Context, tx *sqlx.Tx, t event.Type[models.Invoice], inv Invoice, at time.Time) error {
+	_, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Wire(s.Link(&inv), true), at)
+	return err
 }
 
 // Cancel cancels an open or part-paid invoice and any message of it not yet sent.
@@ -540,7 +550,8 @@ func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (inv Invo
 		if err := l.Save(); err != nil {
 			return err
 		}
-		return s.readAndRecord(ctx, tx, actor.OrganizationID, id, event.InvoiceCancelled, &inv)
+		inv, err = s.AppendEvent(ctx, tx, actor.OrganizationID, id, event.InvoiceCancelled, now)
+		return err
 	})
 	if err != nil {
 		return Invoice{}, err

@@ -54,29 +54,41 @@ type CardPayment struct {
 var ErrNotFound = errors.New("payment: card payment not found")
 
 // insertCardPayment writes a card payment, in the transaction that records
-// what it did to its invoice.
-func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) error {
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO card_payments (id, organization_id, kind, status, amount, invoice_id, merchant_account_id,
-			card_brand, last_four, payer_name, ret_ref, decline_reason, level3_sent, saved_card, refund_of, reason,
-			created_at, created_by_name)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+// what it did to its invoice, and returns it as stored (as GET
+// /card-payments/{id} shows it): its event's data.
+func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) (CardPayment, error) {
+	stored, err := scanCardPayment(tx.QueryRowxContext(ctx, `
+		WITH c AS (
+			INSERT INTO card_payments (id, organization_id, kind, status, amount, invoice_id, merchant_account_id,
+				card_brand, last_four, payer_name, ret_ref, decline_reason, level3_sent, saved_card, refund_of, reason,
+				created_at, created_by_name)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			RETURNING *
+		)
+		SELECT `+cardPaymentColumns+` FROM c`+cardPaymentJoins,
 		p.ID, p.OrganizationID, p.Kind, p.Status, p.Amount.Text('f'), p.InvoiceID, p.MerchantAccountID,
 		p.CardBrand, p.LastFour, p.PayerName, p.RetRef, p.DeclineReason, p.Level3Sent, p.SavedCard, p.RefundOf, p.Reason,
-		p.CreatedAt, p.CreatedByName)
+		p.CreatedAt, p.CreatedByName))
 	if err != nil {
-		return fmt.Errorf("payment: unable to record card payment: %w", err)
+		return CardPayment{}, fmt.Errorf("payment: unable to record card payment: %w", err)
 	}
-	return nil
+	return stored, nil
 }
 
-const selectCardPayment = `
-	SELECT c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id, i.invoice_number,
+// cardPaymentColumns and cardPaymentJoins are what every read of card
+// payments (c) selects and joins; scanCardPayment reads them.
+const (
+	cardPaymentColumns = `c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id, i.invoice_number,
 		c.merchant_account_id, ma.mid, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
-		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name
-	FROM card_payments c
+		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name`
+	cardPaymentJoins = `
 	JOIN invoices i ON i.id = c.invoice_id
 	JOIN merchant_accounts ma ON ma.id = c.merchant_account_id`
+)
+
+const selectCardPayment = `
+	SELECT ` + cardPaymentColumns + `
+	FROM card_payments c` + cardPaymentJoins
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -100,13 +112,7 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 
 // CardPayment reads one card payment of the organization.
 func (s *Service) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
-	return ReadCardPayment(ctx, s.DB, org, id)
-}
-
-// ReadCardPayment is CardPayment through q: a transaction sees the card
-// payment as it stands in it.
-func ReadCardPayment(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (CardPayment, error) {
-	p, err := scanCardPayment(q.QueryRowxContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
+	p, err := scanCardPayment(s.DB.QueryRowxContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return CardPayment{}, ErrNotFound
 	}

@@ -53,10 +53,14 @@ var ErrDepositNotFound = errors.New("payment: deposit not found")
 // ErrUnknownOrganization: settle was asked for an organization that does not exist.
 var ErrUnknownOrganization = errors.New("payment: no such organization")
 
-const selectDeposit = `
-	SELECT d.id, d.organization_id, d.merchant_account_id, ma.mid, d.batch_date, d.expected_at, d.status, d.paid_at,
+// depositColumns are what every read of deposits (d, with their MID ma)
+// selects; scanDeposit reads them.
+const depositColumns = `d.id, d.organization_id, d.merchant_account_id, ma.mid, d.batch_date, d.expected_at, d.status, d.paid_at,
 		d.sales_count, d.sales_amount::text, d.refunds_count, d.refunds_amount::text, d.fees_amount::text,
-		d.net_amount::text, d.created_at
+		d.net_amount::text, d.created_at`
+
+const selectDeposit = `
+	SELECT ` + depositColumns + `
 	FROM deposits d
 	JOIN merchant_accounts ma ON ma.id = d.merchant_account_id`
 
@@ -81,13 +85,7 @@ func scanDeposit(row scanner) (Deposit, error) {
 
 // Deposit reads one deposit of the organization.
 func (s *Service) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
-	return ReadDeposit(ctx, s.DB, org, id)
-}
-
-// ReadDeposit is Deposit through q: a transaction sees the deposit as it
-// stands in it.
-func ReadDeposit(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Deposit, error) {
-	d, err := scanDeposit(q.QueryRowxContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
+	d, err := scanDeposit(s.DB.QueryRowxContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deposit{}, ErrDepositNotFound
 	}
@@ -388,28 +386,35 @@ func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Ti
 		if f.Ref != "" {
 			ref = &f.Ref
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO deposits (id, organization_id, merchant_account_id, processor_ref, batch_date,
-				expected_at, status, sales_count, sales_amount, refunds_count, refunds_amount, fees_amount, net_amount, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-			ON CONFLICT (merchant_account_id, processor_ref) DO NOTHING`,
+		// The deposit as stored (as GET /deposits/{id} shows it): its
+		// event's data and what settle prints.
+		stored, err := scanDeposit(tx.QueryRowxContext(ctx, `
+			WITH d AS (
+				INSERT INTO deposits (id, organization_id, merchant_account_id, processor_ref, batch_date,
+					expected_at, status, sales_count, sales_amount, refunds_count, refunds_amount, fees_amount, net_amount, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+				ON CONFLICT (merchant_account_id, processor_ref) DO NOTHING
+				RETURNING *
+			)
+			SELECT `+depositColumns+` FROM d JOIN merchant_accounts ma ON ma.id = d.merchant_account_id`,
 			d.ID, d.OrganizationID, d.MerchantAccountID, ref, d.BatchDate.Format(time.DateOnly), d.ExpectedAt.Format(time.DateOnly),
 			d.Status, d.SalesCount, d.SalesAmount.Text('f'), d.RefundsCount, d.RefundsAmount.Text('f'), d.FeesAmount.Text('f'),
-			d.NetAmount.Text('f'), d.CreatedAt)
-		if err != nil {
-			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+			d.NetAmount.Text('f'), d.CreatedAt))
+		if errors.Is(err, sql.ErrNoRows) {
 			log.Warn("payment: funding already recorded as a deposit", "mid", m.MID, "funding", f.Ref)
 			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE card_payments SET deposit_id = $1 WHERE id = ANY($2::uuid[])`,
 			d.ID, pq.Array(ids)); err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
-		if err := s.Events.Record(ctx, tx, d.OrganizationID, event.DepositCreated, d.ID); err != nil {
+		if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositCreated, stored.Wire(), d.CreatedAt); err != nil {
 			return nil, err
 		}
-		made = append(made, d)
+		made = append(made, stored)
 	}
 	return made, nil
 }
@@ -417,21 +422,31 @@ func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Ti
 // MarkDepositsPaid marks paid every pending deposit whose expected day has
 // come in its location's time zone, and returns how many.
 func (s *Service) MarkDepositsPaid(ctx context.Context) (int, error) {
-	var paid []struct {
-		ID             uuid.UUID `db:"id"`
-		OrganizationID uuid.UUID `db:"organization_id"`
-	}
+	var paid []Deposit
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		err := tx.SelectContext(ctx, &paid, `UPDATE deposits d SET status = 'paid', paid_at = $1
+		now := s.Now()
+		rows, err := tx.QueryxContext(ctx, `UPDATE deposits d SET status = 'paid', paid_at = $1
 			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
 			WHERE ma.id = d.merchant_account_id AND d.status = 'pending'
 				AND d.expected_at <= ($1::timestamptz AT TIME ZONE l.time_zone)::date
-			RETURNING d.id, d.organization_id`, s.Now())
+			RETURNING `+depositColumns, now)
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDeposit(rows)
+			if err != nil {
+				return err
+			}
+			paid = append(paid, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		// Each as it now stands: its event's data.
 		for _, d := range paid {
-			if err := s.Events.Record(ctx, tx, d.OrganizationID, event.DepositPaid, d.ID); err != nil {
+			if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositPaid, d.Wire(), now); err != nil {
 				return err
 			}
 		}

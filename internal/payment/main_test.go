@@ -27,7 +27,6 @@ type fixture struct {
 	db      *sqlx.DB
 	svc     *Service
 	gate    *gate
-	events  *events
 	org     uuid.UUID
 	account uuid.UUID
 	mid     string
@@ -43,9 +42,14 @@ func newFixture(t *testing.T, pool int) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	f := &fixture{db: db, gate: newGate(), events: &events{}, org: uuid.Must(uuid.NewV7()), account: uuid.Must(uuid.NewV7()),
+	f := &fixture{db: db, gate: newGate(), org: uuid.Must(uuid.NewV7()), account: uuid.Must(uuid.NewV7()),
 		mid: "4961" + uuid.NewString()[:8]}
-	f.svc = &Service{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour, Events: f.events}
+	links, err := invoice.NewPayLinks(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = &Service{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
+		Invoices: &invoice.Store{DB: db, Now: time.Now, PublicURL: "https://payreq.test", PayLinks: links}}
 	location := uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -116,23 +120,15 @@ func (f *fixture) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-// events records the types of the events recorded.
-type events struct {
-	mu    sync.Mutex
-	types []string
-}
-
-func (e *events) Record(_ context.Context, _ *sqlx.Tx, _ uuid.UUID, typ string, _ any) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.types = append(e.types, typ)
-	return nil
-}
-
-func (e *events) recorded() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.types...)
+// events are the types of the organization's events, in the order
+// appended.
+func (f *fixture) events(t *testing.T) []string {
+	t.Helper()
+	var types []string
+	if err := f.db.Select(&types, `SELECT type FROM events WHERE organization_id = $1 ORDER BY id`, f.org); err != nil {
+		t.Fatal(err)
+	}
+	return types
 }
 
 // gate is the simulator; while held, each charge, refund, profile deletion

@@ -34,8 +34,9 @@ type Service struct {
 	// SettlementCutoff is the local time of day (from midnight) at which
 	// each MID's open batch closes.
 	SettlementCutoff time.Duration
-	// Events records each change's event in its transaction.
-	Events event.Recorder
+	// Invoices appends the invoice events of a payment (invoice.paid,
+	// invoice.part_paid), with their pay links.
+	Invoices *invoice.Store
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -254,7 +255,8 @@ func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Req
 				out.DeclineReason = "The card was declined."
 			}
 			sale.Status, sale.DeclineReason = Declined, &out.DeclineReason
-			if err := insertCardPayment(ctx, tx, sale); err != nil {
+			stored, err := insertCardPayment(ctx, tx, sale)
+			if err != nil {
 				return err
 			}
 			if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
@@ -263,7 +265,8 @@ func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Req
 			if err := locked.Save(); err != nil {
 				return err
 			}
-			return s.Events.Record(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, sale.ID)
+			_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Wire(), now)
+			return err
 		}
 		// Cancelled while the processor was asked: the charge is voided.
 		if !locked.Status.Payable() {
@@ -288,7 +291,8 @@ func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Req
 		if err := locked.RecordPayment(r.Amount, now, sale.Level3Sent); err != nil {
 			return err
 		}
-		if err := insertCardPayment(ctx, tx, sale); err != nil {
+		stored, err := insertCardPayment(ctx, tx, sale)
+		if err != nil {
 			return err
 		}
 		// In the payment's transaction: the pending charge is gone if and
@@ -308,14 +312,15 @@ func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Req
 		if err := locked.Save(); err != nil {
 			return err
 		}
-		if err := s.Events.Record(ctx, tx, locked.OrganizationID, event.CardPaymentApproved, sale.ID); err != nil {
+		if _, err := event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentApproved, stored.Wire(), now); err != nil {
 			return err
 		}
 		paid := event.InvoicePartPaid
 		if locked.Status == invoice.Paid {
 			paid = event.InvoicePaid
 		}
-		return s.Events.Record(ctx, tx, locked.OrganizationID, paid, locked.ID)
+		_, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now)
+		return err
 	})
 	return out, err
 }

@@ -288,7 +288,7 @@ func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefun
 		}
 		refund.Status, refund.DeclineReason, refund.RetRef = Declined, &reason, nil
 	}
-	inserted, err := insertRefundOnce(ctx, tx, refund)
+	stored, inserted, err := insertRefundOnce(ctx, tx, refund)
 	if err != nil || !inserted {
 		return errors.Join(err, deletePendingRefund(ctx, tx, p.RefundID))
 	}
@@ -319,19 +319,22 @@ func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefun
 	if !res.Approved {
 		typ = event.CardPaymentDeclined
 	}
-	return s.Events.Record(ctx, tx, p.OrganizationID, typ, refund.ID)
+	_, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Wire(), s.Now())
+	return err
 }
 
-// insertRefundOnce writes a refund's card payment unless it is there.
-func insertRefundOnce(ctx context.Context, tx *sqlx.Tx, refund CardPayment) (bool, error) {
+// insertRefundOnce writes a refund's card payment unless it is there, and
+// returns it as stored.
+func insertRefundOnce(ctx context.Context, tx *sqlx.Tx, refund CardPayment) (CardPayment, bool, error) {
 	var exists bool
 	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM card_payments WHERE id = $1)`, refund.ID); err != nil {
-		return false, fmt.Errorf("payment: unable to read card payment: %w", err)
+		return CardPayment{}, false, fmt.Errorf("payment: unable to read card payment: %w", err)
 	}
 	if exists {
-		return false, nil
+		return CardPayment{}, false, nil
 	}
-	return true, insertCardPayment(ctx, tx, refund)
+	stored, err := insertCardPayment(ctx, tx, refund)
+	return stored, err == nil, err
 }
 
 // DeleteExpiredRefundKeys forgets refund Idempotency-Keys older than the window.

@@ -86,7 +86,9 @@ func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error 
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(err, ErrCardNotFound) // removed meanwhile
 		}
-		return s.Events.Record(ctx, tx, org, event.SavedCardRemoved, invoice.SavedCard{ID: id, CardBrand: card.CardBrand,
-			LastFour: card.LastFour, Expiry: card.Expiry, SavedAt: card.SavedAt, SavedByName: card.SavedByName})
+		removed := invoice.SavedCard{ID: id, CardBrand: card.CardBrand, LastFour: card.LastFour, Expiry: card.Expiry,
+			SavedAt: card.SavedAt, SavedByName: card.SavedByName}
+		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Wire(), s.Now())
+		return err
 	})
 }

@@ -91,8 +91,6 @@ type Applications struct {
 	DB    *sqlx.DB
 	Vault *vault.Vault
 	Now   func() time.Time
-	// Events records each change's event in its transaction.
-	Events event.Recorder
 }
 
 func lastFour(s string) string {
@@ -212,6 +210,12 @@ func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note s
 		if err != nil {
 			return fmt.Errorf("reseller: unable to append history: %w", err)
 		}
-		return a.Events.Record(ctx, tx, current.ResellerID, event.ApplicationStage, id)
+		// Its event carries the application as the change left it.
+		app, err := read(ctx, tx, current.ResellerID, id)
+		if err != nil {
+			return err
+		}
+		_, err = event.Append(ctx, tx, current.ResellerID, event.ApplicationStage, app.Wire(), now)
+		return err
 	})
 }

@@ -149,12 +149,12 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 // Get reads one of the reseller's applications; an unknown id, or one of
 // another reseller, is ErrNotFound.
 func (a *Applications) Get(ctx context.Context, resellerID, id uuid.UUID) (Application, error) {
-	return Read(ctx, a.DB, resellerID, id)
+	return read(ctx, a.DB, resellerID, id)
 }
 
-// Read is Get through q: a transaction sees the application as it stands
+// read is Get through q: a transaction sees the application as it stands
 // in it.
-func Read(ctx context.Context, q sqlx.QueryerContext, resellerID, id uuid.UUID) (Application, error) {
+func read(ctx context.Context, q sqlx.QueryerContext, resellerID, id uuid.UUID) (Application, error) {
 	var rows []applicationRow
 	err := sqlx.SelectContext(ctx, q, &rows, `SELECT `+applicationColumns+` FROM applications
 		WHERE reseller_id = $1 AND id = $2`, resellerID, id)

@@ -18,7 +18,6 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/vault"
-	"github.com/payreq/payreq/internal/webhook"
 )
 
 // validApplication is a complete application; tests change one thing in it.
@@ -72,7 +71,7 @@ func newFixture(t *testing.T) *fixture {
 		defer f.mu.Unlock()
 		f.now = f.now.Add(time.Second)
 		return f.now
-	}, Events: &webhook.Recorder{Now: time.Now}}
+	}}
 	for id, kind := range map[uuid.UUID]string{f.reseller: "reseller", f.merchant: "merchant"} {
 		if _, err := db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, $2, $3)`, id, kind+" "+id.String(), kind); err != nil {
 			t.Fatal(err)

@@ -27,6 +27,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/tracing"
 )
 
@@ -55,10 +57,11 @@ type WorkerConfig struct {
 	Count func(result string)
 }
 
-// Worker delivers due webhooks. Any number of instances may run one: a
-// delivery is claimed with SKIP LOCKED and a lease longer than an attempt,
-// so it is never attempted twice at once, and one whose process died is
-// attempted again once the lease is over (at least once).
+// Worker fans events out into deliveries and delivers the due ones. Any
+// number of instances may run one: an event is fanned out once (FanOut),
+// and a delivery is claimed with SKIP LOCKED and a lease longer than an
+// attempt, so it is never attempted twice at once, and one whose process
+// died is attempted again once the lease is over (at least once).
 type Worker struct {
 	db     *sqlx.DB
 	open   func(sealed []byte, keyID, aad string) (string, error)
@@ -109,7 +112,8 @@ func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 5*time.Second }
 // statement) and attempts side by side.
 const claimBatch = 8
 
-// Run delivers until ctx ends, with cfg.Workers loops each claiming up to
+// Run delivers until ctx ends, with cfg.Workers loops each fanning out
+// the events not yet dispatched, fanOutBatch at a time, and claiming up to
 // claimBatch due deliveries at a time; attempts under way when ctx ends
 // are finished.
 func (w *Worker) Run(ctx context.Context) {
@@ -119,11 +123,15 @@ func (w *Worker) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				fanned, err := w.FanOut(ctx, fanOutBatch)
+				if err != nil && ctx.Err() == nil {
+					w.log.Error("webhook: fan-out", "error", err.Error())
+				}
 				n, err := w.DeliverDue(ctx, claimBatch)
 				if err != nil && ctx.Err() == nil {
 					w.log.Error("webhook: delivery", "error", err.Error())
 				}
-				if n > 0 {
+				if n > 0 || fanned > 0 {
 					continue
 				}
 				select {
@@ -227,7 +235,7 @@ func (w *Worker) deliver(ctx context.Context, c claim, now time.Time) (outcome, 
 	if err != nil {
 		return outcome{}, err
 	}
-	ev := Event{ID: c.EventID, Type: c.EventType, CreatedAt: c.EventCreatedAt, Data: json.RawMessage(c.EventData)}
+	ev := event.Event{ID: c.EventID, Type: c.EventType, CreatedAt: c.EventCreatedAt, Data: json.RawMessage(c.EventData)}
 	return w.attempt(ctx, c.URL, ev, secrets, c.Attempts), nil
 }
 
@@ -282,7 +290,7 @@ type outcome struct {
 }
 
 // attempt POSTs the event once.
-func (w *Worker) attempt(ctx context.Context, rawURL string, ev Event, keys [][]byte, attempt int) outcome {
+func (w *Worker) attempt(ctx context.Context, rawURL string, ev event.Event, keys [][]byte, attempt int) outcome {
 	body := ev.JSON()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()

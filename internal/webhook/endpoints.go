@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -58,14 +59,6 @@ var ErrEndpointNotFound = errors.New("webhook: endpoint not found")
 // ErrTooManyEndpoints: the organization has MaxEndpoints already.
 var ErrTooManyEndpoints = fmt.Errorf("webhook: an organization may have at most %d endpoints", MaxEndpoints)
 
-// PermissionError: the key lacks Permission, which protects the data of
-// events of Type ("*" for a subscription to every type).
-type PermissionError struct{ Permission, Type string }
-
-func (e *PermissionError) Error() string {
-	return "webhook: events of type " + e.Type + " need the permission " + e.Permission
-}
-
 // TooManySendsError: an endpoint had MaxRequestedSends pings and
 // redeliveries within the last minute; it takes the next after RetryAfter.
 type TooManySendsError struct{ RetryAfter time.Duration }
@@ -89,7 +82,7 @@ func maySubscribe(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, per
 		}
 		for _, c := range covered {
 			if p := event.Permission(c); p != "" && !slices.Contains(permissions, p) {
-				return &PermissionError{Permission: p, Type: t}
+				return &event.PermissionError{Permission: p, Type: t}
 			}
 		}
 	}
@@ -291,32 +284,33 @@ func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap tim
 	return e, secret, nil
 }
 
-// PingData is a webhook.ping event's data.
-type PingData struct {
-	EndpointID uuid.UUID `json:"endpointId"`
-	Message    string    `json:"message"`
-}
-
-// Ping records a webhook.ping event for the endpoint alone and returns its
-// id. A disabled endpoint gets no delivery. It counts as one of the
-// endpoint's MaxRequestedSends a minute.
+// Ping records a webhook.ping event for the endpoint alone, with its one
+// delivery (it is never fanned out), and returns its id. A disabled
+// endpoint gets no delivery. It counts as one of the endpoint's
+// MaxRequestedSends a minute.
 func (s *Store) Ping(ctx context.Context, org, id uuid.UUID) (uuid.UUID, error) {
 	now := s.Now()
 	var eventID uuid.UUID
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		var found []uuid.UUID
-		if err := tx.SelectContext(ctx, &found, `SELECT id FROM webhook_endpoints WHERE id = $1 AND organization_id = $2
+		var status []string
+		if err := tx.SelectContext(ctx, &status, `SELECT status FROM webhook_endpoints WHERE id = $1 AND organization_id = $2
 			FOR NO KEY UPDATE`, id, org); err != nil {
 			return err
 		}
-		if len(found) == 0 {
+		if len(status) == 0 {
 			return ErrEndpointNotFound
 		}
-		if err := countSends(ctx, tx, found, now); err != nil {
+		if err := countSends(ctx, tx, []uuid.UUID{id}, now); err != nil {
 			return err
 		}
 		var err error
-		eventID, err = insertEvent(ctx, tx, org, event.WebhookPing, PingData{EndpointID: id, Message: "A test event from payreq."}, now, &id)
+		eventID, err = event.AppendDispatched(ctx, tx, org, event.WebhookPing,
+			models.WebhookPing{EndpointId: id, Message: "A test event from payreq."}, now)
+		if err != nil || status[0] != Enabled {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+			VALUES ($1, $2, 'pending', $3)`, eventID, id, now)
 		return err
 	})
 	var tooMany *TooManySendsError

@@ -1,0 +1,156 @@
+// Package webhook pushes the events organizations subscribe to to the
+// endpoints they register, following the Standard Webhooks specification
+// v1: the endpoints, the fan-out of each event into one delivery per
+// endpoint subscribed to it, the delivery worker and its signatures, and
+// the address checks. It knows events only through package event, never
+// the packages whose changes they record.
+//
+// It owns the tables webhook_endpoints and webhook_deliveries, and reads
+// events (package event's) where the worker claims a delivery.
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/postgres"
+)
+
+// Store manages endpoints and reads and requests deliveries.
+type Store struct {
+	DB  *sqlx.DB
+	Now func() time.Time
+	// Seal and Open keep endpoints' secrets encrypted at rest.
+	Seal func(plaintext, aad string) ([]byte, string, error)
+	Open func(sealed []byte, keyID, aad string) (string, error)
+	// AllowPrivate lets endpoints be plain http or private addresses
+	// (development and tests).
+	AllowPrivate bool
+	Resolver     Resolver
+}
+
+// Delivery is where an event stands at one endpoint.
+type Delivery struct {
+	EndpointID     uuid.UUID  `db:"endpoint_id"`
+	Status         string     `db:"status"`
+	Attempts       int        `db:"attempts"`
+	LastStatusCode *int       `db:"last_status_code"`
+	LastError      *string    `db:"last_error"`
+	LastAttemptAt  *time.Time `db:"last_attempt_at"`
+	DeliveredAt    *time.Time `db:"delivered_at"`
+}
+
+// Deliveries lists an event's deliveries, oldest endpoint first; the
+// caller has read the event (event.Store.Get), which says whose it is.
+func (s *Store) Deliveries(ctx context.Context, eventID uuid.UUID) ([]Delivery, error) {
+	deliveries := []Delivery{}
+	err := s.DB.SelectContext(ctx, &deliveries, `
+		SELECT d.endpoint_id, d.status, d.attempts, d.last_status_code, d.last_error, d.last_attempt_at, d.delivered_at
+		FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.event_id = $1 ORDER BY e.created_at, e.id`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: unable to read deliveries: %w", err)
+	}
+	return deliveries, nil
+}
+
+// Redeliver sends the event again, from a first attempt, to every enabled
+// endpoint of the organization subscribed to its type or already sent it;
+// each counts it as one of its MaxRequestedSends a minute. One a key
+// holding permissions may not read is event.ErrNotFound.
+func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID) error {
+	now := s.Now()
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		ev, err := event.Read(ctx, tx, org, permissions, id)
+		if err != nil {
+			return err
+		}
+		// Locked, so that their sends are counted exactly.
+		var endpoints []uuid.UUID
+		err = tx.SelectContext(ctx, &endpoints, `
+			SELECT e.id FROM webhook_endpoints e
+			WHERE e.organization_id = $1 AND e.status = 'enabled'
+				AND (e.event_types && ARRAY[$2, '*']
+					OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = $3 AND d.endpoint_id = e.id))
+			ORDER BY e.id FOR NO KEY UPDATE OF e`, org, ev.Type, id)
+		if err != nil {
+			return err
+		}
+		if err := countSends(ctx, tx, endpoints, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+			SELECT $1, endpoint_id, 'pending', $3 FROM unnest($2::uuid[]) AS endpoint_id
+			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = $3,
+				delivered_at = NULL`, id, pq.Array(endpoints), now)
+		return err
+	})
+	var tooMany *TooManySendsError
+	if errors.Is(err, event.ErrNotFound) || errors.As(err, &tooMany) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("webhook: unable to redeliver: %w", err)
+	}
+	return nil
+}
+
+// fanOutBatch is how many events one fan-out claims at once.
+const fanOutBatch = 100
+
+// FanOut turns up to limit events not yet dispatched into their
+// deliveries, one to each enabled endpoint of the event's organization
+// subscribed to its type and made before it, in one transaction: the
+// events are claimed
+// (event.Claim, which skips those another instance holds) and their
+// deliveries written together, so that every event is fanned out exactly
+// once, whatever the number of instances, and none is lost if one dies.
+// n is how many events it claimed.
+func (w *Worker) FanOut(ctx context.Context, limit int) (n int, err error) {
+	now := w.now()
+	err = postgres.InTx(ctx, w.db, func(tx *sqlx.Tx) error {
+		claimed, err := event.Claim(ctx, tx, limit, now)
+		if err != nil || len(claimed) == 0 {
+			return err
+		}
+		n = len(claimed)
+		ids, orgs, types, ats := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, c := range claimed {
+			ids[i], orgs[i], types[i], ats[i] = c.ID.String(), c.OrganizationID.String(), c.Type, c.CreatedAt
+		}
+		// An endpoint gets the events that came after it, as when the
+		// change wrote the deliveries itself: its id is older than the
+		// event's (both UUIDv7s, in the order they were made, whatever the
+		// application's clock says). Due from the event's own time, so
+		// that deliveries go out in the order of their events. A
+		// redelivery asked for before the fan-out is there already: left
+		// as it is.
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
+			SELECT ev.id, e.id, 'pending', ev.at
+			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS ev(id, org, type, at)
+			JOIN webhook_endpoints e ON e.organization_id = ev.org AND e.id < ev.id AND e.status = 'enabled'
+				AND e.event_types && ARRAY[ev.type, '*']
+			ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+			pq.Array(ids), pq.Array(orgs), pq.Array(types), pq.Array(ats))
+		if err != nil {
+			return fmt.Errorf("webhook: unable to write deliveries: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("webhook: fan-out: %w", err)
+	}
+	return n, nil
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
