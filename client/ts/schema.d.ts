@@ -22,10 +22,12 @@ export interface paths {
          *     body).
          *
          *     The token lasts 600 seconds. Reuse it until shortly before it expires; do not ask
-         *     for a token per request. Limited to **30 requests per minute per client address**,
-         *     counted across every instance of the service before anything of the request is read,
-         *     so every request counts, malformed ones included; beyond that the answer is 429 with
-         *     `Retry-After`. The body is at most 4 KiB.
+         *     for a token per request. Limited to **30 requests per minute per client address**
+         *     (an IPv6 address's /64, which one subscriber holds whole), counted across every
+         *     instance of the service before anything of the request is read, so every request
+         *     counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
+         *     until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
+         *     know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
          *
          *     Every answer, success or error, carries `Cache-Control: no-store`. An
          *     `error_description` is a short text of the service's own: no part of the request is
@@ -41,6 +43,10 @@ export interface paths {
          *     | 413 | `invalid_request` | Body over 4 KiB |
          *     | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
          *     | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+         *
+         *     A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
+         *     problem document (`method-not-allowed`), as on every other path: no token operation
+         *     answers it.
          */
         post: operations["createToken"];
         delete?: never;
@@ -289,26 +295,30 @@ export interface paths {
          * @description Gives money of an approved sale back to its card: the whole of what is left of it
          *     (`amount` absent or null) or part of it. Only an approved sale can be refunded; the
          *     sum of its approved refunds never exceeds it, also when refunds are asked at the same
-         *     time (they are made one after the other). The answer is the refund, a card payment of
-         *     kind `refund` whose `refundOf` is the sale.
+         *     time: each holds its amount of the sale from the moment it is asked until the
+         *     processor's answer is recorded. The answer is the refund, a card payment of kind
+         *     `refund` whose `refundOf` is the sale.
          *
          *     The processor voids a sale it has not settled yet when the whole of it is refunded,
          *     and refunds it otherwise. When the processor declines, the answer is still 201: the
          *     refund with `status` `declined` and its `declineReason` (simulator: sales made with
-         *     card `4000000000000259` have their refunds declined). An approved refund raises
+         *     card `4000000000000259` have their refunds declined; those made with
+         *     `4000000000005001` are refunded after 5 seconds). An approved refund raises
          *     `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
          *     changes the invoice's `status`, `amountPaid` or `balance`.
          *
          *     **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
          *     `reason` over 500 characters. 404: no such card payment in the organization. 422
          *     `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
-         *     more than is left of the sale (the detail states what is left). 422 `Idempotency key
+         *     more than is left of the sale, less what refunds under way hold (the detail states
+         *     what is left). 422 `Idempotency key
          *     reused`. 502: the processor failed; nothing was recorded, and the request may be sent
          *     again with the same `Idempotency-Key`.
          *
          *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
          *     within 24 hours answers 200 with the refund already made and `Idempotent-Replayed:
-         *     true`; requests sent at once with one key make one refund. A refund whose processor
+         *     true`; requests sent at once with one key make one refund (the later ones wait for
+         *     the first). A refund whose processor
          *     answer was lost (a timeout, a crash) is settled by asking the processor, before a
          *     retry with the same key goes on, or else within minutes: it is never made twice.
          */
@@ -663,7 +673,7 @@ export interface paths {
         };
         /**
          * List the merchants in the portfolio
-         * @description Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. Each merchant's `products` are ordered by key.
+         * @description Reseller endpoint: the merchants in the reseller's portfolio with their status and the products each has switched on, ordered by name. Not paged. `{id}` must be the caller's own organization id (`organization_id` of the token response); any other id, whether it exists or not, is a 403 (`Not your organization`), never a 404. An id holding an encoded slash (`%2F`, as in `{id}%2F`) makes the path one that names no resource: a 404 (`not-found`), as any unknown path. Each merchant's `products` are ordered by key.
          */
         get: operations["getPortfolio"];
         put?: never;
@@ -802,7 +812,7 @@ export interface components {
              */
             upc: string | null;
         };
-        /** @description The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. Unknown keys are ignored (the server is lenient to keys it does not know). A broken rule is a 400 with `errors` keyed by the field as sent. */
+        /** @description The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. A key not named here is a 400 keyed by it ("unknown field"), never ignored. A broken rule is a 400 with `errors` keyed by the field as sent. */
         CreatePaymentRequest: {
             /**
              * Format: uuid
@@ -1071,7 +1081,7 @@ export interface components {
             /** @description The sale's approved refunds, two decimals (`"0.00"` when none). */
             amountRefunded: components["schemas"]["DecimalString"];
         };
-        /** @description A refund of a sale. Both keys are optional. */
+        /** @description A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale. */
         RefundRequest: {
             /** @description How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left. */
             amount?: components["schemas"]["Decimal"] | (null);
@@ -2648,6 +2658,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2681,6 +2692,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3089,6 +3101,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description Too many requests: this API key's rate, or 10 pings and redeliveries within a minute to one endpoint. Nothing was sent; wait `Retry-After` seconds. */
             429: {
                 headers: {
@@ -3438,6 +3451,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description Too many requests: this API key's rate, or 10 pings and redeliveries within a minute to one endpoint. Nothing was sent; wait `Retry-After` seconds. */
             429: {
                 headers: {
@@ -3605,6 +3619,15 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description No such path: the id holds an encoded slash (`%2F`). A well-formed id other than the caller's own is a 403, never a 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
