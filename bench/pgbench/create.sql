@@ -1,5 +1,5 @@
 -- POST /payment-requests (3 lines, send=false, Idempotency-Key): the SQL
--- internal/invoice Store.Create runs: the key's claim, the invoice with its
+-- internal/invoice Store.Create runs: the key's claim (idempotency.Claim), the invoice with its
 -- lines (one statement), the invoice read back in the transaction (the
 -- answer and the event's data), then the event alone (:eventdata stands for
 -- the invoice's JSON; the webhook worker writes its deliveries later, out of
@@ -8,12 +8,12 @@
 -- and now() stand for them, and the key's claim returns the id.
 \set k random(1, 9000000000000000)
 BEGIN;
-INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
-		VALUES (:org, :k, :hash, gen_random_uuid(), now())
-		ON CONFLICT (organization_id, key) DO UPDATE
-			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
+INSERT INTO idempotency_keys (organization_id, operation, key, request_hash, result_id, created_at)
+		VALUES (:org, 'invoice.create', :k, :hash, gen_random_uuid(), now())
+		ON CONFLICT (organization_id, operation, key) DO UPDATE
+			SET request_hash = excluded.request_hash, result_id = excluded.result_id, created_at = excluded.created_at
 			WHERE idempotency_keys.created_at <= now() - interval '24 hours'
-		RETURNING invoice_id AS id \gset
+		RETURNING result_id AS id \gset
 WITH invoice AS (
 	INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,

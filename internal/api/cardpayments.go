@@ -2,16 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"net/http"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 )
@@ -68,45 +64,23 @@ func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymen
 		body = *req.Body
 	}
 	p := principalFrom(ctx)
-	r := payment.RefundRequest{Actor: invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, SaleID: req.Id, Reason: body.Reason}
+	r := payment.RefundRequest{Actor: invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, SaleID: req.Id,
+		Reason: body.Reason, Key: req.Params.IdempotencyKey}
 	if body.Amount != nil {
-		if msg := invoice.AmountProblem(body.Amount.Decimal); msg != "" {
-			return gen.RefundCardPayment400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidField("amount", msg))}, nil
-		}
-		// In cents, so that 10, "10" and "10.00" are one request.
-		var amount jsonnum.Decimal
-		if _, err := apd.BaseContext.WithPrecision(34).Quantize(&amount.Decimal, &body.Amount.Decimal, -2); err != nil {
-			return nil, err
-		}
-		body.Amount, r.Amount = &amount, &amount.Decimal
-	}
-	if req.Params.IdempotencyKey != nil {
-		// The sale and the body as decoded and encoded again, as for
-		// invoices (the amount in cents): the same key on another sale is
-		// another request.
-		normal, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(append(req.Id[:], normal...))
-		r.Idempotency = &invoice.Idempotency{Key: *req.Params.IdempotencyKey, Hash: sum[:]}
+		r.Amount = &body.Amount.Decimal
 	}
 	refund, replayed, err := s.payments.Refund(ctx, r)
-	var exceeds *payment.ExceedsError
+	if pr := refusal(err); pr != nil {
+		switch pr.status {
+		case http.StatusBadRequest:
+			return gen.RefundCardPayment400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(pr)}, nil
+		case http.StatusNotFound:
+			return gen.RefundCardPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(pr)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.RefundCardPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(pr)}, nil
+		}
+	}
 	switch {
-	case errors.Is(err, payment.ErrNotFound):
-		return gen.RefundCardPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("card payment")}, nil
-	case errors.Is(err, payment.ErrNotRefundable):
-		return gen.RefundCardPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
-			unprocessable(kindUnprocessable, "Not refundable", "Only an approved sale can be refunded; this card payment is a declined sale or a refund."))}, nil
-	case errors.As(err, &exceeds):
-		return gen.RefundCardPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
-			unprocessable(kindUnprocessable, "Refund exceeds refundable amount",
-				fmt.Sprintf("At most %s of this sale can still be refunded.", exceeds.Refundable.Text('f'))))}, nil
-	case errors.Is(err, payment.ErrKeyReused):
-		return gen.RefundCardPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
-			unprocessable("idempotency-key-reused", "Idempotency key reused",
-				"This Idempotency-Key was used in the last 24 hours with a different refund; use a new key for a new refund."))}, nil
 	case errors.Is(err, processor.ErrUnavailable):
 		s.log.WarnContext(ctx, "refund not made: card processor failed", "card_payment_id", req.Id.String(), "error", err.Error())
 		return gen.RefundCardPayment502ApplicationProblemPlusJSONResponse{BadGatewayApplicationProblemPlusJSONResponse: s.badGatewayBody(badGateway(

@@ -2,9 +2,8 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
+	"net/http"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
@@ -38,26 +37,15 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 				UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
 		}
 	}
-	var invalidDraft *invoice.ValidationError
-	if err := invoice.Validate(draft); errors.As(err, &invalidDraft) {
-		return gen.CreatePaymentRequest400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(draftProblem(invalidDraft))}, nil
-	}
-	var idem *invoice.Idempotency
-	if req.Params.IdempotencyKey != nil {
-		// The body as decoded and encoded again: key order, spacing and
-		// number-versus-string spelling of a decimal do not make it differ.
-		normal, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(normal)
-		idem = &invoice.Idempotency{Key: *req.Params.IdempotencyKey, Hash: sum[:]}
-	}
 	p := principalFrom(ctx)
-	inv, replayed, err := s.invoices.Create(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, draft, idem)
-	var rule *invoice.RuleError
-	if errors.As(err, &rule) {
-		return gen.CreatePaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
+	inv, replayed, err := s.invoices.Create(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, draft, req.Params.IdempotencyKey)
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusBadRequest:
+			return gen.CreatePaymentRequest400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.CreatePaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -72,8 +60,8 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 // GetPaymentRequest reads an invoice with its lines, payments and saved cards.
 func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
 	inv, err := s.invoices.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, invoice.ErrNotFound) {
-		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -115,13 +103,15 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 // SendPaymentRequest sends the pay link again.
 func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequestRequestObject) (gen.SendPaymentRequestResponseObject, error) {
 	inv, err := s.invoices.Send(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	var rule *invoice.RuleError
-	switch {
-	case errors.Is(err, invoice.ErrNotFound):
-		return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
-	case errors.As(err, &rule):
-		return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
-	case err != nil:
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return gen.SendPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
@@ -131,22 +121,19 @@ func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequ
 func (s *Server) CancelPaymentRequest(ctx context.Context, req gen.CancelPaymentRequestRequestObject) (gen.CancelPaymentRequestResponseObject, error) {
 	p := principalFrom(ctx)
 	inv, err := s.invoices.Cancel(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, req.Id)
-	var rule *invoice.RuleError
-	switch {
-	case errors.Is(err, invoice.ErrNotFound):
-		return gen.CancelPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("invoice")}, nil
-	case errors.As(err, &rule):
-		return gen.CancelPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(ruleProblem(rule))}, nil
-	case err != nil:
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.CancelPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.CancelPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return gen.CancelPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
 }
-
-// draftProblem is the 400 of a draft that breaks the invoice rules.
-func draftProblem(err *invoice.ValidationError) *problem { return invalid(err.Fields) }
-
-func ruleProblem(e *invoice.RuleError) *problem { return unprocessable(e.Kind, e.Title, e.Detail) }
 
 // invoiceBody is the wire form of an invoice with its pay link; full adds
 // lineItems, payments and savedCards (single reads), which list items omit.

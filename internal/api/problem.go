@@ -11,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -26,6 +27,7 @@ const (
 	kindPayloadTooLarge      = "payload-too-large"
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
+	kindKeyReused            = "idempotency-key-reused"
 	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
 	kindNotImplemented       = "not-implemented"
@@ -143,10 +145,51 @@ func unprocessable(kind, title, detail string) *problem {
 	return &problem{kind: kind, status: http.StatusUnprocessableEntity, title: title, detail: detail}
 }
 
+// refusal is the problem of a request the domain refused (a *rule.Error in
+// err's chain), or nil when err holds none: the one mapping of the domain's
+// refusals to problems. The words are the domain's, but for what only an
+// API client needs: the Idempotency-Key header, and where a field's values
+// are listed (apiHints).
+func refusal(err error) *problem {
+	e := rule.As(err)
+	if e == nil {
+		return nil
+	}
+	switch e.Kind {
+	case rule.NotFound:
+		return &problem{kind: kindNotFound, status: http.StatusNotFound, title: "Not found", detail: e.Message}
+	case rule.Invalid:
+		return invalid(e.Fields)
+	case rule.KeyReused:
+		return unprocessable(kindKeyReused, e.Title,
+			"This Idempotency-Key was used in the last 24 hours with a different request; use a new key for a new request.")
+	case rule.Forbidden:
+		return forbidden(e.Title, e.Message)
+	case rule.Limited:
+		return limited(e.Message, e.RetryAfter)
+	}
+	detail := e.Message
+	if hint, ok := apiHints[e.Field]; ok {
+		detail += " " + hint
+	}
+	return unprocessable(kindUnprocessable, e.Title, detail)
+}
+
+// apiHints are what the API adds to a refusal concerning a field: where
+// its values are listed.
+var apiHints = map[string]string{
+	"merchantAccountId": "List yours with GET /accounts.",
+}
+
 func tooManyRequests(wait time.Duration) *problem {
-	secs := int(math.Ceil(wait.Seconds()))
+	return limited("This API key sent too many requests.", wait)
+}
+
+// limited is a 429: why, and Retry-After in whole seconds (at least 1).
+func limited(why string, wait time.Duration) *problem {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
 	return &problem{kind: kindRateLimited, status: http.StatusTooManyRequests, title: "Too many requests",
-		detail:  fmt.Sprintf("This API key sent too many requests; retry after %d seconds.", secs),
+		detail:  fmt.Sprintf("%s Retry after %d seconds.", why, secs),
 		headers: http.Header{"Retry-After": {strconv.Itoa(secs)}}}
 }
 
@@ -226,7 +269,11 @@ func (s *Server) forbiddenBody(p *problem) gen.ForbiddenApplicationProblemPlusJS
 }
 
 func (s *Server) notFoundBody(what string) gen.NotFoundApplicationProblemPlusJSONResponse {
-	return gen.NotFoundApplicationProblemPlusJSONResponse(s.body(notFound(what)))
+	return s.notFound(notFound(what))
+}
+
+func (s *Server) notFound(p *problem) gen.NotFoundApplicationProblemPlusJSONResponse {
+	return gen.NotFoundApplicationProblemPlusJSONResponse(s.body(p))
 }
 
 func (s *Server) unprocessableBody(p *problem) gen.UnprocessableApplicationProblemPlusJSONResponse {

@@ -24,6 +24,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
@@ -286,6 +287,10 @@ func MetricsToken(path string) (string, error) {
 	return token, nil
 }
 
+func (a *App) deleteExpiredKeys(ctx context.Context) error {
+	return idempotency.DeleteExpired(ctx, a.DB, a.Now())
+}
+
 // RunHousekeeping deletes expired rows (old token-request counts,
 // idempotency keys past their 24 hours, pay attempts past their hour,
 // events past their 30 days) once a minute until ctx ends.
@@ -293,7 +298,7 @@ func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.Invoices.DeleteExpiredIdempotencyKeys, a.Payments.DeleteOldAttempts, a.Payments.DeleteExpiredRefundKeys, a.Events.DeleteOld} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Events.DeleteOld} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

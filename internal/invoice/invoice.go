@@ -1,13 +1,12 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
 //
-// It owns the tables invoices, invoice_lines, idempotency_keys, payments and
-// customer_preferences. An invoice's state moves only through Locked, inside
-// the transaction of the function that owns the change.
+// It owns the tables invoices, invoice_lines and customer_preferences. An
+// invoice's state moves only through Locked, inside the transaction of the
+// function that owns the change.
 package invoice
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/mailaddr"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Status is where an invoice is in its life.
@@ -147,30 +147,15 @@ type Invoice struct {
 func (inv *Invoice) Balance() apd.Decimal { return cents(sub(inv.Amount, inv.AmountPaid)) }
 
 // ErrNotFound: no such invoice in the caller's organization.
-var ErrNotFound = errors.New("invoice not found")
+var ErrNotFound = rule.New(rule.NotFound, "", "Invoice not found", "No invoice with this id exists in your organization.")
 
-// ValidationError lists field problems, keyed by the field as the client sent it.
-type ValidationError struct {
-	Fields map[string][]string
+// fieldErrors are the messages of an Invalid refusal, keyed by the field as
+// the request names it.
+type fieldErrors map[string][]string
+
+func (v fieldErrors) add(field, format string, args ...any) {
+	v[field] = append(v[field], fmt.Sprintf(format, args...))
 }
-
-func (e *ValidationError) Error() string { return fmt.Sprintf("invalid invoice: %v", e.Fields) }
-
-func (e *ValidationError) add(field, format string, args ...any) {
-	if e.Fields == nil {
-		e.Fields = map[string][]string{}
-	}
-	e.Fields[field] = append(e.Fields[field], fmt.Sprintf(format, args...))
-}
-
-// RuleError is a request that is well formed but cannot be done (422).
-type RuleError struct {
-	Kind   string // problem kind: unprocessable, idempotency-key-reused
-	Title  string
-	Detail string
-}
-
-func (e *RuleError) Error() string { return e.Title + ": " + e.Detail }
 
 // AmountProblem says what is wrong with an amount of money (an invoice's,
 // a refund's), or "".
@@ -186,14 +171,16 @@ func AmountProblem(d apd.Decimal) string {
 	return ""
 }
 
-func unprocessable(title, detail string) *RuleError {
-	return &RuleError{Kind: "unprocessable", Title: title, Detail: detail}
+func unprocessable(field, title, message string) *rule.Error {
+	return rule.New(rule.Unprocessable, field, title, message)
 }
 
-// Validate checks every field rule of a draft. The schema checks shapes and
-// lengths first; this checks what it cannot: values, sums and combinations.
+// Validate checks every field rule of a draft: an Invalid *rule.Error names
+// every value refused. The API's schema checks shapes and lengths first;
+// this checks them again for fronts without one, and what a schema cannot:
+// values, sums and combinations.
 func Validate(d Draft) error {
-	var v ValidationError
+	v := fieldErrors{}
 	length := func(field string, s *string, min, max int) {
 		if s == nil {
 			return
@@ -279,8 +266,8 @@ func Validate(d Draft) error {
 				text(cents(sum)), text(cents(d.Amount)))
 		}
 	}
-	if len(v.Fields) > 0 {
-		return &v
+	if len(v) > 0 {
+		return rule.InvalidFields(v)
 	}
 	return nil
 }
@@ -308,7 +295,7 @@ func markSent(inv *Invoice, ch string, at time.Time) {
 // cancel moves an open or part-paid invoice to cancelled.
 func cancel(inv *Invoice, by string, at time.Time) error {
 	if !inv.Status.Payable() {
-		return unprocessable("Invoice cannot be cancelled",
+		return rule.New(rule.Conflict, "", "Invoice cannot be cancelled",
 			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled.", inv.Status))
 	}
 	inv.Status = Cancelled
@@ -323,12 +310,14 @@ func cancel(inv *Invoice, by string, at time.Time) error {
 // something irreversible (a charge) comes between.
 func CheckPayment(inv *Invoice, amount apd.Decimal) error {
 	if !inv.Status.Payable() {
-		return unprocessable("Invoice cannot be paid", fmt.Sprintf("The invoice is %s.", inv.Status))
+		return rule.Newf(rule.Conflict, "", "Invoice cannot be paid", "The invoice is %s.", inv.Status)
 	}
 	balance := inv.Balance()
 	if amount.Sign() <= 0 || places(amount) > 2 || amount.Cmp(&balance) > 0 {
-		return unprocessable("Payment amount not allowed",
-			fmt.Sprintf("The amount must be more than 0, in cents, and at most the balance of %s.", text(balance)))
+		e := rule.Newf(rule.Unprocessable, "amount", "Payment amount not allowed",
+			"The amount must be more than 0, in cents, and at most the balance of %s.", text(balance))
+		e.Suggest = text(balance)
+		return e
 	}
 	return nil
 }

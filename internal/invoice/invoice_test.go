@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/payreq/payreq/internal/rule"
 )
 
 func d(s string) apd.Decimal { return mustParse(s) }
@@ -44,7 +46,7 @@ func TestLinesAddUpByRoundingEachLineHalfUp(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			}
 			if !c.ok {
-				ve, _ := err.(*ValidationError)
+				ve := rule.As(err)
 				if ve == nil || len(ve.Fields["lines"]) == 0 {
 					t.Fatalf("accepted, want errors.lines; got %v", err)
 				}
@@ -55,7 +57,7 @@ func TestLinesAddUpByRoundingEachLineHalfUp(t *testing.T) {
 
 func TestMismatchSaysBothSums(t *testing.T) {
 	err := Validate(draft("12.40", line("2", "6.15")))
-	msg := strings.Join(err.(*ValidationError).Fields["lines"], " ")
+	msg := strings.Join(rule.As(err).Fields["lines"], " ")
 	if !strings.Contains(msg, "12.30") || !strings.Contains(msg, "12.40") {
 		t.Fatalf("message %q does not name both sums", msg)
 	}
@@ -86,7 +88,7 @@ func TestFieldRules(t *testing.T) {
 		dr := draft("1.00")
 		c.edit(&dr)
 		err := Validate(dr)
-		ve, _ := err.(*ValidationError)
+		ve := rule.As(err)
 		if ve == nil || len(ve.Fields[c.field]) == 0 {
 			t.Errorf("%s: want an error on it, got %v", c.field, err)
 		}

@@ -2,7 +2,6 @@ package invoice
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -16,12 +15,11 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
 )
-
-// IdempotencyWindow is how long an Idempotency-Key is remembered.
-const IdempotencyWindow = 24 * time.Hour
 
 // Store keeps invoices. Every method is scoped by organization.
 type Store struct {
@@ -35,13 +33,6 @@ type Store struct {
 type Actor struct {
 	OrganizationID uuid.UUID
 	Name           string
-}
-
-// Idempotency is a create request's Idempotency-Key and the hash of its
-// normalised body.
-type Idempotency struct {
-	Key  string
-	Hash []byte
 }
 
 // Link is the invoice's pay link.
@@ -116,16 +107,27 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 	return inv, nil
 }
 
-// Create makes an invoice from a validated draft and, unless Send is false,
-// queues its pay link in the same transaction. With an Idempotency-Key, a
-// repeat of the same request answers the invoice already made (replayed
-// true); concurrent repeats wait on the key's unique index for the first.
-func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempotency) (inv Invoice, replayed bool, err error) {
+// Create makes an invoice from a draft (refused as Validate refuses it)
+// and, unless Send is false, queues its pay link in the same transaction.
+// With an idempotency key (nil: none), a repeat of the same request
+// answers the invoice already made (replayed true), the key with another
+// draft is refused (idempotency.ErrReused), and concurrent repeats wait
+// for the first.
+func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (inv Invoice, replayed bool, err error) {
+	if err := Validate(d); err != nil {
+		return Invoice{}, false, err
+	}
+	var k idempotency.Key
+	if key != nil {
+		if k, err = idempotency.NewKey(*key, d); err != nil {
+			return Invoice{}, false, err
+		}
+	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if idem != nil {
-			found, err := s.claimIdempotencyKey(ctx, tx, actor.OrganizationID, *idem, id, now)
+		if key != nil {
+			found, err := idempotency.Claim(ctx, tx, actor.OrganizationID, idempotency.CreateInvoice, k, id, now)
 			if err != nil || found != uuid.Nil {
 				id, replayed = found, found != uuid.Nil
 				return err
@@ -164,7 +166,7 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, idem *Idempote
 			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc))
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
-			return unprocessable("Invoice number already used",
+			return unprocessable("invoiceNumber", "Invoice number already used",
 				fmt.Sprintf("Your organization already has an invoice numbered %q; invoice numbers are unique.", d.InvoiceNumber))
 		}
 		if err != nil {
@@ -209,62 +211,15 @@ func accountProblem(ctx context.Context, tx *sqlx.Tx, org, mid uuid.UUID) error 
 		WHERE ma.id = $1 AND ma.organization_id = $2`, mid, org)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return unprocessable("Unknown merchant account",
-			"merchantAccountId is not a MID of your organization; list yours with GET /accounts.")
+		return unprocessable("merchantAccountId", "Unknown merchant account",
+			"The merchant account is not a MID of your organization.")
 	case err != nil:
 		return fmt.Errorf("invoice: unable to read merchant account: %w", err)
 	case status != "active":
-		return unprocessable("Merchant account unavailable",
+		return unprocessable("merchantAccountId", "Merchant account unavailable",
 			"The location of this MID is not active, so it cannot take invoices.")
 	}
 	return errors.New("invoice: the merchant account's location became active while the invoice was made; retry")
-}
-
-// claimIdempotencyKey records the key as making invoice id, inside tx, or
-// returns the invoice an earlier request with it made within the window.
-// The claim is an insert on the key's unique index: a concurrent request
-// with the same key waits there until the first commits (then it finds the
-// first's invoice) or rolls back (then it claims the key itself). A key past
-// the window is taken over. A different body under the same key is a
-// RuleError.
-func (s *Store) claimIdempotencyKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem Idempotency, id uuid.UUID, now time.Time) (uuid.UUID, error) {
-	var claimed uuid.UUID
-	err := tx.GetContext(ctx, &claimed, `
-		INSERT INTO idempotency_keys (organization_id, key, request_hash, invoice_id, created_at)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (organization_id, key) DO UPDATE
-			SET request_hash = excluded.request_hash, invoice_id = excluded.invoice_id, created_at = excluded.created_at
-			WHERE idempotency_keys.created_at <= $6
-		RETURNING invoice_id`, org, idem.Key, idem.Hash, id, now, now.Add(-IdempotencyWindow))
-	if err == nil {
-		return uuid.Nil, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("invoice: unable to claim idempotency key: %w", err)
-	}
-	var row struct {
-		Hash      []byte    `db:"request_hash"`
-		InvoiceID uuid.UUID `db:"invoice_id"`
-	}
-	err = tx.GetContext(ctx, &row, `SELECT request_hash, invoice_id FROM idempotency_keys
-		WHERE organization_id = $1 AND key = $2`, org, idem.Key)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("invoice: unable to read idempotency key: %w", err)
-	}
-	if subtle.ConstantTimeCompare(row.Hash, idem.Hash) != 1 {
-		return uuid.Nil, &RuleError{Kind: "idempotency-key-reused", Title: "Idempotency key reused",
-			Detail: "This Idempotency-Key was used in the last 24 hours with a different request body; use a new key for a new invoice."}
-	}
-	return row.InvoiceID, nil
-}
-
-// DeleteExpiredIdempotencyKeys forgets keys older than the window.
-func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, s.Now().Add(-IdempotencyWindow))
-	if err != nil {
-		return fmt.Errorf("invoice: unable to delete expired idempotency keys: %w", err)
-	}
-	return nil
 }
 
 // lineColumns are an invoice's lines as one array per column, for unnest.
@@ -484,8 +439,8 @@ func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now ti
 		return err
 	}
 	if !l.Status.Payable() {
-		return unprocessable("Invoice cannot be sent",
-			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be sent.", l.Status))
+		return rule.Newf(rule.Conflict, "", "Invoice cannot be sent",
+			"The invoice is %s; only open and part_paid invoices can be sent.", l.Status)
 	}
 	ch, recipient := channel(&l.Invoice)
 	markSent(&l.Invoice, ch, now)

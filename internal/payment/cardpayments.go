@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Kinds and statuses of card payments.
@@ -51,7 +52,7 @@ type CardPayment struct {
 }
 
 // ErrNotFound: no card payment of that id in the organization.
-var ErrNotFound = errors.New("payment: card payment not found")
+var ErrNotFound = rule.New(rule.NotFound, "", "Card payment not found", "No card payment with this id exists in your organization.")
 
 // insertCardPayment writes a card payment, in the transaction that records
 // what it did to its invoice, and returns it as stored (as GET

@@ -18,6 +18,7 @@ import (
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Deposit statuses.
@@ -48,7 +49,7 @@ type Deposit struct {
 }
 
 // ErrDepositNotFound: no deposit of that id in the organization.
-var ErrDepositNotFound = errors.New("payment: deposit not found")
+var ErrDepositNotFound = rule.New(rule.NotFound, "", "Deposit not found", "No deposit with this id exists in your organization.")
 
 // ErrUnknownOrganization: settle was asked for an organization that does not exist.
 var ErrUnknownOrganization = errors.New("payment: no such organization")

@@ -4,7 +4,7 @@
 // under its row lock.
 //
 // It owns the tables card_payments (sales, approved and declined, and
-// refunds), pending_refunds, refund_idempotency_keys, saved_cards,
+// refunds), pending_refunds, saved_cards,
 // pending_charges, pay_limits, pay_submissions, deposits and
 // batch_closings.
 package payment
@@ -24,6 +24,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Service charges and keeps cards.
@@ -59,7 +60,7 @@ type Outcome struct {
 }
 
 // ErrNotPayable: the invoice is paid or cancelled (perhaps since the page was shown).
-var ErrNotPayable = errors.New("payment: invoice is not payable")
+var ErrNotPayable = rule.New(rule.Conflict, "", "Invoice cannot be paid", "The invoice is paid or cancelled, so it takes no payment.")
 
 // AmountError: the amount is not more than 0 and at most the balance less
 // what the payments under way hold (perhaps because another payment came

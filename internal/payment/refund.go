@@ -2,47 +2,74 @@ package payment
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // RefundRequest is a refund as a merchant asks for it.
 type RefundRequest struct {
-	Actor       invoice.Actor // the organization and the key's name
-	SaleID      uuid.UUID
-	Amount      *apd.Decimal // nil: all that is left of the sale
-	Reason      *string
-	Idempotency *invoice.Idempotency
+	Actor  invoice.Actor // the organization and the key's name
+	SaleID uuid.UUID
+	Amount *apd.Decimal // nil: all that is left of the sale
+	Reason *string
+	// Key is the request's idempotency key, or nil.
+	Key *string
 }
+
+// MaxReason is the longest reason a refund keeps, in characters.
+const MaxReason = 500
 
 // ErrNotRefundable: only an approved sale can be refunded.
-var ErrNotRefundable = errors.New("payment: only an approved sale can be refunded")
+var ErrNotRefundable = rule.New(rule.Unprocessable, "", "Not refundable",
+	"Only an approved sale can be refunded; this card payment is a declined sale or a refund.")
 
-// ExceedsError: the refund asks for more than is left of the sale.
-type ExceedsError struct {
-	Refundable apd.Decimal // what may still be refunded
+// exceeds refuses a refund of more than is left of the sale: refundable.
+func exceeds(refundable apd.Decimal) *rule.Error {
+	e := rule.Newf(rule.Unprocessable, "amount", "Refund exceeds refundable amount",
+		"At most %s of this sale can still be refunded.", refundable.Text('f'))
+	e.Suggest = refundable.Text('f')
+	return e
 }
 
-func (e *ExceedsError) Error() string {
-	return "payment: the refund exceeds what is left of the sale, " + e.Refundable.Text('f')
+// check refuses what no refund may ask for, and gives the amount in cents,
+// so that 10, "10" and "10.00" are one request.
+func (r *RefundRequest) check() error {
+	fields := map[string][]string{}
+	if r.Amount != nil {
+		if msg := invoice.AmountProblem(*r.Amount); msg != "" {
+			fields["amount"] = []string{msg}
+		} else {
+			var c apd.Decimal
+			if _, err := apd.BaseContext.WithPrecision(34).Quantize(&c, r.Amount, -2); err != nil {
+				return err
+			}
+			r.Amount = &c
+		}
+	}
+	if r.Reason != nil && (!utf8.ValidString(*r.Reason) || utf8.RuneCountInString(*r.Reason) > MaxReason) {
+		fields["reason"] = []string{fmt.Sprintf("must be text of at most %d characters", MaxReason)}
+	}
+	if e := rule.InvalidFields(fields); e != nil {
+		return e
+	}
+	return nil
 }
-
-// ErrKeyReused: the Idempotency-Key was used with another body.
-var ErrKeyReused = errors.New("payment: idempotency key reused with a different request")
 
 // pendingRefundAge is when a pending refund may be settled without racing
 // its own request: none is recorded later than PayTimeout after it.
@@ -52,36 +79,51 @@ const pendingRefundAge = PayTimeout + 2*time.Minute
 // so that no transaction is open, and no connection held, while the
 // processor is asked, as Pay does:
 //
-//  1. reserve: a request with an Idempotency-Key made already replays its
-//     refund (replayed; ErrKeyReused for another body); then, under the
-//     invoice's and the sale's row locks, the amount must be at most what
-//     is left of the sale less the refunds under way (ExceedsError), and a
+//  1. reserve: a request with an idempotency key made already replays its
+//     refund (replayed; idempotency.ErrReused for another request); then,
+//     under the invoice's and the sale's row locks, the amount must be at
+//     most what is left of the sale less the refunds under way, and a
 //     pending refund is written, which holds that amount until the
 //     answer is recorded. So refunds asked at once never add up to more
 //     than the sale.
 //  2. the processor is asked.
 //  3. record, under the row locks again: the refund (approved or
-//     declined) with what it does to the sale and the invoice, its key,
-//     and the pending refund deleted.
+//     declined) with what it does to the sale and the invoice, and the
+//     pending refund deleted.
 //
 // A request with the key of a refund under way waits for it, then replays
 // it. A processor failure records nothing (processor.ErrUnavailable). A
 // refund whose answer was lost stays pending and is settled by asking the
 // processor: later (SettlePendingRefunds), or first thing when its request
-// is retried with the same key.
+// is retried with the same key. The key is claimed in step 1 and given
+// back when the processor made no refund, so that a retry may make one.
 func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayment, replayed bool, err error) {
+	if err := r.check(); err != nil {
+		return CardPayment{}, false, err
+	}
+	var k *idempotency.Key
+	if r.Key != nil {
+		key, err := idempotency.NewKey(*r.Key, r.SaleID, struct {
+			Amount *apd.Decimal
+			Reason *string
+		}{r.Amount, r.Reason})
+		if err != nil {
+			return CardPayment{}, false, err
+		}
+		k = &key
+	}
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
 	org := r.Actor.OrganizationID
-	h, err := s.reserveRefund(ctx, r)
+	h, err := s.reserveRefund(ctx, r, k)
 	for err == nil && (h.wait || h.lost != nil) {
 		if h.lost != nil {
 			err = s.settleRefund(ctx, h.lost)
 		} else if err = pause(ctx); err != nil {
-			err = fmt.Errorf("payment: waiting for the refund under way with the Idempotency-Key: %w", err)
+			err = fmt.Errorf("payment: waiting for the refund under way with the idempotency key: %w", err)
 		}
 		if err == nil {
-			h, err = s.reserveRefund(ctx, r)
+			h, err = s.reserveRefund(ctx, r, k)
 		}
 	}
 	switch {
@@ -104,7 +146,7 @@ func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayme
 		s.settlePendingRefundNow(ctx, p.RefundID, err)
 		return CardPayment{}, false, err
 	case err != nil:
-		s.forgetPendingRefund(ctx, p.RefundID) // the processor made no refund
+		s.forgetPendingRefund(ctx, p) // the processor made no refund
 		return CardPayment{}, false, err
 	}
 	refund, err = s.CardPayment(ctx, org, p.RefundID)
@@ -124,14 +166,29 @@ type refundHold struct {
 }
 
 // reserveRefund is step 1 of Refund, in a transaction of its own.
-func (s *Service) reserveRefund(ctx context.Context, r RefundRequest) (h refundHold, err error) {
+func (s *Service) reserveRefund(ctx context.Context, r RefundRequest, k *idempotency.Key) (h refundHold, err error) {
 	org := r.Actor.OrganizationID
+	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if r.Idempotency != nil {
-			var err error
-			if h, err = keyedRefund(ctx, tx, org, *r.Idempotency, now); err != nil || h.earlier != uuid.Nil || h.wait || h.lost != nil {
+		if k != nil {
+			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.RefundCardPayment, *k, id, now)
+			if err != nil {
 				return err
+			}
+			if earlier != uuid.Nil {
+				h, err = keyedRefund(ctx, tx, org, earlier, now)
+				if err != nil || h != (refundHold{}) {
+					return err
+				}
+				// The key's refund came to nothing yet the key was kept:
+				// it is this request's now.
+				if err := idempotency.Release(ctx, tx, org, idempotency.RefundCardPayment, earlier); err != nil {
+					return err
+				}
+				if _, err := idempotency.Claim(ctx, tx, org, idempotency.RefundCardPayment, *k, id, now); err != nil {
+					return err
+				}
 			}
 		}
 		sale, _, err := lockSale(ctx, tx, org, r.SaleID)
@@ -147,57 +204,43 @@ func (s *Service) reserveRefund(ctx context.Context, r RefundRequest) (h refundH
 			amount = *r.Amount
 		}
 		if refundable.Sign() <= 0 || amount.Cmp(&refundable) > 0 {
-			return &ExceedsError{Refundable: refundable}
+			return exceeds(refundable)
 		}
-		p := &pendingRefund{RefundID: uuid.Must(uuid.NewV7()), OrganizationID: org, SaleID: sale.ID, Amount: amount,
+		p := &pendingRefund{RefundID: id, OrganizationID: org, SaleID: sale.ID, Amount: amount,
 			Whole: amount.Cmp(&sale.Amount) == 0, Reason: r.Reason, CreatedByName: r.Actor.Name, CreatedAt: now,
 			SettleAfter: now.Add(pendingRefundAge)}
-		if r.Idempotency != nil {
-			p.Key, p.Hash = &r.Idempotency.Key, r.Idempotency.Hash
-		}
 		h.pending, h.sale = p, sale
 		return writePendingRefund(ctx, tx, p)
 	})
 	return h, err
 }
 
-// keyedRefund is what became of the requests with the Idempotency-Key, as
-// on invoice creation: the refund made with it within the window (or
-// ErrKeyReused when made for another request), or the refund under way or
-// lost with it. Requests with one key are looked at one at a time, on every
-// instance: the lock is held until tx ends.
-func keyedRefund(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, idem invoice.Idempotency, now time.Time) (refundHold, error) {
-	if err := lockRefundKey(ctx, tx, org, idem.Key); err != nil {
-		return refundHold{}, err
-	}
-	var made struct {
-		Hash     []byte    `db:"request_hash"`
-		RefundID uuid.UUID `db:"refund_id"`
-	}
-	err := tx.GetContext(ctx, &made, `SELECT request_hash, refund_id FROM refund_idempotency_keys
-		WHERE organization_id = $1 AND key = $2 AND created_at > $3`, org, idem.Key, now.Add(-invoice.IdempotencyWindow))
-	switch {
-	case err == nil && subtle.ConstantTimeCompare(made.Hash, idem.Hash) != 1:
-		return refundHold{}, ErrKeyReused
-	case err == nil:
-		return refundHold{earlier: made.RefundID}, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return refundHold{}, fmt.Errorf("payment: unable to read idempotency key: %w", err)
-	}
+// keyedRefund is what became of refund id, which an earlier request with
+// the same idempotency key reserved: under way (wait), its answer lost
+// (lost), or made (earlier). The zero refundHold: none of these (the key
+// was kept for a refund that came to nothing).
+func keyedRefund(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) (refundHold, error) {
+	// The pending refund first: recording it deletes it and writes its card
+	// payment in one transaction, so it is then found by the read after.
 	var p pendingRefund
-	err = tx.GetContext(ctx, &p, selectPendingRefund+` WHERE organization_id = $1 AND idempotency_key = $2`, org, idem.Key)
+	err := tx.GetContext(ctx, &p, selectPendingRefund+` WHERE organization_id = $1 AND refund_id = $2`, org, id)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return refundHold{}, nil
-	case err != nil:
-		return refundHold{}, fmt.Errorf("payment: unable to read pending refund: %w", err)
-	case subtle.ConstantTimeCompare(p.Hash, idem.Hash) != 1:
-		return refundHold{}, ErrKeyReused
-	case p.LastError == nil && p.CreatedAt.After(now.Add(-PayTimeout)):
+	case err == nil && p.LastError == nil && p.CreatedAt.After(now.Add(-PayTimeout)):
 		// Its request may still record it.
 		return refundHold{wait: true}, nil
+	case err == nil:
+		return refundHold{lost: &p}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return refundHold{}, fmt.Errorf("payment: unable to read pending refund: %w", err)
 	}
-	return refundHold{lost: &p}, nil
+	var made bool
+	if err := tx.GetContext(ctx, &made, `SELECT EXISTS (SELECT 1 FROM card_payments WHERE id = $1)`, id); err != nil {
+		return refundHold{}, fmt.Errorf("payment: unable to read card payment: %w", err)
+	}
+	if made {
+		return refundHold{earlier: id}, nil
+	}
+	return refundHold{}, nil
 }
 
 // lockSale locks the invoice of an approved sale of the organization, then
@@ -248,29 +291,12 @@ func refundableOf(ctx context.Context, tx *sqlx.Tx, sale CardPayment) (apd.Decim
 	return left, nil
 }
 
-// lockRefundKey holds the organization's Idempotency-Key until tx ends:
-// what its requests find (a refund made with it, or one under way) is
-// read, and changed, one transaction at a time, on every instance. Taken
-// before the sale's row locks.
-func lockRefundKey(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, key string) error {
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "refund-key/"+org.String()+"/"+key); err != nil {
-		return fmt.Errorf("payment: unable to lock idempotency key: %w", err)
-	}
-	return nil
-}
-
 // recordRefund writes the processor's answer to a pending refund, inside
-// tx, under the key's lock (lockRefundKey) and the sale's and its
-// invoice's row locks: the refund's card payment, and when approved, what
-// it adds to the sale's and the invoice's amountRefunded, and its
-// Idempotency-Key when it came with one. It is recorded once: a second
-// call for the same refund changes nothing.
+// tx, under the sale's and its invoice's row locks: the refund's card
+// payment, and when approved, what it adds to the sale's and the invoice's
+// amountRefunded. It is recorded once: a second call for the same refund
+// changes nothing.
 func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund, res processor.RefundResult) error {
-	if p.Key != nil {
-		if err := lockRefundKey(ctx, tx, p.OrganizationID, *p.Key); err != nil {
-			return err
-		}
-	}
 	sale, locked, err := lockSale(ctx, tx, p.OrganizationID, p.SaleID)
 	if err != nil {
 		return err
@@ -302,16 +328,6 @@ func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefun
 			return err
 		}
 	}
-	if p.Key != nil {
-		// A key older than the window, not deleted yet, is taken over.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO refund_idempotency_keys (organization_id, key, request_hash, refund_id, created_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (organization_id, key) DO UPDATE
-				SET request_hash = excluded.request_hash, refund_id = excluded.refund_id, created_at = excluded.created_at
-				WHERE refund_idempotency_keys.created_at <= $6`,
-			p.OrganizationID, *p.Key, p.Hash, p.RefundID, p.CreatedAt, p.CreatedAt.Add(-invoice.IdempotencyWindow)); err != nil {
-			return fmt.Errorf("payment: unable to keep the refund's idempotency key: %w", err)
-		}
-	}
 	if err := deletePendingRefund(ctx, tx, p.RefundID); err != nil {
 		return err
 	}
@@ -337,15 +353,6 @@ func insertRefundOnce(ctx context.Context, tx *sqlx.Tx, refund CardPayment) (Car
 	return stored, err == nil, err
 }
 
-// DeleteExpiredRefundKeys forgets refund Idempotency-Keys older than the window.
-func (s *Service) DeleteExpiredRefundKeys(ctx context.Context) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM refund_idempotency_keys WHERE created_at < $1`, s.Now().Add(-invoice.IdempotencyWindow))
-	if err != nil {
-		return fmt.Errorf("payment: unable to delete expired refund idempotency keys: %w", err)
-	}
-	return nil
-}
-
 // pendingRefund is a refund under way (table pending_refunds).
 type pendingRefund struct {
 	RefundID       uuid.UUID   `db:"refund_id"`
@@ -356,8 +363,6 @@ type pendingRefund struct {
 	Whole          bool        `db:"whole"`
 	Reason         *string     `db:"reason"`
 	CreatedByName  string      `db:"created_by_name"`
-	Key            *string     `db:"idempotency_key"`
-	Hash           []byte      `db:"request_hash"`
 	CreatedAt      time.Time   `db:"created_at"`
 	SettleAfter    time.Time   `db:"settle_after"`
 	Attempts       int         `db:"attempts"`
@@ -381,9 +386,9 @@ func deref(s *string) string {
 // under way.
 func writePendingRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, reason,
-			created_by_name, idempotency_key, request_hash, created_at, settle_after)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		p.RefundID, p.OrganizationID, p.SaleID, p.Amount.Text('f'), p.Whole, p.Reason, p.CreatedByName, p.Key, p.Hash,
+			created_by_name, created_at, settle_after)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.RefundID, p.OrganizationID, p.SaleID, p.Amount.Text('f'), p.Whole, p.Reason, p.CreatedByName,
 		p.CreatedAt, p.SettleAfter)
 	if err != nil {
 		return fmt.Errorf("payment: unable to record pending refund: %w", err)
@@ -398,12 +403,22 @@ func deletePendingRefund(ctx context.Context, tx *sqlx.Tx, id uuid.UUID) error {
 	return nil
 }
 
-// forgetPendingRefund forgets a refund the processor did not make. Should
-// that fail, the row is settled later by asking the processor: harmless.
-func (s *Service) forgetPendingRefund(ctx context.Context, id uuid.UUID) {
+// dropPendingRefund forgets, inside tx, a pending refund the processor did
+// not make, and gives its idempotency key back: a retry may make it.
+func dropPendingRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund) error {
+	if err := deletePendingRefund(ctx, tx, p.RefundID); err != nil {
+		return err
+	}
+	return idempotency.Release(ctx, tx, p.OrganizationID, idempotency.RefundCardPayment, p.RefundID)
+}
+
+// forgetPendingRefund is dropPendingRefund for a refund whose request just
+// failed. Should that fail, the row is settled later by asking the
+// processor: harmless.
+func (s *Service) forgetPendingRefund(ctx context.Context, p *pendingRefund) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, _ = s.DB.ExecContext(ctx, `DELETE FROM pending_refunds WHERE refund_id = $1`, id)
+	_ = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return dropPendingRefund(ctx, tx, p) })
 }
 
 // settlePendingRefundNow makes a pending refund due at once: its request
@@ -416,7 +431,7 @@ func (s *Service) settlePendingRefundNow(ctx context.Context, id uuid.UUID, caus
 }
 
 const selectPendingRefund = `SELECT refund_id, organization_id, sale_id, amount::text AS amount, whole, reason,
-	created_by_name, idempotency_key, request_hash, created_at, settle_after, attempts, last_error FROM pending_refunds`
+	created_by_name, created_at, settle_after, attempts, last_error FROM pending_refunds`
 
 // settleRefund asks the processor what became of a pending refund and
 // records it (approved or declined), or forgets it when the processor made
@@ -435,7 +450,7 @@ func (s *Service) settleRefund(ctx context.Context, p *pendingRefund) error {
 	}
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if !found {
-			return deletePendingRefund(ctx, tx, p.RefundID)
+			return dropPendingRefund(ctx, tx, p)
 		}
 		return s.recordRefund(ctx, tx, p, res)
 	})
@@ -455,7 +470,7 @@ func (s *Service) SettlePendingRefunds(ctx context.Context, log *slog.Logger) er
 			settle_after = $1 + least($4::interval, $3::interval * power(2, least(p.attempts, 20)))
 		FROM due WHERE p.refund_id = due.refund_id
 		RETURNING p.refund_id, p.organization_id, p.sale_id, p.amount::text AS amount, p.whole, p.reason,
-			p.created_by_name, p.idempotency_key, p.request_hash, p.created_at, p.settle_after, p.attempts, p.last_error`,
+			p.created_by_name, p.created_at, p.settle_after, p.attempts, p.last_error`,
 		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
 	if err != nil {
 		return fmt.Errorf("payment: unable to claim pending refunds: %w", err)

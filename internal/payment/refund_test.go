@@ -9,12 +9,14 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // refundOf refunds amount (nil: all that is left) of sale.
-func (f *fixture) refundOf(sale CardPayment, amount *string, key *invoice.Idempotency) (CardPayment, bool, error) {
-	r := RefundRequest{Actor: invoice.Actor{OrganizationID: f.org, Name: "test key"}, SaleID: sale.ID, Idempotency: key}
+func (f *fixture) refundOf(sale CardPayment, amount *string, key *string) (CardPayment, bool, error) {
+	r := RefundRequest{Actor: invoice.Actor{OrganizationID: f.org, Name: "test key"}, SaleID: sale.ID, Key: key}
 	if amount != nil {
 		d := dec(*amount)
 		r.Amount = &d
@@ -35,7 +37,7 @@ func TestRefundHoldsWhatRefundsUnderWayTake(t *testing.T) {
 		lost           bool     // the pending ones' answers were lost
 		amount         *string
 		wantRefund     string // "" when refused
-		wantRefundable string // in the ExceedsError
+		wantRefundable string // suggested by the refusal
 		wantRefunded   string // the sale's amountRefunded after
 	}{
 		{name: "all of it", wantRefund: "100.00", wantRefunded: "100.00"},
@@ -71,16 +73,16 @@ func TestRefundHoldsWhatRefundsUnderWayTake(t *testing.T) {
 			}
 			asked := f.gate.times("refund")
 			refund, _, err := f.refundOf(sale, c.amount, nil)
-			var exceeds *ExceedsError
+			exceeds := rule.As(err)
 			switch {
 			case c.wantRefund != "":
 				if err != nil || refund.Kind != Refund || refund.Status != Approved || refund.Amount.Text('f') != c.wantRefund {
 					t.Fatalf("refund: %+v, %v; want an approved refund of %s", refund, err, c.wantRefund)
 				}
-			case !errors.As(err, &exceeds):
-				t.Fatalf("refund: %+v, %v; want an ExceedsError", refund, err)
+			case exceeds == nil || exceeds.Kind != rule.Unprocessable || exceeds.Field != "amount":
+				t.Fatalf("refund: %+v, %v; want a refusal of the amount", refund, err)
 			default:
-				if got := exceeds.Refundable.Text('f'); got != c.wantRefundable {
+				if got := exceeds.Suggest; got != c.wantRefundable {
 					t.Errorf("refundable %s, want %s", got, c.wantRefundable)
 				}
 				if f.gate.times("refund") != asked {
@@ -111,7 +113,7 @@ func TestRefundHoldsWhatRefundsUnderWayTake(t *testing.T) {
 func TestRefundWhileAnotherIsAtTheProcessor(t *testing.T) {
 	f := newFixture(t, 0)
 	sale := f.sale(t, "60.00")
-	key := &invoice.Idempotency{Key: uuid.NewString(), Hash: []byte("the request")}
+	key := ptr(uuid.NewString())
 	type result struct {
 		refund   CardPayment
 		replayed bool
@@ -125,12 +127,11 @@ func TestRefundWhileAnotherIsAtTheProcessor(t *testing.T) {
 	}()
 	f.gate.waitReached(t)
 
-	var exceeds *ExceedsError
-	if _, _, err := f.refundOf(sale, ptr("0.01"), nil); !errors.As(err, &exceeds) || exceeds.Refundable.Sign() != 0 {
-		t.Errorf("a second refund while all of the sale is under way: %v, want an ExceedsError with nothing left", err)
+	if _, _, err := f.refundOf(sale, ptr("0.01"), nil); rule.As(err) == nil || rule.As(err).Suggest != "0.00" {
+		t.Errorf("a second refund while all of the sale is under way: %v, want a refusal with nothing left", err)
 	}
-	if _, _, err := f.refundOf(sale, ptr("1.00"), &invoice.Idempotency{Key: key.Key, Hash: []byte("another request")}); !errors.Is(err, ErrKeyReused) {
-		t.Errorf("the key with another request: %v, want ErrKeyReused", err)
+	if _, _, err := f.refundOf(sale, ptr("1.00"), key); !errors.Is(err, idempotency.ErrReused) {
+		t.Errorf("the key with another request: %v, want idempotency.ErrReused", err)
 	}
 	again := make(chan result, 1)
 	go func() {

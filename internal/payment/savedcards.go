@@ -13,6 +13,7 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // savedCard is a saved_cards row: the processor's references to a stored
@@ -47,7 +48,7 @@ func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
 }
 
 // ErrCardNotFound: no saved card with this id in the organization.
-var ErrCardNotFound = errors.New("saved card not found")
+var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No saved card with this id exists in your organization.")
 
 // DeleteSavedCard removes a saved card at the processor first, with no
 // transaction open, then here, with its event. When the processor fails
