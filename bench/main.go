@@ -422,7 +422,7 @@ func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) 
 	if _, err := a.DB.ExecContext(ctx, `DELETE FROM api_keys WHERE name = 'bench load'`); err != nil {
 		return auth.NewKey{}, err
 	}
-	return a.Keys.Create(ctx, ds.org, "bench load", auth.PermissionsFor(auth.KindMerchant))
+	return a.Auth.CreateKey(ctx, ds.org, "bench load", auth.PermissionsFor(auth.KindMerchant))
 }
 
 // quiesce leaves the database as the next run should find it: no message

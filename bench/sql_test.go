@@ -39,7 +39,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
 func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	ctx := context.Background()
 	a := openApp(t)
-	seeded, err := demo.Seed(ctx, a.DB, a.Keys, a.Applications)
+	seeded, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	rec := &sqlRecorder{}
 	db := recordingDB(t, rec)
 	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks}
-	tokens := &auth.Service{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
+	tokens := &auth.Store{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
 		RevocationCheckInterval: time.Minute}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}
 	var made []invoice.Invoice

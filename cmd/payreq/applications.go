@@ -63,7 +63,7 @@ func applicationsAdd(ctx context.Context, cfg config.Config, args []string, stdo
 		return err
 	}
 	defer a.Close()
-	id, err := a.Applications.Add(ctx, orgID, application)
+	id, err := a.Resellers.Add(ctx, orgID, application)
 	if errors.Is(err, reseller.ErrNotReseller) {
 		return usageError{fmt.Sprintf("applications add: --org %s is not a reseller organization", orgID)}
 	}
@@ -113,7 +113,7 @@ func applicationsStage(ctx context.Context, cfg config.Config, args []string, st
 		return err
 	}
 	defer a.Close()
-	err = a.Applications.SetStage(ctx, id, stage, strings.TrimSpace(*note))
+	err = a.Resellers.SetStage(ctx, id, stage, strings.TrimSpace(*note))
 	switch {
 	case errors.Is(err, reseller.ErrNotFound):
 		return usageError{fmt.Sprintf("applications stage: no application %s", id)}

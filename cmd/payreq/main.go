@@ -189,7 +189,7 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return err
 	}
 	defer a.Close()
-	res, err := demo.Seed(ctx, a.DB, a.Keys, a.Applications)
+	res, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 			return err
 		}
 		defer a.Close()
-		k, err := a.Keys.Create(ctx, orgID, *name, permissions)
+		k, err := a.Auth.CreateKey(ctx, orgID, *name, permissions)
 		if errors.Is(err, auth.ErrInvalid) {
 			return usageError{"keys create: " + strings.TrimPrefix(err.Error(), "invalid: ")}
 		}
@@ -256,7 +256,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 			return err
 		}
 		defer a.Close()
-		keys, err := a.Keys.List(ctx, orgID)
+		keys, err := a.Auth.Keys(ctx, orgID)
 		if err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 			return err
 		}
 		defer a.Close()
-		if err := a.Keys.Revoke(ctx, fs.Arg(0)); errors.Is(err, auth.ErrInvalid) {
+		if err := a.Auth.RevokeKey(ctx, fs.Arg(0)); errors.Is(err, auth.ErrInvalid) {
 			return usageError{"keys revoke: " + strings.TrimPrefix(err.Error(), "invalid: ")}
 		} else if err != nil {
 			return err

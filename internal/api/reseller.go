@@ -17,7 +17,7 @@ func (s *Server) GetPortfolio(ctx context.Context, req gen.GetPortfolioRequestOb
 		return gen.GetPortfolio403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(forbidden("Not your organization",
 			"A key reads only its own organization's portfolio: use the organization_id of your token response, "+org.String()+"."))}, nil
 	}
-	merchants, err := s.portfolio.Merchants(ctx, org)
+	merchants, err := s.resellers.Merchants(ctx, org)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 		v := string(*req.Params.Stage)
 		stage = &v
 	}
-	apps, next, err := s.applications.List(ctx, principalFrom(ctx).OrganizationID, stage, pg.limit, pg.cursor)
+	apps, next, err := s.resellers.Applications(ctx, principalFrom(ctx).OrganizationID, stage, pg.limit, pg.cursor)
 	if errors.Is(err, reseller.ErrInvalidCursor) {
 		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
@@ -60,7 +60,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 
 // GetApplication reads one of the caller's applications; others' ids are 404.
 func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationRequestObject) (gen.GetApplicationResponseObject, error) {
-	a, err := s.applications.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	a, err := s.resellers.Application(ctx, principalFrom(ctx).OrganizationID, req.Id)
 	if errors.Is(err, reseller.ErrNotFound) {
 		return gen.GetApplication404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("application")}, nil
 	}

@@ -60,7 +60,7 @@ func (e *resellerEnv) get(t *testing.T, path string, want int) *apitest.Response
 func (e *resellerEnv) addApplication(t *testing.T, org uuid.UUID, name string) uuid.UUID {
 	t.Helper()
 	e.Clock.Advance(time.Second)
-	id, err := e.App.Applications.Add(context.Background(), org, reseller.NewApplication{
+	id, err := e.App.Resellers.Add(context.Background(), org, reseller.NewApplication{
 		Business: reseller.Business{
 			LegalName: name + " LLC", EntityType: "llc", TaxID: "870000001", Email: "owner@example.com",
 			Address: reseller.Address{Line1: "1 Main St", City: "Austin", State: "TX", PostalCode: "78701"},
@@ -77,7 +77,7 @@ func (e *resellerEnv) addApplication(t *testing.T, org uuid.UUID, name string) u
 func (e *resellerEnv) setStage(t *testing.T, id uuid.UUID, stage, note string) {
 	t.Helper()
 	e.Clock.Advance(time.Second)
-	if err := e.App.Applications.SetStage(context.Background(), id, stage, note); err != nil {
+	if err := e.App.Resellers.SetStage(context.Background(), id, stage, note); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -127,7 +127,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	ep := endpoint(t, a, m.Token, rc.URL, "invoice.created")
 	b := apitest.New(t, dsn, apitest.Options{DataDir: rotated(t, first, app.EncryptionKeyName, true)})
 	ctx := context.Background()
-	apps, err := b.App.Applications.Reencrypt(ctx)
+	apps, err := b.App.Resellers.Reencrypt(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	if apps == 0 || hooks != 1 {
 		t.Errorf("re-sealed %d application values and %d webhook secrets", apps, hooks)
 	}
-	again, _ := b.App.Applications.Reencrypt(ctx)
+	again, _ := b.App.Resellers.Reencrypt(ctx)
 	againHooks, _ := b.App.Webhooks.Reencrypt(ctx, b.App.Vault.Current())
 	apitest.Want(t, "re-sealed by a second run", again+againHooks, 0)
 

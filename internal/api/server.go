@@ -37,17 +37,16 @@ import (
 
 // Deps is what the API front uses.
 type Deps struct {
-	Log          *slog.Logger
-	DB           *sqlx.DB // for readiness only
-	Auth         *auth.Service
-	Directory    *directory.Directory
-	Invoices     *invoice.Store
-	Payments     *payment.Service
-	Portfolio    *reseller.Portfolio
-	Applications *reseller.Applications
-	Events       *event.Store
-	Webhooks     *webhook.Store
-	Metrics      *metrics.Metrics
+	Log       *slog.Logger
+	DB        *sqlx.DB // for readiness only
+	Auth      *auth.Store
+	Directory *directory.Store
+	Invoices  *invoice.Store
+	Payments  *payment.Store
+	Resellers *reseller.Store
+	Events    *event.Store
+	Webhooks  *webhook.Store
+	Metrics   *metrics.Metrics
 	// PublicURL is the base of problem type URIs and of Link headers.
 	PublicURL string
 	// RateLimit and RateBurst are each API key's token bucket, per instance.
@@ -65,12 +64,11 @@ type Deps struct {
 type Server struct {
 	log              *slog.Logger
 	db               *sqlx.DB
-	auth             *auth.Service
-	directory        *directory.Directory
+	auth             *auth.Store
+	directory        *directory.Store
 	invoices         *invoice.Store
-	payments         *payment.Service
-	portfolio        *reseller.Portfolio
-	applications     *reseller.Applications
+	payments         *payment.Store
+	resellers        *reseller.Store
 	events           *event.Store
 	webhooks         *webhook.Store
 	metrics          *metrics.Metrics
@@ -127,7 +125,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
-		portfolio: d.Portfolio, applications: d.Applications, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
+		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		requestTimeout: d.RequestTimeout, validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}

@@ -181,7 +181,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	rEndpoint := endpoint(t, env, reseller, rrc.URL, "application.stage_changed")
 	var apps []models.Application
 	env.Do(apitest.Request{Method: "GET", Path: "/applications?stage=submitted", Token: reseller}).JSON(t, &apps)
-	if err := env.App.Applications.SetStage(context.Background(), apps[0].Id, "in_review", "Looking"); err != nil {
+	if err := env.App.Resellers.SetStage(context.Background(), apps[0].Id, "in_review", "Looking"); err != nil {
 		t.Fatal(err)
 	}
 	// Thursday: the deposit is paid.

@@ -91,7 +91,7 @@ func (m Merchant) Read(t *testing.T, id uuid.UUID) (models.Invoice, string) {
 // has moved past its first token's life.
 func (e *Env) TokenFor(t *testing.T, org string) string {
 	t.Helper()
-	k, err := e.App.Keys.Create(context.Background(), uuid.MustParse(org), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
+	k, err := e.App.Auth.CreateKey(context.Background(), uuid.MustParse(org), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func WantProblem(t *testing.T, resp *Response, status int, title string) models.
 // NewKey makes an API key for org with exactly these permissions.
 func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.NewKey {
 	t.Helper()
-	k, err := e.App.Keys.Create(context.Background(), org, "test key "+strings.Join(permissions, ","), permissions)
+	k, err := e.App.Auth.CreateKey(context.Background(), org, "test key "+strings.Join(permissions, ","), permissions)
 	if err != nil {
 		t.Fatal(err)
 	}

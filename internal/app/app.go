@@ -39,20 +39,18 @@ import (
 
 // App is the opened service.
 type App struct {
-	Config       config.Config
-	DB           *sqlx.DB
-	Auth         *auth.Service
-	Keys         *auth.Keys
-	Directory    *directory.Directory
-	Applications *reseller.Applications
-	Portfolio    *reseller.Portfolio
-	Invoices     *invoice.Store
-	Processor    processor.Processor
-	Payments     *payment.Service
-	Events       *event.Store
-	Webhooks     *webhook.Store
-	Vault        *vault.Vault
-	Metrics      *metrics.Metrics
+	Config    config.Config
+	DB        *sqlx.DB
+	Auth      *auth.Store
+	Directory *directory.Store
+	Resellers *reseller.Store
+	Invoices  *invoice.Store
+	Processor processor.Processor
+	Payments  *payment.Store
+	Events    *event.Store
+	Webhooks  *webhook.Store
+	Vault     *vault.Vault
+	Metrics   *metrics.Metrics
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
@@ -219,16 +217,14 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	return &App{
 		Config: cfg,
 		DB:     db,
-		Auth: &auth.Service{DB: db, Peppers: peppers, Tokens: tokens, Now: now,
+		Auth: &auth.Store{DB: db, Peppers: peppers, Tokens: tokens, Now: now,
 			RevocationCheckInterval: cfg.RevocationCheckInterval},
-		Keys:         &auth.Keys{DB: db, Pepper: pepper},
-		Directory:    &directory.Directory{DB: db},
-		Applications: &reseller.Applications{DB: db, Vault: v, Now: now},
-		Portfolio:    &reseller.Portfolio{DB: db},
-		Invoices:     invoices,
-		Processor:    proc,
-		Payments:     &payment.Service{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices},
-		Events:       &event.Store{DB: db, Now: now},
+		Directory: &directory.Store{DB: db},
+		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
+		Invoices:  invoices,
+		Processor: proc,
+		Payments:  &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices},
+		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
 		Vault:      v,

@@ -72,7 +72,7 @@ func (a *App) Reencrypt(ctx context.Context, lockTimeout time.Duration) (int, er
 	deadline := time.Now().Add(lockTimeout)
 	total := 0
 	for {
-		apps, err := a.Applications.Reencrypt(ctx)
+		apps, err := a.Resellers.Reencrypt(ctx)
 		total += apps
 		if err != nil {
 			return total, err

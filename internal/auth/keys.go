@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -81,15 +80,9 @@ type NewKey struct {
 	Permissions    []string  `json:"permissions"`
 }
 
-// Keys creates, lists and revokes API keys.
-type Keys struct {
-	DB     *sqlx.DB
-	Pepper []byte
-}
-
-// Create makes a key for org as the organization's Owner. The permissions
+// CreateKey makes a key for org as the organization's Owner. The permissions
 // must be offered to the organization's kind and held by the Owner.
-func (k *Keys) Create(ctx context.Context, org uuid.UUID, name string, permissions []string) (NewKey, error) {
+func (k *Store) CreateKey(ctx context.Context, org uuid.UUID, name string, permissions []string) (NewKey, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return NewKey{}, fmt.Errorf("%w: a key name of 1 to 200 characters is required", ErrInvalid)
@@ -126,15 +119,15 @@ func (k *Keys) Create(ctx context.Context, org uuid.UUID, name string, permissio
 	_, err = k.DB.ExecContext(ctx, `
 		INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by)
 		VALUES ($1, $2, $3, $4, $5, $6)`,
-		nk.KeyID, org, name, fingerprint(k.Pepper, nk.Secret), pq.StringArray(permissions), owner.ID)
+		nk.KeyID, org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), owner.ID)
 	if err != nil {
 		return NewKey{}, fmt.Errorf("auth: unable to create key: %w", err)
 	}
 	return nk, nil
 }
 
-// List returns the organization's keys, revoked ones included, oldest first.
-func (k *Keys) List(ctx context.Context, org uuid.UUID) ([]Key, error) {
+// Keys returns the organization's keys, revoked ones included, oldest first.
+func (k *Store) Keys(ctx context.Context, org uuid.UUID) ([]Key, error) {
 	rows, err := k.DB.QueryxContext(ctx, `
 		SELECT id, organization_id, name, permissions, created_at, revoked_at
 		FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, org)
@@ -155,8 +148,8 @@ func (k *Keys) List(ctx context.Context, org uuid.UUID) ([]Key, error) {
 	return keys, rows.Err()
 }
 
-// Revoke marks a key revoked; revoking twice keeps the first date.
-func (k *Keys) Revoke(ctx context.Context, keyID string) error {
+// RevokeKey marks a key revoked; revoking twice keeps the first date.
+func (k *Store) RevokeKey(ctx context.Context, keyID string) error {
 	res, err := k.DB.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, keyID)
 	if err != nil {
 		return fmt.Errorf("auth: unable to revoke key: %w", err)

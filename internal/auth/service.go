@@ -18,8 +18,9 @@ import (
 // make in a minute, across every instance.
 const TokenRequestsPerMinute = 30
 
-// Service exchanges API keys for tokens and authenticates requests.
-type Service struct {
+// Store keeps API keys: it makes, lists and revokes them, exchanges them
+// for tokens and authenticates requests.
+type Store struct {
 	DB *sqlx.DB
 	// Peppers key the secrets' fingerprints, the first current: a key
 	// fingerprinted under an older one is fingerprinted again under the
@@ -67,7 +68,7 @@ type Token struct {
 
 // Exchange checks the credentials and issues a token; the request was
 // counted by CountTokenRequest before its body was read.
-func (s *Service) Exchange(ctx context.Context, c Credentials) (Token, error) {
+func (s *Store) Exchange(ctx context.Context, c Credentials) (Token, error) {
 	switch {
 	case c.GrantType == "":
 		return Token{}, &TokenError{Status: 400, Code: "invalid_request", Description: "grant_type is required and must be client_credentials."}
@@ -135,7 +136,7 @@ func (s *Service) Exchange(ctx context.Context, c Credentials) (Token, error) {
 // instance shares it, and never goes past the limit: a refused address is
 // refused from memory until the minute ends, so that a client sending on
 // regardless costs no write.
-func (s *Service) CountTokenRequest(ctx context.Context, address string) error {
+func (s *Store) CountTokenRequest(ctx context.Context, address string) error {
 	now := s.Now()
 	window := now.Truncate(time.Minute)
 	if s.limitedNow(address, window) {
@@ -158,7 +159,7 @@ func (s *Service) CountTokenRequest(ctx context.Context, address string) error {
 }
 
 // limitedNow reports whether address was refused in window.
-func (s *Service) limitedNow(address string, window time.Time) bool {
+func (s *Store) limitedNow(address string, window time.Time) bool {
 	s.limitMu.Lock()
 	defer s.limitMu.Unlock()
 	return s.limitedIn.Equal(window) && s.limited[address]
@@ -166,7 +167,7 @@ func (s *Service) limitedNow(address string, window time.Time) bool {
 
 // limit remembers address as refused in window; a new window forgets the
 // addresses of the one before.
-func (s *Service) limit(address string, window time.Time) {
+func (s *Store) limit(address string, window time.Time) {
 	s.limitMu.Lock()
 	defer s.limitMu.Unlock()
 	if !s.limitedIn.Equal(window) {
@@ -183,7 +184,7 @@ func tooManyTokenRequests(now, window time.Time) *TokenError {
 }
 
 // DeleteOldTokenRequests removes counts of past minutes.
-func (s *Service) DeleteOldTokenRequests(ctx context.Context) error {
+func (s *Store) DeleteOldTokenRequests(ctx context.Context) error {
 	_, err := s.DB.ExecContext(ctx, `DELETE FROM token_requests WHERE window_start < $1`, s.Now().Add(-2*time.Minute))
 	if err != nil {
 		return fmt.Errorf("auth: unable to delete old token requests: %w", err)
@@ -215,7 +216,7 @@ type keyState struct {
 // Authenticate verifies a bearer token and the current state of its key.
 // The key's state is cached for RevocationCheckInterval, so a revocation or
 // suspension reaches every instance within that interval.
-func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, error) {
+func (s *Store) Authenticate(ctx context.Context, bearer string) (Principal, error) {
 	claims, err := s.Tokens.Verify(bearer)
 	if err != nil {
 		return Principal{}, err
@@ -233,7 +234,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 	return Principal{KeyID: claims.KeyID, KeyName: st.name, OrganizationID: claims.OrganizationID, Permissions: claims.Permissions}, nil
 }
 
-func (s *Service) keyState(ctx context.Context, keyID string) (keyState, error) {
+func (s *Store) keyState(ctx context.Context, keyID string) (keyState, error) {
 	now := s.Now()
 	s.mu.Lock()
 	st, ok := s.state[keyID]

@@ -35,7 +35,7 @@ type Result struct {
 // more merchants, five applications in different stages, and one
 // all-permission key for each of the two organizations. Each call makes
 // new organizations and new MIDs.
-func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Applications) (Result, error) {
+func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Store) (Result, error) {
 	suffix := fmt.Sprintf("%04d", rand.IntN(10000))
 	merchant := uuid.Must(uuid.NewV7())
 	partner := uuid.Must(uuid.NewV7())
@@ -145,11 +145,11 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Keys, apps *reseller.Appl
 		}
 	}
 
-	mk, err := keys.Create(ctx, merchant, "Demo merchant key", auth.PermissionsFor(auth.KindMerchant))
+	mk, err := keys.CreateKey(ctx, merchant, "Demo merchant key", auth.PermissionsFor(auth.KindMerchant))
 	if err != nil {
 		return Result{}, err
 	}
-	rk, err := keys.Create(ctx, partner, "Demo reseller key", auth.PermissionsFor(auth.KindReseller))
+	rk, err := keys.CreateKey(ctx, partner, "Demo reseller key", auth.PermissionsFor(auth.KindReseller))
 	if err != nil {
 		return Result{}, err
 	}

@@ -47,8 +47,9 @@ type MerchantAccount struct {
 	CreatedAt      time.Time `db:"created_at"`
 }
 
-// Directory reads locations and MIDs, always within one organization.
-type Directory struct {
+// Store keeps organizations, locations and MIDs; its reads are always
+// within one organization.
+type Store struct {
 	DB *sqlx.DB
 }
 
@@ -56,7 +57,7 @@ const locationColumns = `id, organization_id, name, time_zone, status, receipt_n
 	address_line2, city, state, postal_code, phone, email, created_at, updated_at`
 
 // Locations lists the organization's locations ordered by name.
-func (d *Directory) Locations(ctx context.Context, org uuid.UUID) ([]Location, error) {
+func (d *Store) Locations(ctx context.Context, org uuid.UUID) ([]Location, error) {
 	locs := []Location{}
 	err := d.DB.SelectContext(ctx, &locs, `SELECT `+locationColumns+` FROM locations
 		WHERE organization_id = $1 ORDER BY name, id`, org)
@@ -67,7 +68,7 @@ func (d *Directory) Locations(ctx context.Context, org uuid.UUID) ([]Location, e
 }
 
 // Location reads one of the organization's locations.
-func (d *Directory) Location(ctx context.Context, org, id uuid.UUID) (Location, error) {
+func (d *Store) Location(ctx context.Context, org, id uuid.UUID) (Location, error) {
 	var loc Location
 	err := d.DB.GetContext(ctx, &loc, `SELECT `+locationColumns+` FROM locations
 		WHERE organization_id = $1 AND id = $2`, org, id)
@@ -82,7 +83,7 @@ func (d *Directory) Location(ctx context.Context, org, id uuid.UUID) (Location, 
 
 // MerchantAccounts lists the organization's MIDs ordered by mid, narrowed to
 // one location when location is not nil.
-func (d *Directory) MerchantAccounts(ctx context.Context, org uuid.UUID, location *uuid.UUID) ([]MerchantAccount, error) {
+func (d *Store) MerchantAccounts(ctx context.Context, org uuid.UUID, location *uuid.UUID) ([]MerchantAccount, error) {
 	accounts := []MerchantAccount{}
 	err := d.DB.SelectContext(ctx, &accounts, `
 		SELECT id, organization_id, location_id, mid, created_at FROM merchant_accounts
@@ -95,7 +96,7 @@ func (d *Directory) MerchantAccounts(ctx context.Context, org uuid.UUID, locatio
 }
 
 // SetOrganizationStatus suspends or reinstates an organization.
-func (d *Directory) SetOrganizationStatus(ctx context.Context, org uuid.UUID, status string) error {
+func (d *Store) SetOrganizationStatus(ctx context.Context, org uuid.UUID, status string) error {
 	res, err := d.DB.ExecContext(ctx, `UPDATE organizations SET status = $2 WHERE id = $1`, org, status)
 	if err != nil {
 		return fmt.Errorf("directory: unable to set organization status: %w", err)

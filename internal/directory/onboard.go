@@ -39,7 +39,7 @@ type Organization struct {
 
 // CreateOrganization makes an active organization of kind, a merchant
 // optionally in a reseller's portfolio.
-func (d *Directory) CreateOrganization(ctx context.Context, kind, name string, reseller *uuid.UUID) (Organization, error) {
+func (d *Store) CreateOrganization(ctx context.Context, kind, name string, reseller *uuid.UUID) (Organization, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case kind != auth.KindMerchant && kind != auth.KindReseller:
@@ -101,7 +101,7 @@ func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string,
 
 // CreateUser adds a user; permissions nil means every permission offered
 // to the organization's kind.
-func (d *Directory) CreateUser(ctx context.Context, org uuid.UUID, name, email, role string, permissions []string) (User, error) {
+func (d *Store) CreateUser(ctx context.Context, org uuid.UUID, name, email, role string, permissions []string) (User, error) {
 	u := User{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, Name: strings.TrimSpace(name), Email: email, Role: role}
 	switch {
 	case u.Name == "" || len(u.Name) > 200:
@@ -144,7 +144,7 @@ type NewLocation struct {
 }
 
 // CreateLocation adds an active location to a merchant.
-func (d *Directory) CreateLocation(ctx context.Context, org uuid.UUID, n NewLocation) (Location, error) {
+func (d *Store) CreateLocation(ctx context.Context, org uuid.UUID, n NewLocation) (Location, error) {
 	for flag, v := range map[string]string{"--name": n.Name, "--address-line1": n.AddressLine1, "--city": n.City,
 		"--state": n.State, "--postal-code": n.PostalCode} {
 		if strings.TrimSpace(v) == "" || len(v) > 200 {
@@ -176,7 +176,7 @@ func (d *Directory) CreateLocation(ctx context.Context, org uuid.UUID, n NewLoca
 }
 
 // DeactivateLocation stops a location taking invoices; its MIDs stay.
-func (d *Directory) DeactivateLocation(ctx context.Context, id uuid.UUID) (Location, error) {
+func (d *Store) DeactivateLocation(ctx context.Context, id uuid.UUID) (Location, error) {
 	var l Location
 	err := d.DB.GetContext(ctx, &l, `UPDATE locations SET status = 'inactive', updated_at = now() WHERE id = $1
 		RETURNING `+locationColumns, id)
@@ -190,7 +190,7 @@ var midPattern = regexp.MustCompile(`^[0-9]{6,16}$`)
 
 // CreateMID adds a merchant account to a location of the merchant. A MID
 // belongs to one organization: one that any organization holds is refused.
-func (d *Directory) CreateMID(ctx context.Context, org, location uuid.UUID, mid string) (MerchantAccount, error) {
+func (d *Store) CreateMID(ctx context.Context, org, location uuid.UUID, mid string) (MerchantAccount, error) {
 	if !midPattern.MatchString(mid) {
 		return MerchantAccount{}, invalid("--mid must be 6 to 16 digits, got %q", mid)
 	}

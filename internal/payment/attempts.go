@@ -22,12 +22,12 @@ const (
 )
 
 // AttemptOnLink counts a pay attempt on an invoice's link; see attempt.
-func (s *Service) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
+func (s *Store) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
 	return s.attempt(ctx, "link:"+invoiceID.String(), LinkLimit)
 }
 
 // AttemptFrom counts a pay page POST from a client address; see attempt.
-func (s *Service) AttemptFrom(ctx context.Context, address string) (time.Duration, error) {
+func (s *Store) AttemptFrom(ctx context.Context, address string) (time.Duration, error) {
 	return s.attempt(ctx, "address:"+address, AddressLimit)
 }
 
@@ -35,7 +35,7 @@ func (s *Service) AttemptFrom(ctx context.Context, address string) (time.Duratio
 // attempts within the last LimitWindow it counts nothing and answers how
 // long until the oldest of them leaves the window (at least a second); 0
 // means the attempt is allowed.
-func (s *Service) attempt(ctx context.Context, subject string, limit int) (wait time.Duration, err error) {
+func (s *Store) attempt(ctx context.Context, subject string, limit int) (wait time.Duration, err error) {
 	// The database keeps microseconds; so does the arithmetic here.
 	now := s.Now().Truncate(time.Microsecond)
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -65,7 +65,7 @@ func (s *Service) attempt(ctx context.Context, subject string, limit int) (wait 
 
 // DeleteOldAttempts forgets attempts that no longer count, and the answers
 // of pay forms posted more than a day ago.
-func (s *Service) DeleteOldAttempts(ctx context.Context) error {
+func (s *Store) DeleteOldAttempts(ctx context.Context) error {
 	if _, err := s.DB.ExecContext(ctx, `DELETE FROM pay_limits WHERE attempted_at < $1`, s.Now().Add(-LimitWindow)); err != nil {
 		return fmt.Errorf("payment: unable to delete old pay attempts: %w", err)
 	}

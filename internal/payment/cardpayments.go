@@ -112,7 +112,7 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 }
 
 // CardPayment reads one card payment of the organization.
-func (s *Service) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
+func (s *Store) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
 	p, err := scanCardPayment(s.DB.QueryRowxContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return CardPayment{}, ErrNotFound
@@ -139,7 +139,7 @@ var ErrInvalidCursor = keyset.ErrInvalid
 
 // CardPayments returns a page of the organization's card payments, newest
 // first, and the cursor of the next page ("" on the last).
-func (s *Service) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]CardPayment, string, error) {
+func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]CardPayment, string, error) {
 	q := keyset.NewQuery(selectCardPayment, "c.created_at", "c.id")
 	q.Where("c.organization_id = $%d", org)
 	if f.Kind != nil {

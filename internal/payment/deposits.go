@@ -85,7 +85,7 @@ func scanDeposit(row scanner) (Deposit, error) {
 }
 
 // Deposit reads one deposit of the organization.
-func (s *Service) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
+func (s *Store) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
 	d, err := scanDeposit(s.DB.QueryRowxContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deposit{}, ErrDepositNotFound
@@ -106,7 +106,7 @@ type DepositFilter struct {
 
 // Deposits returns a page of the organization's deposits, newest first, and
 // the cursor of the next page ("" on the last).
-func (s *Service) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, limit int, after string) ([]Deposit, string, error) {
+func (s *Store) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, limit int, after string) ([]Deposit, string, error) {
 	q := keyset.NewQuery(selectDeposit, "d.created_at", "d.id")
 	q.Where("d.organization_id = $%d", org)
 	if f.MerchantAccountID != nil {
@@ -164,7 +164,7 @@ func lastCutoff(now time.Time, loc *time.Location, cutoff time.Duration) (at, da
 // batch last closed, and returns the deposits made. Several instances may
 // run it at once: each batch closes once. A batch that cannot close (the
 // processor unreachable) is logged and tried again at the next run.
-func (s *Service) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Deposit, error) {
+func (s *Store) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Deposit, error) {
 	var mids []batchMID
 	if err := s.DB.SelectContext(ctx, &mids, selectBatchMIDs); err != nil {
 		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
@@ -198,7 +198,7 @@ func (s *Service) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Depo
 // SettleOrganization closes every open batch of the organization now
 // (batches dated today in each location's time zone), then marks the
 // deposits whose day has come paid. It returns the deposits made.
-func (s *Service) SettleOrganization(ctx context.Context, org uuid.UUID, log *slog.Logger) ([]Deposit, error) {
+func (s *Store) SettleOrganization(ctx context.Context, org uuid.UUID, log *slog.Logger) ([]Deposit, error) {
 	var exists bool
 	if err := s.DB.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM organizations WHERE id = $1)`, org); err != nil {
 		return nil, fmt.Errorf("payment: unable to read organization: %w", err)
@@ -252,7 +252,7 @@ type openPayment struct {
 // what the processor was asked about (else the closing starts again, at
 // most batchTries times). An empty batch makes nothing; so does a cutoff's
 // batch (atCutoff) already closed at until by another instance.
-func (s *Service) closeBatch(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
+func (s *Store) closeBatch(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
 	for try := 1; ; try++ {
 		made, err := s.closeBatchOnce(ctx, m, until, day, atCutoff, log)
 		if errors.Is(err, errBatchChanged) && try < batchTries {
@@ -276,7 +276,7 @@ const selectOpenPayments = `SELECT id, kind, amount::text AS amount, coalesce(re
 	WHERE merchant_account_id = $1 AND status = 'approved' AND deposit_id IS NULL AND created_at <= $2
 	ORDER BY created_at, id`
 
-func (s *Service) closeBatchOnce(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
+func (s *Store) closeBatchOnce(ctx context.Context, m batchMID, until, day time.Time, atCutoff bool, log *slog.Logger) ([]Deposit, error) {
 	var asked []openPayment
 	if err := s.DB.SelectContext(ctx, &asked, selectOpenPayments, m.ID, until); err != nil {
 		return nil, err
@@ -343,7 +343,7 @@ func batchOf(m batchMID, day time.Time, open []openPayment) (processor.Batch, er
 
 // fund writes a deposit for each of the processor's fundings of the open
 // payments (batch) that holds any of them.
-func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time, open []openPayment, batch processor.Batch,
+func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time, open []openPayment, batch processor.Batch,
 	fundings []processor.Funding, log *slog.Logger) ([]Deposit, error) {
 	byRetRef := map[string][]int{}
 	for i, p := range open {
@@ -422,7 +422,7 @@ func (s *Service) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Ti
 
 // MarkDepositsPaid marks paid every pending deposit whose expected day has
 // come in its location's time zone, and returns how many.
-func (s *Service) MarkDepositsPaid(ctx context.Context) (int, error) {
+func (s *Store) MarkDepositsPaid(ctx context.Context) (int, error) {
 	var paid []Deposit
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
@@ -461,7 +461,7 @@ func (s *Service) MarkDepositsPaid(ctx context.Context) (int, error) {
 
 // RunDeposits closes due batches and marks arrived deposits paid every
 // interval until ctx ends.
-func (s *Service) RunDeposits(ctx context.Context, interval time.Duration, log *slog.Logger) {
+func (s *Store) RunDeposits(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

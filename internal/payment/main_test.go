@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
 // whose processor is a gate.
 type fixture struct {
 	db      *sqlx.DB
-	svc     *Service
+	svc     *Store
 	gate    *gate
 	org     uuid.UUID
 	account uuid.UUID
@@ -48,7 +48,7 @@ func newFixture(t *testing.T, pool int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = &Service{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
+	f.svc = &Store{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
 		Invoices: &invoice.Store{DB: db, Now: time.Now, PublicURL: "https://payreq.test", PayLinks: links}}
 	location := uuid.Must(uuid.NewV7())
 	for _, q := range []struct {

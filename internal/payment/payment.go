@@ -27,8 +27,9 @@ import (
 	"github.com/payreq/payreq/internal/rule"
 )
 
-// Service charges and keeps cards.
-type Service struct {
+// Store charges cards toward invoices, refunds them, keeps saved cards
+// and settles deposits.
+type Store struct {
 	DB        *sqlx.DB
 	Processor processor.Processor
 	Now       func() time.Time
@@ -128,7 +129,7 @@ const voidTimeout = 30 * time.Second
 // cancelled meanwhile; ErrVoidFailed when the void fails too). The pending
 // charge covers every charge whose outcome is lost (processor.ErrUnsettled,
 // ErrVoidFailed, a crash): SettlePending voids it later.
-func (s *Service) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
+func (s *Store) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()
 	h, err := s.reserve(ctx, inv, r)
@@ -195,7 +196,7 @@ type hold struct {
 }
 
 // reserve is step 1 of Pay, in a transaction of its own.
-func (s *Service) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h hold, err error) {
+func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h hold, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		locked, err := invoice.Lock(ctx, tx, inv.OrganizationID, inv.ID)
 		if err != nil {
@@ -233,7 +234,7 @@ func (s *Service) reserve(ctx context.Context, inv invoice.Invoice, r Request) (
 
 // record is step 3 of Pay: the processor's answer res to the charge h,
 // in a transaction of its own.
-func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Request, res processor.Result) (out Outcome, err error) {
+func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Request, res processor.Result) (out Outcome, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		locked, err := invoice.Lock(ctx, tx, inv.OrganizationID, inv.ID)
 		if err != nil {
@@ -328,7 +329,7 @@ func (s *Service) record(ctx context.Context, inv invoice.Invoice, h hold, r Req
 
 // isPending reports whether the order's pending charge is still there,
 // that is whether its payment is not recorded.
-func (s *Service) isPending(ctx context.Context, orderID uuid.UUID) (bool, error) {
+func (s *Store) isPending(ctx context.Context, orderID uuid.UUID) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var pending bool

@@ -88,7 +88,7 @@ func deletePending(ctx context.Context, tx *sqlx.Tx, orderID uuid.UUID) error {
 
 // forgetPending forgets a pending charge that was never made, or voided.
 // If that fails the row stays, and is voided again later: harmless.
-func (s *Service) forgetPending(ctx context.Context, orderID uuid.UUID) {
+func (s *Store) forgetPending(ctx context.Context, orderID uuid.UUID) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.DB.ExecContext(ctx, `DELETE FROM pending_charges WHERE order_id = $1`, orderID)
@@ -96,7 +96,7 @@ func (s *Service) forgetPending(ctx context.Context, orderID uuid.UUID) {
 
 // voidPendingNow makes a pending charge due for voiding at once: its Pay is
 // over, so nothing can record it any more.
-func (s *Service) voidPendingNow(ctx context.Context, orderID uuid.UUID, cause error) {
+func (s *Store) voidPendingNow(ctx context.Context, orderID uuid.UUID, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.DB.ExecContext(ctx, `UPDATE pending_charges SET void_after = $2, last_error = $3 WHERE order_id = $1`,
@@ -108,7 +108,7 @@ func (s *Service) voidPendingNow(ctx context.Context, orderID uuid.UUID, cause e
 // a growing wait, for as long as it takes; each failure is logged as an
 // error, since a customer may be charged meanwhile. Several instances may
 // run it at once.
-func (s *Service) SettlePending(ctx context.Context, log *slog.Logger) error {
+func (s *Store) SettlePending(ctx context.Context, log *slog.Logger) error {
 	now := s.Now()
 	var due []struct {
 		OrderID  uuid.UUID `db:"order_id"`
@@ -146,7 +146,7 @@ func (s *Service) SettlePending(ctx context.Context, log *slog.Logger) error {
 
 // RunSettlement runs SettlePending and SettlePendingRefunds every interval
 // until ctx ends.
-func (s *Service) RunSettlement(ctx context.Context, interval time.Duration, log *slog.Logger) {
+func (s *Store) RunSettlement(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -97,7 +97,7 @@ const pendingRefundAge = PayTimeout + 2*time.Minute
 // processor: later (SettlePendingRefunds), or first thing when its request
 // is retried with the same key. The key is claimed in step 1 and given
 // back when the processor made no refund, so that a retry may make one.
-func (s *Service) Refund(ctx context.Context, r RefundRequest) (refund CardPayment, replayed bool, err error) {
+func (s *Store) Refund(ctx context.Context, r RefundRequest) (refund CardPayment, replayed bool, err error) {
 	if err := r.check(); err != nil {
 		return CardPayment{}, false, err
 	}
@@ -166,7 +166,7 @@ type refundHold struct {
 }
 
 // reserveRefund is step 1 of Refund, in a transaction of its own.
-func (s *Service) reserveRefund(ctx context.Context, r RefundRequest, k *idempotency.Key) (h refundHold, err error) {
+func (s *Store) reserveRefund(ctx context.Context, r RefundRequest, k *idempotency.Key) (h refundHold, err error) {
 	org := r.Actor.OrganizationID
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
@@ -296,7 +296,7 @@ func refundableOf(ctx context.Context, tx *sqlx.Tx, sale CardPayment) (apd.Decim
 // payment, and when approved, what it adds to the sale's and the invoice's
 // amountRefunded. It is recorded once: a second call for the same refund
 // changes nothing.
-func (s *Service) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund, res processor.RefundResult) error {
+func (s *Store) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund, res processor.RefundResult) error {
 	sale, locked, err := lockSale(ctx, tx, p.OrganizationID, p.SaleID)
 	if err != nil {
 		return err
@@ -415,7 +415,7 @@ func dropPendingRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund) error
 // forgetPendingRefund is dropPendingRefund for a refund whose request just
 // failed. Should that fail, the row is settled later by asking the
 // processor: harmless.
-func (s *Service) forgetPendingRefund(ctx context.Context, p *pendingRefund) {
+func (s *Store) forgetPendingRefund(ctx context.Context, p *pendingRefund) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error { return dropPendingRefund(ctx, tx, p) })
@@ -423,7 +423,7 @@ func (s *Service) forgetPendingRefund(ctx context.Context, p *pendingRefund) {
 
 // settlePendingRefundNow makes a pending refund due at once: its request
 // is over, so nothing else will record it.
-func (s *Service) settlePendingRefundNow(ctx context.Context, id uuid.UUID, cause error) {
+func (s *Store) settlePendingRefundNow(ctx context.Context, id uuid.UUID, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.DB.ExecContext(ctx, `UPDATE pending_refunds SET settle_after = $2, last_error = $3 WHERE refund_id = $1`,
@@ -436,7 +436,7 @@ const selectPendingRefund = `SELECT refund_id, organization_id, sale_id, amount:
 // settleRefund asks the processor what became of a pending refund and
 // records it (approved or declined), or forgets it when the processor made
 // none.
-func (s *Service) settleRefund(ctx context.Context, p *pendingRefund) error {
+func (s *Store) settleRefund(ctx context.Context, p *pendingRefund) error {
 	if _, _, err := p.Amount.SetString(p.AmountText); err != nil {
 		return fmt.Errorf("payment: pending refund %s: amount %q: %w", p.RefundID, p.AmountText, err)
 	}
@@ -460,7 +460,7 @@ func (s *Service) settleRefund(ctx context.Context, p *pendingRefund) error {
 // answer was lost. One that cannot be settled yet (the processor does not
 // answer) is tried again after a growing wait; each failure is logged.
 // Several instances may run it at once.
-func (s *Service) SettlePendingRefunds(ctx context.Context, log *slog.Logger) error {
+func (s *Store) SettlePendingRefunds(ctx context.Context, log *slog.Logger) error {
 	now := s.Now()
 	var due []pendingRefund
 	err := s.DB.SelectContext(ctx, &due, `WITH due AS (

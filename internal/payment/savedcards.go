@@ -55,7 +55,7 @@ var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No sa
 // (processor.ErrUnavailable) the card is kept, and a retry later works. Of
 // two removals at once, both may ask the processor; the second then finds
 // the card gone (ErrCardNotFound).
-func (s *Service) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
+func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 	var card struct {
 		ProfileID   string         `db:"profile_id"`
 		AccountID   string         `db:"account_id"`

@@ -27,7 +27,7 @@ const SubmissionWindow = 24 * time.Hour
 
 // Submitted is the answer already given to the form with this attempt id
 // on this invoice, if any.
-func (s *Service) Submitted(ctx context.Context, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
+func (s *Store) Submitted(ctx context.Context, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
 	return submitted(ctx, s.DB, invoiceID, attemptID)
 }
 

@@ -74,7 +74,7 @@ const maxForm = 16 << 10
 type Deps struct {
 	Log      *slog.Logger
 	Invoices *invoice.Store
-	Payments *payment.Service
+	Payments *payment.Store
 	// FormKey signs the form token (CSRF) of each pay link.
 	FormKey []byte
 	Now     func() time.Time

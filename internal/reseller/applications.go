@@ -86,8 +86,9 @@ type Bank struct {
 	AccountNumber string `json:"accountNumber"`
 }
 
-// Applications stores applications, sealing full numbers with the vault.
-type Applications struct {
+// Store keeps the applications (sealing full numbers with the vault) and
+// reads the resellers' portfolios.
+type Store struct {
 	DB    *sqlx.DB
 	Vault *vault.Vault
 	Now   func() time.Time
@@ -103,7 +104,7 @@ func lastFour(s string) string {
 // Add validates an application (an *InvalidError lists what is wrong),
 // stores it for a reseller at stage submitted and returns its id. Nothing is
 // stored unless all of it is.
-func (a *Applications) Add(ctx context.Context, resellerID uuid.UUID, app NewApplication) (uuid.UUID, error) {
+func (a *Store) Add(ctx context.Context, resellerID uuid.UUID, app NewApplication) (uuid.UUID, error) {
 	if err := app.Validate(); err != nil {
 		return uuid.Nil, err
 	}
@@ -175,7 +176,7 @@ func (a *Applications) Add(ctx context.Context, resellerID uuid.UUID, app NewApp
 // empty note is stored as none. Unknown ids are ErrNotFound; an unknown
 // stage is ErrInvalidStage; moving out of a final stage (declined, boarded)
 // or to the stage the application is already in is ErrStageChange.
-func (a *Applications) SetStage(ctx context.Context, id uuid.UUID, stage, note string) error {
+func (a *Store) SetStage(ctx context.Context, id uuid.UUID, stage, note string) error {
 	if !ValidStage(stage) {
 		return fmt.Errorf("reseller: %w %q", ErrInvalidStage, stage)
 	}

@@ -112,11 +112,11 @@ func (r applicationRow) application() Application {
 	}
 }
 
-// List reads one page of the reseller's applications, newest first (by
+// Applications reads one page of the reseller's applications, newest first (by
 // submission time, then id), optionally of one stage. cursor is "" for the
 // first page, else the next cursor of the page before; next is "" on the
 // last page. A cursor this package did not make is ErrInvalidCursor.
-func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *string, limit int, after string) (page []Application, next string, err error) {
+func (a *Store) Applications(ctx context.Context, resellerID uuid.UUID, stage *string, limit int, after string) (page []Application, next string, err error) {
 	if limit < MinLimit || limit > MaxLimit {
 		return nil, "", fmt.Errorf("reseller: page size %d is outside %d–%d", limit, MinLimit, MaxLimit)
 	}
@@ -146,9 +146,9 @@ func (a *Applications) List(ctx context.Context, resellerID uuid.UUID, stage *st
 	return page, next, nil
 }
 
-// Get reads one of the reseller's applications; an unknown id, or one of
+// Application reads one of the reseller's applications; an unknown id, or one of
 // another reseller, is ErrNotFound.
-func (a *Applications) Get(ctx context.Context, resellerID, id uuid.UUID) (Application, error) {
+func (a *Store) Application(ctx context.Context, resellerID, id uuid.UUID) (Application, error) {
 	return read(ctx, a.DB, resellerID, id)
 }
 

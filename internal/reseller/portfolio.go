@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 // Merchant is a merchant in a reseller's portfolio.
@@ -23,14 +22,9 @@ type Product struct {
 	Name string
 }
 
-// Portfolio reads resellers' portfolios.
-type Portfolio struct {
-	DB *sqlx.DB
-}
-
 // Merchants lists the merchants in the reseller's portfolio ordered by name,
 // each with its products ordered by key, in one query.
-func (p *Portfolio) Merchants(ctx context.Context, resellerID uuid.UUID) ([]Merchant, error) {
+func (p *Store) Merchants(ctx context.Context, resellerID uuid.UUID) ([]Merchant, error) {
 	var rows []struct {
 		ID          uuid.UUID `db:"id"`
 		Name        string    `db:"name"`

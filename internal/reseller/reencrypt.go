@@ -18,7 +18,7 @@ const reencryptBatch = 100
 // transaction (rows locked, others' skipped and taken in a later batch),
 // and returns how many values it re-sealed. Run again, it finds nothing;
 // serving goes on meanwhile (a value is read with the key its row names).
-func (a *Applications) Reencrypt(ctx context.Context) (int, error) {
+func (a *Store) Reencrypt(ctx context.Context) (int, error) {
 	total := 0
 	current := a.Vault.Current()
 	reseal := func(sealed []byte, keyID, aad string) ([]byte, string, error) {

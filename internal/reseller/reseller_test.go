@@ -39,7 +39,7 @@ func validApplication() reseller.NewApplication {
 
 type fixture struct {
 	db       *sqlx.DB
-	apps     *reseller.Applications
+	apps     *reseller.Store
 	reseller uuid.UUID
 	merchant uuid.UUID
 	mu       sync.Mutex
@@ -66,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f := &fixture{db: db, reseller: uuid.Must(uuid.NewV7()), merchant: uuid.Must(uuid.NewV7()),
 		now: time.Date(2025, 3, 2, 17, 25, 0, 0, time.UTC)}
-	f.apps = &reseller.Applications{DB: db, Vault: v, Now: func() time.Time {
+	f.apps = &reseller.Store{DB: db, Vault: v, Now: func() time.Time {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.now = f.now.Add(time.Second)
@@ -215,7 +215,7 @@ func TestAddStoresOnlySealedNumbersAndRefusesNonResellers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.apps.Get(ctx, f.reseller, id)
+	got, err := f.apps.Application(ctx, f.reseller, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestSetStageAppendsHistoryAndKeepsFinalStages(t *testing.T) {
 		t.Fatalf("out of declined = %v, want ErrStageChange", err)
 	}
 
-	got, err := f.apps.Get(ctx, f.reseller, id)
+	got, err := f.apps.Application(ctx, f.reseller, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestListPagesByKeyset(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("paging does not end")
 		}
-		page, next, err := f.apps.List(ctx, f.reseller, nil, 2, after)
+		page, next, err := f.apps.Applications(ctx, f.reseller, nil, 2, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,15 +347,15 @@ func TestListPagesByKeyset(t *testing.T) {
 
 	for _, bad := range []string{"not a cursor", base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2025-01-01T00:00:00Z"}`)),
 		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"x","id":"y"}`)), base64.RawURLEncoding.EncodeToString([]byte(`[]`))} {
-		if _, _, err := f.apps.List(ctx, f.reseller, nil, 2, bad); !errors.Is(err, reseller.ErrInvalidCursor) {
+		if _, _, err := f.apps.Applications(ctx, f.reseller, nil, 2, bad); !errors.Is(err, reseller.ErrInvalidCursor) {
 			t.Errorf("cursor %q: %v, want ErrInvalidCursor", bad, err)
 		}
 	}
 	other := uuid.Must(uuid.NewV7())
-	if page, _, err := f.apps.List(ctx, other, nil, 25, ""); err != nil || len(page) != 0 {
+	if page, _, err := f.apps.Applications(ctx, other, nil, 25, ""); err != nil || len(page) != 0 {
 		t.Fatalf("another reseller's list: %d applications, %v", len(page), err)
 	}
-	if _, err := f.apps.Get(ctx, other, added[0]); !errors.Is(err, reseller.ErrNotFound) {
+	if _, err := f.apps.Application(ctx, other, added[0]); !errors.Is(err, reseller.ErrNotFound) {
 		t.Fatalf("another reseller's Get = %v, want ErrNotFound", err)
 	}
 }
@@ -384,7 +384,7 @@ func TestPortfolioMerchantsOrderedByNameWithProducts(t *testing.T) {
 	if err := f.db.Select(&wantOrder, `SELECT name FROM unnest($1::text[]) AS name ORDER BY name`, pq.StringArray(names)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := (&reseller.Portfolio{DB: f.db}).Merchants(ctx, f.reseller)
+	got, err := (&reseller.Store{DB: f.db}).Merchants(ctx, f.reseller)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestPortfolioMerchantsOrderedByNameWithProducts(t *testing.T) {
 			t.Fatalf("products of %s: %#v, want an empty list", m.Name, m.Products)
 		}
 	}
-	if empty, err := (&reseller.Portfolio{DB: f.db}).Merchants(ctx, f.merchant); err != nil || empty == nil || len(empty) != 0 {
+	if empty, err := (&reseller.Store{DB: f.db}).Merchants(ctx, f.merchant); err != nil || empty == nil || len(empty) != 0 {
 		t.Fatalf("empty portfolio: %#v, %v", empty, err)
 	}
 }

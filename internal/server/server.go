@@ -29,7 +29,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
 		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments,
-		Portfolio: a.Portfolio, Applications: a.Applications, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PublicURL: cfg.PublicURL,
+		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PublicURL: cfg.PublicURL,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, RequestTimeout: cfg.RequestTimeout,
 		ValidateRequests: cfg.ValidateRequests, ClientAddress: address,
 	})
