@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"log/slog"
@@ -33,21 +32,15 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed assets/style.css
-var styleCSS []byte
-
-// stylesheet is the stylesheet's address; its name carries a hash of its
-// content, so browsers may keep it for good.
-var stylesheet = func() string {
-	sum := sha256.Sum256(styleCSS)
-	return "/pay/assets/style-" + hex.EncodeToString(sum[:6]) + ".css"
-}()
+// stylesheet is the shared stylesheet's address under /pay/.
+var stylesheet = "/pay/assets/" + web.StylesheetName
 
 var pages = map[string]*template.Template{
 	"pay":     parse("pay.html", "invoice.html"),
@@ -56,16 +49,12 @@ var pages = map[string]*template.Template{
 }
 
 func parse(files ...string) *template.Template {
-	patterns := []string{"templates/layout.html"}
+	patterns := []string{"templates/footer.html"}
 	for _, f := range files {
 		patterns = append(patterns, "templates/"+f)
 	}
-	return template.Must(template.New("").ParseFS(templateFS, patterns...))
+	return web.Parse(templateFS, patterns...)
 }
-
-// contentSecurityPolicy allows the page's own stylesheet and forms posting
-// to itself, and nothing else: no script at all, no framing.
-const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // maxForm bounds the pay form's body.
 const maxForm = 16 << 10
@@ -99,7 +88,7 @@ func New(d Deps) *echo.Echo {
 	// Pages and the stylesheet go gzip-compressed to clients that accept
 	// it (with Vary: Accept-Encoding); below 1 KiB it would not pay.
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, pageHeaders)
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers)
 	// HEAD comes as GET (see internal/server).
 	e.GET("/pay/:token", h.show, h.deadline)
 	e.GET("/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
@@ -148,19 +137,6 @@ func (h *handler) otherwise(c echo.Context) error {
 	c.Response().Header().Set("Allow", allow)
 	return h.render(c, http.StatusMethodNotAllowed, "message", page{Title: "Method not allowed", Heading: "Method not allowed",
 		Paragraphs: []string{"This page can be opened, and its form sent, from a web browser only."}})
-}
-
-// pageHeaders are on every pay page answer.
-func pageHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		return next(c)
-	}
 }
 
 var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
@@ -248,10 +224,10 @@ func (h *handler) pay(c echo.Context) error {
 	req.AttemptID = attempt
 	if errs != nil {
 		p := h.payPage(inv, token)
-		p.Form, p.Errors = f.redisplay(), errs
+		p.Form = f.redisplay()
 		for _, field := range fieldOrder {
 			if msg, ok := errs[field]; ok {
-				p.ErrorList = append(p.ErrorList, fieldError{Field: field, Message: msg})
+				p.Errors.Add(field, msg)
 			}
 		}
 		return h.render(c, http.StatusBadRequest, "pay", p)
@@ -300,8 +276,7 @@ func (h *handler) pay(c echo.Context) error {
 			msg = "The amount can be at most " + money(left) + ": another payment of " + money(amountErr.UnderWay) +
 				" is under way."
 		}
-		p.Errors = map[string]string{"amount": msg}
-		p.ErrorList = []fieldError{{Field: "amount", Message: msg}}
+		p.Errors = web.Errors{{Field: "amount", Message: msg}}
 		p.Form.Amount = left.Text('f')
 		return h.render(c, http.StatusBadRequest, "pay", p)
 	case errors.Is(payErr, processor.ErrProcessorError):
@@ -385,11 +360,10 @@ func (h *handler) receipt(c echo.Context) error {
 
 // asset serves the stylesheet under its hashed name.
 func (h *handler) asset(c echo.Context) error {
-	if c.Request().URL.Path != stylesheet {
-		return h.notFound(c)
+	if ok, err := web.ServeStylesheet(c, c.Param("file")); ok {
+		return err
 	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	return c.Blob(http.StatusOK, "text/css; charset=utf-8", styleCSS)
+	return h.notFound(c)
 }
 
 func (h *handler) notFound(c echo.Context) error {
@@ -433,7 +407,6 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 		ShowForm:  inv.Status.Payable() && !inv.Suspended,
 		Action:    "/pay/" + token,
 		FormToken: h.formToken(token),
-		Errors:    map[string]string{},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // page is what every template renders; each page fills what it shows.
@@ -20,8 +21,7 @@ type page struct {
 	Action    string
 	FormToken string
 	Form      form
-	Errors    map[string]string
-	ErrorList []fieldError
+	Errors    web.Errors
 	Alert     *alert
 	Receipt   receiptView
 	Back      string
@@ -31,7 +31,8 @@ type page struct {
 	Paragraphs []string
 }
 
-type fieldError struct{ Field, Message string }
+// Errored: the page shows an error (its title says so first).
+func (p page) Errored() bool { return len(p.Errors) > 0 || (p.Alert != nil && p.Alert.Kind == "error") }
 
 type alert struct {
 	Kind       string // error, info
