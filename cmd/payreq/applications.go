@@ -38,10 +38,7 @@ func applicationsAdd(ctx context.Context, cfg config.Config, args []string, stdo
 	fs := flag.NewFlagSet("applications add", flag.ContinueOnError)
 	org := fs.String("org", "", "reseller organization id")
 	file := fs.String("file", "", "application JSON document")
-	if err := parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	orgID, err := parseOrg("--org", *org)
+	orgID, err := parseOrgFlags(fs, args, org)
 	if err != nil {
 		return err
 	}

@@ -84,18 +84,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "serve", "migrate", "db-stop":
+		if len(rest) > 0 {
+			return usageError{fmt.Sprintf("%s takes no arguments, got %q", cmd, rest[0])}
+		}
+	}
+	switch cmd {
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	case "serve":
-		if err := noArgs("serve", rest); err != nil {
-			return err
-		}
 		return serve(ctx, cfg)
 	case "migrate":
-		if err := noArgs("migrate", rest); err != nil {
-			return err
-		}
 		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err
@@ -104,9 +104,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
 	case "db-stop":
-		if err := noArgs("db-stop", rest); err != nil {
-			return err
-		}
 		return devdb.Stop(cfg.DataDir)
 	case "demo":
 		return demoCmd(ctx, cfg, rest, stdout)
@@ -136,13 +133,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }
 
-func noArgs(cmd string, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("%s takes no arguments, got %q", cmd, args[0])}
-	}
-	return nil
-}
-
 // parseFlags parses a subcommand's flags, turning every failure into a
 // usage error, and requires exactly nArgs positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, nArgs int, argName string) error {
@@ -168,6 +158,15 @@ func commaList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseOrgFlags is parseFlags for a subcommand without positional
+// arguments, then its --org (org): the organization it acts on.
+func parseOrgFlags(fs *flag.FlagSet, args []string, org *string) (uuid.UUID, error) {
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return uuid.Nil, err
+	}
+	return parseOrg("--org", *org)
 }
 
 func parseOrg(flagName, s string) (uuid.UUID, error) {
@@ -214,10 +213,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		name := fs.String("name", "", "key name")
 		perms := fs.String("permissions", "", "comma-separated permissions")
 		asJSON := fs.Bool("json", false, "print JSON")
-		if err := parseFlags(fs, args, 0, ""); err != nil {
-			return err
-		}
-		orgID, err := parseOrg("--org", *org)
+		orgID, err := parseOrgFlags(fs, args, org)
 		if err != nil {
 			return err
 		}
@@ -244,10 +240,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return nil
 	case "list":
 		org := fs.String("org", "", "organization id")
-		if err := parseFlags(fs, args, 0, ""); err != nil {
-			return err
-		}
-		orgID, err := parseOrg("--org", *org)
+		orgID, err := parseOrgFlags(fs, args, org)
 		if err != nil {
 			return err
 		}

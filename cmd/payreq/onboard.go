@@ -79,10 +79,7 @@ func usersCreate(ctx context.Context, cfg config.Config, args []string, stdout i
 	role := fs.String("role", "", "Owner, Admin or Member")
 	perms := fs.String("permissions", "", "comma-separated; default: every permission offered to the organization")
 	asJSON := fs.Bool("json", false, "print the user as JSON")
-	if err := parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	orgID, err := parseOrg("--org", *org)
+	orgID, err := parseOrgFlags(fs, args, org)
 	if err != nil {
 		return err
 	}
@@ -126,10 +123,7 @@ func locationsCmd(ctx context.Context, cfg config.Config, args []string, stdout 
 		phone := fs.String("phone", "", "phone number")
 		email := fs.String("email", "", "email address")
 		asJSON := fs.Bool("json", false, "print the location as JSON")
-		if err := parseFlags(fs, args, 0, ""); err != nil {
-			return err
-		}
-		orgID, err := parseOrg("--org", *org)
+		orgID, err := parseOrgFlags(fs, args, org)
 		if err != nil {
 			return err
 		}
@@ -175,10 +169,7 @@ func midsCreate(ctx context.Context, cfg config.Config, args []string, stdout io
 	loc := fs.String("location", "", "the location's id")
 	mid := fs.String("mid", "", "the merchant id at the card processor")
 	asJSON := fs.Bool("json", false, "print the MID as JSON")
-	if err := parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	orgID, err := parseOrg("--org", *org)
+	orgID, err := parseOrgFlags(fs, args, org)
 	if err != nil {
 		return err
 	}

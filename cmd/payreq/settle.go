@@ -18,10 +18,7 @@ import (
 func settleCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("settle", flag.ContinueOnError)
 	org := fs.String("org", "", "merchant organization id")
-	if err := parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	orgID, err := parseOrg("--org", *org)
+	orgID, err := parseOrgFlags(fs, args, org)
 	if err != nil {
 		return err
 	}
