@@ -307,7 +307,7 @@ func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return err
 	}
 	defer a.Close()
-	if err := a.Directory.SetOrganizationStatus(ctx, orgID, status); errors.Is(err, directory.ErrNotFound) {
+	if err := a.Directory.SetOrganizationStatus(ctx, orgID, status); errors.Is(err, directory.ErrNoOrganization) {
 		return usageError{fmt.Sprintf("orgs %s: organization %s not found", sub, orgID)}
 	} else if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // onboardResult prints what an onboarding command made: as JSON with
@@ -26,9 +26,8 @@ func onboardResult(stdout io.Writer, asJSON bool, v any, line string) error {
 
 // onboardErr turns a refused argument into a usage error (exit 2).
 func onboardErr(cmd string, err error) error {
-	var inv *directory.InvalidError
-	if errors.As(err, &inv) {
-		return usageError{cmd + ": " + inv.Problem}
+	if e := rule.As(err); e != nil {
+		return usageError{cmd + ": " + e.Message}
 	}
 	return err
 }

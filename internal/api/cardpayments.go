@@ -46,8 +46,8 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 // GetCardPayment reads one card payment.
 func (s *Server) GetCardPayment(ctx context.Context, req gen.GetCardPaymentRequestObject) (gen.GetCardPaymentResponseObject, error) {
 	p, err := s.payments.CardPayment(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, payment.ErrNotFound) {
-		return gen.GetCardPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("card payment")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetCardPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
@@ -39,8 +40,8 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 // GetDeposit reads one deposit.
 func (s *Server) GetDeposit(ctx context.Context, req gen.GetDepositRequestObject) (gen.GetDepositResponseObject, error) {
 	d, err := s.payments.Deposit(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, payment.ErrDepositNotFound) {
-		return gen.GetDeposit404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("deposit")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetDeposit404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -2,10 +2,9 @@ package api
 
 import (
 	"context"
-	"errors"
+	"net/http"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/directory"
 )
 
 // ListLocations lists the caller's locations ordered by name.
@@ -24,8 +23,8 @@ func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestOb
 // GetLocation reads one of the caller's locations; others' ids are 404.
 func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObject) (gen.GetLocationResponseObject, error) {
 	loc, err := s.directory.Location(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, directory.ErrNotFound) {
-		return gen.GetLocation404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("location")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetLocation404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -164,7 +164,7 @@ func refusal(err error) *problem {
 		return unprocessable(kindKeyReused, e.Title,
 			"This Idempotency-Key was used in the last 24 hours with a different request; use a new key for a new request.")
 	case rule.Forbidden:
-		return forbidden(e.Title, e.Message)
+		return forbidden(e.Title, strings.TrimSuffix(e.Message, ".")+", which the API key does not have.")
 	case rule.Limited:
 		return limited(e.Message, e.RetryAfter)
 	}
@@ -179,6 +179,13 @@ func refusal(err error) *problem {
 // its values are listed.
 var apiHints = map[string]string{
 	"merchantAccountId": "List yours with GET /accounts.",
+}
+
+// retryAfter is the Retry-After of a 429, in seconds, for its typed
+// response.
+func (p *problem) retryAfter() int {
+	secs, _ := strconv.Atoi(p.headers.Get("Retry-After"))
+	return secs
 }
 
 func tooManyRequests(wait time.Duration) *problem {

@@ -3,18 +3,19 @@ package api
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 )
 
 // DeleteSavedCard removes a saved card at the processor, then in payreq.
 func (s *Server) DeleteSavedCard(ctx context.Context, req gen.DeleteSavedCardRequestObject) (gen.DeleteSavedCardResponseObject, error) {
 	err := s.payments.DeleteSavedCard(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+	}
 	switch {
-	case errors.Is(err, payment.ErrCardNotFound):
-		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("saved card")}, nil
 	case errors.Is(err, processor.ErrUnavailable):
 		s.log.WarnContext(ctx, "saved card kept: card processor failed", "saved_card_id", req.Id.String(), "error", err.Error())
 		return gen.DeleteSavedCard502ApplicationProblemPlusJSONResponse{BadGatewayApplicationProblemPlusJSONResponse: s.badGatewayBody(badGateway(

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -13,36 +11,9 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/webhook"
 )
-
-// eventPermission is the 403 of a key that lacks the permission protecting
-// the data of the events it asked for.
-func (s *Server) eventPermission(err error) (gen.ForbiddenApplicationProblemPlusJSONResponse, bool) {
-	var pe *event.PermissionError
-	if !errors.As(err, &pe) {
-		return gen.ForbiddenApplicationProblemPlusJSONResponse{}, false
-	}
-	what := "Events of type " + pe.Type
-	if pe.Type == "*" {
-		what = "Events of every type (*)"
-	}
-	return s.forbiddenBody(forbidden("Permission required",
-		fmt.Sprintf("%s need the %s permission, which the API key does not have.", what, pe.Permission))), true
-}
-
-// sendLimit is the 429 of a webhook endpoint past its pings and
-// redeliveries a minute, with its Retry-After in seconds.
-func (s *Server) sendLimit(err error) (models.Problem, int, bool) {
-	var tm *webhook.TooManySendsError
-	if !errors.As(err, &tm) {
-		return models.Problem{}, 0, false
-	}
-	secs := max(1, int(math.Ceil(tm.RetryAfter.Seconds())))
-	return s.body(&problem{kind: kindRateLimited, status: http.StatusTooManyRequests, title: "Too many requests",
-		detail: fmt.Sprintf("The webhook endpoint took %d pings and redeliveries within a minute; retry after %d seconds.",
-			webhook.MaxRequestedSends, secs)}), secs, true
-}
 
 // ListEvents lists the organization's events newest first, a page at a
 // time, those the key may read.
@@ -52,8 +23,8 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	f := event.Filter{Type: (*string)(q.Type), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo}
 	p := principalFrom(ctx)
 	list, next, err := s.events.List(ctx, p.OrganizationID, p.Permissions, f, pg.limit, pg.cursor)
-	if body, ok := s.eventPermission(err); ok {
-		return gen.ListEvents403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusForbidden {
+		return gen.ListEvents403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
 	}
 	if errors.Is(err, event.ErrInvalidCursor) {
 		return gen.ListEvents400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
@@ -79,8 +50,8 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
 	p := principalFrom(ctx)
 	e, err := s.events.Get(ctx, p.OrganizationID, p.Permissions, req.Id)
-	if errors.Is(err, event.ErrNotFound) {
-		return gen.GetEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -121,11 +92,14 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventRequestObject) (gen.RedeliverEventResponseObject, error) {
 	p := principalFrom(ctx)
 	err := s.webhooks.Redeliver(ctx, p.OrganizationID, p.Permissions, req.Id)
-	if errors.Is(err, event.ErrNotFound) {
-		return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("event")}, nil
-	}
-	if body, secs, ok := s.sendLimit(err); ok {
-		return gen.RedeliverEvent429ApplicationProblemPlusJSONResponse{Body: body, Headers: gen.RedeliverEvent429ResponseHeaders{RetryAfter: secs}}, nil
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusTooManyRequests:
+			return gen.RedeliverEvent429ApplicationProblemPlusJSONResponse{Body: s.body(r),
+				Headers: gen.RedeliverEvent429ResponseHeaders{RetryAfter: r.retryAfter()}}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -175,17 +149,13 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, _ gen.ListWebhookEndp
 	return out, nil
 }
 
-// urlProblem is the 400 of an endpoint URL refused; what its host
-// resolved to goes to the log alone.
-func (s *Server) urlProblem(err error) (gen.BadRequestApplicationProblemPlusJSONResponse, bool) {
-	var ue *webhook.URLError
-	if !errors.As(err, &ue) {
-		return gen.BadRequestApplicationProblemPlusJSONResponse{}, false
+// logURLRefused logs what an endpoint URL's refusal (err, a 400) holds
+// beyond the answer: what its host resolved to, which the answer never
+// tells.
+func (s *Server) logURLRefused(err error) {
+	if e := rule.As(err); e != nil && error(e) != err {
+		s.log.Info("webhook endpoint url refused", "error", err.Error())
 	}
-	if ue.Detail != "" {
-		s.log.Info("webhook endpoint url refused", "reason", ue.Reason, "detail", ue.Detail)
-	}
-	return s.badRequest(invalidField("url", ue.Reason)), true
 }
 
 // CreateWebhookEndpoint registers an endpoint and answers its secret, once.
@@ -193,16 +163,16 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhoo
 	b, p := req.Body, principalFrom(ctx)
 	e, secret, err := s.webhooks.Create(ctx, p.OrganizationID, p.Permissions, webhook.NewEndpoint{
 		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)})
-	if body, ok := s.eventPermission(err); ok {
-		return gen.CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
-	}
-	if body, ok := s.urlProblem(err); ok {
-		return gen.CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: body}, nil
-	}
-	if errors.Is(err, webhook.ErrTooManyEndpoints) {
-		return gen.CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(
-			unprocessable(kindUnprocessable, "Too many webhook endpoints",
-				"An organization may have at most 16 webhook endpoints; delete one before adding another."))}, nil
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusBadRequest:
+			s.logURLRefused(err)
+			return gen.CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
+		case http.StatusForbidden:
+			return gen.CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -213,8 +183,8 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhoo
 // GetWebhookEndpoint reads one endpoint.
 func (s *Server) GetWebhookEndpoint(ctx context.Context, req gen.GetWebhookEndpointRequestObject) (gen.GetWebhookEndpointResponseObject, error) {
 	e, err := s.webhooks.Endpoint(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, webhook.ErrEndpointNotFound) {
-		return gen.GetWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.GetWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -238,14 +208,16 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 	}
 	p := principalFrom(ctx)
 	e, err := s.webhooks.Update(ctx, p.OrganizationID, p.Permissions, req.Id, c)
-	if body, ok := s.eventPermission(err); ok {
-		return gen.UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: body}, nil
-	}
-	if body, ok := s.urlProblem(err); ok {
-		return gen.UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: body}, nil
-	}
-	if errors.Is(err, webhook.ErrEndpointNotFound) {
-		return gen.UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusBadRequest:
+			s.logURLRefused(err)
+			return gen.UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
+		case http.StatusForbidden:
+			return gen.UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
+		case http.StatusNotFound:
+			return gen.UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -256,8 +228,8 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 // DeleteWebhookEndpoint removes an endpoint.
 func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhookEndpointRequestObject) (gen.DeleteWebhookEndpointResponseObject, error) {
 	err := s.webhooks.Delete(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, webhook.ErrEndpointNotFound) {
-		return gen.DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -273,8 +245,8 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookS
 		overlap = time.Duration(*req.Body.ExpireCurrentInSeconds) * time.Second
 	}
 	e, secret, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id, overlap)
-	if errors.Is(err, webhook.ErrEndpointNotFound) {
-		return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
+	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+		return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -285,11 +257,14 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookS
 // PingWebhookEndpoint sends a webhook.ping event to the endpoint alone.
 func (s *Server) PingWebhookEndpoint(ctx context.Context, req gen.PingWebhookEndpointRequestObject) (gen.PingWebhookEndpointResponseObject, error) {
 	id, err := s.webhooks.Ping(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if errors.Is(err, webhook.ErrEndpointNotFound) {
-		return gen.PingWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFoundBody("webhook endpoint")}, nil
-	}
-	if body, secs, ok := s.sendLimit(err); ok {
-		return gen.PingWebhookEndpoint429ApplicationProblemPlusJSONResponse{Body: body, Headers: gen.PingWebhookEndpoint429ResponseHeaders{RetryAfter: secs}}, nil
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.PingWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusTooManyRequests:
+			return gen.PingWebhookEndpoint429ApplicationProblemPlusJSONResponse{Body: s.body(r),
+				Headers: gen.PingWebhookEndpoint429ResponseHeaders{RetryAfter: r.retryAfter()}}, nil
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -14,10 +14,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/rule"
 )
 
-// ErrNotFound is returned for an id that does not exist or belongs to another organization.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound: no location with this id in the organization.
+var ErrNotFound = rule.New(rule.NotFound, "", "Location not found", "No location with this id exists in your organization.")
+
+// ErrNoOrganization: no organization with this id.
+var ErrNoOrganization = rule.New(rule.NotFound, "", "Organization not found", "No organization with this id exists.")
 
 // Location is a merchant's store.
 type Location struct {
@@ -102,7 +107,7 @@ func (d *Store) SetOrganizationStatus(ctx context.Context, org uuid.UUID, status
 		return fmt.Errorf("directory: unable to set organization status: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+		return ErrNoOrganization
 	}
 	return nil
 }

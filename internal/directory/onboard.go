@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,15 +16,28 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
 )
 
-// InvalidError is an onboarding argument refused, in words for the
-// operator; nothing was written.
-type InvalidError struct{ Problem string }
+// refuse is an onboarding argument refused (nothing was written), titled
+// by what was not done, in words for the operator, who gives each value as
+// a flag (field).
+func refuse(k rule.Kind, title, field, format string, args ...any) error {
+	e := rule.Newf(k, field, title, format, args...)
+	if k == rule.Invalid {
+		e.Fields = map[string][]string{field: {e.Message}}
+	}
+	return e
+}
 
-func (e *InvalidError) Error() string { return e.Problem }
-
-func invalid(format string, args ...any) error { return &InvalidError{fmt.Sprintf(format, args...)} }
+// What an onboarding refusal did not do.
+const (
+	orgNotCreated       = "Organization not created"
+	userNotCreated      = "User not created"
+	locationNotCreated  = "Location not created"
+	locationNotInactive = "Location not deactivated"
+	midNotCreated       = "MID not created"
+)
 
 // Organization is a merchant or a reseller.
 type Organization struct {
@@ -43,11 +55,11 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name string, resel
 	name = strings.TrimSpace(name)
 	switch {
 	case kind != auth.KindMerchant && kind != auth.KindReseller:
-		return Organization{}, invalid("--kind must be merchant or reseller, got %q", kind)
+		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--kind", "--kind must be merchant or reseller, got %q", kind)
 	case name == "" || len(name) > 200:
-		return Organization{}, invalid("--name must be 1 to 200 characters")
+		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--name", "--name must be 1 to 200 characters")
 	case reseller != nil && kind != auth.KindMerchant:
-		return Organization{}, invalid("--reseller is for merchants: a reseller has no reseller")
+		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--reseller", "--reseller is for merchants: a reseller has no reseller")
 	}
 	o := Organization{ID: uuid.Must(uuid.NewV7()), Name: name, Kind: kind, Status: "active", ResellerID: reseller}
 	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
@@ -55,13 +67,13 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name string, resel
 			var k string
 			err := tx.GetContext(ctx, &k, `SELECT kind FROM organizations WHERE id = $1`, *reseller)
 			if errors.Is(err, sql.ErrNoRows) {
-				return invalid("--reseller %s: no such organization", *reseller)
+				return refuse(rule.Unprocessable, orgNotCreated, "--reseller", "--reseller %s: no such organization", *reseller)
 			}
 			if err != nil {
 				return err
 			}
 			if k != auth.KindReseller {
-				return invalid("--reseller %s is a %s, not a reseller", *reseller, k)
+				return refuse(rule.Unprocessable, orgNotCreated, "--reseller", "--reseller %s is a %s, not a reseller", *reseller, k)
 			}
 		}
 		if err := tx.GetContext(ctx, &o.CreatedAt, `INSERT INTO organizations (id, name, kind, status) VALUES ($1, $2, $3, 'active')
@@ -90,11 +102,12 @@ type User struct {
 // Roles a user may have.
 var Roles = []string{"Owner", "Admin", "Member"}
 
-func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string, error) {
+// orgKind is the kind of organization org, for an operation titled title.
+func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, title string) (string, error) {
 	var kind string
 	err := sqlx.GetContext(ctx, q, &kind, `SELECT kind FROM organizations WHERE id = $1`, org)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", invalid("--org %s: no such organization", org)
+		return "", refuse(rule.Unprocessable, title, "--org", "--org %s: no such organization", org)
 	}
 	return kind, err
 }
@@ -105,14 +118,14 @@ func (d *Store) CreateUser(ctx context.Context, org uuid.UUID, name, email, role
 	u := User{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, Name: strings.TrimSpace(name), Email: email, Role: role}
 	switch {
 	case u.Name == "" || len(u.Name) > 200:
-		return User{}, invalid("--name must be 1 to 200 characters")
+		return User{}, refuse(rule.Invalid, userNotCreated, "--name", "--name must be 1 to 200 characters")
 	case !mailaddr.Valid(email):
-		return User{}, invalid("--email must be an email address, got %q", email)
+		return User{}, refuse(rule.Invalid, userNotCreated, "--email", "--email must be an email address, got %q", email)
 	case !slices.Contains(Roles, role):
-		return User{}, invalid("--role must be Owner, Admin or Member, got %q", role)
+		return User{}, refuse(rule.Invalid, userNotCreated, "--role", "--role must be Owner, Admin or Member, got %q", role)
 	}
 	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
-		kind, err := orgKind(ctx, tx, org)
+		kind, err := orgKind(ctx, tx, org, userNotCreated)
 		if err != nil {
 			return err
 		}
@@ -123,14 +136,14 @@ func (d *Store) CreateUser(ctx context.Context, org uuid.UUID, name, email, role
 		}
 		for _, p := range u.Permissions {
 			if !slices.Contains(offered, p) {
-				return invalid("--permissions: %q is not offered to %s organizations (%s)", p, kind, strings.Join(offered, ", "))
+				return refuse(rule.Unprocessable, userNotCreated, "--permissions", "--permissions: %q is not offered to %s organizations (%s)", p, kind, strings.Join(offered, ", "))
 			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, $3, $4, $5, $6)`,
 			u.ID, org, u.Name, u.Email, u.Role, pq.StringArray(u.Permissions))
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
-			return invalid("--email %s: the organization has a user with this email already", email)
+			return refuse(rule.Conflict, userNotCreated, "--email", "--email %s: the organization has a user with this email already", email)
 		}
 		return err
 	})
@@ -148,23 +161,23 @@ func (d *Store) CreateLocation(ctx context.Context, org uuid.UUID, n NewLocation
 	for flag, v := range map[string]string{"--name": n.Name, "--address-line1": n.AddressLine1, "--city": n.City,
 		"--state": n.State, "--postal-code": n.PostalCode} {
 		if strings.TrimSpace(v) == "" || len(v) > 200 {
-			return Location{}, invalid("%s must be 1 to 200 characters", flag)
+			return Location{}, refuse(rule.Invalid, locationNotCreated, flag, "%s must be 1 to 200 characters", flag)
 		}
 	}
 	if _, err := time.LoadLocation(n.TimeZone); err != nil || n.TimeZone == "" || n.TimeZone == "Local" {
-		return Location{}, invalid("--time-zone must be an IANA time zone such as America/Los_Angeles, got %q", n.TimeZone)
+		return Location{}, refuse(rule.Invalid, locationNotCreated, "--time-zone", "--time-zone must be an IANA time zone such as America/Los_Angeles, got %q", n.TimeZone)
 	}
 	if n.Email != nil && !mailaddr.Valid(*n.Email) {
-		return Location{}, invalid("--email must be an email address, got %q", *n.Email)
+		return Location{}, refuse(rule.Invalid, locationNotCreated, "--email", "--email must be an email address, got %q", *n.Email)
 	}
 	var l Location
 	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
-		kind, err := orgKind(ctx, tx, org)
+		kind, err := orgKind(ctx, tx, org, locationNotCreated)
 		if err != nil {
 			return err
 		}
 		if kind != auth.KindMerchant {
-			return invalid("--org %s is a %s: only merchants have locations", org, kind)
+			return refuse(rule.Unprocessable, locationNotCreated, "--org", "--org %s is a %s: only merchants have locations", org, kind)
 		}
 		return tx.GetContext(ctx, &l, `INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
 				address_line1, address_line2, city, state, postal_code, phone, email)
@@ -181,7 +194,7 @@ func (d *Store) DeactivateLocation(ctx context.Context, id uuid.UUID) (Location,
 	err := d.DB.GetContext(ctx, &l, `UPDATE locations SET status = 'inactive', updated_at = now() WHERE id = $1
 		RETURNING `+locationColumns, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Location{}, invalid("location %s: no such location", id)
+		return Location{}, refuse(rule.NotFound, locationNotInactive, "", "location %s: no such location", id)
 	}
 	return l, err
 }
@@ -192,14 +205,14 @@ var midPattern = regexp.MustCompile(`^[0-9]{6,16}$`)
 // belongs to one organization: one that any organization holds is refused.
 func (d *Store) CreateMID(ctx context.Context, org, location uuid.UUID, mid string) (MerchantAccount, error) {
 	if !midPattern.MatchString(mid) {
-		return MerchantAccount{}, invalid("--mid must be 6 to 16 digits, got %q", mid)
+		return MerchantAccount{}, refuse(rule.Invalid, midNotCreated, "--mid", "--mid must be 6 to 16 digits, got %q", mid)
 	}
 	var m MerchantAccount
 	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
 		var owner uuid.UUID
 		err := tx.GetContext(ctx, &owner, `SELECT organization_id FROM locations WHERE id = $1`, location)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != org) {
-			return invalid("--location %s: no such location in organization %s", location, org)
+			return refuse(rule.Unprocessable, midNotCreated, "--location", "--location %s: no such location in organization %s", location, org)
 		}
 		if err != nil {
 			return err
@@ -216,9 +229,9 @@ func (d *Store) CreateMID(ctx context.Context, org, location uuid.UUID, mid stri
 			return err
 		}
 		if holder == org {
-			return invalid("--mid %s: the organization has this MID already", mid)
+			return refuse(rule.Conflict, midNotCreated, "--mid", "--mid %s: the organization has this MID already", mid)
 		}
-		return invalid("--mid %s: another organization (%s) holds this MID; a MID belongs to one organization", mid, holder)
+		return refuse(rule.Unprocessable, midNotCreated, "--mid", "--mid %s: another organization (%s) holds this MID; a MID belongs to one organization", mid, holder)
 	})
 	return m, err
 }

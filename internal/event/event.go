@@ -25,6 +25,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Data is what an event may carry: a resource as the API shows it.
@@ -94,12 +95,16 @@ func ReceivedBy(kind string) []string {
 	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool { return t == ApplicationStage.Name })
 }
 
-// PermissionError: the key lacks Permission, which protects the data of
-// events of Type ("*" for a subscription to every type).
-type PermissionError struct{ Permission, Type string }
-
-func (e *PermissionError) Error() string {
-	return "event: events of type " + e.Type + " need the permission " + e.Permission
+// NeedsPermission refuses what events of type t ("*" for a subscription
+// to every type) need permission for, to one who lacks it.
+func NeedsPermission(permission, t string) *rule.Error {
+	what := "Events of type " + t
+	if t == "*" {
+		what = "Events of every type (*)"
+	}
+	e := rule.Newf(rule.Forbidden, "", "Permission required", "%s need the %s permission.", what, permission)
+	e.Permission = permission
+	return e
 }
 
 // Append records an event of the organization at `at`, inside tx, the
@@ -180,8 +185,8 @@ func (e Event) JSON() []byte {
 }
 
 // ErrNotFound: no event of that id in the organization (or none the key
-// may read).
-var ErrNotFound = errors.New("event: not found")
+// may read: the same answer).
+var ErrNotFound = rule.New(rule.NotFound, "", "Event not found", "No event with this id exists in your organization.")
 
 // ErrInvalidCursor: the cursor was not made by this service.
 var ErrInvalidCursor = keyset.ErrInvalid
@@ -215,13 +220,13 @@ type Filter struct {
 
 // List returns a page of the organization's events that a key holding
 // permissions may read, newest first. A filter naming a type it may not
-// read is a *PermissionError.
+// read is refused (NeedsPermission).
 func (s *Store) List(ctx context.Context, org uuid.UUID, permissions []string, f Filter, limit int, after string) ([]Event, string, error) {
 	q := keyset.NewQuery(`SELECT e.id, e.type, e.created_at, e.data::text AS data FROM events e`, "e.created_at", "e.id")
 	q.Where("e.organization_id = $%d", org)
 	if f.Type != nil {
 		if p := Permission(*f.Type); p != "" && !slices.Contains(permissions, p) {
-			return nil, "", &PermissionError{Permission: p, Type: *f.Type}
+			return nil, "", NeedsPermission(p, *f.Type)
 		}
 		q.Where("e.type = $%d", *f.Type)
 	} else {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // MaxURL is the longest endpoint URL taken.
@@ -55,17 +57,15 @@ func Public(a netip.Addr) bool {
 	return true
 }
 
-// URLError is an endpoint URL refused: Reason for errors.url, and Detail,
-// what the host resolved to, for the server's log only (an answer naming
-// it would let a caller map the network).
-type URLError struct{ Reason, Detail string }
-
-func (e *URLError) Error() string { return "webhook: url " + e.Reason }
+// badURL refuses an endpoint URL: why, for errors.url.
+func badURL(why string) error { return rule.InvalidField("url", why) }
 
 // notPublicURL is the one refusal of a host that is, or resolves to, an
 // address off the public internet: the same words whatever the address.
-func notPublicURL(detail string) *URLError {
-	return &URLError{Reason: "must be on the public internet: not a loopback, private, link-local or reserved address, nor a name that resolves to one", Detail: detail}
+// What the host resolved to (detail) wraps it, for the server's log only:
+// an answer naming it would let a caller map the network.
+func notPublicURL(detail string) error {
+	return fmt.Errorf("webhook: %s: %w", detail, badURL("must be on the public internet: not a loopback, private, link-local or reserved address, nor a name that resolves to one"))
 }
 
 // checkURL refuses what may not be an endpoint: not https (plain http only
@@ -75,27 +75,27 @@ func notPublicURL(detail string) *URLError {
 // resolve now is taken: every delivery checks again.
 func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
 	if len(raw) > MaxURL {
-		return &URLError{Reason: fmt.Sprintf("must be at most %d characters", MaxURL)}
+		return badURL(fmt.Sprintf("must be at most %d characters", MaxURL))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return &URLError{Reason: "must be an absolute https:// URL"}
+		return badURL("must be an absolute https:// URL")
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && allowPrivate:
 	default:
-		return &URLError{Reason: "must be an https:// URL"}
+		return badURL("must be an https:// URL")
 	}
 	if u.User != nil {
-		return &URLError{Reason: "must not hold a user name or password"}
+		return badURL("must not hold a user name or password")
 	}
 	if u.Fragment != "" {
-		return &URLError{Reason: "must not have a fragment"}
+		return badURL("must not have a fragment")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return &URLError{Reason: "must have a port from 1 to 65535"}
+			return badURL("must have a port from 1 to 65535")
 		}
 	}
 	if allowPrivate {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Store manages endpoints and reads and requests deliveries.
@@ -94,8 +95,7 @@ func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []stri
 				delivered_at = NULL`, id, pq.Array(endpoints), now)
 		return err
 	})
-	var tooMany *TooManySendsError
-	if errors.Is(err, event.ErrNotFound) || errors.As(err, &tooMany) {
+	if rule.As(err) != nil {
 		return err
 	}
 	if err != nil {

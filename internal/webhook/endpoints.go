@@ -17,6 +17,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Endpoint statuses.
@@ -54,17 +55,20 @@ type Endpoint struct {
 const endpointColumns = `id, organization_id, url, description, event_types, status, disabled_reason, created_at`
 
 // ErrEndpointNotFound: no endpoint of that id in the organization.
-var ErrEndpointNotFound = errors.New("webhook: endpoint not found")
+var ErrEndpointNotFound = rule.New(rule.NotFound, "", "Webhook endpoint not found",
+	"No webhook endpoint with this id exists in your organization.")
 
 // ErrTooManyEndpoints: the organization has MaxEndpoints already.
-var ErrTooManyEndpoints = fmt.Errorf("webhook: an organization may have at most %d endpoints", MaxEndpoints)
+var ErrTooManyEndpoints = rule.Newf(rule.Unprocessable, "", "Too many webhook endpoints",
+	"An organization may have at most %d webhook endpoints; delete one before adding another.", MaxEndpoints)
 
-// TooManySendsError: an endpoint had MaxRequestedSends pings and
-// redeliveries within the last minute; it takes the next after RetryAfter.
-type TooManySendsError struct{ RetryAfter time.Duration }
-
-func (e *TooManySendsError) Error() string {
-	return fmt.Sprintf("webhook: more than %d pings and redeliveries a minute to an endpoint", MaxRequestedSends)
+// tooManySends refuses a ping or redelivery to an endpoint that had
+// MaxRequestedSends within the last minute; it takes the next after wait.
+func tooManySends(wait time.Duration) *rule.Error {
+	e := rule.Newf(rule.Limited, "", "Too many requests",
+		"The webhook endpoint took %d pings and redeliveries within a minute.", MaxRequestedSends)
+	e.RetryAfter = wait
+	return e
 }
 
 // maySubscribe refuses a subscription to a type whose data the key's
@@ -82,7 +86,7 @@ func maySubscribe(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, per
 		}
 		for _, c := range covered {
 			if p := event.Permission(c); p != "" && !slices.Contains(permissions, p) {
-				return &event.PermissionError{Permission: p, Type: t}
+				return event.NeedsPermission(p, t)
 			}
 		}
 	}
@@ -106,7 +110,7 @@ func countSends(ctx context.Context, tx *sqlx.Tx, endpoints []uuid.UUID, now tim
 		return fmt.Errorf("webhook: unable to count requested sends: %w", err)
 	}
 	if len(oldest) > 0 {
-		return &TooManySendsError{RetryAfter: slices.MaxFunc(oldest, time.Time.Compare).Add(time.Minute).Sub(now)}
+		return tooManySends(slices.MaxFunc(oldest, time.Time.Compare).Add(time.Minute).Sub(now))
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints
 		SET requested_sends = array(SELECT t FROM unnest(requested_sends) t WHERE t > $2 ORDER BY t) || $3::timestamptz
@@ -164,7 +168,7 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string,
 			e.ID, org, e.URL, e.Description, e.EventTypes, sealed, keyID, e.CreatedAt)
 		return err
 	})
-	if errors.Is(err, ErrTooManyEndpoints) {
+	if rule.As(err) != nil {
 		return Endpoint{}, "", err
 	}
 	if err != nil {
@@ -313,8 +317,7 @@ func (s *Store) Ping(ctx context.Context, org, id uuid.UUID) (uuid.UUID, error) 
 			VALUES ($1, $2, 'pending', $3)`, eventID, id, now)
 		return err
 	})
-	var tooMany *TooManySendsError
-	if errors.Is(err, ErrEndpointNotFound) || errors.As(err, &tooMany) {
+	if rule.As(err) != nil {
 		return uuid.Nil, err
 	}
 	if err != nil {
