@@ -3,14 +3,17 @@ package payment
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -152,5 +155,133 @@ func TestRefundWhileAnotherIsAtTheProcessor(t *testing.T) {
 	got, err := f.svc.CardPayment(context.Background(), f.org, sale.ID)
 	if err != nil || got.AmountRefunded.Cmp(apd.New(6000, -2)) != 0 {
 		t.Errorf("sale amountRefunded %s (%v), want 60.00", got.AmountRefunded.Text('f'), err)
+	}
+}
+
+// A refund that no refund may be is refused before the processor is
+// asked, and nothing is written: what the request names is checked first,
+// then what it acts on.
+func TestRefundRefusals(t *testing.T) {
+	f := newFixture(t, 0)
+	sale := f.sale(t, "50.00")
+	refund, _, err := f.refundOf(sale, ptr("5.00"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined, err := f.pay(f.invoice(t, "9.00", "0", invoice.Open), processor.TestCardDecline, "9.00")
+	if err != nil || declined.Approved {
+		t.Fatalf("declined pay: %+v, %v", declined, err)
+	}
+	var declinedSale uuid.UUID
+	if err := f.db.Get(&declinedSale, `SELECT id FROM card_payments WHERE organization_id = $1 AND status = 'declined'`, f.org); err != nil {
+		t.Fatal(err)
+	}
+	other := newFixture(t, 0)
+	for _, c := range []struct {
+		name   string
+		org    uuid.UUID
+		saleID uuid.UUID
+		amount *string
+		reason *string
+		kind   rule.Kind
+		field  string // the field named, of an Invalid refusal
+	}{
+		{name: "nothing", saleID: sale.ID, amount: ptr("0"), kind: rule.Invalid, field: "amount"},
+		{name: "less than nothing", saleID: sale.ID, amount: ptr("-1.00"), kind: rule.Invalid, field: "amount"},
+		{name: "a part of a cent", saleID: sale.ID, amount: ptr("1.005"), kind: rule.Invalid, field: "amount"},
+		{name: "a reason too long", saleID: sale.ID, reason: ptr(strings.Repeat("é", MaxReason+1)), kind: rule.Invalid, field: "reason"},
+		{name: "a declined sale", saleID: declinedSale, kind: rule.Unprocessable},
+		{name: "a refund", saleID: refund.ID, kind: rule.Unprocessable},
+		{name: "an unknown card payment", saleID: uuid.New(), kind: rule.NotFound},
+		{name: "another organization's sale", org: other.org, saleID: sale.ID, kind: rule.NotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			org := f.org
+			if c.org != uuid.Nil {
+				org = c.org
+			}
+			r := RefundRequest{Actor: invoice.Actor{OrganizationID: org, Name: "test key"}, SaleID: c.saleID, Reason: c.reason}
+			if c.amount != nil {
+				d := dec(*c.amount)
+				r.Amount = &d
+			}
+			asked := f.gate.times("refund") + other.gate.times("refund")
+			payments, pending := f.count(t, `SELECT count(*) FROM card_payments`), f.count(t, `SELECT count(*) FROM pending_refunds`)
+			_, _, err := f.svc.Refund(context.Background(), r)
+			e := rule.As(err)
+			if e == nil || e.Kind != c.kind || (c.field != "" && len(e.Fields[c.field]) != 1) {
+				t.Fatalf("refund: %v; want a refusal of kind %v naming %q", err, c.kind, c.field)
+			}
+			if f.gate.times("refund")+other.gate.times("refund") != asked {
+				t.Errorf("the processor was asked")
+			}
+			if n := f.count(t, `SELECT count(*) FROM card_payments`); n != payments {
+				t.Errorf("%d card payments after the refusal, want %d", n, payments)
+			}
+			if n := f.count(t, `SELECT count(*) FROM pending_refunds`); n != pending {
+				t.Errorf("%d pending refunds after the refusal, want %d", n, pending)
+			}
+		})
+	}
+}
+
+// A refund the processor declines is recorded as a declined refund: the
+// sale keeps all it had to refund, and may be refunded after.
+func TestRefundDeclined(t *testing.T) {
+	f := newFixture(t, 0)
+	inv := f.invoice(t, "30.00", "0", invoice.Open)
+	out, err := f.pay(inv, processor.TestCardRefundDeclines, "30.00")
+	if err != nil || !out.Approved {
+		t.Fatalf("pay: %+v, %v", out, err)
+	}
+	sale, err := f.svc.CardPayment(context.Background(), f.org, out.Payment.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund, _, err := f.refundOf(sale, ptr("10.00"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refund.Kind != Refund || refund.Status != Declined || refund.DeclineReason == nil || refund.RefundOf == nil || *refund.RefundOf != sale.ID {
+		t.Errorf("refund %+v, want a declined refund of the sale", refund)
+	}
+	got, err := f.svc.CardPayment(context.Background(), f.org, sale.ID)
+	if err != nil || got.AmountRefunded.Sign() != 0 {
+		t.Errorf("sale amountRefunded %s (%v), want 0", got.AmountRefunded.Text('f'), err)
+	}
+	if inv := f.read(t, inv.ID); inv.AmountRefunded.Sign() != 0 {
+		t.Errorf("invoice amountRefunded %s, want 0", inv.AmountRefunded.Text('f'))
+	}
+	if events := f.events(t); events[len(events)-1] != event.CardPaymentDeclined.Name {
+		t.Errorf("events %v, want the refund's card_payment.declined last", events)
+	}
+	// All of it may still be refunded: the declined refund held nothing.
+	if _, _, err := f.refundOf(sale, ptr("30.00"), nil); err != nil {
+		t.Errorf("a refund of the whole sale after a declined one: %v", err)
+	}
+}
+
+// An amount is the same request however it is written: 10, 10.0 and
+// 10.00 under one Idempotency-Key replay the first refund, where 10.01
+// is another request.
+func TestRefundAmountWrittenAnyWay(t *testing.T) {
+	f := newFixture(t, 0)
+	sale := f.sale(t, "50.00")
+	key := ptr(uuid.NewString())
+	first, replayed, err := f.refundOf(sale, ptr("10"), key)
+	if err != nil || replayed || first.Amount.Text('f') != "10.00" {
+		t.Fatalf("first: %+v replayed %v, %v", first, replayed, err)
+	}
+	for _, a := range []string{"10.0", "10.00"} {
+		again, replayed, err := f.refundOf(sale, ptr(a), key)
+		if err != nil || !replayed || again.ID != first.ID {
+			t.Errorf("%s with the key: %+v replayed %v, %v; want the first replayed", a, again.ID, replayed, err)
+		}
+	}
+	if _, _, err := f.refundOf(sale, ptr("10.01"), key); !errors.Is(err, idempotency.ErrReused) {
+		t.Errorf("10.01 with the key: %v, want idempotency.ErrReused", err)
+	}
+	if n := f.gate.times("refund"); n != 1 {
+		t.Errorf("%d refunds asked, want 1", n)
 	}
 }
