@@ -11,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -30,13 +31,6 @@ func onboardErr(cmd string, err error) error {
 		return usageError{cmd + ": " + e.Message}
 	}
 	return err
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // orgsCreate makes an organization: payreq orgs create --kind K --name N [--reseller ORG] [--json].
@@ -126,7 +120,7 @@ func locationsCmd(ctx context.Context, cfg config.Config, args []string, stdout 
 		if err != nil {
 			return err
 		}
-		n.AddressLine2, n.ReceiptName, n.Phone, n.Email = optional(*line2), optional(*receipt), optional(*phone), optional(*email)
+		n.AddressLine2, n.ReceiptName, n.Phone, n.Email = optional.String(*line2), optional.String(*receipt), optional.String(*phone), optional.String(*email)
 		a, err := openApp(ctx, cfg)
 		if err != nil {
 			return err

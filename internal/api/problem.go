@@ -11,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/wire"
 )
@@ -65,28 +66,15 @@ func invalid(fields map[string][]string) *problem {
 	out := make(map[string][]string, len(fields))
 	for field, msgs := range fields {
 		for i, m := range msgs {
-			msgs[i] = cut(m)
+			msgs[i] = clip.Marked(m, maxMessage)
 		}
-		out[cut(field)] = append(out[cut(field)], msgs...)
+		out[clip.Marked(field, maxMessage)] = append(out[clip.Marked(field, maxMessage)], msgs...)
 	}
 	return &problem{kind: kindValidation, status: http.StatusBadRequest, title: "Invalid request",
 		detail: "Correct the fields listed in errors and send the request again.", errors: out}
 }
 
 const maxMessage = 200
-
-// cut shortens s to at most maxMessage bytes and an ellipsis, on a UTF-8
-// boundary.
-func cut(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	n := maxMessage
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
 
 // invalidField is a 400 with one message for one field.
 func invalidField(field, message string) *problem {

@@ -8,6 +8,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // CreateToken exchanges an API key for an access token. Credentials come from
@@ -22,7 +23,7 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		return gen.CreateToken415JSONResponse{Error: models.TokenErrorErrorInvalidRequest,
 			ErrorDescription: "Send the token request as application/x-www-form-urlencoded or application/json."}, nil
 	}
-	creds := auth.Credentials{GrantType: deref(body.GrantType), ClientID: deref(body.ClientId), ClientSecret: deref(body.ClientSecret)}
+	creds := auth.Credentials{GrantType: optional.Value(body.GrantType), ClientID: optional.Value(body.ClientId), ClientSecret: optional.Value(body.ClientSecret)}
 	if cl.basic {
 		if creds.ClientID != "" || creds.ClientSecret != "" {
 			return gen.CreateToken400JSONResponse{Error: models.TokenErrorErrorInvalidRequest,
@@ -72,11 +73,4 @@ func (s *Server) GetJwks(ctx context.Context, _ gen.GetJwksRequestObject) (gen.G
 		return nil, err
 	}
 	return gen.GetJwks200JSONResponse(set), nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

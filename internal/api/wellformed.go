@@ -170,6 +170,30 @@ func textProblem(s string) string {
 	return ""
 }
 
+// jsonStrings follows a JSON text byte by byte to tell which bytes stand in
+// its strings (their quotes too): the byte-level checks pass over them.
+type jsonStrings struct{ in, escaped bool }
+
+// inside reports whether b, the text's next byte, is part of a string.
+func (s *jsonStrings) inside(b byte) bool {
+	switch {
+	case s.in:
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case b == '\\':
+			s.escaped = true
+		case b == '"':
+			s.in = false
+		}
+		return true
+	case b == '"':
+		s.in = true
+		return true
+	}
+	return false
+}
+
 // maxDepth is how deeply arrays and objects may nest in a JSON body; no
 // request of the API needs more than four levels.
 const maxDepth = 32
@@ -178,20 +202,11 @@ const maxDepth = 32
 // in a JSON text, looking at its bytes only: brackets inside strings do not
 // count. Whether it is JSON at all is the validator's to say.
 func tooDeep(body []byte) bool {
-	depth, inString, escaped := 0, false, false
+	depth := 0
+	var strs jsonStrings
 	for _, b := range body {
 		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
+		case strs.inside(b):
 		case b == '[' || b == '{':
 			if depth++; depth > maxDepth {
 				return true
@@ -313,20 +328,11 @@ func jsonProblems(body []byte, add func(field, msg string)) {
 // a number written with an exponent or longer than jsonnum takes: the only
 // numbers jsonProblems needs to look at.
 func hasUnusualNumber(body []byte) bool {
-	inString, escaped, run, exponent := false, false, 0, false
+	run, exponent := 0, false
+	var strs jsonStrings
 	for _, b := range body {
 		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
+		case strs.inside(b):
 		case run > 0 && (b >= '0' && b <= '9' || b == '.' || b == '+' || b == '-' || b == 'e' || b == 'E'):
 			run++
 			exponent = exponent || b == 'e' || b == 'E'

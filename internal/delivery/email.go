@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/tracing"
 	gomail "github.com/wneessen/go-mail"
 	"go.opentelemetry.io/otel/codes"
@@ -200,14 +201,14 @@ func smtpError(err error) error {
 					text = code + " " + unquoted
 				}
 			}
-			reason = "the mail server answered " + truncate(oneLine(text), 200)
+			reason = "the mail server answered " + clip.Marked(oneLine(text), 200)
 		}
 		return &ProviderError{Permanent: permanent, Reason: reason, Err: err}
 	}
 	var te *textproto.Error
 	if errors.As(err, &te) {
 		return &ProviderError{Reason: fmt.Sprintf("the mail server answered %d %s", te.Code,
-			truncate(oneLine(te.Msg), 200)), Err: err}
+			clip.Marked(oneLine(te.Msg), 200)), Err: err}
 	}
 	return err
 }
@@ -237,6 +238,6 @@ func plainReason(channel string, err error) string {
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return provider + " could not be reached"
 	default:
-		return truncate(oneLine(err.Error()), 200)
+		return clip.Marked(oneLine(err.Error()), 200)
 	}
 }

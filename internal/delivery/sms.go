@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/tracing"
 )
 
@@ -118,7 +119,7 @@ func smsAnswer(status int, body []byte) string {
 	}
 	answer := fmt.Sprintf("%d %s", status, http.StatusText(status))
 	if text != "" {
-		answer += ": " + truncate(text, 200)
+		answer += ": " + clip.Marked(text, 200)
 	}
 	return answer
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -339,7 +340,7 @@ func (w *Worker) recordFailure(ctx context.Context, c claimed, sendErr error) (b
 	now := w.now()
 	var pe *ProviderError
 	final := c.Attempts >= w.cfg.MaxAttempts || (errors.As(sendErr, &pe) && pe.Permanent)
-	lastErr := truncate(oneLine(sendErr.Error()), 1000)
+	lastErr := clip.Marked(oneLine(sendErr.Error()), 1000)
 	if !final {
 		_, err := w.db.ExecContext(ctx, `UPDATE outbox SET next_attempt_at = $3, last_error = $4
 			WHERE id = $1 AND attempts = $2
@@ -413,14 +414,3 @@ func sendProblem(c claimed, err error) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut at a rune boundary.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}

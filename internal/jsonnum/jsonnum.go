@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/payreq/payreq/internal/clip"
 )
 
 var (
@@ -33,11 +35,7 @@ func excerpt(s string) string {
 	if len(s) <= MaxText {
 		return strconv.Quote(s)
 	}
-	n := MaxText
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return strconv.Quote(s[:n]) + "…"
+	return strconv.Quote(clip.To(s, MaxText)) + "…"
 }
 
 // Decimal is an exact decimal number. On the wire it is a JSON string

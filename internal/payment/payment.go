@@ -22,6 +22,7 @@ import (
 
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
@@ -243,8 +244,8 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		now := s.Now()
 		sale := CardPayment{
 			ID: h.id, OrganizationID: locked.OrganizationID, Kind: Sale, Status: Approved, Amount: r.Amount,
-			InvoiceID: locked.ID, MerchantAccountID: locked.MerchantAccountID, CardBrand: optional(BrandName(res.CardBrand)),
-			LastFour: optional(res.LastFour), PayerName: optional(r.Card.Name), CreatedAt: now,
+			InvoiceID: locked.ID, MerchantAccountID: locked.MerchantAccountID, CardBrand: optional.String(BrandName(res.CardBrand)),
+			LastFour: optional.String(res.LastFour), PayerName: optional.String(r.Card.Name), CreatedAt: now,
 		}
 		if !res.Approved {
 			// A declined sale is a card payment too; failedAttempts counts it.
@@ -274,7 +275,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if !locked.Status.Payable() {
 			return ErrNotPayable
 		}
-		sale.RetRef, sale.Level3Sent = optional(res.RetRef), h.charge.Items != nil
+		sale.RetRef, sale.Level3Sent = optional.String(res.RetRef), h.charge.Items != nil
 		p := invoice.Payment{
 			ID: h.id, Amount: r.Amount, RetRef: sale.RetRef, CardBrand: sale.CardBrand,
 			LastFour: sale.LastFour, PayerName: sale.PayerName, PaidAt: now, Level3Sent: sale.Level3Sent,
@@ -376,11 +377,4 @@ func BrandName(brand string) string {
 		return ""
 	}
 	return brand
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/clip"
 )
 
 // A pending charge is the durable trace of a charge under way: written
@@ -100,7 +102,7 @@ func (s *Store) voidPendingNow(ctx context.Context, orderID uuid.UUID, cause err
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.DB.ExecContext(ctx, `UPDATE pending_charges SET void_after = $2, last_error = $3 WHERE order_id = $1`,
-		orderID, s.Now(), truncate(cause.Error(), 1000))
+		orderID, s.Now(), clip.To(cause.Error(), 1000))
 }
 
 // SettlePending voids, at the processor, the due pending charges: charges
@@ -133,7 +135,7 @@ func (s *Store) SettlePending(ctx context.Context, log *slog.Logger) error {
 			log.Error("payment: pending charge not voided yet; the card may be charged without a payment",
 				"order_id", c.OrderID.String(), "attempt", c.Attempts, "error", err.Error())
 			_, _ = s.DB.ExecContext(ctx, `UPDATE pending_charges SET last_error = $2 WHERE order_id = $1`,
-				c.OrderID, truncate(err.Error(), 1000))
+				c.OrderID, clip.To(err.Error(), 1000))
 			continue
 		}
 		if _, err := s.DB.ExecContext(ctx, `DELETE FROM pending_charges WHERE order_id = $1`, c.OrderID); err != nil {
@@ -162,14 +164,4 @@ func (s *Store) RunSettlement(ctx context.Context, interval time.Duration, log *
 		case <-t.C:
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

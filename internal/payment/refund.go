@@ -14,9 +14,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
@@ -304,7 +306,7 @@ func (s *Store) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund,
 	refund := CardPayment{
 		ID: p.RefundID, OrganizationID: p.OrganizationID, Kind: Refund, Status: Approved, Amount: p.Amount,
 		InvoiceID: sale.InvoiceID, MerchantAccountID: sale.MerchantAccountID, CardBrand: sale.CardBrand,
-		LastFour: sale.LastFour, PayerName: sale.PayerName, RetRef: optional(res.RetRef), RefundOf: &sale.ID,
+		LastFour: sale.LastFour, PayerName: sale.PayerName, RetRef: optional.String(res.RetRef), RefundOf: &sale.ID,
 		Reason: p.Reason, CreatedAt: p.CreatedAt, CreatedByName: &p.CreatedByName,
 	}
 	if !res.Approved {
@@ -371,15 +373,8 @@ type pendingRefund struct {
 
 // ask is what the processor is asked for the refund of sale.
 func (p *pendingRefund) ask(sale CardPayment) processor.Refund {
-	return processor.Refund{MerchantID: sale.MID, OrderID: p.RefundID.String(), SaleRetRef: deref(sale.RetRef),
-		SaleOrder: sale.ID.String(), LastFour: deref(sale.LastFour), Amount: p.Amount, Whole: p.Whole}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return processor.Refund{MerchantID: sale.MID, OrderID: p.RefundID.String(), SaleRetRef: optional.Value(sale.RetRef),
+		SaleOrder: sale.ID.String(), LastFour: optional.Value(sale.LastFour), Amount: p.Amount, Whole: p.Whole}
 }
 
 // writePendingRefund commits, with the reservation, the trace of a refund
@@ -427,7 +422,7 @@ func (s *Store) settlePendingRefundNow(ctx context.Context, id uuid.UUID, cause 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.DB.ExecContext(ctx, `UPDATE pending_refunds SET settle_after = $2, last_error = $3 WHERE refund_id = $1`,
-		id, s.Now(), truncate(cause.Error(), 1000))
+		id, s.Now(), clip.To(cause.Error(), 1000))
 }
 
 const selectPendingRefund = `SELECT refund_id, organization_id, sale_id, amount::text AS amount, whole, reason,
@@ -479,7 +474,7 @@ func (s *Store) SettlePendingRefunds(ctx context.Context, log *slog.Logger) erro
 		p := &due[i]
 		if err := s.settleRefund(ctx, p); err != nil {
 			log.Error("payment: pending refund not settled yet", "refund_id", p.RefundID.String(), "attempt", p.Attempts, "error", err.Error())
-			_, _ = s.DB.ExecContext(ctx, `UPDATE pending_refunds SET last_error = $2 WHERE refund_id = $1`, p.RefundID, truncate(err.Error(), 1000))
+			_, _ = s.DB.ExecContext(ctx, `UPDATE pending_refunds SET last_error = $2 WHERE refund_id = $1`, p.RefundID, clip.To(err.Error(), 1000))
 			continue
 		}
 		log.Warn("payment: pending refund settled", "refund_id", p.RefundID.String(), "attempt", p.Attempts)

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/web"
 )
 
@@ -86,8 +87,8 @@ func viewOf(inv invoice.Invoice) invoiceView {
 	b := inv.Biller
 	v := invoiceView{
 		Biller: biller(inv), LegalName: b.LegalName(), Address: b.Address, Phone: b.Phone, Email: b.Email,
-		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: deref(inv.CustomerName),
-		PONumber: deref(inv.PONumber), Memo: deref(inv.Memo),
+		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: optional.Value(inv.CustomerName),
+		PONumber: optional.Value(inv.PONumber), Memo: optional.Value(inv.Memo),
 		Amount: money(inv.Amount), AmountPaid: money(inv.AmountPaid), Balance: money(inv.Balance()),
 		Status: string(inv.Status),
 	}
@@ -112,28 +113,21 @@ func viewOf(inv invoice.Invoice) invoiceView {
 // location's.
 func receiptOf(p invoice.Payment, balanceAfter apd.Decimal, zone *time.Location) receiptView {
 	card := "Card"
-	if b := deref(p.CardBrand); b != "" {
+	if b := optional.Value(p.CardBrand); b != "" {
 		card = b
 	}
-	if l := deref(p.LastFour); l != "" {
+	if l := optional.Value(p.LastFour); l != "" {
 		card += " ending in " + l
 	}
 	return receiptView{
-		Amount: money(p.Amount), Card: card, PayerName: deref(p.PayerName),
-		PaidAt: p.PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST"), RetRef: deref(p.RetRef),
+		Amount: money(p.Amount), Card: card, PayerName: optional.Value(p.PayerName),
+		PaidAt: p.PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST"), RetRef: optional.Value(p.RetRef),
 		BalanceAfter: money(balanceAfter), SavedCard: p.SavedCard,
 	}
 }
 
 // day is the date of t in its own zone.
 func day(t time.Time) string { return t.Format("January 2, 2006") }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
 
 var decimals = apd.BaseContext.WithPrecision(34)
 

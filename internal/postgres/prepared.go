@@ -22,14 +22,9 @@ const preparedStatementsPerConn = 256
 type preparing struct{ driver.Connector }
 
 func (c preparing) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	inner, err := connect(ctx, c.Connector)
 	if err != nil {
 		return nil, err
-	}
-	inner, ok := conn.(pqConn)
-	if !ok {
-		conn.Close()
-		return nil, errors.New("postgres: the driver's connection lacks the interfaces payreq uses")
 	}
 	// Each prepared statement runs its generic plan from the start. Left to
 	// choose, PostgreSQL compares the generic plan's estimate with the
@@ -41,10 +36,25 @@ func (c preparing) Connect(ctx context.Context) (driver.Conn, error) {
 	// keyset pages built for the filters given, whose plans do not depend
 	// on the values.
 	if _, err := inner.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`, nil); err != nil {
-		conn.Close()
+		inner.Close()
 		return nil, err
 	}
 	return &preparedConn{pqConn: inner, stmts: map[string]*list.Element{}, lru: list.New()}, nil
+}
+
+// connect opens a connection of c: lib/pq's, or one that wraps it as
+// preparing and traced do.
+func connect(ctx context.Context, c driver.Connector) (pqConn, error) {
+	conn, err := c.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inner, ok := conn.(pqConn)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("postgres: the driver's connection lacks the interfaces payreq uses")
+	}
+	return inner, nil
 }
 
 // pqConn is what lib/pq's connection implements and database/sql uses.

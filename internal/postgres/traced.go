@@ -19,14 +19,9 @@ import (
 type traced struct{ driver.Connector }
 
 func (c traced) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	inner, err := connect(ctx, c.Connector)
 	if err != nil {
 		return nil, err
-	}
-	inner, ok := conn.(pqConn)
-	if !ok {
-		conn.Close()
-		return nil, errors.New("postgres: the driver's connection lacks the interfaces payreq uses")
 	}
 	return &tracedConn{pqConn: inner}, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/tracing"
 )
@@ -363,17 +364,7 @@ func failureDetail(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return truncate(err.Error(), 500)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
+	return clip.To(err.Error(), 500)
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), at most
