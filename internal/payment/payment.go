@@ -203,15 +203,19 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 		if err != nil {
 			return err
 		}
-		if h.prior, h.answered, err = submitted(ctx, tx, inv.ID, r.AttemptID); err != nil || h.answered {
-			return err
-		}
 		now := s.Now()
-		held, formUnderWay, err := chargesUnderWay(ctx, tx, inv.ID, r.AttemptID, now)
-		if err != nil || formUnderWay {
-			h.wait = formUnderWay
+		form, err := formState(ctx, tx, inv.ID, r.AttemptID, now)
+		switch {
+		case err != nil:
 			return err
+		case form.answered:
+			h.prior, h.answered = form.prior, true
+			return nil
+		case form.underWay:
+			h.wait = true
+			return nil
 		}
+		held := form.held
 		if !locked.Status.Payable() {
 			return ErrNotPayable
 		}

@@ -40,27 +40,42 @@ func writePending(ctx context.Context, tx *sqlx.Tx, orderID, invoiceID uuid.UUID
 	return nil
 }
 
-// chargesUnderWay is what the invoice's charges under way hold of its
-// balance, read under its row lock, and whether the form attempt is one
-// of them. A charge is under way while its Pay may still record it: its
-// Pay has not given up on the outcome (last_error), and is not older than
-// PayTimeout. Any other pending charge is only ever voided.
-func chargesUnderWay(ctx context.Context, tx *sqlx.Tx, invoiceID, attempt uuid.UUID, now time.Time) (held apd.Decimal, form bool, err error) {
+// form is where a pay form stands, read under its invoice's row lock.
+type form struct {
+	answered bool // its first POST was answered: prior
+	prior    Outcome
+	underWay bool // its first POST is at the processor
+	// held is what the invoice's charges under way hold of its balance.
+	held apd.Decimal
+}
+
+// formState reads, in one statement under the invoice's row lock, the
+// answer already given to the form attempt, whether it is under way, and
+// what the invoice's charges under way hold. A charge is under way while
+// its Pay may still record it: its Pay has not given up on the outcome
+// (last_error), and is not older than PayTimeout. Any other pending charge
+// is only ever voided.
+func formState(ctx context.Context, tx *sqlx.Tx, invoiceID, attempt uuid.UUID, now time.Time) (form, error) {
 	var row struct {
-		Held string `db:"held"`
-		Form bool   `db:"form"`
+		Held          string     `db:"held"`
+		UnderWay      bool       `db:"under_way"`
+		Answered      bool       `db:"answered"`
+		PaymentID     *uuid.UUID `db:"payment_id"`
+		DeclineReason *string    `db:"decline_reason"`
 	}
-	err = tx.GetContext(ctx, &row, `SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text AS held,
-			coalesce(bool_or(attempt_id = $2), false) AS form
-		FROM pending_charges WHERE invoice_id = $1 AND last_error IS NULL AND created_at > $3`,
+	err := tx.GetContext(ctx, &row, `SELECT u.held, u.under_way, s.attempt_id IS NOT NULL AS answered, s.payment_id, s.decline_reason
+		FROM (SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text AS held, coalesce(bool_or(attempt_id = $2), false) AS under_way
+			FROM pending_charges WHERE invoice_id = $1 AND last_error IS NULL AND created_at > $3) u
+		LEFT JOIN pay_submissions s ON s.attempt_id = $2 AND s.invoice_id = $1`,
 		invoiceID, attempt, now.Add(-PayTimeout))
 	if err != nil {
-		return apd.Decimal{}, false, fmt.Errorf("payment: unable to read the charges under way: %w", err)
+		return form{}, fmt.Errorf("payment: unable to read the pay form and the charges under way: %w", err)
 	}
-	if _, _, err := held.SetString(row.Held); err != nil {
-		return apd.Decimal{}, false, fmt.Errorf("payment: charges under way %q: %w", row.Held, err)
+	f := form{answered: row.Answered, underWay: row.UnderWay, prior: outcomeOf(row.PaymentID, row.DeclineReason)}
+	if _, _, err := f.held.SetString(row.Held); err != nil {
+		return form{}, fmt.Errorf("payment: charges under way %q: %w", row.Held, err)
 	}
-	return held, row.Form, nil
+	return f, nil
 }
 
 // underWayPoll is how often a request that waits for another one under
@@ -117,16 +132,7 @@ func (s *Store) SettlePending(ctx context.Context, log *slog.Logger) error {
 		MID      string    `db:"mid"`
 		Attempts int       `db:"attempts"`
 	}
-	// Claimed like outbox messages: the next try is scheduled before this
-	// one is made, so a crash only delays it.
-	err := s.DB.SelectContext(ctx, &due, `WITH due AS (
-			SELECT order_id FROM pending_charges WHERE void_after <= $1
-			ORDER BY void_after LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE pending_charges p SET attempts = p.attempts + 1,
-			void_after = $1 + least($4::interval, $3::interval * power(2, least(p.attempts, 20)))
-		FROM due WHERE p.order_id = due.order_id
-		RETURNING p.order_id, p.mid, p.attempts`,
-		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
+	err := s.claimDue(ctx, &due, "pending_charges", "order_id", "void_after", "p.order_id, p.mid, p.attempts", now)
 	if err != nil {
 		return fmt.Errorf("payment: unable to claim pending charges: %w", err)
 	}
@@ -144,6 +150,23 @@ func (s *Store) SettlePending(ctx context.Context, log *slog.Logger) error {
 		log.Warn("payment: pending charge voided", "order_id", c.OrderID.String(), "attempt", c.Attempts)
 	}
 	return nil
+}
+
+// claimDue claims up to settleBatch rows of table (pending charges or
+// refunds, by their key) whose due column has come at now, and reads
+// returning of each into dest. They are claimed like outbox messages: each
+// one's next try is scheduled, after a wait that doubles with its attempts
+// (settleBackoff up to settleBackoffUp), before this one is made, so that
+// a crash only delays it and instances side by side take different rows.
+func (s *Store) claimDue(ctx context.Context, dest any, table, key, due, returning string, now time.Time) error {
+	return s.DB.SelectContext(ctx, dest, fmt.Sprintf(`WITH due AS (
+			SELECT %[2]s FROM %[1]s WHERE %[3]s <= $1
+			ORDER BY %[3]s LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE %[1]s p SET attempts = p.attempts + 1,
+			%[3]s = $1 + least($4::interval, $3::interval * power(2, least(p.attempts, 20)))
+		FROM due WHERE p.%[2]s = due.%[2]s
+		RETURNING %[4]s`, table, key, due, returning),
+		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
 }
 
 // RunSettlement runs SettlePending and SettlePendingRefunds every interval

@@ -458,15 +458,8 @@ func (s *Store) settleRefund(ctx context.Context, p *pendingRefund) error {
 func (s *Store) SettlePendingRefunds(ctx context.Context, log *slog.Logger) error {
 	now := s.Now()
 	var due []pendingRefund
-	err := s.DB.SelectContext(ctx, &due, `WITH due AS (
-			SELECT refund_id FROM pending_refunds WHERE settle_after <= $1
-			ORDER BY settle_after LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE pending_refunds p SET attempts = p.attempts + 1,
-			settle_after = $1 + least($4::interval, $3::interval * power(2, least(p.attempts, 20)))
-		FROM due WHERE p.refund_id = due.refund_id
-		RETURNING p.refund_id, p.organization_id, p.sale_id, p.amount::text AS amount, p.whole, p.reason,
-			p.created_by_name, p.created_at, p.settle_after, p.attempts, p.last_error`,
-		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
+	err := s.claimDue(ctx, &due, "pending_refunds", "refund_id", "settle_after", `p.refund_id, p.organization_id, p.sale_id,
+		p.amount::text AS amount, p.whole, p.reason, p.created_by_name, p.created_at, p.settle_after, p.attempts, p.last_error`, now)
 	if err != nil {
 		return fmt.Errorf("payment: unable to claim pending refunds: %w", err)
 	}

@@ -285,3 +285,52 @@ func TestRefundAmountWrittenAnyWay(t *testing.T) {
 		t.Errorf("%d refunds asked, want 1", n)
 	}
 }
+
+// The settlement takes up what was left behind once it is due, and not
+// before: a pending charge is voided at the processor and forgotten; a
+// pending refund the processor never made is forgotten, with its
+// Idempotency-Key, so that the sale may be refunded again.
+func TestSettlementTakesUpWhatWasLeftBehind(t *testing.T) {
+	f := newFixture(t, 0)
+	sale := f.sale(t, "20.00")
+	inv := f.invoice(t, "15.00", "0", invoice.Open)
+	charge, refund := uuid.New(), uuid.New()
+	later := time.Now().Add(time.Hour)
+	if _, err := f.db.Exec(`INSERT INTO pending_charges (order_id, invoice_id, mid, amount, created_at, void_after, last_error)
+		VALUES ($1, $2, $3, '15.00', now(), $4, 'the answer was lost')`, charge, inv.ID, f.mid, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(`INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, created_by_name,
+			created_at, settle_after, last_error) VALUES ($1, $2, $3, '20.00', true, 'test key', now(), $4, 'the answer was lost')`,
+		refund, f.org, sale.ID, later); err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		t.Helper()
+		if err := f.svc.SettlePending(context.Background(), quiet); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.SettlePendingRefunds(context.Background(), quiet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func() (int, int) {
+		return f.count(t, `SELECT count(*) FROM pending_charges WHERE order_id = $1`, charge),
+			f.count(t, `SELECT count(*) FROM pending_refunds WHERE refund_id = $1`, refund)
+	}
+	settle()
+	if c, r := left(); c != 1 || r != 1 || f.gate.times("void") != 0 {
+		t.Fatalf("before they are due: %d charges and %d refunds left, %d voids; want both left, none voided", c, r, f.gate.times("void"))
+	}
+	f.svc.Now = func() time.Time { return later.Add(time.Second) }
+	settle()
+	// Other tests' leftovers are due too: the charge's row goes once its
+	// void is made.
+	if c, r := left(); c != 0 || r != 0 || f.gate.times("void") == 0 {
+		t.Errorf("once due: %d charges and %d refunds left, %d voids; want none left, voided", c, r, f.gate.times("void"))
+	}
+	f.svc.Now = time.Now
+	if _, _, err := f.refundOf(sale, nil, nil); err != nil {
+		t.Errorf("a refund of the sale after its lost refund was settled: %v", err)
+	}
+}

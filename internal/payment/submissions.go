@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // A customer is never charged twice for one submission. Each rendered pay
@@ -43,10 +44,17 @@ func submitted(ctx context.Context, q sqlx.QueryerContext, invoiceID, attemptID 
 		return Outcome{}, false, nil
 	case err != nil:
 		return Outcome{}, false, fmt.Errorf("payment: unable to read pay submission: %w", err)
-	case row.PaymentID != nil:
-		return Outcome{Approved: true, Payment: invoice.Payment{ID: *row.PaymentID}}, true, nil
 	}
-	return Outcome{DeclineReason: *row.DeclineReason}, true, nil
+	return outcomeOf(row.PaymentID, row.DeclineReason), true, nil
+}
+
+// outcomeOf is the answer a submission keeps: the approved payment, or
+// the decline's reason.
+func outcomeOf(paymentID *uuid.UUID, declineReason *string) Outcome {
+	if paymentID != nil {
+		return Outcome{Approved: true, Payment: invoice.Payment{ID: *paymentID}}
+	}
+	return Outcome{DeclineReason: optional.Value(declineReason)}
 }
 
 // recordSubmission keeps the processor's answer to a form, inside the
