@@ -232,12 +232,7 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, permissions []string, f
 	} else {
 		q.Where("e.type = ANY($%d)", pq.Array(Readable(permissions)))
 	}
-	if f.CreatedFrom != nil {
-		q.Where("e.created_at >= $%d", *f.CreatedFrom)
-	}
-	if f.CreatedTo != nil {
-		q.Where("e.created_at < $%d", *f.CreatedTo)
-	}
+	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}

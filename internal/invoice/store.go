@@ -548,12 +548,7 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if f.CustomerEmail != nil {
 		q.Where("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
 	}
-	if f.CreatedFrom != nil {
-		q.Where("i.created_at >= $%d", *f.CreatedFrom)
-	}
-	if f.CreatedTo != nil {
-		q.Where("i.created_at < $%d", *f.CreatedTo)
-	}
+	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}

@@ -76,6 +76,17 @@ func (q *Query) Where(cond string, values ...any) {
 	q.where = append(q.where, fmt.Sprintf(cond, refs...))
 }
 
+// Created narrows the page to items made at or after from and before to,
+// by its time column, each when it is given.
+func (q *Query) Created(from, to *time.Time) {
+	if from != nil {
+		q.Where(q.time+" >= $%d", *from)
+	}
+	if to != nil {
+		q.Where(q.time+" < $%d", *to)
+	}
+}
+
 // After starts the page after the item a cursor names; "" is the first
 // page. A cursor not made by this package is ErrInvalid.
 func (q *Query) After(cursor string) error {

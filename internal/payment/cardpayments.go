@@ -157,12 +157,7 @@ func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit
 	if f.DepositID != nil {
 		q.Where("c.deposit_id = $%d", *f.DepositID)
 	}
-	if f.CreatedFrom != nil {
-		q.Where("c.created_at >= $%d", *f.CreatedFrom)
-	}
-	if f.CreatedTo != nil {
-		q.Where("c.created_at < $%d", *f.CreatedTo)
-	}
+	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}

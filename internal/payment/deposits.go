@@ -115,12 +115,7 @@ func (s *Store) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, li
 	if f.Status != nil {
 		q.Where("d.status = $%d", *f.Status)
 	}
-	if f.CreatedFrom != nil {
-		q.Where("d.created_at >= $%d", *f.CreatedFrom)
-	}
-	if f.CreatedTo != nil {
-		q.Where("d.created_at < $%d", *f.CreatedTo)
-	}
+	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}

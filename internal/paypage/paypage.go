@@ -252,14 +252,9 @@ func (h *handler) pay(c echo.Context) error {
 		// Checked first: these errors wrap the processor's too, and the
 		// reason the charge could not be recorded. The charge may stand for
 		// now; the service voids it on its own.
-		p.Alert = &alert{Kind: "error", Paragraphs: []string{
+		return h.unanswered(c, p, http.StatusServiceUnavailable, payErr,
 			"We could not confirm this payment with the card processor, so it was not recorded.",
-			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later."}}
-		c.Response().Header().Set("Retry-After", "60")
-		if err := h.render(c, http.StatusServiceUnavailable, "pay", p); err != nil {
-			return err
-		}
-		return payErr // logged as an error by the request log
+			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later.")
 	case errors.Is(payErr, payment.ErrNotPayable):
 		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
 		return h.render(c, http.StatusConflict, "pay", p)
@@ -281,23 +276,25 @@ func (h *handler) pay(c echo.Context) error {
 		return h.render(c, http.StatusBadRequest, "pay", p)
 	case errors.Is(payErr, processor.ErrProcessorError):
 		// The processor answered, with an error: a bad gateway, not an outage.
-		p.Alert = &alert{Kind: "error", Paragraphs: []string{
-			"The card processor could not take this payment, so nothing was charged.", "Please try again in a few minutes."}}
-		c.Response().Header().Set("Retry-After", "60")
-		if err := h.render(c, http.StatusBadGateway, "pay", p); err != nil {
-			return err
-		}
-		return payErr // logged by the request log; the page is already sent
+		return h.unanswered(c, p, http.StatusBadGateway, payErr,
+			"The card processor could not take this payment, so nothing was charged.", "Please try again in a few minutes.")
 	case errors.Is(payErr, processor.ErrUnavailable), errors.Is(payErr, payment.ErrVoided):
-		p.Alert = &alert{Kind: "error", Paragraphs: []string{
-			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes."}}
-		c.Response().Header().Set("Retry-After", "60")
-		if err := h.render(c, http.StatusServiceUnavailable, "pay", p); err != nil {
-			return err
-		}
-		return payErr // logged by the request log; the page is already sent
+		return h.unanswered(c, p, http.StatusServiceUnavailable, payErr,
+			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes.")
 	}
 	return h.failure(c, payErr)
+}
+
+// unanswered is the form again, at status with Retry-After, saying why the
+// card processor gave no answer to keep (paragraphs); it returns payErr,
+// for the request log to log: the page is already sent.
+func (h *handler) unanswered(c echo.Context, p page, status int, payErr error, paragraphs ...string) error {
+	p.Alert = &alert{Kind: "error", Paragraphs: paragraphs}
+	c.Response().Header().Set("Retry-After", "60")
+	if err := h.render(c, status, "pay", p); err != nil {
+		return err
+	}
+	return payErr
 }
 
 // answer is the page of a form the processor answered: the receipt of an
