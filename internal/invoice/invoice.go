@@ -55,16 +55,36 @@ type Line struct {
 	UPC           *string
 }
 
-// Payment is an approved sale toward an invoice (a card payment of the
-// payment package, as the invoice shows it).
+// Payment methods: a card payment's, and those of a payment made outside
+// the card processor and recorded by the merchant.
+const (
+	MethodCard         = "card"
+	MethodCash         = "cash"
+	MethodCheck        = "check"
+	MethodBankTransfer = "bank_transfer"
+	MethodOther        = "other"
+)
+
+// Payment is money received toward an invoice: an approved sale (a card
+// payment of the payment package, as the invoice shows it), or a payment
+// made outside the card processor that the merchant recorded (Method other
+// than card; RecordPayment).
 type Payment struct {
-	ID         uuid.UUID
-	Amount     apd.Decimal
+	ID     uuid.UUID
+	Amount apd.Decimal
+	Method string
+	// Reference is a recorded payment's (a check number, a transfer's
+	// reference); nil for card payments, whose processor reference is RetRef.
+	Reference  *string
 	RetRef     *string
 	CardBrand  *string
 	LastFour   *string
 	PayerName  *string
-	PaidAt     time.Time
+	// PaidAt is when the money was received: a sale's approval, a recorded
+	// payment's receivedAt.
+	PaidAt time.Time
+	// RecordedAt is when payreq recorded it.
+	RecordedAt time.Time
 	Level3Sent bool
 	SavedCard  bool
 	// AmountRefunded is the sum of the payment's approved refunds.
@@ -96,6 +116,11 @@ type Draft struct {
 	DueDate           *time.Time
 	Lines             []Line // nil: no lines given
 	Send              *bool
+	// SendAt schedules the send: the link goes out then, not now.
+	SendAt *time.Time
+	// Reminders: true or false for this invoice; nil follows the
+	// organization's reminder settings.
+	Reminders *bool
 }
 
 // Invoice is a stored invoice.
@@ -131,6 +156,13 @@ type Invoice struct {
 	CancelledAt       *time.Time
 	CancelledByName   *string
 	CustomerPrefers   *string
+	// ScheduledSendAt is when the pay link is to go out; nil when no send
+	// is scheduled.
+	ScheduledSendAt *time.Time
+	// Reminders is the invoice's own choice; nil follows the organization's.
+	Reminders      *bool
+	RemindersSent  int
+	LastRemindedAt *time.Time
 	// Suspended: the organization is suspended, so its pay links take no
 	// payment (read by ByPayToken only).
 	Suspended bool

@@ -2,6 +2,7 @@ package invoice
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -94,3 +95,22 @@ func parseNumeric(s string) (apd.Decimal, error) {
 
 // text is d in plain notation.
 func text(d apd.Decimal) string { return d.Text('f') }
+
+// Money is an amount as people read it, in dollars with thousands
+// separators and cents: "$1,234.50", "-$5.00".
+func Money(d apd.Decimal) string {
+	s := text(cents(d))
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return sign + "$" + b.String() + "." + frac
+}
