@@ -89,12 +89,24 @@ type ServerInterface interface {
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// RecordPayment Record a payment made outside the card
+	// (POST /payment-requests/{id}/payments)
+	RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error
+	// RemoveRecordedPayment Remove a recorded payment
+	// (DELETE /payment-requests/{id}/payments/{paymentId})
+	RemoveRecordedPayment(ctx echo.Context, id InvoiceId, paymentId openapi_types.UUID) error
 	// SendPaymentRequest Send the pay link
 	// (POST /payment-requests/{id}/send)
 	SendPaymentRequest(ctx echo.Context, id InvoiceId) error
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// GetReminderSettings Read the reminder schedule
+	// (GET /reminder-settings)
+	GetReminderSettings(ctx echo.Context) error
+	// PutReminderSettings Change the reminder schedule
+	// (PUT /reminder-settings)
+	PutReminderSettings(ctx echo.Context) error
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
@@ -668,6 +680,66 @@ func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// RecordPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) RecordPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecordPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecordPayment(ctx, id, params)
+	return err
+}
+
+// RemoveRecordedPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) RemoveRecordedPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "paymentId" -------------
+	var paymentId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "paymentId", ctx.Param("paymentId"), &paymentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter paymentId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RemoveRecordedPayment(ctx, id, paymentId)
+	return err
+}
+
 // SendPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) SendPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -690,6 +762,24 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReadiness(ctx)
+	return err
+}
+
+// GetReminderSettings converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReminderSettings(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReminderSettings(ctx)
+	return err
+}
+
+// PutReminderSettings converts echo context to params.
+func (w *ServerInterfaceWrapper) PutReminderSettings(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PutReminderSettings(ctx)
 	return err
 }
 
@@ -863,6 +953,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
+	router.POST(options.BaseURL+"/payment-requests/:id/payments", wrapper.RecordPayment, options.OperationMiddlewares["recordPayment"]...)
+	router.DELETE(options.BaseURL+"/payment-requests/:id/payments/:paymentId", wrapper.RemoveRecordedPayment, options.OperationMiddlewares["removeRecordedPayment"]...)
+	router.GET(options.BaseURL+"/reminder-settings", wrapper.GetReminderSettings, options.OperationMiddlewares["getReminderSettings"]...)
+	router.PUT(options.BaseURL+"/reminder-settings", wrapper.PutReminderSettings, options.OperationMiddlewares["putReminderSettings"]...)
 	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
 	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
@@ -3324,17 +3418,51 @@ type GetPaymentRequestResponseObject interface {
 	VisitGetPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type GetPaymentRequest200JSONResponse Invoice
+type GetPaymentRequest200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type GetPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers GetPaymentRequest200ResponseHeaders
+}
 
 func (response GetPaymentRequest200JSONResponse) VisitGetPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPaymentRequest200ApplicationpdfResponse struct {
+	Body          io.Reader
+	Headers       GetPaymentRequest200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetPaymentRequest200ApplicationpdfResponse) VisitGetPaymentRequestResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/pdf")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
 	return err
 }
 
@@ -3590,6 +3718,353 @@ func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type RecordPaymentRequestObject struct {
+	Id     InvoiceId `json:"id"`
+	Params RecordPaymentParams
+	Body   *RecordPaymentJSONRequestBody
+}
+
+type RecordPaymentResponseObject interface {
+	VisitRecordPaymentResponse(w http.ResponseWriter) error
+}
+
+type RecordPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type RecordPayment200JSONResponse struct {
+	Body    Invoice
+	Headers RecordPayment200ResponseHeaders
+}
+
+func (response RecordPayment200JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment201JSONResponse Invoice
+
+func (response RecordPayment201JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment400ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment401ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment403ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment404ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment408ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment413ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment415ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment422ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment429ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RecordPayment503ApplicationProblemPlusJSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPaymentRequestObject struct {
+	Id        InvoiceId          `json:"id"`
+	PaymentId openapi_types.UUID `json:"paymentId"`
+}
+
+type RemoveRecordedPaymentResponseObject interface {
+	VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error
+}
+
+type RemoveRecordedPayment200JSONResponse Invoice
+
+func (response RemoveRecordedPayment200JSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment400ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment401ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment403ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment404ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment422ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment429ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveRecordedPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveRecordedPayment503ApplicationProblemPlusJSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3789,6 +4264,247 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReminderSettingsRequestObject struct {
+}
+
+type GetReminderSettingsResponseObject interface {
+	VisitGetReminderSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetReminderSettings200JSONResponse ReminderSettings
+
+func (response GetReminderSettings200JSONResponse) VisitGetReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReminderSettings401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetReminderSettings401ApplicationProblemPlusJSONResponse) VisitGetReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReminderSettings403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetReminderSettings403ApplicationProblemPlusJSONResponse) VisitGetReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReminderSettings429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetReminderSettings429ApplicationProblemPlusJSONResponse) VisitGetReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReminderSettings503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetReminderSettings503ApplicationProblemPlusJSONResponse) VisitGetReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettingsRequestObject struct {
+	Body *PutReminderSettingsJSONRequestBody
+}
+
+type PutReminderSettingsResponseObject interface {
+	VisitPutReminderSettingsResponse(w http.ResponseWriter) error
+}
+
+type PutReminderSettings200JSONResponse ReminderSettings
+
+func (response PutReminderSettings200JSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings400ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings401ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings403ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings408ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings413ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings415ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings429ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutReminderSettings503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PutReminderSettings503ApplicationProblemPlusJSONResponse) VisitPutReminderSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4981,12 +5697,24 @@ type StrictServerInterface interface {
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx context.Context, request CancelPaymentRequestRequestObject) (CancelPaymentRequestResponseObject, error)
+	// RecordPayment Record a payment made outside the card
+	// (POST /payment-requests/{id}/payments)
+	RecordPayment(ctx context.Context, request RecordPaymentRequestObject) (RecordPaymentResponseObject, error)
+	// RemoveRecordedPayment Remove a recorded payment
+	// (DELETE /payment-requests/{id}/payments/{paymentId})
+	RemoveRecordedPayment(ctx context.Context, request RemoveRecordedPaymentRequestObject) (RemoveRecordedPaymentResponseObject, error)
 	// SendPaymentRequest Send the pay link
 	// (POST /payment-requests/{id}/send)
 	SendPaymentRequest(ctx context.Context, request SendPaymentRequestRequestObject) (SendPaymentRequestResponseObject, error)
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// GetReminderSettings Read the reminder schedule
+	// (GET /reminder-settings)
+	GetReminderSettings(ctx context.Context, request GetReminderSettingsRequestObject) (GetReminderSettingsResponseObject, error)
+	// PutReminderSettings Change the reminder schedule
+	// (PUT /reminder-settings)
+	PutReminderSettings(ctx context.Context, request PutReminderSettingsRequestObject) (PutReminderSettingsResponseObject, error)
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
@@ -5629,6 +6357,81 @@ func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) er
 	return nil
 }
 
+// RecordPayment operation middleware
+func (sh *strictHandler) RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error {
+	var request RecordPaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RecordPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecordPayment(ctx.Request().Context(), request.(RecordPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecordPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecordPaymentResponseObject); ok {
+		return validResponse.VisitRecordPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RemoveRecordedPayment operation middleware
+func (sh *strictHandler) RemoveRecordedPayment(ctx echo.Context, id InvoiceId, paymentId openapi_types.UUID) error {
+	var request RemoveRecordedPaymentRequestObject
+
+	request.Id = id
+	request.PaymentId = paymentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveRecordedPayment(ctx.Request().Context(), request.(RemoveRecordedPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveRecordedPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RemoveRecordedPaymentResponseObject); ok {
+		return validResponse.VisitRemoveRecordedPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // SendPaymentRequest operation middleware
 func (sh *strictHandler) SendPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request SendPaymentRequestRequestObject
@@ -5671,6 +6474,75 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadinessResponseObject); ok {
 		return validResponse.VisitGetReadinessResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetReminderSettings operation middleware
+func (sh *strictHandler) GetReminderSettings(ctx echo.Context) error {
+	var request GetReminderSettingsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReminderSettings(ctx.Request().Context(), request.(GetReminderSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReminderSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReminderSettingsResponseObject); ok {
+		return validResponse.VisitGetReminderSettingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PutReminderSettings operation middleware
+func (sh *strictHandler) PutReminderSettings(ctx echo.Context) error {
+	var request PutReminderSettingsRequestObject
+
+	var body PutReminderSettingsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PutReminderSettings(ctx.Request().Context(), request.(PutReminderSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PutReminderSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PutReminderSettingsResponseObject); ok {
+		return validResponse.VisitPutReminderSettingsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5950,592 +6822,662 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3bkhs3ligMvwqCMztEqkkqeaoDKzq6SyWpXbZOrSrZbZvaSjATLMKVBOgEWBRtK6KvdvzXe1/8bzD7",
-	"PeZ7k36SL7AWkIlMZhZZZcnjic8dMWNVMoEEFhbW+fBzI5KLpRRMaNUY/9xgH+himTD49+lymfCIai7F",
-	"uXjDbjhbm8dqtVjQdNMYN04Fofk7hAuS4lvtxg1NVsy8PaXi2vyXRpFcCf2cKv1MrtLGuBEEw36j3Ujl",
-	"SnNx9XK1mDLzuNfrBUEQ9EeNj+3GdKW4YAqWQ+M4Lf7zOResZ4b0g4CcsZim5EI32v7P/cZYrJKk3Yi4",
-	"Nkt+I1ciJm9kdN1oN5ZSaZqcyZg1xo3Do4ODYaPdUJpq8/flP8wC4il9SRfmbzd/ypgmpystG+0GW1Ce",
-	"NMYNuRYs/Wtk3lDwAl1p2Y3kwrwjNNeby83STJIkUaPdSNgVTeqmJW/YkvKUPH9+ZpY4l8K89qfeqNcf",
-	"jUZB7/Cw0W5o+uE89mB5cHh03Gg31myqOKx+rvVSjR89qlrTx3ZjzpWW5gy//7lBdWPc6Af9UScYdIL+",
-	"Ze9w3B+Ng+C7RrshpJkNIag0vTJTq9V0wbVmceNjuzx6eBkcj3tBYXTjrYhZuk65OWaiNE01i7uNfEIu",
-	"3lu8+fiu3eBxY9yY9qJ+PGDDzmxEDzrD6WHUOYqPWSeY9Wh/OoiG8Yg12gh3BbsQCM4XNOWUnCY3NGU/",
-	"ZW/M+fI1SyMmzGIPgm4QmM8r4UFwOOj3DGC5TnAeQa/MehcM8NJs1X7iUi7IYxZds7R6/mHl/EeHByN/",
-	"fjvtuyowtHMYn95yOKtlTLde8U/g48d244ym8Wu6WTCh37DZSsRVVziVNywmS5pqkuJL3g2mC3NxzTdG",
-	"uDF8gLMxc1p2wxFN48cpNZ9ofM0VNY9StrXEfs8sceCQxL7yeGMvxGMpr68ZWxrgc6HZVQrUpdFuxCxK",
-	"uGBvGFVSOKyM2VIqrs9j9wDwx6LPrDMKDnqd4WH/qHN8PAg6w+koOogP2dHs2KyYixvJI2YGNwbRMTuY",
-	"9WjnaNqPO8PZ6LBDg2jYOeixfnw8PZod0lE+JCNX5y+/7vSQkl1z2HoGwSQ//V6v14OLf8OSwQXgyYwm",
-	"irUbC5ZGcyr0KdJHWMphPDB4zjqj6TDqDNkR7RzPDnqdfhTER9NDNqS9QaPdWMBWh8cHvYPg6HBwdHRk",
-	"CAbdsNSC8gkVlHwz53rGWWJWlFrQNV4JRqI5nRkgx1zNyZoqkjK9SgXeTdzEq5k5XXsZDUyCzvCgd9g5",
-	"OuofdwY0hyaMMChhADkcBMHo+PjoCEiVojcsNliYbdlQ2JVqjBsO88qIekETVo+miiaMLGjMiBREzxlZ",
-	"0g1ZmjtUhbS9IPgkWNs7uuwdj4ejca9fgbUOF/dG0D2B+lkQ1ADwd42eCKccBd3fBQTr9Qe9YFREMJ2u",
-	"avHrHOFyRkXEkoSV6GD2mFj41VDAAjK9ptxDpDoEm9LETO4Pj9zXiig2ugyOxkFGGN1Le5DGSowdXvZG",
-	"OTPen85GK6XlgqVncrGkYpNJUPbxUyv0WIlO/XWa8qu5Vjxmy2S1mHJxZUUfN8K/I+7ZaxRsSg9TNgOG",
-	"7q5Owm8YnA9KWu1GvGJPaC6TzCgHKGq2WBoBNrDX69fdlUH1XTB3+1yzhRE43uGf+MmEGxkXZK7xo0e9",
-	"/mE36Abd3vgoOAoeLenm0Xd6KP5+tH7aT789WJ0H8vWAXhzGz3pXX4x++MoIbolEGdqdTbJiUykE0+Qx",
-	"vWbphjyRa6Hl2hzPgi2k2/+nv54ckAhnXyI5tvtdSgcn+2sqpwlbZOKhu4b2dcVE/Lr0ChM6n9389TWn",
-	"nniJtzbD+8K1RewtXtpXSybcfW0TcwrETEqmG+LwpYIhDA66o/vf4Wx44Q5bNC7fWPu49nIGw3Ew+pWX",
-	"s5FRUHJGNUvNENQdyhc2poL+de3ejuzLlXd1mzaX7q2nkAyPGve6wRYWw84guASiZwnV57nT/d13GnTh",
-	"hYy53lidcDToBSB4qijlSziBcePMl5tSJjQ12/pxRUHRM/sysrng+kwq0AdGXbOulVw0xo2npyC4Rwa1",
-	"BgdGzz3uDUd90C9KX3cQ9L/9xMKTUBETxfRqWfx0r/7TOB182vzzY07B+ntQsB97Xx9G/zhePB6I70bX",
-	"z4/Wb/r624Plk+H8WfDDxb0oWONyTsU12cgVmcnU/DclTt/vNv6raFvj9avO4eGRAeT9CVzdNc9IXnYb",
-	"Mqonl0z4BO85NydYkIFByCVy5kieIk1uUJfIBdckw+Q2cXtDLMmW3crp4fceQTyqkmmO9iaIVSLN3cnh",
-	"wWWv54k+JXL4LJVCk5ip6/3Fk2TFVVemml3Rv1qrVlemV9uk7vmKK/IKXmzsK5/k1OzeIsrR7JAdxKOo",
-	"M5wOaGfYP+51jtjhrGOemUf9495RPTkb1pOzPWWSL677i5cH06+D6B/Dn54f0Yte/Gx09eXxj98M2JvD",
-	"36FMUkCW/ngQjIfD7xq75ZJ9rmkR/W65pmYxaPf6Q574Q56ovYD/32Sp+zDRz8A03+Vc8zVN7Q30Oad5",
-	"2jFrdZyTrLmeE+oYJfBJipySRDSN76A47LQv5Vf9j5u+101vaPZBNz7NXe/9oTv8oTt8Tt3hLpbmuxh+",
-	"9zLObktGRSP1DmPrXubUj/fRjn6usqqzD0sOt7nX7x85cBzT3rQfDeLOkI1mnSE9mHaOosO4E7DerE8H",
-	"02E0qnalwPdu2zy8kJHF0vY/7qm/9YPLXjDu9bcEQ0ujPLkw1e9ROPzYbjy3CJ3h7ZYzI9L8hhGH+AV+",
-	"U/RtD4MeOZPiyjwjpzdsy73duFhxzUivD6wFr/LpSmleYRcedoIRMJCDnGQ6H3Zs1/rXaXb9pnD7LJmH",
-	"4xqxo1kQ9aedXjykRnOJOsdGaaEH01E0jAesPzOHI/a4yDK9ooL/hOEFwElnfTaIh1FnND2gneHx4VHn",
-	"iB5PO0HUi/tsMBvS0bTSIw6Xq+TLPwx6gOMR40tdR1eK3n7fcQDHA+7aBfsOv3e6YCmP6KOzOY/olaz0",
-	"v/Y7Qe8SsMX6Xz+2G3NGY+BrPzfOY7ZYSg2u2GVCN2jPLFLp0Fy6cAyOLSrUmqWEK0JJCiOM9k8FYTRN",
-	"OEtJyn5cMaVRnDEjFF0wEmbfiTadr9gm7MLtAxXYoG66YgCbH1c8ZbnXJJqzBYUYELFaNMbf44vv2g2N",
-	"sQtKG6aP+M0xqKO09MkqCAbRzxY/zVrNmgT7oMF08RF+ZyckZcmfJw3zfNIISfPNszNy1D86apH1nIFL",
-	"L2W46WzoCaFTMO1al5+hB/BDcWu4gFpOZIh2x8JM/SXhC67/3B+ZQf2DaJUqmf6Zbb4Mzn+Q/MUPp5uX",
-	"F8H6xSb48PLZ3z+8vJTrl0/k+uXXkj8/+3L53dn5wfkPL3949c3b/nc/PJufi6Bqdw0frttwfMN0ujmd",
-	"aUNay9C8YJEUsSJakjXlmkzZTKaM6HRjBAh6RbkobH7Yv+1MF1zwhTnWXnaeIB2yFLF0SVO6YNoi6hkA",
-	"Y3tNr5b0xxUj4NDkUgA2wjG0CVVkBrE13DplU3bD5UpZJH6gSGiwZkzwjP71z/+oxga8Ll3yasE18HYz",
-	"2YynyiFCLImQmkxXPImJTInh81eMcF1EhV9xkCAINsaNH1dIIyw1QwwpnOiCfnjOxJWeN8ajXt/IDsL9",
-	"3au6N+e5O7cM2ss5y7QTHhf3srf0CoxIz/M18/jWmz6T6QICeFYreLPqpi+43l7ta3rFiOI/sTbp/euf",
-	"/8eIPuQJm9FVokl/VFh9f1QNTrh+BWjGOAEOyZbGhR4YqXhBP1gMDoL2TnxOmVpKoTCQ7TGN/0Y1W9ON",
-	"+SuSQoMU9XPDi157ZOWZP/0ALuhiJNwylRFTSqZvBb2hPKHTcoCCkXxI9hphaQqoknH1mGlks+aco+LL",
-	"MY8BpVO2kDcMEN68cUK4NmTwmi11l1wawd1cepIY9avrsatR0M8Di0oLWXkLziBVQyARAOrRlMadKwsv",
-	"AGZ+RP+egsj4b4/yqMFH+Kt65GQpGLKN3KVNo6bWJS+lnhuCtqbKXuXYkARL5mCvZC3Ta9VtfGybk3yD",
-	"9PueJ2mv2DMjBariEdrLSaYy3iBHXXClzCpARAK1CbQeoudUOzpE45iAJrV91M/4B0u9zMdIwpWG+ALE",
-	"DmudZyKGlxwrzwk7vATbLGrj3zcWK2X4AaHkhiY8duuz8ZG5cvZ9A3glrBnXabjJca8bBG1YPAgZoK0Q",
-	"a91wg7/vvevmumH+ySsQKA1VpoIEjXcfczQcmnvp0PBc4NLstvbGPRiFMrFBowVNDCFg8XnJpPPC/UAM",
-	"6cqYDhK/z3cU5gNdIwn7hwDE83NDAqjna8eli8AAIk3kShuGnJo79FmBAEvpIv32AaHJQipNjDz+eaHx",
-	"KUjSKYKhTWA3JJN/2oBE+d9GxECZhExTeW3OO10ljDS5iJJVDLIYWdRiY6tLQoRcSBZ0qQij0ZzI2YwJ",
-	"GGsXcc02LDYylBFy2+aWcq3IgilFr5jqktNESUKRNEVwzjOzsPy7Vi5e85SRpv1i17wettrWvOlOdGZ2",
-	"FiOFm0o9J+EZ0tEOyi4hvB9eplSoGUs7T0UkzVrDfGIrpG2/coLcyyhZEcaEG2rJBIkSqVjcAiL+TKZT",
-	"HsdM3JOGC6m/lav0ladAlhVsaZQI4quYDxTZg06cmpMgKaOxIlIkGzgGuRblqZYy1TOZcHlCVgpZtv/G",
-	"ex6bqwhmKS2vmSBOHmmTA3o4PYqO0cTRGdL+tHPkDCDuN5+7D4NBfn1eSo2z+l/b+xLNMsCb++BPcbFS",
-	"S4bWKh+Q2ePy96rlGv8lc/LKDT8xKKFppIlaLQ3sajfoH2o+/p47XLIUWLgUbzIRuMBELH/P36vZGlfZ",
-	"7RGMxQqRKBuVOdy7aG9pk/WcR6iRn74+B5yKJVPAc+f0htVu/3U+Zya132fvn0poMytPaHS9tWNtYCKX",
-	"DL0LFirNsGL9liYgNIkR/suTtdpbF6iAPaQZVqOFoW1WQwSijZPTituP8gpK1kkC6qi51c2w8kKFSKde",
-	"Sv1M2oj5+5GpbHiOc2/FtTCf5nElrr2UmVPKYdw+2h8SNnMk3jaKWDYsUhFQ1vfGLSF1B0d8Gtx6KYla",
-	"RXNDFuUqNSpv+XT8fZDzGKxJ2+eqyBXTuHMwfaGxAU7vNd0kksaXUj6n6RW75yFqb3h+iI8NH5Y3LCU9",
-	"8oI/riWI7giBb2/JSWZo4Yx6HiV44w/VUpIElrHvgS1x9x0tZQdHfjqiUNiVwbkMEAB4u/JLvmBydV89",
-	"TSVybaBcAXfzk9NAUFKlMdH2a3udRGRQpTyNYukNmFRprGrU0nrhOL9mR9tHmK9tv7Ozs3fcuM90crdA",
-	"4YEqQJU0BwFRmTVuPZdJNlfrbrAiL5mBMiWKXwlrzZYrTa/YGNVqsPuOggGg0gVLb3jESlaXe6DTqs5u",
-	"84RqOqWKkZVIjWhuDSXVSKRwOSSiAu01RpY3EmLsZvnB3HEh110Cpl1CZ0aFgH93wM5LFJp1TwglKCyA",
-	"sYM7gTwz4pds+AYukPPiqIcUESsagTziYeF2L+uPP+bTYd7+oCNNNHvFci3ahkFommouroDVO1OZ9YwY",
-	"kHHho9kDBUhLQDv1cJMrkrCZkb6SWSeWgo3NAaDpmHHgK3O6XDKBGvFslSTme/AtTWiSFE809I403PtM",
-	"txwzlafaJqDr2ZnWc6kyT5C5YYl5L6LCsBJwiaBVUNEZSzYGIzyHk7fKuvOzbz/yXBFwhJdSvqBiY2mY",
-	"uue9S6lmYJ0oi96vWdoBVcvsEQ4LcYLF9SK4E6Vh14YlLqjYuINX1mpoD6hnD6VAnPvH+RW5LI/fnzxT",
-	"zTqJ3dQnuiHlxVham2+6S76hXFfjHejr2tmHPx0KvBV0pecy5T+x+8rA4PMvn/0laMQyiR3j6QVkwcVK",
-	"M1WtlEcRUwoVaYWuv3zECZFTbS4AJYKtiRSMzFK5IK9fXVySR9Ls4BGMLLLpXo4J/vTELfgO1DKHkQEa",
-	"RwNX1Y6t2djqgTcs5bNNLa+h/qos1ZwyHMUNg/2123aWOP9D99+2NZUXt/1SklP7GmphiGmVe75w8oI1",
-	"thUGjsljRlOWkplMjMASk+mGUAucO+7bKf2fZt8pu5HXNQg+A6Mb/G6ucO1RO7oG/nLuzhwzcmE0Gpmc",
-	"XmuoQS0u26ncsu65r0+k4m0jWJdcmpWqMQmrziFsk7AKL83zqmsKz4tbDrvklX8z8P2moaeF02jb36/Z",
-	"pnUrAf3mm286BhmZ0IbisWrXrcXPaG4UWCNUQFTDweEoaBV9ufbFlNFk8edJY0k3Kftx0mijEf7PE0dA",
-	"3sPCsx/ee5/882SbQliAQMRBvb+37N9FKm+dcr9CvOa5XPMV27xhK7WVXwvSzHhLrE3hXRePG/PZjKWQ",
-	"wmd0v1pJoDyLuSswD/fCQ/pDMperVFVPbu+UwwGCCGL+si7CouTgeVi9j1vEg+3ue9U8WBkJqGOHW96R",
-	"h5++rYWhCxMQ8B6hidHVNsSuYg/TrBsxp0Z2KM3HYuLCXutBcOsK9iU5Pt4BDykGbdb72i0czEm/OH/y",
-	"QGVxdEae5sIG18m0YECuhks20hHfF+dP/FlO8mSrnAnbqDpiPqhrgfTCbofYROl7amNlKAmpbbJ6VRSC",
-	"+SHHEIh5lynJU2rr4JCFnqjsNLNBJ+gKkUvD1FIoE1KIpldOHclG7EQcD5be0n4FSIz4sA0P8/RXQsMM",
-	"2hsARjO5w97N679i2ys0Jb8oXpvqu7IVEG32BtotYLwN1dvp5dmeZp+o6opvlUzVJ0QxRv729JI8cmUF",
-	"auHoLOiL0v26NyQ/tXUNuJEw8oOWMibTlfbOPJaCnZAQNmM9rQjdkCi6Iev5pktCsw8wDoQ/v377+Pn5",
-	"2fu3b55/3MVDQuKkHOCFW9aGdt10BYCEaGZfc8XABvdWWJ8di1+wmFOsZHVfj8iXquysRZsuGDJA7V2A",
-	"Seh2HQHsl4Z5eR82Hyxa00c+zmSbIAuzCwKosj/GZMM7MLwD4z6fSd0gS1jeXdht5B/ECm15SbRydAPG",
-	"Q7ugoC4J/ajxkCzoxmCjWCVJF4P5lyzVnFWUV9sKTMVaZW7mgnRbrsRWEjjLsetbU6+4Zm2yElwbQjtL",
-	"pIRIN7NMpO4o0W5Ni3Hv5enOuN4U11co/7Y1ix9DvhXxiPCMZFyKOXZ147Zms6Hl2+CjGoSTlF1ZJ10+",
-	"GYShb0dh5hL998XDKQHUAsJ9u7CjPJBbTn9gkTZL9Cr8VeFQTmG9Kn9ZaTKi56lcXc2B4ihmHXeKX4nO",
-	"aplHBaNxFn83VF4RrkkTA0+Q4OeTK0sRt54/+pnHH8NWlzxbJQnR9APhsWoTJSNOE6JYtEq53lh5FA1i",
-	"UyquM9Er+yFlRGlphFwmonSzNPswbwuGzh+sgGUZvp4znqIyMZOrlMT8iiNjKt4XV+PwNgLggfqxeb1U",
-	"3HDfoW6IX8OvAsOumDVuqzYY2swOeKr0iRdObdhLdpiQI8AxmW3v1XyBK3gqdLoxK7L4RdOUwt+8Is75",
-	"1C8YWYpz3rPq346o5bwsYJWijr85gcfPGbvr7l+Zmaq2bQv67T0RnBcM9Kv+lRf/jc2NKFxGI2pko4rA",
-	"rCkamAEvppqBi7EKgl5qS3kdz811QOSq+WCxCOQ+HyyRODhVhGIRKP7CvPuTnXgbr2J+N3YQvce0Ko/F",
-	"oEmBehixypZxU11ifgb/UJG4ANsuUJF2HkK2m4Zs1UethLs3hUPh4iqKR2JLrC6p1iw1k/zPyST+efjx",
-	"36vOvFSItQ4qDxSxb5Lm6ePTlv1wmwgumLc9TyjIKrpuLeW4aiklbCiuq70FqV1n7FHZ7R2ZywSR5hkl",
-	"yM8X2czdzpWEtmKskbYhVc2yNFuadT/JayfxsK/5BWrLu3siubjquG11qILwqBP4cJZoRaAULfxi9mn0",
-	"huLZVVW93SmN2ZTC8orcSWC8evE7t1XQ3Z7fK6m7dU1gQ6BHlGh8G+6x/SQJlUzYewP9lDMtoYYrnBlN",
-	"tS3pav5Mksj8J5LpUmKsW2hkt1BIozPNuC4l12GB360VexV/qxdsTmAH5IuFgbeFV8yLrAU6/F78RKmo",
-	"8M5zLVUd3pdC2XvUfHr+0sDu4uJlySZuqxfvR6ayGse1O7VvFL9xW0HknVsvUaT8NPP7V8DKMqjc6bSz",
-	"SgZuF5kAv4uMFWSt7cQ8YeTaXOyzkTWeqFBBa/YVMpjQYBaGOAZNPyHfdyWif97yHemsuituqES3MEFU",
-	"bGF0Xanpnah9T5mthBhOZqHaVb/ecaooQ24LyQLl1IzH38KlqnWgXymNiEpSBcrXNqUq19yukcf9Itk/",
-	"N2iSvJpBqYDbIP6ERXxBkws71buy7eRibjQ6OSPZJwgXZImfaZMAcxNJk5IYZyK4Kow+pYqEE6wHPmnY",
-	"oN9C1e59KVz1GRShZAuM70fkrN1qS2Ixj8F2IJMsZtbXYfxDKRYw30XTBBIx/HDFkRUhswOtL9xtqlJM",
-	"wS9eZVoY+/pom4RZQXTzB0SYv+diJkPS1HM2EXakQIMrVdcsBg6/kClrtcF8BtV/zWhbmTkOSXPGBU1a",
-	"wMSnkqYxPIQJszVxRRLw/eC73YkA8o5Z8Xn5+3ahZHu+QEMAXOXhrCi0+af9noFeflD+HFt4UIbpGYZX",
-	"Pr250y2C1x9TxaBUTPGmg7F1f7qX67t5nQCfywAFfG+jQIsbrX9tF25aWy0sdRvztohCWPulcExqrFoL",
-	"KC2uZRZlgdy06SxXCqmDV6S8mglTLD1kZoJk3oUUbGNYGYUE2DGUmfLql9OsejlpZhXOQd1ErAFEpbYq",
-	"f5c8hQI+1xgPSpM13SiyNGsUYNqRkIvkJacavgFGL1A3CCQH+7YwZBFoEcuNXmSaQsqYiPdRXBfO6/Rp",
-	"SPpllpPaJnotHeFW7Wy/UH3gxgDMwuWBIlpKPKFy8Z1PtaxTOLcHKq9Dj99WREkyo2lxsSeGsVi+UvKn",
-	"eJVxfq5Jk36g7Ak0w6+5ooaAvaBKs9T8GLbJv/75H62yIredTq5oyfht6/DsNqbnRWNq5cP8cxiaWmd9",
-	"KhXl2U8oLNU02zZMZ8fugn881RZ9YHDJmiA/2uxp8OS29hIGS3X8t4FgxCjgOu6atkHsSCgXZC3TWNm1",
-	"rERiFJIQfVLo0ctY0Z5LyboHVGGL/RkvvWJaQwV7TZq03DABHA4Gam0IMgY5cEp1NHepmdmSNU8gZ9Pm",
-	"jeKlQ6i6tdtkfiSE3QqT7M59oWnYs1TtVxZrp+mX71dhA0OyEwaHCLRYy7XZk09T7IW3Y1r3qsmx74Jz",
-	"q1v+Ca/63NYwbOVwO0nzmNVX5vWPfh2tn4sGul7Foe0nqvp1yX6uJJro3YUoLIM9HRhBms/hP4MW+HsL",
-	"wLXlzeynplImjILkUVHWreqUX5w/gRNG5ousvexp27Ma3M7zW5QxuVQ5bttOkxdlq1o7mOKc6mswkipy",
-	"xW+YKHc7KW5nq7zbzhuY1lA3j7riK86Jl8lNV/TG0A9LMDzuttdXXVOPW75rkGaLmt+LzLgid1WQzlgY",
-	"7FSnnN3QhEAVSiai4gIywudW4hGCYvm83ZaGvL5ezXWBm5JnEAPC2OKkDiv2uy4uFGJvMnGBAyr9MUBx",
-	"sjmdoFXoUVOmZlUXFm+MLwZ5VMm/HdnhlflxgeT48PSwa0sOzPDdZ6m+qFOWOqo0XA9Sp5a5/saamK9/",
-	"VGhiBqjvHVvOdNCCFlb9yqfWwCq/AtpXxnXd07Je9cRetd8xZDOVvh6yntb/GSGbyZIOsm1fXWwXRNQy",
-	"nL/iVSpIaGYJbXJcelWlqHZJiPOHY8thkT9NaXQNb5ZEz65vPMHWU7ZFWgF89qcternVwO53jRqpIzj1",
-	"qJHmNOkzoob7CqAG/lG4dickNBOHtkKLe6Vp9ILQ0dHsV3M4WxaQi4y9bNtfnOVNpgXj2xTtC1ypFZbW",
-	"KeiSJ9m7SOohJFKR9XzT8pGoyrhWtjTVkLW2DYjNECqrJUbjGGoa0uS1hyCWtVZ4wqECwIyEmHhULi4Z",
-	"lkw17lgx/sbJCERCNTF6zUhonoVdggVojPouoEpPXgtzGAS2TNAU1M/mxAUAYxGhSaPVtvYcfiWk0cjJ",
-	"KdYsEliyKJsGBIysLFE2aVYbyhUi+mTGngpsddHQOOO4VFisnWXE9jPL/TKhEVP5L8fuf93j4y4By0QI",
-	"tctCMG0hUdJzZisv5AXQuEZDTLke+lb4oLMcRPhGl5y6RQUB0EcaaZaWDO+1RdW9YpH9INjHDlOs+1a7",
-	"PPApjiEHcGp27uqvNoUkMVdQN9ZgUwtM724Lo6G3BZtmHMsF5QLzQkgsdZdcYLAcFXHmSCLsA410ssnL",
-	"VVHy40pqFkM2RYJ9RJvhpPGhu5k0suYrkVyELYJlswrWxgXVESRpy1lmrVEWiRWJqGJd8tJdGev0QARr",
-	"Q3C1u1xggzEb4hEb2xtVjfTdAmjDLjnXhCZKEh4zofmM2xo1me3IgsdVUF9mWkLeYgfkcgxJLtndbq2e",
-	"n6k0zjPso8louAtN2o0PnSvZqcWdakUzQx1w5u2F1lsK5r3R+XV1oEK2JnCVYwI0+6BzoDefdnsHQ5Ky",
-	"SC4WkNXTypc+6PsrJ67eE9pHQzcHWuDMtGFdJAT0JPD2NujvZaVzrQrKu/pCrg3JsS9kCnwCpXBDOHMM",
-	"KIFFnTisXTAqlPsdnb0OfLZ0EUT4xh4mtkvOcSnMIy5sfRY959ZrDHH14LoMXUsAZNQuJMnxWYeRWOvc",
-	"/Frgsu7nuyCo+yAAzTVz2IpcWjESU81I89tvv/228+JF58mTlqEy8NC6XCOaMBHTlDTDfjDodYJ+ZxCE",
-	"ZVYZ2o+ErSrz9LAzCMpG6b2Ml2WbXTVrc4FxvX/98/8c+NQWItx/XDG/fkUhQQ+skEvmyqEM+/3S+j3T",
-	"oIerB8MdJYizyqC32UbhFVz1KAgyzIAbCREXyGuBv2LlLrVaIJJhqVE5I6lcibgDxTZWy6YrJEr+n/8/",
-	"cR0m2qRvOXoL+TP7cUUTEqI8ELYJSxSDk3Q0G3n73pG6WR81wc7FcgWi+4J+sA07RraIsP2zV3vqWVQv",
-	"Np7YColIGUM6pebmWmpZYBwF2lpPXHd1syiQ2n1o7V0MpZJMeZIQKcZGdQt5HGJKfVhIxwqhlkoxXayy",
-	"Whf51//63wZjSViXqBWe5NNA+mlFwmaemGmn+zzW27yzxVa+x8osWplVxYZRYkRHdpyF+1xcW94io3Q1",
-	"d5sGWaVKDkqIUbaNoqC9m2pkD4jn4eIaJCEouiSw5E2XYCsBDFc0XGWcF2WCEUKuCyvHVdWsMjMrlpTU",
-	"Kgtf2QqYmQozcJcElG1hvCz9lsUHj+faq5kzFEflLECrLHlOL6mKvALxNtM6bDhV07mkM1oGxbW5JpGE",
-	"IlinUcQwm8RQ7C8vXr10Q2XqPbPhR5nIG/7Pzl+afxkHv3zf6xy/m0zih63mX8aTSXcyif/U+su/h77M",
-	"PvQpCGlGcxZdG9XNdgZwvB3TVlNlhOzSUmYQHYNKVmE2IPPln8FRuE651gyqdGWVkbLoqR4bBEeIYj3W",
-	"GQZB2EZ1dwYpiAm/ZmuuQBCBHPyCErulb7ZOrAI7pyJOHCynXNB0Q2aJpNoNwzJlXXJqixe7UrmoiKga",
-	"iEHkkQWRtosEoYir3Axii+TKdHFifdsQF22EJS9CICznvXVBlJCCWa3YohwCHgxPHjUYBgXv2u0osE23",
-	"3hWFqh+UFGK16Dqk9n7t8MVSptqVrm6MG1dcz1dTo3w8wtoT7j9cmOXQ5JGdDm56MSpi79tiPUZZST2j",
-	"OCrC9di5kwu3wZktCrgKVbDArS0kiRKOFTFpDOljeeaZjxxdcgqXVEGN1UxN9eMyQC2Fw5o0wtaJu82c",
-	"Yc5YdqFzDMLYFzccUsUk0Snlibm+P7FU4qT9SSNsk3ACfbMgmpC42llo4cHyzIaXOEyqwaH7I8ZviBY7",
-	"9B1gNHlpiQeqQutpaknCoiLeylWh4s9A9ENXVxfkRSgrPbV2nlat3lKpsmxx3ifoE6qWktDIrbd7GJhd",
-	"KifyOUb4QGHykJHkjCKLFSog1OLW+K0uCQXTiMEh+TMBS7xyf//r//e/nVm2+GzGspcwYAMCf68oSFRZ",
-	"dBB8/oHKYpbMi2akoeprxq+wFh98EaNm8k0CnA0G4512VVQiW3CqtHUr4rWqkiR1NH9SW0Anppt8pTYm",
-	"pe2sPVDS7ycDTSt5Fst+VIceQbhtWbe7V7CTv6aab/UvA2z7NNw/zIl9WLKo5ts+SBD/1FyukthWTtQ2",
-	"GatmNcN9dp5jzqcN3vP96uYb5TA+F7/XrYoDGrGD2SE9mnaOoyDuDFlv1qH96aADuZ/40/FeYRlVCtDv",
-	"IPoju+KfMAYebq0hBu52m39vQ/4kSz2z5KGL4Si8HvmRB5AFTa8xrgyrodjIQ54wssQ+Bt06pN8zIORz",
-	"ICI36uTiVuyzHz9z395KVS5GenJN5jKJi/per6JXUbkjUbvhEfPPvslu9sFdG0OCX7mtwX7b2ivCxHLX",
-	"26JL6gNFcr5RoJheJIpF4cKeixAvnXQZ6wq00L+jPnuoViNhY+hT/K3d0k5mqXBJ2xAX246g5B0t//ip",
-	"3dCl+cEB7XNQwoWWEFOF73mAfE357xCK0NazEoTwy+eCn5kcgOeCfG2BXBDV3E0wQoIPwVqfvCXU4Rir",
-	"limyNtKFzCUJEtoPhvktC8EVGMlFIYjDTmVvXhEy+W9blD472G0d0vwyBtNj2xY/apMwu3quTBLVNGy7",
-	"eiLYNsAqmqevz3P3JIeSzaA6LuQCJWssqKRYwiKtPAcieEFgYrPBmJuFLbigGrsfLuhyaRXf+uyVPZMF",
-	"C6k77Zo4rN0RKMXAs3ZN1NHueYphVu2aEJXd8xRjctpb1OX2a1egnO3ivbp9ZE4qMntjNy/sdrtP4My9",
-	"tzXB7Yt2w4uLdoNvW3TWnp5XDHOdg3eNTSs3bZTQ99hNb8cMF0zEz+DFijn07sHaDQN/93uIQ8WehbVf",
-	"vnDBmW/wPTfDmk3nUl538XZVj/0G33nNxRUO+5iplK6rM1bh8s1ue3iECsdnmMYeY/Ld7z+gAOs9hxUP",
-	"ee9BdxxQwv9do2qpzx0GFsnNHQYW6cuugdX4tmtUFTHac8z+sL+VH+wavH0X3jmO6hwPVeHkP67YysgI",
-	"1ly3bZQBzlvnHYQfCeYWojMQnqhHP9thH0Pweips5IAf4azkDgt6x8FsQPudw2kv6hzGQ9Y5pqNpZxD1",
-	"4x4LZsf0aLpb1S7JVG7dVUJ5LhFWKLVUm22lG7u5Oa3IaNzHJGTLLKxRPLqt/pKXAdft9QfD0cH+FqIc",
-	"plXZpsmGcFE6GR5/DE/IGoJAdH6GmoLVT2P7QSbipeQY37eXLx1A6sdu7FPpK0chbuMeQ0v2OzwGv9Zv",
-	"jjY83qnSFbdahQApgxbsJcBKwQpwLdfagLTgqkqN9hcMtMZc0nvYFywYHdbehoaD7+5trHEbLJvT7GH1",
-	"Oj3an3YOo0HcOWLDWWdED6aH0VF8zIK9svcSqrQFyGfdh/nOU2jRXE0irrmABo5GrFrZmwSZ0C6929z7",
-	"Zog1bZeracIjgo6SvDAmlg3KGmGihGYeXj6/AAenmtNr5j03i4+JXGnzxxeXl6/JKBhUZPtynaX4msFZ",
-	"SyWRBX7auGrB9Fqm1zZgDPJSu/tCB/XI6lKY5mLD+tAC42zyPoD89Qrp2tdE5dIhEDi4hd01C6w0O9Vo",
-	"uaSpDUmBnj+tdhYACDHolPQ/fIC1mF8s/CFYFp3fZmCrWt/NpjGYhyJ3yS6Q/76DgeU3yc+pcmRi6xB8",
-	"nC3fk+LtryVq1fWyAN8zepayyKDJeCI6JCxpReGYnObF4oHz2Trozboo+Fa3MJERJcIxOde5OxDmsWLK",
-	"zLrUoLScFDg9VDmE0F3zk80ogM/965//8QiebX/FKUThGCIes49F4EJxlZgd0GzLIJQLdLohTfiWLdnr",
-	"JyEUvpMpbmCkcV0bocsUJVOaGCG7PKL0MhQR9yN6bIBFcVim1trtFI4gK7kOQ+6Sd7U94E7pRNvDP0fK",
-	"CXxlW9+0K3Rh13ZlCdPbX3FJtJixjxPe1URZGLS/XQ6GfZ5iJDC1r0XDbJopbW+yu5NO5HIEB2XERzCk",
-	"VNmmbAUp2QeqTQ5VhoySTaTKQNOuTUSsS6Ory6GqMEa0K2zcJZPtbcVoCsaJUq2ewraqTZyGzr5KT5Ok",
-	"3tYJ1ceRlD3Equ2W+GyWBUvrwwrb1B+nUj6Vh1VH8QWjiZ5vH8EbplaJxlAwQ/+FFZhSRmNbKDGVU7Yt",
-	"wtfKHPI69M9MXhdXJ693CgN26irObS02lajk+ECz1DG4RaB1FJrD/ZgT2/GfKi9lphyGQprF7DSvXGlr",
-	"7AXkQN6BComWsl0qRZNlzdgcBSFJNAdMwwQtiLnGWpvYNtsa+LNMbpvB5VYEExv9ymvLYY6r7QSQNlaY",
-	"8Ft7nMBmFZELCBdjiy4JLU8OvU27cHOMpcE/Xhv6/vnrHBUT4Co8uPlqPmGswCori+qAX1m/6LOWUrJ1",
-	"d4u+dbuqPGDMLzFTimSAgDtXXcnqGIJBxB1OhvGE1kbjqu+0CweMBeAsRoxt7Sxc55SRtZGK0biTJMDQ",
-	"ASL2/U8Hilr8Kx0HKW/YEExbTspifJW5yjUKwhboPKuR5OoS5ZLl/QM4sjnqyjV9M5f5vYTMVaipIVzx",
-	"JnTpXbPNAyxR3Lp1kb+metWZUyjM3mqsdcPL3mgcDMfB6JPVqwIAWFWJ6xPg9xFNEmvzwdDoWnCU2sdJ",
-	"eX3N2BJ62hqFOHXNemrz7fbPb90vj/XT5q3eIVVy7w/vk/T4K6vn3CmZ8dZcw/0/hSy3JubW57tQC7Nd",
-	"LhjUNhrFFdNZ16qKBEQM/qzKEGydlASFEtffYNA1Fp7jMaTUckWu2VKTpcGxwqnXZr4ZQcBPWvQ5gpfG",
-	"mYvMCcWu2tjq99bUxXsnKnrW4NuJ/R7JjRDYaRMc23nQAmZcOyID0ec8FvxqrsnbyzNIcnQZi5dBAJGm",
-	"wXf1WY35O/em66hJnNYarl9mKSVZcSQnhzozVlXJqj1s2VXOBCctlVuGfLYybLeldNraAlRnJqra7Mw7",
-	"lUu7TFc2ZpuKTQZNW5nONxNFNIX24r+ynFomjFejqU0Eza5pXLlzcjoF6ZsLFLnvk6AJkbE78i9rMldz",
-	"NIQXTlx6G4arLxRLbhjWOuXCVz/2xMWE13UIcUbFra5qdPPoZ2jK+hEi8skXly+eY4XXmTXM59mhZiJs",
-	"4Gp0GipiuSBNqknCoMt1/4hMuVZZYY+CqTD2qiLMQIMF2y1GPllinK3yxJLLDIOsPOIyaaAjH7gwZjRi",
-	"EPa1xbhqmqTRzaMfe18fRv84XjweiO9G18+P1m/6+tuD5ZPh/Fnww0Xh/qV8LxeEjeyv5uQvoUae9ToU",
-	"GnhCZkBJYkpWbCqFYJo8ptcGBk/kWmi5Fo29Emlvz/o1v98pl/dTpO6ex95ui0ihPnehw+okYkyqg0UZ",
-	"1lVK+C0VQt9ZIJHvSscALQz1s4RRqKvjFS/FQMb7azRO6axICnY6s18y1IN/sdnW/UmjV21qF1m8awZz",
-	"TarybqDYBobb1Rryv9CqZt9EvcYDzq0tHPYvm1jDrLzyGH45lmIJYEPjXIUXSEEt5Z/ViaVAgNef4GCz",
-	"+KR9jtZzQlUXIc68ri77tdq/1bYOLixyqbbPwVwkwyvwW/sdBxP69gLRvoMPFonWRc/X5+TqgnfbViRn",
-	"ZapxFwV9r9V/zWm9KlW3+lu0o4KDHiBa3MlvU1Rlv4QMF6R4r4SMAm/eTvb3cvyzvH/PlJkb0SpqdH7K",
-	"ogDujDNcLV6o26oGOHd8SQXKiaCXc1KoRVpfTrRoqNu2mllJc1vbv8UpUArj/M1SJpxPoiJlYtulVOk/",
-	"q2j6/YmSJ+7mM/eB+V+Sw7MPKKtyeLadgp8JjL8i9MMDLuh4lf0yzJ3L6sBYh0hN8QDS9NS31piErhSH",
-	"dR+5ykJhVmRAlbr+qFICdtY5I1zJBcZrLRYy5npzJmPXuG+1jIpN+8jzOq2bXEmW5YOXcsVtAQyn1AOj",
-	"sBYsAwKjcO1aRUWkqv9mhRXS/Qxti4Hn2vWikaCmelqB744GveBeFdG8hVTGHDk93RzETKZdV3CqdiVn",
-	"czrj4orEXM1JyoSmpXJ5rqbTbfWvHM58OhfO3+2MJ7UlLIelEpZwMxy2frqFvE7N7ZEzcJWa6U/qV0Be",
-	"FFOBoUMWV9hJ1JxKC20TcECRFDrl05Vm6o6FvexV0FLTBHctK0TZt9Due0YWjKpVytA/lPVpfHoatvbC",
-	"1Ken98DT1TKqXNANS5UBVyrjVaSx7fc+iwgGB0EQ9I97w1H/zsspEW1/UR7meriDAG2X6ADu6hbBIa+J",
-	"drfCt/UEm2aFc7AmRkatFQR6V/OI22l4VRmlEj3/g5z/Qc7vSc5/B4T8DxL+Bwm/Nwn/L8iU30NX2c4H",
-	"vz1i8hNpKfvHVRcgmOrfKxRdyGYNKPOIzs8Fzz0i2z1QlpNdf0/A9KNiK8FZDJv9PAD9jCkJxWPQv8sD",
-	"0LWQ158T5J8n18QHeE1I8EWWF5VLyZhSI5dMhOM8btXWakWCtWE208C/f/TWzBL7ku8V45lTjDRDNFNC",
-	"xKtiutUlz7igicvdyE1keXwelv6FdcL287WQZujZMMP2RBBvErRjhvCZk6INnUKGsrLuaKzI4dYxEZcp",
-	"FQo0EDV2H/7X//rfhS/bv3kcnpReMY8mwj57tD3ICx4s5DqYAWDGzWmp/U+N6dIO2JI+vlxfVwZnP437",
-	"o1Hv2GUHGhWl+ebZGTkKBocV1fFoUlVeM7mSKdfzRZuET+MnF6eFQHN4UlwkPqqMULypClJLbxhMDUst",
-	"TQ7PytPjw8p+hBXe4a+MXha3IfvGFvKDWIc5ozF46sJr66it6Cbfq/yM3lR/BhMqwldfvS5s49VXr4tb",
-	"MA+qZMiqbPG3ykyp+FVhSsVL6QfmQcWUH2rCRjJ8aJMpVexguEoxHE6ujOASu3JqfnvGH789/farD2fp",
-	"7OuL94eXm2/+/sWrq8N5dPOaLvmLJF2fU/o6+uLtG7mTnF6D9GnQwawQz60N2IdAqBI5v1xfVyUuky+/",
-	"+YpcMI14fTjqHbay2PJskzYc5YalfLYBSqAUYkFF4r15vxpqil8JQydhRi7ISrETr1axUZfiFcSoUrhq",
-	"qdRZXNZejllzjbfy2suwM8urAtBz6xGrAlIWn9KELsutYvvzHR2dw5RFjC81kNY2CW2C73MuWB8SKKAs",
-	"KpoUbCinb9rYpjL5+F4V20pZnr9cCtoIeuRMiivILz69qQyD9ldXMfuKa9bGErsyJbNEylI0ArxBev1g",
-	"r6hYXkUKzrguhTGfrpTmovEpA8WHnWAEfuiDHTGW2/nzNRHRUmga6cqAaBur9NdpFsY0hSimfWOiq+iy",
-	"w9etaMoRO5oFUX/a6cVD2hlOB1HnmB3OOvRgOoqG8YD1Z719YoVEZdhW9tmKsPbbgrS2pvdDM+qKl2Qx",
-	"SP7LJbo667NBPIw6o+kB7QyPD486R/R42gmiXtxng9mQjqZ7NRGojgEHn3Rl2E0eAR7shetLqTRNqo2C",
-	"r+E3tG4U476ODqt5qEdTakLrlikXGnrmEvuyCxqxfWnMAYY7TnCvOAxdGSNt5Gfbsfpq69Qu/9GomWl3",
-	"3IPDQBf40G6Ym/pd5fGdn7489QoPb+Ps6YKlPKKPzuY8oleyUqxYxnUk5jlV2mYoVQlA/U7Qu+z170Zg",
-	"quI4SnfF3k1v4168gx++4GNJu8g4SpTe0mJ3mgV0dZejnQW25CC5jZPWtxaEViFWNXOdQ7B6g2DrLLXB",
-	"FTl8cf6kWMsBB0DYiv1nsXOg+3nrKF8U42GqWP2L8yekWY59JNY2XvQftLrk3C2Vpnk4LjTaNPNAjz8F",
-	"JRHvVKBob87VvxvnqmIjZp0YdAwVfqDmO9fQF2Ireij8PEGpTrqq4wKZ9OWCZacskeLKiKCfh/PtESVb",
-	"iRB3C5H9XTHAvaiOd1BZB+hb6zC5ENgq3brQXrYyDNd1reXW/LOkV2zsgd2aVEI0a0AFLfNDx4X+YiGt",
-	"VpecmdeRh+NNtVF90BbR62EIMYLYK4Jfca0+f/4wligGy9FvnLtroP5AbaXw7peje1u1MDtx4YjKImow",
-	"7UX9eMA6w9ko6AwPeoedo6P+cWdAh9NRdBAfsqO9S01Bz/FqzuwdZd7tqtR3vdHr9apip70GHpNJ/PPw",
-	"47/fPxGoNsOHrDE3qNhB1wVdQwcgNLXtlQm0M+Y+c3QXOnfvqHe3P3vJ275X5DCn8VwmsU3ctBlIFZll",
-	"vyad07aar44sLxBqaKKhU85uaELyNqAutacK6o3BcBAEo15/0AtGd4p1vw0z7NcMMYJ494y43Y4CezX1",
-	"QqNQXjvd9uGv6dNfHQvr9+UvUaNKei9TPZMJl07QqpKwMp7GBYScYDmcB4os3ehdBpVEXsm36S47Cb8L",
-	"T90iUZ9Kr7RrrQCEq/M2K7dfMUNuzbMoZnOp8aNHUSy6VcaFR2au7hKize+avlWt/7uT3Uf/b1SnoMSr",
-	"qDIvx/5C1JprqMUkRRvzXjDP45pt9k++wcmqylzup2VuofJtcfZWHct0MHfo3nb3ui61GpMUU0lTqIrX",
-	"Jrn+FGatFtHPg4WvipVsspHmCjvNKBtnRDgYtK8KVZvLcprlDMUyWgGfAZvy8XB02MJ6CK7fui3eCj3f",
-	"5EorHjMSPpJ0peePwKwcdifClnvnqpyaiV9RjyarIBhE11zE8C+GiT+27CPGt4U3NOExXPCQNIdB0GpP",
-	"RLgS5ksy5T9BzcBh0IMagjKd8jhm+ObAPBJSd2ZyJfCtoXm0YHou4475hSaJXLM4nIjmMBi1sBROImnc",
-	"0VJ2EppeGZ122IOpVkKtlobAsbizYDGnHdxec9gb4e+WOZkrCVP2++Y5j9liKTUT0aZzzTadlK0Urhp/",
-	"Tw1DTviCa/v02DxF34zyFmJmHPTcprg5ZnNEMGiEAJjSuHNFNVvTDTzs47roDeVAKODhACBoyE7nhqWK",
-	"SwGwyDYHL41aVrPHrmPwLGgTSqarK1uurOSlZrrSpvoNZsEul0zY/uVQ00VLa3SBvOZlQrlXGTNH4mf8",
-	"Q96eULnCSdx2G8T+WVkzTRf6SK8oBw1r2+4Lo+qjLX/OKdPW2DINqqgCLAUZBsEYi/vK2cz6tWHxbdtv",
-	"0bZYJM1SylvbNs3/vv+umwVjtkn448rwAUAPLNWk510ehy3bytHIxTbrrAi6n8vlP75vQLu2KcPeizy2",
-	"FSCsDanx7mMFeasrtlUuPbpl9hxWVhRd0A98YYja6PgYYgrxr555eTvnW3OdVFkl5zLVRK0WC5raKi3K",
-	"CKR5LQoZRasU5UHnCMtT6rzyAALhYPGmCmF0Za3OCw3J3m/fnJfmB8rV3pva7ZXW7UbndHBbENgrdAPB",
-	"6bE4e2Ur2ZrlvdUsAuL4cucZRNl6HL/SoVgLRTefFQ3K4Sk1TUyqJZsnXC0TuqkQbM7rJ9v2LjpxoAoy",
-	"KDzblpJ3jNvOqnGC79Fo2V3yWBqGxzZo1ZBLnOrE+k+FRCktJk6ALPVu5Zo0J42V7fAMlGbSaOVNOylZ",
-	"cKWWLNF5jTU0nbiCX9APcy4TVPtvtZeIzV2iattZDNJedV+2bRxfyDVZrKK5YRau9CmEo2eNO8ee79mL",
-	"Dy52GnNPge9wrEXs7i2egc0itg3Wx4QmCULPvt397Tp6poyq6tjuTVYBxNMzgGXmwcm3xXm/ElAtP4/1",
-	"XvvVCStCvndH2G5djot6hfkUleJiXUJQmLfKI0GtomrrLAE+O02pwYWyrQ+kAfZhydMNXCaYZ7qx3fMq",
-	"zPc0jR+bqaqNHfiZIhC/5oruVaAdVrE971O7OkVevPj223Lf2f7Rva1YVZryRV6Xl8dt4I/hk6fPn14+",
-	"JY8A9B3IzUcba3Etx7Q37UeDuDNko1lnSA+mnaPoMO4ErDfr08F0GI3i/xbWPdjn7R0kXN1iePUT2tJg",
-	"vttq0SH6c5vOHu1jX2vtMLDt03Yhw/qCIclibA6x4gbe3XbbC01efrOY10INh3LUa0Xd22KwWFVd3E8b",
-	"Afspq2WbLV4atbqmW8KpIK9OV3pO+t3AauWguR8cDo/Jf/7fUddogtAKHjwl001ZWd/uSFP9oZCj0Pze",
-	"Cs2ok7fJsDcw/29UUpTfX6VU6PdOUTbaO8mmwG7iVn3H2ndSvl9QsXmfpS+jPtwtVsf2FwA5HFXfw5II",
-	"3ofMAZfn3wqILr1fqUC+352FBU6BdSrF1e367Rk2VDcnwYR2dccxQr27u3mBbUOwvaqq6wr44wmuFRZ2",
-	"WE0nShkUZ6GJIgDPLgnxp/c8tlFu9m/FopRptOJyoTSjsdEwQZyiClXEx1TxqLRFZx52fcSgYJKVfZ2Y",
-	"YzsDTllEV4p5YauuhLptZ6FAxDVijUwR5q40CNeKJTNUlPF6WLNBcwuN69G21SUAOacmoqBu7TVGNB0E",
-	"UFhxwcVKM6yxaE81D+ArCR4OmNXHYAuQEh6TZri4fh+SmURDlbm4/SFJmGF9KO8g9yzxhcX1++GzH4++",
-	"m172xT/Wh8+Xb46jrwfqq7j3ojICzz/M29eE75h1qdK6hsEe61Lvfzz8x03/+fr4zfXwUhx9txx8ER18",
-	"Oes9XoyeqOBvm/5bevgVO/7mQ9U6vcu9bdS2xg2HmR4Sl2Sb7Rcaewm39v6opRSquhC4H1Zbor+9qlhz",
-	"eP09vF4N9S+/ucy7+CsSnlqjJ9yhMXnMaMpSgnYFf7ZK+wLbfDmf/i3ir/iXz757+uby7xfn6nyhl9+d",
-	"nR+c/3C+fvHDW/3iyQv94slT/vzsy4D949S8O4/P9I/x4O989vcu23z5U/zNuXmsae8oeCOeDr9ZfPn2",
-	"xWL0bfxT/CJ6dj76tvftT1Ggr1+8DcyQqJ+I6eJZEP/jy6RRJykz9Z5XgOA5nzGI/OLCIJ406mrzIAiK",
-	"WHVQbT3yXUO1V63gPwKVT66FcpV/P487SUVyWVOQFKsNL1kKFE0K1SaKLWkKMUnTDVFLTHctdHq1oRLd",
-	"G87WWaFuWzEkC7yxP9tgKPyr0uBl0Kfmip3aWu2IdgUXBT4qclP7bBcTK9yCwgIKyOHgtn2wVbzO9ul7",
-	"ajlFlTr69s3zrfpiDxT2hUAav1ypOZD4W52ZO8LCapWJu8V9lUSO6kLUaiOifbTTmIOPIn5Tb2xwxbPc",
-	"q6Q57AXkb1KwNhmRGNLebK4EzQqItbHjlatkCVyjUJGLCZhsr8pmzPXwqDE/mwFoS8cgxO8njYeTxjus",
-	"SUyTYvz29+UE2Op+Ge/u0ocv7y9S24jv03dm28/zWUL/PMx2hW7sbe+zeV117XPPWLWfTrkCR2kxydo7",
-	"P9/mXES9XdFnpY1gcag7W10FW9/SE/AuV+uONrJ9sdjy+DEUa+gHBK258NvvAbkX9IMtT9zHUhD2r942",
-	"3q+q4iRCh2UhUF1n0yj268sNtf1geFRrxtwDYb1DMlPtKF5RwmdEZe/Y9kDLWp+/pXfh2GcrCluhu5sQ",
-	"jrPsU575BovXpJBn7JUwxNm9W1VkwPnvW2hZ2sBbCAa/872yjT0wv9ZdsBP0ZqCVfQWtOTe2lhiYZXde",
-	"wO1LYu6v9/QEPrdY6o2tP0PQvmIUvvouDeYGk6Zg61bFPd5xb72r9vC3uUe/NZ1/dNO/z83ZdTO+4Xp+",
-	"kamV+9kFy7LbtnWwTlEN13PFovdoosBcbMUOhgZBB31X1nu60Yaqmp+/eHF61rn44rQ/OgBxn3zF2NJI",
-	"Pgm/ZpDxrdRapvHYuhCyLstoRRNyXUQ3/PyL2Vd/P06P/vbVtz+ml+sf3r5+cnT+/PV357L/nD6nF+u/",
-	"jZZfXP39TwfXT9Z/3t2SCre6h73x1DOMZKEBLl8Tp2lbi4kzA/r59gZkebZmfpKvoTN8ZfcEqil6MosN",
-	"8JDWVVgUP3PTWhsGUZy80IsPcupzb9AdOoO6uW9hBnlP8N/MAu4fUYUNvL5TW+GXT233/vXdED2oIvF4",
-	"YxHz7v52O7DEox4oeyMqsBRUzjOIH9Hn4gLNDtUVihMprqxHE1531jHDcvK7N2UQHactIwMVKjdojElA",
-	"lJZLICvQvzpiJ4SCR3pMjg6GQUCa/SGZy1VaMqfdGmEDI70YmwobyTb9hpLM0SrlenNhcAxBMgVF/nSF",
-	"bfzwr2fuw19+c9mobCzm28KwmEXB49DOjMS3WrUK5ixyChYxjEkMDo5aAGNmQ62h6MKJjW0ycvJBEDgo",
-	"YwkuCBPCFYGtJ4QF9cOs35iCSiCE2mEktxF2wQBhQNIYWxDkF8cw19yOCvbuil4FRo4vgACI8NgZmwgH",
-	"G99KOQegY2IWqajK+FE7s7XL2U7TvLWmT2W8KW4Clrm1BwRJRZHYzL1krdue/XRM2AcrC+b9s0jTbQpi",
-	"9MxiWqi+kF7QsdbyApaYEyl6pfDUIrm06Xm6ykZ2YuPtliy1ac2M2bgWaFaobW14cjk3AjbsHyGVI3bY",
-	"drGFWl4x6PUqRWnedt6WzsybHY85qxwYY4M9XFwlbH/EtoU42q6aIYIjomm64UBhqPY23CaKaq5mnCky",
-	"lXoODRYSufZcC2eebdvISwBBa3L27H/jxnOuNCRnbidMIrHxOoFmg9649rdjABqKDgYbq5roovp2w8of",
-	"zQbZ37zctJoX858beW8Ia+d0GZesbY3l5vJCAZksFbVtZzKaQhaCoh74XQoKE6PeDNuFmK1CH8TCm5Wr",
-	"zT9bGIi+Eey2irNkGRM10PUjfrL6LfmovCOr6i6oAAEog4ULsUUnM6KsYcZ2RMYP1QkxGANWvOxAnDUY",
-	"Uh8a/sUssA6kFx8/QvOmmcT6mVBHwfwT4/QaVn42pME62azVKNdM6uOklFoxtR1ya+fkKq/uBIVHRAbt",
-	"ju0aaYiCYukNtwlCGTi7Xudn7LE9EWqjNFsQGmmI3ZUp4dp1OFV+udUmJQ9LHV8ftjBzuHyXJqKJ6cQQ",
-	"kbeVgmx3sqDX5gt5wSb8OIFgJ9uFUUtbpUzL9kRgkVdb8vM6K5Hq4qumGxvjK1PXJQfE2C55kSEUIKue",
-	"M55ORHbDAIiGLJxkyT1kSVMtWJqP2MJKnuZ46cjjRFQSBaJW0wXXxc5HbIGFqAyZzhIQuB+hCOUzaaSR",
-	"MdiGThgZo8iUzbmIkWh7zeoMZMKJaNZ3h2qhtR8mMSBfMrlMGIoCZtcuNOn09TkSEcg/lXoiHEPA8ExY",
-	"/b/9GzktuLrNw16XPL2FQ4aL6/f/+ud/gEwEvD5cKHhgGaYo88mJIMRWRCtKFM3b2DR0vFy0sZqvTD3v",
-	"fKs7Ef0uuTCk865ORmCUGHYNfNNehe5EDMz1wiUnVGlFHj7sBdZPrh4+JM0w9++MjbQWQuvYlQKmjT2E",
-	"1FymOtmQKZvJ1DyHrdtxoMULIqeaQiKaFa9PMha6zNeDyVcazI0ihmYsBkNhI2bKOu/+w4e7/PtmJ1SQ",
-	"89c3B+7RAwVzPjoYnhAapVKprO2X0tSLS7dUqWUR32tCRouibpuEerMcE6r/9MNah2XJF2ucNUOaXI1R",
-	"EA5bJ4RrNRF+DSizNyNlQaJ1d82SpAOm5kc/rK9V9wcljcx1llC+UGMScoXNelcx5ilNQcCcCF/ibObS",
-	"a6tNQplehaRZysozP4AIYqbhFIIt2Iel+c8Pmoew96fm1pp5sKWeAhkcbl7RGzqXa2FEYcRzFGy65GmF",
-	"ADgR7AONNJg52Nh84xfyOpuL/EKeM515eskvE/FLp9OB/zNvhgXuHprX78zeSWkm5CFmrl2yysntckp5",
-	"YhRVzMRVsop925PBtrdjzdPNnKTjT1YUadk5SpKGv5VfIWrs/GxRMNxefc638P2ClJu9DmKuhVxB6ELA",
-	"3UXqct8pC8dVM90uHZuZJuJFVT6reoCXFvSAfLR3H9CK18wR4WHYnogyuNplgLRyru6+kXP50uyGcZag",
-	"1a7aOFKwhw+HQe/hwywwC5cefvPNNx2PKbKMqRge5wJlRkELYGXz/vScKUYgZ0WNJyJ8YWO8fE5oluKS",
-	"eMrPT32OifwiBug45puyG3nNYrAq2H9b3RLL4kGL3q23XWeyg8y0QAyLL1L3LnnlsyQbDwSqr/n7mm1w",
-	"qzrd2GQ1B7yBBzxoHQlRbwYIJPSIlzPPWfobYiZPCHYDpGk2JG4i8gM1ZPiVT5m9zNOm3TPI2rHjttS+",
-	"otDpkg+YiAKJv2JYVTTbLEZzvpQa+y76L4dGbl5SPbeLpaI0GUoRkNKBgbA2tVyuhatgifyrcFes/dBh",
-	"qsXHf/s3AgGzCljMzpRV5Lv1ObAGfTzUd7lZfwLG2bIlayFo0LBrc2rAOLHtPZoc7EkZaJrzDh4+nAia",
-	"KImdCjA8MWyTBV2C06oqk9BIJYW0P/JYxhuXIomJDxtzRtONlcrRnLQj8bA6A7HVJpCBOBFLmtIFw/g+",
-	"5fISUSo08ztpsFnIWGy18axLgyGLcWss0BqX3wjgskmwMAb/bUe9LHzR/nTuJdp+xTYWB/IkZEpUnrhn",
-	"5Lj7Ze1ZWQKSlH9xCZC/QEk2c0a+JJFJE34S8y+QwfULOXWJoRlwzK3BvZBpKsEFla4SdkIUYxlydMmp",
-	"wReKqdhgGyrUrgZekx32lCVy7fiolXEhyEiuNC7liPwC2hRMFxlMUYlc+1cw6wBFY3WSOauR4cftvN6U",
-	"oWT2S8X8bPOZHvmFWBreJjb6lkBzAiDNSDfaWGwuI8Z2Ni+v20w1IAVJbuFmlUVKk5MrO42XC26mGZJf",
-	"yEtJ1CqaG/4nVykWqC9SHW9C+IJwI6TRBnDiioxy+MLIghauAPvAjXoxXWk4qbw6CI7OZbpy/vkvZNgb",
-	"2JmcMgOHxW139h55wR9ngK9OUjeTjPyTtupQgZ4BHcsm8rPZzfh+n/xC3gpzIbWUcRu2ElHhaqZDdT65",
-	"PnGkr0DwiKIbsp67E63LiXefORUkLF9nm7AGWQzWUBrzGRR+sQCxWF7IpzczHpuNS0kWVGwyRe+ErCnX",
-	"JHzDdLrpnM40S8OMp+NM2zn4ZrpBr3gYD1ROp1KGR3IwJF/xx+b6ISMVm1w9aXnoWMji/4WM4JqcEp1S",
-	"oWZG05RA9z2eGEbzlQBJ5NbJC5UAzMR9u+hS/xxMNai41akBi+3qn93pvI6AmdIhpTOtWVxI0QKjFXiI",
-	"p1Qx8sNKacQNnBar6t8K+lvKE5hvjxBJwIRhX/Oh1Ot+uB0+eWGDXyBr0kB9urqCZA2wxhmQ+LaDzHNu",
-	"3nY5CXJms0ptX1IQ5k+NzouEOZYMrxlcfrQd5b/mNfAIFbj4sliVeRgmYhgMIa2Xx5ArB+8r7/4ZhsVi",
-	"sGjSZCbTBYvJasXjTHkxRMglEJ/gOiZiLpMYraaEiUgaYqkSquakGf6P/rOw5RklgV5RbeU2gA4SzTbM",
-	"OURu++r15fmrlxchGkLtKMwfAD6iMvm2HwytyHRqiGYI6hKEQWlHFBVpCjkR5nKfGCCjZ0dIK2XCF7+Q",
-	"a6/tFU1TfoN1J8FsyDFrWmfZLQ8UiSWwC0yDpsIIg1CWzrLUaKUnQs5muc1JGe2VuKpeOXjtVUTI2QAu",
-	"zM/GfSHH7ppZwzahuJEa9vrAGVaRN5PmICAqK2eF5k+7yZb7zlEbDTKCccAejmYmQsnowwds1FW4Y6jq",
-	"IKAy79JUmqWeSaGZ0B2M9nGGnktLhzpP7Q7DfIsQM7KBE3aNjddzHs19kQHq0ljoSyHQFD8RKFD3en3y",
-	"n//3oNsbI0fNDxHlGbVYXV0lLPfGGgazpOaQDbJ/2LS65JVBuaIMj4qjQzJDkXek/iAa5ZABmmJTh3KS",
-	"Fpudp2wG7CfDDCR2gNQb31PobKJGbNbmMhXX6HyHufGaiyhZxSxuZU7AshpSAPJE7IKyQWcrS2Z3HO3n",
-	"MsmDK83VzfB5IuwA7C2Xm05dP7EK3HZAPMl4IPA/H68nApgxaSJTRGs7BT7arGCxLbOmfRjgRFBgmM0t",
-	"TmqmuJ03mJEjo2/cwmda5rpcs6UR6viND1vs7SFV1h9m5LjXRORR8YJ90J41HLTRS/ZBg6nX/Nac5nqb",
-	"VbM8RantINqC7DpziIBlbwU3dHpssI8rWwET76vL5ifO8kldgPx0o9H1Zf7R3sYD1SZsIX/ggJkLml6v",
-	"lhlKTkSziKtMRXRpsL/VJUgvFMEau3Zt3rykCQ/Q9NdCnwpE4HUtELYVGEx8ntLoOtuHd/Xs7QBEnEuV",
-	"60Wo5YLLCdXkZrhgC5mrtcG7rudAzGvrFBpng4moTp8c49JtZQ10ApG3l886QIgtXGKSGEKlVmkqjQRm",
-	"sGzSmExW8REU4Wxlt//l2+c5pIh9KwjwLYN8GVW+BBne3s6CZAF6ubK9H0Hgh7Bxe1t7I4d4uDuwgzzJ",
-	"KoNiaQ/APVD3OVO2MUAklVb2pkLXGKxctN0J0j2bCBuKu6A6Akky/J+dvzT/Mg5++b7XOX43mcQPW82/",
-	"jCeT7mQS/6n1l38P0QODXHhJlco8gZRMuaDphswSSQ0v9vkkuP6wvkOG7gbNsbHwmNg9IZ44/PELguB5",
-	"9PrdAcDZ3zwsKN+/xTUblY61ChzsYOnS0CmemN3+xFJpp+5PGga5Jo3hqDvCoxz0O1OOvqcrx5X81QNU",
-	"3a9wZG+cPIP2cMg5tBmxLooc88LIGirDQHQ1qkPjnJM+yDsvczURWd0U0syPECEHVNd96IGCmm2FGrQh",
-	"abp2zt4QI9Aa+i5szi8648Nyf9PQcC1g5fBqtvXt10FGQUltIq6YYJj7BgFkuuAYBqNjdsB5KkXOF8E7",
-	"7i7Ac9C+MTjgiovMNeueG3HB4TdEYXetmXGrozbqtfCbbwcPMy9yPJ6IEO1fpNn71z//Ty8I2iRmM7pK",
-	"NOmPWk4RkEv644qRMFqlShrx7JtCrUjLQsyUSNfsKp2LLHzOxfXYemb/9c//QPuU0bGSP08aZizU/OVW",
-	"BJ+tkqzal/M/Zh84sRLzREBVFfdNV7QSv+VIUJc8g8TfPPIAKxVwdUJiiXR8xZOY4MbMGSC8Ms+EuSAI",
-	"QeuZ8KF6q2HXHZUVr7hmC6PhQEQWHJs9b494g15S0x6daNRvRJ5+vm14sIQXzrI/GnnsrdU2XHfBzGWy",
-	"3cxcrCZYGAs1v8kbtmRUoyjmZKvseCCO7NqQNhc5AU9ARmhGcrGkeT86pMIyXdCEK6vXuggVp8kjjqEU",
-	"/PBhPwgePoSPoejo9Qzm1je+xiPIdq87b9gyoRsWj4lOVyz0gijNOss2GKveIOfp90nTB6R1ooCVp9Ul",
-	"Z1K4mNnM8Q7zmXMENzCmr0rBJsJ1brMFvsFQKphC+43TkGY8zTRsQJB+EBiI28lT9gOLtCc/fPgwEY6F",
-	"5ycIGraRk9MUX3fHZEQwWH6WGwxY9cXT0ychWcv0WuVxELmqjMhlsNq6uY57vYD85/897vZa4/zUrQ0Z",
-	"ZDgr9BlJCWM2M/q1AHf+RHTcrszvnBmeZ1kUGgKbw96ATNlGiriVLwougL1lr08vz74I20SDAGVWOhEE",
-	"Fuu+mgl/J17dhZyp5M1wv+KPDcV2Jw+Kks0tiBjMmllTATM8L2BMmjJt25DQwhfaKE6y2LbOdUVHKYLS",
-	"TIvKLVYzCp0xE03fGhLkDJxO8aLAcDxhv7BEZpwBwXG7tBqcoB2W11gzH8/LrKH0wq+EEcLHfrU1qN4G",
-	"v85okiiUZ7WEbFlgBFjLCpr3VQTy4JTKd5xwz55kltLO4yD63YBQdQ1RJ37dgUG33wJIODgguhg6ibwQ",
-	"A78VEQyCX2nelTdmbAkVWywqtYvmDPMlw2NszKyE95MNACWas+ja8yKKDVKkmBldQOXhyOUz4gruPzyA",
-	"Eh5O4EaqZ3RIT49bz7lmmBKf6ZRBYBaGRxhau0vhjOw3S8qW1UJyWzZDU1iTkimNSfg/wg4K90ZKCk/C",
-	"3KbGU7TGmM/m2FPnHTMYMuOJxstgWxjwhAkjw8SpXC7tCtFXWV5l7hLzlw40xsDNggz1J72GGEVm/o1k",
-	"n+QEB95sWcpP91g4+HPrPHBdcm5FV8A/K/rgmaxTrjUTeREcrAsyJvjWn/80wrnxr1E3yC1MAIgnLile",
-	"kWZoc4WfpbahO/55Ke23DOIPBoNjgu9nBcUSJmKatq2VCRYZ5u0NL6G1zzgIvsOV+L8c4y+dYDQOgtCZ",
-	"ZgSRs5liNp8o7PRG49Ex3AgtSfgn/HNMnrFpujJqzCAAExlJGF06W1Yz7A/Go+PxQRDm4iDOKmekd2Bl",
-	"CJmaaaHIodkhWNb3OS+EnVNWXKZFriQ5+l0oF2jGFEvdjHcWt6kIfSOPDoatthPQiG/Vg25WzWH/OCMq",
-	"aEzyjZRIsF75sYQK2q+ytANCBJS1QIvSdJOJ1b0gyEWJJUj/EXxhukoVlJcza+kHQevEftygv1nK9hK8",
-	"9BzHfr9GExGEVNgQVa4y61LYCx26gWNhRiPWJa8pWEYgBkbI7GXFriAxG4ooJzxitpyMDZU+XdJozgxJ",
-	"3wqRXq/XXQo/d2V69ciOVY+en589fXnxtNPvBt25XiRe8Vwv8rrRbtglNMaNHuR6LJmgS94YNwbdoDuA",
-	"mHY9h0SB6uhA88tVXYkgP9CwaXtStknek7K+ASVindVr94hrXHLDS23k3nRT39GUvJTlwlMN2Haatexp",
-	"/I1paKzZbjj1FwDQDwIXyu5y+kqeUi/REEb8YNtz2srEtuSm24PXOdMchCHAeavN723j2axxLPSJ9fq8",
-	"QlvXYk9WaMFq+6hC21TbAPXDHTuVfnwHsfsoFO3RnlNhrH9VsSI4ckgcGCL0qqbKoPzoMc3q6PqZZ43x",
-	"9+/aHhT/Zt1geMJ+B9JGu6HplYFfoxhz3XhnJsyUy1vRtlT/pS4Zpo3EN1PXso5W3HfkFZodhAvAwTDv",
-	"uRQSQdNUrl3MvoJC6IZ3u3eyFVBBXFVf9xtGOAibcL/tMGwD61d5drz5QMtcAlTo4y45zdMXuNrqdjZ2",
-	"sRzY8OyWDmLFK/ScK/e7wmbOVmYFzK4olG67gFkezVW2xXs1A+NmXmCErnDzuNjnKsftXS203v1qKuDj",
-	"XI7Dl2uZbdg/7pwUfF+oG1TXJA7IwJ5N2/yebPuCEtqmlduelbuc7VcJ62P71h31/B31p0dsODugneOo",
-	"F3eGbDDrHNHDaecgGsXmrz7tTT/Rjo4P7r+jd0VCudWFT1Vc/327nZT7Gm43Qd4iuqgkvDh/4mSPQvRA",
-	"0xCLWZFWUXWNVqrW/ai0GdLbPeStF/2Fgwa7Bz1zQV4won+8e8SllC+o2Dgbjxk32udLFxiv8jaPZynz",
-	"n2LOs2FHLi32+1IK5buPBV6VBZp7rOlFmZc47uQZj2s5lIsmz+Lnx+QOCVV+aybDODurpa2xLdjayORo",
-	"NTNydJhNcKpDm1gTYqMJ4B1WTLZmbUw0RrP1SdGS/EBlugHPIucL5mPSpLbgush79mF1Y4iWvWKhTaEH",
-	"R5oG87THD+GJbeKYKYvksmYROJObFxaOmzgxurzdg+VC5vRijp7IOdhHVrra8R2SlTBbsQpYZsHPov/R",
-	"CoYFMgsndUIW8gZ82oJlZ5W3+HG2rKVUik8TVjjOXLmo5sE+Ru3DhwsYBEcFHuWtRm5cvE+ZLRlYxW1h",
-	"SGNfIdJb5gUM/Gh4RdWIfAePwP7Z2OPFMziKxidg5UtbTaQo0HujCtx7SsW1JwA8zyqfN4Jg2DfqhVxp",
-	"Lq7QE4t1zYMgCPojQ7imK8UFU353+O1G8Y1ePwjIGYtpSi50uf/vWKySxDVkb7yRKxGTNzK6LnYCHjcO",
-	"jw4OhlmbYGjkbFjLlGKl8oabH5rQn660zLoGjxtyLVj618i8oeAFutLStkBnEDF+iUwrSSJoRHdFk7pp",
-	"yRu2pDwlz5+fZf2J/Z7ch4dARD+cxx4sDw6PjjHlWXFdaJ9WsaaP7cacKy1TpOlU+zpU/7J3OO6PrBgi",
-	"pJkNIYjYPG5kFBHQrjh6eBkcj3tBYXQDgmPXKQcXj9I01Vjr0E2YXyODnSCY2C6aw85sRA86w+lh1DmK",
-	"j1knMBLedBAN4xHUvDRwx2tsr9wLmnJKTpMbmrKfsjfmfPmapREgeOMg6EJfc6WEB8HhoN9r5PaBF1TQ",
-	"K3Dcg6Ubtmo/cSkX5DGLrqHURcX8w8r5jw4PRv78dtp3VWBoNzyuU384Xvvu6hO4XTLzyWKR8+0tnXlT",
-	"7COZvRLoCQZNrVQLwTp4zBcNU6z7sn3tEbwDn/hDWruPtLZVv6JKYqsUqTwRznH1CskN/NN3Ed9kkYfk",
-	"FgXHAtqggON9w38b1pL1MW9utT0xkkYL30TRiFol3hI/0pRJnOF8C60AsS2J5C/FyB3VcqTnwYNQ3yor",
-	"2mmBMd4qfECBIO/D5c6de1JFjmUg9DyXRECrz6tXYVXO31L/5+IN0rYaxHbv+iTl3I3Z3xBXIEjV9jhv",
-	"pb93bS8Y7h7xUhoOI+L/7gTnb6zQO60oTtYQnEJP9LtYMwuJ4FVaX2ahqdL5MJq1UunDEolgdAA7JJRY",
-	"2kMTnIi9VcFn4ChVJJKLKRcMCeXpyycQIVZoTQ7+V+hB7/rNU6+dVNYfXUL8XsIFi0kTrLnZn1Rrtlhq",
-	"64Fu5zE4XiERTJU5xTdViP4ssOQuWlg8xnYp65ILmjCFi7FO8MJBTMSapcxVnKLLJaMp0VLma0Xn0LaG",
-	"d0bT+LXDg300PAMVZQ3HycY1fStSW/NOjWJ3zUW8t17nLe4rMw7UumqtEzaZLys7h60iS14/WzuqXgXF",
-	"CtN3XmveFbhytcVaCtIqyS/OnxSXt6dRtmrpWyb2O5ms27UW9tLKrand1YoudkaPjtnBrEc7R9N+3BnO",
-	"RocdGkTDzkGP9ePj6dHskI5qVm/n+0yrxphPLKgBMfCKNNfY2NA95famyVmr7D44mB3So2nnOArizpD1",
-	"Zh0jPXRAfMCfjms2Zef+JJsqbgiWSqHZIEa1wA6hy0UTgq4Uvym3+aoKVqhZuBciUb30W7oM7L9+S9S8",
-	"pbMPty19eIelX8p7Lfy/g/noVOTMyBDdjM9sM6Isw6hgY3K9OBu9wOrepY7+44Z97vU2dE0LS86YqsZ2",
-	"9hXXtA7NIXZtrlmEe+guiH0A1ozACu6GggSd4UHvsHN01D/uDOhwOooO4kN2NMO+XJZk3IHyeEkajXHj",
-	"/OXXnR7a1YBHZVws7zjoGgcm7IYlgws4NVsmdpvi7k3AKz1kS7phqbVzbfXkSwuAQw78apb/bU7PAGI4",
-	"CIJRrz/oBSPXfA9baVolxlYEzxkhWKU+E0YMx8HeGIHdMjMUtgEZUEokbfwKVAl+O1QJgqD/3wZVrJUy",
-	"RxC71AxD3FHssIud1SsHexvGPDnqroaxLVnvD8vYb6moFsuXVlnFCgfkKacFvKnSUG+3iUEjYm+Kgj2q",
-	"Ig3eGZ3atix/XXp9pVHKx889jFJFvbJkldqbu/3+rFJA8XZZpHydiDpkuqs2VWeNKpz4H+ao38UtR1OU",
-	"fzJ3vuWPXJnkn8HJuH3b/wYhaQsp2Ca3OOcicJYXwTVaq8ZevYOsvEbetJ3riWhmnexpoXE7VB1zBVu5",
-	"TbDY/mJEBdZJQgnpxCZbrRY4TOWvuxb5GKjPPkRQfoLrNoGSXdDSzL0DCQgQXkP9qh1GYRlj6CBqr/AB",
-	"WL7fg94lODKykEh70KwFE2IlVFhlVrjlQZazCFk3kUxjFmMQRP4cI0Bs4/wibZMzKGA1EaErHmmzqZ3Q",
-	"kXUihhb5rjxpXjjmRvIYckHN6o1uTpEUK6Z1wmKyYRoBVDhO3JYDfXsiML8VQcg1GhPXXLE8F9L7ppVr",
-	"bPeWfJ9K8yQh/aA3RijhhDZew5VfC51UFGb+kbAgyIakqfhilVAt0zEazlDbxfQJAF84DLz/9UfHYVam",
-	"j6fZRtyXTmyGlTdLYYJREPRCmwyMECnXE0BnTQkhSUq5YmoiwqKsHzorKuqW9o8s00/EpUcPVF5DNLT1",
-	"VW5YOhFYBEiV37WQbBP73deUx5gzMaUJFRELbR3DU0w77D58SIZBMCbZfTUIskDLARUkyEuqZM/8TO02",
-	"pD+EqT0dKCwxCgopC0YuGGc1uYrcW2zFxHXJsN+fCChMiKCEYkZjMCZZ7cXCzrfmDvt9EtrKqo4I5MPt",
-	"bQ7HE5Fvw6NY+YFAAW8gaA5RMIZo7co7NNEUoClPICfQnLFPAFt2LaW8SoPwkFjZJaOgPy5dmnKFJ6yi",
-	"hQQjN0D4eY62gfNEYEW3YobqVnasPXPvsTn3UzCV1mXdjm+ZD5Y0lfEGvQ9c5Bm1eeWgIF+VvRM0SRmN",
-	"N9a+VpfIOhGQyXqSp4pgbgz2XSmmoC7oNXZ6sF9o1qSfYkJt5lt1ryM9zc4hy9428E+k0qRJXbEfoM4p",
-	"VfMWtoBDCjrdGPrPbYuZbKJ2llcHBT/STUUK8ZWElDDAY5Yo5qqW2trb/y97X7fcuJGs+SoV3DPRpAak",
-	"wD/9UDGxo5bU3bKlblktTY899ApFoCjCAgs0ChSbtjtirjZib3cv9gU2zl7vK5x9k3mSE5VZVSiAoESq",
-	"5Rm1rYkYt0gC9V9ZmVmZ36exQ/BcgxGDdLGyWwdc92uq0XK9F26fno42veDlXEzrJr6cPK5dGZjy5JBV",
-	"M70hM/OO5V9wUweuvz1osnpr2Kb1jr8T1HfZ1rCeXXVvmYFA2zcbisLmyXlObTK3bvc+LrfvcUiZSF/G",
-	"wXxtV2eS5l2dZxZuvnK3mJwX47NqddE1pd0eaBqO6BCyRUMxUsIK0SIaiplKFKrajyI0B5WUtKpaI7MF",
-	"13mWj1JqxODWtvgHMTM5Id7Pn7xMFSw0CMydzzTgEiXB1jHisEuPZ8ahFO2ZkxFmJyd3M1DLcrFuhBQi",
-	"uqUqjS7NzkTIVoFzirMZVgA6sFpKRgoW/EUlsv4+91H2inkD+txCI3OdlA/tkP0Xzk22OmHQYDaqumG1",
-	"3NW3EmrWUP7GrHF35/4XVD8u8ACG15ortOwM4Vkv4viEJtcM3+uuMgwGV+yUBSGFKFnwHLRWedmCYv08",
-	"f0NrpUl+jcCh/2wXhXIlFJwUSvFey0+hGRjWCZXR76wdJaMtu0eMklH5EgaQ70FRMh/y1+TK/SA0Fk/O",
-	"l/NfzSXNn/7x93/XOv170ETBY7exoTAJjC2aU+6q4AaItQlcy2GbqmRzwHJR9SjKjtPjwxeCxBPAe0v9",
-	"Eanm/C/5m+eQS0NPd2fO0ppCPuxzUN4pCegc6E3O9r89P/rm6v3RxcXJ0enR24urg8uLd69eeaSq08W9",
-	"Vqvnul5NDzjcYv+UcQ/0ObbNyr2UdYzimdKZeQb3D7EVKs86mXJHm9oBG1NuloemkIUxJfV6nFyTd+ev",
-	"PbDwlTYBY4CIq1lX97IDF40bBYYhMObphVDvKURC0P0VExQsMlWMoz08nKX7yh6X1h6s54F89pqm4S36",
-	"ej5kQalhlNZDToxrBIwVrArrVagdqpoeGTKG6fZmHo5PL0/2L96dX706Onqfm4TG7h/+6DbaciKkEl24",
-	"HQe3WRKjZ2REo2F9OulzzXIFKjmHKTNuuD1glgHonv3Uy8bgNOYBndfTuP4qCeUygaUiB7LPPejGIU2Z",
-	"1yDQcThr45CnwGeiyFz8eKzcdPKTrA2Zp6VUNyhEUNQL0Ze1KbeffnLAZAm5sTLInItxL8YbJzUFD9ye",
-	"IDwcC8+LMWUAQxPQYSANUCswxpsgc4CnnIi50RlR0efQLbUJrCRksx+0wJvQMPCWhaUdanm7SkiaGVEd",
-	"kfTUY6nUGGbhanIsciR+WdPVs48TpKaG9Z4ANTOeX15oUb7pz1FFD4sqksIsU2AIYBIIIhW4fH6aknLW",
-	"rEMmUFkUSKt14bZgYDvfwchrqWE/06k4FSns900MSrux29U53StG3z12fIU53eRPzWYDgmnkhpVtt+Mq",
-	"smZnbgj4/gC/bjpwa5o91unqfCf5tXqqbYVd6L1/d9TFYameuXLAhXp93WALW1o9x1k8rTiLIDs9tVFj",
-	"DtS8PXN/YIXRrx8ppoIcp6JIcZcwcrcJIVvplYZj6NW7gg/ZaDHBw6N6n1gUhhRDC7JbdVP5wKg/YoFS",
-	"JfmN7TV9lt+5tl+4Hdm/Jhz8v5pElxO2hhPZCOdyB53enM/hL08o/CUwImmJ8EWSynVcSfjGwxxJOtsK",
-	"QyMeyZGkcZuBBE/L8Bs2SUnbldqjplCFhsu3LdhG47MHTgbqKyAZtFkhUKDPgQjDj5NA9HKo0YryWHMi",
-	"AJMKVKHg0/GD/TO+0ehzL6Ap9bIoFsXPpSrePzu2UMRTjLkBRxO6oyya7pAD8jXwr9gHmZPNvQNxLNrj",
-	"5BTSYmt7mioGD0KETjf8MX0OwNop/UjCwCHv3wO3ss7WxYeVPy0jLYPYiH2eDThA1xrTPiNtVOT/SZwC",
-	"TqtmVXLIgIkwYH2e43XtEU+n92wAQiZNgisddAffQDev5PeNDcPQhVJpwwN+HXRVWdy3ezmSMP2YKGMB",
-	"3TMUsY0JeB0UE6+OPRjHCcMgJYBaiRgFrp4pRkwpNlgN7Demc4PqC1gtyGSG+Kl9zukYYBaQOsYiPXDb",
-	"RP1WGEpNILTMi4F7YyUfhmqq9mDI2vfAs4N+GzlFpf0wTSziq+CkwXlTbseCNrLqOQQ9wTuGJZa36sAX",
-	"5S1QbX52E9ytapZhyRWTfRrNVrvT3ZKjIdcqvK0QCmA7uM1dd9imTQhCqG/77aC+wzrDepduDbb9nWCX",
-	"uUNQ/oCCFBRZYHtGeQZeUvR3g64TWkW26tuDpl/fDjqsvku7g3rbbwVN5g536c4gG11bjCB4yBJz+uj2",
-	"M7IX4OV1TWklcJ8N6X+yLmcddKVmNLst5CkoeW5rcfcb0PCcxiVWPOUhE15PEa2E4GmHMI9UQYIWGM7l",
-	"IzNNwJrGBn3D/A5rdE/d+UCMLI85g1DPRVNdq5OWyS5PbRHre5f7Tpxqkcp+GCefpybslTKfQ7F5RUER",
-	"14KvAMffq5W6BXAfruAUUENRDCVbTbQ8MZcAPPmUxHS22hVcFiIdgOGsflva1Da4GR7QtoiKVGEq3FW0",
-	"fAyovLUTV36BFyMIa9Zy3VwGnGpuhrT1OefPWnrXMus/s3xAizeD/ewOeApHCDgDlEG2whmymTA1g8tT",
-	"X94zeUyk2dRf05A7uO2oJqxR+d7G9NNMn2kyB6KSYBoxRx4jSOPCuOxzkB0mYjqQdQ6Y4YUHU0hq9Soy",
-	"D4m5UqcYyK2WeD0MPFJNmM9kb+TCDKYosxgZzJHlr+W2euTHKZuyYC8nz2EsPCJGGtPaWtaZffuEj6ia",
-	"fa6KUmf5C+Md0WOuOKM0645LpJQQiqstGwGgg+HTlPWQtlSa8sCVW0o6oOjwlKUcov7QKInHVhX8ds7M",
-	"1npnJvTneGWRvp7w3ldsh8tduNnsJkztid+cBH9oKCRK/iVTqQht/1gypZjzooZ4QZ9O5aflu0zlNujN",
-	"lucY77QMk0cl0w86rd0MoXKBGT5btKM0nfQ2N5ut7YbbcBvN3o674+qOiE2baX71dXaGr5eusGJTeujm",
-	"2D87llLzhQD2EwhEWXk8NMOAHs4swlobKXcx4RfMXOuR+6xdeBSfhJ7+E453tXJEY0y51HcLR7w8j80Z",
-	"j6fxspN+xGiUjn5aainu25lIQG1phVRL4T2dNMihvkpN46nixdaM+Ksyk7yBdnw+N0l8k793vJzYV4tG",
-	"bY5v1rntUo1bIinzg/HYpCAn4S3jsnigvbem8Z0eQj2VhnNynRsc81IO0V8egDadRqkX+STO8EM/c9Zy",
-	"Tc+TSURWLRY+UB4uuuM2yUHMr+FOaP+WLSBGV95Pw5SRZgsAYhA4en8qUtgYy8kbjCdVw0IH8Yyn8Yz/",
-	"eRBN2SDmnKUDegPA6OD+DdcgbFBaxktTEnkJRZFDVcmD+RvKQKbh+rcAj70N/DqgEU/St0uakwfQtuF5",
-	"/DSEoU7DMfsO69sfsyT06ebBKPTpdVwKadyqu82LZksPLoD75KdzZ4ecSyFPzoO7sb/vmMItwFbuLEyh",
-	"jczjd4Id1hrWt2hzUO/4u9Jwbw/r27Q1aPpusIuJeWqeoEUiDBj5Okz9EXuE6cG2LExKuzgpBq27ZBZC",
-	"/tB5aNab7oW722uvAi19slxOrOqD1kWszvhh6DxKaD+eeT0eqjwYibrcw2wLXX3eZOK+cNzc72q+cx5X",
-	"DOAq1RpO4tVhmDMeq+Dh5EtPLM7KsCvdl5CnB8ocLasrP9m2LVd/MkarZ+/ek9jBGO1jEW8t28EWD+9y",
-	"397RRw2SQbk2z5DKmOfIDUk1Y+hVzJm+tNZ4GgLChSbr7fP/+L+dRqfWIGCleNcJ5emV3Bp/wteurNcU",
-	"qbunfgEHnnashYFDvPHN1T/+/u9eTQcR4XOC+QlL1bP4QT4r8Flwf8kujE1WM824ecHmBHY4hEUO8BYK",
-	"CpFvvrm4OCMvqQj9glkDtXHMm7B6hZzNjAUsMMjQsp6agZrB4YuoSAXZcl1jkJJzoOEOU5XSIkZxkkbz",
-	"DDGTsI+TMGEZFz0VN31u00xPMmrRBhJro/d0Y6NdIBFdynu6sdHn5dSnjjQIfYSRMM7ZRKXfgXe3Zvit",
-	"CfWTWAhDZq8SykziPG6HBSJl9bPG7FDhQ8Bdjl5i9UufI0a1Q8Y0kjMLXH9MWOzeigoV2cpzoDrlXso+",
-	"N2hEenAYzIrh6Q4X6MHPMg5rcIZrv44ONe4DrxP40xRL8wKJtUPAowGrE25QuL04CY3CG0xcU0mK0Atg",
-	"/IWtGCcEaJscYGMNmSDeAfVHrH4Q8zSJox7hcV2kccIgHa/PkeXpytrzipcYVhtJ2ce0MEkvgLIBsGgm",
-	"FvZBNkd9jBdDdmZAvQo5oFTBtZYgilu+z1FgQL+8n/sVaEm/4hD1p92ofuWTR6pjFoQqAsorHo1ezcE9",
-	"ANhRg4iNSRD70zHjaU+O1y+afP4XxWzlkV/wTvqXPv+lXq+b/8tnO64rHwz5LY3C4Ep1Tr7yNYgeFBIg",
-	"ExALiqeOofu2+LVxucKONDRe8qfLi1f1HTW6esu8vTwhduXTLJX6ypYnvyyKlzg1si8nPVVxTbsv+Jws",
-	"5lLRjGlpOktifm3kZcJu4xsWyF9RJk7FhEGCYk4/wyqa7SXD9RIkrFwPsEf04927HucsBD1QboI648hQ",
-	"zuME9oEaTe8AtaT6BQyCRqGAFUCsdYL1tXZlfWkcX40pn18ZfBLyCzk1UEZtN0/OL4jtXITLLKA0UaGn",
-	"v8hVtU/GLB3FAbHo2gEMBSCqvALVvdxXGxsdt7uxoSTOfhTFsx7BN4Ade3H5kqqHldR5nNapfINBLC1i",
-	"r6AgxPqlego7Ezti9GWNySPkPiwJCjwA8xnIiSufA49iLb5jrt/PNBO1d6wDVYXdyl1j++nMeV/pVcY3",
-	"V51XP+58N7ho8b/Otk8m57v+X9ri66B5Kg1/+8SXT4urH7f/ets6me2e33Qu+M53k/Ybf+urYfPluHso",
-	"3Nfz1iXd/prtfvhYcSrZPqr0KosbaB0fIQye7dCzx+pjfTab1WE9T5NILem7B09qGKj73T2CmvI800vs",
-	"gby/g87zpN0NhQPVOXcrjY0FO/DzgXCMXm4n0eC+RhXPMKsUmLZRK79S71fY/KvR4LUfvgu/evXd0fnF",
-	"N++PxfE4nXx3cLx1/MPx7PSHy/T08DQ9PTwKTw6+ctlf9+Wzo+Ag/TFofxMOv2mw+VcTv30qv46DN+ez",
-	"d+HO7enFcfvkh/3p6UHn47sfrmfvDvfl6z8FH47lcylt7rjn/KjzYfzV5em4+23wU3Dqvzruftv89iff",
-	"TW9OL135fMTe7Ifvfjhqvz086r794XL+9vAvuw2/FfHB+JUb/PWr6OTDXzrffmjOBq8v00GrK9g3mOcj",
-	"Nd8raZRvuW7eE4dLcEVXnPDjiaKPzy7mM7RmdCySvMVF8tSoDs6VXpIvwW57wDLE5VK2DvcBJMg2twrX",
-	"VTklr+QWJ5rRuSBepvzlPCD66zu9GYxPx9KKNA9/v+jRsEI+12KSAj1A78N7pI/Wt+wlzzBgqlLQKGQn",
-	"i5qkvh4z0grKzkkkW8DBRr/D6kOsLktVey3FBXJD2v34ALoVyBKiItwXWl+u8C3pRPYAGU8FKJuLsrCx",
-	"9irE0LOluEvGDsvsrOqCHgcoTKkWnSZjYamWWl2m6mry5ubDFtQB1FW4D8x03jsU3uX67l2rDvu2ZL4O",
-	"lFWd9xkgZuUjTlNRze8ZMuHP0fItkFpr5ohPx6ywOyzT2ligHz58qO9n/WY99WzCaDT+U7+CkZn9ilcQ",
-	"asX3FuWat6Qgh0wSJjAiq6TdQEq1qDjlhWJ50bmsiXLxt7MuZHkUzxbVLrCE5E/arEAjmwYaS/Ph8k8J",
-	"Wl1Qj9h7WxmwY7ZQubT/wZ9EA5GPrUAPYbBn/GamNIg9+JWk0H0tfSFy41UmqFSLw6yhJiZoLU1NRQYt",
-	"TmAaxySC3x48WwtdDgUWqTrcJKfhy19ziEOBBryuyCDBrTFE0zJYuJL1rvZkyj6mm5MI41Y+55Q3xzgV",
-	"5F6DDM76QkceeWD1gGoXh3dvozzwfCy6uxr3x6EtWau5C4t8vIXt/iAQ76Uz9cvmYcGfsmQm1nKxQBiY",
-	"8rEsj3B7tEl5cNsa5MMXFEv2ydH2OboIen8rXBq9G6RU9jd/qWNdHu3nFBd9g2TpCCpcXG7yYRyF8TpU",
-	"weBkV+asyehO1HMvBDGFmtDuMNH+XA23OkniYOqnQnEQUEHEDAI1AgUQvTS6iXgY3K316IwHGH3dhQtp",
-	"qfIWzE1Pe8H1CsKpqe0RyrVvDnSvEcO/FeoIOOx5nDpZRm8VQNvn8TR/Dw7ubZWc3XE7+tZc46pRTrQQ",
-	"ExEVI1L1/tB65YHbIuTYQflFTYHuwYBRhQEOzlM5KJDKrjPQe1gTqXo8TuvDeMq101H2SWuVshAVNa4n",
-	"END21WQg6L819jdsXnqTf2aWzUrkNcsnJ6/EbdHtwY6/G9Rd1hzWO7Q1qO/47aDeYd2h/u2pYqjYGykf",
-	"E2e2Si4mbh2vRxRfx5dJpCJ/RW9z0w94oyyobVM+2pgA0htfHiKmJxxacsPmJtc7tN88Nl9JgYSPYcID",
-	"quvZkweAuKOUeAN6qsj1c/FnsiTEV1FwLfWdwa5f7wQuq+8Om7SegYtvU7vrGFWl62MBTcj7NGEsJfvT",
-	"NM73ya435oOYJisAYJk1nU3Yw6OnTGGnqqzVw6iMo1AJVrOyvoyQjfWi7GEgeXweT9NFUsoQ8okg7YST",
-	"P7Re2VqNCc1/G1soHGlBIRGMkc14wjidhI05HUcGEXP/7FieVDQd5SPw3U4WgS9FO0jSlSPvjexdR+W5",
-	"I/D+rWIQwZsi4D0J1P3jkjMEqB5mLIrqyuET5m67Fg5LfZLlz6unDp9jtsTSmLhSHWViHVtLKM2LpAjr",
-	"RGerzLBHhWpeG0ynAMrc56uhMh9LqUZiaUN4UcgZfPYci4lHNqvPPcPvKCA9j0LohkG1we0VgzKVjhiw",
-	"9Cay+1ORxmOWnCVsyBKxFLHVwNAbE+V+0BM97BbMP27nvHIhxcDj4J/iucjuwT81zfpSuLntBp8eH2Yw",
-	"MlnM4EMDMQut1wU+Gjm3Xn6wAthH6qfwQ0YrrgGPcj2wGFjvYBBXhK1LKEy2OvcxmNwz2AAbHQqidwiB",
-	"yHdSleuOJko2xFNp2l/TBOLBfCqKkDIB5fTPM03Z6tOUydp1mkMZsIyq7gji7Jfys3xu75TY+7IAfRZa",
-	"/wztswYC8J2RzUp0SlFfuUsZPy49SldWv9Xr60Lo6Il/BtF5emi0em4s1U0pC1mC7PefnCVx0RgyBVqz",
-	"PhFiTjJehaIqB+cfBWqDG4b4dhM6J1HIb/q86v18dvny5Pjg6vL85JNUGTd/BlfSJ6l+X4C+NsuA/gTx",
-	"pO6RsVeATdPY2CCXHLj3PMF4AAFnHlBmo4poKtRJ95oOrqeocvpcC3Gly0PKUUAmoGMx7jNSXVC8HMRX",
-	"hMjh/ImD+bnIGmePRs3cyiF+IoDvA3vbYF6kYlTpvnOPVD1psHtkzCgXfe5BHV5tTxdGU+AXlH1O2cfU",
-	"IwOFtqeHDYk7Lc1xFHM9MjgNwCgxmGPzGzCK6V9CqvRn+Wk/9bSOrG45cVUor6EcdkWtAFPQIzj8OAY2",
-	"QaWcf5gKmrCMyq8AikCqS5pAE9bnwATbIKeIeYNp+gYOhlAx5/4oiXk8FZGizktYmoRM7EHwELyF4zYM",
-	"OY2ieZ8PaRgBL59aQsqQ1AvtfBoxsbFBquBiHSTo7JxGBpBQsRVigK3wyA2bZzxMoEgQlYpd6/V5XTGt",
-	"3CBjrrmr0X5Y5f5RBss0AhmAcd2KvRGXREMW5eX0j8yZC4G3YWCMnCpVb2VtVs1t5EuoYbGa9JL0p67b",
-	"ZsR1TNR3SxN4kklE4WjRv+zq/zV2d7EYvY57BBenQpbMr0VShV1Q1iZ8QLUJuGE9B1c+xllXm//4+//q",
-	"ui6B32oO9p8GAZlOFAnldIz3ePAE8JYQ5BypK8aRqvfjlPI0TOce+f//m3hTHqYHsZAGZkt1sYblsh+n",
-	"NDJjIwtabDk2stYgVql6DHE1m/JJVc2npmYBDFNCglAguKgsq4YEtFnIfX7wYWRQrcSbK9wQGtcVjnG8",
-	"As5UcI/IUdvqOMQbs3HskX/8j/9DWq7rOqTRaEAsvmyGRcMqK7mQpjOYhBDBj7AECqFVWwoGcABCvO3o",
-	"ZFyNEP/tYJwMTWUlmQ9G+HTCAhJhXkWSxNc0BZybt5cnTrZqLehP3FlVwRg2jg5iqUfipu20WhsbWRyE",
-	"FcODTZFiMgtYD2LOenI4CtagiTOnQBik92vm+bG98FVPh9kY16OKmPNq0GmQfiYfT/S5zmLNh6BUvdPC",
-	"+2SaaQNS9hfnU0MBTQULZKkLJzGpesc5Ay73iixSufMWef1mVPT5VGTaO8g6SoJwCKejui6vFllriSKt",
-	"rZUTyGqwhsUKRQyESFJmB2be1FQBZytVF46yp9CnXp4dVRPMkpX4ZeFGCn2jUFifU6H5U+PZcqpZAkyz",
-	"y8PK8x6Y+xwwK3KUSjl+eXl8iPvhOo4D+Vjos9rq7KWoWZnRyqNGYdRA2TiZY9wihNxbshg6rVaDaM2X",
-	"JOwHQKfXD3c+fgQhhfhQutFF9titYdvvturbQZPVO3RnWN/1W4N6l3WCNm0NmwPXf+KkqeOQS0Fd8MYr",
-	"angezR2j94DSM2dpGYlqq+s6xslwEI8nlM8NHEDO99Cr6PjcPw+S8HqUijBgk2g6HmQeDP2GnWCfO2v1",
-	"l/rgNp+nDLkJFJBAzqVjPEDtilOBA1A/J8+X7O8HMwlMYl2TwgRgPKj0QMmUtpFcVydYrT3Wx7YzSxHL",
-	"w1BrXbeUtLbZ3mp03UrJoFc+aL8QOVCOIXJyclBZnIg7vUj5OagcUk6JKbmyMB8WmEVnp2LPTEV3wkyO",
-	"cZu03crSSWplk/Q3uaDH4zgI07lCYui2m26laNsf2Jy9cptTWa1WcCq9llPRWg3QLjS6FacyjceVXuVo",
-	"H1AYfLmn21uu67Z2m51uC1wqhbr1ysuz6WBvVSh0Op3kKq40K3bVsmZVMRYGFcs/5VbGxVi5GFF+Q+bx",
-	"FMQkhBwMpkIOCPgrHmWZVs7e1be3d2TrcK1CcsQabLBlR8iS4CotmNNY+dl+jbSMlfmJ1abDDqxDgGtc",
-	"TXcQE2dOB5uaWHsXP4ed2Jxu1tm/yFWsa8Jc6fQpkRSrpv1L5sdehdYwPfl79mce4X+9nxLXStFTicvT",
-	"2vB3eyvLLpzvx2fJXXYpzxQTpJq7tzXGVGCSu2mKKzyMec14GJE7C1xaaTyjCYRXZ8CnnkMUTDg44NV7",
-	"lt8x4yeRLbAuh2tGdllPayXgbh9l7dFowkpj1+4xcO65MFHy5Dh4nDuTJD1T7FuriL8z/fxjy79nOJgn",
-	"xP30udJj06fcZ9FylJgD+B38V3g1ITUDTy7GK+DTJcZBIcWLitzVRMEelh6xAAGQ1Yd9E7iiv3k5l6YC",
-	"xpQKljpZ7K++2KCAagt+/uE0UTnxiKVMzgyvn2W4G4KoBsE+RBBOq2iAoRdZ6+wbGCpte1IdxNKSTxj6",
-	"0GsAd2lnTywKDKzmKckM08GVdSbzwmNLDQdcTaZBz3jD179PrQcWwCPILbQ578StN4BPQuPW5yQKaAz3",
-	"CTXAs6fznHJCqLhBtKVrll02lyknxjk/J4KGwbK70HjGrfvQ9a8n8VIxaMAdARpzTHZ64RYK4/x0zXtW",
-	"DqXuGipbmKe17J4VMC6z21VSuFzdX1HEriBR5TQ+JXkq1HP/EvMTxtqw8lQRtx0cPHrpYCBluaH/LG9/",
-	"l/LW5EpqsXe/vAUValXccMZzMG8+5Zijm+XaVTXh44AKpoDe/BFc+IOSB0EzsyRM4XK767YxBn0WCtYj",
-	"U26eBmku21YHIL4qJQmD3apwoyZJKPsspWTC/Bj2gxRGAxpJGaRPgjShw2HoI5pfGhMNWKecZEq4tlx3",
-	"VXzzc0YD8Kw+PsS5LHr+q6KcQw1yGGDSHiok1DJ/QDqHdemb7/qhXjDWCijN6biwIOnz8Gz+iAV7BLJM",
-	"5emvURbtFI6u285SONQ+tC+iV07mmOY27+OkcyCzzHwvh7q/2MXGnSDzZnXejzIPDpk6uGeMYylgESuD",
-	"Zzhn4/gW6GFK/TsOAesp5IqbCwHQUhVYkAQaWT9O8KY2DAgajEgsxO04MctPZINV5EohGN5kfggFhq5p",
-	"KzKDhOy6LVL1DvJvF0IPIDVZqlERTVlCZnFyI+5xM4EMkr9h/doOTWCYAucOrONDGOH3upOrJElm4wwp",
-	"q3ePWSHoeJc2By2dJ1nv0K1BfcffxizKFm0POn73n5U22SlPlIF+STVHDd5Kq+jZJaX0jdZKQ/CapmxG",
-	"509DRUFZkuOvtsTU+8xprOSUJv3SSebr8Zrrl0jVkF9t1fKe6wZ5Dxg6GGeGuW5iJI20EUtYOWXGB2zU",
-	"kWnTr0l/q1MF8r19Gcc3N4xNINxizn35QAgqbHDOKNSAN8ZMUyvDABeIm3MsZQkbTnnAgkqBgfA+RkSj",
-	"pyiut4pTmeZykpHjRnUXkpFxi9/Nk6sHtzBdq0b6F+ZolYj/CwvsVzwTE/xKrEYQtF/kzLKj9z8s/GaH",
-	"7/s0igbUvxGGWk3+8fO/aXzsQRzM/8vmNIk+3eEwSikP5JmiqhLktplHhLZIEMVyAsEwdfpcp2HZ5LsN",
-	"8gYvxHsF2sLU4rdzsgt8jf/a5wopxebImtecrJQ0HDOR0vHEI9VLHn7UWCUmJ08RNNZUVqZ+T4TXnKbT",
-	"hHk94t02nSyCQCqaWx35/pvT/YP6+zf7re4WhBj3ufdz1vpPjZ8XGvGp8bMcsU+QPTDPQhYYGcxThU+B",
-	"EGV9jknJAsdAVYp5X95sJJh/5dUa5JUd6Ie/UpLEKV7vpbO4z01PhLpA4KlDBJOKVIpR6pSICQXkC7hG",
-	"yMXLghGLqD19LmdrCNSP5xDSR0zHBBnSBBVUHs9IdXHFROEgocirF0XxrM+7CmNG4AWnStMjVnNDTvwY",
-	"LFCsCWFFForucyx7jpeWUrkui8r8HFrF0jDDbKo/S/dbSJ3LLVPlRMgWKmh/Yxqwe9tlJufO5k1kuYks",
-	"57/9za3vfv/Hf1stvQ9iltNZjGunni0ouVsg4N3HRYvB7541sfe23Dx6Z8s/O1hzbc7flYKqig6hOWl9",
-	"/Kjv/lREcrNrJnhMk5scteocgtEV4JhbrrdlVOSCXMec7WkjQOk04NvEiDlZh44zHcdSQ7vLIjaUrpOp",
-	"GKEb34b0V2B/RXP3OhQQsUzJ5fmJfEe+rfjaSRr3SMttWgHXuvE6IUhOt2yepwgsnD5HjRLcUJAuJR+F",
-	"rYA+W5BwLAC7MxfQMKIWb+tWTqHt8+a2NLuVg12HpcsWJ9OIicbGBvG0CuapCF2T8+J2dqzYbIfwmEwF",
-	"SwDMRO6ECRViFkvjnvb5JE5SUs3SVGooGZtyaLa63XYXD8+RLFkn7Kjbh8l0EIU+CbnclCztyeKiOJ7I",
-	"I9whkyS8pSkj1aa7ueOQ5nar0dzabLYc0tyVf+5sNrccMvRdt9fb3K5pOoSk/nb/wgEPZz2KfRr1ebW5",
-	"tdtodTv4AtuRLzRdSKCJ0tCnIkWPIri+TBqRA0hZKqUIXIIRowHkXh+f3Xb6PE6ICFOGtaBoIFWv19vc",
-	"3fIc4vV6w+Fw2HN7rvpiq9MbDncH5gH9udnrbXZ25ErwWq7bko2D34fMx5YCJlOenkOHl/8Uc1npH8yd",
-	"kBznmnKEyvnqc2h6wkQc3WLmOOBVQW7H2Mo1wTPamyaR11BokcOpkB2jcymaaUpuQh5AUpGFJjGjPGWB",
-	"BgKBx7BiXaXcV1ig9ZY/Yv6NHGrwx9EU+STmRiw46nw/fPve0atFv+7HnGOIvSx4X2NWipQmaYaKcbb/",
-	"7fnRN1cfjl6+effu66v9k5N3H67Ozo//sn9x9CfIZiBVDzIskin3MB8uTB24RcEJDdgti+KJNH9qfY7e",
-	"acArxJ0DG0duVb1OVfsgTUlutjOWjEMhAFF6Y4O8V/QpkNATE8VdgPdzsBnM47jYJkmcMj/FNNKAptTp",
-	"8wEDcjqvoEVLtW1t0mmNyvHZrNN7OZGL5DSeTTnvNYi34ZV3NR4qcgMYjYVMHsXkLfq8moGhL/R2D3Jo",
-	"EJGlV9bsWoO801cJCoMNsNAwZxMBV6xGwb/8Ws2jjsre2CDDWKpz2IlFrU9MmB8ONezvbROztSDRCI4H",
-	"r8+1gVLrEQqMEDrJCh54IRBuHhMsLdugXMdfpsTLkwIP4sUTGLa73mV70o4IE1hlKkdFTh+yT0i9F1JJ",
-	"wSGr9mOXCIeAMuuQtov/tshIfjdySNOF/3bkf1suGcGSkhp7n2M66X/8v6ZL/oDiSblU5bmBLOJxAnc+",
-	"IG5EDJB2OeBF46aRJdb2sEU4gxFV4D1GrcC06DBigRwO0mm6mbqQP5cxPXpPVhnEpEsCOheZ4UY17c5w",
-	"GmWlV728P8XTQjL0R7UGObRagceGwFqQworHANMFUZa9IkW9Pe2y5dgJrRC/EMSTnT1CdhsBbQXNwRbQ",
-	"8NIU+aNmVNqZyJlSOG+1xALpgEIVeETUuDnEuzh5T0aUB2IkBWX2vVyEAYmnqefoXDql81U9wFruum1P",
-	"3UHj/YzocztVU4P3RvH18qSyopfmgflJi1pliX/sYZ6wVV1Zq94CFXqMw7CaOt5cb0C+aJ+i5hRB18Dp",
-	"8OtvdpOd119/+2NyMfvh8uxw5/jk7LvjuHVCT+j72evu5M31N3/cujmc/enzPJIPnMYPYTpCP/J9jkUn",
-	"C89WNAVVyzjg8az2nGbwnGbwQN+qTjNY8K/e414tvWlZ+V7YPmzzmqJBwEhj0Ly1hWyx/0PQbZxcx2nK",
-	"+LIb08Vj4n53l3EpFDNxV5NA/6JLUexv8HzH+VS2FE7I+lvKWZ6nY5ZmVaug2WkAKS6LIQfWZebdVMq/",
-	"0Z3i/o5Un3+68nKfyvIsjJ6KMEJO6LUl0YSm/qgk28cwQoOzEPyCpGr8doD3aSUGejl22SrlRJqrc4Lb",
-	"VkXwCBKm8tlsn3gKZ2ptX1ihBT3bq0Myp47y5NRU+DzsHq9B3rM0RSc8fiNVEE9tKY/4EaOJIAs2vr4U",
-	"1eMH5DN+nNgmt9jL3vOISONJTqEBVYdUAeyWBFO0qWsN8jWbCxKxYSqNamlLA7wQpAvQskCTy0lAf0ua",
-	"zwPN+rzA3ah8XyIhHyr4cIjXuAt7eifQxpd/vJCMeuo3d9J8UbbyF2v1wuJ5TKt3U27D5fFD53AkQM5V",
-	"7hJEhwyZi+owNTDO2WoHRLjqbERTuE+T5519XIIFjddHWgCQmLNag7TcVo9gJtBeISgJ/j3OIpNG8Qw8",
-	"w5Axu8+z2vGOy1wpu0Q2XOQDjsAsV9EsPTJBxzuV5vsSkn2niHqJZ2YeWCR/up2F/Po3aqu0HnDAHVsS",
-	"vFXfHjT9+nbQYfVd2h3U234raDJ3uEt3BqtLYYjz2IcIKI3CsjieEzVhuKqe88au2f18bEtSXBYSVYrS",
-	"iKTy0/Itp27y9M5bzppmsZK0drOUlos4JmOpy1s8bqsltCQ0ZXVA21xHmbojn2WhKT0Ugvtnx+SGzaVW",
-	"TVNM8lp5PKRIjC3vSZ67EmE6Z18Ql9vDzzuEmiQpEymeOA8/5zDwqK6vW5YdeK/D24VLVQCR0vyzmHMD",
-	"J5UKccJYTsNRYoI6q3FCPOT9PpgmiZR9/D3OkVcj+RARwz0LcXkm3s7RSdVZC4zhFkcBAlGLWMV9QnRB",
-	"gsmKwCSH8Lna9RbFAqEishtzzUZAU5U4qKoCJNfwmovGsh70iKstQt0Y3T68HXYU6bv6Vocc3QD+ph6r",
-	"xe7rvuohQCVi8VQ9h+lUa0DdR/3+LMbSqan03HUNGBzAcxV9XCbn3sQzEsUKvteabWnImTjAPWJcJZqK",
-	"3Pv5k6ceCrO9Acfv79jx+Zu9882ufDOJ9WzqPpu66x/9KOBLTN0X+gLpPl0AmpLclh8GJ8WoSB15acVR",
-	"Qp59wCZRPGeBwQIAPE1MrM949rJ1r0I1M3aMRm5/LuimkBqm+rGQGfbRVwY/1wolnqp50tsMVgrZXHVU",
-	"9g2bgzaoDqoCIe5iasCxgXyZFCAUaj2FDOmQKBTAwk8DJ2NP1ygMjkJCahBkBiOQ2C56Go7mH//9f+bw",
-	"aNRnCAqUhwU8tbnwRIa2YnVnAeZhsUPI1qDTL9KYQEbmOOZsTmKuspp7RNCIKQDAGJJygQ1HkCqdTBLI",
-	"1ZXjGzA/CjkLakp/l6LfHl5MvjbEn06Z+oFVlyR6KxCHOEfa90KQAeU3MOVwsXB6fPhCkICG0ZwMaOqP",
-	"HMJZSuKhbg40bciY3a5DDIIta9IHqZQph2RPaaQG18q3+uPkkuBVWC3mLWentCop5xWhyBCACTk8SwNL",
-	"E8oFhRA9dTeg3lbkLG0XQhdxZeczGgqXxQv5dVbXwTFQ3nGWMJ3mQBOmqnBg62CzV4yKFTS3xxYF0WLl",
-	"kMCOCrFGGdAgAzqVQC1Bq2A7X3jJ2spWjWYqEKQKnA+iZpV0on+8vxygAKoWKRFEebK6XUeRBaGsLsOq",
-	"LXc7Z4l4QW5DaXsMFV12xqFNMRA0a4gdE53VangsFys7CW8ZwEXg3s2BRwgFNiTlPMZhZ0VaaBKfvv/0",
-	"nwEAAP//",
+	"7P3bkhs3li+MvwqCMztEqkkqeaoDKzp6Sqd22Tq1qmS17dJWgplgEa4kQCXAomhbEX21Y1/Pvvi/wez3",
+	"mP+b+Em+wFpAJjKZSbLKkttffD0R01YxE0hgYWGdsNYPPzciOV9IwYRWjfHPDfaRzhcJg3+fLhYJj6jm",
+	"UpyJ1+yGs5X5WS3nc5quG+PGqSA0f4dwQVJ8q924ocmSmbcnVFyb/9Iokkuhn1Gln8pl2hg3gmDYb7Qb",
+	"qVxqLq5eLOcTZn7u9XpBEAT9UeNTuzFZKi6YguHQOE6L/3zGBeuZJv0gII9YTFNyrhtt/3G/MRbLJGk3",
+	"Iq7NkF/LpYjJaxldN9qNhVSaJo9kzBrjxuHRwcGw0W4oTbX5++LvZgDxhL6gc/O36z9lTJPTpZaNdoPN",
+	"KU8a44ZcCZb+R2TeUPACXWrZjeTcvCM01+uL9cJ0kiRRo91I2BVN6rolr9mC8pQ8e/bIDHEmhXntT71R",
+	"rz8ajYLe4WGj3dD041ns0fLg8Oi40W6s2ERxGP1M64UaP3hQNaZP7caMKy3NGv7wc4PqxrjRD/qjTjDo",
+	"BP2L3uG4PxoHwfeNdkNI0xtSUGl6ZbpWy8mca83ixqd2ufXwIjge94JC68YbEbN0lXKzzERpmmoWdxt5",
+	"h1y8t3zz6V27wePGuDHpRf14wIad6YgedIaTw6hzFB+zTjDt0f5kEA3jEWu0ke4KZiGQnM9pyik5TW5o",
+	"yn7K3pjxxSuWRkyYwR4E3SAwn1fCo+Bw0O8ZwnKdYD+CXpnxzhnwpZmq/cSFnJOHLLpmaXX/w8r+jw4P",
+	"Rn7/ttt3VWRo5zQ+3bI4y0VMN17xV+DTp3bjEU3jV3Q9Z0K/ZtOliKu2cCpvWEwWNNUkxZe8HUznZuOa",
+	"b4xwYvgD9sbMatkJRzSNH6bUfKLxLVfU/JSyjSH2e2aIA8ck9pWHa7shHkp5fc3YwhCfC82uUpAujXYj",
+	"ZlHCBXvNqJLCcWXMFlJxfRa7H4B/LPtMO6PgoNcZHvaPOsfHg6AznIyig/iQHU2PzYi5uJE8YqZxYxAd",
+	"s4Npj3aOJv24M5yODjs0iIadgx7rx8eTo+khHeVNMnF19uLbTg8l2TWHqWcUTPLV7/V6Pdj4NywZnAOf",
+	"TGmiWLsxZ2k0o0KfonyEoRzGA8PnrDOaDKPOkB3RzvH0oNfpR0F8NDlkQ9obNNqNOUx1eHzQOwiODgdH",
+	"R0dGYNA1Sy0pH1NBydsZ11POEjOi1JKu8VIwEs3o1BA55mpGVlSRlOllKnBv4iReTs3q2s1oaBJ0hge9",
+	"w87RUf+4M6A5NaGFYQlDyOEgCEbHx0dHIKoUvWGx4cJsykbCLlVj3HCcV2bUc5qwejZVNGFkTmNGpCB6",
+	"xsiCrsnC7KEqpu0FwWfh2t7RRe94PByNe/0KrnW8uDeD7knUL8KghoB/aPZEOuUs6P4uMFivP+gFoyKD",
+	"6XRZy19nSJdHVEQsSVhJDmY/E0u/GglYYKZXlHuMVMdgE5qYzv3mkftakcVGF8HROMgEo3tpD9FYybHD",
+	"i94oV8b7y9loqbScs/SRnC+oWGcWlP35iTV6rEWn/mOS8quZVjxmi2Q5n3BxZU0f18LfI+63V2jYlH5M",
+	"2RQUuts6Cb9hsD5oabUb8ZI9prlNMqUcqKjZfGEM2MBur9+2VwZ2d7xmc27W0pAVv1exQ8yOP9NsbsyQ",
+	"d/gnDiThxvIFS2z84EGvf9gNukG3Nz4KjoIHC7p+8L0eir8drZ700+8OlmeBfDWg54fx097VV6MfvzHm",
+	"XCLRsnYrlizZRArBNHlIr1m6Jo/lSmi5Mos2Z3PpRvn5Ny33aLBAIW3nu5COevZpKicJm+ebFkiYr2n2",
+	"AxIx8Pav7VFFMxYvExafM+F9VjERvyp2rpjQhRf0t5x65ipKgWwfFcQA7oaiEHi5YMLt/zYx60dMp2Sy",
+	"Jo7/KhTM4KA7urtMyJoXZILdFmUJYH+u3ezBcByMfuNmb2QSmTyimqWmCfoiZQEQU0H/Y+XejuzLlXt/",
+	"U9aX5IDn4AyPGneSCJYWw84guAAhagXfl5ER/bvKCPC45zLmem09z9GgF4B5q6KUL2Bdxo1HvnWWMqGp",
+	"meyHJQV30szWeACC60dSgdcx6prRLuW8MW48OQX3IDIMNzgw3vRxbzjqgxdT+rqjq//tx5bKhIqYKKaX",
+	"i+Kne/Wfxu7g0+afn3KJ2N9DIn7ofXsY/f14/nAgvh9dPztave7r7w4Wj4ezp8GP53eSiI2LGRXXZC2X",
+	"ZCpT89+UuKhCt/HPkpWNVy87h4dHhpD/DIFZJzYyEZrtrkyKygUTvgB9xs3aF2x0MMKJnDoRqkiTG6Yn",
+	"cs41yfZAmziqIH9ls2nl8vUHT8AeVdlcR3sL2CqT6/bi9eCi1/NMs5J4fZpKoUnM1PX+5lOy5KorU82u",
+	"6H/YqFtXplebovPZkivyEl5s7Gs/5dLxzibU0fSQHcSjqDOcDGhn2D/udY7Y4bRjfjM/9Y97R/XicXhb",
+	"8binzfTVdX/+4mDybRD9ffjTsyN63oufjq6+Pv7wdsBeH/4BbaYCC/XHg2A8HH7f+Cx202/Y9kV23rLt",
+	"zTQwzvcve+df9s4tN/T/N1X+Z1Lyv59Sf5dr9Vc0tTva1+zm146ZpdPsZMX1jFCnyEGPU9TkJKJpfAtH",
+	"aWd8Lhcd/5Ice0mOhmYfdePzyI7ev3ylf/lKv7+vdJv4/W3C6XuGvPVMxhA4Akm2ackVjwJ2hLSnLGUg",
+	"v24Vxf70hdzFn6vOO9jHBQc50ev3jxxJj2lv0o8GcWfIRtPOkB5MOkfRYdwJWG/ap4PJMBpVH3LB97YR",
+	"DF7IBG6JZJ9+m0PbDy56wbjX37BsrVD0DNtUv0fr9lO78czulWxLbJw+RZrfMOL2VEHBFZMRhkGPPJLi",
+	"yvxGTm/YRj5C43zJNSO9PugylBKnS6V5RSB/2AlGoLEOchntkg5iO9b/mGQ7ewIb2+oVWMURO5oGUX/S",
+	"6cVDaly5qHNsvDh6MBlFw3jA+lOzZmIPGSHTKyr4T5gPAqp72meDeBh1RpMD2hkeHx51jujxpBNEvbjP",
+	"BtMhHU0qUxhg35aSLw6DHmyXiPGFrhNZxfQM/6QHlgfO1+fse/ze6ZylPKIPHs14RK9k5YF5vxP0LoBb",
+	"7IH5p3ZjxihuqJ8bZzGbL6SGs/NFQtcYMC4qgNBs13AMJ5FUqBVLCVeEkhRaEDklVBBG04SzlKTsw5Ip",
+	"jfaTaaHonJEw+0607nzD1mEXNiXEBAzrpksGtPmw5CnLj7miGZtTSNoRy3lj/AO++K7d0JhsorSxMpC/",
+	"OWbhlIZ+uQyCQfSz5U8zVjMmwT5qiOV8gufshKQs+fNlw/x+2QhJ8/XTR+Sof3TUIqsZgzPYlOGks6Yn",
+	"hE4gdm7PaI2YgAfFqeEAapWc0QcdSzP1l4TPuf5zf2Qa9Q+iZapk+me2/jo4+1Hy5z+erl+cB6vn6+Dj",
+	"i6d/+/jiQq5ePJarF99K/uzR14vvH50dnP344seXb9/0v//x6exMBFWza/h03aTja6bT9elUG6FcpuY5",
+	"i6SIFdGSrCjXZMKmMmVEp2tjm9ArykVh8sP+tjWdc8HnZll72XqCOcpS5NIFTemcacuoj4AYm2N6uaAf",
+	"lozACTSXArgRlqFNqCJTSIbi9hQ9ZTdcLpVl4nuKhIZrxgTX6Nd//Fc1N+B26ZKXc67BbDCdTXmqHCPE",
+	"kgipyWTJk5jIlBgT4ooRrous8BsWEizPxrjxYYkywkoz5JDCis7px2dMXOlZYzzq9Y1ZItzfvap9c5af",
+	"v5dJezFjmTvE4+Jc9jaXQRHpWT5mHm/d6VOZziHjarmEN6t2+pzrzdG+oleMKP4Ta5Per//4P8aqIo/Z",
+	"lC4TTfqjwuj7o2pywvYrUDPGDrBJNjQu9MAY3HP60XJwELR38nPK1EIKhZmHD2n8V6rZiq7NX5EUGoyZ",
+	"nxteuuEDawn96UfIGSimLi5SGTGlZPpG0BvKEzopZ5QYg4hkrxGWpsAqmVaPmUY1a9Y5Kr4c8xhYOmVz",
+	"ecOA4c0bJ4RrIwav2UJ3yYXxCcymJ4nx97qeuhoF/TwTrDSQpTfgjFI1AhIJoB5MaNy5svQCYuZL9O8p",
+	"GJv/9iBP83yAT9UDZ0tBk03mLk0aXcMueSH1zAi0FVV2K8dGJFgxB3MlK5leq27jU9us5GuU33dcSbvF",
+	"nhrjUBWX0G5OMpHxGjXqnCtlRgEmEnhk4FARPaPaySEaxwSctM2lfso/WullPkYSrjQkhCB32OMKJmJ4",
+	"yanyXLDDSzDNovv/Q2O+VEYfEEpuaMJjNz6b0Jr7fT80QFfCmHGcRpsc97pB0IbBg5EBjhCx4RTX+Ife",
+	"u27uduafvAKD0khlKkjQePcpZ8Oh2ZeODc8EDs1Oa2/eg1ZoExs2mtPECAIWn5ViSM/dA2JEV6Z0UPh9",
+	"uaUwH+gaS9hfBBCeX5oSID1fOS1dJAYIaSKX2ijk1OyhL0oEGEoX5bdPCE3mUmli7PEvS43PIZJOkQxt",
+	"ArMhmf3TBibK/zYmBtokZJLKa7Pe6TJhpMlFlCxjsMXIvJYbW10SIuVCMqcLRRiNZkROp0xAWzuIa7Zm",
+	"sbGhjJHbNruUa0XmTCl6xVSXnCZKEoqiKYJ1npqB5d+1dvGKp4w07Re75vWw1bbxVLeiUzOzGCXcROoZ",
+	"CR+hHO2g7RLC++FFSoWasrTzRETSjDXMO7ZG2uYrJ6i9jJMVYRK/kZZMkCiRisUtEOJPZTrhcczEHWW4",
+	"kPo7uUxfeg5k2cGWxokgvot5T5E95MSpWQmSMhorIkWyhmWQK1HuaiFTPZUJlydkqVBl+2+857HZihDx",
+	"0vKaCeLskTY5oIeTo+gYIx+dIe1POkcuLuKe+dp9GAzy7fNCauzV/9rem2iaEd7sB7+L86VaMAyE+YTM",
+	"fi5/r9qu8V8yK69c8xPDEppGmqjlwtCudoL+oubt7zjDBUtBhUvxOjOBC0rE6vf8vZqpcZXtHsFYrJCJ",
+	"slZZBkIX4y1tsprxCD3y01dnwFOxZAp07ozesNrpv8r7zKz2u8z9cxltZuQJja43ZqwNTeSC4XGGpUoz",
+	"rBi/lQlITWKM/3JnrfbGBipwD2mG1WxhZJv1EEFoY+e0YvejvYKWdZKAO2p2dTOs3FAhyqkXUj+VtsTh",
+	"bmIqa57z3BtxLcyneVzJay9kdgrmOG4f7w8Fm1kSbxpFLhsWpQg463vzlpC6gy0+D2+9kEQto5kRi3KZ",
+	"Gpe3vDr+PMhZDNGkzXVV5IppnDmEvjDYAKv3iq4TSeMLKZ/R9IrdcRG11zxfxIdGD8sblpIeec4f1gpE",
+	"t4SgtzfsJNO0sEY9TxK89ptqKUkCw9h3wRY4+46WsoMtP59QKMzK8FxGCCC8HfkFnzO5vKufphK5MlSu",
+	"oLt55DwQtFRpTLT92l4rERlWKXejWHoDIVUaqxq3tN44zrfZ0eYS5mPbb+1s7x3X7gut3BYq3FMFqpLm",
+	"ICAqi8atZjLJ+mrdjlbkBTNUpkTxK2Gj2XKp6RUbo1sNcd9RMABWOmfpDY9YKepyB3Za1sVtHlNNJ1Qx",
+	"shSpMc1toKSaiRQOh0RUYLzG2PLGQoxdLz+aPS7kqksgtEvo1LgQ8O8OxHmJwrDuCaEEjQUIdnBnkGdB",
+	"/FIM39AFipSc9JAiYsUgkCc8LN3uFP3x23w+ztufdKSJYa9YrkTbKAhNU83FFah6FyqzJyOGZFz4bHZP",
+	"AdMS8E493uSKJGxqrK9k2omlYGOzABg6Zhz0yowuFkygRzxdJon5HnxLE5okxRUNvSUN917TjYOZylVt",
+	"E/D1bE+rmVTZSZDZYYl5L6LCqBI4EsGooKJTlqwNR3gHTt4o69bPvv3AO4qAJbyQ8jkVayvD1B33XUo1",
+	"g+hE2fR+xdIOuFpmjrBYyBMsrjfBnSkNszYqcU7F2i28slFDu0A9uygF4dw/zrfIRbn9/uKZatZJ7KQ+",
+	"0w4pD8bK2nzSXfKWcl3Nd+Cvaxcf/nws8EbQpZ7JlP/E7moDQypAee0vwCOWSewUTy8gcy6WmqlqpzyK",
+	"mFLoSCs8+stbnBA50WYDUCLYikjByDSVc/Lq5fkFeSDNDB5Ay6Ka7uWc4HdP3IBvIS1zGhmicQxwVc3Y",
+	"ho2tH3jDUj5d1+oa6o/KSs0Jw1bcKNjfOm0XifM/dPdp21B5cdovJDm1r6EXhpxWOedzZy/YYFuh4Zg8",
+	"ZDRlKZnKxBgsMZmsCbXEueW8ndP/eeadsht5XcPgUwi6wXOzhWuX2sk1OC/nbs2xhBpaY5DJ+bVGGtTy",
+	"su3KDeuO8/pMLt4mg3XJhRmpGpOwah3CNgmr+NL8XrVN4ffilMMueenvDHy/aeRpYTXa9vk1W7e2CtC3",
+	"b992DDMyoY3EY9VHt5Y/o5lxYI1RAVkNB4ejoFU8y7Uvpowm8z9fNhZ0nbIPl402BuH/fOkEyHsYePbg",
+	"vffJP19uSghLEMg4qD/vLZ/vopS3h3K/wbyO8mL7F1K/ZnN5s2lqv8bjzSzNFywwOBTEv+sVv4uImC0B",
+	"5tJkbU9IsaibcJsCg1LAPOq4kNyDn3n86YF7TyjNaMko2Dg8deVEudTFk9nbbCefpqAWcsvvG7Z+zZZq",
+	"o2Qc7L3xhuGfwrsuRTrmU8gARB+unmTlXgzpoB/uJdD0h2Qml6mq7txKHbdLCG4h85c9RK0lo/dxuzVh",
+	"uvtSz6OVsRE7trnVrnlG8JtaGrpECgHvEZoYb3ZN7Cj2CF67FjNqrKtSfywmLhO5ngRbR3BXLiplzNZn",
+	"I1g6mJV+fvb4nsoyDY3HwYVNP5RpIcReTZespVNPz88e+72c5PV5+YaxeYfEfFDXEum5nQ6xtf939FfL",
+	"VBJSW/yFqjwN8yDnEChDkCnJq7rr6JAl56hsNbNGJ3hYJBdG7aeAfFMocFDOYcta7GQcj5be0H4DSYyB",
+	"tUkP8+tvpIZptDcBjO92i7kr1At3nbYV5S9vWPrQ1X0UVVIk09hXSXPIsXPRMFcsUmukY+6Ei+zmjYO2",
+	"EbSRUSP2+NU6+F6vZkNB0kUtPV65ehj8DAQj0P79DTRZ4gHE86IoqZYfGxn6Zr1hGCAFbILnzrPBzW72",
+	"SfOv+FbpgOOEKMbIX59ckAcOPaSWlu7cZV6SOXem5OeOyYKGhlR7LWVMJkvt7YNYCnZCQpiMPZ9H6oZE",
+	"0TVZzdZdEpp5QEgp/PnVm4fPzh69f/P62addejUkzjYG+2AjRtWu665AkBAPZ1ZcMYjcvhH2pJfFz1nM",
+	"KQLW3fUc7WtVPuLHkwDYHBAsmUMgcbtnCVFvo9C9D5sPFs9gRj7PZJMgczMLAqyyP8dkzTvQvAPtvtxB",
+	"jGGWsDy7sNvIP4hAjDnyYTknBrPoXSpZl4R+rUFI5nRtuFEsk6SLxSMLlmrOKlAUN9KZEZLQ9VzwicqA",
+	"iyU3pVzxsNH1kmvWJkvBtVE+00RKyI80w0SNh37QRrdYLVHu7hHX6+L4CiiPG734lQcbebJIz0jGpUx1",
+	"Bw+50ZstSNgkH9VgsKXsyh7t5p1B8cJm7m7uB/5QXJwSQS0h3LcLM8rT/+XkRxZpM0QPyLOKh3IJ64F5",
+	"ZgiERM9SubyagcRRzB73Kn4lOstFnkuOIX18bqS8Mj5eE9OVUODnnSsrETd+B98vbHXJ02WSEE0/Eh6r",
+	"NlEy4jQhikXLlOu1tdExjDqh4jozR7MHKSNKS2P4MxGl64WZh3lbMDwyRKA7awTpGeMpOlhTuUxJzK84",
+	"KqbifnFQptsEgEfqh+b1Eobpvk1dEx+qs4LDrpg9ElFtCM+aGfBU6RMvCd+ol2wxobKEY3Xl3qP5Ckfw",
+	"ROh0bUZk+YumKYW/eUV2/KmPC1vKjt8T3HNHrnuO/lkV3sFnzuDxixhvO/uXpqeqaVvczr07gvWChj64",
+	"Z3nwb21FTWEzGlMja1UkZg02aEa8mGoGB9NVFPQKosrjeGa2AzJXzQeLWK/7fLAk4mBVkYpFovgD8/ZP",
+	"tuJt3Ir53tgh9B7SquqnC7DsPelhzCqL1qi6xDyGU8WicAG1XZAi7TzxcLcM2YBBrqS714Vj4eIoikti",
+	"kZQXVGuWmk7+5+Vl/PPw079XrXkJb7mOKvcUsW+S5unD05b9cJsILpg3Pc8oyICbN4ZyXDWUEjcUx9Xe",
+	"oNSuNfak7OaMzGaC+oRMEuTri2rmdutKQgsMbaxtKHC0Ks0iMO9nee0UHvY1H4e6PLvHkourjptWhypI",
+	"qjuBD2fleQQQp+GJmafxG4prVwVuvdMas4Wo5RG5lcAqh+J3tgFlb/bvIWdvbBOYEPgRJRnfhn1sP0lC",
+	"JRP23lA/5UxLgGqGNaOptsjN5s8kicx/IpkuJGZIhsZ2C4U0PtOU61JJJuJ4b4zYA/auHrBZgR2UL+J/",
+	"bxqvWE1bS3R4XvxECTt857qWwMX3lVB2HzWfnL0wtDs/f1E6SbEg5fuJqQzKvHam9o3iN7bhnu+cekki",
+	"5auZ778CV5ZJ5VannQFuuFlkBvwuMVawtTbLOYWxa3Ozz+ZjeaZChazZ18hgQkOoHLJfNP2Met8hwf+8",
+	"ceKoMxBnnFBJbmFZsdjg6DpE+Z2sfUebrcQYzmah2oHc71hVtCE3jWSBdmqm47doqWof6DdaI6JSVIHz",
+	"tSmpytD6Nfa4j4X/c4Mmycsp4E5so/hjFvE5Tc5tV+/KsZPzmfHo5JRknyBckAV+pk0CrGglTUpi7Ing",
+	"qDBnmSoSXiLs/2XDpooXwPn3lXDVa1Ckkr1HYD8hZ+NWGxaL+RliBzLJMq19H8ZflOI9BbtkmkAhhh+u",
+	"WLIiZXaw9bnbTVWOKWRTVIUWxr4/2iZhdu+B+QPqEt5zMZUhaeoZuxS2pT1NpuqaxaDh5zJlrTaEzwDk",
+	"27S2AOxxSJpTLmjSAiU+kTSN4UfoMBsTVySB8zB8t3spQLwjlkJ+y0W7cDNDPkAjABzAeIb9bv5pv2eo",
+	"ly+U38cGH5Rp+giTcp/c3GoXwesPqWKAXVTc6RBs3V/u5f5uji7haxmQgO9t7nBxovWv7eJNG6uFoW5y",
+	"3oZQCGu/FI5JTVQLsgKIllluDmrTpotcKZQO3l0E1UqYIkKW6QlyJOZSsLVRZZghMQY0NO+aAppdUkCa",
+	"2UUG4G4i1wCjUpsd0SVPAFHqGrOIabKia0UWZowCQjsSKti8kmajNyDoBe4GgawIPxaGKgIjYnnQi0xS",
+	"OOkS8T6O69ydOn0ekZ6fxrWJXkknuFU7my9gVtwYglm63FNES4krVEaD+lzDOoV1u6fy6ybw24ooSaY0",
+	"LQ72xCgWq1dK5ykezNLPNcX195RdgWb4LVfUCLDnVGmWmodhm/z6j/9qlR25TRACRUvBbwvqtDuYnkMN",
+	"1dqH+ecwobku+lRCeNrPKCxB720GprNldyljnmuLZ2CwyZpgP9qaezjdbu1lDJau69gkwhrylKjKtikc",
+	"Ei8SygVZyTRWdixLkRiHJMQzKTzRy1TRnkPJLgmp4hb7GDe9YlrDRRWaNGn5XhQ4cDBUa0NqOtiBE6qj",
+	"mSvozYaseQKVvva4GzcdUtWNvZDt1a0Iye6cF4aGvUjVfjhtO0O/fD9cFkzkT1ieiKblyszJlyl2w9s2",
+	"rTshuew74Dzqln/CA0ncaIY3tmwXaZ6y+sa8/skHZfu5GKDrVSzafqaqD5T3c6XQxNNdyEwz3NOBFqT5",
+	"DP4zaMF5b4G4Fm/PfmoiZcIoWB4VOINVq/z87DGsMCpfVO3lk7Y94Ql3rt+8zMklKMPNOE2OClg1dgjF",
+	"OdfXcCRV5IrfMFG+1Kg4nQ18wZ07MK2Rbp50xVfcIV5mN13RGyM/rMDwtNteX3V392z5rmGaDWl+JzHj",
+	"QBWrKJ2pMJipTjm7oQnJcBkLA8gEnxuJJwiKcI27Iw05nmPNdoGdktedA8NYDF3HFfttF5cKsbeYOMcG",
+	"lecxIHGyPp2hVbiKqizNqjYs7hjfDPKkkr87ssUr6+OCyPHp6XHXhh2Y8buvUn1Tp2x1VHm4HqVOrXL9",
+	"nT0x3/+o8MQMUd87tZz5oAUvrPqVz+2BVX4FvK9M67pfy37VY7vV/sCUzVz6esp6Xv8XpGxmSzrKtn13",
+	"sV0wUct0/oZXuSCh6SW0JZXpVZWj2iUh9h+OrYZF/TSh0TW8WTI9u37wBG+YszchFshnH23Iy417Kv/Q",
+	"rJE6gVPPGmkuk74ga7ivAGvYogl/252Q0HQcWlwf90rT+AWhk6PZU7M4GxGQ80y9bMZfXORNpoXg2wTj",
+	"C1ypJQIyFXzJk+xdFPWQEqnIarZu+UxUFVwrR5pqxFrbJsRmDJUh0NE4BiRMmrzyGMSq1oqTcMCNmJIQ",
+	"C1XKkKRhKVTjlhXzb5yNQCRg0NFrRkLzW9glCFtk3HcB2E45guowCCy41ATcz+alSwBG6KnLRqtt4zn8",
+	"SkjjkZNTRLoSCHSVdQMGRgZmlXWaIYo5+KrPFuyp4FaXIY49jktwdO0szbqfRe4XCY2Yyp8cu//rHh93",
+	"CUQmQkC8CyG0hUJJz5jF68hh87jGQEwZtn8jfdBFDiJ8o0tO3aCCAOQjjTRLS4H3Wux/D2K0HwT7xGGK",
+	"aIG1w4MzxTFUjk7MzB1qb1NIEnMFaMOGm1oQendTGA29Kdji9FjOKRdYK0NiqbvkHJPlqIizgyTCPtJI",
+	"J+sc5IySD0upWQwVJgleF9wMLxsfu+vLRnaHUSTnYYsg2Foh2jinOoLSfjnNojXKMrEiEVWsS164LWMP",
+	"PZDB2pBc7TYXxGDMhHjExnZHVTN9t0DasEvONKGJkoTHTGg+5RbZKIsdWfI4SP9F5iXkN1WBXY4pyaW4",
+	"29ZLHjKXxp0M+2wyGu5ik3bjY+dKdmp5p9rRzFgHDvP2YusNB/PO7PyqOlEhGxMclWPZPPuoc6I3n3R7",
+	"B0OSskjO51Dp1MqHPuj7IycOJQzjo6HrAyNwptuwLhMCrs7w5jbo7xWlczdqlGf1lVwZkWNfyBz4BACU",
+	"Q1hzTCiBQZ04rp0zKpR7joe9jnwW8AoyfGOPE9ulw3EpzE9cWFQfPeP21Bjy6uHoMnR3VKCidilJTs86",
+	"jkSEfPO0oGXd49swqPsgEM3dObKRubRkJKaakeZ33333Xef5887jxy0jZeBHe+Qa0YSJmKakGfaDQa8T",
+	"9DuDICyrytB+JGxVhaeHnUFQDkrvFbwsx+yqVZtLjOv9+o//c+BLW8hw/7BkPupJoWgRopAL5kB0hv1+",
+	"afxeaNDj1YPhDuDqDE92W2wUXsFRj4Ig4wzYkZBxgboW9CvivanlHJkMAWrllKRyKeIOQLQsF00HP0v+",
+	"//8/4q48aZO+1egt1M/sw5ImJER7IGwTligGK+lkNur2vTN1s+sIBTsTiyWY7nP60d4gM7LQ0/bPXu2q",
+	"Z1m9eBPKRkpEyhjKKTUz21LLguIoyNZ64brrepWCqN1H1t4mUCrJhCcJkWJsXLeQxyECMYSFcqwQEHiK",
+	"5WKVGG/k1//1n4ZjSVhXqBWe5N1ASW5FEWterGq7+zLR2/wmlY16j6UZtDKjio2ixIyObDkL+7k4tvxK",
+	"ltLW3CNamd3ZsonXj85Jl7hrJfDlopkiN2UJBDexW+KuTyHMmMarGTf2FEI0caj9Ml4huDzhOMsegq/Q",
+	"iVxadD4rJvJ7HFKrtMYW0yOzz8yn7hktJqDvbQdeftCSVcYl3LDmxlvSnriigBqg8FZmYw4CXplAtChH",
+	"Ln+UGZ4ZtBByhUETTUIFt8qEqEiRMCDlCuuL495vHlVHqPlK4mGqzAfkLAOHbmA2iJCrMaEIhWVVxXSp",
+	"lynLHSFK1oymhM5Mk+aG3LSzap2AW4lmsIJiYaQpWgWOnEaMQYkOVSQs3bcT2tNBrsmVNIJ+qbvkdIMN",
+	"7AKsSDM7/2QiRtsLP1mjjYPeRW/o3TlWdVh8u0zNqvhzOUadBbIzYVAynzddxbJvVjZuPYvQKo7c3HE6",
+	"2HJ6VZzZec1VeYHgfGU+sU32a7qEiUzTwoUBXJNIArDfaRQxrHUy9sTX5y9fuKaG9bPfbHJc5pCF/7Pz",
+	"l+ZfxsEvP/Q6x+8uL+P7reZfxpeX3cvL+E+tv/x76HuUQ1+/kWY0Y9E1i7PbTpzliYXmqTLCpjSUqVd3",
+	"XegNdmj5MRxjr1KuNQPkwQztLcvt67FBcIR7v8c6wyAI2xiMmUKBbMKv2YorMJMBNaMQYtmIhpgNBDJx",
+	"RkWcOFpOuKDpmkwTSbVrhtCLXXJqAdkd/De6yaqGYpAXZ0mk7SDBZDdCVxUQGM3OOLGZF5C1b0x5L38l",
+	"LFdldsHQlYLZmI1lOSQ8hEU9XTUMCme/21lgU6u+K5r8PyopxHLedUztPe3w+UKm2sHxN8aNK65ny4lx",
+	"jR8gno77DxdmODR5YLuDnV7M2dl7t9jzzAwmVC9TYUTe2CU7FHaDC6oVeBWQ/SDpQkgSJRxRfmkMkjOv",
+	"i/SZo0tOYZMqwI3Ogih+1hAETWCxLhtGXtvdzBlWNGYbOucgzMxyzaGQURKdUp6Y7fsTSyV22r9shG0S",
+	"XsI1g5DrShweIMYfEXLeGAmOk2p46O6M8TuyxQ5vHBRUDgZzT1X45E0tSVgME7VyR734GIR+6LDCwZsB",
+	"qPyJjUK2ar3qSod6wy58jCeW1TY8HsHozXtZzCyVc0icIrynsLTN+BlSOEwZSATaml3YJaFgGjk4JH8m",
+	"cE6k3N+//u//dIcGxd+mLHsJ04kgLf2Kgr2f5a7B5++pLKPOvGhaGqm+YvwK8UXhi5jTlU8S6Gw4GPe0",
+	"wz2KLIheaerWAWlVlfDqaPa4FhQsput8pDZjqu3sMbDNfjLUtH5REainOjEOksHLkYc7peL5Y6r5Vv8i",
+	"wKvshvsn4bGPCxbVfNsnCfKfmsllEls0WG1LBWtGM9xn5jnnfN7UUj/rw3yjnGTqsku7VVlqI3YwPaRH",
+	"k85xFMSdIetNO7Q/GXSgMhkfHe+VNFTlnv8BcpOyLf4ZKzRg1xph4Ha3+fcm5U+ywkgrHrqYLMXrmR91",
+	"AJnT9BqzHhG/yObFGud2gXezdO/oTLiD6i/BiDwlajnfyn3244/ctzcK6Yt5yFyTmUziYjSiV3H/WvmW",
+	"tXbDE+ZffJLd7IO7JoYCv3Jag/2mtVf+k9Wu23Kf6tOYcr1RkJhenpRl4cKcixQvrXSZ6wqy0N+jvnqo",
+	"diNhYnji/XsnTTibpSJhwiZg2StWSmf35YefO0mi1D+kR/galHChJWT84XseIV9R/gekIlxVXElCePKl",
+	"6Gc6B+K5FHQL+g2mmtsJxkjwKVibMWIFdThGnEFFVsa6kLklQUL7wTDfZSEcVEdyXkgxsl3ZnVekTP5s",
+	"Q9JnC7vpQ94AnlzIoZIMoLnaJMy2ngPxopqGbYd2g1ehWEfz9NVZfnjOAYYeXMe5nKNljXBfiiUs0so7",
+	"3oYzOujYTDDmZmBzLqjGG13ndLGwjm99bdWepayFwrJ2TZbg7vyoYlpkuyYnbnc/xSTAdk0C1e5+ihlj",
+	"7Q3psn3bFSRnu7ivtrfMRUUWb+zmUIzbT6weufc2Otg+aNe8OGjXeNugbcuqQee3oe9qm+rq9rAO71PA",
+	"Z2S7u7HLhm/X9zbfxpDlzuY+S7q+3KnIe0Cm3N7Ta/vuORO63I9xs9/jHag7ejlnIn4KL1b0oXc3zj4N",
+	"+SbvIQ98ByXOXXJ0iQgrNplJed1F+VHd9i2+84qLK2z2KXOa3RX9iILnBxb3OJEtMKhRi3u0yWe/f4MC",
+	"rfdsVmTjvRvdskFph+/9mYq9cdu2Hhfs2XST93c1rNUHt2hYVAC3aFiU+LsaVu+PXa2q1MOebfbnla0a",
+	"elfjzb37ztk47iioqvzkw5ItjdVmA6ibYTKwheqyCeAhwVpkTB6AX9SDn22zT2F2vKjcRzgrHZ8HveNg",
+	"OqD9zuGkF3UO4yHrHNPRpDOI+nGPBdNjejTZHfwoWblu3FVuUm6jV4QZqDbTStd2cjNaUQG9T5DOwrKs",
+	"0GDdhtfmVcx2e/3BcHSwf8wup2lVdXqyJlyUVobHn8ITsoKkMZ2voaYQh9V4yS0T8UJyzAfeK/cGSOrn",
+	"eu2DDJizELd50qFVUx0ew0nj7842PN7pZBenWsUAKSNUbBBWClagaxmbB2AEqpBd7RMszMDa8ztEfCwZ",
+	"HdduY8PB93cOn7kJlgOcdrF6nR7tTzqH0SDuHLHhtDOiB5PD6Cg+ZsFe1b4JVdoS5IvOw3znSZrKtEZE",
+	"XHMByRrGDFzanQTICQ4Owuz7ZogY2IvlJOERwaOrHEgXYcay65bRojQ/Xjw7hyNnNaPXzPvdDD4mcqnN",
+	"H19dXLwio2BQgQ7AdQYJYBpnF/eJLFHc1mEIplcyvbYJplDH3t2XOujZV0Pnmo0N48OYmDsl8Qnkj1dI",
+	"d0laVIYagkTjDe6uGWBlILAm7kCa2ogUuFmu1c4ShqFmhZL+x48wFvPE0h+S6zEdwTRsVUcgsm4M56GL",
+	"UIrU5M93KLB8J/k1mE5MbCyCz7PlfVLc/bVCrRpfD/g9k2fo1qnxpeiQsOSnhmNyml+4AZrP3iXRrKua",
+	"aXULHRlTIhyTM50f0EI/1kyZ2kNOgKKUArsHVNQsx8lWIMHnfv3Hfz2A3za/4hy4cAy5UNnHIjjUcsjt",
+	"jmj2Yjq0C3S6Jk34loX49ouWCt/JXGkIm7mbcOAuQ+puEii3KL0MFzH4yW825aXYLAs02OkUliC7tqL0",
+	"paKbXvgqlgAuteIxyw+a8VYrfL12RfHOHncPT9gqV525T1BRmFfd4OZZGWn2Zf9GIftC7UeUg+3Y+rlC",
+	"YMB+zCZQOkRJe+1DiRcLqZjNMMvmNJ4TYElSpa03BQl5+NnblMpuNrhVBehm8y9RJQhf2QxR2BG6Shk7",
+	"soTpza843ANcLezwtnH7QqP9g9XQ7MvgR0HXfuAFetNMaStM3SZyVq+T+W4XmSYlMLJyaLAUUqqOUlVF",
+	"90qBwqqo5ZagXn2Eri7e1q4tRK8ro66roa0IhrUrTpFKhyLbwMgKwbESVluBRtWHCEZvvkxPk6T+NAFu",
+	"n0DVdB9v7bDKZL0onGXcr4j+/muJv+gS369a168YTfRscz1fM7VMNGZuGuNAWGs6ZTS2qLupnLBN/67W",
+	"IJXXoc8A8ro4Onm901K0XVeZdTaiV8mXzkhoOm3pbgUnoFjx9MpPEUu4sgnFef1lOWuMNIulzh72dWvs",
+	"5c9BEZsKiZayXcI1yxSqLXgTkkQz4Das9oUCHgRutkYGnsdlsCC2HNiNCDo2zrd375VZrrazTtvE5bN7",
+	"l4KZySoi55DdyeZdElobIPQm7WqXMPUN/3hlNM+XB80rVlNXJFzko/mMqT3LDGM7u2mxCgzvi+LyWRD3",
+	"YiqMHVWe3+njlZUSjyA/1kH1WQdUMEiQxc4w/dcG8ByUW7uwwIgmajlibIEYcZwTRlbGZcLIX5KAqQEU",
+	"meT3mH0eUtTyX2k5SHnCRmBabELL8VWxTHcTH9g7mmeAe67II3c77p5vlfVRh/33dibzfQkwCADQJBwS",
+	"IJ7AX7P1PcS7b20d5G+BQnzkvE0zt5pQ7vCiNxoHw3Ew+mzgh0AA60dzfQLGQ0STxAYEsZKhlhylG2yl",
+	"vL5mbAHX6gvNrlJ381tt8fb+YAn7gSJ8XhCEW9Td7/3hfSrofyMU260q47cWru//KVS5NSnyvt4FYOV2",
+	"GX2ubXydK6azayErqtkxV7uq3Lx1UjIUSlp/jTUSiGLKY8Bn4Ipcs4UmC8NjhVWvLaM2hoBfAe9rBA8T",
+	"ILe/E4AgMYb0zjr4O1e9e0cF24X9HpXykIdtq+XbeY4Rwnc4IQPFIjwW/GqmyZuLR1Ax78rfL6DabhwE",
+	"39eXyOfv3Fmuo1tyWnuq8SKrAMuQ9rKojTvwqMA/3OOgo+qkyVlL5funvhim5zZ8AAtUQ3UWv6wt9a+M",
+	"vOcRpS3HjxBrz8JYpbiVY0mrKr2CPbgo7O7afBs06EW6tBUgVKyzxbYorH6IM6JpyqFa7zdBh2a+QvUu",
+	"sqAHmRSJKxfGFbtygR7BXcAIIM9+B9ZADUpDvkvghRNXxYzFL3PFkhuGuN5c+N7Rnlsl4XW3YbmA+MYN",
+	"onT94Ge4tv4T1PeQry6eP0M083JAFKuM8Yp743JREcs5aVJNEmaYs9c/IhOuVQZiVQhzxx4C0BQcbDh3",
+	"wDxKqyuyUZ5YaZ5xkDWXXF2eLWPXLJ3SiEES6YZerbkQlK4ffOh9exj9/Xj+cCC+H10/O1q97uvvDhaP",
+	"h7OnwY/nBfGQ8r12ia0TqjY0XgAerD0xK1zgDXVGJYMuWbKJFIJp8pBeGxo8liuh5Uo09gKN2I5wYZ7f",
+	"Crfic8BUnMXebItMob40qG81YAaW6MKgjGYtgVuULv3YCQbMdxV35UcNUcIoYMh5QN2YFn13Ee184goA",
+	"DOfS+/DYHv2LF0veXTR6yIq7xOJt0TpqYDl2E8Ve1ruJTJT/hUE/+ya6XR5xtl5X9FtwQC4KRqxciVyr",
+	"Y1gsx4v2FNfYwWA07dtxDVTIboQQPANPlOkMBHUrRwhqIgCIqkUAae0HAVI4Oat2UebGasje2ziYgwje",
+	"UlstlKOWFFgi2LM2ygUSay5syHG5fBy44t0DZgQOWg7QBUqlxXUuDGjD1WfYZVmi4z77rAT7se0aiAyx",
+	"BCqN7T3/9kAcaiNyJmyVkjygCpvnPBc7zJnsBxuKpUnKaLxue4Efidc5/FYD1Tu2r77mIbOdHYJDdUZA",
+	"26YEIIy42tz9RnwbCwW/1d1zbHo/2pvOYZBI+wrLvkh6JDIr66rbRK32Gv23nNbHF+pGvyVkUEhpAooW",
+	"Z/L7wNbtV1To0tDvVFRYsAg3AWs8nJoMu8aL7+eR5QoU9M8JbOPWOOPV4obahnzjEphKcYFc9Xp1kwW0",
+	"93rA9mL0ejOUbP2bzRDYprzzNXBZG2043VsO2kp5/r9b1aA756uoGtw886084PaPhD9v/eDtkpR8Yv5T",
+	"ylj3IWVVGevmqf0XIuNvyLXziAuBicoLzcyWzYD6bpyFWYmfQ5pezKE1JqFDo7JHsg76McxwdlTpWkZV",
+	"wiDJrjYLl3KOCbLzuYy5Xj+SsbtZebmIircqk2d1oSKELXMYjUW4FIsBleWTGT1jo8KGBDOqdo6iojTA",
+	"f7Misu8ek0jGGNmw48XIVg28bUFtjwa94E6Qtd5AKpM8XXDJLMRUpl2HCFo7kkczOuXiyrgKM5IyoWkJ",
+	"z9iBbm4DKHU88/mORf9mezypxRgfljDGYWc4bv18A3mVmt0jp5B+YLo/qR8BeV5Ew4ArTLnCq97NqrQw",
+	"oAYLFEmhUz5ZaqZuibxqt4KWmiY4a1lhCb8RHJJc5oyqZcrwzDW7SPvJadjai1OfnN6BT5eLqHJANyxV",
+	"hlypjJeRhv2z1yCCwUEQBP3j3nDUv/VwSkLbH5THuR7vIEHbJTmAs9piOOSgtbe7maBeYNMMOw5hoTJp",
+	"raCyplpHbJfhVUiCJXn+L3H+L3F+R3H+BxDk/xLh/xLhdxbh/wSwmD18lU1IlO0pzZ/JS9m/kKVAwVT/",
+	"UanocqprSJmnXH8peu5RSlQgZQV0wO9GUfdZOwosZN9O31LyeQ2ZN1LUvxS1/1jFUVULO/8nXEb4G9Z1",
+	"vnkxYX15wZde1S9VVeat0yaIxh9JnhXrNipXpVza8WXW5PcrvfPWpgwV80daGb+mp3JdikU/X2ZVvmCB",
+	"bHEZ9B9yAXQt5fWXJPmXqXz2CV5Tg3SeVennIQQs8JYLJsJxXihjL9lAa27NbNGlb5zQrXXO9iV/X/Ms",
+	"zYU0QzwCAomrmG51yVMuaOLKWPPzg/xcGC+ugXHC9POxkGbonQ+F7UtBvE7wjCiEz5wUzycp4OUom2CG",
+	"iH1uHJfiIqVCQXhGjd2Hf/1f/1n4sv2bx+FJ6RXz06Wwvz3YbORVKxTKPk0DOCLLDU37n5pzHdtgwzX7",
+	"enVdWQ32JO6PRr1jh1Vxzdak+frpI3IUDA4r0LNpUgW/n1zJlOvZvE3CJ/Hj89NCZRv8Uhwk/lRZEnFT",
+	"lRWf3jDoGoZa6hx+K3ePP1bepl+R7/UNWxMet0HBW6BvyF6cMRpDukd4bVOvNs/Qg17lZ/S6+jNYDhq+",
+	"/OZVYRovv3lVnIL5ocrBrsIueqNMl4pfFbpUvFTvaH6o6PJjTSJoxg9tMqGKHQyXKebfy6Xx6mIHt+xd",
+	"HND78N3pd998fJROvz1/f3ixfvu3r15eHc6im1d0wZ8n6eqM0lfRV29ey53i9Bpcc8MOZoS4bm3gPiRC",
+	"lT/+9eq6CkaHfP32G3LONPL14ah32MqK2bJJ2gTTG5by6RokgVLIBRUwUOb9aqopfiWMnIQeuSBLxU68",
+	"u0ykYCReQlEMha2WSp0lgu+V3WO28QbKUpl2ZnhVBHpmsw2qiJRlnDaVlqm9QTTLedx6Y8AJCVMWMb7Q",
+	"IFrbJLRwM8+4YH2o2IRrEzDeamtH/LjvppTJ2/eq1FbKcjSdUhpm0COPpLgCtJvTm8q6K390Fb0vuWZt",
+	"vIJDpmSaSFnKL4Q3SK8f7FWGw6tEwSOuS3VTp0uluWh8zsq0YScYQY7PwY6ijk00p5oSLCk0jXRlBZbN",
+	"Pv6PSZaYPIG85H2LsKrksuPXjfKNETuaBlF/0unFQ9oZTgZR55gdTjv0YDKKhvGA9ae9fbJ/RWUidvbZ",
+	"ijq6bWnXG937+X11UHpZVrH/ckmuTvtsEA+jzmhyQDvD48OjzhE9nnSCqBf32WA6pKPJXlfgVRedQb5P",
+	"ZSJtXnIW7MXrC6k0TapPTF7BMwz9FjO5jw6rdagnU2qS5RcpFxozXO3LLiHP3qpqFjDcsYJ75bjpyqIs",
+	"Yz8zRAG42li1i783anranVPmONAllbUbZqd+X7l8Z6cvTr2LSTZ59nTOUh7RB49mPKJXstKsWMR1IuYZ",
+	"VdqWRFcZQH24yq1/OwFTlSNX2it2b3oT93LJ/NQwn0vaRcVRkvRWFrvVLLCr2xztLGkwJ8k2TVp/MT5c",
+	"dGldM3fvJWKJCbbKaikdCPrzs8dFZDFsACmB9p/Fe+/d442lfF7MNaxS9c/PHpNmuZqB2IPD4uFqq0vO",
+	"3FBpmhfYSGEv9oQb6hVApt8KLnNvzdW/neaqUiNmnBjvA7xJzEbGaw83MjPDL1Nm4qyrOi2QWV+u/GXC",
+	"EimujAn6ZTTfHnUvlQxxu6KXP5QC3EvqeAvlcnS3o4K6opZNroPbkkA8IWBUuawGLuGl/hUo9ogBRYKr",
+	"fiXNcM70TMZjWIrwJNtwBRAtG7G4p9oW99X82nFHDgj/2rKQYdtPNPwrtywPZGvknXTgoEISRlTNILli",
+	"xqJr848JFdfvdUqFmrIUozOAlBWekD3PR9wFa1BKU5jf2BapYEI4FyQsTjQkQsLvGT5YO7s3FvqBUn0U",
+	"ZljJEuZZx2VAmRDvTc0QQFx2dejharS6xLxq7SfbMWarGz8qPiFSJF55Ad7jx6+4Vl8eLAavj4Go3e8M",
+	"1GLY+Z7awGvZD5BlG25wxueEx2NC3Yd8HoFYjsXGK57y3LPVOg5C6AzRhsPHT549uXiyiy8f/Jw1+1Su",
+	"oQ8mvagfD1hnOB0FneFB77BzdNQ/7gzocDKKDuJDdrQ3zu1TuUxrDDGPe/KrudO4HIfpVRW/efc5Xl7G",
+	"Pw8//XvjzpXctSXaWJBlM1VKOVpQnuUiq3uVcqOM2bOu8Dm+vE+tpX/ol7Fos5JfQifB8TBpB473/obK",
+	"gq5rEUdoGs9kElvMEVvkVwGK8FuQSKAkgolKjLAqOmTvGzqBqM8uSKXECXvYla5+B/FqCmhMK4BLytki",
+	"75QDpY0wCvcsnDTv1tTpFbQYjF2nnN3QxPugO0us4sfGYDgIglGvP+gFo738w6zmbsuesV8zmgGqB/MU",
+	"gq2bo7p0ssqYyUqE7LbxFzmjmCdifCasq8LJZ7ahL7ZYQ8+zfbtZEkYLu8+YIGOEKgUAZjCDSqwOZksb",
+	"VixvnLGovYnZmSjt2xgkvscV4SRNY/Mf0xYKrLymxmA07Yq+mG24wRSvZKqnMuHSuWRVOy2zrMBkcRii",
+	"9xRZuNa7Qq+JvJJv0l0RVX4b63sj3va5IlB2rBWEcPjk0/JFrqbJ1hrrIpKDGj94EMWiWxWGfGD66i6g",
+	"5u+20A3VkUK3svtEChvV5efxMqqsybdPiFpxDQC2UrSx5h15/pqt9y+8x86qrmfYLx61wcrbqh1t4CaL",
+	"1rhF96ZbKTpqvlGBnCkmkqaA5m5McxdpCdVSLRja52aLI1pwEWQza2nEmYuhZO3MvodG+wZbaiuKTzO8",
+	"gFhGSxBYcPp0PBwdthCqbSLjteF3e+kI3B7vfLHwgaRLPXsAB1Bh91LYi+OMlizCsuBX1IPLZRAMomsu",
+	"YvgXwzpze10BlgmENzThMWzwkDSHQdBqX4pwKcyXZMp/Aqz7YdCDun+ZTngcM3xzYH4SUnemcinwraH5",
+	"CfVMxzyhSSJXLA4vRXMYjFqI0plIGne0lJ2EplfMtOtBV0uhlgsj4FjcmbOY0w5OrznsjfC51d5mS0KX",
+	"/b75ncdsvpCaiWjduWbrTsqWCkeNz1NjcCV8zrX99dj8iqe4yhuI6XHQc5PiZpnNEkGjERJgQuPOFdVs",
+	"RdfwYx/HRW8oB0EBPw6AgkbsdG5YqrgUQItscvDSqGVjgHh/OfwWGKNpsryyGM+lfBamK09f3iICzmLB",
+	"APlLxAg3qaUNzwKm0SKh3LvRIWfip/yjBXoC/9diunKBnIcpbRAZQ/BvrCChV5RDLGbzhAha1Ret/JxL",
+	"po22ZRlUcXuNFGQYBGO8lEZOpzYDBgbfNrIPsc8sBEERYaGNgEjqh/67blbT0ibhh6XRA8AeiCKrZ10e",
+	"Q7DBbBXjUtna/yLpfi4jE/7QgIvfJ4xQAnvKgtPZaHPj3acK8VaHA1y+MmPjgGRYeRPGnH7kcyPURsfH",
+	"UJqBf/XMy5vIFprrpOr8YiZTTdRyPqepBZBUxuHIYfJkFC1TNJjdkXkObOAhlwmkg+WbKobRlXdMnGsA",
+	"enrz+qzUP0iu9t7Sbi9IJ9c6l4ObhsBeSV5ITk/F2S1bqdas7q1WEVAOkR+zQ7GSp/ErUw9qqej6s6ZB",
+	"OZGt5jrUasvmMVeLhK4rDJuz+s428xCcOVBFGUwqzvKakXNuVwV3um8oE0As7RmAjcTmKW9dcgrWtZBo",
+	"yMXE2ZjUSCErbuCkgzQvG0txLeRKoDC6bLQ+WxivIpQGADjLaObSzCES0caKvNA2C8deholXIlWMtLFE",
+	"MZhNiKK7ayGEW16DAuKQy9OzLfv9NogoI4a9ND4M1s23+Hs2ZRqRh31369Z+ln21+qD4pvqc6eUCWalL",
+	"suDPHALzPkFPYOlt6td0qaFsaoNghUCQg+cxqt04D+GYCLly8KW6EKh02Y010aPj3QkavyWak1PgouhZ",
+	"3Sqi43ikt7WM0PRhESy9Wi1QSrcr1iqHMurlR7kooRo5lWq8Yrm20AMj//UVA37UMAs9QAQL3miXSwIc",
+	"dIIFE4ecWF5x/RvPgfr3zF9e5AdOe4GtlSjrmmdgMzW0nS5FfFehbO+OgQwyRRPWJQ+lcUbYGs9HpGXJ",
+	"E5sFd0fB2yZK4hkVJXOu1IIlOofmx0MYhxNv1mI1kwmeTGwV2WJ9G5HdzjLJ94IL3iLiQUPhXT63lu/5",
+	"r+ATcLzfzNlUuAa5xDJDHBOaJEg9+3a3BIX0o5JCLOddN1XvqfGZZArkMmZ0Y9y44nq2nECUZUHXKfvg",
+	"/uP8nge2O8uQVFWXL68zZFZPUoE7k8ugbaXMLwXsubyceeVfalFR1bxbLlVsDlfio406VLfcHxebYHxZ",
+	"7YvDJzLqiicsx9MjTZkSC4BfRjvFUoCsEmZMAAHQKPbaoppCOX2G/61JcDwOgiwJOksq2rhlIccnFeij",
+	"xXRNQgv/FJI/mWHK6VQxDbXQdJ3wq5nuKHpjFsYKRS6iZBkD0CDiD5YwPyuz+9tgI1PvY0byCpljyYEb",
+	"e2L3P9an4JkxFC/4t32g1HZsZSYKYwXg8cw2PNOWWkaC0HUFZHo5Xu15pO6+k1abgD1hg9VV4ORtD7XW",
+	"+mFyqSfyI6F5aYgx5D7SSIOLHDEykyuYJoAkcqG0mZoi6VKc+KuP5y4zuUzJgipleAYILmTWiKRU4ETl",
+	"Ult4dJAOMV23nO2AyHhQ1IMkzb/RzpExHZM5lZjjlrtf3HS65IlhnpRyZSnsUaZc2qWYVhv1XdClwwiu",
+	"qS7rksdsSpeJHmfYlm3LnYqEP3QGbSNWB21y2Ca94buKRCa7CytPFOEOsCyfC0iG4JgFbEy/VC3Ea3FA",
+	"FTqUzj2OfNoNO+bHtCr93PxKUpYgAoGW3g5p/vq//3NgbJiUmZVYK4v83SbB2DFvTNdtcjgmlKwYu8Z9",
+	"AxvT6EyX3ABFN6azwHzg2FNGR20bqxERO7G3emJ8iarIRm8gem2crUkK5RWpoUtJ2YfeHIsGs1mnoD1o",
+	"H7Z7w3de4Ls+NHIceJGRzqAyMjKnHy1W+NGOrHrHA8VlqDKezutPA0/RLy1edwSngRu3LsAVCNU5WARi",
+	"ZJOUGluhnFUCO4J9XPB0DRwG/UwAeD1lHyqS9GgaPzRdVR9E42eKSvZbruhelwLDKDb7fWJHp8jz5999",
+	"Vzpq6veP7py8UHXKdZ5fRMhjPEXM8j2A9B2AccUMqeJYjmlv0o8GcWfIRtPOkB5MOkfRYdwJWG/ap4PJ",
+	"MBrF/69I6oB5br+13NWyw6ufMc8B+tt2xQ2yP7eAoNE+uQ+tHckP+1z1nXF94UDccmxOseIEtu72f05p",
+	"fgHut1zbWnGdXrEkrOq6vc9b5/o5rwc1U7wwqqPmhu5TQV6eLvWM9LuBPVGDU7eDw+Ex+e//O+r2W22y",
+	"VCBtjQBdlw/aNhV/9YeMoUETHr+3AW88T2uTYW9g/mdUOuR6f5VSod+7Q64ggMMs20WUcEg9hKM3vFJH",
+	"yvfGoHufITjiWVa3eB2oPwCAsan6Hvr53ofMApf73yh7Lr1fefjzfjcQFeSCrVIprrafTT2CLxGzEkxo",
+	"d9Eq1qF3d1+Yba++3hxV1XYF/vECGxXpQzCaTpQywPGmiSJAzy4J8dF77uJF9m/FopRpzMAw9jSjcQaQ",
+	"TRUe7zykikelKbrUDstzkN/hYiPOCcN9TiYsokvFvOJUd2esNbYUhEDQzEKaO3BlrhVLpmie4/awR37N",
+	"DTauZ1vjAqDRZnkGbAt71mqMwUEAbtOci6VmeHWTXdW8TK9keDhiVi+DvdeMcEg2vn4fWrMaI0L9IUmY",
+	"UX1o76D2LOmF+fX74dMPR99PLvri76vDZ4vXx9G3A/VN3HteWWfnL+b2MeE7ZlyqNK5hsMe41PsPh3+/",
+	"6T9bHb++Hl6Io+8Xg6+ig6+nvYfz0WMV/HXdf0MPv2HHbz9WjdPb3JsJKfZg0nGmx8Ql22bzhcZewQ+7",
+	"f9RCClV9v6hfPFuSv72qwxJ4/T28Xk31r99eGA6D02mqSHhqExbshQcPGU1ZSvBM0O+t8myQrb+eTf4a",
+	"8Zf866ffP3l98bfzM3U214vvH50dnP14tnr+4xv9/PFz/fzxE/7s0dcB+/upeXcWP9If4sHf+PRvXbb+",
+	"+qf47Zn5WdPeUfBaPBm+nX/95vl89F38U/w8eno2+q733U9RoK+fvwlMk6ifiMn8aRD//eukUWcpM/We",
+	"V5DgGZ8yCMVwYRhPiliR5kEQFLnqoPrk1w801W61Qu4XeLByJZS7UPDLpIKpSC5qovV4ieGCpSDRpFDG",
+	"91/QFIJdkzVRC0T884flcky7N5ytsoxTC5qchavsY1vyhH9VHlYb9qnZYqf2Clhku0J6Ef5U1Kb2t50H",
+	"Hv4uKAygwByObpsLW6Xr3uLdx0+spqhyR9+8flZ1OwjcXY0yfrFUMxDxWxMRdxR/1ToTt6vuKpkc1fdb",
+	"qrWI9vFOXSzodX0w2h1euldJc9gLyF+lYG0ywkiKQ0Sg2RUMUHvgx/JOX50V7jSwkYS98pyZu2e8JnXE",
+	"NMA8GCw1/OGycf+y8Q6vOqRJsUr7hzIGYPU13O/2TCss3YFekdmDAserkugdB9MB7XV6tD/pHBrX+ogN",
+	"p50RPZgcRkfxMQv2qpLYL2uxxP55Me0SU1A3M0fN66prf/cOM/bzKZeQ5FjEmfTWz88XKbLerhqz0kQQ",
+	"H//Wp3KCrTKjsVuRdbb/1rrlGcq+XGx1/BjwavsBwdM+ePZHYO48VNjHwKL9q7fJ98uqHOfQcVkIUtfF",
+	"NBCCBI/JmM4jqv1geFR7zLUHw3qLZLragd9b4mdkZW/Z9mDL2nxdd4Y19tUKKA0Sup0A+ROIMcWzvL7i",
+	"NimgiXmXwGRxWfd6UQHnzzfYsjSBN1Dyfet9ZU+zEEXLbbATPO3GU9ilJkrTtc0JgLDszg24uUnM/vV+",
+	"PYHPzRd6bSG4bS6CsnkG9TuYNAVbtSr28Y596221+7/PPvq95fyDm/5dds6unfGW69l55lbuFxcs226b",
+	"0cE6RzVczRSL3ofZaRvCNxkGHfTddZyTtTZS1Tz+6vnpo875V6f90QGY++QbxhbG8kn4NYOKG6VWMo3H",
+	"9giBqJlcQUwOomhCrorshp9/Pv3mb8fp0V+/+e5DerH68c2rx0dnz159fyb7z+gzer7662jx1dXf/nRw",
+	"/Xj1553q1U51j3jjqRcYydJ6HSoTdtPOj6ekzTXOUPXgNDHDZMpX8pUZ1dbUIkrCFb7bNRstRFlXdZSI",
+	"ozv7QqaRPaQtdn5KNFMah4SHePlp0I7gWj7cvO8tysAQ6neOgPtLVBED91elqBkKTz533LvADGNSWAEH",
+	"E2zf6Tgiu3pj06Tlsx8Kj9eWMW+fj2UblnTUPWV3RAWXgsv5CHK/9Zk4x7BDdYJnIm1KKKaKaxcdMyon",
+	"33sTlqXmGkUGLlQe0BiTgCgtFyBWqHbHyJCxNCZHB8MgIM3+EFIYSuG0rdnx0NI7Ba6IkWzKb7jULlqm",
+	"XK/PDY8hSSbgyJ8ujRZwfz11H/767UWjKs+nEAtDyMrCiUM7CxJvjWoVwlnkFCJiWE8UHBy1gMYuDwig",
+	"FU9sXYKxkw+CwFEZ0zggtQRHBLGeEAbUD61xMTF6QUjj0WIzkscIu/YKtTkkJpQiG0a55nFUiHdX3DFs",
+	"7PgCCUAIj12wiXCI8S2VOwB0SswyFeTCoD5qZ7F2Od0ZmrfR9ImM18VJwDA35oAkqUimzY6XbHTbi5+O",
+	"CftobUEqslBx000K6mvMYFq2krUXdGy0vMAlZkWKp1K4apFcWBAeXRUjO7H5FwuWWvAyxmzeoxQM1bnS",
+	"wAL2Jk5L3DBn7LDt6oK0vMLEFpfflfXbztgEE6bc8pi1yokByAxcXCVsf8a2cJttd6ELkiOiabrGpHOq",
+	"vQm3iaKaqylnikyknsHVoIlceUcLj7zYtrGXgII25OzF/8aNZ1xpgGDahEVCYUMXi4T7IcTGuPHa1uqq",
+	"MRDNJiLR2Lsn2m/l3KniR7NG9pmHQFPzYv64kd/pbOOcDleJtW2w3GxeSHbLEpTargoCOzQOQxYtrS6i",
+	"aDsHBwvDXKKizX1s+x25lBZ1z78gtzBQ9MOBfJAjXAAIKLxZOfssz6pJFV5JJFPy6vHTVrsMNWDRX3Ks",
+	"9o2hw9eyKuuaVfUzUTN02LxVo+2sCNWdUwGGV7YGriwPD7dxIMYIsC0yPaxOiOFUiB5mjOCi0FAu3fAF",
+	"QkFloZz6ZH7iYirx6iJAaTT/xNqehrXbjUiyh3s2WpV7RPX5u0otmdos07N9cpVnpAKsqcgWoRPJJGER",
+	"CCPF0htuURcychpNlpftG5l4KdRaaTYnNIJCE/M6122b6ar85NcmJffzhHw4k7zfQlyy8h6+FE0EK4NM",
+	"8Q2AMzuTOb02X8jhoPHjBJKsliJBCW0x0LVsXwq8X8vetnS9kU47Wdu6QJm6W/XBfO6S5xlDAVPrGePp",
+	"pch2NhDRiKOTDBCALGiqBUvzFhtcydOcLx3TX4pKYUTUcjLnGgR9HqeeI8y1UQ9Z0TL3M+fh5iIaaVRI",
+	"X108f5Zl5CgyYTMuYlQWXhKnoUx4KZqlQj66fvAzMPOnEPMgsRND8gWTi4ShCWJm7VKiTl+d2XzdlJmH",
+	"l8IpIiwbgNH/27+R08IRu/mx1yVPtmjmcH79/td//BfYYmBjhHMFP7RcwnVJP18KQhySVcGSaW4zD05M",
+	"b/N2JrXyrIBW91L0u+TciOzbHm6CgsZSTdDXdit0L8XAbC8cckKVVuT+/V5gz+fV/fukGebnSmNjJYat",
+	"LnnNlgqMhaXQPDGefqqTtU0XJRynbttB9EAQOdEUwCusWX+Sqe5FPh4EbNAQ5hRxVi8DEzFd1mUV3L+/",
+	"K6/AzIQKcvbq5sD9dE9Bnw8OhieERqlUypIoy3V2dREolVqW8Z1VDCmpBRO7TUK9XowJ1X/6caXDssWN",
+	"COrNkCZXYzTAwxbAtF0KH2HazM1YdwDP1l2xJOlAiPvBj6tr1f1RSWPrPUoon6sxCblSAG+wjBHbYAKG",
+	"7aXwLd1mbjW32iSU6RUUChSQPMwDMH1MN5xCkgf7uDD/+VHzEOYOWdimH2NtcRCDisHOK57CzuRKGBMc",
+	"+RwNKpvDXTI8L0Wep87G5hu/kFdZX+QX8ozp7ISZ/HIpful0OvD/5s2wYAWE5vUvZgaQ0hdR15hv7rKl",
+	"Tm5tS51staVOtttR5YGiKWUGWmVL2bc9m3OTjDYc38xVCT6yJlDL9lGycHzS/AYTZ+dni4bw5uhzfYnv",
+	"F6z67HUw6y3lCsYeEu421p77TtkZqOppuzdgeroUz6uwd9Q9FBbg9+StvX2IUctmzgj3w/alKJOrXSZI",
+	"K7cm3Ddy66LUu1HYJWq1qyaOkvP+/WHQu38/S0TDoYdv377teMqYZcrM6FaXGDQKWkCrvMpIMQL19Wp8",
+	"KcLnNqfN18BmKA5woPz7qa+pUU/FQB2n9FN2I69ZDFEU+2/rSyPYP7kyBkD5bRD0XJCDLJRCjGlR1Cpd",
+	"8tJXhTb/CVx98/c1W+NUdbq2wBqOeAOPeDN6Y7P8DBFI6AlNF460cj9E1IEQ4iQoS20K4KXIF9SI/5e+",
+	"RvBQcpp2zmDjx07LU/uKwkOmvMGlKKiWK4Z3pWSTxezVF1KTtVymBa4GbK8F1TM7WCpKnaH1AiWOKCwt",
+	"DJZcCXcvB+rNwl6x8VLHqZYf/+3fCCQIK1BtO+F1UN/X4/UY9vFY3+FI/AkUdstW30GSpDETzKqBwoZT",
+	"KBuMsitlqGnWO7h//1LQREm8nBbTMcM2mdMFHNJVoZ4Ya6gAUUIeynjtw5lCAc2lwBIz7sJnO0BSqtFS",
+	"Wm0CaCmXYkFTOmeYz6gchgpao6Z/Z4U2C+gqrTaudakxIK5stAVZ47BYgFwWsAfa4L9tqxeFL9pHZx4o",
+	"0DdsbXkgB0yiROUgI8Z+vBvCiLVhAFDpFwfW8gsAzZs18i2YzIrxAZd+gSKnX8ipA7HJiGN2Dc4FC6MI",
+	"hcqoE6IYy5ijS04Nv1CEjYJYWOFGLtA12WJPWCJXTo9a2xqSquRS41COyC/gxUF3keEUlciVvwWzS/9p",
+	"rE6yw3lU+HE7R9E2ksx+qYglZT7TI78QK8PbxGYbE7iPFkQzyo02FtJnwtj25mFQma4GpGBBzl2vsihp",
+	"cnFlu/Fwq0w3Q/ILeSGJWkYzo//kMsU7SYtSx+sQviBcC2m8EOy4Av0KvjCypIUtwD5y49ZMlhpWKod6",
+	"xNa5TVfGyvqFDHsD25NzomCxuCLSLEyPPOcPM8JXA2qZTkb+Sls3rCDPQI5lHfnIW6Z9v09+IW+gblFL",
+	"GbdhKhEV7iY4uHNArk6c6CsIPKLomqxmbkXr8LvcZ04FCcvb2RZwQ9WGDQzHfArIFZYglssL2F+mx2Mz",
+	"cSmxNtY5mCdkRbkm4Wum03XndKpZGmY6HXvaxAsz3Q16xcW4p3I5lTJckoMh+YY/NNsPFalY525Ry2PH",
+	"AuLYL2QE2+Q0w9wgkcR6yVwnhtFsKcAS2dp5AbXMdNy3gy4Be2NpRcWuTg1ZbPVvtqdzzDPTpWNKF9Kz",
+	"vJBi5EcrOBGfUMXIj0ulkTewW6zF3kr6LVBq5tsjZBIIndjXfCr1uh+30ycHYfsFUAQM1SfLKyhOgSig",
+	"IYkfs8gyBczbrgZDTi3KgkZxC8b8qfG1bcW0ZLjNYPNjzCp/miP7Eypw8GWzKjtRuRTDYAgwFzyG2kB4",
+	"X3n7zygsFkMklSZTmc5ZTJZLHmfOixFCrsb2BMdxKWYyiTFaS5iIpBGWKqFqRprh/+g/DVteMBTkFdXW",
+	"bgPqoNBsQ59D1LYvX12cvXxxHmIA1rbCegnQIyqzb/vB0JpMp0ZohuAuQdqXdkJRkaaQl8Js7hNDZDzJ",
+	"EtJamfBFRJLNcOrSlN/gbRoQruSIIqKzap57isQS1IWFBRDGGKRXbOxUarTUl0JOp3msSxnvlTjw6py8",
+	"disi5WzCGpYw47wsXJDpNWwTihOpUa/3XEAXdTNpDgKiMmxiDLvaSbbcd47aGAgSjGPtOYa3CCWjjx8R",
+	"97ywx9DVQUJlp2kTaYb6SArNhO5gdpMLMF1YOdR5YmcY5lOEHJk1rHDbbmiE6vdMBsDQtNSXQuARwKVA",
+	"g7rX65P//r8H3d4YNWq+iGjPqPny6iph+emzUTALahbZMPvHdatLXhqWK9rw6Dg6JjMSeUepE7JRThmQ",
+	"KbZUKhdpsZl5yqagfjLOQGEHTL32T0ZdLNaYzdpspuIYffQDjHf7CBio28puSIHIl2IXlQ07W1sy2+MY",
+	"t5dJnkxqtm7Gz5fCNjBuAFpiSBH4u5q3HRFPMh0I+s/n60sBypg0USlilJ+CHm1WqNiWDzq1TQFeCgoK",
+	"s7mhSU0X23WDaTky/sYWPdNCNLiFMer4jU9bvLFUquzW25HTXpcirwIQ7KP2ovDgjV6wjxpCzOZZc5L7",
+	"bdbN8hyltqNoC6oJzSICl70R3Mhpd/0F3i2B+9Wh2xAXcaWuIGCy1njkZv7R3uQD1SZsLn/kwJlzml4v",
+	"FxlLXopmkVeZiujCcH+rS1BeKII3B9mxef2SJvyAob8WnuVAxmHXEmHTgcFC7wmNrrN5eFvP7g5gRMAy",
+	"cX4Rerlw1IVucjOcs7nM3drgXdc7uMxxQG0Q9wUgW0CIqM6fHOPQLdIUHj6RNxdPOyCILV1ikhhBpZZp",
+	"Ko0FZrjssnF5uYyP8JqQbPe/ePMspxSxbwWBu0zkNJfKF2DD291ZsCzAL1cMcaLA4Ic0ebtbeyPHeDg7",
+	"iIM8zpAAEeoKeA/cfc6Uve4wkkoru1PhLlxEWaUYYkcQEFAw7rdLYVOP51RHYEmG/7Pzl+ZfxsEvP/Q6",
+	"x+8uL+P7reZfxpeX3cvL+E+tv/x7iCc/qIUXVKnsBJKSCRc0XZNpIqnRxb6ehCPHtUVMsexu2By+rsbE",
+	"zgn5xPGPD5CF69HrdwdAZ3/yMKB8/pbXbBY+YjM42lmoIZ1SnpjZ/sRSabvuXzYMc102hqPuCJdy0O9M",
+	"OJ55XTmt5I8eqOqewpK9dvYMxsOhxtJWALuseayDIytASoNscnSHxrkmNcYOjphwdSkyHDHSzJcQKWcx",
+	"ovBD9xSALhVudwlJ09Z5Ua+JMWiNfBe2xhmTAEILUveMC3YmFksdWpQhiqokm/rm62CjoKV2Ka6YYFjr",
+	"BwlzunAgDUHHbIHz0pFcL8KpvNsAz8D7xqSEKy6yI2H3uzEXHH9D1nnXhhnLN8FYvxae+XHwMDu9jseX",
+	"IsT4F2n2fv3H/+kFQZvEiDxE+qOWcwTkgn5YMhJGy1RJY569LeDaWxUCQFIg1+wo3dFc+IyL67E9Ef71",
+	"H/+F8SnjYyV/vmyYtnCbjgNjmi6TDJnYnXtmHzixFvOlABQZ900HsI/fciKoS57muEZ4YbaFgTohsUQ5",
+	"vuRJTHBiZg2QXtnJROjupnInEz5VtwZ23VJZ84prNjceDmSgwbLZ9faEN/gl1ddNmXHsdRGVNYjx3c0L",
+	"tR64IzhNrxkurS3e3wxjWDEOnNEfjS5Fri1bxu+eM7M17Y3vLtMV4pUF7xDOSpzF2SWv2YIhJmtuR2dL",
+	"Dzl510ZsumwQ+AXsj2Yk5wua3+CPEl6mc5pwZX1ml3XjogTIv2hh37/fD4L79+FjaJZ6wJf2ii7jopnl",
+	"zWihO6/ZIqFrFluMOi8h1YyzHN+xrhNqtX6fNH2y2gMaiCC1uuSRFC7/OEsmgP4Mj8DRNpYCS8EuRXYD",
+	"G17LBUFYwRTGhpz3NeVp5r0D8/WDwFDcdp6yH1mkPdvk48dL4cyDfD3Bezc2eJri626ZjHkHw8/qrIFj",
+	"v3py+jgkK5leqzy3I3fDNTjmZsfYI7TjXi8g//1/j7u91jhfdRufBva1BqWxwjD/NZONc0hRuBQdNyvz",
+	"nDOjTx3cKwQZm8PegEzYWoq4lQ8KtoXdwa9OLx59BRB2EiaESTKwLexXM8PyxMOwyBWW+yA4C4ARZlce",
+	"nDBbpxEx6DWL1AJneCeMMWnmF8UUvtBGU5XFFsrOXb5AkZSmW3ScERkqdIFSDKtrKDY0dDrFjQLNcYV9",
+	"kI4s8ANG6SaMKaygbZbjmZqP55Cm9mK7K2EM/LGPbApIqfB0SpNEoa2sJVQeg5JBXDDTXVVyEnap/EMZ",
+	"7sWqzFDaeW5HvxsQqq4hk8bHcBh0+y2ghKMDsouRwahnMYleEcEgkdit66BPYsYWgH5jWaldDJWYLxn9",
+	"ZfOPJbyfrIEogE7snVCKNUqkmBk/Q+Wp3eU14gr2P/wAcCjOmM9wIZuej7iacc0QXiDzV4PADMyC09mY",
+	"TmGN7DdLjpz1cPI4OcMwW5OSCY1J+D/CDjoOxgILT8I8XsdTjPSYz3q4eDUnb4ZDpjzRuBnsxYM8YcLY",
+	"R3EqFws7QjwHLY8yP27zhw4yxtDNkgx9M72CvEtm/o1in+QCB95sZaiQuwcOZ8V1p3tdcmbNYuA/a1bh",
+	"mqxSrjUTOaAQYqyMCb715z+NsG/8a9QN8ugVEOKxAxhQpBnauuunqZzDjVH454W03zKMPxgMjgm+n4Gz",
+	"JUzENG3bCBYMMnTABkHvAsC8x0HwPY7Ef3KMTzrBaBwEoQv7ZGCpWCLS6Y3Go2PYEVqS8E/455g8ZZN0",
+	"aVykQQDhN5IwunBxsmbYH4xHx+ODIMxNTexVTknvwFoUMjXdAqCwmSFE7fdZL6Sdc4Rc1UrugDn5XYDm",
+	"NW2KsEHjnUBBFel85MHBsNV2xh/xI4Zw/3dz2D/OhAoGqvwAKAqsl35+pBmx+XYHjAiACMFo1WSdmey9",
+	"IMhNiQV4FhF8YbJMFUD1mbH0g6B1Yj9u2N8MZXMIXqmTU7/fYvgJ0jVs2i1XWeQq7IU56q5m6ZRGrEte",
+	"UYi6QH6NkNnLil1BkTtcJpPwiFloHpv+fbqg0YwZkb6R9r1arboUHndlevXAtlUPnp09evLi/Emn3w26",
+	"Mz1PvEtEvGzyRrthh9AYN3pQN7Nggi54Y9wYdIPuAPL59QyKLqozHs2Tqzq4JT95svn122/IOdNt2JSH",
+	"o95hC2XsDUv5dF3IBFIWrMr6zHvkai640aU2G9GC9KIBgSLqniLhNY/DLnkhyyBeDZh2ml1y3Pgr01+v",
+	"rhXcuYeuNRCgHwQuPd/VR5ZOYb2iTWhhqASVK3hDi4W3dnNwlXV4zQYIYHtDiIKaS5pcNcYNmCIgTNzA",
+	"X9C20W5c89hDY4Eb+K81fOKbV4ZNFNRC8qtGu/ER4Cc/fHf63TcfH6XTb8/fH16s3/7tq5dXh7Po5hVd",
+	"8OdJujqj9FX01ZvXsvHpHdQjoFG0q3oTKAXvVwE/wZJDMcQQqVfVVUblBw9phlnvV/E1xj+8a3tU/Ks9",
+	"YsMV9ugIGFj0ytCvUcwjb7wzHWaO61a2LWHp1BUWWcTczF3LMLW5f0hYuPQtnAMPhvkt1SERNE3lytUh",
+	"KLgQyuhu9042AiqIQ9B3zzB7Qljwgs3DyDaofpUjDZgPtMwmwGBB3CWnwofsLt8PP3Z5IvbG6vo714tb",
+	"6BlX7rkCIeJsVuDsiguj7L3pVkfzHKH8Ttenc9MvKEJ3gc24eDN4ztu7Lh1/95ulgM9zOQ9frGQ2YX+5",
+	"c1HwQwGDqe5afRADe15z799ivy8p4aL58kXx5Xvh90MV+9TeOqOeP6P+5IgNpwe0cxz14s6QDaadI3o4",
+	"6RxEo9j81ae9yWea0fHB3Wf0rigoS2B+Z49Vxfbf99bH58V9tonPtCl00Ul4fvbY2R6F2FNTZvcIZLIK",
+	"AfCnMm3dTUqbJr3dTd54mWXYaLC70VOXQAYt+se7W1xI+ZyKtYvxmHajfb50jrkwb/JcmbL+KdaPG3Xk",
+	"Sox/KJWjvvtU0FVZErunmp6XdYnTTl5gulZDuUz1LDd/TG5RJOZfUWsUZ2e5sHjlgq2MTY5RM2NHh1kH",
+	"pzq0xUIhXrgHusOayTZkjkXbGBI/KUap76nMN+BZVn4hNE2a1F5uIvKb9hEpGjJxr1ho4QjgkE5D6NvT",
+	"h/AL+rC5s0guagaBPbl+YeA4iRPjy9s5WC1kVi/meMo5g/jIUlcfqodkCdUg1gHLTgeyygKMgtm7BfyV",
+	"OiFzCfdqmMm5tcqvOnWxrIVUik8SVljO3Lmo1sE+R+2jhwscBEsFp9UbF5Zz8T5lFn6xSttCk8a+RqQ3",
+	"zHNo+MnoiqoW+QweQPyzsceLj2ApGp9BlS8sMkvRoPdaFbT3hIprzwB4lqHINwK8YyuVS83FFZ7yIkZ8",
+	"8P+w93bLbSPZmuirZPDsDpNqkAYpUj9UdJyWJdulLslWyXK7f1jHSAJJESUywUKCotlVjthXJ8653XMx",
+	"LzCx53peYc+b9JNM5ForEwkSlEhZVaWq1o7YXZYEIP9Xrt/v832/1dGCqz9VsRTKsNOkxX+exlI0AW7f",
+	"99mRiHjK3mUVz/1zq9KV09HIq4QgwioXyVRG7CIBErZJojI+OkoivVi7ezs7bcK30z9f/gXqhfscUd8r",
+	"5vupEBk7nGaJ3grIpVlJZlKkfwz1Ewoe4NMsaYTJGCC+sjibX+KlNRqFQE5+xUerPssuxITHKTs9PdJd",
+	"HCZSP/b7ZqfZ6nQ6fnN3F4Top5PImcud3b19LONWcVagkS7p02evMoxVlqQo03nm2lCty+Zut9UhNUQm",
+	"+ms4g7ibuxUrEWHbFd9uX/r73aZfeLsCibezNIYQj8p4miFupPlgfoz07gTFpN8MW9G2aNcHHb5Tb/d3",
+	"w/petC/qvtbw+tthO+oAfqiedzzGdOTOeBpzdji64an4h31iGE/ORRrCBq/s+A3f180r6cxge7vVrOT+",
+	"gTMu+RUkBYCnG4ZKTVwmY/ZChNdI8bf8/Xbp9/d2dzru9+mz35ZNg1dxbp3VizMFqLeFR9wVuF0zc8Vi",
+	"8eZbWztzPrGOZvZWYpQZLLUFXAkK8OgW9aW4qmV67Dk8A008aWv30daWsEDKNLZSlcpR4cytXqK5QWh5",
+	"E/UtKd4hDhETXQEeGOB43vDf+mox2iOrLlHIaE2jhk+iasTJiCfhx6rJKLJ7voZegIjgpdyuaL2jXI90",
+	"IniQRlzmRTssXIy3Kh8AtuQ0HC9wmKwpFWOEtsiGuSYCVn2OBIYIpz+n/R/LC5RtKza2edYVKSfmnfUd",
+	"cQWBVO6Pc3r62K09v333G28SfcPI6NcucF6LAod0UZ1cIXAKySybeDMX6uuXrT7roSmz+TBTttToQ7hJ",
+	"cDqAHxLgqtawBHtybVPwFQRKFQuTcT+WAgXl4ZtjyD5zxkXxV8VHgur4JQHDoKnLJ5M0uUEC2EiEo1iK",
+	"iFWRB9H8yLNMjCcZRaC9PAfHAUfBMpxDfFIFGM8CT+64hoA4xAjaYO/4SBCoAAXBCwvRkzORCoPexScT",
+	"wVOWJUneVwwOLVt4R9xycK9n4elZUeQ4Hs0NwWpR2upnVhh217GM1rbrnM59rd8Ds67c6kyRhtd0y67D",
+	"EsBU3kvz1moTFNG6N+6rQaBd0dsiTkNCRvLZyXGxe2s6Zcu6vuRi38hl7a30sC/0nFztBne70PvtcF/s",
+	"DJq8vtdvRfX2oLNb537Yru80RSva7+8NdnlnRe/pez9RrzGfFGFBIL9eseoMSYTNb2MD3zGoLYYPdga7",
+	"fK9f3w/9qN4WzUFdaw91UB/wT/srBkXffpBBFQcEXeVA7ItZLTBCYAypQtKVim8WKdPKkhVWdNxJkSjv",
+	"+i2MDev3n4Sa03Xx6bautzfo+mVyr47/GtxHhzK/jLTQzSlWly4iW71U8DEZ3utK0yfbG39zYfDyuxX6",
+	"vcMTaQggF4IxZSSB9IghAER3CPXNEG+YX5oDQr8Ab4ZPiruWIH69vdPcre/ttfbr27zd74Q70a7YG+Rc",
+	"5nCrrS15nAKQSrdy8ubPdeKuhzvK3mI5e6MhYRyJGzHafgerRpC7yxJ3bQFeGiGb8LlIyc+1xG+YFiYO",
+	"b+C3g/xnvXp6Itrbvt9ptrabfscQGSItKRkxhK6eX4TglfqJdkS766+9I5B51G5hw5qs1BQ8R/feKv7P",
+	"t1V832/9arYKeSnzDUJdtTvELMUdfrGj1cbB2o4xR4/a1DG2pOs9ecZ+TkO1CN1a5hUrLJBjnBb2TZmF",
+	"ertPDEj/nU8U/FElJfbG6eQRxcGq0v1Sp5S7P9dwShXtygWv1Nq32+PzSoHEu8sj5dpE3GymTa2pVd6o",
+	"woo/uaMexSlHV5S7Mhuf8ucGIvoHCDIun/bXkJI2TqSY5x7nXAW2dRFxht6qroOlYKE7DDXPAEBNqwHq",
+	"OAEzzqOUOPqT1ILQxlRgsdxiyCViMKGGdEDFVtMxvqbyx8lbQon64lMI0BZx5jGAAwN6OPMMFCBAeg13",
+	"EUG0wdLF1EG0XqEB6L7FNdWdouJJwcYJyh50a8EHEd0VemlBYZ7ZekiougmTNBIRJkHkv8cMEN0/b2Gd",
+	"ddsAlyUDUxVHldpG6bCszrp7FnI1B6W5SeII6kx177VtzlEUK5FlIxGxuchwggrLicMyU+/1JNbO4hTG",
+	"GToTZ7ESeZ2l0ybpNcSEk49TZfFoxFp+s4uzhB+kfA0D7RYYrSiw8ZGgoMgGrKri8XTEsyTtouMMrV0s",
+	"n4DpC9q+83+tzn5gIQDj1A7EtHRAFVbOVwof6Ph+M6BCY5yRRawCDNYsbEiW8lgJ1ZNBUdcPjBcVbUv6",
+	"wVb6ATqH+6tnKscnDQi75UakUOwor6hQx3mWZtJj1O45jyOsmejzEZehCAgj8RDLDhtbW6zt+11mz6ve",
+	"IGP0HHDJ/Byuxf7OrQL3oPwhSGl1ALSi4xdKFrRe0LV4X8XbWy7lxDVYu9XqSQA9xKkEoKQuOJPIeqG5",
+	"c7257VaLBYTaaoRA/jqd5qDbk/kwHImVLwiAkoNAMxsFc4hmBjqiiq6AjMcjqAnUa+wKwBr1ZaGuUm94",
+	"KKxssI7f6i4cmkX0KEToQoHhOUC7eZ0jkWH3JKLFFStUl2plac2dX+t1PwRX6aqK3u4t34Mu9ZNojtGH",
+	"WOb1tTkqkZ/3is4EH6WCR3Pyr60qZO1JqGQ9yEtFsDYGOWyKJahjfo2sGdRCdUX5KRbU2tiqeRzlqV0H",
+	"Wxmu53+UqIxVuQESAumccjWsIZ0eStD+XMv/mOh67Ic8W1cHYCLpvKSE+CqBkjDYx2KkhEFEJTxxg0uC",
+	"9xrMGJSLlUUdcN9vqEbr/b4QfXo82vSSl5OKvF1ElFAvnjSuDCx5Wr/uGyozb9n+C27qyA93+01Rbw22",
+	"eb0d7kX1fbEzqOeh7h07EWj75lOxcHgKnlOXGK/TuYsX71ucUqGyF0k039jVmWZFV+e5wwVA7hZb82J9",
+	"Vq0OuqaM2wNNwyEfQLVorIYkrBCJokEsX2qhqcPRCM1BkpJOUxtUtuA+z+tRSo0YPNoOlyNWJqcs+OFz",
+	"kKuCCx0Cc+cLDbiUJNgmRhwO6eHMOJSiXXszwuoU5G4OmFku1q2QQrS4jMrosvxOhGoVuKekmGEDoAPT",
+	"VrJScMFfVCLr73If5a/YN2DMLTQyNyn5MA7ZX3Bt8t0JkwarUTUdqxVC3yTUnKn8jVnj/t7dL9A4LvEC",
+	"hteaa/TsHKFfL5PklKdXAt/rrDMNFrPsTEQxhyxZ8By01nnZgXn9Mn9Da61Ffo2gpD+3i4JcCQtOClK8",
+	"N/JTGB6JTVJlzDsbZ8kYy+4Bs2SoXsKC/d0rS+ZDMUxO7gdlcH4Kvpz/2wZp/vDPf/9Po9O/A00UPHZb",
+	"W4RJYG3RgnJXBTdAYkzgWgE3lYrNAcuF2iEakrOT42eKJRPAksvCIasW/C/FyHMstaFnhjMXWY1QFXsS",
+	"lHfOIj4Hypbzw79evPzm47uXl5enL89evrn8ePT+8u2rVwGrmnLxoNXq+n5QMxMOUex/5LwGPYl9c2ov",
+	"dRvDZEY6s8ypBCC3guqs06n0jKkdiTGXdnsYOl6YU1avJ+kVe3vxOgALn7QJmANEc82HepBfuGjcEBiG",
+	"wpynZ4reI7RD0P2J3Qo2GX3GMx4eKbJDsse1tQf7ua+fveJZfIO+ng95Umo8yuqxZNY1AsYKNoXtEmoH",
+	"NdNlAyGw3N6uw8nZ+9PDy7cXH1+9fPmusAiN/d/93m9s64XQSvRCdBzcZmmCnpEhHw3q00lPGuYuUMkl",
+	"LJl1wx0AWw5A9xxmQT4HZ4mM+LyeJfVXaay3CWwVPZE9GcAwjnkmggaDgcNdm8QyEw4lTZiMyU2nf9Kt",
+	"IYu3luoWhQg+9Uz1dGvk9jNP9oX+QmGuLOrnct6L9cZpTSEAtycID8/BChOGmQa6gA4DbYA6iTHBBFkJ",
+	"AnIiFmZnyFVPwrDoEDhFyPY8GIE34XEUrEpLOzbydp2UNDujJiPpsedS0Rzm6Wp6Luwwil2nZx8mSY2m",
+	"9Y4ENTufv77UomLXn7KK7pdVpIVZrsAwwCRQTCtwxfo0knLOqkMlUFkWSKt16bdgYtt/g5k3UsN9pl3x",
+	"KlrYH9oclO3GfsfUdK+ZfffQ+RX2dtN/ajYbkEyjD6zuu5tXkXc7d0PA74/w100Poqb5Y+2OqXfSv6an",
+	"tp20C3P2b8+6OC7VM9dOuKDXN022cKXVU57F48qziPLb0xg19kIt2jN3J1ZY/fqBcirYSbZQRQDxqttN",
+	"CN3LoDQdw+zeNXzIVouJ7p/V+8iyMLQYWpLdNEzygfFwKCJSJeW16zV9kt+Fvl/6bT2+Jlz8P5lE1wu2",
+	"gRPZCudyB505nE/pL48o/SWyImmF8EUCzE1cSfjG/RxJptoKUyMeyJFkMKGBYM/I8Gsxydi2r7VHQwsL",
+	"HddvO7CN1mcPfA88JCAZtFkhUaAngWQjTNJIdQuI1MSfavgWgKUFmiBodvzB/TO+0ejJIOIZD/IsFuL+",
+	"ooYPz08chPIMc27A0YTuKId6PJaAqg3cLu5F5uVr70Eei/E4eQtlsbUDQ0ODFyHCsltump4E0O6Mf2Jx",
+	"5LF374De1lTr4sPkT8sJ0SA34lDmEw7Qtda0zwkhcViTNMkAp9UwNnmsL1QciZ4scMZ2WWDKe7YAIZOn",
+	"0UeTdAe/gWF+1L9vbFn2L5RKWwFw96CryuHzPSgQkJnHVBnD6IGln21MwOtA7MIm92CcpAKTlABqZSQ4",
+	"8ABNMWOKmGYNsN+Yzy2qL2C1IEsa4qf2pORjgFlAWhqHUMHfZvS3hak05ESrvBh4NtbyYVBXjQdDt34A",
+	"nh302+glKh2H7eIivgouGtw35XYsaCPr3kMwEowxrLC8aQC/Km8B9fnJTXC7qlmGJbdY7NNotrbbnR09",
+	"G3qvwtuEUADHwW/u+4Nt3oQkhPpuuB3V90R7UO/wnf5uuBftC38Ayh/Qm4IiC0zSKM/AS4r+btB1YueT",
+	"rfpuvxnWd6O2qO/zTr++HbaipvAH+3yvn8+uK0YQPGSFOf3y5guqF+DlTU1pErhPhvTPrMs5F12pGS1u",
+	"FuoUSJ67WtzdBjQ8Z3CJiQM9FiroEolLDJ52SPPICBJ0gT1dPzIz5K5ZYtE37N9hjx5QzAdyZGUiBaR6",
+	"LpvqRp10THZ9a6vExF3uunGqi/T8gyT9MjXhoJRVHT5bVBSIFBd8BTj/Qa3ULYDncA2nAE3FYirZeqLl",
+	"kbkE4MnHJKbz3U5wWYh0AIYz/W1lV7fBzXCPvo24yghT4bZP68eAJtw4cfUvMDCCsGYt3y9UwFF3c6St",
+	"L7l/NtK7Vln/ueUDWryd7Cd3wGO4QsAZQAbZGnfI81TQCq4ufXkn9DWR5Ut/xWPp4bHjhrCG6r2t6WdY",
+	"RLN0DkQl0XQkPH2NII2LkHrMUX6ZqGlft9kXlnMeTCGt1VNmHpJ+Zd5iIjdt8XocBayailDo0eiNGU1R",
+	"ZgnWnyODYMtvddn3UzEV0UFBnsNcBEwNDaa1s61z+/YRX1E1915Vpc7yZ9Y7YuYcKTcs647PtJRQxAOX",
+	"zwDQwchpJrpIiapNeeDhLSUdIKo9spRj1B8aJfnY1MBv585sbXZnwnhO1hbpmwnvQ2JSXO3CzVc3FXQm",
+	"fnMS/L6pkCj5VywlkeX+vmRJseaFpnhJn870T6tPGdU2mMNW5C9vtyyTRyXXD9qt/Ryhcol1Pt+0wyyb",
+	"dJ8/b7Z2G37DbzS7e/6ebwainrss9uvvs3N8vXSHLXali26Ow/MTLTWfKWA/gUSUtefDMAyY6cwzrI2R",
+	"chvL/oKZ6zxyl7ULj+KTMNKf4XqnnaMaYy61vrtwxev72N7xeBuvuumHgo+y4T9WWoqHbiUS0GY6KdVa",
+	"eE8nDXZsQqlZMiXObcO2vy4zyVfQjy/nJkmui3HH9xM3tGjV5uR6k2gXdW6FpCxOxkOTgpzGN0LqzwOl",
+	"vrOMb80UmqW0fJabRHDsSwVEf30BunQapV7k0yTHD/3CVSt0vUgmMXJacfCBinDRbb/JjhJ5BTGhwxux",
+	"hBhdeTeNM8GaLQCIQeDow6nK4GCsJm+wnlQDCx0lM5klM/nH/mgq+omUIuvzawBGB/dvvAFhA2kZL+yX",
+	"2Av4FDumRu7N31AGMg3h3wV47F3g1wGNeJK9WdGdIoC2C88TZjFMdRaPxd+wvcOxSOOQPz8axiG/Skoh",
+	"jVt1v3nZbJnJBXCf4nLu7bELLeTZRXQ79vctS7gD2MrtpSV0kXnCdrQnWoP6Dm/26+1wXxvu24P6Lm/1",
+	"m6Ef7WNhHq0T9EjFkWBfx1k4FA+wPNiXpUXZXlwUi9ZdsgqxvO86NOtN/9Lf726vAy19ulpOrOuDNp9Y",
+	"n/HD0nmU0H488XrcV3mwEnW1h9kVuua+ycX9wnVzt6v51nVcM4GrVGs4TdaHYc55rKL7ky89sjwry650",
+	"V0GemSh7tayv/OTHtlz9yRmtnrx7j+IEY7aPQ7y16gQ7PLyrfXsvPxmQDC6NeYZUxrJAbsiqOUMvMWeG",
+	"2lqTWQwIF4astyf/63+2G+1ag4GVElylXGYf9dH4A7720XmNCOMD+gs48IxjLY48FoyvP/7z3/8zqJkk",
+	"InxOiTAVGT2LP+hnFT4L7i89hLGtauY5Ny/YnMAOh7DIEUah4CP6za8uL8/ZC67icMGsgdYk1k04o0LO",
+	"ZiEiEVlkaN1OzULN4PSNuMoU2/F9a5CyC6DhjjMqaVHDJM1G8xwxk4lPkzgVOc89V9c96dJMT3Jq0QYS",
+	"a6P3dGtre4FEdCXv6dZWT5ZTn3raIAwRRsI6Z1MqvwPvbs3yWzMepolSliifCsps4TwehyUiZfqzweyg",
+	"9CHgLkcvMf2lJxGj2mNjPtIrC1x/Qjns3kSFimzlBVCdci9lT1o0IjM5AlbF8nTHS/Tg5zmHNTjDjV/H",
+	"pBr3gNcJ/GnE0rxEYu0x8GjA7oQIinQ3J+Oj+BoL16hIEUYBjL9wFJOUAW2TB2yssVAsOOLhUNSPEpml",
+	"yajLZFJXWZIKKMfrSWR5+uiceeIlht3GMvEpW1ikZ0DZAFg0Ewf7IF+jHuaLITszoF7FElCqIKylGHHL",
+	"9yQKDBhX8EOvAj3pVTxG/3Q71at8Dlh1LKKYMqCCxasxqHl4BgA7qj8SYxYl4XQsZNbV8/WjIZ//kZit",
+	"AvYjxqR/7Mkf6/W6/X/9bNv39YOxvOGjOPpIg9OvfA2iB4UEyATEgpKZZ+m+HX5t3K5wIi2Nl/7T+8tX",
+	"9T2aXXNk3rw/ZW7j07yU+qMrT35cFi9JZmVfQXrS55ruWPA5/Zn3RDNmpOksTeSVlZepuEmuRaT/ijJx",
+	"qiYCChQL+hk20dxeMV0vQMLq/QBnxDzeue1xKWLQA/UhqAuJDOUySeEc0GwGR6gl1S9hEgwKBewA5uwT",
+	"bK+1r9vLkuTjmMv5R4tPwn5kZxbKaNsvkvMr5joXIZgFlCaUevqj3lWHbCyyYRIxh64dwFAAoipYoLrX",
+	"52prq+13trZI4hyORsmsy/ANYMde3r6sGmAjdZlkda7fEJBLi9grKAixfa2ewsnEgVh92WDyKH0OS5IC",
+	"j8B8BnLiypfAozib70Sa93PNhM6Oc6FS2q0+Na6fzt73lW5lfP2x/er7vb/1L1vyL7Pd08nFfvjnbfV1",
+	"1DzThr974+un1cfvd/9y0zqd7V9cty/l3t8m21+FO38aNF+MO8fKfz1vvee7X4v9D58qXiU/R5VuZfkA",
+	"beIjhMlzHXruXH2qz2azOuznaTqiLX375GkNA3W/22fQUJ7neok7kXcP0HtatNuhcKA573alsbFkB345",
+	"EI7Vy90iGjzXqOJZZpUFpm3Uyj/S+xUx/9Ow/zqM38Z/evW3lxeX37w7USfjbPK3o5Odk+9OZmffvc/O",
+	"js+ys+OX8enRn3zxl0P97DA6yr6Ptr+JB980xPxPk3D7TP86ib66mL2N927OLk+2T787nJ4dtT+9/e5q",
+	"9vb4UL/+j+jDiX4u4809/0K+bH8Y/+n92bjz1+gf0Vn46qTz1+Zf/xH62fXZe18/PxJfHcZvv3u5/eb4",
+	"ZefNd+/nb47/vN8IWyPZH7/yo7/8aXT64c/tv35ozvqv32f9VkeJb7DOR2u+H7VRvuP7RU8cbsE1XXEq",
+	"TCZEH58H5nO0ZnQssqLFxYrUqB6uldmSL8Buu8c2xO1Stg8PASTINbcWwlUFJa8kijOa8bliQa78FTwg",
+	"5te3ejOEnI61FWkf/nbZo+GkfG7EJAV6gDmHd0gfo2+5W15gwlRlQaPQg1zUJE14zEor+HZBIrkCDg76",
+	"LVYfYnU5qtprLS6QG9IdxwfQrUCWMMpwX+p9ucK3YhD5A2w8VaBsLsvCxsa7EFPPVuIuWTsst7OqS3oc",
+	"oDBlRnTaioWVWmp1lapryJub99tQR9DWQjww13lvUXhX67u37Toc24r1OiKruugzQMzKB1ymRTW/a8mE",
+	"v0TLd0BqnZVjIR+LhdPhmNbWAv3w4UP9MB+36NKzqeCj8R96FczM7FWCBaG2+N6yXAtWfMhjk1QozMgq",
+	"6TeQUi0rTkWhWP7pQtVEufjb2xSyfJTMltUusIT0n4xZgUY2jwyW5v3lHwla86Euc882GbBjsdS4tv/B",
+	"n8QjVcytQA9hdGD9ZvZrkHvwE0mhu3r6TBXmq0xQUY/jvKM2J2gjTY0yg5YXMEsSNoK/3Xu1loYcK/wk",
+	"DbjJzuIXP+UUxwoNeNOQRYLbYIqmZbBwJfudzmQmPmXPJyPMW/mSW95e41yxOw0yuOsXBvLAE2sm1Lg4",
+	"gjs7FYDnY9nd1bg7D23FXi0ELIr5Fq77g0G+l6nUL1uHJX/KipXYyMUCaWDkY1md4fZgi3LvvjXYh19R",
+	"Ltlnz9jn6CLo/n0haPS2n3E93mJQxwkeHRYUFxNBcnQEShfXh3yQjOJkE6pgcLKTOWsrulN67pli9qM2",
+	"tTtOjT/XwK1O0iSahpkiDgKumJpBokZEANErs5tYgMndRo/OeYDR170QkNYq74K5GRgvuNlBuDS1A8al",
+	"8c2B7jUU+G9CHQGHvUwyL6/orQJo+zyZFuPg4N6m4uy23zZRc4OrxiUzQkyNuBqyavC71qsA3BaxxAHq",
+	"X9QIdA8mjBMGODhP9aRAKbupQO9iS6wayCSrD5KpNE5HPSajVeqPUNa4WUBA26fFQNB/Z+6vxbw0kn9u",
+	"t81a5DWrF6eoxO3w3f5euB/VfdEc1Nu81a/vhdtRvS06A/O3x4qh4h6kYk6cPSqFnLhNvB6j5Cp5n44o",
+	"81d1nz8PI9koS2p7rh9tTADpTa5OETMLDj25FnNb6x27b57YX2mBhI9hwQOq6/mTR4C4Q0q8BT0lcv1C",
+	"/pn+EuKrEFxLfa+/H9bbkS/q+4Mmr+fg4rvcHTpmVZn2RMRT9i5LhcjY4TRLimNy201kP+HpGgBYdk/n",
+	"C3b/7Cn7sTP61vppVNZRSILV7qxfR8rGZln2MJEyuUim2TIpZQz1RFB2ItnvWq9crcam5r9JHBSObEEh",
+	"UUKw58lESD6JG3M+HllEzMPzE31T8WxYzMD323kGvhbtIEnXzry3sncTleeWxPs3xCCCkSLgPYko/rji",
+	"DgGqh5kYjerk8IkL0a6ly9LcZMX76rHD59gjsTInrlRHmTjX1gpK80VShE2ys6ky7EGhmjcG01kAZe7J",
+	"9VCZT7RUY4m2IYJRLAX8HHgOE4/uVk8Glt9RQXkeh9QNi2qDxysBZSobCmDpTfXwpypLxiI9T8VApGol",
+	"YquFobcmyt2gJ2baHZh/PM5F5UKLgYfBP8V7UdyBf2q79Wvh5nY7fHZynMPI5DmD903EXOi9+eCDkXOb",
+	"7Qc7QHziYQZ/yGnFDeBRYQQOA+stDOJE2LqCwmSnfReDyR2TDbDRsWLmhDDIfGdVve94SrIhmWrT/oqn",
+	"kA8WcrUIKRNxyf84M5StIc+Ebt2UOZQBy1BzLyHPfiU/y5eOjsTerwvQZ6n3T9A+GyAA35rZTKJTi/rK",
+	"bcr4SelVurb6Ta9vCqFjFv4JROfxodGatXFUN1IW8gLZbz97K/KiMWUKtGZzIySS5bwKi6oc3H8cqA2u",
+	"BeLbTficjWJ53ZPV4Ifz9y9OT44+vr84/axVxuc/gCvps1a/L0Ffm+VAf4oFWvfI2SvApmlsbbH3Erj3",
+	"AiVkBAlnAVBmo4poGzRF94YOrktUOT1phDjp8lByFLEJ6FhChoJVlxQvD/EVIXO4eONgfS6yxrmzUbNR",
+	"OcRPBPB9YG/rzxepGKncdx6waqAN9oCNBZeqJwNoI6gdmI/xDPgF9Zgz8SkLWJ/Q9sy0IXGnozkOE2lm",
+	"BpcBGCX6c+x+A2Yx+3PMSX/WPx1mgdGRKcqJu4K8hnraiVoBlqDLcPpxDlyCSr3+sBQ8FTmV3wIoAquu",
+	"6AJPRU8CE2yDnSHmDZbpWzgYxtVchsM0kclUjYg6LxVZGgt1AMlD8BbO2yCWfDSa9+SAxyPg5aMtRIak",
+	"3WgE0xHBQAHaMR+r7hcx/ZkpGkyzaSo8mybN2VzwlHEt4mqUX5/vaZgFyI925wcZ/qawV207sVSZ4FE3",
+	"Z4yV+WpRLYAzV0CaSzNohvCOPoW2r2FGwcOGQUED1k9HI09/7vPw+grYOtgsSa9ZNkyT6ZWDOJJMs37y",
+	"ybN64xKjSp4Br3IiFTVNb4BDmLNUqIynwJwIfUFcEZjaCVdK63BQiy0Ty83SkymXzmwpphLELwUejkSo",
+	"WmMVTx967lFmwMoawYBTGY4Eh9TRAxbqpkYjvUfh/qRsXIeKFCFI4ZAuYXxoY4+mfbZ0RozjwGfXYi4i",
+	"u9i09y7EOJYRka0Gqfmpy4DnkuEv1ILmm8gSUdyT5m2LO8OqiPVi/lBXIstieaWCGhTRO6Xv9pVYsSgG",
+	"pqrI60mSs+jz8BjJqqqeHTCea2yQjEYGPMZ8REs4AroJkFGTOqbXsSdp2/v7Xd9fxd/DivQ9ZsgRn7Mg",
+	"mgpge2G/70mIiiSDgRJAkGOGs3SnAMnfhKfZRyBC8UBscudbekegKNVnQu9bc6RcFLTlmTTrOB0JtbXF",
+	"qtChfooBE5pQXH/cGxBJVAHtBroZwBhhBOdQ6/ZkndiarpF128Z7TSzHuJD1ZWA3H0gCu4UCU8iClLA9",
+	"yYjSdpqRr2Q6AvUDS0qIOBZXuKF7YL7bLco9zOcuEX2sCpedHiqNskFfqB1gmQgrOR/YVMHKykNWUF4Q",
+	"R9aVU+VmC9pZNU0Vv1DDzxpqX9ab+v62YH4utFuGpphNRhwUaPOXffN/jf19/Iy5rbsMr2DCzy3euCXD",
+	"Lz5AfQIGbFgcIamapNr857//t47vM/hbzcPx8yhi0wlR7U7HmK0ATwA7E0NmpTrxKlWD76dcZnE2D9j/",
+	"/u8smMo4O0pUFnisRUOs4XfF91M+snOjP7Tcc+ykFq35V80c4j6z32dV2jqGgAqQmpmWIgihrL9VQ5rt",
+	"vLCoOPkwM2g8Y3wer32DXg3GCia65I6GgOlZ22l7LBiLcRKwf/7//4O1fN/3WKPRgIoj3Q2HbFo3cik+",
+	"ZUg5DnVKCL5CONTmXrOwKlDI4tZg4G6EKhcPswE5bOvc06xCPhERG2H1WJomVzwDNK8370+9fNc6AMd4",
+	"9qtaxkDneD/R1jKKlXartbWVZ3s5mYrYFX3+87KcKJGiq6djwedlq2k40KIZiZL7t91YYzUwyYQ2wEJ5",
+	"wUENBg06jK06VvrSx5hVMdGuGpwtvM+muc2jZcLiehrAs6kSkf7q0iXHqsFJwU1VeEV/koIWy+ylM656",
+	"cqpyHwVIIs6ieAA2ACUFVRe5uRlRc9fKabINJM1ygyoBhUdrppFdN1oqYKbmlFZhlcVukQPa0GiztVi0",
+	"Ie6OESD4WE9yZViiSfcsJdRGPWN18UzRz3yXm3lNJmYtx9+/PznG83CVJJF+LA5FbX2OZlJpzWwVsfEw",
+	"N6psnqyx4tDeHqzYDO1Wq8GMfc9S8R1wcJiH258+oRIOKHim04sc2TuD7bDTqu9GTVFv871BfT9s9esd",
+	"0Y62eWvQ7PvhI6eGHsdSC+qFmCPcHVAU7Fl1GBSSucjKqKJbHd+zrtSjZDzhcm5BTwoe1m7FVCH8sZ/G",
+	"V8NMxZGYjKbjfu6nNW+4MCKFu9b80lzc9mfU9ixcSsFxbf3c2xWvAhegeU7fL/m/782XMklMS4R8ImRU",
+	"6YIa9PmzV9H76hSbdef6xHXZQ7c8nGpj0ZdScze3dxodv1Iy6ZUPxvvNjsj9zU5PjyrLC3Grr7y4BpVj",
+	"LjmzX64srYcD2dPeq7grUzGDsItjncPbfmXlIrXyRfq73tDjcRLF2ZzwZjrbTb+y6ME8cpnJ9THnulmj",
+	"4FS6La9itBogl2l0Kl5lmowr3crLQ8CaCfWZ3t7xfb+132x3WuA4Xmjb7LwiZxiOlgo+sumk0HClWXGb",
+	"1i1Tw/gxaFj/Ux9l3IyVyyGX12yeTEFMQmJVf6r0hIBX9kG2aeX8bX13d0/3DvcqlIBtwHlddoWsSCE1",
+	"gjlLKJrwUxSfrc3CTocOB7AJzbd1qN9Cv567Vl0CdhND+RIOdnu7OXf/MiO7aQkRIbLHRMVOXftF1sfd",
+	"hc40Pfpsoie29F8+GoN7ZTEeg9vTOfC3x2TK0mruRqEqhPTJvywUqxayU6wxFVkIC57hDo8TWfPQF2wp",
+	"AsFDnCUznkIVSY7vHHiM2BDAT4ovMie8ktMwqZ6sukkwNSu9nMeNGnB7LEYbXw/Eh0hETsevci8/QgZ3",
+	"CzUSk2gQsCp2Spsi4HtZrlbwWH/ekzirScqC7wPEw6gtYLEULA/d1fPjVxYIAecQM5YhmKUXAuKsA4Q2",
+	"yD2/XTYbJqwfj0YKUYAcxmeC1oP0S894zDwGmHzo8AZFy7PLUIhdFRfSIwchEmVFFBGM2Plb80sM/ZA6",
+	"iiniGQAi0RjGyOqCRIgjAMXRH4imgKEqoBeOw7YQMVnhsS2E+uxu/+aChYm24bJ4LIzbiHpXQofdYIc2",
+	"dZ1WPmBVCbG6YOs5IJMvY7D05JXIFBTGW7wX3dIipoViVAAz4/Mym/q1yO4yqO9IQ6D76yR6mEyENDsn",
+	"Tst1rttz8/x97tsidMQkGoCZsyKt4fK2A8Oq79+xU5FlIoWsEpsK0o8lh8yRpQrGW+56yP0HyIMkZdWV",
+	"0qC23I/FYnWCbjmOFcDYE4BdseEP6Dw4P37VZQHPMh4Ox+BrHMQjoY/uH3rG4qkbS6cxiQZURpq7FjZ6",
+	"d43yzieAu8fAZvmlmsJzjGSuxr07gr+Dr7pUzDLrjNTClWqR+iJMtHANKE4qIqR0oB9s7Mn+5sX8DR8L",
+	"DFJDZM5WMxn5zeGYQebCYJoSyg+yQ7Bzy1TsOOks5WWDHeXRWq77DoVKqds7N/7HWbvVYtV+og9eKjAr",
+	"oAYA3m496HL5DjbzmOS1HeDa9pF94aEtJA/cyrZDTwwKV/+aFg5sgAeQW7YWaqXkukCCWjZOpJgXyhYY",
+	"kd9ExmRx1e1kCh5kCnilkcG1T9JuT4ZcDT3GWTgU4bX+R5/LayTKHaBKb6wNrdCZmOk56qMBKbY24R+E",
+	"ZcDGyY3huZ2zKCFYI5e6FgwqK3FRCeZWT44VBOo9IHKFB8BMQQ7tALNuJNQSqNoiKRBRbNpQacNpJ0l7",
+	"MnCZSskkc34HvfuIVMCQu3GZa/OGrw6Dh1Zhh7JIW/pg1XLCdrNJCWTcBQfWMVWYkZ6sYllNLFlQ5KUP",
+	"TMUN1C0TRVCtwWzmDFNZMsFpKaZ+aDsqjtwEDUiyocA3kNlisQ/Fh0x0OpslJj6tvHwk7uBHsco8d1wO",
+	"m5DvhL/gGdyceu20HVpIpuhigiDvyTxDyM0JaThAfo4thflJuR/RxKgDZ6Xdu9peg8TkBDVhmAap3O9i",
+	"/a05OdbW1iZuGXZ1aUj0EOoiVqRkBU6Qs9S9iSiy68U8y7yddBZXhzo9YroGhyg6Rg8sqxVuAzryFifJ",
+	"TMKiUnGQ19S7aaf4Fb1bMH6sW4MfjYJTYhiicCOJ+SVKhnfPkOzPFXj96WKtnagV7oomr2/324N6m++I",
+	"OpZID5qiFW2H7X6HP/JYK1xDi9h48Mv8ipsLlYk04vPSsJ+J+qHMqnTpk0S8cLNI/7hfYAOx0gxiZbpV",
+	"iLNtEPApbONCwOchIjkPF4Gxd5obgDHX3v0jMGLNAIxp6ZeOvDyIQeBOpRnYQclkaOGMzLu/OWPhKQTz",
+	"aA0UlEjOiQdfwqJR8KVWy/Mf6F8nGKyJxEiUAbtdCG0cKKc7RaFzayJ7rmVXkQ8uM4gL41hl/FpYSwb1",
+	"wX4ylaGIUMnHdt1T2efhdbdg0qCubq0a/Qp6bqyXxb5rHEKOeVFNUuNSIk5smyUPecf6qYPcjIkVJuCL",
+	"CHR5tO1KTBHdC8wiL1hQuWMnFYMpgp25U1gwIQzj6wDAXg6IfDtfBK3plrmPTAZ1rNBrpHthOxAVMkML",
+	"9T2L6vmKqJXNB23nXUrFRHDqEQyej6gICNjIsSSjjFVUz9MFbaafQo9E/DTarDQJ2vYDU5hgpAolTna7",
+	"PhRvqT1ivwCCzU9wU8LG/he7KP/lLh/0BS0dnPveN5iFdStftSV6UYavuuB3B1F0l+sfeKz5vBASZlxd",
+	"I8vKlciLTMuC9TZdfc4Uj6NVNZDJTDp1kJuXJWL1VdSArHnUrkUENT0LdRlUOpQboBY71QwN4/yIz7iq",
+	"vhLi6HlVJVsoqjxcMxCxRtxBL+Njijooeu4XScjCYD83haPI1wwOCrN1agerLa+nqMS/pNJvMVKN2Ltb",
+	"3oILYF2+YCEL9E4hl4jNm/sDq3GmLFkwETyFQ6i2Aw8CFMvP0jiDcq+Ov40pKbNYiS6bSvs0SHPdtzoQ",
+	"cFVBQdSn1VSoprEes5aS+o6B86CFESnx5ibIUj4YxCGyeGV5dS2ljZJwbfn+urzGF4JHkGv88NTG+tPz",
+	"n5TdGFrQ0wCLdl8hQdv8HjBuThlUcejHZsM4O6AUy+3SoaIu0jKFQ1Aq0zne/oZdzYVu6/jbOXQbnUO3",
+	"NGttELdp4fA+DIwbIPOiV+22ITZuJZe2u/Nudumlgt5NcMxKCq6hVNiEpt7ZcusDrXUVgiiITgqBLSUy",
+	"iA8MMWjIIjHg01HWzQuxqcJZseDv9W2P+R7b9tiux5rtb4MV57PYg8pPaPUstbUSfdvMFj3YeIJ0uTMr",
+	"6AKg3guzR3vtTnyXaWkQHQtuy6Bcllo4YJA0cy3mmO1ojO4GC2g/HvO5ClxqRBbxuUJ3wD//v/8A7Gm2",
+	"71Rd73mIYwxxsrzsmKAR3K8aXDyT9kOeKLip9ImIJeMqJNhLyMClwJQ5irChhbK+CcQQMAyLhcipwTCI",
+	"IRc3UQRdYhgpiWxx+aCdT8sP2n3jP4SZsHgf6hZYNkwFTS/2y3MxEdBLNxPiGrHDCrjm5qvoKnEmudLV",
+	"4sT3dr/dKMZTdtx/vvjOvcWNzcmwDpan0o4HjCv8alOYgOXjPjJW6w9Q4FCHegdbqnG397+0YMJDcRtL",
+	"hqwsBmhjOXMJJV0cMfTCg4TL3c3PFHPrLlySm8JXGMIi2T/ECiGvTIgzL1/o+C1WDY6Kby8U8wOlgZbF",
+	"I56JFBCE1B0k6GDDgKcb2s/jsOAa9W7hSD+GGX5nBrkOuHo+zwB1f/ucLYAV7vNmv2Xw1ettvtOv74W7",
+	"iL7e4tv9dtj5ueDW2+WKKYzL8SuvtYuemM1JBLXWmoLXPBMzPn9kruV8XzvC6l1ehUVyaib6wyS5rhty",
+	"io3sHPsSq9o0t51asRSswd4B9xaqimTYDJOZZEORikYpiPEH7NRL26cvcSZgHbhBj3azXPYum/vdtsly",
+	"KY72RZJcXwsxAQCDuQz1A2R1XQgOLWANNmRW6tsOJthNo6x4BPZP6V0YZxRR5VsPEfwp5NWsN3mrX9/V",
+	"gmRPtAf1Dt/p74Z70b7wB459bhU2rzItcBnouVINGi6QGOARR/6AFZU0dnIXlmtdhNCFNVoHKfTSIQl/",
+	"9DGsx6u30JFVjTGX/EqUgn3SM/l0O0Lgw9LfXNjPkI9GfR5eo+FxQ+frh38zvPr9JJr/X8+n6ejzLQEn",
+	"rUTrO4WaUuymWWSSB2iaG6K/Qgg1TFF+jtw0WkKA3dWTBr7ZxIRioXWXrzDRqcsCI8Eg1yD/bhx5DkKh",
+	"NFT8xLAE8E42UuDlX4FqwYyPJwGrvpfxJ8NxZLG8eZaJ8SSrUUKpeU/FV5Jn01QEXRbcNL08I6zPldhp",
+	"6/e/Ojs8qr/76rDV2YHC0Z4Mfsh7/7nxw1InPjd+0DP2GVBH53kKmmD9uUnRRWrDnkQyA6r/pEYRLzqY",
+	"DZUIPwa1BnvlZnDiXzlLk4x8T7OkJ+1IFJXpyMxjSmhFKsO0Es7UhANjDhTrFBCowAmOxY49qVdrEAvV",
+	"YBeQuMnswBQb8BQVVG11VZd3zCjupxwIFYECvCc7xE2lMHGF4L2Z091YsjABDza2hHRES5/uSfz2HGuA",
+	"tXJdlnpLu+PlTWnGRIlko23XWJVMmi/1F+l+SxkYhW1KQYh8o4L2N+aRuLNfdnFu7d5EfzfV3/l//u7X",
+	"97/9/b+tBwsOKGDZLMG9U883lD4tACEX4qZFOLnAWdg7e24fvbXnX5ySu54fAjfM+s6PxYDSnLU+fTIV",
+	"dpTv3uzYBR7z9Nq4g6lGPkokRSuafrneZkS9Fr1XiRQHxgggnQZio4hBo9swKVrjRGtot3nUDyXt+8lU",
+	"DTENIHPaoyrSRXP3KlaQcM7Z+4tT/Y5+29SoZEmXtfymA2FmOm+AcvVy6+4FKPoCrydRo4QwFsAsc0CR",
+	"FZJiviDhRAR2Z8HbDmifVnUtKLQ92dzNhjZAb4DedI9TWzNiVLCAMK8siqTf3iuUe8iETZVIoQpfn4QJ",
+	"V2qWaOOe9+QkSTNWzYEfaygZm3pqdjqd7Q5enkP9ZQOBSU6+ybQ/ikMWS30oRdbVnxslyURf4R6bpPEN",
+	"zwSrNv3nex5r7rYazZ3nzZbHmvv6n3vPmzseG4S+3+0+3615RGKb1t8cXnoQIa2PkpCPerLa3NlvtDpt",
+	"fEHs6ReaPkBSjrI45CrDiCSEzqIcZoBLC9IJLtWR4BFwNpyc37R7MkmZijOBraBoYNWg232+vxN4LOh2",
+	"B4PBoOt3ffrFTrs7GOz37QPm52a3+7y9p3dC0PL9lu4c/H0gQuwpcLlJ3eqO7RAVEQC6bDX4nc0p0fNc",
+	"o0CqXq+ehK6nQiWjG2ScAJ47qPkZe0tIvtN0RCVSWuVXemB8rkUzz9h1LCOA6XRYaGZcZiIy5UzwGDZs",
+	"mtTnCj/ovAUZnXqqIZ7HtQaA0oDEgkf3+/Gbd9YlbF4PEymxkEJ/+NBw3QIKc86mc37414uX33z88PLF",
+	"V2/ffv3x8PT07YeP5xcnfz68fPkHxCGuBoBZmE5lgDjaceZBFgYuaCRuxCiZaPOn1pMY3QaeUzw5cHD0",
+	"UTX7lPoHwJ+AxyHScawUMNFvbbF30z6k+QBEZsI4cm1jfg8cBvs4brZJmmQizBArI+IZ93qyLyDDN1jQ",
+	"orXaVgi4BDAMm3i6hZXNjjm3BbsNzOyP+g+NLcpQolK0xlZwUMCMKHzX+T086IrcnoRHqIcNbYMGDRZs",
+	"BeVDTQYUu4DZWMLGpAoP1ZNVbksjl0Z7gDDcwOTULet2rcHemlQE4m4EDkWE1ECiJqdT8F95RetocM62",
+	"tgq40Mtan5qIMB4YuvCbJgZOAboTroegJ42BUusyziCpl2BL4YFnhNmAOb+ObVCu469S4hEORF/Eyzcw",
+	"HHdzyg60HRGnsMuoEkkvnx6jvm8uEIIeHLJ0HjtMeQyUWY9t+/jfFhvq3w091vThf9v6f1s+G8KW0hp7",
+	"TyKE9H/9r6bPfofiiVyq+t7Qd9S+/l3H30ZxoxIomiwQtlo3jf5i7QB7RKAonEi/rFqBdAqxAetuN/1c",
+	"XSjey1jfBsnKUcI6EI3KDTfO1BRIVgfTUf71alD0pwRGSMbhsNZgx04v8NpQLkY7FUxCfK/LIhFNcb9C",
+	"PqG77LrnOAijED9TLNCDBbgWbLUnQXNwBTS8NE0F5I9zbWcCTu7ifWskFkgHFKpxIpFZANEQLk/fsSGX",
+	"kRpqQZn/Xm/CiCXTLPAMOi3pfNUAONo7/jYFO6kuU/WkC35sSL9HydVqmNZFL809o5DLWmWJf+x+nrB1",
+	"XVnrhiEXRozTsJ463txsQn7VPkXQnLUJBa6Bs8HX3+yne6+//uv36eXsu/fnx3snp+d/O0lap/yUv5u9",
+	"7ky+uvrm9zvXx7M/fJlH8p7L+CHOhuhHvsux6OW15jhIVnWMA5nMak/R3aeqsXv6Vg1w35J/9Q73ammk",
+	"Ze24sHvZFjVFy5yTJaB5Gws5d5UitE2SXiVZJuSqiOnyNXG3u8u6FKLSQp67JNAvFBTF8UZPMc7HcqRw",
+	"QTY/Ut5q5Eu7NatGBc1vg5rW7JdTDpxg5i3pBa9F9hs9Kf6/kOrzsysvd6ksT8LosQgjwNrbXBJNeBYO",
+	"SzD1IINMGWch+AVZ1frtAA/HgdoNnLe1qS6ZNlfnDI8tZfAoFmf62fycBMQttbEvbKEHXderw3KnDnly",
+	"CBOKwKwajNIs7W+0CmLJvQyH2pKNb4KiZv6eKQuEY01udZC/FwCIU0GhAVWHVTEfN5qiTV1rsK/FXFkm",
+	"K21Lz21iJy9LNHk/ifhvSfO5p1lfFLhbWpouScj7Cj6c4odLBP4FbqCtX//1oo9BCKIoekJYecqEvofV",
+	"i5nQD2j1PtfH8G5IR74QBDEpQzZQHWeW/j3f7cCxVp0NeYbwgJkqXJcHiMuRANYYCgCWSFFrsJbf6jKs",
+	"JD5YSEqC/57kmUnDZAaeYcClPZR56xjjykH/2ARLDNyEIzDLKZulyyboeOfafAcnPoYuXL+9t8iWa3ED",
+	"HKqOhRKUWF79Rm2V1j0uuJNoXYiRtaUw5HkgKrhB1yqB9qAFw131VHd+5YrCzUpklwpdF6URy/RPq48c",
+	"RfLMyaPSBIrKtVsmvueWxLZb+3lJ7GWSAJtxXuqxbkFsyjNRB/7KTZSpW+phl7rSRSF4eH7CrsVca9VA",
+	"ppCk68+HFomJ4z3J4elmlvhyxuNsIaTozJoDWec8chdUHTyKT8JIf/n7DskbWSZUhjfO/e85TDyqm3DL",
+	"qgvvdXyzFFQFVEB80bP1jXmKE+ZyAh2H+JTlSZ0AtyU+TeJUHE3TVMs++Q7XCNmdnRQRSvdRmJdn8+08",
+	"A8qS9yAnBxlFSGCvEsr7hOyCFMEOZnEWDpEUxbjeRolCQPY8Yo4nDqxSBB6gpoAbNb6SqrFqBF3mG4vQ",
+	"dMb0D6PDHqEq029NytE1wLyauVoevhmrmQJUIkrgtGA5aQ9QPOpfz2IsXZpK19/UgMEJvKDs4zI591Uy",
+	"Y6OECHGd1daGnM0DhBp6dJUYaN7gh88BPRTnZwOu339hx+dvNuabh3xzifVk6j6Zuptf/SjgS0zdZyaA",
+	"dJcuAF1Jb8ovg9PFrEiTeenkUQJOTyQmo2QuIosllOYADbEqZrDqfU+pmufvX5yeHH18f3HaKJzPJd0U",
+	"SsNoHEuVYZ9CMvilUSjxVpVQ8KEUy5JrIXPyFvjRZmVfizlog3RRHRZAg0oAJE8sZNxkoZS61iWuRY8h",
+	"rn4qeAQkt0UUJ4/4RhrsHWZQAcSB6ho4u3/+v/9RwLOjnyEp0IKTPl96Ikdrc4azVO69PKCXyOhK5RdZ",
+	"gsQPSE+RSKpq7jLFR4IY9RIoymUTfqWngU8mKdTqAjGaCEexNGitKPrd6T1ywE/VCnjOnBljodCbQKCS",
+	"AmvGM4VsF3rJIbBwdnL8TLGIx6M56/MsHHpMCoAipe5A1wZCuP06xiTYsi590EoZOSS7RdgNrwDm6hWK",
+	"4CmtFuuW81uavlTwinDk3MeCHJmXgQGBB4cUPYoN0NseVrhv+5C6iDu7WNGwECxeqq9zhg6OgfKBi9RS",
+	"cQBNHDThwdHBbq+ZFat44YwtC6LlxqGAHRVigzJgQAZMKQFtQefDbr3wir2V7xpDq6dYVWVJKlTN+dKp",
+	"+ePd3zk7OVasaklcDO13ebG628bZ4islbV1QjjPTp12KVD1jN7G2PSCHOE6Zvs4GyShOYBMkg5xNppAT",
+	"nbdqvljS2Gl8IwBuCs9uAXxKEVihlvOYh51/0kGj+vzt5/8TAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

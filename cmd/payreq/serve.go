@@ -104,6 +104,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
 	// Each MID's batch closes at the cutoff, once across instances.
 	go a.Payments.RunDeposits(ctx, time.Minute, log)
+	// Scheduled pay links and due reminders go into the outbox, each once
+	// across instances.
+	go a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, log)
 
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(wire.Listen(listener)) }()

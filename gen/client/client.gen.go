@@ -245,6 +245,9 @@ const (
 	EventTypeInvoiceCreated          EventType = "invoice.created"
 	EventTypeInvoicePaid             EventType = "invoice.paid"
 	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
 	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
 	EventTypeInvoiceSent             EventType = "invoice.sent"
 	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
@@ -274,6 +277,12 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoicePartPaid:
 		return true
+	case EventTypeInvoicePaymentRecorded:
+		return true
+	case EventTypeInvoicePaymentRemoved:
+		return true
+	case EventTypeInvoiceReminderSent:
+		return true
 	case EventTypeInvoiceSendFailed:
 		return true
 	case EventTypeInvoiceSent:
@@ -300,6 +309,9 @@ const (
 	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
 	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
 	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
 	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
 	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
@@ -330,6 +342,12 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoicePaid:
 		return true
 	case EventTypeOrAllInvoicePartPaid:
+		return true
+	case EventTypeOrAllInvoicePaymentRecorded:
+		return true
+	case EventTypeOrAllInvoicePaymentRemoved:
+		return true
+	case EventTypeOrAllInvoiceReminderSent:
 		return true
 	case EventTypeOrAllInvoiceSendFailed:
 		return true
@@ -413,6 +431,51 @@ const (
 func (e InvoicePartPaidEventType) Valid() bool {
 	switch e {
 	case InvoicePartPaidEventTypeInvoicePartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaymentRecordedEventType.
+const (
+	InvoicePaymentRecordedEventTypeInvoicePaymentRecorded InvoicePaymentRecordedEventType = "invoice.payment_recorded"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaymentRecordedEventType enum.
+func (e InvoicePaymentRecordedEventType) Valid() bool {
+	switch e {
+	case InvoicePaymentRecordedEventTypeInvoicePaymentRecorded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaymentRemovedEventType.
+const (
+	InvoicePaymentRemovedEventTypeInvoicePaymentRemoved InvoicePaymentRemovedEventType = "invoice.payment_removed"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaymentRemovedEventType enum.
+func (e InvoicePaymentRemovedEventType) Valid() bool {
+	switch e {
+	case InvoicePaymentRemovedEventTypeInvoicePaymentRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceReminderSentEventType.
+const (
+	InvoiceReminderSentEventTypeInvoiceReminderSent InvoiceReminderSentEventType = "invoice.reminder_sent"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceReminderSentEventType enum.
+func (e InvoiceReminderSentEventType) Valid() bool {
+	switch e {
+	case InvoiceReminderSentEventTypeInvoiceReminderSent:
 		return true
 	default:
 		return false
@@ -551,6 +614,33 @@ func (e LocationStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentMethod.
+const (
+	PaymentMethodBankTransfer PaymentMethod = "bank_transfer"
+	PaymentMethodCard         PaymentMethod = "card"
+	PaymentMethodCash         PaymentMethod = "cash"
+	PaymentMethodCheck        PaymentMethod = "check"
+	PaymentMethodOther        PaymentMethod = "other"
+)
+
+// Valid indicates whether the value is a known member of the PaymentMethod enum.
+func (e PaymentMethod) Valid() bool {
+	switch e {
+	case PaymentMethodBankTransfer:
+		return true
+	case PaymentMethodCard:
+		return true
+	case PaymentMethodCash:
+		return true
+	case PaymentMethodCheck:
+		return true
+	case PaymentMethodOther:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PortfolioMerchantStatus.
 const (
 	PortfolioMerchantStatusActive     PortfolioMerchantStatus = "active"
@@ -569,6 +659,30 @@ func (e PortfolioMerchantStatus) Valid() bool {
 	case PortfolioMerchantStatusOnboarding:
 		return true
 	case PortfolioMerchantStatusSuspended:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordPaymentRequestMethod.
+const (
+	RecordPaymentRequestMethodBankTransfer RecordPaymentRequestMethod = "bank_transfer"
+	RecordPaymentRequestMethodCash         RecordPaymentRequestMethod = "cash"
+	RecordPaymentRequestMethodCheck        RecordPaymentRequestMethod = "check"
+	RecordPaymentRequestMethodOther        RecordPaymentRequestMethod = "other"
+)
+
+// Valid indicates whether the value is a known member of the RecordPaymentRequestMethod enum.
+func (e RecordPaymentRequestMethod) Valid() bool {
+	switch e {
+	case RecordPaymentRequestMethodBankTransfer:
+		return true
+	case RecordPaymentRequestMethodCash:
+		return true
+	case RecordPaymentRequestMethodCheck:
+		return true
+	case RecordPaymentRequestMethodOther:
 		return true
 	default:
 		return false
@@ -1083,10 +1197,18 @@ type CreatePaymentRequest struct {
 	// Example: PO-7781
 	PoNumber *string `json:"poNumber"`
 
-	// Send `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now.
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+
+	// Send `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now, or at `sendAt` when it is given.
 	//
 	// Example: true
 	Send *bool `json:"send"`
+
+	// SendAt Optional. When to send the pay link instead of now: a time in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. The invoice shows it as `scheduledSendAt` until it goes out. Absent or `null`: send now (unless `send` is `false`).
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
 }
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
@@ -1287,6 +1409,9 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
+// - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
+// - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
@@ -1393,6 +1518,9 @@ type Invoice struct {
 	// Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
+	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
+	LastRemindedAt *time.Time `json:"lastRemindedAt"`
+
 	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
 	//
 	// Example: false
@@ -1443,8 +1571,19 @@ type Invoice struct {
 	// Problem Description of a problem with the invoice; null when there is none.
 	Problem *string `json:"problem"`
 
+	// Reminders The invoice's own reminder choice as given at creation: `true` (reminded on the organization's schedule even while it is disabled), `false` (never), or null (follows the schedule's `enabled`).
+	Reminders *bool `json:"reminders"`
+
+	// RemindersSent How many reminders of the balance went out for this invoice.
+	//
+	// Example: 0
+	RemindersSent int32 `json:"remindersSent"`
+
 	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
+
+	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
+	ScheduledSendAt *time.Time `json:"scheduledSendAt"`
 
 	// SendProblem Why the last message could not be delivered, after retries; null when there was no problem.
 	SendProblem *string `json:"sendProblem"`
@@ -1631,6 +1770,81 @@ type InvoicePartPaidEvent struct {
 
 // InvoicePartPaidEventType Example: invoice.part_paid
 type InvoicePartPaidEventType string
+
+// InvoicePaymentRecordedEvent `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
+type InvoicePaymentRecordedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+	Data RecordedPaymentChange `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.payment_recorded
+	Type InvoicePaymentRecordedEventType `json:"type"`
+}
+
+// InvoicePaymentRecordedEventType Example: invoice.payment_recorded
+type InvoicePaymentRecordedEventType string
+
+// InvoicePaymentRemovedEvent `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
+type InvoicePaymentRemovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+	Data RecordedPaymentChange `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.payment_removed
+	Type InvoicePaymentRemovedEventType `json:"type"`
+}
+
+// InvoicePaymentRemovedEventType Example: invoice.payment_removed
+type InvoicePaymentRemovedEventType string
+
+// InvoiceReminderSentEvent `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
+type InvoiceReminderSentEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.reminder_sent
+	Type InvoiceReminderSentEventType `json:"type"`
+}
+
+// InvoiceReminderSentEventType Example: invoice.reminder_sent
+type InvoiceReminderSentEventType string
 
 // InvoiceSendFailedEvent `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why).
 type InvoiceSendFailedEvent struct {
@@ -1865,7 +2079,7 @@ type MerchantAccount struct {
 	OrganizationId openapi_types.UUID `json:"organizationId"`
 }
 
-// Payment An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits.
+// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
 	Amount DecimalString `json:"amount"`
@@ -1873,7 +2087,7 @@ type Payment struct {
 	// AmountRefunded The sale's approved refunds, two decimals (`"0.00"` when none).
 	AmountRefunded DecimalString `json:"amountRefunded"`
 
-	// Id The sale's card payment id.
+	// Id The payment's id: a sale's card payment id, or a recorded payment's (the `paymentId` of `DELETE /payment-requests/{id}/payments/{paymentId}`).
 	//
 	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
@@ -1888,7 +2102,12 @@ type Payment struct {
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
 
-	// PaidAt When the payment was approved.
+	// Method How a payment was made: `card` (a sale on the pay page), or, for a payment recorded by the merchant, `cash`, `check`, `bank_transfer` or `other`.
+	//
+	// Example: card
+	Method PaymentMethod `json:"method"`
+
+	// PaidAt When the payment was approved (a recorded payment's `receivedAt`).
 	//
 	// Example: 2025-03-18T19:45:12Z
 	PaidAt time.Time `json:"paidAt"`
@@ -1897,6 +2116,9 @@ type Payment struct {
 	//
 	// Example: Dana Whitfield
 	PayerName *string `json:"payerName"`
+
+	// Reference A recorded payment's reference (a check number, a transfer's id); null for card payments, whose processor reference is `retRef`.
+	Reference *string `json:"reference"`
 
 	// RetRef The card processor's retrieval reference for the payment.
 	//
@@ -1908,6 +2130,11 @@ type Payment struct {
 	// Example: true
 	SavedCard bool `json:"savedCard"`
 }
+
+// PaymentMethod How a payment was made: `card` (a sale on the pay page), or, for a payment recorded by the merchant, `cash`, `check`, `bank_transfer` or `other`.
+//
+// Example: card
+type PaymentMethod string
 
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
@@ -1987,6 +2214,41 @@ type Product struct {
 	Name string `json:"name"`
 }
 
+// RecordPaymentRequest A payment made outside the card processor, to record toward an invoice. A key not named here is a 400 keyed by it ("unknown field").
+type RecordPaymentRequest struct {
+	// Amount How much was received, as a `Decimal`: more than 0, at most two decimals (else 400 `errors.amount`), at most the invoice's balance (else 422, stating the balance).
+	Amount Decimal `json:"amount"`
+
+	// Method How it was paid.
+	//
+	// Example: check
+	Method RecordPaymentRequestMethod `json:"method"`
+
+	// ReceivedAt Optional. When the money was received; not in the future (else 400 `errors.receivedAt`). Absent or `null`: now. It is the payment's `paidAt`.
+	//
+	// Example: 2025-03-19T16:00:00Z
+	ReceivedAt *time.Time `json:"receivedAt,omitempty"`
+
+	// Reference Optional. The merchant's reference (a check number, a transfer's id); at most 100 characters.
+	//
+	// Example: Check 1042
+	Reference *string `json:"reference,omitempty"`
+}
+
+// RecordPaymentRequestMethod How it was paid.
+//
+// Example: check
+type RecordPaymentRequestMethod string
+
+// RecordedPaymentChange The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+type RecordedPaymentChange struct {
+	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Invoice Invoice `json:"invoice"`
+
+	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
+	Payment Payment `json:"payment"`
+}
+
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
 	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
@@ -1996,6 +2258,19 @@ type RefundRequest struct {
 	//
 	// Example: One chafing dish was returned.
 	Reason *string `json:"reason,omitempty"`
+}
+
+// ReminderSettings The organization's reminder schedule. While `enabled` (or for an invoice created with `reminders: true`), a reminder of the balance goes to the customer at 09:00 in the time zone of the invoice's location on each day `dueDate` + an offset (a daylight-saving change included), while the invoice is `open` or `part_paid`, has a `dueDate` and no scheduled send; never after it is paid or cancelled, and at most one a day per invoice. It goes the way the customer asked on the pay page (`customerPrefers`), else by the invoice's `delivery`, through the same outbox as pay links (exactly once however many instances run; a reminder whose hour passed while no instance ran goes out later that day). The message says it is a reminder, with the balance and the due date, and the pay link. Each raises the invoice's `remindersSent`, sets `lastRemindedAt` and records `invoice.reminder_sent`. Default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+type ReminderSettings struct {
+	// Enabled Whether invoices that follow the schedule (`reminders` null) are reminded.
+	//
+	// Example: true
+	Enabled bool `json:"enabled"`
+
+	// OffsetsDays Days relative to `dueDate` (−3: three days before, 0: on the day, 7: a week after), whole numbers from −30 to 90, at most 8, each once; answered in ascending order. A broken rule is a 400 keyed `offsetsDays`.
+	//
+	// Example: [-3,0,3,7,14]
+	OffsetsDays []int32 `json:"offsetsDays"`
 }
 
 // SavedCard A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq.
@@ -2505,6 +2780,12 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// RecordPaymentParams defines parameters for RecordPayment.
+type RecordPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeliverEventParams defines parameters for DeliverEvent.
 type DeliverEventParams struct {
 	// WebhookId The event id.
@@ -2528,6 +2809,12 @@ type CreateTokenFormdataRequestBody = TokenRequest
 
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
+
+// RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
+type RecordPaymentJSONRequestBody = RecordPaymentRequest
+
+// PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
+type PutReminderSettingsJSONRequestBody = ReminderSettings
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -2736,6 +3023,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePaymentRecordedEvent returns the union data inside the Event as a InvoicePaymentRecordedEvent
+func (t Event) AsInvoicePaymentRecordedEvent() (InvoicePaymentRecordedEvent, error) {
+	var body InvoicePaymentRecordedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePaymentRecordedEvent overwrites any union data inside the Event as the provided InvoicePaymentRecordedEvent
+func (t *Event) FromInvoicePaymentRecordedEvent(v InvoicePaymentRecordedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_recorded"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePaymentRecordedEvent performs a merge with any union data inside the Event, using the provided InvoicePaymentRecordedEvent
+func (t *Event) MergeInvoicePaymentRecordedEvent(v InvoicePaymentRecordedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_recorded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePaymentRemovedEvent returns the union data inside the Event as a InvoicePaymentRemovedEvent
+func (t Event) AsInvoicePaymentRemovedEvent() (InvoicePaymentRemovedEvent, error) {
+	var body InvoicePaymentRemovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePaymentRemovedEvent overwrites any union data inside the Event as the provided InvoicePaymentRemovedEvent
+func (t *Event) FromInvoicePaymentRemovedEvent(v InvoicePaymentRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_removed"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePaymentRemovedEvent performs a merge with any union data inside the Event, using the provided InvoicePaymentRemovedEvent
+func (t *Event) MergeInvoicePaymentRemovedEvent(v InvoicePaymentRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_removed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceReminderSentEvent returns the union data inside the Event as a InvoiceReminderSentEvent
+func (t Event) AsInvoiceReminderSentEvent() (InvoiceReminderSentEvent, error) {
+	var body InvoiceReminderSentEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceReminderSentEvent overwrites any union data inside the Event as the provided InvoiceReminderSentEvent
+func (t *Event) FromInvoiceReminderSentEvent(v InvoiceReminderSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.reminder_sent"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceReminderSentEvent performs a merge with any union data inside the Event, using the provided InvoiceReminderSentEvent
+func (t *Event) MergeInvoiceReminderSentEvent(v InvoiceReminderSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.reminder_sent"}`))
 	if err != nil {
 		return err
 	}
@@ -3051,6 +3440,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
 		return t.AsInvoicePartPaidEvent()
+	case "invoice.payment_recorded":
+		return t.AsInvoicePaymentRecordedEvent()
+	case "invoice.payment_removed":
+		return t.AsInvoicePaymentRemovedEvent()
+	case "invoice.reminder_sent":
+		return t.AsInvoiceReminderSentEvent()
 	case "invoice.send_failed":
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":
@@ -3506,8 +3901,27 @@ type ClientInterface interface {
 	// null). Messages are delivered asynchronously with retries; a message that finally
 	// fails sets `sendProblem`.
 	//
+	// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+	// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+	// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+	// service's background work through the same outbox, exactly once however many
+	// instances run, and survives a restart (a send whose time passed while no instance
+	// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+	// and clears it; cancelling first, or a payment in full, means nothing is sent.
+	// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+	//
+	// **Reminders.** `reminders: true` reminds this customer on the organization's
+	// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+	// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+	// send scheduled; see `GET /reminder-settings`.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
+	//   left out; the nullable ones may be `null`.
+	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 	// - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 	// - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -3549,8 +3963,27 @@ type ClientInterface interface {
 	// null). Messages are delivered asynchronously with retries; a message that finally
 	// fails sets `sendProblem`.
 	//
+	// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+	// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+	// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+	// service's background work through the same outbox, exactly once however many
+	// instances run, and survives a restart (a send whose time passed while no instance
+	// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+	// and clears it; cancelling first, or a payment in full, means nothing is sent.
+	// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+	//
+	// **Reminders.** `reminders: true` reminds this customer on the organization's
+	// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+	// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+	// send scheduled; see `GET /reminder-settings`.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
+	//   left out; the nullable ones may be `null`.
+	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 	// - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 	// - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -3580,7 +4013,19 @@ type ClientInterface interface {
 
 	// GetPaymentRequest Get an invoice
 	//
-	// One invoice with its lines (`lineItems`, in the order given at creation), the payments made toward it (`payments`, oldest first), the customer's saved cards (`savedCards`) and the customer's delivery preference (`customerPrefers`). An id of another organization is a 404, like an id that does not exist.
+	// One invoice with its lines (`lineItems`, in the order given at creation), the
+	// payments made toward it (`payments`, oldest first), the customer's saved cards
+	// (`savedCards`) and the customer's delivery preference (`customerPrefers`).
+	// An id of another organization is a 404, like an id that does not exist.
+	//
+	// **PDF.** With `Accept: application/pdf` (preferred over `application/json`, by
+	// order or `q` value) the answer is the invoice as a PDF document, the one the pay
+	// page offers its customer: who bills (the location's receipt name, address, phone
+	// and email, and the organization), the customer, the number, dates and PO number,
+	// the lines, the totals, the payments, the balance and due date, and, while the
+	// invoice is `open` or `part_paid`, the pay link with its QR code; times are in
+	// the location's time zone. Any other `Accept` (none, `*/*`, `application/json`)
+	// gets JSON. Errors are problem documents either way.
 	//
 	// Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 	GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3591,6 +4036,67 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecordPaymentWithBody Record a payment made outside the card
+	//
+	// Records money the merchant received toward the invoice outside the card processor:
+	// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+	// `status` move as they do for a card payment (`part_paid` while a balance is left,
+	// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+	// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+	// invoice's `payments` with its `method` and `reference`; it is no card payment
+	// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+	// paid.
+	//
+	// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+	// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+	// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+	// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+	// organization is a 404.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+	// body within 24 hours answers 200 with the invoice as it is now and
+	// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+	// invoice is a 422; requests sent at once with one key record one payment.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+	RecordPaymentWithBody(ctx context.Context, id InvoiceId, params *RecordPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecordPayment Record a payment made outside the card
+	//
+	// Records money the merchant received toward the invoice outside the card processor:
+	// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+	// `status` move as they do for a card payment (`part_paid` while a balance is left,
+	// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+	// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+	// invoice's `payments` with its `method` and `reference`; it is no card payment
+	// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+	// paid.
+	//
+	// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+	// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+	// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+	// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+	// organization is a 404.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+	// body within 24 hours answers 200 with the invoice as it is now and
+	// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+	// invoice is a 422; requests sent at once with one key record one payment.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+	RecordPayment(ctx context.Context, id InvoiceId, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveRecordedPayment Remove a recorded payment
+	//
+	// Removes a payment recorded with `POST /payment-requests/{id}/payments` (one entered by mistake, a check that bounced) and moves the invoice back: `amountPaid` and `balance` move, and a `paid` invoice becomes `part_paid` (or `open` when nothing is left paid; `paidAt` is cleared). Records `invoice.payment_removed`. A card payment is a 422 (refund it with `POST /card-payments/{id}/refund`); so is a payment of a `cancelled` invoice, which is final. A payment id that is not the invoice's, or an invoice of another organization, is a 404; so is a repeat of a removal that went through.
+	//
+	// Corresponds with DELETE /payment-requests/{id}/payments/{paymentId} (the `RemoveRecordedPayment` operationId).
+	RemoveRecordedPayment(ctx context.Context, id InvoiceId, paymentId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendPaymentRequest Send the pay link
 	//
@@ -3605,6 +4111,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReminderSettings Read the reminder schedule
+	//
+	// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+	//
+	// Corresponds with GET /reminder-settings (the `GetReminderSettings` operationId).
+	GetReminderSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutReminderSettingsWithBody Change the reminder schedule
+	//
+	// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+	PutReminderSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutReminderSettings Change the reminder schedule
+	//
+	// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+	PutReminderSettings(ctx context.Context, body PutReminderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSavedCard Remove a saved card
 	//
@@ -4330,8 +4861,27 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // null). Messages are delivered asynchronously with retries; a message that finally
 // fails sets `sendProblem`.
 //
+// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+// service's background work through the same outbox, exactly once however many
+// instances run, and survives a restart (a send whose time passed while no instance
+// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+// and clears it; cancelling first, or a payment in full, means nothing is sent.
+// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+//
+// **Reminders.** `reminders: true` reminds this customer on the organization's
+// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+// send scheduled; see `GET /reminder-settings`.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
+//     left out; the nullable ones may be `null`.
+//   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+//     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 //   - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 //   - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -4383,8 +4933,27 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // null). Messages are delivered asynchronously with retries; a message that finally
 // fails sets `sendProblem`.
 //
+// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+// service's background work through the same outbox, exactly once however many
+// instances run, and survives a restart (a send whose time passed while no instance
+// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+// and clears it; cancelling first, or a payment in full, means nothing is sent.
+// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+//
+// **Reminders.** `reminders: true` reminds this customer on the organization's
+// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+// send scheduled; see `GET /reminder-settings`.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
+//     left out; the nullable ones may be `null`.
+//   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+//     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 //   - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 //   - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -4424,7 +4993,19 @@ func (c *Client) CreatePaymentRequest(ctx context.Context, params *CreatePayment
 
 // GetPaymentRequest Get an invoice
 //
-// One invoice with its lines (`lineItems`, in the order given at creation), the payments made toward it (`payments`, oldest first), the customer's saved cards (`savedCards`) and the customer's delivery preference (`customerPrefers`). An id of another organization is a 404, like an id that does not exist.
+// One invoice with its lines (`lineItems`, in the order given at creation), the
+// payments made toward it (`payments`, oldest first), the customer's saved cards
+// (`savedCards`) and the customer's delivery preference (`customerPrefers`).
+// An id of another organization is a 404, like an id that does not exist.
+//
+// **PDF.** With `Accept: application/pdf` (preferred over `application/json`, by
+// order or `q` value) the answer is the invoice as a PDF document, the one the pay
+// page offers its customer: who bills (the location's receipt name, address, phone
+// and email, and the organization), the customer, the number, dates and PO number,
+// the lines, the totals, the payments, the balance and due date, and, while the
+// invoice is `open` or `part_paid`, the pay link with its QR code; times are in
+// the location's time zone. Any other `Accept` (none, `*/*`, `application/json`)
+// gets JSON. Errors are problem documents either way.
 //
 // Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4446,6 +5027,97 @@ func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors
 // Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 func (c *Client) CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelPaymentRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecordPaymentWithBody Record a payment made outside the card
+//
+// Records money the merchant received toward the invoice outside the card processor:
+// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+// `status` move as they do for a card payment (`part_paid` while a balance is left,
+// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+// invoice's `payments` with its `method` and `reference`; it is no card payment
+// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+// paid.
+//
+// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+// organization is a 404.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+// body within 24 hours answers 200 with the invoice as it is now and
+// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+// invoice is a 422; requests sent at once with one key record one payment.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+func (c *Client) RecordPaymentWithBody(ctx context.Context, id InvoiceId, params *RecordPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordPaymentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecordPayment Record a payment made outside the card
+//
+// Records money the merchant received toward the invoice outside the card processor:
+// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+// `status` move as they do for a card payment (`part_paid` while a balance is left,
+// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+// invoice's `payments` with its `method` and `reference`; it is no card payment
+// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+// paid.
+//
+// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+// organization is a 404.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+// body within 24 hours answers 200 with the invoice as it is now and
+// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+// invoice is a 422; requests sent at once with one key record one payment.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+func (c *Client) RecordPayment(ctx context.Context, id InvoiceId, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordPaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveRecordedPayment Remove a recorded payment
+//
+// Removes a payment recorded with `POST /payment-requests/{id}/payments` (one entered by mistake, a check that bounced) and moves the invoice back: `amountPaid` and `balance` move, and a `paid` invoice becomes `part_paid` (or `open` when nothing is left paid; `paidAt` is cleared). Records `invoice.payment_removed`. A card payment is a 422 (refund it with `POST /card-payments/{id}/refund`); so is a payment of a `cancelled` invoice, which is final. A payment id that is not the invoice's, or an invoice of another organization, is a 404; so is a repeat of a removal that went through.
+//
+// Corresponds with DELETE /payment-requests/{id}/payments/{paymentId} (the `RemoveRecordedPayment` operationId).
+func (c *Client) RemoveRecordedPayment(ctx context.Context, id InvoiceId, paymentId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveRecordedPaymentRequest(c.Server, id, paymentId)
 	if err != nil {
 		return nil, err
 	}
@@ -4480,6 +5152,61 @@ func (c *Client) SendPaymentRequest(ctx context.Context, id InvoiceId, reqEditor
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReminderSettings Read the reminder schedule
+//
+// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+//
+// Corresponds with GET /reminder-settings (the `GetReminderSettings` operationId).
+func (c *Client) GetReminderSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReminderSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutReminderSettingsWithBody Change the reminder schedule
+//
+// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+func (c *Client) PutReminderSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutReminderSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutReminderSettings Change the reminder schedule
+//
+// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+func (c *Client) PutReminderSettings(ctx context.Context, body PutReminderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutReminderSettingsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5958,6 +6685,109 @@ func NewCancelPaymentRequestRequest(server string, id InvoiceId) (*http.Request,
 	return req, nil
 }
 
+// NewRecordPaymentRequest calls the generic RecordPayment builder with application/json body
+func NewRecordPaymentRequest(server string, id InvoiceId, params *RecordPaymentParams, body RecordPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecordPaymentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRecordPaymentRequestWithBody constructs an http.Request for the RecordPayment method, with any body, and a specified content type
+func NewRecordPaymentRequestWithBody(server string, id InvoiceId, params *RecordPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s/payments", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveRecordedPaymentRequest constructs an http.Request for the RemoveRecordedPayment method
+func NewRemoveRecordedPaymentRequest(server string, id InvoiceId, paymentId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "paymentId", paymentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s/payments/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewSendPaymentRequestRequest constructs an http.Request for the SendPaymentRequest method
 func NewSendPaymentRequestRequest(server string, id InvoiceId) (*http.Request, error) {
 	var err error
@@ -6015,6 +6845,73 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetReminderSettingsRequest constructs an http.Request for the GetReminderSettings method
+func NewGetReminderSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/reminder-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutReminderSettingsRequest calls the generic PutReminderSettings builder with application/json body
+func NewPutReminderSettingsRequest(server string, body PutReminderSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutReminderSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutReminderSettingsRequestWithBody constructs an http.Request for the PutReminderSettings method, with any body, and a specified content type
+func NewPutReminderSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/reminder-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6750,8 +7647,27 @@ type ClientWithResponsesInterface interface {
 	// null). Messages are delivered asynchronously with retries; a message that finally
 	// fails sets `sendProblem`.
 	//
+	// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+	// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+	// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+	// service's background work through the same outbox, exactly once however many
+	// instances run, and survives a restart (a send whose time passed while no instance
+	// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+	// and clears it; cancelling first, or a payment in full, means nothing is sent.
+	// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+	//
+	// **Reminders.** `reminders: true` reminds this customer on the organization's
+	// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+	// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+	// send scheduled; see `GET /reminder-settings`.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
+	//   left out; the nullable ones may be `null`.
+	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 	// - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 	// - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -6793,8 +7709,27 @@ type ClientWithResponsesInterface interface {
 	// null). Messages are delivered asynchronously with retries; a message that finally
 	// fails sets `sendProblem`.
 	//
+	// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+	// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+	// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+	// service's background work through the same outbox, exactly once however many
+	// instances run, and survives a restart (a send whose time passed while no instance
+	// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+	// and clears it; cancelling first, or a payment in full, means nothing is sent.
+	// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+	//
+	// **Reminders.** `reminders: true` reminds this customer on the organization's
+	// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+	// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+	// send scheduled; see `GET /reminder-settings`.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
+	//   left out; the nullable ones may be `null`.
+	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 	// - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 	// - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -6824,7 +7759,19 @@ type ClientWithResponsesInterface interface {
 
 	// GetPaymentRequestWithResponse Get an invoice
 	//
-	// One invoice with its lines (`lineItems`, in the order given at creation), the payments made toward it (`payments`, oldest first), the customer's saved cards (`savedCards`) and the customer's delivery preference (`customerPrefers`). An id of another organization is a 404, like an id that does not exist.
+	// One invoice with its lines (`lineItems`, in the order given at creation), the
+	// payments made toward it (`payments`, oldest first), the customer's saved cards
+	// (`savedCards`) and the customer's delivery preference (`customerPrefers`).
+	// An id of another organization is a 404, like an id that does not exist.
+	//
+	// **PDF.** With `Accept: application/pdf` (preferred over `application/json`, by
+	// order or `q` value) the answer is the invoice as a PDF document, the one the pay
+	// page offers its customer: who bills (the location's receipt name, address, phone
+	// and email, and the organization), the customer, the number, dates and PO number,
+	// the lines, the totals, the payments, the balance and due date, and, while the
+	// invoice is `open` or `part_paid`, the pay link with its QR code; times are in
+	// the location's time zone. Any other `Accept` (none, `*/*`, `application/json`)
+	// gets JSON. Errors are problem documents either way.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6839,6 +7786,69 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*CancelPaymentRequestResponse, error)
+
+	// RecordPaymentWithBodyWithResponse Record a payment made outside the card
+	//
+	// Records money the merchant received toward the invoice outside the card processor:
+	// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+	// `status` move as they do for a card payment (`part_paid` while a balance is left,
+	// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+	// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+	// invoice's `payments` with its `method` and `reference`; it is no card payment
+	// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+	// paid.
+	//
+	// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+	// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+	// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+	// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+	// organization is a 404.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+	// body within 24 hours answers 200 with the invoice as it is now and
+	// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+	// invoice is a 422; requests sent at once with one key record one payment.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+	RecordPaymentWithBodyWithResponse(ctx context.Context, id InvoiceId, params *RecordPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordPaymentResponse, error)
+
+	// RecordPaymentWithResponse Record a payment made outside the card
+	//
+	// Records money the merchant received toward the invoice outside the card processor:
+	// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+	// `status` move as they do for a card payment (`part_paid` while a balance is left,
+	// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+	// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+	// invoice's `payments` with its `method` and `reference`; it is no card payment
+	// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+	// paid.
+	//
+	// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+	// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+	// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+	// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+	// organization is a 404.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+	// body within 24 hours answers 200 with the invoice as it is now and
+	// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+	// invoice is a 422; requests sent at once with one key record one payment.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+	RecordPaymentWithResponse(ctx context.Context, id InvoiceId, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordPaymentResponse, error)
+
+	// RemoveRecordedPaymentWithResponse Remove a recorded payment
+	//
+	// Removes a payment recorded with `POST /payment-requests/{id}/payments` (one entered by mistake, a check that bounced) and moves the invoice back: `amountPaid` and `balance` move, and a `paid` invoice becomes `part_paid` (or `open` when nothing is left paid; `paidAt` is cleared). Records `invoice.payment_removed`. A card payment is a 422 (refund it with `POST /card-payments/{id}/refund`); so is a payment of a `cancelled` invoice, which is final. A payment id that is not the invoice's, or an invoice of another organization, is a 404; so is a repeat of a removal that went through.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payment-requests/{id}/payments/{paymentId} (the `RemoveRecordedPayment` operationId).
+	RemoveRecordedPaymentWithResponse(ctx context.Context, id InvoiceId, paymentId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveRecordedPaymentResponse, error)
 
 	// SendPaymentRequestWithResponse Send the pay link
 	//
@@ -6857,6 +7867,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+
+	// GetReminderSettingsWithResponse Read the reminder schedule
+	//
+	// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /reminder-settings (the `GetReminderSettings` operationId).
+	GetReminderSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReminderSettingsResponse, error)
+
+	// PutReminderSettingsWithBodyWithResponse Change the reminder schedule
+	//
+	// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+	PutReminderSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutReminderSettingsResponse, error)
+
+	// PutReminderSettingsWithResponse Change the reminder schedule
+	//
+	// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+	PutReminderSettingsWithResponse(ctx context.Context, body PutReminderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutReminderSettingsResponse, error)
 
 	// DeleteSavedCardWithResponse Remove a saved card
 	//
@@ -8979,6 +10016,11 @@ func (r CreatePaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// GetPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for GetPaymentRequest
+type GetPaymentRequestResponse200Headers struct {
+	ContentDisposition *string
+}
+
 // GetPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for GetPaymentRequest
 type GetPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -9011,6 +10053,8 @@ type GetPaymentRequestResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetPaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9201,6 +10245,263 @@ func (r CancelPaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// RecordPaymentResponse200Headers the declared response headers of an HTTP 200 response for RecordPayment
+type RecordPaymentResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// RecordPaymentResponse401Headers the declared response headers of an HTTP 401 response for RecordPayment
+type RecordPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RecordPaymentResponse429Headers the declared response headers of an HTTP 429 response for RecordPayment
+type RecordPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// RecordPaymentResponse503Headers the declared response headers of an HTTP 503 response for RecordPayment
+type RecordPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type RecordPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RecordPaymentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecordPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecordPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecordPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecordPaymentResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RecordPaymentResponse) GetJSON201() *Invoice {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RecordPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RecordPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecordPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecordPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecordPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveRecordedPaymentResponse401Headers the declared response headers of an HTTP 401 response for RemoveRecordedPayment
+type RemoveRecordedPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RemoveRecordedPaymentResponse429Headers the declared response headers of an HTTP 429 response for RemoveRecordedPayment
+type RemoveRecordedPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// RemoveRecordedPaymentResponse503Headers the declared response headers of an HTTP 503 response for RemoveRecordedPayment
+type RemoveRecordedPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type RemoveRecordedPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveRecordedPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RemoveRecordedPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RemoveRecordedPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveRecordedPaymentResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RemoveRecordedPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveRecordedPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveRecordedPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveRecordedPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveRecordedPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SendPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for SendPaymentRequest
 type SendPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -9368,6 +10669,214 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetReminderSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetReminderSettings
+type GetReminderSettingsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetReminderSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetReminderSettings
+type GetReminderSettingsResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetReminderSettingsResponse503Headers the declared response headers of an HTTP 503 response for GetReminderSettings
+type GetReminderSettingsResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetReminderSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReminderSettings
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReminderSettingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetReminderSettingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetReminderSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReminderSettingsResponse) GetJSON200() *ReminderSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetReminderSettingsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetReminderSettingsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetReminderSettingsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetReminderSettingsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReminderSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReminderSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReminderSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReminderSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutReminderSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutReminderSettings
+type PutReminderSettingsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// PutReminderSettingsResponse429Headers the declared response headers of an HTTP 429 response for PutReminderSettings
+type PutReminderSettingsResponse429Headers struct {
+	RetryAfter int
+}
+
+// PutReminderSettingsResponse503Headers the declared response headers of an HTTP 503 response for PutReminderSettings
+type PutReminderSettingsResponse503Headers struct {
+	RetryAfter int
+}
+
+type PutReminderSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReminderSettings
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutReminderSettingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutReminderSettingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutReminderSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutReminderSettingsResponse) GetJSON200() *ReminderSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutReminderSettingsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutReminderSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutReminderSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutReminderSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutReminderSettingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10778,8 +12287,27 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // null). Messages are delivered asynchronously with retries; a message that finally
 // fails sets `sendProblem`.
 //
+// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+// service's background work through the same outbox, exactly once however many
+// instances run, and survives a restart (a send whose time passed while no instance
+// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+// and clears it; cancelling first, or a payment in full, means nothing is sent.
+// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+//
+// **Reminders.** `reminders: true` reminds this customer on the organization's
+// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+// send scheduled; see `GET /reminder-settings`.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
+//     left out; the nullable ones may be `null`.
+//   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+//     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 //   - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 //   - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -10827,8 +12355,27 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // null). Messages are delivered asynchronously with retries; a message that finally
 // fails sets `sendProblem`.
 //
+// **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+// invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+// and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+// service's background work through the same outbox, exactly once however many
+// instances run, and survives a restart (a send whose time passed while no instance
+// ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+// and clears it; cancelling first, or a payment in full, means nothing is sent.
+// `sendAt` with `send: false` is a 400 keyed `sendAt`.
+//
+// **Reminders.** `reminders: true` reminds this customer on the organization's
+// reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+// `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+// send scheduled; see `GET /reminder-settings`.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
+//     left out; the nullable ones may be `null`.
+//   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+//     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
 //   - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
 //   - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -10864,7 +12411,19 @@ func (c *ClientWithResponses) CreatePaymentRequestWithResponse(ctx context.Conte
 
 // GetPaymentRequestWithResponse Get an invoice
 //
-// One invoice with its lines (`lineItems`, in the order given at creation), the payments made toward it (`payments`, oldest first), the customer's saved cards (`savedCards`) and the customer's delivery preference (`customerPrefers`). An id of another organization is a 404, like an id that does not exist.
+// One invoice with its lines (`lineItems`, in the order given at creation), the
+// payments made toward it (`payments`, oldest first), the customer's saved cards
+// (`savedCards`) and the customer's delivery preference (`customerPrefers`).
+// An id of another organization is a 404, like an id that does not exist.
+//
+// **PDF.** With `Accept: application/pdf` (preferred over `application/json`, by
+// order or `q` value) the answer is the invoice as a PDF document, the one the pay
+// page offers its customer: who bills (the location's receipt name, address, phone
+// and email, and the organization), the customer, the number, dates and PO number,
+// the lines, the totals, the payments, the balance and due date, and, while the
+// invoice is `open` or `part_paid`, the pay link with its QR code; times are in
+// the location's time zone. Any other `Accept` (none, `*/*`, `application/json`)
+// gets JSON. Errors are problem documents either way.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10890,6 +12449,87 @@ func (c *ClientWithResponses) CancelPaymentRequestWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseCancelPaymentRequestResponse(rsp)
+}
+
+// RecordPaymentWithBodyWithResponse Record a payment made outside the card
+//
+// Records money the merchant received toward the invoice outside the card processor:
+// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+// `status` move as they do for a card payment (`part_paid` while a balance is left,
+// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+// invoice's `payments` with its `method` and `reference`; it is no card payment
+// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+// paid.
+//
+// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+// organization is a 404.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+// body within 24 hours answers 200 with the invoice as it is now and
+// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+// invoice is a 422; requests sent at once with one key record one payment.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+func (c *ClientWithResponses) RecordPaymentWithBodyWithResponse(ctx context.Context, id InvoiceId, params *RecordPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordPaymentResponse, error) {
+	rsp, err := c.RecordPaymentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecordPaymentResponse(rsp)
+}
+
+// RecordPaymentWithResponse Record a payment made outside the card
+//
+// Records money the merchant received toward the invoice outside the card processor:
+// cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+// `status` move as they do for a card payment (`part_paid` while a balance is left,
+// `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+// `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+// invoice's `payments` with its `method` and `reference`; it is no card payment
+// (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+// paid.
+//
+// **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+// list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+// 400 keyed by the field. More than the balance, or an invoice that is `paid` or
+// `cancelled`, is a 422 whose detail states the balance. An invoice of another
+// organization is a 404.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+// body within 24 hours answers 200 with the invoice as it is now and
+// `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+// invoice is a 422; requests sent at once with one key record one payment.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/payments (the `RecordPayment` operationId).
+func (c *ClientWithResponses) RecordPaymentWithResponse(ctx context.Context, id InvoiceId, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordPaymentResponse, error) {
+	rsp, err := c.RecordPayment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecordPaymentResponse(rsp)
+}
+
+// RemoveRecordedPaymentWithResponse Remove a recorded payment
+//
+// Removes a payment recorded with `POST /payment-requests/{id}/payments` (one entered by mistake, a check that bounced) and moves the invoice back: `amountPaid` and `balance` move, and a `paid` invoice becomes `part_paid` (or `open` when nothing is left paid; `paidAt` is cleared). Records `invoice.payment_removed`. A card payment is a 422 (refund it with `POST /card-payments/{id}/refund`); so is a payment of a `cancelled` invoice, which is final. A payment id that is not the invoice's, or an invoice of another organization, is a 404; so is a repeat of a removal that went through.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payment-requests/{id}/payments/{paymentId} (the `RemoveRecordedPayment` operationId).
+func (c *ClientWithResponses) RemoveRecordedPaymentWithResponse(ctx context.Context, id InvoiceId, paymentId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveRecordedPaymentResponse, error) {
+	rsp, err := c.RemoveRecordedPayment(ctx, id, paymentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveRecordedPaymentResponse(rsp)
 }
 
 // SendPaymentRequestWithResponse Send the pay link
@@ -10920,6 +12560,51 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// GetReminderSettingsWithResponse Read the reminder schedule
+//
+// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /reminder-settings (the `GetReminderSettings` operationId).
+func (c *ClientWithResponses) GetReminderSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReminderSettingsResponse, error) {
+	rsp, err := c.GetReminderSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReminderSettingsResponse(rsp)
+}
+
+// PutReminderSettingsWithBodyWithResponse Change the reminder schedule
+//
+// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+func (c *ClientWithResponses) PutReminderSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutReminderSettingsResponse, error) {
+	rsp, err := c.PutReminderSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutReminderSettingsResponse(rsp)
+}
+
+// PutReminderSettingsWithResponse Change the reminder schedule
+//
+// Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /reminder-settings (the `PutReminderSettings` operationId).
+func (c *ClientWithResponses) PutReminderSettingsWithResponse(ctx context.Context, body PutReminderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutReminderSettingsResponse, error) {
+	rsp, err := c.PutReminderSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutReminderSettingsResponse(rsp)
 }
 
 // DeleteSavedCardWithResponse Remove a saved card
@@ -13114,9 +14799,22 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (application/pdf) unsupported
+
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetPaymentRequestResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13254,6 +14952,260 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecordPaymentResponse parses an HTTP response from a RecordPaymentWithResponse call
+func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecordPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RecordPaymentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RecordPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RecordPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecordPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveRecordedPaymentResponse parses an HTTP response from a RemoveRecordedPaymentWithResponse call
+func ParseRemoveRecordedPaymentResponse(rsp *http.Response) (*RemoveRecordedPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveRecordedPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RemoveRecordedPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RemoveRecordedPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RemoveRecordedPaymentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -13417,6 +15369,208 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetReminderSettingsResponse parses an HTTP response from a GetReminderSettingsWithResponse call
+func ParseGetReminderSettingsResponse(rsp *http.Response) (*GetReminderSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReminderSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReminderSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetReminderSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetReminderSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetReminderSettingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutReminderSettingsResponse parses an HTTP response from a PutReminderSettingsWithResponse call
+func ParsePutReminderSettingsResponse(rsp *http.Response) (*PutReminderSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutReminderSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReminderSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutReminderSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutReminderSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutReminderSettingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -238,6 +238,9 @@ const (
 	EventTypeInvoiceCreated          EventType = "invoice.created"
 	EventTypeInvoicePaid             EventType = "invoice.paid"
 	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
 	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
 	EventTypeInvoiceSent             EventType = "invoice.sent"
 	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
@@ -267,6 +270,12 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoicePartPaid:
 		return true
+	case EventTypeInvoicePaymentRecorded:
+		return true
+	case EventTypeInvoicePaymentRemoved:
+		return true
+	case EventTypeInvoiceReminderSent:
+		return true
 	case EventTypeInvoiceSendFailed:
 		return true
 	case EventTypeInvoiceSent:
@@ -293,6 +302,9 @@ const (
 	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
 	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
 	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
 	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
 	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
@@ -323,6 +335,12 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoicePaid:
 		return true
 	case EventTypeOrAllInvoicePartPaid:
+		return true
+	case EventTypeOrAllInvoicePaymentRecorded:
+		return true
+	case EventTypeOrAllInvoicePaymentRemoved:
+		return true
+	case EventTypeOrAllInvoiceReminderSent:
 		return true
 	case EventTypeOrAllInvoiceSendFailed:
 		return true
@@ -406,6 +424,51 @@ const (
 func (e InvoicePartPaidEventType) Valid() bool {
 	switch e {
 	case InvoicePartPaidEventTypeInvoicePartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaymentRecordedEventType.
+const (
+	InvoicePaymentRecordedEventTypeInvoicePaymentRecorded InvoicePaymentRecordedEventType = "invoice.payment_recorded"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaymentRecordedEventType enum.
+func (e InvoicePaymentRecordedEventType) Valid() bool {
+	switch e {
+	case InvoicePaymentRecordedEventTypeInvoicePaymentRecorded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoicePaymentRemovedEventType.
+const (
+	InvoicePaymentRemovedEventTypeInvoicePaymentRemoved InvoicePaymentRemovedEventType = "invoice.payment_removed"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaymentRemovedEventType enum.
+func (e InvoicePaymentRemovedEventType) Valid() bool {
+	switch e {
+	case InvoicePaymentRemovedEventTypeInvoicePaymentRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceReminderSentEventType.
+const (
+	InvoiceReminderSentEventTypeInvoiceReminderSent InvoiceReminderSentEventType = "invoice.reminder_sent"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceReminderSentEventType enum.
+func (e InvoiceReminderSentEventType) Valid() bool {
+	switch e {
+	case InvoiceReminderSentEventTypeInvoiceReminderSent:
 		return true
 	default:
 		return false
@@ -544,6 +607,33 @@ func (e LocationStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentMethod.
+const (
+	PaymentMethodBankTransfer PaymentMethod = "bank_transfer"
+	PaymentMethodCard         PaymentMethod = "card"
+	PaymentMethodCash         PaymentMethod = "cash"
+	PaymentMethodCheck        PaymentMethod = "check"
+	PaymentMethodOther        PaymentMethod = "other"
+)
+
+// Valid indicates whether the value is a known member of the PaymentMethod enum.
+func (e PaymentMethod) Valid() bool {
+	switch e {
+	case PaymentMethodBankTransfer:
+		return true
+	case PaymentMethodCard:
+		return true
+	case PaymentMethodCash:
+		return true
+	case PaymentMethodCheck:
+		return true
+	case PaymentMethodOther:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PortfolioMerchantStatus.
 const (
 	PortfolioMerchantStatusActive     PortfolioMerchantStatus = "active"
@@ -562,6 +652,30 @@ func (e PortfolioMerchantStatus) Valid() bool {
 	case PortfolioMerchantStatusOnboarding:
 		return true
 	case PortfolioMerchantStatusSuspended:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordPaymentRequestMethod.
+const (
+	RecordPaymentRequestMethodBankTransfer RecordPaymentRequestMethod = "bank_transfer"
+	RecordPaymentRequestMethodCash         RecordPaymentRequestMethod = "cash"
+	RecordPaymentRequestMethodCheck        RecordPaymentRequestMethod = "check"
+	RecordPaymentRequestMethodOther        RecordPaymentRequestMethod = "other"
+)
+
+// Valid indicates whether the value is a known member of the RecordPaymentRequestMethod enum.
+func (e RecordPaymentRequestMethod) Valid() bool {
+	switch e {
+	case RecordPaymentRequestMethodBankTransfer:
+		return true
+	case RecordPaymentRequestMethodCash:
+		return true
+	case RecordPaymentRequestMethodCheck:
+		return true
+	case RecordPaymentRequestMethodOther:
 		return true
 	default:
 		return false
@@ -1076,10 +1190,18 @@ type CreatePaymentRequest struct {
 	// Example: PO-7781
 	PoNumber *string `json:"poNumber"`
 
-	// Send `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now.
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+
+	// Send `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now, or at `sendAt` when it is given.
 	//
 	// Example: true
 	Send *bool `json:"send"`
+
+	// SendAt Optional. When to send the pay link instead of now: a time in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. The invoice shows it as `scheduledSendAt` until it goes out. Absent or `null`: send now (unless `send` is `false`).
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
 }
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
@@ -1280,6 +1402,9 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
+// - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
+// - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
@@ -1386,6 +1511,9 @@ type Invoice struct {
 	// Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
+	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
+	LastRemindedAt *time.Time `json:"lastRemindedAt"`
+
 	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
 	//
 	// Example: false
@@ -1436,8 +1564,19 @@ type Invoice struct {
 	// Problem Description of a problem with the invoice; null when there is none.
 	Problem *string `json:"problem"`
 
+	// Reminders The invoice's own reminder choice as given at creation: `true` (reminded on the organization's schedule even while it is disabled), `false` (never), or null (follows the schedule's `enabled`).
+	Reminders *bool `json:"reminders"`
+
+	// RemindersSent How many reminders of the balance went out for this invoice.
+	//
+	// Example: 0
+	RemindersSent int32 `json:"remindersSent"`
+
 	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
+
+	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
+	ScheduledSendAt *time.Time `json:"scheduledSendAt"`
 
 	// SendProblem Why the last message could not be delivered, after retries; null when there was no problem.
 	SendProblem *string `json:"sendProblem"`
@@ -1624,6 +1763,81 @@ type InvoicePartPaidEvent struct {
 
 // InvoicePartPaidEventType Example: invoice.part_paid
 type InvoicePartPaidEventType string
+
+// InvoicePaymentRecordedEvent `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
+type InvoicePaymentRecordedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+	Data RecordedPaymentChange `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.payment_recorded
+	Type InvoicePaymentRecordedEventType `json:"type"`
+}
+
+// InvoicePaymentRecordedEventType Example: invoice.payment_recorded
+type InvoicePaymentRecordedEventType string
+
+// InvoicePaymentRemovedEvent `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
+type InvoicePaymentRemovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+	Data RecordedPaymentChange `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.payment_removed
+	Type InvoicePaymentRemovedEventType `json:"type"`
+}
+
+// InvoicePaymentRemovedEventType Example: invoice.payment_removed
+type InvoicePaymentRemovedEventType string
+
+// InvoiceReminderSentEvent `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
+type InvoiceReminderSentEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.reminder_sent
+	Type InvoiceReminderSentEventType `json:"type"`
+}
+
+// InvoiceReminderSentEventType Example: invoice.reminder_sent
+type InvoiceReminderSentEventType string
 
 // InvoiceSendFailedEvent `invoice.send_failed`: The pay link could not be delivered after every try (`sendProblem` says why).
 type InvoiceSendFailedEvent struct {
@@ -1858,7 +2072,7 @@ type MerchantAccount struct {
 	OrganizationId openapi_types.UUID `json:"organizationId"`
 }
 
-// Payment An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits.
+// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
 type Payment struct {
 	// Amount Amount paid, two decimals.
 	Amount DecimalString `json:"amount"`
@@ -1866,7 +2080,7 @@ type Payment struct {
 	// AmountRefunded The sale's approved refunds, two decimals (`"0.00"` when none).
 	AmountRefunded DecimalString `json:"amountRefunded"`
 
-	// Id The sale's card payment id.
+	// Id The payment's id: a sale's card payment id, or a recorded payment's (the `paymentId` of `DELETE /payment-requests/{id}/payments/{paymentId}`).
 	//
 	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
@@ -1881,7 +2095,12 @@ type Payment struct {
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
 
-	// PaidAt When the payment was approved.
+	// Method How a payment was made: `card` (a sale on the pay page), or, for a payment recorded by the merchant, `cash`, `check`, `bank_transfer` or `other`.
+	//
+	// Example: card
+	Method PaymentMethod `json:"method"`
+
+	// PaidAt When the payment was approved (a recorded payment's `receivedAt`).
 	//
 	// Example: 2025-03-18T19:45:12Z
 	PaidAt time.Time `json:"paidAt"`
@@ -1890,6 +2109,9 @@ type Payment struct {
 	//
 	// Example: Dana Whitfield
 	PayerName *string `json:"payerName"`
+
+	// Reference A recorded payment's reference (a check number, a transfer's id); null for card payments, whose processor reference is `retRef`.
+	Reference *string `json:"reference"`
 
 	// RetRef The card processor's retrieval reference for the payment.
 	//
@@ -1901,6 +2123,11 @@ type Payment struct {
 	// Example: true
 	SavedCard bool `json:"savedCard"`
 }
+
+// PaymentMethod How a payment was made: `card` (a sale on the pay page), or, for a payment recorded by the merchant, `cash`, `check`, `bank_transfer` or `other`.
+//
+// Example: card
+type PaymentMethod string
 
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
@@ -1980,6 +2207,41 @@ type Product struct {
 	Name string `json:"name"`
 }
 
+// RecordPaymentRequest A payment made outside the card processor, to record toward an invoice. A key not named here is a 400 keyed by it ("unknown field").
+type RecordPaymentRequest struct {
+	// Amount How much was received, as a `Decimal`: more than 0, at most two decimals (else 400 `errors.amount`), at most the invoice's balance (else 422, stating the balance).
+	Amount Decimal `json:"amount"`
+
+	// Method How it was paid.
+	//
+	// Example: check
+	Method RecordPaymentRequestMethod `json:"method"`
+
+	// ReceivedAt Optional. When the money was received; not in the future (else 400 `errors.receivedAt`). Absent or `null`: now. It is the payment's `paidAt`.
+	//
+	// Example: 2025-03-19T16:00:00Z
+	ReceivedAt *time.Time `json:"receivedAt,omitempty"`
+
+	// Reference Optional. The merchant's reference (a check number, a transfer's id); at most 100 characters.
+	//
+	// Example: Check 1042
+	Reference *string `json:"reference,omitempty"`
+}
+
+// RecordPaymentRequestMethod How it was paid.
+//
+// Example: check
+type RecordPaymentRequestMethod string
+
+// RecordedPaymentChange The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
+type RecordedPaymentChange struct {
+	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	Invoice Invoice `json:"invoice"`
+
+	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
+	Payment Payment `json:"payment"`
+}
+
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
 	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
@@ -1989,6 +2251,19 @@ type RefundRequest struct {
 	//
 	// Example: One chafing dish was returned.
 	Reason *string `json:"reason,omitempty"`
+}
+
+// ReminderSettings The organization's reminder schedule. While `enabled` (or for an invoice created with `reminders: true`), a reminder of the balance goes to the customer at 09:00 in the time zone of the invoice's location on each day `dueDate` + an offset (a daylight-saving change included), while the invoice is `open` or `part_paid`, has a `dueDate` and no scheduled send; never after it is paid or cancelled, and at most one a day per invoice. It goes the way the customer asked on the pay page (`customerPrefers`), else by the invoice's `delivery`, through the same outbox as pay links (exactly once however many instances run; a reminder whose hour passed while no instance ran goes out later that day). The message says it is a reminder, with the balance and the due date, and the pay link. Each raises the invoice's `remindersSent`, sets `lastRemindedAt` and records `invoice.reminder_sent`. Default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+type ReminderSettings struct {
+	// Enabled Whether invoices that follow the schedule (`reminders` null) are reminded.
+	//
+	// Example: true
+	Enabled bool `json:"enabled"`
+
+	// OffsetsDays Days relative to `dueDate` (−3: three days before, 0: on the day, 7: a week after), whole numbers from −30 to 90, at most 8, each once; answered in ascending order. A broken rule is a 400 keyed `offsetsDays`.
+	//
+	// Example: [-3,0,3,7,14]
+	OffsetsDays []int32 `json:"offsetsDays"`
 }
 
 // SavedCard A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq.
@@ -2498,6 +2773,12 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// RecordPaymentParams defines parameters for RecordPayment.
+type RecordPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeliverEventParams defines parameters for DeliverEvent.
 type DeliverEventParams struct {
 	// WebhookId The event id.
@@ -2521,6 +2802,12 @@ type CreateTokenFormdataRequestBody = TokenRequest
 
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
+
+// RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
+type RecordPaymentJSONRequestBody = RecordPaymentRequest
+
+// PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
+type PutReminderSettingsJSONRequestBody = ReminderSettings
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -2729,6 +3016,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePaymentRecordedEvent returns the union data inside the Event as a InvoicePaymentRecordedEvent
+func (t Event) AsInvoicePaymentRecordedEvent() (InvoicePaymentRecordedEvent, error) {
+	var body InvoicePaymentRecordedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePaymentRecordedEvent overwrites any union data inside the Event as the provided InvoicePaymentRecordedEvent
+func (t *Event) FromInvoicePaymentRecordedEvent(v InvoicePaymentRecordedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_recorded"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePaymentRecordedEvent performs a merge with any union data inside the Event, using the provided InvoicePaymentRecordedEvent
+func (t *Event) MergeInvoicePaymentRecordedEvent(v InvoicePaymentRecordedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_recorded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoicePaymentRemovedEvent returns the union data inside the Event as a InvoicePaymentRemovedEvent
+func (t Event) AsInvoicePaymentRemovedEvent() (InvoicePaymentRemovedEvent, error) {
+	var body InvoicePaymentRemovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoicePaymentRemovedEvent overwrites any union data inside the Event as the provided InvoicePaymentRemovedEvent
+func (t *Event) FromInvoicePaymentRemovedEvent(v InvoicePaymentRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_removed"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoicePaymentRemovedEvent performs a merge with any union data inside the Event, using the provided InvoicePaymentRemovedEvent
+func (t *Event) MergeInvoicePaymentRemovedEvent(v InvoicePaymentRemovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.payment_removed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceReminderSentEvent returns the union data inside the Event as a InvoiceReminderSentEvent
+func (t Event) AsInvoiceReminderSentEvent() (InvoiceReminderSentEvent, error) {
+	var body InvoiceReminderSentEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceReminderSentEvent overwrites any union data inside the Event as the provided InvoiceReminderSentEvent
+func (t *Event) FromInvoiceReminderSentEvent(v InvoiceReminderSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.reminder_sent"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceReminderSentEvent performs a merge with any union data inside the Event, using the provided InvoiceReminderSentEvent
+func (t *Event) MergeInvoiceReminderSentEvent(v InvoiceReminderSentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.reminder_sent"}`))
 	if err != nil {
 		return err
 	}
@@ -3044,6 +3433,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
 		return t.AsInvoicePartPaidEvent()
+	case "invoice.payment_recorded":
+		return t.AsInvoicePaymentRecordedEvent()
+	case "invoice.payment_removed":
+		return t.AsInvoicePaymentRemovedEvent()
+	case "invoice.reminder_sent":
+		return t.AsInvoiceReminderSentEvent()
 	case "invoice.send_failed":
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 )
 
 // CreatePaymentRequest creates an invoice; a repeated Idempotency-Key with the
@@ -26,6 +28,8 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		Delivery:          (*string)(b.Delivery),
 		Memo:              b.Memo,
 		Send:              b.Send,
+		SendAt:            b.SendAt,
+		Reminders:         b.Reminders,
 	}
 	if b.DueDate != nil {
 		draft.DueDate = &b.DueDate.Time
@@ -57,16 +61,114 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 	return gen.CreatePaymentRequest201JSONResponse(s.invoiceBody(inv, true)), nil
 }
 
-// GetPaymentRequest reads an invoice with its lines, payments and saved cards.
+// GetPaymentRequest reads an invoice with its lines, payments and saved
+// cards; as a PDF document when the request prefers one (Accept).
 func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
-	inv, err := s.invoices.Get(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	org := principalFrom(ctx).OrganizationID
+	if acceptsPDF(ctx) {
+		inv, err := s.invoices.Document(ctx, org, req.Id)
+		if r := refusal(err); r != nil && r.status == http.StatusNotFound {
+			return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var doc bytes.Buffer
+		if err := invoicepdf.Invoice(ctx, &doc, inv, s.invoices.Link(&inv)); err != nil {
+			return nil, err
+		}
+		disposition := invoicepdf.Disposition("invoice-" + inv.InvoiceNumber)
+		return gen.GetPaymentRequest200ApplicationpdfResponse{Body: &doc, ContentLength: int64(doc.Len()),
+			Headers: gen.GetPaymentRequest200ResponseHeaders{ContentDisposition: &disposition}}, nil
+	}
+	inv, err := s.invoices.Get(ctx, org, req.Id)
 	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
 		return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+	return gen.GetPaymentRequest200JSONResponse{Body: s.invoiceBody(inv, true)}, nil
+}
+
+// RecordPayment records a payment made outside the card processor; a
+// repeated Idempotency-Key with the same body answers 200 with the invoice
+// as it is now.
+func (s *Server) RecordPayment(ctx context.Context, req gen.RecordPaymentRequestObject) (gen.RecordPaymentResponseObject, error) {
+	b := req.Body
+	p := principalFrom(ctx)
+	inv, replayed, err := s.invoices.RecordPayment(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, req.Id,
+		invoice.RecordedPayment{Amount: b.Amount.Decimal, Method: string(b.Method), Reference: b.Reference, ReceivedAt: b.ReceivedAt},
+		req.Params.IdempotencyKey)
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusBadRequest:
+			return gen.RecordPayment400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
+		case http.StatusNotFound:
+			return gen.RecordPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.RecordPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if replayed {
+		return gen.RecordPayment200JSONResponse{Body: s.invoiceBody(inv, true),
+			Headers: gen.RecordPayment200ResponseHeaders{IdempotentReplayed: "true"}}, nil
+	}
+	return gen.RecordPayment201JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+// RemoveRecordedPayment removes a recorded payment and moves the invoice back.
+func (s *Server) RemoveRecordedPayment(ctx context.Context, req gen.RemoveRecordedPaymentRequestObject) (gen.RemoveRecordedPaymentResponseObject, error) {
+	p := principalFrom(ctx)
+	inv, err := s.invoices.RemovePayment(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, req.Id, req.PaymentId)
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.RemoveRecordedPayment404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.RemoveRecordedPayment422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.RemoveRecordedPayment200JSONResponse(s.invoiceBody(inv, true)), nil
+}
+
+// GetReminderSettings reads the organization's reminder schedule.
+func (s *Server) GetReminderSettings(ctx context.Context, _ gen.GetReminderSettingsRequestObject) (gen.GetReminderSettingsResponseObject, error) {
+	rs, err := s.invoices.ReminderSettings(ctx, principalFrom(ctx).OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetReminderSettings200JSONResponse(reminderSettingsBody(rs)), nil
+}
+
+// PutReminderSettings replaces the organization's reminder schedule.
+func (s *Server) PutReminderSettings(ctx context.Context, req gen.PutReminderSettingsRequestObject) (gen.PutReminderSettingsResponseObject, error) {
+	in := invoice.ReminderSettings{Enabled: req.Body.Enabled, OffsetsDays: make([]int, len(req.Body.OffsetsDays))}
+	for i, o := range req.Body.OffsetsDays {
+		in.OffsetsDays[i] = int(o)
+	}
+	rs, err := s.invoices.SetReminderSettings(ctx, principalFrom(ctx).OrganizationID, in)
+	if r := refusal(err); r != nil && r.status == http.StatusBadRequest {
+		return gen.PutReminderSettings400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.PutReminderSettings200JSONResponse(reminderSettingsBody(rs)), nil
+}
+
+func reminderSettingsBody(rs invoice.ReminderSettings) models.ReminderSettings {
+	out := models.ReminderSettings{Enabled: rs.Enabled, OffsetsDays: make([]int32, len(rs.OffsetsDays))}
+	for i, o := range rs.OffsetsDays {
+		out.OffsetsDays[i] = int32(o)
+	}
+	return out
 }
 
 // ListPaymentRequests lists invoices newest first, a page at a time.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/munnerz/goautoneg"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.21.0"
 	"go.opentelemetry.io/otel/trace"
@@ -28,6 +29,7 @@ type ctxKey int
 const (
 	principalKey ctxKey = iota
 	clientKey
+	pdfKey
 )
 
 // client is what the token endpoint needs to know of the caller beyond the body.
@@ -39,6 +41,25 @@ type client struct {
 func principalFrom(ctx context.Context) auth.Principal {
 	p, _ := ctx.Value(principalKey).(auth.Principal)
 	return p
+}
+
+// negotiate notes, for an operation that answers a PDF document too,
+// whether the request's Accept prefers application/pdf to
+// application/json (by order or q value); anything else gets JSON.
+func negotiate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if goautoneg.Negotiate(r.Header.Get("Accept"), []string{"application/json", "application/pdf"}) == "application/pdf" {
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), pdfKey, true)))
+		}
+		return next(c)
+	}
+}
+
+// acceptsPDF says whether the request prefers a PDF document (negotiate).
+func acceptsPDF(ctx context.Context) bool {
+	pdf, _ := ctx.Value(pdfKey).(bool)
+	return pdf
 }
 
 // secureHeaders are on every API answer.

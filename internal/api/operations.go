@@ -24,6 +24,8 @@ type operation struct {
 	// those of the query that are integers, and the bodies it takes.
 	query, header, integers []string
 	json, form              bool
+	// pdf: it answers application/pdf too, when the request prefers it.
+	pdf bool
 	// route is the operation as kin-openapi's validator wants it.
 	route *routers.Route
 }
@@ -58,6 +60,9 @@ func readOperations(spec *openapi3.T) (map[string]*operation, error) {
 			if body := op.RequestBody; body != nil && body.Value != nil {
 				o.json = body.Value.Content.Get("application/json") != nil
 				o.form = body.Value.Content.Get("application/x-www-form-urlencoded") != nil
+			}
+			if ok := op.Responses.Status(200); ok != nil && ok.Value != nil {
+				o.pdf = ok.Value.Content.Get("application/pdf") != nil
 			}
 			permissions := requiredPermissions(op)
 			public := slices.Contains(publicOperations, o.id)

@@ -147,7 +147,7 @@ func New(d Deps) (*echo.Echo, error) {
 }
 
 // operationMiddleware is what runs before an operation's handler, in
-// order: authentication and, on a POST or a PATCH, the body limit (on the
+// order: authentication and, on a POST, a PUT or a PATCH, the body limit (on the
 // token endpoint, its address limit and its own body limit), the text
 // checks, and request validation. Nothing reads a body before the caller
 // is authenticated or, on the token endpoint, counted; nothing reads the
@@ -160,8 +160,11 @@ func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 	case op.permission != "":
 		chain = append(chain, s.authenticate(op.permission))
 	}
-	if op.id != "createToken" && (op.method == http.MethodPost || op.method == http.MethodPatch) {
+	if op.id != "createToken" && (op.method == http.MethodPost || op.method == http.MethodPatch || op.method == http.MethodPut) {
 		chain = append(chain, limitBody)
+	}
+	if op.pdf {
+		chain = append(chain, negotiate)
 	}
 	chain = append(chain, wellFormedText(op))
 	// The token endpoint answers its own OAuth errors.

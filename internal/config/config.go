@@ -55,6 +55,9 @@ type Config struct {
 	CardPointeTimeout time.Duration // PAYREQ_CARDPOINTE_TIMEOUT
 	// Delivery worker tuning; zero means the delivery package's default.
 	DeliveryPollInterval time.Duration // PAYREQ_DELIVERY_POLL_INTERVAL
+	// SchedulePollInterval is how often scheduled sends and due reminders
+	// are looked for.
+	SchedulePollInterval time.Duration // PAYREQ_SCHEDULE_POLL_INTERVAL
 	DeliveryLease        time.Duration // PAYREQ_DELIVERY_LEASE
 	DeliveryBackoff      time.Duration // PAYREQ_DELIVERY_BACKOFF
 	DeliveryBackoffMax   time.Duration // PAYREQ_DELIVERY_BACKOFF_MAX
@@ -117,6 +120,9 @@ func parse(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.CardPointeTimeout, err = duration("PAYREQ_CARDPOINTE_TIMEOUT", "15s", 100*time.Millisecond, 2*time.Minute); err != nil {
+		return Config{}, err
+	}
+	if c.SchedulePollInterval, err = duration("PAYREQ_SCHEDULE_POLL_INTERVAL", "10s", 100*time.Millisecond, time.Minute); err != nil {
 		return Config{}, err
 	}
 	for _, d := range []struct {

@@ -45,9 +45,13 @@ func MessageID(id uuid.UUID) string { return "<" + id.String() + "@payreq>" }
 // Bill is what a message says of its invoice, read from the invoice
 // package when the message is delivered.
 type Bill struct {
-	Cancelled     bool
+	Cancelled bool
+	// Payable: open or part-paid; a reminder of an invoice that is not
+	// is not sent.
+	Payable       bool
 	InvoiceNumber string
 	Amount        string // as PostgreSQL writes a NUMERIC: "1234.50"
+	Balance       string // likewise
 	DueDate       *time.Time
 	CustomerName  string
 	Biller        directory.Biller
@@ -77,13 +81,20 @@ type invoiceView struct {
 	CustomerName  string
 	InvoiceNumber string
 	Amount        string // "$1,234.50"
+	Balance       string // likewise
 	DueDate       string // "March 5, 2026", or empty
-	PayLink       string
+	// Overdue: the due date has passed in the location's time zone.
+	Overdue bool
+	PayLink string
 }
 
 // errInvoiceCancelled says that the message's invoice was cancelled after the
 // message was claimed; the message is then cancelled instead of sent.
 var errInvoiceCancelled = errors.New("invoice cancelled")
+
+// errNothingDue says that a reminder's invoice was paid (or cancelled)
+// after the reminder was queued: nothing is left to remind of.
+var errNothingDue = errors.New("invoice paid or cancelled: no reminder")
 
 func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	bill, err := w.cfg.Invoices.Bill(ctx, c.OrganizationID, c.InvoiceID)
@@ -92,6 +103,10 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	}
 	if bill.Cancelled {
 		return Rendered{}, errInvoiceCancelled
+	}
+	reminder := c.Kind == KindReminder
+	if reminder && !bill.Payable {
+		return Rendered{}, errNothingDue
 	}
 	v := invoiceView{
 		Name:          bill.Biller.Name(),
@@ -102,10 +117,17 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		CustomerName:  bill.CustomerName,
 		InvoiceNumber: bill.InvoiceNumber,
 		Amount:        formatAmount(bill.Amount),
+		Balance:       formatAmount(bill.Balance),
 		PayLink:       bill.PayLink,
 	}
 	if bill.DueDate != nil {
 		v.DueDate = bill.DueDate.Format("January 2, 2006")
+		today := w.now().In(bill.Biller.Zone()).Format(time.DateOnly)
+		v.Overdue = bill.DueDate.Format(time.DateOnly) < today
+	}
+	texts, html, sms, subject := emailText, emailHTML, smsText, "Invoice "+v.InvoiceNumber+" from "+v.Name
+	if reminder {
+		texts, html, sms, subject = reminderText, reminderHTML, reminderSMS, "Reminder: invoice "+v.InvoiceNumber+" from "+v.Name
 	}
 
 	r := Rendered{
@@ -121,18 +143,18 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	switch c.Channel {
 	case ChannelEmail:
 		// Headers get one line, whatever the names hold.
-		r.Subject = oneLine("Invoice " + v.InvoiceNumber + " from " + v.Name)
-		if err := emailText.Execute(&buf, v); err != nil {
+		r.Subject = oneLine(subject)
+		if err := texts.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render email: %w", err)
 		}
 		r.Text = buf.String()
 		buf.Reset()
-		if err := emailHTML.Execute(&buf, v); err != nil {
+		if err := html.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render email: %w", err)
 		}
 		r.HTML = buf.String()
 	case ChannelText:
-		if err := smsText.Execute(&buf, v); err != nil {
+		if err := sms.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render text message: %w", err)
 		}
 		r.Text = strings.TrimSpace(buf.String())
@@ -200,3 +222,46 @@ var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html
 var smsText = texttemplate.Must(texttemplate.New("sms").Parse(
 	`{{.Name}}: invoice {{.InvoiceNumber}} for {{.Amount}}
 {{- with .DueDate}}, due {{.}}{{end}}. Pay here: {{.PayLink}}`))
+
+// The reminder: it says it is one, the balance and the due date (passed
+// or to come), and the pay link.
+
+var reminderText = texttemplate.Must(texttemplate.New("reminder").Parse(
+	`Hello{{with .CustomerName}} {{.}}{{end}},
+
+This is a reminder from {{.Name}}{{with .LegalName}} ({{.}}){{end}} about invoice {{.InvoiceNumber}} for {{.Amount}}.
+The balance of {{.Balance}} {{if .Overdue}}was due on{{else}}is due on{{end}} {{.DueDate}}.
+
+Pay it here:
+{{.PayLink}}
+
+If you have paid it already, thank you, and please disregard this reminder.
+
+{{.Name}}
+{{- with .LegalName}}
+{{.}}{{end}}
+{{- range .Address}}
+{{.}}{{end}}
+{{- with .Phone}}
+{{.}}{{end}}
+{{- with .Email}}
+{{.}}{{end}}
+`))
+
+var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>Reminder: invoice {{.InvoiceNumber}}</title></head>
+<body style="font-family: sans-serif; line-height: 1.5">
+<p>Hello{{with .CustomerName}} {{.}}{{end}},</p>
+<p>This is a reminder from <strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} about invoice <strong>{{.InvoiceNumber}}</strong> for {{.Amount}}.</p>
+<p>The balance of <strong>{{.Balance}}</strong> {{if .Overdue}}was due on{{else}}is due on{{end}} <strong>{{.DueDate}}</strong>.</p>
+<p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
+<p>Or copy this link into your browser:<br>{{.PayLink}}</p>
+<p>If you have paid it already, thank you, and please disregard this reminder.</p>
+<p>{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}</p>
+</body>
+</html>
+`))
+
+var reminderSMS = texttemplate.Must(texttemplate.New("reminder-sms").Parse(
+	`Reminder from {{.Name}}: invoice {{.InvoiceNumber}}, balance {{.Balance}} {{if .Overdue}}was due{{else}}due{{end}} {{.DueDate}}. Pay here: {{.PayLink}}`))

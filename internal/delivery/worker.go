@@ -212,6 +212,7 @@ func (w *Worker) Run(ctx context.Context) {
 // claimed the message since.
 type claimed struct {
 	ID             uuid.UUID `db:"id"`
+	Kind           string    `db:"kind"`
 	OrganizationID uuid.UUID `db:"organization_id"`
 	InvoiceID      uuid.UUID `db:"invoice_id"`
 	Channel        string    `db:"channel"`
@@ -234,7 +235,7 @@ func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claim
 			FOR UPDATE SKIP LOCKED)
 		UPDATE outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
 		FROM due WHERE o.id = due.id
-		RETURNING o.id, o.organization_id, o.invoice_id, o.channel, o.recipient, o.attempts`,
+		RETURNING o.id, o.kind, o.organization_id, o.invoice_id, o.channel, o.recipient, o.attempts`,
 		now, n, now.Add(lease))
 	if err != nil {
 		return nil, fmt.Errorf("delivery: unable to claim messages: %w", err)
@@ -259,12 +260,12 @@ func (w *Worker) deliver(ctx context.Context, c claimed) {
 			return
 		}
 		log.Info("message delivered")
-	case errors.Is(err, errInvoiceCancelled):
+	case errors.Is(err, errInvoiceCancelled), errors.Is(err, errNothingDue):
 		if err := w.markCancelled(record, c); err != nil {
 			log.Error("delivery: record cancelled message", "error", err.Error())
 			return
 		}
-		log.Info("message not sent: invoice cancelled")
+		log.Info("message not sent: " + err.Error())
 	case ctx.Err() != nil:
 		// Shutting down: give the message back so the next worker need not
 		// wait for the lease to end.

@@ -30,7 +30,8 @@ import (
 
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
-	models.Invoice | models.CardPayment | models.Deposit | models.SavedCard | models.Application | models.WebhookPing
+	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
+		models.WebhookPing
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -39,25 +40,30 @@ type Type[D Data] struct{ Name string }
 
 // Types of events (a closed list; openapi.yaml documents each).
 var (
-	InvoiceCreated      = Type[models.Invoice]{"invoice.created"}
-	InvoiceSent         = Type[models.Invoice]{"invoice.sent"}
-	InvoiceSendFailed   = Type[models.Invoice]{"invoice.send_failed"}
-	InvoicePartPaid     = Type[models.Invoice]{"invoice.part_paid"}
-	InvoicePaid         = Type[models.Invoice]{"invoice.paid"}
-	InvoiceCancelled    = Type[models.Invoice]{"invoice.cancelled"}
-	CardPaymentApproved = Type[models.CardPayment]{"card_payment.approved"}
-	CardPaymentDeclined = Type[models.CardPayment]{"card_payment.declined"}
-	CardPaymentRefunded = Type[models.CardPayment]{"card_payment.refunded"}
-	SavedCardRemoved    = Type[models.SavedCard]{"saved_card.removed"}
-	DepositCreated      = Type[models.Deposit]{"deposit.created"}
-	DepositPaid         = Type[models.Deposit]{"deposit.paid"}
-	ApplicationStage    = Type[models.Application]{"application.stage_changed"}
-	WebhookPing         = Type[models.WebhookPing]{"webhook.ping"}
+	InvoiceCreated    = Type[models.Invoice]{"invoice.created"}
+	InvoiceSent       = Type[models.Invoice]{"invoice.sent"}
+	InvoiceSendFailed = Type[models.Invoice]{"invoice.send_failed"}
+	InvoicePartPaid   = Type[models.Invoice]{"invoice.part_paid"}
+	InvoicePaid       = Type[models.Invoice]{"invoice.paid"}
+	InvoiceCancelled  = Type[models.Invoice]{"invoice.cancelled"}
+	// A payment made outside the card recorded, or removed: the payment
+	// and the invoice as the change left it.
+	InvoicePaymentRecorded = Type[models.RecordedPaymentChange]{"invoice.payment_recorded"}
+	InvoicePaymentRemoved  = Type[models.RecordedPaymentChange]{"invoice.payment_removed"}
+	InvoiceReminderSent    = Type[models.Invoice]{"invoice.reminder_sent"}
+	CardPaymentApproved    = Type[models.CardPayment]{"card_payment.approved"}
+	CardPaymentDeclined    = Type[models.CardPayment]{"card_payment.declined"}
+	CardPaymentRefunded    = Type[models.CardPayment]{"card_payment.refunded"}
+	SavedCardRemoved       = Type[models.SavedCard]{"saved_card.removed"}
+	DepositCreated         = Type[models.Deposit]{"deposit.created"}
+	DepositPaid            = Type[models.Deposit]{"deposit.paid"}
+	ApplicationStage       = Type[models.Application]{"application.stage_changed"}
+	WebhookPing            = Type[models.WebhookPing]{"webhook.ping"}
 )
 
 // Types lists the name of every type.
 var Types = []string{InvoiceCreated.Name, InvoiceSent.Name, InvoiceSendFailed.Name, InvoicePartPaid.Name, InvoicePaid.Name,
-	InvoiceCancelled.Name, CardPaymentApproved.Name, CardPaymentDeclined.Name, CardPaymentRefunded.Name, SavedCardRemoved.Name,
+	InvoiceCancelled.Name, InvoicePaymentRecorded.Name, InvoicePaymentRemoved.Name, InvoiceReminderSent.Name, CardPaymentApproved.Name, CardPaymentDeclined.Name, CardPaymentRefunded.Name, SavedCardRemoved.Name,
 	DepositCreated.Name, DepositPaid.Name, ApplicationStage.Name, WebhookPing.Name}
 
 // Permission is the permission protecting the data of events of type t: a

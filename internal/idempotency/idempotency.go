@@ -2,7 +2,7 @@
 // (the API's Idempotency-Key header; next, a form's one-time key), so that
 // a request sent again answers what the first made and is never made
 // twice. Every operation that takes a key claims it here: invoice
-// creation, refunds, and next recorded payments and the portal's forms.
+// creation, recorded payments, refunds, and next the portal's forms.
 // It owns the table idempotency_keys.
 //
 // A key is scoped to its organization and its operation: the same key sent
@@ -40,6 +40,7 @@ type Operation string
 // The operations that take a key.
 const (
 	CreateInvoice     Operation = "invoice.create"
+	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
 )
 

@@ -75,11 +75,11 @@ type Payment struct {
 	Method string
 	// Reference is a recorded payment's (a check number, a transfer's
 	// reference); nil for card payments, whose processor reference is RetRef.
-	Reference  *string
-	RetRef     *string
-	CardBrand  *string
-	LastFour   *string
-	PayerName  *string
+	Reference *string
+	RetRef    *string
+	CardBrand *string
+	LastFour  *string
+	PayerName *string
 	// PaidAt is when the money was received: a sale's approval, a recorded
 	// payment's receivedAt.
 	PaidAt time.Time
@@ -116,11 +116,13 @@ type Draft struct {
 	DueDate           *time.Time
 	Lines             []Line // nil: no lines given
 	Send              *bool
-	// SendAt schedules the send: the link goes out then, not now.
-	SendAt *time.Time
+	// SendAt schedules the send: the link goes out then, not now. (Left
+	// out of the idempotency hash when nil, as are Reminders: requests
+	// hashed before these fields existed hash alike.)
+	SendAt *time.Time `json:",omitempty"`
 	// Reminders: true or false for this invoice; nil follows the
 	// organization's reminder settings.
-	Reminders *bool
+	Reminders *bool `json:",omitempty"`
 }
 
 // Invoice is a stored invoice.
@@ -298,8 +300,25 @@ func Validate(d Draft) error {
 				text(cents(sum)), text(cents(d.Amount)))
 		}
 	}
+	if d.SendAt != nil && d.Send != nil && !*d.Send {
+		v.add("sendAt", "cannot be given with send: false; leave send null or true to send at sendAt")
+	}
 	if len(v) > 0 {
 		return rule.InvalidFields(v)
+	}
+	return nil
+}
+
+// checkSendAt refuses a scheduled send that is not in the future, or more
+// than a year ahead of now.
+func checkSendAt(at *time.Time, now time.Time) error {
+	switch {
+	case at == nil:
+		return nil
+	case !at.After(now):
+		return rule.InvalidField("sendAt", "must be in the future; leave it null to send now")
+	case at.After(now.AddDate(1, 0, 0)):
+		return rule.InvalidField("sendAt", "must be at most a year ahead")
 	}
 	return nil
 }
@@ -322,6 +341,7 @@ func markSent(inv *Invoice, ch string, at time.Time) {
 	inv.SentVia = &ch
 	inv.SentAt = &at
 	inv.SendProblem = nil
+	inv.ScheduledSendAt = nil
 }
 
 // cancel moves an open or part-paid invoice to cancelled.
@@ -333,6 +353,7 @@ func cancel(inv *Invoice, by string, at time.Time) error {
 	inv.Status = Cancelled
 	inv.CancelledAt = &at
 	inv.CancelledByName = &by
+	inv.ScheduledSendAt = nil // nothing is sent
 	return nil
 }
 
@@ -342,7 +363,8 @@ func cancel(inv *Invoice, by string, at time.Time) error {
 // something irreversible (a charge) comes between.
 func CheckPayment(inv *Invoice, amount apd.Decimal) error {
 	if !inv.Status.Payable() {
-		return rule.Newf(rule.Conflict, "", "Invoice cannot be paid", "The invoice is %s.", inv.Status)
+		return rule.Newf(rule.Conflict, "", "Invoice cannot be paid", "The invoice is %s, so it takes no payment (its balance is %s).",
+			inv.Status, text(inv.Balance()))
 	}
 	balance := inv.Balance()
 	if amount.Sign() <= 0 || places(amount) > 2 || amount.Cmp(&balance) > 0 {
@@ -366,6 +388,7 @@ func ApplyPayment(inv *Invoice, amount apd.Decimal, at time.Time) error {
 	if b := inv.Balance(); b.Sign() == 0 {
 		inv.Status = Paid
 		inv.PaidAt = &at
+		inv.ScheduledSendAt = nil // nothing is left to ask for
 	} else {
 		inv.Status = PartPaid
 	}

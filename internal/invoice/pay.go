@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
@@ -25,15 +26,25 @@ const selectPayInvoice = `
 // ByPayToken reads the invoice behind a pay link's token, with its lines
 // and payments, whether its organization is suspended, and who bills.
 func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
-	var suspended sql.NullBool
-	var biller directory.BillerRow
-	inv, err := scanFullInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
-		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(s.PayLinks.ids(token)), legacyDigest(token)),
-		append([]any{&suspended}, biller.Dest()...)...)
-	inv.Suspended = suspended.Bool
-	inv.Biller = biller.Biller()
+	inv, err := scanPayInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
+		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(s.PayLinks.ids(token)), legacyDigest(token)))
 	// The pay page never shows the customer's saved cards.
 	inv.SavedCards = nil
+	return inv, err
+}
+
+// Document reads an invoice of the organization as its PDF shows it: in
+// full, with who bills (invoicepdf).
+func (s *Store) Document(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
+	return scanPayInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+}
+
+func scanPayInvoice(row scanner) (Invoice, error) {
+	var suspended sql.NullBool
+	var biller directory.BillerRow
+	inv, err := scanFullInvoice(row, append([]any{&suspended}, biller.Dest()...)...)
+	inv.Suspended = suspended.Bool
+	inv.Biller = biller.Biller()
 	return inv, err
 }
 
@@ -84,19 +95,19 @@ func (l *Locked) SetPreference(prefers string, at time.Time) error {
 // Bill is the invoice as a pay link message shows it (delivery.Invoices).
 func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
 	var (
-		status, number, amount string
-		due                    *time.Time
-		customer               sql.NullString
-		biller                 directory.BillerRow
+		status, number, amount, balance string
+		due                             *time.Time
+		customer                        sql.NullString
+		biller                          directory.BillerRow
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, i.due_date, i.customer_name,
-			`+directory.BillerColumns+`
+	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, (i.amount - i.amount_paid)::text,
+			i.due_date, i.customer_name, `+directory.BillerColumns+`
 		FROM invoices i
 		JOIN merchant_accounts m ON m.id = i.merchant_account_id
 		JOIN locations l ON l.id = m.location_id
 		JOIN organizations o ON o.id = i.organization_id
 		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
-		append([]any{&status, &number, &amount, &due, &customer}, biller.Dest()...)...)
+		append([]any{&status, &number, &amount, &balance, &due, &customer}, biller.Dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return delivery.Bill{}, ErrNotFound
 	}
@@ -104,7 +115,8 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 		return delivery.Bill{}, fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
 	}
 	return delivery.Bill{
-		Cancelled: Status(status) == Cancelled, InvoiceNumber: number, Amount: amount, DueDate: due,
+		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: amount,
+		Balance: balance, DueDate: due,
 		CustomerName: customer.String, Biller: biller.Biller(), PayLink: s.Link(&Invoice{ID: id}),
 	}, nil
 }

@@ -45,7 +45,7 @@ const (
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, cp.prefers`
+		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at`
 	invoiceFrom = `
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
@@ -67,9 +67,17 @@ const fullInvoiceColumns = `
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
-		(SELECT json_agg(json_build_array(p.id, p.amount::text, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
-				p.created_at, p.level3_sent::text, p.saved_card::text, p.amount_refunded::text) ORDER BY p.created_at, p.id)
-			FROM card_payments p WHERE p.invoice_id = i.id AND p.kind = 'sale' AND p.status = 'approved'),
+		(SELECT json_agg(json_build_array(p.id, p.amount, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
+				p.paid_at, p.level3_sent, p.saved_card, p.amount_refunded, p.method, p.reference, p.recorded_at)
+				ORDER BY p.paid_at, p.id)
+			FROM (SELECT c.id, c.amount::text AS amount, c.ret_ref, c.card_brand, c.last_four, c.payer_name,
+					c.created_at AS paid_at, c.level3_sent::text AS level3_sent, c.saved_card::text AS saved_card,
+					c.amount_refunded::text AS amount_refunded, 'card' AS method, NULL AS reference, c.created_at AS recorded_at
+				FROM card_payments c WHERE c.invoice_id = i.id AND c.kind = 'sale' AND c.status = 'approved'
+				UNION ALL
+				SELECT r.id, r.amount::text, NULL, NULL, NULL, NULL, r.received_at, 'false', 'false', '0.00', r.method,
+					r.reference, r.created_at
+				FROM recorded_payments r WHERE r.invoice_id = i.id) p),
 		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
 				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
 			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))`
@@ -86,7 +94,8 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 		&inv.PONumber, &amount, &paid, &refunded, &inv.CustomerName, &inv.CustomerCompany, &inv.CustomerEmail, &inv.CustomerPhone,
 		&inv.Delivery, &inv.SentVia, &inv.SentAt, &inv.SendProblem, &inv.Memo, &inv.DueDate, &inv.LineCount, &status,
 		&inv.FailedAttempts, &inv.Problem, &inv.PaidAt, &inv.Level3Sent, &inv.CreatedAt, &inv.CreatedByName,
-		&inv.CancelledAt, &inv.CancelledByName, &inv.CustomerPrefers}, extra...)
+		&inv.CancelledAt, &inv.CancelledByName, &inv.CustomerPrefers, &inv.ScheduledSendAt, &inv.Reminders, &inv.RemindersSent,
+		&inv.LastRemindedAt}, extra...)
 	err := row.Scan(dest...)
 	if err != nil {
 		return Invoice{}, err
@@ -133,6 +142,11 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
+		// Checked against the clock after the key: a repeat of a request
+		// whose sendAt has passed since answers what the first made.
+		if err := checkSendAt(d.SendAt, now); err != nil {
+			return err
+		}
 		delivery := Email
 		if d.Delivery != nil {
 			delivery = *d.Delivery
@@ -147,9 +161,9 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 			WITH invoice AS (
 				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-					line_count, status, created_at, created_by_name)
+					line_count, status, created_at, created_by_name, scheduled_send_at, reminders)
 				SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, 'open', $15::timestamptz, $16
+					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean
 				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
 				WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'
 				RETURNING id
@@ -163,7 +177,8 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
 			len(d.Lines), now, actor.Name,
-			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc))
+			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
+			d.SendAt, d.Reminders)
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
 			return unprocessable("invoiceNumber", "Invoice number already used",
@@ -175,7 +190,7 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		if made != 1 {
 			return accountProblem(ctx, tx, actor.OrganizationID, d.MerchantAccountID)
 		}
-		sent := d.Send == nil || *d.Send
+		sent := (d.Send == nil || *d.Send) && d.SendAt == nil
 		if sent {
 			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 				return err
@@ -356,7 +371,7 @@ func decodeLines(b []byte) ([]Line, error) {
 }
 
 func decodePayments(b []byte) ([]Payment, error) {
-	rows, err := decodeText("payments", b, 10)
+	rows, err := decodeText("payments", b, 13)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +380,7 @@ func decodePayments(b []byte) ([]Payment, error) {
 		r := textRow{what: "payments", row: row}
 		payments[i] = Payment{ID: r.uuid(0), Amount: r.numeric(1), RetRef: r.optional(2), CardBrand: r.optional(3),
 			LastFour: r.optional(4), PayerName: r.optional(5), PaidAt: r.time(6), Level3Sent: r.bool(7), SavedCard: r.bool(8),
-			AmountRefunded: r.numeric(9)}
+			AmountRefunded: r.numeric(9), Method: r.text(10), Reference: r.optional(11), RecordedAt: r.time(12)}
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -421,11 +436,12 @@ func (l *Locked) Save() error {
 	_, err := l.tx.ExecContext(l.ctx, `
 		UPDATE invoices SET amount_paid = $2, sent_via = $3, sent_at = $4, send_problem = $5, status = $6,
 			failed_attempts = $7, problem = $8, paid_at = $9, level3_sent = $10, cancelled_at = $11,
-			cancelled_by_name = $12, amount_refunded = $13
+			cancelled_by_name = $12, amount_refunded = $13, scheduled_send_at = $14, reminders_sent = $15,
+			last_reminded_at = $16
 		WHERE id = $1`,
 		inv.ID, inv.AmountPaid.Text('f'), inv.SentVia, inv.SentAt, inv.SendProblem, string(inv.Status),
 		inv.FailedAttempts, inv.Problem, inv.PaidAt, inv.Level3Sent, inv.CancelledAt, inv.CancelledByName,
-		inv.AmountRefunded.Text('f'))
+		inv.AmountRefunded.Text('f'), inv.ScheduledSendAt, inv.RemindersSent, inv.LastRemindedAt)
 	if err != nil {
 		return fmt.Errorf("invoice: unable to save invoice: %w", err)
 	}

@@ -25,6 +25,8 @@ func (inv Invoice) Wire(link string, full bool) models.Invoice {
 		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
 		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
 		Link: &link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
+		ScheduledSendAt: inv.ScheduledSendAt, Reminders: inv.Reminders, RemindersSent: int32(inv.RemindersSent),
+		LastRemindedAt: inv.LastRemindedAt,
 	}
 	if inv.DueDate != nil {
 		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)
@@ -40,9 +42,7 @@ func (inv Invoice) Wire(link string, full bool) models.Invoice {
 	}
 	payments := make([]models.Payment, len(inv.Payments))
 	for i, p := range inv.Payments {
-		payments[i] = models.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, RetRef: p.RetRef, LastFour: p.LastFour,
-			PayerName: p.PayerName, PaidAt: p.PaidAt, Level3Sent: p.Level3Sent, SavedCard: p.SavedCard,
-			AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
+		payments[i] = p.Wire()
 	}
 	cards := make([]models.SavedCard, len(inv.SavedCards))
 	for i, c := range inv.SavedCards {
@@ -50,6 +50,13 @@ func (inv Invoice) Wire(link string, full bool) models.Invoice {
 	}
 	out.LineItems, out.Payments, out.SavedCards = &lines, &payments, &cards
 	return out
+}
+
+// Wire is the payment as the invoice's payments show it.
+func (p Payment) Wire() models.Payment {
+	return models.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, Method: models.PaymentMethod(p.Method),
+		Reference: p.Reference, RetRef: p.RetRef, LastFour: p.LastFour, PayerName: p.PayerName, PaidAt: p.PaidAt,
+		Level3Sent: p.Level3Sent, SavedCard: p.SavedCard, AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
 }
 
 // Wire is the saved card as the API answers it and its event carries it.

@@ -134,6 +134,19 @@ func Receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, p invoice.Pa
 	return d.write(w)
 }
 
+// Disposition is the Content-Disposition of a document named name (an
+// invoice number, say): an attachment, its file name of letters, digits,
+// dots, dashes and underscores only, whatever the name holds.
+func Disposition(name string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '-' || r == '_') {
+			return r
+		}
+		return '_'
+	}, name)
+	return `attachment; filename="` + safe + `.pdf"`
+}
+
 // MethodText says how a payment was made: "Visa ending in 1111", "Check".
 func MethodText(p invoice.Payment) string {
 	switch p.Method {

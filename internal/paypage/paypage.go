@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
@@ -91,6 +92,7 @@ func New(d Deps) *echo.Echo {
 	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers)
 	// HEAD comes as GET (see internal/server).
 	e.GET("/pay/:token", h.show, h.deadline)
+	e.GET("/pay/:token/invoice.pdf", h.invoicePDF, h.deadline)
 	e.GET("/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
 	e.GET("/pay/assets/:file", h.asset)
 	e.POST("/pay/:token", h.pay)
@@ -128,7 +130,8 @@ func (h *handler) otherwise(c echo.Context) error {
 	switch {
 	case len(parts) == 1 && tokenPattern.MatchString(parts[0]):
 		allow = "GET, HEAD, POST"
-	case len(parts) == 3 && parts[1] == "receipt" && tokenPattern.MatchString(parts[0]):
+	case len(parts) == 3 && parts[1] == "receipt" && tokenPattern.MatchString(parts[0]),
+		len(parts) == 2 && parts[1] == "invoice.pdf" && tokenPattern.MatchString(parts[0]):
 		allow = "GET, HEAD"
 	}
 	if allow == "" {
@@ -324,10 +327,36 @@ func (h *handler) tooManyAttempts(c echo.Context, wait time.Duration, why string
 		"Please try again in "+plural(minutes, "minute")+".")
 }
 
-// receipt is GET /pay/:token/receipt/:paymentId.
+// invoicePDF is GET /pay/:token/invoice.pdf: the invoice as a PDF
+// document, the same the API answers.
+func (h *handler) invoicePDF(c echo.Context) error {
+	token := c.Param("token")
+	inv, ok, err := h.lookup(c.Request().Context(), token)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if !ok {
+		return h.notFound(c)
+	}
+	var doc bytes.Buffer
+	if err := invoicepdf.Invoice(c.Request().Context(), &doc, inv, h.Invoices.Link(&inv)); err != nil {
+		return h.failure(c, err)
+	}
+	return h.pdf(c, "invoice-"+inv.InvoiceNumber, doc.Bytes())
+}
+
+// pdf sends a PDF document as a download named name.
+func (h *handler) pdf(c echo.Context, name string, doc []byte) error {
+	c.Response().Header().Set("Content-Disposition", invoicepdf.Disposition(name))
+	return c.Blob(http.StatusOK, invoicepdf.ContentType, doc)
+}
+
+// receipt is GET /pay/:token/receipt/:paymentId, and with .pdf after the
+// id the receipt as a PDF document.
 func (h *handler) receipt(c echo.Context) error {
 	token := c.Param("token")
-	id, err := uuid.Parse(c.Param("paymentId"))
+	param, asPDF := strings.CutSuffix(c.Param("paymentId"), ".pdf")
+	id, err := uuid.Parse(param)
 	if err != nil {
 		return h.notFound(c)
 	}
@@ -338,17 +367,29 @@ func (h *handler) receipt(c echo.Context) error {
 	if !ok {
 		return h.notFound(c)
 	}
-	// The balance right after this payment: later payments do not change
-	// what this receipt says.
-	balance := inv.Amount
+	// The balance right after this payment: payments recorded later do not
+	// change what this receipt says.
 	for _, p := range inv.Payments {
-		if _, err := decimals.Sub(&balance, &balance, &p.Amount); err != nil {
-			return h.failure(c, err)
-		}
-		if p.ID == id {
+		if p.ID == id && p.Method == invoice.MethodCard {
+			balance := inv.Amount
+			for _, q := range inv.Payments {
+				if q.RecordedAt.Before(p.RecordedAt) || q.RecordedAt.Equal(p.RecordedAt) && q.ID.String() <= p.ID.String() {
+					if _, err := decimals.Sub(&balance, &balance, &q.Amount); err != nil {
+						return h.failure(c, err)
+					}
+				}
+			}
+			if asPDF {
+				var doc bytes.Buffer
+				if err := invoicepdf.Receipt(c.Request().Context(), &doc, inv, p, balance); err != nil {
+					return h.failure(c, err)
+				}
+				return h.pdf(c, "receipt-"+inv.InvoiceNumber, doc.Bytes())
+			}
 			return h.render(c, http.StatusOK, "receipt", page{
 				Title:   "Receipt for invoice " + inv.InvoiceNumber + " from " + biller(inv),
 				Invoice: viewOf(inv), Receipt: receiptOf(p, balance, inv.Biller.Zone()), Back: "/pay/" + token,
+				PDF:     "/pay/" + token + "/receipt/" + id.String() + ".pdf",
 			})
 		}
 	}
@@ -403,6 +444,7 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 		Invoice:   viewOf(inv),
 		ShowForm:  inv.Status.Payable() && !inv.Suspended,
 		Action:    "/pay/" + token,
+		PDF:       "/pay/" + token + "/invoice.pdf",
 		FormToken: h.formToken(token),
 	}
 }

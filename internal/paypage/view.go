@@ -26,6 +26,8 @@ type page struct {
 	Alert     *alert
 	Receipt   receiptView
 	Back      string
+	// PDF is the address of the page's document as a PDF.
+	PDF string
 
 	// Message pages (not found, refused, failures).
 	Heading    string
