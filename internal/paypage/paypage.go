@@ -389,7 +389,7 @@ func (h *handler) receipt(c echo.Context) error {
 			return h.render(c, http.StatusOK, "receipt", page{
 				Title:   "Receipt for invoice " + inv.InvoiceNumber + " from " + biller(inv),
 				Invoice: viewOf(inv), Receipt: receiptOf(p, balance, inv.Biller.Zone()), Back: "/pay/" + token,
-				PDF:     "/pay/" + token + "/receipt/" + id.String() + ".pdf",
+				PDF: "/pay/" + token + "/receipt/" + id.String() + ".pdf",
 			})
 		}
 	}
