@@ -67,11 +67,18 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		return theirs.MustCreate(t, b)
 	}()
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "10.00", Save: true}), http.StatusSeeOther)
+	if resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/payments", Token: theirs.Token,
+		Body: map[string]any{"amount": "2.00", "method": "check", "reference": "their check reference"}}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("their recorded payment: %d %s", resp.StatusCode, resp.Body)
+	}
 	before, beforeRaw := theirs.Read(t, inv.Id)
 	if len(*before.SavedCards) != 1 {
 		t.Fatalf("no saved card: %s", beforeRaw)
 	}
-	card, sale := (*before.SavedCards)[0], (*before.Payments)[0]
+	card, sale, check := (*before.SavedCards)[0], (*before.Payments)[0], (*before.Payments)[1]
+	if sale.Method != models.PaymentMethodCard {
+		sale, check = check, sale
+	}
 	theirDeposits := settle(t, env, theirs)
 	if len(theirDeposits) != 1 {
 		t.Fatalf("the other merchant has %d deposits, want 1", len(theirDeposits))
@@ -95,7 +102,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
-	secrets := []string{inv.Id.String(), sale.Id.String(), *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
+	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
 
@@ -107,33 +114,42 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		token        string
 		body         any
 		status       int
+		header       http.Header
 	}{
-		{"read invoice", "GET", "/payment-requests/%s", inv.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"list card payments by their MID", "GET", "/card-payments?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
-		{"list card payments of their invoice", "GET", "/card-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK},
-		{"list card payments of their deposit", "GET", "/card-payments?depositId=%s", deposit, me.Token, nil, http.StatusOK},
-		{"read deposit", "GET", "/deposits/%s", deposit, me.Token, nil, http.StatusNotFound},
-		{"list deposits of their MID", "GET", "/deposits?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
-		{"read webhook endpoint", "GET", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound},
-		{"change webhook endpoint", "PATCH", "/webhook-endpoints/%s", hook, me.Token, map[string]any{"status": "disabled"}, http.StatusNotFound},
-		{"rotate webhook secret", "POST", "/webhook-endpoints/%s/rotate-secret", hook, me.Token, nil, http.StatusNotFound},
-		{"ping webhook endpoint", "POST", "/webhook-endpoints/%s/ping", hook, me.Token, nil, http.StatusNotFound},
-		{"delete webhook endpoint", "DELETE", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound},
-		{"read event", "GET", "/events/%s", theirEvent, me.Token, nil, http.StatusNotFound},
-		{"redeliver event", "POST", "/events/%s/redeliver", theirEvent, me.Token, nil, http.StatusNotFound},
-		{"read event as a reseller", "GET", "/events/%s", theirEvent, myReseller, nil, http.StatusNotFound},
-		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound},
-		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound},
-		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden},
-		{"list invoices by their MID", "GET", "/payment-requests?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK},
-		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK},
-		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK},
-		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity},
+		{"read invoice", "GET", "/payment-requests/%s", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read invoice as a PDF", "GET", "/payment-requests/%s", inv.Id.String(), me.Token, nil, http.StatusNotFound,
+			http.Header{"Accept": {"application/pdf"}}},
+		{"record a payment", "POST", "/payment-requests/%s/payments", inv.Id.String(), me.Token,
+			map[string]any{"amount": "1.00", "method": "cash"}, http.StatusNotFound, nil},
+		{"remove their recorded payment from their invoice", "DELETE", "/payment-requests/" + inv.Id.String() + "/payments/%s",
+			check.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"remove a recorded payment", "DELETE", "/payment-requests/%s/payments/" + check.Id.String(), inv.Id.String(), me.Token, nil,
+			http.StatusNotFound, nil},
+		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"list card payments by their MID", "GET", "/card-payments?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list card payments of their invoice", "GET", "/card-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list card payments of their deposit", "GET", "/card-payments?depositId=%s", deposit, me.Token, nil, http.StatusOK, nil},
+		{"read deposit", "GET", "/deposits/%s", deposit, me.Token, nil, http.StatusNotFound, nil},
+		{"list deposits of their MID", "GET", "/deposits?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"read webhook endpoint", "GET", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound, nil},
+		{"change webhook endpoint", "PATCH", "/webhook-endpoints/%s", hook, me.Token, map[string]any{"status": "disabled"}, http.StatusNotFound, nil},
+		{"rotate webhook secret", "POST", "/webhook-endpoints/%s/rotate-secret", hook, me.Token, nil, http.StatusNotFound, nil},
+		{"ping webhook endpoint", "POST", "/webhook-endpoints/%s/ping", hook, me.Token, nil, http.StatusNotFound, nil},
+		{"delete webhook endpoint", "DELETE", "/webhook-endpoints/%s", hook, me.Token, nil, http.StatusNotFound, nil},
+		{"read event", "GET", "/events/%s", theirEvent, me.Token, nil, http.StatusNotFound, nil},
+		{"redeliver event", "POST", "/events/%s/redeliver", theirEvent, me.Token, nil, http.StatusNotFound, nil},
+		{"read event as a reseller", "GET", "/events/%s", theirEvent, myReseller, nil, http.StatusNotFound, nil},
+		{"read location", "GET", "/locations/%s", theirLoc.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read application", "GET", "/applications/%s", theirApps[0].Id.String(), myReseller, nil, http.StatusNotFound, nil},
+		{"portfolio", "GET", "/organizations/%s/portfolio", theirSeed.Reseller.OrganizationID.String(), myReseller, nil, http.StatusForbidden, nil},
+		{"list invoices by their MID", "GET", "/payment-requests?merchantAccountId=%s", theirMID.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +158,8 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 				if b, ok := body.(map[string]any); ok && b["merchantAccountId"] != nil {
 					b["merchantAccountId"] = id
 				}
-				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body})
+				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body,
+					Header: tc.header})
 			}
 			got := send(tc.theirs)
 			if got.StatusCode != tc.status {
@@ -174,6 +191,8 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
+	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
+	apitest.Want(t, "their payments", len(*after.Payments), 2)
 	var hookAfter models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
 	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, models.WebhookEndpointStatusEnabled)
@@ -199,6 +218,7 @@ func TestEventPermissionMatrix(t *testing.T) {
 	protectedBy := map[string]string{
 		"invoice.created": auth.PaymentsView, "invoice.sent": auth.PaymentsView, "invoice.send_failed": auth.PaymentsView,
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
+		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
 		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
 		"application.stage_changed": auth.ApplicationsView, "webhook.ping": "",

@@ -94,6 +94,11 @@ type Options struct {
 
 var nextAddress atomic.Uint32
 
+// PDF documents (GET /payment-requests/{id} with Accept: application/pdf)
+// are checked for their content type and status; a binary string schema
+// says nothing of the bytes, which the tests read back themselves.
+var registerPDF sync.Once
+
 // SourceAddress gives each Env its own loopback source address (127.0.0.10,
 // 127.0.0.11, …), so per-address limits of one test do not starve another.
 func SourceAddress() string {
@@ -104,6 +109,7 @@ func SourceAddress() string {
 // New starts a server on the database dsn.
 func New(t testing.TB, dsn string, opts Options) *Env {
 	t.Helper()
+	registerPDF.Do(func() { openapi3filter.RegisterBodyDecoder("application/pdf", openapi3filter.FileBodyDecoder) })
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
 	}
