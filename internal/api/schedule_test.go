@@ -176,7 +176,9 @@ func TestReminders(t *testing.T) {
 	noDue := m.MustCreate(t, m.Body("REMIND-NODUE", "10.00"))
 
 	// Offset -3: Thursday March 5, 09:00 EST = 14:00 UTC.
-	at := func(day, hour, minute int) { clock.Advance(time.Date(2026, 3, day, hour, minute, 0, 0, time.UTC).Sub(clock.Now())) }
+	at := func(day, hour, minute int) {
+		clock.Advance(time.Date(2026, 3, day, hour, minute, 0, 0, time.UTC).Sub(clock.Now()))
+	}
 	at(5, 13, 59)
 	apitest.Want(t, "reminders at 08:59 EST", sendReminders(t, env), 0)
 	at(5, 14, 0)
