@@ -145,8 +145,27 @@ export interface paths {
          *     null). Messages are delivered asynchronously with retries; a message that finally
          *     fails sets `sendProblem`.
          *
+         *     **Scheduled sends.** With `sendAt` (a time in the future, at most a year ahead) the
+         *     invoice is made now and its link goes out at `sendAt` instead: until then `sentVia`
+         *     and `sentAt` are null and `scheduledSendAt` holds the time. The send is made by the
+         *     service's background work through the same outbox, exactly once however many
+         *     instances run, and survives a restart (a send whose time passed while no instance
+         *     ran goes out as soon as one does). `POST /payment-requests/{id}/send` sends at once
+         *     and clears it; cancelling first, or a payment in full, means nothing is sent.
+         *     `sendAt` with `send: false` is a 400 keyed `sendAt`.
+         *
+         *     **Reminders.** `reminders: true` reminds this customer on the organization's
+         *     reminder schedule (`GET /reminder-settings`) even while the schedule is disabled,
+         *     `false` never, `null` (or absent) follows the schedule's `enabled`. A reminder goes
+         *     out at 09:00 in the time zone of the MID's location on the day `dueDate` +
+         *     each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
+         *     send scheduled; see `GET /reminder-settings`.
+         *
          *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-         *     - Every key of the body must be present; the nullable ones may be `null`.
+         *     - Every key of the body must be present but `sendAt` and `reminders`, which may be
+         *       left out; the nullable ones may be `null`.
+         *     - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
+         *       with `send: false`.
          *     - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
          *     - `amount`: > 0, at most 2 decimal places, at most 999999999.99.
          *     - `delivery: text` needs `customerPhone` (else 400 `errors.customerPhone`).
@@ -185,7 +204,19 @@ export interface paths {
         };
         /**
          * Get an invoice
-         * @description One invoice with its lines (`lineItems`, in the order given at creation), the payments made toward it (`payments`, oldest first), the customer's saved cards (`savedCards`) and the customer's delivery preference (`customerPrefers`). An id of another organization is a 404, like an id that does not exist.
+         * @description One invoice with its lines (`lineItems`, in the order given at creation), the
+         *     payments made toward it (`payments`, oldest first), the customer's saved cards
+         *     (`savedCards`) and the customer's delivery preference (`customerPrefers`).
+         *     An id of another organization is a 404, like an id that does not exist.
+         *
+         *     **PDF.** With `Accept: application/pdf` (preferred over `application/json`, by
+         *     order or `q` value) the answer is the invoice as a PDF document, the one the pay
+         *     page offers its customer: who bills (the location's receipt name, address, phone
+         *     and email, and the organization), the customer, the number, dates and PO number,
+         *     the lines, the totals, the payments, the balance and due date, and, while the
+         *     invoice is `open` or `part_paid`, the pay link with its QR code; times are in
+         *     the location's time zone. Any other `Accept` (none, `*\/*`, `application/json`)
+         *     gets JSON. Errors are problem documents either way.
          */
         get: operations["getPaymentRequest"];
         put?: never;
@@ -230,6 +261,88 @@ export interface paths {
          * @description Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
          */
         post: operations["cancelPaymentRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payment-requests/{id}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a payment made outside the card
+         * @description Records money the merchant received toward the invoice outside the card processor:
+         *     cash, a check, a bank transfer or another way. `amountPaid`, `balance` and
+         *     `status` move as they do for a card payment (`part_paid` while a balance is left,
+         *     `paid` with `paidAt` once none is), with the same events (`invoice.part_paid` or
+         *     `invoice.paid`) and `invoice.payment_recorded`. The payment is one of the
+         *     invoice's `payments` with its `method` and `reference`; it is no card payment
+         *     (never in `/card-payments`, never in a deposit). Reminders stop once the invoice is
+         *     paid.
+         *
+         *     **Rules.** `amount` more than 0 with at most two decimals, `method` one of the
+         *     list, `reference` at most 100 characters, `receivedAt` not in the future: else a
+         *     400 keyed by the field. More than the balance, or an invoice that is `paid` or
+         *     `cancelled`, is a 422 whose detail states the balance. An invoice of another
+         *     organization is a 404.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and
+         *     body within 24 hours answers 200 with the invoice as it is now and
+         *     `Idempotent-Replayed: true`, recording nothing; the key with another body or another
+         *     invoice is a 422; requests sent at once with one key record one payment.
+         */
+        post: operations["recordPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payment-requests/{id}/payments/{paymentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a recorded payment
+         * @description Removes a payment recorded with `POST /payment-requests/{id}/payments` (one entered by mistake, a check that bounced) and moves the invoice back: `amountPaid` and `balance` move, and a `paid` invoice becomes `part_paid` (or `open` when nothing is left paid; `paidAt` is cleared). Records `invoice.payment_removed`. A card payment is a 422 (refund it with `POST /card-payments/{id}/refund`); so is a payment of a `cancelled` invoice, which is final. A payment id that is not the invoice's, or an invoice of another organization, is a 404; so is a repeat of a removal that went through.
+         */
+        delete: operations["removeRecordedPayment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reminder-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the reminder schedule
+         * @description The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
+         */
+        get: operations["getReminderSettings"];
+        /**
+         * Change the reminder schedule
+         * @description Replaces the organization's reminder schedule; both keys are required. `offsetsDays` holds whole days from −30 to 90, at most 8, each once (else 400 keyed `offsetsDays`); they are kept, and answered, in ascending order. The schedule applies from then on to every invoice that follows it, those made before included.
+         */
+        put: operations["putReminderSettings"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -873,10 +986,21 @@ export interface components {
             /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
             lines: components["schemas"]["InvoiceLineInput"][] | null;
             /**
-             * @description `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now.
+             * @description `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now, or at `sendAt` when it is given.
              * @example true
              */
             send: boolean | null;
+            /**
+             * Format: date-time
+             * @description Optional. When to send the pay link instead of now: a time in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. The invoice shows it as `scheduledSendAt` until it goes out. Absent or `null`: send now (unless `send` is `false`).
+             * @example 2025-04-01T14:00:00Z
+             */
+            sendAt?: string | null;
+            /**
+             * @description Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+             * @example null
+             */
+            reminders?: boolean | null;
         };
         /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`. */
         Invoice: {
@@ -1036,15 +1160,44 @@ export interface components {
              * @enum {string|null}
              */
             customerPrefers: "email" | "text" | null;
+            /**
+             * Format: date-time
+             * @description When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
+             * @example null
+             */
+            scheduledSendAt: string | null;
+            /**
+             * @description The invoice's own reminder choice as given at creation: `true` (reminded on the organization's schedule even while it is disabled), `false` (never), or null (follows the schedule's `enabled`).
+             * @example null
+             */
+            reminders: boolean | null;
+            /**
+             * Format: int32
+             * @description How many reminders of the balance went out for this invoice.
+             * @example 0
+             */
+            remindersSent: number;
+            /**
+             * Format: date-time
+             * @description When the last reminder was queued for delivery; null before the first.
+             * @example null
+             */
+            lastRemindedAt: string | null;
         };
-        /** @description An approved sale toward the invoice, made on its pay page: the card payment `id` (`GET /card-payments/{id}`). Card numbers are never stored; only the last four digits. */
+        /** @description Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits. */
         Payment: {
             /**
              * Format: uuid
-             * @description The sale's card payment id.
+             * @description The payment's id: a sale's card payment id, or a recorded payment's (the `paymentId` of `DELETE /payment-requests/{id}/payments/{paymentId}`).
              * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
              */
             id: string;
+            method: components["schemas"]["PaymentMethod"];
+            /**
+             * @description A recorded payment's reference (a check number, a transfer's id); null for card payments, whose processor reference is `retRef`.
+             * @example null
+             */
+            reference: string | null;
             /** @description Amount paid, two decimals. */
             amount: components["schemas"]["DecimalString"];
             /**
@@ -1064,7 +1217,7 @@ export interface components {
             payerName: string | null;
             /**
              * Format: date-time
-             * @description When the payment was approved.
+             * @description When the payment was approved (a recorded payment's `receivedAt`).
              * @example 2025-03-18T19:45:12Z
              */
             paidAt: string;
@@ -1080,6 +1233,58 @@ export interface components {
             savedCard: boolean;
             /** @description The sale's approved refunds, two decimals (`"0.00"` when none). */
             amountRefunded: components["schemas"]["DecimalString"];
+        };
+        /**
+         * @description How a payment was made: `card` (a sale on the pay page), or, for a payment recorded by the merchant, `cash`, `check`, `bank_transfer` or `other`.
+         * @example card
+         * @enum {string}
+         */
+        PaymentMethod: "card" | "cash" | "check" | "bank_transfer" | "other";
+        /** @description A payment made outside the card processor, to record toward an invoice. A key not named here is a 400 keyed by it ("unknown field"). */
+        RecordPaymentRequest: {
+            /** @description How much was received, as a `Decimal`: more than 0, at most two decimals (else 400 `errors.amount`), at most the invoice's balance (else 422, stating the balance). */
+            amount: components["schemas"]["Decimal"];
+            /**
+             * @description How it was paid.
+             * @example check
+             * @enum {string}
+             */
+            method: "cash" | "check" | "bank_transfer" | "other";
+            /**
+             * @description Optional. The merchant's reference (a check number, a transfer's id); at most 100 characters.
+             * @example Check 1042
+             */
+            reference?: string | null;
+            /**
+             * Format: date-time
+             * @description Optional. When the money was received; not in the future (else 400 `errors.receivedAt`). Absent or `null`: now. It is the payment's `paidAt`.
+             * @example 2025-03-19T16:00:00Z
+             */
+            receivedAt?: string | null;
+        };
+        /** @description The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it. */
+        RecordedPaymentChange: {
+            payment: components["schemas"]["Payment"];
+            invoice: components["schemas"]["Invoice"];
+        };
+        /** @description The organization's reminder schedule. While `enabled` (or for an invoice created with `reminders: true`), a reminder of the balance goes to the customer at 09:00 in the time zone of the invoice's location on each day `dueDate` + an offset (a daylight-saving change included), while the invoice is `open` or `part_paid`, has a `dueDate` and no scheduled send; never after it is paid or cancelled, and at most one a day per invoice. It goes the way the customer asked on the pay page (`customerPrefers`), else by the invoice's `delivery`, through the same outbox as pay links (exactly once however many instances run; a reminder whose hour passed while no instance ran goes out later that day). The message says it is a reminder, with the balance and the due date, and the pay link. Each raises the invoice's `remindersSent`, sets `lastRemindedAt` and records `invoice.reminder_sent`. Default: disabled, offsets `[-3, 0, 3, 7, 14]`. */
+        ReminderSettings: {
+            /**
+             * @description Whether invoices that follow the schedule (`reminders` null) are reminded.
+             * @example true
+             */
+            enabled: boolean;
+            /**
+             * @description Days relative to `dueDate` (−3: three days before, 0: on the day, 7: a week after), whole numbers from −30 to 90, at most 8, each once; answered in ascending order. A broken rule is a 400 keyed `offsetsDays`.
+             * @example [
+             *       -3,
+             *       0,
+             *       3,
+             *       7,
+             *       14
+             *     ]
+             */
+            offsetsDays: number[];
         };
         /** @description A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale. */
         RefundRequest: {
@@ -1267,6 +1472,9 @@ export interface components {
          *     - `invoice.part_paid`: A payment left a balance.
          *     - `invoice.paid`: A payment paid the invoice in full.
          *     - `invoice.cancelled`: The invoice was cancelled.
+         *     - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
+         *     - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
+         *     - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
          *     - `card_payment.approved`: A sale was approved.
          *     - `card_payment.declined`: A sale, or a refund, was declined.
          *     - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
@@ -1278,13 +1486,13 @@ export interface components {
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -1303,7 +1511,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1393,6 +1601,51 @@ export interface components {
              * @enum {string}
              */
             type: "invoice.cancelled";
+        };
+        /** @description `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice. */
+        InvoicePaymentRecordedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.payment_recorded
+             * @enum {string}
+             */
+            type: "invoice.payment_recorded";
+            data: components["schemas"]["RecordedPaymentChange"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.payment_recorded";
+        };
+        /** @description `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice. */
+        InvoicePaymentRemovedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.payment_removed
+             * @enum {string}
+             */
+            type: "invoice.payment_removed";
+            data: components["schemas"]["RecordedPaymentChange"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.payment_removed";
+        };
+        /** @description `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`). */
+        InvoiceReminderSentEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.reminder_sent
+             * @enum {string}
+             */
+            type: "invoice.reminder_sent";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.reminder_sent";
         };
         /** @description `card_payment.approved`: A sale was approved. */
         CardPaymentApprovedEvent: components["schemas"]["EventBase"] & {
@@ -2613,13 +2866,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The invoice. */
+            /** @description The invoice, as JSON or (`Accept: application/pdf`) as a PDF document. */
             200: {
                 headers: {
+                    /**
+                     * @description With a PDF: `attachment; filename="invoice-INV-1042.pdf"`.
+                     * @example attachment; filename="invoice-INV-1042.pdf"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Invoice"];
+                    /** @example %PDF-1.4 … (the document's bytes) */
+                    "application/pdf": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2694,6 +2954,157 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recordPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
+                 * @example 5d2c7e1a-3b4f-4a6e-8c9d-0f1e2d3c4b5a
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordPaymentRequest"];
+            };
+        };
+        responses: {
+            /** @description Replay: a payment was already recorded with this `Idempotency-Key` and the same body; this is the invoice as it is now. Nothing new was recorded. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            /** @description The payment was recorded; the invoice as it now stands. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeRecordedPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+                /**
+                 * @description The recorded payment's `id`, from the invoice's `payments`.
+                 * @example 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+                 */
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment was removed; the invoice as it now stands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReminderSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reminder settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putReminderSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReminderSettings"];
+            };
+        };
+        responses: {
+            /** @description The reminder settings as they now stand. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
