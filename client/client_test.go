@@ -232,6 +232,36 @@ func TestCreateGetsIdempotencyKey(t *testing.T) {
 	}
 }
 
+// A recorded payment gets an Idempotency-Key too, which the server takes as
+// the request's: sent again with the key, it records nothing more.
+func TestRecordedPaymentGetsIdempotencyKey(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
+	email, send := "dana@example.com", false
+	inv, err := c.CreatePaymentRequestWithResponse(context.Background(), nil, client.CreatePaymentRequest{
+		MerchantAccountId: listAccounts(t, c)[0].Id, InvoiceNumber: "INV-" + uuid.NewString()[:8],
+		Amount: payreq.MustDecimal("50.00"), CustomerEmail: &email, Send: &send,
+	})
+	if err != nil || inv.JSON201 == nil {
+		t.Fatalf("create: %v %s", err, inv.Body)
+	}
+	body := client.RecordPaymentRequest{Amount: payreq.MustDecimal("20.00"), Method: client.RecordPaymentRequestMethodCheck,
+		Reference: new("Check 1042")}
+	resp, err := c.RecordPaymentWithResponse(context.Background(), inv.JSON201.Id, nil, body)
+	if err != nil || resp.JSON201 == nil {
+		t.Fatalf("record: %v %s", err, resp.Body)
+	}
+	key := rec.sent[len(rec.sent)-1].header.Get("Idempotency-Key")
+	if _, err := uuid.Parse(key); err != nil {
+		t.Fatalf("Idempotency-Key %q is not a UUID", key)
+	}
+	again, err := c.RecordPaymentWithResponse(context.Background(), inv.JSON201.Id, &client.RecordPaymentParams{IdempotencyKey: &key}, body)
+	if err != nil || again.JSON200 == nil || again.JSON200.AmountPaid.String() != "20.00" {
+		t.Fatalf("the same key again: %v %d %s", err, again.StatusCode(), again.Body)
+	}
+}
+
 // A create answered 503 (the database held it up past the request's time
 // limit) is sent again after Retry-After, with the same Idempotency-Key,
 // and makes one invoice.

@@ -49,9 +49,22 @@ func matches(template, segments []string) bool {
 	return true
 }
 
+// keyed says whether a POST to path makes something that an
+// Idempotency-Key keeps from being made twice: an invoice, a recorded
+// payment. (A refund's key is the caller's to give: whether a retry of a
+// refund may refund again is theirs to decide.)
+func keyed(path string) bool {
+	if path == "/payment-requests" {
+		return true
+	}
+	id, ok := strings.CutPrefix(path, "/payment-requests/")
+	id, ok2 := strings.CutSuffix(id, "/payments")
+	return ok && ok2 && id != "" && !strings.Contains(id, "/")
+}
+
 // transport authenticates requests to the API with the access token, sends a
-// request once more with a new token after a 401, and gives creates an
-// Idempotency-Key. Under it, next retries 429s and 503s.
+// request once more with a new token after a 401, and gives creates and
+// recorded payments an Idempotency-Key. Under it, next retries 429s and 503s.
 type transport struct {
 	next   http.RoundTripper
 	tokens *tokenSource // nil: requests are sent without a token (the token request itself)
@@ -66,7 +79,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	header := req.Header.Clone()
 	path, ours := t.apiPath(req.URL)
-	if ours && req.Method == http.MethodPost && path == "/payment-requests" && header.Get("Idempotency-Key") == "" {
+	if ours && req.Method == http.MethodPost && keyed(path) && header.Get("Idempotency-Key") == "" {
 		// One key for every try of this request, the retries below included.
 		header.Set("Idempotency-Key", uuid.NewString())
 	}

@@ -1,6 +1,6 @@
 // Command create-invoice is an integrator's first program against payreq:
-// it lists the merchant's MIDs, creates an invoice on the first one and reads
-// it back.
+// it lists the merchant's MIDs, creates an invoice on the first one, records
+// a check the customer paid part of it with, and reads it back.
 //
 //	PAYREQ_URL=http://127.0.0.1:8080 PAYREQ_KEY_ID=mk_… PAYREQ_SECRET=ms_… go run ./examples/create-invoice
 //
@@ -119,6 +119,20 @@ func run(ctx context.Context, s settings, out io.Writer, opts ...payreq.Option) 
 		return answerError("POST /payment-requests", created.StatusCode(), created.Body)
 	}
 	fmt.Fprintf(out, "created invoice %s (id %s), pay link %s\n", created.JSON201.InvoiceNumber, created.JSON201.Id, deref(created.JSON201.Link))
+
+	// A check for part of it came by mail: recorded as a payment made
+	// outside the card (the client gives the request an Idempotency-Key,
+	// so a retry never records it twice).
+	recorded, err := c.RecordPaymentWithResponse(ctx, created.JSON201.Id, nil, client.RecordPaymentRequest{
+		Amount: payreq.MustDecimal("50.00"), Method: client.RecordPaymentRequestMethodCheck, Reference: new("Check 1042"),
+	})
+	if err != nil {
+		return fmt.Errorf("recording the check: %w", err)
+	}
+	if recorded.JSON201 == nil {
+		return answerError("POST /payment-requests/{id}/payments", recorded.StatusCode(), recorded.Body)
+	}
+	fmt.Fprintf(out, "recorded a check of 50.00: status %s, balance %s\n", recorded.JSON201.Status, recorded.JSON201.Balance.String())
 
 	got, err := c.GetPaymentRequestWithResponse(ctx, created.JSON201.Id)
 	if err != nil {

@@ -28,7 +28,8 @@ func TestCreatesAnInvoiceAndReadsItBack(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	text := out.String()
-	if !strings.Contains(text, "read back: status open, amount 103.30, balance 103.30, 2 lines") {
+	if !strings.Contains(text, "recorded a check of 50.00: status part_paid, balance 53.30") ||
+		!strings.Contains(text, "read back: status part_paid, amount 103.30, balance 53.30, 2 lines") {
 		t.Errorf("output:\n%s", text)
 	}
 	var inv client.Invoice
@@ -37,6 +38,10 @@ func TestCreatesAnInvoiceAndReadsItBack(t *testing.T) {
 	}
 	if inv.LineItems == nil || len(*inv.LineItems) != 2 || (*inv.LineItems)[0].UnitCost.String() != "45.5" || inv.PoNumber == nil || *inv.PoNumber != "PO-7781" {
 		t.Errorf("invoice read back: %s", text)
+	}
+	if inv.Payments == nil || len(*inv.Payments) != 1 || (*inv.Payments)[0].Method != client.PaymentMethodCheck ||
+		(*inv.Payments)[0].Reference == nil || *(*inv.Payments)[0].Reference != "Check 1042" {
+		t.Errorf("the recorded check read back: %s", text)
 	}
 }
 
