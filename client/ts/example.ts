@@ -100,6 +100,10 @@ async function main(): Promise<void> {
     throw failed("GET /payment-requests/{id}", got.response.status, got.error);
   }
   const invoice = got.data;
+  // The same address answers the invoice as a PDF document to Accept: application/pdf.
+  if (typeof invoice === "string") {
+    throw new Error("GET /payment-requests/{id} answered a PDF document; this example reads JSON");
+  }
   console.log(`read back: status ${invoice.status}, amount ${invoice.amount}, balance ${invoice.balance}, ${invoice.lines} lines`);
   console.log(JSON.stringify(invoice, null, 2));
 }
