@@ -68,16 +68,17 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 		name   sql.NullString
 		biller directory.BillerRow
 	)
-	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, i.due_date, i.customer_name,
-			`+directory.BillerColumns+`
+	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, (i.amount - i.amount_paid)::text,
+			i.due_date, i.customer_name, `+directory.BillerColumns+`
 		FROM invoices i JOIN merchant_accounts m ON m.id = i.merchant_account_id JOIN locations l ON l.id = m.location_id
 		JOIN organizations o ON o.id = i.organization_id
 		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
-		append([]any{&status, &b.InvoiceNumber, &b.Amount, &b.DueDate, &name}, biller.Dest()...)...)
+		append([]any{&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name}, biller.Dest()...)...)
 	if err != nil {
 		return Bill{}, err
 	}
 	b.Cancelled, b.CustomerName, b.Biller, b.PayLink = status == "cancelled", name.String, biller.Biller(), testPayLink(id)
+	b.Payable = status == "open" || status == "part_paid"
 	return b, nil
 }
 

@@ -243,3 +243,68 @@ func TestFormatAmount(t *testing.T) {
 		}
 	}
 }
+
+// A reminder says it is one, with the balance and the due date, by email
+// and by text; one queued for an invoice paid before its delivery is
+// never sent.
+func TestReminderMessages(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	cfg := testConfig(t)
+	cfg.DataDir = t.TempDir()
+	inv := newInvoice(t, db)
+	if _, err := db.Exec(`UPDATE invoices SET amount_paid = 1000.00, status = 'part_paid' WHERE id = $1`, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	remind := func(inv invoice, channel, recipient string) uuid.UUID {
+		t.Helper()
+		id := uuid.New()
+		err := postgres.InTx(context.Background(), db, func(tx *sqlx.Tx) error {
+			return Enqueue(context.Background(), tx, Message{ID: id, Kind: KindReminder, OrganizationID: inv.OrganizationID,
+				InvoiceID: inv.ID, Channel: channel, Recipient: recipient, At: time.Now()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	email, text := remind(inv, ChannelEmail, testCustomer), remind(inv, ChannelText, testPhone)
+	paid := newInvoice(t, db)
+	late := remind(paid, ChannelEmail, testCustomer)
+	if _, err := db.Exec(`UPDATE invoices SET amount_paid = amount, status = 'paid', paid_at = now() WHERE id = $1`, paid.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	w := newWorker(t, db, cfg)
+	run(t, w)
+	eventually(t, "the reminders are delivered", func() bool { return delivered(t, db, email)() && delivered(t, db, text)() })
+	eventually(t, "the paid invoice's reminder is cancelled", func() bool { return readOutbox(t, db, late).CancelledAt.Valid })
+
+	dir := filepath.Join(cfg.DataDir, "outbox")
+	raw, err := os.ReadFile(filepath.Join(dir, email.String()+".eml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := parseEmail(t, raw)
+	if !strings.HasPrefix(msg.Subject, "Reminder: invoice "+inv.Number) {
+		t.Errorf("subject %q", msg.Subject)
+	}
+	for _, want := range []string{"This is a reminder", "The balance of $234.50 was due on March 5, 2026",
+		inv.payLink(), inv.Number} {
+		if !strings.Contains(msg.Plain, want) {
+			t.Errorf("the reminder email lacks %q:\n%s", want, msg.Plain)
+		}
+	}
+	sms, err := os.ReadFile(filepath.Join(dir, text.String()+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Reminder from", "balance $234.50", inv.payLink()} {
+		if !strings.Contains(string(sms), want) {
+			t.Errorf("the reminder text lacks %q:\n%s", want, sms)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, late.String()+".eml")); err == nil {
+		t.Error("a reminder of a paid invoice was sent")
+	}
+}
