@@ -51,25 +51,31 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 	rc := apitest.NewReceiver(t)
 	hook, spare := endpoint(t, env, m.Token, rc.URL, "*"), endpoint(t, env, m.Token, rc.URL, "*")
+	recorded := m.MustCreate(t, m.Body("HDR-4", "10.00"))
+	var withCheck models.Invoice
+	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + recorded.Id.String() + "/payments", Token: m.Token,
+		Body: map[string]any{"amount": "2.00", "method": "check"}}).JSON(t, &withCheck)
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
 	// A real id for each operation that takes one.
 	ids := map[string]string{
-		"/payment-requests/{id}":                inv.Id.String(),
-		"/payment-requests/{id}/send":           inv.Id.String(),
-		"/payment-requests/{id}/cancel":         cancelled.Id.String(),
-		"/saved-cards/{id}":                     (*withCard.SavedCards)[0].Id.String(),
-		"/card-payments/{id}":                   (*withCard.Payments)[0].Id.String(),
-		"/card-payments/{id}/refund":            (*withCard.Payments)[0].Id.String(),
-		"/deposits/{id}":                        made[0].ID.String(),
-		"/events/{id}":                          events[0].ID,
-		"/events/{id}/redeliver":                events[0].ID,
-		"/webhook-endpoints/{id}":               hook.Id.String(),
-		"/webhook-endpoints/{id}/ping":          hook.Id.String(),
-		"/webhook-endpoints/{id}/rotate-secret": hook.Id.String(),
-		"/locations/{id}":                       m.Locs[0].Id.String(),
-		"/applications/{id}":                    apps[0].Id.String(),
-		"/organizations/{id}/portfolio":         seed.Reseller.OrganizationID.String(),
+		"/payment-requests/{id}":                      inv.Id.String(),
+		"/payment-requests/{id}/send":                 inv.Id.String(),
+		"/payment-requests/{id}/cancel":               cancelled.Id.String(),
+		"/payment-requests/{id}/payments":             inv.Id.String(),
+		"/payment-requests/{id}/payments/{paymentId}": recorded.Id.String(),
+		"/saved-cards/{id}":                           (*withCard.SavedCards)[0].Id.String(),
+		"/card-payments/{id}":                         (*withCard.Payments)[0].Id.String(),
+		"/card-payments/{id}/refund":                  (*withCard.Payments)[0].Id.String(),
+		"/deposits/{id}":                              made[0].ID.String(),
+		"/events/{id}":                                events[0].ID,
+		"/events/{id}/redeliver":                      events[0].ID,
+		"/webhook-endpoints/{id}":                     hook.Id.String(),
+		"/webhook-endpoints/{id}/ping":                hook.Id.String(),
+		"/webhook-endpoints/{id}/rotate-secret":       hook.Id.String(),
+		"/locations/{id}":                             m.Locs[0].Id.String(),
+		"/applications/{id}":                          apps[0].Id.String(),
+		"/organizations/{id}/portfolio":               seed.Reseller.OrganizationID.String(),
 	}
 
 	spec, err := gen.GetSpec()
@@ -91,7 +97,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 					}
 				}
 			}
-			concrete := strings.ReplaceAll(path, "{id}", ids[path])
+			concrete := strings.ReplaceAll(strings.ReplaceAll(path, "{id}", ids[path]), "{paymentId}", (*withCheck.Payments)[0].Id.String())
 			req := apitest.Request{Method: method, Path: concrete, Token: token}
 			what := method + " " + path
 			switch what {
@@ -99,6 +105,10 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = m.Body("HDR-2", "10.00")
 			case "POST /webhook-endpoints":
 				req.Body = map[string]any{"url": rc.URL, "eventTypes": []string{"invoice.paid"}}
+			case "POST /payment-requests/{id}/payments":
+				req.Body = map[string]any{"amount": "1.00", "method": "cash"}
+			case "PUT /reminder-settings":
+				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
 			case "PATCH /webhook-endpoints/{id}":
 				req.Body = map[string]any{"description": "changed"}
 			case "DELETE /webhook-endpoints/{id}": // the others still use hook
