@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"time"
@@ -509,12 +510,14 @@ func (d *doc) payLink(link string) error {
 	}
 	side := float64(len(m.bits)) * qrModule
 	d.gap(16)
-	d.need(side + 3*lineHeight(11))
+	d.need(side + 4*qrModule + 4*lineHeight(11))
 	d.text(margin, d.y, "Pay online", bold, 12)
 	d.y += lineHeight(12)
 	d.paragraph("Scan the code, or open this address:", regular, 10)
 	d.paragraph(link, regular, 10)
-	d.y += 6
+	// A quiet zone of four modules above the code, and its corner on a
+	// whole point, so that every module's edges are exact in the document.
+	d.y = math.Ceil(d.y + 4*qrModule)
 	// Dark modules, a run of them in a row drawn as one rectangle.
 	d.pdf.SetFillColor(0, 0, 0)
 	for row, bits := range m.bits {

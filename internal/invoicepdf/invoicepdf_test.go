@@ -77,6 +77,22 @@ func TestInvoiceReadsBack(t *testing.T) {
 	}
 }
 
+// The QR code reads back wherever the page puts it, whatever the link.
+func TestQRCodeOfManyLinks(t *testing.T) {
+	for i := range 40 {
+		inv := sample(1 + i%7)
+		inv.Memo = ptr(strings.Repeat("memo ", i*3))
+		link := "http://127.0.0.1:8080/pay/" + strings.ReplaceAll(uuid.NewString(), "-", "")[:22]
+		var buf bytes.Buffer
+		if err := invoicepdf.Invoice(context.Background(), &buf, inv, link); err != nil {
+			t.Fatal(err)
+		}
+		if got := pdftest.Read(t, buf.Bytes()).QR(t); got != link {
+			t.Fatalf("QR code %q, want %q", got, link)
+		}
+	}
+}
+
 // A paid invoice says so and has no pay link or QR code.
 func TestPaidInvoiceHasNoPayLink(t *testing.T) {
 	inv := sample(2)
