@@ -38,9 +38,12 @@ FROM generate_series(0, :others) AS n;
 INSERT INTO organizations (id, name, kind, status, created_at)
 SELECT id, name, 'merchant', 'active', '2023-12-01' FROM bench_orgs;
 
-INSERT INTO users (id, organization_id, name, email, role, permissions)
-SELECT bench_uuid('bench-owner-' || n), id, 'Owner of ' || name, 'owner' || n || '@bench.example.com', 'Owner',
-       '{payments.view,payments.create,payments.refund,locations.view,accounts.view,events.view,webhooks.manage}'
+INSERT INTO people (id, email, name)
+SELECT bench_uuid('bench-person-' || n), 'owner' || n || '@bench.example.com', 'Owner of ' || name FROM bench_orgs;
+
+INSERT INTO memberships (id, organization_id, person_id, role, permissions, accepted_at)
+SELECT bench_uuid('bench-owner-' || n), id, bench_uuid('bench-person-' || n), 'Owner',
+       '{payments.view,payments.create,payments.refund,locations.view,accounts.view,events.view,webhooks.manage}', now()
 FROM bench_orgs;
 
 INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name, address_line1, city, state,

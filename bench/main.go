@@ -422,7 +422,11 @@ func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) 
 	if _, err := a.DB.ExecContext(ctx, `DELETE FROM api_keys WHERE name = 'bench load'`); err != nil {
 		return auth.NewKey{}, err
 	}
-	return a.Auth.CreateKey(ctx, ds.org, "bench load", auth.PermissionsFor(auth.KindMerchant))
+	owner, err := a.People.Owner(ctx, ds.org)
+	if err != nil {
+		return auth.NewKey{}, err
+	}
+	return a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant))
 }
 
 // quiesce leaves the database as the next run should find it: no message

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
 func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	ctx := context.Background()
 	a := openApp(t)
-	seeded, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers)
+	seeded, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers, a.People)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,3 +9,4 @@ INSERT INTO token_requests (address, window_start, requests) VALUES (:address, :
 SELECT k.secret_fingerprint, k.organization_id, k.permissions, k.revoked_at IS NOT NULL AS revoked, o.status
 		FROM api_keys k JOIN organizations o ON o.id = k.organization_id
 		WHERE k.id = :key;
+UPDATE api_keys SET last_used_at = now() WHERE id = :key;

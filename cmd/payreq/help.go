@@ -22,7 +22,8 @@ Seeds a demo merchant (two locations, three MIDs), a reseller whose portfolio
 holds it, five applications, and one key with every permission for each
 organization; prints their ids and keys (--json: one JSON object).`,
 	"keys create": `usage: payreq keys create --org ORG --name NAME --permissions p1,p2 [--json]
-Makes an API key for the organization, as its Owner, and prints its id and its
+Makes an API key for the organization, as its first Owner (the key's
+permissions must be among the Owner's), and prints its id and its
 secret (shown once). --json prints {"keyId","secret","organizationId","permissions"}.
 Permissions of merchant organizations: ` + strings.Join(auth.PermissionsFor(auth.KindMerchant), ", ") + `
 Permissions of reseller organizations: ` + strings.Join(auth.PermissionsFor(auth.KindReseller), ", "),
@@ -35,8 +36,15 @@ PAYREQ_REVOCATION_CHECK_INTERVAL.`,
 Makes an active organization; a merchant with --reseller joins that
 reseller's portfolio. Then: users create (its Owner), keys create.`,
 	"users create": `usage: payreq users create --org ORG --name NAME --email EMAIL --role Owner|Admin|Member [--permissions p1,p2] [--json]
-Adds a user. Without --permissions the user holds every permission offered to
-the organization's kind; the Owner's are those its API keys may carry.`,
+Makes a membership of the organization and emails its invitation link
+(PAYREQ_PUBLIC_URL/portal/invitations/…, 72 hours, one use) through the
+outbox; the person then chooses a password (or signs in, when the email has
+one already). Without --permissions the member holds every permission offered
+to the organization's kind. --json prints
+{"id","organizationId","name","email","role","permissions","invitationUrl"}.`,
+	"users remove": `usage: payreq users remove --org ORG --email EMAIL
+Ends the membership of EMAIL in the organization: its portal sessions end;
+the API keys it made keep working. The last Owner cannot be removed (exit 2).`,
 	"locations create": `usage: payreq locations create --org ORG --name NAME --time-zone TZ --address-line1 A --city C --state S --postal-code P [--address-line2 A] [--receipt-name N] [--phone P] [--email E] [--json]
 Adds an active location (store) to a merchant. TZ is an IANA time zone such
 as America/Los_Angeles: pay pages, messages and the daily settlement cutoff

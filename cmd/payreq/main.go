@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/app"
-	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/devdb"
@@ -34,6 +33,7 @@ const usage = `usage: payreq COMMAND
   orgs create --kind merchant|reseller --name NAME [--reseller ORG] [--json]
   orgs suspend ORG | orgs reinstate ORG
   users create --org ORG --name NAME --email EMAIL --role Owner|Admin|Member [--permissions p1,p2] [--json]
+  users remove --org ORG --email EMAIL
   locations create --org ORG --name NAME --time-zone TZ --address-line1 A --city C --state S --postal-code P
                    [--address-line2 A] [--receipt-name N] [--phone P] [--email E] [--json]
   locations deactivate [--json] LOC
@@ -116,10 +116,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "settle":
 		return settleCmd(ctx, cfg, rest, stdout)
 	case "users":
-		if len(rest) == 0 || rest[0] != "create" {
-			return usageError{"users: the subcommand is create"}
+		switch {
+		case len(rest) > 0 && rest[0] == "create":
+			return usersCreate(ctx, cfg, rest[1:], stdout)
+		case len(rest) > 0 && rest[0] == "remove":
+			return usersRemove(ctx, cfg, rest[1:], stdout)
 		}
-		return usersCreate(ctx, cfg, rest[1:], stdout)
+		return usageError{"users: a subcommand is required (create, remove)"}
 	case "locations":
 		return locationsCmd(ctx, cfg, rest, stdout)
 	case "mids":
@@ -188,7 +191,7 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return err
 	}
 	defer a.Close()
-	res, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers)
+	res, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers, a.People)
 	if err != nil {
 		return err
 	}
@@ -226,12 +229,13 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 			return err
 		}
 		defer a.Close()
-		k, err := a.Auth.CreateKey(ctx, orgID, *name, permissions)
-		if errors.Is(err, auth.ErrInvalid) {
-			return usageError{"keys create: " + strings.TrimPrefix(err.Error(), "invalid: ")}
-		}
+		owner, err := a.People.Owner(ctx, orgID)
 		if err != nil {
-			return err
+			return onboardErr("keys create", err)
+		}
+		k, err := a.Auth.CreateKey(ctx, owner.ID, *name, permissions)
+		if err != nil {
+			return onboardErr("keys create", err)
 		}
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(k)
@@ -271,10 +275,12 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 			return err
 		}
 		defer a.Close()
-		if err := a.Auth.RevokeKey(ctx, fs.Arg(0)); errors.Is(err, auth.ErrInvalid) {
-			return usageError{"keys revoke: " + strings.TrimPrefix(err.Error(), "invalid: ")}
-		} else if err != nil {
-			return err
+		k, err := a.Auth.Key(ctx, fs.Arg(0))
+		if err == nil {
+			_, err = a.Auth.RevokeKey(ctx, k.OrganizationID, k.ID)
+		}
+		if err != nil {
+			return onboardErr("keys revoke", err)
 		}
 		fmt.Fprintf(stdout, "key %s revoked\n", fs.Arg(0))
 		return nil

@@ -19,7 +19,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/app"
@@ -158,10 +157,8 @@ func (c *cli) limitedMerchant() uuid.UUID {
 	if _, err := c.db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, $2, 'merchant')`, org, "Limited "+org.String()[:8]); err != nil {
 		c.t.Fatal(err)
 	}
-	if _, err := c.db.Exec(`INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, 'Owner', $3, 'Owner', $4)`,
-		uuid.New(), org, "owner@"+org.String()+".example.com", pq.StringArray{auth.LocationsView}); err != nil {
-		c.t.Fatal(err)
-	}
+	c.ok("users", "create", "--org", org.String(), "--name", "Owner", "--email", "owner@"+org.String()+".example.com",
+		"--role", "Owner", "--permissions", auth.LocationsView)
 	return org
 }
 

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/optional"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -29,6 +31,13 @@ func onboardResult(stdout io.Writer, asJSON bool, v any, line string) error {
 func onboardErr(cmd string, err error) error {
 	if e := rule.As(err); e != nil {
 		return usageError{cmd + ": " + e.Message}
+	}
+	if r := rule.As(err); r != nil {
+		msg := r.Message
+		if len(r.Fields) > 0 {
+			msg = r.Error()
+		}
+		return usageError{cmd + ": " + oneLine(msg)}
 	}
 	return err
 }
@@ -63,18 +72,21 @@ func orgsCreate(ctx context.Context, cfg config.Config, args []string, stdout io
 	return onboardResult(stdout, *asJSON, o, fmt.Sprintf("organization %s (%s) %s", o.ID, o.Kind, o.Name))
 }
 
-// usersCreate adds a user: payreq users create --org ORG --name N --email E --role R [--permissions p1,p2] [--json].
+// usersCreate invites a member: payreq users create --org ORG --name N --email E --role R [--permissions p1,p2] [--json].
 func usersCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
 	org := fs.String("org", "", "organization id")
-	name := fs.String("name", "", "the user's name")
-	email := fs.String("email", "", "the user's email address")
+	name := fs.String("name", "", "the person's name")
+	email := fs.String("email", "", "the person's email address")
 	role := fs.String("role", "", "Owner, Admin or Member")
 	perms := fs.String("permissions", "", "comma-separated; default: every permission offered to the organization")
-	asJSON := fs.Bool("json", false, "print the user as JSON")
+	asJSON := fs.Bool("json", false, "print the membership and its invitation URL as JSON")
 	orgID, err := parseOrgFlags(fs, args, org)
 	if err != nil {
 		return err
+	}
+	if strings.TrimSpace(*name) == "" {
+		return usageError{"users create: --name is required"}
 	}
 	var permissions []string // nil: every permission offered
 	if *perms != "" {
@@ -87,11 +99,36 @@ func usersCreate(ctx context.Context, cfg config.Config, args []string, stdout i
 		return err
 	}
 	defer a.Close()
-	u, err := a.Directory.CreateUser(ctx, orgID, *name, *email, *role, permissions)
+	inv, err := a.People.Invite(ctx, people.Actor{Address: "command line"}, orgID,
+		people.NewMember{Name: *name, Email: *email, Role: *role, Permissions: permissions})
 	if err != nil {
 		return onboardErr("users create", err)
 	}
-	return onboardResult(stdout, *asJSON, u, fmt.Sprintf("user %s (%s) %s", u.ID, u.Role, u.Email))
+	return onboardResult(stdout, *asJSON, inv, fmt.Sprintf("member %s (%s) %s invited: %s", inv.MembershipID, inv.Role, inv.Email, inv.InvitationURL))
+}
+
+// usersRemove ends a membership: payreq users remove --org ORG --email EMAIL.
+func usersRemove(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("users remove", flag.ContinueOnError)
+	org := fs.String("org", "", "organization id")
+	email := fs.String("email", "", "the member's email address")
+	orgID, err := parseOrgFlags(fs, args, org)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*email) == "" {
+		return usageError{"users remove: --email is required"}
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.People.RemoveByEmail(ctx, people.Actor{Address: "command line"}, orgID, *email); err != nil {
+		return onboardErr("users remove", err)
+	}
+	_, err = fmt.Fprintf(stdout, "%s removed from %s; the API keys they made keep working\n", *email, orgID)
+	return err
 }
 
 // locationsCmd: payreq locations create … | payreq locations deactivate LOC.

@@ -95,7 +95,7 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 	c.ok("mids", "create", "--org", merchant.ID, "--location", loc.Id.String(), "--mid", held)
 	c.ok("users", "create", "--org", merchant.ID, "--name", "Owner", "--email", "o@m.example.com", "--role", "Owner")
 
-	tables := []string{"organizations", "portfolio_merchants", "users", "locations", "merchant_accounts"}
+	tables := []string{"organizations", "portfolio_merchants", "people", "memberships", "locations", "merchant_accounts"}
 	before := map[string]int{}
 	for _, tb := range tables {
 		before[tb] = c.count(tb)

@@ -189,7 +189,7 @@ func ClientFrom(address string) *http.Client {
 // Seed creates a demo merchant and reseller with their keys.
 func (e *Env) Seed() demo.Result {
 	e.T.Helper()
-	res, err := demo.Seed(context.Background(), e.App.DB, e.App.Auth, e.App.Resellers)
+	res, err := demo.Seed(context.Background(), e.App.DB, e.App.Auth, e.App.Resellers, e.App.People)
 	if err != nil {
 		e.T.Fatal(err)
 	}

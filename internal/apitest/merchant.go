@@ -91,7 +91,7 @@ func (m Merchant) Read(t *testing.T, id uuid.UUID) (models.Invoice, string) {
 // has moved past its first token's life.
 func (e *Env) TokenFor(t *testing.T, org string) string {
 	t.Helper()
-	k, err := e.App.Auth.CreateKey(context.Background(), uuid.MustParse(org), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
+	k, err := e.App.Auth.CreateKey(context.Background(), e.Owner(t, uuid.MustParse(org)), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +117,21 @@ func WantProblem(t *testing.T, resp *Response, status int, title string) models.
 	return p
 }
 
-// NewKey makes an API key for org with exactly these permissions.
+// Owner is the membership of org's first Owner, who makes test keys.
+func (e *Env) Owner(t testing.TB, org uuid.UUID) uuid.UUID {
+	t.Helper()
+	m, err := e.App.People.Owner(context.Background(), org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+// NewKey makes an API key for org with exactly these permissions, as its Owner.
 func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.NewKey {
 	t.Helper()
-	k, err := e.App.Auth.CreateKey(context.Background(), org, "test key "+strings.Join(permissions, ","), permissions)
+	name := "test key " + strings.Join(permissions, ",")
+	k, err := e.App.Auth.CreateKey(context.Background(), e.Owner(t, org), name[:min(len(name), auth.MaxKeyName)], permissions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/reseller"
@@ -49,6 +50,7 @@ type App struct {
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
+	People    *people.Store
 	Vault     *vault.Vault
 	Metrics   *metrics.Metrics
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
@@ -227,6 +229,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
+		People:     &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), PublicURL: cfg.PublicURL},
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
 		metricsDB:  metricsDB,
@@ -289,12 +292,13 @@ func (a *App) deleteExpiredKeys(ctx context.Context) error {
 
 // RunHousekeeping deletes expired rows (old token-request counts,
 // idempotency keys past their 24 hours, pay attempts past their hour,
-// events past their 30 days) once a minute until ctx ends.
+// events past their 30 days, the portal's old sessions, links, sign-in
+// failures and audit entries past a year) once a minute until ctx ends.
 func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Events.DeleteOld} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Events.DeleteOld, a.People.DeleteOld} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

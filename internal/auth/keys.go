@@ -12,9 +12,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/rule"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -58,18 +63,19 @@ func fingerprint(pepper []byte, secret string) []byte {
 	return m.Sum(nil)
 }
 
-// ErrInvalid marks a request the operator must change (unknown organization,
-// permissions out of reach, ...).
-var ErrInvalid = errors.New("invalid")
-
-// Key is an API key as listed to an operator; its secret is never kept.
+// Key is an API key as listed; its secret is never kept.
 type Key struct {
 	ID             string     `db:"id" json:"keyId"`
 	OrganizationID uuid.UUID  `db:"organization_id" json:"organizationId"`
 	Name           string     `db:"name" json:"name"`
 	Permissions    []string   `db:"-" json:"permissions"`
-	CreatedAt      time.Time  `db:"created_at" json:"createdAt"`
-	RevokedAt      *time.Time `db:"revoked_at" json:"revokedAt"`
+	// CreatedBy is the membership that made the key; CreatorName its
+	// person's name, or "former member" once the membership is removed.
+	CreatedBy   uuid.UUID  `db:"created_by" json:"-"`
+	CreatorName string     `db:"creator_name" json:"createdBy"`
+	CreatedAt   time.Time  `db:"created_at" json:"createdAt"`
+	LastUsedAt  *time.Time `db:"last_used_at" json:"lastUsedAt"`
+	RevokedAt   *time.Time `db:"revoked_at" json:"revokedAt"`
 }
 
 // NewKey is a key just made, with the secret shown this once.
@@ -80,66 +86,80 @@ type NewKey struct {
 	Permissions    []string  `json:"permissions"`
 }
 
-// CreateKey makes a key for org as the organization's Owner. The permissions
-// must be offered to the organization's kind and held by the Owner.
-func (k *Store) CreateKey(ctx context.Context, org uuid.UUID, name string, permissions []string) (NewKey, error) {
+// MaxKeyName is the longest key name, in characters.
+const MaxKeyName = 64
+
+// CreateKey makes a key of the creator's organization, as the creator (a
+// membership): an Owner or an Admin, giving only permissions it holds
+// that the organization's kind is offered. A refusal is a *rule.Error:
+// Invalid for the name or no permission, Forbidden for the rest.
+func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, permissions []string) (NewKey, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return NewKey{}, fmt.Errorf("%w: a key name of 1 to 200 characters is required", ErrInvalid)
+	fields := map[string][]string{}
+	if name == "" || utf8.RuneCountInString(name) > MaxKeyName || strings.ContainsFunc(name, unicode.IsControl) {
+		fields["name"] = []string{fmt.Sprintf("Give the key a name of 1 to %d characters.", MaxKeyName)}
 	}
 	if len(permissions) == 0 {
-		return NewKey{}, fmt.Errorf("%w: at least one permission is required", ErrInvalid)
+		fields["permissions"] = []string{"Choose at least one permission."}
 	}
-	var owner struct {
-		ID          uuid.UUID      `db:"id"`
+	if err := rule.InvalidFields(fields); err != nil {
+		return NewKey{}, err
+	}
+	var m struct {
+		Org         uuid.UUID      `db:"organization_id"`
 		Kind        string         `db:"kind"`
+		Role        string         `db:"role"`
 		Permissions pq.StringArray `db:"permissions"`
 	}
-	err := k.DB.GetContext(ctx, &owner, `
-		SELECT u.id, o.kind, u.permissions
-		FROM organizations o JOIN users u ON u.organization_id = o.id AND u.role = 'Owner'
-		WHERE o.id = $1 ORDER BY u.created_at, u.id LIMIT 1`, org)
+	err := k.DB.GetContext(ctx, &m, `
+		SELECT m.organization_id, o.kind, m.role, m.permissions
+		FROM memberships m JOIN organizations o ON o.id = m.organization_id
+		WHERE m.id = $1 AND m.removed_at IS NULL`, creator)
 	if errors.Is(err, sql.ErrNoRows) {
-		return NewKey{}, fmt.Errorf("%w: organization %s not found or has no Owner", ErrInvalid, org)
+		return NewKey{}, rule.New(rule.Forbidden, "", "Permission required", "Only current members make keys.")
 	}
 	if err != nil {
-		return NewKey{}, fmt.Errorf("auth: unable to find the Owner of %s: %w", org, err)
+		return NewKey{}, fmt.Errorf("auth: unable to read the key's creator: %w", err)
 	}
-	offered := PermissionsFor(owner.Kind)
+	if m.Role != "Owner" && m.Role != "Admin" {
+		return NewKey{}, rule.New(rule.Forbidden, "", "Permission required", "Only Owners and Admins make API keys.")
+	}
+	offered := PermissionsFor(m.Kind)
 	permissions = slices.Compact(slices.Sorted(slices.Values(permissions)))
 	for _, p := range permissions {
 		if !slices.Contains(offered, p) {
-			return NewKey{}, fmt.Errorf("%w: permission %q is not offered to %s organizations (offered: %s)", ErrInvalid, p, owner.Kind, strings.Join(offered, ","))
+			return NewKey{}, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
+				Message: fmt.Sprintf("%q is not a permission of %s organizations (they have %s).", p, m.Kind, strings.Join(offered, ", "))}
 		}
-		if !slices.Contains(owner.Permissions, p) {
-			return NewKey{}, fmt.Errorf("%w: the Owner does not hold permission %q, so a key cannot be given it", ErrInvalid, p)
+		if !slices.Contains(m.Permissions, p) {
+			return NewKey{}, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
+				Message: fmt.Sprintf("A key can be given only permissions its creator holds, and its creator does not hold %s.", p)}
 		}
 	}
-	nk := NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: org, Permissions: permissions}
+	nk := NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: m.Org, Permissions: permissions}
 	_, err = k.DB.ExecContext(ctx, `
-		INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		nk.KeyID, org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), owner.ID)
+		INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		nk.KeyID, m.Org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now())
 	if err != nil {
 		return NewKey{}, fmt.Errorf("auth: unable to create key: %w", err)
 	}
 	return nk, nil
 }
 
-// Keys returns the organization's keys, revoked ones included, oldest first.
-func (k *Store) Keys(ctx context.Context, org uuid.UUID) ([]Key, error) {
-	rows, err := k.DB.QueryxContext(ctx, `
-		SELECT id, organization_id, name, permissions, created_at, revoked_at
-		FROM api_keys WHERE organization_id = $1 ORDER BY created_at, id`, org)
-	if err != nil {
-		return nil, fmt.Errorf("auth: unable to list keys: %w", err)
-	}
+const keyColumns = `k.id, k.organization_id, k.name, k.permissions, k.created_by,
+	CASE WHEN m.removed_at IS NULL THEN coalesce(nullif(p.name, ''), p.email) ELSE 'former member' END AS creator_name,
+	k.created_at, k.last_used_at, k.revoked_at
+	FROM api_keys k JOIN memberships m ON m.id = k.created_by JOIN people p ON p.id = m.person_id`
+
+func scanKeys(rows *sqlx.Rows) ([]Key, error) {
 	defer rows.Close()
 	keys := []Key{}
 	for rows.Next() {
 		var key Key
 		var perms pq.StringArray
-		if err := rows.Scan(&key.ID, &key.OrganizationID, &key.Name, &perms, &key.CreatedAt, &key.RevokedAt); err != nil {
+		if err := rows.Scan(&key.ID, &key.OrganizationID, &key.Name, &perms, &key.CreatedBy, &key.CreatorName,
+			&key.CreatedAt, &key.LastUsedAt, &key.RevokedAt); err != nil {
 			return nil, fmt.Errorf("auth: unable to list keys: %w", err)
 		}
 		key.Permissions = perms
@@ -148,14 +168,50 @@ func (k *Store) Keys(ctx context.Context, org uuid.UUID) ([]Key, error) {
 	return keys, rows.Err()
 }
 
-// RevokeKey marks a key revoked; revoking twice keeps the first date.
-func (k *Store) RevokeKey(ctx context.Context, keyID string) error {
-	res, err := k.DB.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1`, keyID)
+// Keys returns the organization's keys, revoked ones included, oldest first.
+func (k *Store) Keys(ctx context.Context, org uuid.UUID) ([]Key, error) {
+	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE k.organization_id = $1 ORDER BY k.created_at, k.id`, org)
 	if err != nil {
-		return fmt.Errorf("auth: unable to revoke key: %w", err)
+		return nil, fmt.Errorf("auth: unable to list keys: %w", err)
+	}
+	return scanKeys(rows)
+}
+
+var errNoKey = rule.New(rule.NotFound, "", "Key not found", "There is no such API key in this organization.")
+
+// Key reads one key by its id.
+func (k *Store) Key(ctx context.Context, keyID string) (Key, error) {
+	if !isKeyID(keyID) {
+		return Key{}, errNoKey
+	}
+	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE k.id = $1`, keyID)
+	if err != nil {
+		return Key{}, fmt.Errorf("auth: unable to read key: %w", err)
+	}
+	keys, err := scanKeys(rows)
+	if err != nil {
+		return Key{}, err
+	}
+	if len(keys) == 0 {
+		return Key{}, errNoKey
+	}
+	return keys[0], nil
+}
+
+// RevokeKey marks a key of org revoked: no new token at once, tokens
+// issued refused within the revocation check interval. Revoking twice
+// keeps the first date; a key of another organization is not found.
+func (k *Store) RevokeKey(ctx context.Context, org uuid.UUID, keyID string) (Key, error) {
+	if !isKeyID(keyID) {
+		return Key{}, errNoKey
+	}
+	res, err := k.DB.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND organization_id = $2`,
+		keyID, org, k.Now())
+	if err != nil {
+		return Key{}, fmt.Errorf("auth: unable to revoke key: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: key %s not found", ErrInvalid, keyID)
+		return Key{}, errNoKey
 	}
-	return nil
+	return k.Key(ctx, keyID)
 }

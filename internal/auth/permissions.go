@@ -1,6 +1,7 @@
 // Package auth holds API keys, access tokens and the rules of who may do what.
 //
-// It owns the tables api_keys and token_requests.
+// It owns the tables api_keys and token_requests. A key's creator is a
+// membership (internal/people), read here to check what it may give.
 package auth
 
 import (

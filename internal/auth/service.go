@@ -122,6 +122,10 @@ func (s *Store) Exchange(ctx context.Context, c Credentials) (Token, error) {
 			return Token{}, fmt.Errorf("auth: unable to re-fingerprint key: %w", err)
 		}
 	}
+	// "Last used" on the portal's keys page is the last exchange.
+	if _, err := s.DB.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1`, c.ClientID, s.Now()); err != nil {
+		return Token{}, fmt.Errorf("auth: unable to mark key used: %w", err)
+	}
 	access, err := s.Tokens.Issue(c.ClientID, key.OrgID, key.Permissions)
 	if err != nil {
 		return Token{}, err

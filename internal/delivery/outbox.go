@@ -30,6 +30,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -119,6 +120,46 @@ func CancelPending(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, at tim
 		invoiceID, at)
 	if err != nil {
 		return fmt.Errorf("delivery: unable to cancel pending messages: %w", err)
+	}
+	return nil
+}
+
+// Notice is a message to a person about their sign-in (an invitation, a
+// password reset, a lockout), not about an invoice. It holds a one-use
+// link, so it is sealed in the outbox and cleared once delivered.
+type Notice struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+}
+
+// Sealer seals a notice at rest (internal/vault).
+type Sealer interface {
+	Seal(plaintext, aad string) (sealed []byte, keyID string, err error)
+}
+
+func noticeAAD(id uuid.UUID) string { return "outbox:" + id.String() + ":notice" }
+
+// EnqueueNotice writes an email notice to the outbox inside the caller's
+// transaction; org is nil for a notice about no organization.
+func EnqueueNotice(ctx context.Context, tx *sqlx.Tx, v Sealer, org *uuid.UUID, n Notice, at time.Time) error {
+	if n.To == "" || n.Subject == "" || at.IsZero() {
+		return errors.New("delivery: unable to enqueue notice: no recipient, subject or time")
+	}
+	id := uuid.Must(uuid.NewV7())
+	raw, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("delivery: unable to enqueue notice: %w", err)
+	}
+	sealed, keyID, err := v.Seal(string(raw), noticeAAD(id))
+	if err != nil {
+		return fmt.Errorf("delivery: unable to enqueue notice: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox
+		(id, organization_id, channel, recipient, next_attempt_at, created_at, notice, notice_key_id)
+		VALUES ($1, $2, 'email', $3, $4, $4, $5, $6)`, id, org, n.To, at, sealed, keyID)
+	if err != nil {
+		return fmt.Errorf("delivery: unable to enqueue notice: %w", err)
 	}
 	return nil
 }

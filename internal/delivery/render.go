@@ -3,6 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
@@ -97,6 +98,9 @@ var errInvoiceCancelled = errors.New("invoice cancelled")
 var errNothingDue = errors.New("invoice paid or cancelled: no reminder")
 
 func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
+	if c.isNotice() {
+		return w.renderNotice(c)
+	}
 	bill, err := w.cfg.Invoices.Bill(ctx, c.OrganizationID, c.InvoiceID)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("delivery: unable to read invoice for message: %w", err)
@@ -265,3 +269,31 @@ var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!
 
 var reminderSMS = texttemplate.Must(texttemplate.New("reminder-sms").Parse(
 	`Reminder from {{.Name}}: invoice {{.InvoiceNumber}}, balance {{.Balance}} {{if .Overdue}}was due{{else}}due{{end}} {{.DueDate}}. Pay here: {{.PayLink}}`))
+
+// renderNotice opens a notice: its words were written when it was queued.
+func (w *Worker) renderNotice(c claimed) (Rendered, error) {
+	if w.cfg.Open == nil || c.Notice == nil {
+		return Rendered{}, &ProviderError{Permanent: true, Reason: "the notice cannot be opened"}
+	}
+	raw, err := w.cfg.Open(c.Notice, *c.NoticeKeyID, noticeAAD(c.ID))
+	if err != nil {
+		return Rendered{}, &ProviderError{Permanent: true, Reason: "the notice cannot be opened", Err: err}
+	}
+	var n Notice
+	if err := json.Unmarshal([]byte(raw), &n); err != nil {
+		return Rendered{}, &ProviderError{Permanent: true, Reason: "the notice cannot be read", Err: err}
+	}
+	var html bytes.Buffer
+	if err := noticeHTML.Execute(&html, n); err != nil {
+		return Rendered{}, fmt.Errorf("delivery: unable to render notice: %w", err)
+	}
+	return Rendered{ID: c.ID, Channel: ChannelEmail, To: n.To, Subject: oneLine(n.Subject), Text: n.Text,
+		HTML: html.String(), FromName: "payreq", Date: w.now()}, nil
+}
+
+var noticeHTML = htmltemplate.Must(htmltemplate.New("notice").Parse(`<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>{{.Subject}}</title></head>
+<body style="font-family: sans-serif; line-height: 1.5; white-space: pre-line">{{.Text}}</body>
+</html>
+`))

@@ -21,9 +21,11 @@ import (
 // below.
 type Config struct {
 	Invoices Invoices // the invoices messages are about; required
-	DataDir  string   // files go under DataDir/outbox when a provider is missing
-	SMTPURL  string   // PAYREQ_SMTP_URL; empty: email goes to files
-	SMSURL   string   // PAYREQ_SMS_URL; empty: text messages go to files
+	// Open opens sealed notices (internal/vault); without it notices fail.
+	Open    func(sealed []byte, keyID, aad string) (string, error)
+	DataDir string // files go under DataDir/outbox when a provider is missing
+	SMTPURL string // PAYREQ_SMTP_URL; empty: email goes to files
+	SMSURL  string // PAYREQ_SMS_URL; empty: text messages go to files
 
 	// PollInterval is how often the outbox is checked for due messages.
 	PollInterval time.Duration
@@ -218,7 +220,12 @@ type claimed struct {
 	Channel        string    `db:"channel"`
 	Recipient      string    `db:"recipient"`
 	Attempts       int       `db:"attempts"`
+	Notice         []byte    `db:"notice"`
+	NoticeKeyID    *string   `db:"notice_key_id"`
 }
+
+// isNotice: a message to a person, about no invoice.
+func (c claimed) isNotice() bool { return c.NoticeKeyID != nil }
 
 // claim takes up to n due messages and leases them: they are not due again
 // until the lease ends. SKIP LOCKED lets concurrent workers take different rows
@@ -235,7 +242,9 @@ func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claim
 			FOR UPDATE SKIP LOCKED)
 		UPDATE outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
 		FROM due WHERE o.id = due.id
-		RETURNING o.id, o.kind, o.organization_id, o.invoice_id, o.channel, o.recipient, o.attempts`,
+		RETURNING o.id, o.kind, coalesce(o.organization_id, '00000000-0000-0000-0000-000000000000') AS organization_id,
+			coalesce(o.invoice_id, '00000000-0000-0000-0000-000000000000') AS invoice_id, o.channel, o.recipient, o.attempts,
+			o.notice, o.notice_key_id`,
 		now, n, now.Add(lease))
 	if err != nil {
 		return nil, fmt.Errorf("delivery: unable to claim messages: %w", err)
@@ -303,7 +312,7 @@ func (w *Worker) send(ctx context.Context, c claimed) error {
 func (w *Worker) markDelivered(ctx context.Context, c claimed) error {
 	// Not fenced by attempts: whichever delivery arrived first is the one
 	// recorded, even if its lease had run out.
-	_, err := w.db.ExecContext(ctx, `UPDATE outbox SET delivered_at = $2, last_error = NULL
+	_, err := w.db.ExecContext(ctx, `UPDATE outbox SET delivered_at = $2, last_error = NULL, notice = NULL
 		WHERE id = $1 AND delivered_at IS NULL`, c.ID, w.now())
 	if err != nil {
 		return fmt.Errorf("delivery: unable to record delivery: %w", err)
@@ -365,6 +374,10 @@ func (w *Worker) recordFailure(ctx context.Context, c claimed, sendErr error) (b
 			return err // another worker holds the message now, or it was settled
 		}
 		failed = true
+		if c.isNotice() {
+			_, err := tx.ExecContext(ctx, `UPDATE outbox SET notice = NULL WHERE id = $1`, c.ID)
+			return err
+		}
 		// Only the invoice's latest message speaks for it: a failure of an
 		// older send must not hide that a newer one is under way or arrived.
 		var latest bool

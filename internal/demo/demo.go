@@ -4,24 +4,29 @@ package demo
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 )
 
-// Credentials of one seeded organization's key.
+// Credentials of one seeded organization's key, and its Owner's portal
+// sign-in.
 type Credentials struct {
 	OrganizationID uuid.UUID `json:"organizationId"`
 	KeyID          string    `json:"keyId"`
 	Secret         string    `json:"secret"`
+	OwnerEmail     string    `json:"ownerEmail"`
+	OwnerPassword  string    `json:"ownerPassword"`
 }
 
 // Result is what `payreq demo --json` prints.
@@ -35,10 +40,11 @@ type Result struct {
 // more merchants, five applications in different stages, and one
 // all-permission key for each of the two organizations. Each call makes
 // new organizations and new MIDs.
-func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Store) (Result, error) {
+func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Store, ppl *people.Store) (Result, error) {
 	suffix := fmt.Sprintf("%04d", rand.IntN(10000))
 	merchant := uuid.Must(uuid.NewV7())
 	partner := uuid.Must(uuid.NewV7())
+	var orgIDs []uuid.UUID
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		exec := func(q string, args ...any) error {
 			_, err := tx.ExecContext(ctx, q, args...)
@@ -62,12 +68,9 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 			{uuid.Must(uuid.NewV7()), "Cedar Hardware " + suffix, auth.KindMerchant, "suspended", []string{"invoicing", "online", "terminal"}},
 		}
 		for _, o := range orgs {
+			orgIDs = append(orgIDs, o.id)
 			if err := exec(`INSERT INTO organizations (id, name, kind, status, logo_url) VALUES ($1, $2, $3, $4, $5)`,
 				o.id, o.name, o.kind, o.status, "https://example.com/logos/"+o.id.String()+".png"); err != nil {
-				return err
-			}
-			if err := exec(`INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, $3, $4, 'Owner', $5)`,
-				uuid.Must(uuid.NewV7()), o.id, "Owner of "+o.name, "owner@"+o.id.String()+".example.com", pq.StringArray(auth.PermissionsFor(o.kind))); err != nil {
 				return err
 			}
 			for _, p := range o.products {
@@ -121,6 +124,12 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 	if err != nil {
 		return Result{}, fmt.Errorf("demo: unable to seed organizations: %w", err)
 	}
+	// The two other merchants' Owners are invited (no sign-in yet).
+	for _, o := range orgIDs[2:] {
+		if _, err := ppl.AddMember(ctx, o, "Owner", "owner@"+o.String()+".example.com", "Owner", auth.PermissionsFor(auth.KindMerchant), "demo-"+randomText(16)); err != nil {
+			return Result{}, err
+		}
+	}
 
 	stages := [][]string{{}, {"in_review"}, {"in_review", "needs_info"}, {"in_review", "approved"}, {"in_review", "declined"}}
 	for i, path := range stages {
@@ -145,16 +154,36 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 		}
 	}
 
-	mk, err := keys.CreateKey(ctx, merchant, "Demo merchant key", auth.PermissionsFor(auth.KindMerchant))
-	if err != nil {
-		return Result{}, err
+	// Every organization has an Owner holding every permission its kind
+	// is offered; the merchant's and the reseller's sign in to the portal
+	// with a password made here, and make the demo keys.
+	res := Result{}
+	for _, o := range []struct {
+		id    uuid.UUID
+		kind  string
+		slug  string
+		creds *Credentials
+		key   string
+	}{
+		{partner, auth.KindReseller, "northwind", &res.Reseller, "Demo reseller key"},
+		{merchant, auth.KindMerchant, "bluefern", &res.Merchant, "Demo merchant key"},
+	} {
+		email := fmt.Sprintf("owner-%s@%s.example.com", suffix+strings.ToLower(randomText(4)), o.slug)
+		password := "demo-" + randomText(16)
+		owner, err := ppl.AddMember(ctx, o.id, "Demo Owner", email, "Owner", auth.PermissionsFor(o.kind), password)
+		if err != nil {
+			return Result{}, err
+		}
+		k, err := keys.CreateKey(ctx, owner, o.key, auth.PermissionsFor(o.kind))
+		if err != nil {
+			return Result{}, err
+		}
+		*o.creds = Credentials{OrganizationID: o.id, KeyID: k.KeyID, Secret: k.Secret, OwnerEmail: email, OwnerPassword: password}
 	}
-	rk, err := keys.CreateKey(ctx, partner, "Demo reseller key", auth.PermissionsFor(auth.KindReseller))
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{
-		Merchant: Credentials{OrganizationID: merchant, KeyID: mk.KeyID, Secret: mk.Secret},
-		Reseller: Credentials{OrganizationID: partner, KeyID: rk.KeyID, Secret: rk.Secret},
-	}, nil
+	return res, nil
+}
+
+// randomText is n letters and digits from crypto/rand: a demo password.
+func randomText(n int) string {
+	return crand.Text()[:n]
 }

@@ -1,8 +1,9 @@
 // Package directory holds organizations and their locations and merchant
 // accounts (MIDs).
 //
-// It owns the tables organizations, users, locations, merchant_accounts,
-// products, organization_products and portfolio_merchants.
+// It owns the tables organizations, locations, merchant_accounts,
+// products, organization_products and portfolio_merchants. (People and
+// their memberships are internal/people's.)
 package directory
 
 import (

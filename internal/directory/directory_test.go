@@ -78,7 +78,6 @@ func TestOnboardingRefusesEachBadArgument(t *testing.T) {
 	otherLoc := must(s.CreateLocation(ctx, other.ID, mainStreet("Elsewhere")))(t)
 	must(s.CreateMID(ctx, merchant.ID, loc.ID, "496160873888"))(t)
 	must(s.CreateMID(ctx, other.ID, otherLoc.ID, "496160873999"))(t)
-	must(s.CreateUser(ctx, merchant.ID, "Dana Whitfield", "dana@example.com", "Owner", nil))(t)
 	unknown := uuid.New()
 
 	for _, c := range []struct {
@@ -106,28 +105,6 @@ func TestOnboardingRefusesEachBadArgument(t *testing.T) {
 			_, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", &other.ID)
 			return err
 		}, rule.Unprocessable, "--reseller", "is a merchant, not a reseller"},
-		{"user without a name", func() error {
-			_, err := s.CreateUser(ctx, merchant.ID, "", "sam@example.com", "Admin", nil)
-			return err
-		}, rule.Invalid, "--name", "1 to 200 characters"},
-		{"user email", func() error { _, err := s.CreateUser(ctx, merchant.ID, "Sam", "sam@", "Admin", nil); return err },
-			rule.Invalid, "--email", `got "sam@"`},
-		{"user role", func() error {
-			_, err := s.CreateUser(ctx, merchant.ID, "Sam", "sam@example.com", "Boss", nil)
-			return err
-		}, rule.Invalid, "--role", "Owner, Admin or Member"},
-		{"user of an unknown organization", func() error {
-			_, err := s.CreateUser(ctx, unknown, "Sam", "sam@example.com", "Admin", nil)
-			return err
-		}, rule.Unprocessable, "--org", "no such organization"},
-		{"user permission not offered to merchants", func() error {
-			_, err := s.CreateUser(ctx, merchant.ID, "Sam", "sam@example.com", "Admin", []string{auth.PaymentsView, auth.PortfolioView})
-			return err
-		}, rule.Unprocessable, "--permissions", `"portfolio.view" is not offered to merchant organizations`},
-		{"user email taken in the organization", func() error {
-			_, err := s.CreateUser(ctx, merchant.ID, "Dana W", "dana@example.com", "Member", nil)
-			return err
-		}, rule.Conflict, "--email", "has a user with this email already"},
 		{"location without a city", func() error {
 			n := mainStreet("Second Street")
 			n.City = " "
@@ -214,17 +191,6 @@ func TestOnboarding(t *testing.T) {
 		reseller.ID, merchant.ID); err != nil || !inPortfolio {
 		t.Errorf("the merchant is not in its reseller's portfolio (%v)", err)
 	}
-
-	owner := must(s.CreateUser(ctx, merchant.ID, "Dana Whitfield", "dana@example.com", "Owner", nil))(t)
-	if !slices.Equal(owner.Permissions, auth.PermissionsFor(auth.KindMerchant)) {
-		t.Errorf("default permissions %v, want every one offered to merchants", owner.Permissions)
-	}
-	member := must(s.CreateUser(ctx, merchant.ID, "Sam", "sam@example.com", "Member", []string{auth.PaymentsView}))(t)
-	if !slices.Equal(member.Permissions, []string{auth.PaymentsView}) {
-		t.Errorf("permissions %v, want those given", member.Permissions)
-	}
-	// The same email in another organization is another user.
-	must(s.CreateUser(ctx, reseller.ID, "Dana Whitfield", "dana@example.com", "Owner", nil))(t)
 
 	second := must(s.CreateLocation(ctx, merchant.ID, mainStreet("Second Street")))(t)
 	first := mainStreet("First Street")

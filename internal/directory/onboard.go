@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/mailaddr"
@@ -89,19 +87,6 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name string, resel
 	return o, err
 }
 
-// User is a person of an organization; the Owner creates its API keys.
-type User struct {
-	ID             uuid.UUID `json:"id"`
-	OrganizationID uuid.UUID `json:"organizationId"`
-	Name           string    `json:"name"`
-	Email          string    `json:"email"`
-	Role           string    `json:"role"`
-	Permissions    []string  `json:"permissions"`
-}
-
-// Roles a user may have.
-var Roles = []string{"Owner", "Admin", "Member"}
-
 // orgKind is the kind of organization org, for an operation titled title.
 func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, title string) (string, error) {
 	var kind string
@@ -110,44 +95,6 @@ func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, title st
 		return "", refuse(rule.Unprocessable, title, "--org", "--org %s: no such organization", org)
 	}
 	return kind, err
-}
-
-// CreateUser adds a user; permissions nil means every permission offered
-// to the organization's kind.
-func (d *Store) CreateUser(ctx context.Context, org uuid.UUID, name, email, role string, permissions []string) (User, error) {
-	u := User{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, Name: strings.TrimSpace(name), Email: email, Role: role}
-	switch {
-	case u.Name == "" || len(u.Name) > 200:
-		return User{}, refuse(rule.Invalid, userNotCreated, "--name", "--name must be 1 to 200 characters")
-	case !mailaddr.Valid(email):
-		return User{}, refuse(rule.Invalid, userNotCreated, "--email", "--email must be an email address, got %q", email)
-	case !slices.Contains(Roles, role):
-		return User{}, refuse(rule.Invalid, userNotCreated, "--role", "--role must be Owner, Admin or Member, got %q", role)
-	}
-	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
-		kind, err := orgKind(ctx, tx, org, userNotCreated)
-		if err != nil {
-			return err
-		}
-		offered := auth.PermissionsFor(kind)
-		u.Permissions = permissions
-		if u.Permissions == nil {
-			u.Permissions = offered
-		}
-		for _, p := range u.Permissions {
-			if !slices.Contains(offered, p) {
-				return refuse(rule.Unprocessable, userNotCreated, "--permissions", "--permissions: %q is not offered to %s organizations (%s)", p, kind, strings.Join(offered, ", "))
-			}
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO users (id, organization_id, name, email, role, permissions) VALUES ($1, $2, $3, $4, $5, $6)`,
-			u.ID, org, u.Name, u.Email, u.Role, pq.StringArray(u.Permissions))
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
-			return refuse(rule.Conflict, userNotCreated, "--email", "--email %s: the organization has a user with this email already", email)
-		}
-		return err
-	})
-	return u, err
 }
 
 // NewLocation is a location as the operator gives it.

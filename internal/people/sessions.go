@@ -1,0 +1,145 @@
+package people
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
+)
+
+// Session is a signed-in person. Token is the cookie's value, set only
+// when the session is new; the database keeps its SHA-256 alone.
+type Session struct {
+	Token  string
+	Person Person
+	// Membership is the organization chosen, nil until one is.
+	Membership *Membership
+	// AwaitingSecondFactor: the password was right; the second step waits.
+	AwaitingSecondFactor bool
+	CreatedAt            time.Time
+}
+
+// ErrNoSession: no session has this token, or it has ended (signed out,
+// idle 30 minutes, 12 hours old, or ended by a password change).
+var ErrNoSession = errors.New("people: no session")
+
+func (s *Store) newSession(ctx context.Context, tx *sqlx.Tx, person uuid.UUID, membership *uuid.UUID, awaiting bool) (Session, error) {
+	token, d := newToken()
+	now := s.Now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (digest, person_id, membership_id, awaiting_second_factor, created_at, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $5)`, d, person, membership, awaiting, now); err != nil {
+		return Session{}, fmt.Errorf("people: unable to start session: %w", err)
+	}
+	return Session{Token: token, AwaitingSecondFactor: awaiting, CreatedAt: now}, nil
+}
+
+// Session reads the session of token, and marks it seen. A session idle
+// for SessionIdle or older than SessionLifetime has ended, as has one
+// whose membership was removed.
+func (s *Store) Session(ctx context.Context, token string) (Session, error) {
+	if token == "" {
+		return Session{}, ErrNoSession
+	}
+	var row struct {
+		Person     uuid.UUID  `db:"person_id"`
+		Membership *uuid.UUID `db:"membership_id"`
+		Awaiting   bool       `db:"awaiting_second_factor"`
+		CreatedAt  time.Time  `db:"created_at"`
+		LastSeen   time.Time  `db:"last_seen_at"`
+		Email      string     `db:"email"`
+		Name       string     `db:"name"`
+		TwoFactor  bool       `db:"two_factor"`
+	}
+	d := digest(token)
+	err := s.DB.GetContext(ctx, &row, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at,
+			p.email, p.name, p.totp_secret IS NOT NULL AS two_factor
+		FROM sessions s JOIN people p ON p.id = s.person_id WHERE s.digest = $1`, d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, ErrNoSession
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("people: unable to read session: %w", err)
+	}
+	now := s.Now()
+	if now.Sub(row.LastSeen) >= SessionIdle || now.Sub(row.CreatedAt) >= SessionLifetime {
+		if _, err := s.DB.ExecContext(ctx, `DELETE FROM sessions WHERE digest = $1`, d); err != nil {
+			return Session{}, fmt.Errorf("people: unable to end session: %w", err)
+		}
+		return Session{}, ErrNoSession
+	}
+	sess := Session{Person: Person{ID: row.Person, Email: row.Email, Name: row.Name, TwoFactor: row.TwoFactor},
+		AwaitingSecondFactor: row.Awaiting, CreatedAt: row.CreatedAt}
+	if row.Membership != nil {
+		m, err := s.Membership(ctx, *row.Membership)
+		if rule.Is(err, rule.NotFound) {
+			return Session{}, ErrNoSession
+		}
+		if err != nil {
+			return Session{}, err
+		}
+		sess.Membership = &m
+	}
+	// Seen: written at most once a minute, so that reading pages costs no
+	// write each.
+	if now.Sub(row.LastSeen) >= time.Minute {
+		if _, err := s.DB.ExecContext(ctx, `UPDATE sessions SET last_seen_at = $2 WHERE digest = $1`, d, now); err != nil {
+			return Session{}, fmt.Errorf("people: unable to mark session seen: %w", err)
+		}
+	}
+	return sess, nil
+}
+
+// SignOut ends the session of token in the database.
+func (s *Store) SignOut(ctx context.Context, token, address string) error {
+	var row struct {
+		Person     uuid.UUID  `db:"person_id"`
+		Membership *uuid.UUID `db:"membership_id"`
+	}
+	err := s.DB.GetContext(ctx, &row, `DELETE FROM sessions WHERE digest = $1 RETURNING person_id, membership_id`, digest(token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("people: unable to end session: %w", err)
+	}
+	if row.Membership != nil {
+		if m, err := s.Membership(ctx, *row.Membership); err == nil {
+			return s.Record(ctx, Actor{Membership: &m, Address: address}, ActionSignedOut, "")
+		}
+	}
+	return nil
+}
+
+// Switch starts a new session in another of the person's organizations,
+// ending the one of token.
+func (s *Store) Switch(ctx context.Context, token string, membership uuid.UUID) (Session, error) {
+	var sess Session
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var person uuid.UUID
+		err := tx.GetContext(ctx, &person, `DELETE FROM sessions WHERE digest = $1 AND NOT awaiting_second_factor RETURNING person_id`, digest(token))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoSession
+		}
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if err := tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM memberships
+			WHERE id = $1 AND person_id = $2 AND removed_at IS NULL AND accepted_at IS NOT NULL)`, membership, person); err != nil {
+			return err
+		}
+		if !ok {
+			return rule.New(rule.NotFound, "", "Not found", "You are not a member of this organization.")
+		}
+		sess, err = s.newSession(ctx, tx, person, &membership, false)
+		return err
+	})
+	return sess, err
+}
