@@ -65,10 +65,10 @@ func fingerprint(pepper []byte, secret string) []byte {
 
 // Key is an API key as listed; its secret is never kept.
 type Key struct {
-	ID             string     `db:"id" json:"keyId"`
-	OrganizationID uuid.UUID  `db:"organization_id" json:"organizationId"`
-	Name           string     `db:"name" json:"name"`
-	Permissions    []string   `db:"-" json:"permissions"`
+	ID             string    `db:"id" json:"keyId"`
+	OrganizationID uuid.UUID `db:"organization_id" json:"organizationId"`
+	Name           string    `db:"name" json:"name"`
+	Permissions    []string  `db:"-" json:"permissions"`
 	// CreatedBy is the membership that made the key; CreatorName its
 	// person's name, or "former member" once the membership is removed.
 	CreatedBy   uuid.UUID  `db:"created_by" json:"-"`
