@@ -56,8 +56,10 @@ type App struct {
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
-	Now        func() time.Time
-	metricsDB  *sqlx.DB
+	// PortalKey keys the portal's CSRF tokens, derived from the pepper too.
+	PortalKey []byte
+	Now       func() time.Time
+	metricsDB *sqlx.DB
 }
 
 // SecretError is a secret file that cannot be used: a pepper or an
@@ -234,6 +236,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
 		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
+		PortalKey:  derive(pepper, "payreq portal form token"),
 		Now:        now,
 	}, nil
 }

@@ -37,7 +37,11 @@ func (s *Store) newSession(ctx context.Context, tx *sqlx.Tx, person uuid.UUID, m
 		VALUES ($1, $2, $3, $4, $5, $5)`, d, person, membership, awaiting, now); err != nil {
 		return Session{}, fmt.Errorf("people: unable to start session: %w", err)
 	}
-	return Session{Token: token, AwaitingSecondFactor: awaiting, CreatedAt: now}, nil
+	sess := Session{Token: token, AwaitingSecondFactor: awaiting, CreatedAt: now}
+	if membership != nil {
+		sess.Membership = &Membership{ID: *membership} // the rest is read with the session
+	}
+	return sess, nil
 }
 
 // Session reads the session of token, and marks it seen. A session idle

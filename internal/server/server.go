@@ -1,6 +1,7 @@
-// Package server mounts payreq's three fronts beside each other: the API
-// (internal/api), the pay page under /pay/ (internal/paypage) and the
-// published contract (internal/docs). Each is its own echo instance with
+// Package server mounts payreq's fronts beside each other: the API
+// (internal/api), the pay page under /pay/ (internal/paypage), the portal
+// under /portal/ (internal/portal) and the published contract
+// (internal/docs). Each is its own echo instance with
 // its own middleware and its own way of answering errors; they share the
 // request log and the reading of the client's address.
 package server
@@ -18,6 +19,7 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/docs"
 	"github.com/payreq/payreq/internal/paypage"
+	"github.com/payreq/payreq/internal/portal"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -40,6 +42,8 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, PublicURL: cfg.PublicURL,
+		FormKey: a.PortalKey, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 
@@ -63,6 +67,8 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 			apiFront.ServeHTTP(w, r) // a 400 on every path
 		case strings.HasPrefix(p, "/pay/"):
 			payFront.ServeHTTP(w, r)
+		case p == "/portal" || strings.HasPrefix(p, "/portal/"):
+			portalFront.ServeHTTP(w, r)
 		case slices.Contains(docs.Paths, p):
 			docsFront.ServeHTTP(w, r)
 		default:

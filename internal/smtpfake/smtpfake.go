@@ -7,9 +7,14 @@
 package smtpfake
 
 import (
-	"bufio"
-	"fmt"
+	"bytes"
+	"encoding/base64"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
 	"net"
+	"net/mail"
 	"net/textproto"
 	"strings"
 	"sync"
@@ -53,7 +58,11 @@ type Server struct {
 // Mail is one accepted message.
 type Mail struct {
 	From      string
+	To        []string
 	MessageID string
+	Subject   string
+	// Text is the message's text/plain part, decoded, as a person reads it.
+	Text string
 }
 
 // Start runs a server on a loopback port until the test ends.
@@ -208,6 +217,7 @@ func (s *Server) session(c net.Conn) {
 		return
 	}
 	var from string
+	var to []string
 	for {
 		line, err := tp.ReadLine()
 		if err != nil {
@@ -219,18 +229,27 @@ func (s *Server) session(c net.Conn) {
 			if !reply("250-localhost\r\n250-8BITMIME\r\n250 PIPELINING") {
 				return
 			}
-		case "HELO", "NOOP", "RCPT":
+		case "RCPT":
+			// RCPT TO:<dana@example.com>
+			if _, addr, ok := strings.Cut(arg, "<"); ok {
+				addr, _, _ = strings.Cut(addr, ">")
+				to = append(to, addr)
+			}
+			if !reply("250 OK") {
+				return
+			}
+		case "HELO", "NOOP":
 			if !reply("250 OK") {
 				return
 			}
 		case "RSET":
-			from = ""
+			from, to = "", nil
 			if !reply("250 OK") {
 				return
 			}
 		case "MAIL":
 			// MAIL FROM:<billing@example.com> BODY=8BITMIME
-			from = ""
+			from, to = "", nil
 			if _, addr, ok := strings.Cut(arg, "<"); ok {
 				from, _, _ = strings.Cut(addr, ">")
 			}
@@ -241,10 +260,12 @@ func (s *Server) session(c net.Conn) {
 			if !reply("354 End data with <CR><LF>.<CR><LF>") {
 				return
 			}
-			id, err := messageID(tp.DotReader())
+			raw, err := io.ReadAll(tp.DotReader())
 			if err != nil {
 				return
 			}
+			m := parse(raw)
+			id := m.MessageID
 			switch Mode(s.mode.Load()) {
 			case StallData, StallGreeting:
 				s.mu.Lock()
@@ -258,7 +279,8 @@ func (s *Server) session(c net.Conn) {
 				}
 			default:
 				s.mu.Lock()
-				s.received = append(s.received, Mail{From: from, MessageID: id})
+				m.From, m.To = from, to
+				s.received = append(s.received, m)
 				s.mu.Unlock()
 				if !reply("250 OK queued") {
 					return
@@ -275,22 +297,41 @@ func (s *Server) session(c net.Conn) {
 	}
 }
 
-// messageID reads a whole message and returns its Message-ID header.
-func messageID(r interface{ Read([]byte) (int, error) }) (string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	id, inHeader := "", true
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			inHeader = false
+// parse reads a whole message's Message-ID, Subject and text/plain part
+// (the whole body when it is not multipart).
+func parse(raw []byte) Mail {
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return Mail{}
+	}
+	m := Mail{MessageID: strings.TrimSpace(msg.Header.Get("Message-Id"))}
+	m.Subject, _ = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	mediaType, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if !strings.HasPrefix(mediaType, "multipart/") {
+		b, _ := io.ReadAll(decoded(msg.Header.Get("Content-Transfer-Encoding"), msg.Body))
+		m.Text = string(b)
+		return m
+	}
+	parts := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		part, err := parts.NextPart() // undoes quoted-printable
+		if err != nil {
+			return m
 		}
-		if name, value, ok := strings.Cut(line, ":"); inHeader && ok && strings.EqualFold(name, "Message-Id") {
-			id = strings.TrimSpace(value)
+		if ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); ct == "text/plain" {
+			b, _ := io.ReadAll(decoded(part.Header.Get("Content-Transfer-Encoding"), part))
+			m.Text = string(b)
+			return m
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("smtpfake: read message: %w", err)
+}
+
+func decoded(encoding string, r io.Reader) io.Reader {
+	switch strings.ToLower(encoding) {
+	case "base64":
+		return base64.NewDecoder(base64.StdEncoding, r)
+	case "quoted-printable":
+		return quotedprintable.NewReader(r)
 	}
-	return id, nil
+	return r
 }

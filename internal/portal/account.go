@@ -1,0 +1,87 @@
+package portal
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/people"
+)
+
+func parseID(s string) (uuid.UUID, bool) {
+	id, err := uuid.Parse(s)
+	return id, err == nil
+}
+
+// home is GET /portal/: the organization the member is in, and where to go.
+func (h *handler) home(c echo.Context) error {
+	return h.render(c, http.StatusOK, "home", page{Title: visitOf(c).Membership.OrganizationName})
+}
+
+func accountForm() *formPage {
+	return &formPage{name: "account", page: page{Title: "Your account"}, fields: []string{"currentPassword", "password"}}
+}
+
+// account is GET /portal/account: the password form and the second factor.
+func (h *handler) account(c echo.Context) error {
+	p := accountForm().page
+	if c.QueryParam("changed") == "password" {
+		p.Notice = "Your password was changed, and your other sessions were ended."
+	}
+	return h.render(c, http.StatusOK, "account", p)
+}
+
+// changePassword is POST /portal/account/password.
+func (h *handler) changePassword(c echo.Context) error {
+	v := visitOf(c)
+	f := c.Request().PostForm
+	if err := h.People.ChangePassword(c.Request().Context(), v.Session, v.token, f.Get("currentPassword"), f.Get("password"), c.RealIP()); err != nil {
+		return h.answer(c, err, accountForm())
+	}
+	return c.Redirect(http.StatusSeeOther, "/portal/account?changed=password")
+}
+
+type twoFactorData struct {
+	Setup    people.TwoFactorSetup
+	QR       template.URL // a PNG data: URI, which the policy allows
+	Codes    []string
+	Required bool
+}
+
+// twoFactorPage is GET /portal/account/two-factor: the QR code and the
+// secret as text, to set up an authenticator app.
+func (h *handler) twoFactorPage(c echo.Context) error {
+	v := visitOf(c)
+	form, err := h.twoFactorForm(c, v)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	return h.render(c, http.StatusOK, form.name, form.page)
+}
+
+func (h *handler) twoFactorForm(c echo.Context, v *visit) (*formPage, error) {
+	setup, err := h.People.BeginTwoFactor(c.Request().Context(), v.Person)
+	if err != nil {
+		return nil, err
+	}
+	return &formPage{name: "two-factor", page: page{Title: "Set up a second factor",
+		Data: twoFactorData{Setup: setup, QR: template.URL(setup.QR), Required: v.Membership.TwoFactorRequired && !v.Person.TwoFactor}}, fields: []string{"code"}}, nil
+}
+
+// confirmTwoFactor is POST /portal/account/two-factor: a code of the app
+// turns the second factor on; the answer shows the recovery codes, once.
+func (h *handler) confirmTwoFactor(c echo.Context) error {
+	v := visitOf(c)
+	codes, err := h.People.ConfirmTwoFactor(c.Request().Context(), v.Person, c.Request().PostForm.Get("code"), c.RealIP())
+	if err != nil {
+		form, ferr := h.twoFactorForm(c, v)
+		if ferr != nil {
+			return h.failure(c, ferr)
+		}
+		return h.answer(c, err, form)
+	}
+	v.Person.TwoFactor = true
+	return h.render(c, http.StatusOK, "recovery-codes", page{Title: "Your recovery codes", Data: twoFactorData{Codes: codes}})
+}

@@ -1,0 +1,20 @@
+package portal_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/pgtest"
+)
+
+var testDSN string
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
+
+// newEnv is a server on the package's database with a demo seeded.
+func newEnv(t *testing.T) (*apitest.Env, apitestSeed) { // a demo merchant and reseller
+	t.Helper()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	return env, apitestSeed(env.Seed())
+}

@@ -1,0 +1,501 @@
+// Package portal is the fourth front: the HTML pages under /portal/ where
+// people sign in and manage their organization (API keys, members, the
+// audit log, their own password and second factor). Pages are rendered on
+// the server with the shared layout of internal/web and work without
+// JavaScript. Every rule is a domain package's (internal/people,
+// internal/auth): the portal decodes a form, calls one function, renders.
+//
+// Extending it: an area is a file of handlers registered in routes with
+// h.member (a signed-in member of an organization) and a guard
+// (requires("payments.view"), managers, owners); its link goes in areas,
+// shown to those its guard lets in. A handler reads the member with
+// visitOf(c) and answers with h.render, h.refused (a *rule.Error as a
+// message beside its field) or h.notFound. Another organization's id is a
+// 404, as an unknown one is.
+package portal
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/web"
+	"github.com/payreq/payreq/internal/wire"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Deps is what the portal needs.
+type Deps struct {
+	Log    *slog.Logger
+	People *people.Store
+	Auth   *auth.Store
+	// PublicURL is the deployment's base URL: its scheme chooses the
+	// cookies' names and Secure, its origin is the only one forms come from.
+	PublicURL string
+	// FormKey keys the CSRF tokens; every instance has the same one.
+	FormKey []byte
+	// ClientAddress is the client's address, behind trusted proxies too.
+	ClientAddress echo.IPExtractor
+	// RequestTimeout bounds each request.
+	RequestTimeout time.Duration
+}
+
+type handler struct {
+	Deps
+	secure          bool   // https: __Host- cookies, Secure
+	origin          string // scheme://host[:port] of PublicURL
+	sessionCookie   string
+	csrfCookie      string
+	stylesheet      string
+}
+
+// Paths the portal's own redirects use.
+const (
+	homePath   = "/portal/"
+	signInPath = "/portal/sign-in"
+)
+
+// maxForm bounds every form's body.
+const maxForm = 64 << 10
+
+// New builds the portal: every address under /portal/.
+func New(d Deps) *echo.Echo {
+	u, _ := url.Parse(d.PublicURL)
+	h := &handler{Deps: d, secure: u != nil && u.Scheme == "https", stylesheet: "/portal/assets/" + web.StylesheetName}
+	if u != nil {
+		h.origin = u.Scheme + "://" + u.Host
+	}
+	h.sessionCookie, h.csrfCookie = "payreq_session", "payreq_csrf"
+	if h.secure {
+		h.sessionCookie, h.csrfCookie = "__Host-payreq_session", "__Host-payreq_csrf"
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = d.ClientAddress
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if !c.Response().Committed {
+			_ = h.failure(c, err)
+		}
+	}
+	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, h.deadline, h.csrf)
+	h.routes(e)
+	return e
+}
+
+// routes registers every page. Public pages first, then those of a
+// signed-in member, each with its guard.
+func (h *handler) routes(e *echo.Echo) {
+	e.GET("/portal/assets/:file", h.asset)
+	e.GET(signInPath, h.signInPage)
+	e.POST(signInPath, h.signIn)
+	e.GET("/portal/sign-in/two-factor", h.secondFactorPage)
+	e.POST("/portal/sign-in/two-factor", h.secondFactor)
+	e.POST("/portal/sign-out", h.signOut)
+	e.GET("/portal/password-reset", h.resetRequestPage)
+	e.POST("/portal/password-reset", h.resetRequest)
+	e.GET("/portal/password-reset/:token", h.resetPage)
+	e.POST("/portal/password-reset/:token", h.reset)
+	e.GET("/portal/invitations/:token", h.invitationPage)
+	e.POST("/portal/invitations/:token", h.acceptInvitation)
+
+	// Signed in, before an organization is chosen.
+	e.GET("/portal/organizations", h.person(h.organizations))
+	e.POST("/portal/organizations/:id/switch", h.person(h.switchOrganization))
+
+	// A member of an organization.
+	e.GET("/portal", h.member(h.home, anyone))
+	e.GET(homePath, h.member(h.home, anyone))
+	e.GET("/portal/account", h.member(h.account, anyone))
+	e.POST("/portal/account/password", h.member(h.changePassword, anyone))
+	e.GET("/portal/account/two-factor", h.member(h.twoFactorPage, anyone))
+	e.POST("/portal/account/two-factor", h.member(h.confirmTwoFactor, anyone))
+	e.GET("/portal/keys", h.member(h.keys, managers))
+	e.POST("/portal/keys", h.member(h.createKey, managers))
+	e.GET("/portal/keys/:keyId/revoke", h.member(h.revokePage, managers))
+	e.POST("/portal/keys/:keyId/revoke", h.member(h.revokeKey, managers))
+	e.GET("/portal/members", h.member(h.members, managers))
+	e.POST("/portal/members", h.member(h.invite, managers))
+	e.POST("/portal/members/two-factor", h.member(h.twoFactorRule, owners))
+	e.GET("/portal/members/:membershipId", h.member(h.memberPage, managers))
+	e.POST("/portal/members/:membershipId", h.member(h.changeMember, managers))
+	e.POST("/portal/members/:membershipId/remove", h.member(h.removeMember, managers))
+	e.GET("/portal/audit", h.member(h.audit, managers))
+	e.Any("/portal/*", h.otherwise)
+}
+
+// An area is a link of the navigation, shown to the members its guard
+// lets in.
+type area struct {
+	Path, Label string
+	guard       guard
+}
+
+var areas = []area{
+	{homePath, "Home", anyone},
+	{"/portal/keys", "API keys", managers},
+	{"/portal/members", "Members", managers},
+	{"/portal/audit", "Audit log", managers},
+	{"/portal/account", "Account", anyone},
+}
+
+// A guard says whether a membership may use a page: nil, or the refusal.
+type guard func(people.Membership) *rule.Error
+
+func anyone(people.Membership) *rule.Error { return nil }
+
+// requires lets in the members holding permission, as a key needs it in
+// the API.
+func requires(permission string) guard {
+	return func(m people.Membership) *rule.Error {
+		if m.Can(permission) {
+			return nil
+		}
+		return &rule.Error{Kind: rule.Forbidden, Title: "Permission required", Permission: permission,
+			Message: "This page needs the permission " + permission + ", which you do not hold in " + m.OrganizationName + "."}
+	}
+}
+
+func managers(m people.Membership) *rule.Error {
+	if m.Manages() {
+		return nil
+	}
+	return &rule.Error{Kind: rule.Forbidden, Title: "Permission required",
+		Message: "Only the organization's Owners and Admins manage API keys and members."}
+}
+
+func owners(m people.Membership) *rule.Error {
+	if m.Role == people.Owner {
+		return nil
+	}
+	return &rule.Error{Kind: rule.Forbidden, Title: "Permission required", Message: "Only the organization's Owners do this."}
+}
+
+// visit is the signed-in person of a request.
+type visit struct {
+	people.Session
+	token string
+}
+
+const visitKey = "portal.visit"
+
+func visitOf(c echo.Context) *visit {
+	v, _ := c.Get(visitKey).(*visit)
+	return v
+}
+
+// actor is the member of the request as the domain records it.
+func actor(c echo.Context) people.Actor {
+	v := visitOf(c)
+	return people.Actor{Membership: v.Membership, Address: c.RealIP()}
+}
+
+// session reads the request's session; nil when there is none.
+func (h *handler) session(c echo.Context) (*visit, error) {
+	ck, err := c.Cookie(h.sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil, nil
+	}
+	s, err := h.People.Session(c.Request().Context(), ck.Value)
+	if errors.Is(err, people.ErrNoSession) {
+		h.clearSession(c)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &visit{Session: s, token: ck.Value}, nil
+}
+
+// person lets in a signed-in person (second factor given), whether or not
+// an organization is chosen.
+func (h *handler) person(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		v, err := h.session(c)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		if v == nil {
+			return c.Redirect(http.StatusSeeOther, signInPath)
+		}
+		if v.AwaitingSecondFactor {
+			return c.Redirect(http.StatusSeeOther, "/portal/sign-in/two-factor")
+		}
+		c.Set(visitKey, v)
+		return next(c)
+	}
+}
+
+// member lets in a signed-in member of the chosen organization whom g
+// lets in; a member of an organization that requires a second factor sets
+// one up before anything else.
+func (h *handler) member(next echo.HandlerFunc, g guard) echo.HandlerFunc {
+	return h.person(func(c echo.Context) error {
+		v := visitOf(c)
+		if v.Membership == nil {
+			return c.Redirect(http.StatusSeeOther, "/portal/organizations")
+		}
+		if v.Membership.TwoFactorRequired && !v.Person.TwoFactor && c.Path() != "/portal/account/two-factor" {
+			if c.Request().Method == http.MethodGet {
+				return c.Redirect(http.StatusSeeOther, "/portal/account/two-factor")
+			}
+			return h.refused(c, &rule.Error{Kind: rule.Forbidden, Title: "Second factor required",
+				Message: v.Membership.OrganizationName + " requires a second factor: set one up first."}, nil)
+		}
+		if refusal := g(*v.Membership); refusal != nil {
+			return h.refused(c, refusal, nil)
+		}
+		return next(c)
+	})
+}
+
+// deadline gives a request at most RequestTimeout.
+func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h.RequestTimeout <= 0 {
+			return next(c)
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// csrf gives every visitor a cookie of random bytes and every form a
+// token derived from it (an HMAC under the server's key); a POST must
+// carry the token of its cookie, and come from the portal's own origin
+// (Origin, Sec-Fetch-Site). Otherwise 403 and nothing is done.
+func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		secret := ""
+		if ck, err := c.Cookie(h.csrfCookie); err == nil && len(ck.Value) == 43 {
+			secret = ck.Value
+		}
+		if r.Method == http.MethodPost {
+			site := r.Header.Get("Sec-Fetch-Site")
+			origin := r.Header.Get("Origin")
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
+			if err := r.ParseForm(); err != nil {
+				status := http.StatusBadRequest
+				if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
+					status = http.StatusRequestTimeout
+				}
+				return h.message(c, status, "The form could not be read", "Nothing was changed. Go back and send it again.")
+			}
+			sent := r.PostForm.Get("csrf")
+			if (site != "" && site != "same-origin" && site != "none") || (origin != "" && origin != h.origin) ||
+				secret == "" || !hmac.Equal([]byte(sent), []byte(h.formToken(secret))) {
+				return h.message(c, http.StatusForbidden, "This form was not accepted",
+					"Nothing was changed: the form did not come from this page, or it is too old. Open the page again and send it from there.")
+			}
+		}
+		if secret == "" {
+			b := make([]byte, 32)
+			_, _ = rand.Read(b)
+			secret = base64.RawURLEncoding.EncodeToString(b)
+			c.SetCookie(&http.Cookie{Name: h.csrfCookie, Value: secret, Path: "/", HttpOnly: true, Secure: h.secure,
+				SameSite: http.SameSiteLaxMode})
+		}
+		c.Set("portal.csrf", h.formToken(secret))
+		return next(c)
+	}
+}
+
+func (h *handler) formToken(secret string) string {
+	m := hmac.New(sha256.New, h.FormKey)
+	m.Write([]byte("portal form\x00" + secret))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *handler) setSession(c echo.Context, token string) {
+	c.SetCookie(&http.Cookie{Name: h.sessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode})
+}
+
+func (h *handler) clearSession(c echo.Context) {
+	c.SetCookie(&http.Cookie{Name: h.sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// page is what every template renders; Data is the page's own.
+type page struct {
+	Title      string
+	Stylesheet string
+	CSRF       string
+	Visit      *visit
+	Nav        []area
+	Current    string
+	Errors     web.Errors
+	// Alert is a message above the content (a refusal of no field).
+	Alert string
+	// Notice is news of what was just done.
+	Notice string
+	Form   url.Values
+	Data   any
+}
+
+// Errored: the page shows an error, and its title says so first.
+func (p page) Errored() bool { return len(p.Errors) > 0 || p.Alert != "" }
+
+var pages = map[string]*template.Template{}
+
+func init() {
+	entries, err := templateFS.ReadDir("templates")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".html")
+		if name == "base" {
+			continue
+		}
+		pages[name] = web.Parse(templateFS, "templates/base.html", "templates/"+e.Name())
+	}
+}
+
+// render answers a page: name is the template, p what it shows.
+func (h *handler) render(c echo.Context, status int, name string, p page) error {
+	p.Stylesheet = h.stylesheet
+	p.CSRF, _ = c.Get("portal.csrf").(string)
+	if p.Form == nil {
+		p.Form = url.Values{}
+	}
+	if v := visitOf(c); v != nil {
+		p.Visit = v
+		if v.Membership != nil {
+			for _, a := range areas {
+				if a.guard(*v.Membership) == nil {
+					p.Nav = append(p.Nav, a)
+				}
+			}
+		}
+	}
+	p.Current = c.Path()
+	t, ok := pages[name]
+	if !ok {
+		return errors.New("portal: no page " + name)
+	}
+	var buf strings.Builder
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, []byte(buf.String()))
+}
+
+// statusOf is the answer to a refusal of kind k.
+func statusOf(e *rule.Error) int {
+	switch e.Kind {
+	case rule.NotFound:
+		return http.StatusNotFound
+	case rule.Forbidden:
+		return http.StatusForbidden
+	case rule.Conflict, rule.KeyReused:
+		return http.StatusConflict
+	case rule.Limited:
+		return http.StatusTooManyRequests
+	case rule.Unprocessable:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusBadRequest
+}
+
+// refused answers a domain refusal: with form (the page name and what it
+// shows) the form again, each message beside its field; without, a page
+// saying what was refused. A Limited refusal says when to come back.
+func (h *handler) refused(c echo.Context, e *rule.Error, form *formPage) error {
+	status := statusOf(e)
+	if e.Kind == rule.Limited {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(int(e.RetryAfter.Seconds()+0.999), 1)))
+	}
+	if form == nil {
+		return h.message(c, status, e.Title, e.Message)
+	}
+	p := form.page
+	p.Errors = web.FromRule(e, form.fields)
+	if len(p.Errors) == 1 && p.Errors[0].Field == "" {
+		p.Errors, p.Alert = nil, p.Errors[0].Message
+	}
+	return h.render(c, status, form.name, p)
+}
+
+// formPage is a form to show again after a refusal: its template, what
+// it shows and its fields in order.
+type formPage struct {
+	name   string
+	page   page
+	fields []string
+}
+
+type messageData struct{ Heading, Back string }
+
+// message answers a page of a heading and a paragraph.
+func (h *handler) message(c echo.Context, status int, heading, text string) error {
+	return h.render(c, status, "message", page{Title: heading, Alert: map[bool]string{true: text}[status >= 400],
+		Notice: map[bool]string{true: text}[status < 400], Data: messageData{Heading: heading}})
+}
+
+func (h *handler) notFound(c echo.Context) error {
+	return h.message(c, http.StatusNotFound, "Page not found", "There is no page at this address, or it is not yours to see.")
+}
+
+// failure answers a failure of the service, and returns err for the log.
+func (h *handler) failure(c echo.Context, err error) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) && he.Code < 500 {
+		if he.Code == http.StatusNotFound {
+			return h.notFound(c)
+		}
+		return h.message(c, he.Code, http.StatusText(he.Code), "This request could not be taken.")
+	}
+	if r := rule.As(err); r != nil {
+		return h.refused(c, r, nil)
+	}
+	status := http.StatusInternalServerError
+	if postgres.Unavailable(err) || errors.Is(err, people.ErrBusy) {
+		status = http.StatusServiceUnavailable
+		c.Response().Header().Set("Retry-After", "5")
+	}
+	_ = h.message(c, status, "Something went wrong", "We could not complete this request. Please try again in a few minutes.")
+	return err
+}
+
+// otherwise answers what no route took: 405 on a known page, else 404.
+func (h *handler) otherwise(c echo.Context) error {
+	return h.notFound(c)
+}
+
+// asset serves the stylesheet under its hashed name.
+func (h *handler) asset(c echo.Context) error {
+	if ok, err := web.ServeStylesheet(c, c.Param("file")); ok {
+		return err
+	}
+	return h.notFound(c)
+}
+
+// address is the client's address as the sign-in limits count it (an
+// IPv6 address's /64).
+func address(c echo.Context) string { return wire.Network(c.RealIP()) }
