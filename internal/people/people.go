@@ -265,6 +265,7 @@ func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string,
 	return o.Kind, o.Name, nil
 }
 
+// sorted is a set of permissions in order, never nil (the column is NOT NULL).
 func sorted(permissions []string) []string {
-	return slices.Compact(slices.Sorted(slices.Values(permissions)))
+	return append([]string{}, slices.Compact(slices.Sorted(slices.Values(permissions)))...)
 }

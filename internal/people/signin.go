@@ -32,7 +32,7 @@ const (
 var ErrWrongCredentials = rule.New(rule.Invalid, "", "Sign-in failed", wrongCredentialMsg)
 
 func limited(wait time.Duration, why string) *rule.Error {
-	wait = max(wait, time.Second)
+	wait = max(wait.Round(time.Second), time.Second)
 	minutes := int(math.Ceil(wait.Minutes()))
 	return &rule.Error{Kind: rule.Limited, Title: "Too many sign-in attempts", RetryAfter: wait,
 		Message: fmt.Sprintf("%s Try again in %d minute%s, or reset your password.", why, minutes, map[bool]string{true: "", false: "s"}[minutes == 1])}

@@ -68,7 +68,7 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 	if !regexp.MustCompile(`<time datetime="\d{4}-\d\d-\d\dT`).MatchString(listed.Body) {
 		t.Errorf("no <time datetime> in the list:\n%s", listed.Body)
 	}
-	confirm := c.Get("/portal/keys/" + keyID[1] + "/revoke").Want(t, http.StatusOK).Has(t, "Revoke the key")
+	confirm := c.Get("/portal/keys/"+keyID[1]+"/revoke").Want(t, http.StatusOK).Has(t, "Revoke the key")
 	c.Post("/portal/keys/"+keyID[1]+"/revoke", confirm.CSRF(t), nil).WantRedirect(t, "/portal/keys?revoked="+keyID[1])
 
 	again := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: map[string]string{
@@ -125,7 +125,7 @@ func TestKeyRefusals(t *testing.T) {
 	member.Post("/portal/keys", home.CSRF(t), url.Values{"name": {"Mine"}, "permissions": {auth.PaymentsView}}).Want(t, http.StatusForbidden)
 
 	otherKey := env.NewKey(t, seed.Reseller.OrganizationID, auth.PortfolioView)
-	admin.Get("/portal/keys/" + otherKey.KeyID + "/revoke").Want(t, http.StatusNotFound)
+	admin.Get("/portal/keys/"+otherKey.KeyID+"/revoke").Want(t, http.StatusNotFound)
 	admin.Post("/portal/keys/"+otherKey.KeyID+"/revoke", page.CSRF(t), nil).Want(t, http.StatusNotFound)
 	admin.Post("/portal/keys/not-a-key/revoke", page.CSRF(t), nil).Want(t, http.StatusNotFound)
 	if k, err := env.App.Auth.Key(t.Context(), otherKey.KeyID); err != nil || k.RevokedAt != nil {

@@ -64,11 +64,11 @@ type Deps struct {
 
 type handler struct {
 	Deps
-	secure          bool   // https: __Host- cookies, Secure
-	origin          string // scheme://host[:port] of PublicURL
-	sessionCookie   string
-	csrfCookie      string
-	stylesheet      string
+	secure        bool   // https: __Host- cookies, Secure
+	origin        string // scheme://host[:port] of PublicURL
+	sessionCookie string
+	csrfCookie    string
+	stylesheet    string
 }
 
 // Paths the portal's own redirects use.
