@@ -121,9 +121,9 @@ func (s *Store) SignOut(ctx context.Context, token, address string) error {
 	return nil
 }
 
-// Switch starts a new session in another of the person's organizations,
-// ending the one of token.
-func (s *Store) Switch(ctx context.Context, token string, membership uuid.UUID) (Session, error) {
+// Switch starts a new session in another of the person's organizations
+// (org), ending the one of token.
+func (s *Store) Switch(ctx context.Context, token string, org uuid.UUID) (Session, error) {
 	var sess Session
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var person uuid.UUID
@@ -134,13 +134,14 @@ func (s *Store) Switch(ctx context.Context, token string, membership uuid.UUID) 
 		if err != nil {
 			return err
 		}
-		var ok bool
-		if err := tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM memberships
-			WHERE id = $1 AND person_id = $2 AND removed_at IS NULL AND accepted_at IS NOT NULL)`, membership, person); err != nil {
-			return err
-		}
-		if !ok {
+		var membership uuid.UUID
+		err = tx.GetContext(ctx, &membership, `SELECT id FROM memberships
+			WHERE organization_id = $1 AND person_id = $2 AND removed_at IS NULL AND accepted_at IS NOT NULL`, org, person)
+		if errors.Is(err, sql.ErrNoRows) {
 			return rule.New(rule.NotFound, "", "Not found", "You are not a member of this organization.")
+		}
+		if err != nil {
+			return err
 		}
 		sess, err = s.newSession(ctx, tx, person, &membership, false)
 		return err

@@ -251,3 +251,20 @@ func TestSessionExpiry(t *testing.T) {
 	}
 	t.Fatal("a session lived past 12 hours")
 }
+
+// Changing the password needs the current one (400 beside it otherwise)
+// and ends the person's other sessions, not this one.
+func TestChangePassword(t *testing.T) {
+	env, seed := newEnv(t)
+	c, m := portaltest.SignedIn(t, env, seed.Merchant.OrganizationID, "Member")
+	other := portaltest.NewClient(t, env)
+	other.SignIn(m.Email, m.Password).WantRedirect(t, "/portal/")
+	page := c.Get("/portal/account").Want(t, http.StatusOK)
+	c.Post("/portal/account/password", page.CSRF(t), url.Values{"currentPassword": {"not it at all"}, "password": {"a brand new password"}}).
+		Want(t, http.StatusBadRequest).ErrorBeside(t, "currentPassword", "not your current password")
+	c.Post("/portal/account/password", page.CSRF(t), url.Values{"currentPassword": {m.Password}, "password": {"a brand new password"}}).
+		WantRedirect(t, "/portal/account?changed=password")
+	c.Get("/portal/account").Want(t, http.StatusOK).Has(t, "other sessions were ended")
+	other.Get("/portal/").WantRedirect(t, "/portal/sign-in")
+	portaltest.NewClient(t, env).SignIn(m.Email, "a brand new password").WantRedirect(t, "/portal/")
+}
