@@ -264,7 +264,7 @@ func TestChangePassword(t *testing.T) {
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "currentPassword", "not your current password")
 	c.Post("/portal/account/password", page.CSRF(t), url.Values{"currentPassword": {m.Password}, "password": {"a brand new password"}}).
 		WantRedirect(t, "/portal/account?changed=password")
-	c.Get("/portal/account").Want(t, http.StatusOK).Has(t, "other sessions were ended")
+	c.Get("/portal/account?changed=password").Want(t, http.StatusOK).Has(t, "other sessions were ended")
 	other.Get("/portal/").WantRedirect(t, "/portal/sign-in")
 	portaltest.NewClient(t, env).SignIn(m.Email, "a brand new password").WantRedirect(t, "/portal/")
 }
