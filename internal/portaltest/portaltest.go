@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -215,7 +214,7 @@ type Mailbox struct {
 }
 
 // StartMailbox runs the fake SMTP server and a delivery worker on env's
-// database until the test ends. Give the env a database of its own
+// database until the test ends; the worker logs into env's log. Give the env a database of its own
 // (pgtest.NewDatabase), so that its worker takes no other test's mail.
 func StartMailbox(t testing.TB, env *apitest.Env) *Mailbox {
 	t.Helper()
@@ -223,7 +222,7 @@ func StartMailbox(t testing.TB, env *apitest.Env) *Mailbox {
 	w, err := delivery.NewWorker(env.App.DB, delivery.Config{
 		Invoices: env.App.Invoices, Open: env.App.Vault.Open, DataDir: env.App.Config.DataDir,
 		SMTPURL: srv.URL("billing@example.com"), PollInterval: 20 * time.Millisecond,
-	}, slog.New(slog.DiscardHandler), env.Clock.Now)
+	}, env.App.Config.Logger(env.Log), env.Clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
