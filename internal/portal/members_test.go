@@ -106,7 +106,7 @@ func TestManagingMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner.Get("/portal/members/" + other.ID.String()).Want(t, http.StatusNotFound)
+	owner.Get("/portal/members/"+other.ID.String()).Want(t, http.StatusNotFound)
 	owner.Post("/portal/members/"+other.ID.String(), op.CSRF(t), url.Values{"role": {"Member"}}).Want(t, http.StatusNotFound)
 	owner.Post("/portal/members/"+other.ID.String()+"/remove", op.CSRF(t), nil).Want(t, http.StatusNotFound)
 	owner.Get("/portal/members/not-a-uuid").Want(t, http.StatusNotFound)

@@ -307,7 +307,11 @@ func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 				return h.message(c, status, "The form could not be read", "Nothing was changed. Go back and send it again.")
 			}
 			sent := r.PostForm.Get("csrf")
-			if (site != "" && site != "same-origin" && site != "none") || (origin != "" && origin != h.origin) ||
+			// Pages go out with Referrer-Policy: no-referrer, under which
+			// browsers send "Origin: null"; Sec-Fetch-Site then says it.
+			foreign := (site != "" && site != "same-origin" && site != "none") ||
+				(origin == "null" && site != "same-origin") || (origin != "" && origin != "null" && origin != h.origin)
+			if foreign ||
 				secret == "" || !hmac.Equal([]byte(sent), []byte(h.formToken(secret))) {
 				return h.message(c, http.StatusForbidden, "This form was not accepted",
 					"Nothing was changed: the form did not come from this page, or it is too old. Open the page again and send it from there.")

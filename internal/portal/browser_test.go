@@ -1,0 +1,219 @@
+package portal_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/browsertest"
+	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/portaltest"
+)
+
+// screenshotsDir is where the README's screenshots live; the test writes
+// them there when PAYREQ_WRITE_SCREENSHOTS=1 (make screenshots), and into
+// its artifact directory otherwise.
+const screenshotsDir = "../../docs/portal"
+
+// TestPortalInChromium signs in as an Owner in headless Chromium, makes a
+// key (its secret shown once), revokes it, invites a member, sets up a
+// second factor, and opens every page in its states (errors included):
+// each must pass axe-core's WCAG 2.1 A and AA rules at 390 and 1280 px,
+// weigh at most 60 KB, run no failing script, keep its
+// Content-Security-Policy and fetch nothing from elsewhere.
+func TestPortalInChromium(t *testing.T) {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
+	seed := env.Seed()
+	mail := portaltest.StartMailbox(t, env)
+	org := seed.Merchant.OrganizationID
+	owner := portaltest.NewMember(t, env, org, "Owner", auth.PermissionsFor(auth.KindMerchant)...)
+	b := browsertest.Start(t, env.URL, 3*time.Minute)
+	tab := b.Tab
+
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(tab, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	read := func(a chromedp.Action[string]) string {
+		t.Helper()
+		s, err := chromedp.Run(tab, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	text := func() string { return read(chromedp.OuterHTML("html")) }
+	check := func(state string) {
+		t.Helper()
+		html := read(chromedp.OuterHTML("html"))
+		if len(html) > 60<<10 {
+			t.Errorf("%s weighs %d bytes, more than 60 KB", state, len(html))
+		}
+		for _, w := range []int64{390, 1280} {
+			for _, v := range b.Axe(t, w) {
+				t.Errorf("%s: %s", state, v)
+			}
+		}
+	}
+	open := func(path string) {
+		t.Helper()
+		run("open "+path, chromedp.Navigate(env.URL+path))
+	}
+	// submit clicks what sends a form (or follows a link) and waits for
+	// the page it leads to.
+	submit := func(sel string) {
+		t.Helper()
+		if _, err := chromedp.RunResponse(tab, chromedp.Click(sel)); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+
+	// Signing in: the empty form, a wrong password, then right.
+	open("/portal/sign-in")
+	check("sign-in")
+	capture(t, b, "sign-in.png")
+	run("fill", chromedp.SendKeys("#email", owner.Email), chromedp.SendKeys("#password", "not the password!"))
+	submit(`button[type="submit"]`)
+	if !strings.Contains(text(), "The email or the password is not right.") {
+		t.Fatalf("a wrong password: %s", text())
+	}
+	check("sign-in, wrong password")
+	run("fill", chromedp.SetValue("#password", owner.Password))
+	submit(`main button[type="submit"]`)
+	check("home")
+
+	// A key: made, its secret shown once, then revoked.
+	open("/portal/keys")
+	check("keys, none yet")
+	run("no browser checks", chromedp.SetAttributeValue(`main form[action="/portal/keys"]`, "novalidate", ""))
+	submit(`main form[action="/portal/keys"] button`)
+	check("keys, a name missing")
+	run("fill", chromedp.SendKeys("#name", "Accounting sync"), chromedp.Click(`#perm-payments\.view`))
+	submit(`main form[action="/portal/keys"] button`)
+	secret := read(chromedp.Text("#key-secret"))
+	if !strings.HasPrefix(secret, "ms_") {
+		t.Fatalf("no secret shown: %s", text())
+	}
+	check("key made")
+	capture(t, b, "key-made.png")
+	open("/portal/keys")
+	if strings.Contains(text(), secret) {
+		t.Fatal("the secret is shown again")
+	}
+	check("keys")
+	capture(t, b, "keys.png")
+	submit(`a[href$="/revoke"]`)
+	check("revoke a key")
+	submit(`main form button.danger`)
+	if !strings.Contains(text(), "Revoked") {
+		t.Fatalf("the key is not shown revoked: %s", text())
+	}
+	check("keys, one revoked")
+
+	// Members: an invitation, refused then sent; a member's page.
+	open("/portal/members")
+	run("fill", chromedp.SendKeys("#email", "not an email"))
+	run("no browser check", chromedp.SetAttributeValue("#email", "type", "text"))
+	submit(`main form[action="/portal/members"] button`)
+	check("members, a bad email")
+	run("fill", chromedp.SetValue("#email", "dana@example.com"), chromedp.Click(`#perm-payments\.view`))
+	submit(`main form[action="/portal/members"] button`)
+	check("members")
+	capture(t, b, "members.png")
+	submit(`tbody a`)
+	check("a member")
+	open("/portal/audit")
+	check("audit log")
+	capture(t, b, "audit.png")
+	open("/portal/account")
+	check("account")
+	run("fill", chromedp.SendKeys("#currentPassword", "wrong"), chromedp.SendKeys("#password", "short"))
+	submit(`main form button`)
+	check("account, errors")
+
+	// A second factor, set up with a code computed here.
+	open("/portal/account/two-factor")
+	check("two-factor setup")
+	key := read(chromedp.Text("#secret"))
+	run("no browser checks", chromedp.SetAttributeValue(`main form`, "novalidate", ""))
+	submit(`main form button`)
+	check("two-factor setup, no code")
+	code, err := totp.GenerateCodeCustom(key, env.Clock.Now(), totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run("fill", chromedp.SendKeys("#code", code))
+	submit(`main form button`)
+	check("recovery codes")
+	open("/portal/organizations")
+	check("organizations")
+	open("/portal/nowhere")
+	check("not found")
+
+	// Signed out: the second step, the reset pages, the invitation.
+	open("/portal/")
+	submit(`.who button`)
+	env.Clock.Advance(time.Minute)
+	run("fill", chromedp.SendKeys("#email", owner.Email), chromedp.SendKeys("#password", owner.Password))
+	submit(`main button[type="submit"]`)
+	check("second step")
+	open("/portal/password-reset")
+	check("reset request")
+	run("fill", chromedp.SendKeys("#email", "dana@example.com"))
+	submit(`main form button`)
+	check("reset requested")
+	invitation := portaltest.Link(t, mail.Wait("dana@example.com", "invited"))
+	open(invitation)
+	check("invitation")
+	run("no browser checks", chromedp.SetAttributeValue(`main form`, "novalidate", ""))
+	submit(`main form button`)
+	check("invitation, errors")
+	reset := portaltest.Link(t, mail.Wait("dana@example.com", "Reset"))
+	open(reset)
+	check("reset")
+
+	for _, v := range b.Violations() {
+		t.Errorf("Content-Security-Policy refused %s", v)
+	}
+	for _, e := range b.Errors() {
+		if !strings.Contains(e, "status of 4") { // the refusals answered 400, 401, 403, 404 on purpose
+			t.Errorf("browser: %s", e)
+		}
+	}
+	for _, u := range b.Foreign() {
+		t.Errorf("fetched from elsewhere: %s", u)
+	}
+}
+
+// capture saves the window as a README screenshot (PAYREQ_WRITE_SCREENSHOTS=1)
+// or as the test's artifact.
+func capture(t *testing.T, b *browsertest.Browser, name string) {
+	t.Helper()
+	if err := chromedp.Do(b.Tab, chromedp.EmulateViewport(1024, 720)); err != nil {
+		t.Fatal(err)
+	}
+	path := b.Screenshot(t, name)
+	if os.Getenv("PAYREQ_WRITE_SCREENSHOTS") != "1" || path == "" {
+		return
+	}
+	png, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(screenshotsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(screenshotsDir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
