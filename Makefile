@@ -38,7 +38,7 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
+.PHONY: screenshots all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -62,7 +62,9 @@ run: build postgres
 	@if [ ! -s $(DATA)/demo.json ]; then \
 		(umask 077 && ./$(BIN) demo --json > $(DATA)/demo.json.tmp) && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
 	fi; chmod 600 $(DATA)/demo.json
-	@echo "Demo keys ($(DATA)/demo.json):"; cat $(DATA)/demo.json
+	@echo "Demo keys and portal sign-ins ($(DATA)/demo.json):"; cat $(DATA)/demo.json
+	@echo "Portal: $${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/"
+	@for org in merchant reseller; do sed -n "s/.*\"$$org\":{[^}]*\"ownerEmail\":\"\([^\"]*\)\",\"ownerPassword\":\"\([^\"]*\)\".*/  $$org Owner: \1  password: \2/p" $(DATA)/demo.json; done
 	PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,
@@ -292,3 +294,8 @@ db-stop: build
 
 clean:
 	rm -rf bin .tools
+
+# The README's portal screenshots (docs/portal/*.png), written by the
+# portal's browser test in headless Chromium.
+screenshots: postgres chromium $(NODE_STAMP)
+	PAYREQ_WRITE_SCREENSHOTS=1 $(GO) test -count=1 -run '^TestPortalInChromium$$' ./internal/portal/
