@@ -1,0 +1,55 @@
+package people
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A hash verifies its password and no other; while every slot is taken a
+// check is refused at once (ErrBusy, a 503 in the portal) rather than
+// queued.
+func TestHasherBoundsHashesAtOnce(t *testing.T) {
+	h := NewHasher(1)
+	hash, err := h.Hash("a long enough password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(hash, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Errorf("hash %q is not argon2id with m=19 MiB, t=2, p=1", hash)
+	}
+	for pw, want := range map[string]bool{"a long enough password": true, "a long enough passwore": false} {
+		if ok, err := h.Verify(hash, pw); err != nil || ok != want {
+			t.Errorf("Verify(%q) = %v, %v; want %v", pw, ok, err, want)
+		}
+	}
+	if err := h.acquire(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Verify(hash, "a long enough password"); !errors.Is(err, ErrBusy) {
+		t.Errorf("with every slot taken: %v, want ErrBusy", err)
+	}
+	h.release()
+	if ok, err := h.Verify("", "anything at all here"); ok || err != nil {
+		t.Errorf("no hash (an unknown email) verified: %v %v", ok, err)
+	}
+}
+
+func TestCheckPassword(t *testing.T) {
+	for pw, want := range map[string]string{
+		"short":                    "at least 12",
+		strings.Repeat("x", 129):   "at most 128",
+		"Unbelievable":             "most common",
+		"dana.whitfield is here!!": "email",
+		"correct horse battery":    "",
+		"日本語のパスワードはこれです十二": "",
+	} {
+		err := CheckPassword("password", "Dana.Whitfield@example.com", pw)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q refused: %v", pw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: %v, want a refusal saying %q", pw, err, want)
+		}
+	}
+}
