@@ -29,9 +29,6 @@ func onboardResult(stdout io.Writer, asJSON bool, v any, line string) error {
 
 // onboardErr turns a refused argument into a usage error (exit 2).
 func onboardErr(cmd string, err error) error {
-	if e := rule.As(err); e != nil {
-		return usageError{cmd + ": " + e.Message}
-	}
 	if r := rule.As(err); r != nil {
 		msg := r.Message
 		if len(r.Fields) > 0 {

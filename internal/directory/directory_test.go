@@ -56,7 +56,7 @@ func mainStreet(name string) NewLocation {
 func rows(t *testing.T, db *sqlx.DB) string {
 	t.Helper()
 	var counts []string
-	for _, table := range []string{"organizations", "users", "locations", "merchant_accounts", "portfolio_merchants"} {
+	for _, table := range []string{"organizations", "locations", "merchant_accounts", "portfolio_merchants"} {
 		var n int
 		if err := db.Get(&n, `SELECT count(*) FROM `+table); err != nil {
 			t.Fatal(err)
