@@ -65,6 +65,21 @@ func (e ApplicationStageChangedEventType) Valid() bool {
 	}
 }
 
+// Defines values for ApplicationSubmittedEventType.
+const (
+	ApplicationSubmittedEventTypeApplicationSubmitted ApplicationSubmittedEventType = "application.submitted"
+)
+
+// Valid indicates whether the value is a known member of the ApplicationSubmittedEventType enum.
+func (e ApplicationSubmittedEventType) Valid() bool {
+	switch e {
+	case ApplicationSubmittedEventTypeApplicationSubmitted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CardPaymentApprovedEventType.
 const (
 	CardPaymentApprovedEventTypeCardPaymentApproved CardPaymentApprovedEventType = "card_payment.approved"
@@ -236,6 +251,7 @@ func (e EventDeliveryStatus) Valid() bool {
 // Defines values for EventType.
 const (
 	EventTypeApplicationStageChanged EventType = "application.stage_changed"
+	EventTypeApplicationSubmitted    EventType = "application.submitted"
 	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
 	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
 	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
@@ -258,6 +274,8 @@ const (
 func (e EventType) Valid() bool {
 	switch e {
 	case EventTypeApplicationStageChanged:
+		return true
+	case EventTypeApplicationSubmitted:
 		return true
 	case EventTypeCardPaymentApproved:
 		return true
@@ -299,6 +317,7 @@ func (e EventType) Valid() bool {
 // Defines values for EventTypeOrAll.
 const (
 	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllApplicationSubmitted    EventTypeOrAll = "application.submitted"
 	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
 	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
 	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
@@ -322,6 +341,8 @@ const (
 func (e EventTypeOrAll) Valid() bool {
 	switch e {
 	case EventTypeOrAllApplicationStageChanged:
+		return true
+	case EventTypeOrAllApplicationSubmitted:
 		return true
 	case EventTypeOrAllAsterisk:
 		return true
@@ -810,7 +831,7 @@ type Application struct {
 	// Business The applying business. The full tax id is never returned, only its last four digits. `dbaName`, `phone` and `website` may be null.
 	Business ApplicationBusiness `json:"business"`
 
-	// History Stage changes, oldest first; the first is `submitted`.
+	// History Stage changes, oldest first; the first is `submitted`, whose note says how it came: "Submitted on the sign-up page, signed electronically by {the name the signer typed}", or "Application submitted" for one an operator added.
 	History []ApplicationHistoryEntry `json:"history"`
 
 	// Id Application id.
@@ -818,7 +839,7 @@ type Application struct {
 	// Example: b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e
 	Id openapi_types.UUID `json:"id"`
 
-	// Owners The owners of the business.
+	// Owners The owners of the business (1 to 4), in the order given.
 	Owners []ApplicationOwner `json:"owners"`
 
 	// Stage Stage of a merchant application: `submitted`, `in_review`, `needs_info` (the
@@ -967,6 +988,31 @@ type ApplicationStageChangedEvent struct {
 
 // ApplicationStageChangedEventType Example: application.stage_changed
 type ApplicationStageChangedEventType string
+
+// ApplicationSubmittedEvent `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
+type ApplicationSubmittedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A merchant application submitted through a reseller's sign-up page, as the reseller sees it (both `GET /applications` and `GET /applications/{id}`). Full tax ids, social security numbers and bank account numbers are stored encrypted and never returned; only their last four digits.
+	Data Application `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: application.submitted
+	Type ApplicationSubmittedEventType `json:"type"`
+}
+
+// ApplicationSubmittedEventType Example: application.submitted
+type ApplicationSubmittedEventType string
 
 // CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
@@ -1418,6 +1464,7 @@ type EventDeliveryStatus string
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
+// - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
 // - `application.stage_changed`: A merchant application moved to another stage (resellers).
 // - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
 //
@@ -3338,6 +3385,40 @@ func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
 	return err
 }
 
+// AsApplicationSubmittedEvent returns the union data inside the Event as a ApplicationSubmittedEvent
+func (t Event) AsApplicationSubmittedEvent() (ApplicationSubmittedEvent, error) {
+	var body ApplicationSubmittedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApplicationSubmittedEvent overwrites any union data inside the Event as the provided ApplicationSubmittedEvent
+func (t *Event) FromApplicationSubmittedEvent(v ApplicationSubmittedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"application.submitted"}`))
+	t.union = b
+	return err
+}
+
+// MergeApplicationSubmittedEvent performs a merge with any union data inside the Event, using the provided ApplicationSubmittedEvent
+func (t *Event) MergeApplicationSubmittedEvent(v ApplicationSubmittedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"application.submitted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsApplicationStageChangedEvent returns the union data inside the Event as a ApplicationStageChangedEvent
 func (t Event) AsApplicationStageChangedEvent() (ApplicationStageChangedEvent, error) {
 	var body ApplicationStageChangedEvent
@@ -3422,6 +3503,8 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 	switch discriminator {
 	case "application.stage_changed":
 		return t.AsApplicationStageChangedEvent()
+	case "application.submitted":
+		return t.AsApplicationSubmittedEvent()
 	case "card_payment.approved":
 		return t.AsCardPaymentApprovedEvent()
 	case "card_payment.declined":
@@ -3559,7 +3642,7 @@ type ClientInterface interface {
 
 	// ListApplications List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Corresponds with GET /applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4329,7 +4412,7 @@ func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, r
 
 // ListApplications List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Corresponds with GET /applications (the `ListApplications` operationId).
 func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7277,7 +7360,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListApplicationsWithResponse List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11810,7 +11893,7 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, para
 
 // ListApplicationsWithResponse List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page, newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Returns a wrapper object for the known response body format(s).
 //

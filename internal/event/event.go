@@ -57,6 +57,7 @@ var (
 	SavedCardRemoved       = Type[models.SavedCard]{"saved_card.removed"}
 	DepositCreated         = Type[models.Deposit]{"deposit.created"}
 	DepositPaid            = Type[models.Deposit]{"deposit.paid"}
+	ApplicationSubmitted   = Type[models.Application]{"application.submitted"}
 	ApplicationStage       = Type[models.Application]{"application.stage_changed"}
 	WebhookPing            = Type[models.WebhookPing]{"webhook.ping"}
 )
@@ -64,7 +65,7 @@ var (
 // Types lists the name of every type.
 var Types = []string{InvoiceCreated.Name, InvoiceSent.Name, InvoiceSendFailed.Name, InvoicePartPaid.Name, InvoicePaid.Name,
 	InvoiceCancelled.Name, InvoicePaymentRecorded.Name, InvoicePaymentRemoved.Name, InvoiceReminderSent.Name, CardPaymentApproved.Name, CardPaymentDeclined.Name, CardPaymentRefunded.Name, SavedCardRemoved.Name,
-	DepositCreated.Name, DepositPaid.Name, ApplicationStage.Name, WebhookPing.Name}
+	DepositCreated.Name, DepositPaid.Name, ApplicationSubmitted.Name, ApplicationStage.Name, WebhookPing.Name}
 
 // Permission is the permission protecting the data of events of type t: a
 // key needs it beside events.view to read them, and beside webhooks.manage
@@ -74,7 +75,7 @@ func Permission(t string) string {
 	switch t {
 	case WebhookPing.Name:
 		return ""
-	case ApplicationStage.Name:
+	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
 	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
 		return auth.PaymentsView
@@ -96,9 +97,11 @@ func Readable(permissions []string) []string {
 // subscription to "*" stands for.
 func ReceivedBy(kind string) []string {
 	if kind == auth.KindReseller {
-		return []string{ApplicationStage.Name, WebhookPing.Name}
+		return []string{ApplicationSubmitted.Name, ApplicationStage.Name, WebhookPing.Name}
 	}
-	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool { return t == ApplicationStage.Name })
+	return slices.DeleteFunc(slices.Clone(Types), func(t string) bool {
+		return t == ApplicationSubmitted.Name || t == ApplicationStage.Name
+	})
 }
 
 // NeedsPermission refuses what events of type t ("*" for a subscription
