@@ -54,7 +54,8 @@ check-file-sizes:
 	if [ -n "$$big" ]; then echo "tracked files over 5 MB (add to LARGE_FILES_ALLOWED only if it must be in git):"; echo "$$big"; exit 1; fi
 
 # Starts (or reuses) the private PostgreSQL cluster under $(DATA)/postgres when
-# DATABASE_URL is unset, seeds a demo on first run, prints its keys and serves
+# DATABASE_URL is unset, seeds a demo on first run, prints its keys and its
+# reseller's sign-up page and serves
 # (with PAYREQ_WEBHOOK_ALLOW_PRIVATE=true unless set: local webhook receivers).
 run: build postgres
 	@mkdir -p $(DATA)
@@ -65,6 +66,8 @@ run: build postgres
 	@echo "Demo keys and portal sign-ins ($(DATA)/demo.json):"; cat $(DATA)/demo.json
 	@echo "Portal: $${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/"
 	@for org in merchant reseller; do sed -n "s/.*\"$$org\":{[^}]*\"ownerEmail\":\"\([^\"]*\)\",\"ownerPassword\":\"\([^\"]*\)\".*/  $$org Owner: \1  password: \2/p" $(DATA)/demo.json; done
+	@url=$$(sed -n 's/.*"signUpUrl":"\([^"]*\)".*/\1/p' $(DATA)/demo.json); \
+		if [ -n "$$url" ]; then echo "The demo reseller's sign-up page: $$url"; fi
 	PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,

@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // maxApplicationFile bounds what applications add reads.
@@ -52,23 +55,42 @@ func applicationsAdd(ctx context.Context, cfg config.Config, args []string, stdo
 	// Every message names fields, never their values, so no full number
 	// reaches the terminal.
 	application, err := reseller.ParseApplication(data)
-	if err != nil {
-		return usageError{"applications add: " + *file + ": " + err.Error()}
+	if e := rule.As(err); e != nil {
+		return usageError{"applications add: " + *file + ": " + refusalText(e)}
 	}
 	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	id, err := a.Resellers.Add(ctx, orgID, application)
+	id, err := a.Resellers.Submit(ctx, reseller.Submission{Reseller: orgID, Application: application})
 	if errors.Is(err, reseller.ErrNotReseller) {
 		return usageError{fmt.Sprintf("applications add: --org %s is not a reseller organization", orgID)}
+	}
+	if e := rule.As(err); e != nil {
+		return usageError{"applications add: " + *file + ": " + refusalText(e)}
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "application %s submitted through reseller %s\n", id, orgID)
 	return nil
+}
+
+// refusalText is a refusal in one line: each field's messages after its
+// name ("owners.0.ssn must be 9 digits, …"), in the order of the names,
+// else its message.
+func refusalText(e *rule.Error) string {
+	if len(e.Fields) == 0 {
+		return e.Message
+	}
+	var problems []string
+	for _, field := range slices.Sorted(maps.Keys(e.Fields)) {
+		for _, msg := range e.Fields[field] {
+			problems = append(problems, field+" "+msg)
+		}
+	}
+	return strings.Join(problems, "; ")
 }
 
 func readApplicationFile(path string) ([]byte, error) {

@@ -188,12 +188,21 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 		{"tax id with a dash", func(d map[string]any) { business(d)["taxId"] = "87-1234567" }, "business.taxId must be 9 digits"},
 		{"tax id of 10 digits", func(d map[string]any) { business(d)["taxId"] = "8712345670" }, "business.taxId must be 9 digits"},
 		{"bad email", func(d map[string]any) { business(d)["email"] = "owner@" }, "business.email must be a valid email"},
-		{"ssn of 8 digits", func(d map[string]any) { owner(d, 1)["ssn"] = "62345678" }, "owners[1].ssn must be 9 digits"},
-		{"ownership over 100", func(d map[string]any) { owner(d, 0)["ownershipPercent"] = "101" }, "owners[0].ownershipPercent must be between 0 and 100"},
-		{"ownership missing", func(d map[string]any) { delete(owner(d, 0), "ownershipPercent") }, "owners[0].ownershipPercent is required"},
-		{"ownership summing over 100", func(d map[string]any) { owner(d, 1)["ownershipPercent"] = "40.5" }, "add up to 100.5"},
-		{"no owners", func(d map[string]any) { d["owners"] = []any{} }, "owners must list at least one owner"},
+		{"ssn of 8 digits", func(d map[string]any) { owner(d, 1)["ssn"] = "62345678" }, "owners.1.ssn must be 9 digits"},
+		{"ownership over 100", func(d map[string]any) { owner(d, 0)["ownershipPercent"] = "101" }, "owners.0.ownershipPercent must be a number from 0 to 100"},
+		{"ownership missing", func(d map[string]any) { delete(owner(d, 0), "ownershipPercent") }, "owners.0.ownershipPercent is required"},
+		{"ownership summing over 100", func(d map[string]any) { owner(d, 1)["ownershipPercent"] = "40.5" }, "owners must own at most 100% together: their ownership percents add up to 100.5"},
+		{"no owners", func(d map[string]any) { d["owners"] = []any{} }, "owners must include at least one owner"},
 		{"routing of 8 digits", func(d map[string]any) { d["bank"].(map[string]any)["routingNumber"] = "11100002" }, "bank.routingNumber must be 9 digits"},
+		{"routing failing the ABA checksum", func(d map[string]any) { d["bank"].(map[string]any)["routingNumber"] = "111000052" }, "bank.routingNumber must be a valid ABA routing number"},
+		{"five owners", func(d map[string]any) {
+			owners := d["owners"].([]any)
+			d["owners"] = append(owners, owners[0], owners[1], owners[0])
+		}, "owners must be at most 4 people"},
+		{"two problems at once", func(d map[string]any) {
+			business(d)["taxId"] = "87123456"
+			owner(d, 0)["ssn"] = "61234567x"
+		}, "business.taxId must be 9 digits, without spaces or dashes; owners.0.ssn must be 9 digits"},
 		{"account of 3 digits", func(d map[string]any) { d["bank"].(map[string]any)["accountNumber"] = "440" }, "bank.accountNumber must be 4 to 17 digits"},
 		{"account of 18 digits", func(d map[string]any) { d["bank"].(map[string]any)["accountNumber"] = "440011223344556677" }, "bank.accountNumber must be 4 to 17 digits"},
 		{"unknown field", func(d map[string]any) { d["notes"] = "call after 5" }, `unknown field "notes"`},
@@ -215,6 +224,8 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	valid := applicationDoc(t, nil)
+	suspended := c.demo().Reseller.OrganizationID
+	c.ok("orgs", "suspend", suspended.String())
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -222,6 +233,7 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 	}{
 		{"not JSON", []string{"--org", org, "--file", notJSON}, "not valid JSON"},
 		{"merchant organization", []string{"--org", seed.Merchant.OrganizationID.String(), "--file", valid}, "is not a reseller"},
+		{"suspended reseller", []string{"--org", suspended.String(), "--file", valid}, "is not taking applications"},
 		{"unknown organization", []string{"--org", uuid.NewString(), "--file", valid}, "is not a reseller"},
 		{"organization not a uuid", []string{"--org", "northwind", "--file", valid}, "--org must be an organization id"},
 		{"no file", []string{"--org", org}, "--file is required"},
@@ -238,6 +250,9 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 		})
 	}
 
+	if n := c.applicationCount(suspended); n != 5 {
+		t.Errorf("%d applications of the suspended reseller, want the 5 of its demo", n)
+	}
 	if n := c.applicationCount(seed.Reseller.OrganizationID); n != 5 {
 		t.Errorf("%d applications after refusals, want the 5 of the demo", n)
 	}

@@ -32,9 +32,13 @@ Lists the organization's keys, revoked ones too: id, name, permissions, state.`,
 	"keys revoke": `usage: payreq keys revoke KEY_ID
 Revokes a key: no new token at once; tokens already issued stop working within
 PAYREQ_REVOCATION_CHECK_INTERVAL.`,
-	"orgs create": `usage: payreq orgs create --kind merchant|reseller --name NAME [--reseller ORG] [--json]
+	"orgs create": `usage: payreq orgs create --kind merchant|reseller --name NAME [--slug SLUG] [--reseller ORG] [--json]
 Makes an active organization; a merchant with --reseller joins that
-reseller's portfolio. Then: users create (its Owner), keys create.`,
+reseller's portfolio. A reseller gets a public sign-up page for merchant
+applications, PAYREQ_PUBLIC_URL/apply/SLUG: SLUG is 3 to 40 of a-z, 0-9 and -,
+unique; without --slug it is made from the name (a number added when taken).
+It prints the page's address (--json: signUpUrl). Then: users create (its
+Owner), keys create.`,
 	"users create": `usage: payreq users create --org ORG --name NAME --email EMAIL --role Owner|Admin|Member [--permissions p1,p2] [--json]
 Makes a membership of the organization and emails its invitation link
 (PAYREQ_PUBLIC_URL/portal/invitations/…, 72 hours, one use) through the
@@ -60,15 +64,22 @@ pay pages take no payment.`,
 	"orgs reinstate": `usage: payreq orgs reinstate ORG
 Lifts an organization's suspension.`,
 	"applications add": `usage: payreq applications add --org RESELLER --file application.json
-Adds a merchant application submitted through a reseller. The file is one JSON
-object, every key required unless marked optional:
+Adds a merchant application submitted through a reseller, with the rules of
+its sign-up page (PAYREQ_PUBLIC_URL/apply/SLUG). The file is one JSON object,
+every key required unless marked optional:
   {"business": {"legalName", "dbaName" (optional), "entityType", "taxId" (9 digits),
                 "phone" (optional), "email", "website" (optional),
                 "address": {"line1", "line2" (optional), "city", "state", "postalCode"}},
-   "owners": [{"name", "title", "ownershipPercent" (0-100, 2 decimals), "ssn" (9 digits)}],
-   "bank": {"routingNumber" (9 digits), "accountNumber"}}
-Tax ids, SSNs and account numbers are stored encrypted; only their last four
-digits are ever shown.`,
+   "owners": [1 to 4 of {"name", "title",
+               "ownershipPercent" (0-100, 2 decimals, a number or a string; all
+                                   owners' together at most 100),
+               "ssn" (9 digits)}],
+   "bank": {"routingNumber" (9 digits passing the ABA checksum),
+            "accountNumber" (4 to 17 digits)}}
+Every problem is named by its field (business.taxId, owners.0.ssn), never by
+its value. A suspended reseller takes no applications. Tax ids, SSNs and
+account numbers are stored encrypted; only their last four digits are ever
+shown.`,
 	"applications stage": `usage: payreq applications stage ID STAGE [--note TEXT]
 Moves an application to a stage: submitted, in_review, needs_info, approved,
 declined or boarded.`,

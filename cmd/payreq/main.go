@@ -195,12 +195,13 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	if err != nil {
 		return err
 	}
+	res.Reseller.SignUpURL = signUpURL(cfg, res.Reseller.Slug)
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "merchant organization %s\n  key id %s\n  secret %s\nreseller organization %s\n  key id %s\n  secret %s\n",
+	fmt.Fprintf(stdout, "merchant organization %s\n  key id %s\n  secret %s\nreseller organization %s\n  key id %s\n  secret %s\n  sign-up page %s\n",
 		res.Merchant.OrganizationID, res.Merchant.KeyID, res.Merchant.Secret,
-		res.Reseller.OrganizationID, res.Reseller.KeyID, res.Reseller.Secret)
+		res.Reseller.OrganizationID, res.Reseller.KeyID, res.Reseller.Secret, res.Reseller.SignUpURL)
 	return nil
 }
 

@@ -499,7 +499,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"applications", "add", "--help"}, []string{"usage: payreq applications add", `"legalName"`, `"taxId"`, `"owners"`, `"accountNumber"`}},
 		{[]string{"applications", "stage", "--help"}, []string{"usage: payreq applications stage", "needs_info"}},
 		{[]string{"settle", "--help"}, []string{"usage: payreq settle", "JSON"}},
-		{[]string{"orgs", "create", "--help"}, []string{"usage: payreq orgs create", "--reseller"}},
+		{[]string{"orgs", "create", "--help"}, []string{"usage: payreq orgs create", "--reseller", "--slug", "/apply/SLUG"}},
 		{[]string{"users", "create", "--help"}, []string{"usage: payreq users create", "Owner"}},
 		{[]string{"locations", "create", "--help"}, []string{"usage: payreq locations create", "--time-zone"}},
 		{[]string{"locations", "deactivate", "--help"}, []string{"usage: payreq locations deactivate"}},

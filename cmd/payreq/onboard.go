@@ -39,12 +39,18 @@ func onboardErr(cmd string, err error) error {
 	return err
 }
 
-// orgsCreate makes an organization: payreq orgs create --kind K --name N [--reseller ORG] [--json].
+// signUpURL is the address of a reseller's sign-up page.
+func signUpURL(cfg config.Config, slug string) string {
+	return strings.TrimRight(cfg.PublicURL, "/") + "/apply/" + slug
+}
+
+// orgsCreate makes an organization: payreq orgs create --kind K --name N [--slug S] [--reseller ORG] [--json].
 func orgsCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
 	kind := fs.String("kind", "", "merchant or reseller")
 	name := fs.String("name", "", "the organization's name")
 	resellerFlag := fs.String("reseller", "", "a reseller whose portfolio the merchant joins")
+	slug := fs.String("slug", "", "a reseller's sign-up page name (default: made from --name)")
 	asJSON := fs.Bool("json", false, "print the organization as JSON")
 	if err := parseFlags(fs, args, 0, ""); err != nil {
 		return err
@@ -62,11 +68,20 @@ func orgsCreate(ctx context.Context, cfg config.Config, args []string, stdout io
 		return err
 	}
 	defer a.Close()
-	o, err := a.Directory.CreateOrganization(ctx, *kind, *name, reseller)
+	o, err := a.Directory.CreateOrganization(ctx, *kind, *name, *slug, reseller)
 	if err != nil {
 		return onboardErr("orgs create", err)
 	}
-	return onboardResult(stdout, *asJSON, o, fmt.Sprintf("organization %s (%s) %s", o.ID, o.Kind, o.Name))
+	out := struct {
+		directory.Organization
+		SignUpURL string `json:"signUpUrl,omitempty"`
+	}{Organization: o}
+	line := fmt.Sprintf("organization %s (%s) %s", o.ID, o.Kind, o.Name)
+	if o.Slug != nil {
+		out.SignUpURL = signUpURL(cfg, *o.Slug)
+		line += "\nsign-up page " + out.SignUpURL
+	}
+	return onboardResult(stdout, *asJSON, out, line)
 }
 
 // usersCreate invites a member: payreq users create --org ORG --name N --email E --role R [--permissions p1,p2] [--json].

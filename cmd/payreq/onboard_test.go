@@ -83,7 +83,7 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 // Every bad onboarding argument: one line, exit 2, nothing written.
 func TestOnboardingRefusesBadArguments(t *testing.T) {
 	c := newCLI(t)
-	var merchant, reseller, other struct{ ID string }
+	var merchant, reseller, other struct{ ID, Slug string }
 	c.jsonOf(&merchant, "orgs", "create", "--kind", "merchant", "--name", "M", "--json")
 	c.jsonOf(&reseller, "orgs", "create", "--kind", "reseller", "--name", "R", "--json")
 	c.jsonOf(&other, "orgs", "create", "--kind", "merchant", "--name", "Other", "--json")
@@ -106,6 +106,12 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 		{"orgs", "create", "--kind", "merchant", "--name", "X", "--reseller", merchant.ID},
 		{"orgs", "create", "--kind", "merchant", "--name", "X", "--reseller", "not-a-uuid"},
 		{"orgs", "create", "--kind", "reseller", "--name", "X", "--reseller", reseller.ID},
+		{"orgs", "create", "--kind", "reseller", "--name", "X", "--slug", "ab"},
+		{"orgs", "create", "--kind", "reseller", "--name", "X", "--slug", "Cascade"},
+		{"orgs", "create", "--kind", "reseller", "--name", "X", "--slug", "cascade_payments"},
+		{"orgs", "create", "--kind", "reseller", "--name", "X", "--slug", strings.Repeat("a", 41)},
+		{"orgs", "create", "--kind", "reseller", "--name", "X", "--slug", reseller.Slug},
+		{"orgs", "create", "--kind", "merchant", "--name", "X", "--slug", "juniper-bakery"},
 		{"users", "create", "--org", merchant.ID, "--name", "U", "--email", "not-an-email", "--role", "Owner"},
 		{"users", "create", "--org", merchant.ID, "--name", "U", "--email", "u@m.example.com", "--role", "King"},
 		{"users", "create", "--org", merchant.ID, "--name", "U", "--email", "o@m.example.com", "--role", "Admin"},
@@ -129,6 +135,57 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 	}
 	for _, tb := range tables {
 		apitest.Want(t, tb+" rows after refusals", c.count(tb), before[tb])
+	}
+}
+
+// A reseller's slug names its sign-up page: the one asked for, else one
+// made from its name, unique; a merchant has none.
+func TestResellerSlugs(t *testing.T) {
+	c := newCLI(t)
+	type org struct {
+		ID        string
+		Slug      *string
+		SignUpURL string
+	}
+	var asked, first, second, accented, short, merchant org
+	suffix := fmt.Sprint(rand.IntN(1e6))
+	c.jsonOf(&asked, "orgs", "create", "--kind", "reseller", "--name", "Cascade Payments", "--slug", "cascade-"+suffix, "--json")
+	c.jsonOf(&first, "orgs", "create", "--kind", "reseller", "--name", "Fjord & Pine Payments "+suffix, "--json")
+	c.jsonOf(&second, "orgs", "create", "--kind", "reseller", "--name", "FJORD — pine payments "+suffix+"!", "--json")
+	c.jsonOf(&accented, "orgs", "create", "--kind", "reseller", "--name", "Café Crème Partners "+suffix, "--json")
+	c.jsonOf(&short, "orgs", "create", "--kind", "reseller", "--name", "Ω", "--json")
+	c.jsonOf(&merchant, "orgs", "create", "--kind", "merchant", "--name", "Juniper Bakery", "--json")
+	base := "fjord-pine-payments-" + suffix
+	for _, tc := range []struct {
+		what string
+		o    org
+		want string
+	}{
+		{"asked for", asked, "cascade-" + suffix},
+		{"from the name", first, base},
+		{"from the same name again", second, base + "-2"},
+		{"accents dropped", accented, "cafe-creme-partners-" + suffix},
+	} {
+		if tc.o.Slug == nil || *tc.o.Slug != tc.want {
+			t.Errorf("slug %s: %v, want %s", tc.what, tc.o.Slug, tc.want)
+			continue
+		}
+		if !strings.HasSuffix(tc.o.SignUpURL, "/apply/"+tc.want) || !strings.HasPrefix(tc.o.SignUpURL, "http") {
+			t.Errorf("signUpUrl %s: %q", tc.what, tc.o.SignUpURL)
+		}
+	}
+	if short.Slug == nil || !strings.HasPrefix(*short.Slug, "reseller") {
+		t.Errorf("a name with too little for a slug got %v, want reseller…", short.Slug)
+	}
+	if merchant.Slug != nil || merchant.SignUpURL != "" {
+		t.Errorf("a merchant has a slug %v, %q", *merchant.Slug, merchant.SignUpURL)
+	}
+	if out := c.ok("orgs", "create", "--kind", "reseller", "--name", "Line Partners"); !strings.Contains(out, "\nsign-up page http") {
+		t.Errorf("orgs create printed %q, want the sign-up page's address", out)
+	}
+	var slug string
+	if err := c.db.Get(&slug, `SELECT slug FROM organizations WHERE id = $1`, first.ID); err != nil || slug != base {
+		t.Errorf("stored slug %q (%v), want %s", slug, err, base)
 	}
 }
 

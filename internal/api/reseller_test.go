@@ -18,7 +18,6 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
-	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/vault"
 )
@@ -60,14 +59,14 @@ func (e *resellerEnv) get(t *testing.T, path string, want int) *apitest.Response
 func (e *resellerEnv) addApplication(t *testing.T, org uuid.UUID, name string) uuid.UUID {
 	t.Helper()
 	e.Clock.Advance(time.Second)
-	id, err := e.App.Resellers.Add(context.Background(), org, reseller.NewApplication{
+	id, err := e.App.Resellers.Submit(context.Background(), reseller.Submission{Reseller: org, Application: reseller.NewApplication{
 		Business: reseller.Business{
 			LegalName: name + " LLC", EntityType: "llc", TaxID: "870000001", Email: "owner@example.com",
 			Address: reseller.Address{Line1: "1 Main St", City: "Austin", State: "TX", PostalCode: "78701"},
 		},
-		Owners: []reseller.Owner{{Name: "Owner of " + name, Title: "Member", OwnershipPercent: jsonnum.MustDecimal("50"), SSN: "600000001"}},
+		Owners: []reseller.Owner{{Name: "Owner of " + name, Title: "Member", OwnershipPercent: "50", SSN: "600000001"}},
 		Bank:   reseller.Bank{RoutingNumber: "111000025", AccountNumber: "99887766"},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,14 +294,15 @@ func (a *App) deleteExpiredKeys(ctx context.Context) error {
 }
 
 // RunHousekeeping deletes expired rows (old token-request counts,
-// idempotency keys past their 24 hours, pay attempts past their hour,
-// events past their 30 days, the portal's old sessions, links, sign-in
-// failures and audit entries past a year) once a minute until ctx ends.
+// idempotency keys past their 24 hours, pay attempts and sign-up
+// submissions past their hour, events past their 30 days, the portal's old
+// sessions, links, sign-in failures and audit entries past a year) once a
+// minute until ctx ends.
 func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Events.DeleteOld, a.People.DeleteOld} {
+		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Resellers.DeleteOldSubmissions, a.Events.DeleteOld, a.People.DeleteOld} {
 			if err := clean(ctx); err != nil && ctx.Err() == nil {
 				log.Error("housekeeping", "error", err.Error())
 			}

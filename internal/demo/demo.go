@@ -13,7 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/auth"
-	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
@@ -32,12 +32,22 @@ type Credentials struct {
 // Result is what `payreq demo --json` prints.
 type Result struct {
 	Merchant Credentials `json:"merchant"`
-	Reseller Credentials `json:"reseller"`
+	Reseller Reseller    `json:"reseller"`
+}
+
+// Reseller is the seeded reseller's key and Owner, and its sign-up page.
+type Reseller struct {
+	Credentials
+	// Slug names its sign-up page, /apply/{slug}.
+	Slug string `json:"slug"`
+	// SignUpURL is the page's address under the public URL, which the
+	// caller knows (payreq demo sets it).
+	SignUpURL string `json:"signUpUrl,omitempty"`
 }
 
 // Seed creates a new demo merchant (an Owner, two locations, three MIDs no
-// other organization holds), a reseller whose portfolio holds it and two
-// more merchants, five applications in different stages, and one
+// other organization holds), a reseller (with its sign-up page's slug)
+// whose portfolio holds it and two more merchants, five applications in different stages, and one
 // all-permission key for each of the two organizations. Each call makes
 // new organizations and new MIDs.
 func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Store, ppl *people.Store) (Result, error) {
@@ -45,6 +55,7 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 	merchant := uuid.Must(uuid.NewV7())
 	partner := uuid.Must(uuid.NewV7())
 	var orgIDs []uuid.UUID
+	var slug string // the reseller's
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		exec := func(q string, args ...any) error {
 			_, err := tx.ExecContext(ctx, q, args...)
@@ -69,9 +80,14 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 		}
 		for _, o := range orgs {
 			orgIDs = append(orgIDs, o.id)
-			if err := exec(`INSERT INTO organizations (id, name, kind, status, logo_url) VALUES ($1, $2, $3, $4, $5)`,
-				o.id, o.name, o.kind, o.status, "https://example.com/logos/"+o.id.String()+".png"); err != nil {
+			logo := "https://example.com/logos/" + o.id.String() + ".png"
+			made, _, err := directory.InsertOrganization(ctx, tx, directory.NewOrganization{
+				ID: o.id, Name: o.name, Kind: o.kind, Status: o.status, LogoURL: &logo})
+			if err != nil {
 				return err
+			}
+			if o.id == partner {
+				slug = made
 			}
 			for _, p := range o.products {
 				if err := exec(`INSERT INTO organization_products (organization_id, product_key) VALUES ($1, $2)`, o.id, p); err != nil {
@@ -134,16 +150,16 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 	stages := [][]string{{}, {"in_review"}, {"in_review", "needs_info"}, {"in_review", "approved"}, {"in_review", "declined"}}
 	for i, path := range stages {
 		website := fmt.Sprintf("https://shop%d.example.com", i+1)
-		id, err := apps.Add(ctx, partner, reseller.NewApplication{
+		id, err := apps.Submit(ctx, reseller.Submission{Reseller: partner, Application: reseller.NewApplication{
 			Business: reseller.Business{
 				LegalName: fmt.Sprintf("Applicant %d LLC", i+1), DBAName: fmt.Sprintf("Shop %d", i+1), EntityType: "llc",
 				TaxID: fmt.Sprintf("9%08d", 12345670+i), Email: fmt.Sprintf("owner@shop%d.example.com", i+1), Website: &website,
 				Address: reseller.Address{Line1: fmt.Sprintf("%d Oak Ave", 100+i), City: "Salem", State: "OR", PostalCode: "97301"},
 			},
 			Owners: []reseller.Owner{{Name: fmt.Sprintf("Owner %d", i+1), Title: "Managing member",
-				OwnershipPercent: jsonnum.MustDecimal("100"), SSN: fmt.Sprintf("5%08d", 23456780+i)}},
+				OwnershipPercent: "100", SSN: fmt.Sprintf("5%08d", 23456780+i)}},
 			Bank: reseller.Bank{RoutingNumber: "123456780", AccountNumber: fmt.Sprintf("00%010d", 9876543210+int64(i))},
-		})
+		}})
 		if err != nil {
 			return Result{}, err
 		}
@@ -165,7 +181,7 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 		creds *Credentials
 		key   string
 	}{
-		{partner, auth.KindReseller, "northwind", &res.Reseller, "Demo reseller key"},
+		{partner, auth.KindReseller, "northwind", &res.Reseller.Credentials, "Demo reseller key"},
 		{merchant, auth.KindMerchant, "bluefern", &res.Merchant, "Demo merchant key"},
 	} {
 		email := fmt.Sprintf("owner-%s@%s.example.com", suffix+strings.ToLower(randomText(4)), o.slug)
@@ -180,6 +196,7 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 		}
 		*o.creds = Credentials{OrganizationID: o.id, KeyID: k.KeyID, Secret: k.Secret, OwnerEmail: email, OwnerPassword: password}
 	}
+	res.Reseller.Slug = slug
 	return res, nil
 }
 

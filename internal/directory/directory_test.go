@@ -71,9 +71,9 @@ func rows(t *testing.T, db *sqlx.DB) string {
 func TestOnboardingRefusesEachBadArgument(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	merchant := must(s.CreateOrganization(ctx, auth.KindMerchant, "Dana's Bakery", nil))(t)
-	reseller := must(s.CreateOrganization(ctx, auth.KindReseller, "Northwind Payments", nil))(t)
-	other := must(s.CreateOrganization(ctx, auth.KindMerchant, "Other Bakery", nil))(t)
+	merchant := must(s.CreateOrganization(ctx, auth.KindMerchant, "Dana's Bakery", "", nil))(t)
+	reseller := must(s.CreateOrganization(ctx, auth.KindReseller, "Northwind Payments", "", nil))(t)
+	other := must(s.CreateOrganization(ctx, auth.KindMerchant, "Other Bakery", "", nil))(t)
 	loc := must(s.CreateLocation(ctx, merchant.ID, mainStreet("Main Street")))(t)
 	otherLoc := must(s.CreateLocation(ctx, other.ID, mainStreet("Elsewhere")))(t)
 	must(s.CreateMID(ctx, merchant.ID, loc.ID, "496160873888"))(t)
@@ -87,24 +87,36 @@ func TestOnboardingRefusesEachBadArgument(t *testing.T) {
 		field string
 		says  string // in the message
 	}{
-		{"organization of an unknown kind", func() error { _, err := s.CreateOrganization(ctx, "bank", "Acme", nil); return err },
+		{"organization of an unknown kind", func() error { _, err := s.CreateOrganization(ctx, "bank", "Acme", "", nil); return err },
 			rule.Invalid, "--kind", `got "bank"`},
-		{"organization without a name", func() error { _, err := s.CreateOrganization(ctx, auth.KindMerchant, "  ", nil); return err },
+		{"organization without a name", func() error { _, err := s.CreateOrganization(ctx, auth.KindMerchant, "  ", "", nil); return err },
 			rule.Invalid, "--name", "1 to 200 characters"},
 		{"organization name too long", func() error {
-			_, err := s.CreateOrganization(ctx, auth.KindMerchant, strings.Repeat("a", 201), nil)
+			_, err := s.CreateOrganization(ctx, auth.KindMerchant, strings.Repeat("a", 201), "", nil)
 			return err
 		}, rule.Invalid, "--name", "1 to 200 characters"},
 		{"reseller of a reseller", func() error {
-			_, err := s.CreateOrganization(ctx, auth.KindReseller, "Sub", &reseller.ID)
+			_, err := s.CreateOrganization(ctx, auth.KindReseller, "Sub", "", &reseller.ID)
 			return err
 		}, rule.Invalid, "--reseller", "a reseller has no reseller"},
-		{"unknown reseller", func() error { _, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", &unknown); return err },
+		{"unknown reseller", func() error { _, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", "", &unknown); return err },
 			rule.Unprocessable, "--reseller", "no such organization"},
 		{"a merchant as reseller", func() error {
-			_, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", &other.ID)
+			_, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", "", &other.ID)
 			return err
 		}, rule.Unprocessable, "--reseller", "is a merchant, not a reseller"},
+		{"a merchant with a slug", func() error {
+			_, err := s.CreateOrganization(ctx, auth.KindMerchant, "Acme", "acme-bakery", nil)
+			return err
+		}, rule.Invalid, "--slug", "for resellers"},
+		{"a slug of other characters", func() error {
+			_, err := s.CreateOrganization(ctx, auth.KindReseller, "Acme", "Acme_Payments", nil)
+			return err
+		}, rule.Invalid, "--slug", "3 to 40 of a-z, 0-9 and -"},
+		{"a slug taken", func() error {
+			_, err := s.CreateOrganization(ctx, auth.KindReseller, "Acme", *reseller.Slug, nil)
+			return err
+		}, rule.Conflict, "--slug", "another organization has this slug"},
 		{"location without a city", func() error {
 			n := mainStreet("Second Street")
 			n.City = " "
@@ -181,8 +193,8 @@ func TestOnboardingRefusesEachBadArgument(t *testing.T) {
 func TestOnboarding(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	reseller := must(s.CreateOrganization(ctx, auth.KindReseller, "Northwind Payments", nil))(t)
-	merchant := must(s.CreateOrganization(ctx, auth.KindMerchant, "  Dana's Bakery ", &reseller.ID))(t)
+	reseller := must(s.CreateOrganization(ctx, auth.KindReseller, "Northwind Payments", "", nil))(t)
+	merchant := must(s.CreateOrganization(ctx, auth.KindMerchant, "  Dana's Bakery ", "", &reseller.ID))(t)
 	if merchant.Name != "Dana's Bakery" || merchant.Status != "active" || merchant.ResellerID == nil {
 		t.Errorf("merchant %+v", merchant)
 	}
@@ -241,7 +253,7 @@ func TestOnboarding(t *testing.T) {
 func TestDeactivateLocation(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	org := must(s.CreateOrganization(ctx, auth.KindMerchant, "Dana's Bakery", nil))(t)
+	org := must(s.CreateOrganization(ctx, auth.KindMerchant, "Dana's Bakery", "", nil))(t)
 	loc := must(s.CreateLocation(ctx, org.ID, mainStreet("Main Street")))(t)
 	stays := must(s.CreateLocation(ctx, org.ID, mainStreet("Other Street")))(t)
 	mid := must(s.CreateMID(ctx, org.ID, loc.ID, "496160874888"))(t)
@@ -279,7 +291,7 @@ func TestMIDUniqueAcrossOrganizationsAtOnce(t *testing.T) {
 	orgs := make([]uuid.UUID, n)
 	locs := make([]uuid.UUID, n)
 	for i := range n {
-		orgs[i] = must(s.CreateOrganization(ctx, auth.KindMerchant, "Bakery", nil))(t).ID
+		orgs[i] = must(s.CreateOrganization(ctx, auth.KindMerchant, "Bakery", "", nil))(t).ID
 		locs[i] = must(s.CreateLocation(ctx, orgs[i], mainStreet("Main Street")))(t).ID
 	}
 	results := make(chan result, n)

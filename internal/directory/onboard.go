@@ -44,12 +44,16 @@ type Organization struct {
 	Kind       string     `db:"kind" json:"kind"`
 	Status     string     `db:"status" json:"status"`
 	ResellerID *uuid.UUID `db:"-" json:"resellerId"`
-	CreatedAt  time.Time  `db:"created_at" json:"createdAt"`
+	// Slug names a reseller's sign-up page, /apply/{slug}; null for a
+	// merchant.
+	Slug      *string   `db:"slug" json:"slug"`
+	CreatedAt time.Time `db:"created_at" json:"createdAt"`
 }
 
 // CreateOrganization makes an active organization of kind, a merchant
-// optionally in a reseller's portfolio.
-func (d *Store) CreateOrganization(ctx context.Context, kind, name string, reseller *uuid.UUID) (Organization, error) {
+// optionally in a reseller's portfolio, a reseller with slug ("": one made
+// from its name).
+func (d *Store) CreateOrganization(ctx context.Context, kind, name, slug string, reseller *uuid.UUID) (Organization, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case kind != auth.KindMerchant && kind != auth.KindReseller:
@@ -58,6 +62,10 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name string, resel
 		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--name", "--name must be 1 to 200 characters")
 	case reseller != nil && kind != auth.KindMerchant:
 		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--reseller", "--reseller is for merchants: a reseller has no reseller")
+	case slug != "" && kind != auth.KindReseller:
+		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--slug", "--slug is for resellers: it names their sign-up page")
+	case slug != "" && !ValidSlug(slug):
+		return Organization{}, refuse(rule.Invalid, orgNotCreated, "--slug", "--slug must be 3 to 40 of a-z, 0-9 and -, got %q", slug)
 	}
 	o := Organization{ID: uuid.Must(uuid.NewV7()), Name: name, Kind: kind, Status: "active", ResellerID: reseller}
 	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
@@ -74,9 +82,16 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name string, resel
 				return refuse(rule.Unprocessable, orgNotCreated, "--reseller", "--reseller %s is a %s, not a reseller", *reseller, k)
 			}
 		}
-		if err := tx.GetContext(ctx, &o.CreatedAt, `INSERT INTO organizations (id, name, kind, status) VALUES ($1, $2, $3, 'active')
-			RETURNING created_at`, o.ID, o.Name, o.Kind); err != nil {
+		made, createdAt, err := InsertOrganization(ctx, tx, NewOrganization{ID: o.ID, Name: o.Name, Kind: o.Kind, Status: o.Status, Slug: slug})
+		if errors.Is(err, ErrSlugTaken) {
+			return refuse(rule.Conflict, orgNotCreated, "--slug", "--slug %s: another organization has this slug", slug)
+		}
+		if err != nil {
 			return err
+		}
+		o.CreatedAt = createdAt
+		if made != "" {
+			o.Slug = &made
 		}
 		if reseller != nil {
 			_, err := tx.ExecContext(ctx, `INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, *reseller, o.ID)

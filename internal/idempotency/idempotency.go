@@ -2,7 +2,8 @@
 // (the API's Idempotency-Key header; next, a form's one-time key), so that
 // a request sent again answers what the first made and is never made
 // twice. Every operation that takes a key claims it here: invoice
-// creation, recorded payments, refunds, and next the portal's forms.
+// creation, recorded payments, refunds, the sign-up page's applications,
+// and next the portal's forms.
 // It owns the table idempotency_keys.
 //
 // A key is scoped to its organization and its operation: the same key sent
@@ -42,6 +43,9 @@ const (
 	CreateInvoice     Operation = "invoice.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
+	// SubmitApplication: the sign-up page's form carries a one-time key,
+	// so that a double submit makes one application.
+	SubmitApplication Operation = "application.submit"
 )
 
 // Key is an idempotency key as a request sent it, with the hash of the

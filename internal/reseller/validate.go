@@ -6,188 +6,252 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/mailaddr"
+	"github.com/payreq/payreq/internal/rule"
 )
 
-// InvalidError lists what is wrong with a submitted application, each
-// problem naming the field as it is written in the JSON document
-// ("business.taxId", "owners[1].ssn"). Messages never repeat a value, so a
-// full tax id, social security number or account number cannot leak
-// through an error.
-type InvalidError struct {
-	Problems []string
+// Percent is an owner's share as written: a JSON number or string in an
+// application file, the text typed into the sign-up page. Validate reads
+// it, so that both are held to one rule.
+type Percent string
+
+// UnmarshalJSON takes a JSON number or string as its text, and null as
+// none; anything else is a type error.
+func (p *Percent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		*p = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*p = Percent(s)
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		*p = Percent(b)
+	default:
+		return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[Percent]()}
+	}
+	return nil
 }
 
-func (e *InvalidError) Error() string {
-	return "invalid application: " + strings.Join(e.Problems, "; ")
+// decimal is the share as a decimal, or false when it is not a number of
+// at most two decimal places from 0 to 100 ("60", "33.33", "12.5%").
+func (p Percent) decimal() (apd.Decimal, bool) {
+	s := strings.TrimSuffix(strings.TrimSpace(string(p)), "%")
+	d, err := jsonnum.ParseDecimal(strings.TrimSpace(s))
+	if err != nil {
+		return apd.Decimal{}, false
+	}
+	var reduced apd.Decimal
+	reduced.Reduce(&d.Decimal)
+	if d.Negative || d.Cmp(apd.New(100, 0)) > 0 || reduced.Exponent < -2 {
+		return apd.Decimal{}, false
+	}
+	return d.Decimal, true
 }
 
 // ParseApplication reads an application document (the JSON form of
-// NewApplication), refusing unknown fields, and validates it.
+// NewApplication), refusing unknown fields and values of the wrong JSON
+// type. It does not validate the values: Submit does, for every front.
+// What it refuses is a *rule.Error (Invalid) whose words never repeat a
+// value of the document.
 func ParseApplication(data []byte) (NewApplication, error) {
 	var app NewApplication
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&app); err != nil {
-		return NewApplication{}, &InvalidError{Problems: []string{decodeProblem(err)}}
+		return NewApplication{}, decodeProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return NewApplication{}, &InvalidError{Problems: []string{"the document must hold one JSON object and nothing after it"}}
-	}
-	// A missing ownershipPercent would decode as 0, a valid share; insist
-	// that it is written out.
-	var presence struct {
-		Owners []map[string]json.RawMessage `json:"owners"`
-	}
-	if err := json.Unmarshal(data, &presence); err != nil {
-		return NewApplication{}, &InvalidError{Problems: []string{decodeProblem(err)}}
-	}
-	var missing []string
-	for i, o := range presence.Owners {
-		if v, ok := o["ownershipPercent"]; !ok || string(bytes.TrimSpace(v)) == "null" {
-			missing = append(missing, fmt.Sprintf("owners[%d].ownershipPercent is required", i))
-		}
-	}
-	err := app.Validate()
-	var invalid *InvalidError
-	switch {
-	case err == nil && len(missing) > 0:
-		return NewApplication{}, &InvalidError{Problems: missing}
-	case errors.As(err, &invalid):
-		invalid.Problems = append(missing, invalid.Problems...)
-		return NewApplication{}, invalid
-	case err != nil:
-		return NewApplication{}, err
+		return NewApplication{}, notADocument("the document must hold one JSON object and nothing after it")
 	}
 	return app, nil
 }
 
-func decodeProblem(err error) string {
+func notADocument(why string) *rule.Error {
+	return rule.New(rule.Invalid, "", "Not an application document", why)
+}
+
+func decodeProblem(err error) *rule.Error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return fmt.Sprintf("%s must be a JSON %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
+		return rule.InvalidField(typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type))
 	case errors.As(err, &syntaxErr):
-		return fmt.Sprintf("not valid JSON (at byte %d)", syntaxErr.Offset)
+		return notADocument(fmt.Sprintf("not valid JSON (at byte %d)", syntaxErr.Offset))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "not valid JSON (it ends too early)"
+		return notADocument("not valid JSON (it ends too early)")
 	case errors.Is(err, io.EOF):
-		return "the document is empty"
+		return notADocument("the document is empty")
 	}
-	return "not a valid application document: " + strings.TrimPrefix(err.Error(), "json: ")
+	return notADocument("not a valid application document: " + strings.TrimPrefix(err.Error(), "json: "))
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
+func jsonKind(t reflect.Type) string {
+	if t == reflect.TypeFor[Percent]() {
+		return "number or string"
+	}
+	switch t.Kind() {
+	case reflect.String:
 		return "string"
-	case "slice":
+	case reflect.Slice:
 		return "array"
-	case "struct", "map":
+	case reflect.Struct, reflect.Map:
 		return "object"
-	case "ptr":
+	case reflect.Pointer:
 		return "string or null"
 	}
 	return "value of another type"
 }
 
-// Length limits of the free-text fields.
+// Limits of an application.
 const (
 	maxName  = 200
 	maxShort = 64
 	maxEmail = 254
 	maxURL   = 500
 	maxPhone = 32
+	// MaxOwners is how many owners an application names at most.
+	MaxOwners = 4
 )
 
-// Validate checks every rule of a new application and reports all the
-// problems at once.
+// fieldErrors collects messages by field, named as the application file
+// and the sign-up form name them: dotted, owners by index
+// ("owners.1.ssn"). A message follows the field's name ("is required") and
+// never repeats a value, so a full tax id, SSN or account number cannot
+// leak through an error.
+type fieldErrors map[string][]string
+
+func (f fieldErrors) add(field, format string, args ...any) {
+	f[field] = append(f[field], fmt.Sprintf(format, args...))
+}
+
+// text checks a required text field.
+func (f fieldErrors) text(field, value string, max int) {
+	if strings.TrimSpace(value) == "" {
+		f.add(field, "is required")
+		return
+	}
+	f.optional(field, value, max)
+}
+
+// optional checks a text field that may be empty.
+func (f fieldErrors) optional(field, value string, max int) {
+	switch {
+	case !utf8.ValidString(value) || strings.ContainsFunc(value, unicode.IsControl):
+		f.add(field, "must be plain text, without control characters")
+	case utf8.RuneCountInString(value) > max:
+		f.add(field, "must be at most %d characters", max)
+	}
+}
+
+func (f fieldErrors) digits(field, value string, minLen, maxLen int) {
+	if isDigits(value) && len(value) >= minLen && len(value) <= maxLen {
+		return
+	}
+	if minLen == maxLen {
+		f.add(field, "must be %d digits, without spaces or dashes", minLen)
+	} else {
+		f.add(field, "must be %d to %d digits, without spaces or dashes", minLen, maxLen)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Validate checks every rule of a new application and reports every
+// problem at once, as a *rule.Error of kind Invalid whose Fields are keyed
+// by dotted field names ("business.taxId", "owners.0.ssn").
 func (a NewApplication) Validate() error {
-	var problems []string
-	add := func(field, msg string) { problems = append(problems, field+" "+msg) }
-	text := func(field, value string, max int) {
-		switch {
-		case strings.TrimSpace(value) == "":
-			add(field, "is required")
-		case utf8.RuneCountInString(value) > max:
-			add(field, fmt.Sprintf("must be at most %d characters", max))
-		}
-	}
-	optional := func(field string, value *string, max int) {
-		if value != nil && utf8.RuneCountInString(*value) > max {
-			add(field, fmt.Sprintf("must be at most %d characters", max))
-		}
-	}
-	digits := func(field, value string, minLen, maxLen int) {
-		if isDigits(value) && len(value) >= minLen && len(value) <= maxLen {
-			return
-		}
-		if minLen == maxLen {
-			add(field, fmt.Sprintf("must be %d digits, without spaces or dashes", minLen))
-		} else {
-			add(field, fmt.Sprintf("must be %d to %d digits, without spaces or dashes", minLen, maxLen))
-		}
-	}
-
-	b := a.Business
-	text("business.legalName", b.LegalName, maxName)
-	if utf8.RuneCountInString(b.DBAName) > maxName {
-		add("business.dbaName", fmt.Sprintf("must be at most %d characters", maxName))
-	}
-	text("business.entityType", b.EntityType, maxShort)
-	digits("business.taxId", b.TaxID, 9, 9)
-	optional("business.phone", b.Phone, maxPhone)
-	if strings.TrimSpace(b.Email) == "" {
-		add("business.email", "is required")
-	} else if len(b.Email) > maxEmail || !mailaddr.Valid(b.Email) {
-		add("business.email", "must be a valid email address such as owner@example.com")
-	}
-	optional("business.website", b.Website, maxURL)
-	text("business.address.line1", b.Address.Line1, maxName)
-	optional("business.address.line2", b.Address.Line2, maxName)
-	text("business.address.city", b.Address.City, maxName)
-	text("business.address.state", b.Address.State, maxShort)
-	text("business.address.postalCode", b.Address.PostalCode, maxShort)
-
-	if len(a.Owners) == 0 {
-		add("owners", "must list at least one owner")
-	}
-	hundred := apd.New(100, 0)
-	var total apd.Decimal
-	for i, o := range a.Owners {
-		field := fmt.Sprintf("owners[%d]", i)
-		text(field+".name", o.Name, maxName)
-		text(field+".title", o.Title, maxName)
-		digits(field+".ssn", o.SSN, 9, 9)
-		p := &o.OwnershipPercent.Decimal
-		var reduced apd.Decimal
-		reduced.Reduce(p)
-		switch {
-		case p.Negative || p.Cmp(hundred) > 0:
-			add(field+".ownershipPercent", "must be between 0 and 100")
-		case reduced.Exponent < -2:
-			add(field+".ownershipPercent", "must have at most 2 decimal places")
-		}
-		if _, err := apd.BaseContext.Add(&total, &total, p); err != nil {
-			return fmt.Errorf("reseller: unable to add ownership percents: %w", err)
-		}
-	}
-	if total.Cmp(hundred) > 0 {
-		add("owners", fmt.Sprintf("ownership percents add up to %s, more than 100", total.Text('f')))
-	}
-
-	digits("bank.routingNumber", a.Bank.RoutingNumber, 9, 9)
-	digits("bank.accountNumber", a.Bank.AccountNumber, 4, 17)
-
-	if len(problems) > 0 {
-		return &InvalidError{Problems: problems}
+	f := fieldErrors{}
+	a.check(f)
+	if e := rule.InvalidFields(f); e != nil {
+		return e
 	}
 	return nil
+}
+
+func (a NewApplication) check(f fieldErrors) {
+	b := a.Business
+	f.text("business.legalName", b.LegalName, maxName)
+	f.optional("business.dbaName", b.DBAName, maxName)
+	f.text("business.entityType", b.EntityType, maxShort)
+	f.digits("business.taxId", b.TaxID, 9, 9)
+	f.optional("business.phone", deref(b.Phone), maxPhone)
+	switch {
+	case strings.TrimSpace(b.Email) == "":
+		f.add("business.email", "is required")
+	case len(b.Email) > maxEmail || !mailaddr.Valid(b.Email):
+		f.add("business.email", "must be a valid email address such as owner@example.com")
+	}
+	f.optional("business.website", deref(b.Website), maxURL)
+	f.text("business.address.line1", b.Address.Line1, maxName)
+	f.optional("business.address.line2", deref(b.Address.Line2), maxName)
+	f.text("business.address.city", b.Address.City, maxName)
+	f.text("business.address.state", b.Address.State, maxShort)
+	f.text("business.address.postalCode", b.Address.PostalCode, maxShort)
+
+	switch {
+	case len(a.Owners) == 0:
+		f.add("owners", "must include at least one owner")
+	case len(a.Owners) > MaxOwners:
+		f.add("owners", "must be at most %d people", MaxOwners)
+	}
+	var total apd.Decimal
+	sharesValid := true
+	for i, o := range a.Owners {
+		field := fmt.Sprintf("owners.%d.", i)
+		f.text(field+"name", o.Name, maxName)
+		f.text(field+"title", o.Title, maxName)
+		f.digits(field+"ssn", o.SSN, 9, 9)
+		share, ok := o.OwnershipPercent.decimal()
+		switch {
+		case strings.TrimSpace(string(o.OwnershipPercent)) == "":
+			f.add(field+"ownershipPercent", "is required")
+			sharesValid = false
+		case !ok:
+			f.add(field+"ownershipPercent", "must be a number from 0 to 100 with at most 2 decimal places, such as 60 or 33.33")
+			sharesValid = false
+		default:
+			// Shares of at most 100 with 2 places: no context error.
+			_, _ = apd.BaseContext.Add(&total, &total, &share)
+		}
+	}
+	if sharesValid && total.Cmp(apd.New(100, 0)) > 0 {
+		total.Reduce(&total)
+		f.add("owners", "must own at most 100%% together: their ownership percents add up to %s", total.Text('f'))
+	}
+
+	f.digits("bank.routingNumber", a.Bank.RoutingNumber, 9, 9)
+	if _, ok := f["bank.routingNumber"]; !ok && !abaValid(a.Bank.RoutingNumber) {
+		f.add("bank.routingNumber", "must be a valid ABA routing number: its check digit does not match, so one of the 9 digits is wrong")
+	}
+	f.digits("bank.accountNumber", a.Bank.AccountNumber, 4, 17)
+}
+
+// abaValid reports whether nine digits pass the ABA routing number
+// checksum: 3, 7 and 1 times the digits in turn add up to a multiple of 10.
+func abaValid(digits string) bool {
+	sum := 0
+	for i, weight := range []int{3, 7, 1, 3, 7, 1, 3, 7, 1} {
+		sum += weight * int(digits[i]-'0')
+	}
+	return sum%10 == 0
 }
 
 func isDigits(s string) bool {

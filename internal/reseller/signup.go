@@ -1,0 +1,99 @@
+package reseller
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/rule"
+)
+
+// SignUpPage is a reseller as its public sign-up page shows it.
+type SignUpPage struct {
+	ResellerID uuid.UUID `db:"id"`
+	Name       string    `db:"name"`
+	Slug       string    `db:"slug"`
+	Status     string    `db:"status"`
+}
+
+// Open reports whether the page takes applications: a suspended reseller's
+// does not (Submit refuses them).
+func (p SignUpPage) Open() bool { return p.Status != "suspended" }
+
+// SignUpPageOf reads the reseller whose sign-up page slug names; a slug no
+// reseller holds is a rule.NotFound.
+func (a *Store) SignUpPageOf(ctx context.Context, slug string) (SignUpPage, error) {
+	var p SignUpPage
+	err := a.DB.GetContext(ctx, &p, `SELECT id, name, slug, status FROM organizations WHERE slug = $1 AND kind = $2`,
+		slug, auth.KindReseller)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SignUpPage{}, rule.New(rule.NotFound, "", "Page not found",
+			"There is no sign-up page at this address. Check the link you were given.")
+	}
+	if err != nil {
+		return SignUpPage{}, fmt.Errorf("reseller: unable to read sign-up page: %w", err)
+	}
+	return p, nil
+}
+
+// Limits of the sign-up form: at most SubmissionLimit submissions from one
+// client address (an IPv6 address's /64) in SubmissionWindow.
+const (
+	SubmissionLimit  = 5
+	SubmissionWindow = time.Hour
+)
+
+// SubmissionFrom counts a submission of the sign-up form from network (a
+// client address, or an IPv6 address's /64, as wire.Network gives it),
+// across every instance. Past the limit it counts nothing and refuses it
+// (rule.Limited, with how long until the oldest counted submission leaves
+// the window).
+func (a *Store) SubmissionFrom(ctx context.Context, network string) error {
+	now := a.Now().Truncate(time.Microsecond) // as stored
+	var wait time.Duration
+	err := postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
+		// Serialises the count-then-insert of one address across instances.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "application-limits/"+network); err != nil {
+			return fmt.Errorf("reseller: unable to lock the submission limit: %w", err)
+		}
+		var recent []time.Time
+		err := tx.SelectContext(ctx, &recent, `SELECT attempted_at FROM application_limits
+			WHERE subject = $1 AND attempted_at > $2 ORDER BY attempted_at DESC LIMIT $3`,
+			network, now.Add(-SubmissionWindow), SubmissionLimit)
+		if err != nil {
+			return fmt.Errorf("reseller: unable to count submissions: %w", err)
+		}
+		if len(recent) >= SubmissionLimit {
+			wait = max(recent[SubmissionLimit-1].Add(SubmissionWindow).Sub(now), time.Second)
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO application_limits (subject, attempted_at) VALUES ($1, $2)`, network, now); err != nil {
+			return fmt.Errorf("reseller: unable to count a submission: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return &rule.Error{Kind: rule.Limited, Title: "Too many applications",
+			Message:    fmt.Sprintf("At most %d applications an hour can be sent from one network.", SubmissionLimit),
+			RetryAfter: wait}
+	}
+	return nil
+}
+
+// DeleteOldSubmissions forgets submissions that no longer count.
+func (a *Store) DeleteOldSubmissions(ctx context.Context) error {
+	if _, err := a.DB.ExecContext(ctx, `DELETE FROM application_limits WHERE attempted_at < $1`, a.Now().Add(-SubmissionWindow)); err != nil {
+		return fmt.Errorf("reseller: unable to delete old submissions: %w", err)
+	}
+	return nil
+}
