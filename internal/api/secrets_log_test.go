@@ -24,9 +24,11 @@ import (
 // delivery worker logging beside the server: tokens by form, JSON and
 // Basic (and refused ones), an invoice created, replayed and delivered, the
 // pay page with a saved card, declined and invalid cards, the card removed,
-// card payments read and refunded, and the reseller's applications. Then no key secret, access token, pay
-// link or form token, card number, security code, social security number,
-// tax id or bank account number may appear anywhere in the log.
+// card payments read and refunded, the reseller's applications, and its
+// sign-up page's forms, refused and taken. Then no key secret, access
+// token, pay link or form token, card number, security code, social
+// security number, tax id or bank account number may appear anywhere in
+// the log.
 func TestNothingSecretInTheLog(t *testing.T) {
 	// A database of its own, so its worker delivers no other test's messages.
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{
@@ -182,12 +184,22 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	for _, a := range apps {
 		re.get(t, "/applications/"+a.Id.String(), http.StatusOK)
 	}
+	// The reseller's sign-up page: a form refused (its numbers not sent
+	// back), a form taken, its thank-you page.
+	applicant := env.NewApplicant()
+	refused := apitest.ApplicationForm()
+	refused.Set("bank.routingNumber", "111000026")
+	apitest.WantStatus(t, applicant.Send(t, seed.Reseller.Slug, refused), http.StatusBadRequest)
+	taken := applicant.Send(t, seed.Reseller.Slug, apitest.ApplicationForm())
+	apitest.WantStatus(t, taken, http.StatusSeeOther)
+	apitest.WantStatus(t, applicant.Visit(t, "GET", taken.Header.Get("Location"), nil), http.StatusOK)
+	keep(apitest.FormSecrets...)
 	keep(fullNumbers(t, re, re.org)...)
 	keep("870000001", "600000001", "99887766") // the added application's tax id, SSN, account
 
 	logs := env.Log.String()
 	for _, want := range []string{`"path":"/oauth/token"`, `"path":"/payment-requests"`, `"path":"/pay/:token"`,
-		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, `"path":"unmatched"`, "message delivered", "webhook: delivery attempt failed"} {
+		`"path":"/saved-cards/:id"`, `"path":"/applications/:id"`, `"path":"/apply/:slug"`, `"path":"/apply/:slug/thanks/:reference"`, `"path":"unmatched"`, "message delivered", "webhook: delivery attempt failed"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("the log lacks %s, so the flow did not run as meant:\n%s", want, logs)
 		}
@@ -203,7 +215,8 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	// The security code is short enough to turn up in ids and durations by
 	// chance, so it is looked for as a value, and the form's field names
 	// must not be logged at all.
-	for _, s := range []string{`"` + apitest.TestCVV + `"`, "=" + apitest.TestCVV, "cvv", "cardNumber", "client_secret", "Authorization", "Bearer "} {
+	for _, s := range []string{`"` + apitest.TestCVV + `"`, "=" + apitest.TestCVV, "cvv", "cardNumber", "client_secret", "Authorization", "Bearer ",
+		"taxId", "ssn", "accountNumber"} {
 		if strings.Contains(logs, s) {
 			t.Errorf("the log holds %q", s)
 		}

@@ -389,7 +389,7 @@ func (b *SyncBuffer) String() string {
 // Wire sends raw, a request as bytes on the wire, on a new connection,
 // half-closing the connection after it when halfClose is set (a client
 // that cut its body off). It reads one answer, checks it against
-// openapi.yaml unless the path is a pay page's (a request HTTP itself
+// openapi.yaml unless the path is a pay or sign-up page's (a request HTTP itself
 // refuses, such as one with a control character in a header, matches no
 // operation: its answer must be a problem document), and reports whether
 // the server closed the connection after the answer rather than reading on.
@@ -430,7 +430,7 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 		if err := e.validateProblem(r, body); err != nil {
 			e.T.Errorf("%.40q → %d is not a problem document: %v\nbody: %s", raw, r.StatusCode, err, body)
 		}
-	case !strings.HasPrefix(req.URL.Path, "/pay/"):
+	case !strings.HasPrefix(req.URL.Path, "/pay/") && !strings.HasPrefix(req.URL.Path, "/apply/"):
 		if err := e.validate(req, nil, r, body); err != nil {
 			e.T.Errorf("%s %s → %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, r.StatusCode, err, body)
 		}

@@ -1,9 +1,10 @@
 // Package server mounts payreq's fronts beside each other: the API
 // (internal/api), the pay page under /pay/ (internal/paypage), the portal
-// under /portal/ (internal/portal) and the published contract
-// (internal/docs). Each is its own echo instance with
-// its own middleware and its own way of answering errors; they share the
-// request log and the reading of the client's address.
+// under /portal/ (internal/portal), the resellers' sign-up pages under
+// /apply/ (internal/signup) and the published contract (internal/docs).
+// Each is its own echo instance with its own middleware and its own way of
+// answering errors; they share the request log and the reading of the
+// client's address.
 package server
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/payreq/payreq/internal/docs"
 	"github.com/payreq/payreq/internal/paypage"
 	"github.com/payreq/payreq/internal/portal"
+	"github.com/payreq/payreq/internal/signup"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -46,6 +48,8 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		FormKey: a.PortalKey, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
+	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, PublicURL: cfg.PublicURL,
+		ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 
 	// By the path alone, as sent: http.ServeMux would redirect paths that
 	// are not clean, which the fronts answer themselves.
@@ -69,6 +73,8 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 			payFront.ServeHTTP(w, r)
 		case p == "/portal" || strings.HasPrefix(p, "/portal/"):
 			portalFront.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/apply/"):
+			signUpFront.ServeHTTP(w, r)
 		case slices.Contains(docs.Paths, p):
 			docsFront.ServeHTTP(w, r)
 		default:
