@@ -187,6 +187,14 @@ func TestResellerSlugs(t *testing.T) {
 	if err := c.db.Get(&slug, `SELECT slug FROM organizations WHERE id = $1`, first.ID); err != nil || slug != base {
 		t.Errorf("stored slug %q (%v), want %s", slug, err, base)
 	}
+
+	// The demo's reseller has one too, and payreq demo prints its page
+	// (make run shows it).
+	res := c.demo()
+	if err := c.db.Get(&slug, `SELECT slug FROM organizations WHERE id = $1`, res.Reseller.OrganizationID); err != nil ||
+		slug != res.Reseller.Slug || !strings.HasPrefix(res.Reseller.SignUpURL, "http") || !strings.HasSuffix(res.Reseller.SignUpURL, "/apply/"+slug) {
+		t.Errorf("demo reseller: slug %q (%v), printed %q and %q", slug, err, res.Reseller.Slug, res.Reseller.SignUpURL)
+	}
 }
 
 // newMID is a MID no other test (or run) uses.
