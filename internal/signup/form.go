@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
@@ -49,8 +51,9 @@ var (
 			Autocomplete: "organization", Max: 200, Required: true},
 		{Name: "business.dbaName", Label: "Trading name (DBA), if any", Hint: "The name your customers know, when it differs",
 			Autocomplete: "off", Max: 200},
+		// Room for the dashes people type, so that they are told, not cut.
 		{Name: "business.taxId", Label: "Tax id (EIN)", Hint: "9 digits, without the dash", Autocomplete: "off",
-			InputMode: "numeric", Max: 9, Required: true, Secret: true},
+			InputMode: "numeric", Max: 11, Required: true, Secret: true},
 		{Name: "business.phone", Label: "Phone, if any", Autocomplete: "tel", InputMode: "tel", Max: 32},
 		{Name: "business.email", Label: "Email", Hint: "Where we write to you about this application",
 			Autocomplete: "email", InputMode: "email", Max: 254, Required: true},
@@ -82,7 +85,7 @@ func ownerInputs(i int) []input {
 		{Name: p + "ownershipPercent", Label: "Share of the business owned (%)", Hint: "0 to 100, for example 60 or 33.33",
 			Autocomplete: "off", InputMode: "decimal", Max: 8, Required: first},
 		{Name: p + "ssn", Label: "Social Security number", Hint: "9 digits, without dashes", Autocomplete: "off",
-			InputMode: "numeric", Max: 9, Required: first, Secret: true},
+			InputMode: "numeric", Max: 11, Required: first, Secret: true},
 	}
 }
 
@@ -200,8 +203,18 @@ func (f form) submission(to reseller.SignUpPage) (s reseller.Submission, section
 		Reseller:    to.ResellerID,
 		Application: reseller.NewApplication{Business: b, Owners: owners, Bank: reseller.Bank{RoutingNumber: f.get("bank.routingNumber"), AccountNumber: f.get("bank.accountNumber")}},
 		Signature:   &reseller.Signature{Consent: f.Consent, Name: f.get(signatureField)},
-		Key:         f.get(keyField),
+		Key:         f.key(),
 	}, sections
+}
+
+// key is the form's one-time key: a uuid, as the page renders it; anything
+// else is no key (never text a client made up, stored).
+func (f form) key() string {
+	k, err := uuid.Parse(f.get(keyField))
+	if err != nil {
+		return ""
+	}
+	return k.String()
 }
 
 // redisplay is the form shown again after a refusal: every value kept but

@@ -186,6 +186,11 @@ func TestDoubleSubmitMakesOneApplication(t *testing.T) {
 	form.Set("business.legalName", "Another Business LLC")
 	apitest.WantStatus(t, a.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusConflict)
 	apitest.Want(t, "applications after a changed resend", len(f.applications(t)), before+1)
+
+	// A key the page did not make is no key: never stored, never a 500.
+	form.Set("key", "made up\x00")
+	apitest.WantStatus(t, a.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusSeeOther)
+	apitest.Want(t, "applications after a form without a key", len(f.applications(t)), before+2)
 }
 
 func TestEachInvalidFieldIsRefusedBesideItWithNothingStored(t *testing.T) {
