@@ -15,6 +15,7 @@ import (
 
 	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/mailaddr"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -167,13 +168,6 @@ func (f fieldErrors) digits(field, value string, minLen, maxLen int) {
 	}
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // Validate checks every rule of a new application and reports every
 // problem at once, as a *rule.Error of kind Invalid whose Fields are keyed
 // by dotted field names ("business.taxId", "owners.0.ssn").
@@ -192,16 +186,16 @@ func (a NewApplication) check(f fieldErrors) {
 	f.optional("business.dbaName", b.DBAName, maxName)
 	f.text("business.entityType", b.EntityType, maxShort)
 	f.digits("business.taxId", b.TaxID, 9, 9)
-	f.optional("business.phone", deref(b.Phone), maxPhone)
+	f.optional("business.phone", optional.Value(b.Phone), maxPhone)
 	switch {
 	case strings.TrimSpace(b.Email) == "":
 		f.add("business.email", "is required")
 	case len(b.Email) > maxEmail || !mailaddr.Valid(b.Email):
 		f.add("business.email", "must be a valid email address such as owner@example.com")
 	}
-	f.optional("business.website", deref(b.Website), maxURL)
+	f.optional("business.website", optional.Value(b.Website), maxURL)
 	f.text("business.address.line1", b.Address.Line1, maxName)
-	f.optional("business.address.line2", deref(b.Address.Line2), maxName)
+	f.optional("business.address.line2", optional.Value(b.Address.Line2), maxName)
 	f.text("business.address.city", b.Address.City, maxName)
 	f.text("business.address.state", b.Address.State, maxShort)
 	f.text("business.address.postalCode", b.Address.PostalCode, maxShort)

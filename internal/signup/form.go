@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
@@ -160,14 +161,6 @@ func readForm(v url.Values) form {
 
 func (f form) get(name string) string { return f.Values.Get(name) }
 
-// optional is a field that may be left empty: nil when it is.
-func (f form) optional(name string) *string {
-	if v := f.get(name); v != "" {
-		return &v
-	}
-	return nil
-}
-
 // ownerFilled reports whether owner section i holds anything.
 func (f form) ownerFilled(i int) bool {
 	for _, in := range ownerInputs(i) {
@@ -183,9 +176,9 @@ func (f form) ownerFilled(i int) bool {
 func (f form) submission(to reseller.SignUpPage) (s reseller.Submission, sections []int) {
 	b := reseller.Business{
 		LegalName: f.get("business.legalName"), DBAName: f.get("business.dbaName"), EntityType: f.get(entityTypeField),
-		TaxID: f.get("business.taxId"), Phone: f.optional("business.phone"), Email: f.get("business.email"),
-		Website: f.optional("business.website"),
-		Address: reseller.Address{Line1: f.get("business.address.line1"), Line2: f.optional("business.address.line2"),
+		TaxID: f.get("business.taxId"), Phone: optional.String(f.get("business.phone")), Email: f.get("business.email"),
+		Website: optional.String(f.get("business.website")),
+		Address: reseller.Address{Line1: f.get("business.address.line1"), Line2: optional.String(f.get("business.address.line2")),
 			City: f.get("business.address.city"), State: f.get("business.address.state"),
 			PostalCode: f.get("business.address.postalCode")},
 	}
