@@ -78,7 +78,9 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) organization(t *testing.T, id uuid.UUID, kind string) {
 	t.Helper()
-	if _, err := f.db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, 'Dana''s Bakery', $2)`, id, kind); err != nil {
+	// A reseller has a slug (its sign-up page's).
+	if _, err := f.db.Exec(`INSERT INTO organizations (id, name, kind, slug)
+		VALUES ($1, 'Dana''s Bakery', $2, CASE WHEN $2 = 'reseller' THEN $3 END)`, id, kind, "r-"+id.String()); err != nil {
 		t.Fatal(err)
 	}
 	// Its endpoints go with its test, so that no later test's worker
