@@ -18,6 +18,7 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/jsonnum"
 	"github.com/payreq/payreq/internal/processor"
 )
 
@@ -126,6 +127,10 @@ func FuzzCreateInvoice(f *testing.F) {
 		// Members the schema does not name: refused, never ignored.
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-1","amount":"1.00","amout":"2.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-2","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"a","quantity":1,"unitCost":"1.00","uom":null,"commodityCode":null,"upc":null,"taxRate":"0.1"}],"send":false}`, ""},
+		// Scheduled sends: in the future within a year, never with send false.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"SCHED-1","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":"2031-01-31","lines":null,"send":null,"sendAt":"2030-06-01T09:00:00+02:00","reminders":true}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"SCHED-2","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false,"sendAt":"2001-01-01T00:00:00Z","reminders":"yes"}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"SCHED-3","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":null,"sendAt":"9999-12-31T23:59:59+16:00","reminders":null}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-3","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false,"":null,"\u0000":1,"` + strings.Repeat("k", 300) + `":1}`, ""},
 	} {
 		f.Add([]byte(seed.body), seed.key)
@@ -185,6 +190,64 @@ func FuzzCreateInvoice(f *testing.F) {
 			same("uom", line["uom"], g.Uom)
 			same("commodityCode", line["commodityCode"], g.CommodityCode)
 			same("upc", line["upc"], g.Upc)
+		}
+	})
+}
+
+// FuzzRecordPayment: any body posted as a payment made outside the card
+// is answered 201, or a 4xx problem, never a 5xx; a 201 raised amountPaid
+// by exactly the amount sent (decimals, never float), and a refusal
+// changed nothing.
+func FuzzRecordPayment(f *testing.F) {
+	for _, seed := range []string{
+		`{"amount":"12.30","method":"check","reference":"Check 1042","receivedAt":"2025-03-01T10:00:00Z"}`,
+		`{"amount":5,"method":"cash","reference":null}`,
+		`{"amount":"0.1","method":"bank_transfer"}`,
+		`{"amount":"0.001","method":"other"}`,
+		`{"amount":"-1","method":"cash"}`,
+		`{"amount":"1e3","method":"cash"}`,
+		`{"amount":"99999999999.99","method":"cash"}`,
+		`{"amount":"1.00","method":"crypto"}`,
+		`{"amount":"1.00","method":"cash","receivedAt":"2999-01-01T00:00:00Z"}`,
+		`{"amount":"1.00","method":"cash","receivedAt":"2025-02-30T00:00:00Z"}`,
+		`{"amount":"1.00","method":"cash","reference":"` + strings.Repeat("r", 101) + `"}`,
+		`{"amount":"1.00","method":"cash","amout":"2.00"}`,
+		`{"amount":"1.00"}`,
+		`{"amount":`,
+		`[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := newFuzzServer(f)
+	members := schemaMembers(f, "RecordPaymentRequest")
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e := s.on(t)
+		inv := s.invoice(t, "999999999.99")
+		resp := e.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/payments", Token: s.merchant, Body: body})
+		wantNoServerError(t, "record payment", resp)
+		var after models.Invoice
+		e.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: s.merchant}).JSON(t, &after)
+		if resp.StatusCode != http.StatusCreated {
+			if after.AmountPaid.Cmp(&inv.AmountPaid.Decimal) != 0 {
+				t.Fatalf("%d, yet amountPaid moved from %s to %s", resp.StatusCode, inv.AmountPaid.Text('f'), after.AmountPaid.Text('f'))
+			}
+			return
+		}
+		var sent map[string]json.RawMessage
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatalf("201 for a body that does not decode: %v", err)
+		}
+		for name := range sent {
+			if !members[name] {
+				t.Fatalf("201 for a body with the unknown member %q", name)
+			}
+		}
+		var amount jsonnum.Decimal
+		if err := json.Unmarshal(sent["amount"], &amount); err != nil {
+			t.Fatalf("201 for an amount that does not decode: %s", sent["amount"])
+		}
+		if after.AmountPaid.Cmp(&amount.Decimal) != 0 {
+			t.Fatalf("sent %s, amountPaid now %s", amount.Text('f'), after.AmountPaid.Text('f'))
 		}
 	})
 }
