@@ -56,8 +56,9 @@ type App struct {
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
-	// PortalKey keys the portal's CSRF tokens, derived from the pepper too.
-	PortalKey []byte
+	// CSRFKey keys the CSRF tokens of the portal and the sign-up page
+	// (web.CSRF), derived from the pepper too.
+	CSRFKey   []byte
 	Now       func() time.Time
 	metricsDB *sqlx.DB
 }
@@ -236,7 +237,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
 		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
-		PortalKey:  derive(pepper, "payreq portal form token"),
+		CSRFKey:    derive(pepper, "payreq CSRF token"),
 		Now:        now,
 	}, nil
 }

@@ -17,11 +17,7 @@ package portal
 import (
 	"compress/gzip"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"html/template"
 	"log/slog"
@@ -52,10 +48,11 @@ type Deps struct {
 	People *people.Store
 	Auth   *auth.Store
 	// PublicURL is the deployment's base URL: its scheme chooses the
-	// cookies' names and Secure, its origin is the only one forms come from.
+	// session cookie's name and Secure.
 	PublicURL string
-	// FormKey keys the CSRF tokens; every instance has the same one.
-	FormKey []byte
+	// CSRF checks that a form comes from the portal (shared with the
+	// sign-up page).
+	CSRF *web.CSRF
 	// ClientAddress is the client's address, behind trusted proxies too.
 	ClientAddress echo.IPExtractor
 	// RequestTimeout bounds each request.
@@ -64,10 +61,8 @@ type Deps struct {
 
 type handler struct {
 	Deps
-	secure        bool   // https: __Host- cookies, Secure
-	origin        string // scheme://host[:port] of PublicURL
+	secure        bool // https: a __Host- cookie, Secure
 	sessionCookie string
-	csrfCookie    string
 	stylesheet    string
 }
 
@@ -84,12 +79,9 @@ const maxForm = 64 << 10
 func New(d Deps) *echo.Echo {
 	u, _ := url.Parse(d.PublicURL)
 	h := &handler{Deps: d, secure: u != nil && u.Scheme == "https", stylesheet: "/portal/assets/" + web.StylesheetName}
-	if u != nil {
-		h.origin = u.Scheme + "://" + u.Host
-	}
-	h.sessionCookie, h.csrfCookie = "payreq_session", "payreq_csrf"
+	h.sessionCookie = "payreq_session"
 	if h.secure {
-		h.sessionCookie, h.csrfCookie = "__Host-payreq_session", "__Host-payreq_csrf"
+		h.sessionCookie = "__Host-payreq_session"
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -100,7 +92,7 @@ func New(d Deps) *echo.Echo {
 		}
 	}
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, h.deadline, h.csrf)
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, h.deadline, h.readForm, d.CSRF.Protect)
 	h.routes(e)
 	return e
 }
@@ -284,55 +276,24 @@ func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// csrf gives every visitor a cookie of random bytes and every form a
-// token derived from it (an HMAC under the server's key); a POST must
-// carry the token of its cookie, and come from the portal's own origin
-// (Origin, Sec-Fetch-Site). Otherwise 403 and nothing is done.
-func (h *handler) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+// readForm reads a POST's form, at most maxForm bytes, before the CSRF
+// check looks for its token.
+func (h *handler) readForm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		secret := ""
-		if ck, err := c.Cookie(h.csrfCookie); err == nil && len(ck.Value) == 43 {
-			secret = ck.Value
+		if r.Method != http.MethodPost {
+			return next(c)
 		}
-		if r.Method == http.MethodPost {
-			site := r.Header.Get("Sec-Fetch-Site")
-			origin := r.Header.Get("Origin")
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
-			if err := r.ParseForm(); err != nil {
-				status := http.StatusBadRequest
-				if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
-					status = http.StatusRequestTimeout
-				}
-				return h.message(c, status, "The form could not be read", "Nothing was changed. Go back and send it again.")
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			status := http.StatusBadRequest
+			if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
+				status = http.StatusRequestTimeout
 			}
-			sent := r.PostForm.Get("csrf")
-			// Pages go out with Referrer-Policy: no-referrer, under which
-			// browsers send "Origin: null"; Sec-Fetch-Site then says it.
-			foreign := (site != "" && site != "same-origin" && site != "none") ||
-				(origin == "null" && site != "same-origin") || (origin != "" && origin != "null" && origin != h.origin)
-			if foreign ||
-				secret == "" || !hmac.Equal([]byte(sent), []byte(h.formToken(secret))) {
-				return h.message(c, http.StatusForbidden, "This form was not accepted",
-					"Nothing was changed: the form did not come from this page, or it is too old. Open the page again and send it from there.")
-			}
+			return h.message(c, status, "The form could not be read", "Nothing was changed. Go back and send it again.")
 		}
-		if secret == "" {
-			b := make([]byte, 32)
-			_, _ = rand.Read(b)
-			secret = base64.RawURLEncoding.EncodeToString(b)
-			c.SetCookie(&http.Cookie{Name: h.csrfCookie, Value: secret, Path: "/", HttpOnly: true, Secure: h.secure,
-				SameSite: http.SameSiteLaxMode})
-		}
-		c.Set("portal.csrf", h.formToken(secret))
 		return next(c)
 	}
-}
-
-func (h *handler) formToken(secret string) string {
-	m := hmac.New(sha256.New, h.FormKey)
-	m.Write([]byte("portal form\x00" + secret))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 func (h *handler) setSession(c echo.Context, token string) {
@@ -384,7 +345,7 @@ func init() {
 // render answers a page: name is the template, p what it shows.
 func (h *handler) render(c echo.Context, status int, name string, p page) error {
 	p.Stylesheet = h.stylesheet
-	p.CSRF, _ = c.Get("portal.csrf").(string)
+	p.CSRF = web.CSRFToken(c)
 	if p.Form == nil {
 		p.Form = url.Values{}
 	}
@@ -468,6 +429,10 @@ func (h *handler) notFound(c echo.Context) error {
 
 // failure answers a failure of the service, and returns err for the log.
 func (h *handler) failure(c echo.Context, err error) error {
+	if errors.Is(err, web.ErrForgery) {
+		return h.message(c, http.StatusForbidden, "This form was not accepted",
+			"Nothing was changed: the form did not come from this page, or it is too old. Open the page again and send it from there.")
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) && he.Code < 500 {
 		if he.Code == http.StatusNotFound {

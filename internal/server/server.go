@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/internal/paypage"
 	"github.com/payreq/payreq/internal/portal"
 	"github.com/payreq/payreq/internal/signup"
+	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -44,11 +45,12 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	csrf := web.NewCSRF(cfg.PublicURL, a.CSRFKey) // the portal's and the sign-up page's
 	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, PublicURL: cfg.PublicURL,
-		FormKey: a.PortalKey, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
+		CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
-	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, PublicURL: cfg.PublicURL,
+	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, CSRF: csrf,
 		ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 
 	// By the path alone, as sent: http.ServeMux would redirect paths that

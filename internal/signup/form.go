@@ -23,7 +23,6 @@ const (
 	consentField   = "consent"
 	signatureField = "signature"
 	keyField       = "key" // the form's one-time key (reseller.Submission.Key)
-	csrfField      = "csrf"
 )
 
 // ownerSections is how many owner sections the form has: as many as an

@@ -57,9 +57,8 @@ const maxForm = 128 << 10
 type Deps struct {
 	Log       *slog.Logger
 	Resellers *reseller.Store
-	// PublicURL is the service's base address: a form must be posted from
-	// its origin, and the CSRF cookie is Secure when it is https.
-	PublicURL string
+	// CSRF checks that a form comes from the page (shared with the portal).
+	CSRF *web.CSRF
 	// ClientAddress is the applicant's address, behind trusted proxies too.
 	ClientAddress echo.IPExtractor
 	// RequestTimeout bounds every request, so that a database that is down
@@ -67,20 +66,12 @@ type Deps struct {
 	RequestTimeout time.Duration
 }
 
-type handler struct {
-	Deps
-	origin string // scheme://host[:port] of PublicURL
-}
+type handler struct{ Deps }
 
 // New builds the sign-up front: every address under /apply/, answered as
 // HTML with internal/web's security headers.
 func New(d Deps) *echo.Echo {
 	h := &handler{Deps: d}
-	secure := false
-	if u, err := url.Parse(d.PublicURL); err == nil {
-		h.origin = u.Scheme + "://" + u.Host
-		secure = u.Scheme == "https"
-	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = d.ClientAddress
@@ -88,29 +79,15 @@ func New(d Deps) *echo.Echo {
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
 	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, h.deadline)
 
-	// Echo's CSRF middleware: a random token in a cookie of its own
-	// (double submit), which the form's csrf field must repeat.
-	cookie := "payreq_apply_csrf"
-	if secure {
-		cookie = "__Host-" + cookie // Secure, Path=/, no Domain
-	}
-	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
-		TokenLookup: "form:" + csrfField, ContextKey: csrfField, CookieName: cookie, CookiePath: "/",
-		CookieSecure: secure, CookieHTTPOnly: true, CookieSameSite: http.SameSiteLaxMode,
-		ErrorHandler: func(error, echo.Context) error { return errRefused },
-	})
-	// HEAD comes as GET (see internal/server).
-	e.GET("/apply/:slug", h.show, h.sameOrigin, csrf)
-	e.POST("/apply/:slug", h.submit, h.limit, h.readForm, h.sameOrigin, csrf)
+	// HEAD comes as GET (see internal/server). A POST is counted, then
+	// read, then checked.
+	e.GET("/apply/:slug", h.show, d.CSRF.Protect)
+	e.POST("/apply/:slug", h.submit, h.limit, h.readForm, d.CSRF.Protect)
 	e.GET("/apply/:slug/thanks/:reference", h.thanks)
 	e.GET("/apply/assets/:file", h.asset)
 	e.Any("/apply/*", h.otherwise)
 	return e
 }
-
-// errRefused is a form that did not come from the page: no CSRF token, the
-// wrong one, or another site's.
-var errRefused = errors.New("signup: form refused (CSRF)")
 
 func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -120,25 +97,6 @@ func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
-}
-
-// sameOrigin refuses a POST that a browser says came from another site
-// (Sec-Fetch-Site) or another origin (Origin; "null" is what a browser
-// sends under Referrer-Policy: no-referrer). It then hides Sec-Fetch-Site
-// from Echo's CSRF middleware, which would let a same-origin request
-// through on that header alone: the decisions want the token too.
-func (h *handler) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.Method == http.MethodPost {
-			site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
-			if site != "" && site != "same-origin" && site != "none" || origin != "" && origin != "null" && origin != h.origin {
-				return errRefused
-			}
-		}
-		r.Header.Del("Sec-Fetch-Site")
 		return next(c)
 	}
 }
@@ -286,7 +244,7 @@ func (h *handler) handleError(err error, c echo.Context) {
 	e := rule.As(err)
 	var he *echo.HTTPError
 	switch {
-	case errors.Is(err, errRefused):
+	case errors.Is(err, web.ErrForgery):
 		_ = h.message(c, http.StatusForbidden, "This form was not accepted",
 			"Nothing was sent: the form did not come from the sign-up page, or it is too old. Open the sign-up page again from its link and send the form from there.")
 	case e != nil && e.Kind == rule.NotFound:

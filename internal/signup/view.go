@@ -70,7 +70,7 @@ func (h *handler) formPage(c echo.Context, p reseller.SignUpPage, f form) page {
 	if !v.Open {
 		return v
 	}
-	v.CSRF, _ = c.Get(csrfField).(string)
+	v.CSRF = web.CSRFToken(c)
 	v.Key = uuid.NewString()
 	fields := func(in []input) []fieldView {
 		out := make([]fieldView, len(in))

@@ -1,7 +1,8 @@
 // Package web is what payreq's HTML fronts (the pay page, the portal, the
 // sign-up page) share: the page layout, the stylesheet, the security
-// headers, and the rendering of form errors (a message beside its field,
-// tied to it with aria-describedby, and a summary above the form).
+// headers, the rendering of form errors (a message beside its field, tied
+// to it with aria-describedby, and a summary above the form), and the CSRF
+// check of the portal and the sign-up page (CSRF).
 //
 // A front parses its own templates with Parse, which adds the layout
 // ("layout", with the blocks "header", "content" and "footer" for the front
