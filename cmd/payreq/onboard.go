@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -40,9 +41,7 @@ func onboardErr(cmd string, err error) error {
 }
 
 // signUpURL is the address of a reseller's sign-up page.
-func signUpURL(cfg config.Config, slug string) string {
-	return strings.TrimRight(cfg.PublicURL, "/") + "/apply/" + slug
-}
+func signUpURL(cfg config.Config, slug string) string { return reseller.SignUpURL(cfg.PublicURL, slug) }
 
 // orgsCreate makes an organization: payreq orgs create --kind K --name N [--slug S] [--reseller ORG] [--json].
 func orgsCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {

@@ -449,6 +449,31 @@ func TestSignUpPageBySlug(t *testing.T) {
 	}
 }
 
+// A reseller's page by its id (the portal shows it): its slug, open or
+// not; an organization that is no reseller has none. Its address is the
+// slug under the public URL.
+func TestSignUpPageOfAReseller(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	p, err := f.apps.SignUpPageFor(ctx, f.reseller)
+	if err != nil || p.ResellerID != f.reseller || !p.Open() || p.Slug != f.slug {
+		t.Fatalf("page of %s: %+v, %v", f.reseller, p, err)
+	}
+	if p, err = f.apps.SignUpPageFor(ctx, f.suspended); err != nil || p.Open() {
+		t.Fatalf("a suspended reseller's page: %+v, %v, want it closed", p, err)
+	}
+	for _, id := range []uuid.UUID{f.merchant, uuid.New()} {
+		if _, err := f.apps.SignUpPageFor(ctx, id); !rule.Is(err, rule.NotFound) {
+			t.Errorf("%s: %v, want NotFound", id, err)
+		}
+	}
+	for _, base := range []string{"https://pay.example.com", "https://pay.example.com/"} {
+		if got := reseller.SignUpURL(base, "north-wind"); got != "https://pay.example.com/apply/north-wind" {
+			t.Errorf("SignUpURL(%q): %s", base, got)
+		}
+	}
+}
+
 func TestSetStageAppendsHistoryAndKeepsFinalStages(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,38 @@ func (a *Store) SignUpPageOf(ctx context.Context, slug string) (SignUpPage, erro
 		return SignUpPage{}, fmt.Errorf("reseller: unable to read sign-up page: %w", err)
 	}
 	return p, nil
+}
+
+// SignUpPageFor reads the sign-up page of the reseller resellerID; an
+// organization that is no reseller is a rule.NotFound.
+func (a *Store) SignUpPageFor(ctx context.Context, resellerID uuid.UUID) (SignUpPage, error) {
+	var p SignUpPage
+	err := a.DB.GetContext(ctx, &p, `SELECT id, name, slug, status FROM organizations WHERE id = $1 AND kind = $2`,
+		resellerID, auth.KindReseller)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SignUpPage{}, rule.New(rule.NotFound, "", "Not a reseller", "Only a reseller has a sign-up page.")
+	}
+	if err != nil {
+		return SignUpPage{}, fmt.Errorf("reseller: unable to read sign-up page: %w", err)
+	}
+	return p, nil
+}
+
+// SignUpURL is the address of the sign-up page of slug under the
+// service's public URL: {PAYREQ_PUBLIC_URL}/apply/{slug}.
+func SignUpURL(publicURL, slug string) string {
+	return strings.TrimRight(publicURL, "/") + "/apply/" + slug
+}
+
+// EntityTypes are the kinds of business the sign-up page offers, each
+// with its words: value, words. (An application added from a file may
+// name another.)
+var EntityTypes = [][2]string{
+	{"sole_proprietorship", "Sole proprietorship"},
+	{"partnership", "Partnership"},
+	{"llc", "Limited liability company (LLC)"},
+	{"corporation", "Corporation"},
+	{"nonprofit", "Nonprofit organization"},
 }
 
 // Limits of the sign-up form: at most SubmissionLimit submissions from one

@@ -89,15 +89,6 @@ func ownerInputs(i int) []input {
 	}
 }
 
-// entityTypes are the choices of business.entityType: value, words.
-var entityTypes = [][2]string{
-	{"sole_proprietorship", "Sole proprietorship"},
-	{"partnership", "Partnership"},
-	{"llc", "Limited liability company (LLC)"},
-	{"corporation", "Corporation"},
-	{"nonprofit", "Nonprofit organization"},
-}
-
 const entityTypeField = "business.entityType"
 
 // fieldOrder is every field in the order of the page, for the summary of

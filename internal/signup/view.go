@@ -65,7 +65,7 @@ type ownerView struct {
 func (h *handler) formPage(c echo.Context, p reseller.SignUpPage, f form) page {
 	v := page{
 		Title: "Apply to " + p.Name, Reseller: p.Name, Open: p.Open(), Action: "/apply/" + p.Slug,
-		EntityType: f.get(entityTypeField), EntityTypes: entityTypes, Consent: f.Consent,
+		EntityType: f.get(entityTypeField), EntityTypes: reseller.EntityTypes, Consent: f.Consent,
 	}
 	if !v.Open {
 		return v
