@@ -301,4 +301,4 @@ clean:
 # The README's portal screenshots (docs/portal/*.png), written by the
 # portal's browser test in headless Chromium.
 screenshots: postgres chromium $(NODE_STAMP)
-	PAYREQ_WRITE_SCREENSHOTS=1 $(GO) test -count=1 -run '^TestPortalInChromium$$' ./internal/portal/
+	PAYREQ_WRITE_SCREENSHOTS=1 $(GO) test -count=1 -run 'InChromium$$' ./internal/portal/

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
@@ -215,5 +217,122 @@ func capture(t *testing.T, b *browsertest.Browser, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(screenshotsDir, name), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResellerPortalInChromium signs in as a reseller's Owner and opens its
+// portfolio, its applications (all, by stage, none at a stage, a stage
+// refused) and an application, each passing axe-core at 390 and 1280 px
+// within 60 KB; the sign-up page's address is copied with the button,
+// and without JavaScript it is there to select, with no button.
+func TestResellerPortalInChromium(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	owner := portaltest.NewMember(t, env, seed.Reseller.OrganizationID, "Owner", auth.PermissionsFor(auth.KindReseller)...)
+	b := browsertest.Start(t, env.URL, 3*time.Minute)
+	tab := b.Tab
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(tab, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func() string {
+		t.Helper()
+		s, err := chromedp.Run(tab, chromedp.OuterHTML("html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	check := func(state string) {
+		t.Helper()
+		if n := len(text()); n > 60<<10 {
+			t.Errorf("%s weighs %d bytes, more than 60 KB", state, n)
+		}
+		for _, w := range []int64{390, 1280} {
+			for _, v := range b.Axe(t, w) {
+				t.Errorf("%s: %s", state, v)
+			}
+		}
+	}
+	open := func(path string) {
+		t.Helper()
+		run("open "+path, chromedp.Navigate(env.URL+path))
+	}
+
+	open("/portal/sign-in")
+	run("sign in", chromedp.SendKeys("#email", owner.Email), chromedp.SendKeys("#password", owner.Password))
+	if _, err := chromedp.RunResponse(tab, chromedp.Click(`main button[type="submit"]`)); err != nil {
+		t.Fatal(err)
+	}
+
+	signUp := env.App.Config.PublicURL + "/apply/" + seed.Reseller.Slug
+	open("/portal/portfolio")
+	check("portfolio")
+	capture(t, b, "portfolio.png")
+	// The copy button puts the address on the clipboard, and says so.
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(tab, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: name}, Setting: browser.PermissionSettingGranted, Origin: env.URL}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("copy", chromedp.Click(`.copy button`), chromedp.WaitVisible(`.copy-status`))
+	if err := chromedp.Do(tab, chromedp.Poll[chromedp.Void](`document.querySelector('.copy-status').textContent === 'Copied.'`, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		t.Fatalf("the copy button did not say it copied: %v\n%s", err, text())
+	}
+	copied, err := chromedp.Run(tab, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+	if err != nil || copied != signUp {
+		t.Errorf("the clipboard holds %q (%v), want %q", copied, err, signUp)
+	}
+	check("portfolio, the address copied")
+	// Without JavaScript: the address, no button.
+	if _, err := chromedp.Call(tab, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	open("/portal/portfolio")
+	if html := text(); strings.Contains(html, `class="copy"`) || !strings.Contains(html, `data-copy="Copy the address">`+signUp+`</code>`) {
+		t.Errorf("without JavaScript: a button, or no address:\n%s", html)
+	}
+	if _, err := chromedp.Call(tab, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
+		t.Fatal(err)
+	}
+
+	open("/portal/applications")
+	check("applications")
+	capture(t, b, "applications.png")
+	run("choose a stage", chromedp.SetValue("#stage", "in_review"))
+	if _, err := chromedp.RunResponse(tab, chromedp.Click(`main form button`)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text(), `<option value="in_review" selected="">`) {
+		t.Errorf("the stage chosen is not shown:\n%s", text())
+	}
+	check("applications in review")
+	open("/portal/applications?stage=boarded")
+	check("applications, none at a stage")
+	open("/portal/applications?stage=nonsense")
+	check("applications, a stage refused")
+	open("/portal/applications")
+	if _, err := chromedp.RunResponse(tab, chromedp.Click(`tbody a`)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text(), "Stage history") {
+		t.Fatalf("not an application's page:\n%s", text())
+	}
+	check("an application")
+	capture(t, b, "application.png")
+
+	for _, v := range b.Violations() {
+		t.Errorf("Content-Security-Policy refused %s", v)
+	}
+	for _, e := range b.Errors() {
+		if !strings.Contains(e, "status of 400") { // the stage refused on purpose
+			t.Errorf("browser: %s", e)
+		}
+	}
+	for _, u := range b.Foreign() {
+		t.Errorf("fetched from elsewhere: %s", u)
 	}
 }

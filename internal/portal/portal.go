@@ -34,6 +34,7 @@ import (
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/wire"
@@ -47,6 +48,8 @@ type Deps struct {
 	Log    *slog.Logger
 	People *people.Store
 	Auth   *auth.Store
+	// Resellers is the reseller's side: portfolio, applications.
+	Resellers *reseller.Store
 	// PublicURL is the deployment's base URL: its scheme chooses the
 	// session cookie's name and Secure.
 	PublicURL string
@@ -135,6 +138,9 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST("/portal/members/:membershipId", h.member(h.changeMember, managers))
 	e.POST("/portal/members/:membershipId/remove", h.member(h.removeMember, managers))
 	e.GET("/portal/audit", h.member(h.audit, managers))
+	e.GET("/portal/portfolio", h.member(h.portfolio, requires(auth.PortfolioView)))
+	e.GET("/portal/applications", h.member(h.applications, requires(auth.ApplicationsView)))
+	e.GET("/portal/applications/:id", h.member(h.application, requires(auth.ApplicationsView)))
 	e.Any("/portal/*", h.otherwise)
 }
 
@@ -150,6 +156,8 @@ var areas = []area{
 	{"/portal/keys", "API keys", managers},
 	{"/portal/members", "Members", managers},
 	{"/portal/audit", "Audit log", managers},
+	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView)},
+	{"/portal/applications", "Applications", requires(auth.ApplicationsView)},
 	{"/portal/account", "Account", anyone},
 }
 
@@ -457,9 +465,13 @@ func (h *handler) otherwise(c echo.Context) error {
 	return h.notFound(c)
 }
 
-// asset serves the stylesheet under its hashed name.
+// asset serves the stylesheet and the copy button's script under their
+// hashed names.
 func (h *handler) asset(c echo.Context) error {
 	if ok, err := web.ServeStylesheet(c, c.Param("file")); ok {
+		return err
+	}
+	if ok, err := web.ServeCopyScript(c, c.Param("file")); ok {
 		return err
 	}
 	return h.notFound(c)
