@@ -97,8 +97,8 @@ nothing and exits with status 2. Give every instance the same files; with
 DATABASE_URL set, payreq refuses to start without them (only the private
 development cluster makes its own).`,
 	"secrets reencrypt": `usage: payreq secrets reencrypt [--lock-timeout 30s]
-Re-seals every stored tax id, SSN, bank account number and webhook secret
-that is sealed under another key than the encryption key file's first (the
+Re-seals every stored tax id, SSN, bank account number, webhook secret,
+portal second factor (TOTP secret) and undelivered portal notice that is sealed under another key than the encryption key file's first (the
 current one), a batch at a time, and prints how many it re-sealed. Rows
 other transactions hold are waited for, up to --lock-timeout in all; a value
 still under an older key then makes it exit 1, naming how many of each kind

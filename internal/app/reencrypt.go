@@ -11,23 +11,29 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
 // sealedColumns are where the vault's values are stored, each beside the
-// column naming its key: the applications' (package reseller) and the
-// webhook endpoints' (package webhook), which re-seal their own.
+// column naming its key: the applications' (package reseller), the webhook
+// endpoints' (package webhook), the people's second factors (package
+// people) and the notices not yet delivered (package delivery), each
+// package re-sealing its own.
 var sealedColumns = []struct{ kind, table, keyColumn string }{
 	{"tax ids", "applications", "tax_id_key_id"},
 	{"account numbers", "applications", "account_key_id"},
 	{"SSNs", "application_owners", "ssn_key_id"},
 	{"webhook secrets", "webhook_endpoints", "secret_key_id"},
 	{"webhook secrets", "webhook_endpoints", "previous_key_id"},
+	{"TOTP secrets", "people", "totp_key_id"},
+	{"TOTP secrets", "people", "totp_pending_key_id"},
+	{"notices", "outbox", "notice_key_id"},
 }
 
 // Remaining is how many values of a kind are still sealed under an older key.
 type Remaining struct {
-	Kind  string // "tax ids", "account numbers", "SSNs", "webhook secrets"
+	Kind  string // "tax ids", "account numbers", "SSNs", "webhook secrets", "TOTP secrets", "notices"
 	Key   string
 	Count int
 }
@@ -79,6 +85,16 @@ func (a *App) Reencrypt(ctx context.Context, lockTimeout time.Duration) (int, er
 		}
 		hooks, err := a.Webhooks.Reencrypt(ctx, current)
 		total += hooks
+		if err != nil {
+			return total, err
+		}
+		totp, err := a.People.Reencrypt(ctx, current)
+		total += totp
+		if err != nil {
+			return total, err
+		}
+		notices, err := delivery.ReencryptNotices(ctx, a.DB, a.Vault, current)
+		total += notices
 		if err != nil {
 			return total, err
 		}
