@@ -22,7 +22,7 @@ type Biller struct {
 
 // Zone is the location's time zone, in which the customer is shown times;
 // UTC when its name is unknown.
-func (b Biller) Zone() *time.Location { return zone(b.TimeZone) }
+func (b Biller) Zone() *time.Location { return Zone(b.TimeZone) }
 
 // Name is what the customer knows the business by: the location's receipt
 // name, else its name.
@@ -87,9 +87,9 @@ func (r *BillerRow) Biller() Biller {
 
 var zones sync.Map // IANA name → *time.Location
 
-// zone is the time zone of an IANA name, UTC for one that is unknown or
+// Zone is the time zone of an IANA name, UTC for one that is unknown or
 // empty; each is loaded once.
-func zone(name string) *time.Location {
+func Zone(name string) *time.Location {
 	if z, ok := zones.Load(name); ok {
 		return z.(*time.Location)
 	}

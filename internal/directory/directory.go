@@ -44,6 +44,9 @@ type Location struct {
 	UpdatedAt      time.Time `db:"updated_at"`
 }
 
+// Zone is the location's time zone, in which its merchant reads times.
+func (l Location) Zone() *time.Location { return Zone(l.TimeZone) }
+
 // MerchantAccount is a MID at the card processor, belonging to a location.
 type MerchantAccount struct {
 	ID             uuid.UUID `db:"id"`

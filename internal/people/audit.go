@@ -28,6 +28,14 @@ const (
 	ActionMemberRemoved     = "member removed"
 	ActionKeyCreated        = "API key created"
 	ActionKeyRevoked        = "API key revoked"
+	// Invoices, their payments made outside the card, and reminders,
+	// changed in the portal (package invoice makes the change).
+	ActionInvoiceCreated   = "invoice created"
+	ActionInvoiceSent      = "invoice sent"
+	ActionInvoiceCancelled = "invoice cancelled"
+	ActionPaymentRecorded  = "payment recorded"
+	ActionPaymentRemoved   = "payment removed"
+	ActionRemindersChanged = "reminder settings changed"
 )
 
 // Entry is one line of the audit log: who did what, when, from where.

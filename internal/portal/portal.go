@@ -31,6 +31,10 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
@@ -50,6 +54,12 @@ type Deps struct {
 	Auth   *auth.Store
 	// Resellers is the reseller's side: portfolio, applications.
 	Resellers *reseller.Store
+	// The merchant's day: invoices, payments, events, locations.
+	Directory *directory.Store
+	Invoices  *invoice.Store
+	Payments  *payment.Store
+	Events    *event.Store
+	Now       func() time.Time
 	// PublicURL is the deployment's base URL: its scheme chooses the
 	// session cookie's name and Secure.
 	PublicURL string
@@ -346,7 +356,7 @@ func init() {
 		if name == "base" {
 			continue
 		}
-		pages[name] = web.Parse(templateFS, "templates/base.html", "templates/"+e.Name())
+		pages[name] = web.ParseFuncs(funcs, templateFS, "templates/base.html", "templates/"+e.Name())
 	}
 }
 

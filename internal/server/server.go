@@ -46,8 +46,9 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		return nil, err
 	}
 	csrf := web.NewCSRF(cfg.PublicURL, a.CSRFKey) // the portal's and the sign-up page's
-	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, Resellers: a.Resellers, PublicURL: cfg.PublicURL,
-		CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
+	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, Resellers: a.Resellers,
+		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Now: a.Now,
+		PublicURL: cfg.PublicURL, CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, CSRF: csrf,

@@ -73,7 +73,13 @@ func Headers(next echo.HandlerFunc) echo.HandlerFunc {
 // Parse is a front's page: the shared layout and templates, then the
 // front's files (patterns within fsys).
 func Parse(fsys fs.FS, patterns ...string) *template.Template {
-	t := template.Must(template.New("").Funcs(Funcs).ParseFS(templateFS, "templates/*.html"))
+	return ParseFuncs(nil, fsys, patterns...)
+}
+
+// ParseFuncs is Parse for a front whose templates call functions of its
+// own (funcs) beside Funcs.
+func ParseFuncs(funcs template.FuncMap, fsys fs.FS, patterns ...string) *template.Template {
+	t := template.Must(template.New("").Funcs(Funcs).Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 	return template.Must(t.ParseFS(fsys, patterns...))
 }
 
