@@ -34,15 +34,38 @@ type csvExport[T any] struct {
 	Page func(ctx context.Context, limit int, cursor string) ([]T, string, error)
 }
 
+// unboundedKey is where deadline keeps the request's context before its
+// time limit: an export bounds each page by that limit, not the whole.
+const unboundedKey = "portal.unbounded"
+
 // streamCSV answers an export: a header row, then every row, fetched a
 // keyset page at a time through the domain's list function and written
 // and flushed as it comes, so that an export of any length holds one page
-// in memory. Every cell is made safe to open in a spreadsheet (csvCell).
+// in memory. Each page (its query and its writing to the client) has the
+// request's time limit; the export as a whole runs as long as the client
+// reads it. Every cell is made safe to open in a spreadsheet (csvCell).
 // A failure before the first byte is an error page; one after it cuts the
 // connection, so that a client never takes a cut-off file for a whole one.
 func streamCSV[T any](h *handler, c echo.Context, x csvExport[T]) error {
-	ctx := c.Request().Context()
-	rows, next, err := x.Page(ctx, csvPageSize, "")
+	base, ok := c.Get(unboundedKey).(context.Context)
+	if !ok {
+		base = c.Request().Context()
+	}
+	limit := h.RequestTimeout
+	if limit <= 0 {
+		limit = time.Minute
+	}
+	res := c.Response()
+	rc := http.NewResponseController(res)
+	page := func(cursor string) ([]T, string, error) {
+		ctx, cancel := context.WithTimeout(base, limit)
+		defer cancel()
+		// The server's write timeout would cut a long export: each page
+		// gets its own time to reach the client (not every writer has one).
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * limit))
+		return x.Page(ctx, csvPageSize, cursor)
+	}
+	rows, next, err := page("")
 	if err != nil {
 		return h.failure(c, err)
 	}
@@ -51,7 +74,6 @@ func streamCSV[T any](h *handler, c echo.Context, x csvExport[T]) error {
 		zone = time.UTC
 	}
 	name := x.Name + "-" + h.Now().In(zone).Format(time.DateOnly) + ".csv"
-	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	res.Header().Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	res.WriteHeader(http.StatusOK)
@@ -80,7 +102,7 @@ func streamCSV[T any](h *handler, c echo.Context, x csvExport[T]) error {
 		if next == "" {
 			return nil
 		}
-		if rows, next, err = x.Page(ctx, csvPageSize, next); err != nil {
+		if rows, next, err = page(next); err != nil {
 			return cut(h, c, err)
 		}
 	}
@@ -91,7 +113,7 @@ func streamCSV[T any](h *handler, c echo.Context, x csvExport[T]) error {
 // does not say it), and the connection is closed without the end of the
 // body.
 func cut(h *handler, c echo.Context, err error) error {
-	if c.Request().Context().Err() == nil { // not the client leaving
+	if base, ok := c.Get(unboundedKey).(context.Context); !ok || base.Err() == nil { // not the client leaving
 		h.Log.ErrorContext(c.Request().Context(), "portal: export cut off", "path", c.Path(), "error", err.Error())
 	}
 	panic(http.ErrAbortHandler)

@@ -281,9 +281,11 @@ func (h *handler) member(next echo.HandlerFunc, g guard) echo.HandlerFunc {
 	})
 }
 
-// deadline gives a request at most RequestTimeout.
+// deadline gives a request at most RequestTimeout. (A streamed export
+// gives each of its pages as much: streamCSV.)
 func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		c.Set(unboundedKey, c.Request().Context())
 		if h.RequestTimeout <= 0 {
 			return next(c)
 		}
