@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -539,6 +540,9 @@ type Filter struct {
 	CustomerEmail     *string
 	CreatedFrom       *time.Time
 	CreatedTo         *time.Time
+	// CustomerName keeps the invoices whose customer's name holds it,
+	// case-insensitively: the portal's search (the API has no such filter).
+	CustomerName *string
 }
 
 // ErrInvalidCursor: the cursor was not made by this service.
@@ -564,6 +568,9 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if f.CustomerEmail != nil {
 		q.Where("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
 	}
+	if f.CustomerName != nil {
+		q.Where(`i.customer_name ILIKE $%d`, "%"+likeEscaper.Replace(*f.CustomerName)+"%")
+	}
 	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {
 		return nil, "", err
@@ -575,3 +582,7 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	}
 	return list, next, nil
 }
+
+// likeEscaper makes text match itself in a LIKE pattern: %, _ and the
+// escape character \ lose their meaning.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

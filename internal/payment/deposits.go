@@ -127,6 +127,21 @@ func (s *Store) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, li
 	return list, next, nil
 }
 
+// DepositsPending counts the organization's deposits not paid yet and sums
+// their net amounts: the money on its way to the bank.
+func (s *Store) DepositsPending(ctx context.Context, org uuid.UUID) (count int, net apd.Decimal, err error) {
+	var total string
+	err = s.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(net_amount), 0)::text FROM deposits
+		WHERE organization_id = $1 AND status = 'pending'`, org).Scan(&count, &total)
+	if err != nil {
+		return 0, apd.Decimal{}, fmt.Errorf("payment: unable to sum pending deposits: %w", err)
+	}
+	if _, _, err := net.SetString(total); err != nil {
+		return 0, apd.Decimal{}, fmt.Errorf("payment: pending deposits' sum %q: %w", total, err)
+	}
+	return count, net, nil
+}
+
 // batchMID is a merchant account whose batch may close.
 type batchMID struct {
 	ID             uuid.UUID  `db:"id"`
