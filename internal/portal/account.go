@@ -7,6 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/people"
 )
 
@@ -15,9 +17,30 @@ func parseID(s string) (uuid.UUID, bool) {
 	return id, err == nil
 }
 
-// home is GET /portal/: the organization the member is in, and where to go.
+type homeData struct {
+	// Summary: for members who read payments (payments.view), else nil.
+	Summary         *invoice.Summary
+	DepositsPending invoice.Tally
+}
+
+// home is GET /portal/: the organization the member is in, where to go,
+// and, for members who read payments, the day's figures: open and overdue
+// invoices, what was paid this week, deposits on their way.
 func (h *handler) home(c echo.Context) error {
-	return h.render(c, http.StatusOK, "home", page{Title: visitOf(c).Membership.OrganizationName})
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	var d homeData
+	if m.Can(auth.PaymentsView) {
+		sum, err := h.Invoices.Summary(ctx, m.OrganizationID)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		d.Summary = &sum
+		if d.DepositsPending.Count, d.DepositsPending.Sum, err = h.Payments.DepositsPending(ctx, m.OrganizationID); err != nil {
+			return h.failure(c, err)
+		}
+	}
+	return h.render(c, http.StatusOK, "home", page{Title: m.OrganizationName, Data: d})
 }
 
 func accountForm() *formPage {

@@ -2,20 +2,32 @@ package portal
 
 import (
 	"html/template"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
+	"github.com/payreq/payreq/internal/payment"
 )
 
 // funcs are the portal's template functions beside web.Funcs: amounts,
 // moments in a location's time zone, calendar dates and quantities.
 var funcs = template.FuncMap{
-	"money":  func(d apd.Decimal) string { return invoice.Money(d) },
-	"plain":  plain,
-	"moment": moment,
-	"day":    day,
+	"money":       func(d apd.Decimal) string { return invoice.Money(d) },
+	"plain":       plain,
+	"moment":      moment,
+	"day":         day,
+	"method":      invoicepdf.MethodText,
+	"lineTotal":   invoice.LineTotal,
+	"statusLabel": statusLabel,
+	"brand":       payment.BrandName,
+	"channel":     channelLabel,
+	"inc":         func(i int) int { return i + 1 },
+	"lower":       strings.ToLower,
+	// script is the address of the portal's script (assets.go).
+	"script": func() string { return scriptPath },
 }
 
 // plain is a quantity or a unit cost as people read it: no trailing zeros,
@@ -63,4 +75,12 @@ func timeOf(v any) (time.Time, bool) {
 		return *v, !v.IsZero()
 	}
 	return time.Time{}, false
+}
+
+// channelLabel is how a message goes, as people say it.
+func channelLabel(ch string) string {
+	if ch == invoice.Text {
+		return "text message"
+	}
+	return "email"
 }

@@ -25,6 +25,8 @@ func TestGuards(t *testing.T) {
 		{"managers, an Admin", managers, admin, true},
 		{"owners, an Admin", owners, admin, false},
 		{"owners, an Owner", owners, owner, true},
+		{"either, holding the second", either("locations.view", "payments.view"), viewer, true},
+		{"either, holding neither", either("locations.view", "accounts.view"), viewer, false},
 	} {
 		if got := c.g(c.m) == nil; got != c.in {
 			t.Errorf("%s: let in %v, want %v", c.name, got, c.in)

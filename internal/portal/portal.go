@@ -1,8 +1,9 @@
 // Package portal is the fourth front: the HTML pages under /portal/ where
 // people sign in and manage their organization (API keys, members, the
-// audit log, their own password and second factor). Pages are rendered on
-// the server with the shared layout of internal/web and work without
-// JavaScript. Every rule is a domain package's (internal/people,
+// audit log, their own password and second factor) and do the merchant's
+// day (invoices, reminders, locations). Pages are rendered on the server
+// with the shared layout of internal/web and work without JavaScript (one
+// script of its own adds to some: assets.go). Every rule is a domain package's (internal/people,
 // internal/auth): the portal decodes a form, calls one function, renders.
 //
 // Extending it: an area is a file of handlers registered in routes with
@@ -151,6 +152,22 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/portal/portfolio", h.member(h.portfolio, requires(auth.PortfolioView)))
 	e.GET("/portal/applications", h.member(h.applications, requires(auth.ApplicationsView)))
 	e.GET("/portal/applications/:id", h.member(h.application, requires(auth.ApplicationsView)))
+	// The merchant's day (issue 29): invoices, reminders, locations.
+	view, create := requires(auth.PaymentsView), requires(auth.PaymentsCreate)
+	e.GET(invoicesPath, h.member(h.invoices, view))
+	e.POST(invoicesPath, h.member(h.createInvoice, create))
+	e.GET(invoicesPath+"/new", h.member(h.newInvoice, create))
+	e.GET(invoicesPath+"/:id", h.member(h.invoice, view))
+	e.GET(invoicesPath+"/:id/pdf", h.member(h.invoicePDF, view))
+	e.POST(invoicesPath+"/:id/send", h.member(h.sendInvoice, create))
+	e.GET(invoicesPath+"/:id/cancel", h.member(h.cancelPage, create))
+	e.POST(invoicesPath+"/:id/cancel", h.member(h.cancelInvoice, create))
+	e.GET(invoicesPath+"/:id/payments", h.member(h.paymentPage, create))
+	e.POST(invoicesPath+"/:id/payments", h.member(h.recordPayment, create))
+	e.POST(invoicesPath+"/:id/payments/:paymentId/remove", h.member(h.removePayment, create))
+	e.GET(remindersPath, h.member(h.reminders, view))
+	e.POST(remindersPath, h.member(h.setReminders, create))
+	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
 	e.Any("/portal/*", h.otherwise)
 }
 
@@ -163,6 +180,9 @@ type area struct {
 
 var areas = []area{
 	{homePath, "Home", anyone},
+	{invoicesPath, "Invoices", requires(auth.PaymentsView)},
+	{remindersPath, "Reminders", requires(auth.PaymentsView)},
+	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
 	{"/portal/keys", "API keys", managers},
 	{"/portal/members", "Members", managers},
 	{"/portal/audit", "Audit log", managers},
@@ -380,6 +400,9 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 		}
 	}
 	p.Current = c.Path()
+	if scripted[name] {
+		c.Response().Header().Set("Content-Security-Policy", scriptPolicy)
+	}
 	t, ok := pages[name]
 	if !ok {
 		return errors.New("portal: no page " + name)
@@ -477,13 +500,16 @@ func (h *handler) otherwise(c echo.Context) error {
 	return h.notFound(c)
 }
 
-// asset serves the stylesheet and the copy button's script under their
-// hashed names.
+// asset serves the stylesheet and the scripts (web's copy button, the
+// invoice form's lines) under their hashed names.
 func (h *handler) asset(c echo.Context) error {
 	if ok, err := web.ServeStylesheet(c, c.Param("file")); ok {
 		return err
 	}
 	if ok, err := web.ServeCopyScript(c, c.Param("file")); ok {
+		return err
+	}
+	if ok, err := serveScript(c, c.Param("file")); ok {
 		return err
 	}
 	return h.notFound(c)

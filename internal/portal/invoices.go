@@ -1,0 +1,346 @@
+package portal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/people"
+)
+
+// The invoices: the list (filters, pages, CSV), an invoice's page, its
+// PDF, and what is done to it (send, cancel); making one is in
+// invoice_form.go, payments recorded outside the card in
+// invoice_payments.go. Each calls the invoice package as the API does.
+
+const invoicesPath = "/portal/invoices"
+
+var invoiceStatuses = []string{string(invoice.Open), string(invoice.PartPaid), string(invoice.Paid), string(invoice.Cancelled)}
+
+// statusLabel is an invoice's status as people read it.
+func statusLabel(s string) string {
+	switch invoice.Status(s) {
+	case invoice.Open:
+		return "Open"
+	case invoice.PartPaid:
+		return "Part paid"
+	case invoice.Paid:
+		return "Paid"
+	case invoice.Cancelled:
+		return "Cancelled"
+	}
+	return s
+}
+
+// invoiceRow is an invoice as a list shows it: its times in its
+// location's time zone, and whether it is overdue there.
+type invoiceRow struct {
+	invoice.Invoice
+	Zone    *time.Location
+	Overdue bool
+}
+
+func (r invoiceRow) StatusLabel() string { return statusLabel(string(r.Status)) }
+
+// Owed is the balance: what is left to pay.
+func (r invoiceRow) Owed() apd.Decimal { return r.Invoice.Balance() }
+
+// Refunded says whether any of its card payments was refunded.
+func (r invoiceRow) Refunded() bool { return r.AmountRefunded.Sign() != 0 }
+
+// ReminderChoice is the invoice's own choice of reminders, "on" or
+// "off", or "" when it follows the organization's settings.
+func (r invoiceRow) ReminderChoice() string {
+	switch {
+	case r.Reminders == nil:
+		return ""
+	case *r.Reminders:
+		return "on"
+	}
+	return "off"
+}
+
+func rowOf(inv invoice.Invoice, zone *time.Location, now time.Time) invoiceRow {
+	return invoiceRow{Invoice: inv, Zone: zone, Overdue: inv.Status.Payable() && inv.DueDate != nil &&
+		inv.DueDate.Format(time.DateOnly) < now.In(zone).Format(time.DateOnly)}
+}
+
+// account is a MID as the portal offers and shows it: with its
+// location's name and time zone, and whether the location takes invoices.
+type account struct {
+	directory.MerchantAccount
+	Location string
+	Zone     *time.Location
+	Active   bool
+}
+
+// accounts are the organization's MIDs ordered by mid.
+func (h *handler) accounts(ctx context.Context, org uuid.UUID) ([]account, error) {
+	locs, err := h.Directory.Locations(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	mids, err := h.Directory.MerchantAccounts(ctx, org, nil)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[uuid.UUID]directory.Location{}
+	for _, l := range locs {
+		byID[l.ID] = l
+	}
+	out := make([]account, len(mids))
+	for i, m := range mids {
+		l := byID[m.LocationID]
+		out[i] = account{MerchantAccount: m, Location: l.Name, Zone: l.Zone(), Active: l.Status == "active"}
+	}
+	return out, nil
+}
+
+// zones maps each MID of the organization to its location's time zone.
+func (h *handler) zones(ctx context.Context, org uuid.UUID) (map[uuid.UUID]*time.Location, error) {
+	accts, err := h.accounts(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	z := make(map[uuid.UUID]*time.Location, len(accts))
+	for _, a := range accts {
+		z[a.ID] = a.Zone
+	}
+	return z, nil
+}
+
+type invoicesData struct {
+	listData[invoiceRow]
+	Statuses  []string
+	CanCreate bool
+}
+
+// invoices is GET /portal/invoices: the organization's invoices, newest
+// first, a page at a time, filtered by status, number, customer name or
+// email and the day they were made; ?format=csv exports them all.
+func (h *handler) invoices(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	q, err := h.listQuery(c)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	f := invoice.Filter{Status: q.Choice("status", invoiceStatuses), InvoiceNumber: q.Text("invoiceNumber", 64),
+		CustomerName: q.Text("customerName", 200), CustomerEmail: q.Text("customerEmail", 254)}
+	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
+	data := invoicesData{Statuses: invoiceStatuses, CanCreate: m.Can(auth.PaymentsCreate)}
+	data.Zone = q.Zone.String()
+	if !q.Failed() {
+		zones, err := h.zones(ctx, m.OrganizationID)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		if q.CSV {
+			return streamCSV(h, c, csvExport[invoice.Invoice]{Name: "invoices", Zone: q.Zone, Columns: invoiceColumns(zones),
+				Page: func(ctx context.Context, limit int, cursor string) ([]invoice.Invoice, string, error) {
+					return h.Invoices.List(ctx, m.OrganizationID, f, limit, cursor)
+				}})
+		}
+		list, next, err := h.Invoices.List(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
+		switch {
+		case errors.Is(err, invoice.ErrInvalidCursor):
+			q.StaleCursor()
+		case err != nil:
+			return h.failure(c, err)
+		default:
+			now := h.Now()
+			rows := make([]invoiceRow, len(list))
+			for i, inv := range list {
+				rows[i] = rowOf(inv, zones[inv.MerchantAccountID], now)
+			}
+			data.listData = listOf(q, invoicesPath, rows, next)
+		}
+	}
+	status := http.StatusOK
+	if q.Failed() {
+		status = http.StatusBadRequest
+	}
+	return h.render(c, status, "invoices", q.Page("Invoices", data))
+}
+
+// invoiceColumns are the columns of the invoices' CSV: the API's names for
+// its fields, times in each invoice's location's time zone.
+func invoiceColumns(zones map[uuid.UUID]*time.Location) []csvColumn[invoice.Invoice] {
+	text := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	at := func(get func(invoice.Invoice) *time.Time) func(invoice.Invoice) string {
+		return func(inv invoice.Invoice) string { return csvTime(get(inv), zones[inv.MerchantAccountID]) }
+	}
+	return []csvColumn[invoice.Invoice]{
+		{"id", func(inv invoice.Invoice) string { return inv.ID.String() }},
+		{"invoiceNumber", func(inv invoice.Invoice) string { return inv.InvoiceNumber }},
+		{"status", func(inv invoice.Invoice) string { return string(inv.Status) }},
+		{"amount", func(inv invoice.Invoice) string { return inv.Amount.Text('f') }},
+		{"amountPaid", func(inv invoice.Invoice) string { return inv.AmountPaid.Text('f') }},
+		{"balance", func(inv invoice.Invoice) string { b := inv.Balance(); return b.Text('f') }},
+		{"amountRefunded", func(inv invoice.Invoice) string { return inv.AmountRefunded.Text('f') }},
+		{"customerName", func(inv invoice.Invoice) string { return text(inv.CustomerName) }},
+		{"customerCompany", func(inv invoice.Invoice) string { return text(inv.CustomerCompany) }},
+		{"customerEmail", func(inv invoice.Invoice) string { return inv.CustomerEmail }},
+		{"customerPhone", func(inv invoice.Invoice) string { return text(inv.CustomerPhone) }},
+		{"poNumber", func(inv invoice.Invoice) string { return text(inv.PONumber) }},
+		{"mid", func(inv invoice.Invoice) string { return inv.MID }},
+		{"locationName", func(inv invoice.Invoice) string { return text(inv.LocationName) }},
+		{"dueDate", func(inv invoice.Invoice) string { return csvDate(inv.DueDate) }},
+		{"createdAt", at(func(inv invoice.Invoice) *time.Time { return &inv.CreatedAt })},
+		{"createdByName", func(inv invoice.Invoice) string { return inv.CreatedByName }},
+		{"sentVia", func(inv invoice.Invoice) string { return text(inv.SentVia) }},
+		{"sentAt", at(func(inv invoice.Invoice) *time.Time { return inv.SentAt })},
+		{"scheduledSendAt", at(func(inv invoice.Invoice) *time.Time { return inv.ScheduledSendAt })},
+		{"paidAt", at(func(inv invoice.Invoice) *time.Time { return inv.PaidAt })},
+		{"cancelledAt", at(func(inv invoice.Invoice) *time.Time { return inv.CancelledAt })},
+	}
+}
+
+// invoiceOf reads the invoice of the path's id in full, with who bills;
+// an id that is not a uuid, unknown or another organization's is a 404.
+func (h *handler) invoiceOf(c echo.Context) (invoice.Invoice, error) {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return invoice.Invoice{}, invoice.ErrNotFound
+	}
+	return h.Invoices.Document(c.Request().Context(), visitOf(c).Membership.OrganizationID, id)
+}
+
+// maxShownLines is how many of an invoice's lines its page shows (at most
+// 500 would outweigh the page); the PDF has them all.
+const maxShownLines = 100
+
+// maxShownEvents is how many of an invoice's events its page shows, newest first.
+const maxShownEvents = 50
+
+type invoiceData struct {
+	invoiceRow
+	Link        string
+	Lines       []invoice.Line
+	HiddenLines int
+	Refunds     []payment.CardPayment
+	Events      []event.Event
+	MoreEvents  bool
+	CanChange   bool
+}
+
+// invoice is GET /portal/invoices/{id}: the invoice with its lines,
+// payments of every method, refunds, the customer's saved cards, where
+// its delivery stands, its reminders and its events; its pay link and
+// PDF; and, for members who may, what can be done to it.
+func (h *handler) invoice(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	inv, err := h.invoiceOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	refund := payment.Refund
+	refunds, _, err := h.Payments.CardPayments(ctx, m.OrganizationID, payment.Filter{InvoiceID: &inv.ID, Kind: &refund}, maxListLimit, "")
+	if err != nil {
+		return h.failure(c, err)
+	}
+	events, err := h.Events.OfInvoice(ctx, m.OrganizationID, m.Permissions, inv.ID, maxShownEvents+1)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	d := invoiceData{invoiceRow: rowOf(inv, inv.Biller.Zone(), h.Now()), Link: h.Invoices.Link(&inv), Lines: inv.Lines,
+		Refunds: refunds, Events: events, CanChange: m.Can(auth.PaymentsCreate)}
+	if len(d.Lines) > maxShownLines {
+		d.Lines, d.HiddenLines = d.Lines[:maxShownLines], len(d.Lines)-maxShownLines
+	}
+	if len(d.Events) > maxShownEvents {
+		d.Events, d.MoreEvents = d.Events[:maxShownEvents], true
+	}
+	p := page{Title: "Invoice " + inv.InvoiceNumber, Data: d}
+	p.Notice = map[string]string{
+		"created":   "The invoice was made.",
+		"sent":      "The pay link is on its way to the customer.",
+		"cancelled": "The invoice is cancelled: its pay link takes no payment, and nothing more is sent.",
+		"recorded":  "The payment was recorded.",
+		"removed":   "The payment was removed.",
+	}[c.QueryParam("done")]
+	return h.render(c, http.StatusOK, "invoice", p)
+}
+
+// invoicePDF is GET /portal/invoices/{id}/pdf: the invoice as the API's
+// PDF (Accept: application/pdf) has it.
+func (h *handler) invoicePDF(c echo.Context) error {
+	inv, err := h.invoiceOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	var doc bytes.Buffer
+	if err := invoicepdf.Invoice(c.Request().Context(), &doc, inv, h.Invoices.Link(&inv)); err != nil {
+		return h.failure(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, invoicepdf.Disposition("invoice-"+inv.InvoiceNumber))
+	return c.Blob(http.StatusOK, invoicepdf.ContentType, doc.Bytes())
+}
+
+// invoiceActor is the member as the invoice package records who acted
+// (createdByName, cancelledByName).
+func invoiceActor(c echo.Context) invoice.Actor {
+	m := visitOf(c).Membership
+	return invoice.Actor{OrganizationID: m.OrganizationID, Name: m.PersonName}
+}
+
+// sendInvoice is POST /portal/invoices/{id}/send: the pay link goes to the
+// customer now, or again.
+func (h *handler) sendInvoice(c echo.Context) error {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.notFound(c)
+	}
+	inv, err := h.Invoices.Send(c.Request().Context(), visitOf(c).Membership.OrganizationID, id)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionInvoiceSent, inv.InvoiceNumber+" ("+inv.ID.String()+")"); err != nil {
+		return h.failure(c, err)
+	}
+	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=sent")
+}
+
+// cancelPage is GET /portal/invoices/{id}/cancel: the confirmation.
+func (h *handler) cancelPage(c echo.Context) error {
+	inv, err := h.invoiceOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	return h.render(c, http.StatusOK, "invoice-cancel", page{Title: "Cancel invoice " + inv.InvoiceNumber,
+		Data: invoiceData{invoiceRow: rowOf(inv, inv.Biller.Zone(), h.Now())}})
+}
+
+// cancelInvoice is POST /portal/invoices/{id}/cancel.
+func (h *handler) cancelInvoice(c echo.Context) error {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.notFound(c)
+	}
+	inv, err := h.Invoices.Cancel(c.Request().Context(), invoiceActor(c), id)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionInvoiceCancelled, inv.InvoiceNumber+" ("+inv.ID.String()+")"); err != nil {
+		return h.failure(c, err)
+	}
+	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=cancelled")
+}
