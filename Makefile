@@ -299,6 +299,6 @@ clean:
 	rm -rf bin .tools
 
 # The README's portal screenshots (docs/portal/*.png), written by the
-# portal's browser test in headless Chromium.
+# portal's browser tests in headless Chromium.
 screenshots: postgres chromium $(NODE_STAMP)
 	PAYREQ_WRITE_SCREENSHOTS=1 $(GO) test -count=1 -run 'InChromium$$' ./internal/portal/
