@@ -5,39 +5,45 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/web"
 )
 
-// script is the portal's one script: a little progressive JavaScript (more
-// line rows in the invoice form, a button copying a pay link). Every page
-// works without it.
-//
-//go:embed assets/portal.js
-var script []byte
+// The portal's pages work without JavaScript; two small scripts add to
+// some: web's copy button (a pay link, a sign-up page's address), and
+// lines.js, more rows of lines in the invoice form. A page that loads one
+// allows that one file alone (allowScript).
 
-// scriptPath is the script's address; its name carries a hash of its
-// content, so browsers may keep it for good.
-var scriptPath = func() string {
-	sum := sha256.Sum256(script)
-	return "/portal/assets/portal-" + hex.EncodeToString(sum[:6]) + ".js"
-}()
+//go:embed assets/lines.js
+var linesJS []byte
 
-// scripted are the pages (templates) that load the script: their policy
-// allows scripts of the portal's origin (the script alone), none inline;
-// every other page keeps the fronts' policy, which allows none.
-var scripted = map[string]bool{"invoice": true, "invoice-new": true}
+// Where the scripts are; a name carries a hash of its content, so
+// browsers may keep it for good.
+var (
+	linesScript = func() string {
+		sum := sha256.Sum256(linesJS)
+		return "/portal/assets/lines-" + hex.EncodeToString(sum[:6]) + ".js"
+	}()
+	copyScript = "/portal/assets/" + web.CopyScriptName
+)
 
-const scriptPolicy = web.ContentSecurityPolicy + "; script-src 'self'"
-
-// serveScript answers the script when file is its name, and reports
-// false otherwise.
-func serveScript(c echo.Context, file string) (bool, error) {
-	if "/portal/assets/"+file != scriptPath {
+// serveLines answers lines.js when file is its name, and reports false
+// otherwise.
+func serveLines(c echo.Context, file string) (bool, error) {
+	if "/portal/assets/"+file != linesScript {
 		return false, nil
 	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	return true, c.Blob(http.StatusOK, "text/javascript; charset=utf-8", script)
+	return true, c.Blob(http.StatusOK, "text/javascript; charset=utf-8", linesJS)
+}
+
+// allowScript lets the answer's page load the script at path (one of the
+// above) and no other, by its absolute address (web.AllowScript).
+func (h *handler) allowScript(c echo.Context, path string) {
+	if u, err := url.Parse(h.PublicURL); err == nil {
+		web.AllowScript(c, u.Scheme+"://"+u.Host+path)
+	}
 }

@@ -26,8 +26,9 @@ var funcs = template.FuncMap{
 	"channel":     channelLabel,
 	"inc":         func(i int) int { return i + 1 },
 	"lower":       strings.ToLower,
-	// script is the address of the portal's script (assets.go).
-	"script": func() string { return scriptPath },
+	// The scripts' addresses (assets.go).
+	"linesScript": func() string { return linesScript },
+	"copyScript":  func() string { return copyScript },
 }
 
 // plain is a quantity or a unit cost as people read it: no trailing zeros,

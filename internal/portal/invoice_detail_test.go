@@ -11,6 +11,7 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoicepdf/pdftest"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // An invoice's page shows all it is: lines, payments of every method with
@@ -43,6 +44,9 @@ func TestInvoicePageAndItsActions(t *testing.T) {
 		m.MIDs[0].Mid, *inv.Link, "/pdf", "Send the pay link again", scriptTag)
 	if !strings.Contains(p.Body, "-08:00\">") && !strings.Contains(p.Body, "-07:00\">") {
 		t.Error("no time in the location's zone")
+	}
+	if csp := p.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; script-src "+env.URL+"/portal/assets/"+web.CopyScriptName) {
+		t.Errorf("the page allows scripts by %q, want the copy button's alone", csp)
 	}
 	// Only the recorded payment can be removed here; a card payment is refunded.
 	if n := strings.Count(p.Body, "/payments/"); n != 1 || !strings.Contains(p.Body, "/payments/"+recordedOf(t, m, inv.Id).String()+"/remove") {

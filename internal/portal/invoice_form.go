@@ -108,6 +108,7 @@ func (h *handler) invoiceForm(c echo.Context, form url.Values) (*formPage, error
 
 // newInvoice is GET /portal/invoices/new.
 func (h *handler) newInvoice(c echo.Context) error {
+	h.allowScript(c, linesScript)
 	form, err := h.invoiceForm(c, nil)
 	if err != nil {
 		return h.failure(c, err)
@@ -119,6 +120,7 @@ func (h *handler) newInvoice(c echo.Context) error {
 // for invoice.Store.Create with the form's idempotency key. A form sent
 // twice makes one invoice, and both answers lead to it.
 func (h *handler) createInvoice(c echo.Context) error {
+	h.allowScript(c, linesScript) // the form may come back
 	f := c.Request().PostForm
 	form, err := h.invoiceForm(c, f)
 	if err != nil {

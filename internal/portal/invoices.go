@@ -246,6 +246,7 @@ type invoiceData struct {
 // its delivery stands, its reminders and its events; its pay link and
 // PDF; and, for members who may, what can be done to it.
 func (h *handler) invoice(c echo.Context) error {
+	h.allowScript(c, copyScript)
 	ctx := c.Request().Context()
 	m := visitOf(c).Membership
 	inv, err := h.invoiceOf(c)

@@ -2,8 +2,8 @@
 // people sign in and manage their organization (API keys, members, the
 // audit log, their own password and second factor) and do the merchant's
 // day (invoices, reminders, locations). Pages are rendered on the server
-// with the shared layout of internal/web and work without JavaScript (one
-// script of its own adds to some: assets.go). Every rule is a domain package's (internal/people,
+// with the shared layout of internal/web and work without JavaScript (two
+// small scripts add to some: assets.go). Every rule is a domain package's (internal/people,
 // internal/auth): the portal decodes a form, calls one function, renders.
 //
 // Extending it: an area is a file of handlers registered in routes with
@@ -400,9 +400,6 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 		}
 	}
 	p.Current = c.Path()
-	if scripted[name] {
-		c.Response().Header().Set("Content-Security-Policy", scriptPolicy)
-	}
 	t, ok := pages[name]
 	if !ok {
 		return errors.New("portal: no page " + name)
@@ -509,7 +506,7 @@ func (h *handler) asset(c echo.Context) error {
 	if ok, err := web.ServeCopyScript(c, c.Param("file")); ok {
 		return err
 	}
-	if ok, err := serveScript(c, c.Param("file")); ok {
+	if ok, err := serveLines(c, c.Param("file")); ok {
 		return err
 	}
 	return h.notFound(c)

@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/reseller"
-	"github.com/payreq/payreq/internal/web"
 )
 
 // The reseller's side: its portfolio (portfolio.view), its merchants'
@@ -46,11 +45,8 @@ func (h *handler) signUpLink(c echo.Context) (signUpLink, error) {
 	if err != nil {
 		return signUpLink{}, err
 	}
-	script := "/portal/assets/" + web.CopyScriptName
-	if u, err := url.Parse(h.PublicURL); err == nil {
-		web.AllowScript(c, u.Scheme+"://"+u.Host+script)
-	}
-	return signUpLink{URL: reseller.SignUpURL(h.PublicURL, p.Slug), Open: p.Open(), Script: script}, nil
+	h.allowScript(c, copyScript)
+	return signUpLink{URL: reseller.SignUpURL(h.PublicURL, p.Slug), Open: p.Open(), Script: copyScript}, nil
 }
 
 type portfolioMerchant struct {

@@ -1,7 +1,6 @@
-// The portal's progressive JavaScript: every page works without it.
-// - [data-add-line] on a form's lines: a button that adds a row of line
-//   fields, numbered on, up to the form's data-max-lines.
-// - [data-copy] on a link's text: a button that copies it.
+// More rows of lines in the invoice form: the element marked data-add-line
+// gets a button that adds a row of line fields after the last, numbered on,
+// up to its data-max-lines. Without this script the form has its five rows.
 "use strict";
 
 document.querySelectorAll("[data-add-line]").forEach(function (lines) {
@@ -51,25 +50,5 @@ document.querySelectorAll("[data-add-line]").forEach(function (lines) {
     if (n + 1 >= max) {
       button.disabled = true;
     }
-  });
-});
-
-document.querySelectorAll("[data-copy]").forEach(function (text) {
-  if (!navigator.clipboard) {
-    return;
-  }
-  var button = document.createElement("button");
-  button.type = "button";
-  button.className = "secondary";
-  button.textContent = "Copy the link";
-  var status = document.createElement("span");
-  status.setAttribute("role", "status");
-  text.after(button, " ", status);
-  button.addEventListener("click", function () {
-    navigator.clipboard.writeText(text.textContent.trim()).then(function () {
-      status.textContent = "Copied.";
-    }, function () {
-      status.textContent = "Could not copy: select the link and copy it.";
-    });
   });
 });
