@@ -382,9 +382,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return max(0, min(d, maxRetryAfter))
 }
 
-// record writes the attempts' outcomes in one statement, each unless its
-// delivery was claimed again meanwhile (its attempts moved on), then what
-// they change of their endpoints.
+// record writes the attempts' outcomes in one statement, on their
+// deliveries and as rows of webhook_attempts, each unless its delivery was
+// claimed again meanwhile (its attempts moved on), then what they change
+// of their endpoints.
 func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) error {
 	now := w.now()
 	n := len(claims)
@@ -413,11 +414,19 @@ func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) err
 		errTexts[i] = sql.NullString{String: out.err, Valid: out.err != ""}
 		delivered[i] = sql.NullTime{Time: now, Valid: out.delivered}
 	}
-	_, err := w.db.ExecContext(ctx, `UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next,
-			last_status_code = r.code, last_error = r.error, last_attempt_at = $9, delivered_at = r.delivered_at
-		FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::timestamptz[])
-			AS r(event_id, endpoint_id, attempts, status, next, code, error, delivered_at)
-		WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id AND d.attempts = r.attempts`,
+	// Each attempt recorded on its delivery is kept in webhook_attempts by
+	// the same statement.
+	_, err := w.db.ExecContext(ctx, `
+		WITH recorded AS (
+			UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next,
+				last_status_code = r.code, last_error = r.error, last_attempt_at = $9, delivered_at = r.delivered_at
+			FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::timestamptz[])
+				AS r(event_id, endpoint_id, attempts, status, next, code, error, delivered_at)
+			WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id AND d.attempts = r.attempts
+			RETURNING d.event_id, d.endpoint_id, d.attempts, d.status, d.last_status_code, d.last_error
+		)
+		INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status, status_code, error, attempted_at)
+		SELECT event_id, endpoint_id, attempts, status, last_status_code, last_error, $9 FROM recorded`,
 		pq.Array(events), pq.Array(endpoints), pq.Array(attempts), pq.Array(statuses), pq.Array(nexts), pq.Array(codes),
 		pq.Array(errTexts), pq.Array(delivered), now)
 	if err != nil {

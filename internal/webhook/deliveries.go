@@ -5,8 +5,11 @@
 // the address checks. It knows events only through package event, never
 // the packages whose changes they record.
 //
-// It owns the tables webhook_endpoints and webhook_deliveries, and reads
-// events (package event's) where the worker claims a delivery.
+// It owns the tables webhook_endpoints, webhook_deliveries and
+// webhook_attempts (every attempt of a delivery, written by the worker in
+// the statement that records the attempt on its delivery), and reads
+// events (package event's) where the worker claims a delivery and where
+// attempts are listed.
 package webhook
 
 import (
@@ -21,6 +24,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -61,6 +65,63 @@ func (s *Store) Deliveries(ctx context.Context, eventID uuid.UUID) ([]Delivery, 
 		return nil, fmt.Errorf("webhook: unable to read deliveries: %w", err)
 	}
 	return deliveries, nil
+}
+
+// Attempt is one try to deliver an event to an endpoint.
+type Attempt struct {
+	ID         uuid.UUID `db:"id"`
+	EventID    uuid.UUID `db:"event_id"`
+	EventType  string    `db:"event_type"`
+	EndpointID uuid.UUID `db:"endpoint_id"`
+	URL        string    `db:"url"`
+	// Number is the delivery's count of attempts at this one (a
+	// redelivery starts again from 1).
+	Number int `db:"attempt"`
+	// Status is the delivery's after the attempt: pending (it is tried
+	// again later), delivered or failed.
+	Status     string    `db:"status"`
+	StatusCode *int      `db:"status_code"`
+	Error      *string   `db:"error"`
+	At         time.Time `db:"attempted_at"`
+}
+
+const selectAttempts = `SELECT a.id, a.event_id, ev.type AS event_type, a.endpoint_id, e.url, a.attempt, a.status, a.status_code,
+		a.error, a.attempted_at
+	FROM webhook_attempts a
+	JOIN webhook_endpoints e ON e.id = a.endpoint_id
+	JOIN events ev ON ev.id = a.event_id`
+
+// EventAttempts lists every attempt to deliver an event, oldest first;
+// the caller has read the event (event.Store.Get), which says whose it is.
+func (s *Store) EventAttempts(ctx context.Context, eventID uuid.UUID) ([]Attempt, error) {
+	attempts := []Attempt{}
+	err := s.DB.SelectContext(ctx, &attempts, selectAttempts+` WHERE a.event_id = $1 ORDER BY a.attempted_at, a.id`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: unable to read attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+// EndpointAttempts returns a page of the attempts to deliver to an
+// endpoint of the organization, newest first, of the events a member
+// holding permissions may read (as GET /events lets a key read them), and
+// the cursor of the next page ("" on the last).
+func (s *Store) EndpointAttempts(ctx context.Context, org uuid.UUID, permissions []string, endpointID uuid.UUID, limit int,
+	after string) ([]Attempt, string, error) {
+	q := keyset.NewQuery(selectAttempts, "a.attempted_at", "a.id")
+	q.Where("a.endpoint_id = $%d", endpointID)
+	q.Where("e.organization_id = $%d", org)
+	q.Where("ev.type = ANY($%d)", pq.Array(event.Readable(permissions)))
+	if err := q.After(after); err != nil {
+		return nil, "", err
+	}
+	query, args := q.SQL(limit)
+	attempts := []Attempt{}
+	if err := s.DB.SelectContext(ctx, &attempts, query, args...); err != nil {
+		return nil, "", fmt.Errorf("webhook: unable to list attempts: %w", err)
+	}
+	page, next := keyset.Page(attempts, limit, func(a Attempt) keyset.Cursor { return keyset.Cursor{At: a.At, ID: a.ID} })
+	return page, next, nil
 }
 
 // Redeliver sends the event again, from a first attempt, to every enabled
