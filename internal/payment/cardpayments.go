@@ -132,6 +132,9 @@ type Filter struct {
 	DepositID         *uuid.UUID
 	CreatedFrom       *time.Time
 	CreatedTo         *time.Time
+	// RefundOf narrows the list to the refunds of a sale (the portal's
+	// page of a sale; the API has no such filter).
+	RefundOf *uuid.UUID
 }
 
 // ErrInvalidCursor: the cursor was not made by this service.
@@ -156,6 +159,9 @@ func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit
 	}
 	if f.DepositID != nil {
 		q.Where("c.deposit_id = $%d", *f.DepositID)
+	}
+	if f.RefundOf != nil {
+		q.Where("c.refund_of = $%d", *f.RefundOf)
 	}
 	q.Created(f.CreatedFrom, f.CreatedTo)
 	if err := q.After(after); err != nil {

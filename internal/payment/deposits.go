@@ -142,6 +142,40 @@ func (s *Store) DepositsPending(ctx context.Context, org uuid.UUID) (count int, 
 	return count, net, nil
 }
 
+// DayNet is what an organization's deposits of one batch day come to.
+type DayNet struct {
+	Day   time.Time // a date
+	Count int
+	Net   apd.Decimal
+}
+
+// DailyNet sums the net amounts of the organization's deposits by their
+// batch date, for each day from first to last (dates, both included; a
+// day without deposits is 0), oldest first.
+func (s *Store) DailyNet(ctx context.Context, org uuid.UUID, first, last time.Time) ([]DayNet, error) {
+	var rows []struct {
+		Day   time.Time `db:"day"`
+		Count int       `db:"count"`
+		Net   string    `db:"net"`
+	}
+	err := s.DB.SelectContext(ctx, &rows, `
+		SELECT day::date AS day, count(d.id) AS count, coalesce(sum(d.net_amount), 0.00)::text AS net
+		FROM generate_series($2::date, $3::date, interval '1 day') AS day
+		LEFT JOIN deposits d ON d.organization_id = $1 AND d.batch_date = day::date
+		GROUP BY day ORDER BY day`, org, first.Format(time.DateOnly), last.Format(time.DateOnly))
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to sum deposits by day: %w", err)
+	}
+	out := make([]DayNet, len(rows))
+	for i, r := range rows {
+		out[i] = DayNet{Day: r.Day, Count: r.Count}
+		if _, _, err := out[i].Net.SetString(r.Net); err != nil {
+			return nil, fmt.Errorf("payment: daily net %q: %w", r.Net, err)
+		}
+	}
+	return out, nil
+}
+
 // batchMID is a merchant account whose batch may close.
 type batchMID struct {
 	ID             uuid.UUID  `db:"id"`

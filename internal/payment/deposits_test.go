@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -209,5 +210,44 @@ func TestDepositPaidOnItsExpectedDay(t *testing.T) {
 	}
 	if paid != 1 {
 		t.Errorf("%d deposit.paid events, want 1", paid)
+	}
+}
+
+// The net of a day is the sum of its deposits' nets (a refund's negative
+// one too), every day of the range is there, 0.00 when it has none; a
+// sale's refunds are listed by RefundOf.
+func TestDailyNetAndRefundsOfASale(t *testing.T) {
+	f := newFixture(t, 0)
+	sale := f.sale(t, "80.00")
+	first := f.settle(t)
+	refund, _, err := f.refundOf(sale, ptr("30.00"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := f.settle(t)
+	if len(first) != 1 || len(second) != 1 || !first[0].BatchDate.Equal(second[0].BatchDate) {
+		t.Fatalf("deposits %+v and %+v, want one each, of one day", first, second)
+	}
+	day := first[0].BatchDate
+	days, err := f.svc.DailyNet(context.Background(), f.org, day.AddDate(0, 0, -2), day.AddDate(0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range days {
+		got = append(got, d.Day.Format(time.DateOnly)+" "+d.Net.Text('f')+" "+strconv.Itoa(d.Count))
+	}
+	want := []string{day.AddDate(0, 0, -2).Format(time.DateOnly) + " 0.00 0", day.AddDate(0, 0, -1).Format(time.DateOnly) + " 0.00 0",
+		day.Format(time.DateOnly) + " 47.38 2", day.AddDate(0, 0, 1).Format(time.DateOnly) + " 0.00 0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("daily net %v, want %v", got, want)
+	}
+
+	refunds, _, err := f.svc.CardPayments(context.Background(), f.org, Filter{RefundOf: &sale.ID}, 25, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refunds) != 1 || refunds[0].ID != refund.ID {
+		t.Errorf("the sale's refunds: %+v, want the one", refunds)
 	}
 }
