@@ -195,7 +195,7 @@ func (s *Server) GetWebhookEndpoint(ctx context.Context, req gen.GetWebhookEndpo
 // UpdateWebhookEndpoint changes what the request names.
 func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhookEndpointRequestObject) (gen.UpdateWebhookEndpointResponseObject, error) {
 	b := req.Body
-	c := webhook.Change{URL: b.Url, Status: (*string)(b.Status)}
+	c := webhook.Change{URL: b.Url, Status: (*string)(b.Status), DisabledReason: "Disabled through the API."}
 	if b.Description != nil {
 		if *b.Description == "" {
 			c.ClearDescription = true

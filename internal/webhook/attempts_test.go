@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 // Every attempt of a delivery is kept with its status code and error, not
@@ -124,5 +127,55 @@ func TestEveryAttemptKept(t *testing.T) {
 	}
 	if got := r.got(); len(got) != 7 {
 		t.Errorf("the receiver got %d requests, want 7", len(got))
+	}
+}
+
+// What the API's schema refuses first, the store refuses too, for fronts
+// without a schema (the portal's forms): no types, unknown types, too
+// many, a description too long, a status or a rotation out of range.
+// Nothing is made or changed.
+func TestEndpointFieldsChecked(t *testing.T) {
+	f := newFixture(t)
+	e := f.endpoint(t, "https://hooks.example.com/fields", "*")
+	all := permissions(auth.KindMerchant)
+	long := strings.Repeat("d", MaxDescription+1)
+	many := slices.Repeat([]string{event.InvoicePaid.Name}, MaxEventTypes+1)
+	for _, c := range []struct {
+		name  string
+		types []string
+		desc  *string
+		field string
+	}{
+		{"no types", []string{}, nil, "eventTypes"},
+		{"no types given", nil, nil, "eventTypes"},
+		{"an unknown type", []string{event.InvoicePaid.Name, "invoice.eaten"}, nil, "eventTypes"},
+		{"too many types", many, nil, "eventTypes"},
+		{"a description too long", []string{"*"}, &long, "description"},
+	} {
+		_, _, err := f.store.Create(context.Background(), f.org, all, NewEndpoint{URL: "https://hooks.example.com/x", EventTypes: c.types, Description: c.desc})
+		if r := rule.As(err); r == nil || r.Kind != rule.Invalid || r.Fields[c.field] == nil {
+			t.Errorf("create with %s: %v, want invalid %s", c.name, err, c.field)
+		}
+		if c.types == nil {
+			continue
+		}
+		_, err = f.store.Update(context.Background(), f.org, all, e.ID, Change{EventTypes: c.types, Description: c.desc})
+		if r := rule.As(err); r == nil || r.Kind != rule.Invalid || r.Fields[c.field] == nil {
+			t.Errorf("change to %s: %v, want invalid %s", c.name, err, c.field)
+		}
+	}
+	_, err := f.store.Update(context.Background(), f.org, all, e.ID, Change{Status: new("paused")})
+	if r := rule.As(err); r == nil || r.Fields["status"] == nil {
+		t.Errorf("status paused: %v", err)
+	}
+	for _, overlap := range []time.Duration{-time.Second, RotationOverlap + time.Second} {
+		_, _, err := f.store.RotateSecret(context.Background(), f.org, e.ID, overlap)
+		if r := rule.As(err); r == nil || r.Fields["expireCurrentInSeconds"] == nil {
+			t.Errorf("rotation keeping the old secret %s: %v", overlap, err)
+		}
+	}
+	list, err := f.store.Endpoints(context.Background(), f.org)
+	if err != nil || len(list) != 1 || list[0].Status != Enabled || len(list[0].EventTypes) != 1 || list[0].EventTypes[0] != "*" {
+		t.Errorf("endpoints after the refusals: %+v, %v", list, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -121,6 +122,41 @@ func countSends(ctx context.Context, tx *sqlx.Tx, endpoints []uuid.UUID, now tim
 	return nil
 }
 
+// MaxDescription is the longest description an endpoint keeps, in
+// characters; MaxEventTypes the most types it names.
+const (
+	MaxDescription = 500
+	MaxEventTypes  = 20
+)
+
+// checkFields refuses event types that are none, too many or unknown
+// (types nil: not given, by a change), and a description too long. The
+// API's schema refuses these first; the portal's forms count on this.
+func checkFields(types []string, description *string) error {
+	fields := map[string][]string{}
+	if types != nil {
+		switch {
+		case len(types) == 0:
+			fields["eventTypes"] = []string{"must name at least one event type"}
+		case len(types) > MaxEventTypes:
+			fields["eventTypes"] = []string{fmt.Sprintf("must name at most %d event types, or *", MaxEventTypes)}
+		}
+		for _, t := range types {
+			if t != "*" && !slices.Contains(event.Types, t) {
+				fields["eventTypes"] = []string{"must be known event types, or *"}
+				break
+			}
+		}
+	}
+	if description != nil && (!utf8.ValidString(*description) || utf8.RuneCountInString(*description) > MaxDescription) {
+		fields["description"] = []string{fmt.Sprintf("must be text of at most %d characters", MaxDescription)}
+	}
+	if e := rule.InvalidFields(fields); e != nil {
+		return e
+	}
+	return nil
+}
+
 // newSecret is whsec_ and the base64 of 32 random bytes, the HMAC key.
 func newSecret() string {
 	b := make([]byte, 32)
@@ -139,6 +175,12 @@ type NewEndpoint struct {
 // it with its secret, shown only now. The organization's row lock makes
 // the count of endpoints exact under concurrent creations.
 func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string, n NewEndpoint) (Endpoint, string, error) {
+	if n.EventTypes == nil {
+		n.EventTypes = []string{}
+	}
+	if err := checkFields(n.EventTypes, n.Description); err != nil {
+		return Endpoint{}, "", err
+	}
 	if err := maySubscribe(ctx, s.DB, org, permissions, n.EventTypes); err != nil {
 		return Endpoint{}, "", err
 	}
@@ -202,18 +244,26 @@ func (s *Store) Endpoint(ctx context.Context, org, id uuid.UUID) (Endpoint, erro
 }
 
 // Change is a PATCH of an endpoint: nil fields stay as they are;
-// ClearDescription sets the description to none.
+// ClearDescription sets the description to none. DisabledReason is what
+// the endpoint's disabledReason says when Status disables it (who did).
 type Change struct {
 	URL              *string
 	Description      *string
 	ClearDescription bool
 	EventTypes       []string
 	Status           *string
+	DisabledReason   string
 }
 
 // Update changes an endpoint for a key holding permissions. Enabling it
 // clears its disabled reason and its record of failures.
 func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID, c Change) (Endpoint, error) {
+	if err := checkFields(c.EventTypes, c.Description); err != nil {
+		return Endpoint{}, err
+	}
+	if c.Status != nil && *c.Status != Enabled && *c.Status != Disabled {
+		return Endpoint{}, rule.InvalidField("status", "must be enabled or disabled")
+	}
 	if c.EventTypes != nil {
 		if err := maySubscribe(ctx, s.DB, org, permissions, c.EventTypes); err != nil {
 			return Endpoint{}, err
@@ -231,10 +281,11 @@ func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string,
 			description = CASE WHEN $5 THEN NULL ELSE coalesce($4, description) END,
 			event_types = coalesce($6, event_types),
 			status = coalesce($7, status),
-			disabled_reason = CASE WHEN $7 = 'enabled' THEN NULL WHEN $7 = 'disabled' THEN 'Disabled through the API.' ELSE disabled_reason END,
+			disabled_reason = CASE WHEN $7 = 'enabled' THEN NULL WHEN $7 = 'disabled' THEN $8 ELSE disabled_reason END,
 			failing_since = CASE WHEN $7 = 'enabled' THEN NULL ELSE failing_since END
 		WHERE id = $1 AND organization_id = $2
-		RETURNING `+endpointColumns, id, org, c.URL, c.Description, c.ClearDescription, nullArray(c.EventTypes), c.Status)
+		RETURNING `+endpointColumns, id, org, c.URL, c.Description, c.ClearDescription, nullArray(c.EventTypes), c.Status,
+		c.DisabledReason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Endpoint{}, ErrEndpointNotFound
 	}
@@ -267,6 +318,9 @@ func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
 // the current one keeps signing beside it for overlap, and is forgotten at
 // once when overlap is 0 (a leaked secret).
 func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap time.Duration) (Endpoint, string, error) {
+	if overlap < 0 || overlap > RotationOverlap {
+		return Endpoint{}, "", rule.InvalidField("expireCurrentInSeconds", "must be from 0 to 86400 seconds")
+	}
 	secret := newSecret()
 	sealed, keyID, err := s.Seal(secret, id.String())
 	if err != nil {
