@@ -36,6 +36,12 @@ const (
 	ActionPaymentRecorded  = "payment recorded"
 	ActionPaymentRemoved   = "payment removed"
 	ActionRemindersChanged = "reminder settings changed"
+	// What members do through other packages' functions in the portal.
+	ActionRefunded             = "card payment refunded"
+	ActionWebhookCreated       = "webhook endpoint created"
+	ActionWebhookChanged       = "webhook endpoint changed"
+	ActionWebhookSecretRotated = "webhook secret rotated"
+	ActionWebhookDeleted       = "webhook endpoint deleted"
 )
 
 // Entry is one line of the audit log: who did what, when, from where.

@@ -42,6 +42,7 @@ import (
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
+	"github.com/payreq/payreq/internal/webhook"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -60,6 +61,7 @@ type Deps struct {
 	Invoices  *invoice.Store
 	Payments  *payment.Store
 	Events    *event.Store
+	Webhooks  *webhook.Store
 	Now       func() time.Time
 	// PublicURL is the deployment's base URL: its scheme chooses the
 	// session cookie's name and Secure.
@@ -168,6 +170,18 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(remindersPath, h.member(h.reminders, view))
 	e.POST(remindersPath, h.member(h.setReminders, create))
 	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
+	// Card payments, deposits, webhooks and events (issue 29).
+	e.GET("/portal/webhooks", h.member(h.webhooks, requires(auth.WebhooksManage)))
+	e.POST("/portal/webhooks", h.member(h.createWebhook, requires(auth.WebhooksManage)))
+	e.GET("/portal/webhooks/:id", h.member(h.webhookEndpoint, requires(auth.WebhooksManage)))
+	e.POST("/portal/webhooks/:id/status", h.member(h.webhookStatus, requires(auth.WebhooksManage)))
+	e.POST("/portal/webhooks/:id/rotate-secret", h.member(h.rotateWebhookSecret, requires(auth.WebhooksManage)))
+	e.POST("/portal/webhooks/:id/ping", h.member(h.pingWebhook, requires(auth.WebhooksManage)))
+	e.GET("/portal/webhooks/:id/delete", h.member(h.deleteWebhookPage, requires(auth.WebhooksManage)))
+	e.POST("/portal/webhooks/:id/delete", h.member(h.deleteWebhook, requires(auth.WebhooksManage)))
+	e.GET("/portal/events/:id", h.member(h.eventPage, requires(auth.EventsView)))
+	e.GET("/portal/events/:id/json", h.member(h.eventJSON, requires(auth.EventsView)))
+	e.POST("/portal/events/:id/redeliver", h.member(h.redeliver, requires(auth.WebhooksManage)))
 	e.Any("/portal/*", h.otherwise)
 }
 
@@ -185,6 +199,7 @@ var areas = []area{
 	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
 	{"/portal/keys", "API keys", managers},
 	{"/portal/members", "Members", managers},
+	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
 	{"/portal/audit", "Audit log", managers},
 	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView)},
 	{"/portal/applications", "Applications", requires(auth.ApplicationsView)},
