@@ -171,6 +171,8 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST(remindersPath, h.member(h.setReminders, create))
 	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
 	// Card payments, deposits, webhooks and events (issue 29).
+	e.GET("/portal/card-payments/:id", h.member(h.cardPayment, requires(auth.PaymentsView)))
+	e.POST("/portal/card-payments/:id/refund", h.member(h.refund, refunders))
 	e.GET("/portal/webhooks", h.member(h.webhooks, requires(auth.WebhooksManage)))
 	e.POST("/portal/webhooks", h.member(h.createWebhook, requires(auth.WebhooksManage)))
 	e.GET("/portal/webhooks/:id", h.member(h.webhookEndpoint, requires(auth.WebhooksManage)))

@@ -1,0 +1,199 @@
+package portal
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/rule"
+)
+
+// maxRefundsShown is how many refunds of a sale its page lists.
+const maxRefundsShown = 100
+
+type cardPaymentData struct {
+	Payment payment.CardPayment
+	// Refunds are a sale's, newest first.
+	Refunds []payment.CardPayment
+	// Left is what is left of a sale to refund (its amount less its
+	// approved refunds; refunds under way are the store's to count).
+	Left apd.Decimal
+	// Refundable: the refund form is shown (an approved sale with
+	// something left, to a member holding payments.refund).
+	Refundable bool
+	// Zone is the organization's time zone, in which times are shown.
+	Zone *time.Location
+}
+
+// refunders are the members who see a sale and refund it: its page needs
+// payments.view, the refund payments.refund, as in the API.
+func refunders(m people.Membership) *rule.Error {
+	if r := requires(auth.PaymentsView)(m); r != nil {
+		return r
+	}
+	return requires(auth.PaymentsRefund)(m)
+}
+
+// refundKey is a new refund form's idempotency key: the form carries it,
+// so that a second submission of the same form (a double click, a
+// reload) replays the first refund instead of making another.
+func refundKey() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return "portal-" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// cardPaymentPage is the page of a card payment; form is the refund form
+// as sent (nil: a new one, with a new key).
+func (h *handler) cardPaymentPage(c echo.Context, p payment.CardPayment, form url.Values) (*formPage, error) {
+	m := visitOf(c).Membership
+	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	d := cardPaymentData{Payment: p, Zone: zone}
+	if p.Kind == payment.Sale {
+		refunds, _, err := h.Payments.CardPayments(c.Request().Context(), m.OrganizationID, payment.Filter{RefundOf: &p.ID}, maxRefundsShown, "")
+		if err != nil {
+			return nil, err
+		}
+		d.Refunds = refunds
+		if _, err := apd.BaseContext.WithPrecision(34).Sub(&d.Left, &p.Amount, &p.AmountRefunded); err != nil {
+			return nil, err
+		}
+		d.Refundable = p.Status == payment.Approved && d.Left.Sign() > 0 && refunders(*m) == nil
+	}
+	if form == nil {
+		form = url.Values{"key": {refundKey()}}
+	}
+	title := "Sale"
+	if p.Kind == payment.Refund {
+		title = "Refund"
+	}
+	return &formPage{name: "card-payment", page: page{Title: title + " of " + invoice.Money(p.Amount) + " on " + p.InvoiceNumber,
+		Form: form, Data: d}, fields: []string{"amount", "reason"}}, nil
+}
+
+// cardPaymentOf reads the path's card payment, of the member's
+// organization.
+func (h *handler) cardPaymentOf(c echo.Context) (payment.CardPayment, error) {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return payment.CardPayment{}, errNotFound
+	}
+	return h.Payments.CardPayment(c.Request().Context(), visitOf(c).Membership.OrganizationID, id)
+}
+
+// cardPayment is GET /portal/card-payments/{id}: a sale or a refund, a
+// sale's refunds, and the form that refunds it.
+func (h *handler) cardPayment(c echo.Context) error {
+	p, err := h.cardPaymentOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	form, err := h.cardPaymentPage(c, p, nil)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	if c.QueryParam("done") == "refunded" {
+		switch p.Status {
+		case payment.Approved:
+			form.page.Notice = "The refund of " + invoice.Money(p.Amount) + " is approved: the money goes back to the card."
+		default:
+			form.page.Alert = "The refund was declined: " + strings.TrimSuffix(deref(p.DeclineReason), ".") + ". Nothing was refunded."
+		}
+	}
+	return h.render(c, http.StatusOK, form.name, form.page)
+}
+
+// refund is POST /portal/card-payments/{id}/refund: amount (empty: all
+// that is left), reason, and key, the form's own idempotency key. It
+// refunds through payment.Store.Refund as the API does, and answers 303
+// to the refund's page; the same form sent again answers the same.
+func (h *handler) refund(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	sale, err := h.cardPaymentOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	f := c.Request().PostForm
+	form, err := h.cardPaymentPage(c, sale, f)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	key := f.Get("key")
+	if key == "" || len(key) > 255 {
+		return h.refused(c, rule.New(rule.Invalid, "", "This form is incomplete", "This form lacks what keeps it from refunding twice: open the page again and send it from there."), form)
+	}
+	r := payment.RefundRequest{Actor: invoice.Actor{OrganizationID: m.OrganizationID, Name: m.PersonName}, SaleID: sale.ID, Key: &key}
+	if s := strings.TrimSpace(f.Get("amount")); s != "" {
+		amount, ok := formAmount(s)
+		if !ok {
+			return h.refused(c, rule.InvalidField("amount", "Enter an amount in dollars and cents, such as 12.30."), form)
+		}
+		r.Amount = &amount
+	}
+	if s := strings.TrimSpace(f.Get("reason")); s != "" {
+		r.Reason = &s
+	}
+	refund, replayed, err := h.Payments.Refund(ctx, r)
+	switch {
+	case errors.Is(err, processor.ErrUnavailable):
+		h.Log.WarnContext(ctx, "refund not made: card processor failed", "card_payment_id", sale.ID.String(), "error", err.Error())
+		form.page.Alert = "The card processor failed, so no refund is recorded. Send the form again: a refund is never made twice."
+		return h.render(c, http.StatusBadGateway, form.name, form.page)
+	case rule.Is(err, rule.KeyReused):
+		// The form made a refund already, with other values: a new form
+		// (a new key) for another refund.
+		form, ferr := h.cardPaymentPage(c, sale, url.Values{"key": {refundKey()}, "amount": f["amount"], "reason": f["reason"]})
+		if ferr != nil {
+			return h.failure(c, ferr)
+		}
+		return h.refused(c, rule.New(rule.Conflict, "", "This form was used already",
+			"This form made a refund already. Check the refunds below; to refund more, send the form again."), form)
+	case err != nil:
+		return h.answer(c, err, form)
+	}
+	if !replayed {
+		detail := refund.ID.String() + " of sale " + sale.ID.String() + " (" + sale.InvoiceNumber + "): " + invoice.Money(refund.Amount) + ", " + refund.Status
+		if err := h.People.Record(ctx, actor(c), people.ActionRefunded, detail); err != nil {
+			return h.failure(c, err)
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, "/portal/card-payments/"+refund.ID.String()+"?done=refunded")
+}
+
+// formAmount reads an amount as a person types it: digits with an
+// optional leading $, thousands separators and a decimal point; the
+// store's rules (more than 0, cents at most) come after.
+func formAmount(s string) (apd.Decimal, bool) {
+	s = strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(s), "$"), ",", "")
+	if s == "" || len(s) > 20 || strings.ContainsFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' }) {
+		return apd.Decimal{}, false
+	}
+	var d apd.Decimal
+	if _, _, err := d.SetString(s); err != nil {
+		return apd.Decimal{}, false
+	}
+	return d, true
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
