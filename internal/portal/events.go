@@ -2,14 +2,22 @@ package portal
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
@@ -114,4 +122,136 @@ func (h *handler) redeliver(c echo.Context) error {
 		return h.answer(c, err, nil)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/events/"+id.String()+"?done=redelivered")
+}
+
+const eventsPath = "/portal/events"
+
+type eventsData struct {
+	listData[eventRow]
+	// Types are those the filter offers: the organization's kind's whose
+	// data the member may read. The filter takes any, as the API's does:
+	// one it may not read is refused with 403 naming the permission.
+	Types []string
+}
+
+// eventRow is an event as the list shows it: when in the organization's
+// time zone, and a line saying what it is about.
+type eventRow struct {
+	event.Event
+	Zone  *time.Location
+	About string
+}
+
+// events is GET /portal/events: the organization's events a member may
+// read (those whose data its permissions cover, as GET /events), newest
+// first, a page at a time, filtered by type and day; ?format=csv exports
+// them.
+func (h *handler) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	q, err := h.listQuery(c)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	f := event.Filter{Type: q.Choice("type", event.Types)}
+	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
+	data := eventsData{Types: readableTypes(m)}
+	data.Zone = q.Zone.String()
+	if !q.Failed() {
+		if q.CSV {
+			if f.Type != nil {
+				// A type it may not read is refused before the first byte.
+				if _, _, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, f, 1, ""); err != nil {
+					return h.answer(c, err, &formPage{name: "events", page: q.Page("Events", data)})
+				}
+			}
+			return streamCSV(h, c, csvExport[event.Event]{Name: "events", Zone: q.Zone, Columns: eventColumns(q.Zone),
+				Page: func(ctx context.Context, limit int, cursor string) ([]event.Event, string, error) {
+					return h.Events.List(ctx, m.OrganizationID, m.Permissions, f, limit, cursor)
+				}})
+		}
+		list, next, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, f, q.Limit, q.Cursor)
+		switch {
+		case errors.Is(err, event.ErrInvalidCursor):
+			q.StaleCursor()
+		case rule.Is(err, rule.Forbidden):
+			return h.refused(c, rule.As(err), &formPage{name: "events", page: q.Page("Events", data)})
+		case err != nil:
+			return h.failure(c, err)
+		default:
+			rows := make([]eventRow, len(list))
+			for i, e := range list {
+				rows[i] = eventRow{Event: e, Zone: q.Zone, About: about(e)}
+			}
+			data.listData = listOf(q, eventsPath, rows, next)
+		}
+	}
+	status := http.StatusOK
+	if q.Failed() {
+		status = http.StatusBadRequest
+	}
+	return h.render(c, status, "events", q.Page("Events", data))
+}
+
+// readableTypes are the event types of the member's organization's kind
+// whose data it may read.
+func readableTypes(m *people.Membership) []string {
+	var out []string
+	readable := event.Readable(m.Permissions)
+	for _, t := range event.ReceivedBy(m.Kind) {
+		if slices.Contains(readable, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// eventColumns are the columns of the events' CSV, as GET /events names
+// them; data is the JSON as delivered.
+func eventColumns(zone *time.Location) []csvColumn[event.Event] {
+	return []csvColumn[event.Event]{
+		{"id", func(e event.Event) string { return e.ID.String() }},
+		{"type", func(e event.Event) string { return e.Type }},
+		{"createdAt", func(e event.Event) string { return csvTime(&e.CreatedAt, zone) }},
+		{"data", func(e event.Event) string { return string(e.Data) }},
+	}
+}
+
+// about is what an event concerns, in a few words: the invoice's number,
+// a card payment's or a deposit's amount.
+func about(e event.Event) string {
+	var d struct {
+		InvoiceNumber string          `json:"invoiceNumber"`
+		Amount        json.RawMessage `json:"amount"`
+		NetAmount     json.RawMessage `json:"netAmount"`
+		MID           string          `json:"mid"`
+		Business      struct {
+			LegalName string `json:"legalName"`
+		} `json:"business"`
+		Invoice struct {
+			InvoiceNumber string `json:"invoiceNumber"`
+		} `json:"invoice"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return ""
+	}
+	amount := func(raw json.RawMessage) string {
+		var s string
+		var v apd.Decimal
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		if _, _, err := v.SetString(s); err != nil {
+			return ""
+		}
+		return invoice.Money(v)
+	}
+	var parts []string
+	for _, p := range []string{d.InvoiceNumber, d.Invoice.InvoiceNumber, amount(d.Amount), amount(d.NetAmount), d.MID, d.Business.LegalName, d.Message} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " · ")
 }

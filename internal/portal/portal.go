@@ -181,6 +181,7 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST("/portal/webhooks/:id/ping", h.member(h.pingWebhook, requires(auth.WebhooksManage)))
 	e.GET("/portal/webhooks/:id/delete", h.member(h.deleteWebhookPage, requires(auth.WebhooksManage)))
 	e.POST("/portal/webhooks/:id/delete", h.member(h.deleteWebhook, requires(auth.WebhooksManage)))
+	e.GET("/portal/events", h.member(h.events, requires(auth.EventsView)))
 	e.GET("/portal/events/:id", h.member(h.eventPage, requires(auth.EventsView)))
 	e.GET("/portal/events/:id/json", h.member(h.eventJSON, requires(auth.EventsView)))
 	e.POST("/portal/events/:id/redeliver", h.member(h.redeliver, requires(auth.WebhooksManage)))
@@ -199,9 +200,10 @@ var areas = []area{
 	{invoicesPath, "Invoices", requires(auth.PaymentsView)},
 	{remindersPath, "Reminders", requires(auth.PaymentsView)},
 	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
+	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
+	{"/portal/events", "Events", requires(auth.EventsView)},
 	{"/portal/keys", "API keys", managers},
 	{"/portal/members", "Members", managers},
-	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
 	{"/portal/audit", "Audit log", managers},
 	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView)},
 	{"/portal/applications", "Applications", requires(auth.ApplicationsView)},

@@ -54,19 +54,11 @@ type rotationChoice struct {
 var rotationChoices = []rotationChoice{{0, "At once (the old secret leaked)"}, {3600, "In an hour"}, {86400, "In 24 hours, time to deploy the new one"}}
 
 // subscribable are the event types the member may subscribe an endpoint
-// to (those of its organization's kind whose data it may read, as
-// webhook.Store checks), and whether that is every one ("*").
+// to (its organization's kind's whose data it may read, as webhook.Store
+// checks), and whether that is every one ("*").
 func subscribable(m *people.Membership) (types []string, all bool) {
-	readable := event.Readable(m.Permissions)
-	all = true
-	for _, t := range event.ReceivedBy(m.Kind) {
-		if slices.Contains(readable, t) {
-			types = append(types, t)
-		} else {
-			all = false
-		}
-	}
-	return types, all
+	types = readableTypes(m)
+	return types, len(types) == len(event.ReceivedBy(m.Kind))
 }
 
 func (h *handler) webhooksPage(c echo.Context, form url.Values) (*formPage, error) {
