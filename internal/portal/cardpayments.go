@@ -1,18 +1,22 @@
 package portal
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
@@ -196,4 +200,110 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+const cardPaymentsPath = "/portal/card-payments"
+
+var (
+	cardPaymentKinds    = []string{payment.Sale, payment.Refund}
+	cardPaymentStatuses = []string{payment.Approved, payment.Declined}
+)
+
+type cardPaymentsData struct {
+	listData[cardPaymentRow]
+	Kinds, Statuses []string
+	MIDs            []directory.MerchantAccount
+	// InvoiceID and DepositID narrow the list when it is opened from an
+	// invoice's or a deposit's page (hidden fields of its form).
+	InvoiceID, DepositID string
+}
+
+// cardPaymentRow is a card payment as the list shows it, its time in the
+// organization's time zone.
+type cardPaymentRow struct {
+	payment.CardPayment
+	Zone *time.Location
+}
+
+// cardPayments is GET /portal/card-payments: the organization's card
+// payments, newest first, a page at a time, with the API's filters (kind,
+// status, MID, invoice, deposit, the days they were made); ?format=csv
+// exports them all.
+func (h *handler) cardPayments(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	q, err := h.listQuery(c)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	f := payment.Filter{Kind: q.Choice("kind", cardPaymentKinds), Status: q.Choice("status", cardPaymentStatuses),
+		MerchantAccountID: q.ID("merchantAccountId"), InvoiceID: q.ID("invoiceId"), DepositID: q.ID("depositId")}
+	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
+	mids, err := h.Directory.MerchantAccounts(ctx, m.OrganizationID, nil)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	data := cardPaymentsData{Kinds: cardPaymentKinds, Statuses: cardPaymentStatuses, MIDs: mids,
+		InvoiceID: q.Values.Get("invoiceId"), DepositID: q.Values.Get("depositId")}
+	data.Zone = q.Zone.String()
+	if !q.Failed() {
+		if q.CSV {
+			return streamCSV(h, c, csvExport[payment.CardPayment]{Name: "card-payments", Zone: q.Zone, Columns: cardPaymentColumns(q.Zone),
+				Page: func(ctx context.Context, limit int, cursor string) ([]payment.CardPayment, string, error) {
+					return h.Payments.CardPayments(ctx, m.OrganizationID, f, limit, cursor)
+				}})
+		}
+		list, next, err := h.Payments.CardPayments(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
+		switch {
+		case errors.Is(err, payment.ErrInvalidCursor):
+			q.StaleCursor()
+		case err != nil:
+			return h.failure(c, err)
+		default:
+			rows := make([]cardPaymentRow, len(list))
+			for i, p := range list {
+				rows[i] = cardPaymentRow{CardPayment: p, Zone: q.Zone}
+			}
+			data.listData = listOf(q, cardPaymentsPath, rows, next)
+		}
+	}
+	status := http.StatusOK
+	if q.Failed() {
+		status = http.StatusBadRequest
+	}
+	return h.render(c, status, "card-payments", q.Page("Card payments", data))
+}
+
+// cardPaymentColumns are the columns of the card payments' CSV: the API's
+// names for its fields, times in zone.
+func cardPaymentColumns(zone *time.Location) []csvColumn[payment.CardPayment] {
+	id := func(u *uuid.UUID) string {
+		if u == nil {
+			return ""
+		}
+		return u.String()
+	}
+	return []csvColumn[payment.CardPayment]{
+		{"id", func(p payment.CardPayment) string { return p.ID.String() }},
+		{"kind", func(p payment.CardPayment) string { return p.Kind }},
+		{"status", func(p payment.CardPayment) string { return p.Status }},
+		{"amount", func(p payment.CardPayment) string { return p.Amount.Text('f') }},
+		{"invoiceId", func(p payment.CardPayment) string { return p.InvoiceID.String() }},
+		{"invoiceNumber", func(p payment.CardPayment) string { return p.InvoiceNumber }},
+		{"merchantAccountId", func(p payment.CardPayment) string { return p.MerchantAccountID.String() }},
+		{"mid", func(p payment.CardPayment) string { return p.MID }},
+		{"cardBrand", func(p payment.CardPayment) string { return deref(p.CardBrand) }},
+		{"lastFour", func(p payment.CardPayment) string { return deref(p.LastFour) }},
+		{"payerName", func(p payment.CardPayment) string { return deref(p.PayerName) }},
+		{"retRef", func(p payment.CardPayment) string { return deref(p.RetRef) }},
+		{"declineReason", func(p payment.CardPayment) string { return deref(p.DeclineReason) }},
+		{"level3Sent", func(p payment.CardPayment) string { return strconv.FormatBool(p.Level3Sent) }},
+		{"savedCard", func(p payment.CardPayment) string { return strconv.FormatBool(p.SavedCard) }},
+		{"refundOf", func(p payment.CardPayment) string { return id(p.RefundOf) }},
+		{"amountRefunded", func(p payment.CardPayment) string { return p.AmountRefunded.Text('f') }},
+		{"reason", func(p payment.CardPayment) string { return deref(p.Reason) }},
+		{"depositId", func(p payment.CardPayment) string { return id(p.DepositID) }},
+		{"createdAt", func(p payment.CardPayment) string { return csvTime(&p.CreatedAt, zone) }},
+		{"createdByName", func(p payment.CardPayment) string { return deref(p.CreatedByName) }},
+	}
 }

@@ -38,23 +38,29 @@ type depositChart struct {
 	// negative or 0), labelled at TopY and BottomY.
 	Zero, TopY, BottomY string
 	Top, Bottom         string
-	Left, Right         string // the x of the plot's edges
-	LabelX              string // where the amount labels end
-	DayY                string // the baseline of the day labels
-	First, Last         chartDay
-	Total               apd.Decimal
-	Deposits            int
+	// ZeroLabelled: the zero line is labelled, being neither edge.
+	ZeroLabelled bool
+	ZeroY        string
+	Left, Right  string // the x of the plot's edges
+	LabelX       string // where the amount labels end
+	DayY         string // the baseline of the day labels
+	First, Last  chartDay
+	Total        apd.Decimal
+	Deposits     int
 }
 
 type chartBar struct {
 	X, Y, W, H string
 	Negative   bool
 	Day        payment.DayNet
+	// Label is the bar's tooltip: its day and net amount.
+	Label string
 }
 
 type chartDay struct {
-	X   string
-	Day time.Time
+	X     string
+	Day   time.Time
+	Label string
 }
 
 // chartMath is the precision of the chart's arithmetic: more digits than
@@ -109,13 +115,18 @@ func newDepositChart(days []payment.DayNet) depositChart {
 		zero.Set(units(plotTop + plotHeight))
 	}
 	c.Zero = coordinate(&zero)
+	c.ZeroLabelled = high.Sign() > 0 && low.Sign() < 0
+	var zeroY apd.Decimal
+	_, _ = chartMath.Add(&zeroY, &zero, units(4))
+	c.ZeroY = coordinate(&zeroY)
 	c.Top, c.Bottom = invoice.Money(high), invoice.Money(low)
 	c.TopY, c.BottomY = coordinate(units(plotTop+4)), coordinate(units(plotTop+plotHeight+4))
 	for i, d := range days {
 		x := units(plotLeft + int64(i)*slotWidth + (slotWidth-barWidth)/2)
 		var height apd.Decimal
 		height.Abs(scaled(&d.Net))
-		b := chartBar{X: coordinate(x), W: coordinate(units(barWidth)), H: coordinate(&height), Day: d, Negative: d.Net.Negative}
+		b := chartBar{X: coordinate(x), W: coordinate(units(barWidth)), H: coordinate(&height), Day: d, Negative: d.Net.Negative,
+			Label: d.Day.Format("2 Jan 2006") + ": " + invoice.Money(d.Net)}
 		var y apd.Decimal // apd values are copied with Set, never =
 		y.Set(&zero)
 		if !d.Net.Negative {
@@ -125,8 +136,9 @@ func newDepositChart(days []payment.DayNet) depositChart {
 		c.Bars = append(c.Bars, b)
 	}
 	if len(days) > 0 {
-		c.First = chartDay{X: coordinate(units(plotLeft)), Day: days[0].Day}
-		c.Last = chartDay{X: coordinate(units(plotLeft + int64(len(days))*slotWidth)), Day: days[len(days)-1].Day}
+		c.First = chartDay{X: coordinate(units(plotLeft)), Day: days[0].Day, Label: days[0].Day.Format("2 Jan")}
+		last := days[len(days)-1].Day
+		c.Last = chartDay{X: coordinate(units(plotLeft + int64(len(days))*slotWidth)), Day: last, Label: last.Format("2 Jan")}
 	}
 	return c
 }

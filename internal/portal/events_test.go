@@ -77,8 +77,8 @@ func TestEventsFilteredByPermission(t *testing.T) {
 	}
 	wide.Get("/portal/events/"+created[0].ID).Want(t, http.StatusOK).Has(t, inv.Id.String())
 	narrow.Get("/portal/events/"+created[0].ID).Want(t, http.StatusNotFound)
-	narrow.Get("/portal/events/" + created[0].ID + "/json").Want(t, http.StatusNotFound)
-	if got := wide.Get("/portal/events/" + created[0].ID + "/json").Want(t, http.StatusOK); !strings.Contains(got.Body, `"invoiceNumber":"EV-1"`) {
+	narrow.Get("/portal/events/"+created[0].ID+"/json").Want(t, http.StatusNotFound)
+	if got := wide.Get("/portal/events/"+created[0].ID+"/json").Want(t, http.StatusOK); !strings.Contains(got.Body, `"invoiceNumber":"EV-1"`) {
 		t.Errorf("the JSON download: %s", got.Body)
 	}
 }

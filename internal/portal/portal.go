@@ -171,8 +171,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST(remindersPath, h.member(h.setReminders, create))
 	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
 	// Card payments, deposits, webhooks and events (issue 29).
+	e.GET("/portal/card-payments", h.member(h.cardPayments, requires(auth.PaymentsView)))
 	e.GET("/portal/card-payments/:id", h.member(h.cardPayment, requires(auth.PaymentsView)))
 	e.POST("/portal/card-payments/:id/refund", h.member(h.refund, refunders))
+	e.GET("/portal/deposits", h.member(h.deposits, requires(auth.PaymentsView)))
+	e.GET("/portal/deposits/:id", h.member(h.deposit, requires(auth.PaymentsView)))
 	e.GET("/portal/webhooks", h.member(h.webhooks, requires(auth.WebhooksManage)))
 	e.POST("/portal/webhooks", h.member(h.createWebhook, requires(auth.WebhooksManage)))
 	e.GET("/portal/webhooks/:id", h.member(h.webhookEndpoint, requires(auth.WebhooksManage)))
@@ -198,6 +201,8 @@ type area struct {
 var areas = []area{
 	{homePath, "Home", anyone},
 	{invoicesPath, "Invoices", requires(auth.PaymentsView)},
+	{"/portal/card-payments", "Card payments", requires(auth.PaymentsView)},
+	{"/portal/deposits", "Deposits", requires(auth.PaymentsView)},
 	{remindersPath, "Reminders", requires(auth.PaymentsView)},
 	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
 	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},

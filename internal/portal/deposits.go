@@ -1,0 +1,148 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/payment"
+)
+
+const depositsPath = "/portal/deposits"
+
+var depositStatuses = []string{payment.DepositPending, payment.DepositPaid}
+
+type depositsData struct {
+	listData[depositRow]
+	Statuses []string
+	MIDs     []directory.MerchantAccount
+	// Chart is the last chartDays days' net deposits, drawn and listed.
+	Chart depositChart
+}
+
+// depositRow is a deposit as the list shows it, its times in the
+// organization's time zone.
+type depositRow struct {
+	payment.Deposit
+	Zone *time.Location
+}
+
+// deposits is GET /portal/deposits: the last 30 days' net deposits as a
+// chart with its table, then the organization's deposits, newest first, a
+// page at a time, with the API's filters (MID, status, the days they were
+// made); ?format=csv exports them all.
+func (h *handler) deposits(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	q, err := h.listQuery(c)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	f := payment.DepositFilter{MerchantAccountID: q.ID("merchantAccountId"), Status: q.Choice("status", depositStatuses)}
+	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
+	if !q.Failed() && q.CSV {
+		return streamCSV(h, c, csvExport[payment.Deposit]{Name: "deposits", Zone: q.Zone, Columns: depositColumns(q.Zone),
+			Page: func(ctx context.Context, limit int, cursor string) ([]payment.Deposit, string, error) {
+				return h.Payments.Deposits(ctx, m.OrganizationID, f, limit, cursor)
+			}})
+	}
+	mids, err := h.Directory.MerchantAccounts(ctx, m.OrganizationID, nil)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	// The chart's days end today in the organization's time zone, as its
+	// deposits' batch dates are days of its locations.
+	now := h.Now().In(q.Zone)
+	last := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	days, err := h.Payments.DailyNet(ctx, m.OrganizationID, last.AddDate(0, 0, 1-chartDays), last)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	data := depositsData{Statuses: depositStatuses, MIDs: mids, Chart: newDepositChart(days)}
+	data.Zone = q.Zone.String()
+	if !q.Failed() {
+		list, next, err := h.Payments.Deposits(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
+		switch {
+		case errors.Is(err, payment.ErrInvalidCursor):
+			q.StaleCursor()
+		case err != nil:
+			return h.failure(c, err)
+		default:
+			rows := make([]depositRow, len(list))
+			for i, d := range list {
+				rows[i] = depositRow{Deposit: d, Zone: q.Zone}
+			}
+			data.listData = listOf(q, depositsPath, rows, next)
+		}
+	}
+	status := http.StatusOK
+	if q.Failed() {
+		status = http.StatusBadRequest
+	}
+	return h.render(c, status, "deposits", q.Page("Deposits", data))
+}
+
+// depositColumns are the columns of the deposits' CSV: the API's names
+// for its fields, times in zone.
+func depositColumns(zone *time.Location) []csvColumn[payment.Deposit] {
+	return []csvColumn[payment.Deposit]{
+		{"id", func(d payment.Deposit) string { return d.ID.String() }},
+		{"merchantAccountId", func(d payment.Deposit) string { return d.MerchantAccountID.String() }},
+		{"mid", func(d payment.Deposit) string { return d.MID }},
+		{"batchDate", func(d payment.Deposit) string { return csvDate(&d.BatchDate) }},
+		{"expectedAt", func(d payment.Deposit) string { return csvDate(&d.ExpectedAt) }},
+		{"status", func(d payment.Deposit) string { return d.Status }},
+		{"paidAt", func(d payment.Deposit) string { return csvTime(d.PaidAt, zone) }},
+		{"salesCount", func(d payment.Deposit) string { return strconv.Itoa(d.SalesCount) }},
+		{"salesAmount", func(d payment.Deposit) string { return d.SalesAmount.Text('f') }},
+		{"refundsCount", func(d payment.Deposit) string { return strconv.Itoa(d.RefundsCount) }},
+		{"refundsAmount", func(d payment.Deposit) string { return d.RefundsAmount.Text('f') }},
+		{"feesAmount", func(d payment.Deposit) string { return d.FeesAmount.Text('f') }},
+		{"netAmount", func(d payment.Deposit) string { return d.NetAmount.Text('f') }},
+		{"createdAt", func(d payment.Deposit) string { return csvTime(&d.CreatedAt, zone) }},
+	}
+}
+
+// heldShown is how many of a deposit's card payments its page lists; the
+// card payments list, filtered by the deposit, has them all.
+const heldShown = 50
+
+type depositData struct {
+	Deposit payment.Deposit
+	Held    []cardPaymentRow
+	More    bool
+	Zone    *time.Location
+}
+
+// deposit is GET /portal/deposits/{id}: a deposit's sums and the card
+// payments it holds.
+func (h *handler) deposit(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := visitOf(c).Membership
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.notFound(c)
+	}
+	d, err := h.Payments.Deposit(ctx, m.OrganizationID, id)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	zone, err := h.zoneOf(ctx, m.OrganizationID)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	held, next, err := h.Payments.CardPayments(ctx, m.OrganizationID, payment.Filter{DepositID: &d.ID}, heldShown, "")
+	if err != nil {
+		return h.failure(c, err)
+	}
+	data := depositData{Deposit: d, More: next != "", Zone: zone}
+	for _, p := range held {
+		data.Held = append(data.Held, cardPaymentRow{CardPayment: p, Zone: zone})
+	}
+	return h.render(c, http.StatusOK, "deposit", page{Title: "Deposit of " + d.BatchDate.Format("2 Jan 2006") + ", " + d.MID, Data: data})
+}
