@@ -15,7 +15,6 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
-	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/processor"
 )
@@ -214,7 +213,7 @@ func (f *failingRefunds) Refund(ctx context.Context, r processor.Refund) (proces
 // refunds.
 func TestRefundFormWhenTheProcessorFails(t *testing.T) {
 	fail := &failingRefunds{failing: true}
-	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{WrapProcessor: func(p processor.Processor) processor.Processor {
+	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: func(p processor.Processor) processor.Processor {
 		fail.Processor = p
 		return fail
 	}})

@@ -184,8 +184,7 @@ func attemptRows(body string) []string {
 // beside its field, the values kept; an eleventh ping within a minute is a
 // 429 saying when to come back; a forged form is a 403. Nothing is made.
 func TestWebhookRefusals(t *testing.T) {
-	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
-	seed := env.Seed()
+	env, seed := newEnv(t)
 	org := seed.Merchant.OrganizationID
 	count := func() int {
 		list, err := env.App.Webhooks.Endpoints(t.Context(), org)
