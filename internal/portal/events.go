@@ -34,6 +34,7 @@ type eventData struct {
 	Deliveries []eventDelivery
 	// Manage: the member manages webhooks (redelivers, opens endpoints).
 	Manage bool
+	Zone   *time.Location
 }
 
 // eventDelivery is where the event stands at one endpoint, with every
@@ -64,7 +65,11 @@ func (h *handler) eventPage(c echo.Context) error {
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	d := eventData{Event: ev, Manage: m.Can(auth.WebhooksManage)}
+	zone, err := h.zoneOf(ctx, m.OrganizationID)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	d := eventData{Event: ev, Manage: m.Can(auth.WebhooksManage), Zone: zone}
 	var indented bytes.Buffer
 	if err := json.Indent(&indented, ev.JSON(), "", "  "); err != nil {
 		return h.failure(c, err)

@@ -25,6 +25,7 @@ const attemptsPageSize = 25
 
 type webhooksData struct {
 	Endpoints []webhook.Endpoint
+	Zone      *time.Location
 	// Types are the event types the member may subscribe an endpoint to;
 	// All: "*" too (it may read every type its organization receives).
 	Types []string
@@ -43,6 +44,8 @@ type endpointData struct {
 	// Events: the member may open events (events.view).
 	Events    bool
 	Rotations []rotationChoice
+	// Zone is the organization's time zone, in which times are shown.
+	Zone *time.Location
 }
 
 type rotationChoice struct {
@@ -67,9 +70,13 @@ func (h *handler) webhooksPage(c echo.Context, form url.Values) (*formPage, erro
 	if err != nil {
 		return nil, err
 	}
+	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
 	types, all := subscribable(m)
 	return &formPage{name: "webhooks", page: page{Title: "Webhooks", Form: form,
-		Data: webhooksData{Endpoints: list, Types: types, All: all, Max: webhook.MaxEndpoints}},
+		Data: webhooksData{Endpoints: list, Zone: zone, Types: types, All: all, Max: webhook.MaxEndpoints}},
 		fields: []string{"url", "description", "eventTypes"}}, nil
 }
 
@@ -140,7 +147,11 @@ func (h *handler) endpointPage(c echo.Context, e webhook.Endpoint) (*formPage, e
 	if err != nil {
 		return nil, err
 	}
-	d := endpointData{Endpoint: e, Attempts: attempts, Events: m.Can(auth.EventsView), Rotations: rotationChoices}
+	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	d := endpointData{Endpoint: e, Attempts: attempts, Events: m.Can(auth.EventsView), Rotations: rotationChoices, Zone: zone}
 	if next != "" {
 		d.Older = "/portal/webhooks/" + e.ID.String() + "?after=" + url.QueryEscape(next)
 	}
