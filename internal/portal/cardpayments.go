@@ -16,7 +16,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/auth"
-	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
@@ -212,7 +211,7 @@ var (
 type cardPaymentsData struct {
 	listData[cardPaymentRow]
 	Kinds, Statuses []string
-	MIDs            []directory.MerchantAccount
+	MIDs            []account
 	// InvoiceID and DepositID narrow the list when it is opened from an
 	// invoice's or a deposit's page (hidden fields of its form).
 	InvoiceID, DepositID string
@@ -239,7 +238,7 @@ func (h *handler) cardPayments(c echo.Context) error {
 	f := payment.Filter{Kind: q.Choice("kind", cardPaymentKinds), Status: q.Choice("status", cardPaymentStatuses),
 		MerchantAccountID: q.ID("merchantAccountId"), InvoiceID: q.ID("invoiceId"), DepositID: q.ID("depositId")}
 	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
-	mids, err := h.Directory.MerchantAccounts(ctx, m.OrganizationID, nil)
+	mids, err := h.accounts(ctx, m.OrganizationID)
 	if err != nil {
 		return h.failure(c, err)
 	}

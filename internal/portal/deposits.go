@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/payment"
 )
 
@@ -20,7 +19,7 @@ var depositStatuses = []string{payment.DepositPending, payment.DepositPaid}
 type depositsData struct {
 	listData[depositRow]
 	Statuses []string
-	MIDs     []directory.MerchantAccount
+	MIDs     []account
 	// Chart is the last chartDays days' net deposits, drawn and listed.
 	Chart depositChart
 }
@@ -51,7 +50,7 @@ func (h *handler) deposits(c echo.Context) error {
 				return h.Payments.Deposits(ctx, m.OrganizationID, f, limit, cursor)
 			}})
 	}
-	mids, err := h.Directory.MerchantAccounts(ctx, m.OrganizationID, nil)
+	mids, err := h.accounts(ctx, m.OrganizationID)
 	if err != nil {
 		return h.failure(c, err)
 	}

@@ -118,6 +118,7 @@ func (h *handler) createWebhook(c echo.Context) error {
 		e.ID.String()+" "+e.URL+" ("+strings.Join(e.EventTypes, ", ")+")"); err != nil {
 		return h.failure(c, err)
 	}
+	h.allowScript(c, copyScript)
 	return h.render(c, http.StatusCreated, "webhook-secret", page{Title: "Webhook endpoint added",
 		Data: endpointData{Endpoint: e, Secret: secret}})
 }
@@ -229,6 +230,7 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 		fmt.Sprintf("%s %s: the old secret stops in %d s", e.ID, e.URL, seconds)); err != nil {
 		return h.failure(c, err)
 	}
+	h.allowScript(c, copyScript)
 	return h.render(c, http.StatusOK, "webhook-secret", page{Title: "Webhook secret rotated",
 		Data: endpointData{Endpoint: rotated, Secret: secret, Rotated: true}})
 }

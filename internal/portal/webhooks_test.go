@@ -22,7 +22,7 @@ import (
 )
 
 var (
-	webhookSecretIn = regexp.MustCompile(`id="webhook-secret">(whsec_[A-Za-z0-9+/=&#;]{44,100})<`)
+	webhookSecretIn = regexp.MustCompile(`id="webhook-secret" data-copy="Copy the secret">(whsec_[A-Za-z0-9+/=&#;]{44,100})<`)
 	endpointLink    = regexp.MustCompile(`href="/portal/webhooks/([0-9a-f-]{36})"`)
 )
 
