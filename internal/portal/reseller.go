@@ -1,14 +1,15 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/reseller"
 )
 
@@ -60,11 +61,16 @@ type portfolioData struct {
 }
 
 // portfolio is GET /portal/portfolio: the merchants of the reseller's
-// portfolio by name, each with its status and products.
+// portfolio by name, each with its status and products; ?format=csv
+// exports them (one page: a portfolio is not paged).
 func (h *handler) portfolio(c echo.Context) error {
 	merchants, err := h.Resellers.Merchants(c.Request().Context(), visitOf(c).Membership.OrganizationID)
 	if err != nil {
 		return h.failure(c, err)
+	}
+	if c.QueryParam("format") == "csv" {
+		return streamCSV(h, c, csvExport[reseller.Merchant]{Name: "portfolio", Columns: merchantColumns,
+			Page: func(context.Context, int, string) ([]reseller.Merchant, string, error) { return merchants, "", nil }})
 	}
 	d := portfolioData{Merchants: make([]portfolioMerchant, len(merchants))}
 	for i, m := range merchants {
@@ -79,12 +85,6 @@ func (h *handler) portfolio(c echo.Context) error {
 	return h.render(c, http.StatusOK, "portfolio", page{Title: "Portfolio", Data: d})
 }
 
-// Page sizes of the applications list, as the API pages it.
-const (
-	applicationsPageSize    = 25
-	applicationsMaxPageSize = reseller.MaxLimit
-)
-
 type stageChoice struct{ Value, Words string }
 
 type applicationItem struct {
@@ -93,87 +93,72 @@ type applicationItem struct {
 }
 
 type applicationsData struct {
+	listData[applicationItem]
 	Stages []stageChoice
-	Stage  string // the filter chosen, "" for all
-	Items  []applicationItem
-	Next   string // the next page's address, "" on the last
-	Failed bool   // the query was refused: no list
 	SignUp signUpLink
 }
 
 // applications is GET /portal/applications: the reseller's applications,
 // newest first, of one stage (?stage=) or all, a page at a time as the
-// API pages them (?limit= 1–100, default 25; ?cursor= from the "Next
-// page" link). A query it cannot take answers 400 with the form again
-// and the message beside its field.
+// API pages them, or all of them as CSV (?format=csv), by the list page
+// pattern.
 func (h *handler) applications(c echo.Context) error {
+	org := visitOf(c).Membership.OrganizationID
+	q, err := h.listQuery(c)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	stage := q.Choice("stage", reseller.Stages)
+	if !q.Failed() && q.CSV {
+		return streamCSV(h, c, csvExport[reseller.Application]{Name: "applications", Zone: q.Zone, Columns: applicationColumns,
+			Page: func(ctx context.Context, limit int, cursor string) ([]reseller.Application, string, error) {
+				return h.Resellers.Applications(ctx, org, stage, min(limit, reseller.MaxLimit), cursor)
+			}})
+	}
 	d := applicationsData{Stages: []stageChoice{}}
 	for _, s := range reseller.Stages {
 		d.Stages = append(d.Stages, stageChoice{s, stageWords[s]})
 	}
-	p := page{Title: "Applications"}
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
-	if err != nil {
-		p.Errors.Add("", "The address of this page could not be read, so its filter was not applied. Choose the stage again.")
-	}
-	one := func(name string) string {
-		if len(q[name]) > 1 {
-			p.Errors.Add(name, "Choose one value.")
-		}
-		return strings.TrimSpace(q.Get(name))
-	}
-	var stage *string
-	if d.Stage = one("stage"); d.Stage != "" {
-		if reseller.ValidStage(d.Stage) {
-			stage = &d.Stage
-		} else {
-			p.Errors.Add("stage", "Choose one of the stages offered.")
-		}
-	}
-	limit := applicationsPageSize
-	if s := one("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < reseller.MinLimit || n > applicationsMaxPageSize || s != strconv.Itoa(n) {
-			p.Errors.Add("", "The page size (limit) must be a whole number from 1 to 100.")
-		} else {
-			limit = n
-		}
-	}
-	cursor := one("cursor")
 	if d.SignUp, err = h.signUpLink(c); err != nil {
 		return h.failure(c, err)
 	}
-	if len(p.Errors) == 0 {
-		apps, next, err := h.Resellers.Applications(c.Request().Context(), visitOf(c).Membership.OrganizationID, stage, limit, cursor)
+	if !q.Failed() {
+		apps, next, err := h.Resellers.Applications(c.Request().Context(), org, stage, q.Limit, q.Cursor)
 		switch {
 		case errors.Is(err, reseller.ErrInvalidCursor):
-			p.Errors.Add("", "This page's address is out of date. Start again from the first page.")
+			q.StaleCursor()
 		case err != nil:
 			return h.failure(c, err)
-		}
-		for _, a := range apps {
-			d.Items = append(d.Items, applicationItem{Application: a, StageWords: words(stageWords, a.Stage)})
-		}
-		if next != "" {
-			v := url.Values{"cursor": {next}}
-			if stage != nil {
-				v.Set("stage", *stage)
+		default:
+			items := make([]applicationItem, len(apps))
+			for i, a := range apps {
+				items[i] = applicationItem{Application: a, StageWords: words(stageWords, a.Stage)}
 			}
-			if limit != applicationsPageSize {
-				v.Set("limit", strconv.Itoa(limit))
-			}
-			d.Next = "/portal/applications?" + v.Encode()
+			d.listData = listOf(q, "/portal/applications", items, next)
 		}
 	}
 	status := http.StatusOK
-	if len(p.Errors) > 0 {
-		status, d.Failed, d.Items, d.Next = http.StatusBadRequest, true, nil, ""
-		if len(p.Errors) == 1 && p.Errors[0].Field == "" {
-			p.Errors, p.Alert = nil, p.Errors[0].Message
-		}
+	if q.Failed() {
+		status = http.StatusBadRequest
 	}
-	p.Data = d
-	return h.render(c, status, "applications", p)
+	return h.render(c, status, "applications", q.Page("Applications", d))
+}
+
+// applicationColumns are the columns of the applications' CSV: the API's
+// names for its fields (nested ones with dots), the last fours only.
+var applicationColumns = []csvColumn[reseller.Application]{
+	{"id", func(a reseller.Application) string { return a.ID.String() }},
+	{"stage", func(a reseller.Application) string { return a.Stage }},
+	{"submittedAt", func(a reseller.Application) string { return csvTime(&a.SubmittedAt, time.UTC) }},
+	{"updatedAt", func(a reseller.Application) string { return csvTime(&a.UpdatedAt, time.UTC) }},
+	{"business.legalName", func(a reseller.Application) string { return a.Business.LegalName }},
+	{"business.dbaName", func(a reseller.Application) string { return optional.Value(a.Business.DBAName) }},
+	{"business.entityType", func(a reseller.Application) string { return a.Business.EntityType }},
+	{"business.taxIdLastFour", func(a reseller.Application) string { return a.Business.TaxIDLastFour }},
+	{"business.email", func(a reseller.Application) string { return a.Business.Email }},
+	{"business.phone", func(a reseller.Application) string { return optional.Value(a.Business.Phone) }},
+	{"bank.routingNumber", func(a reseller.Application) string { return a.Bank.RoutingNumber }},
+	{"bank.accountLastFour", func(a reseller.Application) string { return a.Bank.AccountLastFour }},
 }
 
 type applicationData struct {
@@ -222,4 +207,19 @@ func words(list map[string]string, value string) string {
 		return w
 	}
 	return value
+}
+
+// merchantColumns are the columns of the portfolio's CSV: the API's names,
+// products by their keys separated by spaces.
+var merchantColumns = []csvColumn[reseller.Merchant]{
+	{"id", func(m reseller.Merchant) string { return m.ID.String() }},
+	{"name", func(m reseller.Merchant) string { return m.Name }},
+	{"status", func(m reseller.Merchant) string { return m.Status }},
+	{"products", func(m reseller.Merchant) string {
+		keys := make([]string, len(m.Products))
+		for i, p := range m.Products {
+			keys[i] = p.Key
+		}
+		return strings.Join(keys, " ")
+	}},
 }

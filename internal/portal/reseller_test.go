@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"encoding/csv"
 	"html"
 	"net/http"
 	"regexp"
@@ -144,11 +145,66 @@ func TestApplicationsPage(t *testing.T) {
 	}
 
 	// What the list cannot take.
-	c.Get("/portal/applications?stage=approved_maybe").Want(t, http.StatusBadRequest).ErrorBeside(t, "stage", "Choose one of the stages")
+	c.Get("/portal/applications?stage=approved_maybe").Want(t, http.StatusBadRequest).ErrorBeside(t, "stage", "Choose one of the values offered")
 	for _, q := range []string{"limit=0", "limit=101", "limit=%2B5", "cursor=made-up", "stage=%zz", "stage=approved&stage=declined"} {
 		p := c.Get("/portal/applications?"+q).Want(t, http.StatusBadRequest)
 		if !strings.Contains(p.Body, "<title>Error: Applications") || len(ids(p)) != 0 {
 			t.Errorf("%s: the page does not say it failed, or lists anyway:\n%s", q, p.Body)
+		}
+	}
+}
+
+// The applications export as CSV, the stage filter applied, every page in
+// one file, only last fours: the rows GET /applications lists for the same
+// filter, newest first.
+func TestApplicationsExportAsCSV(t *testing.T) {
+	env, seed := newEnv(t)
+	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.ApplicationsView)
+	token := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	for _, stage := range []string{"", "in_review"} {
+		var api []models.Application
+		path := "/applications?limit=100"
+		if stage != "" {
+			path += "&stage=" + stage
+		}
+		env.Do(apitest.Request{Method: "GET", Path: path, Token: token}).JSON(t, &api)
+		p := c.Get("/portal/applications?format=csv&stage="+stage).Want(t, http.StatusOK)
+		rows, err := csv.NewReader(strings.NewReader(p.Body)).ReadAll()
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("stage %q: not CSV: %v\n%s", stage, err, p.Body)
+		}
+		if len(rows)-1 != len(api) || len(api) == 0 {
+			t.Fatalf("stage %q: %d rows, the API lists %d", stage, len(rows)-1, len(api))
+		}
+		for i, a := range api {
+			r := rows[i+1]
+			if r[0] != a.Id.String() || r[1] != string(a.Stage) || r[7] != a.Business.TaxIdLastFour || r[11] != a.Bank.AccountLastFour {
+				t.Errorf("stage %q row %d: %v, the API has %s %s", stage, i, r, a.Id, a.Stage)
+			}
+		}
+	}
+}
+
+// The portfolio exports as CSV: the merchants GET
+// /organizations/{id}/portfolio lists, by name, with their products' keys.
+func TestPortfolioExportsAsCSV(t *testing.T) {
+	env, seed := newEnv(t)
+	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.PortfolioView)
+	token := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
+	var api []models.PortfolioMerchant
+	env.Do(apitest.Request{Method: "GET", Path: "/organizations/" + seed.Reseller.OrganizationID.String() + "/portfolio", Token: token}).JSON(t, &api)
+	p := c.Get("/portal/portfolio?format=csv").Want(t, http.StatusOK)
+	rows, err := csv.NewReader(strings.NewReader(p.Body)).ReadAll()
+	if err != nil || len(rows)-1 != len(api) || len(api) == 0 {
+		t.Fatalf("%d rows (%v), the API lists %d:\n%s", len(rows)-1, err, len(api), p.Body)
+	}
+	for i, m := range api {
+		var keys []string
+		for _, pr := range m.Products {
+			keys = append(keys, pr.Key)
+		}
+		if r := rows[i+1]; r[0] != m.Id.String() || r[1] != m.Name || r[2] != string(m.Status) || r[3] != strings.Join(keys, " ") {
+			t.Errorf("row %d: %v, the API has %s %s %s %v", i, r, m.Id, m.Name, m.Status, keys)
 		}
 	}
 }
