@@ -187,6 +187,22 @@ func formatAmount(s string) string {
 	return sign + "$" + b.String() + "." + frac
 }
 
+// The signature every message ends with: who bills, its legal name,
+// address, phone and email where set, one a line.
+const (
+	textSignature = `{{define "signature"}}{{.Name}}
+{{- with .LegalName}}
+{{.}}{{end}}
+{{- range .Address}}
+{{.}}{{end}}
+{{- with .Phone}}
+{{.}}{{end}}
+{{- with .Email}}
+{{.}}{{end}}{{end}}`
+	htmlSignature = `{{define "signature"}}{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}` +
+		`{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}{{end}}`
+)
+
 var emailText = texttemplate.Must(texttemplate.New("text").Parse(
 	`Hello{{with .CustomerName}} {{.}}{{end}},
 
@@ -198,16 +214,8 @@ Pay it here:
 {{.PayLink}}
 
 Thank you,
-{{.Name}}
-{{- with .LegalName}}
-{{.}}{{end}}
-{{- range .Address}}
-{{.}}{{end}}
-{{- with .Phone}}
-{{.}}{{end}}
-{{- with .Email}}
-{{.}}{{end}}
-`))
+{{template "signature" .}}
+` + textSignature))
 
 var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html>
 <html>
@@ -218,10 +226,10 @@ var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html
 {{- with .DueDate}} It is due on {{.}}.{{end}}</p>
 <p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
 <p>Or copy this link into your browser:<br>{{.PayLink}}</p>
-<p>Thank you,<br>{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}</p>
+<p>Thank you,<br>{{template "signature" .}}</p>
 </body>
 </html>
-`))
+` + htmlSignature))
 
 var smsText = texttemplate.Must(texttemplate.New("sms").Parse(
 	`{{.Name}}: invoice {{.InvoiceNumber}} for {{.Amount}}
@@ -241,16 +249,8 @@ Pay it here:
 
 If you have paid it already, thank you, and please disregard this reminder.
 
-{{.Name}}
-{{- with .LegalName}}
-{{.}}{{end}}
-{{- range .Address}}
-{{.}}{{end}}
-{{- with .Phone}}
-{{.}}{{end}}
-{{- with .Email}}
-{{.}}{{end}}
-`))
+{{template "signature" .}}
+` + textSignature))
 
 var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!DOCTYPE html>
 <html>
@@ -262,10 +262,10 @@ var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!
 <p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
 <p>Or copy this link into your browser:<br>{{.PayLink}}</p>
 <p>If you have paid it already, thank you, and please disregard this reminder.</p>
-<p>{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}</p>
+<p>{{template "signature" .}}</p>
 </body>
 </html>
-`))
+` + htmlSignature))
 
 var reminderSMS = texttemplate.Must(texttemplate.New("reminder-sms").Parse(
 	`Reminder from {{.Name}}: invoice {{.InvoiceNumber}}, balance {{.Balance}} {{if .Overdue}}was due{{else}}due{{end}} {{.DueDate}}. Pay here: {{.PayLink}}`))

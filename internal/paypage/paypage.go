@@ -91,26 +91,14 @@ func New(d Deps) *echo.Echo {
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
 	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers)
 	// HEAD comes as GET (see internal/server).
-	e.GET("/pay/:token", h.show, h.deadline)
-	e.GET("/pay/:token/invoice.pdf", h.invoicePDF, h.deadline)
-	e.GET("/pay/:token/receipt/:paymentId", h.receipt, h.deadline)
+	deadline := web.Deadline(d.RequestTimeout)
+	e.GET("/pay/:token", h.show, deadline)
+	e.GET("/pay/:token/invoice.pdf", h.invoicePDF, deadline)
+	e.GET("/pay/:token/receipt/:paymentId", h.receipt, deadline)
 	e.GET("/pay/assets/:file", h.asset)
 	e.POST("/pay/:token", h.pay)
 	e.Any("/pay/*", h.otherwise)
 	return e
-}
-
-// deadline gives a page read at most RequestTimeout.
-func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if h.RequestTimeout <= 0 {
-			return next(c)
-		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
 }
 
 // handleError answers an error no page took care of (a panic, or echo's
@@ -191,14 +179,8 @@ func (h *handler) pay(c echo.Context) error {
 	} else if wait > 0 {
 		return h.tooManyAttempts(c, wait, "There have been too many payment attempts from your network in the last hour.")
 	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
-	if err := r.ParseForm(); err != nil {
-		status := http.StatusBadRequest
-		if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
-			status = http.StatusRequestTimeout
-		}
-		return h.message(c, status, "The form could not be read",
-			"Nothing was charged. Go back to the invoice and try again.")
+	if status, heading := web.ParseForm(c, maxForm); status != 0 {
+		return h.message(c, status, heading, "Nothing was charged. Go back to the invoice and try again.")
 	}
 	attempt, valid := h.readFormToken(token, r.PostForm.Get("csrfToken"))
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !valid {

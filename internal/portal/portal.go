@@ -17,7 +17,6 @@ package portal
 
 import (
 	"compress/gzip"
-	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -328,15 +327,10 @@ func (h *handler) member(next echo.HandlerFunc, g guard) echo.HandlerFunc {
 // deadline gives a request at most RequestTimeout. (A streamed export
 // gives each of its pages as much: streamCSV.)
 func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	limited := web.Deadline(h.RequestTimeout)(next)
 	return func(c echo.Context) error {
 		c.Set(unboundedKey, c.Request().Context())
-		if h.RequestTimeout <= 0 {
-			return next(c)
-		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
+		return limited(c)
 	}
 }
 
@@ -344,17 +338,11 @@ func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 // check looks for its token.
 func (h *handler) readForm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		if r.Method != http.MethodPost {
+		if c.Request().Method != http.MethodPost {
 			return next(c)
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
-		if err := r.ParseForm(); err != nil {
-			status := http.StatusBadRequest
-			if unreadable := (*wire.BodyError)(nil); errors.As(err, &unreadable) && unreadable.Slow {
-				status = http.StatusRequestTimeout
-			}
-			return h.message(c, status, "The form could not be read", "Nothing was changed. Go back and send it again.")
+		if status, heading := web.ParseForm(c, maxForm); status != 0 {
+			return h.message(c, status, heading, "Nothing was changed. Go back and send it again.")
 		}
 		return next(c)
 	}

@@ -13,7 +13,6 @@ package signup
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -77,7 +76,7 @@ func New(d Deps) *echo.Echo {
 	e.IPExtractor = d.ClientAddress
 	e.HTTPErrorHandler = h.handleError
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
-	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, h.deadline)
+	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, web.Deadline(d.RequestTimeout))
 
 	// HEAD comes as GET (see internal/server). A POST is counted, then
 	// read, then checked.
@@ -87,18 +86,6 @@ func New(d Deps) *echo.Echo {
 	e.GET("/apply/assets/:file", h.asset)
 	e.Any("/apply/*", h.otherwise)
 	return e
-}
-
-func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if h.RequestTimeout <= 0 {
-			return next(c)
-		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), h.RequestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
 }
 
 // limit counts every POST against the address's submissions (an IPv6
@@ -118,18 +105,7 @@ func (h *handler) limit(next echo.HandlerFunc) echo.HandlerFunc {
 // readForm reads the form's body, at most maxForm bytes.
 func (h *handler) readForm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
-		if err := r.ParseForm(); err != nil {
-			status, heading := http.StatusBadRequest, "The form could not be read"
-			var tooLarge *http.MaxBytesError
-			var unreadable *wire.BodyError
-			switch {
-			case errors.As(err, &tooLarge):
-				status, heading = http.StatusRequestEntityTooLarge, "The form is too large"
-			case errors.As(err, &unreadable) && unreadable.Slow:
-				status = http.StatusRequestTimeout
-			}
+		if status, heading := web.ParseForm(c, maxForm); status != 0 {
 			return h.message(c, status, heading, "Nothing was sent. Go back to the form and send it again.")
 		}
 		return next(c)
