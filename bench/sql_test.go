@@ -34,8 +34,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &testDSN)) }
 // must price exactly payreq's SQL. Each scenario's work is done through the
 // real stores on a connection that records every statement; the script's
 // statements must be the same, in the same order, once the values are set
-// aside (a script writes literals, pgbench variables and bench_sample_*
-// calls where the server sends parameters).
+// aside (a script writes literals, pgbench variables and bench_* calls
+// where the server sends parameters).
 func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	ctx := context.Background()
 	a := openApp(t)
@@ -197,8 +197,9 @@ func scriptStatements(script string) []string {
 var (
 	// What stands for a value: parameters, pgbench variables, literals,
 	// and the functions a script calls where the server sends a value it
-	// made (ids, times) or one it was asked for (bench_sample_*).
-	valueShapes = regexp.MustCompile(`bench_sample_[a-z]+\(:n\)|now\(\) - interval '[^']*'|now\(\)|gen_random_uuid\(\)|'(?:[^']|'')*'|\$\d+|(^|[^:]):[A-Za-z_][A-Za-z0-9_]*|\b\d+\b|\bNULL\b|\btrue\b|\bfalse\b`)
+	// made (ids, times) or one it was asked for (bench_sample_*,
+	// bench_customer_*).
+	valueShapes = regexp.MustCompile(`bench_[a-z_]+\(:n\)|now\(\) - interval '[^']*'|now\(\)|gen_random_uuid\(\)|'(?:[^']|'')*'|\$\d+|(^|[^:]):[A-Za-z_][A-Za-z0-9_]*|\b\d+\b|\bNULL\b|\btrue\b|\bfalse\b`)
 	// A column set to itself: where the server writes back the value it
 	// read, a script writes the row's own (pgbench variables hold no NULL).
 	selfAssignment = regexp.MustCompile(`\b([a-z_]+) = ([a-z_]+)\b`)

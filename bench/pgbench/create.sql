@@ -5,8 +5,10 @@
 -- the invoice's JSON; the webhook worker writes its deliveries later, out of
 -- this transaction). The server makes the
 -- invoice id (UUIDv7), pay token and time in Go; here gen_random_uuid(), :k
--- and now() stand for them, and the key's claim returns the id.
+-- and now() stand for them, and the key's claim returns the id. Customer :n
+-- on its MID, as the HTTP load's creates (bench/load.sql).
 \set k random(1, 9000000000000000)
+\set n random(0, 19999)
 BEGIN;
 INSERT INTO idempotency_keys (organization_id, operation, key, request_hash, result_id, created_at)
 		VALUES (:org, 'invoice.create', :k, :hash, gen_random_uuid(), now())
@@ -18,10 +20,10 @@ WITH invoice AS (
 	INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 					line_count, status, created_at, created_by_name, scheduled_send_at, reminders)
-				SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, :email, NULL, 'email', NULL, NULL::date,
+				SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, bench_customer_email(:n), NULL, 'email', NULL, NULL::date,
 					3::integer, 'open', now()::timestamptz, 'bench', NULL::timestamptz, NULL::boolean
 				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-				WHERE ma.id = :mid AND ma.organization_id = :org AND l.status = 'active'
+				WHERE ma.id = bench_customer_mid(:n) AND ma.organization_id = :org AND l.status = 'active'
 				RETURNING id
 			), lines AS (
 				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
