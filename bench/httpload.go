@@ -34,8 +34,10 @@ type result struct {
 	all      int           // requests answered in the whole run, warm-up included
 	cpu      time.Duration // CPU time the server used in the window, when known
 	dbCPU    time.Duration // CPU time PostgreSQL used in it
-	loadCPU  time.Duration // CPU time the load program (or pgbench) used in it
-	stmts    stmts         // what pg_stat_statements counted in it
+	// Of it, its client sessions' (backends), background processes aside.
+	sessionsCPU time.Duration
+	loadCPU     time.Duration // CPU time the load program (or pgbench) used in it
+	stmts       stmts         // what pg_stat_statements counted in it
 }
 
 // cpuPerRequest is the server's CPU time per answered request.

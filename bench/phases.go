@@ -32,7 +32,8 @@ func (h *harness) pgbench(ctx context.Context, key, target string, rate float64,
 	}
 	var pid atomic.Int64
 	wait := h.overWindow(ctx, h.big.dsn, func() counters {
-		return counters{db: databaseCPU(o.dataDir), load: cpuTime(int(pid.Load()))}
+		db, sessions := databaseCPU(o.dataDir)
+		return counters{db: db, sessions: sessions, load: cpuTime(int(pid.Load()))}
 	})
 	scripts := []string{filepath.Join(o.benchDir, "pgbench", key+".sql")}
 	if key == "mixed" {
@@ -49,7 +50,7 @@ func (h *harness) pgbench(ctx context.Context, key, target string, rate float64,
 	if err != nil {
 		return result{}, err
 	}
-	res.dbCPU, res.loadCPU, res.stmts = c.db, c.load, st
+	res.dbCPU, res.sessionsCPU, res.loadCPU, res.stmts = c.db, c.sessions, c.load, st
 	h.report.add(key, target, res, 0)
 	return res, h.quiesce(ctx, h.big)
 }
@@ -178,6 +179,9 @@ func (h *harness) pinnedPhase(ctx context.Context) (err error) {
 			return err
 		}
 		sc := h.scenario(key, h.big, p.url, tok)
+		if err := h.quiesce(ctx, h.big); err != nil {
+			return err
+		}
 		logf("pinned    %-12s %d clients", key, h.o.clients)
 		res, rss, err := h.measure(ctx, p, h.big, func() result { return closedLoop(ctx, p.url, h.o.clients, h.o.warmup, h.o.window, sc.next) })
 		if err != nil {

@@ -141,20 +141,28 @@ func ticks(fields ...string) time.Duration {
 // the children it has reaped (cutime, cstime: backends of connections that
 // closed) and the children alive now. A backend that exits between two
 // readings moves from the last sum to the first, so a difference counts it.
-func databaseCPU(dataDir string) time.Duration {
+// Of it, sessions is what the sessions of clients (backends serving a
+// connection, over loopback) have used: not the background processes
+// (checkpointer, WAL writer, autovacuum), whose work a run may leave to the
+// next.
+func databaseCPU(dataDir string) (total, sessions time.Duration) {
 	pid, err := postmaster(dataDir)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	f := statFields(pid)
 	if len(f) < 15 {
-		return 0
+		return 0, 0
 	}
-	total := ticks(f[11], f[12], f[13], f[14])
+	total = ticks(f[11], f[12], f[13], f[14])
 	for _, child := range children(pid) {
-		total += cpuTime(child)
+		t := cpuTime(child)
+		total += t
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil && strings.Contains(string(cmd), " 127.0.0.1(") {
+			sessions += t
+		}
 	}
-	return total
+	return total, sessions
 }
 
 // measure runs load against p, with its peak RSS, and over the measured
@@ -167,17 +175,18 @@ func (h *harness) measure(ctx context.Context, p *process, ds *dataset, load fun
 	}
 	p.resetPeakRSS()
 	wait := h.overWindow(ctx, dsn, func() counters {
-		return counters{server: p.cpuTime(), db: databaseCPU(h.o.dataDir), load: cpuTime(os.Getpid())}
+		db, sessions := databaseCPU(h.o.dataDir)
+		return counters{server: p.cpuTime(), db: db, sessions: sessions, load: cpuTime(os.Getpid())}
 	})
 	res := load()
 	c, st, err := wait()
-	res.cpu, res.dbCPU, res.loadCPU, res.stmts = c.server, c.db, c.load, st
+	res.cpu, res.dbCPU, res.sessionsCPU, res.loadCPU, res.stmts = c.server, c.db, c.sessions, c.load, st
 	return res, p.peakRSS(), err
 }
 
-// counters are the CPU clocks of a run: the server's, the database's and
-// the load program's.
-type counters struct{ server, db, load time.Duration }
+// counters are the CPU clocks of a run: the server's, the database's (and
+// of it its client sessions') and the load program's.
+type counters struct{ server, db, sessions, load time.Duration }
 
 // overWindow reads the counters when the warm-up of a run starting now
 // ends (after resetting pg_stat_statements in dsn, unless empty) and when
@@ -216,7 +225,7 @@ func (h *harness) overWindow(ctx context.Context, dsn string, read func() counte
 			return
 		}
 		c1 := read()
-		r.c = counters{server: c1.server - c0.server, db: c1.db - c0.db, load: c1.load - c0.load}
+		r.c = counters{server: c1.server - c0.server, db: c1.db - c0.db, sessions: c1.sessions - c0.sessions, load: c1.load - c0.load}
 		if dsn != "" {
 			r.st, r.err = readStatements(ctx, dsn)
 		}

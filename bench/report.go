@@ -53,8 +53,8 @@ func (r *report) add(key, target string, res result, rss int64) {
 		msg += "  peak RSS " + mb(rss)
 	}
 	if res.requests > 0 && (res.cpu > 0 || res.dbCPU > 0) {
-		msg += fmt.Sprintf("  CPU/req: database %s, server %s, load %s",
-			us(res.perRequest(res.dbCPU)), us(res.perRequest(res.cpu)), us(res.perRequest(res.loadCPU)))
+		msg += fmt.Sprintf("  CPU/req: database %s (sessions %s), server %s, load %s; statements' exec/req %s",
+			us(res.perRequest(res.dbCPU)), us(res.perRequest(res.sessionsCPU)), us(res.perRequest(res.cpu)), us(res.perRequest(res.loadCPU)), us(res.perRequest(res.stmts.exec)))
 	}
 	if res.errors > 0 {
 		msg += fmt.Sprintf("  %d ERRORS, first: %s", res.errors, res.firstErr)
@@ -103,6 +103,7 @@ func (r *report) get(key, target string) (cell, bool) {
 	c.res.p99 = dur(func(c cell) time.Duration { return c.res.p99 })
 	c.res.cpu = perReq(func(c cell) time.Duration { return c.res.cpu })
 	c.res.dbCPU = perReq(func(c cell) time.Duration { return c.res.dbCPU })
+	c.res.sessionsCPU = perReq(func(c cell) time.Duration { return c.res.sessionsCPU })
 	c.res.loadCPU = perReq(func(c cell) time.Duration { return c.res.loadCPU })
 	c.rss = int64(med(func(c cell) float64 { return float64(c.rss) }))
 	return c, c.res.requests > 0
