@@ -158,7 +158,7 @@ func (h *harness) pinnedPhase(ctx context.Context) (err error) {
 		}
 	}()
 	keys := []string{}
-	for _, key := range []string{"get", "create"} {
+	for _, key := range []string{"get", "create", "list_first"} {
 		if h.wanted(key) {
 			keys = append(keys, key)
 		}

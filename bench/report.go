@@ -245,10 +245,10 @@ func (r *report) markdown() string {
 		}
 	}
 
-	if _, ok := r.get("get", "pinned"); ok {
+	if len(r.cells["get"]["pinned"])+len(r.cells["create"]["pinned"])+len(r.cells["list_first"]["pinned"]) > 0 {
 		b.WriteString("\nThe database on a core of its own (taskset: PostgreSQL on CPU 0; pgbench, or payreq and this load program, on CPU 1):\n\n" +
 			"| Scenario | (a) pgbench tx/s | database CPU/tx | payreq req/s | database CPU/req | server CPU/req | load CPU/req | × pgbench |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, key := range []string{"get", "create"} {
+		for _, key := range []string{"get", "create", "list_first"} {
 			a, okA := r.get(key, "pgbench-pinned")
 			c, okC := r.get(key, "pinned")
 			if okA && okC {
