@@ -55,10 +55,9 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		return nil, err
 	}
 	if replayed {
-		return gen.CreatePaymentRequest200JSONResponse{Body: s.invoiceBody(inv, true),
-			Headers: gen.CreatePaymentRequest200ResponseHeaders{IdempotentReplayed: "true"}}, nil
+		return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true), replayed: true}, nil
 	}
-	return gen.CreatePaymentRequest201JSONResponse(s.invoiceBody(inv, true)), nil
+	return invoiceAnswer{status: http.StatusCreated, body: s.invoiceBody(inv, true)}, nil
 }
 
 // GetPaymentRequest reads an invoice with its lines, payments and saved
@@ -88,7 +87,7 @@ func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentReques
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetPaymentRequest200JSONResponse{Body: s.invoiceBody(inv, true)}, nil
+	return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true)}, nil
 }
 
 // RecordPayment records a payment made outside the card processor; a
@@ -186,9 +185,9 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ListPaymentRequests200JSONResponse{Body: make([]models.Invoice, len(list))}
+	out := invoicePage{items: make([]models.Invoice, len(list))}
 	for i, inv := range list {
-		out.Body[i] = s.invoiceBody(inv, false)
+		out.items[i] = s.invoiceBody(inv, false)
 	}
 	fs := filters{}
 	fs.text("status", f.Status)
@@ -198,7 +197,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	fs.text("customerEmail", f.CustomerEmail)
 	fs.time("createdFrom", f.CreatedFrom)
 	fs.time("createdTo", f.CreatedTo)
-	out.Headers.Link = s.nextLink("/payment-requests", fs, pg, next)
+	out.link = s.nextLink("/payment-requests", fs, pg, next)
 	return out, nil
 }
 
