@@ -86,11 +86,19 @@ func Plain(d apd.Decimal) apd.Decimal {
 
 // parseNumeric reads a NUMERIC column's text.
 func parseNumeric(s string) (apd.Decimal, error) {
-	d, _, err := apd.NewFromString(s)
-	if err != nil {
-		return apd.Decimal{}, fmt.Errorf("invoice: numeric %q: %w", s, err)
+	var d apd.Decimal
+	if err := numeric(&d, s); err != nil {
+		return apd.Decimal{}, err
 	}
-	return *d, nil
+	return d, nil
+}
+
+// numeric sets d to the numeric text s, in place.
+func numeric(d *apd.Decimal, s string) error {
+	if _, _, err := d.SetString(s); err != nil {
+		return fmt.Errorf("invoice: numeric %q: %w", s, err)
+	}
+	return nil
 }
 
 // text is d in plain notation.

@@ -148,7 +148,7 @@ func Fetch[T any](ctx context.Context, db Querier, q *Query, limit int, scan fun
 		return nil, "", err
 	}
 	defer rows.Close()
-	list := []T{}
+	list := make([]T, 0, limit+1) // a page and the row that tells whether another follows
 	for rows.Next() {
 		item, err := scan(rows)
 		if err != nil {
