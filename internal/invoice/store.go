@@ -37,7 +37,14 @@ type Actor struct {
 }
 
 // Link is the invoice's pay link.
-func (s *Store) Link(inv *Invoice) string { return s.PublicURL + "/pay/" + s.PayLinks.Token(inv.ID) }
+func (s *Store) Link(inv *Invoice) string {
+	var b strings.Builder
+	b.Grow(len(s.PublicURL) + len("/pay/") + tokenLength)
+	b.WriteString(s.PublicURL)
+	b.WriteString("/pay/")
+	s.PayLinks.writeToken(&b, inv.ID)
+	return b.String()
+}
 
 // invoiceColumns and invoiceFrom are what every read of invoices selects
 // and joins; scanInvoice reads them in this order.

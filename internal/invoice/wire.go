@@ -11,6 +11,9 @@ import (
 // its pay link; full adds lineItems, payments and savedCards (single
 // reads and events), which list items omit.
 func (inv Invoice) Wire(link string, full bool) models.Invoice {
+	// What the answer points to, in one allocation (a pointer to
+	// inv.CustomerEmail had put a copy of the whole invoice on the heap).
+	texts := &struct{ link, email string }{link, inv.CustomerEmail}
 	out := models.Invoice{
 		Id: inv.ID, MerchantAccountId: inv.MerchantAccountID, Mid: inv.MID, LocationName: inv.LocationName,
 		InvoiceNumber: inv.InvoiceNumber, PoNumber: inv.PONumber,
@@ -18,13 +21,13 @@ func (inv Invoice) Wire(link string, full bool) models.Invoice {
 		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
 		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
-		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &inv.CustomerEmail,
+		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
 		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
 		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
 		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
 		Problem: inv.Problem, PaidAt: inv.PaidAt, Level3Sent: inv.Level3Sent, CreatedAt: inv.CreatedAt,
 		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
-		Link: &link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
+		Link: &texts.link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
 		ScheduledSendAt: inv.ScheduledSendAt, Reminders: inv.Reminders, RemindersSent: int32(inv.RemindersSent),
 		LastRemindedAt: inv.LastRemindedAt,
 	}
