@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -366,6 +367,11 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nLoad average (1 min) at the start %s, at the end %s: anything else running on the machine takes from these figures.\n", r.loadStart, loadAverage())
 	fmt.Fprintf(&b, "\nThe whole run took %s. The SQL of (a) is in bench/pgbench/; the list pages' plans are in bench/explain.txt.\n", r.elapsed.Round(time.Second))
+	// What was found by hand, kept from one run to the next.
+	if findings, err := os.ReadFile(filepath.Join(o.benchDir, "findings.md")); err == nil {
+		b.WriteString("\n")
+		b.Write(findings)
+	}
 	return b.String()
 }
 
