@@ -207,8 +207,9 @@ func (l *keyLimiter) wait(keyID string) time.Duration {
 
 // measure counts each API request by its operationId (as the route says;
 // "unknown" for an address the spec does not describe) and status code,
-// times it, and runs it in a server span named by the operationId (linked
-// to the caller's traceparent, if any: tracing.StartServer). It runs
+// times it, and with tracing on runs it in a server span named by the
+// operationId (linked to the caller's traceparent, if any:
+// tracing.StartServer). It runs
 // outermost, so the status is the one sent.
 func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -217,18 +218,26 @@ func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 		if op == "" {
 			op = "unknown"
 		}
-		r := c.Request()
-		ctx, span := tracing.StartServer(r.Context(), r.Header, op,
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(c.Path())))
-		defer span.End()
-		c.SetRequest(r.WithContext(ctx))
+		// With tracing off there is no span to start: the no-op one cost a
+		// copy of the request, a context and its options, every time.
+		var span trace.Span
+		if tracing.On() {
+			r := c.Request()
+			var ctx context.Context
+			ctx, span = tracing.StartServer(r.Context(), r.Header, op,
+				trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(c.Path())))
+			defer span.End()
+			c.SetRequest(r.WithContext(ctx))
+		}
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
 		status := c.Response().Status
-		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-		if status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(status))
+		if span != nil {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
 		}
 		s.metrics.Requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 		s.metrics.Duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
