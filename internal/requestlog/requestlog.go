@@ -65,7 +65,14 @@ func Middleware(log *slog.Logger) echo.MiddlewareFunc {
 					attrs = append(attrs, slog.String("error", err.Error()))
 				}
 			}
-			log.LogAttrs(c.Request().Context(), level, "request", attrs...)
+			// As log.LogAttrs, without the caller's program counter that it
+			// takes from the stack for every line (a line has no source).
+			ctx := c.Request().Context()
+			if h := log.Handler(); h.Enabled(ctx, level) {
+				r := slog.NewRecord(time.Now(), level, "request", 0)
+				r.AddAttrs(attrs...)
+				_ = h.Handle(ctx, r)
+			}
 			return nil
 		}
 	}
