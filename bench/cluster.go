@@ -148,6 +148,17 @@ func ensureData(ctx context.Context, admin, name, loadScript string, invoices, o
 		}
 		logf("loaded %s in %s", name, time.Since(t0).Round(time.Second))
 	}
+	// A database kept from an earlier run gets the migrations added since
+	// (as payreq serve would apply them), before the reset names their tables.
+	pdb, err := postgres.Open(ctx, dsn, postgres.Pool{})
+	if err != nil {
+		return nil, err
+	}
+	err = postgres.Migrate(ctx, pdb.DB)
+	pdb.Close()
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
 	db, err := sqlx.Open("postgres", dsn)
 	if err != nil {
 		return nil, err
@@ -156,7 +167,7 @@ func ensureData(ctx context.Context, admin, name, loadScript string, invoices, o
 	// What earlier runs made goes, so every run measures the data as loaded.
 	_, err = db.ExecContext(ctx, `
 		CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
-		TRUNCATE outbox, idempotency_keys, token_requests, webhook_deliveries, events, webhook_endpoints;
+		TRUNCATE outbox, idempotency_keys, token_requests, webhook_attempts, webhook_deliveries, events, webhook_endpoints;
 		DELETE FROM invoice_lines il USING invoices i WHERE i.id = il.invoice_id AND i.created_by_name <> 'Bench key';
 		DELETE FROM invoices WHERE created_by_name <> 'Bench key';`)
 	if err == nil {
