@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,7 @@ import (
 type options struct {
 	dataDir, payreqBin, echoBin, benchDir, out, explainOut, profileDir string
 	invoices, others, otherInvoices, smallInvoices, repeat             int
+	sizes                                                              []int // invoices of the organization under test, one database each
 	clients, highClients                                               int
 	warmup, window                                                     time.Duration
 	pgbenchMode                                                        string
@@ -51,7 +53,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results.md", "results table (Markdown)")
 	flag.StringVar(&o.explainOut, "explain", "bench/explain.txt", "EXPLAIN of the list pages")
 	flag.StringVar(&o.profileDir, "profile", "", "instead of the table: CPU and allocation profiles of each scenario into this folder")
-	flag.IntVar(&o.invoices, "invoices", 1_000_000, "invoices of the organization under test")
+	sizes := flag.String("sizes", "100000,1000000", "comma-separated invoice counts of the organization under test: each its own database, measured in turn")
+	flag.IntVar(&o.invoices, "invoices", 0, "one size only (as -sizes with one value)")
 	flag.IntVar(&o.others, "others", 50, "other organizations")
 	flag.IntVar(&o.otherInvoices, "other-invoices", 1000, "invoices of each other organization")
 	flag.IntVar(&o.smallInvoices, "small", 1000, "invoices of the small database (get by id at 1,000)")
@@ -62,8 +65,14 @@ func main() {
 	flag.DurationVar(&o.window, "duration", 12*time.Second, "measured part of each run")
 	flag.StringVar(&o.pgbenchMode, "pgbench-mode", "prepared", "pgbench -M: the protocol payreq's driver speaks (prepared: internal/postgres prepares every statement)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default: all)")
-	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, open, high, novalidate, unprepared, small, echo (default: all)")
+	flag.StringVar(&o.runs, "runs", "", "comma-separated runs to make, of pgbench, payreq, portal (the portal's pages, in the payreq run), events, pinned, echo "+
+		"(at every size) and open, high, novalidate, unprepared, small (at the largest only) (default: all)")
 	flag.Parse()
+	var err error
+	if o.sizes, err = parseSizes(*sizes, o.invoices); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if o.repeat < 1 || o.clients < 1 || o.window <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -repeat and -clients must be at least 1, -duration above 0")
 		os.Exit(2)
@@ -77,6 +86,37 @@ func main() {
 	}
 }
 
+// parseSizes reads -sizes (or -invoices when given), smallest first.
+func parseSizes(list string, invoices int) ([]int, error) {
+	if invoices > 0 {
+		return []int{invoices}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 {
+			return nil, fmt.Errorf("-sizes: %q is no number of invoices of at least 1,000", f)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// dbName is the database of a size: bench_1m for 1,000,000 (the name it
+// had when there was one size, so a loaded database is kept), bench_100k.
+func dbName(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return fmt.Sprintf("bench_%dm", n/1_000_000)
+	case n%1000 == 0:
+		return fmt.Sprintf("bench_%dk", n/1000)
+	}
+	return fmt.Sprintf("bench_%d", n)
+}
+
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
@@ -84,15 +124,32 @@ func logf(format string, args ...any) {
 // harness holds what every phase shares.
 type harness struct {
 	o       options
-	big     *dataset
+	sets    []sized  // each size's database, smallest first
+	largest bool     // the size measured now is the largest (the runs of earlier rounds are made there only)
+	big     *dataset // the size measured now
 	small   *dataset
-	key     auth.NewKey // of the organization under test, in bench_1m
+	key     auth.NewKey // of the organization under test, in big
 	keySm   auth.NewKey // and in bench_1k
+	member  string      // the password of the portal's bench member in big
 	cursor  string      // of page 1,000, walked through the API
 	body    string      // a get answer, for the bare Echo
 	run     string      // unique per run: invoice numbers and idempotency keys
 	addrSeq atomic.Int64
 	report  *report
+}
+
+// sized is one size's database, its key and its portal member's password.
+type sized struct {
+	ds     *dataset
+	key    auth.NewKey
+	member string
+}
+
+// use makes set the size measured from now on.
+func (h *harness) use(i int) {
+	h.big, h.key, h.member = h.sets[i].ds, h.sets[i].key, h.sets[i].member
+	h.largest = i == len(h.sets)-1
+	h.cursor, h.body = "", ""
 }
 
 func run(ctx context.Context, o options) error {
@@ -112,18 +169,29 @@ func run(ctx context.Context, o options) error {
 	}
 	h := &harness{o: o, run: fmt.Sprintf("%x", time.Now().UnixNano()), report: newReport(o)}
 	load := filepath.Join(o.benchDir, "load.sql")
-	if h.big, err = ensureData(ctx, admin, "bench_1m", load, o.invoices, o.others, o.otherInvoices); err != nil {
-		return err
+	for _, n := range o.sizes {
+		name := dbName(n)
+		if name == "bench_1k" {
+			name = "bench_1k_sized" // bench_1k is the small database's, without the other organizations
+		}
+		ds, err := ensureData(ctx, admin, name, load, n, o.others, o.otherInvoices)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		s := sized{ds: ds}
+		if s.key, s.member, err = h.prepare(ctx, ds); err != nil {
+			return err
+		}
+		h.sets = append(h.sets, s)
 	}
 	if h.small, err = ensureData(ctx, admin, "bench_1k", load, o.smallInvoices, 0, 0); err != nil {
 		return err
 	}
-	if h.key, err = h.newKey(ctx, h.big); err != nil {
+	if h.keySm, _, err = h.prepare(ctx, h.small); err != nil {
 		return err
 	}
-	if h.keySm, err = h.newKey(ctx, h.small); err != nil {
-		return err
-	}
+	// The plans and the profiles are the largest size's.
+	h.use(len(h.sets) - 1)
 	if err := h.explain(ctx); err != nil {
 		return err
 	}
@@ -131,12 +199,14 @@ func run(ctx context.Context, o options) error {
 		return h.profile(ctx)
 	}
 
-	for i := range o.repeat {
-		if o.repeat > 1 {
-			logf("round %d of %d", i+1, o.repeat)
-		}
-		if err := h.round(ctx); err != nil {
-			return err
+	for s := range h.sets {
+		h.use(s)
+		h.report.begin(h.big.invoices)
+		for i := range o.repeat {
+			logf("%s invoices: round %d of %d", thousands(h.big.invoices), i+1, o.repeat)
+			if err := h.round(ctx); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -155,7 +225,7 @@ func (h *harness) round(ctx context.Context) error {
 	// (a) pgbench, with no server running; the soak's mix only for its
 	// answer times at 70 % of its peak.
 	for _, sc := range append(h.scenarios(), scenario{key: "mixed"}) {
-		if !h.wanted(sc.key) || !h.runs("pgbench") {
+		if !h.wanted(sc.key) || !h.runs("pgbench") || !hasPgbench(sc.key) {
 			continue
 		}
 		res, err := h.pgbench(ctx, sc.key, "pgbench", 0, "")
@@ -257,13 +327,28 @@ func (h *harness) round(ctx context.Context) error {
 	return nil
 }
 
-// runs says whether -runs asks for this kind of run.
+// everySize are the runs the third round's targets need, made at every
+// size; the others are made at the largest only.
+var everySize = []string{"pgbench", "payreq", "portal", "events", "pinned", "echo"}
+
+// everySizeScenarios are the scenarios of the third round's targets,
+// measured at every size; the others at the largest only.
+var everySizeScenarios = []string{"get", "create", "list_first", "deposits", "portal_list", "portal_get", "portal_deposits"}
+
+// runs says whether -runs asks for this kind of run (portal: the portal's
+// pages, measured against the payreq run's server) at the size measured now.
 func (h *harness) runs(name string) bool {
+	if !h.largest && !slices.Contains(everySize, name) {
+		return false
+	}
 	return h.o.runs == "" || slices.Contains(strings.Split(h.o.runs, ","), name)
 }
 
-// wanted says whether -only asks for this scenario.
+// wanted says whether -only asks for this scenario at the size measured now.
 func (h *harness) wanted(key string) bool {
+	if !h.largest && !slices.Contains(everySizeScenarios, key) {
+		return false
+	}
 	if h.o.only == "" {
 		return true
 	}
@@ -290,14 +375,12 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 		}
 	}
 	for _, sc := range h.scenarios() {
-		if !h.wanted(sc.key) {
+		if !h.wanted(sc.key) || (isPortal(sc.key) && (variant != "payreq" || !h.runs("portal"))) {
 			continue
 		}
-		// Tokens live 10 minutes: take a fresh one for each scenario.
-		if tok, err = h.token(ctx, p.url, h.key); err != nil {
+		if sc, err = h.scenarioFor(ctx, sc.key, p.url); err != nil {
 			return err
 		}
-		sc = h.scenario(sc.key, h.big, p.url, tok)
 		// As before each pgbench run: what the last scenario left to
 		// the background (dirty pages, autovacuum) is done before this
 		// one is measured.
@@ -364,6 +447,23 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 	return nil
 }
 
+// scenarioFor is scenario key against the server at base with a fresh
+// token (they live 10 minutes), or for a portal page a fresh session.
+func (h *harness) scenarioFor(ctx context.Context, key, base string) (scenario, error) {
+	if isPortal(key) {
+		cookie, err := h.signIn(ctx, base, h.member)
+		if err != nil {
+			return scenario{}, err
+		}
+		return h.scenario(key, h.big, base, cookie), nil
+	}
+	tok, err := h.token(ctx, base, h.key)
+	if err != nil {
+		return scenario{}, err
+	}
+	return h.scenario(key, h.big, base, tok), nil
+}
+
 // getBody is the bytes of a get's answer, for the bare Echo to send.
 func (h *harness) getBody(ctx context.Context, base string, rq request) (string, error) {
 	req, _ := http.NewRequestWithContext(ctx, rq.method, base+rq.path, nil)
@@ -415,12 +515,13 @@ func (h *harness) startPayreq(ds *dataset, name string, validate bool, cpus stri
 	return start(name, bin, args, env, addr, debug, filepath.Join(h.o.dataDir, "server-"+name+".log"), "/healthz")
 }
 
-// newKey makes a key of the organization under test, with the bench
-// server's pepper (app.Open reads the same secrets as payreq serve).
-func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) {
+// prepare makes a key of the organization under test, with the bench
+// server's pepper (app.Open reads the same secrets as payreq serve), and
+// the portal's bench member (portalMember), whose password it returns.
+func (h *harness) prepare(ctx context.Context, ds *dataset) (auth.NewKey, string, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {
-		return auth.NewKey{}, err
+		return auth.NewKey{}, "", err
 	}
 	cfg.DatabaseURL, cfg.DataDir = ds.dsn, h.o.dataDir
 	cfg.PepperFile = filepath.Join(h.o.dataDir, "pepper")
@@ -428,17 +529,25 @@ func (h *harness) newKey(ctx context.Context, ds *dataset) (auth.NewKey, error) 
 	cfg.EncryptionKeyFile = filepath.Join(h.o.dataDir, "encryption-key")
 	a, err := app.Open(ctx, cfg, app.Options{})
 	if err != nil {
-		return auth.NewKey{}, err
+		return auth.NewKey{}, "", err
 	}
 	defer a.Close()
 	if _, err := a.DB.ExecContext(ctx, `DELETE FROM api_keys WHERE name = 'bench load'`); err != nil {
-		return auth.NewKey{}, err
+		return auth.NewKey{}, "", err
 	}
 	owner, err := a.People.Owner(ctx, ds.org)
 	if err != nil {
-		return auth.NewKey{}, err
+		return auth.NewKey{}, "", fmt.Errorf("the owner of the organization under test: %w", err)
 	}
-	return a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant))
+	key, err := a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant))
+	if err != nil {
+		return auth.NewKey{}, "", fmt.Errorf("bench key: %w", err)
+	}
+	member, err := portalMember(ctx, a, ds)
+	if err != nil {
+		return auth.NewKey{}, "", fmt.Errorf("portal member: %w", err)
+	}
+	return key, member, nil
 }
 
 // quiesce leaves the database as the next run should find it: no message

@@ -51,10 +51,9 @@ func (h *harness) profile(ctx context.Context) error {
 		if !h.wanted(sc.key) {
 			continue
 		}
-		if tok, err = h.token(ctx, p.url, h.key); err != nil {
+		if sc, err = h.scenarioFor(ctx, sc.key, p.url); err != nil {
 			return err
 		}
-		sc = h.scenario(sc.key, h.big, p.url, tok)
 		logf("profiling %s", sc.key)
 		done := make(chan result, 1)
 		go func() { done <- closedLoop(ctx, p.url, o.clients, 2*time.Second, 16*time.Second, sc.next) }()

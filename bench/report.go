@@ -23,16 +23,36 @@ type cell struct {
 // 70 % of peak) and pgbench70.
 type report struct {
 	o         options
-	cells     map[string]map[string][]cell // each round's
-	delivered map[string][]int64           // webhook deliveries received in the events runs
-	drained   map[string][]time.Duration   // and how long the deliveries left after each took
+	sizes     []*sizeRuns // each size's runs, in the order measured
+	*sizeRuns             // the size measured now
 	elapsed   time.Duration
 	loadStart string
 }
 
+// sizeRuns are the runs made at one size (invoices of the organization
+// under test).
+type sizeRuns struct {
+	invoices  int
+	loadStart string                       // the load average when its first round began
+	cells     map[string]map[string][]cell // each round's
+	delivered map[string][]int64           // webhook deliveries received in the events runs
+	drained   map[string][]time.Duration   // and how long the deliveries left after each took
+}
+
+func newSizeRuns(invoices int) *sizeRuns {
+	return &sizeRuns{invoices: invoices, loadStart: loadAverage(), cells: map[string]map[string][]cell{},
+		delivered: map[string][]int64{}, drained: map[string][]time.Duration{}}
+}
+
 func newReport(o options) *report {
-	return &report{o: o, cells: map[string]map[string][]cell{}, delivered: map[string][]int64{},
-		drained: map[string][]time.Duration{}, loadStart: loadAverage()}
+	// Runs made before any size begins (profiles) go to a size of their own.
+	return &report{o: o, sizeRuns: newSizeRuns(o.sizes[len(o.sizes)-1]), loadStart: loadAverage()}
+}
+
+// begin makes the runs from now on those of a size of invoices.
+func (r *report) begin(invoices int) {
+	r.sizeRuns = newSizeRuns(invoices)
+	r.sizes = append(r.sizes, r.sizeRuns)
 }
 
 // loadAverage is the machine's 1-minute load average.
@@ -44,7 +64,7 @@ func loadAverage() string {
 	return strings.Fields(string(b))[0]
 }
 
-func (r *report) add(key, target string, res result, rss int64) {
+func (r *sizeRuns) add(key, target string, res result, rss int64) {
 	if r.cells[key] == nil {
 		r.cells[key] = map[string][]cell{}
 	}
@@ -78,7 +98,7 @@ func costPerRequest(c cell) time.Duration { return c.res.perRequest(c.res.cpu + 
 
 // get is a run's cell: over several rounds, each figure is its median,
 // and the statements are those of the round of the median rate.
-func (r *report) get(key, target string) (cell, bool) {
+func (r *sizeRuns) get(key, target string) (cell, bool) {
 	rounds := r.cells[key][target]
 	if len(rounds) == 0 {
 		return cell{}, false
@@ -122,23 +142,162 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanos
 
 func ratio(a, b cell) string { return fmt.Sprintf("%.2f", a.res.rate()/b.res.rate()) }
 
-// markdown is the results page: the table, the baselines, the targets.
+// markdown is the results page: the third round's targets at every size,
+// then each size's tables and the earlier rounds' targets.
 func (r *report) markdown() string {
 	var b strings.Builder
 	o := r.o
+	sizes := make([]string, len(r.sizes))
+	for i, s := range r.sizes {
+		sizes[i] = thousands(s.invoices)
+	}
 	fmt.Fprintf(&b, "# payreq benchmark results\n\n")
 	fmt.Fprintf(&b, "Written by `make bench` on %s. Machine: %s. Server, load and database on this one machine.\n\n",
 		time.Now().UTC().Format("2006-01-02"), machine())
-	fmt.Fprintf(&b, "Data: %s invoices of 1–5 lines across 20 MIDs for the organization under test, plus %d other organizations "+
-		"with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; rates are requests (or pgbench "+
-		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run.\n\n",
-		thousands(o.invoices), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)
+	fmt.Fprintf(&b, "Data: at each size (%s invoices of 1–5 lines across 20 MIDs for the organization under test; a database each), "+
+		"%d other organizations with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; rates are requests (or pgbench "+
+		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run. "+
+		"The runs the third round's targets need are made at every size, the others at the largest only.\n\n",
+		strings.Join(sizes, " and "), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)
 	if o.repeat > 1 {
-		fmt.Fprintf(&b, "Every run was made %d times, in %d rounds of the whole sequence; each figure is the median of its %d "+
+		fmt.Fprintf(&b, "Every run was made %d times, in %d rounds of the whole sequence at each size; each figure is the median of its %d "+
 			"(the rate's and each CPU time's separately; the statements are those of the round of the median rate).\n\n",
 			o.repeat, o.repeat, o.repeat)
 	}
+	fmt.Fprintf(&b, "Load average (1 min) at the start %s, at the end %s: anything else running on the machine takes from these figures. "+
+		"The whole run took %s.\n\n", r.loadStart, loadAverage(), r.elapsed.Round(time.Second))
+	r.thirdRound(&b)
+	for _, s := range r.sizes {
+		fmt.Fprintf(&b, "\n## At %s invoices\n\n", thousands(s.invoices))
+		s.details(&b, o)
+	}
+	fmt.Fprintf(&b, "\nThe SQL of (a) is in bench/pgbench/; the list pages' plans (at %s invoices) are in bench/explain.txt.\n", thousands(o.sizes[len(o.sizes)-1]))
+	// What was found by hand, kept from one run to the next: the list
+	// page's database time (findings.md), the portal's pages in a browser
+	// (lighthouse.md).
+	for _, name := range []string{"findings.md", "lighthouse.md"} {
+		if text, err := os.ReadFile(filepath.Join(o.benchDir, name)); err == nil {
+			b.WriteString("\n")
+			b.Write(text)
+		}
+	}
+	return b.String()
+}
 
+// thirdRound is the table of the third round's targets (decisions:
+// "Performance targets (third round)"), a column per size: each with its
+// measured value, its limit, and met or not.
+func (r *report) thirdRound(b *strings.Builder) {
+	type target struct {
+		name, limit string
+		value       func(s *sizeRuns) (text string, met, ok bool)
+	}
+	check := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	// server CPU per request of key ÷ the bare Echo handler's.
+	serverVsEcho := func(key string, limit float64) func(s *sizeRuns) (string, bool, bool) {
+		return func(s *sizeRuns) (string, bool, bool) {
+			c, ok1 := s.get(key, "payreq")
+			e, ok2 := s.get("get", "echo")
+			if !ok1 || !ok2 || c.res.cpu == 0 || e.res.cpu == 0 {
+				return "", false, false
+			}
+			x := float64(c.res.cpuPerRequest()) / float64(e.res.cpuPerRequest())
+			return fmt.Sprintf("%s / %s = %.1f ×", us(c.res.cpuPerRequest()), us(e.res.cpuPerRequest()), x), x <= limit, true
+		}
+	}
+	dbVsPgbench := func(key string) func(s *sizeRuns) (string, bool, bool) {
+		return func(s *sizeRuns) (string, bool, bool) {
+			c, ok1 := s.get(key, "payreq")
+			a, ok2 := s.get(key, "pgbench")
+			if !ok1 || !ok2 || c.res.dbCPU == 0 || a.res.dbCPU == 0 {
+				return "", false, false
+			}
+			pc, pa := c.res.perRequest(c.res.dbCPU), a.res.perRequest(a.res.dbCPU)
+			x := float64(pc) / float64(pa)
+			return fmt.Sprintf("%s / %s = %.2f", us(pc), us(pa), x), x <= 1.15, true
+		}
+	}
+	pinned := func(key string) func(s *sizeRuns) (string, bool, bool) {
+		return func(s *sizeRuns) (string, bool, bool) {
+			c, ok1 := s.get(key, "pinned")
+			a, ok2 := s.get(key, "pgbench-pinned")
+			if !ok1 || !ok2 {
+				return "", false, false
+			}
+			x := c.res.rate() / a.res.rate()
+			return fmt.Sprintf("%.0f / %.0f req/s = %.2f ×", c.res.rate(), a.res.rate(), x), x >= 0.85, true
+		}
+	}
+	events := func(s *sizeRuns) (string, bool, bool) {
+		c, ok1 := s.get("create", "payreq")
+		e, ok2 := s.get("create", "events")
+		if !ok1 || !ok2 {
+			return "", false, false
+		}
+		loss := 1 - e.res.rate()/c.res.rate()
+		return fmt.Sprintf("%.0f / %.0f req/s: loses %.0f %%", e.res.rate(), c.res.rate(), 100*loss), loss <= 0.10, true
+	}
+	portal := func(page, api string) func(s *sizeRuns) (string, bool, bool) {
+		return func(s *sizeRuns) (string, bool, bool) {
+			p, ok1 := s.get(page, "payreq")
+			a, ok2 := s.get(api, "payreq")
+			if !ok1 || !ok2 || p.res.cpu == 0 || a.res.cpu == 0 {
+				return "", false, false
+			}
+			x := float64(p.res.cpuPerRequest()) / float64(a.res.cpuPerRequest())
+			return fmt.Sprintf("%s / %s = %.2f ×", us(p.res.cpuPerRequest()), us(a.res.cpuPerRequest()), x), x <= 2, true
+		}
+	}
+	targets := []target{
+		{"server CPU per get / bare Echo answer (c)", "≤ 6 ×", serverVsEcho("get", 6)},
+		{"server CPU per first list page / bare Echo", "≤ 12 ×", serverVsEcho("list_first", 12)},
+		{"server CPU per create / bare Echo", "≤ 20 ×", serverVsEcho("create", 20)},
+		{"database CPU per get, payreq / pgbench (a)", "≤ 1.15", dbVsPgbench("get")},
+		{"database CPU per create, payreq / pgbench", "≤ 1.15", dbVsPgbench("create")},
+		{"database CPU per first list page, payreq / pgbench", "≤ 1.15", dbVsPgbench("list_first")},
+		{"get, database on its own core: payreq / pgbench rate", "≥ 0.85 ×", pinned("get")},
+		{"create, database on its own core: payreq / pgbench rate", "≥ 0.85 ×", pinned("create")},
+		{"events on: create's rate, on / off", "loses ≤ 10 %", events},
+	}
+	for _, pp := range portalPairs {
+		targets = append(targets, target{fmt.Sprintf("server CPU, %s / %s", title(pp.page), pp.api), "≤ 2 ×", portal(pp.page, pp.api)})
+	}
+	b.WriteString("## Targets (third round)\n\n(../shared/decisions.md, \"Performance targets (third round)\": each side against its own limit, " +
+		"in the same run, at each size. CPU times are per request over the measured window; the database's is every process of the cluster; " +
+		"a portal page is asked for as a signed-in member's browser does, gzip accepted.)\n\n| Target | limit |")
+	for _, s := range r.sizes {
+		fmt.Fprintf(b, " %s invoices |", thousands(s.invoices))
+	}
+	b.WriteString("\n|---|---|")
+	for range r.sizes {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range targets {
+		fmt.Fprintf(b, "| %s | %s |", t.name, t.limit)
+		for _, s := range r.sizes {
+			if text, met, ok := t.value(s); ok {
+				fmt.Fprintf(b, " %s — %s |", text, check(met))
+			} else {
+				b.WriteString(" not measured |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| load average (1 min) when the size's runs began | – |")
+	for _, s := range r.sizes {
+		fmt.Fprintf(b, " %s |", s.loadStart)
+	}
+	b.WriteString("\n")
+}
+
+// details are the tables of one size's runs.
+func (r *sizeRuns) details(b *strings.Builder, o options) {
 	b.WriteString("| Scenario | req/s | p50 | p99 | × pgbench (a) | × no validation (b) | peak RSS | server CPU/req |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range scenarioTitles {
 		c, ok := r.get(t.key, "payreq")
@@ -152,18 +311,18 @@ func (r *report) markdown() string {
 		if v, ok := r.get(t.key, "novalidate"); ok {
 			xb = ratio(c, v)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", t.title, c.res.rate(), ms(c.res.p50), ms(c.res.p99), xa, xb, mb(c.rss), us(c.res.cpuPerRequest()))
+		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", t.title, c.res.rate(), ms(c.res.p50), ms(c.res.p99), xa, xb, mb(c.rss), us(c.res.cpuPerRequest()))
 	}
 	if c, ok := r.get("get", "small"); ok {
-		fmt.Fprintf(&b, "| get invoice by id, %s invoices in the database | %.0f | %s | %s | – | – | %s | %s |\n",
+		fmt.Fprintf(b, "| get invoice by id, %s invoices in the database | %.0f | %s | %s | – | – | %s | %s |\n",
 			thousands(o.smallInvoices), c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
 	}
 	if c, ok := r.get("get", "high"); ok {
-		fmt.Fprintf(&b, "| get invoice by id, %d connections | %.0f | %s | %s | – | – | %s | %s |\n",
+		fmt.Fprintf(b, "| get invoice by id, %d connections | %.0f | %s | %s | – | – | %s | %s |\n",
 			o.highClients, c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
 	}
 	if c, ok := r.get("get", "echo"); ok {
-		fmt.Fprintf(&b, "| (c) bare Echo handler, a get's answer as a fixed body | %.0f | %s | %s | – | – | %s | %s |\n",
+		fmt.Fprintf(b, "| (c) bare Echo handler, a get's answer as a fixed body | %.0f | %s | %s | – | – | %s | %s |\n",
 			c.res.rate(), ms(c.res.p50), ms(c.res.p99), mb(c.rss), us(c.res.cpuPerRequest()))
 	}
 
@@ -181,11 +340,11 @@ func (r *report) markdown() string {
 			if !okC || !okU {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %s |\n", t.title, c.res.rate(), u.res.rate(), ms(u.res.p99), ratio(u, c))
+			fmt.Fprintf(b, "| %s | %.0f | %.0f | %s | %s |\n", t.title, c.res.rate(), u.res.rate(), ms(u.res.p99), ratio(u, c))
 		}
 	}
 
-	fmt.Fprintf(&b, "\nBaselines of the same run:\n\n| Scenario | (a) pgbench tx/s | p50 | p99 | (b) no validation req/s | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "\nBaselines of the same run:\n\n| Scenario | (a) pgbench tx/s | p50 | p99 | (b) no validation req/s | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range scenarioTitles {
 		a, okA := r.get(t.key, "pgbench")
 		v, okV := r.get(t.key, "novalidate")
@@ -198,10 +357,10 @@ func (r *report) markdown() string {
 			}
 			return fmt.Sprintf("%.0f | %s | %s", c.res.rate(), ms(c.res.p50), ms(c.res.p99))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.title, cols(a, okA), cols(v, okV))
+		fmt.Fprintf(b, "| %s | %s | %s |\n", t.title, cols(a, okA), cols(v, okV))
 	}
 
-	fmt.Fprintf(&b, "\nCPU time per request, read from /proc over the measured window (the warm-up, new connections' first plans included, left out): PostgreSQL (every process of the cluster), "+
+	fmt.Fprintf(b, "\nCPU time per request, read from /proc over the measured window (the warm-up, new connections' first plans included, left out): PostgreSQL (every process of the cluster), "+
 		"the server, and the load program (pgbench itself for (a)); and what pg_stat_statements counted in the run "+
 		"(statements per request, PostgreSQL's execution and planning time per request; the server's background "+
 		"workers included; each statement in bench/statements.txt). The cost ratio is (server + database) under "+
@@ -223,23 +382,23 @@ func (r *report) markdown() string {
 				}
 			}
 			st := res.stmts
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", t.title, runNames[target],
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", t.title, runNames[target],
 				us(res.perRequest(res.dbCPU)), server, us(res.perRequest(res.loadCPU)),
 				float64(st.calls)/float64(max(res.requests, 1)), us(res.perRequest(st.exec)), us(res.perRequest(st.plan)), cost)
 		}
 	}
 
 	if len(r.cells["create"]) > 0 || len(r.cells["get"]) > 0 || len(r.cells["mixed"]) > 0 {
-		fmt.Fprintf(&b, "\nOpen loop at 70 %% of the peak rate, requests falling due at random (Poisson) as with pgbench -R; "+
+		fmt.Fprintf(b, "\nOpen loop at 70 %% of the peak rate, requests falling due at random (Poisson) as with pgbench -R; "+
 			"latency counted from when each request was due:\n\n| Scenario | run | rate | p50 | p99 | p99 / p50 |\n|---|---|---:|---:|---:|---:|\n")
 		for _, key := range []string{"mixed", "create", "get"} {
 			if c, ok := r.get(key, "payreq"); ok && key == "mixed" {
-				fmt.Fprintf(&b, "| %s | payreq, peak (closed loop) | %.0f/s | %s | %s | %.1f |\n", title(key),
+				fmt.Fprintf(b, "| %s | payreq, peak (closed loop) | %.0f/s | %s | %s | %.1f |\n", title(key),
 					c.res.rate(), ms(c.res.p50), ms(c.res.p99), float64(c.res.p99)/float64(max(c.res.p50, 1)))
 			}
 			for _, target := range []string{"open70", "pgbench70"} {
 				if c, ok := r.get(key, target); ok {
-					fmt.Fprintf(&b, "| %s | %s | %.0f/s | %s | %s | %.1f |\n", title(key), map[string]string{"open70": "payreq", "pgbench70": "(a) pgbench"}[target],
+					fmt.Fprintf(b, "| %s | %s | %.0f/s | %s | %s | %.1f |\n", title(key), map[string]string{"open70": "payreq", "pgbench70": "(a) pgbench"}[target],
 						c.res.rate(), ms(c.res.p50), ms(c.res.p99), float64(c.res.p99)/float64(max(c.res.p50, 1)))
 				}
 			}
@@ -253,7 +412,7 @@ func (r *report) markdown() string {
 			a, okA := r.get(key, "pgbench-pinned")
 			c, okC := r.get(key, "pinned")
 			if okA && okC {
-				fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %s | %s | %s |\n", title(key), a.res.rate(), us(a.res.perRequest(a.res.dbCPU)),
+				fmt.Fprintf(b, "| %s | %.0f | %s | %.0f | %s | %s | %s | %s |\n", title(key), a.res.rate(), us(a.res.perRequest(a.res.dbCPU)),
 					c.res.rate(), us(c.res.perRequest(c.res.dbCPU)), us(c.res.cpuPerRequest()), us(c.res.perRequest(c.res.loadCPU)), ratio(c, a))
 			}
 		}
@@ -275,13 +434,13 @@ func (r *report) markdown() string {
 				for i, d := range r.drained[key] {
 					drained[i] = d.Seconds()
 				}
-				fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %d | %.0f | %.1f s | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c),
+				fmt.Fprintf(b, "| %s | %.0f | %.0f | %s | %d | %.0f | %.1f s | %s |\n", title(key), c.res.rate(), e.res.rate(), ratio(e, c),
 					e.res.all, median(delivered), median(drained), ms(e.res.p99))
 			}
 		}
 	}
 
-	b.WriteString("\nTargets (docs: ../shared/decisions.md, \"Performance targets\"):\n\n")
+	b.WriteString("\nEarlier rounds' targets (the cost ratio is the second round's, replaced by the third round's above):\n\n")
 	check := func(ok bool) string {
 		if ok {
 			return "met"
@@ -296,7 +455,7 @@ func (r *report) markdown() string {
 		a, ok2 := r.get(t.key, "pgbench")
 		if ok1 && ok2 && a.res.dbCPU > 0 {
 			x := float64(costPerRequest(c)) / float64(costPerRequest(a))
-			fmt.Fprintf(&b, "- cost ratio, %s: %.2f (%s server + %s database against %s) ≤ %.1f — %s\n", t.key, x,
+			fmt.Fprintf(b, "- cost ratio, %s: %.2f (%s server + %s database against %s) ≤ %.1f — %s\n", t.key, x,
 				us(c.res.cpuPerRequest()), us(c.res.perRequest(c.res.dbCPU)), us(costPerRequest(a)), t.limit, check(x <= t.limit))
 		}
 	}
@@ -305,13 +464,13 @@ func (r *report) markdown() string {
 		a, ok2 := r.get(key, "pgbench-pinned")
 		if ok1 && ok2 {
 			x := c.res.rate() / a.res.rate()
-			fmt.Fprintf(&b, "- %s with the database on a core of its own: %.2f × pgbench ≥ 0.85 — %s\n", key, x, check(x >= 0.85))
+			fmt.Fprintf(b, "- %s with the database on a core of its own: %.2f × pgbench ≥ 0.85 — %s\n", key, x, check(x >= 0.85))
 		}
 	}
 	if c, ok := r.get("mixed", "open70"); ok {
-		fmt.Fprintf(&b, "- p99 of the soak's mix at 70 %% of its peak: %s ≤ 10 ms — %s", ms(c.res.p99), check(c.res.p99 <= 10*time.Millisecond))
+		fmt.Fprintf(b, "- p99 of the soak's mix at 70 %% of its peak: %s ≤ 10 ms — %s", ms(c.res.p99), check(c.res.p99 <= 10*time.Millisecond))
 		if a, ok := r.get("mixed", "pgbench70"); ok {
-			fmt.Fprintf(&b, " (pgbench running the same mix's SQL at 70 %% of its own peak: p99 %s)", ms(a.res.p99))
+			fmt.Fprintf(b, " (pgbench running the same mix's SQL at 70 %% of its own peak: p99 %s)", ms(a.res.p99))
 		}
 		b.WriteString("\n")
 	}
@@ -324,7 +483,7 @@ func (r *report) markdown() string {
 		e, ok2 := r.get(t.key, "events")
 		if ok1 && ok2 {
 			loss := 1 - e.res.rate()/c.res.rate()
-			fmt.Fprintf(&b, "- with events on, %s loses %s: %.0f %% — %s\n", t.key, t.what, 100*loss, check(loss <= t.loss))
+			fmt.Fprintf(b, "- with events on, %s loses %s: %.0f %% — %s\n", t.key, t.what, 100*loss, check(loss <= t.loss))
 		}
 	}
 	worst, worstKey := 0.0, ""
@@ -338,41 +497,33 @@ func (r *report) markdown() string {
 		}
 	}
 	if worstKey != "" {
-		fmt.Fprintf(&b, "- validator cost < 15 %% of throughput: at most %.0f %% (%s) — %s\n", 100*worst, worstKey, check(worst < 0.15))
+		fmt.Fprintf(b, "- validator cost < 15 %% of throughput: at most %.0f %% (%s) — %s\n", 100*worst, worstKey, check(worst < 0.15))
 	}
 	if p1, ok1 := r.get("list_first", "payreq"); ok1 {
 		if pk, ok2 := r.get("list_deep", "payreq"); ok2 {
 			x := p1.res.rate() / pk.res.rate()
-			fmt.Fprintf(&b, "- list page 1,000 within 1.5 × page 1: page 1 is %.2f × page 1,000 — %s\n", x, check(x <= 1.5))
+			fmt.Fprintf(b, "- list page 1,000 within 1.5 × page 1: page 1 is %.2f × page 1,000 — %s\n", x, check(x <= 1.5))
 		}
 	}
 	if big, ok1 := r.get("get", "payreq"); ok1 {
 		if sm, ok2 := r.get("get", "small"); ok2 {
 			x := sm.res.rate() / big.res.rate()
-			fmt.Fprintf(&b, "- get at %s within 1.2 × its rate at %s: %.2f × — %s\n", thousands(o.invoices), thousands(o.smallInvoices), x, check(x <= 1.2))
+			fmt.Fprintf(b, "- get at %s within 1.2 × its rate at %s: %.2f × — %s\n", thousands(r.invoices), thousands(o.smallInvoices), x, check(x <= 1.2))
 		}
 	}
 	if c, ok := r.get("get", "high"); ok {
-		fmt.Fprintf(&b, "- peak RSS < 150 MB with %d connections: %s — %s\n", o.highClients, mb(c.rss), check(c.rss < 150<<20))
+		fmt.Fprintf(b, "- peak RSS < 150 MB with %d connections: %s — %s\n", o.highClients, mb(c.rss), check(c.rss < 150<<20))
 	}
 	b.WriteString("- no growth in goroutines or heap over a 5-minute run: checked by `make soak` (internal/faults TestSoak), not here\n")
 	for key, targets := range r.cells {
 		for target, rounds := range targets {
 			for _, c := range rounds {
 				if c.res.errors > 0 {
-					fmt.Fprintf(&b, "\nErrors: %s against %s: %d, first: %s\n", key, target, c.res.errors, c.res.firstErr)
+					fmt.Fprintf(b, "\nErrors: %s against %s: %d, first: %s\n", key, target, c.res.errors, c.res.firstErr)
 				}
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nLoad average (1 min) at the start %s, at the end %s: anything else running on the machine takes from these figures.\n", r.loadStart, loadAverage())
-	fmt.Fprintf(&b, "\nThe whole run took %s. The SQL of (a) is in bench/pgbench/; the list pages' plans are in bench/explain.txt.\n", r.elapsed.Round(time.Second))
-	// What was found by hand, kept from one run to the next.
-	if findings, err := os.ReadFile(filepath.Join(o.benchDir, "findings.md")); err == nil {
-		b.WriteString("\n")
-		b.Write(findings)
-	}
-	return b.String()
 }
 
 func thousands(n int) string {

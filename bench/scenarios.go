@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -26,7 +27,28 @@ var scenarioTitles = []struct{ key, title string }{
 	{"list_first", "list, first page (25)"},
 	{"list_deep", "list, page 1,000 by cursor (25)"},
 	{"send", "send invoice"},
+	{"deposits", "list deposits, first page (25)"},
+	// The portal's pages, as a signed-in member's browser asks for them
+	// (session cookie, gzip accepted), each beside the API call reading
+	// the same data (portalPairs).
+	{"portal_list", "portal: invoices list, first page (25)"},
+	{"portal_get", "portal: an invoice's page (the get's invoices)"},
+	{"portal_deposits", "portal: deposits list, first page (25)"},
 }
+
+// portalPairs are the portal's pages and the API call that reads the same
+// data; decisions: a page's server CPU ≤ 2 × its call's.
+var portalPairs = []struct{ page, api string }{
+	{"portal_list", "list_first"}, {"portal_get", "get"}, {"portal_deposits", "deposits"},
+}
+
+// isPortal says whether key is a portal page (no pgbench script, a
+// session cookie instead of a token).
+func isPortal(key string) bool { return strings.HasPrefix(key, "portal_") }
+
+// hasPgbench says whether scenario key has a pgbench script: the portal's
+// pages and the deposits list have none (their baseline is the API call).
+func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" }
 
 // mixedTitle is the soak's mix, measured against the server alone.
 const mixedTitle = "mixed: create, get, list first page (2:1:1, as make soak)"
@@ -106,6 +128,20 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 		sc.next = func(int64) request {
 			return request{method: "POST", path: "/payment-requests/" + sample() + "/send", header: bearer, want: http.StatusOK}
 		}
+	case "deposits":
+		sc.next = func(int64) request {
+			return request{method: "GET", path: "/deposits?limit=25", header: bearer, want: http.StatusOK}
+		}
+	case "portal_list", "portal_get", "portal_deposits":
+		// token is the session's Cookie header here (portal.go).
+		page := http.Header{"Cookie": {token}, "Accept": {"text/html"}, "Accept-Encoding": {"gzip"}}
+		path := map[string]string{"portal_list": "/portal/invoices", "portal_deposits": "/portal/deposits"}[key]
+		sc.next = func(int64) request {
+			if key == "portal_get" {
+				return request{method: "GET", path: "/portal/invoices/" + sample(), header: page, want: http.StatusOK}
+			}
+			return request{method: "GET", path: path, header: page, want: http.StatusOK}
+		}
 	default:
 		panic("bench: unknown scenario " + key)
 	}
@@ -176,5 +212,8 @@ func (h *harness) deepKeyset(ctx context.Context) (string, string, error) {
 	}
 	err = db.GetContext(ctx, &row, `SELECT created_at, id FROM invoices WHERE organization_id = $1
 		ORDER BY created_at DESC, id DESC OFFSET 999 * 25 - 1 LIMIT 1`, h.big.org)
-	return row.At.UTC().Format(time.RFC3339Nano), row.ID, err
+	if err != nil {
+		return "", "", fmt.Errorf("page 1,000 of the list (%s invoices): %w", thousands(h.big.invoices), err)
+	}
+	return row.At.UTC().Format(time.RFC3339Nano), row.ID, nil
 }
