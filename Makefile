@@ -94,11 +94,14 @@ soak: postgres
 	PAYREQ_SOAK=$(SOAK) $(GO) test -count=1 -timeout 30m -run '^TestSoak$$' -v ./internal/faults/
 
 # The performance harness (bench/): starts a private bench cluster under
-# $(DATA)/bench (never the dev/test one), loads 1,000,000 invoices once (kept
-# for later runs), and measures each scenario through `payreq serve` over
-# loopback beside (a) pgbench running the same SQL, (b) the server without
-# request validation and (c) a bare Echo handler; prints the table and writes
-# bench/results.md and bench/explain.txt. About 6 minutes (8 the first time).
+# $(DATA)/bench (never the dev/test one), loads a database of 100,000 and one
+# of 1,000,000 invoices once (kept for later runs; -sizes), and measures each
+# scenario, the portal's pages included, through `payreq serve` over loopback
+# beside (a) pgbench running the same SQL, (b) the server without request
+# validation and (c) a bare Echo handler; prints the third round's targets at
+# both sizes and the tables, and writes bench/results.md and bench/explain.txt.
+# About 20 minutes (3 more the first time: the loads); the third round's runs
+# alone (BENCH_FLAGS in the README's "Performance") about 12.
 # The load program is bench/ itself, built from this module; pgbench comes with
 # the PostgreSQL server binaries. BENCH_FLAGS: see ./bin/payreq-bench -h.
 BENCH_FLAGS ?=
