@@ -38,7 +38,7 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: screenshots all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
+.PHONY: screenshots lighthouse all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -105,10 +105,32 @@ soak: postgres
 # The load program is bench/ itself, built from this module; pgbench comes with
 # the PostgreSQL server binaries. BENCH_FLAGS: see ./bin/payreq-bench -h.
 BENCH_FLAGS ?=
-bench: build postgres
+bench: build postgres lighthouse
 	$(GO) build -o bin/payreq-bench ./bench
 	$(GO) build -o bin/bench-echo ./bench/echo
 	./bin/payreq-bench -data $(DATA)/bench $(BENCH_FLAGS)
+
+# Lighthouse 12.2.3 on the portal's pages, mobile (bench/lighthouse): starts
+# payreq serve on a private cluster under $(DATA)/lighthouse, seeds a demo
+# and a busy day, signs its merchant's Owner in through the portal and
+# writes bench/lighthouse.md (score, FCP, LCP, TBT, CLS, bytes per page;
+# target 100). A timing, so here and in make bench, never in make test.
+# Lighthouse 13 needs Node 22: 12.2.3 runs on Node 20. Its own folder, not
+# $(NODE_DIR), so make test's tools stay as they are. LIGHTHOUSE_FLAGS: see
+# ./bin/payreq-lighthouse -h. About 3 minutes.
+LIGHTHOUSE_VERSION := 12.2.3
+LIGHTHOUSE_DIR     := .tools/lighthouse
+LIGHTHOUSE_STAMP   := $(LIGHTHOUSE_DIR)/.installed-lighthouse-$(LIGHTHOUSE_VERSION)
+LIGHTHOUSE_FLAGS   ?=
+$(LIGHTHOUSE_STAMP):
+	@command -v npm >/dev/null || { echo "npm is required for make lighthouse: apt-get install nodejs npm"; exit 1; }
+	npm install --prefix $(LIGHTHOUSE_DIR) --no-audit --no-fund --loglevel=error lighthouse@$(LIGHTHOUSE_VERSION)
+	@rm -f $(LIGHTHOUSE_DIR)/.installed*; touch $@
+
+lighthouse: build postgres chromium $(LIGHTHOUSE_STAMP)
+	$(GO) build -o bin/payreq-lighthouse ./bench/lighthouse
+	./bin/payreq-lighthouse -payreq $(BIN) -data $(DATA)/lighthouse \
+		-lighthouse $(LIGHTHOUSE_DIR)/node_modules/.bin/lighthouse -out bench/lighthouse.md $(LIGHTHOUSE_FLAGS)
 
 # CPU and allocation profiles (pprof) of each scenario under load, from
 # payreq's PAYREQ_DEBUG_ADDR listener, into bench/profiles/; prints the top of
