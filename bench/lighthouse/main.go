@@ -430,9 +430,9 @@ func report(o options, results []result) string {
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s (`%s`) | %.0f | %.0f ms | %.0f ms | %.0f ms | %.3f | %.0f | %.0f |\n", r.name, uuidPattern.ReplaceAllString(r.path, "{id}"), r.score, r.fcp, r.lcp, r.tbt, r.cls, r.bytes, r.benchmarkIndex)
 	}
-	fmt.Fprintf(&b, "\nThe benchmark index is Lighthouse's own measure of the machine's speed during the page's run (a mid-range\n"+
-		"desktop scores about 1,000 or more; a lower one, on a loaded machine, inflates the simulated TBT, which multiplies\n"+
-		"the main thread's observed time by 4). Below 100: read the load average above before the page.\n")
+	fmt.Fprintf(&b, "\nThe benchmark index is Lighthouse's own measure of the machine's speed during the page's run (higher is\n"+
+		"faster; it falls on a loaded machine, whose slow main thread the simulation then multiplies by 4 into TBT).\n"+
+		"Below 100: read the load average and the index before the page.\n")
 	for _, r := range results {
 		if len(r.opportunities) > 0 {
 			fmt.Fprintf(&b, "\n%s, below 90 in: %s.\n", r.name, strings.Join(r.opportunities, "; "))
