@@ -117,7 +117,7 @@ bench: build postgres lighthouse
 # target 100). A timing, so here and in make bench, never in make test.
 # Lighthouse 13 needs Node 22: 12.2.3 runs on Node 20. Its own folder, not
 # $(NODE_DIR), so make test's tools stay as they are. LIGHTHOUSE_FLAGS: see
-# ./bin/payreq-lighthouse -h. About 3 minutes.
+# ./bin/payreq-lighthouse -h. About 6 minutes on a loaded 2-core machine.
 LIGHTHOUSE_VERSION := 12.2.3
 LIGHTHOUSE_DIR     := .tools/lighthouse
 LIGHTHOUSE_STAMP   := $(LIGHTHOUSE_DIR)/.installed-lighthouse-$(LIGHTHOUSE_VERSION)
