@@ -8,6 +8,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 )
@@ -21,7 +22,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 		InvoiceID: q.InvoiceId, DepositID: q.DepositId, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.payments.CardPayments(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
-	if errors.Is(err, payment.ErrInvalidCursor) {
+	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListCardPayments400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {

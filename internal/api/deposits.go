@@ -7,6 +7,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 		MerchantAccountID: q.MerchantAccountId, Status: (*string)(q.Status), CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.payments.Deposits(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
-	if errors.Is(err, payment.ErrInvalidCursor) {
+	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListDeposits400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {

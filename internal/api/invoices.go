@@ -10,6 +10,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
+	"github.com/payreq/payreq/internal/keyset"
 )
 
 // CreatePaymentRequest creates an invoice; a repeated Idempotency-Key with the
@@ -179,7 +180,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
-	if errors.Is(err, invoice.ErrInvalidCursor) {
+	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListPaymentRequests400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/reseller"
 )
 
@@ -42,7 +43,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 		stage = &v
 	}
 	apps, next, err := s.resellers.Applications(ctx, principalFrom(ctx).OrganizationID, stage, pg.limit, pg.cursor)
-	if errors.Is(err, reseller.ErrInvalidCursor) {
+	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListApplications400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {

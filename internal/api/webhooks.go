@@ -11,6 +11,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -26,7 +27,7 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if r := refusal(err); r != nil && r.status == http.StatusForbidden {
 		return gen.ListEvents403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
 	}
-	if errors.Is(err, event.ErrInvalidCursor) {
+	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListEvents400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
 	}
 	if err != nil {

@@ -197,9 +197,6 @@ func (e Event) JSON() []byte {
 // may read: the same answer).
 var ErrNotFound = rule.New(rule.NotFound, "", "Event not found", "No event with this id exists in your organization.")
 
-// ErrInvalidCursor: the cursor was not made by this service.
-var ErrInvalidCursor = keyset.ErrInvalid
-
 // Retention is how long events are kept.
 const Retention = 30 * 24 * time.Hour
 

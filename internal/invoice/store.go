@@ -641,9 +641,6 @@ type Filter struct {
 	CustomerName *string
 }
 
-// ErrInvalidCursor: the cursor was not made by this service.
-var ErrInvalidCursor = keyset.ErrInvalid
-
 // List returns a page of invoices, newest first, and the cursor of the next
 // page ("" on the last).
 func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]Invoice, string, error) {

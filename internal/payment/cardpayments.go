@@ -137,9 +137,6 @@ type Filter struct {
 	RefundOf *uuid.UUID
 }
 
-// ErrInvalidCursor: the cursor was not made by this service.
-var ErrInvalidCursor = keyset.ErrInvalid
-
 // CardPayments returns a page of the organization's card payments, newest
 // first, and the cursor of the next page ("" on the last).
 func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit int, after string) ([]CardPayment, string, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/processor"
@@ -254,7 +255,7 @@ func (h *handler) cardPayments(c echo.Context) error {
 		}
 		list, next, err := h.Payments.CardPayments(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
 		switch {
-		case errors.Is(err, payment.ErrInvalidCursor):
+		case errors.Is(err, keyset.ErrInvalid):
 			q.StaleCursor()
 		case err != nil:
 			return h.failure(c, err)

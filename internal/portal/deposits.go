@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 )
 
@@ -67,7 +68,7 @@ func (h *handler) deposits(c echo.Context) error {
 	if !q.Failed() {
 		list, next, err := h.Payments.Deposits(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
 		switch {
-		case errors.Is(err, payment.ErrInvalidCursor):
+		case errors.Is(err, keyset.ErrInvalid):
 			q.StaleCursor()
 		case err != nil:
 			return h.failure(c, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/webhook"
@@ -177,7 +178,7 @@ func (h *handler) events(c echo.Context) error {
 		}
 		list, next, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, f, q.Limit, q.Cursor)
 		switch {
-		case errors.Is(err, event.ErrInvalidCursor):
+		case errors.Is(err, keyset.ErrInvalid):
 			q.StaleCursor()
 		case rule.Is(err, rule.Forbidden):
 			return h.refused(c, rule.As(err), &formPage{name: "events", page: q.Page("Events", data)})

@@ -16,6 +16,7 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 )
@@ -155,7 +156,7 @@ func (h *handler) invoices(c echo.Context) error {
 		}
 		list, next, err := h.Invoices.List(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
 		switch {
-		case errors.Is(err, invoice.ErrInvalidCursor):
+		case errors.Is(err, keyset.ErrInvalid):
 			q.StaleCursor()
 		case err != nil:
 			return h.failure(c, err)

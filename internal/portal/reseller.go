@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/reseller"
 )
@@ -125,7 +126,7 @@ func (h *handler) applications(c echo.Context) error {
 	if !q.Failed() {
 		apps, next, err := h.Resellers.Applications(c.Request().Context(), org, stage, q.Limit, q.Cursor)
 		switch {
-		case errors.Is(err, reseller.ErrInvalidCursor):
+		case errors.Is(err, keyset.ErrInvalid):
 			q.StaleCursor()
 		case err != nil:
 			return h.failure(c, err)

@@ -62,9 +62,6 @@ type HistoryEntry struct {
 	Note  *string
 }
 
-// ErrInvalidCursor is a cursor this package did not make.
-var ErrInvalidCursor = keyset.ErrInvalid
-
 // Page sizes List accepts.
 const (
 	MinLimit = 1
@@ -115,7 +112,7 @@ func (r applicationRow) application() Application {
 // Applications reads one page of the reseller's applications, newest first (by
 // submission time, then id), optionally of one stage. cursor is "" for the
 // first page, else the next cursor of the page before; next is "" on the
-// last page. A cursor this package did not make is ErrInvalidCursor.
+// last page. A cursor this package did not make is keyset.ErrInvalid.
 func (a *Store) Applications(ctx context.Context, resellerID uuid.UUID, stage *string, limit int, after string) (page []Application, next string, err error) {
 	if limit < MinLimit || limit > MaxLimit {
 		return nil, "", fmt.Errorf("reseller: page size %d is outside %d–%d", limit, MinLimit, MaxLimit)

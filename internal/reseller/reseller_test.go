@@ -17,6 +17,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/idempotency"
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
@@ -578,8 +579,8 @@ func TestListPagesByKeyset(t *testing.T) {
 
 	for _, bad := range []string{"not a cursor", base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2025-01-01T00:00:00Z"}`)),
 		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"x","id":"y"}`)), base64.RawURLEncoding.EncodeToString([]byte(`[]`))} {
-		if _, _, err := f.apps.Applications(ctx, f.reseller, nil, 2, bad); !errors.Is(err, reseller.ErrInvalidCursor) {
-			t.Errorf("cursor %q: %v, want ErrInvalidCursor", bad, err)
+		if _, _, err := f.apps.Applications(ctx, f.reseller, nil, 2, bad); !errors.Is(err, keyset.ErrInvalid) {
+			t.Errorf("cursor %q: %v, want keyset.ErrInvalid", bad, err)
 		}
 	}
 	other := uuid.Must(uuid.NewV7())
