@@ -68,8 +68,8 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 		name   sql.NullString
 		biller directory.BillerRow
 	)
-	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, (i.amount - i.amount_paid)::text,
-			i.due_date, i.customer_name, `+directory.BillerColumns+`
+	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, to_char(i.amount, 'FM$999,999,990.00'),
+			to_char(i.amount - i.amount_paid, 'FM$999,999,990.00'), i.due_date, i.customer_name, `+directory.BillerColumns+`
 		FROM invoices i JOIN merchant_accounts m ON m.id = i.merchant_account_id JOIN locations l ON l.id = m.location_id
 		JOIN organizations o ON o.id = i.organization_id
 		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(

@@ -227,23 +227,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestFormatAmount(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"0.01":         "$0.01",
-		"12.30":        "$12.30",
-		"999.99":       "$999.99",
-		"1000.00":      "$1,000.00",
-		"1234.50":      "$1,234.50",
-		"999999999.99": "$999,999,999.99",
-		"5":            "$5.00",
-	} {
-		if got := formatAmount(in); got != want {
-			t.Errorf("formatAmount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A reminder says it is one, with the balance and the due date, by email
 // and by text; one queued for an invoice paid before its delivery is
 // never sent.

@@ -51,7 +51,7 @@ type Bill struct {
 	// is not sent.
 	Payable       bool
 	InvoiceNumber string
-	Amount        string // as PostgreSQL writes a NUMERIC: "1234.50"
+	Amount        string // as people read it (invoice.Money): "$1,234.50"
 	Balance       string // likewise
 	DueDate       *time.Time
 	CustomerName  string
@@ -120,8 +120,8 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		Email:         bill.Biller.Email,
 		CustomerName:  bill.CustomerName,
 		InvoiceNumber: bill.InvoiceNumber,
-		Amount:        formatAmount(bill.Amount),
-		Balance:       formatAmount(bill.Balance),
+		Amount:        bill.Amount,
+		Balance:       bill.Balance,
 		PayLink:       bill.PayLink,
 	}
 	if bill.DueDate != nil {
@@ -166,25 +166,6 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("delivery: unknown channel %q", c.Channel)
 	}
 	return r, nil
-}
-
-// formatAmount writes a NUMERIC(11,2) as read from PostgreSQL ("1234.50") with
-// a dollar sign and thousands separators, never through a float.
-func formatAmount(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	frac = (frac + "00")[:2]
-	var b strings.Builder
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return sign + "$" + b.String() + "." + frac
 }
 
 // The signature every message ends with: who bills, its legal name,

@@ -180,6 +180,18 @@ type Invoice struct {
 // Balance is amount − amountPaid.
 func (inv *Invoice) Balance() apd.Decimal { return cents(sub(inv.Amount, inv.AmountPaid)) }
 
+// BalanceAfter is the balance right after payment p (one of inv.Payments),
+// as its receipt says it: payments recorded later do not change it.
+func (inv *Invoice) BalanceAfter(p Payment) apd.Decimal {
+	balance := inv.Amount
+	for _, q := range inv.Payments {
+		if q.RecordedAt.Before(p.RecordedAt) || q.RecordedAt.Equal(p.RecordedAt) && q.ID.String() <= p.ID.String() {
+			balance = sub(balance, q.Amount)
+		}
+	}
+	return balance
+}
+
 // ErrNotFound: no such invoice in the caller's organization.
 var ErrNotFound = rule.New(rule.NotFound, "", "Invoice not found", "No invoice with this id exists in your organization.")
 

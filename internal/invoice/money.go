@@ -106,13 +106,36 @@ func text(d apd.Decimal) string { return d.Text('f') }
 
 // Money is an amount as people read it, in dollars with thousands
 // separators and cents: "$1,234.50", "-$5.00".
-func Money(d apd.Decimal) string {
-	s := text(cents(d))
+func Money(d apd.Decimal) string { return dollars(cents(d)) }
+
+// UnitMoney is a unit cost as people read it: at least cents, more places
+// when it has them ("$0.0149").
+func UnitMoney(d apd.Decimal) string {
+	p := Plain(d)
+	if p.Exponent >= -2 {
+		return Money(p)
+	}
+	return dollars(p)
+}
+
+// Quantity is a quantity as people read it: thousands separators and no
+// trailing zeros ("1,250.5").
+func Quantity(d apd.Decimal) string { return grouped(text(Plain(d))) }
+
+// dollars is d with a dollar sign and thousands separators, its places as
+// they are.
+func dollars(d apd.Decimal) string {
+	s := text(d)
 	sign := ""
 	if strings.HasPrefix(s, "-") {
 		sign, s = "-", s[1:]
 	}
-	whole, frac, _ := strings.Cut(s, ".")
+	return sign + "$" + grouped(s)
+}
+
+// grouped puts thousands separators into a plain decimal's integer part.
+func grouped(s string) string {
+	whole, frac, hasFrac := strings.Cut(s, ".")
 	var b strings.Builder
 	for i, r := range whole {
 		if i > 0 && (len(whole)-i)%3 == 0 {
@@ -120,5 +143,8 @@ func Money(d apd.Decimal) string {
 		}
 		b.WriteRune(r)
 	}
-	return sign + "$" + b.String() + "." + frac
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
 }

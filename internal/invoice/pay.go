@@ -95,12 +95,13 @@ func (l *Locked) SetPreference(prefers string, at time.Time) error {
 // Bill is the invoice as a pay link message shows it (delivery.Invoices).
 func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
 	var (
-		status, number, amount, balance string
-		due                             *time.Time
-		customer                        sql.NullString
-		biller                          directory.BillerRow
+		status, number  string
+		amount, balance apd.Decimal
+		due             *time.Time
+		customer        sql.NullString
+		biller          directory.BillerRow
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount::text, (i.amount - i.amount_paid)::text,
+	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount, i.amount - i.amount_paid,
 			i.due_date, i.customer_name, `+directory.BillerColumns+`
 		FROM invoices i
 		JOIN merchant_accounts m ON m.id = i.merchant_account_id
@@ -115,8 +116,8 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 		return delivery.Bill{}, fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
 	}
 	return delivery.Bill{
-		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: amount,
-		Balance: balance, DueDate: due,
+		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: Money(amount),
+		Balance: Money(balance), DueDate: due,
 		CustomerName: customer.String, Biller: biller.Biller(), PayLink: s.Link(&Invoice{ID: id}),
 	}, nil
 }

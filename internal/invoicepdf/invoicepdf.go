@@ -428,25 +428,12 @@ func (d *doc) lines(inv invoice.Invoice) {
 		}
 		q := invoice.Plain(l.Quantity)
 		d.textRight(qtyEnd, top, q.Text('f'), regular, 10)
-		d.textRight(unitEnd, top, unitMoney(l.UnitCost), regular, 10)
+		d.textRight(unitEnd, top, invoice.UnitMoney(l.UnitCost), regular, 10)
 		d.textRight(totEnd, top, invoice.Money(invoice.LineTotal(l)), regular, 10)
 		d.y += 3
 	}
 	d.rule(d.y)
 	d.y += 6
-}
-
-// unitMoney is a unit cost: at least cents, more places when it has them.
-func unitMoney(c apd.Decimal) string {
-	p := invoice.Plain(c)
-	if p.Exponent >= -2 {
-		return invoice.Money(p)
-	}
-	s := p.Text('f')
-	if strings.HasPrefix(s, "-") {
-		return "-$" + s[1:]
-	}
-	return "$" + s
 }
 
 func (d *doc) totals(inv invoice.Invoice) {

@@ -176,7 +176,7 @@ func parseAmount(s string, balance apd.Decimal) (apd.Decimal, string) {
 	case reduced.Exponent < -2:
 		return apd.Decimal{}, "The amount can have at most two decimal places (cents)."
 	case d.Cmp(&balance) > 0:
-		return apd.Decimal{}, "The amount can be at most the balance of " + money(balance) + "."
+		return apd.Decimal{}, "The amount can be at most the balance of " + invoice.Money(balance) + "."
 	}
 	var amount apd.Decimal
 	if _, err := apd.BaseContext.WithPrecision(34).Quantize(&amount, d, -2); err != nil {

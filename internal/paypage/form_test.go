@@ -134,19 +134,3 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
-
-func TestMoney(t *testing.T) {
-	cases := map[string]string{
-		"0": "$0.00", "1234.5": "$1,234.50", "999999999.99": "$999,999,999.99", "-5": "-$5.00", "100": "$100.00", "0.005": "$0.01",
-	}
-	for in, want := range cases {
-		if got := money(dec(in)); got != want {
-			t.Errorf("money(%s) = %s, want %s", in, got, want)
-		}
-	}
-	for in, want := range map[string]string{"0.0149": "$0.0149", "12.5": "$12.50", "1000.1234": "$1,000.1234", "-10": "-$10.00", "3.0000": "$3.00"} {
-		if got := unitMoney(dec(in)); got != want {
-			t.Errorf("unitMoney(%s) = %s, want %s", in, got, want)
-		}
-	}
-}

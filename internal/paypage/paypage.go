@@ -251,9 +251,9 @@ func (h *handler) pay(c echo.Context) error {
 				"Reload this page in a minute to see whether anything is left to pay."}}
 			return h.render(c, http.StatusConflict, "pay", p)
 		}
-		msg := "The amount can be at most the balance of " + money(amountErr.Balance) + "."
+		msg := "The amount can be at most the balance of " + invoice.Money(amountErr.Balance) + "."
 		if amountErr.UnderWay.Sign() > 0 {
-			msg = "The amount can be at most " + money(left) + ": another payment of " + money(amountErr.UnderWay) +
+			msg = "The amount can be at most " + invoice.Money(left) + ": another payment of " + invoice.Money(amountErr.UnderWay) +
 				" is under way."
 		}
 		p.Errors = web.Errors{{Field: "amount", Message: msg}}
@@ -349,18 +349,9 @@ func (h *handler) receipt(c echo.Context) error {
 	if !ok {
 		return h.notFound(c)
 	}
-	// The balance right after this payment: payments recorded later do not
-	// change what this receipt says.
 	for _, p := range inv.Payments {
 		if p.ID == id && p.Method == invoice.MethodCard {
-			balance := inv.Amount
-			for _, q := range inv.Payments {
-				if q.RecordedAt.Before(p.RecordedAt) || q.RecordedAt.Equal(p.RecordedAt) && q.ID.String() <= p.ID.String() {
-					if _, err := decimals.Sub(&balance, &balance, &q.Amount); err != nil {
-						return h.failure(c, err)
-					}
-				}
-			}
+			balance := inv.BalanceAfter(p)
 			if asPDF {
 				var doc bytes.Buffer
 				if err := invoicepdf.Receipt(c.Request().Context(), &doc, inv, p, balance); err != nil {

@@ -91,7 +91,7 @@ func viewOf(inv invoice.Invoice) invoiceView {
 		Biller: biller(inv), LegalName: b.LegalName(), Address: b.Address, Phone: b.Phone, Email: b.Email,
 		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: optional.Value(inv.CustomerName),
 		PONumber: optional.Value(inv.PONumber), Memo: optional.Value(inv.Memo),
-		Amount: money(inv.Amount), AmountPaid: money(inv.AmountPaid), Balance: money(inv.Balance()),
+		Amount: invoice.Money(inv.Amount), AmountPaid: invoice.Money(inv.AmountPaid), Balance: invoice.Money(inv.Balance()),
 		Status: string(inv.Status),
 	}
 	if inv.DueDate != nil {
@@ -104,9 +104,8 @@ func viewOf(inv invoice.Invoice) invoiceView {
 		v.CancelledAt = day(inv.CancelledAt.In(b.Zone()))
 	}
 	for _, l := range inv.Lines {
-		q := invoice.Plain(l.Quantity)
-		v.Lines = append(v.Lines, lineView{Description: l.Description, Quantity: grouped(q.Text('f')),
-			UnitCost: unitMoney(l.UnitCost), Total: money(invoice.LineTotal(l))})
+		v.Lines = append(v.Lines, lineView{Description: l.Description, Quantity: invoice.Quantity(l.Quantity),
+			UnitCost: invoice.UnitMoney(l.UnitCost), Total: invoice.Money(invoice.LineTotal(l))})
 	}
 	return v
 }
@@ -122,57 +121,11 @@ func receiptOf(p invoice.Payment, balanceAfter apd.Decimal, zone *time.Location)
 		card += " ending in " + l
 	}
 	return receiptView{
-		Amount: money(p.Amount), Card: card, PayerName: optional.Value(p.PayerName),
+		Amount: invoice.Money(p.Amount), Card: card, PayerName: optional.Value(p.PayerName),
 		PaidAt: p.PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST"), RetRef: optional.Value(p.RetRef),
-		BalanceAfter: money(balanceAfter), SavedCard: p.SavedCard,
+		BalanceAfter: invoice.Money(balanceAfter), SavedCard: p.SavedCard,
 	}
 }
 
 // day is the date of t in its own zone.
 func day(t time.Time) string { return t.Format("January 2, 2006") }
-
-var decimals = apd.BaseContext.WithPrecision(34)
-
-// money is an amount in dollars: "$1,234.50", "-$5.00".
-func money(d apd.Decimal) string {
-	var q apd.Decimal
-	if _, err := decimals.Quantize(&q, &d, -2); err != nil {
-		return d.Text('f')
-	}
-	return dollars(q)
-}
-
-// unitMoney is a unit cost: at least cents, more places when it has them
-// ("$0.0149").
-func unitMoney(d apd.Decimal) string {
-	r := invoice.Plain(d)
-	if r.Exponent > -2 {
-		return money(r)
-	}
-	return dollars(r)
-}
-
-func dollars(d apd.Decimal) string {
-	s := d.Text('f')
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	return sign + "$" + grouped(s)
-}
-
-// grouped puts thousands separators into a plain decimal's integer part.
-func grouped(s string) string {
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if hasFrac {
-		b.WriteString("." + frac)
-	}
-	return b.String()
-}
