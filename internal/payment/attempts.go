@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -21,46 +20,18 @@ const (
 	LimitWindow  = time.Hour
 )
 
-// AttemptOnLink counts a pay attempt on an invoice's link; see attempt.
+// AttemptOnLink counts a pay attempt on an invoice's link; see
+// postgres.Limit.Attempt.
 func (s *Store) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
-	return s.attempt(ctx, "link:"+invoiceID.String(), LinkLimit)
+	l := postgres.Limit{Table: "pay_limits", Max: LinkLimit, Window: LimitWindow}
+	return l.Attempt(ctx, s.DB, "link:"+invoiceID.String(), s.Now())
 }
 
-// AttemptFrom counts a pay page POST from a client address; see attempt.
+// AttemptFrom counts a pay page POST from a client address; see
+// postgres.Limit.Attempt.
 func (s *Store) AttemptFrom(ctx context.Context, address string) (time.Duration, error) {
-	return s.attempt(ctx, "address:"+address, AddressLimit)
-}
-
-// attempt counts one attempt of subject. When subject has had limit
-// attempts within the last LimitWindow it counts nothing and answers how
-// long until the oldest of them leaves the window (at least a second); 0
-// means the attempt is allowed.
-func (s *Store) attempt(ctx context.Context, subject string, limit int) (wait time.Duration, err error) {
-	// The database keeps microseconds; so does the arithmetic here.
-	now := s.Now().Truncate(time.Microsecond)
-	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		// Serialises the count-then-insert of one subject across instances.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pay-limits/"+subject); err != nil {
-			return fmt.Errorf("payment: unable to lock pay limit: %w", err)
-		}
-		var recent []time.Time
-		err := tx.SelectContext(ctx, &recent, `SELECT attempted_at FROM pay_limits
-			WHERE subject = $1 AND attempted_at > $2 ORDER BY attempted_at DESC LIMIT $3`,
-			subject, now.Add(-LimitWindow), limit)
-		if err != nil {
-			return fmt.Errorf("payment: unable to count pay attempts: %w", err)
-		}
-		if len(recent) >= limit {
-			// The oldest of the last limit attempts frees a place when it expires.
-			wait = max(recent[limit-1].Add(LimitWindow).Sub(now), time.Second)
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO pay_limits (subject, attempted_at) VALUES ($1, $2)`, subject, now); err != nil {
-			return fmt.Errorf("payment: unable to count pay attempt: %w", err)
-		}
-		return nil
-	})
-	return wait, err
+	l := postgres.Limit{Table: "pay_limits", Max: AddressLimit, Window: LimitWindow}
+	return l.Attempt(ctx, s.DB, "address:"+address, s.Now())
 }
 
 // DeleteOldAttempts forgets attempts that no longer count, and the answers

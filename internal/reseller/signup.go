@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/postgres"
@@ -89,29 +88,8 @@ const (
 // (rule.Limited, with how long until the oldest counted submission leaves
 // the window).
 func (a *Store) SubmissionFrom(ctx context.Context, network string) error {
-	now := a.Now().Truncate(time.Microsecond) // as stored
-	var wait time.Duration
-	err := postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
-		// Serialises the count-then-insert of one address across instances.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "application-limits/"+network); err != nil {
-			return fmt.Errorf("reseller: unable to lock the submission limit: %w", err)
-		}
-		var recent []time.Time
-		err := tx.SelectContext(ctx, &recent, `SELECT attempted_at FROM application_limits
-			WHERE subject = $1 AND attempted_at > $2 ORDER BY attempted_at DESC LIMIT $3`,
-			network, now.Add(-SubmissionWindow), SubmissionLimit)
-		if err != nil {
-			return fmt.Errorf("reseller: unable to count submissions: %w", err)
-		}
-		if len(recent) >= SubmissionLimit {
-			wait = max(recent[SubmissionLimit-1].Add(SubmissionWindow).Sub(now), time.Second)
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO application_limits (subject, attempted_at) VALUES ($1, $2)`, network, now); err != nil {
-			return fmt.Errorf("reseller: unable to count a submission: %w", err)
-		}
-		return nil
-	})
+	l := postgres.Limit{Table: "application_limits", Max: SubmissionLimit, Window: SubmissionWindow}
+	wait, err := l.Attempt(ctx, a.DB, network, a.Now())
 	if err != nil {
 		return err
 	}
