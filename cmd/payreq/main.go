@@ -172,6 +172,26 @@ func parseOrgFlags(fs *flag.FlagSet, args []string, org *string) (uuid.UUID, err
 	return parseOrg("--org", *org)
 }
 
+// openWithFlags is parseFlags, then openApp: a usage error opens nothing.
+// The caller closes the app.
+func openWithFlags(ctx context.Context, cfg config.Config, fs *flag.FlagSet, args []string, nArgs int, argName string) (*app.App, error) {
+	if err := parseFlags(fs, args, nArgs, argName); err != nil {
+		return nil, err
+	}
+	return openApp(ctx, cfg)
+}
+
+// openForOrg is parseOrgFlags, then openApp: a usage error opens nothing.
+// The caller closes the app.
+func openForOrg(ctx context.Context, cfg config.Config, fs *flag.FlagSet, args []string, org *string) (*app.App, uuid.UUID, error) {
+	orgID, err := parseOrgFlags(fs, args, org)
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	a, err := openApp(ctx, cfg)
+	return a, orgID, err
+}
+
 func parseOrg(flagName, s string) (uuid.UUID, error) {
 	id, err := uuid.Parse(s)
 	if err != nil {
@@ -183,10 +203,7 @@ func parseOrg(flagName, s string) (uuid.UUID, error) {
 func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	a, err := openApp(ctx, cfg)
+	a, err := openWithFlags(ctx, cfg, fs, args, 0, "")
 	if err != nil {
 		return err
 	}
@@ -245,11 +262,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return nil
 	case "list":
 		org := fs.String("org", "", "organization id")
-		orgID, err := parseOrgFlags(fs, args, org)
-		if err != nil {
-			return err
-		}
-		a, err := openApp(ctx, cfg)
+		a, orgID, err := openForOrg(ctx, cfg, fs, args, org)
 		if err != nil {
 			return err
 		}
@@ -268,10 +281,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		}
 		return nil
 	case "revoke":
-		if err := parseFlags(fs, args, 1, "KEY_ID"); err != nil {
-			return err
-		}
-		a, err := openApp(ctx, cfg)
+		a, err := openWithFlags(ctx, cfg, fs, args, 1, "KEY_ID")
 		if err != nil {
 			return err
 		}

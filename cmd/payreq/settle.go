@@ -18,11 +18,7 @@ import (
 func settleCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("settle", flag.ContinueOnError)
 	org := fs.String("org", "", "merchant organization id")
-	orgID, err := parseOrgFlags(fs, args, org)
-	if err != nil {
-		return err
-	}
-	a, err := openApp(ctx, cfg)
+	a, orgID, err := openForOrg(ctx, cfg, fs, args, org)
 	if err != nil {
 		return err
 	}
