@@ -17,7 +17,6 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/processor"
@@ -246,32 +245,19 @@ func (h *handler) cardPayments(c echo.Context) error {
 	data := cardPaymentsData{Kinds: cardPaymentKinds, Statuses: cardPaymentStatuses, MIDs: mids,
 		InvoiceID: q.Values.Get("invoiceId"), DepositID: q.Values.Get("depositId")}
 	data.Zone = q.Zone.String()
+	list := func(ctx context.Context, limit int, cursor string) ([]payment.CardPayment, string, error) {
+		return h.Payments.CardPayments(ctx, m.OrganizationID, f, limit, cursor)
+	}
 	if !q.Failed() {
 		if q.CSV {
-			return streamCSV(h, c, csvExport[payment.CardPayment]{Name: "card-payments", Zone: q.Zone, Columns: cardPaymentColumns(q.Zone),
-				Page: func(ctx context.Context, limit int, cursor string) ([]payment.CardPayment, string, error) {
-					return h.Payments.CardPayments(ctx, m.OrganizationID, f, limit, cursor)
-				}})
+			return streamCSV(h, c, csvExport[payment.CardPayment]{Name: "card-payments", Zone: q.Zone, Columns: cardPaymentColumns(q.Zone), Page: list})
 		}
-		list, next, err := h.Payments.CardPayments(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
-		switch {
-		case errors.Is(err, keyset.ErrInvalid):
-			q.StaleCursor()
-		case err != nil:
+		row := func(p payment.CardPayment) cardPaymentRow { return cardPaymentRow{CardPayment: p, Zone: q.Zone} }
+		if err := fillList(ctx, q, &data.listData, cardPaymentsPath, list, row); err != nil {
 			return h.failure(c, err)
-		default:
-			rows := make([]cardPaymentRow, len(list))
-			for i, p := range list {
-				rows[i] = cardPaymentRow{CardPayment: p, Zone: q.Zone}
-			}
-			data.listData = listOf(q, cardPaymentsPath, rows, next)
 		}
 	}
-	status := http.StatusOK
-	if q.Failed() {
-		status = http.StatusBadRequest
-	}
-	return h.render(c, status, "card-payments", q.Page("Card payments", data))
+	return h.renderList(c, q, "card-payments", "Card payments", data)
 }
 
 // cardPaymentColumns are the columns of the card payments' CSV: the API's

@@ -28,10 +28,8 @@ type csvExport[T any] struct {
 	Name    string
 	Zone    *time.Location
 	Columns []csvColumn[T]
-	// Page is the domain's list function with the page's filters applied:
-	// the rows after cursor ("" first), at most limit of them, and the
-	// cursor of the rows after those ("" after the last).
-	Page func(ctx context.Context, limit int, cursor string) ([]T, string, error)
+	// Page is the domain's list function with the page's filters applied.
+	Page listPage[T]
 }
 
 // unboundedKey is where deadline keeps the request's context before its

@@ -2,14 +2,12 @@ package portal
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 )
 
@@ -45,11 +43,11 @@ func (h *handler) deposits(c echo.Context) error {
 	}
 	f := payment.DepositFilter{MerchantAccountID: q.ID("merchantAccountId"), Status: q.Choice("status", depositStatuses)}
 	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
+	list := func(ctx context.Context, limit int, cursor string) ([]payment.Deposit, string, error) {
+		return h.Payments.Deposits(ctx, m.OrganizationID, f, limit, cursor)
+	}
 	if !q.Failed() && q.CSV {
-		return streamCSV(h, c, csvExport[payment.Deposit]{Name: "deposits", Zone: q.Zone, Columns: depositColumns(q.Zone),
-			Page: func(ctx context.Context, limit int, cursor string) ([]payment.Deposit, string, error) {
-				return h.Payments.Deposits(ctx, m.OrganizationID, f, limit, cursor)
-			}})
+		return streamCSV(h, c, csvExport[payment.Deposit]{Name: "deposits", Zone: q.Zone, Columns: depositColumns(q.Zone), Page: list})
 	}
 	mids, err := h.accounts(ctx, m.OrganizationID)
 	if err != nil {
@@ -66,25 +64,12 @@ func (h *handler) deposits(c echo.Context) error {
 	data := depositsData{Statuses: depositStatuses, MIDs: mids, Chart: newDepositChart(days)}
 	data.Zone = q.Zone.String()
 	if !q.Failed() {
-		list, next, err := h.Payments.Deposits(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
-		switch {
-		case errors.Is(err, keyset.ErrInvalid):
-			q.StaleCursor()
-		case err != nil:
+		row := func(d payment.Deposit) depositRow { return depositRow{Deposit: d, Zone: q.Zone} }
+		if err := fillList(ctx, q, &data.listData, depositsPath, list, row); err != nil {
 			return h.failure(c, err)
-		default:
-			rows := make([]depositRow, len(list))
-			for i, d := range list {
-				rows[i] = depositRow{Deposit: d, Zone: q.Zone}
-			}
-			data.listData = listOf(q, depositsPath, rows, next)
 		}
 	}
-	status := http.StatusOK
-	if q.Failed() {
-		status = http.StatusBadRequest
-	}
-	return h.render(c, status, "deposits", q.Page("Deposits", data))
+	return h.renderList(c, q, "deposits", "Deposits", data)
 }
 
 // depositColumns are the columns of the deposits' CSV: the API's names

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/webhook"
@@ -163,40 +161,29 @@ func (h *handler) events(c echo.Context) error {
 	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
 	data := eventsData{Types: readableTypes(m)}
 	data.Zone = q.Zone.String()
+	list := func(ctx context.Context, limit int, cursor string) ([]event.Event, string, error) {
+		return h.Events.List(ctx, m.OrganizationID, m.Permissions, f, limit, cursor)
+	}
 	if !q.Failed() {
 		if q.CSV {
 			if f.Type != nil {
 				// A type it may not read is refused before the first byte.
-				if _, _, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, f, 1, ""); err != nil {
+				if _, _, err := list(ctx, 1, ""); err != nil {
 					return h.answer(c, err, &formPage{name: "events", page: q.Page("Events", data)})
 				}
 			}
-			return streamCSV(h, c, csvExport[event.Event]{Name: "events", Zone: q.Zone, Columns: eventColumns(q.Zone),
-				Page: func(ctx context.Context, limit int, cursor string) ([]event.Event, string, error) {
-					return h.Events.List(ctx, m.OrganizationID, m.Permissions, f, limit, cursor)
-				}})
+			return streamCSV(h, c, csvExport[event.Event]{Name: "events", Zone: q.Zone, Columns: eventColumns(q.Zone), Page: list})
 		}
-		list, next, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, f, q.Limit, q.Cursor)
-		switch {
-		case errors.Is(err, keyset.ErrInvalid):
-			q.StaleCursor()
-		case rule.Is(err, rule.Forbidden):
+		row := func(e event.Event) eventRow { return eventRow{Event: e, Zone: q.Zone, About: about(e)} }
+		err := fillList(ctx, q, &data.listData, eventsPath, list, row)
+		if rule.Is(err, rule.Forbidden) {
 			return h.refused(c, rule.As(err), &formPage{name: "events", page: q.Page("Events", data)})
-		case err != nil:
+		}
+		if err != nil {
 			return h.failure(c, err)
-		default:
-			rows := make([]eventRow, len(list))
-			for i, e := range list {
-				rows[i] = eventRow{Event: e, Zone: q.Zone, About: about(e)}
-			}
-			data.listData = listOf(q, eventsPath, rows, next)
 		}
 	}
-	status := http.StatusOK
-	if q.Failed() {
-		status = http.StatusBadRequest
-	}
-	return h.render(c, status, "events", q.Page("Events", data))
+	return h.renderList(c, q, "events", "Events", data)
 }
 
 // readableTypes are the event types of the member's organization's kind

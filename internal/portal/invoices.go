@@ -3,7 +3,6 @@ package portal
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
-	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 )
@@ -148,32 +146,19 @@ func (h *handler) invoices(c echo.Context) error {
 		if err != nil {
 			return h.failure(c, err)
 		}
+		list := func(ctx context.Context, limit int, cursor string) ([]invoice.Invoice, string, error) {
+			return h.Invoices.List(ctx, m.OrganizationID, f, limit, cursor)
+		}
 		if q.CSV {
-			return streamCSV(h, c, csvExport[invoice.Invoice]{Name: "invoices", Zone: q.Zone, Columns: invoiceColumns(zones),
-				Page: func(ctx context.Context, limit int, cursor string) ([]invoice.Invoice, string, error) {
-					return h.Invoices.List(ctx, m.OrganizationID, f, limit, cursor)
-				}})
+			return streamCSV(h, c, csvExport[invoice.Invoice]{Name: "invoices", Zone: q.Zone, Columns: invoiceColumns(zones), Page: list})
 		}
-		list, next, err := h.Invoices.List(ctx, m.OrganizationID, f, q.Limit, q.Cursor)
-		switch {
-		case errors.Is(err, keyset.ErrInvalid):
-			q.StaleCursor()
-		case err != nil:
+		now := h.Now()
+		row := func(inv invoice.Invoice) invoiceRow { return rowOf(inv, zones[inv.MerchantAccountID], now) }
+		if err := fillList(ctx, q, &data.listData, invoicesPath, list, row); err != nil {
 			return h.failure(c, err)
-		default:
-			now := h.Now()
-			rows := make([]invoiceRow, len(list))
-			for i, inv := range list {
-				rows[i] = rowOf(inv, zones[inv.MerchantAccountID], now)
-			}
-			data.listData = listOf(q, invoicesPath, rows, next)
 		}
 	}
-	status := http.StatusOK
-	if q.Failed() {
-		status = http.StatusBadRequest
-	}
-	return h.render(c, status, "invoices", q.Page("Invoices", data))
+	return h.renderList(c, q, "invoices", "Invoices", data)
 }
 
 // invoiceColumns are the columns of the invoices' CSV: the API's names for
@@ -272,14 +257,13 @@ func (h *handler) invoice(c echo.Context) error {
 		d.Events, d.MoreEvents = d.Events[:maxShownEvents], true
 	}
 	p := page{Title: "Invoice " + inv.InvoiceNumber, Data: d}
-	p.Notice = map[string]string{
+	return h.renderDone(c, "invoice", p, map[string]string{
 		"created":   "The invoice was made.",
 		"sent":      "The pay link is on its way to the customer.",
 		"cancelled": "The invoice is cancelled: its pay link takes no payment, and nothing more is sent.",
 		"recorded":  "The payment was recorded.",
 		"removed":   "The payment was removed.",
-	}[c.QueryParam("done")]
-	return h.render(c, http.StatusOK, "invoice", p)
+	})
 }
 
 // invoicePDF is GET /portal/invoices/{id}/pdf: the invoice as the API's

@@ -2,6 +2,8 @@ package portal
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/web"
 )
 
@@ -39,11 +42,10 @@ import (
 //	if q.CSV {
 //		return streamCSV(h, c, csvExport[T]{…, Page: func(ctx, limit, cursor) { return store.List(ctx, org, f, limit, cursor) }})
 //	}
-//	rows, next, err := store.List(ctx, org, f, q.Limit, q.Cursor)
-//	if errors.Is(err, keyset.ErrInvalid) {
-//		q.StaleCursor() // and answer as Failed
+//	if err := fillList(ctx, q, &data.listData, "/portal/invoices", list, rowOf); err != nil {
+//		return h.failure(c, err)
 //	}
-//	data.listData = listOf(q, "/portal/invoices", rows, next)
+//	return h.renderList(c, q, "invoices", "Invoices", data)
 
 // Page sizes of lists, as the API has them.
 const (
@@ -257,6 +259,41 @@ func listOf[T any](q *listQuery, path string, rows []T, next string) listData[T]
 		d.Next = q.address(path, extra)
 	}
 	return d
+}
+
+// listPage reads one page of a list: limit items after cursor, and the
+// cursor of the page after it ("" on the last). The CSV export reads the
+// same function until the last page.
+type listPage[T any] func(ctx context.Context, limit int, cursor string) ([]T, string, error)
+
+// fillList fills into with the page of rows the query asks for, each item
+// made a row by row. A cursor the list did not make is refused beside the
+// form (q.Failed, and into is left as it is); any other failure is returned.
+func fillList[T, R any](ctx context.Context, q *listQuery, into *listData[R], path string, page listPage[T], row func(T) R) error {
+	list, next, err := page(ctx, q.Limit, q.Cursor)
+	if errors.Is(err, keyset.ErrInvalid) {
+		q.StaleCursor()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rows := make([]R, len(list))
+	for i, item := range list {
+		rows[i] = row(item)
+	}
+	*into = listOf(q, path, rows, next)
+	return nil
+}
+
+// renderList answers a list page showing data: 400 when anything of its
+// query was refused.
+func (h *handler) renderList(c echo.Context, q *listQuery, name, title string, data any) error {
+	status := http.StatusOK
+	if q.Failed() {
+		status = http.StatusBadRequest
+	}
+	return h.render(c, status, name, q.Page(title, data))
 }
 
 // Page is the page of a list showing data: its form with the values sent

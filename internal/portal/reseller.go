@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/reseller"
 )
@@ -110,11 +109,11 @@ func (h *handler) applications(c echo.Context) error {
 		return h.failure(c, err)
 	}
 	stage := q.Choice("stage", reseller.Stages)
+	list := func(ctx context.Context, limit int, cursor string) ([]reseller.Application, string, error) {
+		return h.Resellers.Applications(ctx, org, stage, min(limit, reseller.MaxLimit), cursor)
+	}
 	if !q.Failed() && q.CSV {
-		return streamCSV(h, c, csvExport[reseller.Application]{Name: "applications", Zone: q.Zone, Columns: applicationColumns,
-			Page: func(ctx context.Context, limit int, cursor string) ([]reseller.Application, string, error) {
-				return h.Resellers.Applications(ctx, org, stage, min(limit, reseller.MaxLimit), cursor)
-			}})
+		return streamCSV(h, c, csvExport[reseller.Application]{Name: "applications", Zone: q.Zone, Columns: applicationColumns, Page: list})
 	}
 	d := applicationsData{Stages: []stageChoice{}}
 	for _, s := range reseller.Stages {
@@ -124,25 +123,14 @@ func (h *handler) applications(c echo.Context) error {
 		return h.failure(c, err)
 	}
 	if !q.Failed() {
-		apps, next, err := h.Resellers.Applications(c.Request().Context(), org, stage, q.Limit, q.Cursor)
-		switch {
-		case errors.Is(err, keyset.ErrInvalid):
-			q.StaleCursor()
-		case err != nil:
+		item := func(a reseller.Application) applicationItem {
+			return applicationItem{Application: a, StageWords: words(stageWords, a.Stage)}
+		}
+		if err := fillList(c.Request().Context(), q, &d.listData, "/portal/applications", list, item); err != nil {
 			return h.failure(c, err)
-		default:
-			items := make([]applicationItem, len(apps))
-			for i, a := range apps {
-				items[i] = applicationItem{Application: a, StageWords: words(stageWords, a.Stage)}
-			}
-			d.listData = listOf(q, "/portal/applications", items, next)
 		}
 	}
-	status := http.StatusOK
-	if q.Failed() {
-		status = http.StatusBadRequest
-	}
-	return h.render(c, status, "applications", q.Page("Applications", d))
+	return h.renderList(c, q, "applications", "Applications", d)
 }
 
 // applicationColumns are the columns of the applications' CSV: the API's
