@@ -50,13 +50,12 @@ func (h *handler) members(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	form.page.Notice = map[string]string{
+	return h.renderDone(c, form.name, form.page, map[string]string{
 		"invited": "The invitation is on its way; its link works once, for 72 hours.",
 		"changed": "The member's role and permissions were changed.",
 		"removed": "The member was removed: their sessions ended, and the API keys they made keep working.",
 		"rule":    "The two-factor rule was changed.",
-	}[c.QueryParam("done")]
-	return h.render(c, http.StatusOK, form.name, form.page)
+	})
 }
 
 // invite is POST /portal/members: email, role, permissions (repeated).

@@ -394,6 +394,13 @@ func init() {
 	}
 }
 
+// renderDone answers a page after a redirect from a form it posted:
+// ?done= names what was done, and notices say it.
+func (h *handler) renderDone(c echo.Context, name string, p page, notices map[string]string) error {
+	p.Notice = notices[c.QueryParam("done")]
+	return h.render(c, http.StatusOK, name, p)
+}
+
 // render answers a page: name is the template, p what it shows.
 func (h *handler) render(c echo.Context, status int, name string, p page) error {
 	p.Stylesheet = h.stylesheet

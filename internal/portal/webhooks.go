@@ -175,12 +175,11 @@ func (h *handler) webhookEndpoint(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	form.page.Notice = map[string]string{
+	return h.renderDone(c, form.name, form.page, map[string]string{
 		"enabled":  "The endpoint is enabled: new events are sent to it.",
 		"disabled": "The endpoint is disabled: nothing is sent to it until it is enabled again.",
 		"pinged":   "A webhook.ping event is on its way to the endpoint; its attempt is listed here once made.",
-	}[c.QueryParam("done")]
-	return h.render(c, http.StatusOK, form.name, form.page)
+	})
 }
 
 // webhookStatus is POST /portal/webhooks/{id}/status: status enabled or
