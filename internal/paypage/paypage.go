@@ -30,7 +30,6 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/web"
@@ -144,15 +143,26 @@ func (h *handler) lookup(ctx context.Context, token string) (inv invoice.Invoice
 	return inv, err == nil, err
 }
 
+// invoiceOf is the invoice of the request's pay link. When there is none,
+// or it cannot be read, it has answered already: done, and err is what
+// the handler returns.
+func (h *handler) invoiceOf(c echo.Context) (inv invoice.Invoice, done bool, err error) {
+	inv, ok, err := h.lookup(c.Request().Context(), c.Param("token"))
+	if err != nil {
+		return inv, true, h.failure(c, err)
+	}
+	if !ok {
+		return inv, true, h.notFound(c)
+	}
+	return inv, false, nil
+}
+
 // show is GET /pay/:token: the invoice, and the form while it is payable.
 func (h *handler) show(c echo.Context) error {
 	token := c.Param("token")
-	inv, ok, err := h.lookup(c.Request().Context(), token)
-	if err != nil {
-		return h.failure(c, err)
-	}
-	if !ok {
-		return h.notFound(c)
+	inv, done, err := h.invoiceOf(c)
+	if done {
+		return err
 	}
 	p := h.payPage(inv, token)
 	balance := inv.Balance()
@@ -165,12 +175,9 @@ func (h *handler) show(c echo.Context) error {
 func (h *handler) pay(c echo.Context) error {
 	r := c.Request()
 	token := c.Param("token")
-	inv, ok, err := h.lookup(r.Context(), token)
-	if err != nil {
-		return h.failure(c, err)
-	}
-	if !ok {
-		return h.notFound(c)
+	inv, done, err := h.invoiceOf(c)
+	if done {
+		return err
 	}
 
 	// Every POST from an address (an IPv6 address's /64) counts, whatever it holds.
@@ -226,7 +233,8 @@ func (h *handler) pay(c echo.Context) error {
 	}
 
 	// Anything else shows the invoice as it is now, with what happened.
-	if inv, ok, err = h.lookup(r.Context(), token); err != nil || !ok {
+	inv, ok, err := h.lookup(r.Context(), token)
+	if err != nil || !ok {
 		return h.failure(c, errors.Join(payErr, err, errors.New("paypage: invoice gone after a payment attempt")))
 	}
 	p := h.payPage(inv, token)
@@ -312,13 +320,9 @@ func (h *handler) tooManyAttempts(c echo.Context, wait time.Duration, why string
 // invoicePDF is GET /pay/:token/invoice.pdf: the invoice as a PDF
 // document, the same the API answers.
 func (h *handler) invoicePDF(c echo.Context) error {
-	token := c.Param("token")
-	inv, ok, err := h.lookup(c.Request().Context(), token)
-	if err != nil {
-		return h.failure(c, err)
-	}
-	if !ok {
-		return h.notFound(c)
+	inv, done, err := h.invoiceOf(c)
+	if done {
+		return err
 	}
 	var doc bytes.Buffer
 	if err := invoicepdf.Invoice(c.Request().Context(), &doc, inv, h.Invoices.Link(&inv)); err != nil {
@@ -342,12 +346,9 @@ func (h *handler) receipt(c echo.Context) error {
 	if err != nil {
 		return h.notFound(c)
 	}
-	inv, ok, err := h.lookup(c.Request().Context(), token)
-	if err != nil {
-		return h.failure(c, err)
-	}
-	if !ok {
-		return h.notFound(c)
+	inv, done, err := h.invoiceOf(c)
+	if done {
+		return err
 	}
 	for _, p := range inv.Payments {
 		if p.ID == id && p.Method == invoice.MethodCard {
@@ -385,13 +386,7 @@ func (h *handler) notFound(c echo.Context) error {
 // failure answers a server-side failure with a page, and returns err so
 // that the request log records it (the page is already sent by then).
 func (h *handler) failure(c echo.Context, err error) error {
-	status := http.StatusInternalServerError
-	if postgres.Unavailable(err) {
-		// The database is down or too slow: a passing trouble, not a bug.
-		status = http.StatusServiceUnavailable
-		c.Response().Header().Set("Retry-After", "60")
-	}
-	_ = h.message(c, status, "Something went wrong",
+	_ = h.message(c, web.FailureStatus(c, err), "Something went wrong",
 		"We could not complete this request, and nothing was charged. Please try again in a few minutes.")
 	return err
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
@@ -233,13 +232,7 @@ func (h *handler) handleError(err error, c echo.Context) {
 	case errors.As(err, &he) && he.Code < 500:
 		_ = h.message(c, he.Code, http.StatusText(he.Code), "Nothing was sent. Go back to the sign-up page and try again.")
 	default:
-		status := http.StatusInternalServerError
-		if postgres.Unavailable(err) {
-			// The database is down or too slow: a passing trouble, not a bug.
-			status = http.StatusServiceUnavailable
-			c.Response().Header().Set("Retry-After", "60")
-		}
-		_ = h.message(c, status, "Something went wrong",
+		_ = h.message(c, web.FailureStatus(c, err), "Something went wrong",
 			"We could not complete this request, and nothing was sent. Please try again in a few minutes.")
 	}
 }
