@@ -39,6 +39,21 @@ const (
 // Payable says whether the pay link accepts a payment and a send is allowed.
 func (s Status) Payable() bool { return s == Open || s == PartPaid }
 
+// Label is the status as people read it: "Part paid".
+func (s Status) Label() string {
+	switch s {
+	case Open:
+		return "Open"
+	case PartPaid:
+		return "Part paid"
+	case Paid:
+		return "Paid"
+	case Cancelled:
+		return "Cancelled"
+	}
+	return string(s)
+}
+
 // Channels a pay link travels by.
 const (
 	Email = "email"

@@ -70,7 +70,7 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 		{"Date", day(inv.CreatedAt.In(zone))},
 		{"Due", dueDate(inv)},
 		{"PO number", deref(inv.PONumber)},
-		{"Status", statusText(inv.Status)},
+		{"Status", inv.Status.Label()},
 	})
 	d.billTo(inv)
 	d.lines(inv)
@@ -547,18 +547,6 @@ func billerName(inv invoice.Invoice) string {
 		return n
 	}
 	return "Your merchant"
-}
-
-func statusText(s invoice.Status) string {
-	switch s {
-	case invoice.PartPaid:
-		return "Part paid"
-	case invoice.Paid:
-		return "Paid"
-	case invoice.Cancelled:
-		return "Cancelled"
-	}
-	return "Open"
 }
 
 func dueDate(inv invoice.Invoice) string {

@@ -29,19 +29,7 @@ const invoicesPath = "/portal/invoices"
 var invoiceStatuses = []string{string(invoice.Open), string(invoice.PartPaid), string(invoice.Paid), string(invoice.Cancelled)}
 
 // statusLabel is an invoice's status as people read it.
-func statusLabel(s string) string {
-	switch invoice.Status(s) {
-	case invoice.Open:
-		return "Open"
-	case invoice.PartPaid:
-		return "Part paid"
-	case invoice.Paid:
-		return "Paid"
-	case invoice.Cancelled:
-		return "Cancelled"
-	}
-	return s
-}
+func statusLabel(s string) string { return invoice.Status(s).Label() }
 
 // invoiceRow is an invoice as a list shows it: its times in its
 // location's time zone, and whether it is overdue there.
