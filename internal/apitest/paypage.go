@@ -36,11 +36,18 @@ type Page struct {
 // this goes around Do's contract check.
 func (e *Env) Visit(t *testing.T, method, path string, form url.Values, header http.Header) Page {
 	t.Helper()
+	return visit(t, e.Client, method, e.URL+path, form, header)
+}
+
+// visit sends a request to a page through client, form (if any) as its
+// body, and reads the answer whole.
+func visit(t testing.TB, client *http.Client, method, address string, form url.Values, header http.Header) Page {
+	t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	req, err := http.NewRequest(method, e.URL+path, body)
+	req, err := http.NewRequest(method, address, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +57,9 @@ func (e *Env) Visit(t *testing.T, method, path string, form url.Values, header h
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	resp, err := e.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, address, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -1,12 +1,10 @@
 package apitest
 
 import (
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
-	"strings"
 	"testing"
 )
 
@@ -63,30 +61,7 @@ func (e *Env) NewApplicant() *Applicant {
 // Visit sends a request as the applicant; pages are not in openapi.yaml.
 func (a *Applicant) Visit(t testing.TB, method, path string, form url.Values) Page {
 	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, a.Env.URL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, vs := range a.Header {
-		req.Header[k] = vs
-	}
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Page{Response: resp, Body: string(b)}
+	return visit(t, a.Client, method, a.Env.URL+path, form, a.Header)
 }
 
 var hiddenField = regexp.MustCompile(`<input type="hidden" name="(csrf|key)" value="([^"]*)">`)
