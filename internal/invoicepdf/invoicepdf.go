@@ -33,6 +33,7 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // ContentType is the media type of the documents.
@@ -69,14 +70,14 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 		{"Invoice", inv.InvoiceNumber},
 		{"Date", day(inv.CreatedAt.In(zone))},
 		{"Due", dueDate(inv)},
-		{"PO number", deref(inv.PONumber)},
+		{"PO number", optional.Value(inv.PONumber)},
 		{"Status", inv.Status.Label()},
 	})
 	d.billTo(inv)
 	d.lines(inv)
 	d.totals(inv)
 	d.payments(inv, zone)
-	if m := deref(inv.Memo); m != "" {
+	if m := optional.Value(inv.Memo); m != "" {
 		d.gap(8)
 		d.paragraph(m, regular, 10)
 	}
@@ -117,7 +118,7 @@ func Receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, p invoice.Pa
 	facts := [][2]string{
 		{"Amount paid", invoice.Money(p.Amount)},
 		{"Paid by", MethodText(p)},
-		{"Name on card", deref(p.PayerName)},
+		{"Name on card", optional.Value(p.PayerName)},
 		{"Reference", reference(p)},
 		{"Balance after this payment", invoice.Money(balanceAfter)},
 	}
@@ -153,10 +154,10 @@ func MethodText(p invoice.Payment) string {
 	switch p.Method {
 	case invoice.MethodCard, "":
 		card := "Card"
-		if b := deref(p.CardBrand); b != "" {
+		if b := optional.Value(p.CardBrand); b != "" {
 			card = b
 		}
-		if l := deref(p.LastFour); l != "" {
+		if l := optional.Value(p.LastFour); l != "" {
 			card += " ending in " + l
 		}
 		return card
@@ -174,7 +175,7 @@ func reference(p invoice.Payment) string {
 	if p.Reference != nil {
 		return *p.Reference
 	}
-	return deref(p.RetRef)
+	return optional.Value(p.RetRef)
 }
 
 // Page geometry, in points: US Letter with margins of 54 (3/4 inch).
@@ -376,7 +377,7 @@ func (d *doc) header(inv invoice.Invoice, title string, facts [][2]string) {
 func (d *doc) billTo(inv invoice.Invoice) {
 	d.text(margin, d.y, "Bill to", bold, 10)
 	d.y += lineHeight(10)
-	for _, l := range []string{deref(inv.CustomerName), deref(inv.CustomerCompany), inv.CustomerEmail, deref(inv.CustomerPhone)} {
+	for _, l := range []string{optional.Value(inv.CustomerName), optional.Value(inv.CustomerCompany), inv.CustomerEmail, optional.Value(inv.CustomerPhone)} {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
@@ -557,13 +558,6 @@ func dueDate(inv invoice.Invoice) string {
 }
 
 func day(t time.Time) string { return t.Format("January 2, 2006") }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
 
 // clean makes text drawable: control characters (a tab, a line break
 // inside a one-line field) become spaces; text is otherwise drawn as

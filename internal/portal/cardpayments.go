@@ -17,6 +17,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/processor"
@@ -115,7 +116,7 @@ func (h *handler) cardPayment(c echo.Context) error {
 		case payment.Approved:
 			form.page.Notice = "The refund of " + invoice.Money(p.Amount) + " is approved: the money goes back to the card."
 		default:
-			form.page.Alert = "The refund was declined: " + strings.TrimSuffix(deref(p.DeclineReason), ".") + ". Nothing was refunded."
+			form.page.Alert = "The refund was declined: " + strings.TrimSuffix(optional.Value(p.DeclineReason), ".") + ". Nothing was refunded."
 		}
 	}
 	return h.render(c, http.StatusOK, form.name, form.page)
@@ -192,13 +193,6 @@ func formAmount(s string) (apd.Decimal, bool) {
 		return apd.Decimal{}, false
 	}
 	return d, true
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 const cardPaymentsPath = "/portal/card-payments"
@@ -278,18 +272,18 @@ func cardPaymentColumns(zone *time.Location) []csvColumn[payment.CardPayment] {
 		{"invoiceNumber", func(p payment.CardPayment) string { return p.InvoiceNumber }},
 		{"merchantAccountId", func(p payment.CardPayment) string { return p.MerchantAccountID.String() }},
 		{"mid", func(p payment.CardPayment) string { return p.MID }},
-		{"cardBrand", func(p payment.CardPayment) string { return deref(p.CardBrand) }},
-		{"lastFour", func(p payment.CardPayment) string { return deref(p.LastFour) }},
-		{"payerName", func(p payment.CardPayment) string { return deref(p.PayerName) }},
-		{"retRef", func(p payment.CardPayment) string { return deref(p.RetRef) }},
-		{"declineReason", func(p payment.CardPayment) string { return deref(p.DeclineReason) }},
+		{"cardBrand", func(p payment.CardPayment) string { return optional.Value(p.CardBrand) }},
+		{"lastFour", func(p payment.CardPayment) string { return optional.Value(p.LastFour) }},
+		{"payerName", func(p payment.CardPayment) string { return optional.Value(p.PayerName) }},
+		{"retRef", func(p payment.CardPayment) string { return optional.Value(p.RetRef) }},
+		{"declineReason", func(p payment.CardPayment) string { return optional.Value(p.DeclineReason) }},
 		{"level3Sent", func(p payment.CardPayment) string { return strconv.FormatBool(p.Level3Sent) }},
 		{"savedCard", func(p payment.CardPayment) string { return strconv.FormatBool(p.SavedCard) }},
 		{"refundOf", func(p payment.CardPayment) string { return id(p.RefundOf) }},
 		{"amountRefunded", func(p payment.CardPayment) string { return p.AmountRefunded.Text('f') }},
-		{"reason", func(p payment.CardPayment) string { return deref(p.Reason) }},
+		{"reason", func(p payment.CardPayment) string { return optional.Value(p.Reason) }},
 		{"depositId", func(p payment.CardPayment) string { return id(p.DepositID) }},
 		{"createdAt", func(p payment.CardPayment) string { return csvTime(&p.CreatedAt, zone) }},
-		{"createdByName", func(p payment.CardPayment) string { return deref(p.CreatedByName) }},
+		{"createdByName", func(p payment.CardPayment) string { return optional.Value(p.CreatedByName) }},
 	}
 }

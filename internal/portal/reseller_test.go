@@ -15,6 +15,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/web"
@@ -260,16 +261,9 @@ func TestApplicationPageMasksValues(t *testing.T) {
 	for _, h := range history {
 		got = append(got, h[1]+"|"+h[2])
 	}
-	if want := []string{"Submitted|" + deref(a.History[0].Note), "In review|Note on in_review", "Needs information|Note on needs_info"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if want := []string{"Submitted|" + optional.Value(a.History[0].Note), "In review|Note on in_review", "Needs information|Note on needs_info"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("history %q, want %q", got, want)
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // Who sees the reseller's pages: members of the reseller holding the

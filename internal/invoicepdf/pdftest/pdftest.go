@@ -1,6 +1,6 @@
 // Package pdftest reads payreq's PDF documents back in tests: their text
 // (ledongthuc/pdf), and the QR code drawn on them, decoded from the
-// squares on the page (gozxing), as a phone's camera would read it.
+// squares on the page (gozxing).
 package pdftest
 
 import (
@@ -63,7 +63,10 @@ func Read(t testing.TB, b []byte) Doc {
 
 // QR decodes the QR code drawn on the document's pages (its rectangles,
 // painted black on white at 4 pixels a point) and fails the test when
-// there is none.
+// there is none. It reads the modules as drawn (gozxing's pure-barcode
+// mode): gozxing's finder-pattern search misses about one valid code in
+// fifty (of 33-module codes of pay links, yeqown's and boombuler's
+// encodings of the same link alike), which made tests fail by chance.
 func (d Doc) QR(t testing.TB) string {
 	t.Helper()
 	const scale = 4
@@ -87,7 +90,7 @@ func (d Doc) QR(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_TRY_HARDER: true})
+	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true})
 	if err != nil {
 		t.Fatalf("no QR code on the page: %v", err)
 	}
