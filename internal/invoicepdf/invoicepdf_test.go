@@ -77,11 +77,14 @@ func TestInvoiceReadsBack(t *testing.T) {
 	}
 }
 
-// The QR code reads back wherever the page puts it, whatever the link.
+// The QR code reads back wherever the page puts it, whatever the link:
+// every count of lines from 1 to 7 and memos from none to 600 characters
+// move it down the page (each decode takes about a second under the race
+// detector, so eight places rather than forty).
 func TestQRCodeOfManyLinks(t *testing.T) {
-	for i := range 40 {
+	for i := range 8 {
 		inv := sample(1 + i%7)
-		inv.Memo = ptr(strings.Repeat("memo ", i*3))
+		inv.Memo = ptr(strings.Repeat("memo ", i*17))
 		link := "http://127.0.0.1:8080/pay/" + strings.ReplaceAll(uuid.NewString(), "-", "")[:22]
 		var buf bytes.Buffer
 		if err := invoicepdf.Invoice(context.Background(), &buf, inv, link); err != nil {
