@@ -89,6 +89,7 @@ func TestNestedTokenBodiesCostNoMemory(t *testing.T) {
 }
 
 func TestTokenBodyOver4KiB(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	body := "grant_type=client_credentials&client_id=mk_x&client_secret=" + strings.Repeat("s", 4<<10)
 	for _, chunked := range []bool{false, true} {
@@ -111,6 +112,7 @@ func TestTokenBodyOver4KiB(t *testing.T) {
 }
 
 func TestJSONNestedDeeperThan32Refused(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	nested := func(levels int) string {
@@ -143,6 +145,7 @@ func TestJSONNestedDeeperThan32Refused(t *testing.T) {
 // A megabyte-long amount is refused before it is parsed, under its field,
 // with a short answer that does not give the megabyte back.
 func TestLongDecimalRefusedShortly(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	digits := strings.Repeat("9", 1<<20-1024) // a body just under the 1 MiB limit
@@ -167,6 +170,7 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 // A pay link's token is as good as the link: no log line holds it, whatever
 // address under /pay/ was asked for and however it was answered.
 func TestPayTokenNeverLogged(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("LOG-1", "10.00"))
@@ -194,6 +198,7 @@ func TestPayTokenNeverLogged(t *testing.T) {
 // Bytes after the JSON body are refused, not ignored: {…valid…}{"amount":"-5"}
 // made an invoice of the first half.
 func TestBytesAfterTheJSONBodyRefused(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	valid, err := json.Marshal(m.Body("TRAIL-1", "10.00"))
@@ -221,6 +226,7 @@ func TestBytesAfterTheJSONBodyRefused(t *testing.T) {
 // no mention of an errors member (OAuth errors have none), and nothing of
 // the request's bytes.
 func TestTokenRequestOfTheWrongShape(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	binary := "grant_type=client_credentials&" + strings.Repeat("\xff\xfe", 1500) + "=x"
 	for name, r := range map[string]apitest.Request{
@@ -242,6 +248,7 @@ func TestTokenRequestOfTheWrongShape(t *testing.T) {
 // A query value that cannot be decoded is a 400 under its name: the filter
 // never silently disappears (the list came back unfiltered).
 func TestUndecodableQueryIsRefused(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
@@ -265,6 +272,7 @@ func TestUndecodableQueryIsRefused(t *testing.T) {
 // A value of the right JSON type but impossible for its format is a 400
 // keyed by its field, in words written for people.
 func TestImpossibleDateKeyedByItsField(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	for _, date := range []string{"2031-02-30", "2031-13-01", "2031-2-3"} {

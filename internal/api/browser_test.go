@@ -33,6 +33,7 @@ import (
 // nothing from elsewhere. The screenshots go to the test's artifact directory:
 // kept with go test -artifacts, else removed like t.TempDir.
 func TestPayFromEmailInChromium(t *testing.T) {
+	t.Parallel()
 	// A database of its own, so that its worker delivers no other test's
 	// messages.
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
@@ -263,6 +264,7 @@ func (s *mailboxSession) Logout() error { return nil }
 // (390 px), on a narrow phone (320 px, where the lines table scrolls) and
 // on a desktop (1280 px).
 func TestPayPagesPassAxe(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	lines := []map[string]any{apitest.Line("2", "50.00"), apitest.Line("1", "25.40")}

@@ -12,6 +12,7 @@ import (
 // Every sale made on a pay page is a card payment, the declined ones too;
 // the invoice's payments name theirs by id.
 func TestCardPaymentsOfAnInvoice(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("CP-1", "25.00"))
@@ -75,6 +76,7 @@ func TestCardPaymentsOfAnInvoice(t *testing.T) {
 // Filters combine; an unknown kind or status is a 400 naming the filter;
 // pages follow the Link header, newest first, each card payment once.
 func TestCardPaymentFiltersAndPaging(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("CPF-1", "50.00"))

@@ -50,6 +50,7 @@ func rawInvoice(amount string) string {
 // Invalid requests get 400 with errors keyed by the field as the client
 // sent it, and only that field.
 func TestValidationErrorsNameTheField(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -109,6 +110,7 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 }
 
 func TestBodyTooLargeAndWrongMediaType(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -140,6 +142,7 @@ func TestBodyTooLargeAndWrongMediaType(t *testing.T) {
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -204,6 +207,7 @@ func wantOnlyField(t *testing.T, resp *apitest.Response, field string) []string 
 // parameter, in payreq's words; a date-time whose offset PostgreSQL cannot
 // hold is one of them, never a 500 (outside testers' findings).
 func TestParametersFailingTheirFormat(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	m := apitest.NewMerchant(t, env)
 	lists := []string{"/payment-requests", "/card-payments", "/deposits", "/events"}
@@ -288,6 +292,7 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 // A member the schema does not name is refused, keyed by its name: a typo
 // never falls back to a default.
 func TestUnknownBodyMembersRefused(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	m := apitest.NewMerchant(t, env)
 	token := m.Token // every merchant permission
@@ -329,6 +334,7 @@ func TestUnknownBodyMembersRefused(t *testing.T) {
 // {"amout": "1.00"} refunded a whole 20.00 sale when unknown members were
 // ignored: now it is a 400 and nothing is refunded.
 func TestRefundWithAMisspelledAmountRefundsNothing(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	refunder := env.NewKey(t, uuid.MustParse(m.Org), auth.PaymentsRefund, auth.PaymentsView)
@@ -351,6 +357,7 @@ func TestRefundWithAMisspelledAmountRefundsNothing(t *testing.T) {
 // portfolio for an id ending in an encoded slash; a GET's or a DELETE's
 // body is not read at all.
 func TestStatusesOutsideTheUsualPath(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	seed := env.Seed()
 	m := apitest.NewMerchant(t, env)

@@ -31,6 +31,7 @@ func wantSecurityHeaders(t *testing.T, what string, resp *apitest.Response) {
 // and the answers to addresses and methods it does not describe, carry
 // X-Content-Type-Options: nosniff and Cache-Control: no-store.
 func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
 		c.RateLimit, c.RateBurst = 0.001, 150 // room for this test, then a 429 to check too
 	}})

@@ -252,6 +252,7 @@ func TestOddTextInEveryField(t *testing.T) {
 // query.<filter>, never a 500; an invoice number stored with odd text is
 // found by it, exactly.
 func TestOddTextInEveryFilter(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	m := apitest.NewMerchant(t, env)
 	stored := map[string]string{} // invoice number → id
@@ -311,6 +312,7 @@ func TestOddTextInEveryFilter(t *testing.T) {
 // HTML in every text field of an invoice (and the payer's name) reaches the
 // pay page escaped, on the page and on the form shown again.
 func TestPayPageEscapesEveryField(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	// At most 32 characters, the shortest limit.

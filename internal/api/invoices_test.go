@@ -19,6 +19,7 @@ import (
 )
 
 func TestCreateAndReadBackEveryField(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	b := m.Body("INV-1001", "0.30", apitest.Line("1", "0.1"), apitest.Line(1, 0.2))
@@ -58,6 +59,7 @@ func TestCreateAndReadBackEveryField(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	cases := []struct {
@@ -132,6 +134,7 @@ func TestCreateValidation(t *testing.T) {
 }
 
 func TestLinesMessageNamesBothSums(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	resp := m.Create(t, m.Body("S-1", "12.40", apitest.Line("2", "6.15")), nil)
@@ -143,6 +146,7 @@ func TestLinesMessageNamesBothSums(t *testing.T) {
 }
 
 func TestCreateUnprocessable(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	other := apitest.NewMerchant(t, env)
@@ -171,6 +175,7 @@ func TestCreateUnprocessable(t *testing.T) {
 func idemKey(k string) http.Header { return http.Header{"Idempotency-Key": {k}} }
 
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 
@@ -223,6 +228,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
+	t.Parallel()
 	deployment := apitest.Options{DataDir: t.TempDir(), PublicURL: "http://payreq.test"}
 	one := apitest.New(t, testDSN, deployment)
 	two := apitest.New(t, testDSN, deployment)
@@ -268,6 +274,7 @@ func TestConcurrentIdenticalCreatesMakeOneInvoice(t *testing.T) {
 }
 
 func TestListOrderFiltersAndPaging(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	start := env.Clock.Now()
@@ -336,6 +343,7 @@ func TestListOrderFiltersAndPaging(t *testing.T) {
 }
 
 func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
+	t.Parallel()
 	// 250 creates back to back outrun the default 200-request burst of the
 	// per-key rate limit, which this test is not about.
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.RateLimit, c.RateBurst = 1000, 1000 }})
@@ -383,6 +391,7 @@ func TestPagingThrough250WhileInsertsHappen(t *testing.T) {
 }
 
 func TestSendAndCancel(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	b := m.Body("SC-1", "20.00")
@@ -451,6 +460,7 @@ func TestSendAndCancel(t *testing.T) {
 }
 
 func TestCreateSendsUnlessTold(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	b := m.Body("SEND-1", "3.00")

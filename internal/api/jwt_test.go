@@ -27,6 +27,7 @@ import (
 // The access token is an RFC 9068 JWT signed with a key published at
 // /.well-known/jwks.json.
 func TestAccessTokenClaimsAndJWKS(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	key := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView, auth.AccountsView)
@@ -105,6 +106,7 @@ func TestAccessTokenClaimsAndJWKS(t *testing.T) {
 
 // A token works until its exp; after that it gets 401 "Access token expired".
 func TestAccessTokenExpiry(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -124,6 +126,7 @@ func TestAccessTokenExpiry(t *testing.T) {
 
 // Anything but an intact token of this deployment is refused with 401.
 func TestBearerTokenRefused(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	other := env.Seed()
@@ -217,6 +220,7 @@ func encodeSegment(t *testing.T, m map[string]any) string {
 // claim or header, are refused with 401; the forging works, as the
 // control case shows, so each refusal is about its one difference.
 func TestForgedTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := apitest.New(t, testDSN, apitest.Options{DataDir: dir})
 	seed := env.Seed()
@@ -336,6 +340,7 @@ func TestForgedTokens(t *testing.T) {
 // revocation check interval for a key already seen), and the key gets no
 // new token.
 func TestTokenOfDeletedKey(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	seen := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	token := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -54,6 +55,7 @@ func TestLocationsOrderedByNameAndAccountsFilteredByLocation(t *testing.T) {
 
 // Another organization's ids answer exactly as ids that do not exist.
 func TestOtherOrganizationsLocationsAreNotFound(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	mine, theirs := env.Seed(), env.Seed()
 	token := env.Token(mine.Merchant.KeyID, mine.Merchant.Secret)

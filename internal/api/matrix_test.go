@@ -19,6 +19,7 @@ import (
 // any other permission gets 403 "Permission required" naming the one it
 // lacks.
 func TestPermissionMatrix(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	orgOf := map[string]uuid.UUID{}
@@ -59,6 +60,7 @@ func TestPermissionMatrix(t *testing.T) {
 // portfolio, whose id is the organization's own), no data of theirs in any
 // answer, and nothing of theirs changed.
 func TestOtherOrganizationsIDs(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	theirs := apitest.NewMerchant(t, env) // the organization whose ids are tried
 	inv := func() models.Invoice {
@@ -213,6 +215,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 // every type the organization's kind receives. A refusal is a 403 naming
 // the permission and changes nothing.
 func TestEventPermissionMatrix(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	protectedBy := map[string]string{

@@ -87,6 +87,7 @@ func TestPermissionTableCoversSpec(t *testing.T) {
 // A key with every permission of its organization's kind but one gets 403
 // "Permission required", naming that permission, on each operation needing it.
 func TestPermissionRequired(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	orgOf := map[string]uuid.UUID{}
@@ -123,6 +124,7 @@ func TestPermissionRequired(t *testing.T) {
 // Merchant and reseller keys cannot cross into each other's endpoints, even
 // with every permission their organization can have.
 func TestKindsKeepToTheirEndpoints(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	merchant := env.Token(seed.Merchant.KeyID, seed.Merchant.Secret)
@@ -154,6 +156,7 @@ func TestKindsKeepToTheirEndpoints(t *testing.T) {
 
 // Beyond its burst a key gets 429 with Retry-After; other keys do not.
 func TestPerKeyRateLimit(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
 		c.RateLimit, c.RateBurst = 0.01, 2 // one request per 100 s after a burst of 2
 	}})

@@ -57,6 +57,7 @@ func eventsOf(t *testing.T, m apitest.Merchant, typ string, invoiceID uuid.UUID)
 // method and reference, never card payments; removing one moves the
 // invoice back.
 func TestRecordedPayments(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("REC-1", "100.00"))
@@ -166,6 +167,7 @@ func TestRecordedPayments(t *testing.T) {
 
 // Bad input is a 400 keyed by the field and records nothing.
 func TestRecordedPaymentRules(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("RULES-1", "10.00"))
@@ -198,6 +200,7 @@ func TestRecordedPaymentRules(t *testing.T) {
 // as it is, another body with the key is a 422, and eight requests at
 // once with one key record one payment.
 func TestRecordedPaymentIdempotency(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("IDEM-REC-1", "50.00"))
@@ -245,6 +248,7 @@ func TestRecordedPaymentIdempotency(t *testing.T) {
 // with its number, lines, payments and balance, and its QR code is the
 // pay link; each card payment's receipt is a PDF too.
 func TestInvoicePDF(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	a, b := apitest.Line(2, "12.50"), apitest.Line(1, "5")

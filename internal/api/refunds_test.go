@@ -44,6 +44,7 @@ func refund(env *apitest.Env, token string, sale uuid.UUID, body any, key string
 // sale, the invoice and its payments count them; the invoice's collected
 // amounts stay as they were; nothing more can be refunded after.
 func TestRefundPartThenTheRest(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv, sale := paidSale(t, env, m, "RF-1", "100.00", apitest.CardApprove)
@@ -91,6 +92,7 @@ func TestRefundPartThenTheRest(t *testing.T) {
 // 422 stating what is left; a declined sale or a refund is not refundable;
 // an unknown id is a 404. None of them changes anything.
 func TestRefundRefusals(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv, sale := paidSale(t, env, m, "RFX-1", "50.00", apitest.CardApprove)
@@ -128,6 +130,7 @@ func TestRefundRefusals(t *testing.T) {
 // with the same refund and refunds nothing more; another body, or another
 // sale, under the key is a 422.
 func TestRefundIdempotency(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv, sale := paidSale(t, env, m, "RFI-1", "40.00", apitest.CardApprove)
@@ -174,6 +177,7 @@ func TestRefundIdempotency(t *testing.T) {
 // Twenty refunds of one sale at once, on two instances: they never add up
 // to more than the sale.
 func TestConcurrentRefundsNeverExceedTheSale(t *testing.T) {
+	t.Parallel()
 	shared := t.TempDir()
 	clock := apitest.NewClock(time.Now())
 	one := apitest.New(t, testDSN, apitest.Options{DataDir: shared, PublicURL: "https://payreq.test", Clock: clock})
@@ -204,6 +208,7 @@ func TestConcurrentRefundsNeverExceedTheSale(t *testing.T) {
 // The processor declines the refunds of sales made with 4000000000000259:
 // a refund with status declined and its reason; nothing is refunded.
 func TestDeclinedRefund(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv, sale := paidSale(t, env, m, "RFD-1", "20.00", processor.TestCardRefundDeclines)
@@ -280,6 +285,7 @@ func TestRefundProcessorFailure(t *testing.T) {
 // by asking the processor when its request is retried with the same key:
 // the retry replays it, and the card is refunded once.
 func TestRefundWithALostAnswerIsNotMadeTwice(t *testing.T) {
+	t.Parallel()
 	made := map[string]processor.RefundResult{}
 	fail := &failingRefunds{}
 	fail.refund = func(r processor.Refund) (processor.RefundResult, error) {
@@ -330,6 +336,7 @@ func (p *refundsAt) Refund(ctx context.Context, r processor.Refund) (processor.R
 // is at the processor, a second refund of it is refused at once (all that
 // is left is held by the first) and the sale reads; then the first is made.
 func TestSlowRefundHoldsNothing(t *testing.T) {
+	t.Parallel()
 	at := &refundsAt{reached: make(chan string, 4)}
 	env := apitest.New(t, testDSN, apitest.Options{
 		WrapProcessor: func(p processor.Processor) processor.Processor { at.Processor = p; return at },

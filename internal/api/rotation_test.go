@@ -67,6 +67,7 @@ func kidOf(t *testing.T, token string) string {
 // A new signing key put first on a second instance: it signs there, both
 // keys are in its JWKS, and the first instance's tokens still work on it.
 func TestSigningKeyRotation(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	first := t.TempDir()
 	a := apitest.New(t, dsn, apitest.Options{DataDir: first, PublicURL: "http://payreq.test"})
@@ -88,6 +89,7 @@ func TestSigningKeyRotation(t *testing.T) {
 // working; a key's next exchange fingerprints it under the new pepper, so
 // an instance with the new pepper alone takes it.
 func TestPepperRotation(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	first := t.TempDir()
 	a := apitest.New(t, dsn, apitest.Options{DataDir: first})
@@ -119,6 +121,7 @@ func TestPepperRotation(t *testing.T) {
 // second run finds nothing), readable with the new key alone; the webhook
 // is still signed with its secret.
 func TestEncryptionKeyRotation(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	first := t.TempDir()
 	a := apitest.New(t, dsn, apitest.Options{DataDir: first})

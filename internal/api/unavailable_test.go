@@ -123,6 +123,7 @@ func lockEveryTable(t *testing.T, db *sqlx.DB) (release func()) {
 // request time limit: with every connection of the pool held elsewhere, it
 // gets a 503 problem, not an answer when one comes free.
 func TestPoolExhaustedAnswers503(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Configure: func(c *config.Config) {
 		c.RequestTimeout, c.DBMaxOpenConns, c.DBMaxIdleConns = 300*time.Millisecond, 2, 2
 	}})
@@ -155,6 +156,7 @@ func TestPoolExhaustedAnswers503(t *testing.T) {
 // A database that takes no writes (a replica, or set read-only) makes the
 // instance not ready: 503 from /readyz, so the balancer sends it nothing.
 func TestReadinessFailsOnAReadOnlyDatabase(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	env := apitest.New(t, dsn, apitest.Options{})
 	apitest.Want(t, "ready", env.Do(apitest.Request{Method: "GET", Path: "/readyz"}).StatusCode, http.StatusOK)

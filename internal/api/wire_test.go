@@ -36,6 +36,7 @@ func wantLoggedAsInfo(t *testing.T, env *apitest.Env, requestID string, status i
 // fault: 400 (an OAuth error on the token endpoint), logged at info; never
 // a 500 or a 503 "cannot reach its database".
 func TestBodyBrokenOnTheWire(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	m := apitest.NewMerchant(t, env)
 	chunked := "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
@@ -79,6 +80,7 @@ func TestBodyBrokenOnTheWire(t *testing.T) {
 // A body slower than the server's read timeout is a 408, not a sign of an
 // outage: no 503, no Retry-After.
 func TestBodySlowerThanTheReadTimeout(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit, ReadTimeout: time.Second})
 	m := apitest.NewMerchant(t, env)
 	for _, path := range []string{"/oauth/token", "/payment-requests"} {
@@ -104,6 +106,7 @@ func TestBodySlowerThanTheReadTimeout(t *testing.T) {
 // closed, so nothing sent after the body is served as a next request
 // (RFC 9112 §6.1).
 func TestContentLengthWithTransferEncoding(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: noRateLimit})
 	m := apitest.NewMerchant(t, env)
 	smuggled := "GET /healthz HTTP/1.1\r\nHost: payreq.test\r\n\r\n"
@@ -133,6 +136,7 @@ func TestContentLengthWithTransferEncoding(t *testing.T) {
 // header) is answered with a problem document, as every other refusal,
 // never Go's text/plain; the connection is closed after it.
 func TestRefusedBeforeRouting(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	for name, header := range map[string]string{
 		"control character in a value": "X-Note: a\x01b\r\n",
@@ -162,6 +166,7 @@ func TestRefusedBeforeRouting(t *testing.T) {
 // after wire.IdleTimeout: idle connections are held no longer than one that
 // never sends its request.
 func TestIdleConnectionsClosed(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
 	if err != nil {

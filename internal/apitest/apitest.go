@@ -158,12 +158,7 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 		ts.Close()
 		a.Close()
 	})
-	spec, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Servers = nil
-	router, err := gorillamux.NewRouter(spec)
+	spec, router, err := loadSpec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +167,30 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 		Client: ClientFrom(SourceAddress()),
 		router: router, spec: spec,
 	}
+}
+
+// The spec and its router, parsed once for every Env of a test binary:
+// parsing openapi.yaml takes about half a second under the race detector,
+// and the validation only reads them.
+var (
+	specOnce   sync.Once
+	specLoaded *openapi3.T
+	specRouter routers.Router
+	specErr    error
+)
+
+func loadSpec() (*openapi3.T, routers.Router, error) {
+	specOnce.Do(func() {
+		spec, err := gen.GetSpec()
+		if err != nil {
+			specErr = err
+			return
+		}
+		spec.Servers = nil
+		specLoaded = spec
+		specRouter, specErr = gorillamux.NewRouter(spec)
+	})
+	return specLoaded, specRouter, specErr
 }
 
 // ClientFrom is an HTTP client whose connections come from a given loopback address.
