@@ -293,18 +293,19 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
-		// The invoice as made (and sent), read once: the events' data and
-		// the answer.
+		// The invoice as made (and sent), read once: the answer, and the
+		// data of both events, rendered once.
 		if inv, err = Read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}
-		if err := s.appendEvent(ctx, tx, event.InvoiceCreated, inv, now); err != nil {
+		data := inv.Wire(s.Link(&inv), true)
+		if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
 			return err
 		}
 		if sent {
-			return s.appendEvent(ctx, tx, event.InvoiceSent, inv, now)
+			_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoiceSent, data, now)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return Invoice{}, false, err
