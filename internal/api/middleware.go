@@ -99,22 +99,6 @@ func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 
 const maxBody = 1 << 20
 
-// deadline gives every request at most requestTimeout, so that a database
-// that is down or stuck gets the caller a 503 in bounded time rather than a
-// hung request.
-func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if s.requestTimeout <= 0 {
-			return next(c)
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.requestTimeout)
-		defer cancel()
-		c.SetRequest(r.WithContext(ctx))
-		return next(c)
-	}
-}
-
 // maxTokenBody bounds the token request's body: a grant and a key's id
 // and secret need a few hundred bytes.
 const maxTokenBody = 4 << 10

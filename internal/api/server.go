@@ -31,6 +31,7 @@ import (
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 	"github.com/payreq/payreq/internal/wire"
 )
@@ -74,7 +75,6 @@ type Server struct {
 	metrics          *metrics.Metrics
 	byRoute          map[string]string // "METHOD /echo/:path" → operationId
 	publicURL        string
-	requestTimeout   time.Duration
 	validateRequests bool
 	operations       map[string]*operation // by operationId
 	limiter          *keyLimiter
@@ -126,7 +126,7 @@ func New(d Deps) (*echo.Echo, error) {
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
 		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
-		requestTimeout: d.RequestTimeout, validateRequests: d.ValidateRequests, operations: ops,
+		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}
 
@@ -137,7 +137,7 @@ func New(d Deps) (*echo.Echo, error) {
 	for id, op := range ops {
 		s.byRoute[op.method+" "+op.path] = id
 	}
-	e.Use(s.measure, requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, refuseAmbiguous, s.deadline)
+	e.Use(s.measure, requestlog.Middleware(d.Log), requestlog.Recover, secureHeaders, refuseAmbiguous, web.Deadline(d.RequestTimeout))
 	perOperation := map[string][]echo.MiddlewareFunc{}
 	for id, op := range ops {
 		perOperation[id] = s.operationMiddleware(op)
