@@ -115,3 +115,56 @@ func (d *Store) SetOrganizationStatus(ctx context.Context, org uuid.UUID, status
 	}
 	return nil
 }
+
+// Place is a location as the fronts name it beside its MIDs.
+type Place struct {
+	ID       uuid.UUID
+	Name     string
+	TimeZone string
+	Status   string
+}
+
+// Zone is the place's time zone.
+func (p Place) Zone() *time.Location { return Zone(p.TimeZone) }
+
+// Places are, in one statement, what Locations and MerchantAccounts (with
+// no location) read that a page naming MIDs needs: the organization's
+// locations (their name, time zone and status, in no particular order)
+// and its MIDs (by mid and id, as MerchantAccounts orders them).
+func (d *Store) Places(ctx context.Context, org uuid.UUID) ([]Place, []MerchantAccount, error) {
+	rows, err := d.DB.QueryContext(ctx, `
+		SELECT l.id, l.name, l.time_zone, l.status, m.id, m.location_id, m.mid, m.created_at
+		FROM (SELECT id, name, time_zone, status FROM locations WHERE organization_id = $1) l
+		FULL JOIN (SELECT id, location_id, mid, created_at FROM merchant_accounts WHERE organization_id = $1) m
+			ON m.location_id = l.id
+		ORDER BY m.mid, m.id, l.id`, org)
+	if err != nil {
+		return nil, nil, fmt.Errorf("directory: unable to list locations and merchant accounts: %w", err)
+	}
+	defer rows.Close()
+	places, accounts := []Place{}, []MerchantAccount{}
+	seen := map[uuid.UUID]bool{}
+	for rows.Next() {
+		var (
+			lid, mid, mloc uuid.NullUUID
+			name, zone     sql.NullString
+			status, code   sql.NullString
+			created        sql.NullTime
+		)
+		if err := rows.Scan(&lid, &name, &zone, &status, &mid, &mloc, &code, &created); err != nil {
+			return nil, nil, fmt.Errorf("directory: unable to list locations and merchant accounts: %w", err)
+		}
+		if lid.Valid && !seen[lid.UUID] {
+			seen[lid.UUID] = true
+			places = append(places, Place{ID: lid.UUID, Name: name.String, TimeZone: zone.String, Status: status.String})
+		}
+		if mid.Valid {
+			accounts = append(accounts, MerchantAccount{ID: mid.UUID, OrganizationID: org, LocationID: mloc.UUID,
+				MID: code.String, CreatedAt: created.Time})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("directory: unable to list locations and merchant accounts: %w", err)
+	}
+	return places, accounts, nil
+}

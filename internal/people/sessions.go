@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
@@ -51,20 +52,40 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	if token == "" {
 		return Session{}, ErrNoSession
 	}
-	var row struct {
-		Person     uuid.UUID  `db:"person_id"`
-		Membership *uuid.UUID `db:"membership_id"`
-		Awaiting   bool       `db:"awaiting_second_factor"`
-		CreatedAt  time.Time  `db:"created_at"`
-		LastSeen   time.Time  `db:"last_seen_at"`
-		Email      string     `db:"email"`
-		Name       string     `db:"name"`
-		TwoFactor  bool       `db:"two_factor"`
-	}
+	// One statement reads the session, its person and its membership
+	// (as Membership reads it: current and accepted), which a portal page
+	// needs before anything else.
+	var (
+		row struct {
+			Person     uuid.UUID
+			Membership *uuid.UUID
+			Awaiting   bool
+			CreatedAt  time.Time
+			LastSeen   time.Time
+			Email      string
+			Name       string
+			TwoFactor  bool
+		}
+		m struct {
+			ID, OrganizationID, PersonID        uuid.NullUUID
+			OrganizationName, Kind, Name, Email sql.NullString
+			Role                                sql.NullString
+			Permissions                         pq.StringArray
+			CreatedAt                           sql.NullTime
+			AcceptedAt                          *time.Time
+			TwoFactor, TwoFactorRequired        sql.NullBool
+		}
+	)
 	d := digest(token)
-	err := s.DB.GetContext(ctx, &row, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at,
-			p.email, p.name, p.totp_secret IS NOT NULL AS two_factor
-		FROM sessions s JOIN people p ON p.id = s.person_id WHERE s.digest = $1`, d)
+	err := s.DB.QueryRowContext(ctx, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at,
+			sp.email, sp.name, sp.totp_secret IS NOT NULL AS two_factor, `+membershipColumns+`
+		FROM sessions s JOIN people sp ON sp.id = s.person_id
+		LEFT JOIN (memberships m JOIN people p ON p.id = m.person_id JOIN organizations o ON o.id = m.organization_id)
+			ON m.id = s.membership_id AND m.removed_at IS NULL AND m.accepted_at IS NOT NULL
+		WHERE s.digest = $1`, d).Scan(&row.Person, &row.Membership, &row.Awaiting, &row.CreatedAt, &row.LastSeen,
+		&row.Email, &row.Name, &row.TwoFactor,
+		&m.ID, &m.OrganizationID, &m.OrganizationName, &m.Kind, &m.PersonID, &m.Name, &m.Email, &m.Role, &m.Permissions,
+		&m.CreatedAt, &m.AcceptedAt, &m.TwoFactor, &m.TwoFactorRequired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNoSession
 	}
@@ -81,14 +102,14 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	sess := Session{Person: Person{ID: row.Person, Email: row.Email, Name: row.Name, TwoFactor: row.TwoFactor},
 		AwaitingSecondFactor: row.Awaiting, CreatedAt: row.CreatedAt}
 	if row.Membership != nil {
-		m, err := s.Membership(ctx, *row.Membership)
-		if rule.Is(err, rule.NotFound) {
+		if !m.ID.Valid { // removed, or not (yet) accepted
 			return Session{}, ErrNoSession
 		}
-		if err != nil {
-			return Session{}, err
-		}
-		sess.Membership = &m
+		sess.Membership = &Membership{ID: m.ID.UUID, OrganizationID: m.OrganizationID.UUID,
+			OrganizationName: m.OrganizationName.String, Kind: m.Kind.String, PersonID: m.PersonID.UUID,
+			PersonName: m.Name.String, Email: m.Email.String, Role: m.Role.String, Permissions: m.Permissions,
+			CreatedAt: m.CreatedAt.Time, AcceptedAt: m.AcceptedAt, TwoFactor: m.TwoFactor.Bool,
+			TwoFactorRequired: m.TwoFactorRequired.Bool}
 	}
 	// Seen: written at most once a minute, so that reading pages costs no
 	// write each.

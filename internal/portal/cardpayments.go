@@ -63,7 +63,7 @@ func refundKey() string {
 // as sent (nil: a new one, with a new key).
 func (h *handler) cardPaymentPage(c echo.Context, p payment.CardPayment, form url.Values) (*formPage, error) {
 	m := visitOf(c).Membership
-	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (h *handler) cardPayments(c echo.Context) error {
 	f := payment.Filter{Kind: q.Choice("kind", cardPaymentKinds), Status: q.Choice("status", cardPaymentStatuses),
 		MerchantAccountID: q.ID("merchantAccountId"), InvoiceID: q.ID("invoiceId"), DepositID: q.ID("depositId")}
 	f.CreatedFrom, f.CreatedTo = q.Dates("createdFrom", "createdTo")
-	mids, err := h.accounts(ctx, m.OrganizationID)
+	mids, err := h.accounts(c)
 	if err != nil {
 		return h.failure(c, err)
 	}

@@ -49,7 +49,7 @@ func (h *handler) deposits(c echo.Context) error {
 	if !q.Failed() && q.CSV {
 		return streamCSV(h, c, csvExport[payment.Deposit]{Name: "deposits", Zone: q.Zone, Columns: depositColumns(q.Zone), Page: list})
 	}
-	mids, err := h.accounts(ctx, m.OrganizationID)
+	mids, err := h.accounts(c)
 	if err != nil {
 		return h.failure(c, err)
 	}
@@ -117,7 +117,7 @@ func (h *handler) deposit(c echo.Context) error {
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	zone, err := h.zoneOf(ctx, m.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return h.failure(c, err)
 	}

@@ -64,7 +64,7 @@ func (h *handler) eventPage(c echo.Context) error {
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	zone, err := h.zoneOf(ctx, m.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return h.failure(c, err)
 	}

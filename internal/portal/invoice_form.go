@@ -81,7 +81,7 @@ func lineRows(form url.Values) int {
 func (h *handler) invoiceForm(c echo.Context, form url.Values) (*formPage, error) {
 	ctx := c.Request().Context()
 	org := visitOf(c).Membership.OrganizationID
-	all, err := h.accounts(ctx, org)
+	all, err := h.accounts(c)
 	if err != nil {
 		return nil, err
 	}

@@ -73,31 +73,62 @@ type account struct {
 	Active   bool
 }
 
-// accounts are the organization's MIDs ordered by mid.
-func (h *handler) accounts(ctx context.Context, org uuid.UUID) ([]account, error) {
-	locs, err := h.Directory.Locations(ctx, org)
+// places are the member's organization's locations and MIDs, read once a
+// request (a list page needs the time zone of its date filters and the
+// MIDs its filter offers or its rows name).
+type places struct {
+	zone     *time.Location
+	accounts []account
+}
+
+const placesKey = "portal.places"
+
+func (h *handler) places(c echo.Context) (*places, error) {
+	if p, ok := c.Get(placesKey).(*places); ok {
+		return p, nil
+	}
+	locs, mids, err := h.Directory.Places(c.Request().Context(), visitOf(c).Membership.OrganizationID)
 	if err != nil {
 		return nil, err
 	}
-	mids, err := h.Directory.MerchantAccounts(ctx, org, nil)
-	if err != nil {
-		return nil, err
+	p := &places{zone: time.UTC, accounts: make([]account, len(mids))}
+	// The time zone in which a member reads what concerns no one location
+	// (a list's date range, an export's date): that of the organization's
+	// locations when they share one, UTC otherwise.
+	if len(locs) > 0 {
+		p.zone = locs[0].Zone()
+		for _, l := range locs[1:] {
+			if l.TimeZone != locs[0].TimeZone {
+				p.zone = time.UTC
+				break
+			}
+		}
 	}
-	byID := map[uuid.UUID]directory.Location{}
+	byID := make(map[uuid.UUID]directory.Place, len(locs))
 	for _, l := range locs {
 		byID[l.ID] = l
 	}
-	out := make([]account, len(mids))
 	for i, m := range mids {
 		l := byID[m.LocationID]
-		out[i] = account{MerchantAccount: m, Location: l.Name, Zone: l.Zone(), Active: l.Status == "active"}
+		p.accounts[i] = account{MerchantAccount: m, Location: l.Name, Zone: l.Zone(), Active: l.Status == "active"}
 	}
-	return out, nil
+	c.Set(placesKey, p)
+	return p, nil
 }
 
-// zones maps each MID of the organization to its location's time zone.
-func (h *handler) zones(ctx context.Context, org uuid.UUID) (map[uuid.UUID]*time.Location, error) {
-	accts, err := h.accounts(ctx, org)
+// accounts are the member's organization's MIDs ordered by mid.
+func (h *handler) accounts(c echo.Context) ([]account, error) {
+	p, err := h.places(c)
+	if err != nil {
+		return nil, err
+	}
+	return p.accounts, nil
+}
+
+// zones maps each MID of the member's organization to its location's
+// time zone.
+func (h *handler) zones(c echo.Context) (map[uuid.UUID]*time.Location, error) {
+	accts, err := h.accounts(c)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +161,7 @@ func (h *handler) invoices(c echo.Context) error {
 	data := invoicesData{Statuses: invoiceStatuses, CanCreate: m.Can(auth.PaymentsCreate)}
 	data.Zone = q.Zone.String()
 	if !q.Failed() {
-		zones, err := h.zones(ctx, m.OrganizationID)
+		zones, err := h.zones(c)
 		if err != nil {
 			return h.failure(c, err)
 		}

@@ -73,7 +73,7 @@ type listQuery struct {
 // A query that cannot be decoded (%zz) is refused as a whole: no filter is
 // ever silently dropped.
 func (h *handler) listQuery(c echo.Context) (*listQuery, error) {
-	zone, err := h.zoneOf(c.Request().Context(), visitOf(c).Membership.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -302,21 +302,13 @@ func (q *listQuery) Page(title string, data any) page {
 	return page{Title: title, Form: q.Values, Errors: q.Errors, Data: data}
 }
 
-// zoneOf is the time zone in which a member of org reads what concerns
-// no one location (a list's date range, an export's date): that of the
-// organization's locations when they share one, UTC otherwise.
-func (h *handler) zoneOf(ctx context.Context, org uuid.UUID) (*time.Location, error) {
-	locs, err := h.Directory.Locations(ctx, org)
+// zoneOf is the time zone in which the member reads what concerns no one
+// location (a list's date range, an export's date): that of the
+// organization's locations when they share one, UTC otherwise (places).
+func (h *handler) zoneOf(c echo.Context) (*time.Location, error) {
+	p, err := h.places(c)
 	if err != nil {
 		return nil, err
 	}
-	if len(locs) == 0 {
-		return time.UTC, nil
-	}
-	for _, l := range locs[1:] {
-		if l.TimeZone != locs[0].TimeZone {
-			return time.UTC, nil
-		}
-	}
-	return locs[0].Zone(), nil
+	return p.zone, nil
 }

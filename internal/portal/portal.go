@@ -16,6 +16,7 @@
 package portal
 
 import (
+	"bytes"
 	"compress/gzip"
 	"embed"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -428,11 +430,28 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 	if !ok {
 		return errors.New("portal: no page " + name)
 	}
-	var buf strings.Builder
-	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	buf.Reset()
+	if err := t.ExecuteTemplate(buf, "layout", p); err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, []byte(buf.String()))
+	// HTMLBlob writes the page before it returns: the buffer goes back
+	// to the pool after.
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers are the pages' buffers, kept between requests: a list
+// page is some 30 KB, which a new buffer reached by growing (and copying)
+// a dozen times a request.
+var renderBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 64<<10)) }}
+
+// putRenderBuffer keeps buf for the next page unless an unusually large
+// page grew it.
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 1<<20 {
+		renderBuffers.Put(buf)
+	}
 }
 
 // statusOf is the answer to a refusal of kind k.

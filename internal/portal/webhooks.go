@@ -70,7 +70,7 @@ func (h *handler) webhooksPage(c echo.Context, form url.Values) (*formPage, erro
 	if err != nil {
 		return nil, err
 	}
-	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (h *handler) endpointPage(c echo.Context, e webhook.Endpoint) (*formPage, e
 	if err != nil {
 		return nil, err
 	}
-	zone, err := h.zoneOf(c.Request().Context(), m.OrganizationID)
+	zone, err := h.zoneOf(c)
 	if err != nil {
 		return nil, err
 	}
