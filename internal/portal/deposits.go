@@ -2,12 +2,14 @@ package portal
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 )
 
@@ -16,18 +18,33 @@ const depositsPath = "/portal/deposits"
 var depositStatuses = []string{payment.DepositPending, payment.DepositPaid}
 
 type depositsData struct {
-	listData[depositRow]
+	listData[depositLine]
 	Statuses []string
 	MIDs     []account
 	// Chart is the last chartDays days' net deposits, drawn and listed.
 	Chart depositChart
 }
 
-// depositRow is a deposit as the list shows it, its times in the
-// organization's time zone.
-type depositRow struct {
-	payment.Deposit
-	Zone *time.Location
+// depositLine is a deposit as the list's row shows it, its times in the
+// organization's time zone, each cell's text made before the template
+// runs (as invoiceLine).
+type depositLine struct {
+	ID, MID, Status               string
+	BatchDate, PaidAt, ExpectedAt template.HTML
+	SalesAmount, RefundsAmount    string
+	FeesAmount, NetAmount         string
+}
+
+func depositLineOf(d payment.Deposit, zone *time.Location) depositLine {
+	l := depositLine{ID: d.ID.String(), MID: d.MID, Status: d.Status, BatchDate: day(d.BatchDate),
+		SalesAmount: invoice.Money(d.SalesAmount), RefundsAmount: invoice.Money(d.RefundsAmount),
+		FeesAmount: invoice.Money(d.FeesAmount), NetAmount: invoice.Money(d.NetAmount)}
+	if d.Status == payment.DepositPaid {
+		l.PaidAt = moment(d.PaidAt, zone)
+	} else {
+		l.ExpectedAt = day(d.ExpectedAt)
+	}
+	return l
 }
 
 // deposits is GET /portal/deposits: the last 30 days' net deposits as a
@@ -64,7 +81,7 @@ func (h *handler) deposits(c echo.Context) error {
 	data := depositsData{Statuses: depositStatuses, MIDs: mids, Chart: newDepositChart(days)}
 	data.Zone = q.Zone.String()
 	if !q.Failed() {
-		row := func(d payment.Deposit) depositRow { return depositRow{Deposit: d, Zone: q.Zone} }
+		row := func(d payment.Deposit) depositLine { return depositLineOf(d, q.Zone) }
 		if err := fillList(ctx, q, &data.listData, depositsPath, list, row); err != nil {
 			return h.failure(c, err)
 		}
