@@ -205,7 +205,7 @@ var (
 type cardPaymentsData struct {
 	listData[cardPaymentRow]
 	Kinds, Statuses []string
-	MIDs            []account
+	MIDs            []midOption
 	// InvoiceID and DepositID narrow the list when it is opened from an
 	// invoice's or a deposit's page (hidden fields of its form).
 	InvoiceID, DepositID string
@@ -236,7 +236,7 @@ func (h *handler) cardPayments(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	data := cardPaymentsData{Kinds: cardPaymentKinds, Statuses: cardPaymentStatuses, MIDs: mids,
+	data := cardPaymentsData{Kinds: cardPaymentKinds, Statuses: cardPaymentStatuses, MIDs: midOptions(mids, q.Values.Get("merchantAccountId")),
 		InvoiceID: q.Values.Get("invoiceId"), DepositID: q.Values.Get("depositId")}
 	data.Zone = q.Zone.String()
 	list := func(ctx context.Context, limit int, cursor string) ([]payment.CardPayment, string, error) {

@@ -1,6 +1,8 @@
 package portal
 
 import (
+	"html/template"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -47,6 +49,16 @@ type depositChart struct {
 	First, Last  chartDay
 	Total        apd.Decimal
 	Deposits     int
+	// Rows are the table's days, and TotalText, DepositsText its foot,
+	// each cell's text made before the template runs (as invoiceLine).
+	Rows                    []chartRow
+	TotalText, DepositsText string
+}
+
+// chartRow is a day of the table beside the chart.
+type chartRow struct {
+	Day        template.HTML
+	Count, Net string
 }
 
 type chartBar struct {
@@ -121,11 +133,16 @@ func newDepositChart(days []payment.DayNet) depositChart {
 	c.ZeroY = coordinate(&zeroY)
 	c.Top, c.Bottom = invoice.Money(high), invoice.Money(low)
 	c.TopY, c.BottomY = coordinate(units(plotTop+4)), coordinate(units(plotTop+plotHeight+4))
+	c.TotalText, c.DepositsText = invoice.Money(c.Total), strconv.Itoa(c.Deposits)
+	c.Rows = make([]chartRow, len(days))
+	c.Bars = make([]chartBar, 0, len(days))
+	w := coordinate(units(barWidth))
 	for i, d := range days {
+		c.Rows[i] = chartRow{Day: day(d.Day), Count: strconv.Itoa(d.Count), Net: invoice.Money(d.Net)}
 		x := units(plotLeft + int64(i)*slotWidth + (slotWidth-barWidth)/2)
 		var height apd.Decimal
 		height.Abs(scaled(&d.Net))
-		b := chartBar{X: coordinate(x), W: coordinate(units(barWidth)), H: coordinate(&height), Day: d, Negative: d.Net.Negative,
+		b := chartBar{X: coordinate(x), W: w, H: coordinate(&height), Day: d, Negative: d.Net.Negative,
 			Label: d.Day.Format("2 Jan 2006") + ": " + invoice.Money(d.Net)}
 		var y apd.Decimal // apd values are copied with Set, never =
 		y.Set(&zero)

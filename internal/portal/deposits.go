@@ -20,7 +20,7 @@ var depositStatuses = []string{payment.DepositPending, payment.DepositPaid}
 type depositsData struct {
 	listData[depositLine]
 	Statuses []string
-	MIDs     []account
+	MIDs     []midOption
 	// Chart is the last chartDays days' net deposits, drawn and listed.
 	Chart depositChart
 }
@@ -78,7 +78,7 @@ func (h *handler) deposits(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	data := depositsData{Statuses: depositStatuses, MIDs: mids, Chart: newDepositChart(days)}
+	data := depositsData{Statuses: depositStatuses, MIDs: midOptions(mids, q.Values.Get("merchantAccountId")), Chart: newDepositChart(days)}
 	data.Zone = q.Zone.String()
 	if !q.Failed() {
 		row := func(d payment.Deposit) depositLine { return depositLineOf(d, q.Zone) }

@@ -126,6 +126,25 @@ func (h *handler) accounts(c echo.Context) ([]account, error) {
 	return p.accounts, nil
 }
 
+// midOption is a MID as a filter's picker offers it, its id's text and
+// whether it is the one chosen made before the template runs (the
+// template compared each option's printed id with the form's value).
+type midOption struct {
+	ID, MID, Location string
+	Selected          bool
+}
+
+// midOptions are accts as a picker offers them, chosen the one whose id
+// is selected.
+func midOptions(accts []account, selected string) []midOption {
+	opts := make([]midOption, len(accts))
+	for i, a := range accts {
+		id := a.ID.String()
+		opts[i] = midOption{ID: id, MID: a.MID, Location: a.Location, Selected: id == selected}
+	}
+	return opts
+}
+
 // zones maps each MID of the member's organization to its location's
 // time zone.
 func (h *handler) zones(c echo.Context) (map[uuid.UUID]*time.Location, error) {
