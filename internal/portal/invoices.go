@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
@@ -286,6 +287,11 @@ type invoiceData struct {
 	CanChange   bool
 }
 
+// invoicePageColumns are what an invoice's page reads beside the invoice:
+// its refunds (the first page of the card payments list's) and its newest
+// events, one more than it shows.
+var invoicePageColumns = ", " + payment.InvoiceRefunds(maxListLimit) + ", " + event.InvoiceColumn("$3", maxShownEvents+1)
+
 // invoice is GET /portal/invoices/{id}: the invoice with its lines,
 // payments of every method, refunds, the customer's saved cards, where
 // its delivery stands, its reminders and its events; its pay link and
@@ -294,16 +300,22 @@ func (h *handler) invoice(c echo.Context) error {
 	h.allowScript(c, copyScript)
 	ctx := c.Request().Context()
 	m := visitOf(c).Membership
-	inv, err := h.invoiceOf(c)
+	// The invoice, its refunds and its events in one statement.
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.answer(c, invoice.ErrNotFound, nil)
+	}
+	var refundsJSON, eventsJSON []byte
+	inv, err := h.Invoices.DocumentWith(ctx, m.OrganizationID, id, invoicePageColumns,
+		[]any{pq.Array(event.Readable(m.Permissions))}, &refundsJSON, &eventsJSON)
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	refund := payment.Refund
-	refunds, _, err := h.Payments.CardPayments(ctx, m.OrganizationID, payment.Filter{InvoiceID: &inv.ID, Kind: &refund}, maxListLimit, "")
+	refunds, err := payment.DecodeRefunds(inv.ID, refundsJSON)
 	if err != nil {
 		return h.failure(c, err)
 	}
-	events, err := h.Events.OfInvoice(ctx, m.OrganizationID, m.Permissions, inv.ID, maxShownEvents+1)
+	events, err := event.DecodeInvoiceColumn(eventsJSON)
 	if err != nil {
 		return h.failure(c, err)
 	}
