@@ -276,15 +276,74 @@ const maxShownLines = 100
 // maxShownEvents is how many of an invoice's events its page shows, newest first.
 const maxShownEvents = 50
 
+// invoiceData is an invoice as its page shows it: a flat struct, its
+// amounts, times and labels made before the template runs, as
+// invoiceLine (the template reached each of the invoice's fields through
+// two embedded structs, a search by reflection that allocates, and called
+// a function for each amount and time).
 type invoiceData struct {
-	invoiceRow
-	Link        string
-	Lines       []invoice.Line
-	HiddenLines int
-	Refunds     []payment.CardPayment
-	Events      []event.Event
-	MoreEvents  bool
-	CanChange   bool
+	ID, InvoiceNumber, StatusLabel string
+	Status                         invoice.Status
+	Overdue, Refunded, CanChange   bool
+	Zone                           *time.Location
+	// Paid, Cancelled, Due, Created, Sent, Scheduled and LastReminded
+	// are moments (or a day), "" when there is none.
+	Paid, Cancelled, Due, Created, Sent, Scheduled, LastReminded template.HTML
+	Amount, AmountPaid, Owed, AmountRefunded                     string
+	CancelledByName, CustomerName, CustomerCompany, CustomerPhone *string
+	LocationName, PONumber, Memo, SendProblem                     *string
+	CustomerEmail, MID, CreatedByName, Link                       string
+	// SentBy, Delivery and Prefers are channels as people say them;
+	// SentBy and Prefers "" when unknown.
+	SentBy, Delivery, Prefers string
+	ReminderChoice            string
+	RemindersSent             int
+	Lines                     []lineCells
+	HiddenLines               int
+	Payments                  []invoice.Payment
+	Refunds                   []payment.CardPayment
+	SavedCards                []invoice.SavedCard
+	Events                    []eventCells
+	MoreEvents                bool
+}
+
+// lineCells is an invoice's line as its page's table shows it.
+type lineCells struct{ Description, Quantity, UnitCost, Total string }
+
+// eventCells is an event as an invoice's page lists it.
+type eventCells struct {
+	ID, Type string
+	Created  template.HTML
+}
+
+func invoiceDataOf(r invoiceRow) invoiceData {
+	z := r.Zone
+	d := invoiceData{ID: r.ID.String(), InvoiceNumber: r.InvoiceNumber, StatusLabel: r.StatusLabel(), Status: r.Status,
+		Overdue: r.Overdue, Refunded: r.Refunded(), Zone: z,
+		Paid: moment(r.PaidAt, z), Cancelled: moment(r.CancelledAt, z), Due: day(r.DueDate), Created: moment(r.CreatedAt, z),
+		Sent: moment(r.SentAt, z), Scheduled: moment(r.ScheduledSendAt, z), LastReminded: moment(r.LastRemindedAt, z),
+		Amount: invoice.Money(r.Amount), AmountPaid: invoice.Money(r.AmountPaid), Owed: invoice.Money(r.Owed()),
+		AmountRefunded: invoice.Money(r.AmountRefunded), CancelledByName: r.CancelledByName, CustomerName: r.CustomerName,
+		CustomerCompany: r.CustomerCompany, CustomerPhone: r.CustomerPhone, LocationName: r.LocationName, PONumber: r.PONumber,
+		Memo: r.Memo, SendProblem: r.SendProblem, CustomerEmail: r.CustomerEmail, MID: r.MID, CreatedByName: r.CreatedByName,
+		Delivery: channelLabel(r.Invoice.Delivery), ReminderChoice: r.ReminderChoice(), RemindersSent: r.RemindersSent,
+		Payments: r.Payments, SavedCards: r.SavedCards}
+	if r.SentVia != nil {
+		d.SentBy = channelLabel(*r.SentVia)
+	}
+	if r.CustomerPrefers != nil {
+		d.Prefers = channelLabel(*r.CustomerPrefers)
+	}
+	lines := r.Lines
+	if len(lines) > maxShownLines {
+		lines, d.HiddenLines = lines[:maxShownLines], len(lines)-maxShownLines
+	}
+	d.Lines = make([]lineCells, len(lines))
+	for i, l := range lines {
+		d.Lines[i] = lineCells{Description: l.Description, Quantity: plain(l.Quantity), UnitCost: invoice.Money(l.UnitCost),
+			Total: invoice.Money(invoice.LineTotal(l))}
+	}
+	return d
 }
 
 // invoicePageColumns are what an invoice's page reads beside the invoice:
@@ -319,13 +378,14 @@ func (h *handler) invoice(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	d := invoiceData{invoiceRow: rowOf(inv, inv.Biller.Zone(), h.Now()), Link: h.Invoices.Link(&inv), Lines: inv.Lines,
-		Refunds: refunds, Events: events, CanChange: m.Can(auth.PaymentsCreate)}
-	if len(d.Lines) > maxShownLines {
-		d.Lines, d.HiddenLines = d.Lines[:maxShownLines], len(d.Lines)-maxShownLines
+	d := invoiceDataOf(rowOf(inv, inv.Biller.Zone(), h.Now()))
+	d.Link, d.Refunds, d.CanChange = h.Invoices.Link(&inv), refunds, m.Can(auth.PaymentsCreate)
+	if len(events) > maxShownEvents {
+		events, d.MoreEvents = events[:maxShownEvents], true
 	}
-	if len(d.Events) > maxShownEvents {
-		d.Events, d.MoreEvents = d.Events[:maxShownEvents], true
+	d.Events = make([]eventCells, len(events))
+	for i, e := range events {
+		d.Events[i] = eventCells{ID: e.ID.String(), Type: e.Type, Created: moment(e.CreatedAt, d.Zone)}
 	}
 	p := page{Title: "Invoice " + inv.InvoiceNumber, Data: d}
 	return h.renderDone(c, "invoice", p, map[string]string{
@@ -383,7 +443,7 @@ func (h *handler) cancelPage(c echo.Context) error {
 		return h.answer(c, err, nil)
 	}
 	return h.render(c, http.StatusOK, "invoice-cancel", page{Title: "Cancel invoice " + inv.InvoiceNumber,
-		Data: invoiceData{invoiceRow: rowOf(inv, inv.Biller.Zone(), h.Now())}})
+		Data: rowOf(inv, inv.Biller.Zone(), h.Now())})
 }
 
 // cancelInvoice is POST /portal/invoices/{id}/cancel.
