@@ -29,17 +29,18 @@ type depositsData struct {
 // organization's time zone, each cell's text made before the template
 // runs (as invoiceLine).
 type depositLine struct {
-	ID, MID, Status               string
+	ID, MID                       string
+	Paid                          bool // paid, or pending
 	BatchDate, PaidAt, ExpectedAt template.HTML
 	SalesAmount, RefundsAmount    string
 	FeesAmount, NetAmount         string
 }
 
 func depositLineOf(d payment.Deposit, zone *time.Location) depositLine {
-	l := depositLine{ID: d.ID.String(), MID: d.MID, Status: d.Status, BatchDate: day(d.BatchDate),
+	l := depositLine{ID: d.ID.String(), MID: d.MID, Paid: d.Status == payment.DepositPaid, BatchDate: day(d.BatchDate),
 		SalesAmount: invoice.Money(d.SalesAmount), RefundsAmount: invoice.Money(d.RefundsAmount),
 		FeesAmount: invoice.Money(d.FeesAmount), NetAmount: invoice.Money(d.NetAmount)}
-	if d.Status == payment.DepositPaid {
+	if l.Paid {
 		l.PaidAt = moment(d.PaidAt, zone)
 	} else {
 		l.ExpectedAt = day(d.ExpectedAt)

@@ -221,6 +221,14 @@ var areas = []area{
 	{"/portal/account", "Account", anyone},
 }
 
+// navItem is an area as the page's navigation shows it: Current, the
+// page's own (compared in Go: the template's eq was a call by reflection
+// per link of every page).
+type navItem struct {
+	Path, Label string
+	Current     bool
+}
+
 // A guard says whether a membership may use a page: nil, or the refusal.
 type guard func(people.Membership) *rule.Error
 
@@ -371,7 +379,7 @@ type page struct {
 	Stylesheet string
 	CSRF       string
 	Visit      *visit
-	Nav        []area
+	Nav        []navItem
 	Current    string
 	Errors     web.Errors
 	// Alert is a message above the content (a refusal of no field).
@@ -420,7 +428,7 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 		if v.Membership != nil {
 			for _, a := range areas {
 				if a.guard(*v.Membership) == nil {
-					p.Nav = append(p.Nav, a)
+					p.Nav = append(p.Nav, navItem{Path: a.Path, Label: a.Label, Current: a.Path == c.Path()})
 				}
 			}
 		}
