@@ -49,6 +49,20 @@ func TestNewDatabase(t *testing.T) {
 	}
 }
 
+// The migrated databases are copies of one template, which takes no
+// connections (a connection would stop the next copy).
+func TestMigratedTemplate(t *testing.T) {
+	pgtest.NewDatabase(t)
+	var n int
+	err := open(t, testDSN).Get(&n, `SELECT count(*) FROM pg_database WHERE datname LIKE 'pgtest\_template\_%' AND datistemplate AND NOT datallowconn`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d templates, want 1", n)
+	}
+}
+
 func TestNewEmptyDatabase(t *testing.T) {
 	if migrated(t, open(t, pgtest.NewEmptyDatabase(t))) {
 		t.Error("empty database has migrations")
