@@ -22,12 +22,14 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/processor"
 )
 
 func TestPayPartThenFull(t *testing.T) {
+	t.Parallel()
 	// Whole seconds, so times read back from the database compare equal.
-	env := apitest.New(t, testDSN, apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	m := apitest.NewMerchant(t, env)
 	b := m.Body("PAY-1", "100.00", apitest.Line("2", "30.00"), apitest.Line("1", "40.00"))
 	b["customerEmail"], b["customerPhone"] = "Dana.W@Example.com", "+15035550123"
@@ -148,6 +150,7 @@ func TestPayPartThenFull(t *testing.T) {
 }
 
 func TestPayDeclined(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("DEC-1", "25.00"))
@@ -173,6 +176,7 @@ func TestPayDeclined(t *testing.T) {
 }
 
 func TestPayProcessorUnavailable(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("ERR-1", "25.00"))
@@ -189,6 +193,7 @@ func TestPayProcessorUnavailable(t *testing.T) {
 }
 
 func TestPayValidation(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	cases := []struct {
@@ -238,6 +243,7 @@ func TestPayValidation(t *testing.T) {
 }
 
 func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("RACE-PAY", "75.00"))
@@ -315,6 +321,7 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 }
 
 func TestLevel3(t *testing.T) {
+	t.Parallel()
 	rec := &apitest.Recorder{}
 	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: apitest.Recording(rec)})
 	m := apitest.NewMerchant(t, env)
@@ -403,6 +410,7 @@ func TestPayVoidsWhenTheRecordFails(t *testing.T) {
 }
 
 func TestSavedCardDelete(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("CARD-1", "30.00"))
@@ -454,6 +462,7 @@ func TestSavedCardDelete(t *testing.T) {
 }
 
 func TestPreferenceChangesTheNextSend(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	b := m.Body("PREF-1", "50.00")
@@ -490,6 +499,7 @@ func TestPreferenceChangesTheNextSend(t *testing.T) {
 }
 
 func TestPayFormToken(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("CSRF-1", "10.00"))
@@ -517,6 +527,7 @@ func TestPayFormToken(t *testing.T) {
 }
 
 func TestPayPageSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("HDR-1", "10.00"))
@@ -681,6 +692,7 @@ func TestPayAddressLimitPerIPv6Network(t *testing.T) {
 }
 
 func TestPayPageStates(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	inv := m.MustCreate(t, m.Body("STATE-1", "10.00"))
@@ -725,6 +737,7 @@ func TestPayPageStates(t *testing.T) {
 }
 
 func TestPayPageEscapesInvoiceFields(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	evil := `<script>alert("x")</script>`
@@ -806,6 +819,7 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 // time zone. A cancelled invoice's state stands first, with no balance due
 // and how to reach the business.
 func TestPagesSayWhoBills(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	var loc models.Location
@@ -867,6 +881,7 @@ func TestPagesSayWhoBills(t *testing.T) {
 // Pages and the stylesheet go compressed to a client that accepts gzip,
 // and plain to one that does not.
 func TestPagesAreCompressed(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	path := apitest.PayPath(t, m.MustCreate(t, m.Body("GZIP-1", "25.00")))

@@ -15,6 +15,7 @@ import (
 // One pay form posted ten times at once, over two instances (a network
 // retry, a double click): one charge, and ten identical answers.
 func TestOneFormPostedTenTimesChargesOnce(t *testing.T) {
+	t.Parallel()
 	rec := &apitest.Recorder{}
 	deployment := apitest.Options{DataDir: t.TempDir(), PublicURL: "http://payreq.test", WrapProcessor: apitest.Recording(rec)}
 	one := apitest.New(t, testDSN, deployment)
@@ -61,6 +62,7 @@ func TestOneFormPostedTenTimesChargesOnce(t *testing.T) {
 }
 
 func TestDeclinedFormPostedTwiceAnswersTheSameDecline(t *testing.T) {
+	t.Parallel()
 	rec := &apitest.Recorder{}
 	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: apitest.Recording(rec)})
 	m := apitest.NewMerchant(t, env)
@@ -87,6 +89,7 @@ func TestDeclinedFormPostedTwiceAnswersTheSameDecline(t *testing.T) {
 // A suspended organization's pay page shows the invoice and no form, and
 // a POST charges nothing.
 func TestSuspendedOrganizationTakesNoPayment(t *testing.T) {
+	t.Parallel()
 	rec := &apitest.Recorder{}
 	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: apitest.Recording(rec)})
 	m := apitest.NewMerchant(t, env)
