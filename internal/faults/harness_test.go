@@ -189,7 +189,11 @@ func newDeployment(t *testing.T, dsn string) *deployment {
 
 func (d *deployment) environ(extra map[string]string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"DATABASE_URL=" + d.DSN, "PAYREQ_DATA_DIR=" + d.DataDir, "PAYREQ_PUBLIC_URL=" + d.PublicURL}
+		"DATABASE_URL=" + d.DSN, "PAYREQ_DATA_DIR=" + d.DataDir, "PAYREQ_PUBLIC_URL=" + d.PublicURL,
+		// Under -race a process sleeps a second before it exits (the race
+		// runtime's atexit_sleep_ms), for each command and each stopped
+		// instance; races found while it ran fail it as before.
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	for _, m := range []map[string]string{d.Env, extra} {
 		for k, v := range m {
 			env = append(env, k+"="+v)
