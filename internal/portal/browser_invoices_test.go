@@ -25,6 +25,7 @@ import (
 // 2.1 A and AA rules at 390 and 1280 px, run no failing script, keep its
 // Content-Security-Policy and fetch nothing from elsewhere.
 func TestMerchantPagesInChromium(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)

@@ -32,6 +32,7 @@ import (
 // axe-core at 390 and 1280 px; the main ones are the
 // README's screenshots.
 func TestMerchantDayInChromium(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)

@@ -32,6 +32,7 @@ const screenshotsDir = "../../docs/portal"
 // run no failing script, keep its Content-Security-Policy and fetch
 // nothing from elsewhere (TestPagesWeighAtMost60KB weighs the pages).
 func TestPortalInChromium(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	seed := env.Seed()
 	mail := portaltest.StartMailbox(t, env)
@@ -222,7 +223,8 @@ func capture(t *testing.T, b *browsertest.Browser, name string) {
 // the sign-up page's address is copied with the button,
 // and without JavaScript it is there to select, with no button.
 func TestResellerPortalInChromium(t *testing.T) {
-	env := apitest.New(t, testDSN, apitest.Options{})
+	t.Parallel()
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
 	seed := env.Seed()
 	owner := portaltest.NewMember(t, env, seed.Reseller.OrganizationID, "Owner", auth.PermissionsFor(auth.KindReseller)...)
 	b := browsertest.Start(t, env.URL, 3*time.Minute)

@@ -15,6 +15,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/processor"
 )
@@ -55,6 +56,7 @@ var refundLocation = regexp.MustCompile(`^/portal/card-payments/([0-9a-f-]{36})\
 // the audit log once. The rest is then refunded by a new form, after
 // which no form is offered.
 func TestRefundFormSentTwiceRefundsOnce(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	sale := paidSale(t, env, m, "PR-1", "100.00", apitest.CardApprove)
@@ -101,6 +103,7 @@ func TestRefundFormSentTwiceRefundsOnce(t *testing.T) {
 
 // Two submissions of one form at the same moment refund once.
 func TestRefundFormSentTwiceAtOnceRefundsOnce(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	sale := paidSale(t, env, m, "PR-2", "40.00", apitest.CardApprove)
@@ -131,6 +134,7 @@ func TestRefundFormSentTwiceAtOnceRefundsOnce(t *testing.T) {
 // A declined refund is the refund's page saying so. A member without
 // payments.refund sees no form and gets 403.
 func TestRefundRefusals(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
@@ -212,8 +216,9 @@ func (f *failingRefunds) Refund(ctx context.Context, r processor.Refund) (proces
 // key, nothing refunded; the same form sent once the processor answers
 // refunds.
 func TestRefundFormWhenTheProcessorFails(t *testing.T) {
+	t.Parallel()
 	fail := &failingRefunds{failing: true}
-	env := apitest.New(t, testDSN, apitest.Options{WrapProcessor: func(p processor.Processor) processor.Processor {
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{WrapProcessor: func(p processor.Processor) processor.Processor {
 		fail.Processor = p
 		return fail
 	}})

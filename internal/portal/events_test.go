@@ -19,6 +19,7 @@ import (
 // naming the permission, as in the API; an event of another kind is a
 // 404 by id. The CSV holds the same events as the API's list.
 func TestEventsFilteredByPermission(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)

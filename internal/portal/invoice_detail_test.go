@@ -19,6 +19,7 @@ import (
 // events (times in its location's zone), the pay link and the PDF; it is
 // sent again and cancelled from there, each in the audit log.
 func TestInvoicePageAndItsActions(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	b := m.Body("SHOW-1", "50.00", apitest.Line("2", "20"), apitest.Line("1", "10"))
@@ -114,6 +115,7 @@ func recordedOf(t *testing.T, m apitest.Merchant, id uuid.UUID) uuid.UUID {
 // key); the payment moves the invoice and is in the audit log; removed,
 // the invoice moves back.
 func TestRecordPaymentFormRecordsOnce(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	inv := m.MustCreate(t, m.Body("REC-1", "100.00"))

@@ -35,6 +35,7 @@ var invoicePath = regexp.MustCompile(`^/portal/invoices/([0-9a-f-]{36})\?done=cr
 // API would (lines, the member's name as its maker, sent now), writes the
 // audit log, and sent twice makes it once.
 func TestCreateInvoiceInThePortal(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	newForm := c.Get("/portal/invoices/new").Want(t, http.StatusOK).Has(t, m.MIDs[0].Mid, "Line 5", scriptTag)

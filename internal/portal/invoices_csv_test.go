@@ -68,6 +68,7 @@ func csvOf(t *testing.T, p portaltest.Page) []map[string]string {
 // the same order, every page of it; its cells that a spreadsheet would
 // run start with a quote.
 func TestInvoiceCSVEqualsTheAPIsList(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView)
 	la, _ := time.LoadLocation("America/Los_Angeles")

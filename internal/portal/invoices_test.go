@@ -54,7 +54,8 @@ func next(p portaltest.Page) string {
 // narrows it as the API's does, the customer's name matching any part of
 // it in any case (and % or _ in it matching only themselves).
 func TestInvoiceListFiltersAndPages(t *testing.T) {
-	env, _ := newEnv(t)
+	t.Parallel()
+	env, _ := newOwnEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView)
 	var made []models.Invoice // oldest first
 	for i := range 30 {

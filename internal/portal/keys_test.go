@@ -29,7 +29,8 @@ var (
 // is refused within the check interval, and it stays listed as revoked
 // with its date.
 func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
-	env, seed := newEnv(t)
+	t.Parallel()
+	env, seed := newOwnEnv(t)
 	org := seed.Merchant.OrganizationID
 	c, _ := portaltest.SignedIn(t, env, org, "Admin", auth.PaymentsView, auth.AccountsView, auth.LocationsView)
 
@@ -84,6 +85,7 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 // bad name is a 400 beside the field, the other values kept; a Member
 // makes no key; another organization's key is a 404.
 func TestKeyRefusals(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	org := seed.Merchant.OrganizationID
 	admin, _ := portaltest.SignedIn(t, env, org, "Admin", auth.PaymentsView)

@@ -18,3 +18,11 @@ func newEnv(t *testing.T) (*apitest.Env, apitestSeed) { // a demo merchant and r
 	env := apitest.New(t, testDSN, apitest.Options{})
 	return env, apitestSeed(env.Seed())
 }
+
+// newOwnEnv is newEnv on a database of the test's own (pgtest.NewDatabase),
+// for tests that advance the clock, which then run in parallel with the others.
+func newOwnEnv(t *testing.T) (*apitest.Env, apitestSeed) {
+	t.Helper()
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
+	return env, apitestSeed(env.Seed())
+}

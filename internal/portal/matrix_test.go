@@ -44,6 +44,7 @@ var merchantPaths = []struct {
 // another gets 403 naming what is needed, and no link to the page. A POST
 // without its CSRF token is refused whatever the member holds.
 func TestPortalPermissionMatrix(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
@@ -105,6 +106,7 @@ func TestPortalPermissionMatrix(t *testing.T) {
 // in any answer (the lists and the export included), and nothing of
 // theirs changes.
 func TestPortalOtherOrganizationsIDs(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	theirs := apitest.NewMerchant(t, env)
 	b := theirs.Body("THEIRS-1", "30.00")

@@ -16,6 +16,7 @@ import (
 // (in another organization) signs in to accept and then chooses between
 // organizations. A used link is a 404.
 func TestInvitations(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
 	seed := env.Seed()
 	mail := portaltest.StartMailbox(t, env)
@@ -65,6 +66,7 @@ func TestInvitations(t *testing.T) {
 // removed member's sessions end and the keys they made keep working,
 // listed as a former member's; another organization's member is a 404.
 func TestManagingMembers(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	org := seed.Merchant.OrganizationID
 	owner, ownerM := portaltest.SignedIn(t, env, org, "Owner", auth.PaymentsView, auth.PaymentsCreate, auth.AccountsView)

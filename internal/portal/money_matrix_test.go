@@ -94,6 +94,7 @@ func (d merchantDay) pages() []matrixPage {
 // 403 naming the permission it lacks, and no link to it. Without a
 // session, the sign-in.
 func TestMoneyPagesPermissionMatrix(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	d := newMerchantDay(t, env, "MX-1")
 	type who struct {
@@ -169,6 +170,7 @@ func TestMoneyPagesPermissionMatrix(t *testing.T) {
 // is empty), nothing of theirs in any answer, and nothing of theirs
 // changed. A POST without the CSRF token changes nothing either.
 func TestMoneyPagesOtherOrganizationsIDs(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	theirs := newMerchantDay(t, env, "THEIRS-9")
 	mine := newMerchantDay(t, env, "MINE-9")

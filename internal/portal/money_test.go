@@ -18,6 +18,7 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 )
 
@@ -91,7 +92,8 @@ var money = regexp.MustCompile(`-?\$[0-9,]+\.[0-9]{2}`)
 // the API gives them, and the same total. A deposit's page shows what it
 // holds.
 func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
-	env := apitest.New(t, testDSN, apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
+	t.Parallel()
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
 	settle := func() {

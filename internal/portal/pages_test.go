@@ -18,6 +18,7 @@ import (
 // (past their due date in their location's zone), the money received this
 // week by card and otherwise, and the deposits on their way.
 func TestHomeSumsTheDay(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView)
 	la, _ := time.LoadLocation("America/Los_Angeles")
@@ -58,6 +59,7 @@ func TestHomeSumsTheDay(t *testing.T) {
 // through the domain's rules (the API then reads what was saved); what is
 // refused comes back beside the field, nothing saved.
 func TestReminderSettingsPage(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	p := c.Get("/portal/reminder-settings").Want(t, http.StatusOK).Has(t, `value="-3, 0, 3, 7, 14"`, "09:00")
@@ -95,6 +97,7 @@ func TestReminderSettingsPage(t *testing.T) {
 // Locations and MIDs, read-only: locations.view shows the locations,
 // accounts.view their MIDs, as the API's keys read them.
 func TestLocationsPage(t *testing.T) {
+	t.Parallel()
 	env, _ := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)

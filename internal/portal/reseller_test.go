@@ -42,6 +42,7 @@ func apiGet(t *testing.T, env *apitest.Env, seed apitestSeed, path string, v any
 // the sign-up page's address with the copy button's script, which the
 // page's policy allows, and no other.
 func TestPortfolioPage(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.PortfolioView)
 	p := c.Get("/portal/portfolio").Want(t, http.StatusOK)
@@ -87,6 +88,7 @@ func TestPortfolioPage(t *testing.T) {
 // filtered by stage, a page at a time with a link to the next; a query
 // the list cannot take is a 400 with the form and its message.
 func TestApplicationsPage(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.ApplicationsView)
 
@@ -159,6 +161,7 @@ func TestApplicationsPage(t *testing.T) {
 // one file, only last fours: the rows GET /applications lists for the same
 // filter, newest first.
 func TestApplicationsExportAsCSV(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.ApplicationsView)
 	token := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
@@ -189,6 +192,7 @@ func TestApplicationsExportAsCSV(t *testing.T) {
 // The portfolio exports as CSV: the merchants GET
 // /organizations/{id}/portfolio lists, by name, with their products' keys.
 func TestPortfolioExportsAsCSV(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	c, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Member", auth.PortfolioView)
 	token := env.Token(seed.Reseller.KeyID, seed.Reseller.Secret)
@@ -214,6 +218,7 @@ func TestPortfolioExportsAsCSV(t *testing.T) {
 // the last four digits of the tax id, the SSNs and the account number,
 // never the whole; and its stage history, oldest first.
 func TestApplicationPageMasksValues(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	org := seed.Reseller.OrganizationID
 	ctx := context.Background()
@@ -271,6 +276,7 @@ func TestApplicationPageMasksValues(t *testing.T) {
 // members never get them; another reseller's application is a 404, and
 // its portfolio is not shown; without a session, the sign-in.
 func TestResellerPagesPermissionsAndOrganizations(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	other := env.Seed() // another reseller, with its own merchants and applications
 	org := seed.Reseller.OrganizationID

@@ -25,6 +25,7 @@ import (
 // token, CSRF token, link token, TOTP secret or code, recovery code or key
 // secret may appear in the log, nor in the audit log.
 func TestNothingSecretInTheLog(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{
 		Configure: func(c *config.Config) { c.LogLevel = "debug" },
 		Clock:     apitest.NewClock(time.Now().Truncate(time.Second)),

@@ -21,6 +21,7 @@ import (
 // right one goes home with a session cookie that is HttpOnly, SameSite
 // Lax, Path=/; signing out ends the session in the database.
 func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	m := portaltest.NewMember(t, env, seed.Merchant.OrganizationID, "Member", auth.PaymentsView)
 	c := portaltest.NewClient(t, env)
@@ -70,6 +71,7 @@ func TestSignInAndOut(t *testing.T) {
 // account or not); the person is told by email, and a password reset
 // lifts the lock. Twenty failures from one IPv6 /64 refuse that network.
 func TestSignInLimits(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
 	seed := env.Seed()
 	mail := portaltest.StartMailbox(t, env)
@@ -117,6 +119,7 @@ func TestSignInLimits(t *testing.T) {
 // The reset answer is the same page whatever the email; a used or
 // expired link is a 404; a weak password a 400 beside its field.
 func TestPasswordReset(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{})
 	seed := env.Seed()
 	mail := portaltest.StartMailbox(t, env)
@@ -161,7 +164,8 @@ func TestPasswordReset(t *testing.T) {
 // a recovery code works once. An Owner can require a second factor: a
 // member without one is sent to set it up first.
 func TestTwoFactor(t *testing.T) {
-	env, seed := newEnv(t)
+	t.Parallel()
+	env, seed := newOwnEnv(t)
 	org := seed.Merchant.OrganizationID
 	c, m := portaltest.SignedIn(t, env, org, "Owner", auth.PaymentsView)
 	setup := c.Get("/portal/account/two-factor").Want(t, http.StatusOK).Has(t, `src="data:image/png;base64,`)
@@ -227,7 +231,8 @@ func between(s, start, end string) string {
 
 // A session ends after 30 idle minutes, and after 12 hours however busy.
 func TestSessionExpiry(t *testing.T) {
-	env, seed := newEnv(t)
+	t.Parallel()
+	env, seed := newOwnEnv(t)
 	c, _ := portaltest.SignedIn(t, env, seed.Merchant.OrganizationID, "Member")
 	env.Clock.Advance(29 * time.Minute)
 	c.Get("/portal/").Want(t, http.StatusOK)
@@ -248,6 +253,7 @@ func TestSessionExpiry(t *testing.T) {
 // Changing the password needs the current one (400 beside it otherwise)
 // and ends the person's other sessions, not this one.
 func TestChangePassword(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	c, m := portaltest.SignedIn(t, env, seed.Merchant.OrganizationID, "Member")
 	other := portaltest.NewClient(t, env)

@@ -55,6 +55,7 @@ func verifies(t *testing.T, h apitest.Hook, secret string) (bool, int) {
 // enables and deletes the endpoint. Each change is in the audit log,
 // without the secret; the API sees what the portal made.
 func TestWebhookEndpointInThePortal(t *testing.T) {
+	t.Parallel()
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(time.Now().Truncate(time.Second))})
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
@@ -184,6 +185,7 @@ func attemptRows(body string) []string {
 // beside its field, the values kept; an eleventh ping within a minute is a
 // 429 saying when to come back; a forged form is a 403. Nothing is made.
 func TestWebhookRefusals(t *testing.T) {
+	t.Parallel()
 	env, seed := newEnv(t)
 	org := seed.Merchant.OrganizationID
 	count := func() int {

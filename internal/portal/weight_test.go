@@ -13,6 +13,7 @@ import (
 
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -46,8 +47,9 @@ func weigh(t *testing.T, c *portaltest.Client, path string) (int, string) {
 // events; 30 days of deposits in the chart), weighs at most 60 KB before
 // compression with its stylesheet and scripts.
 func TestPagesWeighAtMost60KB(t *testing.T) {
+	t.Parallel()
 	start := time.Now().AddDate(0, 0, -32).Truncate(time.Second)
-	env := apitest.New(t, testDSN, apitest.Options{Clock: apitest.NewClock(start)})
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: apitest.NewClock(start)})
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
 	refunds := env.NewKey(t, org, auth.PaymentsRefund)
