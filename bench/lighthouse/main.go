@@ -62,13 +62,13 @@ type page struct{ name, path string }
 // result is what Lighthouse measured of a page.
 type result struct {
 	page
-	score                float64 // 0 to 100
-	fcp, lcp, tbt, cls   float64 // ms, ms, ms, unitless
-	bytes                float64 // transfer size
-	benchmarkIndex       float64 // Lighthouse's measure of the machine's speed at the time
-	fcpText, lcpText     string
-	tbtText, clsText     string
-	opportunities, debug []string
+	score              float64 // 0 to 100
+	fcp, lcp, tbt, cls float64 // ms, ms, ms, unitless
+	bytes              float64 // transfer size
+	benchmarkIndex     float64 // Lighthouse's measure of the machine's speed at the time
+	fcpText, lcpText   string
+	tbtText, clsText   string
+	opportunities      []string
 }
 
 func run(o options) error {
@@ -396,7 +396,7 @@ func lighthouse(o options, u, headers string) (result, error) {
 		return result{}, fmt.Errorf("%s: %s", lhr.RuntimeError.Code, lhr.RuntimeError.Message)
 	}
 	if !strings.HasSuffix(lhr.FinalDisplayedURL, strings.TrimPrefix(u, strings.SplitN(u, "/portal", 2)[0])) {
-		return result{}, fmt.Errorf("Lighthouse ended on %s, not %s (the session was refused?)", lhr.FinalDisplayedURL, u)
+		return result{}, fmt.Errorf("lighthouse ended on %s, not %s (the session was refused?)", lhr.FinalDisplayedURL, u)
 	}
 	if lhr.Categories.Performance.Score == nil {
 		return result{}, errors.New("no performance score")

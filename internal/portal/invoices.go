@@ -288,8 +288,8 @@ type invoiceData struct {
 	Zone                           *time.Location
 	// Paid, Cancelled, Due, Created, Sent, Scheduled and LastReminded
 	// are moments (or a day), "" when there is none.
-	Paid, Cancelled, Due, Created, Sent, Scheduled, LastReminded template.HTML
-	Amount, AmountPaid, Owed, AmountRefunded                     string
+	Paid, Cancelled, Due, Created, Sent, Scheduled, LastReminded  template.HTML
+	Amount, AmountPaid, Owed, AmountRefunded                      string
 	CancelledByName, CustomerName, CustomerCompany, CustomerPhone *string
 	LocationName, PONumber, Memo, SendProblem                     *string
 	CustomerEmail, MID, CreatedByName, Link                       string
