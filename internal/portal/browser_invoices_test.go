@@ -48,49 +48,8 @@ func TestMerchantPagesInChromium(t *testing.T) {
 		}
 	}
 	b := browsertest.Start(t, env.URL, 4*time.Minute)
-	tab := b.Tab
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(tab, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	read := func(a chromedp.Action[string]) string {
-		t.Helper()
-		s, err := chromedp.Run(tab, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	html := func() string { return read(chromedp.OuterHTML("html")) }
-	check := func(state string) {
-		t.Helper()
-		for _, w := range []int64{390, 1280} {
-			for _, v := range b.Axe(t, w) {
-				t.Errorf("%s: %s", state, v)
-			}
-		}
-	}
-	open := func(path string) {
-		t.Helper()
-		run("open "+path, chromedp.Navigate(env.URL+path))
-	}
-	submit := func(sel string) {
-		t.Helper()
-		if _, err := chromedp.RunResponse(tab, chromedp.Click(sel)); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
-	has := func(state string, texts ...string) {
-		t.Helper()
-		page := html()
-		for _, s := range texts {
-			if !strings.Contains(page, s) {
-				t.Fatalf("%s lacks %q:\n%s", state, s, page)
-			}
-		}
-	}
+	c := chromium{t: t, b: b, base: env.URL}
+	run, html, check, open, submit, has := c.run, c.html, c.check, c.open, c.submit, c.has
 
 	open("/portal/sign-in")
 	run("sign in", chromedp.SendKeys("#email", owner.Email), chromedp.SendKeys("#password", owner.Password))

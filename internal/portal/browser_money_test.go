@@ -48,47 +48,8 @@ func TestMerchantDayInChromium(t *testing.T) {
 	worker := env.Webhooks(webhook.WorkerConfig{Schedule: []time.Duration{time.Second}, AllowPrivate: true})
 	b := browsertest.Start(t, env.URL, 4*time.Minute)
 	tab := b.Tab
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(tab, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func() string {
-		t.Helper()
-		s, err := chromedp.Run(tab, chromedp.OuterHTML("html"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	check := func(state string) {
-		t.Helper()
-		for _, w := range []int64{390, 1280} {
-			for _, v := range b.Axe(t, w) {
-				t.Errorf("%s: %s", state, v)
-			}
-		}
-	}
-	open := func(path string) {
-		t.Helper()
-		run("open "+path, chromedp.Navigate(env.URL+path))
-	}
-	submit := func(sel string) {
-		t.Helper()
-		if _, err := chromedp.RunResponse(tab, chromedp.Click(sel)); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
-	want := func(state string, texts ...string) {
-		t.Helper()
-		html := text()
-		for _, s := range texts {
-			if !strings.Contains(html, s) {
-				t.Fatalf("%s: the page lacks %q:\n%s", state, s, html)
-			}
-		}
-	}
+	c := chromium{t: t, b: b, base: env.URL}
+	run, text, check, open, submit, want := c.run, c.html, c.check, c.open, c.submit, c.has
 
 	// Made and sent on the portal's new invoice page, then paid on its pay
 	// page.

@@ -39,43 +39,9 @@ func TestPortalInChromium(t *testing.T) {
 	org := seed.Merchant.OrganizationID
 	owner := portaltest.NewMember(t, env, org, "Owner", auth.PermissionsFor(auth.KindMerchant)...)
 	b := browsertest.Start(t, env.URL, 3*time.Minute)
-	tab := b.Tab
 
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(tab, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	read := func(a chromedp.Action[string]) string {
-		t.Helper()
-		s, err := chromedp.Run(tab, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	text := func() string { return read(chromedp.OuterHTML("html")) }
-	check := func(state string) {
-		t.Helper()
-		for _, w := range []int64{390, 1280} {
-			for _, v := range b.Axe(t, w) {
-				t.Errorf("%s: %s", state, v)
-			}
-		}
-	}
-	open := func(path string) {
-		t.Helper()
-		run("open "+path, chromedp.Navigate(env.URL+path))
-	}
-	// submit clicks what sends a form (or follows a link) and waits for
-	// the page it leads to.
-	submit := func(sel string) {
-		t.Helper()
-		if _, err := chromedp.RunResponse(tab, chromedp.Click(sel)); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
+	c := chromium{t: t, b: b, base: env.URL}
+	run, read, text, check, open, submit := c.run, c.read, c.html, c.check, c.open, c.submit
 
 	// Signing in: the empty form, a wrong password, then right.
 	open("/portal/sign-in")
@@ -229,32 +195,8 @@ func TestResellerPortalInChromium(t *testing.T) {
 	owner := portaltest.NewMember(t, env, seed.Reseller.OrganizationID, "Owner", auth.PermissionsFor(auth.KindReseller)...)
 	b := browsertest.Start(t, env.URL, 3*time.Minute)
 	tab := b.Tab
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(tab, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func() string {
-		t.Helper()
-		s, err := chromedp.Run(tab, chromedp.OuterHTML("html"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	check := func(state string) {
-		t.Helper()
-		for _, w := range []int64{390, 1280} {
-			for _, v := range b.Axe(t, w) {
-				t.Errorf("%s: %s", state, v)
-			}
-		}
-	}
-	open := func(path string) {
-		t.Helper()
-		run("open "+path, chromedp.Navigate(env.URL+path))
-	}
+	c := chromium{t: t, b: b, base: env.URL}
+	run, text, check, open := c.run, c.html, c.check, c.open
 
 	open("/portal/sign-in")
 	run("sign in", chromedp.SendKeys("#email", owner.Email), chromedp.SendKeys("#password", owner.Password))
