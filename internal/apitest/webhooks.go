@@ -61,19 +61,20 @@ func (e *Env) Webhooks(cfg webhook.WorkerConfig) *webhook.Worker {
 	return webhook.NewWorker(e.App.DB, e.App.Vault.Open, cfg, log, e.Clock.Now)
 }
 
-// Deliver fans every event out into its deliveries, then attempts every
-// due delivery once, one after the other, and returns how many it
-// attempted.
+// Deliver fans every event out into its deliveries (the fan-out attempts
+// those it claims at once), then attempts every due delivery once, one
+// after the other, and returns how many it attempted.
 func Deliver(t testing.TB, w *webhook.Worker) int {
 	t.Helper()
 	n := 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		for {
-			fanned, err := w.FanOut(ctx, 100)
+			fanned, attempted, err := w.FanOut(ctx, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
+			n += attempted
 			if fanned == 0 {
 				break
 			}

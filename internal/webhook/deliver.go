@@ -109,8 +109,8 @@ func NewWorker(db *sqlx.DB, open func(sealed []byte, keyID, aad string) (string,
 // limit, so that a second claim cannot overlap the first attempt.
 func (w *Worker) lease() time.Duration { return w.cfg.Timeout + 5*time.Second }
 
-// claimBatch is how many due deliveries one loop claims at once (in one
-// statement) and attempts side by side.
+// claimBatch is how many deliveries one loop claims at once (in one
+// statement: the fan-out's or DeliverDue's) and attempts side by side.
 const claimBatch = 8
 
 // Run delivers until ctx ends, with cfg.Workers loops each fanning out
@@ -124,7 +124,7 @@ func (w *Worker) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				fanned, err := w.FanOut(ctx, fanOutBatch)
+				fanned, _, err := w.FanOut(ctx, fanOutBatch)
 				if err != nil && ctx.Err() == nil {
 					w.log.Error("webhook: fan-out", "error", err.Error())
 				}
@@ -172,9 +172,19 @@ type claim struct {
 	EventData      string    `db:"event_data"`
 }
 
+// selectClaimed reads the deliveries of the CTE claimed with their
+// endpoints and events, oldest events first: the end of both statements
+// that claim deliveries, the fan-out's and DeliverDue's.
+const selectClaimed = `
+	SELECT c.event_id, c.endpoint_id, c.attempts, e.url, e.status, e.secret, e.secret_key_id, e.previous_secret,
+		e.previous_key_id, e.previous_until, e.failing_since,
+		ev.type AS event_type, ev.created_at AS event_created_at, ev.data::text AS event_data
+	FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
+	ORDER BY ev.created_at, c.event_id, c.endpoint_id`
+
 // DeliverDue claims up to limit due deliveries, with their endpoints and
-// events, in one statement, and attempts them side by side, each recorded
-// as it ends; n is how many it claimed.
+// events, in one statement, and attempts them side by side; n is how many
+// it claimed.
 func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 	now := w.now()
 	var claims []claim
@@ -188,18 +198,22 @@ func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 			UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $2
 			FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
 			RETURNING d.event_id, d.endpoint_id, d.attempts
-		)
-		SELECT c.event_id, c.endpoint_id, c.attempts, e.url, e.status, e.secret, e.secret_key_id, e.previous_secret,
-			e.previous_key_id, e.previous_until, e.failing_since,
-			ev.type AS event_type, ev.created_at AS event_created_at, ev.data::text AS event_data
-		FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id`, limit),
+		)`, limit)+selectClaimed,
 		now, now.Add(w.lease()))
 	if err != nil {
 		return 0, fmt.Errorf("webhook: unable to claim deliveries: %w", err)
 	}
-	// The attempts outlive a shutdown: their results are recorded, all in
-	// one statement once the last has ended (each is claimed for longer
-	// than an attempt can take).
+	return len(claims), w.attemptAll(ctx, claims, now)
+}
+
+// attemptAll attempts claimed deliveries side by side, and records their
+// outcomes all in one statement once the last has ended. The attempts
+// outlive a shutdown: each is claimed for longer than an attempt can
+// take.
+func (w *Worker) attemptAll(ctx context.Context, claims []claim, now time.Time) error {
+	if len(claims) == 0 {
+		return nil
+	}
 	ctx = context.WithoutCancel(ctx)
 	outs := make([]outcome, len(claims))
 	errs := make([]error, len(claims))
@@ -224,7 +238,7 @@ func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 	if len(done) > 0 {
 		errs = append(errs, w.record(ctx, done, doneOuts))
 	}
-	return len(claims), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // deliver attempts a claimed delivery.

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -171,13 +172,21 @@ const fanOutBatch = 100
 // FanOut turns up to limit events not yet dispatched into their
 // deliveries, one to each enabled endpoint of the event's organization
 // subscribed to its type and made before it, in one transaction: the
-// events are claimed
-// (event.Claim, which skips those another instance holds) and their
-// deliveries written together, so that every event is fanned out exactly
-// once, whatever the number of instances, and none is lost if one dies.
-// n is how many events it claimed.
-func (w *Worker) FanOut(ctx context.Context, limit int) (n int, err error) {
+// events are claimed (event.Claim, which skips those another instance
+// holds) and their deliveries written together, so that every event is
+// fanned out exactly once, whatever the number of instances, and none is
+// lost if one dies. The deliveries are written claimed for their first
+// attempt, as DeliverDue claims one (attempt 1, held for a lease), and
+// attempted once the transaction has committed, claimBatch at a time,
+// oldest events first, each group recorded as it ends: which spares each
+// the statement and the row version of a claim of its own. The k-th group
+// is held for k leases, so that none is claimed again while the groups
+// before it are attempted; one whose process died, or stopped before
+// its group began, is attempted again once its lease is over. n is how many events it claimed, attempted how
+// many deliveries it attempted.
+func (w *Worker) FanOut(ctx context.Context, limit int) (n, attempted int, err error) {
 	now := w.now()
+	var claims []claim
 	err = postgres.InTx(ctx, w.db, func(tx *sqlx.Tx) error {
 		claimed, err := event.Claim(ctx, tx, limit, now)
 		if err != nil || len(claimed) == 0 {
@@ -191,27 +200,39 @@ func (w *Worker) FanOut(ctx context.Context, limit int) (n int, err error) {
 		// An endpoint gets the events that came after it, as when the
 		// change wrote the deliveries itself: its id is older than the
 		// event's (both UUIDv7s, in the order they were made, whatever the
-		// application's clock says). Due from the event's own time, so
-		// that deliveries go out in the order of their events. A
-		// redelivery asked for before the fan-out is there already: left
-		// as it is.
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)
-			SELECT ev.id, e.id, 'pending', ev.at
-			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS ev(id, org, type, at)
-			JOIN webhook_endpoints e ON e.organization_id = ev.org AND e.id < ev.id AND e.status = 'enabled'
-				AND e.event_types && ARRAY[ev.type, '*']
-			ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
-			pq.Array(ids), pq.Array(orgs), pq.Array(types), pq.Array(ats))
+		// application's clock says). A redelivery asked for before the
+		// fan-out is there already: left as it is. The group size is in
+		// the statement, so that its generic plan knows it.
+		err = tx.SelectContext(ctx, &claims, fmt.Sprintf(`
+			WITH claimed AS (
+				INSERT INTO webhook_deliveries (event_id, endpoint_id, status, attempts, next_attempt_at)
+				SELECT event_id, endpoint_id, 'pending', 1, $5::timestamptz + make_interval(secs => $6::float8 * ((n - 1) / %d))
+				FROM (
+					SELECT ev.id AS event_id, e.id AS endpoint_id, row_number() OVER (ORDER BY ev.at, ev.id, e.id) AS n
+					FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS ev(id, org, type, at)
+					JOIN webhook_endpoints e ON e.organization_id = ev.org AND e.id < ev.id AND e.status = 'enabled'
+						AND e.event_types && ARRAY[ev.type, '*']
+				) d
+				ON CONFLICT (event_id, endpoint_id) DO NOTHING
+				RETURNING event_id, endpoint_id, attempts
+			)`, claimBatch)+selectClaimed,
+			pq.Array(ids), pq.Array(orgs), pq.Array(types), pq.Array(ats), now.Add(w.lease()), w.lease().Seconds())
 		if err != nil {
 			return fmt.Errorf("webhook: unable to write deliveries: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("webhook: fan-out: %w", err)
+		return 0, 0, fmt.Errorf("webhook: fan-out: %w", err)
 	}
-	return n, nil
+	var errs []error
+	for group := range slices.Chunk(claims, claimBatch) {
+		if ctx.Err() != nil {
+			break // the groups not begun are attempted elsewhere once their leases end
+		}
+		errs = append(errs, w.attemptAll(ctx, group, w.now()))
+	}
+	return n, len(claims), errors.Join(errs...)
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -62,7 +62,7 @@ func noLookups(context.Context, string, string) ([]netip.Addr, error) {
 	return nil, &net.DNSError{IsNotFound: true}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), testDSN, postgres.Pool{})
 	if err != nil {
@@ -76,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) organization(t *testing.T, id uuid.UUID, kind string) {
+func (f *fixture) organization(t testing.TB, id uuid.UUID, kind string) {
 	t.Helper()
 	// A reseller has a slug (its sign-up page's).
 	if _, err := f.db.Exec(`INSERT INTO organizations (id, name, kind, slug)
@@ -94,7 +94,7 @@ func (f *fixture) worker(schedule ...time.Duration) *Worker {
 }
 
 // endpoint registers url for types.
-func (f *fixture) endpoint(t *testing.T, url string, types ...string) Endpoint {
+func (f *fixture) endpoint(t testing.TB, url string, types ...string) Endpoint {
 	t.Helper()
 	e, _, err := f.store.Create(context.Background(), f.org, permissions(auth.KindMerchant), NewEndpoint{URL: url, EventTypes: types})
 	if err != nil {
@@ -104,7 +104,7 @@ func (f *fixture) endpoint(t *testing.T, url string, types ...string) Endpoint {
 }
 
 // appendEvent records an event of the fixture's organization now.
-func appendEvent[D event.Data](t *testing.T, f *fixture, org uuid.UUID, typ event.Type[D], data D) uuid.UUID {
+func appendEvent[D event.Data](t testing.TB, f *fixture, org uuid.UUID, typ event.Type[D], data D) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
 	err := postgres.InTx(context.Background(), f.db, func(tx *sqlx.Tx) error {
@@ -119,7 +119,7 @@ func appendEvent[D event.Data](t *testing.T, f *fixture, org uuid.UUID, typ even
 }
 
 // paid records an invoice.paid event of the fixture's organization.
-func (f *fixture) paid(t *testing.T) uuid.UUID {
+func (f *fixture) paid(t testing.TB) uuid.UUID {
 	t.Helper()
 	return appendEvent(t, f, f.org, event.InvoicePaid, models.Invoice{InvoiceNumber: "INV-1"})
 }
@@ -165,7 +165,7 @@ func deliverDue(t *testing.T, w *Worker) int {
 
 func fanOut(t *testing.T, w *Worker) int {
 	t.Helper()
-	n, err := w.FanOut(context.Background(), 100)
+	n, _, err := w.FanOut(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ type receiver struct {
 	answer func(w http.ResponseWriter)
 }
 
-func newReceiver(t *testing.T, answer func(w http.ResponseWriter)) *receiver {
+func newReceiver(t testing.TB, answer func(w http.ResponseWriter)) *receiver {
 	t.Helper()
 	r := &receiver{answer: answer}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -216,4 +216,48 @@ type resolver func(ctx context.Context, network, host string) ([]netip.Addr, err
 
 func (r resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	return r(ctx, network, host)
+}
+
+// BenchmarkDeliveries fans out and delivers b.N events of an organization
+// with one endpoint subscribed to everything, by one worker, to a
+// receiver answering 204. Beside the time, WAL-B/op is what PostgreSQL
+// wrote for each event's delivery (its rows, their index entries): the
+// measure of the writes a delivery costs, which no load on the machine
+// changes.
+func BenchmarkDeliveries(b *testing.B) {
+	f := newFixture(b)
+	rec := newReceiver(b, status(204))
+	f.endpoint(b, rec.URL, "*")
+	w := f.worker()
+	for range b.N {
+		f.paid(b)
+	}
+	var start string
+	if err := f.db.Get(&start, `SELECT pg_current_wal_insert_lsn()::text`); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for {
+		fanned, _, err := w.FanOut(ctx, fanOutBatch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		due, err := w.DeliverDue(ctx, claimBatch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fanned == 0 && due == 0 {
+			break
+		}
+	}
+	b.StopTimer()
+	var wal float64
+	if err := f.db.Get(&wal, `SELECT pg_current_wal_insert_lsn() - $1::pg_lsn`, start); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(wal/float64(b.N), "WAL-B/op")
+	if got := len(rec.got()); got != b.N {
+		b.Fatalf("the receiver got %d events, want %d", got, b.N)
+	}
 }

@@ -22,56 +22,80 @@ import (
 
 // An event is fanned out to each enabled endpoint of its organization
 // subscribed to its type (or to "*") that existed before it: not to a
-// disabled one, another organization's, or one made after it.
+// disabled one, another organization's, or one made after it. The
+// fan-out attempts the deliveries it writes at once, without waiting for
+// a round of due deliveries.
 func TestFanOut(t *testing.T) {
 	f := newFixture(t)
 	w := f.worker()
-	paidOnly := f.endpoint(t, "https://hooks.example.com/paid", event.InvoicePaid.Name)
-	everything := f.endpoint(t, "https://hooks.example.com/all", "*")
-	approvedOnly := f.endpoint(t, "https://hooks.example.com/approved", event.CardPaymentApproved.Name)
-	disabled := f.endpoint(t, "https://hooks.example.com/off", "*")
-	if _, err := f.store.Update(context.Background(), f.org, permissions(auth.KindMerchant), disabled.ID,
+	endpoint := func(f *fixture, types ...string) (*receiver, Endpoint) {
+		r := newReceiver(t, status(204))
+		return r, f.endpoint(t, r.URL+"/hook", types...)
+	}
+	paidOnly, paidOnlyE := endpoint(f, event.InvoicePaid.Name)
+	everything, everythingE := endpoint(f, "*")
+	approvedOnly, approvedOnlyE := endpoint(f, event.CardPaymentApproved.Name)
+	disabled, disabledE := endpoint(f, "*")
+	if _, err := f.store.Update(context.Background(), f.org, permissions(auth.KindMerchant), disabledE.ID,
 		Change{Status: new(Disabled)}); err != nil {
 		t.Fatal(err)
 	}
 	other := &fixture{db: f.db, store: f.store, clock: f.clock, org: uuid.Must(uuid.NewV7())}
 	f.organization(t, other.org, auth.KindMerchant)
-	othersEndpoint := other.endpoint(t, "https://hooks.example.com/other", "*")
+	others, _ := endpoint(other, "*")
 
 	paid := f.paid(t)
 	approved := appendEvent(t, f, f.org, event.CardPaymentApproved, models.CardPayment{})
-	later := f.endpoint(t, "https://hooks.example.com/later", "*")
+	later, _ := endpoint(f, "*")
 	if n := fanOut(t, w); n < 2 {
 		t.Fatalf("%d events fanned out, want both", n)
 	}
 	for _, c := range []struct {
-		event uuid.UUID
-		want  []uuid.UUID
-	}{{paid, []uuid.UUID{paidOnly.ID, everything.ID}}, {approved, []uuid.UUID{everything.ID, approvedOnly.ID}}} {
-		ds, err := f.store.Deliveries(context.Background(), c.event)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []uuid.UUID
-		for _, d := range ds {
-			got = append(got, d.EndpointID)
-			if d.Status != "pending" || d.Attempts != 0 {
-				t.Errorf("delivery %+v, want pending, not attempted", d)
+		name     string
+		r        *receiver
+		endpoint uuid.UUID
+		want     []uuid.UUID
+	}{
+		{"invoice.paid", paidOnly, paidOnlyE.ID, []uuid.UUID{paid}},
+		{"*", everything, everythingE.ID, []uuid.UUID{paid, approved}},
+		{"card_payment.approved", approvedOnly, approvedOnlyE.ID, []uuid.UUID{approved}},
+		{"disabled", disabled, disabledE.ID, nil},
+		{"another organization's", others, uuid.Nil, nil},
+		{"made after the events", later, uuid.Nil, nil},
+	} {
+		var want []string
+		for _, id := range c.want {
+			want = append(want, id.String())
+			if d := f.delivery(t, id, c.endpoint); d.Status != "delivered" || d.Attempts != 1 {
+				t.Errorf("%s: delivery of %s %s after %d attempts, want delivered at the first", c.name, id, d.Status, d.Attempts)
 			}
 		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("event %s delivered to %v, want %v (not %s, %s nor %s)", c.event, got, c.want, disabled.ID, othersEndpoint.ID, later.ID)
+		if got := sortedIDs(c.r); !slices.Equal(got, want) {
+			t.Errorf("the endpoint subscribed to %s got %v, want %v", c.name, got, want)
 		}
 	}
 	if n := fanOut(t, w); n != 0 {
 		t.Errorf("%d events fanned out again", n)
 	}
+	if n := deliverDue(t, w); n != 0 {
+		t.Errorf("%d deliveries due after the fan-out attempted them", n)
+	}
 }
 
-// Instances fanning out side by side claim each event once.
+// sortedIDs is what the receiver got, in the order of the events' ids (UUIDv7s,
+// the order they were made): attempts side by side arrive in any order.
+func sortedIDs(rec *receiver) []string {
+	got := rec.got()
+	slices.Sort(got)
+	return got
+}
+
+// Instances fanning out side by side claim each event once, and deliver
+// it once.
 func TestFanOutSideBySide(t *testing.T) {
 	f := newFixture(t)
-	f.endpoint(t, "https://hooks.example.com/all", "*")
+	rec := newReceiver(t, status(204))
+	f.endpoint(t, rec.URL+"/all", "*")
 	const events = 60
 	for range events {
 		f.paid(t)
@@ -85,7 +109,7 @@ func TestFanOutSideBySide(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				n, err := w.FanOut(context.Background(), 7)
+				n, _, err := w.FanOut(context.Background(), 7)
 				if err != nil {
 					t.Error(err)
 					return
@@ -107,6 +131,72 @@ func TestFanOutSideBySide(t *testing.T) {
 	}
 	if claimed < events || deliveries != events {
 		t.Errorf("%d claimed, %d deliveries; want each of %d events claimed and delivered once", claimed, deliveries, events)
+	}
+	if got := sortedIDs(rec); len(got) != events || len(slices.Compact(got)) != events {
+		t.Errorf("the endpoint got %d requests of %d events, want each of %d once", len(got), len(slices.Compact(got)), events)
+	}
+}
+
+// The fan-out attempts its deliveries claimBatch at a time, each group
+// held for as many leases as groups up to it; a worker stopped before a
+// group began leaves it to the others once its lease is over, and then
+// each delivery reaches the receiver once.
+func TestFanOutStoppedBetweenGroups(t *testing.T) {
+	f := newFixture(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	rec := newReceiver(t, func(w http.ResponseWriter) {
+		stop() // while the first group is attempted
+		w.WriteHeader(http.StatusNoContent)
+	})
+	e := f.endpoint(t, rec.URL, "*")
+	const events = 2*claimBatch + 3
+	for range events {
+		f.paid(t)
+	}
+	// A time limit with a fraction of a second: so is the lease (5.3 s).
+	w := NewWorker(f.db, open, WorkerConfig{Timeout: 300 * time.Millisecond, AllowPrivate: true}, quiet(), f.clock.now)
+	lease := w.lease()
+	fanned, attempted, err := w.FanOut(ctx, 100)
+	if err != nil || fanned != events || attempted != events {
+		t.Fatalf("fan-out: %d events, %d deliveries (%v); want %d each", fanned, attempted, err, events)
+	}
+	if got := len(rec.got()); got != claimBatch {
+		t.Fatalf("the receiver got %d events before the worker stopped, want the first group's %d", got, claimBatch)
+	}
+	var leases []time.Time
+	if err := f.db.Select(&leases, `SELECT next_attempt_at FROM webhook_deliveries
+		WHERE endpoint_id = $1 AND status = 'pending' AND attempts = 1 ORDER BY event_id`, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	now := f.clock.now()
+	for i, at := range leases {
+		if want := now.Add(time.Duration(2+i/claimBatch) * lease); !at.Equal(want) {
+			t.Errorf("delivery %d of those not attempted held until %s, want %s", claimBatch+i, at, want)
+		}
+	}
+	if len(leases) != events-claimBatch {
+		t.Fatalf("%d deliveries left claimed, want %d", len(leases), events-claimBatch)
+	}
+	other := f.worker()
+	f.clock.advance(2*lease - time.Second)
+	if n := deliverDue(t, other); n != 0 {
+		t.Errorf("%d deliveries claimed again before their leases ended", n)
+	}
+	f.clock.advance(lease + 2*time.Second)
+	for deliverDue(t, other) > 0 {
+	}
+	seen := map[string]int{}
+	for _, id := range rec.got() {
+		seen[id]++
+	}
+	if len(seen) != events {
+		t.Errorf("the receiver got %d events, want %d", len(seen), events)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s received %d times", id, n)
+		}
 	}
 }
 
