@@ -126,7 +126,7 @@ func drainDeliveries(ctx context.Context, dsn string) error {
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		var pending int
 		if err := db.GetContext(ctx, &pending, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')
-			+ (SELECT count(*) FROM events WHERE dispatched_at IS NULL)`); err != nil {
+			+ (SELECT count(*) FROM events_to_fan_out)`); err != nil {
 			return err
 		}
 		if pending == 0 {

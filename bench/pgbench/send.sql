@@ -49,6 +49,8 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
-INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
-		VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now(), NULL);
+WITH e AS (
+		INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now()) RETURNING id
+	)
+	INSERT INTO events_to_fan_out (event_id) SELECT id FROM e WHERE NOT false::boolean;
 COMMIT;

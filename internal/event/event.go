@@ -6,7 +6,8 @@
 // permission that protects their data; the fan-out's claim of events not
 // yet dispatched (Claim, called by package webhook); and their retention.
 //
-// It owns the table events.
+// It owns the tables events and events_to_fan_out (the events not yet
+// fanned out).
 package event
 
 import (
@@ -138,12 +139,13 @@ func insert(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, typ string, data an
 	}
 	id := uuid.Must(uuid.NewV7())
 	at = at.Truncate(time.Microsecond) // as stored
-	var dispatchedAt *time.Time
-	if dispatched {
-		dispatchedAt = &at
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, id, org, typ, string(b), at, dispatchedAt)
+	// One statement writes the event and, unless its caller dispatches
+	// it, its row in events_to_fan_out.
+	_, err = tx.ExecContext(ctx, `
+		WITH e AS (
+			INSERT INTO events (id, organization_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id
+		)
+		INSERT INTO events_to_fan_out (event_id) SELECT id FROM e WHERE NOT $6::boolean`, id, org, typ, string(b), at, dispatched)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("event: unable to append %s: %w", typ, err)
 	}
@@ -158,16 +160,23 @@ type Dispatch struct {
 	CreatedAt      time.Time `db:"created_at"`
 }
 
-// Claim marks up to limit events not yet dispatched as dispatched at `at`,
-// oldest first, inside tx, and returns them: the caller writes their
-// deliveries in tx, so that an event is fanned out once or, when tx rolls
-// back, not at all. Events another transaction has claimed are skipped, so
-// any number of instances claim side by side, each its own.
-func Claim(ctx context.Context, tx *sqlx.Tx, limit int, at time.Time) ([]Dispatch, error) {
+// Claim takes up to limit events not yet dispatched off the list of those
+// to fan out, oldest first, inside tx, and returns them: the caller
+// writes their deliveries in tx, so that an event is fanned out once or,
+// when tx rolls back, not at all. Events another transaction has claimed
+// are skipped, so any number of instances claim side by side, each its
+// own. An event already deleted (past the retention before it was fanned
+// out) is dropped.
+func Claim(ctx context.Context, tx *sqlx.Tx, limit int) ([]Dispatch, error) {
 	var claimed []Dispatch
-	err := tx.SelectContext(ctx, &claimed, `UPDATE events SET dispatched_at = $1
-		WHERE id IN (SELECT id FROM events WHERE dispatched_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING id, organization_id, type, created_at`, at, limit)
+	err := tx.SelectContext(ctx, &claimed, `
+		WITH claimed AS (
+			DELETE FROM events_to_fan_out
+			WHERE event_id IN (SELECT event_id FROM events_to_fan_out ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING event_id
+		)
+		SELECT e.id, e.organization_id, e.type, e.created_at FROM claimed c JOIN events e ON e.id = c.event_id
+		ORDER BY e.id`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("event: unable to claim events to dispatch: %w", err)
 	}

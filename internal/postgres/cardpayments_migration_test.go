@@ -1,14 +1,11 @@
 package postgres_test
 
 import (
-	"io/fs"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
 
-	schema "github.com/payreq/payreq/db"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -17,22 +14,7 @@ import (
 // on their invoice's MID, made when they were paid.
 func TestMigrationMakesOldPaymentsCardPayments(t *testing.T) {
 	db := open(t, pgtest.NewEmptyDatabase(t))
-	all, err := fs.Sub(schema.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	for _, name := range []string{"00001_init.sql", "00002_pay_page.sql", "00003_idempotency_claim_first.sql",
-		"00004_pending_charges.sql", "00005_pay_links.sql"} {
-		b, err := fs.ReadFile(all, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[name] = &fstest.MapFile{Data: b}
-	}
-	if err := postgres.MigrateFS(t.Context(), db.DB, before); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, db, "00006")
 	org, loc, mid, inv, pay := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	paidAt := time.Date(2025, 3, 18, 19, 45, 12, 0, time.UTC)
 	for _, stmt := range []struct {

@@ -1,14 +1,11 @@
 package postgres_test
 
 import (
-	"io/fs"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/google/uuid"
 
-	schema "github.com/payreq/payreq/db"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -18,28 +15,7 @@ import (
 // naming the MID and both organizations, and nothing changes.
 func TestMigrationRefusesAMIDInTwoOrganizations(t *testing.T) {
 	db := open(t, pgtest.NewEmptyDatabase(t))
-	all, err := fs.Sub(schema.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	names, err := fs.Glob(all, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "00010" {
-			break
-		}
-		b, err := fs.ReadFile(all, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[name] = &fstest.MapFile{Data: b}
-	}
-	if err := postgres.MigrateFS(t.Context(), db.DB, before); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, db, "00010")
 	var orgs []string
 	for range 2 {
 		org, loc := uuid.New(), uuid.New()
@@ -58,7 +34,7 @@ func TestMigrationRefusesAMIDInTwoOrganizations(t *testing.T) {
 			}
 		}
 	}
-	err = postgres.Migrate(t.Context(), db.DB)
+	err := postgres.Migrate(t.Context(), db.DB)
 	if err == nil || !strings.Contains(err.Error(), "MID 496160873888 is held by organizations") ||
 		!strings.Contains(err.Error(), orgs[0]) || !strings.Contains(err.Error(), orgs[1]) {
 		t.Fatalf("migrate: %v, want a refusal naming the MID and both organizations", err)

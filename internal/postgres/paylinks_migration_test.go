@@ -3,13 +3,10 @@ package postgres_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"io/fs"
 	"testing"
-	"testing/fstest"
 
 	"github.com/google/uuid"
 
-	schema "github.com/payreq/payreq/db"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -18,21 +15,7 @@ import (
 // migration keeps the SHA-256 of each token, and the token itself is gone.
 func TestMigrationKeepsOldPayLinksByTheirDigest(t *testing.T) {
 	db := open(t, pgtest.NewEmptyDatabase(t))
-	all, err := fs.Sub(schema.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	for _, name := range []string{"00001_init.sql", "00002_pay_page.sql", "00003_idempotency_claim_first.sql", "00004_pending_charges.sql"} {
-		b, err := fs.ReadFile(all, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[name] = &fstest.MapFile{Data: b}
-	}
-	if err := postgres.MigrateFS(t.Context(), db.DB, before); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, db, "00005")
 	org, loc, mid, inv := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	const token = "k3J9x-old-random-token_0123456789abcdefABCD"
 	for _, stmt := range []struct {

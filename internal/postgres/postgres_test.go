@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	schema "github.com/payreq/payreq/db"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -182,4 +184,32 @@ func open(t *testing.T, dsn string) *sqlx.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// migrateBefore applies to db the migrations whose names sort before
+// first: the schema as it was, for a test of the migrations after it.
+func migrateBefore(t *testing.T, db *sqlx.DB, first string) {
+	t.Helper()
+	all, err := fs.Sub(schema.Migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(all, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fstest.MapFS{}
+	for _, name := range names {
+		if name >= first {
+			break
+		}
+		b, err := fs.ReadFile(all, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = &fstest.MapFile{Data: b}
+	}
+	if err := postgres.MigrateFS(t.Context(), db.DB, before); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,13 +1,10 @@
 package postgres_test
 
 import (
-	"io/fs"
 	"testing"
-	"testing/fstest"
 
 	"github.com/google/uuid"
 
-	schema "github.com/payreq/payreq/db"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -16,28 +13,7 @@ import (
 // upgrade, unique, so that every reseller has its page; merchants get none.
 func TestMigrationGivesEveryResellerASlug(t *testing.T) {
 	db := open(t, pgtest.NewEmptyDatabase(t))
-	all, err := fs.Sub(schema.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	names, err := fs.Glob(all, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "00030" {
-			break
-		}
-		b, err := fs.ReadFile(all, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before[name] = &fstest.MapFile{Data: b}
-	}
-	if err := postgres.MigrateFS(t.Context(), db.DB, before); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, db, "00030")
 	orgs := []struct {
 		name, kind string
 		want       *string

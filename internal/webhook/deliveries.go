@@ -188,7 +188,7 @@ func (w *Worker) FanOut(ctx context.Context, limit int) (n, attempted int, err e
 	now := w.now()
 	var claims []claim
 	err = postgres.InTx(ctx, w.db, func(tx *sqlx.Tx) error {
-		claimed, err := event.Claim(ctx, tx, limit, now)
+		claimed, err := event.Claim(ctx, tx, limit)
 		if err != nil || len(claimed) == 0 {
 			return err
 		}
