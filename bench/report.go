@@ -155,7 +155,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Written by `make bench` on %s. Machine: %s. Server, load and database on this one machine.\n\n",
 		time.Now().UTC().Format("2006-01-02"), machine())
 	fmt.Fprintf(&b, "Data: at each size (%s invoices of 1–5 lines across 20 MIDs for the organization under test; a database each), "+
-		"%d other organizations with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; rates are requests (or pgbench "+
+		"%d other organizations with %s invoices each. Each run: %d connections over loopback, %s warm-up, %s measured; the tables a run "+
+		"starts empty (events, deliveries, idempotency keys, the outbox) are analysed as the warm-up ends, as autovacuum would in a running "+
+		"system, so that no plan made while they were empty is kept; rates are requests (or pgbench "+
 		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run. "+
 		"The runs the third round's targets need are made at every size, the others at the largest only.\n\n",
 		strings.Join(sizes, " and "), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)

@@ -166,13 +166,15 @@ type Dispatch struct {
 // when tx rolls back, not at all. Events another transaction has claimed
 // are skipped, so any number of instances claim side by side, each its
 // own. An event already deleted (past the retention before it was fanned
-// out) is dropped.
+// out) is dropped. The claimed rows are deleted by their row addresses
+// (ctid; locked, they cannot move), whatever the plan: a join could scan
+// the whole table, dead rows of a busy run included.
 func Claim(ctx context.Context, tx *sqlx.Tx, limit int) ([]Dispatch, error) {
 	var claimed []Dispatch
 	err := tx.SelectContext(ctx, &claimed, `
 		WITH claimed AS (
 			DELETE FROM events_to_fan_out
-			WHERE event_id IN (SELECT event_id FROM events_to_fan_out ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			WHERE ctid = ANY (ARRAY(SELECT ctid FROM events_to_fan_out ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
 			RETURNING event_id
 		)
 		SELECT e.id, e.organization_id, e.type, e.created_at FROM claimed c JOIN events e ON e.id = c.event_id
