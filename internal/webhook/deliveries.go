@@ -166,8 +166,11 @@ func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []stri
 	return nil
 }
 
-// fanOutBatch is how many events one fan-out claims at once.
-const fanOutBatch = 100
+// fanOutBatch is how many events one fan-out claims at once: four groups
+// of attempts (with one endpoint an event), so that a burst of events is
+// shared by the worker's loops rather than attempted group after group by
+// the one that claimed it.
+const fanOutBatch = 4 * claimBatch
 
 // FanOut turns up to limit events not yet dispatched into their
 // deliveries, one to each enabled endpoint of the event's organization

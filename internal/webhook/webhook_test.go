@@ -200,6 +200,55 @@ func TestFanOutStoppedBetweenGroups(t *testing.T) {
 	}
 }
 
+// A burst of events is shared by the worker's loops: against a receiver
+// that holds each request, more deliveries are under way at once than one
+// loop attempts, and each event arrives once.
+func TestBurstSharedByTheLoops(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	rec := newReceiver(t, func(w http.ResponseWriter) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	f.endpoint(t, rec.URL, "*")
+	const events = 64 // 8 groups of attempts: one loop's alone, were a claim to take them all
+	for range events {
+		f.paid(t)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		NewWorker(f.db, open, WorkerConfig{Timeout: 5 * time.Second, AllowPrivate: true, PollInterval: 10 * time.Millisecond},
+			quiet(), f.clock.now).Run(ctx)
+	}()
+	for deadline := time.Now().Add(time.Minute); len(rec.got()) < events && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]int{}
+	for _, id := range rec.got() {
+		seen[id]++
+	}
+	if len(seen) != events || len(rec.got()) != events {
+		t.Errorf("the receiver got %d requests of %d events, want each of %d once", len(rec.got()), len(seen), events)
+	}
+	if most <= claimBatch {
+		t.Errorf("at most %d deliveries under way at once, want more than one loop's %d", most, claimBatch)
+	}
+}
+
 // What an endpoint answers decides what becomes of the delivery: a 2xx
 // delivers it; any other answer is retried on the schedule (±10%), or
 // after the Retry-After of a 429 or 503 when that is later (at most a
