@@ -185,8 +185,8 @@ const fanOutBatch = 4 * claimBatch
 // the statement and the row version of a claim of its own. The k-th group
 // is held for k leases, so that none is claimed again while the groups
 // before it are attempted; one whose process died, or stopped before
-// its group began, is attempted again once its lease is over. n is how many events it claimed, attempted how
-// many deliveries it attempted.
+// its group began, is attempted again once its lease is over. n is how
+// many events it claimed, attempted how many deliveries it attempted.
 func (w *Worker) FanOut(ctx context.Context, limit int) (n, attempted int, err error) {
 	now := w.now()
 	var claims []claim
