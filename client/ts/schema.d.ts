@@ -621,6 +621,13 @@ export interface paths {
          *     only what kind of failure it was: `not a public internet address`, `connection
          *     failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
          *     are in the server's log.
+         *
+         *     **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+         *     second endpoint (which would receive every event twice, under a second secret): the
+         *     same key and body within 24 hours answers 200 with the endpoint made then, as it is
+         *     now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+         *     a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+         *     deleted since. Requests sent at once with one key add one endpoint.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -3594,7 +3601,13 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the endpoint already made; with a different body 422. Requests rejected with a 4xx are not remembered.
+                 * @example 7a1c2e3f-4b5d-4c6e-8f7a-9b0c1d2e3f4a
+                 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3614,6 +3627,31 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Replay: an endpoint was already added with this `Idempotency-Key` and the same body; this is that endpoint as it is now, with its current secret. Nothing new was added. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190f3a1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "url": "https://hooks.example.com/payreq",
+                     *       "description": "Bookkeeping sync",
+                     *       "eventTypes": [
+                     *         "invoice.paid",
+                     *         "card_payment.refunded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2025-03-18T19:40:00Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwG5pHgQ+6kDw="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
             /** @description The endpoint, with its secret (shown only now). */
             201: {
                 headers: {

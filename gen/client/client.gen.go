@@ -2833,6 +2833,12 @@ type RecordPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the endpoint already made; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeliverEventParams defines parameters for DeliverEvent.
 type DeliverEventParams struct {
 	// WebhookId The event id.
@@ -4271,10 +4277,17 @@ type ClientInterface interface {
 	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 	// are in the server's log.
 	//
+	// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+	// second endpoint (which would receive every event twice, under a second secret): the
+	// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+	// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+	// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+	// deleted since. Requests sent at once with one key add one endpoint.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookEndpoint Create a webhook endpoint
 	//
@@ -4313,10 +4326,17 @@ type ClientInterface interface {
 	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 	// are in the server's log.
 	//
+	// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+	// second endpoint (which would receive every event twice, under a second secret): the
+	// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+	// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+	// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+	// deleted since. Requests sent at once with one key add one endpoint.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	//
@@ -5371,11 +5391,18 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, reqEditors ...Request
 // failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 // are in the server's log.
 //
+// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+// second endpoint (which would receive every event twice, under a second secret): the
+// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+// deleted since. Requests sent at once with one key add one endpoint.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookEndpointRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5423,11 +5450,18 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType 
 // failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 // are in the server's log.
 //
+// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+// second endpoint (which would receive every event twice, under a second secret): the
+// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+// deleted since. Requests sent at once with one key add one endpoint.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *Client) CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookEndpointRequest(c.Server, body)
+func (c *Client) CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7061,18 +7095,18 @@ func NewListWebhookEndpointsRequest(server string) (*http.Request, error) {
 }
 
 // NewCreateWebhookEndpointRequest calls the generic CreateWebhookEndpoint builder with application/json body
-func NewCreateWebhookEndpointRequest(server string, body CreateWebhookEndpointJSONRequestBody) (*http.Request, error) {
+func NewCreateWebhookEndpointRequest(server string, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateWebhookEndpointRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateWebhookEndpointRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateWebhookEndpointRequestWithBody constructs an http.Request for the CreateWebhookEndpoint method, with any body, and a specified content type
-func NewCreateWebhookEndpointRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateWebhookEndpointRequestWithBody(server string, params *CreateWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7096,6 +7130,21 @@ func NewCreateWebhookEndpointRequestWithBody(server string, contentType string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8033,10 +8082,17 @@ type ClientWithResponsesInterface interface {
 	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 	// are in the server's log.
 	//
+	// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+	// second endpoint (which would receive every event twice, under a second secret): the
+	// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+	// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+	// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+	// deleted since. Requests sent at once with one key add one endpoint.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+	CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
 
 	// CreateWebhookEndpointWithResponse Create a webhook endpoint
 	//
@@ -8075,10 +8131,17 @@ type ClientWithResponsesInterface interface {
 	// failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 	// are in the server's log.
 	//
+	// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+	// second endpoint (which would receive every event twice, under a second secret): the
+	// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+	// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+	// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+	// deleted since. Requests sent at once with one key add one endpoint.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithResponse(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+	CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
 
 	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 	//
@@ -11174,6 +11237,11 @@ func (r ListWebhookEndpointsResponse) ContentType() string {
 	return ""
 }
 
+// CreateWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse200Headers struct {
+	IdempotentReplayed string
+}
+
 // CreateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
@@ -11192,6 +11260,8 @@ type CreateWebhookEndpointResponse503Headers struct {
 type CreateWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpointWithSecret
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *WebhookEndpointWithSecret
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -11212,12 +11282,19 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateWebhookEndpointResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWebhookEndpointResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWebhookEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON200() *WebhookEndpointWithSecret {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -12764,11 +12841,18 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 // are in the server's log.
 //
+// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+// second endpoint (which would receive every event twice, under a second secret): the
+// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+// deleted since. Requests sent at once with one key add one endpoint.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
-	rsp, err := c.CreateWebhookEndpointWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpointWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12812,11 +12896,18 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // failed`, `TLS handshake failed`, `timed out`, or the status (`HTTP 503`); the details
 // are in the server's log.
 //
+// **Idempotency.** Send an `Idempotency-Key` so that a retried request cannot add a
+// second endpoint (which would receive every event twice, under a second secret): the
+// same key and body within 24 hours answers 200 with the endpoint made then, as it is
+// now, with its current `secret`, and `Idempotent-Replayed: true`. The same key with
+// a different body is a 422 (`Idempotency key reused`), as is the key of an endpoint
+// deleted since. Requests sent at once with one key add one endpoint.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
-	rsp, err := c.CreateWebhookEndpoint(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpoint(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15885,6 +15976,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest WebhookEndpointWithSecret
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15958,6 +16056,16 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateWebhookEndpointResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -159,11 +159,13 @@ func (s *Server) logURLRefused(err error) {
 	}
 }
 
-// CreateWebhookEndpoint registers an endpoint and answers its secret, once.
+// CreateWebhookEndpoint registers an endpoint and answers its secret, once;
+// the same request with its Idempotency-Key again answers the endpoint it
+// made, as it is now.
 func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
 	b, p := req.Body, principalFrom(ctx)
-	e, secret, err := s.webhooks.Create(ctx, p.OrganizationID, p.Permissions, webhook.NewEndpoint{
-		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)})
+	e, secret, replayed, err := s.webhooks.Create(ctx, p.OrganizationID, p.Permissions, webhook.NewEndpoint{
+		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)}, req.Params.IdempotencyKey)
 	if r := refusal(err); r != nil {
 		switch r.status {
 		case http.StatusBadRequest:
@@ -177,6 +179,10 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhoo
 	}
 	if err != nil {
 		return nil, err
+	}
+	if replayed {
+		return gen.CreateWebhookEndpoint200JSONResponse{Body: withSecret(e, secret),
+			Headers: gen.CreateWebhookEndpoint200ResponseHeaders{IdempotentReplayed: "true"}}, nil
 	}
 	return gen.CreateWebhookEndpoint201JSONResponse(withSecret(e, secret)), nil
 }

@@ -505,6 +505,70 @@ func TestWebhookEndpointLimit(t *testing.T) {
 		Body: map[string]any{"url": "https://hooks.example.com/17", "eventTypes": []string{"*"}}}), http.StatusUnprocessableEntity, "Too many webhook endpoints")
 }
 
+// An Idempotency-Key adds one endpoint: a replay answers 200 with the
+// endpoint as it is now (its secret since rotated), another body with the
+// key is a 422, eight requests at once with one key add one endpoint, and
+// the key of an endpoint deleted since is a 422.
+func TestWebhookEndpointIdempotency(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	create := func(key string, body map[string]any) *apitest.Response {
+		return env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: m.Token, Body: body,
+			Header: http.Header{"Idempotency-Key": {key}}})
+	}
+	key := uuid.NewString()
+	body := map[string]any{"url": "https://hooks.example.com/idem", "description": "Books", "eventTypes": []string{"invoice.paid"}}
+	first := create(key, body)
+	apitest.Want(t, "first", first.StatusCode, http.StatusCreated)
+	var made, again models.WebhookEndpointWithSecret
+	first.JSON(t, &made)
+	replay := create(key, map[string]any{"eventTypes": []string{"invoice.paid"}, "description": "Books", "url": "https://hooks.example.com/idem"})
+	apitest.Want(t, "replay", replay.StatusCode, http.StatusOK)
+	apitest.Want(t, "Idempotent-Replayed", replay.Header.Get("Idempotent-Replayed"), "true")
+	replay.JSON(t, &again)
+	apitest.Want(t, "replayed id", again.Id, made.Id)
+	apitest.Want(t, "replayed secret", again.Secret, made.Secret)
+
+	var rotated models.WebhookEndpointWithSecret
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + made.Id.String() + "/rotate-secret", Token: m.Token}).JSON(t, &rotated)
+	create(key, body).JSON(t, &again)
+	apitest.Want(t, "secret replayed after a rotation", again.Secret, rotated.Secret)
+	apitest.WantProblem(t, create(key, map[string]any{"url": "https://hooks.example.com/other", "eventTypes": []string{"*"}}),
+		http.StatusUnprocessableEntity, "Idempotency key reused")
+
+	// Eight at once with one key.
+	key2 := uuid.NewString()
+	statuses := make([]int, 8)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Go(func() {
+			statuses[i] = create(key2, map[string]any{"url": "https://hooks.example.com/burst", "eventTypes": []string{"*"}}).StatusCode
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			created++
+		case http.StatusOK:
+		default:
+			t.Errorf("a concurrent request answered %d", s)
+		}
+	}
+	apitest.Want(t, "made of 8 at once with one key", created, 1)
+	var list []models.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "endpoints", len(list), 2)
+
+	apitest.Want(t, "delete", env.Do(apitest.Request{Method: "DELETE", Path: "/webhook-endpoints/" + made.Id.String(), Token: m.Token}).StatusCode,
+		http.StatusNoContent)
+	apitest.WantProblem(t, create(key, body), http.StatusUnprocessableEntity, "Idempotency key reused")
+	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "endpoints after the deleted one's key", len(list), 1)
+}
+
 // A receiver that never answers costs one attempt of the time limit; one
 // that answers megabytes is read no further than needed; a redirect is not
 // followed.

@@ -1,9 +1,9 @@
 // Package idempotency remembers the requests made with an idempotency key
-// (the API's Idempotency-Key header; next, a form's one-time key), so that
+// (the API's Idempotency-Key header, or a form's one-time key), so that
 // a request sent again answers what the first made and is never made
 // twice. Every operation that takes a key claims it here: invoice
-// creation, recorded payments, refunds, the sign-up page's applications,
-// and next the portal's forms.
+// creation, recorded payments, refunds, webhook endpoints, the sign-up
+// page's applications, and the portal's forms that make one of them.
 // It owns the table idempotency_keys.
 //
 // A key is scoped to its organization and its operation: the same key sent
@@ -43,6 +43,9 @@ const (
 	CreateInvoice     Operation = "invoice.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
+	// CreateWebhookEndpoint: a second endpoint of one request would get
+	// every event twice, under a secret nobody saw.
+	CreateWebhookEndpoint Operation = "webhook_endpoint.create"
 	// SubmitApplication: the sign-up page's form carries a one-time key,
 	// so that a double submit makes one application.
 	SubmitApplication Operation = "application.submit"

@@ -39,8 +39,8 @@ func newMerchantDay(t *testing.T, env *apitest.Env, number string) merchantDay {
 	}
 	d.deposit = made[0].ID.String()
 	d.hookURL = "https://hooks.example.com/" + strings.ToLower(number)
-	e, _, err := env.App.Webhooks.Create(t.Context(), d.org, auth.PermissionsFor(auth.KindMerchant),
-		webhook.NewEndpoint{URL: d.hookURL, EventTypes: []string{"*"}})
+	e, _, _, err := env.App.Webhooks.Create(t.Context(), d.org, auth.PermissionsFor(auth.KindMerchant),
+		webhook.NewEndpoint{URL: d.hookURL, EventTypes: []string{"*"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

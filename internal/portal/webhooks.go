@@ -37,8 +37,11 @@ type endpointData struct {
 	Endpoint webhook.Endpoint
 	// Secret is shown once: on the page that answers a creation or a
 	// rotation, never again.
-	Secret   string
-	Rotated  bool
+	Secret  string
+	Rotated bool
+	// Replayed: the form was sent again, and this is the endpoint its
+	// first sending added.
+	Replayed bool
 	Attempts []webhook.Attempt
 	Older    string
 	// Events: the member may open events (events.view).
@@ -75,6 +78,9 @@ func (h *handler) webhooksPage(c echo.Context, form url.Values) (*formPage, erro
 		return nil, err
 	}
 	types, all := subscribable(m)
+	if form == nil {
+		form = url.Values{idempotencyField: {newFormKey()}}
+	}
 	return &formPage{name: "webhooks", page: page{Title: "Webhooks", Form: form,
 		Data: webhooksData{Endpoints: list, Zone: zone, Types: types, All: all, Max: webhook.MaxEndpoints}},
 		fields: []string{"url", "description", "eventTypes"}}, nil
@@ -94,7 +100,9 @@ func (h *handler) webhooks(c echo.Context) error {
 }
 
 // createWebhook is POST /portal/webhooks: url, description, eventTypes
-// (repeated). The answer shows the signing secret, this once.
+// (repeated) and the form's idempotency key. The answer shows the signing
+// secret, this once; the same form sent again adds nothing and shows the
+// endpoint its first sending added.
 func (h *handler) createWebhook(c echo.Context) error {
 	f := c.Request().PostForm
 	m := visitOf(c).Membership
@@ -105,22 +113,44 @@ func (h *handler) createWebhook(c echo.Context) error {
 	if d := strings.TrimSpace(f.Get("description")); d != "" {
 		n.Description = &d
 	}
-	e, secret, err := h.Webhooks.Create(c.Request().Context(), m.OrganizationID, m.Permissions, n)
+	key := f.Get(idempotencyField)
+	if key == "" || len(key) > 255 {
+		form, err := h.webhooksPage(c, f)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		form.page.Form.Set(idempotencyField, newFormKey())
+		return h.refused(c, rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), form)
+	}
+	e, secret, replayed, err := h.Webhooks.Create(c.Request().Context(), m.OrganizationID, m.Permissions, n, &key)
 	if err != nil {
 		h.logURLRefused(err)
 		form, ferr := h.webhooksPage(c, f)
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
+		if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
+			// Sent before with other values (back, edited, sent again):
+			// nothing was added now. A new key lets it add one.
+			form.page.Form.Set(idempotencyField, newFormKey())
+			err = rule.New(rule.KeyReused, "", "Form sent before", "This form already added an endpoint with other values, "+
+				"or one deleted since, so nothing was added now. Check the values and send the form again to add another.")
+		}
 		return h.answer(c, err, form)
 	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookCreated,
-		e.ID.String()+" "+e.URL+" ("+strings.Join(e.EventTypes, ", ")+")"); err != nil {
-		return h.failure(c, err)
+	if !replayed {
+		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookCreated,
+			e.ID.String()+" "+e.URL+" ("+strings.Join(e.EventTypes, ", ")+")"); err != nil {
+			return h.failure(c, err)
+		}
 	}
 	h.allowScript(c, copyScript)
-	return h.render(c, http.StatusCreated, "webhook-secret", page{Title: "Webhook endpoint added",
-		Data: endpointData{Endpoint: e, Secret: secret}})
+	status := http.StatusCreated
+	if replayed {
+		status = http.StatusOK
+	}
+	return h.render(c, status, "webhook-secret", page{Title: "Webhook endpoint added",
+		Data: endpointData{Endpoint: e, Secret: secret, Replayed: replayed}})
 }
 
 // logURLRefused logs what a URL's refusal holds beyond the page: what its

@@ -76,13 +76,24 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 		t.Error("a merchant is offered a reseller's event type")
 	}
 	made := c.Post("/portal/webhooks", list.CSRF(t), url.Values{"url": {rc.URL}, "description": {"Bookkeeping"},
-		"eventTypes": {"invoice.created", "card_payment.refunded"}}).Want(t, http.StatusCreated).Has(t, "shown only this once")
+		"eventTypes": {"invoice.created", "card_payment.refunded"}, "idempotencyKey": {formKey(t, list)}}).Want(t, http.StatusCreated).Has(t, "shown only this once")
 	secret := webhookSecretIn.FindStringSubmatch(made.Body)
 	if secret == nil {
 		t.Fatalf("no secret shown:\n%s", made.Body)
 	}
 	secret[1] = html.UnescapeString(secret[1])
 	id := endpointLink.FindStringSubmatch(made.Body)[1]
+	// The form sent again (a double click, a reload): nothing more is
+	// added; the page shows the endpoint its first sending added.
+	twice := c.Post("/portal/webhooks", list.CSRF(t), url.Values{"url": {rc.URL}, "description": {"Bookkeeping"},
+		"eventTypes": {"invoice.created", "card_payment.refunded"}, "idempotencyKey": {formKey(t, list)}}).
+		Want(t, http.StatusOK).Has(t, "sent more than once", `href="/portal/webhooks/`+id+`"`)
+	if got := webhookSecretIn.FindStringSubmatch(twice.Body); got == nil || html.UnescapeString(got[1]) != secret[1] {
+		t.Fatalf("the form sent again shows another secret:\n%s", twice.Body)
+	}
+	c.Post("/portal/webhooks", list.CSRF(t), url.Values{"url": {rc.URL}, "description": {"Edited"},
+		"eventTypes": {"invoice.created"}, "idempotencyKey": {formKey(t, list)}}).
+		Want(t, http.StatusConflict).Has(t, "already added an endpoint with other values", `value="Edited"`)
 	var viaAPI []struct {
 		ID         string   `json:"id"`
 		URL        string   `json:"url"`
@@ -203,29 +214,36 @@ func TestWebhookRefusals(t *testing.T) {
 			t.Errorf("a member without payments.view or events.view is shown %s", v)
 		}
 	}
-	refused := narrow.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"invoice.paid"}}).
+	refused := narrow.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"invoice.paid"},
+		"idempotencyKey": {formKey(t, page)}}).
 		Want(t, http.StatusForbidden).Has(t, "payments.view", `value="https://hooks.example.com/a"`)
 	if !strings.HasPrefix(between(refused.Body, "<title>", "</title>"), "Error: ") {
 		t.Errorf("the refusal's title does not say so: %s", between(refused.Body, "<title>", "</title>"))
 	}
-	narrow.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"}}).Want(t, http.StatusForbidden)
+	narrow.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"},
+		"idempotencyKey": {formKey(t, page)}}).Want(t, http.StatusForbidden)
 
 	c, _ := portaltest.SignedIn(t, env, org, "Member", auth.WebhooksManage, auth.PaymentsView)
 	page = c.Get("/portal/webhooks")
-	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"ftp://hooks.example.com/a"}, "eventTypes": {"invoice.paid"}}).
+	key := formKey(t, page)
+	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"ftp://hooks.example.com/a"}, "eventTypes": {"invoice.paid"}, "idempotencyKey": {key}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "url", "https://").Has(t, `value="invoice.paid" checked`)
-	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "description": {"kept"}}).
+	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "description": {"kept"}, "idempotencyKey": {key}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "eventTypes", "at least one").Has(t, `value="kept"`)
-	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"invoice.eaten"}}).
+	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"invoice.eaten"}, "idempotencyKey": {key}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "eventTypes", "known event types")
 	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"},
-		"description": {strings.Repeat("d", 501)}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "description", "500")
+		"description": {strings.Repeat("d", 501)}, "idempotencyKey": {key}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "description", "500")
 	c.Do("POST", "/portal/webhooks", url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"}}, nil).Want(t, http.StatusForbidden)
+	c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"}}).
+		Want(t, http.StatusBadRequest).Has(t, "This form is incomplete", `value="https://hooks.example.com/a"`)
 	if n := count(); n != 0 {
 		t.Fatalf("%d endpoints made by refused forms", n)
 	}
 
-	made := c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"}}).Want(t, http.StatusCreated)
+	// A refused form leaves its key free: the same form, corrected, adds one.
+	made := c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"},
+		"idempotencyKey": {key}}).Want(t, http.StatusCreated)
 	id := endpointLink.FindStringSubmatch(made.Body)[1]
 	c.Post("/portal/webhooks/"+id+"/rotate-secret", page.CSRF(t), url.Values{"expireCurrentInSeconds": {"soon"}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "expireCurrentInSeconds", "0 to 86400")

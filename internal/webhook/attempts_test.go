@@ -152,7 +152,7 @@ func TestEndpointFieldsChecked(t *testing.T) {
 		{"too many types", many, nil, "eventTypes"},
 		{"a description too long", []string{"*"}, &long, "description"},
 	} {
-		_, _, err := f.store.Create(context.Background(), f.org, all, NewEndpoint{URL: "https://hooks.example.com/x", EventTypes: c.types, Description: c.desc})
+		_, _, _, err := f.store.Create(context.Background(), f.org, all, NewEndpoint{URL: "https://hooks.example.com/x", EventTypes: c.types, Description: c.desc}, nil)
 		if r := rule.As(err); r == nil || r.Kind != rule.Invalid || r.Fields[c.field] == nil {
 			t.Errorf("create with %s: %v, want invalid %s", c.name, err, c.field)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -173,30 +174,52 @@ type NewEndpoint struct {
 
 // Create registers an endpoint for a key holding permissions and returns
 // it with its secret, shown only now. The organization's row lock makes
-// the count of endpoints exact under concurrent creations.
-func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string, n NewEndpoint) (Endpoint, string, error) {
+// the count of endpoints exact under concurrent creations. With an
+// idempotency key (key not nil), the same request sent again within
+// idempotency.Window makes nothing: replayed, it returns the endpoint the
+// key made, as it is now, with its current secret; the key of an endpoint
+// deleted since is ErrKeyOfDeletedEndpoint.
+func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string, n NewEndpoint, key *string) (e Endpoint,
+	secret string, replayed bool, err error) {
 	if n.EventTypes == nil {
 		n.EventTypes = []string{}
 	}
 	if err := checkFields(n.EventTypes, n.Description); err != nil {
-		return Endpoint{}, "", err
+		return Endpoint{}, "", false, err
 	}
 	if err := maySubscribe(ctx, s.DB, org, permissions, n.EventTypes); err != nil {
-		return Endpoint{}, "", err
+		return Endpoint{}, "", false, err
 	}
 	if err := checkURL(ctx, n.URL, s.AllowPrivate, s.Resolver); err != nil {
-		return Endpoint{}, "", err
+		return Endpoint{}, "", false, err
 	}
-	secret := newSecret()
-	e := Endpoint{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, URL: n.URL, Description: n.Description,
+	var k idempotency.Key
+	if key != nil {
+		if k, err = idempotency.NewKey(*key, n); err != nil {
+			return Endpoint{}, "", false, err
+		}
+	}
+	secret = newSecret()
+	e = Endpoint{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, URL: n.URL, Description: n.Description,
 		EventTypes: n.EventTypes, Status: Enabled, CreatedAt: s.Now().Truncate(time.Microsecond)}
 	sealed, keyID, err := s.Seal(secret, e.ID.String())
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("webhook: unable to seal secret: %w", err)
+		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to seal secret: %w", err)
 	}
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, org); err != nil {
 			return err
+		}
+		if key != nil {
+			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.CreateWebhookEndpoint, k, e.ID, s.Now())
+			if err != nil {
+				return err
+			}
+			if earlier != uuid.Nil {
+				replayed = true
+				e, secret, err = s.withSecret(ctx, tx, org, earlier)
+				return err
+			}
 		}
 		var count int
 		if err := tx.GetContext(ctx, &count, `SELECT count(*) FROM webhook_endpoints WHERE organization_id = $1`, org); err != nil {
@@ -211,12 +234,41 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string,
 		return err
 	})
 	if rule.As(err) != nil {
-		return Endpoint{}, "", err
+		return Endpoint{}, "", false, err
 	}
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("webhook: unable to create endpoint: %w", err)
+		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to create endpoint: %w", err)
 	}
-	return e, secret, nil
+	return e, secret, replayed, nil
+}
+
+// ErrKeyOfDeletedEndpoint: the idempotency key made an endpoint that has
+// been deleted since, so the request can be answered neither as it was
+// nor by a new endpoint under the same key.
+var ErrKeyOfDeletedEndpoint = &rule.Error{Kind: rule.KeyReused, Title: "Idempotency key reused",
+	Message: "The webhook endpoint this key added has been deleted since; a new request needs a new key."}
+
+// withSecret reads the endpoint id of org inside tx, with its current
+// secret.
+func (s *Store) withSecret(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (Endpoint, string, error) {
+	var row struct {
+		Endpoint
+		Secret []byte `db:"secret"`
+		KeyID  string `db:"secret_key_id"`
+	}
+	err := tx.GetContext(ctx, &row, `SELECT `+endpointColumns+`, secret, secret_key_id FROM webhook_endpoints
+		WHERE id = $1 AND organization_id = $2`, id, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, "", ErrKeyOfDeletedEndpoint
+	}
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	secret, err := s.Open(row.Secret, row.KeyID, id.String())
+	if err != nil {
+		return Endpoint{}, "", fmt.Errorf("webhook: unable to open the secret of endpoint %s: %w", id, err)
+	}
+	return row.Endpoint, secret, nil
 }
 
 // Endpoints lists the organization's endpoints, oldest first.

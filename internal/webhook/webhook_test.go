@@ -525,7 +525,7 @@ func TestEndpointAddressChecks(t *testing.T) {
 			if err := f.db.Get(&before, `SELECT count(*) FROM webhook_endpoints`); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := f.store.Create(context.Background(), f.org, permissions(auth.KindMerchant), NewEndpoint{URL: c.url, EventTypes: []string{"*"}})
+			_, _, _, err := f.store.Create(context.Background(), f.org, permissions(auth.KindMerchant), NewEndpoint{URL: c.url, EventTypes: []string{"*"}}, nil)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -597,8 +597,8 @@ func TestSubscriptionNeedsPermission(t *testing.T) {
 		{"a reseller's every type with applications.view", reseller.org, []string{auth.WebhooksManage, auth.ApplicationsView}, []string{"*"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := f.store.Create(context.Background(), c.org, c.permissions,
-				NewEndpoint{URL: "https://hooks.example.com/" + uuid.NewString(), EventTypes: c.types})
+			_, _, _, err := f.store.Create(context.Background(), c.org, c.permissions,
+				NewEndpoint{URL: "https://hooks.example.com/" + uuid.NewString(), EventTypes: c.types}, nil)
 			if c.want == "" {
 				if err != nil {
 					t.Errorf("refused: %v", err)
