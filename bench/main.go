@@ -539,7 +539,7 @@ func (h *harness) prepare(ctx context.Context, ds *dataset) (auth.NewKey, string
 	if err != nil {
 		return auth.NewKey{}, "", fmt.Errorf("the owner of the organization under test: %w", err)
 	}
-	key, err := a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant))
+	key, _, err := a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant), nil)
 	if err != nil {
 		return auth.NewKey{}, "", fmt.Errorf("bench key: %w", err)
 	}

@@ -251,7 +251,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if err != nil {
 			return onboardErr("keys create", err)
 		}
-		k, err := a.Auth.CreateKey(ctx, owner.ID, *name, permissions)
+		k, _, err := a.Auth.CreateKey(ctx, owner.ID, *name, permissions, nil)
 		if err != nil {
 			return onboardErr("keys create", err)
 		}

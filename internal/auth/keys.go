@@ -19,6 +19,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/idempotency"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -92,8 +94,12 @@ const MaxKeyName = 64
 // CreateKey makes a key of the creator's organization, as the creator (a
 // membership): an Owner or an Admin, giving only permissions it holds
 // that the organization's kind is offered. A refusal is a *rule.Error:
-// Invalid for the name or no permission, Forbidden for the rest.
-func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, permissions []string) (NewKey, error) {
+// Invalid for the name or no permission, Forbidden for the rest. With an
+// idempotency key (key not nil: a portal form's), the same request sent
+// again within idempotency.Window makes nothing: replayed, it returns the
+// key made then, without its secret, which was shown once.
+func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, permissions []string, key *string) (nk NewKey,
+	replayed bool, err error) {
 	name = strings.TrimSpace(name)
 	fields := map[string][]string{}
 	if name == "" || utf8.RuneCountInString(name) > MaxKeyName || strings.ContainsFunc(name, unicode.IsControl) {
@@ -103,7 +109,7 @@ func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, p
 		fields["permissions"] = []string{"Choose at least one permission."}
 	}
 	if err := rule.InvalidFields(fields); err != nil {
-		return NewKey{}, err
+		return NewKey{}, false, err
 	}
 	var m struct {
 		Org         uuid.UUID      `db:"organization_id"`
@@ -111,40 +117,73 @@ func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, p
 		Role        string         `db:"role"`
 		Permissions pq.StringArray `db:"permissions"`
 	}
-	err := k.DB.GetContext(ctx, &m, `
+	err = k.DB.GetContext(ctx, &m, `
 		SELECT m.organization_id, o.kind, m.role, m.permissions
 		FROM memberships m JOIN organizations o ON o.id = m.organization_id
 		WHERE m.id = $1 AND m.removed_at IS NULL`, creator)
 	if errors.Is(err, sql.ErrNoRows) {
-		return NewKey{}, rule.New(rule.Forbidden, "", "Permission required", "Only current members make keys.")
+		return NewKey{}, false, rule.New(rule.Forbidden, "", "Permission required", "Only current members make keys.")
 	}
 	if err != nil {
-		return NewKey{}, fmt.Errorf("auth: unable to read the key's creator: %w", err)
+		return NewKey{}, false, fmt.Errorf("auth: unable to read the key's creator: %w", err)
 	}
 	if m.Role != "Owner" && m.Role != "Admin" {
-		return NewKey{}, rule.New(rule.Forbidden, "", "Permission required", "Only Owners and Admins make API keys.")
+		return NewKey{}, false, rule.New(rule.Forbidden, "", "Permission required", "Only Owners and Admins make API keys.")
 	}
 	offered := PermissionsFor(m.Kind)
 	permissions = slices.Compact(slices.Sorted(slices.Values(permissions)))
 	for _, p := range permissions {
 		if !slices.Contains(offered, p) {
-			return NewKey{}, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
+			return NewKey{}, false, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
 				Message: fmt.Sprintf("%q is not a permission of %s organizations (they have %s).", p, m.Kind, strings.Join(offered, ", "))}
 		}
 		if !slices.Contains(m.Permissions, p) {
-			return NewKey{}, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
+			return NewKey{}, false, &rule.Error{Kind: rule.Forbidden, Field: "permissions", Title: "Permission required", Permission: p,
 				Message: fmt.Sprintf("A key can be given only permissions its creator holds, and its creator does not hold %s.", p)}
 		}
 	}
-	nk := NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: m.Org, Permissions: permissions}
-	_, err = k.DB.ExecContext(ctx, `
-		INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		nk.KeyID, m.Org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now())
-	if err != nil {
-		return NewKey{}, fmt.Errorf("auth: unable to create key: %w", err)
+	var request *uuid.UUID
+	var ik idempotency.Key
+	if key != nil {
+		if ik, err = idempotency.NewKey(*key, creator, name, permissions); err != nil {
+			return NewKey{}, false, err
+		}
+		id := uuid.Must(uuid.NewV7())
+		request = &id
 	}
-	return nk, nil
+	nk = NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: m.Org, Permissions: permissions}
+	err = postgres.InTx(ctx, k.DB, func(tx *sqlx.Tx) error {
+		if request != nil {
+			earlier, err := idempotency.Claim(ctx, tx, m.Org, idempotency.CreateAPIKey, ik, *request, k.Now())
+			if err != nil {
+				return err
+			}
+			if earlier != uuid.Nil {
+				replayed = true
+				var made struct {
+					ID          string         `db:"id"`
+					Permissions pq.StringArray `db:"permissions"`
+				}
+				if err := tx.GetContext(ctx, &made, `SELECT id, permissions FROM api_keys WHERE request_id = $1`, earlier); err != nil {
+					return err
+				}
+				nk = NewKey{KeyID: made.ID, OrganizationID: m.Org, Permissions: made.Permissions}
+				return nil
+			}
+		}
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by, created_at, request_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			nk.KeyID, m.Org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now(), request)
+		return err
+	})
+	if rule.As(err) != nil {
+		return NewKey{}, false, err
+	}
+	if err != nil {
+		return NewKey{}, false, fmt.Errorf("auth: unable to create key: %w", err)
+	}
+	return nk, replayed, nil
 }
 
 const keyColumns = `k.id, k.organization_id, k.name, k.permissions, k.created_by,

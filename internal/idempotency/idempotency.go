@@ -2,8 +2,9 @@
 // (the API's Idempotency-Key header, or a form's one-time key), so that
 // a request sent again answers what the first made and is never made
 // twice. Every operation that takes a key claims it here: invoice
-// creation, recorded payments, refunds, webhook endpoints, the sign-up
-// page's applications, and the portal's forms that make one of them.
+// creation, recorded payments, refunds, webhook endpoints, API keys, the
+// sign-up page's applications, and the portal's forms that make one of
+// them.
 // It owns the table idempotency_keys.
 //
 // A key is scoped to its organization and its operation: the same key sent
@@ -43,6 +44,8 @@ const (
 	CreateInvoice     Operation = "invoice.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
+	// CreateAPIKey: the portal's form sent twice makes one key.
+	CreateAPIKey Operation = "api_key.create"
 	// CreateWebhookEndpoint: a second endpoint of one request would get
 	// every event twice, under a secret nobody saw.
 	CreateWebhookEndpoint Operation = "webhook_endpoint.create"

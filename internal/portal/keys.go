@@ -10,6 +10,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 type keysData struct {
@@ -19,6 +20,9 @@ type keysData struct {
 	Offered []string
 	Made    *auth.NewKey
 	Name    string
+	// Replayed: the form was sent again, and Made (without its secret)
+	// is the key its first sending made.
+	Replayed bool
 }
 
 func offered(m *people.Membership) []string {
@@ -38,6 +42,9 @@ func (h *handler) keysPage(c echo.Context, form url.Values) (*formPage, error) {
 		return nil, err
 	}
 	slices.Reverse(keys) // newest first
+	if form == nil {
+		form = url.Values{idempotencyField: {newFormKey()}}
+	}
 	return &formPage{name: "keys", page: page{Title: "API keys", Form: form, Data: keysData{Keys: keys, Offered: offered(m)}},
 		fields: []string{"name", "permissions"}}, nil
 }
@@ -55,32 +62,55 @@ func (h *handler) keys(c echo.Context) error {
 	return h.render(c, http.StatusOK, form.name, form.page)
 }
 
-// createKey is POST /portal/keys: name and permissions (repeated). The
-// answer shows the secret, this once.
+// createKey is POST /portal/keys: name, permissions (repeated) and the
+// form's idempotency key. The answer shows the secret, this once; the same
+// form sent again makes nothing and names the key its first sending made.
 func (h *handler) createKey(c echo.Context) error {
 	f := c.Request().PostForm
 	v := visitOf(c)
-	k, err := h.Auth.CreateKey(c.Request().Context(), v.Membership.ID, f.Get("name"), f["permissions"])
+	key := f.Get(idempotencyField)
+	if key == "" || len(key) > 255 {
+		form, err := h.keysPage(c, f)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		form.page.Form.Set(idempotencyField, newFormKey())
+		return h.refused(c, rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), form)
+	}
+	k, replayed, err := h.Auth.CreateKey(c.Request().Context(), v.Membership.ID, f.Get("name"), f["permissions"], &key)
 	if err != nil {
 		form, ferr := h.keysPage(c, f)
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
+		if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
+			// Sent before with other values (back, edited, sent again):
+			// nothing was made now. A new key lets it make another.
+			form.page.Form.Set(idempotencyField, newFormKey())
+			err = rule.New(rule.KeyReused, "", "Form sent before", "This form already made a key with other values, "+
+				"so nothing was made now. Check the values and send the form again to make another key.")
+		}
 		return h.answer(c, err, form)
 	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionKeyCreated,
-		k.KeyID+" "+strings.TrimSpace(f.Get("name"))+" ("+strings.Join(k.Permissions, ", ")+")"); err != nil {
-		return h.failure(c, err)
+	if !replayed {
+		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionKeyCreated,
+			k.KeyID+" "+strings.TrimSpace(f.Get("name"))+" ("+strings.Join(k.Permissions, ", ")+")"); err != nil {
+			return h.failure(c, err)
+		}
 	}
 	form, err := h.keysPage(c, nil)
 	if err != nil {
 		return h.failure(c, err)
 	}
 	d := form.page.Data.(keysData)
-	d.Made, d.Name = &k, strings.TrimSpace(f.Get("name"))
+	d.Made, d.Name, d.Replayed = &k, strings.TrimSpace(f.Get("name")), replayed
 	form.page.Data = d
 	form.page.Title = "API key made"
-	return h.render(c, http.StatusCreated, "key-made", form.page)
+	status := http.StatusCreated
+	if replayed {
+		status = http.StatusOK
+	}
+	return h.render(c, status, "key-made", form.page)
 }
 
 func (h *handler) keyOf(c echo.Context) (auth.Key, error) {

@@ -42,12 +42,24 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 			t.Errorf("%s offered: %v, want %v", p, offered, want)
 		}
 	}
-	made := c.Post("/portal/keys", keys.CSRF(t), url.Values{"name": {"Billing sync"}, "permissions": {auth.AccountsView, auth.PaymentsView}}).
-		Want(t, http.StatusCreated).Has(t, "shown only this once", "Billing sync")
+	form := url.Values{"name": {"Billing sync"}, "permissions": {auth.AccountsView, auth.PaymentsView}, "idempotencyKey": {formKey(t, keys)}}
+	made := c.Post("/portal/keys", keys.CSRF(t), form).Want(t, http.StatusCreated).Has(t, "shown only this once", "Billing sync")
 	keyID, secret := keyIDIn.FindStringSubmatch(made.Body), secretIn.FindStringSubmatch(made.Body)
 	if keyID == nil || secret == nil {
 		t.Fatalf("the answer lacks the key id or the secret:\n%s", made.Body)
 	}
+	// The form sent again (a double click, a reload): no second key; the
+	// answer names the first, without its secret, and offers to revoke it.
+	twice := c.Post("/portal/keys", keys.CSRF(t), form).Want(t, http.StatusOK).
+		Has(t, "sent more than once", keyID[1], `href="/portal/keys/`+keyID[1]+`/revoke"`)
+	if strings.Contains(twice.Body, secret[1]) || secretIn.MatchString(twice.Body) {
+		t.Fatalf("the form sent again shows a secret:\n%s", twice.Body)
+	}
+	if list, err := env.App.Auth.Keys(t.Context(), org); err != nil || len(list) != 2 { // the seed's key and this one
+		t.Fatalf("keys after the form sent twice: %d, %v", len(list), err)
+	}
+	other := url.Values{"name": {"Edited"}, "permissions": {auth.AccountsView}, "idempotencyKey": form["idempotencyKey"]}
+	c.Post("/portal/keys", keys.CSRF(t), other).Want(t, http.StatusConflict).Has(t, "already made a key with other values", `value="Edited"`)
 	if again := c.Get("/portal/keys"); strings.Contains(again.Body, secret[1]) || !strings.Contains(again.Body, keyID[1]) {
 		t.Fatalf("the list shows the secret again, or lacks the key:\n%s", again.Body)
 	}
@@ -98,15 +110,21 @@ func TestKeyRefusals(t *testing.T) {
 	}
 	before := count()
 	page := admin.Get("/portal/keys")
+	key := formKey(t, page)
 	for _, perms := range [][]string{{auth.PaymentsCreate}, {auth.PortfolioView}, {auth.PaymentsView, "payments.everything"}} {
-		admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {"Too much"}, "permissions": perms}).Want(t, http.StatusForbidden)
+		admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {"Too much"}, "permissions": perms, "idempotencyKey": {key}}).
+			Want(t, http.StatusForbidden)
 	}
-	bad := admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {strings.Repeat("n", 65)}, "permissions": {auth.PaymentsView}}).
+	bad := admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {strings.Repeat("n", 65)}, "permissions": {auth.PaymentsView},
+		"idempotencyKey": {key}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "name", "1 to 64")
 	if !strings.Contains(bad.Body, `value="`+auth.PaymentsView+`" checked`) {
 		t.Errorf("the permissions chosen were not kept:\n%s", bad.Body)
 	}
-	admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {"None"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "permissions", "at least one")
+	admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {"None"}, "idempotencyKey": {key}}).Want(t, http.StatusBadRequest).
+		ErrorBeside(t, "permissions", "at least one")
+	admin.Post("/portal/keys", page.CSRF(t), url.Values{"name": {"No key"}, "permissions": {auth.PaymentsView}}).
+		Want(t, http.StatusBadRequest).Has(t, "This form is incomplete", `value="No key"`)
 	// No CSRF token, a wrong one, another origin: 403.
 	admin.Do("POST", "/portal/keys", url.Values{"name": {"Forged"}, "permissions": {auth.PaymentsView}}, nil).Want(t, http.StatusForbidden)
 	admin.Post("/portal/keys", "forged", url.Values{"name": {"Forged"}, "permissions": {auth.PaymentsView}}).Want(t, http.StatusForbidden)

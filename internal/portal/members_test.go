@@ -82,7 +82,8 @@ func TestManagingMembers(t *testing.T) {
 
 	// The admin makes a key, then is removed: the key keeps working.
 	keys := admin.Get("/portal/keys")
-	made := admin.Post("/portal/keys", keys.CSRF(t), url.Values{"name": {"Admin's key"}, "permissions": {auth.AccountsView}}).Want(t, http.StatusCreated)
+	made := admin.Post("/portal/keys", keys.CSRF(t), url.Values{"name": {"Admin's key"}, "permissions": {auth.AccountsView},
+		"idempotencyKey": {formKey(t, keys)}}).Want(t, http.StatusCreated)
 	keyID, secret := keyIDIn.FindStringSubmatch(made.Body)[1], secretIn.FindStringSubmatch(made.Body)[1]
 
 	op := owner.Get(adminPath).Want(t, http.StatusOK)

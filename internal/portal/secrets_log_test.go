@@ -92,7 +92,8 @@ func TestNothingSecretInTheLog(t *testing.T) {
 	cookies(second)
 
 	keys := owner.Get("/portal/keys")
-	made := owner.Post("/portal/keys", keys.CSRF(t), url.Values{"name": {"Logged"}, "permissions": {auth.AccountsView}}).Want(t, http.StatusCreated)
+	made := owner.Post("/portal/keys", keys.CSRF(t), url.Values{"name": {"Logged"}, "permissions": {auth.AccountsView},
+		"idempotencyKey": {formKey(t, keys)}}).Want(t, http.StatusCreated)
 	keep(secretIn.FindStringSubmatch(made.Body)[1])
 
 	logs := env.Log.String()
