@@ -676,6 +676,7 @@ export interface paths {
         /**
          * Rotate a webhook endpoint's secret
          * @description Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+         *     Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -3826,7 +3827,13 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers the endpoint with its current secret and rotates nothing; with a different body 422. Requests rejected with a 4xx are not remembered.
+                 * @example 3e2d1c0b-9a8f-4e7d-8c6b-5a4f3e2d1c0b
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description The endpoint id.
@@ -3879,6 +3886,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -2839,6 +2839,12 @@ type CreateWebhookEndpointParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers the endpoint with its current secret and rotates nothing; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeliverEventParams defines parameters for DeliverEvent.
 type DeliverEventParams struct {
 	// WebhookId The event id.
@@ -4380,20 +4386,22 @@ type ClientInterface interface {
 	// RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 	//
 	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecret Rotate a webhook endpoint's secret
 	//
 	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetJwks Get the token signing keys
@@ -5564,12 +5572,13 @@ func (c *Client) PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID,
 // RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 //
 // Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5583,12 +5592,13 @@ func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id openapi_typ
 // RotateWebhookSecret Rotate a webhook endpoint's secret
 //
 // Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *Client) RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, id, body)
+func (c *Client) RotateWebhookSecret(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7299,18 +7309,18 @@ func NewPingWebhookEndpointRequest(server string, id openapi_types.UUID) (*http.
 }
 
 // NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
-func NewRotateWebhookSecretRequest(server string, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
+func NewRotateWebhookSecretRequest(server string, id openapi_types.UUID, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRotateWebhookSecretRequestWithBody(server, id, "application/json", bodyReader)
+	return NewRotateWebhookSecretRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewRotateWebhookSecretRequestWithBody constructs an http.Request for the RotateWebhookSecret method, with any body, and a specified content type
-func NewRotateWebhookSecretRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+func NewRotateWebhookSecretRequestWithBody(server string, id openapi_types.UUID, params *RotateWebhookSecretParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7341,6 +7351,21 @@ func NewRotateWebhookSecretRequestWithBody(server string, id openapi_types.UUID,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8191,20 +8216,22 @@ type ClientWithResponsesInterface interface {
 	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 	//
 	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
 	// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
 	//
 	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 }
 
 type GetJwksResponse struct {
@@ -11847,6 +11874,8 @@ type RotateWebhookSecretResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -11897,6 +11926,11 @@ func (r RotateWebhookSecretResponse) GetApplicationproblemJSON413() *PayloadTooL
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RotateWebhookSecretResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12992,12 +13026,13 @@ func (c *ClientWithResponses) PingWebhookEndpointWithResponse(ctx context.Contex
 // RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 //
 // Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecretWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecretWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13007,12 +13042,13 @@ func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx contex
 // RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
 //
 // Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id openapi_types.UUID, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16598,6 +16634,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

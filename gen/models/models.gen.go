@@ -2832,6 +2832,12 @@ type CreateWebhookEndpointParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers the endpoint with its current secret and rotates nothing; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeliverEventParams defines parameters for DeliverEvent.
 type DeliverEventParams struct {
 	// WebhookId The event id.

@@ -245,15 +245,21 @@ func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhoo
 }
 
 // RotateWebhookSecret gives the endpoint a new secret, answered once; the
-// old one keeps signing for expireCurrentInSeconds, a day when absent.
+// old one keeps signing for expireCurrentInSeconds, a day when absent. The
+// same request with its Idempotency-Key again rotates nothing.
 func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookSecretRequestObject) (gen.RotateWebhookSecretResponseObject, error) {
 	overlap := webhook.RotationOverlap
 	if req.Body != nil && req.Body.ExpireCurrentInSeconds != nil {
 		overlap = time.Duration(*req.Body.ExpireCurrentInSeconds) * time.Second
 	}
-	e, secret, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id, overlap)
-	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
-		return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+	e, secret, _, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id, overlap, req.Params.IdempotencyKey)
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusNotFound:
+			return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		case http.StatusUnprocessableEntity:
+			return gen.RotateWebhookSecret422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		}
 	}
 	if err != nil {
 		return nil, err

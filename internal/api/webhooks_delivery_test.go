@@ -160,13 +160,22 @@ func TestWebhookSecretRotation(t *testing.T) {
 	clock := apitest.NewClock(time.Now())
 	env, m, rc, ep := webhookEnv(t, clock)
 	worker := env.Webhooks(webhook.WorkerConfig{AllowPrivate: true})
-	var rotated models.WebhookEndpointWithSecret
-	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token})
+	var rotated, replayed models.WebhookEndpointWithSecret
+	key := http.Header{"Idempotency-Key": {uuid.NewString()}}
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token, Header: key})
 	apitest.Want(t, "rotate", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &rotated)
 	if rotated.Secret == ep.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
 		t.Fatalf("new secret %q", rotated.Secret)
 	}
+	// Sent again with its key, it rotates nothing: rotated twice, the old
+	// secret checked below would have stopped at once.
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret", Token: m.Token, Header: key})
+	apitest.Want(t, "rotation sent again", resp.StatusCode, http.StatusOK)
+	resp.JSON(t, &replayed)
+	apitest.Want(t, "secret of the rotation sent again", replayed.Secret, rotated.Secret)
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + ep.Id.String() + "/rotate-secret",
+		Token: m.Token, Header: key, Body: map[string]any{"expireCurrentInSeconds": 0}}), http.StatusUnprocessableEntity, "Idempotency key reused")
 	m.MustCreate(t, m.Body("ROT-1", "10.00"))
 	apitest.Deliver(t, worker)
 	h := rc.Hooks()[0]

@@ -2,7 +2,8 @@
 // (the API's Idempotency-Key header, or a form's one-time key), so that
 // a request sent again answers what the first made and is never made
 // twice. Every operation that takes a key claims it here: invoice
-// creation, recorded payments, refunds, webhook endpoints, API keys, the
+// creation, recorded payments, refunds, webhook endpoints and their
+// secrets' rotations, API keys, the
 // sign-up page's applications, and the portal's forms that make one of
 // them.
 // It owns the table idempotency_keys.
@@ -49,6 +50,9 @@ const (
 	// CreateWebhookEndpoint: a second endpoint of one request would get
 	// every event twice, under a secret nobody saw.
 	CreateWebhookEndpoint Operation = "webhook_endpoint.create"
+	// RotateWebhookSecret: rotated twice, the secret in use would stop at
+	// once for one nobody saw.
+	RotateWebhookSecret Operation = "webhook_endpoint.rotate_secret"
 	// SubmitApplication: the sign-up page's form carries a one-time key,
 	// so that a double submit makes one application.
 	SubmitApplication Operation = "application.submit"

@@ -187,7 +187,7 @@ func (h *handler) endpointPage(c echo.Context, e webhook.Endpoint) (*formPage, e
 		d.Older = "/portal/webhooks/" + e.ID.String() + "?after=" + url.QueryEscape(next)
 	}
 	return &formPage{name: "webhook", page: page{Title: "Webhook endpoint " + e.URL, Data: d,
-		Form: url.Values{"expireCurrentInSeconds": {"86400"}}}, fields: []string{"expireCurrentInSeconds"}}, nil
+		Form: url.Values{"expireCurrentInSeconds": {"86400"}, idempotencyField: {newFormKey()}}}, fields: []string{"expireCurrentInSeconds"}}, nil
 }
 
 // webhookEndpoint is GET /portal/webhooks/{id}: the endpoint, what may be
@@ -246,22 +246,41 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 	if err != nil {
 		seconds = -1 // refused by the store, beside the field
 	}
-	rotated, secret, err := h.Webhooks.RotateSecret(c.Request().Context(), m.OrganizationID, e.ID, time.Duration(seconds)*time.Second)
-	if err != nil {
+	refused := func(err error, newKey bool) error {
 		form, ferr := h.endpointPage(c, e)
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
+		key := form.page.Form.Get(idempotencyField)
 		form.page.Form = f
+		if newKey {
+			form.page.Form.Set(idempotencyField, key)
+		}
 		return h.answer(c, err, form)
 	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookSecretRotated,
-		fmt.Sprintf("%s %s: the old secret stops in %d s", e.ID, e.URL, seconds)); err != nil {
-		return h.failure(c, err)
+	key := f.Get(idempotencyField)
+	if key == "" || len(key) > 255 {
+		return refused(rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), true)
+	}
+	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), m.OrganizationID, e.ID,
+		time.Duration(seconds)*time.Second, &key)
+	if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
+		// Sent before with another choice: nothing was rotated now.
+		return refused(rule.New(rule.KeyReused, "", "Form sent before", "This form already rotated the secret with another choice, "+
+			"so nothing was rotated now. Check the choice and send the form again to rotate it again."), true)
+	}
+	if err != nil {
+		return refused(err, false)
+	}
+	if !replayed {
+		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookSecretRotated,
+			fmt.Sprintf("%s %s: the old secret stops in %d s", e.ID, e.URL, seconds)); err != nil {
+			return h.failure(c, err)
+		}
 	}
 	h.allowScript(c, copyScript)
 	return h.render(c, http.StatusOK, "webhook-secret", page{Title: "Webhook secret rotated",
-		Data: endpointData{Endpoint: rotated, Secret: secret, Rotated: true}})
+		Data: endpointData{Endpoint: rotated, Secret: secret, Rotated: true, Replayed: replayed}})
 }
 
 // pingWebhook is POST /portal/webhooks/{id}/ping: a webhook.ping event to

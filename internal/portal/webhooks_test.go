@@ -133,13 +133,21 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 
 	// Rotated, the old secret stopping at once: the redelivery carries the
 	// new one alone.
-	rotated := c.Post("/portal/webhooks/"+id+"/rotate-secret", endpoint.CSRF(t), url.Values{"expireCurrentInSeconds": {"0"}}).
+	rotation := url.Values{"expireCurrentInSeconds": {"0"}, "idempotencyKey": {formKey(t, endpoint)}}
+	rotated := c.Post("/portal/webhooks/"+id+"/rotate-secret", endpoint.CSRF(t), rotation).
 		Want(t, http.StatusOK).Has(t, "shown only this once")
 	second := webhookSecretIn.FindStringSubmatch(rotated.Body)
 	if second == nil || html.UnescapeString(second[1]) == secret[1] {
 		t.Fatalf("no new secret:\n%s", rotated.Body)
 	}
 	second[1] = html.UnescapeString(second[1])
+	// The form sent again rotates nothing: the same secret, which the
+	// redelivery below is signed with alone.
+	again := c.Post("/portal/webhooks/"+id+"/rotate-secret", endpoint.CSRF(t), rotation).
+		Want(t, http.StatusOK).Has(t, "it was not rotated again")
+	if got := webhookSecretIn.FindStringSubmatch(again.Body); got == nil || html.UnescapeString(got[1]) != second[1] {
+		t.Fatalf("the rotation sent again shows another secret:\n%s", again.Body)
+	}
 	apitest.Deliver(t, worker)
 	hooks := rc.Hooks()
 	if len(hooks) != 3 {
@@ -245,8 +253,10 @@ func TestWebhookRefusals(t *testing.T) {
 	made := c.Post("/portal/webhooks", page.CSRF(t), url.Values{"url": {"https://hooks.example.com/a"}, "eventTypes": {"*"},
 		"idempotencyKey": {key}}).Want(t, http.StatusCreated)
 	id := endpointLink.FindStringSubmatch(made.Body)[1]
-	c.Post("/portal/webhooks/"+id+"/rotate-secret", page.CSRF(t), url.Values{"expireCurrentInSeconds": {"soon"}}).
+	c.Post("/portal/webhooks/"+id+"/rotate-secret", page.CSRF(t), url.Values{"expireCurrentInSeconds": {"soon"}, "idempotencyKey": {key}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "expireCurrentInSeconds", "0 to 86400")
+	c.Post("/portal/webhooks/"+id+"/rotate-secret", page.CSRF(t), url.Values{"expireCurrentInSeconds": {"0"}}).
+		Want(t, http.StatusBadRequest).Has(t, "This form is incomplete")
 	c.Post("/portal/webhooks/"+id+"/status", page.CSRF(t), url.Values{"status": {"paused"}}).Want(t, http.StatusBadRequest)
 	for range webhook.MaxRequestedSends {
 		c.Post("/portal/webhooks/"+id+"/ping", page.CSRF(t), nil).WantRedirect(t, "/portal/webhooks/"+id+"?done=pinged")

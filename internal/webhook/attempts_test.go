@@ -169,7 +169,7 @@ func TestEndpointFieldsChecked(t *testing.T) {
 		t.Errorf("status paused: %v", err)
 	}
 	for _, overlap := range []time.Duration{-time.Second, RotationOverlap + time.Second} {
-		_, _, err := f.store.RotateSecret(context.Background(), f.org, e.ID, overlap)
+		_, _, _, err := f.store.RotateSecret(context.Background(), f.org, e.ID, overlap, nil)
 		if r := rule.As(err); r == nil || r.Fields["expireCurrentInSeconds"] == nil {
 			t.Errorf("rotation keeping the old secret %s: %v", overlap, err)
 		}

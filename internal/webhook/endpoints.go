@@ -218,6 +218,9 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string,
 			if earlier != uuid.Nil {
 				replayed = true
 				e, secret, err = s.withSecret(ctx, tx, org, earlier)
+				if errors.Is(err, ErrEndpointNotFound) {
+					return ErrKeyOfDeletedEndpoint
+				}
 				return err
 			}
 		}
@@ -249,7 +252,7 @@ var ErrKeyOfDeletedEndpoint = &rule.Error{Kind: rule.KeyReused, Title: "Idempote
 	Message: "The webhook endpoint this key added has been deleted since; a new request needs a new key."}
 
 // withSecret reads the endpoint id of org inside tx, with its current
-// secret.
+// secret (ErrEndpointNotFound when there is none).
 func (s *Store) withSecret(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (Endpoint, string, error) {
 	var row struct {
 		Endpoint
@@ -259,7 +262,7 @@ func (s *Store) withSecret(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) 
 	err := tx.GetContext(ctx, &row, `SELECT `+endpointColumns+`, secret, secret_key_id FROM webhook_endpoints
 		WHERE id = $1 AND organization_id = $2`, id, org)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Endpoint{}, "", ErrKeyOfDeletedEndpoint
+		return Endpoint{}, "", ErrEndpointNotFound
 	}
 	if err != nil {
 		return Endpoint{}, "", err
@@ -368,30 +371,56 @@ func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
 
 // RotateSecret gives the endpoint a new secret, returned (shown only now);
 // the current one keeps signing beside it for overlap, and is forgotten at
-// once when overlap is 0 (a leaked secret).
-func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap time.Duration) (Endpoint, string, error) {
+// once when overlap is 0 (a leaked secret). With an idempotency key (key
+// not nil), the same request sent again within idempotency.Window rotates
+// nothing: it returns the endpoint with its current secret. Rotated twice,
+// the secret in use would be dropped at once for one nobody saw.
+func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap time.Duration, key *string) (e Endpoint, secret string,
+	replayed bool, err error) {
 	if overlap < 0 || overlap > RotationOverlap {
-		return Endpoint{}, "", rule.InvalidField("expireCurrentInSeconds", "must be from 0 to 86400 seconds")
+		return Endpoint{}, "", false, rule.InvalidField("expireCurrentInSeconds", "must be from 0 to 86400 seconds")
 	}
-	secret := newSecret()
+	var k idempotency.Key
+	if key != nil {
+		if k, err = idempotency.NewKey(*key, id, overlap.Seconds()); err != nil {
+			return Endpoint{}, "", false, err
+		}
+	}
+	secret = newSecret()
 	sealed, keyID, err := s.Seal(secret, id.String())
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("webhook: unable to seal secret: %w", err)
+		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to seal secret: %w", err)
 	}
-	var e Endpoint
-	err = s.DB.GetContext(ctx, &e, `
-		UPDATE webhook_endpoints SET previous_secret = CASE WHEN $6 THEN secret END,
-			previous_key_id = CASE WHEN $6 THEN secret_key_id END, previous_until = CASE WHEN $6 THEN $3::timestamptz END,
-			secret = $4, secret_key_id = $5
-		WHERE id = $1 AND organization_id = $2
-		RETURNING `+endpointColumns, id, org, s.Now().Add(overlap), sealed, keyID, overlap > 0)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Endpoint{}, "", ErrEndpointNotFound
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if key != nil {
+			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.RotateWebhookSecret, k, id, s.Now())
+			if err != nil {
+				return err
+			}
+			if earlier != uuid.Nil {
+				replayed = true
+				e, secret, err = s.withSecret(ctx, tx, org, id)
+				return err
+			}
+		}
+		err := tx.GetContext(ctx, &e, `
+			UPDATE webhook_endpoints SET previous_secret = CASE WHEN $6 THEN secret END,
+				previous_key_id = CASE WHEN $6 THEN secret_key_id END, previous_until = CASE WHEN $6 THEN $3::timestamptz END,
+				secret = $4, secret_key_id = $5
+			WHERE id = $1 AND organization_id = $2
+			RETURNING `+endpointColumns, id, org, s.Now().Add(overlap), sealed, keyID, overlap > 0)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrEndpointNotFound
+		}
+		return err
+	})
+	if rule.As(err) != nil {
+		return Endpoint{}, "", false, err
 	}
 	if err != nil {
-		return Endpoint{}, "", fmt.Errorf("webhook: unable to rotate secret: %w", err)
+		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to rotate secret: %w", err)
 	}
-	return e, secret, nil
+	return e, secret, replayed, nil
 }
 
 // Ping records a webhook.ping event for the endpoint alone, with its one
