@@ -45,6 +45,10 @@ func newFormKey() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// errFormIncomplete refuses a form sent without its one-time idempotency
+// key (the portal's own forms always carry one).
+var errFormIncomplete = rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it.")
+
 type invoiceFormData struct {
 	Accounts  []account
 	Rows      []int

@@ -75,7 +75,7 @@ func (h *handler) createKey(c echo.Context) error {
 			return h.failure(c, err)
 		}
 		form.page.Form.Set(idempotencyField, newFormKey())
-		return h.refused(c, rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), form)
+		return h.refused(c, errFormIncomplete, form)
 	}
 	k, replayed, err := h.Auth.CreateKey(c.Request().Context(), v.Membership.ID, f.Get("name"), f["permissions"], &key)
 	if err != nil {

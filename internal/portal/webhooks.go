@@ -120,7 +120,7 @@ func (h *handler) createWebhook(c echo.Context) error {
 			return h.failure(c, err)
 		}
 		form.page.Form.Set(idempotencyField, newFormKey())
-		return h.refused(c, rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), form)
+		return h.refused(c, errFormIncomplete, form)
 	}
 	e, secret, replayed, err := h.Webhooks.Create(c.Request().Context(), m.OrganizationID, m.Permissions, n, &key)
 	if err != nil {
@@ -260,7 +260,7 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 	}
 	key := f.Get(idempotencyField)
 	if key == "" || len(key) > 255 {
-		return refused(rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it."), true)
+		return refused(errFormIncomplete, true)
 	}
 	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), m.OrganizationID, e.ID,
 		time.Duration(seconds)*time.Second, &key)
