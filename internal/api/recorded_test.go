@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -220,24 +219,9 @@ func TestRecordedPaymentIdempotency(t *testing.T) {
 
 	// Eight at once with one key.
 	key = http.Header{"Idempotency-Key": {uuid.NewString()}}
-	statuses := make([]int, 8)
-	var wg sync.WaitGroup
-	for i := range statuses {
-		wg.Go(func() {
-			statuses[i] = record(t, m, inv.Id, map[string]any{"amount": "5", "method": "cash"}, key).StatusCode
-		})
-	}
-	wg.Wait()
-	created := 0
-	for _, s := range statuses {
-		switch s {
-		case http.StatusCreated:
-			created++
-		case http.StatusOK:
-		default:
-			t.Errorf("a concurrent request answered %d", s)
-		}
-	}
+	created := apitest.AtOnce(t, 8, func() int {
+		return record(t, m, inv.Id, map[string]any{"amount": "5", "method": "cash"}, key).StatusCode
+	})
 	apitest.Want(t, "201s among 8 with one key", created, 1)
 	got, _ = m.Read(t, inv.Id)
 	apitest.Want(t, "amountPaid after 8 with one key", got.AmountPaid.Text('f'), "15.00")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -136,6 +137,30 @@ func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.Ne
 		t.Fatal(err)
 	}
 	return k
+}
+
+// AtOnce sends n requests at once, each by send, which answers its
+// status, and returns how many made something (201); any answer but 201
+// or a replay's 200 fails the test. For requests that share one
+// idempotency key: one of them makes, the others replay.
+func AtOnce(t testing.TB, n int, send func() int) (created int) {
+	t.Helper()
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Go(func() { statuses[i] = send() })
+	}
+	wg.Wait()
+	for _, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			created++
+		case http.StatusOK:
+		default:
+			t.Errorf("a concurrent request answered %d", s)
+		}
+	}
+	return created
 }
 
 // Want checks one field of an answer and names it when it is wrong; the
