@@ -147,10 +147,24 @@ func TestMerchantDayInChromium(t *testing.T) {
 	want("an endpoint's attempts", ">503<", ">204<", "HTTP 503")
 	check("an endpoint and its attempts")
 	capture(t, b, "webhook.png")
+	const rotationKey = `document.querySelector('main form[action$="/rotate-secret"] input[name="idempotencyKey"]')`
 	run("rotate now", chromedp.Click("#expire-0"))
+	sentKey := read(t, tab, rotationKey+`.value`)
 	submit(`main form[action$="/rotate-secret"] button`)
 	want("a secret rotated", "New signing secret")
 	check("a secret rotated")
+	rotated := read(t, tab, `document.getElementById("webhook-secret").textContent`)
+	// The same form sent again (its key the first sending's, as a double
+	// click sends it): nothing rotated, the same secret.
+	submit(`main a[href^="/portal/webhooks/"]`)
+	read(t, tab, rotationKey+`.value = "`+sentKey+`"`)
+	run("rotate now", chromedp.Click("#expire-0"))
+	submit(`main form[action$="/rotate-secret"] button`)
+	want("the rotation sent again", "it was not rotated again")
+	if again := read(t, tab, `document.getElementById("webhook-secret").textContent`); again != rotated {
+		t.Errorf("the rotation sent again shows %q, the first %q", again, rotated)
+	}
+	check("a secret rotated, the form sent again")
 	submit(`main a[href^="/portal/webhooks/"]`)
 	submit(`main a[href$="/delete"]`)
 	check("delete an endpoint")

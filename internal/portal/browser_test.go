@@ -63,7 +63,9 @@ func TestPortalInChromium(t *testing.T) {
 	run("no browser checks", chromedp.SetAttributeValue(`main form[action="/portal/keys"]`, "novalidate", ""))
 	submit(`main form[action="/portal/keys"] button`)
 	check("keys, a name missing")
+	const formKey = `document.querySelector('main form[action="/portal/keys"] input[name="idempotencyKey"]')`
 	run("fill", chromedp.SendKeys("#name", "Accounting sync"), chromedp.Click(`#perm-payments\.view`))
+	sentKey := read(chromedp.Evaluate[string](formKey + `.value`))
 	submit(`main form[action="/portal/keys"] button`)
 	secret := read(chromedp.Text("#key-secret"))
 	if !strings.HasPrefix(secret, "ms_") {
@@ -71,6 +73,16 @@ func TestPortalInChromium(t *testing.T) {
 	}
 	check("key made")
 	capture(t, b, "key-made.png")
+	// The same form sent again (its key the first sending's, as a double
+	// click sends it): no second key, and no secret shown.
+	open("/portal/keys")
+	read(chromedp.Evaluate[string](formKey + `.value = "` + sentKey + `"`))
+	run("fill as before", chromedp.SendKeys("#name", "Accounting sync"), chromedp.Click(`#perm-payments\.view`))
+	submit(`main form[action="/portal/keys"] button`)
+	if page := text(); !strings.Contains(page, "sent more than once") || strings.Contains(page, secret) {
+		t.Fatalf("the form sent again: %s", page)
+	}
+	check("key made, the form sent again")
 	open("/portal/keys")
 	if strings.Contains(text(), secret) {
 		t.Fatal("the secret is shown again")
