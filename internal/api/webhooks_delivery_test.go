@@ -546,6 +546,9 @@ func TestWebhookEndpointIdempotency(t *testing.T) {
 	apitest.WantProblem(t, create(key, map[string]any{"url": "https://hooks.example.com/other", "eventTypes": []string{"*"}}),
 		http.StatusUnprocessableEntity, "Idempotency key reused")
 
+	// A key longer than 255 characters is refused before anything is made.
+	apitest.WantProblem(t, create(strings.Repeat("k", 256), body), http.StatusBadRequest, "")
+
 	// Eight at once with one key.
 	key2 := uuid.NewString()
 	created := apitest.AtOnce(t, 8, func() int {
