@@ -27,7 +27,8 @@ export interface paths {
          *     instance of the service before anything of the request is read, so every request
          *     counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
          *     until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-         *     know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+         *     know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+         *     they hold (a JSON member holding a number of any length included).
          *
          *     Every answer, success or error, carries `Cache-Control: no-store`. An
          *     `error_description` is a short text of the service's own: no part of the request is
@@ -37,12 +38,13 @@ export interface paths {
          *
          *     | status | `error` | when |
          *     |---|---|---|
-         *     | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+         *     | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
          *     | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
          *     | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
          *     | 413 | `invalid_request` | Body over 4 KiB |
          *     | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
          *     | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+         *     | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
          *
          *     A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
          *     problem document (`method-not-allowed`), as on every other path: no token operation
@@ -2678,7 +2680,34 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
+            /** @description `invalid_request`: the request's headers are over the server's limit (64 KiB), refused before the request is read. The connection is closed after it. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description `invalid_request`: a transfer coding other than `chunked`, refused before the request is read. The connection is closed after it. */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
+            /** @description `invalid_request`: an HTTP version other than 1.x, refused before the request is read. The connection is closed after it. */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
         };
     };
     getJwks: {

@@ -3859,7 +3859,8 @@ type ClientInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3869,12 +3870,13 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -3899,7 +3901,8 @@ type ClientInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3909,12 +3912,13 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -3939,7 +3943,8 @@ type ClientInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -3949,12 +3954,13 @@ type ClientInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4785,7 +4791,8 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4795,12 +4802,13 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4835,7 +4843,8 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4845,12 +4854,13 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4885,7 +4895,8 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -4895,12 +4906,13 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7663,7 +7675,8 @@ type ClientWithResponsesInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -7673,12 +7686,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7703,7 +7717,8 @@ type ClientWithResponsesInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -7713,12 +7728,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7743,7 +7759,8 @@ type ClientWithResponsesInterface interface {
 	// instance of the service before anything of the request is read, so every request
 	// counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 	// until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+	// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+	// they hold (a JSON member holding a number of any length included).
 	//
 	// Every answer, success or error, carries `Cache-Control: no-store`. An
 	// `error_description` is a short text of the service's own: no part of the request is
@@ -7753,12 +7770,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// | status | `error` | when |
 	// |---|---|---|
-	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+	// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 	// | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 	// | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -9761,8 +9779,14 @@ type CreateTokenResponse struct {
 	JSON415 *TokenError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TokenError
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *TokenError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *TokenError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// JSON505 the response for an HTTP 505 `application/json` response
+	JSON505 *TokenError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreateTokenResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9808,9 +9832,24 @@ func (r CreateTokenResponse) GetJSON429() *TokenError {
 	return r.JSON429
 }
 
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateTokenResponse) GetJSON431() *TokenError {
+	return r.JSON431
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r CreateTokenResponse) GetJSON501() *TokenError {
+	return r.JSON501
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateTokenResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
 	return r.ApplicationproblemJSON503
+}
+
+// GetJSON505 returns the response for an HTTP 505 `application/json` response
+func (r CreateTokenResponse) GetJSON505() *TokenError {
+	return r.JSON505
 }
 
 // GetBody returns the raw response body bytes
@@ -12317,7 +12356,8 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -12327,12 +12367,13 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -12363,7 +12404,8 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -12373,12 +12415,13 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -12409,7 +12452,8 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // instance of the service before anything of the request is read, so every request
 // counts, malformed ones included; beyond that the answer is 429 with `Retry-After`
 // until the minute ends. The body is at most 4 KiB. Parameters the endpoint does not
-// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike.
+// know are ignored (RFC 6749 §3.2), in a form and in a JSON body alike, whatever
+// they hold (a JSON member holding a number of any length included).
 //
 // Every answer, success or error, carries `Cache-Control: no-store`. An
 // `error_description` is a short text of the service's own: no part of the request is
@@ -12419,12 +12463,13 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 //
 // | status | `error` | when |
 // |---|---|---|
-// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, or a value is not UTF-8 text or holds NUL |
+// | 400 | `invalid_request` | Key id or secret not sent, the body cannot be read, a value is not UTF-8 text or holds NUL, or the request itself cannot be read as HTTP/1.1 (a header holding a control character, a malformed header line) |
 // | 400 | `unsupported_grant_type` | `grant_type` is not `client_credentials` |
 // | 401 | `invalid_client` | Unknown key id, wrong secret, revoked key, or suspended organization |
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
+// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -14554,12 +14599,33 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest TokenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest TokenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 505:
+		var dest TokenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON505 = &dest
 
 	}
 

@@ -121,6 +121,9 @@ func FuzzCreateInvoice(f *testing.F) {
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"\ud800","amount":"1e41","poNumber":null,"customerName":"` + "\xff\xfe" + `","customerCompany":null,"customerEmail":"x@example.com","customerPhone":null,"delivery":"fax","memo":null,"dueDate":"2030-02-30","lines":[],"send":null}`, "k\xff"},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"EMOJI-💸","amount":"0.30","poNumber":null,"customerName":"Zoë 👩🏽‍💻","customerCompany":null,"customerEmail":"zoe@example.com","customerPhone":null,"delivery":null,"memo":"tab\there\r\nnext","dueDate":null,"lines":[{"description":"a","quantity":"1","unitCost":"0.1","uom":"EA","commodityCode":"5310","upc":"036000291452"},{"description":"b","quantity":1,"unitCost":0.2,"uom":null,"commodityCode":null,"upc":null}],"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"CASE-1","amount":"1","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"Memo":"same name, other case","dueDate":null,"lines":null,"send":false}`, ""},
+		// MIDs that are uuids of another version or variant: unknown, a 422.
+		{`{"merchantAccountId":"e3e70682-c209-0cac-a29f-6fbed82c07cd","invoiceNumber":"V0","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"e3e70682-c209-4cac-e29f-6fbed82c07cd","invoiceNumber":"VARIANT","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
 		{`{"amount":`, ""},
 		{`[]`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"X","amount":-1,"lines":[{"quantity":"abc"}]}`, ""},

@@ -231,9 +231,15 @@ func problemBody(publicURL string, p *problem) models.Problem {
 	return b
 }
 
-// Refusal is the problem document of a request net/http refuses before
-// any front sees it (wire.Refuser), under publicURL.
-func Refusal(publicURL string, status int) []byte {
+// Refusal is the answer to a request net/http refuses before any front
+// sees it (wire.Refuser), under publicURL: a problem document, or on the
+// token operation (its request line POST /oauth/token) the OAuth error
+// invalid_request that every other refusal of that operation is.
+func Refusal(publicURL string, status int, requestLine string) (contentType string, body []byte) {
+	if path, ok := strings.CutPrefix(requestLine, http.MethodPost+" /oauth/token"); ok && (path == "" || path[0] == ' ' || path[0] == '?') {
+		b, _ := json.Marshal(models.TokenError{Error: models.TokenErrorErrorInvalidRequest, ErrorDescription: tokenRefusals[status]})
+		return "application/json", b
+	}
 	var p *problem
 	switch status {
 	case http.StatusRequestHeaderFieldsTooLarge:
@@ -250,7 +256,16 @@ func Refusal(publicURL string, status int) []byte {
 		p.detail = "The request could not be read. Nothing was changed; correct it and send it again."
 	}
 	b, _ := json.Marshal(problemBody(publicURL, p)) // a problem always marshals
-	return b
+	return "application/problem+json", b
+}
+
+// tokenRefusals are the error_description of each refusal on the token
+// operation.
+var tokenRefusals = map[int]string{
+	http.StatusBadRequest:                  "The token request could not be read as HTTP/1.1: the request line or a header line is malformed, or a header holds a control character.",
+	http.StatusRequestHeaderFieldsTooLarge: "The token request's headers are over the server's limit.",
+	http.StatusNotImplemented:              "Send the token request with Content-Length, or with Transfer-Encoding: chunked.",
+	http.StatusHTTPVersionNotSupported:     "Send the token request as HTTP/1.1.",
 }
 
 // The typed bodies of the generated responses, one per status.

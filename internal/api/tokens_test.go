@@ -314,3 +314,34 @@ func TestTokenLimitPerIPv6Network(t *testing.T) {
 		t.Errorf("another /64: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// Members the token endpoint does not know are ignored whatever they hold
+// (RFC 6749 §3.2): a number no decimal of the service could be, in a JSON
+// body as in a form. A known member that is not a string stays a 400.
+func TestTokenIgnoresUnknownMembersWhateverTheyHold(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	key := env.NewKey(t, seed.Merchant.OrganizationID, auth.PaymentsView)
+	creds := `"grant_type":"client_credentials","client_id":"` + key.KeyID + `","client_secret":"` + key.Secret + `"`
+	for _, extra := range []string{
+		`"n":1e400`,
+		`"n":1.5e-106`,
+		`"n":` + strings.Repeat("9", 45),
+		`"n":-0.` + strings.Repeat("0", 60) + `1`,
+		`"deep":{"list":[1e400,{"x":` + strings.Repeat("1", 50) + `}]}`,
+	} {
+		t.Run(extra, func(t *testing.T) {
+			resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: "{" + creds + "," + extra + "}"})
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Header: formHeader,
+		Body: formBody("client_credentials", key.KeyID, key.Secret) + "&n=1e400"})
+	apitest.Want(t, "form with n=1e400", resp.StatusCode, http.StatusOK)
+	resp = env.Do(apitest.Request{Method: "POST", Path: "/oauth/token",
+		Body: `{"grant_type":"client_credentials","client_id":"` + key.KeyID + `","client_secret":1e400}`})
+	apitest.Want(t, "client_secret 1e400", resp.StatusCode, http.StatusBadRequest)
+	apitest.Want(t, "its error", tokenError(t, resp).Error, models.TokenErrorErrorInvalidRequest)
+}

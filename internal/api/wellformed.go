@@ -105,7 +105,10 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 						if trailingData(body) {
 							return invalidField("body", "must be one JSON value: bytes follow it")
 						}
-						jsonProblems(body, add)
+						// The token endpoint reads three strings and ignores every
+						// other member (RFC 6749 §3.2); no validator decodes its
+						// body, so its numbers need no bounds.
+						jsonProblems(body, op.id != "createToken", add)
 					} else if form, err := url.ParseQuery(string(body)); err != nil {
 						add("body", "is not an application/x-www-form-urlencoded form: "+err.Error())
 					} else {
@@ -236,12 +239,12 @@ func trailingData(body []byte) bool {
 // jsonProblems reports, under the field's name as sent ("memo",
 // "lines[2].description"; "body" for a key or a top-level string), each
 // string of a JSON document (value or key) that is not valid Unicode text
-// or holds NUL, and each number that is not a decimal the service takes
-// (every number of a request body is one): the validator would read 1e308
-// as a float and pass it. A document that is not JSON is left to the
-// validator.
-func jsonProblems(body []byte, add func(field, msg string)) {
-	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) && !hasUnusualNumber(body) {
+// or holds NUL, and, when numbers is set, each number that is not a
+// decimal the service takes (every number of a request body the validator
+// reads is one): the validator would read 1e308 as a float and pass it. A
+// document that is not JSON is left to the validator.
+func jsonProblems(body []byte, numbers bool, add func(field, msg string)) {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) && (!numbers || !hasUnusualNumber(body)) {
 		return // no string can be ill-formed or hold NUL, no number is out of bounds
 	}
 	type frame struct {
@@ -314,7 +317,7 @@ func jsonProblems(body []byte, add func(field, msg string)) {
 			}
 			valueDone()
 		case json.Number:
-			if err := jsonnum.CheckNumber([]byte(t)); err != nil {
+			if err := jsonnum.CheckNumber([]byte(t)); numbers && err != nil {
 				add(path(stack), err.Error())
 			}
 			valueDone()

@@ -156,9 +156,39 @@ func TestRefusedBeforeRouting(t *testing.T) {
 			}
 		})
 	}
-	resp, closed := env.Wire("POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nTransfer-Encoding: gzip\r\n\r\n", false)
+	resp, closed := env.Wire("POST /payment-requests HTTP/1.1\r\nHost: payreq.test\r\nTransfer-Encoding: gzip\r\n\r\n", false)
 	if p := apitest.WantProblem(t, resp, http.StatusNotImplemented, ""); !strings.HasSuffix(p.Type, "/problems/not-implemented") || !closed {
 		t.Errorf("unknown transfer coding: type %q, closed %v", p.Type, closed)
+	}
+	apitest.Want(t, "Cache-Control of a refusal", resp.Header.Get("Cache-Control"), "no-store")
+}
+
+// The token operation's refusals before routing are OAuth errors with
+// Cache-Control: no-store, as every other answer of it.
+func TestTokenRequestRefusedBeforeRouting(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	for name, c := range map[string]struct {
+		raw    string
+		status int
+	}{
+		"control character in a header": {"POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nX-Note: a\x01b\r\nContent-Length: 0\r\n\r\n", http.StatusBadRequest},
+		"with a query":                  {"POST /oauth/token?x=1 HTTP/1.1\r\nHost: payreq.test\r\nX-Note: a\x00b\r\n\r\n", http.StatusBadRequest},
+		"malformed header line":         {"POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nX-Note : a\r\n\r\n", http.StatusBadRequest},
+		"unknown transfer coding":       {"POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented},
+		"headers over the limit":        {"POST /oauth/token HTTP/1.1\r\nHost: payreq.test\r\nX-Big: " + strings.Repeat("b", 70<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, closed := env.Wire(c.raw, false)
+			apitest.Want(t, "status", resp.StatusCode, c.status)
+			apitest.Want(t, "Content-Type", resp.Header.Get("Content-Type"), "application/json")
+			apitest.Want(t, "Cache-Control", resp.Header.Get("Cache-Control"), "no-store")
+			apitest.Want(t, "error", tokenError(t, resp).Error, models.TokenErrorErrorInvalidRequest)
+			// Headers over the limit are left unread: the close is a reset.
+			if !closed && c.status != http.StatusRequestHeaderFieldsTooLarge {
+				t.Error("the connection stayed open after the refusal")
+			}
+		})
 	}
 }
 

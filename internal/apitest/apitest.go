@@ -151,6 +151,7 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	}
 	ts.Config.Handler = h
 	ts.Config.ReadTimeout = opts.ReadTimeout
+	ts.Config.MaxHeaderBytes = 64 << 10 // as payreq serve's
 	wire.Configure(ts.Config)
 	ts.Listener = wire.Listen(ts.Listener)
 	ts.Start()
@@ -361,10 +362,16 @@ func responseHeaders(op *openapi3.Operation, status int) openapi3.Headers {
 }
 
 func (e *Env) validateProblem(resp *http.Response, body []byte) error {
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
-		return fmt.Errorf("content type %q, want application/problem+json", ct)
+	return e.validateSchema("Problem", resp, "application/problem+json", body)
+}
+
+// validateSchema checks an answer's media type and its body against one
+// schema of openapi.yaml's components.
+func (e *Env) validateSchema(name string, resp *http.Response, mediaType string, body []byte) error {
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, mediaType) {
+		return fmt.Errorf("content type %q, want %s", ct, mediaType)
 	}
-	schema := e.spec.Components.Schemas["Problem"].Value
+	schema := e.spec.Components.Schemas[name].Value
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		return err
@@ -445,6 +452,10 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 		e.T.Fatal(err)
 	}
 	switch {
+	case req == nil && strings.HasPrefix(raw, "POST /oauth/token"):
+		if err := e.validateSchema("TokenError", r, "application/json", body); err != nil {
+			e.T.Errorf("%.40q → %d is not an OAuth error: %v\nbody: %s", raw, r.StatusCode, err, body)
+		}
 	case req == nil:
 		if err := e.validateProblem(r, body); err != nil {
 			e.T.Errorf("%.40q → %d is not a problem document: %v\nbody: %s", raw, r.StatusCode, err, body)

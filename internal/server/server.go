@@ -92,9 +92,12 @@ type fronts struct {
 	publicURL string
 }
 
-// Refusal is a problem document, as the API answers: which front a
-// request net/http could not read was meant for is not known.
-func (f fronts) Refusal(status int) []byte { return api.Refusal(f.publicURL, status) }
+// Refusal is the API's answer: a problem document, or an OAuth error for
+// the token endpoint. Which other front a request net/http could not read
+// was meant for is not told apart.
+func (f fronts) Refusal(status int, requestLine string) (string, []byte) {
+	return api.Refusal(f.publicURL, status, requestLine)
+}
 
 var _ wire.Refuser = fronts{}
 

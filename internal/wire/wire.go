@@ -40,9 +40,16 @@ const IdleTimeout = 5 * time.Second
 // limit), 501 (an unknown transfer coding) and 505 (an HTTP version other
 // than 1.x).
 type Refuser interface {
-	// Refusal is the application/problem+json body of such an answer.
-	Refusal(status int) []byte
+	// Refusal is the media type and body of such an answer. requestLine is
+	// the start of the last request line the connection sent (at most
+	// maxLine bytes, "" when none was seen): which operation the request
+	// was meant for, as far as can be told.
+	Refusal(status int, requestLine string) (contentType string, body []byte)
 }
+
+// maxLine is how much of each line a connection keeps: a request line's
+// method and the start of its target.
+const maxLine = 64
 
 // Configure has srv hand each request's connection to Ambiguous, answer
 // what net/http refuses by itself with srv.Handler's Refusal when the
@@ -91,9 +98,11 @@ type conn struct {
 	net.Conn
 	ambiguous atomic.Bool
 	refuser   Refuser // set before the connection is served
+	// requestLine is the start of the last request line read (a string).
+	requestLine atomic.Value
 
 	// Read is called by one goroutine at a time; these are its own.
-	line                   [len("transfer-encoding:")]byte
+	line                   [maxLine]byte
 	lineLen                int
 	sawLength, sawEncoding bool
 }
@@ -108,8 +117,11 @@ func (c *conn) Read(p []byte) (int, error) {
 				c.sawLength, c.sawEncoding = false, false // the end of a section
 			case c.lineLen >= len("content-length:") && equalFold(c.line[:len("content-length:")], "content-length:"):
 				c.sawLength = true
-			case c.lineLen >= len("transfer-encoding:") && equalFold(c.line[:], "transfer-encoding:"):
+			case c.lineLen >= len("transfer-encoding:") && equalFold(c.line[:len("transfer-encoding:")], "transfer-encoding:"):
 				c.sawEncoding = true
+			}
+			if line := c.line[:min(c.lineLen, maxLine)]; isRequestLine(line) {
+				c.requestLine.Store(string(bytes.TrimSuffix(line, []byte("\r"))))
 			}
 			if c.sawLength && c.sawEncoding {
 				c.ambiguous.Store(true)
@@ -132,9 +144,11 @@ func (c *conn) Write(p []byte) (int, error) {
 	if !ok || c.refuser == nil {
 		return c.Conn.Write(p)
 	}
-	body := c.refuser.Refusal(status)
-	answer := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
-		status, http.StatusText(status), len(body))
+	requestLine, _ := c.requestLine.Load().(string)
+	contentType, body := c.refuser.Refusal(status, requestLine)
+	// Nothing of a refusal is to be kept: on /oauth/token, no answer is.
+	answer := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+		status, http.StatusText(status), contentType, len(body))
 	if _, err := c.Conn.Write(append(answer, body...)); err != nil {
 		return 0, err
 	}
@@ -161,6 +175,26 @@ func refusal(p []byte) (int, bool) {
 		return status, true
 	}
 	return 0, false
+}
+
+// isRequestLine reports whether a line (or its first maxLine bytes) has
+// the shape of a request line: a method in capitals, a space, and a
+// target in origin, absolute or asterisk form. A header line never has it
+// (a field name holds no space); a body line may, which can only change
+// the words of a refusal on the same connection.
+func isRequestLine(line []byte) bool {
+	method := 0
+	for method < len(line) && 'A' <= line[method] && line[method] <= 'Z' {
+		method++
+	}
+	if method == 0 || method+1 >= len(line) || line[method] != ' ' {
+		return false
+	}
+	switch line[method+1] {
+	case '/', '*', 'h', 'H':
+		return true
+	}
+	return false
 }
 
 // Network is what a per-client limit counts of a client's address: an
