@@ -175,6 +175,9 @@ func (s *Store) Accept(ctx context.Context, token, name, password, address strin
 		}
 		return err
 	}
+	if err := s.spend(ctx, address); err != nil { // the hashing budget (signin.go)
+		return Session{}, err
+	}
 	if err := read(s.DB, ""); err != nil {
 		return Session{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -74,42 +75,61 @@ const (
 	argonKeyLen  = 32
 )
 
-// ErrBusy: every hashing slot is taken; the request is answered 503 at
-// once rather than queued, so a burst of sign-ins cannot exhaust memory.
+// ErrBusy: no hashing slot came free within SlotWait; the request is
+// answered 503 rather than queued longer, so a burst of password checks
+// cannot exhaust memory.
 var ErrBusy = errors.New("people: too many password checks at once")
 
+// SlotWait is how long a password check waits for a hashing slot.
+const SlotWait = 2 * time.Second
+
 // Hasher bounds how many argon2id hashes run at once (each takes 19 MiB).
+// Half of its slots are reserved to sign-ins carrying a device cookie of
+// their email (decisions: "Device cookies"): a flood of anonymous checks
+// fills only the other half, and people who signed in on this browser
+// before still get in.
 type Hasher struct {
-	slots chan struct{}
-	dummy string
-	once  sync.Once
+	shared, reserved chan struct{}
+	dummy            string
+	once             sync.Once
 }
 
-// NewHasher allows n hashes at once; n ≤ 0 means 2 × GOMAXPROCS.
+// NewHasher allows n hashes at once, n/2 of them reserved; n ≤ 0 means
+// 2 × GOMAXPROCS.
 func NewHasher(n int) *Hasher {
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
 	}
-	return &Hasher{slots: make(chan struct{}, n)}
+	return &Hasher{shared: make(chan struct{}, n-n/2), reserved: make(chan struct{}, n/2)}
 }
 
-func (h *Hasher) acquire() error {
+// acquire waits up to SlotWait for a slot: a shared one, or for a
+// trusted check (a device cookie's) a reserved one too. It answers the
+// slot's channel, to release.
+func (h *Hasher) acquire(trusted bool) (chan struct{}, error) {
+	reserved := h.reserved
+	if !trusted {
+		reserved = nil // never ready
+	}
+	t := time.NewTimer(SlotWait)
+	defer t.Stop()
 	select {
-	case h.slots <- struct{}{}:
-		return nil
-	default:
-		return ErrBusy
+	case h.shared <- struct{}{}:
+		return h.shared, nil
+	case reserved <- struct{}{}:
+		return reserved, nil
+	case <-t.C:
+		return nil, ErrBusy
 	}
 }
-
-func (h *Hasher) release() { <-h.slots }
 
 // Hash is a password's argon2id hash in the PHC string form.
 func (h *Hasher) Hash(password string) (string, error) {
-	if err := h.acquire(); err != nil {
+	slot, err := h.acquire(false)
+	if err != nil {
 		return "", err
 	}
-	defer h.release()
+	defer func() { <-slot }()
 	return hashPassword(password), nil
 }
 
@@ -126,11 +146,16 @@ func hashPassword(password string) string {
 // Verify reports whether password matches hash. An empty hash (no such
 // person, or no password yet) is checked against a dummy hash, so that
 // the answer takes the same work either way.
-func (h *Hasher) Verify(hash, password string) (bool, error) {
-	if err := h.acquire(); err != nil {
+func (h *Hasher) Verify(hash, password string) (bool, error) { return h.verify(hash, password, false) }
+
+// verify is Verify in a shared slot, or for a trusted check (a sign-in
+// carrying a device cookie of its email) in any slot.
+func (h *Hasher) verify(hash, password string, trusted bool) (bool, error) {
+	slot, err := h.acquire(trusted)
+	if err != nil {
 		return false, err
 	}
-	defer h.release()
+	defer func() { <-slot }()
 	if hash == "" {
 		h.once.Do(func() { h.dummy = hashPassword("payreq dummy password") })
 		verifyPassword(h.dummy, password)

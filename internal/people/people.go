@@ -65,6 +65,9 @@ type Store struct {
 	Hasher *Hasher
 	// PublicURL is the base of the links in messages.
 	PublicURL string
+	// DeviceKey signs device tokens (device.go); derived from the pepper,
+	// so every instance of a deployment shares it. Empty: no device tokens.
+	DeviceKey []byte
 }
 
 // Person is someone who may sign in.

@@ -23,6 +23,9 @@ func (h *handler) answer(c echo.Context, err error, form *formPage) error {
 // of organization, or home.
 func (h *handler) afterSignIn(c echo.Context, s people.Session) error {
 	h.setSession(c, s.Token)
+	if s.Device != "" {
+		h.setDevice(c, s.Device)
+	}
 	switch {
 	case s.AwaitingSecondFactor:
 		return c.Redirect(http.StatusSeeOther, "/portal/sign-in/two-factor")
@@ -49,7 +52,7 @@ func (h *handler) signInPage(c echo.Context) error {
 func (h *handler) signIn(c echo.Context) error {
 	f := c.Request().PostForm
 	email := f.Get("email")
-	s, err := h.People.SignIn(c.Request().Context(), email, f.Get("password"), address(c))
+	s, err := h.People.SignIn(c.Request().Context(), email, f.Get("password"), address(c), h.device(c))
 	if err == people.ErrWrongCredentials {
 		form := signInForm(email)
 		form.page.Alert = people.ErrWrongCredentials.Message
