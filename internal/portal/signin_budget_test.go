@@ -224,7 +224,9 @@ func TestPasswordChecksBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, check := range map[string]func(address string) error{
-		"reset": func(a string) error { return env.App.People.ResetPassword(ctx, "no such link", "a fine new password 42", a) },
+		"reset": func(a string) error {
+			return env.App.People.ResetPassword(ctx, "no such link", "a fine new password 42", a)
+		},
 		"invitation": func(a string) error {
 			_, err := env.App.People.Accept(ctx, "no such invitation", "Someone", "a fine new password 42", a)
 			return err
