@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -331,9 +332,15 @@ func (s *Store) SignIn(ctx context.Context, email, password, address, device str
 }
 
 // ChangePassword sets a new password after checking the current one, and
-// ends the person's other sessions.
+// ends the person's other sessions and every open reset link. A wrong
+// current password counts as a failed sign-in of the person (it can lock
+// the email, which then refuses this too).
 func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current, password, address string) error {
 	if err := s.spend(ctx, address); err != nil {
+		return err
+	}
+	email := normalEmail(sess.Person.Email)
+	if err := s.emailLock(ctx, email); err != nil {
 		return err
 	}
 	var hash *string
@@ -353,6 +360,9 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 		return err
 	}
 	if !ok {
+		if err := s.failed(ctx, email, wire.Network(address), &sess.Person.ID); err != nil {
+			return err
+		}
 		fields["currentPassword"] = []string{"This is not your current password."}
 	}
 	if err := rule.InvalidFields(fields); err != nil {
@@ -369,6 +379,9 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE person_id = $1 AND digest <> $2`, sess.Person.ID, digest(token)); err != nil {
 			return err
 		}
+		if err := s.endResets(ctx, tx, sess.Person.ID); err != nil {
+			return err
+		}
 		orgs, err := s.orgsOf(ctx, tx, &sess.Person.ID)
 		if err != nil {
 			return err
@@ -382,33 +395,79 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 	})
 }
 
-// RequestReset emails a one-use reset link (30 minutes) when a person has
-// this email; the caller answers the same either way.
+// Reset request limits: per email (typed, lower case) and per address.
+const (
+	ResetsPerEmail   = 3
+	ResetsPerAddress = 20
+	ResetWindow      = time.Hour
+)
+
+// RequestReset queues a reset request for email, whether or not it has a
+// sign-in: nothing about the email is looked up here, so the answer takes
+// the same work either way; the delivery worker asks ResetNotice. At most
+// ResetsPerEmail an hour per email and ResetsPerAddress per address.
 func (s *Store) RequestReset(ctx context.Context, email, address string) error {
+	email = strings.TrimSpace(email)
+	if email == "" || len(email) > 254 {
+		return rule.InvalidField("email", "Enter the email you sign in with.")
+	}
+	key, address, now := normalEmail(email), wire.Network(address), s.Now()
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		var p struct {
-			ID    uuid.UUID `db:"id"`
-			Email string    `db:"email"`
+		var seen struct {
+			Email         int        `db:"email"`
+			Address       int        `db:"address"`
+			OldestEmail   *time.Time `db:"oldest_email"`
+			OldestAddress *time.Time `db:"oldest_address"`
 		}
-		err := tx.GetContext(ctx, &p, `SELECT id, email FROM people WHERE lower(email) = $1`, normalEmail(email))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+		if err := tx.GetContext(ctx, &seen, `SELECT count(*) FILTER (WHERE email = $1) AS email, min(at) FILTER (WHERE email = $1) AS oldest_email,
+				count(*) FILTER (WHERE address = $2) AS address, min(at) FILTER (WHERE address = $2) AS oldest_address
+			FROM reset_requests WHERE (email = $1 OR address = $2) AND at > $3`, key, address, now.Add(-ResetWindow)); err != nil {
+			return fmt.Errorf("people: unable to count reset requests: %w", err)
 		}
-		if err != nil {
-			return fmt.Errorf("people: unable to find person: %w", err)
+		switch {
+		case seen.Email >= ResetsPerEmail:
+			return resetsLimited(seen.OldestEmail.Add(ResetWindow).Sub(now), "This email was sent enough reset links for now.")
+		case seen.Address >= ResetsPerAddress:
+			return resetsLimited(seen.OldestAddress.Add(ResetWindow).Sub(now), "There have been too many reset requests from your network.")
 		}
-		token, d := newToken()
-		now := s.Now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO password_resets (digest, person_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			d, p.ID, now, now.Add(ResetLife)); err != nil {
-			return fmt.Errorf("people: unable to make reset link: %w", err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reset_requests (email, address, at) VALUES ($1, $2, $3)`, key, address, now); err != nil {
+			return fmt.Errorf("people: unable to record reset request: %w", err)
 		}
-		return delivery.EnqueueNotice(ctx, tx, s.Vault, nil, delivery.Notice{To: p.Email,
-			Subject: "Reset your payreq password",
-			Text: "Hello,\n\nSomeone (we hope you) asked to reset the password of your payreq account.\n\n" +
-				"Choose a new password here (the link works once, for 30 minutes):\n" + s.PublicURL + "/portal/password-reset/" + token + "\n\n" +
-				"If you did not ask, ignore this email: your password stays as it is.\n"}, now)
+		return delivery.EnqueueNotice(ctx, tx, s.Vault, nil, delivery.Notice{To: email, Subject: "Reset your payreq password", PasswordReset: true}, now)
 	})
+}
+
+func resetsLimited(wait time.Duration, why string) *rule.Error {
+	minutes := max(int(math.Ceil(wait.Minutes())), 1)
+	return &rule.Error{Kind: rule.Limited, Title: "Too many reset requests", RetryAfter: max(wait.Round(time.Second), time.Second),
+		Message: fmt.Sprintf("%s Try again in %d minute%s.", why, minutes, map[bool]string{true: "", false: "s"}[minutes == 1])}
+}
+
+// ResetNotice is the reset email of email, with a new one-use link (30
+// minutes), when a person has this email; ok false when none has. The
+// delivery worker asks it for a request RequestReset queued.
+func (s *Store) ResetNotice(ctx context.Context, email string) (n delivery.Notice, ok bool, err error) {
+	var p struct {
+		ID    uuid.UUID `db:"id"`
+		Email string    `db:"email"`
+	}
+	err = s.DB.GetContext(ctx, &p, `SELECT id, email FROM people WHERE lower(email) = $1`, normalEmail(email))
+	if errors.Is(err, sql.ErrNoRows) {
+		return delivery.Notice{}, false, nil
+	}
+	if err != nil {
+		return delivery.Notice{}, false, fmt.Errorf("people: unable to find person: %w", err)
+	}
+	token, d := newToken()
+	now := s.Now()
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO password_resets (digest, person_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		d, p.ID, now, now.Add(ResetLife)); err != nil {
+		return delivery.Notice{}, false, fmt.Errorf("people: unable to make reset link: %w", err)
+	}
+	return delivery.Notice{To: p.Email, Subject: "Reset your payreq password",
+		Text: "Hello,\n\nSomeone (we hope you) asked to reset the password of your payreq account.\n\n" +
+			"Choose a new password here (the link works once, for 30 minutes):\n" + s.PublicURL + "/portal/password-reset/" + token + "\n\n" +
+			"If you did not ask, ignore this email: your password stays as it is.\n"}, true, nil
 }
 
 // ResetValid reports whether token is an unused, unexpired reset link.
@@ -425,7 +484,8 @@ func (s *Store) ResetValid(ctx context.Context, token string) error {
 }
 
 // ResetPassword sets a new password through a reset link: every session
-// of the person ends, and a sign-in lock of their email is lifted.
+// and every other reset link of the person ends, and a sign-in lock of
+// their email is lifted.
 func (s *Store) ResetPassword(ctx context.Context, token, password, address string) error {
 	if err := s.spend(ctx, address); err != nil {
 		return err
@@ -457,6 +517,9 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, address stri
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errLinkGone
 		}
+		if err := s.endResets(ctx, tx, p.ID); err != nil {
+			return err
+		}
 		for _, q := range []string{
 			`UPDATE people SET password_hash = $2 WHERE id = $1`,
 			`DELETE FROM sessions WHERE person_id = $1`,
@@ -487,4 +550,13 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, address stri
 		}
 		return nil
 	})
+}
+
+// endResets ends every open reset link of person: a new password, however
+// set, makes the links sent for the old one useless.
+func (s *Store) endResets(ctx context.Context, tx *sqlx.Tx, person uuid.UUID) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE password_resets SET used_at = $2 WHERE person_id = $1 AND used_at IS NULL`, person, s.Now()); err != nil {
+		return fmt.Errorf("people: unable to end reset links: %w", err)
+	}
+	return nil
 }

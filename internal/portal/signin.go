@@ -134,8 +134,10 @@ func (h *handler) resetRequestPage(c echo.Context) error {
 // resetRequest is POST /portal/password-reset: the same page whatever the
 // email, so that it tells nobody which emails have an account.
 func (h *handler) resetRequest(c echo.Context) error {
-	if err := h.People.RequestReset(c.Request().Context(), c.Request().PostForm.Get("email"), address(c)); err != nil {
-		return h.failure(c, err)
+	email := c.Request().PostForm.Get("email")
+	if err := h.People.RequestReset(c.Request().Context(), email, address(c)); err != nil {
+		return h.answer(c, err, &formPage{name: "reset-request", page: page{Title: "Reset your password", Form: url.Values{"email": {email}}},
+			fields: []string{"email"}})
 	}
 	return h.render(c, http.StatusOK, "reset-request", page{Title: "Reset your password",
 		Notice: "If an account has this email, a link to choose a new password is on its way to it. The link works once, for 30 minutes."})
