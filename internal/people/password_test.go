@@ -43,16 +43,23 @@ func TestHasherBoundsHashesAtOnce(t *testing.T) {
 	}
 }
 
+// Passwords zxcvbn guesses soon are refused with the reason in plain
+// words: a common one with digits, one built from the email or the name;
+// a passphrase of uncommon words is taken.
 func TestCheckPassword(t *testing.T) {
 	for pw, want := range map[string]string{
-		"short":                    "at least 12",
-		strings.Repeat("x", 129):   "at most 128",
-		"Unbelievable":             "most common",
-		"dana.whitfield is here!!": "email",
-		"correct horse battery":    "",
+		"short":                        "at least 12",
+		strings.Repeat("x", 129):       "at most 128",
+		"password1234":                 "common password",
+		"Unbelievable":                 "too easy to guess",
+		"qwertyuiop12":                 "too easy to guess",
+		"dana.whitfield is here!!":     "email",
+		"WhitfieldDana!":               "your email or your name",
+		"correct horse battery":        "",
+		"plinth marmot cobalt lantern": "",
 		"日本語のパスワードはこれです十二": "",
 	} {
-		err := CheckPassword("password", "Dana.Whitfield@example.com", pw)
+		err := CheckPassword("password", "Dana.Whitfield@example.com", "Dana Whitfield", pw)
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%q refused: %v", pw, err)

@@ -348,7 +348,7 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 		return fmt.Errorf("people: unable to read person: %w", err)
 	}
 	fields := map[string][]string{}
-	if err := CheckPassword("password", sess.Person.Email, password); err != nil {
+	if err := CheckPassword("password", sess.Person.Email, sess.Person.Name, password); err != nil {
 		fields["password"] = err.Fields["password"]
 	}
 	h := ""
@@ -493,8 +493,9 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, address stri
 	var p struct {
 		ID    uuid.UUID `db:"id"`
 		Email string    `db:"email"`
+		Name  string    `db:"name"`
 	}
-	err := s.DB.GetContext(ctx, &p, `SELECT p.id, p.email FROM password_resets r JOIN people p ON p.id = r.person_id
+	err := s.DB.GetContext(ctx, &p, `SELECT p.id, p.email, p.name FROM password_resets r JOIN people p ON p.id = r.person_id
 		WHERE r.digest = $1 AND r.used_at IS NULL AND r.expires_at > $2`, digest(token), s.Now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return errLinkGone
@@ -502,7 +503,7 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, address stri
 	if err != nil {
 		return fmt.Errorf("people: unable to read reset link: %w", err)
 	}
-	if err := CheckPassword("password", p.Email, password); err != nil {
+	if err := CheckPassword("password", p.Email, p.Name, password); err != nil {
 		return err
 	}
 	hash, err := s.Hasher.Hash(password)

@@ -133,7 +133,7 @@ func TestPasswordReset(t *testing.T) {
 	}
 	link := portaltest.Link(t, mail.Wait(m.Email, "Reset"))
 	page := c.Get(link).Want(t, http.StatusOK)
-	c.Post(link, page.CSRF(t), url.Values{"password": {"Unbelievable"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "most common")
+	c.Post(link, page.CSRF(t), url.Values{"password": {"password1234"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "too easy to guess")
 	c.Post(link, page.CSRF(t), url.Values{"password": {"short"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "at least 12")
 	local := m.Email[:strings.Index(m.Email, "@")]
 	c.Post(link, page.CSRF(t), url.Values{"password": {"xx" + local + "yy"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "email")
