@@ -76,7 +76,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	worker, err := delivery.NewWorker(a.DB, delivery.Config{
-		Invoices: a.Invoices, Open: a.Vault.Open, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
+		Invoices: a.Invoices, Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
 		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
 	}, log, a.Now)

@@ -129,10 +129,15 @@ func CancelPending(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, at tim
 // Notice is a message to a person about their sign-in (an invitation, a
 // password reset, a lockout), not about an invoice. It holds a one-use
 // link, so it is sealed in the outbox and cleared once delivered.
+//
+// A PasswordReset notice is a request, not yet a message: the worker asks
+// Config.PasswordResets for its words, so that the request answered at
+// once looked nothing up about the email (whether it has a sign-in).
 type Notice struct {
-	To      string `json:"to"`
-	Subject string `json:"subject"`
-	Text    string `json:"text"`
+	To            string `json:"to"`
+	Subject       string `json:"subject"`
+	Text          string `json:"text"`
+	PasswordReset bool   `json:"passwordReset,omitempty"`
 }
 
 // Sealer seals a notice at rest (internal/vault).

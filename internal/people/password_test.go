@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// A hash verifies its password and no other; while every slot is taken a
-// check is refused at once (ErrBusy, a 503 in the portal) rather than
-// queued.
+// A hash verifies its password and no other. While every shared slot is
+// taken an anonymous check waits SlotWait, then is refused (ErrBusy, the
+// portal's busy page), and a check carrying a device cookie still runs in
+// the slot reserved to it.
 func TestHasherBoundsHashesAtOnce(t *testing.T) {
-	h := NewHasher(1)
+	h := NewHasher(2)
 	hash, err := h.Hash("a long enough password")
 	if err != nil {
 		t.Fatal(err)
@@ -23,28 +24,42 @@ func TestHasherBoundsHashesAtOnce(t *testing.T) {
 			t.Errorf("Verify(%q) = %v, %v; want %v", pw, ok, err, want)
 		}
 	}
-	if err := h.acquire(); err != nil {
+	slot, err := h.acquire(false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Verify(hash, "a long enough password"); !errors.Is(err, ErrBusy) {
-		t.Errorf("with every slot taken: %v, want ErrBusy", err)
+		t.Errorf("with every shared slot taken: %v, want ErrBusy", err)
 	}
-	h.release()
+	if _, err := h.Hash("another long password"); !errors.Is(err, ErrBusy) {
+		t.Errorf("a new hash with every shared slot taken: %v, want ErrBusy", err)
+	}
+	if ok, err := h.verify(hash, "a long enough password", true); !ok || err != nil {
+		t.Errorf("a device cookie's check with the shared slots taken: %v, %v; want it verified", ok, err)
+	}
+	<-slot
 	if ok, err := h.Verify("", "anything at all here"); ok || err != nil {
 		t.Errorf("no hash (an unknown email) verified: %v %v", ok, err)
 	}
 }
 
+// Passwords zxcvbn guesses soon are refused with the reason in plain
+// words: a common one with digits, one built from the email or the name;
+// a passphrase of uncommon words is taken.
 func TestCheckPassword(t *testing.T) {
 	for pw, want := range map[string]string{
-		"short":                    "at least 12",
-		strings.Repeat("x", 129):   "at most 128",
-		"Unbelievable":             "most common",
-		"dana.whitfield is here!!": "email",
-		"correct horse battery":    "",
+		"short":                        "at least 12",
+		strings.Repeat("x", 129):       "at most 128",
+		"password1234":                 "common password",
+		"Unbelievable":                 "too easy to guess",
+		"qwertyuiop12":                 "too easy to guess",
+		"dana.whitfield is here!!":     "email",
+		"WhitfieldDana!":               "your email or your name",
+		"correct horse battery":        "",
+		"plinth marmot cobalt lantern": "",
 		"日本語のパスワードはこれです十二": "",
 	} {
-		err := CheckPassword("password", "Dana.Whitfield@example.com", pw)
+		err := CheckPassword("password", "Dana.Whitfield@example.com", "Dana Whitfield", pw)
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%q refused: %v", pw, err)

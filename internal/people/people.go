@@ -5,9 +5,11 @@
 // knows nothing of HTTP: the portal and the CLI call it.
 //
 // It owns the tables people, memberships, two_factor_required,
-// recovery_codes, sessions, invitations, password_resets,
-// sign_in_failures, sign_in_locks and audit_log. Its messages (invitations,
-// resets, lockout notices) go through the outbox (internal/delivery).
+// recovery_codes, sessions, invitations, password_resets, reset_requests,
+// sign_in_failures, sign_in_locks, password_checks and audit_log. Its
+// messages (invitations, resets, lockout notices) go through the outbox
+// (internal/delivery); a reset request's words are written when the
+// delivery worker asks ResetNotice.
 package people
 
 import (
@@ -65,6 +67,9 @@ type Store struct {
 	Hasher *Hasher
 	// PublicURL is the base of the links in messages.
 	PublicURL string
+	// DeviceKey signs device tokens (device.go); derived from the pepper,
+	// so every instance of a deployment shares it. Empty: no device tokens.
+	DeviceKey []byte
 }
 
 // Person is someone who may sign in.

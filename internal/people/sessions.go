@@ -25,6 +25,9 @@ type Session struct {
 	// AwaitingSecondFactor: the password was right; the second step waits.
 	AwaitingSecondFactor bool
 	CreatedAt            time.Time
+	// Device is a new device token for the browser's cookie (device.go),
+	// set when a sign-in has just passed both steps.
+	Device string
 }
 
 // ErrNoSession: no session has this token, or it has ended (signed out,

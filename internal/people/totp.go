@@ -141,7 +141,9 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, p Person, code, address st
 
 // SecondFactor completes a sign-in waiting for it, with a code of the
 // person's authenticator app or one of their recovery codes (each works
-// once). A wrong code counts as a failed sign-in of the email.
+// once). A wrong code counts against the person on its own (5 pause their
+// second step) and against the address; a correct one clears the failures
+// and answers a device token.
 func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address string) (Session, error) {
 	sess, err := s.Session(ctx, token)
 	if err != nil {
@@ -151,7 +153,7 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 		return sess, nil
 	}
 	key := normalEmail(sess.Person.Email)
-	if err := s.checkLimits(ctx, key, address); err != nil {
+	if err := s.secondStepLimits(ctx, sess.Person.ID, address); err != nil {
 		return Session{}, err
 	}
 	var ok bool
@@ -194,6 +196,9 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 		if !ok {
 			return nil
 		}
+		if err := s.clearFailures(ctx, tx, key, sess.Person.ID); err != nil {
+			return err
+		}
 		orgs, err := s.orgsOf(ctx, tx, &sess.Person.ID)
 		if err != nil {
 			return err
@@ -232,7 +237,7 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 		return Session{}, err
 	}
 	if !ok {
-		if err := s.failed(ctx, key, address, &sess.Person.ID); err != nil {
+		if err := s.secondFactorFailed(ctx, sess.Person, address); err != nil {
 			return Session{}, err
 		}
 		field := "code"
@@ -241,6 +246,7 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 		}
 		return Session{}, rule.InvalidField(field, "This code is not right, or it was used already.")
 	}
+	sess.Device = s.newDevice(sess.Person.ID)
 	return sess, nil
 }
 

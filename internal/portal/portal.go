@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -80,6 +81,7 @@ type handler struct {
 	Deps
 	secure        bool // https: a __Host- cookie, Secure
 	sessionCookie string
+	deviceCookie  string
 	stylesheet    string
 }
 
@@ -96,9 +98,9 @@ const maxForm = 64 << 10
 func New(d Deps) *echo.Echo {
 	u, _ := url.Parse(d.PublicURL)
 	h := &handler{Deps: d, secure: u != nil && u.Scheme == "https", stylesheet: "/portal/assets/" + web.StylesheetName}
-	h.sessionCookie = "payreq_session"
+	h.sessionCookie, h.deviceCookie = "payreq_session", "payreq_device"
 	if h.secure {
-		h.sessionCookie = "__Host-payreq_session"
+		h.sessionCookie, h.deviceCookie = "__Host-payreq_session", "__Host-payreq_device"
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -368,6 +370,22 @@ func (h *handler) setSession(c echo.Context, token string) {
 		SameSite: http.SameSiteLaxMode})
 }
 
+// setDevice keeps a device token (people.Session.Device) in the browser
+// for a year: its later sign-ins pass its person's lockout and hashing
+// floods.
+func (h *handler) setDevice(c echo.Context, token string) {
+	c.SetCookie(&http.Cookie{Name: h.deviceCookie, Value: token, Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: 365 * 24 * 60 * 60})
+}
+
+// device is the request's device token, or "".
+func (h *handler) device(c echo.Context) string {
+	if ck, err := c.Cookie(h.deviceCookie); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
 func (h *handler) clearSession(c echo.Context) {
 	c.SetCookie(&http.Cookie{Name: h.sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: h.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
@@ -518,6 +536,11 @@ func (h *handler) notFound(c echo.Context) error {
 	return h.message(c, http.StatusNotFound, "Page not found", "There is no page at this address, or it is not yours to see.")
 }
 
+// busyRetry is when, in seconds, a request refused for want of a hashing
+// slot is asked to come back: a slot frees in well under a second once a
+// burst passes.
+const busyRetry = 5
+
 // failure answers a failure of the service, and returns err for the log.
 func (h *handler) failure(c echo.Context, err error) error {
 	if errors.Is(err, web.ErrForgery) {
@@ -534,8 +557,14 @@ func (h *handler) failure(c echo.Context, err error) error {
 	if r := rule.As(err); r != nil {
 		return h.refused(c, r, nil)
 	}
+	if errors.Is(err, people.ErrBusy) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetry))
+		_ = h.message(c, http.StatusServiceUnavailable, "The service is busy",
+			fmt.Sprintf("Too many passwords are being checked at this moment. Nothing was changed: try again in %d seconds.", busyRetry))
+		return err
+	}
 	status := http.StatusInternalServerError
-	if postgres.Unavailable(err) || errors.Is(err, people.ErrBusy) {
+	if postgres.Unavailable(err) {
 		status = http.StatusServiceUnavailable
 		c.Response().Header().Set("Retry-After", "5")
 	}

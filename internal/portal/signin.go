@@ -23,6 +23,9 @@ func (h *handler) answer(c echo.Context, err error, form *formPage) error {
 // of organization, or home.
 func (h *handler) afterSignIn(c echo.Context, s people.Session) error {
 	h.setSession(c, s.Token)
+	if s.Device != "" {
+		h.setDevice(c, s.Device)
+	}
 	switch {
 	case s.AwaitingSecondFactor:
 		return c.Redirect(http.StatusSeeOther, "/portal/sign-in/two-factor")
@@ -49,7 +52,7 @@ func (h *handler) signInPage(c echo.Context) error {
 func (h *handler) signIn(c echo.Context) error {
 	f := c.Request().PostForm
 	email := f.Get("email")
-	s, err := h.People.SignIn(c.Request().Context(), email, f.Get("password"), address(c))
+	s, err := h.People.SignIn(c.Request().Context(), email, f.Get("password"), address(c), h.device(c))
 	if err == people.ErrWrongCredentials {
 		form := signInForm(email)
 		form.page.Alert = people.ErrWrongCredentials.Message
@@ -131,8 +134,10 @@ func (h *handler) resetRequestPage(c echo.Context) error {
 // resetRequest is POST /portal/password-reset: the same page whatever the
 // email, so that it tells nobody which emails have an account.
 func (h *handler) resetRequest(c echo.Context) error {
-	if err := h.People.RequestReset(c.Request().Context(), c.Request().PostForm.Get("email"), address(c)); err != nil {
-		return h.failure(c, err)
+	email := c.Request().PostForm.Get("email")
+	if err := h.People.RequestReset(c.Request().Context(), email, address(c)); err != nil {
+		return h.answer(c, err, &formPage{name: "reset-request", page: page{Title: "Reset your password", Form: url.Values{"email": {email}}},
+			fields: []string{"email"}})
 	}
 	return h.render(c, http.StatusOK, "reset-request", page{Title: "Reset your password",
 		Notice: "If an account has this email, a link to choose a new password is on its way to it. The link works once, for 30 minutes."})

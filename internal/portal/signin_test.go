@@ -103,15 +103,15 @@ func TestSignInLimits(t *testing.T) {
 	// different addresses of one network, then the network is refused.
 	ctx := context.Background()
 	for i := range 20 {
-		_, err := env.App.People.SignIn(ctx, "someone"+string(rune('a'+i))+"@example.com", "wrong password 1234", "2001:db8:1:2::/64")
+		_, err := env.App.People.SignIn(ctx, "someone"+string(rune('a'+i))+"@example.com", "wrong password 1234", "2001:db8:1:2::/64", "")
 		if err == nil {
 			t.Fatal("a wrong password signed in")
 		}
 	}
-	if _, err := env.App.People.SignIn(ctx, m.Email, newPassword, "2001:db8:1:2::/64"); err == nil || !strings.Contains(err.Error(), "network") {
+	if _, err := env.App.People.SignIn(ctx, m.Email, newPassword, "2001:db8:1:2::/64", ""); err == nil || !strings.Contains(err.Error(), "network") {
 		t.Fatalf("the 21st sign-in from the /64: %v, want refused", err)
 	}
-	if _, err := env.App.People.SignIn(ctx, m.Email, newPassword, "2001:db8:1:3::/64"); err != nil {
+	if _, err := env.App.People.SignIn(ctx, m.Email, newPassword, "2001:db8:1:3::/64", ""); err != nil {
 		t.Fatalf("another /64: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestPasswordReset(t *testing.T) {
 	}
 	link := portaltest.Link(t, mail.Wait(m.Email, "Reset"))
 	page := c.Get(link).Want(t, http.StatusOK)
-	c.Post(link, page.CSRF(t), url.Values{"password": {"Unbelievable"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "most common")
+	c.Post(link, page.CSRF(t), url.Values{"password": {"password1234"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "too easy to guess")
 	c.Post(link, page.CSRF(t), url.Values{"password": {"short"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "at least 12")
 	local := m.Email[:strings.Index(m.Email, "@")]
 	c.Post(link, page.CSRF(t), url.Values{"password": {"xx" + local + "yy"}}).Want(t, http.StatusBadRequest).ErrorBeside(t, "password", "email")

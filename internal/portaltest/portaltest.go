@@ -220,7 +220,7 @@ func StartMailbox(t testing.TB, env *apitest.Env) *Mailbox {
 	t.Helper()
 	srv := smtpfake.Start(t, smtpfake.Accept)
 	w, err := delivery.NewWorker(env.App.DB, delivery.Config{
-		Invoices: env.App.Invoices, Open: env.App.Vault.Open, DataDir: env.App.Config.DataDir,
+		Invoices: env.App.Invoices, Open: env.App.Vault.Open, PasswordResets: env.App.People.ResetNotice, DataDir: env.App.Config.DataDir,
 		SMTPURL: srv.URL("billing@example.com"), PollInterval: 20 * time.Millisecond,
 	}, env.App.Config.Logger(env.Log), env.Clock.Now)
 	if err != nil {
