@@ -177,7 +177,8 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 	if err := env.App.DB.Select(&audit, `SELECT action FROM audit_log WHERE organization_id = $1 AND action LIKE 'webhook%' ORDER BY at, id`, org); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(audit, ", "); got != "webhook endpoint created, webhook secret rotated, webhook endpoint changed, webhook endpoint changed, webhook endpoint deleted" {
+	if got := strings.Join(audit, ", "); got != "webhook endpoint created, webhook endpoint pinged, webhook event sent again, webhook secret rotated, "+
+		"webhook endpoint changed, webhook endpoint changed, webhook endpoint deleted" {
 		t.Errorf("the audit log: %s", got)
 	}
 	log := c.Get("/portal/audit").Body + env.Log.String()
