@@ -515,7 +515,7 @@ func TestEndpointAddressChecks(t *testing.T) {
 		{"https://169.254.169.254/latest/meta-data", public},
 		{"https://[::1]/", public},
 		{"https://[::ffff:192.168.1.1]/", public},
-		{"https://[fe80::1%25eth0]/", public},
+		{"https://[fe80::1%25eth0]/", "must not name an IPv6 zone"},
 		{"https://internal.example.com/", public},
 		{"https://mixed.example.com/", public},
 		{"https://mapped.example.com/", public},
