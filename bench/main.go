@@ -539,7 +539,7 @@ func (h *harness) prepare(ctx context.Context, ds *dataset) (auth.NewKey, string
 	if err != nil {
 		return auth.NewKey{}, "", fmt.Errorf("the owner of the organization under test: %w", err)
 	}
-	key, _, err := a.Auth.CreateKey(ctx, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant), nil)
+	key, _, err := a.Auth.CreateKey(ctx, nil, owner.ID, "bench load", auth.PermissionsFor(auth.KindMerchant), nil)
 	if err != nil {
 		return auth.NewKey{}, "", fmt.Errorf("bench key: %w", err)
 	}

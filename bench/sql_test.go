@@ -103,7 +103,7 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 			}
 		}},
 		{"send.sql", func() {
-			if _, err := invoices.Send(ctx, org, made[1].ID); err != nil {
+			if _, err := invoices.Send(ctx, invoice.Actor{OrganizationID: org}, made[1].ID); err != nil {
 				t.Fatal(err)
 			}
 		}},

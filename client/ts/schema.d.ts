@@ -565,7 +565,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event again
-         * @description Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
+         * @description Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. The key must be able to subscribe to every type each of those endpoints receives (as on creation: an endpoint of `invoice.*` or `*` needs `payments.view`), else a 403 naming the permission, and nothing is sent. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
          */
         post: operations["redeliverEvent"];
         delete?: never;
@@ -654,14 +654,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+         * @description Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+         * @description Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -677,7 +677,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's secret
-         * @description Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+         * @description Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
          *     Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
          */
         post: operations["rotateWebhookSecret"];
@@ -698,7 +698,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
+         * @description Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
          */
         post: operations["pingWebhookEndpoint"];
         delete?: never;

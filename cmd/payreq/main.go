@@ -251,7 +251,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		if err != nil {
 			return onboardErr("keys create", err)
 		}
-		k, _, err := a.Auth.CreateKey(ctx, owner.ID, *name, permissions, nil)
+		k, _, err := a.Auth.CreateKey(ctx, nil, owner.ID, *name, permissions, nil)
 		if err != nil {
 			return onboardErr("keys create", err)
 		}
@@ -288,7 +288,7 @@ func keysCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		defer a.Close()
 		k, err := a.Auth.Key(ctx, fs.Arg(0))
 		if err == nil {
-			_, err = a.Auth.RevokeKey(ctx, k.OrganizationID, k.ID)
+			_, err = a.Auth.RevokeKey(ctx, nil, k.OrganizationID, k.ID)
 		}
 		if err != nil {
 			return onboardErr("keys revoke", err)

@@ -3819,7 +3819,7 @@ type ClientInterface interface {
 
 	// RedeliverEvent Send an event again
 	//
-	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
+	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. The key must be able to subscribe to every type each of those endpoints receives (as on creation: an endpoint of `invoice.*` or `*` needs `payments.view`), else a 403 naming the permission, and nothing is sent. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
 	RedeliverEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4352,7 +4352,7 @@ type ClientInterface interface {
 
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	//
-	// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+	// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
 	DeleteWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4366,7 +4366,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpointWithBody Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4375,7 +4375,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpoint Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4384,14 +4384,14 @@ type ClientInterface interface {
 
 	// PingWebhookEndpoint Send a test event
 	//
-	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
+	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/ping (the `PingWebhookEndpoint` operationId).
 	PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes any type of body and a specified content type.
@@ -4401,7 +4401,7 @@ type ClientInterface interface {
 
 	// RotateWebhookSecret Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes a body of the `application/json` content type.
@@ -4711,7 +4711,7 @@ func (c *Client) GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors
 
 // RedeliverEvent Send an event again
 //
-// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
+// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. The key must be able to subscribe to every type each of those endpoints receives (as on creation: an endpoint of `invoice.*` or `*` needs `payments.view`), else a 403 naming the permission, and nothing is sent. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
 func (c *Client) RedeliverEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5494,7 +5494,7 @@ func (c *Client) CreateWebhookEndpoint(ctx context.Context, params *CreateWebhoo
 
 // DeleteWebhookEndpoint Delete a webhook endpoint
 //
-// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
 func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5528,7 +5528,7 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, id openapi_types.UUID, 
 
 // UpdateWebhookEndpointWithBody Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5547,7 +5547,7 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, id openapi_t
 
 // UpdateWebhookEndpoint Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5566,7 +5566,7 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id openapi_types.UUI
 
 // PingWebhookEndpoint Send a test event
 //
-// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
+// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 //
 // Corresponds with POST /webhook-endpoints/{id}/ping (the `PingWebhookEndpoint` operationId).
 func (c *Client) PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5583,7 +5583,7 @@ func (c *Client) PingWebhookEndpoint(ctx context.Context, id openapi_types.UUID,
 
 // RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 // Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes any type of body and a specified content type.
@@ -5603,7 +5603,7 @@ func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, id openapi_typ
 
 // RotateWebhookSecret Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 // Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes a body of the `application/json` content type.
@@ -7627,7 +7627,7 @@ type ClientWithResponsesInterface interface {
 
 	// RedeliverEventWithResponse Send an event again
 	//
-	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
+	// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. The key must be able to subscribe to every type each of those endpoints receives (as on creation: an endpoint of `invoice.*` or `*` needs `payments.view`), else a 403 naming the permission, and nothing is sent. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8188,7 +8188,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 	//
-	// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+	// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8206,7 +8206,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8215,7 +8215,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithResponse Change a webhook endpoint
 	//
-	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+	// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8224,7 +8224,7 @@ type ClientWithResponsesInterface interface {
 
 	// PingWebhookEndpointWithResponse Send a test event
 	//
-	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
+	// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8233,7 +8233,7 @@ type ClientWithResponsesInterface interface {
 
 	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8243,7 +8243,7 @@ type ClientWithResponsesInterface interface {
 
 	// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
 	//
-	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+	// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 	// Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -12284,7 +12284,7 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id opena
 
 // RedeliverEventWithResponse Send an event again
 //
-// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
+// Sends the event again, from a first attempt with the whole retry schedule, to every enabled endpoint subscribed to its type or already sent it, with the same `webhook-id` (receivers deduplicate by it). 202: queued; `GET /events/{id}` shows the deliveries. An event whose data the key may not read (`payments.view` for `invoice.*`, `card_payment.*`, `saved_card.*` and `deposit.*`; `applications.view` for `application.*`) is a 404, as another organization's. The key must be able to subscribe to every type each of those endpoints receives (as on creation: an endpoint of `invoice.*` or `*` needs `payments.view`), else a 403 naming the permission, and nothing is sent. Each endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is sent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12995,7 +12995,7 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Cont
 
 // DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 //
-// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten.
+// Removes the endpoint; nothing more is sent to it, and its deliveries are forgotten. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13025,7 +13025,7 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 
 // UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13040,7 +13040,7 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 
 // UpdateWebhookEndpointWithResponse Change a webhook endpoint
 //
-// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are.
+// Changes any of `url` (checked as on creation), `description` (an empty string removes it), `eventTypes` (each type needs the permission that protects its data, as on creation: a 403 names the first missing) and `status`. Setting `status` to `enabled` clears `disabledReason` and the endpoint's record of failures; `disabled` stops deliveries to it (those due fail). Keys left out stay as they are. Any change needs the permissions of the types the endpoint receives already, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13055,7 +13055,7 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Cont
 
 // PingWebhookEndpointWithResponse Send a test event
 //
-// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
+// Records a `webhook.ping` event and sends it to this endpoint alone (whatever its `eventTypes`; not to a disabled one). 202: queued; `GET /events/{eventId}` shows how it went. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing. An endpoint takes at most 10 pings and redeliveries a minute: past that, a 429 with `Retry-After`, and nothing is recorded or sent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13070,7 +13070,7 @@ func (c *ClientWithResponses) PingWebhookEndpointWithResponse(ctx context.Contex
 
 // RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 // Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13086,7 +13086,7 @@ func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx contex
 
 // RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
 //
-// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone.
+// Gives the endpoint a new secret, answered only here. For the next 24 hours (or `expireCurrentInSeconds`) every delivery carries two signatures, by the new secret and the old one, so the receiver can switch over without losing a delivery; after that only the new one signs. `expireCurrentInSeconds: 0` stops the old secret at once, for a secret that leaked: the next delivery carries the new signature alone. The key needs the permissions of the types the endpoint receives, as creating it did (`payments.view` for `invoice.*`): else a 403 naming the first missing, and no secret is made or shown.
 // Send an `Idempotency-Key` so that a retried request cannot rotate twice (which would stop the secret in use at once, for one that nobody saw): the same key and body within 24 hours rotates nothing and answers the endpoint with its current secret; the same key with another body or another endpoint is a 422 (`Idempotency key reused`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -153,7 +153,8 @@ func (s *Server) PutReminderSettings(ctx context.Context, req gen.PutReminderSet
 	for i, o := range req.Body.OffsetsDays {
 		in.OffsetsDays[i] = int(o)
 	}
-	rs, err := s.invoices.SetReminderSettings(ctx, principalFrom(ctx).OrganizationID, in)
+	p := principalFrom(ctx)
+	rs, err := s.invoices.SetReminderSettings(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, in)
 	if r := refusal(err); r != nil && r.status == http.StatusBadRequest {
 		return gen.PutReminderSettings400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(r)}, nil
 	}
@@ -204,7 +205,8 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 
 // SendPaymentRequest sends the pay link again.
 func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequestRequestObject) (gen.SendPaymentRequestResponseObject, error) {
-	inv, err := s.invoices.Send(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	p := principalFrom(ctx)
+	inv, err := s.invoices.Send(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, req.Id)
 	if r := refusal(err); r != nil {
 		switch r.status {
 		case http.StatusNotFound:

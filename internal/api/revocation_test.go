@@ -30,7 +30,7 @@ func TestRevokedKey(t *testing.T) {
 		t.Fatalf("before revocation: %d %s", resp.StatusCode, resp.Body)
 	}
 
-	if _, err := env.App.Auth.RevokeKey(context.Background(), key.OrganizationID, key.KeyID); err != nil {
+	if _, err := env.App.Auth.RevokeKey(context.Background(), nil, key.OrganizationID, key.KeyID); err != nil {
 		t.Fatal(err)
 	}
 	resp := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: formBody("client_credentials", key.KeyID, key.Secret), Header: formHeader})
@@ -109,7 +109,7 @@ func TestRevocationSharedAcrossInstances(t *testing.T) {
 		}
 	}
 
-	if _, err := one.App.Auth.RevokeKey(context.Background(), key.OrganizationID, key.KeyID); err != nil {
+	if _, err := one.App.Auth.RevokeKey(context.Background(), nil, key.OrganizationID, key.KeyID); err != nil {
 		t.Fatal(err)
 	}
 	resp := two.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: formBody("client_credentials", key.KeyID, key.Secret), Header: formHeader})

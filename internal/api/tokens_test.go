@@ -66,7 +66,7 @@ func TestTokenErrors(t *testing.T) {
 	seed := env.Seed()
 	good := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
 	revoked := env.NewKey(t, seed.Merchant.OrganizationID, auth.LocationsView)
-	if _, err := env.App.Auth.RevokeKey(ctx, revoked.OrganizationID, revoked.KeyID); err != nil {
+	if _, err := env.App.Auth.RevokeKey(ctx, nil, revoked.OrganizationID, revoked.KeyID); err != nil {
 		t.Fatal(err)
 	}
 	other := env.Seed()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/rule"
@@ -89,12 +90,20 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	return out, nil
 }
 
+// webhookActor is the key as package webhook checks what it may manage;
+// keys are not audited (the audit log is the portal's members').
+func webhookActor(p auth.Principal) webhook.Actor {
+	return webhook.Actor{OrganizationID: p.OrganizationID, Permissions: p.Permissions}
+}
+
 // RedeliverEvent queues the event again for its endpoints.
 func (s *Server) RedeliverEvent(ctx context.Context, req gen.RedeliverEventRequestObject) (gen.RedeliverEventResponseObject, error) {
 	p := principalFrom(ctx)
-	err := s.webhooks.Redeliver(ctx, p.OrganizationID, p.Permissions, req.Id)
+	err := s.webhooks.Redeliver(ctx, webhookActor(p), req.Id)
 	if r := refusal(err); r != nil {
 		switch r.status {
+		case http.StatusForbidden:
+			return gen.RedeliverEvent403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
 		case http.StatusNotFound:
 			return gen.RedeliverEvent404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		case http.StatusTooManyRequests:
@@ -164,7 +173,7 @@ func (s *Server) logURLRefused(err error) {
 // made, as it is now.
 func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
 	b, p := req.Body, principalFrom(ctx)
-	e, secret, replayed, err := s.webhooks.Create(ctx, p.OrganizationID, p.Permissions, webhook.NewEndpoint{
+	e, secret, replayed, err := s.webhooks.Create(ctx, webhookActor(p), webhook.NewEndpoint{
 		URL: b.Url, Description: b.Description, EventTypes: eventTypes(b.EventTypes)}, req.Params.IdempotencyKey)
 	if r := refusal(err); r != nil {
 		switch r.status {
@@ -214,7 +223,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 		c.EventTypes = eventTypes(*b.EventTypes)
 	}
 	p := principalFrom(ctx)
-	e, err := s.webhooks.Update(ctx, p.OrganizationID, p.Permissions, req.Id, c)
+	e, err := s.webhooks.Update(ctx, webhookActor(p), req.Id, c)
 	if r := refusal(err); r != nil {
 		switch r.status {
 		case http.StatusBadRequest:
@@ -234,9 +243,14 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 
 // DeleteWebhookEndpoint removes an endpoint.
 func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhookEndpointRequestObject) (gen.DeleteWebhookEndpointResponseObject, error) {
-	err := s.webhooks.Delete(ctx, principalFrom(ctx).OrganizationID, req.Id)
-	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
-		return gen.DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+	err := s.webhooks.Delete(ctx, webhookActor(principalFrom(ctx)), req.Id)
+	if r := refusal(err); r != nil {
+		switch r.status {
+		case http.StatusForbidden:
+			return gen.DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
+		case http.StatusNotFound:
+			return gen.DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -252,9 +266,11 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookS
 	if req.Body != nil && req.Body.ExpireCurrentInSeconds != nil {
 		overlap = time.Duration(*req.Body.ExpireCurrentInSeconds) * time.Second
 	}
-	e, secret, _, err := s.webhooks.RotateSecret(ctx, principalFrom(ctx).OrganizationID, req.Id, overlap, req.Params.IdempotencyKey)
+	e, secret, _, err := s.webhooks.RotateSecret(ctx, webhookActor(principalFrom(ctx)), req.Id, overlap, req.Params.IdempotencyKey)
 	if r := refusal(err); r != nil {
 		switch r.status {
+		case http.StatusForbidden:
+			return gen.RotateWebhookSecret403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
 		case http.StatusNotFound:
 			return gen.RotateWebhookSecret404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		case http.StatusUnprocessableEntity:
@@ -269,9 +285,11 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookS
 
 // PingWebhookEndpoint sends a webhook.ping event to the endpoint alone.
 func (s *Server) PingWebhookEndpoint(ctx context.Context, req gen.PingWebhookEndpointRequestObject) (gen.PingWebhookEndpointResponseObject, error) {
-	id, err := s.webhooks.Ping(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	id, err := s.webhooks.Ping(ctx, webhookActor(principalFrom(ctx)), req.Id)
 	if r := refusal(err); r != nil {
 		switch r.status {
+		case http.StatusForbidden:
+			return gen.PingWebhookEndpoint403ApplicationProblemPlusJSONResponse{ForbiddenApplicationProblemPlusJSONResponse: s.forbiddenBody(r)}, nil
 		case http.StatusNotFound:
 			return gen.PingWebhookEndpoint404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		case http.StatusTooManyRequests:

@@ -694,3 +694,42 @@ func TestEventsRefuseBadInput(t *testing.T) {
 	}
 	apitest.Want(t, "PATCH eventTypes named", named, true)
 }
+
+// The answers of items 19 and 20 of the third review. Where private
+// addresses are allowed (PAYREQ_WEBHOOK_ALLOW_PRIVATE, as in make run), a
+// host with an IPv6 zone is still refused, on creation and on PATCH. Where
+// they are not, a host that resolves off the public internet is refused
+// with "must be on the public internet" and nothing more: not in the
+// problem's detail, not in its errors, no address it resolved to.
+func TestWebhookURLZonesAlwaysAndNoResolvedAddress(t *testing.T) {
+	lax := apitest.New(t, testDSN, apitest.Options{})
+	lm := apitest.NewMerchant(t, lax)
+	ep := endpoint(t, lax, lm.Token, "http://127.0.0.1:18443/x", "invoice.paid")
+	for _, url := range []string{"https://[::1%25lo]:18443/x", "http://[fe80::1%25eth0]/x", "https://[::1%25zz]/"} {
+		for _, req := range []apitest.Request{
+			{Method: "POST", Path: "/webhook-endpoints", Token: lm.Token, Body: map[string]any{"url": url, "eventTypes": []string{"*"}}},
+			{Method: "PATCH", Path: "/webhook-endpoints/" + ep.Id.String(), Token: lm.Token, Body: map[string]any{"url": url}},
+		} {
+			p := apitest.WantProblem(t, lax.Do(req), http.StatusBadRequest, "")
+			if p.Errors == nil || len((*p.Errors)["url"]) == 0 {
+				t.Errorf("%s %s with private addresses allowed: errors %v, want url", req.Method, url, p.Errors)
+			}
+		}
+	}
+	var list []models.WebhookEndpoint
+	lax.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: lm.Token}).JSON(t, &list)
+	if len(list) != 1 || list[0].Url != "http://127.0.0.1:18443/x" {
+		t.Errorf("endpoints after the refusals: %+v", list)
+	}
+
+	strict := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = false }})
+	sm := apitest.NewMerchant(t, strict)
+	resp := strict.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: sm.Token,
+		Body: map[string]any{"url": "https://localhost/", "eventTypes": []string{"*"}}})
+	p := apitest.WantProblem(t, resp, http.StatusBadRequest, "")
+	apitest.Want(t, "the url's refusal", strings.Join((*p.Errors)["url"], " | "), "must be on the public internet")
+	apitest.Want(t, "the problem's detail", p.Detail, "Correct the fields listed in errors and send the request again.")
+	if !strings.Contains(strict.Log.String(), "127.0.0.1") && !strings.Contains(strict.Log.String(), "::1") {
+		t.Errorf("the log does not say what localhost resolved to:\n%s", strict.Log.String())
+	}
+}

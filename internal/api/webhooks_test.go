@@ -325,7 +325,11 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 	}
 	apitest.Want(t, "filter webhook.ping", env.Do(apitest.Request{Method: "GET", Path: "/events?type=webhook.ping", Token: eventsOnly}).StatusCode, http.StatusOK)
 	apitest.Want(t, "read the ping", env.Do(apitest.Request{Method: "GET", Path: "/events/" + ping.EventId.String(), Token: eventsOnly}).StatusCode, http.StatusOK)
-	apitest.Want(t, "redeliver the ping", env.Do(apitest.Request{Method: "POST", Path: "/events/" + ping.EventId.String() + "/redeliver", Token: webhooksOnly}).StatusCode, http.StatusAccepted)
+	// The ping's endpoint receives every type (*), invoices among them.
+	wantPermission("redeliver the ping to *", env.Do(apitest.Request{Method: "POST", Path: "/events/" + ping.EventId.String() + "/redeliver",
+		Token: webhooksOnly}), auth.PaymentsView)
+	apitest.Want(t, "redeliver the ping with payments.view", env.Do(apitest.Request{Method: "POST", Path: "/events/" + ping.EventId.String() + "/redeliver",
+		Token: webhooksAndPayments}).StatusCode, http.StatusAccepted)
 
 	// Subscriptions, on creation and on PATCH.
 	for _, types := range [][]string{{"invoice.paid"}, {"card_payment.approved"}, {"webhook.ping", "invoice.created"}, {"*"}} {
@@ -335,8 +339,10 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 			Body: map[string]any{"eventTypes": types}}), auth.PaymentsView)
 	}
 	pings := endpoint(t, env, webhooksOnly, "https://hooks.example.com/pings", "webhook.ping")
-	apitest.Want(t, "PATCH without eventTypes", env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Token: webhooksOnly,
-		Body: map[string]any{"description": "everything"}}).StatusCode, http.StatusOK)
+	wantPermission("PATCH * without eventTypes", env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + hook.Id.String(), Token: webhooksOnly,
+		Body: map[string]any{"description": "everything"}}), auth.PaymentsView)
+	apitest.Want(t, "PATCH pings without eventTypes", env.Do(apitest.Request{Method: "PATCH", Path: "/webhook-endpoints/" + pings.Id.String(), Token: webhooksOnly,
+		Body: map[string]any{"description": "pings"}}).StatusCode, http.StatusOK)
 	all := endpoint(t, env, webhooksAndPayments, "https://hooks.example.com/everything", "*")
 	var list []models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints", Token: webhooksOnly}).JSON(t, &list)
@@ -350,4 +356,58 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 	k := env.NewKey(t, seed.Reseller.OrganizationID, auth.WebhooksManage)
 	wantPermission("a reseller's *", env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints", Token: env.Token(k.KeyID, k.Secret),
 		Body: map[string]any{"url": "https://hooks.example.com/reseller", "eventTypes": []string{"*"}}}), auth.ApplicationsView)
+}
+
+// A key holding webhooks.manage changes, rotates, pings, redelivers to or
+// deletes only endpoints whose every type it could subscribe to: without
+// payments.view, each action on an invoice.paid endpoint is a 403 naming
+// it and changes nothing (the secret is not rotated, so none is shown);
+// with payments.view each is taken.
+func TestWebhookActionsNeedTheTypesPermissions(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	hook := endpoint(t, env, m.Token, "https://hooks.example.com/paid", "invoice.paid")
+	var ping models.EventAccepted
+	env.Do(apitest.Request{Method: "POST", Path: "/webhook-endpoints/" + hook.Id.String() + "/ping", Token: m.Token}).JSON(t, &ping)
+	token := func(permissions ...string) string {
+		k := env.NewKey(t, org, permissions...)
+		return env.Token(k.KeyID, k.Secret)
+	}
+	narrow, wide := token(auth.WebhooksManage), token(auth.WebhooksManage, auth.PaymentsView)
+	path := "/webhook-endpoints/" + hook.Id.String()
+	actions := []struct {
+		name   string
+		req    apitest.Request
+		status int // taken with payments.view
+	}{
+		{"change", apitest.Request{Method: "PATCH", Path: path, Body: map[string]any{"description": "changed"}}, http.StatusOK},
+		{"disable", apitest.Request{Method: "PATCH", Path: path, Body: map[string]any{"status": "disabled"}}, http.StatusOK},
+		{"enable", apitest.Request{Method: "PATCH", Path: path, Body: map[string]any{"status": "enabled"}}, http.StatusOK},
+		{"change the URL", apitest.Request{Method: "PATCH", Path: path, Body: map[string]any{"url": "https://hooks.example.com/mine"}}, http.StatusOK},
+		{"rotate", apitest.Request{Method: "POST", Path: path + "/rotate-secret", Body: map[string]any{"expireCurrentInSeconds": 0}}, http.StatusOK},
+		{"ping", apitest.Request{Method: "POST", Path: path + "/ping"}, http.StatusAccepted},
+		{"redeliver", apitest.Request{Method: "POST", Path: "/events/" + ping.EventId.String() + "/redeliver"}, http.StatusAccepted},
+		{"delete", apitest.Request{Method: "DELETE", Path: path}, http.StatusNoContent},
+	}
+	for _, a := range actions {
+		a.req.Token = narrow
+		p := apitest.WantProblem(t, env.Do(a.req), http.StatusForbidden, "Permission required")
+		if !strings.Contains(p.Detail, auth.PaymentsView) {
+			t.Errorf("%s: detail %q does not name %s", a.name, p.Detail, auth.PaymentsView)
+		}
+	}
+	var after models.WebhookEndpoint
+	env.Do(apitest.Request{Method: "GET", Path: path, Token: m.Token}).JSON(t, &after)
+	if after.Url != hook.Url || apitest.Text(after.Description) != "test receiver" || after.Status != models.WebhookEndpointStatusEnabled {
+		t.Errorf("refused actions changed the endpoint: %+v", after)
+	}
+	var sent int
+	if err := env.App.DB.Get(&sent, `SELECT cardinality(requested_sends) FROM webhook_endpoints WHERE id = $1`, hook.Id); err != nil || sent != 1 {
+		t.Errorf("sends recorded: %d (%v), want the first ping's alone", sent, err)
+	}
+	for _, a := range actions {
+		a.req.Token = wide
+		apitest.Want(t, a.name+" with payments.view", env.Do(a.req).StatusCode, a.status)
+	}
 }

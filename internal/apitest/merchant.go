@@ -92,7 +92,7 @@ func (m Merchant) Read(t *testing.T, id uuid.UUID) (models.Invoice, string) {
 // has moved past its first token's life.
 func (e *Env) TokenFor(t *testing.T, org string) string {
 	t.Helper()
-	k, _, err := e.App.Auth.CreateKey(context.Background(), e.Owner(t, uuid.MustParse(org)), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"}, nil)
+	k, _, err := e.App.Auth.CreateKey(context.Background(), nil, e.Owner(t, uuid.MustParse(org)), "Demo merchant key", []string{"payments.create", "payments.view", "accounts.view", "locations.view"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (e *Env) Owner(t testing.TB, org uuid.UUID) uuid.UUID {
 func (e *Env) NewKey(t *testing.T, org uuid.UUID, permissions ...string) auth.NewKey {
 	t.Helper()
 	name := "test key " + strings.Join(permissions, ",")
-	k, _, err := e.App.Auth.CreateKey(context.Background(), e.Owner(t, org), name[:min(len(name), auth.MaxKeyName)], permissions, nil)
+	k, _, err := e.App.Auth.CreateKey(context.Background(), nil, e.Owner(t, org), name[:min(len(name), auth.MaxKeyName)], permissions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
@@ -97,8 +98,10 @@ const MaxKeyName = 64
 // Invalid for the name or no permission, Forbidden for the rest. With an
 // idempotency key (key not nil: a portal form's), the same request sent
 // again within idempotency.Window makes nothing: replayed, it returns the
-// key made then, without its secret, which was shown once.
-func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, permissions []string, key *string) (nk NewKey,
+// key made then, without its secret, which was shown once. by, when a
+// person makes the key, is audited in the key's transaction (a replay
+// writes no second entry).
+func (k *Store) CreateKey(ctx context.Context, by *audit.Actor, creator uuid.UUID, name string, permissions []string, key *string) (nk NewKey,
 	replayed bool, err error) {
 	name = strings.TrimSpace(name)
 	fields := map[string][]string{}
@@ -175,7 +178,11 @@ func (k *Store) CreateKey(ctx context.Context, creator uuid.UUID, name string, p
 			INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by, created_at, request_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			nk.KeyID, m.Org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now(), request)
-		return err
+		if err != nil || by == nil {
+			return err
+		}
+		return audit.Append(ctx, tx, audit.Entry{Organization: &m.Org, Actor: *by, Action: audit.KeyCreated,
+			Detail: nk.KeyID + " " + name + " (" + strings.Join(permissions, ", ") + ")", At: k.Now()})
 	})
 	if rule.As(err) != nil {
 		return NewKey{}, false, err
@@ -239,18 +246,36 @@ func (k *Store) Key(ctx context.Context, keyID string) (Key, error) {
 
 // RevokeKey marks a key of org revoked: no new token at once, tokens
 // issued refused within the revocation check interval. Revoking twice
-// keeps the first date; a key of another organization is not found.
-func (k *Store) RevokeKey(ctx context.Context, org uuid.UUID, keyID string) (Key, error) {
+// keeps the first date and audits the first only; a key of another
+// organization is not found. by, when a person revokes it, is audited in
+// the revocation's transaction.
+func (k *Store) RevokeKey(ctx context.Context, by *audit.Actor, org uuid.UUID, keyID string) (Key, error) {
 	if !isKeyID(keyID) {
 		return Key{}, errNoKey
 	}
-	res, err := k.DB.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND organization_id = $2`,
-		keyID, org, k.Now())
+	err := postgres.InTx(ctx, k.DB, func(tx *sqlx.Tx) error {
+		var r struct {
+			Name  string `db:"name"`
+			First bool   `db:"first"`
+		}
+		err := tx.GetContext(ctx, &r, `
+			UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, $3)
+			FROM (SELECT id, revoked_at FROM api_keys WHERE id = $1 AND organization_id = $2 FOR UPDATE) old
+			WHERE k.id = old.id
+			RETURNING k.name, old.revoked_at IS NULL AS first`, keyID, org, k.Now())
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNoKey
+		}
+		if err != nil || by == nil || !r.First {
+			return err
+		}
+		return audit.Append(ctx, tx, audit.Entry{Organization: &org, Actor: *by, Action: audit.KeyRevoked, Detail: keyID + " " + r.Name, At: k.Now()})
+	})
+	if rule.As(err) != nil {
+		return Key{}, err
+	}
 	if err != nil {
 		return Key{}, fmt.Errorf("auth: unable to revoke key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return Key{}, errNoKey
 	}
 	return k.Key(ctx, keyID)
 }

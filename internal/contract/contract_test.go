@@ -344,7 +344,7 @@ func nextPage(t *testing.T, p *prism, a answer) string {
 // keyToken makes a key for org with these permissions and returns a token for it.
 func keyToken(t *testing.T, env *apitest.Env, p *prism, org uuid.UUID, permissions ...string) string {
 	t.Helper()
-	key, _, err := env.App.Auth.CreateKey(t.Context(), env.Owner(t, org), "contract key", permissions, nil)
+	key, _, err := env.App.Auth.CreateKey(t.Context(), nil, env.Owner(t, org), "contract key", permissions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

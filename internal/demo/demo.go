@@ -190,7 +190,7 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 		if err != nil {
 			return Result{}, err
 		}
-		k, _, err := keys.CreateKey(ctx, owner, o.key, auth.PermissionsFor(o.kind), nil)
+		k, _, err := keys.CreateKey(ctx, nil, owner, o.key, auth.PermissionsFor(o.kind), nil)
 		if err != nil {
 			return Result{}, err
 		}

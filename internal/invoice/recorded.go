@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
@@ -132,7 +133,10 @@ func (s *Store) RecordPayment(ctx context.Context, actor Actor, invoiceID uuid.U
 		if inv.Status == Paid {
 			paid = event.InvoicePaid
 		}
-		return s.appendEvent(ctx, tx, paid, inv, now)
+		if err := s.appendEvent(ctx, tx, paid, inv, now); err != nil {
+			return err
+		}
+		return actor.audit(ctx, tx, audit.PaymentRecorded, Money(p.Amount)+" ("+p.Method+") toward "+named(inv), now)
 	})
 	if err != nil {
 		return Invoice{}, false, err
@@ -187,9 +191,13 @@ func (s *Store) RemovePayment(ctx context.Context, actor Actor, invoiceID, payme
 		if inv, err = Read(ctx, tx, actor.OrganizationID, invoiceID); err != nil {
 			return err
 		}
+		now := s.Now()
 		_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoicePaymentRemoved,
-			models.RecordedPaymentChange{Payment: removed.Wire(), Invoice: inv.Wire(s.Link(&inv), true)}, s.Now())
-		return err
+			models.RecordedPaymentChange{Payment: removed.Wire(), Invoice: inv.Wire(s.Link(&inv), true)}, now)
+		if err != nil {
+			return err
+		}
+		return actor.audit(ctx, tx, audit.PaymentRemoved, paymentID.String()+" from "+named(inv), now)
 	})
 	if err != nil {
 		return Invoice{}, err

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/postgres"
@@ -65,7 +68,7 @@ func (s *Store) ReminderSettings(ctx context.Context, org uuid.UUID) (ReminderSe
 // returns it as kept (offsets ascending). Offsets outside
 // MinReminderOffset…MaxReminderOffset, repeated, or more than
 // MaxReminderCount are an Invalid refusal of offsetsDays.
-func (s *Store) SetReminderSettings(ctx context.Context, org uuid.UUID, rs ReminderSettings) (ReminderSettings, error) {
+func (s *Store) SetReminderSettings(ctx context.Context, actor Actor, rs ReminderSettings) (ReminderSettings, error) {
 	v := fieldErrors{}
 	if len(rs.OffsetsDays) > MaxReminderCount {
 		v.add("offsetsDays", "must hold at most %d offsets", MaxReminderCount)
@@ -85,11 +88,26 @@ func (s *Store) SetReminderSettings(ctx context.Context, org uuid.UUID, rs Remin
 	if sorted == nil {
 		sorted = []int{}
 	}
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO reminder_settings (organization_id, enabled, offsets_days, updated_at)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (organization_id) DO UPDATE
-			SET enabled = excluded.enabled, offsets_days = excluded.offsets_days, updated_at = excluded.updated_at`,
-		org, rs.Enabled, pq.Array(sorted), s.Now())
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		_, err := tx.ExecContext(ctx, `INSERT INTO reminder_settings (organization_id, enabled, offsets_days, updated_at)
+			VALUES ($1, $2, $3, $4)
+			ON CONFLICT (organization_id) DO UPDATE
+				SET enabled = excluded.enabled, offsets_days = excluded.offsets_days, updated_at = excluded.updated_at`,
+			actor.OrganizationID, rs.Enabled, pq.Array(sorted), now)
+		if err != nil {
+			return err
+		}
+		detail := "off"
+		if rs.Enabled {
+			detail = "on"
+		}
+		days := make([]string, len(sorted))
+		for i, o := range sorted {
+			days[i] = strconv.Itoa(o)
+		}
+		return actor.audit(ctx, tx, audit.RemindersChanged, detail+", days "+strings.Join(days, ", "), now)
+	})
 	if err != nil {
 		return ReminderSettings{}, fmt.Errorf("invoice: unable to save reminder settings: %w", err)
 	}

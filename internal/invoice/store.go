@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
@@ -30,11 +31,26 @@ type Store struct {
 	PayLinks  *PayLinks
 }
 
-// Actor is who acts: the caller's organization and the API key's name.
+// Actor is who acts: the caller's organization and the name the invoice
+// keeps (the API key's or the member's); Audit, when a person acts, is
+// audited in the change's transaction.
 type Actor struct {
 	OrganizationID uuid.UUID
 	Name           string
+	Audit          *audit.Actor
 }
+
+// audit appends the entry of a change the actor made in tx, the change's
+// transaction; none when no person acts.
+func (a Actor) audit(ctx context.Context, tx *sqlx.Tx, action, detail string, at time.Time) error {
+	if a.Audit == nil {
+		return nil
+	}
+	return audit.Append(ctx, tx, audit.Entry{Organization: &a.OrganizationID, Actor: *a.Audit, Action: action, Detail: detail, At: at})
+}
+
+// named is how the log names an invoice.
+func named(inv Invoice) string { return inv.InvoiceNumber + " (" + inv.ID.String() + ")" }
 
 // Link is the invoice's pay link.
 func (s *Store) Link(inv *Invoice) string {
@@ -300,6 +316,9 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		}
 		data := inv.Wire(s.Link(&inv), true)
 		if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
+			return err
+		}
+		if err := actor.audit(ctx, tx, audit.InvoiceCreated, named(inv)+", "+Money(inv.Amount), now); err != nil {
 			return err
 		}
 		if sent {
@@ -568,14 +587,16 @@ func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now ti
 }
 
 // Send sends, or sends again, the pay link of an open or part-paid invoice.
-func (s *Store) Send(ctx context.Context, org, id uuid.UUID) (inv Invoice, err error) {
+func (s *Store) Send(ctx context.Context, actor Actor, id uuid.UUID) (inv Invoice, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if err := s.send(ctx, tx, org, id, now); err != nil {
+		if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 			return err
 		}
-		inv, err = s.AppendEvent(ctx, tx, org, id, event.InvoiceSent, now)
-		return err
+		if inv, err = s.AppendEvent(ctx, tx, actor.OrganizationID, id, event.InvoiceSent, now); err != nil {
+			return err
+		}
+		return actor.audit(ctx, tx, audit.InvoiceSent, named(inv), now)
 	})
 	if err != nil {
 		return Invoice{}, err
@@ -619,8 +640,10 @@ func (s *Store) Cancel(ctx context.Context, actor Actor, id uuid.UUID) (inv Invo
 		if err := l.Save(); err != nil {
 			return err
 		}
-		inv, err = s.AppendEvent(ctx, tx, actor.OrganizationID, id, event.InvoiceCancelled, now)
-		return err
+		if inv, err = s.AppendEvent(ctx, tx, actor.OrganizationID, id, event.InvoiceCancelled, now); err != nil {
+			return err
+		}
+		return actor.audit(ctx, tx, audit.InvoiceCancelled, named(inv), now)
 	})
 	if err != nil {
 		return Invoice{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
@@ -211,6 +212,9 @@ func (s *Store) reserveRefund(ctx context.Context, r RefundRequest, k *idempoten
 		p := &pendingRefund{RefundID: id, OrganizationID: org, SaleID: sale.ID, Amount: amount,
 			Whole: amount.Cmp(&sale.Amount) == 0, Reason: r.Reason, CreatedByName: r.Actor.Name, CreatedAt: now,
 			SettleAfter: now.Add(pendingRefundAge)}
+		if a := r.Actor.Audit; a != nil {
+			p.AuditPerson, p.AuditActor, p.AuditAddress = a.Person, &a.Name, &a.Address
+		}
 		h.pending, h.sale = p, sale
 		return writePendingRefund(ctx, tx, p)
 	})
@@ -337,8 +341,17 @@ func (s *Store) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund,
 	if !res.Approved {
 		typ = event.CardPaymentDeclined
 	}
-	_, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Wire(), s.Now())
-	return err
+	now := s.Now()
+	if _, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Wire(), now); err != nil {
+		return err
+	}
+	if p.AuditActor == nil {
+		return nil
+	}
+	return audit.Append(ctx, tx, audit.Entry{Organization: &p.OrganizationID,
+		Actor:  audit.Actor{Person: p.AuditPerson, Name: *p.AuditActor, Address: optional.Value(p.AuditAddress)},
+		Action: audit.Refunded, At: now,
+		Detail: stored.ID.String() + " of sale " + sale.ID.String() + " (" + sale.InvoiceNumber + "): " + invoice.Money(stored.Amount) + ", " + stored.Status})
 }
 
 // insertRefundOnce writes a refund's card payment unless it is there, and
@@ -369,6 +382,10 @@ type pendingRefund struct {
 	SettleAfter    time.Time   `db:"settle_after"`
 	Attempts       int         `db:"attempts"`
 	LastError      *string     `db:"last_error"`
+	// Who asked, when a person did: audited where the refund is recorded.
+	AuditPerson  *uuid.UUID `db:"audit_person_id"`
+	AuditActor   *string    `db:"audit_actor"`
+	AuditAddress *string    `db:"audit_address"`
 }
 
 // ask is what the processor is asked for the refund of sale.
@@ -381,10 +398,10 @@ func (p *pendingRefund) ask(sale CardPayment) processor.Refund {
 // under way.
 func writePendingRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO pending_refunds (refund_id, organization_id, sale_id, amount, whole, reason,
-			created_by_name, created_at, settle_after)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			created_by_name, created_at, settle_after, audit_person_id, audit_actor, audit_address)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		p.RefundID, p.OrganizationID, p.SaleID, p.Amount.Text('f'), p.Whole, p.Reason, p.CreatedByName,
-		p.CreatedAt, p.SettleAfter)
+		p.CreatedAt, p.SettleAfter, p.AuditPerson, p.AuditActor, p.AuditAddress)
 	if err != nil {
 		return fmt.Errorf("payment: unable to record pending refund: %w", err)
 	}
@@ -426,7 +443,7 @@ func (s *Store) settlePendingRefundNow(ctx context.Context, id uuid.UUID, cause 
 }
 
 const selectPendingRefund = `SELECT refund_id, organization_id, sale_id, amount::text AS amount, whole, reason,
-	created_by_name, created_at, settle_after, attempts, last_error FROM pending_refunds`
+	created_by_name, created_at, settle_after, attempts, last_error, audit_person_id, audit_actor, audit_address FROM pending_refunds`
 
 // settleRefund asks the processor what became of a pending refund and
 // records it (approved or declined), or forgets it when the processor made
@@ -459,7 +476,8 @@ func (s *Store) SettlePendingRefunds(ctx context.Context, log *slog.Logger) erro
 	now := s.Now()
 	var due []pendingRefund
 	err := s.claimDue(ctx, &due, "pending_refunds", "refund_id", "settle_after", `p.refund_id, p.organization_id, p.sale_id,
-		p.amount::text AS amount, p.whole, p.reason, p.created_by_name, p.created_at, p.settle_after, p.attempts, p.last_error`, now)
+		p.amount::text AS amount, p.whole, p.reason, p.created_by_name, p.created_at, p.settle_after, p.attempts, p.last_error,
+		p.audit_person_id, p.audit_actor, p.audit_address`, now)
 	if err != nil {
 		return fmt.Errorf("payment: unable to claim pending refunds: %w", err)
 	}

@@ -1,12 +1,14 @@
 // Package people holds who signs in to the portal and what they may do
 // there: people (an email, a password, a second factor), their
 // memberships of organizations (a role and permissions), sessions,
-// invitations, password resets, the sign-in limits and the audit log. It
-// knows nothing of HTTP: the portal and the CLI call it.
+// invitations, password resets and the sign-in limits. It writes the audit
+// entries of its own changes (sign-ins, members) through package audit, in
+// their transactions. It knows nothing of HTTP: the portal and the CLI
+// call it.
 //
 // It owns the tables people, memberships, two_factor_required,
 // recovery_codes, sessions, invitations, password_resets, reset_requests,
-// sign_in_failures, sign_in_locks, password_checks and audit_log. Its
+// sign_in_failures, sign_in_locks and password_checks. Its
 // messages (invitations, resets, lockout notices) go through the outbox
 // (internal/delivery); a reset request's words are written when the
 // delivery worker asks ResetNotice.
@@ -49,7 +51,6 @@ const (
 	ResetLife       = 30 * time.Minute
 	SessionIdle     = 30 * time.Minute
 	SessionLifetime = 12 * time.Hour
-	AuditKept       = 365 * 24 * time.Hour
 )
 
 // Sealer seals and opens the values kept secret at rest (TOTP secrets,

@@ -139,7 +139,8 @@ func (s *Store) SignOut(ctx context.Context, token, address string) error {
 	}
 	if row.Membership != nil {
 		if m, err := s.Membership(ctx, *row.Membership); err == nil {
-			return s.Record(ctx, Actor{Membership: &m, Address: address}, ActionSignedOut, "")
+			a := Actor{Membership: &m, Address: address}
+			return s.record(ctx, s.DB, &m.OrganizationID, a.person(), a.name(), ActionSignedOut, "", address)
 		}
 	}
 	return nil

@@ -5,14 +5,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/audit"
 )
 
 // auditPageSize is how many entries a page of the log shows.
 const auditPageSize = 50
 
 type auditData struct {
-	Entries []people.Entry
+	Entries []audit.Line
 	Older   string
 }
 
@@ -21,7 +21,7 @@ type auditData struct {
 func (h *handler) audit(c echo.Context) error {
 	ctx := c.Request().Context()
 	org := visitOf(c).Membership.OrganizationID
-	var before *people.Entry
+	var before *audit.Line
 	if id, ok := parseID(c.QueryParam("before")); ok {
 		e, err := h.People.AuditEntry(ctx, org, id)
 		if err != nil {

@@ -128,7 +128,6 @@ func (h *handler) cardPayment(c echo.Context) error {
 // to the refund's page; the same form sent again answers the same.
 func (h *handler) refund(c echo.Context) error {
 	ctx := c.Request().Context()
-	m := visitOf(c).Membership
 	sale, err := h.cardPaymentOf(c)
 	if err != nil {
 		return h.answer(c, err, nil)
@@ -142,7 +141,7 @@ func (h *handler) refund(c echo.Context) error {
 	if key == "" || len(key) > 255 {
 		return h.refused(c, rule.New(rule.Invalid, "", "This form is incomplete", "This form lacks what keeps it from refunding twice: open the page again and send it from there."), form)
 	}
-	r := payment.RefundRequest{Actor: invoice.Actor{OrganizationID: m.OrganizationID, Name: m.PersonName}, SaleID: sale.ID, Key: &key}
+	r := payment.RefundRequest{Actor: invoiceActor(c), SaleID: sale.ID, Key: &key}
 	if s := strings.TrimSpace(f.Get("amount")); s != "" {
 		amount, ok := formAmount(s)
 		if !ok {
@@ -153,7 +152,7 @@ func (h *handler) refund(c echo.Context) error {
 	if s := strings.TrimSpace(f.Get("reason")); s != "" {
 		r.Reason = &s
 	}
-	refund, replayed, err := h.Payments.Refund(ctx, r)
+	refund, _, err := h.Payments.Refund(ctx, r)
 	switch {
 	case errors.Is(err, processor.ErrUnavailable):
 		h.Log.WarnContext(ctx, "refund not made: card processor failed", "card_payment_id", sale.ID.String(), "error", err.Error())
@@ -170,12 +169,6 @@ func (h *handler) refund(c echo.Context) error {
 			"This form made a refund already. Check the refunds below; to refund more, send the form again."), form)
 	case err != nil:
 		return h.answer(c, err, form)
-	}
-	if !replayed {
-		detail := refund.ID.String() + " of sale " + sale.ID.String() + " (" + sale.InvoiceNumber + "): " + invoice.Money(refund.Amount) + ", " + refund.Status
-		if err := h.People.Record(ctx, actor(c), people.ActionRefunded, detail); err != nil {
-			return h.failure(c, err)
-		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/card-payments/"+refund.ID.String()+"?done=refunded")
 }

@@ -117,12 +117,11 @@ func (h *handler) eventJSON(c echo.Context) error {
 // redeliver is POST /portal/events/{id}/redeliver: the event again to its
 // endpoints, as POST /events/{id}/redeliver.
 func (h *handler) redeliver(c echo.Context) error {
-	m := visitOf(c).Membership
 	id, ok := parseID(c.Param("id"))
 	if !ok {
 		return h.notFound(c)
 	}
-	if err := h.Webhooks.Redeliver(c.Request().Context(), m.OrganizationID, m.Permissions, id); err != nil {
+	if err := h.Webhooks.Redeliver(c.Request().Context(), webhookActor(c), id); err != nil {
 		return h.answer(c, err, nil)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/events/"+id.String()+"?done=redelivered")

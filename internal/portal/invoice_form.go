@@ -16,7 +16,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
 )
@@ -149,7 +148,7 @@ func (h *handler) createInvoice(c echo.Context) error {
 		form.page.Errors = errs
 		return h.render(c, http.StatusBadRequest, form.name, form.page)
 	}
-	inv, replayed, err := h.Invoices.Create(c.Request().Context(), invoiceActor(c), d, &key)
+	inv, _, err := h.Invoices.Create(c.Request().Context(), invoiceActor(c), d, &key)
 	if r := rule.As(err); r != nil {
 		if r.Kind == rule.KeyReused {
 			// The form was sent before with other values (back, edited,
@@ -163,12 +162,6 @@ func (h *handler) createInvoice(c echo.Context) error {
 	}
 	if err != nil {
 		return h.failure(c, err)
-	}
-	if !replayed {
-		detail := inv.InvoiceNumber + " (" + inv.ID.String() + "), " + invoice.Money(inv.Amount)
-		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionInvoiceCreated, detail); err != nil {
-			return h.failure(c, err)
-		}
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=created")
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -89,7 +88,7 @@ func (h *handler) recordPayment(c echo.Context) error {
 	if len(form.page.Errors) > 0 {
 		return h.render(c, http.StatusBadRequest, form.name, form.page)
 	}
-	inv, replayed, err := h.Invoices.RecordPayment(c.Request().Context(), invoiceActor(c), inv.ID, p, &key)
+	inv, _, err = h.Invoices.RecordPayment(c.Request().Context(), invoiceActor(c), inv.ID, p, &key)
 	if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
 		form.page.Form.Set(idempotencyField, newFormKey())
 		err = rule.New(rule.KeyReused, "", "Form sent before", "This form already recorded a payment with other values, "+
@@ -97,12 +96,6 @@ func (h *handler) recordPayment(c echo.Context) error {
 	}
 	if err != nil {
 		return h.answer(c, err, form)
-	}
-	if !replayed {
-		detail := invoice.Money(p.Amount) + " (" + p.Method + ") toward " + inv.InvoiceNumber + " (" + inv.ID.String() + ")"
-		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionPaymentRecorded, detail); err != nil {
-			return h.failure(c, err)
-		}
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=recorded")
 }
@@ -117,10 +110,6 @@ func (h *handler) removePayment(c echo.Context) error {
 	inv, err := h.Invoices.RemovePayment(c.Request().Context(), invoiceActor(c), id, paymentID)
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionPaymentRemoved,
-		paymentID.String()+" from "+inv.InvoiceNumber+" ("+inv.ID.String()+")"); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=removed")
 }

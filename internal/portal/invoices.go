@@ -18,7 +18,6 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/people"
 )
 
 // The invoices: the list (filters, pages, CSV), an invoice's page, its
@@ -413,10 +412,10 @@ func (h *handler) invoicePDF(c echo.Context) error {
 }
 
 // invoiceActor is the member as the invoice package records who acted
-// (createdByName, cancelledByName).
+// (createdByName, cancelledByName) and audits it.
 func invoiceActor(c echo.Context) invoice.Actor {
 	m := visitOf(c).Membership
-	return invoice.Actor{OrganizationID: m.OrganizationID, Name: m.PersonName}
+	return invoice.Actor{OrganizationID: m.OrganizationID, Name: m.PersonName, Audit: actor(c).Audit()}
 }
 
 // sendInvoice is POST /portal/invoices/{id}/send: the pay link goes to the
@@ -426,12 +425,9 @@ func (h *handler) sendInvoice(c echo.Context) error {
 	if !ok {
 		return h.notFound(c)
 	}
-	inv, err := h.Invoices.Send(c.Request().Context(), visitOf(c).Membership.OrganizationID, id)
+	inv, err := h.Invoices.Send(c.Request().Context(), invoiceActor(c), id)
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionInvoiceSent, inv.InvoiceNumber+" ("+inv.ID.String()+")"); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=sent")
 }
@@ -455,9 +451,6 @@ func (h *handler) cancelInvoice(c echo.Context) error {
 	inv, err := h.Invoices.Cancel(c.Request().Context(), invoiceActor(c), id)
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionInvoiceCancelled, inv.InvoiceNumber+" ("+inv.ID.String()+")"); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=cancelled")
 }

@@ -77,7 +77,7 @@ func (h *handler) createKey(c echo.Context) error {
 		form.page.Form.Set(idempotencyField, newFormKey())
 		return h.refused(c, errFormIncomplete, form)
 	}
-	k, replayed, err := h.Auth.CreateKey(c.Request().Context(), v.Membership.ID, f.Get("name"), f["permissions"], &key)
+	k, replayed, err := h.Auth.CreateKey(c.Request().Context(), actor(c).Audit(), v.Membership.ID, f.Get("name"), f["permissions"], &key)
 	if err != nil {
 		form, ferr := h.keysPage(c, f)
 		if ferr != nil {
@@ -91,12 +91,6 @@ func (h *handler) createKey(c echo.Context) error {
 				"so nothing was made now. Check the values and send the form again to make another key.")
 		}
 		return h.answer(c, err, form)
-	}
-	if !replayed {
-		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionKeyCreated,
-			k.KeyID+" "+strings.TrimSpace(f.Get("name"))+" ("+strings.Join(k.Permissions, ", ")+")"); err != nil {
-			return h.failure(c, err)
-		}
 	}
 	form, err := h.keysPage(c, nil)
 	if err != nil {
@@ -133,12 +127,9 @@ func (h *handler) revokePage(c echo.Context) error {
 // revokeKey is POST /portal/keys/{keyId}/revoke, as payreq keys revoke.
 func (h *handler) revokeKey(c echo.Context) error {
 	m := visitOf(c).Membership
-	k, err := h.Auth.RevokeKey(c.Request().Context(), m.OrganizationID, c.Param("keyId"))
+	k, err := h.Auth.RevokeKey(c.Request().Context(), actor(c).Audit(), m.OrganizationID, c.Param("keyId"))
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionKeyRevoked, k.ID+" "+k.Name); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/keys?revoked="+url.QueryEscape(k.ID))
 }

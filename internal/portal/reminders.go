@@ -11,7 +11,6 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -78,24 +77,13 @@ func (h *handler) setReminders(c echo.Context) error {
 		}
 		in.OffsetsDays = append(in.OffsetsDays, n)
 	}
-	rs, err := h.Invoices.SetReminderSettings(ctx, org, in)
+	_, err := h.Invoices.SetReminderSettings(ctx, invoiceActor(c), in)
 	if err != nil {
 		current, rerr := h.Invoices.ReminderSettings(ctx, org)
 		if rerr != nil {
 			return h.failure(c, rerr)
 		}
 		return h.answer(c, err, h.remindersForm(c, current, f))
-	}
-	offsets := make([]string, len(rs.OffsetsDays))
-	for i, o := range rs.OffsetsDays {
-		offsets[i] = strconv.Itoa(o)
-	}
-	detail := "off"
-	if rs.Enabled {
-		detail = "on"
-	}
-	if err := h.People.Record(ctx, actor(c), people.ActionRemindersChanged, detail+", days "+strings.Join(offsets, ", ")); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, remindersPath+"?done=saved")
 }

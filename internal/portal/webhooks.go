@@ -2,7 +2,6 @@ package portal
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -105,7 +104,6 @@ func (h *handler) webhooks(c echo.Context) error {
 // endpoint its first sending added.
 func (h *handler) createWebhook(c echo.Context) error {
 	f := c.Request().PostForm
-	m := visitOf(c).Membership
 	n := webhook.NewEndpoint{URL: strings.TrimSpace(f.Get("url")), EventTypes: f["eventTypes"]}
 	if slices.Contains(n.EventTypes, "*") {
 		n.EventTypes = []string{"*"}
@@ -122,7 +120,7 @@ func (h *handler) createWebhook(c echo.Context) error {
 		form.page.Form.Set(idempotencyField, newFormKey())
 		return h.refused(c, errFormIncomplete, form)
 	}
-	e, secret, replayed, err := h.Webhooks.Create(c.Request().Context(), m.OrganizationID, m.Permissions, n, &key)
+	e, secret, replayed, err := h.Webhooks.Create(c.Request().Context(), webhookActor(c), n, &key)
 	if err != nil {
 		h.logURLRefused(err)
 		form, ferr := h.webhooksPage(c, f)
@@ -138,12 +136,6 @@ func (h *handler) createWebhook(c echo.Context) error {
 		}
 		return h.answer(c, err, form)
 	}
-	if !replayed {
-		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookCreated,
-			e.ID.String()+" "+e.URL+" ("+strings.Join(e.EventTypes, ", ")+")"); err != nil {
-			return h.failure(c, err)
-		}
-	}
 	h.allowScript(c, copyScript)
 	status := http.StatusCreated
 	if replayed {
@@ -151,6 +143,13 @@ func (h *handler) createWebhook(c echo.Context) error {
 	}
 	return h.render(c, status, "webhook-secret", page{Title: "Webhook endpoint added",
 		Data: endpointData{Endpoint: e, Secret: secret, Replayed: replayed}})
+}
+
+// webhookActor is the member as package webhook checks what it may manage
+// and audits it.
+func webhookActor(c echo.Context) webhook.Actor {
+	m := visitOf(c).Membership
+	return webhook.Actor{OrganizationID: m.OrganizationID, Permissions: m.Permissions, Audit: actor(c).Audit()}
 }
 
 // logURLRefused logs what a URL's refusal holds beyond the page: what its
@@ -221,13 +220,10 @@ func (h *handler) webhookStatus(c echo.Context) error {
 		return h.notFound(c)
 	}
 	status := c.Request().PostForm.Get("status")
-	e, err := h.Webhooks.Update(c.Request().Context(), m.OrganizationID, m.Permissions, id, webhook.Change{Status: &status,
+	e, err := h.Webhooks.Update(c.Request().Context(), webhookActor(c), id, webhook.Change{Status: &status,
 		DisabledReason: "Disabled in the portal by " + m.PersonName + "."})
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookChanged, e.ID.String()+" "+e.URL+": "+e.Status); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/webhooks/"+e.ID.String()+"?done="+e.Status)
 }
@@ -236,7 +232,6 @@ func (h *handler) webhookStatus(c echo.Context) error {
 // expireCurrentInSeconds, when the old secret stops (0, 3600 or 86400).
 // The answer shows the new secret, this once.
 func (h *handler) rotateWebhookSecret(c echo.Context) error {
-	m := visitOf(c).Membership
 	e, err := h.endpointOf(c)
 	if err != nil {
 		return h.answer(c, err, nil)
@@ -262,7 +257,7 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 	if key == "" || len(key) > 255 {
 		return refused(errFormIncomplete, true)
 	}
-	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), m.OrganizationID, e.ID,
+	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), webhookActor(c), e.ID,
 		time.Duration(seconds)*time.Second, &key)
 	if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
 		// Sent before with another choice: nothing was rotated now.
@@ -271,12 +266,6 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 	}
 	if err != nil {
 		return refused(err, false)
-	}
-	if !replayed {
-		if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookSecretRotated,
-			fmt.Sprintf("%s %s: the old secret stops in %d s", e.ID, e.URL, seconds)); err != nil {
-			return h.failure(c, err)
-		}
 	}
 	h.allowScript(c, copyScript)
 	return h.render(c, http.StatusOK, "webhook-secret", page{Title: "Webhook secret rotated",
@@ -290,7 +279,7 @@ func (h *handler) pingWebhook(c echo.Context) error {
 	if !ok {
 		return h.notFound(c)
 	}
-	if _, err := h.Webhooks.Ping(c.Request().Context(), visitOf(c).Membership.OrganizationID, id); err != nil {
+	if _, err := h.Webhooks.Ping(c.Request().Context(), webhookActor(c), id); err != nil {
 		return h.answer(c, err, nil)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/webhooks/"+id.String()+"?done=pinged")
@@ -307,16 +296,12 @@ func (h *handler) deleteWebhookPage(c echo.Context) error {
 
 // deleteWebhook is POST /portal/webhooks/{id}/delete.
 func (h *handler) deleteWebhook(c echo.Context) error {
-	m := visitOf(c).Membership
 	e, err := h.endpointOf(c)
 	if err == nil {
-		err = h.Webhooks.Delete(c.Request().Context(), m.OrganizationID, e.ID)
+		err = h.Webhooks.Delete(c.Request().Context(), webhookActor(c), e.ID)
 	}
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	if err := h.People.Record(c.Request().Context(), actor(c), people.ActionWebhookDeleted, e.ID.String()+" "+e.URL); err != nil {
-		return h.failure(c, err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/webhooks?deleted="+e.ID.String())
 }

@@ -177,7 +177,8 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 	if err := env.App.DB.Select(&audit, `SELECT action FROM audit_log WHERE organization_id = $1 AND action LIKE 'webhook%' ORDER BY at, id`, org); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(audit, ", "); got != "webhook endpoint created, webhook secret rotated, webhook endpoint changed, webhook endpoint changed, webhook endpoint deleted" {
+	if got := strings.Join(audit, ", "); got != "webhook endpoint created, webhook endpoint pinged, webhook event sent again, webhook secret rotated, "+
+		"webhook endpoint changed, webhook endpoint changed, webhook endpoint deleted" {
 		t.Errorf("the audit log: %s", got)
 	}
 	log := c.Get("/portal/audit").Body + env.Log.String()
@@ -267,5 +268,63 @@ func TestWebhookRefusals(t *testing.T) {
 	}
 	if e, err := env.App.Webhooks.Endpoint(t.Context(), org, uuid.MustParse(id)); err != nil || e.Status != webhook.Enabled {
 		t.Errorf("the endpoint after refused changes: %+v, %v", e, err)
+	}
+}
+
+// A member holding webhooks.manage without payments.view changes,
+// rotates (the new secret never shown), pings, redelivers to and deletes
+// no invoice.paid endpoint: each is a 403 naming payments.view, and the
+// endpoint is as it was. A member holding both does each.
+func TestWebhookActionsNeedTheTypesPermissions(t *testing.T) {
+	t.Parallel()
+	env, _ := newEnv(t)
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	e, _, _, err := env.App.Webhooks.Create(t.Context(), webhook.Actor{OrganizationID: org, Permissions: auth.PermissionsFor(auth.KindMerchant)},
+		webhook.NewEndpoint{URL: "https://hooks.example.com/paid", EventTypes: []string{"invoice.paid"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping, err := env.App.Webhooks.Ping(t.Context(), webhook.Actor{OrganizationID: org, Permissions: auth.PermissionsFor(auth.KindMerchant)}, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/portal/webhooks/" + e.ID.String()
+	actions := []struct {
+		path string
+		form url.Values
+	}{
+		{path + "/status", url.Values{"status": {"disabled"}}},
+		{path + "/rotate-secret", url.Values{"expireCurrentInSeconds": {"0"}, "idempotencyKey": {uuid.NewString()}}},
+		{path + "/ping", nil},
+		{"/portal/events/" + ping.String() + "/redeliver", nil},
+		{path + "/delete", nil},
+	}
+	narrow, _ := portaltest.SignedIn(t, env, org, "Member", auth.WebhooksManage, auth.EventsView)
+	csrf := narrow.Get("/portal/webhooks").Want(t, http.StatusOK).CSRF(t)
+	for _, a := range actions {
+		got := narrow.Post(a.path, csrf, a.form).Want(t, http.StatusForbidden).Has(t, "payments.view")
+		if strings.Contains(got.Body, "whsec_") {
+			t.Errorf("%s: a refusal shows a secret", a.path)
+		}
+	}
+	after, err := env.App.Webhooks.Endpoint(t.Context(), org, e.ID)
+	if err != nil || after.Status != webhook.Enabled {
+		t.Fatalf("after the refusals: %+v, %v", after, err)
+	}
+	var sends int
+	if err := env.App.DB.Get(&sends, `SELECT cardinality(requested_sends) FROM webhook_endpoints WHERE id = $1`, e.ID); err != nil || sends != 1 {
+		t.Errorf("sends recorded: %d (%v), want the first ping's alone", sends, err)
+	}
+	if got := auditOf(t, env, org, "webhook secret rotated"); len(got) != 0 {
+		t.Errorf("refused rotations audited: %q", got)
+	}
+
+	wide, _ := portaltest.SignedIn(t, env, org, "Member", auth.WebhooksManage, auth.EventsView, auth.PaymentsView)
+	csrf = wide.Get("/portal/webhooks").Want(t, http.StatusOK).CSRF(t)
+	for _, a := range actions {
+		if got := wide.Post(a.path, csrf, a.form); got.Status >= 400 {
+			t.Errorf("%s with payments.view: %d", a.path, got.Status)
+		}
 	}
 }

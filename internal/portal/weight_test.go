@@ -126,14 +126,14 @@ func TestPagesWeighAtMost60KB(t *testing.T) {
 	var endpoint string
 	for i := range 5 {
 		desc := fmt.Sprintf("Accounting sync, region %d", i+1)
-		e, _, _, err := env.App.Webhooks.Create(t.Context(), org, auth.PermissionsFor(auth.KindMerchant), webhook.NewEndpoint{
+		e, _, _, err := env.App.Webhooks.Create(t.Context(), webhook.Actor{OrganizationID: org, Permissions: auth.PermissionsFor(auth.KindMerchant)}, webhook.NewEndpoint{
 			URL: fmt.Sprintf("https://hooks.harborfinch.example.com/payreq/region-%d/events", i+1), Description: &desc,
 			EventTypes: []string{"invoice.created", "invoice.paid", "card_payment.approved", "card_payment.refunded"}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		endpoint = e.ID.String()
-		if _, err := env.App.Webhooks.Ping(t.Context(), org, e.ID); err != nil {
+		if _, err := env.App.Webhooks.Ping(t.Context(), webhook.Actor{OrganizationID: org, Permissions: auth.PermissionsFor(auth.KindMerchant)}, e.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -65,13 +65,14 @@ func badURL(why string) error { return rule.InvalidField("url", why) }
 // What the host resolved to (detail) wraps it, for the server's log only:
 // an answer naming it would let a caller map the network.
 func notPublicURL(detail string) error {
-	return fmt.Errorf("webhook: %s: %w", detail, badURL("must be on the public internet: not a loopback, private, link-local or reserved address, nor a name that resolves to one"))
+	return fmt.Errorf("webhook: %s: %w", detail, badURL("must be on the public internet"))
 }
 
 // checkURL refuses what may not be an endpoint: not https (plain http only
 // when private addresses are allowed), credentials in it, longer than
-// MaxURL, a port outside 1–65535, or a host that has an IPv6 zone or is,
-// or resolves to, an address that is not public. A name that does not
+// MaxURL, a port outside 1–65535, a host that has an IPv6 zone (always),
+// or, unless private addresses are allowed, a host that is, or resolves
+// to, an address that is not public. A name that does not
 // resolve now is taken: every delivery checks again.
 func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
 	if len(raw) > MaxURL {
@@ -98,12 +99,14 @@ func checkURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 			return badURL("must have a port from 1 to 65535")
 		}
 	}
-	if allowPrivate {
-		return nil
-	}
+	// A zone (%25 in the URL) names a link of this machine: refused
+	// wherever private addresses are allowed too, as a delivery's dial is.
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	if strings.Contains(host, "%") {
-		return notPublicURL(host + " has an IPv6 zone")
+		return badURL("must not name an IPv6 zone (a link of the server, written with %25)")
+	}
+	if allowPrivate {
+		return nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if !Public(a) {

@@ -26,7 +26,7 @@ func TestEveryAttemptKept(t *testing.T) {
 	r := newReceiver(t, status(500))
 	e := f.endpoint(t, r.URL+"/hook", "*")
 	id := f.paid(t)
-	ping, err := f.store.Ping(context.Background(), f.org, e.ID)
+	ping, err := f.store.Ping(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestEveryAttemptKept(t *testing.T) {
 
 	// Sent again: one more attempt, counted from 1, the three kept.
 	f.clock.advance(time.Second)
-	if err := f.store.Redeliver(context.Background(), f.org, permissions(auth.KindMerchant), id); err != nil {
+	if err := f.store.Redeliver(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, id); err != nil {
 		t.Fatal(err)
 	}
 	deliverDue(t, w)
@@ -152,24 +152,24 @@ func TestEndpointFieldsChecked(t *testing.T) {
 		{"too many types", many, nil, "eventTypes"},
 		{"a description too long", []string{"*"}, &long, "description"},
 	} {
-		_, _, _, err := f.store.Create(context.Background(), f.org, all, NewEndpoint{URL: "https://hooks.example.com/x", EventTypes: c.types, Description: c.desc}, nil)
+		_, _, _, err := f.store.Create(context.Background(), Actor{OrganizationID: f.org, Permissions: all}, NewEndpoint{URL: "https://hooks.example.com/x", EventTypes: c.types, Description: c.desc}, nil)
 		if r := rule.As(err); r == nil || r.Kind != rule.Invalid || r.Fields[c.field] == nil {
 			t.Errorf("create with %s: %v, want invalid %s", c.name, err, c.field)
 		}
 		if c.types == nil {
 			continue
 		}
-		_, err = f.store.Update(context.Background(), f.org, all, e.ID, Change{EventTypes: c.types, Description: c.desc})
+		_, err = f.store.Update(context.Background(), Actor{OrganizationID: f.org, Permissions: all}, e.ID, Change{EventTypes: c.types, Description: c.desc})
 		if r := rule.As(err); r == nil || r.Kind != rule.Invalid || r.Fields[c.field] == nil {
 			t.Errorf("change to %s: %v, want invalid %s", c.name, err, c.field)
 		}
 	}
-	_, err := f.store.Update(context.Background(), f.org, all, e.ID, Change{Status: new("paused")})
+	_, err := f.store.Update(context.Background(), Actor{OrganizationID: f.org, Permissions: all}, e.ID, Change{Status: new("paused")})
 	if r := rule.As(err); r == nil || r.Fields["status"] == nil {
 		t.Errorf("status paused: %v", err)
 	}
 	for _, overlap := range []time.Duration{-time.Second, RotationOverlap + time.Second} {
-		_, _, _, err := f.store.RotateSecret(context.Background(), f.org, e.ID, overlap, nil)
+		_, _, _, err := f.store.RotateSecret(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID, overlap, nil)
 		if r := rule.As(err); r == nil || r.Fields["expireCurrentInSeconds"] == nil {
 			t.Errorf("rotation keeping the old secret %s: %v", overlap, err)
 		}

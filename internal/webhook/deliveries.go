@@ -24,6 +24,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
@@ -127,25 +128,34 @@ func (s *Store) EndpointAttempts(ctx context.Context, org uuid.UUID, permissions
 
 // Redeliver sends the event again, from a first attempt, to every enabled
 // endpoint of the organization subscribed to its type or already sent it;
-// each counts it as one of its MaxRequestedSends a minute. One a key
-// holding permissions may not read is event.ErrNotFound.
-func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID) error {
+// each counts it as one of its MaxRequestedSends a minute. One the actor's
+// permissions do not let it read is event.ErrNotFound; an endpoint among
+// them the actor may not manage (managed) refuses it all.
+func (s *Store) Redeliver(ctx context.Context, a Actor, id uuid.UUID) error {
 	now := s.Now()
+	org := a.OrganizationID
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		ev, err := event.Read(ctx, tx, org, permissions, id)
+		ev, err := event.Read(ctx, tx, org, a.Permissions, id)
 		if err != nil {
 			return err
 		}
 		// Locked, so that their sends are counted exactly.
-		var endpoints []uuid.UUID
-		err = tx.SelectContext(ctx, &endpoints, `
-			SELECT e.id FROM webhook_endpoints e
+		var targets []Endpoint
+		err = tx.SelectContext(ctx, &targets, `
+			SELECT `+endpointColumns+` FROM webhook_endpoints e
 			WHERE e.organization_id = $1 AND e.status = 'enabled'
 				AND (e.event_types && ARRAY[$2, '*']
 					OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = $3 AND d.endpoint_id = e.id))
 			ORDER BY e.id FOR NO KEY UPDATE OF e`, org, ev.Type, id)
 		if err != nil {
 			return err
+		}
+		endpoints := make([]uuid.UUID, len(targets))
+		for i, e := range targets {
+			if err := maySubscribe(ctx, tx, org, a.Permissions, e.EventTypes); err != nil {
+				return err
+			}
+			endpoints[i] = e.ID
 		}
 		if err := countSends(ctx, tx, endpoints, now); err != nil {
 			return err
@@ -155,7 +165,10 @@ func (s *Store) Redeliver(ctx context.Context, org uuid.UUID, permissions []stri
 			SELECT $1, endpoint_id, 'pending', $3 FROM unnest($2::uuid[]) AS endpoint_id
 			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = $3,
 				delivered_at = NULL`, id, pq.Array(endpoints), now)
-		return err
+		if err != nil {
+			return err
+		}
+		return a.audit(ctx, tx, audit.WebhookRedelivered, fmt.Sprintf("%s (%s) to %d endpoints", id, ev.Type, len(endpoints)), now)
 	})
 	if rule.As(err) != nil {
 		return err

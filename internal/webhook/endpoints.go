@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
@@ -95,6 +97,47 @@ func maySubscribe(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, per
 	return nil
 }
 
+// Actor is who acts on endpoints: the organization, the permissions it
+// acts with (an API key's or a member's), and, when a person acts, who
+// the audit log names (audited in the change's transaction).
+type Actor struct {
+	OrganizationID uuid.UUID
+	Permissions    []string
+	Audit          *audit.Actor
+}
+
+// audit appends the entry of a change the actor made in tx; none when no
+// person acts.
+func (a Actor) audit(ctx context.Context, tx *sqlx.Tx, action, detail string, at time.Time) error {
+	if a.Audit == nil {
+		return nil
+	}
+	return audit.Append(ctx, tx, audit.Entry{Organization: &a.OrganizationID, Actor: *a.Audit, Action: action, Detail: detail, At: at})
+}
+
+// named is how the log names an endpoint: its id and its URL without
+// query and fragment.
+func named(id uuid.UUID, u string) string { return id.String() + " " + audit.URL(u) }
+
+// managed locks the endpoint id of the actor's organization inside tx
+// (lock: "FOR UPDATE" to delete it, else "FOR NO KEY UPDATE") and returns
+// it, unless the actor's permissions would not let it subscribe to every
+// type the endpoint receives: changing, rotating, pinging, redelivering
+// to or deleting an endpoint takes what creating it takes, so that a key
+// without payments.view cannot take the secret of an invoice.* endpoint.
+func managed(ctx context.Context, tx *sqlx.Tx, a Actor, id uuid.UUID, lock string) (Endpoint, error) {
+	var e Endpoint
+	err := tx.GetContext(ctx, &e, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 AND organization_id = $2 `+lock,
+		id, a.OrganizationID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Endpoint{}, ErrEndpointNotFound
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhook: unable to read endpoint: %w", err)
+	}
+	return e, maySubscribe(ctx, tx, a.OrganizationID, a.Permissions, e.EventTypes)
+}
+
 // countSends records a ping or redelivery to each of endpoints, which the
 // caller's transaction holds locked, unless one of them had
 // MaxRequestedSends in the minute before now.
@@ -172,22 +215,23 @@ type NewEndpoint struct {
 	EventTypes  []string
 }
 
-// Create registers an endpoint for a key holding permissions and returns
+// Create registers an endpoint for the actor and returns
 // it with its secret, shown only now. The organization's row lock makes
 // the count of endpoints exact under concurrent creations. With an
 // idempotency key (key not nil), the same request sent again within
 // idempotency.Window makes nothing: replayed, it returns the endpoint the
 // key made, as it is now, with its current secret; the key of an endpoint
 // deleted since is ErrKeyOfDeletedEndpoint.
-func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string, n NewEndpoint, key *string) (e Endpoint,
+func (s *Store) Create(ctx context.Context, a Actor, n NewEndpoint, key *string) (e Endpoint,
 	secret string, replayed bool, err error) {
+	org := a.OrganizationID
 	if n.EventTypes == nil {
 		n.EventTypes = []string{}
 	}
 	if err := checkFields(n.EventTypes, n.Description); err != nil {
 		return Endpoint{}, "", false, err
 	}
-	if err := maySubscribe(ctx, s.DB, org, permissions, n.EventTypes); err != nil {
+	if err := maySubscribe(ctx, s.DB, org, a.Permissions, n.EventTypes); err != nil {
 		return Endpoint{}, "", false, err
 	}
 	if err := checkURL(ctx, n.URL, s.AllowPrivate, s.Resolver); err != nil {
@@ -234,7 +278,10 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, permissions []string,
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, organization_id, url, description, event_types, status,
 				secret, secret_key_id, created_at) VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $8)`,
 			e.ID, org, e.URL, e.Description, e.EventTypes, sealed, keyID, e.CreatedAt)
-		return err
+		if err != nil {
+			return err
+		}
+		return a.audit(ctx, tx, audit.WebhookCreated, named(e.ID, e.URL)+" ("+strings.Join(e.EventTypes, ", ")+")", e.CreatedAt)
 	})
 	if rule.As(err) != nil {
 		return Endpoint{}, "", false, err
@@ -310,9 +357,10 @@ type Change struct {
 	DisabledReason   string
 }
 
-// Update changes an endpoint for a key holding permissions. Enabling it
-// clears its disabled reason and its record of failures.
-func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string, id uuid.UUID, c Change) (Endpoint, error) {
+// Update changes an endpoint for the actor, who must be allowed to
+// subscribe to the types it receives (managed) and to those it is given.
+// Enabling it clears its disabled reason and its record of failures.
+func (s *Store) Update(ctx context.Context, a Actor, id uuid.UUID, c Change) (Endpoint, error) {
 	if err := checkFields(c.EventTypes, c.Description); err != nil {
 		return Endpoint{}, err
 	}
@@ -320,7 +368,7 @@ func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string,
 		return Endpoint{}, rule.InvalidField("status", "must be enabled or disabled")
 	}
 	if c.EventTypes != nil {
-		if err := maySubscribe(ctx, s.DB, org, permissions, c.EventTypes); err != nil {
+		if err := maySubscribe(ctx, s.DB, a.OrganizationID, a.Permissions, c.EventTypes); err != nil {
 			return Endpoint{}, err
 		}
 	}
@@ -330,19 +378,28 @@ func (s *Store) Update(ctx context.Context, org uuid.UUID, permissions []string,
 		}
 	}
 	var e Endpoint
-	err := s.DB.GetContext(ctx, &e, `
-		UPDATE webhook_endpoints SET
-			url = coalesce($3, url),
-			description = CASE WHEN $5 THEN NULL ELSE coalesce($4, description) END,
-			event_types = coalesce($6, event_types),
-			status = coalesce($7, status),
-			disabled_reason = CASE WHEN $7 = 'enabled' THEN NULL WHEN $7 = 'disabled' THEN $8 ELSE disabled_reason END,
-			failing_since = CASE WHEN $7 = 'enabled' THEN NULL ELSE failing_since END
-		WHERE id = $1 AND organization_id = $2
-		RETURNING `+endpointColumns, id, org, c.URL, c.Description, c.ClearDescription, nullArray(c.EventTypes), c.Status,
-		c.DisabledReason)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Endpoint{}, ErrEndpointNotFound
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if _, err := managed(ctx, tx, a, id, "FOR NO KEY UPDATE"); err != nil {
+			return err
+		}
+		err := tx.GetContext(ctx, &e, `
+			UPDATE webhook_endpoints SET
+				url = coalesce($3, url),
+				description = CASE WHEN $5 THEN NULL ELSE coalesce($4, description) END,
+				event_types = coalesce($6, event_types),
+				status = coalesce($7, status),
+				disabled_reason = CASE WHEN $7 = 'enabled' THEN NULL WHEN $7 = 'disabled' THEN $8 ELSE disabled_reason END,
+				failing_since = CASE WHEN $7 = 'enabled' THEN NULL ELSE failing_since END
+			WHERE id = $1 AND organization_id = $2
+			RETURNING `+endpointColumns, id, a.OrganizationID, c.URL, c.Description, c.ClearDescription, nullArray(c.EventTypes), c.Status,
+			c.DisabledReason)
+		if err != nil {
+			return err
+		}
+		return a.audit(ctx, tx, audit.WebhookChanged, named(e.ID, e.URL)+" ("+strings.Join(e.EventTypes, ", ")+"): "+e.Status, s.Now())
+	})
+	if rule.As(err) != nil {
+		return Endpoint{}, err
 	}
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("webhook: unable to update endpoint: %w", err)
@@ -357,14 +414,24 @@ func nullArray(a []string) any {
 	return pq.StringArray(a)
 }
 
-// Delete removes an endpoint and its deliveries.
-func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND organization_id = $2`, id, org)
+// Delete removes an endpoint and its deliveries, for an actor allowed to
+// manage it (managed).
+func (s *Store) Delete(ctx context.Context, a Actor, id uuid.UUID) error {
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		e, err := managed(ctx, tx, a, id, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return a.audit(ctx, tx, audit.WebhookDeleted, named(e.ID, e.URL), s.Now())
+	})
+	if rule.As(err) != nil {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("webhook: unable to delete endpoint: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrEndpointNotFound
 	}
 	return nil
 }
@@ -374,9 +441,11 @@ func (s *Store) Delete(ctx context.Context, org, id uuid.UUID) error {
 // once when overlap is 0 (a leaked secret). With an idempotency key (key
 // not nil), the same request sent again within idempotency.Window rotates
 // nothing: it returns the endpoint with its current secret. Rotated twice,
-// the secret in use would be dropped at once for one nobody saw.
-func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap time.Duration, key *string) (e Endpoint, secret string,
+// the secret in use would be dropped at once for one nobody saw. The
+// actor must be allowed to manage the endpoint (managed), replay or not.
+func (s *Store) RotateSecret(ctx context.Context, a Actor, id uuid.UUID, overlap time.Duration, key *string) (e Endpoint, secret string,
 	replayed bool, err error) {
+	org := a.OrganizationID
 	if overlap < 0 || overlap > RotationOverlap {
 		return Endpoint{}, "", false, rule.InvalidField("expireCurrentInSeconds", "must be from 0 to 86400 seconds")
 	}
@@ -392,6 +461,9 @@ func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap tim
 		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to seal secret: %w", err)
 	}
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if _, err := managed(ctx, tx, a, id, "FOR NO KEY UPDATE"); err != nil {
+			return err
+		}
 		if key != nil {
 			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.RotateWebhookSecret, k, id, s.Now())
 			if err != nil {
@@ -409,10 +481,11 @@ func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap tim
 				secret = $4, secret_key_id = $5
 			WHERE id = $1 AND organization_id = $2
 			RETURNING `+endpointColumns, id, org, s.Now().Add(overlap), sealed, keyID, overlap > 0)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrEndpointNotFound
+		if err != nil {
+			return err
 		}
-		return err
+		return a.audit(ctx, tx, audit.WebhookRotated, fmt.Sprintf("%s: the old secret stops in %d s", named(e.ID, e.URL), int(overlap.Seconds())),
+			s.Now())
 	})
 	if rule.As(err) != nil {
 		return Endpoint{}, "", false, err
@@ -424,28 +497,26 @@ func (s *Store) RotateSecret(ctx context.Context, org, id uuid.UUID, overlap tim
 }
 
 // Ping records a webhook.ping event for the endpoint alone, with its one
-// delivery (it is never fanned out), and returns its id. A disabled
-// endpoint gets no delivery. It counts as one of the endpoint's
-// MaxRequestedSends a minute.
-func (s *Store) Ping(ctx context.Context, org, id uuid.UUID) (uuid.UUID, error) {
+// delivery (it is never fanned out), and returns its id, for an actor
+// allowed to manage the endpoint (managed). A disabled endpoint gets no
+// delivery. It counts as one of the endpoint's MaxRequestedSends a minute.
+func (s *Store) Ping(ctx context.Context, a Actor, id uuid.UUID) (uuid.UUID, error) {
 	now := s.Now()
 	var eventID uuid.UUID
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		var status []string
-		if err := tx.SelectContext(ctx, &status, `SELECT status FROM webhook_endpoints WHERE id = $1 AND organization_id = $2
-			FOR NO KEY UPDATE`, id, org); err != nil {
+		e, err := managed(ctx, tx, a, id, "FOR NO KEY UPDATE")
+		if err != nil {
 			return err
-		}
-		if len(status) == 0 {
-			return ErrEndpointNotFound
 		}
 		if err := countSends(ctx, tx, []uuid.UUID{id}, now); err != nil {
 			return err
 		}
-		var err error
-		eventID, err = event.AppendDispatched(ctx, tx, org, event.WebhookPing,
+		eventID, err = event.AppendDispatched(ctx, tx, a.OrganizationID, event.WebhookPing,
 			models.WebhookPing{EndpointId: id, Message: "A test event from payreq."}, now)
-		if err != nil || status[0] != Enabled {
+		if err != nil {
+			return err
+		}
+		if err := a.audit(ctx, tx, audit.WebhookPinged, named(e.ID, e.URL)+": event "+eventID.String(), now); err != nil || e.Status != Enabled {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, status, next_attempt_at)

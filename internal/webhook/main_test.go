@@ -96,7 +96,7 @@ func (f *fixture) worker(schedule ...time.Duration) *Worker {
 // endpoint registers url for types.
 func (f *fixture) endpoint(t testing.TB, url string, types ...string) Endpoint {
 	t.Helper()
-	e, _, _, err := f.store.Create(context.Background(), f.org, permissions(auth.KindMerchant), NewEndpoint{URL: url, EventTypes: types}, nil)
+	e, _, _, err := f.store.Create(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, NewEndpoint{URL: url, EventTypes: types}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestFanOut(t *testing.T) {
 	everything, everythingE := endpoint(f, "*")
 	approvedOnly, approvedOnlyE := endpoint(f, event.CardPaymentApproved.Name)
 	disabled, disabledE := endpoint(f, "*")
-	if _, err := f.store.Update(context.Background(), f.org, permissions(auth.KindMerchant), disabledE.ID,
+	if _, err := f.store.Update(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, disabledE.ID,
 		Change{Status: new(Disabled)}); err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestEndpointAddressChecks(t *testing.T) {
 		{"https://169.254.169.254/latest/meta-data", public},
 		{"https://[::1]/", public},
 		{"https://[::ffff:192.168.1.1]/", public},
-		{"https://[fe80::1%25eth0]/", public},
+		{"https://[fe80::1%25eth0]/", "must not name an IPv6 zone"},
 		{"https://internal.example.com/", public},
 		{"https://mixed.example.com/", public},
 		{"https://mapped.example.com/", public},
@@ -525,7 +525,7 @@ func TestEndpointAddressChecks(t *testing.T) {
 			if err := f.db.Get(&before, `SELECT count(*) FROM webhook_endpoints`); err != nil {
 				t.Fatal(err)
 			}
-			_, _, _, err := f.store.Create(context.Background(), f.org, permissions(auth.KindMerchant), NewEndpoint{URL: c.url, EventTypes: []string{"*"}}, nil)
+			_, _, _, err := f.store.Create(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, NewEndpoint{URL: c.url, EventTypes: []string{"*"}}, nil)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -547,7 +547,7 @@ func TestEndpointAddressChecks(t *testing.T) {
 	}
 	// A change of the URL is checked the same way.
 	e := f.endpoint(t, "https://hooks.example.com/payreq", "*")
-	if _, err := f.store.Update(context.Background(), f.org, permissions(auth.KindMerchant), e.ID,
+	if _, err := f.store.Update(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID,
 		Change{URL: new("https://internal.example.com/")}); !rule.Is(err, rule.Invalid) {
 		t.Errorf("changed to a private name: %v", err)
 	}
@@ -597,7 +597,7 @@ func TestSubscriptionNeedsPermission(t *testing.T) {
 		{"a reseller's every type with applications.view", reseller.org, []string{auth.WebhooksManage, auth.ApplicationsView}, []string{"*"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, _, err := f.store.Create(context.Background(), c.org, c.permissions,
+			_, _, _, err := f.store.Create(context.Background(), Actor{OrganizationID: c.org, Permissions: c.permissions},
 				NewEndpoint{URL: "https://hooks.example.com/" + uuid.NewString(), EventTypes: c.types}, nil)
 			if c.want == "" {
 				if err != nil {
@@ -619,20 +619,20 @@ func TestRequestedSendsLimited(t *testing.T) {
 	f := newFixture(t)
 	e := f.endpoint(t, "https://hooks.example.com/limited", "*")
 	for i := range MaxRequestedSends {
-		if _, err := f.store.Ping(context.Background(), f.org, e.ID); err != nil {
+		if _, err := f.store.Ping(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID); err != nil {
 			t.Fatalf("ping %d: %v", i+1, err)
 		}
 		f.clock.advance(time.Second)
 	}
-	_, err := f.store.Ping(context.Background(), f.org, e.ID)
+	_, err := f.store.Ping(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID)
 	if e := rule.As(err); e == nil || e.Kind != rule.Limited || e.RetryAfter != 50*time.Second {
 		t.Fatalf("ping past the limit: %v; want Limited, retry after 50s", err)
 	}
 	f.clock.advance(50 * time.Second)
-	if _, err := f.store.Ping(context.Background(), f.org, e.ID); err != nil {
+	if _, err := f.store.Ping(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, e.ID); err != nil {
 		t.Errorf("ping once the oldest is a minute old: %v", err)
 	}
-	if _, err := f.store.Ping(context.Background(), f.org, uuid.New()); !errors.Is(err, ErrEndpointNotFound) {
+	if _, err := f.store.Ping(context.Background(), Actor{OrganizationID: f.org, Permissions: permissions(auth.KindMerchant)}, uuid.New()); !errors.Is(err, ErrEndpointNotFound) {
 		t.Errorf("ping of an unknown endpoint: %v", err)
 	}
 }
