@@ -63,6 +63,9 @@ type Store struct {
 	Now    func() time.Time
 	Vault  Sealer
 	Hasher *Hasher
+	// RecoveryKeys key the recovery codes' HMAC: derived from each pepper,
+	// the first (the current pepper's) for new codes.
+	RecoveryKeys [][]byte
 	// PublicURL is the base of the links in messages.
 	PublicURL string
 }
