@@ -5,11 +5,15 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 )
@@ -173,4 +177,44 @@ func acceptInvitationBySigningIn(t *testing.T, env *apitest.Env, link string, or
 		t.Fatal("the invitation was not accepted")
 	}
 	c.Get(link).Want(t, http.StatusNotFound)
+}
+
+// A person with a second factor invited to another organization signs in
+// in both steps on the way (the invitation kept across them), then accepts.
+func TestInvitationThroughBothSteps(t *testing.T) {
+	t.Parallel()
+	env, seed := newOwnEnv(t)
+	c, m := portaltest.SignedIn(t, env, seed.Merchant.OrganizationID, "Owner", auth.PaymentsView)
+	setup := c.Get("/portal/account/two-factor").Want(t, http.StatusOK)
+	secret := between(setup.Body, `id="secret">`, "<")
+	code := func() string {
+		s, err := totp.GenerateCodeCustom(secret, env.Clock.Now(), totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	c.Post("/portal/account/two-factor", setup.CSRF(t), url.Values{"code": {code()}}).Want(t, http.StatusOK)
+	env.Clock.Advance(time.Minute)
+	reseller, err := env.App.People.Owner(t.Context(), seed.Reseller.OrganizationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := env.App.People.Invite(t.Context(), people.Actor{Membership: &reseller}, seed.Reseller.OrganizationID,
+		people.NewMember{Email: m.Email, Role: "Member", Permissions: []string{auth.PortfolioView}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := strings.TrimPrefix(inv.InvitationURL, env.App.Config.PublicURL)
+	b := portaltest.NewClient(t, env)
+	b.Get(link).WantRedirect(t, "/portal/sign-in?next="+url.QueryEscape(link))
+	form := b.Get("/portal/sign-in?next=" + url.QueryEscape(link))
+	b.Post("/portal/sign-in", form.CSRF(t), url.Values{"email": {m.Email}, "password": {m.Password}, "next": {link}}).
+		WantRedirect(t, "/portal/sign-in/two-factor?next="+url.QueryEscape(link))
+	b.Get(link).WantRedirect(t, "/portal/sign-in?next="+url.QueryEscape(link)) // the second step first
+	step := b.Get("/portal/sign-in/two-factor?next=" + url.QueryEscape(link)).Has(t, `name="next" value="`+link+`"`)
+	b.Post("/portal/sign-in/two-factor", step.CSRF(t), url.Values{"code": {code()}, "next": {link}}).WantRedirect(t, link)
+	page := b.Get(link).Want(t, http.StatusOK)
+	b.Post(link, page.CSRF(t), nil).WantRedirect(t, "/portal/")
+	b.Get("/portal/portfolio").Want(t, http.StatusOK)
 }
