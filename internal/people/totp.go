@@ -117,9 +117,6 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, p Person, code, address st
 			totp_pending = NULL, totp_pending_key_id = NULL WHERE id = $1`, p.ID, sealed, keyID, step); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM recovery_codes WHERE person_id = $1`, p.ID); err != nil {
-			return err
-		}
 		if codes, err = s.newRecoveryCodes(ctx, tx, p.ID); err != nil {
 			return err
 		}
