@@ -212,7 +212,7 @@ func TestInvitationThroughBothSteps(t *testing.T) {
 	b.Post("/portal/sign-in", form.CSRF(t), url.Values{"email": {m.Email}, "password": {m.Password}, "next": {link}}).
 		WantRedirect(t, "/portal/sign-in/two-factor?next="+url.QueryEscape(link))
 	b.Get(link).WantRedirect(t, "/portal/sign-in?next="+url.QueryEscape(link)) // the second step first
-	step := b.Get("/portal/sign-in/two-factor?next=" + url.QueryEscape(link)).Has(t, `name="next" value="`+link+`"`)
+	step := b.Get("/portal/sign-in/two-factor?next="+url.QueryEscape(link)).Has(t, `name="next" value="`+link+`"`)
 	b.Post("/portal/sign-in/two-factor", step.CSRF(t), url.Values{"code": {code()}, "next": {link}}).WantRedirect(t, link)
 	page := b.Get(link).Want(t, http.StatusOK)
 	b.Post(link, page.CSRF(t), nil).WantRedirect(t, "/portal/")
