@@ -218,6 +218,11 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db.Close()
 		return nil, err
 	}
+	// Recovery codes under a key per pepper, as pay links.
+	recoveryKeys := make([][]byte, len(peppers))
+	for i, p := range peppers {
+		recoveryKeys[i] = derive(p, "payreq recovery code")
+	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
 	return &App{
 		Config: cfg,
@@ -232,8 +237,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
-		People: &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), PublicURL: cfg.PublicURL,
-			DeviceKey: derive(pepper, "payreq device cookie")},
+		People: &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
+			PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")},
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
 		metricsDB:  metricsDB,

@@ -122,10 +122,14 @@ func article(role string) string {
 // Invited is an invitation as its page shows it.
 type Invited struct {
 	OrganizationName string
-	Email            string
-	Name             string
-	// HasPassword: the person signs in to accept; otherwise they choose a
-	// name and a password.
+	// PersonID is whom it is for: a person signed in as someone else is
+	// told so.
+	PersonID uuid.UUID
+	Email    string
+	Name     string
+	// HasPassword: the person signs in (the ordinary sign-in, both steps)
+	// and then accepts (AcceptSignedIn); otherwise they choose a name and
+	// a password (Accept).
 	HasPassword bool
 }
 
@@ -134,12 +138,13 @@ var errLinkGone = rule.New(rule.NotFound, "", "Link not valid", "This link was u
 // Invitation reads the invitation of token, unused and unexpired.
 func (s *Store) Invitation(ctx context.Context, token string) (Invited, error) {
 	var in struct {
-		Org      string  `db:"org"`
-		Email    string  `db:"email"`
-		Name     string  `db:"name"`
-		Password *string `db:"password_hash"`
+		Org      string    `db:"org"`
+		Person   uuid.UUID `db:"person_id"`
+		Email    string    `db:"email"`
+		Name     string    `db:"name"`
+		Password *string   `db:"password_hash"`
 	}
-	err := s.DB.GetContext(ctx, &in, `SELECT o.name AS org, p.email, p.name, p.password_hash
+	err := s.DB.GetContext(ctx, &in, `SELECT o.name AS org, p.id AS person_id, p.email, p.name, p.password_hash
 		FROM invitations i JOIN memberships m ON m.id = i.membership_id JOIN people p ON p.id = m.person_id
 		JOIN organizations o ON o.id = m.organization_id
 		WHERE i.digest = $1 AND i.used_at IS NULL AND i.expires_at > $2 AND m.removed_at IS NULL`, digest(token), s.Now())
@@ -149,91 +154,138 @@ func (s *Store) Invitation(ctx context.Context, token string) (Invited, error) {
 	if err != nil {
 		return Invited{}, fmt.Errorf("people: unable to read invitation: %w", err)
 	}
-	return Invited{OrganizationName: in.Org, Email: in.Email, Name: in.Name, HasPassword: in.Password != nil}, nil
+	return Invited{OrganizationName: in.Org, PersonID: in.Person, Email: in.Email, Name: in.Name, HasPassword: in.Password != nil}, nil
 }
 
-// Accept takes an invitation: a person without a sign-in gives a name and
-// a new password; one with a sign-in gives their password. It answers a
-// new session in the invitation's organization.
+// pendingInvitation is an invitation being accepted.
+type pendingInvitation struct {
+	Membership uuid.UUID `db:"membership_id"`
+	Org        uuid.UUID `db:"organization_id"`
+	Person     uuid.UUID `db:"person_id"`
+	Email      string    `db:"email"`
+	Hash       *string   `db:"password_hash"`
+	TwoFactor  bool      `db:"two_factor"`
+}
+
+// pending reads the unused, unexpired invitation of token; lock takes
+// it for the transaction q.
+func (s *Store) pending(ctx context.Context, q sqlx.QueryerContext, token string, lock bool) (pendingInvitation, error) {
+	var p pendingInvitation
+	query := `SELECT m.id AS membership_id, m.organization_id, p.id AS person_id, p.email,
+			p.password_hash, p.totp_secret IS NOT NULL AS two_factor
+		FROM invitations i JOIN memberships m ON m.id = i.membership_id JOIN people p ON p.id = m.person_id
+		WHERE i.digest = $1 AND i.used_at IS NULL AND i.expires_at > $2 AND m.removed_at IS NULL`
+	if lock {
+		query += ` FOR UPDATE OF i, m, p`
+	}
+	err := sqlx.GetContext(ctx, q, &p, query, digest(token), s.Now())
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, errLinkGone
+	}
+	if err != nil {
+		return p, fmt.Errorf("people: unable to read invitation: %w", err)
+	}
+	return p, nil
+}
+
+// errSignInToAccept: the invitation is for a person who has a sign-in;
+// they sign in (the ordinary sign-in, with its limits) to accept.
+var errSignInToAccept = rule.New(rule.Forbidden, "", "Sign in to accept", "This email has a payreq sign-in: sign in first, then accept the invitation.")
+
+// Accept takes an invitation of a person without a sign-in: they give a
+// name and a new password. It answers a new session in the invitation's
+// organization. A person with a sign-in signs in and uses AcceptSignedIn:
+// no password is checked here.
 func (s *Store) Accept(ctx context.Context, token, name, password, address string) (Session, error) {
-	var sess Session
-	var pending struct {
-		Membership uuid.UUID `db:"membership_id"`
-		Org        uuid.UUID `db:"organization_id"`
-		Person     uuid.UUID `db:"person_id"`
-		Email      string    `db:"email"`
-		Hash       *string   `db:"password_hash"`
-		TwoFactor  bool      `db:"two_factor"`
-	}
-	read := func(q sqlx.QueryerContext, lock string) error {
-		err := sqlx.GetContext(ctx, q, &pending, `SELECT m.id AS membership_id, m.organization_id, p.id AS person_id, p.email,
-				p.password_hash, p.totp_secret IS NOT NULL AS two_factor
-			FROM invitations i JOIN memberships m ON m.id = i.membership_id JOIN people p ON p.id = m.person_id
-			WHERE i.digest = $1 AND i.used_at IS NULL AND i.expires_at > $2 AND m.removed_at IS NULL`+lock, digest(token), s.Now())
-		if errors.Is(err, sql.ErrNoRows) {
-			return errLinkGone
-		}
-		return err
-	}
 	if err := s.spend(ctx, address); err != nil { // the hashing budget (signin.go)
 		return Session{}, err
 	}
-	if err := read(s.DB, ""); err != nil {
+	in, err := s.pending(ctx, s.DB, token, false)
+	if err != nil {
 		return Session{}, err
 	}
-	// The password is hashed or checked before the transaction: no
-	// transaction waits for a hashing slot.
-	var hash string
-	if pending.Hash == nil {
-		name = strings.TrimSpace(name)
-		fields := map[string][]string{}
-		if name == "" || len(name) > 200 {
-			fields["name"] = []string{"Enter your name (at most 200 characters)."}
-		}
-		if err := CheckPassword("password", pending.Email, name, password); err != nil {
-			fields["password"] = err.Fields["password"]
-		}
-		if err := rule.InvalidFields(fields); err != nil {
-			return Session{}, err
-		}
-		h, err := s.Hasher.Hash(password)
-		if err != nil {
-			return Session{}, err
-		}
-		hash = h
-	} else {
-		ok, err := s.Hasher.Verify(*pending.Hash, password)
-		if err != nil {
-			return Session{}, err
-		}
-		if !ok {
-			return Session{}, rule.InvalidField("password", "This is not the password of "+pending.Email+".")
-		}
+	if in.Hash != nil {
+		return Session{}, errSignInToAccept
 	}
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if err := read(tx, " FOR UPDATE OF i, m, p"); err != nil {
-			return err
-		}
-		now := s.Now()
-		if hash != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE people SET name = $2, password_hash = $3 WHERE id = $1`, pending.Person, name, hash); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE invitations SET used_at = $2 WHERE digest = $1`, digest(token), now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memberships SET accepted_at = $2 WHERE id = $1`, pending.Membership, now); err != nil {
-			return err
-		}
-		var err error
-		sess, err = s.newSession(ctx, tx, pending.Person, &pending.Membership, pending.TwoFactor)
+	name = strings.TrimSpace(name)
+	fields := map[string][]string{}
+	if name == "" || len(name) > 200 {
+		fields["name"] = []string{"Enter your name (at most 200 characters)."}
+	}
+	if err := CheckPassword("password", in.Email, name, password); err != nil {
+		fields["password"] = err.Fields["password"]
+	}
+	if err := rule.InvalidFields(fields); err != nil {
+		return Session{}, err
+	}
+	// Hashed before the transaction: no transaction waits for a hashing slot.
+	hash, err := s.Hasher.Hash(password)
+	if err != nil {
+		return Session{}, err
+	}
+	var sess Session
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		in, err := s.pending(ctx, tx, token, true)
 		if err != nil {
 			return err
 		}
-		return s.record(ctx, tx, &pending.Org, &pending.Person, pending.Email, ActionInvitationTaken, "", address)
+		if in.Hash != nil { // a password chosen meanwhile, through another invitation
+			return errSignInToAccept
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET name = $2, password_hash = $3 WHERE id = $1`, in.Person, name, hash); err != nil {
+			return err
+		}
+		if err := s.take(ctx, tx, token, in, address); err != nil {
+			return err
+		}
+		sess, err = s.newSession(ctx, tx, in.Person, &in.Membership, in.TwoFactor)
+		return err
 	})
 	return sess, err
+}
+
+// AcceptSignedIn takes an invitation for the person signed in with the
+// session of sessionToken (both steps passed): their session is replaced
+// by one in the invitation's organization. An invitation for someone
+// else is refused (403), and nothing changes.
+func (s *Store) AcceptSignedIn(ctx context.Context, token, sessionToken, address string) (Session, error) {
+	sess, err := s.Session(ctx, sessionToken)
+	if err != nil {
+		return Session{}, err
+	}
+	if sess.AwaitingSecondFactor {
+		return Session{}, ErrNoSession
+	}
+	var next Session
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		in, err := s.pending(ctx, tx, token, true)
+		if err != nil {
+			return err
+		}
+		if in.Person != sess.Person.ID {
+			return rule.Newf(rule.Forbidden, "", "Another person's invitation",
+				"This invitation is for %s, and you are signed in as %s. Sign out, then open the invitation's link again and sign in as %s.",
+				in.Email, sess.Person.Email, in.Email)
+		}
+		if err := s.take(ctx, tx, token, in, address); err != nil {
+			return err
+		}
+		next, err = s.replaceSession(ctx, tx, sessionToken, in.Person, in.Membership)
+		return err
+	})
+	return next, err
+}
+
+// take marks the invitation of token used and its membership accepted.
+func (s *Store) take(ctx context.Context, tx *sqlx.Tx, token string, in pendingInvitation, address string) error {
+	now := s.Now()
+	if _, err := tx.ExecContext(ctx, `UPDATE invitations SET used_at = $2 WHERE digest = $1`, digest(token), now); err != nil {
+		return fmt.Errorf("people: unable to use invitation: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE memberships SET accepted_at = $2 WHERE id = $1`, in.Membership, now); err != nil {
+		return fmt.Errorf("people: unable to accept membership: %w", err)
+	}
+	return s.record(ctx, tx, &in.Org, &in.Person, in.Email, ActionInvitationTaken, "", address)
 }
 
 // ChangeMember sets a member's role and permissions.

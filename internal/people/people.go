@@ -66,6 +66,9 @@ type Store struct {
 	Now    func() time.Time
 	Vault  Sealer
 	Hasher *Hasher
+	// RecoveryKeys key the recovery codes' HMAC: derived from each pepper,
+	// the first (the current pepper's) for new codes.
+	RecoveryKeys [][]byte
 	// PublicURL is the base of the links in messages.
 	PublicURL string
 	// DeviceKey signs device tokens (device.go); derived from the pepper,

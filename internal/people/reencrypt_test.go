@@ -37,7 +37,7 @@ func TestReencryptSecondFactors(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	s := &Store{DB: db, Now: func() time.Time { return now }, Vault: oldVault, Hasher: NewHasher(2)}
+	s := &Store{DB: db, Now: func() time.Time { return now }, Vault: oldVault, Hasher: NewHasher(2), RecoveryKeys: [][]byte{[]byte("a recovery key")}}
 	org := uuid.Must(uuid.NewV7())
 	if _, err := db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, 'Rotating Co', 'merchant')`, org); err != nil {
 		t.Fatal(err)

@@ -28,20 +28,32 @@ type Session struct {
 	// Device is a new device token for the browser's cookie (device.go),
 	// set when a sign-in has just passed both steps.
 	Device string
+	// ConfirmedAt is when the person last confirmed it's them (zero:
+	// never): a sign-in that passed every step, or Confirm. See Confirmed.
+	ConfirmedAt time.Time
 }
 
 // ErrNoSession: no session has this token, or it has ended (signed out,
 // idle 30 minutes, 12 hours old, or ended by a password change).
 var ErrNoSession = errors.New("people: no session")
 
+// newSession starts a session. One not awaiting the second factor has
+// passed every step of signing in, which opens the confirmation window.
 func (s *Store) newSession(ctx context.Context, tx *sqlx.Tx, person uuid.UUID, membership *uuid.UUID, awaiting bool) (Session, error) {
 	token, d := newToken()
 	now := s.Now()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (digest, person_id, membership_id, awaiting_second_factor, created_at, last_seen_at)
-		VALUES ($1, $2, $3, $4, $5, $5)`, d, person, membership, awaiting, now); err != nil {
+	var confirmed *time.Time
+	if !awaiting {
+		confirmed = &now
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (digest, person_id, membership_id, awaiting_second_factor, created_at, last_seen_at, confirmed_at)
+		VALUES ($1, $2, $3, $4, $5, $5, $6)`, d, person, membership, awaiting, now, confirmed); err != nil {
 		return Session{}, fmt.Errorf("people: unable to start session: %w", err)
 	}
 	sess := Session{Token: token, AwaitingSecondFactor: awaiting, CreatedAt: now}
+	if confirmed != nil {
+		sess.ConfirmedAt = now
+	}
 	if membership != nil {
 		sess.Membership = &Membership{ID: *membership} // the rest is read with the session
 	}
@@ -65,6 +77,7 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 			Awaiting   bool
 			CreatedAt  time.Time
 			LastSeen   time.Time
+			Confirmed  *time.Time
 			Email      string
 			Name       string
 			TwoFactor  bool
@@ -80,12 +93,12 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 		}
 	)
 	d := digest(token)
-	err := s.DB.QueryRowContext(ctx, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at,
+	err := s.DB.QueryRowContext(ctx, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at, s.confirmed_at,
 			sp.email, sp.name, sp.totp_secret IS NOT NULL AS two_factor, `+membershipColumns+`
 		FROM sessions s JOIN people sp ON sp.id = s.person_id
 		LEFT JOIN (memberships m JOIN people p ON p.id = m.person_id JOIN organizations o ON o.id = m.organization_id)
 			ON m.id = s.membership_id AND m.removed_at IS NULL AND m.accepted_at IS NOT NULL
-		WHERE s.digest = $1`, d).Scan(&row.Person, &row.Membership, &row.Awaiting, &row.CreatedAt, &row.LastSeen,
+		WHERE s.digest = $1`, d).Scan(&row.Person, &row.Membership, &row.Awaiting, &row.CreatedAt, &row.LastSeen, &row.Confirmed,
 		&row.Email, &row.Name, &row.TwoFactor,
 		&m.ID, &m.OrganizationID, &m.OrganizationName, &m.Kind, &m.PersonID, &m.Name, &m.Email, &m.Role, &m.Permissions,
 		&m.CreatedAt, &m.AcceptedAt, &m.TwoFactor, &m.TwoFactorRequired)
@@ -104,6 +117,9 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	}
 	sess := Session{Person: Person{ID: row.Person, Email: row.Email, Name: row.Name, TwoFactor: row.TwoFactor},
 		AwaitingSecondFactor: row.Awaiting, CreatedAt: row.CreatedAt}
+	if row.Confirmed != nil {
+		sess.ConfirmedAt = *row.Confirmed
+	}
 	if row.Membership != nil {
 		if !m.ID.Valid { // removed, or not (yet) accepted
 			return Session{}, ErrNoSession
@@ -152,7 +168,7 @@ func (s *Store) Switch(ctx context.Context, token string, org uuid.UUID) (Sessio
 	var sess Session
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var person uuid.UUID
-		err := tx.GetContext(ctx, &person, `DELETE FROM sessions WHERE digest = $1 AND NOT awaiting_second_factor RETURNING person_id`, digest(token))
+		err := tx.GetContext(ctx, &person, `SELECT person_id FROM sessions WHERE digest = $1 AND NOT awaiting_second_factor FOR UPDATE`, digest(token))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoSession
 		}
@@ -168,8 +184,30 @@ func (s *Store) Switch(ctx context.Context, token string, org uuid.UUID) (Sessio
 		if err != nil {
 			return err
 		}
-		sess, err = s.newSession(ctx, tx, person, &membership, false)
+		sess, err = s.replaceSession(ctx, tx, token, person, membership)
 		return err
 	})
 	return sess, err
+}
+
+// replaceSession ends the session of token and starts one of person in
+// membership in its place, keeping when the person last confirmed it's
+// them: a new token never opens the confirmation window by itself.
+func (s *Store) replaceSession(ctx context.Context, tx *sqlx.Tx, token string, person, membership uuid.UUID) (Session, error) {
+	var confirmed *time.Time
+	if err := tx.GetContext(ctx, &confirmed, `DELETE FROM sessions WHERE digest = $1 RETURNING confirmed_at`, digest(token)); err != nil {
+		return Session{}, fmt.Errorf("people: unable to end session: %w", err)
+	}
+	sess, err := s.newSession(ctx, tx, person, &membership, false)
+	if err != nil {
+		return Session{}, err
+	}
+	sess.ConfirmedAt = time.Time{}
+	if confirmed != nil {
+		sess.ConfirmedAt = *confirmed
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET confirmed_at = $2 WHERE digest = $1`, digest(sess.Token), confirmed); err != nil {
+		return Session{}, fmt.Errorf("people: unable to start session: %w", err)
+	}
+	return sess, nil
 }

@@ -391,7 +391,7 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 				return err
 			}
 		}
-		return nil
+		return s.tellChanged(ctx, tx, sess.Person.Email, "Your payreq password was changed", "The password of your payreq account was changed")
 	})
 }
 
@@ -549,7 +549,7 @@ func (s *Store) ResetPassword(ctx context.Context, token, password, address stri
 				return err
 			}
 		}
-		return nil
+		return s.tellChanged(ctx, tx, p.Email, "Your payreq password was changed", "The password of your payreq account was reset through an emailed link")
 	})
 }
 

@@ -92,8 +92,10 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, p Person, code, address st
 		var row struct {
 			Sealed []byte  `db:"totp_pending"`
 			KeyID  *string `db:"totp_pending_key_id"`
+			Had    bool    `db:"had"`
 		}
-		if err := tx.GetContext(ctx, &row, `SELECT totp_pending, totp_pending_key_id FROM people WHERE id = $1 FOR UPDATE`, p.ID); err != nil {
+		if err := tx.GetContext(ctx, &row, `SELECT totp_pending, totp_pending_key_id, totp_secret IS NOT NULL AS had
+			FROM people WHERE id = $1 FOR UPDATE`, p.ID); err != nil {
 			return err
 		}
 		if row.KeyID == nil {
@@ -115,15 +117,8 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, p Person, code, address st
 			totp_pending = NULL, totp_pending_key_id = NULL WHERE id = $1`, p.ID, sealed, keyID, step); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM recovery_codes WHERE person_id = $1`, p.ID); err != nil {
+		if codes, err = s.newRecoveryCodes(ctx, tx, p.ID); err != nil {
 			return err
-		}
-		for range RecoveryCodes {
-			c := newRecoveryCode()
-			if _, err := tx.ExecContext(ctx, `INSERT INTO recovery_codes (person_id, digest) VALUES ($1, $2)`, p.ID, digest(normalCode(c))); err != nil {
-				return err
-			}
-			codes = append(codes, c)
 		}
 		orgs, err := s.orgsOf(ctx, tx, &p.ID)
 		if err != nil {
@@ -134,7 +129,11 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, p Person, code, address st
 				return err
 			}
 		}
-		return nil
+		what := "A second factor (an authenticator app) was set up for your payreq account"
+		if row.Had {
+			what = "The second factor of your payreq account was replaced by another authenticator app, with new recovery codes"
+		}
+		return s.tellChanged(ctx, tx, p.Email, "Your payreq second factor was changed", what)
 	})
 	return codes, err
 }
@@ -161,35 +160,15 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		switch {
 		case strings.TrimSpace(recovery) != "":
-			res, err := tx.ExecContext(ctx, `UPDATE recovery_codes SET used_at = $3 WHERE person_id = $1 AND digest = $2 AND used_at IS NULL`,
-				sess.Person.ID, digest(normalCode(recovery)), s.Now())
+			used, err := s.useRecoveryCode(ctx, tx, sess.Person.ID, recovery)
 			if err != nil {
 				return err
 			}
-			n, _ := res.RowsAffected()
-			ok, action = n == 1, ActionRecoveryCodeUsed
+			ok, action = used, ActionRecoveryCodeUsed
 		default:
-			var row struct {
-				Sealed []byte `db:"totp_secret"`
-				KeyID  string `db:"totp_key_id"`
-				Last   *int64 `db:"totp_last_step"`
-			}
-			if err := tx.GetContext(ctx, &row, `SELECT totp_secret, totp_key_id, totp_last_step FROM people WHERE id = $1 FOR UPDATE`, sess.Person.ID); err != nil {
-				return err
-			}
-			secret, err := s.Vault.Open(row.Sealed, row.KeyID, totpAAD(sess.Person.ID, "secret"))
+			matched, err := s.currentCode(ctx, tx, sess.Person.ID, code)
 			if err != nil {
 				return err
-			}
-			last := int64(-1)
-			if row.Last != nil {
-				last = *row.Last
-			}
-			step, matched := matchStep(secret, strings.TrimSpace(code), s.Now(), last)
-			if matched {
-				if _, err := tx.ExecContext(ctx, `UPDATE people SET totp_last_step = $2 WHERE id = $1`, sess.Person.ID, step); err != nil {
-					return err
-				}
 			}
 			ok = matched
 		}
@@ -250,6 +229,34 @@ func (s *Store) SecondFactor(ctx context.Context, token, code, recovery, address
 	return sess, nil
 }
 
+// currentCode says whether code is a code of the person's authenticator
+// app now, one not used before; it is then used.
+func (s *Store) currentCode(ctx context.Context, tx *sqlx.Tx, person uuid.UUID, code string) (bool, error) {
+	var row struct {
+		Sealed []byte `db:"totp_secret"`
+		KeyID  string `db:"totp_key_id"`
+		Last   *int64 `db:"totp_last_step"`
+	}
+	if err := tx.GetContext(ctx, &row, `SELECT totp_secret, totp_key_id, totp_last_step FROM people WHERE id = $1 FOR UPDATE`, person); err != nil {
+		return false, err
+	}
+	secret, err := s.Vault.Open(row.Sealed, row.KeyID, totpAAD(person, "secret"))
+	if err != nil {
+		return false, err
+	}
+	last := int64(-1)
+	if row.Last != nil {
+		last = *row.Last
+	}
+	step, matched := matchStep(secret, strings.TrimSpace(code), s.Now(), last)
+	if matched {
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET totp_last_step = $2 WHERE id = $1`, person, step); err != nil {
+			return false, err
+		}
+	}
+	return matched, nil
+}
+
 // matchStep finds the time step (now, one before or one after) whose code
 // is code, later than last.
 func matchStep(secret, code string, now time.Time, last int64) (int64, bool) {
@@ -267,25 +274,6 @@ func matchStep(secret, code string, now time.Time, last int64) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// A recovery code: 10 characters of an alphabet without look-alikes, shown
-// as two groups of five.
-const recoveryAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
-
-func newRecoveryCode() string {
-	b := make([]byte, 10)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("people: crypto/rand failed: %v", err))
-	}
-	for i := range b {
-		b[i] = recoveryAlphabet[int(b[i])%len(recoveryAlphabet)]
-	}
-	return string(b[:5]) + "-" + string(b[5:])
-}
-
-func normalCode(c string) string {
-	return strings.ToLower(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(c)))
 }
 
 // qrPNG draws text as a QR code, a PNG data: URI (the pages' policy

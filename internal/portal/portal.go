@@ -98,9 +98,9 @@ const maxForm = 64 << 10
 func New(d Deps) *echo.Echo {
 	u, _ := url.Parse(d.PublicURL)
 	h := &handler{Deps: d, secure: u != nil && u.Scheme == "https", stylesheet: "/portal/assets/" + web.StylesheetName}
-	h.sessionCookie, h.deviceCookie = "payreq_session", "payreq_device"
+	h.sessionCookie, h.deviceCookie = web.SessionCookie(h.secure), "payreq_device"
 	if h.secure {
-		h.sessionCookie, h.deviceCookie = "__Host-payreq_session", "__Host-payreq_device"
+		h.deviceCookie = "__Host-payreq_device"
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -140,16 +140,21 @@ func (h *handler) routes(e *echo.Echo) {
 	// Signed in, before an organization is chosen.
 	e.GET("/portal/organizations", h.person(h.organizations))
 	e.POST("/portal/organizations/:id/switch", h.person(h.switchOrganization))
+	// Before an organization too: a member who must set up a second
+	// factor confirms on the way to it.
+	e.GET(confirmPath, h.person(h.confirmPage))
+	e.POST(confirmPath, h.person(h.confirm))
 
 	// A member of an organization.
 	e.GET("/portal", h.member(h.home, anyone))
 	e.GET(homePath, h.member(h.home, anyone))
 	e.GET("/portal/account", h.member(h.account, anyone))
 	e.POST("/portal/account/password", h.member(h.changePassword, anyone))
-	e.GET("/portal/account/two-factor", h.member(h.twoFactorPage, anyone))
-	e.POST("/portal/account/two-factor", h.member(h.confirmTwoFactor, anyone))
+	// Asking "confirm it's you" (issue 36): the second factor and new keys.
+	e.GET("/portal/account/two-factor", h.member(h.confirmed(h.twoFactorPage), anyone))
+	e.POST("/portal/account/two-factor", h.member(h.confirmed(h.confirmTwoFactor), anyone))
 	e.GET("/portal/keys", h.member(h.keys, managers))
-	e.POST("/portal/keys", h.member(h.createKey, managers))
+	e.POST("/portal/keys", h.member(h.confirmed(h.createKey), managers))
 	e.GET("/portal/keys/:keyId/revoke", h.member(h.revokePage, managers))
 	e.POST("/portal/keys/:keyId/revoke", h.member(h.revokeKey, managers))
 	e.GET("/portal/members", h.member(h.members, managers))
@@ -365,7 +370,10 @@ func (h *handler) readForm(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// setSession and clearSession also rebind the page's CSRF token: the
+// next POST carries the new cookie, or none.
 func (h *handler) setSession(c echo.Context, token string) {
+	web.BindCSRF(c, token)
 	c.SetCookie(&http.Cookie{Name: h.sessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: h.secure,
 		SameSite: http.SameSiteLaxMode})
 }
@@ -387,6 +395,7 @@ func (h *handler) device(c echo.Context) string {
 }
 
 func (h *handler) clearSession(c echo.Context) {
+	web.BindCSRF(c, "")
 	c.SetCookie(&http.Cookie{Name: h.sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: h.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 }

@@ -17,7 +17,12 @@ import (
 // of random bytes of its own (payreq_csrf; __Host-payreq_csrf over https,
 // HttpOnly, SameSite=Lax) and every form a token derived from it (an HMAC
 // under the server's key, so that a cookie planted by someone else makes
-// no token without the key). A POST must carry its cookie's token in the
+// no token without the key). Once the visitor is signed in, the token is
+// bound to the session too (the HMAC covers the session cookie's value):
+// a cookie-and-token pair planted from another browser, or kept from
+// before signing in, is refused on a signed-in form. Before signing in
+// (the sign-in, reset and sign-up forms) the cookie alone binds it.
+// A POST must carry its cookie's token in the
 // form's csrf field, always, and must not say it comes from another origin
 // (Sec-Fetch-Site, Origin); otherwise it is refused with ErrForgery before
 // its handler runs.
@@ -31,10 +36,20 @@ import (
 // The pay page keeps its own signed form token: it carries the one-time
 // attempt id a charge is deduplicated by, and needs no cookie.
 type CSRF struct {
-	key    []byte
-	origin string // scheme://host[:port] of the public URL
-	cookie string
-	secure bool
+	key     []byte
+	origin  string // scheme://host[:port] of the public URL
+	cookie  string
+	session string // the portal's session cookie
+	secure  bool
+}
+
+// SessionCookie is the name of the portal's session cookie, over https
+// or not: CSRF tokens are bound to its value.
+func SessionCookie(secure bool) string {
+	if secure {
+		return "__Host-payreq_session" // Secure, Path=/, no Domain
+	}
+	return "payreq_session"
 }
 
 // CSRFField is the name of the form field that carries the token.
@@ -55,17 +70,31 @@ func NewCSRF(publicURL string, key []byte) *CSRF {
 	if x.secure {
 		x.cookie = "__Host-" + x.cookie // Secure, Path=/, no Domain
 	}
+	x.session = SessionCookie(x.secure)
 	return x
 }
 
-const csrfTokenKey = "web.csrf"
+const (
+	csrfTokenKey   = "web.csrf"
+	csrfSessionKey = "web.csrf.session"
+)
 
 // CSRFToken is the token the request's page puts in its forms' csrf
-// field ("" outside Protect).
+// field ("" outside Protect): bound to the session the answer leaves
+// the browser with (BindCSRF).
 func CSRFToken(c echo.Context) string {
-	s, _ := c.Get(csrfTokenKey).(string)
-	return s
+	token, _ := c.Get(csrfTokenKey).(func(session string) string)
+	if token == nil {
+		return ""
+	}
+	session, _ := c.Get(csrfSessionKey).(string)
+	return token(session)
 }
+
+// BindCSRF tells Protect the session cookie's value the answer sets
+// ("" when it clears it), so that the page's forms carry the token the
+// browser's next POST needs.
+func BindCSRF(c echo.Context, session string) { c.Set(csrfSessionKey, session) }
 
 // Protect checks every POST, and gives the request a cookie when it has
 // none and its pages a token (CSRFToken). The front reads a POST's form
@@ -79,9 +108,13 @@ func (x *CSRF) Protect(next echo.HandlerFunc) echo.HandlerFunc {
 		if ck, err := c.Cookie(x.cookie); err == nil && len(ck.Value) == 43 {
 			secret = ck.Value
 		}
+		session := ""
+		if ck, err := c.Cookie(x.session); err == nil {
+			session = ck.Value
+		}
 		if r.Method == http.MethodPost {
 			sent := r.PostForm.Get(CSRFField)
-			if x.foreign(r) || secret == "" || !hmac.Equal([]byte(sent), []byte(x.token(secret))) {
+			if x.foreign(r) || secret == "" || !hmac.Equal([]byte(sent), []byte(x.token(secret, session))) {
 				return ErrForgery
 			}
 		}
@@ -92,7 +125,8 @@ func (x *CSRF) Protect(next echo.HandlerFunc) echo.HandlerFunc {
 			c.SetCookie(&http.Cookie{Name: x.cookie, Value: secret, Path: "/", HttpOnly: true, Secure: x.secure,
 				SameSite: http.SameSiteLaxMode})
 		}
-		c.Set(csrfTokenKey, x.token(secret))
+		c.Set(csrfTokenKey, func(session string) string { return x.token(secret, session) })
+		BindCSRF(c, session)
 		return next(c)
 	}
 }
@@ -109,8 +143,13 @@ func (x *CSRF) foreign(r *http.Request) bool {
 		(origin != "" && origin != "null" && origin != x.origin)
 }
 
-func (x *CSRF) token(secret string) string {
+// token is the form token of the cookie's secret, bound to session
+// when there is one.
+func (x *CSRF) token(secret, session string) string {
 	m := hmac.New(sha256.New, x.key)
 	m.Write([]byte("payreq form\x00" + secret))
+	if session != "" {
+		m.Write([]byte("\x00session\x00" + session))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -179,3 +179,53 @@ func TestCSRFRefusesFormsNotFromThePage(t *testing.T) {
 		})
 	}
 }
+
+// Once signed in (a session cookie), a form's token is bound to the
+// session: a cookie-and-token pair planted from another browser, signed
+// in or not, is refused; the page's own token works, and before signing
+// in (no session cookie) the cookie alone binds it, as before.
+func TestCSRFBoundToTheSession(t *testing.T) {
+	const publicURL = "http://127.0.0.1:8080"
+	f := newFront(publicURL, key)
+	session := &http.Cookie{Name: web.SessionCookie(false), Value: "the victim's session token"}
+	other := &http.Cookie{Name: web.SessionCookie(false), Value: "the attacker's session token"}
+	open := func(cookies ...*http.Cookie) ([]*http.Cookie, string) {
+		w := f.do(http.MethodGet, nil, cookies, nil)
+		return append(w.Result().Cookies(), cookies...), w.Body.String()
+	}
+	post := func(token string, cookies ...*http.Cookie) int {
+		return f.do(http.MethodPost, url.Values{web.CSRFField: {token}}, cookies, nil).Code
+	}
+	anonymous, anonymousToken := open()
+	if post(anonymousToken, anonymous...) != http.StatusSeeOther {
+		t.Error("a form before signing in was refused")
+	}
+	victim, victimToken := open(anonymous[0], session)
+	if victimToken == anonymousToken {
+		t.Error("the token does not change with the session")
+	}
+	if got := post(victimToken, victim...); got != http.StatusSeeOther {
+		t.Errorf("the signed-in page's own token: %d", got)
+	}
+	attacker, _ := open()
+	_, attackerSignedIn := open(attacker[0], other)
+	for name, token := range map[string]string{
+		"a pair from before signing in":     anonymousToken,
+		"a planted pair, not signed in":     f.tokenOf(t, attacker[0]),
+		"a planted pair of its own session": attackerSignedIn,
+	} {
+		cookie := anonymous[0]
+		if token != anonymousToken {
+			cookie = attacker[0]
+		}
+		if got := post(token, cookie, session); got != http.StatusForbidden {
+			t.Errorf("%s on a signed-in form: %d, want 403", name, got)
+		}
+	}
+}
+
+// tokenOf is the token a page gives the holder of cookie, not signed in.
+func (f *front) tokenOf(t *testing.T, cookie *http.Cookie) string {
+	t.Helper()
+	return f.do(http.MethodGet, nil, []*http.Cookie{cookie}, nil).Body.String()
+}
