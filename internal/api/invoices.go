@@ -211,6 +211,9 @@ func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequ
 			return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		case http.StatusUnprocessableEntity:
 			return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		case http.StatusTooManyRequests:
+			return gen.SendPaymentRequest429ApplicationProblemPlusJSONResponse{Body: s.body(r),
+				Headers: gen.SendPaymentRequest429ResponseHeaders{RetryAfter: r.retryAfter()}}, nil
 		}
 	}
 	if err != nil {
