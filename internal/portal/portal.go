@@ -36,6 +36,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
@@ -63,7 +64,9 @@ type Deps struct {
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
-	Now       func() time.Time
+	// PDFs keeps the invoice documents drawn.
+	PDFs *invoicepdf.Documents
+	Now  func() time.Time
 	// PublicURL is the deployment's base URL: its scheme chooses the
 	// session cookie's name and Secure.
 	PublicURL string

@@ -34,7 +34,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
 		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments,
-		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PublicURL: cfg.PublicURL,
+		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PDFs: a.PDFs, PublicURL: cfg.PublicURL,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, RequestTimeout: cfg.RequestTimeout,
 		ValidateRequests: cfg.ValidateRequests, ClientAddress: address,
 	})
@@ -47,9 +47,9 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	}
 	csrf := web.NewCSRF(cfg.PublicURL, a.CSRFKey) // the portal's and the sign-up page's
 	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, Resellers: a.Resellers,
-		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, Now: a.Now,
+		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, PDFs: a.PDFs, Now: a.Now,
 		PublicURL: cfg.PublicURL, CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
-	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
+	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments, PDFs: a.PDFs,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, CSRF: csrf,
 		ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
