@@ -413,7 +413,9 @@ func init() {
 }
 
 // renderDone answers a page after a redirect from a form it posted:
-// ?done= names what was done, and notices say it.
+// ?done= names what was done, and notices say it. A notice is only ever
+// one of notices: nothing the query carries reaches the page, so a link
+// cannot make the portal say what it never said.
 func (h *handler) renderDone(c echo.Context, name string, p page, notices map[string]string) error {
 	p.Notice = notices[c.QueryParam("done")]
 	return h.render(c, http.StatusOK, name, p)
