@@ -39,7 +39,7 @@ func TestNoticesComeFromAFixedList(t *testing.T) {
 		"/portal/reminder-settings", "/portal/invoices/" + sale.InvoiceId.String(), "/portal/card-payments/" + sale.Id.String(),
 		"/portal/events/" + events[0]["id"].(string)} {
 		for _, q := range []string{query.Encode(), "done=bogus", "done=" + url.QueryEscape("<b>x</b>")} {
-			p := c.Get(path + "?" + q).Want(t, http.StatusOK)
+			p := c.Get(path+"?"+q).Want(t, http.StatusOK)
 			if strings.Contains(p.Body, "alert-ok") || strings.Contains(p.Body, planted) || strings.Contains(p.Body, "bogus") {
 				t.Errorf("%s?%s shows a notice or the query's text", path, q)
 			}
