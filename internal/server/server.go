@@ -57,6 +57,9 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	// By the path alone, as sent: http.ServeMux would redirect paths that
 	// are not clean, which the fronts answer themselves.
 	return fronts{publicURL: cfg.PublicURL, HandlerFunc: func(w http.ResponseWriter, r *http.Request) {
+		if cfg.HSTS {
+			w.Header().Set("Strict-Transport-Security", hsts)
+		}
 		if r.Method == http.MethodHead {
 			// HEAD is GET without the body (RFC 9110 §9.1), on every GET
 			// route: the fronts answer a GET, and net/http, which still
@@ -85,6 +88,11 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		}
 	}}, nil
 }
+
+// hsts tells browsers to reach the deployment (and its subdomains) over
+// https only, for a year: after one visit, no plain-http request (and no
+// downgrade on the way) is ever made to it again.
+const hsts = "max-age=31536000; includeSubDomains"
 
 // fronts is the handler New makes.
 type fronts struct {
