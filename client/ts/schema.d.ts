@@ -240,7 +240,7 @@ export interface paths {
         put?: never;
         /**
          * Send the pay link
-         * @description Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. No request body.
+         * @description Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. One invoice's link goes out at most 5 times in 24 hours, counting every send (on creation, scheduled, through the API or the portal): a sixth is a 429 and sends nothing. No request body.
          */
         post: operations["sendPaymentRequest"];
         delete?: never;
@@ -2973,7 +2973,24 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description Too many requests: this API key's rate, or the invoice's link sent 5 times in the last 24 hours. Nothing was sent; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "http://127.0.0.1:8080/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The pay link of an invoice can be sent at most 5 times in 24 hours. Retry after 3600 seconds."
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
         };
     };

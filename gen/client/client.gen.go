@@ -4201,7 +4201,7 @@ type ClientInterface interface {
 
 	// SendPaymentRequest Send the pay link
 	//
-	// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. No request body.
+	// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. One invoice's link goes out at most 5 times in 24 hours, counting every send (on creation, scheduled, through the API or the portal): a sixth is a 429 and sends nothing. No request body.
 	//
 	// Corresponds with POST /payment-requests/{id}/send (the `SendPaymentRequest` operationId).
 	SendPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5253,7 +5253,7 @@ func (c *Client) RemoveRecordedPayment(ctx context.Context, id InvoiceId, paymen
 
 // SendPaymentRequest Send the pay link
 //
-// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. No request body.
+// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. One invoice's link goes out at most 5 times in 24 hours, counting every send (on creation, scheduled, through the API or the portal): a sixth is a 429 and sends nothing. No request body.
 //
 // Corresponds with POST /payment-requests/{id}/send (the `SendPaymentRequest` operationId).
 func (c *Client) SendPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8027,7 +8027,7 @@ type ClientWithResponsesInterface interface {
 
 	// SendPaymentRequestWithResponse Send the pay link
 	//
-	// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. No request body.
+	// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. One invoice's link goes out at most 5 times in 24 hours, counting every send (on creation, scheduled, through the API or the portal): a sixth is a 429 and sends nothing. No request body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10747,7 +10747,7 @@ type SendPaymentRequestResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10794,7 +10794,7 @@ func (r SendPaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessabl
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r SendPaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r SendPaymentRequestResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
 }
 
@@ -12780,7 +12780,7 @@ func (c *ClientWithResponses) RemoveRecordedPaymentWithResponse(ctx context.Cont
 
 // SendPaymentRequestWithResponse Send the pay link
 //
-// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. No request body.
+// Sends, or sends again, the pay link of an `open` or `part_paid` invoice: the way the customer asked to get invoices (`customerPrefers`) when they said, else by the invoice's own `delivery`. `sentVia` and `sentAt` in the answer describe this send. Texting needs a `customerPhone` on the invoice; when the customer prefers text but the invoice has no phone, the link goes by email. A `paid` or `cancelled` invoice is a 422. One invoice's link goes out at most 5 times in 24 hours, counting every send (on creation, scheduled, through the API or the portal): a sixth is a 429 and sends nothing. No request body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15566,7 +15566,7 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -73,12 +73,12 @@ func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentReques
 		if err != nil {
 			return nil, err
 		}
-		var doc bytes.Buffer
-		if err := invoicepdf.Invoice(ctx, &doc, inv, s.invoices.Link(&inv)); err != nil {
+		doc, err := s.pdfs.Invoice(ctx, inv, s.invoices.Link(&inv))
+		if err != nil {
 			return nil, err
 		}
 		disposition := invoicepdf.Disposition("invoice-" + inv.InvoiceNumber)
-		return gen.GetPaymentRequest200ApplicationpdfResponse{Body: &doc, ContentLength: int64(doc.Len()),
+		return gen.GetPaymentRequest200ApplicationpdfResponse{Body: bytes.NewReader(doc), ContentLength: int64(len(doc)),
 			Headers: gen.GetPaymentRequest200ResponseHeaders{ContentDisposition: &disposition}}, nil
 	}
 	inv, err := s.invoices.Get(ctx, org, req.Id)
@@ -213,6 +213,9 @@ func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequ
 			return gen.SendPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		case http.StatusUnprocessableEntity:
 			return gen.SendPaymentRequest422ApplicationProblemPlusJSONResponse{UnprocessableApplicationProblemPlusJSONResponse: s.unprocessableBody(r)}, nil
+		case http.StatusTooManyRequests:
+			return gen.SendPaymentRequest429ApplicationProblemPlusJSONResponse{Body: s.body(r),
+				Headers: gen.SendPaymentRequest429ResponseHeaders{RetryAfter: r.retryAfter()}}, nil
 		}
 	}
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
@@ -48,6 +49,7 @@ type Deps struct {
 	Events    *event.Store
 	Webhooks  *webhook.Store
 	Metrics   *metrics.Metrics
+	PDFs      *invoicepdf.Documents
 	// PublicURL is the base of problem type URIs and of Link headers.
 	PublicURL string
 	// RateLimit and RateBurst are each API key's token bucket, per instance.
@@ -73,6 +75,7 @@ type Server struct {
 	events           *event.Store
 	webhooks         *webhook.Store
 	metrics          *metrics.Metrics
+	pdfs             *invoicepdf.Documents
 	byRoute          map[string]string // "METHOD /echo/:path" → operationId
 	publicURL        string
 	validateRequests bool
@@ -132,7 +135,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, payments: d.Payments,
+		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, pdfs: d.PDFs, payments: d.Payments,
 		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},

@@ -26,6 +26,7 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
@@ -53,6 +54,9 @@ type App struct {
 	People    *people.Store
 	Vault     *vault.Vault
 	Metrics   *metrics.Metrics
+	// PDFs keeps the invoice documents drawn, one per invoice version,
+	// for every front.
+	PDFs *invoicepdf.Documents
 	// PayPageKey signs the pay page's form tokens (CSRF); derived from the
 	// pepper, so every instance of a deployment shares it.
 	PayPageKey []byte
@@ -241,12 +245,17 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")},
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
+		PDFs:       invoicepdf.NewDocuments(pdfMemory),
 		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
 		CSRFKey:    derive(pepper, "payreq CSRF token"),
 		Now:        now,
 	}, nil
 }
+
+// pdfMemory bounds the invoice documents kept in memory: some hundreds of
+// everyday invoices (tens of kilobytes each), or a few of the longest.
+const pdfMemory = 64 << 20
 
 // newProcessor is the card processor the configuration names.
 func newProcessor(cfg config.Config) (processor.Processor, error) {

@@ -76,6 +76,9 @@ type Config struct {
 	// ValidateRequests: a benchmark-only knob. make bench turns it off in
 	// one run to price the validator; a service never does.
 	ValidateRequests bool // PAYREQ_VALIDATE_REQUESTS
+	// HSTS sends Strict-Transport-Security from every front; by default
+	// when PAYREQ_PUBLIC_URL is https.
+	HSTS bool // PAYREQ_HSTS
 }
 
 // FromEnv reads the configuration; an invalid value is an error naming the variable.
@@ -242,6 +245,9 @@ func parse(getenv func(string) string) (Config, error) {
 	}
 	if c.ValidateRequests, err = strconv.ParseBool(get("PAYREQ_VALIDATE_REQUESTS", "true")); err != nil {
 		return Config{}, fmt.Errorf("PAYREQ_VALIDATE_REQUESTS must be true or false")
+	}
+	if c.HSTS, err = strconv.ParseBool(get("PAYREQ_HSTS", strconv.FormatBool(strings.HasPrefix(c.PublicURL, "https://")))); err != nil {
+		return Config{}, fmt.Errorf("PAYREQ_HSTS must be true or false")
 	}
 	return c, nil
 }

@@ -32,6 +32,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"PAYREQ_DEBUG_ADDR":                "0.0.0.0:6060",
 		"PAYREQ_VALIDATE_REQUESTS":         "maybe",
 		"PAYREQ_TRUST_TRACEPARENT":         "yes please",
+		"PAYREQ_HSTS":                      "sometimes",
 	} {
 		_, err := parse(func(k string) string {
 			if k == name {
@@ -137,6 +138,27 @@ func TestMetricsOffLoopbackNeedsAToken(t *testing.T) {
 			t.Errorf("%s with token file %q: %+v, %v", tt.addr, tt.tokenFile, c.MetricsTokenFile, err)
 		case !tt.ok && (err == nil || !strings.HasPrefix(err.Error(), "PAYREQ_METRICS_ADDR") || !strings.Contains(err.Error(), "PAYREQ_METRICS_TOKEN_FILE")):
 			t.Errorf("%s without a token file: %v", tt.addr, err)
+		}
+	}
+}
+
+// HSTS is on by default exactly when the public URL is https; PAYREQ_HSTS
+// decides otherwise.
+func TestHSTSFollowsThePublicURL(t *testing.T) {
+	for _, tc := range []struct {
+		url, hsts string
+		want      bool
+	}{
+		{"https://pay.example.com", "", true},
+		{"http://127.0.0.1:8080", "", false},
+		{"https://pay.example.com", "false", false},
+		{"http://127.0.0.1:8080", "true", true},
+	} {
+		c, err := parse(func(k string) string {
+			return map[string]string{"PAYREQ_PUBLIC_URL": tc.url, "PAYREQ_HSTS": tc.hsts}[k]
+		})
+		if err != nil || c.HSTS != tc.want {
+			t.Errorf("PAYREQ_PUBLIC_URL=%s PAYREQ_HSTS=%q: HSTS %v (%v), want %v", tc.url, tc.hsts, c.HSTS, err, tc.want)
 		}
 	}
 }

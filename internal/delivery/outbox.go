@@ -110,6 +110,23 @@ func Enqueue(ctx context.Context, tx *sqlx.Tx, m Message) error {
 	return nil
 }
 
+// PayLinksSince counts the pay links of the invoice queued after since,
+// inside the caller's transaction, and gives the oldest of them (zero when
+// none): the invoice's send limit is counted here, on the messages
+// themselves, whoever asked for them.
+func PayLinksSince(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, since time.Time) (n int, oldest time.Time, err error) {
+	var first *time.Time
+	err = tx.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM outbox
+		WHERE invoice_id = $1 AND kind = 'pay_link' AND created_at > $2`, invoiceID, since).Scan(&n, &first)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("delivery: unable to count pay links: %w", err)
+	}
+	if first != nil {
+		oldest = *first
+	}
+	return n, oldest, nil
+}
+
 // CancelPending marks the invoice's messages that are neither delivered nor
 // failed as cancelled, inside the caller's transaction; a worker never claims
 // them afterwards. A message already being delivered at that moment may still

@@ -2,8 +2,15 @@ package faults
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -219,14 +226,55 @@ func TestThroughPgBouncerTransactionPooling(t *testing.T) {
 	}
 }
 
-// deploy/haproxy.cfg is a configuration HAProxy takes.
+// deploy/haproxy.cfg is a configuration HAProxy takes (with a certificate
+// where PAYREQ_TLS_CERT says), that terminates TLS and sends plain http
+// only to https.
 func TestHAProxyConfigurationIsValid(t *testing.T) {
 	bin := "/usr/sbin/haproxy"
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatal("haproxy is not installed: make test installs it (apt-get install haproxy)")
 	}
-	out, err := exec.Command(bin, "-c", "-f", filepath.Join(repoRoot(), "deploy", "haproxy.cfg")).CombinedOutput()
+	path := filepath.Join(repoRoot(), "deploy", "haproxy.cfg")
+	cfg, err := os.ReadFile(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{`bind :443 ssl crt "${PAYREQ_TLS_CERT}"`, "ssl-min-ver TLSv1.2",
+		"http-request redirect scheme https code 308 unless { ssl_fc }", "http-request set-header X-Forwarded-Proto https"} {
+		if !strings.Contains(string(cfg), line) {
+			t.Errorf("deploy/haproxy.cfg lacks %q", line)
+		}
+	}
+	cmd := exec.Command(bin, "-c", "-f", path)
+	cmd.Env = append(os.Environ(), "PAYREQ_TLS_CERT="+selfSignedPEM(t))
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s", err, out)
 	}
+}
+
+// selfSignedPEM is a file holding a throwaway certificate and its key, as
+// HAProxy's crt takes them.
+func selfSignedPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pay.example.com"},
+		DNSNames: []string{"pay.example.com"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...)
+	file := filepath.Join(t.TempDir(), "payreq.pem")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -586,12 +586,36 @@ func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now ti
 	return l.Save()
 }
 
-// Send sends, or sends again, the pay link of an open or part-paid invoice.
+// Sends bounds how often one invoice's pay link goes out: at most
+// MaxSends in any SendWindow, counting every send (on creation, scheduled,
+// asked through the API or the portal), so that no member floods a
+// customer's inbox.
+const (
+	MaxSends   = 5
+	SendWindow = 24 * time.Hour
+)
+
+// Send sends, or sends again, the pay link of an open or part-paid
+// invoice; a send that would be the invoice's MaxSends+1th in SendWindow
+// is refused (rule.Limited) and changes nothing.
 func (s *Store) Send(ctx context.Context, actor Actor, id uuid.UUID) (inv Invoice, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 			return err
+		}
+		// Counted after the send, under its lock on the invoice, so
+		// that sends at once count one after the other; a refusal rolls
+		// the send back.
+		now = now.Truncate(time.Microsecond) // as stored
+		n, oldest, err := delivery.PayLinksSince(ctx, tx, id, now.Add(-SendWindow))
+		if err != nil {
+			return err
+		}
+		if n > MaxSends {
+			return &rule.Error{Kind: rule.Limited, Title: "Too many sends",
+				Message:    fmt.Sprintf("The pay link of an invoice can be sent at most %d times in 24 hours.", MaxSends),
+				RetryAfter: oldest.Add(SendWindow).Sub(now)}
 		}
 		if inv, err = s.AppendEvent(ctx, tx, actor.OrganizationID, id, event.InvoiceSent, now); err != nil {
 			return err

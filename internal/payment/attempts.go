@@ -20,6 +20,20 @@ const (
 	LimitWindow  = time.Hour
 )
 
+// The pay page's documents (the invoice's and its receipts' PDFs): at most
+// PDFLimit in PDFWindow per pay link and client address.
+const (
+	PDFLimit  = 20
+	PDFWindow = time.Minute
+)
+
+// PDFRequest counts a document asked of an invoice's pay link from a
+// client address; see postgres.Limit.Attempt.
+func (s *Store) PDFRequest(ctx context.Context, invoiceID uuid.UUID, address string) (time.Duration, error) {
+	l := postgres.Limit{Table: "pay_limits", Max: PDFLimit, Window: PDFWindow}
+	return l.Attempt(ctx, s.DB, "pdf:"+invoiceID.String()+":"+address, s.Now())
+}
+
 // AttemptOnLink counts a pay attempt on an invoice's link; see
 // postgres.Limit.Attempt.
 func (s *Store) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {

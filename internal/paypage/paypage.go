@@ -64,6 +64,8 @@ type Deps struct {
 	Log      *slog.Logger
 	Invoices *invoice.Store
 	Payments *payment.Store
+	// PDFs keeps the invoice documents drawn.
+	PDFs *invoicepdf.Documents
 	// FormKey signs the form token (CSRF) of each pay link.
 	FormKey []byte
 	Now     func() time.Time
@@ -324,11 +326,33 @@ func (h *handler) invoicePDF(c echo.Context) error {
 	if done {
 		return err
 	}
-	var doc bytes.Buffer
-	if err := invoicepdf.Invoice(c.Request().Context(), &doc, inv, h.Invoices.Link(&inv)); err != nil {
+	if done, err := h.pdfAllowed(c, inv); done {
+		return err
+	}
+	doc, err := h.PDFs.Invoice(c.Request().Context(), inv, h.Invoices.Link(&inv))
+	if err != nil {
 		return h.failure(c, err)
 	}
-	return h.pdf(c, "invoice-"+inv.InvoiceNumber, doc.Bytes())
+	return h.pdf(c, "invoice-"+inv.InvoiceNumber, doc)
+}
+
+// pdfAllowed counts a document asked of the invoice's link from the
+// client's network (an IPv6 address's /64); past payment.PDFLimit in
+// payment.PDFWindow it answers 429 and done is true. Anyone holding a pay
+// link may ask, so drawing is never theirs to starve.
+func (h *handler) pdfAllowed(c echo.Context, inv invoice.Invoice) (done bool, err error) {
+	wait, err := h.Payments.PDFRequest(c.Request().Context(), inv.ID, wire.Network(c.RealIP()))
+	switch {
+	case err != nil:
+		return true, h.failure(c, err)
+	case wait > 0:
+		secs := int(math.Ceil(wait.Seconds()))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return true, h.message(c, http.StatusTooManyRequests, "Too many downloads",
+			"This invoice's documents were asked for too often from your network in the last minute.",
+			"Please try again in "+plural(secs, "second")+".")
+	}
+	return false, nil
 }
 
 // pdf sends a PDF document as a download named name.
@@ -354,6 +378,9 @@ func (h *handler) receipt(c echo.Context) error {
 		if p.ID == id && p.Method == invoice.MethodCard {
 			balance := inv.BalanceAfter(p)
 			if asPDF {
+				if done, err := h.pdfAllowed(c, inv); done {
+					return err
+				}
 				var doc bytes.Buffer
 				if err := invoicepdf.Receipt(c.Request().Context(), &doc, inv, p, balance); err != nil {
 					return h.failure(c, err)

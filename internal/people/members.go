@@ -39,7 +39,7 @@ type NewMember struct {
 }
 
 // Invite makes a membership of org and emails its invitation link
-// (72 hours, one use), in one transaction.
+// (72 hours, one use), in one transaction; at most MaxInvitations a day.
 func (s *Store) Invite(ctx context.Context, actor Actor, org uuid.UUID, n NewMember) (Invitation, error) {
 	n.Email, n.Name = strings.TrimSpace(n.Email), strings.TrimSpace(n.Name)
 	fields := map[string][]string{}
@@ -63,6 +63,9 @@ func (s *Store) Invite(ctx context.Context, actor Actor, org uuid.UUID, n NewMem
 		}
 		n.Permissions = sorted(n.Permissions)
 		if err := checkGrant(actor, kind, n.Role, n.Permissions); err != nil {
+			return err
+		}
+		if err := invitationAllowed(ctx, tx, org, s.Now()); err != nil {
 			return err
 		}
 		var person uuid.UUID

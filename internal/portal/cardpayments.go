@@ -143,9 +143,9 @@ func (h *handler) refund(c echo.Context) error {
 	}
 	r := payment.RefundRequest{Actor: invoiceActor(c), SaleID: sale.ID, Key: &key}
 	if s := strings.TrimSpace(f.Get("amount")); s != "" {
-		amount, ok := formAmount(s)
+		amount, ok := decimalOf(s, true)
 		if !ok {
-			return h.refused(c, rule.InvalidField("amount", "Enter an amount in dollars and cents, such as 12.30."), form)
+			return h.refused(c, rule.InvalidField("amount", amountMessage(s, "Enter an amount in dollars and cents, such as 12.30.")), form)
 		}
 		r.Amount = &amount
 	}
@@ -171,21 +171,6 @@ func (h *handler) refund(c echo.Context) error {
 		return h.answer(c, err, form)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/card-payments/"+refund.ID.String()+"?done=refunded")
-}
-
-// formAmount reads an amount as a person types it: digits with an
-// optional leading $, thousands separators and a decimal point; the
-// store's rules (more than 0, cents at most) come after.
-func formAmount(s string) (apd.Decimal, bool) {
-	s = strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(s), "$"), ",", "")
-	if s == "" || len(s) > 20 || strings.ContainsFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' }) {
-		return apd.Decimal{}, false
-	}
-	var d apd.Decimal
-	if _, _, err := d.SetString(s); err != nil {
-		return apd.Decimal{}, false
-	}
-	return d, true
 }
 
 const cardPaymentsPath = "/portal/card-payments"

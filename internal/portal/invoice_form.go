@@ -217,7 +217,7 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 	} else if a, ok := decimalOf(s, true); ok {
 		d.Amount = a
 	} else {
-		errs.Add("amount", "Enter the amount in dollars and cents, such as 120.50.")
+		errs.Add("amount", amountMessage(s, "Enter the amount in dollars and cents, such as 120.50."))
 	}
 	if s := strings.TrimSpace(f.Get("dueDate")); s != "" {
 		if t, err := time.Parse(time.DateOnly, s); err == nil {
@@ -251,7 +251,7 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 		if v, ok := decimalOf(c, true); ok {
 			l.UnitCost = v
 		} else {
-			errs.Add(lineField(i, "unitCost"), "Enter an amount, such as 19.99 (negative for a discount).")
+			errs.Add(lineField(i, "unitCost"), amountMessage(c, "Enter an amount, such as 19.99 (negative for a discount)."))
 		}
 		d.Lines = append(d.Lines, l)
 		rows = append(rows, i)
@@ -295,16 +295,24 @@ func first(vs []string) string {
 func ptrTo[T any](v T) *T { return &v }
 
 // decimalOf reads a number as people type it, never through float: "12",
-// "1,234.50", and with money "$12.30" too. The domain judges its places
-// and its range.
+// "1,234.50", and with money "$12.30" too. A comma only separates
+// thousands, in groups of three: "5,00" is refused rather than read as
+// 500 (a comma for cents, as much of the world writes). The domain judges
+// its places and its range.
 func decimalOf(s string, money bool) (apd.Decimal, bool) {
-	s = strings.ReplaceAll(strings.TrimSpace(s), ",", "")
+	s = strings.TrimSpace(s)
 	if money {
 		if rest, ok := strings.CutPrefix(s, "-$"); ok {
 			s = "-" + rest
 		} else {
 			s = strings.TrimPrefix(s, "$")
 		}
+	}
+	if strings.Contains(s, ",") {
+		if !thousands.MatchString(s) {
+			return apd.Decimal{}, false
+		}
+		s = strings.ReplaceAll(s, ",", "")
 	}
 	if !plainNumber.MatchString(s) || len(s) > 40 {
 		return apd.Decimal{}, false
@@ -314,4 +322,16 @@ func decimalOf(s string, money bool) (apd.Decimal, bool) {
 		return apd.Decimal{}, false
 	}
 	return *d, true
+}
+
+// thousands is a number whose commas separate groups of three digits.
+var thousands = regexp.MustCompile(`^-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?$`)
+
+// amountMessage is the message beside a money field decimalOf refused: a
+// comma where the dot belongs says so, anything else gets otherwise.
+func amountMessage(typed, otherwise string) string {
+	if strings.Contains(typed, ",") {
+		return "Use a dot for cents, as in 5.00."
+	}
+	return otherwise
 }

@@ -71,7 +71,7 @@ func (h *handler) recordPayment(c echo.Context) error {
 	if ok {
 		p.Amount = amount
 	} else {
-		form.page.Errors.Add("amount", "Enter the amount in dollars and cents, such as 40.00.")
+		form.page.Errors.Add("amount", amountMessage(f.Get("amount"), "Enter the amount in dollars and cents, such as 40.00."))
 	}
 	zone := inv.Biller.Zone()
 	if s := strings.TrimSpace(f.Get("receivedAt")); s != "" && s != h.Now().In(zone).Format(time.DateOnly) {

@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"bytes"
 	"context"
 	"html/template"
 	"net/http"
@@ -403,12 +402,12 @@ func (h *handler) invoicePDF(c echo.Context) error {
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	var doc bytes.Buffer
-	if err := invoicepdf.Invoice(c.Request().Context(), &doc, inv, h.Invoices.Link(&inv)); err != nil {
+	doc, err := h.PDFs.Invoice(c.Request().Context(), inv, h.Invoices.Link(&inv))
+	if err != nil {
 		return h.failure(c, err)
 	}
 	c.Response().Header().Set(echo.HeaderContentDisposition, invoicepdf.Disposition("invoice-"+inv.InvoiceNumber))
-	return c.Blob(http.StatusOK, invoicepdf.ContentType, doc.Bytes())
+	return c.Blob(http.StatusOK, invoicepdf.ContentType, doc)
 }
 
 // invoiceActor is the member as the invoice package records who acted

@@ -56,10 +56,9 @@ func (h *handler) keys(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	if r := c.QueryParam("revoked"); r != "" {
-		form.page.Notice = "Key " + r + " is revoked: it gets no new token, and its tokens stop working within a minute."
-	}
-	return h.render(c, http.StatusOK, form.name, form.page)
+	return h.renderDone(c, form.name, form.page, map[string]string{
+		"revoked": "The key is revoked: it gets no new token, and its tokens stop working within a minute.",
+	})
 }
 
 // createKey is POST /portal/keys: name, permissions (repeated) and the
@@ -127,9 +126,9 @@ func (h *handler) revokePage(c echo.Context) error {
 // revokeKey is POST /portal/keys/{keyId}/revoke, as payreq keys revoke.
 func (h *handler) revokeKey(c echo.Context) error {
 	m := visitOf(c).Membership
-	k, err := h.Auth.RevokeKey(c.Request().Context(), actor(c).Audit(), m.OrganizationID, c.Param("keyId"))
+	_, err := h.Auth.RevokeKey(c.Request().Context(), actor(c).Audit(), m.OrganizationID, c.Param("keyId"))
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	return c.Redirect(http.StatusSeeOther, "/portal/keys?revoked="+url.QueryEscape(k.ID))
+	return c.Redirect(http.StatusSeeOther, "/portal/keys?done=revoked")
 }

@@ -82,7 +82,7 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 		t.Errorf("no <time datetime> in the list:\n%s", listed.Body)
 	}
 	confirm := c.Get("/portal/keys/"+keyID[1]+"/revoke").Want(t, http.StatusOK).Has(t, "Revoke the key")
-	c.Post("/portal/keys/"+keyID[1]+"/revoke", confirm.CSRF(t), nil).WantRedirect(t, "/portal/keys?revoked="+keyID[1])
+	c.Post("/portal/keys/"+keyID[1]+"/revoke", confirm.CSRF(t), nil).WantRedirect(t, "/portal/keys?done=revoked")
 
 	again := env.Do(apitest.Request{Method: "POST", Path: "/oauth/token", Body: map[string]string{
 		"grant_type": "client_credentials", "client_id": keyID[1], "client_secret": secret[1]}})

@@ -37,6 +37,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
@@ -64,7 +65,9 @@ type Deps struct {
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
-	Now       func() time.Time
+	// PDFs keeps the invoice documents drawn.
+	PDFs *invoicepdf.Documents
+	Now  func() time.Time
 	// PublicURL is the deployment's base URL: its scheme chooses the
 	// session cookie's name and Secure.
 	PublicURL string
@@ -437,7 +440,9 @@ func init() {
 }
 
 // renderDone answers a page after a redirect from a form it posted:
-// ?done= names what was done, and notices say it.
+// ?done= names what was done, and notices say it. A notice is only ever
+// one of notices: nothing the query carries reaches the page, so a link
+// cannot make the portal say what it never said.
 func (h *handler) renderDone(c echo.Context, name string, p page, notices map[string]string) error {
 	p.Notice = notices[c.QueryParam("done")]
 	return h.render(c, http.StatusOK, name, p)

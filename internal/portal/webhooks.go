@@ -92,10 +92,9 @@ func (h *handler) webhooks(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	if c.QueryParam("deleted") != "" {
-		form.page.Notice = "The endpoint was deleted; nothing more is sent to it."
-	}
-	return h.render(c, http.StatusOK, form.name, form.page)
+	return h.renderDone(c, form.name, form.page, map[string]string{
+		"deleted": "The endpoint was deleted; nothing more is sent to it.",
+	})
 }
 
 // createWebhook is POST /portal/webhooks: url, description, eventTypes
@@ -303,5 +302,5 @@ func (h *handler) deleteWebhook(c echo.Context) error {
 	if err != nil {
 		return h.answer(c, err, nil)
 	}
-	return c.Redirect(http.StatusSeeOther, "/portal/webhooks?deleted="+e.ID.String())
+	return c.Redirect(http.StatusSeeOther, "/portal/webhooks?done=deleted")
 }

@@ -167,7 +167,7 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 	c.Post("/portal/webhooks/"+id+"/status", endpoint.CSRF(t), url.Values{"status": {"enabled"}}).
 		WantRedirect(t, "/portal/webhooks/"+id+"?done=enabled")
 	c.Get("/portal/webhooks/"+id+"/delete").Want(t, http.StatusOK).Has(t, "Delete the endpoint")
-	c.Post("/portal/webhooks/"+id+"/delete", endpoint.CSRF(t), nil).WantRedirect(t, "/portal/webhooks?deleted="+id)
+	c.Post("/portal/webhooks/"+id+"/delete", endpoint.CSRF(t), nil).WantRedirect(t, "/portal/webhooks?done=deleted")
 	if list, err := env.App.Webhooks.Endpoints(t.Context(), org); err != nil || len(list) != 0 {
 		t.Fatalf("endpoints after the deletion: %+v, %v", list, err)
 	}

@@ -34,7 +34,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
 		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments,
-		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PublicURL: cfg.PublicURL,
+		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PDFs: a.PDFs, PublicURL: cfg.PublicURL,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, RequestTimeout: cfg.RequestTimeout,
 		ValidateRequests: cfg.ValidateRequests, ClientAddress: address,
 	})
@@ -47,9 +47,9 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	}
 	csrf := web.NewCSRF(cfg.PublicURL, a.CSRFKey) // the portal's and the sign-up page's
 	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, Resellers: a.Resellers,
-		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, Now: a.Now,
+		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, PDFs: a.PDFs, Now: a.Now,
 		PublicURL: cfg.PublicURL, CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
-	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments,
+	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments, PDFs: a.PDFs,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	signUpFront := signup.New(signup.Deps{Log: log, Resellers: a.Resellers, CSRF: csrf,
 		ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
@@ -57,6 +57,9 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	// By the path alone, as sent: http.ServeMux would redirect paths that
 	// are not clean, which the fronts answer themselves.
 	return fronts{publicURL: cfg.PublicURL, HandlerFunc: func(w http.ResponseWriter, r *http.Request) {
+		if cfg.HSTS {
+			w.Header().Set("Strict-Transport-Security", hsts)
+		}
 		if r.Method == http.MethodHead {
 			// HEAD is GET without the body (RFC 9110 §9.1), on every GET
 			// route: the fronts answer a GET, and net/http, which still
@@ -85,6 +88,11 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 		}
 	}}, nil
 }
+
+// hsts tells browsers to reach the deployment (and its subdomains) over
+// https only, for a year: after one visit, no plain-http request (and no
+// downgrade on the way) is ever made to it again.
+const hsts = "max-age=31536000; includeSubDomains"
 
 // fronts is the handler New makes.
 type fronts struct {

@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"testing"
 
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/pgtest"
 )
 
@@ -31,4 +33,25 @@ func TestHeadOnEveryGetRoute(t *testing.T) {
 	}
 	// A route with no GET has no HEAD either.
 	apitest.Want(t, "HEAD /oauth/token", env.Visit(t, "HEAD", "/oauth/token", nil, nil).StatusCode, http.StatusMethodNotAllowed)
+}
+
+// With PAYREQ_HSTS on, every front (the API, the pay page, the portal, the
+// sign-up page, the docs) sends Strict-Transport-Security for a year,
+// subdomains included; off, none does.
+func TestStrictTransportSecurityFromEveryFront(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) { c.HSTS = on }})
+		seed := env.Seed()
+		m := apitest.NewMerchant(t, env)
+		inv := m.MustCreate(t, m.Body("HSTS-1", "10.00"))
+		want := ""
+		if on {
+			want = "max-age=31536000; includeSubDomains"
+		}
+		for _, path := range []string{"/locations", "/no-such-path", apitest.PayPath(t, inv), "/portal/sign-in",
+			"/apply/" + seed.Reseller.Slug, "/docs", "/openapi.yaml"} {
+			got := env.Visit(t, "GET", path, nil, http.Header{"Authorization": {"Bearer " + m.Token}})
+			apitest.Want(t, fmt.Sprintf("HSTS %v: GET %s: Strict-Transport-Security", on, path), got.Header.Get("Strict-Transport-Security"), want)
+		}
+	}
 }

@@ -77,24 +77,34 @@ func New(d Deps) *echo.Echo {
 	compress := middleware.GzipWithConfig(middleware.GzipConfig{Level: gzip.DefaultCompression, MinLength: 1024})
 	e.Use(requestlog.Middleware(d.Log), requestlog.Recover, compress, web.Headers, web.Deadline(d.RequestTimeout))
 
-	// HEAD comes as GET (see internal/server). A POST is counted, then
-	// read, then checked.
+	// HEAD comes as GET (see internal/server). A POST is read (at most
+	// maxForm bytes), checked, and only then counted: a forged post from
+	// a page the applicant visits is refused without using up the
+	// applicant's network's submissions.
 	e.GET("/apply/:slug", h.show, d.CSRF.Protect)
-	e.POST("/apply/:slug", h.submit, h.limit, h.readForm, d.CSRF.Protect)
+	e.POST("/apply/:slug", h.submit, h.known, h.readForm, d.CSRF.Protect, h.limit)
 	e.GET("/apply/:slug/thanks/:reference", h.thanks)
 	e.GET("/apply/assets/:file", h.asset)
 	e.Any("/apply/*", h.otherwise)
 	return e
 }
 
-// limit counts every POST against the address's submissions (an IPv6
-// address's /64), before its body is read.
+// limit counts every POST that passed the CSRF and origin checks against
+// the address's submissions (an IPv6 address's /64).
 func (h *handler) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if _, err := h.signUpPage(c); err != nil {
+		if err := h.Resellers.SubmissionFrom(c.Request().Context(), wire.Network(c.RealIP())); err != nil {
 			return err
 		}
-		if err := h.Resellers.SubmissionFrom(c.Request().Context(), wire.Network(c.RealIP())); err != nil {
+		return next(c)
+	}
+}
+
+// known answers a POST to a page no reseller has with 404, before its
+// body is read.
+func (h *handler) known(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, err := h.signUpPage(c); err != nil {
 			return err
 		}
 		return next(c)

@@ -437,3 +437,32 @@ func TestFormsNotFromThePageAreRefused(t *testing.T) {
 	a.Header = http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"null"}}
 	apitest.WantStatus(t, a.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusSeeOther)
 }
+
+// Forged posts (another site's page making the applicant's browser post
+// the form) are refused before they count: five of them from the
+// applicant's network, the limit's worth, leave the applicant's own
+// submission from that network taken.
+func TestForgedPostsDoNotCountAgainstTheLimit(t *testing.T) {
+	f := newFixture(t, apitest.Options{Configure: func(c *config.Config) {
+		c.TrustedProxies = []*net.IPNet{{IP: net.IPv4(127, 0, 0, 0), Mask: net.CIDRMask(8, 32)}}
+	}})
+	network := fmt.Sprintf("2001:db8:%x:%x::", time.Now().UnixNano()&0xffff, (os.Getpid()+1)&0xffff)
+	applicant := f.NewApplicant()
+	applicant.Header.Set("X-Forwarded-For", network+"1")
+	page := applicant.Visit(t, "GET", "/apply/"+f.slug, nil)
+	// The other site's page has no token, and the browser says where the
+	// post comes from.
+	applicant.Header.Set("Sec-Fetch-Site", "cross-site")
+	for i := range 6 {
+		form := apitest.ApplicationForm()
+		form.Set("key", apitest.Hidden(t, page, "key"))
+		if forged := applicant.Visit(t, "POST", "/apply/"+f.slug, form); forged.StatusCode != http.StatusForbidden {
+			t.Fatalf("forged post %d: %d", i+1, forged.StatusCode)
+		}
+	}
+	applicant.Header.Set("Sec-Fetch-Site", "same-origin")
+	form := apitest.ApplicationForm()
+	form.Set("key", apitest.Hidden(t, page, "key"))
+	form.Set("csrf", apitest.Hidden(t, page, "csrf"))
+	apitest.WantStatus(t, applicant.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusSeeOther)
+}
