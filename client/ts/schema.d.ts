@@ -44,7 +44,7 @@ export interface paths {
          *     | 413 | `invalid_request` | Body over 4 KiB |
          *     | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
          *     | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-         *     | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+         *     | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
          *
          *     A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
          *     problem document (`method-not-allowed`), as on every other path: no token operation
@@ -2689,25 +2689,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
-            /** @description `invalid_request`: a transfer coding other than `chunked`, refused before the request is read. The connection is closed after it. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TokenError"];
-                };
-            };
             503: components["responses"]["ServiceUnavailable"];
-            /** @description `invalid_request`: an HTTP version other than 1.x, refused before the request is read. The connection is closed after it. */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TokenError"];
-                };
-            };
         };
     };
     getJwks: {

@@ -3876,7 +3876,7 @@ type ClientInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -3918,7 +3918,7 @@ type ClientInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -3960,7 +3960,7 @@ type ClientInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4808,7 +4808,7 @@ func (c *Client) GetLocation(ctx context.Context, id openapi_types.UUID, reqEdit
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4860,7 +4860,7 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -4912,7 +4912,7 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7692,7 +7692,7 @@ type ClientWithResponsesInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7734,7 +7734,7 @@ type ClientWithResponsesInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -7776,7 +7776,7 @@ type ClientWithResponsesInterface interface {
 	// | 413 | `invalid_request` | Body over 4 KiB |
 	// | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 	// | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-	// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+	// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 	//
 	// A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 	// problem document (`method-not-allowed`), as on every other path: no token operation
@@ -9781,12 +9781,8 @@ type CreateTokenResponse struct {
 	JSON429 *TokenError
 	// JSON431 the response for an HTTP 431 `application/json` response
 	JSON431 *TokenError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *TokenError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
-	// JSON505 the response for an HTTP 505 `application/json` response
-	JSON505 *TokenError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreateTokenResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9837,19 +9833,9 @@ func (r CreateTokenResponse) GetJSON431() *TokenError {
 	return r.JSON431
 }
 
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r CreateTokenResponse) GetJSON501() *TokenError {
-	return r.JSON501
-}
-
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateTokenResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
 	return r.ApplicationproblemJSON503
-}
-
-// GetJSON505 returns the response for an HTTP 505 `application/json` response
-func (r CreateTokenResponse) GetJSON505() *TokenError {
-	return r.JSON505
 }
 
 // GetBody returns the raw response body bytes
@@ -12373,7 +12359,7 @@ func (c *ClientWithResponses) GetLocationWithResponse(ctx context.Context, id op
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -12421,7 +12407,7 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -12469,7 +12455,7 @@ func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body 
 // | 413 | `invalid_request` | Body over 4 KiB |
 // | 415 | `invalid_request` | Body neither form-encoded nor JSON, or a `Content-Type` that is not a media type |
 // | 429 | `too_many_requests` | More than 30 token requests in a minute from one address |
-// | 431, 501, 505 | `invalid_request` | Headers over 64 KiB, a transfer coding other than `chunked`, an HTTP version other than 1.x (the request is not read; the connection is closed after the answer) |
+// | 431 | `invalid_request` | Headers over 64 KiB (the request is not read; the connection is closed after the answer) |
 //
 // A method other than `POST` on `/oauth/token` is a **405** with `Allow: POST` and a
 // problem document (`method-not-allowed`), as on every other path: no token operation
@@ -14606,26 +14592,12 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.JSON431 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest TokenError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 505:
-		var dest TokenError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON505 = &dest
 
 	}
 

@@ -233,10 +233,11 @@ func problemBody(publicURL string, p *problem) models.Problem {
 
 // Refusal is the answer to a request net/http refuses before any front
 // sees it (wire.Refuser), under publicURL: a problem document, or on the
-// token operation (its request line POST /oauth/token) the OAuth error
-// invalid_request that every other refusal of that operation is.
+// token operation (its request line POST /oauth/token) a 400 or 431 as
+// the OAuth error invalid_request that its other refusals are.
 func Refusal(publicURL string, status int, requestLine string) (contentType string, body []byte) {
-	if path, ok := strings.CutPrefix(requestLine, http.MethodPost+" /oauth/token"); ok && (path == "" || path[0] == ' ' || path[0] == '?') {
+	// Its 5xx answers are problem documents, as its 503 is.
+	if path, ok := strings.CutPrefix(requestLine, http.MethodPost+" /oauth/token"); ok && (path == "" || path[0] == ' ' || path[0] == '?') && status < 500 {
 		b, _ := json.Marshal(models.TokenError{Error: models.TokenErrorErrorInvalidRequest, ErrorDescription: tokenRefusals[status]})
 		return "application/json", b
 	}
@@ -264,8 +265,6 @@ func Refusal(publicURL string, status int, requestLine string) (contentType stri
 var tokenRefusals = map[int]string{
 	http.StatusBadRequest:                  "The token request could not be read as HTTP/1.1: the request line or a header line is malformed, or a header holds a control character.",
 	http.StatusRequestHeaderFieldsTooLarge: "The token request's headers are over the server's limit.",
-	http.StatusNotImplemented:              "Send the token request with Content-Length, or with Transfer-Encoding: chunked.",
-	http.StatusHTTPVersionNotSupported:     "Send the token request as HTTP/1.1.",
 }
 
 // The typed bodies of the generated responses, one per status.

@@ -452,7 +452,7 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 		e.T.Fatal(err)
 	}
 	switch {
-	case req == nil && strings.HasPrefix(raw, "POST /oauth/token"):
+	case req == nil && strings.HasPrefix(raw, "POST /oauth/token") && r.StatusCode < 500:
 		if err := e.validateSchema("TokenError", r, "application/json", body); err != nil {
 			e.T.Errorf("%.40q → %d is not an OAuth error: %v\nbody: %s", raw, r.StatusCode, err, body)
 		}
