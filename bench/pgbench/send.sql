@@ -1,5 +1,6 @@
 -- POST /payment-requests/{id}/send: internal/invoice Store.Send (lock the
--- row, queue the message, save the row, read it back, append the event; its
+-- row, queue the message, save the row, count the day's sends of its link,
+-- read it back, append the event; its
 -- deliveries are the webhook worker's, later), all in one transaction. Invoices as in get.sql: a random one each time.
 -- The UPDATE writes the row's values back, as Store.update does with the
 -- values it read (here from the row itself: pgbench variables hold no NULL).
@@ -23,6 +24,8 @@ UPDATE invoices SET amount_paid = amount_paid, sent_via = 'email', sent_at = now
 			cancelled_by_name = NULL, amount_refunded = amount_refunded, scheduled_send_at = NULL, reminders_sent = reminders_sent,
 			last_reminded_at = last_reminded_at
 		WHERE id = bench_sample_invoice(:n);
+SELECT count(*), min(created_at) FROM outbox
+		WHERE invoice_id = bench_sample_invoice(:n) AND kind = 'pay_link' AND created_at > now() - interval '24 hours';
 SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
