@@ -19,6 +19,7 @@ import (
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // twoFactorOn sets up a second factor for c's member and answers a code
@@ -198,8 +199,10 @@ func TestSignInsPerAddress(t *testing.T) {
 				device = ck
 			}
 		}
-		// A script's sign-ins: no device cookie kept.
-		c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "payreq_device", Value: "", Path: "/", MaxAge: -1}})
+		// A script's sign-ins: no device cookie kept, nor the session (the
+		// sign-in page's form token is bound to no session).
+		c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "payreq_device", Value: "", Path: "/", MaxAge: -1},
+			{Name: web.SessionCookie(false), Value: "", Path: "/", MaxAge: -1}})
 	}
 	c.Post("/portal/sign-in", page.CSRF(t), url.Values{"email": {m.Email}, "password": {m.Password}}).
 		Want(t, http.StatusTooManyRequests).Has(t, "too many sign-ins from your network")
