@@ -87,6 +87,17 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 
 var defineFormats sync.Once
 
+// operations is the table of openapi.yaml's operations, parsed once per
+// process (about a second of CPU under the race detector); the servers
+// that share it only read it.
+var operations = sync.OnceValues(func() (map[string]*operation, error) {
+	spec, err := gen.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("api: load embedded spec: %w", err)
+	}
+	return readOperations(spec)
+})
+
 // uuidForm is the text of every uuid input (format: uuid).
 const uuidForm = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 
@@ -126,11 +137,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return nil
 		}))
 	})
-	spec, err := gen.GetSpec()
-	if err != nil {
-		return nil, fmt.Errorf("api: load embedded spec: %w", err)
-	}
-	ops, err := readOperations(spec)
+	ops, err := operations()
 	if err != nil {
 		return nil, err
 	}
