@@ -55,20 +55,20 @@ func (s *Store) PayByLink(ctx context.Context, token, network string, f PayForm)
 		return PaidByLink{}, err
 	}
 	out := PaidByLink{Invoice: inv}
-	if wait, err := s.AttemptFrom(ctx, network); err != nil || wait > 0 {
+	if wait, err := s.attemptFrom(ctx, network); err != nil || wait > 0 {
 		return out, limited(wait, tooManyFromNetwork, err)
 	}
 	attempt, err := f.Attempt()
 	if err != nil {
 		return out, err
 	}
-	if prior, found, err := s.Submitted(ctx, inv.ID, attempt); err != nil {
+	if prior, found, err := s.submitted(ctx, inv.ID, attempt); err != nil {
 		return out, err
 	} else if found {
 		out.Outcome = prior
 		return s.readAgain(ctx, token, out, nil)
 	}
-	if wait, err := s.AttemptOnLink(ctx, inv.ID); err != nil || wait > 0 {
+	if wait, err := s.attemptOnLink(ctx, inv.ID); err != nil || wait > 0 {
 		return out, limited(wait, tooManyOnLink, err)
 	}
 	if inv.Suspended || !inv.Status.Payable() {
