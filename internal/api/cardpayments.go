@@ -10,7 +10,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // ListCardPayments lists card payments newest first, a page at a time.
@@ -82,7 +82,7 @@ func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymen
 		}
 	}
 	switch {
-	case errors.Is(err, processor.ErrUnavailable):
+	case web.OutageOf(err) == web.Processor:
 		s.log.WarnContext(ctx, "refund not made: card processor failed", "card_payment_id", req.Id.String(), "error", err.Error())
 		return gen.RefundCardPayment502ApplicationProblemPlusJSONResponse{BadGatewayApplicationProblemPlusJSONResponse: s.badGatewayBody(badGateway(
 			"Card processor unavailable", "The card processor failed, so no refund is recorded. Retry with the same Idempotency-Key: a refund is never made twice."))}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -143,24 +144,28 @@ func refusal(err error) *problem {
 	if e == nil {
 		return nil
 	}
+	var p *problem
 	switch e.Kind {
 	case rule.NotFound:
-		return &problem{kind: kindNotFound, status: http.StatusNotFound, title: "Not found", detail: e.Message}
+		p = &problem{kind: kindNotFound, title: "Not found", detail: e.Message}
 	case rule.Invalid:
-		return invalid(e.Fields)
+		p = invalid(e.Fields)
 	case rule.KeyReused:
-		return unprocessable(kindKeyReused, e.Title,
+		p = unprocessable(kindKeyReused, e.Title,
 			"This Idempotency-Key was used in the last 24 hours with a different request; use a new key for a new request.")
 	case rule.Forbidden:
-		return forbidden(e.Title, strings.TrimSuffix(e.Message, ".")+", which the API key does not have.")
+		p = forbidden(e.Title, strings.TrimSuffix(e.Message, ".")+", which the API key does not have.")
 	case rule.Limited:
-		return limited(e.Message, e.RetryAfter)
+		p = limited(e.Message, e.RetryAfter)
+	default:
+		detail := e.Message
+		if hint, ok := apiHints[e.Field]; ok {
+			detail += " " + hint
+		}
+		p = unprocessable(kindUnprocessable, e.Title, detail)
 	}
-	detail := e.Message
-	if hint, ok := apiHints[e.Field]; ok {
-		detail += " " + hint
-	}
-	return unprocessable(kindUnprocessable, e.Title, detail)
+	p.status = e.Kind.Status() // the one table, which openapi.yaml documents
+	return p
 }
 
 // apiHints are what the API adds to a refusal concerning a field: where
@@ -192,21 +197,23 @@ func badGateway(title, detail string) *problem {
 	return &problem{kind: kindBadGateway, status: http.StatusBadGateway, title: title, detail: detail}
 }
 
-// unavailableRetryAfter is the Retry-After of a 503, in seconds: about how
-// long a restarting or failing-over database takes to answer again.
-const unavailableRetryAfter = "5"
-
 // unavailable is the answer when the database cannot be used just now (it
 // is down, restarting, or did not answer within the request's time). The
 // request may be sent again; a create retried with its Idempotency-Key is
 // made at most once.
 func unavailable(detail string) *problem {
 	return &problem{kind: kindUnavailable, status: http.StatusServiceUnavailable, title: "Service unavailable",
-		detail: detail, headers: http.Header{"Retry-After": {unavailableRetryAfter}}}
+		detail: detail, headers: http.Header{"Retry-After": {strconv.Itoa(web.RetryAfter)}}}
 }
 
 func databaseUnavailable() *problem {
 	return unavailable("The service cannot reach its database just now. Retry after Retry-After seconds; a create retried with the same Idempotency-Key is made at most once.")
+}
+
+// processorUnavailable is the 503 of an operation whose card processor
+// could not be reached, where openapi.yaml documents no other answer.
+func processorUnavailable() *problem {
+	return unavailable("The service cannot reach the card processor just now. Retry after Retry-After seconds; a request retried with the same Idempotency-Key is made at most once.")
 }
 
 func internalError() *problem {

@@ -2,11 +2,10 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/payreq/payreq/gen"
-	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // DeleteSavedCard removes a saved card at the processor, then in payreq.
@@ -16,7 +15,7 @@ func (s *Server) DeleteSavedCard(ctx context.Context, req gen.DeleteSavedCardReq
 		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}
 	switch {
-	case errors.Is(err, processor.ErrUnavailable):
+	case web.OutageOf(err) == web.Processor:
 		s.log.WarnContext(ctx, "saved card kept: card processor failed", "saved_card_id", req.Id.String(), "error", err.Error())
 		return gen.DeleteSavedCard502ApplicationProblemPlusJSONResponse{BadGatewayApplicationProblemPlusJSONResponse: s.badGatewayBody(badGateway(
 			"Card processor unavailable", "The card processor did not confirm the removal, so the saved card is kept. Retry later."))}, nil

@@ -29,7 +29,6 @@ import (
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
-	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/web"
@@ -264,8 +263,15 @@ func toProblem(err error) *problem {
 			return invalidField("body", fmt.Sprint(he.Message))
 		}
 	}
-	if postgres.Unavailable(err) {
+	// A refusal the handler did not list is still its problem, never a 500.
+	if p := refusal(err); p != nil {
+		return p
+	}
+	switch web.OutageOf(err) {
+	case web.Database:
 		return databaseUnavailable()
+	case web.Processor:
+		return processorUnavailable()
 	}
 	return internalError()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +14,12 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // A database that does not answer within the request timeout (every table
@@ -171,4 +175,46 @@ func TestReadinessFailsOnAReadOnlyDatabase(t *testing.T) {
 	p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "GET", Path: "/readyz"}), http.StatusServiceUnavailable, "Service unavailable")
 	apitest.Want(t, "detail", strings.Contains(p.Detail, "read-only"), true)
 	apitest.Want(t, "alive all the same", env.Do(apitest.Request{Method: "GET", Path: "/healthz"}).StatusCode, http.StatusOK)
+}
+
+// A database that does not answer gets every front the same answer: 503
+// with one Retry-After (web.RetryAfter), on the API, the portal, the pay
+// page and the sign-up page alike.
+func TestUnavailableDatabaseRetryAfterOnEveryFront(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	dsn := pgtest.NewDatabase(t)
+	env := apitest.New(t, dsn, apitest.Options{Configure: func(c *config.Config) { c.RequestTimeout = timeout }})
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("FRONTS-1", "10.00"))
+	member, _ := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Member", auth.PaymentsView)
+	applicant := env.NewApplicant()
+	slug := env.Seed().Reseller.Slug
+
+	db, err := postgres.Open(context.Background(), dsn, postgres.Pool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lock := lockEveryTable(t, db)
+	defer lock()
+
+	want := strconv.Itoa(web.RetryAfter)
+	type answer struct {
+		status     int
+		retryAfter string
+	}
+	answers := map[string]answer{}
+	api := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.Token})
+	answers["API"] = answer{api.StatusCode, api.Header.Get("Retry-After")}
+	portal := member.Get("/portal/invoices")
+	answers["portal"] = answer{portal.Status, portal.Header.Get("Retry-After")}
+	pay := env.Visit(t, "GET", apitest.PayPath(t, inv), nil, nil)
+	answers["pay page"] = answer{pay.StatusCode, pay.Header.Get("Retry-After")}
+	apply := applicant.Visit(t, "GET", "/apply/"+slug, nil)
+	answers["sign-up page"] = answer{apply.StatusCode, apply.Header.Get("Retry-After")}
+	for front, a := range answers {
+		if a.status != http.StatusServiceUnavailable || a.retryAfter != want {
+			t.Errorf("%s: %d with Retry-After %q, want 503 with %s", front, a.status, a.retryAfter, want)
+		}
+	}
 }

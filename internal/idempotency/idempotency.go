@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -65,7 +66,16 @@ type Key struct {
 	hash []byte
 }
 
-// NewKey is key sent with the request made of parts: for an operation on
+// MaxKey is the most characters a key may have.
+const MaxKey = 255
+
+// ErrKeyLength is the refusal of a key empty or longer than MaxKey. The
+// API's validator refuses such a header first; a form sent without the key
+// it was shown with gets it.
+var ErrKeyLength = rule.InvalidField("Idempotency-Key", fmt.Sprintf("must be 1 to %d characters", MaxKey))
+
+// NewKey is key sent with the request made of parts (ErrKeyLength when
+// key is empty or over MaxKey characters): for an operation on
 // something, its id first, then what is asked, as the domain function
 // received it. A uuid.UUID is hashed as its 16 bytes; anything else is
 // encoded as JSON, so that key order, spacing and number-versus-string
@@ -73,6 +83,9 @@ type Key struct {
 // encoded from an addressable copy, so that values whose text form has a
 // pointer receiver (an apd.Decimal's MarshalText) are encoded as text.
 func NewKey(key string, parts ...any) (Key, error) {
+	if key == "" || utf8.RuneCountInString(key) > MaxKey {
+		return Key{}, ErrKeyLength
+	}
 	h := sha256.New()
 	for _, p := range parts {
 		if id, ok := p.(uuid.UUID); ok {

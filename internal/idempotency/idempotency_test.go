@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,5 +256,27 @@ func TestNewKey(t *testing.T) {
 	want := sha256.Sum256(append(sale[:], normal...))
 	if string(ka.hash) != string(want[:]) {
 		t.Errorf("hash %x, want %x (as the old tables kept it)", ka.hash, want)
+	}
+}
+
+// A key is 1 to MaxKey characters, counted as characters, not bytes.
+func TestNewKeyLength(t *testing.T) {
+	for _, c := range []struct {
+		key string
+		ok  bool
+	}{
+		{"", false},
+		{"k", true},
+		{strings.Repeat("k", MaxKey), true},
+		{strings.Repeat("é", MaxKey), true},
+		{strings.Repeat("k", MaxKey+1), false},
+	} {
+		_, err := NewKey(c.key, "part")
+		if c.ok != (err == nil) {
+			t.Errorf("a key of %d characters: %v", len([]rune(c.key)), err)
+		}
+		if err != nil && (!errors.Is(err, ErrKeyLength) || !rule.Is(err, rule.Invalid)) {
+			t.Errorf("a key of %d characters: %v, want ErrKeyLength", len([]rune(c.key)), err)
+		}
 	}
 }

@@ -34,16 +34,16 @@ func (s *Store) PDFRequest(ctx context.Context, invoiceID uuid.UUID, address str
 	return l.Attempt(ctx, s.DB, "pdf:"+invoiceID.String()+":"+address, s.Now())
 }
 
-// AttemptOnLink counts a pay attempt on an invoice's link; see
+// attemptOnLink counts a pay attempt on an invoice's link; see
 // postgres.Limit.Attempt.
-func (s *Store) AttemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
+func (s *Store) attemptOnLink(ctx context.Context, invoiceID uuid.UUID) (time.Duration, error) {
 	l := postgres.Limit{Table: "pay_limits", Max: LinkLimit, Window: LimitWindow}
 	return l.Attempt(ctx, s.DB, "link:"+invoiceID.String(), s.Now())
 }
 
-// AttemptFrom counts a pay page POST from a client address; see
+// attemptFrom counts a pay page POST from a client address; see
 // postgres.Limit.Attempt.
-func (s *Store) AttemptFrom(ctx context.Context, address string) (time.Duration, error) {
+func (s *Store) attemptFrom(ctx context.Context, address string) (time.Duration, error) {
 	l := postgres.Limit{Table: "pay_limits", Max: AddressLimit, Window: LimitWindow}
 	return l.Attempt(ctx, s.DB, "address:"+address, s.Now())
 }

@@ -64,28 +64,23 @@ type Outcome struct {
 // ErrNotPayable: the invoice is paid or cancelled (perhaps since the page was shown).
 var ErrNotPayable = rule.New(rule.Conflict, "", "Invoice cannot be paid", "The invoice is paid or cancelled, so it takes no payment.")
 
-// AmountError: the amount is not more than 0 and at most the balance less
-// what the payments under way hold (perhaps because another payment came
-// first). Balance is the balance now; UnderWay, the part of it held by
-// payments at the processor now.
-type AmountError struct {
-	Balance  apd.Decimal
-	UnderWay apd.Decimal
-}
-
-func (e *AmountError) Error() string {
-	left := e.Left()
-	return "payment: amount must be more than 0 and at most the balance of " + e.Balance.Text('f') +
-		" less the " + e.UnderWay.Text('f') + " under way, " + left.Text('f')
-}
-
-// Left is the most that may be paid now: the balance less what is under way.
-func (e *AmountError) Left() apd.Decimal {
-	var left apd.Decimal
-	if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &e.Balance, &e.UnderWay); err != nil {
-		return apd.Decimal{}
+// amountRefused is the refusal of an amount that is not more than 0 and at
+// most left, the balance less held, what the payments under way hold
+// (perhaps because another payment came first). Its Suggest is left; when
+// that is nothing, because payments under way hold the whole balance, it
+// is a Conflict: later there may be something to pay.
+func amountRefused(balance, held, left apd.Decimal) *rule.Error {
+	if held.Sign() > 0 && left.Sign() == 0 {
+		return &rule.Error{Kind: rule.Conflict, Field: "amount", Title: "Payment under way", Suggest: left.Text('f'),
+			Message: "Another payment of this invoice is under way, so nothing was charged."}
 	}
-	return left
+	msg := "The amount can be at most the balance of " + invoice.Money(balance) + "."
+	if held.Sign() > 0 {
+		msg = "The amount can be at most " + invoice.Money(left) + ": another payment of " + invoice.Money(held) + " is under way."
+	}
+	e := rule.InvalidField("amount", msg)
+	e.Field, e.Suggest = "amount", left.Text('f')
+	return e
 }
 
 // ErrVoided: the charge was approved, but recording it failed, so it was
@@ -112,7 +107,7 @@ const voidTimeout = 30 * time.Second
 //
 //  1. reserve, under the invoice's row lock: a form already answered gets
 //     its answer again; the amount must be at most the balance less what
-//     the payments under way hold (AmountError); a pending charge is
+//     the payments under way hold (amountRefused); a pending charge is
 //     written, which holds the amount until the outcome is recorded. So two
 //     customers paying the whole balance at once: the second is refused
 //     here, before the processor is asked, and the invoice never goes past
@@ -225,7 +220,7 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 			return err
 		}
 		if invoice.CheckPayment(&locked.Invoice, r.Amount) != nil || r.Amount.Cmp(&left) > 0 {
-			return &AmountError{Balance: balance, UnderWay: held}
+			return amountRefused(balance, held, left)
 		}
 		h.id = uuid.Must(uuid.NewV7())
 		h.charge = processor.Charge{MerchantID: locked.MID, OrderID: h.id.String(), Amount: r.Amount, Card: r.Card,

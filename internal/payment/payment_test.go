@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/rule"
 )
 
 func dec(s string) apd.Decimal {
@@ -116,20 +117,20 @@ func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
 			}
 			charges := f.gate.times("charge")
 			out, err := f.pay(inv, processor.TestCardApprove, c.pay)
-			var amountErr *AmountError
+			refused := rule.As(err)
 			switch {
 			case c.wantBalance == "":
 				if err != nil || !out.Approved {
 					t.Fatalf("pay: %+v, %v; want approved", out, err)
 				}
-			case !errors.As(err, &amountErr):
-				t.Fatalf("pay: %+v, %v; want an AmountError", out, err)
+			case refused == nil || refused.Field != "amount":
+				t.Fatalf("pay: %+v, %v; want the amount refused", out, err)
 			default:
-				if got := amountErr.Balance.Text('f'); got != c.wantBalance {
-					t.Errorf("AmountError.Balance %s, want %s", got, c.wantBalance)
-				}
-				if got := amountErr.UnderWay.Text('f'); got != c.wantUnderWay {
-					t.Errorf("AmountError.UnderWay %s, want %s", got, c.wantUnderWay)
+				var left apd.Decimal
+				balance, underWay := dec(c.wantBalance), dec(c.wantUnderWay)
+				_, _ = apd.BaseContext.Sub(&left, &balance, &underWay)
+				if refused.Suggest != left.Text('f') {
+					t.Errorf("suggested %s, want %s (balance %s, %s under way)", refused.Suggest, left.Text('f'), c.wantBalance, c.wantUnderWay)
 				}
 				if asked := f.gate.times("charge") - charges; asked != 0 {
 					t.Errorf("a refused payment reached the processor")
@@ -225,9 +226,8 @@ func TestPayWhileAnotherIsAtTheProcessor(t *testing.T) {
 	}()
 	f.gate.waitReached(t)
 
-	var amountErr *AmountError
-	if _, err := f.pay(inv, processor.TestCardApprove, "0.01"); !errors.As(err, &amountErr) || amountErr.UnderWay.Text('f') != "45.00" {
-		t.Errorf("a second payment while the whole balance is under way: %v, want an AmountError with 45.00 under way", err)
+	if _, err := f.pay(inv, processor.TestCardApprove, "0.01"); !rule.Is(err, rule.Conflict) || rule.As(err).Suggest != "0.00" {
+		t.Errorf("a second payment while the whole balance is under way: %v, want a conflict with nothing left to pay", err)
 	}
 	again := make(chan result, 1)
 	go func() {

@@ -26,9 +26,9 @@ import (
 // SubmissionWindow is how long the answer to a pay form is kept.
 const SubmissionWindow = 24 * time.Hour
 
-// Submitted is the answer already given to the form with this attempt id
+// submitted is the answer already given to the form with this attempt id
 // on this invoice, if any.
-func (s *Store) Submitted(ctx context.Context, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
+func (s *Store) submitted(ctx context.Context, invoiceID, attemptID uuid.UUID) (Outcome, bool, error) {
 	return submitted(ctx, s.DB, invoiceID, attemptID)
 }
 

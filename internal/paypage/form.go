@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // form is the pay form as posted. CardNumber and CVV live only in this
@@ -53,10 +54,7 @@ func (f form) redisplay() form {
 	return f
 }
 
-var (
-	amountPattern = regexp.MustCompile(`^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?$`)
-	digitsPattern = regexp.MustCompile(`^\d+$`)
-)
+var digitsPattern = regexp.MustCompile(`^\d+$`)
 
 // validate checks the form against the balance and the clock, and returns
 // the payment request, or messages keyed by field.
@@ -153,23 +151,20 @@ func parseExpiry(s string, now time.Time) (string, string) {
 	return month + year, ""
 }
 
-// parseAmount reads a dollar amount such as 12.30, 1,234.5 or $7, never
-// through float: more than 0, at most two decimal places, at most the
-// balance. Empty means the whole balance.
+// parseAmount reads a dollar amount as every form does (web.ReadMoney:
+// 12.30, 1,234.5 or $7, never through float): more than 0, at most two
+// decimal places, at most the balance. Empty means the whole balance.
 func parseAmount(s string, balance apd.Decimal) (apd.Decimal, string) {
-	s = strings.TrimPrefix(strings.ReplaceAll(s, " ", ""), "$")
 	if s == "" {
 		return balance, ""
 	}
-	if !amountPattern.MatchString(s) || len(s) > 20 {
-		return apd.Decimal{}, "Enter the amount in dollars and cents, for example 12.30."
-	}
-	d, _, err := apd.NewFromString(strings.ReplaceAll(strings.TrimSuffix(s, "."), ",", ""))
-	if err != nil {
-		return apd.Decimal{}, "Enter the amount in dollars and cents, for example 12.30."
+	const otherwise = "Enter the amount in dollars and cents, for example 12.30."
+	d, msg := web.ReadMoney(s, otherwise)
+	if msg != "" {
+		return apd.Decimal{}, msg
 	}
 	var reduced apd.Decimal
-	reduced.Reduce(d)
+	reduced.Reduce(&d)
 	switch {
 	case d.Sign() <= 0:
 		return apd.Decimal{}, "The amount must be more than $0.00."
@@ -179,8 +174,8 @@ func parseAmount(s string, balance apd.Decimal) (apd.Decimal, string) {
 		return apd.Decimal{}, "The amount can be at most the balance of " + invoice.Money(balance) + "."
 	}
 	var amount apd.Decimal
-	if _, err := apd.BaseContext.WithPrecision(34).Quantize(&amount, d, -2); err != nil {
-		return apd.Decimal{}, "Enter the amount in dollars and cents, for example 12.30."
+	if _, err := apd.BaseContext.WithPrecision(34).Quantize(&amount, &d, -2); err != nil {
+		return apd.Decimal{}, otherwise
 	}
 	return amount, ""
 }

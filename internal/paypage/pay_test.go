@@ -140,7 +140,7 @@ func TestPayPartThenFull(t *testing.T) {
 		t.Fatalf("paid page: %s", paid.Body)
 	}
 	late := env.Post(t, path, apitest.FormToken(t, shown), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00"})
-	apitest.WantStatus(t, late, http.StatusConflict)
+	apitest.WantStatus(t, late, http.StatusUnprocessableEntity)
 	if strings.Contains(late.Body, "<form") {
 		t.Errorf("late POST shows a form")
 	}
@@ -203,7 +203,7 @@ func TestPayValidation(t *testing.T) {
 		{"more than the balance", "amount", "at most the balance of $100.00", apitest.Payment{Card: apitest.CardApprove, Amount: "100.01"}},
 		{"three decimals", "amount", "at most two decimal places", apitest.Payment{Card: apitest.CardApprove, Amount: "12.345"}},
 		{"zero", "amount", "more than $0.00", apitest.Payment{Card: apitest.CardApprove, Amount: "0"}},
-		{"negative", "amount", "dollars and cents", apitest.Payment{Card: apitest.CardApprove, Amount: "-5"}},
+		{"negative", "amount", "more than $0.00", apitest.Payment{Card: apitest.CardApprove, Amount: "-5"}}, // read as a number, as every form does
 		{"not a number", "amount", "dollars and cents", apitest.Payment{Card: apitest.CardApprove, Amount: "ten"}},
 		{"exponent", "amount", "dollars and cents", apitest.Payment{Card: apitest.CardApprove, Amount: "1e1"}},
 		{"Luhn", "cardNumber", "not valid", apitest.Payment{Card: "4111111111111112", Amount: "1"}},
@@ -273,7 +273,7 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 		switch s {
 		case http.StatusSeeOther:
 			approved++
-		case http.StatusConflict:
+		case http.StatusUnprocessableEntity:
 		default:
 			t.Errorf("request %d: status %d", i, s)
 		}
@@ -708,7 +708,7 @@ func TestPayPageStates(t *testing.T) {
 	apitest.Want(t, "the cancelled page asks for a card", strings.Contains(cancelled.Body, "cardNumber"), false)
 	apitest.Want(t, "the cancelled page says it was cancelled", strings.Contains(cancelled.Body, "was cancelled"), true)
 	late := env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"})
-	apitest.WantStatus(t, late, http.StatusConflict)
+	apitest.WantStatus(t, late, http.StatusUnprocessableEntity)
 	if strings.Contains(late.Body, "<form") {
 		t.Fatalf("POST on a cancelled invoice shows a form")
 	}

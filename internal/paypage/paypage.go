@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -32,6 +33,7 @@ import (
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/requestlog"
+	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/wire"
 )
@@ -172,112 +174,111 @@ func (h *handler) show(c echo.Context) error {
 	return h.render(c, http.StatusOK, "pay", p)
 }
 
-// pay is POST /pay/:token: checks the attempt limit, the form token and the
-// fields, then charges.
+// pay is POST /pay/:token: payment.PayByLink, with the page's reading of
+// the form (payForm), then the page of what it came to.
 func (h *handler) pay(c echo.Context) error {
-	r := c.Request()
 	token := c.Param("token")
-	inv, done, err := h.invoiceOf(c)
-	if done {
-		return err
+	if !tokenPattern.MatchString(token) {
+		return h.notFound(c)
 	}
-
-	// Every POST from an address (an IPv6 address's /64) counts, whatever it holds.
-	if wait, err := h.Payments.AttemptFrom(r.Context(), wire.Network(c.RealIP())); err != nil {
+	f := &payForm{h: h, c: c, token: token}
+	paid, err := h.Payments.PayByLink(c.Request().Context(), token, wire.Network(c.RealIP()), f)
+	if err == nil {
+		return h.answer(c, token, f.form, paid)
+	}
+	refused := rule.As(err)
+	var unread *formError
+	switch {
+	case paid.Invoice.ID == uuid.Nil && errors.Is(err, invoice.ErrNotFound):
+		return h.notFound(c)
+	case errors.As(err, &unread):
+		return h.message(c, unread.status, unread.heading, unread.text)
+	case refused != nil && refused.Kind == rule.Limited:
+		return h.tooManyAttempts(c, refused.RetryAfter, refused.Message)
+	case paid.Invoice.ID == uuid.Nil:
 		return h.failure(c, err)
-	} else if wait > 0 {
-		return h.tooManyAttempts(c, wait, "There have been too many payment attempts from your network in the last hour.")
-	}
-	if status, heading := web.ParseForm(c, maxForm); status != 0 {
-		return h.message(c, status, heading, "Nothing was charged. Go back to the invoice and try again.")
-	}
-	attempt, valid := h.readFormToken(token, r.PostForm.Get("csrfToken"))
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !valid {
-		return h.message(c, http.StatusForbidden, "This form was not sent from the invoice page",
-			"Nothing was charged. Open the invoice again from the link you received, and pay from there.")
-	}
-	// The same form sent again gets its first answer, charged once.
-	if out, found, err := h.Payments.Submitted(r.Context(), inv.ID, attempt); err != nil {
-		return h.failure(c, err)
-	} else if found {
-		return h.answer(c, token, readForm(r.PostForm), out)
-	}
-
-	// Only a new form from the page counts against the link: a stranger
-	// holding the link cannot lock its customer out with garbage.
-	if wait, err := h.Payments.AttemptOnLink(r.Context(), inv.ID); err != nil {
-		return h.failure(c, err)
-	} else if wait > 0 {
-		return h.tooManyAttempts(c, wait, "There have been too many payment attempts on this invoice in the last hour.")
-	}
-	if inv.Suspended || !inv.Status.Payable() {
-		return h.render(c, http.StatusConflict, "pay", h.payPage(inv, token))
-	}
-	f := readForm(r.PostForm)
-	req, errs := f.validate(inv.Balance(), h.Now())
-	req.AttemptID = attempt
-	if errs != nil {
-		p := h.payPage(inv, token)
-		p.Form = f.redisplay()
-		for _, field := range fieldOrder {
-			if msg, ok := errs[field]; ok {
-				p.Errors.Add(field, msg)
-			}
-		}
-		return h.render(c, http.StatusBadRequest, "pay", p)
-	}
-
-	// Pay bounds its own time; a charge under way finishes whatever the
-	// customer's connection does.
-	out, payErr := h.Payments.Pay(context.WithoutCancel(r.Context()), inv, req)
-	if payErr == nil {
-		return h.answer(c, token, f, out)
 	}
 
 	// Anything else shows the invoice as it is now, with what happened.
-	inv, ok, err := h.lookup(r.Context(), token)
-	if err != nil || !ok {
-		return h.failure(c, errors.Join(payErr, err, errors.New("paypage: invoice gone after a payment attempt")))
-	}
-	p := h.payPage(inv, token)
-	p.Form = f.redisplay()
-	var amountErr *payment.AmountError
+	p := h.payPage(paid.Invoice, token)
+	p.Form = f.form.redisplay()
 	switch {
-	case errors.Is(payErr, payment.ErrVoidFailed), errors.Is(payErr, processor.ErrUnsettled):
+	case errors.Is(err, payment.ErrVoidFailed), errors.Is(err, processor.ErrUnsettled):
 		// Checked first: these errors wrap the processor's too, and the
 		// reason the charge could not be recorded. The charge may stand for
 		// now; the service voids it on its own.
-		return h.unanswered(c, p, http.StatusServiceUnavailable, payErr,
+		return h.unanswered(c, p, http.StatusServiceUnavailable, err,
 			"We could not confirm this payment with the card processor, so it was not recorded.",
 			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later.")
-	case errors.Is(payErr, payment.ErrNotPayable):
-		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
-		return h.render(c, http.StatusConflict, "pay", p)
-	case errors.As(payErr, &amountErr):
-		left := amountErr.Left()
-		if amountErr.UnderWay.Sign() > 0 && left.Sign() == 0 {
-			p.Alert = &alert{Kind: "info", Paragraphs: []string{
-				"Another payment of this invoice is under way, so nothing was charged.",
-				"Reload this page in a minute to see whether anything is left to pay."}}
-			return h.render(c, http.StatusConflict, "pay", p)
+	case errors.Is(err, payment.ErrNotPayable):
+		if p.Alert == nil { // a suspended biller's page says so already
+			p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
 		}
-		msg := "The amount can be at most the balance of " + invoice.Money(amountErr.Balance) + "."
-		if amountErr.UnderWay.Sign() > 0 {
-			msg = "The amount can be at most " + invoice.Money(left) + ": another payment of " + invoice.Money(amountErr.UnderWay) +
-				" is under way."
+		return h.render(c, refused.Kind.Status(), "pay", p)
+	case refused != nil && refused.Field == "amount" && refused.Kind == rule.Conflict:
+		p.Alert = &alert{Kind: "info", Paragraphs: []string{refused.Message,
+			"Reload this page in a minute to see whether anything is left to pay."}}
+		return h.render(c, refused.Kind.Status(), "pay", p)
+	case refused != nil && refused.Kind == rule.Invalid:
+		p.Errors = web.FromRule(refused, fieldOrder)
+		if refused.Suggest != "" {
+			p.Form.Amount = refused.Suggest
 		}
-		p.Errors = web.Errors{{Field: "amount", Message: msg}}
-		p.Form.Amount = left.Text('f')
-		return h.render(c, http.StatusBadRequest, "pay", p)
-	case errors.Is(payErr, processor.ErrProcessorError):
+		return h.render(c, refused.Kind.Status(), "pay", p)
+	case errors.Is(err, processor.ErrProcessorError):
 		// The processor answered, with an error: a bad gateway, not an outage.
-		return h.unanswered(c, p, http.StatusBadGateway, payErr,
+		return h.unanswered(c, p, http.StatusBadGateway, err,
 			"The card processor could not take this payment, so nothing was charged.", "Please try again in a few minutes.")
-	case errors.Is(payErr, processor.ErrUnavailable), errors.Is(payErr, payment.ErrVoided):
-		return h.unanswered(c, p, http.StatusServiceUnavailable, payErr,
+	case web.OutageOf(err) == web.Processor, errors.Is(err, payment.ErrVoided):
+		return h.unanswered(c, p, http.StatusServiceUnavailable, err,
 			"We could not reach the card processor, so nothing was charged.", "Please try again in a few minutes.")
 	}
-	return h.failure(c, payErr)
+	return h.failure(c, err)
+}
+
+// payForm is the POST of the pay form as the page reads it, for
+// payment.PayByLink.
+type payForm struct {
+	h     *handler
+	c     echo.Context
+	token string
+	form  form // once Attempt read it
+}
+
+// formError is a form the page cannot take: the page to answer.
+type formError struct {
+	status        int
+	heading, text string
+}
+
+func (e *formError) Error() string { return "paypage: " + e.heading }
+
+// Attempt reads the form and its form token.
+func (f *payForm) Attempt() (uuid.UUID, error) {
+	r := f.c.Request()
+	if status, heading := web.ParseForm(f.c, maxForm); status != 0 {
+		return uuid.Nil, &formError{status, heading, "Nothing was charged. Go back to the invoice and try again."}
+	}
+	attempt, valid := f.h.readFormToken(f.token, r.PostForm.Get("csrfToken"))
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !valid {
+		return uuid.Nil, &formError{http.StatusForbidden, "This form was not sent from the invoice page",
+			"Nothing was charged. Open the invoice again from the link you received, and pay from there."}
+	}
+	f.form = readForm(r.PostForm)
+	return attempt, nil
+}
+
+// Request is the payment the form asks for, or its fields refused.
+func (f *payForm) Request(balance apd.Decimal) (payment.Request, error) {
+	req, errs := f.form.validate(balance, f.h.Now())
+	if errs != nil {
+		fields := map[string][]string{}
+		for field, msg := range errs {
+			fields[field] = []string{msg}
+		}
+		return payment.Request{}, rule.InvalidFields(fields)
+	}
+	return req, nil
 }
 
 // unanswered is the form again, at status with Retry-After, saying why the
@@ -285,7 +286,7 @@ func (h *handler) pay(c echo.Context) error {
 // for the request log to log: the page is already sent.
 func (h *handler) unanswered(c echo.Context, p page, status int, payErr error, paragraphs ...string) error {
 	p.Alert = &alert{Kind: "error", Paragraphs: paragraphs}
-	c.Response().Header().Set("Retry-After", "60")
+	web.RetryLater(c)
 	if err := h.render(c, status, "pay", p); err != nil {
 		return err
 	}
@@ -295,18 +296,14 @@ func (h *handler) unanswered(c echo.Context, p page, status int, payErr error, p
 // answer is the page of a form the processor answered: the receipt of an
 // approval, or the form again with the decline. A form sent again gets the
 // same answer.
-func (h *handler) answer(c echo.Context, token string, f form, out payment.Outcome) error {
-	if out.Approved {
-		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+out.Payment.ID.String())
+func (h *handler) answer(c echo.Context, token string, f form, paid payment.PaidByLink) error {
+	if paid.Outcome.Approved {
+		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+paid.Outcome.Payment.ID.String())
 	}
-	inv, ok, err := h.lookup(c.Request().Context(), token)
-	if err != nil || !ok {
-		return h.failure(c, errors.Join(err, errors.New("paypage: invoice gone after a declined payment")))
-	}
-	p := h.payPage(inv, token)
+	p := h.payPage(paid.Invoice, token)
 	p.Form = f.redisplay()
 	p.Alert = &alert{Kind: "error", Paragraphs: []string{
-		"The payment did not go through: " + out.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
+		"The payment did not go through: " + paid.Outcome.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
 	return h.render(c, http.StatusPaymentRequired, "pay", p)
 }
 
@@ -411,8 +408,12 @@ func (h *handler) notFound(c echo.Context) error {
 }
 
 // failure answers a server-side failure with a page, and returns err so
-// that the request log records it (the page is already sent by then).
+// that the request log records it (the page is already sent by then); a
+// refusal no page took care of, with its words, at its kind's status.
 func (h *handler) failure(c echo.Context, err error) error {
+	if r := rule.As(err); r != nil {
+		return h.message(c, r.Kind.Status(), r.Title, r.Message)
+	}
 	_ = h.message(c, web.FailureStatus(c, err), "Something went wrong",
 		"We could not complete this request, and nothing was charged. Please try again in a few minutes.")
 	return err

@@ -107,7 +107,7 @@ func TestSuspendedOrganizationTakesNoPayment(t *testing.T) {
 	if !strings.Contains(shown.Body, "SUSP-1") {
 		t.Error("the page does not show the invoice")
 	}
-	apitest.WantStatus(t, env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"}), http.StatusConflict)
+	apitest.WantStatus(t, env.Post(t, path, token, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00"}), http.StatusUnprocessableEntity)
 	if len(rec.Charges()) != 0 {
 		t.Errorf("%d charges at the processor, want none", len(rec.Charges()))
 	}

@@ -105,7 +105,7 @@ func TestTwoPaysOfTheWholeBalanceAtOnce(t *testing.T) {
 	}()
 	at.waitReached(t, 1)
 	refused := env.Post(t, path, second, apitest.Payment{Card: apitest.CardApprove, Amount: "50.00"})
-	apitest.WantStatus(t, refused, http.StatusConflict)
+	apitest.WantStatus(t, refused, http.StatusUnprocessableEntity)
 	if !strings.Contains(refused.Body, "nothing was charged") || !strings.Contains(refused.Body, "under way") {
 		t.Errorf("the refusal does not say that another payment is under way and nothing was charged: %s", refused.Body)
 	}

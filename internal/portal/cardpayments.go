@@ -2,9 +2,6 @@ package portal
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,8 +17,8 @@ import (
 	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
-	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // maxRefundsShown is how many refunds of a sale its page lists.
@@ -50,15 +47,6 @@ func refunders(m people.Membership) *rule.Error {
 	return requires(auth.PaymentsRefund)(m)
 }
 
-// refundKey is a new refund form's idempotency key: the form carries it,
-// so that a second submission of the same form (a double click, a
-// reload) replays the first refund instead of making another.
-func refundKey() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return "portal-" + base64.RawURLEncoding.EncodeToString(b)
-}
-
 // cardPaymentPage is the page of a card payment; form is the refund form
 // as sent (nil: a new one, with a new key).
 func (h *handler) cardPaymentPage(c echo.Context, p payment.CardPayment, form url.Values) (*formPage, error) {
@@ -80,7 +68,7 @@ func (h *handler) cardPaymentPage(c echo.Context, p payment.CardPayment, form ur
 		d.Refundable = p.Status == payment.Approved && d.Left.Sign() > 0 && refunders(*m) == nil
 	}
 	if form == nil {
-		form = url.Values{"key": {refundKey()}}
+		form = url.Values{"key": {newFormKey()}}
 	}
 	title := "Sale"
 	if p.Kind == payment.Refund {
@@ -138,14 +126,11 @@ func (h *handler) refund(c echo.Context) error {
 		return h.failure(c, err)
 	}
 	key := f.Get("key")
-	if key == "" || len(key) > 255 {
-		return h.refused(c, rule.New(rule.Invalid, "", "This form is incomplete", "This form lacks what keeps it from refunding twice: open the page again and send it from there."), form)
-	}
 	r := payment.RefundRequest{Actor: invoiceActor(c), SaleID: sale.ID, Key: &key}
 	if s := strings.TrimSpace(f.Get("amount")); s != "" {
-		amount, ok := decimalOf(s, true)
-		if !ok {
-			return h.refused(c, rule.InvalidField("amount", amountMessage(s, "Enter an amount in dollars and cents, such as 12.30.")), form)
+		amount, msg := web.ReadMoney(s, "Enter an amount in dollars and cents, such as 12.30.")
+		if msg != "" {
+			return h.refused(c, rule.InvalidField("amount", msg), form)
 		}
 		r.Amount = &amount
 	}
@@ -154,21 +139,14 @@ func (h *handler) refund(c echo.Context) error {
 	}
 	refund, _, err := h.Payments.Refund(ctx, r)
 	switch {
-	case errors.Is(err, processor.ErrUnavailable):
+	case web.OutageOf(err) == web.Processor:
+		// A 502, as the API answers it.
 		h.Log.WarnContext(ctx, "refund not made: card processor failed", "card_payment_id", sale.ID.String(), "error", err.Error())
+		web.RetryLater(c)
 		form.page.Alert = "The card processor failed, so no refund is recorded. Send the form again: a refund is never made twice."
 		return h.render(c, http.StatusBadGateway, form.name, form.page)
-	case rule.Is(err, rule.KeyReused):
-		// The form made a refund already, with other values: a new form
-		// (a new key) for another refund.
-		form, ferr := h.cardPaymentPage(c, sale, url.Values{"key": {refundKey()}, "amount": f["amount"], "reason": f["reason"]})
-		if ferr != nil {
-			return h.failure(c, ferr)
-		}
-		return h.refused(c, rule.New(rule.Conflict, "", "This form was used already",
-			"This form made a refund already. Check the refunds below; to refund more, send the form again."), form)
 	case err != nil:
-		return h.answer(c, err, form)
+		return h.answer(c, keyRefusal(err, form, "key", "made a refund"), form)
 	}
 	return c.Redirect(http.StatusSeeOther, "/portal/card-payments/"+refund.ID.String()+"?done=refunded")
 }

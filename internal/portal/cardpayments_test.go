@@ -130,7 +130,7 @@ func TestRefundFormSentTwiceAtOnceRefundsOnce(t *testing.T) {
 // What the API refuses, the form refuses, beside its field, the values
 // kept and nothing refunded: an amount that is no amount, 0, more than two
 // decimals, more than what is left (saying what is left); the form used
-// again with other values (409, and a new form); a refund's refund (422).
+// again with other values (422, and a new form); a refund's refund (422).
 // A declined refund is the refund's page saying so. A member without
 // payments.refund sees no form and gets 403.
 func TestRefundRefusals(t *testing.T) {
@@ -164,9 +164,9 @@ func TestRefundRefusals(t *testing.T) {
 	}
 
 	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"5.00"}}).Want(t, http.StatusSeeOther)
-	again := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"6.00"}}).Want(t, http.StatusConflict).Has(t, "made a refund already")
+	again := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"6.00"}}).Want(t, http.StatusUnprocessableEntity).Has(t, "already made a refund")
 	if next := between(again.Body, `name="key" value="`, `"`); next == key || next == "" {
-		t.Errorf("the form after a 409 carries key %q", next)
+		t.Errorf("the form after a 422 carries key %q", next)
 	}
 	refunds := refundsOf(t, env, m, sale.Id)
 	if len(refunds) != 1 {

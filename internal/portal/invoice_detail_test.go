@@ -86,8 +86,8 @@ func TestInvoicePageAndItsActions(t *testing.T) {
 		}
 	}
 	// Refusals of the domain: a page saying why, nothing changed.
-	c.Post(path+"/send", p.CSRF(t), nil).Want(t, http.StatusConflict).Has(t, "only open and part_paid invoices can be sent")
-	c.Post(path+"/cancel", p.CSRF(t), nil).Want(t, http.StatusConflict).Has(t, "Invoice cannot be cancelled")
+	c.Post(path+"/send", p.CSRF(t), nil).Want(t, http.StatusUnprocessableEntity).Has(t, "only open and part_paid invoices can be sent")
+	c.Post(path+"/cancel", p.CSRF(t), nil).Want(t, http.StatusUnprocessableEntity).Has(t, "Invoice cannot be cancelled")
 	for _, action := range []string{"invoice sent", "invoice cancelled"} {
 		if got := auditOf(t, env, uuid.MustParse(m.Org), action); len(got) != 1 || !strings.Contains(got[0], "SHOW-1") {
 			t.Errorf("audit entries %q: %q", action, got)
@@ -164,5 +164,5 @@ func TestRecordPaymentFormRecordsOnce(t *testing.T) {
 	p = c.Get(path + "/payments")
 	c.Post(path+"/payments", p.CSRF(t), form("idempotencyKey", formKey(t, p), "amount", "100", "method", "cash")).WantRedirect(t, path+"?done=recorded")
 	c.Get(path+"/payments").Has(t, "takes no payment")
-	c.Post(path+"/payments", p.CSRF(t), form("idempotencyKey", "another", "amount", "1", "method", "cash")).Want(t, http.StatusConflict).Has(t, "takes no payment")
+	c.Post(path+"/payments", p.CSRF(t), form("idempotencyKey", "another", "amount", "1", "method", "cash")).Want(t, http.StatusUnprocessableEntity).Has(t, "takes no payment")
 }

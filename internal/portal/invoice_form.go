@@ -1,8 +1,6 @@
 package portal
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
@@ -31,22 +28,7 @@ const (
 	// maxFormLines bounds the lines the portal's form takes (the page
 	// stays light and the form under its size limit); the API takes 500.
 	maxFormLines = 100
-	// idempotencyField is the hidden field of a form that makes something
-	// or moves money: a key made when the form is shown, so that the form
-	// sent twice makes it once.
-	idempotencyField = "idempotencyKey"
 )
-
-// newFormKey is a one-time idempotency key for a form about to be shown.
-func newFormKey() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// errFormIncomplete refuses a form sent without its one-time idempotency
-// key (the portal's own forms always carry one).
-var errFormIncomplete = rule.New(rule.Invalid, "", "Form incomplete", "This form is incomplete. Fill it in again and send it.")
 
 type invoiceFormData struct {
 	Accounts  []account
@@ -134,10 +116,6 @@ func (h *handler) createInvoice(c echo.Context) error {
 		zones[a.ID] = a.Zone
 	}
 	d, rows, errs := draftOf(f, zones)
-	key := f.Get(idempotencyField)
-	if key == "" || len(key) > 255 {
-		errs.Add("", "This form is incomplete. Open a new form and fill it in again.")
-	}
 	if len(errs) > 0 {
 		// What the domain would refuse too, so that every message shows at once.
 		if r := rule.As(invoice.Validate(d)); r != nil {
@@ -148,16 +126,9 @@ func (h *handler) createInvoice(c echo.Context) error {
 		form.page.Errors = errs
 		return h.render(c, http.StatusBadRequest, form.name, form.page)
 	}
+	key := f.Get(idempotencyField)
 	inv, _, err := h.Invoices.Create(c.Request().Context(), invoiceActor(c), d, &key)
-	if r := rule.As(err); r != nil {
-		if r.Kind == rule.KeyReused {
-			// The form was sent before with other values (back, edited,
-			// sent again): nothing was made now. A new key lets it make
-			// another invoice once the member sends it again.
-			form.page.Form.Set(idempotencyField, newFormKey())
-			r = rule.New(rule.KeyReused, "", "Form sent before", "This form already made an invoice with other values, "+
-				"so nothing was made now. Check the values and send the form again to make another invoice.")
-		}
+	if r := rule.As(keyRefusal(err, form, idempotencyField, "made an invoice")); r != nil {
 		return h.refused(c, renumber(r, rows), form)
 	}
 	if err != nil {
@@ -214,10 +185,10 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 	}
 	if s := strings.TrimSpace(f.Get("amount")); s == "" {
 		errs.Add("amount", "Enter the amount of the invoice, such as 120.50.")
-	} else if a, ok := decimalOf(s, true); ok {
+	} else if a, msg := web.ReadMoney(s, "Enter the amount in dollars and cents, such as 120.50."); msg == "" {
 		d.Amount = a
 	} else {
-		errs.Add("amount", amountMessage(s, "Enter the amount in dollars and cents, such as 120.50."))
+		errs.Add("amount", msg)
 	}
 	if s := strings.TrimSpace(f.Get("dueDate")); s != "" {
 		if t, err := time.Parse(time.DateOnly, s); err == nil {
@@ -243,15 +214,15 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 		if l.Description == "" && q == "" && c == "" {
 			continue
 		}
-		if v, ok := decimalOf(q, false); ok {
+		if v, ok := web.Decimal(q, false); ok {
 			l.Quantity = v
 		} else {
 			errs.Add(lineField(i, "quantity"), "Enter a number, such as 2 or 1.5.")
 		}
-		if v, ok := decimalOf(c, true); ok {
+		if v, msg := web.ReadMoney(c, "Enter an amount, such as 19.99 (negative for a discount)."); msg == "" {
 			l.UnitCost = v
 		} else {
-			errs.Add(lineField(i, "unitCost"), amountMessage(c, "Enter an amount, such as 19.99 (negative for a discount)."))
+			errs.Add(lineField(i, "unitCost"), msg)
 		}
 		d.Lines = append(d.Lines, l)
 		rows = append(rows, i)
@@ -293,45 +264,3 @@ func first(vs []string) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// decimalOf reads a number as people type it, never through float: "12",
-// "1,234.50", and with money "$12.30" too. A comma only separates
-// thousands, in groups of three: "5,00" is refused rather than read as
-// 500 (a comma for cents, as much of the world writes). The domain judges
-// its places and its range.
-func decimalOf(s string, money bool) (apd.Decimal, bool) {
-	s = strings.TrimSpace(s)
-	if money {
-		if rest, ok := strings.CutPrefix(s, "-$"); ok {
-			s = "-" + rest
-		} else {
-			s = strings.TrimPrefix(s, "$")
-		}
-	}
-	if strings.Contains(s, ",") {
-		if !thousands.MatchString(s) {
-			return apd.Decimal{}, false
-		}
-		s = strings.ReplaceAll(s, ",", "")
-	}
-	if !plainNumber.MatchString(s) || len(s) > 40 {
-		return apd.Decimal{}, false
-	}
-	d, _, err := apd.NewFromString(s)
-	if err != nil {
-		return apd.Decimal{}, false
-	}
-	return *d, true
-}
-
-// thousands is a number whose commas separate groups of three digits.
-var thousands = regexp.MustCompile(`^-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?$`)
-
-// amountMessage is the message beside a money field decimalOf refused: a
-// comma where the dot belongs says so, anything else gets otherwise.
-func amountMessage(typed, otherwise string) string {
-	if strings.Contains(typed, ",") {
-		return "Use a dot for cents, as in 5.00."
-	}
-	return otherwise
-}

@@ -153,7 +153,7 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 	// made, and the form comes back with a new key.
 	again := c.Post("/portal/invoices", p.CSRF(t), form("idempotencyKey", formKey(t, p), "merchantAccountId", m.MIDs[0].Id.String(),
 		"invoiceNumber", "PORTAL-4", "customerEmail", "ada@example.com", "amount", "16", "delivery", "email", "send", "no")).
-		Want(t, http.StatusConflict).Has(t, "already made an invoice")
+		Want(t, http.StatusUnprocessableEntity).Has(t, "already made an invoice")
 	if formKey(t, again) == formKey(t, p) {
 		t.Error("the form came back with the key it was refused with")
 	}

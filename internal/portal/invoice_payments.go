@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/invoice"
-	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/web"
 )
 
 // Payments made outside the card processor (cash, checks, transfers),
@@ -67,11 +67,10 @@ func (h *handler) recordPayment(c echo.Context) error {
 	if s := strings.TrimSpace(f.Get("reference")); s != "" {
 		p.Reference = &s
 	}
-	amount, ok := decimalOf(f.Get("amount"), true)
-	if ok {
+	if amount, msg := web.ReadMoney(f.Get("amount"), "Enter the amount in dollars and cents, such as 40.00."); msg == "" {
 		p.Amount = amount
 	} else {
-		form.page.Errors.Add("amount", amountMessage(f.Get("amount"), "Enter the amount in dollars and cents, such as 40.00."))
+		form.page.Errors.Add("amount", msg)
 	}
 	zone := inv.Biller.Zone()
 	if s := strings.TrimSpace(f.Get("receivedAt")); s != "" && s != h.Now().In(zone).Format(time.DateOnly) {
@@ -81,21 +80,13 @@ func (h *handler) recordPayment(c echo.Context) error {
 			form.page.Errors.Add("receivedAt", "Enter the day the money came as YYYY-MM-DD, such as 2026-11-30.")
 		}
 	}
-	key := f.Get(idempotencyField)
-	if key == "" || len(key) > 255 {
-		form.page.Errors.Add("", "This form is incomplete. Open a new form and fill it in again.")
-	}
 	if len(form.page.Errors) > 0 {
 		return h.render(c, http.StatusBadRequest, form.name, form.page)
 	}
+	key := f.Get(idempotencyField)
 	inv, _, err = h.Invoices.RecordPayment(c.Request().Context(), invoiceActor(c), inv.ID, p, &key)
-	if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
-		form.page.Form.Set(idempotencyField, newFormKey())
-		err = rule.New(rule.KeyReused, "", "Form sent before", "This form already recorded a payment with other values, "+
-			"so nothing was recorded now. Check the values and send the form again to record another payment.")
-	}
 	if err != nil {
-		return h.answer(c, err, form)
+		return h.answer(c, keyRefusal(err, form, idempotencyField, "recorded a payment"), form)
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=recorded")
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/people"
-	"github.com/payreq/payreq/internal/rule"
 )
 
 type keysData struct {
@@ -68,28 +67,13 @@ func (h *handler) createKey(c echo.Context) error {
 	f := c.Request().PostForm
 	v := visitOf(c)
 	key := f.Get(idempotencyField)
-	if key == "" || len(key) > 255 {
-		form, err := h.keysPage(c, f)
-		if err != nil {
-			return h.failure(c, err)
-		}
-		form.page.Form.Set(idempotencyField, newFormKey())
-		return h.refused(c, errFormIncomplete, form)
-	}
 	k, replayed, err := h.Auth.CreateKey(c.Request().Context(), actor(c).Audit(), v.Membership.ID, f.Get("name"), f["permissions"], &key)
 	if err != nil {
 		form, ferr := h.keysPage(c, f)
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
-		if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
-			// Sent before with other values (back, edited, sent again):
-			// nothing was made now. A new key lets it make another.
-			form.page.Form.Set(idempotencyField, newFormKey())
-			err = rule.New(rule.KeyReused, "", "Form sent before", "This form already made a key with other values, "+
-				"so nothing was made now. Check the values and send the form again to make another key.")
-		}
-		return h.answer(c, err, form)
+		return h.answer(c, keyRefusal(err, form, idempotencyField, "made a key"), form)
 	}
 	form, err := h.keysPage(c, nil)
 	if err != nil {

@@ -59,7 +59,7 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 		t.Fatalf("keys after the form sent twice: %d, %v", len(list), err)
 	}
 	other := url.Values{"name": {"Edited"}, "permissions": {auth.AccountsView}, "idempotencyKey": form["idempotencyKey"]}
-	c.Post("/portal/keys", keys.CSRF(t), other).Want(t, http.StatusConflict).Has(t, "already made a key with other values", `value="Edited"`)
+	c.Post("/portal/keys", keys.CSRF(t), other).Want(t, http.StatusUnprocessableEntity).Has(t, "already made a key with other values", `value="Edited"`)
 	if again := c.Get("/portal/keys"); strings.Contains(again.Body, secret[1]) || !strings.Contains(again.Body, keyID[1]) {
 		t.Fatalf("the list shows the secret again, or lacks the key:\n%s", again.Body)
 	}

@@ -68,7 +68,7 @@ func TestInvitations(t *testing.T) {
 }
 
 // Owners and Admins change roles and permissions and remove members;
-// Admins neither make nor touch Owners; the last Owner stays (409); a
+// Admins neither make nor touch Owners; the last Owner stays (422); a
 // removed member's sessions end and the keys they made keep working,
 // listed as a former member's; another organization's member is a 404.
 func TestManagingMembers(t *testing.T) {
@@ -108,8 +108,8 @@ func TestManagingMembers(t *testing.T) {
 	if demoOwner.ID != ownerM.MembershipID {
 		owner.Post("/portal/members/"+demoOwner.ID.String()+"/remove", op.CSRF(t), nil).WantRedirect(t, "/portal/members?done=removed")
 	}
-	owner.Post("/portal/members/"+ownerM.MembershipID.String()+"/remove", op.CSRF(t), nil).Want(t, http.StatusConflict)
-	owner.Post("/portal/members/"+ownerM.MembershipID.String(), op.CSRF(t), url.Values{"role": {"Member"}}).Want(t, http.StatusConflict)
+	owner.Post("/portal/members/"+ownerM.MembershipID.String()+"/remove", op.CSRF(t), nil).Want(t, http.StatusUnprocessableEntity)
+	owner.Post("/portal/members/"+ownerM.MembershipID.String(), op.CSRF(t), url.Values{"role": {"Member"}}).Want(t, http.StatusUnprocessableEntity)
 
 	other, err := env.App.People.Owner(t.Context(), seed.Reseller.OrganizationID)
 	if err != nil {

@@ -43,7 +43,6 @@ import (
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
-	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
@@ -497,28 +496,11 @@ func putRenderBuffer(buf *bytes.Buffer) {
 	}
 }
 
-// statusOf is the answer to a refusal of kind k.
-func statusOf(e *rule.Error) int {
-	switch e.Kind {
-	case rule.NotFound:
-		return http.StatusNotFound
-	case rule.Forbidden:
-		return http.StatusForbidden
-	case rule.Conflict, rule.KeyReused:
-		return http.StatusConflict
-	case rule.Limited:
-		return http.StatusTooManyRequests
-	case rule.Unprocessable:
-		return http.StatusUnprocessableEntity
-	}
-	return http.StatusBadRequest
-}
-
 // refused answers a domain refusal: with form (the page name and what it
 // shows) the form again, each message beside its field; without, a page
 // saying what was refused. A Limited refusal says when to come back.
 func (h *handler) refused(c echo.Context, e *rule.Error, form *formPage) error {
-	status := statusOf(e)
+	status := e.Kind.Status()
 	if e.Kind == rule.Limited {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(int(e.RetryAfter.Seconds()+0.999), 1)))
 	}
@@ -580,12 +562,7 @@ func (h *handler) failure(c echo.Context, err error) error {
 			fmt.Sprintf("Too many passwords are being checked at this moment. Nothing was changed: try again in %d seconds.", busyRetry))
 		return err
 	}
-	status := http.StatusInternalServerError
-	if postgres.Unavailable(err) {
-		status = http.StatusServiceUnavailable
-		c.Response().Header().Set("Retry-After", "5")
-	}
-	_ = h.message(c, status, "Something went wrong", "We could not complete this request. Please try again in a few minutes.")
+	_ = h.message(c, web.FailureStatus(c, err), "Something went wrong", "We could not complete this request. Please try again in a few minutes.")
 	return err
 }
 

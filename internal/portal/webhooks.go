@@ -111,14 +111,6 @@ func (h *handler) createWebhook(c echo.Context) error {
 		n.Description = &d
 	}
 	key := f.Get(idempotencyField)
-	if key == "" || len(key) > 255 {
-		form, err := h.webhooksPage(c, f)
-		if err != nil {
-			return h.failure(c, err)
-		}
-		form.page.Form.Set(idempotencyField, newFormKey())
-		return h.refused(c, errFormIncomplete, form)
-	}
 	e, secret, replayed, err := h.Webhooks.Create(c.Request().Context(), webhookActor(c), n, &key)
 	if err != nil {
 		h.logURLRefused(err)
@@ -126,14 +118,7 @@ func (h *handler) createWebhook(c echo.Context) error {
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
-		if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
-			// Sent before with other values (back, edited, sent again):
-			// nothing was added now. A new key lets it add one.
-			form.page.Form.Set(idempotencyField, newFormKey())
-			err = rule.New(rule.KeyReused, "", "Form sent before", "This form already added an endpoint with other values, "+
-				"or one deleted since, so nothing was added now. Check the values and send the form again to add another.")
-		}
-		return h.answer(c, err, form)
+		return h.answer(c, keyRefusal(err, form, idempotencyField, "added an endpoint"), form)
 	}
 	h.allowScript(c, copyScript)
 	status := http.StatusCreated
@@ -240,31 +225,16 @@ func (h *handler) rotateWebhookSecret(c echo.Context) error {
 	if err != nil {
 		seconds = -1 // refused by the store, beside the field
 	}
-	refused := func(err error, newKey bool) error {
+	key := f.Get(idempotencyField)
+	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), webhookActor(c), e.ID,
+		time.Duration(seconds)*time.Second, &key)
+	if err != nil {
 		form, ferr := h.endpointPage(c, e)
 		if ferr != nil {
 			return h.failure(c, ferr)
 		}
-		key := form.page.Form.Get(idempotencyField)
 		form.page.Form = f
-		if newKey {
-			form.page.Form.Set(idempotencyField, key)
-		}
-		return h.answer(c, err, form)
-	}
-	key := f.Get(idempotencyField)
-	if key == "" || len(key) > 255 {
-		return refused(errFormIncomplete, true)
-	}
-	rotated, secret, replayed, err := h.Webhooks.RotateSecret(c.Request().Context(), webhookActor(c), e.ID,
-		time.Duration(seconds)*time.Second, &key)
-	if r := rule.As(err); r != nil && r.Kind == rule.KeyReused {
-		// Sent before with another choice: nothing was rotated now.
-		return refused(rule.New(rule.KeyReused, "", "Form sent before", "This form already rotated the secret with another choice, "+
-			"so nothing was rotated now. Check the choice and send the form again to rotate it again."), true)
-	}
-	if err != nil {
-		return refused(err, false)
+		return h.answer(c, keyRefusal(err, form, idempotencyField, "rotated the secret"), form)
 	}
 	h.allowScript(c, copyScript)
 	return h.render(c, http.StatusOK, "webhook-secret", page{Title: "Webhook secret rotated",

@@ -93,7 +93,7 @@ func TestWebhookEndpointInThePortal(t *testing.T) {
 	}
 	c.Post("/portal/webhooks", list.CSRF(t), url.Values{"url": {rc.URL}, "description": {"Edited"},
 		"eventTypes": {"invoice.created"}, "idempotencyKey": {formKey(t, list)}}).
-		Want(t, http.StatusConflict).Has(t, "already added an endpoint with other values", `value="Edited"`)
+		Want(t, http.StatusUnprocessableEntity).Has(t, "already added an endpoint with other values", `value="Edited"`)
 	var viaAPI []struct {
 		ID         string   `json:"id"`
 		URL        string   `json:"url"`

@@ -2,8 +2,9 @@
 // of refusal it is, the field it concerns, and words that fit an API client
 // and a person reading a web page alike. Every front maps it in one place:
 // the API to a problem document, an HTML page to a message beside the field
-// (or above the form when it concerns none). Words only one front needs
-// ("list yours with GET /accounts") are that front's to add.
+// (or above the form when it concerns none), each at the status its kind
+// has (Kind.Status). Words only one front needs ("list yours with GET
+// /accounts") are that front's to add.
 //
 // A failure of the service itself (the database, the card processor) is
 // never a rule.Error: it stays a plain wrapped error.
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +47,22 @@ const (
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
 	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited"}
+
+// statuses are the HTTP status of each kind, on every front: the API's, as
+// openapi.yaml documents them (a state that refuses a change is a 422
+// there, as is a key reused), which the pages follow.
+var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
+	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
+	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests}
+
+// Status is the HTTP status of a refusal of kind k; 422 for a kind
+// without one.
+func (k Kind) Status() int {
+	if s, ok := statuses[k]; ok {
+		return s
+	}
+	return http.StatusUnprocessableEntity
+}
 
 func (k Kind) String() string {
 	if n, ok := kindNames[k]; ok {

@@ -165,9 +165,9 @@ func (h *handler) submit(c echo.Context) error {
 		return h.render(c, http.StatusBadRequest, "apply", v)
 	case e != nil && e.Kind == rule.Conflict:
 		p.Status = "suspended" // as Submit found it
-		return h.render(c, http.StatusConflict, "apply", h.formPage(c, p, form{}))
+		return h.render(c, e.Kind.Status(), "apply", h.formPage(c, p, form{}))
 	case e != nil && e.Kind == rule.KeyReused:
-		return h.message(c, http.StatusConflict, "This form was sent already",
+		return h.message(c, e.Kind.Status(), "This form was sent already",
 			"An application was received from this form before, with other details; nothing more was sent. To send another application, open the sign-up page again.")
 	}
 	return err
@@ -220,8 +220,9 @@ func (h *handler) otherwise(c echo.Context) error {
 		"This page can be opened, and its form sent, from a web browser only.")
 }
 
-// handleError answers what a handler returned: a refusal of the domain or
-// of the CSRF check as its page, anything else as a failure.
+// handleError answers what a handler returned: a refusal of the domain
+// (any kind, at its status) or of the CSRF check as its page, anything
+// else as a failure.
 func (h *handler) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -239,6 +240,8 @@ func (h *handler) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		_ = h.message(c, http.StatusTooManyRequests, "Too many applications",
 			e.Message+" Nothing was sent.", "Please try again in "+plural((secs+59)/60, "minute")+".")
+	case e != nil:
+		_ = h.message(c, e.Kind.Status(), e.Title, e.Message, "Nothing was sent.")
 	case errors.As(err, &he) && he.Code < 500:
 		_ = h.message(c, he.Code, http.StatusText(he.Code), "Nothing was sent. Go back to the sign-up page and try again.")
 	default:

@@ -184,7 +184,7 @@ func TestDoubleSubmitMakesOneApplication(t *testing.T) {
 
 	// The same form with other details: refused, nothing made.
 	form.Set("business.legalName", "Another Business LLC")
-	apitest.WantStatus(t, a.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusConflict)
+	apitest.WantStatus(t, a.Visit(t, "POST", "/apply/"+f.slug, form), http.StatusUnprocessableEntity)
 	apitest.Want(t, "applications after a changed resend", len(f.applications(t)), before+1)
 
 	// A key the page did not make is no key: never stored, never a 500.
@@ -325,11 +325,11 @@ func TestSuspendedResellerTakesNoApplications(t *testing.T) {
 	form.Set("csrf", csrf)
 	form.Set("key", key)
 	sent := a.Visit(t, "POST", "/apply/"+f.slug, form)
-	apitest.WantStatus(t, sent, http.StatusConflict)
+	apitest.WantStatus(t, sent, http.StatusUnprocessableEntity)
 	if !strings.Contains(sent.Body, "is not taking applications") {
-		t.Errorf("the 409 page: %s", sent.Body)
+		t.Errorf("the 422 page: %s", sent.Body)
 	}
-	noSecrets(t, "the 409 page", sent.Body)
+	noSecrets(t, "the 422 page", sent.Body)
 	// Read as the database has it: the reseller's key no longer works.
 	var n int
 	if err := f.App.DB.Get(&n, `SELECT count(*) FROM applications WHERE reseller_id = $1`, f.org); err != nil {

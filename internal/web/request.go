@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/wire"
 )
 
@@ -48,15 +47,4 @@ func ParseForm(c echo.Context, max int64) (status int, heading string) {
 		return http.StatusRequestTimeout, "The form could not be read"
 	}
 	return http.StatusBadRequest, "The form could not be read"
-}
-
-// FailureStatus is the status of a page that failed with err: 503 with
-// Retry-After when the database is down or too slow (a passing trouble,
-// not a bug), else 500.
-func FailureStatus(c echo.Context, err error) int {
-	if postgres.Unavailable(err) {
-		c.Response().Header().Set("Retry-After", "60")
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
