@@ -180,13 +180,11 @@ type Invoice struct {
 	Reminders      *bool
 	RemindersSent  int
 	LastRemindedAt *time.Time
-	// Suspended: the organization is suspended, so its pay links take no
-	// payment (read by ByPayToken only).
-	Suspended bool
-	// Biller: who bills, for the pay page (read by ByPayToken only).
+	// Biller: who bills, for the pay page and the PDF (read by Document
+	// and ByPayToken only).
 	Biller directory.Biller
 
-	// Filled by Store.Get only.
+	// Filled by full reads only (Get, Document, ByPayToken).
 	Lines      []Line
 	Payments   []Payment
 	SavedCards []SavedCard
