@@ -1,9 +1,12 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
 //
-// It owns the tables invoices, invoice_lines and customer_preferences. An
-// invoice's state moves only through Locked, inside the transaction of the
-// function that owns the change.
+// It owns the tables invoices, invoice_lines, customer_preferences,
+// recorded_payments (payments made outside the card) and
+// reminder_settings. An invoice's state moves only through Locked, inside
+// the transaction of the function that owns the change. Its card payments
+// and its customer's saved cards are the payment package's, read through
+// Cards; who bills is directory's (directory.BillerOf).
 package invoice
 
 import (
