@@ -399,11 +399,10 @@ func (s *Store) read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UU
 	return inv, s.addCards(ctx, q, &inv)
 }
 
-// scanFullInvoice reads a row of selectFullInvoice; extra receives the
-// columns that follow.
-func scanFullInvoice(row scanner, extra ...any) (Invoice, error) {
+// scanFullInvoice reads a row of selectFullInvoice.
+func scanFullInvoice(row scanner) (Invoice, error) {
 	var lines, payments []byte
-	inv, err := scanInvoice(row, append([]any{&lines, &payments}, extra...)...)
+	inv, err := scanInvoice(row, &lines, &payments)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
@@ -496,8 +495,6 @@ func (r *textRow) time(i int) time.Time {
 	}
 	return t
 }
-
-func (r *textRow) bool(i int) bool { return r.text(i) == "true" }
 
 func decodeLines(b []byte) ([]Line, error) {
 	rows, err := decodeText("lines", b, 6)
