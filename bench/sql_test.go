@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/pgtest"
 )
 
@@ -50,7 +51,8 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	}
 	rec := &sqlRecorder{}
 	db := recordingDB(t, rec)
-	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks}
+	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks,
+		Cards: &payment.Store{DB: db}}
 	tokens := &auth.Store{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
 		RevocationCheckInterval: time.Minute}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}
@@ -186,7 +188,7 @@ func scriptStatements(script string) []string {
 	for _, st := range strings.Split(strings.ReplaceAll(strings.Join(lines, "\n"), `\gset`, ";"), ";") {
 		st = strings.TrimSpace(st)
 		switch {
-		case st == "", st == "BEGIN", st == "COMMIT":
+		case st == "", strings.HasPrefix(st, "BEGIN"), st == "COMMIT":
 			continue
 		}
 		out = append(out, st)

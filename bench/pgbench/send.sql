@@ -34,24 +34,22 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
-		(SELECT json_agg(json_build_array(p.id, p.amount, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
-				p.paid_at, p.level3_sent, p.saved_card, p.amount_refunded, p.method, p.reference, p.recorded_at)
-				ORDER BY p.paid_at, p.id)
-			FROM (SELECT c.id, c.amount::text AS amount, c.ret_ref, c.card_brand, c.last_four, c.payer_name,
-					c.created_at AS paid_at, c.level3_sent::text AS level3_sent, c.saved_card::text AS saved_card,
-					c.amount_refunded::text AS amount_refunded, 'card' AS method, NULL AS reference, c.created_at AS recorded_at
-				FROM card_payments c WHERE c.invoice_id = i.id AND c.kind = 'sale' AND c.status = 'approved'
-				UNION ALL
-				SELECT r.id, r.amount::text, NULL, NULL, NULL, NULL, r.received_at, 'false', 'false', '0.00', r.method,
-					r.reference, r.created_at
-				FROM recorded_payments r WHERE r.invoice_id = i.id) p),
-		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
-				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
-			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))
+		(SELECT json_agg(json_build_array(r.id, r.amount::text, r.received_at, r.method, r.reference, r.created_at)
+				ORDER BY r.received_at, r.id)
+			FROM recorded_payments r WHERE r.invoice_id = i.id)
 	FROM invoices i
 	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
 	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
+SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, created_at,
+			level3_sent, saved_card, amount_refunded::text
+		FROM card_payments
+		WHERE organization_id = :org AND invoice_id = bench_sample_invoice(:n) AND kind = 'sale' AND status = 'approved'
+		ORDER BY created_at, id;
+SELECT id, card_brand, last_four, expiry, saved_at, saved_by_name
+		FROM saved_cards
+		WHERE organization_id = :org AND customer_email = lower(bench_sample_email(:n))
+		ORDER BY saved_at DESC, id;
 WITH e AS (
 		INSERT INTO events (id, organization_id, type, data, created_at) VALUES (gen_random_uuid(), :org, 'invoice.sent', :eventdata, now()) RETURNING id
 	)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/postgres"
 )
 
 // GetHealth answers while the process is up.
@@ -19,8 +20,8 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	var readOnly bool
-	if err := s.db.GetContext(ctx, &readOnly, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean`); err != nil {
+	readOnly, err := postgres.ReadOnly(ctx, s.db)
+	if err != nil {
 		s.log.Warn("readiness: database unreachable", "error", err.Error())
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is not reachable."))), nil
 	}

@@ -66,7 +66,7 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
 	org := principalFrom(ctx).OrganizationID
 	if acceptsPDF(ctx) {
-		inv, err := s.invoices.Document(ctx, org, req.Id)
+		inv, err := s.invoices.Document(ctx, org, req.Id, nil)
 		if r := refusal(err); r != nil && r.status == http.StatusNotFound {
 			return gen.GetPaymentRequest404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 		}

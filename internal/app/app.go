@@ -228,6 +228,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		recoveryKeys[i] = derive(p, "payreq recovery code")
 	}
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
+	payments := &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices}
+	invoices.Cards = payments
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -237,7 +239,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
 		Processor: proc,
-		Payments:  &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices},
+		Payments:  payments,
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},

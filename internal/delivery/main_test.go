@@ -66,18 +66,19 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 		status string
 		b      Bill
 		name   sql.NullString
-		biller directory.BillerRow
+		mid    uuid.UUID
 	)
-	err := ti.db.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, to_char(i.amount, 'FM$999,999,990.00'),
-			to_char(i.amount - i.amount_paid, 'FM$999,999,990.00'), i.due_date, i.customer_name, `+directory.BillerColumns+`
-		FROM invoices i JOIN merchant_accounts m ON m.id = i.merchant_account_id JOIN locations l ON l.id = m.location_id
-		JOIN organizations o ON o.id = i.organization_id
-		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
-		append([]any{&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name}, biller.Dest()...)...)
+	err := ti.db.QueryRowContext(ctx, `SELECT status, invoice_number, to_char(amount, 'FM$999,999,990.00'),
+			to_char(amount - amount_paid, 'FM$999,999,990.00'), due_date, customer_name, merchant_account_id
+		FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
+		&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name, &mid)
 	if err != nil {
 		return Bill{}, err
 	}
-	b.Cancelled, b.CustomerName, b.Biller, b.PayLink = status == "cancelled", name.String, biller.Biller(), testPayLink(id)
+	if b.Biller, err = directory.BillerOf(ctx, ti.db, org, mid); err != nil {
+		return Bill{}, err
+	}
+	b.Cancelled, b.CustomerName, b.PayLink = status == "cancelled", name.String, testPayLink(id)
 	b.Payable = status == "open" || status == "part_paid"
 	return b, nil
 }

@@ -57,13 +57,9 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 	var orgIDs []uuid.UUID
 	var slug string // the reseller's
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
-		exec := func(q string, args ...any) error {
-			_, err := tx.ExecContext(ctx, q, args...)
-			return err
-		}
-		if err := exec(`INSERT INTO products (key, name) VALUES
-			('invoicing', 'Invoicing'), ('terminal', 'Card terminal'), ('online', 'Online checkout')
-			ON CONFLICT (key) DO NOTHING`); err != nil {
+		err := directory.InsertProducts(ctx, tx, []directory.Product{
+			{Key: "invoicing", Name: "Invoicing"}, {Key: "terminal", Name: "Card terminal"}, {Key: "online", Name: "Online checkout"}})
+		if err != nil {
 			return err
 		}
 		orgs := []struct {
@@ -89,50 +85,45 @@ func Seed(ctx context.Context, db *sqlx.DB, keys *auth.Store, apps *reseller.Sto
 			if o.id == partner {
 				slug = made
 			}
-			for _, p := range o.products {
-				if err := exec(`INSERT INTO organization_products (organization_id, product_key) VALUES ($1, $2)`, o.id, p); err != nil {
-					return err
-				}
+			if err := directory.AddProducts(ctx, tx, o.id, o.products); err != nil {
+				return err
 			}
 			if o.kind == auth.KindMerchant {
-				if err := exec(`INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, partner, o.id); err != nil {
+				if err := directory.AddToPortfolio(ctx, tx, partner, o.id); err != nil {
 					return err
 				}
 			}
 		}
+		receipt := func(name string) *string { r := "Blue Fern " + name; return &r }
+		phone, email := "+15035550100", "hello@bluefern.example.com"
 		locations := []struct {
-			id                          uuid.UUID
-			name, street, city, zone, s string
-			mids                        int
+			directory.NewLocation
+			mids int
 		}{
-			{uuid.Must(uuid.NewV7()), "Downtown", "120 Main St", "Portland", "America/Los_Angeles", "active", 2},
-			{uuid.Must(uuid.NewV7()), "Airport Kiosk", "7000 NE Airport Way", "Portland", "America/Los_Angeles", "active", 1},
+			{directory.NewLocation{Name: "Downtown", TimeZone: "America/Los_Angeles", AddressLine1: "120 Main St", City: "Portland",
+				State: "OR", PostalCode: "97201", ReceiptName: receipt("Downtown"), Phone: &phone, Email: &email}, 2},
+			{directory.NewLocation{Name: "Airport Kiosk", TimeZone: "America/Los_Angeles", AddressLine1: "7000 NE Airport Way",
+				City: "Portland", State: "OR", PostalCode: "97201", ReceiptName: receipt("Airport Kiosk"), Phone: &phone, Email: &email}, 1},
 		}
 		made := 0 // MIDs
-		for _, l := range locations {
-			if err := exec(`INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
-				address_line1, city, state, postal_code, phone, email)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'OR', '97201', '+15035550100', 'hello@bluefern.example.com')`,
-				l.id, merchant, l.name, l.zone, l.s, "Blue Fern "+l.name, l.street, l.city); err != nil {
+		for _, n := range locations {
+			l, err := directory.InsertLocation(ctx, tx, merchant, n.NewLocation)
+			if err != nil {
 				return err
 			}
 			// A MID belongs to one organization: each run draws its own,
-			// drawing again when one is held (ON CONFLICT waits for a
+			// drawing again when one is held (InsertMID waits for a
 			// concurrent run's insert, so two runs never share one). The
 			// digit after 4961 is the MID's place, so that by mid they are
 			// listed in the order made: Downtown's two, then the kiosk's.
-			for added := 0; added < l.mids; {
-				mid := fmt.Sprintf("4961%d%07d", made, rand.IntN(1e7))
-				res, err := tx.ExecContext(ctx, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
-					ON CONFLICT (mid) DO NOTHING`, uuid.Must(uuid.NewV7()), merchant, l.id, mid)
+			for added := 0; added < n.mids; {
+				_, ok, err := directory.InsertMID(ctx, tx, merchant, l.ID, fmt.Sprintf("4961%d%07d", made, rand.IntN(1e7)))
 				if err != nil {
 					return err
 				}
-				n, err := res.RowsAffected()
-				if err != nil {
-					return err
+				if ok {
+					added, made = added+1, made+1
 				}
-				added, made = added+int(n), made+int(n)
 			}
 		}
 		return nil

@@ -1,16 +1,24 @@
 package directory
 
 import (
+	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 )
 
 // Biller is who bills, as a customer sees it on a pay page, a receipt or a
 // message: the merchant organization, and the location of the invoice's
 // MID with its receipt name, address, phone, email and time zone.
 type Biller struct {
+	// Suspended: the organization is suspended, so its pay links take no
+	// payment.
+	Suspended    bool
 	Organization string
 	Location     string
 	ReceiptName  string   // "" when the location has none
@@ -54,27 +62,22 @@ func (b Biller) Contact() string {
 	return b.Email
 }
 
-// BillerColumns select, from organizations o and the location l, what
-// BillerRow scans.
-const BillerColumns = `o.name, l.name, l.receipt_name, l.address_line1, l.address_line2, l.city, l.state,
-	l.postal_code, l.phone, l.email, l.time_zone`
-
-// BillerRow receives BillerColumns.
-type BillerRow [11]sql.NullString
-
-// Dest is the row's scan destinations, in BillerColumns' order.
-func (r *BillerRow) Dest() []any {
-	dest := make([]any, len(r))
-	for i := range r {
-		dest[i] = &r[i]
+// BillerOf reads who bills for the organization's merchant account, through q.
+func BillerOf(ctx context.Context, q sqlx.QueryerContext, org, merchantAccountID uuid.UUID) (Biller, error) {
+	var r [11]sql.NullString
+	var suspended bool
+	err := q.QueryRowxContext(ctx, `SELECT o.status = 'suspended', o.name, l.name, l.receipt_name, l.address_line1,
+			l.address_line2, l.city, l.state, l.postal_code, l.phone, l.email, l.time_zone
+		FROM merchant_accounts ma
+		JOIN locations l ON l.id = ma.location_id
+		JOIN organizations o ON o.id = ma.organization_id
+		WHERE ma.id = $1 AND ma.organization_id = $2`, merchantAccountID, org).Scan(
+		&suspended, &r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7], &r[8], &r[9], &r[10])
+	if err != nil {
+		return Biller{}, fmt.Errorf("directory: unable to read who bills: %w", err)
 	}
-	return dest
-}
-
-// Biller is the row as a Biller.
-func (r *BillerRow) Biller() Biller {
 	b := Biller{
-		Organization: r[0].String, Location: r[1].String, ReceiptName: r[2].String,
+		Suspended: suspended, Organization: r[0].String, Location: r[1].String, ReceiptName: r[2].String,
 		Phone: r[8].String, Email: r[9].String, TimeZone: r[10].String,
 	}
 	for _, line := range []string{r[3].String, r[4].String, strings.TrimSpace(r[5].String + ", " + r[6].String + " " + r[7].String)} {
@@ -82,7 +85,7 @@ func (r *BillerRow) Biller() Biller {
 			b.Address = append(b.Address, line)
 		}
 	}
-	return b
+	return b, nil
 }
 
 var zones sync.Map // IANA name → *time.Location

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -94,12 +95,45 @@ func (d *Store) CreateOrganization(ctx context.Context, kind, name, slug string,
 			o.Slug = &made
 		}
 		if reseller != nil {
-			_, err := tx.ExecContext(ctx, `INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, *reseller, o.ID)
-			return err
+			return AddToPortfolio(ctx, tx, *reseller, o.ID)
 		}
 		return nil
 	})
 	return o, err
+}
+
+// AddToPortfolio puts the merchant in the reseller's portfolio, inside tx.
+func AddToPortfolio(ctx context.Context, tx *sqlx.Tx, reseller, merchant uuid.UUID) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO portfolio_merchants (reseller_id, merchant_id) VALUES ($1, $2)`, reseller, merchant)
+	if err != nil {
+		return fmt.Errorf("directory: unable to add to a portfolio: %w", err)
+	}
+	return nil
+}
+
+// Product is a product an organization may be offered.
+type Product struct{ Key, Name string }
+
+// InsertProducts adds the products not yet known, inside tx.
+func InsertProducts(ctx context.Context, tx *sqlx.Tx, products []Product) error {
+	for _, p := range products {
+		_, err := tx.ExecContext(ctx, `INSERT INTO products (key, name) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, p.Key, p.Name)
+		if err != nil {
+			return fmt.Errorf("directory: unable to add product: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddProducts gives the organization the products of keys, inside tx.
+func AddProducts(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, keys []string) error {
+	for _, k := range keys {
+		_, err := tx.ExecContext(ctx, `INSERT INTO organization_products (organization_id, product_key) VALUES ($1, $2)`, org, k)
+		if err != nil {
+			return fmt.Errorf("directory: unable to give a product: %w", err)
+		}
+	}
+	return nil
 }
 
 // orgKind is the kind of organization org, for an operation titled title.
@@ -141,12 +175,21 @@ func (d *Store) CreateLocation(ctx context.Context, org uuid.UUID, n NewLocation
 		if kind != auth.KindMerchant {
 			return refuse(rule.Unprocessable, locationNotCreated, "--org", "--org %s is a %s: only merchants have locations", org, kind)
 		}
-		return tx.GetContext(ctx, &l, `INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
-				address_line1, address_line2, city, state, postal_code, phone, email)
-			VALUES ($1, $2, $3, $4, 'active', $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+locationColumns,
-			uuid.Must(uuid.NewV7()), org, n.Name, n.TimeZone, n.ReceiptName, n.AddressLine1, n.AddressLine2, n.City,
-			n.State, n.PostalCode, n.Phone, n.Email)
+		l, err = InsertLocation(ctx, tx, org, n)
+		return err
 	})
+	return l, err
+}
+
+// InsertLocation adds an active location to the organization inside tx,
+// as given (CreateLocation checks it).
+func InsertLocation(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n NewLocation) (Location, error) {
+	var l Location
+	err := tx.GetContext(ctx, &l, `INSERT INTO locations (id, organization_id, name, time_zone, status, receipt_name,
+			address_line1, address_line2, city, state, postal_code, phone, email)
+		VALUES ($1, $2, $3, $4, 'active', $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+locationColumns,
+		uuid.Must(uuid.NewV7()), org, n.Name, n.TimeZone, n.ReceiptName, n.AddressLine1, n.AddressLine2, n.City,
+		n.State, n.PostalCode, n.Phone, n.Email)
 	return l, err
 }
 
@@ -179,11 +222,9 @@ func (d *Store) CreateMID(ctx context.Context, org, location uuid.UUID, mid stri
 		if err != nil {
 			return err
 		}
-		// ON CONFLICT waits for a concurrent insert of the same MID, so
-		// the holder read below is the one that won.
-		err = tx.GetContext(ctx, &m, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (mid) DO NOTHING RETURNING id, organization_id, location_id, mid, created_at`, uuid.Must(uuid.NewV7()), org, location, mid)
-		if !errors.Is(err, sql.ErrNoRows) {
+		// The holder read below is the one that won (InsertMID).
+		var made bool
+		if m, made, err = InsertMID(ctx, tx, org, location, mid); err != nil || made {
 			return err
 		}
 		var holder uuid.UUID
@@ -196,4 +237,17 @@ func (d *Store) CreateMID(ctx context.Context, org, location uuid.UUID, mid stri
 		return refuse(rule.Unprocessable, midNotCreated, "--mid", "--mid %s: another organization (%s) holds this MID; a MID belongs to one organization", mid, holder)
 	})
 	return m, err
+}
+
+// InsertMID adds the merchant account mid to the organization's location
+// inside tx, unless an organization holds it already (made false). ON
+// CONFLICT waits for a concurrent insert of the same MID, so a MID is
+// never made twice.
+func InsertMID(ctx context.Context, tx *sqlx.Tx, org, location uuid.UUID, mid string) (m MerchantAccount, made bool, err error) {
+	err = tx.GetContext(ctx, &m, `INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (mid) DO NOTHING RETURNING id, organization_id, location_id, mid, created_at`, uuid.Must(uuid.NewV7()), org, location, mid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return MerchantAccount{}, false, nil
+	}
+	return m, err == nil, err
 }

@@ -41,32 +41,36 @@ type Type[D Data] struct{ Name string }
 
 // Types of events (a closed list; openapi.yaml documents each).
 var (
-	InvoiceCreated    = Type[models.Invoice]{"invoice.created"}
-	InvoiceSent       = Type[models.Invoice]{"invoice.sent"}
-	InvoiceSendFailed = Type[models.Invoice]{"invoice.send_failed"}
-	InvoicePartPaid   = Type[models.Invoice]{"invoice.part_paid"}
-	InvoicePaid       = Type[models.Invoice]{"invoice.paid"}
-	InvoiceCancelled  = Type[models.Invoice]{"invoice.cancelled"}
+	InvoiceCreated    = declare[models.Invoice]("invoice.created")
+	InvoiceSent       = declare[models.Invoice]("invoice.sent")
+	InvoiceSendFailed = declare[models.Invoice]("invoice.send_failed")
+	InvoicePartPaid   = declare[models.Invoice]("invoice.part_paid")
+	InvoicePaid       = declare[models.Invoice]("invoice.paid")
+	InvoiceCancelled  = declare[models.Invoice]("invoice.cancelled")
 	// A payment made outside the card recorded, or removed: the payment
 	// and the invoice as the change left it.
-	InvoicePaymentRecorded = Type[models.RecordedPaymentChange]{"invoice.payment_recorded"}
-	InvoicePaymentRemoved  = Type[models.RecordedPaymentChange]{"invoice.payment_removed"}
-	InvoiceReminderSent    = Type[models.Invoice]{"invoice.reminder_sent"}
-	CardPaymentApproved    = Type[models.CardPayment]{"card_payment.approved"}
-	CardPaymentDeclined    = Type[models.CardPayment]{"card_payment.declined"}
-	CardPaymentRefunded    = Type[models.CardPayment]{"card_payment.refunded"}
-	SavedCardRemoved       = Type[models.SavedCard]{"saved_card.removed"}
-	DepositCreated         = Type[models.Deposit]{"deposit.created"}
-	DepositPaid            = Type[models.Deposit]{"deposit.paid"}
-	ApplicationSubmitted   = Type[models.Application]{"application.submitted"}
-	ApplicationStage       = Type[models.Application]{"application.stage_changed"}
-	WebhookPing            = Type[models.WebhookPing]{"webhook.ping"}
+	InvoicePaymentRecorded = declare[models.RecordedPaymentChange]("invoice.payment_recorded")
+	InvoicePaymentRemoved  = declare[models.RecordedPaymentChange]("invoice.payment_removed")
+	InvoiceReminderSent    = declare[models.Invoice]("invoice.reminder_sent")
+	CardPaymentApproved    = declare[models.CardPayment]("card_payment.approved")
+	CardPaymentDeclined    = declare[models.CardPayment]("card_payment.declined")
+	CardPaymentRefunded    = declare[models.CardPayment]("card_payment.refunded")
+	SavedCardRemoved       = declare[models.SavedCard]("saved_card.removed")
+	DepositCreated         = declare[models.Deposit]("deposit.created")
+	DepositPaid            = declare[models.Deposit]("deposit.paid")
+	ApplicationSubmitted   = declare[models.Application]("application.submitted")
+	ApplicationStage       = declare[models.Application]("application.stage_changed")
+	WebhookPing            = declare[models.WebhookPing]("webhook.ping")
 )
 
-// Types lists the name of every type.
-var Types = []string{InvoiceCreated.Name, InvoiceSent.Name, InvoiceSendFailed.Name, InvoicePartPaid.Name, InvoicePaid.Name,
-	InvoiceCancelled.Name, InvoicePaymentRecorded.Name, InvoicePaymentRemoved.Name, InvoiceReminderSent.Name, CardPaymentApproved.Name, CardPaymentDeclined.Name, CardPaymentRefunded.Name, SavedCardRemoved.Name,
-	DepositCreated.Name, DepositPaid.Name, ApplicationSubmitted.Name, ApplicationStage.Name, WebhookPing.Name}
+// Types lists the name of every type, in the order declared above.
+var Types []string
+
+// declare makes the type of events named name and adds it to Types.
+func declare[D Data](name string) Type[D] {
+	Types = append(Types, name)
+	return Type[D]{name}
+}
 
 // Permission is the permission protecting the data of events of type t: a
 // key needs it beside events.view to read them, and beside webhooks.manage

@@ -1,9 +1,12 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
 //
-// It owns the tables invoices, invoice_lines and customer_preferences. An
-// invoice's state moves only through Locked, inside the transaction of the
-// function that owns the change.
+// It owns the tables invoices, invoice_lines, customer_preferences,
+// recorded_payments (payments made outside the card) and
+// reminder_settings. An invoice's state moves only through Locked, inside
+// the transaction of the function that owns the change. Its card payments
+// and its customer's saved cards are the payment package's, read through
+// Cards; who bills is directory's (directory.BillerOf).
 package invoice
 
 import (
@@ -180,13 +183,11 @@ type Invoice struct {
 	Reminders      *bool
 	RemindersSent  int
 	LastRemindedAt *time.Time
-	// Suspended: the organization is suspended, so its pay links take no
-	// payment (read by ByPayToken only).
-	Suspended bool
-	// Biller: who bills, for the pay page (read by ByPayToken only).
+	// Biller: who bills, for the pay page and the PDF (read by Document
+	// and ByPayToken only).
 	Biller directory.Biller
 
-	// Filled by Store.Get only.
+	// Filled by full reads only (Get, Document, ByPayToken).
 	Lines      []Line
 	Payments   []Payment
 	SavedCards []SavedCard

@@ -15,48 +15,51 @@ import (
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/postgres"
 )
 
-// selectPayInvoice is selectFullInvoice with whether the organization is
-// suspended and who bills.
-const selectPayInvoice = `
-	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + `, o.status = 'suspended', ` + directory.BillerColumns + invoiceFrom + `
-	JOIN organizations o ON o.id = i.organization_id`
-
 // ByPayToken reads the invoice behind a pay link's token, with its lines
-// and payments, whether its organization is suspended, and who bills.
-func (s *Store) ByPayToken(ctx context.Context, token string) (Invoice, error) {
-	inv, err := scanPayInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+`
-		WHERE i.id = ANY($1::uuid[]) OR i.legacy_pay_token_digest = $2`, pq.Array(s.PayLinks.ids(token)), legacyDigest(token)))
+// and payments, and who bills (with whether its organization is
+// suspended), in one snapshot.
+func (s *Store) ByPayToken(ctx context.Context, token string) (inv Invoice, err error) {
+	err = postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var id, org uuid.UUID
+		err := tx.QueryRowContext(ctx, `SELECT id, organization_id FROM invoices WHERE id = ANY($1::uuid[]) OR legacy_pay_token_digest = $2`,
+			pq.Array(s.PayLinks.ids(token)), legacyDigest(token)).Scan(&id, &org)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("invoice: unable to read invoice: %w", err)
+		}
+		inv, err = s.document(ctx, tx, org, id)
+		return err
+	})
 	// The pay page never shows the customer's saved cards.
 	inv.SavedCards = nil
 	return inv, err
 }
 
 // Document reads an invoice of the organization as its PDF shows it: in
-// full, with who bills (invoicepdf).
-func (s *Store) Document(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
-	return scanPayInvoice(s.DB.QueryRowContext(ctx, selectPayInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+// full, with who bills (invoicepdf), in one snapshot. beside, unless nil,
+// reads in that snapshot, through q, what its caller shows with the
+// invoice (the portal's invoice page: its refunds and events).
+func (s *Store) Document(ctx context.Context, org, id uuid.UUID, beside func(q sqlx.QueryerContext) error) (inv Invoice, err error) {
+	err = postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
+		if inv, err = s.document(ctx, tx, org, id); err != nil || beside == nil {
+			return err
+		}
+		return beside(tx)
+	})
+	return inv, err
 }
 
-// DocumentWith reads as Document, with more columns in the same
-// statement: columns (each beginning with a comma) are expressions over
-// the invoice's row (alias i), their parameters numbered from $3 (args),
-// scanned into dest (the portal's invoice page reads its refunds and
-// events so: one statement where it made three).
-func (s *Store) DocumentWith(ctx context.Context, org, id uuid.UUID, columns string, args []any, dest ...any) (Invoice, error) {
-	q := `SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + `, o.status = 'suspended', ` + directory.BillerColumns + columns +
-		invoiceFrom + `
-	JOIN organizations o ON o.id = i.organization_id WHERE i.id = $1 AND i.organization_id = $2`
-	return scanPayInvoice(s.DB.QueryRowContext(ctx, q, append([]any{id, org}, args...)...), dest...)
-}
-
-func scanPayInvoice(row scanner, extra ...any) (Invoice, error) {
-	var suspended sql.NullBool
-	var biller directory.BillerRow
-	inv, err := scanFullInvoice(row, append(append([]any{&suspended}, biller.Dest()...), extra...)...)
-	inv.Suspended = suspended.Bool
-	inv.Biller = biller.Biller()
+func (s *Store) document(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Invoice, error) {
+	inv, err := s.read(ctx, q, org, id)
+	if err != nil {
+		return Invoice{}, err
+	}
+	inv.Biller, err = directory.BillerOf(ctx, q, org, inv.MerchantAccountID)
 	return inv, err
 }
 
@@ -111,26 +114,30 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 		amount, balance apd.Decimal
 		due             *time.Time
 		customer        sql.NullString
-		biller          directory.BillerRow
+		mid             uuid.UUID
+		biller          directory.Biller
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT i.status, i.invoice_number, i.amount, i.amount - i.amount_paid,
-			i.due_date, i.customer_name, `+directory.BillerColumns+`
-		FROM invoices i
-		JOIN merchant_accounts m ON m.id = i.merchant_account_id
-		JOIN locations l ON l.id = m.location_id
-		JOIN organizations o ON o.id = i.organization_id
-		WHERE i.id = $1 AND i.organization_id = $2`, id, org).Scan(
-		append([]any{&status, &number, &amount, &balance, &due, &customer}, biller.Dest()...)...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return delivery.Bill{}, ErrNotFound
-	}
+	err := postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT status, invoice_number, amount, amount - amount_paid, due_date, customer_name,
+				merchant_account_id
+			FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
+			&status, &number, &amount, &balance, &due, &customer, &mid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
+		}
+		biller, err = directory.BillerOf(ctx, tx, org, mid)
+		return err
+	})
 	if err != nil {
-		return delivery.Bill{}, fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
+		return delivery.Bill{}, err
 	}
 	return delivery.Bill{
 		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: Money(amount),
 		Balance: Money(balance), DueDate: due,
-		CustomerName: customer.String, Biller: biller.Biller(), PayLink: s.Link(&Invoice{ID: id}),
+		CustomerName: customer.String, Biller: biller, PayLink: s.Link(&Invoice{ID: id}),
 	}, nil
 }
 

@@ -98,7 +98,7 @@ func (s *Store) RecordPayment(ctx context.Context, actor Actor, invoiceID uuid.U
 			}
 			if earlier != uuid.Nil {
 				replayed = true
-				inv, err = Read(ctx, tx, actor.OrganizationID, invoiceID)
+				inv, err = s.read(ctx, tx, actor.OrganizationID, invoiceID)
 				return err
 			}
 		}
@@ -123,7 +123,7 @@ func (s *Store) RecordPayment(ctx context.Context, actor Actor, invoiceID uuid.U
 		if err := l.Save(); err != nil {
 			return err
 		}
-		if inv, err = Read(ctx, tx, actor.OrganizationID, invoiceID); err != nil {
+		if inv, err = s.read(ctx, tx, actor.OrganizationID, invoiceID); err != nil {
 			return err
 		}
 		if err := s.appendPaymentEvent(ctx, tx, event.InvoicePaymentRecorded, inv, id, now); err != nil {
@@ -157,7 +157,7 @@ func (s *Store) RemovePayment(ctx context.Context, actor Actor, invoiceID, payme
 		if err != nil {
 			return err
 		}
-		before, err := Read(ctx, tx, actor.OrganizationID, invoiceID)
+		before, err := s.read(ctx, tx, actor.OrganizationID, invoiceID)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (s *Store) RemovePayment(ctx context.Context, actor Actor, invoiceID, payme
 		if err := l.Save(); err != nil {
 			return err
 		}
-		if inv, err = Read(ctx, tx, actor.OrganizationID, invoiceID); err != nil {
+		if inv, err = s.read(ctx, tx, actor.OrganizationID, invoiceID); err != nil {
 			return err
 		}
 		now := s.Now()

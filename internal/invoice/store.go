@@ -1,10 +1,12 @@
 package invoice
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +31,7 @@ type Store struct {
 	Now       func() time.Time
 	PublicURL string
 	PayLinks  *PayLinks
+	Cards     Cards
 }
 
 // Actor is who acts: the caller's organization and the name the invoice
@@ -80,9 +83,10 @@ const (
 const selectInvoice = `
 	SELECT ` + invoiceColumns + invoiceFrom
 
-// selectFullInvoice adds the lines, payments and the customer's saved
-// cards, each a JSON array of rows of text (decoded by decodeText), so that
-// a read is one statement: one round trip instead of four.
+// selectFullInvoice adds the lines and the payments recorded outside the
+// card, each a JSON array of rows of text (decoded by decodeText), so that
+// what invoice keeps of an invoice is one statement. Its card payments
+// and the customer's saved cards are the payment package's (Cards).
 const selectFullInvoice = `
 	SELECT ` + invoiceColumns + `, ` + fullInvoiceColumns + invoiceFrom
 
@@ -91,20 +95,19 @@ const fullInvoiceColumns = `
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
-		(SELECT json_agg(json_build_array(p.id, p.amount, p.ret_ref, p.card_brand, p.last_four, p.payer_name,
-				p.paid_at, p.level3_sent, p.saved_card, p.amount_refunded, p.method, p.reference, p.recorded_at)
-				ORDER BY p.paid_at, p.id)
-			FROM (SELECT c.id, c.amount::text AS amount, c.ret_ref, c.card_brand, c.last_four, c.payer_name,
-					c.created_at AS paid_at, c.level3_sent::text AS level3_sent, c.saved_card::text AS saved_card,
-					c.amount_refunded::text AS amount_refunded, 'card' AS method, NULL AS reference, c.created_at AS recorded_at
-				FROM card_payments c WHERE c.invoice_id = i.id AND c.kind = 'sale' AND c.status = 'approved'
-				UNION ALL
-				SELECT r.id, r.amount::text, NULL, NULL, NULL, NULL, r.received_at, 'false', 'false', '0.00', r.method,
-					r.reference, r.created_at
-				FROM recorded_payments r WHERE r.invoice_id = i.id) p),
-		(SELECT json_agg(json_build_array(sc.id, sc.card_brand, sc.last_four, sc.expiry, sc.saved_at,
-				sc.saved_by_name) ORDER BY sc.saved_at DESC, sc.id)
-			FROM saved_cards sc WHERE sc.organization_id = i.organization_id AND sc.customer_email = lower(i.customer_email))`
+		(SELECT json_agg(json_build_array(r.id, r.amount::text, r.received_at, r.method, r.reference, r.created_at)
+				ORDER BY r.received_at, r.id)
+			FROM recorded_payments r WHERE r.invoice_id = i.id)`
+
+// Cards is what the payment package keeps of an invoice and its customer,
+// read through q (the transaction of the read or the change): invoice
+// cannot import payment, which moves invoices.
+type Cards interface {
+	// InvoiceSales are the approved card sales toward the invoice.
+	InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, invoiceID uuid.UUID) ([]Payment, error)
+	// SavedCardsOf are the customer's saved cards, newest first.
+	SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]SavedCard, error)
+}
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -309,10 +312,9 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
-		// The invoice as made (and sent), read once in this transaction:
-		// what Create returns (the front renders its own answer from it)
-		// and, rendered once, the data of both events.
-		if inv, err = Read(ctx, tx, actor.OrganizationID, id); err != nil {
+		// The invoice as made (and sent), read once: the answer, and the
+		// data of both events, rendered once.
+		if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}
 		data := inv.Wire(s.Link(&inv), true)
@@ -379,21 +381,28 @@ func lineArrays(lines []Line) lineColumns {
 }
 
 // Get reads an invoice with its lines, payments, and the customer's saved
-// cards and preference.
-func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (Invoice, error) {
-	return Read(ctx, s.DB, org, id)
+// cards and preference, in one snapshot.
+func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (inv Invoice, err error) {
+	err = postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
+		inv, err = s.read(ctx, tx, org, id)
+		return err
+	})
+	return inv, err
 }
 
-// Read is Get through q: a transaction sees the invoice as it stands in it.
-func Read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Invoice, error) {
-	return scanFullInvoice(q.QueryRowxContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+// read is Get through q: a transaction sees the invoice as it stands in it.
+func (s *Store) read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Invoice, error) {
+	inv, err := scanFullInvoice(q.QueryRowxContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
+	if err != nil {
+		return Invoice{}, err
+	}
+	return inv, s.addCards(ctx, q, &inv)
 }
 
-// scanFullInvoice reads a row of selectFullInvoice; extra receives the
-// columns that follow.
-func scanFullInvoice(row scanner, extra ...any) (Invoice, error) {
-	var lines, payments, cards []byte
-	inv, err := scanInvoice(row, append([]any{&lines, &payments, &cards}, extra...)...)
+// scanFullInvoice reads a row of selectFullInvoice.
+func scanFullInvoice(row scanner) (Invoice, error) {
+	var lines, payments []byte
+	inv, err := scanInvoice(row, &lines, &payments)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, ErrNotFound
 	}
@@ -403,13 +412,31 @@ func scanFullInvoice(row scanner, extra ...any) (Invoice, error) {
 	if inv.Lines, err = decodeLines(lines); err != nil {
 		return Invoice{}, err
 	}
-	if inv.Payments, err = decodePayments(payments); err != nil {
-		return Invoice{}, err
-	}
-	if inv.SavedCards, err = decodeSavedCards(cards); err != nil {
+	if inv.Payments, err = decodeRecordedPayments(payments); err != nil {
 		return Invoice{}, err
 	}
 	return inv, nil
+}
+
+// addCards adds to a full read what Cards keeps: the invoice's card sales
+// among its payments (all of them by when they were received), and the
+// customer's saved cards.
+func (s *Store) addCards(ctx context.Context, q sqlx.QueryerContext, inv *Invoice) error {
+	sales, err := s.Cards.InvoiceSales(ctx, q, inv.OrganizationID, inv.ID)
+	if err != nil {
+		return err
+	}
+	if len(sales) > 0 {
+		inv.Payments = append(sales, inv.Payments...)
+		slices.SortStableFunc(inv.Payments, func(a, b Payment) int {
+			if c := a.PaidAt.Compare(b.PaidAt); c != 0 {
+				return c
+			}
+			return bytes.Compare(a.ID[:], b.ID[:])
+		})
+	}
+	inv.SavedCards, err = s.Cards.SavedCardsOf(ctx, q, inv.OrganizationID, inv.CustomerEmail)
+	return err
 }
 
 // decodeText decodes a JSON array of rows of n strings or nulls (NULL: no
@@ -469,8 +496,6 @@ func (r *textRow) time(i int) time.Time {
 	return t
 }
 
-func (r *textRow) bool(i int) bool { return r.text(i) == "true" }
-
 func decodeLines(b []byte) ([]Line, error) {
 	rows, err := decodeText("lines", b, 6)
 	if err != nil {
@@ -488,39 +513,21 @@ func decodeLines(b []byte) ([]Line, error) {
 	return lines, nil
 }
 
-func decodePayments(b []byte) ([]Payment, error) {
-	rows, err := decodeText("payments", b, 13)
+func decodeRecordedPayments(b []byte) ([]Payment, error) {
+	rows, err := decodeText("payments", b, 6)
 	if err != nil {
 		return nil, err
 	}
 	payments := make([]Payment, len(rows))
 	for i, row := range rows {
 		r := textRow{what: "payments", row: row}
-		payments[i] = Payment{ID: r.uuid(0), Amount: r.numeric(1), RetRef: r.optional(2), CardBrand: r.optional(3),
-			LastFour: r.optional(4), PayerName: r.optional(5), PaidAt: r.time(6), Level3Sent: r.bool(7), SavedCard: r.bool(8),
-			AmountRefunded: r.numeric(9), Method: r.text(10), Reference: r.optional(11), RecordedAt: r.time(12)}
+		payments[i] = Payment{ID: r.uuid(0), Amount: r.numeric(1), PaidAt: r.time(2), Method: r.text(3), Reference: r.optional(4),
+			RecordedAt: r.time(5), AmountRefunded: cents(apd.Decimal{})}
 		if r.err != nil {
 			return nil, r.err
 		}
 	}
 	return payments, nil
-}
-
-func decodeSavedCards(b []byte) ([]SavedCard, error) {
-	rows, err := decodeText("saved cards", b, 6)
-	if err != nil {
-		return nil, err
-	}
-	cards := make([]SavedCard, len(rows))
-	for i, row := range rows {
-		r := textRow{what: "saved cards", row: row}
-		cards[i] = SavedCard{ID: r.uuid(0), CardBrand: r.optional(1), LastFour: r.optional(2), Expiry: r.optional(3),
-			SavedAt: r.time(4), SavedByName: r.text(5)}
-		if r.err != nil {
-			return nil, r.err
-		}
-	}
-	return cards, nil
 }
 
 // Locked is an invoice held under its row lock, inside the transaction of
@@ -634,7 +641,7 @@ func (s *Store) Send(ctx context.Context, actor Actor, id uuid.UUID) (inv Invoic
 // it: as the change left it, read in full inside tx (what a change holds
 // under Lock lacks the lines, payments and saved cards).
 func (s *Store) AppendEvent(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, t event.Type[models.Invoice], at time.Time) (Invoice, error) {
-	inv, err := Read(ctx, tx, org, id)
+	inv, err := s.read(ctx, tx, org, id)
 	if err != nil {
 		return Invoice{}, err
 	}

@@ -14,6 +14,11 @@ type Tally struct {
 	Sum   apd.Decimal
 }
 
+// Plus is the tally of both.
+func (t Tally) Plus(u Tally) Tally {
+	return Tally{Count: t.Count + u.Count, Sum: cents(add(t.Sum, u.Sum))}
+}
+
 // Summary is what a merchant's day starts with (the portal's home): what
 // is owed, what is late, and what came in this week.
 type Summary struct {
@@ -22,18 +27,18 @@ type Summary struct {
 	// Overdue are those of Open whose due date has passed, in the time
 	// zone of their location.
 	Overdue Tally
-	// PaidThisWeek is the money received since Monday 00:00 in the time
-	// zone of each payment's location: approved card sales, and payments
-	// recorded outside the card by the day they were received. Refunds
-	// are not taken off (they change no invoice's amount paid).
-	PaidThisWeek Tally
+	// RecordedThisWeek is the money received outside the card since
+	// Monday 00:00 in the time zone of each payment's location, by the
+	// day it was received. (The week's card sales are the payment
+	// package's: payment.Store.SalesThisWeek.)
+	RecordedThisWeek Tally
 }
 
-// Summary sums the organization's invoices and payments as of now.
+// Summary sums the organization's invoices and recorded payments as of now.
 func (s *Store) Summary(ctx context.Context, org uuid.UUID) (Summary, error) {
 	var sum Summary
 	var open, overdue, paid string
-	// The bound of 8 days lets the indexes by time find the week's
+	// The bound of 8 days lets the index by time find the week's
 	// payments; the week's start in each location's zone does the rest.
 	err := s.DB.QueryRowContext(ctx, `
 		WITH unpaid AS (
@@ -44,14 +49,6 @@ func (s *Store) Summary(ctx context.Context, org uuid.UUID) (Summary, error) {
 			JOIN locations l ON l.id = ma.location_id
 			WHERE i.organization_id = $1 AND i.status IN ('open', 'part_paid')
 		), received AS (
-			SELECT c.amount
-			FROM card_payments c
-			JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
-			JOIN locations l ON l.id = ma.location_id
-			WHERE c.organization_id = $1 AND c.kind = 'sale' AND c.status = 'approved'
-			  AND c.created_at >= $2::timestamptz - interval '8 days'
-			  AND c.created_at >= date_trunc('week', $2::timestamptz AT TIME ZONE l.time_zone) AT TIME ZONE l.time_zone
-			UNION ALL
 			SELECT r.amount
 			FROM recorded_payments r
 			JOIN invoices i ON i.id = r.invoice_id
@@ -66,14 +63,14 @@ func (s *Store) Summary(ctx context.Context, org uuid.UUID) (Summary, error) {
 				count(*) FILTER (WHERE overdue) AS late, coalesce(sum(balance) FILTER (WHERE overdue), 0)::text AS late_total
 			FROM unpaid) u,
 			(SELECT count(*) AS n, coalesce(sum(amount), 0)::text AS total FROM received) p`, org, s.Now()).
-		Scan(&sum.Open.Count, &open, &sum.Overdue.Count, &overdue, &sum.PaidThisWeek.Count, &paid)
+		Scan(&sum.Open.Count, &open, &sum.Overdue.Count, &overdue, &sum.RecordedThisWeek.Count, &paid)
 	if err != nil {
 		return Summary{}, fmt.Errorf("invoice: unable to sum invoices: %w", err)
 	}
 	for _, t := range []struct {
 		to   *apd.Decimal
 		text string
-	}{{&sum.Open.Sum, open}, {&sum.Overdue.Sum, overdue}, {&sum.PaidThisWeek.Sum, paid}} {
+	}{{&sum.Open.Sum, open}, {&sum.Overdue.Sum, overdue}, {&sum.RecordedThisWeek.Sum, paid}} {
 		d, err := parseNumeric(t.text)
 		if err != nil {
 			return Summary{}, err

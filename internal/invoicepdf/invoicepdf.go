@@ -82,7 +82,7 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 		d.paragraph(m, regular, 10)
 	}
 	switch {
-	case inv.Status.Payable() && !inv.Suspended:
+	case inv.Status.Payable() && !inv.Biller.Suspended:
 		if err := d.payLink(link); err != nil {
 			return err
 		}

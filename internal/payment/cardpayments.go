@@ -3,10 +3,8 @@ package payment
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -172,46 +170,4 @@ func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit
 		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
 	}
 	return list, next, nil
-}
-
-// InvoiceRefunds is a column over an invoice's row (alias i) for a read
-// that wants its card payments' refunds with it, in the same statement
-// (the portal's invoice page): the newest limit of them, newest first, as
-// a JSON array of [id, created_at, amount, status, decline_reason,
-// reason, created_by_name], NULL when there are none. DecodeRefunds
-// reads it.
-func InvoiceRefunds(limit int) string {
-	return `(SELECT json_agg(json_build_array(r.id, r.created_at, r.amount::text, r.status, r.decline_reason,
-			r.reason, r.created_by_name) ORDER BY r.created_at DESC, r.id DESC)
-		FROM (SELECT c.id, c.created_at, c.amount, c.status, c.decline_reason, c.reason, c.created_by_name
-			FROM card_payments c
-			WHERE c.organization_id = i.organization_id AND c.invoice_id = i.id AND c.kind = 'refund'
-			ORDER BY c.created_at DESC, c.id DESC LIMIT ` + strconv.Itoa(limit) + `) r)`
-}
-
-// DecodeRefunds reads a column of InvoiceRefunds: the refunds of the
-// invoice of invoiceID with the fields it holds.
-func DecodeRefunds(invoiceID uuid.UUID, b []byte) ([]CardPayment, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var raw [][7]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("payment: unable to read an invoice's refunds: %w", err)
-	}
-	list := make([]CardPayment, len(raw))
-	for i, r := range raw {
-		p := CardPayment{Kind: Refund, InvoiceID: invoiceID}
-		var amount string
-		for j, dest := range []any{&p.ID, &p.CreatedAt, &amount, &p.Status, &p.DeclineReason, &p.Reason, &p.CreatedByName} {
-			if err := json.Unmarshal(r[j], dest); err != nil {
-				return nil, fmt.Errorf("payment: unable to read an invoice's refunds: %w", err)
-			}
-		}
-		if _, _, err := p.Amount.SetString(amount); err != nil {
-			return nil, fmt.Errorf("payment: amount %q: %w", amount, err)
-		}
-		list[i] = p
-	}
-	return list, nil
 }

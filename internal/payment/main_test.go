@@ -50,6 +50,7 @@ func newFixture(t *testing.T, pool int) *fixture {
 	}
 	f.svc = &Store{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
 		Invoices: &invoice.Store{DB: db, Now: time.Now, PublicURL: "https://payreq.test", PayLinks: links}}
+	f.svc.Invoices.Cards = f.svc
 	location := uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -83,7 +84,7 @@ func (f *fixture) invoice(t *testing.T, amount, paid string, status invoice.Stat
 
 func (f *fixture) read(t *testing.T, id uuid.UUID) invoice.Invoice {
 	t.Helper()
-	inv, err := invoice.Read(context.Background(), f.db, f.org, id)
+	inv, err := f.svc.Invoices.Get(context.Background(), f.org, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (s *Store) PayByLink(ctx context.Context, token, network string, f PayForm)
 	if wait, err := s.attemptOnLink(ctx, inv.ID); err != nil || wait > 0 {
 		return out, limited(wait, tooManyOnLink, err)
 	}
-	if inv.Suspended || !inv.Status.Payable() {
+	if inv.Biller.Suspended || !inv.Status.Payable() {
 		return out, ErrNotPayable
 	}
 	r, err := f.Request(inv.Balance())

@@ -429,7 +429,7 @@ func (h *handler) message(c echo.Context, status int, heading string, paragraphs
 
 func (h *handler) payPage(inv invoice.Invoice, token string) page {
 	var notice *alert
-	if inv.Suspended && inv.Status.Payable() {
+	if inv.Biller.Suspended && inv.Status.Payable() {
 		notice = &alert{Kind: "info", Paragraphs: []string{
 			biller(inv) + " cannot take payments online just now, so nothing can be charged here.",
 			"Please contact them about this invoice."}}
@@ -438,7 +438,7 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 		Alert:     notice,
 		Title:     "Invoice " + inv.InvoiceNumber + " from " + biller(inv),
 		Invoice:   viewOf(inv),
-		ShowForm:  inv.Status.Payable() && !inv.Suspended,
+		ShowForm:  inv.Status.Payable() && !inv.Biller.Suspended,
 		Action:    "/pay/" + token,
 		PDF:       "/pay/" + token + "/invoice.pdf",
 		FormToken: h.formToken(token),

@@ -19,7 +19,10 @@ func parseID(s string) (uuid.UUID, bool) {
 
 type homeData struct {
 	// Summary: for members who read payments (payments.view), else nil.
-	Summary         *invoice.Summary
+	Summary *invoice.Summary
+	// PaidThisWeek: approved card sales and payments recorded outside
+	// the card, since Monday in the time zone of each payment's location.
+	PaidThisWeek    invoice.Tally
 	DepositsPending invoice.Tally
 }
 
@@ -36,6 +39,11 @@ func (h *handler) home(c echo.Context) error {
 			return h.failure(c, err)
 		}
 		d.Summary = &sum
+		sales, err := h.Payments.SalesThisWeek(ctx, m.OrganizationID)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		d.PaidThisWeek = sum.RecordedThisWeek.Plus(sales)
 		if d.DepositsPending.Count, d.DepositsPending.Sum, err = h.Payments.DepositsPending(ctx, m.OrganizationID); err != nil {
 			return h.failure(c, err)
 		}

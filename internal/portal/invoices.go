@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
-	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
@@ -264,7 +264,7 @@ func (h *handler) invoiceOf(c echo.Context) (invoice.Invoice, error) {
 	if !ok {
 		return invoice.Invoice{}, invoice.ErrNotFound
 	}
-	return h.Invoices.Document(c.Request().Context(), visitOf(c).Membership.OrganizationID, id)
+	return h.Invoices.Document(c.Request().Context(), visitOf(c).Membership.OrganizationID, id, nil)
 }
 
 // maxShownLines is how many of an invoice's lines its page shows (at most
@@ -344,11 +344,6 @@ func invoiceDataOf(r invoiceRow) invoiceData {
 	return d
 }
 
-// invoicePageColumns are what an invoice's page reads beside the invoice:
-// its refunds (the first page of the card payments list's) and its newest
-// events, one more than it shows.
-var invoicePageColumns = ", " + payment.InvoiceRefunds(maxListLimit) + ", " + event.InvoiceColumn("$3", maxShownEvents+1)
-
 // invoice is GET /portal/invoices/{id}: the invoice with its lines,
 // payments of every method, refunds, the customer's saved cards, where
 // its delivery stands, its reminders and its events; its pay link and
@@ -357,24 +352,24 @@ func (h *handler) invoice(c echo.Context) error {
 	h.allowScript(c, copyScript)
 	ctx := c.Request().Context()
 	m := visitOf(c).Membership
-	// The invoice, its refunds and its events in one statement.
 	id, ok := parseID(c.Param("id"))
 	if !ok {
 		return h.answer(c, invoice.ErrNotFound, nil)
 	}
-	var refundsJSON, eventsJSON []byte
-	inv, err := h.Invoices.DocumentWith(ctx, m.OrganizationID, id, invoicePageColumns,
-		[]any{pq.Array(event.Readable(m.Permissions))}, &refundsJSON, &eventsJSON)
+	// The invoice, its refunds (the first page of the card payments
+	// list's) and its newest events (one more than it shows), in one
+	// snapshot.
+	var refunds []payment.CardPayment
+	var events []event.Event
+	inv, err := h.Invoices.Document(ctx, m.OrganizationID, id, func(q sqlx.QueryerContext) (err error) {
+		if refunds, err = h.Payments.InvoiceRefunds(ctx, q, m.OrganizationID, id, maxListLimit); err != nil {
+			return err
+		}
+		events, err = h.Events.OfInvoice(ctx, q, m.OrganizationID, m.Permissions, id, maxShownEvents+1)
+		return err
+	})
 	if err != nil {
 		return h.answer(c, err, nil)
-	}
-	refunds, err := payment.DecodeRefunds(inv.ID, refundsJSON)
-	if err != nil {
-		return h.failure(c, err)
-	}
-	events, err := event.DecodeInvoiceColumn(eventsJSON)
-	if err != nil {
-		return h.failure(c, err)
 	}
 	d := invoiceDataOf(rowOf(inv, inv.Biller.Zone(), h.Now()))
 	d.Link, d.Refunds, d.CanChange = h.Invoices.Link(&inv), refunds, m.Can(auth.PaymentsCreate)

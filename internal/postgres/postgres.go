@@ -1,5 +1,6 @@
-// Package postgres opens the database, applies the migrations and runs
-// transactions.
+// Package postgres opens the database, applies the migrations, runs
+// transactions and says whether the database takes writes. It owns no
+// table.
 package postgres
 
 import (
@@ -130,7 +131,18 @@ func migrate(ctx context.Context, db *sql.DB, migrations fs.FS) error {
 // InTx runs fn in a transaction, and commits it if fn returns nil. It rolls back
 // if fn returns an error or panics; the panic goes on after the rollback.
 func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
-	tx, err := db.BeginTxx(ctx, nil)
+	return inTx(ctx, db, nil, fn)
+}
+
+// InSnapshot is InTx for reads that must agree with each other (an
+// invoice and its payments, read by their owners one after the other):
+// a read-only transaction whose statements all see one snapshot.
+func InSnapshot(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	return inTx(ctx, db, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, fn)
+}
+
+func inTx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
@@ -152,4 +164,12 @@ func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	return nil
+}
+
+// ReadOnly says whether the database takes no writes: a replica, or a
+// primary in recovery or set read-only (after a failover gone wrong).
+func ReadOnly(ctx context.Context, db *sqlx.DB) (bool, error) {
+	var readOnly bool
+	err := db.GetContext(ctx, &readOnly, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean`)
+	return readOnly, err
 }

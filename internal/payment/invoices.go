@@ -1,0 +1,139 @@
+package payment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/invoice"
+)
+
+// What payment keeps of an invoice, read through q, for whoever composes
+// it with the invoice's own read (invoice.Cards, the portal's pages).
+
+// InvoiceSales are the approved card sales toward the invoice as the
+// invoice lists its payments (invoice.Cards).
+func (s *Store) InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, invoiceID uuid.UUID) ([]invoice.Payment, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, created_at,
+			level3_sent, saved_card, amount_refunded::text
+		FROM card_payments
+		WHERE organization_id = $1 AND invoice_id = $2 AND kind = 'sale' AND status = 'approved'
+		ORDER BY created_at, id`, org, invoiceID)
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to read an invoice's card payments: %w", err)
+	}
+	defer rows.Close()
+	var list []invoice.Payment
+	for rows.Next() {
+		p := invoice.Payment{Method: invoice.MethodCard}
+		var amount, refunded string
+		if err := rows.Scan(&p.ID, &amount, &p.RetRef, &p.CardBrand, &p.LastFour, &p.PayerName, &p.PaidAt,
+			&p.Level3Sent, &p.SavedCard, &refunded); err != nil {
+			return nil, fmt.Errorf("payment: unable to read an invoice's card payments: %w", err)
+		}
+		p.RecordedAt = p.PaidAt
+		if err := decimal(&p.Amount, amount); err != nil {
+			return nil, err
+		}
+		if err := decimal(&p.AmountRefunded, refunded); err != nil {
+			return nil, err
+		}
+		list = append(list, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payment: unable to read an invoice's card payments: %w", err)
+	}
+	return list, nil
+}
+
+// SavedCardsOf are the cards saved for the customer of that email within
+// the organization, newest first (invoice.Cards).
+func (s *Store) SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]invoice.SavedCard, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT id, card_brand, last_four, expiry, saved_at, saved_by_name
+		FROM saved_cards
+		WHERE organization_id = $1 AND customer_email = lower($2)
+		ORDER BY saved_at DESC, id`, org, customerEmail)
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+	}
+	defer rows.Close()
+	var list []invoice.SavedCard
+	for rows.Next() {
+		var c invoice.SavedCard
+		if err := rows.Scan(&c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName); err != nil {
+			return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+		}
+		list = append(list, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+	}
+	return list, nil
+}
+
+// InvoiceRefunds are the newest refunds, at most limit, of the invoice's
+// card sales, newest first, with the fields the portal's invoice page
+// shows: id, time, amount, status, decline reason, reason and who refunded.
+func (s *Store) InvoiceRefunds(ctx context.Context, q sqlx.QueryerContext, org, invoiceID uuid.UUID, limit int) ([]CardPayment, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT id, created_at, amount::text, status, decline_reason, reason, created_by_name
+		FROM card_payments
+		WHERE organization_id = $1 AND invoice_id = $2 AND kind = 'refund'
+		ORDER BY created_at DESC, id DESC
+		LIMIT $3`, org, invoiceID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to read an invoice's refunds: %w", err)
+	}
+	defer rows.Close()
+	var list []CardPayment
+	for rows.Next() {
+		p := CardPayment{Kind: Refund, InvoiceID: invoiceID}
+		var amount string
+		if err := rows.Scan(&p.ID, &p.CreatedAt, &amount, &p.Status, &p.DeclineReason, &p.Reason, &p.CreatedByName); err != nil {
+			return nil, fmt.Errorf("payment: unable to read an invoice's refunds: %w", err)
+		}
+		if err := decimal(&p.Amount, amount); err != nil {
+			return nil, err
+		}
+		list = append(list, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payment: unable to read an invoice's refunds: %w", err)
+	}
+	return list, nil
+}
+
+// SalesThisWeek are the organization's approved card sales since Monday
+// 00:00 in the time zone of each sale's location, as of now: what the
+// portal's home adds to the payments recorded this week
+// (invoice.Summary). Refunds are not taken off (they change no invoice's
+// amount paid).
+func (s *Store) SalesThisWeek(ctx context.Context, org uuid.UUID) (invoice.Tally, error) {
+	var t invoice.Tally
+	var sum string
+	// The bound of 8 days lets the index by time find the week's sales;
+	// the week's start in each location's zone does the rest.
+	err := s.DB.QueryRowContext(ctx, `
+		SELECT count(*), coalesce(sum(c.amount), 0)::text
+		FROM card_payments c
+		JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
+		JOIN locations l ON l.id = ma.location_id
+		WHERE c.organization_id = $1 AND c.kind = 'sale' AND c.status = 'approved'
+		  AND c.created_at >= $2::timestamptz - interval '8 days'
+		  AND c.created_at >= date_trunc('week', $2::timestamptz AT TIME ZONE l.time_zone) AT TIME ZONE l.time_zone`,
+		org, s.Now()).Scan(&t.Count, &sum)
+	if err != nil {
+		return invoice.Tally{}, fmt.Errorf("payment: unable to sum the week's card sales: %w", err)
+	}
+	return t, decimal(&t.Sum, sum)
+}
+
+// decimal sets d to the numeric text of a column.
+func decimal(d *apd.Decimal, text string) error {
+	if _, _, err := d.SetString(text); err != nil {
+		return fmt.Errorf("payment: amount %q: %w", text, err)
+	}
+	return nil
+}
