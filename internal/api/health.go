@@ -15,18 +15,27 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 
 // GetReadiness answers 200 only while the database answers and takes
 // writes: a replica, or a primary in recovery or set read-only (after a
-// failover gone wrong), cannot serve payreq.
+// failover gone wrong), cannot serve payreq; nor can a leader in strict
+// synchronous mode with no standby streaming, whose commits wait until
+// one holds them (deploy/ha).
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	var readOnly bool
-	if err := s.db.GetContext(ctx, &readOnly, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean`); err != nil {
+	var state string
+	if err := s.db.GetContext(ctx, &state, `SELECT CASE
+		WHEN pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean THEN 'read-only'
+		WHEN current_setting('synchronous_standby_names') <> '' AND NOT EXISTS (SELECT FROM pg_stat_replication) THEN 'no standby'
+		ELSE 'ok' END`); err != nil {
 		s.log.Warn("readiness: database unreachable", "error", err.Error())
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is not reachable."))), nil
 	}
-	if readOnly {
+	switch state {
+	case "read-only":
 		s.log.Warn("readiness: database is read-only")
 		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database is read-only: a replica, or a primary in recovery."))), nil
+	case "no standby":
+		s.log.Warn("readiness: no synchronous standby streaming")
+		return gen.GetReadiness503ApplicationProblemPlusJSONResponse(s.body(unavailable("The database takes no commit: no synchronous standby is streaming from it."))), nil
 	}
 	return gen.GetReadiness200JSONResponse{Status: models.HealthStatusOk}, nil
 }

@@ -47,7 +47,7 @@ func Open(ctx context.Context, dsn string, p Pool) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	var c driver.Connector = connector
+	var c driver.Connector = guarded{connector}
 	if p.Traced {
 		c = traced{c}
 	}
