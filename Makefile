@@ -38,7 +38,7 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: screenshots lighthouse all build run test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
+.PHONY: screenshots lighthouse all build run jq test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
 
 all: build
 
@@ -53,22 +53,38 @@ check-file-sizes:
 		awk -v allowed=' $(LARGE_FILES_ALLOWED) ' '$$1 > 5*1024*1024 && index(allowed, " " $$2 " ") == 0 { print $$2 " (" $$1 " bytes)" }'); \
 	if [ -n "$$big" ]; then echo "tracked files over 5 MB (add to LARGE_FILES_ALLOWED only if it must be in git):"; echo "$$big"; exit 1; fi
 
+# What make run prints of demo.json, as jq lines.
+DEMO_LINES = "The demo, kept in $(DATA)/demo.json (remove it to seed a new one):", \
+	"  merchant API key     \(.merchant.keyId)", \
+	"  merchant key secret  \(.merchant.secret)", \
+	"  reseller API key     \(.reseller.keyId)", \
+	"  reseller key secret  \(.reseller.secret)", \
+	"  portal               \($$portal)", \
+	"  merchant Owner       \(.merchant.ownerEmail)  password \(.merchant.ownerPassword)", \
+	"  reseller Owner       \(.reseller.ownerEmail)  password \(.reseller.ownerPassword)", \
+	"  sign-up page         \(.reseller.signUpUrl // "none")"
+
 # Starts (or reuses) the private PostgreSQL cluster under $(DATA)/postgres when
-# DATABASE_URL is unset, seeds a demo on first run, prints its keys and its
-# reseller's sign-up page and serves
+# DATABASE_URL is unset, seeds a demo on first run (kept in $(DATA)/demo.json),
+# prints its API keys, portal sign-ins and the reseller's sign-up page, and serves
 # (with PAYREQ_WEBHOOK_ALLOW_PRIVATE=true unless set: local webhook receivers).
-run: build postgres
+run: build postgres jq
 	@mkdir -p $(DATA)
 	@# demo.json holds the demo keys' secrets: owner-only, like every secret file.
 	@if [ ! -s $(DATA)/demo.json ]; then \
 		(umask 077 && ./$(BIN) demo --json > $(DATA)/demo.json.tmp) && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
 	fi; chmod 600 $(DATA)/demo.json
-	@echo "Demo keys and portal sign-ins ($(DATA)/demo.json):"; cat $(DATA)/demo.json
-	@echo "Portal: $${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/"
-	@for org in merchant reseller; do sed -n "s/.*\"$$org\":{[^}]*\"ownerEmail\":\"\([^\"]*\)\",\"ownerPassword\":\"\([^\"]*\)\".*/  $$org Owner: \1  password: \2/p" $(DATA)/demo.json; done
-	@url=$$(sed -n 's/.*"signUpUrl":"\([^"]*\)".*/\1/p' $(DATA)/demo.json); \
-		if [ -n "$$url" ]; then echo "The demo reseller's sign-up page: $$url"; fi
+	@jq -r --arg portal "$${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/" '$(DEMO_LINES)' $(DATA)/demo.json
 	PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
+
+# jq, which make run reads demo.json with (and the README's "Try it" uses),
+# from Debian's packages when missing.
+jq:
+	@if ! command -v jq >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; \
+		else echo "jq not found: install it with apt-get install jq"; exit 1; fi; \
+	fi
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,
 # vet, staticcheck and govulncheck, each fuzz target briefly, then all tests
@@ -101,7 +117,7 @@ soak: postgres
 # validation and (c) a bare Echo handler; prints the third round's targets at
 # both sizes and the tables, and writes bench/results.md and bench/explain.txt.
 # About 20 minutes (3 more the first time: the loads); the third round's runs
-# alone (BENCH_FLAGS in the README's "Performance") about 12.
+# alone (BENCH_FLAGS in docs/testing.md, "Performance") about 12.
 # The load program is bench/ itself, built from this module; pgbench comes with
 # the PostgreSQL server binaries. BENCH_FLAGS: see ./bin/payreq-bench -h.
 BENCH_FLAGS ?=
@@ -185,7 +201,6 @@ check-docs-assets:
 	@(cd $(DOCS_ASSETS) && grep -q "redoc@$(REDOC_VERSION)," SHA256SUMS && sha256sum --quiet -c SHA256SUMS) || \
 		{ echo "$(DOCS_ASSETS) is not redoc@$(REDOC_VERSION) as make docs-assets wrote it: run make docs-assets and commit"; exit 1; }
 
-# Debian's Chromium, for the browser tests, when missing.
 # PgBouncer and HAProxy from Debian, for deploy/ and the test that runs
 # deploy/pgbouncer.ini in front of two instances.
 pgbouncer:
@@ -195,6 +210,8 @@ pgbouncer:
 		else echo "PgBouncer or HAProxy not found: install them with apt-get install pgbouncer haproxy"; exit 1; fi; \
 	fi
 
+# Debian's Chromium, for the browser tests, make screenshots and make
+# lighthouse, when missing.
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -323,7 +340,7 @@ db-stop: build
 clean:
 	rm -rf bin .tools
 
-# The README's portal screenshots (docs/portal/*.png), written by the
+# The portal's screenshots (docs/portal/*.png, shown in docs/portal.md), written by the
 # portal's browser tests in headless Chromium.
 screenshots: postgres chromium $(NODE_STAMP)
 	PAYREQ_WRITE_SCREENSHOTS=1 $(GO) test -count=1 -run 'InChromium$$' ./internal/portal/

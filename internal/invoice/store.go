@@ -309,8 +309,9 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
-		// The invoice as made (and sent), read once: the answer, and the
-		// data of both events, rendered once.
+		// The invoice as made (and sent), read once in this transaction:
+		// what Create returns (the front renders its own answer from it)
+		// and, rendered once, the data of both events.
 		if inv, err = Read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}

@@ -1,10 +1,13 @@
-// Package portal is the fourth front: the HTML pages under /portal/ where
-// people sign in and manage their organization (API keys, members, the
-// audit log, their own password and second factor) and do the merchant's
-// day (invoices, reminders, locations). Pages are rendered on the server
-// with the shared layout of internal/web and work without JavaScript (two
-// small scripts add to some: assets.go). Every rule is a domain package's (internal/people,
-// internal/auth): the portal decodes a form, calls one function, renders.
+// Package portal is the front of HTML pages under /portal/ where people
+// sign in and run their organization: API keys, members, the audit log,
+// their own password and second factor; a reseller's portfolio and
+// applications; and the merchant's day (invoices, reminders, locations,
+// card payments and refunds, deposits, webhooks and events). Pages are
+// rendered on the server with the shared layout of internal/web and work
+// without JavaScript (two small scripts add to some: assets.go). Every rule
+// is a domain package's (people, auth, invoice, payment, webhook, event,
+// reseller, directory): the portal decodes a form, calls one function,
+// renders.
 //
 // Extending it: an area is a file of handlers registered in routes with
 // h.member (a signed-in member of an organization) and a guard

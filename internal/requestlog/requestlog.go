@@ -1,6 +1,6 @@
 // Package requestlog is what every front of payreq's HTTP server (the API,
-// the pay page, the published contract) shares: a request id, one log line
-// per request, and recovery from a panicking handler. A line never holds a
+// the pay page, the portal, the sign-up page, the docs) shares: a request
+// id, one log line per request, and recovery from a panicking handler. A line never holds a
 // pay link's token, an access token or a body.
 package requestlog
 
