@@ -38,7 +38,15 @@ VULNDB_SOURCE   := .ci/vulndb/SOURCE
 # with "context deadline exceeded" on a loaded machine.
 FUZZTIME    ?= 500x
 
-.PHONY: screenshots lighthouse all build run jq test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer chromium docs-assets check-docs-assets db-stop clean
+.PHONY: screenshots lighthouse all build run jq test check-file-sizes faults soak bench bench-profile generate check-generated ts-generate check-ts-generated ts-check lint breaking vet staticcheck vulncheck vulndb-snapshot fuzz postgres pgbouncer patroni ha ha-stop chromium docs-assets check-docs-assets db-stop clean
+
+# $(call apt,FILES,PACKAGES): installs the Debian PACKAGES (as root, with
+# apt-get) unless every one of FILES exists.
+apt = @if ! ls $(1) >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+		else echo "$(2) not found: install with apt-get install $(2)"; exit 1; fi; \
+	fi
 
 all: build
 
@@ -53,8 +61,13 @@ check-file-sizes:
 		awk -v allowed=' $(LARGE_FILES_ALLOWED) ' '$$1 > 5*1024*1024 && index(allowed, " " $$2 " ") == 0 { print $$2 " (" $$1 " bytes)" }'); \
 	if [ -n "$$big" ]; then echo "tracked files over 5 MB (add to LARGE_FILES_ALLOWED only if it must be in git):"; echo "$$big"; exit 1; fi
 
+# make run HA=1 serves on the highly available cluster (make ha), with the
+# secret files payreq then needs and a demo of its own.
+DEMO_JSON = $(if $(HA),$(HA_DIR)/demo.json,$(DATA)/demo.json)
+RUN_ENV   = $(if $(HA),DATABASE_URL=$$(cat $(HA_DIR)/database-url) PAYREQ_SIGNING_KEY_FILE=$(HA_DIR)/payreq/signing-key.pem \
+              PAYREQ_PEPPER_FILE=$(HA_DIR)/payreq/pepper PAYREQ_ENCRYPTION_KEY_FILE=$(HA_DIR)/payreq/encryption-key)
 # What make run prints of demo.json, as jq lines.
-DEMO_LINES = "The demo, kept in $(DATA)/demo.json (remove it to seed a new one):", \
+DEMO_LINES = "The demo, kept in $(DEMO_JSON) (remove it to seed a new one):", \
 	"  merchant API key     \(.merchant.keyId)", \
 	"  merchant key secret  \(.merchant.secret)", \
 	"  reseller API key     \(.reseller.keyId)", \
@@ -68,29 +81,36 @@ DEMO_LINES = "The demo, kept in $(DATA)/demo.json (remove it to seed a new one):
 # DATABASE_URL is unset, seeds a demo on first run (kept in $(DATA)/demo.json),
 # prints its API keys, portal sign-ins and the reseller's sign-up page, and serves
 # (with PAYREQ_WEBHOOK_ALLOW_PRIVATE=true unless set: local webhook receivers).
-run: build postgres jq
+run: build postgres jq $(if $(HA),ha)
 	@mkdir -p $(DATA)
 	@# demo.json holds the demo keys' secrets: owner-only, like every secret file.
-	@if [ ! -s $(DATA)/demo.json ]; then \
-		(umask 077 && ./$(BIN) demo --json > $(DATA)/demo.json.tmp) && mv $(DATA)/demo.json.tmp $(DATA)/demo.json; \
-	fi; chmod 600 $(DATA)/demo.json
-	@jq -r --arg portal "$${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/" '$(DEMO_LINES)' $(DATA)/demo.json
-	PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
+	@if [ ! -s $(DEMO_JSON) ]; then \
+		(umask 077 && $(RUN_ENV) ./$(BIN) demo --json > $(DEMO_JSON).tmp) && mv $(DEMO_JSON).tmp $(DEMO_JSON); \
+	fi; chmod 600 $(DEMO_JSON)
+	@jq -r --arg portal "$${PAYREQ_PUBLIC_URL:-http://$${PAYREQ_ADDR:-127.0.0.1:8080}}/portal/" '$(DEMO_LINES)' $(DEMO_JSON)
+	$(RUN_ENV) PAYREQ_WEBHOOK_ALLOW_PRIVATE=$${PAYREQ_WEBHOOK_ALLOW_PRIVATE:-true} ./$(BIN) serve
 
-# jq, which make run reads demo.json with (and the README's "Try it" uses),
-# from Debian's packages when missing.
+# The highly available cluster of deploy/ha on this machine (docs/operations.md,
+# "Highly available PostgreSQL"): three etcd members, three Patroni members
+# of PostgreSQL 15 and HAProxy on 127.0.0.10-13, under $(HA_DIR); prints its
+# DATABASE_URL (through HAProxy to the leader). make ha-stop stops it; its
+# folders stay for the next make ha (rm -rf $(HA_DIR) to start afresh).
+HA_DIR ?= $(DATA)/ha
+ha: build postgres patroni
+	@PAYREQ=./$(BIN) deploy/ha/local.sh start $(HA_DIR)
+	@test -s $(HA_DIR)/payreq/pepper || ./$(BIN) secrets init --dir $(HA_DIR)/payreq >/dev/null
+
+ha-stop:
+	@deploy/ha/local.sh stop $(HA_DIR)
+
 jq:
-	@if ! command -v jq >/dev/null; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; \
-		else echo "jq not found: install it with apt-get install jq"; exit 1; fi; \
-	fi
+	$(call apt,/usr/bin/jq,jq)
 
 # Every check CI runs: generated code up to date, spec lint, no breaking change,
 # vet, staticcheck and govulncheck, each fuzz target briefly, then all tests
 # under the race detector (internal/contract runs the flows through prism
 # from .tools).
-test: check-file-sizes check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres pgbouncer chromium $(NODE_STAMP) fuzz
+test: check-file-sizes check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check postgres pgbouncer patroni chromium $(NODE_STAMP) fuzz
 	$(GO) test -race -count=1 -timeout 10m ./...
 
 # The fault tests alone (`make test` runs them too, in go test ./...): payreq
@@ -98,7 +118,7 @@ test: check-file-sizes check-generated check-ts-generated check-docs-assets lint
 # the database stopped and started under load, SIGTERM and SIGKILL under
 # load, mail and SMS providers down, slow and failing, the card processor
 # timing out; about a minute.
-faults: postgres pgbouncer
+faults: postgres pgbouncer patroni
 	$(GO) test -count=1 -timeout 10m ./internal/faults/
 	$(GO) test -count=1 -timeout 5m -run 'Provider|Down|Crash|TwoWorkers' ./internal/delivery/
 
@@ -157,11 +177,7 @@ bench-profile: build postgres
 
 # The PostgreSQL server binaries, from Debian's packages when missing.
 postgres:
-	@if ! ls "$$(pg_config --bindir 2>/dev/null)/initdb" /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-		else echo "PostgreSQL server binaries not found: install them with apt-get install postgresql"; exit 1; fi; \
-	fi
+	$(call apt,/usr/lib/postgresql/*/bin/initdb,postgresql)
 
 # gen/ from openapi.yaml, and the copy of openapi.yaml that /openapi.yaml
 # serves (go:embed cannot reach the repository root from internal/docs).
@@ -204,20 +220,17 @@ check-docs-assets:
 # PgBouncer and HAProxy from Debian, for deploy/ and the test that runs
 # deploy/pgbouncer.ini in front of two instances.
 pgbouncer:
-	@if [ ! -x /usr/sbin/pgbouncer ] || [ ! -x /usr/sbin/haproxy ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer haproxy >/dev/null; \
-		else echo "PgBouncer or HAProxy not found: install them with apt-get install pgbouncer haproxy"; exit 1; fi; \
-	fi
+	$(call apt,/usr/sbin/pgbouncer /usr/sbin/haproxy,pgbouncer haproxy)
+
+# Patroni, etcd and HAProxy, for the highly available cluster (make ha and
+# the failover tests), when missing.
+patroni:
+	$(call apt,/usr/bin/patroni /usr/bin/etcd /usr/sbin/haproxy,patroni etcd-server haproxy)
 
 # Debian's Chromium, for the browser tests, make screenshots and make
 # lighthouse, when missing.
 chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-		else echo "Chromium not found: install it with apt-get install chromium"; exit 1; fi; \
-	fi
+	$(call apt,/usr/bin/chromium,chromium)
 
 $(NODE_STAMP):
 	@command -v npm >/dev/null || { echo "npm is required for the spec linters and TypeScript checks: apt-get install nodejs npm"; exit 1; }

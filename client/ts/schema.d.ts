@@ -106,7 +106,7 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
+         * @description Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, read-only (a replica, or a primary in recovery), or a primary in strict synchronous replication with no standby streaming (its commits wait until one does). A balancer sends traffic only to instances that answer 200. No authentication.
          */
         get: operations["getReadiness"];
         put?: never;

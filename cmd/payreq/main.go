@@ -41,6 +41,7 @@ const usage = `usage: payreq COMMAND
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
   secrets init --dir DIR                 write a new signing key, pepper and encryption key (never over a file)
+  secrets database --dir DIR             write the passwords of the highly available PostgreSQL cluster, deploy/ha (never over a file)
   secrets reencrypt [--lock-timeout 30s] re-seal stored tax ids, SSNs, account numbers, webhook secrets, TOTP secrets and notices under the current key
   settle --org ORG                       close the organization's open batches now, print the deposits made
   db-stop                                stop the private PostgreSQL cluster under PAYREQ_DATA_DIR`

@@ -2,29 +2,35 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/secretfile"
 )
 
 // secretsCmd manages the server's secret files and what they seal.
 func secretsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"secrets: a subcommand is required (init, reencrypt)"}
+		return usageError{"secrets: a subcommand is required (init, database, reencrypt)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "init":
 		return secretsInit(args, stdout)
+	case "database":
+		return secretsDatabase(args, stdout)
 	case "reencrypt":
 		return secretsReencrypt(ctx, cfg, args, stdout)
 	}
-	return usageError{fmt.Sprintf("secrets: unknown subcommand %q (init, reencrypt)", sub)}
+	return usageError{fmt.Sprintf("secrets: unknown subcommand %q (init, database, reencrypt)", sub)}
 }
 
 // secretsInit writes a new signing key, pepper and encryption key into
@@ -47,6 +53,40 @@ func secretsInit(args []string, stdout io.Writer) error {
 		return err
 	}
 	for _, p := range paths {
+		fmt.Fprintln(stdout, p)
+	}
+	return nil
+}
+
+// databaseSecrets are the passwords of the highly available PostgreSQL
+// cluster (deploy/ha): its superuser, its standbys' replication role,
+// Patroni's REST API and payreq's own role.
+var databaseSecrets = []string{"postgres-superuser-password", "postgres-replication-password",
+	"patroni-restapi-password", "postgres-payreq-password"}
+
+// secretsDatabase writes the cluster's passwords into --dir, as secretsInit
+// does its keys: never over an existing file, each 256 random bits as
+// base32 text (no character a connection string or a pgpass file escapes).
+func secretsDatabase(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("secrets database", flag.ContinueOnError)
+	dir := fs.String("dir", "", "directory to write the password files into")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usageError{"secrets database: --dir is required"}
+	}
+	paths := make([]string, len(databaseSecrets))
+	for i, name := range databaseSecrets {
+		paths[i] = filepath.Join(*dir, name)
+		if _, err := os.Stat(paths[i]); err == nil {
+			return usageError{"secrets database: " + paths[i] + " exists already; payreq secrets never overwrites a secret"}
+		}
+	}
+	for _, p := range paths {
+		if err := secretfile.Create(p, []byte(rand.Text()+rand.Text()+"\n")); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, p)
 	}
 	return nil

@@ -4208,7 +4208,7 @@ type ClientInterface interface {
 
 	// GetReadiness Readiness probe
 	//
-	// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
+	// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, read-only (a replica, or a primary in recovery), or a primary in strict synchronous replication with no standby streaming (its commits wait until one does). A balancer sends traffic only to instances that answer 200. No authentication.
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5270,7 +5270,7 @@ func (c *Client) SendPaymentRequest(ctx context.Context, id InvoiceId, reqEditor
 
 // GetReadiness Readiness probe
 //
-// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
+// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, read-only (a replica, or a primary in recovery), or a primary in strict synchronous replication with no standby streaming (its commits wait until one does). A balancer sends traffic only to instances that answer 200. No authentication.
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8036,7 +8036,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadinessWithResponse Readiness probe
 	//
-	// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
+	// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, read-only (a replica, or a primary in recovery), or a primary in strict synchronous replication with no standby streaming (its commits wait until one does). A balancer sends traffic only to instances that answer 200. No authentication.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12781,7 +12781,7 @@ func (c *ClientWithResponses) SendPaymentRequestWithResponse(ctx context.Context
 
 // GetReadinessWithResponse Readiness probe
 //
-// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, or read-only (a replica, or a primary in recovery). A balancer sends traffic only to instances that answer 200. No authentication.
+// Answers 200 when the service can serve requests (its database is reachable and takes writes), 503 otherwise: unreachable, read-only (a replica, or a primary in recovery), or a primary in strict synchronous replication with no standby streaming (its commits wait until one does). A balancer sends traffic only to instances that answer 200. No authentication.
 //
 // Returns a wrapper object for the known response body format(s).
 //

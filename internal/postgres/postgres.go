@@ -48,7 +48,7 @@ func Open(ctx context.Context, dsn string, p Pool) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	var c driver.Connector = connector
+	var c driver.Connector = guarded{connector}
 	if p.Traced {
 		c = traced{c}
 	}
@@ -166,10 +166,25 @@ func inTx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(tx *sql
 	return nil
 }
 
-// ReadOnly says whether the database takes no writes: a replica, or a
-// primary in recovery or set read-only (after a failover gone wrong).
-func ReadOnly(ctx context.Context, db *sqlx.DB) (bool, error) {
-	var readOnly bool
-	err := db.GetContext(ctx, &readOnly, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean`)
-	return readOnly, err
+// WriteState is whether the database takes writes now.
+type WriteState string
+
+const (
+	Writable WriteState = "writable"
+	// ReadOnly: a replica, or a primary in recovery or set read-only
+	// (after a failover gone wrong).
+	ReadOnly WriteState = "read-only"
+	// NoStandby: a leader in strict synchronous mode (deploy/ha) with no
+	// standby streaming, whose commits wait until one holds them.
+	NoStandby WriteState = "no standby"
+)
+
+// Writes says whether the database takes writes now.
+func Writes(ctx context.Context, db *sqlx.DB) (WriteState, error) {
+	var state WriteState
+	err := db.GetContext(ctx, &state, `SELECT CASE
+		WHEN pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean THEN 'read-only'
+		WHEN current_setting('synchronous_standby_names') <> '' AND NOT EXISTS (SELECT FROM pg_stat_replication) THEN 'no standby'
+		ELSE 'writable' END`)
+	return state, err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -16,9 +17,16 @@ import (
 // at all — it is down, starting, shutting down, out of connections or out of
 // time — rather than that it refused what was asked. Such a request may
 // succeed if it is sent again later, so the API answers 503, not 500.
+// A failover is such a time: the leader's connections break (or end with
+// admin_shutdown), a server that became a standby refuses writes
+// (read_only_sql_transaction), and a commit may end with its outcome
+// unknown (ErrCommitUnknown).
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, ErrCommitUnknown) || standby(err) {
+		return true
 	}
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {
@@ -37,7 +45,9 @@ func Unavailable(err error) bool {
 	// lib/pq reports a connection lost mid-exchange (and a FATAL error) as
 	// driver.ErrBadConn, and a failed dial, read or write as a *net.OpError.
 	var opErr *net.OpError
+	// A connection the server closed mid-read ends in io.EOF.
 	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &opErr) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -35,6 +36,14 @@ func TestUnavailable(t *testing.T) {
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), true},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
 		{fmt.Errorf("postgres: begin: %w", syscall.ECONNRESET), true},
+		// A failover: the leader's connections end or break, a server that
+		// became a standby refuses writes, a commit's outcome is unknown.
+		{&pq.Error{Code: "25006"}, true}, // read_only_sql_transaction
+		{fmt.Errorf("postgres: begin: %w", &pq.Error{Code: "0A000", Message: "cannot set transaction read-write mode during recovery"}), true},
+		{&pq.Error{Code: "0A000", Message: "cached plan must not change result type"}, false},
+		{fmt.Errorf("postgres: commit: %w", io.EOF), true},
+		{io.ErrUnexpectedEOF, true},
+		{fmt.Errorf("postgres: commit: %w", postgres.ErrCommitUnknown), true},
 	} {
 		if got := postgres.Unavailable(tt.err); got != tt.want {
 			t.Errorf("Unavailable(%v) = %v, want %v", tt.err, got, tt.want)

@@ -1,0 +1,444 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// haCluster is deploy/ha's three-member cluster, started by the same
+// script as make ha (deploy/ha/local.sh) on the loopback addresses
+// prefix10-13; its members are pg1-pg3 on prefix11-13.
+type haCluster struct {
+	t      *testing.T
+	dir    string
+	prefix string
+	DSN    string // payreq's role, through HAProxy's leader port
+}
+
+func startHA(t *testing.T, prefix string) *haCluster {
+	t.Helper()
+	for _, tool := range []string{"patroni", "etcd", "haproxy"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (make test installs it: apt-get install patroni etcd-server haproxy)", tool)
+		}
+	}
+	dir, err := os.MkdirTemp(workDir, "ha-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := &haCluster{t: t, dir: dir, prefix: prefix}
+	t.Cleanup(func() {
+		if out, err := h.script("stop"); err != nil {
+			t.Errorf("stop the cluster: %v\n%s", err, out)
+		}
+		if t.Failed() {
+			for i := 1; i <= 3; i++ {
+				b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("patroni%d.log", i)))
+				t.Logf("patroni%d.log (last 4 KiB):\n%s", i, tail(string(b), 4<<10))
+			}
+		}
+		os.RemoveAll(dir)
+	})
+	out, err := h.script("start")
+	if err != nil {
+		t.Fatalf("start the cluster: %v\n%s", err, out)
+	}
+	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	h.DSN = strings.TrimSpace(strings.TrimPrefix(last, "DATABASE_URL="))
+	return h
+}
+
+func (h *haCluster) script(command string) (string, error) {
+	cmd := exec.Command("deploy/ha/local.sh", command, h.dir, h.prefix)
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "PAYREQ="+binary)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// member is one Patroni member as its REST API describes it.
+type member struct {
+	Name  string `json:"name"`
+	Role  string `json:"role"`  // leader, sync_standby, replica
+	State string `json:"state"` // running, streaming, starting, …
+}
+
+// whole waits until the cluster has a leader, a synchronous standby and
+// a third member replicating: what a failure may then take away.
+func (h *haCluster) whole(d time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		roles := map[string]int{}
+		for _, m := range h.members() {
+			if m.State == "running" || m.State == "streaming" {
+				roles[m.Role]++
+			}
+		}
+		if roles["leader"] == 1 && roles["sync_standby"] == 1 && roles["replica"] == 1 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.t.Fatalf("the cluster is not whole after %v: %+v", d, h.members())
+}
+
+func (h *haCluster) members() []member {
+	for i := 1; i <= 3; i++ {
+		resp, err := http.Get(fmt.Sprintf("http://%s1%d:8008/cluster", h.prefix, i))
+		if err != nil {
+			continue
+		}
+		var c struct{ Members []member }
+		err = json.NewDecoder(resp.Body).Decode(&c)
+		resp.Body.Close()
+		if err == nil {
+			return c.Members
+		}
+	}
+	return nil
+}
+
+// withRole waits for a member of role and returns its number (1-3).
+func (h *haCluster) withRole(role string, d time.Duration) int {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, m := range h.members() {
+			if m.Role == role {
+				n, _ := strconv.Atoi(strings.TrimPrefix(m.Name, "pg"))
+				return n
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.t.Fatalf("no %s within %v: %+v", role, d, h.members())
+	return 0
+}
+
+// killPostmaster SIGKILLs member n's PostgreSQL, as a crashed host would
+// lose it (Patroni, on primary_start_timeout 0, fails over rather than
+// restart it in place).
+func (h *haCluster) killPostmaster(n int) {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.dir, fmt.Sprintf("pg%d", n), "data", "postmaster.pid"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// killMember SIGKILLs member n's Patroni and PostgreSQL, as a host lost
+// with its power.
+func (h *haCluster) killMember(n int) {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.dir, fmt.Sprintf("patroni%d.pid", n)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		h.t.Fatal(err)
+	}
+	h.killPostmaster(n)
+}
+
+// stopMember stops member n's Patroni, which stops its PostgreSQL.
+func (h *haCluster) stopMember(n int) {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.dir, fmt.Sprintf("patroni%d.pid", n)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		h.t.Fatal(err)
+	}
+	for range 300 {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.t.Fatalf("patroni of pg%d did not stop", n)
+}
+
+// haLoad is the load of both tests: invoice creations with their
+// Idempotency-Keys, sent again with the same key after a 503, spread over
+// the instances.
+func haLoad(t *testing.T, c *http.Client, tok, mid, prefix string, instances ...*instance) (*creates, context.CancelFunc, *sync.WaitGroup) {
+	var next atomic.Uint64
+	load := newCreates(t, mid, tok, prefix, false, func() string {
+		return instances[next.Add(1)%uint64(len(instances))].URL
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	return load, stop, load.run(ctx, 4, "127.0.0.1", time.Now().Add(3*time.Minute))
+}
+
+// logErrors logs the first lines of each instance's log that say what a
+// 500 was.
+func logErrors(t *testing.T, instances ...*instance) {
+	for _, in := range instances {
+		n := 0
+		for _, line := range strings.Split(in.logs.String(), "\n") {
+			if strings.Contains(line, `"status":500`) || strings.Contains(line, "panic") {
+				if n++; n <= 5 {
+					t.Logf("%s: %s", in.name, line)
+				}
+			}
+		}
+	}
+}
+
+// checkHALoad: every answer was 201, 200 or 503 (never a 500, never none),
+// some 503s came, every 201 exists exactly once.
+func checkHALoad(t *testing.T, load *creates, dsn string) {
+	t.Helper()
+	ids, statuses, errs, _ := load.summary()
+	t.Logf("creates: %d keys, answers %v, transport errors %d", len(ids), statuses, len(errs))
+	for status := range statuses {
+		if status != http.StatusCreated && status != http.StatusOK && status != http.StatusServiceUnavailable {
+			t.Errorf("creates answered %d: %v", status, statuses)
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("%d creates got no answer, first: %v", len(errs), errs[0])
+	}
+	db := openDB(t, dsn)
+	load.checkExactlyOne(t, countByNumber(t, db))
+	checkInvoicesWhole(t, db)
+}
+
+// The leader's postmaster is killed twice under a load of creations and
+// pay-page payments on two instances: each time the service answers again
+// within 30 s, 503s meanwhile; afterwards every created invoice answered
+// 2xx exists exactly once, and the gateway's charges are exactly the
+// approved card payments.
+func TestLeaderKilledUnderLoad(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, func(int) authPlan { return authPlan{} })
+	h := startHA(t, "127.0.7.")
+	d := newDeployment(t, h.DSN)
+	d.Env["PAYREQ_PROCESSOR"] = "cardpointe"
+	d.Env["PAYREQ_CARDPOINTE_URL"] = g.url()
+	d.Env["PAYREQ_REQUEST_TIMEOUT"] = "3s"
+	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
+	keys := d.seed(t)
+	a := d.start(t, "a", nil)
+	b := d.start(t, "b", map[string]string{"PAYREQ_ADDR": freeAddr(t)})
+	c := httpClient("127.0.0.1", 30*time.Second)
+	tok := token(t, c, a.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
+	mid := firstMID(t, c, a.URL, tok)
+
+	// Payers: one invoice of 30.00 each, paid in full, tried again on the
+	// same invoice after a 503 until its page says it is paid.
+	const payers = 3
+	paths := make([][]string, payers)
+	for p := range payers {
+		for i := range 12 {
+			_, path := payable(t, c, a.URL, tok, mid, fmt.Sprintf("HAPAY-%d-%d", p, i))
+			paths[p] = append(paths[p], path)
+		}
+	}
+	load, stopLoad, creators := haLoad(t, c, tok, mid, "HA", a, b)
+	defer stopLoad()
+	var paying sync.WaitGroup
+	var payMu sync.Mutex
+	payStatuses := map[int]int{}
+	paid := 0
+	for p := range payers {
+		paying.Add(1)
+		go func() {
+			defer paying.Done()
+			base := []*instance{a, b}[p%2].URL
+			for i, path := range paths[p] {
+				// A customer an invoice, each from an address of its own.
+				customer := httpClient(fmt.Sprintf("127.0.0.%d", 120+p*12+i), 30*time.Second)
+				for try := 0; try < 40; try++ {
+					r, err := pay(customer, base, path, "30.00")
+					payMu.Lock()
+					payStatuses[r.Status]++
+					payMu.Unlock()
+					if err == nil && r.Status == http.StatusSeeOther {
+						payMu.Lock()
+						paid++
+						payMu.Unlock()
+						break
+					}
+					if r.Status == http.StatusOK && err != nil && strings.Contains(string(r.Body), "paid") {
+						break // paid by the try whose answer was a 503
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}()
+	}
+
+	for kill := 1; kill <= 2; kill++ {
+		time.Sleep(3 * time.Second)
+		h.whole(90 * time.Second)
+		leader := h.withRole("leader", 30*time.Second)
+		h.killPostmaster(leader)
+		killed := time.Now()
+		eventually(t, 30*time.Second, "a create answered 201 on both instances after the kill", func() bool {
+			for _, in := range []*instance{a, b} {
+				a := send(c, "POST", in.URL+"/payment-requests", tok, invoiceBody(mid, fmt.Sprintf("HAPROBE-%d-%s-%d", kill, in.name, time.Now().UnixNano()), false), nil)
+				if a.Status != http.StatusCreated {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("kill %d (pg%d): serving again after %v", kill, leader, time.Since(killed).Round(100*time.Millisecond))
+		eventually(t, 30*time.Second, "/readyz 200 on both instances", func() bool {
+			return send(c, "GET", a.URL+"/readyz", "", nil, nil).Status == http.StatusOK &&
+				send(c, "GET", b.URL+"/readyz", "", nil, nil).Status == http.StatusOK
+		})
+	}
+	time.Sleep(2 * time.Second)
+	stopLoad()
+	creators.Wait()
+	paying.Wait()
+	checkHALoad(t, load, h.DSN)
+	logErrors(t, a, b)
+	_, statuses, _, _ := load.summary()
+	if statuses[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("no create was answered 503 across two failovers: %v", statuses)
+	}
+	t.Logf("payments: %d paid, answers %v", paid, payStatuses)
+	if payStatuses[http.StatusInternalServerError] > 0 {
+		t.Errorf("a payment was answered 500: %v", payStatuses)
+	}
+
+	// The gateway's ledger and the database agree, payment for payment.
+	db := openDB(t, h.DSN)
+	var payments []struct {
+		OrderID string `db:"order_id"`
+		Amount  string `db:"amount"`
+	}
+	if err := db.Select(&payments, `SELECT id::text AS order_id, amount::text AS amount FROM card_payments WHERE status = 'approved'`); err != nil {
+		t.Fatal(err)
+	}
+	charged := map[string]string{}
+	for id, ch := range g.captured() {
+		if !ch.Voided {
+			charged[id] = ch.Amount
+		}
+	}
+	// A charge whose record the failover broke stays pending, to be voided
+	// (or found) by the pending charges' settlement.
+	var pending []string
+	if err := db.Select(&pending, `SELECT order_id::text FROM pending_charges`); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payments {
+		if amount, ok := charged[p.OrderID]; !ok || !sameAmount(amount, p.Amount) {
+			t.Errorf("payment %s of %s: the gateway charged %q", p.OrderID, p.Amount, amount)
+		}
+		delete(charged, p.OrderID)
+	}
+	for _, id := range pending {
+		delete(charged, id)
+	}
+	for id, amount := range charged {
+		t.Errorf("order %s charged %s at the gateway with neither a payment nor a pending charge", id, amount)
+	}
+	t.Logf("%d approved card payments, %d pending charges", len(payments), len(pending))
+	var overpaid int
+	if err := db.Get(&overpaid, `SELECT count(*) FROM (SELECT invoice_id FROM card_payments WHERE status = 'approved'
+		GROUP BY invoice_id HAVING count(*) > 1) x`); err != nil {
+		t.Fatal(err)
+	}
+	if overpaid > 0 {
+		t.Errorf("%d invoices were charged twice", overpaid)
+	}
+}
+
+// The synchronous standby stops, then the leader is killed: the one member
+// left leads with no standby, and in strict synchronous mode takes no
+// commit until another member holds it. The load sees 503s then, never a
+// 201 that is lost; once the stopped member is back, creations go on.
+func TestSynchronousStandbyStoppedThenLeaderKilled(t *testing.T) {
+	t.Parallel()
+	h := startHA(t, "127.0.8.")
+	d := newDeployment(t, h.DSN)
+	d.Env["PAYREQ_REQUEST_TIMEOUT"] = "2s"
+	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
+	keys := d.seed(t)
+	srv := d.start(t, "payreq", nil)
+	c := httpClient("127.0.0.1", 30*time.Second)
+	tok := token(t, c, srv.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
+	mid := firstMID(t, c, srv.URL, tok)
+	load, stopLoad, creators := haLoad(t, c, tok, mid, "SYNC", srv)
+	defer stopLoad()
+
+	time.Sleep(2 * time.Second)
+	h.whole(60 * time.Second)
+	standby := h.withRole("sync_standby", 30*time.Second)
+	h.stopMember(standby)
+	// The replica left becomes the synchronous standby.
+	deadline := time.Now().Add(30 * time.Second)
+	var leader, next int
+	for next == 0 || next == standby {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new synchronous standby: %+v", h.members())
+		}
+		leader, next = h.withRole("leader", 30*time.Second), h.withRole("sync_standby", 30*time.Second)
+	}
+	h.killMember(leader)
+	// The last member leads once Patroni promotes it (after the lost
+	// leader's lock expires), and commits wait for a standby: readiness
+	// says so, and the creates are 503s.
+	deadline = time.Now().Add(60 * time.Second)
+	for h.withRole("leader", 60*time.Second) != next {
+		if time.Now().After(deadline) {
+			t.Fatalf("pg%d was not promoted: %+v", next, h.members())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	_, before, _, _ := load.summary()
+	time.Sleep(3 * time.Second)
+	_, during, _, _ := load.summary()
+	if during[http.StatusCreated] != before[http.StatusCreated] {
+		t.Errorf("invoices were created while no standby held their commits: %v then %v", before, during)
+	}
+	if a := send(c, "GET", srv.URL+"/readyz", "", nil, nil); a.Status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d while no commit could be made", a.Status)
+	}
+
+	// The stopped member comes back, the killed one rejoins: writes go on.
+	if out, err := h.script("start"); err != nil {
+		t.Fatalf("restart the members: %v\n%s", err, out)
+	}
+	eventually(t, 60*time.Second, "a create answered 201 once a standby is back", func() bool {
+		_, now, _, _ := load.summary()
+		return now[http.StatusCreated] > during[http.StatusCreated]
+	})
+	stopLoad()
+	creators.Wait()
+	checkHALoad(t, load, h.DSN)
+	logErrors(t, srv)
+}
