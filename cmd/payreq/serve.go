@@ -16,11 +16,11 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/server"
 	"github.com/payreq/payreq/internal/tracing"
 	"github.com/payreq/payreq/internal/webhook"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -70,7 +70,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		WriteTimeout:      writeTimeout(cfg),
 		MaxHeaderBytes:    64 << 10,
 	}
-	wire.Configure(srv)
+	framing.Configure(srv)
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -109,7 +109,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	go a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, log)
 
 	errc := make(chan error, 3)
-	go func() { errc <- srv.Serve(wire.Listen(listener)) }()
+	go func() { errc <- srv.Serve(framing.Listen(listener)) }()
 	if cfg.MetricsAddr != "" {
 		go func() { errc <- a.Metrics.Serve(ctx, cfg.MetricsAddr, metricsToken, log) }()
 	}

@@ -31,9 +31,9 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/server"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // Clock is a settable clock for tests.
@@ -152,8 +152,8 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	ts.Config.Handler = h
 	ts.Config.ReadTimeout = opts.ReadTimeout
 	ts.Config.MaxHeaderBytes = 64 << 10 // as payreq serve's
-	wire.Configure(ts.Config)
-	ts.Listener = wire.Listen(ts.Listener)
+	framing.Configure(ts.Config)
+	ts.Listener = framing.Listen(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
@@ -468,7 +468,7 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 	// A server that keeps the connection open after the answer is seen by
 	// this read running into its deadline, well before the idle timeout
 	// would close the connection.
-	if err := conn.SetReadDeadline(time.Now().Add(wire.IdleTimeout / 2)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(framing.IdleTimeout / 2)); err != nil {
 		e.T.Fatal(err)
 	}
 	_, err = br.ReadByte()

@@ -27,13 +27,13 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -183,7 +183,7 @@ func (h *handler) pay(c echo.Context) error {
 	}
 
 	// Every POST from an address (an IPv6 address's /64) counts, whatever it holds.
-	if wait, err := h.Payments.AttemptFrom(r.Context(), wire.Network(c.RealIP())); err != nil {
+	if wait, err := h.Payments.AttemptFrom(r.Context(), framing.Network(c.RealIP())); err != nil {
 		return h.failure(c, err)
 	} else if wait > 0 {
 		return h.tooManyAttempts(c, wait, "There have been too many payment attempts from your network in the last hour.")
@@ -341,7 +341,7 @@ func (h *handler) invoicePDF(c echo.Context) error {
 // payment.PDFWindow it answers 429 and done is true. Anyone holding a pay
 // link may ask, so drawing is never theirs to starve.
 func (h *handler) pdfAllowed(c echo.Context, inv invoice.Invoice) (done bool, err error) {
-	wait, err := h.Payments.PDFRequest(c.Request().Context(), inv.ID, wire.Network(c.RealIP()))
+	wait, err := h.Payments.PDFRequest(c.Request().Context(), inv.ID, framing.Network(c.RealIP()))
 	switch {
 	case err != nil:
 		return true, h.failure(c, err)

@@ -19,15 +19,15 @@ import (
 	"github.com/payreq/payreq/internal/api"
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/docs"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/paypage"
 	"github.com/payreq/payreq/internal/portal"
 	"github.com/payreq/payreq/internal/signup"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // New is the whole HTTP handler of `payreq serve`. Serve it with
-// wire.Configure and wire.Listen: what net/http refuses before the
+// framing.Configure and framing.Listen: what net/http refuses before the
 // handler runs is then answered with the API's problem documents too.
 func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
@@ -69,11 +69,11 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 			r = &get
 		}
 		// A body the client cuts off, garbles or sends too slowly fails
-		// its reader with wire.BodyError, which each front answers as the
+		// its reader with framing.BodyError, which each front answers as the
 		// client's doing.
-		r.Body = wire.Body(r.Body)
+		r.Body = framing.Body(r.Body)
 		switch p := r.URL.Path; {
-		case wire.Ambiguous(r):
+		case framing.Ambiguous(r):
 			apiFront.ServeHTTP(w, r) // a 400 on every path
 		case strings.HasPrefix(p, "/pay/"):
 			payFront.ServeHTTP(w, r)
@@ -107,7 +107,7 @@ func (f fronts) Refusal(status int, requestLine string) (string, []byte) {
 	return api.Refusal(f.publicURL, status, requestLine)
 }
 
-var _ wire.Refuser = fronts{}
+var _ framing.Refuser = fronts{}
 
 // clientAddress is the client's address: the connection's, or with
 // trusted proxies, the last address in X-Forwarded-For that none of them

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/postgres"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // Deadline gives each request at most limit (none when limit is 0 or
@@ -38,7 +38,7 @@ func ParseForm(c echo.Context, max int64) (status int, heading string) {
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
 	err := r.ParseForm()
 	var tooLarge *http.MaxBytesError
-	var unreadable *wire.BodyError
+	var unreadable *framing.BodyError
 	switch {
 	case err == nil:
 		return 0, ""
