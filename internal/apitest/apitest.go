@@ -140,16 +140,12 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	if opts.WrapProcessor != nil {
 		appOpts.Processor = opts.WrapProcessor(processor.NewSimulator())
 	}
-	a, err := app.Open(context.Background(), cfg, appOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &SyncBuffer{}
-	h, err := server.New(a, cfg.Logger(logs))
+	svc, err := server.New(context.Background(), cfg, appOpts, cfg.Logger(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.Config.Handler = h
+	ts.Config.Handler = svc.Handler
 	ts.Config.ReadTimeout = opts.ReadTimeout
 	ts.Config.MaxHeaderBytes = 64 << 10 // as payreq serve's
 	framing.Configure(ts.Config)
@@ -157,14 +153,14 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
-		a.Close()
+		svc.Close()
 	})
 	spec, router, err := loadSpec()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Env{
-		T: t, App: a, URL: ts.URL, Clock: opts.Clock, Log: logs,
+		T: t, App: svc.App, URL: ts.URL, Clock: opts.Clock, Log: logs,
 		Client: ClientFrom(SourceAddress()),
 		router: router, spec: spec,
 	}

@@ -1,10 +1,12 @@
-// Package server mounts payreq's fronts beside each other: the API
-// (internal/api), the pay page under /pay/ (internal/paypage), the portal
-// under /portal/ (internal/portal), the resellers' sign-up pages under
-// /apply/ (internal/signup) and the published contract (internal/docs).
-// Each is its own echo instance with its own middleware and its own way of
-// answering errors; they share the request log and the reading of the
-// client's address.
+// Package server builds the service `payreq serve` runs, in one place
+// (New): the app (internal/app: database, secrets, stores), the fronts
+// mounted beside each other, and the workers and loops behind them. The
+// fronts are the API (internal/api), the pay page under /pay/
+// (internal/paypage), the portal under /portal/ (internal/portal), the
+// resellers' sign-up pages under /apply/ (internal/signup) and the published
+// contract (internal/docs). Each is its own echo instance with its own
+// middleware and its own way of answering errors; they share the request
+// log and the reading of the client's address.
 package server
 
 import (
@@ -26,10 +28,10 @@ import (
 	"github.com/payreq/payreq/internal/web"
 )
 
-// New is the whole HTTP handler of `payreq serve`. Serve it with
+// handler is every front behind one HTTP handler. Serve it with
 // framing.Configure and framing.Listen: what net/http refuses before the
 // handler runs is then answered with the API's problem documents too.
-func New(a *app.App, log *slog.Logger) (http.Handler, error) {
+func handler(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
@@ -94,7 +96,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 // downgrade on the way) is ever made to it again.
 const hsts = "max-age=31536000; includeSubDomains"
 
-// fronts is the handler New makes.
+// fronts is the handler that handler makes.
 type fronts struct {
 	http.HandlerFunc
 	publicURL string
