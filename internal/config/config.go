@@ -1,5 +1,5 @@
 // Package config reads the server's configuration from the environment.
-// Every variable is documented, with its default, in the README.
+// Every variable is documented, with its default, in docs/operations.md.
 package config
 
 import (
