@@ -334,19 +334,27 @@ func orgsCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	return nil
 }
 
-// openApp opens the service's database and secrets: the database at
-// DATABASE_URL or, when it is unset, the private development cluster under
-// the data directory, started here if need be.
+// openApp opens the service's database and secrets (see database).
 func openApp(ctx context.Context, cfg config.Config) (*app.App, error) {
-	// Only the private development cluster makes its own secrets; with
-	// DATABASE_URL every instance must be given the same files.
-	dev := cfg.DatabaseURL == ""
-	if dev {
-		dsn, err := devdb.Ensure(ctx, cfg.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.DatabaseURL = dsn
+	cfg, opts, err := database(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return app.Open(ctx, cfg, app.Options{GenerateSecrets: dev})
+	return app.Open(ctx, cfg, opts)
+}
+
+// database is cfg with the database to open: the one at DATABASE_URL or,
+// when it is unset, the private development cluster under the data
+// directory, started here if need be. Only that cluster makes its own
+// secrets; with DATABASE_URL every instance must be given the same files.
+func database(ctx context.Context, cfg config.Config) (config.Config, app.Options, error) {
+	if cfg.DatabaseURL != "" {
+		return cfg, app.Options{}, nil
+	}
+	dsn, err := devdb.Ensure(ctx, cfg.DataDir)
+	if err != nil {
+		return cfg, app.Options{}, err
+	}
+	cfg.DatabaseURL = dsn
+	return cfg, app.Options{GenerateSecrets: true}, nil
 }

@@ -178,7 +178,7 @@ func locationsCmd(ctx context.Context, cfg config.Config, args []string, stdout 
 		if err != nil {
 			return onboardErr("locations create", err)
 		}
-		return onboardResult(stdout, *asJSON, l.Wire(), fmt.Sprintf("location %s %s (%s)", l.ID, l.Name, l.TimeZone))
+		return onboardResult(stdout, *asJSON, l.Model(), fmt.Sprintf("location %s %s (%s)", l.ID, l.Name, l.TimeZone))
 	case "deactivate":
 		fs := flag.NewFlagSet("locations deactivate", flag.ContinueOnError)
 		asJSON := fs.Bool("json", false, "print the location as JSON")
@@ -198,7 +198,7 @@ func locationsCmd(ctx context.Context, cfg config.Config, args []string, stdout 
 		if err != nil {
 			return onboardErr("locations deactivate", err)
 		}
-		return onboardResult(stdout, *asJSON, l.Wire(), fmt.Sprintf("location %s inactive", l.ID))
+		return onboardResult(stdout, *asJSON, l.Model(), fmt.Sprintf("location %s inactive", l.ID))
 	}
 	return usageError{fmt.Sprintf("locations: unknown subcommand %q (create, deactivate)", sub)}
 }
@@ -227,5 +227,5 @@ func midsCreate(ctx context.Context, cfg config.Config, args []string, stdout io
 	if err != nil {
 		return onboardErr("mids create", err)
 	}
-	return onboardResult(stdout, *asJSON, m.Wire(), fmt.Sprintf("MID %s (%s)", m.MID, m.ID))
+	return onboardResult(stdout, *asJSON, m.Model(), fmt.Sprintf("MID %s (%s)", m.MID, m.ID))
 }

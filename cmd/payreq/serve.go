@@ -15,12 +15,10 @@ import (
 
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
-	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/server"
 	"github.com/payreq/payreq/internal/tracing"
-	"github.com/payreq/payreq/internal/webhook"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // serve runs the API until SIGTERM or SIGINT, then lets in-flight requests finish.
@@ -53,65 +51,38 @@ func serve(ctx context.Context, cfg config.Config) error {
 		defer cancel()
 		_ = shutdownTracing(sctx) // spans not flushed by then are lost, nothing else
 	}()
-	a, err := openApp(ctx, cfg)
+	cfg, opts, err := database(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	handler, err := server.New(a, log)
+	svc, err := server.New(ctx, cfg, opts, log)
 	if err != nil {
 		return err
 	}
+	defer svc.Close()
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           handler,
+		Handler:           svc.Handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      writeTimeout(cfg),
 		MaxHeaderBytes:    64 << 10,
 	}
-	wire.Configure(srv)
+	framing.Configure(srv)
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	worker, err := delivery.NewWorker(a.DB, delivery.Config{
-		Invoices: a.Invoices, Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir, SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
-		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
-		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
-	}, log, a.Now)
-	if err != nil {
-		return err
-	}
-	delivered := make(chan struct{})
+	ran := make(chan struct{})
 	go func() {
-		worker.Run(ctx)
-		close(delivered)
+		svc.Run(ctx)
+		close(ran)
 	}()
-	// Webhooks have workers of their own: slow receivers never hold up
-	// messages, nor messages webhooks.
-	hooks := webhook.NewWorker(a.DB, a.Vault.Open, webhook.WorkerConfig{
-		Timeout: cfg.WebhookTimeout, Schedule: cfg.WebhookRetrySchedule, AllowPrivate: cfg.WebhookAllowPrivate,
-		Count: func(result string) { a.Metrics.WebhookResults.WithLabelValues(result).Inc() },
-	}, log, a.Now)
-	hooked := make(chan struct{})
-	go func() {
-		hooks.Run(ctx)
-		close(hooked)
-	}()
-	go a.RunHousekeeping(ctx, log)
-	// Charges whose outcome was lost are voided at the processor.
-	go a.Payments.RunSettlement(ctx, 5*time.Second, log)
-	// Each MID's batch closes at the cutoff, once across instances.
-	go a.Payments.RunDeposits(ctx, time.Minute, log)
-	// Scheduled pay links and due reminders go into the outbox, each once
-	// across instances.
-	go a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, log)
 
 	errc := make(chan error, 3)
-	go func() { errc <- srv.Serve(wire.Listen(listener)) }()
+	go func() { errc <- srv.Serve(framing.Listen(listener)) }()
 	if cfg.MetricsAddr != "" {
-		go func() { errc <- a.Metrics.Serve(ctx, cfg.MetricsAddr, metricsToken, log) }()
+		go func() { errc <- svc.App.Metrics.Serve(ctx, cfg.MetricsAddr, metricsToken, log) }()
 	}
 	if cfg.DebugAddr != "" {
 		debug := &http.Server{Addr: cfg.DebugAddr, Handler: debugHandler(), ReadHeaderTimeout: 5 * time.Second}
@@ -132,8 +103,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
-	<-delivered // messages being sent are sent, or handed back to the outbox
-	<-hooked    // webhook attempts under way end, their outcome recorded
+	<-ran // the workers' work under way is done or handed back
 	log.Info("stopped")
 	return nil
 }

@@ -29,7 +29,7 @@ func settleCmd(ctx context.Context, cfg config.Config, args []string, stdout io.
 	}
 	enc := json.NewEncoder(stdout)
 	for _, d := range made {
-		if err := enc.Encode(d.Wire()); err != nil {
+		if err := enc.Encode(d.Model()); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/server"
 )
@@ -67,12 +69,14 @@ func newBenchFront(b *testing.B) *benchFront {
 	var mids []models.MerchantAccount
 	env.Do(apitest.Request{Method: "GET", Path: "/accounts", Token: f.token}).JSON(b, &mids)
 	f.mid = mids[0].Id.String()
-	// Logged as payreq serve logs, to a writer that keeps nothing.
-	h, err := server.New(env.App, env.App.Config.Logger(io.Discard))
+	// Built as payreq serve builds it on the env's database, secrets and
+	// clock, and logged as it logs, to a writer that keeps nothing.
+	svc, err := server.New(context.Background(), env.App.Config, app.Options{Now: env.Clock.Now}, env.App.Config.Logger(io.Discard))
 	if err != nil {
 		b.Fatal(err)
 	}
-	f.handler = h
+	b.Cleanup(func() { svc.Close() })
+	f.handler = svc.Handler
 	return f
 }
 

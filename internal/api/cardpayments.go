@@ -30,7 +30,7 @@ func (s *Server) ListCardPayments(ctx context.Context, req gen.ListCardPaymentsR
 	}
 	out := gen.ListCardPayments200JSONResponse{Body: make([]models.CardPayment, len(list))}
 	for i, p := range list {
-		out.Body[i] = p.Wire()
+		out.Body[i] = p.Model()
 	}
 	fs := filters{}
 	fs.text("kind", f.Kind)
@@ -53,7 +53,7 @@ func (s *Server) GetCardPayment(ctx context.Context, req gen.GetCardPaymentReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetCardPayment200JSONResponse(p.Wire()), nil
+	return gen.GetCardPayment200JSONResponse(p.Model()), nil
 }
 
 // RefundCardPayment refunds an approved sale, in whole or in part; a
@@ -90,8 +90,8 @@ func (s *Server) RefundCardPayment(ctx context.Context, req gen.RefundCardPaymen
 		return nil, err
 	}
 	if replayed {
-		return gen.RefundCardPayment200JSONResponse{Body: refund.Wire(),
+		return gen.RefundCardPayment200JSONResponse{Body: refund.Model(),
 			Headers: gen.RefundCardPayment200ResponseHeaders{IdempotentReplayed: "true"}}, nil
 	}
-	return gen.RefundCardPayment201JSONResponse(refund.Wire()), nil
+	return gen.RefundCardPayment201JSONResponse(refund.Model()), nil
 }

@@ -27,7 +27,7 @@ func (s *Server) ListDeposits(ctx context.Context, req gen.ListDepositsRequestOb
 	}
 	out := gen.ListDeposits200JSONResponse{Body: make([]models.Deposit, len(list))}
 	for i, d := range list {
-		out.Body[i] = d.Wire()
+		out.Body[i] = d.Model()
 	}
 	fs := filters{}
 	fs.id("merchantAccountId", f.MerchantAccountID)
@@ -47,5 +47,5 @@ func (s *Server) GetDeposit(ctx context.Context, req gen.GetDepositRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetDeposit200JSONResponse(d.Wire()), nil
+	return gen.GetDeposit200JSONResponse(d.Model()), nil
 }

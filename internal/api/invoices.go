@@ -245,5 +245,5 @@ func (s *Server) CancelPaymentRequest(ctx context.Context, req gen.CancelPayment
 // invoiceBody is the wire form of an invoice with its pay link; full adds
 // lineItems, payments and savedCards (single reads), which list items omit.
 func (s *Server) invoiceBody(inv invoice.Invoice, full bool) models.Invoice {
-	return inv.Wire(s.invoices.Link(&inv), full)
+	return inv.Model(s.invoices.Link(&inv), full)
 }

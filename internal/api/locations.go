@@ -15,7 +15,7 @@ func (s *Server) ListLocations(ctx context.Context, _ gen.ListLocationsRequestOb
 	}
 	out := make(gen.ListLocations200JSONResponse, len(locs))
 	for i, l := range locs {
-		out[i] = l.Wire()
+		out[i] = l.Model()
 	}
 	return out, nil
 }
@@ -29,7 +29,7 @@ func (s *Server) GetLocation(ctx context.Context, req gen.GetLocationRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetLocation200JSONResponse(loc.Wire()), nil
+	return gen.GetLocation200JSONResponse(loc.Model()), nil
 }
 
 // ListAccounts lists the caller's MIDs ordered by mid, optionally of one location.
@@ -40,7 +40,7 @@ func (s *Server) ListAccounts(ctx context.Context, req gen.ListAccountsRequestOb
 	}
 	out := make(gen.ListAccounts200JSONResponse, len(accounts))
 	for i, a := range accounts {
-		out[i] = a.Wire()
+		out[i] = a.Model()
 	}
 	return out, nil
 }

@@ -19,9 +19,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/tracing"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 type ctxKey int
@@ -77,7 +77,7 @@ func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // connection after it (RFC 9112 §6.1).
 func refuseAmbiguous(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !wire.Ambiguous(c.Request()) {
+		if !framing.Ambiguous(c.Request()) {
 			return next(c)
 		}
 		c.Response().Header().Set("Connection", "close")
@@ -110,7 +110,7 @@ const maxTokenBody = 4 << 10
 func (s *Server) tokenRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if err := s.auth.CountTokenRequest(r.Context(), wire.Network(c.RealIP())); err != nil {
+		if err := s.auth.CountTokenRequest(r.Context(), framing.Network(c.RealIP())); err != nil {
 			return err
 		}
 		if r.ContentLength > maxTokenBody {

@@ -12,9 +12,9 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/clip"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // Problem kinds; each has the stable type URI {PUBLIC_URL}/problems/{kind},
@@ -110,7 +110,7 @@ func methodNotAllowed() *problem {
 
 // bodyUnreadable is a body the client did not send whole: cut off,
 // malformed on the wire, or (408) slower than the read timeout.
-func bodyUnreadable(e *wire.BodyError) *problem {
+func bodyUnreadable(e *framing.BodyError) *problem {
 	if e.Slow {
 		return &problem{kind: kindRequestTimeout, status: http.StatusRequestTimeout, title: "Request timeout",
 			detail: "The request body came slower than the server reads. Nothing was changed; send the request again."}
@@ -239,7 +239,7 @@ func problemBody(publicURL string, p *problem) models.Problem {
 }
 
 // Refusal is the answer to a request net/http refuses before any front
-// sees it (wire.Refuser), under publicURL: a problem document, or on the
+// sees it (framing.Refuser), under publicURL: a problem document, or on the
 // token operation (its request line POST /oauth/token) a 400 or 431 as
 // the OAuth error invalid_request that its other refusals are.
 func Refusal(publicURL string, status int, requestLine string) (contentType string, body []byte) {

@@ -51,7 +51,7 @@ func (s *Server) ListApplications(ctx context.Context, req gen.ListApplicationsR
 	}
 	resp := gen.ListApplications200JSONResponse{Body: make([]models.Application, len(apps))}
 	for i, a := range apps {
-		resp.Body[i] = a.Wire()
+		resp.Body[i] = a.Model()
 	}
 	fs := filters{}
 	fs.text("stage", stage)
@@ -68,5 +68,5 @@ func (s *Server) GetApplication(ctx context.Context, req gen.GetApplicationReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetApplication200JSONResponse(a.Wire()), nil
+	return gen.GetApplication200JSONResponse(a.Model()), nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/mailaddr"
@@ -33,7 +34,6 @@ import (
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // Deps is what the API front uses.
@@ -241,7 +241,7 @@ func toProblem(err error) *problem {
 	if errors.As(err, &tooLarge) {
 		return payloadTooLarge(tooLarge.Limit)
 	}
-	var unreadable *wire.BodyError
+	var unreadable *framing.BodyError
 	if errors.As(err, &unreadable) {
 		return bodyUnreadable(unreadable)
 	}

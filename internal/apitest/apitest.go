@@ -31,9 +31,9 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/server"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // Clock is a settable clock for tests.
@@ -140,31 +140,27 @@ func New(t testing.TB, dsn string, opts Options) *Env {
 	if opts.WrapProcessor != nil {
 		appOpts.Processor = opts.WrapProcessor(processor.NewSimulator())
 	}
-	a, err := app.Open(context.Background(), cfg, appOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &SyncBuffer{}
-	h, err := server.New(a, cfg.Logger(logs))
+	svc, err := server.New(context.Background(), cfg, appOpts, cfg.Logger(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.Config.Handler = h
+	ts.Config.Handler = svc.Handler
 	ts.Config.ReadTimeout = opts.ReadTimeout
 	ts.Config.MaxHeaderBytes = 64 << 10 // as payreq serve's
-	wire.Configure(ts.Config)
-	ts.Listener = wire.Listen(ts.Listener)
+	framing.Configure(ts.Config)
+	ts.Listener = framing.Listen(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
-		a.Close()
+		svc.Close()
 	})
 	spec, router, err := loadSpec()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Env{
-		T: t, App: a, URL: ts.URL, Clock: opts.Clock, Log: logs,
+		T: t, App: svc.App, URL: ts.URL, Clock: opts.Clock, Log: logs,
 		Client: ClientFrom(SourceAddress()),
 		router: router, spec: spec,
 	}
@@ -468,7 +464,7 @@ func (e *Env) Wire(raw string, halfClose bool) (resp *Response, closed bool) {
 	// A server that keeps the connection open after the answer is seen by
 	// this read running into its deadline, well before the idle timeout
 	// would close the connection.
-	if err := conn.SetReadDeadline(time.Now().Add(wire.IdleTimeout / 2)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(framing.IdleTimeout / 2)); err != nil {
 		e.T.Fatal(err)
 	}
 	_, err = br.ReadByte()

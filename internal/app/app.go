@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -24,7 +23,6 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
-	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/metrics"
@@ -305,30 +303,4 @@ func MetricsToken(path string) (string, error) {
 		return "", &SecretError{File: path, Problem: "must hold one line of at least 32 visible ASCII characters, such as openssl rand -hex 32 writes"}
 	}
 	return token, nil
-}
-
-func (a *App) deleteExpiredKeys(ctx context.Context) error {
-	return idempotency.DeleteExpired(ctx, a.DB, a.Now())
-}
-
-// RunHousekeeping deletes expired rows (old token-request counts,
-// idempotency keys past their 24 hours, pay attempts and sign-up
-// submissions past their hour, events past their 30 days, the portal's old
-// sessions, links, sign-in failures and audit entries past a year) once a
-// minute until ctx ends.
-func (a *App) RunHousekeeping(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		for _, clean := range []func(context.Context) error{a.Auth.DeleteOldTokenRequests, a.deleteExpiredKeys, a.Payments.DeleteOldAttempts, a.Resellers.DeleteOldSubmissions, a.Events.DeleteOld, a.People.DeleteOld} {
-			if err := clean(ctx); err != nil && ctx.Err() == nil {
-				log.Error("housekeeping", "error", err.Error())
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

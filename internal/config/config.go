@@ -1,5 +1,5 @@
 // Package config reads the server's configuration from the environment.
-// Every variable is documented, with its default, in the README.
+// Every variable is documented, with its default, in docs/operations.md.
 package config
 
 import (
@@ -58,6 +58,14 @@ type Config struct {
 	// SchedulePollInterval is how often scheduled sends and due reminders
 	// are looked for.
 	SchedulePollInterval time.Duration // PAYREQ_SCHEDULE_POLL_INTERVAL
+	// PendingPollInterval is how often charges and refunds whose outcome
+	// was lost are looked for, to be voided at the processor.
+	PendingPollInterval time.Duration // PAYREQ_PENDING_POLL_INTERVAL
+	// DepositPollInterval is how often due batches are closed into
+	// deposits and arrived deposits marked paid.
+	DepositPollInterval time.Duration // PAYREQ_DEPOSIT_POLL_INTERVAL
+	// HousekeepingInterval is how often expired rows are deleted.
+	HousekeepingInterval time.Duration // PAYREQ_HOUSEKEEPING_INTERVAL
 	DeliveryLease        time.Duration // PAYREQ_DELIVERY_LEASE
 	DeliveryBackoff      time.Duration // PAYREQ_DELIVERY_BACKOFF
 	DeliveryBackoffMax   time.Duration // PAYREQ_DELIVERY_BACKOFF_MAX
@@ -125,8 +133,20 @@ func parse(getenv func(string) string) (Config, error) {
 	if c.CardPointeTimeout, err = duration("PAYREQ_CARDPOINTE_TIMEOUT", "15s", 100*time.Millisecond, 2*time.Minute); err != nil {
 		return Config{}, err
 	}
-	if c.SchedulePollInterval, err = duration("PAYREQ_SCHEDULE_POLL_INTERVAL", "10s", 100*time.Millisecond, time.Minute); err != nil {
-		return Config{}, err
+	for _, d := range []struct {
+		name     string
+		to       *time.Duration
+		def      string
+		min, max time.Duration
+	}{
+		{"PAYREQ_SCHEDULE_POLL_INTERVAL", &c.SchedulePollInterval, "10s", 100 * time.Millisecond, time.Minute},
+		{"PAYREQ_PENDING_POLL_INTERVAL", &c.PendingPollInterval, "5s", 100 * time.Millisecond, time.Minute},
+		{"PAYREQ_DEPOSIT_POLL_INTERVAL", &c.DepositPollInterval, "1m", time.Second, time.Hour},
+		{"PAYREQ_HOUSEKEEPING_INTERVAL", &c.HousekeepingInterval, "1m", time.Second, time.Hour},
+	} {
+		if *d.to, err = duration(d.name, d.def, d.min, d.max); err != nil {
+			return Config{}, err
+		}
 	}
 	for _, d := range []struct {
 		name string

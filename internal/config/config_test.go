@@ -162,3 +162,39 @@ func TestHSTSFollowsThePublicURL(t *testing.T) {
 		}
 	}
 }
+
+// The workers' and loops' intervals: payreq serve's defaults, each
+// settable within its bounds.
+func TestWorkerIntervals(t *testing.T) {
+	for _, v := range []struct {
+		name      string
+		field     func(Config) time.Duration
+		def       time.Duration
+		set, bad  string
+		setParsed time.Duration
+	}{
+		{"PAYREQ_SCHEDULE_POLL_INTERVAL", func(c Config) time.Duration { return c.SchedulePollInterval }, 10 * time.Second, "1s", "2m", time.Second},
+		{"PAYREQ_PENDING_POLL_INTERVAL", func(c Config) time.Duration { return c.PendingPollInterval }, 5 * time.Second, "1s", "2m", time.Second},
+		{"PAYREQ_DEPOSIT_POLL_INTERVAL", func(c Config) time.Duration { return c.DepositPollInterval }, time.Minute, "10s", "2h", 10 * time.Second},
+		{"PAYREQ_HOUSEKEEPING_INTERVAL", func(c Config) time.Duration { return c.HousekeepingInterval }, time.Minute, "10s", "10ms", 10 * time.Second},
+	} {
+		c, err := parse(func(string) string { return "" })
+		if err != nil || v.field(c) != v.def {
+			t.Errorf("%s: default %v (%v), want %v", v.name, v.field(c), err, v.def)
+		}
+		env := func(value string) func(string) string {
+			return func(k string) string {
+				if k == v.name {
+					return value
+				}
+				return ""
+			}
+		}
+		if c, err = parse(env(v.set)); err != nil || v.field(c) != v.setParsed {
+			t.Errorf("%s=%s: %v (%v), want %v", v.name, v.set, v.field(c), err, v.setParsed)
+		}
+		if _, err = parse(env(v.bad)); err == nil || !strings.HasPrefix(err.Error(), v.name) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", v.name, v.bad, err)
+		}
+	}
+}

@@ -193,7 +193,7 @@ func (s *Store) RemovePayment(ctx context.Context, actor Actor, invoiceID, payme
 		}
 		now := s.Now()
 		_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoicePaymentRemoved,
-			models.RecordedPaymentChange{Payment: removed.Wire(), Invoice: inv.Wire(s.Link(&inv), true)}, now)
+			models.RecordedPaymentChange{Payment: removed.Model(), Invoice: inv.Model(s.Link(&inv), true)}, now)
 		if err != nil {
 			return err
 		}
@@ -222,7 +222,7 @@ func (s *Store) appendPaymentEvent(ctx context.Context, tx *sqlx.Tx, t event.Typ
 	for _, p := range inv.Payments {
 		if p.ID == paymentID {
 			_, err := event.Append(ctx, tx, inv.OrganizationID, t,
-				models.RecordedPaymentChange{Payment: p.Wire(), Invoice: inv.Wire(s.Link(&inv), true)}, at)
+				models.RecordedPaymentChange{Payment: p.Model(), Invoice: inv.Model(s.Link(&inv), true)}, at)
 			return err
 		}
 	}

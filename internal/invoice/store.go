@@ -317,7 +317,7 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}
-		data := inv.Wire(s.Link(&inv), true)
+		data := inv.Model(s.Link(&inv), true)
 		if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
 			return err
 		}
@@ -651,7 +651,7 @@ func (s *Store) AppendEvent(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID,
 // appendEvent appends an event of the invoice, read in full inside tx,
 // with the invoice as its data, as GET /payment-requests/{id} shows it.
 func (s *Store) appendEvent(ctx context.Context, tx *sqlx.Tx, t event.Type[models.Invoice], inv Invoice, at time.Time) error {
-	_, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Wire(s.Link(&inv), true), at)
+	_, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Model(s.Link(&inv), true), at)
 	return err
 }
 

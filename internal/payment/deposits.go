@@ -462,7 +462,7 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 			d.ID, pq.Array(ids)); err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
-		if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositCreated, stored.Wire(), d.CreatedAt); err != nil {
+		if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositCreated, stored.Model(), d.CreatedAt); err != nil {
 			return nil, err
 		}
 		made = append(made, stored)
@@ -497,7 +497,7 @@ func (s *Store) MarkDepositsPaid(ctx context.Context) (int, error) {
 		}
 		// Each as it now stands: its event's data.
 		for _, d := range paid {
-			if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositPaid, d.Wire(), now); err != nil {
+			if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositPaid, d.Model(), now); err != nil {
 				return err
 			}
 		}

@@ -267,7 +267,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			if err := locked.Save(); err != nil {
 				return err
 			}
-			_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Wire(), now)
+			_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now)
 			return err
 		}
 		// Cancelled while the processor was asked: the charge is voided.
@@ -314,7 +314,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if err := locked.Save(); err != nil {
 			return err
 		}
-		if _, err := event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentApproved, stored.Wire(), now); err != nil {
+		if _, err := event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentApproved, stored.Model(), now); err != nil {
 			return err
 		}
 		paid := event.InvoicePartPaid

@@ -342,7 +342,7 @@ func (s *Store) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund,
 		typ = event.CardPaymentDeclined
 	}
 	now := s.Now()
-	if _, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Wire(), now); err != nil {
+	if _, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Model(), now); err != nil {
 		return err
 	}
 	if p.AuditActor == nil {

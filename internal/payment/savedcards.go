@@ -89,7 +89,7 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 		}
 		removed := invoice.SavedCard{ID: id, CardBrand: card.CardBrand, LastFour: card.LastFour, Expiry: card.Expiry,
 			SavedAt: card.SavedAt, SavedByName: card.SavedByName}
-		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Wire(), s.Now())
+		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), s.Now())
 		return err
 	})
 }

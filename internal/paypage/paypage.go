@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
@@ -35,7 +36,6 @@ import (
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -182,7 +182,7 @@ func (h *handler) pay(c echo.Context) error {
 		return h.notFound(c)
 	}
 	f := &payForm{h: h, c: c, token: token}
-	paid, err := h.Payments.PayByLink(c.Request().Context(), token, wire.Network(c.RealIP()), f)
+	paid, err := h.Payments.PayByLink(c.Request().Context(), token, framing.Network(c.RealIP()), f)
 	if err == nil {
 		return h.answer(c, token, f.form, paid)
 	}
@@ -338,7 +338,7 @@ func (h *handler) invoicePDF(c echo.Context) error {
 // payment.PDFWindow it answers 429 and done is true. Anyone holding a pay
 // link may ask, so drawing is never theirs to starve.
 func (h *handler) pdfAllowed(c echo.Context, inv invoice.Invoice) (done bool, err error) {
-	wait, err := h.Payments.PDFRequest(c.Request().Context(), inv.ID, wire.Network(c.RealIP()))
+	wait, err := h.Payments.PDFRequest(c.Request().Context(), inv.ID, framing.Network(c.RealIP()))
 	switch {
 	case err != nil:
 		return true, h.failure(c, err)

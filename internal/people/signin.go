@@ -13,9 +13,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 // The sign-in limits: 5 password failures of one email in 15 minutes
@@ -81,7 +81,7 @@ func (s *Store) addressLimit(ctx context.Context, address string) error {
 // or not, and refuses it past ChecksPerMinute: a flood from one network
 // gets 429s, which cost no hash.
 func (s *Store) spend(ctx context.Context, address string) error {
-	address = wire.Network(address)
+	address = framing.Network(address)
 	now := s.Now()
 	var seen struct {
 		N      int        `db:"n"`
@@ -360,7 +360,7 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, token, current
 		return err
 	}
 	if !ok {
-		if err := s.failed(ctx, email, wire.Network(address), &sess.Person.ID); err != nil {
+		if err := s.failed(ctx, email, framing.Network(address), &sess.Person.ID); err != nil {
 			return err
 		}
 		fields["currentPassword"] = []string{"This is not your current password."}
@@ -411,7 +411,7 @@ func (s *Store) RequestReset(ctx context.Context, email, address string) error {
 	if email == "" || len(email) > 254 {
 		return rule.InvalidField("email", "Enter the email you sign in with.")
 	}
-	key, address, now := normalEmail(email), wire.Network(address), s.Now()
+	key, address, now := normalEmail(email), framing.Network(address), s.Now()
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var seen struct {
 			Email         int        `db:"email"`

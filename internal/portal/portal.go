@@ -39,6 +39,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
@@ -48,7 +49,6 @@ import (
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -588,4 +588,4 @@ func (h *handler) asset(c echo.Context) error {
 
 // address is the client's address as the sign-in limits count it (an
 // IPv6 address's /64).
-func address(c echo.Context) string { return wire.Network(c.RealIP()) }
+func address(c echo.Context) string { return framing.Network(c.RealIP()) }

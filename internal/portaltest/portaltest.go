@@ -22,7 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/apitest"
-	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/server"
 	"github.com/payreq/payreq/internal/smtpfake"
 )
 
@@ -219,10 +219,9 @@ type Mailbox struct {
 func StartMailbox(t testing.TB, env *apitest.Env) *Mailbox {
 	t.Helper()
 	srv := smtpfake.Start(t, smtpfake.Accept)
-	w, err := delivery.NewWorker(env.App.DB, delivery.Config{
-		Invoices: env.App.Invoices, Open: env.App.Vault.Open, PasswordResets: env.App.People.ResetNotice, DataDir: env.App.Config.DataDir,
-		SMTPURL: srv.URL("billing@example.com"), PollInterval: 20 * time.Millisecond,
-	}, env.App.Config.Logger(env.Log), env.Clock.Now)
+	cfg := env.App.Config
+	cfg.SMTPURL, cfg.DeliveryPollInterval = srv.URL("billing@example.com"), 20*time.Millisecond
+	w, err := server.Delivery(env.App, cfg, cfg.Logger(env.Log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func (a *Store) Submit(ctx context.Context, s Submission) (uuid.UUID, error) {
 		if err != nil {
 			return err
 		}
-		_, err = event.Append(ctx, tx, s.Reseller, event.ApplicationSubmitted, app.Wire(), now)
+		_, err = event.Append(ctx, tx, s.Reseller, event.ApplicationSubmitted, app.Model(), now)
 		return err
 	})
 	if err != nil {
@@ -325,7 +325,7 @@ func (a *Store) SetStage(ctx context.Context, id uuid.UUID, stage, note string) 
 		if err != nil {
 			return err
 		}
-		_, err = event.Append(ctx, tx, current.ResellerID, event.ApplicationStage, app.Wire(), now)
+		_, err = event.Append(ctx, tx, current.ResellerID, event.ApplicationStage, app.Model(), now)
 		return err
 	})
 }

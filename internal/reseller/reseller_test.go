@@ -339,10 +339,10 @@ func TestSubmitStoresOnlySealedNumbersWithItsEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(events[0].Data), &data); err != nil {
 		t.Fatal(err)
 	}
-	wire, _ := json.Marshal(got.Wire())
+	model, _ := json.Marshal(got.Model())
 	again, _ := json.Marshal(data)
-	if string(wire) != string(again) {
-		t.Fatalf("event data %s, want the application as read %s", again, wire)
+	if string(model) != string(again) {
+		t.Fatalf("event data %s, want the application as read %s", again, model)
 	}
 	for _, secret := range secretsOf(app) {
 		if strings.Contains(events[0].Data, secret) {

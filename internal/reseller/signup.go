@@ -83,7 +83,7 @@ const (
 )
 
 // SubmissionFrom counts a submission of the sign-up form from network (a
-// client address, or an IPv6 address's /64, as wire.Network gives it),
+// client address, or an IPv6 address's /64, as framing.Network gives it),
 // across every instance. Past the limit it counts nothing and refuses it
 // (rule.Limited, with how long until the oldest counted submission leaves
 // the window).

@@ -1,10 +1,12 @@
-// Package server mounts payreq's fronts beside each other: the API
-// (internal/api), the pay page under /pay/ (internal/paypage), the portal
-// under /portal/ (internal/portal), the resellers' sign-up pages under
-// /apply/ (internal/signup) and the published contract (internal/docs).
-// Each is its own echo instance with its own middleware and its own way of
-// answering errors; they share the request log and the reading of the
-// client's address.
+// Package server builds the service `payreq serve` runs, in one place
+// (New): the app (internal/app: database, secrets, stores), the fronts
+// mounted beside each other, and the workers and loops behind them. The
+// fronts are the API (internal/api), the pay page under /pay/
+// (internal/paypage), the portal under /portal/ (internal/portal), the
+// resellers' sign-up pages under /apply/ (internal/signup) and the published
+// contract (internal/docs). Each is its own echo instance with its own
+// middleware and its own way of answering errors; they share the request
+// log and the reading of the client's address.
 package server
 
 import (
@@ -19,17 +21,17 @@ import (
 	"github.com/payreq/payreq/internal/api"
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/docs"
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/paypage"
 	"github.com/payreq/payreq/internal/portal"
 	"github.com/payreq/payreq/internal/signup"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
-// New is the whole HTTP handler of `payreq serve`. Serve it with
-// wire.Configure and wire.Listen: what net/http refuses before the
+// handler is every front behind one HTTP handler. Serve it with
+// framing.Configure and framing.Listen: what net/http refuses before the
 // handler runs is then answered with the API's problem documents too.
-func New(a *app.App, log *slog.Logger) (http.Handler, error) {
+func handler(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
@@ -69,11 +71,11 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 			r = &get
 		}
 		// A body the client cuts off, garbles or sends too slowly fails
-		// its reader with wire.BodyError, which each front answers as the
+		// its reader with framing.BodyError, which each front answers as the
 		// client's doing.
-		r.Body = wire.Body(r.Body)
+		r.Body = framing.Body(r.Body)
 		switch p := r.URL.Path; {
-		case wire.Ambiguous(r):
+		case framing.Ambiguous(r):
 			apiFront.ServeHTTP(w, r) // a 400 on every path
 		case strings.HasPrefix(p, "/pay/"):
 			payFront.ServeHTTP(w, r)
@@ -94,7 +96,7 @@ func New(a *app.App, log *slog.Logger) (http.Handler, error) {
 // downgrade on the way) is ever made to it again.
 const hsts = "max-age=31536000; includeSubDomains"
 
-// fronts is the handler New makes.
+// fronts is the handler that handler makes.
 type fronts struct {
 	http.HandlerFunc
 	publicURL string
@@ -107,7 +109,7 @@ func (f fronts) Refusal(status int, requestLine string) (string, []byte) {
 	return api.Refusal(f.publicURL, status, requestLine)
 }
 
-var _ wire.Refuser = fronts{}
+var _ framing.Refuser = fronts{}
 
 // clientAddress is the client's address: the connection's, or with
 // trusted proxies, the last address in X-Forwarded-For that none of them

@@ -1,14 +1,19 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/pgtest"
+	"github.com/payreq/payreq/internal/server"
 )
 
 var testDSN string
@@ -53,5 +58,34 @@ func TestStrictTransportSecurityFromEveryFront(t *testing.T) {
 			got := env.Visit(t, "GET", path, nil, http.Header{"Authorization": {"Bearer " + m.Token}})
 			apitest.Want(t, fmt.Sprintf("HSTS %v: GET %s: Strict-Transport-Security", on, path), got.Header.Get("Strict-Transport-Security"), want)
 		}
+	}
+}
+
+// Run runs every worker and loop on the intervals of the configuration,
+// and returns once each has stopped after its context ends, as payreq
+// serve waits for them before it exits.
+func TestRunStopsWithItsContext(t *testing.T) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg.DatabaseURL, cfg.DataDir = testDSN, dir
+	cfg.SigningKeyFile, cfg.PepperFile, cfg.EncryptionKeyFile = dir+"/signing-key.pem", dir+"/pepper", dir+"/encryption-key"
+	cfg.PendingPollInterval, cfg.DepositPollInterval, cfg.HousekeepingInterval = 100*time.Millisecond, time.Second, time.Second
+	svc, err := server.New(context.Background(), cfg, app.Options{GenerateSecrets: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { svc.Run(ctx); close(ran) }()
+	time.Sleep(300 * time.Millisecond) // every loop through at least once
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still running 10 s after its context ended")
 	}
 }

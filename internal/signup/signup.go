@@ -28,11 +28,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
-	"github.com/payreq/payreq/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -93,7 +93,7 @@ func New(d Deps) *echo.Echo {
 // the address's submissions (an IPv6 address's /64).
 func (h *handler) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := h.Resellers.SubmissionFrom(c.Request().Context(), wire.Network(c.RealIP())); err != nil {
+		if err := h.Resellers.SubmissionFrom(c.Request().Context(), framing.Network(c.RealIP())); err != nil {
 			return err
 		}
 		return next(c)

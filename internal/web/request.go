@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payreq/payreq/internal/wire"
+	"github.com/payreq/payreq/internal/framing"
 )
 
 // Deadline gives each request at most limit (none when limit is 0 or
@@ -37,7 +37,7 @@ func ParseForm(c echo.Context, max int64) (status int, heading string) {
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
 	err := r.ParseForm()
 	var tooLarge *http.MaxBytesError
-	var unreadable *wire.BodyError
+	var unreadable *framing.BodyError
 	switch {
 	case err == nil:
 		return 0, ""

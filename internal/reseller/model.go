@@ -2,9 +2,9 @@ package reseller
 
 import "github.com/payreq/payreq/gen/models"
 
-// Wire is the application as the API answers it and its event carries it:
+// Model is the application as the API answers it and its event carries it:
 // the last four digits of its tax id, SSNs and account number only.
-func (a Application) Wire() models.Application {
+func (a Application) Model() models.Application {
 	b := a.Business
 	owners := make([]models.ApplicationOwner, len(a.Owners))
 	for i, o := range a.Owners {

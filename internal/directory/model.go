@@ -2,9 +2,9 @@ package directory
 
 import "github.com/payreq/payreq/gen/models"
 
-// Wire is the location as the API answers it (and payreq locations
+// Model is the location as the API answers it (and payreq locations
 // create --json prints it).
-func (l Location) Wire() models.Location {
+func (l Location) Model() models.Location {
 	return models.Location{
 		Id: l.ID, OrganizationId: l.OrganizationID, Name: l.Name, TimeZone: l.TimeZone,
 		Status: models.LocationStatus(l.Status), CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
@@ -13,8 +13,8 @@ func (l Location) Wire() models.Location {
 	}
 }
 
-// Wire is the MID as the API answers it (and payreq mids create --json
+// Model is the MID as the API answers it (and payreq mids create --json
 // prints it).
-func (a MerchantAccount) Wire() models.MerchantAccount {
+func (a MerchantAccount) Model() models.MerchantAccount {
 	return models.MerchantAccount{Id: a.ID, OrganizationId: a.OrganizationID, LocationId: a.LocationID, Mid: a.MID, CreatedAt: a.CreatedAt}
 }

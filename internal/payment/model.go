@@ -7,8 +7,8 @@ import (
 	"github.com/payreq/payreq/internal/jsonnum"
 )
 
-// Wire is the card payment as the API answers it and its events carry it.
-func (p CardPayment) Wire() models.CardPayment {
+// Model is the card payment as the API answers it and its events carry it.
+func (p CardPayment) Model() models.CardPayment {
 	return models.CardPayment{
 		Id: p.ID, Kind: models.CardPaymentKind(p.Kind), Status: models.CardPaymentStatus(p.Status),
 		Amount: jsonnum.Decimal{Decimal: p.Amount}, InvoiceId: p.InvoiceID, InvoiceNumber: p.InvoiceNumber,
@@ -19,9 +19,9 @@ func (p CardPayment) Wire() models.CardPayment {
 	}
 }
 
-// Wire is the deposit as the API answers it, its events carry it and
+// Model is the deposit as the API answers it, its events carry it and
 // payreq settle prints it.
-func (d Deposit) Wire() models.Deposit {
+func (d Deposit) Model() models.Deposit {
 	return models.Deposit{
 		Id: d.ID, MerchantAccountId: d.MerchantAccountID, Mid: d.MID,
 		BatchDate: openapi_types.Date{Time: d.BatchDate}, ExpectedAt: openapi_types.Date{Time: d.ExpectedAt},

@@ -1,11 +1,11 @@
-// Package wire holds what payreq decides about HTTP/1.1 as it arrives on
+// Package framing holds what payreq decides about HTTP/1.1 as it arrives on
 // the connection, below the fronts: a request whose framing is ambiguous,
 // a body that could not be read because of how the client sent it, and a
 // request net/http refuses before any front sees it. All are the client's
 // doing: 400 (408 for a body slower than the read timeout), never a 5xx.
 // It also says how long an idle connection is kept, and which client a
 // per-client limit counts.
-package wire
+package framing
 
 import (
 	"bytes"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
-	"github.com/payreq/payreq/internal/wire"
+	"github.com/payreq/payreq/internal/framing"
 )
 
 // rawPost is a POST as bytes on the wire: its head, with a request id to
@@ -196,7 +196,7 @@ func TestTokenRequestRefusedBeforeRouting(t *testing.T) {
 }
 
 // A kept-alive connection that sends nothing more is closed by the server
-// after wire.IdleTimeout: idle connections are held no longer than one that
+// after framing.IdleTimeout: idle connections are held no longer than one that
 // never sends its request.
 func TestIdleConnectionsClosed(t *testing.T) {
 	t.Parallel()
@@ -219,7 +219,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	}
 	// Far longer than the idle timeout: a server that keeps the connection
 	// runs into this deadline instead of closing.
-	if err := conn.SetReadDeadline(time.Now().Add(wire.IdleTimeout + 30*time.Second)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(framing.IdleTimeout + 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {

@@ -1,4 +1,4 @@
-package wire
+package framing
 
 import "testing"
 

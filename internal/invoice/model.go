@@ -7,10 +7,10 @@ import (
 	"github.com/payreq/payreq/internal/jsonnum"
 )
 
-// Wire is the invoice as the API answers it and its events carry it, with
+// Model is the invoice as the API answers it and its events carry it, with
 // its pay link; full adds lineItems, payments and savedCards (single
 // reads and events), which list items omit.
-func (inv Invoice) Wire(link string, full bool) models.Invoice {
+func (inv Invoice) Model(link string, full bool) models.Invoice {
 	// What the answer points to, in one allocation (a pointer to
 	// inv.CustomerEmail had put a copy of the whole invoice on the heap).
 	texts := &struct{ link, email string }{link, inv.CustomerEmail}
@@ -45,25 +45,25 @@ func (inv Invoice) Wire(link string, full bool) models.Invoice {
 	}
 	payments := make([]models.Payment, len(inv.Payments))
 	for i, p := range inv.Payments {
-		payments[i] = p.Wire()
+		payments[i] = p.Model()
 	}
 	cards := make([]models.SavedCard, len(inv.SavedCards))
 	for i, c := range inv.SavedCards {
-		cards[i] = c.Wire()
+		cards[i] = c.Model()
 	}
 	out.LineItems, out.Payments, out.SavedCards = &lines, &payments, &cards
 	return out
 }
 
-// Wire is the payment as the invoice's payments show it.
-func (p Payment) Wire() models.Payment {
+// Model is the payment as the invoice's payments show it.
+func (p Payment) Model() models.Payment {
 	return models.Payment{Id: p.ID, Amount: jsonnum.Decimal{Decimal: p.Amount}, Method: models.PaymentMethod(p.Method),
 		Reference: p.Reference, RetRef: p.RetRef, LastFour: p.LastFour, PayerName: p.PayerName, PaidAt: p.PaidAt,
 		Level3Sent: p.Level3Sent, SavedCard: p.SavedCard, AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded}}
 }
 
-// Wire is the saved card as the API answers it and its event carries it.
-func (c SavedCard) Wire() models.SavedCard {
+// Model is the saved card as the API answers it and its event carries it.
+func (c SavedCard) Model() models.SavedCard {
 	return models.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
 		SavedAt: c.SavedAt, SavedByName: c.SavedByName}
 }
