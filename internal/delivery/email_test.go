@@ -32,11 +32,16 @@ type smtpServer struct {
 	Addr string
 
 	requireAuth bool
-	delay       time.Duration // before answering DATA
+	// DATA is answered once mails from holdFor senders have begun (0: at
+	// once); open is closed then, or when the server closes.
+	holdFor  int
+	open     chan struct{}
+	openOnce sync.Once
 
 	mu        sync.Mutex
 	received  []receivedMail
 	authTries int
+	senders   map[string]bool
 }
 
 type receivedMail struct {
@@ -50,12 +55,18 @@ type receivedMail struct {
 type smtpServerOptions struct {
 	TLS         *tls.Config // offer STARTTLS
 	RequireAuth bool        // AUTH PLAIN as user/secret before MAIL
-	Delay       time.Duration
+	// HoldFor holds every DATA until mails from this many distinct
+	// senders (MAIL FROM) have begun: with 2, a sender's messages wait
+	// until the other sender has taken one of its own.
+	HoldFor int
 }
 
 func startSMTPServer(t *testing.T, opts smtpServerOptions) *smtpServer {
 	t.Helper()
-	s := &smtpServer{requireAuth: opts.RequireAuth, delay: opts.Delay}
+	s := &smtpServer{requireAuth: opts.RequireAuth, holdFor: opts.HoldFor, open: make(chan struct{}), senders: map[string]bool{}}
+	if s.holdFor == 0 {
+		s.release()
+	}
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &smtpSession{server: s, conn: c}, nil
 	}))
@@ -69,9 +80,14 @@ func startSMTPServer(t *testing.T, opts smtpServerOptions) *smtpServer {
 	}
 	s.Addr = l.Addr().String()
 	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		s.release()
+		srv.Close()
+	})
 	return s
 }
+
+func (s *smtpServer) release() { s.openOnce.Do(func() { close(s.open) }) }
 
 func (s *smtpServer) mails() []receivedMail {
 	s.mu.Lock()
@@ -119,6 +135,12 @@ func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	}
 	_, isTLS := s.conn.TLSConnectionState()
 	s.mail = receivedMail{From: from, TLS: isTLS, User: s.user}
+	s.server.mu.Lock()
+	s.server.senders[from] = true
+	if s.server.holdFor > 0 && len(s.server.senders) >= s.server.holdFor {
+		s.server.release()
+	}
+	s.server.mu.Unlock()
 	return nil
 }
 
@@ -135,7 +157,7 @@ func (s *smtpSession) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(s.server.delay)
+	<-s.server.open
 	s.mail.Data = b
 	s.server.mu.Lock()
 	s.server.received = append(s.server.received, s.mail)
@@ -486,11 +508,16 @@ func TestDeliveryAfterCrash(t *testing.T) {
 	}
 }
 
+// Two workers on one outbox deliver every message once between them, and
+// both deliver some.
 func TestTwoWorkersShareTheOutbox(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	// A slow server, so that both workers have work to take.
-	srv := startSMTPServer(t, smtpServerOptions{Delay: 10 * time.Millisecond})
+	// The server answers no mail until both workers have begun one: the
+	// first worker's claims (Concurrency at a time, n in all) wait, leased,
+	// while the second takes others. The lease is long, so that a loaded
+	// machine's slow start of the second worker times no send out.
+	srv := startSMTPServer(t, smtpServerOptions{HoldFor: 2})
 	const n = 40
 	var ids []uuid.UUID
 	for range n / 4 {
@@ -501,6 +528,7 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 	}
 	for _, from := range []string{"a@example.com", "b@example.com"} {
 		cfg := testConfig(t)
+		cfg.Lease = 2 * maxSendTimeout
 		cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=" + from
 		run(t, newWorker(t, db, cfg))
 	}
@@ -527,6 +555,9 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 		perWorker[m.From]++
 	}
 	t.Logf("emails per worker: %v", perWorker)
+	if perWorker["a@example.com"] == 0 || perWorker["b@example.com"] == 0 {
+		t.Errorf("emails per worker: %v, want both workers to have sent some", perWorker)
+	}
 	var attempts int
 	if err := db.Get(&attempts, `SELECT sum(attempts) FROM outbox`); err != nil {
 		t.Fatal(err)
