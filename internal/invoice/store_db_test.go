@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/directory"
@@ -69,7 +70,7 @@ func newShop(t *testing.T) *shop {
 	s := &shop{dir: dir, location: loc.ID, actor: Actor{OrganizationID: org.ID, Name: "Billing key"}, mid: mid.ID,
 		now: time.Date(2026, 3, 2, 15, 4, 5, 0, time.UTC)}
 	clock := func() time.Time { return s.now }
-	s.store = &Store{DB: db, Now: clock, PublicURL: "https://pay.example", PayLinks: links}
+	s.store = &Store{DB: db, Now: clock, PublicURL: "https://pay.example", PayLinks: links, Cards: noCards{}}
 	s.events = &event.Store{DB: db, Now: clock}
 	return s
 }
@@ -292,4 +293,16 @@ func TestRecordAndRemovePayments(t *testing.T) {
 		"invoice.payment_recorded", "invoice.paid", "invoice.payment_removed", "invoice.cancelled"}; !slices.Equal(types, want) {
 		t.Errorf("events = %v, want %v", types, want)
 	}
+}
+
+// noCards is payment's side of an invoice when no card was used: these
+// tests make no card payment (payment, which imports invoice, has its own).
+type noCards struct{}
+
+func (noCards) InvoiceSales(context.Context, sqlx.QueryerContext, uuid.UUID, uuid.UUID) ([]Payment, error) {
+	return nil, nil
+}
+
+func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, string) ([]SavedCard, error) {
+	return nil, nil
 }
