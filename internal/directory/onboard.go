@@ -40,10 +40,12 @@ const (
 
 // Organization is a merchant or a reseller.
 type Organization struct {
-	ID         uuid.UUID  `db:"id" json:"id"`
-	Name       string     `db:"name" json:"name"`
-	Kind       string     `db:"kind" json:"kind"`
-	Status     string     `db:"status" json:"status"`
+	ID     uuid.UUID `db:"id" json:"id"`
+	Name   string    `db:"name" json:"name"`
+	Kind   string    `db:"kind" json:"kind"`
+	Status string    `db:"status" json:"status"`
+	// LogoURL is shown beside the name in a reseller's portfolio.
+	LogoURL    *string    `db:"logo_url" json:"-"`
 	ResellerID *uuid.UUID `db:"-" json:"resellerId"`
 	// Slug names a reseller's sign-up page, /apply/{slug}; null for a
 	// merchant.

@@ -4,8 +4,8 @@
 // either makes one).
 //
 // It owns the tables applications, application_owners,
-// application_history and application_limits, and reads organizations and
-// portfolio_merchants (directory's).
+// application_history and application_limits. Organizations and the
+// portfolio are internal/directory's, read through its functions.
 package reseller
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
@@ -178,13 +179,8 @@ func (a *Store) Submit(ctx context.Context, s Submission) (uuid.UUID, error) {
 		note = "Submitted on the sign-up page, signed electronically by " + s.Signature.Name
 	}
 	err := postgres.InTx(ctx, a.DB, func(tx *sqlx.Tx) error {
-		var org struct {
-			Kind   string `db:"kind"`
-			Status string `db:"status"`
-			Name   string `db:"name"`
-		}
-		err := tx.GetContext(ctx, &org, `SELECT kind, status, name FROM organizations WHERE id = $1`, s.Reseller)
-		if errors.Is(err, sql.ErrNoRows) {
+		org, err := directory.OrganizationByID(ctx, tx, s.Reseller)
+		if errors.Is(err, directory.ErrNoOrganization) {
 			return fmt.Errorf("reseller: organization %s does not exist: %w", s.Reseller, ErrNotReseller)
 		}
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/directory"
 )
 
 // Merchant is a merchant in a reseller's portfolio.
@@ -23,36 +25,19 @@ type Product struct {
 }
 
 // Merchants lists the merchants in the reseller's portfolio ordered by name,
-// each with its products ordered by key, in one query.
+// each with its products ordered by key (directory's portfolio).
 func (p *Store) Merchants(ctx context.Context, resellerID uuid.UUID) ([]Merchant, error) {
-	var rows []struct {
-		ID          uuid.UUID `db:"id"`
-		Name        string    `db:"name"`
-		Status      string    `db:"status"`
-		LogoURL     *string   `db:"logo_url"`
-		ProductKey  *string   `db:"product_key"`
-		ProductName *string   `db:"product_name"`
-	}
-	err := p.DB.SelectContext(ctx, &rows, `
-		SELECT o.id, o.name, o.status, o.logo_url, pr.key AS product_key, pr.name AS product_name
-		FROM portfolio_merchants pm
-		JOIN organizations o ON o.id = pm.merchant_id
-		LEFT JOIN organization_products op ON op.organization_id = o.id
-		LEFT JOIN products pr ON pr.key = op.product_key
-		WHERE pm.reseller_id = $1
-		ORDER BY o.name, o.id, pr.key`, resellerID)
+	portfolio, err := directory.Portfolio(ctx, p.DB, resellerID)
 	if err != nil {
 		return nil, fmt.Errorf("reseller: unable to list portfolio: %w", err)
 	}
-	merchants := []Merchant{}
-	for _, r := range rows {
-		if n := len(merchants); n == 0 || merchants[n-1].ID != r.ID {
-			merchants = append(merchants, Merchant{ID: r.ID, Name: r.Name, Status: r.Status, LogoURL: r.LogoURL, Products: []Product{}})
+	merchants := make([]Merchant, 0, len(portfolio))
+	for _, pm := range portfolio {
+		m := Merchant{ID: pm.ID, Name: pm.Name, Status: pm.Status, LogoURL: pm.LogoURL, Products: make([]Product, 0, len(pm.Products))}
+		for _, pr := range pm.Products {
+			m.Products = append(m.Products, Product{Key: pr.Key, Name: pr.Name})
 		}
-		if r.ProductKey != nil && r.ProductName != nil {
-			m := &merchants[len(merchants)-1]
-			m.Products = append(m.Products, Product{Key: *r.ProductKey, Name: *r.ProductName})
-		}
+		merchants = append(merchants, m)
 	}
 	return merchants, nil
 }

@@ -2,7 +2,6 @@ package reseller
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,16 +10,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
 
 // SignUpPage is a reseller as its public sign-up page shows it.
 type SignUpPage struct {
-	ResellerID uuid.UUID `db:"id"`
-	Name       string    `db:"name"`
-	Slug       string    `db:"slug"`
-	Status     string    `db:"status"`
+	ResellerID uuid.UUID
+	Name       string
+	Slug       string
+	Status     string
 }
 
 // Open reports whether the page takes applications: a suspended reseller's
@@ -30,32 +30,33 @@ func (p SignUpPage) Open() bool { return p.Status != "suspended" }
 // SignUpPageOf reads the reseller whose sign-up page slug names; a slug no
 // reseller holds is a rule.NotFound.
 func (a *Store) SignUpPageOf(ctx context.Context, slug string) (SignUpPage, error) {
-	var p SignUpPage
-	err := a.DB.GetContext(ctx, &p, `SELECT id, name, slug, status FROM organizations WHERE slug = $1 AND kind = $2`,
-		slug, auth.KindReseller)
-	if errors.Is(err, sql.ErrNoRows) {
+	o, err := directory.OrganizationBySlug(ctx, a.DB, slug)
+	if errors.Is(err, directory.ErrNoOrganization) || err == nil && o.Kind != auth.KindReseller {
 		return SignUpPage{}, rule.New(rule.NotFound, "", "Page not found",
 			"There is no sign-up page at this address. Check the link you were given.")
 	}
 	if err != nil {
 		return SignUpPage{}, fmt.Errorf("reseller: unable to read sign-up page: %w", err)
 	}
-	return p, nil
+	return signUpPage(o), nil
 }
 
 // SignUpPageFor reads the sign-up page of the reseller resellerID; an
 // organization that is no reseller is a rule.NotFound.
 func (a *Store) SignUpPageFor(ctx context.Context, resellerID uuid.UUID) (SignUpPage, error) {
-	var p SignUpPage
-	err := a.DB.GetContext(ctx, &p, `SELECT id, name, slug, status FROM organizations WHERE id = $1 AND kind = $2`,
-		resellerID, auth.KindReseller)
-	if errors.Is(err, sql.ErrNoRows) {
+	o, err := directory.OrganizationByID(ctx, a.DB, resellerID)
+	if errors.Is(err, directory.ErrNoOrganization) || err == nil && o.Kind != auth.KindReseller {
 		return SignUpPage{}, rule.New(rule.NotFound, "", "Not a reseller", "Only a reseller has a sign-up page.")
 	}
 	if err != nil {
 		return SignUpPage{}, fmt.Errorf("reseller: unable to read sign-up page: %w", err)
 	}
-	return p, nil
+	return signUpPage(o), nil
+}
+
+// signUpPage is a reseller's page; a reseller always has a slug.
+func signUpPage(o directory.Organization) SignUpPage {
+	return SignUpPage{ResellerID: o.ID, Name: o.Name, Slug: *o.Slug, Status: o.Status}
 }
 
 // SignUpURL is the address of the sign-up page of slug under the
