@@ -18,6 +18,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/audit"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
@@ -82,11 +83,11 @@ func maySubscribe(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, per
 	for _, t := range types {
 		covered := []string{t}
 		if t == "*" {
-			var kind string
-			if err := sqlx.GetContext(ctx, q, &kind, `SELECT kind FROM organizations WHERE id = $1`, org); err != nil {
+			o, err := directory.OrganizationByID(ctx, q, org)
+			if err != nil {
 				return fmt.Errorf("webhook: unable to read organization: %w", err)
 			}
-			covered = event.ReceivedBy(kind)
+			covered = event.ReceivedBy(o.Kind)
 		}
 		for _, c := range covered {
 			if p := event.Permission(c); p != "" && !slices.Contains(permissions, p) {
@@ -251,7 +252,7 @@ func (s *Store) Create(ctx context.Context, a Actor, n NewEndpoint, key *string)
 		return Endpoint{}, "", false, fmt.Errorf("webhook: unable to seal secret: %w", err)
 	}
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, org); err != nil {
+		if err := directory.LockOrganization(ctx, tx, org, directory.Update); err != nil {
 			return err
 		}
 		if key != nil {
