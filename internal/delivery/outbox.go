@@ -237,3 +237,14 @@ func ReencryptNotices(ctx context.Context, db *sqlx.DB, v Vault, current string)
 		}
 	}
 }
+
+// Pending counts the messages still to be delivered: not delivered,
+// failed or cancelled.
+func Pending(ctx context.Context, q sqlx.QueryerContext) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`)
+	if err != nil {
+		return 0, fmt.Errorf("delivery: unable to count the outbox: %w", err)
+	}
+	return n, nil
+}

@@ -15,9 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/webhook"
 )
 
 // Metrics holds payreq's series.
@@ -61,11 +65,12 @@ func (b *backlogs) read() (outbox, webhooks float64) {
 	return b.outbox, b.webhooks
 }
 
-// countBacklogs counts both backlogs on db, in one statement of at most
-// two seconds (SET LOCAL: it holds through PgBouncer's transactions).
-func countBacklogs(db *sql.DB) func(context.Context) (float64, float64, error) {
+// countBacklogs counts both backlogs on db, each by its owner, in one
+// read-only transaction whose statements take at most two seconds each
+// (SET LOCAL: it holds through PgBouncer's transactions).
+func countBacklogs(db *sqlx.DB) func(context.Context) (float64, float64, error) {
 	return func(ctx context.Context) (outbox, webhooks float64, err error) {
-		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -73,10 +78,12 @@ func countBacklogs(db *sql.DB) func(context.Context) (float64, float64, error) {
 		if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = '2s'`); err != nil {
 			return 0, 0, err
 		}
-		err = tx.QueryRowContext(ctx, `SELECT
-			(SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL),
-			(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')`).Scan(&outbox, &webhooks)
-		return outbox, webhooks, err
+		messages, err := delivery.Pending(ctx, tx)
+		if err != nil {
+			return 0, 0, err
+		}
+		deliveries, err := webhook.PendingDeliveries(ctx, tx)
+		return float64(messages), float64(deliveries), err
 	}
 }
 
@@ -101,7 +108,7 @@ func New(db *sql.DB, backlogDB *sql.DB, now func() time.Time) *Metrics {
 		RateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payreq_rate_limited_total", Help: "API requests refused with 429 by this instance's per-key rate limit.",
 		}),
-		backlogs: &backlogs{count: countBacklogs(backlogDB), now: now},
+		backlogs: &backlogs{count: countBacklogs(sqlx.NewDb(backlogDB, "postgres")), now: now},
 	}
 	backlog := func(name, help string, pick func(outbox, webhooks float64) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return pick(m.backlogs.read()) })
