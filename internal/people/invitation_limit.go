@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -24,8 +25,8 @@ const (
 // organization's row for the caller's transaction, so that invitations
 // made at once count one after the other.
 func invitationAllowed(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM organizations WHERE id = $1 FOR NO KEY UPDATE`, org); err != nil {
-		return fmt.Errorf("people: unable to lock organization: %w", err)
+	if err := directory.LockOrganization(ctx, tx, org, directory.NoKeyUpdate); err != nil {
+		return fmt.Errorf("people: %w", err)
 	}
 	var n int
 	var oldest *time.Time

@@ -141,15 +141,14 @@ var errLinkGone = rule.New(rule.NotFound, "", "Link not valid", "This link was u
 // Invitation reads the invitation of token, unused and unexpired.
 func (s *Store) Invitation(ctx context.Context, token string) (Invited, error) {
 	var in struct {
-		Org      string    `db:"org"`
+		Org      uuid.UUID `db:"organization_id"`
 		Person   uuid.UUID `db:"person_id"`
 		Email    string    `db:"email"`
 		Name     string    `db:"name"`
 		Password *string   `db:"password_hash"`
 	}
-	err := s.DB.GetContext(ctx, &in, `SELECT o.name AS org, p.id AS person_id, p.email, p.name, p.password_hash
+	err := s.DB.GetContext(ctx, &in, `SELECT m.organization_id, p.id AS person_id, p.email, p.name, p.password_hash
 		FROM invitations i JOIN memberships m ON m.id = i.membership_id JOIN people p ON p.id = m.person_id
-		JOIN organizations o ON o.id = m.organization_id
 		WHERE i.digest = $1 AND i.used_at IS NULL AND i.expires_at > $2 AND m.removed_at IS NULL`, digest(token), s.Now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invited{}, errLinkGone
@@ -157,7 +156,11 @@ func (s *Store) Invitation(ctx context.Context, token string) (Invited, error) {
 	if err != nil {
 		return Invited{}, fmt.Errorf("people: unable to read invitation: %w", err)
 	}
-	return Invited{OrganizationName: in.Org, PersonID: in.Person, Email: in.Email, Name: in.Name, HasPassword: in.Password != nil}, nil
+	_, org, err := orgKind(ctx, s.DB, in.Org)
+	if err != nil {
+		return Invited{}, err
+	}
+	return Invited{OrganizationName: org, PersonID: in.Person, Email: in.Email, Name: in.Name, HasPassword: in.Password != nil}, nil
 }
 
 // pendingInvitation is an invitation being accepted.

@@ -31,6 +31,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/rule"
 )
 
@@ -88,8 +89,8 @@ type Person struct {
 type Membership struct {
 	ID               uuid.UUID      `db:"id"`
 	OrganizationID   uuid.UUID      `db:"organization_id"`
-	OrganizationName string         `db:"organization_name"`
-	Kind             string         `db:"kind"`
+	OrganizationName string         `db:"-"` // directory's, see withOrganizations
+	Kind             string         `db:"-"`
 	PersonID         uuid.UUID      `db:"person_id"`
 	PersonName       string         `db:"person_name"`
 	Email            string         `db:"email"`
@@ -108,12 +109,41 @@ func (m Membership) Can(permission string) bool { return slices.Contains(m.Permi
 // Manages says whether the membership may manage keys and members.
 func (m Membership) Manages() bool { return m.Role == Owner || m.Role == Admin }
 
-const membershipColumns = `m.id, m.organization_id, o.name AS organization_name, o.kind, m.person_id,
+const membershipColumns = `m.id, m.organization_id, m.person_id,
 	p.name AS person_name, p.email, m.role, m.permissions, m.created_at, m.accepted_at,
 	p.totp_secret IS NOT NULL AS two_factor,
 	EXISTS (SELECT 1 FROM two_factor_required r WHERE r.organization_id = m.organization_id) AS two_factor_required`
 
-const membershipFrom = ` FROM memberships m JOIN people p ON p.id = m.person_id JOIN organizations o ON o.id = m.organization_id`
+const membershipFrom = ` FROM memberships m JOIN people p ON p.id = m.person_id`
+
+// withOrganization fills in m's organization name and kind, read from
+// directory in q (one more lookup by primary key).
+func withOrganization(ctx context.Context, q sqlx.QueryerContext, m *Membership) error {
+	o, err := directory.OrganizationByID(ctx, q, m.OrganizationID)
+	if err != nil {
+		return fmt.Errorf("people: unable to read membership: %w", err)
+	}
+	m.OrganizationName, m.Kind = o.Name, o.Kind
+	return nil
+}
+
+// withOrganizations fills in the memberships' organization names and kinds,
+// read from directory in q in one statement.
+func withOrganizations(ctx context.Context, q sqlx.QueryerContext, ms []Membership) error {
+	ids := make([]uuid.UUID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.OrganizationID
+	}
+	orgs, err := directory.OrganizationsByID(ctx, q, ids)
+	if err != nil {
+		return fmt.Errorf("people: unable to read memberships: %w", err)
+	}
+	for i := range ms {
+		o := orgs[ms[i].OrganizationID]
+		ms[i].OrganizationName, ms[i].Kind = o.Name, o.Kind
+	}
+	return nil
+}
 
 // Actor is who makes a change: a member in the portal, or an operator at
 // the command line (Membership nil).
@@ -171,7 +201,7 @@ func membership(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID, l
 	if err != nil {
 		return Membership{}, fmt.Errorf("people: unable to read membership: %w", err)
 	}
-	return m, nil
+	return m, withOrganization(ctx, q, &m)
 }
 
 // Membership reads a current, accepted membership by id (a session's).
@@ -185,7 +215,7 @@ func (s *Store) Membership(ctx context.Context, id uuid.UUID) (Membership, error
 	if err != nil {
 		return Membership{}, fmt.Errorf("people: unable to read membership: %w", err)
 	}
-	return m, nil
+	return m, withOrganization(ctx, s.DB, &m)
 }
 
 // Memberships are a person's current, accepted memberships, by
@@ -193,10 +223,16 @@ func (s *Store) Membership(ctx context.Context, id uuid.UUID) (Membership, error
 func (s *Store) Memberships(ctx context.Context, person uuid.UUID) ([]Membership, error) {
 	ms := []Membership{}
 	err := s.DB.SelectContext(ctx, &ms, `SELECT `+membershipColumns+membershipFrom+`
-		WHERE m.person_id = $1 AND m.removed_at IS NULL AND m.accepted_at IS NOT NULL ORDER BY o.name, m.id`, person)
+		WHERE m.person_id = $1 AND m.removed_at IS NULL AND m.accepted_at IS NOT NULL ORDER BY m.id`, person)
 	if err != nil {
 		return nil, fmt.Errorf("people: unable to list memberships: %w", err)
 	}
+	if err := withOrganizations(ctx, s.DB, ms); err != nil {
+		return nil, err
+	}
+	// By organization name, compared byte by byte (PostgreSQL's C
+	// collation), then by id (the order read).
+	slices.SortStableFunc(ms, func(a, b Membership) int { return strings.Compare(a.OrganizationName, b.OrganizationName) })
 	return ms, nil
 }
 
@@ -208,7 +244,7 @@ func (s *Store) Members(ctx context.Context, org uuid.UUID) ([]Membership, error
 	if err != nil {
 		return nil, fmt.Errorf("people: unable to list members: %w", err)
 	}
-	return ms, nil
+	return ms, withOrganizations(ctx, s.DB, ms)
 }
 
 // Owner is an organization's first current Owner: who the command line
@@ -223,7 +259,7 @@ func (s *Store) Owner(ctx context.Context, org uuid.UUID) (Membership, error) {
 	if err != nil {
 		return Membership{}, fmt.Errorf("people: unable to find the Owner: %w", err)
 	}
-	return m, nil
+	return m, withOrganization(ctx, s.DB, &m)
 }
 
 // checkGrant refuses a role and permissions the actor may not give in an
@@ -259,13 +295,10 @@ func checkGrant(actor Actor, kind, role string, permissions []string) error {
 	return nil
 }
 
+// orgKind is the kind and name of the organization org (directory's).
 func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string, string, error) {
-	var o struct {
-		Kind string `db:"kind"`
-		Name string `db:"name"`
-	}
-	err := sqlx.GetContext(ctx, q, &o, `SELECT kind, name FROM organizations WHERE id = $1`, org)
-	if errors.Is(err, sql.ErrNoRows) {
+	o, err := directory.OrganizationByID(ctx, q, org)
+	if errors.Is(err, directory.ErrNoOrganization) {
 		return "", "", rule.Newf(rule.Unprocessable, "", "No such organization", "Organization %s does not exist.", org)
 	}
 	if err != nil {

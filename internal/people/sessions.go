@@ -83,24 +83,24 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 			TwoFactor  bool
 		}
 		m struct {
-			ID, OrganizationID, PersonID        uuid.NullUUID
-			OrganizationName, Kind, Name, Email sql.NullString
-			Role                                sql.NullString
-			Permissions                         pq.StringArray
-			CreatedAt                           sql.NullTime
-			AcceptedAt                          *time.Time
-			TwoFactor, TwoFactorRequired        sql.NullBool
+			ID, OrganizationID, PersonID uuid.NullUUID
+			Name, Email                  sql.NullString
+			Role                         sql.NullString
+			Permissions                  pq.StringArray
+			CreatedAt                    sql.NullTime
+			AcceptedAt                   *time.Time
+			TwoFactor, TwoFactorRequired sql.NullBool
 		}
 	)
 	d := digest(token)
 	err := s.DB.QueryRowContext(ctx, `SELECT s.person_id, s.membership_id, s.awaiting_second_factor, s.created_at, s.last_seen_at, s.confirmed_at,
 			sp.email, sp.name, sp.totp_secret IS NOT NULL AS two_factor, `+membershipColumns+`
 		FROM sessions s JOIN people sp ON sp.id = s.person_id
-		LEFT JOIN (memberships m JOIN people p ON p.id = m.person_id JOIN organizations o ON o.id = m.organization_id)
+		LEFT JOIN (memberships m JOIN people p ON p.id = m.person_id)
 			ON m.id = s.membership_id AND m.removed_at IS NULL AND m.accepted_at IS NOT NULL
 		WHERE s.digest = $1`, d).Scan(&row.Person, &row.Membership, &row.Awaiting, &row.CreatedAt, &row.LastSeen, &row.Confirmed,
 		&row.Email, &row.Name, &row.TwoFactor,
-		&m.ID, &m.OrganizationID, &m.OrganizationName, &m.Kind, &m.PersonID, &m.Name, &m.Email, &m.Role, &m.Permissions,
+		&m.ID, &m.OrganizationID, &m.PersonID, &m.Name, &m.Email, &m.Role, &m.Permissions,
 		&m.CreatedAt, &m.AcceptedAt, &m.TwoFactor, &m.TwoFactorRequired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNoSession
@@ -124,11 +124,13 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 		if !m.ID.Valid { // removed, or not (yet) accepted
 			return Session{}, ErrNoSession
 		}
-		sess.Membership = &Membership{ID: m.ID.UUID, OrganizationID: m.OrganizationID.UUID,
-			OrganizationName: m.OrganizationName.String, Kind: m.Kind.String, PersonID: m.PersonID.UUID,
+		sess.Membership = &Membership{ID: m.ID.UUID, OrganizationID: m.OrganizationID.UUID, PersonID: m.PersonID.UUID,
 			PersonName: m.Name.String, Email: m.Email.String, Role: m.Role.String, Permissions: m.Permissions,
 			CreatedAt: m.CreatedAt.Time, AcceptedAt: m.AcceptedAt, TwoFactor: m.TwoFactor.Bool,
 			TwoFactorRequired: m.TwoFactorRequired.Bool}
+		if err := withOrganization(ctx, s.DB, sess.Membership); err != nil {
+			return Session{}, err
+		}
 	}
 	// Seen: written at most once a minute, so that reading pages costs no
 	// write each.
