@@ -21,6 +21,7 @@ import (
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/demo"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/pgtest"
@@ -54,7 +55,7 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	invoices := &invoice.Store{DB: db, Now: time.Now, PublicURL: "http://payreq.test", PayLinks: a.Invoices.PayLinks,
 		Cards: &payment.Store{DB: db}}
 	tokens := &auth.Store{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
-		RevocationCheckInterval: time.Minute}
+		RevocationCheckInterval: time.Minute, Organizations: &directory.Store{DB: db}, Members: a.People}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}
 	var made []invoice.Invoice
 	create := func() invoice.Invoice {

@@ -228,12 +228,15 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
 	payments := &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices}
 	invoices.Cards = payments
+	dir := &directory.Store{DB: db}
+	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
+		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
 	return &App{
 		Config: cfg,
 		DB:     db,
 		Auth: &auth.Store{DB: db, Peppers: peppers, Tokens: tokens, Now: now,
-			RevocationCheckInterval: cfg.RevocationCheckInterval},
-		Directory: &directory.Store{DB: db},
+			RevocationCheckInterval: cfg.RevocationCheckInterval, Organizations: dir, Members: members},
+		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
 		Processor: proc,
@@ -241,8 +244,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
-		People: &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
-			PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")},
+		People:     members,
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
 		PDFs:       invoicepdf.NewDocuments(pdfMemory),

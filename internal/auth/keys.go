@@ -114,17 +114,8 @@ func (k *Store) CreateKey(ctx context.Context, by *audit.Actor, creator uuid.UUI
 	if err := rule.InvalidFields(fields); err != nil {
 		return NewKey{}, false, err
 	}
-	var m struct {
-		Org         uuid.UUID      `db:"organization_id"`
-		Kind        string         `db:"kind"`
-		Role        string         `db:"role"`
-		Permissions pq.StringArray `db:"permissions"`
-	}
-	err = k.DB.GetContext(ctx, &m, `
-		SELECT m.organization_id, o.kind, m.role, m.permissions
-		FROM memberships m JOIN organizations o ON o.id = m.organization_id
-		WHERE m.id = $1 AND m.removed_at IS NULL`, creator)
-	if errors.Is(err, sql.ErrNoRows) {
+	m, err := k.Members.KeyCreator(ctx, creator)
+	if errors.Is(err, ErrNoCreator) {
 		return NewKey{}, false, rule.New(rule.Forbidden, "", "Permission required", "Only current members make keys.")
 	}
 	if err != nil {
@@ -154,10 +145,10 @@ func (k *Store) CreateKey(ctx context.Context, by *audit.Actor, creator uuid.UUI
 		id := uuid.Must(uuid.NewV7())
 		request = &id
 	}
-	nk = NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: m.Org, Permissions: permissions}
+	nk = NewKey{KeyID: newKeyID(), Secret: newSecret(), OrganizationID: m.Organization, Permissions: permissions}
 	err = postgres.InTx(ctx, k.DB, func(tx *sqlx.Tx) error {
 		if request != nil {
-			earlier, err := idempotency.Claim(ctx, tx, m.Org, idempotency.CreateAPIKey, ik, *request, k.Now())
+			earlier, err := idempotency.Claim(ctx, tx, m.Organization, idempotency.CreateAPIKey, ik, *request, k.Now())
 			if err != nil {
 				return err
 			}
@@ -170,18 +161,18 @@ func (k *Store) CreateKey(ctx context.Context, by *audit.Actor, creator uuid.UUI
 				if err := tx.GetContext(ctx, &made, `SELECT id, permissions FROM api_keys WHERE request_id = $1`, earlier); err != nil {
 					return err
 				}
-				nk = NewKey{KeyID: made.ID, OrganizationID: m.Org, Permissions: made.Permissions}
+				nk = NewKey{KeyID: made.ID, OrganizationID: m.Organization, Permissions: made.Permissions}
 				return nil
 			}
 		}
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO api_keys (id, organization_id, name, secret_fingerprint, permissions, created_by, created_at, request_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			nk.KeyID, m.Org, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now(), request)
+			nk.KeyID, m.Organization, name, fingerprint(k.Peppers[0], nk.Secret), pq.StringArray(permissions), creator, k.Now(), request)
 		if err != nil || by == nil {
 			return err
 		}
-		return audit.Append(ctx, tx, audit.Entry{Organization: &m.Org, Actor: *by, Action: audit.KeyCreated,
+		return audit.Append(ctx, tx, audit.Entry{Organization: &m.Organization, Actor: *by, Action: audit.KeyCreated,
 			Detail: nk.KeyID + " " + name + " (" + strings.Join(permissions, ", ") + ")", At: k.Now()})
 	})
 	if rule.As(err) != nil {
@@ -193,34 +184,46 @@ func (k *Store) CreateKey(ctx context.Context, by *audit.Actor, creator uuid.UUI
 	return nk, replayed, nil
 }
 
-const keyColumns = `k.id, k.organization_id, k.name, k.permissions, k.created_by,
-	CASE WHEN m.removed_at IS NULL THEN coalesce(nullif(p.name, ''), p.email) ELSE 'former member' END AS creator_name,
-	k.created_at, k.last_used_at, k.revoked_at
-	FROM api_keys k JOIN memberships m ON m.id = k.created_by JOIN people p ON p.id = m.person_id`
+const keyColumns = `id, organization_id, name, permissions, created_by, created_at, last_used_at, revoked_at FROM api_keys`
 
-func scanKeys(rows *sqlx.Rows) ([]Key, error) {
+// scanKeys reads the keys of rows and names their creators (people's).
+func (k *Store) scanKeys(ctx context.Context, rows *sqlx.Rows) ([]Key, error) {
 	defer rows.Close()
 	keys := []Key{}
 	for rows.Next() {
 		var key Key
 		var perms pq.StringArray
-		if err := rows.Scan(&key.ID, &key.OrganizationID, &key.Name, &perms, &key.CreatedBy, &key.CreatorName,
+		if err := rows.Scan(&key.ID, &key.OrganizationID, &key.Name, &perms, &key.CreatedBy,
 			&key.CreatedAt, &key.LastUsedAt, &key.RevokedAt); err != nil {
 			return nil, fmt.Errorf("auth: unable to list keys: %w", err)
 		}
 		key.Permissions = perms
 		keys = append(keys, key)
 	}
-	return keys, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("auth: unable to list keys: %w", err)
+	}
+	creators := make([]uuid.UUID, len(keys))
+	for i, key := range keys {
+		creators[i] = key.CreatedBy
+	}
+	names, err := k.Members.CreatorNames(ctx, creators)
+	if err != nil {
+		return nil, fmt.Errorf("auth: unable to name keys' creators: %w", err)
+	}
+	for i := range keys {
+		keys[i].CreatorName = names[keys[i].CreatedBy]
+	}
+	return keys, nil
 }
 
 // Keys returns the organization's keys, revoked ones included, oldest first.
 func (k *Store) Keys(ctx context.Context, org uuid.UUID) ([]Key, error) {
-	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE k.organization_id = $1 ORDER BY k.created_at, k.id`, org)
+	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE organization_id = $1 ORDER BY created_at, id`, org)
 	if err != nil {
 		return nil, fmt.Errorf("auth: unable to list keys: %w", err)
 	}
-	return scanKeys(rows)
+	return k.scanKeys(ctx, rows)
 }
 
 var errNoKey = rule.New(rule.NotFound, "", "Key not found", "There is no such API key in this organization.")
@@ -230,11 +233,11 @@ func (k *Store) Key(ctx context.Context, keyID string) (Key, error) {
 	if !isKeyID(keyID) {
 		return Key{}, errNoKey
 	}
-	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE k.id = $1`, keyID)
+	rows, err := k.DB.QueryxContext(ctx, `SELECT `+keyColumns+` WHERE id = $1`, keyID)
 	if err != nil {
 		return Key{}, fmt.Errorf("auth: unable to read key: %w", err)
 	}
-	keys, err := scanKeys(rows)
+	keys, err := k.scanKeys(ctx, rows)
 	if err != nil {
 		return Key{}, err
 	}

@@ -1,7 +1,8 @@
 // Package auth holds API keys, access tokens and the rules of who may do what.
 //
-// It owns the tables api_keys and token_requests. A key's creator is a
-// membership (internal/people), read here to check what it may give.
+// It owns the tables api_keys and token_requests. A key's creator (a
+// membership, internal/people's) and its organization's status
+// (internal/directory's) are asked of Members and Organizations.
 package auth
 
 import (

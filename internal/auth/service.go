@@ -28,6 +28,11 @@ type Store struct {
 	Peppers [][]byte
 	Tokens  *Tokens
 	Now     func() time.Time
+	// Organizations and Members read, for auth, tables it does not own:
+	// internal/directory's and internal/people's, which import auth, so
+	// internal/app hands them in.
+	Organizations Organizations
+	Members       Members
 	// RevocationCheckInterval is how long a key's revoked/suspended state is
 	// trusted before it is read again from the database.
 	RevocationCheckInterval time.Duration
@@ -83,16 +88,14 @@ func (s *Store) Exchange(ctx context.Context, c Credentials) (Token, error) {
 		OrgID       uuid.UUID      `db:"organization_id"`
 		Permissions pq.StringArray `db:"permissions"`
 		Revoked     bool           `db:"revoked"`
-		OrgStatus   string         `db:"status"`
 	}
 	err := sql.ErrNoRows
 	// Only a key id's own shape goes to the database: HTTP Basic credentials
 	// are any bytes, which PostgreSQL text may not hold.
 	if isKeyID(c.ClientID) {
 		err = s.DB.GetContext(ctx, &key, `
-			SELECT k.secret_fingerprint, k.organization_id, k.permissions, k.revoked_at IS NOT NULL AS revoked, o.status
-			FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-			WHERE k.id = $1`, c.ClientID)
+			SELECT secret_fingerprint, organization_id, permissions, revoked_at IS NOT NULL AS revoked
+			FROM api_keys WHERE id = $1`, c.ClientID)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Spend the same work as a real comparison, so timing does not tell
@@ -110,7 +113,14 @@ func (s *Store) Exchange(ctx context.Context, c Credentials) (Token, error) {
 			break
 		}
 	}
-	if matched < 0 || key.Revoked || key.OrgStatus == "suspended" || key.OrgStatus == "closed" {
+	if matched < 0 || key.Revoked {
+		return Token{}, invalid
+	}
+	status, err := s.Organizations.OrganizationStatus(ctx, key.OrgID)
+	if err != nil {
+		return Token{}, fmt.Errorf("auth: unable to read key: %w", err)
+	}
+	if suspended(status) {
 		return Token{}, invalid
 	}
 	if matched > 0 {
@@ -247,21 +257,26 @@ func (s *Store) keyState(ctx context.Context, keyID string) (keyState, error) {
 		return st, nil
 	}
 	var row struct {
-		Name      string `db:"name"`
-		Revoked   bool   `db:"revoked"`
-		OrgStatus string `db:"status"`
+		Name    string    `db:"name"`
+		Revoked bool      `db:"revoked"`
+		Org     uuid.UUID `db:"organization_id"`
 	}
-	err := s.DB.GetContext(ctx, &row, `
-		SELECT k.name, k.revoked_at IS NOT NULL AS revoked, o.status
-		FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.id = $1`, keyID)
+	// Two lookups by primary key (the key, then its organization's status,
+	// which is directory's), once per RevocationCheckInterval and key.
+	var status string
+	err := s.DB.GetContext(ctx, &row, `SELECT name, revoked_at IS NOT NULL AS revoked, organization_id FROM api_keys WHERE id = $1`, keyID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// A signed token for a key that no longer exists: treat as revoked.
 		row.Revoked = true
 	case err != nil:
 		return keyState{}, fmt.Errorf("auth: unable to read key state: %w", err)
+	default:
+		if status, err = s.Organizations.OrganizationStatus(ctx, row.Org); err != nil {
+			return keyState{}, fmt.Errorf("auth: unable to read key state: %w", err)
+		}
 	}
-	st = keyState{name: row.Name, revoked: row.Revoked, suspended: row.OrgStatus == "suspended" || row.OrgStatus == "closed", checkedAt: now}
+	st = keyState{name: row.Name, revoked: row.Revoked, suspended: suspended(status), checkedAt: now}
 	s.mu.Lock()
 	if s.state == nil {
 		s.state = map[string]keyState{}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"slices"
@@ -40,11 +41,51 @@ func newKeyring(t *testing.T) *keyring {
 	k := &keyring{db: db, org: uuid.Must(uuid.NewV7()), now: time.Now().Truncate(time.Second)}
 	clock := func() time.Time { return k.now }
 	k.store = &Store{DB: db, Peppers: [][]byte{[]byte("the current pepper")}, Tokens: newTestTokens(t, clock), Now: clock,
-		RevocationCheckInterval: 15 * time.Second}
+		RevocationCheckInterval: 15 * time.Second, Organizations: others{db}, Members: others{db}}
 	if _, err := db.Exec(`INSERT INTO organizations (id, name, kind) VALUES ($1, 'Dana''s Bakery', 'merchant')`, k.org); err != nil {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// others reads organizations and memberships as internal/directory and
+// internal/people do for auth (they import auth, so this test cannot).
+type others struct{ db *sqlx.DB }
+
+func (o others) OrganizationStatus(ctx context.Context, org uuid.UUID) (string, error) {
+	var status string
+	err := o.db.GetContext(ctx, &status, `SELECT status FROM organizations WHERE id = $1`, org)
+	return status, err
+}
+
+func (o others) KeyCreator(ctx context.Context, membership uuid.UUID) (Creator, error) {
+	var m struct {
+		Org         uuid.UUID      `db:"organization_id"`
+		Kind        string         `db:"kind"`
+		Role        string         `db:"role"`
+		Permissions pq.StringArray `db:"permissions"`
+	}
+	err := o.db.GetContext(ctx, &m, `SELECT m.organization_id, o.kind, m.role, m.permissions
+		FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.id = $1 AND m.removed_at IS NULL`, membership)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Creator{}, ErrNoCreator
+	}
+	return Creator{Organization: m.Org, Kind: m.Kind, Role: m.Role, Permissions: m.Permissions}, err
+}
+
+func (o others) CreatorNames(ctx context.Context, memberships []uuid.UUID) (map[uuid.UUID]string, error) {
+	var rows []struct {
+		ID   uuid.UUID `db:"id"`
+		Name string    `db:"name"`
+	}
+	err := o.db.SelectContext(ctx, &rows, `SELECT m.id,
+			CASE WHEN m.removed_at IS NULL THEN coalesce(nullif(p.name, ''), p.email) ELSE 'former member' END AS name
+		FROM memberships m JOIN people p ON p.id = m.person_id WHERE m.id = ANY($1)`, pq.Array(memberships))
+	names := map[uuid.UUID]string{}
+	for _, r := range rows {
+		names[r.ID] = r.Name
+	}
+	return names, err
 }
 
 // member adds a member of the organization (the people package's tables,

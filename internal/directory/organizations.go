@@ -122,3 +122,9 @@ func Portfolio(ctx context.Context, q sqlx.QueryerContext, reseller uuid.UUID) (
 	}
 	return merchants, nil
 }
+
+// OrganizationStatus is the organization's status (auth.Organizations).
+func (d *Store) OrganizationStatus(ctx context.Context, org uuid.UUID) (string, error) {
+	o, err := OrganizationByID(ctx, d.DB, org)
+	return o.Status, err
+}

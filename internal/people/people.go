@@ -311,3 +311,46 @@ func orgKind(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (string,
 func sorted(permissions []string) []string {
 	return append([]string{}, slices.Compact(slices.Sorted(slices.Values(permissions)))...)
 }
+
+// KeyCreator reads the current membership id as an API key's creator
+// (auth.Members).
+func (s *Store) KeyCreator(ctx context.Context, id uuid.UUID) (auth.Creator, error) {
+	var m struct {
+		Org         uuid.UUID      `db:"organization_id"`
+		Role        string         `db:"role"`
+		Permissions pq.StringArray `db:"permissions"`
+	}
+	err := s.DB.GetContext(ctx, &m, `SELECT organization_id, role, permissions FROM memberships WHERE id = $1 AND removed_at IS NULL`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.Creator{}, auth.ErrNoCreator
+	}
+	if err != nil {
+		return auth.Creator{}, fmt.Errorf("people: unable to read membership: %w", err)
+	}
+	kind, _, err := orgKind(ctx, s.DB, m.Org)
+	if err != nil {
+		return auth.Creator{}, err
+	}
+	return auth.Creator{Organization: m.Org, Kind: kind, Role: m.Role, Permissions: m.Permissions}, nil
+}
+
+// CreatorNames names the memberships ids as a key list shows its creators
+// (auth.Members): the person's name, or email when it has none, and
+// "former member" once the membership is removed.
+func (s *Store) CreatorNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	var rows []struct {
+		ID   uuid.UUID `db:"id"`
+		Name string    `db:"name"`
+	}
+	err := s.DB.SelectContext(ctx, &rows, `SELECT m.id,
+			CASE WHEN m.removed_at IS NULL THEN coalesce(nullif(p.name, ''), p.email) ELSE 'former member' END AS name
+		FROM memberships m JOIN people p ON p.id = m.person_id WHERE m.id = ANY($1)`, pq.Array(ids))
+	if err != nil {
+		return nil, fmt.Errorf("people: unable to name members: %w", err)
+	}
+	names := make(map[uuid.UUID]string, len(rows))
+	for _, r := range rows {
+		names[r.ID] = r.Name
+	}
+	return names, nil
+}
