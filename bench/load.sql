@@ -201,6 +201,11 @@ $$;
 CREATE FUNCTION bench_sample_email(n int) RETURNS text IMMUTABLE LANGUAGE sql AS $$
     SELECT 'customer' || ((40 * (n - 1) + 14) % 20000)::text || '@example.com'
 $$;
+-- The MIDs a read of sample invoice n asks directory for
+-- (directory.AccountsByID): its one MID, its customer's (below), as an array.
+CREATE FUNCTION bench_sample_mids(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
+    SELECT ARRAY[bench_customer_mid((40 * (n - 1) + 14) % 20000)]
+$$;
 
 -- The invoices a create makes, by pgbench as by the HTTP load: customer n
 -- (0–19,999) on MID n % 20, the pairing of the invoices above, so that a
@@ -215,6 +220,12 @@ CREATE FUNCTION bench_customer_mid(n int) RETURNS uuid IMMUTABLE LANGUAGE sql AS
     SELECT bench_uuid('bench-mid-0-' || (n % 20)::text)
 $$;
 
+-- The MIDs a read of customer n's invoice asks directory for
+-- (directory.AccountsByID): its one MID, as an array.
+CREATE FUNCTION bench_customer_mids(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
+    SELECT ARRAY[bench_customer_mid(n)]
+$$;
+
 CREATE TABLE bench_sample (n int PRIMARY KEY, invoice_id uuid NOT NULL, customer_email text NOT NULL);
 INSERT INTO bench_sample (n, invoice_id, customer_email)
 SELECT (i - 14) / 40 + 1, id, 'customer' || (i % 20000) || '@example.com' FROM bench_ids
@@ -223,8 +234,10 @@ DO $$
 BEGIN
     IF (SELECT count(*) FROM bench_sample) <> (SELECT max(n) FROM bench_sample)
         OR EXISTS (SELECT 1 FROM bench_sample
-                   WHERE invoice_id <> bench_sample_invoice(n) OR customer_email <> bench_sample_email(n)) THEN
-        RAISE 'bench_sample_invoice or bench_sample_email disagrees with the invoices made above';
+                   WHERE invoice_id <> bench_sample_invoice(n) OR customer_email <> bench_sample_email(n))
+        OR EXISTS (SELECT 1 FROM bench_sample b JOIN invoices i ON i.id = b.invoice_id
+                   WHERE ARRAY[i.merchant_account_id] <> bench_sample_mids(b.n)) THEN
+        RAISE 'bench_sample_invoice, bench_sample_email or bench_sample_mids disagrees with the invoices made above';
     END IF;
 END $$;
 

@@ -189,6 +189,13 @@ func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]strin
 		// The size of an invoice.created event's data with three lines.
 		"eventdata": eventData,
 	}
+	// The MIDs a list page asks directory for: the organization's.
+	mids := make([]string, len(ds.mids))
+	for i, id := range ds.mids {
+		mids[i] = id.String()
+	}
+	v["mids"] = "{" + strings.Join(mids, ",") + "}"
+
 	if key == "list_deep" {
 		at, id, err := h.deepKeyset(ctx)
 		if err != nil {

@@ -1,5 +1,6 @@
 -- POST /payment-requests (3 lines, send=false, Idempotency-Key): the SQL
--- internal/invoice Store.Create runs: the key's claim (idempotency.Claim), the invoice with its
+-- internal/invoice Store.Create runs: the key's claim (idempotency.Claim), the MID's check
+-- (directory.AccountsByID), the invoice with its
 -- lines (one statement), the invoice read back in the transaction (the
 -- answer and the event's data), then the event alone (:eventdata stands for
 -- the invoice's JSON; the webhook worker writes its deliveries later, out of
@@ -16,14 +17,14 @@ INSERT INTO idempotency_keys (organization_id, operation, key, request_hash, res
 			SET request_hash = excluded.request_hash, result_id = excluded.result_id, created_at = excluded.created_at
 			WHERE idempotency_keys.created_at <= now() - interval '24 hours'
 		RETURNING result_id AS id \gset
+SELECT ma.id, ma.organization_id, ma.location_id, ma.mid, l.name AS location, l.time_zone, l.status AS location_status
+	FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id WHERE ma.id = ANY(bench_customer_mids(:n)::uuid[]);
 WITH invoice AS (
 	INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 					line_count, status, created_at, created_by_name, scheduled_send_at, reminders)
-				SELECT :id::uuid, ma.organization_id, ma.id, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, bench_customer_email(:n), NULL, 'email', NULL, NULL::date,
-					3::integer, 'open', now()::timestamptz, 'bench', NULL::timestamptz, NULL::boolean
-				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-				WHERE ma.id = bench_customer_mid(:n) AND ma.organization_id = :org AND l.status = 'active'
+				VALUES (:id::uuid, :org::uuid, bench_customer_mid(:n)::uuid, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, bench_customer_email(:n), NULL, 'email', NULL, NULL::date,
+					3::integer, 'open', now()::timestamptz, 'bench', NULL::timestamptz, NULL::boolean)
 				RETURNING id
 			), lines AS (
 				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
@@ -32,7 +33,7 @@ WITH invoice AS (
 					WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)
 			)
 			SELECT count(*) FROM invoice;
-SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+SELECT i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
@@ -44,9 +45,9 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 				ORDER BY r.received_at, r.id)
 			FROM recorded_payments r WHERE r.invoice_id = i.id)
 	FROM invoices i
-	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = :id AND i.organization_id = :org;
+SELECT ma.id, ma.organization_id, ma.location_id, ma.mid, l.name AS location, l.time_zone, l.status AS location_status
+	FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id WHERE ma.id = ANY(bench_customer_mids(:n)::uuid[]);
 SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, created_at,
 			level3_sent, saved_card, amount_refunded::text
 		FROM card_payments

@@ -5,7 +5,7 @@
 -- statement (bench/load.sql), as the HTTP load takes a random one each time.
 \set n random(1, :samples)
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+SELECT i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
@@ -17,9 +17,9 @@ SELECT i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice
 				ORDER BY r.received_at, r.id)
 			FROM recorded_payments r WHERE r.invoice_id = i.id)
 	FROM invoices i
-	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email) WHERE i.id = bench_sample_invoice(:n) AND i.organization_id = :org;
+SELECT ma.id, ma.organization_id, ma.location_id, ma.mid, l.name AS location, l.time_zone, l.status AS location_status
+	FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id WHERE ma.id = ANY(bench_sample_mids(:n)::uuid[]);
 SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, created_at,
 			level3_sent, saved_card, amount_refunded::text
 		FROM card_payments

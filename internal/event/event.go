@@ -4,7 +4,8 @@
 // change never commits without its event nor an event without its change;
 // the events' reads (GET /events, GET /events/{id}) filtered by the
 // permission that protects their data; the fan-out's claim of events not
-// yet dispatched (Claim, called by package webhook); and their retention.
+// yet dispatched (Claim, called by package webhook) and the read of the
+// events it delivers (ByID); and their retention.
 //
 // It owns the tables events and events_to_fan_out (the events not yet
 // fanned out).
@@ -288,6 +289,24 @@ func Read(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, permissions
 		return Event{}, fmt.Errorf("event: unable to read event: %w", err)
 	}
 	return r.event(), nil
+}
+
+// ByID reads the events with these ids, whoever's, through q in one
+// statement, by id: what package webhook delivers (an event past its
+// retention is missing).
+func ByID(ctx context.Context, q sqlx.QueryerContext, ids []uuid.UUID) (map[uuid.UUID]Event, error) {
+	var rows []row
+	if len(ids) > 0 {
+		if err := sqlx.SelectContext(ctx, q, &rows, `SELECT id, type, created_at, data::text AS data FROM events
+			WHERE id = ANY($1::uuid[])`, pq.Array(ids)); err != nil {
+			return nil, fmt.Errorf("event: unable to read events: %w", err)
+		}
+	}
+	by := make(map[uuid.UUID]Event, len(rows))
+	for _, r := range rows {
+		by[r.ID] = r.event()
+	}
+	return by, nil
 }
 
 // DeleteOld deletes the events past the retention, with their webhook

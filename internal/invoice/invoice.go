@@ -6,7 +6,8 @@
 // reminder_settings. An invoice's state moves only through Locked, inside
 // the transaction of the function that owns the change. Its card payments
 // and its customer's saved cards are the payment package's, read through
-// Cards; who bills is directory's (directory.BillerOf).
+// Cards; who bills, the MIDs and their locations' names and time zones are
+// directory's (directory.BillerOf, directory.AccountsByID).
 package invoice
 
 import (

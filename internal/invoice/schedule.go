@@ -17,6 +17,7 @@ import (
 
 	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
@@ -147,21 +148,21 @@ func (s *Store) SendScheduled(ctx context.Context) (int, error) {
 // zone being its due date plus one of the offsets, the hour having come
 // there, and no reminder yet today there. $1 bounds the due dates by the
 // offsets' range (a day either side for the time zones), so that the
-// partial index invoices_remindable finds the candidates.
+// partial index invoices_remindable finds the candidates. $7 and $8 are
+// the MIDs' time zones (directory.Zones).
 const dueReminder = `
 	SELECT i.id, i.organization_id
 	FROM invoices i
-	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-	JOIN locations l ON l.id = ma.location_id
+	JOIN unnest($7::uuid[], $8::text[]) AS z(merchant_account_id, time_zone) ON z.merchant_account_id = i.merchant_account_id
 	LEFT JOIN reminder_settings rs ON rs.organization_id = i.organization_id
 	WHERE i.due_date IS NOT NULL AND i.status IN ('open', 'part_paid')
 	  AND i.due_date BETWEEN $1::date - $5::integer - 1 AND $1::date - $4::integer + 1
 	  AND i.scheduled_send_at IS NULL
 	  AND coalesce(i.reminders, rs.enabled, false)
-	  AND (($2::timestamptz AT TIME ZONE l.time_zone)::date - i.due_date) = ANY (coalesce(rs.offsets_days, $3::integer[]))
-	  AND ($2::timestamptz AT TIME ZONE l.time_zone)::time >= $6::time
+	  AND (($2::timestamptz AT TIME ZONE z.time_zone)::date - i.due_date) = ANY (coalesce(rs.offsets_days, $3::integer[]))
+	  AND ($2::timestamptz AT TIME ZONE z.time_zone)::time >= $6::time
 	  AND (i.last_reminded_at IS NULL
-	       OR (i.last_reminded_at AT TIME ZONE l.time_zone)::date < ($2::timestamptz AT TIME ZONE l.time_zone)::date)
+	       OR (i.last_reminded_at AT TIME ZONE z.time_zone)::date < ($2::timestamptz AT TIME ZONE z.time_zone)::date)
 	ORDER BY i.due_date, i.id
 	LIMIT 1
 	FOR UPDATE OF i SKIP LOCKED`
@@ -176,10 +177,15 @@ const dueReminder = `
 // invoice paid or cancelled before its delivery is not sent (package
 // delivery).
 func (s *Store) SendReminders(ctx context.Context) (int, error) {
+	accounts, err := directory.AccountsOf(ctx, s.DB, nil)
+	if err != nil {
+		return 0, err
+	}
+	mids, zones := directory.Zones(accounts)
 	return s.each(ctx, func(ctx context.Context, tx *sqlx.Tx, now time.Time) (bool, error) {
 		var id, org uuid.UUID
 		err := tx.QueryRowContext(ctx, dueReminder, now.UTC().Format(time.DateOnly), now, pq.Array(DefaultReminderOffsets),
-			MinReminderOffset, MaxReminderOffset, ReminderHour).Scan(&id, &org)
+			MinReminderOffset, MaxReminderOffset, ReminderHour, mids, zones).Scan(&id, &org)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

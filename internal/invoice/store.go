@@ -18,6 +18,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/delivery"
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/keyset"
@@ -66,17 +67,16 @@ func (s *Store) Link(inv *Invoice) string {
 }
 
 // invoiceColumns and invoiceFrom are what every read of invoices selects
-// and joins; scanInvoice reads them in this order.
+// and joins; scanInvoice reads them in this order. The MID and its
+// location's name are directory's (withAccounts).
 const (
-	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, ma.mid, l.name, i.invoice_number, i.po_number,
+	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at`
 	invoiceFrom = `
 	FROM invoices i
-	JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-	JOIN locations l ON l.id = ma.location_id
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
 )
 
@@ -111,6 +111,29 @@ type Cards interface {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// withAccounts sets the invoices' MIDs and location names, directory's,
+// read through q in one statement for them all.
+func withAccounts(ctx context.Context, q sqlx.QueryerContext, invs ...*Invoice) error {
+	ids := make([]uuid.UUID, 0, len(invs))
+	for _, inv := range invs {
+		if !slices.Contains(ids, inv.MerchantAccountID) {
+			ids = append(ids, inv.MerchantAccountID)
+		}
+	}
+	accounts, err := directory.AccountsByID(ctx, q, ids)
+	if err != nil {
+		return err
+	}
+	names := make(map[uuid.UUID]*string, len(accounts))
+	for id, a := range accounts {
+		names[id] = &a.Location
+	}
+	for _, inv := range invs {
+		inv.MID, inv.LocationName = accounts[inv.MerchantAccountID].MID, names[inv.MerchantAccountID]
+	}
+	return nil
+}
+
 // scanInvoice reads a row of selectInvoice; extra receives the columns
 // that follow (those of selectFullInvoice).
 func scanInvoice(row scanner, extra ...any) (Invoice, error) {
@@ -129,7 +152,7 @@ type invoiceRow struct {
 	id, organizationID, merchantAccountID                 uuidColumn
 	amount, amountPaid, amountRefunded, status            string
 	lineCount, failedAttempts, remindersSent              int64
-	location, po, customerName, customerCompany           sql.NullString
+	po, customerName, customerCompany                     sql.NullString
 	customerPhone, sentVia, sendProblem, memo, problem    sql.NullString
 	cancelledByName, customerPrefers                      sql.NullString
 	sentAt, dueDate, paidAt, cancelledAt, scheduledSendAt sql.NullTime
@@ -140,7 +163,7 @@ type invoiceRow struct {
 
 func newInvoiceRow(extra ...any) *invoiceRow {
 	r := &invoiceRow{}
-	r.dest = append([]any{&r.id, &r.organizationID, &r.merchantAccountID, &r.inv.MID, &r.location, &r.inv.InvoiceNumber,
+	r.dest = append([]any{&r.id, &r.organizationID, &r.merchantAccountID, &r.inv.InvoiceNumber,
 		&r.po, &r.amount, &r.amountPaid, &r.amountRefunded, &r.customerName, &r.customerCompany, &r.inv.CustomerEmail,
 		&r.customerPhone, &r.inv.Delivery, &r.sentVia, &r.sentAt, &r.sendProblem, &r.memo, &r.dueDate, &r.lineCount,
 		&r.status, &r.failedAttempts, &r.problem, &r.paidAt, &r.inv.Level3Sent, &r.inv.CreatedAt, &r.inv.CreatedByName,
@@ -152,10 +175,10 @@ func newInvoiceRow(extra ...any) *invoiceRow {
 // optionals hold the values of one invoice's optional fields, which
 // point into them: one allocation a row, not one a value.
 type optionals struct {
-	location, po, customerName, customerCompany, customerPhone, sentVia, sendProblem, memo, problem string
-	cancelledByName, customerPrefers                                                                string
-	sentAt, dueDate, paidAt, cancelledAt, scheduledSendAt, lastRemindedAt                           time.Time
-	reminders                                                                                       bool
+	po, customerName, customerCompany, customerPhone, sentVia, sendProblem, memo, problem string
+	cancelledByName, customerPrefers                                                      string
+	sentAt, dueDate, paidAt, cancelledAt, scheduledSendAt, lastRemindedAt                 time.Time
+	reminders                                                                             bool
 }
 
 // scan reads row into an invoice of its own.
@@ -188,7 +211,7 @@ func (r *invoiceRow) scan(row scanner) (Invoice, error) {
 		*to = v.Time
 		return to
 	}
-	inv.LocationName, inv.PONumber = str(r.location, &o.location), str(r.po, &o.po)
+	inv.PONumber = str(r.po, &o.po)
 	inv.CustomerName, inv.CustomerCompany = str(r.customerName, &o.customerName), str(r.customerCompany, &o.customerCompany)
 	inv.CustomerPhone, inv.SentVia = str(r.customerPhone, &o.customerPhone), str(r.sentVia, &o.sentVia)
 	inv.SendProblem, inv.Memo, inv.Problem = str(r.sendProblem, &o.sendProblem), str(r.memo, &o.memo), str(r.problem, &o.problem)
@@ -267,21 +290,20 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		if d.Delivery != nil {
 			delivery = *d.Delivery
 		}
-		// The MID must be the caller's and its location active: a row is
-		// inserted only then, and accountProblem tells which rule failed.
+		// The MID must be the caller's and its location active.
+		if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
+			return err
+		}
 		// The lines go in the same statement (one round trip; their
 		// foreign key is checked at its end).
 		lines := lineArrays(d.Lines)
-		var made int
-		err := tx.GetContext(ctx, &made, `
+		_, err := tx.ExecContext(ctx, `
 			WITH invoice AS (
 				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 					line_count, status, created_at, created_by_name, scheduled_send_at, reminders)
-				SELECT $1::uuid, ma.organization_id, ma.id, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean
-				FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-				WHERE ma.id = $3 AND ma.organization_id = $2 AND l.status = 'active'
+				VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
+					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean)
 				RETURNING id
 			), lines AS (
 				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
@@ -302,9 +324,6 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		}
 		if err != nil {
 			return fmt.Errorf("invoice: unable to create invoice: %w", err)
-		}
-		if made != 1 {
-			return accountProblem(ctx, tx, actor.OrganizationID, d.MerchantAccountID)
 		}
 		sent := (d.Send == nil || *d.Send) && d.SendAt == nil
 		if sent {
@@ -338,23 +357,22 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 	return inv, replayed, err
 }
 
-// accountProblem says why an invoice could not be made on mid.
-func accountProblem(ctx context.Context, tx *sqlx.Tx, org, mid uuid.UUID) error {
-	var status string
-	err := tx.GetContext(ctx, &status, `
-		SELECT l.status FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-		WHERE ma.id = $1 AND ma.organization_id = $2`, mid, org)
+// checkAccount refuses an invoice on mid unless it is the organization's
+// and its location is active.
+func checkAccount(ctx context.Context, q sqlx.QueryerContext, org, mid uuid.UUID) error {
+	accounts, err := directory.AccountsByID(ctx, q, []uuid.UUID{mid})
+	a, ok := accounts[mid]
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case !ok || a.OrganizationID != org:
 		return unprocessable("merchantAccountId", "Unknown merchant account",
 			"The merchant account is not a MID of your organization.")
-	case err != nil:
-		return fmt.Errorf("invoice: unable to read merchant account: %w", err)
-	case status != "active":
+	case a.LocationStatus != "active":
 		return unprocessable("merchantAccountId", "Merchant account unavailable",
 			"The location of this MID is not active, so it cannot take invoices.")
 	}
-	return errors.New("invoice: the merchant account's location became active while the invoice was made; retry")
+	return nil
 }
 
 // lineColumns are an invoice's lines as one array per column, for unnest.
@@ -394,6 +412,9 @@ func (s *Store) Get(ctx context.Context, org, id uuid.UUID) (inv Invoice, err er
 func (s *Store) read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID) (Invoice, error) {
 	inv, err := scanFullInvoice(q.QueryRowxContext(ctx, selectFullInvoice+` WHERE i.id = $1 AND i.organization_id = $2`, id, org))
 	if err != nil {
+		return Invoice{}, err
+	}
+	if err := withAccounts(ctx, q, &inv); err != nil {
 		return Invoice{}, err
 	}
 	return inv, s.addCards(ctx, q, &inv)
@@ -552,6 +573,9 @@ func Lock(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (*Locked, error) 
 	if err != nil {
 		return nil, fmt.Errorf("invoice: unable to lock invoice: %w", err)
 	}
+	if err := withAccounts(ctx, tx, &inv); err != nil {
+		return nil, err
+	}
 	return &Locked{Invoice: inv, ctx: ctx, tx: tx}, nil
 }
 
@@ -709,7 +733,11 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 		q.Where("i.merchant_account_id = $%d", *f.MerchantAccountID)
 	}
 	if f.LocationID != nil {
-		q.Where("ma.location_id = $%d", *f.LocationID)
+		mids, err := s.midsAt(ctx, org, *f.LocationID)
+		if err != nil {
+			return nil, "", err
+		}
+		q.Where("i.merchant_account_id = ANY($%d::uuid[])", pq.Array(mids))
 	}
 	if f.InvoiceNumber != nil {
 		q.Where("i.invoice_number = $%d", *f.InvoiceNumber)
@@ -730,9 +758,48 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if err != nil {
 		return nil, "", fmt.Errorf("invoice: unable to list invoices: %w", err)
 	}
-	return list, next, nil
+	page := make([]*Invoice, len(list))
+	for i := range list {
+		page[i] = &list[i]
+	}
+	return list, next, withAccounts(ctx, s.DB, page...)
+}
+
+// midsAt are the ids of the organization's MIDs at the location.
+func (s *Store) midsAt(ctx context.Context, org, location uuid.UUID) ([]uuid.UUID, error) {
+	accounts, err := directory.AccountsOf(ctx, s.DB, &org)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uuid.UUID
+	for _, a := range accounts {
+		if a.LocationID == location {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids, nil
 }
 
 // likeEscaper makes text match itself in a LIKE pattern: %, _ and the
 // escape character \ lose their meaning.
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// Numbers are the invoice numbers of the invoices with these ids, read
+// through q in one statement (a page of another package's records that
+// names its invoices), by id.
+func Numbers(ctx context.Context, q sqlx.QueryerContext, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	var rows []struct {
+		ID     uuid.UUID `db:"id"`
+		Number string    `db:"invoice_number"`
+	}
+	if len(ids) > 0 {
+		if err := sqlx.SelectContext(ctx, q, &rows, `SELECT id, invoice_number FROM invoices WHERE id = ANY($1::uuid[])`, pq.Array(ids)); err != nil {
+			return nil, fmt.Errorf("invoice: unable to read invoice numbers: %w", err)
+		}
+	}
+	by := make(map[uuid.UUID]string, len(rows))
+	for _, r := range rows {
+		by[r.ID] = r.Number
+	}
+	return by, nil
+}

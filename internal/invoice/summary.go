@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+
+	"github.com/payreq/payreq/internal/directory"
 )
 
 // Tally is how many of something there are and their sum.
@@ -38,31 +40,36 @@ type Summary struct {
 func (s *Store) Summary(ctx context.Context, org uuid.UUID) (Summary, error) {
 	var sum Summary
 	var open, overdue, paid string
+	accounts, err := directory.AccountsOf(ctx, s.DB, &org)
+	if err != nil {
+		return Summary{}, err
+	}
+	ids, zones := directory.Zones(accounts)
 	// The bound of 8 days lets the index by time find the week's
 	// payments; the week's start in each location's zone does the rest.
-	err := s.DB.QueryRowContext(ctx, `
-		WITH unpaid AS (
+	err = s.DB.QueryRowContext(ctx, `
+		WITH z AS (
+			SELECT * FROM unnest($3::uuid[], $4::text[]) AS z(merchant_account_id, time_zone)
+		), unpaid AS (
 			SELECT i.amount - i.amount_paid AS balance,
-				i.due_date < ($2::timestamptz AT TIME ZONE l.time_zone)::date AS overdue
+				i.due_date < ($2::timestamptz AT TIME ZONE z.time_zone)::date AS overdue
 			FROM invoices i
-			JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-			JOIN locations l ON l.id = ma.location_id
+			JOIN z ON z.merchant_account_id = i.merchant_account_id
 			WHERE i.organization_id = $1 AND i.status IN ('open', 'part_paid')
 		), received AS (
 			SELECT r.amount
 			FROM recorded_payments r
 			JOIN invoices i ON i.id = r.invoice_id
-			JOIN merchant_accounts ma ON ma.id = i.merchant_account_id
-			JOIN locations l ON l.id = ma.location_id
+			JOIN z ON z.merchant_account_id = i.merchant_account_id
 			WHERE r.organization_id = $1
 			  AND r.received_at >= $2::timestamptz - interval '8 days'
-			  AND r.received_at >= date_trunc('week', $2::timestamptz AT TIME ZONE l.time_zone) AT TIME ZONE l.time_zone
+			  AND r.received_at >= date_trunc('week', $2::timestamptz AT TIME ZONE z.time_zone) AT TIME ZONE z.time_zone
 		)
 		SELECT u.n, u.total, u.late, u.late_total, p.n, p.total
 		FROM (SELECT count(*) AS n, coalesce(sum(balance), 0)::text AS total,
 				count(*) FILTER (WHERE overdue) AS late, coalesce(sum(balance) FILTER (WHERE overdue), 0)::text AS late_total
 			FROM unpaid) u,
-			(SELECT count(*) AS n, coalesce(sum(amount), 0)::text AS total FROM received) p`, org, s.Now()).
+			(SELECT count(*) AS n, coalesce(sum(amount), 0)::text AS total FROM received) p`, org, s.Now(), ids, zones).
 		Scan(&sum.Open.Count, &open, &sum.Overdue.Count, &overdue, &sum.RecordedThisWeek.Count, &paid)
 	if err != nil {
 		return Summary{}, fmt.Errorf("invoice: unable to sum invoices: %w", err)

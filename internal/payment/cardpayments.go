@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -66,38 +69,34 @@ func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) (CardPay
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 			RETURNING *
 		)
-		SELECT `+cardPaymentColumns+` FROM c`+cardPaymentJoins,
+		SELECT `+cardPaymentColumns+` FROM c`,
 		p.ID, p.OrganizationID, p.Kind, p.Status, p.Amount.Text('f'), p.InvoiceID, p.MerchantAccountID,
 		p.CardBrand, p.LastFour, p.PayerName, p.RetRef, p.DeclineReason, p.Level3Sent, p.SavedCard, p.RefundOf, p.Reason,
 		p.CreatedAt, p.CreatedByName))
 	if err != nil {
 		return CardPayment{}, fmt.Errorf("payment: unable to record card payment: %w", err)
 	}
-	return stored, nil
+	return stored, withNames(ctx, tx, &stored)
 }
 
-// cardPaymentColumns and cardPaymentJoins are what every read of card
-// payments (c) selects and joins; scanCardPayment reads them.
-const (
-	cardPaymentColumns = `c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id, i.invoice_number,
-		c.merchant_account_id, ma.mid, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
+// cardPaymentColumns are what every read of card payments (c) selects;
+// scanCardPayment reads them, and withNames adds the invoice number and
+// the MID.
+const cardPaymentColumns = `c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id,
+		c.merchant_account_id, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
 		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name`
-	cardPaymentJoins = `
-	JOIN invoices i ON i.id = c.invoice_id
-	JOIN merchant_accounts ma ON ma.id = c.merchant_account_id`
-)
 
 const selectCardPayment = `
 	SELECT ` + cardPaymentColumns + `
-	FROM card_payments c` + cardPaymentJoins
+	FROM card_payments c`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanCardPayment(row scanner) (CardPayment, error) {
 	var p CardPayment
 	var amount, refunded string
-	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID, &p.InvoiceNumber,
-		&p.MerchantAccountID, &p.MID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
+	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID,
+		&p.MerchantAccountID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
 		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.DepositID, &p.CreatedAt, &p.CreatedByName)
 	if err != nil {
 		return CardPayment{}, err
@@ -111,6 +110,32 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 	return p, nil
 }
 
+// withNames sets the payments' invoice numbers (invoice's) and MIDs
+// (directory's), read through q: one statement each for them all.
+func withNames(ctx context.Context, q sqlx.QueryerContext, ps ...*CardPayment) error {
+	var invoices, accounts []uuid.UUID
+	for _, p := range ps {
+		if !slices.Contains(invoices, p.InvoiceID) {
+			invoices = append(invoices, p.InvoiceID)
+		}
+		if !slices.Contains(accounts, p.MerchantAccountID) {
+			accounts = append(accounts, p.MerchantAccountID)
+		}
+	}
+	numbers, err := invoice.Numbers(ctx, q, invoices)
+	if err != nil {
+		return err
+	}
+	mids, err := directory.AccountsByID(ctx, q, accounts)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		p.InvoiceNumber, p.MID = numbers[p.InvoiceID], mids[p.MerchantAccountID].MID
+	}
+	return nil
+}
+
 // CardPayment reads one card payment of the organization.
 func (s *Store) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment, error) {
 	p, err := scanCardPayment(s.DB.QueryRowxContext(ctx, selectCardPayment+` WHERE c.id = $1 AND c.organization_id = $2`, id, org))
@@ -120,7 +145,7 @@ func (s *Store) CardPayment(ctx context.Context, org, id uuid.UUID) (CardPayment
 	if err != nil {
 		return CardPayment{}, fmt.Errorf("payment: unable to read card payment: %w", err)
 	}
-	return p, nil
+	return p, withNames(ctx, s.DB, &p)
 }
 
 // Filter narrows a list of card payments.
@@ -169,5 +194,9 @@ func (s *Store) CardPayments(ctx context.Context, org uuid.UUID, f Filter, limit
 	if err != nil {
 		return nil, "", fmt.Errorf("payment: unable to list card payments: %w", err)
 	}
-	return list, next, nil
+	page := make([]*CardPayment, len(list))
+	for i := range list {
+		page[i] = &list[i]
+	}
+	return list, next, withNames(ctx, s.DB, page...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/postgres"
@@ -54,21 +55,20 @@ var ErrDepositNotFound = rule.New(rule.NotFound, "", "Deposit not found", "No de
 // ErrUnknownOrganization: settle was asked for an organization that does not exist.
 var ErrUnknownOrganization = errors.New("payment: no such organization")
 
-// depositColumns are what every read of deposits (d, with their MID ma)
-// selects; scanDeposit reads them.
-const depositColumns = `d.id, d.organization_id, d.merchant_account_id, ma.mid, d.batch_date, d.expected_at, d.status, d.paid_at,
+// depositColumns are what every read of deposits (d) selects;
+// scanDeposit reads them, and withMIDs adds their MIDs.
+const depositColumns = `d.id, d.organization_id, d.merchant_account_id, d.batch_date, d.expected_at, d.status, d.paid_at,
 		d.sales_count, d.sales_amount::text, d.refunds_count, d.refunds_amount::text, d.fees_amount::text,
 		d.net_amount::text, d.created_at`
 
 const selectDeposit = `
 	SELECT ` + depositColumns + `
-	FROM deposits d
-	JOIN merchant_accounts ma ON ma.id = d.merchant_account_id`
+	FROM deposits d`
 
 func scanDeposit(row scanner) (Deposit, error) {
 	var d Deposit
 	var sales, refunds, fees, net string
-	err := row.Scan(&d.ID, &d.OrganizationID, &d.MerchantAccountID, &d.MID, &d.BatchDate, &d.ExpectedAt, &d.Status,
+	err := row.Scan(&d.ID, &d.OrganizationID, &d.MerchantAccountID, &d.BatchDate, &d.ExpectedAt, &d.Status,
 		&d.PaidAt, &d.SalesCount, &sales, &d.RefundsCount, &refunds, &fees, &net, &d.CreatedAt)
 	if err != nil {
 		return Deposit{}, err
@@ -84,6 +84,25 @@ func scanDeposit(row scanner) (Deposit, error) {
 	return d, nil
 }
 
+// withMIDs sets the deposits' MIDs, directory's, read through q in one
+// statement for them all.
+func withMIDs(ctx context.Context, q sqlx.QueryerContext, ds ...*Deposit) error {
+	var ids []uuid.UUID
+	for _, d := range ds {
+		if !slices.Contains(ids, d.MerchantAccountID) {
+			ids = append(ids, d.MerchantAccountID)
+		}
+	}
+	accounts, err := directory.AccountsByID(ctx, q, ids)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		d.MID = accounts[d.MerchantAccountID].MID
+	}
+	return nil
+}
+
 // Deposit reads one deposit of the organization.
 func (s *Store) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error) {
 	d, err := scanDeposit(s.DB.QueryRowxContext(ctx, selectDeposit+` WHERE d.id = $1 AND d.organization_id = $2`, id, org))
@@ -93,7 +112,7 @@ func (s *Store) Deposit(ctx context.Context, org, id uuid.UUID) (Deposit, error)
 	if err != nil {
 		return Deposit{}, fmt.Errorf("payment: unable to read deposit: %w", err)
 	}
-	return d, nil
+	return d, withMIDs(ctx, s.DB, &d)
 }
 
 // DepositFilter narrows a list of deposits.
@@ -124,7 +143,11 @@ func (s *Store) Deposits(ctx context.Context, org uuid.UUID, f DepositFilter, li
 	if err != nil {
 		return nil, "", fmt.Errorf("payment: unable to list deposits: %w", err)
 	}
-	return list, next, nil
+	page := make([]*Deposit, len(list))
+	for i := range list {
+		page[i] = &list[i]
+	}
+	return list, next, withMIDs(ctx, s.DB, page...)
 }
 
 // DepositsPending counts the organization's deposits not paid yet and sums
@@ -184,18 +207,45 @@ func (s *Store) DailyNet(ctx context.Context, org uuid.UUID, first, last time.Ti
 
 // batchMID is a merchant account whose batch may close.
 type batchMID struct {
-	ID             uuid.UUID  `db:"id"`
-	OrganizationID uuid.UUID  `db:"organization_id"`
-	MID            string     `db:"mid"`
-	TimeZone       string     `db:"time_zone"`
-	ClosedUntil    *time.Time `db:"closed_until"`
+	ID             uuid.UUID
+	OrganizationID uuid.UUID
+	MID            string
+	TimeZone       string
+	ClosedUntil    *time.Time // nil: its batch never closed
 }
 
-const selectBatchMIDs = `
-	SELECT ma.id, ma.organization_id, ma.mid, l.time_zone, bc.closed_until
-	FROM merchant_accounts ma
-	JOIN locations l ON l.id = ma.location_id
-	LEFT JOIN batch_closings bc ON bc.merchant_account_id = ma.id`
+// batchMIDs are the merchant accounts of org (every organization's when
+// nil), by MID, each with the end of its last closed batch.
+func (s *Store) batchMIDs(ctx context.Context, org *uuid.UUID) ([]batchMID, error) {
+	accounts, err := directory.AccountsOf(ctx, s.DB, org)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(accounts))
+	for i, a := range accounts {
+		ids[i] = a.ID
+	}
+	var closings []struct {
+		ID    uuid.UUID `db:"merchant_account_id"`
+		Until time.Time `db:"closed_until"`
+	}
+	if err := s.DB.SelectContext(ctx, &closings, `SELECT merchant_account_id, closed_until FROM batch_closings
+		WHERE merchant_account_id = ANY($1::uuid[])`, pq.Array(ids)); err != nil {
+		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
+	}
+	closed := make(map[uuid.UUID]time.Time, len(closings))
+	for _, c := range closings {
+		closed[c.ID] = c.Until
+	}
+	mids := make([]batchMID, len(accounts))
+	for i, a := range accounts {
+		mids[i] = batchMID{ID: a.ID, OrganizationID: a.OrganizationID, MID: a.MID, TimeZone: a.TimeZone}
+		if until, ok := closed[a.ID]; ok {
+			mids[i].ClosedUntil = &until
+		}
+	}
+	return mids, nil
+}
 
 // lastCutoff is the latest cutoff (local time of day) at or before now in
 // loc, and the day it falls on.
@@ -215,9 +265,9 @@ func lastCutoff(now time.Time, loc *time.Location, cutoff time.Duration) (at, da
 // run it at once: each batch closes once. A batch that cannot close (the
 // processor unreachable) is logged and tried again at the next run.
 func (s *Store) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Deposit, error) {
-	var mids []batchMID
-	if err := s.DB.SelectContext(ctx, &mids, selectBatchMIDs); err != nil {
-		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
+	mids, err := s.batchMIDs(ctx, nil)
+	if err != nil {
+		return nil, err
 	}
 	now := s.Now()
 	var made []Deposit
@@ -249,16 +299,16 @@ func (s *Store) CloseDueBatches(ctx context.Context, log *slog.Logger) ([]Deposi
 // (batches dated today in each location's time zone), then marks the
 // deposits whose day has come paid. It returns the deposits made.
 func (s *Store) SettleOrganization(ctx context.Context, org uuid.UUID, log *slog.Logger) ([]Deposit, error) {
-	var exists bool
-	if err := s.DB.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM organizations WHERE id = $1)`, org); err != nil {
-		return nil, fmt.Errorf("payment: unable to read organization: %w", err)
+	exists, err := directory.OrganizationExists(ctx, s.DB, org)
+	if err != nil {
+		return nil, err
 	}
 	if !exists {
 		return nil, ErrUnknownOrganization
 	}
-	var mids []batchMID
-	if err := s.DB.SelectContext(ctx, &mids, selectBatchMIDs+` WHERE ma.organization_id = $1 ORDER BY ma.mid`, org); err != nil {
-		return nil, fmt.Errorf("payment: unable to list merchant accounts to settle: %w", err)
+	mids, err := s.batchMIDs(ctx, &org)
+	if err != nil {
+		return nil, err
 	}
 	now := s.Now()
 	var made []Deposit
@@ -447,7 +497,7 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 				ON CONFLICT (merchant_account_id, processor_ref) DO NOTHING
 				RETURNING *
 			)
-			SELECT `+depositColumns+` FROM d JOIN merchant_accounts ma ON ma.id = d.merchant_account_id`,
+			SELECT `+depositColumns+` FROM d`,
 			d.ID, d.OrganizationID, d.MerchantAccountID, ref, d.BatchDate.Format(time.DateOnly), d.ExpectedAt.Format(time.DateOnly),
 			d.Status, d.SalesCount, d.SalesAmount.Text('f'), d.RefundsCount, d.RefundsAmount.Text('f'), d.FeesAmount.Text('f'),
 			d.NetAmount.Text('f'), d.CreatedAt))
@@ -458,6 +508,7 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 		if err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
+		stored.MID = m.MID
 		if _, err := tx.ExecContext(ctx, `UPDATE card_payments SET deposit_id = $1 WHERE id = ANY($2::uuid[])`,
 			d.ID, pq.Array(ids)); err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
@@ -475,12 +526,17 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 func (s *Store) MarkDepositsPaid(ctx context.Context) (int, error) {
 	var paid []Deposit
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		accounts, err := directory.AccountsOf(ctx, tx, nil)
+		if err != nil {
+			return err
+		}
+		ids, zones := directory.Zones(accounts)
 		now := s.Now()
 		rows, err := tx.QueryxContext(ctx, `UPDATE deposits d SET status = 'paid', paid_at = $1
-			FROM merchant_accounts ma JOIN locations l ON l.id = ma.location_id
-			WHERE ma.id = d.merchant_account_id AND d.status = 'pending'
-				AND d.expected_at <= ($1::timestamptz AT TIME ZONE l.time_zone)::date
-			RETURNING `+depositColumns, now)
+			FROM unnest($2::uuid[], $3::text[]) AS z(merchant_account_id, time_zone)
+			WHERE z.merchant_account_id = d.merchant_account_id AND d.status = 'pending'
+				AND d.expected_at <= ($1::timestamptz AT TIME ZONE z.time_zone)::date
+			RETURNING `+depositColumns, now, ids, zones)
 		if err != nil {
 			return err
 		}
@@ -493,6 +549,13 @@ func (s *Store) MarkDepositsPaid(ctx context.Context) (int, error) {
 			paid = append(paid, d)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		page := make([]*Deposit, len(paid))
+		for i := range paid {
+			page[i] = &paid[i]
+		}
+		if err := withMIDs(ctx, tx, page...); err != nil {
 			return err
 		}
 		// Each as it now stands: its event's data.

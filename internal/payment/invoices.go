@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 )
 
@@ -113,17 +114,21 @@ func (s *Store) InvoiceRefunds(ctx context.Context, q sqlx.QueryerContext, org, 
 func (s *Store) SalesThisWeek(ctx context.Context, org uuid.UUID) (invoice.Tally, error) {
 	var t invoice.Tally
 	var sum string
+	accounts, err := directory.AccountsOf(ctx, s.DB, &org)
+	if err != nil {
+		return invoice.Tally{}, err
+	}
+	ids, zones := directory.Zones(accounts)
 	// The bound of 8 days lets the index by time find the week's sales;
 	// the week's start in each location's zone does the rest.
-	err := s.DB.QueryRowContext(ctx, `
+	err = s.DB.QueryRowContext(ctx, `
 		SELECT count(*), coalesce(sum(c.amount), 0)::text
 		FROM card_payments c
-		JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
-		JOIN locations l ON l.id = ma.location_id
+		JOIN unnest($3::uuid[], $4::text[]) AS z(merchant_account_id, time_zone) ON z.merchant_account_id = c.merchant_account_id
 		WHERE c.organization_id = $1 AND c.kind = 'sale' AND c.status = 'approved'
 		  AND c.created_at >= $2::timestamptz - interval '8 days'
-		  AND c.created_at >= date_trunc('week', $2::timestamptz AT TIME ZONE l.time_zone) AT TIME ZONE l.time_zone`,
-		org, s.Now()).Scan(&t.Count, &sum)
+		  AND c.created_at >= date_trunc('week', $2::timestamptz AT TIME ZONE z.time_zone) AT TIME ZONE z.time_zone`,
+		org, s.Now(), ids, zones).Scan(&t.Count, &sum)
 	if err != nil {
 		return invoice.Tally{}, fmt.Errorf("payment: unable to sum the week's card sales: %w", err)
 	}

@@ -273,7 +273,7 @@ func lockSale(ctx context.Context, tx *sqlx.Tx, org, saleID uuid.UUID) (CardPaym
 	if sale.Kind != Sale || sale.Status != Approved {
 		return CardPayment{}, nil, ErrNotRefundable
 	}
-	return sale, locked, nil
+	return sale, locked, withNames(ctx, tx, &sale)
 }
 
 // refundableOf is what is left of a locked sale: its amount less its

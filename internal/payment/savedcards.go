@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/postgres"
@@ -57,26 +58,33 @@ var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No sa
 // the card gone (ErrCardNotFound).
 func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 	var card struct {
-		ProfileID   string         `db:"profile_id"`
-		AccountID   string         `db:"account_id"`
-		MID         sql.NullString `db:"mid"`
-		CardBrand   *string        `db:"card_brand"`
-		LastFour    *string        `db:"last_four"`
-		Expiry      *string        `db:"expiry"`
-		SavedAt     time.Time      `db:"saved_at"`
-		SavedByName string         `db:"saved_by_name"`
+		ProfileID   string     `db:"profile_id"`
+		AccountID   string     `db:"account_id"`
+		Account     *uuid.UUID `db:"merchant_account_id"`
+		CardBrand   *string    `db:"card_brand"`
+		LastFour    *string    `db:"last_four"`
+		Expiry      *string    `db:"expiry"`
+		SavedAt     time.Time  `db:"saved_at"`
+		SavedByName string     `db:"saved_by_name"`
 	}
 	err := s.DB.GetContext(ctx, &card, `
-		SELECT c.profile_id, c.account_id, ma.mid, c.card_brand, c.last_four, c.expiry, c.saved_at, c.saved_by_name
-		FROM saved_cards c LEFT JOIN merchant_accounts ma ON ma.id = c.merchant_account_id
-		WHERE c.id = $1 AND c.organization_id = $2`, id, org)
+		SELECT profile_id, account_id, merchant_account_id, card_brand, last_four, expiry, saved_at, saved_by_name
+		FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrCardNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("payment: unable to read saved card: %w", err)
 	}
-	if err := s.Processor.DeleteProfile(ctx, card.MID.String, card.ProfileID, card.AccountID); err != nil {
+	var mid string // "" for a card saved on no MID
+	if card.Account != nil {
+		accounts, err := directory.AccountsByID(ctx, s.DB, []uuid.UUID{*card.Account})
+		if err != nil {
+			return err
+		}
+		mid = accounts[*card.Account].MID
+	}
+	if err := s.Processor.DeleteProfile(ctx, mid, card.ProfileID, card.AccountID); err != nil {
 		return fmt.Errorf("payment: delete saved card %s at the processor: %w", id, err)
 	}
 	return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {

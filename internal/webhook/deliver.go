@@ -2,13 +2,13 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
 	"database/sql"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,25 +163,49 @@ type target struct {
 	FailingSince *time.Time `db:"failing_since"`
 }
 
-// claim is a claimed delivery with its endpoint and event, read by the
-// statement that claims it.
+// claim is a claimed delivery with its endpoint, read by the statement
+// that claims it, and its event (withEvents).
 type claim struct {
 	claimed
 	target
-	EventType      string    `db:"event_type"`
-	EventCreatedAt time.Time `db:"event_created_at"`
-	EventData      string    `db:"event_data"`
+	event event.Event
 }
 
 // selectClaimed reads the deliveries of the CTE claimed with their
-// endpoints and events, oldest events first: the end of both statements
-// that claim deliveries, the fan-out's and DeliverDue's.
+// endpoints: the end of both statements that claim deliveries, the
+// fan-out's and DeliverDue's.
 const selectClaimed = `
 	SELECT c.event_id, c.endpoint_id, c.attempts, e.url, e.status, e.secret, e.secret_key_id, e.previous_secret,
-		e.previous_key_id, e.previous_until, e.failing_since,
-		ev.type AS event_type, ev.created_at AS event_created_at, ev.data::text AS event_data
-	FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
-	ORDER BY ev.created_at, c.event_id, c.endpoint_id`
+		e.previous_key_id, e.previous_until, e.failing_since
+	FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`
+
+// withEvents sets the claims' events, package event's, read through q in
+// one statement, and orders the claims oldest event first. A claim whose
+// event is gone (past its retention) is dropped: its delivery went with it.
+func withEvents(ctx context.Context, q sqlx.QueryerContext, claims []claim) ([]claim, error) {
+	var ids []uuid.UUID
+	for _, c := range claims {
+		if !slices.Contains(ids, c.EventID) {
+			ids = append(ids, c.EventID)
+		}
+	}
+	events, err := event.ByID(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	kept := claims[:0]
+	for _, c := range claims {
+		if ev, ok := events[c.EventID]; ok {
+			c.event = ev
+			kept = append(kept, c)
+		}
+	}
+	slices.SortFunc(kept, func(a, b claim) int {
+		return cmp.Or(a.event.CreatedAt.Compare(b.event.CreatedAt), bytes.Compare(a.EventID[:], b.EventID[:]),
+			bytes.Compare(a.EndpointID[:], b.EndpointID[:]))
+	})
+	return kept, nil
+}
 
 // DeliverDue claims up to limit due deliveries, with their endpoints and
 // events, in one statement, and attempts them side by side; n is how many
@@ -202,6 +227,9 @@ func (w *Worker) DeliverDue(ctx context.Context, limit int) (n int, err error) {
 		now, now.Add(w.lease()))
 	if err != nil {
 		return 0, fmt.Errorf("webhook: unable to claim deliveries: %w", err)
+	}
+	if claims, err = withEvents(ctx, w.db, claims); err != nil {
+		return 0, err
 	}
 	return len(claims), w.attemptAll(ctx, claims, now)
 }
@@ -250,8 +278,7 @@ func (w *Worker) deliver(ctx context.Context, c claim, now time.Time) (outcome, 
 	if err != nil {
 		return outcome{}, err
 	}
-	ev := event.Event{ID: c.EventID, Type: c.EventType, CreatedAt: c.EventCreatedAt, Data: json.RawMessage(c.EventData)}
-	return w.attempt(ctx, c.URL, ev, secrets, c.Attempts), nil
+	return w.attempt(ctx, c.URL, c.event, secrets, c.Attempts), nil
 }
 
 // secrets are the HMAC keys that sign now: the current one, and the
@@ -403,7 +430,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) error {
 	now := w.now()
 	n := len(claims)
-	events, endpoints, attempts := make([]string, n), make([]string, n), make([]int64, n)
+	events, types, endpoints, attempts := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
 	statuses, nexts, codes, errTexts, delivered := make([]string, n), make([]time.Time, n), make([]sql.NullInt64, n),
 		make([]sql.NullString, n), make([]sql.NullTime, n)
 	for i, c := range claims {
@@ -420,7 +447,7 @@ func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) err
 			wait += time.Duration((rand.Float64()*0.2 - 0.1) * float64(wait))
 			next = now.Add(max(wait, out.retryAfter))
 		}
-		events[i], endpoints[i], attempts[i] = c.EventID.String(), c.EndpointID.String(), int64(c.Attempts)
+		events[i], types[i], endpoints[i], attempts[i] = c.EventID.String(), c.event.Type, c.EndpointID.String(), int64(c.Attempts)
 		statuses[i], nexts[i] = status, next
 		if out.statusCode != nil {
 			codes[i] = sql.NullInt64{Int64: int64(*out.statusCode), Valid: true}
@@ -434,15 +461,16 @@ func (w *Worker) record(ctx context.Context, claims []claim, outs []outcome) err
 		WITH recorded AS (
 			UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next,
 				last_status_code = r.code, last_error = r.error, last_attempt_at = $9, delivered_at = r.delivered_at
-			FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::timestamptz[])
-				AS r(event_id, endpoint_id, attempts, status, next, code, error, delivered_at)
+			FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::timestamptz[],
+					$10::text[])
+				AS r(event_id, endpoint_id, attempts, status, next, code, error, delivered_at, event_type)
 			WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id AND d.attempts = r.attempts
-			RETURNING d.event_id, d.endpoint_id, d.attempts, d.status, d.last_status_code, d.last_error
+			RETURNING d.event_id, r.event_type, d.endpoint_id, d.attempts, d.status, d.last_status_code, d.last_error
 		)
-		INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status, status_code, error, attempted_at)
-		SELECT event_id, endpoint_id, attempts, status, last_status_code, last_error, $9 FROM recorded`,
+		INSERT INTO webhook_attempts (event_id, event_type, endpoint_id, attempt, status, status_code, error, attempted_at)
+		SELECT event_id, event_type, endpoint_id, attempts, status, last_status_code, last_error, $9 FROM recorded`,
 		pq.Array(events), pq.Array(endpoints), pq.Array(attempts), pq.Array(statuses), pq.Array(nexts), pq.Array(codes),
-		pq.Array(errTexts), pq.Array(delivered), now)
+		pq.Array(errTexts), pq.Array(delivered), now, pq.Array(types))
 	if err != nil {
 		return fmt.Errorf("webhook: unable to record delivery attempts: %w", err)
 	}

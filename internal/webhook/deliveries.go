@@ -7,9 +7,9 @@
 //
 // It owns the tables webhook_endpoints, webhook_deliveries and
 // webhook_attempts (every attempt of a delivery, written by the worker in
-// the statement that records the attempt on its delivery), and reads
-// events (package event's) where the worker claims a delivery and where
-// attempts are listed.
+// the statement that records the attempt on its delivery, each with the
+// type of the event it delivered). The events it delivers are package
+// event's, read through event.Claim and event.ByID.
 package webhook
 
 import (
@@ -87,11 +87,10 @@ type Attempt struct {
 	At         time.Time `db:"attempted_at"`
 }
 
-const selectAttempts = `SELECT a.id, a.event_id, ev.type AS event_type, a.endpoint_id, e.url, a.attempt, a.status, a.status_code,
+const selectAttempts = `SELECT a.id, a.event_id, a.event_type, a.endpoint_id, e.url, a.attempt, a.status, a.status_code,
 		a.error, a.attempted_at
 	FROM webhook_attempts a
-	JOIN webhook_endpoints e ON e.id = a.endpoint_id
-	JOIN events ev ON ev.id = a.event_id`
+	JOIN webhook_endpoints e ON e.id = a.endpoint_id`
 
 // EventAttempts lists every attempt to deliver an event, oldest first;
 // the caller has read the event (event.Store.Get), which says whose it is.
@@ -113,7 +112,7 @@ func (s *Store) EndpointAttempts(ctx context.Context, org uuid.UUID, permissions
 	q := keyset.NewQuery(selectAttempts, "a.attempted_at", "a.id")
 	q.Where("a.endpoint_id = $%d", endpointID)
 	q.Where("e.organization_id = $%d", org)
-	q.Where("ev.type = ANY($%d)", pq.Array(event.Readable(permissions)))
+	q.Where("a.event_type = ANY($%d)", pq.Array(event.Readable(permissions)))
 	if err := q.After(after); err != nil {
 		return nil, "", err
 	}
@@ -236,7 +235,8 @@ func (w *Worker) FanOut(ctx context.Context, limit int) (n, attempted int, err e
 		if err != nil {
 			return fmt.Errorf("webhook: unable to write deliveries: %w", err)
 		}
-		return nil
+		claims, err = withEvents(ctx, tx, claims)
+		return err
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("webhook: fan-out: %w", err)
