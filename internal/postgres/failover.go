@@ -25,17 +25,12 @@ var ErrCommitUnknown = errors.New("postgres: the commit's outcome is unknown: it
 type guarded struct{ *pq.Connector }
 
 func (c guarded) Connect(ctx context.Context) (driver.Conn, error) {
-	raw, err := c.Connector.Connect(ctx)
+	inner, err := connect(ctx, c.Connector)
 	if err != nil {
 		return nil, err
 	}
-	inner, ok := raw.(pqConn)
-	if !ok {
-		raw.Close()
-		return nil, errors.New("postgres: the driver's connection lacks the interfaces payreq uses")
-	}
 	g := &guardedConn{pqConn: inner}
-	pq.SetNoticeHandler(raw, g.notice)
+	pq.SetNoticeHandler(inner, g.notice) // inner is lib/pq's own connection
 	return g, nil
 }
 
