@@ -816,7 +816,7 @@ export interface paths {
         };
         /**
          * List merchant applications
-         * @description Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+         * @description Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
          */
         get: operations["listApplications"];
         put?: never;

@@ -13,7 +13,7 @@ var commandHelp = map[string]string{
 	"serve": `usage: payreq serve
 Serves the API, the pay page and the docs until SIGTERM or SIGINT; requests in
 flight finish first. Configuration comes from DATABASE_URL and PAYREQ_*
-variables (see the README).`,
+variables (docs/operations.md, "Configuration").`,
 	"migrate": `usage: payreq migrate
 Applies the database migrations the database lacks; safe twice, and from two
 processes at once.`,

@@ -3654,7 +3654,7 @@ type ClientInterface interface {
 
 	// ListApplications List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Corresponds with GET /applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4446,7 +4446,7 @@ func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, r
 
 // ListApplications List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Corresponds with GET /applications (the `ListApplications` operationId).
 func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7446,7 +7446,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListApplicationsWithResponse List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12029,7 +12029,7 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, para
 
 // ListApplicationsWithResponse List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Returns a wrapper object for the known response body format(s).
 //
