@@ -148,3 +148,52 @@ func grouped(s string) string {
 	}
 	return b.String()
 }
+
+// maxTaxRate is the largest tax rate, a percent.
+var maxTaxRate = mustParse("100")
+
+// TaxRateProblem says what is wrong with a line's tax rate, or "" (nil,
+// no tax, is fine).
+func TaxRateProblem(rate *apd.Decimal) string {
+	switch {
+	case rate == nil:
+		return ""
+	case rate.Sign() < 0 || rate.Cmp(&maxTaxRate) > 0:
+		return "must be a percent from 0 to 100"
+	case places(*rate) > 4:
+		return "must have at most 4 decimal places"
+	}
+	return ""
+}
+
+// LineTax is a line's tax amount: round-half-up(amount × taxRate ÷ 100, 2)
+// of its amount (LineTotal); 0.00 without a rate. A discount line's tax is
+// negative, rounded away from zero as its amount is.
+func LineTax(l Line) apd.Decimal {
+	if l.TaxRate == nil {
+		return cents(apd.Decimal{})
+	}
+	amount := LineTotal(l)
+	var p apd.Decimal
+	if _, err := money.Mul(&p, &amount, l.TaxRate); err != nil {
+		panic(fmt.Sprintf("invoice: multiply: %v", err))
+	}
+	// ÷ 100 moves the point: exact, whatever the precision.
+	p.Exponent -= 2
+	return cents(p)
+}
+
+// Totals are the lines' subtotal (the sum of their amounts) and tax (the
+// sum of their tax amounts), both in cents; an invoice's amount is their
+// sum when its lines add up.
+func Totals(lines []Line) (subtotal, tax apd.Decimal) {
+	subtotal, tax = cents(apd.Decimal{}), cents(apd.Decimal{})
+	for _, l := range lines {
+		subtotal, tax = add(subtotal, LineTotal(l)), add(tax, LineTax(l))
+	}
+	return cents(subtotal), cents(tax)
+}
+
+// Subtotal is the invoice's amount before tax: its lines' amounts, or its
+// amount when it has no lines.
+func (inv *Invoice) Subtotal() apd.Decimal { return cents(sub(inv.Amount, inv.TaxAmount)) }
