@@ -118,6 +118,9 @@ func UnitMoney(d apd.Decimal) string {
 	return dollars(p)
 }
 
+// Percent is a tax rate as people read it: "8.25%", "10%".
+func Percent(rate apd.Decimal) string { return text(Plain(rate)) + "%" }
+
 // Quantity is a quantity as people read it: thousands separators and no
 // trailing zeros ("1,250.5").
 func Quantity(d apd.Decimal) string { return grouped(text(Plain(d))) }
