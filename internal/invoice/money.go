@@ -38,12 +38,14 @@ func places(d apd.Decimal) int32 {
 	return -r.Exponent
 }
 
-// cents returns d rounded half up to two decimal places.
+// cents returns d rounded half up to two decimal places (a zero without
+// a sign: a rate of -0 or a tax of -0.004 is 0.00).
 func cents(d apd.Decimal) apd.Decimal {
 	var r apd.Decimal
 	if _, err := money.Quantize(&r, &d, -2); err != nil {
 		panic(fmt.Sprintf("invoice: quantize %s: %v", d.String(), err))
 	}
+	r.Negative = r.Negative && !r.IsZero() // never "-0.00"
 	return r
 }
 

@@ -37,6 +37,8 @@ func TestLineTaxRoundsHalfUp(t *testing.T) {
 		{"a discount line's tax is negative", "1", "-10.10", "5", "-10.10", "-0.51"},
 		{"a negative tie rounds away from zero", "1", "-0.10", "5", "-0.10", "-0.01"},
 		{"float cannot hold it", "1", "0.3", "10", "0.30", "0.03"},
+		{"a negative tax under half a cent is 0.00, unsigned", "1", "-0.04", "10", "-0.04", "0.00"},
+		{"a rate of -0 is no tax", "1", "5", "-0", "5.00", "0.00"},
 		{"the largest line", "9999999999999", "9999999999999", "100",
 			"99999999999980000000000001.00", "99999999999980000000000001.00"},
 	}
