@@ -2,8 +2,8 @@
 // states, and their storage.
 //
 // It owns the tables invoices, invoice_lines, customer_preferences,
-// recorded_payments (payments made outside the card) and
-// reminder_settings. An invoice's state moves only through Locked, inside
+// recorded_payments (payments made outside the card), reminder_settings
+// and tax_rates (the organization's named rates for the lines editor). An invoice's state moves only through Locked, inside
 // the transaction of the function that owns the change. Its card payments
 // and its customer's saved cards are the payment package's, read through
 // Cards; who bills, the MIDs and their locations' names and time zones are
