@@ -1171,7 +1171,7 @@ export interface components {
              */
             paidAt: string | null;
             /**
-             * @description True when any payment toward the invoice carried line-level (Level 3) data.
+             * @description True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
              * @example false
              */
             level3Sent: boolean;

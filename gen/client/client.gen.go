@@ -1568,7 +1568,7 @@ type Invoice struct {
 	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
 	LastRemindedAt *time.Time `json:"lastRemindedAt"`
 
-	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
+	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
 	//
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
