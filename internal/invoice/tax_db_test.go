@@ -81,3 +81,32 @@ func TestNamedTaxRates(t *testing.T) {
 		t.Errorf("audit log %q, want %q", actions, want)
 	}
 }
+
+// An invoice keeps its lines' rates and its tax: read alone or in a list,
+// it answers the subtotal and tax its lines made.
+func TestInvoiceKeepsItsTax(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newShop(t)
+	dr := s.draft("TAX-1", "758.75")
+	dr.Lines = []Line{taxed("40", "18.75", "8.2500"), taxed("1", "-50", "8.25"), taxed("1", "1.00", "")}
+	if _, _, err := s.store.Create(ctx, s.actor, dr, nil); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := s.store.List(ctx, s.actor.OrganizationID, Filter{}, 10, "")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+	inv, err := s.store.Get(ctx, s.actor.OrganizationID, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []Invoice{list[0], inv} {
+		wantMoney(t, "taxAmount", got.TaxAmount, "57.75")
+		wantMoney(t, "subtotal", got.Subtotal(), "701.00")
+	}
+	if r := inv.Lines[0].TaxRate; r == nil || Percent(*r) != "8.25%" || inv.Lines[2].TaxRate != nil {
+		t.Errorf("rates read back: %v, %v", inv.Lines[0].TaxRate, inv.Lines[2].TaxRate)
+	}
+	wantMoney(t, "line tax", LineTax(inv.Lines[1]), "-4.13")
+}
