@@ -881,7 +881,20 @@ export interface components {
          * @enum {string}
          */
         Delivery: "email" | "text";
-        /** @description One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        /**
+         * @description One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
+         * @example {
+         *       "description": "Catering, per guest",
+         *       "quantity": "40",
+         *       "unitCost": "18.75",
+         *       "amount": "750.00",
+         *       "taxRate": "8.25",
+         *       "taxAmount": "61.88",
+         *       "uom": "EA",
+         *       "commodityCode": "9050",
+         *       "upc": null
+         *     }
+         */
         InvoiceLine: {
             /**
              * @description What the line is for. 1–500 characters.
@@ -892,6 +905,12 @@ export interface components {
             quantity: components["schemas"]["DecimalString"];
             /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total. */
             unitCost: components["schemas"]["DecimalString"];
+            /** @description The line's amount, round-half-up(quantity × unitCost, 2 places), before tax. */
+            amount: components["schemas"]["DecimalString"];
+            /** @description The line's tax rate as a percent (`"8.25"` is 8.25 %), at most 4 decimal places, without trailing zeros; null when the line has no tax. */
+            taxRate: (string | components["schemas"]["DecimalString"] | (null)) | null;
+            /** @description The line's tax, round-half-up(amount × taxRate ÷ 100, 2 places); `"0.00"` when `taxRate` is null. */
+            taxAmount: components["schemas"]["DecimalString"];
             /**
              * @description Unit of measure (for example `EA`). At most 32 characters.
              * @example EA
@@ -908,7 +927,18 @@ export interface components {
              */
             upc: string | null;
         };
-        /** @description One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        /**
+         * @description One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity`, `unitCost` and `taxRate` as a JSON number or a decimal string. Every key but `taxRate` is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+         * @example {
+         *       "description": "Catering, per guest",
+         *       "quantity": 40,
+         *       "unitCost": "18.75",
+         *       "taxRate": "8.25",
+         *       "uom": "EA",
+         *       "commodityCode": "9050",
+         *       "upc": null
+         *     }
+         */
         InvoiceLineInput: {
             /**
              * @description What the line is for. 1–500 characters.
@@ -917,8 +947,13 @@ export interface components {
             description: string;
             /** @description Quantity; greater than 0, at most 4 decimal places. */
             quantity: components["schemas"]["Decimal"];
-            /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total. */
+            /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places), plus its tax, to the total. */
             unitCost: components["schemas"]["Decimal"];
+            /**
+             * @description Optional. The line's tax rate as a percent (`8.25` is 8.25 %): from 0 to 100, at most 4 decimal places (`100.00001` or `8.12345` → 400 keyed by the field as sent, `lines[0].taxRate`). Absent or null: the line has no tax. The line's tax amount is round-half-up(round-half-up(quantity × unitCost, 2) × taxRate ÷ 100, 2 places).
+             * @example 8.25
+             */
+            taxRate?: components["schemas"]["Decimal"] | (null);
             /**
              * @description Unit of measure (for example `EA`). At most 32 characters.
              * @example EA
@@ -948,7 +983,7 @@ export interface components {
              * @example INV-1042
              */
             invoiceNumber: string;
-            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it. */
+            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it, tax included: the sum over lines of `amount` + `taxAmount`. */
             amount: components["schemas"]["Decimal"];
             /**
              * @description Purchase order number. At most 64 characters.
@@ -993,7 +1028,7 @@ export interface components {
              * @example 2025-04-30
              */
             dueDate: string | null;
-            /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
+            /** @description The invoice lines, 1–500, or null for none. When given, the lines must add up to `amount`: the sum over lines of the line's amount, round-half-up(quantity × unitCost, 2 places), plus its tax amount, round-half-up(line amount × taxRate ÷ 100, 2 places), must equal `amount`, else 400 `errors.lines` saying both sums. Example: 40 × 18.75 = 750.00 at 8.25 % is 750.00 + 61.88 (61.875 rounded half up), so `amount` is 811.88. */
             lines: components["schemas"]["InvoiceLineInput"][] | null;
             /**
              * @description `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now, or at `sendAt` when it is given.
@@ -1012,7 +1047,7 @@ export interface components {
              */
             reminders?: boolean | null;
         };
-        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`. */
+        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`. */
         Invoice: {
             /**
              * Format: uuid
@@ -1054,6 +1089,16 @@ export interface components {
             balance: components["schemas"]["DecimalString"];
             /** @description The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected. */
             amountRefunded: components["schemas"]["DecimalString"];
+            /**
+             * @description The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
+             * @example 750.00
+             */
+            subtotal: components["schemas"]["DecimalString"];
+            /**
+             * @description The tax, two decimals: the sum of the lines' `taxAmount` (each rounded half up to cents on its own line, then added), `"0.00"` when the invoice has no lines.
+             * @example 61.88
+             */
+            taxAmount: components["schemas"]["DecimalString"];
             /**
              * @description Customer name.
              * @example Dana Whitfield
@@ -1126,7 +1171,7 @@ export interface components {
              */
             paidAt: string | null;
             /**
-             * @description True when any payment toward the invoice carried line-level (Level 3) data.
+             * @description True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
              * @example false
              */
             level3Sent: boolean;

@@ -1187,7 +1187,7 @@ type CardPaymentStatus string
 
 // CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. A key not named here is a 400 keyed by it ("unknown field"), never ignored. A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
-	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it, tax included: the sum over lines of `amount` + `taxAmount`.
 	Amount Decimal `json:"amount"`
 
 	// CustomerCompany Customer company. At most 200 characters.
@@ -1225,7 +1225,7 @@ type CreatePaymentRequest struct {
 	// Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	// Lines The invoice lines, 1–500, or null for none. When given, the lines must add up to `amount`: the sum over lines of the line's amount, round-half-up(quantity × unitCost, 2 places), plus its tax amount, round-half-up(line amount × taxRate ÷ 100, 2 places), must equal `amount`, else 400 `errors.lines` saying both sums. Example: 40 × 18.75 = 750.00 at 8.25 % is 750.00 + 61.88 (61.875 rounded half up), so `amount` is 811.88.
 	Lines *[]InvoiceLineInput `json:"lines"`
 
 	// Memo Free text shown to the customer. At most 2000 characters.
@@ -1489,7 +1489,7 @@ type Health struct {
 // Example: ok
 type HealthStatus string
 
-// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
 	Amount DecimalString `json:"amount"`
@@ -1568,7 +1568,7 @@ type Invoice struct {
 	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
 	LastRemindedAt *time.Time `json:"lastRemindedAt"`
 
-	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
+	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
 	//
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
@@ -1658,6 +1658,16 @@ type Invoice struct {
 	//
 	// Example: open
 	Status InvoiceStatus `json:"status"`
+
+	// Subtotal The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
+	//
+	// Example: 750.00
+	Subtotal DecimalString `json:"subtotal"`
+
+	// TaxAmount The tax, two decimals: the sum of the lines' `taxAmount` (each rounded half up to cents on its own line, then added), `"0.00"` when the invoice has no lines.
+	//
+	// Example: 61.88
+	TaxAmount DecimalString `json:"taxAmount"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1667,7 +1677,7 @@ type InvoiceCancelledEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1692,7 +1702,7 @@ type InvoiceCreatedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1710,8 +1720,13 @@ type InvoiceCreatedEvent struct {
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
 
-// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
+//
+// Example: {"amount":"750.00","commodityCode":"9050","description":"Catering, per guest","quantity":"40","taxAmount":"61.88","taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLine struct {
+	// Amount The line's amount, round-half-up(quantity × unitCost, 2 places), before tax.
+	Amount DecimalString `json:"amount"`
+
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
 	// Example: 5310
@@ -1724,6 +1739,12 @@ type InvoiceLine struct {
 
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity DecimalString `json:"quantity"`
+
+	// TaxAmount The line's tax, round-half-up(amount × taxRate ÷ 100, 2 places); `"0.00"` when `taxRate` is null.
+	TaxAmount DecimalString `json:"taxAmount"`
+
+	// TaxRate The line's tax rate as a percent (`"8.25"` is 8.25 %), at most 4 decimal places, without trailing zeros; null when the line has no tax.
+	TaxRate *jsonnum.Decimal `json:"taxRate"`
 
 	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
 	UnitCost DecimalString `json:"unitCost"`
@@ -1739,7 +1760,9 @@ type InvoiceLine struct {
 	Upc *string `json:"upc"`
 }
 
-// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity`, `unitCost` and `taxRate` as a JSON number or a decimal string. Every key but `taxRate` is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+//
+// Example: {"commodityCode":"9050","description":"Catering, per guest","quantity":40,"taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLineInput struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
@@ -1754,7 +1777,12 @@ type InvoiceLineInput struct {
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity Decimal `json:"quantity"`
 
-	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
+	// TaxRate Optional. The line's tax rate as a percent (`8.25` is 8.25 %): from 0 to 100, at most 4 decimal places (`100.00001` or `8.12345` → 400 keyed by the field as sent, `lines[0].taxRate`). Absent or null: the line has no tax. The line's tax amount is round-half-up(round-half-up(quantity × unitCost, 2) × taxRate ÷ 100, 2 places).
+	//
+	// Example: 8.25
+	TaxRate *jsonnum.Decimal `json:"taxRate,omitempty"`
+
+	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places), plus its tax, to the total.
 	UnitCost Decimal `json:"unitCost"`
 
 	// Uom Unit of measure (for example `EA`). At most 32 characters.
@@ -1775,7 +1803,7 @@ type InvoicePaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1800,7 +1828,7 @@ type InvoicePartPaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1875,7 +1903,7 @@ type InvoiceReminderSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1900,7 +1928,7 @@ type InvoiceSendFailedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1925,7 +1953,7 @@ type InvoiceSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2289,7 +2317,7 @@ type RecordPaymentRequestMethod string
 
 // RecordedPaymentChange The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
 type RecordedPaymentChange struct {
-	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Invoice Invoice `json:"invoice"`
 
 	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
