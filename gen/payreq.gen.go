@@ -110,6 +110,24 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx echo.Context) error
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx echo.Context, id openapi_types.UUID) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context) error
@@ -799,6 +817,138 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 	return err
 }
 
+// ListTerminalPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminalPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTerminalPaymentsParams
+	// ------------- Optional query parameter "terminalId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "terminalId", ctx.QueryParams(), &params.TerminalId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminalPayments(ctx, params)
+	return err
+}
+
+// CreateTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTerminalPayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTerminalPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTerminalPayment(ctx, params)
+	return err
+}
+
+// GetTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminalPayment(ctx, id)
+	return err
+}
+
+// CancelTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTerminalPayment(ctx, id)
+	return err
+}
+
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx)
+	return err
+}
+
+// GetTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminal(ctx, id)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -1013,6 +1163,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
+	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
+	router.GET(options.BaseURL+"/terminal-payments", wrapper.ListTerminalPayments, options.OperationMiddlewares["listTerminalPayments"]...)
+	router.POST(options.BaseURL+"/terminal-payments", wrapper.CreateTerminalPayment, options.OperationMiddlewares["createTerminalPayment"]...)
+	router.GET(options.BaseURL+"/terminal-payments/:id", wrapper.GetTerminalPayment, options.OperationMiddlewares["getTerminalPayment"]...)
+	router.POST(options.BaseURL+"/terminal-payments/:id/cancel", wrapper.CancelTerminalPayment, options.OperationMiddlewares["cancelTerminalPayment"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
 	router.GET(options.BaseURL+"/accounts", wrapper.ListAccounts, options.OperationMiddlewares["listAccounts"]...)
@@ -1111,6 +1267,8 @@ func DeliverEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
+
+type ConflictApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
@@ -4716,6 +4874,828 @@ func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDelete
 	return err
 }
 
+type ListTerminalPaymentsRequestObject struct {
+	Params ListTerminalPaymentsParams
+}
+
+type ListTerminalPaymentsResponseObject interface {
+	VisitListTerminalPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminalPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListTerminalPayments200JSONResponse struct {
+	Body    []TerminalPayment
+	Headers ListTerminalPayments200ResponseHeaders
+}
+
+func (response ListTerminalPayments200JSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments400ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments401ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments403ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments429ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments503ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPaymentRequestObject struct {
+	Params CreateTerminalPaymentParams
+	Body   *CreateTerminalPaymentJSONRequestBody
+}
+
+type CreateTerminalPaymentResponseObject interface {
+	VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CreateTerminalPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateTerminalPayment200JSONResponse struct {
+	Body    TerminalPayment
+	Headers CreateTerminalPayment200ResponseHeaders
+}
+
+func (response CreateTerminalPayment200JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment202JSONResponse TerminalPayment
+
+func (response CreateTerminalPayment202JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment408ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment409ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment415ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalPaymentResponseObject interface {
+	VisitGetTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTerminalPayment200JSONResponse TerminalPayment
+
+func (response GetTerminalPayment200JSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment400ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment401ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment403ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment404ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment429ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment503ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type CancelTerminalPaymentResponseObject interface {
+	VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CancelTerminalPayment200JSONResponse TerminalPayment
+
+func (response CancelTerminalPayment200JSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment404ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsRequestObject struct {
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse []Terminal
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals400ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals429ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalResponseObject interface {
+	VisitGetTerminalResponse(w http.ResponseWriter) error
+}
+
+type GetTerminal200JSONResponse Terminal
+
+func (response GetTerminal200JSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal400ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal401ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal403ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal404ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal429ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal503ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 }
 
@@ -5833,6 +6813,24 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx context.Context, request ListTerminalPaymentsRequestObject) (ListTerminalPaymentsResponseObject, error)
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx context.Context, request CreateTerminalPaymentRequestObject) (CreateTerminalPaymentResponseObject, error)
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx context.Context, request GetTerminalPaymentRequestObject) (GetTerminalPaymentResponseObject, error)
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx context.Context, request CancelTerminalPaymentRequestObject) (CancelTerminalPaymentResponseObject, error)
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx context.Context, request GetTerminalRequestObject) (GetTerminalResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -6689,6 +7687,177 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 	return nil
 }
 
+// ListTerminalPayments operation middleware
+func (sh *strictHandler) ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error {
+	var request ListTerminalPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminalPayments(ctx.Request().Context(), request.(ListTerminalPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminalPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalPaymentsResponseObject); ok {
+		return validResponse.VisitListTerminalPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTerminalPayment operation middleware
+func (sh *strictHandler) CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error {
+	var request CreateTerminalPaymentRequestObject
+
+	request.Params = params
+
+	var body CreateTerminalPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTerminalPayment(ctx.Request().Context(), request.(CreateTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCreateTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminalPayment operation middleware
+func (sh *strictHandler) GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminalPayment(ctx.Request().Context(), request.(GetTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalPaymentResponseObject); ok {
+		return validResponse.VisitGetTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelTerminalPayment operation middleware
+func (sh *strictHandler) CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request CancelTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTerminalPayment(ctx.Request().Context(), request.(CancelTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCancelTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context) error {
+	var request ListTerminalsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminal operation middleware
+func (sh *strictHandler) GetTerminal(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminal(ctx.Request().Context(), request.(GetTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalResponseObject); ok {
+		return validResponse.VisitGetTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context) error {
 	var request ListWebhookEndpointsRequestObject
@@ -6940,683 +8109,755 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37khs3lif8KgjObIhUJ6nkrS6s6Ogp3dpl69aqktW2qVWCmWAxXUmAToBF0bIi+q+N/Xv2j+8NZt9j",
-	"vzfxk3yBc4BM5I3FKktub3w9EzNWJTNxOTg4ODiX3/nYCsVyJTjjSrYmH1vsA12uEgb/Pl2tkjikKhb8",
-	"jL9m1zHb6MdyvVzSdNuatE45ofk7JOYkxbe81jVN1ky/PaP8Sv+XhqFYc/WMSvVUrNPWpOX7o0HLa6Vi",
-	"rWJ++WK9nDH9uN/v+77vD8atT15rtpYxZxKGQ6MoLf7zWcxZX38y8H3yiEU0Jeeq5bk/D1oTvk4SrxXG",
-	"Sg/5tVjziLwW4VXLa62EVDR5JCLWmrQOjw4ORi2vJRVV+u+Lv+sBRDP6gi7137b9lDFFTtdKtLwWW9I4",
-	"aU1aYsNZ+h+hfkPCC3StRC8US/0OV7HaXmxXupEkCVteK2GXNGlqlrxmKxqn5NmzR3qIC8H1a3/qj/uD",
-	"8Xjs9w8PW15L0Q9nkUPLg8Oj45bX2rCZjGH0C6VWcvLgQd2YPnmtRSyV0Gv4w8cWVa1Ja+APxl1/2PUH",
-	"F/3DyWA88f3vW16LC2jtfD1bxkqxiAhO1IIRGV/y7npFVvSSefAXiwhLWKhSweOQJsmWzLbkOU1jSk6T",
-	"a5qyn5G2l7o9adtrffLKAxhd+MeTvl8cwBsesXSTxppTiFQ0VSzqOQ3G/L1hvU/vvFYctSatWT8cREM2",
-	"6s7H9KA7mh2G3aPomHX9eZ8OZsNwFI1Zy8Olk0AIjitSHjS+sYhXr1gaMq4He+D3fF93L7mzCKPhoK/X",
-	"JlYJtsPppR7vkgFr66maLi7Ekjxk4RVL69sf1bZ/dHgwdts3zb6rI4OX0/h0x/quVxGtvOKuwKdPXusR",
-	"TaNXdLtkXL1m8zWP6qRAKq5ZRFY0VSTFlxwhQJd67+s+xjgxfICtMb1aZsIhTaOHKdVdtL6NJdWPUlYZ",
-	"4qCvhzi0TGJeebg1e+qhEFdXjK008WOu2GUKAqrltSIWJjFnrxmVglvRELGVkLE6i+wD4B/DPvPu2D/o",
-	"d0eHg6Pu8fHQ745m4/AgOmRH82M94phfizhk+uPWMDxmB/M+7R7NBlF3NB8fdqkfjroHfTaIjmdH80M6",
-	"zj/JJN7Zi2+7fRSGVzFMPaNgkq9+v9/vg+y4ZsnwHPhkThPJvNaSpeGCcnWKIhaGchgNNZ+z7ng2Crsj",
-	"dkS7x/ODfncQ+tHR7JCNaH/Y8lpLmOro+KB/4B8dDo+OjrTMoVuWGlI+ppySt4tYzWOW6BGlhnStl5yR",
-	"cEHnmshRLBdkQyVJmVqnHPcmTuLlXK+u2YyaJn53dNA/7B4dDY67Q5pTE77QLKEJORr6/vj4+OgIpJ2k",
-	"1yzSXJhNWQvptWxNWpbzyox6ThPWzKaSJowsacSsPFvRLciyWqbt+/5n4dr+0UX/eDIaT/qDGq61vLg3",
-	"g+5J1C/CoJqAf2j2RDrlLGj/LjBYfzDs++Mig6l03chfZ0iXR5SHLElYSQ5mj4mhX4MELDDTKxo7jNTE",
-	"YDOa6Mbdz0PbW5HFxhf+0cTPBKN9aQ/RWMuxo4v+OD+M95ez4VoqsWTpI7FcUb7NlDDz+InRm4xSKP9j",
-	"lsaXCyXjiK2S9XIW80ujPdkv3D1in71C3aj0MGVzONDt1kniawbrg8qa14rW7DGoePjGnMZARcWWK60D",
-	"+2Z7/ba9MjS74zVbxnotNVmxv5odonf8mWJLrYa8wz9xIEmslWdQ5iYPHvQHhz2/5/f6kyP/yH+wotsH",
-	"36sR/9vR5skg/e5gfeaLV0N6fhg97V9+Nf7xG60RJgKVc7tiyZrNBOdMkYf0iqVb8lhsuBIbvWhLthR2",
-	"lJ9/08YODVYopM18V8JSz/yailnClvmmBRLma5o9QCL6zv41LcpwwaJ1wqJzxp1uJePRq2LjknFVeEF9",
-	"G9PsTysFsn1UEAO4G4pC4OWKcbv/PaLXj+hGtTJs+a/mgBke9MZ3lwnZ5wWZYLZFWQKYx42b3R9N/PFv",
-	"3OytTCKTR1SxVH+C15myAIgop/+xsW+H5uXavV+V9SU54NyRRketO0kEQ4tRd+hfgBA1gu/LyIjBXWUE",
-	"XNqXIorV1lxex8O+D+qtDNN4BesyaT1ytbOUcUX1ZH9aU7iR6tnqGwCP1SMh4dYx7unRrsWyNWk9OYXr",
-	"QagZbnigL+TH/dF4ALeYUu+Wrm7fjw2VCeURkUytV8Wu+81dY3PQtf7np1wiDvaQiD/1vz0M/368fDjk",
-	"34+vnh1tXg/Udwerx6PFU//H8ztJxNbFgvIrshVrMhep/m9KrGGi1/pnycrWq5fdw8MjTch/hsBsEhuZ",
-	"CM12VyZFxYpxV4A+i/XaF3R0UMKJmFsRKkk71kxPxDJWJNsDHrFUQf7KZtPJ5esPjoA9qtO5jvYWsHUq",
-	"1+3F68FFv++oZiXx+jQVXJGIyav91adkHcueSBW7pP9hDHc9kV5WReezdSzJS3ixta/+lEvHO6tQR/ND",
-	"dhCNw+5oNqTd0eC43z1ih/OufqYfDY77R83icXRb8binzvTV1WD54mD2rR/+ffTzsyN63o+eji+/Pv7p",
-	"7ZC9PvwD6kwFFhpMhv5kNPq+9Vn0pt+w7YvsvGPb62mgne9f+s6/9J1bbuj/fx75n+mQ//0O9Xf5qf6K",
-	"pmZHuye7ftrVs7QnO9nEakGoPcjhHKd4kpOQptEtLko32udy0fEvybGX5Ggp9kG1Po/s6P/rrvSvu9Lv",
-	"f1e6jf3+Nub0PU3eaiEiMByBJKtqckVXwA0m7TlLGcivW1mxP32h6+LHOn8H+7CKQU70B4MjS9Jj2p8N",
-	"wmHUHbHxvDuiB7PuUXgYdX3Wnw/ocDYKx/VOLuhvF8HghUzglkj26bddaAf+Rd+f9AcVzdYIRUexTdV7",
-	"1G4/ea1nZq9kW6LifQpVfM2I3VOFA64YzzDy++SR4Jf6GTm9ZpWQhtb5OlaM9AdwlqGUOF1LFdcY8kdd",
-	"fwwn1kEuo23cQmTG+h+zbGfPYGObcwVWccyO5n44mHX70Yjqq1zYPda3OHowG4ejaMgGc71mfA8ZIdJL",
-	"yuOfMaQEju75gA2jUdgdzw5od3R8eNQ9osezrh/2owEbzkd0PKuNgoB9W4rfOPT7sF1CFq9Uk8gqRni4",
-	"nh5YHvCvL9n32N/pkqVxSB88WsQhvRS1DvNB1+9fALcYh/knr7VgFDfUx9ZZxJYrocB3vkroFg3GxQMg",
-	"0Ns1mIAnknK5YSmJJaEkhS+ImBPKCaNpErOUpOynNZMK9SeIxaBLRoKsn3Db/YZtgx5sSrAJaNZN1wxo",
-	"89M6Tlnu5goXbEkh7oevl63JD/jiO6+lMF5FKq1lIH/HGMhTGvp07fvD8KPhTz1WPSbOPiiw5XyC39kJ",
-	"SVny52lLP5+2AtJ+/fQRORocHXXIZsHAB5synHT26QmhM7CdGx+tFhPwQ3FqOIDGQ06fB11DM/mXJF7G",
-	"6s+Dsf5ocBCuUynSP7Pt1/7ZjyJ+/uPp9sW5v3m+9T+8ePq3Dy8uxObFY7F58a2Inz36evX9o7ODsx9f",
-	"/Pjy7ZvB9z8+XZxxv252LZeuVTq+Zirdns6VFsplap6zUPBIEiXIhsaKzNhcpIyodKt1E3pJY16Y/Giw",
-	"a02XMY+Xeln72XqCOspS5NIVTemSKcOoj4AY1TG9XNGf1oyABzoWHLjRxP1QSeYQTxUbL3rKrmOxloaJ",
-	"70kSaK6ZEFyjX//xX/XcgNulR14uYwVqg25sHqfSMkIkCBeKzNZxEhGREq1CXDISqyIr/IaFBM2zNWn9",
-	"tEYZYaQZckhhRZf0wzPGL9WiNRn3B1ot4fbvft2+Ocv972XSXixYdh2Ko+Jc9laX4SBSi3zMcbRzp89F",
-	"uoSIq/Ua3qzb6ctYVUf7il4yIuOfmUf6v/7jf2mtijxmc7pOFBmMC6MfjOvJCduvQM0IG8BPsqHFXA21",
-	"wr2kHwwH+753Iz+nTK4Elxi8+JBGf6WKbehW/xUKrkCZ+dhyIhYfGE3oTz9CzEAx+nGVipBJKdI3nF7T",
-	"OKGzckSJVohI9hphaQqskp3qEVN4zOp1DosvR3EELJ2ypbhmwPD6jRMSKy0Gr9hK9ciFvhPoTU8Sfd/r",
-	"OcfV2B/kkWClgaydAWeUahCQSAD5YEaj7qWhFxAzX6J/T0HZ/LcHeaToA/xVPrC6FHxSZe7SpPFq2CMv",
-	"hFpogbah0mzlSIsEI+ZgrmQj0ivZa33y9Eq+Rvl9x5U0W+ypVg5lcQnN5iQzEW3xRF3GUupRgIoENzK4",
-	"UBG1oMrKIRpFBC5p1aV+Gn8w0kt3RpJYKggIQe4w7grGI3jJHuW5YIeXYJrF6/8PreVa6vOAUHJNkziy",
-	"4zMxsfm974cWnJUwZhynPk2O+z3f92DwoGTARYgYc4r9+If+u15+7cy7vASFUktlyonfevcpZ8OR3peW",
-	"Dc84Ds1Ma2/eg69QJ9ZstKSJFgQsOivZkJ7bH4gWXdmhg8Lvyy2F7qCnNWF3EUB4fmlKgPR8ZU/pIjFA",
-	"SBOxVvpATvUe+qJEgKH0UH67hFBkKaQiWh//stT4HCLpFMngEZgNyfQfD5go/1urGKiTkFkqrvR6p+uE",
-	"kXbMw2QdgS5Glo3c2OmRACkXkCVdScJouCBiPmccvjWDuGJbFmkdSiu5nt6lsZJkyaSkl0z2yGkiBaEo",
-	"mkJY57keWN6v0Ys3ccpI2/TY068HHc/YU+2KzvXMIpRwM6EWJHiEcrSLuksA7wcXKeVyztLuEx4KPdYg",
-	"b9goadVXTvD00pesEPMAtLRknISJkCzqgBB/KtJZHEWM31GGc6G+E+v0pXOBLF+whb5EEPeKeU+SPeTE",
-	"qV4JkjIaSSJ4soVlEBtebmolUjUXSSxOyFrike2+8T6O9FYEi5cSV4wTq4945IAezo7CY7R8dEd0MOse",
-	"WbuI/c093Uf+MN8+L4TCVt3e9t5E84zwej+4TZyv5YqhIcwlZPa43F+9XuO+pFde2s9PNEsoGioi1ytN",
-	"u8YJuouaf3/HGa5YCke44K8zFbhwiJjzPX+vYWqxzHYPZyySyETZV1kEQg/tLR7ZLOIQb+Snr86ApyLB",
-	"JJy5C3rNGqf/Km8z09rvMvfPpbTpkSc0vKrMWGmaiBVDd4ahSjuoGb+RCUhNopX/cmMdr7KBCtxD2kE9",
-	"W2jZZm6IILSxcVqz+1FfQc06SeA6qnd1O6jdUAHKqRdCPRUmxeFuYir7POe5N/yK667jqJbXXojMC2Y5",
-	"bp/bHwo2vSTONIpcNipKEbis781bXKgufvF5eOuFIHIdLrRYFOtUX3nLq+POg5xFYE2qrqskl0zhzMH0",
-	"hcYGWL1XdJsIGl0I8Yyml+yOi6icz/NFfKjPYXHNUtInz+OHjQLRLiGc2xU9SX9aWKO+Iwleu58qIUgC",
-	"w9h3wVY4+64Sootffj6hUJiV5rmMEEB4M/KLeMnE+q73NJmIjaZyDd31T/YGgpoqjYgyve21EqFmlXIz",
-	"kqXXYFKlkWy4ljYrx/k2O6ouYT62/dbOtN61332hldtBhXuyQFXSHvpEZta4zUIkWVud29GKvGCayhTy",
-	"BI01W6wVvWQTvFaD3XfsD4GVzll6HYesZHW5Azutm+w2j6miMyoZWfNUq+bGUFLPRBKHQ0LK0V6jdXmt",
-	"IUa2lR/1Hudi0yNg2iV0rq8Q8O8u2HmJRLPuCaEElQUwdsRWIc+M+CUbvqYLJClZ6SF4yIpGIEd4GLrd",
-	"yfrjfvP5OG9/0pE2mr0iseGePiAUTVXML+Got6Yy4xnRJIu5y2b3JDAtgdupw5uxJAmba+0rmXcjwdlE",
-	"LwCajlkM58qCrlaM4414vk4S3R/0pQhNkuKKBs6SBnuvacUxU7uqHoG7nmlpsxAy8wTpHZbo90LK9VEC",
-	"LhG0Cko6Z8lWc4TjcHJG2bR+5u0HjisClvBCiOeUb40Mk3fcdylVDKwTZdX7FUu7cNXSc4TFQp5gUbMK",
-	"blVpmLU+EpeUb+3CS2M1NAvUN4tSEM6D43yLXJS/3188U8W6iZnUZ9oh5cEYWZtPukfe0ljV8x3c15W1",
-	"D38+FnjD6VotRBr/zO6qA0MoQHntL+BGLJLIHjx9nyxjvlZM1l/Kw5BJiRdpia6//IsTImZKbwBKONsQ",
-	"wRmZp2JJXr08vyAPhJ7BA/iyeEz3c05wmyd2wLeQljmNNNFiNHDVzdiYjc098Jql8XzbeNZQd1RGas4Y",
-	"fhXrA/a3Ttta4tyO7j5tYyovTvuFIKfmNbyFIafVzvnc6gvG2Fb4cEIeMpqylMxFohWWiMy2hBri3HLe",
-	"9tL/eeadsmtx1cDgczC6we96CzcutZVr4C+P7ZpjCjV8jUYme6/V0qCRl01Tdlh3nNdnuuJVGaxHLvRI",
-	"5YQEdesQeCSo40v9vG6bwvPilIMeeenuDHy/reVpYTU88/sV23Z2CtC3b992NTMyrrTEY/WuW8Of4UJf",
-	"YLVSAVENB4djv1P05ZoXU0aT5Z+nrRXdpuynactDI/yfp1aAvIeBZz+8d7r887QqIQxBIOKg2d9b9u+i",
-	"lDdOud+gXod5sv0LoV6zpbiuqtqv0b2ZhfmCBgZOQfy7+eC3FhG9JUBdmm2NhxSTuklsQmBQCuifutYk",
-	"9+BjHH16YN/jUjFaUgoqzlObTpRLXfTM3mY7uTSFYyHX/L5h29dsLSsp46DvTSqKfwrv2hDpKJ5DBCDe",
-	"4ZpJVm5Fkw7aiZ0AmsGILMQ6lfWNG6ljdwnBLaT/Mk7URjI6nZutCdPdl3oOrbSO2DWfm9M1jwh+00hD",
-	"G0jB4T1CE32b3RIzij2M1/aLBdXaVak9FhEbidxMgp0juCsXlSJmm6MRDB30Sj8/e3xPZpGG+sYRcxN+",
-	"KNKCib2eLtmX9nh6fvbYbeUkz8/LN4yJOyS6Q9VIpOdmOsTk/t/xvlqmEhfK4C/UxWnoH3IOgTQEkZI8",
-	"q7uJDllwjsxWM/voBJ1FYqWP/RSQbwoJDtJe2LIvbmQch5bO0H4DSbSCVaWHfvobqaE/2psA+u52i7lL",
-	"PBfuOm0jyl9es/ShzfsoHkmhSCP3SFpCjJ21htlkkUYlHWMnrGU3/9j3tKAN9TFi3K/mgu+0qjcUBF00",
-	"0uOVzYfBbsAYgfrvb6DJGh0Qz4uipF5+VCL09XrDMEAKmADPG32D1Wb2CfOv6avk4DghkjHy1ycX5IFF",
-	"D2mkpfW7LEsy586U/Nw2WTihIdReCRGR2Vo5+yASnJ2QACZj/PNI3YBIuiWbxbZHAj0PMCkFH1+9efjs",
-	"7NH7N6+ffbrpXA2I1Y1BP6jYqLym5goECdA5s4klA8vtG248vSx6zqKYIubdXf1oX8uyix89AbA5wFiy",
-	"BEPi7pslWL31ge50rDss+mDGLs9kkyBLPQsCrLI/x2Sfd+HzLnz35RwxmlmC8uyCXivvELEcc/DEckwM",
-	"RtHbULIeCdxcg4As6VZzI18nSQ+TR1YsVTGrAWKshDMjqqFtuXAnKmM2lq4p5YyHStPrWDGPrHms9OEz",
-	"T4SA+Eg9TDzx8B5UaRazJcrNPYrVtji+AlBkpRU386ASJ4v0DEVUilS3CJOV1kxCQpV8VIHClrJL49rN",
-	"G4PkhWrsbn4P/KG4OCWCGkLYvgszysP/xexHFio9RAcLtI6Hcgnr4IFmCIRELVKxvlyAxJHMuHuLGJJU",
-	"GpM+/q6lvNR3vDaGK6HAzxuXRiJWnsPdL+j0yNN1khBFP5A4kh6RIoxpQiQL12mstkZHRzPqjPKrTB3N",
-	"fkgZkUpoxZ/xMN2u9Dz025yhyxCB7owSpBYsTvGCNRfrlETxZYwHU3G/WDTUXQLAIfVD/XoJBnXfT+0n",
-	"LtpnDYddMuMSkR6YZ/UM4lSqEycIXx8v2WIGnvFPcKGYPokkWYiNXqqQLtmETO+MFvoRMkfokmUfsRSk",
-	"b/Rp2gJX0NTlw5y/pi04zwRn4FqECBV9vkURKt0x5oLuTbuvkF5PuEq3mn5mN9A0pfB3XBPL7w6sHMu/",
-	"JxTpDZH5OVZpnTEKf7PqmWUY0u4TJcio41kjgEgjlpLL+BrNpbclzUvdTR1NDATp3g0B68GHLk5peWZv",
-	"TXJQQa5orSn7qkjpBpjTjLIRVQx87HXkdXK7yuN4pnc27pOGDouwtft0WJLWsORIxSJR3IE5oiBjBw+l",
-	"Sr7Nb5DfD2ldItcFXFIcQah3lAGelD2ifwYHaVFOggZSEIheHkN5szisgELX0t1pwvJ3cRTFJTG40iuq",
-	"FEt1I/99Oo0+jj79e92al9Cnm6hyTxLzJmmfPjztmI49wmPOnOk5+k0GY10ZynHdUErcUByXV6HUTWvs",
-	"HBjVGenNBKkWWWZ2vr54Yt5uXUlgYLL1xQFyNc3pbPCo91MibxQe5jUXlbs8u8ci5pddO60ulXCenEDH",
-	"WaYhAfxtPGliNJEW164O6vtGxdLk1JZHZFcCEzaK/eyCDa+27+CIV7YJTAiuRKUDwIN9bLokgRQJe6+p",
-	"n8ZMCUCdhjWjqTIg1PrPJAn1f0KRrgQGewb69A240Ne/eaxK2aWIal4ZsQNzXj9gvQI3UL6Ihl7VwzEx",
-	"uJHo8HuxixKS+o3rWoJa31dCmX3UfnL2QtPu/PxFySlkINv3E1MZsHvjTM0bxT52ocDfOPWSRMpXM99/",
-	"Ba4sk8qujpdhh9hZZHeRm8RYQRGrZqZyraLnGqwJLXNUhRpZs6+SwbgCqz+ooop+xnPfgtp/rDhPVYZH",
-	"jRMqyS3MkOYVjm4Cx7+Rte+os5UYw+osVFm8/htWFXXIqgbNUYnNzvgdp1T9de43aiO8VlTBPbIqqcpV",
-	"AhqUdRfW/2OLJsnLOUBo7KL4YxbGS5qcm6belc1A5wt9ORVzknWhlfsVduMRH5NzSZuSCFsiOCoMv6aS",
-	"BFOsYDBtmaj3Qp2BfSVc/RoUqWRKIuwn5IwJrqKx6MdgBhFJFjTuYsq4i1IsuXCTTOMoxLDjmiUrUuYG",
-	"tj63u6nujg2BIXVWkknxah1kJRz0H5Bi8T7mcxGQtlqwKTdfGsc4lVcsghN+KVLW8cASCHjl+muDJR8F",
-	"pD2POU06cIjPBE0jeAgNZmOKJUnAtYfv9qYcxDvCQuQFO7xCkYl8gFoAWKz0DMZe/9P0p6mXL5TbRoUP",
-	"yjR9hPHFT65vtYvg9YdUMoBhKu50sBvvL/fy+24OlOGeMiAB35sw6OJEm1+7iTeN2RmGWuW8ilAIGnsK",
-	"JqTBQAcBDkSJLMwIT9O2NcJJlA7uelg++AMvRsaqzQvhcPMXXIRsWzcuQMGSkVlJXTtoyU5K2tauBdFw",
-	"ubGrc0ICPcrAZF8WuqHKrKwjaiqr7BTPqFe1KEK6aX6BoJ6l4GyrFRYM6ZkAfJ9TV4NmVTVIO6u8AUYF",
-	"lA0gjqgJ5+mRJwCBdoVh7zTZ0K0kKz1GDrZIASmXTg6+1g7ASguXSgJhPK7xFhUBNOHmVloyS8E1y6N9",
-	"zBNL6yb9PAd37j72iNoIezxLL5svgKxca4IZutyTRAmBK1SGL/tcwzqFdbsn8/oo2LckUpA5TYuDPdHq",
-	"g9EeSg5ABxfsYwMaxD1pVqAdfBtLqo+p51QqluofA4/8+o//6pSv61XUDElL3hqDQnaz9yfHxmq8BeTd",
-	"YQR+k42xBEm2n+pfwoqselKyZbcxjo4BA522sMnacEswIBEQjtHZS+Uv1ZepEmELgXVUZtsULMerhMac",
-	"bEQaSTOWNU/0tTNAJyq6oDOFY8+hZFVt6rjF/IybXjKloLKKIm1aLuQDHjJNNQ9yKUDbn1EVLmwGejZk",
-	"FSeQmm7iM3DTIVXt2Avhib0aq/yN80LvgGOP3A9Y8Ebrf7wfkBBmniQsj5xUYqPn5MoUs+HNN507QQ/t",
-	"O+Dctpp34aB6Vj7DEkO7RZpzWH2jX//kogh+LJph+zWLtt+FxEV2/FgrNDEcAUIpNfd04QvSfgb/GXYg",
-	"QKFAXAMQabqaCZEwCipNDTBm3So/P3sMK4yHLypwZdfwnniaN67fsszJJezNqjUuh7GsGzsYXK2BQ3Mk",
-	"leiIKlfhKk6nAoh54w5MG6SbI13xFet1zpSzS3qt5YcRGM7ptlevttjUjn4101Sk+Z3EjEUBraN0doTB",
-	"TFUas2uakAxItDCATPDZkTiCoIgverM9KQcgbdgusFNyoARgGAP6bLliv+1iY3f2FhPn+EGt1w0kTtam",
-	"VbQKtdPK0qxuw+KOcdUgRyq5uyNbvPJ5XBA5Lj0d7qrogRm/u0eqq+qUtY46O4ZDqVNzuP7OVzz3/lFz",
-	"xdNEfW+P5czSULji1b/yua94tb3AFS87de3T8r3qsdlqf2DKZoabZso6tp0vSNlMl7SU9dzroldQUct0",
-	"/iauu4IEupXA5ACnl3UX1R4JsP1gYk5YPJ9mNLyCN0uqZ881kWFJRFO6s0A+81NFXlYKq/6hWSO1AqeZ",
-	"NdJcJn1B1rC9AGuYLB9325VNIeaVtr4XBFaOZr/qxalYQM6z46Vq4LH2VZEWTKwztC/EUq4RQaxwlzzJ",
-	"3kVRH2Dk1Gax7bhMVGdCLZuxGsSaZyK4M4bKIBNpFAF0K01eOQxijtaaeAcAOpmTADOryhi6QclUY5cV",
-	"A8asjkAEgCbSK0YC/SzoEcTZ0td3DmBkOeTvyPcNGtoMrp/tqY1YR6y0aavjGXtOfMmFvpGTU4Rm44jM",
-	"ljUDCkaGvpY1mkHgWby1z2bsqeFWm9KALU5K+IlelhcwyPwzq4SGTOa/HNv/6R0f9whYJgKAaAzAtIVC",
-	"SS2YAZjJcR5jhYaYcp2JSryrtRyE+EaPnNpB+T7IRxoqlpbcK43FKhxM3IHv72OHKcJbNg4PPMcTiOyb",
-	"6ZlbmOk2FySKJcBja27qgIPFTmE8cqZgohUjsaQxx+QuEgnVI+cY3Ul5lLkLCftAQ5Vsc1Q+Sn5aC8Ui",
-	"SIlKsL51O5i2PvS201ZWdCsUy6BDEB2wYG1cUhUCFoWYZ9YaaZhYkpBK1iMv7JYxri1kMA+yAezmAhuM",
-	"nlAcsonZUfVM3yuQNuiRM0VoIgWJI8ZVPI8NFFdmOzLksTUoVtktIS+tBno5xtCX7G47q5JkVxrr/3fZ",
-	"ZDy6iU281ofupeg28k79RTNjHXDZ7sXWlQvmndn5VX04SjYmCIhAnAf2QeVEbz/p9Q9GJGWhWC4hNa+T",
-	"D304cEdOLKwd2kcD2wZa4HSzQVO8C9R6ceY2HOxlpbMlYMqz+kpstMgxL2QX+AQQvwNYcwwbgkGdWK5d",
-	"Msql/R1d+pZ8BqENQtIjhxO9UgiE4PpRzA0MlVrEJjYAEkHAQR3Yoip4UNvAM3vOWo7Ekg7618Ipa3++",
-	"DYPaDoFotkhOJT5tzUhEFSPt77777rvu8+fdx487WsrAQ+NYD2nCeERT0g4G/rDf9QfdoR+Uj8rAdBJ0",
-	"6szTo+7QLxul9zJelm129UebDX/s//qP/3XgSltIyfhpzVyYnkKWLVghV8yiPo0Gg9L4HdOgw6sHoxuQ",
-	"1jMA5F22UXgFRz32/YwzYEdCXA2etXC+IkChXC+RyRBRWcxJKtY86gKm0HrVtnjJ5P/9f4it0eORgTnR",
-	"O3g+s5/WNCEB6gOBR1giGaykldl4tu8dj53Vz+TsjK/WoLov6QdT8mhssNLNn/3GVc9it7F0TyXwJWUM",
-	"5ZRc6G2pROHgKMjWZuF6Uz2ggqjdR9bexlAqyCxOEiL4RF/dgjgKEDkkKOQPBgAZVcxvrAUlJL/+j//U",
-	"HEuCpszC4CRvBnLIa7Ku8+xq09yXsd7mpX8qCUprPWhpcwFM3E62nIX9XBxbXkOotDX3sFZmRYaqBSbw",
-	"ctIjtg4KvlxUU0RVloBxE5sltt4PYVo13ixirU8hplgMyYr6VghXnmCSxYhBL3Qm1gZO0oiJvPBIag6t",
-	"iQGhyfQz3dU9fYpxaHuXw8s1WrJau4Qd1lLflpQjrijAXEgsI67VQQDY4whvZsnljjID4IMvuNig0USR",
-	"QEIZpAAPUiRMlgOSrS+Oe7951LlQ85VEZ6rIB2Q1AwvHoTcIF5sJoYjdZo6K+VqtU5ZfhCjZMpoSutCf",
-	"tCty08yqcwLXSlSDJWS3I01RK7Dk1GIMcsqoJEGpQFRgvIOxIpdCC/q16pHTChuYBdiQdub/ZDxC3Qu7",
-	"bDiN/f5Ff+QUyatzFt8uHrfO/ly2UWeG7EwYlNTn6lWxfDcrK7eORmgOjlzdsWew4fQ6O7O9NddFf8Ll",
-	"K7sTm5DOtg2YyE5aqHARKxIKQKI8DUOGyXlan/j6/OUL+6lm/eyZCYHMLmTBf+/+pf2Xif/LD/3u8bvp",
-	"NLrfaf9lMp32ptPoT52//Hvg3ihH7vlG2uGChVcsysrzWM0TkRFSqYVNaShzByig0Brs0PLP4MbepLFS",
-	"DKAyM3jCLIKzz4b+Ee79PuuOfD/w0Bgzh4zuJL5im1iCmgwwLwUTS8UaojcQyMQF5VFiaTmLOU23ZJ4I",
-	"quxniBXaI6emgoDFq8drsmygGEQ/GhIpM0hQ2bXQlQXIUL0zTkzkBeRmaFXeiV8JymnEPVB0BWfGZmNY",
-	"DgkPZlHnrBr5Bd/vbhaonqrviir/j1Jwvl72LFM7v3bj5UqkytaPaE1al7FarGf6avwAAaDsf2Kuh0OT",
-	"B6Y52OnFmJ29d4vxZ2a4tmqdci3yJjbYobAbrFGtwKsARQlBF1yQMIkRlppGIDnzRF6XOXrkFDapBKDz",
-	"zIjiRg2B0QQWa9rS8trs5phhCm62oXMOwsgs+zlk3gqiUhonevv+zFKBjQ6mrcAjwRTqYkJEM7EAlmh/",
-	"xBoJWkmwnNTAQ3dnjN+RLW64jcMBlaMX3ZM1d/K2EiQomok6+UW9+DMI/cCC28NtBmo7zIwVstN4q669",
-	"UFf0wsfosazX4dEFo6qFhPQspb2Q2IPwnsQERpsKjCBIEAi0M7qwRwLOFHJwQP5MwE8k7d+//s//tE6D",
-	"4rM5y17CcCJIPrikoO9nsWvQ/T2ZRdTpF/WXWqpvWHyJgLjQI8Z05ZMEOmsOxj1tgbpCg/pYmrq5gHTq",
-	"cs5VuHjciGIX0W0+UhMxlWULg272s6amuRcVkaXqA+Mg5L9sebhTKJ47poa+Bhc+1l4c7R+Exz6sWNjQ",
-	"t0sS5D+5EOskMvDFyiSENoxmtM/Mc875vKGlbtSH7qMcZGqjS3t1UWpjdjA/pEez7nHoR90R68+7dDAb",
-	"diE5HX863itoqO56/geITcq2+GfMw4Fdq4WB3d3631XKn2Tpr0Y89DBYKm5mfjwDyJKmVxj1iIBbJi5W",
-	"X25XWEyod8fLhHVUfwlGjFMi18ud3Gc6f2T7rmApFOOQY0UWIomK1oh+TcHAcllAr+UI8y8+yV7W4U0T",
-	"Q4FfO63hftPaK/7JnK67Yp+aw5jyc6MgMZ04KcPChTkXKV5a6TLXFWShu0fd46H+GgkTQ4/37x00YXWW",
-	"moAJE4BlagKVfPflHz93kESpfQiPcE9QEnMlIOIP33MI+YrGf0AqQm3tWhLCL1+KfrpxIJ4NQTco9aCq",
-	"2Z2glQSXgo0RI0ZQBxMExpRko7ULkWsSJDAdBvkuC8BRHYplIcTINGV2XpEy+W8VSZ8tbPUOeQ0AiEEM",
-	"+YKAJeeRINt6FnWOKhp4Ni0Ja/eYi+bpq7PceR5D3QS4Oi7FEjVrxKeTAPYjHfc2+OigYT3BKNYDW8ac",
-	"KixBvKSrlbn4NmfQ7ZmwXEgf9BoSwfZoq5j65jWEG94caFWMr/QagutubqcYTeg1RGLd3E4x9MyriKnd",
-	"+7cggr3iBt39ZS5zMsNlLwch3e36emTfqzSwe9D28+Kg7ce7Bm2+rBv0iqbq/V7fpqr+e1iH9ykgk7Kb",
-	"mzHLhm83t7bcxZDlxpYuS9q2rHvlPWCy7m7ptXn3nHFVbkff199j9d8bWjlnPHoKL9a0oW7+OOsaAlfe",
-	"Q0D5DZQ4t1HWJSJs2GwhxFUPBVH9t2/xnVcxv8TPPmW3b5PhheL4k2uh3MO1W2BQfb7u8U0++/0/KNB6",
-	"z8+KbLz3R7f8oLTD9+6mZm/c9luHC/b8tMr7N33YeB7c4sPiAXCLD4sS/6YP6/fHTV/VHQ97frM/rzQf",
-	"z7f5sqIk3PRxdde/s2qW9UbVZcD8tGZrrTgaG27VUgfqWFNAA/xIMB0a4xfgiXzw0Xz2Kcg8nNJ2ErOS",
-	"B9/vH/vzIR10D2f9sHsYjVj3mI5n3WE4iPrMnx/To9nN9peSom3HXXdTy68JNZYOqvS00q2Z3ILWJGHv",
-	"Yyc0+D8b1Jl3AQM6Sbu9/mA4Gh/sbzbMaVqXIJ9sScxLKxNHn4ITsoG4NZWvoaJgClZYGJrxaCViDEne",
-	"K/wHSOqGm+2DT5mzUGxCtQNzwHXjCJydvzvbxNGN9/ziVOsYIAXMzzJhBWcFupZBoADJoA4N2fyCuSGY",
-	"/n4Ho5Mho+XaXWw4/P7OFjw7wbKN1SxWv9ung1n3MBxG3SM2mnfH9GB2GB5Fx8zfK+E4oVIZgnzReeh+",
-	"nqSpSBtExFXMIV5EK5Brs5MAvMEiUuh93w4QN361niVxSNB7loNPI55dVqIcdVH98OLZOXi95YJeMee5",
-	"HnxExFrpP766uHhFxv6wBqAgVhkqgf44K3bJs1h1kwrCmdqI9MrEuEIqfW9f6qBxoR5uWm9sGB+a5ayj",
-	"xiWQO14ubGHBsIxpBbHOFe5uGGCtLbLB9EHaSosUqMbY8bKYZUiboWTw4QOMRf9i6A/x/RgRoT/s1BtB",
-	"smY05+HlomQsyn+/4QDLd5KbBmrFRGURXJ4t75Pi7m8UavVAjsDvmTzDC6GcTHmXBKUbbjAhp3mRGjj5",
-	"TP2VdlPiTqdXaEirEsGEnKncRwztGDVlbvysgHkqODYPoDVZmJVJgoLufv3Hfz2AZ9Ve7NUvmEA4VtZZ",
-	"CH41W+3AEs0Uc0S9QKVb0oa+DCy+mzdV6Ce7hIPlzlaPgvqf1FbfKH9RehmKl7jxdybqpvhZZqIw0yks",
-	"QVbqpdRT8YJf6BWzENdKxhHLfd1YCQ5fb1xRrHNla1cFFQwg2wXlhXk1DW6ZZbJmPbtVuMwLjZ1Iixyy",
-	"s7uCScF0ZmI4LXSpKZVS4sVCNGg7yAJK9Z0LQEupVOYeBjGB2O1tsnWrH9wqCbX6+ZdIVIReqsYNM0Kb",
-	"rGNGljBV7cVCL+BqYYO3dR0UPtrfXg6f/V+KkVUd+2cDWYOmXXMTtKaYVOYgsALAauz2vLISQH9SQuwr",
-	"G0RLhrR621ydTbNkHq2z1e4wZTbbJZusjF5jHn9TFnpTCnKNCdCrccKVfEpNQHG7kPwKpsIS0GGBdvW+",
-	"Ga0LvExPk6TZSQN1EPC4vY/Ve8wBuV0VXET3a2zh/1r6f8rS369b768YTdSius6vmVwnCgNltSLEzc0h",
-	"ZTQyUNapmLHqXbZR+RZXgcsY4qo4OnF1o1Zsmq5TYY3ds5ZfrULUtpqBUVc6BJQIdBa6EXlJLE38dp7u",
-	"Wg7SI+1iZrkDKN+ZOOGKkDMoA6KE8EowcpnyYPILuSDhArgQk6shXwrR0I1Che7PDIXFZF/bEUHDghfq",
-	"4unl8qwm7hGbPuAUDdSTlUQsIZiWLXskMPpO4EzapophpCH+8Uqfsl8eo7CYvF4T35KP5jNGUq0z4Pqs",
-	"Emsd9uAXhUE0lRGKkUdmVHk4rQsPV4rzgnBki4xoLtucQTwyNobR1sZYaZHzvMICI0Sv4YiJwb3Ecc4Y",
-	"2ejrIVo5kwTUKqDILK9z+HlI0ch/peUg5QlrQWqgIA3H19ltbaVO0I9UnOEb2pya/Ip19/C2rI0mqMW3",
-	"C5HvS0CdADwsboEXMeDhim3vYRGJzs5B/hbkyUf2Zq3n1mC2Hl30xxN/NPHHnw1rEghgbAaxOgGlIqRJ",
-	"YoyfmDjSSI5ShWshrq4Y04cgmN4uU1sZsjFXfn9siv0wKD4v5sQtYA727ngfwILfiHx3KyCCnTgB+3eF",
-	"R25DRoJ77gJauVcG+/P03eiSqaxsbA14AIbG12X3d05KikLp1N9iSgqCxsYRwGHEklyxlSIrzWOFVW/M",
-	"WteKgAs44J4IDgRDrpcngPiiFewbYQfuDDLguEV2C/s9gAkg7N2AE3h5SBeipVghA7k5ccTjy4Uiby4e",
-	"AUCBRRu4gOTGie9/34xIkL9zZ7mO15XTRg/OiyzhLgM2zCxU1rlTAze5h1OnzqtmtaVyxbcvBqG6C47B",
-	"4AJRldlqG5EVar0MufVsh6sV/AqZya5ko7MsaY5KJz8SCgne/TTfhcR6ka5Nwg3l22yxDeita84NaZrG",
-	"kBz5m5Bas7tC/S4yGBPVcnuFhbG5xTHHG8FdsB8greEGaIcGUIx8l8ALJzZpHHONlpIl1wxh1GPu3o72",
-	"3CpJ3FRizhr/KxWG6fbBRyWuGP8E6VTkq4vnz9CcVzb+YlI3vAtXLsojsSRtqkjCNHP2B0dkFiuZYYYV",
-	"TPqRA7g0hws2+FgwbNWcFdkoT4w0zzjIqEu5FRJQAxRL5zRkELNbOVcbCgbT7YOf+t8ehn8/Xj4c8u/H",
-	"V8+ONq8H6ruD1ePR4qn/43lBPKTxXrvEpGXVKxovAH7XeAcLBf4hrauk0CVrNhOcM0Ue0itNg8diw5XY",
-	"8NZeGB27AUX077eCCfkcqCBnkTPbIlPIL42hXI9PghnRMCh9spawREqVdG7EXo5vyqXL3SphwihA9jm4",
-	"6BiFfncRbe/ENXgj9krvopE79C8Wnr27aHSALG8Si7cFR2lAQbmZKKaYdxUIKv8LjX7mTbx2OcTZWQPs",
-	"t8CuXBSUWLHh+amOZrEcnts5uCYWdaRt3o4akFluBmRBf38idWMgqDs5IFMb8VZkI+BKZz/ElYKXsP6K",
-	"stRaQ/ZexQkJFry1MqdQDhJTYAl/z1Q0a0hsqI+Rw6C5sHvFUg96BBbJDxxcpUzupisMnIabz7DLsnDQ",
-	"ffZZCWVlV9WNDCAGErtnBlq/nSHXOEzYKQW0QNJ7nPNcZCF+sgfGFEuTlNFo6zmGH4HVM36rguqEKNRX",
-	"1ch0ZwuYUR/94JnwB0Rtl9Xdr8W31lCwr96eY1P70V43DoNE2tdo9kXSI5FZ+ay6jdVqr9F/G9Nm+0LT",
-	"6HeYDArhW0DR4kx+H5TA/XI4bbD+nXI4CxphFR/IgQXKoIIc+35uWa4Bnf+cOEJ2jTNeLW6oXUBDNlir",
-	"ZBfIj14nTbUArt+Mj1+0XldNyeZ+UzWBVeWdewKXT6PKpXuHo62UDfG7JWlaP19NkmbVF1zr+HZdxZ83",
-	"XfN2AVkuMf8pWcP7kLIua7jqzf9CZPwNcYUOccEwUVs/Tm/ZDBfx2mqYtXBFpO3YHDoTEljwL+OStUib",
-	"QQZrJEu1TmUJ8iWrJBesxRKDgZdLEcVq+0hEtlz5ehUWS5WTZ02mIkSJs5CYRXQaA7mVxc7pc8ZYhTUJ",
-	"FlTeOIqaNAj3zRrLvv2ZhCJCy4YZL1q2GtCEC8f2eNj374QQ7AykNqDVGpf0QsxF2rMArI0jebSg85hf",
-	"6qvCgqSMK1qCj7YYp7vwYC3PfD636N9MiyeNkO6jEqQ77AzLrZ9vIK9SvXvEHMIPdPMnzSMgz4vgI1AX",
-	"OJagKcCqdNCgBgsUCq7SeLZWTN4S6NZsBSUUTXDWokYTfsNjCHJZMirXKUOfa1ad/slp0NmLU5+c3oFP",
-	"16uwdkDXLJWaXKmI1qGC/bPXIPzhge/7g+P+aDy49XBKQtsdlMO5Du8gQb2SHMBZ7VAccozg2xWCaBbY",
-	"NIPqQxSuTFpLyCKqPyN2y/A64MaSPP+XOP+XOL+jOP8DCPJ/ifB/ifA7i/B/AjbPHneVKgLN7lDnz3RL",
-	"2T9pp0DBVP1RqWhjrRtImYdifyl67pE2VSBlDcDC70ZR260ZBSbt76ZvKSi9gcyV0PUvRe0/ViJY3cIu",
-	"/wm1H3/Dui6rdSCb0w6+9Kp+qQw6Z52qUCN/JHlWzOeoXZVyyseXWZPfL83QWZsyoM4faWXcXJ/adSkm",
-	"A32ZVfmCycDFZVB/yAVQjZRXX5LkXybL2yV4Qw7SeYZIkJsQMJldrBgPJnmijKlpgtrclpkEU1c5oTtz",
-	"us1L7r6OszAX0g7QBQQSVzLV6ZGnMaeJTdnN/Qe5XxjrBME4Yfr5WEg7cPxDgTflxGkEfUQBdHNS9E9S",
-	"wAaSJsAMARLtOKb8IqVcgnlGTmzHv/6P/yz0bP6Oo+Ck9Ip+NOXm2YPqR062QiFNVH8ALrJc0TT/afDr",
-	"mA8qV7OvN1e12WBPosF43D+2uBxXbEvar58+Ikf+8LAGrJwmddUOkkuRxmqx9EjwJHp8flrIbIMnxUHi",
-	"o9qUiOu6qPj0mkHTMNRS4/Cs3Dw+rOngqi7e6xu2JXHkwQFvcNUhenHBaAThHsGVCb2q+tD9fm03alvf",
-	"DaaJBi+/eVWYxstvXhWnoB/UXbDrcJreSN2kjC8LTcq4lO+oH9Q0+aEhEDTjB4/MqGQHo3WK8fdirW91",
-	"kUW3duo09H/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16LG8XpFVzNNTvoEeK6",
-	"ecB9SIS6+/jXm6s6yCDy9dtvyDlTyNeH4/5hJ0tmyyZpAkyvWRrPtyAJpEQuqIG80u/XU03Gl1zLSWgx",
-	"5mQt2YlTOkZwRqI1JMVQ2GqpUFkg+F7RPXobVxClyrTTw6sj0DMTbVBHpCzitC2VSE3B1izmcWeBhhMS",
-	"pCxk8UqBaPVIYKB1nsWcDSBjE6pUoL3V5I64dt+qlMm/79cdWynLkYNKYZh+nzwS/BKQfU6va/Ou3NHV",
-	"tL6OFfOw4olIyTwRohRfCG+Q/sDfKw0nrhMFj2JVyps6XUsV89bnzEwbdf0xxPgc3JDUUUWuakjBElzR",
-	"UNVmYJno4/+YZYHJM4hL3jcJq04uW36tpG+M2dHcDwezbj8a0e5oNgy7x+xw3qUHs3E4ioZsMO/vE/3L",
-	"awOxs25r8uh2hV1Xmnfj+5pgA7OoYvflklydD9gwGoXd8eyAdkfHh0fdI3o86/phPxqw4XxEx7O9Kg7W",
-	"J51BvE9tIG2ecubvxesrIRVN6j0mr+A3NP0WI7mPDuvPUEemNATLr9KYK4xwNS/bgDxTxFYvYHDDCu4V",
-	"46Zqk7K0/swQBeCysmoXf281tHRzTJnlQBtU5rX0Tv2+dvnOTl+cOnVgqjx7umRpHNIHjxZxSC9FrVqx",
-	"ippEzDMqlUmJrlOABlA5b3A7AVMXI1faK2ZvOhN3Ysnc0DCXS7ziwVGS9EYW29UssKvdHF4WNJiTZNdJ",
-	"2ogqj3VFzdXMlhlF3DTONlkupcWcf372uIiihh9ASKD5Z0GXy36uLOXzYqxh3VH//OwxaZezGYhxHBad",
-	"q50eObNDpWmeYCO4qaM628L4g1rsg89xcg1ud3LVHSN6nGjvA2xNjEbGKpOVyMzgy6SZWO2q6RTItC+b",
-	"/jJjieCXWgX9MiffHnkvtQxxu6SXP9QBuJfUcRbKxujuRkC1SS1VroPiVCCeEGCqnFYDNY+pW3HGuBhQ",
-	"JNjsV9IOlkwtRDSBpQhOsg1XAAwzFot70jMYt/pp17ocEOq2Y+DRdns03ApnhgeyNXI8HTiogAQhlQsI",
-	"rliw8Er/Y0b51XuVUi7nLEXrDCBrBSdkT/+IrWcHqTSF+U1MkgoGhMecBMWJBoQLeJ5hoXlZmV5oB1L1",
-	"UZhhJkuQRx2XAWUCLFObIYDY6OrAwdXo9Ih+1ehPpmGMVtf3qOiECJ446QVYNjG+jJX88mAxWK0HrHa/",
-	"M1CLZud7soLXsh8gyy6M5IzPSRxNCLUduTwCthyDA1j08twz2ToWQugMkZWDx0+ePbl4chNfPviYffap",
-	"nEPvz/rhIBqy7mg+9rujg/5h9+hocNwd0tFsHB5Eh+xob0zfp2KdNihiDvfkldDTqGyH6dclvznlM6fT",
-	"6OPo07+37pzJ3ZiijQlZJlKlFKMF6VnWsrpXKjfKmD3zCp/jy/vkWrpOv4xF27X8ElgJjs6kGzDL91dU",
-	"VnTbiDhC02ghkshgjpgkvxpQhN+CRAIpEYzXYoTV0SF7X9MJRH1Wj5YSK+xhV9r8HcSrKaAxbQAuKWeL",
-	"vNEYKK2FUbBn4qR+tyFPr3CKwdhVGrNrmjgdWl9iHT+2hqOh74/7g2HfH+91P8xy7nbsGdObPhkgezAP",
-	"Idi5OepTJ+uUmSxFyGwbd5EzijkixmXCpiycfGaV82KHNvQ827fVlDBa2H1aBZkgLCuATYMaVGJ1UFs8",
-	"WLH844xFTeFrq6J4t1FI3BtXiJPUH+v/6G8hwcr5VCuM+rviXcx8WGGKVyJVc5HEwl7J6nZaplmByuIg",
-	"pq7s1zeZXhNxKd6kN1lU49to3xV72+eyQJmx1hDCYrHPy3Vz9Sc7c6yLSA5y8uBBGPFenRnygW6rt4Kc",
-	"v9tCN9RbCu3K7mMpbNWnn0frsDYn3/xC5CZWANYruIc578jzV2y7f+I9NlZXimI/e1SFlXdlOxrDTWat",
-	"sYvuTLdWdDT0UYOcyWeCpoBcr1Vza2kJ5FquGOrneosjMnIRZDP7Uosza0PJvtP7Hj7a19jSmFF8muEF",
-	"RCJcg8AC79PxaHzYQai2mYi2mt9NgRUo1m/vYsEDQddq8QAcUEFvyk2dPn1KFmFZsBf5YLr2/WF4FfMI",
-	"/sUwz9yUZsA0geCaJnEEGzwg7ZHvd7wpD9Zc9yTS+GcAVB75fcj7F+ksjiKGbw71Iy5Udy7WHN8a6Ud4",
-	"znT1LzRJxIZFwZS3R/64gyidiaBRVwnRTWh6yfR3fWhqzeV6pQUci7pLFsW0i9Nrj/pj/N2c3npLQpOD",
-	"gX4eR2y5EorxcNu9YttuytYSR42/p1rhSuJlrMzTY/0UvbjSGYhucdi3k4r1Muslgo/GSIAZjbqXVLEN",
-	"3cLDAY6LXtMYBAU8HAIFtdjpXrNUxoIDLbLJwUvjjrEBYrl4eOZrpWm2vjSY0KV4FqZqvS9vEQFntWKA",
-	"/MUjhJtUwphnAdNoldDYqV6RM/HT+IMBeoL7r8F0jTlyHoa0gWUMkbsxg4Re0hhsMVUPEXzVnLTyMZdM",
-	"lW/LMqimUo/gZOT7EyzAI+ZzEwEDg/e07EPsMwNBUERY8BAQSf4weNfLclo8Evy01ucAsAeiyKpFL47A",
-	"2KC3ir5Smdz/Iuk+lpEJf2hBnf0ZI5TAnjLgdMba3Hr3qUa8NeEAl8uDVBwko9qqH0v6IV5qoTY+PobU",
-	"DPyrr1+uIluoWCV1/ouFSBWR6+WSpgZAUuoLRw6TJ8JwnaLCbF3mObCBg1zGkQ6Gb+oYRtXW0zhXAPT0",
-	"5vVZqX2QXN7e0m4vSCf7dS4Hq4rAXkFeSE7niDNbtvZYM2dv/REB6RC5mx2SlZwTvzb0oJGKtj2jGpQD",
-	"2Rqqz9ZrNo9juUrotkaxOWturBqHYNWBOspgUHEW14ycc7ssuNN9TZkAYml8AMYSm4e89cgpaNdcoCIX",
-	"EatjUi2FjLgBTwdpT1trfsXFhqMwmrY6n82MV2NKAwCcdbiwYeZgifAwIy8wnwUTJ8LESZEqWtpYIhnM",
-	"JkDR3TMQwh3ngwLikI3TM18OBh6IKC2GnTA+NNYtd9z3TMg0Ig+7161b37PMq/WO4ut6P9PLFbJSj2TG",
-	"nyUY5l2CnsDSm9Cv+VpB2lSFYAVDkIXn0Ue7vjwEE8LFxsKXqoKh0kY3NliPjm8O0Pgt1pycAhfFm9Wt",
-	"LDqWR/o70wh1GwbB0snVgkPpdslaZVNGs/woJyXUI6dShRWtGxM90PLfnDHgWg0z0wNYsOANr5wSYKET",
-	"DJg4xMTGNaXu4hyof8/45VXucNoLbK1EWft5BjbTQNv5mkd3FcqmTg5EkEmasB55KPRlhG3RPyIMS56Y",
-	"KLg7Cl6PSIE+KkqWsZQrlqgcmh+dMBYnXq/FZiES9EzsFNl8exuR7WWR5HvBBe8Q8XBCYd2iW8v3/Cnc",
-	"CWKs5WZ1KlyDXGLpIU4ITRKknnm7V4JC+lEKztfLnp2q86u+M4kUyKXV6NakdRmrxXoGVpYV3absJ/sf",
-	"e+95YJozDEllffryNkNmdSQVXGdyGbQrlfklhz2XpzNv3KIWNVnNN8ulms1hU3yUPg7lLffHRRWML8t9",
-	"sfhE+riKE5bj6UHRJAOAX0Y7xVSALBNmQgABUB/sjUk1hXT6DP9bEf944vtZEHQWVFSpspDjk3K8o0V0",
-	"SwID/xSQP0FZp/lcMgW50HSbxJcL1ZX0Wi+MEYoxD5N1BECDiD9Ywvysje73QEemTmda8nKRY8nBNfbE",
-	"7H/MT0GfMSQvuNU+UGpbttIThbEC8HimG54pQy0tQei2BjK9bK92bqS23knHI6BPGGN1HTi5V6idBfcw",
-	"sVYz8YHQPDVEK3IfaKjgihwyshAbmCaAJMZcKj01SdI1P3FXH/0uC7FOyYpKqXkGCM5F9hFJKceJirUy",
-	"8OggHSK67VjdAZHxIKkHSZr34eXImJbJ7JGY45bbJ3Y6PfJEM09KY2ko7FCmnNolmZKV/C5o0mIEN2SX",
-	"9chjNqfrRE0ybEvPcKckwQ/doafF6tAjhx7pj97VBDKZXVjrUYSaYVk8F5AMwTEL2JhuqlqAZXHgKLQo",
-	"nXu4fLyWGfNjWhd+rp+SlCWIQKCEs0Pav/7P/xxqHSZleiW20iB/e8SfWOaN6NYjhxNCyYaxK9w3sDH1",
-	"mWmDGyDpRjfm6w6OncPoyDO2Gh6yE1PBFO1LVIbGegPWa33ZmqWQXpFqupQO+8CZY1Fh1uvke0Pv0OuP",
-	"3jmG72bTyLHvWEa6w1rLyJJ+MFjhRzdE1VseKC5DnfJ03uwNPMV7abHcEXgDK1UXoARCfQwWARvZLKVa",
-	"VyhHlcCOYB9WcboFDoN2ZgC8nrKfaoL0aBo91E3VO6Kxm+Ih+20s6V4FkGEU1XafmNFJ8vz5d9+VXE2D",
-	"wdGdgxfqvFznedHFOEIvYhbvAaTvAowrRkgVx3JM+7NBOIy6Izaed0f0YNY9Cg+jrs/68wEdzkbhOPq/",
-	"IqgD5rm7QrvNZYdXP2OcA7S3q8QNsn9sAEHDfWIfOjcEP+xT1jzj+oJD3HBsTrHiBHbu9n9Oan4B7rec",
-	"21pTZq+YElZXhu/z5rl+zlKoeooX+uhoqEZ+ysnL07VakEHPNx418LodHI6Oyf/53+PeoOORtQRpqwXo",
-	"tuxoqx789R1pRYMmcfTeGLzRn+aRUX+o/9+45OR6f5lSrt5bJ5fvgzPLNBEmMYQegusNS+oI8V4rdO8z",
-	"BEf0ZfWK5UPdAQCMTV1/eM93OtILXG6/kvZcer/W+fP+ZiAqiAXbpIJf7vZNPYKeiF4JxpUtzIp56L2b",
-	"i4ObMt/VUdVtV+Afx7BREz4Eo+mGKQMcb5pIAvTskQB/eh9be5H5W7IwZQojMLQ+zWiUAWRTie6dh1TG",
-	"YWmKNrTD8BzEd1jbiL2E4T4nMxbStWROcqqtMWuULQkmEFSzkOYWXDlWkiVzVM9xexiXX7vCxs1sq68A",
-	"qLQZngHdwvhatTI49OHatIz5WjEs3WRWNU/TKykelpj1y2DqmpEYgo2v3gdGrUaL0GBEEqaPPtR38PQs",
-	"nQvLq/ejpz8dfT+7GPC/bw6frV4fh98O5TdR/3ltnp27mLvHhO/occnSuEb+HuOS7386/Pv14Nnm+PXV",
-	"6IIffb8afhUefD3vP1yOH0v/r9vBG3r4DTt++6FunM7mrgakGMek5UyHiUu6TfWF1l7GD7N/5EpwWV9f",
-	"1E2eLcnffp2zBF5/D6/XU/3rtxeaw8A7TSUJTk3Agil48JDRlKUEfYJua7W+Qbb9ejH7axi/jL9++v2T",
-	"1xd/Oz+TZ0u1+v7R2cHZj2eb5z++Uc8fP1fPHz+Jnz362md/P9XvLqJH6qdo+Ld4/rce2379c/T2TD9W",
-	"tH/kv+ZPRm+XX795vhx/F/0cPQ+fno2/63/3c+irq+dvfP1JOEj4bPnUj/7+ddJq0pSZfB/XkOBZPGdg",
-	"iom5ZjzBI0naB75f5KqDes+va2hq3GqF2C+4wYoNl7ag4JcJBZOhWDVY67GI4YqlINEEl/ruv6IpGLtm",
-	"WyJXiPjnDsvGmPauY7bJIk4NaHJmrjI/m5Qn/KvWWa3Zp2GLnZoSsMh2hfAifFQ8Tc2zGx0e7i4oDKDA",
-	"HJZu1YWtO+veYu3jJ+akqLuOvnn9rK46CNS0Rhm/WssFiPidgYg3JH81XiZul91VUjnq61vKLQ/3uZ1a",
-	"W9DrZmO0dV7aV0l71PfJXwVnHhmjJcUiItCsBAPkHri2vNNXZ4WaBsaSsFecM7P1xxtCR/QHGAeDqYY/",
-	"TFv3p613WOqQJsUs7R/KGID15bnf7RlWWKqNXhPZgwLHyZLoH/vzIe13+3Qw6x7qq/URG827Y3owOwyP",
-	"omPm75UlsV/UYon982TaNYagViNH9euyZ547zoz97pRrCHIs4kw66+fGixRZ76Ycs9JEEB//1l45zjaZ",
-	"0tiriTrbf2vd0oeyLxebM34CeLUDn6C3D377IzB3biocoGHR/NWv8v26LsY5sFwWgNS1Ng2EIEE3GVO5",
-	"RXXgj44a3Vx7MKyzSLqpG/B7S/yMrOws2x5s2Riva31YE/dYgUODBHYnQPwEYkzFWVxfcZsU0MScIjCZ",
-	"Xda+XjyA898rbFmawBtI+b71vjLeLETRshvsBL3d6IVdKyIV3ZqYADDL3rgBq5tE71/n6Ql0t1yprYHg",
-	"NrEI0sQZNO9g0uZs06nZxzfsW2er3f999tHvLecfXA/usnNu2hlvY7U4z66V+9kFy7pb1TrYdFENNgvJ",
-	"wvdB5m1D+CbNoMOBLcc52yotVfXPXz0/fdQ9/+p0MD4AdZ98w9hKaz5JfMUg40bKjUijiXEhELkQG7DJ",
-	"gRWNi02R3bD75/Nv/nacHv31m+9+Si82P7559fjo7Nmr78/E4Bl9Rs83fx2vvrr8258Orh5v/nzj8Wqm",
-	"uoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3ZF1KNjJO2",
-	"2PgpUUwqHBI68XJv0A3GtXy4eds7DgNNqN/ZAu4uUY0N3F2V4slQ+OVz270LzDAhhRWwMMHmna4lss03",
-	"1p90XPZD4fHaMObt47HMh6Uz6p40O6KGS+HK+Qhiv9UZP0ezQ32AZyJMSCiGiitrHdNHTr73ZiwLzdUH",
-	"GVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q1C5cp7HanmseQ5LM",
-	"4CJ/utangP3rqe3467cXrbo4n4ItDCErCx4HLzMS77RqFcxZ5BQsYphP5B8cdYDGNg4IoBVPTF6C1pMP",
-	"fN9SGcM4ILQERwS2ngAGNAiMcjHT5wIX+kaLn5HcRtgzJdSWEJhQsmzowzW3o4K9u6bGsNbjCyQAITyx",
-	"xiYSg41vLa0D0B5ihqkgFgbPIy+ztYv5jaZ5Y02fiWhbnAQMszIHJElNMG3mXjLWbcd+OiHsg9EFKc9M",
-	"xW07Kciv0YPpmEzWvt811vICl+gVKXqlcNVCsTIgPKrORnZi4i9WLDXgZYyZuEfBGR7nUgELmEqchrhB",
-	"ztiBZ/OClLjEwBYb35W162VsggFTdnn0WuXEAGSGmF8mbH/GNnCbni3oguQIaZpuMeicKmfCHpFUxXIe",
-	"M0lmQi2gNGgiNo5r4ZFj29b6ElDQmJwd+9+k9SyWCiCYqrBIKGzoapXErgmxNWm9Nrm6cgJEM4FINHLq",
-	"RLtf2etUsdPsI/Obg0DT8GL+cyuv6WzsnBZXiXnGWK43LwS7ZQFKns2CwAb1hSGzltYnUXj2goOJYTZQ",
-	"0cQ+em5DNqRF3nML5BYGivdwIB/ECBcAAgpv1s4+i7NqU4kliURKXj1+2vHKUAMG/SXHaq8MHXrLsqwb",
-	"VtWNRM3QYfOvWp7VImRvSTkoXtka2LQ8dG7jQLQSYL7IzmF5QjSngvUwYwRrhYZ06ZYrEApHFsqpT/pR",
-	"zOcCSxcBSqP+J+b2tIzerkWSce4Za1V+I2qO35VyzWQ1Tc+0Gcs8IhVgTXm2CN1QJAkLQRhJll7HBnUh",
-	"I6c+yfK0fS0Tp1xupWJLQkNINNGvx8ozka7SDX5tU3I/D8gHn+T9DuKSlffwlLcRrAwixSsAZ2YmS3ql",
-	"e8jhoLFzAkFWa56ghDYY6Ep4U471tUy1patKOO1sa/ICRWqr6oP63CPPM4YCplYLFqdTnu1sIKIWRycZ",
-	"IABZ0VRxluZfVLgyTnO+tEw/5bXCiMj1bBkrEPS5nXqJMNf6eMiSlmM3ch4qF9FQ4YH01cXzZ1lEjiQz",
-	"toh5hIeFE8SpKRNMebuUyEe3Dz4CM38KMA4SG9EkXzGxShiqIHrWNiTq9NWZiddNmf5xyu1BhGkDMPp/",
-	"+zdyWnCx64f9Hnmy42QOllfvf/3Hf4EuBjpGsJTwoGMDrkvn85QTYpGsCppMe5d6cKJbW3qZ1MqjAjq9",
-	"KR/0yLkW2bd1bsIBjamacF6brdCb8qHeXjjkhEolyf37fd/45+X9+6Qd5H6lidYSg06PvGZrCcrCmqs4",
-	"0Tf9VCVbEy5KYpy6+Q6sB5yImaIAXmHU+pPs6F7l40HABgVmTh5l+TIwEd1kU1TB/fs3xRXomVBOzl5d",
-	"H9hH9yS0+eBgdEJomAopDYmyWGebF4FSqWMY32rFEJJaULE9EqjtakKo+tOPGxWUNW5EUG8HNLmcoAIe",
-	"dACmbcpdhGk9N63dATxbb8OSpAsm7gc/bq5k70cptK73KKHxUk5IEEsJ8AbrCLENZqDYTrmr6bZzrbnj",
-	"kUCkl5AoUEDy0D+A6qObiSkEebAPK/2fH1UcwNwhClu3o7WtGMSgZLDzil7YhdhwrYIjn6NCZWK4S4rn",
-	"lOdx6myi+/iFvMraIr+QZ0xlHmbyy5T/0u124f/0m0FBCwj0619MDSClHvGs0X3epEud3FqXOtmpS53s",
-	"1qPKA0VVSg+0Tpcybzs6Z5WMxhzfzo8S/MmoQB3TRknDcUnzG1ScG7stKsLV0efnJb5f0Oqz10GtN5Qr",
-	"KHtIuNtoe7af8mWgrqXdtwHd0pQ/r8PekfdQWMC9J//a2YdotWznjHA/8Ka8TC6vTJBOrk3YPnLtotS6",
-	"PrBL1PLqJo6S8/79kd+/fz8LRMOhB2/fvu06hzHLDjN9ttrAoLHfAVrlWUaSEcivl5MpD56bmDb3BNZD",
-	"sYAD5een7kmN51QE1LGHfsquxRWLwIpi/m3u0gj2Ty61AlB+GwR9zMlBZkohWrUonio98tI9Ck38E1z1",
-	"9d9XbItTVenWAGtY4g0d4i3otYny00QggSM0rTnSyP0AUQcCsJOgLDUhgFOeL6gW/y/dE8FByWmbOYOO",
-	"H9lTnppXJDqZ8g+mvHC0XDKslZJNFqNXXwhFtmKdFrgasL1WVC3MYCkvNYbaC6Q4orA0MFhiw21dDjw3",
-	"C3vF2Estpxp+/Ld/IxAgLOFouxFeB8/7ZrwezT4O61sciT/Bgd0x2XcQJKnVBL1qcGCDF8oYo8xKaWrq",
-	"9fbv359ymkiBxWkxHDPwyJKuwElXh3qitaECRAl5KKKtC2cKCTRTjilmsTWf3QCSUo+W0vEIoKVM+Yqm",
-	"dMkwnlFaDBXURnX7VgttF9BVOh6udeljQFypfAuyxmKxALkMYA98g/82X70o9Gh+OnNAgb5hW8MDOWAS",
-	"JTIHGdH6490QRowOA4BKv1iwll8AaF6vkavBZFqMC7j0CyQ5/UJOLYhNRhy9a3AumBhFKGRGnRDJWMYc",
-	"PXKq+YUibBTYwgoVueCsyRZ7xhKxseeo0a0hqEqsFQ7liPwCtzhoLtScIhOxcbdgVvSfRvIkc87jgR95",
-	"OYq2lmSmpyKWlO6mT34hRoZ7xEQbE6hHC6IZ5YaHifSZMDatORhUuqkhKWiQS9uqKEqaXFyZZhzcKt3M",
-	"iPxCXggi1+FCn39inWJN0qLUcRqEHrj9QuhbCDZcg34FPYwNaWELsA+xvtbM1gpWKod6xK9zna6MlfUL",
-	"GfWHpiV7iYLFiiURemH65Hn8MCN8PaCWbmTsrrS5hhXkGcixrCEXeUt/PxiQX8gbyFtUQkQeTCWk3FaC",
-	"g5oDYnNiRV9B4BFJt2SzsCvahN9luznlJChvZ5PADVkbxjAcxXNArjAEMVxewP7SLR7riQuBubH2gnlC",
-	"NjRWJHjNVLrtns4VS4PsTMeWqnhhurlhv7gY92Qup1KGS3IwIt/ED/X2w4OUb/NrUcdhxwLi2C9kDNvk",
-	"NMPcIKHAfMn8TAzCxZqDJrKz8QJqmW54YAZdAvbG1IqaXZ1qspjs32xP55hnuknLlNakZ3ghRcuPkuAR",
-	"n1HJyI9rqZA3sFnMxd5J+h1QarrvMTIJmE7May6V+r0Pu+mTg7D9AigCmuqz9SUkp4AVUJPEtVlkkQL6",
-	"bZuDIeYGZUGhuAVl/lTftU3GtGC4zWDzo80q/zVH9ieU4+DLalXmUZnykT8CmIs4gtxAeF86+08fWCyy",
-	"obnrdawvx6u1PvDRKzqBh0GHKLBvglHwqDuC/+0PyIJ9oLaaOdqn9NQQXF3JnMgpuaZpTLnCDOEk6eq3",
-	"WYRd6olNOap2ThgXBXlrr1FULTz9aDBAsFPYvIY4GMcENyf4bR4niqUnhE75kiZuVzZf+MTQdCGSCA3P",
-	"hPFQaLkvEyoXpB38t8HToOPYdUH0UoQakVMOK40HgIdDRc3h5auLs5cvzgM0JpvPMPcDzkSZ6eoDf2TU",
-	"v1N9AAQwAZi7sgJekjYXU67neqIZBr1yXBiNGXpEVNwMcy9N42usDAKm1xgRUVSWmXRPkkjA0WcgDrhW",
-	"bOklm1iihms15WI+z+12Ut/EiQXizklqxAqSzlk138zLQB/pVgNPrwa0X68q3LPGadQzSHvoE5nhLKMJ",
-	"2UyyY/s58tCoxVmMefRoqiOUjD98QAz3grzAaxsSKvMMzoQe6iPBFeOqi5Fa1lh2YWRq94mZYZBPEeJ9",
-	"tpYxQThh2QFH/QE8UEN9wTm6M6YcLwf9/oD8n/990OtPUDvIFxF1M7lcX14mLPek68NyRfUi6437Ydvp",
-	"kZea5Yr3EbwEWybTp8sNaVvIRjllQD6atK9cPMPeSdkcjtKMM1BwA1NvXS+vtSvrK4Ba4I0zt/a70B14",
-	"KFfuT6AHPNJtd/XSpCKZEC66UBUhAJcMrEEKR6vgtQZ1w/fO9El18mbtpny/xdO7xKjbmexA14ZI8nhb",
-	"LRGybTLl5gN9U0JlFQkNf9dvGTu8k0xNABXB3S5TDvoKaaPegI4QCvRo12ghHReXa5eOMOUUdIp2RdnQ",
-	"Tew+PvWXY30l23EUdxAwb6X13vjapS0WdRUyKww8tgf8lOeJEpx9UI6jAi7sF+yDAiu8/q09y6+25ibq",
-	"3CU9S9EOJFzqRQTmfcNjLf9thRAsv4FiwAIAEWuUpjZnYrZV6JXU//CqfCA9wpbixxjYeUnTq/UqY/4p",
-	"L+0KJkO60puq0yMohiTB4kpmbE67pA0P0DraQXcXBGX2DBGqdzzMhZ/R8Cqbh7OjzT4ERgS4F3t1REMA",
-	"HPxoSWgHS7YU+c3ff9dzfLs5VKqxc78A8A+wojVduSc4dAPGhf458ubiaRfku6FLRBIt/+Q6TYVWUjWX",
-	"TVvT6To6wkoqmY3+xZtnOaWIecv3bb2V01zYX8A1x+zOgvIFpgvJEEoL7kSQSWB2a39sGQ9nB6aixxlY",
-	"IqKBAe+BRSRm0lSEDIVU0uxUKBeMQLQUvRCIkwLnln025SY6e0lVCIpR8N+7f2n/ZeL/8kO/e/xuOo3u",
-	"d9p/mUynvek0+lPnL/8eoHMMD/cVlTJz0lIyizlNt2SeCK1wCff4Ba/s1oDKGHbXbA69ywkxc0I+sfzj",
-	"YojhevQHvSHQ2Z08DCifv+E1k6iA8BWWdgaNSaU0TvRsf2apME0Ppi3NXNPWaNwb41IOB91ZjG7BS3vY",
-	"uaMHqtpfYcleWzUJXQaQhmqSpG1iAaYKkg2AyUHAPd4YJ/kBrXUoo/XGcsozqDXSzpcQKWdgtLCjexJw",
-	"qQoFcALSNqlw1PlEq7VavnOTBo5xEoHB8XsWc3am1fTAADFRPEqyqVdfB9UHFcApv2ScYTokxBSqgs8e",
-	"7LLZAufZNfm5CIELdgM8AwMFxm1cxjzzmtvnWgux/A2B+T1jiS0XyzFXf/jNdRUEmYM/mkx5gCZC0u7/",
-	"+o//1fd9j0QIzkQG4469DogV/WnNSBCuUym01ve2AP1vjhDA2gK5ZkZpvZfBs5hfTYzT/Nd//Bea8PQ1",
-	"NPnztKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQSKMfXcRIRnJhe",
-	"A6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t1hx7YL2U+vqJ",
-	"S2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+zpYewxSu2zQNm",
-	"4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e3owWqvuarRK6",
-	"ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMidVi5DOzUnEk0",
-	"n9lL3TxOMwMHMN/A9zXFTeMp+5GFytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR049qsnp48DshHp",
-	"lczDX/LrPRo69I4xXsbjft8n/+d/H/f6nUm+6saED+xrFEqthWGIcCYblxDFMeVdOyv9e8z0eWoRccEO",
-	"2x71h2TGtoJHnXxQsC3MDn51evHoK0D5EzAhjCOCbWF6zRTLEwfmIz+wbIdwWQAYNbPycLczqSwhg1Yz",
-	"YzZwhuOEjUg7r6VT6MFDVZVFBu3P1qegSErdLN7HETwrsLZk9DwoyMfUdDrFjQKf4wq7OCaZbQyU0irS",
-	"K6yg+SyHfNWd56ivpvbfJdcK/sQFfwUwWfh1TpNEoq6sBCRnwyGD0Gm6udrrJjQpXb9V7Jjz9FC8PPxl",
-	"0PMJlVcQbOTCXAx7gw5QwtIB2UXLYDxnMc9AEs4g1tqu63BAIsZWABBkWMkrWmB0T/r8MiHaAt5PtkAU",
-	"AHB2nLh8ixIpYvqeIfPo9/IaxRL2PzwAxBirzGfQmW3njrhZxIohAkN2X/V9PTCD32dMRYU1Mn2WLnLm",
-	"hpO7Ehia79qUzGhEgv8WdPHioDWw4CTIDYlxigYk3a0DHdjgnJxk9sS8cKSME8a1fhSlYrUyI0QbanmU",
-	"uUfSHTrIGE03QzK8m6kNhKYy/W8U+yQXOPBmJwPOvHng4E5vcoD2yJlRi4H/jFqFa7JJY6UYzzGXEIZm",
-	"QvCtP/9pjG3jX+OenxvFgBCPLQaDJO3ApKY/TcUSimrhnxfC9KUZfzgcHhN8P8OvSxiPaOoZwxgMMrDY",
-	"D37/AvDOJ77/PY7E/eUYf+n644nvB9bAlOHJYhZNtz+ejI9hRyhBgj/hnxPylM3Stb4iDX00NyeMrqz5",
-	"rR0MhpPx8eTAD3JVE1sVc9I/MBqFSHWzgLmsZwiOjX3WC2lnL0I2sSe/gFn5XUAv1t8UkZUmN2Ip1UQ8",
-	"kgcHo45nlT/iGiKhRHp7NDjOhAoaqly7Kgqsl24IqR6x7rsLSgSgqKC1arbNVPa+7+eqxApuFiH0MFun",
-	"EtAM9VgGvt85MZ1r9tdDqQ7ByQazx++3aH6CiBYTmRznPomgH+TAxIqlcxqyHnlFweoCIUhcZC9Ldgk4",
-	"AFBvJ4lDZtCLTIT86YqGC6ZFeiUyfrPZ9Cj83BPp5QPzrXzw7OzRkxfnT7qDnt9bqGXi1FlxAu5bXssM",
-	"oTVp9SG1aMU4XcWtSWvY83tDSHlQC8hLqQ8K1b9cNiFSufGl7a/ffkPOmfJgUx6O+4cdlLHXLI3n20Kw",
-	"lDR4XubOvEc46yrWZ6kJ2DQ4xqhAoIi6J0lwFUdBj7wQZZyzFkw7zepAt/7K1NebKwllCfFqDQQY+L7N",
-	"YLAppCVHtZPXCl9oKkFyDxaxMQjgdg42+RArkYAANkVUJKSl0uSyNWnBFAGE4xr+gm9bXusqjhzAGr+v",
-	"Hyno4ptXmk0kpIvGly2v9QEQOn/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16L",
-	"1qd3kLKBStFNCa5AKXi/DhsLlhzyRUZIvbqmMio/eEgzWH830bE1+eGd51Dxr8YLiSvs0BFgwuilpl+r",
-	"GGrfeqcbzC6uO9m2BDfUlHtlQIWz61oGOx67ftRCXbxgCTwY5IW8A8JpmoqNTdWQUDNLn932nWwElBNb",
-	"ZMD+hgEm3OA7VP21Hhz9sujE7OhNgMaCqEdOuYtqXi6hP7GhNKaod3NZ+uIWehZL+7sEIWJ1VuDsmppa",
-	"prS8OaPjHMT9ThXmY90uHIS2xs+kWDw95+2b6rK/+81SwOW5nIcvNiKbsLvcuSj4oQBTpbf6qOuPu/3R",
-	"Rf9gMrDYVCAGDqPhvE8HrDuejcLuiB3R7vH8oN8dhH50NDtkI9ofFuvH701KqMVfrqVfLp2/H/DaJ2/n",
-	"jPrujAazIzaaH9DucdiPuiM2nHeP6OGsexCOI/3XgPZnn2lGxwd3n9G7oqAs4R2ePZY12///Y+/dlhs3",
-	"srXBV8ng7I4i1SALpEgdqOiYlqUqW23JJatUXX2gp5AEkiIsMkEjQbHY7oroq4mZ2z0X8wITe67/V9j/",
-	"m/ST/JFrrUwkQFCiVLJbdmtH7HZJApDnlev4fZsSY54Vz9kqhNWq0EUj4ezk2OgeBd9TPbFUC1ZWIUfA",
-	"KEkbD5PS+pX23a+8c5Lv8KXtu196bXLs4I3O/t1vXCbJGZdL4+PR7/U2aektpgu9y9OJyvdPscReX0em",
-	"CvuvpYrd7z4V7iqb5+9cTWflu8TcTo5jeu0NZZL5bflCn92jjs5l8dUXZ3M+M7QQP54f/vni1bcf3JRT",
-	"/cHlyx/VZH71KaD47NkpJONgCqj+5MWrw+OzV+D7WGi1Hh1vWhUPbB8Os4BKsgKkNYTrhzRt8rpjaTx6",
-	"1Q+Kju4XypoXsa19KHi3WZ0ThYwkryA5xBstyHe+EgGBPkCcLwPvuXOlwm/QDM7tTXa5phP4JfNd6DgO",
-	"4oBxOwa6yPQGiGIMlI7BxTLPquPyAZtDzQ3ZcDbAYOs30JFGDA7uYh+waQLsJXpwZrlzQlnjDpslSsXD",
-	"iSjsiNw+qb7G3U25yVVe2ISwVBDwXqGFj+WHVBDIZdWFDa/UNtVDnW6+hRc/6eum6o18BC/BhVrb4MEj",
-	"WIraI2gDM8K/KdoEzlsFBWDI5bWjQ5xarP6aj0xmaTLPYnmFgWJE4vd93+/0tOwbzlUshTIcQGnxn6ex",
-	"FG0gNfB9diQinrK3Wc1z/9yp9eV8MvFqIUjB2kUylxG7SIDqbpaojE+Okkgv1u7ezk6XUAT1z5d/gqrs",
-	"IUds/Zr5fipExg7nWaK3AjKW1pKFFOnvQ/2Eggf4PEtaYTIFILUszpaXeO9NJiFQwF/xybrPsgsx43HK",
-	"Tk+PdBfHidSP/bbda3d6vZ7f3t0FOfzxJHLmcmd3bx+L5VWcFci6K/r0yauNY5UlKV4LPHPNsM5le7ff",
-	"6ZEmIxP42lsriE1M3BG8nrFvxUSEWZrIOOQTxH8/42nM2eHkhqfibzi3UMJvhSrs3GIHupf+fr/tFzsA",
-	"GdKLNIZAk8p4miHAp/lgfhL1Bgf1aNgOO9G26DZHPb7T7A53w+ZetC+avtYzh9thN+oB0KteOpQEdGrL",
-	"ncYnxvHsXKQhnJHajt/yfd28ks4idLc77VrupTjjkl9BagL422Go1MRlMmVfiPAauRhXv9+t/P7e7k7P",
-	"/T599ruqafBqzsW1fn3ngMlXesRdgdv1Q1eyFi/PjXVE5xOb6IdvJMa6wV4sAYBQmEm3qO/VdS3TYy/h",
-	"GWjiWWd8iM64AtpSpTdWKnaOImkUgwr9EQLc91Eik+I15DBm0S3igRsAzxv+W99ORodl9RWuH62sNPBJ",
-	"1K44uRJIfrJ6Monsnm+gLyIiHDC3K1p1qdZmnTgi5EhX+fIOC3frrfoLoGI5DcclspkNpWKMGCTZOFdm",
-	"wLeQQ7YhFO3P6YWI5QXKtjUb2zzripQT887m7sCCQKr2Cjo9feo2p9+9+41vEn3DyOiXLnC+FAWy76JG",
-	"ukbgFFJq7uNTLQEhrBqO1k9UZTZivm6l3Yi4oOD6AG8o4IptYEwO5MbW5GsI1yoWJtNhLAUKysNvjiEH",
-	"zhkXRYEVnwgCXJCE4IN6H5/N0uQGmXojEU5irQXWkbDS/MizTExnGcXBvTwTyEGxwXqpQ3xSBRhVA3/y",
-	"tIHIRUTd2mJv+UQQ+gOF4gsLMZALkQoDs8ZnM8FTliVJ3lcMUa0aiUfckqVvZiTqWVHkvp4sDRNuUdrq",
-	"Z9bYhtexjDY2DZ3Ofa3fA8uw2nBNkS/ZdMuuwwoSWN5L89Z6KxZh1e/dVwMVvKa3RUCNhOzss5PjYvc2",
-	"dA1XdX3F0X8vx7m31s9f6jk5/A1AeqH32+G+2Bm1eXNv2Ima3VFvt8n9sNvcaYtOtD/cG+3y3pre0/d+",
-	"ol5jVivit0CWv2L1BbI9m9/GBmdl1CgHMXZGu3xv2NwP/ajZFe1RU2sPTVAf8E/7awZF336UQRUHBF3l",
-	"wMCMuTUwQqB2qUPql4pvytx2VSkTazruJGpUd/0Wao3N+09Czem6+Hhb17v36Ppl8qCO/xI8UIcyv4y0",
-	"0M25cFcuIluaVXBTGYLyWtsn2xt/c2GIDfo1+r1D6GmYOkshoSo2R3rEMDWiT4r6ZhhSzC/NAaFfgDfD",
-	"J8VdSxC/2d1p7zb39jr7zW3eHfbCnWhX7I1y0nm41TaWPE4ZSq1fO/nmj802uubgjrK3WE6zadgyJ+JG",
-	"TLbfwqoRNvKqxN1YgFfG6WZ8KVJyla0QUaaFicMb+M0o/1mvnp6I7rbv99qd7bbfM4yTyB9LRgzB4OcX",
-	"IXilfqId0e37G+8IpIi1W9jQWys1B8/Rg7eK//NtFd/3O7+YrYI/ORuEump3iFmKO/xiR+uNg40dY44e",
-	"dV/H2Iqu9+wZ+zkN1SLGbpVXrLBAjnFa2DdVFurtPjG9B9xPF/xRFVgIxunkERfFOoyFSqeUuz83cEoV",
-	"7cqSV2rj2+3peaVA4t3lkXJtIm42032tqXXeqMKKP7ujnsQpR1eUuzL3PuUvDZb3jxCnXD3tX0Ji3DSR",
-	"Ypl7nHMV2FZnxBl6q/oOUITFWDEcSiNAn60HqOMEzDiPUiDWA+g5gxYcU5nHaoshlwiWhRrSAZV8zaf4",
-	"msofJ28JlQuIjyHgdsSZxwC3DXj8zDNQBgFJPtyFbtEGSx8TGNF6hQag+xaAVneKSjgFmyYoe9CtBR9E",
-	"GF7opUXveWGrMqH2J0zSSESYR5H/HvNQdP+80jrrtgHXTAamNo/qxY3SYXEXdPcsNm6OHnSTxBFUu+re",
-	"a9ucoyhWIssmImJLkeEEFZYTh2Wm3htIrODFKYwzdCYuYiXyak+nTdJriLIoH6fK4smEdfx2H2cJP0gp",
-	"HwaDLzBaUWDjI0FBkQ1YXcXT+YRnSdpHxxlau1jEAdMXdH3n/zq9/cBiNcapHYhp6YDqvJyvFD7Q8/12",
-	"QOXOOCNlxAQM1pQ2JEt5rIQayKCo6wc27g22Jf1g6w1lVPrVC5UDyQYETHMjUii5lFdULuQ8SzPpMWr3",
-	"nMcRVm4M+YTLUAQEZnmIxY+trS3W9f0+s+dVb5Apeg64ZH6ORWN/59aie1CEEaS0OgCd0fMLhRNaL+hb",
-	"YLbi7S1XMvNarNvpDCSgU+JUAqJVH5xJZL3Q3Lne3G6nwwKC1zVCIH+dTnPQH8h8GI7EyhcE0ONBoJmN",
-	"gmlICwNgUUdXQMbjCVQm6jV2BWCD+lKq7tQbHso7W6znd/qlQ1OG+UIoNRQYnoOInFdbEmv5QCKsX7FO",
-	"dqVil9bc+bVe90PlwLms1BX3b/kedGmYREuMPsQyr/LNIZf8vFd0JvgkFTxakn9tXTntQEI97UFesIIV",
-	"Okg2VCyEnfJrpDehFuprimCxrNfGVs3jKE/tOtj6dD3/k0RlrM4NShJI55SrcQN5D1GCDpda/sfEq2Q/",
-	"5NnqPoA0SZcVhcxXCRSmwT4WEyUMdC0Bvxt0FLzXYMagaK0q6oD7/p5qtN7vpejT09GmV7ycVGru4rKE",
-	"evGkcWVg4dXm1edQH3rL9i+5qSM/3B22RbMz2ubNbrgXNffFzqiZh7p37ESg7ZtPRenwFDynLoNhr3cX",
-	"geF3OKVCZV8k0fLers40K7o6zx3SBnK32Mob67Pq9NA1ZdweaBqO+QhqVmM1JmGFeBgtomNTpaYOJxM0",
-	"B0lKOk3do74G93leFVNpxODRdkg3sT46ZcGPn4JcFSx1CMydzzTgUpJg9zHicEiPZ8ahFO3bmxFWpyB3",
-	"c2TTarFuhRRC4WVUzJfldyLUzMA9JcUCGwAdmLaSlYIlf1GFrL/LfZS/Yt+AMXfQyLxP4YlxyP4L1ybf",
-	"nTBpsBp107FGIfRNQs2Zyl+ZNe7v3f0CjeMSL2B4rb1Bz84Ro/cySU55eiXwvd4m02CR085EFHNItAXP",
-	"QWeTlx083s/zN3Q2WuQvET3253ZRkCuh5KQgxftefgpD+HGfVBnzzr2zZIxl94hZMlRyYSEHH5Ql874Y",
-	"Jif3gzJoQwVfzv9ugzS/++c//svo9G9BEwWP3dYWISNYW7Sg3NXBDZAYE7hRALilkndAlKF2iC/m7OT4",
-	"hWLJDBDtsnDM6gX/SzHyHEtt6JnhLEXWIGzHgQTlnbOIL4Fbhwps3r66vDx9dfbqm8sPR+8u37x+HbC6",
-	"KVoPOp2+7wcNM+EQxf5bTkAxkNg3pwJUtzFOFqQzy5zzAXIrqNo7nUvPmNqRmHJpt4fhTYY5Zc1mkl6x",
-	"NxdfBmDhkzYBc4BYtflQD/ILF40bguRQmPP0QtF7hLkIuj/RkMEmo894xsMjRXZI9ri29mA/D/WzVzyL",
-	"b9DX8z5PSo0nWTOWzLpGwFjBprBdwg6hZvpsJAQW/dt1ODl7d3p4+ebiw+tXr94WFqG1/5vf+q1tvRBa",
-	"iS5Fx8FtliboGRnzyag5nw2koVgDlVzCklk33AHQGgGA0GEW5HNwlsiIL5tZ0nydxnqbwFZBxNAAhnHM",
-	"MxG0GAwc7toklplwuIPCZEpuOv2Tbg3p1rVUt1hI8KkXaqBbI7efeXIo9BcKc2WxR1fzXqw3TmsKAbg9",
-	"QXh4DmKZMBRC0AV0GGgD1EmMCWZIHxGQE7EwO2OuBhKGRYfAKYW258EIvBmPo2BdWtqxkbebpKTZGTUZ",
-	"SU89l4rmME9X03Nhh1HsOj37OElqNK13JKjZ+fzlpRYVu/6cVfSwrCItzHIFhgEygmJagSuWuJGUc1Yd",
-	"KoGqskA6nUu/AxPb/QvMvJEa7jPdmlfTwv7Q5qBst/Z7prJ8w+y7x86vsLeb/lO73YJkGn1gdd/dvIq8",
-	"27kbAn5/hL9uexA1zR/r9ky9k/41PbXtpF2Ys3971sVxpZ65ccIFvX7fZAtXWj3nWTytPIsovz2NUWMv",
-	"1KI9c3dihdWvHymngp1kpSoCiFfdbkLoXgaV6Rhm927gQ7ZaTPTwrN4nloWhxdCK7KZhkg+Mh2MRkSop",
-	"r12v6bP8LvT90u/q8bXh4v/JJLpesHs4ka1wrnbQmcP5nP7yhNJfIiuS1ghfZCq9jysJ33iYI8lUW2Fq",
-	"xCM5kgwyNTAhGhl+LWYZ2/a19mj4e6Hj+m0HPNL67IF1gocEZ4M2KyQKDCQwiIRJGql+ARebiG4N6wNQ",
-	"0NwYXhCZ0A/un/GN1kAGEc94kGexEEkbNXx4fuLgpGeYcwOOJnRHORzxsQRsbyCucS8yL197D/JYjMfJ",
-	"K5XFNg4Mxw5ehAgOb4l3BhKgwzP+kcWRx96+BR5iU62LD5M/LWeug9yIQ5lPOADoWtM+Z+7EYc3SJAO0",
-	"WEOt5bGhUHEkBrJA7tsHZhQo79kCnE6eRh9M0h38Bob5Qf++tWVp2lAqbQVATISuKod4+aDAFGceU1VU",
-	"sAeWJ7g1A68D0UCb3INpkgpMUgK0longQHI0x4wpogQ28IJTvrTYwgD3gnR2iOIKRFMAs4CcOw6tg7/N",
-	"6G+lqTTMS+u8GHg2NvJhUFeNB0O3fgCeHfTb6CWqHIftYhmiBRcN7ptqOxa0kU3vIRgJxhjWWN40gF+U",
-	"t4D6/OwmuF3VrEK0Kxf7tNqd7W5vR8+G3qvwNiEUwHHw2/v+aJu3IQmhuRtuR8090R01e3xnuBvuRfvC",
-	"H4HyBzy0oMgC5TfKM/CSor8bdJ3Y+WSnuTtsh83dqCua+7w3bG6Hnagt/NE+3xvms+uKEQQPWWNOv7r5",
-	"jOoFePm+pjQJ3GdD+mfW5ZyLrtKMFjelOgWS564Wd7cBDc8ZdGQiq4+FCvpEJRODpx3SPDICJi3R3OtH",
-	"FoaFN0ss+ob9O+zRA4r5QI6sTKSAVM9VU92ok47Jrm9tlZi4y103Tr10nUOs4rPUhINK+nv4bFFRIPZi",
-	"8BXg/AeNSrcAnsMNnAI0FeVUss1EyxNzCcCTT0lM57udELcQ6QAMZ/rb2q5ug5vhAX2bcJURpsJtn9aP",
-	"AZ+7ceLqX2BgBJHROr5fqICj7uZIW59z/9xL71pn/eeWD2jxdrKf3QFP4QoBZwAZZBvcIS9TQSu4vvTl",
-	"rdDXRJYv/RWPpYfHjhvaHKr3tqafoUjN0iXQpUTzifD0NYJkMkLqMUf5ZaLmQ93mEMhAYGeBKaS1esrM",
-	"Q+qxzCsnctMWb8ZRwOqpCIUejd6Y0RxllmDDJfIYdvxOn/0wF3MRHRTkOcxFwNTYIGs72zq3b5/wFdVw",
-	"71VV6Sx/odBkhW7PFdCUQOJ/luSzn68QTD8oBmAd6pGbxYLEewEFUXXMEAb5j3ykMl/TZOSOHvJLc6u7",
-	"OFUNDxO8b7F7iUkwZ2RWUHSJDh/TJHKZWDojn2nBp4hgL19U4NmR80z0kcI2G/MM+Zyr2ByqW65IMacG",
-	"fj1qQOd+agCM52TjW+p+99EhUVSu90rnq5sKOua/ukvpodmdeJmtWUriO/5txZJiGQ9N8YqJkOmf1p8y",
-	"Ktcwh63Ind/tWIqUWq7ydDv7OejmZZJgipopOcg37TjLZv2XL9ud3Zbf8lvt/p6/55uBqJcpz0QTPNC4",
-	"NJvts3N8vXKHlbvSR8/N4fmJlqgvFNDKQG7NxvNhqBvMdOZJ48buOsDqnCK3jDNrjuXuPHKXAQ+P4pMw",
-	"0p9BY6Gdo1pTLrUKX9JatIph1RZUMNYpL2PBJ9n4b2uN30O3uAr4SJ0scS2857MWOzbR4SyZE822vtaH",
-	"XIlNKV++gn58PulLcl0Mpb6budFSawkk1/cJ4FHn1kjK4mQ8NtvKaXwjpP68PozCWcY3ZgrNUlqi0PsE",
-	"pexLBaoEfQG6PCWVjvHTJIdE/cxVK3S9yNIxcVpxII+KINpdv82OEnkFYa7DG7GCo117O48zwdodwLxB",
-	"OO3DucrgYKxnxbDOYQOWHSULmSUL+fvhZC6GiZQiG/JrgIsHj3Z8DyYM0jK+sF9iX8Cn2DE18mBijCro",
-	"bYhol0DDd4G4CLTPWfbNmu4UYcVdxKEwi2Gqs3gq/oLtHU5FGof85dE4DvlVUonS3Gn67ct2x0wu4BUV",
-	"l3Nvj11oIc8uotsR0W9Zwh2Ai+6uLKELNhR2oz3RGTV3eHvY7Ib7UXNPbI+au7wzbId+tI+1hrRO0CMV",
-	"R4J9HWfhWDzC8mBfVhZlu7woBO1TuQqxfOg6tJtt/9Lf729vgpZ9ul5ObOpWN5/YnErF8qRU8Kk8E6Y8",
-	"VHmwEnW909wVuua+ycV96bq523t+6zpumJNWqTWcJpsjS+cEYdHDWa2eWOqYpa26q8bQTJS9WjZXfvJj",
-	"W63+5FRhzw7LJ3GCMYHJYTRbd4IdguP17spXHw3uB5fGPEOOaFlgjWT1nPqYKElDba3JLAbQDsOCPJD/",
-	"/f93W91Gi4GVElylXGYf9NH4Hb72wXmNmPgD+gv4JI2vMI48FkyvP/zzH/8VNExeFD6nRJiKjJ7FH/Sz",
-	"Cp8Fjx6QKNlCbZ6THoPNCbR7iPQcYWANPqLf/Ory8px9wVUclswaaE1iKYgzKiTDFiISkQW71u00LHoO",
-	"Tt+Eq0yxHd+3Bim7AH7zOKMqHTVO0myyzEFAmfg4i1OhDliUgPnF1fVAuvzds5yztYWM5egQ3traLrGz",
-	"riWU3doayGpOWU8bhCEiY1iPZ0oVheCwbljicMbDNFHKkNCaGjmLBYDHYYWhmv5sYEgoIwpI4dGtSn8Z",
-	"SITd9tiUT/TKAtuLUA5tOnHMIg18ASeo2ks5kBZgyUyOgFWxBOjxCu/6eU4ODv5949cx2dMDYLsCfxrR",
-	"X6+wg3sMPBqwOyEoJN3NyfgkvhYewMUgKE82FgYmhp4jhnRTRMYp2Qwv2CWbANiDnRjchlTECVMCvMxw",
-	"rpOUATOWB5y5sVAsOOLhWDSPEpmlyaTPZNJUWZIKKFccSCTS+uAIEGKPhq3LMvExK634C6C0AKyemYMN",
-	"kS/4APPpkEMbUMFiCSheEPZTbA6E+WIgUfrAJAU/DmrQk0HNY/RPt1OD2qeA1aciiilDLCjfs0HDwwMF",
-	"2FrDiZiyKAnnUyGzvp6vvzPUv9nfiTwsYH/HmP3fB/LvzWbT/r9+tuv7+sFY3vBJHH2gwelXvgY5hhIH",
-	"BAxiZcnMs6TsDgs67n2e06Tp37+7fN3co6k1h++bd6cgxgpTmSkxGZW+ZgTay3arrTcQFRbneyfElc5B",
-	"UHT7+Rmj5yexFA3mjnWeV7Z/cGXh31dFY5JZuV2Q/PS5tjt1+Jz+zDsijjM3wSJN5JWV9am4Sa5FpP+K",
-	"8nyuZgLqRQu6JTbR3l6zOl/A7aC3H5xv83jvtseliEGH1RPUFBJp62WSwtkkBKngCDW85iVMggEFgQ3H",
-	"nG2J7XX2dXtZknyYcrn8YOFi2N/ZmUWW2vZJ4luh7jpGIbYIDDOUCYxf3m6vGclX6NnEse/g4OslQZzn",
-	"YELKbyKlCI3CToXAJoHQCFvYIgN5yKYiGycRJS1D/wETB5DKAlctIfGxtdX1e1tbJKUPJ5Nk0Wf4BlC1",
-	"r55SVg+wkaZMsibXbwhIqcYAG14e2L5W6UEA4QRaG8NAMyktbipyQ4/A5QBM2bXPQclxNv2JNO/n2hyJ",
-	"CEcJoexrLRxc36bVkWr92vT6Q/f1D3t/GV525J8Wu6ezi/3wj9vq66h9VvNqBS1JP60+/LD7p5vO6WL/",
-	"4rp7Kff+Mtv+Ktz5w6j9xbR3rPwvl513fPdrsf/+Y82r5ee31q+tHtz7+FVh8lwnqDtXH5uLxaIJ52ie",
-	"Tugo3T55WitDffn2GTT8+7ku507k3QP0nhftdkQkaM67XdFurdjOn4+HZG0Zt5YKzzWqxZZgp0T7jpbM",
-	"B3q/JpZ/GA+/DOM38R9e/+XVxeW3b0/UyTSb/eXoZOfk+5PF2ffvsrPjs+zs+FV8evQHX/zpUD87jo6y",
-	"H6Ltb+PRty2x/MMs3D7Tv06iry4Wb+K9m7PLk+3T7w/nZ0fdj2++v1q8OT7Ur/8ten+in8t4e8+/kK+6",
-	"76d/eHc27f05+lt0Fr4+6f25/ee/hX52ffbO189PxFeH8ZvvX21/c/yq983375bfHP9xvxV2JnI4fe1H",
-	"f/rD5PT9H7t/ft9eDL98lw07PSW+xXIvbS18iGWtv+P7Re8lbsEN3ZcqTGAjFZIOctBudMayopXKijy9",
-	"Hq6V2ZJfgK37gG2I26VqHx4CVpRropZCfAVdtiLyNVnwpWJBruMWvEbm17d6gIScT7XlbR/+btUL5GT+",
-	"3otQDG5tcw7vkD5GrXS3vMC8uVrp/teDLCvMJqRopRV8uyCRXAEHB/0WSxkh2xwV8UstLpBl1B3He9Dp",
-	"QJYwKnRY6X21orlmEPkDNmVnVRa27r0LMQNxLfyWVZlyvbm+onU1jL6eD/dW7bi+TsU2TOLth22oI2ir",
-	"FEPNde1bFO31evZtuw7Htma9jsgTUfSzIHTpIy5T2bzoW1rqz7EuHKxiZ+VYyKeidDocd4Q1tN+/f988",
-	"zMct+vRsKvhk+rtBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9Ui7+9+yLXT5LF",
-	"qtoFFpj+kzEr0GbhkYFUfbj8I0FrPtRn7tkmO30qVhpXIr0BHxyPVDEfBb2q0YH1NdqvQb7GTySF7urp",
-	"C1WYrypBRT2O847aPKp7aWqUTbW6gFmSsAn87cGrtTLkWOEnacBtdhZ/8VNOcUzGs2nIAgLeY4rmVeiA",
-	"FfudzmQmPmYvZxPM9fmcW95e41yxOw0yuOtLA3nkiTUTalwrwZ2dCsDjsurVa92du7dmrxaCPMUcFdft",
-	"wiBHzgA2VK3Dih9nzUrcy7UDqXPk21mfFfhoi/LgvrXY+58h/667fV/dh750WSmTKpxhnyeYCjP2QpET",
-	"FdNsoZGCOIYd9VMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OIgJOiLx4qbfvKMWwU9O/2/luKj",
-	"b4YZ19u0GL904qSHBX3TBEsd1Y6KPbRsHiWTOLkP0TfEk8gLYfEYUnruhWL2o7YwI05NtMGAJc/SJJqH",
-	"mSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI0DiC6hSxVU5rHAfxNmEIST",
-	"ZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68JvO6wC8TbHEAepfNAgyEyaME4I/+Nr1",
-	"pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/FsjJp5dxum42op9YvTlH33uG7",
-	"w71wP2r6oj1qdnln2NwLt6NmV/RG5m9PFQHJPUjF9E97VArpn/dxVk2Sq+RdOqEkd9V/+TKMZKsqf/Ol",
-	"frQ1A5xGuT4b0iw49ORaLC1SQ+y+eWJ/pQUSPoblSmhl5U8eAV4W2V4WshhkVinVUn8J0ZEIbKm5N9wP",
-	"m93IF839UZs3c2qAXe4OHRMITXsi4il7m6VCZOxwniXFMbntJnKY8HQD+Dq7p/MFe3iioP3YGX1r84xB",
-	"698lwWp31i8jO+l+BSUwkTK5SObZKqVsDNWAUGEl2W86r12dxVahfJM4GDpZSY9UQrCXyUxIPotbSz6d",
-	"WDzbw/MTfVPxbFwsNvG7ebGJFu0gSTcuMrGy9z7Kzi01Jt8Q/w8G+IC1KKIA+Zo7BIhaFmIyaZKfLi4E",
-	"KVcuS3OTFe+rpw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk/sUIlBl46MCrd8bCqsEqT6Qm2Gqn2ipxhKt",
-	"GQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9T8VIpGot3rIlkbCW5d2Q",
-	"RWbaHZIOPM5F5UKLgcdBL8Z7UdyBXmy79Uth1nc7fHZynINA5emxD805LvXefPDRqPXN9oMdID7yMIM/",
-	"xPZMGriywggc/uRb+P+JbnkNAdFO9y7+oTsmG0DftT1JJ4RBkQer633HU5INyTxjqbjiKaQ+hlyVAaEi",
-	"LvnvF4ZwOeSZ0K2bip4qWChq7hWUlKxlV/rc0ZHY+2XBca30/hmY6x743bcm8ZPo1KK+dpsyflJ5lW6s",
-	"ftPr9wXAMgv/DIH19LCkzdo4qhspC3kt+HefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KSa4HolDO+ZJNY",
-	"Xg9kPfjx/N0XpydHH95dnH7SKuPLH8GV9Emr35egry1ymE7FAq175NwzYNO0trbYOwnMmYESMoI8wQAI",
-	"71FFtA0afAlD5tgnoquBNEKcdHmorovYDHQsIUPB6iuKl4foqJAkX7xxsBQdOR/d2WjYYCqinwJ1BkBz",
-	"DJdlIlWqbF8GrB5ogz1gU8GlGsgA2ggaB+ZjPAN2UD3mTHzMAjYkrEwzbUi762iO40SamcFlAD6Y4RK7",
-	"34JZzP4Yc9Kf9U+HWWB0ZApO464gr6GediJGgSXoM5x+nAOXXlavPywFT0VOxFnC/2D1NV3gqRhI4HFu",
-	"sTNErELftAVzYlwtZThOE5nM1YSIL1ORpbFQB5DzBW/hvI1iySeT5UCOeDwBVk3aQmRI2o1GIDsRDBSA",
-	"WfOx6n4RT6eZotE8m6fCsxUBnC0FTxnXIq5BpST5noZZgFIAd36Qn3MOe9W2E0uVCR71c75nma8Wlb04",
-	"cwWU1zSDZghv6VNo+xpeIzxsGMs1VBt0NPLk/CEPr6+Aa4ctkvSaZeM0mV85eEHJPBsmHz2rN67wIeXF",
-	"HiqnQVLz9AYAbzhLhcp4Cryn0BdEBYKpnXGltA4HsAMyscxKA5ly6cyWYipB9GFg0UmEarTWsWyi5x5l",
-	"BqysEQw4leFEcMj4PWChbmoy0XsU7k9K3naIhBFAGA7pCpyNNvZo2hcrZ8Q4Dnx2LZYisotNe+9CTGMZ",
-	"EVVykJqf+gxYahn+QpU030RWiOKBNG9b1ChWR6Qm84emElkWyysVNAAvwkF5sK/EikUx8MxF3kCSnEWf",
-	"h8dIVtX17IDx3GCjZDIx0E/mI1rCEUxVgHy41DG9jgNJ297f7/v+OvYtViTfMkOO+JIF0VwAVxP77UAS",
-	"zNJICaC3MsNZuVMAQmnG0+wD0Bh5IDa58y29I1CU6jOh9605Ui6G4epMmnWcT4Ta2mJ16NAwxYAJTSiu",
-	"P+4NiBSqgHYD3QxgjDBCLmn0B7JJXGvXyJlvw/QmlmNcyPoysJsPJIHdQoGp2UJC54FkREg9z8hXMp+A",
-	"+oHVU0T7jCvc0j0w3+0X5R6m4VeIPlaHy04PlUbZoi80DrAiilWcD2yqYGXlISuof4kj68qpc7MF7aya",
-	"popfaOBnDTE3G8x9f1swPxfaHUMyzmYTDgq0+cu++b/W/j5+xtzWfYZXMOFwFW/ciuEXH6A+AX89LI6Q",
-	"VOtUb//zH/9Pz/ehuEY1PBw/jyI2nxFR9nyKAVp4ArjVGPKiNYkVrR78MOcyi7NlwP7n/8uCuYyzo0Rl",
-	"gcc6NMQGflf8MOcTOzf6Q6s9x05q0Zp/1cwh7jP7fVanrWPo4wBnnWkpggDoWDEEJPl5DV1x8mFm0HjG",
-	"qDNe+wZ7HowVzE/KHQ0B07O20/VYMBXTJGD//L//P9bxfd9jrVYLiut0NxyqeN3IpfgI0WpI0Y0IZ4hQ",
-	"5M29ZhGEoNLKLdnB3QhlWFR0xWFb555mFfKZiNgECyXTNLniGWDxQZ2W3bUOTBue/bqWMdA5Pky0tYxi",
-	"pdvpbG3lSXpOuB27os9/XuYVJVL09XSUfF62+IoDqaGRKLl/24011gOTA2oDLJTOHTRg0KDD2AJ7pS99",
-	"jFkV8yPrwVnpfTbPbR4tE8rraeAK50pE+qsrlxyrBycFN1XhFf1JClqscg8vuBpIN3sBJBFnUTwCG4By",
-	"ueplZn1GxPqNapJ7g7602qBKQOHRmmlk142WCnjlOWXDWGWxX2RwNyT4bCMOfIi7YwQIPjaQXBmOd9I9",
-	"K+nwUc9YX/NU9DPf5WbekEddy/F3706O8TxcJUmkH4tD0dicYZ1UWjNbRWRLTGmrmidrrDik1QdrNkO3",
-	"02kxY9+zVHwPDDrm4e7Hj6iEQ3Gc6XSZ4X5ntB32Os3dqC2aXb43au6HnWGzJ7rRNu+M2kM/fOLE7tNY",
-	"akFdijnC3QH1755Vh0EhWYqsiui90/M960o9SqYzLpcW36fgYe3XTPHI74dpfDXOVByJ2WQ+HeZ+WvOG",
-	"i5hTuGvNL83FbX9Gbc8iAxUc19bPvV3zanABmuf0/ZL/+8FsR7PEtEQgP0JGtT6oQZ8+eTW9r06xWXeu",
-	"T1yXPXTLw6k2Fn0lsX57e6fV82sVk157b7zf7Ijc3+z09Ki2uhC3+sqLa1A75pIz++Xayno46FTdvZq7",
-	"MjUzCLs41jm87dfWLlInX6S/6g09nSZRnC0JWqm33fZrZQ/m0ZiP9GijWI2ZPuZcN2sUnFq/49WMVgPU",
-	"UK1ezavNk2mtX3t1CLBKoT7T2zu+73f2291eBxzHpbbNzisy/uFoqU4nm88KDdfaNbdp3TI1jB+DhvU/",
-	"9VHGzVi7HHN5zZbJHMQkJFYN50pPCHhlH2Wb1s7fNHd393TvcK9C5d49GOurrpA1mb9GMGcJRRN+iprB",
-	"1PD8b+h+xwHch6TfOtRXR4l3bt91rS60EUo3kYmh5MHZVaXCJAXaS+6AgneK1FRzuzl3f16KIMUCyxGo",
-	"JQQ/yUpO/Aot4S6ffv6KfQPG37l3ZRJ17V+yPu4udKbpyWcT7d39BnXrkipjPgcNF0sb7hpVRTUDxFU6",
-	"m7xMIJsYGvllRGNwr5TjMbg9nQN/e0ymKq3mbsC1Qkif/MtCsXohO8UaU5EFWOGZxR5veOgLtgSf4CHO",
-	"kgVPofgnR2cPPEZcJuAnxReZE17JSdTUQNbdJJiGlV7O40YNuD0Wo42vR2IzJRq249e5lx/RsfuF0pZZ",
-	"NApYHTulTRHwvawWmXhsuBxInNUkZcEPAQK2NEqwQwXLQ3f1/Pi1xa/AOcSMZQhm6YWAOOsIESlyz2+f",
-	"LcYJG8aTiUKQDoevnVAkIf3SMx4zjwH8JDq8QdHy7DIUYlfFhfTIQYg0dxFFBCN2/sb8EkM/pI5iingG",
-	"2F80hilyMiGN6QTwn/QHojnABQvoheOwLURM1nhsC6E+u9u/vWBhom24LJ4K4zai3lWQ2bfYoU1dp5UP",
-	"WF1CrC7Yegm8AqsIQQN5JTIFeAYWjUi3VIYiUYzqlhZ8WWVTfymyuwzqO9IQ6P46iR4nEyHNzomRdpPr",
-	"9tw8/5D7toj4MYtGBbj02m/Oj183260u++c//gv3tpnUF4oNl5lQjdr6NIjL2w4Yq797y05FlokUslBs",
-	"6sgwlhwyTVYKVW/RDaBWAJAtkpTV10qPxmo/ypgEhAx0HCsgrSBsx2LD79HZcH78us8CnmU8HE/BNzmK",
-	"J0If9d8NjIXUNJZRaxaNqFo4n997vbtBFe8z9uNT4K79XM3iJUY+10NCHsHfwbddKZaZdV5qYUy1S0MR",
-	"JloYBxRXFRESuNAPNlZlf/PF8hs+FRjUhkierX4y8p7DMYNMh9E8JTAn5IJh55aX3HHqWYLbFjvKo7tc",
-	"9x0Km1K3d268kLNup8Pqw0QfvFRgFkEDsO3dst/Vch9s5inJdzvAje0p+8JjW1QeuKFth57JRa7+PS0i",
-	"2ACPILds7dRayXWBdNRsmkixLJQ5GA6myJg4rnqezMHjTAGyNDKUD0naH8iQq7HHOAvHIrzW/xhyeY20",
-	"2CM0AYx1ohVAE2M9R/01IEXYFgiAsAzYNLkxrNZLFiWEXuUSVYMBZiUuKs3c6tWxgsC+B7TN8ACYNciY",
-	"H2CWjoTaA9UoU4ARoa4NrbacdpJ0IAOXl5hMOOd30LsPSPwNuR6XufZv2Ckx2GgV/BfKLZWwajxB+Nkk",
-	"BjIGgwPryCrMyEDWsQwnlix4GUJVXW6i2j9Zfu9Gi9lMG6ayZIbTUkwV0XZXHLkJHZCUQ4FyoK7G4iCK",
-	"J5lodrZITDxbeflI3MFPYpV57rgcoi3fCZfBM7g59dppu7WQfNEnrq+BzDOK3BySloMT6dhemM+U+x1N",
-	"TDtwVtq9q+01SLxtUEOGaZPK/S7W65qTY21zbRJXwbpXhlAPoY5iTQpX4ARFK92hCLC8WYy0yjtKZ3F9",
-	"aNQjXntwoKIj9cBy2OE2oCNv4bDMJJSVioMcOsFNU8Wv6N2C8WbdGvxoFJwKQxKFG0nMz1EyvAeGcH+u",
-	"QO1PF5vtRZ1wV7R5c3vYHTW7fEc0saR61BadaDvsDnv8icdm4RoqQyDCL/MrbilUJtKILyvDhCZKiDKr",
-	"1qdPEifJTZnsdb9AlGOlGcTWdKsQl7tHgKiwjQsBon915OezXB3rQz/2cnQjP+b+fHjoR2wY+TEtPaWQ",
-	"j+nTv2ZlXIXFnaGDilnV1wUyf//qzJfnINKTNZlQRjqiA7wbZTPlc+2olz/Sv04w3BSJiahCFLwQ2lxR",
-	"TneK0uvWVPxc768jeWNmMCOmscr4tbC2FWqow2QuQxGh2YHtuqdyyMPrfsHIQuvB2ln6FfQlWb+Pfde4",
-	"qByDp56kxslFnPw2zx8yp/VTB7lhBdhGelUjsC7Q2qwwjnQvMA++YNPlrqZUjOaIsudOYcGoMYzTI4Cr",
-	"OSDy/3wRtO5d5dAyOeCxQj+W7oXtQFTIbS1UKJUNhjVxN5vR2s27lIqZ4NQjGDyfUBmTbpSKSqoogPU8",
-	"XdBm+ik0WwTuo81Kk6CtUTDOCb+sUKRlt+tjkQzbI/YvxuChPflUblzozL/Zhftvd4mhl2vlAD703sJ8",
-	"tFt59y27kzK8+4WIAoi0u4IawMfPl4XgOOPqGqmVrkRebluVtmAT95dM8ThaVw2aLKRTEXr/Ak2sQ4ta",
-	"UD+A6r6IoLqpVKFCRVS5aW3Bf83QMOMBAUbXVZpCRkFeX8pK5aWHG4ZYWszJXnlRURYJ7rEexfUd5w4R",
-	"TemBIrcHlGvVHS59Ly/e8gpljIfnJ6ZEQGuWfNLQNpmKP2Zj0699ytHU24YUgA1iP3rDPaXIj6Ln/iVJ",
-	"dJigwU2xL9LJg5PIbPLGwXqj9Tky9PlmzmeS1ZdkpFmmkEs2FNZ3ue58amU4R6Xddmnufl1s9UUpDhMG",
-	"c+PMCQhJrjJncn61RPV3qAAWb9rsrruvfnCPbcpXL2SBXlBvVkCyzZ3u9ThTlqyeIGvDMZTAgncNECwW",
-	"aZxBDWbP38Y8sUWsRJ/NpX3aA6zbJrA/1sHg0SfM1IynsR6wXnyt64C0W/2TVubDjDlgBuYzEDEBO1Am",
-	"qPwOl/pxgRWDMIYwmUKNJGwcxApwquEPTXTGaD9ZykejOES6yiyvraekcVIoOr6/KYH/heARVBo8Poe/",
-	"/vTyJ6Xxhxb0NMDueOh1Q+fpASCOThFkcejHZmc6W60SyfESCuHp4QLJn9Z6DhgIX63xGhpRV+72/O1c",
-	"7tKBdwszN5a884KUeBwQR6SZWx5Qrf+6IbbKYqlka9DuhPRMN8PgjdnIuYAplfPfB8WwAm4BgAJMoPmt",
-	"BVs40LdoISSK2MQQplYig9M7xhQAFokRn0+yfg7DQPgGigV/bW57zPfYtsd2PdbufhesOZ/FHnz+MaVO",
-	"rSCP3jYoSAijqSmgqCMyBFW+eTUa3TFf6kVqbnu+t+3teu3ud/eKJJWGvJa5wSwaPfjMLf+TZCdeALNI",
-	"YcLzrXA7LtW8MpkHgQKqIKhWWjhgkLx3LZaYpW1cbS0WOHstcNmLWcSXCp2A//y//hOoDti+gxax5yH+",
-	"OsTrc7gEgnRxv2rwPE36Ifmf4Y7VZzmWjKuQ4HqhcoAC5EaIwFEUynokEfvEkCAXMjgM9koMNQSJIsgl",
-	"QxpNtL+rIuJ8Xi0iHhqHtie6eJPrFrT5LWh6sV+ei+WCvvmFENdoLlTKCXSQVoiJ3c+XEI8dZ66cisun",
-	"PQcbSEmbn2Zdss9lcY8Y0fzFpnMCsdVD5LzWvqA4rAm1YrbM7e64Y2WxmYciP5YMicgMSNFqFidK2zhi",
-	"GP8DKZv7OF4o5tasubxuha8whJSzf4gVwgWaLI289Kvnd1g9OCq+XQJCARYffR9MeCZSQF9ThgpjbeQt",
-	"QZp3bD9PJYFgSh6XWxX+xzDDb80gNyGmyOcZaEJun7MS0Os+bw87hpui2eU7w+ZeuIvMFR2+PeyGvZ+L",
-	"qqJbrdbDuJxI1Ea7qPZcBIMiqLPRFHzJM7HgyycWjMr3tSOs3uYVrCSnFmI4TpLrpiH2uZeVaF9idZvy",
-	"u9MoltG22Fugm0R1lSyocbKQbCxS0aoEgH+PnXpl+/Q5qgtiaBjkfTfjb++yvd/vmoy/4mi/SJLrayFm",
-	"AP6ylKF+gGzWC8GhBcSvgCxzfdvBBLsp5TWPiFIo1RUzHERU+85D9hMKtrebbd4ZNne1INkT3VGzx3eG",
-	"u+FetC/8kePdsAqTV5sXeGD0XKkWDRcIYPCII/fKmqpCO7ml5doUXbm0RpugLOsdZLfMs236UAlAR1a1",
-	"plzyK1EJlEzP5NPtCIH3K39zIZNDPpkMeXiNGv8Nna8f/4P0m9YwiZb/28t5Ovl0S4haK9H6TqGmFLtp",
-	"o25iOBAB1uuGGB8RfhLLNV4ir5eWEGD7DaSBvjdR5Fho3YXY7PosMBIMspzy78aR56C7SjQxB5JIBQEa",
-	"z0bsvPwrEN3I+HQWsPo7GX800QrLg8CzTExnWYOS6817Kr6SPJunIuiz4Kbt5UmtQ67ETle//9XZ4VHz",
-	"7VeHnd4OFN0PZPBj3vtPrR9XOvGp9aOesU+A2LzMs2gFVg1TUECL14FEIhiqnadGMUwVLMZKhB+CRou9",
-	"drPZ8a+cpUlGTq5FMpB2JIpKFmXmMSW0IpVhQhtnasaBbQwKFwvofRCrwELxgdSrNYoFRM2+FyGyzsLA",
-	"FBvxFBVUbXXVV3fMJB6mHDiE+WSSLAayR3SMClPmiBqBOd2NJQsT8P9jS0jltvLpgcRvLxE/QSvXVWUI",
-	"tDte3VTmalVINtp2rXWJ9flSf5but5L7VdimFCvKNypof1MeiTv7ZRfn1u7N9HdT/Z3/469+c/+73/7H",
-	"ZpQKgKCYLRLcO818Q+nTAvCbIW5ahOIMnIW9s+f20Vt7/tnlCZv5IXDDbO6AKcf9lqzz8aOpNqban3bP",
-	"LvCUp9fGmU74IlEiKdbT9qv1NiPqtei9SqQ4MEYA6TSQo7CSGwJVYbfHIw4l7fvZXI0xcShz2qOK+rK5",
-	"exUrKL7h7N3FqX5Hv23q9bKkzzp+24F/NJ03ION6uXX3AhR9gTeQqFFCEBAg6jkgcAtJuRcg4UQEdmfB",
-	"rQ9IyVZ1LSi0A9nezVNnOgYkU/c4tfVzRgULCC/QIvD63b1C6ZtM2FyJFBBM9EmYcaUWiTbu+UDOkjRj",
-	"9Rw0t4GSsa2nZqfX2+7h5TnWXzbwweRkm82HkzhksdSHUmR9/blJksz0Fe6xWRrf8Eywett/ueex9m6n",
-	"1d552e54rL2v/7n3sr3jsVHo+/3+y92GR7ztafObw0sPAtnNSRLyyUDW2zv7rU6viy+IPf1C2wc430kW",
-	"h1wBt0sqIPAY5RAtXFqAY3DrTgSPgO/m5PymO5BJylScCWwFRQOrB/3+y/2dwGNBvz8ajUZ9v+/TL3a6",
-	"/dFof2gfMD+3+/2X3T29E4KO73d05+DvIxFiT4EHU+pWd2yHqKAKkLnrwW9sFpqeZxPX1us1kND1VKhk",
-	"coNsPcARCvWPU28FBX2eTqhcFFhl9cD4UotmnrHrWEYAcewweC24zERkSjvhMWzYNKnPFX7QeQtyyfVU",
-	"QzSUaw0ApQGJBY/u9+Nv3lqXrHmdWGzpw4eG3h0Q7HMmsvPDP1+8+vbD+1dffPXmzdcfDk9P37z/cH5x",
-	"8sfDy1e/Qwz3egB4r+lcBshBEGceZEPhgkbiRkySmTZ/GgOJSQhA7Y0nBw6OPqpmn1L/ADQZsIxEOo2V",
-	"ihMJx+3tfAiJgQAvnDDOtEinjEA4DPZx3GyzNMlEmCHOUMQz7g3kUEBtQVDSorXaVgj6BDAMm/K+hSgP",
-	"jjm3BbsNzOwP+g+tLcpppLLc1lZwUMDbKXzX+T086IrcgYRHqIctbYMGLRZsBdVDTUYUP4HZWMEVpmo3",
-	"NZB1bsvEV0Z7gBQGwILXr+p2o8XemIwR4r0F/lmEI0KSO6dT8F95RetoMCK3tgqY+qtan5qJMB6ZVJGb",
-	"NoadAfYYrodgII2BAumNUE5AkM/wwAvCr8FqA8c2qNbx1ynxCKWkL+LVGxiOuzllB9qOiFPYZVSVqZdP",
-	"j1HfNxdI3wEOWTqPPaY8Bsqsx7Z9/G+HjfXvxh5r+/C/Xf2/HZ+NYUtpjX0gEX7/v/9H22e/QfFELlV9",
-	"b2B6Z5JCag+IG5VAAXkh9cq6afQXGwfYIwKU4kSYaNUKpKKJDdFBt+3n6kLxXsZaXyiTiBLWg2hQbrhx",
-	"puZAUD2aT/Kv14OiPyUwQjIOx40WO3Z6gdeGcvktqHgcYox9FolojvsVMpDdZdc9x0EYhfiFYoEeLEBd",
-	"YasDCZqDK6DhpXkqoHKFazsTMMbL962RWCAdLDU4srIgMszl6Vs25jJSYy0o89/rTRixZJ4FNt+OdL56",
-	"8NXl5bleSAq4Uo26GkgXON4ymSdXD8DvxuyodSDePIq0IoE7Pl/oOhbcLJL5JDJyhWQPaoHZAupy5hAs",
-	"MSDgZKE2+kTK8kAQcNMJxO8bC+nZ3NqBlMnCywEXwnkK1dRWQbwTI3y1jnsgV+qy86qmtUjq2Cdli+gx",
-	"ydT0fSAxBBQxFQPCwMXdNfN6KbCgDL+xHs687JF7HDzzn7wYPhcjPwts+S5vhx2xPWp2h72o2Q13RHNv",
-	"tMub+8Ocb/vplsavmncVjuqHuaQ39SlvGo8vbUfco4+emOAA6/4ynfsgoWr9GvrozkZff7uf7n359Z9/",
-	"SC8X3787P947OT3/y0nSOeWn/O3iy97sq6tvf7tzfbz43eeFBh64jO/jbIwBnTtgoO2xdtEAeBR9Jgp0",
-	"Li2cuooK0Y/zuooSAD14IhABz3v3Ke1d10/mbCgcJKs7HiaZLBrPKULPoAcPDNAZ5OyVIN0dMbrKcP3G",
-	"yUWuqlV0N1jqyiwB941xs+bxNsSKTNKrJMsE6XlaxatyRyhjjmuVp2QoGlcEaMlY0CivtBiP4sgB4q72",
-	"vzQMPpjxPeQkU6nKrMNhTU7QPZXjotM8qiySv0s8/ovSfnC80XMWz1M577gg9z/v3npcfMciJydLflU1",
-	"WuywIqnOSde5JYHuS5H9Sk/Kv5NN8bNrVnfpU8/C6KkII0DWvr8kmvEsHFcgaEOOtDLhMIh8sbqNTAH6",
-	"pUPEEThvB6yurcTpLIMSUH1sUlJV4kw/m5+TgJhn7x3tKfWg78YtVlUHQoAl6NoWo0IC+xutH1nqX8Ow",
-	"vOLFNgasmb8XysJeWqeyOsjfCwCytaBtgR7G6lj1Es3Ra9xosa/FUlmeW6YyvrSlCzwl9ocQs9YfqpkZ",
-	"S/1n1dDezSL+a9LQHujXK14MW1rqr0jyhwponOJftPdt65d/DcKhggMaPaMsPtckPcB1gNL9EV0HL/Ux",
-	"vBtonpfSEUzyrk0ZizPM/YqVG9CBzJrFmGcIWp6pwrV+gNh8CYR5UACwRIpGi3X8Tp8hts5BKT0Y/nuS",
-	"5wiPkwXEaIEt4yk7Jtih4xTHVJgcJ53NsBLRzUsGxwslvfbZDOPzPPMo1o8ZDm54H103DrKjBSRz2BBL",
-	"1bKxvPqVGnydB9y+J9GmGIgbXxGQDopESiZIUIEZSAuGW/4ZJurqEQGfyqKSZfqn9UeOshHMyaMKRkre",
-	"6XZ+pXhPG8+HlteFfIRfL+jTHZcx5tewTKgMr8OHX8KYn9w0AbV1t/GX8c1K7hVENvFFz0Ix5JnQWPIB",
-	"jIfiYw7VhXjA4uMsTsURhkxP5Ftco6DBipmklBWsMH3fpuV7JlEk70HOvziBq9zDVCNhLtgUoasWcRaO",
-	"kXfS+C8niUIOqzyxDk8cmPaI7kRN6d2ne6Fa60bQZ74xq01nTP8wxcYjIhr6rclMvoaEIDNXq8M3YzVT",
-	"gBrOk1Y7jE5ghhoTAWpCVZitgfyMPDHct5j2VcwOAx6avDyJxZLNdWfd+UdaUJ4xmUByj+KLhsOJcmuO",
-	"GLaclyrkQCSlOV6TGXBQbOc2spOy3/zWBLAK8GfoKQkECj//IlWsp0SnsskS41VW3Cc/XV7ZtuhE7dAf",
-	"Nvf53qjZFbtRcy/cGTZ7vDsyf3vaeWXVsrTW9+/rDsFNfkFVhVWKyVfJgk0SkleOeL4WYmbrewBZDB3E",
-	"5kQGP34K6KHYwZ2sPaeQ/SrTcPKTnasYz46z50ydn0vDx6u7wt32wgTb71L5oSvpTfU1f1qukTJ1WE5V",
-	"FWCeRmI2SZYisgCwaQ4ZF6tiPZs+LVS4df7ui9OTow/vLk5bhVO9YoICUASNYwUn4iOFlLg0diMqzxLK",
-	"v5ViWXINyfik+sOPtkbzWizB6KOb7rAAwFpBZHFiIednJWClRh9VZOExZBxMBY88BEh3oXc9YmJtsbdY",
-	"TwGAY6pv4PD/+X/+ZwEPn36GEiFLkvJy5Ykc7d0Zzgr40+qAXoEJYYqxswQpMZG4M5GEcdRnik+EUc0B",
-	"oofN+JWeBj6bpYDcAxTzIpzE0rDG4IXhTu+RQ8Ki1tCE5JyhJdgnAtRNCnyiLxTygOolhyDs2cnxC8Ui",
-	"Hk+WbMizcOwxKYAShboDXRsJ4fbrGEviqrr0XhsAFBTpF4EAvQKpjFeAxKIiO9T787vdxD9d5ycHhmcq",
-	"z5e5QgnUphwKdiiOSm97iHe17UMhE+7sYn1zKbFmBW3DGTr4/6oHLlJLUgqE+9CEB0cHu71hjZzihTO2",
-	"KohWGwc4KzS+DOaYgRwzhcW0BZ0Pu+hBa/ZWvmsmCZUPsrrKklSohvOlU/PHu79zdnKsWN3S2/IQCBJU",
-	"NXSV28ZZ+ZWKti6o4pHp0y5Fql4wbWuTyR6nwKQwSiZxApsgGeU8u4UKybxV88WKxk7jGwHQvXh2C0C+",
-	"iigEtJxHmz//pIPs++m7T/8rAAD//w==",
+	"7L3pkiM3sib6KjCec61INckKbrkwra1P1tZKqbauzFK1JGoqwAgwGcogQAUQyWKXyqx/jc3vc37cN+h5",
+	"j7lvoie5BncgArExmakstY5N99gcVQYjsDgcDocvn39sBWK1FpxxJVvTjy32ga7WMYN/n67XcRRQFQl+",
+	"xt+w64ht9GOZrlY02bamrVNOaP4OiThJ8K1u65rGKdNvzym/0v+lQSBSrp5TqZ6JNGlNW543Hra6rUSk",
+	"KuKXL9PVnOnHg8HA8zxvOGl96rbmqYw4kzAcGoZJ8Z/PI84G+pOh55HHLKQJOVetrvvzsDXlaRx3W0Gk",
+	"9JDfiJSH5I0Irlrd1lpIRePHImStaevw6OBg3Oq2pKJK/33xVz2AcE5f0pX+27afMKbIaapEq9tiKxrF",
+	"rWlLbDhL/iPQb0h4gaZK9AOx0u9wFantxXatG4njoNVtxeySxk3NkjdsTaOEPH/+WA9xKbh+7Q+DyWA4",
+	"mUy8weFhq9tS9MNZ6NDy4PDouNVtbdhcRjD6pVJrOX34sG5Mn7qtZSSV0Gv4/ccWVa1pa+gNJz1v1POG",
+	"F4PD6XAy9bzvWt0WF9DaeTpfRUqxkAhO1JIRGV3yXroma3rJuvAXCwmLWaASwaOAxvGWzLfkBU0iSk7j",
+	"a5qwvyFtL3V70rbX+tQtD2B84R1PB15xAG95yJJNEmlOIVLRRLGw7zQY8feG9T790G1FYWvamg+CYThi",
+	"495iQg964/lh0DsKj1nPWwzocD4KxuGEtbq4dBIIwXFFyoPGN5bR+jVLAsb1YA+8vufp7iV3FmE8Gg70",
+	"2kQqxnY4vdTjXTFgbT1V08WFWJFHLLhiSX3749r2jw4PJm77ptkf6sjQzWl8umN903VIK6+4K/DpU7f1",
+	"mCbha7pdMa7esEXKwzopkIhrFpI1TRRJ8CVHCNCV3vu6jwlODB9ga0yvlplwQJPwUUJ1F61vIkn1o4RV",
+	"hjgc6CGOLJOYVx5tzZ56JMTVFWNrTfyIK3aZgIBqdVshC+KIszeMSsGtaAjZWshInYX2AeMq2b4AsYAP",
+	"gKEMPy16E+9g0BsfDo96x8cjrzeeT4KD8JAdLY71FCJ+LaKA6dZao+CYHSwGtHc0H4a98WJy2KNeMO4d",
+	"DNgwPJ4fLQ7pJP8kE4FnL7/pDVA6XkVAi4ykcc4Og8FgAMLkmsWjc2CcBY0l67ZWLAmWlKtTlLkwlMNw",
+	"pBmf9SbzcdAbsyPaO14cDHrDwAuP5odsTAejVre1gqmOjw8GB97R4ejo6EgLIbpliaHtE8opebeM1CJi",
+	"sR5RYmjZesUZCZZ0oakeRnJJNlSShKk04bhZcRKvFnq5ze7UNPF644PBYe/oaHjcG9GcmvCF5hFNyPHI",
+	"8ybHx0dHIP4kvWahZstsylpqp7I1bVlW1BuFJauI09gubImXz2nMmjlZ0piRFQ2ZFXlrugVxV8vXA8+7",
+	"F8YeHF0MjqfjyXQwrGFsy6535+E96f5ZeFhT9HfNwUinnEvt3wUeHAxHA29S5EGVpLdgwTOk1GPKAxbH",
+	"rCRNs8fEULRBjhb47TWNHF5r4sE5jXXj7ueB7a3IhZML72jqZeLVvrSHgK1l6vHFYJIf6ftL6yCVSqxY",
+	"8lis1pRvM1XOPH5qtC+jWsr/mCfR5VLJKGTrOF3NI35pdDD7hbuN7LPXqGGVHiZsAWqB3V1xdM1gfVDl",
+	"67bClD0BRRHfWNAIqKjYaq01ac9suF+3e0Zmv7xhq0ivpSYr9lezZ7RQOFNspZWZH/BPHEgcaRUcVMLp",
+	"w4eD4WHf63v9wfTIO/Ierun24XdqzP9ytHk6TL49SM888XpEzw/DZ4PLLyc/fq31yligim9XLE7ZXHDO",
+	"FHlEr1iyJU/Ehiux0Yu2YithR3n/2zhyaLBGOW7muxaWeubXRMxjtsq3MZAwX9PsARLRc3a0aVEGSxam",
+	"MQvPGXe6lYyHr4uNS8ZV4QX1TUSzP61cyPZRyxUDuBuKQuDVmnG7/7tErx/RjWqV2vJfzRk0OuhP7i4T",
+	"ss8LMsFsi7IEMI8bN7s3nnqTX7nZW5mMJo+pYon+BC9FZQEQUk7/Y2PfDszLtXu/Kv1LcsC5aY2PWneS",
+	"CIYW497IuwAhagTf55ERw7vKCLj6r0QYqa25Ak9GAw+UZBkk0RrWZdp67Kp0CeOK6sn+lFK41+rZ6nsE",
+	"j9RjIeHuMunr0aZi1Zq2np7CJSPQDDc60Nf648F4MoS7UKl3S1e37yeGyoTykEim0nWx60Fz19gcdA0H",
+	"by4Rh3tIxJ8G3xwGfz1ePRrx7yZXz482b4bq24P1k/Hymffj+Z0kYutiSfkV2YqULESi/5sQa97ot/5Z",
+	"srL1+lXv8PBIE/KfITCbxEYmQrPdlUlRsWbcFaDPI732BTUe9HQiFlaEStKONNMTsYoUyfZAl1iqIH9l",
+	"s+nk8vV7R8Ae1elcR3sL2DqV6/bi9eBiMHBUs5J4fZYIrkjI5NX+6lOcRrIvEsUu6X8Y819fJJdV0fk8",
+	"jSR5BS+29tWfcul4ZxXqaHHIDsJJ0BvPR7Q3Hh4PekfscNHTz/Sj4fHgqFk8jm8rHvfUmb68Gq5eHsy/",
+	"8YK/jv/2/IieD8Jnk8uvjn96N2JvDn+HOlOBhYbTkTcdj79r3Yve9Cu2fZGdd2x7PQ20Fv5L3/mXvnPL",
+	"Df1/55F/T4f8b3eo/5Cf6q9pYna0e7Lrpz09S3uyk02kloTagxzOcYonOQloEt7ionSjCS8XHf+SHHtJ",
+	"jpZiH1TrfmTH4F93pX/dlX77u9JtTPy3MbDvaQRXSxGC4QgkWVWTK3oLbjByL1jCQH7dyq796TNdFz/W",
+	"uUTYh3UEcmIwHB5Zkh7TwXwYjMLemE0WvTE9mPeOgsOw57HBYkhH83EwqfeMQX+7CAYvZAK3RLJPv+5C",
+	"O/QuBt50MKxotkYoOoptot6jdvup23pu9kq2JSoOqkBF14zYPVU44IpREWNvQB4LfqmfkdNrVgmMaJ2n",
+	"kWJkMISzDKXEaSpVVGPIH/e8CZxYB7mMttEPoRnrf8yznT2HjW3OFVjFCTtaeMFw3huEY6qvckHvWN/i",
+	"6MF8EozDERsu9JrxPWSESC4pj/6GgSlwdC+GbBSOg95kfkB74+PDo94RPZ73vGAQDtloMaaTeW0sBezb",
+	"UhTIoTeA7RKwaK2aRFYxTsT1/cDygJd+xb7D/k5XLIkC+vDxMgropah1uw973uACuCVzu18Y3xHc6R9r",
+	"maN3YIkdBNeSmlg/k8sOSwlHkjcavv2LNzo+MMc0yr/5IRvSQdA7DkcLFJZaPPUOwyN2vPBgx5k9dc4Y",
+	"r99EHmwiy4lnt1jlXyG/uWvoCAxVXE0SCFIgoPH3nlq3XJGG1uE735JgGa0LGwpodeqZ/40G3iA/AJww",
+	"DScI6jmdM70nvjk7PyWP3zx9cnbR4P3NHdFntzg4djiNx9PJ0XdNMQ6OO7hlpgmTOwiP6TgYsd5gMZn3",
+	"xtQLeseH7KhnmWAUjtndHMI18vgGB+m+XFkXtFKQ7DWLf6O3dc4WImGEwrUBQhcUvWK8wg5Izj1YwN4H",
+	"spXPHzjrvuN6cLtVdZz8v8WaNrq2PsOS6vtRzZK+ZjyM+GVxQb9KpSJUXrGQiAXEbdSJxn+tZONKrg1V",
+	"730dcfqf9EIuGUVN8WPrLGSrtVAQWraO6RY3aPFm42s91J/CalIuNywhkSSUJPCFXmfKCaNJHLGEJOyn",
+	"lEmFhgEIVaQrRvysn2Db+5pt/T5om2Ds1jpZkjI49H9Ko4TlER3Bkq0ohMXydNWafo8v/tBtKQznlEpf",
+	"n1FxizDOtTT0Wep5o+CjUbwsT3L2QYGT4hP8zk5IwuI/zlr6+azlk/abZ4/J0fDoqEM2SwbxRwnDSWef",
+	"nhA6B6ewiU/SKwo/FKeGA2i8vWnu7RmayT/F0SpSfxxO9EfDgyBNpEj+yLZfeWc/iujFj6fbl+fe5sXW",
+	"+/Dy2V8+vLwQm5dPxOblNyJ6/vir9XePzw7Ofnz546t3b4ff/fhseca9utm1XLpW6fiGqWR7ujC6TpGa",
+	"5ywQPJRECbKhkbIyWyVbfemmlzTihcmPh7vWdBXxaKWXdZCtJ9hZWIJcuqYJXTFlGPUxEKM6pldr+lPK",
+	"CERfRYIDN5qwWCrJAsKNIxNBlrDrSKTSMPEDSXzNNVOCa/TL3/9Rzw24Xfrk1SpScB/WjS2iRFpGCAXh",
+	"QpF5GsUhEQnRutUlI5EqssKvWEgQMq1p66cUlV+jhSGHFFZ0RT88Z/xSLVvTyWCo79vc/j2o2zdnuewq",
+	"k/ZiyTI7XxQW57K3HQhuWGqZjzkKd+70hUhWEJCcpvBm3U5fRao62tf0khEZ/Y11yeCXv//XwPP65Alb",
+	"0DRWZDgpjH44qScnbL8CNUNsAD/JhhZxNRpqNZp+MBzsed0b+Tlhci24xNj+RzT8M1VsQ7f6r0BwBbf0",
+	"j+7x99Bc8f/wIxxUxeSAdSICJqVI3nJ6TaOYzsvRlPqmT7LXCEsSYJXsEA6ZwvujXueg+HIYhcDSCVuJ",
+	"awYMr984IZHSYvCKrVWfXCRb3PQkpoolfUfFnHjDPFC6NJDUGXBGqQYBiQSQD+c07F0aegEx8yX69wSs",
+	"KP/2ME+keIi/yofWSACfVJm7NGm0efbJS6GWWqBpJRS3cqhFghFzMFeyEcmV7Lc+dfVKvkH5fceVNFvs",
+	"WcTiUBaX0GxOMhfhFk/UVSSlHgXc/cHUCJZCopZUWTlEw5Ck69qlfhZ9MNJLd0biSCqIdETuMH54xkN4",
+	"yR7luWCHl2CaRbv2962V1vvmWn+/pnEU2vGZlJHcoPl9C85KGDOOU58mx4O+53Vh8KBkgE5IjJ/Afvz9",
+	"4Id+bk/Nu7wElU9LZcqJ1/rhU86GY70vLRuecRyamdbevAdfobFHs9GKxloQsPCsdJd5YX8gWnRlhw4K",
+	"v8+3FLqDvtZW3UUA4fm5KQHS87U9pYvEACFNRKr0gZzoPfRZiQBD6aP8dgmhyEpIRQbe5+aL+xBJp0iG",
+	"LoHZkEz/6QIT5X9rFQN1EjJPxJVe7ySNGWlHPIjTEHQxsmrkxk6f+Eg5n6zoWhJGgyURiwXePOwgrtiW",
+	"hVqH0kpuV+/SSEmyYlLSSyb75DSWglAUTQGs80IPLO/X6MWbKGGkbXrs69f9Ttc4Cu2KLvTMQpRwc6GW",
+	"xH+McrSHuosP7/sXCeVywZLeUx4IPVY/b9goadVXTvD0EpyzANPktLRknASxkCzsgBB/LPgijoK7inB7",
+	"VXuUym1xH9g7s/WQTgnlQl8nMpep1qSlJVbdZTnbLKelLyMJH+s1g8/1xMz3JwQtAvq8Fglq61pzha5S",
+	"FYgVc4/rsXec74dsyHM9m313Q2ApeD974Z0+zwqbPkAqRcYwRObbjJT2nR/1tudic0J8mIxhGySgTyTd",
+	"ks0yCpau6iK41m6BmKHgDLjhmUjmURgyfkd24EJ9K9LklWMnLxuOceCuJf2BJHucGqd6X5KE0VBTI97i",
+	"im54uam1SNRCxJE4IalEBc59430E9hlw7CmhyWm10y45oIfzo+AYHTy9MR3Oe0fW/WN/KzLPKGeel0Jh",
+	"q25vezPRIiO85gi3ifNUrhn6+1xCZo/L/dVrue5LesWl/fxECwhFA0Vkuta0a5ygu6j593ec4VpvNSkj",
+	"wd9kF6KCSmG0vfy9hqlFMtsEnLFQIhNlX2WBln20j3VxH8Bbp6/PgKdCwSRoYEt6zRqn/zpvM7vD3WXu",
+	"96XC65HHNLiqzBjEoVgzjNowVGn7NeM3JwRSk+irYLmxTreygQrcQ9p+PVvok87YC+AIx8Zpze5H7RXv",
+	"WXEMxgm9q9t+7Yby8dR6KdQzYfJB7yamss9znnvLr7juOgpree2lyM4fy3H72AJQsOklcaZR5LJxUYqA",
+	"6WZv3uJC9fCL++Gtl4LINFhqsSjSRB8R5dVx50HOQrAtVtdVkkumcOZgCEXTE6zea7qNBQ0vhHhOk0t2",
+	"V9XD+TxfxEdaKxPXLCED8iJ61CgQ7RKCFlfRmvWnhTUaOJLgjfupEoLEMIx9F2yNs+8pIXr45f0JhcKs",
+	"NM9lhADCm5FfRCsm0ruqfDIWG03lGrrrn+x9FFUYGhJlettrJQLNKuVmJEuuQdmhoWwwUjRflfJtdlRd",
+	"wnxs+62dab1nv/tMK7eDCg9kgaqkPfKIzGyzm6WIs7Y6t6MVeck0lSmAKhjfhkgVvWRTNLKAF2DijYCV",
+	"zllyHQWsZIO7AzulTVa8J1TROZWMpDzRFzVjNqtnIonD0co/Wu/0zU5riKFtxarIfQKGfkIX+kIJ/+6B",
+	"1Z9INPKfEEpQWQDTV2SvZ5lLp+TR0XSBdG0rPbRiXTQJOsLD0O1OtkD3m/vjvP1JR9r2urDhXX1AKJro",
+	"Sxgc9dZwavxkmmQRd9nsgQSmJWCrcHgzkiRmC619xYuevolM9QKgI4FFcK4s6XrNONpHFmkc6/6gL0Vo",
+	"HBdX1HeW1N97TStuutpV7RK4+ZuWNkshM7+g3mGxfi+gXB8l4CDDi5akCxZvNUc47kdnlE3rZ95+6Dim",
+	"YAkvhHhB+dbIMHnHfZdQxcBWVVa9X7OkB1ctPUdYLOQJFjar4FaVhlnrI3FF+dYuvDQ2ZLNAA7MoBeE8",
+	"dK/h5e/3F89UsV5sJnVPO6Q8GCNr80n3yTsaqXq+g2u4slfu+2OBt5ymaimS6G/srjowRDyW1/4CbsQi",
+	"Du3BM/DIKuKpYrL+Uh4ETEq8SEt0BOdfnBAxV3oDUMLZhgjOyCIRK/L61fkFeSj0DB7Cl8VjepBzgts8",
+	"sQO+hbTMaaSJFqG5s27Gxolg7oHXLIkW28azhrqjMlJzzvCrSB+wv3ba1i7rdnT3aRvHSXHaLwU5Na/h",
+	"LQw5rXbO51ZfMKbXwodT8ojRhCVkIWKtsEA4GzXEueW87aX/fuadsGtx1cDgCzDBwu96CzcutZVrED0R",
+	"2TVHeBn4Go1M9l6rpUEjL5um7LDuOK97uuJVGaxPLvRI5ZT4devgd4lfx5f6ed02hefFKft98srdGfh+",
+	"W8vTwmp0ze9XbNvZKUDfvXvX08zIuNISj9U78g1/Bkt9gdVKBcS4HBxOvE7Rs29eTBiNV3+ctdZ0m7Cf",
+	"Zq0uumT+OLMC5D0MPPvhvdPlH2dVCWEIAvEnzd7/srcfpbxx0f4K9dqJFXsp1Bu2EtdVVfsNOrupY6s3",
+	"LmL8u/ngz235Rl2ab42/HNFsSGQColAK6J961iT38GMUfnpo3+NSMVpSCiqudJs1nUtd9NPfZju5NIVj",
+	"Idf8vmbbNyyVlVhN0PemFcU/gXdtJlgYLSDRAe9wzSQrt6JJB+1ETjjVcEyWIk1kfeNG6thdQnAL6b+M",
+	"S72RjE7nZmvCdPelnkMrrSP2zOfmdM0Tn9420tCG1XB4j9BY32a3xIxiD+O1/WJJtXZVao+FxCZcNZNg",
+	"5wjuykWlwPLm2BRDB73SL86ePJBZQoW+cUTcZFmIpGBir6dL9qU9nl6cPXFbOclhCPINY+JEwaOkGon0",
+	"wkyHGIijO95Xy1TiwsZD10Xt6B9yDoFsS5EQN8K3ng5ZqJbMVjP76ASdRWKtj/0EYAILeZzSXtiyL25k",
+	"HIeWbvDx3UmiFawqPfTTX0kN/dHeBNB3t1vMXeK5cNdpG1H+6polj2x6a/FICkQSukfSCiIurTXM5sQ2",
+	"KukYSWMtu/nHXlcL2kAfI8YZby74Tqt6Q0EITiM9Xtu0X+wGjBGo//4KmqTogHhRFCX18qOSyKLXG4YB",
+	"UsCE+97oG6w2s082TE1fJQfHCZGMkT8/vSAPLUhaIy2t32VVkjl3puR922ThhIaMQiVESOapcvZBKDjb",
+	"6Xbf9omv5wEmJf/j67ePnp89fv/2zfNPN52rPrG6MegHFRtVt6m5AkF8dM5sIok+/rfceHpZ+IKFEUWA",
+	"4Lv60b6SZRc/egJgc4CxZAWGxN03S7B66wPd6Vh3WPTBTFyeySZBVnoWBFhlf47JPu/B5z347vM5YjSz",
+	"+OXZ+f1W3iECX+dI0+UIKUwWtIGFfeK7KZU+WdGt5kaexnEfc2TXLFERq0GtrgS3IwS0bblwJyoDXJeu",
+	"KeXEzkrTaaRYl6Qco3EWsRAQLauHiSce3oMqzWJSaLm5x5HaFsdXQNWutOImWFaippGegQhLeQsWjrvS",
+	"msm7rJKPKlDYEnZpXLt5Y5CjWY3kzu+B3xcXp0RQQwjbd2FGeTKImP/IAqWH6ACn1/FQLmEd8PQMrpmo",
+	"ZSLSyyVIHMmMu7cIuE2lMenj71rKS33Ha2PwGgr8vHFpJGLlOdz9/E6fPEvjmCj6gUSh7BIpgojGRLIg",
+	"TSK1NTo6mlHnlF9l6mj2Q8KIVEIr/owHyXat56Hf5gxdhggCbJQgtWRRgheshUgTEkaXER5Mxf1ioeN3",
+	"CQCH1I/06yXM+H0/tZ+40Og1HHbJjEtEdsE8q2cQJVKdOCkZ+njJFtPvGv8EF4rpk0iSpdjopQroik3J",
+	"7M7Q6h8hj4iuWPYRS0D6hp9mLXAFzVw+zPlr1oLzTHAGrkWIUNHnWxii0h0h5MXetPsS6fWUq2Sr6Wd2",
+	"A00SCn9HNZkd7sDKmR174rbfkKeRA7vXGaPwN6ueWYYh7QFRgow7XWsEEEnIEnIZXaO59LakeaW7qaOJ",
+	"wWvfuyFgPfjQBXX/WIlZxFSxglzRWlP2VZHSDZjwGWVDqhj42OvI62T6lcfxXO9s3CcNHRYx/vfpsCSt",
+	"YcmRikWiuANzREHGDl2UKvk2v0F+P6J1aX0XcElxBKHeUQaCW/aJ/hkcpEU5CRpIQSB28xjKm8VhpYJG",
+	"Ld2dJix/F0dRXBJThGNNlWKJbuR/zGbhx/Gnf69b81KpjiaqPJDEvEnap49OO6bjLuERZ870HP0mq/lR",
+	"Gcpx3VBK3FAcV7dCqZvW2DkwqjPSmwkSbzIAmnx98cS83boS39QU0RcHgKQwp7Mp3rGfEnmj8DCvuSVM",
+	"yrN7IiJ+2bPT6lEJ58kJdJzlnRIoVoInTYQm0uLa1dVFuVGxNNAh5RHZlcD0nWI/u2qsVNt3iq5UtglM",
+	"CK5EpQOgC/vYdEl8KWL2XlM/iZgSUKID1owmylTs0H/GcaD/E4hkLTDY09enr8+Fvv4tIlXKNcYSMJUR",
+	"OzVh6gesV+AGyhdLx1T1cMQ/aSQ6/F7solR25sZ1LdWl2VdCmX3Ufnr2UtPu/PxlySlk6tvsJ6ayKjiN",
+	"MzVvFPvYVTLnxqmXJFK+mvn+K3BlmVR2dboZRJqdRXYXuUmMFRSxap4y1yp6rsGa0DJHVaiRNfsqGYwr",
+	"sPqDKqroPZ77tgLQx4rzVGWVOXBCJbmF+fK8wtFNlYRuZO076mwlxrA6C1W2uNENq4o6ZFWD5qjEZmf8",
+	"jlOq/jr3K7URXiuq4B5ZlVTlkkoNyrpbA+lji8bxqwUghe2i+BMWRCsan5umfiibgc6X+nIqFiTrQiv3",
+	"a+ymSzxM1SZtSkJsieCoMPyaSuLPsNzTrGWi3gtFmfaVcPVrUKSSqR+1n5AzJriKxqIfgxlExFnQuAud",
+	"5y5KsT7VTTKNoxDDjmuWrEiZG9j63O6mujs2BIbUWUmmxau1n9W70n9AisX7iC+ET9pqyWbcfGkc44gK",
+	"o0/4lUhYpwuWQMAh0l8bVJbQJ+1FxGncgUN8LmgSwkNoMBtTJEkMrj18tz/jIN4RJCSvbtYtVOTKB4gw",
+	"MxYDyXatLyfYn6ZevlBuGxU+KNP0McYXP72+1S6C1x9RyQBtsrjTwW68v9zL77s5bIp7yoAEfG/CoIsT",
+	"bX7tJt40ZmcYapXzKkLBb+zJn5IGAx0EOBAlsjAjPE3b1ggnUTq462H54He8GBmrNi+Ew82fcRGybd24",
+	"AAVLRmYlde2gJTspaVu7FiZrZsauzgnx9Sh9k4tb6IYqs7KOqKmsslNGrF7Voohcq/kFgnpWgrOtVlgw",
+	"pGcKKMVOhTGa1Rcj7awGGRgVUDaAOKImnKdPngLS6xWGvdN4Q7eSrPUYOdgiBaRcOogMWjsAKy1cKgmE",
+	"8bjGW1QE0ISbW2nJPAHXLA/3MU+srJv0fg7u3H3cJWoj7PEsu9l8AXLnWhPM0OWBJEoIXKEySut9DesU",
+	"1u2BzCvFYd+SSEEWNCkO9kSrD0Z7KDkAHTyxjw3YIA+kWYG2/00kqT6mXlCpWKJ/9Lvkl7//o1O+rlcx",
+	"VCQteWsMAuHN3p8cy6zxFpB3hxH4TTbGEvLqfqp/CRK76knJlt3GODoGDHTawiZrwy3BQIZAOEZnL5W/",
+	"hNRWJcIWAuuozLYpWI7XMY042YgklGYsKY/1tdNHJyq6oDOFY8+hZPX96rjF/IybXjKloICcIm1aLmkI",
+	"HjJNta5NPZdkTlWwtHgE2ZBVFANQgYnPwE2HVLVjL4Qn9mus8jcbgnLcu/K8vhSbDPjH5j4UQAq67hrb",
+	"LBETMpkDEcBssq2HvGBlbdduXjQ3mAPS4GOajOwY7cdyE8HptqI8pXGrq5v9YY8JovvDMbjuh/N5o3sj",
+	"2g83C1NrYpaHhiqx0QRyhaaRaOabzp2QtvYdcG48zrtw0Nkrn2HxyN0y2zmNv9avf3LxDT8W7cyDGq7c",
+	"78blInR/rD0VMN4CYkX19ujBF6T9HP4z6kAERoG4BujbdDUXImYUdLYagNy6VX5x9gRWGLUL1FDLvu89",
+	"cXVvXL9VmZNLGOpVc2MOR143drAoWwuO5kgq0dNWLrhanE4F2PzGHZg0iG/n+MBXrFs90z4v6bUWkGUZ",
+	"0t+vV1tGdEe/mmkqx9Wd5KhFc6+jdHZGw0xVErFrGpMMEL4wgEyy25E4gqCIE3+zwSwHkm/YLrBTciQI",
+	"YBhTvMNyxX7bxQYn7S0mzvGDT0WU0yY9LDtN0DJROG8EZ6TtY1y9fS2Lrfc7dbxzy8Wtc32CVMzmnaHY",
+	"usdCWeLWCRXc1a4u6khOdwdnDFZWigpi0V1zZwdUlPFsT7p6jatvllU/V08oLFmdlclZZgvu/RtfwN3b",
+	"Yc0FXFP7vVWaMjtQ4QJe/8p9X8Bre4ELeKYy2KflW+8TIyd+x5TNzGrNlHUsb5+RspmmbynbdS/z3cIF",
+	"okznr6O6C6KvW/FNhnZyWWdG6BMf2/enRj3Aw3VOgyt4s3QxcBVgU6nbFJ0vkM/8VBH2zpDtNv8ds0Zi",
+	"JVEzayS5sPqMrGF7AdYwOVjutisbqswrbX1r862AzX7Vi1OxT51nZ2PV/Gat3yIpGMDnaP2JpEwR7a9w",
+	"0z/J3sUzwMe4ts1yW7hF1Rm4y0bGBrHWNfH1GUNl8KY0DAFmmcavHQYxekFNNArA0CyIOZ/LeNd+yZBm",
+	"lxXD+eyxrI94BH0jvn7m9wmioHGhQIsNSQ7PPfY8g1w4B+NAe2bzCRDXcNbqdI21LbrkImGhbg1gFDmi",
+	"KGbNgHaUISVmjWZwlRYb8d5McTXcahNOsMVpCeu0m2VtDDPv2TqmAZP5L8f2f/3j4z4Bu5EPcKo+GB5R",
+	"KKklM/A/OSZrpNBMVi52VolGtnadAN/ok1M7KM8D+UgDxZKS86uxYpqDXz30vH2sZEUo2sbhgV9/Cvri",
+	"XM/cQsK3uSBhJAHKXnNTB5RMO4XJ2JmCiSUNxYpGHFPvSChUn5xj7C3lYebMJewDDVS8zRE0KfkpFYqF",
+	"kLAWQwoSafuz1of+dtbKKr8GYuV3CCJ5FmzBK6oCQAoRi8yWJg0TSxJQyfrkpd0yxvGIDNaFXA27ucBC",
+	"picUBWxqdlQ90/cLpPX75EwRGktBopBxFS0iA5SWWfYMeWwhtHV2xcnr+4I+jxkOJavoztJ4mcpuozNc",
+	"NpmMb2KTbutD71L0Gnmn/pacsQ441Pdi68rt+M7s/Lo+WCgbE4SrIAoH+6Byoref9gcHY5KwQKxWkDjZ",
+	"yYc+GrojJxZ0EK3Xvm0D7aO6Wb8pGgkqGTlzGw33sqHaOoS1pkZhJ5FZH2JA5/dhzTGoCwZ1Yrl2xSiX",
+	"9ncMuLDkM/h5kDAQOpzYLQWoCK4fRdyAhKllZCI3IE0Hwgd8W9kPD2obFmjPWcuRWFfMmCUd0H/z820Y",
+	"1HYIRLOVGivRgykjIVWMtL/99ttvey9e9J486WgpAw9N2ENAY8ZDmpC2P/RGg5437I08v3xU+qYTv1Pn",
+	"PBj3Rl7ZZbCP/aFicKw/2mxw6uCXv//XgSttIWHmp5S5IEqFHGgwoa6ZxeQaD4el8Tt2TYdXD8Y3VEXI",
+	"wMp3GXbhFRz1xPMyzoAdCVFPeNbC+YrwkTJdIZMh+rlYkESkPOwB4lO6bltsc/L//b/EForskqE50Tt4",
+	"PrOfUhoTH/UBv0tYLBmspJXZeLbvHS2fFXHn7IyvU1DdV/SDqbs5MXUNzJ+DxlXPIuuxfmQlLClhDOWU",
+	"XOptqUTh4CjI1mbhelNRyoKo3UfW3sbKK8g8imMi+FRf3fwo9BHXxS9kd/oA6FXMPq2FjCS//M//1BxL",
+	"/Ka8T/8kbwYy/Gty4vPcd9Pc5zE95/UnK+ljqR60tJkaJqoqW87Cfi6OLS9kWdqae5has0qX1WIweDnp",
+	"E1uzCF8uqimiKkvAMovNElt0kjCtGm+WUZwBREeQSqpvhXDl8adZBB/0QuciNWCfRkzkRYISc2hNDURQ",
+	"pp/prh7oU4xD27vcka7FldXaJeywVvq2pBxxRQGERMKRCuogwB9yBJ+z5HJHmcEjwhdcbNBooogvoRan",
+	"jwcpEibL0MnWF8e93zzqHNz5SqKrW+QDspqBBUvRG4SLzZRQRNYzR8UiVWnC8osQJVtGE0KX+pN2RW6a",
+	"WXVO4FqJarAE7AGkKWoFlpxajEHGH5XEL1Up9Y3vNlLkUjDAW++T0wobmAXYkHbmnWY8RN0Lu2w4jb3B",
+	"xWDsVGquc+XfzqRdZ5guG68zC3cmDErqc/WqWL6blZVbRyM0B0eu7tgz2HB6nZ3Z3prrYnPh8pXdiU3A",
+	"bduGs2QnLVSjiRQJBOCEngYBw9RJrU98df7qpf1Us372zASoZhcy/3/0/tT+09T7+ftB7/iH2Sz8otP+",
+	"03Q2689m4R86f/p3371Rjt3zjbSDJQuu8vKHymqeiFuRSC1sSkNZODAOhdZgh5Z/hiCDTRIpxQDINAOP",
+	"zOJrB2zkHeHeH7De2PP8LhpjFpBvH0dXbBNJUJMBhKdgYqlYQ/QGApm4pDyMLS3nEafJlixiQZX9DJFc",
+	"++TUVPuwtSXwmiwbKAYeIEMiZQYJKrsWurIA6Kp3xomJi4HMGa3KO9FFfjnJuw+KruDM2GwMyyHhwSzq",
+	"nFVjr+C43s0C1VP1h6LK/6MUnKervmVq59detFqLRNlaL61p6zJSy3Sur8YPEZ7L/ifiejg0fmiag51e",
+	"jKjae7cYZ2yGOqzShGuRN7WhKIXdYI1qBV4FoFAIieGCBHGEoOE0BMmZp1m7zNEnp7BJJcDQZ0YUN6YL",
+	"jCawWLOWltdmN0cME6SzDZ1zEMbN2c8hL1oQldAo1tv3bywR2Ohw1vK7xJ9BcXaINycWXhTtj1jPRCsJ",
+	"lpMaeOjujPEbssUNt3E4oHJsqQey5k7eVoL4RTNRJ7+oF38Goe/b0gNwm4E6LHNjhew03qprL9QVvfAJ",
+	"ujLrdXh0wahq0S89S2kvJPYgfCAxvdQmaiNEFYRp7Yz97BOfM4Uc7JM/EvATSfv3L//rP63ToPhswbKX",
+	"MNgLUkMuKej7WWQhdP9AZvGO+kX9pZbqGxZdIlwx9GiirLJJAp01B+OetjBqgcHkLE3dXEA6dYgAKlg+",
+	"acQYDOk2H6mJZ8tyuUE3+5umprkXFXG/6sMWISGjbHm4U6CkO6aGvoYXHhYAH+8fIsk+rFnQ0LdLEuQ/",
+	"uRRpbILpzKj4VcNoxvvMPOec+w38dUNWdB/lEGAb+9uvC7GbsIPFIT2a944DL+yN2WDRo8P5qAfQAfjT",
+	"8V4RT3XX899BYFW2xe8xSwp2rRYGdnfrf1cpf5IlJxvx0MdIr6iZ+fEMICuaXGFMKsKhmahlfbk1JYf7",
+	"d7xMWEf152DEKCEyXe3kPtP5Y9t3BemiGCUeKbIUcVi0RgxqinuWS3h2W44w/+yT7Gcd3jQxFPi10xrt",
+	"N629grfM6WoDt+qCoprjm/JzoyAxnQAqw8KFORcpXlrpMtcVZKG7R93jof4aCRNDj/dvHTRhdZaagAkT",
+	"mWUqNpV89+Uf7ztIotQ+hEe4JyiJuBIQrojvOYR8TaPfIRU1f9WTEH75XPTTjQPxbIKAjaPXqprdCVpJ",
+	"cCnYGDFiBLU/RdhSSTZauxC5JkF806Gf7zIfHNW24p+lS15mvkoZpwR9WdJnC1u9Q14DPKUfQTYnIP11",
+	"iZ9tPYsJSBX1uzZpDCsrmYvm6euz3HkeQVULuDquxAo1a0QPlADFJB33NvjooGE9wTDSA1tFnCosF76i",
+	"67W5+DbnN+6ZTl5I7uw2pOnt0VYxMbHbEG54c6BVMb6y2xBcd3M7xWjCbkMk1s3tFEPPuhUxtXv/FkRw",
+	"t7hBd3+Zy5zMcNnPIWJ3u74e2/cqDewetP28OGj78a5Bmy/rBr2miXq/17eJqv8e1uF9Arix7OZmzLLh",
+	"282trXYxZLmxlcuSti3rXnkPiLm7W3pj3j1nXJXb0ff191ip+4ZWzhkPn8GLNW2omz/OuobAlfcQDX8D",
+	"Jc5t+HWJCDZieu89bmuwNuzzSns3MnupwQrTV1q8SXqUGixLkEp7u5es1Fpx2Spt6XtJ+B5qt+3V3IV+",
+	"/1WaLeiGzZdCXPXxXKhv4h2+8zril/jZp8wYYtIh8XT85BqM9/C0F+SFVnf2+CZnxv0/KLD+np8Vpcre",
+	"H93ygxLv7d1Njai67bfOptzz06oouunDxuP5Fh8Wd9MtPiwewDd9uFPK3PLj2w15tzi65dfF7X3Lj2+z",
+	"TerF+01f1Wk3e36z/95q1i5v82VFx73p46qU/MHeEqwztS777KeUpfreY1wQVUMz3Caa4nHgR4JYCxh+",
+	"A0/kw4/ms09+5qCXtpOIlQJQvMGxtxjRYe9wPgh6h+GY9Y7pZN4bBcNwwLzFMT2a32w+LN0T7bjrDA35",
+	"LbfGUEeVnlayNZNb0hqEh33M3AZcbINXvl2oow4iQH8wHI0nB/tbvXOa1qFvxFsS8dLKROEn/4RsIOxS",
+	"5WuoKHgyFAGLOOPhWkQYUb9X9BqQ1I2W3Af8NmehyGQa+EYh6EUh+Op/c7aJwhvNVMWp1jFAAoDCZcIK",
+	"zgp0LSPMAUxKHdS6+QVTmxBb4w42U0NGy7W72HD03Z0N0HaCZReBWaxBb0CH895hMAp7R2y86E3owfww",
+	"OAqPmbdXsn9MpTIE+azz0P08TRKRNIiIq4hDuJNWplOzkwAZxsLd6H3f9rEoxTqdx1FA0PmbI9sjWCbn",
+	"LIDAQdTL9cOL5+cQtCGX9Io5z0HbJiJV+o8vLy5ek4k3qkE/iVQGeaI/zirp8izVwmQycaY2IrkyIdqA",
+	"09HflzpoG6vHstcbG8aHVmXrZ3QJ5I6XC1u1NCgD5kGofoW7GwZYa0pvsNyRttIiBUq9drpZyD1kfVEy",
+	"/PABxqJ/MfSH9BQM6NEfdupteFkzmvPwolWydea/33CA5TvJTW+2YqKyCC7PlvdJcfc3CrV6lFjg90ye",
+	"oT1DTme8R/ySgcafktO8AhacfKa4U7sp76zTLzSkVQl/Ss5UHuIA7Rg1ZWHCBABQWXBsHhCxsihBk8MH",
+	"3f3y9388hGfVXqzlwp9CNGHWWQBuYVtKxRLNVIpFvUAlW9KGvkzNDTftr9BPZkMCw7MtTQfFhakt7VP+",
+	"ovQyVEZyw0dN0Fjxs8zoYKZTWIKsjlSpp6J9qtArJtGmSkYhy0M1sMwkvt64olhEz037L+Zt2i4oL8yr",
+	"aXCrLBE769kt8WdeaOxEWliind0VLGKmMxOCbHGRTR2mEi8WgpnbfhYPre+ogIhMpTL3VghpxW5vk2xe",
+	"/eBWOdTVzz9Hni300mhZg54y3Ah39Zr6rLyMvTulI8/CvYZQoFXtEDKUj0Kmb0Nz7jZraC97pYtuE2cy",
+	"wC85VN/p67OGbjKjWn03SwpRcyJVgVgVcnJMDf6uCawD8D344ZIqtqHbhv4ySVjTWUEeKgoFUpuTnqH9",
+	"qpHWsKpNOjSEj5mqLr3Fv8Ftiw3e1gVa+Gh/vx989t8UibE69nuD8oSmXTutYRSpjEZgTwJ7dbOKiz0K",
+	"9CclXNiyY6fkEKj3MdT5Zkpunjqf0w6XTLN/pclb0m3EI2lC02iEUmh0ROxyAex0OOy0zzc7AmrdKt2a",
+	"wIaSn74JGnUXdm3B3l+C9i2sY72/Wyuor5LTOG52fEPlH9QBv8B6dUZr264LbvcvavyL/2LD/+vZ8Is6",
+	"3vuS0Vgtqzz3hsk0VpgIoW8K3FytE0ZDU0giEXNWNfY03k7Fle8yqbgqjk5c3XhtNE3X3fGMI6V279gb",
+	"Q9se/Eaf7xDQsjEYxI24jiNp8nNyOINyEDZpF5FDnHIunakTjg454dInSohuCcQ1065N/jgXJFjCjkDw",
+	"DMiHxVok5saB4S0Z/JZB17Ajgoa1ZuRUpdXL1bVX1S6x6WFOyV49WUnECpIl2KpPfHMh8J1J21RgjCTH",
+	"P15r7ePzIwQXwUlq4hfz0dxjpGyalY3J6qDXIf9+VhBiU5eoGFlqRpWnS7jgrKU4Xkg3sbjExhrFGeSb",
+	"YGOYTWOs+Ra3tltYYATINxwxNajTOM45I5slNXcDEcegbgJF5nmV4fshRSP/lZaDlCesBakBYjYcX+fY",
+	"sHWyQW/UAr2E6Jtfju4evpy10QR0/G4p8n0JqEIA1sgt7DEGtF2x7QMs4dTZOchfg/v82Jqe9Nwa/Drj",
+	"i8Fk6o2n3uTekJ6BAMaoFqkTUHACGsfGO4CJgY3kKI7zkRBXV4zpQxBs05eJrcvciIWyP/bQfhhD94sp",
+	"dAsYm7073geQ5lfCst4KaGYnDsz+XeGRuwNq2nYKtUK6ZSTarr4zXjKVFW2vAYfB1Kc69JbOSUlRKJ36",
+	"W0w5RMj2KAS4o0iSK7ZWZK15rLDqjagkWhFwAWXcE8GB2MnvCDEgemll/0ZYmTuDyDh+w93Cfg/gGUhr",
+	"MuAz3TxkF9GwrJCB3Mso5NHlUpG3F48BgMaiyVxA8vrU875rRpzJ37mzXEcV/7TRxfkyS6jO7HGZCdd6",
+	"P2uwkPfweta5na22VK63+tnwvXfB7RjcN6oyZ0Yjck6tGy43L++IRQDHW2bTLhmxLUuao9LJf4cyvnc/",
+	"zXfBhF8kqUmopHybLbZBZHf9HQFNkgiS338VjHh2V6jfRQZDqFrstrAwFjsi4ngjuAu2D6St3QDd0wB6",
+	"lO8SeOHEgoJgLulKsviaYRGTiLu3oz23Shw1FXi13rFKfX+6ffhRiSvGP0G6LPny4sVzNHOWvSMI2gHv",
+	"wpWL8lCsSJsqEjPNnIPhEZlHSmaYkAWfV+gA6i3ggg1OSExLMGdFNsoTI80zDjLqUm6dBVQYxZIFDRjk",
+	"ZFTO1YZy/XT78KfBN4fBX49Xj0b8u8nV86PNm6H69mD9ZLx85v14XhAPSbTXLjFpt/WKxkvAhjfucwsx",
+	"lKftlhS6OGVzwTlT5BG90jR4IjZciQ1v7YXBtBswSv9+Kxio+0B9Ogud2RaZQn5ugP96/ClEvIBB6ZO1",
+	"hBVVqmN3Y2GA6KZc6dzvGMSMAiSrU5UEs4zuLqLtnbgGT8pe6d1SGQ79i2Xf7y4aHaDim8TibcGvGlCu",
+	"biYKuvVrgP7yv9DoZ97Ea5dDnJ0VOH8NrNZFQYkVG56f6mgWy2tHOAfX1KJKtc3bYQPy1s2AWxgQE0vd",
+	"GAjqTg6410Y8LdkIqNXZD1Gr4Eavv6KstNaQvVfx0oMFL1XmFMpBwAos4e2ZamwNiQ1VEXKYSxdWtVho",
+	"SY/AIrWC46+E1NF0hYHTcHMPuyyLl95nn5VQtHbVvMoAwAC4Y27qvrQzZDKHCTuliC8ANYlyngsthFv2",
+	"wJhiaZwwGm67juFHYO2qX6ugOjE89TWtMt3ZAiLVhwd1TXwQlhSR1d2vxbfWULCv/p5jU/vRXjcOg0Ta",
+	"12j2RdIjkVn5rLqN1Wqv0X8T0Wb7QtPod5gMCvGNQNHiTH4bFNj9cvRt9s+dcvQLGmEV/82Bfcug4Bz7",
+	"fm5Zrqk2cp84cXaNM14tbqhdQHI2mrFkF8iPXgeGoFBVZVdhFNd6XTUlm/tN1QRWlXfuCVw+jSqX7h2O",
+	"tlIuzW+WhG/9fDVJ+FW/dK0TvuDMvdd0/NtFLLrE/KegQuxDyjpUiGpkwWci468IvHWIC4aJ2uqtestm",
+	"uLfXVsOshaMjbcfm0JkS34I7GpesRVL2M9g6Wao0LkuQXlkdVz8VK4yWX61EGKntYxEy2+w68F3Pcp88",
+	"bzIVIQqohTwuoo8ZSMUslk+fM8YqrEmwpPLGUdTkCblv1lj27c8kECFaNsx40bLVgBZfOLYno4F3JwR4",
+	"ZyC1Ed/WuKQXYiGSvgXYbhzJ4yVdRPxSXxWWJGFc0VJ5AIthvQvv2/LM/blF/2JaPGks2TEuleyAnWG5",
+	"9f4G8jrRu0csIPxAN3/SPALyogguBVX5IwmaAqxKBw1qsECB4CqJ5qli8pZA5mYrKKFojLMWNZrwWx5B",
+	"kMuKUZkmDH2uZt2J//TU7+zFqU9P78Cn6TqoHdA1S6QmVyLCNFCwf/YahDc68DxveDwYT4a3Hk5JaLuD",
+	"cjjX4R0kaLckB3BWOxSHHAP+doV+mgU2zaBYEWUxk9YS0uzqz4jdMrwOmLckz/8lzv8lzu8ozn8Hgvxf",
+	"IvxfIvzOIvyfgL22x12lijC2O+z6nm4p+2e1FSiYqN8rFW3cdwMp87Dwz0XPPfIKC6SsQWz5zShqu7UI",
+	"IxBJuZu+pQD5BjJXwug/F7V/X5mSdQu7+ifU9v0V67qq1vltToH43Kv6uVJMnXWqYhf9nuRZMbekdlXK",
+	"6SefZ01+uzxcZ23KCF2/p5Vx845q16WYmPR5VuUzZssXl0H9LhdANVJefU6Sfx4YBJfgDTlI5xlkR25C",
+	"QLQHsWbcn+aJMqZmFWpzW2YSb13lhO4EPTAvufs6ysJcSNtHFxBIXMlUp0+eRZzGNqc99x/kfmGsAwfj",
+	"hOnnYyFt3/EP+d0ZJ04j6CPyoZuTon+SAniWNAFmCIBrxzHjFwnlEswzcmo7/uV//mehZ/N3FPonpVf0",
+	"oxk3zx5WP3KyFQrps/oDcJHliqb5T4Nfx3xQuZp9tbmqzQZ7Gg4nk8GxBa65YlvSfvPsMTnyRoc1xSho",
+	"XFfNJr4USaSWqy7xn4ZPzk8LmW3wpDhIfFSbEnFdFxWfXDNoGoZaahyelZvHhzUdXNXFe33NtiQKu3DA",
+	"m/R6iF5cMhpCuId/ZUKvqj50b1DbjdrWd4Mpq/6rr18XpvHq69fFKegHdRfsOiCzt1I3KaPLQpMyKuU7",
+	"6gc1TX5oCATN+KFL5lSyg3GaYPy9SPWtLrTVC5w6PIOfvj399usPj5PFN+fvDy+27/7y5avLw2Vw/Zqu",
+	"oxdxsjmj9HXw5ds34kZxegVXc80OeoS4bl3gPiRC3X38q81VHaYW+erd1+ScKeTrw8ngsJMls2WTNAGm",
+	"1yyJFluQBFIiF9Rgwun366kmo0uu5SS0GHGSSnbilAYTnJEwhaQYClstESoLBN8rukdv4wrkWpl2enh1",
+	"BHpuog3qiJRFnLalEokpyJ3FPO4swHNC/IQFLForEK1d4hvsqecRZ0PI2IQqRGhvNbkjrt23KmXy7wd1",
+	"x1bCcmitUhimNyCPBb8E6KvT69q8K3d0Na2nkWJdrGglErKIhSjFF8IbZDD09krDiepEweNIlfKmTlOp",
+	"It66z8y0cc+bQIzPwQ1JHVVot4YULMEVDVRtBpaJPv6PeRaYPIe45H2TsOrksuXXSvrGhB0tvGA47w3C",
+	"Me2N56Ogd8wOFz16MJ8E43DEhovBPtG/vDYQO+u2Jo9uV9h1pXk3vq8JVzOLKnZfLsnVxZCNwnHQm8wP",
+	"aG98fHjUO6LH854XDMIhGy3GdDLfq6JsfdIZxPvUBtLmKWfeXry+FlLRuN5j8hp+Q9NvMZL76LD+DHVk",
+	"SkOw/DqJuMIIV/OyDcgzRcr1Avo3rOBeMW6qNilL688MUQAuK6t28ddWQ0s3x5RZDrRBZd2W3qnf1S7f",
+	"2enLU6fOV5VnT1csiQL68PEyCuilqFUr1mGTiHlOpTIp0XUK0BAqow5vJ2DqYuRKe8XsTWfiTiyZGxrm",
+	"ckm3eHCUJL2RxXY1C+xqN0c3CxrMSbLrJG2sGoJ1o83VzJaRRmBBzjZZLqWtKfLi7EkRZhA/gJBA88+C",
+	"Lpf9XFnKF8VYw7qj/sXZE9IuZzNY/Kiic7XTJ2d2qDTJE2wEN3Wy51sYv1+LfXAfJ9fwdidX3TGix4n2",
+	"PgCfxWhkrCJcicz0P0+aidWumk6BTPuy6S9zFgt+qVXQz3Py7ZH3UssQt0t6+V0dgHtJHWehbIzubohg",
+	"m9RS5TooPgjiCYG3ymk1UNOeuhXFjIsBRYLNfiVtf8XUUoRTWAr/JNtwBSA1Y7F4ILsGBFo/7VmXA2JB",
+	"dwx+4G6PhlvB0vBAtkaOpwMH5RM/oHIJwRVLFlzpf8wpv3qvEsrlgiVonQHEMf+E7OkfsfVKIZWmML+p",
+	"SVLBgPCIE784UZ9wAc8zjLhuVoYd2oFUfRRmmMni51HHZUAZH8uQZwggNrrad3A1On2iXzX6k2kYo9X1",
+	"PSo8IYLHTnoBlsWNLiMlPz9YDFZjA6vdbwzUotn5gazgtewHyLILRDzjcxKFU0JtRy6PgC3HAGUWvTwP",
+	"TLaOhRA6Q+hx/8nT508vnt7Elw8/Zp99KufQe/NBMAxHrDdeTLze+GBw2Ds6Gh73RnQ8nwQH4SE72hv0",
+	"+plIkwZFzOEea8MAEK2SHWZQl/zmlEeezcKP40//3rpzJndjijYmZJlIlVKMFqRnWcvqXqncKGP2zCt8",
+	"gS/vk2tZh0xK2rX84lsJjs6kG0D991dU1nTbiDhCk3Ap4tBgjpgkvxpQhF+DRAIpEYzXYoTV0SF7X9MJ",
+	"RH1Wb5wSK+xhV9r8HcSrKaAxbQAuKWeLvNEIKK2Fkb9n4qR+tyFPr3CKwdhVErFrGjsdWl9iHT+2RuOR",
+	"500Gw9HAm+x1P8xy7nbsGdObPhkgezAPIdi5OepTJ+uUmSxFyGwbd5EzijkixmXCpiycfGaV82KHNvQi",
+	"27fVlDBa2H1aBZki3i+gsYMaVGJ1UFu6sGL5xxmLGjRfq6J0b6OQuDeuACepP9b/0d9CgpXzqVYY9XfF",
+	"u5j5sMIUr0WiFiKOhL2S1e20TLMClcVBkl3br28yvcbiUrxNbrKoRrfRviv2tvuyQJmx1hDCFitYlOui",
+	"60925lgXkRzk9OHDIOT9OjPkQ91Wfw05f7eFbqi3FNqV3cdS2KpPPw/ToDYn3/xC5CZSAGIseBdz3pHn",
+	"r9h2/8R7bKyuVst+9qgKK+/KdjSGm8xaYxfdmW6t6GjoowY5k88FTaC0g1bNraXFl6lcM9TP9RZHxOgi",
+	"yGb2pRZn1oaSfaf3PXy0r7GlMaP4NMMLCEWQIrD5m2ePyfF4cthBqLa5CLea300FoiQRSXYX8x8Kmqrl",
+	"Q3BA+f0ZN3VY9SlZhGXBXuTDWep5o+Aq4iH8i2GeualdgmkC/jWNoxA2uE/aY8/rdGfcT7nuSSTR3wBo",
+	"euwNIO9fJPMoDBm+OdKPuFC9hUg5vjXWj/Cc6elfaByLDQv9GW+PvUkHUTpjQcOeEqIX0+SS6e8G0FTK",
+	"ZbrWAo6FvRULI9rD6bXHgwn+bk5vvSWhyeFQP49CtloLxXiw7V2xbS9hqcRR4++JVrjiaBUp8/RYP0Uv",
+	"rnQGolscDeykIr3MeongowkSYE7DnoFSh4dDHBe9phEICng4AgpqsdO7ZomMBAdaZJODlyYdYwPUyjeN",
+	"4ZmnlaZ5emmwskvxLEzVel/eIQLOes0A+YuHCDephDHPAqbROqaRU94lZ+Jn0QcD9AT3X4PpGnHkPAxp",
+	"A8sYIppjBgm9pBHYYqoeIviqOWnlYy6ZKt+WZVBNKSvBydjzplihSiwWJgIGBt/Vsg+xzwwEQRFhoYuA",
+	"SPL74Q/9LKelS/yfUn0OAHsgiqxa9qMQjA16q+grlcn9L5LuYxmZ8PvWKpUQB0UJ7CkDTmesza0fPtWI",
+	"tyYc4HL9nIqDZFxbFmdFP0QrLdQmx8eQmoF/DfTLVWQLFam4zn+xFIkiMl2taGIAJKW+cOQweSII0gQV",
+	"Zusyz4ENHOQyjnQwfFPHMKq24My5AqCnt2/OSu2D5OruLe32gnSyX+dysKoI7BXkheR0jjizZWuPNXP2",
+	"1h8RkA6Ru9khWck58WtDDxqpaNszqkE5kK2huni9ZvMkkuuYbmsUm7PmxqpxCFYdqKMMBhVncc3IObfL",
+	"gjvd15QJIJbGB2AssXnIW5+cgnbNBSpyIbE6JtVSyIgb8HSQ9qyV8isuNhyF0azVuTczXo0pDQBw0mBp",
+	"w8zBEtHFjDzffOZPnQgTJ0WqaGljsWQwGx9Fd99ACHecDwqIQzZOz3w5HHZBRGkx7ITxobFuteO+Z0Km",
+	"EXnYvW7d+p5lXq13FF/X+5lerZGV+iQz/qzAMO8S9ASW3oR+LVIFaVMVghUMQRaeRx/t+vLgTwkXGwtf",
+	"qgqGShvd2GA9Or45QOPXWHNyClwUb1a3suhYHhnsTCPUbRgESydXCw6l2yVrlU0ZzfKjnJRQj5xKFQUV",
+	"uDHRAy3/zRkDrtUwMz2ABQve6JZTAix0ggETh5jYqKYWZJQD9e8Zv7zOHU57ga2VKGs/z8BmGmi7SHl4",
+	"V6FsCklBBJmkMeuTR0JfRtgW/SPCsOSJiYK7o+DtEinQR0XJKpJyzWKVQ/OjE8bixOu12CxFjJ6JnSKb",
+	"b28jsrtZJPlecME7RDycUFjY69byPX8Kd4IIix1anQrXIJdYeohTQuMYqWfe7pegkH6UgvN01bdTdX7V",
+	"dyaRALm0Gt2ati4jtUznYGVZ023CfrL/sfeeh6Y5w5BU1qcvbzNkVkdSwXUml0G7UplfcdhzeTrzxi1q",
+	"UZPVfLNcqtkcNsVH6eNQ3nJ/XFTB+LLcF4tPpI+rKGY5nh4UkzIA+GW0U0wFyDJhpgQQAPXB3phUU0in",
+	"z/C/FfGOp55HnBpjGFRUqbKQ45NyvKOFdEt8A//kkz9AuavFQjIFudB0G0eXS9WT9FovjBGKEQ/iNASg",
+	"QcQfLGF+1kb3d0FHpk5nWAEtx5KDa+yJ2f+Yn4I+Y0hecKt9oNS2bAVF1GAia3AtG93wTBlqaQlCtzWQ",
+	"6WV7tXMjtfVOOl0C+oQtPVcDTt4t1BSDe5hI1Vx8IDRPDdGK3AcaKLgiB4wsxQamCSCJEZdKT02SJOUn",
+	"7uqj32Up0oSsqZSaZ4DgXGQfkYRynKhIlYFHB+kQ0m3H6g6IjAdJPUjSvI9ujoxpmcweiTluuX1ip9Mn",
+	"TzXzJDSShsIOZcqpXZIpWcnvgiYtRnBDdlmfPGELmsZqmmFbdg13SuJ/3xt1tVgddclhlwzGP9QEMpld",
+	"WOtRhFpqWTwXkAzBMQvYmG6qmo9lceAotCide7h8ui0z5ie0LvxcPyUJixGBQAlnh7R/+V//OdI6TML0",
+	"SmylQf7uEm9qmTek2y45nBJKNoxd4b6BjanPTBvcAEk3ujFPd3DsHEZHXWOr4QE7MSV+0b5EZWCsN2C9",
+	"1peteQLpFYmmS+mw9505FhVmvU5ed9Q97A7GPziG72bTyLHnWEZ6o1rLyIp+MFjhRzdE1VseKC5DnfJ0",
+	"3uwNPMV7abHcEXgDK1UXoARCfQwWARvZPKFaVyhHlcCOYB/WUbIFDoN25gC8nrCfaoL0aBI+0k3VO6Kx",
+	"m+Ih+00k6V4VwmEU1XafmtFJ8uLFt9+WXE3D4dGdgxfqvFzneTHKKEQvYhbvAaTvAYwrRkgVx3JMB/Nh",
+	"MAp7YzZZ9Mb0YN47Cg7DnscGiyEdzcfBJPxvEdQB89wZEZHlssOr9xjnAO3tKnGD7B8ZQNBgn9iHzg3B",
+	"D/vU/c+4vuAQNxybU6w4gZ27/Z+Tml+A+y3nttaU2SumhNWV4bvfPNf7LBGrp3hhago2y1Zb1xY86hCE",
+	"BzVttHr34uzJTnd6VTouZc015UxJsqRJuNHyVbIkorGFxipW4T0hKY9+SqFaG7/Mhla2m3ij4du/eKPj",
+	"A1Pbp0GuOXG380M2pIOgdxyOFhiWPJ8EB73D8IgdLzwQW/sKpnPGeKNoiJSp5G8PdErWEb80DvlooV9A",
+	"RTuMbpIa3vDu9q2946fFwsbTf6a46ZvrGNgoaj0OffNGm4cJ7f084eW8QbqWw3exfJiWtYNf/v5fRVte",
+	"Sag+SwTWhNb397tnstjtelt45EIctoko0HvRjSvImbdOLtueGwO0Tx1gD7jFLQgtipAbQm+sqYULRdAy",
+	"tWX4oD6pMapXCJfRGrrFcNmsXnOGIp+Q9unZk043C1kzKS9mE4KlfBPJctaPZ/43GniDvbK37jv4GOo1",
+	"YgCyqSxWjUDO5/uczll8G/rE+oNbEuWbs/NT8vjN0ydnF/vVKGxUjW2c4QOJCjJp+1or9rvkl7//o1Mo",
+	"3AGscTcFulAGf1ewoy2eDxXy9QbX4qabx7YCQjyW29pNoTvGMd+uvGLjITGeTo72Vy0LtenrUf2jUul/",
+	"kRCENykHS9RR5eb7DVfJ9kVtumNWXM9qOEzL0VJJl5wzrFNsGa0BgA7ybGMmAbN8E4HKtaI8pXENzr35",
+	"as8U2/y7g/CYjoMR6w0Wk3lvTL2gd3zIjnpWgxiFY3aLImhnpebvq8aae3u6r/vQrc4uswOdZEzzw9ln",
+	"Ust2pGMarUzacJE4T8+8v1tb3SHtzNldcSfqOE/PLEit8j51t03jPaxyMHRbtJSMdVOKZmn1To0o/I2v",
+	"Z2UtpOaS1lyXvbDLd5Zvv9crW2NPcHPL7ld1SRTlC1zl5TYkrxU4JHsZDq9+zdr9s6or3GXxGmB5dhfR",
+	"/7zL5wIoNayf6xJRxZUD/Sp3TJy+PqtdItiXdw7fUYIoegU5pzRXv39HXtoX+3tgXRcIlKKu2wiSrK1V",
+	"nNeUExMJoeCunaJHAc3wOP3f0E9bONkr0FH16FvWgWcsmc1ZvfelHxRP4ypMes1AHsjcFkPamC+bPYA0",
+	"WV7yRlUMCvdz1pe3ev0hu8fx9sRouP8NJKRVxm8QkNlrn10+2p6axWN2f7D+WylTltTJwX8KvORdVqEO",
+	"arLppc++AhnkZA39C8CT+pDgpO0XVMoyzGS93l7NIzES2ER35XZjSeYMILrkFQv7xHfUn8KVLljS5BJy",
+	"4XfpM8R3+CtnnpynyrPRn7hHds2BPN/aTHr7tJjp/xC/9/vE1xp++F6kCiIUiUhVIFbMrUKo3xCpyZPn",
+	"EAVRMGL3iZ+tT2Eg+crA2R1p7Q4gz/T4KIe7NJFbqdgK/O16jpiYbbIOTkjDQkbBErEKCuWhTXckFvyS",
+	"JdhpHXoyrgss0bWIrHPdbASz6HjHsPqzI2sKepmlXVa/rJQY1KiBV5jwQjf1KlX/DSRDPuvdwsGlzmeW",
+	"Dy4T14iIJQ3vytvuUu1IONPcUWb/kk/ERk1hEcmIp4r1iT9P5RbQUWvOlUgZ/J8+hD2YPrgwLWul2DSN",
+	"qa/YqN4WEA/YFgn6XjrFFDfdDkYpmH/pMZRAQu1LVbYVV4w/1ZuzVuV7dZqqJRn2PZOwBkltB4fjY/J/",
+	"/vekP+x09fYPEfJCC6liHls1rqa+Iz/CfJL3Jp8E09W6ZDwY6f8zKeWQvb9MKFfvbQ6Z50GumGkiiCNA",
+	"9oDMNtBVlRDvV5Rv32cF0jBVzKViaQBQJaKuP1TTnI40TcvtV1CFS+/X5la9v7nOC0AtbBLBL3enfj2G",
+	"noheCcaVtZ+jQOvfuHlxjepGVauW6pV24oZrDNYwml6QMHBwaA0c6KlPPfjpfWTDsc3fkgUJU5jgHHGp",
+	"GA2z+rNUYvbUIyqjoDRF674xPAc+HBt6bHcrCkoyZwHVB1eO/cp4uBYRt65PCRHGGMWENLe1SyMlWbzA",
+	"6DfcHiajrl1h42a27fTJBcZEGZ4Bn6FJZdSCYORBVKIRAfqfgVnVHAWzFNdjiVm/DKevz9CvBVg+V+99",
+	"E7WGSu5wTGKmFDOJgRicUvIQrq7ej5/9dPTd/GLI/7o5fL5+cxx8M5Jfh4MXtTCW7mLuHhO+o8clS+Ma",
+	"e3uMS77/6fCv18Pnm+M3V+MLfvTdevRlcPDVYvBoNXkivT9vh2/p4dfs+N2HunE6m7ua723y/ixnOkxc",
+	"Ch2qvtDaK7bY7B+5FrwO6veUF7BpS/J3UJeLBK+/h9frqf7VuwvNYZD8SSXxT00+sKkn/ojRhCUEU+7c",
+	"1mpT79j2q+X8z0H0Kvrq2XdP31z85fxMnq3U+rvHZwdnP55tXvz4Vr148kK9ePI0ev74K4/99VS/uwwf",
+	"q5/C0V+ixV/6bPvV38J3Z/qxooMj7w1/On63+urti9Xk2/Bv4Yvg2dnk28G3fws8dfXirac/CYYxn6+e",
+	"eeFfv4pbTYFoTL6PakjwPFowiHSOuGY8wUNJ2geeV+Sqg/rESteo0LjVCtAKYM4RG45XhEqq3n0hLchA",
+	"rBuSYa7Y9oHUIgQkmuCySyRb0wRiyedbItdYUMsdlr1d9K8jtslsWKYmaRZ9YX42iIL4V63FRrNPwxY7",
+	"RSe7j2xXyN7HR8XT1Dy7MZ/I3QWFARSYw9KturB1Z907Nl8KcfXUnBR1zuu3b57XGZ/YNZgAtYxfp3IJ",
+	"Iv6WgUn7OVRvB55YUjkcKgtxdcUY6KJyy4N9vI021Hof96x5lbTHA4/8Wehr4gQDlS3gOM0qnHdrLNKF",
+	"kuEmUHc/D65eiIvtmjVkZusPMM0ckTy/n7W+mLV+8FEjj4sgyN+XS2wFNAmzO0zi4Obshdrx1I7tVXIa",
+	"x3WJ82WHrjc49hYjOugN6HDeOwxGYe+IjRe9CT2YHwZH4THz9gIh2889WmL/3D2aIsJLFZhFvy775rlj",
+	"g97PA5kChkixjJuzfm46dpH1boJwLE3kjq4MzjaZ0tivAXXYf2vdMkVpXy42Z/wUykEOPROyBL/9Hpg7",
+	"j8QfYty++WtQ5fu0DkLIt1zmg9S1IcOI8I/eDaZyL83QGx81ZpHtwbDOIummbiiPWeJnZGVn2fZgy0br",
+	"hE0Rm7rHChwaxLc7AewKWMIlymAzitukYEXND9087cG+XjyA898rbFmawFtw1996X5lkMSxSYzfYCSaT",
+	"YpJjqohUdGtSbiHr4cYNWN0kev86T0+gu9VabU2FW5PqK00ab/MOJm3ONp2afXzDvnW22he/zT76reX8",
+	"w+vhXXbOTTvjXaSW59m1cj/Dall3q5pXmy6q/mYpWfDez8zNWB1FM+hoSBLKQ7Ei863SUlX//OWL08e9",
+	"8y9Ph5MDUPfJ14ytIbA6umIAaCflRiTh1GToELkUGwjSBSsaF5siu2H3LxZf/+U4Ofrz19/+lFxsfnz7",
+	"+snR2fPX352J4XP6nJ5v/jxZf3n5lz8cXD3Z/PHG49VMdQ/T7KljGMlQc2zRE2ymmxtGhYHyyYpWQbJe",
+	"VvIkX8nXelQ7M/cp8Tf4bl9vNB9lXV2mHo7u7DOpRiYHstj4KVFMKhwS5sjlyVY3GNfy4eZt7zgMNKF+",
+	"YxeCu0Q17gN3VYonQ+GX+3YRFJgBnQLZCtgqnOadniWyhfPVn3Rc9kPh8cYw5u3hDsyHpTPqgTQ7ooZL",
+	"4cr5GKCV1Bk/R7NDfRRpLAziCiIxKWsd00dOvvfmLEO+0QcZXKFyg8aUeEQqsQaxQpXN0jQRJkcHY88j",
+	"7eEYMoRL5rSd4FPwpZNkWWMjqcpvffCwIE0itT3XPIYkmcNF/jTVp4D965nt+Kt3F63a8HLXFoYV4Qoe",
+	"h25mJN5p1SqYs8gpWMQQrs87OOoAjW2aPVQuOzGwX1pPPvA8S2XMkobMbRwR2Hp8GNDQN8rFXJ8LXOgb",
+	"LX5GchthHwwQmiStqSFBvnH04ZrbUcHeXWWYZ1qPL5AAhPDUGptIBDa+VNr8OnuIGaaCVHM8j7qZrV0s",
+	"bjTNG2v6XITb4iRgmJU5IElqwnUy95Kxbjv20ylhH4wuSHlmKm7bSQF8nR5Mx3jLBl7PWMsLXKJXpOiV",
+	"wlULxNpk6qg6G9mJSW9es8TUBmLMwIoIzvA4lwpYQCvYMH+kVM7YftfC7ilxiXnjFj4ha7ebsQniEdjl",
+	"0WuVEwOAzyN+GbP9GdtUszN5+tSQI6BJskVMJ6qcCXeJpCqSi4hJMhdqqVd1EYuN41p47Ni2tb4EFDQm",
+	"Z8f+N209j6SCCifVqiMobJxo3+yjNwYKV06BaCbPn4Z5MlPhK3udKnaafWR+cxKLGl7Mf251WyU7py1b",
+	"wrrGWK43L4QLZPn/XQsyhg3qC0Me8VeLUda1FxxMYrE4IAZapOs2ZDPG5QMnfbI4ULyHA/kAgqeAv114",
+	"s3b2GYxBm0ry1fmrl0Qk5PWTZ51uGcnbFFfISyFXhg69ZSDGDavqZqdlxRfzr1pdq0XI/opyULyyNbCo",
+	"l5g7igPRSoD5IjuH5QnRnArWw4wRrBUa0IhbrkAoHFkopz5hLORCAPNjcob+J6bdtYzerkWSce4Za1V+",
+	"I2oOu5QyZbKKgmnajGQO+AIhSTxbhF4g4pgFIIwkS64jA2qekVOfZDkqtpaJM47ROIQGyoYVRKprgGSk",
+	"iy3TpuSLHO8KfJJfdLDsT3kPz3gbawFB8G6lfpCZyYpe6R7yaqvYOQEMg5RjoKyw8USiO+N6j6GEhffL",
+	"aDXzrYHdFAlR7IOy8CR98iJjKGBqtWRRMuPZzgYianF0kuFtkzVNFGdJ/kWFK6Mk50vL9DNeK4yITOer",
+	"SIGgz+3UK6wiq4+HDBM4coGpNGMlNFB4IH158eJ5lvAuyZwtIx7iYeFgpGjK+DPeLuFk0u3Dj8DMn3yE",
+	"GcFGNMnXTKxjhiqInrUNjz19fWbgcBKmf5xxexAhKheM/t/+jZwWXOz64aBPnu44mf3V1ftf/v4P0MVA",
+	"x/BXEh50LJ5R6XyecUJseFtBk2nvUg9OdGurbia18qiATn/Gh31yrkX2bZ2bcEAjEiqc12Yr9Gd8pLcX",
+	"DjmmUknyxRcDz/jn5RdfkLaf+5WmWkv0O33yhqUSlAXM/5JLkah4a9BYSIRTN9+B9YATMVcUMtmNWn+S",
+	"Hd3rfDw2C1Vr3TzM4OhgIrrJpqiCL764Ka5Az4Rycvb6+sA+eiChzYcH4xNCg0RIaUiUQQlZ2DGUSh3D",
+	"+FYrBsSXgordJb7arqeEqj/8uFF+WePGAsVtn8aXU1TA/Q5UQZpxt4CrnpvW7iCau79hcdwDE/fDHzdX",
+	"sv+jFFrXexzTaCWnxI+kBPTwNETo8DkotjPuarrtXGvudIkvkkvA4SoA5esfQPXRzUQUgjzYh7X+z48q",
+	"8mHuAHKk29HaVgRiUDLYeUUv7FJsuFbBkc9RoTIQSSXFc8ZzGCg21X38TF5nbZGfyXOmMg8z+XnGf+71",
+	"evD/9Zt+QQvw9et3VAMqaQ37aAakNAg8fvQwblKvTm6tXp2YvJK8rex9qorZ3vJkpyp2slsNK08KNTE9",
+	"qTpVzLztqKzVVTDW/HZ+EuFPRoPqmDZKCpJLxl+hId3YbVGPro4+P27x/cKlIHsdbgXUUifPyTDELKiP",
+	"SMvb6I+26/L1oq6l3fcL3dKMv6grliEfoPiBm1T+tbOz0Q7aznnjC78742UKdss06uT6ie0j11dKrWsV",
+	"oEStbt3EURZ/8cXYG3zxRRbahkP3371713OOd5Ydj/q0tqFGE68DtMphASUjAIgtpzPuvzBRcu6Zrodi",
+	"EcLLz0/dsx9PvhCoY9WIhF2LKxaCXcb829zOsTo3udQqRfltGwN8kBlniFZWiudUn7xyD1cTUQXGA/33",
+	"FdviVFWyNUj4lngjh3hLem3iBjURiO+IYWvgNCeJjzDhPlheUDqboMIZzxdUHyiv3DPGKWvRNnOGW0No",
+	"9QZqXpHotso/mPHCYXWpzwRTgBQawnjYl0KRrUiTAldDMZ41VUszWMpLjaE+BBlxKGtN3Rqx4baQPp7E",
+	"hb1iLLCWUw0//tu/EQg5lnBY3lgPAzWI5gIbmn0c1rfA738AFaBj4DIh7FIrHnrVQAUAv5Yxb5mV0tTU",
+	"6+198cVMyyUB4JMGENrvkhVdg9uvrkyB1q8KNQXIIxFu3fqDgHg345hTFFmD3A1VDerLG3S6BMobzPia",
+	"JnTFMEJS2qIHqN/q9q1e2y6UQ+h0ca1LH0OJhMq3IGts8QQgl6mwAd/gv81XLws9mp/OnCoeX7Ot4YG8",
+	"wgklMq8KoDXSu5UEMFoRVED52abL/wyVofUauTpRphe5FVJ+BlTCn8mprTqREUfvGpwLIhkSClCGJ0Qy",
+	"ljFHn5xqfqFY5wWsa4VMJjhrssWes1hs7NFqtPWeSV7AoRyRn+FeCM0FmlNkLDbuFtTqNlwJKMBZGHe/",
+	"wQbo5mVvtSQzPRWLv+huBuRnYmR4l5j4ZT1fI5pRbnQR+ToTxqY1p2iMbmpECjrpyrYqipImF1emGafQ",
+	"jG5mTH4mLwWRabDU559Ik4DZkz6XOk6D0AO3Xwh9r8GGa8rVQA8TQ1rYAuxDpC9K81TBSuW12fDrXM0r",
+	"F7f5mYwHI9OSvZbBYkWSCL0wA/IiepQRvr4Cjm5k4q60udgV5BnIMdNQIPgijgLDJMf6U0iRczKw7GB+",
+	"TKWe0wbg3gtIafbNcmpK5yQ/+xBvFlFfQ33424m4pXr0IIZD8jN5C0CnSoiwC6QMKDd8D99ysTmxorcg",
+	"cImkW7JZWo5qKvhjuznlxC+LE4P4DHkoxtQdRguAujcLYnZZoViQbhGoJwSC6dor8wlQg/hvmEq2vdOF",
+	"Yomf6RTYUrXAkG5uNCgywwOZy8mEIUscjMnX0SO9/fEg59v8otdxtkOhRNHPZALb9DQD6SeBwFTy/Ez2",
+	"g2XKQRPa2XihzJFueGgGXaoEjMkiNVIl0WQxcMGZTMmLJOkm7aawRkrDCwnaspQEH/+cSpZx6IlpFsGb",
+	"d5J+R+0l3fcEmQSMQeY1l0qD/ofd9MmrNv0MsOOa6vMUcr3QrqlJ4lphstgH/bbNKhELgxWmUNzDZeKU",
+	"kyg0EMuC4TYH4YNWuPzXvBR4tlHLal3mI5rxsTcGXPwoBDBReF86+08fmCy0wcZpGunr/jrVCgf6eafw",
+	"0O/AxVmimfOoN4b/NxiSJftADeaBsbjpqWE1ZiVzIifkmiYR5QohheO4p99mIXapJzbjqFo6gWkU5L29",
+	"xlG17OpHwyFiOcLmNcTByCy4ucFviyhWLDkhdMZXNHa7sgDDJ4amSxGHaEonjAdCnzsypnJJ2v7/M3zm",
+	"dxxLNYh+irUJ5IzDSuMB1MWhouby6vXF2auX5z6ax81nmM0CZ7LM7gpDb2zUz1N9APkwAZi7sgeMJG0u",
+	"ZlzP9QTRFVkIWjtq7NAjltHMinQlSaQ7MRGPmwhLKKgs1+qBlthw9BpMdK4Va3rJppaoQapmXCwWuSVS",
+	"Eq0u2Mq9OUmNWEHSOavmmXmZWim6Vb+rVwPar1dVHlhzO+o5pD3yiMwA3dAobibZsf0cddFMx1mEwNto",
+	"fCSUTD58wKLPBXmB10YkVObrnAs91MeCK8ZVD2PPrPnvwsjU3lMzQz+fIkQwbS1jgnDCOuWO+gUFBA31",
+	"BefooJlxvJwMBkPyf/73QX8wRe0kX0TUDeUqvbyMWR4boA/LNQBw6o37Ydvpk1ea5Yr3IbyEWybTp8sN",
+	"iWjIRjllQD6aRLZcPMPeSdgCjtKMM1BwA1NvXb+1tZTrK4ha4o0391+4WP94KFfub6AHPNZt9/TSJCKe",
+	"Ei56gODqg5MJ1iCBo1XwWheB4Xtn+qQ6ebN2M77f4uldYtT9THags0bEeQSxlgjZNplx84G+qaGyjISG",
+	"v+u3jB3eSaYmgIrgbpcZB32FtFFvQNcOBXq0a7SQjlvIZ5eOMOMUdIp2RdnQTew+PvWXE30l3HEUd7DC",
+	"1lrr3dG1S1tNCyy5afbTxB7wM56nfnD2QTmuFzAYXLAPCvwK+rf2PL9am5uwc5ftWop2IIVULyIw71se",
+	"afk/NVot1utHMWArhhBrZqc2C2S+Vehn1f/oVvlAdglbiR8jYOcVTa7Sdcb8M17aFUwGdK03VadPUAxJ",
+	"hFy1Y3PaJW14gAbbDjrwIMy0b4hQvWMiePacBlfZPJwdbfYhMCLUh7BXVzREwMGPloy2v2IrkVsevB/6",
+	"jrc6r61ozPQvAQoZrHhNV/4pDt1U70GPI3l78awH8t3QJSSxln8yTRKhlVTNZbPWbJaGR543axnjg6bo",
+	"y7fPc0oR85bn4Vua+TJhfwHXLLM7C8oXmE4kw9o7cCeD3AizWwcTy3g4OzBVPcmqqyEyE/AeWGQiJrsk",
+	"5ZFeEKmk2alBwNYKK1dS9KsY1Gh9btlnM27izVdUBaAY+f+j96f2n6bez98Pesc/zGbhF532n6azWX82",
+	"C//Q+dO/+wbeAA7CNQXEKXQ7UzKPOE22ZBELrXAJ9/gFP/PWVKEw7K7ZHHqXU4M2hSlYGf+4kFe4HoNh",
+	"fwR0dicPA8rnb3jNpF4g3r2lnSnfohIaxXq2f2OJME0PZy3NXLPWeNKf4FKOhr15hI7OS3vYuaMHqtpf",
+	"YcneWDUJvRiQWGvSvm2qBCY/kg1Un4IUArwxTvMD+oG0IyaRnPGsNhNp50uIlDN1d7CjBxIK2RSgcn3S",
+	"Nsl91PlEq7UzgGXAOwJGfvim8NfziLMzrab7pnILxaMkm3r1dVB9UAGc8UvGGSZ4QpSkKkQhgF04W+A8",
+	"Xyg/FyEUw26A52AgwUiUy4hncQD2OWBXGP6GVIO+sQTbwJUcdwGOfPjNdVX4WchCOJ1xH02UGWR1l4RY",
+	"zYUMJx17HRBr+lPKiB+kiRRa63tXqBVujhAozgNyzYzS+mP95xG/mpowgF/+/g80IepraPzHWUt/O2v5",
+	"eYGbRRpn1V6tszvr4MQo4jMOSCC2T1u0HPuyIqhPnuW1YiDMhZrSOickFCjH0ygOyf/P3rstN25ka4Ov",
+	"ksH5O4pUgyzwpAMVHbNlqcpWW3LJKpVrt5ueQhJISrDIBI0ExWK7K6KvJmZu/7mYF5jY//W8wj9v0k8y",
+	"kWutTCRAUKJUslt2qyP2dkkCkOeV6/h9ODC9BjhfNnikDwjOIAWP7C9yQDNnnm/1xpvFIz0uzsSUxYic",
+	"jwtJO8AR52AAoSK2srweW/MXapfCYXBR4IMhT6MSkpGJo8IQ1mAeBSbIm8M7rLqFSObDNur0+0PpQJ97",
+	"LBVToc+xwKxekwsN/ueCtQ2xL6P1tti5mAkkxcx1ebtPIGvzWizzfCH4DSgr9TCZznhqFR+8DrQFPokV",
+	"+SBMXpaxkHGzo5a/tdXx/a0taGwoS8yDMWWELHDa7FxkzXMxm/CliIgkzElZ1v0s+8vIfMMrsNNhdXda",
+	"KeAGHrlGix0m0mSo23QT+J7ePpD8gMXiiRRDSX0dEGIOONWlUOhrMxbgOE6tNwT2Zcf39YzTx1Pxowgz",
+	"R5H5+HEojS6Rryd4Q7TCnqb4uFkmrQtC920lPmzmr14dHAVskaTXKs/+yX0B6BXRh4lConvtts/+5//Y",
+	"a7Ubg3zVKd4AyiRpn1plwwxpK0inkMQylE0zKv33WKhBzrcJTuN6r91lI7FMZNTIOwXHwZyMg4vDr4BD",
+	"LIEBYRoVHAtq1Wqh+w7KSX67mQbBsgCSJlp5MASpkicU8FXreYed4USMI1ZPUo8SsAsteEQlEBGXmGG/",
+	"5ziV+rNovCM1T2Ac3xgmyaAcVc/TAR4UeB1X2IVxsY400GBXeSRhBem1nFBSN55zSqIaFV9KbQ0MXGpJ",
+	"oKqEv46BRwEUawBpohsJiZn05yptU/ikcoNsseP7013x8uyfTstnXF1DrpWL8tFtdRowE2YecLto8YyX",
+	"MpZZKCYFpJqbde12WCTEDPCRaCt5RXeNbklfdpShnsDzkyVMCtDDOhFnuUSJFAltlKg8+b+8RrGC8w+/",
+	"AMAco/lbYr66Y1AuruJMIACFNW59X3eM2MHIr1RYI2qzZPWROZTHHQT6+uqcjXjEgj8ETbQytLoW7Ae5",
+	"1zFO0dukm3WIydZEUgfW+QhbFjqm4omQWpmK0mQ2ox6iw7Xcyzx86nYdZIyeN5oyNOSyBWTmCv1vFPss",
+	"FzjwZMPS8t3dcYj9r4vWttgx6dCw/0gHwzVZpHGWCZlDTiEKz4DhU3/6Yx+/jT/1W37uQYOJODIQFIrV",
+	"A6rMf50mU60v0I8XCbWlN363291j+Lxlx5oIGfHUIy8adDIw0Bd++wLYlAe+/z32xP3LHv6l6fcHvh8Y",
+	"b5Rlq8Qioma7P+jvwYnIEhb8EX8csNdilM61PdX10Tc9EXxmfHX1oNMd9PcG236Q66X41WTM2tukUSSp",
+	"/iwguOkRQhRkk/XCuTNWk6lryq01I78L3Kj6nSKw1OBOKKmKhE/2crvX8IxeyFyvpQSp3+vsWaGCXi3X",
+	"CYsC640bjdQ91m03QYkAEBl0bY2WVr9v+36uSszADAmhhdE8VcCVpvvS8f3GPjWut7/uymoXnGI4c/1+",
+	"h74qSL+hxOw4D2AE7SCnPc1EOuahaLEzDi4ayJeSiX1YiUuAQRjKmlebxKEg8CYqEDiY8fBKaJG+Uhiw",
+	"WCxaHP7cStLLl/SuenlyfPjqm7evmp2W37rKpgj/EWeTYr1BzatRF2qDWhsqq2ZC8llcG9S6Lb/VhYqP",
+	"7ArKcqpzYvVfLtcBcrnptfU/v/+avRWZB4dyp9/eaaCMvRFpPF4WMrsUwZmRgb1BNu8s1ncp5asSyi4q",
+	"ECiiXigWXMdR0GLfJGWYtxoMO7UEUbUvRfbnxbWqeTVjh8MEdHzfFHCYCtpSVN0p64U39CxBbdN8OuXp",
+	"kgClzRhM7eW1WOqF0AJYP6xnC6py+eSyNqjBEAGD5AZ+gndrXu06jhy8Hr+tf5VBE1+f6W2ioFo2vqx5",
+	"tY/Ad/HTXw7+8vXHw3T83dsPOxfL999+9eZy5yq8OeOz+HSSLo45Pwu/enee1D79ABUrqBTdVd8LMwXP",
+	"V0GDwZJDuUwPZ6/qU3aWX37BLWm4W+dZG/z1B8+ZxS8pZIkr7MwjoKTxSz1/tWKlQe0H/UFr5d66bUto",
+	"S+tKz4iy1JprlkQsdoOuHvKWogIZTGEPBjk9VcAkT9NkYSpVFIDZ67vbPGN7wCUzFObmb5gNIwneYjW4",
+	"68HVr4oRz4Y+BOhZiFrsQLqcyYYTGkKRp8dHA5P3o1gAxZuKBSt8W8HqETqJlfm7AiFidFbY2WWQdfIb",
+	"wTBBaMY5RfSDeNhi/V24CA3916BICZbv7bsQ1n/4bCng7rl8D18sEjtgd7lzUfDXAkqXPuq9pt9vtnsX",
+	"7e1Bx0BzgRjYkAjOpcHbdCqn0EBvb7u97e/udHd3d0vwZvCxjXDnPnm3jqjtjqgz2hW98TZv7oXtqNkT",
+	"3XFzl++MmtthP9I/dXh79Egj2tt++Ih+KArKEtzj8ZGqOP61DbFZTovnbBXBa1XoopFwenxUxVoAucn0",
+	"eyurkLtunKSNh0lp/Ur77lfeOZmC+FL37pdem4RAeKOzd/cbF0lyyuXS+Hj0e/1NWnqLuUXv8tyj8v1T",
+	"RBjQ15EpQv9rqWD5h0+Fu8rWKThX02n5LjG3k+PFXntDmcoDW34xYPcoI7Q1AC8Q/KE5nxnS+Z/PDv5y",
+	"/urbD25+rP7g8uXPajK//BRQMPf0BDJ3MF9Vf/L81cHR6SvwfSy0Wo+ON62KB7YPB1lAFWn6HoGE4Uuj",
+	"1BkXPSIDoAt+v+gVf6GseRHbQo2CK5zVEY/C5LFY73mjBcnZlyIgzAsICmbganeuVPgNmsG5vcku1nQC",
+	"v2S+Cx3HQewzbsdAF5neAFGMUdUrcLHMs+ogfsDmUDNENpyNRthiE3SkET+8u9j7bJrcIB2MsMudyFHC",
+	"U5NmAxWbiVLxaCIKOyK3T6qvcXdTbnKVFzYhLBVEx/lliSswlh9SQRifVRc2vFLbVA91uvkWXvykr5uq",
+	"N/IRvAQXam2DBw9hKWqPoA3MCP6naBM4bxUUgBGX144OcWK57Gq+3+toCyWZZ7G8xKgy8tr5vu93+lr2",
+	"jeYqlkIpgqRJi/88iaVoA2W677NDEfGUvc1qnvvnTm0g55OJVwtBCtbOk7mM2HkSXkN1vsr45BD4C2s7",
+	"u9vbPQJR1D9f/CcUpY84MnfXzPdTITJ2MM8SvRWmPNbGbLKQIv2PUD+h4AE+z5JWmEyR7C3Olhd4700m",
+	"ob7zxSWfrPssOxczHqfs5ORQd/EqkfqxP7b77U6/3/fbOzsghz8eR85cbu/s7iFWgIozF4msqk+fvNpV",
+	"rLIkxWuBZ64Z1rlo7ww6fdJkZAJfe2sFsQmgO4LXM/atmIgwSxMZh3yC8PenPI05O5jc8FT8DecWEAys",
+	"UIWdW+xA78LfG7T9YgcgnXqRxhBoUhlPM8Q3NR/MT6Le4KAeEY9nrznu8+1mb7QTNnejPdH0tZ456oa9",
+	"qA84t3rpUBLQqS13Gp+4imdnIg3hjNS2/Zbv6+aVdBah1+20a7mX4pRLfgl5DOBvh6FSExfJlH0hwmuA",
+	"t6n4fq/y+7s72333+/TZH6qmwas5F9f69XWIFqtX4Hb90JWsxctzYx3R+cQm+uEbiYFxsBdL+CcUZtIt",
+	"6nt1Xcv02Et4Bpp41hkfojOuYNZU6Y2Vip2jSBrFoEJ/hPD3fZTIpHgN5X4Nc4t44AbA84b/1reT0WFZ",
+	"HTQuTM4Bjz4oKw3P0I1eYgWx/onkJ6snk8ju+Qb6IiKCQXO7olWXam3WiSNCQnWVL++gcLfeqr8AKFiB",
+	"RLuosmwoFWOEYMmucmUGfAs5Yh0i8f6aXohYnqNsW7OxzbOuSDk272zuDiwIpGqvoNPTp25z+r273/gm",
+	"0TeMjH7rAudLkRXQeQqnZo3AKSTc3MenWsKBWDUcrZ+oymzE5N5KuxFhUcH1Ad5QgFXbwJgcyo2tydcQ",
+	"rlUsTKajWCJfFDv45ggS5lw6dYwCKz4RBC4hCcAI9b4qdnVWB5+y/ZFnmZjOMoqDe3kmkAPig8VVB/ik",
+	"CjCqBv7kKbKgcYZZUC32lk8EIV1QKL6wEEO5EKkwKHN8NhM8ZVmS5H3FENWqkXiYM9htZiTqWVHkvp4s",
+	"qYMlGG39zBrb8DqW0camodO5r/V7YBlWG64wyLxbdh1WgNAqWdzWWLGIKn/vvhqk5DW9LQKCJGRnrxCN",
+	"bugarur6iqP/Xo5zb62fv9RzcvgbfPiHkLxW9d4lGX/8XmMKLGLVQEmAYnUo0uP2t7HBlBk3ykGM7fEO",
+	"3x0190I/avZEe9zU2kMT1Af8096aQdG3H2VQxQFBV3kG8mKMCTCxgrwJVofULxXfiEY1R7ybMrGm406i",
+	"RnXXb+WT37T/JNScrouPt3W9d4+uXyQP6vhvwQN1IPPLSAtde8+sXkS2jqvgpjLE2rW2T7Y3/ubc8DoM",
+	"avT7nLB/UPsuVrzArrHCP9MftDvf5498sUS3D/qkCtyf+S/NAaFfCJmly1NwUuEvwL3hkyavRYrf7G23",
+	"d5q7u529Zpf3Rv1wO9oRu+MCh/I9RJFTxFIb1I6/+a7ZRl8dXFr2Wpvkrol2u90Gx9aNmHTfwjISVvSq",
+	"CN5YolcG7mZ8KVLynR1xydn7qziD5EUwT9yZxCv5zTj/WS+nnohe1/f77U637esBA4iVvrasVUO0AAV+",
+	"U4dkW38OHFe/0KbpDfyNN01Nd3wNP3PtMXeT/+vtJt/3O7+Z3YQ/OXuIumo3kcvjXd5Et3rXDtebGBu7",
+	"1xxt7L7utRWN8dm/9muau0Wg4irfWmGBHBO3sG+q7NzbPWt6D7ifLni1KuAXjOvKI0KPdbAOla4td39u",
+	"4NoqWqcl39bGV+LT822BDLzLr+VaVtxspvvaZOt8WoUVf3ZqPYlTjg4td2XufcpfGkD0nyHauXrav4T0",
+	"umkixTL3W+eKtK3xiDP0eQ0cbAoL62KIqMYA4VsPUA0KmHFBpcBOCGh7BnI5pmKR1RZDLhEfDJWofSoc",
+	"m0/xNZU/Tj4XKjoQH0OACokzjwFUHZAhmmegmAJShbiLFqPNngGmQaINDA1A9y2Kr+4UVY0KNk1Q9qBz",
+	"DD6IWMbQSwsY9MIWgkIFUZikkYgwGyP/PWaz6P55pXXWbQOUmwxM/R+VqBs1xEI96O5ZgOEcsOgmiSMo",
+	"sNW91xY+R1GsRJZNRMSWIsMJKiwnDstMvTeUWDSMUxhn6JJcxErkBaZOm6TpEO9TPk6VxZMJ6/jtAc4S",
+	"fpASRwzsYGD0pMBGWYKCrhuwuoqn8wnPknSA7je0mbEUBKYv6PnO/zr9vcDCU8apHYhpaZ+qxZyvFD7Q",
+	"9/12QBXWOCNlkAYM+ZQ2JEt5rIQayqBoDgQ2eg4WKv1gqxZlVPrVC5XD6QaEhXMjUijclJdUdOQ8SzPp",
+	"MWr3jMcR1n+M+ITLUASE33mAJZStrS3W8/0Bs+dVb5Ap+h+4ZH4Of2N/55a/e1DKEaS0OoDW0fcL5Rda",
+	"LxhYLLri7S1X8vtarNfpDCUAcuJUAojWAFxSZODQ3Lk+4V6nwwICGTZCIH+dTnMwGMp8GI7EyhcEIPhB",
+	"oJmNgslMC4OZUUeHQsbjCdQ36jV2BWCD+lKqEdUbHopEW6zvdwalQ1NGFkP0NhQYnoMhnddsEvX7UCIu",
+	"XbHadqXul9bc+bVe9wPlIMisFC4PbvkedGmUREuMYcQyrxXOUZ78vFd0JvgkFTxakpduXVHuUEJV7n5e",
+	"9oJ1PsjYVCynnfJr5IihFuprSmmxONhGaM3jKE/tOtiSeD3/k0RlrM4NMBNI55SrqwaSR6IEHS21/I+J",
+	"nMp+yLM1goCiki4ryqEvEyhvg30sJkoYtF5CzzeALHivwYxB6VtV7AL3/T3VaL3fSzGsp6NNr/hKqWDd",
+	"hYIJ9eJJ4+3A8q3Na9ihyvSW7V9ydkd+uDNqi2Zn3OXNXrgbNffE9riZB8y37USg7ZtPRenwFPyvLg1k",
+	"v38XC+QPOKVCZV8k0fLeDtM0KzpMzxzmC3LA2Pod69bq9NF7ZRwhaBpe8TFUvsbqioQVQnC0iNNOlZo6",
+	"mEzQHCQp6TR1jyod3Od5bU2lEYNH22EuxSrrlAU/fwpyVbDUITB3PtOAS0mC3ceIwyE9nhmHUnRgb0ZY",
+	"nYLczcFcq8W6FVKIvpdRSWCW34lQeQP3lBQLbAB0YNpKVgqW/EUVsv4u91H+in0DxtxBI/M+5SvGi/sv",
+	"XJt8d8KkwWrUTccahQA6CTVnKn9n1ri/e/cLNI4LvIDhtfYGPTtDWOKLJDnh6aXA9/qbTIMFazsVUcwh",
+	"XRc8B51NXnYggD/P39DZaJG/RMDaX9tFQa6EkpOCFO97+SkMRcp9Em7MO/fOtTGW3SPm2lDhhkU5fFCu",
+	"zftisJ3cD8oAHBV8Of+rjeP86Z//+C+j078FTRQ8dltbhK9gbdGCclcHN0BiTOBGAVOXCucBl4baIdKd",
+	"0+OjF4olMwDRy8IrVi/4X4rx61hqQ88MZymyBsFJDiUo75xFfAkERVSm8/bVxcXJq9NX31x8OHx38eb1",
+	"64DVTel70OkMfD9omAmHWPjfcs6NocS+OXWkuo2rZEE6s8xpLiBDg2rG07n0jKkdiSmXdnsY8mmYU9Zs",
+	"Jukle3P+ZQAWPmkTMAcIj5sPdT+/cNG4IWAPhZlTLxS9RzCPoPsTlxtsMvqMZzw8UmQHZI9raw/280g/",
+	"e8mz+AZ9Pe/z1NZ4kjVjyaxrBIwVbArbJQQSambAxkIgdIBdh+PTdycHF2/OP7x+9eptYRFae3/4o9/q",
+	"6oXQSnQpxg5uszRBz8gVn4yb89lQGp46UMklLJl1w+0DNxTAEB1kQT4Hp4mM+LKZJc3Xaay3CWwVBCkN",
+	"YBhHPBNBi8HA4a5NYpkJh20pTKbkptM/6daQs15LdYuoBJ96oYa6NXL7mSdHQn+hMFcW7nQ1e8Z647Sm",
+	"EIDbE4SH54CkCUOkBF1Ah4E2QJ30mmCGjBkBORELs3PF1VDCsOgQOAXV9jwYgTfjcRSsS247MvJ2k8Q2",
+	"O6Mmr+mpZ2TRHOZJb3ou7DCKXadnHyfVjab1jjQ3O5+/vQSlYtefc5MelpukhVmuwDDAV1BMK3DFQjmS",
+	"cs6qQz1RVaJIp3Phd2Bie9/DzBup4T7Tq3k1LewPbJpKt7XXN/XpG+bwPXbGhb3d9J/a7RZk4OgDq/vu",
+	"Zlrk3c7dEPD7Q/x124Ooaf5Yr2+qpvSv6amuk4hhzv7tWRdHlXrmxgkX9Pp9ky1cafWcZ/G08iyi/PY0",
+	"Ro29UIv2zN2JFVa/fqScCnaclWoRIF51uwmhexlUpmOY3buBD9lqMdHDc4OfWBaGFkMrspuGST4wHl6J",
+	"iFRJee16TZ/ld6HvF35Pj68NF/8vJtH1gt3DiWyFc7WDzhzO5/SXJ5T+ElmRtEb4Il/rfVxJ+MbDHEmm",
+	"ZgtTIx7JkWTAsIH80cjwazHLWNfX2qMhQYaO67cdCErrsweiCx4SKA7arJAoMJRAWhImaaQGBShuovs1",
+	"RBPAenNjqEhkQj+4f8Y3WkMZRDzjQZ7FQrx01PDB2bEDzZ5hzg04mtAd5RDtxxLgxIErx73IvHztPchj",
+	"MR4nr1Rc29g3tD54ESIeveX6GUpAK8/4RxZHHnv7FsicTc0vPkz+tJysD3IjDmQ+4QDDa037nKwUhzVL",
+	"kwwwZw2bl8dGQsWRGMoCxfEAyFigSGgL0D55Gn0wSXfwGxjmB/371pZlhkOptBUAFxK6qhz26v0COZ55",
+	"TFWx3+5btuTWDLwOxKVtcg+mSSowSQkwXyaCA6/SHDOmiBjZgBRO+dIiFANoDDL4IRYscFsBWAPS/DhM",
+	"En6X0d9KU2nIntZ5MfBsbOTDoK4aD4ZufR88O+i30UtUOQ7bxTLQCy4a3DfVdixoI5veQzASjDGssbxp",
+	"AL8pbwH1+dlNcLuqWYWLVy4ZarU73V5/W8+G3qvwNuEcwHHw23v+uMvbkITQ3Am7UXNX9MbNPt8e7YS7",
+	"0Z7wx6D8AfUuKLJAfI7yDLyk6O8GXSd2Ptlp7ozaYXMn6onmHu+Pmt2wE7WFP97ju6N8dl0xghAka8zp",
+	"VzefUb0AL9/XlCaB+2xI/8q6nHPRVZrR4qZUp0Dy3NXi7jag4TmDsUyU/bFQwYDYa2LwtEOaR0bwpiWy",
+	"f/3IwhAPZ4nF8LB/hz26TzEfyJGViRSQ6rlqqht10jHZ9a2tEhN3uevGqZeuc4hVfJaasF/J+A+fLSoK",
+	"RNgMvgKc/6BR6RbAc7iBU4CmopxKtploeWIuAXjyKYnpfLcTbhfiJYDhTH9b29UuuBke0LcJVxkhM9z2",
+	"af0YUNgbJ67+BQZGEF+t4/uFmjjqbo7X9Tn3z730rnXWf275gBZvJ/vZHfAUrhBwBpBBtsEd8jIVtILr",
+	"S1/eCn1NZPnSX/JYenjsuCHfoapxa/oZVtYsXQLpSjSfCE9fI0hJI6Qec5RfJmo+0m2OgFIEdhaYQlqr",
+	"p8w8ZDvLvHIiN23xZhwFrJ6KUOjR6I0ZzVFmCTZaInVix+8M2E9zMRfRfkGew1wETF0ZfG5nW+f27RO+",
+	"ohruvaoqneUvFJqs0O25ArITSPzPknz28xWC6QfFAKxDPXKzWJB4L6Agqo4ZwiD/kQJV5muajN3RQ35p",
+	"bnUXp6rhYYL3LXYvkRfmJNAKii7R4WOaREYUS4rkMy34FHH65YsKbD1ynokBsuZmVzxDCukqTojqlitS",
+	"zKmB348a0LmfGgDjOd74lrrffXRArJjrvdL56qaCjvnv7lJ6aHYnXmZrlpIolv9YsaRYxkNTvGIiZPqn",
+	"9aeMyjXMYSvS9fc6lmillqs8vc5eDt15kSSYomZKDvJNe5Vls8HLl+3OTstv+a32YNff9c1A1MuUZ6IJ",
+	"Hmhcms322Rm+XrnDyl0ZoOfm4OxYS9QXCshpILdm4/kwBBBmOvOkcWN37WN1TpGhxpk1x3J3HrnLgIdH",
+	"8UkY6a+gsdDOUa0pl1qFL2ktWsWwagsqGOuUlyvBJ9nV39YavwducRVQoDpZ4lp4z2ctdmSiw1kyJ2Zv",
+	"fa2PuBKbEsd8Bf34fOqY5LoYSn03c6Ol1hJIru8TwKPOrZGUxcl4bM6Wk/hGSP15fRiFs4xvzBSapbTc",
+	"pPcJStmXCoQL+gJ02U4qHeMnSQ6s+pmrVuh6ketj4rTiACcVobh7fpsdJvISwlwHN2IFjbv2dh5ngrU7",
+	"AIuDoNwHc5XBwVjPrWGdwwZyO0oWMksW8j9Gk7kYJVKKbMSvAXQePNrxPfg0SMv4wn6JfQGfYkfUyIPp",
+	"NaoAvCGiXYIe3wH6I9A+Z9k3a7pTBCd3YYrCLIapzuKp+B7bO5iKNA75y8OrOOSXSSXWc6fpty/aHTO5",
+	"AGlUXM7dXXauhTw7j27HVb9lCbcBdLq3soQu/FDYi3ZFZ9zc5u1RsxfuRc1d0R03d3hn1A79aA9rDWmd",
+	"oEcqjgT7Os7CK/EIy4N9WVmUbnlRCOynchVi+dB1aDfb/oW/N+hugrl9sl5ObOpWN5/YnJDFsq1UsLI8",
+	"0648VHmwEnW909wVuua+ycV96bq523t+6zpumJNWqTWcJJvjU+c0Y9HDubGeWOqYJb+6q8bQTJS9WjZX",
+	"fvJjW63+5IRjzw7LJ3GCMYHJ4UVbd4IdmuT17spXHw3uB5fGPEOmaVngnmT1nECZiE1Dba3JLAbQDsOl",
+	"PJT/83/0Wr1Gi4GVElymXGYf9NH4E772wXmNyP8D+gv4JI2vMI48FkyvP/zzH/8VNExeFD6nRJiKjJ7F",
+	"H/SzCp8Fjx5QMdlCbZ5TJ4PNCeR9iBcdYWANPqLf/Ori4ox9wVUclswaaE1iKYgzKqTUFiISkYXM1u00",
+	"LHoOTt+Eq0yxbd+3Bik7B5b0OKMqHXWVpNlkmUOJMvFxFqdC7bMoAfOLq+uhdFnAZznzawt5z9EhvLXV",
+	"LXG8rqWl3doaympmWk8bhCEiY1iPZ0oVheCwblj6ccbDNFHKUNmaGjmLBYDHYYXnmv5sYEgoIwqo5dGt",
+	"Sn8ZSgTv9tiUT/TKAmeMUA75OjHVIpl8ASeo2ks5lBZgyUyOgFWxNOrxCnv7WU4xDv5949cx2dND4MwC",
+	"fxqRaK9wjHsMPBqwOyEoJN3NyfgkvhYewMUgKE92JQxMDD1HPOumiIxTshlesEs2AbAHOzG4DamIE6YE",
+	"2J3hXCcpA34tD5h3Y6FYcMjDK9E8TGSWJpMBk0lTZUkqoFxxKJGO64MjQIiDGrYuy8THrLTiL4AYA7B6",
+	"Zg42RL7gQ8ynQyZuQAWLJaB4QdhPsTnQ7ouhROkDkxT8PKxBT4Y1j9E/3U4Na58CVp+KKKYMsaB8zwYN",
+	"Dw8UYGuNJmLKoiScT4XMBnq+/s5Q/2Z/JwqygP0dY/Z/H8q/N5tN+3/62Z7v6wdjecMncfSBBqdf+Rrk",
+	"GEocEDCIlSUzz1K7O1zquPd5Tramf//u4nVzl6bWHL5v3p2AGCtMZabEZFz6mhFoL9uttt5AVFic750Q",
+	"VzoHQdHt52eMnp/EUjSYO9Z5Xtn+wZWFf18VjUlm5XZB8tPn2u7U4XP6M++Ifs7cBIs0kZdW1qfiJrkW",
+	"kf4ryvO5mgmoFy3olthEu7tmdb6A20FvPzjf5vH+bY9LEYMOqyeoKSSS38skhbNJCFLBIWp4zQuYBAMK",
+	"AhuOOdsS2+vs6fayJPkw5XL5wcLFsL+zU4ss1fVJ4luh7jpGIbYIPDWUCYxf7rbXjOQr9Gzi2Ldx8PWS",
+	"IM5zMCHlN5FShEZhp0Jgk0BohC1skaE8YFORXSURJS1D/wETB5DKAlctIfGxtdXz+1tbJKUPJpNkMWD4",
+	"BhC+r55SVg+wkaZMsibXbwhIqcYAG14e2L5W6UEA4QRaG8NAMyktbipyQw/B5QB827XPQclxNv2xNO/n",
+	"2hyJCEcJoexrLRxc36bVkWqD2vT6Q+/1T7vfjy468j8XOyez873wu676Omqf1rxaQUvST6sPP+38503n",
+	"ZLF3ft27kLvfz7pfhdt/Hre/mPaPlP/lsvOO73wt9t5/rHm1/PzWBrXVg3sfvypMnusEdefqY3OxWDTh",
+	"HM3TCR2l2ydPa2WoL98+g4bFP9fl3Im8e4De86LdjogEzXm3K9qtFdv58/GQrC3j1lLhuUa12NL0lMjj",
+	"0ZL5QO/XxPLPV6Mvw/hN/OfX3786v/j27bE6nmaz7w+Pt49/PF6c/vguOz06zU6PXsUnh3/2xX8e6Gev",
+	"osPsp6j7bTz+tiWWf56F3VP96yT66nzxJt69Ob047p78eDA/Pex9fPPj5eLN0YF+/W/R+2P9XMbbu/65",
+	"fNV7P/3zu9Np/y/R36LT8PVx/y/tv/wt9LPr03e+fn4ivjqI3/z4qvvN0av+Nz++W35z9N1eK+xM5Gj6",
+	"2o/+88+Tk/ff9f7yvr0YffkuG3X6SnyL5V7aWvgQy9pg2/eL3kvcghu6L1WYwEYqJB3koN3ojGVFK5UV",
+	"2X49XCuzJb8AW/cB2xC3S9U+PACsKNdELYX4CrpsReRrsuBLxYJcxy14jcyvb/UACTmfasvbPvzDqhfI",
+	"yfy9Fy0Z3NrmHN4hfYxa6W55gXlztdL9rwdZVphNSNFKK/h2QSK5Ag4O+i2WMkK2OSril1pcIFepO473",
+	"oNOBLGFU6LDS+2pFc80g8gdsys6qLGzdexdiBuJa+C2rMuV6c31F62oYfT0f7q3acX2dim34yNsP21CH",
+	"0FYphprr2rco2uv17Nt2HY5tzXodkiei6GdB6NJHXKayeTGw5NafY104WMXOyrGQT0XpdDjuCGtov3//",
+	"vnmQj1sM6NlU8Mn0T8MaJugOa0FJqJXfW5VrwZoPeWyWCoWJeRX9BoazVcWpKBSrP10onqkWf7v3Ra6f",
+	"JItVtQssMP0nY1agzcIjA6n6cPlHgtZ8aMDcs012+lSsNK5EegM+OB6pYj4KelWjfetrtF+DfI1fSArd",
+	"1dMXqjBfVYKKehznHbV5VPfS1CibanUBsyRhE/jbg1drZcixwk/SgNvsNP7il5zimIxn05AFBLzHFM2r",
+	"0AEr9judyUx8zF7OJpjr8zm3vL3GuWJ3GmRw15cG8sgTaybUuFaCOzsVgMdl1avXujt3b81eLQR5ijkq",
+	"rtuFQY6cAWyoWocVP86albiXawdS58i3sz4r8NEW5cF9a7H3v0L+Xa97X92HvnRRKZMqnGGfJ5gKM/ZC",
+	"kRMV02yhkYI4hh31Syg7RqAP3Mtns+6wOs5DwwOEPQD9M+W3K9EajJjc4iAk6IvHipt+8oxbBT07g7+W",
+	"4qNvRhnX27QYv3TipAcFfdMESx3Vjoo9tGweJ5M4uQ9dOMSTyAth8RhSeu6FYvajtjAjTk20wYAlz9Ik",
+	"moeZIgYRrphaQE5SRPDuaxP5WIClGcb8ybnAMRJTyr3QlkrJSxCYGI3Zxrg0jX2ILqFLFVTmK4H/Jswg",
+	"CCfJJPPyevw6UC4sk3kx5QOCLwSt0PN7JkHEBiUkM3ePmnB1xerBHzqvA/A2xRIHqH/RIMhMmDBOCP7g",
+	"a9eTAkAUBj9igC2xeiCTrDlO5tL4ivWYjDGgP0IFEmYBgSuDFgMpO5y5vxbLyqSVM7ttNqKeWr84Rd17",
+	"m++MdsO9qOmL9rjZ451RczfsRs2e6I/N354qApJ7kIrpn/aoFNI/7+OsmiSXybt0QknuavDyZRjJVlX+",
+	"5kv9aGsGOI1yfTakWXDoybVYWqSG2H3z2P5KCyR8DMuV0MrKnzwEvCyyvSxkMcisUqql/hKiIxHYUnN3",
+	"tBc2e5EvmnvjNm/m1AA73B06JhCa9kTEU/Y2S4XI2ME8S4pjcttN5Cjh6QbwdXZP5wv28ERB+7FT+tbm",
+	"GYPWv0uC1e6s30Z20v0KSmAiZXKezLNVYtoYqgGhwkqyP3ReuzqLrUL5JnEwdLKSHqmEYC+TmZB8FreW",
+	"fDqxeLYHZ8f6puLZVbHYxO/lxSZatIMk3bjIxMre+yg7t9SYfEP8PxjgA9aiiALka+4QIGpZiMmkSX66",
+	"uBCkXLkszU1WvK+eOviVPRJr0z8rdZSZc20ZTcnoN6QjlSlN7lOIQJWNjwq0fm8orBKk+lBuhql+rKUa",
+	"S7RmHExiKeDnwHN4tHS3hjKwfK0Kims5ZClZTCo8XgkoU5DXE/I01cOfqyyZivQsFWORqrV4y5ZEwlqW",
+	"d0MWmWl3SDrwOBeVCy0GHge9GO9FcQd6se3Wb4Wf3+3w6fFRDgKVp8c+NOe41HvzwUcj6DfbD3aA+MjD",
+	"DP4Q2zNp4MoKI3AYlat6WSRgXkNAtN27i3/ojskG0HdtT9IJYVDkwep63/GUZEMyz1gqLnkKqY8hV2VA",
+	"qIhL/h8LQ8Ec8kzo1k1FTxUsFDX3CkpK1rIrfe7oSOz9tuC4Vnr/DMx1D/zuW5P4SXRqUV+7TRk/rrxK",
+	"N1a/6fX7AmCZhX+GwHp6WNJmbRzVjZSFvBb8h0/emhIAzHQDrdncCIlkOStKWZWD+48DMcm1QHTKGV+y",
+	"SSyvh7Ie/Hz27ouT48MP785PPmmV8eXP4Er6pNXvC9DXFjlMp2KB1j1y7hmwaVpbW+ydBObMQAkZQZ5g",
+	"ABT4qCLaBg2+hCFzHBDR1VAaIU66PFTXRWwGOpaQoWD1FcXLQ3RUSJIv3jhYio6cj+5sNGwwFdFPgToD",
+	"oDlGyzKRKlW2LwNWD7TBHrCp4FINZQBtBI198zGeATuoHnMmPmYBGxFWppk2pN11NMerRJqZwWUAPpjR",
+	"ErvfglnMvos56c/6p4MsMDoyBadxV5DXUE87EaPAEgwYTj/OgUsvq9cfloKnIifiLOF/sPqaLvBUDCXw",
+	"OLfYKSJWoW/agjkxrpYyvEoTmczVhIgvU5GlsVD7kPMFb+G8jWPJJ5PlUI55PAFWTdpCZEjajUYgOxEM",
+	"FIBZ87HqfhFPp5mi8Tybp8KzFQGcLQVPGdcirkGlJPmehlmAUgB3fpCfcw571bYTS5UJHg1yvmeZrxaV",
+	"vThzBZTXNINmCG/pU2j7Gl4jPGwYyzVUG3Q08uT8EQ+vL4Frhy2S9JplV2kyv3TwgpJ5Nko+elZvXOFD",
+	"yos9VE6DpObpDQDecJYKlfEUeE+hL4gKBFM740ppHQ5gB2RimZWGMuXSmS3FVILow8CikwjVaK1j2UTP",
+	"PcoMWFkjGHAqw4ngkPG7z0Ld1GSi9yjcn5S87RAJI4AwHNIVOBtt7NG0L1bOiHEc+OxaLEVkF5v23rmY",
+	"xjIiquQgNT8NGLDUMvyFKmm+iawQxUNp3raoUayOSE3mD00lsiyWlypoAF6Eg/JgX4kVi2LgmYu8oSQ5",
+	"iz4Pj5GsquvZAeO5wcbJZGKgn8xHtIQjmKoA+XCpY3odh5K2vb838P117FusSL5lhhzxJQuiuQCuJvbH",
+	"oSSYpbESQG9lhrNypwCE0oyn2QegMfJAbHLnW3pHoCjVZ0LvW3OkXAzD1Zk06zifCLW1xerQoVGKAROa",
+	"UFx/3BsQKVQB7Qa6GcAYYYRc0hgMZZO41q6RM9+G6U0sx7iQ9WVgNx9IAruFAlOzhYTOQ8mIkHqeka9k",
+	"PgH1A6uniPYZV7ile2C+OyjKPUzDrxB9rA6XnR4qjbJFX2jsY0UUqzgf2FTByspDVlD/EkfWlVPnZgva",
+	"WTVNFb/QwM8aYm42nPt+VzA/F9odQzLOZhMOCrT5y575X2tvDz9jbusBwyuYcLiKN27F8IsPUJ+Avx4W",
+	"R0iqdaq3//mP/6vv+1Bcoxoejp9HEZvPiCh7PsUALTwB3GoMedGaxIpWD36ac5nF2TJg/9//zYK5jLPD",
+	"RGWBxzo0xAZ+V/w05xM7N/pDqz3HTmrRmn/VzCHuM/t9VqetY+jjAGedaSmCAOhYMQQk+XkNXXHyYWbQ",
+	"eMaoM177BnsejBXMT8odDQHTs7bd81gwFdMkYP/8P/8f1vF932OtVguK63Q3HKp43ciF+AjRakjRjQhn",
+	"iFDkzb1mEYSg0sot2cHdCGVYVHTFYVvnnmYV8pmI2AQLJdM0ueQZYPFBnZbdtQ5MG579upYx0Dk+SrS1",
+	"jGKl1+lsbeVJek64Hbuiz39e5hUlUgz0dJR8Xrb4igOpoZEouX/bjTXWA5MDagMslM4dNGDQoMPYAnul",
+	"L32MWRXzI+vBael9Ns9tHi0Tyutp4ArnSkT6qyuXHKsHxwU3VeEV/UkKWqxyDy+4Gko3ewEkEWdRPAYb",
+	"gHK56mVmfUbE+o1qknuDvrTaoEpA4dGaaWTXjZYKeOU5ZcNYZXFQZHA3JPhsIw58iLtjBAg+NpRcGY53",
+	"0j0r6fBRz1hf81T0M9/lZt6QR13L8Xfvjo/wPFwmSaQfi0PR2JxhnVRaM1tFZEtMaauaJ2usOKTV+2s2",
+	"Q6/TaTFj37NU/AgMOubh3sePqIRDcZzpdJnhfnvcDfud5k7UFs0e3x0398LOqNkXvajLO+P2yA+fOLH7",
+	"NJZaUJdijnB3QP27Z9VhUEiWIqsieu/0fc+6Ug+T6YzLpcX3KXhYBzVTPPIfozS+vMpUHInZZD4d5X5a",
+	"84aLmFO4a80vzcVtf0ZtzyIDFRzX1s/drXk1uADNc/p+yf/9YLajWWJaIpAfIaPaANSgT5+8mt5XJ9is",
+	"O9fHrsseuuXhVBuLvpJYv93dbvX9WsWk194b7zc7JPc3Ozk5rK0uxK2+8uIa1I645Mx+ubayHg46VW+3",
+	"5q5MzQzCLo51Dnf92tpF6uSL9Fe9oafTJIqzJUEr9bttv1b2YB5e8bEebRSrK6aPOdfNGgWnNuh4NaPV",
+	"ADVUq1/zavNkWhvUXh0ArFKoz3R32/f9zl671++A47jUttl5RcY/HC3V6WTzWaHhWrvmNq1bpobxY9Cw",
+	"/qc+yrgZaxdXXF6zZTIHMQmJVaO50hMCXtlH2aa1szfNnZ1d3Tvcq1C5dw/G+qorZE3mrxHMWULRhF+i",
+	"ZjA1PP8but9xAPch6bcO9dVR4p07cF2rC22E0k1kYih5cHZVqTBJgfaS26fgnSI11dxuzt2flyJIscBy",
+	"BGoJwU+ykhO/Qku4y6efv2LfgPF37l2ZRF37l6yPuwudaXry2US7d79B3bqgypjPQcPF0oa7RlVRzQBx",
+	"lc4mLxPIJoZGfhvRGNwr5XgMbk/nwN8ek6lKq7kbcK0Q0if/slCsXshOscZUZAFWeGaxxxse+oItwSd4",
+	"iLNkwVMo/snR2QOPEZcJ+EnxReaEV3ISNTWUdTcJpmGll/O4UQNuj8Vo4+uR2EyJhu3ode7lR3TsQaG0",
+	"ZRaNA1bHTmlTBHwvq0UmHhsthxJnNUlZ8FOAgC2NEuxQwfLQXT07em3xK3AOMWMZgll6ISDOOkZEitzz",
+	"O2CLq4SN4slEIUiHw9dOKJKQfukZj5nHAH4SHd6gaHl2GQqxq+JCeuQgRJq7iCKCETt7Y36JoR9SRzFF",
+	"PAPsLxrDFDmZkMZ0AvhP+gPRHOCCBfTCcdgWIiZrPLaFUJ/d7d+eszDRNlwWT4VxG1HvKsjsW+zApq7T",
+	"ygesLiFWF2y9BF6BVYSgobwUmQI8A4tGpFsqQ5EoRnVLC76ssqm/FNldBvUdaQh0fx1Hj5OJkGZnxEi7",
+	"yXV7Zp5/yH1bRPyYReMCXHrtD2dHr5vtVo/98x//hXvbTOoLxUbLTKhGbX0axMVtB4zV371lJyLLRApZ",
+	"KDZ1ZBRLDpkmK4Wqt+gGUCsAyBZJyuprpUdjtR9lTAJCBjqKFZBWELZjseH36Gw4O3o9YAHPMh5eTcE3",
+	"OY4nQh/1Pw2NhdQ0llFrFo2pWjif33u9u0EV7zP241Pgrv1czeIlRj7XQ0Iewt/Bt10plpl1XmphTLVL",
+	"IxEmWhgHFFcVERK40A82VmV/88XyGz4VGNSGSJ6tfjLynsMxg0yH8TwlMCfkgmFnlpfccepZgtsWO8yj",
+	"u1z3HQqbUrd3bryQs16nw+qjRB+8VGAWQQOw7d2y39VyH2zmKcl3O8CN7Sn7wmNbVB64oW2HnslFLv89",
+	"LSLYAI8gt2zt1FrJdY501GyaSLEslDkYDqbImDiuep7MweNMAbI0MpQPSToYypCrK49xFl6J8Fr/Y8Tl",
+	"NdJij9EEMNaJVgBNjPUM9deAFGFbIADCMmDT5MawWi9ZlBB6lUtUDQaYlbioNHOrV8cKAvse0DbDA2DW",
+	"IGN+gFk6EmoPVKNMAUaEuja02nLaSdKhDFxeYjLhnN9B7z4g8Tfkelzk2r9hp8Rgo1XwXyi3VMKq8QTh",
+	"Z5MYyBgM9q0jqzAjQ1nHMpxYsuBlCFV1uYlq/2T5vRstZjNtmMqSGU5LMVVE211x5CZ0QFIOBcqBuhqL",
+	"gyieZKLZ2SIx8Wzl5SNxBz+JVea543KItnwnXAbP4ObUa6ft1kLyxYC4voYyzyhyc0haDk6kY3thPlPu",
+	"dzQx7cBZafeuttcg8bZBDRmmTSr3u1iva06Otc21SVwF614ZQj2AOoo1KVyBExStdIciwPJmMdIq7yid",
+	"xfWhUY947cGBio7Ufcthh9uAjryFwzKTUFYq9nPoBDdNFb+idwvGm3Vr8KNRcCoMSRRuJDE/R8nwHhjC",
+	"/bUCtb9cbLYfdcId0ebN7qg3bvb4tmhiSfW4LTpRN+yN+vyJx2bhGipDIMIv8ytuKVQm0ogvK8OEJkqI",
+	"Mqs2oE8SJ8lNmex1r0CUY6UZxNZ0qxCXu0eAqLCNCwGif3Xk57NcHetDP/ZydCM/5v58eOhHbBj5MS09",
+	"pZCP6dO/ZmVchcWdof2KWdXXBTJ//+7Ml+cg0pM1mVBGOqIDvBtlM+Vz7aiXP9O/jjHcFImJqEIUPBfa",
+	"XFFOd4rS69ZU/FzvryN5Y2YwI6axyvi1sLYVaqijZC5DEaHZge26p3LEw+tBwchC68HaWfoV9CVZv499",
+	"17ioHIOnnqTGyUWc/DbPHzKn9VP7uWEF2EZ6VSOwLtDarDCOdC8wD75g0+WuplSM54iy505hwagxjNNj",
+	"gKvZJ/L/fBG07l3l0DI54LFCP5buhe1AVMhtLVQolQ2GNXE3m9Hay7uUipng1CMYPJ9QGZNulIpKqiiA",
+	"9Tyd02b6JTRbBO6jzUqToK1RMM4Jv6xQpGW362ORDNsj9i/G4KE9+VRuXOjMv9mF+293iaGXa+UAPvTe",
+	"wny0W3n3LbuTMrz7hYgCiLS7ghrAx8+XheA44+oaqZUuRV5uW5W2YBP3l0zxOFpXDZospFMRev8CTaxD",
+	"i1pQP4DqvoiguqlUoUJFVLlpbcF/zdAw4wEBRtdVmkJGQV5fykrlpQcbhlhazMleeVFRFgnusT7F9R3n",
+	"DhFN6YEitweUa9UdLn0vL97yCmWMB2fHpkRAa5Z80tA2mYo/ZlemX3uUo6m3DSkAG8R+9IZ7SpEfRc/9",
+	"S5LoMEGDm2JfpJMHJ5HZ5I399Ubrc2To882czySrL8lIs0whl2wkrO9y3fnUynCOStt1ae5+X2z1RSkO",
+	"EwZz48wJCEmuMmdyfrdE9XeoABZv2uyuu69+cI9tylcvZIFeUG9WQLLNne71OFOWrJ4ga8MrKIEF7xog",
+	"WCzSOIMazL7fxTyxRazEgM2lfdoDrNsmsD/WweDRJ8zUjKexHrBefK3rgLRb/ZNW5sOMOWAG5jMQMQE7",
+	"UCao/I6W+nGBFYMwhjCZQo0kbBzECnCq4Q9MdMZoP1nKx+M4RLrKLK+tp6RxUig6vr8pgf+54BFUGjw+",
+	"h7/+9PIXpfGHFvQ0wO546HVD5+kBII5OEWRx6EdmZzpbrRLJ8QIK4enhAsmf1nr2GQhfrfEaGlFX7vb9",
+	"bi536cC7hZkbS955QUo8Dogj0swt96nWf90QW2WxVLI1aHdCeqabYfDGbORcwJTK+e+DYlgBtwBAASbQ",
+	"/NaCLezrW7QQEkVsYghTK5HB6b3CFAAWiTGfT7JBDsNA+AaKBX9tdj3me6zrsR2PtXs/BGvOZ7EHn39M",
+	"qVMryKO3DQoSwmhqCijqiAxBlW9ejUZ3xJd6kZpdz/e63o7X7v1wr0hSachrmRvMotGDz9zyv0h24jkw",
+	"ixQmPN8Kt+NSzSuTeRAooAqCaqWFfQbJe9diiVnaxtXWYoGz1wKXvZhFfKnQCfjP/+O/A9UB23PQInY9",
+	"xF+HeH0Ol0CQLu5XDZ6nST8k/zPcsfosx5JxFRJcL1QOUIDcCBE4ikJZjyRinxgS5EIGh8FeiaGGIFEE",
+	"uWRIo4n2d1VEnM2rRcRD49D2RBdvct2CNr8FTS/2y3OxXNA3vxDiGs2FSjmBDtIKMbHz+RLisePMlVNx",
+	"8bTnYAMpafPTrEv2uSzuESOav9l0TiC2eoic19oXFIc1oVbMlrndHXesLDbzUOTHkiERmQEpWs3iRGkb",
+	"RwzjfyBlcx/HC8XcmjWX163wFYaQcvYPsUK4QJOlkZd+9f0OqweHxbdLQCjA4qPvgwnPRAroa8pQYayN",
+	"vCVI847t56kkEEzJ43Krwv8IZvitGeQmxBT5PANNyO1zVgJ63ePtUcdwUzR7fHvU3A13kLmiw7ujXtj/",
+	"tagqetVqPYzLiURttItqz0UwKII6G03BlzwTC758YsGofF87wuptXsFKcioT6TSWfNJ0k843tRLNy05R",
+	"5ENA71kV5j0Wu4JKDAJiEqtMfS4QPtsIB78SlP6CxmoKcjZCpXcLRsEHJy09hZm7okTpjXZEh7fD5l7U",
+	"HSOMxagfbjd3ol2xN/ZB3qyBkjYffDQ89bzjppIgh1Iv9rob7ontcZs3d0edqNkb93ea3A97ze226ER7",
+	"o93xDu/fjq/+KJ22HY5lzgBQ6iqfzVLID3gUEoDSpnDJAJ4uNrfDICbBJIMJcYLWOT8R1M/WDnz6X7ft",
+	"A/SMTbHt+S0ffpE3fcJHYlIb1L47fnvADs9fHR1f1DxgDPoi5VJ/7rtYcfrVmU0aGdT8UTvsRF2h94/f",
+	"7G23d5q7u529Zpf39BGIdsTuuObVrDhxc3d3L9p7g15v0N/9HpBxwkksxbngMAuIMyNkli5PEUEnvIpn",
+	"egPoZrejPd4Lu6LZHvdHzR73w+bejthtmtPWjXoiR+qBnm643bWseZ3M09qg1m632zWXBynfhc6x3fj4",
+	"z2fRujnoD9qd7+8gObq4XWxvDLBe2v33BVpfuT2eEdefHuL6yiI52oRZ/9sw1w/UtTKKvP0WVC8BSiUw",
+	"XyBiID6CV02ugA+KORwZnykPoJhFilR8ahHPAOGUrJNL1MaYXTWC7+UTQoo2DNVgIlGZise2tjp+Z2tr",
+	"KG2RRnnkLJihZyvYtyq0HlzhWcMen8NNYy3XUBo4CAjNYbrFgseZarj1wJgDi8mgCTiZk3mmezoA5AaQ",
+	"GYHHApJwUeAViptYnRR60x+wpCjnckXTc4uktUIWZPFURB+SeRYMgXcWCcqDFgOHp03hBLDg6q8FxCM+",
+	"Mvk7CZaIBebxD6buZyug+jwonDqQdA/pKVSrFYLXsYwCbYlNROAZsGEj0ElvzAVp0CDw0pW0Wg/mFBv2",
+	"TP2cIqTU8VxGygVKhRTUJogr3TLEIIeyHiD9HQ3EWRbSbquqDVmp2HAfyvdgEWHAQ2mWtDh0wPIGxECz",
+	"tRzDFNfnIMvEdJZpgx4scQQxUYz2HYSVaMMOipv1MjbTQ4fmBXGI4mmiTX4txIwK41J090bEJzVO5imL",
+	"4suYVnFr6yKeCqh7swNQWTyZMDo5rEuUuspSpoJxCp7denB28JfzV99+uHh1fnr8zcHJh4vj01dv3l0E",
+	"jaEEAiIgq5/PjNVqTvpoiScFkGriaIB0bZ57fCjTEqCa8z9DWaSz6+1JzI+znpAJ5MOpLJlRhrGeFf3j",
+	"zIK68/wVAGPFLLpUqGRyY6k7cUJsnYvuOkT2Yz1LXIszCGwOKMwUXvFUW0jZQm/cocTfThIL9EMpAnq+",
+	"e74/yIs5AYbVKehMUjwy+e/cqs4W6/l7QxlYrWA0V8tgYD0zeT4rTKgszFALs7w5If26cN5ao0ao2wCj",
+	"u0FjUDil7rE4jrDbFUQciMhuHBhDab5AsD6W2ynJ1oHr2IkB+OECbk99IpRCRJ2Vm87u2kSvETVnn0qk",
+	"naHT46O8KtVKGhB89vEgGY/1+Q722ToY3l+ihBSWAi+1O0tIVy68IuTEHbWk+ysnBw+Bvl7XQ/CWVcjH",
+	"weDdvIDTQ7aFtfNbNB53qXyy2Rv1ebO3t73b3N3Z2W72eW9kMuSfeFklbfxyDMeppibpOk4TmeHdUwzb",
+	"GOOvADN7H7vo/haP1mj1gS72+oynVmCYYVXVgRoj9Vfq6qcHOg/wQKyLWuUaXUHIWJ88ghbXgTXFMlhY",
+	"olOansYvgTtqbdm7UnJL4z0w7z14xm6vRl0RZ25ZKoi0z0EjtTKykN77y1Wedu7r7MG7676LckavPeqa",
+	"XFRcLp5rTpVvjpEAPCN9f/xOQ7H+Bi6Bw0SOJ3H4XI36a8VOLtARYY92VnZcrPF9VMZR7gY3XT0SxQL3",
+	"zVBBK5Pk7qlWVR3QVV7+TR2lT4+X/2ldUVWz/RxzfULAgyurc+9zvzn0oDUyy20OSBS47j0DqlNf9afl",
+	"TzXudGOAKQ98cBaNy1ZwF97LkuTa+J2mgkskClTsJokjEZX8MC0GQTieX+xWlFBxje3jgHELVGtLxYk2",
+	"KIda3FgCsguobpDJreCFzzLxgfiJZTvlATiKD1cS8339XDz37w2r+BCpfK9sloKqp1j9kKfRWRLLTLxQ",
+	"7Fhm4jIFagnrKD04O4byp4iQPoYS8ckhDhBHUA6HaS5avLrSOBWXsUKAEGIgPj0+YqMl1FKA7ErSoQRo",
+	"+lT85HSKR1rAI37Fm4VEXMaDaBpLI6ex9ncfgQcNDGOeDziUnM20nDV+bKiiijNKwe7YesYBCxIJHkvr",
+	"pTaJ3tBhpwBwKNGr77EAfMerTvEVH3Ksz7ZxiealaOACfW8ckqN5PMmasWQqns4nek4856MvFLuOkfQV",
+	"DPWM3EG6ha/efjNgwdvj0+abr5v//Md/BUNJOqCJPHSYYnUtLnmYTQBM/rtYcUaXcbvdbjc8/MLhV8dn",
+	"8A1W8Qm96OFVPGP1wEl4CDx2cHzEgmLiRGC+ePTq8OT4m1f4UYr7QGDpWKr5eByHwCMG4Sj7ztuTN+/x",
+	"BYwDGA9uvRBbgNLMZJ41yF0LM/D6dd5arBjNepVP1s1zeoTCmsIpdMysReLuaKwQMnj2hfSTKwW6kt/t",
+	"vPvW7+5tE79SfI9UCb0/3wohq3Ml/M73+hlqG+agL3bHftgZNdtRjzd7o27Y3BM74ybfHvXDXtQVnXH7",
+	"8ziISAN4XXKw5sWAcOwgN2h1AvptMwH9cHfcHXWipi90R8d7o+budrTTzIffjUoTgC7bf81wz3SbhWHi",
+	"PtwwV0W5ghZiS/dOU9kkPwWZafMgz2o46rmm6qH3vOG+W59sUryBN7nf7+FlqVrLTfPQTfZ07oXfyP1y",
+	"LxujbFvcJxX0idkW1l+2qWkBsvCQROH9zYq77Iln78rTOOToXdnUpboQo6skuW4KGc20Gn4vZd6+BDlR",
+	"iEa93SgyPLXYWxGmggiZqbj3KllIdiVSUZ0G/h479cr26XMOC9I7rk9oNWC0xdF+kSTX10KAFq+WUgsB",
+	"U05dSnm9ETK7WM6AR7LmJiBR+q31HmHyk4hqP5ByQThw7Wabd0bNnbAbNXdFb9zs8+3RTrgb7WGk217m",
+	"ppbPq83TCdXXq8HLl3quVIuG2wqT6Uu0OyCfed2dbye3tFybXvilNdrk3tc7yG6Z5yv+oaefjqxqTbnk",
+	"l6Lykqdn8ul2RMD7lb+5maUhn0xGPLzGYtQbOl8//zfKhmiNkmj5v7ycp5NPt6CnZVxGWgBRU4rdtDEv",
+	"FJKWyJiEjzOuKNkREwYxwxEkBJQlY1pNMs8swFksVNBiX2Ewd8ACI8EAgDP/bhx5eWw5kWh6D2WKyEKQ",
+	"i2jBpLz8K2DdZXw6C1j9nYw/GksdNRutkGAmoDH+zHsqvpQ8m6ciGLDgpu3lwe0RV2K7p9//6vTgsPn2",
+	"q4NOfxv44IYy+Dnv/afWzyud+NT6Wc/Yp8CjSnGbRwSEVoRXo8XrUAoZJpEgY5UaRRs6WFwpEX4IGi32",
+	"2s3Twb9yliYZ4S8skqG0I1HEpiMzjymhdawMDQPO1IyHYkCcOgVieXBjIIfZUOrVGscCAJ1+FCHZznpg",
+	"io15irWTMlmw+uqOmcSjlOvFZnwySRZD2TdpjQ1K2JzOoH95d2PJwgSgabClffCAr3x6KPHbS6T2GyXZ",
+	"VZWdTrvj1c2Gfmyz7VrrkpPypf4szXGlLKewTQnGKN+oNvfzzn7Zxbm1ezP93VR/53/7q9/c++GP/22z",
+	"0iEg988WCe6dZr6h9GkZzn2/G+KmhX+LwFnYO3tuH72155+d4rWZvowbZnNsgDIk1ZJ1Pn40RFiUU9ju",
+	"2wWe8vTa4LwQ9WWUSIIhavvVepsR9Vr0XiZS2OR60mkUeh5LsIWQy3o7VM6BpH0/m6srxLTMnPaI7K2c",
+	"PYR+WW3cvTs/0e/otw2VTJYMWMdv56LOdp4DxrGCnaG7F6DoC7yhRI0S8Km0WgmPGo9qrFDCgYe4hDhz",
+	"xVVOpLJdUGiHsr2Tozp2GpQ5qnucWmoXo4IFRGVvvtXxe7sFVhaZsLkSKThV9EmYcaUWSRp5jA/lLEkz",
+	"Vof+ArVqAyVjW0/Ndr/f7ePleaW/PJ0rQDKiHOHZfDSJQxZro06KbKA/N0mSmb7CPTZL4xueCVZv+y93",
+	"Pdbe6bTa2y/bHY+19/Q/d1+2tz02Dn1/MHi50/C02ZDGIm1+c3DhAcZac5KEfDKU9fb2XqvT7+ELYle/",
+	"0PYbHpvOJ1kccpXpUaUCMLGinD2US1s9CildE8EjqLs4PrvpQQWEijOBraBoYPVgMHi5tx14LBgMxuPx",
+	"eOAPfPrFdm8wHu+N7APm5/Zg8LK3C5UaHd/v6M7B38cixJ4GDejL8dnNtu0QcX38LZG60T9YgFQ9zwZy",
+	"Ta/XUELX80zzBEOr4OuYWjeFRXOZpxNiMtIqv9ID40stmnmG3vRkPJROTe2Cy0xEhnUIHsOGTZP6XFFd",
+	"Tf4WwJzrqQagLq41AJQGJBY8ut+Pvnlr0ULM62EiJfKd6A8fIJJZiu590jKG0pQKvH/1xVdv3nz94eDk",
+	"5M37D2fnx98dXLz6E+Qjs3ow5deCpXMZMECYijMPIt64oJG4EZNkps2fxlAiPt5sovsbEDgY6klmn1L/",
+	"hCl1ONPWqlJxIuG4vaWaFwjlJ4wzLdIJrBYOg32c8gfTJBNhhhS4Ec+4N5QjAbD3QUmL1mpbIWkhgGHY",
+	"ipItJCB0zLkt2G1QAf4BovtbVCNDFS+trWC/QAVb+K7ze3jQFblDCY9QD1vaBg1aLNgKqoeajCmuBLOx",
+	"ktlPRCxqKOvcMpitjHYfHHBKTCYiHVR1u9Fib0wECbZ7F7Yo5fVjKbrTKfivvKR1PKI9ubVlIYf0W6ta",
+	"n5qJMB4bFMObNiKiQcU5XA/BUBoDBZB3IaOcnI7wwAuiVsXyJcc2qNbx1ynxyPKrL+LVGxiOuzll+9qO",
+	"iFPYZUQYpJdPj1HfN+ciAx0W6mPwPPaZ8hgosx7r+vjfDrvSv7vyWNuH/9/T/7/jsyvYUlpjH8o6FBn9",
+	"z/+37bM/oHgitA99byDycJIC6iSIG5UAt1kBFdS6afQXG/vYI+I61iK8oFbEyqlOO2C9tp+rC8V7GTNm",
+	"AME/SlgfgIpyw40zNQ9DodR4Psm/Xg+K/pTACMk4vGq02JHTC7w2FLaCTNTEawbRigGLRDTH/Qrg2O6y",
+	"657jIIxC/EKxQA8WWJix1aEEzcEV0PDSPBVUPTVggW6Sl+9bI7FAOqBQjRM5lDRvHgsuTt6yKy4jdaUF",
+	"Zf57qIhiyTwLLBQs6Xz14KuLizO9kIQFRvRpaiiRnNrClAKGzSS5rC5qAbxULivyrlVCwJ0AHBNDFRWa",
+	"b4SUyKNIKxK44/OFriMXxCKZTyIjV0j2oBaIZVRsDjg+nE4MWaiNAVbrWCIvUzmzGfea7QRSy18Jmady",
+	"DqVMFl7OBRjOUyD6sgoiCub1dTUVFGNDuUIZlhNurKsuamCflOV3Q/xj0/ehRHSiiKkYyO/O76Zz00uB",
+	"XCf4jfVlPmWP3K9d5vNAnrZcjDhlA78ca9sOb4cd0R03e6N+1OyF26K5O97hzb2RH7Yj/ZfeE2ZtWzXv",
+	"KhzVD3NJb+pT3jRuVNqObuXNI1bHwJO/Zec+SKjaoIY+utPx19/upbtffv2Xn9KLxY/vzo52j0/Ovj9O",
+	"Oif8hL9dfNmffXX57R+3r48Wf/q80MADl/F9nF1hQOfWwqBc5hUqgnj0WSx1PHOkhZPGXyH6cV5XCeyg",
+	"B0+Eve557z6lvev6yZwNhYNkdcfDJJNF4xm98rkC6oEBOrwJAbG1GIi7I0ZXGa7fGPfSVbWK7gYWk/4J",
+	"aCiedbPm8TZQqsZJeplkmSA9T6t4Ve4IZcxxrfKUDEXjigAtGbl2oBiBRXEEFOW3+V8ahrra+B7AC2R9",
+	"D8bhsAau8p7KcdFpHlXyt90lHv9FiJQ43ug5HeepnHdckPufd299vp1jkZOTJb+qGi12UJFn56Tr3J5X",
+	"9zs9Kf9ONsWvrlndpU89C6OnIowwO/DekmjGs/CqosIS4LuVCYdB5IvVbWQKqlAMp14DINXs2wGraytx",
+	"OsuAnUgfm5RUFcABCvJzEjB0fd872lPqwcCNW6yqDg1iS8RynhYjjPu8wCdLWEBHKkDmXsVWvNjGgDXz",
+	"98JQgjtOZbWfvxdAtWhB2wI9jNWRkCGao9e40WJfiyURCWuJrzK+tKj6PBUYsggRUP2hmpmx1H9VDe0d",
+	"IG3+fu6dB/r1ihfDlpb6K5L8oQIap/g37X3b+u1fg3Co4ID+/tTzZ7qMX8N1gNL9EV0HL2cEYFSdyWtY",
+	"6XkpHcEk79qUsTjD3K9YuQEdyKxZXPEMMlugWta51hEpEhI5jABgiRSNFuv4nQFD2tf9Unow/Pc4zxG+",
+	"ShYQo9UK85N2TLADxymOqTA288yHcmFVzEsGxwslvQ7YDOPzPPMo1o8ZDm54H103xrUTq5wrG3msswoi",
+	"p1he/k4Nvs4Dbt/jaFN6/o2vCEgHPYBEaRMkqKCzpwXDLf8MwnD5iFzEZVGJgCvrjxxlI5iTR+Q6lLzT",
+	"6/xOqYg3ng8trwv5CL9fPuI7LmPMr2GZUBlehw+/hDE/uWkCautu4y/jm5XcK4hs4oueCx5BmdBY8mEJ",
+	"XWzyRl3fYeLjLE7FIYZMj+VbXKOgwYqZpJQVrDB936bleyZRJO+BtX6TCVzlHqYaCXPBpsiqvIiz8ApK",
+	"YJjxX04SBXCETmIdnjgw7RNDl6Kb0rtP90K11o1gwHxjVpvOmP4ZKHpEZaLfmszka0gIMnO1OnwzVjMF",
+	"qOE8abXD6ARmqDEBgSdUhdkays/IE8N9i2lfxewwgMDKy5NYLNlcd9adf72QSPmaQHKP4ouGg7V8a44Y",
+	"tpyXKuQcmaU5XpMZsF9sBxOIyG0ODQL8C/5c8pvfmgC2qmKdQ09JIFD4+TepYnlPKINskyXGq6y4T365",
+	"vLKu6ETt0B819/juuNkTO1FzN9weNfu8NzZ/e9p5ZdWytDbw7+sOwU1+TlWFVYrJV8mCTRKSV454RhoE",
+	"qu8B0mt0EJsTGfz8KaCH4vwyA335OYXs95eGk5/sXMV4dpw9Z+r8Who+Xt0V7rYXJth+l8oPXUlvqq/5",
+	"k3KNlKnDcqqqGi12wCIxmyRLEcHftaqV5mzmsSrWs+nTQoVbZ+++ODk+/PDu/KRVONUrJigARdA4VnAi",
+	"PlJIiUtjN6LyLKH8WxXYbEDP1T/aGs1rsQSjj246vQhCZiSJa6s6xTEKSMXqsxLnb2OAKrLwgKZSaxU8",
+	"8sD9aLhfoGLRIwjUFkOmQAZQZwC1B8Ql//zf/7vLXGJ+hhIhfcXAUy9XnnAxMh28rRIv8eqAEOzKFGNn",
+	"CTBPsWkixRLoTQCpZQDcR0Y1B/ZYwDRUrG6pA/X8Gv6ihsum5PTn0KE1quqMFq7YdAUjMTpyqYLXFIq9",
+	"UGzE5TUsOQRhT4+PXigW8XiyZCOehVcekwIwAQ25k+7aWAi3X0dEAlXRpffaAKCgyKDIUe8VaJq8Alsz",
+	"Fdmh3p/f7Sb+6To/uQJFAsvzZa5QZimXikPBDsVR6W0PqZi7PhQyEU9Tob65lFizgrbhDB38f9UDF6kw",
+	"Rc9au8QmPDg62O0Na+QUL5yxVUG02jgwLaPxZWjfDBu2KSymLeh82CW2rf6kAzloEY3tPgIuOodEroqz",
+	"VUwNO11sBcFGEKFON3OIozUHIO+SQelTrI69c79zYv5493dOj48Uq5tfMIPPVE397LZxWn6loq1zKstk",
+	"WiRJkaoX7CYWC/IrxCmgkY6TSZzA1CZjlnfELePMWzVfrGjsJL4RUkt1FDA8iuGnWZqMhAIpgJeR5ZKk",
+	"T74xNq+qffrh0/8fAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
