@@ -14,6 +14,7 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
+	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/terminal"
@@ -585,4 +586,39 @@ func TestTerminalPaymentsList(t *testing.T) {
 			t.Errorf("a declined payment of terminal %s", p.TerminalId)
 		}
 	}
+}
+
+// Payments waiting on terminals hold no database connection: with a pool
+// of 4 and 8 payments pending on SIM-SLOW terminals, the API answers.
+func TestTerminalPaymentsWaitingHoldNoConnection(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Configure: func(c *config.Config) {
+		c.DBMaxOpenConns, c.DBMaxIdleConns = 4, 4
+	}})
+	m := apitest.NewMerchant(t, env)
+	for i := range 8 {
+		tm := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, fmt.Sprintf("Slow %d", i))
+		inv := m.MustCreate(t, m.Body(fmt.Sprintf("TERM-P-%d", i), "10.00"))
+		mustTerminalPayment(t, m, tm.Id, inv.Id, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { env.App.Terminals.RunWorker(ctx, 10*time.Millisecond, quiet); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool {
+		var asked int
+		_ = env.App.DB.Get(&asked, `SELECT count(*) FROM terminal_payments WHERE asked_at IS NOT NULL`)
+		return asked == 8
+	})
+	for range 5 {
+		start := time.Now()
+		resp := env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token})
+		apitest.Want(t, "GET /locations", resp.StatusCode, http.StatusOK)
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("GET /locations took %v while 8 payments wait on terminals", took)
+		}
+	}
+	var pending int
+	_ = env.App.DB.Get(&pending, `SELECT count(*) FROM terminal_payments WHERE status = 'pending'`)
+	apitest.Want(t, "still pending", pending, 8)
 }
