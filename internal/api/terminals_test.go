@@ -622,3 +622,71 @@ func TestTerminalPaymentsWaitingHoldNoConnection(t *testing.T) {
 	_ = env.App.DB.Get(&pending, `SELECT count(*) FROM terminal_payments WHERE status = 'pending'`)
 	apitest.Want(t, "still pending", pending, 8)
 }
+
+// approvesAnyway are terminals whose customer taps just as the payment is
+// cancelled: the approval comes once tap is closed, whatever was cancelled.
+type approvesAnyway struct {
+	*processor.SimTerminals
+	tap chan struct{}
+}
+
+func (a *approvesAnyway) AuthCard(ctx context.Context, s processor.TerminalSale) (processor.TerminalResult, error) {
+	<-a.tap
+	return processor.TerminalResult{Approved: true, RetRef: "343005123199", Token: "9411111111111111", CardBrand: "visa",
+		LastFour: "1111", EntryMode: processor.EntryContactless}, nil
+}
+
+// voidCounter counts the voids asked of the gateway.
+type voidCounter struct {
+	processor.Processor
+	mu    sync.Mutex
+	voids []string
+}
+
+func (v *voidCounter) Void(ctx context.Context, mid, order string) error {
+	v.mu.Lock()
+	v.voids = append(v.voids, order)
+	v.mu.Unlock()
+	return v.Processor.Void(ctx, mid, order)
+}
+
+// A card taken by a terminal whose payment was cancelled meanwhile is
+// voided at the gateway; the payment stays cancelled, no sale recorded.
+func TestTerminalApprovalAfterCancelIsVoided(t *testing.T) {
+	t.Parallel()
+	gateway := &voidCounter{}
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{WrapProcessor: func(p processor.Processor) processor.Processor {
+		gateway.Processor = p
+		return gateway
+	}})
+	anyway := &approvesAnyway{SimTerminals: env.App.Terminals.Terminals.(*processor.SimTerminals), tap: make(chan struct{})}
+	env.App.Terminals.Terminals = anyway
+	m := apitest.NewMerchant(t, env)
+	tm := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
+	inv := m.MustCreate(t, m.Body("TERM-AC", "9.00"))
+	p := mustTerminalPayment(t, m, tm.Id, inv.Id, nil)
+	done := make(chan struct{})
+	go func() { work(t, env); close(done) }()
+	waitFor(t, func() bool {
+		var asked bool
+		_ = env.App.DB.Get(&asked, `SELECT asked_at IS NOT NULL FROM terminal_payments WHERE id = $1`, p.Id)
+		return asked
+	})
+	apitest.Want(t, "cancel", env.Do(apitest.Request{Method: "POST", Path: "/terminal-payments/" + p.Id.String() + "/cancel", Token: m.Token}).StatusCode, http.StatusOK)
+	close(anyway.tap)
+	<-done
+	apitest.Want(t, "status", readTerminalPayment(t, m, p.Id).Status, models.TerminalPaymentStatusCancelled)
+	var order string
+	if err := env.App.DB.Get(&order, `SELECT order_id FROM terminal_payments WHERE id = $1`, p.Id); err != nil {
+		t.Fatal(err)
+	}
+	gateway.mu.Lock()
+	voids := strings.Join(gateway.voids, " ")
+	gateway.mu.Unlock()
+	apitest.Want(t, "voids", voids, order)
+	var sales []models.CardPayment
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?invoiceId=" + inv.Id.String(), Token: m.Token}).JSON(t, &sales)
+	apitest.Want(t, "card payments", len(sales), 0)
+	after, _ := m.Read(t, inv.Id)
+	apitest.Want(t, "balance", after.Balance.Text('f'), "9.00")
+}
