@@ -59,8 +59,6 @@ type Store struct {
 	Now          func() time.Time
 	// Timeout: a payment pending longer is looked up at the gateway.
 	Timeout time.Duration
-
-	inFlight sync.Map // terminal payment id → struct{}: asked by this instance
 }
 
 // Terminal is a card terminal in a store.
