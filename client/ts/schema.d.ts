@@ -1451,7 +1451,7 @@ export interface components {
             reason?: string | null;
         };
         /**
-         * @description `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+         * @description `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
          * @example sale
          * @enum {string}
          */
@@ -1462,7 +1462,7 @@ export interface components {
          * @enum {string}
          */
         CardPaymentStatus: "approved" | "declined";
-        /** @description One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
+        /** @description One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
         CardPayment: {
             /**
              * Format: uuid
@@ -1608,7 +1608,7 @@ export interface components {
             lastSeenAt: string | null;
         };
         /**
-         * @description `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, offline, or an error; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+         * @description `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
          * @example approved
          * @enum {string}
          */

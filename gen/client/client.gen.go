@@ -1224,7 +1224,7 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
-// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+// CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
 	Amount DecimalString `json:"amount"`
@@ -1265,7 +1265,7 @@ type CardPayment struct {
 	// InvoiceNumber Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	// Kind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 	//
 	// Example: sale
 	Kind CardPaymentKind `json:"kind"`
@@ -1326,7 +1326,7 @@ type CardPaymentApprovedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1351,7 +1351,7 @@ type CardPaymentDeclinedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1369,7 +1369,7 @@ type CardPaymentDeclinedEvent struct {
 // CardPaymentDeclinedEventType Example: card_payment.declined
 type CardPaymentDeclinedEventType string
 
-// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+// CardPaymentKind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
@@ -1381,7 +1381,7 @@ type CardPaymentRefundedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2683,7 +2683,7 @@ type TerminalPayment struct {
 	// LastFour Example: 1111
 	LastFour *string `json:"lastFour"`
 
-	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, offline, or an error; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
 	//
 	// Example: approved
 	Status TerminalPaymentStatus `json:"status"`
@@ -2818,7 +2818,7 @@ type TerminalPaymentFailedEvent struct {
 // TerminalPaymentFailedEventType Example: terminal_payment.failed
 type TerminalPaymentFailedEventType string
 
-// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, offline, or an error; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
 //
 // Example: approved
 type TerminalPaymentStatus string
