@@ -110,6 +110,24 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx echo.Context) error
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx echo.Context, id openapi_types.UUID) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context) error
@@ -799,6 +817,138 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 	return err
 }
 
+// ListTerminalPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminalPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTerminalPaymentsParams
+	// ------------- Optional query parameter "terminalId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "terminalId", ctx.QueryParams(), &params.TerminalId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminalPayments(ctx, params)
+	return err
+}
+
+// CreateTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTerminalPayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTerminalPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTerminalPayment(ctx, params)
+	return err
+}
+
+// GetTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminalPayment(ctx, id)
+	return err
+}
+
+// CancelTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTerminalPayment(ctx, id)
+	return err
+}
+
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx)
+	return err
+}
+
+// GetTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminal(ctx, id)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -1013,6 +1163,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
+	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
+	router.GET(options.BaseURL+"/terminal-payments", wrapper.ListTerminalPayments, options.OperationMiddlewares["listTerminalPayments"]...)
+	router.POST(options.BaseURL+"/terminal-payments", wrapper.CreateTerminalPayment, options.OperationMiddlewares["createTerminalPayment"]...)
+	router.GET(options.BaseURL+"/terminal-payments/:id", wrapper.GetTerminalPayment, options.OperationMiddlewares["getTerminalPayment"]...)
+	router.POST(options.BaseURL+"/terminal-payments/:id/cancel", wrapper.CancelTerminalPayment, options.OperationMiddlewares["cancelTerminalPayment"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
 	router.GET(options.BaseURL+"/accounts", wrapper.ListAccounts, options.OperationMiddlewares["listAccounts"]...)
@@ -1111,6 +1267,8 @@ func DeliverEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
+
+type ConflictApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
@@ -4716,6 +4874,828 @@ func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDelete
 	return err
 }
 
+type ListTerminalPaymentsRequestObject struct {
+	Params ListTerminalPaymentsParams
+}
+
+type ListTerminalPaymentsResponseObject interface {
+	VisitListTerminalPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminalPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListTerminalPayments200JSONResponse struct {
+	Body    []TerminalPayment
+	Headers ListTerminalPayments200ResponseHeaders
+}
+
+func (response ListTerminalPayments200JSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments400ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments401ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments403ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments429ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments503ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPaymentRequestObject struct {
+	Params CreateTerminalPaymentParams
+	Body   *CreateTerminalPaymentJSONRequestBody
+}
+
+type CreateTerminalPaymentResponseObject interface {
+	VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CreateTerminalPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateTerminalPayment200JSONResponse struct {
+	Body    TerminalPayment
+	Headers CreateTerminalPayment200ResponseHeaders
+}
+
+func (response CreateTerminalPayment200JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment202JSONResponse TerminalPayment
+
+func (response CreateTerminalPayment202JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment408ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment409ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment415ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalPaymentResponseObject interface {
+	VisitGetTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTerminalPayment200JSONResponse TerminalPayment
+
+func (response GetTerminalPayment200JSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment400ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment401ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment403ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment404ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment429ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment503ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type CancelTerminalPaymentResponseObject interface {
+	VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CancelTerminalPayment200JSONResponse TerminalPayment
+
+func (response CancelTerminalPayment200JSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment404ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsRequestObject struct {
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse []Terminal
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals400ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals429ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalResponseObject interface {
+	VisitGetTerminalResponse(w http.ResponseWriter) error
+}
+
+type GetTerminal200JSONResponse Terminal
+
+func (response GetTerminal200JSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal400ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal401ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal403ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal404ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal429ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal503ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 }
 
@@ -5833,6 +6813,24 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx context.Context, request ListTerminalPaymentsRequestObject) (ListTerminalPaymentsResponseObject, error)
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx context.Context, request CreateTerminalPaymentRequestObject) (CreateTerminalPaymentResponseObject, error)
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx context.Context, request GetTerminalPaymentRequestObject) (GetTerminalPaymentResponseObject, error)
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx context.Context, request CancelTerminalPaymentRequestObject) (CancelTerminalPaymentResponseObject, error)
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx context.Context, request GetTerminalRequestObject) (GetTerminalResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -6689,6 +7687,177 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 	return nil
 }
 
+// ListTerminalPayments operation middleware
+func (sh *strictHandler) ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error {
+	var request ListTerminalPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminalPayments(ctx.Request().Context(), request.(ListTerminalPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminalPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalPaymentsResponseObject); ok {
+		return validResponse.VisitListTerminalPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTerminalPayment operation middleware
+func (sh *strictHandler) CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error {
+	var request CreateTerminalPaymentRequestObject
+
+	request.Params = params
+
+	var body CreateTerminalPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTerminalPayment(ctx.Request().Context(), request.(CreateTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCreateTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminalPayment operation middleware
+func (sh *strictHandler) GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminalPayment(ctx.Request().Context(), request.(GetTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalPaymentResponseObject); ok {
+		return validResponse.VisitGetTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelTerminalPayment operation middleware
+func (sh *strictHandler) CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request CancelTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTerminalPayment(ctx.Request().Context(), request.(CancelTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCancelTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context) error {
+	var request ListTerminalsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminal operation middleware
+func (sh *strictHandler) GetTerminal(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminal(ctx.Request().Context(), request.(GetTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalResponseObject); ok {
+		return validResponse.VisitGetTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context) error {
 	var request ListWebhookEndpointsRequestObject
@@ -6940,695 +8109,772 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bkiM3cj/8KgjajiFHRU7x1Ad2bOz2nFYtzWlnejQrifIUWAU2S10EqALYHEqaiL36wtf2xf8N7Ef4",
-	"7u030ZN8gUygCnVis1s9Wvn7rx22potVOCQSiUQefvlTKxTLleCMK9ma/NRiH+hylTD49+lqlcQhVbHg",
-	"Z/w1u4rZRj+W6+WSptvWpHXKCc3fITEnKb7lta5osmb67Rnll/q/NAzFmqtnVKqnYp22Ji3fHw1aXisV",
-	"axXzixfr5Yzpx/1+3/d9fzBuffRas7WMOZMwHBpFafGfz2LO+vqTge+TRyyiKXmjWp7786A14esk8Vph",
-	"rPSQX4s1j8hrEV62vNZKSEWTRyJirUnr8OjgYNTyWlJRpf8+/6seQDSjL+hS/23bTxlT5HStRMtrsSWN",
-	"k9akJTacpX8K9RsSXqBrJXqhWOp3uIrV9ny70o0kSdjyWgm7oElTs+Q1W9E4Jc+ePdJDXAiuX/usP+4P",
-	"xuOx3z88bHktRT+cRQ4tDw6Pjltea8NmMobRL5RaycmDB3Vj+ui1FrFUQq/htz+1qGpNWgN/MO76w64/",
-	"OO8fTgbjie9/0/JaXEBrb9azZawUi4jgRC0YkfEF765XZEUvmAd/sYiwhIUqFTwOaZJsyWxLntM0puQ0",
-	"uaIp+xFpe6Hbk7a91kevPIDRuX886fvFAbzlEUs3aaw5hUhFU8WintNgzN8b1vv4ndeKo9akNeuHg2jI",
-	"Rt35mB50R7PDsHsUHbOuP+/TwWwYjqIxa3m4dBIIwXFFyoPGNxbx6hVLQ8b1YA/8nu/r7iV3FmE0HPT1",
-	"2sQqwXY4vdDjXTJgbT1V08W5WJKHLLxkaX37o9r2jw4Pxm77ptnv6sjg5TQ+3bG+61VEK6+4K/Dxo9d6",
-	"RNPoFd0uGVev2XzNozopkIorFpEVTRVJ8SVHCNCl3vu6jzFODB9ga0yvlplwSNPoYUp1F62vYkn1o5RV",
-	"hjjo6yEOLZOYVx5uzZ56KMTlJWMrTfyYK3aRgoBqea2IhUnM2WtGpeBWNERsJWSsziL7APjHsM+8O/YP",
-	"+t3R4eCoe3w89Luj2Tg8iA7Z0fxYjzjmVyIOmf64NQyP2cG8T7tHs0HUHc3Hh13qh6PuQZ8NouPZ0fyQ",
-	"jvNPMol39uKrbh+F4WUMU88omOSr3+/3+yA7rlgyfAN8MqeJZF5rydJwQbk6RRELQzmMhprPWXc8G4Xd",
-	"ETui3eP5Qb87CP3oaHbIRrQ/bHmtJUx1dHzQP/CPDodHR0da5tAtSw0pH1NOybtFrOYxS/SIUkO61kvO",
-	"SLigc03kKJYLsqGSpEytU457Eyfxcq5X12xGTRO/OzroH3aPjgbH3SHNqQlfaJbQhBwNfX98fHx0BNJO",
-	"0isWaS7MpqyF9Fq2Ji3LeWVGfUMT1symkiaMLGnErDxb0S3Islqm7fv+nXBt/+i8fzwZjSf9QQ3XWl7c",
-	"m0H3JOonYVBNwN81eyKdcha0fxcYrD8Y9v1xkcFUum7krzOkyyPKQ5YkrCQHs8fE0K9BAhaY6RWNHUZq",
-	"YrAZTXTj7ueh7a3IYuNz/2jiZ4LRvrSHaKzl2NF5f5wfxvvL2XAtlViy9JFYrijfZkqYefzE6E1GKZR/",
-	"mqXxxULJOGKrZL2cxfzCaE/2C3eP2GevUDcqPUzZHA50u3WS+IrB+qCy5rWiNXsMKh6+MacxUFGx5Urr",
-	"wL7ZXr9urwzN7njNlrFeS01W7K9mh+gdf6bYUqsh3+GfOJAk1sozKHOTBw/6g8Oe3/N7/cmRf+Q/WNHt",
-	"g2/UiP/laPNkkH59sD7zxashfXMYPe1ffD7+/kutESYClXO7YsmazQTnTJGH9JKlW/JYbLgSG71oS7YU",
-	"dpR3v2ljhwYrFNJmvithqWd+TcUsYct80wIJ8zXNHiARfWf/mhZluGDROmHRG8adbiXj0ati45JxVXhB",
-	"fRXT7E8rBbJ9hHqVEoom7mZU9MOp3eDwyJUWuGmKsuLlinErJjyil5novrXObNm05hwaHvTGtxcd2ecF",
-	"0WF2T1lQmMeNMsEfTfzxr5QJrUxwk0dUsVR/greespyIKKd/2ti3Q/NyrYioHgklceFcpUZHrVsJDkOL",
-	"UXfon4OsNfLx04iSwW1FicM6R6Me3B1CsVyKKFZbc+kdD/s+qMUyTOMVLNSk9cjV6lLGNbN7rR/WFG6y",
-	"evollj/oDcf46DXS57Cn/17zWD0SEi40g95wAM/EsjVpPTmFu0eo2XR4oG/7x/3ReIC3QdvqaGzYtThm",
-	"uzzuiB+bxSKUR0QytV4VB9yv26POgLFNd7zjXjZa86Merf7nx1xCD/aQ0D/0vzoM/3q8fDjk34wvnx1t",
-	"Xg/U1werx6PFU//7N7eS0K3zBeWXZCvWZC5S/d+UWENJr/X3kt2tVy+7h4dHmtR/DwHeJJ8ykZ5t40yq",
-	"ixXjRYHeH/q9/riOux2B/izWLFK4WsDdgYi5FemStGO9CYlYxopke9IjlnjIqNmkO7m8L+zaOlXxaG+B",
-	"X6cp3lzcH5z3+45GWRL3T1PBFYmYvNxf60vWseyJVLEL+idjb+yJ9KIqyp+tY0lewoutfdW+XFrfWvM7",
-	"mh+yg2gcdkezIe2OBsf97hE7nHf1M/1ocNw/ahbXo5uK6z1Vvc8vB8sXB7Ov/PCvox+fHdE3/ejp+OKL",
-	"4x/eDdnrw9+hqldgocFk6E9Go29ad6Lu/QrpUGTnHdJBT6MoHY4atT3vH1raP7S0m2/7/zv1hzvSGH53",
-	"GsJ3uYrwiqZm47tqgn7a1cSwagLZxGpBqNUKQCmgqBaQkKbRDW6B19oocwnzDwGzl4BpKfZBte5GxPT/",
-	"cRH8x0Xw/8cXwZs4S27iu9jTv6AWIgIrHYjMqv5Z9Ltc4z+Ys5SBoLyRy+DjJ7oL/1TnXGIfVjEIpP5g",
-	"cGRJekz7s0E4jLojNp53R/Rg1j0KD6Ouz/rzAR3ORuG43qMI/e0iGLyQSfYSyT7+utv6wD/v+5P+oKKP",
-	"G+nrqOOpel/VyXff2J+ZLZXtnIpHMFTxFSN26xUO3GKMycjvk0eCX+hn5PSKVcJMWm/WsWKkPwBRheLm",
-	"dC1VXONcGXX9MZygB/mZYWNJIjPWP80yATCD/W/OOVjsMTua++Fg1u1HI6rvqWH3WF9R6cFsHI6iIRvM",
-	"9dLyPUSJSC8oj3/EMB9QJeYDNoxGYXc8O6Dd0fHhUfeIHs+6ftiPBmw4H9HxrDYyBbZ3Kabm0O/DrgpZ",
-	"vFJNkq0YdeN632B5IOZhyb7B/k6XLI1D+uDRIg7phagNYhh0/f45MJUJYvjotRaM4r77qXUWseVKKIhn",
-	"WCV0i9b54kkS6F0dTMA7TLncsJTEklCSwhdEzAnlhNE0iVlKUvbDmkmF+hzEx9AlI0HWT7jtfsm2QQ/2",
-	"Lhg8NIenawa0+WEdpyx3PYYLtqQQi8XXy9bkW3zxO6+lMIZIKq31IH/HGFxVGvp07fvD8CfDn3qsekyc",
-	"fVBgqPoIv7MTkrLkD9OWfj5tBaT9+ukjcjQ4OuqQzYKBXzxlOOns0xNCZ+CoMH5zLU3gh+LUcACNZ6E+",
-	"NrqGZvKPSbyM1R8GY/3R4CBcp1Kkf2DbL/yz70X8/PvT7Ys3/ub51v/w4ulfPrw4F5sXj8XmxVcifvbo",
-	"i9U3j84Ozr5/8f3Ld28H33z/dHHG/brZtVy6Vun4mql0ezpXWnaXqfmGhYJHkihBNjRWZMbmImVEpVut",
-	"GtELGvPC5EeDXWu6jHm81Mvaz9YT1GOWIpeuaEqXTBlGfQTEqI7p5Yr+sGYEogJiwYEbTSwWlWQOMW6x",
-	"iWxI2VUs1tIw8T1JAs01E4Jr9Mvf/rOeG3C79MjLZaxAu9CNzeNUWkaIBOFCkdk6TiIiUqI1jQtGYlVk",
-	"hV+xkKAJtyatH9YoI4w0Qw4prOiSfnjG+IVatCbj/kBrL9z+3a/bN2d5TESZtOcLll3P4qg4l73Vdziv",
-	"1CIfcxzt3OlzkS4hCm69hjfrdvoyVtXRvqIXjMj4R+aR/i9/+w+tfJHHbE7XiSKDcWH0g3E9OWH7FagZ",
-	"YQP4STa0mKuh1veX9IPhYN/3ruXnlMmV4BIDSh/S6M9UsQ3d6r9CwRXoPD+1nCjSB0Zh+ux7iOMoRqSu",
-	"UhEyKUX6ltMrGid0Vo7y0XoTyV4jLE2BVbJTPWIKj1m9zmHx5SiOgKVTthRXDBhev3FCYqXF4CVbqR45",
-	"15cLvelJou+fPee4GvuDPDqvNJC1M+CMUg0CEgkgH8xo1L0w9AJi5kv0zynopP/0II/efYC/ygdW5YJP",
-	"qsxdmjReVXvkhVALLdA2VJqtHGmRYMQczJVsRHope62Pnl7J1yi/b7mSZos91TqkLC6h2ZxkJqItnqjL",
-	"WEo9ClCR4GoH9y6iFlRZOUSjiMBtr7rUT+MPRnrpzkgSSwVBOsgdxhfDeAQv2aM8F+zwEkyzaI74trVc",
-	"S30eEEquaBJHdnwmTjm/Hn7bgrMSxozj1KfJcb/n+x4MHpQM0F6JMe/Yj7/tf9fL7695lxegUGqpTDnx",
-	"W999zNlwpPelZcMzjkMz09qb9+Ar1Ik1Gy1pogUBi85KNq3n9geiRVd26KDw+3RLoTvoaU3YXQQQnp+a",
-	"EiA9X9lTukgMENJErJU+kFO9hz4pEWAoPZTfLiEUWQqpiNbHPy017kIknSIZPAKzIZn+4wET5X9rFQN1",
-	"EjJLxaVe73SdMNKOeZisI9DFyLKRGzs9EiDlArKkK0kYDRdEzOeMw7dmEJdsyyKtQ2kl19O7NFaSLJmU",
-	"9ILJHjlNpCAURVMI6zzXA8v7NXrxJk4ZaZsee/r1oOMZ+65d0bmeWYQSbibUggSPUI52UXcJ4P3gPKVc",
-	"zlnafcJDocca5A0bJa36ygmeXvqSFWJuhpaWjJMwEZJFHRDiT0U6i6OI8VvKcC7U12KdvnQukOULttCX",
-	"COJeMe9JsoecONUrQVJGI0kET7awDGLDy02tRKrmIonFCVlLPLLdN97Hkd6KYBhT4pJxYvURjxzQw9lR",
-	"eIwGku6IDmbdI2s+sb+5p/vIH+bb54VQ2Krb296baJ4RXu8Ht4k3a7liaC9zCZk9LvdXr9e4L+mVl/bz",
-	"E80SioaKyPVK065xgu6i5t/fcoYrlsIRLvjrTAUuHCLmfM/fa5haLLPdwxmLJDJR9lUWXtFDe4tHNos4",
-	"xBv56asz4KlIMAln7oJescbpv8rbzLT228z9rpQ2PfKEhpeVGStNE7Fi6F4xVGkHNeM3MgGpSbTyX26s",
-	"41U2UIF7SDuoZwst28wNEYQ2Nk5rdj/qK6hZJwlcR/Wubge1GypAOfVCqKfCpJ3cTkxln+c895Zfct11",
-	"HNXy2guReeUsx+1z+0PBppfEmUaRy0ZFKQKX9b15iwvVxS/uhrdeCCLX4UKLRbFO9ZW3vDruPMhZBNak",
-	"6rpKcsEUzhxMX2hsgNV7RbeJoNG5EM9oesFuuYjK+TxfxIf6HBZXLCV98jx+2CgQ7RLCuV3Rk/SnhTXq",
-	"O5LgtfupEoIkMIx9F2yFs+8qIbr45d0JhcKsNM9lhADCm5Gfx0sm1re9p8lEbDSVa+iuf7I3ENRUaUSU",
-	"6W2vlQg1q5SbkSy9ApMqjWTDtbRZOc632VF1CfOx7bd2pvWu/e4TrdwOKtyTBaqS9tAnMrPGbRYiydrq",
-	"3IxW5AXTVKaQu2ms2WKt6AWb4LUa7L5jfwis9IalV3HISlaXW7DTuslu85gqOqOSkTVPtWpuDCX1TCRx",
-	"OCSkHO01WpfXGmJkW/le73EuNj0Cpl1C5/oKAf/ugp2XSDTrnhBKUFkAY0dsFfLMiF+y4Wu6QOKYlR6C",
-	"h6xoBHKEh6Hbraw/7jd3x3n7k4600ewViQ339AGhaKpifgFHvTWVGc+IJlnMXTa7J4FpCdxOHd6MJUnY",
-	"XGtfybwbCc4megHQdMxiOFcWdLViHG/E83WS6P6gL0VokhRXNHCWNNh7TSuOmdpV9Qjc9UxLm4WQmSdI",
-	"77BEvxdSro8ScImgVVDSOUu2miMch5Mzyqb1M28/cFwRsITnQjynfGtkmLzlvkupYmCdKKver1jahauW",
-	"niMsFvIEi5pVcKtKw6z1kbikfGsXXhqroVmgvlmUgnAeHOdb5Lz8/f7imSrWTcyk7miHlAdjZG0+6R55",
-	"R2NVz3dwX1fWPnx3LPCW07VaiDT+kd1WB4aIgfLan8ONWCSRPXj6PlnGfK2YrL+UhyGTEi/SEl1/+Rcn",
-	"RMyU3gCUcLYhgjMyT8WSvHr55pw8EHoGD+DL4jHdzznBbZ7YAd9AWuY00kSL0cBVN2NjNjb3wCuWxvNt",
-	"41lD3VEZqTlj+FWsD9hfO21riXM7uv20jam8OO0Xgpya1/AWhpxWO+c3Vl8wxrbChxPykNGUpWQuEq2w",
-	"RGS2JdQQ54bztpf+u5l3yq7EZQODz8HoBr/rLdy41Faugb88tmuOae3wNRqZ7L1WS4NGXjZN2WHdcl53",
-	"dMWrMliPnOuRygkJ6tYh8EhQx5f6ed02hefFKQc98tLdGfh+W8vTwmp45vdLtu3sFKDv3r3ramZkXGmJ",
-	"x+pdt4Y/w4W+wGqlAqIaDg7HfqfoyzUvpowmyz9MWyu6TdkP05aHRvg/TK0AeQ8Dz35473T5h2lVQhiC",
-	"QMRBs7+37N9FKW+ccr9CvQ5zAIQXQr1mS3FVVbVfo3szCzsGDQycgvh388FvLSJ6S4C6NNsaDykm2pPY",
-	"hMCgFNA/da1J7sFPcfTxgX2PS8VoSSmoOE9trlQuddEze5Pt5NIUjoVc8/uSbV+ztayk8YO+N6ko/im8",
-	"a0O2o3gOgYJ4h2smWbkVTTpoJ3YCaAYjshDrVNY3bqSO3SUEt5D+yzhRG8nodG62Jkx3X+o5tNI6Ytd8",
-	"bk7XPEL5bSMNbSAFh/cITfRtdkvMKPYwXtsvFlRrV6X2WERsZHQzCXaO4LZcVAqsbY5GMHTQK/387PE9",
-	"mUUa6htHzE34oUgLJvZ6umRf2uPp+dljt5WTPPkw3zAm7pDoDlUjkZ6b6RCDx3DL+2qZSlwog4lRF6eh",
-	"f8g5BNIiRErcTPt6OmTBOTJbzeyjE3QWiZU+9lNAIyokXEh7Ycu+uJZxHFo6Q/sVJNEKVpUe+umvpIb+",
-	"aG8C6LvbDeYu8Vy47bSNKH95xdKHNg+leCSFIo3cI2kJMXbWGmaTVxqVdIydsJbd/GPf04I21MeIcb+a",
-	"C77Tqt5QEHTRSI9XNj8HuwFjBOq/v4Ima3RAPC+Kknr5UQnk1+sNwwApYAI8r/UNVpvZJxugpq+Sg+OE",
-	"SMbIn5+ckwcW0aWRltbvsizJnFtT8q5tsnBCQ0S+EiIis7Vy9kEkODshAUzG+OeRugGRdEs2i22PBHoe",
-	"YFIKfnr19uGzs0fv375+9vG6czUgVjcG/aBio/KamisQJEDnzCaWDCy3b7nx9LLoOYtiijiEt/WjfSHL",
-	"Ln70BMDmAGPJEgyJu2+WYPXWB7rTse6w6IMZuzyTTYIs9SwIsMr+HJN93oXPu/Ddp3PEaGYJyrMLeq28",
-	"Q8TXzAEtyzExGEVvQ8l6JHBzDQKypFvNjXydJD3MMVmxVMWsBhyzEs6MSJO25cKdqIyjWbqmlDMeKk2v",
-	"Y8U8suax0ofPPBEC4iP1MPHEw3tQpVnMlig39yhW2+L4CuCdlVbczINKnCzSMxRRKVLdon5WWjMJCVXy",
-	"UQUKW8oujGs3bwySF6qxu/k98Nvi4pQIaghh+y7MKA//F7PvWaj0EB181joeyiWsg9GaoUIStUjF+mIB",
-	"Ekcy4+4t4npSaUz6+LuW8lLf8doYroQCP29cGolYeQ53v6DTI0/XSUIU/UDiSHpEijCmCZEsXKex2hod",
-	"Hc2oM8ovM3U0+yFlRCqhFX/Gw3S70vPQb3OGLkMEHzRKkFqwOMUL1lysUxLFFzEeTMX9YhFqdwkAh9QP",
-	"9eslaNp9P7WfuAisNRx2wYxLRHpgntUziFOpTpwgfH28ZIsZeMY/wYVi+iSSZCE2eqlCumQTMr01gutP",
-	"kDlClyz7iKUgfaOP0xa4gqYuH+b8NW3BeSY4A9ciRKjo8y2KUOmOMTd1b9p9jvR6wlW61fQzu4GmKYW/",
-	"45pYfndg5Vj+PeFhr4nMz/Fj64xR+JtVzyzDkHafKEFGHc8aAUQasZRcxFdoLr0paV7qbupoYmBh924I",
-	"WA8+dLFjyzN7Z5KDCnJFa03ZV0VKN0DPZpSNqGLgY68jr5PbVR7HM72zcZ80dFiEEt6nw5K0xmxDhcCg",
-	"LlHcgTmiIGMHD6VKvs2vkd8PaV0i1zlcUhxBqHeUAQOVPaJ/BgdpUU6CBlIQiF4eQ3m9OKwAddfS3WnC",
-	"8ndxFMUlMVjfK6oUS3Uj/zqdRj+NPv5z3ZqXEMGbqHJPEvMmaZ8+PO2Yjj3CY86c6Tn6TQYtXhnKcd1Q",
-	"StxQHJdXodR1a+wcGNUZ6c0EqRZZAne+vnhi3mxdSWCgy/XFAXI1zelsMML3UyKvFR7mNRcpvTy7xyLm",
-	"F107rS6VcJ6cQMdZpiEBTHQ8aWI0kRbXrg5+/VrF0uTUlkdkVwITNor97IJyr7bvYLtXtglMCK5EpQPA",
-	"g31suiSBFAl7r6mfxkwJQAKHNaOpMsDg+s8kCfV/QpGuBAZ7Bvr0DbjQ1795rErZpYg0XxmxAz1fP2C9",
-	"AtdQvohQX9XDMTG4kejwe7GLErr9tetagr/fV0KZfdR+cvZC0+7Nmxclp5CB0d9PTGVg+40zNW8U+9iF",
-	"zH/t1EsSKV/NfP8VuLJMKrs6XoZlYmeR3UWuE2MFRayamcq1ip5rsCa0zFEVamTNvkoG4wqs/qCKKnqH",
-	"574tNPBTxXmqMoxwnFBJbmGGNK9wdFPBgmtZ+5Y6W4kxrM5Cla2hcM2qog5Z1aA5KrHZGb/jlKq/zv1K",
-	"bYTXiiq4R1YlVblyQ4Oy7pZa+KlFk+TlHJA2dlH8MQvjJU3emKa+K5uB3iz05VTMSdaFVu5X2I1HfEzO",
-	"JW1KImyJ4Kgw/JpKEkyxqsS0ZaLeC7Uf9pVw9WtQpJIpU7GfkDMmuIrGoh+DGUQkWdC4Cz3jLkqxDMZ1",
-	"Mo2jEMOOa5asSJlr2PqN3U11d2wIDKmzkkyKV+sgK6uh/4AUi/cxn4uAtNWCTbn50jjGqbxkEZzwS5Gy",
-	"jgeWQMCQ118bfP8oIO15zGnSgUN8JmgawUNoMBtTLEkCrj18tzflIN4RFiIvouIVCn/kA9QCwOLXZ6UF",
-	"9D9Nf5p6+UK5bVT4oEzTRxhf/OTqRrsIXn9IJQOAp+JOB7vx/nIvv+/mQBnuKQMS8L0Jgy5OtPm163jT",
-	"mJ1hqFXOqwiFoLGnYEIaDHQQ4ECUyMKM8DRtWyOcROngroflg9/xYmSs2rwQDjd/wkXItnXjAhQsGZmV",
-	"1LWDluykpG3tWhANlxu7Oick0KMMTPZloRuqzMo6oqayyk5Bk3pViyLEnOYXCOpZCs62WmHBkJ4JwAk6",
-	"tU5oVumEtLNqKGBUQNkA4oiacJ4eeQJYapcY9k6TDd1KstJj5GCLFJBy6eTga+0ArLRwqSQQxuMab1ER",
-	"QBNubqUlsxRcszzaxzyxtG7Suzm4c/exR9RG2ONZetl8AWTlShPM0OWeJEoIXKEyytldDesU1u2ezGvW",
-	"YN+SSEHmNC0O9kSrD0Z7KDkAHfiwnxrQIO5JswLt4KtYUn1MPadSsVT/GHjkl7/9Z6d8Xa+iZkha8tYY",
-	"sLLrvT85NlbjLSDvDiPwm2yMJeSy/VT/EnZl1ZOSLbuNcXQMGOi0hU3WhluCAYmAcIzOXip/qeZPlQhb",
-	"CKyjMtumYDleJTTmZCPSSJqxrHmir50BOlHRBZ0pHHsOJas0VMct5mfc9JIpBdVuFGnTcnEl8JBpqnmQ",
-	"SwHa/oyqcGEz0LMhqziB1HQTn4GbDqlqx14IT+zVWOWvnRd6Bxx75H74g9da/+P9gIQw8yRheeSkEhs9",
-	"J1emmA1vvuncCnpo3wHnttW8CwdltPIZln3aLdKcw+pL/fpHF2zwp6IZtl+zaPtdSFwAyJ9qhSaGI0Ao",
-	"peaeLnxB2s/gP8MOBCgUiGtwJE1XMyESRkGlqcHPrFvl52ePYYXx8EUFruwa3hN289r1W5Y5uQTRWbXG",
-	"5WiXdWMHg6s1cGiOpBIdUeXKaMXpVHAzr92BaYN0c6QrvmK9zplydkGvtPwwAsM53fbq1RYA29GvZpqK",
-	"NL+VmLFgoXWUzo4wmKlKY3ZFE5LhjRYGkAk+OxJHEBRhSK+3J+U4pQ3bBXZKDpQADGNAqC1X7LddbOzO",
-	"3mLiDX5Q63UDiZO1aRWtQj27sjSr27C4Y1w1yJFK7u7IFq98HhdEjktPh7sqemDG7+6R6qo6Za2jzo7h",
-	"UOrUHK6/8RXPvX/UXPE0Ud/bYzmzNBSuePWv3PUVr7YXuOJlp659Wr5XPTZb7XdM2cxw00xZx7bzCSmb",
-	"6ZKWsp57XfQKKmqZzl/GdVeQQLcSmBzg9KLuotojAbYfTMwJi+fTjIaX8GZJ9ey5JjIsU2nKqRbIZ36q",
-	"yMtKsdvfNWukVuA0s0aay6RPyBq2F2ANk+XjbruyKcS80tb3gsDK0exXvTgVC8ib7HipGnisfVWkBRPr",
-	"DO0LsZRrRBAr3CVPsndR1AcYObVZbDsuE9WZUMtmrAax5pkI7oyhMshEGkUA3UqTVw6DmKO1Jt4BgE7m",
-	"JMDMqjKGblAy1dhlxYAxqyMQAaCJ9JKRQD8LegRxtvT1nQMYWQ75O/J9g4Y2g+tne2oj1hErbdrqeMae",
-	"E19woW/k5BSh2Tgis2XNgIKRoa9ljWYQeBZv7c6MPTXcalMasMVJCT/Ry/ICBpl/ZpXQkMn8l2P7P73j",
-	"4x4By0QAEI0BmLZQKKkFMwAzOc5jrDz0PANQHYswHUiulwjYgrCQem1xbAH5jAQZmnmARpxyzYxKrKy1",
-	"OoT4Ro+c2gn5PshWGiqWllwzjYU3HDzdge/vY8MpQmM2Dg+8zhOICpxpqlmI6jYXJIolQGtrTuyAc8ZO",
-	"YTxypmAiHSOxpDHHxDASCdUjbzAylPIoczUS9oGGKtnmiH6U/LAWikWQTpVgvfJ2MG196G2nrawaWSiW",
-	"QSdbMMdSuaQqBBwLMc8sPdJsAElCKlmPvLDbzbjFkDk9yCSwGxPsN3pCccgmZjfWb5hegbRBj5wpQhMp",
-	"SBwxruJ5bGC8MruTIY8thLHKbhh5zTnQ6TH+vmSz21lhJbsO2dgBl03Go+vYxGt96F6IbiPv1F9SM9YB",
-	"d+9ebF25nN6anV/Vh7JkY4JgCsSIYB9UTvT2k17/YERSForlEtL6OvnQhwN35MRC4qFtNbBtoPVONxs0",
-	"xcpA3RpnbsPBXhY+W86mPKvPxUaLK/NCdvlPAC08gDXHkCMY1Inl2iWjXNrfMRzAks+gu0E4e+RwolcK",
-	"nxBcP4q5gbBSi9jEFUASCQpHW9kFD3kbtGbPaMuRWDVC/1o4oe3PN2FQ2yEQzRb8qcS2rRmJqGKk/fXX",
-	"X3/dff68+/hxR0sZeGic8iFNGI9oStrBwB/2u/6gO/SD8jEbmE6CTp1pe9Qd+mWD9l6Gz7K9r/5YtKGT",
-	"/V/+9h8HrrSFdI4f1syF+Clk6IIFc8UsYtRoMCiN3zErOrx6MLoGpT0DT95lV4VXcNRj3884A3YkxOTg",
-	"OQ1nM4Ib4mlbOqHtydt0MtsP78nMVZSKNY+6gGK0XrUtQjP5n/9DbPEgjwyMDtHxyCpZS7CBa0Wgvg3d",
-	"gc0w/J//Q0xJIvI//y/p66k5jcHo2Q9rmmQj9whLJANusueG0U0kxXgdoRZ6ZrJHnuDSTMjI1x31j3qH",
-	"Y/IHcgjFrPWhe9QbjMm/6PU0zz4jB/3e0RFp6/8cjnHgWlukyZysVx1ASsrUl1iSo75+f+9Y9qywKmdn",
-	"fLWGa8+SfjDlq8YGZ9782W/k+izuHasjVYKGUsZQTsuFFktKFA7OwtnSfLhcV3KpcNTsc9bcxMgsyCxO",
-	"EiL4RF97gzgKEHUlKOReBgC3VcwNrQV0JL/8P/+udywJmrIyg5O8Gci/r8lYzzPTTXOfxvKdV1eqJHet",
-	"9aClzaMwMU/ZchbkWXFseZmmkmjaw9Kb1XGqFufAi12P2Boy+HJRTRNVWQqGYWyW2JJKhOlrxWYRa30S",
-	"8dhiSPTUN2q4LgaTLL4OeqEzsTZQnEZM5kVbUnNoTwyAT6af6q7u6VOcQ9u7nIWuwZfV2nTssJb6pqkc",
-	"cU0BIkRivXutDgM4IUdoOEsud5QZeCF8wcUGDU6KBBIqTQWoSCBhsvyZbH1x3PvNo879nK8kOqJFPiCr",
-	"GVkoE71BuNhMCEXcO3NUztdqnbL8EknJltGU0IX+pF2R2WZWnRO4kuM1QAIyANIUtSJLTi3GIB+PShKU",
-	"anAFxrMaK3Ih9Cm2Vj1yWmEDswAb0s58x4xHqHtilw3aiN8/74+cgod1jvabxTLX2e7L9v3MCZAJg9L1",
-	"oXpVLt9Ny8q9oxGbgyNX96wOYji9zkZvLQ51kbNw+czsCSYctm1P/0xngOogsSKhABTP0zBkmNio9akv",
-	"3rx8YT/VrJ89M+Gj2YU0+NfuH9t/nPg/f9vvHn83nUb3O+0/TqbT3nQafdb54z8H7o165J5vpB0uWHjJ",
-	"oqy0kdW8EVUilVrYlIYyd0AWCq3BDi3/DCEAmzRWigHMaAbtmEW/9tnQP8K932fdke8HHhqy5pANn8SX",
-	"bBNLuCYARE7BPFWxJOkNBDJxQXmUWFrOYk7TLZkngir7GeKs9sipqb5gsf7RTCAbKAaRo4ZEygwSrixa",
-	"6MoC3KreGScmagXyWvRVxon9Ccop2D1Q9AVnxt5lWA4JDyZl56wa+QW/+W4WqJ6q3xWvPN9Lwfl62bNM",
-	"7fzajZcrkSpbe6M1aV3EarGe9UKxfIDgWfY/MdfDockD0xzs9GK80967xfiCM0xgtU65FnkTGyhS2A3W",
-	"IFngVVBOIWCFCxImMUJ60wgkZ54E7TJHj6DxTQJIfGZEciOuwGgEizVtaXltdnPMMH0529A5B2FUm/0c",
-	"spYFUSmNE719f2SpwEYH01bgkWAKpUchGpxY8E+03WJ9Ca0kWE5q4KHbM8ZvyBbXWCPggMqRn+7JGptE",
-	"W1/himayTm6oKP4MQj+whQHgJgV1MWbGgttptCrUGhQqeuFj9PbW6/DovlLVIkx6ltJeSOxBeE9i8qdN",
-	"o0YAKQii2hmZ2SMBZ8qYj8kfCPjYpP37l3/7d+twKT6bs+wlDMWCxI0LCvp+FvcH3d+TWTSiflF/qaX6",
-	"hsUXCCYMPWI8XD5JoLPmYNzTFuQsNIiZpambC0inLl9fhYvHjQiAEd3mIzXRZlmmNehmP2pqmntREZWr",
-	"PqgQ0iXKlpdbhTG6Y2roa3DuY93K0f4BjOzDioUNfbskQf6TC7FOIgP9rEwybcNoRvvMPOecuw3LdSNm",
-	"dB/lAF0bmduri/Abs4P5IT2adY9DP+qOWH/epYPZsAuJ/fjT8V4BV3XX899BXFe2xe8whwl2rRYGdnfr",
-	"f1cpf5KlDhvx0MNAs7iZ+fEMIEuaXmLEKIKVmZhifbldYSGm3i0vE9bJ/ykYMU6JXC93cp/p/JHtu4JD",
-	"UYzhjhVZiCQqWiP6NcUWyyUVvZYjzD/5JHtZh9dNDAV+7bSG+01rr9gxc7ruihtrDgHLz42CxHRizAwL",
-	"F+ZcpHhppctcV5CF7h51j4f6ayRMDKMFfuuAE6uz1ASbmOA1U0+pFPdQ/vGuA0xK7UNoiXuCkpgrAdGS",
-	"+J5DyFc0/h1SEcqX15LQFDb/NPTTjQPxbPi+QfgHVc3uBK0kuBRsjLYxgjqYIKioJButXYhckyCB6TDI",
-	"d1kAjvpQLAvhWaYps/OKlMl/q0j6bGGrd8grAI8MYsi1BBw+jwTZ1rOIfVTRwLMpXVj3yFw0T1+d5cED",
-	"MdScgKvjUixRs0ZsPwlASdJx74OPEhrWE4xiPbBlzKnC8s1LulqZi29z9uGeyd6F1EuvIYluj7aKaYNe",
-	"Q6jm9UFqxdhUryEw8fp2ipGYXkMU2/XtFMP2vIqY2r1/CyLYK27Q3V/mMiczXPZyANfdrq9H9r1KA7sH",
-	"bT8vDtp+vGvQ5su6Qa9oqt7v9W2q6r+HdXifAqoru74Zs2z4dnNry10MWW5s6bKkbcu6V94Dnu3ull6b",
-	"d98wrsrt6Pv6e6ycfE0rbxiPnsKLNW2o6z/OuobAnfcQjH8NJd7YCPUSETZsthDisoeCqP7bd/jOq5hf",
-	"4Gcfs9u3yY5DcfzRtVDu4dotMKg+X/f4Jp/9/h8UaL3nZ0U23vujG35Q2uF7d1OzN276rcMFe35a5f3r",
-	"Pmw8D27wYfEAuMGHRYl/3Yf1++O6r+qOhz2/2Z9Xmo/nm3xZURKu+7i667+zapb1RtVlD/2wZmutOBob",
-	"btVSB+pYU0AD/EgwlRzjF+CJfPCT+exjkHk4pe0kZiUPvt8/9udDOugezvph9zAase4xHc+6w3AQ9Zk/",
-	"P6ZHs+vtLyVF24677qaWXxNqLB1U6WmlWzO5Ba1JYN/HTmiwkzaoM+8CVXQSnnv9wXA0PtjfbJjTtA5c",
-	"INmSmJdWJo4+BidkA3F7Kl9DRcEUrLCoNuPRSsQYzr1X+A+Q1A232wfbM2eh2IS5B+aA68YRODt/c7aJ",
-	"o2vv+cWp1jFACnipZcIKzgp0LQNoAQpEHZK0+QXzahA64BZGJ0NGy7W72HD4za0teHaCZRurWax+t08H",
-	"s+5hOIy6R2w0747pwewwPIqOmb9XsnZCpTIE+aTz0P08SVORNoiIy5hDvIhWINdmJwHwhUXz0Pu+HSDm",
-	"/mo9S+KQoPcsB+5GLMCsvDvqovrh+bM34PWWC3rJnOd68BERa6X/+Pz8/BUZ+8MacIdYZYgO+uOsUCjP",
-	"YvVNGg1naiPSSxPjCzAEvX2pg8aFeqhuvbFhfGiWy+IvHQK54+XCFmUMy3hgEOtd4e6GAdbaIhtMH6St",
-	"tEiBSpYdL4vZhpQjSgYfPsBY9C+G/pDfgBER+sNOvREka0ZzHl4uSsai/PdrDrB8J7kptFZMVBbB5dny",
-	"Pinu/kahVg+CCfyeyTO8EMrJlHdJULrhBhNymhf4gZPP1K5pNyU9dXqFhrQqEUzImcp9xNCOUVPmxs8K",
-	"eLGCY/MA+JOFWZkEMujul7/95wN4Vu3FXv2CCYRjZZ2F4FezlSIs0UwhTNQLVLolbejLlBRwc84K/WSX",
-	"cLDc2cpbUDuV2sol5S9KL0PhFzf+zkTdFD/LTBRmOoUlyMrklHoqXvALvWIG51rJOGK5rxur6OHrjSuK",
-	"NcJs3a+ggp9ku6C8MK+mwS2zLOCsZ7eCmXmhsRNpUVd2dlcwKZjOTAynhX01ZWZKvFiIBm0HWUCpvnMB",
-	"4CuVytzDICYQu71JpnP1gxsl8FY//xRJntBL1bhhRmiTlczIEqaqvVjYClwtbPCmroPCR/vby+Gz/6X4",
-	"YtWx3xlAHTTtmpugNcWkMgeBFQBWY7fnlZUA+pMS2mHZIFoypNXb5upsmiXzaJ2tdocps9ku2WRl9Box",
-	"EJoy+JvSt2tMgF6NE67kU2oC2duFglgwFZZAIgu0q/fNaF3gZXqaJM1OGqghgcftfax8ZA7I7argIrpf",
-	"Ywv/x9L/XZb+ft16f85oohbVdX7N5DpRGCirFSFubg4po5GBAU/FjFXvso3Kt7gMXMYQl8XRictrtWLT",
-	"dJ0Ka+yetfxqFaK21QyMutIhoESgs9CNyEtiaeK383TfcpAeaRez8h0w/s7ECVeEnEkZECWEV4Lgy5QH",
-	"k1/JBQkXwIWYmA75UogkbxQqdH9mCDYmc92OCBoWvFBTUC+XZzVxj9j0Aafgop6sJGIJwbRs2SOB0XcC",
-	"Z9JZbhhEGuIfr/Qpe1JIG7Nvy/VMCUWTSir8pwaDLKIE1ATD5EO/w7CrdVYhICt5Wwfy+EnxJk0JimKY",
-	"khlVHnvr4vCVgsIgdtlCUJqbOWcQvIyNYWi2sWxaiEKvwA2IhWzYZ2IARnGcM0Y2+i6JJtEkAR0MKDLL",
-	"C0reDSkambW0HKQ8YS11Deam2R51Rl5bEhWUKRVnQJI2ASe/j90+Fi5rownT8t1C5JsY4D0AeIxbhEuM",
-	"jrhk23tYraOzc5C/BuLzkb2G67k12LhH5/3xxB9N/PGdgXoCAYyBIVYnoIGENEmMpRSzTBrJUSolLsTl",
-	"JWP6xAQ73UVqS3A2AgvsD+SxH2DH3QJ03AATYu+O90F3+JUQgzdCbdgJqrB/V3g+N6QvuIc0wMJ7ZVRF",
-	"T1+kLpjK6vPWIC1gHH0dFELnpKRVlFSELeavIDpvHAF2SCzJJVspstI8Vlj1xhR/rTW46AzuieDgVeRK",
-	"fALQOlobvxaj4daIDI4PZbew3wPFAWLkDZKDl8d/IbSMFTKQyBNHPL5YKPL2/BGgOVhohnPIhJz4/jfN",
-	"8A35O7eW63i3OW1097zIsvMyBMnMnGU9QTW4nnt4gOpccFZbKpfW+2RYtbuwKwwAE1WZYbcRhqLWJZGb",
-	"2nb4ZcEJkdn3SgY9y5LmqHSSKaFi4+1P812Qt+fp2mTnUL7NFtugC7u235CmaQyZlA2QuBP03gIMBRx/",
-	"sbJwF2gBdZArrEUUEu4BDl1RLFPWdvT1zn6wodldpX5jGoyPaqnEwlrb3OaY443kNtgTkFZxDbREAyhJ",
-	"vvHghRMHa0TfiiRLrhhC4MfcvZ3tufuSuKk8oHU+VKpD0+2Dn5S4ZPwjpHORz8+fP0NzYtn4jEnl8C5c",
-	"+SiPxJK0qSIJ0/zeHxyRWaxkhvdWcClEDuDVHC744OPBsFlz/GSjPDEHRMaURgPLraCAWqBYOqchg5jh",
-	"ylHdUOyZbh/80P/qMPzr8fLhkH8zvnx2tHk9UF8frB6PFk/9798UJE4a77XxTFpYve7yAqCTjXfSQmDk",
-	"aWUlHTFZs5ngnCnykF5qGjwWG67Ehrf2wgjZDWiif78RTMldoJKcRc5si0whPzX+dT0+CmZkw6D0YV3C",
-	"MilVQboWNzu+Lpcvd+uECaMAt+hg2mMU/O2lvr1m1+CdWCuBiyTv0L9YNPj2otEBIb1OLN4UnKUBheV6",
-	"ophC7FUgrvwvNDqaN/Eoc4izs37br4F9OS/oxWLDc0UBzXI5tLpzcE0s6knbvB01IMNcDwiD8QaJ1I2B",
-	"oO7kgFhtxHuRjYAvnf0QXwpeyvpbz1IrItl7FScoWBDXypxCOUhNgSX8PVPhrCGzobZJDkPnwh4Wy3To",
-	"EVgkRXCwlTLJm25FcBpu7mCXZeGo++yzEsrLroopGUANJJbPTFmEdoac4zBhpxRQA0n3cc5zkYUYyh4Y",
-	"UzBNUkajrefYkgRWPvm1Oq8TIlFfESVTxy1gR330hWfCLxBxX1Z3vxbfWkPBvnp7jk3tR3vdOAwSaV9z",
-	"WSiSHonMymfVTQxhe43+q5g2myyaRr/DClEIHwOKFmfy26A07pdDapMFTA4p1PWG+8unqCmV3QLph6L1",
-	"2IEazPEF5T0H0E+kjm9ESZbMc9ePVbQWyLzwbUnfAuQ+Uyv3UyTn7z+j/EJI2nDFLMEHavEUgj5jEgr1",
-	"2ak/9hAyAkIfOl7F3L4fIQC58KapwgXFvwpD5aBPZYhUjmco90nU1IXIuM1dmbtFsbI7PJNURXG6C+bK",
-	"hgqWDE254uUkSRfKYjRXtii6Q6q+CXO7rdpUq6edq3+VdZGKFWeHm7eUi/ObpQhbL3NNinA1EqE27MIN",
-	"VLjbZOGbhQO6xPy75KzvQ8q6nPVqLMknIuOviGp1iAtmqdrKj2Cns6icV/Z+UQuWRdqOxakzIYGFngs8",
-	"Eli42twVC9HiiD5rIgYcCW5ht2SpjrEsQRJlVSKDtVhisPpyKaJYbR+JCLKy16swbx47c4IgeuTUQu66",
-	"EQI3gt09gdPEHX2lhb3wdt2DJ1YLfXuhJAXUZ3OETQgif23oFsGMfmSpAOAxqq9ncLzY6Sj6Qa/bL//2",
-	"77rRsR4T/rvf6ZFnTdZZRHG0kLVF9CgDiZfFturD0ThiNJPos7F+FZD8eiG8OuNvbvEtHKl52IXVMrxW",
-	"od3WpHXsj/2WV/F8o+vQA+fTBZTC8Fp2EVuT1sgvnIr28IZnr8Fz0zrqDcYtr2VXuzVpAX6xfiSWrUnr",
-	"yan+5ypsTTQXffwtqof+OmToXEHE0IEiISs+TPszCUWEBlfDJljWrgFkvqARjYd9/1bA8c5AauP8rdKn",
-	"WXou0p7F5W4cyaMFncf8Qm+RBUkZR7XIGZiFft4FE57zz10t6l9MiyeNVUJGpSohvU+oaOdiw7u58Dqp",
-	"aM25tI2lgdH/6Gywn1qUb28+ci87fvfy6143U5Su4H81JfQhvEhvfj2RWBqM8k7zkniZrC5iLJYL2WYi",
-	"kgvchDe7f35CbMRcxt0VO71KtZog5hDlp5s/aeZo8ryI8UXapaOsg34joF8ouErj2VqxGx7R9kSDKxFw",
-	"Iojxsnh5y2OIJV0yKtcpw2glI0dI8OQ06Owl+eBwuKncg8OkZkBXLJWaXKmI1qECebzXIPzhge/7g+P+",
-	"aDy48XBK2qk7KEcSOrzj3FDtHi9ePNcQxlM8dnDSOy5QOVL/zUpZNSuuNAPMRSzMTGuVkMtbrys36rIl",
-	"vbIWSbmkwLr662ytinLy12uzfy/FrqS53YmeNvLvUCP7h8Lzmyk8d6rq3EpduANFIcfk30Nl0LzpqgsT",
-	"vJ35er+BotQ0S9IO+r7Wm3y/j6F4RwivEGCRi53o454pDPet/13PSoOOi76v5zyp1T7KkzIqXuXeutch",
-	"29mpGhY50+zi37tq879CqSmW+/H+oeN8ch3nVkrM3wEjcg+rZRUJcXfK3R3ZK/dPHi9QMFW/VyranL8G",
-	"UuYpgZ+Knnuk7xdIWQP09ZtR1HZrRoHgUbvpW0qObCBzJYXyU1H79wVIULewy79D/fZfsa7Lai335vTX",
-	"T72qnwrJwVmnKuTd70meFfOKa1elnHr8adbkt4O7cNamDOz4e1oZN+e8dl2KSemfZlU+IShNcRnU73IB",
-	"VCPl1ack+adBG3IJ3pAL/yZDxsqNaAiqJFaMB5M8YdvU1kNtbssM0ImrnNCd2ELmJXdfx1m4M2kHGAwC",
-	"Elcy1emRp7G+mxvomDySII8PxHqVME6Yfj4W0g6cSJHAm3LiNILRIgF0c1KMU6OAUSlNogECddtxTPl5",
-	"SrkEA6Wc2I71Hd7t2fyNCemFV/SjKTfPHlQ/chJhC3Al+gMIlskVTfOfhggP80HlavbF5rIWleBJNBiP",
-	"+8cWH+6SbUn79dNH5MgfHtYUzaFJXdWt5EKksVosPRI8iR6/OS0gLMCT4iDxUW227VVdwmV6xaBpGGqp",
-	"cXhWbh4f1nRwWRf3/yXbkjjy4IA39X0gi2XBKOYlBZcmBL8aS+n3a7tR2/puEK4kePnlq8I0Xn75qjgF",
-	"/aDugl2HF/pW6iZlfFFoUsYl3A39oKbJDw0JQRk/eGRGJTsYrdMk84WtaGSrrDj1wvo/fH369ZcfHqXz",
-	"r968PzzfvvvL5y8vDhfh1Su6ip8n6eaM0lfh529fi2vF6SVczTU76BHiunnAfUiEuvv4F5vLOuhK8sW7",
-	"L8kbppCvD8f9w06Gk5BN0iQaXbE0nm9BEkiJXFADvarfr6eajC+4lpPQYszJWrITp4Sh4IxEa8i3prDV",
-	"UqGyHMO9orz1Nq4gm5Zpp4dXR6BnJhyxjkhZ5lFbKpGyDmY/2NDGnYXCTkiQspDFKwWi1SOBgXh8FnM2",
-	"AOQQqJaG3gSTlux6NapSJv++X3dspSxHsCyl4/h98kjwC0CYPL2qTel3R1fT+jpWzMPKeyIl80SIUp4J",
-	"vEH6A3+vDO+4ThQ8ilUpJf90LVXMW3cJejDq+mOI9T64Jl+4iqDakN0vuKKhqk3uN1lof5plCWozyE/b",
-	"N7+/Ti5bfq1kBo/Z0dwPB7NuPxrR7mg2DLvH7HDepQezcTiKhmww7++TBcZrE/KybmsgGnal31Wad/M8",
-	"muCrs+wy9+WSXJ0P2DAahd3x7IB2R8eHR90jejzr+mE/GrDhfETHs70qX9fjGUDkb21CVY5m4O/F6ysh",
-	"FU3qHXCv4Dc0/RYjzI8O689QR6Y0JE2u0pgrzHQyL9uwjCWjXJJAL2BwzQruleugavP9tf7MEI3qorJq",
-	"539tNbR0fW6B5cA8uUDv1G9ql+/s9MWpU4+wyrOnS5bGIX3waBGH9ELUqhWrqEnEPKNSGbSdOgVoABWc",
-	"BzcTMHVB9KW9YvamM3EnqtwNEne5xCseHCVJb2SxXc0Cu9rN4WXJIzlJdp2kjdWNsL69uZrZcveI38vZ",
-	"JoPpsKkKz88eF9F88QPIGTD/LOhy2c+VpXxeTEaoO+qfnz0m7XJWKzF+6GLoQKdHzuxQaZonWgtu6vnP",
-	"thgca/TjvSHq9z65Bjc7ueqOET1OtPcBxjtmpWG180rqRvBp0o2tdtV0CmTal02DnrFE8Autgn6ak2+P",
-	"/OdahrhZ8vPv6gDcS+o4C2WTeHYj8dvk5irXQZFUEE8IdFpOr54AGLpb+dC4GFAkWGAV0g6WTC1ENIGl",
-	"CE6yDVcArjUWi3vSM7UW9NOudTlgyYWOgend7dFwK+0aHsjWyPF04KACEoRULiB0aMHCS/2PGeWX71VK",
-	"uZyzFK0zgPAanJA9/SO2rjKkVBfmNzHJypgYGHMSFCcaEC7geYbJa4oQK4M6BxEWKMwwoznI84/KwIYB",
-	"wegzmzpg068CJxq20yP6VaM/mYYxa1Hfo6ITInjipJli+e74Ilby0+MQYnQeWO1+YwxAzc73ZAUKcD+s",
-	"v121OjI+J3E0IdR25PII2HIMHnXRy3PPZG1bKMszrPARPH7y7Mn5k+v48sFP2Wcfy/BM/qwfDqIh647m",
-	"Y787Ougfdo+OBsfdIR3NxuFBdMiO9q4t8VSs0wZFzOEea8MAMNeSHaZfB4LglHGfTqOfRh//uXVrkKBG",
-	"9B9MzDeRKqUIREjTt5bVvSB9UMbsiS/xHF/eB3PDdfplLNqu5ZfASvBTVQ/JVaids7+isqLbRjA7mkYL",
-	"kUQGzs6APdTgbf0akDtIjmS8Fqu2jg7Z+5pOIOqNyPMIJVbYw660edwIhVgA+twAEmfOFnmjMVBaC6Ng",
-	"TwAN/W4DXkPhFIOxqzRmVzRxOrS+xDp+bA1HQ98f9wfDvj/e636YYS/s2DOmN30yAIpEHkKwc3PUQ2jU",
-	"KTNZhLbZNu4iZxRzRIzLhE35uPnMKufFDm3oebZvq9AAtLD7tAoywfIAUPQE1KASq4Pa4sGK5R9nLGoi",
-	"J62K4t1EIXFvXCFOUn+s/6O/hQxs51OtMOrvincx82GFKV6JVM1FEgt7JavbaZlmBSqLg9y/sl9fZ3pN",
-	"xIV4m15nUY1von1X7G13ZYEyY60hhK0JNC8s5j1J9Cc7sXaKiF5y8uBBGPFenRnygW6rt4Lcm5tCeNVb",
-	"Cu3K7mMpbNXDEEXrsBabyfxC5CZWUDRCcA+xj5DnL9l2fwAmbKyuJNp+9qgKK++qnG4MN5m1xi66M91a",
-	"0dHQRw2CO58JmkIFJa2aW0tLINdyxVA/11scK3QUwd6zL7U4szaU7Du97+GjfY0tjcgypxluVCTCNQgs",
-	"8D4dj8aHHUQBnoloq/ndFPpLU5Fmd7HggaBrtXgADqigN+WmXrQ+JYvwfNiLfDBd+/4wvIx5BP9imGJs",
-	"SoRhokxwRZM4gg0ekPbI9zvelAdrrnsSafwjFPYY+X3AfxLpLI4ihm8O9SMuVHcu1hzfGulHeM509S80",
-	"ScSGRcGUt0f+uINo8YmgUVcJ0U1oesH0d31oas3leqUFHIu6SxbFtIvTa4/6Y/zdnN56S0KTg4F+Hkds",
-	"uRKK8XDbvWTbbsrWEkeNv6da4UriZazM02P9FL240hmIbnHYt5OK9TLrJYKPxkiAGY26F1SxDd3CwwGO",
-	"i17RGAQFPBwCBbXY6V6xVMaCAy2yycFL446xAWL8OjzztdI0W1+Y2iSleBamar0v7xAJcbViACrLI0Qy",
-	"V8KYZwHbcpXQ2KmiljPx0/hDnmEgbW2BmCPnYUgbWMawggzmUNELGoMtpuohgq+a07Z+yiVT5duyDKqp",
-	"GCk4Gfm+gRIV87mJgIHBeyZlwmRJkHYJaStLmxh813Ozun5Y63MA2AOrGahFL47A2GAz1Q0GlCxnOxVB",
-	"r79tLdcS4qAogT1lcI+Ntbn13cca8dZUj6Jcpq7iIBnVVp9b0g/xUgu18fExZPrgX339chXhTMUqqfNf",
-	"LESqiFwvlzQ12ORSXzhyBGYRhusUFWbrMs8BrhxQXI50MHxTxzCqtq7bGwWAn29fn5XaB8nl7S3t9oL2",
-	"tF/ncrCqCOwV5IXkdI44s2VrjzVz9tYfEZAOkbvZIYXHOfFrQw8aqWjbM6pBOZANT709NZvHsVwldFuj",
-	"2Jw1N1aNQ7DqQB1lMKg4i2tGzrlZHujpvqZMSJ4xPgBjic1D3nrkFLRrLlCRi4jVMWkxQytWpD1trfkl",
-	"FxuOwmja6tyZGa/GlAZAiOtwYcPMwRLhYXpaYD4LJk6EiZOLVrS0sUQymE2Aortn0FCc1PciIruN0zNf",
-	"DgYeiCgthp0wPjTWLXfc90zINBa1cK9bN75nmVfrHcVX9X6mPM0vM/4swTDvEvQElt6Efs3XCtKmKgQr",
-	"GIKcLLxAXx6CCeFiY5HxVcFQaaMbG6xHx9cHaPwaa04x0dG5Wd3IomN5pL8zK1W3YcDRnVwtOJRulqxV",
-	"NmU0y49yUkI9KD9VFFTgxkQPtPw3Zwy4VsPM9AAWLHjDK6cEWBAlU6cGYmLjmpLLcV4was/45VXucNoL",
-	"dLdEWft5hkbXQNv5mke3FcqmXiNEkEmasB55KPRlhG3RPyIMS56YKLhbCl4ARgIfFSXLWMoVS1SO8oRO",
-	"GFuCSK/FZiES9EzsFNm/cSJyJuLhhML6mTeW7/lTuBPEWFPY6lS4BuW8YZokSD3zdu+3y9tNGZX12fDb",
-	"DKHfkVRwncll0K7M+Jcc9lyeHb9xi6vVJMlfL5dqNodN8VH6OJQ33B/nVVDmLPfFIhXq4ypOWI6rDMU7",
-	"TW2lMuo9pgJkmTATAkjQ+mBvTKopgEVkpWUU8Y8nvp8FQWdBRZUCXjlOPcc7WkS3JDBAkAH5DMqLzueS",
-	"KUiNptskvliorqRXemGMUIx5mKwRkxNxqEvY77XR/R7oyNTpTEteLnJMYbjGnpj9j/kp6DOG5AW36hxK",
-	"bctWeqIwVoCryHTDM2WopSUI3dZU4ynbq50bqa271/EI6BPGWF1X98Yr1HCFe5hYq5n4QGieGqIVuQ80",
-	"VHBFDhlZiA1ME8CyYy6Vnpok6ZqfuKuPfpeFWKdkRaXUPAME5yL7iKSU40TFWpnKOyAdIrrtWN0BEZIh",
-	"qQdJmvfh5QjplsnskZiXxLFP7HR65AkAudJYGgo7lCmndkmmZCW/C5q0tSIasst65DGb03WiJhnGuWe4",
-	"U5Lg2+7Q02J16JFDj/RH39UEMpldWOtRhNq1WTwXkAxB0gsY6W6qWoDlGeEotGjte7h8vJYZ82NaF36u",
-	"n5KUJQhIoISzQ9q//Nu/D7UOkzK9Eltp0OI84k8s80Z065HDCaFkw9gl7hvYmPrMtMENkHSjGwPki2Pn",
-	"MDoyyH+aK09MJX20L1EZGusNWK/1ZWuWQnpFqulSOuwDZ45FhVmvk+8NvUOvP/rOMXw3m0aOfccy0h3W",
-	"WkaW9IOpGXN0TVS95YHiMtQpT2+avYGneC8tlt0Eb2CloBdU16qPwSJgI5ulVOsK5agS2BHswypOt8Bh",
-	"0M4Mavqk7IeaID2aRg91U/WOaOymeMh+FUu6z60ER1Ft94kZnSTPn3/9dcnVNBgc3Tp4oc7L9SYv/h1H",
-	"6EXM4j2A9F2A88cIqeJYjml/NgiHUXfExvPuiB7MukfhYdT1WX8+oMPZKBxH/yuCOmCeOyMislx2ePUO",
-	"4xygvV3VE5H9YwMMH+4T+9C5Jvhhj8C/nOsLDnHDsTnFihPYudv/Pqn5hbIP5dzWmnLPxZSwunLQd5vn",
-	"epcl+fUUz/XR8SRNRVqbzvjydK0WZNDzjUcNvG4Hh6Nj8t//Ne4NOh5ZS5C2WoBuy4626sFf35FWNGgS",
-	"R++NwRv9aR4Z9Yf6/41LTq73Fynl6r11cvk+OLNME2ESQ+ghuN6wWqMQ77VC9z7DckZfVq9Yxt4dAMDY",
-	"1PWH93ynI73A5fYrac+l92udP++vxzWDWLBNKvjFbt/UI+iJ6JVgXJmK4gTz0HvXciSuUd2o6rYr8I9j",
-	"2KgJH4LRdMOUQT0XmkgC9OyRAH96H1t7kflbsjBlCiMwtD7NaJQVSqES3TsPqYzD0hRtaIfhOYjvsLYR",
-	"ewnDfU5mLKRryZzkVMajlYgBNEQrWxJMIKhmIc1tkQ1b9EGr57g9jMuvXWHjZrbVVwBU2gzPgG5hfK1a",
-	"GRz6cG1axnytGFYFNauap+mVFA9LzPplMCVzSQzBxpfvA6NWo0VoMCIJ00cf6jt4epbOheXl+9HTH46+",
-	"mZ0P+F83h89Wr4/Dr4byy6j/vDbPzl3M3WPCd/S4ZGlcI3+Pccn3Pxz+9WrwbHP8+nJ0zo++WQ0/Dw++",
-	"mPcfLsePpf/n7eAtPfySHb/7UDdOZ3NXA1KMY9JypsPEJd2m+kJrL+OH2T9yJbisr3PvJs+W5G+/zlkC",
-	"r7+H1+up/sW7c81h4J2mkgSnJmDBFL56yGjKUoI+Qbe1Wt8g236xmP05jF/GXzz95snr87+8OZNnS7X6",
-	"5tHZwdn3Z5vn379Vzx8/V88fP4mfPfrCZ3891e8uokfqh2j4l3j+lx7bfvFj9O5MP1a0f+S/5k9G75Zf",
-	"vH2+HH8d/Rg9D5+ejb/uf/1j6KvL5299/Uk4SPhs+dSP/vpF0mrSlJl8H9eQ4Fk8Z2CKiblmPMEjSdoH",
-	"vl/kqoN6z69raGrcaoXYL7jBig2Xtlb1pwkFk6FYNVjrsT72iqUg0QSX+u6/oikYu2ZbIlcIIOkOy8aY",
-	"9q5itskiTk35hMxcZX42KU/4V62zWrNPwxY7xQC8ANmuEF6Ej4qnqXl2rcPD3QWFARSYw9KturB1Z907",
-	"NlsIcfnEnBR119G3r5/VVYljV1BIR8v41VouQMTvDES8Jvmr8TJxs+yukspRXzpdbnm4z+3U2oJeNxuj",
-	"rfPSvkrao75P/iw488gYLSl5JQdryYPcA9eWd/rqrFDbylgS9opzhoU4365YQ+iI/sCihWrd8dtp6/60",
-	"9R1W0aZJMUv72zIGoNav39ug49QJ7N0rrPCJHdvL9DRJ6iJ7UOA4WRL9Y38+pP1unw5m3UN9tT5io3l3",
-	"TA9mh+FRdMz8vbIk9otaLLF/nky7xhDUauSofl32zHPHmbHfnXINQY5FnEln/dx4kSLrXZdjVpoIVsq5",
-	"sVeOs02mNPZqos7231o39KHsy8XmjJ8A/PHAJ+jtg99+D8ydmwoHaFg0f/WrfL+ui3EOLJcFIHWtTQMh",
-	"SNBNxlRuUR34o6NGN9ceDOsskm7qGjjoEj8jKzvLtgdbNsbrWh/WxD1W4NAggd0JED+BGFNxFtdX3CYF",
-	"NDGnGGBml7WvFw/g/PcKW5Ym8BZSvm+8r4w3C1G07AY7QW83emHXikhFtyYmAMyy127A6ibR+9d5egLd",
-	"LVdqa5DnTSyCNHEGzTuYtDnbdGr28TX71tlq93+bffRby/kHV4Pb7Jzrdsa7WC3eZNfK/eyCZd2tah1s",
-	"uqgGm4Vk4fsg87YhfJNm0OHAlmWfbZWWqvrnz5+fPuq++fx0MD4AdZ98ydhKaz5JfMkg40bKjUijiXEh",
-	"ELkQG7DJgRWNi02R3bD75/Mv/3KcHv35y69/SM8337999fjo7Nmrb87E4Bl9Rt9s/jxefX7xl88OLh9v",
-	"/nDt8Wqmuoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3Z",
-	"J1KNjJO22PgpUUwqHBI68XJv0DXGtXy4eds7DgNNqN/YAu4uUY0N3F2V4slQ+OWu7d4FZpiQwgpYmGDz",
-	"TtcS2eYb6086Lvuh8HhtGPPm8Vjmw9IZdU+aHVHDpXDlfASx3+qMv0GzQ32AZyJMSCiGiitrHdNHTr73",
-	"ZiwLzdUHGVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q3Dhcp7Ha",
-	"vtE8hiSZwUX+dK1PAfvXU9vxF+/OW7XVe11bGEJWFjwOXmYk3mnVKpizyClYxDCfyD846gCNbRwQQCue",
-	"mLwErScf+L6lMoZxQGgJjghsPQEMaBAY5WKmzwUu9I0WPyO5jbBniqkuITChZNnQh2tuRwV7d5Vhnmo9",
-	"vkACEMITa2wiMdj41tI6AO0hZpgKYmHwPPIyW7uYX2uaN9b0mYi2xUnAMCtzQJLUBNNm7iVj3XbspxPC",
-	"PhhdkPLMVNy2k4L8Gj2Yjslk7ftdYy0vcIlekaJXClctFCsDwqPqbGQnJv5ixVIDXsaYiXsUnOFxLhWw",
-	"gKnIbogb5IwdeDYvSIkLDGyx8V1Zu17GJhgwZZdHr1VODEBmiPlFwvZnbAO36dlyRUiOkKbpFoPOqXIm",
-	"7BFJVSznMZNkJtQCSsQnYuO4Fh45tm2tLwEFjcnZsf9NWs9iqQCCqQqLhMKGrlZJ7JoQW5PWa5OrKydA",
-	"NBOIRKM8maPwlb1OFTvNPjK/OQg0DS/mP7e8VsnOaXGVmGeM5XrzQrBbFqDk2SwIbFBfGDJraX0ShWcv",
-	"OJgYZgMVTeyj5zZkQ1rkPce/Wxwo3sOBfBAjXAAIKLxZO/sszqpNJVbiEil59fhpxytDDRj0lxyrvTJ0",
-	"6C3Lsm5YVTcSNUOHzb9qeVaLkL0l5aB4ZWtg0/LQuY0D0UqA+SI7h+UJ0ZwK1sOMEawVGtKlW65AKBxZ",
-	"KKc+6kcxnwushAUojfqfmNvTMnq7FknGuWesVfmNqDl+V8o1k9U0PdNmLPOIVIA15dkidEORJCwEYSRZ",
-	"ehUb1IWMnPoky9P2tUyccrmVii0JDSHRRL8eK89Euko3+LVNyf08IB98kvc7iEtW3sNT3kawMogUrwCc",
-	"mZks6SWTCDCAcNDYOYEgqzVPUEIbDHQlvCnHCnOm/NJlJZx2tjV5gSIlin1QNn6yR55nDAVMrRYsTqc8",
-	"29lARC2OTjJAALKiqeIszb+ocGWc5nxpmX7Ka4URkevZMlYg6HM79RJhrvXxkCUtx27kPBQyoqHCA+nz",
-	"8+fPsogcSWZsEfMIDwsniFNTJpjydimRj24f/ATM/DHAOEhsRJN8xcQqYaiC6FnbkKjTV2cmXjdl+scp",
-	"twcRpg3A6P/pn8hpwcWuH/Z75MmOkzlYXr7/5W//CboY6BjBUsKDjg24Lp3PU06IRbIqaDLtXerBiW5t",
-	"6WVSK48K6PSmfNAjb7TIvqlzEw5oTNWE89pshd6UD/X2wiEnVCpJ7t/v+8Y/L+/fJ+0g9ytNtJYYdHrk",
-	"NVtLUBbWXMWJvumnKtna4sIxTt18B9YDTsRMUQCvMGr9SXZ0r/LxIGCDAjMnj7J8GZiIbrIpquD+/evi",
-	"CvRMKCdnr64O7KN7Etp8cDA6ITRMhZSGRFmss82LQKnUMYxvtWIISS2o2B4J1HY1IVR99v1GBWWNGxHU",
-	"2wFNLiaogAdYNHzKXYRpPTet3QE8W2/DkqQLJu4H328uZe97KbSu9yih8VJOSBBLCfAG6wixDWag2E65",
-	"q+m2c62545FApBeQKFBA8tA/gOqjm4kpBHmwDyv9n+9VHMDcIQpbt6O1LahArk9JTaaiF3YhNlyr4Mjn",
-	"qFCZGO6S4jnleZw6m+g+fiavsrbIz+QZU5mHmfw85T93u134P/1mUNACAv36J1MDSKlHPGt0n9fpUic3",
-	"1qVOdupSJ7v1qPJAUZXSA63Tpczbjs5ZJaMxx7fzowR/MipQx7RR0nBc0vwKFefabouKcHX0+XmJ7xe0",
-	"+ux1UOsN5QrKHhLuJtqe7ad8GahrafdtQLc05c/rsHfkPRQWcO/Jv3b2IVot2zkj3A+8KS+TyysTpJNr",
-	"E7aPXLsota4P7BK1vLqJo+S8f3/k9+/fzwLRcOjBu3fvus5hzLLDTJ+tNjBo7HeAVnmWkWQE8uvlZMqD",
-	"5yamzT2B9VAs4ED5+al7UuM5FQF17KGfsitxySKwoph/m7s0gv2TC60AlN8GQR9zcpCZUohWLYqnSo+8",
-	"dI9CE/8EV3399yXb4lRVujXAGpZ4Q4d4C3plovw0EUjgCE1rjjRyP0DUgQDsJChLTQjglOcLqsX/S/dE",
-	"cFBy2mbOoONH9pSn5hWJTqb8gykvHC0XDGulZJPF6NUXQpGtWKcFrgZsrxVVCzNYykuNofYCKY4oLA0M",
-	"lthwW5cDz83CXjH2Usuphh//6Z8IBAhLONquhdfB874Zr0ezj8P6FkfiMziwOyb7DoIktZqgVw0ObPBC",
-	"GWOUWSlNTb3e/v37U04TKbD0MoZjBh5Z0hU46epQT7Q2VIAoIQ9FtHXhTCGBZsoxxSy25rNrQFLq0VI6",
-	"HgG0lClf0ZQuGcYzSouhgtqobt9qoe0CukrHw7UufQyIK5VvQdZYLBYglwHsgW/w3+arF4UezU9nDijQ",
-	"l2xreCAHTKJE5iAjWn+8HcKI0WEAUOlnC9byMwDN6zVyNZhMi3EBl36GJKefyakFscmIo3cNzgUTowiF",
-	"zKgTIhnLmKNHTjW/UISNAltYoSIXnDXZYs9YIjb2HDW6NQRVibXCoRyRn+EWB82FmlNkIjbuFtTKMSjw",
-	"NJInmXMeD/zIy1G0tSQzPRWxpHQ3ffIzMTLcIybamEA9WhDNKDc8TKTPhLFpzcGg0k0NSUGDXNpWRVHS",
-	"5OLKNOPgVulmRuRn8kIQuQ4X+vwT6xRrkhaljtMg9MDtF0LfQrDhGvQr6GFsSAtbgH2I9bVmtlawUjnU",
-	"I36d63RlrKyfyag/NC3ZSxQsViyJ0AvTJ8/jhxnh6wG1dCNjd6XNNawgz0COZQ25yFv6+8GA/EzeQt6i",
-	"EiLyYCoh5bYSHNQcEJsTK/oKAo9IuiWbhV3RJvwu280pJ0F5O5sEbsjaMIbhKJ4DcoUhiOHyAvaXbvFY",
-	"T1wIzI21F8wTsqGxIsFrptJt93SuWBpkZzq2VMUL080N+8XFuCdzOZUyXJKDEfkyfqi3Hx6kfJtfizoO",
-	"OxYQx34mY9gmpxnmBgkF5kvmZ2IQLtYcNJGdjRdQy3TDAzPoErA3plbU7OpUk8Vk/2Z7Osc8001aprQm",
-	"PcMLKVp+lASP+IxKRr5fS4W8gc1iLvZO0u+AUtN9j5FJwHRiXnOp1O992E2fHITtZ0AR0FSfrS8gOQWs",
-	"gJokrs0iixTQb9scDDE3KAsKxS0o86f6rm0ypgXDbQabH21W+a85sj+hHAdfVqsyj8qUj/wRwFzEEeQG",
-	"wvvS2X/6wGKRDc1dr2N9OV6t9YGPXtEJPAw6RIF9E4yCR90R/G9/QBbsA7XFzdE+paeG4OpK5kROyRVN",
-	"Y8oVZggnSVe/zSLsUk9sylG1c8K4KMhbe42iauHpR4MBgp3C5jXEwTgmuDnBb/M4USw9IXTKlzRxu7L5",
-	"wieGpguRRGh4JoyHQst9mVC5IO3gXwZPg45j1wXRSxFqRE45rDQeAB4OFTWHl6/Oz16+eBOgMdl8hrkf",
-	"cCbKTFcf+COj/p3qAyCACcDclRXwkrS5mHI91xPNMOiV48JozNAjouJmmHtpGl9hZRAwvcaIiKKyzKR7",
-	"kkQCjj4DccC1Yksv2MQSNVyrKRfzeW63k/omTiwQd05SI1aQdM6q+WZeBvpItxp4ejWg/XpV4Z41TqOe",
-	"QdpDn8gMZxlNyGaSHdvPkYdGLc5izKNHUx2hZPzhA2K4F+QFXtuQUJlncCb0UB8JrhhXXYzUssaycyNT",
-	"u0/MDIN8ihDvs7WMCcIJyw446g/ggRrqC87RnTHleDno9wfkv//roNefoHaQLyLqZnK5vrhIWO5J14fl",
-	"iupF1hv3w7bTIy81yxXvI3gJtkymT5dr0raQjXLKgHw0aV+5eIa9k7I5HKUZZ6DgBqbeul5ea1fWVwC1",
-	"wBtnbu13oTvwUK7cn0APeKTb7uqlSUUyIVx0oSpCAC4ZWIMUjlbBaw3qhu+d6ZPq5M3aTfl+i6d3iVG3",
-	"M9mBrg2R5PG2WiJk22TKzQf6poTKKhIa/q7fMnZ4J5maACqCu12mHPQV0ka9AR0hFOjRrtFCOi4u1y4d",
-	"Ycop6BTtirKhm9h9fOovx/pKtuMo7iBg3krrvfGVS1ss6ipkVhh4bA/4Kc8TJTj7oBxHBVzYz9kHBVZ4",
-	"/Vt7ll9tzU3UuUt6lqIdSLjUiwjM+5bHWv7bCiFYfgPFgAUAItYoTW3OxGyr0Cup/+FV+UB6hC3F9zGw",
-	"85Kml+tVxvxTXtoVTIZ0pTdVp0dQDEmCxZXM2Jx2SRseoHW0g+4uCMrsGSJU73iYCz+j4WU2D2dHm30I",
-	"jAhwL/bqiIYAOPjRktAOlmwp8pu//13P8e3mUKnGzv0CwD/AitZ05Z7g0A0YF/rnyNvzp12Q74YuEUm0",
-	"/JPrNBVaSdVcNm1Np+voCCupZDb6F2+f5ZQi5i3ft/VWTnNhfw7XHLM7C8oXmC4kQygtuBNBJoHZrf2x",
-	"ZTycHZiKHmdgiYgGBrwHFpGYSVMRMhRSSbNToVwwAtFS9EIgTgqcW/bZlJvo7CVVIShGwb92/9j+48T/",
-	"+dt+9/i76TS632n/cTKd9qbT6LPOH/85QOcYHu4rKmXmpKVkFnOabsk8EVrhEu7xC17ZrQGVMeyu2Rx6",
-	"lxNi5oR8YvnHxRDD9egPekOgszt5GFA+f8NrJlEB4Sss7Qwak0ppnOjZ/shSYZoeTFuauaat0bg3xqUc",
-	"DrqzGN2CF/awc0cPVLW/wpK9tmoSugwgDdUkSdvEAkwVJBsAk4OAe7wxTvIDWutQRuuN5ZRnUGuknS8h",
-	"Us7AaGFH9yTgUhUK4ASkbVLhqPOJVmu1fOcmDRzjJAKD4/cs5uxMq+mBAWKieJRkU6++DqoPKoBTfsE4",
-	"w3RIiClUBZ892GWzBc6za/JzEQIX7AZ4BgYKjNu4iHnmNbfPtRZi+RsC83vGElsulmOu/vCb6yoIMgd/",
-	"NJnyAE2EpN3/5W//0fd9j0QIzkQG4469DogV/WHNSBCuUym01veuAP1vjhDA2gK5ZkZpvZfBs5hfTozT",
-	"/Je//Sea8PQ1NPnDtKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQS",
-	"KMfXcRIRnJheA6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t",
-	"1hx7YL2U+vqJS2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+z",
-	"pYewxUu2zQNm4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e",
-	"3owWqvuarRK6ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMi",
-	"dVi5DOzUnEk0n9lL3TxOMwMHMN/A9zXFTeMp+56FytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR04",
-	"9vMnp48DshHppczDX/LrPRo69I4xXsbjft8n//1fx71+Z5KvujHhA/sahVJrYRginMnGJURxTHnXzkr/",
-	"HjN9nlpEXLDDtkf9IZmxreBRJx8UbAuzg1+dnj/6HFD+BEwI44hgW5heM8XyxIH5yA8s2yFcFgBGzaw8",
-	"3O1MKkvIoNXMmA2c4ThhI9LOa+kUevBQVWWRQfuz9SkoklI3i/dxBM8KrC0ZPQ8K8jE1nU5xo8DnuMIu",
-	"jklmGwOltIr0CitoPsshX3XnOeqrqf13wbWCP3HBXwFMFn6d0ySRqCsrAcnZcMggdJpurva6CU1K128V",
-	"O+Y8PRQvD38Z9HxC5SUEG7kwF8PeoAOUsHRAdtEyGM9ZzDOQhDOItbbrOhyQiLEVAAQZVvKKFhjdkz6/",
-	"TIi2gPeTLRAFAJwdJy7fokSKmL5nyDz6vbxGsYT9Dw8AMcYq8xl0Ztu5I24WsWKIwJDdV31fD8zg9xlT",
-	"UWGNTJ+li5y54eSuBIbmuzYlMxqR4F+CLl4ctAYWnAS5ITFO0YCku3WgAxuck5PMnpgXjpRxwrjWj6JU",
-	"rFZmhGhDLY8y90i6QwcZo+lmSIZ3M7WB0FSm/41in+QCB97sZMCZ1w8c3OlNDtAeOTNqMfCfUatwTTZp",
-	"rBTjOeYSwtBMCL71h8/G2Db+Ne75uVEMCPHYYjBI0g5MavrTVCyhqBb+eS5MX5rxh8PhMcH3M/y6hPGI",
-	"pp4xjMEgA4v94PfPAe984vvf4EjcX47xl64/nvh+YA1MGZ4sZtF0++PJ+Bh2hBIk+Az/nJCnbJau9RVp",
-	"6KO5OWF0Zc1v7WAwnIyPJwd+kKua2KqYk/6B0ShEqpsFzGU9Q3Bs7LNeSDt7EbKJPfkFzMrvAnqx/qaI",
-	"rDS5FkupJuKRPDgYdTyr/BHXEAkl0tujwXEmVNBQ5dpVUWC9dENI9Yh1311QIgBFBa1Vs22msvd9P1cl",
-	"VnCzCKGH2TqVgGaoxzLw/c6J6Vyzvx5KdQhONpg9fr9C8xNEtJjI5Dj3SQT9IAcmViyd05D1yCsKVhcI",
-	"QeIie1myC8ABgHo7SRwyg15kIuRPVzRcMC3SK5Hxm82mR+HnnkgvHphv5YNnZ4+evHjzpDvo/X/svdty",
-	"40a2NvgqGZzdUWQ1yAIpUgcqOqZlqaosW3LJKlVXu5ueQhJIirDIBI0ExWK7K6KvJmZu91zMC0zsuf5f",
-	"Yf9v0k/yR661MpEAQYlSyW7ZrR2x2yUJQJ5XruP3+a1xNp04PCtOwn3Nq1EXav1aG0qLZkLyWVzr17Za",
-	"fmsLSh6yMdSlVCeF6r9crkOkcvNL61+9/5q9FZkHh3Kn195poIy9Fmk8WhaSpRTheZHNvEE66yzWdykl",
-	"bBKOMSoQKKKeKRZcxVHQYt8kZZyzGgw7tTzQtdci+2pxpYCWEE1rmICO75sKBlNCWgpUO3Wt8IaeJSju",
-	"QRIbQgA3YzDFh8hEAgKYSFQUlKXyyWWtX4MhAgjHNfwE79a82lUcOYA1flv/KoMmvj7T20RBuWh8WfNq",
-	"HwGh88fvDr77+uNhOvrT2w87F8v333755nJnHF6f8Vl8OkkXx5yfhV++O09qn76Hkg1Uim4rcIWZguer",
-	"sLFgyaFepIuzV/UpO8svvuAW1t8tdKz1//q958zia4pC4go78wgwYfxSz1+tmGpf+15/0BquN27bEtzQ",
-	"utorAhW25pqFHY/dOGqBFy+Ywh4MciLvgEmepsnClGoo4MzSd7d5xvaAS2ZIBszfMMFEEr7DarzWg6tf",
-	"FYOYDX0I0FkQtdiBdFHNyxT6fZNKQ6Te62npi0foJFbm7wqEiNFZYWdXcGoRtTzd0XEO4n4vhvlYfxcu",
-	"QsPx0y+Sp+d7+zZe9u8/Wwq4ey7fwxeLxA7YXe5cFPy1AFOlj3q36fea7e5Fe7vfMdhUIAZ2oq1Rm3dE",
-	"szfshs2u2OXNvdF2u9kJ/Wh3uCO6vL1V5I/feCqBi7/MpV+mzt8MeO2Td+OI2u6IOsNd0R1t8+Ze2I6a",
-	"XbE1au7ynWFzO+xF+qcObw8faER72/cf0fdFQVnCOzw+UhXHf1NizNPiOVuFsFoVumgknB4fGd2j4Huq",
-	"J5Zqwcoq5AgYJWnjflJav9K+/ZV3TvIdvrR1+0uvTI4dvNHZu/2NiyQ55XJpfDz6vd4mLb3FdKF3eTpR",
-	"+f4pltjr68hUYf+1VLH7/afCXWXz/J2r6bR8l5jbyXFMr72hTDK/LV/oszvU0bksvvribM5nhhbip7OD",
-	"785ffvvBTTnVH1y++ElN5pefAorPnp5AMg6mgEZJqMDPyyetaQT+j4VW7dH5ptXxwPbjIAuoLCtAakO4",
-	"gkjbJs87lsejZ32/6Ox+pqyJEdv6h4KHm9U50chI8gySU7zRgpznSxEQ8APE+jLwoDvXKvwGTeHc5mQX",
-	"azqBXzLfhY7jIPYZt2Ogy0xvgijGYOkY3CzzrDo2H7A51N2QHWeDDLaGA51pxOLgLvg+mybAYKIHZ5Y8",
-	"J5U1LrFZolQ8nIjCrshtlOqr3N2Ym1znhY0ISwVB7xVq+Fh+SAUBXVZd2vBKbVNd1OnmW3jxk75yqt7I",
-	"R/AC3Ki1DR48hKWoPYBGMCMMnKJd4LxVUAKGXF45esSJxeuv+chmlibzLJaXGCxGNH7f9/1OT8u/4VzF",
-	"UijDA5QW/3kSS9EGYgPfZ4ci4il7m9U898+dWl/OJxOvFoIkrJ0ncxmx8wTo7maJyvjkMIn0Yu3sbm93",
-	"CUlQ/3zxZ6jMHnLE16+Z76dCZOxgniV6KyBraS1ZSJH+MdRPKHiAz7OkFSZTAFPL4mx5gXffZBICDfwl",
-	"n6z7LDsXMx6n7OTkUHdxnEj92O/bvXan1+v57Z0dkMUfjyNnLrd3dvewYF7FWYGwu6JPn7zaOFZZkuLV",
-	"wDPXFOtctHf6nR5pMzKBr721wtjExR3h6xkbV0xEmKWJjEM+QQz4U57GnB1Mrnkq/oZzC2X8VqjCzi12",
-	"oHvh7/XbfrEDkCW9SGMINqmMpxmCfJoP5idRb3BQkYbtsBNtiW5z1OPbze5wJ2zuRnui6Wtdc7gVdqMe",
-	"gL3qpUNJQKe23Gl8YhzPzkQawhmpbfst39fNK+ksQner067lnopTLvklpCeAzx2GSk1cJFP2hQivkI9x",
-	"9fvdyu/v7mz33O/TZ7+vmgav5lxc69d3Drh8pUfcFbhZR3Qla/Hy3FhPdD6xiY74RmK8G2zGEggIhZp0",
-	"i/peXdcyPfYCnoEmnvTG++iNK8AtVbpjpXLnKJNGMajQISHIfRdFMileQw5rFt0iHrgC8Lzhv/XtZPRY",
-	"Vl/h+9HKSgOfRO2KkzuB5CerJ5PI7vkG+iMiwgJzu6JVl2qN1oklQp50lT/voHC33qi/ADKW03BcIpzZ",
-	"UCrGiEOSjXNlBvwLOWwbwtH+kp6IWJ6jbFuzsc2zrkg5Nu9s7hIsCKRqz6DT08dud/rd29/4JtE3jIx+",
-	"7QLntSgQfhc10jUCp5BWcxe/agkMYdVwtL6iKrMRc3Yr7UbEBgX3B3hEAVtsA2NyIDe2Jl9ByFaxMJkO",
-	"YylQUB58cwR5cM64KBKs+EQQ6IIkFB/U+/hslibXyNYbiXASay2wjqSV5keeZWI6yygW7uXZQA6SDdZM",
-	"HeCTKsDIGviUpw1ELyL61hZ7yyeCECAoHF9YiIFciFQYqDU+mwmesixJ8r5imGrVSDzkljB9MyNRz4oi",
-	"F/Zkadhwi9JWP7PGNryKZbSxaeh07mv9HliG1YZripzJplt2HVbQwPJemrfWW7EIrX7nvhq44DW9LYJq",
-	"JGRnnx4fFbu3oXu4qusrzv47Oc+9tb7+Us/J6W9A0gu93wr3xPaozZu7w07U7I56O03uh93mdlt0or3h",
-	"7miH99b0nr73M/UaM1sRwwUy/RWrL5Dx2fw2Nlgro0Y5kLE92uG7w+Ze6EfNrmiPmlp7aIL6gH/aWzMo",
-	"+vaDDKo4IOgqBxZmzK+BEQK9Sx3Sv1R8Xea3q0qbWNNxJ1mjuus30Gts3n8Sak7Xxcebut69Q9cvknt1",
-	"/NfggTqQ+WWkhW7Oh7tyEdnyrIKbypCU19o+2d74m3NDbtCv0e8dUk/D1lkKC1UxOtIjhq0RfVLUN8OS",
-	"Yn5pDgj9ArwZPinuWoL4ze52e6e5u9vZa27x7rAXbkc7YneUE8/Drbax5HFKUWr92vE3f2q20TUHd5S9",
-	"xXKqTcOYORHXYrL1FlaN8JFXJe7GArwyVjfjS5GSq2yFjDItTBzewG9G+c969fREdLd8v9fubLX9nmGd",
-	"RA5ZMmIICj+/CMEr9TPtiG7f33hHIE2s3cKG4lqpOXiO7r1V/F9uq/i+3/nVbBX8ydkg1FW7Q8xS3OIX",
-	"O1xvHGzsGHP0qLs6xlZ0vSfP2C9pqBZxdqu8YoUFcozTwr6pslBv9onpPeB+uuCPqsBDME4nj/go1uEs",
-	"VDql3P25gVOqaFeWvFIb326PzysFEu82j5RrE3Gzme5qTa3zRhVW/Mkd9ShOObqi3JW58yl/YfC8f4I4",
-	"5eppfw3JcdNEimXucc5VYFuhEWforeo7YBEWZ8XwKI0AgbYeoI4TMOM8SoFcD+DnDGJwTKUeqy2GXCJg",
-	"FmpI+1T2NZ/iayp/nLwlVDIgPoaA3RFnHgPsNuDyM89AKQQk+nAXvkUbLH1MYkTrFRqA7lsQWt0pKuMU",
-	"bJqg7EG3FnwQoXihlxbB55mtzIT6nzBJIxFhHkX+e8xF0f3zSuus2wZsMxmY+jyqGTdKh8Ve0N2z+Lg5",
-	"gtB1EkdQ8ap7r21zjqJYiSybiIgtRYYTVFhOHJaZem8gsYoXpzDO0Jm4iJXIKz6dNkmvIdqifJwqiycT",
-	"1vHbfZwl/CClfBgcvsBoRYGNjwQFRTZgdRVP5xOeJWkfHWdo7WIhB0xf0PWd/+v09gKL1xindiCmpX2q",
-	"9XK+UvhAz/fbAZU844yUURMwWFPakCzlsRJqIIOirh/YuDfYlvSDrTmUUelXz1QOJhsQOM21SKHsUl5S",
-	"yZDzLM2kx6jdMx5HWL0x5BMuQxEQoOUBFkC2nj9nXd/vM3te9QaZoueAS+bneDT2d249ugeFGEFKqwPw",
-	"GT2/UDyh9YK+BWcr3t5yJTuvxbqdzkACQiVOJaBa9cGZRNYLzZ3rze12OiwgiF0jBPLX6TQH/YHMh+FI",
-	"rHxBAEEeBJrZKJiGtDAgFnV0BWQ8nkB1ol5jVwA2qC+lCk+94aHEs8V6fqdfOjRlqC+EU0OB4TmoyHnF",
-	"JTGXDyRC+xVrZVeqdmnNnV/rdT9QDqTLSm1x/4bvQZeGSbTE6EMs80rfHHbJz3tFZ4JPUsGjJfnX1pXU",
-	"DiTU1O7nRStYpYOEQ8Vi2Cm/QooTaqG+phAWS3ttbNU8jvLUroOtUdfzP0lUxurcICWBdE65GjeQ+xAl",
-	"6HCp5X9M3Er2Q56t8ANYk3RZUcx8mUBxGuxjMVHCwNcS+LtBSMF7DWYMCteqog647++oRuv9Xoo+PR5t",
-	"esXLSeXmLjZLqBdPGlcGFl9tXoEONaI3bP+Smzryw51hWzQ7oy3e7Ia7UXNPbI+aeah7204E2r75VJQO",
-	"T8Fz6rIY9nq3kRh+j1MqVPZFEi3v7OpMs6Kr88whbiB3i62+sT6rTg9dU8btgabhmI+gbjVWYxJWiInR",
-	"Iko2VWrqYDJBc5CkpNPUHWpscJ/nlTGVRgwebYd4E2ukUxb89CnIVcFSh8Dc+UwDLiUJdhcjDof0cGYc",
-	"StG+vRlhdQpyN0c3rRbrVkghHF5GBX1ZfidC3QzcU1IssAHQgWkrWSlY8hdVyPrb3Ef5K/YNGHMHjcy7",
-	"FJ8Yh+y/cG3y3QmTBqtRNx1rFELfJNScqfyNWeP+7u0v0Dgu8AKG19ob9OwMcXovkuSEp5cC3+ttMg0W",
-	"Pe1URDGHRFvwHHQ2ednB5P08f0Nno0V+jQiyv7SLglwJJScFKd538lMY0o+7pMqYd+6cJWMsuwfMkqGS",
-	"Cws7eK8smffFMDm5H5RBHCr4cv53G6T5wz//8V9Gp38Lmih47J4/J3QEa4sWlLs6uAESYwI3CiC3VPYO",
-	"qDLUDnHGnB4fPVMsmQGqXRaOWb3gfylGnmOpDT0znKXIGoTvOJCgvHMW8SXw61CRzduXFxcnL09ffnPx",
-	"4fDdxZtXrwJWN4XrQafT9/2gYSYcoth/y0koBhL75lSB6jbGyYJ0ZpnzPkBuBVV8p3PpGVM7ElMu7fYw",
-	"3Mkwp6zZTNJL9ub8dQAWPmkTMAeIV5sPdT+/cNG4IVgOhTlPzxS9R7iLoPsTFRlsMvqMZzw8UmQHZI9r",
-	"aw/281A/e8mz+Bp9Pe/zpNR4kjVjyaxrBIwVbArbJfwQaqbPRkJg4b9dh+PTdycHF2/OP7x6+fJtYRFa",
-	"e7/7vd/a0guhlehSdBzcZmmCnpExn4ya89lAGpo1UMklLJl1w+0DtRGACB1kQT4Hp4mM+LKZJc1Xaay3",
-	"CWwVRA0NYBhHPBNBi8HA4a5NYpkJhz8oTKbkptM/6daQcl1LdYuHBJ96pga6NXL7mSeHQn+hMFcWf3Q1",
-	"78V647SmEIDbE4SH56CWCUMjBF1Ah4E2QJ3EmGCGFBIBORELszPmaiBhWHQInHJoex6MwJvxOArWpaUd",
-	"GXm7SUqanVGTkfTYc6loDvN0NT0XdhjFrtOzD5OkRtN6S4Kanc9fX2pRsetPWUX3yyrSwixXYBigIyim",
-	"FbhiiRtJOWfVoRKoKguk07nwOzCx3b/AzBup4T7TrXk1LewPbA7KVmuvZ6rLN8y+e+j8Cnu76T+12y1I",
-	"ptEHVvfdzavIu527IeD3h/jrtgdR0/yxbs/UO+lf01NbTtqFOfs3Z10cVeqZGydc0Ot3TbZwpdVTnsXj",
-	"yrOI8tvTGDX2Qi3aM7cnVlj9+oFyKthxVqoigHjVzSaE7mVQmY5hdu8GPmSrxUT3z+p9ZFkYWgytyG4a",
-	"JvnAeDgWEamS8sr1mj7J70LfL/yuHl8bLv6fTaLrBbuDE9kK52oHnTmcT+kvjyj9JbIiaY3wRbbSu7iS",
-	"8I37OZJMtRWmRjyQI8mgUwMbopHhV2KWsS1fa4+Gwxc6rt92ACStzx6YJ3hIkDZos0KiwEACi0iYpJHq",
-	"F7CxiezWMD8ADc214QaRCf3g/hnfaA1kEPGMB3kWCxG1UcMHZ8cOVnqGOTfgaEJ3lMMTH0vA9wbyGvci",
-	"8/K19yCPxXicvFJZbGPf8OzgRYgA8ZZ8ZyABPjzjH1kceeztW+AiNtW6+DD503L2OsiNOJD5hAOIrjXt",
-	"c/ZOHNYsTTJAjDX0Wh4bChVHYiALBL99YEeB8p7ngNXJ0+iDSbqD38AwP+jft55bqjaUSs8DICdCV5VD",
-	"vrxfYIszj6kqOth9yxXcmoHXgaigTe7BNEkFJikBWstEcCA6mmPGFNECG4jBKV9afGGAe0FKO0RyBbIp",
-	"gFlA3h2H2sHfYvS30lQa9qV1Xgw8Gxv5MKirxoOhW98Hzw76bfQSVY7DdrEM0YKLBvdNtR0L2sim9xCM",
-	"BGMMayxvGsCvyltAfX5yE9ysalah2pWLfVrtzla3t61nQ+9VeJsQCuA4+O09f7TF25CE0NwJt6LmruiO",
-	"mj2+PdwJd6M94Y9A+QMuWlBkgfYb5Rl4SdHfDbpO7Hyy09wZtsPmTtQVzT3eGza3wk7UFv5oj+8O89l1",
-	"xQiCh6wxp19ef0b1Arx8V1OaBO6TIf0L63LORVdpRovrUp0CyXNXi7vdgIbnDEIyEdbHQgV9opOJwdMO",
-	"aR4ZgZOWqO71IwvDxJslFn3D/h326D7FfCBHViZSQKrnqqlu1EnHZNe3tkpM3OW2G6deus4hVvFZasJ+",
-	"JQU+fLaoKBCDMfgKcP6DRqVbAM/hBk4BmopyKtlmouWRuQTgycckpvPdTohbiHQAhjP9bW1Xt8DNcI++",
-	"TbjKCFPhpk/rx4DT3Thx9S8wMILIaB3fL1TAUXdzpK3PuX/upHets/5zywe0eDvZT+6Ax3CFgDOADLIN",
-	"7pAXqaAVXF/68lboayLLl/6Sx9LDY8cNdQ7Ve1vTz9CkZukSKFOi+UR4+hpBQhkh9Zij/DJR86FucwiE",
-	"ILCzwBTSWj1l5iH9WOaVE7lpizfjKGD1VIRCj0ZvzGiOMkuw4RK5DDt+p89+nIu5iPYL8hzmImBqbNC1",
-	"nW2d27eP+IpquPeqqnSWP1NoskK35wqoSiDxP0vy2c9XCKYfFAOwDvXIzWJB4r2Agqg6ZgiD/EdOUpmv",
-	"aTJyRw/5pbnVXZyqhocJ3jfYvcQmmLMyKyi6RIePaRL5TCylkc+04FNEspcvKnDtyHkm+khjm415hpzO",
-	"VYwO1S1XpJhTA78dNaBzNzUAxnO88S11t/vogGgq13ul89VNBR3z39yldN/sTrzM1iwlcR7/vmJJsYyH",
-	"pnjFRMj0T+tPGZVrmMNW5M/vdixNSi1XebqdvRx08yJJMEXNlBzkm3acZbP+ixftzk7Lb/mtdn/X3/XN",
-	"QNSLlGeiCR5oXJrN9tkZvl65w8pd6aPn5uDsWEvUZwqoZSC3ZuP5MPQNZjrzpHFjd+1jdU6RX8aZNcdy",
-	"dx65zYCHR/FJGOkvoLHQzlGtKZdahS9pLVrFsGoLKhjrlJex4JNs/Le1xu+BW1wFnKROlrgW3vNZix2Z",
-	"6HCWzIlqW1/rQ67EprQvX0I/Pp/4JbkqhlLfzdxoqbUEkqu7BPCoc2skZXEyHppx5SS+FlJ/Xh9G4Szj",
-	"GzOFZiktWehdglL2pQJdgr4AXa6SSsf4SZJDon7mqhW6XmTqmDitOJBHRRDtrt9mh4m8hDDXwbVYwdGu",
-	"vZ3HmWDtDmDeIJz2wVxlcDDWM2NY57ABy46ShcyShfzjcDIXw0RKkQ35FcDFg0c7vgMbBmkZX9gvsS/g",
-	"U+yIGrk3OUYV9DZEtEug4TtAXgTa5yz7Zk13irDiLuJQmMUw1Vk8FX/B9g6mIo1D/uJwHIf8MqlEae40",
-	"/fZFu2MmF/CKisu5u8vOtZBn59HNiOg3LOE2wEV3V5bQBRsKu9Gu6Iya27w9bHbDvai5K7ZGzR3eGbZD",
-	"P9rDWkNaJ+iRiiPBvo6zcCweYHmwLyuLslVeFIL2qVyFWN53HdrNtn/h7/W3NkHLPlkvJzZ1q5tPbE6n",
-	"YrlSKjhVnkhT7qs8WIm63mnuCl1z3+TivnTd3O49v3EdN8xJq9QaTpLNkaVzkrDo/sxWjyx1zFJX3VZj",
-	"aCbKXi2bKz/5sa1Wf3K6sCeH5aM4wZjA5LCarTvBDsnxenfly48G94NLY54hT7QsMEeyek5/TLSkobbW",
-	"ZBYDaIdhQh7I//7/u61uo8XASgkuUy6zD/po/AFf++C8Rmz8Af0FfJLGVxhHHgumVx/++Y//ChomLwqf",
-	"UyJMRUbP4g/6WYXPgkcPiJRsoTbPiY/B5gTqPUR6jjCwBh/Rb355cXHGvuAqDktmDbQmsRTEGRUSYgsR",
-	"iciCXet2GhY9B6dvwlWm2LbvW4OUnQPHeZxRlY4aJ2k2WeYgoEx8nMWpUPssSsD84upqIF0O71nO29pC",
-	"1nJ0CD9/vlViaF1LKvv8+UBW88p62iAMERnDejxTqigEh3XDkoczHqaJUoaI1tTIWSwAPA4rLNX0ZwND",
-	"QhlRQAyPblX6y0Ai7LbHpnyiVxbYXoRyqNOJZxap4As4QdVeyoG0AEtmcgSsiiVBj1e4189ygnDw7xu/",
-	"jsmeHgDbFfjTiAJ7hSHcY+DRgN0JQSHpbk7GJ/GV8AAuBkF5srEwMDH0HLGkmyIyTslmeMEu2QTAHuzE",
-	"4DakIk6YEuBmhnOdpAyYsTzgzY2FYsEhD8eieZjILE0mfSaTpsqSVEC54kAikdYHR4AQgzRsXZaJj1lp",
-	"xZ8BpQVg9cwcbIh8wQeYT4c82oAKFktA8YKwn2JzIM0XA4nSByYp+GlQg54Mah6jf7qdGtQ+Baw+FVFM",
-	"GWJB+Z4NGh4eKMDWGk7ElEVJOJ8KmfX1fP2dof7N/k7kYQH7O8bs/z6Qf282m/b/9bNd39cPxvKaT+Lo",
-	"Aw1Ov/I1yDGUOCBgECtLZp4lZneY0HHv85wmTf/+3cWr5i5NrTl837w7ATFWmMpMicmo9DUj0F60W229",
-	"gaiwON87Ia50DoKi28/PGD0/iaVoMHes87yy/YMrC/++KhqTzMrtguSnz7XdqcPn9GfeEXGcuQkWaSIv",
-	"raxPxXVyJSL9V5TnczUTUC9a0C2xifbWmtX5Am4Hvf3gfJvHezc9LkUMOqyeoKaQSF0vkxTOJiFIBYeo",
-	"4TUvYBIMKAhsOOZsS2yvs6fby5Lkw5TL5QcLF8P+zk4tstSWTxLfCnXXMQqxRWCYoUxg/PJWe81IvkTP",
-	"Jo59GwdfLwniPAcTUn4TKUVoFHYqBDYJhEbYwhYZyAM2Fdk4iShpGfoPmDiAVBa4agmJj+fPu37v+XOS",
-	"0geTSbLoM3wD6NpXTymrB9hIUyZZk+s3BKRUY4ANLw9sX6v0IIBwAq2NYaCZlBY3Fbmhh+ByALbs2ueg",
-	"5Dib/lia93NtjkSEo4RQ9rUWDq5v0+pItX5tevWh++rH3b8MLzryz4udk9n5XvinLfV11D6tebWClqSf",
-	"Vh9+3PnzdedksXd+1b2Qu3+ZbX0Zbn81an8x7R0p//Wy847vfC323n+sebX8/Nb6tdWDexe/Kkye6wR1",
-	"5+pjc7FYNOEczdMJHaWbJ09rZagv3zyDhoM/1+Xcibx9gN7Tot2MiATNeTcr2q0V2/nz8ZCsLePWUuG5",
-	"RrXYEuyUqN/RkvlA79fE8qvx8HUYv4m/evWXl+cX3749VsfTbPaXw+Pt4x+OF6c/vMtOj06z06OX8cnh",
-	"V77484F+dhwdZj9GW9/Go29bYvnVLNw61b9Ooi/PF2/i3evTi+Otkx8O5qeH3Y9vfrhcvDk60K//LXp/",
-	"rJ/LeHvXP5cvu++nX707nfa+i/4WnYavjnvftb/7W+hnV6fvfP38RHx5EL/54eXWN0cve9/88G75zdGf",
-	"9lphZyKH01d+9OevJifv/9T97n17MXz9Lht2ekp8i+Ve2lr4EMtaf9v3i95L3IIbui9VmMBGKiQd5KDd",
-	"6IxlRSuVFbl6PVwrsyW/AFv3HtsQt0vVPjwArCjXRC2F+Aq6bEXka7LgS8WCXMcteI3Mr2/0AAk5n2rL",
-	"2z78/aoXyMn8vROhGNza5hzeIn2MWulueYF5c7XS/a8HWVaYTUjRSiv4dkEiuQIODvoNljJCtjkq4mst",
-	"LpBl1B3He9DpQJYwKnRY6X21orlmEPkDNmVnVRa27rwLMQNxLfyWVZlyvbm+onU1jL6eD/dG7bi+TsU2",
-	"bOLt+22oQ2irFEPNde0bFO31evZNuw7Htma9DskTUfSzIHTpAy5T2bzoW1rqz7EuHKxiZ+VYyKeidDoc",
-	"d4Q1tN+/f988yMct+vRsKvhk+odBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9U",
-	"i7/duyLXT5LFqtoFFpj+kzEr0GbhkYFUvb/8I0FrPtRn7tkmO30qVhpXIr0GHxyPVDEfBb2q0b71Ndqv",
-	"Qb7GzySFbuvpM1WYrypBRT2O847aPKo7aWqUTbW6gFmSsAn87d6rtTLkWOEnacBtdhp/8XNOcUzGs2nI",
-	"AgLeYYrmVeiAFfudzmQmPmYvZhPM9fmcW95e41yxWw0yuOtLA3ngiTUTalwrwa2dCsDjsurVa92eu7dm",
-	"rxaCPMUcFdftwiBHzgA2VK3Dih9nzUrcybUDqXPk21mfFfhgi3LvvrXY+18g/667dVfdh750USmTKpxh",
-	"nyeYCjP2TJETFdNsoZGCOIYd9XMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OAgJOiLh4qbfvKM",
-	"WwU9O/2/luKjb4YZ19u0GL904qQHBX3TBEsd1Y6KPbRsHiWTOLkL0TfEk8gLYfEYUnrumWL2o7YwI05N",
-	"tMGAJc/SJJqHmSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI19iC6hSxVU",
-	"5rHAfxNmEISTZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68LvOqwC8TbHEAepfNAgy",
-	"EyaME4I/+Nr1pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/EsjJp5cxum42o",
-	"p9YvTlH33uY7w91wL2r6oj1qdnln2NwNt6JmV/RG5m+PFQHJPUjF9E97VArpn3dxVk2Sy+RdOqEkd9V/",
-	"8SKMZKsqf/OFfrQ1A5xGuT4b0iw49ORKLC1SQ+y+eWx/pQUSPoblSmhl5U8eAl4W2V4WshhkVinVUn8J",
-	"0ZEIbKm5O9wLm93IF829UZs3c2qAHe4OHRMITXsi4il7m6VCZOxgniXFMbntJnKY8HQD+Dq7p/MFu3+i",
-	"oP3YKX1r84xB698lwWp31q8jO+luBSUwkTI5T+bZKqVsDNWAUGEl2e86r1ydxVahfJM4GDpZSY9UQrAX",
-	"yUxIPotbSz6dWDzbg7NjfVPxbFwsNvG7ebGJFu0gSTcuMrGy9y7Kzg01Jt8Q/w8G+IC1KKIA+Zo7BIha",
-	"FmIyaZKfLi4EKVcuS3OTFe+rxw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk7sUIlBl44MCrd8ZCqsEqT6Q",
-	"m2GqH2upxhKtGQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9S8VIpGot",
-	"3rIlkbCW5e2QRWbaHZIOPM5F5UKLgYdBL8Z7UdyCXmy79Wth1nc7fHp8lINA5emx9805LvXefPDBqPXN",
-	"9oMdID7yMIM/xPZMGriywggc/uQb+P+JbnkNAdF29zb+oVsmG0DftT1JJ4RBkQer633HU5INyTxjqbjk",
-	"KaQ+hlyVAaEiLvkfF4ZwOeSZ0K2bip4qWChq7iWUlKxlV/rc0ZHY+3XBca30/gmY6w743Tcm8ZPo1KK+",
-	"dpMyflx5lW6sftPrdwXAMgv/BIH1+LCkzdo4qhspC3kt+PefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KS",
-	"K4HolDO+ZJNYXg1kPfjp7N0XJ8eHH96dn3zSKuOLn8CV9Emr3xegry1ymE7FAq175NwzYNO0nj9n7yQw",
-	"ZwZKyAjyBAMgvEcV0TZo8CUMmWOfiK4G0ghx0uWhui5iM9CxhAwFq68oXh6io0KSfPHGwVJ05Hx0Z6Nh",
-	"g6mIfgrUGQDNMVyWiVSpsn0ZsHqgDfaATQWXaiADaCNo7JuP8QzYQfWYM/ExC9iQsDLNtCHtrqM5jhNp",
-	"ZgaXAfhghkvsfgtmMftTzEl/1j8dZIHRkSk4jbuCvIZ62okYBZagz3D6cQ5celm9/rAUPBU5EWcJ/4PV",
-	"13SBp2Iggce5xU4RsQp90xbMiXG1lOE4TWQyVxMivkxFlsZC7UPOF7yF8zaKJZ9MlgM54vEEWDVpC5Eh",
-	"aTcagexEMFAAZs3HqvtFPJ1mikbzbJ4Kz1YEcLYUPGVci7gGlZLkexpmAUoB3PlBfs457FXbTixVJnjU",
-	"z/meZb5aVPbizBVQXtMMmiG8pU+h7Wt4jfCwYSzXUG3Q0ciT84c8vLoErh22SNIrlo3TZH7p4AUl82yY",
-	"fPSs3rjCh5QXe6icBknN02sAvOEsFSrjKfCeQl8QFQimdsaV0jocwA7IxDIrDWTKpTNbiqkE0YeBRScR",
-	"qtFax7KJnnuUGbCyRjDgVIYTwSHjd5+FuqnJRO9RuD8pedshEkYAYTikK3A22tijaV+snBHjOPDZlViK",
-	"yC427b1zMY1lRFTJQWp+6jNgqWX4C1XSfBNZIYoH0rxtUaNYHZGazB+aSmRZLC9V0AC8CAflwb4SKxbF",
-	"wDMXeQNJchZ9Hh4jWVXXswPGc4ONksnEQD+Zj2gJRzBVAfLhUsf0Og4kbXt/r+/769i3WJF8yww54ksW",
-	"RHMBXE3s9wNJMEsjJYDeygxn5U4BCKUZT7MPQGPkgdjkzrf0jkBRqs+E3rfmSLkYhqszadZxPhHq+XNW",
-	"hw4NUwyY0ITi+uPegEihCmg30M0Axggj5JJGfyCbxLV2hZz5NkxvYjnGhawvA7v5QBLYLRSYmi0kdB5I",
-	"RoTU84x8JfMJqB9YPUW0z7jCLd0D891+Ue5hGn6F6GN1uOz0UGmULfpCYx8roljF+cCmClZWHrKC+pc4",
-	"sq6cOjdb0M6qaar4hQZ+1hBzs8Hc97cE83Oh3TEk42w24aBAm7/smf9r7e3hZ8xt3Wd4BRMOV/HGrRh+",
-	"8QHqE/DXw+IISbVO9fY///H/9HwfimtUw8Px8yhi8xkRZc+nGKCFJ4BbjSEvWpNY0erBj3MuszhbBux/",
-	"/r8smMs4O0xUFnisQ0Ns4HfFj3M+sXOjP7Tac+ykFq35V80c4j6z32d12jqGPg5w1pmWIgiAjhVDQJKf",
-	"19AVJx9mBo1njDrjtW+w58FYwfyk3NEQMD1r212PBVMxTQL2z//7/2Md3/c91mq1oLhOd8OhiteNXIiP",
-	"EK2GFN2IcIYIRd7caxZBCCqt3JId3I1QhkVFVxy2de5pViGfiYhNsFAyTZNLngEWH9Rp2V3rwLTh2a9r",
-	"GQOd48NEW8soVrqdzvPneZKeE27Hrujzn5d5RYkUfT0dJZ+XLb7iQGpoJEru33ZjjfXA5IDaAAulcwcN",
-	"GDToMLbAXulLH2NWxfzIenBaep/Nc5tHy4Tyehq4wrkSkf7qyiXH6sFxwU1VeEV/koIWq9zDC64G0s1e",
-	"AEnEWRSPwAagXK56mVmfEbF+o5rk3qAvrTaoElB4tGYa2XWjpQJeeU7ZMFZZ7BcZ3A0JPtuIAx/i7hgB",
-	"go8NJFeG4510z0o6fNQz1tc8Ff3Mt7mZN+RR13L83bvjIzwPl0kS6cfiUDQ2Z1gnldbMVhHZElPaqubJ",
-	"GisOafX+ms3Q7XRazNj3LBU/AIOOebj78SMq4VAcZzpdZrjfHm2FvU5zJ2qLZpfvjpp7YWfY7IlutMU7",
-	"o/bQDx85sfs0llpQl2KOcHdA/btn1WFQSJYiqyJ67/R8z7pSD5PpjMulxfcpeFj7NVM88sdhGl+OMxVH",
-	"YjaZT4e5n9a84SLmFO5a80tzcdufUduzyEAFx7X1c2/VvBpcgOY5fb/k/74329EsMS0RyI+QUa0PatCn",
-	"T15N76sTbNad62PXZQ/d8nCqjUVfSazf3tpu9fxaxaTX3hvvNzsk9zc7OTmsrS7Ejb7y4hrUjrjkzH65",
-	"trIeDjpVd7fmrkzNDMIujnUOb/m1tYvUyRfpr3pDT6dJFGdLglbqbbX9WtmDeTjmIz3aKFZjpo85180a",
-	"BafW73g1o9UANVSrV/Nq82Ra69deHgCsUqjP9Na27/udvXa31wHHcalts/OKjH84WqrTyeazQsO1ds1t",
-	"WrdMDePHoGH9T32UcTPWLsZcXrFlMgcxCYlVw7nSEwJe2QfZprWzN82dnV3dO9yrULl3B8b6qitkTeav",
-	"EcxZQtGEn6NmMDU8/xu633EAdyHptw711VHindt3XasLbYTSTWRiKHlwdlWpMEmB9pLbp+CdIjXV3G7O",
-	"3Z+XIkixwHIEagnBT7KSE79CS7jNp5+/Yt+A8XfuXJlEXfuXrI+7C51pevTZRLu3v0HduqDKmM9Bw8XS",
-	"httGVVHNAHGVziYvE8gmhkZ+HdEY3CvleAxuT+fA3xyTqUqruR1wrRDSJ/+yUKxeyE6xxlRkAVZ4ZrHH",
-	"Gx76gi3BJ3iIs2TBUyj+ydHZA48Rlwn4SfFF5oRXchI1NZB1NwmmYaWX87hRA26OxWjj64HYTImG7ehV",
-	"7uVHdOx+obRlFo0CVsdOaVMEfC+rRSYeGy4HEmc1SVnwY4CALY0S7FDB8tBdPTt6ZfErcA4xYxmCWXoh",
-	"IM46QkSK3PPbZ4txwobxZKIQpMPhaycUSUi/9IzHzGMAP4kOb1C0PLsMhdhVcSE9chAizV1EEcGInb0x",
-	"v8TQD6mjmCKeAfYXjWGKnExIYzoB/Cf9gWgOcMECeuE4bAsRkzUe20Koz+72b89ZmGgbLounwriNqHcV",
-	"ZPYtdmBT12nlA1aXEKsLnr8AXoFVhKCBvBSZAjwDi0akWypDkShGdUsLvqyyqV+L7DaD+pY0BLq/jqOH",
-	"yURIszNipN3kuj0zz9/nvi0ifsyiUQEuvfa7s6NXzXary/75j//CvW0m9Zliw2UmVKO2Pg3i4qYDxurv",
-	"3rITkWUihSwUmzoyjCWHTJOVQtUbdAOoFQBkiyRl9bXSo7HajzImASEDHcUKSCsI27HY8Ht0Npwdveqz",
-	"gGcZD8dT8E2O4onQR/0PA2MhNY1l1JpFI6oWzuf3Tu9uUMX7hP34GLhrP1ezeIGRz/WQkIfwd/BtV4pl",
-	"Zp2XWhhT7dJQhIkWxgHFVUWEBC70g41V2d98sfyGTwUGtSGSZ6ufjLzncMwg02E0TwnMCblg2JnlJXec",
-	"epbgtsUO8+gu132HwqbU7Z0bL+Ss2+mw+jDRBy8VmEXQAGx7t+x3tdwHm3lM8t0OcGN7yr7w0BaVB25o",
-	"26EncpHLf0+LCDbAA8gtWzu1VnKdIx01myZSLAtlDoaDKTImjqueJ3PwOFOALI0M5UOS9gcy5GrsMc7C",
-	"sQiv9D+GXF4hLfYITQBjnWgF0MRYz1B/DUgRtgUCICwDNk2uDav1kkUJoVe5RNVggFmJi0ozt3p1rCCw",
-	"7wFtMzwAZg0y5geYpSOh9kA1yhRgRKhrQ6stp50kHcjA5SUmE875HfTuAxJ/Q67HRa79G3ZKDDZaBf+Z",
-	"ckslrBpPEH42iYGMwWDfOrIKMzKQdSzDiSULXoRQVZebqPZPlt+70WI204apLJnhtBRTRbTdFUduQgck",
-	"5VCgHKirsTiI4kkmmp0tEhPPVl4+Enfwk1hlnjsuh2jLd8Jl8AxuTr122m4tJF/0ietrIPOMIjeHpOXg",
-	"RDq2F+Yz5X5HE9MOnJV272p7DRJvG9SQYdqkcr+L9brm5FjbXJvEVbDulSHUA6ijWJPCFThB0Up3KAIs",
-	"bxYjrfKO0llcHxr1iNceHKjoSN23HHa4DejIWzgsMwllpWI/h05w01TxK3q3YLxZtwY/GgWnwpBE4UYS",
-	"83OUDO+eIdxfKlD788Vme1En3BFt3twadkfNLt8WTSypHrVFJ9oKu8Mef+SxWbiGyhCI8Mv8ilsKlYk0",
-	"4svKMKGJEqLMqvXpk8RJcl0me90rEOVYaQaxNd0qxOXuECAqbONCgOhfHfn5LFfH+tCPvRzdyI+5P+8f",
-	"+hEbRn5MS48p5GP69K9ZGVdhcWdov2JW9XWBzN+/OfPlKYj0aE0mlJGO6ADvRtlM+Vw76sVP9K9jDDdF",
-	"YiKqEAXPhTZXlNOdovS6MRU/1/vrSN6YGcyIaawyfiWsbYUa6jCZy1BEaHZgu+6pHPLwql8wstB6sHaW",
-	"fgV9SdbvY981LirH4KknqXFyESe/zfOHzGn91H5uWAG2kV7VCKwLtDYrjCPdC8yDL9h0uaspFaM5ouy5",
-	"U1gwagzj9AjgavaJ/D9fBK17Vzm0TA54rNCPpXthOxAVclsLFUplg2FN3M1mtHbzLqViJjj1CAbPJ1TG",
-	"pBulopIqCmA9T+e0mX4OzRaB+2iz0iRoaxSMc8IvKxRp2e36UCTD9oj9izF4aE8+lhsXOvNvduH+211i",
-	"6OVaOYD3vbcwH+1G3n3L7qQM734hogAi7bagBvDx82UhOM64ukJqpUuRl9tWpS3YxP0lUzyO1lWDJgvp",
-	"VITevUAT69CiFtQPoLovIqhuKlWoUBFVblpb8F8zNMx4QIDRdZWmkFGQ15eyUnnpwYYhlhZzsleeVZRF",
-	"gnusR3F9x7lDRFN6oMjtAeVadYdL38uLt7xCGePB2bEpEdCaJZ80tE2m4o/Z2PRrj3I09bYhBWCD2I/e",
-	"cI8p8qPouX9JEh0maHBT7It08uAkMpu8sb/eaH2KDH2+mfOZZPUlGWmWKeSSDYX1Xa47n1oZzlFpt1ya",
-	"u98WW31RisOEwdw4cwJCkqvMmZzfLFH9LSqAxZs2u+v2qx/cY5vy1QtZoBfUmxWQbHOnez3OlCWrJ8ja",
-	"cAwlsOBdAwSLRRpnUIPZ87cwT2wRK9Fnc2mf9gDrtgnsj3UwePQJMzXjaawHrBdf6zog7Vb/pJX5MGMO",
-	"mIH5DERMwA6UCSq/w6V+XGDFIIwhTKZQIwkbB7ECnGr4AxOdMdpPlvLRKA6RrjLLa+spaZwUio7vb0rg",
-	"fy54BJUGD8/hrz+9/Flp/KEFPQ2wO+573dB5ugeIo1MEWRz6kdmZzlarRHK8gEJ4erhA8qe1nn0Gwldr",
-	"vIZG1JW7PX8rl7t04N3CzI0l77wgJR4GxBFp5pb7VOu/boitslgq2Rq0OyE9080weGM2ci5gSuX8d0Ex",
-	"rIBbAKAAE2h+a8EW9vUtWgiJIjYxhKmVyOD0jjEFgEVixOeTrJ/DMBC+gWLBX5tbHvM9tuWxHY+1u98H",
-	"a85nsQeff0ypUyvIozcNChLCaGoKKOqIDEGVb16NRnfEl3qRmlue7215O167+/2dIkmlIa9lbjCLRg8+",
-	"ccv/LNmJ58AsUpjwfCvcjEs1r0zmQaCAKgiqlRb2GSTvXYklZmkbV1uLBc5eC1z2YhbxpUIn4D//r/8E",
-	"qgO256BF7HqIvw7x+hwugSBd3K8aPE+Tfkj+Z7hj9VmOJeMqJLheqBygALkRInAUhbIeScQ+MSTIhQwO",
-	"g70SQw1BoghyyZBGE+3vqog4m1eLiPvGoe2JLt7kugVtfguaXuyX52K5oG9+IcQVmguVcgIdpBViYufz",
-	"JcRDx5krp+Licc/BBlLS5qdZl+xTWdwDRjR/temcQGx1HzmvtS8oDmtCrZgtc7s97lhZbOahyI8lQyIy",
-	"A1K0msWJ0jaOGMb/QMrmPo5nirk1ay6vW+ErDCHl7B9ihXCBJksjL/3q+R1WDw6Lb5eAUIDFR98HE56J",
-	"FNDXlKHCWBt5S5DmHdvPU0kgmJLH5VaF/xHM8FszyE2IKfJ5BpqQm+esBPS6x9vDjuGmaHb59rC5G+4g",
-	"c0WHbw27Ye+XoqroVqv1MC4nErXRLqo9FcGgCOpsNAWveSYWfPnIglH5vnaE1du8gpXk1EIMx0ly1TTE",
-	"PneyEu1LrG5TfrcbxTLaFnsLdJOorpIFNU4Wko1FKlqVAPDvsVMvbZ8+R3VBDA2DvO9m/O1etPf6XZPx",
-	"VxztF0lydSXEDMBfljLUD5DNei44tID4FZBlrm87mGA3pbzmEVEKpbpihoOIat97yH5CwfZ2s807w+aO",
-	"FiS7ojtq9vj2cCfcjfaEP3K8G1Zh8mrzAg+MnivVouECAQweceReWVNVaCe3tFyboiuX1mgTlGW9g+yW",
-	"ebJN7ysB6Miq1pRLfikqgZLpmXy6HSHwfuVvLmRyyCeTIQ+vUOO/pvP103+QftMaJtHyf3sxTyefbghR",
-	"ayVa3ynUlGLXbdRNDAciwHpdE+Mjwk9iucYL5PXSEgJsv4E00PcmihwLrbsQm12fBUaCQZZT/t048hx0",
-	"V4km5kASqSBA49mInZd/BaIbGZ/OAlZ/J+OPJlpheRB4lonpLGtQcr15T8WXkmfzVAR9Fly3vTypdciV",
-	"2O7q9788PThsvv3yoNPbhqL7gQx+ynv/qfXTSic+tX7SM/YJEJuXeRatwKphCgpo8TqQSARDtfPUKIap",
-	"gsVYifBD0GixV242O/6VszTJyMm1SAbSjkRRyaLMPKaEVqQyTGjjTM04sI1B4WIBvQ9iFVgoPpB6tUax",
-	"gKjZDyJE1lkYmGIjnqKCqq2u+uqOmcTDlAOHMJ9MksVA9oiOUWHKHFEjMKe7sWRhAv5/bAmp3FY+PZD4",
-	"7SXiJ2jluqoMgXbHy+vKXK0KyUbbrrUusT5f6s/S/VZyvwrblGJF+UYF7W/KI3Frv+zi3Ni9mf5uqr/z",
-	"f/zVb+59//v/2IxSARAUs0WCe6eZbyh9WgB+M8RNi1CcgbOwt/bcPnpjzz+7PGEzPwRumM0dMOW435J1",
-	"Pn401cZU+9Pu2QWe8vTKONMJXyRKJMV62n613mZEvRa9l4kU+8YIIJ0GchRWckOgKuzmeMSBpH0/m6sx",
-	"Jg5lTntUUV82dy9jBcU3nL07P9Hv6LdNvV6W9FnHbzvwj6bzBmRcL7fuXoCiL/AGEjVKCAICRD0HBG4h",
-	"KfcCJJyIwO4suPUBKdmqrgWFdiDbO3nqTMeAZOoep7Z+zqhgAeEFWgRev7tbKH2TCZsrkQKCiT4JM67U",
-	"ItHGPR/IWZJmrJ6D5jZQMrb11Gz3els9vDzH+ssGPpicbLP5cBKHLJb6UIqsrz83SZKZvsI9Nkvja54J",
-	"Vm/7L3Y91t7ptNrbL9odj7X39D93X7S3PTYKfb/ff7HT8Ii3PW1+c3DhQSC7OUlCPhnIent7r9XpdfEF",
-	"satfaPsA5zvJ4pAr4HZJBQQeoxyihUsLcAxu3YngEfDdHJ9ddwcySZmKM4GtoGhg9aDff7G3HXgs6PdH",
-	"o9Go7/d9+sV2tz8a7Q3tA+bndr//orurd0LQ8f2O7hz8fSRC7CnwYErd6rbtEBVUATJ3PfidzULT82zi",
-	"2nq9BhK6ngqVTK6RrQc4QqH+ceqtoKDP0wmViwKrrB4YX2rRzDN2FcsIII4dBq8Fl5mITGknPIYNmyb1",
-	"ucIPOm9BLrmeaoiGcq0BoDQgseDR/X70zVvrkjWvE4stffjA0LsDgn3ORHZ28N35y28/vH/5xZdv3nz9",
-	"4eDk5M37D2fnx386uHj5B8RwrweA95rOZYAcBHHmQTYULmgkrsUkmWnzpzGQmIQA1N54cuDg6KNq9in1",
-	"D0CTActIpNNYqTiRcNzezoeQGAjwwgnjTIt0ygiEw2Afx802S5NMhBniDEU8495ADgXUFgQlLVqrbYWg",
-	"TwDDsCnvzxHlwTHnnsNuAzP7g/5D6znlNFJZbut5sF/A2yl81/k9POiK3IGER6iHLW2DBi0WPA+qh5qM",
-	"KH4Cs7GCK0zVbmog69yWia+Mdh8pDIAFr1/V7UaLvTEZI8R7C/yzCEeEJHdOp+C/8pLW0WBEPn9ewNRf",
-	"1frUTITxyKSKXLcx7Aywx3A9BANpDBRIb4RyAoJ8hgeeEX4NVhs4tkG1jr9OiUcoJX0Rr97AcNzNKdvX",
-	"dkScwi6jqky9fHqM+r45R/oOcMjSeewx5TFQZj225eN/O2ysfzf2WNuH/+3q/+34bAxbSmvsA4nw+//9",
-	"P9o++x2KJ3Kp6nsD0zuTFFJ7QNyoBArIC6lX1k2jv9jYxx4RoBQnwkSrViAVTWyIDrptP1cXivcy1vpC",
-	"mUSUsB5Eg3LDjTM1B4Lq0XySf70eFP0pgRGScThutNiR0wu8NpTLb0HF4xBj7LNIRHPcr5CB7C677jkO",
-	"wijEzxQL9GAB6gpbHUjQHFwBDS/NUwGVK1zbmYAxXr5vjcQC6WCpwZGVBZFhLk7esjGXkRprQZn/Xm/C",
-	"iCXzLLD5dqTz1YMvLy7O9EJSwJVq1NVAusDxlsk8ubwHfjdmR60D8eZRpBUJ3PH5Qtex4GaRzCeRkSsk",
-	"e1ALzBZQlzOHYIkBAScLtdEnUpZ7goCbTiB+31hIz+bWDqRMFl4OuBDOU6imtgrirRjhq3XcA7lSl51X",
-	"Na1FUsc+KVtEj0mmpu8DiSGgiKkYEAbOb6+Z10uBBWX4jfVw5mWP3MPgmf/sxfC5GPlFYMt3eDvsiK1R",
-	"szvsRc1uuC2au6Md3twb5nzbj7c0ftW8q3BU388lvalPedN4fGk74h598MQEB1j31+ncBwlV69fQR3c6",
-	"+vrbvXT39dff/ZheLH54d3a0e3xy9pfjpHPCT/jbxeve7MvLb3+/fXW0+MPnhQbuuYzv42yMAZ1bYKDt",
-	"sXbRAHgUfSYKdC4tnLqKCtGP87qKEgA9eCQQAU979zHtXddP5mwoHCSrOx4mmSwaTylCT6AH9wzQGeTs",
-	"lSDdLTG6ynD9xslFrqpVdDdY6sosAfeNcbPm8TbEikzSyyTLBOl5WsWrckcoY45rladkKBpXBGjJWNAo",
-	"L7UYj+LIAeKu9r80DD6Y8T3kJFOpyqzDYU1O0B2V46LTPKoskr9NPP6L0n5wvNFTFs9jOe+4IHc/7956",
-	"XHzHIicnS35VNVrsoCKpzknXuSGB7rXIfqMn5d/JpvjFNavb9KknYfRYhBEga99dEs14Fo4rELQhR1qZ",
-	"cBhEvljdRqYA/dIh4gictwNW11bidJZBCag+NimpKnGmn83PSUDMs3eO9pR60HfjFquqAyHAEnRti1Eh",
-	"gf2N1o8s9a9hWF7xYhsD1szfM2VhL61TWe3n7wUA2VrQtkAPY3Wseonm6DVutNjXYqkszy1TGV/a0gWe",
-	"EvtDiFnr99XMjKX+i2po72YR/y1paPf06xUvhuda6q9I8vsKaJziX7X37fmv/xqEQwUHNHpCWXyqSbqH",
-	"6wCl+wO6Dl7oY3g70DwvpSOY5F2bMhZnmPsVKzegA5k1izHPELQ8U4VrfR+x+RII86AAYIkUjRbr+J0+",
-	"Q2yd/VJ6MPz3OM8RHicLiNECW8ZjdkywA8cpjqkwOU46m2ElopuXDI4XSnrtsxnG53nmUawfMxzc8D66",
-	"bhxkRwtI5rAhlqplY3n5GzX4Ove4fY+jTTEQN74iIB0UiZRMkKACM5AWDLf8E0zU5QMCPpVFJcv0T+uP",
-	"HGUjmJNHFYyUvNPt/EbxnjaeDy2vC/kIv13Qp1suY8yvYZlQGV6H97+EMT+5aQJq627j1/H1Su4VRDbx",
-	"Rc9CMeSZ0FjyAYyH4mMO1YV4wOLjLE7FIYZMj+VbXKOgwYqZpJQVrDB936bleyZRJO9Bzr84gavcw1Qj",
-	"YS7YFKGrFnEWjpF30vgvJ4lCDqs8sQ5PHJj2iO5ETendp3uhWutG0Ge+MatNZ0z/MMXGIyIa+q3JTL6C",
-	"hCAzV6vDN2M1U4AazqNWO4xOYIYaEwFqQlWYrYH8jDwx3LeY9lXMDgMemrw8icWSzXVn3flHWlCeMZlA",
-	"co/ii4bDiXJjjhi2nJcq5EAkpTlekxmwX2znJrKTst/8xgSwCvBn6CkJBAo//ypVrMdEp7LJEuNVVtwn",
-	"P19e2ZboRO3QHzb3+O6o2RU7UXM33B42e7w7Mn973Hll1bK01vfv6g7BTX5OVYVVismXyYJNEpJXjni+",
-	"EmJm63sAWQwdxOZEBj99Cuih2MGdrD2lkP0m03Dyk52rGE+Os6dMnV9Kw8eru8Ld9swE229T+aEr6XX1",
-	"NX9SrpEydVhOVRVgnkZiNkmWIrIAsGkOGRerYj2bPi1UuHX27ouT48MP785PWoVTvWKCAlAEjWMFJ+Ij",
-	"hZS4NHYjKs8Syr+VYllyBcn4pPrDj7ZG80osweijm+6gAMBaQWRxbCHnZyVgpUYfVWThMWQcTAWPPARI",
-	"d6F3PWJibbG3WE8BgGOqb+Dw//l//mcBD59+hhIhS5LyYuWJHO3dGc4K+NPqgF6CCWGKsbMEKTGRuDOR",
-	"hHHUZ4pPhFHNAaKHzfilngY+m6WA3AMU8yKcxNKwxuCF4U7voUPCotbQhOScoSXYJwLUTQp8os8U8oDq",
-	"JYcg7Onx0TPFIh5PlmzIs3DsMSmAEoW6A10bCeH26whL4qq69F4bABQU6ReBAL0CqYxXgMSiIjvU+/O7",
-	"3cQ/XecnB4ZnKs+XuUIJ1KYcCnYojkpve4h3teVDIRPu7GJ9cymxZgVtwxk6+P+qBy5SS1IKhPvQhAdH",
-	"B7u9YY2c4oUztiqIVhsHOCs0vgzmmIEcM4XFtAWdD7voQWv2Vr5rJgmVD7K6ypJUqIbzpRPzx9u/c3p8",
-	"pFjd0tvyEAgSVDV0ldvGafmVirbOqeKR6dMuRaqeMW1rk8kep8CkMEomcQKbIBnlPLuFCsm8VfPFisZO",
-	"4msB0L14dgtAvoooBLScR5s//6SD7Pvp+0//KwAA//8=",
+	"7L3bkiM3kib8KjDOrBWpDrKCpzwwrW0m69RKqU5dmSW11KmtACPAZCiDABUAk8UulVlf/bbXsxf7BrOP",
+	"8N/vvEk/yW9wByIQJ5KZylSr/+1e21FlMIAAHA6Hww+ff2qFYrEUnHElW5NPLfaRLpYJg3+fLpdJHFIV",
+	"C37G37GbmK31Y7laLGi6aU1ap5zQ/B0Sc5LiW17rhiYrpt+eUn6t/0vDUKy4ekmleiFWaWvS8v3RoOW1",
+	"UrFSMb96vVpMmX7c7/d93/cH49ZnrzVdyZgzCcOhUZQW//ky5qyvmwx8nzxlEU3JuWp57s+D1oSvksRr",
+	"hbHSQ34nVjwi70R43fJaSyEVTZ6KiLUmrcOjg4NRy2tJRZX+++JPegDRlL6mC/237T9lTJHTlRItr8UW",
+	"NE5ak5ZYc5b+e6jfkPACXSnRC8VCv8NVrDYXm6XuJEnCltdK2BVNmrol79iSxil5+fKpHuJccP3a7/rj",
+	"/mA8Hvv9w8OW11L041nk0PLg8Oi45bXWbCpjGP1cqaWcPH5cN6bPXmseSyX0Gv75U4uq1qQ18Afjrj/s",
+	"+oOL/uFkMJ74/vctr8UF9Ha+mi5ipVhEBCdqzoiMr3h3tSRLesU8+ItFhCUsVKngcUiTZEOmG/KKpjEl",
+	"p8kNTdlfkLZXuj9p+2t99soDGF34x5O+XxzAex6xdJ3GmlOIVDRVLOo5Hcb8g2G9zz94rThqTVrTfjiI",
+	"hmzUnY3pQXc0PQy7R9Ex6/qzPh1Mh+EoGrOWh0sngRAcV6Q8aHxjHi/fsjRkXA/2wO/5vv685M4ijIaD",
+	"vl6bWCXYD6dXerwLBqytp2o+cSEW5AkLr1la3/+otv+jw4Ox27/p9oc6Mng5jU+3rO9qGdHKK+4KfP7s",
+	"tZ7SNHpLNwvG1Ts2W/GoTgqk4oZFZElTRVJ8yRECdKH3vv7GGCeGD7A3plfLTDikafQkpfoTrW9iSfWj",
+	"lFWGOOjrIQ4tk5hXnmzMnnoixPU1Y0tN/JgrdpWCgGp5rYiFSczZO0al4FY0RGwpZKzOIvuAcZVuXoFY",
+	"wAfAUIafZt2xf9Dvjg4HR93j46HfHU3H4UF0yI5mx3oKMb8Rcch0b61heMwOZn3aPZoOou5oNj7sUj8c",
+	"dQ/6bBAdT49mh3ScN8lE4Nnrb7p9lI7XMdAiI2mSs0O/3++DMLlhyfAcGGdGE8m81oKl4ZxydYoyF4Zy",
+	"GA0147PueDoKuyN2RLvHs4N+dxD60dH0kI1of9jyWguY6uj4oH/gHx0Oj46OtBCiG5Ya2j6jnJJv57Ga",
+	"xSzRI0oNLVtvOCPhnM401aNYzsmaSpIytUo5blacxJuZXm6zOzVN/O7ooH/YPToaHHeHNKcmtNA8ogk5",
+	"Gvr++Pj46AjEn6Q3LNJsmU1ZS+2VbE1alhX1RmHpIuY0sQtb4uVzmrBmTpY0YWRBI2ZF3pJuQNzV8nXf",
+	"9++FsftHF/3jyWg86Q9qGNuy6915eE+6PwgPa4r+pjkY6ZRzqf27wIP9wbDvj4s8qNLVLVjwDCn1lPKQ",
+	"JQkrSdPsMTEUbZCjBX57S2OH15p4cEoT3bnbPLRfK3Lh+MI/mviZeLUv7SFga5l6dNEf50f6/tI6XEkl",
+	"Fix9KhZLyjeZKmcePzfal1Et5b9P0/hqrmQcsWWyWkxjfmV0MNvC3Ub22VvUsEoPUzYDtcDuriS+YbA+",
+	"qPJ5rWjFnoGiiG/MaAxUVGyx1Jq0bzbcL9s9Q7Nf3rFFrNdSkxW/V7NntFA4U2yhlZkf8E8cSBJrFRxU",
+	"wsnjx/3BYc/v+b3+5Mg/8h8v6ebx92rE/3i0fj5IvztYnfni7ZCeH0Yv+ldfjn/8WuuViUAV365YsmJT",
+	"wTlT5Am9ZumGPBNrrsRaL9qCLYQd5f1v49ihwRLluJnvUljqmV9TMU3YIt/GQMJ8TbMHSETf2dGmRxnO",
+	"WbRKWHTOuPNZyXj0tti5ZFwVXlDfxDT708qFbB+hdqaEoom7GRX9eGo3ODxypQVumqKseLNk3IoJj+hl",
+	"JvrbWvO2bFpzVA0PeuO7i46seUF0mN1TFhTmcaNM8EcTf/wLZUIrE+XkKVUs1U3w7lSWExHl9N/X9u3Q",
+	"vFwrIqqHRElcOBey0VHrToLD0GLUHfoXIGuNfHwYUTK4qyhxWOdo1IMbSCgWCxHFamOuzuNh3wflWoZp",
+	"vISFmrSeuqpgyrhmdq/104rCfVhPv8TyB73hGB+9Q/oc9vTfKx6rp0LCtWjQGw7gmVi0Jq3np3CDCTWb",
+	"Dg983x8c90fjAd4pba+jsWHX4pjt8rgjfmYWi1AeEcnUalkccL9ujzoDxj7d8Y572WjNj3q0oAjkEnqw",
+	"h4T+qf/NYfin48WTIf9+fP3yaP1uoL47WD4bzV/4P57fSUK3LuaUX5ONWJGZSPV/U2LNLb3W30t2t96+",
+	"6R4eHmlS/z0EeJN8ykR6to0zqS6WjBcFen/o9/rjOu52BPrLWLNI4fYB1wsiZlakS9KO9SYkYhErku1J",
+	"j1jiIaNmk+7k8r6wa+tUxaO9BX6dpnh7cX9w0e87GmVJ3L9IBVckYvJ6f60vWcWyJ1LFrui/G6tlT6RX",
+	"VVH+chVL8gZebO2r9uXS+s6a39HskB1E47A7mg5pdzQ47neP2OGsq5/pR4Pj/lGzuB7dVlzvqep9eT1Y",
+	"vD6YfuOHfxr95eURPe9HL8ZXXx3/9O2QvTv8Dap6BRYaTIb+ZDT6vnUv6t4vkA5Fdt4iHfQ0itLhqFHb",
+	"8/6ppf1TS7v9tv+/U3+4J43hN6ch/JCrCG9paja+qybop11NDKsmkHWs5oRarQCUAopqAQlpGt3iFrjT",
+	"jJlLmH8KmL0ETEuxj6p1PyKm/8+L4D8vgv8/vgjexp9yG2/Gnh4HNRcRWOlAZFb1z6JrZodHYcZSBoLy",
+	"Vk6Ezw90F/5U539iH5cxCKT+YHBkSXpM+9NBOIy6IzaedUf0YNo9Cg+jrs/6swEdTkfhuN4NCd/bRjB4",
+	"IZPsJZJ9/mW39YF/0fcn/UFFHzfS11HHU/WhqpNvv7G/NFsq2zkVp2Go4htG7NYrHLjFSJWR3ydPBb/S",
+	"z8jpDasEq7TOV7FipD8AUYXi5nQlVVzjXBl1/TGcoAf5mWEjUiIz1n+fZgJgCvvfnHOw2GN2NPPDwbTb",
+	"j0ZU31PD7rG+otKD6TgcRUM2mOml5XuIEpFeUR7/BYOFQJWYDdgwGoXd8fSAdkfHh0fdI3o87fphPxqw",
+	"4WxEx9Pa+BbY3qXInEO/D7sqZPFSNUm2YuyO64+D5YHIiQX7Hr93umBpHNLHT+dxSK9EbSjEoOv3L4Cp",
+	"slCIC+PPA4PFU80oeqOW2EFwLdCJ9f257DCXcCL6w8H7P/rD4wOjNqCYnB6yAe2H3eNoOEOZqqVY9zA6",
+	"YsczHzam2XrnjPH6vebDXrOceHaLVf4FYp67VpzQUMVVgIEgBQIaH/ypdZUWaWid8NMNCefxsrChgFan",
+	"vvnfsO/383PCCZ1xAtNe0inTe+Kbs/NT8vTd82dnFw0e+Tw44OwW58sWR/5oMj76vinuxHHRt8w0YXIH",
+	"0TEdhUPW7c/G0+6I+mH3+JAddS0TDKMRu5uTvkZs73Ba78uVdYFEhQOgZvF3esCnbCZSRihcYyCcRNFr",
+	"xivsgOTcgwXs/SRb+fyBs+5briu3W1Un8OLXWNMt7sZ7X1J9X6tZ0reMRzG/Ki7oVyupCJXXLCJiBrE0",
+	"daLxnyvZuJJLQ9V7X0ec/me9kHNGUaH81DqL2GIpFIT7LRO6wQ1avCIFWl0NJrCalMs1S0ksCSUptNDr",
+	"TDlhNE1ilpKU/bRiUqGhAsJH6YKRIPtOuOl+zTZBD5RSsORr1S1dMTj0f1rFKcujbMI5W1AIVearRWvy",
+	"Z3zxB6+lMMRWKn2dR8Utxtjj0tAvV74/DD8ZxcvyJGcfFXhgPsPv7ISkLPn9ZUs/v2wFpP3uxVNyNDg6",
+	"6pD1nEFMWMpw0lnTE0Kn4IE3MWN6ReGH4tRwAI2XPM29XUMz+W9JvIjV7wdj3WhwEK5SKdLfs81X/tmP",
+	"In714+nm9bm/frXxP75+8cePry/E+vUzsX79jYhfPv1q+f3Ts4OzH1//+Obb94Pvf3wxP+N+3exaLl2r",
+	"dHzHVLo5nRldp0jNcxYKHkmiBFnTWFmZrdKNvvPTKxrzwuRHg21ruoh5vNDL2s/WE+w+LEUuXdKULpgy",
+	"jPoUiFEd05sl/WnFCETExYIDN5pQZSrJDELAYxPVl7KbWKykYeJHkgSaayYE1+hvf/3Pem7A7dIjbxax",
+	"gmuz7mwWp9IyQiQIF4pMV3ESEZESrVtdMRKrIiv8goUEIdOatH5aofJrtDDkkMKKLujHl4xfqXlrMu4P",
+	"9LWc27/7dfvmLJddZdJezFlmd4yj4lz2tkvBRUzN8zHH0dadPhPpAoLEVyt4s26nL2JVHe1besWIjP/C",
+	"PNL/21//Z9/3e+QZm9FVoshgXBj9YFxPTth+BWpG2AE2yYYWczUcaDWafjQc7PveTn5OmVwKLjHf4gmN",
+	"/kAVW9ON/isUXMFl/pN7/D02loDf/QgHVTFhY5mKkEkp0vec3tA4odNyhOtTrUhlrxGWpsAq2SEcMYX3",
+	"R73OYfHlKI6ApVO2EDcMGF6/cUJipcXgNVuqHrlIN7jpSUIVS3uOijn2B3nwemkgK2fAGaUaBCQSQD6e",
+	"0qh7ZegFxMyX6F9TMLb8y+M8ueUx/iofW1sCNKkyd2nSaIPtkddCzbVA00oobuVIiwQj5mCuZC3Sa9lr",
+	"ffb0Sr5D+X3HlTRb7EXMkkgWl9BsTjIV0QZP1EUspR4F3P3BZgkGRaLmVFk5RKOIrJa1S/0i/mikl/4Y",
+	"SWKpIPoUucMEGTAewUv2KM8FO7wE0yza2f/cWmi9b6r19xuaxJEdn0njye2ef27BWQljxnHq0+S43/N9",
+	"DwYPSgbohMT4LWzjP/d/6OWG2fyTV6DyaalMOfFbP3zO2XCk96VlwzOOQzPT2pv3oBUaezQbLWiiBQGL",
+	"zkp3mVf2B6JFV3booPB7uKXQH+hpbdVdBBCeD00JkJ5v7SldJAYIaSJWSh/Iqd5DD0oEGEoP5bdLCEUW",
+	"QirS9x+aL+5DJJ0iGTwCsyGZ/uMBE+V/axUDdRIyTcW1Xu90lTDSjnmYrCLQxciikRs7PRIg5QKyoEtJ",
+	"GA3nRMxmePOwg7hmGxZpHUoruZ7epbGSZMGkpFdM9shpIgWhKJpCWOeZHlj+XaMXr+OUkbb5Yk+/HnQ8",
+	"47i0KzrTM4tQwk2FmpPgKcrRLuouAbwfXKSUyxlLu895KPRYg7xjo6RVXznB00twzkJMXdTSknESJkKy",
+	"qANC/KngsyQO7yrC7VXtyUpuivvA3pmtx3ZCKBf6OpG5cLUmLS2x6i7L2WbJL4REKyz6NmIfVXqNJXSs",
+	"11PwE4L2ATwl7CsiRS1ea7QwhJUKxYL1yMtYKnANSVyRPzy/II/tl6R7zI/843wfZVOdairsu4tCS/n7",
+	"2UPf6hkWhEWI1I2NQYlMNxmx7Ds/anHBxfqEBDAZw25I+IBIuiHreRzOXZVHcK0VA6EjwRlw0QuRTuMo",
+	"YvyObMSF+k6s0jeOfb1scMaBuxb4R5Lscdqc6v1MUkYjTY1kgyu+5uWuliJVM5HE4oSsJCp+7hsfYrDr",
+	"gN9QCU1Oq9V65IAeTo/CY/QfdUd0MO0eWe+S/a3IPMOceV4LZLnC1/ZmollGeM0RbhfnK7lk6E50CZk9",
+	"Ln+vXjt2X9IrLm3zEy1YFA0Vkaulpl3jBN1FzdvfcYZLvdWkjAV/l12kCqqI0RLz9xqmFstsE3DGIolM",
+	"lLXKok97aFfzcB/AW6dvz4CnIsEkaG5zesMap/827zO7+91l7vel+uuRJzS8rsxYaZqIJcPoE0OVdlAz",
+	"fnOyIDWNRC521vEqG6jAPaQd1LOFPiGNnQGOfiPua3Y/ar14P0sSMGroXd0OajdUgKfda6FeCJPbezcx",
+	"lTXPee49v+b603FUy2uvRXbwWI7bx4aAgk0viTONIpeNilIETD578xYXqost7oe3XgsiV+Fci0WxSvUR",
+	"UV4ddx7kLAKbZHVdJbliCmcOBlQ0WcHqvaWbRNDoQoiXNL1id1VZnOb5Ij7R2py4YSnpk1fxk0aBaJcQ",
+	"tL+Ktq2bFtao70iCd25TJQRJYBj7LtgSZ99VQnSx5f0JhcKsNM9lhADCm5FfxAsmVndVFWUi1prKNXTX",
+	"P9l7LKowNCLKfG2vlQg1q5S7kSy9AWWHRrLBuNF8xcq32VF1CfOx7bd2pveubfdAK7eFCo9kgaqkPfSJ",
+	"zGy667lIsr46t6MVec00lSkAZBifiFgpesUmqHaD92DsD4GVzll6E4esZLu7Azutmqx/z6iiUyoZWfFU",
+	"X/CMua2eiSQOR18T0Oqnb4RaQ4xsL1ZF7hFwEBA60xdR+HcXvAVEonPghFCCygKYzGJ7rctcQSVPkKYL",
+	"pN5b6aEV66Ip0REehm53siG6be6P8/YnHWnb68Kae/qAUDTVFzQ46q3B1fjXNMli7rLZIwlMS8DG4fBm",
+	"LEnCZlr7SmZdfROZ6AVABwSL4VyZ0+WScbSrzFZJor8H31KEJklxRQNnSYO917Ti3qtdVY+AxcD0tJ4L",
+	"mfkT9Q5L9Hsh5fooAccaXrQknbFkoznCcVs6o2xaP/P2Y8ehBUt4IcQryjdGhsk77ruUKgY2rrLq/Zal",
+	"Xbhq6TnCYiFPsKhZBbeqNMxaH4kLyjd24aWxPZsF6ptFKQjngXsNL7ffXzxTxbqJmdQ97ZDyYIyszSfd",
+	"I9/SWNXzHVzDlb1y3x8LvOd0peYijf/C7qoDQ0Blee0v4EYsksgePH2fLGK+UkzWX8rDkEmJF2mJDuS8",
+	"xQkRU6U3ACWcrYngjMxSsSBv35xfkMdCz+AxtCwe0/2cE9zuiR3wLaRlTiNNtBjNpHUzNs4Hcw+8YWk8",
+	"2zSeNdQdlZGaU4atYn3A/tJpW3uu+6G7T9s4XIrTfi3IqXkNb2HIabVzPrf6gjHZFhpOyBNGU5aSmUi0",
+	"wgJhcNQQ55bztpf++5l3ym7EdQODz8B0C7/rLdy41FauQdRFbNccoYKgNRqZ7L1WS4NGXjZd2WHdcV73",
+	"dMWrMliPXOiRygkJ6tYh8EhQx5f6ed02hefFKQc98sbdGfh+W8vTwmp45vdrtulsFaDffvttVzMj40pL",
+	"PFYfAGD4M5zrC6xWKiA25uBw7HeKEQHmxZTRZPH7y9aSblL202XLQ1fO7y+tAPkAA89++OB88veXVQlh",
+	"CAJxK81RA+UoAZTyxrX7C9RrJ8bstVDv2ELcVFXtd+gkp46N37iW8e/mgz/3ARh1aboxfnZEJiKxCaRC",
+	"KaB/6lqT3ONPcfT5sX2PS8VoSSmouOBtKnkuddG/f5vt5NIUjoVc8/uabd6xlazEeIK+N6ko/im8azPa",
+	"ongGeRR4h2smWbkXTTroJ3bCsAYjMs/9F+XOjdSxu4TgFtJ/GVd8Ixmdj5utCdPdl3oOrbSO2DXNzema",
+	"J3C9b6ShDcfh8B6hib7NbogZxR7Ga9tiTrV2VeqPRcQmjjWTYOsI7spFpYD05pgWQwe90q/Onj2SWSKG",
+	"vnHE3GRniLRgYq+nS9bSHk+vzp65vZzk2Az5hjHxpeBRUo1EemWmQwxc1R3vq2UqcWHjqOuiffQPOYdA",
+	"1qhIiRsZXE+HLMRLZquZNTpBZ5FY6mM/BcjHQj6qtBe2rMVOxnFo6QYt350kWsGq0kM//YXU0I32JoC+",
+	"u91i7hLPhbtO24jyNzcsfWLTdItHUijSyD2SFhCpaa1hNre3UUnHCBxr2c0b+54WtKE+RowT31zwnV71",
+	"hoLQnUZ6vLXpy/gZMEag/vsLaGI91G9mM0hB2eGHd93tYOw1zW7reYfLjxanufmGReZMwaschEWIlJ2Q",
+	"cM7Ca2MOBFuQlsg8stEJLPIwNCFX2W7jjHcpnM03n9YvpqtW0l+dPbs1YXmm4WsJm/FgDebhXgTf0d8j",
+	"ac/3vMWs+IJudw+ULYzjHgicK5q1qRUo4d15ZSRHZuKCJIJfsZTkSQT127vcA8h+kxRkJB61ncAVfG8p",
+	"X2YH2BVOTsMdSbRC56KRo7s4MMvHMHsyE+qGEXb6/PMOYlnbxzaHpEuOzCma8fovpMCroqJUrx1V0vuy",
+	"acCO2ZcK1W72yRGs+VaJWidEMobbzcJ57iTgoqRR/XJKWrbZKc4cUQTTKouVnXR0eshoU+ykzE53lU2W",
+	"Wk4Y2d2odN9+ObilQdK6EiIi05VydKFIcLY19GrTI4GeB7gVgk9v3z95efb0w/t3Lz/vulsFxNpH4I5Y",
+	"8VN4Td0VCBKgg34dS4zzes9NtA+LXrEopgj4f9dYiq9kOcwLvcGgIIHBfAHOpO3WRfB8UukWaXisP1j0",
+	"w49dXskmQRZ6FgRYZX+OyZp3oXkX2j2cM14zS1CeXdBr5R/EQhZ55YhydC0mmtug9B4J3HT8gCzoRnMj",
+	"XyVJD2EYlixVMaupQlFJjMKSDrbngl2sXLCiZKoqgwJUul7FinlkxWOI2JwlQkCmhR4m3nrQFlbpFgEF",
+	"yt09jdWmOL5ClYxKL25yfiXjBukZiqiU82bLa1R6Mzn7VfJR1JJTdmVO07wzyO+vZgHltsA/FxenRFBD",
+	"CPvtwozyREIx/ZGFSg/RKYRSx0P5OeQUQ8nKLxA1T8Xqag4SRzIT8lMsoEGlcevi7/oslFqBa2PgMx6L",
+	"eefSSMTKc7D/BZ0eebFKEqLoRxJH0iNShDFNiGThKo3Vxthp0JU2pfw6M0lkP6SMSCX0pYXxMN0s9Tz0",
+	"25xh2AiC+hu1UM1ZnKKRbSZWKYniqxiP7+J+saVgtgkAh9RP9OulGjD7NrVN3FInNRx2xYxbXHrgotMz",
+	"iFOpTpx0Pn28ZIsZeMZHzYVi+iSSZC7WeqlCumATcnnnUimfIAeVLljWiKUgfaPPly0IB7h0+TDnr8sW",
+	"nGdaI6fcRCnq8y2KUCWPEb5pb9p9ifR6zlW60fQzu4GmKYW/45qsQHdg5azAPeuw7Mjxywu11Dkk8Der",
+	"fFmGIe0+UYKMOp41BIs0Yim5im/QZXZb0rzRn6mjiam/sndHwHrQ0C3S8qkSt45pxgW5orWmrFWR0g01",
+	"XjLKRlQxiLOqI6+TJV4ex0u9s3GfNHywWLNnnw+WpDUC8igsr+ESxR2YIwoydvBQquTbfIf8fkLrUsIv",
+	"wFDlCEK9o0xJDdkj+mcIkinKSdBACgLRy+Pod4vDSkWsWro7XVj+Lo6iuCSmqNaSKsVS3cl/v7yMPo0+",
+	"/2vdmpdKbzVR5ZEk5k3SPn1y2jEf9giPOXOm5+g3WQ2vylCO64ZS4obiuLwKpXatsXNgVGekNxMkbWYY",
+	"Z/n64ol5u3UlgakRpi8OAGdkTmdTjGs/JXKn8DCvuSXJyrN7JmJ+1bXT6lIJ58kJfDjDLCBQfAxPmhjd",
+	"ZMW1q6tztlOxNLBT5RHZlcDUz+J3ttVMq/bvFFGrbBOYEFyJSgeAB/vYfJIEUiTsg6Z+GjMloOQWrBlN",
+	"lanApf9MklD/JxTpUmDAf6BP34ALff2bxaqEU4El3Sojdmq81Q9Yr8AOyhdLwVX1cMTOaiQ6/F78RKmM",
+	"3M51LdWZ21dCmX3Ufn72WtPu/Px1KTDA1KvbT0xlVe0aZ2reKH5jWwm8nVMvSaR8NfP9V+DKMqns6ngZ",
+	"3KedRXYX2SXGCopYFeOCaxU912BNeLGjKtTImn2VDMYVeCxAFVX0Hs99W9HvUyWARmWVtnBCJbmFWCu8",
+	"wtFNlQF3svYddbYSY1idhSpbrHDHqqIOWdWgOSqx2Rm/5ZSqv879Qm2E14oquEdWJVW5RGKDsu7WNPzU",
+	"oknyZgZglNso/oyF8YIm56arH8pmoPO5vpyKGck+oZX7JX7GIz7CfJA2JRH2RHBUmIJDJQkusXzjZctk",
+	"PhWKLO4r4erXoEglUw9yPyFnTHAVjUU/BjOISLLEIRed1V2UYr3JXTKNoxDDD9csWZEyO9j63O6mujs2",
+	"BAfWWUkmxat1kNWv1H9Amt2HmM9EQNpqzi65aWmCoxBRbGYcqR0PLIHgrtKtDaJXFJD2LOY06cAhPhU0",
+	"jeAhdJiNKZYkgfAOfLd3yUG8I8BUXq3UK1TYzAeIEGUWP89+Wl9O8HuaevlCuX1U+KBM06eYY/L85la7",
+	"CF5/QiUDDOTiTge78f5yL7/v5pBb7ikDEvCDSYUpTrT5tV28aczOMNQq51WEQtD4pWBCGgx0EORGlMgc",
+	"tniatq0RTqJ0cNfD8sFveDEyVm1eCIebH3ARsm3duAAFS0ZmJXXtoCU7KWlbuxYm7GfGrs4JCfQoA4Pj",
+	"UPgMVWZlHVFTWWWnLGi9qkURhV3zCwR2LgRnG3D3Q3DmBBD3nYqhNKsXquUOVTb8M/PxtbNKo2BqQIkB",
+	"QoqaQM8eeQ4g5NeYEEWTNd1IstQj52ChFJCM72D8aJ0BbLdw1SQQ4OmadFE9QMNubrsl0xSCdni0j9Fi",
+	"YV3M93Oc54FFHlFrYQ9t6WXzBRC3G6ZPdKTLI0mUELhuZXjw+xrWKazmozwCwnxbEinIjKbFwZ5opcLo",
+	"FCW3oINQ+akBbeqRNCvQDr6JJdWH1ysqFUv1j4FH/vbX/+yUL/FVVC5JSz4cg2m72yeUo2M23g3yz9lg",
+	"pvoLQQnye78LQanoQ9W/ki27jX53zBroyoWt14a7gwGhgkC9zl4XgRL2Z5UIGwi5pjLbpmBPXiY05mQt",
+	"0kiasax4oi+jAbpW0TGdqSF7DiWr4lvHLeZn3PSSKQVlYhVp03LhYvCbaap5FpREkilV4dwi3GRDVnEC",
+	"8WUmcg83HVLVjr0QuN6rsdXvNg/lSKrleX0p1hmUnM2KK4SLee4a2/zBkjQ1s8m2HvKClcCe3bxohDDH",
+	"pkFcNlgdCVqV5TqGM29B+YomLU93+8MeE0SniGOG3Q85eqfTI94PiRGTLhOWJw0osdYEcoWmkWimTedO",
+	"2I37Djg3KeefcOqPVJphiejtMts5o7/Wr392EXM/Fa3P/Rqu3O8e5paG+FR7KmAUBoTg6O3RhRak/RL+",
+	"M+xAXEaBuKbChPnUVIiEUdDkaiDX61YZIxqtzoF6a9kjvidS+871W5Q5uVS8o2qEzOtg1I0d7MzWrqM5",
+	"kkr0v5XLqhenU6mosXMHpg3i2zk+8BXrbM900it6owVkWYb09vuqLRa+5buaaSrH1Z3kqC0jUkfp7IyG",
+	"mao0Zjc0IVklksIAMsluR+IIgmKBkt1mtLyCScN2gZ2SYwQBw5jyVJYr9tsuNmRpbzFxjg0+F3Gzm/Sw",
+	"Qvxd6bwRnJF2gBlX9rUs6yro1PHOLRe3ziEKUjGbd4aL7h4LZYlbJ1RwV7u6qCM53R2cMVhZKSqIRXfN",
+	"nR1QUcazPenqNa6+WVb9XD2hsGR1tidnmW25iF/5Wu7eGWuu5ZraH6zSlFmHCtfy+lfu+1pe+xW4lmcq",
+	"g31avgs/M3LiN0zZzNjWTFnHHveAlM00fUtZz73Me4ULRJnOX8d1F8RA9xIY7I70an/jQo8E+NVgYpQG",
+	"PHKnNLzGFIXidcFVi/Xf2bYuEtX8VDkCnInYzf8bZpjUyqdmhklzEfaADGO/AgxjcnbdzVg2aplX2vou",
+	"F1ixm/2qF6diyzrPTsyqqc5aykVaMJZP0SYUS7lCVNnC/f8kexdPhgBj4NbzTeFuVWcMLxskG4SdZzIW",
+	"MobKYLRpFAGcP03eOgxitIWayBWALZsRc2qX6yoEJfOaXVYM/bOHtT74ESSUBPpZ0COImsmFAt02InkZ",
+	"iJHvG4TcKZgM2pc2rwDxcy9bHc/Y4OIrLlIW6d4ArpcjWm/WDehMGSJv1mkGi2wxeO/NQFfDrTZBEXuc",
+	"lDC1vSzLb5B52pYJDZnMfzm2/+sdH/cIWJMCgO0OwByJQknNmYGLy7G/Y+VhDAGAF7MIE8jkaoHwawgV",
+	"rtcWxxaQ35EgK90WoOGtXCC0EvVsLUUhvtEjp3ZCvg8Sl4aKpSUnW2OVUafGwsD397G7FeHSG4cH8QMT",
+	"0ECnmmq2bEmbCxLFEsqtaE7sgNpqpzAeOVMwMauRWNCYY5o3iYTqkXOM8aU8ypzGhH2koUo2OcozJT+t",
+	"hGIRJEcnkO5K2sFl62Nvc9nKSq+HYhF0sgVzrMsLqkJApRKzzDonzQaQJKSS9chru92MgxOZ04OcELsx",
+	"weamJxSHbGJ2Y/2G6RVIG/TImSI0kYLEEeMqnsUGlDOzFRry2Kqfy+zSlBfYhwMWMylKdtat5WSzS4CN",
+	"AnHZZDzaxSZe62P3SnQbeaf+3p2xDjju92Lryn37zuz8tj4oKRsThMUg4hP7qHKit5/3+gcjkrJQLBaQ",
+	"pN/Jhz4cuCMnFuAW7eGB7QMtrrrboCnqCartOXMbDvayytravbXGS2EnkdkzEqggE8CaY/AYDOrEcu2C",
+	"US7t7xjYYclnsFohMSFyONErBcIIrh/F3ABSqnlsIkQgHQiFoy1ji4e8DT+0Z7TlSCyRaQydTmEa8/Nt",
+	"GNR+EIhmqxtXohRXjERUMdL+7rvvvuu+etV99qyjpQw8NOEVIU0Yj2hK2sHAH/a7/qA79IPyMRuYjwSd",
+	"OnfEqDv0y06IfSwaFRNm/bFog2D7f/vr/zxwpS0k5vy0Yi5gXwFvA4yyS2bxH0eDQWn8jqXU4dWD0Y7K",
+	"PVlBjW2mYngFRz32/YwzYEdCdBWe03A2I1QxnralE9qevE0ns234SGbuvVSseNQFTMLVsm2rdpD/+l/E",
+	"Vkr2yMDoEB2PLJOVBL+FVgTq+4AymwYv4L/+FzH1l8l//b+kr6fmdAajZz+taJKN3CMskQy4yZ4bRjeR",
+	"FCOvhJrrmckeeY5LMyEjX3+of9Q7HJPfk8Ox3/N9fege9QZj8t/0eppnvyMH/d7REWnr/xyOceBaW6TJ",
+	"jKyWHcA9zNSXWJKjvn5/76wEw4UvY87O+HIF154F/WhqdY9N7SHzZ7+R67MMBiwFXQn/ShlDOS3nkEMq",
+	"Cgdn4WxpPlx21ZcuHDX7nDW3sZsLMo2ThAg+0dfeII4CxFALCrnGAYBnFnOha+GZyd/+n//QO5YETVnI",
+	"wUneDaSI1+DP5DgzpruHMebnpaQraXorPWhpM2JM9Fq2nAV5VhxbXpO6JJr2MF5nRaurBdvwYtcjtq4g",
+	"vlxU00RVloKtG7sltn40YfpasZ7HSVaMIYaUXX2jhutiMMkiJeErdCpWBljbiMm8kF9qDu2JgePL9FP9",
+	"qUf6FOfQ9zYHr2vDZrWWHjushb5pOrgUoIBCAGfMr0EdBqhhjkCvllzuKDMoYmjBxdozNqJAQlntABUJ",
+	"JEyWCZWtL457v3nUhQzkK4nBAyIfkNWMLDCZ3iBcrCeEIoqtOSpnK7VKWX6JpGTDaEroXDdpV2S2mVXn",
+	"BK7keA2QgPODNEWtyJJTizHIrKSSBKWC44HxhseKXAkGtU965LTCBmYB1qSd+fsZj1D3xE82aCN+/6I/",
+	"yit11wZH3M5JUGfqL7sDMp9BJgxK14fqVbl8Ny0r945GbA6OXN2zOojh9DrLvbU41MVAw+UzsyeYwOa2",
+	"Pf0znQEqxsWKhAIwuU/DkGGKqtanvjp/89o21ayfPTOBwNmFNPjv3X9r/9vE//nP/e7xD5eX0Red9r9N",
+	"Li97l5fR7zr/9q+Be6MeuecbaQNqT16iWFnNGzGiUqmFTWkoMwcyqdAb7NDyzxC2sU5jpRiAhmdAzVkc",
+	"c58N/SPc+33WHfl+4KEhawa4Bkl8zdaxhGsCAN4VzFMVS5LeQCAT55RHiaXlNOY03ZBZIqiyzRA1vUdO",
+	"TUUuW/8JzQSygWLgUzMkUmaQcGXRQlcWwNP1zjgxkUaQoaSvMk68VlBOpu+Boi84M/Yuw3JIeDApO2fV",
+	"yC+EAmxngeqp+kPxyvOjFJyvFj3L1M6v3XixFKmy9dhak9ZVrOaraS8Ui8cIhWn/E3M9HJo8Nt3BTi/G",
+	"qO29W4x7O0P4V6uUa5E3scE9hd1gDZIFXgXlFIKMuCBhEmOBDhqB5MzT2V3m6BE0vkko+ZIZkdwoOTAa",
+	"wWJdtrS8Nrs5ZpiInm3onIMwEtE2h/xzQVRK40Rv37+wVGCng8tW4JHgsjUa98YQ108slDfabrHmmFYS",
+	"LCc18NDdGeNXZIsd1gg4oHJwokeyxibR1le4opmskxsqij+D0A9smR+4SQEg2dRYcDuNVoVag0JFL3yG",
+	"zuF6HR7dV6pamFPPUtoLiT0IH0lM47UJ8QgHCYFvW6NpeyTgTBnzMfk9Ac+btH//7X/8h3W4FJ/NWPYS",
+	"hs9BCs4VBX0/i9WEzz+SWQSpflG31FJ9zeIrLA0AXzRxa9kkEfiNXhuDpYUsDQ3+dWnq5gLSqUNeUOH8",
+	"WSOeb0Q3+UhNhGCWMw+62V80Nc29qIixWR8ICokvZcvLnUJP3TE1fGtw4Q9ArxrtH3TKPi4BXO9UbScJ",
+	"8p+ci1ViwhPNqPh1w2hG+8w855z7DaV2g4D0N8pB1TaaulcXtDhmB7NDejTtHod+1B2x/qxLB9NhFyAa",
+	"8KfjvWLI6q7nv4FQtWyL32M2GuxaLQzs7tb/rlL+JEsCN+Khh7FzcTPz4xlAFjS9xihfhB41ceD6cmsg",
+	"9Hp3vExYJ/9DMGKcErlabOU+8/Gn9tsVRJFi3H2syFwkUdEa0a8pwF0us+21HGH+4JPsZR/cNTEU+LXT",
+	"Gu43rb3C4czpakPh6sLMmiPG8nOjIDGdkDTDwoU5FyleWuky1xVkobtH3eOh/hoJE8NogV874MTqLDXB",
+	"JibWzVRHLMU9lH+87wCTUv8QWuKeoCTmSkAAKL7nEPItjX+DVNT8VU9C+OWh6Kc7B+LZlAubmaBVNbsT",
+	"tJLgUrAx2sYI6mCCEOGSrLV2IXJNggTmg0G+ywJw1EP1XUe/zmFTq5SpQKrmkj5b2Ood8gYQLYMYsmYB",
+	"UdEjQbb1LPYiVTTwbHIeVjE0F83Tt2d58EAMFaTg6rgQC9SsEaVRAuSVdNz74KOEjvUEo1gPbBFzqgQY",
+	"rBd0uTQX3+Y80j3T9gtJtF5DOuQefRUTQL2GAM7dQWrFiFWvIVxxdz/F+EyvIYptdz/FsD2vIqa279+C",
+	"CPaKG3R7y1zmZIbLXg7Hvt319dS+V+lg+6Bt8+KgbeNtgzYt6wa9pKn6sFfbVNW3h3X4kAJGO9vdjVk2",
+	"fLu5t8U2hix3tnBZ0vZl3SsfAJ1+e0/vzLvnjKtyP/q+/mFG490Le8549AJerOlD7W6cfRoCdz5AfsEO",
+	"SpzbgPYSEWxA7d57/KII213e55X+djJ7qcMK01d63CU9Sh2WJUilv+1LVuqtuGyVvvS9JPoAdVL36u5C",
+	"v/9mlS3omk3nQlz38Fyo7+JbfOdtzK+w2efMGGISTPF0/OwajPfwtBfkhVZ39miTM+P+DQqsv2ezolTZ",
+	"u9EtG5R4b+/P1Iiq27Z1NuWeTauiaFfDxuP5Fg2Lu+kWDYsH8K6GW6XMLRvfbsjbxdEtWxe39y0b32ab",
+	"1Iv3Xa3qtJs92+y/t5q1y9u0rOi4uxpXpeQP9pZgnal1+Xw/rdhK33uMC6JqaIbbRFM8DvxIEL0Cw2/g",
+	"iXz8yTT7HGQOemk/ErNSAIrfP/ZnQzroHk77YfcwGrHuMR1Pu8NwEPWZPzumR9Pd5sPSPdGOu87QkN9y",
+	"awx1VOlppRszuTmtwczYx8xtQNzWeOXbhu7qYCz0+oPhaHywv9U7p2kdykmyITEvrUwcfQ5OyBrCTlW+",
+	"hoqCJ0MRsIgzHi1FjNkIe0WvAUndaNF9QIZzFopNlkZgFIJuHIGv/ldnmzjaaaYqTrWOAVIAbi4TVnBW",
+	"oGsZyQ/gaOog7c0vmCyGaCV3sJkaMlqu3caGw+/vbIC2Eyy7CMxi9bt9Oph2D8Nh1D1io1l3TA+mh+FR",
+	"dMz8veATEiqVIciDzkN/53mairRBRFzHHMKdtDK9MjsJsHYsrJDe9+0Ay4AsV9MkDgk6f/MKAghKCjWh",
+	"YsEJ6uX64cXLcwjakHN6zZznoG0TsVL6jy8vLt6SsT+swZOJVQYioxtnVet5lmpissA4U2uRXpsQdUA+",
+	"6e1LHbSN1dcM0BsbxodW5Sx82CGQO14ubIXwsAxMCKkKFe5uGGCtKb3BckfaSosUKKve8bKUA8iYo2Tw",
+	"8SOMRf9i6A/pORjQoxt26m14WTea8/CiVbJ15r/vOMDyneQmjFsxUVkEl2fL+6S4+xuFWj0aL/B7Js/Q",
+	"niEnl7xLgpKBJpiQ07yEEpx8ppBiuylnr9MrdKRViWBCzlQe4gD9GDVlZsIEALhacOwekMeyKEGT/wif",
+	"+9tf//MxPKt+xVougglEE2YfC8EtbEvWWKKZquyoF6h0Q9rwLVPbxE2ZLHwnsyGB4dnWyoJC/tSW0Su3",
+	"KL0MVQjd8FETNFZslhkdzHQKS5BV8yp9qWifKnwV05JXSsYRy0M1sKQzvt64oliw1gVSKOa82k9QXphX",
+	"0+AWWWp79mW3nK55ofEj0gI9bf1cwSJmPmZCkC3+tKl5WOLFQjBzO8jiofUdFZCnqVTm3gohrfjZ26Tv",
+	"VxvcKiu92vwhcpThK42WNfhSpRbdtm9WXsavO2Waz6K9hlCgVe0QMtyUQpZ0Q3fuNmvoL3vFQ7eJMxng",
+	"lxwS8fTtWcNnMqNa/WfmFKLmxEqFYlHISdINxUp5JrAOQA7hhyuq2JpuGr6XScKajxXkoaJQjLw5YRz6",
+	"rxppDavapEtD+ISp6tJbRCHcttjhbV2ghUb7+/2g2T8o4mV17PcGmQpdu3ZawyhSGY3AngT26mYVF3sU",
+	"6CYl/N2yY6fkEKj3MdT5Zkpunjqf0xaXTLN/pclb4jUivDThkzTCUDQ6Ira5ALY6HLba55sdAbVuFa8m",
+	"sKHkp2+CoN2GEVyw95cglAvrWO/v1grqm/Q0SZod31BhCXXAL7AuoNHaNsuC2/2LGv/iP9nw/3o2/KKO",
+	"975kNFHzKs+9Y3KVKEyE0DcFbq7WKaORKdiRiimrGnsab6fiOnCZVFwXRyeud14bTdd1dzynrm5l79gb",
+	"Q9se/Eaf7xDQsjEYxI24TmJp8nNyOIdyEDZpF1FXnLI5nYkTjg458TIgSgivBIubadcmf54LEs5hRyDw",
+	"COTDYs0Xc+PA8JYM0Mwgk9gRQcdaM3IqwOvl8uxV1SM2Pcwpj68nK4lYQLIEW/RIYC4EgTPpLPcXIsnx",
+	"j7da+zgppAXbt+VqqoSiSQXq5KEBmosoMDXBjvnQ7zGsdpXV8rErVQu8/KAY0KZYVDEMtVI23MXGLQX9",
+	"Qm6KhYU2pivOIDkFO8PUG2P6t7DBXoEbsGqBYZ+JAf3GcU4ZWc+puUiIJAHdFCgyzcv/3w8pGpm1tByk",
+	"PGEtdQ0OttkedV4Q40ZEJVNL/xKgcn6Tunusc9ZHE870t3ORb2KAbwKsTG5RpzH67ZptHmFdrc7WQf4S",
+	"2O2n1k6l59bgBBpd9McTfzTxx/cGtA0EMBa4WJ2ANhTSJDGuBMwibCRHcZxPhLi+ZkyfmGDIvkptKexG",
+	"4Jj9gZr2A2S6XwCmW2D+7P3hfdB7fiEq7q1QebaC5uz/KTyftyB9249CARevDATs6QvmFVNWxsoaJB3M",
+	"k6qDuumclLSKkoqwwfxERMyPI8CGiiW5ZktFlprHCqveCOGitQYXfcc9ERw8ovxCkQB0mr4Z7MTguTPi",
+	"juNk3C7s90DpgRwog9Tj5fG9CB1mhQwkasYRj6/miry/eApoPRZ65wIy3Se+/30zPE/+zp3lOt4HThv9",
+	"oa+z7OvMeJfZe62rtAaKeg8XaZ2P2mpL5SK4Dwavvg2byADsUZV5Phphhmp9drktekvgAnjpMgN4yeJt",
+	"WdIclU6yPNRWvvtpvg2l/SJdmexLyjfZYhtAfNc5EtI0jSFTvgHFfYLhDQAzBMdfrCycEboIHGQi6zIA",
+	"QBUoUaIoFhRtO/p6Zz+k6+yuUr8xDYZTtahxYa0tdkXM8UZyF2whSJvbAR3UADqVbzx44cTBktK3IsmS",
+	"G4ZlaWLu3s723H1J3FTI13rnPBJ8evv+ycuzpx/ev3sJXqbHn5S4ZvwzpOuSLy9evUQza9k7g6Ah8C5c",
+	"+SiPxIK0qSIJ0/zeHxyRaaxkhudZ8LlFDqDhDC744ATFtAhz/GSjPDEHRMaURgPLrcOASqNYOqMhg5yQ",
+	"ylE9V2o5efy4Pzjs+T2/158c+Uc+zPen/jeH4Z+OF0+G/Pvx9cuj9buB+u5g+Ww0f+H/eF6QOGm818Yz",
+	"ab/1ustrQPs37nsLcZSnDZd0xGTFpoJzpsgTeq1p8EysuRJr3toLA2o7YJX+/VYwVPeBOnUWObMtMoV8",
+	"6JIN9fhXiLgBg9KHdQmrqlSvcGeph3hXrnbu9wwTRgFO16kzg1lOd5f69ppdg2dlrQRu8ROH/sXy/ncX",
+	"jQ7I9C6xeFvwrQaUrd1EwbCCGqDF/C80Opo38ShziLO10uovgfW6KOjFYs1zRQHNcnk1EOfgmlhUq7Z5",
+	"O2pA/toN+IUBOYnUnYGg7uSAh23E85KNgF6d/RC9Cm78+lvPQisi2XuVKAGwIK6UOYVyELICS/h7pjpb",
+	"Q2ZDnYscZtSFtS2WztIjsEi54HgsIYU03YrgNFzfwy7L4rX32WclFK9tVcwyADIADpmaSj7tDBnNYcJO",
+	"KeIMQFXinOciCyGXPTCmYJqkjEYbz7ElCaxG9kt1XieGqL5KWaaOW0Cm+vAkz8QnYZEYWd39WnxrDQW/",
+	"1dtzbGo/2uvOYZBI+5rLQpH0SGRWPqtuYwjba/TfxLTZZNE0+i1WiEJ8JVC0OJNfB4V3P4wAm32Ulcux",
+	"3oaHqPOY3QLpx6L12IGSzfFj5SMHsFWkjm9ESZbMctePVbTmyLzQtqRvATKrqWr/EOAr+88ovxCSNlwx",
+	"S/CwWjyFoM+YhHF9durGHkICQUhIx6uY2/cjBCDT3hYKoqD4V2EGHXTBDHHQ8QzlPomaMkEZt7krc78o",
+	"hXaHZ5KqKE63wRjaWNqSoSlXvBwQjEKVpG2Fjlx3SNU3YW63VZtq9bRz9a+yLlKx4mxx85YyuX41CAjr",
+	"Za6BgKhGRdSGgBRCCe4VDOJ28bIuMf8umCT7kLIOk6Qa1/JAZPwFYd8OccEsVVujGex0FnX5xt4vasEQ",
+	"SduxOHUmJLDQooFHAgtHnrtiIZ0C0cVNxIAjwS2sosyQGJFwsgQ5l1VuDlZigdkci4WIYrV5KiJA3Vgt",
+	"w7x7/JgTBNEjpxZS3Y0QuBWs+gmcJu7oKz3shafuHjyxmuvbCyUpoPqbI2xCENlxTTcIVvcXlgoAlqT6",
+	"egbHi52Ooh/1uv3tf/yH7nSsx4T/7nd65GWTdRZRei0keREd0ECeZrG2+nA0jhjNJPpsrF8FJL9eCK/O",
+	"+JtbfAtHah52YbUMr1XotzVpHftjv+VVPN/oOvTA+XQFpY68ll3E1qQ18gunoj284dk78Ny0jnqDcctr",
+	"2dVuTVqAT68fiUVr0np+qv+5DFsTzUWff42K3r8M+T9XEDF0oEjIig/T/kxCEaHB1bAJVmJtKCJS0IjG",
+	"w75/p8IgzkBqE2Gs0qdZeibSnq270DiSp3M6i/mV3iJzkjKOapEzMAvtv60MRM4/97WofzQ9njRWgRqV",
+	"qkD1HlDRzsWGd3vhdVLRmnNpG0tTJuWzs8E+tSjf3H7kXnb87ldEesdMUbqC/3XJ0hANF5ew+fVEYmlq",
+	"UHSal8TLZHURQ7dcXD4TkVzgJrzd/fMBsW9zGXdf7PQ21WqCmEGUn+7+pJmjyasihiNpl46yDvqNgH6h",
+	"4CqNpyvFbnlE2xMNrkTAiSDGy+LlPY8hlnTBqFylDKOVjBwhwfPToLOX5IPD4bZyDw6TmgHdsFRqcqUi",
+	"WoUK5PFeg/CHB77vD477o/Hg1sMpaafuoBxJ6PCOc0O1e7x48VxBGE/x2MFJb7lA5ZVYbleqsFlxpRkg",
+	"OmIdZ1qrhGT3el25UZct6ZW1SPklBdbVX6crVZSTv1yb/XspdiXN7V70tJF/jxrZPxWeX03huVdV507q",
+	"wj0oCnnNlT1UBs2brrowwduZr/cbKEpNsyTtoO9rvcn3+xiKd4T4IwEWMdpaXcIzhT//7P/Qs9Kg41ZX",
+	"0XOe1Gof5UkZFa9yb93rkO1sVQ2LnGl28W9dtfmHUGqK5dy8f+o4D67j3EmJ+TtgAO9htawi3W5P/7sn",
+	"e+X+6AoFCqbqt0pFm3/YQMo8PfGh6LkHvkWBlDXIgb8aRe1nLdIdJOlsp28pUbOBzJV0zoei9m8LsaNu",
+	"YR0wvn+EdcUk0x3Luqgva3/vq/pQUCfOOlUxNH9L8qyY41y7KuU06IdZk18PD8ZZmzJS7G9pZdz899p1",
+	"KSbIP8yqPCBqU3EZ1G9yAVQj5dVDkvxh4Lhcgjfkwp9n0HG5EQ1Rx8SS8WCSJ2yb2qmozW2YAYBxlRO6",
+	"FXzLvOTu6zgLdybtAINBQOJKpjo98iLWd3ODrZRHEuTxgViPGMYJ08/HQtqBEykSeJecOJ1gtEgAnzkp",
+	"xqlRAHGVJtEACzHYcVzyi5RyCQZKObEf1nd498vmb0xIL7yiH11y8+xxtZGTCFuAcdENIFgmVzTNfxoi",
+	"PEyDytXsq/V1LSrB82gwHvePLYDiNduQ9rsXT8mRPzysKYpGk7qqismVSGM1X3gkeB49Oz8tICzAk+Ig",
+	"8VFttu1NXcJlesOgaxhqqXN4Vu4eH9Z84Lou7v9rtiFx5MEBb2CeIItlzijmJQXXJgS/Gkvp92s/ozb1",
+	"n0HolODN128L03jz9dviFPSDugt2HaDue6m7lPFVoUsZl3A39IOaLj82JARl/OCRKZXsYLRKk8wXtqSR",
+	"raLl1IPs//Td6Xdff3yazr45/3B4sfn2j1++uTqchzdv6TJ+laTrM0rfhl++fyd2itNruJprdtAjxHXz",
+	"gPuQCHX38a/W13XYruSrb78m50whXx+O+4edDCchm6RJNLphaTzbgCSQErmgBptYv19PNRlfcS0noceY",
+	"k5VkJ06JWsEZiVaQb01hq6VCZTmGe0V5621cgf4t004Pr45AL004Yh2RssyjtlQiZR3MfrChjVsLQZ6Q",
+	"IGUhi5cKRKtHAoOB+jLmbADIIVANE70JJi3Z9WpUpUzevl93bKUsh3gtpeP4ffJU8CuAYD29qU3pd0dX",
+	"0/sqVszDyqoiJbNEiFKeCbxB+gN/rwzvuE4UPI1VKSX/dCVVzFv3CXow6vpjiPU+2JEvXIUYbsjuF1zR",
+	"UNUm95sstH+fZglqU8hP2ze/v04uW36tZAaP2dHMDwfTbj8a0e5oOgy7x+xw1qUH03E4ioZsMOvvkwXG",
+	"axPyss/WQDRsS7+rdO/meTThu2fZZe7LJbk6G7BhNAq74+kB7Y6OD4+6R/R42vXDfjRgw9mIjqf7zHZZ",
+	"j2cAkb+1CVU5moG/F68vhVQ0qXfAvYXf0PRbjDA/Oqw/Qx2Z0pA0uUxjrjDTybxswzIWjHJJAr2AwY4V",
+	"3CvXQdXm+2v9mSEa1VVl1S7+1GroaXdugeXAPLlA79Tva5fv7PT1qVNvtsqzpwuWxiF9/HQeh/RK1KoV",
+	"y6hJxLykUhm0nToFaAAV+ge3EzB1QfSlvWL2pjNxJ6rcDRJ3ucQrHhwlSW9ksV3NArvazeFlySM5Sbad",
+	"pI3V62io4htmrmYxN38CwDVn6wymw6YqvDp7VoS7xgaQM2D+WdDlsp8rS/mqmIxQd9S/OntG2uWsVotj",
+	"Wgwd6PTImR0qTfNEa8EJhX6mGwyONfrx3jUc9j65Brc7ueqOET1OtPdBEQTMSgNzXlBJ3QgeJt3YaldN",
+	"p0Cmfdk06ClLBL/SKujDnHx75D/XMsTtkp9/UwfgXlLHWSibxLO9VIVNbq5yHRTBBvGEALDl9OoJVAtw",
+	"K9saFwOKBAusQtrBgqm5iCawFMFJtuEKgL7GYvFIeqYYiX7atS4HrEnSMTjW2z0abiV1wwPZGjmeDhxU",
+	"QIKQyjmEDs1ZeK3/MaX8+oNKKZczlqJ1BpBvgxOyp3/E1s2HlOrC/CYmWRkTA2NOguJEA8IFPM+wik2R",
+	"eWVQ5yDCAoUZZjQHef5RGdgwIBh9ZlMHbPpV4ETDdnpEv2r0J9MxZi3qe1R0QgRPnDTTmVilJIqvYiUf",
+	"HocQo/PAavcrYwBqdn4kK1CA+2H9bStmk/E5iaMJofZDLo+ALccAthe9PI9M1raFsjzDEjjBs+cvn188",
+	"38WXjz9lzT6X4Zn8aT8cREPWHc3Gfnd00D/sHh0NjrtDOpqOw4PokB3tXXzlhVilDYqYwz3WhgFgriU7",
+	"TL8OBGFJlWKp7uq/X15Gn0af/7V1Z5CgRvQfTMw3kSqlCERI07eW1b0gfVDG7Ikv8Qpf3gdzow4hn7Rr",
+	"+SWwEvxU1UNyFYpL7a+oLOmmEcyOptFcJJGBszNgDzV4W78E5A6SIxmvxaqto0P2vqYTiHoj8jxCiRX2",
+	"sCttHjdCIRaAPteAxJmzRd5pDJTWwijYE0BDv9uA11A4xWDsKo3ZDU2cD1pfYh0/toajoe+P+4Nh3x/v",
+	"dT/MsBe27BnzNX0yAIpEHkKwdXPUQ2jUKTNZhLbZNu4iZxRzRIzLhE35uPnMKufFFm3oVbZvq9AAtLD7",
+	"tAoywboTUBUI1KASq4Pa4sGK5Y0zFjWRk1ZF8W6jkLg3rhAnqRvr/+i2kIHtNNUKo25XvIuZhhWmeCtS",
+	"NRNJLOyVrG6nZZoVqCxORYOlbb3L9JqIK/E+3WVRjW+jfVfsbfdlgTJjrSGELZo1KyzmI0l0k61YO0VE",
+	"Lzl5/DiMeK/ODPlY99VbQu7NbSG86i2FdmX3sRS26mGIolVYi81kfiFyHSsopiG4h9hHyPPXbLM/ABN2",
+	"VlczcD97VIWVrWGqTgwZw01mrbGL7ky3VnQ0fKMGwZ1PBU2hxJhWza2lJZAruWSon+stjpVLimDvWUst",
+	"zqwNJWun9z002tfY0ogsc5rhRkUiXGGBnXcvnpLj0fiwgyjAUxFtNL+bSphpKtLsLhY8FnSl5o/BARX0",
+	"LnmgPw0XvhI8H35FPr5c+f4wvI55BP9imGJsauhhokxwQ5M4gg0ekPbI9zveJQ9WXH9JpPFfoODJyO8D",
+	"/pNIp3EUMXxzqB9xobozseL41kg/wnOmq3+hSSLWLAoueXvkjzuIFp8IGnWVEN2EpldMt+tDVysuV0st",
+	"4FjUXbAopl2cXnvUH+Pv5vTWWxK6HAz08zhii6VQjIeb7jXbdFO2kjhq/D3VClcSL2Jlnh7rp+jFlc5A",
+	"dI/Dvp1UrJdZLxE0GiMBpjTqmpI+8HCA46I3NAZBAQ+HQEEtdro3LJWx4ECLbHLw0rhjbIAYvw7PfK00",
+	"TVdXpmZLKZ6FqVrvy7eIhLhcMgCV5REimSthzLOAbblMaOyUGcyZ+EX8Mc8wkLa2QMyR8zCkDSxjWFkH",
+	"c6joFY3BFlP1EEGr5rStT7lkqrQty6CakqqCk5HvGyhRMZuZCBgYvGdSJkyWBGmXkLaytInBDz03q+un",
+	"lT4HgD2wmoGa9+IIjA02U91gQMlytlMR9PrPrcVKQhwUJbCnDO6xsTa3fvhcI96a6lGU6zhWHCSj2vKM",
+	"C/oxXmihNj4+hkwf/KuvX64inKlYJXX+i7lIFZGrxYKmBptc6gtHjsAswnCVosJsXeY5wJUDisuRDoZv",
+	"6hhG1RY+PFcA+Pn+3Vmpf5Bc3t7Sbi9oT9s6l4NVRWCvIC8kp3PEmS1be6yZs7f+iIB0iNzNDik8zolf",
+	"G3rQSEXbn1ENyoFseOrtqdk8i+UyoZsaxeasubNqHIJVB+oog0HFWVwzcs7t8kBP9zVlQvKM8QEYS2we",
+	"8tYjp6Bdc4GKXESsjkmLGVqxIu3L1opfc7HmKIwuW517M+PVmNIACHEVzm2YOVgiPExPC0yzYOJEmDi5",
+	"aEVLG0skg9kEKLp7Bg3FSX0vIrLbOD3TcjDwQERpMeyE8aGxbrHlvmdCprGohXvduvU9y7xa7yi+qfcz",
+	"5Wl+mfFnAYZ5l6AnsPQm9Gu2UpA2VSFYwRDkZOEF+vIQTAgXa4uMrwqGShvd2GA9Ot4doPFLrDnFREfn",
+	"ZnUri47lkf7WrFTdhwFHd3K14FC6XbJW2ZTRLD/KSQn1oPxUUVCBGxM90PLfnDHgWg0z0wNYsOANr5wS",
+	"YEGUTJ0aiImNa2qSx3nBqD3jl5e5w2kv0N0SZW3zDI2ugbazFY/uKpRNQVOIIJM0YT3yROjLCNugf0QY",
+	"ljwxUXB3FLwAjAQ+KkoWsZRLlqgc5QmdMLYEkV6L9Vwk6JnYKrJ/5UTkTMTDCYUFZm8t3/OncCeIsei2",
+	"1alwDcp5wzRJkHrm7d6vl7ebQlnTWkDWDKHfkVRwncll0LbM+Dcc9lyeHb92i6vVJMnvlks1m8Om+Ch9",
+	"HMpb7o+LKihzlvtikQr1cRUnLMdVhqKmprZSGfUeUwGyTJgJASRofbA3JtUUwCKy0jKK+McT3ydOrVsM",
+	"KqoU8Mpx6jne0SK6IYEBggzI76Ds6mwmmYLUaLpJ4qu56kp6oxfGCMWYh8kKMTkRh7qE/V4b3e+Bjkyd",
+	"j2El3hxTGK6xJ2b/Y34K+owhecGtOodS27IVFPOFiSzBtWx0wzNlqKUlCN3UVOMp26udG6mtu9fxCOgT",
+	"tgRyTd0br1DbFu5hYqWm4iOheWqIVuQ+0lDBFTlkZC7WME0Ay465VHpqkqQrfuKuPvpd5mKVkiWVUvMM",
+	"EJyLrBFJKceJipUylXdAOkR007G6AyIkQ1IPkjT/hpcjpFsms0diXhLHPrHT6ZHnAORKY2ko7FCmnNol",
+	"mZKV/C7o0taKaMgu65FnbEZXiZpkGOee4U5Jgj93h54Wq0OPHHqkP/qhJpDJ7MJajyLU9M3iuYBkCJJe",
+	"wEh3U9UCLM8IR6FFa9/D5eO1zJif0brwc/2UpCxBQAIlnB3S/tv/+I+h1mFSpldiIw1anEf8iWXeiG48",
+	"cjghlKwZu8Z9AxtTn5k2uAGSbnRngHxx7BxGRwb5T3PlCaFcrsFQHXNCZWisN2C91petaQrpFammS+mw",
+	"D5w5FhVmvU6+N/QOvf7oB8fw3WwaOfYdy0h3WGsZWdCPpmbM0Y6oessDxWWoU57Om72Bp3gvLZbdBG9g",
+	"paAXVNeqj8EiYCObplTrCuWoEtgR7OMyTjfAYdDPFGr6pOynmiA9mkZPdFf1jmj8TPGQ/SaWdJ9bCY6i",
+	"2u9zMzpJXr367ruSq2kwOLpz8EKdl+s8L4oeR+hFzOI9gPRdgPPHCKniWI5pfzoIh1F3xMaz7ogeTLtH",
+	"4WHU9Vl/NqDD6SgcR/8QQR0wz60REVkuO7x6j3EO0N+26onI/rEBhg/3iX3o7Ah+2CPwL+f6gkPccGxO",
+	"seIEtu72v09qfqHsQzm3tabcczElrK4c9P3muVY/AdneeSEN4LqIJUxVM+/h9yztHkxNF6a2dbNsNS+g",
+	"Rx2C8KBcolbvXp092+pOr0rHuay5ppwpSeY0jdZavkqWxjSxiHBGYBvX0QlZ8finFaD486tsaGW7iT8c",
+	"vP+jPzw+MGUjG+SaE3c7PWQD2g+7x9FwhmHJ03F40D2MjtjxzAexta9gOmeMN4qGWOH5kh3olCxjfmUc",
+	"8vFMv4CKdhTvkhr+4O72rb3jp8XMxtM/UNz07npWNopaj0PfvNHmYUJ7Hya8nDdI13L4Llam1bK2/7e/",
+	"/s+iLa8kVF+kQjfQkwSD7B0zWex23RYwUFc/oRCHbSIK9F504wpy5q2Ty/bLjQHapw6wB9ziZoQWRciO",
+	"0BtrauFCEbRMbZjK4XArJqa4XiGcx0v4LIbL2oL6eTWhlLRPz551vCxkzaS8mE0IlvJ1LMtZP77537Dv",
+	"9/fK3noITGtb9xGL1lYjkPP5vqRTltyGPolucEuifHN2fkqevnv+7Oxiv/LXjaqxjTN8JFFBJu1Aa8WB",
+	"R/721//sFAq4AWvcTYHWX3hrY463BTsaRm5redPRG1yLGy+PbYVKQVjJdTuF7hjHfLvK3Y2HxGgyPtpf",
+	"tTQzetdsTLTOp6yKrUgJwpuUgyXqqLL7fsNVunlVm+6Y1W22Gg7TcrRU2i/nDOsUm8dLAKCDPNuESahe",
+	"so5B5VpQvqJJTb0j02rPFFunpE10TEfhkHX7s/G0O6J+2D0+ZEddq0EMoxG7RX3ds1L391W+17093dd9",
+	"6FZnl9mBTjKm+eHsgdSyLemYRiuTNlwkydMz7+/WVndIO3N2V9yJOs7TMwtSq7xP3W3TeA+rHAxei5aS",
+	"sXalaJZW79SIwl/5elbWQmouaZayH2z0t5Xaxbta82v3fWVr/BLc3LL7VV0SRfkCV3m5DclrBQ7JXobD",
+	"q1ezdn+vOkt3WbwGWJ4t7z348rkASg3r57pEVHHlQL/KHROnb89qlwj25Z3Dd5Qgil5DzinN1e/fkJf2",
+	"1f4eWNcFkgCMTM1GkGRpreK8pqysSAkFd+0EPQpohs+L6PxKftrCyV6BjqpH37IOPGPJbM7qvS/9oHga",
+	"VwsF1AzkkcxtMaSN+bLZA0iT5SVvVMWgcD9nfXmr1x+yexxvz4yG+w8gIa0yvkNAZq89uHy0X2oWj9n9",
+	"wfpvpVyxtE4O/l3gJe+yCnVQk00vPfgKZJCTNfQvAE/qQ4KTdlBQKcswk/V6ezWPxEhgE92V240lmTKA",
+	"6JLXLOqRwFF/Cle6cE7TK8iF36bPkMDhr5x5cp4qz0Y3cY/smgN5urGZ9PZpMdP/MbYPeiTQGn70QawU",
+	"RCgSsVKhWDC3GrV+Q6xMnjyHKIiCEbtHgmx9CgPJVwbO7lhrdwB5psdHOdylidxIxRaQjy1mMz3NE9Kw",
+	"fHE4R4QCNw7EfoQkgl+xFD9Vh5mMqwELcyNi61I37G+WGm8WVmt2JExBG7MUy+qXltKBGvXuCutd6K7e",
+	"rNQ/gDzIZ71dJLjUeWCp4LJujWCY0+iuHO0u1ZY0M80dZaYveUJsrBSWEI/5SrEeCaYruQFM1JrTJLYF",
+	"insQ7GC+wYXpWavCpmtMeMVO9baAKMC2SNHj0ikmtul+MDbB/EuPoQQNal+qsq24Zvx5moq0VtF7c7pS",
+	"czLo+SZNDVLZDg5Hx+T//O9xb9Dx9KaPEOhCi6Zi9lo1mqb+Q0GMWSQfTBYJJql5ZNQf6v8zLmWOfbhK",
+	"KVcfbOaY70OGmOkiTGLA84B8NtBQlRAfFpRvPmQFUjFBzKViaQBQG6Lue6icOR/SNC33X8ESLr1fm1H1",
+	"YXexIABYWKeCX21P+HoKXyJ6JRhX1mqOAq23c/PiGtWNqlYZ1SvtRAvXmKlhNN0wZeDW0Ho30FOfdfDT",
+	"h9gGYZu/JQtTpjCtOeZSMRppDUAaJHbImXpCZRyWpmidNobnwHNjA47tbkVBSaYspPq4yhFfGY+WIubW",
+	"4Skhrhhjl5DmtnK9raQeq7nZHiaPrl1h42a27fTIBUZCGZ4BT6FJYNSCYOhDLKIRAfqfoVnVHPuyFM1j",
+	"iVm/DKdvz9CbBQg+1x8CE6uGqu1gRBKmFDPpgBiSUvILLq4/jF78dPT99GLA/7Q+fLl8dxx+M5RfR/1X",
+	"teCV7mJuHxO+o8clS+Ma+XuMS3746fBPN4OX6+N316MLfvT9cvhlePDVrP9kMX4m/T9sBu/p4dfs+NuP",
+	"deN0Nnc1y9tk+1nOdJi4FDBUfaG1V0Sx2T9yKXgdwO8pLyDSluRvvy4DCV7/AK/XU/2rby80h0HKJ5Uk",
+	"ODVZwLCHJuQJoylLCSbaub3VJtyxzVfz6R/C+E381Yvvn7+7+OP5mTxbqOX3T88Ozn48W7/68b169eyV",
+	"evXsefzy6Vc++9OpfncePVU/RcM/xrM/9tjmq79E357px4r2j/x3/Pno28VX718txt9Ff4lehS/Oxt/1",
+	"v/tL6KvrV+993SQcJHy6eOFHf/oqaTWFnzH5Ia4hwct4xiC+Oeaa8QSPJGkf+H6Rqw7q0yldU0LjVisA",
+	"KoARR6w5XgwqCXr3ha8gQ7FsSIG5ZptHUosQkGiCS49ItqQpRJBPN0QusSqbOyx7p+jdxGydWa5MTfIs",
+	"5sL8bHAE8a9aO41mn4Ytdoqu9QDZrpCzj4+Kp6l5tjOLyN0FhQEUmMPSrbqwdWfdt2w6F+L6uTkp6lzW",
+	"79+9rDM5sRsw/GkZv1zJOYj4W4Yj7edGvR1kYknlcKgsxPU1Y6CLyg0P9/Ex2gDrfZyy5lXSHvV98gfB",
+	"mUfGGJ6cl0e34fFejR264+KCmPDc/fy2eiEuNkvWkI+tG9gSfFp3/PNl64vL1g8BauRJEfr4z+XCWiFN",
+	"o+wOkzpoOXthdTy3Y3uTniZJXbp82Y3r94/92ZD2u306mHYPw2HUPWKjWXdMD6aH4VF0zPy9oMf2c4qW",
+	"2D93iq4Q16UKx6Jflz3z3LE87+d3XAFySLF4m7N+bhJ2kfV2ATeWJnJHBwZn60xp7NVAOey/tW6ZmLQv",
+	"F5szfgI1RQe+CVSC334LzJ3H3w8wWt/81a/y/aoOOCiwXBaA1LWBwojrjz4NpnLfzMAfHTXmju3BsM4i",
+	"6a521Fgt8TOysrNse7Blo3XCJoZN3GMFDg0S2J0AdgUs3BJnYBnFbVKwneaHbp7sYF8vHsD57xW2LE3g",
+	"PTjpb72vTIoYlqaxG+wEU0gxtXGliFR0YxJtIddh5wasbhK9f52nJ/C5xVJtTDlnk+ArTfJu8w4mbc7W",
+	"nZp9vGPfOlvti19nH/3acv7xzeAuO2fXzvg2VvPz7Fq5n2G1rLtVzatNF9VgPZcs/BBk5masiaIZdDgg",
+	"KeWRWJDpRmmpqn/+8tXp0+75l6eD8QGo++RrxpYQTh1fM4Cxk3It0mhi8nKInIs1hOaCFY2LdZHd8POv",
+	"Zl//8Tg9+sPX3/2UXqx/fP/22dHZy7ffn4nBS/qSnq//MF5+efXH3x1cP1v/fufxaqa6h2n21DGMZFg5",
+	"ttQJduPlhlFhAHyyUlWQopcVOslX8q0e1dZ8fUqCNb7b0xstQFlXl5+Hozt7INXIZD4WOz8likmFQ8LM",
+	"uDzFaodxLR9u3veWw0AT6ld2IbhLVOM+cFeleDIUfrlvF0GBGdApkK2Arb1p3ulaIlsQX92k47IfCo93",
+	"hjFvD3JgGpbOqEfS7IgaLoUr51MAVFJn/BzNDvWxo4kwOCuIv6SsdUwfOfnem7IM70YfZHCFyg0aE+IT",
+	"qcQSxApVNjfTxJUcHYx8n7QHI8gLLpnTtkJOQUsntbLGRlKV3/rgYeEqjdXmXPMYkmQKF/nTlT4F7F8v",
+	"7Ie/+vaiVRtU7trCsA5cwePgZUbirVatgjmLnIJFDEH6/IOjDtDYJtdDvbITA/al9eQD37dUxtxoyNfG",
+	"EYGtJ4ABDQKjXEz1ucCFvtFiM5LbCHtggNAkaU0MCfKNow/X3I4K9u4qw7zQenyBBCCEJ9bYRGKw8a2k",
+	"zaqzh5hhKkgwx/PIy2ztYrbTNG+s6VMRbYqTgGFW5oAkqQnSydxLxrrt2E8nhH00uiDlmam4bScFoHV6",
+	"MB3jLev7XWMtL3CJXpGiVwpXLRRLk5+j6mxkJyapeclSUxGIMQMmIjjD41wqYAGtYMP8kVI5YweeBdtT",
+	"4gqzxS1oQtavl7EJohDY5dFrlRMD4M5jfpWw/Rnb1LAz2fnUkCOkabpBJCeqnAl7RFIVy1nMJJkKNder",
+	"OkvE2nEtPHVs21pfAgoak7Nj/5u0XsZSQV2Taq0RFDZOjG/W6J0BwJUTIJrJ7qdRnsJUaGWvU8WPZo3M",
+	"b046UcOL+c8tr1Wyc9piJcwzxnK9eSFcIMv69yy0GHaoLwx5nF8tMplnLziYumLRPwygiOd2ZPPE5SMn",
+	"abI4ULyHA/kAeKeAul14s3b2GXhBm0ry1fmb10Sk5O2zFx2vjN9tSirkBZArQ4evZdDFDavq5qRlJRfz",
+	"Vi3PahGyt6AcFK9sDSzWJWaM4kC0EmBaZOewPCGaU8F6mDGCtUIDBnHLFQiFIwvl1GeMgJwJYH5MydD/",
+	"xGS7ltHbtUgyzj1jrcpvRM3BllKumKxiX5o+Y5nDvEAgEs8WoRuKJGEhCCPJ0pvYQJln5NQnWY6FrWXi",
+	"JccYHEJDZcMKYuUZ+BjpIsq0KfkiR7kCn+QXHSz2U97Dl7yNFYAgZLdSNcjMZEGv9RfyGqv4cQLIBSuO",
+	"4bHCRhEJ75LrPYYSFt4vY9RMNwZsU6REsY/KgpL0yKuMoYCp1ZzF6SXPdjYQUYujkwxlmyxpqjhL8xYV",
+	"rozTnC8t01/yWmFE5Gq6iBUI+txOvcDasfp4yJCAYxeOSjNWSkOFB9KXF69eZmnukkzZPOYRHhYOMoqm",
+	"THDJ2yV0TLp5/AmY+XOA4CLYiSb5kollwlAF0bO2QbGnb88MCE7K9I+X3B5EiMUFo/+XfyGnBRe7ftjv",
+	"kedbTuZgcf3hb3/9T9DFQMcIFhIedCyKUel8vuSE2KC2gibT3qYenOjeFl4mtfKogE7vkg965FyL7Ns6",
+	"N+GARvxTOK/NVuhd8qHeXjjkhEolyRdf9H3jn5dffEHaQe5XmmgtMej0yDu2kqAsYNaXnItUJRuDwUJi",
+	"nLppB9YDTsRUUchfN2r9SXZ0L/Px2NxTrXXzKAOhg4noLpuiCr74YldcgZ4J5eTs7c2BffRIQp+PD0Yn",
+	"hIapkNKQKAMQsmBjKJU6hvGtVgw4LwUV2yOB2iwnhKrf/bhWQVnjxrLE7YAmVxNUwIMO1D665G7ZVj03",
+	"rd1BDHdvzZKkCybuxz+ur2XvRym0rvc0ofFCTkgQSwmY4asIAcOnoNheclfTbedac8cjgUivAH2rAI+v",
+	"fwDVR3cTUwjyYB+X+j8/qjiAuQO0ke5Ha1sxiEHJYOcVvbBzseZaBUc+R4XKACOVFM9LnoM/sYn+xs/k",
+	"bdYX+Zm8ZCrzMJOfL/nP3W4X/r9+MyhoAYF+/Y5qQCWZYR/NgJQGgcePHsYu9erk1urVickmyfvK3qeq",
+	"mOMtT7aqYifb1bDypFAT05OqU8XM247KWl0FY81v5ycR/mQ0qI7po6QguWT8BRrSzs8W9ejq6PPjFt8v",
+	"XAqy1+FWQC118kwMQ8yC+oi0vI3+aD9dvl7U9bT9fqF7uuSv6kpkyEcofuAmlbd2djbaQds5b3wReJe8",
+	"TEGvTKNOrp/Yb+T6Sql3rQKUqOXVTRxl8RdfjPz+F19koW049ODbb7/tOsc7y45HfVrbUKOx3wFa5WCA",
+	"khGAwZaTSx68MlFy7pmuh2JxwcvPT92zH0++CKhj1YiU3YhrFoFdxvzb3M6xJje50ipF+W0bA3yQGWeI",
+	"VlaK51SPvHEPVxNRBcYD/fc12+BUVbox+PeWeEOHeHN6Y+IGNRFI4Ihha+A0J0mA4OABWF5QOpugwkue",
+	"L6g+UN64Z4xTzKJt5gy3hsjqDdS8ItFtlTe45IXD6kqfCabsKHSE8bCvhSIbsUoLXA0leJZUzc1gKS91",
+	"hvoQ5MGhrDXVasSa2/L5eBIX9oqxwFpONfz4L/9CIORYwmG5swoGahDNZTU0+zisb+HefwcqQMeAZELY",
+	"pVY89KqBCgB+LWPeMiulqanX2//ii0stlwRAThoY6MAjC7oEt19dcQKtXxUqCZAnItq4VQcB5+6SYyZR",
+	"bA1yO2oZ1Bc16HgEihpc8iVN6YJhhKS0pQ5Qv9X9W722XSiC0PFwrUuNoTBCpS3IGlsyAchl6mpAG/y3",
+	"afW68EXz05lTu+NrtjE8kNc1oUTmtQC0Rnq3QgBGK4K6Jz/bJPmfoR60XiNXJ8r0Ircuys+ARfgzObW1",
+	"JjLi6F2Dc0H8QkIBwPCESMYy5uiRU80vFKu7gHWtkL8EZ0222FOWiLU9Wo223jXJCziUI/Iz3Auhu1Bz",
+	"ikzE2t2CWt2GKwEFEAvj7jeIAF5e7FZLMvOlYskX/Zk++ZkYGe4RE7+s52tEM8oND/GuM2FsenNKxeiu",
+	"hqSgky5sr6IoaXJxZbpxysvobkbkZ/JaELkK5/r8E6s0ZPakz6WO0yF8gdsWQt9rsOOaIjXwhbEhLWwB",
+	"9jHWF6XpSsFK5RXZsHWu5pVL2vxMRv2h6cley2CxYkmEXpg+eRU/yQhfX/dGdzJ2V9pc7AryDOSY6SgU",
+	"fJbEoWGSY90UEuOcvCs7mB9XUs9pDSDvBXw0+2Y5NaVzkp99iDKLWK+RPvztRNwCPXoQgwH5mbwHeFMl",
+	"ROQBKUPKDd9DWy7WJ1b0FgQukXRD1nPLUU1lfuxnTjkJyuLE4DxDHooxdUfxDADuzYKYXVYoEaR7BOoJ",
+	"gRC69sp8AtQgwTum0k33dKZYGmQ6BfZULSukuxv2i8zwSOZyMmXIEgcj8nX8RG9/PMj5Jr/odZztUChM",
+	"9DMZwzY9zaD5SSgwgTw/k4NwvuKgCW3tvFDcSHc8MIMu1f/FZJEaqZJqshiQ4Eym5KWRdJd2U1gjpeGF",
+	"FG1ZSoKPf0olyzj0xHSLkM1bSb+l4pL+9hiZBIxB5jWXSv3ex+30yWs1/Qxg45rq0xXkeqFdU5PEtcJk",
+	"sQ/6bZtVImYGIUyhuIfLxCkncWSAlQXDbQ7CB61w+a95AfBso5bVusxHdMlH/gjQ8OMIIEThfensP31g",
+	"ssgGG69Wsb7uL1da4UA/7wQeBh24OEs0cx51R/D/+gMyZx+pQTowFjc9NazBrGRO5JTc0DSmXCGQcJJ0",
+	"9dsswk/qiV1yVC2dwDQK8t5e46iae/rRYIAIjrB5DXEwMgtubvDbLE4US08IveQLmrifsrDCJ4amc5FE",
+	"aEonjIdCnzsyoXJO2sF/G7wIOo6lGkQ/xYoE8pLDSuMB5OFQUXN58/bi7M3r8wDN46YZZrPAmSyzu8LA",
+	"Hxn181QfQAFMAOau7AEjSZuLS67neoKYiiwCrR01dvgiFs/MSnOlaaw/YiIe1zEWTlBZrtUjLbHh6DVI",
+	"6Fwr1vSKTSxRw5W65GI2yy2Rkmh1wdbrzUlqxAqSzlk138zLVEjRvQaeXg3ov15VeWTN7ajnkPbQJzKD",
+	"cUOjuJlkx37nyEMzHWcxwm2j8ZFQMv74EUs9F+QFXhuRUJmvcyr0UJ8KrhhXXYw9s+a/CyNTu8/NDIN8",
+	"ihDBtLGMCcIJq5M76heUDTTUF5yjg+aS4+Wk3x+Q//O/D3r9CWon+SKibigXq6urhOWxAfqwXALspt64",
+	"HzedHnmjWa54H8JLuGUyfbrsSERDNsopA/Lx/2Pv3ZYbOa61wVfJwGxHA3QBXTjxAIZjb4rslmiR3RSb",
+	"rbZl6O9KVCXIEgtZUGWBaFjuCF9NzNz+czEvMOH/el5hz5v4SSZyrZVZWUCBBNktmZKpCLsJoA55XLmO",
+	"30eFbIV4hr2TiTEcpXZloOCGRb1w49bGU65NkPwKLd4ifuEi/OOhvGK/gR5wqJ/d1FOTpcmAybQJuK0B",
+	"BJlgDjI4WlNZGSKgde90n612nuZuKDebPL1LSN23sgODNWlSZBBriWC3yVDSDdpSQ2UZBxo+V28Z07x9",
+	"qyaAiuBul6EEfYXVUW/A0A6H8ahXaCENl77nNh1hKDnoFPUVZUM/4vbjU9/Z1ybhLUdxA3m1plrvjm/c",
+	"sdVjgUSbtJ/65oAfyqL0Q4oPuRN6AYfBhfiQQ1xB/1YfFaY1WcKOLeuZEW1ACameRFi8b2Ws5f+AtFpk",
+	"6UcxYHhCmHGzc1MFMlrkGGfVf3ir60B5TEzSH2JYzhOeXc+mdvEP5dKuECrkU72pGi2GYkgh0Kppm/Nc",
+	"Vocv0GHbwAAepJm2aBBWbUyEzB7x8Nr2w9nRtA9hIQIrhDFd0REBBz96MurBREzSwvPgf99yotUFoyK5",
+	"6V8BADJ48daZ/ANsOnH2YMSRvb142QT5TuMSsUTLPzXLslQrqXqVDWvD4Sza9f1hjZwPekRfvT0pRorR",
+	"Vb6PV+nFZ4X9BZhZtDtLyhe4TpRAxh2wyaA2gnZru28WHvYOXFVHllMN8Zhg7YFHJhbKYzMZ6wlRuaKd",
+	"GoZimiNfJce4CmFF63PLfDeUlG8+4XkIilHwP5r/Wf/Pgf+3v7Sbe98Ph9FWo/6fg+GwNRxGv2/8538E",
+	"BG8AB+GUA84Uhp05G8WSZws2TlKtcKXu8Qtx5gVxT9By18sc3q4GhDGFJVh2/bhAVzgf7U6rC+Psdh4a",
+	"VPSf1hqVXiDKvRk7Im3JMx4nurd/FVlKj+4Ma3pxDWu9fquPU9ntNEcxBjovzWHnth5G1fwKU3Zu1CSM",
+	"YkBhLZV9m1IJLH5kc+CcghICtBgHxQH9TJkWs1gNpWVkYvViCnHkiG0HX/RMAX1NCSA3YHUq7uPOLVqt",
+	"HQIsA9oImPkREN3XSSzFsVbTA+Jr4XiU2K6vXg6qDyqAQ3kppMACT8iSzEtZCOAXthNc1AsV5yKkYpgN",
+	"cAIOEsxEuYylzQMw3wN2Ba1vKDVokSfYJK4UuAtw5MNvbqgisCkL0WAoA3RRWqBqj0XI4cI6/YYxB9Ip",
+	"/3EmWBDOMpVqre9diSGcjhCg5AG5Rq008djgJJbXA0oD+Off/4EuRG2GJn8Y1vS9w1pQ0NqMZ4nleDXB",
+	"bvuCfVLEhxKQQMw7DVU5vsuIoBZ7WTDEQJoLJ0KdfRalKMdncRIx7JieAxwvGzzSGwRHkIJH9osCxswZ",
+	"51u98WbySI+LczFhMeLl40TSCnDEORhAqIitTK/H1vxC76VwGBwUeGHIs2gJv8jEUaELa5COAhPkLeAd",
+	"Vt1CJPNhGXX6/aF0AM89lomJ0PtYYFavyYUG/3PJ2obYl9F6W+xcTAVSYRa6vF0nkLV5LRZFvhB8A8pK",
+	"PUwnU55ZxQePA22BJ7EiH4TJyzIWMi521PK3tjq+v7UFLxvKJb7BmDJC5jhsdizy5rmYJnwhIqIGc1KW",
+	"dTuX/WVkvuER2OmwujusFHADj1yjxQ5TaTLUbboJPE8vH0h+wGLxVIqhpLYOCDEHnOpSKPS1GQtwHGfW",
+	"GwLrsuP7esTp4Zn4QYS5o8h8+DCURpco5hO8IVphzzK83EyT1gWh+bYSHxbzVy8OjgI2T7NrVWT/FL4A",
+	"9IrozUQh0b1222f//b/2Wu3GoJh1ijeAMknap1bZMEPaCtIJJLEMZdP0Sv8eCzUoWDbBaVzvtbtsJBap",
+	"jBpFo2A7mJ1xcHH4FTCHpdAhTKOCbUFvtVrovoNyUpxu5oVgWQA1E808GIJUyRMKeKr1vMPKcCLGEaun",
+	"mUcJ2KU3eEQgEBGDmOG85ziU+rFovCMhT2Ac3xgmyaEcVY/TAW4UuB1n2IVxsY400GBX2SNhBum2gkZS",
+	"v7xgkkQ1Kr6U2hoYuISSQFAJv46BPQEUawBpohMJ6Zj04yptU3ikcoNsseP7003xiuyfTstnXF1DrpWL",
+	"8tFtdRowEmYccLlo8YyHMpZZKCYFpJqbee12WCTEFPCRaCl5ZXeNfpM+7ChDPYXrkwUMCpDCOhFnuUCJ",
+	"FAltlKgi+X95jmIF+x++AMAco/lbOr66Y1DOr+JcIACFNW59XzeMOMHIr1SaI3rnktVH5lARdxDo66tz",
+	"NuIRC34XNNHK0OpasB8UXsc4Q2+Tfq1DR7YmkjqwzkdYstAwFSdCamUqytLplFqIDtflVhbhU7fpIGP0",
+	"uNGQoSGXzyEzV+i/UeyzQuDAlQ1Lxnd3wyH2vy5a22LHpEPD+iMdDOdknsV5LmQBOYUoPAOGV/3h9318",
+	"Nn7qt/zCgwYDcWQgKBSrB1SZ/zJLJ1pfoI8XKb1LL/xut7vH8HrLiZUIGfHMIy8aNDIw0Bd++wI4lAe+",
+	"/x22xP1lD39p+v2B7wfGG2U5KrGIqNnuD/p7sCPylAW/x48D9lKMspm2p7o++qYTwafGV1cPOt1Bf2+w",
+	"7QeFXopPTcesvU0aRZrpxwKCm+4hREE2mS8cO2M1mbqmwloz8rvEiKrvKQNLDe6EkqpI+GTPt3sNz+iF",
+	"zPVaSpD6vc6eFSro1XKdsCiwXrvRSN1i/e4mKBEAIoOurdHC6vdt3y9UiSmYISG8YTTLFDCk6bZ0fL+x",
+	"Ty/Xy183ZbUJTjGcOX6/RV8VpN9QYnZcBDCCdlCQneYiG/NQtNgZBxcN5EvJ1F6sxCXAIAxlzaslcSgI",
+	"vIkKBA6mPLwSWqSvFAbM5/MWh59baXb5nO5Vz0+OD1+8evOi2Wn5rat8gvAfcZ6U6w1qXo2aUBvU2lBZ",
+	"NRWST+PaoNZt+a0uVHzkV1CWU50Tq3+5XAfI5abX1v/47mv2RuQebMqdfnungTL2RmTxeFHK7FIEZ0YG",
+	"9gbZvNNYn6WUr0rYuqhAoIh6plhwHUdBi71Kl2HeatDtzNJC1b4U+R/n16rm1YwdDgPQ8X1TwGEqaJei",
+	"6k5ZL9yhRwlqm2aTCc8WBCNt+mBqL6/FQk+EFsD6Yj1aUJXLk8vaoAZdBAySG/gE99a82nUcOXg9flt/",
+	"lcMrvj7Ty0RBtWx8WfNqH4Dl4sc/H/z56w+H2fjbN+93Lhbvvvnq9eXOVXhzxqfxaZLNjzk/C796e57W",
+	"Pn4PFSuoFN1V3wsjBddXQYPBlEO5TA9Hr+pRdpSff8EtVbhb51kb/OV7zxnFLylkiTPsjCOgpPFLPX61",
+	"cqVB7Xv9QGvl3rpsl9CW1pWeEVGpNdcsdVjsBl09ZCtFBTKYwBoMClKqgEmeZencVKoogLDXZ7e5xraA",
+	"S2aIy81vmA0jCd5iNbjrwdGvyhHPht4E6FmIWuxAukzJhgkaQpGnx0cDk/ejWADFm4oFKyxbweoWOomV",
+	"+V2BEDE6K6zsZWh18htBN0FoxgUx9IPY12L9XDgIDenXoEwEVqztu3DVv/9kKeCuuWINX8xT22F3ugtR",
+	"8JcSSpfe6r2m32+2exft7UHHQHOBGNiQ/s0lv9t0KCfwgt7ednvb393p7u7uLsGbwcM2wp376N3ao7bb",
+	"o85oV/TG27y5F7ajZk90x81dvjNqbof9SH/q8PboM/Vob/vhPfq+LCiX4B6Pj1TF9q9tiM1yWt5nqwhe",
+	"q0IXjYTT46MqrgLITabvraxCxrpxmjUeJqX1Le27b3nrZAriTd27b3ppEgLhjs7e3XdcpOkplwvj49H3",
+	"9Td50xvMLXpb5B4tnz9lhAF9HJki9L8sFSx//7F0Vtk6BedoOl0+S8zp5Hix155QpvLAll8M2D3KCG0N",
+	"wDMEf2jOpoZq/qezgz+fv/jmvZsfqx+4eP6TSmaXHwMK5p6eQOYO5qtGaajABcyT1iQC/8dcq/bofNPq",
+	"eGDbcZAHVJWmzxJIGr40ip1x0yM6ALrh98ue8WfKmhixLdYoucNZHTEpTC6L9aA3WpCgfSkCwr2AwGAO",
+	"7nbnWIVv0BQubE52saYR+CTzXGg4dmKfcdsHOsz0IohijKxegZtlllcH8gM2g7ohsuNsRMIWnKAzjZjh",
+	"3QnfZ5P0BolghJ3yVI5SnplUG6jaTJWKR4korYrCRqk+yt2FuclxXlqIMFUQIeeXSyyBsXyfCcL5rDq0",
+	"4Zbaprqo08w3cONHfeRU3VH04Dm4UWsbXHgIU1H7DBrBlCCAynaBc1dJCRhxee3oESeWxa7m+72OtlLS",
+	"WR7LS4wsI6Od7/t+p6/l32imYimUIliarPznSSxFG8jSfZ8diohn7E1e89yfO7WBnCWJVwtBEtbO05mM",
+	"2HkaXkOFvsp5cgjMhbWd3e3tHgEp6s8Xf4LC9BFHzu6aeX4mRM4OZnmql8KEx9qgTedSZP8V6isUXMBn",
+	"edoK0wnSvMX54gLPviQJ9bkvLnmy7rHsXEx5nLGTk0PdxKtU6st+3+63O/1+32/v7IAs/nAcOWO5vbO7",
+	"h3gBKs5dNLKqNn30alexytMMjwaeu6ZY56K9M+j0SZuRKTztjRXGJojuCF/P2LgiEWGepTIOeYIQ+Kc8",
+	"izk7SG54Jv6KYwsoBlaowsotN6B34e8N2n65AZBSPc9iCDapnGc5YpyaBxY7US9wUJGIwbPXHPf5drM3",
+	"2gmbu9GeaPpa1xx1w17UB6xbPXUoCWjXLjcar7iKp2ciC2GP1Lb9lu/r1yvpTEKv22nXCk/FKZf8EnIZ",
+	"wOcOXaVXXKQT9oUIrwHipuL5vcrn7+5s993n02O/rxoGr+YcXOvn16FYrJ6B23VEV7KWD8+N9UTnEZvo",
+	"iK8lBsfBZlzCQKFQk36jPlfXvZkuew7XwCue9MaH6I0ruDVVumOlcucok0YxqNAhIQR+H0UyLR9DhW/D",
+	"nCIeuAJwv+Hf+nQyeiyrg8aFCTrg1QdlpeEZotFLrCLWn0h+snqaRHbNN9AfEREUmtsUrbpUa7ROLBGS",
+	"qqv8eQels/VW/QWAwUr02WWVZUOpGCMMS35VKDPgXyhQ6xCN95f0RMTyHGXbmoVtrnVFyrG5Z3OXYEkg",
+	"VXsGnZY+drvT7919x6tUnzAy+rULnC9FXkLoKe2aNQKnlHRzH7/qEhbEquFofUVVZiMm+FbajQiNCu4P",
+	"8IgCtNoGxuRQbmxNvoSQrWJhOhnFEjmj2MGrI0iac4nUMRKseCIIYEISiBHqfVW86qwOfmX7kee5mExz",
+	"ioV7RTaQA+SDBVYHeKUKMLIGPuUJMqFxhplQLfaGJ4LQLigcX5qIoZyLTBikOT6dCp6xPE2LtmKYatVI",
+	"PCy46zYzEvWoKHJhJwtq4BKUtr5mjW14HctoY9PQadzX+j6wDKsNV+hk0Sw7DytgaJVMbmusWESWv3db",
+	"DVrymtaWQUFSsrNXKEY3dA9XNX3F2X8v57m31te/1HJy+huM+IfQu1a13qUX//ytxjRYxKuBsgDF6lCo",
+	"x+23scGVGTeWAxnb4x2+O2ruhX7U7In2uKm1hyaoD/jT3ppO0bM/S6fKHYKm8hzkxRiTYGIFuROsDulf",
+	"Kr4RjWp2eDdtYk3DnWSN6qbfyiS/aftJqDlNFx9ua3rvHk2/SB/U8F+DB+pAFoeRFrr2nFk9iGwtV8lN",
+	"ZSi1a22fbG/85txwOwxq9H1B1T+ofRsrXmLYWOGg6Q/ane+KS75YoNsHfVIl/s/iS7NB6Ash82xxCk4q",
+	"/ALcGz5p8lqk+M3ednunubvb2Wt2eW/UD7ejHbE7LrEn30MUOYUstUHt+NW3zTb66uDQssdaUrgm2u12",
+	"GxxbNyLpvoFpJLzoVRG8sUSvDN5N+UJk5Ds74pKzd1dxDgmMYJ64I4lH8utx8VlPpx6IXtf3++1Ot+3r",
+	"DgOQlT62rFVD1AAljlOHXls/DhxXP9Oi6Q38jRdNTTd8DTNz7XOuJv+XW02+73d+NasJPzlriJpqF5HL",
+	"4L28iG71rh2uNzE2dq852th93WsrGuOTf+2XNHfLYMVVvrXSBDkmbmndVNm5t3vW9BpwH13yalVAMBjX",
+	"lUekHuugHSpdW+763MC1VbZOl3xbGx+Jj8+3BTLwLr+Wa1lxs5jua5Ot82mVZvzJqfUodjk6tNyZufcu",
+	"f25A0X+CaOfqbv8SUuwmqRSLwm9dKNK2ziPO0ec1cPApLLSLIaMaA4xvPUA1KGDGBZUBQyEg7hnY5ZgK",
+	"RlbfGHKJGGGoRO1T8dhsgrep4nLyuVDhgfgQAlxInHsM4OqAENFcAwUVkC7EXcQYbfYMMBUSbWB4ATTf",
+	"IvnqRlHlqGCTFGUPOsfggYhnDK20oEHPbDEoVBGFaRaJCLMxiu8xo0W3z1uaZ/1ugHOTgakBpDJ1o4ZY",
+	"uAfdPAsyXIAW3aRxBEW2uvXawucoipXI80REbCFyHKDSdGK3zNB7Q4mFwziEcY4uyXmsRFFk6ryTNB3i",
+	"fir6qfI4SVjHbw9wlPCBlDhioAcDoycFNsoSlHTdgNVVPJklPE+zAbrf0GbGchAYvqDnO/91+nuBhaiM",
+	"M9sR86Z9qhhznlJ6QN/32wFVWeOILAM1YMhnaUGyjMdKqKEMyuZAYKPnYKHSB1u5KKOlr56pAlI3IDyc",
+	"G5FB8aa8pMIj51oaSY/Re894HGENyIgnXIYiIAzPAyyjbG1tsZ7vD5jdr3qBTND/wCXzCwgc+51bAu9B",
+	"OUeQ0ewAYkffL5VgaL1gYPHoyqe3XMnxa7FepzOUAMqJQwlAWgNwSZGBQ2Pn+oR7nQ4LCGjYCIHidtrN",
+	"wWAoi244EquYEIDhB4FmFgomM80NbkYdHQo5jxOocdRz7ArABrVlqU5UL3goFG2xvt8ZLG2aZXQxRHBD",
+	"geE5ONJF3SbRvw8lYtOVK25Xan9pzp2v9bwfKAdFZqV4eXDL86BJozRaYAwjlkW9cIH05Betoj3Bk0zw",
+	"aEFeunWFuUMJlbn7RekL1voga1O5pHbCr5Enht5QX1NOiwXCNkJrLkd5aufBlsXr8U9SlbM6N+BMIJ0z",
+	"rq4aSCCJEnS00PI/JoIq+yDP1gkCkkq2qCiJvkyhxA3WsUiUMIi9hKBvQFnwXIMRg/K3qtgFrvt7qtF6",
+	"vS/FsB6PNr3iK6WidRcOJtSTJ423A0u4Nq9jh0rTW5b/krM78sOdUVs0O+Mub/bC3ai5J7bHzSJgvm0H",
+	"Am3fYiiWNk/J/+pSQfb7dzFBfo9DKlT+RRot7u0wzfKyw/TMYb8gB4yt4bFurU4fvVfGEYKm4RUfQ/Vr",
+	"rK5IWCEMR4t47dTSqw6SBM1BkpLOq+5RqYPrvKivqTRicGs77KVYaZ2x4KePQaEKLjUIzJ1PNOAykmD3",
+	"MeKwS5/PjEMpOrAnI8xOSe4WgK7VYt0KKUTgy6ksMC/ORKi+gXNKijm+AHRgWkpWCi75iypk/V3uo+IW",
+	"ewf0uYNG5n1KWIwX9184N8XqhEGD2aibhjVKAXQSas5Q/sascX/37huoHxd4AMNt7Q1adobQxBdpesKz",
+	"S4H39TcZBgvYdiqimEO6LngOOpvc7MAAf5q/obPRJH+JoLW/tIuCXAlLTgpSvO/lpzA0KfdJuDH33DvX",
+	"xlh2nzHXhgo3LNLhg3Jt3pWD7eR+UAbkqOTL+U8bx/nDP//+D6PTvwFNFDx2W1uEsWBt0ZJyVwc3QGpM",
+	"4EYJV5eK5wGbht5DxDunx0fPFEunAKSXh1esXvK/lOPXsdSGnunOQuQNgpQcSlDeOYv4AkiKqFTnzYuL",
+	"i5MXpy9eXbw/fHvx+uXLgNVN+XvQ6Qx8P2iYAYdY+F8L3o2hxLY5taT6HVfpnHRmWVBdQIYG1Y1nM+kZ",
+	"UzsSEy7t8jAE1DCmrNlMs0v2+vzLACx80iZgDBAit+jqfnHgonFD4B4KM6eeKbqPoB5B9yc+N1hk9BjP",
+	"eHikyA/IHtfWHqznkb72kufxDfp63hWprXGSN2PJrGsEjBV8Fb6XUEjoNQM2FgLhA+w8HJ++PTm4eH3+",
+	"/uWLF29Kk9Da+93v/VZXT4RWopdi7OA2y1L0jFzxZNycTYfScNWBSi5hyqwbbh/4oQCK6CAPijE4TWXE",
+	"F808bb7MYr1MYKkgUGkA3TjiuQhaDDoOZ20ay1w4jEthOiE3nf6k34a89VqqW1QleNQzNdRvI7efuXIk",
+	"9BNKY2UhT1ezZ6w3TmsKAbg9QXh4DlCaMGRK0AR0GGgD1EmvCabImhGQE7E0OldcDSV0izaBU1Rt94MR",
+	"eFMeR8G65LYjI283SWyzI2rymh57RhaNYZH0psfCdqPcdLr286S60bDekeZmx/PXl6BUbvpTbtLDcpO0",
+	"MCsUGAYYC4ppBa5cKEdSzpl1qCeqShTpdC78Dgxs7zsYeSM13Gt6Na+mhf2BTVPptvb6pkZ9wxy+z51x",
+	"YU83/VO73YIMHL1hddvdTIui2YUbAr4/xK/bHkRNi8t6fVM1pb+mq7pOIobZ+7dnXRxV6pkbJ1zQ7fdN",
+	"tnCl1VOexePKs4iK09MYNfZALdszdydWWP36M+VUsON8qRYB4lW3mxC6lUFlOoZZvRv4kK0WEz08N/iR",
+	"ZWFoMbQiu6mb5APj4ZWISJWU167X9El+l9p+4fd0/9pw8P9sEl1P2D2cyFY4VzvozOZ8Sn95ROkvkRVJ",
+	"a4Qvcrbex5WEdzzMkWRqtjA14jM5kgwgNhBAGhl+LaY56/paezREyNBwfbcDQ2l99kB2wUMCxkGbFRIF",
+	"hhKIS8I0i9SgBMdNlL+GbAKYb24MHYlM6YP7M97RGsog4jkPiiwW4qajFx+cHTvw7Dnm3ICjCd1RDtl+",
+	"LAFSHPhy3IPMK+begzwW43HyloprG/uG2gcPQsSkt3w/QwmI5Tn/wOLIY2/eAKGzqfnFi8mfVhD2QW7E",
+	"gSwGHKB4rWlfEJZit6ZZmgPurGH08thIqDgSQ1miOR4AIQsUCW0B4ifPovcm6Q6+gW6+19+3tiw7HEql",
+	"rQD4kNBV5TBY75cI8sxlqooBd98yJrem4HUgPm2TezBJM4FJSoD5kggO3EozzJgicmQDVDjhC4tSDKAx",
+	"yOKHeLDAbwVgDUj147BJ+F1Gvy0NpSF8WufFwL2xkQ+Dmmo8GPrt++DZQb+NnqLKftgmLgO94KTBeVNt",
+	"x4I2suk5BD3BGMMay5s68KvyFlCbn9wEt6uaVdh4yyVDrXan2+tv69HQaxXuJpwD2A5+e88fd3kbkhCa",
+	"O2E3au6K3rjZ59ujnXA32hP+GJQ/oN8FRRbIz1GegZcU/d2g68TOIzvNnVE7bO5EPdHc4/1Rsxt2orbw",
+	"x3t8d1SMritGEIJkjTn94uYTqhfg5vua0iRwnwzpX1iXcw66SjNa3CzVKZA8d7W4uw1ouM7gLBNtfyxU",
+	"MCAGmxg87ZDmkRPE6RLhv75kbsiH89RieNjfYY3uU8wHcmRlKgWkeq6a6kaddEx2fWqr1MRd7jpx6kvH",
+	"OcQqPklN2K9k/YfHlhUFIm0GXwGOf9CodAvgPtzAKUBDsZxKtploeWQuAbjyMYnpYrUTbhfiJYDhTL+t",
+	"bWoX3AwPaFvCVU7IDLc9Wl8GNPbGiau/wMAI4qt1fL9UE0fNLfC6PuX8uZfetc76Lywf0OLtYD+5Ax7D",
+	"EQLOADLINjhDnmeCZnB96csboY+JvJj6Sx5LD7cdNwQ8VDVuTT/DzJpnCyBeiWaJ8PQxgrQ0Quo+R8Vh",
+	"omYj/c4R0IrAygJTSGv1lJmHjGe5t5zITUu8GUcBq2ciFLo3emFGM5RZgo0WSJ/Y8TsD9uNMzES0X5Ln",
+	"MBYBU1cGo9tZ1oV9+4iPqIZ7rqpKZ/kzhSYrNHumgPAEEv/ztBj9YoZg+EExAOtQ99xMFiTeCyiIqmOG",
+	"MMh/pEGVxZymY7f3kF9aWN3loWp4mOB9i91LBIYFEbSCokt0+JhXIiuKJUbymRZ8inj9ikkFxh45y8UA",
+	"mXPzK54jjXQVL0T1mytSzOkFvx01oHM/NQD6c7zxKXW/8+iAmDHXe6WL2c0EbfPf3KH00OxOPMzWTCXR",
+	"LP++YkqxjIeGeMVEyPWn9buMyjXMZitT9vc6lmylVqg8vc5eAd15kaaYomZKDopFe5Xn08Hz5+3OTstv",
+	"+a32YNff9U1H1POM56IJHmicms3W2RneXrnClpsyQM/NwdmxlqjPFBDUQG7NxuNhSCDMcBZJ48bu2sfq",
+	"nDJLjTNqjuXuXHKXAQ+X4pXQ019AY6GVo1oTLrUKv6S1aBXDqi2oYKxTXq4ET/Krv641fg/c4iqgQXWy",
+	"xLXwnk1b7MhEh/N0Ruze+lgfcSU2JY/5Ctrx6fQx6XU5lPp26kZLrSWQXt8ngEeNWyMpy4PxuXlbTuIb",
+	"IfXj9WYUzjS+NkNoptLyk94nKGVvKpEu6APQZTypdIyfpAWw6ifOWqnpZb6PxHmLA5xUhuLu+W12mMpL",
+	"CHMd3IgVNO7am1mcC9buACwOgnIfzFQOG2M9v4Z1DhvI7Sidyzydy/8aJTMxSqUU+YhfA+g8eLTje3Bq",
+	"kJbxhX0S+wIexY7oJQ+m2KgC8IaI9hL0+A5QIIH2Oc1frWlOGZzchSkK8xiGOo8n4jt838FEZHHInx9e",
+	"xSG/TCuxnjtNv33R7pjBBUij8nTu7rJzLeTZeXQ7rvotU7gNoNO9lSl04YfCXrQrOuPmNm+Pmr1wL2ru",
+	"iu64ucM7o3boR3tYa0jzBC1ScSTY13EeXonPMD3YlpVJ6S5PCoH9VM5CLB86D+1m27/w9wbdTTC3T9bL",
+	"iU3d6uYRm5OyWMaVCmaWJ+qVhyoPVqKud5q7QtecN4W4Xzpu7vae3zqPG+akVWoNJ+nm+NQF1Vj0cH6s",
+	"R5Y6Zgmw7qoxNANlj5bNlZ9i21arPwXp2JPD8lHsYExgcrjR1u1ghyp5vbvyxQeD+8GlMc+QbVqW+CdZ",
+	"vSBRJnLTUFtrMo8BtMPwKQ/lf/+vXqvXaDGwUoLLjMv8vd4af8Db3ju3BeQ+ol/AJ2l8hXHksWBy/f6f",
+	"f/9H0DB5UXidEmEmcroWP+hrFV4LHj2gY7KF2rygTwabEwj8EC86wsAaPETf+dXFxRn7gqs4XDJr4G0S",
+	"S0GcXiGtthCRiCxktn5Pw6Ln4PAlXOWKbfu+NUjZOTClxzlV6airNMuTRQElysSHaZwJtc+iFMwvrq6H",
+	"0mUCnxbsry3kPkeH8NZWd4nndS017dbWUFaz03raIAwRGcN6PDOqKASHdcNSkDMeZqlShs7W1MhZLADc",
+	"Ditc1/SzgSGhjCigl0e3Kv0ylAje7bEJT/TMAmeMUA4BO7HVIqF8CSeo2ks5lBZgyQyOgFmxVOrxCoP7",
+	"WUEzDv5949cx2dND4MwCfxoRaa/wjHsMPBqwOiEoJN3FyXgSXwsP4GIQlCe/EgYmhq4jrnVTRMYp2QwP",
+	"2AVLAOzBDgwuQyrihCEBhmfY12nGgF/LA/bdWCgWHPLwSjQPU5lnaTJgMm2qPM0ElCsOJdJxvXcECPFQ",
+	"w9JlufiQL834MyDGAKyeqYMNUUz4EPPpkI0bUMFiCSheEPZTbAbU+2IoUfrAIAU/DWvQkmHNY/Sn26hh",
+	"7WPA6hMRxZQhFiyfs0HDww0F2FqjRExYlIaziZD5QI/X3xjq3+xvREEWsL9hzP5vQ/m3ZrNp/6ev7fm+",
+	"vjCWNzyJo/fUOX3L1yDHUOKAgEGsLJl7lt7d4VPHtc8LsjX9/duLl81dGlqz+V69PQExVhrKXIlkvPQ0",
+	"I9Cet1ttvYCosLhYOyHOdAGCot9f7DG6PomlaDC3r7Oisv29Kwv/tioa09zK7ZLkp8e13aHD6/Rj3hL9",
+	"nDkJ5lkqL62sz8RNei0i/SvK85maCqgXLemW+Ip2d83sfAGng15+sL/N5f3bLpciBh1WD1BTSCTAl2kG",
+	"e5MQpIJD1PCaFzAIBhQEFhxzliW+r7On35en6fsJl4v3Fi6G/Y2dWmSprk8S3wp11zEKsUXgqaFMYHxy",
+	"t72mJ1+hZxP7vo2dry8J4iIHE1J+UylFaBR2KgQ2CYRG2MISGcoDNhH5VRpR0jK0HzBxAKkscNUSEh9b",
+	"Wz2/v7VFUvogSdL5gOEdQPq+uktZPcCXNGWaN7m+Q0BKNQbY8PDA92uVHgQQDqC1MQw0k9LipiI39BBc",
+	"DsC5XfsUlBxn0R9Lc3+hzZGIcJQQyr7WwsH1bVodqTaoTa7f917+uPvd6KIj/zTfOZme74XfdtXXUfu0",
+	"5tVKWpK+Wr3/cedPN52T+d75de9C7n437X4Vbv9x3P5i0j9S/peLzlu+87XYe/eh5tWK/Vsb1FY37n38",
+	"qjB4rhPUHasPzfl83oR9NMsS2kq3D57WylBfvn0EDZN/ocu5A3l3B72nSbsdEQle592uaLdWbOdPx0Oy",
+	"toxbS4X7GtViS9OzRCCPlsx7ur8mFn+8Gn0Zxq/jP7787sX5xTdvjtXxJJ9+d3i8ffzD8fz0h7f56dFp",
+	"fnr0Ij45/KMv/nSgr72KDvMfo+438fibllj8cRp2T/XXafTV+fx1vHtzenHcPfnhYHZ62Pvw+ofL+euj",
+	"A337X6N3x/q6nLd3/XP5ovdu8se3p5P+n6O/Rqfhy+P+n9t//mvo59enb319fSK+Oohf//Ci++roRf/V",
+	"D28Xr46+3WuFnUSOJi/96E9/TE7efdv787v2fPTl23zU6SvxDZZ7aWvhfSxrg23fL3svcQlu6L5UYQoL",
+	"qZR0UIB2ozOWla1UVmb89XCuzJL8AmzdByxDXC5V6/AAsKJcE3UpxFfSZSsiX8mcLxQLCh235DUyX9/q",
+	"ARJyNtGWt734+1UvkJP5ey9aMji1zT68Q/oYtdJd8gLz5mpL57/u5LLCbEKKVlrBs0sSyRVwsNFvsZQR",
+	"ss1REb/U4gK5St1+vAOdDmQJo0KHldZXK5prOlFcYFN2VmVh696rEDMQ18JvWZWp0JvrK1pXw+jrRXdv",
+	"1Y7r61Rsw0neftiCOoR3LcVQC137FkV7vZ5926rDvq2Zr0PyRJT9LAhd+hmnadm8GFhy60+xLhysYmfm",
+	"WMgnYml3OO4Ia2i/e/eueVD0Wwzo2kzwZPKHYQ0TdIe1YEmoLd+3KteCNQ/y2DQTChPzKtoNDGerilNZ",
+	"KFY/ulQ8Uy3+du+LXJ+k81W1Cyww/ZMxK9Bm4ZGBVH24/CNBax40YO7eJjt9IlZerkR2Az44HqlyPgp6",
+	"VaN962u0T4N8jZ9JCt3V0meqNF5VgopaHBcNtXlU99LUKJtqdQLzNGUJ/Pbg2VrpcqzwkdThNjuNv/g5",
+	"hzgm49m8yAIC3mOIZlXogBXrnfZkLj7kz6cJ5vp8yilvj3Gu2J0GGZz1Sx35zANrBtS4VoI7GxWAx2XV",
+	"q9e6O3dvzVotBXnKOSqu24VBjpwBbKiahxU/zpqZuJdrB1LnyLezPivws03Kg9vWYu9+gfy7Xve+ug89",
+	"6aJSJlU4wz5NMJVG7JkiJyqm2cJLSuIYVtTPoewYgT5wD5/NmsPqOA4NDxD2APTPlN+uRGswYnKLg5Cg",
+	"Lz5X3PSjZ9wq6NkZ/GUpPvp6lHO9TMvxSydOelDSN02w1FHtqNhDy+ZxmsTpfejCIZ5EXgiLx5DRdc8U",
+	"sw+1hRlxZqINBix5mqXRLMwVMYhwxdQccpIigndfm8jHAizNMOZPwQWOkZil3AttqSx5CQITozHLGKem",
+	"sQ/RJXSpgsp8JfBvwgyCcJJMc6+ox68D5cIinZVTPiD4QtAKPb9nEkRsUEIyc/aohKsrVg9+13kZgLcp",
+	"lthB/UWDIDNhwDgh+IOvXQ8KAFEY/IgBvonVA5nmzXE6k8ZXrPtkjAH9ECqQMBMIXBk0GUjZ4Yz9tVhU",
+	"Jq2c2WWzEfXU+skp697bfGe0G+5FTV+0x80e74yau2E3avZEf2x+e6wISO5GKqd/2q1SSv+8j7MqSS/T",
+	"t1lCSe5q8Px5GMlWVf7mc31pawo4jXJ9NqSZcGjJtVhYpIbYvfPYfqUFEl6G5UpoZRVXHgJeFtleFrIY",
+	"ZNZSqqV+EqIjEdhSc3e0FzZ7kS+ae+M2bxbUADvc7TomEJr3iYhn7E2eCZGzg1melvvkvjeVo5RnG8DX",
+	"2TVdTNjDEwXtw07pWZtnDFr/LglWu7J+HdlJ9ysogYGU6Xk6y1eJaWOoBoQKK8l+13np6iy2CuVV6mDo",
+	"5Et6pBKCPU+nQvJp3FrwSWLxbA/OjvVJxfOrcrGJ3yuKTbRoB0m6cZGJlb33UXZuqTF5Rfw/GOAD1qKI",
+	"AuRrzhAgapmLJGmSny4uBSlXDktzkpXPq8cOfmW3xNr0z0odZeocW0ZTMvoN6UjLlCb3KUSgysbPCrR+",
+	"byisJUj1odwMU/1YSzWWas04SGIp4HPgOTxaullDGVi+VgXFtRyylCwmFW6vFJQpyOsJeZbp7s9Unk5E",
+	"dpaJscjUWrxlSyJhLcu7IYvMsDskHbidy8qFFgOfB70Yz0VxB3qxbdavhZ/fbfDp8VEBAlWkxz4053ip",
+	"9eaBn42g3yw/WAHiAw9z+CG2e9LAlZV64DAqV7WyTMC8hoBou3cX/9Adgw2g79qepB3CoMiD1fW64xnJ",
+	"hnSWs0xc8gxSH0OulgGhIi75f80NBXPIc6Hfbip6qmCh6HUvoKRkLbvSp/aOxN6vC45rpfVPwFz3wO++",
+	"NYmfRKcW9bXblPHjyqN0Y/Wbbr8vAJaZ+CcIrMeHJW3mxlHdSFkoasG//+itKQHATDfQms2JkEpWsKIs",
+	"q3Jw/nEgJrkWiE455QuWxPJ6KOvBT2dvvzg5Pnz/9vzko1YZn/8ErqSPWv2+AH1tXsB0KhZo3aPgngGb",
+	"prW1xd5KYM4MlJAR5AkGQIGPKqJ9ocGXMGSOAyK6GkojxEmXh+q6iE1BxxIyFKy+onh5iI4KSfLlEwdL",
+	"0ZHz0R2Nhg2mIvopUGcANMdosUykSpXti4DVA22wB2wiuFRDGcA7gsa+eRjPgR1U9zkXH/KAjQgr0wwb",
+	"0u46muNVKs3I4DQAH8xogc1vwSjm38ac9Gf96SAPjI5MwWlcFeQ11MNOxCgwBQOGw49j4NLL6vmHqeCZ",
+	"KIg4l/A/WH1NE3gmhhJ4nFvsFBGr0DdtwZwYVwsZXmWpTGcqIeLLTORZLNQ+5HzBXThu41jyJFkM5ZjH",
+	"CbBq0hIiQ9IuNALZiaCjAMxa9FW3i3g6zRCNZ/ksE56tCOBsIXjGuBZxDSolKdY0jAKUArjjg/ycM1ir",
+	"9j2xVLng0aDge5bFbFHZizNWQHlNI2i68IYehbav4TXCzYaxXEO1QVujSM4f8fD6Erh22DzNrll+laWz",
+	"SwcvKJ3lo/SDZ/XGFT6kothDFTRIapbdAOANZ5lQOc+A9xTagqhAMLRTrpTW4QB2QKaWWWkoMy6d0VJM",
+	"pYg+DCw6qVCN1jqWTfTco8yAmTWCAYcyTASHjN99FupXJYleo3B+UvK2QySMAMKwSVfgbLSxR8M+X9kj",
+	"xnHgs2uxEJGdbFp752ISy4iokoPMfBowYKll+IVa0nxTWSGKh9LcbVGjWB2RmswPTSXyPJaXKmgAXoSD",
+	"8mBviRWLYuCZi7yhJDmLPg+Pkayq69EB47nBxmmSGOgn8xAt4QimKkA+XGqYnsehpGXv7w18fx37FiuT",
+	"b5kuR3zBgmgmgKuJ/X4oCWZprATQW5nurJwpAKE05Vn+HmiMPBCb3HmWXhEoSvWe0OvWbCkXw3B1JM08",
+	"zhKhtrZYHRo0yjBgQgOK849rAyKFKqDVQCcDGCOMkEsag6FsEtfaNXLm2zC9ieUYF7I+DOziA0lgl1Bg",
+	"araQ0HkoGRFSz3LylcwSUD+weopon3GGW7oF5rmDstzDNPwK0cfqcNjprlIvW/SExj5WRLGK/YGvKllZ",
+	"RcgK6l/iyLpy6twsQTuq5lXlJzTwsYaYmw1nvt8VzC+EdseQjLNpwkGBNr/smf9ae3v4GHNaDxgewYTD",
+	"VT5xK7pfvoDaBPz1MDlCUq1Tvf3Pv/9ffd+H4hrV8LD/PIrYbEpE2bMJBmjhCuBWY8iL1iRWtHrw44zL",
+	"PM4XAfv//m8WzGScH6YqDzzWoS428LnixxlP7NjoB622HBupRWvxVDOGuM7s81mdlo6hjwOcdaalCAKg",
+	"Y8UQkOQXNXTlwYeRQeMZo8547BvseTBWMD+pcDQETI/ads9jwURM0oD98//8f1jH932PtVotKK7TzXCo",
+	"4vVLLsQHiFZDim5EOEOEIm/ONYsgBJVWbskOrkYow6KiKw7LuvA0q5BPRcQSLJTMsvSS54DFB3VadtU6",
+	"MG249+taxkDj+CjV1jKKlV6ns7VVJOk54XZsit7/RZlXlEox0MOx5POyxVccSA2NRCn8226ssR6YHFAb",
+	"YKF07qABnQYdxhbYK33oY8yqnB9ZD06X7mezwubRMmF5Pg1c4UyJSD915ZBj9eC45KYq3aIfSUGLVe7h",
+	"OVdD6WYvgCTiLIrHYANQLld9mVmfEbF+o5rk3qAvrb5QpaDwaM00svNGUwW88pyyYayyOCgzuBsSfLYR",
+	"Bz7E3TECBA8bSq4MxzvpnpV0+KhnrK95KvuZ73Izb8ijruX427fHR7gfLtM00pfFoWhszrBOKq0ZrTKy",
+	"Jaa0VY2TNVYc0ur9NYuh1+m0mLHvWSZ+AAYdc3HvwwdUwqE4zjR6meF+e9wN+53mTtQWzR7fHTf3ws6o",
+	"2Re9qMs74/bIDx85sfskllpQL8Uc4eyA+nfPqsOgkCxEXkX03un7nnWlHqaTKZcLi+9T8rAOaqZ45L9G",
+	"WXx5las4EtNkNhkVflpzh4uYUzprzZfm4LafUduzyEAlx7X1c3drXg0OQHOdPl+Kvx/MdjRNzZsI5EfI",
+	"qDYANejjR6+m19UJvtYd62PXZQ/N8nCojUVfSazf7m63+n6tYtBr74z3mx2S+5udnBzWVifiVl95eQ5q",
+	"R1xyZp9cW5kPB52qt1tzZ6ZmOmEnxzqHu35t7SR1ikn6i17Qk0kaxfmCoJX63bZfW/ZgHl7xse5tFKsr",
+	"prc51681Ck5t0PFqRqsBaqhWv+bVZumkNqi9OABYpVDv6e627/udvXav3wHH8dK7zcorM/5hb6lOJ59N",
+	"Sy+utWvuq/Wb6cX4MHix/lNvZVyMtYsrLq/ZIp2BmITEqtFM6QEBr+xnWaa1s9fNnZ1d3Tpcq1C5dw/G",
+	"+qojZE3mrxHMeUrRhJ+jZjAzPP8but+xA/ch6bcO9dVe4pk7cF2rc22E0klkYihFcHZVqTBJgfaQ26fg",
+	"nSI11ZxuztlflCJIMcdyBHoTgp/kS078Ci3hLp9+cYu9A/rfuXdlEjXtXzI/7ip0hunRZxPt3n0HNeuC",
+	"KmM+BQ0XSxvu6lVFNQPEVTqb3Ewgmxga+XVEY3CtLMdjcHk6G/72mExVWs3dgGulkD75l4Vi9VJ2ijWm",
+	"IguwwnOLPd7w0BdsCT7BQ5ync55B8U+Bzh54jLhMwE+KNzInvFKQqKmhrLtJMA0rvZzLjRpweyxGG1+f",
+	"ic2UaNiOXhZefkTHHpRKW6bROGB1bJQ2RcD3slpk4rHRYihxVNOMBT8GCNjSWIIdKlkeuqlnRy8tfgWO",
+	"IWYsQzBLTwTEWceISFF4fgdsfpWyUZwkCkE6HL52QpGE9EvPeMw8BvCT6PAGRcuz01CKXZUn0iMHIdLc",
+	"RRQRjNjZa/Mlhn5IHcUU8Rywv6gPE+RkQhrTBPCf9AOiGcAFC2iF47AtRUzWeGxLoT672r85Z2Gqbbg8",
+	"ngjjNqLWVZDZt9iBTV2nmQ9YXUKsLth6DrwCqwhBQ3kpcgV4BhaNSL9pGYpEMapbmvNFlU39pcjvMqjv",
+	"SEOg8+s4+jyZCFl+Roy0mxy3Z+b6h5y3ZcSPaTQuwaXXfnd29LLZbvXYP//+D1zbZlCfKTZa5EI1auvT",
+	"IC5u22Cs/vYNOxF5LjLIQrGpI6NYcsg0WSlUvUU3gFoBQLZIM1ZfKz0aq+1YxiQgZKCjWAFpBWE7ll/8",
+	"Dp0NZ0cvByzgec7Dqwn4JsdxIvRW/8PQWEhNYxm1ptGYqoWL8b3XvRtU8T5hPz4G7tpP1SyeY+RzPSTk",
+	"IfwOvu1Kscys81ILY6pdGokw1cI4oLiqiJDAhT7YWJX95ovFKz4RGNSGSJ6tfjLynsM2g0yH8SwjMCfk",
+	"gmFnlpfccepZgtsWOyyiu1y3HQqbMrd1bryQs16nw+qjVG+8TGAWQQOw7d2y39VyH3zNY5LvtoMb21P2",
+	"hs9tUXnghrYNeiIXufz3tIhgAXwGuWVrp9ZKrnOko2aTVIpFqczBcDBFxsRx1fN0Bh5nCpBlkaF8SLPB",
+	"UIZcXXmMs/BKhNf6jxGX10iLPUYTwFgnWgE0MdYz1F8DUoRtgQAIy4BN0hvDar1gUUroVS5RNRhgVuKi",
+	"0sytXh0rCOx7QNsMF4BZg4z5AWbpSKg9UI1lCjAi1LWh1ZbznjQbysDlJSYTzvkOWvceib8h1+Oi0P4N",
+	"OyUGG62C/0y5pRJWjScIP5vEQMZgsG8dWaURGco6luHEkgXPQ6iqK0xU+5Pl9260mM20YSpPpzgs5VQR",
+	"bXfFkZvQAUk5FCgH6mosDqJ4kolm5/PUxLOVV/TE7XwSq9xz++UQbflOuAyuwcWp507braXkiwFxfQ1l",
+	"kVHk5pC0HJxIx/bCfKbC72hi2oEz0+5ZbY9B4m2DGjJMm1Tuc7Fe1+wca5trk7gK1r0yhHoAdRRrUrgC",
+	"Jyha6Q5FgOXNYqRV3lHai+tDox7x2oMDFR2p+5bDDpcBbXkLh2UGYVmp2C+gE9w0VXyKXi0Yb9Zvg49G",
+	"wakwJFG4kcT8FCXDe2AI95cK1P58sdl+1Al3RJs3u6PeuNnj26KJJdXjtuhE3bA36vNHHpuFY2gZAhG+",
+	"LI64hVC5yCK+qAwTmighyqzagB5JnCQ3y2SveyWiHCvNILam3wpxuXsEiErLuBQg+ldHfj7J1bE+9GMP",
+	"RzfyY87Ph4d+xIaRH/OmxxTyMW3618yMq7C4I7RfMar6uEDm79+c+fIURHq0JhPKSEd0gHdj2Uz5VDvq",
+	"+U/01zGGmyKRiCpEwXOhzRXlNKcsvW5NxS/0/jqSN+YGM2ISq5xfC2tboYY6SmcyFBGaHfhed1eOeHg9",
+	"KBlZaD1YO0vfgr4k6/ex9xoXlWPw1NPMOLmIk9/m+UPmtL5qvzCsANtIz2oE1gVamxXGkW4F5sGXbLrC",
+	"1ZSJ8QxR9twhLBk1hnF6DHA1+0T+X0yC1r2rHFomBzxW6MfSrbANiEq5raUKpWWDYU3czWa09oomZWIq",
+	"OLUIOs8TKmPSL6WikioKYD1O57SYfg7NFoH7aLHSIGhrFIxzwi8rFWnZ5fq5SIbtFvsXY/DQmnwsJy40",
+	"5t/swP23O8TQy7WyAR96bmE+2q28+5bdSRne/VJEAUTaXUEN4OPni1JwnHF1jdRKl6Iot61KW7CJ+wum",
+	"eBytqwZN59KpCL1/gSbWoUUtqB9AdV9EUN20VKFCRVSFaW3Bf03XMOMBAUbXVZpCRkFRX8qWyksPNgyx",
+	"tJiTvfKsoiwS3GN9ius7zh0imtIdRW4PKNeqO1z6XlG85ZXKGA/Ojk2JgNYsedLQNpmKP+RXpl17lKOp",
+	"lw0pABvEfvSCe0yRH0XX/UuS6DBBg5tiX6STByeRWeSN/fVG61Nk6NPNnE8kq1+SkWaaQi7ZSFjf5br9",
+	"qZXhApW269Lc/bbY6stSHAYMxsYZExCSXOXO4PxmiervUAEs3rRZXXcf/eAe25SvXsgSvaBerIBkWzjd",
+	"63GuLFk9QdaGV1ACC941QLCYZ3EONZh9v4t5YvNYiQGbSXu1B1i3TWB/rIPBo3eYqRnPYt1hPfla1wFp",
+	"t/qTVubDnDlgBuYxEDEBO1CmqPyOFvpygRWD0IcwnUCNJCwcxApwquEPTHTGaD95xsfjOES6yryoraek",
+	"cVIoOr6/KYH/ueARVBp8fg5//ejFz0rjD2/QwwCr46HHDe2nB4A4OkWQ5a4fmZXpLLVKJMcLKISni0sk",
+	"f1rr2WcgfLXGa2hEXbnb97uF3KUN7xZmbix5ZyUp8XlAHJFmbrFPtf7ruthaFktLtgatTkjPdDMMXpuF",
+	"XAiYpXL++6AYVsAtAFCACTS/sWAL+/oULYVEEZsYwtRK5LB7rzAFgEVizGdJPihgGAjfQLHgL82ux3yP",
+	"dT2247F27/tgzf4st+DTtyk1agV59LZOQUIYDU0JRR2RIajyzatR7474Qk9Ss+v5Xtfb8dq97+8VSVrq",
+	"8lrmBjNpdOETt/zPkp14DswipQEvlsLtuFSzymQeBAqogqBaecM+g+S9a7HALG3jamuxwFlrgctezCK+",
+	"UOgE/Of/8T+B6oDtOWgRux7ir0O8voBLIEgX96kGz9OkH5L/Gc5YvZdjybgKCa4XKgcoQG6ECGxFoaxH",
+	"ErFPDAlyKYPDYK/EUEOQKoJcMqTRRPu7KiLOZtUi4qFxaLujyye5foM2vwUNL7bLc7Fc0Dc/F+IazYVK",
+	"OYEO0goxsfPpEuJzx5krh+LicY/BBlLS5qdZl+xTWdxnjGj+atM5gdjqIXJea19QHNaEWjFb5nZ33LGy",
+	"2MxDkR9LhkRkBqRoNYsTpW0cMYz/gZQtfBzPFHNr1lxet9JTGELK2R9ihXCBJkujKP3q+x1WDw7Ldy8B",
+	"oQCLjz4PEp6LDNDXlKHCWBt5S5HmHd9fpJJAMKWIy60K/yMY4Temk5sQUxTjDDQht4/ZEtDrHm+POoab",
+	"otnj26PmbriDzBUd3h31wv4vRVXRq1broV9OJGqjVVR7KoJBEdTZaAi+5LmY88UjC0YV69oRVm+KClaS",
+	"U7nIJrHkSdNNOt/USjQ3O0WRDwG9Z1WY91jsCioxCIgkVrn6VCB8thEOfiUo/QX11RTkbIRK7xaMgg9O",
+	"WnoKM3ZlidIb7YgOb4fNvag7RhiLUT/cbu5Eu2Jv7IO8WQMlbR742fDUi4abSoICSr3c6m64J7bHbd7c",
+	"HXWiZm/c32lyP+w1t9uiE+2Ndsc7vH87vvpnabRtcCwLBoClpvLpNIP8gM9CArC0KFwygMeLze0wiEkw",
+	"yWBAnKB1wU8E9bO1A5/+67Z9gJ6xKbY9v+XDF8WrT/hIJLVB7dvjNwfs8PzF0fFFzQPGoC8yLvXjvo0V",
+	"p6/ObNLIoOaP2mEn6gq9fvxmb7u909zd7ew1u7ynt0C0I3bHNa9mxYmbu7t70d4b9HqD/u53gIwTJrEU",
+	"54LDKCDOjJB5tjhFBJ3wKp7qBaBfux3t8V7YFc32uD9q9rgfNvd2xG7T7LZu1BMFUg+0dMPlrmXNy3SW",
+	"1Qa1drvdrrk8SMUqdLbtxtt/No3WjUF/0O58dwfJ0cXtYntjgPWl1X9foPWV0+MJcf3xIa6vTJKjTZj5",
+	"vw1z/UBdK6PI22dB9RKgVALzBSIG4iV41BQK+KCcw5HzqfIAillkSMWn5vEUEE7JOrlEbYzZWSP4Xp4Q",
+	"UrRhqAYTicpUPLa11fE7W1tDaYs0lnvOgil6toJ9q0LrzpWuNezxBdw01nINpYGDgNAcplvMeZyrhlsP",
+	"jDmwmAyagpM5neW6pQNAbgCZEXgsIAkXBV6puInVSaE37QFLinIuVzQ9t0haK2RBHk9E9D6d5cEQeGeR",
+	"oDxoMXB42hROAAuuflpAPOIjk7+TYolYYC5/b+p+tgKqz4PCqQNJ55AeQrVaIXgdyyjQllgiAs+ADRuB",
+	"TnpjIUiDBoGXrqTVejCm+GLP1M8pQkodz2SkXKBUSEFtgrjSb4YY5FDWA6S/o44400LabVW1IVsqNtyH",
+	"8j2YROjwUJopLXcdsLwBMdAsLccwxfk5yHMxmebaoAdLHEFMFKN1B2ElWrCD8mK9jM3w0KZ5RhyiuJto",
+	"kV8LMaXCuAzdvRHxSY3TWcai+DKmWdzauognAurebAdUHicJo53DukSpqyxlKhin4NmtB2cHfz5/8c37",
+	"ixfnp8evDk7eXxyfvnj99iJoDCUQEAFZ/WxqrFaz00cL3CmAVBNHA6Rr89ztQ5mWANVc/Axlkc6qtzux",
+	"2M56QBLIh1N5OqUMYz0q+uPUgrrz4hYAY8UsukyoNLmx1J04ILbORTcdIvuxHiWuxRkENgcUZgqveKYt",
+	"pHyuF+5Q4rdJaoF+KEVAj3fP9wdFMSfAsDoFnWmGW6b4zq3qbLGevzeUgdUKRjO1CAbWM1Pks8KAytII",
+	"tTDLmxPSrwvnrTVqhLoNMLobNAalXepui+MIm11BxIGI7MaBMZTmCQTrY7md0nwduI4dGIAfLuH21BOh",
+	"FCLqrJx0dtWmeo7odfaqVNoROj0+KqpSraQBwWcvD9LxWO/vYJ+tg+H9OUpIYSrwULuzhHTlwCtDTtxR",
+	"S7q/snNwE+jjdT0E77IK+XkweDcv4PSQbWHt+JaNx10qn2z2Rn3e7O1t7zZ3d3a2m33eG5kM+UdeVkkL",
+	"fzmG41RTk3QdZ6nM8ewph22M8VeCmb2PXXR/i0drtHpDl1t9xjMrMEy3qupAjZH6CzX14wOdB7gh1kWt",
+	"Co2uJGSsTx5Bi+vAmmIZLCzRKQ1P4+fAHbW27F0puUv9PTD3PXjEbq9GXRFnblkqiLRPQSO1MrKU3vvz",
+	"VZ527uvswbPrvpNyRrd91jm5qDhcPNecWj45RgLwjPT58RsNxfobuAQOUzlO4vCpGvWXip1coCPCbu18",
+	"2XGxxvdRGUe5G9x0dUuUC9w3QwWtTJK7p1pVtUFXefk3dZQ+Pl7+x3VEVY32U8z1EQEPrszOvff95tCD",
+	"1shcfueARIHr3jOgOvVVf1pxVeNONwaY8sAHZ9G4bAV36b48Ta+N32kiuESiQMVu0jgS0ZIfpsUgCMeL",
+	"g92KEiqusW0cMG6Bam2pONEGFVCLG0tAdgHVDTK9FbzwSSY+ED9x2U55AI7iw5XEYl0/Fc/9e8MqPkQq",
+	"3yubpaTqKVY/5Fl0lsYyF88UO5a5uMyAWsI6Sg/OjqH8KSKkj6FEfHKIA8QRlMNhmosWr640zsRlrBAg",
+	"hBiIT4+P2GgBtRQgu9JsKAGaPhM/Oo3ikRbwiF/xei4Rl/EgmsTSyGms/d1H4EEDw1jkAw4lZ1MtZ40f",
+	"G6qo4pxSsDu2nnHAglSCx9J6qU2iNzTYKQAcSvTqeywA3/GqU3zFhxzrvW1cokUpGrhA3xmH5GgWJ3kz",
+	"lkzFk1mix8RzHvpMsesYSV/BUM/JHaTf8NWbVwMWvDk+bb7+uvnPv/8jGErSAU3kocMUq2txycM8ATD5",
+	"b2PFGR3G7Xa73fDwCYdfHZ/BM1jFI/Skh1fxlNUDJ+Eh8NjB8RELyokTgXni0YvDk+NXL/ChFPeBwNKx",
+	"VLPxOA6BRwzCUfaeNyev3+ENGAcwHtx6KbYApZnpLG+QuxZG4OXL4m2xYjTqVT5ZN8/pMxTWlHahY2bN",
+	"U3dFY4WQwbMvpZ9cKdCV/G7n7Td+d2+b+JXie6RK6PX5RghZnSvhd77T19C7YQz6Ynfsh51Rsx31eLM3",
+	"6obNPbEzbvLtUT/sRV3RGbc/jYOINICXSw7WohgQth3kBq0OQL9tBqAf7o67o07U9IVu6Hhv1Nzdjnaa",
+	"Rfe70dIAoMv2X9PdM/3OUjdxHW6Yq6JcQQuxpXunqWySn4LMtEWQZzUc9VRT9dBz3nDfrU82KZ/Am5zv",
+	"9/CyVM3lpnnoJnu68MJv5H65l42xbFvcJxX0kdkW1l+2qWkBsvCQROH9zYq77Ikn78rj2OToXdnUpToX",
+	"o6s0vW4KGU21Gn4vZd7eBDlRiEa93SgzPLXYGxFmggiZqbj3Kp1LdiUyUZ0G/g4b9cK26VM2C9I7rk9o",
+	"NWC05d5+kabX10KAFq8WUgsBU069lPJ6I2R+sZgCj2TNTUCi9FvrPcLkJxHVviflgnDg2s0274yaO2E3",
+	"au6K3rjZ59ujnXA32sNItz3MTS2fV5tlCdXXq8Hz53qsVIu62wrTyXO0OyCfed2Zbwd3abo2PfCX5miT",
+	"c1+vILtkno74h+5+2rKqNeGSX4rKQ56uKYbbEQHvVn5zM0tDniQjHl5jMeoN7a+f/oOyIVqjNFr8b89n",
+	"WfLxFvS0nMtICyB6lWI3bcwLhaQlMibh4YwrSnbEhEHMcAQJAWXJmFaTznILcBYLFbTYVxjMHbDASDAA",
+	"4CyeG0deEVtOJZreQ5khshDkIlowKa94Clh3OZ9MA1Z/K+MPxlJHzUYrJJgJaIw/c5+KLyXPZ5kIBiy4",
+	"aXtFcHvEldju6fu/Oj04bL756qDT3wY+uKEMfipa/7H100ojPrZ+0iP2MfCoUtzmEQGhFeHVaPE6lEKG",
+	"aSTIWKWXog0dzK+UCN8HjRZ76ebp4K+cZWlO+AvzdChtTxSx6cjcY0poHStHw4AzNeWhGBCnTolYHtwY",
+	"yGE2lHq2xrEAQKcfREi2s+6YYmOeYe2kTOesvrpikniUcT3ZjCdJOh/KvklrbFDC5mQK7SuaG0sWpgBN",
+	"g2/aBw/4yqOHEp+9QGq/UZpfVdnptDpe3GzoxzbLrrUuOamY6k/SHFfKckrLlGCMioVqcz/vbJednFub",
+	"N9XPzfRz/sdf/Obe97//j81Kh4DcP5+nuHaaxYLSu2U48/1uiIsW/haBM7F3ttxeemvLPznFazN9GRfM",
+	"5tgAy5BUC9b58MEQYVFOYbtvJ3jCs2uD80LUl1EqCYao7VfrbUbUa9F7mUphk+tJp1HoeVyCLYRc1tuh",
+	"cg4krfvpTF0hpmXuvI/I3pazh9Avq427t+cn+h59t6GSydMB6/jtQtTZxnPAOFawMnTzAhR9gTeUqFEC",
+	"PpVWK+FS41GNFUo48BAvIc5ccVUQqWyXFNqhbO8UqI6dBmWO6hZnltrFqGABUdmbZ3X83m6JlUWmbKZE",
+	"Bk4VvROmXKl5mkUe40M5TbOc1aG9QK3aQMnY1kOz3e93+3h4XuknT2YKkIwoR3g6GyVxyGJt1EmRD/Tj",
+	"kjSd6iPcY9MsvuG5YPW2/3zXY+2dTqu9/bzd8Vh7T/+5+7y97bFx6PuDwfOdhqfNhiwWWfPVwYUHGGvN",
+	"JA15MpT19vZeq9Pv4Q1iV9/Q9hsem8ySPA65ynWvMgGYWFHBHsqlrR6FlK5E8AjqLo7PbnpQAaHiXOBb",
+	"UDSwejAYPN/bDjwWDAbj8Xg88Ac+fbHdG4zHeyN7gfncHgye93ahUqPj+x3dOPh9LEJsadCAthyf3Wzb",
+	"BhHXx19TqV/6OwuQqsfZQK7p+RpKaHqRaZ5iaBV8HRPrprBoLrMsISYjrfIr3TG+0KKZ5+hNT8dD6dTU",
+	"zrnMRWRYh+AyfLF5pd5XVFdT3AUw53qoAaiLaw0ApQGJBY/O96NXbyxaiLk9TKVEvhP94ANEMsvQvU9a",
+	"xlCaUoF3L7746vXrr98fnJy8fvf+7Pz424OLF3+AfGRWDyb8WrBsJgMGCFNx7kHEGyc0EjciSafa/GkM",
+	"JeLjTRPd3oDAwVBPMuuU2idMqcOZtlaVilMJ2+0N1bxAKD9lnGmRTmC1sBns5ZQ/mKW5CHOkwI14zr2h",
+	"HAmAvQ+WtGittpWSFgLohq0o2UICQsec24LVBhXg7yG6v0U1MlTx0toK9ktUsKXnOt/Dha7IHUq4hFrY",
+	"0jZo0GLBVlDd1XRMcSUYjZXMfiJiUUNZ55bBbKW3++CAUyJJRDaoanajxV6bCBIs9y4sUcrrx1J0p1Hw",
+	"r7ykeTyiNbm1ZSGH9F2rWp+aijAeGxTDmzYiokHFORwPwVAaAwWQdyGjnJyOcMEzolbF8iXHNqjW8dcp",
+	"8cjyqw/i1RMYtrvZZfvajogzWGVEGKSnT/dRnzfnIgcdFupjcD/2mfIYKLMe6/r4b4dd6e+uPNb24f97",
+	"+v87PruCJaU19qGsQ5HRf/+/bZ/9DsUToX3ocwORh9MMUCdB3KgUuM1KqKDWTaOf2NjHFhHXsRbhJbUi",
+	"Vk512gHrtf1CXSify5gxAwj+Ucr6AFRUGG6cqVkYCqXGs6R4ej0o+1MCIyTj8KrRYkdOK/DYUPgWZKIm",
+	"XjOIVgxYJKIZrlcAx3anXbccO2EU4meKBbqzwMKMbx1K0BxcAQ03zTJB1VMDFuhX8uXz1kgskA4oVONU",
+	"DiWNm8eCi5M37IrLSF1pQVl8DxVRLJ3lgYWCJZ2vHnx1cXGmJ5KwwIg+TQ0lklNbmFLAsEnSy+qiFsBL",
+	"5bIi71qlBNwJwDExVFGh+UZIiTyKtCKBK76Y6DpyQczTWRIZuUKyB7VALKNiM8Dx4bRjyEJtDLBaxxJ5",
+	"mcqZzbjXbCOQWv5KyCKVcyhlOvcKLsBwlgHRl1UQUTCvr6upoBgbyhXKsIJwY111UQPbpCy/G+Ifm7YP",
+	"JaITRUzFQH53fjedm54K5DrBZ6wv81n2yP3SZT4P5GkrxIhTNvDzsbbt8HbYEd1xszfqR81euC2au+Md",
+	"3twb+WE70r/0HjFr26p5V+GofphLelOf8qZxo6Xl6FbefMbqGLjy1+zcBwlVG9TQR3c6/vqbvWz3y6//",
+	"/GN2Mf/h7dnR7vHJ2XfHaeeEn/A38y/7068uv/n99vXR/A+fFhp44DS+i/MrDOjcWhhUyLxSRRCPPoml",
+	"jueOtHDS+CtEP47rKoEdtOCRsNc9rd3HtHZdP5mzoLCTrO54mGQ6bzyhVz5VQD0wQIcnISC2lgNxd8To",
+	"KsP1G+NeuqpW2d3AYtI/AQ3Fs27WIt4GStU4zS7TPBek52kVr8odoYw5rlWeJUPRuCJAS0auHShGYFEc",
+	"AUX5bf6XhqGuNr4H8AJZ34NxOKyBq7ynclx2mkeV/G13icd/ESIl9jd6Ssd5LPsdJ+T++91bn2/nWOTk",
+	"ZCmOqkaLHVTk2TnpOrfn1f1Gd8q/k03xi2tWd+lTT8LosQgjzA68tySa8jy8qqiwBPhuZcJhEPlidRuZ",
+	"gioUw6nXAEg1e3fA6tpKnExzYCfS2yYjVQVwgIJinwQMXd/3jvYstWDgxi1WVYcGsSViOU+LEcZ9UeCT",
+	"pyygLRUgc69iK15sY8Ca8XtmKMEdp7LaL+4LoFq0pG2BHsbqSMgQzdBr3Gixr8WCiIS1xFc5X1hUfZ4J",
+	"DFmECKj+UM3MWOq/qIb2FpA2fzvnzgP9euWDYUtL/RVJ/lABjUP8q/a+bf36j0HYVLBBf3vq+RNdxi/h",
+	"OkDp/hldB8+nBGBUnclrWOn5UjqCSd61KWNxjrlfsXIDOpBZM7/iOWS2QLWsc6wjUiQkchgBwFIpGi3W",
+	"8TsDhrSv+0vpwfDvcZEjfJXOIUarFeZH7ZhgB45THFNhbOaZD+XCqpyXDI4XSnodsCnG53nuUawfMxzc",
+	"8D66boxrJ1YFVzbyWOcVRE6xvPyNGnydB5y+x9Gm9PwbHxGQDnoAidImSFBBZ08Thkv+CYTh8jNyES+L",
+	"SgRcWb/lKBvB7Dwi16HknV7nN0pFvPF4aHldykf47fIR33EYY34Ny4XK8Th8+CGM+clNE1Bbdxp/Gd+s",
+	"5F5BZBNv9FzwCMqExpIPS+hikzfq+gwTH6ZxJg4xZHos3+AcBQ1WziSlrGCF6fs2Ld8ziSJFC6z1myZw",
+	"lHuYaiTMAZshq/I8zsMrKIFhxn+ZpArgCJ3EOtxxYNqnhi5Fv0qvPt0K1VrXgwHzjVltGmPaZ6DoEZWJ",
+	"vjWZydeQEGTGarX7pq9mCFDDedRqh9EJTFdjAgJPqQqzNZSfkCeG6xbTvsrZYQCBVZQnsViymW6sO/56",
+	"IpHyNYXkHsXnDQdr+dYcMXxzUapQcGQujfGazID98nswgYjc5vBCgH/Bz0t+81sTwFZVrHNoKQkECj//",
+	"KlUs7xFlkG0yxXiUldfJz5dX1hWdqB36o+Ye3x03e2Inau6G26Nmn/fG5rfHnVdWLUtrA/++7hBc5OdU",
+	"VVilmHyVzlmSkrxyxDPSIFB9D5Beo4PY7Mjgp48BXRQXhxnoy08pZL+9NJxiZxcqxpPj7ClT55fS8PHo",
+	"rnC3PTPB9rtUfmhKdlN9zJ8s10iZOiynqqrRYgcsEtMkXYgIfteqVlawmceqXM+mdwsVbp29/eLk+PD9",
+	"2/OTVmlXr5igABRB/VjBifhAISUujd2IyrOE8m9VYrMBPVd/tDWa12IBRh+ddHoShMxJEtdWdYpjFJCK",
+	"1adLnL+NAarIwgOaSq1V8MgD96PhfoGKRY8gUFsMmQIZQJ0B1B4Ql/zzf/+fLnOJ+QwlQvqIgauer1zh",
+	"YmQ6eFtLvMSrHUKwK1OMnafAPMUmqRQLoDcBpJYBcB8Z1RzYYwHTUBkC2WXYREsoqH83rEYNl2PJaeWh",
+	"Q3ZU1UQtcrFBFTzF6N6lul5TPvZMsRGX17AQIDR7enz0TLGIx8mCjXgeXnlMCkAKNJRPumljIdx2HRE1",
+	"VEWT3mmzgEIlgzJzvVcib/JKHM5UeoejVpz4JirqukS5AvUCi/ZloWbmGZeKQxkPRVfpbg8Jmrs+lDcR",
+	"e1Op6nkp3WYFg8PpOngFqzsuMmFKobXOia/wYENhszesnFO8tPNWxdPqy4F/GU0yQwZnOLJNuTEtTOfB",
+	"Lt1t9SOdhWtxju06AoY6h1quislVTAxnXWzFw0bAoU4zC+CjNRugaJLB7lOsjq1zn3Nifrz7OafHR4rV",
+	"zRfMoDZVE0K77zhdvqXiXedUrMm0oJIiU8/YTSzm5G2IM8AoHadJnMLQpmNWNMQt7izeap5Y8bKT+EZI",
+	"LetRwPAohk/TLB0JBVIAjyjLMEmPfG0sYVX7+P3H/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

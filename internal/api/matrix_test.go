@@ -12,6 +12,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // Every operation × every permission: a key holding only the operation's
@@ -91,6 +92,8 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
+	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
+	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
 	var theirApps []models.Application
@@ -100,13 +103,16 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	}
 
 	me := apitest.NewMerchant(t, env)
+	myTerminal := addTerminal(t, env, me.MIDs[0], processor.SimTerminalOK, "My counter")
+	myInv := me.MustCreate(t, me.Body("MINE-T", "5.00"))
 	mySeed := env.Seed()
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
-		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirTerminal.Id.String(), theirTerminal.Hsn,
+		"Their counter", theirTerminalPayment.Id.String()}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -152,13 +158,29 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read terminal", "GET", "/terminals/%s", theirTerminal.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read terminal payment", "GET", "/terminal-payments/%s", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"cancel terminal payment", "POST", "/terminal-payments/%s/cancel", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"list terminal payments of their terminal", "GET", "/terminal-payments?terminalId=%s", theirTerminal.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list terminal payments of their invoice", "GET", "/terminal-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"terminal payment at their terminal", "POST", "/terminal-payments", theirTerminal.Id.String(), me.Token,
+			map[string]any{"terminalId": "%s", "invoiceId": myInv.Id.String()}, http.StatusUnprocessableEntity, nil},
+		{"terminal payment toward their invoice", "POST", "/terminal-payments", inv.Id.String(), me.Token,
+			map[string]any{"terminalId": myTerminal.Id.String(), "invoiceId": "%s"}, http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
-				if b, ok := body.(map[string]any); ok && b["merchantAccountId"] != nil {
-					b["merchantAccountId"] = id
+				if b, ok := body.(map[string]any); ok {
+					c := map[string]any{}
+					for k, v := range b {
+						c[k] = v
+						if v == "%s" || k == "merchantAccountId" && v != nil {
+							c[k] = id
+						}
+					}
+					body = c
 				}
 				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body,
 					Header: tc.header})
@@ -223,7 +245,10 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
-		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"terminal_payment.approved": auth.PaymentsView, "terminal_payment.declined": auth.PaymentsView,
+		"terminal_payment.cancelled": auth.PaymentsView, "terminal_payment.timed_out": auth.PaymentsView,
+		"terminal_payment.failed": auth.PaymentsView,
+		"saved_card.removed":      auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

@@ -32,6 +32,7 @@ import (
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -44,6 +45,7 @@ type Deps struct {
 	Directory *directory.Store
 	Invoices  *invoice.Store
 	Payments  *payment.Store
+	Terminals *terminal.Store
 	Resellers *reseller.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
@@ -70,6 +72,7 @@ type Server struct {
 	directory        *directory.Store
 	invoices         *invoice.Store
 	payments         *payment.Store
+	terminals        *terminal.Store
 	resellers        *reseller.Store
 	events           *event.Store
 	webhooks         *webhook.Store
@@ -142,7 +145,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, pdfs: d.PDFs, payments: d.Payments,
-		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
+		terminals: d.Terminals, resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}
