@@ -83,12 +83,21 @@ type ServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx echo.Context, params CreatePaymentRequestParams) error
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error
@@ -648,6 +657,22 @@ func (w *ServerInterfaceWrapper) CreatePaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// DeletePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) DeletePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeletePaymentRequest(ctx, id)
+	return err
+}
+
 // GetPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -664,6 +689,42 @@ func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// UpdatePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdatePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePaymentRequestParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdatePaymentRequest(ctx, id, params)
+	return err
+}
+
 // CancelPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -677,6 +738,22 @@ func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelPaymentRequest(ctx, id)
+	return err
+}
+
+// FinalizePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) FinalizePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FinalizePaymentRequest(ctx, id)
 	return err
 }
 
@@ -990,7 +1067,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/payment-requests", wrapper.ListPaymentRequests, options.OperationMiddlewares["listPaymentRequests"]...)
 	router.POST(options.BaseURL+"/payment-requests", wrapper.CreatePaymentRequest, options.OperationMiddlewares["createPaymentRequest"]...)
+	router.DELETE(options.BaseURL+"/payment-requests/:id", wrapper.DeletePaymentRequest, options.OperationMiddlewares["deletePaymentRequest"]...)
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
+	router.PATCH(options.BaseURL+"/payment-requests/:id", wrapper.UpdatePaymentRequest, options.OperationMiddlewares["updatePaymentRequest"]...)
+	router.POST(options.BaseURL+"/payment-requests/:id/finalize", wrapper.FinalizePaymentRequest, options.OperationMiddlewares["finalizePaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/payments", wrapper.RecordPayment, options.OperationMiddlewares["recordPayment"]...)
@@ -1117,6 +1197,8 @@ type ForbiddenApplicationProblemPlusJSONResponse Problem
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
+
+type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
@@ -3282,6 +3364,7 @@ type CreatePaymentRequestResponseObject interface {
 }
 
 type CreatePaymentRequest200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3297,21 +3380,30 @@ func (response CreatePaymentRequest200JSONResponse) VisitCreatePaymentRequestRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type CreatePaymentRequest201JSONResponse Invoice
+type CreatePaymentRequest201ResponseHeaders struct {
+	ETag string
+}
+
+type CreatePaymentRequest201JSONResponse struct {
+	Body    Invoice
+	Headers CreatePaymentRequest201ResponseHeaders
+}
 
 func (response CreatePaymentRequest201JSONResponse) VisitCreatePaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3464,6 +3556,137 @@ func (response CreatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type DeletePaymentRequestRequestObject struct {
+	Id InvoiceId `json:"id"`
+}
+
+type DeletePaymentRequestResponseObject interface {
+	VisitDeletePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type DeletePaymentRequest204Response struct {
+}
+
+func (response DeletePaymentRequest204Response) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeletePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest400ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest401ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest403ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest404ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest422ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest429ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest503ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3474,6 +3697,7 @@ type GetPaymentRequestResponseObject interface {
 
 type GetPaymentRequest200ResponseHeaders struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 type GetPaymentRequest200JSONResponse struct {
@@ -3491,6 +3715,7 @@ func (response GetPaymentRequest200JSONResponse) VisitGetPaymentRequestResponse(
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3511,6 +3736,7 @@ func (response GetPaymentRequest200ApplicationpdfResponse) VisitGetPaymentReques
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -3619,6 +3845,218 @@ func (response GetPaymentRequest503ApplicationProblemPlusJSONResponse) VisitGetP
 	return err
 }
 
+type UpdatePaymentRequestRequestObject struct {
+	Id                                InvoiceId `json:"id"`
+	Params                            UpdatePaymentRequestParams
+	JSONBody                          *UpdatePaymentRequestJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdatePaymentRequestResponseObject interface {
+	VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type UpdatePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdatePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers UpdatePaymentRequest200ResponseHeaders
+}
+
+func (response UpdatePaymentRequest200JSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest400ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest401ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest403ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest404ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest408ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest412ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest413ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest415ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest422ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest429ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3627,15 +4065,23 @@ type CancelPaymentRequestResponseObject interface {
 	VisitCancelPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type CancelPaymentRequest200JSONResponse Invoice
+type CancelPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type CancelPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers CancelPaymentRequest200ResponseHeaders
+}
 
 func (response CancelPaymentRequest200JSONResponse) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3772,6 +4218,200 @@ func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type FinalizePaymentRequestRequestObject struct {
+	Id   InvoiceId `json:"id"`
+	Body *FinalizePaymentRequestJSONRequestBody
+}
+
+type FinalizePaymentRequestResponseObject interface {
+	VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type FinalizePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type FinalizePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers FinalizePaymentRequest200ResponseHeaders
+}
+
+func (response FinalizePaymentRequest200JSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest400ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest401ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest403ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest404ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest408ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest413ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest415ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest422ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest429ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest503ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordPaymentRequestObject struct {
 	Id     InvoiceId `json:"id"`
 	Params RecordPaymentParams
@@ -3783,6 +4423,7 @@ type RecordPaymentResponseObject interface {
 }
 
 type RecordPayment200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3798,21 +4439,30 @@ func (response RecordPayment200JSONResponse) VisitRecordPaymentResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type RecordPayment201JSONResponse Invoice
+type RecordPayment201ResponseHeaders struct {
+	ETag string
+}
+
+type RecordPayment201JSONResponse struct {
+	Body    Invoice
+	Headers RecordPayment201ResponseHeaders
+}
 
 func (response RecordPayment201JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3990,15 +4640,23 @@ type RemoveRecordedPaymentResponseObject interface {
 	VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error
 }
 
-type RemoveRecordedPayment200JSONResponse Invoice
+type RemoveRecordedPayment200ResponseHeaders struct {
+	ETag string
+}
+
+type RemoveRecordedPayment200JSONResponse struct {
+	Body    Invoice
+	Headers RemoveRecordedPayment200ResponseHeaders
+}
 
 func (response RemoveRecordedPayment200JSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4127,15 +4785,23 @@ type SendPaymentRequestResponseObject interface {
 	VisitSendPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type SendPaymentRequest200JSONResponse Invoice
+type SendPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type SendPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers SendPaymentRequest200ResponseHeaders
+}
 
 func (response SendPaymentRequest200JSONResponse) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5806,12 +6472,21 @@ type StrictServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx context.Context, request CreatePaymentRequestRequestObject) (CreatePaymentRequestResponseObject, error)
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx context.Context, request DeletePaymentRequestRequestObject) (DeletePaymentRequestResponseObject, error)
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx context.Context, request GetPaymentRequestRequestObject) (GetPaymentRequestResponseObject, error)
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx context.Context, request UpdatePaymentRequestRequestObject) (UpdatePaymentRequestResponseObject, error)
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx context.Context, request CancelPaymentRequestRequestObject) (CancelPaymentRequestResponseObject, error)
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx context.Context, request FinalizePaymentRequestRequestObject) (FinalizePaymentRequestResponseObject, error)
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx context.Context, request RecordPaymentRequestObject) (RecordPaymentResponseObject, error)
@@ -6422,6 +7097,31 @@ func (sh *strictHandler) CreatePaymentRequest(ctx echo.Context, params CreatePay
 	return nil
 }
 
+// DeletePaymentRequest operation middleware
+func (sh *strictHandler) DeletePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request DeletePaymentRequestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeletePaymentRequest(ctx.Request().Context(), request.(DeletePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeletePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeletePaymentRequestResponseObject); ok {
+		return validResponse.VisitDeletePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetPaymentRequest operation middleware
 func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request GetPaymentRequestRequestObject
@@ -6447,6 +7147,82 @@ func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error
 	return nil
 }
 
+// UpdatePaymentRequest operation middleware
+func (sh *strictHandler) UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error {
+	var request UpdatePaymentRequestRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdatePaymentRequestJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdatePaymentRequest(ctx.Request().Context(), request.(UpdatePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdatePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdatePaymentRequestResponseObject); ok {
+		return validResponse.VisitUpdatePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelPaymentRequest operation middleware
 func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request CancelPaymentRequestRequestObject
@@ -6466,6 +7242,57 @@ func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) er
 		return err
 	} else if validResponse, ok := response.(CancelPaymentRequestResponseObject); ok {
 		return validResponse.VisitCancelPaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FinalizePaymentRequest operation middleware
+func (sh *strictHandler) FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request FinalizePaymentRequestRequestObject
+
+	request.Id = id
+
+	var body FinalizePaymentRequestJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FinalizePaymentRequest(ctx.Request().Context(), request.(FinalizePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinalizePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FinalizePaymentRequestResponseObject); ok {
+		return validResponse.VisitFinalizePaymentRequestResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6940,683 +7767,743 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37khs3lif8KgjObIhUJ6nkrS6s6Ogp3dpl69aqktW2qVWCmWAxXUmAToBF0bIi+q+N/Xv2j+8NZt9j",
-	"vzfxk3yBc4BM5I3FKktub3w9EzNWJTNxOTg4ODiX3/nYCsVyJTjjSrYmH1vsA12uEgb/Pl2tkjikKhb8",
-	"jL9m1zHb6MdyvVzSdNuatE45ofk7JOYkxbe81jVN1ky/PaP8Sv+XhqFYc/WMSvVUrNPWpOX7o0HLa6Vi",
-	"rWJ++WK9nDH9uN/v+77vD8atT15rtpYxZxKGQ6MoLf7zWcxZX38y8H3yiEU0Jeeq5bk/D1oTvk4SrxXG",
-	"Sg/5tVjziLwW4VXLa62EVDR5JCLWmrQOjw4ORi2vJRVV+u+Lv+sBRDP6gi7137b9lDFFTtdKtLwWW9I4",
-	"aU1aYsNZ+h+hfkPCC3StRC8US/0OV7HaXmxXupEkCVteK2GXNGlqlrxmKxqn5NmzR3qIC8H1a3/qj/uD",
-	"8Xjs9w8PW15L0Q9nkUPLg8Oj45bX2rCZjGH0C6VWcvLgQd2YPnmtRSyV0Gv4w8cWVa1Ja+APxl1/2PUH",
-	"F/3DyWA88f3vW16LC2jtfD1bxkqxiAhO1IIRGV/y7npFVvSSefAXiwhLWKhSweOQJsmWzLbkOU1jSk6T",
-	"a5qyn5G2l7o9adtrffLKAxhd+MeTvl8cwBsesXSTxppTiFQ0VSzqOQ3G/L1hvU/vvFYctSatWT8cREM2",
-	"6s7H9KA7mh2G3aPomHX9eZ8OZsNwFI1Zy8Olk0AIjitSHjS+sYhXr1gaMq4He+D3fF93L7mzCKPhoK/X",
-	"JlYJtsPppR7vkgFr66maLi7Ekjxk4RVL69sf1bZ/dHgwdts3zb6rI4OX0/h0x/quVxGtvOKuwKdPXusR",
-	"TaNXdLtkXL1m8zWP6qRAKq5ZRFY0VSTFlxwhQJd67+s+xjgxfICtMb1aZsIhTaOHKdVdtL6NJdWPUlYZ",
-	"4qCvhzi0TGJeebg1e+qhEFdXjK008WOu2GUKAqrltSIWJjFnrxmVglvRELGVkLE6i+wD4B/DPvPu2D/o",
-	"d0eHg6Pu8fHQ745m4/AgOmRH82M94phfizhk+uPWMDxmB/M+7R7NBlF3NB8fdqkfjroHfTaIjmdH80M6",
-	"zj/JJN7Zi2+7fRSGVzFMPaNgkq9+v9/vg+y4ZsnwHPhkThPJvNaSpeGCcnWKIhaGchgNNZ+z7ng2Crsj",
-	"dkS7x/ODfncQ+tHR7JCNaH/Y8lpLmOro+KB/4B8dDo+OjrTMoVuWGlI+ppySt4tYzWOW6BGlhnStl5yR",
-	"cEHnmshRLBdkQyVJmVqnHPcmTuLlXK+u2YyaJn53dNA/7B4dDY67Q5pTE77QLKEJORr6/vj4+OgIpJ2k",
-	"1yzSXJhNWQvptWxNWpbzyox6ThPWzKaSJowsacSsPFvRLciyWqbt+/5n4dr+0UX/eDIaT/qDGq61vLg3",
-	"g+5J1C/CoJqAf2j2RDrlLGj/LjBYfzDs++Mig6l03chfZ0iXR5SHLElYSQ5mj4mhX4MELDDTKxo7jNTE",
-	"YDOa6Mbdz0PbW5HFxhf+0cTPBKN9aQ/RWMuxo4v+OD+M95ez4VoqsWTpI7FcUb7NlDDz+InRm4xSKP9j",
-	"lsaXCyXjiK2S9XIW80ujPdkv3D1in71C3aj0MGVzONDt1kniawbrg8qa14rW7DGoePjGnMZARcWWK60D",
-	"+2Z7/ba9MjS74zVbxnotNVmxv5odonf8mWJLrYa8wz9xIEmslWdQ5iYPHvQHhz2/5/f6kyP/yH+wotsH",
-	"36sR/9vR5skg/e5gfeaLV0N6fhg97V9+Nf7xG60RJgKVc7tiyZrNBOdMkYf0iqVb8lhsuBIbvWhLthR2",
-	"lJ9/08YODVYopM18V8JSz/yailnClvmmBRLma5o9QCL6zv41LcpwwaJ1wqJzxp1uJePRq2LjknFVeEF9",
-	"G9PsTysFsn1UEAO4G4pC4OWKcbv/PaLXj+hGtTJs+a/mgBke9MZ3lwnZ5wWZYLZFWQKYx42b3R9N/PFv",
-	"3OytTCKTR1SxVH+C15myAIgop/+xsW+H5uXavV+V9SU54NyRRketO0kEQ4tRd+hfgBA1gu/LyIjBXWUE",
-	"XNqXIorV1lxex8O+D+qtDNN4BesyaT1ytbOUcUX1ZH9aU7iR6tnqGwCP1SMh4dYx7unRrsWyNWk9OYXr",
-	"QagZbnigL+TH/dF4ALeYUu+Wrm7fjw2VCeURkUytV8Wu+81dY3PQtf7np1wiDvaQiD/1vz0M/368fDjk",
-	"34+vnh1tXg/Udwerx6PFU//H8ztJxNbFgvIrshVrMhep/m9KrGGi1/pnycrWq5fdw8MjTch/hsBsEhuZ",
-	"CM12VyZFxYpxV4A+i/XaF3R0UMKJmFsRKkk71kxPxDJWJNsDHrFUQf7KZtPJ5esPjoA9qtO5jvYWsHUq",
-	"1+3F68FFv++oZiXx+jQVXJGIyav91adkHcueSBW7pP9hDHc9kV5WReezdSzJS3ixta/+lEvHO6tQR/ND",
-	"dhCNw+5oNqTd0eC43z1ih/OufqYfDY77R83icXRb8binzvTV1WD54mD2rR/+ffTzsyN63o+eji+/Pv7p",
-	"7ZC9PvwD6kwFFhpMhv5kNPq+9Vn0pt+w7YvsvGPb62mgne9f+s6/9J1bbuj/fx75n+mQ//0O9Xf5qf6K",
-	"pmZHuye7ftrVs7QnO9nEakGoPcjhHKd4kpOQptEtLko32udy0fEvybGX5Ggp9kG1Po/s6P/rrvSvu9Lv",
-	"f1e6jf3+Nub0PU3eaiEiMByBJKtqckVXwA0m7TlLGcivW1mxP32h6+LHOn8H+7CKQU70B4MjS9Jj2p8N",
-	"wmHUHbHxvDuiB7PuUXgYdX3Wnw/ocDYKx/VOLuhvF8HghUzglkj26bddaAf+Rd+f9AcVzdYIRUexTdV7",
-	"1G4/ea1nZq9kW6LifQpVfM2I3VOFA64YzzDy++SR4Jf6GTm9ZpWQhtb5OlaM9AdwlqGUOF1LFdcY8kdd",
-	"fwwn1kEuo23cQmTG+h+zbGfPYGObcwVWccyO5n44mHX70Yjqq1zYPda3OHowG4ejaMgGc71mfA8ZIdJL",
-	"yuOfMaQEju75gA2jUdgdzw5od3R8eNQ9osezrh/2owEbzkd0PKuNgoB9W4rfOPT7sF1CFq9Uk8gqRni4",
-	"nh5YHvCvL9n32N/pkqVxSB88WsQhvRS1DvNB1+9fALcYh/knr7VgFDfUx9ZZxJYrocB3vkroFg3GxQMg",
-	"0Ns1mIAnknK5YSmJJaEkhS+ImBPKCaNpErOUpOynNZMK9SeIxaBLRoKsn3Db/YZtgx5sSrAJaNZN1wxo",
-	"89M6Tlnu5goXbEkh7oevl63JD/jiO6+lMF5FKq1lIH/HGMhTGvp07fvD8KPhTz1WPSbOPiiw5XyC39kJ",
-	"SVny52lLP5+2AtJ+/fQRORocHXXIZsHAB5synHT26QmhM7CdGx+tFhPwQ3FqOIDGQ06fB11DM/mXJF7G",
-	"6s+Dsf5ocBCuUynSP7Pt1/7ZjyJ+/uPp9sW5v3m+9T+8ePq3Dy8uxObFY7F58a2Inz36evX9o7ODsx9f",
-	"/Pjy7ZvB9z8+XZxxv252LZeuVTq+Zirdns6VFsplap6zUPBIEiXIhsaKzNhcpIyodKt1E3pJY16Y/Giw",
-	"a02XMY+Xeln72XqCOspS5NIVTemSKcOoj4AY1TG9XNGf1oyABzoWHLjRxP1QSeYQTxUbL3rKrmOxloaJ",
-	"70kSaK6ZEFyjX//xX/XcgNulR14uYwVqg25sHqfSMkIkCBeKzNZxEhGREq1CXDISqyIr/IaFBM2zNWn9",
-	"tEYZYaQZckhhRZf0wzPGL9WiNRn3B1ot4fbvft2+Ocv972XSXixYdh2Ko+Jc9laX4SBSi3zMcbRzp89F",
-	"uoSIq/Ua3qzb6ctYVUf7il4yIuOfmUf6v/7jf2mtijxmc7pOFBmMC6MfjOvJCduvQM0IG8BPsqHFXA21",
-	"wr2kHwwH+753Iz+nTK4Elxi8+JBGf6WKbehW/xUKrkCZ+dhyIhYfGE3oTz9CzEAx+nGVipBJKdI3nF7T",
-	"OKGzckSJVohI9hphaQqskp3qEVN4zOp1DosvR3EELJ2ypbhmwPD6jRMSKy0Gr9hK9ciFvhPoTU8Sfd/r",
-	"OcfV2B/kkWClgaydAWeUahCQSAD5YEaj7qWhFxAzX6J/T0HZ/LcHeaToA/xVPrC6FHxSZe7SpPFq2CMv",
-	"hFpogbah0mzlSIsEI+ZgrmQj0ivZa33y9Eq+Rvl9x5U0W+ypVg5lcQnN5iQzEW3xRF3GUupRgIoENzK4",
-	"UBG1oMrKIRpFBC5p1aV+Gn8w0kt3RpJYKggIQe4w7grGI3jJHuW5YIeXYJrF6/8PreVa6vOAUHJNkziy",
-	"4zMxsfm974cWnJUwZhynPk2O+z3f92DwoGTARYgYc4r9+If+u15+7cy7vASFUktlyonfevcpZ8OR3peW",
-	"Dc84Ds1Ma2/eg69QJ9ZstKSJFgQsOivZkJ7bH4gWXdmhg8Lvyy2F7qCnNWF3EUB4fmlKgPR8ZU/pIjFA",
-	"SBOxVvpATvUe+qJEgKH0UH67hFBkKaQiWh//stT4HCLpFMngEZgNyfQfD5go/1urGKiTkFkqrvR6p+uE",
-	"kXbMw2QdgS5Glo3c2OmRACkXkCVdScJouCBiPmccvjWDuGJbFmkdSiu5nt6lsZJkyaSkl0z2yGkiBaEo",
-	"mkJY57keWN6v0Ys3ccpI2/TY068HHc/YU+2KzvXMIpRwM6EWJHiEcrSLuksA7wcXKeVyztLuEx4KPdYg",
-	"b9goadVXTvD00pesEPMAtLRknISJkCzqgBB/KtJZHEWM31GGc6G+E+v0pXOBLF+whb5EEPeKeU+SPeTE",
-	"qV4JkjIaSSJ4soVlEBtebmolUjUXSSxOyFrike2+8T6O9FYEi5cSV4wTq4945IAezo7CY7R8dEd0MOse",
-	"WbuI/c093Uf+MN8+L4TCVt3e9t5E84zwej+4TZyv5YqhIcwlZPa43F+9XuO+pFde2s9PNEsoGioi1ytN",
-	"u8YJuouaf3/HGa5YCke44K8zFbhwiJjzPX+vYWqxzHYPZyySyETZV1kEQg/tLR7ZLOIQb+Snr86ApyLB",
-	"JJy5C3rNGqf/Km8z09rvMvfPpbTpkSc0vKrMWGmaiBVDd4ahSjuoGb+RCUhNopX/cmMdr7KBCtxD2kE9",
-	"W2jZZm6IILSxcVqz+1FfQc06SeA6qnd1O6jdUAHKqRdCPRUmxeFuYir7POe5N/yK667jqJbXXojMC2Y5",
-	"bp/bHwo2vSTONIpcNipKEbis781bXKgufvF5eOuFIHIdLrRYFOtUX3nLq+POg5xFYE2qrqskl0zhzMH0",
-	"hcYGWL1XdJsIGl0I8Yyml+yOi6icz/NFfKjPYXHNUtInz+OHjQLRLiGc2xU9SX9aWKO+Iwleu58qIUgC",
-	"w9h3wVY4+64Sootffj6hUJiV5rmMEEB4M/KLeMnE+q73NJmIjaZyDd31T/YGgpoqjYgyve21EqFmlXIz",
-	"kqXXYFKlkWy4ljYrx/k2O6ouYT62/dbOtN61332hldtBhXuyQFXSHvpEZta4zUIkWVud29GKvGCayhTy",
-	"BI01W6wVvWQTvFaD3XfsD4GVzll6HYesZHW5Azutm+w2j6miMyoZWfNUq+bGUFLPRBKHQ0LK0V6jdXmt",
-	"IUa2lR/1Hudi0yNg2iV0rq8Q8O8u2HmJRLPuCaEElQUwdsRWIc+M+CUbvqYLJClZ6SF4yIpGIEd4GLrd",
-	"yfrjfvP5OG9/0pE2mr0iseGePiAUTVXML+Got6Yy4xnRJIu5y2b3JDAtgdupw5uxJAmba+0rmXcjwdlE",
-	"LwCajlkM58qCrlaM4414vk4S3R/0pQhNkuKKBs6SBnuvacUxU7uqHoG7nmlpsxAy8wTpHZbo90LK9VEC",
-	"LhG0Cko6Z8lWc4TjcHJG2bR+5u0HjisClvBCiOeUb40Mk3fcdylVDKwTZdX7FUu7cNXSc4TFQp5gUbMK",
-	"blVpmLU+EpeUb+3CS2M1NAvUN4tSEM6D43yLXJS/3188U8W6iZnUZ9oh5cEYWZtPukfe0ljV8x3c15W1",
-	"D38+FnjD6VotRBr/zO6qA0MoQHntL+BGLJLIHjx9nyxjvlZM1l/Kw5BJiRdpia6//IsTImZKbwBKONsQ",
-	"wRmZp2JJXr08vyAPhJ7BA/iyeEz3c05wmyd2wLeQljmNNNFiNHDVzdiYjc098Jql8XzbeNZQd1RGas4Y",
-	"fhXrA/a3Ttta4tyO7j5tYyovTvuFIKfmNbyFIafVzvnc6gvG2Fb4cEIeMpqylMxFohWWiMy2hBri3HLe",
-	"9tL/eeadsmtx1cDgczC6we96CzcutZVr4C+P7ZpjCjV8jUYme6/V0qCRl01Tdlh3nNdnuuJVGaxHLvRI",
-	"5YQEdesQeCSo40v9vG6bwvPilIMeeenuDHy/reVpYTU88/sV23Z2CtC3b992NTMyrrTEY/WuW8Of4UJf",
-	"YLVSAVENB4djv1P05ZoXU0aT5Z+nrRXdpuynactDI/yfp1aAvIeBZz+8d7r887QqIQxBIOKg2d9b9u+i",
-	"lDdOud+gXod5sv0LoV6zpbiuqtqv0b2ZhfmCBgZOQfy7+eC3FhG9JUBdmm2NhxSTuklsQmBQCuifutYk",
-	"9+BjHH16YN/jUjFaUgoqzlObTpRLXfTM3mY7uTSFYyHX/L5h29dsLSsp46DvTSqKfwrv2hDpKJ5DBCDe",
-	"4ZpJVm5Fkw7aiZ0AmsGILMQ6lfWNG6ljdwnBLaT/Mk7URjI6nZutCdPdl3oOrbSO2DWfm9M1jwh+00hD",
-	"G0jB4T1CE32b3RIzij2M1/aLBdXaVak9FhEbidxMgp0juCsXlSJmm6MRDB30Sj8/e3xPZpGG+sYRcxN+",
-	"KNKCib2eLtmX9nh6fvbYbeUkz8/LN4yJOyS6Q9VIpOdmOsTk/t/xvlqmEhfK4C/UxWnoH3IOgTQEkZI8",
-	"q7uJDllwjsxWM/voBJ1FYqWP/RSQbwoJDtJe2LIvbmQch5bO0H4DSbSCVaWHfvobqaE/2psA+u52i7lL",
-	"PBfuOm0jyl9es/ShzfsoHkmhSCP3SFpCjJ21htlkkUYlHWMnrGU3/9j3tKAN9TFi3K/mgu+0qjcUBF00",
-	"0uOVzYfBbsAYgfrvb6DJGh0Qz4uipF5+VCL09XrDMEAKmADPG32D1Wb2CfOv6avk4DghkjHy1ycX5IFF",
-	"D2mkpfW7LEsy586U/Nw2WTihIdReCRGR2Vo5+yASnJ2QACZj/PNI3YBIuiWbxbZHAj0PMCkFH1+9efjs",
-	"7NH7N6+ffbrpXA2I1Y1BP6jYqLym5goECdA5s4klA8vtG248vSx6zqKYIubdXf1oX8uyix89AbA5wFiy",
-	"BEPi7pslWL31ge50rDss+mDGLs9kkyBLPQsCrLI/x2Sfd+HzLnz35RwxmlmC8uyCXivvELEcc/DEckwM",
-	"RtHbULIeCdxcg4As6VZzI18nSQ+TR1YsVTGrAWKshDMjqqFtuXAnKmM2lq4p5YyHStPrWDGPrHms9OEz",
-	"T4SA+Eg9TDzx8B5UaRazJcrNPYrVtji+AlBkpRU386ASJ4v0DEVUilS3CJOV1kxCQpV8VIHClrJL49rN",
-	"G4PkhWrsbn4P/KG4OCWCGkLYvgszysP/xexHFio9RAcLtI6Hcgnr4IFmCIRELVKxvlyAxJHMuHuLGJJU",
-	"GpM+/q6lvNR3vDaGK6HAzxuXRiJWnsPdL+j0yNN1khBFP5A4kh6RIoxpQiQL12mstkZHRzPqjPKrTB3N",
-	"fkgZkUpoxZ/xMN2u9Dz025yhyxCB7owSpBYsTvGCNRfrlETxZYwHU3G/WDTUXQLAIfVD/XoJBnXfT+0n",
-	"LtpnDYddMuMSkR6YZ/UM4lSqEycIXx8v2WIGnvFPcKGYPokkWYiNXqqQLtmETO+MFvoRMkfokmUfsRSk",
-	"b/Rp2gJX0NTlw5y/pi04zwRn4FqECBV9vkURKt0x5oLuTbuvkF5PuEq3mn5mN9A0pfB3XBPL7w6sHMu/",
-	"JxTpDZH5OVZpnTEKf7PqmWUY0u4TJcio41kjgEgjlpLL+BrNpbclzUvdTR1NDATp3g0B68GHLk5peWZv",
-	"TXJQQa5orSn7qkjpBpjTjLIRVQx87HXkdXK7yuN4pnc27pOGDouwtft0WJLWsORIxSJR3IE5oiBjBw+l",
-	"Sr7Nb5DfD2ldItcFXFIcQah3lAGelD2ifwYHaVFOggZSEIheHkN5szisgELX0t1pwvJ3cRTFJTG40iuq",
-	"FEt1I/99Oo0+jj79e92al9Cnm6hyTxLzJmmfPjztmI49wmPOnOk5+k0GY10ZynHdUErcUByXV6HUTWvs",
-	"HBjVGenNBKkWWWZ2vr54Yt5uXUlgYLL1xQFyNc3pbPCo91MibxQe5jUXlbs8u8ci5pddO60ulXCenEDH",
-	"WaYhAfxtPGliNJEW164O6vtGxdLk1JZHZFcCEzaK/eyCDa+27+CIV7YJTAiuRKUDwIN9bLokgRQJe6+p",
-	"n8ZMCUCdhjWjqTIg1PrPJAn1f0KRrgQGewb69A240Ne/eaxK2aWIal4ZsQNzXj9gvQI3UL6Ihl7VwzEx",
-	"uJHo8HuxixKS+o3rWoJa31dCmX3UfnL2QtPu/PxFySlkINv3E1MZsHvjTM0bxT52ocDfOPWSRMpXM99/",
-	"Ba4sk8qujpdhh9hZZHeRm8RYQRGrZqZyraLnGqwJLXNUhRpZs6+SwbgCqz+ooop+xnPfgtp/rDhPVYZH",
-	"jRMqyS3MkOYVjm4Cx7+Rte+os5UYw+osVFm8/htWFXXIqgbNUYnNzvgdp1T9de43aiO8VlTBPbIqqcpV",
-	"AhqUdRfW/2OLJsnLOUBo7KL4YxbGS5qcm6belc1A5wt9ORVzknWhlfsVduMRH5NzSZuSCFsiOCoMv6aS",
-	"BFOsYDBtmaj3Qp2BfSVc/RoUqWRKIuwn5IwJrqKx6MdgBhFJFjTuYsq4i1IsuXCTTOMoxLDjmiUrUuYG",
-	"tj63u6nujg2BIXVWkknxah1kJRz0H5Bi8T7mcxGQtlqwKTdfGsc4lVcsghN+KVLW8cASCHjl+muDJR8F",
-	"pD2POU06cIjPBE0jeAgNZmOKJUnAtYfv9qYcxDvCQuQFO7xCkYl8gFoAWKz0DMZe/9P0p6mXL5TbRoUP",
-	"yjR9hPHFT65vtYvg9YdUMoBhKu50sBvvL/fy+24OlOGeMiAB35sw6OJEm1+7iTeN2RmGWuW8ilAIGnsK",
-	"JqTBQAcBDkSJLMwIT9O2NcJJlA7uelg++AMvRsaqzQvhcPMXXIRsWzcuQMGSkVlJXTtoyU5K2tauBdFw",
-	"ubGrc0ICPcrAZF8WuqHKrKwjaiqr7BTPqFe1KEK6aX6BoJ6l4GyrFRYM6ZkAfJ9TV4NmVTVIO6u8AUYF",
-	"lA0gjqgJ5+mRJwCBdoVh7zTZ0K0kKz1GDrZIASmXTg6+1g7ASguXSgJhPK7xFhUBNOHmVloyS8E1y6N9",
-	"zBNL6yb9PAd37j72iNoIezxLL5svgKxca4IZutyTRAmBK1SGL/tcwzqFdbsn8/oo2LckUpA5TYuDPdHq",
-	"g9EeSg5ABxfsYwMaxD1pVqAdfBtLqo+p51QqluofA4/8+o//6pSv61XUDElL3hqDQnaz9yfHxmq8BeTd",
-	"YQR+k42xBEm2n+pfwoqselKyZbcxjo4BA522sMnacEswIBEQjtHZS+Uv1ZepEmELgXVUZtsULMerhMac",
-	"bEQaSTOWNU/0tTNAJyq6oDOFY8+hZFVt6rjF/IybXjKloLKKIm1aLuQDHjJNNQ9yKUDbn1EVLmwGejZk",
-	"FSeQmm7iM3DTIVXt2Avhib0aq/yN80LvgGOP3A9Y8Ebrf7wfkBBmniQsj5xUYqPn5MoUs+HNN507QQ/t",
-	"O+Dctpp34aB6Vj7DEkO7RZpzWH2jX//kogh+LJph+zWLtt+FxEV2/FgrNDEcAUIpNfd04QvSfgb/GXYg",
-	"QKFAXAMQabqaCZEwCipNDTBm3So/P3sMK4yHLypwZdfwnniaN67fsszJJezNqjUuh7GsGzsYXK2BQ3Mk",
-	"leiIKlfhKk6nAoh54w5MG6SbI13xFet1zpSzS3qt5YcRGM7ptlevttjUjn4101Sk+Z3EjEUBraN0doTB",
-	"TFUas2uakAxItDCATPDZkTiCoIgverM9KQcgbdgusFNyoARgGAP6bLliv+1iY3f2FhPn+EGt1w0kTtam",
-	"VbQKtdPK0qxuw+KOcdUgRyq5uyNbvPJ5XBA5Lj0d7qrogRm/u0eqq+qUtY46O4ZDqVNzuP7OVzz3/lFz",
-	"xdNEfW+P5czSULji1b/yua94tb3AFS87de3T8r3qsdlqf2DKZoabZso6tp0vSNlMl7SU9dzroldQUct0",
-	"/iauu4IEupXA5ACnl3UX1R4JsP1gYk5YPJ9mNLyCN0uqZ881kWFJRFO6s0A+81NFXlYKq/6hWSO1AqeZ",
-	"NdJcJn1B1rC9AGuYLB9325VNIeaVtr4XBFaOZr/qxalYQM6z46Vq4LH2VZEWTKwztC/EUq4RQaxwlzzJ",
-	"3kVRH2Dk1Gax7bhMVGdCLZuxGsSaZyK4M4bKIBNpFAF0K01eOQxijtaaeAcAOpmTADOryhi6QclUY5cV",
-	"A8asjkAEgCbSK0YC/SzoEcTZ0td3DmBkOeTvyPcNGtoMrp/tqY1YR6y0aavjGXtOfMmFvpGTU4Rm44jM",
-	"ljUDCkaGvpY1mkHgWby1z2bsqeFWm9KALU5K+IlelhcwyPwzq4SGTOa/HNv/6R0f9whYJgKAaAzAtIVC",
-	"SS2YAZjJcR5jhYaYcp2JSryrtRyE+EaPnNpB+T7IRxoqlpbcK43FKhxM3IHv72OHKcJbNg4PPMcTiOyb",
-	"6ZlbmOk2FySKJcBja27qgIPFTmE8cqZgohUjsaQxx+QuEgnVI+cY3Ul5lLkLCftAQ5Vsc1Q+Sn5aC8Ui",
-	"SIlKsL51O5i2PvS201ZWdCsUy6BDEB2wYG1cUhUCFoWYZ9YaaZhYkpBK1iMv7JYxri1kMA+yAezmAhuM",
-	"nlAcsonZUfVM3yuQNuiRM0VoIgWJI8ZVPI8NFFdmOzLksTUoVtktIS+tBno5xtCX7G47q5JkVxrr/3fZ",
-	"ZDy6iU281ofupeg28k79RTNjHXDZ7sXWlQvmndn5VX04SjYmCIhAnAf2QeVEbz/p9Q9GJGWhWC4hNa+T",
-	"D304cEdOLKwd2kcD2wZa4HSzQVO8C9R6ceY2HOxlpbMlYMqz+kpstMgxL2QX+AQQvwNYcwwbgkGdWK5d",
-	"Msql/R1d+pZ8BqENQtIjhxO9UgiE4PpRzA0MlVrEJjYAEkHAQR3Yoip4UNvAM3vOWo7Ekg7618Ipa3++",
-	"DYPaDoFotkhOJT5tzUhEFSPt77777rvu8+fdx487WsrAQ+NYD2nCeERT0g4G/rDf9QfdoR+Uj8rAdBJ0",
-	"6szTo+7QLxul9zJelm129UebDX/s//qP/3XgSltIyfhpzVyYnkKWLVghV8yiPo0Gg9L4HdOgw6sHoxuQ",
-	"1jMA5F22UXgFRz32/YwzYEdCXA2etXC+IkChXC+RyRBRWcxJKtY86gKm0HrVtnjJ5P/9f4it0eORgTnR",
-	"O3g+s5/WNCEB6gOBR1giGaykldl4tu8dj53Vz+TsjK/WoLov6QdT8mhssNLNn/3GVc9it7F0TyXwJWUM",
-	"5ZRc6G2pROHgKMjWZuF6Uz2ggqjdR9bexlAqyCxOEiL4RF/dgjgKEDkkKOQPBgAZVcxvrAUlJL/+j//U",
-	"HEuCpszC4CRvBnLIa7Ku8+xq09yXsd7mpX8qCUprPWhpcwFM3E62nIX9XBxbXkOotDX3sFZmRYaqBSbw",
-	"ctIjtg4KvlxUU0RVloBxE5sltt4PYVo13ixirU8hplgMyYr6VghXnmCSxYhBL3Qm1gZO0oiJvPBIag6t",
-	"iQGhyfQz3dU9fYpxaHuXw8s1WrJau4Qd1lLflpQjrijAXEgsI67VQQDY4whvZsnljjID4IMvuNig0USR",
-	"QEIZpAAPUiRMlgOSrS+Oe7951LlQ85VEZ6rIB2Q1AwvHoTcIF5sJoYjdZo6K+VqtU5ZfhCjZMpoSutCf",
-	"tCty08yqcwLXSlSDJWS3I01RK7Dk1GIMcsqoJEGpQFRgvIOxIpdCC/q16pHTChuYBdiQdub/ZDxC3Qu7",
-	"bDiN/f5Ff+QUyatzFt8uHrfO/ly2UWeG7EwYlNTn6lWxfDcrK7eORmgOjlzdsWew4fQ6O7O9NddFf8Ll",
-	"K7sTm5DOtg2YyE5aqHARKxIKQKI8DUOGyXlan/j6/OUL+6lm/eyZCYHMLmTBf+/+pf2Xif/LD/3u8bvp",
-	"NLrfaf9lMp32ptPoT52//Hvg3ihH7vlG2uGChVcsysrzWM0TkRFSqYVNaShzByig0Brs0PLP4MbepLFS",
-	"DKAyM3jCLIKzz4b+Ee79PuuOfD/w0Bgzh4zuJL5im1iCmgwwLwUTS8UaojcQyMQF5VFiaTmLOU23ZJ4I",
-	"quxniBXaI6emgoDFq8drsmygGEQ/GhIpM0hQ2bXQlQXIUL0zTkzkBeRmaFXeiV8JymnEPVB0BWfGZmNY",
-	"DgkPZlHnrBr5Bd/vbhaonqrviir/j1Jwvl72LFM7v3bj5UqkytaPaE1al7FarGf6avwAAaDsf2Kuh0OT",
-	"B6Y52OnFmJ29d4vxZ2a4tmqdci3yJjbYobAbrFGtwKsARQlBF1yQMIkRlppGIDnzRF6XOXrkFDapBKDz",
-	"zIjiRg2B0QQWa9rS8trs5phhCm62oXMOwsgs+zlk3gqiUhonevv+zFKBjQ6mrcAjwRTqYkJEM7EAlmh/",
-	"xBoJWkmwnNTAQ3dnjN+RLW64jcMBlaMX3ZM1d/K2EiQomok6+UW9+DMI/cCC28NtBmo7zIwVstN4q669",
-	"UFf0wsfosazX4dEFo6qFhPQspb2Q2IPwnsQERpsKjCBIEAi0M7qwRwLOFHJwQP5MwE8k7d+//s//tE6D",
-	"4rM5y17CcCJIPrikoO9nsWvQ/T2ZRdTpF/WXWqpvWHyJgLjQI8Z05ZMEOmsOxj1tgbpCg/pYmrq5gHTq",
-	"cs5VuHjciGIX0W0+UhMxlWULg272s6amuRcVkaXqA+Mg5L9sebhTKJ47poa+Bhc+1l4c7R+Exz6sWNjQ",
-	"t0sS5D+5EOskMvDFyiSENoxmtM/Mc875vKGlbtSH7qMcZGqjS3t1UWpjdjA/pEez7nHoR90R68+7dDAb",
-	"diE5HX863itoqO56/geITcq2+GfMw4Fdq4WB3d3631XKn2Tpr0Y89DBYKm5mfjwDyJKmVxj1iIBbJi5W",
-	"X25XWEyod8fLhHVUfwlGjFMi18ud3Gc6f2T7rmApFOOQY0UWIomK1oh+TcHAcllAr+UI8y8+yV7W4U0T",
-	"Q4FfO63hftPaK/7JnK67Yp+aw5jyc6MgMZ04KcPChTkXKV5a6TLXFWShu0fd46H+GgkTQ4/37x00YXWW",
-	"moAJE4BlagKVfPflHz93kESpfQiPcE9QEnMlIOIP33MI+YrGf0AqQm3tWhLCL1+KfrpxIJ4NQTco9aCq",
-	"2Z2glQSXgo0RI0ZQBxMExpRko7ULkWsSJDAdBvkuC8BRHYplIcTINGV2XpEy+W8VSZ8tbPUOeQ0AiEEM",
-	"+YKAJeeRINt6FnWOKhp4Ni0Ja/eYi+bpq7PceR5D3QS4Oi7FEjVrxKeTAPYjHfc2+OigYT3BKNYDW8ac",
-	"KixBvKSrlbn4NmfQ7ZmwXEgf9BoSwfZoq5j65jWEG94caFWMr/QagutubqcYTeg1RGLd3E4x9MyriKnd",
-	"+7cggr3iBt39ZS5zMsNlLwch3e36emTfqzSwe9D28+Kg7ce7Bm2+rBv0iqbq/V7fpqr+e1iH9ykgk7Kb",
-	"mzHLhm83t7bcxZDlxpYuS9q2rHvlPWCy7m7ptXn3nHFVbkff199j9d8bWjlnPHoKL9a0oW7+OOsaAlfe",
-	"Q0D5DZQ4t1HWJSJs2GwhxFUPBVH9t2/xnVcxv8TPPmW3b5PhheL4k2uh3MO1W2BQfb7u8U0++/0/KNB6",
-	"z8+KbLz3R7f8oLTD9+6mZm/c9luHC/b8tMr7N33YeB7c4sPiAXCLD4sS/6YP6/fHTV/VHQ97frM/rzQf",
-	"z7f5sqIk3PRxdde/s2qW9UbVZcD8tGZrrTgaG27VUgfqWFNAA/xIMB0a4xfgiXzw0Xz2Kcg8nNJ2ErOS",
-	"B9/vH/vzIR10D2f9sHsYjVj3mI5n3WE4iPrMnx/To9nN9peSom3HXXdTy68JNZYOqvS00q2Z3ILWJGHv",
-	"Yyc0+D8b1Jl3AQM6Sbu9/mA4Gh/sbzbMaVqXIJ9sScxLKxNHn4ITsoG4NZWvoaJgClZYGJrxaCViDEne",
-	"K/wHSOqGm+2DT5mzUGxCtQNzwHXjCJydvzvbxNGN9/ziVOsYIAXMzzJhBWcFupZBoADJoA4N2fyCuSGY",
-	"/n4Ho5Mho+XaXWw4/P7OFjw7wbKN1SxWv9ung1n3MBxG3SM2mnfH9GB2GB5Fx8zfK+E4oVIZgnzReeh+",
-	"nqSpSBtExFXMIV5EK5Brs5MAvMEiUuh93w4QN361niVxSNB7loNPI55dVqIcdVH98OLZOXi95YJeMee5",
-	"HnxExFrpP766uHhFxv6wBqAgVhkqgf44K3bJs1h1kwrCmdqI9MrEuEIqfW9f6qBxoR5uWm9sGB+a5ayj",
-	"xiWQO14ubGHBsIxpBbHOFe5uGGCtLbLB9EHaSosUqMbY8bKYZUiboWTw4QOMRf9i6A/x/RgRoT/s1BtB",
-	"smY05+HlomQsyn+/4QDLd5KbBmrFRGURXJ4t75Pi7m8UavVAjsDvmTzDC6GcTHmXBKUbbjAhp3mRGjj5",
-	"TP2VdlPiTqdXaEirEsGEnKncRwztGDVlbvysgHkqODYPoDVZmJVJgoLufv3Hfz2AZ9Ve7NUvmEA4VtZZ",
-	"CH41W+3AEs0Uc0S9QKVb0oa+DCy+mzdV6Ce7hIPlzlaPgvqf1FbfKH9RehmKl7jxdybqpvhZZqIw0yks",
-	"QVbqpdRT8YJf6BWzENdKxhHLfd1YCQ5fb1xRrHNla1cFFQwg2wXlhXk1DW6ZZbJmPbtVuMwLjZ1Iixyy",
-	"s7uCScF0ZmI4LXSpKZVS4sVCNGg7yAJK9Z0LQEupVOYeBjGB2O1tsnWrH9wqCbX6+ZdIVIReqsYNM0Kb",
-	"rGNGljBV7cVCL+BqYYO3dR0UPtrfXg6f/V+KkVUd+2cDWYOmXXMTtKaYVOYgsALAauz2vLISQH9SQuwr",
-	"G0RLhrR621ydTbNkHq2z1e4wZTbbJZusjF5jHn9TFnpTCnKNCdCrccKVfEpNQHG7kPwKpsIS0GGBdvW+",
-	"Ga0LvExPk6TZSQN1EPC4vY/Ve8wBuV0VXET3a2zh/1r6f8rS369b768YTdSius6vmVwnCgNltSLEzc0h",
-	"ZTQyUNapmLHqXbZR+RZXgcsY4qo4OnF1o1Zsmq5TYY3ds5ZfrULUtpqBUVc6BJQIdBa6EXlJLE38dp7u",
-	"Wg7SI+1iZrkDKN+ZOOGKkDMoA6KE8EowcpnyYPILuSDhArgQk6shXwrR0I1Che7PDIXFZF/bEUHDghfq",
-	"4unl8qwm7hGbPuAUDdSTlUQsIZiWLXskMPpO4EzapophpCH+8Uqfsl8eo7CYvF4T35KP5jNGUq0z4Pqs",
-	"Emsd9uAXhUE0lRGKkUdmVHk4rQsPV4rzgnBki4xoLtucQTwyNobR1sZYaZHzvMICI0Sv4YiJwb3Ecc4Y",
-	"2ejrIVo5kwTUKqDILK9z+HlI0ch/peUg5QlrQWqgIA3H19ltbaVO0I9UnOEb2pya/Ip19/C2rI0mqMW3",
-	"C5HvS0CdADwsboEXMeDhim3vYRGJzs5B/hbkyUf2Zq3n1mC2Hl30xxN/NPHHnw1rEghgbAaxOgGlIqRJ",
-	"YoyfmDjSSI5ShWshrq4Y04cgmN4uU1sZsjFXfn9siv0wKD4v5sQtYA727ngfwILfiHx3KyCCnTgB+3eF",
-	"R25DRoJ77gJauVcG+/P03eiSqaxsbA14AIbG12X3d05KikLp1N9iSgqCxsYRwGHEklyxlSIrzWOFVW/M",
-	"WteKgAs44J4IDgRDrpcngPiiFewbYQfuDDLguEV2C/s9gAkg7N2AE3h5SBeipVghA7k5ccTjy4Uiby4e",
-	"AUCBRRu4gOTGie9/34xIkL9zZ7mO15XTRg/OiyzhLgM2zCxU1rlTAze5h1OnzqtmtaVyxbcvBqG6C47B",
-	"4AJRldlqG5EVar0MufVsh6sV/AqZya5ko7MsaY5KJz8SCgne/TTfhcR6ka5Nwg3l22yxDeita84NaZrG",
-	"kBz5m5Bas7tC/S4yGBPVcnuFhbG5xTHHG8FdsB8greEGaIcGUIx8l8ALJzZpHHONlpIl1wxh1GPu3o72",
-	"3CpJ3FRizhr/KxWG6fbBRyWuGP8E6VTkq4vnz9CcVzb+YlI3vAtXLsojsSRtqkjCNHP2B0dkFiuZYYYV",
-	"TPqRA7g0hws2+FgwbNWcFdkoT4w0zzjIqEu5FRJQAxRL5zRkELNbOVcbCgbT7YOf+t8ehn8/Xj4c8u/H",
-	"V8+ONq8H6ruD1ePR4qn/43lBPKTxXrvEpGXVKxovAH7XeAcLBf4hrauk0CVrNhOcM0Ue0itNg8diw5XY",
-	"8NZeGB27AUX077eCCfkcqCBnkTPbIlPIL42hXI9PghnRMCh9spawREqVdG7EXo5vyqXL3SphwihA9jm4",
-	"6BiFfncRbe/ENXgj9krvopE79C8Wnr27aHSALG8Si7cFR2lAQbmZKKaYdxUIKv8LjX7mTbx2OcTZWQPs",
-	"t8CuXBSUWLHh+amOZrEcnts5uCYWdaRt3o4akFluBmRBf38idWMgqDs5IFMb8VZkI+BKZz/ElYKXsP6K",
-	"stRaQ/ZexQkJFry1MqdQDhJTYAl/z1Q0a0hsqI+Rw6C5sHvFUg96BBbJDxxcpUzupisMnIabz7DLsnDQ",
-	"ffZZCWVlV9WNDCAGErtnBlq/nSHXOEzYKQW0QNJ7nPNcZCF+sgfGFEuTlNFo6zmGH4HVM36rguqEKNRX",
-	"1ch0ZwuYUR/94JnwB0Rtl9Xdr8W31lCwr96eY1P70V43DoNE2tdo9kXSI5FZ+ay6jdVqr9F/G9Nm+0LT",
-	"6HeYDArhW0DR4kx+H5TA/XI4bbD+nXI4CxphFR/IgQXKoIIc+35uWa4Bnf+cOEJ2jTNeLW6oXUBDNlir",
-	"ZBfIj14nTbUArt+Mj1+0XldNyeZ+UzWBVeWdewKXT6PKpXuHo62UDfG7JWlaP19NkmbVF1zr+HZdxZ83",
-	"XfN2AVkuMf8pWcP7kLIua7jqzf9CZPwNcYUOccEwUVs/Tm/ZDBfx2mqYtXBFpO3YHDoTEljwL+OStUib",
-	"QQZrJEu1TmUJ8iWrJBesxRKDgZdLEcVq+0hEtlz5ehUWS5WTZ02mIkSJs5CYRXQaA7mVxc7pc8ZYhTUJ",
-	"FlTeOIqaNAj3zRrLvv2ZhCJCy4YZL1q2GtCEC8f2eNj374QQ7AykNqDVGpf0QsxF2rMArI0jebSg85hf",
-	"6qvCgqSMK1qCj7YYp7vwYC3PfD636N9MiyeNkO6jEqQ77AzLrZ9vIK9SvXvEHMIPdPMnzSMgz4vgI1AX",
-	"OJagKcCqdNCgBgsUCq7SeLZWTN4S6NZsBSUUTXDWokYTfsNjCHJZMirXKUOfa1ad/slp0NmLU5+c3oFP",
-	"16uwdkDXLJWaXKmI1qGC/bPXIPzhge/7g+P+aDy49XBKQtsdlMO5Du8gQb2SHMBZ7VAccozg2xWCaBbY",
-	"NIPqQxSuTFpLyCKqPyN2y/A64MaSPP+XOP+XOL+jOP8DCPJ/ifB/ifA7i/B/AjbPHneVKgLN7lDnz3RL",
-	"2T9pp0DBVP1RqWhjrRtImYdifyl67pE2VSBlDcDC70ZR260ZBSbt76ZvKSi9gcyV0PUvRe0/ViJY3cIu",
-	"/wm1H3/Dui6rdSCb0w6+9Kp+qQw6Z52qUCN/JHlWzOeoXZVyyseXWZPfL83QWZsyoM4faWXcXJ/adSkm",
-	"A32ZVfmCycDFZVB/yAVQjZRXX5LkXybL2yV4Qw7SeYZIkJsQMJldrBgPJnmijKlpgtrclpkEU1c5oTtz",
-	"us1L7r6OszAX0g7QBQQSVzLV6ZGnMaeJTdnN/Qe5XxjrBME4Yfr5WEg7cPxDgTflxGkEfUQBdHNS9E9S",
-	"wAaSJsAMARLtOKb8IqVcgnlGTmzHv/6P/yz0bP6Oo+Ck9Ip+NOXm2YPqR062QiFNVH8ALrJc0TT/afDr",
-	"mA8qV7OvN1e12WBPosF43D+2uBxXbEvar58+Ikf+8LAGrJwmddUOkkuRxmqx9EjwJHp8flrIbIMnxUHi",
-	"o9qUiOu6qPj0mkHTMNRS4/Cs3Dw+rOngqi7e6xu2JXHkwQFvcNUhenHBaAThHsGVCb2q+tD9fm03alvf",
-	"DaaJBi+/eVWYxstvXhWnoB/UXbDrcJreSN2kjC8LTcq4lO+oH9Q0+aEhEDTjB4/MqGQHo3WK8fdirW91",
-	"kUW3duo09H/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16LG8XpFVzNNTvoEeK6",
-	"ecB9SIS6+/jXm6s6yCDy9dtvyDlTyNeH4/5hJ0tmyyZpAkyvWRrPtyAJpEQuqIG80u/XU03Gl1zLSWgx",
-	"5mQt2YlTOkZwRqI1JMVQ2GqpUFkg+F7RPXobVxClyrTTw6sj0DMTbVBHpCzitC2VSE3B1izmcWeBhhMS",
-	"pCxk8UqBaPVIYKB1nsWcDSBjE6pUoL3V5I64dt+qlMm/79cdWynLkYNKYZh+nzwS/BKQfU6va/Ou3NHV",
-	"tL6OFfOw4olIyTwRohRfCG+Q/sDfKw0nrhMFj2JVyps6XUsV89bnzEwbdf0xxPgc3JDUUUWuakjBElzR",
-	"UNVmYJno4/+YZYHJM4hL3jcJq04uW36tpG+M2dHcDwezbj8a0e5oNgy7x+xw3qUHs3E4ioZsMO/vE/3L",
-	"awOxs25r8uh2hV1Xmnfj+5pgA7OoYvflklydD9gwGoXd8eyAdkfHh0fdI3o86/phPxqw4XxEx7O9Kg7W",
-	"J51BvE9tIG2ecubvxesrIRVN6j0mr+A3NP0WI7mPDuvPUEemNATLr9KYK4xwNS/bgDxTxFYvYHDDCu4V",
-	"46Zqk7K0/swQBeCysmoXf281tHRzTJnlQBtU5rX0Tv2+dvnOTl+cOnVgqjx7umRpHNIHjxZxSC9FrVqx",
-	"ippEzDMqlUmJrlOABlA5b3A7AVMXI1faK2ZvOhN3Ysnc0DCXS7ziwVGS9EYW29UssKvdHF4WNJiTZNdJ",
-	"2ogqj3VFzdXMlhlF3DTONlkupcWcf372uIiihh9ASKD5Z0GXy36uLOXzYqxh3VH//OwxaZezGYhxHBad",
-	"q50eObNDpWmeYCO4qaM628L4g1rsg89xcg1ud3LVHSN6nGjvA2xNjEbGKpOVyMzgy6SZWO2q6RTItC+b",
-	"/jJjieCXWgX9MiffHnkvtQxxu6SXP9QBuJfUcRbKxujuRkC1SS1VroPiVCCeEGCqnFYDNY+pW3HGuBhQ",
-	"JNjsV9IOlkwtRDSBpQhOsg1XAAwzFot70jMYt/pp17ocEOq2Y+DRdns03ApnhgeyNXI8HTiogAQhlQsI",
-	"rliw8Er/Y0b51XuVUi7nLEXrDCBrBSdkT/+IrWcHqTSF+U1MkgoGhMecBMWJBoQLeJ5hoXlZmV5oB1L1",
-	"UZhhJkuQRx2XAWUCLFObIYDY6OrAwdXo9Ih+1ehPpmGMVtf3qOiECJ446QVYNjG+jJX88mAxWK0HrHa/",
-	"M1CLZud7soLXsh8gyy6M5IzPSRxNCLUduTwCthyDA1j08twz2ToWQugMkZWDx0+ePbl4chNfPviYffap",
-	"nEPvz/rhIBqy7mg+9rujg/5h9+hocNwd0tFsHB5Eh+xob0zfp2KdNihiDvfkldDTqGyH6dclvznlM6fT",
-	"6OPo07+37pzJ3ZiijQlZJlKlFKMF6VnWsrpXKjfKmD3zCp/jy/vkWrpOv4xF27X8ElgJjs6kGzDL91dU",
-	"VnTbiDhC02ghkshgjpgkvxpQhN+CRAIpEYzXYoTV0SF7X9MJRH1Wj5YSK+xhV9r8HcSrKaAxbQAuKWeL",
-	"vNEYKK2FUbBn4qR+tyFPr3CKwdhVGrNrmjgdWl9iHT+2hqOh74/7g2HfH+91P8xy7nbsGdObPhkgezAP",
-	"Idi5OepTJ+uUmSxFyGwbd5EzijkixmXCpiycfGaV82KHNvQ827fVlDBa2H1aBZkgLCuATYMaVGJ1UFs8",
-	"WLH844xFTeFrq6J4t1FI3BtXiJPUH+v/6G8hwcr5VCuM+rviXcx8WGGKVyJVc5HEwl7J6nZaplmByuIg",
-	"pq7s1zeZXhNxKd6kN1lU49to3xV72+eyQJmx1hDCYrHPy3Vz9Sc7c6yLSA5y8uBBGPFenRnygW6rt4Kc",
-	"v9tCN9RbCu3K7mMpbNWnn0frsDYn3/xC5CZWANYruIc578jzV2y7f+I9NlZXimI/e1SFlXdlOxrDTWat",
-	"sYvuTLdWdDT0UYOcyWeCpoBcr1Vza2kJ5FquGOrneosjMnIRZDP7Uosza0PJvtP7Hj7a19jSmFF8muEF",
-	"RCJcg8AC79PxaHzYQai2mYi2mt9NgRUo1m/vYsEDQddq8QAcUEFvyk2dPn1KFmFZsBf5YLr2/WF4FfMI",
-	"/sUwz9yUZsA0geCaJnEEGzwg7ZHvd7wpD9Zc9yTS+GcAVB75fcj7F+ksjiKGbw71Iy5Udy7WHN8a6Ud4",
-	"znT1LzRJxIZFwZS3R/64gyidiaBRVwnRTWh6yfR3fWhqzeV6pQUci7pLFsW0i9Nrj/pj/N2c3npLQpOD",
-	"gX4eR2y5EorxcNu9YttuytYSR42/p1rhSuJlrMzTY/0UvbjSGYhucdi3k4r1Muslgo/GSIAZjbqXVLEN",
-	"3cLDAY6LXtMYBAU8HAIFtdjpXrNUxoIDLbLJwUvjjrEBYrl4eOZrpWm2vjSY0KV4FqZqvS9vEQFntWKA",
-	"/MUjhJtUwphnAdNoldDYqV6RM/HT+IMBeoL7r8F0jTlyHoa0gWUMkbsxg4Re0hhsMVUPEXzVnLTyMZdM",
-	"lW/LMqimUo/gZOT7EyzAI+ZzEwEDg/e07EPsMwNBUERY8BAQSf4weNfLclo8Evy01ucAsAeiyKpFL47A",
-	"2KC3ir5Smdz/Iuk+lpEJf2hBnf0ZI5TAnjLgdMba3Hr3qUa8NeEAl8uDVBwko9qqH0v6IV5qoTY+PobU",
-	"DPyrr1+uIluoWCV1/ouFSBWR6+WSpgZAUuoLRw6TJ8JwnaLCbF3mObCBg1zGkQ6Gb+oYRtXW0zhXAPT0",
-	"5vVZqX2QXN7e0m4vSCf7dS4Hq4rAXkFeSE7niDNbtvZYM2dv/REB6RC5mx2SlZwTvzb0oJGKtj2jGpQD",
-	"2Rqqz9ZrNo9juUrotkaxOWturBqHYNWBOspgUHEW14ycc7ssuNN9TZkAYml8AMYSm4e89cgpaNdcoCIX",
-	"EatjUi2FjLgBTwdpT1trfsXFhqMwmrY6n82MV2NKAwCcdbiwYeZgifAwIy8wnwUTJ8LESZEqWtpYIhnM",
-	"JkDR3TMQwh3ngwLikI3TM18OBh6IKC2GnTA+NNYtd9z3TMg0Ig+7161b37PMq/WO4ut6P9PLFbJSj2TG",
-	"nyUY5l2CnsDSm9Cv+VpB2lSFYAVDkIXn0Ue7vjwEE8LFxsKXqoKh0kY3NliPjm8O0Pgt1pycAhfFm9Wt",
-	"LDqWR/o70wh1GwbB0snVgkPpdslaZVNGs/woJyXUI6dShRWtGxM90PLfnDHgWg0z0wNYsOANr5wSYKET",
-	"DJg4xMTGNaXu4hyof8/45VXucNoLbK1EWft5BjbTQNv5mkd3FcqmTg5EkEmasB55KPRlhG3RPyIMS56Y",
-	"KLg7Cl6PSIE+KkqWsZQrlqgcmh+dMBYnXq/FZiES9EzsFNl8exuR7WWR5HvBBe8Q8XBCYd2iW8v3/Cnc",
-	"CWKs5WZ1KlyDXGLpIU4ITRKknnm7V4JC+lEKztfLnp2q86u+M4kUyKXV6NakdRmrxXoGVpYV3absJ/sf",
-	"e+95YJozDEllffryNkNmdSQVXGdyGbQrlfklhz2XpzNv3KIWNVnNN8ulms1hU3yUPg7lLffHRRWML8t9",
-	"sfhE+riKE5bj6UHRJAOAX0Y7xVSALBNmQgABUB/sjUk1hXT6DP9bEf944vtZEHQWVFSpspDjk3K8o0V0",
-	"SwID/xSQP0FZp/lcMgW50HSbxJcL1ZX0Wi+MEYoxD5N1BECDiD9Ywvysje73QEemTmda8nKRY8nBNfbE",
-	"7H/MT0GfMSQvuNU+UGpbttIThbEC8HimG54pQy0tQei2BjK9bK92bqS23knHI6BPGGN1HTi5V6idBfcw",
-	"sVYz8YHQPDVEK3IfaKjgihwyshAbmCaAJMZcKj01SdI1P3FXH/0uC7FOyYpKqXkGCM5F9hFJKceJirUy",
-	"8OggHSK67VjdAZHxIKkHSZr34eXImJbJ7JGY45bbJ3Y6PfJEM09KY2ko7FCmnNolmZKV/C5o0mIEN2SX",
-	"9chjNqfrRE0ybEvPcKckwQ/doafF6tAjhx7pj97VBDKZXVjrUYSaYVk8F5AMwTEL2JhuqlqAZXHgKLQo",
-	"nXu4fLyWGfNjWhd+rp+SlCWIQKCEs0Pav/7P/xxqHSZleiW20iB/e8SfWOaN6NYjhxNCyYaxK9w3sDH1",
-	"mWmDGyDpRjfm6w6OncPoyDO2Gh6yE1PBFO1LVIbGegPWa33ZmqWQXpFqupQO+8CZY1Fh1uvke0Pv0OuP",
-	"3jmG72bTyLHvWEa6w1rLyJJ+MFjhRzdE1VseKC5DnfJ03uwNPMV7abHcEXgDK1UXoARCfQwWARvZLKVa",
-	"VyhHlcCOYB9WcboFDoN2ZgC8nrKfaoL0aBo91E3VO6Kxm+Ih+20s6V4FkGEU1XafmNFJ8vz5d9+VXE2D",
-	"wdGdgxfqvFznedHFOEIvYhbvAaTvAowrRkgVx3JM+7NBOIy6Izaed0f0YNY9Cg+jrs/68wEdzkbhOPq/",
-	"IqgD5rm7QrvNZYdXP2OcA7S3q8QNsn9sAEHDfWIfOjcEP+xT1jzj+oJD3HBsTrHiBHbu9n9Oan4B7rec",
-	"21pTZq+YElZXhu/z5rl+zlKoeooX+uhoqEZ+ysnL07VakEHPNx418LodHI6Oyf/53+PeoOORtQRpqwXo",
-	"tuxoqx789R1pRYMmcfTeGLzRn+aRUX+o/9+45OR6f5lSrt5bJ5fvgzPLNBEmMYQegusNS+oI8V4rdO8z",
-	"BEf0ZfWK5UPdAQCMTV1/eM93OtILXG6/kvZcer/W+fP+ZiAqiAXbpIJf7vZNPYKeiF4JxpUtzIp56L2b",
-	"i4ObMt/VUdVtV+Afx7BREz4Eo+mGKQMcb5pIAvTskQB/eh9be5H5W7IwZQojMLQ+zWiUAWRTie6dh1TG",
-	"YWmKNrTD8BzEd1jbiL2E4T4nMxbStWROcqqtMWuULQkmEFSzkOYWXDlWkiVzVM9xexiXX7vCxs1sq68A",
-	"qLQZngHdwvhatTI49OHatIz5WjEs3WRWNU/TKykelpj1y2DqmpEYgo2v3gdGrUaL0GBEEqaPPtR38PQs",
-	"nQvLq/ejpz8dfT+7GPC/bw6frV4fh98O5TdR/3ltnp27mLvHhO/occnSuEb+HuOS7386/Pv14Nnm+PXV",
-	"6IIffb8afhUefD3vP1yOH0v/r9vBG3r4DTt++6FunM7mrgakGMek5UyHiUu6TfWF1l7GD7N/5EpwWV9f",
-	"1E2eLcnffp2zBF5/D6/XU/3rtxeaw8A7TSUJTk3Agil48JDRlKUEfYJua7W+Qbb9ejH7axi/jL9++v2T",
-	"1xd/Oz+TZ0u1+v7R2cHZj2eb5z++Uc8fP1fPHz+Jnz362md/P9XvLqJH6qdo+Ld4/rce2379c/T2TD9W",
-	"tH/kv+ZPRm+XX795vhx/F/0cPQ+fno2/63/3c+irq+dvfP1JOEj4bPnUj/7+ddJq0pSZfB/XkOBZPGdg",
-	"iom5ZjzBI0naB75f5KqDes+va2hq3GqF2C+4wYoNl7ag4JcJBZOhWDVY67GI4YqlINEEl/ruv6IpGLtm",
-	"WyJXiPjnDsvGmPauY7bJIk4NaHJmrjI/m5Qn/KvWWa3Zp2GLnZoSsMh2hfAifFQ8Tc2zGx0e7i4oDKDA",
-	"HJZu1YWtO+veYu3jJ+akqLuOvnn9rK46CNS0Rhm/WssFiPidgYg3JH81XiZul91VUjnq61vKLQ/3uZ1a",
-	"W9DrZmO0dV7aV0l71PfJXwVnHhmjJcUiItCsBAPkHri2vNNXZ4WaBsaSsFecM7P1xxtCR/QHGAeDqYY/",
-	"TFv3p613WOqQJsUs7R/KGID15bnf7RlWWKqNXhPZgwLHyZLoH/vzIe13+3Qw6x7qq/URG827Y3owOwyP",
-	"omPm75UlsV/UYon982TaNYagViNH9euyZ547zoz97pRrCHIs4kw66+fGixRZ76Ycs9JEEB//1l45zjaZ",
-	"0tiriTrbf2vd0oeyLxebM34CeLUDn6C3D377IzB3biocoGHR/NWv8v26LsY5sFwWgNS1Ng2EIEE3GVO5",
-	"RXXgj44a3Vx7MKyzSLqpG/B7S/yMrOws2x5s2Riva31YE/dYgUODBHYnQPwEYkzFWVxfcZsU0MScIjCZ",
-	"Xda+XjyA898rbFmawBtI+b71vjLeLETRshvsBL3d6IVdKyIV3ZqYADDL3rgBq5tE71/n6Ql0t1yprYHg",
-	"NrEI0sQZNO9g0uZs06nZxzfsW2er3f999tHvLecfXA/usnNu2hlvY7U4z66V+9kFy7pb1TrYdFENNgvJ",
-	"wvdB5m1D+CbNoMOBLcc52yotVfXPXz0/fdQ9/+p0MD4AdZ98w9hKaz5JfMUg40bKjUijiXEhELkQG7DJ",
-	"gRWNi02R3bD75/Nv/nacHv31m+9+Si82P7559fjo7Nmr78/E4Bl9Rs83fx2vvrr8258Orh5v/nzj8Wqm",
-	"uoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3ZF1KNjJO2",
-	"2PgpUUwqHBI68XJv0A3GtXy4eds7DgNNqN/ZAu4uUY0N3F2V4slQ+OVz270LzDAhhRWwMMHmna4lss03",
-	"1p90XPZD4fHaMObt47HMh6Uz6p40O6KGS+HK+Qhiv9UZP0ezQ32AZyJMSCiGiitrHdNHTr73ZiwLzdUH",
-	"GVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q1C5cp7HanmseQ5LM",
-	"4CJ/utangP3rqe3467cXrbo4n4ItDCErCx4HLzMS77RqFcxZ5BQsYphP5B8cdYDGNg4IoBVPTF6C1pMP",
-	"fN9SGcM4ILQERwS2ngAGNAiMcjHT5wIX+kaLn5HcRtgzJdSWEJhQsmzowzW3o4K9u6bGsNbjCyQAITyx",
-	"xiYSg41vLa0D0B5ihqkgFgbPIy+ztYv5jaZ5Y02fiWhbnAQMszIHJElNMG3mXjLWbcd+OiHsg9EFKc9M",
-	"xW07Kciv0YPpmEzWvt811vICl+gVKXqlcNVCsTIgPKrORnZi4i9WLDXgZYyZuEfBGR7nUgELmEqchrhB",
-	"ztiBZ/OClLjEwBYb35W162VsggFTdnn0WuXEAGSGmF8mbH/GNnCbni3oguQIaZpuMeicKmfCHpFUxXIe",
-	"M0lmQi2gNGgiNo5r4ZFj29b6ElDQmJwd+9+k9SyWCiCYqrBIKGzoapXErgmxNWm9Nrm6cgJEM4FINHLq",
-	"RLtf2etUsdPsI/Obg0DT8GL+cyuv6WzsnBZXiXnGWK43LwS7ZQFKns2CwAb1hSGzltYnUXj2goOJYTZQ",
-	"0cQ+em5DNqRF3nML5BYGivdwIB/ECBcAAgpv1s4+i7NqU4kliURKXj1+2vHKUAMG/SXHaq8MHXrLsqwb",
-	"VtWNRM3QYfOvWp7VImRvSTkoXtka2LQ8dG7jQLQSYL7IzmF5QjSngvUwYwRrhYZ06ZYrEApHFsqpT/pR",
-	"zOcCSxcBSqP+J+b2tIzerkWSce4Za1V+I2qO35VyzWQ1Tc+0Gcs8IhVgTXm2CN1QJAkLQRhJll7HBnUh",
-	"I6c+yfK0fS0Tp1xupWJLQkNINNGvx8ozka7SDX5tU3I/D8gHn+T9DuKSlffwlLcRrAwixSsAZ2YmS3ql",
-	"e8jhoLFzAkFWa56ghDYY6Ep4U471tUy1patKOO1sa/ICRWqr6oP63CPPM4YCplYLFqdTnu1sIKIWRycZ",
-	"IABZ0VRxluZfVLgyTnO+tEw/5bXCiMj1bBkrEPS5nXqJMNf6eMiSlmM3ch4qF9FQ4YH01cXzZ1lEjiQz",
-	"toh5hIeFE8SpKRNMebuUyEe3Dz4CM38KMA4SG9EkXzGxShiqIHrWNiTq9NWZiddNmf5xyu1BhGkDMPp/",
-	"+zdyWnCx64f9Hnmy42QOllfvf/3Hf4EuBjpGsJTwoGMDrkvn85QTYpGsCppMe5d6cKJbW3qZ1MqjAjq9",
-	"KR/0yLkW2bd1bsIBjamacF6brdCb8qHeXjjkhEolyf37fd/45+X9+6Qd5H6lidYSg06PvGZrCcrCmqs4",
-	"0Tf9VCVbEy5KYpy6+Q6sB5yImaIAXmHU+pPs6F7l40HABgVmTh5l+TIwEd1kU1TB/fs3xRXomVBOzl5d",
-	"H9hH9yS0+eBgdEJomAopDYmyWGebF4FSqWMY32rFEJJaULE9EqjtakKo+tOPGxWUNW5EUG8HNLmcoAIe",
-	"dACmbcpdhGk9N63dATxbb8OSpAsm7gc/bq5k70cptK73KKHxUk5IEEsJ8AbrCLENZqDYTrmr6bZzrbnj",
-	"kUCkl5AoUEDy0D+A6qObiSkEebAPK/2fH1UcwNwhClu3o7WtGMSgZLDzil7YhdhwrYIjn6NCZWK4S4rn",
-	"lOdx6myi+/iFvMraIr+QZ0xlHmbyy5T/0u124f/0m0FBCwj0619MDSClHvGs0X3epEud3FqXOtmpS53s",
-	"1qPKA0VVSg+0Tpcybzs6Z5WMxhzfzo8S/MmoQB3TRknDcUnzG1ScG7stKsLV0efnJb5f0Oqz10GtN5Qr",
-	"KHtIuNtoe7af8mWgrqXdtwHd0pQ/r8PekfdQWMC9J//a2YdotWznjHA/8Ka8TC6vTJBOrk3YPnLtotS6",
-	"PrBL1PLqJo6S8/79kd+/fz8LRMOhB2/fvu06hzHLDjN9ttrAoLHfAVrlWUaSEcivl5MpD56bmDb3BNZD",
-	"sYAD5een7kmN51QE1LGHfsquxRWLwIpi/m3u0gj2Ty61AlB+GwR9zMlBZkohWrUonio98tI9Ck38E1z1",
-	"9d9XbItTVenWAGtY4g0d4i3otYny00QggSM0rTnSyP0AUQcCsJOgLDUhgFOeL6gW/y/dE8FByWmbOYOO",
-	"H9lTnppXJDqZ8g+mvHC0XDKslZJNFqNXXwhFtmKdFrgasL1WVC3MYCkvNYbaC6Q4orA0MFhiw21dDjw3",
-	"C3vF2Estpxp+/Ld/IxAgLOFouxFeB8/7ZrwezT4O61sciT/Bgd0x2XcQJKnVBL1qcGCDF8oYo8xKaWrq",
-	"9fbv359ymkiBxWkxHDPwyJKuwElXh3qitaECRAl5KKKtC2cKCTRTjilmsTWf3QCSUo+W0vEIoKVM+Yqm",
-	"dMkwnlFaDBXURnX7VgttF9BVOh6udeljQFypfAuyxmKxALkMYA98g/82X70o9Gh+OnNAgb5hW8MDOWAS",
-	"JTIHGdH6490QRowOA4BKv1iwll8AaF6vkavBZFqMC7j0CyQ5/UJOLYhNRhy9a3AumBhFKGRGnRDJWMYc",
-	"PXKq+YUibBTYwgoVueCsyRZ7xhKxseeo0a0hqEqsFQ7liPwCtzhoLtScIhOxcbdgVvSfRvIkc87jgR95",
-	"OYq2lmSmpyKWlO6mT34hRoZ7xEQbE6hHC6IZ5YaHifSZMDatORhUuqkhKWiQS9uqKEqaXFyZZhzcKt3M",
-	"iPxCXggi1+FCn39inWJN0qLUcRqEHrj9QuhbCDZcg34FPYwNaWELsA+xvtbM1gpWKod6xK9zna6MlfUL",
-	"GfWHpiV7iYLFiiURemH65Hn8MCN8PaCWbmTsrrS5hhXkGcixrCEXeUt/PxiQX8gbyFtUQkQeTCWk3FaC",
-	"g5oDYnNiRV9B4BFJt2SzsCvahN9luznlJChvZ5PADVkbxjAcxXNArjAEMVxewP7SLR7riQuBubH2gnlC",
-	"NjRWJHjNVLrtns4VS4PsTMeWqnhhurlhv7gY92Qup1KGS3IwIt/ED/X2w4OUb/NrUcdhxwLi2C9kDNvk",
-	"NMPcIKHAfMn8TAzCxZqDJrKz8QJqmW54YAZdAvbG1IqaXZ1qspjs32xP55hnuknLlNakZ3ghRcuPkuAR",
-	"n1HJyI9rqZA3sFnMxd5J+h1QarrvMTIJmE7May6V+r0Pu+mTg7D9AigCmuqz9SUkp4AVUJPEtVlkkQL6",
-	"bZuDIeYGZUGhuAVl/lTftU3GtGC4zWDzo80q/zVH9ieU4+DLalXmUZnykT8CmIs4gtxAeF86+08fWCyy",
-	"obnrdawvx6u1PvDRKzqBh0GHKLBvglHwqDuC/+0PyIJ9oLaaOdqn9NQQXF3JnMgpuaZpTLnCDOEk6eq3",
-	"WYRd6olNOap2ThgXBXlrr1FULTz9aDBAsFPYvIY4GMcENyf4bR4niqUnhE75kiZuVzZf+MTQdCGSCA3P",
-	"hPFQaLkvEyoXpB38t8HToOPYdUH0UoQakVMOK40HgIdDRc3h5auLs5cvzgM0JpvPMPcDzkSZ6eoDf2TU",
-	"v1N9AAQwAZi7sgJekjYXU67neqIZBr1yXBiNGXpEVNwMcy9N42usDAKm1xgRUVSWmXRPkkjA0WcgDrhW",
-	"bOklm1iihms15WI+z+12Ut/EiQXizklqxAqSzlk138zLQB/pVgNPrwa0X68q3LPGadQzSHvoE5nhLKMJ",
-	"2UyyY/s58tCoxVmMefRoqiOUjD98QAz3grzAaxsSKvMMzoQe6iPBFeOqi5Fa1lh2YWRq94mZYZBPEeJ9",
-	"tpYxQThh2QFH/QE8UEN9wTm6M6YcLwf9/oD8n/990OtPUDvIFxF1M7lcX14mLPek68NyRfUi6437Ydvp",
-	"kZea5Yr3EbwEWybTp8sNaVvIRjllQD6atK9cPMPeSdkcjtKMM1BwA1NvXS+vtSvrK4Ba4I0zt/a70B14",
-	"KFfuT6AHPNJtd/XSpCKZEC66UBUhAJcMrEEKR6vgtQZ1w/fO9El18mbtpny/xdO7xKjbmexA14ZI8nhb",
-	"LRGybTLl5gN9U0JlFQkNf9dvGTu8k0xNABXB3S5TDvoKaaPegI4QCvRo12ghHReXa5eOMOUUdIp2RdnQ",
-	"Tew+PvWXY30l23EUdxAwb6X13vjapS0WdRUyKww8tgf8lOeJEpx9UI6jAi7sF+yDAiu8/q09y6+25ibq",
-	"3CU9S9EOJFzqRQTmfcNjLf9thRAsv4FiwAIAEWuUpjZnYrZV6JXU//CqfCA9wpbixxjYeUnTq/UqY/4p",
-	"L+0KJkO60puq0yMohiTB4kpmbE67pA0P0DraQXcXBGX2DBGqdzzMhZ/R8Cqbh7OjzT4ERgS4F3t1REMA",
-	"HPxoSWgHS7YU+c3ff9dzfLs5VKqxc78A8A+wojVduSc4dAPGhf458ubiaRfku6FLRBIt/+Q6TYVWUjWX",
-	"TVvT6To6wkoqmY3+xZtnOaWIecv3bb2V01zYX8A1x+zOgvIFpgvJEEoL7kSQSWB2a39sGQ9nB6aixxlY",
-	"IqKBAe+BRSRm0lSEDIVU0uxUKBeMQLQUvRCIkwLnln025SY6e0lVCIpR8N+7f2n/ZeL/8kO/e/xuOo3u",
-	"d9p/mUynvek0+lPnL/8eoHMMD/cVlTJz0lIyizlNt2SeCK1wCff4Ba/s1oDKGHbXbA69ywkxc0I+sfzj",
-	"YojhevQHvSHQ2Z08DCifv+E1k6iA8BWWdgaNSaU0TvRsf2apME0Ppi3NXNPWaNwb41IOB91ZjG7BS3vY",
-	"uaMHqtpfYcleWzUJXQaQhmqSpG1iAaYKkg2AyUHAPd4YJ/kBrXUoo/XGcsozqDXSzpcQKWdgtLCjexJw",
-	"qQoFcALSNqlw1PlEq7VavnOTBo5xEoHB8XsWc3am1fTAADFRPEqyqVdfB9UHFcApv2ScYTokxBSqgs8e",
-	"7LLZAufZNfm5CIELdgM8AwMFxm1cxjzzmtvnWgux/A2B+T1jiS0XyzFXf/jNdRUEmYM/mkx5gCZC0u7/",
-	"+o//1fd9j0QIzkQG4469DogV/WnNSBCuUym01ve2AP1vjhDA2gK5ZkZpvZfBs5hfTYzT/Nd//Bea8PQ1",
-	"NPnztKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQSKMfXcRIRnJhe",
-	"A6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t1hx7YL2U+vqJ",
-	"S2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+zpYewxSu2zQNm",
-	"4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e3owWqvuarRK6",
-	"ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMidVi5DOzUnEk0",
-	"n9lL3TxOMwMHMN/A9zXFTeMp+5GFytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR049qsnp48DshHp",
-	"lczDX/LrPRo69I4xXsbjft8n/+d/H/f6nUm+6saED+xrFEqthWGIcCYblxDFMeVdOyv9e8z0eWoRccEO",
-	"2x71h2TGtoJHnXxQsC3MDn51evHoK0D5EzAhjCOCbWF6zRTLEwfmIz+wbIdwWQAYNbPycLczqSwhg1Yz",
-	"YzZwhuOEjUg7r6VT6MFDVZVFBu3P1qegSErdLN7HETwrsLZk9DwoyMfUdDrFjQKf4wq7OCaZbQyU0irS",
-	"K6yg+SyHfNWd56ivpvbfJdcK/sQFfwUwWfh1TpNEoq6sBCRnwyGD0Gm6udrrJjQpXb9V7Jjz9FC8PPxl",
-	"0PMJlVcQbOTCXAx7gw5QwtIB2UXLYDxnMc9AEs4g1tqu63BAIsZWABBkWMkrWmB0T/r8MiHaAt5PtkAU",
-	"AHB2nLh8ixIpYvqeIfPo9/IaxRL2PzwAxBirzGfQmW3njrhZxIohAkN2X/V9PTCD32dMRYU1Mn2WLnLm",
-	"hpO7Ehia79qUzGhEgv8WdPHioDWw4CTIDYlxigYk3a0DHdjgnJxk9sS8cKSME8a1fhSlYrUyI0QbanmU",
-	"uUfSHTrIGE03QzK8m6kNhKYy/W8U+yQXOPBmJwPOvHng4E5vcoD2yJlRi4H/jFqFa7JJY6UYzzGXEIZm",
-	"QvCtP/9pjG3jX+OenxvFgBCPLQaDJO3ApKY/TcUSimrhnxfC9KUZfzgcHhN8P8OvSxiPaOoZwxgMMrDY",
-	"D37/AvDOJ77/PY7E/eUYf+n644nvB9bAlOHJYhZNtz+ejI9hRyhBgj/hnxPylM3Stb4iDX00NyeMrqz5",
-	"rR0MhpPx8eTAD3JVE1sVc9I/MBqFSHWzgLmsZwiOjX3WC2lnL0I2sSe/gFn5XUAv1t8UkZUmN2Ip1UQ8",
-	"kgcHo45nlT/iGiKhRHp7NDjOhAoaqly7Kgqsl24IqR6x7rsLSgSgqKC1arbNVPa+7+eqxApuFiH0MFun",
-	"EtAM9VgGvt85MZ1r9tdDqQ7ByQazx++3aH6CiBYTmRznPomgH+TAxIqlcxqyHnlFweoCIUhcZC9Ldgk4",
-	"AFBvJ4lDZtCLTIT86YqGC6ZFeiUyfrPZ9Cj83BPp5QPzrXzw7OzRkxfnT7qDnt9bqGXi1FlxAu5bXssM",
-	"oTVp9SG1aMU4XcWtSWvY83tDSHlQC8hLqQ8K1b9cNiFSufGl7a/ffkPOmfJgUx6O+4cdlLHXLI3n20Kw",
-	"lDR4XubOvEc46yrWZ6kJ2DQ4xqhAoIi6J0lwFUdBj7wQZZyzFkw7zepAt/7K1NebKwllCfFqDQQY+L7N",
-	"YLAppCVHtZPXCl9oKkFyDxaxMQjgdg42+RArkYAANkVUJKSl0uSyNWnBFAGE4xr+gm9bXusqjhzAGr+v",
-	"Hyno4ptXmk0kpIvGly2v9QEQOn/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16L",
-	"1qd3kLKBStFNCa5AKXi/DhsLlhzyRUZIvbqmMio/eEgzWH830bE1+eGd51Dxr8YLiSvs0BFgwuilpl+r",
-	"GGrfeqcbzC6uO9m2BDfUlHtlQIWz61oGOx67ftRCXbxgCTwY5IW8A8JpmoqNTdWQUDNLn932nWwElBNb",
-	"ZMD+hgEm3OA7VP21Hhz9sujE7OhNgMaCqEdOuYtqXi6hP7GhNKaod3NZ+uIWehZL+7sEIWJ1VuDsmppa",
-	"prS8OaPjHMT9ThXmY90uHIS2xs+kWDw95+2b6rK/+81SwOW5nIcvNiKbsLvcuSj4oQBTpbf6qOuPu/3R",
-	"Rf9gMrDYVCAGDqPhvE8HrDuejcLuiB3R7vH8oN8dhH50NDtkI9ofFuvH701KqMVfrqVfLp2/H/DaJ2/n",
-	"jPrujAazIzaaH9DucdiPuiM2nHeP6OGsexCOI/3XgPZnn2lGxwd3n9G7oqAs4R2ePZY12///Y+/dlhs3",
-	"srXBV8ng7I4i1SALpEgdqOiYlqUqW23JJatUXX2gp5AEkiIsMkEjQbHY7oroq4mZ2z0X8wITe67/V9j/",
-	"m/ST/JFrrUwkQFCiVLJbdmtH7HZJApDnlev4fZsSY54Vz9kqhNWq0EUj4ezk2OgeBd9TPbFUC1ZWIUfA",
-	"KEkbD5PS+pX23a+8c5Lv8KXtu196bXLs4I3O/t1vXCbJGZdL4+PR7/U2aektpgu9y9OJyvdPscReX0em",
-	"CvuvpYrd7z4V7iqb5+9cTWflu8TcTo5jeu0NZZL5bflCn92jjs5l8dUXZ3M+M7QQP54f/vni1bcf3JRT",
-	"/cHlyx/VZH71KaD47NkpJONgCqj+5MWrw+OzV+D7WGi1Hh1vWhUPbB8Os4BKsgKkNYTrhzRt8rpjaTx6",
-	"1Q+Kju4XypoXsa19KHi3WZ0ThYwkryA5xBstyHe+EgGBPkCcLwPvuXOlwm/QDM7tTXa5phP4JfNd6DgO",
-	"4oBxOwa6yPQGiGIMlI7BxTLPquPyAZtDzQ3ZcDbAYOs30JFGDA7uYh+waQLsJXpwZrlzQlnjDpslSsXD",
-	"iSjsiNw+qb7G3U25yVVe2ISwVBDwXqGFj+WHVBDIZdWFDa/UNtVDnW6+hRc/6eum6o18BC/BhVrb4MEj",
-	"WIraI2gDM8K/KdoEzlsFBWDI5bWjQ5xarP6aj0xmaTLPYnmFgWJE4vd93+/0tOwbzlUshTIcQGnxn6ex",
-	"FG0gNfB9diQinrK3Wc1z/9yp9eV8MvFqIUjB2kUylxG7SIDqbpaojE+Okkgv1u7ezk6XUAT1z5d/gqrs",
-	"IUds/Zr5fipExg7nWaK3AjKW1pKFFOnvQ/2Eggf4PEtaYTIFILUszpaXeO9NJiFQwF/xybrPsgsx43HK",
-	"Tk+PdBfHidSP/bbda3d6vZ7f3t0FOfzxJHLmcmd3bx+L5VWcFci6K/r0yauNY5UlKV4LPHPNsM5le7ff",
-	"6ZEmIxP42lsriE1M3BG8nrFvxUSEWZrIOOQTxH8/42nM2eHkhqfibzi3UMJvhSrs3GIHupf+fr/tFzsA",
-	"GdKLNIZAk8p4miHAp/lgfhL1Bgf1aNgOO9G26DZHPb7T7A53w+ZetC+avtYzh9thN+oB0KteOpQEdGrL",
-	"ncYnxvHsXKQhnJHajt/yfd28ks4idLc77VrupTjjkl9BagL422Go1MRlMmVfiPAauRhXv9+t/P7e7k7P",
-	"/T599ruqafBqzsW1fn3ngMlXesRdgdv1Q1eyFi/PjXVE5xOb6IdvJMa6wV4sAYBQmEm3qO/VdS3TYy/h",
-	"GWjiWWd8iM64AtpSpTdWKnaOImkUgwr9EQLc91Eik+I15DBm0S3igRsAzxv+W99ORodl9RWuH62sNPBJ",
-	"1K44uRJIfrJ6Monsnm+gLyIiHDC3K1p1qdZmnTgi5EhX+fIOC3frrfoLoGI5DcclspkNpWKMGCTZOFdm",
-	"wLeQQ7YhFO3P6YWI5QXKtjUb2zzripQT887m7sCCQKr2Cjo9feo2p9+9+41vEn3DyOiXLnC+FAWy76JG",
-	"ukbgFFJq7uNTLQEhrBqO1k9UZTZivm6l3Yi4oOD6AG8o4IptYEwO5MbW5GsI1yoWJtNhLAUKysNvjiEH",
-	"zhkXRYEVnwgCXJCE4IN6H5/N0uQGmXojEU5irQXWkbDS/MizTExnGcXBvTwTyEGxwXqpQ3xSBRhVA3/y",
-	"tIHIRUTd2mJv+UQQ+gOF4gsLMZALkQoDs8ZnM8FTliVJ3lcMUa0aiUfckqVvZiTqWVHkvp4sDRNuUdrq",
-	"Z9bYhtexjDY2DZ3Ofa3fA8uw2nBNkS/ZdMuuwwoSWN5L89Z6KxZh1e/dVwMVvKa3RUCNhOzss5PjYvc2",
-	"dA1XdX3F0X8vx7m31s9f6jk5/A1AeqH32+G+2Bm1eXNv2Ima3VFvt8n9sNvcaYtOtD/cG+3y3pre0/d+",
-	"ol5jVivit0CWv2L1BbI9m9/GBmdl1CgHMXZGu3xv2NwP/ajZFe1RU2sPTVAf8E/7awZF336UQRUHBF3l",
-	"wMCMuTUwQqB2qUPql4pvytx2VSkTazruJGpUd/0Wao3N+09Czem6+Hhb17v36Ppl8qCO/xI8UIcyv4y0",
-	"0M25cFcuIluaVXBTGYLyWtsn2xt/c2GIDfo1+r1D6GmYOkshoSo2R3rEMDWiT4r6ZhhSzC/NAaFfgDfD",
-	"J8VdSxC/2d1p7zb39jr7zW3eHfbCnWhX7I1y0nm41TaWPE4ZSq1fO/nmj802uubgjrK3WE6zadgyJ+JG",
-	"TLbfwqoRNvKqxN1YgFfG6WZ8KVJyla0QUaaFicMb+M0o/1mvnp6I7rbv99qd7bbfM4yTyB9LRgzB4OcX",
-	"IXilfqId0e37G+8IpIi1W9jQWys1B8/Rg7eK//NtFd/3O7+YrYI/ORuEump3iFmKO/xiR+uNg40dY44e",
-	"dV/H2Iqu9+wZ+zkN1SLGbpVXrLBAjnFa2DdVFurtPjG9B9xPF/xRFVgIxunkERfFOoyFSqeUuz83cEoV",
-	"7cqSV2rj2+3peaVA4t3lkXJtIm42032tqXXeqMKKP7ujnsQpR1eUuzL3PuUvDZb3jxCnXD3tX0Ji3DSR",
-	"Ypl7nHMV2FZnxBl6q/oOUITFWDEcSiNAn60HqOMEzDiPUiDWA+g5gxYcU5nHaoshlwiWhRrSAZV8zaf4",
-	"msofJ28JlQuIjyHgdsSZxwC3DXj8zDNQBgFJPtyFbtEGSx8TGNF6hQag+xaAVneKSjgFmyYoe9CtBR9E",
-	"GF7opUXveWGrMqH2J0zSSESYR5H/HvNQdP+80jrrtgHXTAamNo/qxY3SYXEXdPcsNm6OHnSTxBFUu+re",
-	"a9ucoyhWIssmImJLkeEEFZYTh2Wm3htIrODFKYwzdCYuYiXyak+nTdJriLIoH6fK4smEdfx2H2cJP0gp",
-	"HwaDLzBaUWDjI0FBkQ1YXcXT+YRnSdpHxxlau1jEAdMXdH3n/zq9/cBiNcapHYhp6YDqvJyvFD7Q8/12",
-	"QOXOOCNlxAQM1pQ2JEt5rIQayKCo6wc27g22Jf1g6w1lVPrVC5UDyQYETHMjUii5lFdULuQ8SzPpMWr3",
-	"nMcRVm4M+YTLUAQEZnmIxY+trS3W9f0+s+dVb5Apeg64ZH6ORWN/59aie1CEEaS0OgCd0fMLhRNaL+hb",
-	"YLbi7S1XMvNarNvpDCSgU+JUAqJVH5xJZL3Q3Lne3G6nwwKC1zVCIH+dTnPQH8h8GI7EyhcE0ONBoJmN",
-	"gmlICwNgUUdXQMbjCVQm6jV2BWCD+lKq7tQbHso7W6znd/qlQ1OG+UIoNRQYnoOInFdbEmv5QCKsX7FO",
-	"dqVil9bc+bVe90PlwLms1BX3b/kedGmYREuMPsQyr/LNIZf8vFd0JvgkFTxakn9tXTntQEI97UFesIIV",
-	"Okg2VCyEnfJrpDehFuprimCxrNfGVs3jKE/tOtj6dD3/k0RlrM4NShJI55SrcQN5D1GCDpda/sfEq2Q/",
-	"5NnqPoA0SZcVhcxXCRSmwT4WEyUMdC0Bvxt0FLzXYMagaK0q6oD7/p5qtN7vpejT09GmV7ycVGru4rKE",
-	"evGkcWVg4dXm1edQH3rL9i+5qSM/3B22RbMz2ubNbrgXNffFzqiZh7p37ESg7ZtPRenwFDynLoNhr3cX",
-	"geF3OKVCZV8k0fLers40K7o6zx3SBnK32Mob67Pq9NA1ZdweaBqO+QhqVmM1JmGFeBgtomNTpaYOJxM0",
-	"B0lKOk3do74G93leFVNpxODRdkg3sT46ZcGPn4JcFSx1CMydzzTgUpJg9zHicEiPZ8ahFO3bmxFWpyB3",
-	"c2TTarFuhRRC4WVUzJfldyLUzMA9JcUCGwAdmLaSlYIlf1GFrL/LfZS/Yt+AMXfQyLxP4YlxyP4L1ybf",
-	"nTBpsBp107FGIfRNQs2Zyl+ZNe7v3f0CjeMSL2B4rb1Bz84Ro/cySU55eiXwvd4m02CR085EFHNItAXP",
-	"QWeTlx083s/zN3Q2WuQvET3253ZRkCuh5KQgxftefgpD+HGfVBnzzr2zZIxl94hZMlRyYSEHH5Ql874Y",
-	"Jif3gzJoQwVfzv9ugzS/++c//svo9G9BEwWP3dYWISNYW7Sg3NXBDZAYE7hRALilkndAlKF2iC/m7OT4",
-	"hWLJDBDtsnDM6gX/SzHyHEtt6JnhLEXWIGzHgQTlnbOIL4Fbhwps3r66vDx9dfbqm8sPR+8u37x+HbC6",
-	"KVoPOp2+7wcNM+EQxf5bTkAxkNg3pwJUtzFOFqQzy5zzAXIrqNo7nUvPmNqRmHJpt4fhTYY5Zc1mkl6x",
-	"NxdfBmDhkzYBc4BYtflQD/ILF40bguRQmPP0QtF7hLkIuj/RkMEmo894xsMjRXZI9ri29mA/D/WzVzyL",
-	"b9DX8z5PSo0nWTOWzLpGwFjBprBdwg6hZvpsJAQW/dt1ODl7d3p4+ebiw+tXr94WFqG1/5vf+q1tvRBa",
-	"iS5Fx8FtliboGRnzyag5nw2koVgDlVzCklk33AHQGgGA0GEW5HNwlsiIL5tZ0nydxnqbwFZBxNAAhnHM",
-	"MxG0GAwc7toklplwuIPCZEpuOv2Tbg3p1rVUt1hI8KkXaqBbI7efeXIo9BcKc2WxR1fzXqw3TmsKAbg9",
-	"QXh4DmKZMBRC0AV0GGgD1EmMCWZIHxGQE7EwO2OuBhKGRYfAKYW258EIvBmPo2BdWtqxkbebpKTZGTUZ",
-	"SU89l4rmME9X03Nhh1HsOj37OElqNK13JKjZ+fzlpRYVu/6cVfSwrCItzHIFhgEygmJagSuWuJGUc1Yd",
-	"KoGqskA6nUu/AxPb/QvMvJEa7jPdmlfTwv7Q5qBst/Z7prJ8w+y7x86vsLeb/lO73YJkGn1gdd/dvIq8",
-	"27kbAn5/hL9uexA1zR/r9ky9k/41PbXtpF2Ys3971sVxpZ65ccIFvX7fZAtXWj3nWTytPIsovz2NUWMv",
-	"1KI9c3dihdWvHymngp1kpSoCiFfdbkLoXgaV6Rhm927gQ7ZaTPTwrN4nloWhxdCK7KZhkg+Mh2MRkSop",
-	"r12v6bP8LvT90u/q8bXh4v/JJLpesHs4ka1wrnbQmcP5nP7yhNJfIiuS1ghfZCq9jysJ33iYI8lUW2Fq",
-	"xCM5kgwyNTAhGhl+LWYZ2/a19mj4e6Hj+m0HPNL67IF1gocEZ4M2KyQKDCQwiIRJGql+ARebiG4N6wNQ",
-	"0NwYXhCZ0A/un/GN1kAGEc94kGexEEkbNXx4fuLgpGeYcwOOJnRHORzxsQRsbyCucS8yL197D/JYjMfJ",
-	"K5XFNg4Mxw5ehAgOb4l3BhKgwzP+kcWRx96+BR5iU62LD5M/LWeug9yIQ5lPOADoWtM+Z+7EYc3SJAO0",
-	"WEOt5bGhUHEkBrJA7tsHZhQo79kCnE6eRh9M0h38Bob5Qf++tWVp2lAqbQVATISuKod4+aDAFGceU1VU",
-	"sAeWJ7g1A68D0UCb3INpkgpMUgK0longQHI0x4wpogQ28IJTvrTYwgD3gnR2iOIKRFMAs4CcOw6tg7/N",
-	"6G+lqTTMS+u8GHg2NvJhUFeNB0O3fgCeHfTb6CWqHIftYhmiBRcN7ptqOxa0kU3vIRgJxhjWWN40gF+U",
-	"t4D6/OwmuF3VrEK0Kxf7tNqd7W5vR8+G3qvwNiEUwHHw2/v+aJu3IQmhuRtuR8090R01e3xnuBvuRfvC",
-	"H4HyBzy0oMgC5TfKM/CSor8bdJ3Y+WSnuTtsh83dqCua+7w3bG6Hnagt/NE+3xvms+uKEQQPWWNOv7r5",
-	"jOoFePm+pjQJ3GdD+mfW5ZyLrtKMFjelOgWS564Wd7cBDc8ZdGQiq4+FCvpEJRODpx3SPDICJi3R3OtH",
-	"FoaFN0ss+ob9O+zRA4r5QI6sTKSAVM9VU92ok47Jrm9tlZi4y103Tr10nUOs4rPUhINK+nv4bFFRIPZi",
-	"8BXg/AeNSrcAnsMNnAI0FeVUss1EyxNzCcCTT0lM57udELcQ6QAMZ/rb2q5ug5vhAX2bcJURpsJtn9aP",
-	"AZ+7ceLqX2BgBJHROr5fqICj7uZIW59z/9xL71pn/eeWD2jxdrKf3QFP4QoBZwAZZBvcIS9TQSu4vvTl",
-	"rdDXRJYv/RWPpYfHjhvaHKr3tqafoUjN0iXQpUTzifD0NYJkMkLqMUf5ZaLmQ93mEMhAYGeBKaS1esrM",
-	"Q+qxzCsnctMWb8ZRwOqpCIUejd6Y0RxllmDDJfIYdvxOn/0wF3MRHRTkOcxFwNTYIGs72zq3b5/wFdVw",
-	"71VV6Sx/odBkhW7PFdCUQOJ/luSzn68QTD8oBmAd6pGbxYLEewEFUXXMEAb5j3ykMl/TZOSOHvJLc6u7",
-	"OFUNDxO8b7F7iUkwZ2RWUHSJDh/TJHKZWDojn2nBp4hgL19U4NmR80z0kcI2G/MM+Zyr2ByqW65IMacG",
-	"fj1qQOd+agCM52TjW+p+99EhUVSu90rnq5sKOua/ukvpodmdeJmtWUriO/5txZJiGQ9N8YqJkOmf1p8y",
-	"Ktcwh63Ind/tWIqUWq7ydDv7OejmZZJgipopOcg37TjLZv2XL9ud3Zbf8lvt/p6/55uBqJcpz0QTPNC4",
-	"NJvts3N8vXKHlbvSR8/N4fmJlqgvFNDKQG7NxvNhqBvMdOZJ48buOsDqnCK3jDNrjuXuPHKXAQ+P4pMw",
-	"0p9BY6Gdo1pTLrUKX9JatIph1RZUMNYpL2PBJ9n4b2uN30O3uAr4SJ0scS2857MWOzbR4SyZE822vtaH",
-	"XIlNKV++gn58PulLcl0Mpb6budFSawkk1/cJ4FHn1kjK4mQ8NtvKaXwjpP68PozCWcY3ZgrNUlqi0PsE",
-	"pexLBaoEfQG6PCWVjvHTJIdE/cxVK3S9yNIxcVpxII+KINpdv82OEnkFYa7DG7GCo117O48zwdodwLxB",
-	"OO3DucrgYKxnxbDOYQOWHSULmSUL+fvhZC6GiZQiG/JrgIsHj3Z8DyYM0jK+sF9iX8Cn2DE18mBijCro",
-	"bYhol0DDd4G4CLTPWfbNmu4UYcVdxKEwi2Gqs3gq/oLtHU5FGof85dE4DvlVUonS3Gn67ct2x0wu4BUV",
-	"l3Nvj11oIc8uotsR0W9Zwh2Ai+6uLKELNhR2oz3RGTV3eHvY7Ib7UXNPbI+au7wzbId+tI+1hrRO0CMV",
-	"R4J9HWfhWDzC8mBfVhZlu7woBO1TuQqxfOg6tJtt/9Lf729vgpZ9ul5ObOpWN5/YnErF8qRU8Kk8E6Y8",
-	"VHmwEnW909wVuua+ycV96bq523t+6zpumJNWqTWcJpsjS+cEYdHDWa2eWOqYpa26q8bQTJS9WjZXfvJj",
-	"W63+5FRhzw7LJ3GCMYHJYTRbd4IdguP17spXHw3uB5fGPEOOaFlgjWT1nPqYKElDba3JLAbQDsOCPJD/",
-	"/f93W91Gi4GVElylXGYf9NH4Hb72wXmNmPgD+gv4JI2vMI48FkyvP/zzH/8VNExeFD6nRJiKjJ7FH/Sz",
-	"Cp8Fjx6QKNlCbZ6THoPNCbR7iPQcYWANPqLf/Ory8px9wVUclswaaE1iKYgzKiTDFiISkQW71u00LHoO",
-	"Tt+Eq0yxHd+3Bim7AH7zOKMqHTVO0myyzEFAmfg4i1OhDliUgPnF1fVAuvzds5yztYWM5egQ3traLrGz",
-	"riWU3doayGpOWU8bhCEiY1iPZ0oVheCwbljicMbDNFHKkNCaGjmLBYDHYYWhmv5sYEgoIwpI4dGtSn8Z",
-	"SITd9tiUT/TKAtuLUA5tOnHMIg18ASeo2ks5kBZgyUyOgFWxBOjxCu/6eU4ODv5949cx2dMDYLsCfxrR",
-	"X6+wg3sMPBqwOyEoJN3NyfgkvhYewMUgKE82FgYmhp4jhnRTRMYp2Qwv2CWbANiDnRjchlTECVMCvMxw",
-	"rpOUATOWB5y5sVAsOOLhWDSPEpmlyaTPZNJUWZIKKFccSCTS+uAIEGKPhq3LMvExK634C6C0AKyemYMN",
-	"kS/4APPpkEMbUMFiCSheEPZTbA6E+WIgUfrAJAU/DmrQk0HNY/RPt1OD2qeA1aciiilDLCjfs0HDwwMF",
-	"2FrDiZiyKAnnUyGzvp6vvzPUv9nfiTwsYH/HmP3fB/LvzWbT/r9+tuv7+sFY3vBJHH2gwelXvgY5hhIH",
-	"BAxiZcnMs6TsDgs67n2e06Tp37+7fN3co6k1h++bd6cgxgpTmSkxGZW+ZgTay3arrTcQFRbneyfElc5B",
-	"UHT7+Rmj5yexFA3mjnWeV7Z/cGXh31dFY5JZuV2Q/PS5tjt1+Jz+zDsijjM3wSJN5JWV9am4Sa5FpP+K",
-	"8nyuZgLqRQu6JTbR3l6zOl/A7aC3H5xv83jvtseliEGH1RPUFBJp62WSwtkkBKngCDW85iVMggEFgQ3H",
-	"nG2J7XX2dXtZknyYcrn8YOFi2N/ZmUWW2vZJ4luh7jpGIbYIDDOUCYxf3m6vGclX6NnEse/g4OslQZzn",
-	"YELKbyKlCI3CToXAJoHQCFvYIgN5yKYiGycRJS1D/wETB5DKAlctIfGxtdX1e1tbJKUPJ5Nk0Wf4BlC1",
-	"r55SVg+wkaZMsibXbwhIqcYAG14e2L5W6UEA4QRaG8NAMyktbipyQ4/A5QBM2bXPQclxNv2JNO/n2hyJ",
-	"CEcJoexrLRxc36bVkWr92vT6Q/f1D3t/GV525J8Wu6ezi/3wj9vq66h9VvNqBS1JP60+/LD7p5vO6WL/",
-	"4rp7Kff+Mtv+Ktz5w6j9xbR3rPwvl513fPdrsf/+Y82r5ee31q+tHtz7+FVh8lwnqDtXH5uLxaIJ52ie",
-	"Tugo3T55WitDffn2GTT8+7ku507k3QP0nhftdkQkaM67XdFurdjOn4+HZG0Zt5YKzzWqxZZgp0T7jpbM",
-	"B3q/JpZ/GA+/DOM38R9e/+XVxeW3b0/UyTSb/eXoZOfk+5PF2ffvsrPjs+zs+FV8evQHX/zpUD87jo6y",
-	"H6Ltb+PRty2x/MMs3D7Tv06iry4Wb+K9m7PLk+3T7w/nZ0fdj2++v1q8OT7Ur/8ten+in8t4e8+/kK+6",
-	"76d/eHc27f05+lt0Fr4+6f25/ee/hX52ffbO189PxFeH8ZvvX21/c/yq983375bfHP9xvxV2JnI4fe1H",
-	"f/rD5PT9H7t/ft9eDL98lw07PSW+xXIvbS18iGWtv+P7Re8lbsEN3ZcqTGAjFZIOctBudMayopXKijy9",
-	"Hq6V2ZJfgK37gG2I26VqHx4CVpRropZCfAVdtiLyNVnwpWJBruMWvEbm17d6gIScT7XlbR/+btUL5GT+",
-	"3otQDG5tcw7vkD5GrXS3vMC8uVrp/teDLCvMJqRopRV8uyCRXAEHB/0WSxkh2xwV8UstLpBl1B3He9Dp",
-	"QJYwKnRY6X21orlmEPkDNmVnVRa27r0LMQNxLfyWVZlyvbm+onU1jL6eD/dW7bi+TsU2TOLth22oI2ir",
-	"FEPNde1bFO31evZtuw7Htma9jsgTUfSzIHTpIy5T2bzoW1rqz7EuHKxiZ+VYyKeidDocd4Q1tN+/f988",
-	"zMct+vRsKvhk+rtBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9Ui7+9+yLXT5LF",
-	"qtoFFpj+kzEr0GbhkYFUfbj8I0FrPtRn7tkmO30qVhpXIr0BHxyPVDEfBb2q0YH1NdqvQb7GTySF7urp",
-	"C1WYrypBRT2O847aPKp7aWqUTbW6gFmSsAn87cGrtTLkWOEnacBtdhZ/8VNOcUzGs2nIAgLeY4rmVeiA",
-	"FfudzmQmPmYvZxPM9fmcW95e41yxOw0yuOtLA3nkiTUTalwrwZ2dCsDjsurVa92du7dmrxaCPMUcFdft",
-	"wiBHzgA2VK3Dih9nzUrcy7UDqXPk21mfFfhoi/LgvrXY+58h/667fV/dh750WSmTKpxhnyeYCjP2QpET",
-	"FdNsoZGCOIYd9VMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OIgJOiLx4qbfvKMWwU9O/2/luKj",
-	"b4YZ19u0GL904qSHBX3TBEsd1Y6KPbRsHiWTOLkP0TfEk8gLYfEYUnruhWL2o7YwI05NtMGAJc/SJJqH",
-	"mSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI0DiC6hSxVU5rHAfxNmEIST",
-	"ZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68JvO6wC8TbHEAepfNAgyEyaME4I/+Nr1",
-	"pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/FsjJp5dxum42op9YvTlH33uG7",
-	"w71wP2r6oj1qdnln2NwLt6NmV/RG5m9PFQHJPUjF9E97VArpn/dxVk2Sq+RdOqEkd9V/+TKMZKsqf/Ol",
-	"frQ1A5xGuT4b0iw49ORaLC1SQ+y+eWJ/pQUSPoblSmhl5U8eAV4W2V4WshhkVinVUn8J0ZEIbKm5N9wP",
-	"m93IF839UZs3c2qAXe4OHRMITXsi4il7m6VCZOxwniXFMbntJnKY8HQD+Dq7p/MFe3iioP3YGX1r84xB",
-	"698lwWp31i8jO+l+BSUwkTK5SObZKqVsDNWAUGEl2W86r12dxVahfJM4GDpZSY9UQrCXyUxIPotbSz6d",
-	"WDzbw/MTfVPxbFwsNvG7ebGJFu0gSTcuMrGy9z7Kzi01Jt8Q/w8G+IC1KKIA+Zo7BIhaFmIyaZKfLi4E",
-	"KVcuS3OTFe+rpw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk/sUIlBl46MCrd8bCqsEqT6Qm2Gqn2ipxhKt",
-	"GQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9T8VIpGot3rIlkbCW5d2Q",
-	"RWbaHZIOPM5F5UKLgcdBL8Z7UdyBXmy79Uth1nc7fHZynINA5emxD805LvXefPDRqPXN9oMdID7yMIM/",
-	"xPZMGriywggc/uRb+P+JbnkNAdFO9y7+oTsmG0DftT1JJ4RBkQer633HU5INyTxjqbjiKaQ+hlyVAaEi",
-	"LvnvF4ZwOeSZ0K2bip4qWChq7hWUlKxlV/rc0ZHY+2XBca30/hmY6x743bcm8ZPo1KK+dpsyflJ5lW6s",
-	"ftPr9wXAMgv/DIH19LCkzdo4qhspC3kt+HefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KSa4HolDO+ZJNY",
-	"Xg9kPfjx/N0XpydHH95dnH7SKuPLH8GV9Emr35egry1ymE7FAq175NwzYNO0trbYOwnMmYESMoI8wQAI",
-	"71FFtA0afAlD5tgnoquBNEKcdHmorovYDHQsIUPB6iuKl4foqJAkX7xxsBQdOR/d2WjYYCqinwJ1BkBz",
-	"DJdlIlWqbF8GrB5ogz1gU8GlGsgA2ggaB+ZjPAN2UD3mTHzMAjYkrEwzbUi762iO40SamcFlAD6Y4RK7",
-	"34JZzP4Yc9Kf9U+HWWB0ZApO464gr6GediJGgSXoM5x+nAOXXlavPywFT0VOxFnC/2D1NV3gqRhI4HFu",
-	"sTNErELftAVzYlwtZThOE5nM1YSIL1ORpbFQB5DzBW/hvI1iySeT5UCOeDwBVk3aQmRI2o1GIDsRDBSA",
-	"WfOx6n4RT6eZotE8m6fCsxUBnC0FTxnXIq5BpST5noZZgFIAd36Qn3MOe9W2E0uVCR71c75nma8Wlb04",
-	"cwWU1zSDZghv6VNo+xpeIzxsGMs1VBt0NPLk/CEPr6+Aa4ctkvSaZeM0mV85eEHJPBsmHz2rN67wIeXF",
-	"HiqnQVLz9AYAbzhLhcp4Cryn0BdEBYKpnXGltA4HsAMyscxKA5ly6cyWYipB9GFg0UmEarTWsWyi5x5l",
-	"BqysEQw4leFEcMj4PWChbmoy0XsU7k9K3naIhBFAGA7pCpyNNvZo2hcrZ8Q4Dnx2LZYisotNe+9CTGMZ",
-	"EVVykJqf+gxYahn+QpU030RWiOKBNG9b1ChWR6Qm84emElkWyysVNAAvwkF5sK/EikUx8MxF3kCSnEWf",
-	"h8dIVtX17IDx3GCjZDIx0E/mI1rCEUxVgHy41DG9jgNJ297f7/v+OvYtViTfMkOO+JIF0VwAVxP77UAS",
-	"zNJICaC3MsNZuVMAQmnG0+wD0Bh5IDa58y29I1CU6jOh9605Ui6G4epMmnWcT4Ta2mJ16NAwxYAJTSiu",
-	"P+4NiBSqgHYD3QxgjDBCLmn0B7JJXGvXyJlvw/QmlmNcyPoysJsPJIHdQoGp2UJC54FkREg9z8hXMp+A",
-	"+oHVU0T7jCvc0j0w3+0X5R6m4VeIPlaHy04PlUbZoi80DrAiilWcD2yqYGXlISuof4kj68qpc7MF7aya",
-	"popfaOBnDTE3G8x9f1swPxfaHUMyzmYTDgq0+cu++b/W/j5+xtzWfYZXMOFwFW/ciuEXH6A+AX89LI6Q",
-	"VOtUb//zH/9Pz/ehuEY1PBw/jyI2nxFR9nyKAVp4ArjVGPKiNYkVrR78MOcyi7NlwP7n/8uCuYyzo0Rl",
-	"gcc6NMQGflf8MOcTOzf6Q6s9x05q0Zp/1cwh7jP7fVanrWPo4wBnnWkpggDoWDEEJPl5DV1x8mFm0HjG",
-	"qDNe+wZ7HowVzE/KHQ0B07O20/VYMBXTJGD//L//P9bxfd9jrVYLiut0NxyqeN3IpfgI0WpI0Y0IZ4hQ",
-	"5M29ZhGEoNLKLdnB3QhlWFR0xWFb555mFfKZiNgECyXTNLniGWDxQZ2W3bUOTBue/bqWMdA5Pky0tYxi",
-	"pdvpbG3lSXpOuB27os9/XuYVJVL09XSUfF62+IoDqaGRKLl/24011gOTA2oDLJTOHTRg0KDD2AJ7pS99",
-	"jFkV8yPrwVnpfTbPbR4tE8rraeAK50pE+qsrlxyrBycFN1XhFf1JClqscg8vuBpIN3sBJBFnUTwCG4By",
-	"ueplZn1GxPqNapJ7g7602qBKQOHRmmlk142WCnjlOWXDWGWxX2RwNyT4bCMOfIi7YwQIPjaQXBmOd9I9",
-	"K+nwUc9YX/NU9DPf5WbekEddy/F3706O8TxcJUmkH4tD0dicYZ1UWjNbRWRLTGmrmidrrDik1QdrNkO3",
-	"02kxY9+zVHwPDDrm4e7Hj6iEQ3Gc6XSZ4X5ntB32Os3dqC2aXb43au6HnWGzJ7rRNu+M2kM/fOLE7tNY",
-	"akFdijnC3QH1755Vh0EhWYqsiui90/M960o9SqYzLpcW36fgYe3XTPHI74dpfDXOVByJ2WQ+HeZ+WvOG",
-	"i5hTuGvNL83FbX9Gbc8iAxUc19bPvV3zanABmuf0/ZL/+8FsR7PEtEQgP0JGtT6oQZ8+eTW9r06xWXeu",
-	"T1yXPXTLw6k2Fn0lsX57e6fV82sVk157b7zf7Ijc3+z09Ki2uhC3+sqLa1A75pIz++Xayno46FTdvZq7",
-	"MjUzCLs41jm87dfWLlInX6S/6g09nSZRnC0JWqm33fZrZQ/m0ZiP9GijWI2ZPuZcN2sUnFq/49WMVgPU",
-	"UK1ezavNk2mtX3t1CLBKoT7T2zu+73f2291eBxzHpbbNzisy/uFoqU4nm88KDdfaNbdp3TI1jB+DhvU/",
-	"9VHGzVi7HHN5zZbJHMQkJFYN50pPCHhlH2Wb1s7fNHd393TvcK9C5d49GOurrpA1mb9GMGcJRRN+iprB",
-	"1PD8b+h+xwHch6TfOtRXR4l3bt91rS60EUo3kYmh5MHZVaXCJAXaS+6AgneK1FRzuzl3f16KIMUCyxGo",
-	"JQQ/yUpO/Aot4S6ffv6KfQPG37l3ZRJ17V+yPu4udKbpyWcT7d39BnXrkipjPgcNF0sb7hpVRTUDxFU6",
-	"m7xMIJsYGvllRGNwr5TjMbg9nQN/e0ymKq3mbsC1Qkif/MtCsXohO8UaU5EFWOGZxR5veOgLtgSf4CHO",
-	"kgVPofgnR2cPPEZcJuAnxReZE17JSdTUQNbdJJiGlV7O40YNuD0Wo42vR2IzJRq249e5lx/RsfuF0pZZ",
-	"NApYHTulTRHwvawWmXhsuBxInNUkZcEPAQK2NEqwQwXLQ3f1/Pi1xa/AOcSMZQhm6YWAOOsIESlyz2+f",
-	"LcYJG8aTiUKQDoevnVAkIf3SMx4zjwH8JDq8QdHy7DIUYlfFhfTIQYg0dxFFBCN2/sb8EkM/pI5iingG",
-	"2F80hilyMiGN6QTwn/QHojnABQvoheOwLURM1nhsC6E+u9u/vWBhom24LJ4K4zai3lWQ2bfYoU1dp5UP",
-	"WF1CrC7Yegm8AqsIQQN5JTIFeAYWjUi3VIYiUYzqlhZ8WWVTfymyuwzqO9IQ6P46iR4nEyHNzomRdpPr",
-	"9tw8/5D7toj4MYtGBbj02m/Oj183260u++c//gv3tpnUF4oNl5lQjdr6NIjL2w4Yq797y05FlokUslBs",
-	"6sgwlhwyTVYKVW/RDaBWAJAtkpTV10qPxmo/ypgEhAx0HCsgrSBsx2LD79HZcH78us8CnmU8HE/BNzmK",
-	"J0If9d8NjIXUNJZRaxaNqFo4n997vbtBFe8z9uNT4K79XM3iJUY+10NCHsHfwbddKZaZdV5qYUy1S0MR",
-	"JloYBxRXFRESuNAPNlZlf/PF8hs+FRjUhkierX4y8p7DMYNMh9E8JTAn5IJh55aX3HHqWYLbFjvKo7tc",
-	"9x0Km1K3d268kLNup8Pqw0QfvFRgFkEDsO3dst/Vch9s5inJdzvAje0p+8JjW1QeuKFth57JRa7+PS0i",
-	"2ACPILds7dRayXWBdNRsmkixLJQ5GA6myJg4rnqezMHjTAGyNDKUD0naH8iQq7HHOAvHIrzW/xhyeY20",
-	"2CM0AYx1ohVAE2M9R/01IEXYFgiAsAzYNLkxrNZLFiWEXuUSVYMBZiUuKs3c6tWxgsC+B7TN8ACYNciY",
-	"H2CWjoTaA9UoU4ARoa4NrbacdpJ0IAOXl5hMOOd30LsPSPwNuR6XufZv2Ckx2GgV/BfKLZWwajxB+Nkk",
-	"BjIGgwPryCrMyEDWsQwnlix4GUJVXW6i2j9Zfu9Gi9lMG6ayZIbTUkwV0XZXHLkJHZCUQ4FyoK7G4iCK",
-	"J5lodrZITDxbeflI3MFPYpV57rgcoi3fCZfBM7g59dppu7WQfNEnrq+BzDOK3BySloMT6dhemM+U+x1N",
-	"TDtwVtq9q+01SLxtUEOGaZPK/S7W65qTY21zbRJXwbpXhlAPoY5iTQpX4ARFK92hCLC8WYy0yjtKZ3F9",
-	"aNQjXntwoKIj9cBy2OE2oCNv4bDMJJSVioMcOsFNU8Wv6N2C8WbdGvxoFJwKQxKFG0nMz1EyvAeGcH+u",
-	"QO1PF5vtRZ1wV7R5c3vYHTW7fEc0saR61BadaDvsDnv8icdm4RoqQyDCL/MrbilUJtKILyvDhCZKiDKr",
-	"1qdPEifJTZnsdb9AlGOlGcTWdKsQl7tHgKiwjQsBon915OezXB3rQz/2cnQjP+b+fHjoR2wY+TEtPaWQ",
-	"j+nTv2ZlXIXFnaGDilnV1wUyf//qzJfnINKTNZlQRjqiA7wbZTPlc+2olz/Sv04w3BSJiahCFLwQ2lxR",
-	"TneK0uvWVPxc768jeWNmMCOmscr4tbC2FWqow2QuQxGh2YHtuqdyyMPrfsHIQuvB2ln6FfQlWb+Pfde4",
-	"qByDp56kxslFnPw2zx8yp/VTB7lhBdhGelUjsC7Q2qwwjnQvMA++YNPlrqZUjOaIsudOYcGoMYzTI4Cr",
-	"OSDy/3wRtO5d5dAyOeCxQj+W7oXtQFTIbS1UKJUNhjVxN5vR2s27lIqZ4NQjGDyfUBmTbpSKSqoogPU8",
-	"XdBm+ik0WwTuo81Kk6CtUTDOCb+sUKRlt+tjkQzbI/YvxuChPflUblzozL/Zhftvd4mhl2vlAD703sJ8",
-	"tFt59y27kzK8+4WIAoi0u4IawMfPl4XgOOPqGqmVrkRebluVtmAT95dM8ThaVw2aLKRTEXr/Ak2sQ4ta",
-	"UD+A6r6IoLqpVKFCRVS5aW3Bf83QMOMBAUbXVZpCRkFeX8pK5aWHG4ZYWszJXnlRURYJ7rEexfUd5w4R",
-	"TemBIrcHlGvVHS59Ly/e8gpljIfnJ6ZEQGuWfNLQNpmKP2Zj0699ytHU24YUgA1iP3rDPaXIj6Ln/iVJ",
-	"dJigwU2xL9LJg5PIbPLGwXqj9Tky9PlmzmeS1ZdkpFmmkEs2FNZ3ue58amU4R6Xddmnufl1s9UUpDhMG",
-	"c+PMCQhJrjJncn61RPV3qAAWb9rsrruvfnCPbcpXL2SBXlBvVkCyzZ3u9ThTlqyeIGvDMZTAgncNECwW",
-	"aZxBDWbP38Y8sUWsRJ/NpX3aA6zbJrA/1sHg0SfM1IynsR6wXnyt64C0W/2TVubDjDlgBuYzEDEBO1Am",
-	"qPwOl/pxgRWDMIYwmUKNJGwcxApwquEPTXTGaD9ZykejOES6yiyvraekcVIoOr6/KYH/heARVBo8Poe/",
-	"/vTyJ6Xxhxb0NMDueOh1Q+fpASCOThFkcejHZmc6W60SyfESCuHp4QLJn9Z6DhgIX63xGhpRV+72/O1c",
-	"7tKBdwszN5a884KUeBwQR6SZWx5Qrf+6IbbKYqlka9DuhPRMN8PgjdnIuYAplfPfB8WwAm4BgAJMoPmt",
-	"BVs40LdoISSK2MQQplYig9M7xhQAFokRn0+yfg7DQPgGigV/bW57zPfYtsd2PdbufhesOZ/FHnz+MaVO",
-	"rSCP3jYoSAijqSmgqCMyBFW+eTUa3TFf6kVqbnu+t+3teu3ud/eKJJWGvJa5wSwaPfjMLf+TZCdeALNI",
-	"YcLzrXA7LtW8MpkHgQKqIKhWWjhgkLx3LZaYpW1cbS0WOHstcNmLWcSXCp2A//y//hOoDti+gxax5yH+",
-	"OsTrc7gEgnRxv2rwPE36Ifmf4Y7VZzmWjKuQ4HqhcoAC5EaIwFEUynokEfvEkCAXMjgM9koMNQSJIsgl",
-	"QxpNtL+rIuJ8Xi0iHhqHtie6eJPrFrT5LWh6sV+ei+WCvvmFENdoLlTKCXSQVoiJ3c+XEI8dZ66cisun",
-	"PQcbSEmbn2Zdss9lcY8Y0fzFpnMCsdVD5LzWvqA4rAm1YrbM7e64Y2WxmYciP5YMicgMSNFqFidK2zhi",
-	"GP8DKZv7OF4o5tasubxuha8whJSzf4gVwgWaLI289Kvnd1g9OCq+XQJCARYffR9MeCZSQF9ThgpjbeQt",
-	"QZp3bD9PJYFgSh6XWxX+xzDDb80gNyGmyOcZaEJun7MS0Os+bw87hpui2eU7w+ZeuIvMFR2+PeyGvZ+L",
-	"qqJbrdbDuJxI1Ea7qPZcBIMiqLPRFHzJM7HgyycWjMr3tSOs3uYVrCSnFmI4TpLrpiH2uZeVaF9idZvy",
-	"u9MoltG22Fugm0R1lSyocbKQbCxS0aoEgH+PnXpl+/Q5qgtiaBjkfTfjb++yvd/vmoy/4mi/SJLrayFm",
-	"AP6ylKF+gGzWC8GhBcSvgCxzfdvBBLsp5TWPiFIo1RUzHERU+85D9hMKtrebbd4ZNne1INkT3VGzx3eG",
-	"u+FetC/8kePdsAqTV5sXeGD0XKkWDRcIYPCII/fKmqpCO7ml5doUXbm0RpugLOsdZLfMs236UAlAR1a1",
-	"plzyK1EJlEzP5NPtCIH3K39zIZNDPpkMeXiNGv8Nna8f/4P0m9YwiZb/28t5Ovl0S4haK9H6TqGmFLtp",
-	"o25iOBAB1uuGGB8RfhLLNV4ir5eWEGD7DaSBvjdR5Fho3YXY7PosMBIMspzy78aR56C7SjQxB5JIBQEa",
-	"z0bsvPwrEN3I+HQWsPo7GX800QrLg8CzTExnWYOS6817Kr6SPJunIuiz4Kbt5UmtQ67ETle//9XZ4VHz",
-	"7VeHnd4OFN0PZPBj3vtPrR9XOvGp9aOesU+A2LzMs2gFVg1TUECL14FEIhiqnadGMUwVLMZKhB+CRou9",
-	"drPZ8a+cpUlGTq5FMpB2JIpKFmXmMSW0IpVhQhtnasaBbQwKFwvofRCrwELxgdSrNYoFRM2+FyGyzsLA",
-	"FBvxFBVUbXXVV3fMJB6mHDiE+WSSLAayR3SMClPmiBqBOd2NJQsT8P9jS0jltvLpgcRvLxE/QSvXVWUI",
-	"tDte3VTmalVINtp2rXWJ9flSf5but5L7VdimFCvKNypof1MeiTv7ZRfn1u7N9HdT/Z3/469+c/+73/7H",
-	"ZpQKgKCYLRLcO818Q+nTAvCbIW5ahOIMnIW9s+f20Vt7/tnlCZv5IXDDbO6AKcf9lqzz8aOpNqban3bP",
-	"LvCUp9fGmU74IlEiKdbT9qv1NiPqtei9SqQ4MEYA6TSQo7CSGwJVYbfHIw4l7fvZXI0xcShz2qOK+rK5",
-	"exUrKL7h7N3FqX5Hv23q9bKkzzp+24F/NJ03ION6uXX3AhR9gTeQqFFCEBAg6jkgcAtJuRcg4UQEdmfB",
-	"rQ9IyVZ1LSi0A9nezVNnOgYkU/c4tfVzRgULCC/QIvD63b1C6ZtM2FyJFBBM9EmYcaUWiTbu+UDOkjRj",
-	"9Rw0t4GSsa2nZqfX2+7h5TnWXzbwweRkm82HkzhksdSHUmR9/blJksz0Fe6xWRrf8Eywett/ueex9m6n",
-	"1d552e54rL2v/7n3sr3jsVHo+/3+y92GR7ztafObw0sPAtnNSRLyyUDW2zv7rU6viy+IPf1C2wc430kW",
-	"h1wBt0sqIPAY5RAtXFqAY3DrTgSPgO/m5PymO5BJylScCWwFRQOrB/3+y/2dwGNBvz8ajUZ9v+/TL3a6",
-	"/dFof2gfMD+3+/2X3T29E4KO73d05+DvIxFiT4EHU+pWd2yHqKAKkLnrwW9sFpqeZxPX1us1kND1VKhk",
-	"coNsPcARCvWPU28FBX2eTqhcFFhl9cD4UotmnrHrWEYAcewweC24zERkSjvhMWzYNKnPFX7QeQtyyfVU",
-	"QzSUaw0ApQGJBY/u9+Nv3lqXrHmdWGzpw4eG3h0Q7HMmsvPDP1+8+vbD+1dffPXmzdcfDk9P37z/cH5x",
-	"8sfDy1e/Qwz3egB4r+lcBshBEGceZEPhgkbiRkySmTZ/GgOJSQhA7Y0nBw6OPqpmn1L/ADQZsIxEOo2V",
-	"ihMJx+3tfAiJgQAvnDDOtEinjEA4DPZx3GyzNMlEmCHOUMQz7g3kUEBtQVDSorXaVgj6BDAMm/K+hSgP",
-	"jjm3BbsNzOwP+g+tLcpppLLc1lZwUMDbKXzX+T086IrcgYRHqIctbYMGLRZsBdVDTUYUP4HZWMEVpmo3",
-	"NZB1bsvEV0Z7gBQGwILXr+p2o8XemIwR4r0F/lmEI0KSO6dT8F95RetoMCK3tgqY+qtan5qJMB6ZVJGb",
-	"NoadAfYYrodgII2BAumNUE5AkM/wwAvCr8FqA8c2qNbx1ynxCKWkL+LVGxiOuzllB9qOiFPYZVSVqZdP",
-	"j1HfNxdI3wEOWTqPPaY8Bsqsx7Z9/G+HjfXvxh5r+/C/Xf2/HZ+NYUtpjX0gEX7/v/9H22e/QfFELlV9",
-	"b2B6Z5JCag+IG5VAAXkh9cq6afQXGwfYIwKU4kSYaNUKpKKJDdFBt+3n6kLxXsZaXyiTiBLWg2hQbrhx",
-	"puZAUD2aT/Kv14OiPyUwQjIOx40WO3Z6gdeGcvktqHgcYox9FolojvsVMpDdZdc9x0EYhfiFYoEeLEBd",
-	"YasDCZqDK6DhpXkqoHKFazsTMMbL962RWCAdLDU4srIgMszl6Vs25jJSYy0o89/rTRixZJ4FNt+OdL56",
-	"8NXl5bleSAq4Uo26GkgXON4ymSdXD8DvxuyodSDePIq0IoE7Pl/oOhbcLJL5JDJyhWQPaoHZAupy5hAs",
-	"MSDgZKE2+kTK8kAQcNMJxO8bC+nZ3NqBlMnCywEXwnkK1dRWQbwTI3y1jnsgV+qy86qmtUjq2Cdli+gx",
-	"ydT0fSAxBBQxFQPCwMXdNfN6KbCgDL+xHs687JF7HDzzn7wYPhcjPwts+S5vhx2xPWp2h72o2Q13RHNv",
-	"tMub+8Ocb/vplsavmncVjuqHuaQ39SlvGo8vbUfco4+emOAA6/4ynfsgoWr9GvrozkZff7uf7n359Z9/",
-	"SC8X3787P947OT3/y0nSOeWn/O3iy97sq6tvf7tzfbz43eeFBh64jO/jbIwBnTtgoO2xdtEAeBR9Jgp0",
-	"Li2cuooK0Y/zuooSAD14IhABz3v3Ke1d10/mbCgcJKs7HiaZLBrPKULPoAcPDNAZ5OyVIN0dMbrKcP3G",
-	"yUWuqlV0N1jqyiwB941xs+bxNsSKTNKrJMsE6XlaxatyRyhjjmuVp2QoGlcEaMlY0CivtBiP4sgB4q72",
-	"vzQMPpjxPeQkU6nKrMNhTU7QPZXjotM8qiySv0s8/ovSfnC80XMWz1M577gg9z/v3npcfMciJydLflU1",
-	"WuywIqnOSde5JYHuS5H9Sk/Kv5NN8bNrVnfpU8/C6KkII0DWvr8kmvEsHFcgaEOOtDLhMIh8sbqNTAH6",
-	"pUPEEThvB6yurcTpLIMSUH1sUlJV4kw/m5+TgJhn7x3tKfWg78YtVlUHQoAl6NoWo0IC+xutH1nqX8Ow",
-	"vOLFNgasmb8XysJeWqeyOsjfCwCytaBtgR7G6lj1Es3Ra9xosa/FUlmeW6YyvrSlCzwl9ocQs9YfqpkZ",
-	"S/1n1dDezSL+a9LQHujXK14MW1rqr0jyhwponOJftPdt65d/DcKhggMaPaMsPtckPcB1gNL9EV0HL/Ux",
-	"vBtonpfSEUzyrk0ZizPM/YqVG9CBzJrFmGcIWp6pwrV+gNh8CYR5UACwRIpGi3X8Tp8hts5BKT0Y/nuS",
-	"5wiPkwXEaIEt4yk7Jtih4xTHVJgcJ53NsBLRzUsGxwslvfbZDOPzPPMo1o8ZDm54H103DrKjBSRz2BBL",
-	"1bKxvPqVGnydB9y+J9GmGIgbXxGQDopESiZIUIEZSAuGW/4ZJurqEQGfyqKSZfqn9UeOshHMyaMKRkre",
-	"6XZ+pXhPG8+HlteFfIRfL+jTHZcx5tewTKgMr8OHX8KYn9w0AbV1t/GX8c1K7hVENvFFz0Ix5JnQWPIB",
-	"jIfiYw7VhXjA4uMsTsURhkxP5Ftco6DBipmklBWsMH3fpuV7JlEk70HOvziBq9zDVCNhLtgUoasWcRaO",
-	"kXfS+C8niUIOqzyxDk8cmPaI7kRN6d2ne6Fa60bQZ74xq01nTP8wxcYjIhr6rclMvoaEIDNXq8M3YzVT",
-	"gBrOk1Y7jE5ghhoTAWpCVZitgfyMPDHct5j2VcwOAx6avDyJxZLNdWfd+UdaUJ4xmUByj+KLhsOJcmuO",
-	"GLaclyrkQCSlOV6TGXBQbOc2spOy3/zWBLAK8GfoKQkECj//IlWsp0SnsskS41VW3Cc/XV7ZtuhE7dAf",
-	"Nvf53qjZFbtRcy/cGTZ7vDsyf3vaeWXVsrTW9+/rDsFNfkFVhVWKyVfJgk0SkleOeL4WYmbrewBZDB3E",
-	"5kQGP34K6KHYwZ2sPaeQ/SrTcPKTnasYz46z50ydn0vDx6u7wt32wgTb71L5oSvpTfU1f1qukTJ1WE5V",
-	"FWCeRmI2SZYisgCwaQ4ZF6tiPZs+LVS4df7ui9OTow/vLk5bhVO9YoICUASNYwUn4iOFlLg0diMqzxLK",
-	"v5ViWXINyfik+sOPtkbzWizB6KOb7rAAwFpBZHFiIednJWClRh9VZOExZBxMBY88BEh3oXc9YmJtsbdY",
-	"TwGAY6pv4PD/+X/+ZwEPn36GEiFLkvJy5Ykc7d0Zzgr40+qAXoEJYYqxswQpMZG4M5GEcdRnik+EUc0B",
-	"oofN+JWeBj6bpYDcAxTzIpzE0rDG4IXhTu+RQ8Ki1tCE5JyhJdgnAtRNCnyiLxTygOolhyDs2cnxC8Ui",
-	"Hk+WbMizcOwxKYAShboDXRsJ4fbrGEviqrr0XhsAFBTpF4EAvQKpjFeAxKIiO9T787vdxD9d5ycHhmcq",
-	"z5e5QgnUphwKdiiOSm97iHe17UMhE+7sYn1zKbFmBW3DGTr4/6oHLlJLUgqE+9CEB0cHu71hjZzihTO2",
-	"KohWGwc4KzS+DOaYgRwzhcW0BZ0Pu+hBa/ZWvmsmCZUPsrrKklSohvOlU/PHu79zdnKsWN3S2/IQCBJU",
-	"NXSV28ZZ+ZWKti6o4pHp0y5Fql4wbWuTyR6nwKQwSiZxApsgGeU8u4UKybxV88WKxk7jGwHQvXh2C0C+",
-	"iigEtJxHmz//pIPs++m7T/8rAAD//w==",
+	"7P3tkhs3ki+M3wqCu/8QqSlSJJvsF3ZMzLTexm3rbaTWaGzTRwVWgc1yFwGqAHaLthUxnzbO590P/zvY",
+	"cx/nuRNfyRPIBFCoNza71fJ445k5cdbqYgEFJBKJRL788udWJJYrwRlXsjX5ucU+0uUqZfDvk9UqTSKq",
+	"EsFP+Wt2mbAr/Viul0uabVqT1gknNH+HJJxk+FbQuqTpmum3Z5Rf6P/SKBJrrp5RqZ6KddaatPr90bAV",
+	"tDKxVgk/f7Fezph+PBgM+v1+fzhufQpas7VMOJMwHBrHWfGfzxLOBrrJsN8nj1hMM/JGtQL/52Frwtdp",
+	"GrSiROkhvxZrHpPXIrpoBa2VkIqmj0TMWpPWweH+/qgVtKSiSv999nc9gHhGX9Cl/tv2nzGmyMlaiVbQ",
+	"YkuapK1JS1xxlv050m9IeIGulehFYqnf4SpRm7PNSneSplEraKXsnKZN3ZLXbEWTjDx79kgPcSG4fu0P",
+	"g/FgOB6P+4ODg1bQUvTjaezRcv/g8KgVtK7YTCYw+oVSKzl58KBuTJ+C1iKRSug1/P7nFlWtSWvYH467",
+	"/b1uf3g2OJgMx5N+/7tW0OICenuzni0TpVhMBCdqwYhMznl3vSIres4C+IvFhKUsUpngSUTTdENmG/Kc",
+	"ZgklJ+klzdhPSNtz3Z+0/bU+BeUBjM76R5NBvziAtzxm2VWWaE4hUtFMsbjndZjw94b1Pv0QtJK4NWnN",
+	"BtEw3mOj7nxM97uj2UHUPYyPWLc/H9DhbC8axWPWCnDpJBCC44qUB41vLJLVK5ZFjOvB7vd7/b7+vOTe",
+	"Ioz2hgO9NolKsR9Oz/V4lwxYW0/VfOJMLMlDFl2wrL7/UW3/hwf7Y79/0+0PdWQIchqfbFnf9SqmlVf8",
+	"Ffj0KWg9oln8im6WjKvXbL7mcZ0UyMQli8mKZopk+JInBOhS7339jTFODB9gb0yvlplwRLP4YUb1J1p/",
+	"SyTVjzJWGeJwoIe4Z5nEvPJwY/bUQyEuLhhbaeInXLHzDARUK2jFLEoTzl4zKgW3oiFmKyETdRrbB8A/",
+	"hn3m3XF/f9AdHQwPu0dHe/3uaDaO9uMDdjg/0iNO+KVIIqYbt/aiI7Y/H9Du4WwYd0fz8UGX9qNRd3/A",
+	"hvHR7HB+QMd5EyfxTl/8rTtAYXiRwNQdBdN89QeDwQBkxyVL994An8xpKlnQWrIsWlCuTlDEwlAO4j3N",
+	"56w7no2i7ogd0u7RfH/QHUb9+HB2wEZ0sNcKWkuY6uhof7DfPzzYOzw81DKHblhmSPmYckreLRI1T1iq",
+	"R5QZ0rVeckaiBZ1rIseJXJArKknG1DrjuDdxEi/nenXNZtQ06XdH+4OD7uHh8Ki7R3NqQgvNEpqQo71+",
+	"f3x0dHgI0k7SSxZrLnRT1kJ6LVuTluW8MqO+oSlrZlNJU0aWNGZWnq3oBmRZLdMO+v074drB4dngaDIa",
+	"TwbDGq61vLgzg+5I1C/CoJqAv2v2RDrlLGj/LjDYYLg36I+LDKaydSN/nSJdHlEesTRlJTnoHhNDvwYJ",
+	"WGCmVzTxGKmJwWY01Z37zSP7tSKLjc/6h5O+E4z2pR1EYy3Hjs4G4/ww3l3ORmupxJJlj8RyRfnGKWHm",
+	"8ROjNxmlUP55liXnCyWTmK3S9XKW8HOjPdkW/h6xz16hblR6mLE5HOh266TJJYP1QWUtaMVr9hhUPHxj",
+	"ThOgomLLldaB+2Z7fd5e2TO74zVbJnotNVnxezU7RO/4U8WWWg35Af/EgaSJVp5BmZs8eDAYHvT6vX5v",
+	"MDnsH/YfrOjmwXdqxP96ePVkmH27vz7ti1d79M1B/HRw/tX4x2+0RpgKVM7tiqVrNhOcM0Ue0guWbchj",
+	"ccWVuNKLtmRLYUd595s28WiwQiFt5rsSlnrm10zMUrbMNy2QMF9T9wCJ2Pf2r+lRRgsWr1MWv2Hc+6xk",
+	"PH5V7FwyrgovqL8l1P1ppYDbR3pLs0xqJp8MfJGAO6MoEF6uGLeyICB6LYn+gFaMLS/WHDZ7+73x7eWD",
+	"a16QD2aLlKWBedy48fujSX/8mRu/5aQzeUQVy3QTvNqUhUFMOf3zlX07Mi/XyoGq3C/JBO++NDps3Uo6",
+	"GFqMunv9MxCoRgh+GXkxvK28gAv8UsSJ2piL7Hhv0AdVV0ZZsoJ1mbQe+ZpaxriierIf1hRup3q2+jbA",
+	"E/VISLiBjHt6tGuxbE1aT07gqhBphtvb15fzo8FoPIQbTenrlq7+tx8bKhPKYyKZWq+Knx40fxq7g0/r",
+	"f37KpeNwB+n4YfC3g+jvR8uHe/y78cWzw6vXQ/Xt/urxaPG0/+ObW0nH1tmC8guyEWsyF5n+b0askaLX",
+	"+mfJzdarl92Dg0NNyH+G8GwSG06cut3lJKpYMd4kTJ8lmg8Kujso50TMrTiVpJ3oDUDEMlHE7YeAWAoh",
+	"r7mZdXJZ+70nbA/rdLHDnYVtnSp2c1G7fzYYeCpbSdQ+zQRXJGbyYne1Kl0nsicyxc7pn41Bryey86oY",
+	"fbZOJHkJL7Z21atySXlr1epwfsD243HUHc32aHc0PBp0D9nBvKuf6UfDo8Fhs6gc3VRU7qhLfXUxXL7Y",
+	"n/2tH/199NOzQ/pmED8dn3999OHdHnt98DvUpQosNJzs9Sej0XetO9GnPkMEFNl5iwjQ0yiKgOBfetC/",
+	"9KCbb+7/b6oCd3T4/3MO+x/y0/4Vzczu9k98/bSrZ2xPfHKVqAWh9oCH853iCU8imsU3uExda8/Lxci/",
+	"pMhOUqSl2EfVuhs5MvjXfepf96nf/j51E3v/TczvO5rI1ULEYGgCSVbV8Iqug2tM4HOWMZBfN7J6f/pC",
+	"V8qf6/wj7OMqATkxGA4PLUmP6GA2jPbi7oiN590R3Z91D6ODuNtng/mQ7s1G0bjeKQbf20YweMEJ3BLJ",
+	"Pn3epXfYPxv0J4NhReM1QtFTeDP1vqr1fgpaz8y+cduj4rmKVHLJiN1fhcOuGAsx6g/II8HP9TNycskq",
+	"4RCtN+tEMTIYwrmGEuNkLVVS4wQYdftjOL32c3ltYx5iM9Y/z9wun8EmN2cMrOiYHc770XDWHcQjqq97",
+	"UfdI3/To/mwcjeI9Npzr9eM7yAuRnVOe/IThKHCMz4dsLx5F3fFsn3ZHRweH3UN6NOv2o0E8ZHvzER3P",
+	"aiMoYA+XYj8O+gPYOhFLVqpJfBWjQ3wvESwP+OaX7Dv83smSZUlEHzxaJBE9F7XO9mG3PzgDzjHO9k9B",
+	"a8Eobq6fW0/O6Ln+b1H8ny2YVYruSRIaTgoJlYRyguEmRNHzgITT1nTd7+9F5h34g01b4YRoxiaJIjMa",
+	"XZCEk/B03n1OVbQIUdEKX52cPfqKPDASspuxD2smlXzwcxJ/CokURC2oIpRo6XxunKlLRvnVIkkZSSTh",
+	"QhFxiVEbinHSHg2GnR5pv0M97tXjpwG4Xs3Y4N+xiNag3cmFuJK9DggKsF+0Jq1pa2/agkX6sE4ylvvq",
+	"ogVbUk0nhUE2UmlVBz12MVuuhILIhVVKN2iiL9Iz1N2EExgA5fKKZXr4lGTQgog5kJVmacIyYuiARIJI",
+	"GLpkJHTfiTbdb9gm7BVGrj+wdeCMr5etyff44g9BzUSeJRhGVRo6Lu/PZofrseoxcfZRgcXsE674MclY",
+	"+sdpSz+ftkLSfv30ETkcHh52yNWCAekzhpN2TY8JnYG3wiyNFrrwQ3FqOIBGlaHAO39Kk2Wi/jgc60bD",
+	"/WidSZH9kW2+7p/+KJLnP55sXrzpXz3f9D++ePrXjy/OxNWLx+Lqxd9E8uzR16vvHp3un/744seX794O",
+	"v/vx6eKU9+tm19rOEK+ZyjYnc6WPuDI137BI8FgSJcgV1XuDzUXGiMo2WtOj5zThhcmPhtvWdJnwZKmX",
+	"deDWE5R7luE+X9GMLpkyW/0REKM6ppcr+mHNCPj/9S7R3Giirqgkc4hmS0wMQ8YuE7GWhom1bNBcMyG4",
+	"Rr/+47/ruQEFTo+8XCYKlDDd2TzJpGWEWMBmnq2TNCYis1s+UUVW+IyFBD2+NWl9WKOUNecBckhhRZf0",
+	"4zPGz9WiNRkPhlrJ4/bvQd2+Oc2jH7bIUZLExbnsfPmAY10t8jEn8dadPhfZEuLd1mt4s26nLxNVHe0r",
+	"es6ITH5iARn8+o//0joqeczmdJ0qMhwXRj8c15MTtl+BmjF2gE3c0BKu9vT1ZUk/Gg7u94Nr+TljciW4",
+	"xNDRhzT+C1Xsim70X5HgClTDn1tevOgDo1f+4UeI2CjGnq4yETEpRfaW00uapHRWjufR6iVxrxGWZcAq",
+	"Ti+KmUJFRa9zVHw5TmJg6YwtxSUDhtdvHOsTMZHkgq1Uj5zpG5be9CTVt+eed+CP+8M8Dq80kLU3YEep",
+	"BgGJBJAPZjTunht6ATHzJfr3DFT3f3uQx+k+wF/lA6uZQpMqc5cmjRftHnkh1EILtCsqzVaOtUgwYg7m",
+	"Sq5EdiF7rU+BXsnXKL9vuZJmiz3VqrYsLqHZnGQm4g2eqMtESj0KUDLhfgvXU1Q2jByicUzgyltd6qfJ",
+	"RyO99MdImkgF4TjIHcYppDUf/ZI9ynPBDi/BNIvGlO9by7XU5wGh5JKmSWzHZyKS81v09y04K2HMOE59",
+	"mhwNev1+AIMHJQOulcQYp2zj7wc/9PJLfP7Jc1DJtVSmnPRbP3zK2XCk96Vlw1OOQzPT2pn3oBXeKjQb",
+	"LWmqBQGLT0sWuef2B6JFlzt0UPh9uaXQH+jpu4S/CCA8vzQlQHq+sqd0kRggpIlYK30gZ3oPfVEiwFB6",
+	"KL99QiiyFFIRfaP5stS4C5F0gmQICMyGOP0nACbK/9YqBuokZJaJC73e2TplpJ3wKF3HoIuRZSM3dnok",
+	"RMqFZElXkjAaLYiYzxmHtmYQF2zDYq1DaSU30Ls0UZIsmZT0nMkeOUmlIBRFUwTrPNcDy79r9OKrJGOk",
+	"bb7Y06+HncBYp+2KzvXMYpRwM6FvV49QjnZRdwnh/fAso1zOWdZ9wiOhxxrmHRslrfrKMZ5e+poaYRaG",
+	"lpaMkygVksUdEOJPRTZL4pjxW8pwLtS3Yp299K7gZROF0JcI4l/S70myg5w40StBMkZjSQRPN7AM4oqX",
+	"u1qJTM1FmohjspZ4ZPtvvE9ivRXBfqjEBePE6iMB2acHs8PoCO1I3REdzrqH1spkf/NP91F/L98+L4TC",
+	"Xv2v7byJ5o7wej/4XbxZyxVDs6JPSPe4/L16vcZ/Sa+8tM2PNUsoGiki1ytNu8YJ+ouat7/lDFcsgyNc",
+	"8NdOBS4cIuZ8z99rmFoi3e7hjMUSmci1cnEePbRYBeRqkUR4Iz95dQo8FQuGVogFvWSN03+V9+m09tvM",
+	"/a6UNj3ylEYXlRkrTROxYugcMlRphzXjNzIBqUm08l/urBNUNlCBe0g7rGcLLdvMDRGENnZOa3Y/6iuo",
+	"WacpXEf1rm6HtRsqRDn1QqinwiSY3E5MueY5z73lF1x/Oolree2FcD5Fy3G73P5QsOkl8aZR5LJRUYrA",
+	"ZX1n3uJCdbHF3fDWC0HkOlposSjWmb7yllfHnwc5jcGaVF1XSc6ZwpmD6QuNDbB6r+gmFTQ+E+IZzc7Z",
+	"LRdRec3zRXyoz2FxyTIyIM+Th40C0S4hnNsVPUk3LazRwJMEr/2mSgiSwjB2XbAVzr6rhOhiy7sTCoVZ",
+	"aZ5zhEDCZ2C5AgvRU7jl3Zz2FUo604jU9LNW2r38GiM4Qz4w9iB9n1wyysGIdKxfK18ze+Q1o2B2Bh03",
+	"MIqKb07KV2ZYUGFhKKab3ZfEo0sXr7+tu1gSz1heFIC5LdvIvtxOD8IvUT45iEy4JrAyqVM07tTezifw",
+	"m9+fsUu0ta4UPjmj52HHENPdJgxVzWUCLJ/AQ2fJkon1bS/zMhVXeivWbE79k72m4nVGj9l8baftGml5",
+	"Uu5GsuwS7O40lg22i+YbVC6LD6v7PB/bbtxkeu/adl9oe2+hwj1ZoCpp7/WJdCbbq4VIXV+dm9GKvGCa",
+	"yhRSeY3LQ6wVPWcTtL2Ac2Dc3wNWesOyyyRiJdPcLdhp3WTce0wVnVHJyJpn+v5mrGn1TCRxOCSiHI16",
+	"+sKnt0Zse/lRHwRcXGkBpLINoXN9z4R/d8EZQCTa/o8JJahRgkUssbc25+kpOXo0XcD1ZY8YwSNWtBR6",
+	"J4yh261MhH6bu+O83UkHwiuRJBZXPNBahKKZSvg56IPWnmrcZ5pkCffZ7J4EpiVgwvB4M5EkZXOtoqfz",
+	"biw4m+QuRZaATF3Q1YpxNJvM12mqvwffUoSmaXFFQ29Jw53XtOK9q13VgIBBwPR0tRDSuQv1Dkv1exHl",
+	"Wt8AvxmKaEnnLN1ojvD8ut4om9bPvP3A81fBEp4J8ZzyjZFh8pb7LqOKgQmrfD97xbIu3Mf1HGGxkCdY",
+	"3HxPs/ctmLXWm5aUb+zCS2NaNgs0MItSEM7Do3yLnJXb7y6eqWLd1EzqjnZIeTBG1uaT7pF3NFH1fAdG",
+	"HWWdCHfHAm85XauFyJKf2G0vShB9U177MzCbiDS2B8+gT5YJXysm6y03UcSkRGuLRP9w3uKYiJnSG4AS",
+	"zq5AV5xnYklevXxzRh4IPYMH0LJ4TA9yTvC7J3bAN5CWOY000RK0gtbN2PgWjLHgkmXJfNN41lB/VEZq",
+	"zhi2SvQB+7nTtuZa/0O3n7bxpxSn/UKQE/MaXtWR02rn/MbqC8YiW2g4IQ8ZzVhG5iLVCktMZhtCDXFu",
+	"OG9rGbqbeWfsUlw0MPgcLLPwu97CjUtt5RoEVSR2zVFVh9ZoibS6v5YGjbxsurLDuuW87sgOUGWwHjnT",
+	"I5UTEtatQxiQsI4v9fO6bQrPi1MOe+SlvzPw/baWp4XVCMzvF2zT2SpA371719XMyLjSEo/V+/cNf0YL",
+	"mqZMKxUQ+rJ/MO53ig5/82LGaLr847S1opuMfZi2AvTU/HFqBch7GLj74b33yT9OqxLCEOSGcUso5Y3n",
+	"9jPU6yjHw3gh1Gu2FJdVVfs1+sBdZD1oYOA5xr+bD35rNoOLv1aXZhvjRkfcBbjZak0LpYD+qWvtthBH",
+	"9sC+x6VitKQUVDzsNrMvl7rovr/JdvJpCsdCrvl9wzav2VpWUB1A35tUFP8M3rVZCXEyh6BbvMM1k6zc",
+	"iyYd9JN4UVbDEVmIdSbrOzdSx+4SgltI/2WMA41k9D5utiZMd1fqebTSOmLXNDenax6E/7aRhtZ6weE9",
+	"QlN9m90QM4odPBy2xQJjHYv9sZjY4P9mEmwdwW25qBSk3hyyYuigV/r56eN70gX06htHwk2Ur8gKfph6",
+	"uriW9nh6fvrY7+U4T5XNN4wJ7yX6g6qRSM/NdIiB57jlfbVMJS6UgUipC+bRP+QcApk/IiMF4IVaOvhm",
+	"SrOartExehTFSh/7GYBTFXKKpL2wuRbXMo5HS29on0MSuOzWUASeT4gUS5bbcfTo9e07Ehn6CPW8Z0z/",
+	"HC1odt5AqBNeTKOqkaXOQoTzAiMtj8mSXrBcmb0JeW5oq60lzmOWMlVjHdKP2QTNACTO6Fztwh+aDwxL",
+	"mFZg0IDOYtKmHDnFaxF5kD5wRHVuQAHT8edR4GnCaZr8VKWB+eGuqDA33d1kB7g2nzdFfcWozk8//Ux5",
+	"oBvtLAIk4+oGc5eoGd122mYDvrxk2UObbFhUyvQO95WyJYQiW3uwzVBsvKZiiJl1gOWN+4FWNSK9+U2U",
+	"ijFxeb3qIwVi0xrp8comYeJngAPxBvgZNFmjn/Z58TCtP0EraWE244DCOWji4K8Noah2s0tuWc23Sn7g",
+	"YyIZI395ckYeWIirRlpa9/SydOrempJ37ZUAHRXyu5QQMZmtlS/kBGfHJITJmDAmpG5IJN2Qq8WmR0I9",
+	"DzCqhj+/evvw2emj929fP/t0nWYZEns7BA25YqUNmrorECREH/ZVIhn4Lt5yExDD4ucsTigCs9423OBr",
+	"WY6EQl8YbA4wFy7BlL7dtgJ+H63Seh/WHyw6RMc+z7hJkKWeBQFW2Z1jXPMuNO9Cuy/nr9bMEpZnF/Za",
+	"+QcRcDhH+C2HDmK6lo247ZHQT2oLyZJuNDfydZr2MGNxxTKVsBq04ErWB0Lv2p4LVoEysHDpol5Orat0",
+	"vU4UC8iaJ0ofPvNUCAgj18PEEw8tAZVuMS2v3N2jRG2K4yugGVd68VPcKukESM9IxKWEHguDXOnNZL5V",
+	"yUcVXFkydm4iYPLOIEuumuKQW0K+Ly5OiaCGEPbbhRnlWVJi9iOLlB6iB1hdx0O5hPVAqx1MLlGLTKzP",
+	"FyBxJDNRMUWgYyqNUwt/11Jeak25jVGdKPDzzqWRiJXnmEXX6ZGn6zQlin4kSSwDIkWU0JRIFq2zRG3M",
+	"LRUdCTPKL9yFzP2QMSKV0FdfxqNss9Lz0G9zhk5zRGM1SpBasCRDE8NcrDMSJ+cJHkzF/WIhu7cJAI/U",
+	"D/XrJazuXZvaJj4kdQ2Hndv7hAzAQaFnkGRSHXu5Svp4cYsZBsZDx4Vi+iSSZCGu9FJFdMkmZHprSOuf",
+	"IcGOLplrxDKQvvGnaQucoVOfD3P+mrbgPBOcEbxpZFTp8y2OUelOEIBgZ9p9hfR6wlW20fQzu4FmGYW/",
+	"k5qUJ39g5ZSnHfGyr0lgygG168yx+JtVzyzDkPaAKEFGncCawfTtNiPnySU6DG5Kmpf6M3U0MTjZO3cE",
+	"rAcNfTDt8szemRzKglzRWpNrVaR0Axa3o2xMFYMokzryeknE5XE80zsb90nDB4vY6rt8sCStYcmRikWi",
+	"+APzRIFjhwClSr7Nr5HfD2ldvusZXFI8Qah3lEFHlj2if4YQgaKcBA2kIBCDPNT8enFYqVxQS3evC8vf",
+	"xVEUl8QUP1hRpVimO/lf02n88+jTv9etealEQhNV7kli3iTtk4cnHfPhgPCEM296nn7jai1UhnJUN5QS",
+	"NxTHFVQodd0aewdGdUZ6M0FGmoMDydcXT8ybrSsJTS0HfXEAUABzOpuiCbspkdcKD/OaXzqiPLvHIuHn",
+	"XTutLpVwnhzDh11CNoEiEXjSJOgkKK5dXT2KaxVLA95QHpFdCcxrK35nW22Lav9esYvKNoEJwZWodAAE",
+	"sI/NJ0koRcrea+pnCVMCSiPAmtFMmUoJ+s80jfR/IpGtBMbEh/r0DbnQ1795okpJ+Fh6ozJirxZH/YD1",
+	"ClxD+WLJjqoejggUjUSH34ufKJX7uHZdS/VAdpVQZh+1n5y+0LR78+ZFyS1q6orsJqZc9ZHGmZo3it/Y",
+	"Vqrk2qmXJFK+mvn+K3BlmVR2dQIHWGVn4e4i14mxgiJWTeDnWkXPNVgTXOmpCjWyZlclg3EFfi9QRRW9",
+	"w3PfVl75uRI+oFzRBJxQSW5lBvyjzNFNFVyuZe1b6mwlxrA6C1W2qMw1q4o6ZFWD5qjEujN+yylVf537",
+	"TG2E14oquEdWJVW5lE2Dsu7Xnvm5RdP05Rxwm7ZR/DGLkiVN35iufiibgd4s9OVUzIn7hFbuV/iZgPQR",
+	"w4C0KYmxJ4KjwiwVKkk4xTI705ZJDioUw9lVwtWvQZFKpm7PbkLOmOAqGot+DGYQkbrcGh/IzF+UYl2g",
+	"62QaRyGGH65ZsiJlrmHrN3Y31d2xITSqzkoyKV6tQ1dnSP8BmWjvEz4XIWmrBZty09KEhlB5wWI44Zci",
+	"Y50ALIFQVEO3NgVP4pC0wZ/UgUN8JmgWw0Po0I0pkSQF5za+25tyEO+InpNXlQoKlZDyAWoBYAt6uFor",
+	"+p/me5p6+UL5fVT4oExT9NfGTy5vtIvg9YdUMsD+K+50sBvvLvfy+26OJ+SfMiAB31u3bGGiza9dx5vG",
+	"7AxDrXJeRSiEjV8KJ6TBQAchPkQJF2iHp2nbGuEkSgd/PSwf/I4Xw7Fq80J43PwFF8Ft68YFKFgynJXU",
+	"t4OW7KSkbe1aEA+aG7s6xyTUowxNknrhM1SZlfVETWWVvQpP9aoWRRxRzS8Q1rYUnG20woJBbRPAjPWK",
+	"P1FX+om0XXkoMCqgbABxRE1AW488AdzNC0z8oOkV3Uiy0mPkYIsUkJnuQZVo7QCstHCpJBDI5htvURFA",
+	"E25upSWzDFyzPN7FPLG0btK7Obhz93FA1JWwx7MM3HwBi+pSE8zQ5Z4kSghcoTJm5l0N6wTW7Z7Mi3jh",
+	"tyWRgsxpVhzssVYfjPZQcgB6YJQ/N4Dm3JNmBdrh3xJJ9TH1nErFMv1jGJBf//HfnfJ1vQouJGnJW2Og",
+	"L6/3/uQgjI23gPxzmIPSZGMs4WDupvqXAIqrnhS37DbK1zNgoNMWNlkbbgkGSwfCMTo7qfylImhVImxs",
+	"0qTdpmA5XqU04eRKZLE0Y1nzVF87Q3SiogvaKRw7DsWVXqvjFvMzbnrJlIJYIQXBRMVqc+Ah01QLIJsI",
+	"tP0ZVdHCAnW4IaskhVxOE5+Bmw6pasdeCNDt1Vjlr50Xegc8e+RuaLbXWv+T3fDWMPcqZXnssBJXek6+",
+	"TDEb3rTp3AqhbdcB57bV/BMelHSlGdbB2y7SvMPqG/36Jx+69ueiGXZQs2i7XUh8OOGfa4UmhiNA4J/m",
+	"ni60IO1n8J+9DgQoFIhrUInNp2ZCpIyCSlODxly3ys9PH8MK4+GLClzZNbwjiPO167csc3IJ8Llqjcux",
+	"k+vGDgZXa+DQHEklOqLKpSKL06mgMF+7A7MG6eZJV3zFep2dcnZOL7X8MALDO912+qqtiLjlu5ppKtL8",
+	"VmLGQk/XUdodYTBTlSXskqbEoVcXBuAEnx2JJwiKoNbX25Ny1OuG7QI7JceTAYYxlQYsV+y2XWzszs5i",
+	"4g02qPW6gcRxfVpFq1DgsyzN6jYs7hhfDfKkkr873OKVz+OCyPHp6XFXRQ90/O4fqb6qU9Y66uwYHqVO",
+	"zOH6G1/x/PtHzRVPE/W9PZadpaFwxat/5a6veLVfgSueO3Xt0/K96rHZar9jyjrDTTNlPdvOF6Ss0yUt",
+	"ZQP/uhgUVNQynb9J6q4goe4lNFnw2XndRbVHQuw/nJgTFs8ngPLWb5ZUz55vIsO6vaa+dIF85qeKvKxU",
+	"//5ds0ZmBU4za2S5TPqCrGG/Aqxh8tz8bVc2hZhXENLFylH3q16cigXkjTteqgYea18VWcHEOkP7QiLl",
+	"GoEWC3fJY/cuivoQI6euFpuOz0R1JtSyGatBrAUmgtsxlEOWpTHi9ND0lccg5mitiXcAPKg5CTG3sAw1",
+	"HpZMNXZZMWDM6ghEALYsvWAk1M/CHkE4Qn1954DZmCOjj/p9Axo5g+tne2oj1hFSctrqBMaek5xzoW/k",
+	"5AQRLDkCWLpuEGHfglS6Th1SqIWlvDNjTw232pQG7HFSgpkNXF7A0PlnVimNmMx/ObL/6x0d9QhYJkJA",
+	"sg3BtIVCSS2YweHK4XAThYaYcnGjSryrtRxE+EaPnNhB9fsgH2mkWFZyrzRWSPKgw4f9/i52mCIKcOPw",
+	"wHM8gci+mZ65ReNvc0HiREIVAc1NHXCw2CmMR94UTLRiLJY04ZjeSGKheuQNRndSHjt3IWEfaaTSTQ5e",
+	"SsmHtVAshqTAFJJcSDuctj72NtOWqwAZiWXYIQiiWrA2LqmKIMNMzJ21RhomliSikvXIC7tljGsLGSyA",
+	"bAC7ucAGoyeURGxidlQ90/cKpA175FQRmkpBkphxlcwTg1jobEeGPLbw0crdEvI6n6CXYwx9ye62tRSW",
+	"u9JY/7/PJuPRdWwStD52z0W3kXfqL5qOdcBluxNbVy6Yt2bnV/XhKG5MEBCBSCfso8qJ3n7SG+yPIPlw",
+	"uYTk1E4+9L2hP3Ji0T/RPhraPtACp7sNm+JdoMCYN7e94U5WOlt3rDyrr8SVFjnmBXeBT6EwQghrjmFD",
+	"MKhjy7VLRrm0v6NL35LPYLlBSHrscWJQCoEQXD9KuEHrU4vExAZAIgg4qENbyQsPaht4Zs9Zy5FYR0j/",
+	"Wjhl7c83YVD7QSAaZAzWVJzAYzggpjoACeEUDnsEK6XAdpNFODq9yUPoMJwQLhyNAwcDiJJKH6wrutHD",
+	"DYyps+EER4AAm2IYAmSUkSESUgNxLFxkNk0enp+okLQLRzWYZmHTdHa7tbuKdZW4vTUjMVWMtL/99ttv",
+	"u8+fdx8/7mjpCw9NwEFEU8ZjmpF2OOzvDbr9YXevH5ZViNB8JOzUme1H3b1+2Vi/k1G3bMusP/JtWOjg",
+	"13/8175/CkGqyoc18wG8Cvn3YJ1dMYsHNxoOS+P3TKbeHt4fXVOow+Hnb7MZwys46nG/73YMSCqIN0Id",
+	"BPQOxLeV6yVuPgTkF3OSiTWPu4A2tl61Ldw++X/+/8QWzAvI0Gg6HdRb2Ic1TUmIelIYEJZKBitpzzLU",
+	"eXaOU3dFrjk75as1XGmW9KOpPzg2pTbMn4PGVXcx7VhHrxIQlDGG8lsutLhSonCgFs6c5kPnuuJ8hSNo",
+	"lzPoJgZkQWZJmhLBJ/pKGyZxiJhCYSGv0kiGQt5nLaYt+fU//lNzLAmbMi7D47wbQJeowWPIcRdMd1/G",
+	"qp3X4askbq31oKXNkTDxTG45C/u5OLa8oF9pa+5gxXUV/5pOC3s4TAi+XFTfRFWWgNEXuyW2+B5h+spg",
+	"Kohhcn4CSZz6toyH0MTFzsFX6EysDRqxERN53arMHOYTA0/l9Fb9qXv6dOfQ9zZHoG/MZbX2GjssAEoo",
+	"nIkAgCPhGAQ1GaA3zXHozlJvlA6aE1pwcYXGJJUfbKBgIGFcboxbXxz3bvM4UdtWEp3MIh+QPc0tCoLe",
+	"IFxcTQhFVEdzVMzXap2x/IJIyYbRjNCFbtKuyE0zqw5ABReOdqtv+NIfKsIBKoUkYalaY2hUiUSRc6EF",
+	"/Vr1yEmFDcwCXJG28wszHqNOip9sOI37g7PByKtYW+dEv1mccp1dvmy7dwZ+JwxK14rqFbp8Zy0r/Z6m",
+	"bA6OXN2xZ7Dh9Dr7u7Um1EXFwqXU2QpMqGvbBpK4kxYKJCWKRAIwak+iiGHSotYnvn7z8oVtqlnfPTOh",
+	"oe6iGv6v7p/af5r0f/l+0D36YTqN73faf5pMp73pNP5D50//Hvo37ZF/vpF2tGDRhVYNTXU3q5EjYkQm",
+	"tbApDWXuASgUeoMdWv4Z3Pu26qEWTxa41EW2Dthe/xD3/oB1R/1+GKCRag6Z7mlywa4SCdcH0GxL+mzJ",
+	"SqQ3EMjEBeVxamk5SzjNNmSeCqpsM0QR7pETU4DGljtB84FsoBhEhRoSKTNIuMpooSsLYMJ6ZxybiBTI",
+	"WdFXHC+uJyynV/dA0RWcGVuWYTkkPJiLvbNq1C/4xLezQPVU/aF4FfpRCs7Xy55lau/XbrJciUzZ8kOt",
+	"Ses8UYv1rBeJ5QOEhrP/SbgeDk0fmO5gpxdjmXbeLcbP6xCv1TrjWuRNbBBIYTdYY2OBVwNXmZMLEqUJ",
+	"VjWgMUjOPMHZZ44eOYFNKqFOhjMu+dFUYEyCxZq2tLw2uzlhmJrsNnTOQRixZptDRrIgKqNJqrfvTywT",
+	"2Olw2gqhTulo3BtDpDex0LZol8USO1pJsJzUwEO3Z4zfkC2usVLAAZXjmt2TNbaKthIkLJrPOrkBo/gz",
+	"CP3Q1kaB2wyAxM+MdbbTaG2oNTRU9MLH6Mmt1+HRNaWqdej0LKW9kNiD8J7ExE6bIo3waBAgtTXqskdC",
+	"zhRycEj+SMB/Ju3fv/7v/7TOlOKzOXMvYZgVJGWcU9D3XUwffP6edJGG+kXdUkv1K5acI1Q2fBFj3fJJ",
+	"Ap01B+OethB+kcGDLU3dXEA6dbn4Klo8bsS3jOkmH6mJJHNZ1KCb/aSpae5FRcy5+oBBSIUoWx5uFaLo",
+	"j6nhW8OzPhY/Hu0enMg+rljU8G2fJMh/ciHWaWyAzZVJlG0YzWiXmeecc7cht340jP5GOfjWRt326qL3",
+	"xmx/fkAPZ92jqB93R2ww79LhbK8LSfv409FOwVR11/PfQcyW2+J3mJ8Eu1YLA7u79b+rlD92acFGPPQw",
+	"iCxpZn48A8iSZhcYDYpAZCZeWF9uV1iLrnfLy4R14H8JRkwyItfLrdxnPv7IfruCMVGMz04UWYg0Lloj",
+	"BjX1ZstVZYOWJ8y/+CR77oPXTQwFfu209nab1k5xYeZ03RYT1hzelZ8bBYnpxY8ZFi7MuUjx0kqXua4g",
+	"C/096h8P9ddImBhGAvzWwSRWZ6kJJDGBaaakXCmmofzjXQePlPqHsBH/BCUJVwIiIfE9j5CvaPI7pKLm",
+	"r3oSwi9fin66cyCeDc039StAVbM7QSsJPgUbI2mMoA4nCJkryZXWLkSuSZDQfDDMd1kIDvxILAuhV6Yr",
+	"s/OKlMl/q0h6t7DVO+QlAEOGCeRRAsZeQEK39SwaH1U0DGy6FpZ+MxfNk1eneVBBAhVV4Oq4FEvUrBG3",
+	"TwIIkvTc/uC7hI71BONED2yZcKqwgv2Srlbm4tucWbhjInchrTJoSJDboa9iSmDQEIZ5fQBaMe40aAg6",
+	"vL6fYpRl0BChdn0/xZC8oCKmtu/fgggOiht0e8tc5jjDZS8HZ93u+npk36t0sH3Qtnlx0Laxhdvd3hih",
+	"gyuNcyjb7c0t6m6lg20kM23rSLaimXq/U9tM1bcHLnhvEaGv7cYwDb7d3Nty23Yod7b0N4Ttyzp33gNS",
+	"7vaeXpt33zCuyv1IxuP3pnbf9l7eMB5j9cOaPtT1jSufNohW17R8i2/ZxhCL9B5yBK4h4xsbOF+i4BWb",
+	"LYS46KEMrW/7Dt95lfBzbPbJGQ5M0h6eJJ984+oOXunC3tKqwQ5tctLt3qCwUDs2K+6BnRvdsEFJOO3Y",
+	"qiQXdmxVYJ0d2xQE2M5EqNn2N23r8eiOTavb+rqGjQftDRoWT9YbNCwepdc1rN+917WqO3d3bLM7Jzfr",
+	"PTdpWdG+rmtclUk/WP3VuvnqUq4+rNlaa+TGOF41gYKe2xQpAj8SzL/HwBB4Ih/8bJp9Cp3rWNqPJKwU",
+	"GtEfHPXne3TYPZgNou5BPGLdIzqedfeiYTxg/fkRPZxdb9gq3WDsuOuuwPn9q8aERJWeVrYxk1vQmqz/",
+	"XQywXl3eSCy3IVF6WeK9wXBvNN7f3R6b07QOkSHdkISXViaJP4XH5AoCJVW+hoqCjV0RsNUyHq9EgjHw",
+	"O8VVAUn9+MZdAFFzFkpMbkBojt9uEoMX+TdnmyS+1oBSnGodA2QAMlsmrOCsQNcy6hhAZ9TBb5tfMBkJ",
+	"8RZuYc0zZLRcu40N9767tWnUTrBsvDaLNegO6HDWPYj24u4hG827Y7o/O4gO4yPW3ynDPaVSGYJ80Xno",
+	"7zzJMpE1iIiLhEMgjtaN12YnAVqIhUDR+74dYqGC1XqWJhFBt2SOdo4AipyzCELaUM3WD8+evYFwArmg",
+	"F8x7rgcfE7FW+o+vzs5ekXF/rwYRI1EOBkM3dvWFuUuOMLlHnKkrkV2YoGrAbujtSh202tTjm+uNDeND",
+	"e6f1gPkE8sfLha3lGpVB1CC4vsLdDQOsNfI22JRIW2mRAgVwO4ELkoc8LUqGHz/CWPQvhv6QUIKhJrph",
+	"p9665LrRnIf3ppIVLv/9mgMs30l+3rEVE5VF8Hm2vE+Ku79RqNUjhwK/O3mGd105mfIuCUumg3BC/FpH",
+	"+uQzJa/aTZlinV6hI61KhBNyqnLnO/Rj1JS5cWADyK7g2D2gJLn4NZN1B5/79R///QCeVb9ib7XhBOLc",
+	"3McicFjmNYSQaKZ+LuoFKtuQNnzL1GHwE/UK33H2BTCJ2oJ9UHKZ2nIv5Rall6Fajh/YaMKZis2c7cdM",
+	"p7AErrpWoYmzuaC5FioR6dfdc7tmmoguEaAzgRC+UKyg/iSQPfEWq/gNc4UvDsoIGwiikuRKH5a2In87",
+	"fHVy9uirsIJU5WU6mHchzlF/mbMrEprK/2Hx88YmVZqgqzgVPn7y7MnZk+rX8F0qDcxNeYWKNp/CamG6",
+	"8FrJJGZ58AUWLTVFw9pbMy5sabDqoOwnKC/wQ9Pgli7l3H3ZLxhpXmj8iJ379s8VrEzmYyao2GIMm5pG",
+	"pT1cCE9uhy7CWd9VAV2YSmXurxCkip+9SVp9tcGNssWrzb9ERjF8pWqyMiO0WXU+15a/YjFSfE69qS+r",
+	"0Gh3Bw40+x8KZlcd+52hIULXvhERelNMKnOAWgFgbzr2nLcSQDcpQWuWLfQl22q9ubbOzF2ymNc5D+qs",
+	"8lWjbNXwv8Uq3mzibjJYB41AHU0wE00YAzUG4aDGm1xyjjYhQW6D6iwYjktIpgWa1zsZte71MjtJ02Zv",
+	"IxQ6QfXmPpbnMgrJZlXwdd6vcer8i2X+R7HM/To+sWbuz4ZvECbZ5Doch1IW6MSmbIBr26bFUEk8TbxH",
+	"Hgq1sFFboOqKdY2545p8HqgYWc7ngSSfa5N6AptFrE8OyEL5pyf37J7S86Vyed5AGuKOyTtfMAuncu/8",
+	"itFULaoke83kOlWY/aAvYdxYLTJGY1O3IRMzVsNYTRd/cRH6QlJcFHecuLj2Rm66rrs+G59Lrey2LNy2",
+	"2rXZXh0CijhGgPhh1mkiTVJOju1Qjrwm7SKMilc9pTPxYtAhQV6GRAkRlDBTnQJukum5INECJCsiiUAS",
+	"LJb+MJcSs/Gt78VAjdgRQceCF4rA6uUKrBUgIDYnzKsRrScriVhChgRb9kho7gyhN2mb/4vh4/jHK62p",
+	"fnlA3iJSS03QYj6aOwyPXbsqLa5YdB3Q7hfF/DVlgIrhpGZU+V3ex0ItBe9CjomFATaGPs4gyQQ7wxQa",
+	"4yixMLFBYYERj95wxMSAPOM4Z4xcLagyHpY0hasJUGSWF/W9G1I08l9pOUh5wlo5MLjHhuPrzgdbmB3u",
+	"GFqWlgB0c/PO7WOWXR9NuMLvFsKvuK1IG8AfuUUZxii2C7a5hxWTOlsH+Tkwy4+sVU/PrcFlNjobjCf9",
+	"0aQ/vjNgZSCAsVcm6hgU7IimqXG8YDZgIzmK43woxMUFY1qxA7P/eWbLIDcCw+wOxLQb4NLdAizdANNn",
+	"5w/vgs7zmTCvN0Ld2QqKs/un8MhtSDPzz10ozRGUkW0DrSmeM+VqpNcg5WC+Ux2UTee4pCiUTv0N5hki",
+	"QnoSA/ZTIskFWymy0jxWWPVGKBKtCPjoOv6J4OEN5XfUFODNtFJ6LcbOrRF1PJfsdmHvtWlCm4FcJoM4",
+	"E+RxuggNZoUM6OdJzJPzhSJvzx4B6oyFkDkDXVmry80wM/k7t5breHU/afQev3BZ1A7F11l5rWO5Blt5",
+	"B4dynUffakvl8qZfDC98G8aOAcGjKr+dNsHl1Ho4cwv0ljAP8Gk6s3fJzm1Z0hyVXtI7VM29/Wm+DXb8",
+	"LFubLErKN26xDcK7f6eOaJYlkPH+WbDk7q5Qv4sMcFC1tmxhYSxgRMLxRnAbQB/IVbsGr6cB6SjfJfDC",
+	"sTUWYALpUrL0kmHNkIT7t6Mdt4q+6zfAcDuorlI5fbp58LMSF4x/ghxZ8tXZ82doEi87UBCpA96FKxfl",
+	"sViSNlUkZZo5B8NDMkuUdACZBXdijOiCBunboIjZpOUFlT6eWG4rSDxH4THC5Wod3jnwiFZ+JGBNlosN",
+	"1lTGp5sHHwZ/O4j+frR8uMe/G188O7x6PVTf7q8ejxZP+z++KYiGLNlph5g823ol4wXgzJuoBIsplOfp",
+	"lpS5dM1mgnOmyEN6oU+zx+KKK3HFWzuBLm1HiNK/3wj36S5gnk5jb7ZFhpBfulhAPeAUQlzAoPSpWgKH",
+	"KpWMu7bIQHJdcnTuloxSRgGb1isAgmlFtxfP9j5cAyBlr/N+2Q2P/sUK67cXix5i83Ui8aZoVw2wVtcT",
+	"BaMlapD98r/Q4GfexCuXR5ytxS4/B0erGp7gTnQ0ieV1KLxDa2JhpNrm7bgBaut6hC2MM0ql7gyEdCdH",
+	"2GsjgJZsRNDq7AahVfCy119PllpjcO9VnPhgvVsrcwLlqF8FlujvmFtsjYgNhaByvE8fX7ZY00iPwELW",
+	"goO4BM3RdH2Bk/DqDnaZC0PfZZ+VLO/byks59wAgdcxMDZl27nPJmbBTCqQDH0OS81xsMdvcA2OGpWnG",
+	"aLwJPKOPwDJRn6uceqFR9eWjnN5sEZDqo64CE3aF5UlkdfdfGfUEv9XbcWxqN9rrzmGQSPsarb5IeiQy",
+	"4+r2FqudRv+3hDbbFppGv8VcUAgbBYoWZ/LbwOHulpRvU5hMUn7QMoFfVYIMcj+Hp9noQzcAHwUEctpo",
+	"97w2NNSuzaPTjD7b4BnV1Mst3wisg1DhVoCaQoSowhgPj4t0zTIoXex7TBbUguxB2NCTM3pugPhcnURA",
+	"PUDcNJy7biAX4opBeUUo8I6go+a26ZRzLGkhHSYwbq6Sil4XS75MeLLUXDCoSvKb4SIUlPIq5p4Htefg",
+	"9zz3Sm7Yrylwc5fYfHabOXFRlGnbwPtsnG7JLJNrPx70Q6GQT3MtnqLzoGrJN9fLqgWyeuT4SlBZIajY",
+	"PPLdtcXjWUrY+80gEKzDtQYCoRqgUhuN48ev3C0Yws2icn1i/lMwOXYhZR0mRzXE6AuR8TOCyz3iFlI3",
+	"f0/EteFQtcTNY6W+DHHvKkbaI3QpG/f3ROo8Pq2W2H742pch9xeKuveoD4bQ2uLM+oxy4Nounr4W85K0",
+	"PRtnZ0JCiyBrQkAsXHvosDGlg9NEiskSbqAr0xyuxRITn5ZLESdq80jEzHa7ikI/kqVHnjWZpjFayeKq",
+	"FyEODW6ri3fXiqDxQmkSaCXrulHUpHz6b9Z4Eu3PJBIx2mjNeNGS3lCqo3BVGO8N+rcqv+ENpDZ5xxqz",
+	"wWwrsp5F8W8cyaMFnWsVMU7kgmSMK1qqzWKB8rcVFbA8c3dhGH81PR431ksaleolwc6w3Hp3A3mV6d0j",
+	"5qC86+6Pm0dAnhcR7EibarqCagyr0kENHxYoElxlyWytmLxhtQSzFZRQNMVZi5rb91ueQFDdklG5zhjG",
+	"eJh1J+GTk7CzE6c+ObkFn65XUe2AtJapyZWJeB0p2D87DaK/t9/v94dHg9F4eOPhlOS5PyiPcz3eQYIG",
+	"JTmAs9qiH+eFJm4WptsssKnDe8Ybp5PWEjKm61Wh7TK8Dv27JM//Jc7/Jc5vKc5/B4L8XyL8XyL81iL8",
+	"nwDwuMNVpgpjuD3N6I4uMLsnKBcomKnfKxVtnlMDKfM0qC9Fzx1SxAukrAGT+s0oaj9rRoEARdvpW0rs",
+	"aiBzJf3rS1H795W8Xbewy39CYfXPWNdltch6c+rel17VL5X17q1TFVbt9yTPijmRtatSTpv8Mmvy20ED",
+	"eGtThjb8Pa2Mn2dbuy7FRNwvsypfEPikuAzqd7kAqpHy6kuS/Msg2vgEb8h5fOPQl3ITAgL32GKxGFuz",
+	"5vOEJ3IBJxz8ZAu8+oEm5dKyLkwgmHJC8hAoDCLpEQNfaGaCgaEBZPa6hwUrN0zTeB4QRgHs3ZPczyOy",
+	"3FDeyYvbggq6YQbJwteo6FbQHfOSL4wSFw9I2iE6auGYkEx1egQ8GxYbJPft5QE0WCEThg1rlo+FtEPP",
+	"ixsCycKSJzeEzxwXAzkogDfaMFyEBrfjmPKzjHIJNiU5sasKtTHNINqWXh2PuMf2V3jRG+Ov//GfU45k",
+	"Kb/jP3pQblRI/iogV2CV46ClG4LrO9enzX8avLSmQeUGWofd+nuSMhbtoFbQ5FAIX0bW/PZ4S5oUX19d",
+	"1OY9P4mH4/HgyKLfXbANab9++ogc9vcOamot0bSuWFt6LrJELZYBCZ/Ej9+cFHK44UmR1PioNvnvsi7/",
+	"K7tk0DUMtdQ5PCt3jw9rPnBRF938DduQRBNPurJQEKe/YDSG4MbwwgQaVyPG+oPaz6hN/WcQHCR8+c2r",
+	"wjRefvOqOAX9oM60U4eG+lbqLmVyXuhSJiW0Cv2gpsuPDSkPjh8CMqOS7Y/WGWaaibUiKxrb4jxembnB",
+	"h29Pvv3m46Ns/rc37w/ONu/++tXL84NFdPmKrpLnaXZ1Sumr6Ku3r8W1m+sCjEKaHfQIcd0C4D4kQp0l",
+	"6OurizpgTvL1u2/IG6aQrw/Gg4OOS9t2k5QY0X7JsmS+AXEuJXJBDbCsfr+eajI55/qwgx4TTtaSHXuV",
+	"LwVnJF5D+ieFrZYJ5VKedopl1du4gttapp0eXh2BnpnArjoiufyKtlQiYx2M8bZBYlvryx2TMGMRS1YK",
+	"zseAhAbA8lnC2RCwCaDIHlr6TZak73GoSpm8/aBOYcpYjs9ZSjroD8gjwc8BP/PksjbD2B9dTe/rREHh",
+	"/QRAEOapEKVoeniDDIb9nRJOkzpR8ChRpQzhk7VUCW/dZQ72qNsfQ0Tr/jXpi1V82IZkY8EVjVRtrrHJ",
+	"tfnzzKXhzCALZ9d04zq5bPm1kqg4ZofzfjScdQfxiHZHs72oe8QO5l26PxtHo3iPDeeDXXJdeG3akfts",
+	"Tcb4tiSjSvd+NHsTOLfLofFfLsnV+ZDtxaOoO57t0+7o6OCwe0iPZt1+NIiHbG8+ouPZTgXT69OrIbSy",
+	"Nm0kT67u78TrKyEVTet9da/gN3Q6FPOWDg/qz1BPpjSkhq2yhCvM5zAv2/DzJaNcklAvYHjNCu4U0a1q",
+	"04/1zY0h3s15ZdXO/t5q6On6CGrLgXkItd6p39Uu3+nJixOvjGWVZ0+WLEsi+uDRIonouahVK1AlrRMx",
+	"z6hURr2sU4CGADk0vJmAqQtHLu0Vsze9iXthu34Urs8lQfHgKEl6I4vtahbY1W6OwIXI5yTZdpI2FsWi",
+	"kUouzW05TLj5E9CJtW5uUQNsyaznp4+LWMXYAKKvzT8Lupz7ubKUz4th3XVH/fPTx6Rdzt0jxmVddOt3",
+	"euTUDpXqO4m55AtOKPQz22AQfC3Kz12cXMObnVx1x4geJ1qaAcEec2+wSH4lCD78MkmVVrtqOgWc9mWT",
+	"PWcsFfxcq6Bf5uTbIcuzliFuluL5uzoAd5I63kLZdIjtdQZsCmeV66C2LognhCMtJ5FOAOrdL5hpnFvc",
+	"hY0iuGq4ZGoh4gksRXjsNlwBXtaYne7JwFSS0E+71tllMmEMmO52X5pfoNnwgFsjz8eGgwpJGFG5gLCe",
+	"BYsu9D9mlF+8Vxnlcs4yNLEBDmt4THb0zNnMdkgcLcxvYlIy0a6ZcBIWJxoSLuC5Q841tauVAcEyFhYt",
+	"zDBvM8wTPMrQaSEi8zmsK5vIEnoIUp0e0a8a/cl0jEZXfY+Kj4ngqZdMh1Xfk/NEyS8Pi4bFRsH0+htD",
+	"kml2vicryGS7QY9tq0Ti+JwkkEplPuTzCNhyDGp00b94z+SmWrC8U6xfYuLnr+PLBz+7Zp/KaDH92SAa",
+	"xnusO5qP+93R/uCge3g4POru0dFsHO3HB+xw58oZT8U6a1DEPO6xNgyAQC3ZYQZ1qd5e9f/pNP559Onf",
+	"W7fGLGkEI8H0YxMjVYoOhGRkax7fCbQEZcyOWfTP8eVdkAV8d7Nj0XYtv4RWgqMb85rKQLsrKiu6acTW",
+	"olm8EGls0LVMSnsN/M/nYG5B9hnjtWiYdXRw72s6gag3Ii8glFhhD7vSZqsiMlsBd/AKgAFztsg7TYDS",
+	"WhiFO8IE6HcbstILpxiMXWUJu6Sp90Hrxa7jx9beaK/fHw+Ge4P+eKf7ocsw37JnzNf0yQD+vDx4Zevm",
+	"qAcKqFNmXDam2Tb+IjuKeSLGZ8KmhMd8ZpXzYos29Nzt22oCNC3sPq2CTBDEH0q6gBpUYnVQWwKDfZPD",
+	"sxoWnW0KKkpwE4XEv3FFOEndWP9Ht4VcVq+pVhh1u+JdzDSsMEURANpE69wcBjpHf96W5BzY4PAly841",
+	"6VS0mAC0lDkmlgz1k2Yc6RDAmh22UB2KdBsSsSnAGk9ba37BndNq2uoEJgJB8By8ugcg/R7OV8YwkLYI",
+	"R3ds4aDBrysJJT5wLmib5Yta4CpcYDpyDklqBl1CmYgoN3ETAL97DB1b6GsiFd3IXiEBNHerETFjG2lm",
+	"l61TiEjOQbFsXD9O0LpI3GCW9IJ54LgKSuub8OE7UgCvRcSdNIZwD0th1PkvR/Z/vaOjHoGz085UK7k4",
+	"WwArXK4lmOPJeqWPflN5/eaQmS4YebglTL4RStOLS4Z6VHcLrTkBfpnpmdvyXG0uSJzIVUo3iLUKPhM7",
+	"hfHIm4I5+WKxpAmHZAhKYqF65A1cEgwggYEvZB9ppNKNZkDEhqTkw1ooFoOZICUrmilQnT/2NtPWnw1p",
+	"epFYhh2S8Chdx4V7x1ILAwAxmLugLUmScy4ypjVnyQBgsrhB4BFNpcjBW2Qx7MtMySTkk1V+turZ+Hgw",
+	"dLVKNzfAJnUalDXG+Us7Hm3Hq7gdgulOrFfRsm7NcjshnaKOwj6qnMjtJ73B/ggOv+WS6WO4MY+AvLaw",
+	"5KB9eHifWtcCgNKtUKo3z4hpqrUIsCfCTqIQOFODmuqOAmPDx99RNHt4Q/rgMZDoOecFJdQpwfUjDwE1",
+	"MTK+DmXFYTn9hoAqjcimjw2qKWl/++2333afP+8+ftwJDKxpfvVLGY9pBoime4Nuf9jd6yMiOxzRF2zD",
+	"YhKajzQDnJYvLTv5626C8RlA8tO+LxHBw/phzRrBa+E6tmJUmfkMh51GYFCPV/dH1+ZINaBL+me/gcM0",
+	"KVs5ypfekQBlhuchnIGIMS3XS2QyxKMU8xumFcEZyj6saepUhYBUakjg+Xsb2E1Mb/wEtDI4oDafzPw5",
+	"uB4c6zqURIS0sQmCDvnSk63NwvUaPMWiqO3fDcCiNXgrQWZJmhLBwSgLxlWMEgRTqnGRyLBHXkCpUN0m",
+	"34NYEKvAvL/+x39qjiXhW6Mjl90t4XHeDYR9okdHM5pcyxWI9twrYLr7Mr6JmyILuuUs7OcmwMHS1vwc",
+	"/L+X7k6BiH4TE85aVEvqwf1cXPv1KH/HxBW4QUOu+QqdabXeR9Q7NqVr4PCCQ2tCEAawEQVwFxDAugos",
+	"r0Sm5iJNhPXv1ZltHJOB/dsr1rayra+L40nFuXibXReek9zElVMJ3rircAYz1hpC2PK584Jl4J4kuslW",
+	"eMoiCK6cPHgQxbxXF9PyQPfVW8HpflPU2/qwE7uyu4SdtOqRO+N1VAtnan4h8ipRUCdQ8AA3NRpQLthm",
+	"d8xS7KyuevhuwQ0VVrZRDnU2LRMF4Fz/dtG96f6wy3ZpdNQLPhM0g2LDAcnd9qGTwqiaYlHGYm0i17IV",
+	"5A55164VtLDRrp77RjDGEwe1GotoDdYvCGU8Go0POqh9WCORqYmvlQXn2AsfCLpWiwcQzRj2pjzUn8Zr",
+	"QBHNGr8iH0zX/f5edJHwGP7FEKLTVNNGtIPwkqZJDBs8JO1Rv98Jpjxcc/0lkQF2jn48AMhUkc2SOGb4",
+	"5p5+xIXqzrV+BI9G+hEaLbv6F6pFKIvDKW+P+uMOFjdKBY27SohuSrNzptsNoKs1l+uVFnAs7i5ZnNAu",
+	"Tq89Gozxd2MK1lsSuhwO9fMkZsuVUIxHm+4F23QztpY4avx9pS9ZHE11XVddejSAHzOqWDdNlokyTY70",
+	"U4wXlt4o9ef2BnbGieYBvX7QaIzUmdG4e04Vu6IbeDjEQdNLmoAUgYd7QF4tk7omqhsI5WYOL407JtpE",
+	"sYzTFJ719Z1htj43tSpL0fRM1Vo+AL9gQVeYBAJVJMATLIxBDHDiVylNvGrkOYc/TT4a8HzwtJo6WQlH",
+	"tsS0PVdjzaJk0HOagNe/GosIrZoNpz/nYqvStiygyugd6UarC6N+f4IQk2I+N1k+MPjA3KCMIYa0SzbF",
+	"wBjEvh/+0HO4HQEJP6z1IQHsgZW51KKXxODWtqBQBlO1SLqfyyap71twLZgxQglsOFPww1igWj/UqQpN",
+	"tdXK5d4roXij2iruS/oRcSXHR0c+yqR+uYoYrBKV1kXKLUSm9B1pSTNTlEfSJfNKj4goWmdoPrLB2Tlg",
+	"rHfp40gHwzd1DKNq66O/UWBNfvv6tNQ/iLVgZ1G4E1S+bZ0LyaqWsFNyCZLTO//Mlq0988zBXH9+AORD",
+	"HtANNkhPHagNcm+kou3P6A3lHBo8EndUex57FtTKWjd1Vo14t7pCHWUwcfqzCnKe7Bo0A4WBTLSZifnJ",
+	"0/p65ARUby5Qy4uJVUB9gw3E1JF21cHyJf0FACy+jhY2lR583gGiDoWmWTjxchk8H0IxpqNitDDmjI7X",
+	"oJD4ZNP6TMvhMAARpcWwl/WHYSHLLZ5FkxaO1dx8x96NPXrm1fqQ5Mv6iMb8durCDJYQAuYTFGt/FuqH",
+	"1hCsEHJgYc+9OyYXV7YklCqExNhkyIY4haPrUwE+J24gp8BZ8dp1o9gByyODrVBJuo+q8W+wg2GoJDrK",
+	"TvNm+VEGXqivRkUVBf24EcwCnZPNqAh+fIpzckOsBLwRlGEPLDykwY8Gj2ZSU8s3yYuf7pg9ucpDG3cq",
+	"YlGirG3ubMUNtJ2veXxboWzq90OukqQpM4WNIf2KZrkb+tjkW91S8AZECoyGpGSZSLliqefgtVYiLJep",
+	"1+JqIVKMgdsqsvnmJiI7cHmsO5Vg2yLi4YTSo72FfM+fwp0gkcaHPjdKnV6DXGLpIU4ITVOknnm7V/KI",
+	"/CgF5+tlz07V+1XfmUQG5NJqdGvSOk/UYj0DE8yKbjL2wf7H3nsemO4MQ1JZD9G2cdWuPEkF15lcBm2D",
+	"a3vJYc/lkG1XfqHgGuS2W9RdzmFMlD4O5W2qiF9jB9XHVZKy3EKJCfxYVNTVIDNh/4gH4Ey0Bn8A/FJN",
+	"wCEFyEBXU1GR/tGk33fpti59pVK5Nq/7xPGOFtNN7tIif9DDFPO5ZArw3ugmTc4XqivppV4YIxStUxwD",
+	"i1NWrjhQCwYQGD99/jEKdczzGh1wjT02+98C9QPwIk3iQgVllNqWrfREYaxQzNHphqemujdIELqpKUNZ",
+	"jozybqS2hnTHeI1MWFRdwUd9/8rE+nyR38PEWs3ER0Jz+AutyJk4BKHXcSGuYJpQfCbhUumpSZKt+bG/",
+	"+hgUsBDrjKyolOB91gTnwjUiGeWujLkpOQnSIaabjtUdsOIIAJckxgNovxHkFYcsk9kjMa8FSUs13Hvk",
+	"iWaejCayHHtEKvA1kilZwbAxMRr6QJakAUGnRx6zOV2nauK8CYHhTknC77t7gRarewE5CMhg9ENNyozZ",
+	"hbWxq1pRzTOHgGQ13gYfjifEWCc4Ci30xw7BhUHLjPkxrUt01k9JxlJEWVTC2yHtX//3f+5pHSZjeiU2",
+	"0tS3CEh/Ypk3ppuAHEwIJVeMXeC+gY2pz0wbRg/eN91ZX3/gyDuMDgNjq+HggIE6HWhfojIy1hswbevL",
+	"1iyDRH6I2Sq7xb05FhVmvU79YC84CAajHzyreLNp5KjvWUa6e7WWkdzvenhN/rblgeIy1ClPb5rjTk/w",
+	"XlosIQ8xOZVKtlBWtj7bh4CNbJZRrSuU8xdgR7CPqyTbAIdBPzMoZpmxDzXpYDSLH+qu6kOe8TPFQ/Zv",
+	"iaS73EpwFNV+n5jRSfL8+bfflvxQw+HhrcPk61xgb1zIE2Qg6DPUZRYA6bsQDoUBm8WxHNHBbBjtxd0R",
+	"G8+7I7o/6x5GB3G3zwbzId2bjaJx/D8ifQDmuTX23uH1wat3GFEP/W0rG47sn5hCS9EuUfadawLAdkgx",
+	"y7m+EHptODanWHECW3f7Pwd+sFBGrYysA2N/D8xUizZY8/td4+tUPwGIdnkgol80o4ylA78XC2Wc6aPj",
+	"SZaJrBY45+XJWi3IsNc37jZwye0fjI7I//0/496wE5C1BGmrBeim7IWrHvz1H9KKBk2T+L0xeKOzLSCj",
+	"wZ7+P+OSB+z9eUa5em89YP1+B8OkoYsoTSDJDfxyGHAnxHut0L3PY8DBl+Wbz0oDAKjeuu/hPd/7kF7g",
+	"cv8VxKXS+7XOn/fXg21D1tFVJvj5dt/UI/gS0SvBuErM1QK9e71rORLXqG5UddsV+MczbNQkqsBoulHG",
+	"IMSWppIAPXskxJ/eJ9ZeZP6WLMqYwvAMrU8zGrvCg1Sie+chlUlUmqKN+zA8B8Ef1jZiL2G4z8mMRXQt",
+	"mQeDxHi8EgkAo2plS4IJBNUspLkNp0yUZOkc1XPcHsbl166wcTPb6isAKm2GZ0C3ML5WrQzu9eHatEz4",
+	"WjEsh29WNQeEKSkelpj1y3Dy6hQDYiCt9eJ9aNRqtAgNRyRlCoK49Urg6Vk6F5YX70dPPxx+Nzsb8r9f",
+	"HTxbvT6K/rYnv4kHz2sRXfzF3D4mfEePS5bGNervMC75/sPB3y+Hz66OXl+Mzvjhd6u9r6L9r+eDh8vx",
+	"Y9n/y2b4lh58w47efawbp7e5q9EqxjFpOdNj4pJuU32htZPxw+wfuRK8DvXqhBdgmkryd1DnLIHX38Pr",
+	"9VT/+t2Z5jDwTlNJwhMTzWAKyT5kNGMZQZ+g31utb5Btvl7M/hIlL5Ovn3735PXZX9+cytOlWn336HT/",
+	"9MfTq+c/vlXPHz9Xzx8/SZ49+rrP/n6i313Ej9SHeO+vyfyvPbb5+qf43al+rOjgsP+aPxm9W3799vly",
+	"/G38U/w8eno6/nbw7U9RX108f9vXTaJhymfLp/3471+nrSZNmcn3SQ0JniVzBqaYhGvGEzyWpL3f7xe5",
+	"ar/e8+sbmhq3WiEwDG6w4orjCVzxJd5VnJiMxKrBWn/BNvekFiEg0QSHApErmoGxa7YhcoVVDfxh2WzG",
+	"3mXCrlxuo6l/5sxV5mcbOQp/1TqrNfs0bLETjM4Lke0KsUf4qHiammfXOjz8XVAYQIE5LN2qC1t31r1j",
+	"s4UQF0/MSVF3HX37+lldYCa7hELbWsav1gBuqrZHKV4DM9J4mbgZjkhJ5fCoLMTFBWMrff7JDY92uZ1a",
+	"W9DrZmO0dV7aV0l7NOiTv0ACwxgtKTaxjLp0EIhL9215J69OC7VijSVhp4xaWIizzaopNF43sAlJWnf8",
+	"ftq6P239EKKtOC3igX1frnOg9ev3Nr0181JId4o5fGLH9jI7SdO6yB4UOF4+/uCoP9+jg+6ADmfdA321",
+	"PmSjeXdM92cH0WF8xPo75ePvFtJYYv8ctmmN8anVsFL9uux5qVvGi7HbnXINEZDFWhre+vnxIkXWuw7N",
+	"pDQRLHV5Y68cZ1dOaezVRJ3tvrVu6EPZlYvNGT+BBI9hn6C3D377PTB3biocljM0yny/rguADi2XhSB1",
+	"rU0DwS7RTcaUlwLaHx02url2YNhCasbo8Jr8mxI/Iyt7y7YDWzYG81of1sQ/VuDQIKHdCRA/gZDUiYvr",
+	"K26TAmK6lwvm7LL29eIBnP9eYcvSBBAY+cb7Kq+ATfNb2TF6uwuZzCYmAMyy127A6ibR+9d7egyfW67U",
+	"xpQZM7EIslyWurKDSZuzq07NPr5m33pb7f5vs49+azn/4HJ4m51z3c54l6jFG3et3M0uWNbdqtbBpotq",
+	"eLWQLHofOm8bAgVrBt0bkozyWCzJbKO0VNU/f/X85FH3zVcnw/E+qPvkG8ZWWvNJkwsG2A5SXoksnhgX",
+	"AuSTgU0OrGhcXBXZDT//fP7NX4+yw7988+2H7Ozqx7evHh+ePnv13akYPqPP6Jurv4xXX53/9Q/7F4+v",
+	"/njt8WqmuoO98cQzjLiwXov/i90EuXtKmFhjVzkAvIkO/TdfyVd6VFtDiygJr/Ddnt5oIcq6Olciju70",
+	"C6lGxklb7PyEKCYVDgmdeLk36BrjWj7cvO8th4Em1G9sAfeXqMYG7q9K8WQo/HLXdu8CM0xIYQVsKSTz",
+	"TtcS2SJb6SYdn/1QeLw2jHnzeCzTsHRG3ZNmR9RwKVw5H0Hstzrlb9DsUB/gmQoTEoqh4spax/SRk++9",
+	"GXOhufoggytUbtCYkD6RSqxArFBl3cgQsTQhh/ujfp+0hyMIYSiZ07ZGx0NLzwtcYyOpym998LBonSVq",
+	"80bzGJJkBhf5k7U+BexfT+2Hv3531qqL8ynYwjB3teBxCJyReKtVq2DOIidgEcNko/7+YQdobOOAAMT/",
+	"2OQlaD15v9+3VMYwDggtwRGBrSeEAQ1Do1zM9LnAIaEWm5HcRtgDA4QmSWtiSJBvHH245nZUsHfXZCVr",
+	"Pb5AAhDCE2tsIgnY+NbSOgDtIWaYCmJh8DwKnK1dzK81zRtr+kzEm+IkYJiVOSBJaoJpnXvJWLc9++mE",
+	"sI9GF6TcmYrbdlKQX6MH0zGYSYN+11jLC1yiV6TolcJVi8TKwL2qOhvZsYm/WLHMwGQzZuIeBWd4nEsF",
+	"LKAVbJg/Uipn7DCweUFKnGNgi43vcv0Gjk0wYMouj16rnBiAAZjw85TtztimsENgi9YiOSKaZRsMOqfK",
+	"m3BAJFWJBACUmVALvarzVFx5roVHnm1b60tAQWNy9ux/k9azRCoA+60C8KKwoatVmvgmxNak9dok8soJ",
+	"EM0EItHYSyr3W9nrVPGjrpH5zcM6bXgx/7kVtEp2TovgywJjLNebF4LdXIBSYLMgsEN9YXDW0vokisBe",
+	"cDAxzAYqmtjHwO/Iwdjc84FmCgPFeziQD2KEC1B0hTdrZ+/irNpUIrKWyMirx087QRnUzuCM5vXoKkOH",
+	"r7kU7IZV9SNRXR2SvFUrsFqE7C0pB8XLrYFNy0PnNg5EKwGmhTuH5THRnIo4LJYRrBUacqlbvkAoHFko",
+	"pz59AuyPucDyzFAPQP8Tc3taRm/XIsk494y1Kr8RNcfvSrlmspqmZ/pMZB6RCgU0uFuEbiTSlEUgjCTL",
+	"LhOD7+fIiShkFiBOy8Qplxup2JLQCBJN9OuJCkykq/SDX9uU3M8D8sEneb+DCNjlPTzlbUR1gEjxCpS2",
+	"mQkCgtG8ehR+nECQ1ZqnKKFNnTclginHGuKmovRFJZx2tjF5gRYvyKjPPfLcMRQwNWCPTbnb2UBELY6O",
+	"HVoAoEtxluUtKlyZZDlfWqaf8lphROR6tkwUCPrcTr3Eqlj6eHAZzYkfOQ/VmWmk8ED66uz5MxeRI8mM",
+	"LRIe42HhBXFqyoRT3i4l8tHNg5+BmT+FGAeJnWiSr5hYpQxVEMDUMiFRJ69OTbxuxvSPU24PIkwbgNH/",
+	"27+Rk4KLXT8c9MiTLSdzuLx4/+s//ht0MdAxwqWEBx0bcF06n6ecEAvXV9Bk2tvUg2Pd2zJwUiuPCuj0",
+	"pnzYI2+0yL6pcxMOaEzVhPPabIXelO/p7YVDTqlUkty/P+gb/7y8f5+0w9yvNNFaYtjpkddsLUFZWHOV",
+	"pPqmn6l0Y8JFSYJTN+3AesCJmCkKyBZGrT92R/cqHw+iOSgwc/LY5cvARHSXTVEF9+9fF1egZ0I5OX11",
+	"uW8f3ZPQ54P90TGhUSakBQl0sc42LwKlUscwvtWKISS1oGIHJFSb1YRQ9Ycfr1RY1rixVlc7pOn5BBXw",
+	"sAOA4FPu1zIClDpl0Gt6VyxNu2DifvDj1YXs/SiF1vUepTRZygkJEykB+2AdI/DBDBTbKfc13XauNXcC",
+	"EorsHBIFCjAf+gdQfQCbkUKQB/u40v/5USUhzB2isHU/WttKQAxKBjuv6IUFICEqTRgJKlQmhrukeE55",
+	"HqfOJvobv5BXri/yC3nGlPMwk1+m/Jdutwv/X78ZFrSAUL/+xdQAUvoinjX6m9fpUsc31qWOt+pSx9v1",
+	"qPJAUZXSA63Tpczbns5ZJaMxx7fzowR/MipQx/RR0nB80nyGinPtZ4uKcHX0+XmJ7xe0evc6qPWGcgVl",
+	"Dwl3E23Pfqd8GajrafttQPc05c/rgHnkPRQWcO/JW3v7EK2W7ZwR7ofBlJfJFZQJ0sm1CfuNXLso9a4P",
+	"7BK1grqJo+S8f3/UH9y/7wLRcOjhu3fvut5hzNxhps9WGxg07neAVnmWkWQE8uvlZMrD5yamzT+B9VAs",
+	"4ED5+Yl/UuM5FQN17KGfsUtxwWKwoph/m7s0lpUj51oBKL9t4fD2nSmFaNWieKr0yEv/KDTxT3DV139f",
+	"sA1OVWUbA6xhibfnEW9BL02UnyYCCT2hac2RRu6HiDoQgp0EZakJAZzyfEG1+H/pnwgehE7bzBl0/Nie",
+	"8tS8ItHJlDeY8sLRcs6wtKqbLEavvhAKceL8lwFFekXVwgyW8lJnqL1AimMRv+2K2wqQeG4W9oqxl1pO",
+	"Nfz4b/9GIEBYwtF2LfYOnvfNYD6afTzWtzgSf4ADu2Oy7yBIUqsJetXgwAYvlDFGmZXS1NTr3b9/f8oB",
+	"xXVBpc0vDwOypCtw0tWhniCErwdRQh6KeOMXzoAEminHFLPEms+uAUmpR0vpBATQUqZ8RTO6ZBjPKC2G",
+	"Cmqjun+rhbYL6CqdANe61BgQVyptQdZYLBYglwHsgTb4b9PqReGL5qdTDzHoG7YxPJCjKVEic5ARrT/e",
+	"DmHE6DCAtvSLBWv5BeBQ9Rr5GozTYnw0pl8gyekXcmJBbBxx9K7BuWBiFKGQGXVMJGOOOXrkRPMLRUwp",
+	"sIUVqo7DWeMWe8ZScWXPUaNbQ1CVWCscyiH5hTgc80hzikzFlb8FtXIMCjyN5bFzzruStq5ek5Zk5ktF",
+	"oCn9mQH5hRgZHhATbazna0Qzyo0AE+mdMDa9eQBVuqs9UtAgl7ZXUZQ0HlAjduOBWuluRuQX8kIQuY4W",
+	"+vwT6yxi9qSvRY1EmFHbQuhbCHZcA40FXxgb0sIWYB8Tfa2ZrRWsVF5UAFvnOl0ZSOsXMhrsmZ7sJQoW",
+	"KzGwuQPyPHnoCF+PtqU7Gfsrba5hBXkGcsx15MNy6fbDIfmFvIW8RSVEHMBUclDqGKrbiatjK/oKAo9I",
+	"uiFXC7uiTeBe9jMnnITl7WwSuCFrwxiG42QOyBWGIIaEdcBgev664/B03n1OVbQI3fmDB46B7cq53rLE",
+	"PUna4ZMzeq71phLz231VQBvTczjSpBYCs3HtlfaYXNFEkfA1U9mmezJXLAudFoE9VRHKdHd7g+Ly35O5",
+	"ZMwYMsH+iHyTPNQbHo9uvskvYh1vAxQwzn4hY9iYJw7lg0QCMzTzUziMFmsOus/Wzgs4abrjoRl0qWgV",
+	"rkiNHMk0WUy+sZMiOcqa7tJuA2tENNyXoa1JSfDBz6hk5Me1VMiN2C1mf28l/RbwNv3tMbIlGGsss3hU",
+	"GvQ+bqdPDvv2C+AWaKrP1ueQDgN2R00S30riYhP02zbrQ8wNroNCAQ/XhxN9uzc52oLhxgZxg1ay/Ne8",
+	"ap3j+7Ii53w4Uz7qjwBYI4khGxHel96O10cki20w8Hqd6Ov4aq1VDPTDTuBh2CEKLKpghjzsjuD/DYZk",
+	"wT5SW9wALWJ6alg4TMmcyBm5pFlCucKc5DTt6rdZjJ/UE5ty3Mxe4BgFCW8vblQtAgSpRuxVEBeGOBg5",
+	"BXc1+G2epIplx4RO+ZKm/qdshvKxoelCpDGaugnjkdAnjUypXJB2+P8bPg07niUZhD1FcBM55bDSKF8C",
+	"HCrqKi9fnZ2+fPEmRPO1aYbZJnAKS3c7GPZHRuE80UdOCBOAuSt7pEAFhCnXcz3WDIN+QC6Mjg5fxIov",
+	"DuUvy5JLrHoJxt4EMViUy4W6J0ks4LA1oApcq9L0nE0sUaO1mnIxn+eWQqnv/sQWmcpJasQKks5btb6Z",
+	"lwFb0r2GgV4N6L9eOblnzeGo2ZD2Xp9IV0MIjdZmkh37ncMAzWicJZi5j8ZBQsn440esT1aQF3hRREI5",
+	"X+RM6KE+ElwxrroYG2bNc2dGpnafmBl60O8QYbSxjAnCCUvqeQoXwJMa6gvO0YEy5XgdGQyG5P/+n/3e",
+	"YIL6SL6IqA3K5fr8PGW5714fzyuqF1lv3I+bTo+81CxXvAHhtdsymT5drkkUQzbKKQPy0SSa5eIZ9k7G",
+	"5nB4O85AwQ1MvfH9ytaSrS8daoF33Ny/4IOFoBpQubGB5vFI993VS5OJdEK46ELFvxCcQLAGGRytgtea",
+	"8A3fe9Mn1cmbtZvy3RZP7xKj4DvZgc4UkeYRvloiuG0y5aaBvpuheoyEhr/rt4wd3rFTE4Qt7GC3y5SD",
+	"vkLaqDeg64UCPdo1WkjHRwLbpiNMOQWdol1RNnQX249P3XKsL4FbjuIOQvSttKadXPq01bRAQF+zn8b2",
+	"gJ/yPDWDs4/Kc42AieCMfVRg99e/tWf5Zdrcfb3ba2Ap2oEUT72IwLxveaLlv61+KV3VmClvLhsz2yj0",
+	"g+p/BFU+kAFhS/FjAuy8pNnFeuWYf8pLu4LJiK70pur0CIohSbBwsBmbX+2mDQ/QHttBBxuEgfYMEaq3",
+	"Ssy+n9Hows3D29FmHwIjAsCMvayi6QEOfrRdtMMlW4rc1tD/oed5k3Nw1lLpqClvvORPcOgG/gs9guTt",
+	"2dMuyHdDl5ikWv7JdZYJraRqLpu2ptN1fIhVQp1X4MXbZzmliHmr37e1RE9yYX8GFyuzOwvKFxhLJEPw",
+	"LriFQe6C2a2DsWU8nB0Ypx47eEbEHwPeAxtMwrAWh14QqaTZqVHEVgqhb01hMURmgXPLPptyEw/uKgyF",
+	"/6v7p/afJv1fvh90j36YTuP7nfafJtNpbzqN/9D507+H6I7Dw31FpXRuYUpmCafZhsxToRUu4R+/4Afe",
+	"GBgbw+6azeHrcmKKXGGKlOMfH7UM12Mw7O0Bnf3Jw4Dy+RteM6kRCJhhaWfwn1RGk1TP9ieWCdP1cNrS",
+	"zDVtjca9MS7l3rA7S9AReW4PO3/0QFX7KyzZa6smoZMCEl9NWrZNZcDkRHIF8HUQ4o931El+QGsdymi9",
+	"iZxyB+5G2vkSIuUMcBd+6J4EJKxCcdeQtE3yHfWaaLVWy3duEs8xMiMsFxsJDfQTxaPETb36Oqg+qABO",
+	"+TnjDBMwIYpRFaIEwBLsFjjP58nPRQiVsBvgGZhEMFLkPOHOT2+fay3E8jekAvSM7bdaGw+OfKwG4jkn",
+	"QhdSEE+mPESjJGkPfv3Hfw36/YDECAdFhuOOvQ6IFf2wZiSM1pkUWut7V6hEYI4QQPcCuWZGaf2l4TMo",
+	"m4RWw1//8d9oNNTX0PSP05ZuC8V0LULWfJ06uGjrjHYfODaK+JQDtI/9pi2JgN+yIqhHnuZgUxCGQg02",
+	"1zGJBcrxdZLGBCem1wDp5dxFYVCup+JRdau13S6V0doSxZb6LgVhgbBsZr094Q3XnYZCh8GOdaiNno3v",
+	"VutpP7B+UX39xKU1iApV25IR48AZw/F4yvPTshOQjGGNRIaBtDb8GIzIhQs0OLCsItsjr6FAEqp5Vm9z",
+	"Sw+Bkhdsk4fowBPQP9pQci9zugxKeH2pThNpzAo2FMpeepF/UXG/f3/Y79+/Dx+b8hIaqanQrW9+enkd",
+	"LVT3NVuldMNiAxzoRQnrcZaNbuZGZss/kbZPVuM1A7Nep0ceCW6Dwl2EB/SneQTiDTA/W3A25a4AO1bl",
+	"Bss4ZxLNZ/ZSN08yZ+AA5hv2+1hUDTrP2I8sUp5u8vH/Ze/flts4sr1B/FUy8P86BKgLYOHEAxgd/02T",
+	"ksU2adES1Wp3w6NKVCWIMoEsuKpACO1WxL76YuZ2z8W8wMT+rucV9rxJP8lErrXyUIUCCVKyLXmzI9oi",
+	"gDrkceU6/n7vh1KrB3Y+wcGhdPA0xcv1NCn1Dppvit9hxb54dnQSsGWSXmc24caa9+joUDuG4poH7bbP",
+	"/ut/HbTajYGddQoawPIlhVJpYZiUbGTjDPJGhrKpe6V+j4U6TzUGL3h+6712l43EKpFRwzYKtgXtYKAm",
+	"BVzBBDqEmUuwLeitDi+hBRaxB5Z+IRgLANxGMw+2HRXPhAKeatznsDKcsG/E6pYntvAGD1VVYMtzOVU5",
+	"DqV6LNrjCNcVaO81xjpyqABV43SEGwVuJ1ZTBznF+MZAKV3HloUZpNssyKx6ucWZJV574GYEfnMDNwvw",
+	"tfDrmE+nGerKeQLl4HDIIFibelyluUl0j06kLHbceaopnk246bR8xrNrSG9ygTW6rU4DRkKPAy4XJYPx",
+	"nMXKhoxJAdnd3FITRkLMAZKIlpJX9MCoN6nzi5LCE7h+uoJBAchoJ2wsVyiRIqHsjMzm25fnCCkA8QvA",
+	"qNHKvAHrrDs24nIS5wIxH4y96vuqYYQYSK6iwhzRO0uGHFk4Nngh0H1X52zEIxb8IWii4aA0sOAwsI7E",
+	"OEUHknqtA1a4IRw6MP5EWLLQsCyeCqn0oyhN5nNqIfpQy620MVC36SBj1LjRkBHT6xKSYYXmuNV7EQQO",
+	"XNkwUJ13NxwC+JtCri12SmoxrD9Sq3BOlmmc50JalCcEvhkwvOpPf+zjs/FTv+XwIcJAnGjUh4zVAyqG",
+	"f54mMyCMxo+XCb1LLfxut3vA8PoS66JHjjFoZKDRJvz2JSCsD3z/b9gS95cD/KXp9we+H2gHk0Gwxbqd",
+	"Zrs/6B/AjsgTFvwRPw7YczFKF8pE6vrobp4KPtfut3rQ6Q76B4NdP7CqJj41GbP2LmkUSaoeCyjPqocO",
+	"n/Pt84Vjpw0hXUpkDTAtvwt4yeqeIpbT4E70poocS7az29Pk0qr1jiNSgtTvdQ6MUEFHletXRYH10k1a",
+	"VS1W726CEgG4LeitGq2Myt72fatKzMGyCOENo0WaAX6iakvH9xuH9HK1/FVT1pvg1J/p4/cv6H6CHBrK",
+	"hY5tTCJoBxYKORfpmIeixS44eF0g6Ukm5uJMXAHyADD8TONQEF4S5eQfzXk4EUqkr+XiL5fLFoefW0l6",
+	"tUP3Zjtnp8fPvn39rNlp+a1JPps6zC5Oin/Nq1ETaoNaG4qZ5kLyeVwb1Lotv9WFIot8ApUw1Wmo6per",
+	"TRhYbkZr/c9vv2GvRe7Bptzrt/caKGNvRBqPV4X0rIwQxMhm3iKBdh6rs5RSRAk5GRUIFFFPMhZcxxHw",
+	"P5aR1WrQbdTIT6PaoPa1yP+8vM6Ach9NaxiAju/rmgldtFoKjTuVtHCHGiUoJ0LaHMIc133Q5Y7IfQIC",
+	"mGhbMiiE5dOr2qAGXQTYjxv4BPfWvNp1HDkQOX5bfZXDK765UMskgwLVGLhrARP0p++Pvv/m/XE6/svr",
+	"d3uXq7ffvXh5tTcJby74PD6fpstTzi/CF29eJbUPP0CRCCpFd5XUwkjB9VVoXDDlUKHSw9GrepQZ5Z2v",
+	"uCEScEsra4O//+A5o/g1RSFxhp1xBGAyfqXGr1ZM7q/9oB5oDNdbl20J4GhTtRfBGBtzzQCdx24ctUDT",
+	"F8xgDZoEzNMoYJKnabLUxSEZsHQBsz1dY1rAJdO0Bvo3TGmRhCixHq/14OjPikHMBpKggs+jxY6ki6Ou",
+	"ceIhunh+ejLQyTsZcqryjFUw+a9vobM4079nIES0zgoru4LFK0ciVzqjYwsbXwQM6Iv9sR92Rs121OPN",
+	"3qgbNg/E3rjJd0f9sBd1RWfcBhzL2qAGB6FmFRrU7JjX3LV9R5X8hx8+Wgq4a86u4ctlYjrsTrcVBX8v",
+	"AGOprd5r+v1mu3fZ3h10NBoWiIEtmWSdIdh6KGfwgt7BbnvX39/r7u/vlxDF4GFbQb198G7tUdvtUWe0",
+	"L3rjXd48CNtRsye64+Y+3xs1d8N+pD51eHv0iXp0sPvwHv1QFJQlhMXTk6xi+2/L03le3GfroFnrQheN",
+	"BIfcuEjInRhyByOrkJVgnKSNh0lpdUv77lveOOl+eFP37pue66w+uKNzcPcdl0lyzuVK+3jUff1t3vQa",
+	"04Xe2HSi8vlTLOpXx5Gu+/57qUb4hw+Fs8pUFjhH03n5LNGnk+OY3nhC6fIBUzAxYPeo3HNJhdXB2VzM",
+	"NRHFzxdH37969t07N8lVPXC183M2XVx9CCg+e34GyTiYdKoe+erZ0cn5M/B9LJVaj443pYoHpg1HeUBF",
+	"YAESKcLxQ5o2ed2xGB+96odFR/eTzJgXsam2KHi3WV1TOUvyCpJDvNGCDOsrERDMBMT5cvCeO0cqfINm",
+	"sLU32eWGRuCT9HOh4diJQ8ZNH+ggUwsgijFQOgEXyyKvjssHbAFVPmTDmQCDqRhBRxpxRriTfchmCfCl",
+	"qM7p6bb8ttodNk+yLB5NRWFFWPuk+hh3F+U2R3lhEcJUQcCbX4ky1eC7VBCsZtWBDbfUttVDnWa+hhs/",
+	"qOOm6g7bgx1woda2uPAYpqL2CbSBOSHuFG0C566CAjDi8trRIc4MO0DNR+60NFnksbzSBPC1drvt+77f",
+	"6SvZp+n3CQUmLf55FkvRBhoF32fHIuIpe53XPPfnTm0gF9OpVwtBCtZeJQsZsVcJkOvNkyzn0+MkAi77",
+	"/d3dHuEWqs+Xf4U68BFHNP+afn4qRM6OFnmilgJypNaSpRTpv4Xqigwu4Is8aYXJDKDb8jhfXeK5N52G",
+	"6swXV3y66bHslZjzOGVnZ8eqiZNEqsv+2O63O/1+32/v7YEcfn8aOWO5u7d/gOX5WZwXuMMr2vTBq03i",
+	"LE9SPBZ47pphncv23qDTJ01GJvC010YQ65i4I3g9bd+KqQjzNJFxyKeIOH/O05izo+kNT8U/cGwBNMAI",
+	"VVi5xQb0Lv2DQdsvNgByspdpDIGmLOdpjpCi+oF2J6oFDurRqB12oq7oNcd9vtvsjfbC5n50IJq+0jNH",
+	"3bAX9QFaVk0dSgLateVG4xWTeH4h0hD2SG3Xb/m+en0mnUnodTvtmvVSnHPJryA1Afzt0FV6xWUyY1+J",
+	"8BrZH9ef36t8/v7ebt99Pj32h6ph8GrOwbV5fheAAli6xJ2B2/VDV7IWD8+tdUTnEdvohy8lxrrBXixB",
+	"jlCYSb1Rnaub3kyX7cA18IpHnfEhOuMaTEyV3lip2DmKpFYMKvRHCHDfR4lMiseQw9FFp4gHbgDcb/i3",
+	"Op20Dsvqa+xCSllp4JWoXXFyJZD8ZPVkGpk130BfRETIY25TlOpSrc06cUTIka7y5R0VztZb9RfA4XJe",
+	"HJfobbaUijGinuQTq8yAb8GCxCH47a/phYjlK5RtGxa2vtYVKaf6nu3dgQWBVO0VdFr6uducfu/uO75N",
+	"1Akjoy9d4HwtCvTiRY10g8AppNTcx6dagl5YNxyNn6jKbMR83Uq7EZFIwfUB3lBAMtvCmBzKra3J5xCu",
+	"zViYzEaxFCgoj749gRw4p18UBc74VBDEgyTMINT7+HyeJjfIDRyJcBorLbCOFJn6I89zMZvnFAf3bCaQ",
+	"g5uD9VJHeGUWYFQN/MmzBmIlEVlsi73mU0F4ExSKL0zEUC5FKjSwG5/PBU9ZniS2rRiiWjcSj7mhZ9/O",
+	"SFSjkpH7errS3LtFaauu2WAbXscy2to0dBr3jboPLMNqwzVFhmbdLDMPa9hjtpX6rs1WLAK537utGpx4",
+	"Q2uLEB4J2dnnpyfF5m3pGq5q+pqj/16Oc2+jn7/UcnL4a0j2Quu74YHYHbd5c3/UiZq9cX+vyf2w19xt",
+	"i050MNof7/H+htbT836hVmNWKyLGQJZ/xupL5JfW38Ya2WXcKAcxdsd7fH/UPAj9qNkT7XFTaQ9NUB/w",
+	"p4MNnaJnf5JOFTsETeXA+Yy5NdBDIJOpQ+pXFt+U2fSqUiY2NNxJ1Khu+i1kHtu3n4Sa03Tx/ram9+7R",
+	"9MvkQQ3/EjxQR9IeRkroWvbdtYPIlGYV3FSaEr3W9sn2xm9eaSqFQY2+dyhENTdoKSRUxR9Jl2huSPRJ",
+	"Uds0J4v+Um8Q+gK8GT4p7kqC+M3ebnuvub/fOWh2eW/UD3ejPbE/tjT3cKptLXmcMpTaoHb67V+abXTN",
+	"wRllTjFL7Kn5OafiRky7r2HWCI15XeJuLcAr43RzvhIpucrWqC/TwsDhCfxybD+r2VMD0ev6fr/d6bb9",
+	"vua4RMZaMmIIeN8ehOCV+oVWRG/gb70ikJTWLGFNqJ1lC/AcPXip+L/eUvF9v/PFLBX85CwQaqpZIXoq",
+	"7vCLHW82DrZ2jDl61H0dY2u63qNn7Nc0VIuovlVescIEOcZpYd1UWai3+8TUGnAfXfBHVWAhaKeTR+wX",
+	"mzAWKp1S7vrcwilVtCtLXqmtT7fPzysFEu8uj5RrE3G9mO5rTW3yRhVm/NEd9VnscnRFuTNz712+o9HD",
+	"f4Y45fpu/xoS42aJFCvrcbYqsKnOiHP0Vg0coAiDsaJZm8aAd1sPUMcJmHYepUDlB2B3Gp84pjKP9TeG",
+	"XCI8F2pIh1TytZjhbZm9nLwlVC4g3oeA2xHnHgOkOGAO1NdAGQQk+XAXukUZLANMYETrFV4AzTeQt6pR",
+	"VMIp2CxB2YNuLXggAv9CKw16zxNTlQm1P2GSRiLCPAr7PeahqPZ5pXlW7wYkNRno2jyqF9dKh8FdUM0z",
+	"aLwWPegmiSOodlWtV7Y5R1GciTyfioitRI4DVJhO7JYeem8osYIXhzDO0Zm4jDNhqz2dd5JeQyRJtp9Z",
+	"Hk+nrOO3BzhK+EBK+dCof4HWigITHwkKimzA6lk8W0x5nqQDdJyhtYtFHDB8Qc93/tfpHwQGHTJOTUf0",
+	"mw6pzst5SuEBfd9vB1TujCNSRkzAYE1pQbKUx5nIhjIo6vqBiXuDbUkfTL2hjEpfPcksdG1AwDQ3IoWS",
+	"S3lF5ULOtTSSHqP3XvA4wsqNEZ9yGYqA4DOPsPix9fQp6/n+gJn9qhbIDD0HXDLfYtGY79xadA+KMIKU",
+	"ZgegM/p+oXBC6QUDAwVXPL3lWmZei/U6naEEPEwcSkC0GoAziawXGjvXm9vrdFhAgL5aCNjbaTcHg6G0",
+	"3XAklp0QwKsHgaYXCqYhLTWARR1dATmPp1CZqObYFYANakupulMteCjvbLG+3xmUNk0Z5gvB21BgeA4G",
+	"s622JJ70oUQgwWKd7FrFLs2587Wa96PMgXNZqyse3PI8aNIoiVYYfYilrfK1kEu+bRXtCT5NBY9W5F/b",
+	"VE47lFBPe2gLVrBCB+mNioWwM36NhCr0hvqGIlgs6zWxVX05ylMzD6Y+XY3/NMlyVucaJQmkc8qzSQOZ",
+	"FlGCjlZK/sfE5GQe5JnqPoA0SVcVhcxXCRSmwToW00xosFyCmtfoKHiuwYhB0VpV1AHX/T3VaLXeS9Gn",
+	"z0ebXvNyUqm5i8sSqsmT2pWBhVfbV59Dfegty7/kpo78cG/UFs3OuMubvXA/ah6I3XHThrp3zUCg7WuH",
+	"orR5Cp5TlzOx37+LMvEHHFKR5V8l0erers40L7o6LxyaCHK3mMob47Pq9NE1pd0eaBpO+BhqVuNsQsIK",
+	"8TBaRACXlV51NJ2iOUhS0nnVPeprcJ3bqphKIwa3tkPzifXRKQt+/hBYVbDUIDB3PtKAS0mC3ceIwy59",
+	"OjMOpejAnIwwOwW5a7FUq8W6EVIIhZdTMV9uz0SomYFzSoolvgB0YFpKRgqW/EUVsv4u95G9xdwBfe6g",
+	"kXmfwhPtkP0N58auThg0mI26blijEPomoeYM5e/MGvf3776B+nGJBzDc1t6iZReICnyZJGc8vRJ4X3+b",
+	"YTDIaeciijkk2oLnoLPNzQ4C8Mf5GzpbTfLXiB77a7soyJVQclKQ4n0vP4WmGLlPqoy+595ZMtqy+4RZ",
+	"MlRyYSAHH5Ql87YYJif3Q6bRhgq+nP+/CdL86V///p9ap38Nmih47J4+JWQEY4sWlLs6uAESbQI3CgC3",
+	"VPIOiDL0HmKoOT89eZKxZA6Idnk4YfWC/6UYeY6lMvR0d1YibxC241CC8s5ZxFfA5kMFNq+fXV6ePTt/",
+	"9u3lu+M3ly+fPw9YXRetB53OwPeDhh5wiGL/w1JeDCW2zakAVe+YJEvSmaVlmYDcCqr2ThfS06Z2JGZc",
+	"muWhmZphTFmzmaRX7OWrrwOw8EmbgDFArFrb1UN74KJxQ5AcGeY8PcnoPsJcBN2fiM9gkdFjPO3hkSI/",
+	"IntcWXuwnkfq2iuexzfo63lrk1Ljad6MJTOuETBW8FX4XsIOodcM2FgILPo383B6/ubs6PLlq3fPnz17",
+	"XZiE1sEf/ui3umoilBJdio6D2yxN0DMy4dNxczEfSk3qBiq5hCkzbrhDIFICAKGjPLBjcJ7IiK+aedJ8",
+	"nsZqmcBSQcTQALpxwnMRtBh0HM7aJJa5cNiKwmRGbjr1Sb0NCd6VVDdYSPCoJ9lQvY3cfvrKkVBPKIyV",
+	"wR5dz3sx3jilKQTg9gTh4TmIZUKTFkET0GGgDFAnMSaYI2FFQE7EwuhMeDaU0C3aBE4ptNkPWuDNeRwF",
+	"m9LSTrS83SYlzYyozkj63HOpaAxtupoaC9ONYtPp2k+TpEbDekeCmhnPLy+1qNj0x6yih2UVKWFmFRgG",
+	"yAgZUwpcscSNpJwz61AJVJUF0ulc+h0Y2N7fYOS11HCv6dW8mhL2RyYHpds66OvK8i2z7z51foU53dRP",
+	"7XYLkmnUhlVtd/MqbLOtGwK+P8av2x5ETe1lvb6ud1Jf01VdJ+1C7/3bsy5OKvXMrRMu6Pb7Jlu40uox",
+	"z+LzyrOI7OmpjRpzoBbtmbsTK4x+/YlyKthpXqoigHjV7SaEamVQmY6hV+8WPmSjxUQPz+r9zLIwlBha",
+	"k93UTfKB8XAiIlIl5bXrNX2U34W2X/o91b82HPy/mERXE3YPJ7IRztUOOr05H9NfPqP0l8iIpA3CF7lR",
+	"7+NKwjse5kjS1VaYGvGJHEkamRq4F7UMvxbznHV9pT1qxmBouLrbAY80PntgneAhwdmgzQqJAkMJDCJh",
+	"kkbZoICLTdS6mvUBKGhuNC+ITOiD+zPe0RrKIOI5D2wWC9HC0YuPLk4dnPQcc27A0YTuKIeVPpaA7Q3E",
+	"Ne5B5tm59yCPRXucvFJZbONQc+zgQYjg8IZ4ZygBOjzn71kceez1a2A+1tW6eDH50yxXHuRGHEk74ACg",
+	"a0x7yxWK3ZqnSQ5osZpay2MjkcWRGMoCnfAAmFGgvOcp4HTyNHqnk+7gG+jmO/V966khhkOp9DQAYiJ0",
+	"VTlUz4cFbjp9WVZFPntomIlbc/A6EPG0zj2YJanAJCVAa5kKDiRHC8yYIhJiDS844yuDLQxwL0ighyiu",
+	"QDQFMAvIuePQOvhdRr+VhlIzL23yYuDe2MqHQU3VHgz19kPw7KDfRk1RZT9ME8sQLThpcN5U27GgjWx7",
+	"DkFPMMawwfKmDnxR3gJq86Ob4HZVswrRrlzs02p3ur3+rhoNtVbhbkIogO3gtw/8cZe3IQmhuRd2o+a+",
+	"6I2bfb472gv3owPhj0H5A+ZbUGSBZBzlGXhJ0d8Nuk7sPLLT3Bu1w+Ze1BPNA94fNbthJ2oLf3zA90d2",
+	"dF0xguAhG8zpZzcfUb0AN9/XlCaB+2hI/8q6nHPQVZrR4qZUp0Dy3NXi7jag4TqNjkz0+LHIggFRycTg",
+	"aYc0j5yASUvE+uqSpeb9zRODvmF+hzV6SDEfyJGViRSQ6rluqmt10jHZ1amdJTructeJUy8d5xCr+Cg1",
+	"4bCScB8eW1QUiC8ZfAU4/kGj0i2A+3ALpwANRTmVbDvR8pm5BODKz0lM29VOiFuIdACGM/22saldcDM8",
+	"oG1TnuWEqXDbo9VlwCCvnbjqCwyMIDJax/cLFXDUXIu09THnz730rk3Wv7V8QIs3g/3oDvgcjhBwBpBB",
+	"tsUZspMKmsHNpS+vhTomcjv1VzyWHm47rmlzqN7bmH6aIjVPV0CXEi2mwlPHCJLJCKn6HNnDJFuM1DtH",
+	"QAYCKwtMIaXVU2YeUo/lXjmRm5Z4M44CVk9FKFRv1MKMFiizBButkMew43cG7KeFWIjosCDPYSwClk00",
+	"srazrK19+xkfUQ33XM0qneVPMjRZodmLDGhKIPE/T+zo2xmC4QfFAKxD1XM9WZB4L6Agqo4ZwiD/kY9U",
+	"2jlNxm7vIb/UWt3FoWp4mOB9i91LTIKWkTmDokt0+OhXIpeJoTPymRJ8GRHs2UkFnh25yMUAKWzzCc+R",
+	"z7mKzaH6zRUp5vSC348a0LmfGgD9Od36lLrfeXREFJWbvdJ2dlNB2/x3dyg9NLsTD7MNU0l8x3+smFIs",
+	"46EhXjMRcvVp8y6jcg292Yrc+b2OoUipWZWn1zmwoJuXSYIparrkwC7aSZ7PBzs77c5ey2/5rfZg39/3",
+	"dUeynZTnogkeaJya7dbZBd5eucLKTRmg5+bo4lRJ1CcZ0MpAbs3W46GpG/Rw2qRxbXcdYnVOkVvGGTXH",
+	"cncuucuAh0vxSujpr6Cx0MrJWjMulQpf0lqUimHUFlQwNikvE8Gn+eQfG43fI7e4CvhInSxxJbwX8xY7",
+	"0dHhPFkQzbY61kc8E9tSvryAdnw86UtyXQylvpm70VJjCSTX9wngUeM2SMriYHxqtpWz+EZI9Xi1GYUz",
+	"jS/1EOqpNESh9wlKmZsKVAnqAHR5Siod42eJhUT9yFkrNL3I0jF13uJAHhVBtHt+mx0n8grCXEc3Yg1H",
+	"u/Z6EeeCtTuAeYNw2keLLIeNsZkVwziHNVh2lCxlnizlv42mCzFKpBT5iF8DXDx4tON7MGGQlvGVeRL7",
+	"Ch7FTuglDybGqILehoh2CTR8D4iLQPuc599uaE4RVtxFHArzGIY6j2fib/i+o5lI45DvHE/ikF8llSjN",
+	"nabfvmx39OACXlFxOvf32Ssl5Nmr6HZE9FumcBfgontrU+iCDYW9aF90xs1d3h41e+FB1NwX3XFzj3dG",
+	"7dCPDrDWkOYJWpTFkWDfxHk4EZ9gerAta5PSLU8KQftUzkIsHzoP7Wbbv/QPBt1t0LLPNsuJbd3q+hHb",
+	"U6kYnpQKPpVHwpSHKg9Gom52mrtCV583VtyXjpu7vee3zuOWOWmVWsNZsj2ytCUIix7OavWZpY4Z2qq7",
+	"agz1QJmjZXvlx27bavXHUoU9Oiw/ix2MCUwOo9mmHewQHG92Vz57r3E/uNTmGXJEywJrJKtb6mOiJA2V",
+	"tSbzGEA7NAvyUP7X/+q1eo0WAysluEq5zN+prfEnvO2dcxsx8Qf0C/gkta8wjjwWzK7f/evf/zNo6Lwo",
+	"vC4TYSpyuhY/qGszvBY8ekCiZAq1uSU9BpsTaPcQ6TnCwBo8RN354vLygn3FszgsmTXwNomlIE6vkAxb",
+	"iEhEBuxavadh0HNw+KY8yzO26/vGIGWvgN88zqlKJ5skaT5dWRBQJt7P41RkhyxKwPzi2fVQuvzdc8vZ",
+	"2kLGcnQIP33aLbGzbiSUffp0KKs5ZT1lEIaIjGE8nilVFILDumGIwxkP0yTLNAmtrpEzWAC4HdYYquln",
+	"DUNCGVFACo9uVfplKBF222MzPlUzC2wvInNo04ljFmngCzhB1V7KoTQAS3pwBMyKIUCP13jXLyw5OPj3",
+	"tV9HZ08Pge0K/GlEf73GDu4x8GjA6oSgkHQXJ+PT+Fp4ABeDoDz5RGiYGLqOGNJ1ERmnZDM8YFdsCmAP",
+	"ZmBwGVIRJwwJ8DLDvk5SBsxYHnDmxiJjwTEPJ6J5nMg8TaYDJpNmliepgHLFoUQirXeOACH2aFi6LBfv",
+	"89KMPwFKC8DqmTvYEHbCh5hPhxzagAoWS0DxgrBfxhZAmC+GEqUPDFLw87AGLRnWPEZ/uo0a1j4ErD4T",
+	"UUwZYkH5nA0aHm4owNYaTcWMRUm4mAmZD9R4/ZOh/s3+SeRhAfsnxuz/OZT/bDab5v/q2p7vqwtjecOn",
+	"cfSOOqdu+QbkGEocEDCIlSVzz5CyOyzouPa5pUlT37+5fN7cp6HVm+/bN2cgxgpDmWdiOi49TQu0nXar",
+	"rRYQFRbbtRPiTFsQFPV+u8fo+mksRYO5fV3YyvZ3riz857poTHIjtwuSnx7XdocOr1OPeUPEcfokWKaJ",
+	"vDKyPhU3ybWI1K8ozxfZXEC9aEG3xFe0uxtm5ys4HdTyg/2tL+/fdrkUMeiwaoCaQiJtvUxS2JuEIBUc",
+	"o4bXvIRB0KAgsOCYsyzxfZ0D9b48Sd7NuFy9M3Ax7J/s3CBLdX2S+Eaou45RiC0CwwxlAuOTu+0NPXmB",
+	"nk3s+y52vl4SxDYHE1J+EylFqBV2KgTWCYRa2MISGcojNhP5JIkoaRnaD5g4gFQWuGoJiY+nT3t+/+lT",
+	"ktJH02myHDC8A6ja13cpqwf4kqZM8iZXdwhIqcYAGx4e+H6l0oMAwgE0NoaGZsqUuKnIDT0GlwMwZdc+",
+	"BiXHWfSnUt9vtTkSEY4SQtnXSji4vk2jI9UGtdn1u97zn/b/NrrsyL8u987mrw7Cv3Szb6L2ec2rFbQk",
+	"dXX27qe9v950zpYHr657l3L/b/Pui3D3z+P2V7P+SeZ/veq84XvfiIO372teze7f2qC2vnHv41eFwXOd",
+	"oO5YvW8ul8sm7KNFOqWtdPvgKa0M9eXbR1Dz71tdzh3IuzvoPU7a7YhI8DrvdkW7tWY7fzwekrFl3Foq",
+	"3NeoFhuCnRLtO1oy7+j+mlj9eTL6Ooxfxn9+/rdnry6/e32anc7y+d+OT3dPfzxdnv/4Jj8/Oc/PT57F",
+	"Z8d/9sVfj9S1k+g4/ynqfhePv2uJ1Z/nYfdcfZ1EL14tX8b7N+eXp92zH48W58e99y9/vFq+PDlSt/8j",
+	"enuqrst5e99/JZ/13s7+/OZ81v8++kd0Hj4/7X/f/v4foZ9fn7/x1fVT8eIofvnjs+63J8/63/74ZvXt",
+	"yV8OWmFnKkez53701z9Pz97+pff92/Zy9PWbfNTpZ+I7LPdS1sK7WNYGu75f9F7iEtzSfZmFCSykQtKB",
+	"Be1GZywrWqmsyNPr4VzpJfkV2LoPWIa4XKrW4RFgRbkmainEV9BlKyJf0yVfZSywOm7Ba6S/vtUDJORi",
+	"pixvc/EP614gJ/P3XoRicGrrfXiH9NFqpbvkBebN1Urnv+pkWWHWIUUjreDZBYnkCjjY6LdYygjZ5qiI",
+	"XytxgSyjbj/egk4HsoRRocNa66sVzQ2dsBeYlJ11Wdi69yrEDMSN8FtGZbJ6c31N62pofd1291btuL5J",
+	"xdZM4u2HLahjeFcphmp17VsU7c169m2rDvu2Yb6OyRNR9LMgdOknnKayeTEwtNQfY104WMXOzLGQz0Rp",
+	"dzjuCGNov337tnlk+y0GdG0q+HT2p2ENE3SHtaAk1Mr3rcu1YMODPDZPRYaJeRXtBm6ydcWpKBSrH10o",
+	"nqkWf/v3Ra6fJst1tQssMPWTNivQZuGRhlR9uPwjQasfNGDu3iY7fSbWXp6J9AZ8cDzKivko6FWNDo2v",
+	"0TwN8jV+ISl0V0ufZIXxqhJU1OLYNtTkUd1LU6NsqvUJzJOETeG3B8/WWpfjDB9JHW6z8/irX3KIYzKe",
+	"9YsMIOA9hmhRhQ5Ysd5pT+bifb4zn2Kuz8ec8uYY5xm70yCDs77UkU88sHpAtWsluLNRAXhc1r16rbtz",
+	"9zas1UKQp5ij4rpdGOTIacCGqnlY8+NsmIl7uXYgdY58O5uzAj/ZpDy4bS329lfIv+t176v70JMuK2VS",
+	"hTPs4wRTYcSeZORExTRbeElBHMOK+iWUHS3QB+7hs11zWB3HoeEBwh6A/uny27VoDUZMbnEQEvTFp4qb",
+	"fvC0WwU9O4O/l+KjL0c5V8u0GL904qRHBX1TB0sd1Y6KPZRsHifTOLkP0TfEk8gLYfAYUrruScbMQ01h",
+	"RpzqaIMGS56nSbQI84wYRHjGsiXkJEUE774xkY8FWJqhzR/L4o2RmFLuhbJUSl6CQMdo9DLGqWkcQnQJ",
+	"XaqgMk8E/k2YQRBOkknu2Xr8OlAurJJFMeUDgi8ErdDzezpBxAQlJNNnTzbl2YTVgz90ngfgbYoldlB9",
+	"0SDITBgwTgj+4GtXgwJAFBo/YoBvYvVAJnlznCyk9hWrPmljQD2ECiT0BAJXBk0GUnY4Y38tVpVJKxdm",
+	"2WxFPbV5coq69y7fG+2HB1HTF+1xs8c7o+Z+2I2aPdEf698+VwQkdyMV0z/NVimkf97HWTVNrpI36ZSS",
+	"3LPBzk4YyVZV/uaOurQ1B5xGuTkbUk84tORarAxSQ+zeeWq+UgIJL8NyJbSy7JXHgJdFtpeBLAaZVUq1",
+	"VE9CdCQCW2rujw7CZi/yRfNg3OZNSw2wx92uYwKhfp+IeMpe56kQOTta5EmxT+57EzlKeLoFfJ1Z03bC",
+	"Hp4oaB52Ts/aPmPQ+HdJsJqV9WVkJ92voAQGUiavkkW+TikbQzUgVFhJ9ofOc1dnMVUo3yYOhk5e0iMz",
+	"IdhOMheSz+PWis+mBs/26OJUnVQ8nxSLTfyeLTZRoh0k6dZFJkb23kfZuaXG5Fvi/8EAH7AWRRQg33CG",
+	"AFHLUkynTfLTxYUg5dphqU+y4nn1uYNfmS2xMf2zUkeZO8eW1pS0fkM6UpnS5D6FCFTZ+EmB1u8NhVWC",
+	"VB/K7TDVT5VUY4nSjINpLAV8DjyHR0s1aygDw86aQXEthywlg0mF2ysBZQryekKepqr7iyxPZiK9SMVY",
+	"pNlGvGVDImEsy7shi/SwOyQduJ2LyoUSA58GvRjPRXEHerFp1pfCrO82+Pz0xIJA2fTYh+Ycl1qvH/jJ",
+	"qPX18oMVIN7zMIcfYrMnNVxZoQcOf/It/P9Et7yBgGi3dxf/0B2DDaDvyp6kHcKgyIPV1brjKcmGZJGz",
+	"VFzxFFIfQ56VAaEiLvm/LTXhcshzod6uK3qqYKHodc+gpGQju9LH9o7E3pcFx7XW+kdgrnvgd9+axE+i",
+	"U4n62m3K+GnlUbq1+k233xcAS0/8IwTW54clrefGUd1IWbC14D988DaUAGCmG2jN+kRIJLOsKGVVDs4/",
+	"DsQk1wLRKed8xaaxvB7KevDzxZuvzk6P3715dfZBqYw7P4Mr6YNSvy9BX1tamM6MBUr3CDygcIEKvEQG",
+	"rE3YmScpH+cAm/kWobnU5wEDOsfC4ab0GsDyXMhxLONsIqKBdqvhXYHHZDKUuqWsrlS5a8xRRaRQRCcN",
+	"oM2BUSV1lqDS3uLc+K6IgngoUzGLpWHVlOCKW6kpVnojS0Zilelk9sVUAEXOksjiEJOlxY4RMDXOta57",
+	"cXR5/GKdQhBxVzykzqGrN9ENogtzHEs+jf8hgqGsYza/dZrBKGASCfLwNjzk8pklN25jTp6dPbt8tqk1",
+	"LRao+/WcYAKs+uYo19UdhUlTNtVQ9nyfXYuV5iXjSoaJacTq9LAxn2aClH01O+h8ozzPRssCpdBBEQyl",
+	"g1+rpgpeqjSIxNAagbms1tIbCaSs8C5oUYDv88iZSCskLvKEDohDbSi1fkBmIhRuRmwO6ruQoWD1NZ3e",
+	"Q+BdqL8oKjOIcoB0ou5Ga5g4PQLrAisLoL6MVmWOXgJNWAWsTsM1E1xmQxnAO4LGoX4Yz4F4VvU5F+/z",
+	"gI0IhlVvJGR0doySSSL1yOAOB6qh0Qqbj9Of/yXmNFvqk5p6Mr8o7wEFDjmk1bAT505hunEMXOZiJVpw",
+	"mabCcryWoGVw0VQ0gadiKIEivMXOEQwNwx4GJ4zxbCXDSZrIZJFNiVM1FXkai+wQ0gnhLr1CJZ9OV0M5",
+	"5vEUCFtpCZGPwvBnEX4TbSwrvPSuIApYPUTjRb5IhWeKTThbCZ4yrk7PBlUpWSkHowBVJu74IPXrAtaq",
+	"eU8ss1zwaGCpxKWdLaqocsYKxCCNoO7Ca3oUulU0ZRbKcUwT0CwutDVs3ceIh9dXQOPElkl6zfJJmiyu",
+	"HCiqZJGPkveeMUnWqLZsHVFmGbayRXoDWEqcpSLLeQqUutAWBJyCoZ3zLFPmASBayMSQdg1lyqUzWhnL",
+	"EgS2BoKmRGRKuNwmUVFmoMgkwYBDGU4Fh2TyQxaqV02nao2CakZ1AQ5HNWJTwyZdQ0oaypL8LIhE8klp",
+	"8akvpbX3Cg8jZOEOUv1JC1/8IisZVYmsOOXNwZYaQDJWRxAw/UMzE3key6ssaAAUiQMgYm6JMxbFQGEY",
+	"eUNJchaPUE+L9roaHfDLNNg4UTI+KzxESThCQAuQapkapuZxKGnZ+wcD399E7MaKvG66yxFfsSBaCKAB",
+	"Y38cSkLwGmcCmNN0d9bUFUDnmvM0fwcMWR6ITe48S60IFKVqT6h1q7eUC4+5PpJ6HhdTkT19yurQoFGK",
+	"sTgaUJx/XBsQhM4C9zAVdJYSKE5jMJRNovGDNL6xzQDRYUIdnVCHgV5RnrN+NNIa6VGgSQwl07zhSHq+",
+	"yMkft5iCiosVenQJTnVLNUW/YFAUgFjqUSEDWR1OPdVn6m6LntA4xKo7VrFR8FUFS96GRaHGKo6Mjlfn",
+	"ei2a4dWvKj6hgY/V5O9suPD9rmC+ld4dTWTP5lMORpr+5UD/r3VwgI/Rx/aA4VlMWG/Fo7ei+8ULqE3T",
+	"WIoMJkdIqqert//17/9n3/ehgCtreNh/HkVsMScy9sUMkwDgCuDvY8i91yTmvXrw04LLPM5XAft//y8W",
+	"LGScHyeZWgYd6mIDnyt+WvCpGRv1oPWWYyOVjLVP1WOIa8w8n9Vp6WiKQsDyZ0qcIMg+VqVN+I1w6jSL",
+	"gw8jgw4azGzA81/zG4BBjDlw1pkVMDVquz2PBTMxSwL2r//j/2Yd3/c91mq1oIBTNcPShsNLLsV7yIiA",
+	"NPCIsKyIqUAfcAalCqr53LIwXI1Q6keFfRyWtY1mZCGfi4hNsRg3TZMrngPeI9QCmlXrQAGSQq2EDTSO",
+	"j5Ib0SD50ut0nj61iaBOSgc2RQkCW0oYJVIM1HCU/KqmwI8DcaYWLTaG4saz64HOMzZBPCoZCNDwAGXG",
+	"gDhk6vTHuGgxB7cenJfuZwtrVyuZUJ5PDYm5yESknrp22rF6cFpwhRZuUY+kwNg6v/WSZ0PpZsiAJOIs",
+	"isdgDFC+YN29E8RwKvDZNCHOz+ro1ghf6y/MEtB8lIoamXmjqVK2HeOUcWW0xoFVudSL1dKENhG8muGz",
+	"5y4UmAYNhdwOjDLCw4aSKx0HJx6V0KCChpsUjs11dcVYxl2hjC25+pUcf/Pm9AT3w1WSROqyOBSN7Vn8",
+	"SbfVo1VET8W0yapxMlaLQ4x+uGEx9DqdFtM+JJaKH4GlSV/ce/8etXEowNSNLmFejnbH3bDfae5FbdHs",
+	"8f1x8yDsjJp90Yu6vDNuj/xQe1bRCeckLhRX1Gb3dv8u9/YPH1MWCbrEGi2W+hJwb9GJw6Y8h7bbQi7N",
+	"4nTQRhInfRYeJ7M5lysDIFVw4d8RA9AXE0TWCZecvdXXOr9fuLBO+vA2n7FDmF1DeqCBoypES0xwpVfz",
+	"anAiInlDMpslUZyvECpKv6XgqZvwsdqMkRobtaD4tObV9FFaG3S8mj4/geiq1a95tUUy009bzEP8U82d",
+	"Ot30Dx/B5zVPdLcIxkrIiF7yAVaQOo9LEw2TCFAanjF/QAFdibxqtjt9f+uZ1nVo/zZK46tJnsWRmE8X",
+	"s9Gm6S4+5fYp3mpWu3ZW9eD+ggMN2q4aaSU+zvC17lifutE/aJaHQ609OJW7q93dbfUrt1fNbAx2TLuI",
+	"nZ0d137ZLecA3fX2a+7M1HQnzOSYOFPXr22cpM5tW6/W77b92qfbfLVnRzXafDW/u+v7fueg3et3IAa1",
+	"xbY/od6StzZfzAsvrrVr7qvVm+/a9bXLCZfXbJUs4DSEHM3RIlMDAgGeT7JMaxcvm3t7+6p1uFahCHj7",
+	"3J9KTWFDEYE+f/OEApO/RPlxStrNtpE87EB0DzAuE5tb7yWqVgM3SrPkmVE4dDjW5nms6446v9joMoeU",
+	"B5CRNaKVGEfFs1VNUiyxsonehDhKeSke+OySX90VD4RrPni1CsXxrlvtLeYOGKvOvQsiqRu/yVy6K9YZ",
+	"0gcP5WceWsXyv9vvoGZdUiHfx4B3YyXWXb2qKL6CMHBnm5sJExgjuV9G8BjXWDl8jMvaESq3h5CrsgAN",
+	"PmQkpqKqIvUVRBTRPwoeRBRSFLwQ2SH8GUdE+yhdxqNqq5u4liDyAM+qx4B+1QB3I5nBTpy5xd6mcS4y",
+	"GzfEtkaBteCgaST6lhyILHS9A8WR0cvS6QyKkfJQMB1mhS6Q9x9cFbdFEvA6Ww1BTVqvKTiBH+6ymO/I",
+	"ZSFpdBpVpbP0qlM4cUjUSJu2/d4wIP977XZcSYzjzN6VLbIR77WQUWi2MWZUmORY42eLDL4bzw31ScPD",
+	"eKHhF4e9nCdLnkLtsSWHCTxGVGoQS8MbmROCtxyu2VDW3RzchhEhzuXadLg9Xt9oDeUnIlMnFtiT5zYS",
+	"jOQcg0Jl7TwaB6yOjUqVenUjqmpcPTZaDSWOapKy4KcA8eIaJdTDglNKNfXi5LmBz8IxxIIpSHhQEwFp",
+	"XmMExLLRwQFbThI2iqfTDDHCtIv2CfHazLHgytPBFI8B+jUGRcE4s5K8kN9QnEiPYkfIshtRQlLELl7q",
+	"LzE9gExYrFDLAXqU+jBDSkhkUZ8C/KR6QLQAtgIBrXCCeoWo+oaoXiEdxKz2716xMInEIUQZdUSBWmcH",
+	"x4Qg3ZOEZj5gdQn5HMHTHaA1WgcoHMorkWcAp2TAENWbykhoGaOy6SVfVblbvxb5L3ly3D8RMs0viBB/",
+	"G7X7Ql//EL27CDg2j8YFtpbaHy5OnjfbrR7717//J65tPahPMjZa5SJr1DZnYV7etsFY/c1rdibyXKSQ",
+	"BGsyV0ex5JDouoaTcYuNAKWKAKyVpKy+UXo01ttRhkQiYMKTOAPOLIKWLr74LfqhL06eD1jA85yHkxmE",
+	"rcbxVKit/qeh9qo0tTelNY/GBFZix/de994KIuL9jmyh/040+1taFUoi5eGkIjNVQ1Pb3ANEpiZ5bb0+",
+	"oDdghqN0UFiUHPeIpR5cFpAnOBLq93CiLMaIYOwIWze9gmricILIvXvdg90iq9wOXNOEa6BgLxhWg1E0",
+	"Bli+TXi9qAGBBykUWTGBz2TCUA4Rx7Q1nUSB5yc+JzPJFsoqWREz/kodDXjO0OuSsVG1lE00lCOhQXYX",
+	"uR1NSoHUqWA6Pa3n+2xY04XR4JMd1gbGzNEK5FDmiUaLabR0CgK9R5dm6IQAyjw1H7HyHc5wAvJezIay",
+	"kIxw/0yExiG1YgBpKAFkMYHxaXQHN8NGaWQlOU64PeuJu8l4U2JYMJT1UkJrKQfnUJmNBFF4fnqCXErr",
+	"idUJoTg7oW+tUOiFH2+OUzewkl5vCUwvAF5/q9AE8C/oOcZMxU1FO4qCkHOzSc3OYRx0bKOyswXkYC35",
+	"igHLPiaBgxqpS01nCSqb2nBm9WHNaSLmFxsLwOYbGOwkbCNgEVG6Odn1SsGsQTknXmtwYqltaFEDJvlA",
+	"K0iOmgiyIRWAehHpHL040yIBO6BUWAxUaWrnSbKUVpmlNwMMBoBkGExm+wtYNcT5KSPUEXUb8GU2/6+u",
+	"tU0YQ0uuaRYnEolmfAXx+HwoaZx0DsFfMHseVjXAGOixiSLMb8wTm2Kv0d1xhdukW2U/DKXGKeNoDATq",
+	"aA1YPRjWusNa0NDZu6fj5rkShIFOPNGWEr0F+2RSBxxcLJbFSkGP9VRQqqtjwHDWa3cK+b5EVHAIeSbL",
+	"RPe/mKVd5js1TfSwFjOzecSwAxHEgl6njD6bHMFkosWpfpNuCiw3ygMoWVrgOTfg/8Z6UNI6s+2CSM76",
+	"FDu4YZTUavIGwbYt5eU2TO6+c6tnUoOVJkimYLhIIQGBJqY1lGWPGBEIBRU5DebRVQbGG7jv09kYXpWi",
+	"TQuQEoychjnJH1DLC0W34D+gpUp8Dzci5VOWCfXOHKV0mMxmPPM00Wqdy5UeHoeVXa/kf/3P/1ArxCut",
+	"xlJixrDWBlW2OvOCluLGlAvf/3RJFvDsLWJ921fiF2YYNbM1G6usHJXNv3H8/nI1T9YgfFfzRDuMHFcN",
+	"+RWwLsc4Agr4yneEkYsxc9VaKZYVUfJvxVL7okEKodwfiTCZoe6gVRX35Z80daO7ferGfeATqiet0tjU",
+	"Cmae0Nr+JUKotGt+86ibcxLVEc4W5LZncyLhGFAr0BxAjd9tfO6+NulDA3pbeNsvUsheBN/Ec0CCfYwF",
+	"/lqxQK1Kf2QskCJbmzmnjuH3zDHki45XZjJXlRZD0TctjAuGi/1wZLBB9DdfrdSpgKVNUM9h4NW0TsbB",
+	"kQb1buNFSmwRSDbPLrRZ4mZ0wrOuxTxvsWNb48OrzSq3aoTMn1GirKuUAoYNIM91cUXXY3/4ms/Jg2s6",
+	"uLUMNzd8ainuQQ6yadCjeP5Y1vP/ZvIOvQsfL++0X2yzxHs5F9JxY1YLNiqEd+vpjb1K1eoNDGIhy412",
+	"8HlFA3ixsbpZKTpOfahbKbRFLSoUW1VUWg0qyhEbRR61BMaBT9UjJNK+Bz9/CDwyXyHN7HK9Sg/KirI8",
+	"nk6haAs9YlRU1Ok01rM6TB5GgNLe/JABrRR0GDPbIHNtc4rHuiB+To/+xKL4oenzmBhfsGHUGlND6VnI",
+	"cVhCVOuIXiiyoGeJBIRIy5wO81YEabHsyrjnZPRtsqx4p8YQsK+UybL88Htnf24YcESU/8gzzKyT39oO",
+	"wRNMbXzPxpf15n88zz7S3Hi0GX7xM/R5KST00CPU4KJuPEJfQSgiU6JLrAoQhpiHcgPUpxAHdH2EyQJK",
+	"QKgwMY0YDX2SDoYy5NnEY5yFExFeqz9GXF6zPOUyG2N+jXZoL/mqpWNXFxRLoSwTA/4HR0jAAD5Fx+Wi",
+	"hMI++G4akrpr7GBGCjdJKzHG+DwI3cTaIQt/q1MbzniJvuyGV3J3ixuwWUxJa8t5T5IOpfN9HFF+lPMd",
+	"tO6dDvoEeCgb2ILMwQQy2TMAkWxgEI0MI3o+sslMplVwaDLLCyMylHUM2cSSBTshIOba/C/zE2eRgMSF",
+	"RosZqAOW5ckch6VYqz+UqpfleJ+NRxqYe6rj00pPvkx0HXHm2Z64nZ/GWe65/TI3t33fKVOEa3BxqrlT",
+	"ClRB0xogoss6Ig4FEFsOB6ST2FSOBupa4sCZaddMNhYoQmQgPizi1mTucwsRRJv4NpTVlO2VpatHoJtu",
+	"CpUO3NBMRX0CkidvV5taVa5Ae3FzSarOBoCKBvTroc/XVHvqLW+orvQglO35Q0uLsB6BUqsF63zV2+Cj",
+	"9i1UBFFQuJHE/KTRky1LZ3+tAtlfria2H3XCPdHmze6oN272+K5oIlz6uC06UTfsjfr8M6+JhWOoHBuB",
+	"L+0RtxJZLtKIryrr9nTZHsqs2oAeqRqlpZCDINk+uGzvWiBGI83AF6jeCoVy99DZC8u4ULH1W5difVQe",
+	"4eZarEJCgfYUmqSJB9diiS1LsfSbvtQaLN3+32YWL9cSQrA1hxUzoI6WLOfrRDaPVtmjVfbZWWUohx3x",
+	"BD7Esin0sbbazs/01+m29V9raWV3I1ha26KudCghc805MYuznF8LY7+hFjxKFjIUEZo2NvVP7+YRD68H",
+	"BUMOLRRjy6lb0HlowjrmXu2odYyqupM6NwH/mwFzg0RNddWhNd6AG0nNagQWDFq0FQaYagWCnRXsRhtJ",
+	"SsV4gSx97hAWDCccP7wQaP0SvF8/TOn3VfEqnRkWZximUq0wDYgKuEWlLNaiUbKhcMagFfVsk1IxF5xa",
+	"BJ3nU8KqVC8l5MBWhdasxukVLaZfQntG4j9arDQIyuIFBwDxnxWQOM1yLQG2tA/8cZd3mnujdtjci3qi",
+	"ecD7o2Y37ERt4Y8P+P6omrzHbLHfmMOH1uTnclJDYx4P6scix6rDDz1waxv3oecdhi82+SVfCxlllGUI",
+	"oKCYpltINABReFeug7pjyVeFJDjGs2vwa7IrYWG+q+oVTeLSimVQ9FANFZwspQMXfH/0XgydRS3AlENT",
+	"REQQ2SyhFlLUyZr9hnRYdw1LHZHYdBMMMZQSWvBhVsIePtoy86LFnLLVJxWYueC661NBn+N48hjgn6iO",
+	"YqI0xLnqxeCrTsr1Chi3RxenOh9caaR82lD2Yha/zye6XQcO/DYpDlukhKgF9zklhGR03W8SR8PKTK6R",
+	"oH9aiAU5sPQibxxuNqgfT4jfLmHkflxoBVqzy3XZqqc35JKNhPHHbtrXSvm2LLrdXd93eWoN4VnnwBKe",
+	"XSYJoFIzh9l3O+KzlOeiCfCjOKMfzXy21pQBSmYlcq7F6knGUih4JvFTknswNs6YgHDlWe4MjktkjvVL",
+	"y1+B2Pe3Vx0MP7ZeXXerDODy+8dGJrQj1xeuj0ACSYfFCjVINpBQj/OMRTznI55RbREPJ1AJCB5DqKFb",
+	"QtpLw2N9v4v5K8s4EwO2kOZqDyohmomcrlgdDCy1wzQQeRqrDqvJVzoSSMn1n5TxEObMQcjXj4EokK6Q",
+	"AWV7tFKXCywCgj6EyQzwdmHhIAC9A7F+pCNOWmvKUz4exyFgAip1xyK/gx1IikjH9+GA5AUG30oW1leC",
+	"R1DiUPvoAy4p+eTVowvud8uneX0fb/kLwaf5pNq/zIEoH1fHQ1FXaD89gHTSAdQtdv1Er0xnqVUyTwJ8",
+	"jL7YVvYRc/ohA+GrNGWWTZI0n65cudv3u1bu0oZ3QX63lryLgpT4NKSTWGO0OiQA+U1dbJXFUslGodUJ",
+	"eA5u4uFLvZCtgClhxN+HdbECwx/Q53Xw/LVB8D9Up2ghzItcykR2k8PunVDFVSTGfDHNBxbbn0DzMxb8",
+	"vdn1mO+xrsf2PNbu/RBs2J/FFnz8NqVGrTGl3tYpSMOkoSmwviPdAMFrejXq3QlfqUlqdj3f63p7Xrv3",
+	"w72iY6Uub9Bp7aTRhZ877NIXClGgNiHBn5d2yZ1wBYvKBCWntv+ufXjIoBbgWqwQ1kW79loscNaaJl5Z",
+	"TpIpsFVk6HT81//+H11fnQ8HDvPAvoeAA5CDYKH3KTHXfarmH9XVDJ5Tz6r2ciwZz0KiFwaoIQr6ayEC",
+	"W1FkxgOKhBpJqZgYWXOI0CMG0KEkIx4fQksHjsOoCvTsYlEtIh4aWzc7uniSqzcos13Q8GK7PJcgBGMB",
+	"SyGu0VyolBPokK0QE3sfLyE+dey8ciguP+8x2EJKmpw74wL+7OHqvqQI6hde1fYAOa+0L0CTawK43D1w",
+	"LivR6TwU+bFU1mUqftKEN+uZqSht44hhvBGkrPVxPMmYC3LXYm+Na7XwFIY8ZeaHOEMOOp15YqEW+n6H",
+	"1YPj4t0lUo1UGevqPIDKA6D0yjBdMNoc6SNAE3y/TY+B4I2NA25CvHytO3kXPQQmpOlxVi2q3z5mJWLa",
+	"A94edcJu1OyJPqSOjZr74V7U9EV73OHdUS/sR9XRufhTh+U2IHFCv5zI11arqPaIhIUiqLPVEHzNc7Hk",
+	"q88siGXXtSOsXlvIS5JTSzGaJMl1U8honsTyftz85iZWN2nMu40i7maLvRZhKohBiSyoSbKUbCJS0aok",
+	"rH+LjXpm2vQxqgsCLWD8oJjFuH/ZPhj0dBZjsbdfJcn1tRBzYJhYyVBdQDbrK8HhDYivAJnz6rSDAXbT",
+	"5GteTY30O52+ixkVIqr94Kn9b4L77Wabd0bNPSVI9kVv3Ozz3dFeuB8dCH/seDeMwuTVFumUnBjZYGdH",
+	"jVXWou62wmS2g1scgjSbYAjN4Jama1s26NIcbcMKrVaQWTKPtulDJQBt2aw145JfiUpiZ7rGDrcjBN6u",
+	"/eZSPId8Oh3x8Bo1/hvaXz//D9JvWqMkWv3/dhbp9MMtoW2lRKszhV6VsZt2sbATKKJuINiSEachlqAg",
+	"OTBBHMW5N5QGD44Cc7FQussLjAUMWKAlGGRV2efGkedQhko0MYcyxfAN0KyZSJ9nnwLRjZzP5gGrv5Hx",
+	"ex2twAoOpXnkuZjN8wYVDOj7svhK8nyRimDAgpu2ZxN1RzwTuz11/4vzo+Pm6xdHnf4uoPQOZfCzbf2H",
+	"1s9rjfjQ+lmN2AegAV7ZzGCBMKMUFFDidSiFDJNIENguvRTDVMFykonwXdBoseduhj7+ylma5OTkWiZD",
+	"aXqSEQKCzL0iABJn2ZyHYkA4CAUmOIhVIHDaUKrZGscComY/ijBnpmMZG/MUFVRlddXXV8w0HqUcscSm",
+	"02Q5lH02i+UiFxmm6KmNBe2zzY0lCxPw/+ObDhmXK7b26KHEZ68QcFkp11WlFbQ6nt1U5oZVSDZadq1N",
+	"xQJ2qj9K91vLNSssU4oV2YVqAO/vbJeZnFubN1fPTdVz/re/+82DH/74P7Zp40sJbHz5MsG107QLSu0W",
+	"oHIMcdEirWPgTOydLTeX3tryjy652M4PgQtmewdMOe63Yp3373VdOdUztftmgmc8vdbOdAIkjxJJsZ62",
+	"X623aVGvRO9VIsWhNgJIp8k0VGIhpwQq3W6PRxxJWvfzRTbBhKPceR9VXZfN3as4g4Iizt68OlP3qLt1",
+	"DWKeDFjHbztUgrrxGp5OTbdqXoCiL/CGEjVKCAIC7zkHWmdTtQ8STkRgdxbc+kC/a1TXgkI7lO09m3LT",
+	"0WCJqsWpqQnUKlhApGSGzdXv7RfK+WTCFplIARhK7YQ5z7Jloox7PpTzJM1Z3cIqNFAyttXQ7Pb73T4e",
+	"nhP1ZE1FS062+WI0jUMWS7UpRT5Qj5smyVwd4R6bp/ENzwWrt/2dfY+19zqt9u5Ou+Ox9oH6c3+nveux",
+	"cej7g8HOXsNjiN+YNr89uvQgkN2cJiGfDmW9vXvQ6vR7eIPYVze0faCGneZxyLNc9cpAYxpMdy4NWS64",
+	"daeCRwAVdnpx0wME3CzOBb4FRQOrB4PBzsFu4LFgMBiPx+OBP/Dpi93eYDw+GJkL9Of2YLDT21crIej4",
+	"fkc1Dn4fixBbGjSgLacXN7umQVQkBnTP9eAPJntNjbOOa6v5GkpoeiqyZAp54QkcLFjTOfPWqLUX6ZRK",
+	"YAHgU3WMr5Ro5jm7jmUEdLm6EXHGllzmItLlqnAZvli/Uu0rfKBzF+Suq6GGaChXGgBKAxILHp3vJ9++",
+	"Ni5ZfXuYSImFcurBRxguBjCLVFfPDWVwcfT9q2ffvXv77KsXL19+8+7o7Ozl23cXr07/cnT57E9IDF4P",
+	"AFw1XcgAie3j3IMsKpzQSNyIaTJX5k9jKDEJYT5V7Q0oAot6kl6n1D4Dtnsh0lmcGXDS14sRJBQCVW3C",
+	"OFMinTIJYTOYy3GxzdMkF2GOWKQRz7k3lCMBtQxBSYtWalsh6BNAN0yK/VMEjXLMuaew2sDMfqd+aD3V",
+	"bNdYatx6GhQRoAvPdb6HC12RO5RwCbWwpWzQoAVYk5VdTcYUP4HRWOOopQq+bCjr3JS+r/X2EHnxxXQq",
+	"0kFVsxst9lJnjMBy78ISzRCbFkFCnEbBv/KK5lET0T19WiBqX9f6srkI47FOFblpY9gZyHzgeAiGUhso",
+	"kBYJ5QuETQIXPCHAe6xucGyDah1/kxKPEC/qIF4/gWG76112qOyIOIVVRpWmavpUH9V58woIdyGrRdB+",
+	"7LPMY6DMeqzr478dNlHfTTzW9uG/PfXfjs8msKSUxj6UyOn+X/9P22d/QPFELlWiPuocqO/6fhfFTQbI",
+	"mMXUK+OmUU9sHGKLiIFCifCCWoEIQLFmz++1fasuFM9lrF+GsowoYX2IBlnDjbNsEYYiy8aLqX16PSj6",
+	"UwItJONw0mixE6cVeGxk+BbkB6GCeIgxDlgkogWuV8hcdqddtRw7oRXiJxkLVGeBGwPfOpSgObgCGm5a",
+	"pBppeMAC4Ksun7daYoF0QKEaJ3Ioadw8FlyevWYTLqNsogSl/V4twoglC8KmB0sOdb568OLy8kJNJAVc",
+	"qe4+G0qXhBxENqAeXT2ACxqzozYRQvMIULFxxduJrmOBzzJZTCMtV0j2oBaYL6EOCBG+NaE0WaiNAUIg",
+	"PJRQWjcCCX8mQnomJ3coAb7IgEho0GKjIN7JN71emz6Ua7XmtopqIys3tikzwACYZKrbPpTEh4Uo1k7h",
+	"+mYcADUVWMCGz9hMjV32yH0abuxfvMDfipFfhQJ7j7fDjuiOm71RP2r2wl3R3B/v8ebByA/bkfql9xmX",
+	"+6+bdxWO6oe5pLf1KW8bjy8tR1yjnzwxwWHk/DKd+yChaoMa+ujOx998d5Duf/3N9z+ll8sf31yc7J+e",
+	"XfztNOmc8TP+evl1f/7i6rs/7l6fLP/0caGBB07j2zifYEDnDq5Zs61dhAMeRR9JNWulhVOPUSH6cVzX",
+	"kQ+gBaXU898KyuBx7X5Oa9f1kzkLCjvJ6o6HSSbLxmOK0CPIwgMDdJo6dy1Id0eMrjJcv3VykatqFd0N",
+	"GtYUyidyywJi420IPZ2kV0meC9LzlIpX5Y7ItDmuVJ6SoahdEaAlYyEkMNKwKI4c5s5q/0tDY55p3wN4",
+	"gYzvQTscNuQE3VM5LjrNo8qi/LvE42+U9nPye6Xc/VL3uyHPved+v4VI17HIyclijyqHg2ZDus4tCXRf",
+	"i/x3ulP+O9kUv7pmdZc+9SiMPhdhBPSa95dEd/FsYjgMIl+sbiJTBbT5hscC524gzmJiNs+hBFRtG025",
+	"GOfqWrtPAoau73tHe0otGLhxi3XVgVBtCY63xaiQwHwDNHi0pQzl5poXWxuwevyeZAbK0ziVs0N7XwAw",
+	"tAVtC/QwVseql2iBXuNGi30jVnfSeBJ130M1M22p/6oaGjLB/X7OnQf69YoHw1Ml9dck+UMFNA7xF+19",
+	"e/rlH4MuI2LtEdXxsSbp3q4DYtr6dK6DHbUN7wbP56V0BJ28a1LG4hxzv+LMDehAZs1ywnMEYs+zwrGO",
+	"xDCQyKEFAEukaLRYx+8MGGLyHJbSg+HfU5sjPEmWEKMFXpbP2THBjhynOKbCWOx3NsdKRDcvGRwvlPQ6",
+	"YHOMz/Pco1g/Zji44X2vwHobZwUW5oxY/UvVsrG8+p0afJ0HnL6n0baYi1sfEZAOegSJ0jpIUIFRSBOG",
+	"S/53dzY8GCbqUwA+lUUly9WnzVuOshH0zqMKRkre6XV+p3hPW4+HkteFfITfL+jTHYcx5tewXGQ5HocP",
+	"P4QxP7mpA2qbTuOv45u13CuIbOKNnoFisJnQWPKhbpHivYXqQvxh8X4ep+IYQ6an8jXOUdBgxUxSplnd",
+	"IX3fpOV7OlHEtsDSo0/hKPcw1UjoAzZF6KplnIcTKIFh2n85TTKkxLSJdbjjwLRHdCd6lVp9qhVZa1MP",
+	"BszXZrVujG4fpth4RK5D3+rM5GtICNJjtd593Vc9BKjhfNZqh6HBpq5qXsCEqjBbQ/kReWK4bjHtq5gd",
+	"Btw6tjyJxZItVGPd8VcTibg6CST3ZHzZcHhebs0RwzdvJta36QfVmQGHxffcRuBS9pvfmgBWATYNLSWB",
+	"QOHnL1LF+pwoYraZYjzKiuvkl8sr64pO1A79UfOA74+bPbEXNffD3VGzz3tj/dvnnVdWLUtrA/++7hBc",
+	"5K+oqrBKMXmRLNk0IXnliOdrIeamvgeQxdBBrHdk8POHgC6KHdzJ2mMK2e8yDcfubKtiPDrOHjN1fi0N",
+	"H4/uCnfbEx1sv0vlh6akN9XH/Fm5RkrXYTlVVYB5Gon5NFmJyADAphYyLs6K9Wxqt1Dh1sWbr85Oj9+9",
+	"eXXWKuzqNRMUgCKoH2s4Ee9DQ+9PdiMqzxLKv7OM5ck1JOOT6g8fTY3mtViB0Ucn3VEBgLWCOOPUQNXP",
+	"S8BKjQGqyMJjyKKYCh45nMUaetcjYvcWe431FAA4lg00jP6//ud/FHD06TOUCBlSlp21KyxKvNOdNfCn",
+	"9Q49AxNCF2PnCdJ8IhlpIgnjaMAyPhVaNQeIHjbnV2oY+HyeAnKPGt9IhNNYapYaPDDc4T12SF+yDbQk",
+	"lge1BPtEgLpJgSP1SYbcpmrKIQiLVNsRj6crNuJ5OPGYFEDBQs2Bpo2FcNt1giVxVU16qwwACooMikCA",
+	"XoHExitAYlGRHer99mzX8U/X+ckzUCSwPF9ahRLoWjkU7FAcle72EO+q60MhE67sYn1zKbFmDW3D6Tr4",
+	"/6o7LlJDvKq0S3yFB1sHm71ljVzGC3tsXRCtvxzgrND40phjGnJMFxbTEnQe7KIHbVhbdtVoMvaM1bM8",
+	"SUXWcJ50pn+8+znnpycZqxvKXh4CsUJWDV3lvuO8fEvFu15RxSNTu12KNHvClK1NJnucAgPDOJnGCSyC",
+	"ZGy5gwsVkvat+okVLzuLbwRA9+LeLQD5ZkQ9oOQ82vz2kQ6y74cfPvx/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -30,6 +30,7 @@ const (
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
 	kindKeyReused            = "idempotency-key-reused"
+	kindPreconditionFailed   = "precondition-failed"
 	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
 	kindNotImplemented       = "not-implemented"
@@ -157,6 +158,8 @@ func refusal(err error) *problem {
 		p = forbidden(e.Title, strings.TrimSuffix(e.Message, ".")+", which the API key does not have.")
 	case rule.Limited:
 		p = limited(e.Message, e.RetryAfter)
+	case rule.Changed:
+		p = &problem{kind: kindPreconditionFailed, title: e.Title, detail: e.Message}
 	default:
 		detail := e.Message
 		if hint, ok := apiHints[e.Field]; ok {

@@ -306,3 +306,7 @@ func (noCards) InvoiceSales(context.Context, sqlx.QueryerContext, uuid.UUID, uui
 func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, string) ([]SavedCard, error) {
 	return nil, nil
 }
+
+func (noCards) ChargesUnderWay(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
+}

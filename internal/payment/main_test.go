@@ -93,7 +93,7 @@ func (f *fixture) read(t *testing.T, id uuid.UUID) invoice.Invoice {
 
 // pay pays amount toward inv with card, on a new form.
 func (f *fixture) pay(inv invoice.Invoice, card, amount string) (Outcome, error) {
-	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Amount: dec(amount),
+	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec(amount),
 		Card: processor.Card{Number: card, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}})
 }
 

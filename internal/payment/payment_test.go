@@ -212,7 +212,7 @@ func TestPayRecordsTheAnswer(t *testing.T) {
 func TestPayWhileAnotherIsAtTheProcessor(t *testing.T) {
 	f := newFixture(t, 0)
 	inv := f.invoice(t, "45.00", "0", invoice.Open)
-	form := Request{AttemptID: uuid.New(), Amount: dec("45.00"),
+	form := Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec("45.00"),
 		Card: processor.Card{Number: processor.TestCardApprove, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}}
 	type result struct {
 		out Outcome

@@ -43,17 +43,21 @@ const (
 	// Limited: too many such requests just now; RetryAfter says when
 	// one may be made again.
 	Limited
+	// Changed: what it acts on is not at the version the request was
+	// meant for (If-Match); read it again first.
+	Changed
 )
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
-	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited"}
+	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Changed: "changed"}
 
 // statuses are the HTTP status of each kind, on every front: the API's, as
 // openapi.yaml documents them (a state that refuses a change is a 422
 // there, as is a key reused), which the pages follow.
 var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
-	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests}
+	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
+	Changed: http.StatusPreconditionFailed}
 
 // Status is the HTTP status of a refusal of kind k; 422 for a kind
 // without one.
