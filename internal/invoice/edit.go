@@ -214,11 +214,15 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 // draftOf is the invoice as the draft that would make it.
 func draftOf(inv Invoice) Draft {
 	email, delivery := inv.CustomerEmail, inv.Delivery
+	lines := inv.Lines
+	if len(lines) == 0 {
+		lines = nil // none, as a draft says it
+	}
 	return Draft{
 		MerchantAccountID: inv.MerchantAccountID, InvoiceNumber: inv.InvoiceNumber, Amount: inv.Amount,
 		PONumber: inv.PONumber, CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany,
 		CustomerEmail: &email, CustomerPhone: inv.CustomerPhone, Delivery: &delivery, Memo: inv.Memo,
-		DueDate: inv.DueDate, Lines: inv.Lines, Reminders: inv.Reminders, AsDraft: inv.Status == InDraft,
+		DueDate: inv.DueDate, Lines: lines, Reminders: inv.Reminders, AsDraft: inv.Status == InDraft,
 	}
 }
 
