@@ -238,6 +238,7 @@ func TestEventPermissionMatrix(t *testing.T) {
 	protectedBy := map[string]string{
 		"invoice.created": auth.PaymentsView, "invoice.sent": auth.PaymentsView, "invoice.send_failed": auth.PaymentsView,
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
+		"invoice.finalized": auth.PaymentsView, "invoice.updated": auth.PaymentsView, "invoice.deleted": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
 		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
