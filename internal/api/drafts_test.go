@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/invoicepdf/pdftest"
 )
 
 // invoiceEvents are the types of the invoice's events, oldest first.
@@ -180,6 +181,13 @@ func TestPatchPaymentRequest(t *testing.T) {
 	apitest.Want(t, "version", got.Version, int32(2))
 	read, _ := m.Read(t, inv.Id)
 	apitest.Want(t, "read version", read.Version, int32(2))
+	// The PDF is the invoice as changed, its ETag the version.
+	pdf := env.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: m.Token,
+		Header: http.Header{"Accept": {"application/pdf"}}})
+	apitest.Want(t, "PDF ETag", pdf.Header.Get("ETag"), `"2"`)
+	if doc := pdftest.Read(t, pdf.Body); !strings.Contains(doc.Text, "$5.02") || !strings.Contains(doc.Text, "Dana Whitfeld") {
+		t.Errorf("the PDF is not the invoice as changed:\n%s", doc.Text)
+	}
 
 	stale := patch(m, inv.Id, map[string]any{"memo": "lost"}, `"1"`)
 	apitest.WantProblem(t, stale, http.StatusPreconditionFailed, "Invoice changed")
