@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // FinalizePaymentRequest opens a draft: its pay link made and, unless told
@@ -70,7 +71,7 @@ func (s *Server) UpdatePaymentRequest(ctx context.Context, req gen.UpdatePayment
 		b = *req.JSONBody
 	}
 	c := invoice.Change{Given: map[string]bool{}, IfMatch: ifMatch(req.Params.IfMatch), To: invoice.Draft{
-		InvoiceNumber: deref(b.InvoiceNumber), PONumber: b.PoNumber, CustomerName: b.CustomerName,
+		InvoiceNumber: optional.Value(b.InvoiceNumber), PONumber: b.PoNumber, CustomerName: b.CustomerName,
 		CustomerCompany: b.CustomerCompany, CustomerEmail: b.CustomerEmail, CustomerPhone: b.CustomerPhone,
 		Delivery: (*string)(b.Delivery), Memo: b.Memo, Lines: linesOf(b.Lines), Reminders: b.Reminders,
 	}}
@@ -107,13 +108,6 @@ func (s *Server) UpdatePaymentRequest(ctx context.Context, req gen.UpdatePayment
 		return nil, err
 	}
 	return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true)}, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // ifMatch is what If-Match asks: nil for any version (absent, or *),
