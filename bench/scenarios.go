@@ -27,6 +27,7 @@ var scenarioTitles = []struct{ key, title string }{
 	{"list_first", "list, first page (25)"},
 	{"list_deep", "list, page 1,000 by cursor (25)"},
 	{"send", "send invoice"},
+	{"patch", "change invoice (PATCH a memo, merge patch)"},
 	{"deposits", "list deposits, first page (25)"},
 	// The portal's pages, as a signed-in member's browser asks for them
 	// (session cookie, gzip accepted), each beside the API call reading
@@ -47,8 +48,9 @@ var portalPairs = []struct{ page, api string }{
 func isPortal(key string) bool { return strings.HasPrefix(key, "portal_") }
 
 // hasPgbench says whether scenario key has a pgbench script: the portal's
-// pages and the deposits list have none (their baseline is the API call).
-func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" }
+// pages and the deposits list have none (their baseline is the API call),
+// nor has the PATCH yet.
+func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" && key != "patch" }
 
 // mixedTitle is the soak's mix, measured against the server alone.
 const mixedTitle = "mixed: create, get, list first page (2:1:1, as make soak)"
@@ -127,6 +129,16 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 	case "send":
 		sc.next = func(int64) request {
 			return request{method: "POST", path: "/payment-requests/" + sample() + "/send", header: bearer, want: http.StatusOK}
+		}
+	case "patch":
+		// An open invoice with nothing paid, its memo changed: the lock,
+		// the check for charges under way, the creation rules, the write
+		// and invoice.updated.
+		patch := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/merge-patch+json"}}
+		sc.next = func(n int64) request {
+			id := ds.editable[rand.IntN(len(ds.editable))].String()
+			body := fmt.Sprintf(`{"memo":"Edited by run %s, request %d"}`, h.run, n)
+			return request{method: "PATCH", path: "/payment-requests/" + id, body: []byte(body), header: patch, want: http.StatusOK}
 		}
 	case "deposits":
 		sc.next = func(int64) request {

@@ -83,12 +83,21 @@ type ServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx echo.Context, params CreatePaymentRequestParams) error
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error
@@ -666,6 +675,22 @@ func (w *ServerInterfaceWrapper) CreatePaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// DeletePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) DeletePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeletePaymentRequest(ctx, id)
+	return err
+}
+
 // GetPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -682,6 +707,42 @@ func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// UpdatePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdatePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePaymentRequestParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdatePaymentRequest(ctx, id, params)
+	return err
+}
+
 // CancelPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -695,6 +756,22 @@ func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelPaymentRequest(ctx, id)
+	return err
+}
+
+// FinalizePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) FinalizePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FinalizePaymentRequest(ctx, id)
 	return err
 }
 
@@ -1140,7 +1217,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/payment-requests", wrapper.ListPaymentRequests, options.OperationMiddlewares["listPaymentRequests"]...)
 	router.POST(options.BaseURL+"/payment-requests", wrapper.CreatePaymentRequest, options.OperationMiddlewares["createPaymentRequest"]...)
+	router.DELETE(options.BaseURL+"/payment-requests/:id", wrapper.DeletePaymentRequest, options.OperationMiddlewares["deletePaymentRequest"]...)
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
+	router.PATCH(options.BaseURL+"/payment-requests/:id", wrapper.UpdatePaymentRequest, options.OperationMiddlewares["updatePaymentRequest"]...)
+	router.POST(options.BaseURL+"/payment-requests/:id/finalize", wrapper.FinalizePaymentRequest, options.OperationMiddlewares["finalizePaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/payments", wrapper.RecordPayment, options.OperationMiddlewares["recordPayment"]...)
@@ -1275,6 +1355,8 @@ type ForbiddenApplicationProblemPlusJSONResponse Problem
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
+
+type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
@@ -3440,6 +3522,7 @@ type CreatePaymentRequestResponseObject interface {
 }
 
 type CreatePaymentRequest200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3455,21 +3538,30 @@ func (response CreatePaymentRequest200JSONResponse) VisitCreatePaymentRequestRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type CreatePaymentRequest201JSONResponse Invoice
+type CreatePaymentRequest201ResponseHeaders struct {
+	ETag string
+}
+
+type CreatePaymentRequest201JSONResponse struct {
+	Body    Invoice
+	Headers CreatePaymentRequest201ResponseHeaders
+}
 
 func (response CreatePaymentRequest201JSONResponse) VisitCreatePaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3622,6 +3714,137 @@ func (response CreatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type DeletePaymentRequestRequestObject struct {
+	Id InvoiceId `json:"id"`
+}
+
+type DeletePaymentRequestResponseObject interface {
+	VisitDeletePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type DeletePaymentRequest204Response struct {
+}
+
+func (response DeletePaymentRequest204Response) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeletePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest400ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest401ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest403ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest404ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest422ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest429ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest503ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3632,6 +3855,7 @@ type GetPaymentRequestResponseObject interface {
 
 type GetPaymentRequest200ResponseHeaders struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 type GetPaymentRequest200JSONResponse struct {
@@ -3649,6 +3873,7 @@ func (response GetPaymentRequest200JSONResponse) VisitGetPaymentRequestResponse(
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3669,6 +3894,7 @@ func (response GetPaymentRequest200ApplicationpdfResponse) VisitGetPaymentReques
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -3777,6 +4003,218 @@ func (response GetPaymentRequest503ApplicationProblemPlusJSONResponse) VisitGetP
 	return err
 }
 
+type UpdatePaymentRequestRequestObject struct {
+	Id                                InvoiceId `json:"id"`
+	Params                            UpdatePaymentRequestParams
+	JSONBody                          *UpdatePaymentRequestJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdatePaymentRequestResponseObject interface {
+	VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type UpdatePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdatePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers UpdatePaymentRequest200ResponseHeaders
+}
+
+func (response UpdatePaymentRequest200JSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest400ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest401ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest403ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest404ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest408ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest412ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest413ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest415ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest422ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest429ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3785,15 +4223,23 @@ type CancelPaymentRequestResponseObject interface {
 	VisitCancelPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type CancelPaymentRequest200JSONResponse Invoice
+type CancelPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type CancelPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers CancelPaymentRequest200ResponseHeaders
+}
 
 func (response CancelPaymentRequest200JSONResponse) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3930,6 +4376,200 @@ func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type FinalizePaymentRequestRequestObject struct {
+	Id   InvoiceId `json:"id"`
+	Body *FinalizePaymentRequestJSONRequestBody
+}
+
+type FinalizePaymentRequestResponseObject interface {
+	VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type FinalizePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type FinalizePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers FinalizePaymentRequest200ResponseHeaders
+}
+
+func (response FinalizePaymentRequest200JSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest400ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest401ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest403ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest404ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest408ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest413ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest415ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest422ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest429ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest503ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordPaymentRequestObject struct {
 	Id     InvoiceId `json:"id"`
 	Params RecordPaymentParams
@@ -3941,6 +4581,7 @@ type RecordPaymentResponseObject interface {
 }
 
 type RecordPayment200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3956,21 +4597,30 @@ func (response RecordPayment200JSONResponse) VisitRecordPaymentResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type RecordPayment201JSONResponse Invoice
+type RecordPayment201ResponseHeaders struct {
+	ETag string
+}
+
+type RecordPayment201JSONResponse struct {
+	Body    Invoice
+	Headers RecordPayment201ResponseHeaders
+}
 
 func (response RecordPayment201JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4148,15 +4798,23 @@ type RemoveRecordedPaymentResponseObject interface {
 	VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error
 }
 
-type RemoveRecordedPayment200JSONResponse Invoice
+type RemoveRecordedPayment200ResponseHeaders struct {
+	ETag string
+}
+
+type RemoveRecordedPayment200JSONResponse struct {
+	Body    Invoice
+	Headers RemoveRecordedPayment200ResponseHeaders
+}
 
 func (response RemoveRecordedPayment200JSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4285,15 +4943,23 @@ type SendPaymentRequestResponseObject interface {
 	VisitSendPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type SendPaymentRequest200JSONResponse Invoice
+type SendPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type SendPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers SendPaymentRequest200ResponseHeaders
+}
 
 func (response SendPaymentRequest200JSONResponse) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6786,12 +7452,21 @@ type StrictServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx context.Context, request CreatePaymentRequestRequestObject) (CreatePaymentRequestResponseObject, error)
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx context.Context, request DeletePaymentRequestRequestObject) (DeletePaymentRequestResponseObject, error)
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx context.Context, request GetPaymentRequestRequestObject) (GetPaymentRequestResponseObject, error)
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx context.Context, request UpdatePaymentRequestRequestObject) (UpdatePaymentRequestResponseObject, error)
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx context.Context, request CancelPaymentRequestRequestObject) (CancelPaymentRequestResponseObject, error)
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx context.Context, request FinalizePaymentRequestRequestObject) (FinalizePaymentRequestResponseObject, error)
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx context.Context, request RecordPaymentRequestObject) (RecordPaymentResponseObject, error)
@@ -7420,6 +8095,31 @@ func (sh *strictHandler) CreatePaymentRequest(ctx echo.Context, params CreatePay
 	return nil
 }
 
+// DeletePaymentRequest operation middleware
+func (sh *strictHandler) DeletePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request DeletePaymentRequestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeletePaymentRequest(ctx.Request().Context(), request.(DeletePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeletePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeletePaymentRequestResponseObject); ok {
+		return validResponse.VisitDeletePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetPaymentRequest operation middleware
 func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request GetPaymentRequestRequestObject
@@ -7445,6 +8145,82 @@ func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error
 	return nil
 }
 
+// UpdatePaymentRequest operation middleware
+func (sh *strictHandler) UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error {
+	var request UpdatePaymentRequestRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdatePaymentRequestJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdatePaymentRequest(ctx.Request().Context(), request.(UpdatePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdatePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdatePaymentRequestResponseObject); ok {
+		return validResponse.VisitUpdatePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelPaymentRequest operation middleware
 func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request CancelPaymentRequestRequestObject
@@ -7464,6 +8240,57 @@ func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) er
 		return err
 	} else if validResponse, ok := response.(CancelPaymentRequestResponseObject); ok {
 		return validResponse.VisitCancelPaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FinalizePaymentRequest operation middleware
+func (sh *strictHandler) FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request FinalizePaymentRequestRequestObject
+
+	request.Id = id
+
+	var body FinalizePaymentRequestJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FinalizePaymentRequest(ctx.Request().Context(), request.(FinalizePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinalizePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FinalizePaymentRequestResponseObject); ok {
+		return validResponse.VisitFinalizePaymentRequestResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8109,772 +8936,835 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bkiM3kib8KjDOrBWpDrKCpzwwrW0m69RKqU5dmSW11KmtACPAZCiDABUAk8UulVlf/bbXsxf7BrOP",
-	"8N/vvEk/yW9wByIQJ5KZylSr/+1e21FlMIAAHA6Hww+ff2qFYrEUnHElW5NPLfaRLpYJg3+fLpdJHFIV",
-	"C37G37GbmK31Y7laLGi6aU1ap5zQ/B0Sc5LiW17rhiYrpt+eUn6t/0vDUKy4ekmleiFWaWvS8v3RoOW1",
-	"UrFSMb96vVpMmX7c7/d93/cH49ZnrzVdyZgzCcOhUZQW//ky5qyvmwx8nzxlEU3JuWp57s+D1oSvksRr",
-	"hbHSQ34nVjwi70R43fJaSyEVTZ6KiLUmrcOjg4NRy2tJRZX+++JPegDRlL6mC/237T9lTJHTlRItr8UW",
-	"NE5ak5ZYc5b+e6jfkPACXSnRC8VCv8NVrDYXm6XuJEnCltdK2BVNmrol79iSxil5+fKpHuJccP3a7/rj",
-	"/mA8Hvv9w8OW11L041nk0PLg8Oi45bXWbCpjGP1cqaWcPH5cN6bPXmseSyX0Gv75U4uq1qQ18Afjrj/s",
-	"+oOL/uFkMJ74/vctr8UF9Ha+mi5ipVhEBCdqzoiMr3h3tSRLesU8+ItFhCUsVKngcUiTZEOmG/KKpjEl",
-	"p8kNTdlfkLZXuj9p+2t99soDGF34x5O+XxzAex6xdJ3GmlOIVDRVLOo5Hcb8g2G9zz94rThqTVrTfjiI",
-	"hmzUnY3pQXc0PQy7R9Ex6/qzPh1Mh+EoGrOWh0sngRAcV6Q8aHxjHi/fsjRkXA/2wO/5vv685M4ijIaD",
-	"vl6bWCXYD6dXerwLBqytp2o+cSEW5AkLr1la3/+otv+jw4Ox27/p9oc6Mng5jU+3rO9qGdHKK+4KfP7s",
-	"tZ7SNHpLNwvG1Ts2W/GoTgqk4oZFZElTRVJ8yRECdKH3vv7GGCeGD7A3plfLTDikafQkpfoTrW9iSfWj",
-	"lFWGOOjrIQ4tk5hXnmzMnnoixPU1Y0tN/JgrdpWCgGp5rYiFSczZO0al4FY0RGwpZKzOIvuAcZVuXoFY",
-	"wAfAUIafZt2xf9Dvjg4HR93j46HfHU3H4UF0yI5mx3oKMb8Rcch0b61heMwOZn3aPZoOou5oNj7sUj8c",
-	"dQ/6bBAdT49mh3ScN8lE4Nnrb7p9lI7XMdAiI2mSs0O/3++DMLlhyfAcGGdGE8m81oKl4ZxydYoyF4Zy",
-	"GA0147PueDoKuyN2RLvHs4N+dxD60dH0kI1of9jyWguY6uj4oH/gHx0Oj46OtBCiG5Ya2j6jnJJv57Ga",
-	"xSzRI0oNLVtvOCPhnM401aNYzsmaSpIytUo5blacxJuZXm6zOzVN/O7ooH/YPToaHHeHNKcmtNA8ogk5",
-	"Gvr++Pj46AjEn6Q3LNJsmU1ZS+2VbE1alhX1RmHpIuY0sQtb4uVzmrBmTpY0YWRBI2ZF3pJuQNzV8nXf",
-	"9++FsftHF/3jyWg86Q9qGNuy6915eE+6PwgPa4r+pjkY6ZRzqf27wIP9wbDvj4s8qNLVLVjwDCn1lPKQ",
-	"JQkrSdPsMTEUbZCjBX57S2OH15p4cEoT3bnbPLRfK3Lh+MI/mviZeLUv7SFga5l6dNEf50f6/tI6XEkl",
-	"Fix9KhZLyjeZKmcePzfal1Et5b9P0/hqrmQcsWWyWkxjfmV0MNvC3Ub22VvUsEoPUzYDtcDuriS+YbA+",
-	"qPJ5rWjFnoGiiG/MaAxUVGyx1Jq0bzbcL9s9Q7Nf3rFFrNdSkxW/V7NntFA4U2yhlZkf8E8cSBJrFRxU",
-	"wsnjx/3BYc/v+b3+5Mg/8h8v6ebx92rE/3i0fj5IvztYnfni7ZCeH0Yv+ldfjn/8WuuViUAV365YsmJT",
-	"wTlT5Am9ZumGPBNrrsRaL9qCLYQd5f1v49ihwRLluJnvUljqmV9TMU3YIt/GQMJ8TbMHSETf2dGmRxnO",
-	"WbRKWHTOuPNZyXj0tti5ZFwVXlDfxDT708qFbB+hdqaEoom7GRX9eGo3ODxypQVumqKseLNk3IoJj+hl",
-	"JvrbWvO2bFpzVA0PeuO7i46seUF0mN1TFhTmcaNM8EcTf/wLZUIrE+XkKVUs1U3w7lSWExHl9N/X9u3Q",
-	"vFwrIqqHRElcOBey0VHrToLD0GLUHfoXIGuNfHwYUTK4qyhxWOdo1IMbSCgWCxHFamOuzuNh3wflWoZp",
-	"vISFmrSeuqpgyrhmdq/104rCfVhPv8TyB73hGB+9Q/oc9vTfKx6rp0LCtWjQGw7gmVi0Jq3np3CDCTWb",
-	"Dg983x8c90fjAd4pba+jsWHX4pjt8rgjfmYWi1AeEcnUalkccL9ujzoDxj7d8Y572WjNj3q0oAjkEnqw",
-	"h4T+qf/NYfin48WTIf9+fP3yaP1uoL47WD4bzV/4P57fSUK3LuaUX5ONWJGZSPV/U2LNLb3W30t2t96+",
-	"6R4eHmlS/z0EeJN8ykR6to0zqS6WjBcFen/o9/rjOu52BPrLWLNI4fYB1wsiZlakS9KO9SYkYhErku1J",
-	"j1jiIaNmk+7k8r6wa+tUxaO9BX6dpnh7cX9w0e87GmVJ3L9IBVckYvJ6f60vWcWyJ1LFrui/G6tlT6RX",
-	"VVH+chVL8gZebO2r9uXS+s6a39HskB1E47A7mg5pdzQ47neP2OGsq5/pR4Pj/lGzuB7dVlzvqep9eT1Y",
-	"vD6YfuOHfxr95eURPe9HL8ZXXx3/9O2QvTv8Dap6BRYaTIb+ZDT6vnUv6t4vkA5Fdt4iHfQ0itLhqFHb",
-	"8/6ppf1TS7v9tv+/U3+4J43hN6ch/JCrCG9paja+qybop11NDKsmkHWs5oRarQCUAopqAQlpGt3iFrjT",
-	"jJlLmH8KmL0ETEuxj6p1PyKm/8+L4D8vgv8/vgjexp9yG2/Gnh4HNRcRWOlAZFb1z6JrZodHYcZSBoLy",
-	"Vk6Ezw90F/5U539iH5cxCKT+YHBkSXpM+9NBOIy6IzaedUf0YNo9Cg+jrs/6swEdTkfhuN4NCd/bRjB4",
-	"IZPsJZJ9/mW39YF/0fcn/UFFHzfS11HHU/WhqpNvv7G/NFsq2zkVp2Go4htG7NYrHLjFSJWR3ydPBb/S",
-	"z8jpDasEq7TOV7FipD8AUYXi5nQlVVzjXBl1/TGcoAf5mWEjUiIz1n+fZgJgCvvfnHOw2GN2NPPDwbTb",
-	"j0ZU31PD7rG+otKD6TgcRUM2mOml5XuIEpFeUR7/BYOFQJWYDdgwGoXd8fSAdkfHh0fdI3o87fphPxqw",
-	"4WxEx9Pa+BbY3qXInEO/D7sqZPFSNUm2YuyO64+D5YHIiQX7Hr93umBpHNLHT+dxSK9EbSjEoOv3L4Cp",
-	"slCIC+PPA4PFU80oeqOW2EFwLdCJ9f257DCXcCL6w8H7P/rD4wOjNqCYnB6yAe2H3eNoOEOZqqVY9zA6",
-	"YsczHzam2XrnjPH6vebDXrOceHaLVf4FYp67VpzQUMVVgIEgBQIaH/ypdZUWaWid8NMNCefxsrChgFan",
-	"vvnfsO/383PCCZ1xAtNe0inTe+Kbs/NT8vTd82dnFw0e+Tw44OwW58sWR/5oMj76vinuxHHRt8w0YXIH",
-	"0TEdhUPW7c/G0+6I+mH3+JAddS0TDKMRu5uTvkZs73Ba78uVdYFEhQOgZvF3esCnbCZSRihcYyCcRNFr",
-	"xivsgOTcgwXs/SRb+fyBs+5briu3W1Un8OLXWNMt7sZ7X1J9X6tZ0reMRzG/Ki7oVyupCJXXLCJiBrE0",
-	"daLxnyvZuJJLQ9V7X0ec/me9kHNGUaH81DqL2GIpFIT7LRO6wQ1avCIFWl0NJrCalMs1S0ksCSUptNDr",
-	"TDlhNE1ilpKU/bRiUqGhAsJH6YKRIPtOuOl+zTZBD5RSsORr1S1dMTj0f1rFKcujbMI5W1AIVearRWvy",
-	"Z3zxB6+lMMRWKn2dR8Utxtjj0tAvV74/DD8ZxcvyJGcfFXhgPsPv7ISkLPn9ZUs/v2wFpP3uxVNyNDg6",
-	"6pD1nEFMWMpw0lnTE0Kn4IE3MWN6ReGH4tRwAI2XPM29XUMz+W9JvIjV7wdj3WhwEK5SKdLfs81X/tmP",
-	"In714+nm9bm/frXxP75+8cePry/E+vUzsX79jYhfPv1q+f3Ts4OzH1//+Obb94Pvf3wxP+N+3exaLl2r",
-	"dHzHVLo5nRldp0jNcxYKHkmiBFnTWFmZrdKNvvPTKxrzwuRHg21ruoh5vNDL2s/WE+w+LEUuXdKULpgy",
-	"jPoUiFEd05sl/WnFCETExYIDN5pQZSrJDELAYxPVl7KbWKykYeJHkgSaayYE1+hvf/3Pem7A7dIjbxax",
-	"gmuz7mwWp9IyQiQIF4pMV3ESEZESrVtdMRKrIiv8goUEIdOatH5aofJrtDDkkMKKLujHl4xfqXlrMu4P",
-	"9LWc27/7dfvmLJddZdJezFlmd4yj4lz2tkvBRUzN8zHH0dadPhPpAoLEVyt4s26nL2JVHe1besWIjP/C",
-	"PNL/21//Z9/3e+QZm9FVoshgXBj9YFxPTth+BWpG2AE2yYYWczUcaDWafjQc7PveTn5OmVwKLjHf4gmN",
-	"/kAVW9ON/isUXMFl/pN7/D02loDf/QgHVTFhY5mKkEkp0vec3tA4odNyhOtTrUhlrxGWpsAq2SEcMYX3",
-	"R73OYfHlKI6ApVO2EDcMGF6/cUJipcXgNVuqHrlIN7jpSUIVS3uOijn2B3nwemkgK2fAGaUaBCQSQD6e",
-	"0qh7ZegFxMyX6F9TMLb8y+M8ueUx/iofW1sCNKkyd2nSaIPtkddCzbVA00oobuVIiwQj5mCuZC3Sa9lr",
-	"ffb0Sr5D+X3HlTRb7EXMkkgWl9BsTjIV0QZP1EUspR4F3P3BZgkGRaLmVFk5RKOIrJa1S/0i/mikl/4Y",
-	"SWKpIPoUucMEGTAewUv2KM8FO7wE0yza2f/cWmi9b6r19xuaxJEdn0njye2ef27BWQljxnHq0+S43/N9",
-	"DwYPSgbohMT4LWzjP/d/6OWG2fyTV6DyaalMOfFbP3zO2XCk96VlwzOOQzPT2pv3oBUaezQbLWiiBQGL",
-	"zkp3mVf2B6JFV3booPB7uKXQH+hpbdVdBBCeD00JkJ5v7SldJAYIaSJWSh/Iqd5DD0oEGEoP5bdLCEUW",
-	"QirS9x+aL+5DJJ0iGTwCsyGZ/uMBE+V/axUDdRIyTcW1Xu90lTDSjnmYrCLQxciikRs7PRIg5QKyoEtJ",
-	"GA3nRMxmePOwg7hmGxZpHUoruZ7epbGSZMGkpFdM9shpIgWhKJpCWOeZHlj+XaMXr+OUkbb5Yk+/HnQ8",
-	"47i0KzrTM4tQwk2FmpPgKcrRLuouAbwfXKSUyxlLu895KPRYg7xjo6RVXznB00twzkJMXdTSknESJkKy",
-	"qANC/KngsyQO7yrC7VXtyUpuivvA3pmtx3ZCKBf6OpG5cLUmLS2x6i7L2WbJL4REKyz6NmIfVXqNJXSs",
-	"11PwE4L2ATwl7CsiRS1ea7QwhJUKxYL1yMtYKnANSVyRPzy/II/tl6R7zI/843wfZVOdairsu4tCS/n7",
-	"2UPf6hkWhEWI1I2NQYlMNxmx7Ds/anHBxfqEBDAZw25I+IBIuiHreRzOXZVHcK0VA6EjwRlw0QuRTuMo",
-	"YvyObMSF+k6s0jeOfb1scMaBuxb4R5Lscdqc6v1MUkYjTY1kgyu+5uWuliJVM5HE4oSsJCp+7hsfYrDr",
-	"gN9QCU1Oq9V65IAeTo/CY/QfdUd0MO0eWe+S/a3IPMOceV4LZLnC1/ZmollGeM0RbhfnK7lk6E50CZk9",
-	"Ln+vXjt2X9IrLm3zEy1YFA0Vkaulpl3jBN1FzdvfcYZLvdWkjAV/l12kCqqI0RLz9xqmFstsE3DGIolM",
-	"lLXKok97aFfzcB/AW6dvz4CnIsEkaG5zesMap/827zO7+91l7vel+uuRJzS8rsxYaZqIJcPoE0OVdlAz",
-	"fnOyIDWNRC521vEqG6jAPaQd1LOFPiGNnQGOfiPua3Y/ar14P0sSMGroXd0OajdUgKfda6FeCJPbezcx",
-	"lTXPee49v+b603FUy2uvRXbwWI7bx4aAgk0viTONIpeNilIETD578xYXqost7oe3XgsiV+Fci0WxSvUR",
-	"UV4ddx7kLAKbZHVdJbliCmcOBlQ0WcHqvaWbRNDoQoiXNL1id1VZnOb5Ij7R2py4YSnpk1fxk0aBaJcQ",
-	"tL+Ktq2bFtao70iCd25TJQRJYBj7LtgSZ99VQnSx5f0JhcKsNM9lhADCm5FfxAsmVndVFWUi1prKNXTX",
-	"P9l7LKowNCLKfG2vlQg1q5S7kSy9AWWHRrLBuNF8xcq32VF1CfOx7bd2pveubfdAK7eFCo9kgaqkPfSJ",
-	"zGy667lIsr46t6MVec00lSkAZBifiFgpesUmqHaD92DsD4GVzll6E4esZLu7Azutmqx/z6iiUyoZWfFU",
-	"X/CMua2eiSQOR18T0Oqnb4RaQ4xsL1ZF7hFwEBA60xdR+HcXvAVEonPghFCCygKYzGJ7rctcQSVPkKYL",
-	"pN5b6aEV66Ip0REehm53siG6be6P8/YnHWnb68Kae/qAUDTVFzQ46q3B1fjXNMli7rLZIwlMS8DG4fBm",
-	"LEnCZlr7SmZdfROZ6AVABwSL4VyZ0+WScbSrzFZJor8H31KEJklxRQNnSYO917Ti3qtdVY+AxcD0tJ4L",
-	"mfkT9Q5L9Hsh5fooAccaXrQknbFkoznCcVs6o2xaP/P2Y8ehBUt4IcQryjdGhsk77ruUKgY2rrLq/Zal",
-	"Xbhq6TnCYiFPsKhZBbeqNMxaH4kLyjd24aWxPZsF6ptFKQjngXsNL7ffXzxTxbqJmdQ97ZDyYIyszSfd",
-	"I9/SWNXzHVzDlb1y3x8LvOd0peYijf/C7qoDQ0Blee0v4EYsksgePH2fLGK+UkzWX8rDkEmJF2mJDuS8",
-	"xQkRU6U3ACWcrYngjMxSsSBv35xfkMdCz+AxtCwe0/2cE9zuiR3wLaRlTiNNtBjNpHUzNs4Hcw+8YWk8",
-	"2zSeNdQdlZGaU4atYn3A/tJpW3uu+6G7T9s4XIrTfi3IqXkNb2HIabVzPrf6gjHZFhpOyBNGU5aSmUi0",
-	"wgJhcNQQ55bztpf++5l3ym7EdQODz8B0C7/rLdy41FauQdRFbNccoYKgNRqZ7L1WS4NGXjZd2WHdcV73",
-	"dMWrMliPXOiRygkJ6tYh8EhQx5f6ed02hefFKQc98sbdGfh+W8vTwmp45vdrtulsFaDffvttVzMj40pL",
-	"PFYfAGD4M5zrC6xWKiA25uBw7HeKEQHmxZTRZPH7y9aSblL202XLQ1fO7y+tAPkAA89++OB88veXVQlh",
-	"CAJxK81RA+UoAZTyxrX7C9RrJ8bstVDv2ELcVFXtd+gkp46N37iW8e/mgz/3ARh1aboxfnZEJiKxCaRC",
-	"KaB/6lqT3ONPcfT5sX2PS8VoSSmouOBtKnkuddG/f5vt5NIUjoVc8/uabd6xlazEeIK+N6ko/im8azPa",
-	"ongGeRR4h2smWbkXTTroJ3bCsAYjMs/9F+XOjdSxu4TgFtJ/GVd8Ixmdj5utCdPdl3oOrbSO2DXNzema",
-	"J3C9b6ShDcfh8B6hib7NbogZxR7Ga9tiTrV2VeqPRcQmjjWTYOsI7spFpYD05pgWQwe90q/Onj2SWSKG",
-	"vnHE3GRniLRgYq+nS9bSHk+vzp65vZzk2Az5hjHxpeBRUo1EemWmQwxc1R3vq2UqcWHjqOuiffQPOYdA",
-	"1qhIiRsZXE+HLMRLZquZNTpBZ5FY6mM/BcjHQj6qtBe2rMVOxnFo6QYt350kWsGq0kM//YXU0I32JoC+",
-	"u91i7hLPhbtO24jyNzcsfWLTdItHUijSyD2SFhCpaa1hNre3UUnHCBxr2c0b+54WtKE+RowT31zwnV71",
-	"hoLQnUZ6vLXpy/gZMEag/vsLaGI91G9mM0hB2eGHd93tYOw1zW7reYfLjxanufmGReZMwaschEWIlJ2Q",
-	"cM7Ca2MOBFuQlsg8stEJLPIwNCFX2W7jjHcpnM03n9YvpqtW0l+dPbs1YXmm4WsJm/FgDebhXgTf0d8j",
-	"ac/3vMWs+IJudw+ULYzjHgicK5q1qRUo4d15ZSRHZuKCJIJfsZTkSQT127vcA8h+kxRkJB61ncAVfG8p",
-	"X2YH2BVOTsMdSbRC56KRo7s4MMvHMHsyE+qGEXb6/PMOYlnbxzaHpEuOzCma8fovpMCroqJUrx1V0vuy",
-	"acCO2ZcK1W72yRGs+VaJWidEMobbzcJ57iTgoqRR/XJKWrbZKc4cUQTTKouVnXR0eshoU+ykzE53lU2W",
-	"Wk4Y2d2odN9+ObilQdK6EiIi05VydKFIcLY19GrTI4GeB7gVgk9v3z95efb0w/t3Lz/vulsFxNpH4I5Y",
-	"8VN4Td0VCBKgg34dS4zzes9NtA+LXrEopgj4f9dYiq9kOcwLvcGgIIHBfAHOpO3WRfB8UukWaXisP1j0",
-	"w49dXskmQRZ6FgRYZX+OyZp3oXkX2j2cM14zS1CeXdBr5R/EQhZ55YhydC0mmtug9B4J3HT8gCzoRnMj",
-	"XyVJD2EYlixVMaupQlFJjMKSDrbngl2sXLCiZKoqgwJUul7FinlkxWOI2JwlQkCmhR4m3nrQFlbpFgEF",
-	"yt09jdWmOL5ClYxKL25yfiXjBukZiqiU82bLa1R6Mzn7VfJR1JJTdmVO07wzyO+vZgHltsA/FxenRFBD",
-	"CPvtwozyREIx/ZGFSg/RKYRSx0P5OeQUQ8nKLxA1T8Xqag4SRzIT8lMsoEGlcevi7/oslFqBa2PgMx6L",
-	"eefSSMTKc7D/BZ0eebFKEqLoRxJH0iNShDFNiGThKo3Vxthp0JU2pfw6M0lkP6SMSCX0pYXxMN0s9Tz0",
-	"25xh2AiC+hu1UM1ZnKKRbSZWKYniqxiP7+J+saVgtgkAh9RP9OulGjD7NrVN3FInNRx2xYxbXHrgotMz",
-	"iFOpTpx0Pn28ZIsZeMZHzYVi+iSSZC7WeqlCumATcnnnUimfIAeVLljWiKUgfaPPly0IB7h0+TDnr8sW",
-	"nGdaI6fcRCnq8y2KUCWPEb5pb9p9ifR6zlW60fQzu4GmKYW/45qsQHdg5azAPeuw7Mjxywu11Dkk8Der",
-	"fFmGIe0+UYKMOp41BIs0Yim5im/QZXZb0rzRn6mjiam/sndHwHrQ0C3S8qkSt45pxgW5orWmrFWR0g01",
-	"XjLKRlQxiLOqI6+TJV4ex0u9s3GfNHywWLNnnw+WpDUC8igsr+ESxR2YIwoydvBQquTbfIf8fkLrUsIv",
-	"wFDlCEK9o0xJDdkj+mcIkinKSdBACgLRy+Pod4vDSkWsWro7XVj+Lo6iuCSmqNaSKsVS3cl/v7yMPo0+",
-	"/2vdmpdKbzVR5ZEk5k3SPn1y2jEf9giPOXOm5+g3WQ2vylCO64ZS4obiuLwKpXatsXNgVGekNxMkbWYY",
-	"Z/n64ol5u3UlgakRpi8OAGdkTmdTjGs/JXKn8DCvuSXJyrN7JmJ+1bXT6lIJ58kJfDjDLCBQfAxPmhjd",
-	"ZMW1q6tztlOxNLBT5RHZlcDUz+J3ttVMq/bvFFGrbBOYEFyJSgeAB/vYfJIEUiTsg6Z+GjMloOQWrBlN",
-	"lanApf9MklD/JxTpUmDAf6BP34ALff2bxaqEU4El3Sojdmq81Q9Yr8AOyhdLwVX1cMTOaiQ6/F78RKmM",
-	"3M51LdWZ21dCmX3Ufn72WtPu/Px1KTDA1KvbT0xlVe0aZ2reKH5jWwm8nVMvSaR8NfP9V+DKMqns6ngZ",
-	"3KedRXYX2SXGCopYFeOCaxU912BNeLGjKtTImn2VDMYVeCxAFVX0Hs99W9HvUyWARmWVtnBCJbmFWCu8",
-	"wtFNlQF3svYddbYSY1idhSpbrHDHqqIOWdWgOSqx2Rm/5ZSqv879Qm2E14oquEdWJVW5RGKDsu7WNPzU",
-	"oknyZgZglNso/oyF8YIm56arH8pmoPO5vpyKGck+oZX7JX7GIz7CfJA2JRH2RHBUmIJDJQkusXzjZctk",
-	"PhWKLO4r4erXoEglUw9yPyFnTHAVjUU/BjOISLLEIRed1V2UYr3JXTKNoxDDD9csWZEyO9j63O6mujs2",
-	"BAfWWUkmxat1kNWv1H9Amt2HmM9EQNpqzi65aWmCoxBRbGYcqR0PLIHgrtKtDaJXFJD2LOY06cAhPhU0",
-	"jeAhdJiNKZYkgfAOfLd3yUG8I8BUXq3UK1TYzAeIEGUWP89+Wl9O8HuaevlCuX1U+KBM06eYY/L85la7",
-	"CF5/QiUDDOTiTge78f5yL7/v5pBb7ikDEvCDSYUpTrT5tV28aczOMNQq51WEQtD4pWBCGgx0EORGlMgc",
-	"tniatq0RTqJ0cNfD8sFveDEyVm1eCIebH3ARsm3duAAFS0ZmJXXtoCU7KWlbuxYm7GfGrs4JCfQoA4Pj",
-	"UPgMVWZlHVFTWWWnLGi9qkURhV3zCwR2LgRnG3D3Q3DmBBD3nYqhNKsXquUOVTb8M/PxtbNKo2BqQIkB",
-	"QoqaQM8eeQ4g5NeYEEWTNd1IstQj52ChFJCM72D8aJ0BbLdw1SQQ4OmadFE9QMNubrsl0xSCdni0j9Fi",
-	"YV3M93Oc54FFHlFrYQ9t6WXzBRC3G6ZPdKTLI0mUELhuZXjw+xrWKazmozwCwnxbEinIjKbFwZ5opcLo",
-	"FCW3oINQ+akBbeqRNCvQDr6JJdWH1ysqFUv1j4FH/vbX/+yUL/FVVC5JSz4cg2m72yeUo2M23g3yz9lg",
-	"pvoLQQnye78LQanoQ9W/ki27jX53zBroyoWt14a7gwGhgkC9zl4XgRL2Z5UIGwi5pjLbpmBPXiY05mQt",
-	"0kiasax4oi+jAbpW0TGdqSF7DiWr4lvHLeZn3PSSKQVlYhVp03LhYvCbaap5FpREkilV4dwi3GRDVnEC",
-	"8WUmcg83HVLVjr0QuN6rsdXvNg/lSKrleX0p1hmUnM2KK4SLee4a2/zBkjQ1s8m2HvKClcCe3bxohDDH",
-	"pkFcNlgdCVqV5TqGM29B+YomLU93+8MeE0SniGOG3Q85eqfTI94PiRGTLhOWJw0osdYEcoWmkWimTedO",
-	"2I37Djg3KeefcOqPVJphiejtMts5o7/Wr392EXM/Fa3P/Rqu3O8e5paG+FR7KmAUBoTg6O3RhRak/RL+",
-	"M+xAXEaBuKbChPnUVIiEUdDkaiDX61YZIxqtzoF6a9kjvidS+871W5Q5uVS8o2qEzOtg1I0d7MzWrqM5",
-	"kkr0v5XLqhenU6mosXMHpg3i2zk+8BXrbM900it6owVkWYb09vuqLRa+5buaaSrH1Z3kqC0jUkfp7IyG",
-	"mao0Zjc0IVklksIAMsluR+IIgmKBkt1mtLyCScN2gZ2SYwQBw5jyVJYr9tsuNmRpbzFxjg0+F3Gzm/Sw",
-	"Qvxd6bwRnJF2gBlX9rUs6yro1PHOLRe3ziEKUjGbd4aL7h4LZYlbJ1RwV7u6qCM53R2cMVhZKSqIRXfN",
-	"nR1QUcazPenqNa6+WVb9XD2hsGR1tidnmW25iF/5Wu7eGWuu5ZraH6zSlFmHCtfy+lfu+1pe+xW4lmcq",
-	"g31avgs/M3LiN0zZzNjWTFnHHveAlM00fUtZz73Me4ULRJnOX8d1F8RA9xIY7I70an/jQo8E+NVgYpQG",
-	"PHKnNLzGFIXidcFVi/Xf2bYuEtX8VDkCnInYzf8bZpjUyqdmhklzEfaADGO/AgxjcnbdzVg2aplX2vou",
-	"F1ixm/2qF6diyzrPTsyqqc5aykVaMJZP0SYUS7lCVNnC/f8kexdPhgBj4NbzTeFuVWcMLxskG4SdZzIW",
-	"MobKYLRpFAGcP03eOgxitIWayBWALZsRc2qX6yoEJfOaXVYM/bOHtT74ESSUBPpZ0COImsmFAt02InkZ",
-	"iJHvG4TcKZgM2pc2rwDxcy9bHc/Y4OIrLlIW6d4ArpcjWm/WDehMGSJv1mkGi2wxeO/NQFfDrTZBEXuc",
-	"lDC1vSzLb5B52pYJDZnMfzm2/+sdH/cIWJMCgO0OwByJQknNmYGLy7G/Y+VhDAGAF7MIE8jkaoHwawgV",
-	"rtcWxxaQ35EgK90WoOGtXCC0EvVsLUUhvtEjp3ZCvg8Sl4aKpSUnW2OVUafGwsD397G7FeHSG4cH8QMT",
-	"0ECnmmq2bEmbCxLFEsqtaE7sgNpqpzAeOVMwMauRWNCYY5o3iYTqkXOM8aU8ypzGhH2koUo2OcozJT+t",
-	"hGIRJEcnkO5K2sFl62Nvc9nKSq+HYhF0sgVzrMsLqkJApRKzzDonzQaQJKSS9chru92MgxOZ04OcELsx",
-	"weamJxSHbGJ2Y/2G6RVIG/TImSI0kYLEEeMqnsUGlDOzFRry2Kqfy+zSlBfYhwMWMylKdtat5WSzS4CN",
-	"AnHZZDzaxSZe62P3SnQbeaf+3p2xDjju92Lryn37zuz8tj4oKRsThMUg4hP7qHKit5/3+gcjkrJQLBaQ",
-	"pN/Jhz4cuCMnFuAW7eGB7QMtrrrboCnqCartOXMbDvayytravbXGS2EnkdkzEqggE8CaY/AYDOrEcu2C",
-	"US7t7xjYYclnsFohMSFyONErBcIIrh/F3ABSqnlsIkQgHQiFoy1ji4e8DT+0Z7TlSCyRaQydTmEa8/Nt",
-	"GNR+EIhmqxtXohRXjERUMdL+7rvvvuu+etV99qyjpQw8NOEVIU0Yj2hK2sHAH/a7/qA79IPyMRuYjwSd",
-	"OnfEqDv0y06IfSwaFRNm/bFog2D7f/vr/zxwpS0k5vy0Yi5gXwFvA4yyS2bxH0eDQWn8jqXU4dWD0Y7K",
-	"PVlBjW2mYngFRz32/YwzYEdCdBWe03A2I1QxnralE9qevE0ns234SGbuvVSseNQFTMLVsm2rdpD/+l/E",
-	"Vkr2yMDoEB2PLJOVBL+FVgTq+4AymwYv4L/+FzH1l8l//b+kr6fmdAajZz+taJKN3CMskQy4yZ4bRjeR",
-	"FCOvhJrrmckeeY5LMyEjX3+of9Q7HJPfk8Ox3/N9fege9QZj8t/0eppnvyMH/d7REWnr/xyOceBaW6TJ",
-	"jKyWHcA9zNSXWJKjvn5/76wEw4UvY87O+HIF154F/WhqdY9N7SHzZ7+R67MMBiwFXQn/ShlDOS3nkEMq",
-	"Cgdn4WxpPlx21ZcuHDX7nDW3sZsLMo2ThAg+0dfeII4CxFALCrnGAYBnFnOha+GZyd/+n//QO5YETVnI",
-	"wUneDaSI1+DP5DgzpruHMebnpaQraXorPWhpM2JM9Fq2nAV5VhxbXpO6JJr2MF5nRaurBdvwYtcjtq4g",
-	"vlxU00RVloKtG7sltn40YfpasZ7HSVaMIYaUXX2jhutiMMkiJeErdCpWBljbiMm8kF9qDu2JgePL9FP9",
-	"qUf6FOfQ9zYHr2vDZrWWHjushb5pOrgUoIBCAGfMr0EdBqhhjkCvllzuKDMoYmjBxdozNqJAQlntABUJ",
-	"JEyWCZWtL457v3nUhQzkK4nBAyIfkNWMLDCZ3iBcrCeEIoqtOSpnK7VKWX6JpGTDaEroXDdpV2S2mVXn",
-	"BK7keA2QgPODNEWtyJJTizHIrKSSBKWC44HxhseKXAkGtU965LTCBmYB1qSd+fsZj1D3xE82aCN+/6I/",
-	"yit11wZH3M5JUGfqL7sDMp9BJgxK14fqVbl8Ny0r945GbA6OXN2zOojh9DrLvbU41MVAw+UzsyeYwOa2",
-	"Pf0znQEqxsWKhAIwuU/DkGGKqtanvjp/89o21ayfPTOBwNmFNPjv3X9r/9vE//nP/e7xD5eX0Red9r9N",
-	"Li97l5fR7zr/9q+Be6MeuecbaQNqT16iWFnNGzGiUqmFTWkoMwcyqdAb7NDyzxC2sU5jpRiAhmdAzVkc",
-	"c58N/SPc+33WHfl+4KEhawa4Bkl8zdaxhGsCAN4VzFMVS5LeQCAT55RHiaXlNOY03ZBZIqiyzRA1vUdO",
-	"TUUuW/8JzQSygWLgUzMkUmaQcGXRQlcWwNP1zjgxkUaQoaSvMk68VlBOpu+Boi84M/Yuw3JIeDApO2fV",
-	"yC+EAmxngeqp+kPxyvOjFJyvFj3L1M6v3XixFKmy9dhak9ZVrOaraS8Ui8cIhWn/E3M9HJo8Nt3BTi/G",
-	"qO29W4x7O0P4V6uUa5E3scE9hd1gDZIFXgXlFIKMuCBhEmOBDhqB5MzT2V3m6BE0vkko+ZIZkdwoOTAa",
-	"wWJdtrS8Nrs5ZpiInm3onIMwEtE2h/xzQVRK40Rv37+wVGCng8tW4JHgsjUa98YQ108slDfabrHmmFYS",
-	"LCc18NDdGeNXZIsd1gg4oHJwokeyxibR1le4opmskxsqij+D0A9smR+4SQEg2dRYcDuNVoVag0JFL3yG",
-	"zuF6HR7dV6pamFPPUtoLiT0IH0lM47UJ8QgHCYFvW6NpeyTgTBnzMfk9Ac+btH//7X/8h3W4FJ/NWPYS",
-	"hs9BCs4VBX0/i9WEzz+SWQSpflG31FJ9zeIrLA0AXzRxa9kkEfiNXhuDpYUsDQ3+dWnq5gLSqUNeUOH8",
-	"WSOeb0Q3+UhNhGCWMw+62V80Nc29qIixWR8ICokvZcvLnUJP3TE1fGtw4Q9ArxrtH3TKPi4BXO9UbScJ",
-	"8p+ci1ViwhPNqPh1w2hG+8w855z7DaV2g4D0N8pB1TaaulcXtDhmB7NDejTtHod+1B2x/qxLB9NhFyAa",
-	"8KfjvWLI6q7nv4FQtWyL32M2GuxaLQzs7tb/rlL+JEsCN+Khh7FzcTPz4xlAFjS9xihfhB41ceD6cmsg",
-	"9Hp3vExYJ/9DMGKcErlabOU+8/Gn9tsVRJFi3H2syFwkUdEa0a8pwF0us+21HGH+4JPsZR/cNTEU+LXT",
-	"Gu43rb3C4czpakPh6sLMmiPG8nOjIDGdkDTDwoU5FyleWuky1xVkobtH3eOh/hoJE8NogV874MTqLDXB",
-	"JibWzVRHLMU9lH+87wCTUv8QWuKeoCTmSkAAKL7nEPItjX+DVNT8VU9C+OWh6Kc7B+LZlAubmaBVNbsT",
-	"tJLgUrAx2sYI6mCCEOGSrLV2IXJNggTmg0G+ywJw1EP1XUe/zmFTq5SpQKrmkj5b2Ood8gYQLYMYsmYB",
-	"UdEjQbb1LPYiVTTwbHIeVjE0F83Tt2d58EAMFaTg6rgQC9SsEaVRAuSVdNz74KOEjvUEo1gPbBFzqgQY",
-	"rBd0uTQX3+Y80j3T9gtJtF5DOuQefRUTQL2GAM7dQWrFiFWvIVxxdz/F+EyvIYptdz/FsD2vIqa279+C",
-	"CPaKG3R7y1zmZIbLXg7Hvt319dS+V+lg+6Bt8+KgbeNtgzYt6wa9pKn6sFfbVNW3h3X4kAJGO9vdjVk2",
-	"fLu5t8U2hix3tnBZ0vZl3SsfAJ1+e0/vzLvnjKtyP/q+/mFG490Le8549AJerOlD7W6cfRoCdz5AfsEO",
-	"SpzbgPYSEWxA7d57/KII213e55X+djJ7qcMK01d63CU9Sh2WJUilv+1LVuqtuGyVvvS9JPoAdVL36u5C",
-	"v/9mlS3omk3nQlz38Fyo7+JbfOdtzK+w2efMGGISTPF0/OwajPfwtBfkhVZ39miTM+P+DQqsv2ezolTZ",
-	"u9EtG5R4b+/P1Iiq27Z1NuWeTauiaFfDxuP5Fg2Lu+kWDYsH8K6GW6XMLRvfbsjbxdEtWxe39y0b32ab",
-	"1Iv3Xa3qtJs92+y/t5q1y9u0rOi4uxpXpeQP9pZgnal1+Xw/rdhK33uMC6JqaIbbRFM8DvxIEL0Cw2/g",
-	"iXz8yTT7HGQOemk/ErNSAIrfP/ZnQzroHk77YfcwGrHuMR1Pu8NwEPWZPzumR9Pd5sPSPdGOu87QkN9y",
-	"awx1VOlppRszuTmtwczYx8xtQNzWeOXbhu7qYCz0+oPhaHywv9U7p2kdykmyITEvrUwcfQ5OyBrCTlW+",
-	"hoqCJ0MRsIgzHi1FjNkIe0WvAUndaNF9QIZzFopNlkZgFIJuHIGv/ldnmzjaaaYqTrWOAVIAbi4TVnBW",
-	"oGsZyQ/gaOog7c0vmCyGaCV3sJkaMlqu3caGw+/vbIC2Eyy7CMxi9bt9Oph2D8Nh1D1io1l3TA+mh+FR",
-	"dMz8veATEiqVIciDzkN/53mairRBRFzHHMKdtDK9MjsJsHYsrJDe9+0Ay4AsV9MkDgk6f/MKAghKCjWh",
-	"YsEJ6uX64cXLcwjakHN6zZznoG0TsVL6jy8vLt6SsT+swZOJVQYioxtnVet5lmpissA4U2uRXpsQdUA+",
-	"6e1LHbSN1dcM0BsbxodW5Sx82CGQO14ubIXwsAxMCKkKFe5uGGCtKb3BckfaSosUKKve8bKUA8iYo2Tw",
-	"8SOMRf9i6A/pORjQoxt26m14WTea8/CiVbJ15r/vOMDyneQmjFsxUVkEl2fL+6S4+xuFWj0aL/B7Js/Q",
-	"niEnl7xLgpKBJpiQ07yEEpx8ppBiuylnr9MrdKRViWBCzlQe4gD9GDVlZsIEALhacOwekMeyKEGT/wif",
-	"+9tf//MxPKt+xVougglEE2YfC8EtbEvWWKKZquyoF6h0Q9rwLVPbxE2ZLHwnsyGB4dnWyoJC/tSW0Su3",
-	"KL0MVQjd8FETNFZslhkdzHQKS5BV8yp9qWifKnwV05JXSsYRy0M1sKQzvt64oliw1gVSKOa82k9QXphX",
-	"0+AWWWp79mW3nK55ofEj0gI9bf1cwSJmPmZCkC3+tKl5WOLFQjBzO8jiofUdFZCnqVTm3gohrfjZ26Tv",
-	"VxvcKiu92vwhcpThK42WNfhSpRbdtm9WXsavO2Waz6K9hlCgVe0QMtyUQpZ0Q3fuNmvoL3vFQ7eJMxng",
-	"lxwS8fTtWcNnMqNa/WfmFKLmxEqFYlHISdINxUp5JrAOQA7hhyuq2JpuGr6XScKajxXkoaJQjLw5YRz6",
-	"rxppDavapEtD+ISp6tJbRCHcttjhbV2ghUb7+/2g2T8o4mV17PcGmQpdu3ZawyhSGY3AngT26mYVF3sU",
-	"6CYl/N2yY6fkEKj3MdT5Zkpunjqf0xaXTLN/pclb4jUivDThkzTCUDQ6Ira5ALY6HLba55sdAbVuFa8m",
-	"sKHkp2+CoN2GEVyw95cglAvrWO/v1grqm/Q0SZod31BhCXXAL7AuoNHaNsuC2/2LGv/iP9nw/3o2/KKO",
-	"975kNFHzKs+9Y3KVKEyE0DcFbq7WKaORKdiRiimrGnsab6fiOnCZVFwXRyeud14bTdd1dzynrm5l79gb",
-	"Q9se/Eaf7xDQsjEYxI24TmJp8nNyOIdyEDZpF1FXnLI5nYkTjg458TIgSgivBIubadcmf54LEs5hRyDw",
-	"COTDYs0Xc+PA8JYM0Mwgk9gRQcdaM3IqwOvl8uxV1SM2Pcwpj68nK4lYQLIEW/RIYC4EgTPpLPcXIsnx",
-	"j7da+zgppAXbt+VqqoSiSQXq5KEBmosoMDXBjvnQ7zGsdpXV8rErVQu8/KAY0KZYVDEMtVI23MXGLQX9",
-	"Qm6KhYU2pivOIDkFO8PUG2P6t7DBXoEbsGqBYZ+JAf3GcU4ZWc+puUiIJAHdFCgyzcv/3w8pGpm1tByk",
-	"PGEtdQ0OttkedV4Q40ZEJVNL/xKgcn6Tunusc9ZHE870t3ORb2KAbwKsTG5RpzH67ZptHmFdrc7WQf4S",
-	"2O2n1k6l59bgBBpd9McTfzTxx/cGtA0EMBa4WJ2ANhTSJDGuBMwibCRHcZxPhLi+ZkyfmGDIvkptKexG",
-	"4Jj9gZr2A2S6XwCmW2D+7P3hfdB7fiEq7q1QebaC5uz/KTyftyB9249CARevDATs6QvmFVNWxsoaJB3M",
-	"k6qDuumclLSKkoqwwfxERMyPI8CGiiW5ZktFlprHCqveCOGitQYXfcc9ERw8ovxCkQB0mr4Z7MTguTPi",
-	"juNk3C7s90DpgRwog9Tj5fG9CB1mhQwkasYRj6/miry/eApoPRZ65wIy3Se+/30zPE/+zp3lOt4HThv9",
-	"oa+z7OvMeJfZe62rtAaKeg8XaZ2P2mpL5SK4Dwavvg2byADsUZV5Phphhmp9drktekvgAnjpMgN4yeJt",
-	"WdIclU6yPNRWvvtpvg2l/SJdmexLyjfZYhtAfNc5EtI0jSFTvgHFfYLhDQAzBMdfrCycEboIHGQi6zIA",
-	"QBUoUaIoFhRtO/p6Zz+k6+yuUr8xDYZTtahxYa0tdkXM8UZyF2whSJvbAR3UADqVbzx44cTBktK3IsmS",
-	"G4ZlaWLu3s723H1J3FTI13rnPBJ8evv+ycuzpx/ev3sJXqbHn5S4ZvwzpOuSLy9evUQza9k7g6Ah8C5c",
-	"+SiPxIK0qSIJ0/zeHxyRaaxkhudZ8LlFDqDhDC744ATFtAhz/GSjPDEHRMaURgPLrcOASqNYOqMhg5yQ",
-	"ylE9V2o5efy4Pzjs+T2/158c+Uc+zPen/jeH4Z+OF0+G/Pvx9cuj9buB+u5g+Ww0f+H/eF6QOGm818Yz",
-	"ab/1ustrQPs37nsLcZSnDZd0xGTFpoJzpsgTeq1p8EysuRJr3toLA2o7YJX+/VYwVPeBOnUWObMtMoV8",
-	"6JIN9fhXiLgBg9KHdQmrqlSvcGeph3hXrnbu9wwTRgFO16kzg1lOd5f69ppdg2dlrQRu8ROH/sXy/ncX",
-	"jQ7I9C6xeFvwrQaUrd1EwbCCGqDF/C80Opo38ShziLO10uovgfW6KOjFYs1zRQHNcnk1EOfgmlhUq7Z5",
-	"O2pA/toN+IUBOYnUnYGg7uSAh23E85KNgF6d/RC9Cm78+lvPQisi2XuVKAGwIK6UOYVyELICS/h7pjpb",
-	"Q2ZDnYscZtSFtS2WztIjsEi54HgsIYU03YrgNFzfwy7L4rX32WclFK9tVcwyADIADpmaSj7tDBnNYcJO",
-	"KeIMQFXinOciCyGXPTCmYJqkjEYbz7ElCaxG9kt1XieGqL5KWaaOW0Cm+vAkz8QnYZEYWd39WnxrDQW/",
-	"1dtzbGo/2uvOYZBI+5rLQpH0SGRWPqtuYwjba/TfxLTZZNE0+i1WiEJ8JVC0OJNfB4V3P4wAm32Ulcux",
-	"3oaHqPOY3QLpx6L12IGSzfFj5SMHsFWkjm9ESZbMctePVbTmyLzQtqRvATKrqWr/EOAr+88ovxCSNlwx",
-	"S/CwWjyFoM+YhHF9durGHkICQUhIx6uY2/cjBCDT3hYKoqD4V2EGHXTBDHHQ8QzlPomaMkEZt7krc78o",
-	"hXaHZ5KqKE63wRjaWNqSoSlXvBwQjEKVpG2Fjlx3SNU3YW63VZtq9bRz9a+yLlKx4mxx85YyuX41CAjr",
-	"Za6BgKhGRdSGgBRCCe4VDOJ28bIuMf8umCT7kLIOk6Qa1/JAZPwFYd8OccEsVVujGex0FnX5xt4vasEQ",
-	"SduxOHUmJLDQooFHAgtHnrtiIZ0C0cVNxIAjwS2sosyQGJFwsgQ5l1VuDlZigdkci4WIYrV5KiJA3Vgt",
-	"w7x7/JgTBNEjpxZS3Y0QuBWs+gmcJu7oKz3shafuHjyxmuvbCyUpoPqbI2xCENlxTTcIVvcXlgoAlqT6",
-	"egbHi52Ooh/1uv3tf/yH7nSsx4T/7nd65GWTdRZRei0keREd0ECeZrG2+nA0jhjNJPpsrF8FJL9eCK/O",
-	"+JtbfAtHah52YbUMr1XotzVpHftjv+VVPN/oOvTA+XQFpY68ll3E1qQ18gunoj284dk78Ny0jnqDcctr",
-	"2dVuTVqAT68fiUVr0np+qv+5DFsTzUWff42K3r8M+T9XEDF0oEjIig/T/kxCEaHB1bAJVmJtKCJS0IjG",
-	"w75/p8IgzkBqE2Gs0qdZeibSnq270DiSp3M6i/mV3iJzkjKOapEzMAvtv60MRM4/97WofzQ9njRWgRqV",
-	"qkD1HlDRzsWGd3vhdVLRmnNpG0tTJuWzs8E+tSjf3H7kXnb87ldEesdMUbqC/3XJ0hANF5ew+fVEYmlq",
-	"UHSal8TLZHURQ7dcXD4TkVzgJrzd/fMBsW9zGXdf7PQ21WqCmEGUn+7+pJmjyasihiNpl46yDvqNgH6h",
-	"4CqNpyvFbnlE2xMNrkTAiSDGy+LlPY8hlnTBqFylDKOVjBwhwfPToLOX5IPD4bZyDw6TmgHdsFRqcqUi",
-	"WoUK5PFeg/CHB77vD477o/Hg1sMpaafuoBxJ6PCOc0O1e7x48VxBGE/x2MFJb7lA5ZVYbleqsFlxpRkg",
-	"OmIdZ1qrhGT3el25UZct6ZW1SPklBdbVX6crVZSTv1yb/XspdiXN7V70tJF/jxrZPxWeX03huVdV507q",
-	"wj0oCnnNlT1UBs2brrowwduZr/cbKEpNsyTtoO9rvcn3+xiKd4T4IwEWMdpaXcIzhT//7P/Qs9Kg41ZX",
-	"0XOe1Gof5UkZFa9yb93rkO1sVQ2LnGl28W9dtfmHUGqK5dy8f+o4D67j3EmJ+TtgAO9htawi3W5P/7sn",
-	"e+X+6AoFCqbqt0pFm3/YQMo8PfGh6LkHvkWBlDXIgb8aRe1nLdIdJOlsp28pUbOBzJV0zoei9m8LsaNu",
-	"YR0wvn+EdcUk0x3Luqgva3/vq/pQUCfOOlUxNH9L8qyY41y7KuU06IdZk18PD8ZZmzJS7G9pZdz899p1",
-	"KSbIP8yqPCBqU3EZ1G9yAVQj5dVDkvxh4Lhcgjfkwp9n0HG5EQ1Rx8SS8WCSJ2yb2qmozW2YAYBxlRO6",
-	"FXzLvOTu6zgLdybtAINBQOJKpjo98iLWd3ODrZRHEuTxgViPGMYJ08/HQtqBEykSeJecOJ1gtEgAnzkp",
-	"xqlRAHGVJtEACzHYcVzyi5RyCQZKObEf1nd498vmb0xIL7yiH11y8+xxtZGTCFuAcdENIFgmVzTNfxoi",
-	"PEyDytXsq/V1LSrB82gwHvePLYDiNduQ9rsXT8mRPzysKYpGk7qqismVSGM1X3gkeB49Oz8tICzAk+Ig",
-	"8VFttu1NXcJlesOgaxhqqXN4Vu4eH9Z84Lou7v9rtiFx5MEBb2CeIItlzijmJQXXJgS/Gkvp92s/ozb1",
-	"n0HolODN128L03jz9dviFPSDugt2HaDue6m7lPFVoUsZl3A39IOaLj82JARl/OCRKZXsYLRKk8wXtqSR",
-	"raLl1IPs//Td6Xdff3yazr45/3B4sfn2j1++uTqchzdv6TJ+laTrM0rfhl++fyd2itNruJprdtAjxHXz",
-	"gPuQCHX38a/W13XYruSrb78m50whXx+O+4edDCchm6RJNLphaTzbgCSQErmgBptYv19PNRlfcS0noceY",
-	"k5VkJ06JWsEZiVaQb01hq6VCZTmGe0V5621cgf4t004Pr45AL004Yh2RssyjtlQiZR3MfrChjVsLQZ6Q",
-	"IGUhi5cKRKtHAoOB+jLmbADIIVANE70JJi3Z9WpUpUzevl93bKUsh3gtpeP4ffJU8CuAYD29qU3pd0dX",
-	"0/sqVszDyqoiJbNEiFKeCbxB+gN/rwzvuE4UPI1VKSX/dCVVzFv3CXow6vpjiPU+2JEvXIUYbsjuF1zR",
-	"UNUm95sstH+fZglqU8hP2ze/v04uW36tZAaP2dHMDwfTbj8a0e5oOgy7x+xw1qUH03E4ioZsMOvvkwXG",
-	"axPyss/WQDRsS7+rdO/meTThu2fZZe7LJbk6G7BhNAq74+kB7Y6OD4+6R/R42vXDfjRgw9mIjqf7zHZZ",
-	"j2cAkb+1CVU5moG/F68vhVQ0qXfAvYXf0PRbjDA/Oqw/Qx2Z0pA0uUxjrjDTybxswzIWjHJJAr2AwY4V",
-	"3CvXQdXm+2v9mSEa1VVl1S7+1GroaXdugeXAPLlA79Tva5fv7PT1qVNvtsqzpwuWxiF9/HQeh/RK1KoV",
-	"y6hJxLykUhm0nToFaAAV+ge3EzB1QfSlvWL2pjNxJ6rcDRJ3ucQrHhwlSW9ksV3NArvazeFlySM5Sbad",
-	"pI3V62io4htmrmYxN38CwDVn6wymw6YqvDp7VoS7xgaQM2D+WdDlsp8rS/mqmIxQd9S/OntG2uWsVotj",
-	"Wgwd6PTImR0qTfNEa8EJhX6mGwyONfrx3jUc9j65Brc7ueqOET1OtPdBEQTMSgNzXlBJ3QgeJt3YaldN",
-	"p0Cmfdk06ClLBL/SKujDnHx75D/XMsTtkp9/UwfgXlLHWSibxLO9VIVNbq5yHRTBBvGEALDl9OoJVAtw",
-	"K9saFwOKBAusQtrBgqm5iCawFMFJtuEKgL7GYvFIeqYYiX7atS4HrEnSMTjW2z0abiV1wwPZGjmeDhxU",
-	"QIKQyjmEDs1ZeK3/MaX8+oNKKZczlqJ1BpBvgxOyp3/E1s2HlOrC/CYmWRkTA2NOguJEA8IFPM+wik2R",
-	"eWVQ5yDCAoUZZjQHef5RGdgwIBh9ZlMHbPpV4ETDdnpEv2r0J9MxZi3qe1R0QgRPnDTTmVilJIqvYiUf",
-	"HocQo/PAavcrYwBqdn4kK1CA+2H9bStmk/E5iaMJofZDLo+ALccAthe9PI9M1raFsjzDEjjBs+cvn188",
-	"38WXjz9lzT6X4Zn8aT8cREPWHc3Gfnd00D/sHh0NjrtDOpqOw4PokB3tXXzlhVilDYqYwz3WhgFgriU7",
-	"TL8OBGFJlWKp7uq/X15Gn0af/7V1Z5CgRvQfTMw3kSqlCERI07eW1b0gfVDG7Ikv8Qpf3gdzow4hn7Rr",
-	"+SWwEvxU1UNyFYpL7a+oLOmmEcyOptFcJJGBszNgDzV4W78E5A6SIxmvxaqto0P2vqYTiHoj8jxCiRX2",
-	"sCttHjdCIRaAPteAxJmzRd5pDJTWwijYE0BDv9uA11A4xWDsKo3ZDU2cD1pfYh0/toajoe+P+4Nh3x/v",
-	"dT/MsBe27BnzNX0yAIpEHkKwdXPUQ2jUKTNZhLbZNu4iZxRzRIzLhE35uPnMKufFFm3oVbZvq9AAtLD7",
-	"tAoywboTUBUI1KASq4Pa4sGK5Y0zFjWRk1ZF8W6jkLg3rhAnqRvr/+i2kIHtNNUKo25XvIuZhhWmeCtS",
-	"NRNJLOyVrG6nZZoVqCxORYOlbb3L9JqIK/E+3WVRjW+jfVfsbfdlgTJjrSGELZo1KyzmI0l0k61YO0VE",
-	"Lzl5/DiMeK/ODPlY99VbQu7NbSG86i2FdmX3sRS26mGIolVYi81kfiFyHSsopiG4h9hHyPPXbLM/ABN2",
-	"VlczcD97VIWVrWGqTgwZw01mrbGL7ky3VnQ0fKMGwZ1PBU2hxJhWza2lJZAruWSon+stjpVLimDvWUst",
-	"zqwNJWun9z002tfY0ogsc5rhRkUiXGGBnXcvnpLj0fiwgyjAUxFtNL+bSphpKtLsLhY8FnSl5o/BARX0",
-	"LnmgPw0XvhI8H35FPr5c+f4wvI55BP9imGJsauhhokxwQ5M4gg0ekPbI9zveJQ9WXH9JpPFfoODJyO8D",
-	"/pNIp3EUMXxzqB9xobozseL41kg/wnOmq3+hSSLWLAoueXvkjzuIFp8IGnWVEN2EpldMt+tDVysuV0st",
-	"4FjUXbAopl2cXnvUH+Pv5vTWWxK6HAz08zhii6VQjIeb7jXbdFO2kjhq/D3VClcSL2Jlnh7rp+jFlc5A",
-	"dI/Dvp1UrJdZLxE0GiMBpjTqmpI+8HCA46I3NAZBAQ+HQEEtdro3LJWx4ECLbHLw0rhjbIAYvw7PfK00",
-	"TVdXpmZLKZ6FqVrvy7eIhLhcMgCV5REimSthzLOAbblMaOyUGcyZ+EX8Mc8wkLa2QMyR8zCkDSxjWFkH",
-	"c6joFY3BFlP1EEGr5rStT7lkqrQty6CakqqCk5HvGyhRMZuZCBgYvGdSJkyWBGmXkLaytInBDz03q+un",
-	"lT4HgD2wmoGa9+IIjA02U91gQMlytlMR9PrPrcVKQhwUJbCnDO6xsTa3fvhcI96a6lGU6zhWHCSj2vKM",
-	"C/oxXmihNj4+hkwf/KuvX64inKlYJXX+i7lIFZGrxYKmBptc6gtHjsAswnCVosJsXeY5wJUDisuRDoZv",
-	"6hhG1RY+PFcA+Pn+3Vmpf5Bc3t7Sbi9oT9s6l4NVRWCvIC8kp3PEmS1be6yZs7f+iIB0iNzNDik8zolf",
-	"G3rQSEXbn1ENyoFseOrtqdk8i+UyoZsaxeasubNqHIJVB+oog0HFWVwzcs7t8kBP9zVlQvKM8QEYS2we",
-	"8tYjp6Bdc4GKXESsjkmLGVqxIu3L1opfc7HmKIwuW517M+PVmNIACHEVzm2YOVgiPExPC0yzYOJEmDi5",
-	"aEVLG0skg9kEKLp7Bg3FSX0vIrLbOD3TcjDwQERpMeyE8aGxbrHlvmdCprGohXvduvU9y7xa7yi+qfcz",
-	"5Wl+mfFnAYZ5l6AnsPQm9Gu2UpA2VSFYwRDkZOEF+vIQTAgXa4uMrwqGShvd2GA9Ot4doPFLrDnFREfn",
-	"ZnUri47lkf7WrFTdhwFHd3K14FC6XbJW2ZTRLD/KSQn1oPxUUVCBGxM90PLfnDHgWg0z0wNYsOANr5wS",
-	"YEGUTJ0aiImNa2qSx3nBqD3jl5e5w2kv0N0SZW3zDI2ugbazFY/uKpRNQVOIIJM0YT3yROjLCNugf0QY",
-	"ljwxUXB3FLwAjAQ+KkoWsZRLlqgc5QmdMLYEkV6L9Vwk6JnYKrJ/5UTkTMTDCYUFZm8t3/OncCeIsei2",
-	"1alwDcp5wzRJkHrm7d6vl7ebQlnTWkDWDKHfkVRwncll0LbM+Dcc9lyeHb92i6vVJMnvlks1m8Om+Ch9",
-	"HMpb7o+LKihzlvtikQr1cRUnLMdVhqKmprZSGfUeUwGyTJgJASRofbA3JtUUwCKy0jKK+McT3ydOrVsM",
-	"KqoU8Mpx6jne0SK6IYEBggzI76Ds6mwmmYLUaLpJ4qu56kp6oxfGCMWYh8kKMTkRh7qE/V4b3e+Bjkyd",
-	"j2El3hxTGK6xJ2b/Y34K+owhecGtOodS27IVFPOFiSzBtWx0wzNlqKUlCN3UVOMp26udG6mtu9fxCOgT",
-	"tgRyTd0br1DbFu5hYqWm4iOheWqIVuQ+0lDBFTlkZC7WME0Ay465VHpqkqQrfuKuPvpd5mKVkiWVUvMM",
-	"EJyLrBFJKceJipUylXdAOkR007G6AyIkQ1IPkjT/hpcjpFsms0diXhLHPrHT6ZHnAORKY2ko7FCmnNol",
-	"mZKV/C7o0taKaMgu65FnbEZXiZpkGOee4U5Jgj93h54Wq0OPHHqkP/qhJpDJ7MJajyLU9M3iuYBkCJJe",
-	"wEh3U9UCLM8IR6FFa9/D5eO1zJif0brwc/2UpCxBQAIlnB3S/tv/+I+h1mFSpldiIw1anEf8iWXeiG48",
-	"cjghlKwZu8Z9AxtTn5k2uAGSbnRngHxx7BxGRwb5T3PlCaFcrsFQHXNCZWisN2C91petaQrpFammS+mw",
-	"D5w5FhVmvU6+N/QOvf7oB8fw3WwaOfYdy0h3WGsZWdCPpmbM0Y6oessDxWWoU57Om72Bp3gvLZbdBG9g",
-	"paAXVNeqj8EiYCObplTrCuWoEtgR7OMyTjfAYdDPFGr6pOynmiA9mkZPdFf1jmj8TPGQ/SaWdJ9bCY6i",
-	"2u9zMzpJXr367ruSq2kwOLpz8EKdl+s8L4oeR+hFzOI9gPRdgPPHCKniWI5pfzoIh1F3xMaz7ogeTLtH",
-	"4WHU9Vl/NqDD6SgcR/8QQR0wz60REVkuO7x6j3EO0N+26onI/rEBhg/3iX3o7Ah+2CPwL+f6gkPccGxO",
-	"seIEtu72v09qfqHsQzm3tabcczElrK4c9P3muVY/AdneeSEN4LqIJUxVM+/h9yztHkxNF6a2dbNsNS+g",
-	"Rx2C8KBcolbvXp092+pOr0rHuay5ppwpSeY0jdZavkqWxjSxiHBGYBvX0QlZ8finFaD486tsaGW7iT8c",
-	"vP+jPzw+MGUjG+SaE3c7PWQD2g+7x9FwhmHJ03F40D2MjtjxzAexta9gOmeMN4qGWOH5kh3olCxjfmUc",
-	"8vFMv4CKdhTvkhr+4O72rb3jp8XMxtM/UNz07npWNopaj0PfvNHmYUJ7Hya8nDdI13L4Llam1bK2/7e/",
-	"/s+iLa8kVF+kQjfQkwSD7B0zWex23RYwUFc/oRCHbSIK9F504wpy5q2Ty/bLjQHapw6wB9ziZoQWRciO",
-	"0BtrauFCEbRMbZjK4XArJqa4XiGcx0v4LIbL2oL6eTWhlLRPz551vCxkzaS8mE0IlvJ1LMtZP77537Dv",
-	"9/fK3noITGtb9xGL1lYjkPP5vqRTltyGPolucEuifHN2fkqevnv+7Oxiv/LXjaqxjTN8JFFBJu1Aa8WB",
-	"R/721//sFAq4AWvcTYHWX3hrY463BTsaRm5redPRG1yLGy+PbYVKQVjJdTuF7hjHfLvK3Y2HxGgyPtpf",
-	"tTQzetdsTLTOp6yKrUgJwpuUgyXqqLL7fsNVunlVm+6Y1W22Gg7TcrRU2i/nDOsUm8dLAKCDPNuESahe",
-	"so5B5VpQvqJJTb0j02rPFFunpE10TEfhkHX7s/G0O6J+2D0+ZEddq0EMoxG7RX3ds1L391W+17093dd9",
-	"6FZnl9mBTjKm+eHsgdSyLemYRiuTNlwkydMz7+/WVndIO3N2V9yJOs7TMwtSq7xP3W3TeA+rHAxei5aS",
-	"sXalaJZW79SIwl/5elbWQmouaZayH2z0t5Xaxbta82v3fWVr/BLc3LL7VV0SRfkCV3m5DclrBQ7JXobD",
-	"q1ezdn+vOkt3WbwGWJ4t7z348rkASg3r57pEVHHlQL/KHROnb89qlwj25Z3Dd5Qgil5DzinN1e/fkJf2",
-	"1f4eWNcFkgCMTM1GkGRpreK8pqysSAkFd+0EPQpohs+L6PxKftrCyV6BjqpH37IOPGPJbM7qvS/9oHga",
-	"VwsF1AzkkcxtMaSN+bLZA0iT5SVvVMWgcD9nfXmr1x+yexxvz4yG+w8gIa0yvkNAZq89uHy0X2oWj9n9",
-	"wfpvpVyxtE4O/l3gJe+yCnVQk00vPfgKZJCTNfQvAE/qQ4KTdlBQKcswk/V6ezWPxEhgE92V240lmTKA",
-	"6JLXLOqRwFF/Cle6cE7TK8iF36bPkMDhr5x5cp4qz0Y3cY/smgN5urGZ9PZpMdP/MbYPeiTQGn70QawU",
-	"RCgSsVKhWDC3GrV+Q6xMnjyHKIiCEbtHgmx9CgPJVwbO7lhrdwB5psdHOdylidxIxRaQjy1mMz3NE9Kw",
-	"fHE4R4QCNw7EfoQkgl+xFD9Vh5mMqwELcyNi61I37G+WGm8WVmt2JExBG7MUy+qXltKBGvXuCutd6K7e",
-	"rNQ/gDzIZ71dJLjUeWCp4LJujWCY0+iuHO0u1ZY0M80dZaYveUJsrBSWEI/5SrEeCaYruQFM1JrTJLYF",
-	"insQ7GC+wYXpWavCpmtMeMVO9baAKMC2SNHj0ikmtul+MDbB/EuPoQQNal+qsq24Zvx5moq0VtF7c7pS",
-	"czLo+SZNDVLZDg5Hx+T//O9xb9Dx9KaPEOhCi6Zi9lo1mqb+Q0GMWSQfTBYJJql5ZNQf6v8zLmWOfbhK",
-	"KVcfbOaY70OGmOkiTGLA84B8NtBQlRAfFpRvPmQFUjFBzKViaQBQG6Lue6icOR/SNC33X8ESLr1fm1H1",
-	"YXexIABYWKeCX21P+HoKXyJ6JRhX1mqOAq23c/PiGtWNqlYZ1SvtRAvXmKlhNN0wZeDW0Ho30FOfdfDT",
-	"h9gGYZu/JQtTpjCtOeZSMRppDUAaJHbImXpCZRyWpmidNobnwHNjA47tbkVBSaYspPq4yhFfGY+WIubW",
-	"4Skhrhhjl5DmtnK9raQeq7nZHiaPrl1h42a27fTIBUZCGZ4BT6FJYNSCYOhDLKIRAfqfoVnVHPuyFM1j",
-	"iVm/DKdvz9CbBQg+1x8CE6uGqu1gRBKmFDPpgBiSUvILLq4/jF78dPT99GLA/7Q+fLl8dxx+M5RfR/1X",
-	"teCV7mJuHxO+o8clS+Ma+XuMS3746fBPN4OX6+N316MLfvT9cvhlePDVrP9kMX4m/T9sBu/p4dfs+NuP",
-	"deN0Nnc1y9tk+1nOdJi4FDBUfaG1V0Sx2T9yKXgdwO8pLyDSluRvvy4DCV7/AK/XU/2rby80h0HKJ5Uk",
-	"ODVZwLCHJuQJoylLCSbaub3VJtyxzVfz6R/C+E381Yvvn7+7+OP5mTxbqOX3T88Ozn48W7/68b169eyV",
-	"evXsefzy6Vc++9OpfncePVU/RcM/xrM/9tjmq79E357px4r2j/x3/Pno28VX718txt9Ff4lehS/Oxt/1",
-	"v/tL6KvrV+993SQcJHy6eOFHf/oqaTWFnzH5Ia4hwct4xiC+Oeaa8QSPJGkf+H6Rqw7q0yldU0LjVisA",
-	"KoARR6w5XgwqCXr3ha8gQ7FsSIG5ZptHUosQkGiCS49ItqQpRJBPN0QusSqbOyx7p+jdxGydWa5MTfIs",
-	"5sL8bHAE8a9aO41mn4Ytdoqu9QDZrpCzj4+Kp6l5tjOLyN0FhQEUmMPSrbqwdWfdt2w6F+L6uTkp6lzW",
-	"79+9rDM5sRsw/GkZv1zJOYj4W4Yj7edGvR1kYknlcKgsxPU1Y6CLyg0P9/Ex2gDrfZyy5lXSHvV98gfB",
-	"mUfGGJ6cl0e34fFejR264+KCmPDc/fy2eiEuNkvWkI+tG9gSfFp3/PNl64vL1g8BauRJEfr4z+XCWiFN",
-	"o+wOkzpoOXthdTy3Y3uTniZJXbp82Y3r94/92ZD2u306mHYPw2HUPWKjWXdMD6aH4VF0zPy9oMf2c4qW",
-	"2D93iq4Q16UKx6Jflz3z3LE87+d3XAFySLF4m7N+bhJ2kfV2ATeWJnJHBwZn60xp7NVAOey/tW6ZmLQv",
-	"F5szfgI1RQe+CVSC334LzJ3H3w8wWt/81a/y/aoOOCiwXBaA1LWBwojrjz4NpnLfzMAfHTXmju3BsM4i",
-	"6a521Fgt8TOysrNse7Blo3XCJoZN3GMFDg0S2J0AdgUs3BJnYBnFbVKwneaHbp7sYF8vHsD57xW2LE3g",
-	"PTjpb72vTIoYlqaxG+wEU0gxtXGliFR0YxJtIddh5wasbhK9f52nJ/C5xVJtTDlnk+ArTfJu8w4mbc7W",
-	"nZp9vGPfOlvti19nH/3acv7xzeAuO2fXzvg2VvPz7Fq5n2G1rLtVzatNF9VgPZcs/BBk5masiaIZdDgg",
-	"KeWRWJDpRmmpqn/+8tXp0+75l6eD8QGo++RrxpYQTh1fM4Cxk3It0mhi8nKInIs1hOaCFY2LdZHd8POv",
-	"Zl//8Tg9+sPX3/2UXqx/fP/22dHZy7ffn4nBS/qSnq//MF5+efXH3x1cP1v/fufxaqa6h2n21DGMZFg5",
-	"ttQJduPlhlFhAHyyUlWQopcVOslX8q0e1dZ8fUqCNb7b0xstQFlXl5+Hozt7INXIZD4WOz8likmFQ8LM",
-	"uDzFaodxLR9u3veWw0AT6ld2IbhLVOM+cFeleDIUfrlvF0GBGdApkK2Arb1p3ulaIlsQX92k47IfCo93",
-	"hjFvD3JgGpbOqEfS7IgaLoUr51MAVFJn/BzNDvWxo4kwOCuIv6SsdUwfOfnem7IM70YfZHCFyg0aE+IT",
-	"qcQSxApVNjfTxJUcHYx8n7QHI8gLLpnTtkJOQUsntbLGRlKV3/rgYeEqjdXmXPMYkmQKF/nTlT4F7F8v",
-	"7Ie/+vaiVRtU7trCsA5cwePgZUbirVatgjmLnIJFDEH6/IOjDtDYJtdDvbITA/al9eQD37dUxtxoyNfG",
-	"EYGtJ4ABDQKjXEz1ucCFvtFiM5LbCHtggNAkaU0MCfKNow/X3I4K9u4qw7zQenyBBCCEJ9bYRGKw8a2k",
-	"zaqzh5hhKkgwx/PIy2ztYrbTNG+s6VMRbYqTgGFW5oAkqQnSydxLxrrt2E8nhH00uiDlmam4bScFoHV6",
-	"MB3jLev7XWMtL3CJXpGiVwpXLRRLk5+j6mxkJyapeclSUxGIMQMmIjjD41wqYAGtYMP8kVI5YweeBdtT",
-	"4gqzxS1oQtavl7EJohDY5dFrlRMD4M5jfpWw/Rnb1LAz2fnUkCOkabpBJCeqnAl7RFIVy1nMJJkKNder",
-	"OkvE2nEtPHVs21pfAgoak7Nj/5u0XsZSQV2Taq0RFDZOjG/W6J0BwJUTIJrJ7qdRnsJUaGWvU8WPZo3M",
-	"b046UcOL+c8tr1Wyc9piJcwzxnK9eSFcIMv69yy0GHaoLwx5nF8tMplnLziYumLRPwygiOd2ZPPE5SMn",
-	"abI4ULyHA/kAeKeAul14s3b2GXhBm0ry1fmb10Sk5O2zFx2vjN9tSirkBZArQ4evZdDFDavq5qRlJRfz",
-	"Vi3PahGyt6AcFK9sDSzWJWaM4kC0EmBaZOewPCGaU8F6mDGCtUIDBnHLFQiFIwvl1GeMgJwJYH5MydD/",
-	"xGS7ltHbtUgyzj1jrcpvRM3BllKumKxiX5o+Y5nDvEAgEs8WoRuKJGEhCCPJ0pvYQJln5NQnWY6FrWXi",
-	"JccYHEJDZcMKYuUZ+BjpIsq0KfkiR7kCn+QXHSz2U97Dl7yNFYAgZLdSNcjMZEGv9RfyGqv4cQLIBSuO",
-	"4bHCRhEJ75LrPYYSFt4vY9RMNwZsU6REsY/KgpL0yKuMoYCp1ZzF6SXPdjYQUYujkwxlmyxpqjhL8xYV",
-	"rozTnC8t01/yWmFE5Gq6iBUI+txOvcDasfp4yJCAYxeOSjNWSkOFB9KXF69eZmnukkzZPOYRHhYOMoqm",
-	"THDJ2yV0TLp5/AmY+XOA4CLYiSb5kollwlAF0bO2QbGnb88MCE7K9I+X3B5EiMUFo/+XfyGnBRe7ftjv",
-	"kedbTuZgcf3hb3/9T9DFQMcIFhIedCyKUel8vuSE2KC2gibT3qYenOjeFl4mtfKogE7vkg965FyL7Ns6",
-	"N+GARvxTOK/NVuhd8qHeXjjkhEolyRdf9H3jn5dffEHaQe5XmmgtMej0yDu2kqAsYNaXnItUJRuDwUJi",
-	"nLppB9YDTsRUUchfN2r9SXZ0L/Px2NxTrXXzKAOhg4noLpuiCr74YldcgZ4J5eTs7c2BffRIQp+PD0Yn",
-	"hIapkNKQKAMQsmBjKJU6hvGtVgw4LwUV2yOB2iwnhKrf/bhWQVnjxrLE7YAmVxNUwIMO1D665G7ZVj03",
-	"rd1BDHdvzZKkCybuxz+ur2XvRym0rvc0ofFCTkgQSwmY4asIAcOnoNheclfTbedac8cjgUivAH2rAI+v",
-	"fwDVR3cTUwjyYB+X+j8/qjiAuQO0ke5Ha1sxiEHJYOcVvbBzseZaBUc+R4XKACOVFM9LnoM/sYn+xs/k",
-	"bdYX+Zm8ZCrzMJOfL/nP3W4X/r9+MyhoAYF+/Y5qQCWZYR/NgJQGgcePHsYu9erk1urVickmyfvK3qeq",
-	"mOMtT7aqYifb1bDypFAT05OqU8XM247KWl0FY81v5ycR/mQ0qI7po6QguWT8BRrSzs8W9ejq6PPjFt8v",
-	"XAqy1+FWQC118kwMQ8yC+oi0vI3+aD9dvl7U9bT9fqF7uuSv6kpkyEcofuAmlbd2djbaQds5b3wReJe8",
-	"TEGvTKNOrp/Yb+T6Sql3rQKUqOXVTRxl8RdfjPz+F19koW049ODbb7/tOsc7y45HfVrbUKOx3wFa5WCA",
-	"khGAwZaTSx68MlFy7pmuh2JxwcvPT92zH0++CKhj1YiU3YhrFoFdxvzb3M6xJje50ipF+W0bA3yQGWeI",
-	"VlaK51SPvHEPVxNRBcYD/fc12+BUVbox+PeWeEOHeHN6Y+IGNRFI4Ihha+A0J0mA4OABWF5QOpugwkue",
-	"L6g+UN64Z4xTzKJt5gy3hsjqDdS8ItFtlTe45IXD6kqfCabsKHSE8bCvhSIbsUoLXA0leJZUzc1gKS91",
-	"hvoQ5MGhrDXVasSa2/L5eBIX9oqxwFpONfz4L/9CIORYwmG5swoGahDNZTU0+zisb+HefwcqQMeAZELY",
-	"pVY89KqBCgB+LWPeMiulqanX2//ii0stlwRAThoY6MAjC7oEt19dcQKtXxUqCZAnItq4VQcB5+6SYyZR",
-	"bA1yO2oZ1Bc16HgEihpc8iVN6YJhhKS0pQ5Qv9X9W722XSiC0PFwrUuNoTBCpS3IGlsyAchl6mpAG/y3",
-	"afW68EXz05lTu+NrtjE8kNc1oUTmtQC0Rnq3QgBGK4K6Jz/bJPmfoR60XiNXJ8r0Ircuys+ARfgzObW1",
-	"JjLi6F2Dc0H8QkIBwPCESMYy5uiRU80vFKu7gHWtkL8EZ0222FOWiLU9Wo223jXJCziUI/Iz3Auhu1Bz",
-	"ikzE2t2CWt2GKwEFEAvj7jeIAF5e7FZLMvOlYskX/Zk++ZkYGe4RE7+s52tEM8oND/GuM2FsenNKxeiu",
-	"hqSgky5sr6IoaXJxZbpxysvobkbkZ/JaELkK5/r8E6s0ZPakz6WO0yF8gdsWQt9rsOOaIjXwhbEhLWwB",
-	"9jHWF6XpSsFK5RXZsHWu5pVL2vxMRv2h6cley2CxYkmEXpg+eRU/yQhfX/dGdzJ2V9pc7AryDOSY6SgU",
-	"fJbEoWGSY90UEuOcvCs7mB9XUs9pDSDvBXw0+2Y5NaVzkp99iDKLWK+RPvztRNwCPXoQgwH5mbwHeFMl",
-	"ROQBKUPKDd9DWy7WJ1b0FgQukXRD1nPLUU1lfuxnTjkJyuLE4DxDHooxdUfxDADuzYKYXVYoEaR7BOoJ",
-	"gRC69sp8AtQgwTum0k33dKZYGmQ6BfZULSukuxv2i8zwSOZyMmXIEgcj8nX8RG9/PMj5Jr/odZztUChM",
-	"9DMZwzY9zaD5SSgwgTw/k4NwvuKgCW3tvFDcSHc8MIMu1f/FZJEaqZJqshiQ4Eym5KWRdJd2U1gjpeGF",
-	"FG1ZSoKPf0olyzj0xHSLkM1bSb+l4pL+9hiZBIxB5jWXSv3ex+30yWs1/Qxg45rq0xXkeqFdU5PEtcJk",
-	"sQ/6bZtVImYGIUyhuIfLxCkncWSAlQXDbQ7CB61w+a95AfBso5bVusxHdMlH/gjQ8OMIIEThfensP31g",
-	"ssgGG69Wsb7uL1da4UA/7wQeBh24OEs0cx51R/D/+gMyZx+pQTowFjc9NazBrGRO5JTc0DSmXCGQcJJ0",
-	"9dsswk/qiV1yVC2dwDQK8t5e46iae/rRYIAIjrB5DXEwMgtubvDbLE4US08IveQLmrifsrDCJ4amc5FE",
-	"aEonjIdCnzsyoXJO2sF/G7wIOo6lGkQ/xYoE8pLDSuMB5OFQUXN58/bi7M3r8wDN46YZZrPAmSyzu8LA",
-	"Hxn181QfQAFMAOau7AEjSZuLS67neoKYiiwCrR01dvgiFs/MSnOlaaw/YiIe1zEWTlBZrtUjLbHh6DVI",
-	"6Fwr1vSKTSxRw5W65GI2yy2Rkmh1wdbrzUlqxAqSzlk138zLVEjRvQaeXg3ov15VeWTN7ajnkPbQJzKD",
-	"cUOjuJlkx37nyEMzHWcxwm2j8ZFQMv74EUs9F+QFXhuRUJmvcyr0UJ8KrhhXXYw9s+a/CyNTu8/NDIN8",
-	"ihDBtLGMCcIJq5M76heUDTTUF5yjg+aS4+Wk3x+Q//O/D3r9CWon+SKibigXq6urhOWxAfqwXALspt64",
-	"HzedHnmjWa54H8JLuGUyfbrsSERDNsopA/Lx/2Pv3ZYbOa61wVfJwGxHA3QBXTjxAIZjb4rslmiR3RSb",
-	"rbZl6O9KVCXIEgtZUGWBaFjuCF9NzNz+czEvMOH/el5hz5v4SSZyrZVZWUCBBNktmZKpCLsJoA55XLmO",
-	"30eFbIV4hr2TiTEcpXZloOCGRb1w49bGU65NkPwKLd4ifuEi/OOhvGK/gR5wqJ/d1FOTpcmAybQJuK0B",
-	"BJlgDjI4WlNZGSKgde90n612nuZuKDebPL1LSN23sgODNWlSZBBriWC3yVDSDdpSQ2UZBxo+V28Z07x9",
-	"qyaAiuBul6EEfYXVUW/A0A6H8ahXaCENl77nNh1hKDnoFPUVZUM/4vbjU9/Z1ybhLUdxA3m1plrvjm/c",
-	"sdVjgUSbtJ/65oAfyqL0Q4oPuRN6AYfBhfiQQ1xB/1YfFaY1WcKOLeuZEW1ACameRFi8b2Ws5f+AtFpk",
-	"6UcxYHhCmHGzc1MFMlrkGGfVf3ir60B5TEzSH2JYzhOeXc+mdvEP5dKuECrkU72pGi2GYkgh0Kppm/Nc",
-	"Vocv0GHbwAAepJm2aBBWbUyEzB7x8Nr2w9nRtA9hIQIrhDFd0REBBz96MurBREzSwvPgf99yotUFoyK5",
-	"6V8BADJ48daZ/ANsOnH2YMSRvb142QT5TuMSsUTLPzXLslQrqXqVDWvD4Sza9f1hjZwPekRfvT0pRorR",
-	"Vb6PV+nFZ4X9BZhZtDtLyhe4TpRAxh2wyaA2gnZru28WHvYOXFVHllMN8Zhg7YFHJhbKYzMZ6wlRuaKd",
-	"GoZimiNfJce4CmFF63PLfDeUlG8+4XkIilHwP5r/Wf/Pgf+3v7Sbe98Ph9FWo/6fg+GwNRxGv2/8538E",
-	"BG8AB+GUA84Uhp05G8WSZws2TlKtcKXu8Qtx5gVxT9By18sc3q4GhDGFJVh2/bhAVzgf7U6rC+Psdh4a",
-	"VPSf1hqVXiDKvRk7Im3JMx4nurd/FVlKj+4Ma3pxDWu9fquPU9ntNEcxBjovzWHnth5G1fwKU3Zu1CSM",
-	"YkBhLZV9m1IJLH5kc+CcghICtBgHxQH9TJkWs1gNpWVkYvViCnHkiG0HX/RMAX1NCSA3YHUq7uPOLVqt",
-	"HQIsA9oImPkREN3XSSzFsVbTA+Jr4XiU2K6vXg6qDyqAQ3kppMACT8iSzEtZCOAXthNc1AsV5yKkYpgN",
-	"cAIOEsxEuYylzQMw3wN2Ba1vKDVokSfYJK4UuAtw5MNvbqgisCkL0WAoA3RRWqBqj0XI4cI6/YYxB9Ip",
-	"/3EmWBDOMpVqre9diSGcjhCg5AG5Rq008djgJJbXA0oD+Off/4EuRG2GJn8Y1vS9w1pQ0NqMZ4nleDXB",
-	"bvuCfVLEhxKQQMw7DVU5vsuIoBZ7WTDEQJoLJ0KdfRalKMdncRIx7JieAxwvGzzSGwRHkIJH9osCxswZ",
-	"51u98WbySI+LczFhMeLl40TSCnDEORhAqIitTK/H1vxC76VwGBwUeGHIs2gJv8jEUaELa5COAhPkLeAd",
-	"Vt1CJPNhGXX6/aF0AM89lomJ0PtYYFavyYUG/3PJ2obYl9F6W+xcTAVSYRa6vF0nkLV5LRZFvhB8A8pK",
-	"PUwnU55ZxQePA22BJ7EiH4TJyzIWMi521PK3tjq+v7UFLxvKJb7BmDJC5jhsdizy5rmYJnwhIqIGc1KW",
-	"dTuX/WVkvuER2OmwujusFHADj1yjxQ5TaTLUbboJPE8vH0h+wGLxVIqhpLYOCDEHnOpSKPS1GQtwHGfW",
-	"GwLrsuP7esTp4Zn4QYS5o8h8+DCURpco5hO8IVphzzK83EyT1gWh+bYSHxbzVy8OjgI2T7NrVWT/FL4A",
-	"9IrozUQh0b1222f//b/2Wu3GoJh1ijeAMknap1bZMEPaCtIJJLEMZdP0Sv8eCzUoWDbBaVzvtbtsJBap",
-	"jBpFo2A7mJ1xcHH4FTCHpdAhTKOCbUFvtVrovoNyUpxu5oVgWQA1E808GIJUyRMKeKr1vMPKcCLGEaun",
-	"mUcJ2KU3eEQgEBGDmOG85ziU+rFovCMhT2Ac3xgmyaEcVY/TAW4UuB1n2IVxsY400GBX2SNhBum2gkZS",
-	"v7xgkkQ1Kr6U2hoYuISSQFAJv46BPQEUawBpohMJ6Zj04yptU3ikcoNsseP7003xiuyfTstnXF1DrpWL",
-	"8tFtdRowEmYccLlo8YyHMpZZKCYFpJqbee12WCTEFPCRaCl5ZXeNfpM+7ChDPYXrkwUMCpDCOhFnuUCJ",
-	"FAltlKgi+X95jmIF+x++AMAco/lbOr66Y1DOr+JcIACFNW59XzeMOMHIr1SaI3rnktVH5lARdxDo66tz",
-	"NuIRC34XNNHK0OpasB8UXsc4Q2+Tfq1DR7YmkjqwzkdYstAwFSdCamUqytLplFqIDtflVhbhU7fpIGP0",
-	"uNGQoSGXzyEzV+i/UeyzQuDAlQ1Lxnd3wyH2vy5a22LHpEPD+iMdDOdknsV5LmQBOYUoPAOGV/3h9318",
-	"Nn7qt/zCgwYDcWQgKBSrB1SZ/zJLJ1pfoI8XKb1LL/xut7vH8HrLiZUIGfHMIy8aNDIw0Bd++wI4lAe+",
-	"/x22xP1lD39p+v2B7wfGG2U5KrGIqNnuD/p7sCPylAW/x48D9lKMspm2p7o++qYTwafGV1cPOt1Bf2+w",
-	"7QeFXopPTcesvU0aRZrpxwKCm+4hREE2mS8cO2M1mbqmwloz8rvEiKrvKQNLDe6EkqpI+GTPt3sNz+iF",
-	"zPVaSpD6vc6eFSro1XKdsCiwXrvRSN1i/e4mKBEAIoOurdHC6vdt3y9UiSmYISG8YTTLFDCk6bZ0fL+x",
-	"Ty/Xy183ZbUJTjGcOX6/RV8VpN9QYnZcBDCCdlCQneYiG/NQtNgZBxcN5EvJ1F6sxCXAIAxlzaslcSgI",
-	"vIkKBA6mPLwSWqSvFAbM5/MWh59baXb5nO5Vz0+OD1+8evOi2Wn5rat8gvAfcZ6U6w1qXo2aUBvU2lBZ",
-	"NRWST+PaoNZt+a0uVHzkV1CWU50Tq3+5XAfI5abX1v/47mv2RuQebMqdfnungTL2RmTxeFHK7FIEZ0YG",
-	"9gbZvNNYn6WUr0rYuqhAoIh6plhwHUdBi71Kl2HeatDtzNJC1b4U+R/n16rm1YwdDgPQ8X1TwGEqaJei",
-	"6k5ZL9yhRwlqm2aTCc8WBCNt+mBqL6/FQk+EFsD6Yj1aUJXLk8vaoAZdBAySG/gE99a82nUcOXg9flt/",
-	"lcMrvj7Ty0RBtWx8WfNqH4Dl4sc/H/z56w+H2fjbN+93Lhbvvvnq9eXOVXhzxqfxaZLNjzk/C796e57W",
-	"Pn4PFSuoFN1V3wsjBddXQYPBlEO5TA9Hr+pRdpSff8EtVbhb51kb/OV7zxnFLylkiTPsjCOgpPFLPX61",
-	"cqVB7Xv9QGvl3rpsl9CW1pWeEVGpNdcsdVjsBl09ZCtFBTKYwBoMClKqgEmeZencVKoogLDXZ7e5xraA",
-	"S2aIy81vmA0jCd5iNbjrwdGvyhHPht4E6FmIWuxAukzJhgkaQpGnx0cDk/ejWADFm4oFKyxbweoWOomV",
-	"+V2BEDE6K6zsZWh18htBN0FoxgUx9IPY12L9XDgIDenXoEwEVqztu3DVv/9kKeCuuWINX8xT22F3ugtR",
-	"8JcSSpfe6r2m32+2exft7UHHQHOBGNiQ/s0lv9t0KCfwgt7ednvb393p7u7uLsGbwcM2wp376N3ao7bb",
-	"o85oV/TG27y5F7ajZk90x81dvjNqbof9SH/q8PboM/Vob/vhPfq+LCiX4B6Pj1TF9q9tiM1yWt5nqwhe",
-	"q0IXjYTT46MqrgLITabvraxCxrpxmjUeJqX1Le27b3nrZAriTd27b3ppEgLhjs7e3XdcpOkplwvj49H3",
-	"9Td50xvMLXpb5B4tnz9lhAF9HJki9L8sFSx//7F0Vtk6BedoOl0+S8zp5Hix155QpvLAll8M2D3KCG0N",
-	"wDMEf2jOpoZq/qezgz+fv/jmvZsfqx+4eP6TSmaXHwMK5p6eQOYO5qtGaajABcyT1iQC/8dcq/bofNPq",
-	"eGDbcZAHVJWmzxJIGr40ip1x0yM6ALrh98ue8WfKmhixLdYoucNZHTEpTC6L9aA3WpCgfSkCwr2AwGAO",
-	"7nbnWIVv0BQubE52saYR+CTzXGg4dmKfcdsHOsz0IohijKxegZtlllcH8gM2g7ohsuNsRMIWnKAzjZjh",
-	"3QnfZ5P0BolghJ3yVI5SnplUG6jaTJWKR4korYrCRqk+yt2FuclxXlqIMFUQIeeXSyyBsXyfCcL5rDq0",
-	"4Zbaprqo08w3cONHfeRU3VH04Dm4UWsbXHgIU1H7DBrBlCCAynaBc1dJCRhxee3oESeWxa7m+72OtlLS",
-	"WR7LS4wsI6Od7/t+p6/l32imYimUIliarPznSSxFG8jSfZ8diohn7E1e89yfO7WBnCWJVwtBEtbO05mM",
-	"2HkaXkOFvsp5cgjMhbWd3e3tHgEp6s8Xf4LC9BFHzu6aeX4mRM4OZnmql8KEx9qgTedSZP8V6isUXMBn",
-	"edoK0wnSvMX54gLPviQJ9bkvLnmy7rHsXEx5nLGTk0PdxKtU6st+3+63O/1+32/v7IAs/nAcOWO5vbO7",
-	"h3gBKs5dNLKqNn30alexytMMjwaeu6ZY56K9M+j0SZuRKTztjRXGJojuCF/P2LgiEWGepTIOeYIQ+Kc8",
-	"izk7SG54Jv6KYwsoBlaowsotN6B34e8N2n65AZBSPc9iCDapnGc5YpyaBxY7US9wUJGIwbPXHPf5drM3",
-	"2gmbu9GeaPpa1xx1w17UB6xbPXUoCWjXLjcar7iKp2ciC2GP1Lb9lu/r1yvpTEKv22nXCk/FKZf8EnIZ",
-	"wOcOXaVXXKQT9oUIrwHipuL5vcrn7+5s993n02O/rxoGr+YcXOvn16FYrJ6B23VEV7KWD8+N9UTnEZvo",
-	"iK8lBsfBZlzCQKFQk36jPlfXvZkuew7XwCue9MaH6I0ruDVVumOlcucok0YxqNAhIQR+H0UyLR9DhW/D",
-	"nCIeuAJwv+Hf+nQyeiyrg8aFCTrg1QdlpeEZotFLrCLWn0h+snqaRHbNN9AfEREUmtsUrbpUa7ROLBGS",
-	"qqv8eQels/VW/QWAwUr02WWVZUOpGCMMS35VKDPgXyhQ6xCN95f0RMTyHGXbmoVtrnVFyrG5Z3OXYEkg",
-	"VXsGnZY+drvT7919x6tUnzAy+rULnC9FXkLoKe2aNQKnlHRzH7/qEhbEquFofUVVZiMm+FbajQiNCu4P",
-	"8IgCtNoGxuRQbmxNvoSQrWJhOhnFEjmj2MGrI0iac4nUMRKseCIIYEISiBHqfVW86qwOfmX7kee5mExz",
-	"ioV7RTaQA+SDBVYHeKUKMLIGPuUJMqFxhplQLfaGJ4LQLigcX5qIoZyLTBikOT6dCp6xPE2LtmKYatVI",
-	"PCy46zYzEvWoKHJhJwtq4BKUtr5mjW14HctoY9PQadzX+j6wDKsNV+hk0Sw7DytgaJVMbmusWESWv3db",
-	"DVrymtaWQUFSsrNXKEY3dA9XNX3F2X8v57m31te/1HJy+huM+IfQu1a13qUX//ytxjRYxKuBsgDF6lCo",
-	"x+23scGVGTeWAxnb4x2+O2ruhX7U7In2uKm1hyaoD/jT3ppO0bM/S6fKHYKm8hzkxRiTYGIFuROsDulf",
-	"Kr4RjWp2eDdtYk3DnWSN6qbfyiS/aftJqDlNFx9ua3rvHk2/SB/U8F+DB+pAFoeRFrr2nFk9iGwtV8lN",
-	"ZSi1a22fbG/85txwOwxq9H1B1T+ofRsrXmLYWOGg6Q/ane+KS75YoNsHfVIl/s/iS7NB6Ash82xxCk4q",
-	"/ALcGz5p8lqk+M3ednunubvb2Wt2eW/UD7ejHbE7LrEn30MUOYUstUHt+NW3zTb66uDQssdaUrgm2u12",
-	"GxxbNyLpvoFpJLzoVRG8sUSvDN5N+UJk5Ds74pKzd1dxDgmMYJ64I4lH8utx8VlPpx6IXtf3++1Ot+3r",
-	"DgOQlT62rFVD1AAljlOHXls/DhxXP9Oi6Q38jRdNTTd8DTNz7XOuJv+XW02+73d+NasJPzlriJpqF5HL",
-	"4L28iG71rh2uNzE2dq852th93WsrGuOTf+2XNHfLYMVVvrXSBDkmbmndVNm5t3vW9BpwH13yalVAMBjX",
-	"lUekHuugHSpdW+763MC1VbZOl3xbGx+Jj8+3BTLwLr+Wa1lxs5jua5Ot82mVZvzJqfUodjk6tNyZufcu",
-	"f25A0X+CaOfqbv8SUuwmqRSLwm9dKNK2ziPO0ec1cPApLLSLIaMaA4xvPUA1KGDGBZUBQyEg7hnY5ZgK",
-	"RlbfGHKJGGGoRO1T8dhsgrep4nLyuVDhgfgQAlxInHsM4OqAENFcAwUVkC7EXcQYbfYMMBUSbWB4ATTf",
-	"IvnqRlHlqGCTFGUPOsfggYhnDK20oEHPbDEoVBGFaRaJCLMxiu8xo0W3z1uaZ/1ugHOTgakBpDJ1o4ZY",
-	"uAfdPAsyXIAW3aRxBEW2uvXawucoipXI80REbCFyHKDSdGK3zNB7Q4mFwziEcY4uyXmsRFFk6ryTNB3i",
-	"fir6qfI4SVjHbw9wlPCBlDhioAcDoycFNsoSlHTdgNVVPJklPE+zAbrf0GbGchAYvqDnO/91+nuBhaiM",
-	"M9sR86Z9qhhznlJ6QN/32wFVWeOILAM1YMhnaUGyjMdKqKEMyuZAYKPnYKHSB1u5KKOlr56pAlI3IDyc",
-	"G5FB8aa8pMIj51oaSY/Re894HGENyIgnXIYiIAzPAyyjbG1tsZ7vD5jdr3qBTND/wCXzCwgc+51bAu9B",
-	"OUeQ0ewAYkffL5VgaL1gYPHoyqe3XMnxa7FepzOUAMqJQwlAWgNwSZGBQ2Pn+oR7nQ4LCGjYCIHidtrN",
-	"wWAoi244EquYEIDhB4FmFgomM80NbkYdHQo5jxOocdRz7ArABrVlqU5UL3goFG2xvt8ZLG2aZXQxRHBD",
-	"geE5ONJF3SbRvw8lYtOVK25Xan9pzp2v9bwfKAdFZqV4eXDL86BJozRaYAwjlkW9cIH05Betoj3Bk0zw",
-	"aEFeunWFuUMJlbn7RekL1voga1O5pHbCr5Enht5QX1NOiwXCNkJrLkd5aufBlsXr8U9SlbM6N+BMIJ0z",
-	"rq4aSCCJEnS00PI/JoIq+yDP1gkCkkq2qCiJvkyhxA3WsUiUMIi9hKBvQFnwXIMRg/K3qtgFrvt7qtF6",
-	"vS/FsB6PNr3iK6WidRcOJtSTJ423A0u4Nq9jh0rTW5b/krM78sOdUVs0O+Mub/bC3ai5J7bHzSJgvm0H",
-	"Am3fYiiWNk/J/+pSQfb7dzFBfo9DKlT+RRot7u0wzfKyw/TMYb8gB4yt4bFurU4fvVfGEYKm4RUfQ/Vr",
-	"rK5IWCEMR4t47dTSqw6SBM1BkpLOq+5RqYPrvKivqTRicGs77KVYaZ2x4KePQaEKLjUIzJ1PNOAykmD3",
-	"MeKwS5/PjEMpOrAnI8xOSe4WgK7VYt0KKUTgy6ksMC/ORKi+gXNKijm+AHRgWkpWCi75iypk/V3uo+IW",
-	"ewf0uYNG5n1KWIwX9184N8XqhEGD2aibhjVKAXQSas5Q/sascX/37huoHxd4AMNt7Q1adobQxBdpesKz",
-	"S4H39TcZBgvYdiqimEO6LngOOpvc7MAAf5q/obPRJH+JoLW/tIuCXAlLTgpSvO/lpzA0KfdJuDH33DvX",
-	"xlh2nzHXhgo3LNLhg3Jt3pWD7eR+UAbkqOTL+U8bx/nDP//+D6PTvwFNFDx2W1uEsWBt0ZJyVwc3QGpM",
-	"4EYJV5eK5wGbht5DxDunx0fPFEunAKSXh1esXvK/lOPXsdSGnunOQuQNgpQcSlDeOYv4AkiKqFTnzYuL",
-	"i5MXpy9eXbw/fHvx+uXLgNVN+XvQ6Qx8P2iYAYdY+F8L3o2hxLY5taT6HVfpnHRmWVBdQIYG1Y1nM+kZ",
-	"UzsSEy7t8jAE1DCmrNlMs0v2+vzLACx80iZgDBAit+jqfnHgonFD4B4KM6eeKbqPoB5B9yc+N1hk9BjP",
-	"eHikyA/IHtfWHqznkb72kufxDfp63hWprXGSN2PJrGsEjBV8Fb6XUEjoNQM2FgLhA+w8HJ++PTm4eH3+",
-	"/uWLF29Kk9Da+93v/VZXT4RWopdi7OA2y1L0jFzxZNycTYfScNWBSi5hyqwbbh/4oQCK6CAPijE4TWXE",
-	"F808bb7MYr1MYKkgUGkA3TjiuQhaDDoOZ20ay1w4jEthOiE3nf6k34a89VqqW1QleNQzNdRvI7efuXIk",
-	"9BNKY2UhT1ezZ6w3TmsKAbg9QXh4DlCaMGRK0AR0GGgD1EmvCabImhGQE7E0OldcDSV0izaBU1Rt94MR",
-	"eFMeR8G65LYjI283SWyzI2rymh57RhaNYZH0psfCdqPcdLr286S60bDekeZmx/PXl6BUbvpTbtLDcpO0",
-	"MCsUGAYYC4ppBa5cKEdSzpl1qCeqShTpdC78Dgxs7zsYeSM13Gt6Na+mhf2BTVPptvb6pkZ9wxy+z51x",
-	"YU83/VO73YIMHL1hddvdTIui2YUbAr4/xK/bHkRNi8t6fVM1pb+mq7pOIobZ+7dnXRxV6pkbJ1zQ7fdN",
-	"tnCl1VOexePKs4iK09MYNfZALdszdydWWP36M+VUsON8qRYB4lW3mxC6lUFlOoZZvRv4kK0WEz08N/iR",
-	"ZWFoMbQiu6mb5APj4ZWISJWU167X9El+l9p+4fd0/9pw8P9sEl1P2D2cyFY4VzvozOZ8Sn95ROkvkRVJ",
-	"a4Qvcrbex5WEdzzMkWRqtjA14jM5kgwgNhBAGhl+LaY56/paezREyNBwfbcDQ2l99kB2wUMCxkGbFRIF",
-	"hhKIS8I0i9SgBMdNlL+GbAKYb24MHYlM6YP7M97RGsog4jkPiiwW4qajFx+cHTvw7Dnm3ICjCd1RDtl+",
-	"LAFSHPhy3IPMK+begzwW43HyloprG/uG2gcPQsSkt3w/QwmI5Tn/wOLIY2/eAKGzqfnFi8mfVhD2QW7E",
-	"gSwGHKB4rWlfEJZit6ZZmgPurGH08thIqDgSQ1miOR4AIQsUCW0B4ifPovcm6Q6+gW6+19+3tiw7HEql",
-	"rQD4kNBV5TBY75cI8sxlqooBd98yJrem4HUgPm2TezBJM4FJSoD5kggO3EozzJgicmQDVDjhC4tSDKAx",
-	"yOKHeLDAbwVgDUj147BJ+F1Gvy0NpSF8WufFwL2xkQ+Dmmo8GPrt++DZQb+NnqLKftgmLgO94KTBeVNt",
-	"x4I2suk5BD3BGMMay5s68KvyFlCbn9wEt6uaVdh4yyVDrXan2+tv69HQaxXuJpwD2A5+e88fd3kbkhCa",
-	"O2E3au6K3rjZ59ujnXA32hP+GJQ/oN8FRRbIz1GegZcU/d2g68TOIzvNnVE7bO5EPdHc4/1Rsxt2orbw",
-	"x3t8d1SMritGEIJkjTn94uYTqhfg5vua0iRwnwzpX1iXcw66SjNa3CzVKZA8d7W4uw1ouM7gLBNtfyxU",
-	"MCAGmxg87ZDmkRPE6RLhv75kbsiH89RieNjfYY3uU8wHcmRlKgWkeq6a6kaddEx2fWqr1MRd7jpx6kvH",
-	"OcQqPklN2K9k/YfHlhUFIm0GXwGOf9CodAvgPtzAKUBDsZxKtploeWQuAbjyMYnpYrUTbhfiJYDhTL+t",
-	"bWoX3AwPaFvCVU7IDLc9Wl8GNPbGiau/wMAI4qt1fL9UE0fNLfC6PuX8uZfetc76Lywf0OLtYD+5Ax7D",
-	"EQLOADLINjhDnmeCZnB96csboY+JvJj6Sx5LD7cdNwQ8VDVuTT/DzJpnCyBeiWaJ8PQxgrQ0Quo+R8Vh",
-	"omYj/c4R0IrAygJTSGv1lJmHjGe5t5zITUu8GUcBq2ciFLo3emFGM5RZgo0WSJ/Y8TsD9uNMzES0X5Ln",
-	"MBYBU1cGo9tZ1oV9+4iPqIZ7rqpKZ/kzhSYrNHumgPAEEv/ztBj9YoZg+EExAOtQ99xMFiTeCyiIqmOG",
-	"MMh/pEGVxZymY7f3kF9aWN3loWp4mOB9i91LBIYFEbSCokt0+JhXIiuKJUbymRZ8inj9ikkFxh45y8UA",
-	"mXPzK54jjXQVL0T1mytSzOkFvx01oHM/NQD6c7zxKXW/8+iAmDHXe6WL2c0EbfPf3KH00OxOPMzWTCXR",
-	"LP++YkqxjIeGeMVEyPWn9buMyjXMZitT9vc6lmylVqg8vc5eAd15kaaYomZKDopFe5Xn08Hz5+3OTstv",
-	"+a32YNff9U1H1POM56IJHmicms3W2RneXrnClpsyQM/NwdmxlqjPFBDUQG7NxuNhSCDMcBZJ48bu2sfq",
-	"nDJLjTNqjuXuXHKXAQ+X4pXQ019AY6GVo1oTLrUKv6S1aBXDqi2oYKxTXq4ET/Krv641fg/c4iqgQXWy",
-	"xLXwnk1b7MhEh/N0Ruze+lgfcSU2JY/5Ctrx6fQx6XU5lPp26kZLrSWQXt8ngEeNWyMpy4PxuXlbTuIb",
-	"IfXj9WYUzjS+NkNoptLyk94nKGVvKpEu6APQZTypdIyfpAWw6ifOWqnpZb6PxHmLA5xUhuLu+W12mMpL",
-	"CHMd3IgVNO7am1mcC9buACwOgnIfzFQOG2M9v4Z1DhvI7Sidyzydy/8aJTMxSqUU+YhfA+g8eLTje3Bq",
-	"kJbxhX0S+wIexY7oJQ+m2KgC8IaI9hL0+A5QIIH2Oc1frWlOGZzchSkK8xiGOo8n4jt838FEZHHInx9e",
-	"xSG/TCuxnjtNv33R7pjBBUij8nTu7rJzLeTZeXQ7rvotU7gNoNO9lSl04YfCXrQrOuPmNm+Pmr1wL2ru",
-	"iu64ucM7o3boR3tYa0jzBC1ScSTY13EeXonPMD3YlpVJ6S5PCoH9VM5CLB86D+1m27/w9wbdTTC3T9bL",
-	"iU3d6uYRm5OyWMaVCmaWJ+qVhyoPVqKud5q7QtecN4W4Xzpu7vae3zqPG+akVWoNJ+nm+NQF1Vj0cH6s",
-	"R5Y6Zgmw7qoxNANlj5bNlZ9i21arPwXp2JPD8lHsYExgcrjR1u1ghyp5vbvyxQeD+8GlMc+QbVqW+CdZ",
-	"vSBRJnLTUFtrMo8BtMPwKQ/lf/+vXqvXaDGwUoLLjMv8vd4af8Db3ju3BeQ+ol/AJ2l8hXHksWBy/f6f",
-	"f/9H0DB5UXidEmEmcroWP+hrFV4LHj2gY7KF2rygTwabEwj8EC86wsAaPETf+dXFxRn7gqs4XDJr4G0S",
-	"S0GcXiGtthCRiCxktn5Pw6Ln4PAlXOWKbfu+NUjZOTClxzlV6airNMuTRQElysSHaZwJtc+iFMwvrq6H",
-	"0mUCnxbsry3kPkeH8NZWd4nndS017dbWUFaz03raIAwRGcN6PDOqKASHdcNSkDMeZqlShs7W1MhZLADc",
-	"Ditc1/SzgSGhjCigl0e3Kv0ylAje7bEJT/TMAmeMUA4BO7HVIqF8CSeo2ks5lBZgyQyOgFmxVOrxCoP7",
-	"WUEzDv5949cx2dND4MwCfxoRaa/wjHsMPBqwOiEoJN3FyXgSXwsP4GIQlCe/EgYmhq4jrnVTRMYp2QwP",
-	"2AVLAOzBDgwuQyrihCEBhmfY12nGgF/LA/bdWCgWHPLwSjQPU5lnaTJgMm2qPM0ElCsOJdJxvXcECPFQ",
-	"w9JlufiQL834MyDGAKyeqYMNUUz4EPPpkI0bUMFiCSheEPZTbAbU+2IoUfrAIAU/DWvQkmHNY/Sn26hh",
-	"7WPA6hMRxZQhFiyfs0HDww0F2FqjRExYlIaziZD5QI/X3xjq3+xvREEWsL9hzP5vQ/m3ZrNp/6ev7fm+",
-	"vjCWNzyJo/fUOX3L1yDHUOKAgEGsLJl7lt7d4VPHtc8LsjX9/duLl81dGlqz+V69PQExVhrKXIlkvPQ0",
-	"I9Cet1ttvYCosLhYOyHOdAGCot9f7DG6PomlaDC3r7Oisv29Kwv/tioa09zK7ZLkp8e13aHD6/Rj3hL9",
-	"nDkJ5lkqL62sz8RNei0i/SvK85maCqgXLemW+Ip2d83sfAGng15+sL/N5f3bLpciBh1WD1BTSCTAl2kG",
-	"e5MQpIJD1PCaFzAIBhQEFhxzliW+r7On35en6fsJl4v3Fi6G/Y2dWmSprk8S3wp11zEKsUXgqaFMYHxy",
-	"t72mJ1+hZxP7vo2dry8J4iIHE1J+UylFaBR2KgQ2CYRG2MISGcoDNhH5VRpR0jK0HzBxAKkscNUSEh9b",
-	"Wz2/v7VFUvogSdL5gOEdQPq+uktZPcCXNGWaN7m+Q0BKNQbY8PDA92uVHgQQDqC1MQw0k9LipiI39BBc",
-	"DsC5XfsUlBxn0R9Lc3+hzZGIcJQQyr7WwsH1bVodqTaoTa7f917+uPvd6KIj/zTfOZme74XfdtXXUfu0",
-	"5tVKWpK+Wr3/cedPN52T+d75de9C7n437X4Vbv9x3P5i0j9S/peLzlu+87XYe/eh5tWK/Vsb1FY37n38",
-	"qjB4rhPUHasPzfl83oR9NMsS2kq3D57WylBfvn0EDZN/ocu5A3l3B72nSbsdEQle592uaLdWbOdPx0Oy",
-	"toxbS4X7GtViS9OzRCCPlsx7ur8mFn+8Gn0Zxq/jP7787sX5xTdvjtXxJJ9+d3i8ffzD8fz0h7f56dFp",
-	"fnr0Ij45/KMv/nSgr72KDvMfo+438fibllj8cRp2T/XXafTV+fx1vHtzenHcPfnhYHZ62Pvw+ofL+euj",
-	"A337X6N3x/q6nLd3/XP5ovdu8se3p5P+n6O/Rqfhy+P+n9t//mvo59enb319fSK+Oohf//Ci++roRf/V",
-	"D28Xr46+3WuFnUSOJi/96E9/TE7efdv787v2fPTl23zU6SvxDZZ7aWvhfSxrg23fL3svcQlu6L5UYQoL",
-	"qZR0UIB2ozOWla1UVmb89XCuzJL8AmzdByxDXC5V6/AAsKJcE3UpxFfSZSsiX8mcLxQLCh235DUyX9/q",
-	"ARJyNtGWt734+1UvkJP5ey9aMji1zT68Q/oYtdJd8gLz5mpL57/u5LLCbEKKVlrBs0sSyRVwsNFvsZQR",
-	"ss1REb/U4gK5St1+vAOdDmQJo0KHldZXK5prOlFcYFN2VmVh696rEDMQ18JvWZWp0JvrK1pXw+jrRXdv",
-	"1Y7r61Rsw0neftiCOoR3LcVQC137FkV7vZ5926rDvq2Zr0PyRJT9LAhd+hmnadm8GFhy60+xLhysYmfm",
-	"WMgnYml3OO4Ia2i/e/eueVD0Wwzo2kzwZPKHYQ0TdIe1YEmoLd+3KteCNQ/y2DQTChPzKtoNDGerilNZ",
-	"KFY/ulQ8Uy3+du+LXJ+k81W1Cyww/ZMxK9Bm4ZGBVH24/CNBax40YO7eJjt9IlZerkR2Az44HqlyPgp6",
-	"VaN962u0T4N8jZ9JCt3V0meqNF5VgopaHBcNtXlU99LUKJtqdQLzNGUJ/Pbg2VrpcqzwkdThNjuNv/g5",
-	"hzgm49m8yAIC3mOIZlXogBXrnfZkLj7kz6cJ5vp8yilvj3Gu2J0GGZz1Sx35zANrBtS4VoI7GxWAx2XV",
-	"q9e6O3dvzVotBXnKOSqu24VBjpwBbKiahxU/zpqZuJdrB1LnyLezPivws03Kg9vWYu9+gfy7Xve+ug89",
-	"6aJSJlU4wz5NMJVG7JkiJyqm2cJLSuIYVtTPoewYgT5wD5/NmsPqOA4NDxD2APTPlN+uRGswYnKLg5Cg",
-	"Lz5X3PSjZ9wq6NkZ/GUpPvp6lHO9TMvxSydOelDSN02w1FHtqNhDy+ZxmsTpfejCIZ5EXgiLx5DRdc8U",
-	"sw+1hRlxZqINBix5mqXRLMwVMYhwxdQccpIigndfm8jHAizNMOZPwQWOkZil3AttqSx5CQITozHLGKem",
-	"sQ/RJXSpgsp8JfBvwgyCcJJMc6+ox68D5cIinZVTPiD4QtAKPb9nEkRsUEIyc/aohKsrVg9+13kZgLcp",
-	"lthB/UWDIDNhwDgh+IOvXQ8KAFEY/IgBvonVA5nmzXE6k8ZXrPtkjAH9ECqQMBMIXBk0GUjZ4Yz9tVhU",
-	"Jq2c2WWzEfXU+skp697bfGe0G+5FTV+0x80e74yau2E3avZEf2x+e6wISO5GKqd/2q1SSv+8j7MqSS/T",
-	"t1lCSe5q8Px5GMlWVf7mc31pawo4jXJ9NqSZcGjJtVhYpIbYvfPYfqUFEl6G5UpoZRVXHgJeFtleFrIY",
-	"ZNZSqqV+EqIjEdhSc3e0FzZ7kS+ae+M2bxbUADvc7TomEJr3iYhn7E2eCZGzg1melvvkvjeVo5RnG8DX",
-	"2TVdTNjDEwXtw07pWZtnDFr/LglWu7J+HdlJ9ysogYGU6Xk6y1eJaWOoBoQKK8l+13np6iy2CuVV6mDo",
-	"5Et6pBKCPU+nQvJp3FrwSWLxbA/OjvVJxfOrcrGJ3yuKTbRoB0m6cZGJlb33UXZuqTF5Rfw/GOAD1qKI",
-	"AuRrzhAgapmLJGmSny4uBSlXDktzkpXPq8cOfmW3xNr0z0odZeocW0ZTMvoN6UjLlCb3KUSgysbPCrR+",
-	"byisJUj1odwMU/1YSzWWas04SGIp4HPgOTxaullDGVi+VgXFtRyylCwmFW6vFJQpyOsJeZbp7s9Unk5E",
-	"dpaJscjUWrxlSyJhLcu7IYvMsDskHbidy8qFFgOfB70Yz0VxB3qxbdavhZ/fbfDp8VEBAlWkxz4053ip",
-	"9eaBn42g3yw/WAHiAw9z+CG2e9LAlZV64DAqV7WyTMC8hoBou3cX/9Adgw2g79qepB3CoMiD1fW64xnJ",
-	"hnSWs0xc8gxSH0OulgGhIi75f80NBXPIc6Hfbip6qmCh6HUvoKRkLbvSp/aOxN6vC45rpfVPwFz3wO++",
-	"NYmfRKcW9bXblPHjyqN0Y/Wbbr8vAJaZ+CcIrMeHJW3mxlHdSFkoasG//+itKQHATDfQms2JkEpWsKIs",
-	"q3Jw/nEgJrkWiE455QuWxPJ6KOvBT2dvvzg5Pnz/9vzko1YZn/8ErqSPWv2+AH1tXsB0KhZo3aPgngGb",
-	"prW1xd5KYM4MlJAR5AkGQIGPKqJ9ocGXMGSOAyK6GkojxEmXh+q6iE1BxxIyFKy+onh5iI4KSfLlEwdL",
-	"0ZHz0R2Nhg2mIvopUGcANMdosUykSpXti4DVA22wB2wiuFRDGcA7gsa+eRjPgR1U9zkXH/KAjQgr0wwb",
-	"0u46muNVKs3I4DQAH8xogc1vwSjm38ac9Gf96SAPjI5MwWlcFeQ11MNOxCgwBQOGw49j4NLL6vmHqeCZ",
-	"KIg4l/A/WH1NE3gmhhJ4nFvsFBGr0DdtwZwYVwsZXmWpTGcqIeLLTORZLNQ+5HzBXThu41jyJFkM5ZjH",
-	"CbBq0hIiQ9IuNALZiaCjAMxa9FW3i3g6zRCNZ/ksE56tCOBsIXjGuBZxDSolKdY0jAKUArjjg/ycM1ir",
-	"9j2xVLng0aDge5bFbFHZizNWQHlNI2i68IYehbav4TXCzYaxXEO1QVujSM4f8fD6Erh22DzNrll+laWz",
-	"SwcvKJ3lo/SDZ/XGFT6kothDFTRIapbdAOANZ5lQOc+A9xTagqhAMLRTrpTW4QB2QKaWWWkoMy6d0VJM",
-	"pYg+DCw6qVCN1jqWTfTco8yAmTWCAYcyTASHjN99FupXJYleo3B+UvK2QySMAMKwSVfgbLSxR8M+X9kj",
-	"xnHgs2uxEJGdbFp752ISy4iokoPMfBowYKll+IVa0nxTWSGKh9LcbVGjWB2RmswPTSXyPJaXKmgAXoSD",
-	"8mBviRWLYuCZi7yhJDmLPg+Pkayq69EB47nBxmmSGOgn8xAt4QimKkA+XGqYnsehpGXv7w18fx37FiuT",
-	"b5kuR3zBgmgmgKuJ/X4oCWZprATQW5nurJwpAKE05Vn+HmiMPBCb3HmWXhEoSvWe0OvWbCkXw3B1JM08",
-	"zhKhtrZYHRo0yjBgQgOK849rAyKFKqDVQCcDGCOMkEsag6FsEtfaNXLm2zC9ieUYF7I+DOziA0lgl1Bg",
-	"araQ0HkoGRFSz3LylcwSUD+weopon3GGW7oF5rmDstzDNPwK0cfqcNjprlIvW/SExj5WRLGK/YGvKllZ",
-	"RcgK6l/iyLpy6twsQTuq5lXlJzTwsYaYmw1nvt8VzC+EdseQjLNpwkGBNr/smf9ae3v4GHNaDxgewYTD",
-	"VT5xK7pfvoDaBPz1MDlCUq1Tvf3Pv/9ffd+H4hrV8LD/PIrYbEpE2bMJBmjhCuBWY8iL1iRWtHrw44zL",
-	"PM4XAfv//m8WzGScH6YqDzzWoS428LnixxlP7NjoB622HBupRWvxVDOGuM7s81mdlo6hjwOcdaalCAKg",
-	"Y8UQkOQXNXTlwYeRQeMZo8547BvseTBWMD+pcDQETI/ads9jwURM0oD98//8f1jH932PtVotKK7TzXCo",
-	"4vVLLsQHiFZDim5EOEOEIm/ONYsgBJVWbskOrkYow6KiKw7LuvA0q5BPRcQSLJTMsvSS54DFB3VadtU6",
-	"MG249+taxkDj+CjV1jKKlV6ns7VVJOk54XZsit7/RZlXlEox0MOx5POyxVccSA2NRCn8226ssR6YHFAb",
-	"YKF07qABnQYdxhbYK33oY8yqnB9ZD06X7mezwubRMmF5Pg1c4UyJSD915ZBj9eC45KYq3aIfSUGLVe7h",
-	"OVdD6WYvgCTiLIrHYANQLld9mVmfEbF+o5rk3qAvrb5QpaDwaM00svNGUwW88pyyYayyOCgzuBsSfLYR",
-	"Bz7E3TECBA8bSq4MxzvpnpV0+KhnrK95KvuZ73Izb8ijruX427fHR7gfLtM00pfFoWhszrBOKq0ZrTKy",
-	"Jaa0VY2TNVYc0ur9NYuh1+m0mLHvWSZ+AAYdc3HvwwdUwqE4zjR6meF+e9wN+53mTtQWzR7fHTf3ws6o",
-	"2Re9qMs74/bIDx85sfskllpQL8Uc4eyA+nfPqsOgkCxEXkX03un7nnWlHqaTKZcLi+9T8rAOaqZ45L9G",
-	"WXx5las4EtNkNhkVflpzh4uYUzprzZfm4LafUduzyEAlx7X1c3drXg0OQHOdPl+Kvx/MdjRNzZsI5EfI",
-	"qDYANejjR6+m19UJvtYd62PXZQ/N8nCojUVfSazf7m63+n6tYtBr74z3mx2S+5udnBzWVifiVl95eQ5q",
-	"R1xyZp9cW5kPB52qt1tzZ6ZmOmEnxzqHu35t7SR1ikn6i17Qk0kaxfmCoJX63bZfW/ZgHl7xse5tFKsr",
-	"prc51681Ck5t0PFqRqsBaqhWv+bVZumkNqi9OABYpVDv6e627/udvXav3wHH8dK7zcorM/5hb6lOJ59N",
-	"Sy+utWvuq/Wb6cX4MHix/lNvZVyMtYsrLq/ZIp2BmITEqtFM6QEBr+xnWaa1s9fNnZ1d3Tpcq1C5dw/G",
-	"+qojZE3mrxHMeUrRhJ+jZjAzPP8but+xA/ch6bcO9dVe4pk7cF2rc22E0klkYihFcHZVqTBJgfaQ26fg",
-	"nSI11ZxuztlflCJIMcdyBHoTgp/kS078Ci3hLp9+cYu9A/rfuXdlEjXtXzI/7ip0hunRZxPt3n0HNeuC",
-	"KmM+BQ0XSxvu6lVFNQPEVTqb3Ewgmxga+XVEY3CtLMdjcHk6G/72mExVWs3dgGulkD75l4Vi9VJ2ijWm",
-	"IguwwnOLPd7w0BdsCT7BQ5ync55B8U+Bzh54jLhMwE+KNzInvFKQqKmhrLtJMA0rvZzLjRpweyxGG1+f",
-	"ic2UaNiOXhZefkTHHpRKW6bROGB1bJQ2RcD3slpk4rHRYihxVNOMBT8GCNjSWIIdKlkeuqlnRy8tfgWO",
-	"IWYsQzBLTwTEWceISFF4fgdsfpWyUZwkCkE6HL52QpGE9EvPeMw8BvCT6PAGRcuz01CKXZUn0iMHIdLc",
-	"RRQRjNjZa/Mlhn5IHcUU8Rywv6gPE+RkQhrTBPCf9AOiGcAFC2iF47AtRUzWeGxLoT672r85Z2Gqbbg8",
-	"ngjjNqLWVZDZt9iBTV2nmQ9YXUKsLth6DrwCqwhBQ3kpcgV4BhaNSL9pGYpEMapbmvNFlU39pcjvMqjv",
-	"SEOg8+s4+jyZCFl+Roy0mxy3Z+b6h5y3ZcSPaTQuwaXXfnd29LLZbvXYP//+D1zbZlCfKTZa5EI1auvT",
-	"IC5u22Cs/vYNOxF5LjLIQrGpI6NYcsg0WSlUvUU3gFoBQLZIM1ZfKz0aq+1YxiQgZKCjWAFpBWE7ll/8",
-	"Dp0NZ0cvByzgec7Dqwn4JsdxIvRW/8PQWEhNYxm1ptGYqoWL8b3XvRtU8T5hPz4G7tpP1SyeY+RzPSTk",
-	"IfwOvu1Kscys81ILY6pdGokw1cI4oLiqiJDAhT7YWJX95ovFKz4RGNSGSJ6tfjLynsM2g0yH8SwjMCfk",
-	"gmFnlpfccepZgtsWOyyiu1y3HQqbMrd1bryQs16nw+qjVG+8TGAWQQOw7d2y39VyH3zNY5LvtoMb21P2",
-	"hs9tUXnghrYNeiIXufz3tIhgAXwGuWVrp9ZKrnOko2aTVIpFqczBcDBFxsRx1fN0Bh5nCpBlkaF8SLPB",
-	"UIZcXXmMs/BKhNf6jxGX10iLPUYTwFgnWgE0MdYz1F8DUoRtgQAIy4BN0hvDar1gUUroVS5RNRhgVuKi",
-	"0sytXh0rCOx7QNsMF4BZg4z5AWbpSKg9UI1lCjAi1LWh1ZbznjQbysDlJSYTzvkOWvceib8h1+Oi0P4N",
-	"OyUGG62C/0y5pRJWjScIP5vEQMZgsG8dWaURGco6luHEkgXPQ6iqK0xU+5Pl9260mM20YSpPpzgs5VQR",
-	"bXfFkZvQAUk5FCgH6mosDqJ4kolm5/PUxLOVV/TE7XwSq9xz++UQbflOuAyuwcWp507braXkiwFxfQ1l",
-	"kVHk5pC0HJxIx/bCfKbC72hi2oEz0+5ZbY9B4m2DGjJMm1Tuc7Fe1+wca5trk7gK1r0yhHoAdRRrUrgC",
-	"Jyha6Q5FgOXNYqRV3lHai+tDox7x2oMDFR2p+5bDDpcBbXkLh2UGYVmp2C+gE9w0VXyKXi0Yb9Zvg49G",
-	"wakwJFG4kcT8FCXDe2AI95cK1P58sdl+1Al3RJs3u6PeuNnj26KJJdXjtuhE3bA36vNHHpuFY2gZAhG+",
-	"LI64hVC5yCK+qAwTmighyqzagB5JnCQ3y2SveyWiHCvNILam3wpxuXsEiErLuBQg+ldHfj7J1bE+9GMP",
-	"RzfyY87Ph4d+xIaRH/OmxxTyMW3618yMq7C4I7RfMar6uEDm79+c+fIURHq0JhPKSEd0gHdj2Uz5VDvq",
-	"+U/01zGGmyKRiCpEwXOhzRXlNKcsvW5NxS/0/jqSN+YGM2ISq5xfC2tboYY6SmcyFBGaHfhed1eOeHg9",
-	"KBlZaD1YO0vfgr4k6/ex9xoXlWPw1NPMOLmIk9/m+UPmtL5qvzCsANtIz2oE1gVamxXGkW4F5sGXbLrC",
-	"1ZSJ8QxR9twhLBk1hnF6DHA1+0T+X0yC1r2rHFomBzxW6MfSrbANiEq5raUKpWWDYU3czWa09oomZWIq",
-	"OLUIOs8TKmPSL6WikioKYD1O57SYfg7NFoH7aLHSIGhrFIxzwi8rFWnZ5fq5SIbtFvsXY/DQmnwsJy40",
-	"5t/swP23O8TQy7WyAR96bmE+2q28+5bdSRne/VJEAUTaXUEN4OPni1JwnHF1jdRKl6Iot61KW7CJ+wum",
-	"eBytqwZN59KpCL1/gSbWoUUtqB9AdV9EUN20VKFCRVSFaW3Bf03XMOMBAUbXVZpCRkFRX8qWyksPNgyx",
-	"tJiTvfKsoiwS3GN9ius7zh0imtIdRW4PKNeqO1z6XlG85ZXKGA/Ojk2JgNYsedLQNpmKP+RXpl17lKOp",
-	"lw0pABvEfvSCe0yRH0XX/UuS6DBBg5tiX6STByeRWeSN/fVG61Nk6NPNnE8kq1+SkWaaQi7ZSFjf5br9",
-	"qZXhApW269Lc/bbY6stSHAYMxsYZExCSXOXO4PxmiervUAEs3rRZXXcf/eAe25SvXsgSvaBerIBkWzjd",
-	"63GuLFk9QdaGV1ACC941QLCYZ3EONZh9v4t5YvNYiQGbSXu1B1i3TWB/rIPBo3eYqRnPYt1hPfla1wFp",
-	"t/qTVubDnDlgBuYxEDEBO1CmqPyOFvpygRWD0IcwnUCNJCwcxApwquEPTHTGaD95xsfjOES6yryoraek",
-	"cVIoOr6/KYH/ueARVBp8fg5//ejFz0rjD2/QwwCr46HHDe2nB4A4OkWQ5a4fmZXpLLVKJMcLKISni0sk",
-	"f1rr2WcgfLXGa2hEXbnb97uF3KUN7xZmbix5ZyUp8XlAHJFmbrFPtf7ruthaFktLtgatTkjPdDMMXpuF",
-	"XAiYpXL++6AYVsAtAFCACTS/sWAL+/oULYVEEZsYwtRK5LB7rzAFgEVizGdJPihgGAjfQLHgL82ux3yP",
-	"dT2247F27/tgzf4st+DTtyk1agV59LZOQUIYDU0JRR2RIajyzatR7474Qk9Ss+v5Xtfb8dq97+8VSVrq",
-	"8lrmBjNpdOETt/zPkp14DswipQEvlsLtuFSzymQeBAqogqBaecM+g+S9a7HALG3jamuxwFlrgctezCK+",
-	"UOgE/Of/8T+B6oDtOWgRux7ir0O8voBLIEgX96kGz9OkH5L/Gc5YvZdjybgKCa4XKgcoQG6ECGxFoaxH",
-	"ErFPDAlyKYPDYK/EUEOQKoJcMqTRRPu7KiLOZtUi4qFxaLujyye5foM2vwUNL7bLc7Fc0Dc/F+IazYVK",
-	"OYEO0goxsfPpEuJzx5krh+LicY/BBlLS5qdZl+xTWdxnjGj+atM5gdjqIXJea19QHNaEWjFb5nZ33LGy",
-	"2MxDkR9LhkRkBqRoNYsTpW0cMYz/gZQtfBzPFHNr1lxet9JTGELK2R9ihXCBJkujKP3q+x1WDw7Ldy8B",
-	"oQCLjz4PEp6LDNDXlKHCWBt5S5HmHd9fpJJAMKWIy60K/yMY4Temk5sQUxTjDDQht4/ZEtDrHm+POoab",
-	"otnj26PmbriDzBUd3h31wv4vRVXRq1broV9OJGqjVVR7KoJBEdTZaAi+5LmY88UjC0YV69oRVm+KClaS",
-	"U7nIJrHkSdNNOt/USjQ3O0WRDwG9Z1WY91jsCioxCIgkVrn6VCB8thEOfiUo/QX11RTkbIRK7xaMgg9O",
-	"WnoKM3ZlidIb7YgOb4fNvag7RhiLUT/cbu5Eu2Jv7IO8WQMlbR742fDUi4abSoICSr3c6m64J7bHbd7c",
-	"HXWiZm/c32lyP+w1t9uiE+2Ndsc7vH87vvpnabRtcCwLBoClpvLpNIP8gM9CArC0KFwygMeLze0wiEkw",
-	"yWBAnKB1wU8E9bO1A5/+67Z9gJ6xKbY9v+XDF8WrT/hIJLVB7dvjNwfs8PzF0fFFzQPGoC8yLvXjvo0V",
-	"p6/ObNLIoOaP2mEn6gq9fvxmb7u909zd7ew1u7ynt0C0I3bHNa9mxYmbu7t70d4b9HqD/u53gIwTJrEU",
-	"54LDKCDOjJB5tjhFBJ3wKp7qBaBfux3t8V7YFc32uD9q9rgfNvd2xG7T7LZu1BMFUg+0dMPlrmXNy3SW",
-	"1Qa1drvdrrk8SMUqdLbtxtt/No3WjUF/0O58dwfJ0cXtYntjgPWl1X9foPWV0+MJcf3xIa6vTJKjTZj5",
-	"vw1z/UBdK6PI22dB9RKgVALzBSIG4iV41BQK+KCcw5HzqfIAillkSMWn5vEUEE7JOrlEbYzZWSP4Xp4Q",
-	"UrRhqAYTicpUPLa11fE7W1tDaYs0lnvOgil6toJ9q0LrzpWuNezxBdw01nINpYGDgNAcplvMeZyrhlsP",
-	"jDmwmAyagpM5neW6pQNAbgCZEXgsIAkXBV6puInVSaE37QFLinIuVzQ9t0haK2RBHk9E9D6d5cEQeGeR",
-	"oDxoMXB42hROAAuuflpAPOIjk7+TYolYYC5/b+p+tgKqz4PCqQNJ55AeQrVaIXgdyyjQllgiAs+ADRuB",
-	"TnpjIUiDBoGXrqTVejCm+GLP1M8pQkodz2SkXKBUSEFtgrjSb4YY5FDWA6S/o44400LabVW1IVsqNtyH",
-	"8j2YROjwUJopLXcdsLwBMdAsLccwxfk5yHMxmebaoAdLHEFMFKN1B2ElWrCD8mK9jM3w0KZ5RhyiuJto",
-	"kV8LMaXCuAzdvRHxSY3TWcai+DKmWdzauognAurebAdUHicJo53DukSpqyxlKhin4NmtB2cHfz5/8c37",
-	"ixfnp8evDk7eXxyfvnj99iJoDCUQEAFZ/WxqrFaz00cL3CmAVBNHA6Rr89ztQ5mWANVc/Axlkc6qtzux",
-	"2M56QBLIh1N5OqUMYz0q+uPUgrrz4hYAY8UsukyoNLmx1J04ILbORTcdIvuxHiWuxRkENgcUZgqveKYt",
-	"pHyuF+5Q4rdJaoF+KEVAj3fP9wdFMSfAsDoFnWmGW6b4zq3qbLGevzeUgdUKRjO1CAbWM1Pks8KAytII",
-	"tTDLmxPSrwvnrTVqhLoNMLobNAalXepui+MIm11BxIGI7MaBMZTmCQTrY7md0nwduI4dGIAfLuH21BOh",
-	"FCLqrJx0dtWmeo7odfaqVNoROj0+KqpSraQBwWcvD9LxWO/vYJ+tg+H9OUpIYSrwULuzhHTlwCtDTtxR",
-	"S7q/snNwE+jjdT0E77IK+XkweDcv4PSQbWHt+JaNx10qn2z2Rn3e7O1t7zZ3d3a2m33eG5kM+UdeVkkL",
-	"fzmG41RTk3QdZ6nM8ewph22M8VeCmb2PXXR/i0drtHpDl1t9xjMrMEy3qupAjZH6CzX14wOdB7gh1kWt",
-	"Co2uJGSsTx5Bi+vAmmIZLCzRKQ1P4+fAHbW27F0puUv9PTD3PXjEbq9GXRFnblkqiLRPQSO1MrKU3vvz",
-	"VZ527uvswbPrvpNyRrd91jm5qDhcPNecWj45RgLwjPT58RsNxfobuAQOUzlO4vCpGvWXip1coCPCbu18",
-	"2XGxxvdRGUe5G9x0dUuUC9w3QwWtTJK7p1pVtUFXefk3dZQ+Pl7+x3VEVY32U8z1EQEPrszOvff95tCD",
-	"1shcfueARIHr3jOgOvVVf1pxVeNONwaY8sAHZ9G4bAV36b48Ta+N32kiuESiQMVu0jgS0ZIfpsUgCMeL",
-	"g92KEiqusW0cMG6Bam2pONEGFVCLG0tAdgHVDTK9FbzwSSY+ED9x2U55AI7iw5XEYl0/Fc/9e8MqPkQq",
-	"3yubpaTqKVY/5Fl0lsYyF88UO5a5uMyAWsI6Sg/OjqH8KSKkj6FEfHKIA8QRlMNhmosWr640zsRlrBAg",
-	"hBiIT4+P2GgBtRQgu9JsKAGaPhM/Oo3ikRbwiF/xei4Rl/EgmsTSyGms/d1H4EEDw1jkAw4lZ1MtZ40f",
-	"G6qo4pxSsDu2nnHAglSCx9J6qU2iNzTYKQAcSvTqeywA3/GqU3zFhxzrvW1cokUpGrhA3xmH5GgWJ3kz",
-	"lkzFk1mix8RzHvpMsesYSV/BUM/JHaTf8NWbVwMWvDk+bb7+uvnPv/8jGErSAU3kocMUq2txycM8ATD5",
-	"b2PFGR3G7Xa73fDwCYdfHZ/BM1jFI/Skh1fxlNUDJ+Eh8NjB8RELyokTgXni0YvDk+NXL/ChFPeBwNKx",
-	"VLPxOA6BRwzCUfaeNyev3+ENGAcwHtx6KbYApZnpLG+QuxZG4OXL4m2xYjTqVT5ZN8/pMxTWlHahY2bN",
-	"U3dFY4WQwbMvpZ9cKdCV/G7n7Td+d2+b+JXie6RK6PX5RghZnSvhd77T19C7YQz6Ynfsh51Rsx31eLM3",
-	"6obNPbEzbvLtUT/sRV3RGbc/jYOINICXSw7WohgQth3kBq0OQL9tBqAf7o67o07U9IVu6Hhv1Nzdjnaa",
-	"Rfe70dIAoMv2X9PdM/3OUjdxHW6Yq6JcQQuxpXunqWySn4LMtEWQZzUc9VRT9dBz3nDfrU82KZ/Am5zv",
-	"9/CyVM3lpnnoJnu68MJv5H65l42xbFvcJxX0kdkW1l+2qWkBsvCQROH9zYq77Ikn78rj2OToXdnUpToX",
-	"o6s0vW4KGU21Gn4vZd7eBDlRiEa93SgzPLXYGxFmggiZqbj3Kp1LdiUyUZ0G/g4b9cK26VM2C9I7rk9o",
-	"NWC05d5+kabX10KAFq8WUgsBU069lPJ6I2R+sZgCj2TNTUCi9FvrPcLkJxHVviflgnDg2s0274yaO2E3",
-	"au6K3rjZ59ujnXA32sNItz3MTS2fV5tlCdXXq8Hz53qsVIu62wrTyXO0OyCfed2Zbwd3abo2PfCX5miT",
-	"c1+vILtkno74h+5+2rKqNeGSX4rKQ56uKYbbEQHvVn5zM0tDniQjHl5jMeoN7a+f/oOyIVqjNFr8b89n",
-	"WfLxFvS0nMtICyB6lWI3bcwLhaQlMibh4YwrSnbEhEHMcAQJAWXJmFaTznILcBYLFbTYVxjMHbDASDAA",
-	"4CyeG0deEVtOJZreQ5khshDkIlowKa94Clh3OZ9MA1Z/K+MPxlJHzUYrJJgJaIw/c5+KLyXPZ5kIBiy4",
-	"aXtFcHvEldju6fu/Oj04bL756qDT3wY+uKEMfipa/7H100ojPrZ+0iP2MfCoUtzmEQGhFeHVaPE6lEKG",
-	"aSTIWKWXog0dzK+UCN8HjRZ76ebp4K+cZWlO+AvzdChtTxSx6cjcY0poHStHw4AzNeWhGBCnTolYHtwY",
-	"yGE2lHq2xrEAQKcfREi2s+6YYmOeYe2kTOesvrpikniUcT3ZjCdJOh/KvklrbFDC5mQK7SuaG0sWpgBN",
-	"g2/aBw/4yqOHEp+9QGq/UZpfVdnptDpe3GzoxzbLrrUuOamY6k/SHFfKckrLlGCMioVqcz/vbJednFub",
-	"N9XPzfRz/sdf/Obe97//j81Kh4DcP5+nuHaaxYLSu2U48/1uiIsW/haBM7F3ttxeemvLPznFazN9GRfM",
-	"5tgAy5BUC9b58MEQYVFOYbtvJ3jCs2uD80LUl1EqCYao7VfrbUbUa9F7mUphk+tJp1HoeVyCLYRc1tuh",
-	"cg4krfvpTF0hpmXuvI/I3pazh9Avq427t+cn+h59t6GSydMB6/jtQtTZxnPAOFawMnTzAhR9gTeUqFEC",
-	"PpVWK+FS41GNFUo48BAvIc5ccVUQqWyXFNqhbO8UqI6dBmWO6hZnltrFqGABUdmbZ3X83m6JlUWmbKZE",
-	"Bk4VvROmXKl5mkUe40M5TbOc1aG9QK3aQMnY1kOz3e93+3h4XuknT2YKkIwoR3g6GyVxyGJt1EmRD/Tj",
-	"kjSd6iPcY9MsvuG5YPW2/3zXY+2dTqu9/bzd8Vh7T/+5+7y97bFx6PuDwfOdhqfNhiwWWfPVwYUHGGvN",
-	"JA15MpT19vZeq9Pv4Q1iV9/Q9hsem8ySPA65ynWvMgGYWFHBHsqlrR6FlK5E8AjqLo7PbnpQAaHiXOBb",
-	"UDSwejAYPN/bDjwWDAbj8Xg88Ac+fbHdG4zHeyN7gfncHgye93ahUqPj+x3dOPh9LEJsadCAthyf3Wzb",
-	"BhHXx19TqV/6OwuQqsfZQK7p+RpKaHqRaZ5iaBV8HRPrprBoLrMsISYjrfIr3TG+0KKZ5+hNT8dD6dTU",
-	"zrnMRWRYh+AyfLF5pd5XVFdT3AUw53qoAaiLaw0ApQGJBY/O96NXbyxaiLk9TKVEvhP94ANEMsvQvU9a",
-	"xlCaUoF3L7746vXrr98fnJy8fvf+7Pz424OLF3+AfGRWDyb8WrBsJgMGCFNx7kHEGyc0EjciSafa/GkM",
-	"JeLjTRPd3oDAwVBPMuuU2idMqcOZtlaVilMJ2+0N1bxAKD9lnGmRTmC1sBns5ZQ/mKW5CHOkwI14zr2h",
-	"HAmAvQ+WtGittpWSFgLohq0o2UICQsec24LVBhXg7yG6v0U1MlTx0toK9ktUsKXnOt/Dha7IHUq4hFrY",
-	"0jZo0GLBVlDd1XRMcSUYjZXMfiJiUUNZ55bBbKW3++CAUyJJRDaoanajxV6bCBIs9y4sUcrrx1J0p1Hw",
-	"r7ykeTyiNbm1ZSGH9F2rWp+aijAeGxTDmzYiokHFORwPwVAaAwWQdyGjnJyOcMEzolbF8iXHNqjW8dcp",
-	"8cjyqw/i1RMYtrvZZfvajogzWGVEGKSnT/dRnzfnIgcdFupjcD/2mfIYKLMe6/r4b4dd6e+uPNb24f97",
-	"+v87PruCJaU19qGsQ5HRf/+/bZ/9DsUToX3ocwORh9MMUCdB3KgUuM1KqKDWTaOf2NjHFhHXsRbhJbUi",
-	"Vk512gHrtf1CXSify5gxAwj+Ucr6AFRUGG6cqVkYCqXGs6R4ej0o+1MCIyTj8KrRYkdOK/DYUPgWZKIm",
-	"XjOIVgxYJKIZrlcAx3anXbccO2EU4meKBbqzwMKMbx1K0BxcAQ03zTJB1VMDFuhX8uXz1kgskA4oVONU",
-	"DiWNm8eCi5M37IrLSF1pQVl8DxVRLJ3lgYWCJZ2vHnx1cXGmJ5KwwIg+TQ0lklNbmFLAsEnSy+qiFsBL",
-	"5bIi71qlBNwJwDExVFGh+UZIiTyKtCKBK76Y6DpyQczTWRIZuUKyB7VALKNiM8Dx4bRjyEJtDLBaxxJ5",
-	"mcqZzbjXbCOQWv5KyCKVcyhlOvcKLsBwlgHRl1UQUTCvr6upoBgbyhXKsIJwY111UQPbpCy/G+Ifm7YP",
-	"JaITRUzFQH53fjedm54K5DrBZ6wv81n2yP3SZT4P5GkrxIhTNvDzsbbt8HbYEd1xszfqR81euC2au+Md",
-	"3twb+WE70r/0HjFr26p5V+GofphLelOf8qZxo6Xl6FbefMbqGLjy1+zcBwlVG9TQR3c6/vqbvWz3y6//",
-	"/GN2Mf/h7dnR7vHJ2XfHaeeEn/A38y/7068uv/n99vXR/A+fFhp44DS+i/MrDOjcWhhUyLxSRRCPPoml",
-	"jueOtHDS+CtEP47rKoEdtOCRsNc9rd3HtHZdP5mzoLCTrO54mGQ6bzyhVz5VQD0wQIcnISC2lgNxd8To",
-	"KsP1G+NeuqpW2d3AYtI/AQ3Fs27WIt4GStU4zS7TPBek52kVr8odoYw5rlWeJUPRuCJAS0auHShGYFEc",
-	"AUX5bf6XhqGuNr4H8AJZ34NxOKyBq7ynclx2mkeV/G13icd/ESIl9jd6Ssd5LPsdJ+T++91bn2/nWOTk",
-	"ZCmOqkaLHVTk2TnpOrfn1f1Gd8q/k03xi2tWd+lTT8LosQgjzA68tySa8jy8qqiwBPhuZcJhEPlidRuZ",
-	"gioUw6nXAEg1e3fA6tpKnExzYCfS2yYjVQVwgIJinwQMXd/3jvYstWDgxi1WVYcGsSViOU+LEcZ9UeCT",
-	"pyygLRUgc69iK15sY8Ca8XtmKMEdp7LaL+4LoFq0pG2BHsbqSMgQzdBr3Gixr8WCiIS1xFc5X1hUfZ4J",
-	"DFmECKj+UM3MWOq/qIb2FpA2fzvnzgP9euWDYUtL/RVJ/lABjUP8q/a+bf36j0HYVLBBf3vq+RNdxi/h",
-	"OkDp/hldB8+nBGBUnclrWOn5UjqCSd61KWNxjrlfsXIDOpBZM7/iOWS2QLWsc6wjUiQkchgBwFIpGi3W",
-	"8TsDhrSv+0vpwfDvcZEjfJXOIUarFeZH7ZhgB45THFNhbOaZD+XCqpyXDI4XSnodsCnG53nuUawfMxzc",
-	"8D66boxrJ1YFVzbyWOcVRE6xvPyNGnydB5y+x9Gm9PwbHxGQDnoAidImSFBBZ08Thkv+CYTh8jNyES+L",
-	"SgRcWb/lKBvB7Dwi16HknV7nN0pFvPF4aHldykf47fIR33EYY34Ny4XK8Th8+CGM+clNE1Bbdxp/Gd+s",
-	"5F5BZBNv9FzwCMqExpIPS+hikzfq+gwTH6ZxJg4xZHos3+AcBQ1WziSlrGCF6fs2Ld8ziSJFC6z1myZw",
-	"lHuYaiTMAZshq/I8zsMrKIFhxn+ZpArgCJ3EOtxxYNqnhi5Fv0qvPt0K1VrXgwHzjVltGmPaZ6DoEZWJ",
-	"vjWZydeQEGTGarX7pq9mCFDDedRqh9EJTFdjAgJPqQqzNZSfkCeG6xbTvsrZYQCBVZQnsViymW6sO/56",
-	"IpHyNYXkHsXnDQdr+dYcMXxzUapQcGQujfGazID98nswgYjc5vBCgH/Bz0t+81sTwFZVrHNoKQkECj//",
-	"KlUs7xFlkG0yxXiUldfJz5dX1hWdqB36o+Ye3x03e2Inau6G26Nmn/fG5rfHnVdWLUtrA/++7hBc5OdU",
-	"VVilmHyVzlmSkrxyxDPSIFB9D5Beo4PY7Mjgp48BXRQXhxnoy08pZL+9NJxiZxcqxpPj7ClT55fS8PHo",
-	"rnC3PTPB9rtUfmhKdlN9zJ8s10iZOiynqqrRYgcsEtMkXYgIfteqVlawmceqXM+mdwsVbp29/eLk+PD9",
-	"2/OTVmlXr5igABRB/VjBifhAISUujd2IyrOE8m9VYrMBPVd/tDWa12IBRh+ddHoShMxJEtdWdYpjFJCK",
-	"1adLnL+NAarIwgOaSq1V8MgD96PhfoGKRY8gUFsMmQIZQJ0B1B4Ql/zzf/+fLnOJ+QwlQvqIgauer1zh",
-	"YmQ6eFtLvMSrHUKwK1OMnafAPMUmqRQLoDcBpJYBcB8Z1RzYYwHTUBkC2WXYREsoqH83rEYNl2PJaeWh",
-	"Q3ZU1UQtcrFBFTzF6N6lul5TPvZMsRGX17AQIDR7enz0TLGIx8mCjXgeXnlMCkAKNJRPumljIdx2HRE1",
-	"VEWT3mmzgEIlgzJzvVcib/JKHM5UeoejVpz4JirqukS5AvUCi/ZloWbmGZeKQxkPRVfpbg8Jmrs+lDcR",
-	"e1Op6nkp3WYFg8PpOngFqzsuMmFKobXOia/wYENhszesnFO8tPNWxdPqy4F/GU0yQwZnOLJNuTEtTOfB",
-	"Lt1t9SOdhWtxju06AoY6h1quislVTAxnXWzFw0bAoU4zC+CjNRugaJLB7lOsjq1zn3Nifrz7OafHR4rV",
-	"zRfMoDZVE0K77zhdvqXiXedUrMm0oJIiU8/YTSzm5G2IM8AoHadJnMLQpmNWNMQt7izeap5Y8bKT+EZI",
-	"LetRwPAohk/TLB0JBVIAjyjLMEmPfG0sYVX7+P3H/z8AAP//",
+	"7L3rciM3lj/4KgjObBTpTrKSN4miomNadWvLrou6pLLbtjyVYCYowkom6AQoFl1bEf3pH/N55sP/DWYf",
+	"Yb/vvImfZAMHl0TeyJRKcrt3uz+0S8kEEjg4ODg4l9/52ArZcsUSkgjemn5skQ94uYoJ/PtktYppiAVl",
+	"yWnyltxQspGP+Xq5xOm2NW2dJAhn7yCaoFS95bVucLwm8u0ZTq7lf3EYsnUiXmIuXrB12pq2fH80aHmt",
+	"lK0FTa5er5czIh/3+33f9/3BuPXJa83WnCaEw3BwFKX5f76kCenLJgPfR09JhFN0Llqe+/OgNU3Wcey1",
+	"QirkkN+ydRKhtyy8bnmtFeMCx09ZRFrT1uHk4GDU8lpcYCH/vvirHEA0w6/xUv5t+k8JEehkLVjLa5El",
+	"pnFr2mKbhKR/CuUbHF7Aa8F6IVvKdxJBxfZiu5KdxHHY8loxucJxXbfoLVlhmqKXL5/KIS5YIl/7Q3/c",
+	"H4zHY79/eNjyWgJ/OI0cWh4cTo5aXmtDZpzC6BdCrPj08eOqMX3yWgvKBZNr+MPHFhataWvgD8Zdf9j1",
+	"Bxf9w+lgPPX971teK2HQ2/l6tqRCkAixBIkFQZxeJd31Cq3wFfHgLxIhEpNQpCyhIY7jLZpt0SucUoxO",
+	"4huckl8Uba9kf9z01/rkFQcwuvCPpn0/P4B3SUTSTUolpyAucCpI1HM6pMl7zXqffvRaNGpNW7N+OIiG",
+	"ZNSdj/FBdzQ7DLuT6Ih0/XkfD2bDcBSNSctTS8eBEIlakeKg1RsLujojaUgSOdgDv+f78vM8cRZhNBz0",
+	"5dpQEat+Enwlx7skwNpyqvoTF2yJnpDwmqTV/Y8q+58cHozd/nW3P1aRwctofLJjfderCJdecVfg0yev",
+	"9RSn0RneLkki3pL5OomqpEDKbkiEVjgVKFUvOUIAL+Xel98Yq4mpB6o3IldLTzjEafQkxfITrW8ox/JR",
+	"SkpDHPTlEIeGSfQrT7Z6Tz1h7PqakJUkPk0EuUpBQLW8VkTCmCbkLcGcJUY0RGTFOBWnkXlAEpFuX4FY",
+	"UA+AoTQ/zbtj/6DfHR0OJt2jo6HfHc3G4UF0SCbzIzkFmtwwGhLZW2sYHpGDeR93J7NB1B3Nx4dd7Iej",
+	"7kGfDKKj2WR+iMdZEysCT19/0+0r6XhNgRaWpHHGDv1+vw/C5IbEw3NgnDmOOfFaS5KGC5yIEyVzYSiH",
+	"0VAyPumOZ6OwOyIT3D2aH/S7g9CPJrNDMsL9YctrLWGqo6OD/oE/ORxOJhMphPCWpJq2z3CC0bcLKuaU",
+	"xHJEqaZl601CULjAc0n1iPIF2mCOUiLWaaI2q5rEm7lcbr07JU387uigf9idTAZH3SHOqAktJI9IQo6G",
+	"vj8+OppMQPxxfEMiyZZ2ylJqr3lr2jKsKDcKSZc0wbFZ2AIvn+OY1HMyxzFBSxwRI/JWeAvirpKv+75/",
+	"L4zdn1z0j6aj8bQ/qGBsw6535+GGdH8QHpYU/V1zsKJTxqXm7xwP9gfDvj/O86BI17dgwVNFqac4CUkc",
+	"k4I0tY+RpmiNHM3x2xmmDq/V8eAMx7Jzt3lovpbnwvGFP5n6VryalxoI2EqmHl30x9mR3lxah2su2JKk",
+	"T9lyhZOtVeX04+da+9KqJf/TLKVXC8FpRFbxejmjyZXWwUwLdxuZZ2dKwyo8TMkc1AKzu2J6Q2B9lMrn",
+	"taI1eQaKonpjjilQUZDlSmrSvt5wn7d7hnq/vCVLKtdSklV9r2LPSKFwKshSKjM/qj/VQGIqVXBQCaeP",
+	"H/cHhz2/5/f604k/8R+v8Pbx92KU/GWyeT5IvztYn/rsbIjPD6MX/asvxz99LfXKmCkV36xYvCYzliRE",
+	"oCf4mqRb9IxtEsE2ctGWZMnMKO9/G1OHBislx/V8V8xQT/+asllMltk2BhJma2ofKCL6zo7WPfJwQaJ1",
+	"TKJzkjif5SSJzvKdc5KI3AviG4rtn0Yu2H2ktDPBBI7dzSjwhxOzwfWjG5JyuRemfVdyqA2UlxtvViQx",
+	"IsNDcsmRHIfUwg3LVhxbw4Pe+O5ixDbPiRG9k4pCQz+ulQ/+aOqPP1M+tKxYR0+xIKlsou5RRZkR4QT/",
+	"aWPeDvXLleKifGAURIdzORtNWncSIpoWo+7QvwC5q2Xlw4iVwV3FisM6k1EPbiMhWy5ZRMVWX6PHw74P",
+	"ijYPU7qChZq2nrpqYUoSyfhe6+c1hruxnH6B/Q96w7F69FbR57An/14nVDxlHK5Ig95wAM/YsjVtPT+B",
+	"20wo2XR44Pv+4Kg/Gg/U/dL0Ohprds2P2SyPO+JnerEQTiLEiViv8gPuV+9XO2DVpzvecc+OVv8oRwtK",
+	"QSatBw2k9c/9bw7Dvx4tnwyT78fXLyebtwPx3cHq2Wjxwv/p/E7SunWxwMk12rI1mrNU/jdFxvTSa/29",
+	"5Hjr7E338HAiSf33EOZ18smKd7uNrYRnK5LkhXt/6Pf642rurhTuL6lkl9ytBK4diM2NeOeoTeWGRGxJ",
+	"BbL700OGkIppLQE6mezP7eAqFXLSWPhXaZC3F/0HF/2+o2kWRP+LlCUCRYRfN9cG4zXlPZYKcoX/pK2Z",
+	"PZZelcX6yzXl6A282GqqDmaS+84a4WR+SA6icdgdzYa4Oxoc9bsTcjjvymfy0eCoP6kX3aPbiu6GKuCX",
+	"14Pl64PZN37419EvLyf4vB+9GF99dfTzt0Py9vB3qALmWGgwHfrT0ej71r2ogZ8hKfLsvENSyGnkJcWk",
+	"kRbo/VN7+6f2dnsR8P9PveKeNInftebwY6Y6nOFUCwFXfZBPu5IwRn1AGyoWCBttAZQFrNQFFOI0usVN",
+	"ca/ZM5M2/xQ2jYRNS5APonU/4qb/z8viPy+L/x++LN7G/3Ib70dDD4VYsAiseiAyy3pp3pWzxwMxJykB",
+	"QXkrp8OnB7ovf6zyV5EPKwoCqT8YTAxJj3B/NgiHUXdExvPuCB/MupPwMOr6pD8f4OFsFI6r3ZbwvV0E",
+	"gxesZC+Q7NPn3egH/kXfn/YHJT1dS19HTU/F+7Ku3vxW/1JvL7uLSg7HUNAbgsw2zB2++SiXkd9HT1ly",
+	"JZ+hkxtSCnRpna+pIKg/ALGlRM/Jmgta4ZgZdf0xnKYH2flholkiPdY/zawwmIEs0GceLPyYTOZ+OJh1",
+	"+9EIy7ts2D2S11h8MBuHo2hIBnO5zEkDscLSK5zQX1SgEagV8wEZRqOwO54d4O7o6HDSneCjWdcP+9GA",
+	"DOcjPJ5VxsbAVi9E9Rz6fdhhIaErUSfl8nE/ri8PlgeiLpbke/W9kyVJaYgfP13QEF+xyjCKQdfvXwCD",
+	"2TCKC+0LBKPGU8k0ctMW2IElUrgj4zd02WHB4XT0h4N3f/GHRwdahVAic3ZIBrgfdo+i4VzJVynRuofR",
+	"hBzNfdikehueE5JU7zsf9p3hxNNbrPJniPzEtfSEmiquYgwEyRFQ++9PjJs1T0PjwJ9tUbigq9yGAlqd",
+	"+Pp/w77fz84MJ+zGCWp7iWdE7olvTs9P0NO3z5+dXtR487PAgtNbnDU7ggBG0/Hk+7qYFce939LThMkd",
+	"REd4FA5Jtz8fz7oj7Ifdo0My6RomGEYjcjcHf4UI3+PwbsqVVUFIucOgYvH3es9nZM5SgjBcaSAUReBr",
+	"kpTYQZGzAQuYu4pd+eyBs+47ri63W1UnaOO3WNMdrsp7X1J5d6tY0jOSRDS5yi/oV2suEObXJEJsDnE4",
+	"VaLxnytZu5IrTdV7X0c1/U9yIRcEK+XyY+v5BYYVzF+QLhbEWB8ecRRoFSlAmCOcIBUhiwS+8lBw2bpc",
+	"+/4w1O/AH+SyFUyRVOwQFWiGw2tEExSczruvsAgXgbJoBGcnF0+/RI/1DaGbkp/XhAv++CONPgWIMyQW",
+	"WEiJsMDJlQ7uWhKcbBY0JohylDCB2I0KNBUkQe1Rf9Dpofa3ymBy9uyFByyoxwb/jli4BjMKX7AN73VA",
+	"UQavQ2vaumwNL1ugffy8pinJQoXCBVliSSeh4oK5SOUigR8oIssVExBsuYrxVom4PD0D2U0whQHghG9I",
+	"KoePUQot5E6RZMVpTEmKNB0UkSB4Fy8JCux3wm33a7INermRyw/sHDhJ1svW9Af14o9exUReUhX5XRi6",
+	"Wt6PWnU1uzohHwT4uT6pFT9GKYn/eNmSzy9bAWq/ffEUTQaTSQdtFgRInxI1adv0GOEZxDzopZF7An7I",
+	"T00NoPbKnOOdf4vpkoo/Dsay0eAgXKecpX8k26/8058YffXTyfb1ub95tfU/vH7xlw+vL9jm9TO2ef0N",
+	"oy+ffrX6/unpwelPr3968+27wfc/vVicJn7V7Fq7GeItEen2ZK61xTw1z0nIkogjwdAGy72hTj2Rbmly",
+	"hfAVpklu8qPBrjVd0oQu5bL27XqCFY2kap+vcIqXROit/hSIUR7TmxX+eU0QxCPKXSK5UQeKY47mEIBP",
+	"dUxlSm4oW3PNxFI2SK6ZIrVGv/7tv6u5QQmcHnqzpAKMELKzOU25YYSIwWaerWkcIZaaLU9FnhU+YyFB",
+	"TLemrZ/X6vqg9VjFIbkVXeIPL0lyJRat6bg/8CSVzd/9qn1zmkn/HXIU0Sg/l8ZWPrjWikU2Zhrt3Olz",
+	"li4hRH+9hjerdvqSivJoz/AVQZz+QjzU//Vv/9X3/R56RuZ4HQs0GOdGPxhXkxO2X46akepANbFDo4kY",
+	"DuRFBH/QHOz73l5+TglfsYSrbJcnOPozFmSDt/KvkCUCTCMfXQXisbar/OEnOOrz6TKrlIWEc5a+S/AN",
+	"pjGeFeOLn0pV1L6GSJoCq1g1JiJC3cDlOof5lyMaAUunZMluCDC8fONYnoiUo2uyEj10kW7VpkcxFiTt",
+	"OUr62B9kqQOFgaydAVtK1QhIRQD+eIaj7pWmFxAzW6J/TcF09S+Ps9Six+pX/thYZqBJmbkLk1YW7R56",
+	"zcRCCjSpxqutHEmRoMUczBVtWHrNe61PnlzJt0p+33El9RZ7QUkc8fwS6s2JZizaqhN1STmXowDrCViA",
+	"wTyrlA0th3AUofWqcqlf0A9aesmPoZhyAbG/ijt0KIfUfORL5ijPBDu8BNPMey1+aC2l5jyTN6AbHNPI",
+	"jE8nUWVW5B9acFbCmNU45Wly1O/5vgeDByUDtGqkvUCm8Q/9H3uZmTv75BUozVIq4wT5rR8/ZWw4kvvS",
+	"sOFpooamp9WY96CVMpdJNlriWAoCEp0WboOvzA9Iii576Cjh93BLIT/Qk/q+uwggPB+aEiA9z8wpnScG",
+	"CGnE1kIeyKncQw9KBBhKT8lvlxACLRkXqO8/NF/ch0g6UWTwEMwGWf3HAybK/pYqhtJJ0Cxl13K903VM",
+	"UJsmYbyOQBdDy1pu7PRQoCgXoCVecURwuEBsPld3NzOIa7IlkdShpJLryV1KBUdLwjm+IryHTmLOEFai",
+	"KYR1nsuBZd/VevGGpgS19Rd78vWg42k3sFnRuZxZpCTcjMnb1VMlR7tKdwng/eAixQmfk7T7PAmZHGuQ",
+	"dayVtPIrx+r0YklCQpU4KqUlSVAYM06iDgjxpyyZxzS8qwg3l90na77N7wNjdTD+7ynCCZPXCesQl5o0",
+	"N8SqMjfYzZJdqZFUWORtxDwq9Uo5dCzXkyXHSFlY1ClhXmGp0uKlRgtDWIuQLUkPvaRcgKONqxX58/ML",
+	"9Nh8ibvH/Mg/yvaRnepMUqHpLgoN5e9nD30rZ5gTFqGiLtUmOTTbWmKZd36S4iJhm2MUwGQ0uynCB4jj",
+	"LdosaLhwVR6WSK0YCB2xhAAXvWDpjEYRSe7IRgkT37F1+sbxUBRN9mrgrg/jEUcNTpsTuZ9RSnAkqRFv",
+	"1YpvkmJXK5aKOYspO0ZrrhQ/9433FCxj4IUVTJLTaLUeOsCHs0l4pLxx3REezLoT46szv+WZZ5gxz2um",
+	"WC73tcZMNLeElxzhdnG+5iuinLMuIe3j4veqtWP3Jbni3DQ/loJF4FAgvl5J2tVO0F3UrP0dZ7iSW41z",
+	"ypK39iKVU0W0lpi9VzM1yu0mSAiJuGIi28rG+PaUZdJT+wDeOjk7BZ6KGFG2rAW+IbXTP8v6tHe/u8z9",
+	"vlR/OfIYh9elGQtJE7YiKpZHU6UdVIxfnyyKmloi5zvreKUNlOMe1A6q2UKekNrOAEe/FvcVu19pvep+",
+	"Fsdg1JC7uh1UbqhAnXavmXjBdGb13cSUbZ7x3LvkOpGfplElr71m9uAxHNfEhqAEm1wSZxp5LhvlpQiY",
+	"fBrzVsJEV7W4H956zRBfhwspFtk6lUdEcXXceaDTCGyS5XXl6IoINXMwoCqTFazeGd7GDEcXjL3E6RW5",
+	"q8riNM8W8YnU5tgNSVEfvaJPagWiWULQ/kratmyaW6O+Iwneuk0FYyiGYTRdsJWafVcw1lUt708o5GYl",
+	"ec4SQhE+Bfsn2BlfgK3g9rQvUdIa2Likn7H1D7PLMEuI4gNtVdxgDn4EUNyO5WtFY0UPvSUYnBegqnha",
+	"3XWNktnKDHIXIRiK7qb5kjh06SojSus+lsRxueQFYOYR0bIv8/aA8KPCJQfiVOtqCiIAR51KG88UfnP7",
+	"06peW+pKwfMLfBV0NDHtnVRTVV9JwX4OPHRBl4St73qf4DHbyK1YsTnlT8bYofRcOWb9tUbbNZTypNgN",
+	"J+kNaMQ44jUWsPp7eCaLJ+V9no2tGTfp3rum3QNt7x1UeMRzVEXtoY+4NfxvFiy2fXVuRyv0mkgqY8Cw",
+	"0Y4zthb4ikzV3QxcTGN/CKx0TtIbGpKCgfcO7LSuMxE/wwLPMCdonaQEhwttk61mIq6GI++SyjSMwwVc",
+	"IyLTi7lHSQEk5E1pLkiq/t0FlxLiyoN0jDBSGiXYVam5+1t/YcFdKOkCDlRzxMjbV97e7Jwwmm53MjS7",
+	"be6P85qTDoQX3Ck3iSe1CIFTeYsHfdBY5bUTVpKMJi6bPeLAtAgMYQ5vUo5iMpcqejzvyuvqNHNMEwoy",
+	"dYFXK5Io49t8Hcfye/AtgXAc51c0cJY0aLymJR9w5ap6CMxKuqfNgnHrdJY7LJbvhTiR+gZ4X5WI5nhO",
+	"4q3kCCc6wBll3frptx87Xk9YwgvGXuFkq2UYv+O+S7EgYAgt3s/OSNqF+7icIyyW4gkS1d/TzH0LZi31",
+	"piVOtmbhuXZQ6AXq60XJCeeBa6sptm8unrEg3VhP6p52SHEwWtZmk+6hbzEV1XwHthph7DL3xwLvErwW",
+	"C5bSX8hdL0oQw1xc+wswm7A4MgdP30dLmqwF4dWWmzAknCtrC1dRBlmLY8RmQm4AjBKyAV1xnrIlOntz",
+	"foEeMzmDx9Ayf0z3M05wu0dmwLeQlhmNJNGosqVXzVh7qLSx4IakdL6tPWuwOyotNWdEtaLygP3caRuj",
+	"v/uhu09be+Xy037N0Il+TV3VFadVzvnc6Avarp9rOEVPCE5JiuYslgoLRJtiTZxbzttYhu5n3im5Ydc1",
+	"DD4H+z78Lrdw7VIbuQahOdSsuVLVobWyRBrdX0qDWl7WXZlh3XFe92QHKDNYD13IkfIpCqrWIfBQUMWX",
+	"8nnVNoXn+SkHPfTG3Rnq/baUp7nV8PTv12Tb2SlAv/32265kRpIIKfFIdZSI5s9wgeOYSKUCAqgODsd+",
+	"Jx82ol9MCY6Xf7xsrfA2JT9ftjzl7/vjpREg72Hg9of3zif/eFmWEJogt4x+U1Je+/8/Q712QjlfM/GW",
+	"LNlNWdV+qyIpsOMI0vEH6u/6gz9zFGl1abbVwRgKPAxutlLTUlJA/tQ1dluIRnxs3ku4ILigFJTiNAyq",
+	"QyZ1VRDIbbaTS1M4FjLN72uyfUvWvBRKDfretKT4p/CuSSKN6BxSl9Qdrp5kxV4k6aAf6sTqDUZokTm5",
+	"ip1rqWN2CVJbSP6ljQO1ZHQ+rrcmTLcp9RxaSR2xq5vr0zXLmXxXS0NjvUjgPYRjeZvdIj2KBh4O02Kh",
+	"Imbz/ZEImVzNehLsHMFduaiQ91Ef+KTpIFf61emzR9zmO8kbB010EhRLc36YarrYluZ4enX6zO3lOINJ",
+	"yTaMDuMGt6OoJdIrPR2kEeXueF8tUilhJl2hKiRM/pBxCCRqsxS5AfjVdHDNlHo1baNj5VFkK3nsp4DK",
+	"mksB5+bCZlvsZRyHlm5uwGeQBC67FRSB51PE2ZJkdhw5enn7DlmqfIRy3jMifw4XOL2qIdRJks96r5Cl",
+	"1kKkPfJUZcQv8TXJlNnbkOeWttpK4jwjMREV1iH5mEyVGQBFKZ6LJvwh+UCzhG4FBg3oLEJtnChOcVqE",
+	"DgolHFGdW1BAd/x5FHhBExzTX8o00D/cFxXmurvb7ADb5vOmKK8Y5fnJp58pD2SjxiKAk0TcYu5caUZ3",
+	"nbbegG9uSPrEYEPklTK5w12lbAkB7cYebAAlaq+pKlDROMCyxr4nVY1Qbn4d66RNXE6v8kiBCMdaepwZ",
+	"zAz1GeBAdQP8DJqYQJ438znkOu4JV3KjkoCvdbPbBijB9V8qFJkBk0Raq1LGDIgeYyk5RuGChNfaIA7b",
+	"RuokSWSCuEikvTDZpeU2MUsuhe18s2l9Nl3lNfXV6bNbEzaxd1ypYxR9W7cm+J7+HnGj4WYt5gVn2qvT",
+	"Z/dA2dw47oHA2VWrModP6TjuvCzJFTMlDMUsuSIpyrLVqrd3sQfQfnT2qZXtuhMwQjXWc4rsALvCSZ67",
+	"I4nWKgZDy9F9HGgT//SetEJdM8Le0KisA8or+9gVt+GSw8aOWF7/TAq8yl8Vqu8HpTxyOw3YMU2pUO6m",
+	"STJ6xbcK1DpGnBC13Qzm9F4CLgt3is+npGGbveLMEUUwraJY2UtHpwdLm3wnRXa6q2wy1HKibe9Gpfv2",
+	"TIOdApBSBGMRmq2Fq+iyhOyMUN32UCDnAY614OPZuycvT5++f/f25ad91oUAGQshWElKnjqvrrscQQIV",
+	"x7ShXIXDvkt0UCSJXpGIYlWV5q4hZ1/xYjSsiocABQlcRktwp+62r4PvH3O3ktBj+cF8UMzY5RU7CbSU",
+	"s0DAKs05xjbvQvMutHu4mCXJLEFxdkGvlX1QVVvKyhsVkxAUoonJ3emhwMV9CdASbyU3Jus47insnxVJ",
+	"BSUVpZJK+aOq7pDpOWcZLlZVKhhri+gzpa7XVBAPrRMKge3zmDFISJPDVLceZQ0udauQa4rdPaVimx9f",
+	"rpRTqRcXBaaUmKjoGbKokBpsakCVetPgMGXyYaUlp+RKn6ZZZwAkU06WzKzhP+QXp0BQTQjz7dyMsnxr",
+	"NvuJhEIO0anWVcVD2TnkVOyyNYKQWKRsfbUAicOJjozMV3nCXAc2qN/lWcilAtdW+SHqWMw651oilp6r",
+	"fPxOD71YxzES+AOiEfcQZyHFMeIkXKdUbLWlUjmTZzi5tkY5+0NKEBdMXlpIEqbblZyHfDshKnBKVZ7R",
+	"aqFYEJoqM/OcrVMU0Suqju/8fjH1ynYJAIfUT+TrhUJlTZuaJm49rgoOuzI2Je6Bk1rOgKZcHDtZz/J4",
+	"sYsZeDpKI2GCyJOIowXbyKUK8ZJM0eWd63l9hFR9vCS2EUlB+kafLlsQEHPp8mHGX5ctOM+kRq6sTSkW",
+	"8nyLIqWSU4UZ2Jh2Xyp6PU9EupX007sBpymGv2lF8rQ7sGLydMNiYXtSobNqYlUuOfWbUb4Mw6B2HwmG",
+	"Rh3PuEJYGpEUXdEb5TS+LWneyM9U0UQXCWvcEbAeNHQriX0spfcoNIacXJFak22Vp3RNITJL2QgLApGG",
+	"VeR14EiK43gpd7baJzUfzBeWa/LBgrRWKHBC1YByieIOzBEFlh08JVWybb5Hfj/BVcgZF2CocgSh3FG6",
+	"7hPvIfkzhInl5SRoIDmB6GXpRvvFYalsYyXdnS4Mf+dHkV8SXflxhYUgqezk3y8vo4+jT/9ateaF+pB1",
+	"VHnEkX4TtU+enHT0hz2U0IQ403P0G1tosjSUo6qhFLghPy6vRKl9a+wcGOUZyc0Eue0WWDNbX3Vi3m5d",
+	"UaALWcqLA+Dm6dNZV4xspkTuFR76NbduZnF2zxhNrrpmWl3M4Tw5hg9baBcEFTLVSUOVozi/dlXFOPcq",
+	"lhrfsDgisxIqQz7/nV2FPcv9O5U+S9sEJgRXosIB4ME+1p9EAWcxeS+pn1IiGNSFhDXDqdBlIuWfcRzK",
+	"/4QsXTGVFxXI0zdImLz+zakowPmouqOlETuFSKsHLFdgD+Xz9UrLergCaawlOvye/0Sh1unedS0UQ20q",
+	"ofQ+aj8/fS1pd37+uhAao4uqNhNTtvRq7Uz1G/lv7KrTunfqBYmUrWa2/3JcWSSVWR3PYkybWdi7yD4x",
+	"llPEylBAiVTRMw1WB9g7qkKFrGmqZJBEgMcCVFGB7/HcN2VnP5ZCyIQtB6kmVJBbqYYRK3J0Xfnavax9",
+	"R52twBhGZ8HCVNTds6pKhyxr0IlSYu0Zv+OUqr7OfaY2klSKKrhHliVVsY5vjbLuFt792MJx/GYOCMi7",
+	"KP6MhHSJ43Pd1Y9FM9D5Ql5O2RzZT0jlfqU+4yFfoSGhNkaR6gmpUalMRcxRcKlqDF+2dIJorhJwUwlX",
+	"vQZ5Kumixc2EnDbBlTQW+RjMICy2+ZUuJLi7KPmiyPtkWqKEmPpwxZLlKbOHrc/Nbqq6Y0N4bJWVZJq/",
+	"Wge2yLL8A7KR39NkzgLUFgtymeiWOjxQQVfOtSO144ElENxVsrWGjowC1IaYgg4c4jOG0wgeQod2TJSj",
+	"GAKc1Lu9ywTEu8Lhy0pqe7ky0NkAFRamAWo1n5aXE/U9Sb1sodw+SnxQpKmK2Yme39xqF8HrTzAnALyf",
+	"3+lgN24u97L7boZM6J4yIAHfm9Cc3ETrX9vHm9rsDEMtc15JKAS1XwqmqMZAB2GeSDDrsFWnadsY4biS",
+	"Du56GD74HS+GZdX6hXC4+QEXwW7r2gXIWTKsldS1gxbspKht7FoK18QauzrHKJCjDDTcTe4zWOiVdURN",
+	"aZWd2tXVqhZWpT8kv0Bo85IlZAvufghPnkKZF6esNbZFraXcUdioOI0yH1/blsMGU4OSGCCksA517qHn",
+	"UPniWqUE4niDtxyt5MgTsFAywCxxoNCkzgC2W7hqIghxdk26Sj1Qht3MdotmKQTtJFETo8XSuJjv5zjP",
+	"Aos8JDbMHNrcs/MFrMsbIk90RZdHHAnG1LoVa1Lc17BOYDUfZREQ+tsccYbmOM0P9lgqFVqnKLgFHSjk",
+	"jzWgfI+4XoF28A3lWB5erzAXJJU/Bh769W//3Sle4svghRwXfDgaPH2/TyiDYa69G2SfM8FM1ReCQp2J",
+	"ZheCQqWhsn/FLrvJ/3DMGsqVC1uvDXcHjdUHgXqdRheBAsh0mQhbk05vtinYk1cxpgnasDTieizrJJaX",
+	"0UC5VpVj2qohDYdiS81XcYv+WW16ToSAKFIBYab56vrgN5NU8wx2E0czLMKFAQKzQxY0hvgyHbmnNp2i",
+	"qhl7LnWjV2Gr328eyiC7i/P6km0s4qbJC82Fi3nuGpsM2oI01bOxW0/xgpHAntm8ygihj00N7a8hjWJl",
+	"VeYbCmfeEidrHLc82e2PDSaonCKOGbZZiYK9Tg/aDLBWpR3HJEubEWwjCeQKTS3RdJvOnSBumw44Myln",
+	"n3CKXpWaXVMlIXfJbOeM/lq+/smFZv+Ytz73K7iy2T3MrUf0sfJUUFEYEIIjt0cXWqD2S/jPsANxGTni",
+	"6rJG+lMzxmKCQZOrqO1RtcoqotHoHEpvLXrEG5YE2bt+yyInFypGlY2QWfGlqrGDndnYdSRHYq78b+ah",
+	"2aT56ZTKOO3dgWmN+HaOD/WKcbZbnfQK30gBWZQhvWZflX1LhWPHdyXTlI6rO8lRU7uqitL2jIaZipSS",
+	"GxwjW/4qNwAr2c1IHEGQr4q134yWlc2q2S6wUzIoNWAYXRPRcEWz7WJClhqLiXPV4FO+QEOdHpaLvyuc",
+	"NywhqB2onEPzms07DDpVvHPLxa1yiIJUtPO2BTjcY6EocauEitrVri7qSE53B1sGKypFObHorrmzA0rK",
+	"uN2Trl7j6ptF1c/VE3JLVmV7cpbZ1CX6ja/l7p2x4louqf3eKE3WOpS7lle/ct/X8sqvwLXcqgzmafEu",
+	"/EzLid8xZa2xrZ6yjj3uASlrNX1DWc+9zHu5C0SRzl/TqgtiIHsJNHpNetXcuNBDgfpqMNVKgzpyobwL",
+	"pCjkrwuuWiz/tts6T1T9U+kIcCZiNv/vmGFSI5/qGSbNRNgDMoz5CjCMzlp3N2PRqKVfUQBtRuzaX+Xi",
+	"lGxZ5/bELJvqjKWcpTlj+UzZhCjnawW+nbv/H9t31ckQqBi4zWKbu1tVGcOLBskaYefpjAXLULbaAI4U",
+	"6h6OzxwG0dpCReQKoDvOkT61i+VngoJ5zSyrCv0zh7U8+BWWMgrks6CHFLhwwgTothHKquWMfF8Dic/A",
+	"ZNC+NHkFCmb8stXxtA2OXiUsJZHsDVDNEwVqbrtRVZcMcLnt1KLHG6jyezPQVXCrSVBUPU4LpQc8m+U3",
+	"sJ62VYxDwrNfjsz/ekdHPQTWpACqGwRgjlRCSSyIRtXMSiRQ4akYAsB4J5FKIOPrpUKpVBUV5NqqsQXo",
+	"Dyiw9UIDZXgrVqUuRT0bS1Go3uihEzMh3weJi0NB0oKTrba0tVOKZuD7Texu+aoStcOD+IEpaKAzSTVT",
+	"3amdMBRRDlWpJCd2QG01UxiPnCnomNWILTFNFNABipjooXMV44uTyDqNEfmAQxFvMzB8jH5eM0EigAeI",
+	"Id0VtYPL1ofe9rL1J02aXsiWQccumGNdXmIRQq45m1vrHNcbgKMQc9JDr8120w5OxZwe5ISYjQk2Nzkh",
+	"GpKp3o3VG6aXI23QQ6cC4ZgzRCOSCDqnGrvY2go1eUyp6ZW9NKmSDLZ8u8qkKNhZd9Ywt5cAEwXissl4",
+	"tI9NvNaH7hXr1vJO9b3bsg447huxdem+fWd2PqsOSrJjgrAYhXlGPoiM6O3nvf7BCGAIlkuAqehkQx8O",
+	"3JEjgwOu7OGB6UNZXGW3QV3UE5R1deY2HDSyypqC8ZXGS2YmYe0ZMRTaCmDNVfAYDOrYcO2S4ISb31Vg",
+	"hyGfRnWFxITI4USvEAjDEvmIJhq3VyyojhCBdCAlHE3tdHXIm/BDc0YbjlR1mbWh06nfpX++DYOaDwLR",
+	"ADugooKZOsI9pKtNoQBO8KCHVOU92G48D0wrN3kAHQZTlDBLY88CAitJBXmleCuH62nTds3pr6CCDNhA",
+	"AOCRWoZwAAlQY0lYagBz4PmJCFA7d8yDKR42TaeZESNak2eVCS/P1gRFWBDU/u67777rvnrVffasI6Uv",
+	"PNRhJyGOSRLhFLWDgT/sd/1Bd+gHRfUj0B8JOlVumlF36BedM00sPSXTbrW6YIKD+7/+7b8O3FMIEpZ+",
+	"XhMXyjOHxAPG6hUxyLCjwaAwfseC7Ozhg9Gewm+2HtMuEzq8okY99n27Y0BSQdSZ0l9AZ1FI90oLKWgu",
+	"RiOp01hMw0fcuj1Ttk6iLqCVrldtU/QJ/c//hgSvp4wLDw20btXx0Cpec/DnSAWpug+oc61xFP7nf8sX",
+	"30oe+p//G/Xl1JzOYPTk5zWO7cg9RGJOgJvMeap1No5VRBoTCzkz3kPP1dJM0ciXH+pPeodj9Ed0OPZ7",
+	"vi+VkUlvMEb/h1xP/ewP6KDfm0xQW/7ncKwGLrVoHM/RetUBRFSr1lGOJn35fuNsDc2FL2lCTpPVGq6D",
+	"S/zhVLUd69J1+s9+LdfbzI4lWbKKsLiUEHV+8QXk1rKcQpE7c+sP3YsFTq7Rlq2ByaB+gRvZlT+Cm5zB",
+	"t/EnMDSjcYxYMkU4QQGNAoWuGORysLVkzOWIV6L7o1//13/KHYuCuuzs4DjrBlLnK5CpMgQq3d3DODlW",
+	"rE6Ina3loLnJFNJRfXY5c/IsP7azN93Dw0m/LJoaGPWXNIkqc5vMaWkOxylSL+fVV1aWpeADUN2CMh3J",
+	"2yWR1y1dkVfBFFFIZY6OzSE8tRGk8BU8Y2tdl0GLyawObKqVmakG6rR6u/zUI6ndJND3Lse3a9snlRYw",
+	"MyyAjMrpBAAFyEENgGsCgJBrdcDqEs4oLUg5tEjYxtO2M3uwg4KlCGMzxOz6qnE3m8eJ2LWSKqiCZQMy",
+	"2ozBg5IbJGGbKcIK31oflfO1WKcku1xjtCU4RXghm7RLMlvPqgNFE3KqjdG33NMPKiwDPhdHgVnF6FxT",
+	"RqlSVKArRqB0Vg+dlNhAL8AGtW0cBEkipZOrT9ZoI37/oj+a+jujyG/nPKlygRTdJNaXYoVB4VpVNiEU",
+	"7+zFS49zU9AHR6buGR1Ec3qVR8NYYqpiw+FSbu0sOuC7bU5/qzNAwVEqUMgArf8kDIlK3ZX61Ffnb16b",
+	"ppL17TMdIG0v6sG/d/+t/W9T///8od89+vHyMvqi0/636eVl7/Iy+kPn3/41cC0NI/d8Q21AM5Kqsa6W",
+	"bG4kCjsr5VLYFIYyd6Ckcr3BDi3+DOEspoq4FE8Gwt3Gd/fJ0J+ovd8n3ZHvB54y8M0B7yGm12RDOVyf",
+	"QLMv6PMFC5vcQCATFziJYkPLGU1wukXzmGFhmql6Cj10ogs6mvKBynzCaygGvkZNIqEHCVc5KXR5rqyC",
+	"3BnHOgILMrfkFc+JYwuKIAM9UPRZQrQdULOcIjyY2p2zauTnQiR2s0D5VP0xfxX8ibMkWS97hqmdX7t0",
+	"uWKpMOU8W9PWFRWL9awXsuVjBZJr/kMTORwcP9bdwU7Px+413i3a7W9rf4h1mkiRNzVBT7ndYAy1OV71",
+	"bKX7hKEwpqq+E45AcmZp/i5z9JAySnKoGGaNa270IBjTYLEuW1Je691MiUrQtxs64yAVoWmaQ14+QyLF",
+	"NJbb9xeSMtXp4LIVQN3/0bg3hnwHZED+lU1blayUSoLhpBoeujtj/IZsscdKAwdUBtr0iFfYatryCpc3",
+	"H3YyA07+ZxD6gakSBzcpAGqbact2p9baUmloKemFz5TTvFqHV249Ua7rLGfJzYXEHISPuEpvNkABCigW",
+	"AgJ3Rhn3UJAQoc3q6I8IPJLc/P3rf/yncUTln82JfUmFFUJq0hUGfd/GsMLnH3EbWStflC2lVN8QeqWK",
+	"hsAXdTyfnaQCxMPX2lBkwIxDjYxfmLq+gHSqEClEuHhWi/Qd4W02Uh05abEEQDf7RVJT34vy6LvVAbKQ",
+	"EFS0vNwpJNcdU823Bhf+APSqUfNgXPJhBaCDJ2I3SRT/8QVbxzpsU48qua4ZzajJzDPOud8Qczc4Sn6j",
+	"GGxuosx7VcGcY3IwP8STWfco9KPuiPTnXTyYDbsAXaF+OmoUW1d1Pf8dhPDZLX6PWXqwa6UwMLtb/rtM",
+	"+WObHK/FQ0/FFNJ65ldnAFri9FpFPytIVh0fLy+3Glqwd8fLhAl+eAhGpCni6+VO7tMff2q+XUJayecj",
+	"UIEWLI7y1oi+M3OaiKETcyvPziuFYuII8wefZM9+cN/ElMCvnNaw2bQahQnq09WECFaF39VH0mXnRk5i",
+	"OqF6moVzc85TvLDSRa7LyUJ3j7rHQ/U1Eiamoih+60Aco7NUBOHoGEBdXLcQD1L88b4Dbwr9Q8iNe4Ii",
+	"mggGgbHqPYeQZ5j+Dqko+auahPDLQ9FPdg7EM6koJmNDqmpmJ0glwaVgbRSSFtTBVBUP4GgjtQuWaRIo",
+	"0B8Msl0WQAADFG939OsMTrZMmRLUbCbp7cKW75A3gPQZUMgmBqRJDwV26xlMSixw4JmkRVUEV180T85O",
+	"s6AKCrXl4Oq4ZEulWSv0Sg5QYNwJewDfLXQsJxhRObAlTbBgYLBe4tVKX3zr82sbwhnkkou9mjTRBn3l",
+	"E2O9msDW/cF7+UheryaMc38/+bhVrya6b38/+XBGrySmdu/fnAj28ht0d8tM5ljDZS+Dqd/t+npq3it1",
+	"sHvQpnl+0KaxKTywu7EqolBqnIH6725u6g+UOthFMt22imQrnIr3jdqmoro9cMF7UxtjbzeaadTb9b0t",
+	"d22HYmdLd0OYvoxz5z3UDNjd01v97jlJRLEfTpLova5ivLuXc5JEqg50RR9if+PSpzWu256W79RbpjHE",
+	"Yr2HlJE9ZDw3OQoFCpoY6cbi6SKPxF4UUaX+9u7TQoel/VrqcZ/gK3RYFH6l/navd6G3/JqX+pJXqug9",
+	"FH9u1N2FfP/N2nLDhswWjF331JFW3cW36p0zmlypZp+sHUfnDKuD/ZNr624QJJATdVJTa9Am4+TmDXL7",
+	"pmGzvEhq3OiWDQq817BVQUw3bJXbyQ3b5M6TxkSokMK3beuIjIZNy1J2X8NavecWDfN7/RYN85rNvoY7",
+	"ZeAtG99uyLuF5S1b54XPLRvfZhNXHz77WlWpjQ3bNN/59Wr7bVqWLg/7Gpdl+I/m+mW81FUJpD+vyVpe",
+	"KLVvp2zBh2taXaAT/IgUXIqKa4In/PFH3exTYCMfuPkIJYXIHr9/5M+HeNA9nPXD7mE0It0jPJ51h+Eg",
+	"6hN/foQns/122cIF3Iy7yoKTmQ8qLKBYyGmlWz25Ba4AaWniP9CogRt1l94FJ+yAevT6g+FofNDcnZDR",
+	"tApWJ94imhRWhkafgmO0gThnka2hwOAiEghcDSSJVoyq9JdGYYFAUjc8uQmqdcZCVKcFBVpd6dIIgiB+",
+	"c7ah0V77X36qVQyQAlJ4kbAsITm6FqEjAf+oqoaC/kVlJyp4nDsYozUZDdfuYsPh93e27JsJFn0verH6",
+	"3T4ezLqH4TDqTsho3h3jg9lhOImOiN8IryPGXGiCPOg85HeepylLa0TENU0gjkyq+mu9kwDcyeBYyX3f",
+	"DlTdmdV6FtMQKa96VrJCoeBCETLKEqRuDfLhxctziIbhC3xNnOdwF0BsLeQfX15cnKGxP6wAMKLCohbJ",
+	"xj30WoVaJDa3SacdJkRsWHqtcyIAaqfXlDrK6FhdpEJubBifMtfbuGyHQO54E6aDbgDkP8fbkBtT4u6a",
+	"AVb6KGpMoqgtpEhBMZmLjmdzXCBFE6PBhw8wFvmLpj/kg6lIKdmwU20ctd1IzlPXwIIROft9zwGW7SQX",
+	"ocCIidIiuDxb3Cf53V8r1Krhn4HfrTxTpho+vUy6KChYvoIpcouWypNP165t1yWJdnq5jqQqEUzRqchi",
+	"R6AfrabMdfwFIKWzRHUPUHc2/FIn3MLnfv3bfz+GZ+WvGKNMMIUwTfuxEPztWTFQRTSE54KkWi8Q6Ra1",
+	"4Vu6mI6bo5v7jjWPgUXfFGeTHIewqdtYbFF4GcpeunG5Ohov38yaRPR0cktgy8flmliTofI2QElR+bp9",
+	"btZMEtHm8XSmEIEasBUUkgeyU2ex8t/QFqj8oLSwgRhAjjbysNRGdfnFk4unXwYluEEnUUm/C2G68ssJ",
+	"2aDghqScsiTIf16bVAsTtKVjg2fPXz6/eF7+mnoXc41KVlyhvMkyt1oKP2AtOI1IFjskv2qr/7Z3Jky5",
+	"iCf5QZlP4CTHD3WDW1oMCvtlt/K7fqH2I2buuz+XM5Lqj+mYeAMUr4uTFvZwLrq+HdgAfXm3B4h4zIW+",
+	"70OMtfrsbXA2yg1uBR9Rbv4QYALwlVp7KXypVDRy1zdLL6uvh5lV4jRqNIQcrSqHYAGOcnAGNd254qmm",
+	"P/uKp/x4zmSAXzLs0pOz05rPWFNp9WcWGMI42VqEbJlLkpMN2Vp4OtIT0EjhhyssyAZva75nT5CKj+XO",
+	"EYGvSYLa9cgO0H/Z9K5Z1WRHu+KruPQG+ssVWbf1yecaNXdEQ7N/UGja8tjvDdsYunat75pRuNCalDkJ",
+	"zJXXKHzmKJBNCkDZRU9jwUdU7XaqctcVPH9VTtAq72LZuVR2YO7w7tW76uocb14thFMdAFEtzkytW2qX",
+	"Q2in+2mnt6beLVTpZPMqInQKASd1GNO7QMBz3p8CRnpu/asDN+SF4E16Esf1ERxQQk3p3F+owp9aS96u",
+	"cvEjX1Q4yv/Jvv9k3zuy7xdVPGv8Zp8NbcR0MuE+jKMCysHUpORB6JJJe8RQjd1cVXvoCRMLE5ULd0G2",
+	"rrAH7snXlBewUr4mJHHuTdr0DEqGPFEhy/DvnrzZPGXzoXI1zyHNvGFy5gNmWZYMM18SHItFmWRvCV/H",
+	"QmW3xXJBtFkvJTjS1alSNiMVjFVnGWPXgSuw2XV+x7HrvSYr3XWVfckpIl86RwwLt43yrLdXB8FNVUX4",
+	"uWk0MeU66TLDLipm1qB2HmLMqRHXmTo5RgAAwwMkGPMKGPD2hqrBYhKGwgVIeYWyBSAHqsCZvrXrjW+c",
+	"kxqGy4wIOpa3C2vLAcjcyDNmMg+ZnF8rpY9hshyxJWTAkWUPBfpSHTiTtoAOkB6k/jiTGvxxDuvBvM3X",
+	"M8EEjku4Xg9djSAPeVYRwZ4N/R5zJda2cJ1ZqcoqAw9a8EBXRsznFuhRZZYxFwi+kMkBCYemBoI2mycE",
+	"Mg5VZyqfUrsdDUa+l+MGVaJHs89UV7hQ45wRtFlgfRlncQz3O6CIfv/+SFHLrIXlQMUJS01CF33Q26Pq",
+	"MNEhDOqiJgVvoXpAZo24ewKL7aOuqMK3C5ZtYsAqBGDoxJRYUCHN12T7SBWR7Owc5OfUmHhqbORybjUO",
+	"6NFFfzz1R1N/fG9VJYAA2vpPxTHcDEIcx9qNqVLDa8mRH+cTxq6vCZFaIDjRrlTZyNYOlLTmqITN0Afv",
+	"F23wFgB3jT/cBKruMyHgbwVBtxMhrvmn1Pm8o6yF+ShUK/OKqPeeVCuviDAyllfAxqnk1ypct85xQaso",
+	"qAhblXSuysPQCIAQKUfXZCXQSvJYbtVrcbmk1uBCzbknggO+l12uY8AJlRrsXsC5O8PLOQEOu4W906YO",
+	"eg0SWzX8mpclbSicTCNkQJmnUUKvFgK9u3gKEGwGT+0CFGupW9djrmXv3FmuqzvuSW0sxmsLqWEN4NZn",
+	"YsI0KuouNAjPqIqPMdpSseL7g9US2QU4p9FksciusnXYcZXxApk/Z0fQFEQIWCdSwWtkWFIflQ4Cypym",
+	"XNz9NN9VkuQiXeuUepxs7WLr6i/uBTzEaUoB/qSmZMlUhVYBdpx1nGoQOXCzOXBzxu0GKFlQj0tgVT27",
+	"7ejrDRER7V2lemNqYL5yBf/cWhtAIpqoG8ldAOMgF3oPHlwNkmC28eCFYwcgUN6KOIlviKrBRhP3dtZw",
+	"98W0rmp9BoUZfDx79+Tl6dP3796+BE/t44+CXZPkE2AwoC8vXr1Uroqih1MhQcG7cOXDScSWqI0Fionk",
+	"9/5ggmZUcAtenfP3Rwq9VxcW0SidBhRjgbmL15nZKqjjyT9WAPfyWmA97EjqUxxRUS7pPH38uD847Pk9",
+	"v9efTvyJD3P9uf/NYfjXo+WTYfL9+PrlZPN2IL47WD0bLV74P53npE1KG206jeNQrbe8hrI2OmzIYNZl",
+	"OBAF/TBekxlLEiLQE3wtD8hnbJMItklajUD9diMQyt9vhSt4HzCCp5Ez2zxD8IeuTVQNaKgglGBQ8qAu",
+	"gA8WCvPurWlE94FvZHEDYUww4MY7BdVU2urdJb65YlcAFBoLgVvly6G/h1gcAVgUnDl3FotONYV9IvG2",
+	"aIo1sIn7iaLCmSqQc7O/lMFRv6mOMYc4O0uKfw5OYzl+yCoJyiSXlb1yDq2pgSls67ejGijH/QiOKhAw",
+	"5rIzENKdDMG2rQAaeS1CY6cZRGMuDKb6xrOUSoh9rxRlA9bDtdAnUIYqmWMJvyF2hTFi1hR0yvC0Xfz2",
+	"fI1IOQIDCQ+O+wL0U92NCE7CzT3sMpsn0mSfFSz/u8p1WvcEIEHNdMm6dubzyZiwU4h0BR8HzXguMpig",
+	"9oE2A+M4JTjaeo4diamym5+r7zqxi9XlOK0qbhD2qsMiPR0Xqaqh8fLu32j1RH2r13BsohntZecwSEX7",
+	"iotCnvSKyCQRdzeCNRr9NxTXmyvqRr/DApGL6waK5mfy28DNNwN9MTmZti6c8TQ8REFjewPEH/KWYwcb",
+	"PAME548cBG6WOn4RwUk8z9w+RtHSujW0LehbALUNWS7mLna/82s+o+wyiNpwvSzgfUvxFII+oxFA5Nkp",
+	"G3sK4w1CqjpeydTejBAANS7poANwy3zfL3dHlW7lgSsMAupN1pG+pOi8HydKWF9bahzwcpNkPhOFz6cq",
+	"rphzUtfvVpqqdiTajIM0BdR11zG3wAarFwIon1/gK43na+uCAXiSgl9Vc5cN+IJtCNQql+JDY5drLrV3",
+	"MFVrjNvSCkqGFm5iVTk9S5rQpdzs/fKBfTt4pdzdqwzd6yD2WhRfxzGXuYQqShLaDe9ujvtF/jVC1h4W",
+	"+RNtFzSwSaMo2Pky3dcBlspVZNxVVNH1RpVdQ9q4UDZplxUOVwUuqoMlI1q26Xb42wvpvL8ZwJJx91cA",
+	"LJVDtSrj0nJxSvcKtXS7pAmXmH8XxK8mpKxC/CoH2z0QGT8j98chbg6J4PdEXBMYWEncLGrwYYh7Xyks",
+	"DqEL4BK/J1JnkZqVxHYDOR+G3A+UFOVQH8zgFZnaSqOzpTtsulMlojZqOxbuzhQFBp8+8FBgatpkoR+Q",
+	"OqpK1OgIJUdrNNjc3MJ5K5ryAm6xdoAeo2DNlipzdblkERXbpyyCoML1Ksy6Vx9zgq566MTU5XEjkm5V",
+	"m+dYqWPO6Es9NCrK4yq7VCzYWiCMUigNpdXmKVLw4Bu8VYjHv5CUATo5RhHloE+Z6Qj8Qa7br//xn7LT",
+	"sRyT+ne/00Mv67xBKprQ1LXJQ0xr3HybHyM1aO34lUwitdPqVVDklwvhVTmbMg9TTtfMwrzMzcZr5fpt",
+	"TVtH/thveaVIGxWq4IGz+wqCbb2WWcTWtDXyc2qguTDAs7fgKW5NeoNxy2uZ1ZZXhknvEB6xZWvaen4i",
+	"/7kKW1PJRZ8eOkDt4rPLR2WXUhWqlCdkKWbC/IxCFinXkWYT4JK6Cn25W9h42PfvVHXPGUhl0q+5aII3",
+	"iaU9U7yrdiRPF3gurzQR5QuUkkTdA5yBmfpQu2qJZfxzX4v6F93jcW2J1VGhxGrvAS/3mdjwbi+8jks3",
+	"9UzaUq5rEH5yNtjHFk62tx+5Z0/nRnEk+2aqpCvEe6xIGipj6SVsfjkRynUhs079knhWVucLMRSsjpmI",
+	"TJjahLezeT1gAYVMxt0XO52lUk1gczBeyO6P6zkavcoDgaN24SjrKAsH0C9kiUjpbC3ILY9oc6KBDQA4",
+	"EcR4Uby8SyjEri8J5uuUqOhILUdQ8Pwk6DSSfHA43FbuwWFSMSB5nZbkSlm0DgXI40aD8IcHvu8Pjvqj",
+	"8eDWwykoru6gHEno8I5jkjF7PG9pWUPYYP7YUZPeYSfIyvndLlmmXnHFtqqOMshZrZUDsE/1lbBWly3o",
+	"lZXllgoKrKu/ztYiLyc/X5v9eyl2Bc3tXvS0kX+PGtk/FZ7fTOG5V1XnTurCPSgKWeG+BiqD5E1XXZiq",
+	"25kv9xsoSnWzRO2g70u9yff7KvR3orDWAlUJc2eJMk9X1f/B/7FnpEHHLdEn5zyt1D6Kk9IqXune2uiQ",
+	"7exUDfOcqXfx7121+YdQavI1gb1/6jgPruPcSYn5OxSSaGDULJdL2J16f0+mzOZIUjkKpuL3SkWT+19D",
+	"ygwa4KHo2QDLK0fKCpTk34yi5rMG1Rc8z7vpWwA7qCFzCRLhoaj9+0LZqlpYB3j4H2FdFVDDnmU1aA4P",
+	"vaoPBU/mrFMZL/z3JM/yOCGVq1KEEnmYNfntMNyctSli9v+eVsbFnqlclzw4zcOsygMiVOaXQfwuF0DU",
+	"Ul48JMkfBnrUJXgN9sa5hcnNjGgKYVWl+0x1jPU6mdOE8gWccPDTFKkIdzfgeOqmBHlOuKh3mSCUhcKr",
+	"YOIe0jjzeiYqQcgDhBn7MOfvhmnqGAQFcwae72kW8cHSzGXe8WykG6igW6KR5lyNCu9ER9UvucKI2rwQ",
+	"1A5UyBYcE5yITg9BjIMBccyifLJAarAaqGHDmmVjQe3AiecKgGRBIaYrgM8c5wN6MaDsm3QsVYLMjOMy",
+	"uUhxwsGqyqdmVcHyoAfRNvTqOMQ9Nr/Ci84Yf/1f/3mZKLIU33EfPS42yuEK5JDlYEQtryUbQhBcpk/r",
+	"/9TEa+kGpRtoVVGS35OUMQhglYImgwd7GFnz2wPjSlJ8tbmuxN95Hg3G4/6RgSm/JlvUfvviKZr4w8OK",
+	"ms44rioKH1+xlIrF0kPB8+jZ+UkOSwie5EmtHlXiStxUQQukNwS6hqEWOodnxe7Vw4oPXFdluX1NtohK",
+	"4nFbfhryNRcEqwzc4FonnJUzB/x+5WfEtvozCjAvePP1WW4ab74+y09BPqgy7VSVrXjHZZecXuW65LSA",
+	"miYfVHT5oSb11fKDh2aYk4PROo2tF3aFI1ME2Cln3//5u5Pvvv7wNJ1/c/7+8GL77V++fHN1uAhvzvCK",
+	"vorTzSnGZ+GX796yvZvrGoxCkh3kCNW6ecB9ighVlqCvNtdVFRTQV99+jc6JUHx9OO4fdiwikJ0kV5mN",
+	"NySl8y2Ic84VF1RUAJHvV1ON06tEHnbQI03QmpNjjRu/wAr/KVoDsgiGrZYyYbPpG+U0yW1cKrBRpJ0c",
+	"XhWBXurI7yoi2TzbNhcsJR2V62eiyHfWsT9GQUpCQlcCzkcPBbrSwEuakAFgZEExf+XH0gAcrj+tLGWy",
+	"9v0qhSklWSGFQvKp30dPWXIFhQ5ObirBa9zRVfS+poJ4YAmWp/E8ZqyQVQlvoP7Ab4RlQqtEwVMqCuAz",
+	"J2suaNK6T3ifUdcfQ2bTwR5kjHIhjxocG5YIHIpKGBudc/2nmU3HnkE2dlMkmyq5bPi1hIExJpO5Hw5m",
+	"3X40wt3RbBh2j8jhvIsPZuNwFA3JYN5vkvOcVKaf289WgBHtSjYvde9mNdZVUbK51O7LBbk6H5BhNAq7",
+	"49kB7o6ODifdCT6adf2wHw3IcD7C41mT2a6qkXsgyaIyfTjD7fEb8fqKcYHjatfvGfymnA75fKrJYfUZ",
+	"6siUGoiAVUoTofJ69csmIGhJcMJRIBcw2LOCjTL7RCWyjby5EYW7eFVatYu/tmp62p9JZzgwS6WTO/X7",
+	"yuU7PXl9Avsf/QLrWOLZkyVJaYgfP13QEF+xSrVCqaRVIuYl5kKrl1UK0ACgLwe3EzBV+UqFvaL3pjNx",
+	"J4HHzcdxucTLHxwFSa9lsVnNHLuazeHZVMmMJLtO0tri2zgU9EbflgOa6D+hjIzUzQ0glUnMe3X6LF9U",
+	"RjWA9Cz9z5wuZ38uLeWrfN5X1VH/6vQZahcxHAzqfT5opdNDp2aoWN5J9CWfJQhDP7OtCsvW+nHjSmmN",
+	"T67B7U6uqmNEjlNZmqHUmMrBBkNyUMqSCx4GXMNoV3WngNW+DOjHjMQsuZIq6MOcfA3QPioZ4nZQH7+r",
+	"A7CR1HEWyuRL7i4IZ6A8ylzHEqngS/GkygUUwUSmUJPLoIJCFRPl3EpsAokqfhAsiViwaApLERzbDZcr",
+	"/6DNTo+4p0v+yadd4+zSqbK66sluX1oWsSZMWJRdI8fHpgYVoCDEfAFBawsSXst/zHBy/V6kOOFzkioT",
+	"G9RJCI5RQ8+cQTgCAJHc/KYamkPZNWmCgvxEA5QweG4rWyg8LUkz6EdbWKQwU/gdQZbqWYTwDRRCtM2l",
+	"MZmugROH3ekh+arWn3THyugq71HRMWJJ7IAqzNk6RRG9ooI/POKuigsF0+tvjHYr2fkRL4HeNkO13VUy",
+	"0vI5opBrrT/k8gjYcnR5n7x/8ZHGKDGgzaeq0KTOpNvHl48/2mafikCE/qwfDqIh6Y7mY787OugfdieT",
+	"wVF3iEezcXgQHZJJ4xKHL9g6rVHEHO4xNgyA4i/YYfpVkD8rLARJZVf/fnkZfRx9+tfWneHwanHuFAyN",
+	"jpEqxL4CKI0xjzcCr1MypiGa0iv1chOEqap6SqhdyS+BkeAnohp8MlfCtbmissLbWthWnEYLFkcauFVD",
+	"G1UgS34OnCvkoZOkEpW9ig72fUknEPVa5HkIIyPsYVca1BIF+puDtN4A5nTGFlmnFCgthVHQEC5KvluD",
+	"TpQ7xWDsIqXkBsfOB40Xu4ofW8PR0PfH/cGw748b3Q8t0tCOPaO/Jk8G8OdlwSs7N0c1YFSVMmNzA/S2",
+	"cRfZUswRMS4T1kEfZDMrnRc7tKFXdt+WgXBwbvdJFWSqqpRB7U1QgwqsDmqLpzEQszIBmkV1zK5RUbzb",
+	"KCTujStUk5SN5X9kWwC7cJpKhVG2y9/FdMMSU+QLkehonduXI8mqkOxCQfFMTsSSpFeSdCJcTAG1VB8T",
+	"S6L0k/p6JoHKlDAYk1XVTBTKDIaI6cvWOrlOrNPqstXxdAQCS7IiKj0oouVAyKZEx2TnkI6PTVkS8Oty",
+	"hJFbwAG0zeJFzbOlCBVeiZPyrAZdQBsLcaLjJqAMxDF0bEqwIC7wlvdyUBCZWw2xGdlyPbt0HUOAcgaO",
+	"ajJb1ASNi8QOZomviZP3LBaEpiZ8+J4UwL3FFqa1GQGDUqad+eXI/K93dNRDcHaamUolV80WcLCXaw7m",
+	"eA05REXvbmjsNhh5sCProhal3YlLhsLB94vaPgV+mcmZmzrK7YShiPJVjLcKxh98JmYK45EzBX3yRWyJ",
+	"aQIpAhhFTPTQOVwSNGKRRsYmH3Ao4m2WgIDRz2smSARmghitcKoyKD/0tpetP2nS9EK2DDqIJmG8jnL3",
+	"jqUUBoByNLdBWxzRq4SlRGrOnAB2eX6DwCMcc5aB+PF82JeekobmQavsbJWzcXEB8WoVb28Be281KGOM",
+	"c5d2PNqdw3k3cPxGrFfSsu7Mco1A9JWOQj6IjMjt573+wQgOv+WSyGO4No8AvTXlcVSmcAYlL3UtwL7f",
+	"idJ/+wSruqL4AH/HzCRygTMVgPz2KNA2fPW7Es0O7qQ8eHRpnozzvAL6KEvkIwdcn2oZX4W2ZzE9f0Ng",
+	"vVrQ/GcaMB+1v/vuu++6r151nz3reBoxP7v6xSSJcApg+cN+1x90h76q9eMkNQX6I/XY+cVLSyN/3W3g",
+	"4z3IpTtwJSJ4WH9ek9q6CHAdWxEs9HwGg04t5rzDqwejvSl3NSjj7tmvYdF1BmCG9ip3JEDaqvMQzkAv",
+	"g+eTTKZwydn8lqnTcIaSn9c4dpBbSrXM1Pl7F/h1leD7CWil8eBNeqL+s78fJHUfWrbCvDPprxYB3ZGt",
+	"9cJ1D652XtT69wO0bQzegqEZjWPEEjDKgnFVRQmCKVW7SHjQQ6+Z0J6PbA+qgrU55oW0wsEABe+0jlx0",
+	"twTHWTcQ9qk8OpLR+JqvQLRnXgHd3cP4Jm6LMG2XM7ef64CnC1vzc3Cgs2RRhew81eGsebWkGuTZxrXv",
+	"R3s+RrbQojLk6q/gGeBPOMjKx7qEIhxecGhNkYKDrkWDbgIGXVUJ8IylYs5iyox/r8psY5kM7N9OMeWV",
+	"ab0vjidmV+xdui88h97GlVMK3rivcAY91gpCaP3c3nzVqB5xJJvshCnPF0Pg08ePwyjpVcW0PJZ99VZw",
+	"ut+2+kF12IlZ2SZhJ61qBPdoHVbC2utfEN9QAXW8WeKpTa0MKNdk2xy7XnVWjkJrGtxQYmUT5VBl09JR",
+	"ANb1bxbdme6PTbZLraOeJTOG04gmV2BAMG77wEphpZqqoun5Gpm2ZcvLHPK2XctrqUZNPfe1oNwnFnI/",
+	"YuFa1fZ/++IpOhqNDztK+zBGImWiAGXBOvaCxwyvxeIxRDMGvcskkJ9W14B8VRP1Ff74cu37w/CaJhH8",
+	"iyikNCQfKOPOHAU3OKYRbPAAtUe+3/Euk2CdyC+xFFD05OM+QOezdEajiKg3h/JRwkR3LvUjeDSSj5TR",
+	"sit/wVKEkii4TNojf9xRRTZjhqOuYKwb4/SKyHZ96Gqd8PVKCjgSdZckorirptce9cfqd20KllsSuhwM",
+	"5HMakeWKCZKE2+412XZTsuZq1Or3lbxkJcpU19XZOLJT+DHFgnRjuqRCNzmST1W8MHdGKT837JsZU8kD",
+	"cv2g0VhRZ4aj7hUWZIO38HCgBo1vMAUpAg+HQF4pk7o6qhsIZWcOL407OtpE5ejDM1/eGWbrK11LvhBN",
+	"T0Sl5QPgMBZ4pZJAoEAZeIKZNohBvaBVjGmCNiyNCmf/C/ohQ1Hgpl4rTRRbqrQ9W+vX4MTgK0zB61+O",
+	"RYRW9YbTj5nYKrUtCqgifk28lerCyPd1eSY2n+ssHxi8p29Q2hCD2gWbooWGGPzYc5Frfl7LQwLYQ1WI",
+	"FYsejcCtbdD4NLY+LyK65E1SP7TgWjAjCCPYcLqWnLZAtX6sUhXqavzKE/rLi4szpF4oh+KN/KrqEEv8",
+	"QQFPj4+OXBhq+XK5coSgIq6KlFuwVMg70hKnut4jx0viVLVjYbhOlfnIBGdnhQOcS1+i6KD5pophTNJH",
+	"KVZvFhP07u1poX8Qa15jUdioZJJpnQnJspbQKLlEkdM5//SWrTzz9MFcfX4A5EMW0A02SEcdqAxyr6Wi",
+	"6U/rDcUcGnUkNlR7njkW1NJa13VWjng3ukIVZVTi9GcVhj9pGjQDACE62kzH/GRpfT10Aqp3wpSWFyGj",
+	"gOI8Cg0VqF12sDykvwAKzKzDhUmlB5+3pyB4At0smDq5DI4PIR/TUTJaaHOGA++Xr3Jp0vp0y8HAAxEl",
+	"xbCT9afCQpY7PIs6LVwVCnYde7f26OlXq0OSb6ojGrPbqQ0zWEIImEtQVYM+V8e+gmC5kAMHacjcMRO2",
+	"MdVGRS4kxiRD1sQpHO1PBficuIE8mJNz7bpV7IDhkf5O5C3ZR9n4129gGCqIjqLTvF5+FIEXqgudYoFB",
+	"P64Fs1DOyXpUBDc+xTq5IVYC3vCKsAcGKFoXmACPpqonUbi0Z0X4G2ZPrrLQxkbFzAqUNc2trbiGtvN1",
+	"Et1VKKuwMpWrxHFMeugJkzcVslWReMYNfazzre4oeAH8GaIhMVpSzlckdhy8xkqkKrHLtdgsWKxi4HaK",
+	"7N8YbM2KeDih5GjvIN+zp3AnoFz70OdaqZNrUMRGw3GsqKff7v122GQpwbwa8W9rq546kgquM5kM2oX+",
+	"9yaBPZchACo5r3y4vQogwP1yqWJzGBgTIY9DfofwkX12UHlc0ZhkFkqVwK/q1dvytjrsX+EBWBOtxh8A",
+	"v1QdcEgOENOW6xbIP5r6vk23tekrunWmHGT1PxN1R4vwNnNpoT/IYbL5nBMB8G94G9OrhehyfCMXRgtF",
+	"4xRXgcUxKZYkqgQD8LSfPvuYlLwJy2q1wTX2WO9/U8kHEEYxBZlt0+aV1DZsJScKYwVITqsbngpNLSlB",
+	"8LaiwnkxMsq5kerCMnIxQJ/QYVFVtcTl/Stl66tFdg9jazFjHxDO4C+kIqfjEJhcxwXbwDShCCFNuJBT",
+	"4yhdJ8fu6quggAVbp2iFOQfvsyR4wmwjlOJETZStha5mDtIhwtuO0R1U5TkALqHaA2i+4WWVJw2TmSMx",
+	"KzNuntgyDOg5FMjClBdjj1AJvoYTwUsYNjpGQx7IHNUg6PTQMzLH61hMrTfB09zJUfBDd+hJsTr00KGH",
+	"+qMfK1Jm9C6sjF2VimqWOQQkq/A2uHA8gYp1gqPQQH80CC70WnrMz3BVorN8ilISK9BFwZwd0v71P/5z",
+	"KHWYlMiV2HKNiO8hf2qYN8JbDx1OEUYbQq7VvoGNKc9ME0YP3jfZGaB7HjmH0URXN5BceawLeSn7Euah",
+	"tt6AaVtetmYpJPJDzFbRLe7MMa8wy3XyvaF36PVHPzpW8XrTyJHvWEa6w0rLSOZ3nezJ3zY8kF+GKuXp",
+	"vD7u9ETdS3MyRMXkFGSIh67Jqib9q4fARjZLsdQVivkLsCPIhxVNt8Bh0M8M6qSn5OeKdDCcRk9kV9Uh",
+	"z+oz+UP2G8pxk1uJGkW53+d6dBy9evXddwU/1GAwuXOYfJUL7NyGPEEGgjxDbWYBkL4L4VAqYDM/liPc",
+	"nw3CYdQdkfG8O8IHs+4kPIy6PunPB3g4G4Xj6B8ifQDmuTP23uL1wav3GFEP/em6axWfZ5r9qS64GTaJ",
+	"su/sCQBrkGKWcX0u9FpzbEax/AR27va/D/xgrpxuEVkHxv4emKkSbbDi9/vG1yl/AhDtskBEt3xWEUsH",
+	"fs+XzLog6ZImOK6XrfoF5W6HdC8PMYXy8er02U5fe1k6LnjFNeVUcLTAabSR8pWTlOLYoN5rga1dR8cm",
+	"nAovWXJlh1a0m/jDwbu/+MOjAx3kVyPXnAzP2SEZ4H7YPYqGcxVkMhuHB93DaEKO5j6IraaC6ZyQpFY0",
+	"UKHOF3ugY7SiyZX21tO5fEEp2hHdJzX8wd3tW40zdXWhUrnQD5Oh2zx8SY5D3ryVzUMnkT5MsFBSI12L",
+	"iaIhjmNV96H/69/+K2/LKwjVFylLdHlWMMjeETPBbNdd0QRVRVFzGb863EDuRTfoIGPeKrlsvlybCnzi",
+	"gJfCLW6OcF6E7InLMaaWhAmkLFNbIrKSPyUTE61WCBd0BZ9ViZkxtegqOsA7Re2T02cdzyZHaXAFvQnB",
+	"Ur6hvIgv4ev/Dft+vxFOyEPU7dLY+kDgqlzXbL4v8YzEt6FPLBvckijfnJ6foKdvnz87vWiEElSvGpuM",
+	"tkdcKcioHUitOPDQr3/7b5Nrt04EjRVr3E2Bll84M9mtu9LqNCO3pbzpyA2uyjnbLEoAMAxjmoCzYweF",
+	"7pgxu38mLuhE7SExmo4nzVVLPaO39cZE43wycwfoKAgaKQZLVFFl//0mEen2VSWwjikubzUcIuWopX6R",
+	"M4xTbEFXALIPiE4x4VCSeENB5VriZI3jinB33aohmJNTKjw6wqNwSLr9+XjWHWE/7B4dkknXaBDDaESa",
+	"nD7a+HFa6H4YHpGDeR93J7NBJPnpsIv9cNQ96JNBdDSbzA/x+La3p/u6D93q7NI70IH90T+cPpBatgP4",
+	"R2tl3ISLxBkQ0P3d2qoOaWfO7oo7+a0ZEFBOahX3qbttau9hpYPBa+EC7Mc+MKDC6p1oUfgbX8+KWkjF",
+	"Jc1Q9r3JMzZSO39Xq3/tvq9stV+Cm5u9X1Wl6xcvcKWX2wCTkuMQ+zIcXr2Ktft7lUy/y+LVYPLueO/B",
+	"l8/FW65ZP9clIvIrB/pV5pg4OTutXCLYl3cO3xEMCXwN6EY4U79/R17aV809sK4LJAbA0oqNwNHKWMUT",
+	"1/Fh9JBUJzFMlUdBmeGzQsG/kZ82d7KXQIqrwbqNA09bMuvxo+5LP8ifxuViiBUDecQzWwxqq3Qi+wAA",
+	"mZKCN6pkULifs7641asP2QbH2zOt4f4DSEijjO8RkPa1B5eP5kv14tHeH4z/lvM1Savk4N+lhMZdVqGq",
+	"nEbdSw++ArasRgX9c8U15CGRoHaQUymLpTSq9fZykomWwDq6K7MbczQjAAbNr0nUQ4Gj/uSudOECpwoK",
+	"fpc+gwKHvzLmyXiqOBvZxD2yKw7k2dbAhZineUy5x6p90EOB1PCj92wtIEIRsbUI2TKX3yvfYGuNyJZA",
+	"FETOiN1DgV2f3ECylYGzm0rtDsC15fhwAndpxLdckCXk6rL5XE7zGNUsHw0XCgvPjQMxH0ExS65Iqj5V",
+	"VRdKrQYszA2jxqWu2V8vtbpZGK3ZkTA5bcxQTIrvil1Sr3eXWO9CdvVmLf4B5EE2690iwaXOA0sFl3Ur",
+	"BMMCR3flaHepduSgSe4oMn3BE2JipeAevqTJWpAeCmZrvoUSKhWnCXh55R2+B8EO+hsJ0z1LVVh3raCV",
+	"VKdyW0AUYJulyuPSyWe9yX5UbIL+lxxDoS6IeanMtuyaJM/TlKWVit6bk7VYoEHP1zlskOd2cDg6Qv/P",
+	"/zXuDTqe3PSRgjaRoimf2laOpqn+UEBVFsl7nUWiMtg8NOoP5f+NC2ll769SnIj3Jq3M9zsKewi6CGMK",
+	"yJGQ7KZQLBh7v8TJ9n0GrAQJYi4VCwOA+pdV31PKmfMhSdNi/6UyJoX3KzOq3u8viAxQfpuUJVe7E76e",
+	"wpeQXAmSCGM1VwKtt3fzqjWqGlWlMipX2okWrjBTw2i6YUrArSH1bqCnPOvgp/fUBGHrvzkJUyJUzjNN",
+	"uCA4khoA19XmIGfqCeY0LEzROG00z4HnxgQcm92qBCWakRDL4yqrLUKSaMVoYhyeHOKKVeySornBKKGC",
+	"k3iuYt7U9tB5dO0SG9ezbaeHLlQklOYZ8BTqBEYpCIY+xCJqESD/GepVzaosFKJ5DDGrl+Hk7FR5swAr",
+	"9vp9oGPVlGo7GKGYCEBGkiuhQlIKfsHl9fvRi58n388uBslfN4cvV2+Pwm+G/Ouo/6qyTIK7mLvHpN6R",
+	"4+KFcY38BuPi738+/OvN4OXm6O316CKZfL8afhkefDXvP1mOn3H/z9vBO3z4NTn69kPVOJ3NXU4B19l+",
+	"hjMdJi4EDJVfaDWKKNb7h69YUlVK5iTJ1T4pyN9+VQYSvP4eXq+m+lffXkgOg5RPzFFwolOEYQ9N0ROC",
+	"U5IilWjn9laZcEe2Xy1mfw7pG/rVi++fv734y/kpP12K1fdPTw9OfzrdvPrpnXj17JV49ew5ffn0K5/8",
+	"9US+u4ieip+j4V/o/C89sv3ql+jbU/lY4P7Ef5s8H327/Ordq+X4u+iX6FX44nT8Xf+7X0JfXL9658sm",
+	"4SBOZssXfvTXr+JWXfgZ4e9pBQle0jmB+GaaSMZjScRR+8D381x1UJ1O6ZoSardaDm0BjDhsk6iLQSlB",
+	"777AF3jIVjUpMNdk+4hLEQISjSXcQ5yscAoR5LMt4itVed4dlrlT9G4o2VjLVU/Z4G3Mhf7ZwLHAX5V2",
+	"Gsk+NVvsRLnWA8V2uYR+9Sh/mupne7OI3F2QG0COOQzdygtbddZ9S2YLxq6f65OiymX97u3LKpMTuQHD",
+	"n5TxqzVUDBTsluFIzdyotwPnL6gcDpUZu74mBHRRvk3CJj5GE2DdxCmrX0XtUd9HfwZUsLEKTzZojdhi",
+	"rHkVduiOCxqiw3Ob+W3lQlxsV3V4U7KBQfmTuuMPl60vLls/Bkojj/NFdn4oFg8PcRrZO0zq4LI2AvJ4",
+	"bsb2Jj2J46p0+aIb1+8f+fMh7nf7eDDrHobDqDsho3l3jA9mh+EkOiJ+I5DrZk7RAvtnTtG1An0pY7XI",
+	"13nPwUPUJudmfsc1wIrkC9Q76+cmYedZb1+JgMJE7ujASMjGKo29CiiH5lvrlolJTblYn/FTQE0b+DpQ",
+	"CX77PTB3Fn8/KMKeFfl+XYUqFBguC0DqmkBhVUFO+TSIcHBV/dGkNnesAcPm8M5Gkz2gdgV+VqzsLFsD",
+	"tqy1TpjEsKl7rMChgQKzE8CuoOq8UguWkd8mOdupA7Bokx3M6/kDOPu9xJaFCahqo7feVzpFTOGwmQ12",
+	"rFJIc/DAOtEWch32bsDyJpH713l6DJ9brsQWqRnpBF+uk3frdzBqJ2TTqdjHe/ats9W++G320W8t5x/f",
+	"DO6yc/btjG+pWJzba2Uzw2pRdyubV+suqsFmwUn4PrDmZlV9UzLocIBSnERsiWZbIaWq/PnLVydPu+df",
+	"ngzGB6Duo68JWUE4Nb0mAJjO+Yal0VTn5QBII4TmghUtYZs8u6nPv5p//ZejdPLnr7/7Ob3Y/PTu7Nnk",
+	"9OXZ96ds8BK/xOebP49XX1795Q8H1882f9x7vOqpNjDNnjiGEYuVY4pqqm68zDDKNICPLccNKXq2pGa2",
+	"kmdyVDvz9TEKNurdntxogZJ1Vfl5anSnD6Qa6czHfOcnSBAu1JBUZlyWYrXHuJYNN+t7x2EgCfUbuxDc",
+	"JapwH7irkj8Zcr/ct4sgxwzKKWBXoK09YvqdriGyKRcjm3Rc9lPC461mzNuDHOiGhTPqEdc7ooJL4cr5",
+	"FACVxGlyrswO1bGjMdM4Kwp/SRjrmDxysr03IxbvRh5kcIXKDBpT5CMu2ArEChYmN1PHlUwORr6P2oMR",
+	"5AUXzGk7IaegpZNaWWEjKctvefCQcJ1SsT2XPKZIMoOL/MlangLmrxfmw199e9GqDCp3bWEKEDbncfCs",
+	"kXinVStnzkInYBFTCH7+waQDNDbJ9VAZ+1iDfUk9+cD3DZVVbjTka6sRga0ngAENAq1czOS5kABKrWqG",
+	"MhthDwwQkiStqSZBtnHk4ZrZUcHeXQH1K/X4HAlACE+NsQlRsPGtucmqM4eYZipIMFfnkWdt7Wy+1zSv",
+	"rekzFm3zk4BhluagSFIRpGPdS9q67dhPp4h80LogTqypuG0mBaB1cjAd7S3r+11tLc9xiVyRvFdKrVrI",
+	"Vjo/R1TZyI51UvOKpLr2LCEaTIQlRB3nXAALSAUb5q8olTF24BmwPcGuVLa4AU2w/XqWTRQKgVkeuVYZ",
+	"MaCwFk2uYtKcsXW1dJ2djzU5QpymW4XkhIUzYQ9xLCiHqgIzJhZyVecx2ziuhaeObVvqS0BBbXJ27H/T",
+	"1kvKBVTQLFe1VMLGifG1jd5qdFw+BaLp7H4cOUjNbitzncp/1DbSvznpRDUvZj+3vFbBzmnKYhJPG8vl",
+	"5oVwAZv17xloMdWhvDBkcX6VyGSeueCo1BWD/qEBRTy3I1sb4pFbvSE3UHUPB/IB8E6uvlPuzcrZW/CC",
+	"NuaqXA1L0dmzFx2vWClKF+/jlkNLQ4evWVzjmlV1c9Jscf+sVcszWgTvLXECipddA4N1qTJG1UCkEqBb",
+	"2HOYHyPJqaq4gWEEY4UGgOKWKxByR5aSU59UBOQcsNV1Sob8p0q2a2m9XYok7dzT1qrsRlQfbMn5mvAy",
+	"9qXuk/IM5gUCkRK7CN2QxTEJQRhxkt5QXTTLklOV9jFVl6RMvExUDA7CoTBhBVR4Gj6Gu4gybYy+yFCu",
+	"wCf5RUeVlS3u4cukraDSIWS3VJ9Wz0RV2cEW8EN/HAFywTpR4bHMRBEx7zKRe0xJWHi/iFEz22qwTVOE",
+	"Q6vPPfTKMhQwNRT0uUzszgYiSnF0bCG4oWRLQtKsRYkraZrxpWH6y6RSGCG+ni2pAEGf2amXvcvkMoHj",
+	"wcIEUxeOSjJWikOhDqQvL169tGnuHM3IgiaROiwcZBRJmeAyaRfQMfH28Udg5k+BAhdRnUiSrwhbxUSp",
+	"IFCoRgfFnpydahCclMgfLxNzECksLhj9v/wLOsm52OXDfg8933EyB8vr97/+7b9BFwMdI1hyeNAxKEaF",
+	"8/kyQcgEteU0mfYu9eBY9rb0rNTKogI6vctk0EPnUmTf1rkJB7TCP4XzWm+F3mUylNtLDTnGXHD0xRd9",
+	"X/vn+RdfoHaQ+ZWmUksMOj30lqw5KAsq64svWCrircZgQVRNXbcD60GC2ExgyF/Xav2xPbpX2XhM7qnU",
+	"upPIgtDBRGSXdVEFX3yxL65AzgQn6PTs5sA8esShz8cHo2OEw5RxU3nLAggZsDEllTqa8Y1WDDgvORXb",
+	"Q4HYrqYIiz/8tBFBUeMejMf9I9QOcHw1VQp40IEqu5eJNu9aPDmp3UEMd29D4rgLJu7HP22uee8nzqSu",
+	"9zTGdMmnKKCcA6D4OlJo4jNQbC8TV9NtZ1pzx0MBS68AfSuHnS9/ANUHCp5hCPIgH1byPz8JGsDcAdpI",
+	"9iO1LQpikBPYeXkvLFTnwFyHkSiFSgMjFRTP/5e9d1tu48rSBl9lB/6/QgArASVOPIBR0U2TksUyKbEk",
+	"yupywb9yI3ODSBPYCWcmCKEsRdTVHzO3PRfzAhPd1/MKPW9STzKx11r7kIkECVKyLbvlirIJIA/7uPY6",
+	"ft9QWvAnMVDveM8uzLPYe3YmchNhZu+H8n2z2YT/qyuDghYQqMsfqAasFTNsoxmwUiPw+FHNuEu9Ory3",
+	"enVI1ST2WeZ6nhdrvLPDW1Wxw9vVsHKnUBNTnapSxehqR2VdnwXy5tftSYQ/kQbVoGeUFCR3GD9CQ7rz",
+	"tUU9er319rjF6wtGgbkcrAKuR8dWYtBgFtRHHMv76I/61WXzoupJt9sX6klDeV7Fn5E9QvEDlpS929nZ",
+	"6Aet27WxE3hDWR5BrzxGDauf6HdYfaX0dKUClEbLq+o4yuKdnZ7f3tkxqW3Y9ODNmzdN53gX5nhUp7VO",
+	"Ner7DRgrCwaYCQYw2NlgKINzypJzz3TVFI0LXv7+yD378eSLYHS0GpGKm+RaROCXob/JOod7MnalVIry",
+	"1ToHeNc4Z5hSVornVIu9cA9XyqgC54H6fC1W2NU8XRH+vR68rjN4E35DeYNqEFjgiGHt4KSTJEBw8AA8",
+	"LyidKalwKO2EqgPlhXvGOEwXdeozWA2R1hs4XZJh2MreMJSFw+pKnQkysZ3FfNjnSY50Tu7FQPY65/mE",
+	"Gstl6WGoD0EdXJFmaSkBtTSWdBIX9gp5YPVKpfX4P/4Hg5TjDA7LOykyUIPYzLmhlo+z9DXc+x9BBWgQ",
+	"SCakXSrFQ80aqAAQ1yL3Fs2UGk013/7OzlAC2eKEZxoGOvDYjM8h7FdFToBMmw6TAPsqiVYuvz3g3A0l",
+	"VhLF2iF3B5dBNalBw2NAajCUc57ymcAMyUxTHaB+q56v9dp6gQSh4eFcl24GYoS1e0HWaMoEGC7i1YB7",
+	"8G+663nhjfTTqUPs8Y1Y0RqwpCecZZYLQGmkDyMCIK0ISFHe6yL598BaqObI1YmMXuSSprwHLML37Ehz",
+	"TZjBUbsG+4L4hYwDgOEhy4Qwi6PFjtR64Uj9At61Qv0SnDVmskdimiz10UraepOKF7Ap++w9M3TDoVop",
+	"2TRZultQqdtgEnAAsaBwPyECkE4VE5MHvanIB6Ne02bvGclwj1H+suoviWaUGx7iXRthTE9zeGTUo7qs",
+	"oJPO9FOToqRx+NTwMQ73jHpMj71nzxOWLcKJOv+SRRoKfdJXkrshG6C+I1F2DT64gsEG3tCnoYUtIN7F",
+	"ylAaLXKYKcv9jXdbNa/Md/Oe9dpdepI2y2CyYmK3bLPz+Csz8NWkOOohfXemybAryDOQY/SgMJHjaRzS",
+	"IjlQt0JhnFN3pRvzwyJTfVoCyHsBH01fWS5NaRzasw9RZomJTR3+uiMue49qRKfD3rPXAG+aJ0nkwVBa",
+	"7lq4VybLQy16CwKXZXzFlhO9ojZxAOnXHEkWlMUJ4TxDHQq5uqN4DAD3NCE0hVX8QWr81YOD03HznOfh",
+	"JDDnHw4RsfvYXaeX5KOM1YMnl/xK6W2lzaf3dYGUSPUB5itJELRXG+mHMP4seCnydNU8GuciDYwWg09a",
+	"JzJSj+u2i8vvUWYlcypwEe722DfxV0rgoOogV9a0bDgbsECF9J71QTAcGTIAFiZYsm61gCCcLCToXrc+",
+	"vECnpB7coUYXHYdUnlIhx1I1LARLbKSYJWNSj9TbULtFafWl6D3LM8gqGPFMmD1xSI9FkOhbh/4Wjif1",
+	"7j4uS3A/6cXijFK79e728bHsUO8B3lyN+mgB1WXoSVVD4vp9TLaFulrXsSRjwiTL8YAB8+VIsjgiKOdE",
+	"oGABcYd+P/urOo2UnZ4nZt2XFUkTlRrKnt8D/P04AtBSuD5zdrw6okWk05sXizhisZwvlIqDkeUBfBk0",
+	"wFTP0LG63+zB/9odNhHvuOZARx+f6hpADaq5NIOcshuexlzmCF08nTbV1SLCV6qODSVuZicVjsMJow1H",
+	"nk885LJFzEgQFzQ4mAsGtiL8No6nuUgPGR/KGZ+6r9JAxoc0ppNkGqHzngkZJuqky6Y8m7B68IfO06Dh",
+	"+MbhsOHIgZANJcw0yhcPm4q60ouLy9MXz18F6JCn27B+BrSAzFgnHb9HCu+ROvIC6AD0PddHGhClD6Xq",
+	"6yGiOIoI7AS0EeCNz5IlIHwTGViaxuollGO5jJGqITfVXY/UGQGHPWGvS6XK8ysx0IMaLvKhTMZj6/vM",
+	"mFJQkhSba4eUxAoOnTNrPvWLOFnUUwNPzQY8v1o5eqQd/KhZsXrXZ5kBjkM3PHWyod+z76FjUIoYAb7R",
+	"3ck46797B2GVorxAQxUHykRXR4lq6nEicyHzJma7aYfjJcnU5hPqocMQDTlTK70wQThBdbSr8AGLIY1+",
+	"IiWGhIYSzaF2u8P+6z93W+0B6kN2ElEbzWaLq6upsNkI6nieA9Cn2rjvVo0We6GWXNECQ7NfLzJ1utxR",
+	"+obLyI4MyEcqnbPiGfZOKsZweJuVgYIbFvXKjZRr37wyevIJ2tg2YuJyCqAasGYxguZxrJ7dVFOTJtMB",
+	"k0kTkGIDCGvBHKRwtCayMihB697pPlvvPM3dUG43eWqXkIFhZAeGh5KpzVlWEsFsk6GkG5RtiOo5DjR8",
+	"rt4yunmHRk1INP+73i5DCfoKq6PegMEkDuNRr9BCGi5h0G06wlBy0Cnqa8qGesTtx6e6s6+M0FuO4gYy",
+	"ec2Vph/fuGOrxgJ5P2k/9fUBP5S22ESKd7kT7AEXxaV4l0MkQ/1WH1ljnmxvx3r29Ig2oGhVTSIs3tcy",
+	"VvJ/QHo0LLQIxYBmJmHasc913clolWNkV/3hra+DzGNilvwQw3Ke8fR6MTeLfyhLu0JkIZ+rTdVoMRRD",
+	"GUK76rY5z2V1+AJdxA0MGUJia4sGYd2qRZDuEQ+vTT+cHU37EBYi8FBoYxldH3Dwo++kHszELLG+Dv/7",
+	"lhMftxyOBZZ78BtucjIMsOnEEoQxTvb68mkT5DuNS8SmSv5lizRNlJKqVtmwNhwuon3fH9bI3aFG9Pnr",
+	"MztSjK7yfbxKLT4j7C/BsKPdWVC+wFmTCeT4ASsQqjFot7b7euFh78A5dmJY3BABCtYe+IBigZT9akKy",
+	"PKOdGoZiniNDJsdIDqFTq3NLfzeUlOE+UxaP+iP4X81/qf/LwH//t3bz4PvhMNpp1P9lMBy2hsPoj41/",
+	"+Z8BASrAQTjngGyFgW7ORrHk6YqNp4lSuBL3+IXI9orYLmi5q2UOb88GhGqFRV9m/bjQWjgf7U6rC+Ps",
+	"dh4aZPtPa42KPRBXX48d0cTkKY+nqrd/F2lCj+4Ma2pxDWu9fquPU9ntNEcxhlav9GHnth5GVf8KU/ZS",
+	"q0kYN4FSXio018UZWG7JlsByBUULaKMO7AH9KNMtZnE2lIYDitXtFOLIEb8PvuhRBoQ5BUjegNWpnJA7",
+	"tyi1dghAEGgjYK5JQARjZ7EUp0pND4ghhuNRYrq+fjmoPqgADuWVkAJLSiEvMy/kPYAn2kywrVCy5yIk",
+	"f+gNcAYuGcx9uYqlyTzQ3wNaBq1vKG5oke9Zp8pYpAc48uE3NzgSmCSJaDCUATpFDTS2xyJkjWGdfkOb",
+	"A8mc/7gQLAgXaZYore9NgbCcjhAgAQK5Rq3UEeDgLJbXA0o8+Oc//gOdlsoMnf5pWFP3DmuBJdIZL6aG",
+	"VVaH180LDkkRH0rAHtHv1Mzp+C4tglrsqeWkgcQaThQ+hyxKUI4v4mnEsGNqDnC8TLhKbRAcQQpXmS8s",
+	"cJozzrf6//XkkR4X52LGYkTox4mkFeCIczCAUBFbm16PbfiF3ksBODgo8MKQp1EJMUlHbqELG7CVAh1W",
+	"toAS644okvmwjDr9/lA6EOseS8VMqH0sMI9YZ1+Dx7tgbUO0TWu9LfZSzAWSb1pd3qwTyBO9FiuboQTf",
+	"gLJSD5PZnKdG8cHjQFng0zgjH4TOBNMWMi521PJ3djq+v7MDLxvKEsNhTDkoSxw2MxZ586WYT/lKRERG",
+	"5iRJq3aWPXRkvuER2OmwujusFOIDH2CjxY4TqXPiTYILPE8tH0i3wPL0RIqhpLYOCKMH3PhSZOhr0xbg",
+	"OE6NNwTWZcf31YjTw1PxgwhzR5F5924otS5h5xO8IUphT1O8XE+T0gWh+ab2HxbzsydHJwFbJul1ZvON",
+	"rC8AvSJqM1EQ9qDd9tl//edBq90Y2FmnCAcok6R9KpUNc7KNIJ1B2sxQNnWv1O+xyAaW1xPc1PVeu8tG",
+	"YpXIqGEbBdtB74yjy+NnwFWWQIcwcQu2Bb3VaKGHDq6KPd30C8GyADIomnkwBKl2KBTwVOPrh5XhxKgj",
+	"Vk9Sj1K+C2/wiLIgIs4yTcHPcSjVY9F4RwqgQLvaMTCTQwGsGqcj3ChwO86wCxxjHGmgwa7zVcIM0m2W",
+	"uFK93HJXohoVX0llDQxcCkugxIRfx8DXAIo1wELRiYQEUOpxlbYpPDJzw3qx4/tTTfFsvlGn5TOeXUN2",
+	"l4sr0m11GjASehxwuSjxjIcyFnZkTApIbtfz2u2wSIg5IDLRUvKK7hr1JnXYUU58AtdPVzAoQEPrxLjl",
+	"CiVSJJRRktlyg/IcxRnsf/gCIHq05m8IAOuOQbmcxLlAyAtj3Pq+ahixkJFfqTBH9M6S1UfmkI10CPT1",
+	"1Tkb8YgFfwiaaGUodS04DKzXMU7R26Re6xCgbYjdDozzEZYsNCyLp0IqZSpKk/mcWogO13IrbcDWbTrI",
+	"GDVuNGRoyOVLyAUW6m8U+8wKHLiyYej/7m44ZBtsig+32Cnp0LD+SAfDOVmmcZ4LaUGuEPdnwPCqP/2x",
+	"j8/GT/2Wbz1oMBAnGvQiY/WAsACepslM6Qv08TKhd6mF3+12Dxheb1i4pkJGPPXIiwaNDDTYht++BNbm",
+	"ge9/hy1xfznAX5p+f+D7gfZGGVZMLFtqtvuD/gHsiDxhwR/x44A9FaN0oeypro++6angc+2rqwed7qB/",
+	"MNj1A6uX4lOTMWvvkkaRpOqxgBmneghRkG3mC8dOW026kspaa1p+FzhY1T1FKKvBneBVFSmm7PFur+Fp",
+	"vZC5XksJUr/XOTBCBb1arhMWBdYLN/6pWqze3QQlAmBr0LU1Whn9vu37VpWYgxkSwhtGizQDTjbVlo7v",
+	"Nw7p5Wr5q6asN8Epv9PH77foq4KEH0oFj20AI2gHll41F+mYh6LFLji4aCBDSybm4kxcAfDCUNa82jQO",
+	"BcFFUUnC0ZyHE6FE+lopwnK5bHH4uZWkV4/p3uzx2enxk+evnjQ7Lb81yWcIOBLn02KFQ82rURNqg1ob",
+	"arnmQvJ5XBvUui2/1YUak3wChUDVWbjql6tNEGBuQm/9z2++Ya9E7sGm3Ou39xooY29EGo9XhVyyjADU",
+	"yMDeIn94HquzlDJkCc0XFQgUUY8yFlzHUdBiz5MysFwNup0aIqra1yL/8/I6q3k1bYfDAHR8X5eM6Jrd",
+	"UhzfKSSGO9QoQTXVYjbj6YqAq3UfdLXntVipiVACWF2sRgvqgPn0qjaoQRcB9eQGPsG9Na92HUcOQpDf",
+	"Vl/l8IpvLtQyyaA+N76qebV3wKvx41+P/vrNu+N0/O2rt3uXqzd/efbiam8S3lzweXw+TZennF+Ez16/",
+	"TGofvocaGVSK7qoohpGC66vAyGDKoUCnh6NX9Sgzyo+/4oac3K0srQ3+9r3njOLXFLLEGXbGEXDZ+JUa",
+	"v1qxtqH2vXqgsXJvXbYlfKdNxW5EjWrMNUNWFrtBVw/5UVGBDGawBgNLgxUwydM0WeramAxA89XZra8x",
+	"LeCSaap0/Rvm30gC1FgP7npw9GfFiGdDbQL0LEQtdiRdbmbNPQ2hyPPTk4HONMpYAOWiGQvWeL2C9S10",
+	"Fmf69wyEiNZZYWWXwdzJbwTdBKEZWyrqB/G9xeq5cBBqmrFBkXrMru27kNy//2gp4K45u4Yvl4npsDvd",
+	"VhT8rYALprZ6r+n3m+3eZXt30NFgYCAGtiScc+n2th3KGbygd7Db3vX397r7+/slQDV42FZIdx+8W3vU",
+	"dnvUGe2L3niXNw/CdtTsie64uc/3Rs3dsB+pTx3eHn2iHh3sPrxH3xcFZQlg8vQkq9j+tS3RYM6L+2wd",
+	"M2xd6KKRcH56UsWOANnQ9L2RVciRN07SxsOktLqlffctr53cRLype/dNT3UKItzRObj7jsskOedypX08",
+	"6r7+Nm96hblFr23uUfn8KWIaqONIl73/rVQi/f2HwlllKiOco+m8fJbo08nxYm88oXStgyn4GLB7FC6a",
+	"qoNHCDfRXMw1uf1PF0d/ffnkL2/djFz1wNXjn7Lp4upDQMHc8zPI3MEM2SgJM3AB82lrFoH/Y6lUe3S+",
+	"KXU8MO04ygOqg1NnCaQpX2nFTrvpEY8A3fCHRc/4o8yYGLEpDym4w1kdUTB0LovxoDdakBJ+JQJC2oDA",
+	"YA7ududYhW/QFLY2J7vc0Ah8kn4uNBw7cci46QMdZmoRRDFGVifgZlnk1YH8gC2gUonsOBORMCUu6Ewj",
+	"Lnp3wg/ZLLlB6hlhpjyRo4SnOtUG6kSTLItHU1FYFdZGqT7K3YW5zXFeWIgwVRAh51clXsJYvk0FIYtW",
+	"HdpwS21bXdRp5iu48YM6cqrusD14DG7U2hYXHsNU1D6BRjAn0KGiXeDcVVACRlxeO3rEmeHNq/l+r6Os",
+	"lGSRx/IKI8vIoef7vt/pK/k3WmSxFFlGQDhp8c+zWIo20LP7PjsWEU/Zq7zmuT93agO5mE69WgiSsPYy",
+	"WciIvUzCa8AEyHI+PQauxNre/u5uj6Ab1efLf4NS+BFHlvCafn4qRM6OFnmilsKMx8qgTZZSpP8aqisy",
+	"uIAv8qQVJjMklovz1SWefdNpqM59ccWnmx7LXoo5j1N2dnasmjhJpLrsj+1+u9Pv9/323h7I4nenkTOW",
+	"u3v7B4hQkMW5i39W1aYPXm0SZ3mS4tHAc9cU61y29wadPmkzMoGnvTLCWAfRHeHraRtXTEWYp4mMQz5F",
+	"0P1znsacHU1veCr+jmMLuAlGqMLKLTagd+kfDNp+sQGQxL1MYwg2ZTlPc0RV1Q+0O1EtcFCRiDO01xz3",
+	"+W6zN9oLm/vRgWj6StccdcNe1Ad0XTV1KAlo15YbjVdM4vmFSEPYI7Vdv+X76vWZdCah1+20a9ZTcc4l",
+	"v4JcBvC5Q1fpFZfJjH0lwmsA1al4fq/y+ft7u333+fTY76uGwas5B9fm+XVIHatn4HYd0ZWsxcNzaz3R",
+	"ecQ2OuILicFxsBlLqCsUalJvVOfqpjfTZY/hGnjFF73xIXrjGlJOle5Yqdw5yqRWDCp0SAiB30eRTIrH",
+	"kPVt6FPEA1cA7jf8W51OWo9lddC4MEEHvPqgrDQ8TW16hXXL6hPJT1ZPppFZ8w30R0QEvuY2Raku1Rqt",
+	"E0uEpOoqf95R4Wy9VX8BKLICYXdRZdlSKsYI/JJPrDID/gWLk4f4v7+kJyKWL1G2bVjY+lpXpJzqe7Z3",
+	"CRYEUrVn0Gnp5253+r2773ieqBNGRr91gfO1yAuYQIVds0HgFJJu7uNXLaFPrBuOxldUZTZigm+l3Yhg",
+	"rOD+AI8ogLltYUwO5dbW5FMI2WYsTGajWCJLFTt6fgJJcy51O0aCMz4VBGkhCTYJ9b4qJndWB7+y+cjz",
+	"XMzmOcXCPZsN5EAHYYHVEV6ZBRhZA5/yDLnXOMNMqBZ7xaeC8DUoHF+YiKFcilRobDs+nwuesjxJbFsx",
+	"TLVuJB5btrztjEQ1Khm5sKcramAJvFtds8E2vI5ltLVp6DTuG3UfWIbVhit00jbLzMMa/Fold9wGKxax",
+	"7O/dVo3PvKG1RRiShOzsNVLTLd3DVU1fc/bfy3nubfT1l1pOTn+NSv8QQtmq1ruE5p++1ZgGiwg5UBaQ",
+	"sToU6nHzbayRbMaNciBjd7zH90fNg9CPmj3RHjeV9tAE9QF/OtjQKXr2J+lUsUPQVJ6DvBhjEkycQe4E",
+	"q0P6VxbfiEY1H72bNrGh4U6yRnXTb+Wu37b9JNScpot3tzW9d4+mXyYPavhvwQN1JO1hpISuOWfWDyJT",
+	"y1VwU2kS71rbJ9sbv3mp2SQGNfpeTdpXKQdoy2/jjBc4PdZYb/qDduc7e8lXK3T7oE+qwDhqv9QbhL4Q",
+	"Mk9X5+Ckwi/AveGTJq9Eit/s7bb3mvv7nYNml/dG/XA32hP74wJf8z1EkVPIUhvUTp9/22yjrw4OLXOs",
+	"Ta1rot1ut8GxdSOm3VcwjYRQvS6Ct5bolcG7OV+JlHxnJ1xy9mYS55DACOaJO5J4JL8Y289qOtVA9Lq+",
+	"3293um1fdRigs9SxZawaIiMosKo6hN7qceC4+pkWTW/gb71oaqrhG7iga59yNfm/3Gryfb/zm1lN+MlZ",
+	"Q9RUs4hczvDyIrrVu3a82cTY2r3maGP3da+taYxf/Gu/pLlbhEeu8q0VJsgxcQvrpsrOvd2zptaA++iC",
+	"V6sCgkG7rjyiEdkE7VDp2nLX5xauraJ1WvJtbX0kfn6+LZCBd/m1XMuK68V0X5tsk0+rMONfnFqfxS5H",
+	"h5Y7M/fe5Y81DPtPEO1c3+1fQ4rdLJFiZf3WVpE2dR5xjj6vgYNPYaBdNP3VGICD6wGqQQHTLqgUOBEB",
+	"408DPcdUMLL+xpBLRCVDJeqQiscWM7wts5eTz4UKD8S7EOBC4txjAJAHFIz6GiiogHQh7iLGKLNngKmQ",
+	"aAPDC6D5BjtYNYoqRwWbJSh70DkGD0QEZWilAQ16ZIpBoYooTNJIRJiNYb/HjBbVPq80z+rdACAnA10D",
+	"SGXqWg0xcA+qeQbW2IIW3SRxBEW2qvXKwucoijOR51MRsZXIcYAK04nd0kPvDSUWDuMQxjm6JJdxJmyR",
+	"qfNO0nSIbcr2M8vj6ZR1/PYARwkfSIkjGuww0HpSYKIsQUHXDVg9i2eLKc+TdIDuN7SZsRwEhi/o+c4/",
+	"nf5BYEAx49R0RL/pkCrGnKcUHtD3/XZAVdY4ImWgBgz5lBYkS3mciWwog6I5EJjoOVio9MFULsqo9NWj",
+	"zIL4BoSHcyNSKN6UV1R45FxLI+kxeu8FjyOsARnxKZehCAg19AjLKFs7O6zn+wNm9qtaIDP0P3DJfAuB",
+	"Y75zS+A9KOcIUpodQOzo+4USDKUXDAwCXvH0lms5fi3W63SGEmBAcSgBSGsALikycGjsXJ9wr9NhAUEb",
+	"ayFgb6fdHAyG0nbDkVh2QgD4HwSaXiiYzLTUuBl1dCjkPJ5CjaOaY1cANqgtpTpRteChULTF+n5nUNo0",
+	"ZXQxxIxDgeE5yNW2bpMI54cS0fCKFbdrtb80587Xat6PMgdFZq14eXDL86BJoyRaYQwjlrZe2CI9+bZV",
+	"tCf4NBU8WpGXblNh7lBCZe6hLX3BWh/kiSqW1M74NTLT0BvqG8ppsUDYRGj15ShPzTyYsng1/tMky1md",
+	"a3AmkM4pzyYNpKxECTpaKfkfEyWWeZBn6gQBSSVdVZREXyVQ4gbrWEwzoTGCCbNfg7LguQYjBuVvVbEL",
+	"XPf3VKPVei/FsD4fbXrNV0pF6y4cTKgmT2pvB5ZwbV/HDpWmtyz/krM78sO9UVs0O+Mub/bC/ah5IHbH",
+	"TRsw3zUDgbavHYrS5in4X13yyX7/Lu7J73FIRZZ/lUSreztM07zoML1w+DbIAWNqeIxbq9NH75V2hKBp",
+	"OOFjqH6NswkJK4ThaBGTXlZ61dF0iuYgSUnnVfeo1MF1butrKo0Y3NoOXypWWqcs+OlDYFXBUoPA3PlI",
+	"Ay4lCXYfIw679OnMOJSiA3MywuwU5K6FkK0W60ZIIQJfTmWBuT0TofoGzikplvgC0IFpKRkpWPIXVcj6",
+	"u9xH9hZzB/S5g0bmfUpYtBf3V5wbuzph0GA26rphjUIAnYSaM5S/M2vc37/7BurHJR7AcFt7i5ZdIBjy",
+	"ZZKc8fRK4H39bYbBALadiyjmkK4LnoPONjc7wMMf52/obDXJXyNo7S/toiBXQslJQYr3vfwUmpjlPgk3",
+	"+p5759poy+4T5tpQ4YZBOnxQrs2bYrCd3A+ZBjkq+HL+xcRx/vTPf/yH1ulfgSYKHrudHcJYMLZoQbmr",
+	"gxsg0SZwo4CrS8XzgE1D7yGqn/PTk0cZS+YApJeHE1Yv+F+K8etYKkNPd2cl8gZBSg4lKO+cRXwFtEhU",
+	"qvPqyeXl2ZPzJ88v3x6/vnzx9GnA6rr8Peh0Br4fNPSAQyz875bpYyixbU4tqXrHJFmSziwtuQZkaFDd",
+	"eLqQnja1IzHj0iwPTXkNY8qazSS9Yi9efh2AhU/aBIwBQuTarh7aAxeNGwL3yDBz6lFG9xHUI+j+xCAH",
+	"i4we42kPjxT5EdnjytqD9TxS117xPL5BX88bm9oaT/NmLJlxjYCxgq/C9xIKCb1mwMZCIHyAmYfT89dn",
+	"R5cvXr59+uTJq8IktA7+8Ee/1VUToZToUowd3GZpgp6RCZ+Om4v5UGp2PFDJJUyZccMdAiMVQBEd5YEd",
+	"g/NERnzVzJPm0zRWywSWCgKVBtCNE56LoMWg43DWJrHMhcPxFCYzctOpT+ptyJSvpLpBVYJHPcqG6m3k",
+	"9tNXjoR6QmGsDOTpevaM8cYpTSEAtycID88BShOavgmagA4DZYA66TXBHHk6AnIiFkZnwrOhhG7RJnCK",
+	"qs1+0AJvzuMo2JTcdqLl7TaJbWZEdV7T556RRWNok97UWJhuFJtO136aVDca1jvS3Mx4/vYSlIpN/5Kb",
+	"9LDcJCXMrALDAGMhY0qBKxbKkZRzZh3qiaoSRTqdS78DA9v7DkZeSw33ml7Nqylhf2TSVLqtg76uUd8y",
+	"h+9TZ1yY00391G63IANHbVjVdjfTwjbbuiHg+2P8uu1B1NRe1uvrqin1NV3VdRIx9N6/PevipFLP3Drh",
+	"gm6/b7KFK62+5Fl8XnkWkT09tVFjDtSiPXN3YoXRrz9RTgU7zUu1CBCvut2EUK0MKtMx9OrdwodstJjo",
+	"4bnBn1kWhhJDa7Kbukk+MB5ORESqpLx2vaZf5Heh7Zd+T/WvDQf/zybR1YTdw4lshHO1g05vzi/pL59R",
+	"+ktkRNIG4YsssfdxJeEdD3Mk6ZotTI34RI4kDYgNlJNahl+Lec66vtIeNfUyNFzd7cBQGp89kF3wkIBx",
+	"0GaFRIGhBOKSMEmjbFCA4yaSYU02Acw3N5qORCb0wf0Z72gNZRDxnAc2i4XY8OjFRxenDjx7jjk34GhC",
+	"d5RD7x9LgBQHvhz3IPPs3HuQx6I9Tl6puLZxqKl98CBETHrD9zOUgFie83csjjz26hVQSOuaX7yY/GmW",
+	"IhByI46kHXCA4jWmvaVIxW7N0yQH3FnN6OWxkcjiSAxlgVh5AIQsUCS0A4ifPI3e6qQ7+Aa6+VZ939ox",
+	"fHQolXYC4ENCV5XDmX1YoOTTl2VVnLuHhqO5NQevAzF469yDWZIKTFICzJep4MCttMCMKaJj1kCFM74y",
+	"KMUAGoO8gYgHC/xWANaAVD8Om4TfZfRbaSg14dMmLwbuja18GNRU7cFQbz8Ezw76bdQUVfbDNLEM9IKT",
+	"BudNtR0L2si25xD0BGMMGyxv6sBvyltAbf7iJrhd1azCxiuXDLXanW6vv6tGQ61VuJtwDmA7+O0Df9zl",
+	"bUhCaO6F3ai5L3rjZp/vjvbC/ehA+GNQ/oDwFxRZoFtHeQZeUvR3g64TO4/sNPdG7bC5F/VE84D3R81u",
+	"2Inawh8f8P2RHV1XjCAEyQZz+snNR1QvwM33NaVJ4H4xpH9hXc456CrNaHFTqlMgee5qcXcb0HCdxlmO",
+	"xDS+EWkssmBADDYxeNohzSMniFNcqgYoRF2y1HTHeWIwPMzvsEYPKeYDObIykQJSPddNda1OOia7OrWz",
+	"RMdd7jpx6qXjHGIVH6UmHFYd/fjYoqJANNHgK8DxDxqVbgHch1s4BWgoyqlk24mWz8wlAFd+TmLarnbC",
+	"7UK8BDCc6beNTe2Cm+EBbZvyLCdkhtserS4D4nztxFVfYGAE8dU6vl+oiaPmWryujzl/7qV3bbL+reUD",
+	"WrwZ7C/ugM/hCAFnABlkW5whj1NBM7i59OWVUMdEbqf+isfSw23HNQEPVY0b008zs+bpCohXosVUeOoY",
+	"QVoaIVWfI3uYZIuReucIaEVgZYEppLR6ysxDxrPcKydy0xJvxlHA6qkIheqNWpjRAmWWYKMV0id2/M6A",
+	"/bgQCxEdFuQ5jEXAsonG6HaWtbVvP+MjquGeq1mls/xRhiYrNHuRAeEJJP7niR19O0Mw/KAYgHWoeq4n",
+	"CxLvBRRE1TFDGOQ/0qBKO6fJ2O095Jdaq7s4VA0PE7xvsXuJwNASQWdQdIkOH/1KZEUxxEg+U4IvI14/",
+	"O6nA2CMXuRggc24+4TnSSFfxQlS/uSLFnF7w+1EDOvdTA6A/p1ufUvc7j46IGXOzV9rObipom//uDqWH",
+	"ZnfiYbZhKolm+Y8VU4plPDTEayZCrj5t3mVUrqE3W5Gyv9cxZCs1q/L0OgcWuvMySTBFTZcc2EU7yfP5",
+	"4PHjdmev5bf8Vnuw7+/7uiPZ45TnogkeaJya7dbZBd5eucLKTRmg5+bo4lRJ1EcZENRAbs3W46FJIPRw",
+	"2qRxbXcdYnVOkaXGGTXHcncuucuAh0vxSujpL6Cx0MrJWjMulQpf0lqUimHUFlQwNikvE8Gn+eTvG43f",
+	"I7e4CmhQnSxxJbwX8xY70dHhPFkQu7c61kc8E9uSxzyDdnw8fUxyXQylvp670VJjCSTX9wngUeM2SMri",
+	"YHxq3paz+EZI9Xi1GYUzjS/0EOqpNPyk9wlKmZsKpAvqAHQZTyod42eJBVb9yFkrNL3I9zF13uIAJxWh",
+	"uHt+mx0n8grCXEc3Yg2Nu/ZqEeeCtTsAi4Og3EeLLIeNsZlfwziHNeR2lCxlnizlv46mCzFKpBT5iF8D",
+	"6Dx4tON7cGqQlvGVeRL7Ch7FTuglD6bYqALwhoh2CXp8DyiQQPuc5883NKcITu7CFIV5DEOdxzPxHb7v",
+	"aCbSOOSPjydxyK+SSqznTtNvX7Y7enAB0qg4nfv77KUS8uxldDuu+i1TuAug0721KXThh8JetC864+Yu",
+	"b4+avfAgau6L7ri5xzujduhHB1hrSPMELcriSLBv4jyciE8wPdiWtUnplieFwH4qZyGWD52HdrPtX/oH",
+	"g+42mNtnm+XEtm51/YjtSVkM40oFM8sX6pWHKg9Gom52mrtCV583VtyXjpu7vee3zuOWOWmVWsNZsj0+",
+	"taUaix7Oj/WZpY4ZAqy7agz1QJmjZXvlx27bavXHko59cVh+FjsYE5gcbrRNO9ihSt7srnzyTuN+cKnN",
+	"M2SblgX+SVa3JMpEbhoqa03mMYB2aD7lofyv/+y1eo0WAysluEq5zN+qrfEnvO2tc1tA7iP6BXyS2lcY",
+	"Rx4LZtdv//mP/wgaOi8Kr8tEmIqcrsUP6toMrwWPHtAxmUJtbumTweYEAj/Ei44wsAYPUXc+u7y8YF/x",
+	"LA5LZg28TWIpiNMrpNUWIhKRgcxW72kY9BwcvinP8ozt+r4xSNlLYEqPc6rSySZJmk9XFkqUiXfzOBXZ",
+	"IYsSML94dj2ULhP43LK/tpD7HB3COzvdEs/rRmranZ2hrGan9ZRBGCIyhvF4plRRCA7rhqEgZzxMkyzT",
+	"dLa6Rs5gAeB2WOO6pp81DAllRAG9PLpV6ZehRPBuj834VM0scMaIzCFgJ7ZaJJQv4ARVeymH0gAs6cER",
+	"MCuGSj1eY3C/sDTj4N/Xfh2dPT0EzizwpxGR9hrPuMfAowGrE4JC0l2cjE/ja+EBXAyC8uQToWFi6Dri",
+	"WtdFZJySzfCAXbEpgD2YgcFlSEWcMCTA8Az7OkkZ8Gt5wL4bi4wFxzyciOZxIvM0mQ6YTJpZnqQCyhWH",
+	"Eum43joChHioYemyXLzLSzP+CIgxAKtn7mBD2AkfYj4dsnEDKlgsAcULwn4ZWwD1vhhKlD4wSMFPwxq0",
+	"ZFjzGP3pNmpY+xCw+kxEMWWIBeVzNmh4uKEAW2s0FTMWJeFiJmQ+UOP1nqH+zd4TBVnA3mPM/v1Qvm82",
+	"m+b/6tqe76sLY3nDp3H0ljqnbvkG5BhKHBAwiJUlc8/Quzt86rj2uSVbU9+/vnza3Keh1Zvv+eszEGOF",
+	"ocwzMR2XnqYF2uN2q60WEBUW27UT4kxbEBT1frvH6PppLEWDuX1d2Mr2t64sfL8uGpPcyO2C5KfHtd2h",
+	"w+vUY14T/Zw+CZZpIq+MrE/FTXItIvUryvNFNhdQL1rQLfEV7e6G2fkKTge1/GB/68v7t10uRQw6rBqg",
+	"ppBIgC+TFPYmIUgFx6jhNS9hEDQoCCw45ixLfF/nQL0vT5K3My5Xbw1cDHvPzg2yVNcniW+EuusYhdgi",
+	"8NRQJjA+udve0JNn6NnEvu9i5+slQWxzMCHlN5FShFphp0JgnUCohS0skaE8YjORT5KIkpah/YCJA0hl",
+	"gauWkPjY2en5/Z0dktJH02myHDC8A0jf13cpqwf4kqZM8iZXdwhIqcYAGx4e+H6l0oMAwgE0NoaGZsqU",
+	"uKnIDT0GlwNwbtc+BiXHWfSnUt9vtTkSEY4SQtnXSji4vk2jI9UGtdn1297TH/e/G1125L8t987mLw/C",
+	"b7vZN1H7vObVClqSujp7++Pev910zpYHL697l3L/u3n3Wbj753H7q1n/JPO/XnVe871vxMGbdzWvZvdv",
+	"bVBb37j38avC4LlOUHes3jWXy2UT9tEindJWun3wlFaG+vLtI6iZ/K0u5w7k3R30vkza7YhI8DrvdkW7",
+	"tWY7fzwekrFl3Foq3NeoFhuanhKBPFoyb+n+mlj9eTL6OoxfxH9++t2Tl5d/eXWanc7y+XfHp7unP5wu",
+	"z394nZ+fnOfnJ0/is+M/++LfjtS1k+g4/zHq/iUe/6UlVn+eh91z9XUSPXu5fBHv35xfnnbPfjhanB/3",
+	"3r344Wr54uRI3f736M2pui7n7X3/pXzSezP78+vzWf+v0d+j8/Dpaf+v7b/+PfTz6/PXvrp+Kp4dxS9+",
+	"eNJ9fvKk//yH16vnJ98etMLOVI5mT/3o3/48PXvzbe+vb9rL0dev81Gnn4m/YLmXshbexrI22PX9ovcS",
+	"l+CW7sssTGAhFZIOLGg3OmNZ0UplRcZfD+dKL8mvwNZ9wDLE5VK1Do8AK8o1UUshvoIuWxH5mi75KmOB",
+	"1XELXiP99a0eICEXM2V5m4u/X/cCOZm/96Ilg1Nb78M7pI9WK90lLzBvrlY6/1UnywqzDikaaQXPLkgk",
+	"V8DBRr/FUkbINkdF/FqJC+QqdfvxBnQ6kCWMCh3WWl+taG7ohL3ApOysy8LWvVchZiBuhN8yKpPVm+tr",
+	"WldD6+u2u7dqx/VNKrbmJG8/bEEdw7tKMVSra9+iaG/Ws29bddi3DfN1TJ6Iop8FoUs/4TSVzYuBIbf+",
+	"GOvCwSp2Zo6FfCZKu8NxRxhD+82bN80j228xoGtTwaezPw1rmKA7rAUloVa+b12uBRse5LF5KjJMzKto",
+	"NzCcrStORaFY/ehC8Uy1+Nu/L3L9NFmuq11ggamftFmBNguPNKTqw+UfCVr9oAFz9zbZ6TOx9vJMpDfg",
+	"g+NRVsxHQa9qdGh8jeZpkK/xM0mhu1r6KCuMV5WgohbHtqEmj+pemhplU61PYJ4kbAq/PXi21rocZ/hI",
+	"6nCbncdf/ZxDHJPxrF9kAAHvMUSLKnTAivVOezIX7/LH8ynm+nzMKW+OcZ6xOw0yOOtLHfnEA6sHVLtW",
+	"gjsbFYDHZd2r17o7d2/DWi0EeYo5Kq7bhUGOnAZsqJqHNT/Ohpm4l2sHUufIt7M5K/CTTcqD29Zib36B",
+	"/Lte9766Dz3pslImVTjDPk4wFUbsUUZOVEyzhZcUxDGsqJ9D2dECfeAePts1h9VxHBoeIOwB6J8uv12L",
+	"1mDE5BYHIUFffKq46QdPu1XQszP4Wyk++mKUc7VMi/FLJ056VNA3dbDUUe2o2EPJ5nEyjZP70IVDPIm8",
+	"EAaPIaXrHmXMPNQUZsSpjjZosOR5mkSLMM+IQYRnLFtCTlJE8O4bE/lYgKUZ2vyxXOAYiSnlXihLpeQl",
+	"CHSMRi9jnJrGIUSX0KUKKvNE4N+EGQThJJnknq3HrwPlwipZFFM+IPhC0Ao9v6cTRExQQjJ99mRTnk1Y",
+	"PfhD52kA3qZYYgfVFw2CzIQB44TgD752NSgARKHxIwb4JlYPZJI3x8lCal+x6pM2BtRDqEBCTyBwZdBk",
+	"IGWHM/bXYlWZtHJhls1W1FObJ6eoe+/yvdF+eBA1fdEeN3u8M2ruh92o2RP9sf7tc0VAcjdSMf3TbJVC",
+	"+ud9nFXT5Cp5nU4pyT0bPH4cRrJVlb/5WF3amgNOo9ycDaknHFpyLVYGqSF27zw1XymBhJdhuRJaWfbK",
+	"Y8DLItvLQBaDzCqlWqonIToSgS0190cHYbMX+aJ5MG7zpqUG2ONu1zGBUL9PRDxlr/JUiJwdLfKk2Cf3",
+	"vYkcJTzdAr7OrGk7YQ9PFDQPO6dnbZ8xaPy7JFjNyvptZCfdr6AEBlImL5NFvk5MG0M1IFRYSfaHzlNX",
+	"ZzFVKM8TB0MnL+mRmRDscTIXks/j1orPpgbP9ujiVJ1UPJ8Ui038ni02UaIdJOnWRSZG9t5H2bmlxuQ5",
+	"8f9ggA9YiyIKkG84Q4CoZSmm0yb56eJCkHLtsNQnWfG8+tzBr8yW2Jj+WamjzJ1jS2tKWr8hHalMaXKf",
+	"QgSqbPykQOv3hsIqQaoP5XaY6qdKqrFEacbBNJYCPgeew6OlmjWUgeFrzaC4lkOWksGkwu2VgDIFeT0h",
+	"T1PV/UWWJzORXqRiLNJsI96yIZEwluXdkEV62B2SDtzOReVCiYFPg16M56K4A73YNOu3ws/vNvj89MSC",
+	"QNn02IfmHJdarx/4yQj69fKDFSDe8TCHH2KzJzVcWaEHDqNyVSuLBMwbCIh2e3fxD90x2AD6ruxJ2iEM",
+	"ijxYXa07npJsSBY5S8UVTyH1MeRZGRAq4pL/61JTMIc8F+rtuqKnChaKXvcESko2sit9bO9I7P224LjW",
+	"Wv8FmOse+N23JvGT6FSivnabMn5aeZRurX7T7fcFwNIT/wUC6/PDktZz46hupCzYWvDvP3gbSgAw0w20",
+	"Zn0iJJJZVpSyKgfnHwdikmuB6JRzvmLTWF4PZT346eL1V2enx29fvzz7oFTGxz+BK+mDUr8vQV9bWpjO",
+	"jAVK9wg8oHCBCrxEBqxN2JknKR/nAJv5BqG51OcBAzrHwuGm9BrA8lzIcSzjbCKigXar4V2Bx2QylLql",
+	"rK5UuWvMUUWkUEQnDaDNgVEldZag0t7i3PiuiIJ4KFMxi6Vh1ZTgilupKVZ6I0tGYpXpZPbFVABFzpLI",
+	"4hCTpcWOETA1zrWue3F0efxsnUIQcVc8pM6hqzfRDaILcxxLPo3/LoKhrGM2v3WawShgEgny8DY85PKZ",
+	"JTduY06enD25fLKpNS0WqPv1nGACrPrmKNfVHYVJUzbVUPZ8n12LleYl40qGiWnE6vSwMZ9mgpR9NTvo",
+	"fKM8z0bLAqXQQREMpYNfq6YKXqo0iMTQGoG5rNbSawmkrPAuaFGA7/PImUgrJC7yhA6IQ20otX5AZiIU",
+	"bkZsDuq7kKFg9TWd3kPgXai/KCoziHKAdKLuRmuYOD0C6wIrC6C+jFZljl4CTVgFrE7DNRNcZkMZwDuC",
+	"xqF+GM+BeFb1ORfv8oCNCIZVbyRkdHaMkkki9cjgDgeqodEKm4/Tn38bc5ot9UlNPZlflPeAAocc0mrY",
+	"iXOnMN04Bi5zsRItuExTYTleS9AyuGgqmsBTMZRAEd5i5wiGhmEPgxPGeLaS4SRNZLLIpsSpmoo8jUV2",
+	"COmEcJdeoZJPp6uhHPN4CoSttITIR2H4swi/iTaWFV56VxAFrB6i8SJfpMIzxSacrQRPGVenZ4OqlKyU",
+	"g1GAKhN3fJD6dQFr1bwnllkueDSwVOLSzhZVVDljBWKQRlB34RU9Ct0qmjIL5TimCWgWF9oatu5jxMPr",
+	"K6BxYsskvWb5JE0WVw4UVbLIR8k7z5gka1Rbto4oswxb2SK9ASwlzlKR5TwFSl1oCwJOwdDOeZYp8wAQ",
+	"LWRiSLuGMuXSGa2MZQkCWwNBUyIyJVxuk6goM1BkkmDAoQyngkMy+SEL1aumU7VGQTWjugCHoxqxqWGT",
+	"riElDWVJfhZEIvmktPjUl9Lae4mHEbJwB6n+pIUvfpGVjKpEVpzy5mBLDSAZqyMImP6hmYk8j+VVFjQA",
+	"isQBEDG3xBmLYqAwjLyhJDmLR6inRXtdjQ74ZRpsnCgZnxUeoiQcIaAFSLVMDVPzOJS07P2Dge9vInZj",
+	"RV433eWIr1gQLQTQgLE/DiUheI0zAcxpujtr6gqgc815mr8FhiwPxCZ3nqVWBIpStSfUutVbyoXHXB9J",
+	"PY+Lqch2dlgdGjRKMRZHA4rzj2sDgtBZ4B6mgs5SAsVpDIaySTR+kMY3thkgOkyooxPqMNArynPWj0Za",
+	"Iz0KNImhZJo3HEnPFzn54xZTUHGxQo8uwaluqaboFwyKAhBLPSpkIKvDqaf6TN1t0RMah1h1xyo2Cr6q",
+	"YMnbsCjUWMWR0fHqXK9FM7z6VcUnNPCxmvydDRe+3xXMt9K7o4ns2XzKwUjTvxzof1oHB/gYfWwPGJ7F",
+	"hPVWPHorul+8gNo0jaXIYHKEpHq6evuf//i/+r4PBVxZw8P+8yhiizmRsS9mmAQAVwB/H0PuvSYx79WD",
+	"Hxdc5nG+Ctj/93+zYCHj/DjJ1DLoUBcb+Fzx44JPzdioB623HBupZKx9qh5DXGPm+axOS0dTFAKWP1Pi",
+	"BEH2sSptwm+EU6dZHHwYGXTQYGYDnv+a3wAMYsyBs86sgKlR2+15LJiJWRKwf/6f/w/r+L7vsVarBQWc",
+	"qhmWNhxecineQUYEpIFHhGVFTAX6gDMoVVDN55aF4WqEUj8q7OOwrG00Iwv5XERsisW4aZpc8RzwHqEW",
+	"0KxaBwqQFGolbKBxfJTciAbJl16ns7NjE0GdlA5sihIEtpQwSqQYqOEo+VVNgR8H4kwtWmwMxY1n1wOd",
+	"Z2yCeFQyEKDhAcqMAXHI1OmPcdFiDm49OC/dzxbWrlYyoTyfGhJzkYlIPXXttGP14LTgCi3coh5JgbF1",
+	"fuslz4bSzZABScRZFI/BGKB8wbp7J4jhVOCzaUKcn9XRrRG+1l+YJaD5KBU1MvNGU6VsO8Yp48pojQOr",
+	"cqkXq6UJbSJ4NcNnz10oMA0aCrkdGGWEhw0lVzoOTjwqoUEFDTcpHJvr6oqxjLtCGVty9Ss5/vr16Qnu",
+	"h6skidRlcSga27P4k26rR6uInoppk1XjZKwWhxj9cMNi6HU6LaZ9SCwVPwBLk7649+4dauNQgKkbXcK8",
+	"HO2Ou2G/09yL2qLZ4/vj5kHYGTX7ohd1eWfcHvmh9qyiE85JXCiuqM3u7f5d7u3vP6YsEnSJNVos9SXg",
+	"3qITh015Dm23hVyaxemgjSRO+iw8TmZzLlcGQKrgwr8jBqAvJoisEy45e6OvdX6/cGGd9OFtPmOHMLuG",
+	"9EADR1WIlpjgSq/m1eBERPKGZDZLojhfIVSUfkvBUzfhY7UZIzU2akHxac2r6aO0Nuh4NX1+AtFVq1/z",
+	"aotkpp+2mIf4p5o7dbrpHz6Cz2ue6G4RjJWQEb3kA6wgdR6XJhomEaA0PGP+gAK6EnnVbHf6/tYzrevQ",
+	"/nWUxleTPIsjMZ8uZqNN0118yu1TvNWsdu2s6sH9GQcatF010kp8nOFr3bE+daN/0CwPh1p7cCp3V7u7",
+	"2+pXbq+a2RjsmHYROzs7rv28W84Buuvt19yZqelOmMkxcaauX9s4SZ3btl6t3237tU+3+WpPjmq0+Wp+",
+	"d9f3/c5Bu9fvQAxqi21/Qr0lb22+mBdeXGvX3FerN9+162uXEy6v2SpZwGkIOZqjRaYGBAI8n2SZ1i5e",
+	"NPf29lXrcK1CEfD2uT+VmsKGIgJ9/uYJBSZ/jvLjlLSbbSN52IHoHmBcJja33ktUrQZulGbJM6Nw6HCs",
+	"zfNY1x11frHRZQ4pDyAja0QrMY6KZ6uapFhiZRO9CXGU8lI88Mklv7orHgjXfPBqFYrjXbfaW8wdMFad",
+	"exdEUjd+lbl0V6wzpA8eys88tIrlf7ffQc26pEK+jwHvxkqsu3pVUXwFYeDONjcTJjBGcn8bwWNcY+Xw",
+	"MS5rR6jcHkKuygI0+JCRmIqqitSXEFFE/yh4EFFIUfBCZIfwZxwR7aN0GY+qrW7iWoLIAzyrHgP6VQPc",
+	"jWQGO3HmFnuTxrnIbNwQ2xoF1oKDppHoW3IgstD1DhRHRi9LpzMoRspDwXSYFbpA3n9wVdwWScDrbDUE",
+	"NWm9puAEfrjLYr4jl4Wk0WlUlc7Sq07hxCFRI23a9nvDgPzvtdtxJTGOM3tXtshGvNdCRqHZxphRYZJj",
+	"jZ8tMvhuPDfUJw0P44WGXxz2cp4seQq1x5YcJvAYUalBLA1vZE4I3nK4ZkNZd3NwG0aEOJdr0+H2eH2j",
+	"NZSfiEydWGBPntpIMJJzDAqVtfNoHLA6NipV6tWNqKpx9dhoNZQ4qknKgh8DxItrlFAPC04p1dSLk6cG",
+	"PgvHEAumIOFBTQSkeY0REMtGBwdsOUnYKJ5OM8QI0y7aR8RrM8eCK08HUzwG6NcYFAXjzEryQn5DcSI9",
+	"ih0hy25ECUkRu3ihv8T0ADJhsUItB+hR6sMMKSGRRX0K8JPqAdEC2AoEtMIJ6hWi6huieoV0ELPa//KS",
+	"hUkkDiHKqCMK1Do7OCYE6Z4kNPMBq0vI5wh2HgOt0TpA4VBeiTwDOCUDhqjeVEZCyxiVTS/5qsrd+rXI",
+	"f86T4/6JkGl+QYT426jdF/r6h+jdRcCxeTQusLXU/nBx8rTZbvXYP//xH7i29aA+ytholYusUduchXl5",
+	"2wZj9dev2JnIc5FCEqzJXB3FkkOi6xpOxi02ApQqArBWkrL6RunRWG9HGRKJgAlP4gw4swhauvjiN+iH",
+	"vjh5OmABz3MeTmYQthrHU6G2+p+G2qvS1N6U1jwaE1iJHd973XsriIj3O7KF/jvR7G9pVSiJlIeTisxU",
+	"DU1tcw8QmZrktfX6gN6AGY7SQWFRctwjlnpwWUCe4Eio38OJshgjgrEjbN30CqqJwwki9+51D3aLrHKP",
+	"4ZomXAMFe8GwGoyiMcDybcLrRQ0IPEihyIoJfCYThnKIOKat6SQKPD/xOZlJtlBWyYqY8VfqaMBzhl6X",
+	"jI2qpWyioRwJDbK7yO1oUgqkTgXT6Wk932fDmi6MBp/ssDYwZo5WIIcyTzRaTKOlUxDoPbo0QycEUOap",
+	"+YiV73CGE5D3YjaUhWSE+2ciNA6pFQNIQwkgiwmMT6M7uBk2SiMryXHC7VlP3E3GmxLDgqGslxJaSzk4",
+	"h8psJIjC89MT5FJaT6xOCMXZCX1rhUIv/HhznLqBlfR6S2B6AfD6W4UmgP+CnmPMVNxUtKMoCDk3m9Ts",
+	"HMZBxzYqO1tADtaSrxiw7GMSOKiRutR0lqCyqQ1nVh/WnCZifrGxAGy+gcFOwjYCFhGlm5NdrxTMGpRz",
+	"4rUGJ5bahhY1YJIPtILkqIkgG1IBqBeRztGLMy0SsANKhcVAlaZ2niRLaZVZejPAYABIhsFktr+AVUOc",
+	"nzJCHVG3AV9m8//qWtuEMbTkmmZxIpFoxlcQj8+HksZJ5xB8i9nzsKoBxkCPTRRhfmOe2BR7je6OK9wm",
+	"3Sr7YSg1ThlHYyBQR2vA6sGw1h3WgobO3j0dN8+VIAx04om2lOgt2CeTOuDgYrEsVgp6rKeCUl0dA4az",
+	"XrtTyPclooJDyDNZJrr/xSztMt+paaKHtZiZzSOGHYggFvQ6ZfTZ5AgmEy1O9Zt0U2C5UR5AydICz7kB",
+	"/zfWg5LWmW0XRHLWp9jBDaOkVpM3CLZtKS+3YXL3nVs9kxqsNEEyBcNFCgkINDGtoSx7xIhAKKjIaTCP",
+	"rjIwXsN9n87G8KoUbVqAlGDkNMxJ/oBaXii6Bf8BLVXie7gRKZ+yTKh35iilw2Q245mniVbrXK708Dis",
+	"7Hol//N//7taIV5pNZYSM4a1Nqiy1ZkXtBQ3plz4/qdLsoBnbxHr274SvzDDqJmt2Vhl5ahs/o3jd5er",
+	"ebIG4buaJ9ph5LhqyK+AdTnGEVDAV74jjFyMmavWSrGsiJI/F0vtiwYphHJ/JMJkhrqDVlXcl3/S1I3u",
+	"9qkb94FPqJ60SmNTK5h5Qmv75wih0q751aNuzklURzhbkNuezYmEY0CtQHMANX638bn72qQPDeht4W2/",
+	"SCF7EXwTTwEJ9kss8JeKBWpV+iNjgRTZ2sw5dQy/Z44hX3S8MpO5qrQYir5pYVwwXOyHI4MNor/5aqVO",
+	"BSxtgnoOA6+mdTIOjjSodxsvUmKLQLJ5dqHNEjejE551LeZ5ix3bGh9ebVa5VSNk/owSZV2lFDBsAHmu",
+	"iyu6HvvD13xOHlzTwa1luLnhU0txD3KQTYO+iOePZT3/bybv0Lvw8fJO+8U2S7wXcyEdN2a1YKNCeLee",
+	"3tirVK3ewCAWstxoB59XNIAXG6ublaLj1Ie6lUJb1KJCsVVFpdWgohyxUeRRS2Ac+FQ9QiLte/DTh8Aj",
+	"8xXSzC7Xq/SgrCjL4+kUirbQI0ZFRZ1OYz2rw+RhBCjtzQ8Z0EpBhzGzDTLXNqd4rAvip/ToTyyKH5o+",
+	"j4nxBRtGrTE1lJ6FHIclRLWO6IUiC3qWSECItMzpMG9FkBbLrox7TkbPk2XFOzWGgH2lTJblh987+3PD",
+	"gCOi/EeeYWad/Np2CJ5gauN7Nr6sN/+X8+wjzY0vNsPPfoY+LYWEHnqEGlzUjUfoSwhFZEp0iVUBwhDz",
+	"UG6A+hTigK6PMFlACQgVJqYRo6FP0sFQhjybeIyzcCLCa/XHiMtrlqdcZmPMr9EO7SVftXTs6oJiKZRl",
+	"YsD/4AgJGMCn6LhclFDYB99NQ1J3jR3MSOEmaSXGGJ8HoZtYO2Thb3Vqwxkv0Zfd8ErubnEDNospaW05",
+	"70nSoXS+jyPKj3K+g9a91UGfAA9lA1uQOZhAJnsGIJINDKKRYUTPRzaZybQKDk1meWFEhrKOIZtYsuBx",
+	"CIi5Nv/L/MRZJCBxodFiBuqAZXkyx2Ep1uoPpeplOd5n45EG5p7q+LTSky8TXUecebYnbuencZZ7br/M",
+	"zW3fd8oU4RpcnGrulAJV0LQGiOiyjohDAcSWwwHpJDaVo4G6ljhwZto1k40FihAZiA+LuDWZ+9xCBNEm",
+	"vg1lNWV7ZenqEeimm0KlAzc0U1GfgOTJ29WmVpUr0F7cXJKqswGgogH9eujzNdWeessbqis9CGV7/tDS",
+	"IqxHoNRqwTpf9Tb4qH0LFUEUFG4kMT9p9GTL0tlfqkD256uJ7UedcE+0ebM76o2bPb4rmgiXPm6LTtQN",
+	"e6M+/8xrYuEYKsdG4Et7xK1Elos04qvKuj1dtocyqzagR6pGaSnkIEi2Dy7buxaI0Ugz8AWqt0Kh3D10",
+	"9sIyLlRs/dqlWB+VR7i5FquQUKA9hSZp4sG1WGLLUiz9pt9qDZZu/68zi5drCSHYmsOKGVBHS5bzdSKb",
+	"L1bZF6vss7PKUA474gl8iGVT6GNttcc/0V+n29Z/raWV3Y1gaW2LutKhhMw158QsznJ+LYz9hlrwKFnI",
+	"UERo2tjUP72bRzy8HhQMObRQjC2nbkHnoQnrmHu1o9YxqupO6twE/G8GzA0SNdVVh9Z4A24kNasRWDBo",
+	"0VYYYKoVCHZWsBttJCkV4wWy9LlDWDCccPzwQqD1S/B+/TCl31fFq3RmWJxhmEq1wjQgKuAWlbJYi0bJ",
+	"hsIZg1bUs01KxVxwahF0nk8Jq1K9lJADWxVasxqnl7SYfg7tGYn/aLHSICiLFxwAxH9WQOI0y7UE2NI+",
+	"8Mdd3mnujdphcy/qieYB74+a3bATtYU/PuD7o2ryHrPFfmUOH1qTn8tJDY35clB/KXKsOvzQA7e2cR96",
+	"3mH4YpNf8pWQUUZZhgAKimm6hUQDEIV35TqoO5Z8VUiCYzy7Br8muxIW5ruqXtEkLq1YBkUP1VDByVI6",
+	"cMH3R+/F0FnUAkw5NEVEBJHNEmohRZ2s2W9Ih3XXsNQRiU03wRBDKaEFH2Yl7OGjLTMvWswpW31UgZkL",
+	"rrs+FfQ5jiePAf6J6igmSkOcq14MvuqkXK+AcXt0carzwZVGyqcNZS9m8bt8ott14MBvk+KwRUqIWnCf",
+	"U0JIRtf9KnE0rMzkGgn6x4VYkANLL/LG4WaD+ssJ8esljNyPC61Aa3a5Llv19IZcspEw/thN+1op35ZF",
+	"t7vr+y5PrSE86xxYwrPLJAFUauYw+25HfJbyXDQBfhRn9KOZz9aaMkDJrETOtVg9ylgKBc8kfkpyD8bG",
+	"GRMQrjzLncFxicyxfmn5CxD7/vqqg+HH1qvrbpUBXH5/38iEduT6wvURSCDpsFihBskGEupxnrGI53zE",
+	"M6ot4uEEKgHBYwg1dEtIe2l4rO93MX9lGWdiwBbSXO1BJUQzkdMVq4OBpXaYBiJPY9VhNflKRwIpuf6T",
+	"Mh7CnDkI+foxEAXSFTKgbI9W6nKBRUDQhzCZAd4uLBwEoHcg1o90xElrTXnKx+M4BExApe5Y5HewA0kR",
+	"6fg+HJC8wOBbycL6UvAIShxqH33AJSWfvHp0wf1u+TSv7+Mtfyb4NJ9U+5c5EOXj6ngo6grtpweQTjqA",
+	"usWun+iV6Sy1SuZJgI/RF9vKPmJOP2QgfJWmzLJJkubTlSt3+37Xyl3a8C7I79aSd1GQEp+GdBJrjFaH",
+	"BCC/qYutslgq2Si0OgHPwU08fKEXshUwJYz4+7AuVmD4A/q8Dp6/Mgj+h+oULYR5kUuZyG5y2L0TqriK",
+	"xJgvpvnAYvsTaH7Ggr81ux7zPdb12J7H2r3vgw37s9iCj9+m1Kg1ptTbOgVpmDQ0BdZ3pBsgeE2vRr07",
+	"4Ss1Sc2u53tdb89r976/V3Ss1OUNOq2dNLrwc4dd+o1CFKhNSPDnpV1yJ1zBojJByantv2sfHjKoBbgW",
+	"K4R10a69FguctaaJV5aTZApsFRk6Hf/5f/x711fnw4HDPLDvIeAA5CBY6H1KzHWfqvlHdTWD59Szqr0c",
+	"S8azkOiFAWqIgv5aiMBWFJnxgCKhRlIqJkbWHCL0iAF0KMmIx4fQ0oHjMKoCPbtYVIuIh8bWzY4unuTq",
+	"DcpsFzS82C7PJQjBWMBSiGs0FyrlBDpkK8TE3sdLiE8dO68cisvPewy2kJIm5864gD97uLrfUgT1N17V",
+	"9gA5r7QvQJNrArjcPXAuK9HpPBT5sVTWZSp+1IQ365mpKG3jiGG8EaSs9XE8ypgLctdib4xrtfAUhjxl",
+	"5oc4Qw46nXlioRb6fofVg+Pi3SVSjVQZ6+o8gMoDoPTKMF0w2hzpI0ATfL9Nj4HgjY0DbkK8fKU7eRc9",
+	"BCak6XFWLarfPmYlYtoD3h51wm7U7Ik+pI6NmvvhXtT0RXvc4d1RL+xH1dG5+FOH5TYgcUK/nMjXVquo",
+	"9gUJC0VQZ6sh+JrnYslXn1kQy65rR1i9spCXJKdykc5iyadNN5F+WytR3+ygKD6EpJ9VcfQjOqaFWpnG",
+	"WZ59LHE/24q3v5JE/5L6qut7t2LRdxEmwQcnDcaRHruiROmN9kSHt8PmQdQdI1b+qB/uNveifXEw9kHe",
+	"bKC+1g/8ZPzvtuG6OsJSvxdb3Q0PxO64zZv7o07U7I37e03uh73mblt0ooPR/niP92/ng/8kjTYNhpUQ",
+	"Y6Fkqal8Pk8hH6G6OeRJ2lbnLC2KV3j3Z84l7lThSTDJYECcYDdp6H/7qQaAm7Ujn/7ptn3gtzBpwz0f",
+	"yXScV5/xkZjWBrVvT18dseOXT05OL2teTYmcr1Iu1eO+jTNOX12YJJVBzR+1w07UFWr9+M3ebnuvub/f",
+	"OWh2eU9tgWhP7I/VbVqcuPnI+5ftg0GvN+jvfwf0G+E0luKl4DAKiIMiZJ6uzpGmI5zEc7UA1Gt3owPe",
+	"C7ui2R73R80e98PmwZ7Yb+rd1o16wtKBQEu3XO5K1jxNFmltUGu3223HT+muQmfbbr39CXKpagz6g3bn",
+	"u9qH72/jgb+8XWxvTQhfWv33JYZfOz2+MMR/fgzxa5PkaBN6/m/jiD/KrjOtyJtnQUUWMB6yPIFz0VyC",
+	"R41VwAfF3I+czzMP+H1FmgPwYbaM58CWSdbJFWpjzMyaBk+bEv0wmS9oIlHpjcd2djp+Z2dnKE3hSbnn",
+	"LJijZys4NCq06lzh2liXWxkOY6xPG0qNHw2hOUzTWPI4zxouvAjm3GLyaQJO5mSRq5YOACgUZEbgsYAk",
+	"XBR4hYItVieFXrcHK+Yxx3NN0yuzCQR5PBPR22SREzTpGGB0ghZ7SeBoqKwBA2310xArIFuMdN5PgmVv",
+	"gb78ra5l2gmo5hCKwY4knUNqCLP1qsfrWEaBssSmIvA0g60W6KQ3WkEaNIgIcy2NF0ES8MWergnMiHVz",
+	"vJBR5pJuQsprE1EV+RRjkENZD1TjTEecaSHttqqCkpUKKA+hJBEmkZjt9ZQWuw4E0UBLppeWY5ji/Bzl",
+	"uZjNc2XQgyWOYGcZo3UHYSVasIPiYr2K9fDQplEqfXItCKuSFvm1EHMq9kvR3RsNJejR42SRsii+inMN",
+	"jnoZzwTU8pkOIAoD7RzWZbNYLgCiHRIoXD6OenBx9NeXT/7y9vLJy/PT50dnby9Pz5+8eH0ZNAB8d5ok",
+	"1yJii7m2WvVOH61wpwC0fRwNVLtk5LnbhzI7EYnC/Iwwp3bVm51ot7MakCnk0WV5MqeMZjUq6uPcMIVz",
+	"ewsQe2L2XSqyZKqHWA+Iqd1RTdfAEsBHTimAAw1CSpii+VIt3KHEb6eJYQagFAE13j3fH9gCVaD0dIpU",
+	"kxS3jP3OrVRtsZ5/MJSB0QpGi2wVDIxnxubPwoDKwgi1MKucE2ytyxENEGhAmxpgdDdoDAq71N0W6qNq",
+	"Nj2gSLIKCQbkwBhK/QTiATDAtkm+CY3fDAxQ2RaA/utTkWUIr7p20plVCzC19DpzVSLNCJ2fnthKWyNp",
+	"QPCZy4NkPFb7Ozhkmyhdf46yWJgKPNTuLItdO/CKCFZ31Mceru0c3ATqeN1M51pWIT8Nn+v2RakaEmfT",
+	"+BaNx30qCW32Rn3e7B3s7jf39/Z2m33eG+mM/M+8VJQWfjmG41SIk3Qdp4nM8eypZlItcFnexy66v8Xz",
+	"AZDe01KI/oKnRmDoblXVtmoj9Rdq6ocHOg9wQ2yKWlmNriBkjE8egUfralIgIQu9XmPK5KPhafwcyJzG",
+	"lr0rlbfU3yN934NH7PYK2zVx5pbaWgawB1IeGhm5OS34k1bIdu7r7MGz676TckG3fdI5uaw4XDzXnCqf",
+	"HMizAOfH7zQU62/hEjhO5Hgah1+qX3+p2MklOiLM1s7LjosNvo/KOIqJ+m5kQ1vfEsWi/e1oxCqT5O6p",
+	"VlVtUBaXcDK2dpT+/MHO3/YRVTXaX2KunxH70Nrs3Hvfb49kbIzM8jsHJApc954GCqqv+9PsVY073Rhg",
+	"yqt3WoQxUzFeuC9Pkmvtd5oJLoGaLs7YTRJHhu1E+2FaDIJw3B7slrEEi2tMGweMGwBNU5pOTCAW4HRr",
+	"CcguobpBJrdiIX+RiQ+EYy7bKQ+AZX64kmjX9e9ORH5BW74X2vJDpPK9slkKql7G6sc8jS6SWObiUcZO",
+	"ZS6ukALGOEqPLk6h/CkiZJGhROIRiAPEEZTDYZqLEq+uNE7FVZwhIEkioULi/PSEjVZQSwGyK0mHErhs",
+	"U/Gj0ygeKQGPeBkvlhKxJo+iWSy1nMaaYaTGNtCSNh9wKDmbKzmr/diaBwhTsDumnnHAgkSCx9J4qXWi",
+	"NxIi2YSaoUSvvscC8B2vO8XXfMix2tvaJWpL0cAF+kY7JEeLeJo3Y8myeLaYqjHxnIc+yth1LDX5N7rQ",
+	"1Vmh3vDs1fMBC16dnjdffNP85z/+IxhK0gF15KHDMlZX4pKH+RTYZ7+NM87oMG632+2Gh084fnZ6Ac9g",
+	"FY9Qkx5O4jmrB07CQ+Cxo9MTFhQTJwL9xJMnx2enz5/gQynuA4GlU5ktxuM4BFoiCEeZe16dvXiDN2Ac",
+	"QHtw64XYApRmJou8Qe5aGIGnT+3b4ozRqFf5ZN08p09QWFPYhY6ZtUzcFY0VQhq7u5B+MslAV/K7ndd/",
+	"8bsHu367t6/zNrZMlVDr85UQsjpXwu98p66hd8MY9MX+2A87o2Y76vFmb9QNmwdib9zku6N+2Iu6ojNu",
+	"A1AeYsgeheAihVv3ou64zTui2R/1QmzSwXi33eyEfrQ/2hM93u5aDeBpycFqiwFh20Fu0PoA9Nt6APrh",
+	"/rg76kRNX6iGjg9Gzf3daK9pu9+NSgOALttfp7sX6p2FbuI63DJXJXMFLcSW7p2msk1+yhOQgjbIsx6O",
+	"+lJT9dBznuPauSXZpHgCb3O+38PLUjWX2+ah6+xp64Xfyv1yLxujbFvcJxX0M7MtjL9sW9MCZOExicL7",
+	"mxV32RNfvCufxyZH78q2LtWlGE2S5LopZDRXavi9lHlzE+REIcL2rtLWp5FNdGSvRJiKHCspqbh3kiwl",
+	"m4hUVKeBv8FGPTFt+pjNghyAmxNaNcBusbdfJcn1tRCgxWcrqYSALqcupbzeCJlfruZANlhzE5Ao/dZ4",
+	"jzD5SUS170m5INy5drPNO6PmXtiNmvuiN272+e5oL9yPDjDSbQ5zXcvn1RbplOrrs8Hjx2qsshZ1txUm",
+	"s8dod0A+86Yz3wxuabq2PfBLc7TNua9WkFkyX474h+5+2rJZa8YlvxKVhzxdY4fbEQFv1n5zM0tDPp2O",
+	"eHiNxag3tL9++p+UDdEaJdHqfzxepNMPt6Cu5VxGSgDRqzJ20y5yDiklAR7OeEbJjpgwiBmOxL4b5x6m",
+	"1QBVOWFGxSILWuwZBnMHLNASDAA/7XPjyLOx5USi6T2UKSILQS6iAaHy7FPAusv5bB6w+msZv9OWOmo2",
+	"SiHBTEBt/On7svhK8nyRimDAgpu2Z4PbI56J3Z66/9n50XHz1bOjTn+XJZA3GPxkW/+h9dNaIz60flIj",
+	"9iHwqFLc5BGNVpodIAPxOpRChkkkyFill6INHSwnmQjfBo0We+rm6eCvnKVJTvgLy2QoTU8yIueTuVfk",
+	"5uUsm/NQDIiij6o3Kd12IiRxeg+lmq1xLADQ6QcRku2sOpaxMU+xdlImS1ZfXzHTeJRypLmeTpPlUPZ1",
+	"WmODEjZnc2ifbW4sWZgANA2+6RA84GuPHkp89gpyTaHus8pOp9Xx5GZLP7Zedq1NyUl2qj9Kc1wryyks",
+	"U4IxsgvV5H7e2S4zObc2b66em6rn/K+/+c2D7//4P7crHRIAeLVMcO007YJSu2W48P1uiIsW/haBM7F3",
+	"ttxcemvLPzrFazt9GRfM9tgAZUiqFeu8e6cpzyinsN03Ezzj6bXGeUHxxaJEEgxR26/W27SoV6L3KpHC",
+	"JNeTTpNpFv8C3CHkst4OlXMkad3PF9kEsTBz531ECFbOHkK/rDLuXr88U/eouzU9Tp4MWMdvW1FnGq+Z",
+	"09V0q+YFKPoCbyhRowR8KqVWwqUOoRxIOPAQlxBnJjyz5DC7BYV2KNt7Fg2yo3n8VYtTQ1ejVbAA3m3h",
+	"Pjp+b7/ANCMTtshECk4VtRPmPMuWSRp5jA/lPElzVreMfw2UjG01NLv9frePh+dEPRlo90ZC5wjPF6Np",
+	"HLJYGXVS5AP1uGmSzNUR7rF5Gt/wXLB623+877H2XqfV3n3c7nisfaD+3H/c3vXYOPT9weDxXsNTZkMa",
+	"i7T5/OjSA4y15jQJ+XQo6+3dg1an38MbxL66oe03PDZbTPM45FmuepUKwMSKdMWox7g01aOQ0jUVPIK6",
+	"i9OLmx5UQGRxLvAtKBpYPRgMHh/sBh4LBoPxeDwe+AOfvtjtDcbjg5G5QH9uDwaPe/tQqdHx/Y5qHPw+",
+	"FiG2NGhAW04vbnZNg4i/5O+JVC/9gwFWVeOsIdfUfA0lNN1mmicYWgVfx8y4KQyayyKdEjuTUvkz1TG+",
+	"UqKZ5+hNT8ZD6dTULrnMRaSZlOAyfLF+pdpXVFdj7wJYdTXUANTFlQaA0oDEgkfn+8nzVwYtRN8eJlIi",
+	"h4t68BEimaXo3ictYyh1qcCbJ189e/Him7dHZ2cv3ry9eHn67dHlkz9BPjKrBzN+LVi6kAEDhKk49yDi",
+	"jRMaiRsxTebK/GkMJeLjzaeqvQGBg6GepNcptU/oUocLZa1mWZxI2G6vqOYFQvkJ40yJdAK5hc1gLqf8",
+	"wTTJRQitQtw+byhHAmD2g5IWrdS2QtJCAN0wFSU7yGfsmHM7sNqgAvwtRPd3qEaGKl5aO8EhFBTpc6Tw",
+	"XOd7uNAVuUMJl1ALW8oGDVos2Amqu5qMKa4Eo7GW2U/kMtlQ1rlhZVvr7SE44DIxnYp0UNXsRou90BEk",
+	"WO5dWKKU14+l6E6j4L/yiubxhNbkzo6BHFJ3rWt92VyE8VijGN60ERENKs7heAiGUhsogNgLGeXkdIQL",
+	"HmXsz69ePKfyJcc2qNbxNynxyD6qDuL1Exi2u95lh8qOiFNYZUSCpKZP9VGdNy9FDjos1MfgfuyzzGOg",
+	"zHqs6+N/O2yivpt4rO3Dv3vq3x2fTWBJKY19KOtQZPRf/2/bZ39A8URoH+rcQMTiJAXUSRA3WQJ8bQVU",
+	"UOOmUU9sHGKLcAah2KigVsSZU512xHpt36oLxXMZM2aAMSBKWB+Aiqzhxlm2CEORZePF1D69HhT9KYEW",
+	"knE4abTYidMKPDYyfMtQqhEhrjaIVgxYJKIFrlcA1XanXbUcO6EV4kcZC1Rnn6RpkuJbhxI0B1dAw02L",
+	"VFD11IAF6pW8fN5qiQXSAYVqnMihpHHzWHB59opNuIyyiRKU9nuoiGLJIg8MFCzpfPXg2eXlhZpIwgIj",
+	"SrhsKHlqYsIosoGQ96q6qAXwUrmsyLvOEgLuBOCYGKqo0HwjpEQeRUqRwBVvJ7qO3BPLZDGNtFwh2YNa",
+	"IJZRsQXg+HDaMWShNgZYrWPIyXTlzHZ8cqYRkFWeT4S0qZxDCcy6ht8wXKRAXmYURBTMm+tqKmjThnKN",
+	"Bs0SfGyqLmpgmzLDWYf4x7rtQ4noRBHLYiD0e3k3RZ2aCuRWwWdsLvMpe+R+6TKfB3LPWTHilA38fEx0",
+	"e7wddkR33OyN+lGzF+6K5v54jzcPRn7YjtQvvc+YiW7dvKtwVD/MJb2tT3nbuFFpObqVN5+wOgau/C07",
+	"90FC1QY19NGdj7/5y0G6//U3f/0xvVz+8PriZP/07OK706Rzxs/4q+XX/fmzq7/8cff6ZPmnjwsNPHAa",
+	"38T5BAM6txYGWZlXqAji0Ucx7/HckRZOGn+F6MdxXSflgxb8nDVE7S9r97e5dl0/mbOgsJOs7niYZLJs",
+	"fEGv/FIB9cAAHZ6EgNhaDMTdEaOrDNdvjXvpqlpFdwOLSf8ENBTPuFltvA2UqnGSXiV5LkjPUypelTsi",
+	"0+a4UnlKhqJ2RYCWjBw9UIzAojgC2vXb/C8NTcetfQ/gBTK+B+1w2ABXeU/luOg0jyr54u4Sj78SIiX2",
+	"N/qSjvO57HeckPvvd29zvp1jkZOTxR5VjRY7qsizc9J1bs+r+53ulP9ONsUvrlndpU99EUafizDC7MB7",
+	"S6I5z8NJRYUlwHdnOhwGkS9WN5EpqELRXHwNgFQzdwesrqzE2TwHdiK1bVJSVQAHKLD7JGDo+r53tKfU",
+	"goEbt1hXHRrEsojlPC1GGPe2wCdPWEBbKkCm4IytebG1AavH75GmLnecytmhvS+AatGCtgV6GKsjIUO0",
+	"QK9xo8W+ESsiLlYSP8v5yqDq81RgyCJEQPWHambaUv9FNbTXgLT5+zl3HujXKx4MO0rqr0nyhwpoHOLf",
+	"tPdt57d/DMKmgg36+1PPv9Bl/BKuA5Tun9B18HhOAEbVmbyaBZ+X0hF08q5JGYtzzP2KMzegA5k1ywnP",
+	"IbMFqmWdYx2RIiGRQwsAlkjRaLGO3xkwpIs9LKUHw39PbY7wJFlCjFYpzJ+1Y4IdOU5xTIUxmWc+lAtn",
+	"xbxkcLxQ0uuAzTE+z3OPYv2Y4eCG99F1o107cWY5tpH/Oq8gcorl1e/U4Os84PQ9dY6XTnNv1A6be1FP",
+	"NA94f9TU4IMHfH+0/REB6aBHkCitgwQV9Pk0Ybjkv4AwXH1CLuKyqETAlc1bjrIR9M4jch1K3ul1fqdU",
+	"xFuPh5LXhXyE3y8f8R2HMebXsFxkOR6HDz+EMT+5qQNqm07jr+ObtdwriGzijZ4LHkGZ0FjyYQhdTPJG",
+	"XZ1h4t08TsUxhkxP5Suco6DBipmklBWcYfq+Scv3dKKIbYGxfpMpHOUephoJfcCmyKq8jPNwAiUwTPsv",
+	"p0kGcIROYh3uODDtE02Xol6lVp9qRdba1IMB87VZrRuj26eh6BGVib7VmcnXkBCkx2q9+7qveghQw/ms",
+	"1Q6tE+iuxgQEnlAVZmsoPyJPDNctpn0Vs8MAAsuWJ7FYsoVqrDv+aiKR8jWB5J6MLxsO1vKtOWL4Zluq",
+	"YDkyS2O8ITPgsPgeTCAitzm8EOBf8HPJb35rAti6ivUSWkoCgcLPv0kVy/uMMsi2mWI8yorr5OfLK+uK",
+	"TtQO/VHzgO+Pmz2xFzX3w91Rs897Y/3b551XVi1LawP/vu4QXOQvqaqwSjF5lizZNCF55YhnpEGg+h4g",
+	"vUYHsd6RwU8fArootocZ6MtfUsh+f2k4dmdbFeOL4+xLps4vpeHj0V3hbnukg+13qfzQlPSm+pg/K9dI",
+	"6Tosp6qq0WJHLBLzabISEfyuVK3UspnHWbGeTe0WKty6eP3V2enx29cvz1qFXb1mggJQBPVjDSfiHYWU",
+	"uNR2IyrPEsq/swKbDei56qOp0bwWKzD66KRTkyBkTpK4tq5TnKKAzFh9XuL8bQxQRRYe0FQqrYJHHrgf",
+	"NfcLVCx6BIHaYsgUyADqDKD2gLjkn//7313mEv0ZSoTUEQNXPV67wsXIdPC2SrzE6x1CsCtdjJ0nwDzF",
+	"ZokUK6A3AaSWAXAfadUc2GMB0zDTBLJl2ERDKKh+16xGDZdjyWnlsUN2VNVEJXKxQRU8xejepbpeXT72",
+	"KGMjLq9hIUBo9vz05FHGIh5PV2zE83DiMSkAKVBTPqmmjYVw23VC1FAVTXqjzAIKlQyKzPVegbzJK3A4",
+	"U+kdjpo98XVU1HWJ8gzUCyzal1bNzFMuMw5lPBRdpbs9JGju+lDeROxNharnUrrNGgaH03XwClZ3XKRC",
+	"l0IrnRNf4cGGwmZvWTmX8cLOWxdP6y8H/mU0yTQZnObI1uXGtDCdB7t0t9WPdBauwTk26wgY6hxquSom",
+	"VzHTnHWxEQ9bAYc6zbTARxs2gG2Sxu7LWB1b5z7nTP9493POT08yVtdfMI3aVE0I7b7jvHxLxbteUrEm",
+	"U4JKijR7xG5isSRvQ5wCRuk4mcYJDG0yZrYhbnGnfat+YsXLzuIbIZWsRwHDoxg+zdNkJDKQAnhEGYZJ",
+	"euQLbQlntQ/ff/j/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -38,6 +38,7 @@ SELECT i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_nu
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at,
+		i.version,
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
 				il.commodity_code, il.upc) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),

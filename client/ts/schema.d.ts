@@ -136,7 +136,16 @@ export interface paths {
         /**
          * Create an invoice
          * @description Creates an invoice on one of the organization's MIDs and makes its pay link
-         *     (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+         *     (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+         *
+         *     **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+         *     pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+         *     reminded, and not payable. It obeys every rule below all the same. Change it with
+         *     `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+         *     (which makes the link and sends it), or remove it with
+         *     `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+         *     400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+         *     is written for drafts too.
          *
          *     **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
          *     customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -164,8 +173,8 @@ export interface paths {
          *     send scheduled; see `GET /reminder-settings`.
          *
          *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-         *     - Every key of the body must be present but `sendAt` and `reminders`, which may be
-         *       left out; the nullable ones may be `null`.
+         *     - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+         *       may be left out; the nullable ones may be `null`.
          *     - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
          *       with `send: false`.
          *     - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -223,6 +232,62 @@ export interface paths {
         get: operations["getPaymentRequest"];
         put?: never;
         post?: never;
+        /**
+         * Delete a draft
+         * @description Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+         */
+        delete: operations["deletePaymentRequest"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an invoice
+         * @description Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+         *     is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+         *     or `application/json`): each member given replaces the invoice's, `null` clears a
+         *     nullable one, and members left out stay as they are. Any member of creation may
+         *     be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+         *     to send it). `lines` given without `amount` makes `amount` their total (the sum
+         *     over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+         *     removes the lines.
+         *
+         *     **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+         *     (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+         *     inactive location, or an invoice number already used). An invoice that is
+         *     `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+         *     payment under way on its pay page at this moment, is a 422 ("An invoice with
+         *     payments cannot be changed; cancel it and make a new one"). A change and a
+         *     payment never cross: either the payment was reserved first, is charged at the
+         *     amount it was shown, and the change is refused, or the change is made first and
+         *     the payment charges nothing (the pay page shows the invoice again, saying it
+         *     changed).
+         *
+         *     **Versions.** Each change adds one to `version`, which every invoice answer
+         *     carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+         *     was changed since it was read) the answer is a 412 and nothing changes; of two
+         *     changes sent at once with the same `If-Match`, one is made and the other is a 412.
+         *     A body with no member changes nothing and answers the invoice as it is.
+         *
+         *     The pay link stays the same and shows the invoice as changed; a send scheduled
+         *     (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+         *     Writes `invoice.updated` with the invoice as changed.
+         */
+        patch: operations["updatePaymentRequest"];
+        trace?: never;
+    };
+    "/payment-requests/{id}/finalize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finalize a draft
+         * @description Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+         */
+        post: operations["finalizePaymentRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1007,18 +1072,20 @@ export interface components {
         DecimalString: string;
         /**
          * @description Status of an invoice:
-         *     - `open`: created, nothing paid yet.
+         *     - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+         *       reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+         *     - `open`: created (or finalized), nothing paid yet.
          *     - `part_paid`: a payment left a balance.
          *     - `paid`: the balance is cleared (`paidAt` is set). Final.
          *     - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
          *       `cancelledByName` set); the pay link accepts no payment. Final.
          *
-         *     Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-         *     `open` / `part_paid` → `cancelled`.
+         *     Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+         *     `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
          * @example open
          * @enum {string}
          */
-        InvoiceStatus: "open" | "part_paid" | "paid" | "cancelled";
+        InvoiceStatus: "draft" | "open" | "part_paid" | "paid" | "cancelled";
         /**
          * @description How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
          * @example email
@@ -1190,6 +1257,91 @@ export interface components {
              * @example null
              */
             reminders?: boolean | null;
+            /**
+             * @description Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+             * @example false
+             */
+            draft?: boolean;
+        };
+        /** @description The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total. */
+        PaymentRequestChange: {
+            /**
+             * Format: uuid
+             * @description The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId?: string;
+            /**
+             * @description Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+             * @example INV-1042
+             */
+            invoiceNumber?: string;
+            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it. */
+            amount?: components["schemas"]["Decimal"];
+            /**
+             * @description Purchase order number. At most 64 characters.
+             * @example PO-7781
+             */
+            poNumber?: string | null;
+            /**
+             * @description Customer name. At most 200 characters.
+             * @example Dana Whitfield
+             */
+            customerName?: string | null;
+            /**
+             * @description Customer company. At most 200 characters.
+             * @example Whitfield Catering LLC
+             */
+            customerCompany?: string | null;
+            /**
+             * Format: email
+             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+             * @example dana@whitfieldcatering.com
+             */
+            customerEmail?: string;
+            /**
+             * @description Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+             * @example +15125550148
+             */
+            customerPhone?: string | null;
+            /**
+             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+             * @example email
+             * @enum {string|null}
+             */
+            delivery?: "email" | "text" | null;
+            /**
+             * @description Free text shown to the customer. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo?: string | null;
+            /**
+             * Format: date
+             * @description Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+             * @example 2025-04-30
+             */
+            dueDate?: string | null;
+            /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
+            lines?: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+             * @example null
+             */
+            reminders?: boolean | null;
+        };
+        /** @description The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out. */
+        FinalizePaymentRequest: {
+            /**
+             * @description `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+             * @example true
+             */
+            send?: boolean | null;
+            /**
+             * Format: date-time
+             * @description When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+             * @example 2025-04-01T14:00:00Z
+             */
+            sendAt?: string | null;
         };
         /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`. */
         Invoice: {
@@ -1343,7 +1495,7 @@ export interface components {
             cancelledByName: string | null;
             /**
              * Format: uri
-             * @description The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+             * @description The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
              * @example http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
              */
             link: string | null;
@@ -1382,6 +1534,12 @@ export interface components {
              * @example null
              */
             lastRemindedAt: string | null;
+            /**
+             * Format: int32
+             * @description 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+             * @example 1
+             */
+            version: number;
         };
         /** @description Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits. */
         Payment: {
@@ -1815,6 +1973,9 @@ export interface components {
          *     - `invoice.part_paid`: A payment left a balance.
          *     - `invoice.paid`: A payment paid the invoice in full.
          *     - `invoice.cancelled`: The invoice was cancelled.
+         *     - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+         *     - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+         *     - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
          *     - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
          *     - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
          *     - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
@@ -1835,13 +1996,13 @@ export interface components {
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -1860,7 +2021,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1950,6 +2111,51 @@ export interface components {
              * @enum {string}
              */
             type: "invoice.cancelled";
+        };
+        /** @description `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link. */
+        InvoiceFinalizedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.finalized
+             * @enum {string}
+             */
+            type: "invoice.finalized";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.finalized";
+        };
+        /** @description `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`. */
+        InvoiceUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.updated
+             * @enum {string}
+             */
+            type: "invoice.updated";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.updated";
+        };
+        /** @description `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was. */
+        InvoiceDeletedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.deleted
+             * @enum {string}
+             */
+            type: "invoice.deleted";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.deleted";
         };
         /** @description `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice. */
         InvoicePaymentRecordedEvent: components["schemas"]["EventBase"] & {
@@ -2766,7 +2972,7 @@ export interface components {
          *     `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
          *     `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
          *     (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-         *     (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+         *     (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
          *     (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
          *     `http-version-not-supported` (505) or `internal` (500, a bug).
          */
@@ -2858,6 +3064,23 @@ export interface components {
         };
     };
     responses: {
+        /** @description `If-Match` names another version than the invoice's own (it was changed since it was read). Nothing was changed: read the invoice again (its `ETag`), then send the change again. */
+        PreconditionFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "http://127.0.0.1:8080/problems/precondition-failed",
+                 *       "title": "Invoice changed",
+                 *       "status": 412,
+                 *       "detail": "The invoice is at version 3, not the one this change was meant for; nothing was changed. Read it again, then change it."
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A field, query parameter, path parameter or header broke a rule (including a malformed uuid in the path). `errors` maps each offending field, keyed as sent, to its messages. Also a body cut off or malformed on the wire (`errors.body`), and a request framed with both `Content-Length` and `Transfer-Encoding` (`errors.header.Transfer-Encoding`; the connection is then closed). */
         BadRequest: {
             headers: {
@@ -3003,6 +3226,11 @@ export interface components {
          * @example 42
          */
         RetryAfter: number;
+        /**
+         * @description The invoice's `version` as an entity tag, `"<version>"`: send it back in `If-Match` with `PATCH /payment-requests/{id}` so that a change made meanwhile is not overwritten (412). (With a PDF, the version the document shows.)
+         * @example "3"
+         */
+        ETag: string;
         /**
          * @description `true`: the answer is a replay of an earlier request with the same `Idempotency-Key`.
          * @example true
@@ -3282,6 +3510,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3291,6 +3520,7 @@ export interface operations {
             /** @description The invoice was created. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3331,6 +3561,7 @@ export interface operations {
                      * @example attachment; filename="invoice-INV-1042.pdf"
                      */
                     "Content-Disposition"?: string;
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3343,6 +3574,133 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deletePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updatePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+                 * @example "1"
+                 */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        /** @description The members to change. */
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["PaymentRequestChange"];
+                /**
+                 * @example {
+                 *       "memo": "Thank you for your business."
+                 *     }
+                 */
+                "application/json": components["schemas"]["PaymentRequestChange"];
+            };
+        };
+        responses: {
+            /** @description The invoice as changed (or as it is, when the body named nothing). */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    finalizePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FinalizePaymentRequest"];
+            };
+        };
+        responses: {
+            /** @description The invoice, now open, with its pay link. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3365,6 +3723,7 @@ export interface operations {
             /** @description The link was sent (queued for delivery); the invoice as it is now. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3416,6 +3775,7 @@ export interface operations {
             /** @description The invoice, now cancelled. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3461,6 +3821,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3470,6 +3831,7 @@ export interface operations {
             /** @description The payment was recorded; the invoice as it now stands. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3511,6 +3873,7 @@ export interface operations {
             /** @description The payment was removed; the invoice as it now stands. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -286,6 +286,8 @@ const (
 	EventTypeDepositPaid              EventType = "deposit.paid"
 	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
 	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoiceDeleted           EventType = "invoice.deleted"
+	EventTypeInvoiceFinalized         EventType = "invoice.finalized"
 	EventTypeInvoicePaid              EventType = "invoice.paid"
 	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
 	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
@@ -293,6 +295,7 @@ const (
 	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
 	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
 	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeInvoiceUpdated           EventType = "invoice.updated"
 	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
 	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
 	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
@@ -323,6 +326,10 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceCreated:
 		return true
+	case EventTypeInvoiceDeleted:
+		return true
+	case EventTypeInvoiceFinalized:
+		return true
 	case EventTypeInvoicePaid:
 		return true
 	case EventTypeInvoicePartPaid:
@@ -336,6 +343,8 @@ func (e EventType) Valid() bool {
 	case EventTypeInvoiceSendFailed:
 		return true
 	case EventTypeInvoiceSent:
+		return true
+	case EventTypeInvoiceUpdated:
 		return true
 	case EventTypeSavedCardRemoved:
 		return true
@@ -368,6 +377,8 @@ const (
 	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
 	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
 	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoiceDeleted           EventTypeOrAll = "invoice.deleted"
+	EventTypeOrAllInvoiceFinalized         EventTypeOrAll = "invoice.finalized"
 	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
 	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
 	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
@@ -375,6 +386,7 @@ const (
 	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
 	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
 	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
 	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
 	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
@@ -407,6 +419,10 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllInvoiceCreated:
 		return true
+	case EventTypeOrAllInvoiceDeleted:
+		return true
+	case EventTypeOrAllInvoiceFinalized:
+		return true
 	case EventTypeOrAllInvoicePaid:
 		return true
 	case EventTypeOrAllInvoicePartPaid:
@@ -420,6 +436,8 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSendFailed:
 		return true
 	case EventTypeOrAllInvoiceSent:
+		return true
+	case EventTypeOrAllInvoiceUpdated:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
 		return true
@@ -479,6 +497,36 @@ const (
 func (e InvoiceCreatedEventType) Valid() bool {
 	switch e {
 	case InvoiceCreatedEventTypeInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceDeletedEventType.
+const (
+	InvoiceDeletedEventTypeInvoiceDeleted InvoiceDeletedEventType = "invoice.deleted"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDeletedEventType enum.
+func (e InvoiceDeletedEventType) Valid() bool {
+	switch e {
+	case InvoiceDeletedEventTypeInvoiceDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFinalizedEventType.
+const (
+	InvoiceFinalizedEventTypeInvoiceFinalized InvoiceFinalizedEventType = "invoice.finalized"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFinalizedEventType enum.
+func (e InvoiceFinalizedEventType) Valid() bool {
+	switch e {
+	case InvoiceFinalizedEventTypeInvoiceFinalized:
 		return true
 	default:
 		return false
@@ -593,6 +641,7 @@ func (e InvoiceSentEventType) Valid() bool {
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusDraft     InvoiceStatus = "draft"
 	InvoiceStatusOpen      InvoiceStatus = "open"
 	InvoiceStatusPaid      InvoiceStatus = "paid"
 	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
@@ -603,11 +652,28 @@ func (e InvoiceStatus) Valid() bool {
 	switch e {
 	case InvoiceStatusCancelled:
 		return true
+	case InvoiceStatusDraft:
+		return true
 	case InvoiceStatusOpen:
 		return true
 	case InvoiceStatusPaid:
 		return true
 	case InvoiceStatusPartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceUpdatedEventType.
+const (
+	InvoiceUpdatedEventTypeInvoiceUpdated InvoiceUpdatedEventType = "invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceUpdatedEventType enum.
+func (e InvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case InvoiceUpdatedEventTypeInvoiceUpdated:
 		return true
 	default:
 		return false
@@ -1434,6 +1500,11 @@ type CreatePaymentRequest struct {
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
 
+	// Draft Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+	//
+	// Example: false
+	Draft *bool `json:"draft,omitempty"`
+
 	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
 	//
 	// Example: 2025-04-30
@@ -1674,6 +1745,9 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+// - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+// - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
 // - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
 // - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
 // - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
@@ -1699,6 +1773,19 @@ type EventType string
 //
 // Example: *
 type EventTypeOrAll string
+
+// FinalizePaymentRequest The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out.
+type FinalizePaymentRequest struct {
+	// Send `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+	//
+	// Example: true
+	Send *bool `json:"send,omitempty"`
+
+	// SendAt When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
+}
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1803,7 +1890,7 @@ type Invoice struct {
 	// Lines Number of lines; the lines themselves are in `lineItems`.
 	Lines int32 `json:"lines"`
 
-	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
 	//
 	// Example: http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
 	Link *string `json:"link"`
@@ -1870,14 +1957,16 @@ type Invoice struct {
 	SentVia *Delivery `json:"sentVia"`
 
 	// Status Status of an invoice:
-	// - `open`: created, nothing paid yet.
+	// - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+	//   reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+	// - `open`: created (or finalized), nothing paid yet.
 	// - `part_paid`: a payment left a balance.
 	// - `paid`: the balance is cleared (`paidAt` is set). Final.
 	// - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 	//   `cancelledByName` set); the pay link accepts no payment. Final.
 	//
-	// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-	// `open` / `part_paid` → `cancelled`.
+	// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+	// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 	//
 	//
 	// Example: open
@@ -1892,6 +1981,11 @@ type Invoice struct {
 	//
 	// Example: 61.88
 	TaxAmount DecimalString `json:"taxAmount"`
+
+	// Version 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+	//
+	// Example: 1
+	Version int32 `json:"version"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1943,6 +2037,56 @@ type InvoiceCreatedEvent struct {
 
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
+
+// InvoiceDeletedEvent `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
+type InvoiceDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.deleted
+	Type InvoiceDeletedEventType `json:"type"`
+}
+
+// InvoiceDeletedEventType Example: invoice.deleted
+type InvoiceDeletedEventType string
+
+// InvoiceFinalizedEvent `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+type InvoiceFinalizedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.finalized
+	Type InvoiceFinalizedEventType `json:"type"`
+}
+
+// InvoiceFinalizedEventType Example: invoice.finalized
+type InvoiceFinalizedEventType string
 
 // InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
 //
@@ -2196,17 +2340,44 @@ type InvoiceSentEvent struct {
 type InvoiceSentEventType string
 
 // InvoiceStatus Status of an invoice:
-//   - `open`: created, nothing paid yet.
+//   - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+//     reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+//   - `open`: created (or finalized), nothing paid yet.
 //   - `part_paid`: a payment left a balance.
 //   - `paid`: the balance is cleared (`paidAt` is set). Final.
 //   - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 //     `cancelledByName` set); the pay link accepts no payment. Final.
 //
-// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-// `open` / `part_paid` → `cancelled`.
+// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 //
 // Example: open
 type InvoiceStatus string
+
+// InvoiceUpdatedEvent `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+type InvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.updated
+	Type InvoiceUpdatedEventType `json:"type"`
+}
+
+// InvoiceUpdatedEventType Example: invoice.updated
+type InvoiceUpdatedEventType string
 
 // Jwk An Ed25519 public key (RFC 8037).
 type Jwk struct {
@@ -2435,6 +2606,68 @@ type Payment struct {
 // Example: card
 type PaymentMethod string
 
+// PaymentRequestChange The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total.
+type PaymentRequestChange struct {
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// CustomerCompany Customer company. At most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	CustomerCompany *string `json:"customerCompany,omitempty"`
+
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+	//
+	// Example: dana@whitfieldcatering.com
+	CustomerEmail *string `json:"customerEmail,omitempty"`
+
+	// CustomerName Customer name. At most 200 characters.
+	//
+	// Example: Dana Whitfield
+	CustomerName *string `json:"customerName,omitempty"`
+
+	// CustomerPhone Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+	//
+	// Example: +15125550148
+	CustomerPhone *string `json:"customerPhone,omitempty"`
+
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery,omitempty"`
+
+	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+	//
+	// Example: 2025-04-30
+	DueDate *openapi_types.Date `json:"dueDate,omitempty"`
+
+	// InvoiceNumber Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+	//
+	// Example: INV-1042
+	InvoiceNumber *string `json:"invoiceNumber,omitempty"`
+
+	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	Lines *[]InvoiceLineInput `json:"lines,omitempty"`
+
+	// Memo Free text shown to the customer. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo,omitempty"`
+
+	// MerchantAccountId The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId *openapi_types.UUID `json:"merchantAccountId,omitempty"`
+
+	// PoNumber Purchase order number. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber,omitempty"`
+
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+}
+
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
 	// Id The merchant organization id.
@@ -2470,7 +2703,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -3106,7 +3339,7 @@ type Limit = int32
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -3115,7 +3348,7 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
@@ -3124,7 +3357,7 @@ type BadRequest = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Conflict = Problem
@@ -3133,7 +3366,7 @@ type Conflict = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -3142,7 +3375,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -3151,16 +3384,25 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type PreconditionFailed = Problem
 
 // RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -3169,7 +3411,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -3178,7 +3420,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -3187,7 +3429,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -3196,7 +3438,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -3205,7 +3447,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -3339,6 +3581,12 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// UpdatePaymentRequestParams defines parameters for UpdatePaymentRequest.
+type UpdatePaymentRequestParams struct {
+	// IfMatch The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
 // RecordPaymentParams defines parameters for RecordPayment.
 type RecordPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
@@ -3404,6 +3652,15 @@ type CreateTokenFormdataRequestBody = TokenRequest
 
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
+
+// UpdatePaymentRequestJSONRequestBody defines body for UpdatePaymentRequest for application/json ContentType.
+type UpdatePaymentRequestJSONRequestBody = PaymentRequestChange
+
+// UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody defines body for UpdatePaymentRequest for application/merge-patch+json ContentType.
+type UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody = PaymentRequestChange
+
+// FinalizePaymentRequestJSONRequestBody defines body for FinalizePaymentRequest for application/json ContentType.
+type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
 
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
@@ -3621,6 +3878,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceFinalizedEvent returns the union data inside the Event as a InvoiceFinalizedEvent
+func (t Event) AsInvoiceFinalizedEvent() (InvoiceFinalizedEvent, error) {
+	var body InvoiceFinalizedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFinalizedEvent overwrites any union data inside the Event as the provided InvoiceFinalizedEvent
+func (t *Event) FromInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFinalizedEvent performs a merge with any union data inside the Event, using the provided InvoiceFinalizedEvent
+func (t *Event) MergeInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceUpdatedEvent returns the union data inside the Event as a InvoiceUpdatedEvent
+func (t Event) AsInvoiceUpdatedEvent() (InvoiceUpdatedEvent, error) {
+	var body InvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceUpdatedEvent overwrites any union data inside the Event as the provided InvoiceUpdatedEvent
+func (t *Event) FromInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided InvoiceUpdatedEvent
+func (t *Event) MergeInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceDeletedEvent returns the union data inside the Event as a InvoiceDeletedEvent
+func (t Event) AsInvoiceDeletedEvent() (InvoiceDeletedEvent, error) {
+	var body InvoiceDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceDeletedEvent overwrites any union data inside the Event as the provided InvoiceDeletedEvent
+func (t *Event) FromInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceDeletedEvent performs a merge with any union data inside the Event, using the provided InvoiceDeletedEvent
+func (t *Event) MergeInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
 	if err != nil {
 		return err
 	}
@@ -4240,6 +4599,10 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceCancelledEvent()
 	case "invoice.created":
 		return t.AsInvoiceCreatedEvent()
+	case "invoice.deleted":
+		return t.AsInvoiceDeletedEvent()
+	case "invoice.finalized":
+		return t.AsInvoiceFinalizedEvent()
 	case "invoice.paid":
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
@@ -4254,6 +4617,8 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":
 		return t.AsInvoiceSentEvent()
+	case "invoice.updated":
+		return t.AsInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
 	case "terminal_payment.approved":
@@ -4710,7 +5075,16 @@ type ClientInterface interface {
 	// CreatePaymentRequestWithBody Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 	// customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -4738,8 +5112,8 @@ type ClientInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -4772,7 +5146,16 @@ type ClientInterface interface {
 	// CreatePaymentRequest Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 	// customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -4800,8 +5183,8 @@ type ClientInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -4831,6 +5214,13 @@ type ClientInterface interface {
 	// Corresponds with POST /payment-requests (the `CreatePaymentRequest` operationId).
 	CreatePaymentRequest(ctx context.Context, params *CreatePaymentRequestParams, body CreatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePaymentRequest Delete a draft
+	//
+	// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+	//
+	// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+	DeletePaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetPaymentRequest Get an invoice
 	//
 	// One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -4850,12 +5240,141 @@ type ClientInterface interface {
 	// Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 	GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpdatePaymentRequestWithBody Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePaymentRequest Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequest(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelPaymentRequest Cancel an invoice
 	//
 	// Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinalizePaymentRequestWithBody Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithBody(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinalizePaymentRequest Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequest(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecordPaymentWithBody Record a payment made outside the card
 	//
@@ -5815,7 +6334,16 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // CreatePaymentRequestWithBody Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 // customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -5843,8 +6371,8 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -5887,7 +6415,16 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // CreatePaymentRequest Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 // customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -5915,8 +6452,8 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -5956,6 +6493,23 @@ func (c *Client) CreatePaymentRequest(ctx context.Context, params *CreatePayment
 	return c.Client.Do(req)
 }
 
+// DeletePaymentRequest Delete a draft
+//
+// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+//
+// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+func (c *Client) DeletePaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePaymentRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetPaymentRequest Get an invoice
 //
 // One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -5985,6 +6539,147 @@ func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors
 	return c.Client.Do(req)
 }
 
+// UpdatePaymentRequestWithBody Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequestWithBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePaymentRequest Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequest(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelPaymentRequest Cancel an invoice
 //
 // Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -5992,6 +6687,44 @@ func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors
 // Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 func (c *Client) CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelPaymentRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinalizePaymentRequestWithBody Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *Client) FinalizePaymentRequestWithBody(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinalizePaymentRequestRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinalizePaymentRequest Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *Client) FinalizePaymentRequest(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinalizePaymentRequestRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7791,6 +8524,40 @@ func NewCreatePaymentRequestRequestWithBody(server string, params *CreatePayment
 	return req, nil
 }
 
+// NewDeletePaymentRequestRequest constructs an http.Request for the DeletePaymentRequest method
+func NewDeletePaymentRequestRequest(server string, id InvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetPaymentRequestRequest constructs an http.Request for the GetPaymentRequest method
 func NewGetPaymentRequestRequest(server string, id InvoiceId) (*http.Request, error) {
 	var err error
@@ -7820,6 +8587,79 @@ func NewGetPaymentRequestRequest(server string, id InvoiceId) (*http.Request, er
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdatePaymentRequestRequest calls the generic UpdatePaymentRequest builder with application/json body
+func NewUpdatePaymentRequestRequest(server string, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePaymentRequestRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdatePaymentRequest builder with application/merge-patch+json body
+func NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody(server string, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePaymentRequestRequestWithBody(server, id, params, "application/merge-patch+json", bodyReader)
+}
+
+// NewUpdatePaymentRequestRequestWithBody constructs an http.Request for the UpdatePaymentRequest method, with any body, and a specified content type
+func NewUpdatePaymentRequestRequestWithBody(server string, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -7855,6 +8695,53 @@ func NewCancelPaymentRequestRequest(server string, id InvoiceId) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewFinalizePaymentRequestRequest calls the generic FinalizePaymentRequest builder with application/json body
+func NewFinalizePaymentRequestRequest(server string, id InvoiceId, body FinalizePaymentRequestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFinalizePaymentRequestRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewFinalizePaymentRequestRequestWithBody constructs an http.Request for the FinalizePaymentRequest method, with any body, and a specified content type
+func NewFinalizePaymentRequestRequestWithBody(server string, id InvoiceId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s/finalize", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -9132,7 +10019,16 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentRequestWithBodyWithResponse Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 	// customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -9160,8 +10056,8 @@ type ClientWithResponsesInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -9194,7 +10090,16 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentRequestWithResponse Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 	// customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -9222,8 +10127,8 @@ type ClientWithResponsesInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -9253,6 +10158,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /payment-requests (the `CreatePaymentRequest` operationId).
 	CreatePaymentRequestWithResponse(ctx context.Context, params *CreatePaymentRequestParams, body CreatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePaymentRequestResponse, error)
 
+	// DeletePaymentRequestWithResponse Delete a draft
+	//
+	// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+	DeletePaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*DeletePaymentRequestResponse, error)
+
 	// GetPaymentRequestWithResponse Get an invoice
 	//
 	// One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -9274,6 +10188,117 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 	GetPaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*GetPaymentRequestResponse, error)
 
+	// UpdatePaymentRequestWithBodyWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
+	// UpdatePaymentRequestWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
+	// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
 	// CancelPaymentRequestWithResponse Cancel an invoice
 	//
 	// Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -9282,6 +10307,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*CancelPaymentRequestResponse, error)
+
+	// FinalizePaymentRequestWithBodyWithResponse Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error)
+
+	// FinalizePaymentRequestWithResponse Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithResponse(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error)
 
 	// RecordPaymentWithBodyWithResponse Record a payment made outside the card
 	//
@@ -11531,7 +12574,13 @@ func (r ListPaymentRequestsResponse) ContentType() string {
 
 // CreatePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for CreatePaymentRequest
 type CreatePaymentRequestResponse200Headers struct {
+	ETag               string
 	IdempotentReplayed string
+}
+
+// CreatePaymentRequestResponse201Headers the declared response headers of an HTTP 201 response for CreatePaymentRequest
+type CreatePaymentRequestResponse201Headers struct {
+	ETag string
 }
 
 // CreatePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for CreatePaymentRequest
@@ -11576,6 +12625,8 @@ type CreatePaymentRequestResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePaymentRequestResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreatePaymentRequestResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11668,9 +12719,114 @@ func (r CreatePaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// DeletePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for DeletePaymentRequest
+type DeletePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeletePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for DeletePaymentRequest
+type DeletePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// DeletePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for DeletePaymentRequest
+type DeletePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeletePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeletePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeletePaymentRequestResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for GetPaymentRequest
 type GetPaymentRequestResponse200Headers struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 // GetPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for GetPaymentRequest
@@ -11779,6 +12935,157 @@ func (r GetPaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// UpdatePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse200Headers struct {
+	ETag string
+}
+
+// UpdatePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdatePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdatePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdatePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdatePaymentRequestResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdatePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdatePaymentRequestResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdatePaymentRequestResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdatePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdatePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdatePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdatePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for CancelPaymentRequest
+type CancelPaymentRequestResponse200Headers struct {
+	ETag string
+}
+
 // CancelPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for CancelPaymentRequest
 type CancelPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -11815,6 +13122,8 @@ type CancelPaymentRequestResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelPaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11897,9 +13206,154 @@ func (r CancelPaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// FinalizePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse200Headers struct {
+	ETag string
+}
+
+// FinalizePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinalizePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// FinalizePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type FinalizePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FinalizePaymentRequestResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinalizePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinalizePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FinalizePaymentRequestResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinalizePaymentRequestResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinalizePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinalizePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinalizePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinalizePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RecordPaymentResponse200Headers the declared response headers of an HTTP 200 response for RecordPayment
 type RecordPaymentResponse200Headers struct {
+	ETag               string
 	IdempotentReplayed string
+}
+
+// RecordPaymentResponse201Headers the declared response headers of an HTTP 201 response for RecordPayment
+type RecordPaymentResponse201Headers struct {
+	ETag string
 }
 
 // RecordPaymentResponse401Headers the declared response headers of an HTTP 401 response for RecordPayment
@@ -11946,6 +13400,8 @@ type RecordPaymentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RecordPaymentResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RecordPaymentResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RecordPaymentResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12043,6 +13499,11 @@ func (r RecordPaymentResponse) ContentType() string {
 	return ""
 }
 
+// RemoveRecordedPaymentResponse200Headers the declared response headers of an HTTP 200 response for RemoveRecordedPayment
+type RemoveRecordedPaymentResponse200Headers struct {
+	ETag string
+}
+
 // RemoveRecordedPaymentResponse401Headers the declared response headers of an HTTP 401 response for RemoveRecordedPayment
 type RemoveRecordedPaymentResponse401Headers struct {
 	WWWAuthenticate string
@@ -12077,6 +13538,8 @@ type RemoveRecordedPaymentResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RemoveRecordedPaymentResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RemoveRecordedPaymentResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12154,6 +13617,11 @@ func (r RemoveRecordedPaymentResponse) ContentType() string {
 	return ""
 }
 
+// SendPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for SendPaymentRequest
+type SendPaymentRequestResponse200Headers struct {
+	ETag string
+}
+
 // SendPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for SendPaymentRequest
 type SendPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -12190,6 +13658,8 @@ type SendPaymentRequestResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SendPaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SendPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14635,7 +16105,16 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // CreatePaymentRequestWithBodyWithResponse Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 // customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -14663,8 +16142,8 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -14703,7 +16182,16 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // CreatePaymentRequestWithResponse Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
 // customer's own stated preference (`customerPrefers`, kept per customer email within
@@ -14731,8 +16219,8 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -14768,6 +16256,21 @@ func (c *ClientWithResponses) CreatePaymentRequestWithResponse(ctx context.Conte
 	return ParseCreatePaymentRequestResponse(rsp)
 }
 
+// DeletePaymentRequestWithResponse Delete a draft
+//
+// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+func (c *ClientWithResponses) DeletePaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*DeletePaymentRequestResponse, error) {
+	rsp, err := c.DeletePaymentRequest(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePaymentRequestResponse(rsp)
+}
+
 // GetPaymentRequestWithResponse Get an invoice
 //
 // One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -14795,6 +16298,135 @@ func (c *ClientWithResponses) GetPaymentRequestWithResponse(ctx context.Context,
 	return ParseGetPaymentRequestResponse(rsp)
 }
 
+// UpdatePaymentRequestWithBodyWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequestWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
+// UpdatePaymentRequestWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequest(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
+// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
 // CancelPaymentRequestWithResponse Cancel an invoice
 //
 // Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -14808,6 +16440,36 @@ func (c *ClientWithResponses) CancelPaymentRequestWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseCancelPaymentRequestResponse(rsp)
+}
+
+// FinalizePaymentRequestWithBodyWithResponse Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *ClientWithResponses) FinalizePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error) {
+	rsp, err := c.FinalizePaymentRequestWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinalizePaymentRequestResponse(rsp)
+}
+
+// FinalizePaymentRequestWithResponse Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *ClientWithResponses) FinalizePaymentRequestWithResponse(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error) {
+	rsp, err := c.FinalizePaymentRequest(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinalizePaymentRequestResponse(rsp)
 }
 
 // RecordPaymentWithBodyWithResponse Record a payment made outside the card
@@ -17250,6 +18912,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CreatePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -17258,6 +18927,16 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			headers.IdempotentReplayed = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreatePaymentRequestResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreatePaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -17280,6 +18959,110 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreatePaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeletePaymentRequestResponse parses an HTTP response from a DeletePaymentRequestWithResponse call
+func ParseDeletePaymentRequestResponse(rsp *http.Response) (*DeletePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeletePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeletePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeletePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -17371,6 +19154,13 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 			}
 			headers.ContentDisposition = &value
 		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPaymentRequestResponse401Headers
@@ -17394,6 +19184,152 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdatePaymentRequestResponse parses an HTTP response from a UpdatePaymentRequestWithResponse call
+func ParseUpdatePaymentRequestResponse(rsp *http.Response) (*UpdatePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdatePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdatePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdatePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdatePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdatePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -17487,6 +19423,16 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelPaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CancelPaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -17509,6 +19455,145 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinalizePaymentRequestResponse parses an HTTP response from a FinalizePaymentRequestWithResponse call
+func ParseFinalizePaymentRequestResponse(rsp *http.Response) (*FinalizePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinalizePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers FinalizePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers FinalizePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinalizePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers FinalizePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -17625,6 +19710,13 @@ func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RecordPaymentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -17633,6 +19725,16 @@ func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, err
 			headers.IdempotentReplayed = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers RecordPaymentResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers RecordPaymentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -17741,6 +19843,16 @@ func ParseRemoveRecordedPaymentResponse(rsp *http.Response) (*RemoveRecordedPaym
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers RemoveRecordedPaymentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers RemoveRecordedPaymentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -17856,6 +19968,16 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers SendPaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers SendPaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

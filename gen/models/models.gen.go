@@ -279,6 +279,8 @@ const (
 	EventTypeDepositPaid              EventType = "deposit.paid"
 	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
 	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoiceDeleted           EventType = "invoice.deleted"
+	EventTypeInvoiceFinalized         EventType = "invoice.finalized"
 	EventTypeInvoicePaid              EventType = "invoice.paid"
 	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
 	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
@@ -286,6 +288,7 @@ const (
 	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
 	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
 	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeInvoiceUpdated           EventType = "invoice.updated"
 	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
 	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
 	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
@@ -316,6 +319,10 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceCreated:
 		return true
+	case EventTypeInvoiceDeleted:
+		return true
+	case EventTypeInvoiceFinalized:
+		return true
 	case EventTypeInvoicePaid:
 		return true
 	case EventTypeInvoicePartPaid:
@@ -329,6 +336,8 @@ func (e EventType) Valid() bool {
 	case EventTypeInvoiceSendFailed:
 		return true
 	case EventTypeInvoiceSent:
+		return true
+	case EventTypeInvoiceUpdated:
 		return true
 	case EventTypeSavedCardRemoved:
 		return true
@@ -361,6 +370,8 @@ const (
 	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
 	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
 	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoiceDeleted           EventTypeOrAll = "invoice.deleted"
+	EventTypeOrAllInvoiceFinalized         EventTypeOrAll = "invoice.finalized"
 	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
 	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
 	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
@@ -368,6 +379,7 @@ const (
 	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
 	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
 	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
 	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
 	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
@@ -400,6 +412,10 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllInvoiceCreated:
 		return true
+	case EventTypeOrAllInvoiceDeleted:
+		return true
+	case EventTypeOrAllInvoiceFinalized:
+		return true
 	case EventTypeOrAllInvoicePaid:
 		return true
 	case EventTypeOrAllInvoicePartPaid:
@@ -413,6 +429,8 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSendFailed:
 		return true
 	case EventTypeOrAllInvoiceSent:
+		return true
+	case EventTypeOrAllInvoiceUpdated:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
 		return true
@@ -472,6 +490,36 @@ const (
 func (e InvoiceCreatedEventType) Valid() bool {
 	switch e {
 	case InvoiceCreatedEventTypeInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceDeletedEventType.
+const (
+	InvoiceDeletedEventTypeInvoiceDeleted InvoiceDeletedEventType = "invoice.deleted"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDeletedEventType enum.
+func (e InvoiceDeletedEventType) Valid() bool {
+	switch e {
+	case InvoiceDeletedEventTypeInvoiceDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFinalizedEventType.
+const (
+	InvoiceFinalizedEventTypeInvoiceFinalized InvoiceFinalizedEventType = "invoice.finalized"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFinalizedEventType enum.
+func (e InvoiceFinalizedEventType) Valid() bool {
+	switch e {
+	case InvoiceFinalizedEventTypeInvoiceFinalized:
 		return true
 	default:
 		return false
@@ -586,6 +634,7 @@ func (e InvoiceSentEventType) Valid() bool {
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusDraft     InvoiceStatus = "draft"
 	InvoiceStatusOpen      InvoiceStatus = "open"
 	InvoiceStatusPaid      InvoiceStatus = "paid"
 	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
@@ -596,11 +645,28 @@ func (e InvoiceStatus) Valid() bool {
 	switch e {
 	case InvoiceStatusCancelled:
 		return true
+	case InvoiceStatusDraft:
+		return true
 	case InvoiceStatusOpen:
 		return true
 	case InvoiceStatusPaid:
 		return true
 	case InvoiceStatusPartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceUpdatedEventType.
+const (
+	InvoiceUpdatedEventTypeInvoiceUpdated InvoiceUpdatedEventType = "invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceUpdatedEventType enum.
+func (e InvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case InvoiceUpdatedEventTypeInvoiceUpdated:
 		return true
 	default:
 		return false
@@ -1427,6 +1493,11 @@ type CreatePaymentRequest struct {
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
 
+	// Draft Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+	//
+	// Example: false
+	Draft *bool `json:"draft,omitempty"`
+
 	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
 	//
 	// Example: 2025-04-30
@@ -1667,6 +1738,9 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+// - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+// - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
 // - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
 // - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
 // - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
@@ -1692,6 +1766,19 @@ type EventType string
 //
 // Example: *
 type EventTypeOrAll string
+
+// FinalizePaymentRequest The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out.
+type FinalizePaymentRequest struct {
+	// Send `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+	//
+	// Example: true
+	Send *bool `json:"send,omitempty"`
+
+	// SendAt When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
+}
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1796,7 +1883,7 @@ type Invoice struct {
 	// Lines Number of lines; the lines themselves are in `lineItems`.
 	Lines int32 `json:"lines"`
 
-	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
 	//
 	// Example: http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
 	Link *string `json:"link"`
@@ -1863,14 +1950,16 @@ type Invoice struct {
 	SentVia *Delivery `json:"sentVia"`
 
 	// Status Status of an invoice:
-	// - `open`: created, nothing paid yet.
+	// - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+	//   reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+	// - `open`: created (or finalized), nothing paid yet.
 	// - `part_paid`: a payment left a balance.
 	// - `paid`: the balance is cleared (`paidAt` is set). Final.
 	// - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 	//   `cancelledByName` set); the pay link accepts no payment. Final.
 	//
-	// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-	// `open` / `part_paid` → `cancelled`.
+	// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+	// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 	//
 	//
 	// Example: open
@@ -1885,6 +1974,11 @@ type Invoice struct {
 	//
 	// Example: 61.88
 	TaxAmount DecimalString `json:"taxAmount"`
+
+	// Version 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+	//
+	// Example: 1
+	Version int32 `json:"version"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1936,6 +2030,56 @@ type InvoiceCreatedEvent struct {
 
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
+
+// InvoiceDeletedEvent `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
+type InvoiceDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.deleted
+	Type InvoiceDeletedEventType `json:"type"`
+}
+
+// InvoiceDeletedEventType Example: invoice.deleted
+type InvoiceDeletedEventType string
+
+// InvoiceFinalizedEvent `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+type InvoiceFinalizedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.finalized
+	Type InvoiceFinalizedEventType `json:"type"`
+}
+
+// InvoiceFinalizedEventType Example: invoice.finalized
+type InvoiceFinalizedEventType string
 
 // InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
 //
@@ -2189,17 +2333,44 @@ type InvoiceSentEvent struct {
 type InvoiceSentEventType string
 
 // InvoiceStatus Status of an invoice:
-//   - `open`: created, nothing paid yet.
+//   - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+//     reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+//   - `open`: created (or finalized), nothing paid yet.
 //   - `part_paid`: a payment left a balance.
 //   - `paid`: the balance is cleared (`paidAt` is set). Final.
 //   - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 //     `cancelledByName` set); the pay link accepts no payment. Final.
 //
-// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-// `open` / `part_paid` → `cancelled`.
+// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 //
 // Example: open
 type InvoiceStatus string
+
+// InvoiceUpdatedEvent `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+type InvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.updated
+	Type InvoiceUpdatedEventType `json:"type"`
+}
+
+// InvoiceUpdatedEventType Example: invoice.updated
+type InvoiceUpdatedEventType string
 
 // Jwk An Ed25519 public key (RFC 8037).
 type Jwk struct {
@@ -2428,6 +2599,68 @@ type Payment struct {
 // Example: card
 type PaymentMethod string
 
+// PaymentRequestChange The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total.
+type PaymentRequestChange struct {
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// CustomerCompany Customer company. At most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	CustomerCompany *string `json:"customerCompany,omitempty"`
+
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+	//
+	// Example: dana@whitfieldcatering.com
+	CustomerEmail *string `json:"customerEmail,omitempty"`
+
+	// CustomerName Customer name. At most 200 characters.
+	//
+	// Example: Dana Whitfield
+	CustomerName *string `json:"customerName,omitempty"`
+
+	// CustomerPhone Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+	//
+	// Example: +15125550148
+	CustomerPhone *string `json:"customerPhone,omitempty"`
+
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery,omitempty"`
+
+	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+	//
+	// Example: 2025-04-30
+	DueDate *openapi_types.Date `json:"dueDate,omitempty"`
+
+	// InvoiceNumber Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+	//
+	// Example: INV-1042
+	InvoiceNumber *string `json:"invoiceNumber,omitempty"`
+
+	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	Lines *[]InvoiceLineInput `json:"lines,omitempty"`
+
+	// Memo Free text shown to the customer. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo,omitempty"`
+
+	// MerchantAccountId The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId *openapi_types.UUID `json:"merchantAccountId,omitempty"`
+
+	// PoNumber Purchase order number. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber,omitempty"`
+
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+}
+
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
 	// Id The merchant organization id.
@@ -2463,7 +2696,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -3099,7 +3332,7 @@ type Limit = int32
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -3108,7 +3341,7 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
@@ -3117,7 +3350,7 @@ type BadRequest = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Conflict = Problem
@@ -3126,7 +3359,7 @@ type Conflict = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -3135,7 +3368,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -3144,16 +3377,25 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type PreconditionFailed = Problem
 
 // RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -3162,7 +3404,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -3171,7 +3413,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -3180,7 +3422,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -3189,7 +3431,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -3198,7 +3440,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -3332,6 +3574,12 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// UpdatePaymentRequestParams defines parameters for UpdatePaymentRequest.
+type UpdatePaymentRequestParams struct {
+	// IfMatch The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
 // RecordPaymentParams defines parameters for RecordPayment.
 type RecordPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
@@ -3397,6 +3645,15 @@ type CreateTokenFormdataRequestBody = TokenRequest
 
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
+
+// UpdatePaymentRequestJSONRequestBody defines body for UpdatePaymentRequest for application/json ContentType.
+type UpdatePaymentRequestJSONRequestBody = PaymentRequestChange
+
+// UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody defines body for UpdatePaymentRequest for application/merge-patch+json ContentType.
+type UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody = PaymentRequestChange
+
+// FinalizePaymentRequestJSONRequestBody defines body for FinalizePaymentRequest for application/json ContentType.
+type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
 
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
@@ -3614,6 +3871,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceFinalizedEvent returns the union data inside the Event as a InvoiceFinalizedEvent
+func (t Event) AsInvoiceFinalizedEvent() (InvoiceFinalizedEvent, error) {
+	var body InvoiceFinalizedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFinalizedEvent overwrites any union data inside the Event as the provided InvoiceFinalizedEvent
+func (t *Event) FromInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFinalizedEvent performs a merge with any union data inside the Event, using the provided InvoiceFinalizedEvent
+func (t *Event) MergeInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceUpdatedEvent returns the union data inside the Event as a InvoiceUpdatedEvent
+func (t Event) AsInvoiceUpdatedEvent() (InvoiceUpdatedEvent, error) {
+	var body InvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceUpdatedEvent overwrites any union data inside the Event as the provided InvoiceUpdatedEvent
+func (t *Event) FromInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided InvoiceUpdatedEvent
+func (t *Event) MergeInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceDeletedEvent returns the union data inside the Event as a InvoiceDeletedEvent
+func (t Event) AsInvoiceDeletedEvent() (InvoiceDeletedEvent, error) {
+	var body InvoiceDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceDeletedEvent overwrites any union data inside the Event as the provided InvoiceDeletedEvent
+func (t *Event) FromInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceDeletedEvent performs a merge with any union data inside the Event, using the provided InvoiceDeletedEvent
+func (t *Event) MergeInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
 	if err != nil {
 		return err
 	}
@@ -4233,6 +4592,10 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceCancelledEvent()
 	case "invoice.created":
 		return t.AsInvoiceCreatedEvent()
+	case "invoice.deleted":
+		return t.AsInvoiceDeletedEvent()
+	case "invoice.finalized":
+		return t.AsInvoiceFinalizedEvent()
 	case "invoice.paid":
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
@@ -4247,6 +4610,8 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":
 		return t.AsInvoiceSentEvent()
+	case "invoice.updated":
+		return t.AsInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
 	case "terminal_payment.approved":

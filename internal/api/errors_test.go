@@ -286,6 +286,10 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 		{"PUT", "/reminder-settings", "/reminder-settings", map[string]any{"enabled": true, "offsetsDays": []int{0}, "offsets": []int{1}}, "offsets"},
 		{"POST", "/webhook-endpoints", "/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/a", "description": nil, "eventTypes": []string{"*"}, "secret": "mine"}, "secret"},
 		{"PATCH", "/webhook-endpoints/" + id, "/webhook-endpoints/{id}", map[string]any{"staus": "disabled"}, "staus"},
+		{"PATCH", "/payment-requests/" + id, "/payment-requests/{id}", map[string]any{"memo": "x", "send": true}, "send"},
+		{"PATCH", "/payment-requests/" + id, "/payment-requests/{id}", map[string]any{"lines": []map[string]any{{"description": "a",
+			"quantity": 1, "unitCost": "1", "uom": nil, "commodityCode": nil, "upc": nil, "unit_cost": "1"}}}, "lines[0].unit_cost"},
+		{"POST", "/payment-requests/" + id + "/finalize", "/payment-requests/{id}/finalize", map[string]any{"sent": false}, "sent"},
 		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
 	}
 }

@@ -34,7 +34,7 @@ func wantSecurityHeaders(t *testing.T, what string, resp *apitest.Response) {
 func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
-		c.RateLimit, c.RateBurst = 0.001, 150 // room for this test, then a 429 to check too
+		c.RateLimit, c.RateBurst = 0.001, 200 // room for this test, then a 429 to check too
 	}})
 	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
@@ -57,6 +57,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	var withCheck models.Invoice
 	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + recorded.Id.String() + "/payments", Token: m.Token,
 		Body: map[string]any{"amount": "2.00", "method": "check"}}).JSON(t, &withCheck)
+	draftBody := func(number string) map[string]any {
+		b := m.Body(number, "10.00")
+		b["draft"] = true
+		return b
+	}
+	editable, toFinalize, toDelete := m.MustCreate(t, m.Body("HDR-5", "10.00")), m.MustCreate(t, draftBody("HDR-6")), m.MustCreate(t, draftBody("HDR-7"))
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
 	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
@@ -71,6 +77,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/payment-requests/{id}":                      inv.Id.String(),
 		"/payment-requests/{id}/send":                 inv.Id.String(),
 		"/payment-requests/{id}/cancel":               cancelled.Id.String(),
+		"/payment-requests/{id}/finalize":             toFinalize.Id.String(),
 		"/payment-requests/{id}/payments":             inv.Id.String(),
 		"/payment-requests/{id}/payments/{paymentId}": recorded.Id.String(),
 		"/saved-cards/{id}":                           (*withCard.SavedCards)[0].Id.String(),
@@ -120,6 +127,10 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"terminalId": counter.Id, "invoiceId": atCounter.Id, "amount": "1.00"}
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
+			case "PATCH /payment-requests/{id}":
+				req.Path, req.Body = "/payment-requests/"+editable.Id.String(), map[string]any{"memo": "changed"}
+			case "DELETE /payment-requests/{id}":
+				req.Path = "/payment-requests/" + toDelete.Id.String()
 			case "PATCH /webhook-endpoints/{id}":
 				req.Body = map[string]any{"description": "changed"}
 			case "DELETE /webhook-endpoints/{id}": // the others still use hook
@@ -168,13 +179,13 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 	// Past the key's rate limit.
 	var limited *apitest.Response
-	for range 200 {
+	for range 250 {
 		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}); limited.StatusCode == http.StatusTooManyRequests {
 			break
 		}
 	}
 	if limited.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("no 429 after 200 requests: %d", limited.StatusCode)
+		t.Fatalf("no 429 after 250 requests: %d", limited.StatusCode)
 	}
 	wantSecurityHeaders(t, "GET /locations past the rate limit", limited)
 }

@@ -74,6 +74,11 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		Body: map[string]any{"amount": "2.00", "method": "check", "reference": "their check reference"}}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("their recorded payment: %d %s", resp.StatusCode, resp.Body)
 	}
+	theirDraft := func() models.Invoice {
+		b := theirs.Body("THEIRS-DRAFT", "8.00")
+		b["draft"], b["memo"] = true, "their memo text"
+		return theirs.MustCreate(t, b)
+	}()
 	before, beforeRaw := theirs.Read(t, inv.Id)
 	if len(*before.SavedCards) != 1 {
 		t.Fatalf("no saved card: %s", beforeRaw)
@@ -105,6 +110,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	me := apitest.NewMerchant(t, env)
 	myTerminal := addTerminal(t, env, me.MIDs[0], processor.SimTerminalOK, "My counter")
 	myInv := me.MustCreate(t, me.Body("MINE-T", "5.00"))
+	myInvoice := me.MustCreate(t, me.Body("MINE-EDIT", "5.00"))
 	mySeed := env.Seed()
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
@@ -135,6 +141,12 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 			http.StatusNotFound, nil},
 		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"change invoice", "PATCH", "/payment-requests/%s", inv.Id.String(), me.Token, map[string]any{"memo": "mine"}, http.StatusNotFound, nil},
+		{"change draft", "PATCH", "/payment-requests/%s", theirDraft.Id.String(), me.Token, map[string]any{"memo": "mine"}, http.StatusNotFound, nil},
+		{"finalize draft", "POST", "/payment-requests/%s/finalize", theirDraft.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"delete draft", "DELETE", "/payment-requests/%s", theirDraft.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"change invoice onto their MID", "PATCH", "/payment-requests/" + myInvoice.Id.String(), theirMID.Id.String(), me.Token,
+			map[string]any{"merchantAccountId": "?"}, http.StatusUnprocessableEntity, nil},
 		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
@@ -208,7 +220,12 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		})
 	}
 
-	// Nothing of theirs changed: not sent, not cancelled, card kept.
+	// Nothing of theirs changed: not sent, not cancelled, card kept; their
+	// draft still a draft, unchanged.
+	draftAfter, _ := theirs.Read(t, theirDraft.Id)
+	apitest.Want(t, "their draft's status", draftAfter.Status, models.InvoiceStatusDraft)
+	apitest.Want(t, "their draft's version", draftAfter.Version, int32(1))
+	apitest.WantText(t, "their draft's memo", draftAfter.Memo, "their memo text")
 	after, afterRaw := theirs.Read(t, inv.Id)
 	apitest.Want(t, "their status", after.Status, before.Status)
 	apitest.Want(t, "their sentAt set", after.SentAt != nil, false)
@@ -243,6 +260,7 @@ func TestEventPermissionMatrix(t *testing.T) {
 	protectedBy := map[string]string{
 		"invoice.created": auth.PaymentsView, "invoice.sent": auth.PaymentsView, "invoice.send_failed": auth.PaymentsView,
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
+		"invoice.finalized": auth.PaymentsView, "invoice.updated": auth.PaymentsView, "invoice.deleted": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
 		"terminal_payment.approved": auth.PaymentsView, "terminal_payment.declined": auth.PaymentsView,

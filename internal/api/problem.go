@@ -31,6 +31,7 @@ const (
 	kindUnprocessable        = "unprocessable"
 	kindConflict             = "conflict"
 	kindKeyReused            = "idempotency-key-reused"
+	kindPreconditionFailed   = "precondition-failed"
 	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
 	kindNotImplemented       = "not-implemented"
@@ -160,6 +161,8 @@ func refusal(err error) *problem {
 		p = limited(e.Message, e.RetryAfter)
 	case rule.Busy:
 		p = &problem{kind: kindConflict, title: e.Title, detail: e.Message}
+	case rule.Changed:
+		p = &problem{kind: kindPreconditionFailed, title: e.Title, detail: e.Message}
 	default:
 		detail := e.Message
 		if hint, ok := apiHints[e.Field]; ok {

@@ -187,6 +187,9 @@ func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 		chain = append(chain, negotiate)
 	}
 	chain = append(chain, wellFormedText(op))
+	if op.id == "updatePaymentRequest" {
+		chain = append(chain, keepMembers) // a merge patch: which members were given
+	}
 	// The token endpoint answers its own OAuth errors.
 	if s.validateRequests && op.id != "createToken" {
 		chain = append(chain, validateRequest(op))

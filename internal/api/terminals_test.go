@@ -690,3 +690,23 @@ func TestTerminalApprovalAfterCancelIsVoided(t *testing.T) {
 	after, _ := m.Read(t, inv.Id)
 	apitest.Want(t, "balance", after.Balance.Text('f'), "9.00")
 }
+
+// An invoice a terminal is taking a payment toward cannot be changed: the
+// terminal would charge an amount the invoice no longer has. Once the
+// payment is cancelled, the change is made.
+func TestTerminalPaymentPendingRefusesAChange(t *testing.T) {
+	t.Parallel()
+	env, _ := terminalEnv(t)
+	m := apitest.NewMerchant(t, env)
+	tm := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Slow")
+	inv := m.MustCreate(t, m.Body("TERM-EDIT", "9.00"))
+	p := mustTerminalPayment(t, m, tm.Id, inv.Id, nil)
+
+	apitest.WantProblem(t, patch(m, inv.Id, map[string]any{"amount": "12.00"}, ""), http.StatusUnprocessableEntity, "Invoice cannot be changed")
+	after, _ := m.Read(t, inv.Id)
+	apitest.Want(t, "amount after the refused change", after.Amount.Text('f'), "9.00")
+
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/terminal-payments/" + p.Id.String() + "/cancel", Token: m.Token})
+	apitest.Want(t, "cancel", resp.StatusCode, http.StatusOK)
+	apitest.Want(t, "change once cancelled", patch(m, inv.Id, map[string]any{"amount": "12.00"}, "").StatusCode, http.StatusOK)
+}

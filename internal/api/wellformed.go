@@ -86,7 +86,8 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 					return unsupportedMediaType("The Content-Type header is not a media type: " + err.Error() + ".")
 				}
 				// Chosen as the generated handlers choose how to decode the body.
-				isJSON := op.json && strings.HasPrefix(contentType, "application/json")
+				isJSON := op.json && (strings.HasPrefix(contentType, "application/json") ||
+					strings.HasPrefix(contentType, "application/merge-patch+json"))
 				isForm := op.form && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
 				if isJSON || isForm {
 					body, err := io.ReadAll(r.Body) // limited by limitBody: over it is a 413

@@ -241,6 +241,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
+	terminals := &terminal.Store{DB: db, Terminals: terms, Gateway: proc, CardPayments: payments, Now: now, Timeout: cfg.TerminalTimeout}
+	invoices.Terminals = terminals
 	dir := &directory.Store{DB: db}
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
@@ -254,7 +256,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Invoices:  invoices,
 		Processor: proc,
 		Payments:  payments,
-		Terminals: &terminal.Store{DB: db, Terminals: terms, Gateway: proc, CardPayments: payments, Now: now, Timeout: cfg.TerminalTimeout},
+		Terminals: terminals,
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},

@@ -48,6 +48,10 @@ var (
 	InvoicePartPaid   = declare[models.Invoice]("invoice.part_paid")
 	InvoicePaid       = declare[models.Invoice]("invoice.paid")
 	InvoiceCancelled  = declare[models.Invoice]("invoice.cancelled")
+	InvoiceFinalized  = declare[models.Invoice]("invoice.finalized")
+	InvoiceUpdated    = declare[models.Invoice]("invoice.updated")
+	// A draft deleted: the invoice as it was.
+	InvoiceDeleted = declare[models.Invoice]("invoice.deleted")
 	// A payment made outside the card recorded, or removed: the payment
 	// and the invoice as the change left it.
 	InvoicePaymentRecorded   = declare[models.RecordedPaymentChange]("invoice.payment_recorded")

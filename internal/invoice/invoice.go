@@ -25,6 +25,7 @@ import (
 
 // Status is where an invoice is in its life.
 //
+//	draft ──finalize──▶ open;  draft ──delete──▶ (gone)
 //	open ──payment leaving a balance──▶ part_paid ──payment clearing it──▶ paid
 //	open ──payment clearing it──▶ paid
 //	open, part_paid ──cancel──▶ cancelled
@@ -34,18 +35,22 @@ type Status string
 
 // The statuses.
 const (
+	InDraft   Status = "draft" // a draft: saved unfinished (the type Draft is what a client asks for)
 	Open      Status = "open"
 	PartPaid  Status = "part_paid"
 	Paid      Status = "paid"
 	Cancelled Status = "cancelled"
 )
 
-// Payable says whether the pay link accepts a payment and a send is allowed.
+// Payable says whether the pay link accepts a payment and a send is
+// allowed: a draft has no pay link.
 func (s Status) Payable() bool { return s == Open || s == PartPaid }
 
 // Label is the status as people read it: "Part paid".
 func (s Status) Label() string {
 	switch s {
+	case InDraft:
+		return "Draft"
 	case Open:
 		return "Open"
 	case PartPaid:
@@ -144,6 +149,9 @@ type Draft struct {
 	// Reminders: true or false for this invoice; nil follows the
 	// organization's reminder settings.
 	Reminders *bool `json:",omitempty"`
+	// AsDraft saves the invoice as a draft: no pay link, never sent,
+	// until Finalize. (Left out of the idempotency hash when false.)
+	AsDraft bool `json:",omitempty"`
 }
 
 // Invoice is a stored invoice.
@@ -189,6 +197,9 @@ type Invoice struct {
 	Reminders      *bool
 	RemindersSent  int
 	LastRemindedAt *time.Time
+	// Version counts the changes of the invoice's own fields: 1 when
+	// made, one more at each Update.
+	Version int
 	// Biller: who bills, for the pay page and the PDF (read by Document
 	// and ByPayToken only).
 	Biller directory.Biller
@@ -338,13 +349,25 @@ func Validate(d Draft) error {
 				text(cents(sum)), text(cents(d.Amount)))
 		}
 	}
-	if d.SendAt != nil && d.Send != nil && !*d.Send {
-		v.add("sendAt", "cannot be given with send: false; leave send null or true to send at sendAt")
+	checkSend(v, d.Send, d.SendAt)
+	if d.AsDraft && d.Send != nil && *d.Send {
+		v.add("send", "cannot be true for a draft, which has no pay link until it is finalized; it is sent when finalized")
+	}
+	if d.AsDraft && d.SendAt != nil {
+		v.add("sendAt", "cannot be given for a draft, which has no pay link until it is finalized; give it when finalizing")
 	}
 	if len(v) > 0 {
 		return rule.InvalidFields(v)
 	}
 	return nil
+}
+
+// checkSend refuses a scheduled send with send false (on creation and
+// when a draft is finalized).
+func checkSend(v fieldErrors, send *bool, sendAt *time.Time) {
+	if sendAt != nil && send != nil && !*send {
+		v.add("sendAt", "cannot be given with send: false; leave send null or true to send at sendAt")
+	}
 }
 
 // checkSendAt refuses a scheduled send that is not in the future, or more
@@ -386,7 +409,7 @@ func markSent(inv *Invoice, ch string, at time.Time) {
 func cancel(inv *Invoice, by string, at time.Time) error {
 	if !inv.Status.Payable() {
 		return rule.New(rule.Conflict, "", "Invoice cannot be cancelled",
-			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled.", inv.Status))
+			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled (a draft is deleted instead).", inv.Status))
 	}
 	inv.Status = Cancelled
 	inv.CancelledAt = &at

@@ -24,7 +24,9 @@ import (
 func (s *Store) ByPayToken(ctx context.Context, token string) (inv Invoice, err error) {
 	err = postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var id, org uuid.UUID
-		err := tx.QueryRowContext(ctx, `SELECT id, organization_id FROM invoices WHERE id = ANY($1::uuid[]) OR legacy_pay_token_digest = $2`,
+		// A draft has no pay link: its token is nothing.
+		err := tx.QueryRowContext(ctx, `SELECT id, organization_id FROM invoices
+			WHERE (id = ANY($1::uuid[]) OR legacy_pay_token_digest = $2) AND status <> 'draft'`,
 			pq.Array(s.PayLinks.ids(token)), legacyDigest(token)).Scan(&id, &org)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound

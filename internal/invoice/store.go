@@ -33,6 +33,7 @@ type Store struct {
 	PublicURL string
 	PayLinks  *PayLinks
 	Cards     Cards
+	Terminals TerminalPayments
 }
 
 // Actor is who acts: the caller's organization and the name the invoice
@@ -56,8 +57,11 @@ func (a Actor) audit(ctx context.Context, tx *sqlx.Tx, action, detail string, at
 // named is how the log names an invoice.
 func named(inv Invoice) string { return inv.InvoiceNumber + " (" + inv.ID.String() + ")" }
 
-// Link is the invoice's pay link.
+// Link is the invoice's pay link; "" for a draft, which has none.
 func (s *Store) Link(inv *Invoice) string {
+	if inv.Status == InDraft {
+		return ""
+	}
 	var b strings.Builder
 	b.Grow(len(s.PublicURL) + len("/pay/") + tokenLength)
 	b.WriteString(s.PublicURL)
@@ -74,7 +78,8 @@ const (
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count, i.tax_amount::text,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at`
+		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at,
+		i.version`
 	invoiceFrom = `
 	FROM invoices i
 	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
@@ -107,6 +112,17 @@ type Cards interface {
 	InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, invoiceID uuid.UUID) ([]Payment, error)
 	// SavedCardsOf are the customer's saved cards, newest first.
 	SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]SavedCard, error)
+	// ChargesUnderWay says whether a charge toward the invoice is reserved
+	// and its outcome not yet recorded (read under the invoice's row lock).
+	ChargesUnderWay(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error)
+}
+
+// TerminalPayments is what invoice asks of the terminal payments
+// (internal/terminal's, which imports invoice).
+type TerminalPayments interface {
+	// PendingFor says whether a terminal is taking a payment toward the
+	// invoice (read under the invoice's row lock, which taking one holds).
+	PendingFor(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error)
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -151,7 +167,7 @@ type invoiceRow struct {
 	inv                                                   Invoice // the columns that are never NULL, as they are
 	id, organizationID, merchantAccountID                 uuidColumn
 	amount, amountPaid, amountRefunded, taxAmount, status string
-	lineCount, failedAttempts, remindersSent              int64
+	lineCount, failedAttempts, remindersSent, version     int64
 	po, customerName, customerCompany                     sql.NullString
 	customerPhone, sentVia, sendProblem, memo, problem    sql.NullString
 	cancelledByName, customerPrefers                      sql.NullString
@@ -168,7 +184,7 @@ func newInvoiceRow(extra ...any) *invoiceRow {
 		&r.customerPhone, &r.inv.Delivery, &r.sentVia, &r.sentAt, &r.sendProblem, &r.memo, &r.dueDate, &r.lineCount, &r.taxAmount,
 		&r.status, &r.failedAttempts, &r.problem, &r.paidAt, &r.inv.Level3Sent, &r.inv.CreatedAt, &r.inv.CreatedByName,
 		&r.cancelledAt, &r.cancelledByName, &r.customerPrefers, &r.scheduledSendAt, &r.reminders, &r.remindersSent,
-		&r.lastRemindedAt}, extra...)
+		&r.lastRemindedAt, &r.version}, extra...)
 	return r
 }
 
@@ -190,6 +206,7 @@ func (r *invoiceRow) scan(row scanner) (Invoice, error) {
 	inv.ID, inv.OrganizationID, inv.MerchantAccountID = uuid.UUID(r.id), uuid.UUID(r.organizationID), uuid.UUID(r.merchantAccountID)
 	inv.Status = Status(r.status)
 	inv.LineCount, inv.FailedAttempts, inv.RemindersSent = int(r.lineCount), int(r.failedAttempts), int(r.remindersSent)
+	inv.Version = int(r.version)
 	for _, err := range []error{numeric(&inv.Amount, r.amount), numeric(&inv.AmountPaid, r.amountPaid),
 		numeric(&inv.AmountRefunded, r.amountRefunded), numeric(&inv.TaxAmount, r.taxAmount)} {
 		if err != nil {
@@ -256,7 +273,8 @@ func (u *uuidColumn) Scan(src any) error {
 }
 
 // Create makes an invoice from a draft (refused as Validate refuses it)
-// and, unless Send is false, queues its pay link in the same transaction.
+// and, unless Send is false, queues its pay link in the same transaction;
+// with AsDraft it is saved as a draft, with no pay link and nothing sent.
 // With an idempotency key (nil: none), a repeat of the same request
 // answers the invoice already made (replayed true), the key with another
 // draft is refused (idempotency.ErrReused), and concurrent repeats wait
@@ -290,6 +308,10 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		if d.Delivery != nil {
 			delivery = *d.Delivery
 		}
+		status := Open
+		if d.AsDraft {
+			status = InDraft
+		}
 		// The MID must be the caller's and its location active.
 		if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
 			return err
@@ -304,7 +326,7 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
 					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount)
 				VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric)
+					$14::integer, $27, $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric)
 				RETURNING id
 			), lines AS (
 				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
@@ -317,16 +339,14 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
 			len(d.Lines), now, actor.Name,
 			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
-			d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'))
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
-			return unprocessable("invoiceNumber", "Invoice number already used",
-				fmt.Sprintf("Your organization already has an invoice numbered %q; invoice numbers are unique.", d.InvoiceNumber))
+			d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'), string(status))
+		if err := numberTaken(err, d.InvoiceNumber); err != nil {
+			return err
 		}
 		if err != nil {
 			return fmt.Errorf("invoice: unable to create invoice: %w", err)
 		}
-		sent := (d.Send == nil || *d.Send) && d.SendAt == nil
+		sent := (d.Send == nil || *d.Send) && d.SendAt == nil && !d.AsDraft
 		if sent {
 			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
 				return err
@@ -356,6 +376,17 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		inv, err = s.Get(ctx, actor.OrganizationID, id)
 	}
 	return inv, replayed, err
+}
+
+// numberTaken is the refusal of an invoice number the organization has
+// already, when err (of a statement writing it) says so; nil otherwise.
+func numberTaken(err error, number string) error {
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
+		return unprocessable("invoiceNumber", "Invoice number already used",
+			fmt.Sprintf("Your organization already has an invoice numbered %q; invoice numbers are unique.", number))
+	}
+	return nil
 }
 
 // checkAccount refuses an invoice on mid unless it is the organization's

@@ -50,6 +50,18 @@ func (s *Store) InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, in
 	return list, nil
 }
 
+// ChargesUnderWay says whether a charge toward the invoice is reserved and
+// its outcome not recorded yet: a pending charge, whatever becomes of it
+// (invoice.Cards; an invoice is not changed while money may be moving).
+func (s *Store) ChargesUnderWay(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error) {
+	var found bool
+	err := sqlx.GetContext(ctx, q, &found, `SELECT EXISTS (SELECT 1 FROM pending_charges WHERE invoice_id = $1)`, invoiceID)
+	if err != nil {
+		return false, fmt.Errorf("payment: unable to read an invoice's charges under way: %w", err)
+	}
+	return found, nil
+}
+
 // SavedCardsOf are the cards saved for the customer of that email within
 // the organization, newest first (invoice.Cards).
 func (s *Store) SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]invoice.SavedCard, error) {

@@ -51,6 +51,7 @@ func newFixture(t *testing.T, pool int) *fixture {
 	f.svc = &Store{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
 		Invoices: &invoice.Store{DB: db, Now: time.Now, PublicURL: "https://payreq.test", PayLinks: links}}
 	f.svc.Invoices.Cards = f.svc
+	f.svc.Invoices.Terminals = noTerminals{}
 	location := uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -93,7 +94,7 @@ func (f *fixture) read(t *testing.T, id uuid.UUID) invoice.Invoice {
 
 // pay pays amount toward inv with card, on a new form.
 func (f *fixture) pay(inv invoice.Invoice, card, amount string) (Outcome, error) {
-	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Amount: dec(amount),
+	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec(amount),
 		Card: processor.Card{Number: card, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}})
 }
 
@@ -218,4 +219,11 @@ func (g *gate) Settle(ctx context.Context, b processor.Batch) ([]processor.Fundi
 		return nil, err
 	}
 	return g.Simulator.Settle(ctx, b)
+}
+
+// noTerminals: no terminal takes payments in these tests.
+type noTerminals struct{}
+
+func (noTerminals) PendingFor(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
 }

@@ -515,10 +515,15 @@ func TestPayFormToken(t *testing.T) {
 	if good == others {
 		t.Fatalf("two pay links share a form token")
 	}
+	// A token names the invoice's version it was shown with, under its MAC:
+	// one made to claim another version is no token.
+	id, mac, _ := strings.Cut(good, ".")
 	for name, r := range map[string]apitest.Page{
-		"missing":        env.Post(t, path, "", apitest.Payment{Card: apitest.CardApprove}),
-		"wrong":          env.Post(t, path, flip(good), apitest.Payment{Card: apitest.CardApprove}),
-		"another link's": env.Post(t, path, others, apitest.Payment{Card: apitest.CardApprove}),
+		"another version's": env.Post(t, path, id+".2."+mac, apitest.Payment{Card: apitest.CardApprove}),
+		"a bad version's":   env.Post(t, path, id+".x."+mac, apitest.Payment{Card: apitest.CardApprove}),
+		"missing":           env.Post(t, path, "", apitest.Payment{Card: apitest.CardApprove}),
+		"wrong":             env.Post(t, path, flip(good), apitest.Payment{Card: apitest.CardApprove}),
+		"another link's":    env.Post(t, path, others, apitest.Payment{Card: apitest.CardApprove}),
 		"cross-site": env.Visit(t, "POST", path, apitest.Payment{Card: apitest.CardApprove}.Values(env, good),
 			http.Header{"Sec-Fetch-Site": {"cross-site"}}),
 	} {

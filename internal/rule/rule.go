@@ -46,10 +46,13 @@ const (
 	// Busy: what it acts on is taken by another request just now (a card
 	// terminal another payment waits on); once that is done it may be.
 	Busy
+	// Changed: what it acts on is not at the version the request was
+	// meant for (If-Match); read it again first.
+	Changed
 )
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
-	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy"}
+	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy", Changed: "changed"}
 
 // statuses are the HTTP status of each kind, on every front: the API's, as
 // openapi.yaml documents them (a state that refuses a change is a 422
@@ -57,7 +60,7 @@ var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unpro
 var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
 	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
-	Busy: http.StatusConflict}
+	Busy: http.StatusConflict, Changed: http.StatusPreconditionFailed}
 
 // Status is the HTTP status of a refusal of kind k; 422 for a kind
 // without one.

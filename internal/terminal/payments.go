@@ -348,3 +348,15 @@ func (s *Store) settle(ctx context.Context, tx *sqlx.Tx, p Payment, status strin
 	_, err = event.Append(ctx, tx, p.OrganizationID, eventOf[status], p.Model(), now)
 	return p, err
 }
+
+// PendingFor says whether a terminal is taking a payment toward the invoice
+// (invoice.TerminalPayments: an invoice being paid at a terminal cannot be
+// changed). Read under the invoice's row lock, which Create holds.
+func (s *Store) PendingFor(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error) {
+	var pending bool
+	err := sqlx.GetContext(ctx, q, &pending, `SELECT EXISTS (SELECT 1 FROM terminal_payments WHERE invoice_id = $1 AND status = 'pending')`, invoiceID)
+	if err != nil {
+		return false, fmt.Errorf("terminal: unable to read pending payments: %w", err)
+	}
+	return pending, nil
+}
