@@ -35,6 +35,7 @@ const (
 	PaymentRecorded    = "payment recorded"
 	PaymentRemoved     = "payment removed"
 	RemindersChanged   = "reminder settings changed"
+	ReceiptsChanged    = "receipts setting changed"
 	Refunded           = "card payment refunded"
 	WebhookCreated     = "webhook endpoint created"
 	WebhookChanged     = "webhook endpoint changed"
