@@ -73,10 +73,10 @@ type Bill struct {
 
 // BillLine is one line of the invoice as a message lists it.
 type BillLine struct {
-	Description string
-	Quantity    string // "2", "1.5"
-	UnitCost    string // "$12.00"
-	Amount      string // "$24.00"
+	Description string `db:"description"`
+	Quantity    string `db:"quantity"`  // "2", "1.5"
+	UnitCost    string `db:"unit_cost"` // "$12.00"
+	Amount      string `db:"amount"`    // "$24.00"
 }
 
 // Receipt is what a receipt says of its card payment, and its PDF.
@@ -298,8 +298,7 @@ The balance of {{.Balance}} {{if .Overdue}}was due on{{else}}is due on{{end}} {{
 {{- with .DueDate}}
 It is due on {{.}}.{{end}}
 {{end}}
-{{- if .Lines}}
-{{range .Lines}}
+{{- if .Lines}}{{range .Lines}}
 {{.Description}}
   {{.Quantity}} x {{.UnitCost}} = {{.Amount}}{{end}}
 {{end}}
