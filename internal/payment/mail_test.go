@@ -115,7 +115,9 @@ func TestReceiptOncePerApprovedPayment(t *testing.T) {
 // plainSealer keeps notices as they are: a test reads them back.
 type plainSealer struct{}
 
-func (plainSealer) Seal(plaintext, _ string) ([]byte, string, error) { return []byte(plaintext), "plain", nil }
+func (plainSealer) Seal(plaintext, _ string) ([]byte, string, error) {
+	return []byte(plaintext), "plain", nil
+}
 
 func (plainSealer) Open(sealed []byte, _, _ string) (string, error) { return string(sealed), nil }
 
