@@ -12,9 +12,21 @@ import (
 )
 
 // The member's own choice of emails (people.Store.NotificationChoices,
-// SetNotificationChoices), on /portal/account/notifications.
+// SetNotificationChoices), on /portal/account/notifications; and, for
+// Owners and Admins, whether the organization's customers get receipts
+// (directory.Store.Receipts, SetReceipts), posted to /portal/settings/receipts.
 
-const notificationsPath = "/portal/account/notifications"
+const (
+	notificationsPath = "/portal/account/notifications"
+	receiptsPath      = "/portal/settings/receipts"
+)
+
+type notificationsData struct {
+	Choices []notificationChoice
+	// Manages: the member may change the organization's receipts setting
+	// (Owners and Admins), Receipts.
+	Manages, Receipts bool
+}
 
 type notificationChoice struct {
 	Name, Label string
@@ -50,11 +62,29 @@ func (h *handler) notifications(c echo.Context) error {
 			choices[i].Hint = "Kept for when card terminals arrive; nothing sends it yet."
 		}
 	}
-	p := page{Title: "Email notifications", Data: choices}
-	if c.QueryParam("done") == "saved" {
-		p.Notice = "Your notification choices were saved."
+	d := notificationsData{Choices: choices}
+	if managers(*m) == nil {
+		on, err := h.Directory.Receipts(c.Request().Context(), m.OrganizationID)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		d.Manages, d.Receipts = true, on
 	}
-	return h.render(c, http.StatusOK, "notifications", p)
+	return h.renderDone(c, "notifications", page{Title: "Email notifications", Data: d}, map[string]string{
+		"saved":    "Your notification choices were saved.",
+		"receipts": "The receipts setting was saved.",
+	})
+}
+
+// setReceipts is POST /portal/settings/receipts (Owners and Admins):
+// receipts "on", or absent for off.
+func (h *handler) setReceipts(c echo.Context) error {
+	m := visitOf(c).Membership
+	on := c.Request().PostForm.Get("receipts") == "on"
+	if err := h.Directory.SetReceipts(c.Request().Context(), actor(c).Audit(), m.OrganizationID, on, h.Now()); err != nil {
+		return h.failure(c, err)
+	}
+	return c.Redirect(http.StatusSeeOther, notificationsPath+"?done=receipts")
 }
 
 // setNotifications is POST /portal/account/notifications: notify, once for

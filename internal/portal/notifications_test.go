@@ -14,7 +14,10 @@ import (
 	"github.com/payreq/payreq/internal/portaltest"
 )
 
-const notificationsPath = "/portal/account/notifications"
+const (
+	notificationsPath = "/portal/account/notifications"
+	receiptsPath      = "/portal/settings/receipts"
+)
 
 // A member chooses what payreq emails them about on their account's
 // notifications page: four labelled boxes in a fieldset, invoice paid
@@ -104,7 +107,31 @@ func TestNotificationsPage(t *testing.T) {
 		}
 	}
 
-	// A member who may not read payments is told none would reach them.
+	// A member who may not read payments is told none would reach them;
+	// a Member neither sees nor changes the receipts setting.
 	clerk, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsCreate)
-	clerk.Get(notificationsPath).Want(t, http.StatusOK).Has(t, "they need the permission payments.view")
+	p = clerk.Get(notificationsPath).Want(t, http.StatusOK).Has(t, "they need the permission payments.view")
+	if strings.Contains(p.Body, receiptsPath) {
+		t.Error("a Member is offered the receipts setting")
+	}
+	clerk.Post(receiptsPath, p.CSRF(t), url.Values{}).Want(t, http.StatusForbidden)
+
+	// The Owner turns receipts off: the next payment's customer gets none.
+	c.Get(notificationsPath).Has(t, `id="receipts" name="receipts" value="on" checked`)
+	c.Submit(notificationsPath, receiptsPath, url.Values{}).WantRedirect(t, notificationsPath+"?done=receipts")
+	p = c.Get(notificationsPath + "?done=receipts").Has(t, "The receipts setting was saved.")
+	if strings.Contains(p.Body, `value="on" checked`) {
+		t.Error("receipts are still on")
+	}
+	if err := env.App.DB.Get(&audited, `SELECT count(*) FROM audit_log WHERE organization_id = $1
+		AND action = 'receipts setting changed' AND detail = 'receipts to customers turned off'`, org); err != nil || audited != 1 {
+		t.Errorf("%d audit entries of the receipts setting (%v), want 1", audited, err)
+	}
+	quiet := m.MustCreate(t, m.Body("NOTE-2", "7.00"))
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, quiet), apitest.Payment{Card: apitest.CardApprove, Amount: "7.00"}), http.StatusSeeOther)
+	mailbox.Wait(first.Email, "Invoice NOTE-2 paid") // the payment's other mail went out
+	var receipts int
+	if err := env.App.DB.Get(&receipts, `SELECT count(*) FROM outbox WHERE kind = 'receipt' AND invoice_id = $1`, quiet.Id); err != nil || receipts != 0 {
+		t.Errorf("%d receipts (%v) with receipts off, want none", receipts, err)
+	}
 }
