@@ -150,7 +150,9 @@ func Receipts(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (bool, 
 
 // Receipts reports whether the organization's customers get receipts
 // (the package function, on the store's database).
-func (d *Store) Receipts(ctx context.Context, org uuid.UUID) (bool, error) { return Receipts(ctx, d.DB, org) }
+func (d *Store) Receipts(ctx context.Context, org uuid.UUID) (bool, error) {
+	return Receipts(ctx, d.DB, org)
+}
 
 // SetReceipts turns the organization's receipts on or off, with its audit
 // entry when a person does it (actor not nil).

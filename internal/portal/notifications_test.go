@@ -119,7 +119,7 @@ func TestNotificationsPage(t *testing.T) {
 	// The Owner turns receipts off: the next payment's customer gets none.
 	c.Get(notificationsPath).Has(t, `id="receipts" name="receipts" value="on" checked`)
 	c.Submit(notificationsPath, receiptsPath, url.Values{}).WantRedirect(t, notificationsPath+"?done=receipts")
-	p = c.Get(notificationsPath + "?done=receipts").Has(t, "The receipts setting was saved.")
+	p = c.Get(notificationsPath+"?done=receipts").Has(t, "The receipts setting was saved.")
 	if strings.Contains(p.Body, `value="on" checked`) {
 		t.Error("receipts are still on")
 	}
