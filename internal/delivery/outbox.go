@@ -155,10 +155,10 @@ func PayLinksSince(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, since 
 // failed as cancelled, inside the caller's transaction; a worker never claims
 // them afterwards. A message already being delivered at that moment may still
 // arrive; the worker also checks, just before sending, that the invoice is not
-// cancelled.
+// cancelled. Receipts are left to go: the money they tell of moved.
 func CancelPending(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, at time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE outbox SET cancelled_at = $2
-		WHERE invoice_id = $1
+		WHERE invoice_id = $1 AND kind <> 'receipt'
 		  AND delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`,
 		invoiceID, at)
 	if err != nil {
