@@ -136,7 +136,7 @@ func (s *Store) Notify(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n Notifi
 	}
 	for _, email := range to {
 		if err := delivery.EnqueueNotice(ctx, tx, s.Vault, &org, delivery.Notice{To: email, Subject: n.Subject,
-			Text: n.Text + "\n\nYou get these emails because you chose them; change that at " +
+			Text: n.Text + "\n\nYou get these emails as your notification choices say; change them at " +
 				s.PublicURL + "/portal/account/notifications\n"}, at); err != nil {
 			return err
 		}
