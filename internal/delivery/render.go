@@ -62,7 +62,6 @@ type Bill struct {
 	Payable       bool
 	InvoiceNumber string
 	Amount        string // as people read it (invoice.Money): "$1,234.50"
-	Paid          string // likewise: what was paid toward it so far
 	Balance       string // likewise
 	DueDate       *time.Time
 	CustomerName  string
@@ -127,7 +126,6 @@ type invoiceView struct {
 	CustomerName  string
 	InvoiceNumber string
 	Amount        string // "$1,234.50"
-	Paid          string // likewise
 	Balance       string // likewise
 	DueDate       string // "March 5, 2026", or empty
 	Lines         []BillLine
@@ -193,7 +191,6 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		CustomerName:  bill.CustomerName,
 		InvoiceNumber: bill.InvoiceNumber,
 		Amount:        bill.Amount,
-		Paid:          bill.Paid,
 		Balance:       bill.Balance,
 		Lines:         bill.Lines,
 		PayLink:       bill.PayLink,

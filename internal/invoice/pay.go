@@ -126,7 +126,7 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 	}
 	return delivery.Bill{
 		Cancelled: inv.Status == Cancelled, Payable: inv.Status.Payable(), InvoiceNumber: inv.InvoiceNumber,
-		Amount: Money(inv.Amount), Paid: Money(inv.AmountPaid), Balance: Money(inv.Balance()), DueDate: inv.DueDate,
+		Amount: Money(inv.Amount), Balance: Money(inv.Balance()), DueDate: inv.DueDate,
 		CustomerName: optional.Value(inv.CustomerName), Lines: lines, Biller: inv.Biller, PayLink: s.Link(&inv),
 	}, nil
 }
