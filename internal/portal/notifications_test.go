@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoicepdf/pdftest"
@@ -91,6 +92,25 @@ func TestNotificationsPage(t *testing.T) {
 		!strings.Contains(text, "NOTE-1") {
 		t.Errorf("the receipt's PDF reads:\n%s", text)
 	}
+	// A refund has its receipt too.
+	var sales []models.CardPayment
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=sale&status=approved&invoiceId=" + inv.Id.String(), Token: m.Token}).JSON(t, &sales)
+	if len(sales) != 1 {
+		t.Fatalf("%d approved sales of NOTE-1, want 1", len(sales))
+	}
+	salePath := "/portal/card-payments/" + sales[0].Id.String()
+	sp := c.Get(salePath)
+	c.Post(salePath+"/refund", sp.CSRF(t), url.Values{"key": {between(sp.Body, `name="key" value="`, `"`)}, "amount": {"5.00"}})
+	refunded := mailbox.Wait("dana@example.com", "Refund receipt for invoice NOTE-1")
+	if !strings.Contains(refunded.Text, "has refunded $5.00 to your Visa ending in 1111") {
+		t.Errorf("the refund receipt's text:\n%s", refunded.Text)
+	}
+	if doc, ok := refunded.Attachments["refund-receipt-NOTE-1.pdf"]; !ok {
+		t.Error("the refund receipt has no refund-receipt-NOTE-1.pdf attached")
+	} else if text := pdftest.Read(t, doc).Text; !strings.Contains(text, "Amount refunded") || !strings.Contains(text, "$5.00") {
+		t.Errorf("the refund receipt's PDF reads:\n%s", text)
+	}
+
 	// The organization's first Owner never chose: invoice paid is on for
 	// them; it is off for the Owner who unticked it.
 	first, err := env.App.People.Owner(t.Context(), org)
