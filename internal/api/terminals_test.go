@@ -207,6 +207,16 @@ func TestTerminalPaymentApprovedByChip(t *testing.T) {
 	var r models.CardPayment
 	refund.JSON(t, &r)
 	apitest.Want(t, "refund's entry mode", r.EntryMode == nil, true)
+
+	// The customer's receipts: one for the sale at the terminal, one for
+	// its refund, as for a pay-page sale.
+	for what, id := range map[string]uuid.UUID{"sale": sale.Id, "refund": r.Id} {
+		var receipts int
+		if err := env.App.DB.Get(&receipts, `SELECT count(*) FROM outbox WHERE kind = 'receipt' AND payment_id = $1 AND recipient = 'dana@example.com'`, id); err != nil {
+			t.Fatal(err)
+		}
+		apitest.Want(t, "receipts of the "+what, receipts, 1)
+	}
 }
 
 func TestTerminalPaymentDeclined(t *testing.T) {

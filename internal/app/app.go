@@ -246,6 +246,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	dir := &directory.Store{DB: db}
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
+	invoices.Members, payments.Members = members, members
 	return &App{
 		Config: cfg,
 		DB:     db,

@@ -40,6 +40,7 @@ const (
 	RemindersChanged   = "reminder settings changed"
 	TaxRateAdded       = "tax rate added"
 	TaxRateRemoved     = "tax rate removed"
+	ReceiptsChanged    = "receipts setting changed"
 	Refunded           = "card payment refunded"
 	WebhookCreated     = "webhook endpoint created"
 	WebhookChanged     = "webhook endpoint changed"

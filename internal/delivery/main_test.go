@@ -78,6 +78,11 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 	if b.Biller, err = directory.BillerOf(ctx, ti.db, org, mid); err != nil {
 		return Bill{}, err
 	}
+	if err := ti.db.SelectContext(ctx, &b.Lines, `SELECT description, quantity::text AS quantity,
+			to_char(unit_cost, 'FM$999,999,990.00') AS unit_cost, to_char(quantity * unit_cost, 'FM$999,999,990.00') AS amount
+		FROM invoice_lines WHERE invoice_id = $1 ORDER BY position`, id); err != nil {
+		return Bill{}, err
+	}
 	b.Cancelled, b.CustomerName, b.PayLink = status == "cancelled", name.String, testPayLink(id)
 	b.Payable = status == "open" || status == "part_paid"
 	return b, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -109,37 +110,26 @@ func (l *Locked) SetPreference(prefers string, at time.Time) error {
 	return nil
 }
 
-// Bill is the invoice as a pay link message shows it (delivery.Invoices).
+// Bill is the invoice as a message (a pay link, a reminder, a receipt)
+// shows it (delivery.Invoices).
 func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
-	var (
-		status, number  string
-		amount, balance apd.Decimal
-		due             *time.Time
-		customer        sql.NullString
-		mid             uuid.UUID
-		biller          directory.Biller
-	)
-	err := postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT status, invoice_number, amount, amount - amount_paid, due_date, customer_name,
-				merchant_account_id
-			FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
-			&status, &number, &amount, &balance, &due, &customer, &mid)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
-		}
-		biller, err = directory.BillerOf(ctx, tx, org, mid)
+	var inv Invoice
+	err := postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) (err error) {
+		inv, err = s.document(ctx, tx, org, id)
 		return err
 	})
 	if err != nil {
 		return delivery.Bill{}, err
 	}
+	lines := make([]delivery.BillLine, len(inv.Lines))
+	for i, l := range inv.Lines {
+		lines[i] = delivery.BillLine{Description: l.Description, Quantity: l.Quantity.Text('f'),
+			UnitCost: Money(l.UnitCost), Amount: Money(LineTotal(l))}
+	}
 	return delivery.Bill{
-		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: Money(amount),
-		Balance: Money(balance), DueDate: due,
-		CustomerName: customer.String, Biller: biller, PayLink: s.Link(&Invoice{ID: id}),
+		Cancelled: inv.Status == Cancelled, Payable: inv.Status.Payable(), InvoiceNumber: inv.InvoiceNumber,
+		Amount: Money(inv.Amount), Balance: Money(inv.Balance()), DueDate: inv.DueDate,
+		CustomerName: optional.Value(inv.CustomerName), Lines: lines, Biller: inv.Biller, PayLink: s.Link(&inv),
 	}, nil
 }
 

@@ -22,6 +22,8 @@ import (
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/optional"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -34,6 +36,8 @@ type Store struct {
 	PayLinks  *PayLinks
 	Cards     Cards
 	Terminals TerminalPayments
+	// Members are told of invoices paid, as each chose (nil: nobody is).
+	Members Members
 }
 
 // Actor is who acts: the caller's organization and the name the invoice
@@ -720,9 +724,31 @@ func (s *Store) AppendEvent(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID,
 
 // appendEvent appends an event of the invoice, read in full inside tx,
 // with the invoice as its data, as GET /payment-requests/{id} shows it.
+// An invoice.paid tells the members who chose to hear of it, in the same
+// transaction: once per event.
 func (s *Store) appendEvent(ctx context.Context, tx *sqlx.Tx, t event.Type[models.Invoice], inv Invoice, at time.Time) error {
-	_, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Model(s.Link(&inv), true), at)
-	return err
+	if _, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Model(s.Link(&inv), true), at); err != nil {
+		return err
+	}
+	if t != event.InvoicePaid || s.Members == nil {
+		return nil
+	}
+	who := optional.Value(inv.CustomerName)
+	if who == "" {
+		who = inv.CustomerEmail
+	}
+	return s.Members.Notify(ctx, tx, inv.OrganizationID, people.Notification{
+		Choice: people.NotifyInvoicePaid, Permission: event.Permission(t.Name),
+		Subject: "Invoice " + inv.InvoiceNumber + " paid: " + Money(inv.Amount),
+		Text: who + " paid invoice " + inv.InvoiceNumber + " of " + Money(inv.Amount) + " in full.\n\n" +
+			s.PublicURL + "/portal/invoices/" + inv.ID.String(),
+	}, at)
+}
+
+// Members queues the emails to the members who chose to hear of a change
+// (people.Store.Notify), inside the change's transaction.
+type Members interface {
+	Notify(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n people.Notification, at time.Time) error
 }
 
 // Cancel cancels an open or part-paid invoice and any message of it not yet sent.

@@ -41,6 +41,9 @@ type Store struct {
 	// Invoices appends the invoice events of a payment (invoice.paid,
 	// invoice.part_paid), with their pay links.
 	Invoices *invoice.Store
+	// Members are told of declines and deposits paid, as each chose
+	// (nil: nobody is).
+	Members Members
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -285,8 +288,10 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			if err := locked.Save(); err != nil {
 				return err
 			}
-			_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now)
-			return err
+			if _, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now); err != nil {
+				return err
+			}
+			return s.notifyDeclined(ctx, tx, locked, stored, now)
 		}
 		// Cancelled while the processor was asked: the charge is voided.
 		if !locked.Status.Payable() {
@@ -339,8 +344,10 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if locked.Status == invoice.Paid {
 			paid = event.InvoicePaid
 		}
-		_, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now)
-		return err
+		if _, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now); err != nil {
+			return err
+		}
+		return queueReceipt(ctx, tx, locked, stored.ID, now)
 	})
 	return out, err
 }

@@ -60,8 +60,10 @@ func (s *Store) RecordTerminalSale(ctx context.Context, tx *sqlx.Tx, ts Terminal
 		if err := locked.Save(); err != nil {
 			return CardPayment{}, err
 		}
-		_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now)
-		return stored, err
+		if _, err := event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now); err != nil {
+			return CardPayment{}, err
+		}
+		return stored, s.notifyDeclined(ctx, tx, locked, stored, now)
 	}
 	if !locked.Status.Payable() {
 		return CardPayment{}, ErrNotPayable
@@ -87,6 +89,8 @@ func (s *Store) RecordTerminalSale(ctx context.Context, tx *sqlx.Tx, ts Terminal
 	if locked.Status == invoice.Paid {
 		paid = event.InvoicePaid
 	}
-	_, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now)
-	return stored, err
+	if _, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now); err != nil {
+		return CardPayment{}, err
+	}
+	return stored, queueReceipt(ctx, tx, locked, stored.ID, now)
 }

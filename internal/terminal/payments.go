@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -14,10 +15,13 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/gen/models"
+	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/optional"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -345,8 +349,36 @@ func (s *Store) settle(ctx context.Context, tx *sqlx.Tx, p Payment, status strin
 	if err != nil {
 		return Payment{}, fmt.Errorf("terminal: unable to record the outcome of terminal payment %s: %w", p.ID, err)
 	}
-	_, err = event.Append(ctx, tx, p.OrganizationID, eventOf[status], p.Model(), now)
-	return p, err
+	if _, err = event.Append(ctx, tx, p.OrganizationID, eventOf[status], p.Model(), now); err != nil {
+		return Payment{}, err
+	}
+	if status != Failed && status != TimedOut {
+		return p, nil
+	}
+	return p, s.notifyFailed(ctx, tx, p, now)
+}
+
+// notifyFailed tells the members who chose to hear of it that the terminal
+// payment p failed or timed out, in the transaction that records it.
+func (s *Store) notifyFailed(ctx context.Context, tx *sqlx.Tx, p Payment, at time.Time) error {
+	members := s.CardPayments.Members
+	if members == nil {
+		return nil
+	}
+	why := "no outcome came from the terminal or the gateway in time"
+	if p.Status == Failed {
+		why = "it could not be taken"
+		if r := optional.Value(p.DeclineReason); r != "" {
+			why += ": " + clip.Marked(strings.Join(strings.Fields(r), " "), 200)
+		}
+	}
+	amount := invoice.Money(p.Amount.Decimal)
+	return members.Notify(ctx, tx, p.OrganizationID, people.Notification{
+		Choice: people.NotifyTerminalFailed, Permission: event.Permission(event.TerminalPaymentFailed.Name),
+		Subject: "A terminal payment of " + amount + " failed",
+		Text: "A payment of " + amount + " at a card terminal failed (" + why + "); nothing was charged.\n\n" +
+			s.CardPayments.Invoices.PublicURL + "/portal/invoices/" + p.InvoiceID.String(),
+	}, at)
 }
 
 // PendingFor says whether a terminal is taking a payment toward the invoice
