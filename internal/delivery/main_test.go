@@ -69,9 +69,11 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 		mid    uuid.UUID
 	)
 	err := ti.db.QueryRowContext(ctx, `SELECT status, invoice_number, to_char(amount, 'FM$999,999,990.00'),
-			to_char(amount - amount_paid, 'FM$999,999,990.00'), due_date, customer_name, merchant_account_id
+			to_char(amount - amount_paid, 'FM$999,999,990.00'), due_date, customer_name, merchant_account_id,
+			CASE WHEN tax_amount <> 0 THEN to_char(amount - tax_amount, 'FM$999,999,990.00') ELSE '' END,
+			CASE WHEN tax_amount <> 0 THEN to_char(tax_amount, 'FM$999,999,990.00') ELSE '' END
 		FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
-		&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name, &mid)
+		&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name, &mid, &b.Subtotal, &b.Tax)
 	if err != nil {
 		return Bill{}, err
 	}

@@ -66,6 +66,9 @@ type Bill struct {
 	DueDate       *time.Time
 	CustomerName  string
 	Lines         []BillLine
+	// Subtotal and Tax: the lines' amounts and their taxes; both empty
+	// when no line is taxed (the total says it all).
+	Subtotal, Tax string
 	Biller        directory.Biller
 	PayLink       string
 }
@@ -76,6 +79,7 @@ type BillLine struct {
 	Quantity    string `db:"quantity"`  // "2", "1.5"
 	UnitCost    string `db:"unit_cost"` // "$12.00"
 	Amount      string `db:"amount"`    // "$24.00"
+	TaxRate     string // "8.25%", or empty without tax
 }
 
 // Receipt is what a receipt says of its card payment, and its PDF.
@@ -129,6 +133,7 @@ type invoiceView struct {
 	Balance       string // likewise
 	DueDate       string // "March 5, 2026", or empty
 	Lines         []BillLine
+	Subtotal, Tax string
 	// Overdue: the due date has passed in the location's time zone.
 	Overdue bool
 	PayLink string
@@ -193,6 +198,8 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		Amount:        bill.Amount,
 		Balance:       bill.Balance,
 		Lines:         bill.Lines,
+		Subtotal:      bill.Subtotal,
+		Tax:           bill.Tax,
 		PayLink:       bill.PayLink,
 		Reminder:      reminder,
 		Accent:        accent,
@@ -297,8 +304,11 @@ It is due on {{.}}.{{end}}
 {{end}}
 {{- if .Lines}}{{range .Lines}}
 {{.Description}}
-  {{.Quantity}} x {{.UnitCost}} = {{.Amount}}{{end}}
+  {{.Quantity}} x {{.UnitCost}} = {{.Amount}}{{with .TaxRate}} (tax {{.}}){{end}}{{end}}
 {{end}}
+{{- with .Tax}}
+Subtotal: {{$.Subtotal}}
+Tax: {{.}}{{end}}
 Total: {{.Amount}}
 {{- if not .Receipt}}
 Balance due: {{.Balance}}
@@ -357,7 +367,11 @@ var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html
 {{- end}}
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="margin:0 0 16px 0;font-size:15px;border-collapse:collapse">
 {{- range .Lines}}
-<tr><td style="padding:8px 0;border-bottom:1px solid #e4e4e7">{{.Description}}<br><span style="color:#52525b;font-size:13px">{{.Quantity}} &times; {{.UnitCost}}</span></td><td align="right" valign="top" style="padding:8px 0;border-bottom:1px solid #e4e4e7;white-space:nowrap">{{.Amount}}</td></tr>
+<tr><td style="padding:8px 0;border-bottom:1px solid #e4e4e7">{{.Description}}<br><span style="color:#52525b;font-size:13px">{{.Quantity}} &times; {{.UnitCost}}{{with .TaxRate}}, tax {{.}}{{end}}</span></td><td align="right" valign="top" style="padding:8px 0;border-bottom:1px solid #e4e4e7;white-space:nowrap">{{.Amount}}</td></tr>
+{{- end}}
+{{- with .Tax}}
+<tr><td style="padding:4px 0">Subtotal</td><td align="right" style="padding:4px 0;white-space:nowrap">{{$.Subtotal}}</td></tr>
+<tr><td style="padding:4px 0">Tax</td><td align="right" style="padding:4px 0;white-space:nowrap">{{.}}</td></tr>
 {{- end}}
 <tr><td style="padding:8px 0;font-weight:bold">Total</td><td align="right" style="padding:8px 0;font-weight:bold;white-space:nowrap">{{.Amount}}</td></tr>
 {{- if not .Receipt}}

@@ -188,3 +188,36 @@ func keys(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// A taxed invoice's email says its subtotal and tax beside the total, in
+// both parts; an untaxed one says neither.
+func TestEmailShowsTax(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	w := newWorker(t, db, testConfig(t))
+	inv := newInvoice(t, db)
+	c := claimed{ID: uuid.New(), OrganizationID: inv.OrganizationID, InvoiceID: inv.ID, Channel: ChannelEmail, Recipient: testCustomer}
+	r, err := w.render(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Text, "Tax:") || strings.Contains(r.HTML, ">Tax<") {
+		t.Errorf("an untaxed invoice's email names a tax:\n%s", r.Text)
+	}
+	if _, err := db.Exec(`UPDATE invoices SET tax_amount = 34.50 WHERE id = $1`, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = w.render(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Subtotal: $1,200.00\nTax: $34.50\nTotal: " + testAmountShown} {
+		if !strings.Contains(r.Text, want) {
+			t.Errorf("plain part lacks %q:\n%s", want, r.Text)
+		}
+	}
+	for _, want := range []string{">Subtotal</td>", ">$1,200.00</td>", ">Tax</td>", ">$34.50</td>"} {
+		if !strings.Contains(r.HTML, want) {
+			t.Errorf("HTML part lacks %q", want)
+		}
+	}
+}

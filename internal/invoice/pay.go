@@ -125,12 +125,20 @@ func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, err
 	for i, l := range inv.Lines {
 		lines[i] = delivery.BillLine{Description: l.Description, Quantity: l.Quantity.Text('f'),
 			UnitCost: Money(l.UnitCost), Amount: Money(LineTotal(l))}
+		if l.TaxRate != nil && !l.TaxRate.IsZero() {
+			lines[i].TaxRate = Percent(*l.TaxRate)
+		}
 	}
-	return delivery.Bill{
+	bill := delivery.Bill{
 		Cancelled: inv.Status == Cancelled, Payable: inv.Status.Payable(), InvoiceNumber: inv.InvoiceNumber,
 		Amount: Money(inv.Amount), Balance: Money(inv.Balance()), DueDate: inv.DueDate,
 		CustomerName: optional.Value(inv.CustomerName), Lines: lines, Biller: inv.Biller, PayLink: s.Link(&inv),
-	}, nil
+	}
+	if !inv.TaxAmount.IsZero() {
+		subtotal := inv.Subtotal()
+		bill.Subtotal, bill.Tax = Money(subtotal), Money(inv.TaxAmount)
+	}
+	return bill, nil
 }
 
 // SendFailed records, inside the transaction that fails the invoice's
