@@ -47,6 +47,21 @@ type ServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx echo.Context, params ListCustomersParams) error
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx echo.Context, params CreateCustomerParams) error
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx echo.Context, id CustomerId) error
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx echo.Context, id CustomerId) error
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx echo.Context, id CustomerId) error
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx echo.Context, params ListDepositsParams) error
@@ -339,6 +354,122 @@ func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
 	return err
 }
 
+// ListCustomers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCustomers(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCustomersParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "email" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "email", ctx.QueryParams(), &params.Email, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter email: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCustomers(ctx, params)
+	return err
+}
+
+// CreateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCustomer(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateCustomerParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCustomer(ctx, params)
+	return err
+}
+
+// DeleteCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCustomer(ctx, id)
+	return err
+}
+
+// GetCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCustomer(ctx, id)
+	return err
+}
+
+// UpdateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCustomer(ctx, id)
+	return err
+}
+
 // ListDeposits converts echo context to params.
 func (w *ServerInterfaceWrapper) ListDeposits(ctx echo.Context) error {
 	var err error
@@ -584,6 +715,13 @@ func (w *ServerInterfaceWrapper) ListPaymentRequests(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerEmail", ctx.QueryParams(), &params.CustomerEmail, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerEmail: %s", err))
+	}
+
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
 	}
 
 	// ------------- Optional query parameter "createdFrom" -------------
@@ -1012,6 +1150,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/customers", wrapper.ListCustomers, options.OperationMiddlewares["listCustomers"]...)
+	router.POST(options.BaseURL+"/customers", wrapper.CreateCustomer, options.OperationMiddlewares["createCustomer"]...)
+	router.DELETE(options.BaseURL+"/customers/:id", wrapper.DeleteCustomer, options.OperationMiddlewares["deleteCustomer"]...)
+	router.GET(options.BaseURL+"/customers/:id", wrapper.GetCustomer, options.OperationMiddlewares["getCustomer"]...)
+	router.PATCH(options.BaseURL+"/customers/:id", wrapper.UpdateCustomer, options.OperationMiddlewares["updateCustomer"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
@@ -1111,6 +1254,8 @@ func DeliverEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
+
+type EmailTakenApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
@@ -1978,6 +2123,783 @@ type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomersRequestObject struct {
+	Params ListCustomersParams
+}
+
+type ListCustomersResponseObject interface {
+	VisitListCustomersResponse(w http.ResponseWriter) error
+}
+
+type ListCustomers200ResponseHeaders struct {
+	Link *string
+}
+
+type ListCustomers200JSONResponse struct {
+	Body    []Customer
+	Headers ListCustomers200ResponseHeaders
+}
+
+func (response ListCustomers200JSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers400ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers401ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers403ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers429ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers503ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomerRequestObject struct {
+	Params CreateCustomerParams
+	Body   *CreateCustomerJSONRequestBody
+}
+
+type CreateCustomerResponseObject interface {
+	VisitCreateCustomerResponse(w http.ResponseWriter) error
+}
+
+type CreateCustomer200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateCustomer200JSONResponse struct {
+	Body    Customer
+	Headers CreateCustomer200ResponseHeaders
+}
+
+func (response CreateCustomer200JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer201JSONResponse Customer
+
+func (response CreateCustomer201JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer400ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer401ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer403ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer408ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer409ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer413ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer415ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer422ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer429ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer503ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type DeleteCustomerResponseObject interface {
+	VisitDeleteCustomerResponse(w http.ResponseWriter) error
+}
+
+type DeleteCustomer204Response struct {
+}
+
+func (response DeleteCustomer204Response) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer400ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer401ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer403ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer404ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer422ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer429ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer502ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer503ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type GetCustomerResponseObject interface {
+	VisitGetCustomerResponse(w http.ResponseWriter) error
+}
+
+type GetCustomer200JSONResponse Customer
+
+func (response GetCustomer200JSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer400ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer401ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer403ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer404ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer429ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer503ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomerRequestObject struct {
+	Id   CustomerId `json:"id"`
+	Body *UpdateCustomerJSONRequestBody
+}
+
+type UpdateCustomerResponseObject interface {
+	VisitUpdateCustomerResponse(w http.ResponseWriter) error
+}
+
+type UpdateCustomer200JSONResponse Customer
+
+func (response UpdateCustomer200JSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer400ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer401ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer403ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer404ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer408ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer409ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer413ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer415ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer429ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer503ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5770,6 +6692,21 @@ type StrictServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx context.Context, request ListCustomersRequestObject) (ListCustomersResponseObject, error)
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx context.Context, request CreateCustomerRequestObject) (CreateCustomerResponseObject, error)
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx context.Context, request DeleteCustomerRequestObject) (DeleteCustomerResponseObject, error)
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx context.Context, request GetCustomerRequestObject) (GetCustomerResponseObject, error)
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx context.Context, request UpdateCustomerRequestObject) (UpdateCustomerResponseObject, error)
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx context.Context, request ListDepositsRequestObject) (ListDepositsResponseObject, error)
@@ -6062,6 +6999,177 @@ func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UU
 		return err
 	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
 		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCustomers operation middleware
+func (sh *strictHandler) ListCustomers(ctx echo.Context, params ListCustomersParams) error {
+	var request ListCustomersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCustomers(ctx.Request().Context(), request.(ListCustomersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCustomers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCustomersResponseObject); ok {
+		return validResponse.VisitListCustomersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCustomer operation middleware
+func (sh *strictHandler) CreateCustomer(ctx echo.Context, params CreateCustomerParams) error {
+	var request CreateCustomerRequestObject
+
+	request.Params = params
+
+	var body CreateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCustomer(ctx.Request().Context(), request.(CreateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCustomerResponseObject); ok {
+		return validResponse.VisitCreateCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCustomer operation middleware
+func (sh *strictHandler) DeleteCustomer(ctx echo.Context, id CustomerId) error {
+	var request DeleteCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCustomer(ctx.Request().Context(), request.(DeleteCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCustomerResponseObject); ok {
+		return validResponse.VisitDeleteCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCustomer operation middleware
+func (sh *strictHandler) GetCustomer(ctx echo.Context, id CustomerId) error {
+	var request GetCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCustomer(ctx.Request().Context(), request.(GetCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCustomerResponseObject); ok {
+		return validResponse.VisitGetCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCustomer operation middleware
+func (sh *strictHandler) UpdateCustomer(ctx echo.Context, id CustomerId) error {
+	var request UpdateCustomerRequestObject
+
+	request.Id = id
+
+	var body UpdateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCustomer(ctx.Request().Context(), request.(UpdateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCustomerResponseObject); ok {
+		return validResponse.VisitUpdateCustomerResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6940,683 +8048,746 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37khs3lif8KgjObIhUJ6nkrS6s6Ogp3dpl69aqktW2qVWCmWAxXUmAToBF0bIi+q+N/Xv2j+8NZt9j",
-	"vzfxk3yBc4BM5I3FKktub3w9EzNWJTNxOTg4ODiX3/nYCsVyJTjjSrYmH1vsA12uEgb/Pl2tkjikKhb8",
-	"jL9m1zHb6MdyvVzSdNuatE45ofk7JOYkxbe81jVN1ky/PaP8Sv+XhqFYc/WMSvVUrNPWpOX7o0HLa6Vi",
-	"rWJ++WK9nDH9uN/v+77vD8atT15rtpYxZxKGQ6MoLf7zWcxZX38y8H3yiEU0Jeeq5bk/D1oTvk4SrxXG",
-	"Sg/5tVjziLwW4VXLa62EVDR5JCLWmrQOjw4ORi2vJRVV+u+Lv+sBRDP6gi7137b9lDFFTtdKtLwWW9I4",
-	"aU1aYsNZ+h+hfkPCC3StRC8US/0OV7HaXmxXupEkCVteK2GXNGlqlrxmKxqn5NmzR3qIC8H1a3/qj/uD",
-	"8Xjs9w8PW15L0Q9nkUPLg8Oj45bX2rCZjGH0C6VWcvLgQd2YPnmtRSyV0Gv4w8cWVa1Ja+APxl1/2PUH",
-	"F/3DyWA88f3vW16LC2jtfD1bxkqxiAhO1IIRGV/y7npFVvSSefAXiwhLWKhSweOQJsmWzLbkOU1jSk6T",
-	"a5qyn5G2l7o9adtrffLKAxhd+MeTvl8cwBsesXSTxppTiFQ0VSzqOQ3G/L1hvU/vvFYctSatWT8cREM2",
-	"6s7H9KA7mh2G3aPomHX9eZ8OZsNwFI1Zy8Olk0AIjitSHjS+sYhXr1gaMq4He+D3fF93L7mzCKPhoK/X",
-	"JlYJtsPppR7vkgFr66maLi7Ekjxk4RVL69sf1bZ/dHgwdts3zb6rI4OX0/h0x/quVxGtvOKuwKdPXusR",
-	"TaNXdLtkXL1m8zWP6qRAKq5ZRFY0VSTFlxwhQJd67+s+xjgxfICtMb1aZsIhTaOHKdVdtL6NJdWPUlYZ",
-	"4qCvhzi0TGJeebg1e+qhEFdXjK008WOu2GUKAqrltSIWJjFnrxmVglvRELGVkLE6i+wD4B/DPvPu2D/o",
-	"d0eHg6Pu8fHQ745m4/AgOmRH82M94phfizhk+uPWMDxmB/M+7R7NBlF3NB8fdqkfjroHfTaIjmdH80M6",
-	"zj/JJN7Zi2+7fRSGVzFMPaNgkq9+v9/vg+y4ZsnwHPhkThPJvNaSpeGCcnWKIhaGchgNNZ+z7ng2Crsj",
-	"dkS7x/ODfncQ+tHR7JCNaH/Y8lpLmOro+KB/4B8dDo+OjrTMoVuWGlI+ppySt4tYzWOW6BGlhnStl5yR",
-	"cEHnmshRLBdkQyVJmVqnHPcmTuLlXK+u2YyaJn53dNA/7B4dDY67Q5pTE77QLKEJORr6/vj4+OgIpJ2k",
-	"1yzSXJhNWQvptWxNWpbzyox6ThPWzKaSJowsacSsPFvRLciyWqbt+/5n4dr+0UX/eDIaT/qDGq61vLg3",
-	"g+5J1C/CoJqAf2j2RDrlLGj/LjBYfzDs++Mig6l03chfZ0iXR5SHLElYSQ5mj4mhX4MELDDTKxo7jNTE",
-	"YDOa6Mbdz0PbW5HFxhf+0cTPBKN9aQ/RWMuxo4v+OD+M95ez4VoqsWTpI7FcUb7NlDDz+InRm4xSKP9j",
-	"lsaXCyXjiK2S9XIW80ujPdkv3D1in71C3aj0MGVzONDt1kniawbrg8qa14rW7DGoePjGnMZARcWWK60D",
-	"+2Z7/ba9MjS74zVbxnotNVmxv5odonf8mWJLrYa8wz9xIEmslWdQ5iYPHvQHhz2/5/f6kyP/yH+wotsH",
-	"36sR/9vR5skg/e5gfeaLV0N6fhg97V9+Nf7xG60RJgKVc7tiyZrNBOdMkYf0iqVb8lhsuBIbvWhLthR2",
-	"lJ9/08YODVYopM18V8JSz/yailnClvmmBRLma5o9QCL6zv41LcpwwaJ1wqJzxp1uJePRq2LjknFVeEF9",
-	"G9PsTysFsn1UEAO4G4pC4OWKcbv/PaLXj+hGtTJs+a/mgBke9MZ3lwnZ5wWZYLZFWQKYx42b3R9N/PFv",
-	"3OytTCKTR1SxVH+C15myAIgop/+xsW+H5uXavV+V9SU54NyRRketO0kEQ4tRd+hfgBA1gu/LyIjBXWUE",
-	"XNqXIorV1lxex8O+D+qtDNN4BesyaT1ytbOUcUX1ZH9aU7iR6tnqGwCP1SMh4dYx7unRrsWyNWk9OYXr",
-	"QagZbnigL+TH/dF4ALeYUu+Wrm7fjw2VCeURkUytV8Wu+81dY3PQtf7np1wiDvaQiD/1vz0M/368fDjk",
-	"34+vnh1tXg/Udwerx6PFU//H8ztJxNbFgvIrshVrMhep/m9KrGGi1/pnycrWq5fdw8MjTch/hsBsEhuZ",
-	"CM12VyZFxYpxV4A+i/XaF3R0UMKJmFsRKkk71kxPxDJWJNsDHrFUQf7KZtPJ5esPjoA9qtO5jvYWsHUq",
-	"1+3F68FFv++oZiXx+jQVXJGIyav91adkHcueSBW7pP9hDHc9kV5WReezdSzJS3ixta/+lEvHO6tQR/ND",
-	"dhCNw+5oNqTd0eC43z1ih/OufqYfDY77R83icXRb8binzvTV1WD54mD2rR/+ffTzsyN63o+eji+/Pv7p",
-	"7ZC9PvwD6kwFFhpMhv5kNPq+9Vn0pt+w7YvsvGPb62mgne9f+s6/9J1bbuj/fx75n+mQ//0O9Xf5qf6K",
-	"pmZHuye7ftrVs7QnO9nEakGoPcjhHKd4kpOQptEtLko32udy0fEvybGX5Ggp9kG1Po/s6P/rrvSvu9Lv",
-	"f1e6jf3+Nub0PU3eaiEiMByBJKtqckVXwA0m7TlLGcivW1mxP32h6+LHOn8H+7CKQU70B4MjS9Jj2p8N",
-	"wmHUHbHxvDuiB7PuUXgYdX3Wnw/ocDYKx/VOLuhvF8HghUzglkj26bddaAf+Rd+f9AcVzdYIRUexTdV7",
-	"1G4/ea1nZq9kW6LifQpVfM2I3VOFA64YzzDy++SR4Jf6GTm9ZpWQhtb5OlaM9AdwlqGUOF1LFdcY8kdd",
-	"fwwn1kEuo23cQmTG+h+zbGfPYGObcwVWccyO5n44mHX70Yjqq1zYPda3OHowG4ejaMgGc71mfA8ZIdJL",
-	"yuOfMaQEju75gA2jUdgdzw5od3R8eNQ9osezrh/2owEbzkd0PKuNgoB9W4rfOPT7sF1CFq9Uk8gqRni4",
-	"nh5YHvCvL9n32N/pkqVxSB88WsQhvRS1DvNB1+9fALcYh/knr7VgFDfUx9ZZxJYrocB3vkroFg3GxQMg",
-	"0Ns1mIAnknK5YSmJJaEkhS+ImBPKCaNpErOUpOynNZMK9SeIxaBLRoKsn3Db/YZtgx5sSrAJaNZN1wxo",
-	"89M6Tlnu5goXbEkh7oevl63JD/jiO6+lMF5FKq1lIH/HGMhTGvp07fvD8KPhTz1WPSbOPiiw5XyC39kJ",
-	"SVny52lLP5+2AtJ+/fQRORocHXXIZsHAB5synHT26QmhM7CdGx+tFhPwQ3FqOIDGQ06fB11DM/mXJF7G",
-	"6s+Dsf5ocBCuUynSP7Pt1/7ZjyJ+/uPp9sW5v3m+9T+8ePq3Dy8uxObFY7F58a2Inz36evX9o7ODsx9f",
-	"/Pjy7ZvB9z8+XZxxv252LZeuVTq+Zirdns6VFsplap6zUPBIEiXIhsaKzNhcpIyodKt1E3pJY16Y/Giw",
-	"a02XMY+Xeln72XqCOspS5NIVTemSKcOoj4AY1TG9XNGf1oyABzoWHLjRxP1QSeYQTxUbL3rKrmOxloaJ",
-	"70kSaK6ZEFyjX//xX/XcgNulR14uYwVqg25sHqfSMkIkCBeKzNZxEhGREq1CXDISqyIr/IaFBM2zNWn9",
-	"tEYZYaQZckhhRZf0wzPGL9WiNRn3B1ot4fbvft2+Ocv972XSXixYdh2Ko+Jc9laX4SBSi3zMcbRzp89F",
-	"uoSIq/Ua3qzb6ctYVUf7il4yIuOfmUf6v/7jf2mtijxmc7pOFBmMC6MfjOvJCduvQM0IG8BPsqHFXA21",
-	"wr2kHwwH+753Iz+nTK4Elxi8+JBGf6WKbehW/xUKrkCZ+dhyIhYfGE3oTz9CzEAx+nGVipBJKdI3nF7T",
-	"OKGzckSJVohI9hphaQqskp3qEVN4zOp1DosvR3EELJ2ypbhmwPD6jRMSKy0Gr9hK9ciFvhPoTU8Sfd/r",
-	"OcfV2B/kkWClgaydAWeUahCQSAD5YEaj7qWhFxAzX6J/T0HZ/LcHeaToA/xVPrC6FHxSZe7SpPFq2CMv",
-	"hFpogbah0mzlSIsEI+ZgrmQj0ivZa33y9Eq+Rvl9x5U0W+ypVg5lcQnN5iQzEW3xRF3GUupRgIoENzK4",
-	"UBG1oMrKIRpFBC5p1aV+Gn8w0kt3RpJYKggIQe4w7grGI3jJHuW5YIeXYJrF6/8PreVa6vOAUHJNkziy",
-	"4zMxsfm974cWnJUwZhynPk2O+z3f92DwoGTARYgYc4r9+If+u15+7cy7vASFUktlyonfevcpZ8OR3peW",
-	"Dc84Ds1Ma2/eg69QJ9ZstKSJFgQsOivZkJ7bH4gWXdmhg8Lvyy2F7qCnNWF3EUB4fmlKgPR8ZU/pIjFA",
-	"SBOxVvpATvUe+qJEgKH0UH67hFBkKaQiWh//stT4HCLpFMngEZgNyfQfD5go/1urGKiTkFkqrvR6p+uE",
-	"kXbMw2QdgS5Glo3c2OmRACkXkCVdScJouCBiPmccvjWDuGJbFmkdSiu5nt6lsZJkyaSkl0z2yGkiBaEo",
-	"mkJY57keWN6v0Ys3ccpI2/TY068HHc/YU+2KzvXMIpRwM6EWJHiEcrSLuksA7wcXKeVyztLuEx4KPdYg",
-	"b9goadVXTvD00pesEPMAtLRknISJkCzqgBB/KtJZHEWM31GGc6G+E+v0pXOBLF+whb5EEPeKeU+SPeTE",
-	"qV4JkjIaSSJ4soVlEBtebmolUjUXSSxOyFrike2+8T6O9FYEi5cSV4wTq4945IAezo7CY7R8dEd0MOse",
-	"WbuI/c093Uf+MN8+L4TCVt3e9t5E84zwej+4TZyv5YqhIcwlZPa43F+9XuO+pFde2s9PNEsoGioi1ytN",
-	"u8YJuouaf3/HGa5YCke44K8zFbhwiJjzPX+vYWqxzHYPZyySyETZV1kEQg/tLR7ZLOIQb+Snr86ApyLB",
-	"JJy5C3rNGqf/Km8z09rvMvfPpbTpkSc0vKrMWGmaiBVDd4ahSjuoGb+RCUhNopX/cmMdr7KBCtxD2kE9",
-	"W2jZZm6IILSxcVqz+1FfQc06SeA6qnd1O6jdUAHKqRdCPRUmxeFuYir7POe5N/yK667jqJbXXojMC2Y5",
-	"bp/bHwo2vSTONIpcNipKEbis781bXKgufvF5eOuFIHIdLrRYFOtUX3nLq+POg5xFYE2qrqskl0zhzMH0",
-	"hcYGWL1XdJsIGl0I8Yyml+yOi6icz/NFfKjPYXHNUtInz+OHjQLRLiGc2xU9SX9aWKO+Iwleu58qIUgC",
-	"w9h3wVY4+64Sootffj6hUJiV5rmMEEB4M/KLeMnE+q73NJmIjaZyDd31T/YGgpoqjYgyve21EqFmlXIz",
-	"kqXXYFKlkWy4ljYrx/k2O6ouYT62/dbOtN61332hldtBhXuyQFXSHvpEZta4zUIkWVud29GKvGCayhTy",
-	"BI01W6wVvWQTvFaD3XfsD4GVzll6HYesZHW5Azutm+w2j6miMyoZWfNUq+bGUFLPRBKHQ0LK0V6jdXmt",
-	"IUa2lR/1Hudi0yNg2iV0rq8Q8O8u2HmJRLPuCaEElQUwdsRWIc+M+CUbvqYLJClZ6SF4yIpGIEd4GLrd",
-	"yfrjfvP5OG9/0pE2mr0iseGePiAUTVXML+Got6Yy4xnRJIu5y2b3JDAtgdupw5uxJAmba+0rmXcjwdlE",
-	"LwCajlkM58qCrlaM4414vk4S3R/0pQhNkuKKBs6SBnuvacUxU7uqHoG7nmlpsxAy8wTpHZbo90LK9VEC",
-	"LhG0Cko6Z8lWc4TjcHJG2bR+5u0HjisClvBCiOeUb40Mk3fcdylVDKwTZdX7FUu7cNXSc4TFQp5gUbMK",
-	"blVpmLU+EpeUb+3CS2M1NAvUN4tSEM6D43yLXJS/3188U8W6iZnUZ9oh5cEYWZtPukfe0ljV8x3c15W1",
-	"D38+FnjD6VotRBr/zO6qA0MoQHntL+BGLJLIHjx9nyxjvlZM1l/Kw5BJiRdpia6//IsTImZKbwBKONsQ",
-	"wRmZp2JJXr08vyAPhJ7BA/iyeEz3c05wmyd2wLeQljmNNNFiNHDVzdiYjc098Jql8XzbeNZQd1RGas4Y",
-	"fhXrA/a3Ttta4tyO7j5tYyovTvuFIKfmNbyFIafVzvnc6gvG2Fb4cEIeMpqylMxFohWWiMy2hBri3HLe",
-	"9tL/eeadsmtx1cDgczC6we96CzcutZVr4C+P7ZpjCjV8jUYme6/V0qCRl01Tdlh3nNdnuuJVGaxHLvRI",
-	"5YQEdesQeCSo40v9vG6bwvPilIMeeenuDHy/reVpYTU88/sV23Z2CtC3b992NTMyrrTEY/WuW8Of4UJf",
-	"YLVSAVENB4djv1P05ZoXU0aT5Z+nrRXdpuynactDI/yfp1aAvIeBZz+8d7r887QqIQxBIOKg2d9b9u+i",
-	"lDdOud+gXod5sv0LoV6zpbiuqtqv0b2ZhfmCBgZOQfy7+eC3FhG9JUBdmm2NhxSTuklsQmBQCuifutYk",
-	"9+BjHH16YN/jUjFaUgoqzlObTpRLXfTM3mY7uTSFYyHX/L5h29dsLSsp46DvTSqKfwrv2hDpKJ5DBCDe",
-	"4ZpJVm5Fkw7aiZ0AmsGILMQ6lfWNG6ljdwnBLaT/Mk7URjI6nZutCdPdl3oOrbSO2DWfm9M1jwh+00hD",
-	"G0jB4T1CE32b3RIzij2M1/aLBdXaVak9FhEbidxMgp0juCsXlSJmm6MRDB30Sj8/e3xPZpGG+sYRcxN+",
-	"KNKCib2eLtmX9nh6fvbYbeUkz8/LN4yJOyS6Q9VIpOdmOsTk/t/xvlqmEhfK4C/UxWnoH3IOgTQEkZI8",
-	"q7uJDllwjsxWM/voBJ1FYqWP/RSQbwoJDtJe2LIvbmQch5bO0H4DSbSCVaWHfvobqaE/2psA+u52i7lL",
-	"PBfuOm0jyl9es/ShzfsoHkmhSCP3SFpCjJ21htlkkUYlHWMnrGU3/9j3tKAN9TFi3K/mgu+0qjcUBF00",
-	"0uOVzYfBbsAYgfrvb6DJGh0Qz4uipF5+VCL09XrDMEAKmADPG32D1Wb2CfOv6avk4DghkjHy1ycX5IFF",
-	"D2mkpfW7LEsy586U/Nw2WTihIdReCRGR2Vo5+yASnJ2QACZj/PNI3YBIuiWbxbZHAj0PMCkFH1+9efjs",
-	"7NH7N6+ffbrpXA2I1Y1BP6jYqLym5goECdA5s4klA8vtG248vSx6zqKYIubdXf1oX8uyix89AbA5wFiy",
-	"BEPi7pslWL31ge50rDss+mDGLs9kkyBLPQsCrLI/x2Sfd+HzLnz35RwxmlmC8uyCXivvELEcc/DEckwM",
-	"RtHbULIeCdxcg4As6VZzI18nSQ+TR1YsVTGrAWKshDMjqqFtuXAnKmM2lq4p5YyHStPrWDGPrHms9OEz",
-	"T4SA+Eg9TDzx8B5UaRazJcrNPYrVtji+AlBkpRU386ASJ4v0DEVUilS3CJOV1kxCQpV8VIHClrJL49rN",
-	"G4PkhWrsbn4P/KG4OCWCGkLYvgszysP/xexHFio9RAcLtI6Hcgnr4IFmCIRELVKxvlyAxJHMuHuLGJJU",
-	"GpM+/q6lvNR3vDaGK6HAzxuXRiJWnsPdL+j0yNN1khBFP5A4kh6RIoxpQiQL12mstkZHRzPqjPKrTB3N",
-	"fkgZkUpoxZ/xMN2u9Dz025yhyxCB7owSpBYsTvGCNRfrlETxZYwHU3G/WDTUXQLAIfVD/XoJBnXfT+0n",
-	"LtpnDYddMuMSkR6YZ/UM4lSqEycIXx8v2WIGnvFPcKGYPokkWYiNXqqQLtmETO+MFvoRMkfokmUfsRSk",
-	"b/Rp2gJX0NTlw5y/pi04zwRn4FqECBV9vkURKt0x5oLuTbuvkF5PuEq3mn5mN9A0pfB3XBPL7w6sHMu/",
-	"JxTpDZH5OVZpnTEKf7PqmWUY0u4TJcio41kjgEgjlpLL+BrNpbclzUvdTR1NDATp3g0B68GHLk5peWZv",
-	"TXJQQa5orSn7qkjpBpjTjLIRVQx87HXkdXK7yuN4pnc27pOGDouwtft0WJLWsORIxSJR3IE5oiBjBw+l",
-	"Sr7Nb5DfD2ldItcFXFIcQah3lAGelD2ifwYHaVFOggZSEIheHkN5szisgELX0t1pwvJ3cRTFJTG40iuq",
-	"FEt1I/99Oo0+jj79e92al9Cnm6hyTxLzJmmfPjztmI49wmPOnOk5+k0GY10ZynHdUErcUByXV6HUTWvs",
-	"HBjVGenNBKkWWWZ2vr54Yt5uXUlgYLL1xQFyNc3pbPCo91MibxQe5jUXlbs8u8ci5pddO60ulXCenEDH",
-	"WaYhAfxtPGliNJEW164O6vtGxdLk1JZHZFcCEzaK/eyCDa+27+CIV7YJTAiuRKUDwIN9bLokgRQJe6+p",
-	"n8ZMCUCdhjWjqTIg1PrPJAn1f0KRrgQGewb69A240Ne/eaxK2aWIal4ZsQNzXj9gvQI3UL6Ihl7VwzEx",
-	"uJHo8HuxixKS+o3rWoJa31dCmX3UfnL2QtPu/PxFySlkINv3E1MZsHvjTM0bxT52ocDfOPWSRMpXM99/",
-	"Ba4sk8qujpdhh9hZZHeRm8RYQRGrZqZyraLnGqwJLXNUhRpZs6+SwbgCqz+ooop+xnPfgtp/rDhPVYZH",
-	"jRMqyS3MkOYVjm4Cx7+Rte+os5UYw+osVFm8/htWFXXIqgbNUYnNzvgdp1T9de43aiO8VlTBPbIqqcpV",
-	"AhqUdRfW/2OLJsnLOUBo7KL4YxbGS5qcm6belc1A5wt9ORVzknWhlfsVduMRH5NzSZuSCFsiOCoMv6aS",
-	"BFOsYDBtmaj3Qp2BfSVc/RoUqWRKIuwn5IwJrqKx6MdgBhFJFjTuYsq4i1IsuXCTTOMoxLDjmiUrUuYG",
-	"tj63u6nujg2BIXVWkknxah1kJRz0H5Bi8T7mcxGQtlqwKTdfGsc4lVcsghN+KVLW8cASCHjl+muDJR8F",
-	"pD2POU06cIjPBE0jeAgNZmOKJUnAtYfv9qYcxDvCQuQFO7xCkYl8gFoAWKz0DMZe/9P0p6mXL5TbRoUP",
-	"yjR9hPHFT65vtYvg9YdUMoBhKu50sBvvL/fy+24OlOGeMiAB35sw6OJEm1+7iTeN2RmGWuW8ilAIGnsK",
-	"JqTBQAcBDkSJLMwIT9O2NcJJlA7uelg++AMvRsaqzQvhcPMXXIRsWzcuQMGSkVlJXTtoyU5K2tauBdFw",
-	"ubGrc0ICPcrAZF8WuqHKrKwjaiqr7BTPqFe1KEK6aX6BoJ6l4GyrFRYM6ZkAfJ9TV4NmVTVIO6u8AUYF",
-	"lA0gjqgJ5+mRJwCBdoVh7zTZ0K0kKz1GDrZIASmXTg6+1g7ASguXSgJhPK7xFhUBNOHmVloyS8E1y6N9",
-	"zBNL6yb9PAd37j72iNoIezxLL5svgKxca4IZutyTRAmBK1SGL/tcwzqFdbsn8/oo2LckUpA5TYuDPdHq",
-	"g9EeSg5ABxfsYwMaxD1pVqAdfBtLqo+p51QqluofA4/8+o//6pSv61XUDElL3hqDQnaz9yfHxmq8BeTd",
-	"YQR+k42xBEm2n+pfwoqselKyZbcxjo4BA522sMnacEswIBEQjtHZS+Uv1ZepEmELgXVUZtsULMerhMac",
-	"bEQaSTOWNU/0tTNAJyq6oDOFY8+hZFVt6rjF/IybXjKloLKKIm1aLuQDHjJNNQ9yKUDbn1EVLmwGejZk",
-	"FSeQmm7iM3DTIVXt2Avhib0aq/yN80LvgGOP3A9Y8Ebrf7wfkBBmniQsj5xUYqPn5MoUs+HNN507QQ/t",
-	"O+Dctpp34aB6Vj7DEkO7RZpzWH2jX//kogh+LJph+zWLtt+FxEV2/FgrNDEcAUIpNfd04QvSfgb/GXYg",
-	"QKFAXAMQabqaCZEwCipNDTBm3So/P3sMK4yHLypwZdfwnniaN67fsszJJezNqjUuh7GsGzsYXK2BQ3Mk",
-	"leiIKlfhKk6nAoh54w5MG6SbI13xFet1zpSzS3qt5YcRGM7ptlevttjUjn4101Sk+Z3EjEUBraN0doTB",
-	"TFUas2uakAxItDCATPDZkTiCoIgverM9KQcgbdgusFNyoARgGAP6bLliv+1iY3f2FhPn+EGt1w0kTtam",
-	"VbQKtdPK0qxuw+KOcdUgRyq5uyNbvPJ5XBA5Lj0d7qrogRm/u0eqq+qUtY46O4ZDqVNzuP7OVzz3/lFz",
-	"xdNEfW+P5czSULji1b/yua94tb3AFS87de3T8r3qsdlqf2DKZoabZso6tp0vSNlMl7SU9dzroldQUct0",
-	"/iauu4IEupXA5ACnl3UX1R4JsP1gYk5YPJ9mNLyCN0uqZ881kWFJRFO6s0A+81NFXlYKq/6hWSO1AqeZ",
-	"NdJcJn1B1rC9AGuYLB9325VNIeaVtr4XBFaOZr/qxalYQM6z46Vq4LH2VZEWTKwztC/EUq4RQaxwlzzJ",
-	"3kVRH2Dk1Gax7bhMVGdCLZuxGsSaZyK4M4bKIBNpFAF0K01eOQxijtaaeAcAOpmTADOryhi6QclUY5cV",
-	"A8asjkAEgCbSK0YC/SzoEcTZ0td3DmBkOeTvyPcNGtoMrp/tqY1YR6y0aavjGXtOfMmFvpGTU4Rm44jM",
-	"ljUDCkaGvpY1mkHgWby1z2bsqeFWm9KALU5K+IlelhcwyPwzq4SGTOa/HNv/6R0f9whYJgKAaAzAtIVC",
-	"SS2YAZjJcR5jhYaYcp2JSryrtRyE+EaPnNpB+T7IRxoqlpbcK43FKhxM3IHv72OHKcJbNg4PPMcTiOyb",
-	"6ZlbmOk2FySKJcBja27qgIPFTmE8cqZgohUjsaQxx+QuEgnVI+cY3Ul5lLkLCftAQ5Vsc1Q+Sn5aC8Ui",
-	"SIlKsL51O5i2PvS201ZWdCsUy6BDEB2wYG1cUhUCFoWYZ9YaaZhYkpBK1iMv7JYxri1kMA+yAezmAhuM",
-	"nlAcsonZUfVM3yuQNuiRM0VoIgWJI8ZVPI8NFFdmOzLksTUoVtktIS+tBno5xtCX7G47q5JkVxrr/3fZ",
-	"ZDy6iU281ofupeg28k79RTNjHXDZ7sXWlQvmndn5VX04SjYmCIhAnAf2QeVEbz/p9Q9GJGWhWC4hNa+T",
-	"D304cEdOLKwd2kcD2wZa4HSzQVO8C9R6ceY2HOxlpbMlYMqz+kpstMgxL2QX+AQQvwNYcwwbgkGdWK5d",
-	"Msql/R1d+pZ8BqENQtIjhxO9UgiE4PpRzA0MlVrEJjYAEkHAQR3Yoip4UNvAM3vOWo7Ekg7618Ipa3++",
-	"DYPaDoFotkhOJT5tzUhEFSPt77777rvu8+fdx487WsrAQ+NYD2nCeERT0g4G/rDf9QfdoR+Uj8rAdBJ0",
-	"6szTo+7QLxul9zJelm129UebDX/s//qP/3XgSltIyfhpzVyYnkKWLVghV8yiPo0Gg9L4HdOgw6sHoxuQ",
-	"1jMA5F22UXgFRz32/YwzYEdCXA2etXC+IkChXC+RyRBRWcxJKtY86gKm0HrVtnjJ5P/9f4it0eORgTnR",
-	"O3g+s5/WNCEB6gOBR1giGaykldl4tu8dj53Vz+TsjK/WoLov6QdT8mhssNLNn/3GVc9it7F0TyXwJWUM",
-	"5ZRc6G2pROHgKMjWZuF6Uz2ggqjdR9bexlAqyCxOEiL4RF/dgjgKEDkkKOQPBgAZVcxvrAUlJL/+j//U",
-	"HEuCpszC4CRvBnLIa7Ku8+xq09yXsd7mpX8qCUprPWhpcwFM3E62nIX9XBxbXkOotDX3sFZmRYaqBSbw",
-	"ctIjtg4KvlxUU0RVloBxE5sltt4PYVo13ixirU8hplgMyYr6VghXnmCSxYhBL3Qm1gZO0oiJvPBIag6t",
-	"iQGhyfQz3dU9fYpxaHuXw8s1WrJau4Qd1lLflpQjrijAXEgsI67VQQDY4whvZsnljjID4IMvuNig0USR",
-	"QEIZpAAPUiRMlgOSrS+Oe7951LlQ85VEZ6rIB2Q1AwvHoTcIF5sJoYjdZo6K+VqtU5ZfhCjZMpoSutCf",
-	"tCty08yqcwLXSlSDJWS3I01RK7Dk1GIMcsqoJEGpQFRgvIOxIpdCC/q16pHTChuYBdiQdub/ZDxC3Qu7",
-	"bDiN/f5Ff+QUyatzFt8uHrfO/ly2UWeG7EwYlNTn6lWxfDcrK7eORmgOjlzdsWew4fQ6O7O9NddFf8Ll",
-	"K7sTm5DOtg2YyE5aqHARKxIKQKI8DUOGyXlan/j6/OUL+6lm/eyZCYHMLmTBf+/+pf2Xif/LD/3u8bvp",
-	"NLrfaf9lMp32ptPoT52//Hvg3ihH7vlG2uGChVcsysrzWM0TkRFSqYVNaShzByig0Brs0PLP4MbepLFS",
-	"DKAyM3jCLIKzz4b+Ee79PuuOfD/w0Bgzh4zuJL5im1iCmgwwLwUTS8UaojcQyMQF5VFiaTmLOU23ZJ4I",
-	"quxniBXaI6emgoDFq8drsmygGEQ/GhIpM0hQ2bXQlQXIUL0zTkzkBeRmaFXeiV8JymnEPVB0BWfGZmNY",
-	"DgkPZlHnrBr5Bd/vbhaonqrviir/j1Jwvl72LFM7v3bj5UqkytaPaE1al7FarGf6avwAAaDsf2Kuh0OT",
-	"B6Y52OnFmJ29d4vxZ2a4tmqdci3yJjbYobAbrFGtwKsARQlBF1yQMIkRlppGIDnzRF6XOXrkFDapBKDz",
-	"zIjiRg2B0QQWa9rS8trs5phhCm62oXMOwsgs+zlk3gqiUhonevv+zFKBjQ6mrcAjwRTqYkJEM7EAlmh/",
-	"xBoJWkmwnNTAQ3dnjN+RLW64jcMBlaMX3ZM1d/K2EiQomok6+UW9+DMI/cCC28NtBmo7zIwVstN4q669",
-	"UFf0wsfosazX4dEFo6qFhPQspb2Q2IPwnsQERpsKjCBIEAi0M7qwRwLOFHJwQP5MwE8k7d+//s//tE6D",
-	"4rM5y17CcCJIPrikoO9nsWvQ/T2ZRdTpF/WXWqpvWHyJgLjQI8Z05ZMEOmsOxj1tgbpCg/pYmrq5gHTq",
-	"cs5VuHjciGIX0W0+UhMxlWULg272s6amuRcVkaXqA+Mg5L9sebhTKJ47poa+Bhc+1l4c7R+Exz6sWNjQ",
-	"t0sS5D+5EOskMvDFyiSENoxmtM/Mc875vKGlbtSH7qMcZGqjS3t1UWpjdjA/pEez7nHoR90R68+7dDAb",
-	"diE5HX863itoqO56/geITcq2+GfMw4Fdq4WB3d3631XKn2Tpr0Y89DBYKm5mfjwDyJKmVxj1iIBbJi5W",
-	"X25XWEyod8fLhHVUfwlGjFMi18ud3Gc6f2T7rmApFOOQY0UWIomK1oh+TcHAcllAr+UI8y8+yV7W4U0T",
-	"Q4FfO63hftPaK/7JnK67Yp+aw5jyc6MgMZ04KcPChTkXKV5a6TLXFWShu0fd46H+GgkTQ4/37x00YXWW",
-	"moAJE4BlagKVfPflHz93kESpfQiPcE9QEnMlIOIP33MI+YrGf0AqQm3tWhLCL1+KfrpxIJ4NQTco9aCq",
-	"2Z2glQSXgo0RI0ZQBxMExpRko7ULkWsSJDAdBvkuC8BRHYplIcTINGV2XpEy+W8VSZ8tbPUOeQ0AiEEM",
-	"+YKAJeeRINt6FnWOKhp4Ni0Ja/eYi+bpq7PceR5D3QS4Oi7FEjVrxKeTAPYjHfc2+OigYT3BKNYDW8ac",
-	"KixBvKSrlbn4NmfQ7ZmwXEgf9BoSwfZoq5j65jWEG94caFWMr/QagutubqcYTeg1RGLd3E4x9MyriKnd",
-	"+7cggr3iBt39ZS5zMsNlLwch3e36emTfqzSwe9D28+Kg7ce7Bm2+rBv0iqbq/V7fpqr+e1iH9ykgk7Kb",
-	"mzHLhm83t7bcxZDlxpYuS9q2rHvlPWCy7m7ptXn3nHFVbkff199j9d8bWjlnPHoKL9a0oW7+OOsaAlfe",
-	"Q0D5DZQ4t1HWJSJs2GwhxFUPBVH9t2/xnVcxv8TPPmW3b5PhheL4k2uh3MO1W2BQfb7u8U0++/0/KNB6",
-	"z8+KbLz3R7f8oLTD9+6mZm/c9luHC/b8tMr7N33YeB7c4sPiAXCLD4sS/6YP6/fHTV/VHQ97frM/rzQf",
-	"z7f5sqIk3PRxdde/s2qW9UbVZcD8tGZrrTgaG27VUgfqWFNAA/xIMB0a4xfgiXzw0Xz2Kcg8nNJ2ErOS",
-	"B9/vH/vzIR10D2f9sHsYjVj3mI5n3WE4iPrMnx/To9nN9peSom3HXXdTy68JNZYOqvS00q2Z3ILWJGHv",
-	"Yyc0+D8b1Jl3AQM6Sbu9/mA4Gh/sbzbMaVqXIJ9sScxLKxNHn4ITsoG4NZWvoaJgClZYGJrxaCViDEne",
-	"K/wHSOqGm+2DT5mzUGxCtQNzwHXjCJydvzvbxNGN9/ziVOsYIAXMzzJhBWcFupZBoADJoA4N2fyCuSGY",
-	"/n4Ho5Mho+XaXWw4/P7OFjw7wbKN1SxWv9ung1n3MBxG3SM2mnfH9GB2GB5Fx8zfK+E4oVIZgnzReeh+",
-	"nqSpSBtExFXMIV5EK5Brs5MAvMEiUuh93w4QN361niVxSNB7loNPI55dVqIcdVH98OLZOXi95YJeMee5",
-	"HnxExFrpP766uHhFxv6wBqAgVhkqgf44K3bJs1h1kwrCmdqI9MrEuEIqfW9f6qBxoR5uWm9sGB+a5ayj",
-	"xiWQO14ubGHBsIxpBbHOFe5uGGCtLbLB9EHaSosUqMbY8bKYZUiboWTw4QOMRf9i6A/x/RgRoT/s1BtB",
-	"smY05+HlomQsyn+/4QDLd5KbBmrFRGURXJ4t75Pi7m8UavVAjsDvmTzDC6GcTHmXBKUbbjAhp3mRGjj5",
-	"TP2VdlPiTqdXaEirEsGEnKncRwztGDVlbvysgHkqODYPoDVZmJVJgoLufv3Hfz2AZ9Ve7NUvmEA4VtZZ",
-	"CH41W+3AEs0Uc0S9QKVb0oa+DCy+mzdV6Ce7hIPlzlaPgvqf1FbfKH9RehmKl7jxdybqpvhZZqIw0yks",
-	"QVbqpdRT8YJf6BWzENdKxhHLfd1YCQ5fb1xRrHNla1cFFQwg2wXlhXk1DW6ZZbJmPbtVuMwLjZ1Iixyy",
-	"s7uCScF0ZmI4LXSpKZVS4sVCNGg7yAJK9Z0LQEupVOYeBjGB2O1tsnWrH9wqCbX6+ZdIVIReqsYNM0Kb",
-	"rGNGljBV7cVCL+BqYYO3dR0UPtrfXg6f/V+KkVUd+2cDWYOmXXMTtKaYVOYgsALAauz2vLISQH9SQuwr",
-	"G0RLhrR621ydTbNkHq2z1e4wZTbbJZusjF5jHn9TFnpTCnKNCdCrccKVfEpNQHG7kPwKpsIS0GGBdvW+",
-	"Ga0LvExPk6TZSQN1EPC4vY/Ve8wBuV0VXET3a2zh/1r6f8rS369b768YTdSius6vmVwnCgNltSLEzc0h",
-	"ZTQyUNapmLHqXbZR+RZXgcsY4qo4OnF1o1Zsmq5TYY3ds5ZfrULUtpqBUVc6BJQIdBa6EXlJLE38dp7u",
-	"Wg7SI+1iZrkDKN+ZOOGKkDMoA6KE8EowcpnyYPILuSDhArgQk6shXwrR0I1Che7PDIXFZF/bEUHDghfq",
-	"4unl8qwm7hGbPuAUDdSTlUQsIZiWLXskMPpO4EzapophpCH+8Uqfsl8eo7CYvF4T35KP5jNGUq0z4Pqs",
-	"Emsd9uAXhUE0lRGKkUdmVHk4rQsPV4rzgnBki4xoLtucQTwyNobR1sZYaZHzvMICI0Sv4YiJwb3Ecc4Y",
-	"2ejrIVo5kwTUKqDILK9z+HlI0ch/peUg5QlrQWqgIA3H19ltbaVO0I9UnOEb2pya/Ip19/C2rI0mqMW3",
-	"C5HvS0CdADwsboEXMeDhim3vYRGJzs5B/hbkyUf2Zq3n1mC2Hl30xxN/NPHHnw1rEghgbAaxOgGlIqRJ",
-	"YoyfmDjSSI5ShWshrq4Y04cgmN4uU1sZsjFXfn9siv0wKD4v5sQtYA727ngfwILfiHx3KyCCnTgB+3eF",
-	"R25DRoJ77gJauVcG+/P03eiSqaxsbA14AIbG12X3d05KikLp1N9iSgqCxsYRwGHEklyxlSIrzWOFVW/M",
-	"WteKgAs44J4IDgRDrpcngPiiFewbYQfuDDLguEV2C/s9gAkg7N2AE3h5SBeipVghA7k5ccTjy4Uiby4e",
-	"AUCBRRu4gOTGie9/34xIkL9zZ7mO15XTRg/OiyzhLgM2zCxU1rlTAze5h1OnzqtmtaVyxbcvBqG6C47B",
-	"4AJRldlqG5EVar0MufVsh6sV/AqZya5ko7MsaY5KJz8SCgne/TTfhcR6ka5Nwg3l22yxDeita84NaZrG",
-	"kBz5m5Bas7tC/S4yGBPVcnuFhbG5xTHHG8FdsB8greEGaIcGUIx8l8ALJzZpHHONlpIl1wxh1GPu3o72",
-	"3CpJ3FRizhr/KxWG6fbBRyWuGP8E6VTkq4vnz9CcVzb+YlI3vAtXLsojsSRtqkjCNHP2B0dkFiuZYYYV",
-	"TPqRA7g0hws2+FgwbNWcFdkoT4w0zzjIqEu5FRJQAxRL5zRkELNbOVcbCgbT7YOf+t8ehn8/Xj4c8u/H",
-	"V8+ONq8H6ruD1ePR4qn/43lBPKTxXrvEpGXVKxovAH7XeAcLBf4hrauk0CVrNhOcM0Ue0itNg8diw5XY",
-	"8NZeGB27AUX077eCCfkcqCBnkTPbIlPIL42hXI9PghnRMCh9spawREqVdG7EXo5vyqXL3SphwihA9jm4",
-	"6BiFfncRbe/ENXgj9krvopE79C8Wnr27aHSALG8Si7cFR2lAQbmZKKaYdxUIKv8LjX7mTbx2OcTZWQPs",
-	"t8CuXBSUWLHh+amOZrEcnts5uCYWdaRt3o4akFluBmRBf38idWMgqDs5IFMb8VZkI+BKZz/ElYKXsP6K",
-	"stRaQ/ZexQkJFry1MqdQDhJTYAl/z1Q0a0hsqI+Rw6C5sHvFUg96BBbJDxxcpUzupisMnIabz7DLsnDQ",
-	"ffZZCWVlV9WNDCAGErtnBlq/nSHXOEzYKQW0QNJ7nPNcZCF+sgfGFEuTlNFo6zmGH4HVM36rguqEKNRX",
-	"1ch0ZwuYUR/94JnwB0Rtl9Xdr8W31lCwr96eY1P70V43DoNE2tdo9kXSI5FZ+ay6jdVqr9F/G9Nm+0LT",
-	"6HeYDArhW0DR4kx+H5TA/XI4bbD+nXI4CxphFR/IgQXKoIIc+35uWa4Bnf+cOEJ2jTNeLW6oXUBDNlir",
-	"ZBfIj14nTbUArt+Mj1+0XldNyeZ+UzWBVeWdewKXT6PKpXuHo62UDfG7JWlaP19NkmbVF1zr+HZdxZ83",
-	"XfN2AVkuMf8pWcP7kLIua7jqzf9CZPwNcYUOccEwUVs/Tm/ZDBfx2mqYtXBFpO3YHDoTEljwL+OStUib",
-	"QQZrJEu1TmUJ8iWrJBesxRKDgZdLEcVq+0hEtlz5ehUWS5WTZ02mIkSJs5CYRXQaA7mVxc7pc8ZYhTUJ",
-	"FlTeOIqaNAj3zRrLvv2ZhCJCy4YZL1q2GtCEC8f2eNj374QQ7AykNqDVGpf0QsxF2rMArI0jebSg85hf",
-	"6qvCgqSMK1qCj7YYp7vwYC3PfD636N9MiyeNkO6jEqQ77AzLrZ9vIK9SvXvEHMIPdPMnzSMgz4vgI1AX",
-	"OJagKcCqdNCgBgsUCq7SeLZWTN4S6NZsBSUUTXDWokYTfsNjCHJZMirXKUOfa1ad/slp0NmLU5+c3oFP",
-	"16uwdkDXLJWaXKmI1qGC/bPXIPzhge/7g+P+aDy49XBKQtsdlMO5Du8gQb2SHMBZ7VAccozg2xWCaBbY",
-	"NIPqQxSuTFpLyCKqPyN2y/A64MaSPP+XOP+XOL+jOP8DCPJ/ifB/ifA7i/B/AjbPHneVKgLN7lDnz3RL",
-	"2T9pp0DBVP1RqWhjrRtImYdifyl67pE2VSBlDcDC70ZR260ZBSbt76ZvKSi9gcyV0PUvRe0/ViJY3cIu",
-	"/wm1H3/Dui6rdSCb0w6+9Kp+qQw6Z52qUCN/JHlWzOeoXZVyyseXWZPfL83QWZsyoM4faWXcXJ/adSkm",
-	"A32ZVfmCycDFZVB/yAVQjZRXX5LkXybL2yV4Qw7SeYZIkJsQMJldrBgPJnmijKlpgtrclpkEU1c5oTtz",
-	"us1L7r6OszAX0g7QBQQSVzLV6ZGnMaeJTdnN/Qe5XxjrBME4Yfr5WEg7cPxDgTflxGkEfUQBdHNS9E9S",
-	"wAaSJsAMARLtOKb8IqVcgnlGTmzHv/6P/yz0bP6Oo+Ck9Ip+NOXm2YPqR062QiFNVH8ALrJc0TT/afDr",
-	"mA8qV7OvN1e12WBPosF43D+2uBxXbEvar58+Ikf+8LAGrJwmddUOkkuRxmqx9EjwJHp8flrIbIMnxUHi",
-	"o9qUiOu6qPj0mkHTMNRS4/Cs3Dw+rOngqi7e6xu2JXHkwQFvcNUhenHBaAThHsGVCb2q+tD9fm03alvf",
-	"DaaJBi+/eVWYxstvXhWnoB/UXbDrcJreSN2kjC8LTcq4lO+oH9Q0+aEhEDTjB4/MqGQHo3WK8fdirW91",
-	"kUW3duo09H/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16LG8XpFVzNNTvoEeK6",
-	"ecB9SIS6+/jXm6s6yCDy9dtvyDlTyNeH4/5hJ0tmyyZpAkyvWRrPtyAJpEQuqIG80u/XU03Gl1zLSWgx",
-	"5mQt2YlTOkZwRqI1JMVQ2GqpUFkg+F7RPXobVxClyrTTw6sj0DMTbVBHpCzitC2VSE3B1izmcWeBhhMS",
-	"pCxk8UqBaPVIYKB1nsWcDSBjE6pUoL3V5I64dt+qlMm/79cdWynLkYNKYZh+nzwS/BKQfU6va/Ou3NHV",
-	"tL6OFfOw4olIyTwRohRfCG+Q/sDfKw0nrhMFj2JVyps6XUsV89bnzEwbdf0xxPgc3JDUUUWuakjBElzR",
-	"UNVmYJno4/+YZYHJM4hL3jcJq04uW36tpG+M2dHcDwezbj8a0e5oNgy7x+xw3qUHs3E4ioZsMO/vE/3L",
-	"awOxs25r8uh2hV1Xmnfj+5pgA7OoYvflklydD9gwGoXd8eyAdkfHh0fdI3o86/phPxqw4XxEx7O9Kg7W",
-	"J51BvE9tIG2ecubvxesrIRVN6j0mr+A3NP0WI7mPDuvPUEemNATLr9KYK4xwNS/bgDxTxFYvYHDDCu4V",
-	"46Zqk7K0/swQBeCysmoXf281tHRzTJnlQBtU5rX0Tv2+dvnOTl+cOnVgqjx7umRpHNIHjxZxSC9FrVqx",
-	"ippEzDMqlUmJrlOABlA5b3A7AVMXI1faK2ZvOhN3Ysnc0DCXS7ziwVGS9EYW29UssKvdHF4WNJiTZNdJ",
-	"2ogqj3VFzdXMlhlF3DTONlkupcWcf372uIiihh9ASKD5Z0GXy36uLOXzYqxh3VH//OwxaZezGYhxHBad",
-	"q50eObNDpWmeYCO4qaM628L4g1rsg89xcg1ud3LVHSN6nGjvA2xNjEbGKpOVyMzgy6SZWO2q6RTItC+b",
-	"/jJjieCXWgX9MiffHnkvtQxxu6SXP9QBuJfUcRbKxujuRkC1SS1VroPiVCCeEGCqnFYDNY+pW3HGuBhQ",
-	"JNjsV9IOlkwtRDSBpQhOsg1XAAwzFot70jMYt/pp17ocEOq2Y+DRdns03ApnhgeyNXI8HTiogAQhlQsI",
-	"rliw8Er/Y0b51XuVUi7nLEXrDCBrBSdkT/+IrWcHqTSF+U1MkgoGhMecBMWJBoQLeJ5hoXlZmV5oB1L1",
-	"UZhhJkuQRx2XAWUCLFObIYDY6OrAwdXo9Ih+1ehPpmGMVtf3qOiECJ446QVYNjG+jJX88mAxWK0HrHa/",
-	"M1CLZud7soLXsh8gyy6M5IzPSRxNCLUduTwCthyDA1j08twz2ToWQugMkZWDx0+ePbl4chNfPviYffap",
-	"nEPvz/rhIBqy7mg+9rujg/5h9+hocNwd0tFsHB5Eh+xob0zfp2KdNihiDvfkldDTqGyH6dclvznlM6fT",
-	"6OPo07+37pzJ3ZiijQlZJlKlFKMF6VnWsrpXKjfKmD3zCp/jy/vkWrpOv4xF27X8ElgJjs6kGzDL91dU",
-	"VnTbiDhC02ghkshgjpgkvxpQhN+CRAIpEYzXYoTV0SF7X9MJRH1Wj5YSK+xhV9r8HcSrKaAxbQAuKWeL",
-	"vNEYKK2FUbBn4qR+tyFPr3CKwdhVGrNrmjgdWl9iHT+2hqOh74/7g2HfH+91P8xy7nbsGdObPhkgezAP",
-	"Idi5OepTJ+uUmSxFyGwbd5EzijkixmXCpiycfGaV82KHNvQ827fVlDBa2H1aBZkgLCuATYMaVGJ1UFs8",
-	"WLH844xFTeFrq6J4t1FI3BtXiJPUH+v/6G8hwcr5VCuM+rviXcx8WGGKVyJVc5HEwl7J6nZaplmByuIg",
-	"pq7s1zeZXhNxKd6kN1lU49to3xV72+eyQJmx1hDCYrHPy3Vz9Sc7c6yLSA5y8uBBGPFenRnygW6rt4Kc",
-	"v9tCN9RbCu3K7mMpbNWnn0frsDYn3/xC5CZWANYruIc578jzV2y7f+I9NlZXimI/e1SFlXdlOxrDTWat",
-	"sYvuTLdWdDT0UYOcyWeCpoBcr1Vza2kJ5FquGOrneosjMnIRZDP7Uosza0PJvtP7Hj7a19jSmFF8muEF",
-	"RCJcg8AC79PxaHzYQai2mYi2mt9NgRUo1m/vYsEDQddq8QAcUEFvyk2dPn1KFmFZsBf5YLr2/WF4FfMI",
-	"/sUwz9yUZsA0geCaJnEEGzwg7ZHvd7wpD9Zc9yTS+GcAVB75fcj7F+ksjiKGbw71Iy5Udy7WHN8a6Ud4",
-	"znT1LzRJxIZFwZS3R/64gyidiaBRVwnRTWh6yfR3fWhqzeV6pQUci7pLFsW0i9Nrj/pj/N2c3npLQpOD",
-	"gX4eR2y5EorxcNu9YttuytYSR42/p1rhSuJlrMzTY/0UvbjSGYhucdi3k4r1Muslgo/GSIAZjbqXVLEN",
-	"3cLDAY6LXtMYBAU8HAIFtdjpXrNUxoIDLbLJwUvjjrEBYrl4eOZrpWm2vjSY0KV4FqZqvS9vEQFntWKA",
-	"/MUjhJtUwphnAdNoldDYqV6RM/HT+IMBeoL7r8F0jTlyHoa0gWUMkbsxg4Re0hhsMVUPEXzVnLTyMZdM",
-	"lW/LMqimUo/gZOT7EyzAI+ZzEwEDg/e07EPsMwNBUERY8BAQSf4weNfLclo8Evy01ucAsAeiyKpFL47A",
-	"2KC3ir5Smdz/Iuk+lpEJf2hBnf0ZI5TAnjLgdMba3Hr3qUa8NeEAl8uDVBwko9qqH0v6IV5qoTY+PobU",
-	"DPyrr1+uIluoWCV1/ouFSBWR6+WSpgZAUuoLRw6TJ8JwnaLCbF3mObCBg1zGkQ6Gb+oYRtXW0zhXAPT0",
-	"5vVZqX2QXN7e0m4vSCf7dS4Hq4rAXkFeSE7niDNbtvZYM2dv/REB6RC5mx2SlZwTvzb0oJGKtj2jGpQD",
-	"2Rqqz9ZrNo9juUrotkaxOWturBqHYNWBOspgUHEW14ycc7ssuNN9TZkAYml8AMYSm4e89cgpaNdcoCIX",
-	"EatjUi2FjLgBTwdpT1trfsXFhqMwmrY6n82MV2NKAwCcdbiwYeZgifAwIy8wnwUTJ8LESZEqWtpYIhnM",
-	"JkDR3TMQwh3ngwLikI3TM18OBh6IKC2GnTA+NNYtd9z3TMg0Ig+7161b37PMq/WO4ut6P9PLFbJSj2TG",
-	"nyUY5l2CnsDSm9Cv+VpB2lSFYAVDkIXn0Ue7vjwEE8LFxsKXqoKh0kY3NliPjm8O0Pgt1pycAhfFm9Wt",
-	"LDqWR/o70wh1GwbB0snVgkPpdslaZVNGs/woJyXUI6dShRWtGxM90PLfnDHgWg0z0wNYsOANr5wSYKET",
-	"DJg4xMTGNaXu4hyof8/45VXucNoLbK1EWft5BjbTQNv5mkd3FcqmTg5EkEmasB55KPRlhG3RPyIMS56Y",
-	"KLg7Cl6PSIE+KkqWsZQrlqgcmh+dMBYnXq/FZiES9EzsFNl8exuR7WWR5HvBBe8Q8XBCYd2iW8v3/Cnc",
-	"CWKs5WZ1KlyDXGLpIU4ITRKknnm7V4JC+lEKztfLnp2q86u+M4kUyKXV6NakdRmrxXoGVpYV3absJ/sf",
-	"e+95YJozDEllffryNkNmdSQVXGdyGbQrlfklhz2XpzNv3KIWNVnNN8ulms1hU3yUPg7lLffHRRWML8t9",
-	"sfhE+riKE5bj6UHRJAOAX0Y7xVSALBNmQgABUB/sjUk1hXT6DP9bEf944vtZEHQWVFSpspDjk3K8o0V0",
-	"SwID/xSQP0FZp/lcMgW50HSbxJcL1ZX0Wi+MEYoxD5N1BECDiD9Ywvysje73QEemTmda8nKRY8nBNfbE",
-	"7H/MT0GfMSQvuNU+UGpbttIThbEC8HimG54pQy0tQei2BjK9bK92bqS23knHI6BPGGN1HTi5V6idBfcw",
-	"sVYz8YHQPDVEK3IfaKjgihwyshAbmCaAJMZcKj01SdI1P3FXH/0uC7FOyYpKqXkGCM5F9hFJKceJirUy",
-	"8OggHSK67VjdAZHxIKkHSZr34eXImJbJ7JGY45bbJ3Y6PfJEM09KY2ko7FCmnNolmZKV/C5o0mIEN2SX",
-	"9chjNqfrRE0ybEvPcKckwQ/doafF6tAjhx7pj97VBDKZXVjrUYSaYVk8F5AMwTEL2JhuqlqAZXHgKLQo",
-	"nXu4fLyWGfNjWhd+rp+SlCWIQKCEs0Pav/7P/xxqHSZleiW20iB/e8SfWOaN6NYjhxNCyYaxK9w3sDH1",
-	"mWmDGyDpRjfm6w6OncPoyDO2Gh6yE1PBFO1LVIbGegPWa33ZmqWQXpFqupQO+8CZY1Fh1uvke0Pv0OuP",
-	"3jmG72bTyLHvWEa6w1rLyJJ+MFjhRzdE1VseKC5DnfJ03uwNPMV7abHcEXgDK1UXoARCfQwWARvZLKVa",
-	"VyhHlcCOYB9WcboFDoN2ZgC8nrKfaoL0aBo91E3VO6Kxm+Ih+20s6V4FkGEU1XafmNFJ8vz5d9+VXE2D",
-	"wdGdgxfqvFznedHFOEIvYhbvAaTvAowrRkgVx3JM+7NBOIy6Izaed0f0YNY9Cg+jrs/68wEdzkbhOPq/",
-	"IqgD5rm7QrvNZYdXP2OcA7S3q8QNsn9sAEHDfWIfOjcEP+xT1jzj+oJD3HBsTrHiBHbu9n9Oan4B7rec",
-	"21pTZq+YElZXhu/z5rl+zlKoeooX+uhoqEZ+ysnL07VakEHPNx418LodHI6Oyf/53+PeoOORtQRpqwXo",
-	"tuxoqx789R1pRYMmcfTeGLzRn+aRUX+o/9+45OR6f5lSrt5bJ5fvgzPLNBEmMYQegusNS+oI8V4rdO8z",
-	"BEf0ZfWK5UPdAQCMTV1/eM93OtILXG6/kvZcer/W+fP+ZiAqiAXbpIJf7vZNPYKeiF4JxpUtzIp56L2b",
-	"i4ObMt/VUdVtV+Afx7BREz4Eo+mGKQMcb5pIAvTskQB/eh9be5H5W7IwZQojMLQ+zWiUAWRTie6dh1TG",
-	"YWmKNrTD8BzEd1jbiL2E4T4nMxbStWROcqqtMWuULQkmEFSzkOYWXDlWkiVzVM9xexiXX7vCxs1sq68A",
-	"qLQZngHdwvhatTI49OHatIz5WjEs3WRWNU/TKykelpj1y2DqmpEYgo2v3gdGrUaL0GBEEqaPPtR38PQs",
-	"nQvLq/ejpz8dfT+7GPC/bw6frV4fh98O5TdR/3ltnp27mLvHhO/occnSuEb+HuOS7386/Pv14Nnm+PXV",
-	"6IIffb8afhUefD3vP1yOH0v/r9vBG3r4DTt++6FunM7mrgakGMek5UyHiUu6TfWF1l7GD7N/5EpwWV9f",
-	"1E2eLcnffp2zBF5/D6/XU/3rtxeaw8A7TSUJTk3Agil48JDRlKUEfYJua7W+Qbb9ejH7axi/jL9++v2T",
-	"1xd/Oz+TZ0u1+v7R2cHZj2eb5z++Uc8fP1fPHz+Jnz362md/P9XvLqJH6qdo+Ld4/rce2379c/T2TD9W",
-	"tH/kv+ZPRm+XX795vhx/F/0cPQ+fno2/63/3c+irq+dvfP1JOEj4bPnUj/7+ddJq0pSZfB/XkOBZPGdg",
-	"iom5ZjzBI0naB75f5KqDes+va2hq3GqF2C+4wYoNl7ag4JcJBZOhWDVY67GI4YqlINEEl/ruv6IpGLtm",
-	"WyJXiPjnDsvGmPauY7bJIk4NaHJmrjI/m5Qn/KvWWa3Zp2GLnZoSsMh2hfAifFQ8Tc2zGx0e7i4oDKDA",
-	"HJZu1YWtO+veYu3jJ+akqLuOvnn9rK46CNS0Rhm/WssFiPidgYg3JH81XiZul91VUjnq61vKLQ/3uZ1a",
-	"W9DrZmO0dV7aV0l71PfJXwVnHhmjJcUiItCsBAPkHri2vNNXZ4WaBsaSsFecM7P1xxtCR/QHGAeDqYY/",
-	"TFv3p613WOqQJsUs7R/KGID15bnf7RlWWKqNXhPZgwLHyZLoH/vzIe13+3Qw6x7qq/URG827Y3owOwyP",
-	"omPm75UlsV/UYon982TaNYagViNH9euyZ547zoz97pRrCHIs4kw66+fGixRZ76Ycs9JEEB//1l45zjaZ",
-	"0tiriTrbf2vd0oeyLxebM34CeLUDn6C3D377IzB3biocoGHR/NWv8v26LsY5sFwWgNS1Ng2EIEE3GVO5",
-	"RXXgj44a3Vx7MKyzSLqpG/B7S/yMrOws2x5s2Riva31YE/dYgUODBHYnQPwEYkzFWVxfcZsU0MScIjCZ",
-	"Xda+XjyA898rbFmawBtI+b71vjLeLETRshvsBL3d6IVdKyIV3ZqYADDL3rgBq5tE71/n6Ql0t1yprYHg",
-	"NrEI0sQZNO9g0uZs06nZxzfsW2er3f999tHvLecfXA/usnNu2hlvY7U4z66V+9kFy7pb1TrYdFENNgvJ",
-	"wvdB5m1D+CbNoMOBLcc52yotVfXPXz0/fdQ9/+p0MD4AdZ98w9hKaz5JfMUg40bKjUijiXEhELkQG7DJ",
-	"gRWNi02R3bD75/Nv/nacHv31m+9+Si82P7559fjo7Nmr78/E4Bl9Rs83fx2vvrr8258Orh5v/nzj8Wqm",
-	"uoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3ZF1KNjJO2",
-	"2PgpUUwqHBI68XJv0A3GtXy4eds7DgNNqN/ZAu4uUY0N3F2V4slQ+OVz270LzDAhhRWwMMHmna4lss03",
-	"1p90XPZD4fHaMObt47HMh6Uz6p40O6KGS+HK+Qhiv9UZP0ezQ32AZyJMSCiGiitrHdNHTr73ZiwLzdUH",
-	"GVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q1C5cp7HanmseQ5LM",
-	"4CJ/utangP3rqe3467cXrbo4n4ItDCErCx4HLzMS77RqFcxZ5BQsYphP5B8cdYDGNg4IoBVPTF6C1pMP",
-	"fN9SGcM4ILQERwS2ngAGNAiMcjHT5wIX+kaLn5HcRtgzJdSWEJhQsmzowzW3o4K9u6bGsNbjCyQAITyx",
-	"xiYSg41vLa0D0B5ihqkgFgbPIy+ztYv5jaZ5Y02fiWhbnAQMszIHJElNMG3mXjLWbcd+OiHsg9EFKc9M",
-	"xW07Kciv0YPpmEzWvt811vICl+gVKXqlcNVCsTIgPKrORnZi4i9WLDXgZYyZuEfBGR7nUgELmEqchrhB",
-	"ztiBZ/OClLjEwBYb35W162VsggFTdnn0WuXEAGSGmF8mbH/GNnCbni3oguQIaZpuMeicKmfCHpFUxXIe",
-	"M0lmQi2gNGgiNo5r4ZFj29b6ElDQmJwd+9+k9SyWCiCYqrBIKGzoapXErgmxNWm9Nrm6cgJEM4FINHLq",
-	"RLtf2etUsdPsI/Obg0DT8GL+cyuv6WzsnBZXiXnGWK43LwS7ZQFKns2CwAb1hSGzltYnUXj2goOJYTZQ",
-	"0cQ+em5DNqRF3nML5BYGivdwIB/ECBcAAgpv1s4+i7NqU4kliURKXj1+2vHKUAMG/SXHaq8MHXrLsqwb",
-	"VtWNRM3QYfOvWp7VImRvSTkoXtka2LQ8dG7jQLQSYL7IzmF5QjSngvUwYwRrhYZ06ZYrEApHFsqpT/pR",
-	"zOcCSxcBSqP+J+b2tIzerkWSce4Za1V+I2qO35VyzWQ1Tc+0Gcs8IhVgTXm2CN1QJAkLQRhJll7HBnUh",
-	"I6c+yfK0fS0Tp1xupWJLQkNINNGvx8ozka7SDX5tU3I/D8gHn+T9DuKSlffwlLcRrAwixSsAZ2YmS3ql",
-	"e8jhoLFzAkFWa56ghDYY6Ep4U471tUy1patKOO1sa/ICRWqr6oP63CPPM4YCplYLFqdTnu1sIKIWRycZ",
-	"IABZ0VRxluZfVLgyTnO+tEw/5bXCiMj1bBkrEPS5nXqJMNf6eMiSlmM3ch4qF9FQ4YH01cXzZ1lEjiQz",
-	"toh5hIeFE8SpKRNMebuUyEe3Dz4CM38KMA4SG9EkXzGxShiqIHrWNiTq9NWZiddNmf5xyu1BhGkDMPp/",
-	"+zdyWnCx64f9Hnmy42QOllfvf/3Hf4EuBjpGsJTwoGMDrkvn85QTYpGsCppMe5d6cKJbW3qZ1MqjAjq9",
-	"KR/0yLkW2bd1bsIBjamacF6brdCb8qHeXjjkhEolyf37fd/45+X9+6Qd5H6lidYSg06PvGZrCcrCmqs4",
-	"0Tf9VCVbEy5KYpy6+Q6sB5yImaIAXmHU+pPs6F7l40HABgVmTh5l+TIwEd1kU1TB/fs3xRXomVBOzl5d",
-	"H9hH9yS0+eBgdEJomAopDYmyWGebF4FSqWMY32rFEJJaULE9EqjtakKo+tOPGxWUNW5EUG8HNLmcoAIe",
-	"dACmbcpdhGk9N63dATxbb8OSpAsm7gc/bq5k70cptK73KKHxUk5IEEsJ8AbrCLENZqDYTrmr6bZzrbnj",
-	"kUCkl5AoUEDy0D+A6qObiSkEebAPK/2fH1UcwNwhClu3o7WtGMSgZLDzil7YhdhwrYIjn6NCZWK4S4rn",
-	"lOdx6myi+/iFvMraIr+QZ0xlHmbyy5T/0u124f/0m0FBCwj0619MDSClHvGs0X3epEud3FqXOtmpS53s",
-	"1qPKA0VVSg+0Tpcybzs6Z5WMxhzfzo8S/MmoQB3TRknDcUnzG1ScG7stKsLV0efnJb5f0Oqz10GtN5Qr",
-	"KHtIuNtoe7af8mWgrqXdtwHd0pQ/r8PekfdQWMC9J//a2YdotWznjHA/8Ka8TC6vTJBOrk3YPnLtotS6",
-	"PrBL1PLqJo6S8/79kd+/fz8LRMOhB2/fvu06hzHLDjN9ttrAoLHfAVrlWUaSEcivl5MpD56bmDb3BNZD",
-	"sYAD5een7kmN51QE1LGHfsquxRWLwIpi/m3u0gj2Ty61AlB+GwR9zMlBZkohWrUonio98tI9Ck38E1z1",
-	"9d9XbItTVenWAGtY4g0d4i3otYny00QggSM0rTnSyP0AUQcCsJOgLDUhgFOeL6gW/y/dE8FByWmbOYOO",
-	"H9lTnppXJDqZ8g+mvHC0XDKslZJNFqNXXwhFtmKdFrgasL1WVC3MYCkvNYbaC6Q4orA0MFhiw21dDjw3",
-	"C3vF2Estpxp+/Ld/IxAgLOFouxFeB8/7ZrwezT4O61sciT/Bgd0x2XcQJKnVBL1qcGCDF8oYo8xKaWrq",
-	"9fbv359ymkiBxWkxHDPwyJKuwElXh3qitaECRAl5KKKtC2cKCTRTjilmsTWf3QCSUo+W0vEIoKVM+Yqm",
-	"dMkwnlFaDBXURnX7VgttF9BVOh6udeljQFypfAuyxmKxALkMYA98g/82X70o9Gh+OnNAgb5hW8MDOWAS",
-	"JTIHGdH6490QRowOA4BKv1iwll8AaF6vkavBZFqMC7j0CyQ5/UJOLYhNRhy9a3AumBhFKGRGnRDJWMYc",
-	"PXKq+YUibBTYwgoVueCsyRZ7xhKxseeo0a0hqEqsFQ7liPwCtzhoLtScIhOxcbdgVvSfRvIkc87jgR95",
-	"OYq2lmSmpyKWlO6mT34hRoZ7xEQbE6hHC6IZ5YaHifSZMDatORhUuqkhKWiQS9uqKEqaXFyZZhzcKt3M",
-	"iPxCXggi1+FCn39inWJN0qLUcRqEHrj9QuhbCDZcg34FPYwNaWELsA+xvtbM1gpWKod6xK9zna6MlfUL",
-	"GfWHpiV7iYLFiiURemH65Hn8MCN8PaCWbmTsrrS5hhXkGcixrCEXeUt/PxiQX8gbyFtUQkQeTCWk3FaC",
-	"g5oDYnNiRV9B4BFJt2SzsCvahN9luznlJChvZ5PADVkbxjAcxXNArjAEMVxewP7SLR7riQuBubH2gnlC",
-	"NjRWJHjNVLrtns4VS4PsTMeWqnhhurlhv7gY92Qup1KGS3IwIt/ED/X2w4OUb/NrUcdhxwLi2C9kDNvk",
-	"NMPcIKHAfMn8TAzCxZqDJrKz8QJqmW54YAZdAvbG1IqaXZ1qspjs32xP55hnuknLlNakZ3ghRcuPkuAR",
-	"n1HJyI9rqZA3sFnMxd5J+h1QarrvMTIJmE7May6V+r0Pu+mTg7D9AigCmuqz9SUkp4AVUJPEtVlkkQL6",
-	"bZuDIeYGZUGhuAVl/lTftU3GtGC4zWDzo80q/zVH9ieU4+DLalXmUZnykT8CmIs4gtxAeF86+08fWCyy",
-	"obnrdawvx6u1PvDRKzqBh0GHKLBvglHwqDuC/+0PyIJ9oLaaOdqn9NQQXF3JnMgpuaZpTLnCDOEk6eq3",
-	"WYRd6olNOap2ThgXBXlrr1FULTz9aDBAsFPYvIY4GMcENyf4bR4niqUnhE75kiZuVzZf+MTQdCGSCA3P",
-	"hPFQaLkvEyoXpB38t8HToOPYdUH0UoQakVMOK40HgIdDRc3h5auLs5cvzgM0JpvPMPcDzkSZ6eoDf2TU",
-	"v1N9AAQwAZi7sgJekjYXU67neqIZBr1yXBiNGXpEVNwMcy9N42usDAKm1xgRUVSWmXRPkkjA0WcgDrhW",
-	"bOklm1iihms15WI+z+12Ut/EiQXizklqxAqSzlk138zLQB/pVgNPrwa0X68q3LPGadQzSHvoE5nhLKMJ",
-	"2UyyY/s58tCoxVmMefRoqiOUjD98QAz3grzAaxsSKvMMzoQe6iPBFeOqi5Fa1lh2YWRq94mZYZBPEeJ9",
-	"tpYxQThh2QFH/QE8UEN9wTm6M6YcLwf9/oD8n/990OtPUDvIFxF1M7lcX14mLPek68NyRfUi6437Ydvp",
-	"kZea5Yr3EbwEWybTp8sNaVvIRjllQD6atK9cPMPeSdkcjtKMM1BwA1NvXS+vtSvrK4Ba4I0zt/a70B14",
-	"KFfuT6AHPNJtd/XSpCKZEC66UBUhAJcMrEEKR6vgtQZ1w/fO9El18mbtpny/xdO7xKjbmexA14ZI8nhb",
-	"LRGybTLl5gN9U0JlFQkNf9dvGTu8k0xNABXB3S5TDvoKaaPegI4QCvRo12ghHReXa5eOMOUUdIp2RdnQ",
-	"Tew+PvWXY30l23EUdxAwb6X13vjapS0WdRUyKww8tgf8lOeJEpx9UI6jAi7sF+yDAiu8/q09y6+25ibq",
-	"3CU9S9EOJFzqRQTmfcNjLf9thRAsv4FiwAIAEWuUpjZnYrZV6JXU//CqfCA9wpbixxjYeUnTq/UqY/4p",
-	"L+0KJkO60puq0yMohiTB4kpmbE67pA0P0DraQXcXBGX2DBGqdzzMhZ/R8Cqbh7OjzT4ERgS4F3t1REMA",
-	"HPxoSWgHS7YU+c3ff9dzfLs5VKqxc78A8A+wojVduSc4dAPGhf458ubiaRfku6FLRBIt/+Q6TYVWUjWX",
-	"TVvT6To6wkoqmY3+xZtnOaWIecv3bb2V01zYX8A1x+zOgvIFpgvJEEoL7kSQSWB2a39sGQ9nB6aixxlY",
-	"IqKBAe+BRSRm0lSEDIVU0uxUKBeMQLQUvRCIkwLnln025SY6e0lVCIpR8N+7f2n/ZeL/8kO/e/xuOo3u",
-	"d9p/mUynvek0+lPnL/8eoHMMD/cVlTJz0lIyizlNt2SeCK1wCff4Ba/s1oDKGHbXbA69ywkxc0I+sfzj",
-	"YojhevQHvSHQ2Z08DCifv+E1k6iA8BWWdgaNSaU0TvRsf2apME0Ppi3NXNPWaNwb41IOB91ZjG7BS3vY",
-	"uaMHqtpfYcleWzUJXQaQhmqSpG1iAaYKkg2AyUHAPd4YJ/kBrXUoo/XGcsozqDXSzpcQKWdgtLCjexJw",
-	"qQoFcALSNqlw1PlEq7VavnOTBo5xEoHB8XsWc3am1fTAADFRPEqyqVdfB9UHFcApv2ScYTokxBSqgs8e",
-	"7LLZAufZNfm5CIELdgM8AwMFxm1cxjzzmtvnWgux/A2B+T1jiS0XyzFXf/jNdRUEmYM/mkx5gCZC0u7/",
-	"+o//1fd9j0QIzkQG4469DogV/WnNSBCuUym01ve2AP1vjhDA2gK5ZkZpvZfBs5hfTYzT/Nd//Bea8PQ1",
-	"NPnztKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQSKMfXcRIRnJhe",
-	"A6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t1hx7YL2U+vqJ",
-	"S2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+zpYewxSu2zQNm",
-	"4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e3owWqvuarRK6",
-	"ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMidVi5DOzUnEk0",
-	"n9lL3TxOMwMHMN/A9zXFTeMp+5GFytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR049qsnp48DshHp",
-	"lczDX/LrPRo69I4xXsbjft8n/+d/H/f6nUm+6saED+xrFEqthWGIcCYblxDFMeVdOyv9e8z0eWoRccEO",
-	"2x71h2TGtoJHnXxQsC3MDn51evHoK0D5EzAhjCOCbWF6zRTLEwfmIz+wbIdwWQAYNbPycLczqSwhg1Yz",
-	"YzZwhuOEjUg7r6VT6MFDVZVFBu3P1qegSErdLN7HETwrsLZk9DwoyMfUdDrFjQKf4wq7OCaZbQyU0irS",
-	"K6yg+SyHfNWd56ivpvbfJdcK/sQFfwUwWfh1TpNEoq6sBCRnwyGD0Gm6udrrJjQpXb9V7Jjz9FC8PPxl",
-	"0PMJlVcQbOTCXAx7gw5QwtIB2UXLYDxnMc9AEs4g1tqu63BAIsZWABBkWMkrWmB0T/r8MiHaAt5PtkAU",
-	"AHB2nLh8ixIpYvqeIfPo9/IaxRL2PzwAxBirzGfQmW3njrhZxIohAkN2X/V9PTCD32dMRYU1Mn2WLnLm",
-	"hpO7Ehia79qUzGhEgv8WdPHioDWw4CTIDYlxigYk3a0DHdjgnJxk9sS8cKSME8a1fhSlYrUyI0QbanmU",
-	"uUfSHTrIGE03QzK8m6kNhKYy/W8U+yQXOPBmJwPOvHng4E5vcoD2yJlRi4H/jFqFa7JJY6UYzzGXEIZm",
-	"QvCtP/9pjG3jX+OenxvFgBCPLQaDJO3ApKY/TcUSimrhnxfC9KUZfzgcHhN8P8OvSxiPaOoZwxgMMrDY",
-	"D37/AvDOJ77/PY7E/eUYf+n644nvB9bAlOHJYhZNtz+ejI9hRyhBgj/hnxPylM3Stb4iDX00NyeMrqz5",
-	"rR0MhpPx8eTAD3JVE1sVc9I/MBqFSHWzgLmsZwiOjX3WC2lnL0I2sSe/gFn5XUAv1t8UkZUmN2Ip1UQ8",
-	"kgcHo45nlT/iGiKhRHp7NDjOhAoaqly7Kgqsl24IqR6x7rsLSgSgqKC1arbNVPa+7+eqxApuFiH0MFun",
-	"EtAM9VgGvt85MZ1r9tdDqQ7ByQazx++3aH6CiBYTmRznPomgH+TAxIqlcxqyHnlFweoCIUhcZC9Ldgk4",
-	"AFBvJ4lDZtCLTIT86YqGC6ZFeiUyfrPZ9Cj83BPp5QPzrXzw7OzRkxfnT7qDnt9bqGXi1FlxAu5bXssM",
-	"oTVp9SG1aMU4XcWtSWvY83tDSHlQC8hLqQ8K1b9cNiFSufGl7a/ffkPOmfJgUx6O+4cdlLHXLI3n20Kw",
-	"lDR4XubOvEc46yrWZ6kJ2DQ4xqhAoIi6J0lwFUdBj7wQZZyzFkw7zepAt/7K1NebKwllCfFqDQQY+L7N",
-	"YLAppCVHtZPXCl9oKkFyDxaxMQjgdg42+RArkYAANkVUJKSl0uSyNWnBFAGE4xr+gm9bXusqjhzAGr+v",
-	"Hyno4ptXmk0kpIvGly2v9QEQOn/67vS7bz48Suffnr8/vNi+/dtXLy8PF+H1K7qKnyfp5ozSV+FXb16L",
-	"1qd3kLKBStFNCa5AKXi/DhsLlhzyRUZIvbqmMio/eEgzWH830bE1+eGd51Dxr8YLiSvs0BFgwuilpl+r",
-	"GGrfeqcbzC6uO9m2BDfUlHtlQIWz61oGOx67ftRCXbxgCTwY5IW8A8JpmoqNTdWQUDNLn932nWwElBNb",
-	"ZMD+hgEm3OA7VP21Hhz9sujE7OhNgMaCqEdOuYtqXi6hP7GhNKaod3NZ+uIWehZL+7sEIWJ1VuDsmppa",
-	"prS8OaPjHMT9ThXmY90uHIS2xs+kWDw95+2b6rK/+81SwOW5nIcvNiKbsLvcuSj4oQBTpbf6qOuPu/3R",
-	"Rf9gMrDYVCAGDqPhvE8HrDuejcLuiB3R7vH8oN8dhH50NDtkI9ofFuvH701KqMVfrqVfLp2/H/DaJ2/n",
-	"jPrujAazIzaaH9DucdiPuiM2nHeP6OGsexCOI/3XgPZnn2lGxwd3n9G7oqAs4R2ePZY12///Y+/dlhs3",
-	"srXBV8ng7I4i1SALpEgdqOiYlqUqW23JJatUXX2gp5AEkiIsMkEjQbHY7oroq4mZ2z0X8wITe67/V9j/",
-	"m/ST/JFrrUwkQFCiVLJbdmtH7HZJApDnlev4fZsSY54Vz9kqhNWq0EUj4ezk2OgeBd9TPbFUC1ZWIUfA",
-	"KEkbD5PS+pX23a+8c5Lv8KXtu196bXLs4I3O/t1vXCbJGZdL4+PR7/U2aektpgu9y9OJyvdPscReX0em",
-	"CvuvpYrd7z4V7iqb5+9cTWflu8TcTo5jeu0NZZL5bflCn92jjs5l8dUXZ3M+M7QQP54f/vni1bcf3JRT",
-	"/cHlyx/VZH71KaD47NkpJONgCqj+5MWrw+OzV+D7WGi1Hh1vWhUPbB8Os4BKsgKkNYTrhzRt8rpjaTx6",
-	"1Q+Kju4XypoXsa19KHi3WZ0ThYwkryA5xBstyHe+EgGBPkCcLwPvuXOlwm/QDM7tTXa5phP4JfNd6DgO",
-	"4oBxOwa6yPQGiGIMlI7BxTLPquPyAZtDzQ3ZcDbAYOs30JFGDA7uYh+waQLsJXpwZrlzQlnjDpslSsXD",
-	"iSjsiNw+qb7G3U25yVVe2ISwVBDwXqGFj+WHVBDIZdWFDa/UNtVDnW6+hRc/6eum6o18BC/BhVrb4MEj",
-	"WIraI2gDM8K/KdoEzlsFBWDI5bWjQ5xarP6aj0xmaTLPYnmFgWJE4vd93+/0tOwbzlUshTIcQGnxn6ex",
-	"FG0gNfB9diQinrK3Wc1z/9yp9eV8MvFqIUjB2kUylxG7SIDqbpaojE+Okkgv1u7ezk6XUAT1z5d/gqrs",
-	"IUds/Zr5fipExg7nWaK3AjKW1pKFFOnvQ/2Eggf4PEtaYTIFILUszpaXeO9NJiFQwF/xybrPsgsx43HK",
-	"Tk+PdBfHidSP/bbda3d6vZ7f3t0FOfzxJHLmcmd3bx+L5VWcFci6K/r0yauNY5UlKV4LPHPNsM5le7ff",
-	"6ZEmIxP42lsriE1M3BG8nrFvxUSEWZrIOOQTxH8/42nM2eHkhqfibzi3UMJvhSrs3GIHupf+fr/tFzsA",
-	"GdKLNIZAk8p4miHAp/lgfhL1Bgf1aNgOO9G26DZHPb7T7A53w+ZetC+avtYzh9thN+oB0KteOpQEdGrL",
-	"ncYnxvHsXKQhnJHajt/yfd28ks4idLc77VrupTjjkl9BagL422Go1MRlMmVfiPAauRhXv9+t/P7e7k7P",
-	"/T599ruqafBqzsW1fn3ngMlXesRdgdv1Q1eyFi/PjXVE5xOb6IdvJMa6wV4sAYBQmEm3qO/VdS3TYy/h",
-	"GWjiWWd8iM64AtpSpTdWKnaOImkUgwr9EQLc91Eik+I15DBm0S3igRsAzxv+W99ORodl9RWuH62sNPBJ",
-	"1K44uRJIfrJ6Monsnm+gLyIiHDC3K1p1qdZmnTgi5EhX+fIOC3frrfoLoGI5DcclspkNpWKMGCTZOFdm",
-	"wLeQQ7YhFO3P6YWI5QXKtjUb2zzripQT887m7sCCQKr2Cjo9feo2p9+9+41vEn3DyOiXLnC+FAWy76JG",
-	"ukbgFFJq7uNTLQEhrBqO1k9UZTZivm6l3Yi4oOD6AG8o4IptYEwO5MbW5GsI1yoWJtNhLAUKysNvjiEH",
-	"zhkXRYEVnwgCXJCE4IN6H5/N0uQGmXojEU5irQXWkbDS/MizTExnGcXBvTwTyEGxwXqpQ3xSBRhVA3/y",
-	"tIHIRUTd2mJv+UQQ+gOF4gsLMZALkQoDs8ZnM8FTliVJ3lcMUa0aiUfckqVvZiTqWVHkvp4sDRNuUdrq",
-	"Z9bYhtexjDY2DZ3Ofa3fA8uw2nBNkS/ZdMuuwwoSWN5L89Z6KxZh1e/dVwMVvKa3RUCNhOzss5PjYvc2",
-	"dA1XdX3F0X8vx7m31s9f6jk5/A1AeqH32+G+2Bm1eXNv2Ima3VFvt8n9sNvcaYtOtD/cG+3y3pre0/d+",
-	"ol5jVivit0CWv2L1BbI9m9/GBmdl1CgHMXZGu3xv2NwP/ajZFe1RU2sPTVAf8E/7awZF336UQRUHBF3l",
-	"wMCMuTUwQqB2qUPql4pvytx2VSkTazruJGpUd/0Wao3N+09Czem6+Hhb17v36Ppl8qCO/xI8UIcyv4y0",
-	"0M25cFcuIluaVXBTGYLyWtsn2xt/c2GIDfo1+r1D6GmYOkshoSo2R3rEMDWiT4r6ZhhSzC/NAaFfgDfD",
-	"J8VdSxC/2d1p7zb39jr7zW3eHfbCnWhX7I1y0nm41TaWPE4ZSq1fO/nmj802uubgjrK3WE6zadgyJ+JG",
-	"TLbfwqoRNvKqxN1YgFfG6WZ8KVJyla0QUaaFicMb+M0o/1mvnp6I7rbv99qd7bbfM4yTyB9LRgzB4OcX",
-	"IXilfqId0e37G+8IpIi1W9jQWys1B8/Rg7eK//NtFd/3O7+YrYI/ORuEump3iFmKO/xiR+uNg40dY44e",
-	"dV/H2Iqu9+wZ+zkN1SLGbpVXrLBAjnFa2DdVFurtPjG9B9xPF/xRFVgIxunkERfFOoyFSqeUuz83cEoV",
-	"7cqSV2rj2+3peaVA4t3lkXJtIm42032tqXXeqMKKP7ujnsQpR1eUuzL3PuUvDZb3jxCnXD3tX0Ji3DSR",
-	"Ypl7nHMV2FZnxBl6q/oOUITFWDEcSiNAn60HqOMEzDiPUiDWA+g5gxYcU5nHaoshlwiWhRrSAZV8zaf4",
-	"msofJ28JlQuIjyHgdsSZxwC3DXj8zDNQBgFJPtyFbtEGSx8TGNF6hQag+xaAVneKSjgFmyYoe9CtBR9E",
-	"GF7opUXveWGrMqH2J0zSSESYR5H/HvNQdP+80jrrtgHXTAamNo/qxY3SYXEXdPcsNm6OHnSTxBFUu+re",
-	"a9ucoyhWIssmImJLkeEEFZYTh2Wm3htIrODFKYwzdCYuYiXyak+nTdJriLIoH6fK4smEdfx2H2cJP0gp",
-	"HwaDLzBaUWDjI0FBkQ1YXcXT+YRnSdpHxxlau1jEAdMXdH3n/zq9/cBiNcapHYhp6YDqvJyvFD7Q8/12",
-	"QOXOOCNlxAQM1pQ2JEt5rIQayKCo6wc27g22Jf1g6w1lVPrVC5UDyQYETHMjUii5lFdULuQ8SzPpMWr3",
-	"nMcRVm4M+YTLUAQEZnmIxY+trS3W9f0+s+dVb5Apeg64ZH6ORWN/59aie1CEEaS0OgCd0fMLhRNaL+hb",
-	"YLbi7S1XMvNarNvpDCSgU+JUAqJVH5xJZL3Q3Lne3G6nwwKC1zVCIH+dTnPQH8h8GI7EyhcE0ONBoJmN",
-	"gmlICwNgUUdXQMbjCVQm6jV2BWCD+lKq7tQbHso7W6znd/qlQ1OG+UIoNRQYnoOInFdbEmv5QCKsX7FO",
-	"dqVil9bc+bVe90PlwLms1BX3b/kedGmYREuMPsQyr/LNIZf8vFd0JvgkFTxakn9tXTntQEI97UFesIIV",
-	"Okg2VCyEnfJrpDehFuprimCxrNfGVs3jKE/tOtj6dD3/k0RlrM4NShJI55SrcQN5D1GCDpda/sfEq2Q/",
-	"5NnqPoA0SZcVhcxXCRSmwT4WEyUMdC0Bvxt0FLzXYMagaK0q6oD7/p5qtN7vpejT09GmV7ycVGru4rKE",
-	"evGkcWVg4dXm1edQH3rL9i+5qSM/3B22RbMz2ubNbrgXNffFzqiZh7p37ESg7ZtPRenwFDynLoNhr3cX",
-	"geF3OKVCZV8k0fLers40K7o6zx3SBnK32Mob67Pq9NA1ZdweaBqO+QhqVmM1JmGFeBgtomNTpaYOJxM0",
-	"B0lKOk3do74G93leFVNpxODRdkg3sT46ZcGPn4JcFSx1CMydzzTgUpJg9zHicEiPZ8ahFO3bmxFWpyB3",
-	"c2TTarFuhRRC4WVUzJfldyLUzMA9JcUCGwAdmLaSlYIlf1GFrL/LfZS/Yt+AMXfQyLxP4YlxyP4L1ybf",
-	"nTBpsBp107FGIfRNQs2Zyl+ZNe7v3f0CjeMSL2B4rb1Bz84Ro/cySU55eiXwvd4m02CR085EFHNItAXP",
-	"QWeTlx083s/zN3Q2WuQvET3253ZRkCuh5KQgxftefgpD+HGfVBnzzr2zZIxl94hZMlRyYSEHH5Ql874Y",
-	"Jif3gzJoQwVfzv9ugzS/++c//svo9G9BEwWP3dYWISNYW7Sg3NXBDZAYE7hRALilkndAlKF2iC/m7OT4",
-	"hWLJDBDtsnDM6gX/SzHyHEtt6JnhLEXWIGzHgQTlnbOIL4Fbhwps3r66vDx9dfbqm8sPR+8u37x+HbC6",
-	"KVoPOp2+7wcNM+EQxf5bTkAxkNg3pwJUtzFOFqQzy5zzAXIrqNo7nUvPmNqRmHJpt4fhTYY5Zc1mkl6x",
-	"NxdfBmDhkzYBc4BYtflQD/ILF40bguRQmPP0QtF7hLkIuj/RkMEmo894xsMjRXZI9ri29mA/D/WzVzyL",
-	"b9DX8z5PSo0nWTOWzLpGwFjBprBdwg6hZvpsJAQW/dt1ODl7d3p4+ebiw+tXr94WFqG1/5vf+q1tvRBa",
-	"iS5Fx8FtliboGRnzyag5nw2koVgDlVzCklk33AHQGgGA0GEW5HNwlsiIL5tZ0nydxnqbwFZBxNAAhnHM",
-	"MxG0GAwc7toklplwuIPCZEpuOv2Tbg3p1rVUt1hI8KkXaqBbI7efeXIo9BcKc2WxR1fzXqw3TmsKAbg9",
-	"QXh4DmKZMBRC0AV0GGgD1EmMCWZIHxGQE7EwO2OuBhKGRYfAKYW258EIvBmPo2BdWtqxkbebpKTZGTUZ",
-	"SU89l4rmME9X03Nhh1HsOj37OElqNK13JKjZ+fzlpRYVu/6cVfSwrCItzHIFhgEygmJagSuWuJGUc1Yd",
-	"KoGqskA6nUu/AxPb/QvMvJEa7jPdmlfTwv7Q5qBst/Z7prJ8w+y7x86vsLeb/lO73YJkGn1gdd/dvIq8",
-	"27kbAn5/hL9uexA1zR/r9ky9k/41PbXtpF2Ys3971sVxpZ65ccIFvX7fZAtXWj3nWTytPIsovz2NUWMv",
-	"1KI9c3dihdWvHymngp1kpSoCiFfdbkLoXgaV6Rhm927gQ7ZaTPTwrN4nloWhxdCK7KZhkg+Mh2MRkSop",
-	"r12v6bP8LvT90u/q8bXh4v/JJLpesHs4ka1wrnbQmcP5nP7yhNJfIiuS1ghfZCq9jysJ33iYI8lUW2Fq",
-	"xCM5kgwyNTAhGhl+LWYZ2/a19mj4e6Hj+m0HPNL67IF1gocEZ4M2KyQKDCQwiIRJGql+ARebiG4N6wNQ",
-	"0NwYXhCZ0A/un/GN1kAGEc94kGexEEkbNXx4fuLgpGeYcwOOJnRHORzxsQRsbyCucS8yL197D/JYjMfJ",
-	"K5XFNg4Mxw5ehAgOb4l3BhKgwzP+kcWRx96+BR5iU62LD5M/LWeug9yIQ5lPOADoWtM+Z+7EYc3SJAO0",
-	"WEOt5bGhUHEkBrJA7tsHZhQo79kCnE6eRh9M0h38Bob5Qf++tWVp2lAqbQVATISuKod4+aDAFGceU1VU",
-	"sAeWJ7g1A68D0UCb3INpkgpMUgK0longQHI0x4wpogQ28IJTvrTYwgD3gnR2iOIKRFMAs4CcOw6tg7/N",
-	"6G+lqTTMS+u8GHg2NvJhUFeNB0O3fgCeHfTb6CWqHIftYhmiBRcN7ptqOxa0kU3vIRgJxhjWWN40gF+U",
-	"t4D6/OwmuF3VrEK0Kxf7tNqd7W5vR8+G3qvwNiEUwHHw2/v+aJu3IQmhuRtuR8090R01e3xnuBvuRfvC",
-	"H4HyBzy0oMgC5TfKM/CSor8bdJ3Y+WSnuTtsh83dqCua+7w3bG6Hnagt/NE+3xvms+uKEQQPWWNOv7r5",
-	"jOoFePm+pjQJ3GdD+mfW5ZyLrtKMFjelOgWS564Wd7cBDc8ZdGQiq4+FCvpEJRODpx3SPDICJi3R3OtH",
-	"FoaFN0ss+ob9O+zRA4r5QI6sTKSAVM9VU92ok47Jrm9tlZi4y103Tr10nUOs4rPUhINK+nv4bFFRIPZi",
-	"8BXg/AeNSrcAnsMNnAI0FeVUss1EyxNzCcCTT0lM57udELcQ6QAMZ/rb2q5ug5vhAX2bcJURpsJtn9aP",
-	"AZ+7ceLqX2BgBJHROr5fqICj7uZIW59z/9xL71pn/eeWD2jxdrKf3QFP4QoBZwAZZBvcIS9TQSu4vvTl",
-	"rdDXRJYv/RWPpYfHjhvaHKr3tqafoUjN0iXQpUTzifD0NYJkMkLqMUf5ZaLmQ93mEMhAYGeBKaS1esrM",
-	"Q+qxzCsnctMWb8ZRwOqpCIUejd6Y0RxllmDDJfIYdvxOn/0wF3MRHRTkOcxFwNTYIGs72zq3b5/wFdVw",
-	"71VV6Sx/odBkhW7PFdCUQOJ/luSzn68QTD8oBmAd6pGbxYLEewEFUXXMEAb5j3ykMl/TZOSOHvJLc6u7",
-	"OFUNDxO8b7F7iUkwZ2RWUHSJDh/TJHKZWDojn2nBp4hgL19U4NmR80z0kcI2G/MM+Zyr2ByqW65IMacG",
-	"fj1qQOd+agCM52TjW+p+99EhUVSu90rnq5sKOua/ukvpodmdeJmtWUriO/5txZJiGQ9N8YqJkOmf1p8y",
-	"Ktcwh63Ind/tWIqUWq7ydDv7OejmZZJgipopOcg37TjLZv2XL9ud3Zbf8lvt/p6/55uBqJcpz0QTPNC4",
-	"NJvts3N8vXKHlbvSR8/N4fmJlqgvFNDKQG7NxvNhqBvMdOZJ48buOsDqnCK3jDNrjuXuPHKXAQ+P4pMw",
-	"0p9BY6Gdo1pTLrUKX9JatIph1RZUMNYpL2PBJ9n4b2uN30O3uAr4SJ0scS2857MWOzbR4SyZE822vtaH",
-	"XIlNKV++gn58PulLcl0Mpb6budFSawkk1/cJ4FHn1kjK4mQ8NtvKaXwjpP68PozCWcY3ZgrNUlqi0PsE",
-	"pexLBaoEfQG6PCWVjvHTJIdE/cxVK3S9yNIxcVpxII+KINpdv82OEnkFYa7DG7GCo117O48zwdodwLxB",
-	"OO3DucrgYKxnxbDOYQOWHSULmSUL+fvhZC6GiZQiG/JrgIsHj3Z8DyYM0jK+sF9iX8Cn2DE18mBijCro",
-	"bYhol0DDd4G4CLTPWfbNmu4UYcVdxKEwi2Gqs3gq/oLtHU5FGof85dE4DvlVUonS3Gn67ct2x0wu4BUV",
-	"l3Nvj11oIc8uotsR0W9Zwh2Ai+6uLKELNhR2oz3RGTV3eHvY7Ib7UXNPbI+au7wzbId+tI+1hrRO0CMV",
-	"R4J9HWfhWDzC8mBfVhZlu7woBO1TuQqxfOg6tJtt/9Lf729vgpZ9ul5ObOpWN5/YnErF8qRU8Kk8E6Y8",
-	"VHmwEnW909wVuua+ycV96bq523t+6zpumJNWqTWcJpsjS+cEYdHDWa2eWOqYpa26q8bQTJS9WjZXfvJj",
-	"W63+5FRhzw7LJ3GCMYHJYTRbd4IdguP17spXHw3uB5fGPEOOaFlgjWT1nPqYKElDba3JLAbQDsOCPJD/",
-	"/f93W91Gi4GVElylXGYf9NH4Hb72wXmNmPgD+gv4JI2vMI48FkyvP/zzH/8VNExeFD6nRJiKjJ7FH/Sz",
-	"Cp8Fjx6QKNlCbZ6THoPNCbR7iPQcYWANPqLf/Ory8px9wVUclswaaE1iKYgzKiTDFiISkQW71u00LHoO",
-	"Tt+Eq0yxHd+3Bim7AH7zOKMqHTVO0myyzEFAmfg4i1OhDliUgPnF1fVAuvzds5yztYWM5egQ3traLrGz",
-	"riWU3doayGpOWU8bhCEiY1iPZ0oVheCwbljicMbDNFHKkNCaGjmLBYDHYYWhmv5sYEgoIwpI4dGtSn8Z",
-	"SITd9tiUT/TKAtuLUA5tOnHMIg18ASeo2ks5kBZgyUyOgFWxBOjxCu/6eU4ODv5949cx2dMDYLsCfxrR",
-	"X6+wg3sMPBqwOyEoJN3NyfgkvhYewMUgKE82FgYmhp4jhnRTRMYp2Qwv2CWbANiDnRjchlTECVMCvMxw",
-	"rpOUATOWB5y5sVAsOOLhWDSPEpmlyaTPZNJUWZIKKFccSCTS+uAIEGKPhq3LMvExK634C6C0AKyemYMN",
-	"kS/4APPpkEMbUMFiCSheEPZTbA6E+WIgUfrAJAU/DmrQk0HNY/RPt1OD2qeA1aciiilDLCjfs0HDwwMF",
-	"2FrDiZiyKAnnUyGzvp6vvzPUv9nfiTwsYH/HmP3fB/LvzWbT/r9+tuv7+sFY3vBJHH2gwelXvgY5hhIH",
-	"BAxiZcnMs6TsDgs67n2e06Tp37+7fN3co6k1h++bd6cgxgpTmSkxGZW+ZgTay3arrTcQFRbneyfElc5B",
-	"UHT7+Rmj5yexFA3mjnWeV7Z/cGXh31dFY5JZuV2Q/PS5tjt1+Jz+zDsijjM3wSJN5JWV9am4Sa5FpP+K",
-	"8nyuZgLqRQu6JTbR3l6zOl/A7aC3H5xv83jvtseliEGH1RPUFBJp62WSwtkkBKngCDW85iVMggEFgQ3H",
-	"nG2J7XX2dXtZknyYcrn8YOFi2N/ZmUWW2vZJ4luh7jpGIbYIDDOUCYxf3m6vGclX6NnEse/g4OslQZzn",
-	"YELKbyKlCI3CToXAJoHQCFvYIgN5yKYiGycRJS1D/wETB5DKAlctIfGxtdX1e1tbJKUPJ5Nk0Wf4BlC1",
-	"r55SVg+wkaZMsibXbwhIqcYAG14e2L5W6UEA4QRaG8NAMyktbipyQ4/A5QBM2bXPQclxNv2JNO/n2hyJ",
-	"CEcJoexrLRxc36bVkWr92vT6Q/f1D3t/GV525J8Wu6ezi/3wj9vq66h9VvNqBS1JP60+/LD7p5vO6WL/",
-	"4rp7Kff+Mtv+Ktz5w6j9xbR3rPwvl513fPdrsf/+Y82r5ee31q+tHtz7+FVh8lwnqDtXH5uLxaIJ52ie",
-	"Tugo3T55WitDffn2GTT8+7ku507k3QP0nhftdkQkaM67XdFurdjOn4+HZG0Zt5YKzzWqxZZgp0T7jpbM",
-	"B3q/JpZ/GA+/DOM38R9e/+XVxeW3b0/UyTSb/eXoZOfk+5PF2ffvsrPjs+zs+FV8evQHX/zpUD87jo6y",
-	"H6Ltb+PRty2x/MMs3D7Tv06iry4Wb+K9m7PLk+3T7w/nZ0fdj2++v1q8OT7Ur/8ten+in8t4e8+/kK+6",
-	"76d/eHc27f05+lt0Fr4+6f25/ee/hX52ffbO189PxFeH8ZvvX21/c/yq983375bfHP9xvxV2JnI4fe1H",
-	"f/rD5PT9H7t/ft9eDL98lw07PSW+xXIvbS18iGWtv+P7Re8lbsEN3ZcqTGAjFZIOctBudMayopXKijy9",
-	"Hq6V2ZJfgK37gG2I26VqHx4CVpRropZCfAVdtiLyNVnwpWJBruMWvEbm17d6gIScT7XlbR/+btUL5GT+",
-	"3otQDG5tcw7vkD5GrXS3vMC8uVrp/teDLCvMJqRopRV8uyCRXAEHB/0WSxkh2xwV8UstLpBl1B3He9Dp",
-	"QJYwKnRY6X21orlmEPkDNmVnVRa27r0LMQNxLfyWVZlyvbm+onU1jL6eD/dW7bi+TsU2TOLth22oI2ir",
-	"FEPNde1bFO31evZtuw7Htma9jsgTUfSzIHTpIy5T2bzoW1rqz7EuHKxiZ+VYyKeidDocd4Q1tN+/f988",
-	"zMct+vRsKvhk+rtBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9Ui7+9+yLXT5LF",
-	"qtoFFpj+kzEr0GbhkYFUfbj8I0FrPtRn7tkmO30qVhpXIr0BHxyPVDEfBb2q0YH1NdqvQb7GTySF7urp",
-	"C1WYrypBRT2O847aPKp7aWqUTbW6gFmSsAn87cGrtTLkWOEnacBtdhZ/8VNOcUzGs2nIAgLeY4rmVeiA",
-	"FfudzmQmPmYvZxPM9fmcW95e41yxOw0yuOtLA3nkiTUTalwrwZ2dCsDjsurVa92du7dmrxaCPMUcFdft",
-	"wiBHzgA2VK3Dih9nzUrcy7UDqXPk21mfFfhoi/LgvrXY+58h/667fV/dh750WSmTKpxhnyeYCjP2QpET",
-	"FdNsoZGCOIYd9VMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OIgJOiLx4qbfvKMWwU9O/2/luKj",
-	"b4YZ19u0GL904qSHBX3TBEsd1Y6KPbRsHiWTOLkP0TfEk8gLYfEYUnruhWL2o7YwI05NtMGAJc/SJJqH",
-	"mSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI0DiC6hSxVU5rHAfxNmEIST",
-	"ZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68JvO6wC8TbHEAepfNAgyEyaME4I/+Nr1",
-	"pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/FsjJp5dxum42op9YvTlH33uG7",
-	"w71wP2r6oj1qdnln2NwLt6NmV/RG5m9PFQHJPUjF9E97VArpn/dxVk2Sq+RdOqEkd9V/+TKMZKsqf/Ol",
-	"frQ1A5xGuT4b0iw49ORaLC1SQ+y+eWJ/pQUSPoblSmhl5U8eAV4W2V4WshhkVinVUn8J0ZEIbKm5N9wP",
-	"m93IF839UZs3c2qAXe4OHRMITXsi4il7m6VCZOxwniXFMbntJnKY8HQD+Dq7p/MFe3iioP3YGX1r84xB",
-	"698lwWp31i8jO+l+BSUwkTK5SObZKqVsDNWAUGEl2W86r12dxVahfJM4GDpZSY9UQrCXyUxIPotbSz6d",
-	"WDzbw/MTfVPxbFwsNvG7ebGJFu0gSTcuMrGy9z7Kzi01Jt8Q/w8G+IC1KKIA+Zo7BIhaFmIyaZKfLi4E",
-	"KVcuS3OTFe+rpw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk/sUIlBl46MCrd8bCqsEqT6Qm2Gqn2ipxhKt",
-	"GQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9T8VIpGot3rIlkbCW5d2Q",
-	"RWbaHZIOPM5F5UKLgcdBL8Z7UdyBXmy79Uth1nc7fHZynINA5emxD805LvXefPDRqPXN9oMdID7yMIM/",
-	"xPZMGriywggc/uRb+P+JbnkNAdFO9y7+oTsmG0DftT1JJ4RBkQer633HU5INyTxjqbjiKaQ+hlyVAaEi",
-	"LvnvF4ZwOeSZ0K2bip4qWChq7hWUlKxlV/rc0ZHY+2XBca30/hmY6x743bcm8ZPo1KK+dpsyflJ5lW6s",
-	"ftPr9wXAMgv/DIH19LCkzdo4qhspC3kt+HefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KSa4HolDO+ZJNY",
-	"Xg9kPfjx/N0XpydHH95dnH7SKuPLH8GV9Emr35egry1ymE7FAq175NwzYNO0trbYOwnMmYESMoI8wQAI",
-	"71FFtA0afAlD5tgnoquBNEKcdHmorovYDHQsIUPB6iuKl4foqJAkX7xxsBQdOR/d2WjYYCqinwJ1BkBz",
-	"DJdlIlWqbF8GrB5ogz1gU8GlGsgA2ggaB+ZjPAN2UD3mTHzMAjYkrEwzbUi762iO40SamcFlAD6Y4RK7",
-	"34JZzP4Yc9Kf9U+HWWB0ZApO464gr6GediJGgSXoM5x+nAOXXlavPywFT0VOxFnC/2D1NV3gqRhI4HFu",
-	"sTNErELftAVzYlwtZThOE5nM1YSIL1ORpbFQB5DzBW/hvI1iySeT5UCOeDwBVk3aQmRI2o1GIDsRDBSA",
-	"WfOx6n4RT6eZotE8m6fCsxUBnC0FTxnXIq5BpST5noZZgFIAd36Qn3MOe9W2E0uVCR71c75nma8Wlb04",
-	"cwWU1zSDZghv6VNo+xpeIzxsGMs1VBt0NPLk/CEPr6+Aa4ctkvSaZeM0mV85eEHJPBsmHz2rN67wIeXF",
-	"HiqnQVLz9AYAbzhLhcp4Cryn0BdEBYKpnXGltA4HsAMyscxKA5ly6cyWYipB9GFg0UmEarTWsWyi5x5l",
-	"BqysEQw4leFEcMj4PWChbmoy0XsU7k9K3naIhBFAGA7pCpyNNvZo2hcrZ8Q4Dnx2LZYisotNe+9CTGMZ",
-	"EVVykJqf+gxYahn+QpU030RWiOKBNG9b1ChWR6Qm84emElkWyysVNAAvwkF5sK/EikUx8MxF3kCSnEWf",
-	"h8dIVtX17IDx3GCjZDIx0E/mI1rCEUxVgHy41DG9jgNJ297f7/v+OvYtViTfMkOO+JIF0VwAVxP77UAS",
-	"zNJICaC3MsNZuVMAQmnG0+wD0Bh5IDa58y29I1CU6jOh9605Ui6G4epMmnWcT4Ta2mJ16NAwxYAJTSiu",
-	"P+4NiBSqgHYD3QxgjDBCLmn0B7JJXGvXyJlvw/QmlmNcyPoysJsPJIHdQoGp2UJC54FkREg9z8hXMp+A",
-	"+oHVU0T7jCvc0j0w3+0X5R6m4VeIPlaHy04PlUbZoi80DrAiilWcD2yqYGXlISuof4kj68qpc7MF7aya",
-	"popfaOBnDTE3G8x9f1swPxfaHUMyzmYTDgq0+cu++b/W/j5+xtzWfYZXMOFwFW/ciuEXH6A+AX89LI6Q",
-	"VOtUb//zH/9Pz/ehuEY1PBw/jyI2nxFR9nyKAVp4ArjVGPKiNYkVrR78MOcyi7NlwP7n/8uCuYyzo0Rl",
-	"gcc6NMQGflf8MOcTOzf6Q6s9x05q0Zp/1cwh7jP7fVanrWPo4wBnnWkpggDoWDEEJPl5DV1x8mFm0HjG",
-	"qDNe+wZ7HowVzE/KHQ0B07O20/VYMBXTJGD//L//P9bxfd9jrVYLiut0NxyqeN3IpfgI0WpI0Y0IZ4hQ",
-	"5M29ZhGEoNLKLdnB3QhlWFR0xWFb555mFfKZiNgECyXTNLniGWDxQZ2W3bUOTBue/bqWMdA5Pky0tYxi",
-	"pdvpbG3lSXpOuB27os9/XuYVJVL09XSUfF62+IoDqaGRKLl/24011gOTA2oDLJTOHTRg0KDD2AJ7pS99",
-	"jFkV8yPrwVnpfTbPbR4tE8rraeAK50pE+qsrlxyrBycFN1XhFf1JClqscg8vuBpIN3sBJBFnUTwCG4By",
-	"ueplZn1GxPqNapJ7g7602qBKQOHRmmlk142WCnjlOWXDWGWxX2RwNyT4bCMOfIi7YwQIPjaQXBmOd9I9",
-	"K+nwUc9YX/NU9DPf5WbekEddy/F3706O8TxcJUmkH4tD0dicYZ1UWjNbRWRLTGmrmidrrDik1QdrNkO3",
-	"02kxY9+zVHwPDDrm4e7Hj6iEQ3Gc6XSZ4X5ntB32Os3dqC2aXb43au6HnWGzJ7rRNu+M2kM/fOLE7tNY",
-	"akFdijnC3QH1755Vh0EhWYqsiui90/M960o9SqYzLpcW36fgYe3XTPHI74dpfDXOVByJ2WQ+HeZ+WvOG",
-	"i5hTuGvNL83FbX9Gbc8iAxUc19bPvV3zanABmuf0/ZL/+8FsR7PEtEQgP0JGtT6oQZ8+eTW9r06xWXeu",
-	"T1yXPXTLw6k2Fn0lsX57e6fV82sVk157b7zf7Ijc3+z09Ki2uhC3+sqLa1A75pIz++Xayno46FTdvZq7",
-	"MjUzCLs41jm87dfWLlInX6S/6g09nSZRnC0JWqm33fZrZQ/m0ZiP9GijWI2ZPuZcN2sUnFq/49WMVgPU",
-	"UK1ezavNk2mtX3t1CLBKoT7T2zu+73f2291eBxzHpbbNzisy/uFoqU4nm88KDdfaNbdp3TI1jB+DhvU/",
-	"9VHGzVi7HHN5zZbJHMQkJFYN50pPCHhlH2Wb1s7fNHd393TvcK9C5d49GOurrpA1mb9GMGcJRRN+iprB",
-	"1PD8b+h+xwHch6TfOtRXR4l3bt91rS60EUo3kYmh5MHZVaXCJAXaS+6AgneK1FRzuzl3f16KIMUCyxGo",
-	"JQQ/yUpO/Aot4S6ffv6KfQPG37l3ZRJ17V+yPu4udKbpyWcT7d39BnXrkipjPgcNF0sb7hpVRTUDxFU6",
-	"m7xMIJsYGvllRGNwr5TjMbg9nQN/e0ymKq3mbsC1Qkif/MtCsXohO8UaU5EFWOGZxR5veOgLtgSf4CHO",
-	"kgVPofgnR2cPPEZcJuAnxReZE17JSdTUQNbdJJiGlV7O40YNuD0Wo42vR2IzJRq249e5lx/RsfuF0pZZ",
-	"NApYHTulTRHwvawWmXhsuBxInNUkZcEPAQK2NEqwQwXLQ3f1/Pi1xa/AOcSMZQhm6YWAOOsIESlyz2+f",
-	"LcYJG8aTiUKQDoevnVAkIf3SMx4zjwH8JDq8QdHy7DIUYlfFhfTIQYg0dxFFBCN2/sb8EkM/pI5iingG",
-	"2F80hilyMiGN6QTwn/QHojnABQvoheOwLURM1nhsC6E+u9u/vWBhom24LJ4K4zai3lWQ2bfYoU1dp5UP",
-	"WF1CrC7Yegm8AqsIQQN5JTIFeAYWjUi3VIYiUYzqlhZ8WWVTfymyuwzqO9IQ6P46iR4nEyHNzomRdpPr",
-	"9tw8/5D7toj4MYtGBbj02m/Oj183260u++c//gv3tpnUF4oNl5lQjdr6NIjL2w4Yq797y05FlokUslBs",
-	"6sgwlhwyTVYKVW/RDaBWAJAtkpTV10qPxmo/ypgEhAx0HCsgrSBsx2LD79HZcH78us8CnmU8HE/BNzmK",
-	"J0If9d8NjIXUNJZRaxaNqFo4n997vbtBFe8z9uNT4K79XM3iJUY+10NCHsHfwbddKZaZdV5qYUy1S0MR",
-	"JloYBxRXFRESuNAPNlZlf/PF8hs+FRjUhkierX4y8p7DMYNMh9E8JTAn5IJh55aX3HHqWYLbFjvKo7tc",
-	"9x0Km1K3d268kLNup8Pqw0QfvFRgFkEDsO3dst/Vch9s5inJdzvAje0p+8JjW1QeuKFth57JRa7+PS0i",
-	"2ACPILds7dRayXWBdNRsmkixLJQ5GA6myJg4rnqezMHjTAGyNDKUD0naH8iQq7HHOAvHIrzW/xhyeY20",
-	"2CM0AYx1ohVAE2M9R/01IEXYFgiAsAzYNLkxrNZLFiWEXuUSVYMBZiUuKs3c6tWxgsC+B7TN8ACYNciY",
-	"H2CWjoTaA9UoU4ARoa4NrbacdpJ0IAOXl5hMOOd30LsPSPwNuR6XufZv2Ckx2GgV/BfKLZWwajxB+Nkk",
-	"BjIGgwPryCrMyEDWsQwnlix4GUJVXW6i2j9Zfu9Gi9lMG6ayZIbTUkwV0XZXHLkJHZCUQ4FyoK7G4iCK",
-	"J5lodrZITDxbeflI3MFPYpV57rgcoi3fCZfBM7g59dppu7WQfNEnrq+BzDOK3BySloMT6dhemM+U+x1N",
-	"TDtwVtq9q+01SLxtUEOGaZPK/S7W65qTY21zbRJXwbpXhlAPoY5iTQpX4ARFK92hCLC8WYy0yjtKZ3F9",
-	"aNQjXntwoKIj9cBy2OE2oCNv4bDMJJSVioMcOsFNU8Wv6N2C8WbdGvxoFJwKQxKFG0nMz1EyvAeGcH+u",
-	"QO1PF5vtRZ1wV7R5c3vYHTW7fEc0saR61BadaDvsDnv8icdm4RoqQyDCL/MrbilUJtKILyvDhCZKiDKr",
-	"1qdPEifJTZnsdb9AlGOlGcTWdKsQl7tHgKiwjQsBon915OezXB3rQz/2cnQjP+b+fHjoR2wY+TEtPaWQ",
-	"j+nTv2ZlXIXFnaGDilnV1wUyf//qzJfnINKTNZlQRjqiA7wbZTPlc+2olz/Sv04w3BSJiahCFLwQ2lxR",
-	"TneK0uvWVPxc768jeWNmMCOmscr4tbC2FWqow2QuQxGh2YHtuqdyyMPrfsHIQuvB2ln6FfQlWb+Pfde4",
-	"qByDp56kxslFnPw2zx8yp/VTB7lhBdhGelUjsC7Q2qwwjnQvMA++YNPlrqZUjOaIsudOYcGoMYzTI4Cr",
-	"OSDy/3wRtO5d5dAyOeCxQj+W7oXtQFTIbS1UKJUNhjVxN5vR2s27lIqZ4NQjGDyfUBmTbpSKSqoogPU8",
-	"XdBm+ik0WwTuo81Kk6CtUTDOCb+sUKRlt+tjkQzbI/YvxuChPflUblzozL/Zhftvd4mhl2vlAD703sJ8",
-	"tFt59y27kzK8+4WIAoi0u4IawMfPl4XgOOPqGqmVrkRebluVtmAT95dM8ThaVw2aLKRTEXr/Ak2sQ4ta",
-	"UD+A6r6IoLqpVKFCRVS5aW3Bf83QMOMBAUbXVZpCRkFeX8pK5aWHG4ZYWszJXnlRURYJ7rEexfUd5w4R",
-	"TemBIrcHlGvVHS59Ly/e8gpljIfnJ6ZEQGuWfNLQNpmKP2Zj0699ytHU24YUgA1iP3rDPaXIj6Ln/iVJ",
-	"dJigwU2xL9LJg5PIbPLGwXqj9Tky9PlmzmeS1ZdkpFmmkEs2FNZ3ue58amU4R6Xddmnufl1s9UUpDhMG",
-	"c+PMCQhJrjJncn61RPV3qAAWb9rsrruvfnCPbcpXL2SBXlBvVkCyzZ3u9ThTlqyeIGvDMZTAgncNECwW",
-	"aZxBDWbP38Y8sUWsRJ/NpX3aA6zbJrA/1sHg0SfM1IynsR6wXnyt64C0W/2TVubDjDlgBuYzEDEBO1Am",
-	"qPwOl/pxgRWDMIYwmUKNJGwcxApwquEPTXTGaD9ZykejOES6yiyvraekcVIoOr6/KYH/heARVBo8Poe/",
-	"/vTyJ6Xxhxb0NMDueOh1Q+fpASCOThFkcejHZmc6W60SyfESCuHp4QLJn9Z6DhgIX63xGhpRV+72/O1c",
-	"7tKBdwszN5a884KUeBwQR6SZWx5Qrf+6IbbKYqlka9DuhPRMN8PgjdnIuYAplfPfB8WwAm4BgAJMoPmt",
-	"BVs40LdoISSK2MQQplYig9M7xhQAFokRn0+yfg7DQPgGigV/bW57zPfYtsd2PdbufhesOZ/FHnz+MaVO",
-	"rSCP3jYoSAijqSmgqCMyBFW+eTUa3TFf6kVqbnu+t+3teu3ud/eKJJWGvJa5wSwaPfjMLf+TZCdeALNI",
-	"YcLzrXA7LtW8MpkHgQKqIKhWWjhgkLx3LZaYpW1cbS0WOHstcNmLWcSXCp2A//y//hOoDti+gxax5yH+",
-	"OsTrc7gEgnRxv2rwPE36Ifmf4Y7VZzmWjKuQ4HqhcoAC5EaIwFEUynokEfvEkCAXMjgM9koMNQSJIsgl",
-	"QxpNtL+rIuJ8Xi0iHhqHtie6eJPrFrT5LWh6sV+ei+WCvvmFENdoLlTKCXSQVoiJ3c+XEI8dZ66cisun",
-	"PQcbSEmbn2Zdss9lcY8Y0fzFpnMCsdVD5LzWvqA4rAm1YrbM7e64Y2WxmYciP5YMicgMSNFqFidK2zhi",
-	"GP8DKZv7OF4o5tasubxuha8whJSzf4gVwgWaLI289Kvnd1g9OCq+XQJCARYffR9MeCZSQF9ThgpjbeQt",
-	"QZp3bD9PJYFgSh6XWxX+xzDDb80gNyGmyOcZaEJun7MS0Os+bw87hpui2eU7w+ZeuIvMFR2+PeyGvZ+L",
-	"qqJbrdbDuJxI1Ea7qPZcBIMiqLPRFHzJM7HgyycWjMr3tSOs3uYVrCSnFmI4TpLrpiH2uZeVaF9idZvy",
-	"u9MoltG22Fugm0R1lSyocbKQbCxS0aoEgH+PnXpl+/Q5qgtiaBjkfTfjb++yvd/vmoy/4mi/SJLrayFm",
-	"AP6ylKF+gGzWC8GhBcSvgCxzfdvBBLsp5TWPiFIo1RUzHERU+85D9hMKtrebbd4ZNne1INkT3VGzx3eG",
-	"u+FetC/8kePdsAqTV5sXeGD0XKkWDRcIYPCII/fKmqpCO7ml5doUXbm0RpugLOsdZLfMs236UAlAR1a1",
-	"plzyK1EJlEzP5NPtCIH3K39zIZNDPpkMeXiNGv8Nna8f/4P0m9YwiZb/28t5Ovl0S4haK9H6TqGmFLtp",
-	"o25iOBAB1uuGGB8RfhLLNV4ir5eWEGD7DaSBvjdR5Fho3YXY7PosMBIMspzy78aR56C7SjQxB5JIBQEa",
-	"z0bsvPwrEN3I+HQWsPo7GX800QrLg8CzTExnWYOS6817Kr6SPJunIuiz4Kbt5UmtQ67ETle//9XZ4VHz",
-	"7VeHnd4OFN0PZPBj3vtPrR9XOvGp9aOesU+A2LzMs2gFVg1TUECL14FEIhiqnadGMUwVLMZKhB+CRou9",
-	"drPZ8a+cpUlGTq5FMpB2JIpKFmXmMSW0IpVhQhtnasaBbQwKFwvofRCrwELxgdSrNYoFRM2+FyGyzsLA",
-	"FBvxFBVUbXXVV3fMJB6mHDiE+WSSLAayR3SMClPmiBqBOd2NJQsT8P9jS0jltvLpgcRvLxE/QSvXVWUI",
-	"tDte3VTmalVINtp2rXWJ9flSf5but5L7VdimFCvKNypof1MeiTv7ZRfn1u7N9HdT/Z3/469+c/+73/7H",
-	"ZpQKgKCYLRLcO818Q+nTAvCbIW5ahOIMnIW9s+f20Vt7/tnlCZv5IXDDbO6AKcf9lqzz8aOpNqban3bP",
-	"LvCUp9fGmU74IlEiKdbT9qv1NiPqtei9SqQ4MEYA6TSQo7CSGwJVYbfHIw4l7fvZXI0xcShz2qOK+rK5",
-	"exUrKL7h7N3FqX5Hv23q9bKkzzp+24F/NJ03ION6uXX3AhR9gTeQqFFCEBAg6jkgcAtJuRcg4UQEdmfB",
-	"rQ9IyVZ1LSi0A9nezVNnOgYkU/c4tfVzRgULCC/QIvD63b1C6ZtM2FyJFBBM9EmYcaUWiTbu+UDOkjRj",
-	"9Rw0t4GSsa2nZqfX2+7h5TnWXzbwweRkm82HkzhksdSHUmR9/blJksz0Fe6xWRrf8Eywett/ueex9m6n",
-	"1d552e54rL2v/7n3sr3jsVHo+/3+y92GR7ztafObw0sPAtnNSRLyyUDW2zv7rU6viy+IPf1C2wc430kW",
-	"h1wBt0sqIPAY5RAtXFqAY3DrTgSPgO/m5PymO5BJylScCWwFRQOrB/3+y/2dwGNBvz8ajUZ9v+/TL3a6",
-	"/dFof2gfMD+3+/2X3T29E4KO73d05+DvIxFiT4EHU+pWd2yHqKAKkLnrwW9sFpqeZxPX1us1kND1VKhk",
-	"coNsPcARCvWPU28FBX2eTqhcFFhl9cD4UotmnrHrWEYAcewweC24zERkSjvhMWzYNKnPFX7QeQtyyfVU",
-	"QzSUaw0ApQGJBY/u9+Nv3lqXrHmdWGzpw4eG3h0Q7HMmsvPDP1+8+vbD+1dffPXmzdcfDk9P37z/cH5x",
-	"8sfDy1e/Qwz3egB4r+lcBshBEGceZEPhgkbiRkySmTZ/GgOJSQhA7Y0nBw6OPqpmn1L/ADQZsIxEOo2V",
-	"ihMJx+3tfAiJgQAvnDDOtEinjEA4DPZx3GyzNMlEmCHOUMQz7g3kUEBtQVDSorXaVgj6BDAMm/K+hSgP",
-	"jjm3BbsNzOwP+g+tLcpppLLc1lZwUMDbKXzX+T086IrcgYRHqIctbYMGLRZsBdVDTUYUP4HZWMEVpmo3",
-	"NZB1bsvEV0Z7gBQGwILXr+p2o8XemIwR4r0F/lmEI0KSO6dT8F95RetoMCK3tgqY+qtan5qJMB6ZVJGb",
-	"NoadAfYYrodgII2BAumNUE5AkM/wwAvCr8FqA8c2qNbx1ynxCKWkL+LVGxiOuzllB9qOiFPYZVSVqZdP",
-	"j1HfNxdI3wEOWTqPPaY8Bsqsx7Z9/G+HjfXvxh5r+/C/Xf2/HZ+NYUtpjX0gEX7/v/9H22e/QfFELlV9",
-	"b2B6Z5JCag+IG5VAAXkh9cq6afQXGwfYIwKU4kSYaNUKpKKJDdFBt+3n6kLxXsZaXyiTiBLWg2hQbrhx",
-	"puZAUD2aT/Kv14OiPyUwQjIOx40WO3Z6gdeGcvktqHgcYox9FolojvsVMpDdZdc9x0EYhfiFYoEeLEBd",
-	"YasDCZqDK6DhpXkqoHKFazsTMMbL962RWCAdLDU4srIgMszl6Vs25jJSYy0o89/rTRixZJ4FNt+OdL56",
-	"8NXl5bleSAq4Uo26GkgXON4ymSdXD8DvxuyodSDePIq0IoE7Pl/oOhbcLJL5JDJyhWQPaoHZAupy5hAs",
-	"MSDgZKE2+kTK8kAQcNMJxO8bC+nZ3NqBlMnCywEXwnkK1dRWQbwTI3y1jnsgV+qy86qmtUjq2Cdli+gx",
-	"ydT0fSAxBBQxFQPCwMXdNfN6KbCgDL+xHs687JF7HDzzn7wYPhcjPwts+S5vhx2xPWp2h72o2Q13RHNv",
-	"tMub+8Ocb/vplsavmncVjuqHuaQ39SlvGo8vbUfco4+emOAA6/4ynfsgoWr9GvrozkZff7uf7n359Z9/",
-	"SC8X3787P947OT3/y0nSOeWn/O3iy97sq6tvf7tzfbz43eeFBh64jO/jbIwBnTtgoO2xdtEAeBR9Jgp0",
-	"Li2cuooK0Y/zuooSAD14IhABz3v3Ke1d10/mbCgcJKs7HiaZLBrPKULPoAcPDNAZ5OyVIN0dMbrKcP3G",
-	"yUWuqlV0N1jqyiwB941xs+bxNsSKTNKrJMsE6XlaxatyRyhjjmuVp2QoGlcEaMlY0CivtBiP4sgB4q72",
-	"vzQMPpjxPeQkU6nKrMNhTU7QPZXjotM8qiySv0s8/ovSfnC80XMWz1M577gg9z/v3npcfMciJydLflU1",
-	"WuywIqnOSde5JYHuS5H9Sk/Kv5NN8bNrVnfpU8/C6KkII0DWvr8kmvEsHFcgaEOOtDLhMIh8sbqNTAH6",
-	"pUPEEThvB6yurcTpLIMSUH1sUlJV4kw/m5+TgJhn7x3tKfWg78YtVlUHQoAl6NoWo0IC+xutH1nqX8Ow",
-	"vOLFNgasmb8XysJeWqeyOsjfCwCytaBtgR7G6lj1Es3Ra9xosa/FUlmeW6YyvrSlCzwl9ocQs9YfqpkZ",
-	"S/1n1dDezSL+a9LQHujXK14MW1rqr0jyhwponOJftPdt65d/DcKhggMaPaMsPtckPcB1gNL9EV0HL/Ux",
-	"vBtonpfSEUzyrk0ZizPM/YqVG9CBzJrFmGcIWp6pwrV+gNh8CYR5UACwRIpGi3X8Tp8hts5BKT0Y/nuS",
-	"5wiPkwXEaIEt4yk7Jtih4xTHVJgcJ53NsBLRzUsGxwslvfbZDOPzPPMo1o8ZDm54H103DrKjBSRz2BBL",
-	"1bKxvPqVGnydB9y+J9GmGIgbXxGQDopESiZIUIEZSAuGW/4ZJurqEQGfyqKSZfqn9UeOshHMyaMKRkre",
-	"6XZ+pXhPG8+HlteFfIRfL+jTHZcx5tewTKgMr8OHX8KYn9w0AbV1t/GX8c1K7hVENvFFz0Ix5JnQWPIB",
-	"jIfiYw7VhXjA4uMsTsURhkxP5Ftco6DBipmklBWsMH3fpuV7JlEk70HOvziBq9zDVCNhLtgUoasWcRaO",
-	"kXfS+C8niUIOqzyxDk8cmPaI7kRN6d2ne6Fa60bQZ74xq01nTP8wxcYjIhr6rclMvoaEIDNXq8M3YzVT",
-	"gBrOk1Y7jE5ghhoTAWpCVZitgfyMPDHct5j2VcwOAx6avDyJxZLNdWfd+UdaUJ4xmUByj+KLhsOJcmuO",
-	"GLaclyrkQCSlOV6TGXBQbOc2spOy3/zWBLAK8GfoKQkECj//IlWsp0SnsskS41VW3Cc/XV7ZtuhE7dAf",
-	"Nvf53qjZFbtRcy/cGTZ7vDsyf3vaeWXVsrTW9+/rDsFNfkFVhVWKyVfJgk0SkleOeL4WYmbrewBZDB3E",
-	"5kQGP34K6KHYwZ2sPaeQ/SrTcPKTnasYz46z50ydn0vDx6u7wt32wgTb71L5oSvpTfU1f1qukTJ1WE5V",
-	"FWCeRmI2SZYisgCwaQ4ZF6tiPZs+LVS4df7ui9OTow/vLk5bhVO9YoICUASNYwUn4iOFlLg0diMqzxLK",
-	"v5ViWXINyfik+sOPtkbzWizB6KOb7rAAwFpBZHFiIednJWClRh9VZOExZBxMBY88BEh3oXc9YmJtsbdY",
-	"TwGAY6pv4PD/+X/+ZwEPn36GEiFLkvJy5Ykc7d0Zzgr40+qAXoEJYYqxswQpMZG4M5GEcdRnik+EUc0B",
-	"oofN+JWeBj6bpYDcAxTzIpzE0rDG4IXhTu+RQ8Ki1tCE5JyhJdgnAtRNCnyiLxTygOolhyDs2cnxC8Ui",
-	"Hk+WbMizcOwxKYAShboDXRsJ4fbrGEviqrr0XhsAFBTpF4EAvQKpjFeAxKIiO9T787vdxD9d5ycHhmcq",
-	"z5e5QgnUphwKdiiOSm97iHe17UMhE+7sYn1zKbFmBW3DGTr4/6oHLlJLUgqE+9CEB0cHu71hjZzihTO2",
-	"KohWGwc4KzS+DOaYgRwzhcW0BZ0Pu+hBa/ZWvmsmCZUPsrrKklSohvOlU/PHu79zdnKsWN3S2/IQCBJU",
-	"NXSV28ZZ+ZWKti6o4pHp0y5Fql4wbWuTyR6nwKQwSiZxApsgGeU8u4UKybxV88WKxk7jGwHQvXh2C0C+",
-	"iigEtJxHmz//pIPs++m7T/8rAAD//w==",
+	"7L3rkhs3li76KgjOnBCpTlJJFlkXVnT0lG7tsnVrVandtumtBDPBYrqSAJ0Ai2LLiuhfO/bvmR/nDWa/",
+	"xz5v0k9yAmsBmcgbySqV3O5zeiZmrEomkMDCwsLCunzrYysUi6XgjCvZGn9ssQ90sUwY/PtsuUzikKpY",
+	"8HP+lt3EbK0fy9ViQdNNa9w644Tm75CYkxTf8lo3NFkx/faU8mv9XxqGYsXVCyrVc7FKW+OW7w8HLa+V",
+	"ipWK+dWr1WLK9ON+v+/7vj8YtT55relKxpxJGA6NorT4zxcxZ33dZOD75AmLaEouVMtzfx60xnyVJF4r",
+	"jJUe8lux4hF5K8LrltdaCqlo8kRErDVuHR0fHg5bXksqqvTfl3/RA4im9BVd6L9t/yljipytlGh5Lbag",
+	"cdIat8Sas/Q/Qv2GhBfoSoleKBb6Ha5itbncLHUnSRK2vFbCrmjS1C15y5Y0TsmLF0/0EOeC69d+1x/1",
+	"B6PRyO8fHbW8lqIfziOHlodHxyctr7VmUxnD6OdKLeX40aO6MX3yWvNYKqHX8IePLapa49bAH4y6/kHX",
+	"H1z2j8aD0dj3v295LS6gt4vVdBErxSIiOFFzRmR8xburJVnSK+bBXywiLGGhSgWPQ5okGzLdkJc0jSk5",
+	"S25oyv6KtL3S/UnbX+uTVx7A8NI/Gff94gDe8Yil6zTWnEKkoqliUc/pMObvDet9+tFrxVFr3Jr2w0F0",
+	"wIbd2YgedofTo7B7HJ2wrj/r08H0IBxGI9bycOkkEILjipQHjW/M4+UbloaM68Ee+j3f15+X3FmE4cGg",
+	"r9cmVgn2w+mVHu+CAWvrqZpPXIoFeczCa5bW9z+s7f/46HDk9m+6/bGODF5O47Mt67taRrTyirsCnz55",
+	"rSc0jd7QzYJx9ZbNVjyqkwKpuGERWdJUkRRfcoQAXei9r78xwonhA+yN6dUyEw5pGj1Oqf5E68+xpPpR",
+	"yipDHPT1EA8sk5hXHm/MnnosxPU1Y0tN/JgrdpWCgGp5rYiFSczZW0al4FY0RGwpZKzOI/sA+Mewz6w7",
+	"8g/73eHR4Lh7cnLgd4fTUXgYHbHj2YkeccxvRBwy3bh1EJ6ww1mfdo+ng6g7nI2OutQPh93DPhtEJ9Pj",
+	"2REd5U0yiXf+6s/dPgrD6ximnlEwyVe/3+/3QXbcsOTgAvhkRhPJvNaCpeGccnWGIhaGchQdaD5n3dF0",
+	"GHaH7Jh2T2aH/e4g9KPj6REb0v5By2stYKrDk8P+oX98dHB8fKxlDt2w1JDyKeWUfDuP1SxmiR5RakjX",
+	"es0ZCed0pokcxXJO1lSSlKlVynFv4iRez/Tqms2oaeJ3h4f9o+7x8eCke0BzakILzRKakMMD3x+dnBwf",
+	"g7ST9IZFmguzKWshvZKtcctyXplRL2jCmtlU0oSRBY2YlWdLugFZVsu0fd+/F67tH1/2T8bD0bg/qOFa",
+	"y4t7M+ieRP0iDKoJ+JtmT6RTzoL27wKD9QcHfX9UZDCVrpr5ayWVWLBUf7XEXCQ0v5F1rOZEcEbEkmmd",
+	"CEhJKI8IJfAdotmlwGi5YlOnpQDV4CvvLjSFG5SeBLWd1sUqVowM91NvtPJHue47IyJ5QhVL9a5GDWQL",
+	"J1v5a9WgiHL6H2vbUWj6MXoQ8mz/xJ8dTP3uMBxE3SPWn3WP6cG0m4lU6k9zBnyCG7Dv2XOzstxaPdDL",
+	"dI4NJLkSRAlilE2p9zWdJkyLI70cj2lCeah76h8c9kZ+rYI1BCZL2Qz0AmScjEFQU6jZ8OzDMoZF6g8G",
+	"x3a6J7Q/HYQHUXfIRrPukB5Ou8fhUdT1WX82oAfTYTiql/LwvW3CA17IDrwSXbRKoOiHZx/YYpnvw7qz",
+	"vrCQLou/iKUqs7gWkETMMlaXORP/4HCx0bf/v8FZOJk78k5LsQ+qVeKeO67Nj588y+VP9DiShJX0sOyx",
+	"FToNGljhMHtDY+cgazrgptncs+ah/VpxzKNL/3jsZ4qZfWkP1ayWG4aX/VF+Gdhfz7Ms+sRyoWFK8/iZ",
+	"YSsrJ/5jmsZXcyXjiC2T1WKa85ZtcX4LHrNt3HPdPnuDLFN6WBQ2EUviGwZrivzvtaIVewpyG9+Y0Rgo",
+	"rzQTydbYN5vg8873AyOK3rJFrNdfLwV+r+ZU18fNuWILw9L6TxxIEusLP1xAx48e9QdHPb/n9/rjY//Y",
+	"f7Skm0ffqyH/0/H62SD97nB17os3B/TiKHrev/pq9NM3+habCDQo2FVOVmwqOGeKPKbXLN2Qp2LNlVjr",
+	"hV6whbCjvH9FI3ZosETF0sx3KSz1zK+pmCZskSsaQMJ8TbMHSES/KhRkOGfRKmHRBePOZyXj0Zti55Jx",
+	"VXhB/Tmm2Z9Wc8n2Hsh1KzpwBxUFx2tHUfGIXj+iO9UXeMt/NUqxFYJ3kyNZ84IcMduiLDXM40YB4Q/H",
+	"/ugzBcSWY6okNLaeRZ8vL6pHUUl2lI+bO0gRQ79h98C/BGFtBOyXkSuDu8oVME4uRBSrjdFiRwd9H67x",
+	"MkzjJazluPXEvYWmjCuqJ/vzioLlTc+25bVWPFZPhATryqinR7sSi9a49ewMzCChXq6DQ9/3Byf94WgA",
+	"1prS1y1d3W8/NVQGBV8ytVoWP91v/jR2B5/W//yUS9HBHlL05/6fj8K/nCweH/DvR9cvjtdvB+q7w+XT",
+	"4fy5/9PFnaRo63JO+TXZiBWZiVT/NyXWANtr/aPka+vN6+7R0XG/9Y8Rsk2iJhO72e7KJK/WFl2hu02X",
+	"ju3FpR1rpidiESuS7QGPWKogf2Wz6RRVbyuUj+t0u+O9hXKdand7kXx42e87KmBJJD9PBVckYvJ6fzUt",
+	"WcWyJ1LFruh/GAdFT6RX9yNuX6xiSV5D56199bRcot5ZVTueHbHDaBR2h9MD2h0OTvrdY3Y06+pn+tHg",
+	"pH/cLFKHtxWpe+pmX10PFq8Op3/2w78M//rimF70o+ejq69Pfv72gL09+g3qZgW2G4wP/PFw+H3rXvSz",
+	"zxAVxS2wRVToaaAP5F961b/0qi+tV/3/VrW4J2Xi11MeHGvPG5oaKeBqEPppV88yszCD3ZlahWG7wXm7",
+	"sNnp78jFzb+kzReTNtZ4eB/ypv+ve9y/7nG//j3uNj7U27g093Q7qrmIwBAG0q+qMRY9KjvcijOWMpB5",
+	"t/IkfvpCV9l/ChfUZ5yXA/+y74/7g4oGbT0quQKdqveoRX/yWi/MXsm2RCUCIFTxDSN2T9V4YW1M2dDv",
+	"kyeCX+ln5OyGVcLKjKO1P4DzD6XE2UqquMaZMez6IzjlDnMZnbm2zFj/Y5rt7ClsbNe7NWLHMz8cTLv9",
+	"aEj1lTHsnujbIj2cjsJhdMAGM71mfA8ZIdIryuO/YlgfHPezATuIhmF3ND2k3eHJ0XH3mJ5Mu37Yjwbs",
+	"YDako2mtswv2bcnJfOT3YbuELF6qJpFVdEO73nZYHohxWrDv8XtnC5bGIX30ZB6H9ErUBi0Nun7/ErjF",
+	"ODI/ea05o7ihPrbOI7ZYCgXxS8uEbtAAXjwAAr1dgzFEg1Au1ywlsSSUpNCCiBmhnDCaJjFLScp+XjGp",
+	"UOeCeDi6YCTIvhNuut+wTdCDTQn2Cs266YoBbX5exSnLQw3COVtAOAHjq0Vr/AO++KPXUhgzKJXWTJC/",
+	"YwymLA19svL9g/Cj4U89Vj0mzj4osDN9gt/ZKUlZ8vtJSz+ftALSfvv8CTkeHB93yHrOIA4mZTjprOkp",
+	"oVPwBZg4GS0m4Ifi1HAAjYecPg+6hmbyD0m8iNXvByPdaHAYrlIp0t+zzdf++U8ifvnT2ebVhb9+ufE/",
+	"vHr+pw+vLsX61VOxfvVnEb948vXy+yfnh+c/vfrp9bfvBt//9Hx+zv262bVculbp+JapdHM2U1ool6l5",
+	"wULBI0mUIGsaKzJlM5EyotKN1k3oFY15YfLDwbY1XcQ8Xuhl7WfrCSosS5FLlzSlC6YMoz4BYlTH9HpJ",
+	"f14xAlFAseDAjSb2kkoyg2iR2EQypewmFitpmPiBJIHmmjHBNfr73/67nhtwu/TI60WsQG3Qnc3iVFpG",
+	"iAThQpHpKk4iIlKiVYgrRmJVZIXPWEjQPFvj1s8rlBFGmiGHFFZ0QT+8YPxKzVvjUX+g1RJu/+7X7Zsn",
+	"jj5fpu3lnOXBO3FUnM3eUQVwFKl5Puo42rrXZyJdQNzragVvVsd8nsdt1Q3ZXvvKI95bxb//Eb/QG7s6",
+	"2jf0ihEZ/5V5pP/3v/2X1gTJUzajq0SRwagw+sGongVAZBQ4IMIOsEk2tJirA31JWNAPZtf5vrdzD6ZM",
+	"LgWXGPT+mEZ/pIqt6QbisQRXoIB9bDmR7o+M9va7nyDWrBg1v0xFyKQU6TtOb2ic0Gk5ElErcSR7jbA0",
+	"BfbONJGIKVQNgDWLL0dxBNswZQtxw2CT6jdOSay06L5mS9Ujl/oeowUVSfS9tuccsSN/kEcQlwaycgac",
+	"UapBqCMB5KMpjbpXhl5AzHyJ/j0FBfnfHuUZBo/wV/nI6n/QpGY/FgeG19keeSXUXAvhNZVG/ERajBnR",
+	"DHMla5Fey17rk6dX8i2eOXdcSbPFnmuFVhaX0GxOMhXRBrWARSylHgWodXCLhEsgUXOqrOykUUTgYlld",
+	"6ufxByNx9cdIEksFgTzIHcb9w3gEL1n1Iz+M4CWYZtHM8UNrsZL6DCOU3NAkjuz4TLBWflf9oQXnO4wZ",
+	"x6lPwJN+z/c9GDwoRnB5I8ZsZBv/0P+xl1+V809egRKsTxLKid/68VPOhkO9Ly0bnnMcmpnW3rwHrVCP",
+	"12y0oIkWBCw6L9nKXtofiBZd2UGJwu/LLYX+QE9r7+4igPD80pQA6fnGahZFYoCQJmKltBKR6j30RYkA",
+	"Q+mh/HYJochCSEX0HeLLUuM+RNIZksEjMBuS6WweMFH+t1aLUI8i01Rc6/VOVwkj7ZiHySoC/ZEsGrmx",
+	"0yMBUi4gC7qUhNFwTsRsxji0NYO4ZhsWab1PK+ae3qWxkmTBpKRXTPbIWSIFoSiaQljnmR5Y/l2jy6/j",
+	"lJG2+WJPvx50PGM3tis60zOLUMJNhZqT4AnK0S7qWwG8H1ymlMsZS7vPeCj0WIO8Y6NYVl85xdNLXwxD",
+	"zB/T0pJxEiZCsqgDQhzk2CW9Zvz2QrzA0Gdc6AtOruqJGVrG3PswmVMYg5GSzTbiU8I+xPquf3Ue4bip",
+	"yrpGlcb+vL8WmW+CE+eMtuPFISkgxb47IRR8lsShat3XwVwgFk1SRqMNEI2WAuDVPJZmyG0IBU4NG2nJ",
+	"k7IrfcArQUIqWWdMgpxcQYWcDySJI+DzlWTuzYNLxWi9WgC881yk0ziK7sI6ILu4UN+JVframXPZoIQ8",
+	"5VIFRrvzjDnTu5ho8kkieLKBLSzWvNzVUqRqJpJYnMLkVWkJ3sdRxsdKXDNOrC7rkUN6ND0OT9DS1x3S",
+	"wbR7bO2A9rdegesOcq57JVR1d+zNdrOM8JqL3C4uVnLJ0PDrEjJ7XP5evU5c4MJYEmmbn2pxomioiFwt",
+	"Ne0aJ+guat7+jjNcshTUP8HfZtenggJidMP8vYapxTKTvJyxCGVR3iqLBuqhfdEj63kcogXq7M058FQk",
+	"mAR9bU5vWOP03+R9Zje+u8z9vuSKHnlCw+vKjEGOiCVDl5+hSjuoGb85T5CaRF8cy511vMoGKnAPaQf1",
+	"bKHPRWMRgQMfO6c1ux91XbyVJQnILr2r20HthgrwjHsl1HNh0irvJqay5jnPvePXXH86jmp57ZXIPMWW",
+	"4/axHKBg00viTKPIZcOiFAHj1N68xYXqYov74a1XgshVONdiUazSkFnBnK+OOw9yHoH1tLquklwxhTMH",
+	"Uy8a12D13tBNImh0KcQLml6xOy6icprni/hY63DihqWkT17GjxsFol1C0PkqOrZuWlijviMJ3rpNlRAk",
+	"gWHsu2BLnH1XCdHFlvcnFAqz0jyXEQIIb0Z+GS+YWN31ji8TsdZUrqG7/sneXvGWQyOizNf2WolQs0q5",
+	"G8nSG3Ah0Eg2mDSaL1b5NjuuLmE+tv3WzvTete2+0MptocIDWaAqaR/4RGbW5/VcJFlfndvRirximsoU",
+	"sAmM90asFL1iY9Quwc8x8g+AlS5YehOHrGSxuwM7rZpsfk+polMqGVnxVF/rjJGtnokkDoeElKOtT98D",
+	"tYYY2V5+0nuci3WPgCuD0Jm+fsK/u+DXIBLdGKdaMwdlAQxlsb3MZU6rks9K0wUSo630EDxkRQOiIzwM",
+	"3e5kOXTb3B/n7U860kaTaSTW3NMHhKKpvoLAUW/NrMYTqEkWc5fNHkhgWgKWDYc3Y0kSNtPaVzLrRoKz",
+	"sV4AvLCwGM6VOV0uGUdrymyVJPp78C1FaJIUVzRwljTYe00rjsjaVfUI2AlMT+u5kJnnU++wRL8XUq6P",
+	"EnABokVZ0hlLNpojHAerM8qm9TNvP3Jcb7CEl0K8pHxjZJi8475LqWJg2Sqr3m9Y2oWrlp4jLBbyBIua",
+	"VXCrSsOs9ZG4oHxjF14ai7NZoL5ZlIJwHjj398ty+/3FM1Wsm5hJ3dMOKQ/GyNp80j3yLY1VPd+BrUdZ",
+	"38L9scA7TldqLtL4r+yuOjCEvpTX/hJuxCKJ7MHT98ki5ivFZP2lPAyZlHiRlujqzlucEjFVegNQwtka",
+	"EvxnqViQN68vLskjoWfwCFoWj+l+zglu98QO+BbSMqeRJlqMxtG6GRuXg7kH3rA0nm0azxrqjspIzSnD",
+	"VrE+YD932taK637o7tM2bpbitF8JcmZeM2Y84LTaOV9YfcEYagsNx+QxoylLyUwkWmGJyHRDqCHOLedt",
+	"L/33M++U3YjrBgafgcEWftdbuHGprVyD+JDYrjnCtkBrNDLZe62WBo28bLqyw7rjvO7pildlsB651COV",
+	"YxLUrUPgkaCOL/Xzum0Kz4tTDnrktbsz8P22lqeF1fDM79ds09kqQL/99tuuZkbGlZZ4rN7tb/gznOsL",
+	"rFYqIIrn8Gjkd4pxAObFlNFk8ftJa0k3Kft50vLQgfP7iRUg72Hg2Q/vnU/+flKVEIYgEGHTHCtQjg1A",
+	"KW8cup+hXoc5wM8rod6yhbipqtpv0TWehcKDBgYOZfy7+eC3FhG9JUBdmm6Mdx2BZEhsQr5QCuifutYk",
+	"9+hjHH16ZN8zpumCUlBxvNvUvlzqolf/NtvJpammcsH/+zKWC6rCeSn8ABU+muV8j0mhlVYWrcM3t8HX",
+	"Uq2xHVr+TSBa5hnIw+qNCa3d7GHpnJKE0Rumac6Nlmz0aLfPZhIX/SZRPJshYsnnUvYrKi3aTOmKxxKm",
+	"6ZqNbazHPqcyS/JsDvKwg9VvH2Tvn6JvoORb0RflLG3UKOgRfDvaTY3ScO5KjDi/YHzDNm/ZSlbQSIDL",
+	"xpX7ZQrv2mwVXBYAGxDRpnlnlnvROxT6iZ24xMGQzMUqlfWdm8PNCmOCklr/ZejRSDzn4+YEgOnuSz2H",
+	"Vvoq0jXNjRKXJ1q8a6ShjfXi8F7mdzOj2MNHUvDU8VJ/LCI2waOZBFtHcFcuKiUiNAdMGTrolX55/vSB",
+	"zAK4tcyJuYnqFmnBk1NPl6yl1YJenj91ezkt7C0jl004N9EfVI1EemmmY+Gn7mgWKVOJC2WgfepCyfQP",
+	"OYdARpiWlBn4RxMdsvhBma1m1sjIHQAwEymAOhZyzTKxk7XYyTgOLZ2hfQZJtB5fpYd++pnU0I32JoBk",
+	"XN1i7hLVj7tO22gMr29YmqFRFTWfUKSRq/ksIHTZGl1t3l7jXRDDu6wDIW/se1rQhlpbMREixo7k9Ko3",
+	"FMSFNdLjjU1NxM+AzQuvWZ9BkxX6uewBt7eqg3EbMIZCTEjZQ7j7zK7tpuLr65EXsUQfoDmg/vhM65AW",
+	"S62RataRZ9/8fFq9LIrdellbSRLL56kl5r6UqnazT6ZZzbdKPsdTIhlDEloQr50UXJTk850ped9uEtBm",
+	"INtLCRGR6Uo5MiMSnJ2SACZjwq2QugGRdEPW802PBHoeYOUNPr559/jF+ZP3796++LRLBwmIva6CLlUx",
+	"G3tN3RUIEqC/dB1LBs6Ud9wEX7DoJYtiitDXd3Vtfy3LUTfonANBAvbLBdj2txt7wBGllR/nw/qDRbfo",
+	"yOWZbBJkoWdBgFX255iseRead6Hdl/ONamYJyrMLeq38gwjpnkONlkMcMZHLRgb3SOCmuwVkQTeaG/VV",
+	"rIf5i0uWqpjV4LFXMmoQ3Nz2XDBTlFFMS5aDctJdpetVrJhHVjxW+qCeJULAlVAPE7UDNE1UusWEvXJ3",
+	"T2K1KY6vgMRa6cVNfqukPSA9QxGVkqUsEmulN5MTVyWfPsNESlJ2ZaIt8s4gf66aipGbZn4oLk6JoIYQ",
+	"9tuFGeUZaGL6E8MgQqckQB0P5RLWKQuQAZETNU/F6moOEkcyE4FRhJI38Zf2dy3lpb5GtzH6FAV+3rk0",
+	"ErHyHMwxQadHnq+ShCj6gcSR9IgUYUwTIlm4SmO1MfcZ9GxMKb/OVPfsh5QRqYS+JDEeppulnod+mzP0",
+	"4iPetVEY1ZzFKV5GZ1oBiOKrGA+m4n6xRRG2CQCH1I/166VqCPs2tU1c0P8aDrtixroiPfCY6BnEqVSn",
+	"Th6YPl6yxQw84zLkQjF9EkkyF2u9VCFdsDGZ3LlowEdIXqQLljViKUjf6NOkBd7ZicuHOX9NWnCeCQ4a",
+	"HwaN6fMtivCCEiMcwd60+wrp9QzQlz9lu4GmKYW/45rULHdg5dSsPSsS7Ei0yksW1NmH8TernlmGIe0+",
+	"UYIMO541mIg0Yim5im/Qg3Fb0rzWn6mjialEsHdHwHrQ0C1XUJ7ZtyY/tSBXtNaUtSpSuqHaQUbZiCoG",
+	"YS915HXSi8vjeKF3Nu6Thg8Wq1fs88GStIYlRyoWieIOzBEFGTt4KFXybb5Dfj+mdbnEl3ChcwSh3lEG",
+	"f172iP4ZYhaKchI0kIJA9PKw5t3isFIbppbuTheWv4ujKKVuImDJkirFUt3J/5hMoo/DT/9et+alIjRN",
+	"VHkgiXmTtM8en3XMhz3CY86c6Tn6TVbNpjKUk7qhlLihOC6vQqlda+wcGNUZ6c0EmXMZOEi+vnhi3m5d",
+	"SWCq5eiLA8AFmNPZlKXZT4ncKTzMa25xnvLsnoqYX3XttLpUwnlyio4Em+xOoAwPnjQxmpOLa1dX8Wen",
+	"YmlgHcojsiuB7ojid7ZVD6r275QTqmwTmBBciUoHgAf72HySBFIk7L2mfhozJaD4DKwZTZWpRaP/TJJQ",
+	"/ycU6VJg/HWgT9+AC339m8WqBHCAxY0qI3aqHdUPWK/ADsoXiyJV9XDEpmgkOvxe/ESpoNLOdS1VXNpX",
+	"Qpl91H52/krT7uLiVclPayo37SemsvpOjTM1bxS/sa0Y1M6plyRSvpr5/itwZZlUdnW8DL7KziK7i+wS",
+	"YwVFrAqOwLWKnmuwJtrTURVqZM2+SgbjCjwkoIoqeo/nvq1t9bESz6CysjQ4oZLcQpAOXuHophpZO1n7",
+	"jjpbiTGszkKVLdu1Y1VRh6xq0ByV2OyM33JK1V/nPlMb4bWiCu6RVUlVLhbWoKy71b0+tmiSvJ4BitM2",
+	"ij9lYbygyYXp6seyGehiri+nYkayT2jlfomf8YiPWAukTUmEPREcFWZEUEmCCRYym7RMIkqh3Ni+Eq5+",
+	"DYpUMpXR9hNyxgRX0Vj0YzCDiCTL43BhzdxFKVZe2yXTOAox/HDNkhUps4OtL+xuqrtjQ6xWnZVkXLxa",
+	"B1klN/0HZD29j/lMBKSt5mzCTUsTq0LlNYvghF+IlHU8sARC2SLd2pSUigLSnsWcJh04xKeCphE8hA6z",
+	"McWSJOAGxXd7Ew7iHZGJ8rp9XqHWXD5ALQBsyaSsmpX+p/mepl6+UG4fFT4o0/QJhvw/u7nVLoLXH1PJ",
+	"AAmwuNPBbry/3MvvuzlWk3vKgAR8bzITihNtfm0XbxqzMwy1ynkVoRA0fikYkwYDHcQcQdkkE/mHp2nb",
+	"GuEkSgd3PSwf/IYXI2PV5oVwuPkLLkK2rRsXoGDJyKykrh20ZCclbWvXggDV3NjVOSWBHqXJoi7qMlSZ",
+	"lXVETWWVnRp69aoWRVRRzS8QZ7cQnG20woJRdmNAnXXK69GsuB5pZwX4wKiAsgHEETURdj3yDFA4rzET",
+	"hSZrupFkqcfIwRYpIAvagVTR2gFYaeFSSSCyzjXeoiKAJtzcSkumKbixebSPeWJh3aT3c3DnrnaPqLWw",
+	"x7P0svkCzteNJpihywNJlBC4QmUEzfsa1hms2wOZl0nEb0siBZnRtDjYU60+GO2h5AB0oCk/NoD7PJBm",
+	"BdrBn2NJ9TH1kkrFUv1j4JG//+2/O+XrehUESdKSt8YAYe72/uTwjI23gPxzmBTTZGMsoWLup/qXII6r",
+	"npRs2W3YsWPAQKctbLJ2Ib5ySeOos5fKXyozWSXCBmJdqcy2KViOlwmNOVmLNJJmLCue6GtngE5UdEFn",
+	"CseeQ8mKW9Zxi/kZN71kSkGBM0XatFzPEzxkmmoepDeBtj+lKpxbQJFsyCpOAGnExLLgpkOq2rEXIoZ7",
+	"NVb5nfNC74Bjj9wP23an9T/eDxcOk8ESlgczK7HWc3Jlitnwpk3nTkhy+w44t63mn3CApSvNsNLodpHm",
+	"HFbf6Nc/uUC2H4tm2H7Nou13IXHBhT/WCk0MR4CoHs09XWhB2i/gPwcdCFAoENdgFJtPTYVIGAWVpgab",
+	"uW6VX54/hRXGwxcVuLJreE9I553rtyhzcgn+uWqNy5GU68YOBldr4NAcSSU6osrFeIvTqVZo3LUD0wbp",
+	"5khXfMV6nTPl7AoDz43AcE63vb5qa85u+a5mmoo0v5OYsUDUdZTOjjCYqUpjdkMTkmFZFwaQCT47EkcQ",
+	"FCGud9uTcgzshu0COyXHLgGGMbUKLFfst11s7M7eYuICG9R63UDiZH1aRatQQrkszeo2LO4YVw1ypJK7",
+	"O7LFK5/HBZHj0tPhrooemPG7e6S6qk5Z66izYziUOjOH6698xXPvHzVXPE3U9/ZYziwNhSte/Sv3fcWr",
+	"/Qpc8bJT1z4t36uemq32G6ZsZrhppqxj2/mClM10SUtZz70uegUVtUznb+K6K0igewlMWn56VXdR7ZEA",
+	"+w/G5oTF82lKw2t4s6R69lwTGVZGNxX8C+QzP1XkpTNku5t/w6yRWoHTzBppLpO+IGvYrwBrmMQ7d9uV",
+	"TSHmlba+FwRWjma/6sWpWEAusuOlauCx9lWRFkysU7QvxFKuEBCycJc8zd5FUR9g5NR6vum4TFRnQi2b",
+	"sRrEmmciuDOGyhBwaRQBejhN3jgMYo7WmngHwB6akQCTHcsw7kHJVGOXFQPGrI5ABGDg0mtGAv0s6BGE",
+	"vtPXdw7Ykjnq/ND3DbjlFK6f7YmNWEfoy0mr4xl7TnzFhb6RkzNE2uQItJl1AwpGBqaZdZohmlr4zHsz",
+	"9tRwq03/wB7HJThcL8uhGGT+mWVCQybzX07s//ROTnoELBMBIO4GYNpCoaTmzGA+5bC9sUJDTLk8UiXe",
+	"NcvMxDd65MwOyvdBPtJQmeSEnPkaayw5sOwD39/HDlNEK24cHniOxxDZN9Uzt5UO2lyQKJZQoUFzUwcc",
+	"LHYKo6EzBROtGIkFjbmBrIyE6pELjO6kPMrchYR9oKFKNjnIKiU/r4RiEaSPJZAQRNrBpPWht5m0spqU",
+	"oVgEHYJgrwVrI2Thajq51fMNE0sAweyRV3bLGNcWMpgH2QB2c2X5n0GexhKMzdZC8NTaLdArEDo4NT86",
+	"nXhZJ/TaAOc5+JsYtELOFZnF3MASGkX4gXSyU4FDnV5tZHoWZ5gz0db6W9ktyIYMuJw1Gu7iLK/1oXsl",
+	"uo3sVnerfr1E2Yje5WxKSpBpnCQeoj8ExZydQJMEY4s8u4U8BwEcAh/ILE4SY7k2LtPcRkNVZru21m3c",
+	"1WjXVgIzX2wDYKiizc9Q2Dh5OsgvNF8FXHEDaZejE+ZruxOe1bDUYECC+qTqAOCPavKoalH2yN//539i",
+	"b+XMJn04mGojKZBkXGK08qRyZizBppaxaKmyWLSUb3BWHmIia2bPQE0avmZD2kri1AS3Feq6BaTNtC6W",
+	"PzZQnVHQuVNliVvbA4pl6BolKkQy7CXtK3aXO0v5N/VRWtmYzHbROhP7oIgtfEfaz3r9wyFJWSgWC8ju",
+	"7eRDPxi4IydvM0kJssj2gYZp3W3QFAYGVficuR0M9jJe2+J85Vl9JdZ6B5kXMrtWArVYAmZ2ZWoGdWrF",
+	"74JRLu3vRVlksEQhUyMiy8yM45UigwTXj2JuABO1AMGOID8K4jYCW+4O9Vcbj2nVTyt1sdiW/rWgfNqf",
+	"byOE7QeBaLZ8YSVsc8VIRBUj7e++++677suX3adPO/rwhYe5UGE8oilpBwP/oN/1B90DPyhrkIH5SHnb",
+	"5QUTy76avWz6ZVN2vcZno4L7f//bfx26SghkKv28Yi6gXEE2gnF+ySw+4XAwKI3fsZg7vHo43FEDJyvz",
+	"sM1lAK/gqEe+n3EG7EgIN0MVFA4ohNKVqwUyGdaNEDOSihWPuoB+t1q2bVUI8v/838RWT/TIwCi6HVRb",
+	"2c8rmpAA1eTAIyyRDFbSKi+o8u6dppBVXefsnC9XcKNd0A+mGOXIVIQxf/YbVz1LacCiipV4sJQxlFNy",
+	"rrclHNUOLokrW5uF665KjQVRu4+svY3/AFUbIviYUE6COApcLcem1Wanu5P2u+fBXk64DU7zbiAnuwa4",
+	"IQdoMN19GadGXpSxkre30oOWNkXGhLNly1nYz8Wx5dUdS1tzDyN+Vv6xWS+1Ferw5SKyjuB1apDtlthK",
+	"jEQrJ2Q9jxNmCgZFMeTwRqckAEtAMM5CJ+ErdKo1QlcJzUvCpebQGhu4tOzaoj+lFSjGoe9tfmDXls9q",
+	"zXV2WFpXK2jPFACZJBypoPUCFCxHIE5LLneUGVQstOBijbZERQIJBSoDPEiRMNUrC457v3nURRbkK4kx",
+	"BiIfkNUMLHCU3iBcrMeEIsqoOSpmK7VKWW4foGTDaEroXDdpV+SmmVXnFG4IeOWTAJCBNEWtwJJTizFI",
+	"taSSBKXSnYFxmseKXAkt6FfK1dULBAZo1SwsgHG8BZplbDiN/f5lf+iUL66LobhdmHqdW6bsusn8O5kw",
+	"KKnPVQtK2WRRVm4djdAcHLm6Y89gw+m17hcHxaLsONsGUjEm6zmWgckASvS1Uomt8VSkXTTTOdk5UIoG",
+	"ddRY7lBazNW3+QaJYRbXbKnKhpU7JwFZQjnJQGGTkaukQ1tT134mrXsJJcqvoyYWY2sk0e2SCBryjS5r",
+	"DDieS/Y9LTENYS0NN7g4wkSjgg1IZOgr8l6uwE1a+RNruK1exADzNtsaqoS4BqFN+g30/BYGeVBTXbBc",
+	"Q9BrSBkorUE1eeD2IQ1cqCYtvnT2a/0L3s5CLcxIrAm9Xm0tXjYsxa4EhAcbjVAfV3qUe4VDiCXjDljR",
+	"/UVQGtghWUYZ1IqH/qgxz2QFooOMATwTOrtaFkMae1tSyUprCW95VVvFVuPCTlotbe3/WmOCy7UQ8e+V",
+	"A2agSNIVc+AB2xVLA17c6kwBnfzGZw0KG6giY2It42hcJjRY7+b6U+VSNBn8sMmWJufKsUnkgEwPpGuk",
+	"EVxrqCnAu0S/okXCra2+Y+UxSiXU7+qdtM6QEva+n15k4Rw1+fOKfnj2gS2W9ceJMeIWQj43ms6QZ9gG",
+	"HcuGZEqmOvsF0WxJeK8/wpI8DT66t6OsLiInW1ejjWVamE0ptOqCSzgrJfP9VJRCpQOjsPrFeJmcMNuU",
+	"NQdT5xYu1rOCOClg71QtL6QdcxK8Obt88lXg4U8IFasVdq2rac2ybw3SsdqggzD3ycILg8DDQF2bl52D",
+	"vRRSs09JAILemE0pJ+cXr8lB//Cw2yc0Wc5pdwC4NpjOZN71SPDuwlyhoAQCFPSg+CKY4BHzlYu8hb5q",
+	"fP89Sqdn7wKvYsWzmEF2PLXRzUUNshnZJ6s/3HiDL6D9OJd4W0Z4m4HNDLHGKlhHPHgXaOOR1XLJUtCU",
+	"T2toWEryvCjm0f1w1v3+x4+DhsDVffCYkCrbPABljKayA2APy+Oe0E2nufN2y3igJRnexRWxJ2CTO47G",
+	"YVgcp8Ig9ku33QPm6dStkdpsP/xLDaPeMqHb4ELBvtkm5zCu5PMjSVz36WuebNybZi6xrtlG5nLEOklJ",
+	"O8gEfWDsGJ1bxJT8KhfOJ9YTTH/VYIpb3ARrQiluGzjh4YXe3ihJXX3VinsDbFCxguMs88TahTqxIQt5",
+	"LdD7DBmo3qVqL22vwJlPfxXHaMNt7hVe22Z1Jl0oVkT3cS3scXm7vXuh4XYExq86P20+1qKf9j59sJ+h",
+	"Mp+iBNly4BqhtsvqW5KpyIO7hemvHudp7Yt1QZ6lgIVSfGf513sP7SzHS4zJWdVwRtqVQwSN+DmoueZ1",
+	"gHWHRTAhneZthOj/TVLdIPg3UN3++sWobj5Qpbr5oRxM61giTKZggdDv4Ob0WbqCvuw464yAjh7CJ1xB",
+	"IdZwPi6pCVLRjUnmgaTgLKotTBhN9THjWrwxVDVdJdZcbmO0guIuDX4LWoNJ1jETidU/QIvINhVpg6q1",
+	"SpLOaQYa4Jbr/mc50LcT9cse8I3HeHFQas4WpUsqgwyTUHPjDEoFEcHJLP4SZ3rD+V1Ht1/x2Hb4r8ZD",
+	"W3M2Nx7DKKd+kweCMT41HAj21y92IJgPVA8EY/fTJ3GtiMYT14bF18E7gRMwC3o3mE1ti4iQxQyJFI0D",
+	"oYDqr2dhyBB9V0uXry9ev7JNReo8MxhHWcR18D+6f2j/Yez/8kO/e/LjZBI97LT/MJ5MepNJ9LvOH/49",
+	"cG8+Q3cfknY4Z+G1vjqyGZZCMIZzLBORSn0sloYyc6omFHoDNaX8M+Spr9NYKQblabOSoBlEU58d+Mdo",
+	"IOuz7tD30UiWshlAtifxNVvHEgL+oOZN4b5bSXfonBrnz5zyKLG0nMacphsySwRVthnW59XXOqwLRhZM",
+	"SnrFMA5eNlAM7IGGRMoMEoIPY5ln4SBwuRbvpwZaAcAXSVDw+gRlG1QPQvYEZ2aDGlZGwsNGdCTQ0C9Y",
+	"ybazQHUT/Vh0FfwkBeerRc8ytfNrN14sRQqyY0n1l1tXsZqvpvoQe4RF1+x/Yq6HQ5NHpjvYq0VP1967",
+	"xSQsZ7Wk1SrlWhCPrYu/sBusy6/Aq1D+Fe2ygoRJjKXgaQT6XI7U7TJHj5wt8BIJbiHrzHd9aJAVAYs1",
+	"aQWdU7ubY4YY29mGzjkIoVdsc4DWFkSlNE709v0rSwV2Opi0Ao8Ek9Zw1BsBZBmxRWMxwQhKRscRSzNO",
+	"auChuzPGr8gWO+KKIdSm4EarRhe3lSiHzHdyR2DxZ4xet148iMuEdJKpSUjoNHrjah1xldP+KaYk1yuW",
+	"mGOZ4QHkyCt6ltL6qG1IzwOJCMUW6xsrQgHSx9Zwlx4JOFPIwQH5PYFEUGn//vv/+k+bFVh8NmPZSxjI",
+	"AuiCVxQiFzNwGvj8A5lB5ugXdUst1dcsvsIi1PBFTODIJwl0ztNubNWy0ElKcKZu7DidOlB5Fc6fNlaO",
+	"jOgmH6mBRMngwCHK7K+amsbsVCyzVe/kA0y/cgz1nQJk3DE1fGtw6Q8gQmx4i9iYD0sWNnzbJQnyn5yL",
+	"VRKZkuHKID43jGa4z8xzzrnfyAcX1kF/o4wiZeGjenUwNCN2ODuix9PuSehH3SHrz7p0MD3oAvo8/nSy",
+	"FypIXaDxbwB8JNvi9wi0CbtWCwO7u/W/q5Q/zZyoRjxgQAmNm5kfzwCyoOk1whph9TEThBEnjCwZj/Sl",
+	"+I5hkTYT/UswYpwSuVps5T7z8YbQrLMy0FisyFwkUdE+3N8rBMsR5l98kr3sg7smhgK/dlr7RZbtB3Bi",
+	"Ttdt4CbNOCX5uVGQmA4QimHhwpyLFC+tdJnrCrLQ3aPu8VBnLjcT+8dYy63OUnNLNwgr9bby8o/3fUcv",
+	"9Q9XdPcEJTEHI7h9zyHkGxr/Bqmo+auehPDLl6IfRAVq4lmMOTj6GWYV2J2glQSXgo2QEEZQB2OsEirJ",
+	"mm6s6gqaBAnMB4N8lwXgUA3FooAhYroyO69Imfy3iqTPFrZ6h7yBapBBDIneUCzOI0G29WxZOaqoiQ9M",
+	"mRSrNGT2onn25jzPjo+VvrzB1XEhFqhZYwE6CdV8pJO/DuZ06FhPMIr1wBYxp0pAkPuCLpfm4tsMkbsn",
+	"InkBH9hrQHrdo68itq3XgCe0G0mlCKDkNaDn7O6nCBfkNUCt7O6niC3jVV16O6yVBSHsVX1TO5oXfG9e",
+	"1ZK5o3nBUutVZOx24VMaekG6bG+ZC8wsbLCXl5PdnoH4xL5X6WD7oG3z4qBt422DNi3rBp3FQe9sm6r6",
+	"9sBE71OoMct2d2N4Dt9u7m2xbTeVO1u4+8n2ZbPc3kN13e09vTXvXjCuyv1IxqP3MxrvXtgLxqPn8GJN",
+	"H2p34+zTEHn6HuDudlAiCxouEWHNpnMhrnsoRevbfovvvIn5FTb7lJkODP4sniWfXPPqHhm2BQbVysEe",
+	"bfLZ79+gQOs9mxXZeO9Gt2xQ2uF7f6Zmb9y2rcMFezat8v6uho2H2S0aFk+vWzQsHle7Gtbvj52fqzva",
+	"9m1UOJH2bVQ4BXc1qju99myzPys3qz63aVlRwHY1rgqlH60Kaz19dVmQP6/YSivlTr5N8UoCqm5T2jti",
+	"syCWPGa5wxP56KNp9inI8mCl/Uhcn7dGB92jaT/sHkVD1j2ho2n3IBxEfebPTujxHnlr5ZAxM+66W3B+",
+	"BauxIlFlcmZwcnNag2C/V5IiFk9a431kW1VFB/G81x8cDEeH+5tkc5rWVRdINiTmpZWJo0/BKVlDSK/K",
+	"11BRMLMrAuZaxqOliPn+SThAUjcFaJ/injkLxQbnLjDnbzeOwJH8q7NNHO20oRSnWscAKRRMLRNWcFag",
+	"a7mCFpSBqCslbX7BgD2sHXAHg54ho+XabWx48P2draN2gmX7tVmsfrdPB9PuUXgQdY/ZcNYd0cPpUXgc",
+	"nTB/L7T2hEplCPJF56G/8yxNRdogIq5jDqgCWr9dmZ0EaVy2nIfe9+0Ai+4vV9MkDgl6JvNMESwGyDkL",
+	"IZgbVWX98PLFBUQUyDm9Zs5zPfiIiJXSf3x1efmGjPyDmuoOscpKOswAaO4VM1mCWXQ6BgNxptYivTaZ",
+	"h1CHoLcvddBwU5/6oTc2jA9NntYJ5hLIHS8XJnABah0XeBviwirc3TDAWjtvg1mJtJUWKRDr2PGypEnA",
+	"HKVk8OEDjEX/YugP4IgYbaIbduoNTFk3mvPw7lMyxOW/7zjA8p3kYmhbMVFZBJdny/ukuPsbhVp9FUzg",
+	"90ye4X1Vjie8S4LSBTwYk7M8cBhOPvwhCzOuoJ52eoWOtCoRjAEFMMPw0P0YNWVmfNhQMFZw7D5LhEB0",
+	"DESQhc/9/W///QieVb9ib6bBGEA7so+F4LPUO2fKSEY0QmeKpUYvUOmGtOFbb1IxTdjCBZ0tfCfPlR6T",
+	"M1v8AqNrqc23LrcovawfFFBaTERTsVlmQTHTKSyB/a38paL9ofBVhHBeKRlHLI8j0L3Z1xtXFBQM+1QG",
+	"lQJK9hOUF+bVNLhFBgOefdn2gMNZ1EETZx+xwdTbP1eweJiPGaQfW/cVF6vMi4WAynaQwQ7pKyFUfKVS",
+	"mWsiIMfgZ28DdV5tcCsE72rzL4HyDF+p2l7MCG1+99bwd1O3woS+47C/VAZDsffPCMwsdnQPIf/Q4W3d",
+	"UYVG+/tgoNk/aWG16tjvrTIfdO1aAaE3xaQyB6DlN3tTsee0lXy6SanMY9lOXbJv1ptM60zNJat1nQl9",
+	"i4W52VzcZPz1Gos/NJUuaMKtr7HMenVJUDUB2TVJO1WPcMnB2VSWcFvdyILpt1RWs0D0ekehVp5ep2dJ",
+	"0uwxJLol6icPA6wgjhrFZlnwVz6s8W38i2f+uXjmYR2jfMVoouZVBnnL5CpRGO6tVU5u7mgpo5GpuJ6K",
+	"KataDRqvOeI6cDlKXBdHJ6533j9M13WXBWMAr2V0e+i2rQ5mFMMOAXUNXd5uXGkSS5OFkKGy3wpZbewE",
+	"3SI+SUCUEF6p2mF22hq8Xy4M0o5B+wD8Uizab1RXdOLnYCaIAWJHBB0L7ijmUP0q8uydxyMWzi/baKcw",
+	"WUnEAkLC2aJHAqNZBs6kLXQrxsviH2/0uf7lS2kWayzURGnlo7nHeMDVwurZlvi1JTK/aLXOS9RBivFz",
+	"RXz5B7JQxbAUrQhB9baApzFrcAZR9dgZ5gwYs7At8OgVFhgrSRuOGJsEShznlJG1voijPTlJQJEDikzv",
+	"Gw2skf9Ky0HKE9aC1FQsNRxfZyE3Tj7UyFScleG0GJf5ZfbuQZpZH00VQb+di3xfAoTCDC8Npj4ohu1c",
+	"s40BmutsHeTnoBo+sTYMPbcGB8Hwsj8a+8OxP7q3kqhAAGOdidUpaCMhTRJzq8L0p0ZyFMf5WIjra8b0",
+	"IQhGzqsUS0pvwa7fv4TKfeFK3qY0yi3Savf+8I4Co26VhXapLoa5b9q0o7yUgz5/EKGFqswY5lnrLpxO",
+	"qqbMA6AyQbmGMnTmfUFI3qZqwmdCON6qGsLn4QmW9Iz7wxWsqWCAWS21uIKnJe3I2woyCFCBsUR4maWL",
+	"KIO5503Q+Vr7casesHqIwfwWk0A1pr2QBu9c6cDxum0/4faojgAZK6ZCgpdHYyIgj5WskFYXRzy+mivy",
+	"7vIJVEmwJQ8uAWF57PvfN5dFyN+582GGl7uzRgfhqyxXNis6mhlAre+wphTsHj7DOqetVRHj6Fcqb7yt",
+	"JoSt7pNLv8byDrVOrNw4u8WTD26rzCJcMgFbljT6gZPanKFY3tEDuaVK8mW6MrlylG+yxTYFqV1vQUjT",
+	"NIa85s+qopxdkOp3kSl0kUmRqHZhLMB5zPEadJcCFJCRtKO+RENljnyXwAunFrke0wQXkiU3Brck5u6V",
+	"cM+tksT8uqFqsPEteST4+Obd4xfnT96/e/sCfCSPPipxzTjgsHDy1eXLF2g1LfsWEFke3oV7JuWRWJA2",
+	"VSRhmjn7g2MyjZXMVISCxyhyiqHNwKoALjyMODdnRTbKUyPNMw4yOmJu7IXSBYqlMxoyCLevnKtzpZbj",
+	"R4/6g6Oe3/N7/fGxf+zDfH/u//ko/MvJ4vEB/350/eJ4/XagvjtcPh3On/s/XRTEQxrvtUtMRuWrRqyS",
+	"zPls62DkGZklLTZZsangnCnymF5rGjwVa67Emrf2KhSyvaqJ/v1WtUruozTJeeTMtsgU8kvXN68vkoJg",
+	"BjAofbKWCpoUB7S7Lnq8Kw0299oBtgqLsmucihOTQHJ3EW0NATVgL9aOAZepqmD2iEiiHOr4zqLRKTK7",
+	"SyzetkJLQymWPUC3wSleU40q/wstneZNW1SO5RVRCvosQk9yI2U+p/ZL8bol1jw/1dEWmJfOdw6usS19",
+	"0jZvRw3lYXZXhcFwkkTqzkBQOxjhbSz6IhurvnT2K/tScEJvge/P3qv4uMFsuVLmFMor1RRYwt8zi/Qu",
+	"QODVkoxxxLiKZzH6EcsX2oYrTKcEKH7nXVZAGN+1z0qlXraIp7xKDWAyTBlajNtZ+RyHCTuleCnAq4hz",
+	"notsnaHsgbE/0yRlNNp4jrVLpBhW8pkKqhMBUzfJTa47W6yb+uAaz0TXpAwCq6q7X4tvraHgt3p7jk3t",
+	"R/sMfx1pX6PZF0mPRK4U/biNqW6v0f85ps32habRbzEZFKIDgaLFmfxKhQH2Sr+2qSp3Sr8uaITVIkVO",
+	"baKsXpHj1MjN6RVXQ8GUd7+VjeyCZ4xb3F3bSh/ZwMCSkSA/h510c+dKWQTmL9qKi/b7qjHdXHaq9rCq",
+	"8HOP4/LRVLmBb3E1lhKDfrVka+vprEm2rrrRa2MGXC/7/aZd3y74zyXmPyT7fx9S1mX/VwMhvhAZPyOG",
+	"1SEuWClqUjHQ1pBVaryx6mYt7BhpOwaIzpgEFsTPOKVt7c8ggyeTGaIZkkWWoJuMqfiUBCuxwMDzxUJE",
+	"sdpguQrsdhkWClf0yIsmuxHWrbPVjoooUwY6L4vT1IeOMRFrEsyp3DmKmpQb981atFf8Getj6PPbjBfN",
+	"XA31jQtn+Oig79+pZrEzkNrgaWtp0gsxE2nPloRtHMmTOZ3F/ErfG+YkZVzREmDraI86EZZn7s8x/CfT",
+	"4ym5gj1hCqD7OarpMGNDLEkLO8Ny6/0N5E0K1dtn4OLS3Z82j4C8LIIIkTbVdAW1AValg9Y1WKBQcJXG",
+	"05Vi8pald81WUELRBGctatTid1CdY0YWjMpVytDrbNadBM/Ogs5enPrs7A58ulqGtQO6YanU5EpFtAoV",
+	"7J+9BuEfHPq+PzjpD0eDWw+nJLTdQTmc6/AOEtQryQGc1RbFIa9afDvs7GaBTTPITUTTy6S1hIy1+jNi",
+	"uwyvA2AtyfN/ifN/ifM7ivPfgCD/lwj/lwi/swj/B2Bs7XFXqSJJbY8Sv6dbyv4JYgUKpuq3SkUbpt5A",
+	"yjyK/UvRc48UvQIpa7BGfjWK2s+aUSBAxHb6luL5G8hcifr/UtT+bSUd1i2sA3fyz7CumBexY1lt8sSX",
+	"XtUvla3prFMVdee3JM+KqTC1q1LOlvkya/LrpbQ6a1PGlvotrYybJlW7LsU8qi+zKl8w8by4DOo3uQCq",
+	"kfLqS5L8yyAKuARvyMK6yNAvchMCAidAQfVxnirEhYLqKqDNbZhJ6nWVE7oVP8C85O7rOIt5Ie0AXUAg",
+	"caGONXkec5rY9PDcf5A7iQEr3xR+19N36r63A8c/FHgTTpxO0EcUwGdOi85KCjhU0kSbIdCpHceEX6aU",
+	"SzDPyLH98N//538Wvmz+jqPgtPSKfjTh5tmjaiMnX6OQmqsbgIssVzTNfxr8OqZB5Wr29fq6Nh/uWTQY",
+	"jfonFgPmmm1I++3zJ+TYPziqKTpAk7qqJcmVSGM1X3gkeBY9vTgr5PbBk+Ig8VFtUshNXYh8esOgaxhq",
+	"qXN4Vu4eH9Z84Lou+OsbtiFxBOWpbX0ECGWcMxpB7EdwHZdrmVmHut+v/UxdTWr9GcywDV5/86Ywjdff",
+	"vClOQT+ou2DXYYK9k7pLGV8VupRxKeNTP6jp8kNDVGjGDx6ZUskOh6sUg/HFSt/qIotS79Rb6f/83dl3",
+	"33x4ks7+fPH+6HLz7Z++en11NA9v3tBl/DJJ1+eUvgm/evdW7BSn13A11+ygR4jr5gH3IRHq7uNfr6/r",
+	"4KnI199+Qy6YQr4+GvWPOlk6XzZJE216w9J4tgFJICVyQQ28mn6/nmoyvuJaTkKPMScryU6dElCCMxKt",
+	"IC2IwlZLhcqiwvcK9dHbuIJeVqadHl4dgV6Y0IM6ImXhp22pRMo6GAJnwxi2Flo5JUHKQhYvFYhWLyvj",
+	"/sIWoYfcFmNvNYkkrt23qdzii33qmZdiMv0+eSL4FaBInd3UZp65o9uvTnldPfL+wN8rJ6exPH2x07OV",
+	"VDFv3Wdu3rDrjyDg53BHhse+RSGfCK5oqGpz0Ewo8n9MsyjlKQQp75uGVieXLb9WcjlG7Hjmh4Nptx8N",
+	"aXc4PQi7J+xo1qWH01E4jA7YYNbfJxS4voJk9tmaTMJtMdiV7t1gv6b0uizE2H25JFdnA3YQDcPuaHpI",
+	"u8OTo+PuMT2Zdv2wHw3YwWxIR3slvW0t5lwXVZvnn/l78fqe1fbLZfWP6s9QR6Y0RM4v05grDHc1L9vo",
+	"vAWjXJJAL2CwYwVb91bCv6ZUf21PuwPMLAfaCDOvpXfq97XLd3726syp51Tl2bMFS+OQPnoyj0N6JWrV",
+	"CgSmqBMxL6hUJim8TgEadP3+ZX9wOwFTFzBX2itmbzoTd2LJ3NAwl0u84sFRkvRGFtvVLLCr3RxeFkGY",
+	"k2TbSdpYHYKGKr5h5moWc/MnYPRxts4SK23tiJfnT4uIfdgA4gPNPwu6XPZzZSlfFgMP6476l+dPSbuc",
+	"2kCM47DoXO30SFZXnqZ5to3ghEI/0w2m8NaiP9zHyTW43clVd4zocaK9D3BcMTQZzHlBJUwz+DI5J1a7",
+	"ajoFMu3L5sJMWSL4lVZBv8zJt0cSTC1D3C4D5jd1AO4ldZyFsgG729F2bYZLleugyByIJwT1KufYjAHw",
+	"1K0cZVwMKBJsKixpBwum5iIaw1IEp9mGK4DTGYvFA+kZPGX9tGtdDlmGPoRubPdouJUKDQ9ka+R4OnBQ",
+	"AQlCKucQXDFn4bX+x5Ty6/cqpVzOWIrWGUAzC07Jnv4RW5cS8moK8xubjBWMDo85CYoTDQgX8DzDnzNF",
+	"HJUBR4G8fRRmmNYS5FHHZUidgGDsjQUZsaHWgYMs0ukR/arRn0zHGLqu71HRKRE8cXINsPxpfBUr+eXh",
+	"crDqFljtfmWoGs3OD2QFsWY/SJpteNwZn5M4GhNqP+TyCNhyDOZk0cvzwKTuWBClc0TxDp4+e/Hs8tku",
+	"vnz0MWv2qZxQ70/74SA6YN3hbOR3h4f9o+7x8eCke0CHUwtOsS9+9HOxShsUMYd7rA0D8MdKdph+XSac",
+	"UwZ3Mok+Dj/9e+vOad2N+dqYnWUiVUoxWpCrZS2re+V1o4zZM8nwJb68T+Kl6/TLWLRdyy+BleDoTNqB",
+	"j7+/orKkm0b4EZpGc5FEBoDEZPzVICR8DiwJpEQwXouSVkeH7H1NJxD1WV1pSqywh11pk3kQsaeAR7UG",
+	"wKicLfJOY6C0FkbBnlmU+t2GpL3CKQZjV2nMbmjifND6Euv4sXUwPPD9UX9w0PdHe90PswS8LXvGfE2f",
+	"DJBKmIcQbN0c9XmUdcpMli9kto27yBnFHBHjMmFTFk4+s8p5sUUbepnt22p+GC3sPq2CjBECGIDNQQ0q",
+	"sTqoLR6sWN44Y1FTwN6qKN5tFBL3xhXiJHVj/R/dFrKtnKZaYdTtincx07DCFG9EqmYiiYW9ktXttEyz",
+	"ApXFQald2ta7TK+JuBLv0l0W1fg22nfF3nZfFigz1hpCWNz/Wbn+tW6yNeG6COsgx48ehRHv1ZkhH+m+",
+	"ektIALwtjkO9pdCu7D6WwlZ9Lnq0CmsT9M0vRK5jBQDJCJwVgdd9CuywfxY+dlZX9mQ/e1SFlbelPhrD",
+	"TWatsYvuTLdWdDR8owY7lE8FTaFKglbNraUlkCu5ZKif6y2OaNRFmNGspRZn1oaStdP7Hhrta2xpTC8+",
+	"y8ADIhGuQGCB9+lkODrqIFjdVEQbze+mmE+aijS7iwWPBF2p+SNwQAW9CTf1NvUpWcRowa/IR5OV7x+E",
+	"1zGP4F8Mk85NGRBMEwhuaBJHsMED0h76fseb8GDF9ZdEGv8VQKyHfh9AAEQ6jaOI4ZsH+hEXqgvIbPBo",
+	"qB/hOdPVv9AkEWsWBRPeHvqjDuKUJoJGXSVEN6HpFdPt+tDVisvVUgs4FnUXLIppF6fXHvZH+Ls5vfWW",
+	"hC4HA/08jthiKRTj4aZ7zTbdlK0kjhp/DwWfJXGoYIQn+kmqVbAkXsTKvAdP0a8rnaHpbxz07TRjvfB6",
+	"0aDRCEkypVH3iiq2pht4OMCR0hsag+iAhwdAUy2IujcslbHgQJ1suvDSqGOsglodpwk887UaNV1dGWTu",
+	"UoQLU7X+mG8RIGe5ZAAMxiOE4FTCGGwB8miZ0NipnZKz9fP4g8GBghuxwbmNOfIiBrmBrQzx0zGnhF7R",
+	"GKwzVZ8RtGpOY/mYy6pK27JUqqkTJTgZ+v4Yyz+J2czExMDgPS0NERrNIBQUARg8xEuSPwx+7GVZLh4J",
+	"fl7pkwHYA5F11bwXR2B+0JtHX7IMNECRdB/LaI0/tBYrCZFRlMAuM9h1xv7c+vFTjcBjH2KpYn5VZxiz",
+	"U6Zk6J84jI2iI85gc7JIODDVGCwFSHmB0llVP919ASg2ATuXK+tU/D3D2oI5C/ohXmgZPTo5gUwT/Kuv",
+	"X66idqhYJXXumLlIFZGrxYKmBhFU6vtTDgEownCVov5vIwBy0AYHlY3jIhqmr5u/qi1Fc6EAxOrd2/NS",
+	"/yCIvb2F915wVbZ1Ltares1eMWtITufENvKm9pQ2qkT9iQfZHXnUADCio8DURlI0UtH2ZzSdclxeQ1Hs",
+	"ekXtaSyXCd3U6GnnzZ1VwyqsdlNHGYyRzsK0kXNul9R3tq9lFgA6jUvDGJbzCL4eOYPLAhfKgK9alVlL",
+	"E9/ISnDckPakteLXXKw5StJJq3NvVskayyCA+6zCuY2aB8OKhwmGgWkWjJ2AGSfjq2g4ZIlkMJsAz52e",
+	"wYTuOA0KaEo27NC0HAw8EFH6DHGiEtH2uNhyfTUR4Agl7d4eb31tNK/W+71v6t1mr5fISj2S2bIW4Gdw",
+	"CXoKS28i2WYrBVlgFYIV7FoWekjrJfouFIwJF2sLzaoKdlcbrNlgDDvZHW/yOcapnAKXxYvirQxUlkf6",
+	"W7MidR8GndNJPYND6Xa5Z2XLTLP8KOdY1KPCUoWF9hvzVtCR0ZwA4RpBM0sKGOTgDa+c4WCRIAw6PIT4",
+	"xjVVIuO88sKe4djL3H+2F5BcibK2eQak00Db2YpHdxXKpsQUBMRJmrAeeSz03Ypt0N0jDEuemqC+Owpe",
+	"j0hh9DiyiKVcskTltRbQp2SB//VarOciQUfLVpHNN7cR2V4WGL8XFPIWEQ8nFJb8urV8z5/ChSbGMohW",
+	"p8I1yCUW4o3TJEHqmbd7JZinn6TgfLXo2ak6v+oLn0iBXPoO0Bq3rmI1X03BaLSkm5T9bP9jL22PTHeG",
+	"Iamsz8beZKizjqSCu1gug7ZlZr/msOfy7Oy1W6WkJkl7t1yq2Rw2Y0np41Decn9cVoEGs1QeC7ekj6s4",
+	"YTlWINTdmhXLoNnYEsxsyBJ7xgTQDfXB3pgjVEAHyLDNFfFPxr6fxXRnMVKVshk59irHC2ZENyQwaFYB",
+	"+R1UBpvNJFOQ2k03SXw1V11Jb/TCGKEY8zBZRQCiiNiKJTzT2mQFD3Rk6nxMS14ucpw8uIOfmv2P6Tbo",
+	"AodcDLd8C0pty1Z6ojBWAFXPdMNzZailJQjd1MDBl83vznXaFrDpeAT0CWN7rwNe9wrl1+AeJlZqKj4Q",
+	"mme6aEXuAw0VXHZDRuZiDdMEAMiYS6WnJkm64qfu6qMbaS5WKVlSKTXPAMG5yBqRlHKcqFgpA/0O0iGi",
+	"m47VHRD1D3KUkKT5N7wc9dMymT0Sc0x2+8ROp0eeaeZJaSwNhR3KlDPVJFOykq4GXVr844ZkuR55ymZ0",
+	"lahxhtvpGe6UJPihe+BpsXrgkSOP9Ic/1sRlmV1Y6yCFsnNZeBqQDIE/C7ifbuZdgHWO4Ci0CKR7eLC8",
+	"lhnzU1oXTa+fkpQlCKighLND2n//X/95oHWYlOmV2EiDau4Rf2yZN6IbjxyNCSVrxq5x38DG1GemjdWA",
+	"HCLdma8/cOIcRseeMTTxkJ2a4r9oHKMyNKYnMMbry9Y0hWyRVNOldNgHzhyLCrNeJ9878I68/vBHx47f",
+	"bBo58R3LSPeg1jKyoB8MDvrxjiQBywPFZahTni6anZtneC8t1q8C52alogSUd6gPKSNg7ZqmVOsK5SAZ",
+	"2BHswzJON8Bh0M8UQOVT9nNNzCFNo8e6q3q/On6meMj+OZZ0r9rhMIpqv8/M6CR5+fK770qes8Hg+M6x",
+	"GHVOu4u8XmkcoVM0C18B0ncBohYDvopjOaH96SA8iLpDNpp1h/Rw2j0Oj6Kuz/qzAT2YDsNR9E8RowLz",
+	"3BrgkaXmw6v3GLYB/W2rWYTsHxuw03CfUI7OjliOPeIYc64v+PcNx+YUK05g627/xyANFKCMy6m6NQUX",
+	"ixludQUZ7zdt9z6rCOspXuqjo6GQ/xknr89Wak4GPd84CMGJeHg0PCH/53+PeoOOR1YSpK0WoJuy37B6",
+	"8Nd/SCsaNImj98bgje5Bjwz7B/r/jUo+u/dXKeXqvfXZ+T745kwXYRJDJCV4ErFckBDvtUL3PgOkREdc",
+	"r1iB1h0AoPLUfQ/v+c6H9AKX+69kcZfer/Vcvd+NqwWhbetU8KvtjrUn8CWiV4JxZWv7Ylp9b3ddfVMh",
+	"vzqquu0K/OMYNmqioWA03TBlgFFOE0mAnj0S4E/vY2svMn9LFqZMYUCJ1qcZjTLwbyrRvfOYyjgsTdFG",
+	"qhieg3AVaxuxlzDc52TKQrqSzMm1tWWKjbIlwQSCahbS3AJHx0qyZIbqOW4P469sV9i4mW31FQCVNsMz",
+	"oFsYR7FWBg98uDYtYr5SDMtSmVXNsw5LioclZv0ymEJ1JIbY6ev3gVGr0SI0GJKE6aMP9R08PUvnwuL6",
+	"/fD5z8ffTy8H/C/roxfLtyfhnw/kN1H/ZW3aoLuY28eE7+hxydK4hv4e45Lvfz76y83gxfrk7fXwkh9/",
+	"vzz4Kjz8etZ/vBg9lf4fN4N39OgbdvLth7pxOpu7Gl9jvKqWMx0mLuk21Rdaexk/zP6RS8FlfcFYNxe4",
+	"JH/7dc4SeP09vF5P9a+/vdQcBq51KklwZuIvTDGHx4ymLCXoE3R7q/UNss3X8+kfw/h1/PXz75+9vfzT",
+	"xbk8X6jl90/OD89/Ol+//Omdevn0pXr59Fn84snXPvvLmX53Hj1RP0cHf4pnf+qxzdd/jb49148V7R/7",
+	"b/mz4beLr9+9XIy+i/4avQyfn4++63/319BX1y/f+bpJOEj4dPHcj/7yddJq0pSZfB/XkOBFPGNgiom5",
+	"ZjzBI0nah75f5KrDes+va2hq3GqFUDa4wYo1l7ZC5JeJbJOhWDZY67Eq5ZKlINEEl/ruv6QpGLumGyKX",
+	"CGDoDsuGzPZuYrbOAmgNBnRmrjI/mwwu/KvWWa3Zp2GLnZmavsh2hWgpfFQ8Tc2znQ4PdxcUBlBgDku3",
+	"6sLWnXXfYjHrZ+akqLuOvnv7oq7yCVQ3Rxm/XMk5iPitcZU7ctkaLxO3S1YrqRz1BUvlhof73E6tLeht",
+	"szHaOi/tq6Q97Pvkj4Izj4zQkmIBHmhWXsKU68xteWdvzgv1GowlYa+wbWYr0TeEjugGGMSDmZM/TFoP",
+	"J60fsYwjTYrBLD+UIQ3rC7X/uGeUZKlKfk1YEgqccjAN7Xf7dDDtHumr9TEbzrojejg9Co+jE+bPbhdM",
+	"s218JfbPc4NXGFFbDYTVr8ueee44M/a7U64gZrMIm+msnxsvUmS9XSlzpYkg3P+tvXKcrTOlsVcTMrf/",
+	"1rqlD2VfLjZn/Bjgdwc+QW8f/PZbYO7cVDhAw6L5q1/l+1VdyHZguSwAqWttGoiogm4ypnKL6sAfHje6",
+	"ufZgWGeRdFc74IhL/Iys7CzbHmzZGH5sfVhj91iBQ4MEdidA/ARCZsVZUGJxmxTA0ZwCN5ld1r5ePIDz",
+	"3ytsWZrAO8hgv/W+Mt4sBAWzG+wUvd3ohV0pIhXdmJgAMMvu3IDVTaL3r/P0FD63WKqNQRQ3sQjSxBk0",
+	"72DS5mzdqdnHO/ats9Ue/jr76NeW849uBnfZObt2xrexml9k18r97IJl3a1qHWy6qAbruWTh+yDztiEa",
+	"lWbQg4EtNTrdKC1V9c9fvTx70r346mwwOgR1n3zD2FJrPkl8zSCBSMq1SKOxcSEQORdrsMmBFY2LdZHd",
+	"8PMvZ9/86SQ9/uM33/2cXq5/evfm6fH5izffn4vBC/qCXqz/OFp+dfWn3x1eP13/fufxaqa6h73xzDGM",
+	"ZDHJFmQKu/Fy95QwUcMZSCB4EzOIqXwl3+hRbQ0toiRY47s9vdEClHV1rkQc3fkXUo2Mk7bY+RlRTCoc",
+	"Ejrxcm/QDuNaPty87y2HgSbUr2wBd5eoxgburkrxZCj8ct927wIzjElhBSzqsXmna4ls06d1k47Lfig8",
+	"3hrGvH08lmlYOqMeSLMjargUrpxPIPZbnfMLNDvUB3gmwoSEYqi4stYxfeTke2/KstBcfZDBFSo3aIyJ",
+	"T6QSSxArVFk3MkQsjcnx4dD3SXswhBCGkjlta3Q8tHS8wDU2kqr8hoJ94SqN1eZC8xiSZAoX+bOVPgXs",
+	"X8/th7/+9rJVF+dTsIUhAmfB4+BlRuKtVq2COYucgUUM06P8w+MO0NjGAQFS5KlJqtB68qHvWypjGAeE",
+	"luCIwNYTwIAGgVEupvpc4ELfaLEZyW2EPVMRbgGBCSXLhj5cczsq2Ltr6idrPb5AAhDCY2tsIjHY+FbS",
+	"OgDtIWaYCmJh8DzyMlu7mO00zRtr+lREm+IkYJiVOSBJaoJpM/eSsW479tMxYR+MLkh5Zipu20lBcpAe",
+	"TMck5vb9rrGWF7hEr0jRK4WrFoqlwRRSdTayUxN/sWSpwWJjzMQ9Cs7wOJcKWMBUGTXEDXLGDjyb1KTE",
+	"FQa22PiurF8vYxMMmLLLo9cqJwYATcT8KmH7M7ZBD/VsfRokR0jTdINB51Q5E/aIpCqWs5hJMhVqDmVP",
+	"E7F2XAtPHNu21peAgsbk7Nj/xq0XsVSAKFVFeUJhQ5fLJHZNiK1x661JPZZjIJoJRKKRUwPbbWWvU8WP",
+	"Zo3Mbw6gTsOL+c+tvF61sXNamCjmGWO53rwQ7JYFKHk2CwI71BeGzFpan0Th2QsOZrXZQEUT++i5HdmQ",
+	"FvnALf5bGCjew4F8ECNcwDsovFk7+yzOqk0lVlgSKXnz9HnHKyMnGDCbHHq+MnT4WpY03rCqbiRqBnab",
+	"t2p5VouQvQXloHhla2BzCtG5jQPRSoBpkZ3D8pRoTgXrYcYI1goN2d8tVyAUjiyUU5/0o5jPBFZiAtBJ",
+	"/U/M7WkZvV2LJOPcM9aq/EbUHL8r5YrJao6h6TOWeUQqoLTybBG6oUgSFoIwkiy9iQ2IREZOfZLlKARa",
+	"Jk643EjFFoSGkGiiX4+VZyJdpRv82qbkYR6QDz7Jhx3MACzv4QlvI/YaRIpX8NrMTBb0Wn8hR7fGjxMI",
+	"slrxBCW0gXRXwptwLBdmikddV8JppxuT1ChSotiHrGpyj7zMGAqYWs1ZnE54trOBiFocnWb4BmRJU8VZ",
+	"mreocGWc5nxpmX7Ca4URkavpIlYg6HM79QJRu/XxkOVgx27kPBRioqHCA+mry5cvsogcSaZsHvMIDwsn",
+	"iFNTJpjwdimRj24efQRm/hRgHCR2okm+ZGKZMFRB9KxtSNTZm3MTr5sy/eOE24MI0wZg9P/2b+Ss4GLX",
+	"D/s98mzLyRwsrt///W//DboY6BjBQsKDjg24Lp3PE06IBeYqaDLtberBqe5t4WVSK48K6PQmfNAjF1pk",
+	"39a5CQc0pmrCeW22Qm/CD/T2wiEnVCpJHj7s+8Y/Lx8+JO0g9yuNtZYYdHrkLVtJUBZWXMWJvumnKtmY",
+	"cFES49RNO7AecCKmigIWh1HrT7Oje5mPB/EnFJg5eZTly8BEdJdNUQUPH+6KK9AzoZycv7k5tI8eSOjz",
+	"0eHwlNAwFVIaEmWxzjYvAqVSxzC+1YohJLWgYnskUJvlmFD1u5/WKihr3AgI3w5ocjVGBTzoAOrchLuA",
+	"2XpuWrsDtLnemiVJF0zcj35aX8veT1JoXe9JQuOFHJMglhLQGlYRQjVMQbGdcFfTbedac8cjgUivIFGg",
+	"AEyifwDVR3cTUwjyYB+W+j8/qTiAuUMUtu5Ha1sxiEHJYOcVvbBzseZaBUc+R4XKxHCXFM8Jz+PU2Vh/",
+	"4xfyJuuL/EJeMJV5mMkvE/5Lt9uF/9NvBgUtINCvfzE1gJS+iGeN/uYuXer01rrU6VZd6nS7HlUeKKpS",
+	"eqB1upR529E5q2Q05vh2fpTgT0YF6pg+ShqOS5rPUHF2fraoCFdHn5+X+H5Bq89eB7XeUK6g7CHhbqPt",
+	"2e+ULwN1PW2/DeieJvxlHZSQfIDCAu49eWtnH6LVsp0zwsPAm/AyubwyQTq5NmG/kWsXpd71gV2illc3",
+	"cZScDx8O/f7Dh1kgGg49+Pbbb7vOYcyyw0yfrTYwaOR3gFZ5lpFkBPLr5XjCg5cmps09gfVQLOBA+fmZ",
+	"e1LjORUBdeyhn7Ibcc0isKKYf5u7NNYuIFdaASi/DYI+5uQwM6UQrVoUT5Ueee0ehSb+Ca76+u9rtsGp",
+	"qnRjUEEs8Q4c4s3pjYny00QggSM0rTnSyP0AUQcCsJOgLDUhgBOeL6gW/6/dE8EB/WmbOYOOH9lTnppX",
+	"JDqZ8gYTXjharhiWfskmi9Grr4QiG7FKC1wNUGVLquZmsJSXOkPtBVIcUVgaVC+x5rbMCJ6bhb1i7KWW",
+	"Uw0//tu/EQgQlnC07UQLwvO+GX5Is4/D+hZH4ndwYHdM9h0ESWo1Qa8aHNjghTLGKLNSmpp6vf2HDyec",
+	"JlJgrV0Mxww8sqBLcNLVQbZobaiAr0Iei2jjorNCAs2EY4pZbM1nOxBe6qFeOh4BqJcJX9KULhjGM0oL",
+	"AIPaqO7faqHtAjRMx8O1LjUGuJhKW5A1FkgGyGXQhqAN/tu0elX4ovnp3ME4+oZtDA/k+E+UyBxkROuP",
+	"d0MYMToM4EP9YsFafgHcfL1GrgaTaTEuftQvkOT0CzmzCDwZcfSuwblgYhShkBl1SiRjGXP0yJnmF4oo",
+	"WGALKxQYg7MmW+wpS8TanqNGt4agKrFSOJRj8gvc4qC7UHOKTMTa3YJaOQYFnkbyNHPO44EfeTkouJZk",
+	"5ktFaCz9mT75hRgZ7hETbUygvC6IZpQbHibSZ8LY9OZAaumuDkhBg1zYXkVR0uTiynTjwHDpbobkF/JK",
+	"ELkK5/r8E6sUS6wWpY7TIXyB2xZC30Kw4xowL/jCyJAWtgBgFkkyXSlYqRy5ElvnOl0Z+usXMuwfmJ7s",
+	"JQoWK5ZE6IXpk5fx44zw9fhgupORu9LmGlaQZyDHso5cIDHdfjAgv5B3kLeohIg8mEpIuS1sByUUxPrU",
+	"ir6CwCOSbsh6ble0CY7MfuaMk6C8nU0CN2RtGMNwFM8AucIQxHB5AbhM93iiJy4E5sbaC+YpWdNYkeAt",
+	"U+mmezZTLA2yMx17qoKd6e4O+sXFeCBzOZUyXJLDIfkmfqy3Hx6kfJNfizoOOxbg0n4hI9gmZxnmBgkF",
+	"5kvmZ2IQzlccNJGtnRcg13THAzPoEk45plbU7OpUk8Vk/2Z7Ogds011aprQmPcMLKVp+lASP+JRKRn5a",
+	"SYW8gd1iLvZW0m/BgdPfHiGTgOnEvOZSqd/7sJ0+OYLcL4AioKk+XV1BcgpYATVJXJtFFimg37Y5GGJm",
+	"UBYUiltQ5s/0XdtkTAuG2ww2P9qs8l/zQgWEchx8Wa3KPCoTPvSHAHMRR5AbCO9LZ//pA4tFNjR3tYr1",
+	"5Xi50gc+ekXH8DDoEAX2TTAKHneH8L/9AZmzD9QWZ0f7lJ4aYsUrmRM5JTc0jSlXmCGcJF39Novwk3pi",
+	"E46qnRPGRUHe2msUVXNPPxoMELsVNq8hDsYxwc0JfpvFiWLpKaETvqCJ+ymbL3xqaDoXSYSGZ8J4KLTc",
+	"lwmVc9IO/q/B86Dj2HVB9FKEGpETDiuNB4CHQ0XN4fWby/PXry4CNCabZpj7AWeizHT1gT806t+ZPgAC",
+	"mADMXVkBL0mbiwnXcz3VDINeOS6MxgxfRJDfDDAwTeMbLHQCptcYEVFUlpn0QJJIwNFnIA64VmzpFRtb",
+	"ooYrNeFiNsvtdlLfxInFFc9JasQKks5ZNd/My0Af6V4DT68G9F+vKjywxmnUM0j7wCcyg41GE7KZZMd+",
+	"59hDoxZnMebRo6mOUDL68AEh6QvyAq9tSKjMMzgVeqhPBFeMqy5Gallj2aWRqd1nZoZBPkWI99lYxgTh",
+	"hFUUHPUH4E0N9QXn6M6YcLwc9PsD8n/+92GvP0btIF9E1M3kYnV1lbDck64PyyXVi6w37odNp0dea5Yr",
+	"3kfwEmyZTJ8uO9K2kI1yyoB8NGlfuXiGvZOyGRylGWeg4Aam3rheXmtX1lcANccbZ27td6E78FCu3J9A",
+	"D3ii++7qpUlFMiZcdKHIQwAuGViDFI5WwWsN6obvnemT6uTN2k34found4lRtzPZga4NkeTxtloiZNtk",
+	"wk0DfVNCZRUJDX/Xbxk7vNNMTQAVwd0uEw76Cmmj3oCOEAr0aNdoIR0Xl2ubjjDhFHSKdkXZ0F1sPz51",
+	"y5G+km05ijsImLfUem9849IWa9QKmdU5HtkDfsLzRAnOPijHUQEX9kv2QYEVXv/WnuZXW3MTde6SnqVo",
+	"BxIu9SIC877jsZb/tuAJVhNBMWABgIg1SlObMzHdKPRK6n94VT6QHmEL8VMM7Lyg6fVqmTH/hJd2BZMh",
+	"XepN1ekRFEOSYK0oMzanX9KGB2gd7aC7C4Iye4YI1Tse5sJPaXidzcPZ0WYfAiMC3Iu9OqIhAA5+tCS0",
+	"gwVbiPzm7//Yc3y7Oc6rsXO/AvAPsKI1XbnHOHQDxoX+OfLu8nkX5LuhS0QSLf/kKk2FVlI1l01ak8kq",
+	"OsbCMJmN/tW7FzmliHnL9235mLNc2F/CNcfszoLyBaYLyRBKC+5EkElgdmt/ZBkPZwemoqcZWCKigQHv",
+	"gUUkZtIUuAyFVNLsVKh+jCi6FL0QiJMC55Z9NuEmOntBVQiKUfA/un9o/2Hs//JDv3vy42QSPey0/zCe",
+	"THqTSfS7zh/+PUDnGB7uSypl5qSlZBpzmm7ILBFa4RLu8Qte2Y0BlTHsrtkcvi7HxMwJ+cTyj4shhuvR",
+	"H/QOgM7u5GFA+fwNr5lEBYSvsLQzaEwqpXGiZ/tXlgrT9WDS0sw1aQ1HvREu5cGgO43RLXhlDzt39EBV",
+	"+yss2VurJqHLANJQTZK0TSzAVEGyBjA5CLjHG+M4P6C1DmW03lhOeAa1Rtr5EiLlDIwWfuiBBFyqQj2f",
+	"gLRNKhx1mmi1Vst3btLAMU4iMDh+L2LOzrWaHhggJopHSTb16uug+qACOOFXjDNMh4SYQlXw2YNdNlvg",
+	"PLsmPxchcMFugBdgoMC4jauYZ15z+1xrIZa/ITC/Zyyx5do/5uoPv7mugiBz8EfjCQ/QREja/b//7b/6",
+	"vu+RCMGZyGDUsdcBsaQ/rxgJwlUqhdb6vi1UMjBHCGBtgVwzo7Tey+BFzK/Hxmn+97/9N5rw9DU0+f2k",
+	"pdtC/SSLVzVbJRnytHUNZx84NYr4hAPQjv2mLamA37IiqEee59BPWCLdIGWdkkigHF/FSURwYnoNkF6Z",
+	"8yaw1cis88al6lbbt10qo7XFii30XQqC9GDZzHo7whuuO/UFxvQ49io9ZvRsfLdaQu2R9VLq6ycurcE3",
+	"qFp6jBgHzhiMRhOen5Ydj6RswfTWNDX+bTAwmHQLF2hwJ1lFtkfesiVD2NpcPc+WHsIWr9kmD5iBJ6B/",
+	"tEOxWEK5fdRlUMLrS3USS2NWsIFJ9tKL/IuK+8OHA99/+BA+NuElbFBTlE3f/PTyZrRQ3bdsmdANiwyM",
+	"nxOzq8dZNoGZGxmeaoMBabtkNT4sMLJ1euSJ4DZEO4u3gP40j4D3H7OlBWcTntXcw0JsYKfmTKL5zF7q",
+	"ZnGaGTiA+Qb+/8veuy03bmRrg6+Swfk7ilQDFHjSgYqOaVmqsmVLVbJK1dXupqeQBJIiLDBBA6BYbHdF",
+	"7KuJmdt/LuYFJva+nlfY8yb9JBO51spEggQlSiXbslsd0S6RxCGPK9fx+zw14vTwVPwggtzSTT5+HEit",
+	"HhTzCQ4OpYOnKV6up0mpd9B8U4oOK/arl4fHPpsn6XVWpL8U5j06OtSOoSjjfqvlsf/+r/1mq9EvZp1c",
+	"+LB8SaFUWhimCBvZOIEsjoF0da/U75FQ56lGxAU/bL3b6rChWCQybBSNgm1BO/j88PLoK0D5S6BDmEcE",
+	"24LeahTLAwvmoziw9AvBWAAYNZp5sO2olCUQ8FTjzIaVYQVhQ1YvqIFKb3BQVRUhof1pug2OQ6kei/Y4",
+	"gmf52peMkYcc6jHVOB3iRoHbcYZtHBPjGwOldBXpFWaQbisgX9XLC9RXojK8kkrB79vgrwAmC7+OeBxn",
+	"qCvnCRRnwyGD0GnqcZXmJjwys+NWkeXOU01xivSXdtNjPLuGZCMb5qLTbDdgJPQ44HJRMhjPWawzyJgU",
+	"kGut57XTZqEQUwAIoqXklD0w6k3q/KIU7QSujxcwKADgbAVx5QIlUiiUnZEV2e/LcxRlsP/hC0CM0cq8",
+	"gc6sWzbifBzlAhEYjL3qeaphhN9HrqLSHNE7lww5snCKUIJA912dsyEPmf8H30XDQWlg/oFfOBKjFB1I",
+	"6rUWdOCa4GTf+BMLHswsioVU+lGYJtMptRB9qMutLCKSdtNBxqhxoyFD2yyfQ2qqUH+j2GeFwIErGwY4",
+	"8+6GQzh9XQC0yU5ILYb1R2oVzsk8jfJcyAJzCWFo+gyv+tMfe/hs/NRreoVTDAbiWGMwZKzuU2n6qzSZ",
+	"AEcYfrxM6F1q4Xc6nX2G1xv8uljIkKcOOcagkb7GfvBal4B33ve8v2FL7F/28RfX6/U9z9cOJoMni1U0",
+	"bqvX7+3DjsgT5v8RP/bZKzFMZ8pE6njobo4Fn2r3W91vd/q9/f6O5xeqJj41GbHWDmkUSaoeC5jLqocQ",
+	"2NhkvnDstCGkC3sKA0zL7xJ6sbqnjKzUvxNLqSLjkW3vdBuOVv6Y7YgExvd6t71vhAo6qmy/KgqsN3YK",
+	"qWqxercLSgSgqKC3argwKnvL8wpVYgqWRQBvGM7SDNAMVVvantc4oJer5a+astoEqxpMH79/QfcTZLRQ",
+	"ZnJUxCT8ll8AE+ciHfFANNk5B68LpCDJxFyciSvAAQCyoDgKBKEXUYb84ZQHY6FE+kpm/Hw+b3L4uZmk",
+	"V9t0b7Z9enL08vXbl2676TXH+SS2eFashPuaU6Mm1Pq1FpQWTYXk06jWr3WaXrMDJQ/5GOpSqpNC1S9X",
+	"6xCp7PzS+tfvv2FvRe7AptzttXYbKGNvRBqNFqVkqYzwvMhm3iCddRqps5QSNgnHGBUIFFEvMuZfR6Hf",
+	"ZK+TZZyzGnQ7NbTWtS9F/vX8OgOWRTStYQDanqcrGHQJ6VKg2qprhTvUKEFxD5LYEAK47oMuPkQmEhDA",
+	"RKKSQVkqj69q/Rp0EUA4buAT3FtzatdRaAHWeC31VQ6v+OZcLZMMykWjq5pT+wgInT9+d/jdNx+P0tFf",
+	"3n7YvVy8//arN1e74+DmnE+jszidn3B+Hnz17iKpffoeSjZQKbqrwBVGCq6vwsaCKYd6kS6OXtWjzChv",
+	"f8ENrL9d6Fjr//17xxrFLykKiTNsjSPAhPErNX61cqp97Xv1QGO43rpsl+CG1tVeEaiwMdcM7Hhkx1FL",
+	"NH/+BNagX/CS+0zyNE3mulQjA8IvdXbra0wLuGSaZED/hgkmkvAdVuO1Dhz9WTmI2VCbAJ0FYZMdShvV",
+	"XKO2Q3Tx7OS4r1NpiKN8Pct+eQudRpn+PQMhonVWWNkV7FjElE9ndFSAuD+IMD9Sz4WDUHP89Mtc8MXa",
+	"votm/vvPlgL2mivW8OU8MR22p7sQBX8vwVSprd51vZ7b6l62dvptjU0FYmA37IxavC3c3rAbuF2xx939",
+	"0U7LbQdeuDfcFV3e6pTp8Dceygm8oLu/09rx9nY7e3t7q0T7GwKvfXJu7VHL7lF7uCe6ox3u7get0O2K",
+	"zsjd47tDdyfohepTm7eGj9Sj/Z2H9+j7sqBcwjs8Oc4qtv+mPJ9n5X22CmG1KnTRSDg7Oda6R8n3VE8M",
+	"1YKRVcgRMErSxsOktLqldfct76zkO7ypc/dNr3SOHdzR3r/7jsskOeNyoX086r7eJm96i+lC74p0ouXz",
+	"p1xir44jXYX996WK3e8/lc4qk+dvHU1ny2eJPp0sx/TaE0on85vyhT67Rx2dTUqsDk53NtW0ED+dH353",
+	"8fLbD3bKqXrgYvunLJ5dffIpPnt2Csk4mAKqHnnx8vD47CX4PuZKrUfHm1LFfdOGQ2I7lHCOQA7ulWEH",
+	"Ia87lsajV/2g7Oh+kRnzIjK1DyXvNqtzopCR5BUkh3ijCfnOV8In0AeI8+XgPbeOVPgGzeDC3mSXaxqB",
+	"T9LPhYZjJw4YN32gg0wtgDDCQOkYXCyzvDou77MZ1NyQDWcCDKZ+Ax1pxOBgT/YBmyTAXqI6p6e74MfV",
+	"7rBpkmXRMBalFVHYJ9XHuL0oNznKS4sQpgoC3iss95H8kAoCuaw6sOGW2qZ6qNXMt3DjJ3XcVN1R9GAb",
+	"XKi1DS48gqmoPYI2MCX8m7JNYN1VUgCGXF5bOsSpweqvechkliazPJJXGChGJH7P87x2T8m+4SyLpMg0",
+	"B1Ba/vM0kqIFpAaex45EyFP2Nq859s/tWl/O4tipBSAFaxfJTIbsIgGqu2mS5Tw+SkI1Wbt7OztdQhFU",
+	"ny//ClXZQ47Y+jX9/FSInB3O8kQtBaRbrSVzKdI/B+qKDC7gszxpBskEgNTyKF9c4rkXxwEw2l/xeN1j",
+	"2YWY8ihlp6dHqonjRKrL/tjqtdq9Xs9r7e6CHP54ElpjubO7t4/F8lmUl7jHK9r0yamNoyxPUjwWeG6b",
+	"Ye3L1m6/3SNNRibwtLdGEOuYuCV4HW3filgEeZrIKOAx4r+f8TTi7DC+4an4B44tlPAboQort9yA7qW3",
+	"32955QZAhvQ8jSDQlOU8zRHgUz+w2IlqgYN6NGwF7bAjuu6ox3fc7nA3cPfCfeF6Ss8cdoJu2AOgVzV1",
+	"KAlo1y43Gq8YR9NzkQawR2o7XtPz1OszaU1Ct9Nu1QovxRmX/ApSE8DfDl2lV1wmE/aFCK6Ri3H1+d3K",
+	"5+/t7vTs59Njv68aBqdmHVzr53cGmHxLl9gzcLt+aEvW8uG5sY5oPWIT/fCNxFg32ItLACAUZlJvVOfq",
+	"ujfTZdtwDbziWWd8iM64AtpSpTdWKnaWIqkVgwr9EQLc91Eik/IxZDFm0SnigBsA9xv+rU4nrcOy+grX",
+	"j1JWGnglalecXAkkP1k9iUOz5hvoiwgJB8xuilJdqrVZK44IOdJVvrzD0tl6q/4CqFjWi6MlspkNpWKE",
+	"GCT5uFBmwLdQQLYhFO0v6YWI5AXKtjULW19ri5QTfc/m7sCSQKr2Clotfeo2p9e9+47XiTphZPhbFzhf",
+	"ihLZd1kjXSNwSik19/GpLgEhrBqOxk9UZTZivm6l3Yi4oOD6AG8o4IptYEwO5MbW5CsI12YsSCbDSAoU",
+	"lIevjyEHzuoXRYEzHgsCXJCE4IN6H59O0+QGmXpDEcSR0gLrSFipP/I8F5NpTnFwp8gEslBssF7qEK/M",
+	"fIyqgT950kDkIqJubbK3PBaE/kCh+NJEDORcpELDrPHpVPCU5UlStBVDVKtG4hE3ZOmbGYlqVDJyX8cL",
+	"zYRblrbqmjW24XUkw41NQ6tx36j7wDKsNlxT5EvWzTLzsIIEVrRS37XeikVY9Xu3VUMFr2ltGVAjITv7",
+	"7OS43LwNXcNVTV9x9N/Lce6s9fMvtZwc/hogvdT6TrAvdkYt7u4N26HbHfV2Xe4FXXenJdrh/nBvtMt7",
+	"a1pPz/uZWo1ZrYjfAln+GavPke1ZfxtpnJVRYzmIsTPa5XtDdz/wQrcrWiNXaQ8uqA/40/6aTtGzH6VT",
+	"5Q5BUzkwMGNuDfQQqF3qkPqVRTfL3HZVKRNrGm4lalQ3/RZqjc3bT0LNarr4eFvTu/do+mXyoIb/FjxQ",
+	"h7I4jJTQLbhwVw4iU5pVclNpgvJayyPbG7+50MQG/Rp9bxF6aqbOpZBQFZsjXaKZGtEnRW3TDCn6S71B",
+	"6AvwZnikuCsJ4rndndauu7fX3nc7vDvsBTvhrtgbFaTzcKptLHmsMpRav3by+i9uC11zcEaZU6yg2dRs",
+	"mbG4EXHnLcwaYSOvStyNBXhlnG7KFyIlV9kKEWVaGjg8gd+Mis9q9tRAdDue12u1Oy2vpxknkT+WjBiC",
+	"wS8OQvBK/Uwrotv3Nl4RSBFrlrCmt86yGXiOHrxUvF9uqXie1/7NLBX8ZC0QaqpZIXoq7vCLHa03DjZ2",
+	"jFl61H0dYyu63rNn7Jc0VMsYu1VesdIEWcZpad1UWai3+8TUGrAfXfJHVWAhaKeTQ1wU6zAWKp1S9vrc",
+	"wClVtiuXvFIbn25PzysFEu8uj5RtE3G9mO5rTa3zRpVm/Nkd9SR2Obqi7Jm59y7f1ljeP0GccnW3fwmJ",
+	"cZNEikXhcS5UYFOdEeXorepbQBEGY0VzKI0Afbbuo47jM+08SoFYD6DnNFpwRGUeq28MuESwLNSQDqjk",
+	"azbB27LicvKWULmA+BgAbkeUOwxw24DHT18DZRCQ5MNt6BZlsPQxgRGtV3gBNN8A0KpGUQmnYJMEZQ+6",
+	"teCBCMMLrTToPS9MVSbU/gRJGooQ8yiK7zEPRbXPWZpn9W7ANZO+rs2jenGtdBjcBdU8g41boAfdJFEI",
+	"1a6q9co25yiKM5HnsQjZQuQ4QKXpxG7poXcGEit4cQijHJ2J8ygTRbWn9U7Sa4iyqOhnlkdxzNpeq4+j",
+	"hA+klA+Nwedrrcg38RG/pMj6rJ5Fk1nM8yTto+MMrV0s4oDh87ue9b92b983WI1Rajqi33RAdV7WU0oP",
+	"6Hley6dyZxyRZcQEDNYsLUiW8igT2UD6ZV3fN3FvsC3pg6k3lOHSVy+yAkjWJ2CaG5FCyaW8onIh61oa",
+	"SYfRe895FGLlxpDHXAbCJzDLQyx+bG5tsa7n9ZnZr2qBTNBzwCXzCiwa851di+5AEYaf0uwAdEbPKxVO",
+	"KL2gb4DZyqe3XMnMa7Juuz2QgE6JQwmIVn1wJpH1QmNne3O77TbzCV5XC4HidtrNfn8gi25YEquYEECP",
+	"B4GmFwqmIc01gEUdXQE5j2KoTFRzbAvABrVlqbpTLXgo72yyntfuL22aZZgvhFJDgeFYiMhFtSWxlg8k",
+	"wvqV62RXKnZpzq2v1bwfZhacy0pdcf+W50GThkm4wOhDJIsq3wJyyStaRXuCx6ng4YL8a+vKaQcS6mkP",
+	"ioIVrNBBsqFyIeyEXyO9Cb2hvqYIFst6TWxVX47y1MyDqU9X4x8nWc7qXKMkgXROeTZuIO8hStDhQsn/",
+	"iHiVzIMcU90HkCbpoqKQ+SqBwjRYxyLOhIauJeB3jY6C5xqMGBStVUUdcN3fU41W630p+vR0tOkVLyeV",
+	"mtu4LIGaPKldGVh4tXn1OdSH3rL8l9zUoRfsDlvCbY863O0Ge6G7L3ZGbhHq3jEDgbZvMRRLm6fkObUZ",
+	"DHu9uwgMv8chFVn+RRIu7u3qTPOyq/PcIm0gd4upvDE+q3YPXVPa7YGm4ZiPoGY1ysYkrBAPo0l0bNnS",
+	"qw7jGM1BkpLWq+5RX4PrvKiKqTRicGtbpJtYH50y/6dPfqEKLjUIzJ3PNOBSkmD3MeKwS49nxqEU7ZuT",
+	"EWanJHcLZNNqsW6EFELh5VTMlxdnItTMwDklxRxfADowLSUjBZf8RRWy/i73UXGLuQP63EYj8z6FJ9oh",
+	"+yvOTbE6YdBgNuq6YY1S6JuEmjWUvzNr3Nu7+wbqxyUewHBba4OWnSNG72WSnPL0SuB9vU2GwSCnnYkw",
+	"4pBoC56D9iY3W3i8n+dvaG80yV8ieuwv7aIgV8KSk4IU7/v5KTR3xr1yZfRN986T0bbdz1BfYSEO3ZYS",
+	"sy5dxIzDJrkiZgBId1U6hsMAAEfCKYdMVujHwNiv+JgDg6e6IOCZYHV/PlZjMIrUSWhiG+xI6c1KrJ+e",
+	"HjWarI24T5bKBWSBY7VDAHcrTuQVVGj4a4ASfvSXCYeLMEpVdPnHdbpRi7hBja50r2QFzfNVBlRTYwOD",
+	"RcOX0hpJZuqcu1IrNk9gwMqdCLnkfzY9CWjMKEW/qleY2r9W6+veSVv9lAPnt5+lNPJqmddujXJVb+vN",
+	"I1x0/73DW/q9z6GtJxjasgSjOUjMd99/ctZ4s88IR9rs+4r6zyY70cxUGnQzSkuMgIaG4yT0DwbSIjTU",
+	"deFaWCRSkChdlTbgwVwm9EhSxLoeSHVrHdgj1lihDYDcAt1bc9hgI8bc7iL5dy5mMTLGgS8bOCokUFSs",
+	"K7Gz0JwEsZcYwFUOzks8CJsQV08BQNQHeeajjxjte4dx4jG2wPk0ikq717WOkIOB9NWI6xMYDy6/uLp0",
+	"4DjMh7Il38JecgCaX2SlezycIt1en+C7ATe1pd8V5QuC7MRpoT4RhuPJ2zes09rZcVuMx9Mxd9ssSEIx",
+	"kACtRRezuv/urY9Oc3QezvJGk30jFpn5jLiqszhmdT/nH19+VGao32eQAVAQMe1vbRXO9zIuHplr5Tm2",
+	"DDc84w3sXQHZWz63GsbNOIzF5EXGfIjBRvLqJPSNTaef/yJjUVjtKHxPwD4rBqOzis0H1vaSU1D71Za8",
+	"gqZnm/kFGbkFCdqEEp91OLqErtckQiGZF7uP+OJCv0oRQ5o0c4zcoYk9ujOqCjuwZIezzQfwYA37hhqW",
+	"sk8raI12+b5w22F36HbFDnf3Rp3AbQ3b/Dfi04KNoBS9lRw+3CI8TmTJraXLLHWx+Z+HaXQ1BrKpaTxT",
+	"CjtqcuogG83ieOm5S5uRSy3wSq6zorq0qlSUJEmtX3v3FiCOqitPYyw5rb2dRblg3c1qTEmc1vq1aq3e",
+	"KjS9VY2Va3KfQPCq6deH51UCqH00msrEU3pAs7LctLuH5aYoECkj6h7eP707ca+uzWHQM5QncMo2V/zQ",
+	"v6SjjxqjBrJ2/57e7uAr1uJjuvgKmWJhnz4lTx6J8V9j7EvrS7vwnrxr7mGeNm8DywEU2kt+TW/6d3DO",
+	"/XJ2Ea7zZcsIhZ+1+9cYRyUPm8n1Q/bXqhLYSXJTNppAGGDCiMXim2iHlvnKABr7+vXqLlOUlfkHxMYb",
+	"C4sOGMtk8yRpNNlJnpXYczHXYgLJFJSno36wEmu006/AHAOFHh7yQV3bpPt9pLBtkD/Q1pkOQPnGuHA5",
+	"EE+pK4UgJImJrZNJDnkzpoVA6DjNWb3ntQfSPyoTeNmsXI3bIvnENMoOK9IrLcdnUd5bpeLi/Ia+Y/i9",
+	"lroCMn3Osyod+BhuXq8D3+lb0vZylX+pu7ro8H3h7y/R8DlccIcQOyYS6ruEmHNLcjJd5hT7P5kC6Qpk",
+	"OeEG0BQRo0LwaOvfEjj32HOV2cs/z4a5r05qhvJX1oue84afVN7wXRtsyvNgXAHHwiYivQIuwGCMoOm7",
+	"nf2dhtpL5AB0GDrynMKLZ9x1TuGJcwbS8oKhdwf9d8qGuRaLwm+W5QC8TnaHev4sjn0WxIIjwHudXo0p",
+	"qfZjC3BySDJGL1/hDUTQb0qWxURXKebaeAfvy0Cms1ig9gFSC2VAfQn0fslNirmf5GwgKWL5nVG9KDn3",
+	"lEpF8mTf8D/d4pazPNVk4w0kGHnXQkzLpztmJWbIpAPV68YabDJ/moqRSDOTM2z5/QC4PxibFFRCSCOy",
+	"UTYWqfhMxYTQgSp9b+/gt8cTow9wJgHANPk2LgRmoIs0j0ZAxcASyUZRya2B5V2WM4McC/eTpdhzlKiP",
+	"7aOgyfvVzWSe6XX0nMPyG7Osf7M2Mqy3zWxkKny9VxKKvucxc1AeitVCiSmG+PJBWC3vy2ANVASTac6r",
+	"UkXR/2pKhf/0r//4T51Z/hbyoaFubGuL+DlMRUQpxbgO0jXRhRiNEs0yBfSA14je02QvlZV/dnL8wqj4",
+	"oJOUqoDK+AeRZDIx3VmIvEEMowMJKeSchXyh3uYTzOvbl5eXpy/PXr6+/HD07vLNq1c+q2vqBL/d7nue",
+	"39ADDlgK/yCgccj+wbZZOOTqHeNkTpnbcsEimeXKLIHAKHEOpDPp6IKPUEy4NMuDLsAcc+a6SXrF3lx8",
+	"6ZOuATmtMAbImFx09aBI+8RQGhHDZIi88yKj+4j5EzLQ86RYZPQYR+slUuSHVBUy4Qtcz0rFElc8j26w",
+	"4uh9AY0WxbkbSWYKdCBlHl+F7yUGG3pNn42EQOoJMw8nZ+9ODy/fXHx49fLl29IkNPf/8Eev2VETMVXH",
+	"ShmjATxBaYL1OWMej9zZdCCpbwHE4iDYnphisAOldk2Bxuow94sxOEtkyBdunriv0kgtE1gqyFvrQzeO",
+	"eS78JgZFIeMziWQuHCMW1AajYjH1Sb0tklcsFUrIGkYueNSLbKDeRsVn+sqhUE8ojZVhwF1FXzE1YfmF",
+	"GPlQfAfCw7F48wicmJqAZStNdmjDs/hTIZF2GUvZSqMDHj3oFm0CC5Df7Act8KY8qlb0TqMsP9bydpNk",
+	"NzOiGhfnqSP60BgWoElqLEw3yk2nax8HKomG9Q6YJDOevz2Am3LTn7FtHoZto4RZocAw4OfI2JwvloCW",
+	"ScpZsw54tFVYJO32pdeGge3+DUZeSw37mm7NqSlhf2iQUDrN/Z7mN9gQA+qxUT7M6aZ+arWaAOmiNqxq",
+	"u43uUTS7KIaB74/w65YDtfvFZd2eRt1VX9NVHQv8Q+/927E/jiv1zI2TIun2++ZE2tLqOSXyaaVEhsXp",
+	"qQ0ac6CW7Zm74T2Mfv1IyB4QxyurJjwV7HYTQrXSr3Sr69W7QSWj0WLCh2PLPTEsECWGVmQ3dZMqsXgw",
+	"FiGpkvLaTkB6lt+ltl96XdW/Fhz8P5tEVxN2j2QmI5yr3Wd6cz4HU55QMCU0ImmN8IVkg3u5kvCOhzmS",
+	"NOYvRUMex5Gk+dHJhZ8V+Q0dT2mPGfljoOHqbovC1KSV5SmXGQ+IVAltVvDJDWSUE7BB1i+xs+PvJqde",
+	"qaX4CtU3mdAH+2e8ozmQfshz7hdYKlkyS5G7W30+PD+x2PpzzCgBRxO6o6zE/kgCw7zDOCGJ0Jpwirl3",
+	"AE1Fe5ycJXD2xgGV61MhHMafNccuH0ggsM/5RxaFDnv79jUYYIQZjxeTP+1cpJMoywCgemsL/D56wIHG",
+	"2Zj2U3MhdmuaJjlwFusEEIcNRRaFYiB9XGywwP0+8zXI7BaE8HgaftDQT/CNlU2zRb5KLZW2ML8eXVXF",
+	"rvEPmG8Dmm+ZNPwVwG116VwMx0ly3ZyC1wGuHEiNgDFJUoFZ0cAZFAt+IzKIEqpeY08MyeWELwzDNZAO",
+	"qQPZJy7hgZR8AmQfQHDL1G9aq+kw+m1pKAFmRYTZOi8G7o2NfBjUVO3BUG8/AM8O+m1Mjs5yP0wTl4mC",
+	"cNLgvKm2Y0Eb2fQcgp6gy3+N5U0d+E15C6jNz26Cu8Keq7yKy5CzzVa70+3tqNFQaxXuJp4M2A5ea98b",
+	"dXgLoDDc3aATunuiO3J7fGe4G+yF+8IbgfKXZcgsc8hyddShPAMvKfq7QdeJrEe23d1hK3B3w65w93lv",
+	"6HaCdtgS3mif7w2L0bXFCFLYrDGnX958BoYm3HxfU5oE7rMh/QvrctZBV2lGi5sltEyS57YWd7cBDddp",
+	"ju5QxNGNSCPIa5mjYgOedgAbyYkeF5eqIZqhZEzM/8wTwwFjfoc1ekAxHygWk4kUjbXJGEZJIJNdndpZ",
+	"ouMud5049aXjHGIVn6UmHFQd/fjYsqKABIroK8Dx9xuVbgHchxs4BWgolgGNNhMtT8wlYJU9PA0xXax2",
+	"4n1Dvg0wnOm3tU3tgJvhAW2LeZYTs8dtj1aXvUzTJNVOXPUFBkawdqrteSUcZmpuwff2OefPvfSuddZ/",
+	"YfmAFm8G+9kd8BSOEHAGkEG2wRmynQqawfUArG+FLh+nqb/ikXRw23HyCmjWAWP6YR4jwsupZRXOYuGo",
+	"YwQrxYVUfQ6LwySbDdU7hyLUWK5gCiVF+WiGqKbOMpwgLXE3Cn1WT0UgVG/UwgxnKLMEGy5YlDearO21",
+	"++zHmZiJ8KAkz2EsfJaNNb+7tawL+/YJH1EN+1zNKp3lLzCVFJs9yyAfFeAn86QY/WKGYPhBMQDrUPVc",
+	"TxbAPwqA5a0jTp3OSe3D2tNzmozs3gPKWWF1l4eq4SDM4C12r0PeFjTBI1RMtMNHvzJHeAVK1Wl5TAk+",
+	"TKw3Kz2CWiJEMuyzKc/Q6eJAqdA+qUwXauW6h8qi9KvfXAF0SC/4/agB7fupAdCfk41PqfudR4dBIKa5",
+	"Ls2s8koXs5sK2ua/u0PpocmWeJitmUoCYfhjxZRi2jYN8YqJkKtP63cZIS3ozXZA5wH6abptjVFMDLeg",
+	"8nTb+wX162WSYIqahhwpFu04z6f97e1We7fpNb1mq7/n7Xm6I9l2ynPhggcap2azdXaOt1eusOWm9NFz",
+	"c3h+oiTqi4ypV0JuzcbjoYStMn30cBbQhdruOkCM2JI0skfNstytS+4y4OFSvBJ6+gtoLLRysuaES6XC",
+	"L2ktSsUwagsqGOuUl7HgcT7+x1rj99DGohhHsbCxCpXwnk2b7FhHh/NkFqAyoY71Ic+EmgSm2i1kbsgv",
+	"K2y9r6Adtc8OpibX5VDqu6kdLTWWQHJ9nwAeNW6NpCwPxoMkZHnml5wYN0Kqx6vNKKxpfKOHUE+lztO7",
+	"V1DK3KT2WgjoJcMF4CTB9sEQVDVB/mlSEPN+5qyVml70/XKeFA0sE2+Vqdy7XosdJfIKwlyHN2KFzZ2g",
+	"NVptYF5CpI7DWZbDxlgyt7uu13Nb3cvWTuEcNkgayVzmyVz+eRjPxDCRUuRDfi3ShcaEwxj53sgL2kO3",
+	"FXa52x12Andf7I5cvjPsBd2wI9qjVqFlfGGexL6AR7FjeokadWu2YOBbo7bohN3A7Q13uNvd391z9/j+",
+	"0PWCVtgWnVGX94aViBwQ0V6CFdn1WjB3gYim+es1zSkDj9i8V0EewVDn0UT8Dd93OBFpFPDto3EU8Kuk",
+	"kiu87Xqty1ZbDy6wZpWnc2+PXSghzy7C23n5b5nCHSAt765MoU15FXTDPdEeuTu8NXS7wX7o7onOyN3l",
+	"7WEr8MJ9RLymeYIWZVEo2DdRHozFI0wPtmVlUjrLk0IEU5WzEMmHzkPLbXmX3n6/swln++l6ObGpW10/",
+	"YhPPOlYV6L1fiepWe/aYP0x5MBJ1vdPcFrr6vCnE/dJxc7f3/NZ53DAnrVJrMEtqA+vQNGI1dWwjcf0U",
+	"U8d0n+6s/NMDZY6WzZWfYttWqz+6Dc8OyyeygzGBKU5WSMyXdzA8cDtProVc7658+VGzz3CpzTNwmXHJ",
+	"eACKLzyB1d+oprJ20yNIPBYoa03mEVDHXLw6Yju73f2B/O//6ja7jSYDK8W/SrnMP6it8Se87YN1m0/u",
+	"I/oFfJLaVxiFDvMn1x/+9R//6Td0XhRel4kgFTldix/UtRleCx491YWJoQvg7Ou3b17DR7A5M2H4xkMM",
+	"rMFD1J1fXV6esy94FgVLZg28TWIpiNUrH4k9RAiQOPhQ9Z6G4XDC4Yt5lmdsx/OMQcouxCyD0CJW6QAa",
+	"c7woqGiZ+DiNUpEdsDAB84tn1wMJc0MPnYpUW9hNdor2uzKTt7Y6XkG5oq4iE1r9SbNHatfW1kDWuWQn",
+	"5zc7+rsXGdve6TrKIAyQn8V4PFOqKASHdcNB8B8RMh6kSZahM3QgdY2cYaTA7WCYVOQCDXf6WUPoUEYU",
+	"4KSiW5V+GUgEpXPYhMdqZkWInDCQsgKkYkOxSCRlM5fZqqq9lANpaL704AiYFTVlBoCSPKNd9k30RZOd",
+	"mzMI/fvar6OzpwfyWiZz8KdFVzJRSlRd7wv23//VabYbiN6NqxOCQtJenIzH0bVwgLQIqaGg/h/Jiug6",
+	"RKE0RWTcQkbhcsFigGc0A9PQJfypxp10WDbDfZ2kDMBjHRbwFDwu/hEPxsI9SmSeJnGfycTN8iQVUK44",
+	"kIg1+8ESIIQWDksX0MmXZhwBCYAxamoxlBQTPsB8OgR1AG66SAKXHIT9MqZ2COwplD4wSP5Pgxq0ZFBz",
+	"GP1pN2pQ++Sz+kSEEWWI+cvnrN9wcEMBENUwFhMWJsFsImTeV+P1T4b6N/sn4ev67J8Ys//nQP7TdV3z",
+	"f3Vt1/PUhZEE3NwP1Dl1yzcgx1DigIBBxjaZIywV9KaAu8C1D/C7M6GBG95dvnL3aGj15nv97hTEWGko",
+	"80zEo6WnaYG23Wq21AKiwuJi7QQ40wX6qXp/scfo+jiSosHsvs6KQvMPtiz856poTHIjt0uSnx7XsocO",
+	"r1OPeQdbSZqTYJ4m8srI+lTcJNciVL+iPJ9lUwH1oiXdEl/R6qyZnS/gdFDLD/a3vrx32+VSRKDDqgFy",
+	"hQwS9VKZpLA3icfMP0INz72EQdDUNLDgmLUs8X3tffW+PEk+TLhcfDBw0eyf7Mzwm3U8kvhGqNuOUYgt",
+	"KjGtM4HxyZ3Wmp58hZ5N7PsOdr6+JIiLHExI+U2kFIFW2KkQWCcQamELS2QgD9lE5OMkpKRlaD9gYgNf",
+	"nm+rJSQ+tra6Xm9ri6T0YRwn8z7DO5SMrNilrO7jS1yZ5C5XdwhIqcYAGx4e+H6l0oMAwgE0NkYBZBzl",
+	"62GEL0F7+hxcW2vRn0h9f6HNkYiwlBDKvlbCwfZtGh2p1q9Nrj90X/2497fhZVv+db57Or3YD/7Syb4J",
+	"W2c1p1bSktTV2Ycfd/960z6d719cdy/l3t+mna+Cna9HrS8mvePM+3LRfsd3vxH77z/WnFqxf2v92urG",
+	"vY9fFQbPdoLaY/XRnc/nLuyjWRrTVrp98JRWhvry7SOIGHy2LmcP5N0ddJ4n7XZeLnidc7ui/XOA9Rpb",
+	"xq6lwn2NarGuS1InQwnHGTSeD3R/TSy+Hg+/DKI30dev/vby4vLbtyfZySSf/u3oZOfkh5P52Q/v8rPj",
+	"s/zs+GV0evS1J/56qK4dh0f5j2Hn22j0bVMsvp4GnTP1dRJ+dTF/E+3dnF2edE5/OJydHXU/vvnhav7m",
+	"+FDd/o/w/Ym6LuetPe9Cvuy+n3z97mzS+y78R3gWvDrpfdf67h+Bl1+fvfPU9bH46jB688PLzuvjl73X",
+	"P7xbvD7+y34zaMdyOHnlhX/9Oj59/5fud+9b8+GX7/Jhu5eJb7HcS1kLHyJZ6+94Xtl7iUtwQ/dlFiSw",
+	"kEpJB2wJqYWVrVQDHI02q4NzpZfkF2DrPmAZ4nKpWoeHCPtlmahLIb6SLlsR+YrnfJExv9BxS14j/fWt",
+	"HiAhZxNleZuLv1/1AlmZv/dY6XRq6314h/TRamUJHh3z5mpL57/q5LLCrEOKRlrBs0sSyRZwsNFvsZSR",
+	"ONBSEb9U4gIKE0r9eA86HcgSRoUOK62vVjTXdKK4wKTsrMrC5r1XIWYgriWBMypToTfXV7SuhtbXi+7e",
+	"qh3X16nYjablVLv/gjqCdy3FUAtd+xZFe72efduqw76tma8j8kSU/SxIoPuI07RsXvTZ7BGsC4sx25o5",
+	"FvCJWNodljvCGNrv3793D4t+iz5dmwoeT/40qGGC7qDmLwm15ftW5Zq/5kEOm6Yiw8S8inYDxuCq4lQW",
+	"itWPLhXPVIu/vXuu1ixO5qtqF1hg6idtVqDNwkNN7Ptw+UeCVj+oz+y9TXb6RKy8PBPpDfjgeJiV81EI",
+	"KO/A+BrN0xAc+ueRQne19EVWGq8qQUUtjoqGmjyqe2lqlE21OoF5krAYfnvwbK10OcrwkdThFjuLvvg5",
+	"hzgi41m/yODz3WOIZlVgfRXrnfZkLj7m29MYc30+55Q3xzjP2J0GGZz1Sx155IHVA6pdK/6djfLB47Lq",
+	"1Wvenbu3Zq2WgjzlHBXb7cIgR04DNlTNw4ofZ81M3Mu1A6lz5NtZnxX4aJPy4LY12ftfIP+u27mv7kNP",
+	"uqyUSRXOsM8TTKURe5GRExXTbOElJXEMK+rnUHa0QO/bh89mzWF1HIeGAwh7APqny29XojUYMbnFQUjQ",
+	"F48VN/3kaLcKenb6f1+Kj74Z5hwoUkvGoRUnPSzpmzpYaql2VOyhZPMoiaNkbfLDhchEHIvUhIJwsLUX",
+	"wuAxpHTdi4yZh5rCjCjV0QZNKTFNk3AW5BkWFIx5xrI55CSFDDAp1yfyMR9LM7T5gxCD9Gql8ZZzL5Sl",
+	"suQl8HWMRi9jnJrGAUSX0KUKKvNY4N+EGQThJJnkTlGPX/dVwxbJrJzyAcEXglboel2dIGKCEpLpsyeL",
+	"eTZmdf8P7Vc+eJsiiR1UXzQIMhMGjOcYpwRfuxoUAKLQ+BF9fBOr+zLJ3VEyk9pXrPqkjQH1ECqQ0BP4",
+	"ImO+ngwfd0wx9tdiUZm0cm6WzQZZK7dNTln33uG7w71gP3Q90Rq5Xd4euntBJ3S7ojfSvz1VBCR7I5XT",
+	"P81WKaV/3sdZFSdXybs0piT3rL+9HYSyWZW/ua0ubU4Bp1Guz4bUEw4tuRYLg9QQ2XeemK+UQMLLsFwJ",
+	"raziyiPAyyLbyxBng8xaSrVUT0J0JAJbcveG+4HbDT3h7o9a3G0POwaIye46JhDq9xHxXCpEzg5neVLu",
+	"k/3eRA4Tnm4AX2fWdDFhD08UNA87o2dtnjFo/LskWM3K+m1kJ92voCRDKPuLZJaLFVLECKoBocJKsj+0",
+	"X9k6i6lCeZ1YGDr5kh6ZCcG2k6mQfBo1F3wSGzzbw/MTdVLxfFwuNvG6RbGJEu0gSTcuMjGy9z7Kzi01",
+	"Jq8ThIHBAJ9qN50i2bozpNFkh2wu4tglP11UClKuHJb6JCufV08d/MpsibXpn5U6ytQ6trSmpPUb0pGW",
+	"KY3vU4igWXt+g2T/7ERJNZYozRhYiOEzMKSQNIdmDSRWpyp5n0FxLYcsJYNJhdsrAWUK8noCnqYWO/U5",
+	"sXqsQyo6x7ddFJbl3ZBFhiyp4JHE7VxWLpQYeBz0YmI4uQO92DQLJuI3gAZtN/js5LgAgSrSYx+ac7zU",
+	"ev3AR2k2SEVafrACxEce5PBDZPakhisr9eDk9V/cltdtr2kl3foa7lxHGbzTvYsx+I7BBtD3yCKmWWLL",
+	"ZmvIsstduZUetxIWyiZ5X8+H/Lm900vI9K7Ob+flAVpvRAHU9dWNqmLooed2g3bo7ipLYY93hm4v2Al3",
+	"xd5on3vDOzr9uNtFE+z/piDHVlr/DD52D4zyWwsV6HhQx1ntNoPjpFJd2NjEoNvvC/KlJ/4Z5uvp4WXr",
+	"ubHUU1KIinp3YMGrLHPAbD6wDPSpl0hWML8si1w44zmQr1wLROCc8gWLI3k9kHX/p/N3X5yeHH14d3H6",
+	"SanF2z+Bu+yTMjEux8hIZ6BIM+Yr/arg1wG7rbm1xd7JWGmrfiYk0sX5QKSOarB5ocbQACEqA9En+rqB",
+	"LPO+IRlIyJAdTshAsPqKcukgAuzUJrfDUxXL7Vdp7homYIwIr0APAvAjw5KC8SIz0GkLn9WJ8W8iuMwG",
+	"ktj+Ggf6YTxncw5xHz8XH3OfDQkPVA8b8RUXHSA2QqAsgWkAzpvhApvfhFHM/xJxshHUp8Pc13YABeBx",
+	"VZBnVA07kb/AFPQZDj+OgW6Ixm6CqeCaia8C44TV1zSBp2Iggcywyc4QlQv97wawivFsIYNxmshklsUL",
+	"1NVSkaeRyA4grw3uwnEbRZLH8WIggeGYZSKnJUTGslloBCQUQkcBfLboq2pXneNpRkM0muWzVDim6oGz",
+	"heAp40rENahcpljTMApQ7mCPD8yJ0sh4XrwnklkueNhnpuRCFrNFpT3WWAHvI42g7sJbehTa95q7CTcb",
+	"xqs1nQhtjaIAYciD6yvgE2LzJL1m+ThNZlcWJlIyy4fJR8foxiucT0VBS1ZQPWWz9CZCou1UZDlPczWe",
+	"0BZEPoKhnfIsU3oqQCsA/TY+aCBTLq3RyliWIMIyMAUlIms0MWuarZjdGJ1AmQEzqwUDDqXh2DRs3WqN",
+	"wvlJCeqav8uAJMMmXYHsUQYtDft8ZY9o54hm1NSX0tq7EJNIqoNRrTo/1Z/6LE9nwmf4Rbak/xLRWVkU",
+	"D6S+2yBjsTqiUekf3EzkeSSvMr8BmBgWkoW5JcpYGAFFc+gMJMlZ9OsYdtK6Gh1wEDTYKIljDW+lH6Ik",
+	"HEFx+U12yEzD1DwOJC17b7/veesYxliZYEx3OeQL5oczAXxU7I8DSVBSo0wAhZfuzsqZAjBRU57mH4Cq",
+	"yQGxya1nqRWBolTtCbVu9ZaycRpXR1LP4ywW2dYW8bMPUwwK0YDi/OPagGho5t/Gr9ofSJf45CCfbFSk",
+	"Iuh4lXaTq8PALD6QBGYJ+bouDQnXB5IZ1lnyB81iUD+wQoxo2XGGm6oF+rn9stzDUoMK0cfqcNiprlIv",
+	"m/SExgFWfbGK/YGvKlmSRVgOanyi0Lir6lwvQTOq+lXlJzTwsRyZ3PpsMPO8jmBeIbTbLBRBNOExm8Yc",
+	"FGj9y77+X3N/Hx+jT+s+wyOYsMbKJ25F98sXUJviSAqcHCGpnqve+td//F89z4MCoqzhYP95GLLZFD22",
+	"2WyCQWi4AvjjGHK/ucT8Vvd/nHGZR/nCZ//f/838mYzyoyTLfYe1qYsNfK74ccZjMzbqQastx0Yq0Vo8",
+	"VY8hrjPzfFanpaMp8gBLnikpgiDvWBU15jfCqhMsDz6MDDoIMLKOx77G1wdjBXOwCmeKz9So7XQd5k/E",
+	"JPHZv/7P/4e1Pc9zWLPZhAJC1QxTsYUvuRQfISIPacghYSkRUr4+1wxKElST2WVJuBqh1IwKyzgs68Kb",
+	"ngV8KkIWYzFomiZXQKabYi2aWbUWFB3u/bqSMdA4PkyUtYxipdtub20ViYhWSgE2Re3/opQtTKToq+FY",
+	"8uuZAjMOxI1aohQ+fDueWvd1nqsJIlHKut+AToMOY0AEMnXoY1yunANa98+W7mezwuZRMmF5PjUk4ywT",
+	"oXrqyiHH6v5JyRVXukU9kgIz/kkoJtMkFzJYuN+Ihc/mPBtIO0MDJBFnYTQCG4Dy1er2nSB9U4HPpgmx",
+	"flYntkaYWn1hloDCozTT0MwbTZWylRinjB+jLPYLTUu9WC1NaBPBe7W7bJzM0oxxG4pKg1ZqOm198g2k",
+	"5hQ3umfRxty9ENOYL0RIesb6uq6yL/0uV7rake1ez9p0LFA6ntQHHdVU1zl79+7kGPfDVZKEDJm4IZEG",
+	"C3dFCHEA0+vpkruPVFo9WmX0TkzbqxonY6zQwlG68MGaxdBtt5tM2/csFT8AS5C+uPvxIyrhUACoG73k",
+	"ZhzujDpBr+3uhi3hdvneyN0P2kO3J7phh7dHraEXaK8XOkiswHl5Ra13r/bucq9+/zlleZNIKkG9FFeF",
+	"swNq/B2jDoNCshCl5GJOZELtnucYz+kRUucbDKOSF7lf0wUyfx6m0dU4z6JQTOPZZFj4ovUdNipQ6azV",
+	"X+qD23xGbc+gH5Wc88aX36k5NTgA9XXqfCn+fjCj0zTRbyIgIyHDWh/UoE+fnJpaV6f4WnusT+ywBDTL",
+	"waHWFn3VeNdanZ1mz6tVDHrtvfbwsyNy8bPT06Pa6kTcGg8oz0HtmEvOzJNrK/NhIXB192r2zNR0J8zk",
+	"GOdwx6utnaR2MUl/Vwt6MknCKF8QfFSv0/Jqyx7MozEfqd6GUTZmaptz9Vqt4NT6baemtRqgv2r2ak5t",
+	"lkxq/drLQ4COCtSe7ux4ntfeb3V7bXAcL71br7wyqyH2lmqR8tm09OJaq2a/Wr2ZXowPgxerP9VWxsVY",
+	"uxxzec0WyQzEJCSPDWeZGhDwyj7KMq2dv3F3d/dU63CtQnXiPQjzq46QNdnNWjDnCUUTfo66yJSOvU3d",
+	"79iB8B4oQcahvtpLPHP7tmt1roxQOol0DKUIQK8qFTrx0RxyBxSgzEhN1aebdfYX5RZSzLHkgt6EAC/5",
+	"khO/Qku4y6df3GLugP637119RU37VebHXoXWMD35jKm9u++gZl1S9c/nIP5i+cZdvaqo2IC4SnuTmwlI",
+	"FEMjv41oDK6V5XgMLk9rw98ek6lKHbobVK6UtkD+ZZGxeikDxxhToQGR4bnBV2846As2JKbgIc6TOU+h",
+	"wKlAoPcdRnwt4CfFG+24e0EUlw1k3U70aRjpZV2u1YDbYzHK+Hokxlaimjt+VXj5EQG8XyrfmYYjn9Wx",
+	"UcoUAd/LaiGNw4aLgcRRTVLm/+gjKE1jCVqpZHmopp4fvzIYHTiGmJUNwSw1ERBnHSHqRuH57bP5OGHD",
+	"KI4zBCKxOOkJKRNSTB3tMXMYQGyiwxsULcdMQyl2VZ5IhxyESOUXUkQwZOdv9JcY+iF1FNPgc8A3oz5M",
+	"kHcKqVpjwLhSDwhnAIksoBWWw7YUMVnjsS2F+sxq//aCBYmy4fJoIrTbiFpXQdjfZIcmPZ9m3md1CbE6",
+	"f2sbuBNWUZAG8krkGWA2GMQl9aZluJWMUW3WnC+qbOovRX6XQX1HGgKdXyfh42QipPk5se5uctye6+sf",
+	"ct6WUU2m4agECV/7w/nxK7fV7LJ//cd/4trWg/oiY8NFLrJGbX0axOVtG4zV371lpyLPRQpZKCZ1ZBhJ",
+	"DpkmK8W4t+gGUA8B6B1JyuprpUdjtR3LuAuEfnQcZUDMQfiV5Re/R2fD+fGrPvN5nvNgPAHf5CiKhdrq",
+	"fxpoC8nVllFzGo6oIroY33vdu0Gl8jO+5VPg5/1czWIbI5/rYS+P4HfwbVeKZWacl0oYU33WUASJEsY+",
+	"xVVFiCQ19MHEqsw3Xyxe84nAoDZE8kyFl5b3HLYZZDqMZikBViHfDTs33OuWU8+Q+DbZURHd5artULyV",
+	"2q2z44WcddttVh8mauOlArMIGoDfb5c2r5Y04Wueknw3HdzYnjI3PLZF5YAb2jTomUDl6t/TIoIF8Ahy",
+	"y9SHrZVcF0i5zSaJFItSKYfmmQq1iWOr58kMPM4UIEtDTWuRpP2BDHg2dhhnwVgE1+qPIZfXSP09QhNA",
+	"WydKAdQx1nPUX31ShE0RBAhLn02SG83cvWBhQghdNhk3GGBG4qLSzI1eHWUQ2HeAmhouALNG/a0kLWTp",
+	"SKivyBrLNGdEGmxCq03rPUk6kL7NvUwmnPUdtO4DkptDrsdlof1rBk4MNhoF/0Vml4MYNZ5gCk0SAxmD",
+	"/oFxZJVGZCDrWGoUSeZvB1A5WJio5ifDYd5oMpNpw7I8meKwlFNFlN0VhXZCByTlUKAc6LmxAIriSTqa",
+	"nc8THc/OnKIndufjKMsdu18WmZhnhcvgGlycau6U3VpKvugTn9lAFhlFdg5J08LCtGwvzGcq/I46pu1b",
+	"M22f1eYYJG46qJPDtMnMfi7WJOudY2xzZRJXQddXhlAPoVZkTQqXbwVFK92hCCK9WYy0yjtKe3F9aNQh",
+	"7n5woKIj9cDw9OEyoC1vIL/0ICwrFQcFPISdpopPUasF483qbfBRKzgVhiQKN5KYn6NkOA8M4f5Sgdqf",
+	"LzbbC9vBrmhxtzPsjtwu3xEulo2PWqIddoLusMefeGwWjqFlmEf4sjjiFiLLRRryRWWYUEcJUWbV+vRI",
+	"4l25WSa03S+RARlpBrE19VaIy90jQFRaxqUA0a8d+fksV8f60I85HO3Ijz4/Hx76ERtGfvSbnlLIR7fp",
+	"15kZW2GxR+igYlTVcYHs5r878+U5iPRkTSaUkZboAO/GspnyuXbU9k/01wmGm0IRiyrUxAuhzJXMak5Z",
+	"et2ail/o/XUkqMw1LsYkynJ+LYxthRrqMJnJQIRoduB77V055MF1v2RkofVg7Cx1C/qSjN/H3KtdVJbB",
+	"U09S7eSCjEsrzx8yp9VVB4VhBfhNalZDsC7Q2qwwjlQrMA++ZNMVrqZUjGaIJGgPYcmo0azaI4DkOWBZ",
+	"gvfrhyndu8qhpXPAowz9WKoVpgFhKbe1VKG0bDCsibuZjNZu0aRUTAWnFkHneUxlTOqlVFRSRXOsxumC",
+	"FtPPodkiOCEtVhoEZY2CcU4YbaUiLbNcH4tI2WyxXxlniNbkUzlxoTH/Zgfuv90hhl6ulQ340HML89HW",
+	"+f7eChlmhsEqQ4TWpQgyiLS7ghrqjjlflILjjGfXSB91JYpy26q0BZO4v2AZj8J11aDJXFoVofcv0MQ6",
+	"tLAJ9QOo7osQqpuWKlSoiKowrQ3Ase4aZjwgiOq6SlPIKCjqS9lSeenhhiGWJrOyV15UlEWCe6xHcX3L",
+	"uUNkWqqjyF8C5Vr1RJp8Fqco3nJKZYyH5ye6REBpljxuKJssiz7mY92ufcrRVMuGFIANYj9qwT2lyE9G",
+	"1/0qSXSYoMF1sS9S5oOTSC/yxsF6o/U5MvT5Zs5nEvIvyUg9TQGXbCiM73Ld/lTKcIG827Gp/H5fjPxl",
+	"KQ4DBmNjjQkISZ7l1uD8bsn471ABDKa2Xl13H/3gHtuUk1/IEoWiWqyA1ls43etRnhlCfoLlDcZQAgve",
+	"NUCwmKdRDjWYPa+DeWLzKBN9NpPmagfwfF1guKyDwaN2mK4ZTyPVYTX5StcBabf6k1Lmg5xZYAb6MRAx",
+	"ATtQJqj8DhfqcoEVg9CHIJlAjSQsHMQKsKrhD3V0Rms/ecpHoyhASs68qK2npHFSKNqeBwfdMkdJRQ7b",
+	"heAhVBp8PuN9suS/Vo8uuaoLDM7r+3iWvxI8zsfVvlgO4Pq4Oh563NB+egBQpVUEWe76sV6Z1lKrRKu8",
+	"hEJ4urhEZKi0ngMGwldpvJoq1Za7Pa9TyF3a8HZh5saSd1aSEo8DVIlUeosDqvVf18XmslhasjVodUJ6",
+	"pp1h8EYv5ELALJXz3wepsQJuAYACdKD5rQFbOFCnaCkkivjLEKbORA67d4wpACwUIz6L834Bw0D4Bhnz",
+	"/+52HOY5rOOwXYe1ut/7a/ZnuQWfv02pUSvoqrd1ChLCaGhKSPGIDEGVb06NenfMF2qS3I7jOR1n12l1",
+	"v79XJGmpy2vZKfSk0YXP/Pk/S3biBbCnlAa8WAq341LNKpN5ECigCoJq5Q0HDJL3rsUCs7S1q63JfGut",
+	"+TZDMwv5IkMn4L/+j/8JdA5s30KL2HMQYx7i9QVcAkG62E/VmKU6/ZD8z3DGqr0cScazgCCJoXKAAuRa",
+	"iMBWFJnxSCL2iSZ6LmVwaOyVCGoIkowglzQxNlEbr4qI81m1iHhoHNrs6PJJrt6gzG9Bw4vtcmwsF/TN",
+	"z4W4RnOhUk6gg7RCTOx+voR47Dhz5VBcPu0x2EBKmvw045J9Lot7xIjmbzadE8i7HiLnlfYFxWEu1IqZ",
+	"Mre7446VxWYOivxIMiRb0yBFq1mcKG2jkGH8D6Rs4eN4kTG7Zs3mris9hSGknPkhyhAuUGdpFKVfPa/N",
+	"6v5R+e4lIBRgKlLnQcxzkQL6WqbpPtZG3hKkssf3F6kkEEwp4nKrwv8YRvit7uQm5BvFOAMVyu1jtgT0",
+	"us9bw7bm33C7fGfo7gW7yM7R5p1hN+j9UnQc3Wq1HvplRaI2WkW15yIYFEHtjYbgS56LOV88sWBUsa4t",
+	"YfW2qGAlOTUXw3GSXLuavOheVqK5idVNyu9Oo1xG22RvgVIT1VWyoMbJXLKxSEWzEuT+PTbqpWnT56gu",
+	"iKGh2QXsjL+9y9Z+v6sz/sq9/SJJrq+FmAL4y0IG6gKyWS8EhzcgfgVkmavTDgbYTimvOUQGQ6mumOEg",
+	"wtr3DjK8ULC95bZ4e+juKkGyJ7ojt8d3hrvBXrgvvJHl3TAKk1Oblbhu1FhlTeoukNzgFkd+mTVVhWZw",
+	"l6ZrU3TlpTnaBGVZrSCzZJ5t04dKANqyWXPCJb8SlUDJdE0x3JYQeL/ymw2ZHPA4HvLgGjX+G9pfP/0P",
+	"0m+awyRc/C/bszT+dEuIWinR6kyhV2XspoW6ieZ5BFivG2K1RPhJLNfYRu4yJSHA9htIDe+vo8iRULoL",
+	"Mfb1ma8lGGQ5Fc+NQsdCd5VoYg4kEScCNJ6J2DnFUyC6kfPJ1Gf1dzL6qKMVBqif57mYTPMGJdfr+7Lo",
+	"SvJ8lgq/z/ybllMktQ55Jna66v6vzg6P3LdfHbZ7O1B0P5D+T0XrPzV/WmnEp+ZPasQ+AWLzosiiFVg1",
+	"TEEBJV4HEsluqHaeXophKn8+zkTwwW802Ss7mx1/5SxNcnJyzZOBND3JqGRR5g7LhFKkckxo4yybcmBU",
+	"g8LFEnofxCqwUHwg1WyNIgFRsx9EgMy60LGMjXiKCqqyuuqrKyaOhikHnmQex8l8IHtEOZlhyhzRPzCr",
+	"uZFkQQL+f3wT0tWtPHog8dkLxE9QynVVGQKtjpc3lblaFZKNll1zXWJ9MdWfpfut5H6VlinFioqFCtrf",
+	"hIfiznaZybm1eVP13FQ953/7u+fuf//H/7EZpQIgKObzBNeOWywotVsAfjPARYtQnL41sXe23Fx6a8s/",
+	"uzxhMz8ELpjNHTDLcb8Fa3/8qKuNqfan1TMTPOHptXamE75ImEiK9bS8ar1Ni3oleq8SKQ60EUA6DeQo",
+	"rOSGQFXY7fGIQ0nrfjrLxpg4lFvvo4r6ZXP3Ksqg+Iazdxen6h51t67Xy5M+a3stC/5RN16DjKvpVs3z",
+	"UfT5zkCiRglBQICo54DALSTlXoCEEyHYnSW3PiAlG9W1pNAOZGu3SJ1pa5BM1eLU1M9pFcwnvECDwOt1",
+	"90qlbzJhs0ykgGCidsKUZ9k8UcY9H8hpkuasXoDmNlAyttTQ7PR6nR4enmP1ZA0fTE626WwYRwGLpNqU",
+	"Iu+rx8VJMlVHuMOmaXTDc8HqLW97z2Gt3XaztbPdajusta/+3Ntu7ThsFHhev7+923CImz51Xx9eOhDI",
+	"duMk4PFA1ls7+812r4s3iD11Q8sDON84jwKeAbdLKiDwGBYQLVwagGNw68aCh8Dpc3J+0x3IJGVZlAt8",
+	"C4oGVvf7/e39Hd9hfr8/Go1Gfa/v0Rc73f5otD80F+jPrX5/u7unVoLf9ry2ahz8PhIBthS4PqV6645p",
+	"EBVUATJ33f+DyUJT46zj2mq+BhKanoosiW+QkQh4UKH+ceKsoKDP0pjKRYE5V3WML5Ro5jm7jmQIEMcW",
+	"S9mcy1yEurQTLsMX61eqfYUPtO6CXHI11BAN5UoDQGlAYsGh8/349VvjktW3E1MvPfhQU9gDgn3BtnZ+",
+	"+N3Fy28/vH/5xVdv3nzz4fD09M37D+cXJ385vHz5J8Rwr/uA95rOpI8cBFHuQDYUTmgobkScTJX50xhI",
+	"TEIA+nLcObBx1FbV65TaB6DJgGUk0kmUZVEiYbu9nQ0hMRDghRPGmRLplBEIm8Fcjottmia5CHLEGQp5",
+	"zp2BHAqoLfCXtGiltpWCPj50w6S8byHKg2XObcFqAzP7g/qhuUU5jVSW29zyD0p4O6XnWt/DhbbIHUi4",
+	"hFrYVDao32T+ll/d1WRE8RMYjRVcYap2ywayzk2Z+EpvD5DCAJj++lXNbjTZG50xQty+wLGLcERI5Gc1",
+	"Cv6VVzSPGiNya6uEqb+q9WVTEUQjnSpy08KwM8Aew/HgD6Q2UCC9EcoJCPIZLnhB+DVYbWDZBtU6/jol",
+	"HqGU1EG8egLDdte77EDZEVEKq4yqMtX0qT6q8+YC6TvAIUv7sccyh4Ey67COh/+22Vh9N3ZYy4P/dtV/",
+	"2x4bw5JSGvtAIvz+f/+/LY/9AcUTuVTVuYHpnUkKqT0gbrIECshLqVfGTaOe2DjAFhGgFCdSSKNWIBVN",
+	"pIkOui2vUBfK5zLW+kKZRJiwHkSDCsONs2wGJNyjWVw8ve6X/Sm+FpJRMG402bHVCjw2MpvfgorHIcbY",
+	"Z6EIZ7heIQPZnnbVcuyEVohfZMxXnQWoK3zrQILmYAtouGmWCqhc4crOBIzx5fNWSyyQDob+HFlZEBnm",
+	"8vQtG3MZZmMlKIvv1SIMWTLLfZNvRzpf3f/q8vJcTSQFXKlGPRtIGzjesLUnVw/A78bsqHUg3jwMlSKB",
+	"K76Y6DoW3MyTWRxquUKyB7XAfA51OTMIlmgQcLJQG30iZXkgCLhuBOL3jYV0TG7tQMpk7hSAC8EshWpq",
+	"oyDeiRG+Wsc9kCt12UVV01okdWxTZoroMclUt30gMQQUsiwChIGLu2vm1VRgQRk+Yz2c+bJH7nHwzH/2",
+	"YvhCjPwisOW7vBW0RWfkdoe90O0GO8LdG+1yd39YcIo/3dL4VfOuwlH9MJf0pj7lTePxS8sR1+ijJyZY",
+	"wLq/Tec+SKhav4Y+urPRN9/up3tffvPdj+nl/Id358d7J6fnfztJ2qf8lL+df9mbfnX17R93ro/nf/q8",
+	"0MADp/F9lI8xoHMHDLTZ1jYaAA/Dz0SBLqSFVVdRIfpxXFdRAqAFTwQi4HntPqW1a/vJrAWFnWR1y8Mk",
+	"k3njOUXoGfTggQE6jZy9EqS7I0ZXGa7fOLnIVrXK7gZDXZkn4L7RbtYi3oZYkUl6leS5ID1PqXhV7ohM",
+	"m+NK5VkyFLUrArRkLGiUV0qMh1FoAXFX+18aGh9M+x4Kkqk0y43DYU1O0D2V47LTPKwskr9LPP5KaT/Y",
+	"3/A5i+ep7HeckPvvd2c9Lr5lkZOTpTiqGk12WE0hb0eB1iTQfSny3+lO+XeyKX5xzeoufepZGD0VYQTI",
+	"2veXRFOeB+MKBG3Ikc50OAwiX6xuIlOAfmkRcfjW3T6rKytxMs2hBFRtm5RUlShX1xb7xCfm2XtHe5Za",
+	"0LfjFquqAyHAEnRtk1EhgflG6UeG+lczLK94sbUBq8fvRWZgL41TOTso7vMBsrWkbYEexupY9RLO0Gvc",
+	"aLJvxCIzPLcsy/nClC7wlNgfAsxaf6hmpi31X1RDezcN+e9JQ3ugX698MGwpqb8iyR8qoHGIf9Pet63f",
+	"/jEImwo2aPiMsvhck/QA1wFK90d0HWyrbXg30DxfSkfQybsmZSzKMfcryuyADmTWzMc8R9DyPCsd6weI",
+	"zZdAmAcFAEukaDRZ22v3GWLrHCylB8O/J0WO8DiZQ4wW2DKesmOCHVpOcUyFKXDS2RQrEe28ZHC8UNJr",
+	"n00xPs9zh2L9mOFgh/fRdWMhOxpAMosNcalaNpJXv1ODr/2A0/ck3BQDceMjAtJBkUhJBwkqMANpwnDJ",
+	"P8NEXT0i4NOyqGS5+rR+y1E2gt55VMFIyTvd9u8U72nj8VDyupSP8PsFfbrjMMb8GpaLLMfj8OGHMOYn",
+	"uzqgtu40/jK6Wcm9gsgm3ugYKIYiExpLPoDxUHwsoLoQD1h8nEapOMKQ6Yl8i3PkN1g5k5SygjNM3zdp",
+	"+Y5OFClaUPAvxnCUO5hqJPQBmyJ01TzKgzHyTmr/ZZxkyGFVJNbhjgPTHtGd6FVq9alWZM11PegzT5vV",
+	"ujG6fZhi4xARDX2rM5OvISFIj9Vq93Vf9RCghvOk1Q6tE+iuRkSAmlAVZnMgPyNPDNctpn2Vs8OAh6Yo",
+	"T2KRZDPVWHv8kRaU50wmkNyT8XnD4kS5NUcM31yUKhRAJEtjvCYz4KD8ntvITpb95rcmgFWAP0NLSSBQ",
+	"+Pk3qWI9JTqVTaYYj7LyOvn58so6oh22Am/o7vO9kdsVu6G7F+wM3R7vjvRvTzuvrFqW1vrefd0huMgv",
+	"qKqwSjH5KpmzOCF5ZYnnayGmpr4HkMXQQax3pP/TJ58uiizcydpzCtnvMg2n2NmFivHsOHvO1PmlNHw8",
+	"uivcbS90sP0ulR+akt5UH/OnyzVSug7LqqoCzNNQTONkIUIDAJsWkHFRVq5nU7uFCrfO331xenL04d3F",
+	"abO0q1dMUACKoH6s4ER8pJASl9puROVZQvl3lrE8uYZkfFL94aOp0bwWCzD66KQ7LAGwVhBZnBjI+ekS",
+	"sFKjjyqycBgyDqaChw4CpNvQuw4xsTbZW6ynAMCxrK/h8P/1v//PEh4+fYYSIUOSsr1yRYH2bnVnBfxp",
+	"tUMvwYTQxdh5gpSYSNyZSMI46rOMx0Kr5gDRw6b8Sg0Dn05TQO4BinkRxJHUrDF4YNjDe2SRsGRraEIK",
+	"ztAl2CcC1E1KfKIvMuQBVVMOQdizk+MXGQt5FC/YkOfB2GFSACUKNQeaNhLCbtcxlsRVNem9MgAoKNIv",
+	"AwE6JVIZpwSJRUV2qPcXZ7uOf9rOTw4Mz1SeLwuFEqhNORTsUByV7nYQ76rjQSETruxyffNSYs0K2obV",
+	"dfD/VXdcpIakFAj34RUObB1s9oY1chkv7bFVQVT18qRgd1Avz5M+zq8FQUZlRw5TW8JQsoLPv8ARarKX",
+	"JfDGMcTchb0o6YlV7QBYLTQC9Ys19JkucKatYD3QRjFas8aL1RsnVMbI6lmepCJrWE861T/e/Zyzk+OM",
+	"1Q3NLg+AqCGrhtCy33G2fEvFuy6o8pIpqSNFmr1gyuYn10GUAqPDKImjBIY/GRV8v6VKzeKt+okVLzuN",
+	"bgRACKMMKQEKZ0RloM4b9D0Uj7QQhj99/+n/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -30,6 +30,7 @@ const (
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
 	kindKeyReused            = "idempotency-key-reused"
+	kindConflict             = "conflict"
 	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
 	kindNotImplemented       = "not-implemented"
@@ -172,6 +173,7 @@ func refusal(err error) *problem {
 // its values are listed.
 var apiHints = map[string]string{
 	"merchantAccountId": "List yours with GET /accounts.",
+	"customerId":        "List yours with GET /customers.",
 }
 
 // retryAfter is the Retry-After of a 429, in seconds, for its typed

@@ -33,7 +33,7 @@ import (
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
 	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
-		models.WebhookPing
+		models.WebhookPing | models.Customer
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -57,6 +57,9 @@ var (
 	CardPaymentDeclined    = declare[models.CardPayment]("card_payment.declined")
 	CardPaymentRefunded    = declare[models.CardPayment]("card_payment.refunded")
 	SavedCardRemoved       = declare[models.SavedCard]("saved_card.removed")
+	CustomerCreated        = declare[models.Customer]("customer.created")
+	CustomerUpdated        = declare[models.Customer]("customer.updated")
+	CustomerDeleted        = declare[models.Customer]("customer.deleted")
 	DepositCreated         = declare[models.Deposit]("deposit.created")
 	DepositPaid            = declare[models.Deposit]("deposit.paid")
 	ApplicationSubmitted   = declare[models.Application]("application.submitted")
@@ -83,7 +86,7 @@ func Permission(t string) string {
 		return ""
 	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
-	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
+	default: // invoice.*, card_payment.*, saved_card.*, customer.*, deposit.*
 		return auth.PaymentsView
 	}
 }

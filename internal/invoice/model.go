@@ -21,7 +21,7 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
 		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
-		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
+		CustomerId:     inv.CustomerID, CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
 		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
 		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
 		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
