@@ -90,6 +90,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	var theirEvents []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
+	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
@@ -106,7 +107,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	// Text that only their records hold; no answer to me may contain it.
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
-		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirCustomer}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -152,12 +153,25 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read customer", "GET", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"change customer", "PATCH", "/customers/%s", theirCustomer, me.Token, map[string]any{"notes": "mine now"}, http.StatusNotFound, nil},
+		{"delete customer", "DELETE", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"list invoices of their customer", "GET", "/payment-requests?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
+		{"create for their customer", "POST", "/payment-requests", theirCustomer, me.Token,
+			func() map[string]any {
+				b := me.Body("MINE-2", "5.00")
+				b["customerId"], b["customerEmail"] = "", nil
+				return b
+			}(),
+			http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
-				if b, ok := body.(map[string]any); ok && b["merchantAccountId"] != nil {
+				if b, ok := body.(map[string]any); ok && b["customerId"] != nil {
+					b["customerId"] = id
+				} else if ok && b["merchantAccountId"] != nil {
 					b["merchantAccountId"] = id
 				}
 				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body,
@@ -192,6 +206,10 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their sentAt set", after.SentAt != nil, false)
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
+	var theirsAfter models.Customer
+	env.Do(apitest.Request{Method: "GET", Path: "/customers/" + theirCustomer, Token: theirs.Token}).JSON(t, &theirsAfter)
+	apitest.Want(t, "their customer's notes", theirsAfter.Notes == nil, true)
+	apitest.Want(t, "their customer's saved cards", len(theirsAfter.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
 	apitest.Want(t, "their payments", len(*after.Payments), 2)
@@ -223,7 +241,8 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
-		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView,
+		"customer.created": auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

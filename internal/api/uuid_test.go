@@ -105,6 +105,7 @@ func TestUUIDsOfEveryVersionAndVariant(t *testing.T) {
 		"CreatePaymentRequest":  func() any { return m.Body("UUID-1", "5.00") },
 		"RecordPayment":         func() any { return map[string]any{"amount": "1.00", "method": "cash"} },
 		"UpdateWebhookEndpoint": func() any { return map[string]any{"status": "disabled"} },
+		"UpdateCustomer":        func() any { return map[string]any{"notes": "a note"} },
 	}
 	inputs := uuidInputs(t)
 	if len(inputs) < 20 {
