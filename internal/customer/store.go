@@ -393,14 +393,27 @@ func ForInvoice(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (Customer, 
 
 // Ensure is the customer of org with email (in any case), made in tx
 // from the invoice's name, company and phone (with its event) when there
-// is none: the customer of an invoice created without one.
+// is none: the customer of an invoice created without one. One statement
+// in either case; a second only when another transaction made the
+// customer since this statement began.
 func Ensure(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, email string, name, company, phone *string, now time.Time) (Customer, error) {
-	c, err := insert(ctx, tx, org, uuid.Must(uuid.NewV7()), Fields{Email: email, Name: name, Company: company, Phone: phone}, now)
-	if errors.Is(err, errTaken) {
+	id := uuid.Must(uuid.NewV7())
+	c, err := scan(tx.QueryRowxContext(ctx, `
+		WITH made AS (
+			INSERT INTO customers AS c (id, organization_id, email, name, company, phone, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+			ON CONFLICT (organization_id, lower(email)) DO NOTHING
+			RETURNING `+columns+`
+		)
+		SELECT * FROM made
+		UNION ALL
+		`+selectCustomer+` WHERE c.organization_id = $2 AND lower(c.email) = lower($3) AND NOT EXISTS (SELECT FROM made)`,
+		id, org, email, name, company, phone, now))
+	if errors.Is(err, ErrNotFound) { // made by another meanwhile: this statement's snapshot did not see it
 		return scan(tx.QueryRowxContext(ctx, selectCustomer+` WHERE c.organization_id = $1 AND lower(c.email) = lower($2)`, org, email))
 	}
-	if err != nil {
-		return Customer{}, err
+	if err != nil || c.ID != id {
+		return c, err
 	}
 	_, err = event.Append(ctx, tx, org, event.CustomerCreated, c.Model(), now)
 	return c, err
