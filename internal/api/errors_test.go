@@ -286,6 +286,9 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 		{"POST", "/webhook-endpoints", "/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/a", "description": nil, "eventTypes": []string{"*"}, "secret": "mine"}, "secret"},
 		{"PATCH", "/webhook-endpoints/" + id, "/webhook-endpoints/{id}", map[string]any{"staus": "disabled"}, "staus"},
 		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "emial": "b@example.com"}, "emial"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "address": map[string]any{"line1": "1 Main St", "city": "X", "zip": "1"}}, "address.zip"},
+		{"PATCH", "/customers/" + id, "/customers/{id}", map[string]any{"taxExmpt": true}, "taxExmpt"},
 	}
 }
 
