@@ -26,7 +26,7 @@ func (s *Server) emailTaken(err error) (gen.EmailTakenApplicationProblemPlusJSON
 		return gen.EmailTakenApplicationProblemPlusJSONResponse{}, false
 	}
 	b := s.body(&problem{kind: kindConflict, status: http.StatusConflict, title: e.Title, detail: e.Message})
-	if id, err := uuid.Parse(e.Existing); err == nil {
+	if id, err := uuid.Parse(e.Existing); err == nil && id != uuid.Nil {
 		b.ExistingId = &id
 	}
 	return gen.EmailTakenApplicationProblemPlusJSONResponse(b), true

@@ -183,7 +183,9 @@ var ErrNotFound = rule.New(rule.NotFound, "", "Customer not found", "No customer
 func emailTaken(email string, existing uuid.UUID) *rule.Error {
 	e := rule.Newf(rule.Taken, "email", "Customer email taken",
 		"Another customer of your organization has the email %s; existingId is that customer.", email)
-	e.Existing = existing.String()
+	if existing != uuid.Nil {
+		e.Existing = existing.String()
+	}
 	return e
 }
 

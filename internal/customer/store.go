@@ -153,6 +153,9 @@ func (s *Store) taken(ctx context.Context, org, id uuid.UUID, email string) erro
 	var existing uuid.UUID
 	err := s.DB.GetContext(ctx, &existing, `SELECT id FROM customers WHERE organization_id = $1 AND lower(email) = lower($2) AND id <> $3`,
 		org, email, id)
+	if errors.Is(err, sql.ErrNoRows) { // its holder changed or went since: taken all the same when it was tried
+		return emailTaken(email, uuid.Nil)
+	}
 	if err != nil {
 		return fmt.Errorf("customer: unable to read the customer with an email: %w", err)
 	}
