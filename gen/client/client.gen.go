@@ -1327,7 +1327,7 @@ type CreatePaymentRequest struct {
 
 // Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
 type Customer struct {
-	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null; `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
 	Address *CustomerAddress `json:"address"`
 
 	// Company The customer's company.
@@ -1392,7 +1392,7 @@ type Customer struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null; `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
 type CustomerAddress struct {
 	// City City, 1–100 characters.
 	//
@@ -1427,7 +1427,7 @@ type CustomerAddress struct {
 
 // CustomerCreate The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it.
 type CustomerCreate struct {
-	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null; `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
 	Address *CustomerAddress `json:"address,omitempty"`
 
 	// Company Company, at most 200 characters.
@@ -1513,7 +1513,7 @@ type CustomerDeletedEventType string
 
 // CustomerUpdate The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`.
 type CustomerUpdate struct {
-	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null; `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
 	Address *CustomerAddress `json:"address,omitempty"`
 
 	// Company Company, at most 200 characters; null clears it.
