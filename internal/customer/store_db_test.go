@@ -336,3 +336,37 @@ func TestListFilters(t *testing.T) {
 		t.Errorf("q of one character: %v", err)
 	}
 }
+
+// A customer deleted while an invoice for it is being made: either the
+// invoice is made and the delete refused, or the customer is gone and the
+// invoice refused; never an invoice without its customer.
+func TestDeleteRacingAnInvoice(t *testing.T) {
+	t.Parallel()
+	s, ctx := newShop(t), context.Background()
+	var a apd.Decimal
+	a.SetString("1.00")
+	for round := range 20 {
+		c := s.create(t, customer.Fields{Email: fmt.Sprintf("race%d@example.com", round)})
+		var (
+			wg                sync.WaitGroup
+			deleteErr, invErr error
+		)
+		wg.Go(func() { deleteErr = s.customers.Delete(ctx, s.actor(), c.ID) })
+		wg.Go(func() {
+			_, _, invErr = s.invoices.Create(ctx, invoice.Actor{OrganizationID: s.org, Name: "key"},
+				invoice.Draft{MerchantAccountID: s.mid, InvoiceNumber: fmt.Sprintf("RACE-%d", round), Amount: a, CustomerID: &c.ID}, nil)
+		})
+		wg.Wait()
+		switch {
+		case deleteErr == nil && rule.Is(invErr, rule.Unprocessable):
+		case invErr == nil && rule.Is(deleteErr, rule.Unprocessable):
+		default:
+			t.Fatalf("round %d: delete %v, invoice %v; want one of them refused", round, deleteErr, invErr)
+		}
+	}
+	var orphans int
+	if err := s.db.Get(&orphans, `SELECT count(*) FROM invoices i WHERE i.organization_id = $1
+		AND NOT EXISTS (SELECT FROM customers c WHERE c.id = i.customer_id)`, s.org); err != nil || orphans != 0 {
+		t.Errorf("%d invoices without their customer (%v)", orphans, err)
+	}
+}
