@@ -139,8 +139,8 @@ export interface paths {
          *     (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
          *
          *     **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-         *     customer's own stated preference (`customerPrefers`, kept per customer email within
-         *     the organization) when there is one, else by the invoice's `delivery` (`null` means
+         *     customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+         *     there is one, else by the invoice's `delivery` (`null` means
          *     `email`); when that way is `text` but the invoice has no `customerPhone`, the link
          *     goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
          *     the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -1259,10 +1259,10 @@ export interface components {
             lineItems?: components["schemas"]["InvoiceLine"][] | null;
             /** @description Payments made toward the invoice, oldest first. Absent in lists. */
             payments?: components["schemas"]["Payment"][] | null;
-            /** @description The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists. */
+            /** @description The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists. */
             savedCards?: components["schemas"]["SavedCard"][] | null;
             /**
-             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
              * @example null
              * @enum {string|null}
              */

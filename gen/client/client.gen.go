@@ -1860,7 +1860,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1947,7 +1947,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
@@ -4585,8 +4585,8 @@ type ClientInterface interface {
 	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -4647,8 +4647,8 @@ type ClientInterface interface {
 	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5752,8 +5752,8 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5824,8 +5824,8 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -8983,8 +8983,8 @@ type ClientWithResponsesInterface interface {
 	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -9045,8 +9045,8 @@ type ClientWithResponsesInterface interface {
 	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -14440,8 +14440,8 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -14508,8 +14508,8 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are

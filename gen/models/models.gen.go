@@ -1853,7 +1853,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1940,7 +1940,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
