@@ -120,13 +120,7 @@ func (s *Server) UpdateCustomer(ctx context.Context, req gen.UpdateCustomerReque
 	p := customer.Patch{Email: (*string)(b.Email), Name: text("name", b.Name), Company: text("company", b.Company),
 		Phone: text("phone", b.Phone), Notes: text("notes", b.Notes), TaxExempt: b.TaxExempt,
 		Address: customer.Change[customer.Address]{Set: given["address"], Value: addressOf(b.Address)}}
-	// email and taxExempt cannot be cleared.
-	for _, name := range []string{"email", "taxExempt"} {
-		if given[name] && (name == "email" && b.Email == nil || name == "taxExempt" && b.TaxExempt == nil) {
-			return gen.UpdateCustomer400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(
-				invalidField(name, "must not be null"))}, nil
-		}
-	}
+	// email and taxExempt are not nullable: the validator refused a null.
 	c, err := s.customers.Update(ctx, customerActor(ctx), req.Id, p)
 	if taken, ok := s.emailTaken(err); ok {
 		return gen.UpdateCustomer409ApplicationProblemPlusJSONResponse{EmailTakenApplicationProblemPlusJSONResponse: taken}, nil
