@@ -125,6 +125,24 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx echo.Context) error
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx echo.Context, id openapi_types.UUID) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context) error
@@ -937,6 +955,138 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 	return err
 }
 
+// ListTerminalPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminalPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTerminalPaymentsParams
+	// ------------- Optional query parameter "terminalId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "terminalId", ctx.QueryParams(), &params.TerminalId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminalPayments(ctx, params)
+	return err
+}
+
+// CreateTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTerminalPayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTerminalPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTerminalPayment(ctx, params)
+	return err
+}
+
+// GetTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminalPayment(ctx, id)
+	return err
+}
+
+// CancelTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTerminalPayment(ctx, id)
+	return err
+}
+
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx)
+	return err
+}
+
+// GetTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminal(ctx, id)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -1156,6 +1306,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/customers/:id", wrapper.GetCustomer, options.OperationMiddlewares["getCustomer"]...)
 	router.PATCH(options.BaseURL+"/customers/:id", wrapper.UpdateCustomer, options.OperationMiddlewares["updateCustomer"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
+	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
+	router.GET(options.BaseURL+"/terminal-payments", wrapper.ListTerminalPayments, options.OperationMiddlewares["listTerminalPayments"]...)
+	router.POST(options.BaseURL+"/terminal-payments", wrapper.CreateTerminalPayment, options.OperationMiddlewares["createTerminalPayment"]...)
+	router.GET(options.BaseURL+"/terminal-payments/:id", wrapper.GetTerminalPayment, options.OperationMiddlewares["getTerminalPayment"]...)
+	router.POST(options.BaseURL+"/terminal-payments/:id/cancel", wrapper.CancelTerminalPayment, options.OperationMiddlewares["cancelTerminalPayment"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
 	router.GET(options.BaseURL+"/accounts", wrapper.ListAccounts, options.OperationMiddlewares["listAccounts"]...)
@@ -1254,6 +1410,8 @@ func DeliverEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
+
+type ConflictApplicationProblemPlusJSONResponse Problem
 
 type EmailTakenApplicationProblemPlusJSONResponse Problem
 
@@ -5638,6 +5796,828 @@ func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDelete
 	return err
 }
 
+type ListTerminalPaymentsRequestObject struct {
+	Params ListTerminalPaymentsParams
+}
+
+type ListTerminalPaymentsResponseObject interface {
+	VisitListTerminalPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminalPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListTerminalPayments200JSONResponse struct {
+	Body    []TerminalPayment
+	Headers ListTerminalPayments200ResponseHeaders
+}
+
+func (response ListTerminalPayments200JSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments400ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments401ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments403ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments429ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments503ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPaymentRequestObject struct {
+	Params CreateTerminalPaymentParams
+	Body   *CreateTerminalPaymentJSONRequestBody
+}
+
+type CreateTerminalPaymentResponseObject interface {
+	VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CreateTerminalPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateTerminalPayment200JSONResponse struct {
+	Body    TerminalPayment
+	Headers CreateTerminalPayment200ResponseHeaders
+}
+
+func (response CreateTerminalPayment200JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment202JSONResponse TerminalPayment
+
+func (response CreateTerminalPayment202JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment408ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment409ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment415ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalPaymentResponseObject interface {
+	VisitGetTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTerminalPayment200JSONResponse TerminalPayment
+
+func (response GetTerminalPayment200JSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment400ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment401ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment403ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment404ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment429ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment503ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type CancelTerminalPaymentResponseObject interface {
+	VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CancelTerminalPayment200JSONResponse TerminalPayment
+
+func (response CancelTerminalPayment200JSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment404ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsRequestObject struct {
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse []Terminal
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals400ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals429ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalResponseObject interface {
+	VisitGetTerminalResponse(w http.ResponseWriter) error
+}
+
+type GetTerminal200JSONResponse Terminal
+
+func (response GetTerminal200JSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal400ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal401ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal403ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal404ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal429ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal503ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 }
 
@@ -6770,6 +7750,24 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx context.Context, request ListTerminalPaymentsRequestObject) (ListTerminalPaymentsResponseObject, error)
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx context.Context, request CreateTerminalPaymentRequestObject) (CreateTerminalPaymentResponseObject, error)
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx context.Context, request GetTerminalPaymentRequestObject) (GetTerminalPaymentResponseObject, error)
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx context.Context, request CancelTerminalPaymentRequestObject) (CancelTerminalPaymentResponseObject, error)
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx context.Context, request GetTerminalRequestObject) (GetTerminalResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -7797,6 +8795,177 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 	return nil
 }
 
+// ListTerminalPayments operation middleware
+func (sh *strictHandler) ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error {
+	var request ListTerminalPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminalPayments(ctx.Request().Context(), request.(ListTerminalPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminalPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalPaymentsResponseObject); ok {
+		return validResponse.VisitListTerminalPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTerminalPayment operation middleware
+func (sh *strictHandler) CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error {
+	var request CreateTerminalPaymentRequestObject
+
+	request.Params = params
+
+	var body CreateTerminalPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTerminalPayment(ctx.Request().Context(), request.(CreateTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCreateTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminalPayment operation middleware
+func (sh *strictHandler) GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminalPayment(ctx.Request().Context(), request.(GetTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalPaymentResponseObject); ok {
+		return validResponse.VisitGetTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelTerminalPayment operation middleware
+func (sh *strictHandler) CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request CancelTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTerminalPayment(ctx.Request().Context(), request.(CancelTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCancelTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context) error {
+	var request ListTerminalsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminal operation middleware
+func (sh *strictHandler) GetTerminal(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminal(ctx.Request().Context(), request.(GetTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalResponseObject); ok {
+		return validResponse.VisitGetTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context) error {
 	var request ListWebhookEndpointsRequestObject
@@ -8048,746 +9217,837 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkhs3li76KgjOnBCpTlJJFlkXVnT0lG7tsnVrVandtumtBDPBYrqSAJ0Ai2LLiuhfO/bvmR/nDWa/",
-	"xz5v0k9yAmsBmcgbySqV3O5zeiZmrEomkMDCwsLCunzrYysUi6XgjCvZGn9ssQ90sUwY/PtsuUzikKpY",
-	"8HP+lt3EbK0fy9ViQdNNa9w644Tm75CYkxTf8lo3NFkx/faU8mv9XxqGYsXVCyrVc7FKW+OW7w8HLa+V",
-	"ipWK+dWr1WLK9ON+v+/7vj8YtT55relKxpxJGA6NorT4zxcxZ33dZOD75AmLaEouVMtzfx60xnyVJF4r",
-	"jJUe8lux4hF5K8LrltdaCqlo8kRErDVuHR0fHg5bXksqqvTfl3/RA4im9BVd6L9t/yljipytlGh5Lbag",
-	"cdIat8Sas/Q/Qv2GhBfoSoleKBb6Ha5itbncLHUnSRK2vFbCrmjS1C15y5Y0TsmLF0/0EOeC69d+1x/1",
-	"B6PRyO8fHbW8lqIfziOHlodHxyctr7VmUxnD6OdKLeX40aO6MX3yWvNYKqHX8IePLapa49bAH4y6/kHX",
-	"H1z2j8aD0dj3v295LS6gt4vVdBErxSIiOFFzRmR8xburJVnSK+bBXywiLGGhSgWPQ5okGzLdkJc0jSk5",
-	"S25oyv6KtL3S/UnbX+uTVx7A8NI/Gff94gDe8Yil6zTWnEKkoqliUc/pMObvDet9+tFrxVFr3Jr2w0F0",
-	"wIbd2YgedofTo7B7HJ2wrj/r08H0IBxGI9bycOkkEILjipQHjW/M4+UbloaM68Ee+j3f15+X3FmE4cGg",
-	"r9cmVgn2w+mVHu+CAWvrqZpPXIoFeczCa5bW9z+s7f/46HDk9m+6/bGODF5O47Mt67taRrTyirsCnz55",
-	"rSc0jd7QzYJx9ZbNVjyqkwKpuGERWdJUkRRfcoQAXei9r78xwonhA+yN6dUyEw5pGj1Oqf5E68+xpPpR",
-	"yipDHPT1EA8sk5hXHm/MnnosxPU1Y0tN/JgrdpWCgGp5rYiFSczZW0al4FY0RGwpZKzOI/sA+Mewz6w7",
-	"8g/73eHR4Lh7cnLgd4fTUXgYHbHj2YkeccxvRBwy3bh1EJ6ww1mfdo+ng6g7nI2OutQPh93DPhtEJ9Pj",
-	"2REd5U0yiXf+6s/dPgrD6ximnlEwyVe/3+/3QXbcsOTgAvhkRhPJvNaCpeGccnWGIhaGchQdaD5n3dF0",
-	"GHaH7Jh2T2aH/e4g9KPj6REb0v5By2stYKrDk8P+oX98dHB8fKxlDt2w1JDyKeWUfDuP1SxmiR5RakjX",
-	"es0ZCed0pokcxXJO1lSSlKlVynFv4iRez/Tqms2oaeJ3h4f9o+7x8eCke0BzakILzRKakMMD3x+dnBwf",
-	"g7ST9IZFmguzKWshvZKtcctyXplRL2jCmtlU0oSRBY2YlWdLugFZVsu0fd+/F67tH1/2T8bD0bg/qOFa",
-	"y4t7M+ieRP0iDKoJ+JtmT6RTzoL27wKD9QcHfX9UZDCVrpr5ayWVWLBUf7XEXCQ0v5F1rOZEcEbEkmmd",
-	"CEhJKI8IJfAdotmlwGi5YlOnpQDV4CvvLjSFG5SeBLWd1sUqVowM91NvtPJHue47IyJ5QhVL9a5GDWQL",
-	"J1v5a9WgiHL6H2vbUWj6MXoQ8mz/xJ8dTP3uMBxE3SPWn3WP6cG0m4lU6k9zBnyCG7Dv2XOzstxaPdDL",
-	"dI4NJLkSRAlilE2p9zWdJkyLI70cj2lCeah76h8c9kZ+rYI1BCZL2Qz0AmScjEFQU6jZ8OzDMoZF6g8G",
-	"x3a6J7Q/HYQHUXfIRrPukB5Ou8fhUdT1WX82oAfTYTiql/LwvW3CA17IDrwSXbRKoOiHZx/YYpnvw7qz",
-	"vrCQLou/iKUqs7gWkETMMlaXORP/4HCx0bf/v8FZOJk78k5LsQ+qVeKeO67Nj588y+VP9DiShJX0sOyx",
-	"FToNGljhMHtDY+cgazrgptncs+ah/VpxzKNL/3jsZ4qZfWkP1ayWG4aX/VF+Gdhfz7Ms+sRyoWFK8/iZ",
-	"YSsrJ/5jmsZXcyXjiC2T1WKa85ZtcX4LHrNt3HPdPnuDLFN6WBQ2EUviGwZrivzvtaIVewpyG9+Y0Rgo",
-	"rzQTydbYN5vg8873AyOK3rJFrNdfLwV+r+ZU18fNuWILw9L6TxxIEusLP1xAx48e9QdHPb/n9/rjY//Y",
-	"f7Skm0ffqyH/0/H62SD97nB17os3B/TiKHrev/pq9NM3+habCDQo2FVOVmwqOGeKPKbXLN2Qp2LNlVjr",
-	"hV6whbCjvH9FI3ZosETF0sx3KSz1zK+pmCZskSsaQMJ8TbMHSES/KhRkOGfRKmHRBePOZyXj0Zti55Jx",
-	"VXhB/Tmm2Z9Wc8n2Hsh1KzpwBxUFx2tHUfGIXj+iO9UXeMt/NUqxFYJ3kyNZ84IcMduiLDXM40YB4Q/H",
-	"/ugzBcSWY6okNLaeRZ8vL6pHUUl2lI+bO0gRQ79h98C/BGFtBOyXkSuDu8oVME4uRBSrjdFiRwd9H67x",
-	"MkzjJazluPXEvYWmjCuqJ/vzioLlTc+25bVWPFZPhATryqinR7sSi9a49ewMzCChXq6DQ9/3Byf94WgA",
-	"1prS1y1d3W8/NVQGBV8ytVoWP91v/jR2B5/W//yUS9HBHlL05/6fj8K/nCweH/DvR9cvjtdvB+q7w+XT",
-	"4fy5/9PFnaRo63JO+TXZiBWZiVT/NyXWANtr/aPka+vN6+7R0XG/9Y8Rsk2iJhO72e7KJK/WFl2hu02X",
-	"ju3FpR1rpidiESuS7QGPWKogf2Wz6RRVbyuUj+t0u+O9hXKdand7kXx42e87KmBJJD9PBVckYvJ6fzUt",
-	"WcWyJ1LFruh/GAdFT6RX9yNuX6xiSV5D56199bRcot5ZVTueHbHDaBR2h9MD2h0OTvrdY3Y06+pn+tHg",
-	"pH/cLFKHtxWpe+pmX10PFq8Op3/2w78M//rimF70o+ejq69Pfv72gL09+g3qZgW2G4wP/PFw+H3rXvSz",
-	"zxAVxS2wRVToaaAP5F961b/0qi+tV/3/VrW4J2Xi11MeHGvPG5oaKeBqEPppV88yszCD3ZlahWG7wXm7",
-	"sNnp78jFzb+kzReTNtZ4eB/ypv+ve9y/7nG//j3uNj7U27g093Q7qrmIwBAG0q+qMRY9KjvcijOWMpB5",
-	"t/IkfvpCV9l/ChfUZ5yXA/+y74/7g4oGbT0quQKdqveoRX/yWi/MXsm2RCUCIFTxDSN2T9V4YW1M2dDv",
-	"kyeCX+ln5OyGVcLKjKO1P4DzD6XE2UqquMaZMez6IzjlDnMZnbm2zFj/Y5rt7ClsbNe7NWLHMz8cTLv9",
-	"aEj1lTHsnujbIj2cjsJhdMAGM71mfA8ZIdIryuO/YlgfHPezATuIhmF3ND2k3eHJ0XH3mJ5Mu37Yjwbs",
-	"YDako2mtswv2bcnJfOT3YbuELF6qJpFVdEO73nZYHohxWrDv8XtnC5bGIX30ZB6H9ErUBi0Nun7/ErjF",
-	"ODI/ea05o7ihPrbOI7ZYCgXxS8uEbtAAXjwAAr1dgzFEg1Au1ywlsSSUpNCCiBmhnDCaJjFLScp+XjGp",
-	"UOeCeDi6YCTIvhNuut+wTdCDTQn2Cs266YoBbX5exSnLQw3COVtAOAHjq0Vr/AO++KPXUhgzKJXWTJC/",
-	"YwymLA19svL9g/Cj4U89Vj0mzj4osDN9gt/ZKUlZ8vtJSz+ftALSfvv8CTkeHB93yHrOIA4mZTjprOkp",
-	"oVPwBZg4GS0m4Ifi1HAAjYecPg+6hmbyD0m8iNXvByPdaHAYrlIp0t+zzdf++U8ifvnT2ebVhb9+ufE/",
-	"vHr+pw+vLsX61VOxfvVnEb948vXy+yfnh+c/vfrp9bfvBt//9Hx+zv262bVculbp+JapdHM2U1ool6l5",
-	"wULBI0mUIGsaKzJlM5EyotKN1k3oFY15YfLDwbY1XcQ8Xuhl7WfrCSosS5FLlzSlC6YMoz4BYlTH9HpJ",
-	"f14xAlFAseDAjSb2kkoyg2iR2EQypewmFitpmPiBJIHmmjHBNfr73/67nhtwu/TI60WsQG3Qnc3iVFpG",
-	"iAThQpHpKk4iIlKiVYgrRmJVZIXPWEjQPFvj1s8rlBFGmiGHFFZ0QT+8YPxKzVvjUX+g1RJu/+7X7Zsn",
-	"jj5fpu3lnOXBO3FUnM3eUQVwFKl5Puo42rrXZyJdQNzragVvVsd8nsdt1Q3ZXvvKI95bxb//Eb/QG7s6",
-	"2jf0ihEZ/5V5pP/3v/2X1gTJUzajq0SRwagw+sGongVAZBQ4IMIOsEk2tJirA31JWNAPZtf5vrdzD6ZM",
-	"LgWXGPT+mEZ/pIqt6QbisQRXoIB9bDmR7o+M9va7nyDWrBg1v0xFyKQU6TtOb2ic0Gk5ElErcSR7jbA0",
-	"BfbONJGIKVQNgDWLL0dxBNswZQtxw2CT6jdOSay06L5mS9Ujl/oeowUVSfS9tuccsSN/kEcQlwaycgac",
-	"UapBqCMB5KMpjbpXhl5AzHyJ/j0FBfnfHuUZBo/wV/nI6n/QpGY/FgeG19keeSXUXAvhNZVG/ERajBnR",
-	"DHMla5Fey17rk6dX8i2eOXdcSbPFnmuFVhaX0GxOMhXRBrWARSylHgWodXCLhEsgUXOqrOykUUTgYlld",
-	"6ufxByNx9cdIEksFgTzIHcb9w3gEL1n1Iz+M4CWYZtHM8UNrsZL6DCOU3NAkjuz4TLBWflf9oQXnO4wZ",
-	"x6lPwJN+z/c9GDwoRnB5I8ZsZBv/0P+xl1+V809egRKsTxLKid/68VPOhkO9Ly0bnnMcmpnW3rwHrVCP",
-	"12y0oIkWBCw6L9nKXtofiBZd2UGJwu/LLYX+QE9r7+4igPD80pQA6fnGahZFYoCQJmKltBKR6j30RYkA",
-	"Q+mh/HYJochCSEX0HeLLUuM+RNIZksEjMBuS6WweMFH+t1aLUI8i01Rc6/VOVwkj7ZiHySoC/ZEsGrmx",
-	"0yMBUi4gC7qUhNFwTsRsxji0NYO4ZhsWab1PK+ae3qWxkmTBpKRXTPbIWSIFoSiaQljnmR5Y/l2jy6/j",
-	"lJG2+WJPvx50PGM3tis60zOLUMJNhZqT4AnK0S7qWwG8H1ymlMsZS7vPeCj0WIO8Y6NYVl85xdNLXwxD",
-	"zB/T0pJxEiZCsqgDQhzk2CW9Zvz2QrzA0Gdc6AtOruqJGVrG3PswmVMYg5GSzTbiU8I+xPquf3Ue4bip",
-	"yrpGlcb+vL8WmW+CE+eMtuPFISkgxb47IRR8lsShat3XwVwgFk1SRqMNEI2WAuDVPJZmyG0IBU4NG2nJ",
-	"k7IrfcArQUIqWWdMgpxcQYWcDySJI+DzlWTuzYNLxWi9WgC881yk0ziK7sI6ILu4UN+JVframXPZoIQ8",
-	"5VIFRrvzjDnTu5ho8kkieLKBLSzWvNzVUqRqJpJYnMLkVWkJ3sdRxsdKXDNOrC7rkUN6ND0OT9DS1x3S",
-	"wbR7bO2A9rdegesOcq57JVR1d+zNdrOM8JqL3C4uVnLJ0PDrEjJ7XP5evU5c4MJYEmmbn2pxomioiFwt",
-	"Ne0aJ+guat7+jjNcshTUP8HfZtenggJidMP8vYapxTKTvJyxCGVR3iqLBuqhfdEj63kcogXq7M058FQk",
-	"mAR9bU5vWOP03+R9Zje+u8z9vuSKHnlCw+vKjEGOiCVDl5+hSjuoGb85T5CaRF8cy511vMoGKnAPaQf1",
-	"bKHPRWMRgQMfO6c1ux91XbyVJQnILr2r20HthgrwjHsl1HNh0irvJqay5jnPvePXXH86jmp57ZXIPMWW",
-	"4/axHKBg00viTKPIZcOiFAHj1N68xYXqYov74a1XgshVONdiUazSkFnBnK+OOw9yHoH1tLquklwxhTMH",
-	"Uy8a12D13tBNImh0KcQLml6xOy6icprni/hY63DihqWkT17GjxsFol1C0PkqOrZuWlijviMJ3rpNlRAk",
-	"gWHsu2BLnH1XCdHFlvcnFAqz0jyXEQIIb0Z+GS+YWN31ji8TsdZUrqG7/sneXvGWQyOizNf2WolQs0q5",
-	"G8nSG3Ah0Eg2mDSaL1b5NjuuLmE+tv3WzvTete2+0MptocIDWaAqaR/4RGbW5/VcJFlfndvRirximsoU",
-	"sAmM90asFL1iY9Quwc8x8g+AlS5YehOHrGSxuwM7rZpsfk+polMqGVnxVF/rjJGtnokkDoeElKOtT98D",
-	"tYYY2V5+0nuci3WPgCuD0Jm+fsK/u+DXIBLdGKdaMwdlAQxlsb3MZU6rks9K0wUSo630EDxkRQOiIzwM",
-	"3e5kOXTb3B/n7U860kaTaSTW3NMHhKKpvoLAUW/NrMYTqEkWc5fNHkhgWgKWDYc3Y0kSNtPaVzLrRoKz",
-	"sV4AvLCwGM6VOV0uGUdrymyVJPp78C1FaJIUVzRwljTYe00rjsjaVfUI2AlMT+u5kJnnU++wRL8XUq6P",
-	"EnABokVZ0hlLNpojHAerM8qm9TNvP3Jcb7CEl0K8pHxjZJi8475LqWJg2Sqr3m9Y2oWrlp4jLBbyBIua",
-	"VXCrSsOs9ZG4oHxjF14ai7NZoL5ZlIJwHjj398ty+/3FM1Wsm5hJ3dMOKQ/GyNp80j3yLY1VPd+BrUdZ",
-	"38L9scA7TldqLtL4r+yuOjCEvpTX/hJuxCKJ7MHT98ki5ivFZP2lPAyZlHiRlujqzlucEjFVegNQwtka",
-	"EvxnqViQN68vLskjoWfwCFoWj+l+zglu98QO+BbSMqeRJlqMxtG6GRuXg7kH3rA0nm0azxrqjspIzSnD",
-	"VrE+YD932taK637o7tM2bpbitF8JcmZeM2Y84LTaOV9YfcEYagsNx+QxoylLyUwkWmGJyHRDqCHOLedt",
-	"L/33M++U3YjrBgafgcEWftdbuHGprVyD+JDYrjnCtkBrNDLZe62WBo28bLqyw7rjvO7pildlsB651COV",
-	"YxLUrUPgkaCOL/Xzum0Kz4tTDnrktbsz8P22lqeF1fDM79ds09kqQL/99tuuZkbGlZZ4rN7tb/gznOsL",
-	"rFYqIIrn8Gjkd4pxAObFlNFk8ftJa0k3Kft50vLQgfP7iRUg72Hg2Q/vnU/+flKVEIYgEGHTHCtQjg1A",
-	"KW8cup+hXoc5wM8rod6yhbipqtpv0TWehcKDBgYOZfy7+eC3FhG9JUBdmm6Mdx2BZEhsQr5QCuifutYk",
-	"9+hjHH16ZN8zpumCUlBxvNvUvlzqolf/NtvJpammcsH/+zKWC6rCeSn8ABU+muV8j0mhlVYWrcM3t8HX",
-	"Uq2xHVr+TSBa5hnIw+qNCa3d7GHpnJKE0Rumac6Nlmz0aLfPZhIX/SZRPJshYsnnUvYrKi3aTOmKxxKm",
-	"6ZqNbazHPqcyS/JsDvKwg9VvH2Tvn6JvoORb0RflLG3UKOgRfDvaTY3ScO5KjDi/YHzDNm/ZSlbQSIDL",
-	"xpX7ZQrv2mwVXBYAGxDRpnlnlnvROxT6iZ24xMGQzMUqlfWdm8PNCmOCklr/ZejRSDzn4+YEgOnuSz2H",
-	"Vvoq0jXNjRKXJ1q8a6ShjfXi8F7mdzOj2MNHUvDU8VJ/LCI2waOZBFtHcFcuKiUiNAdMGTrolX55/vSB",
-	"zAK4tcyJuYnqFmnBk1NPl6yl1YJenj91ezkt7C0jl004N9EfVI1EemmmY+Gn7mgWKVOJC2WgfepCyfQP",
-	"OYdARpiWlBn4RxMdsvhBma1m1sjIHQAwEymAOhZyzTKxk7XYyTgOLZ2hfQZJtB5fpYd++pnU0I32JoBk",
-	"XN1i7hLVj7tO22gMr29YmqFRFTWfUKSRq/ksIHTZGl1t3l7jXRDDu6wDIW/se1rQhlpbMREixo7k9Ko3",
-	"FMSFNdLjjU1NxM+AzQuvWZ9BkxX6uewBt7eqg3EbMIZCTEjZQ7j7zK7tpuLr65EXsUQfoDmg/vhM65AW",
-	"S62RataRZ9/8fFq9LIrdellbSRLL56kl5r6UqnazT6ZZzbdKPsdTIhlDEloQr50UXJTk850ped9uEtBm",
-	"INtLCRGR6Uo5MiMSnJ2SACZjwq2QugGRdEPW802PBHoeYOUNPr559/jF+ZP3796++LRLBwmIva6CLlUx",
-	"G3tN3RUIEqC/dB1LBs6Ud9wEX7DoJYtiitDXd3Vtfy3LUTfonANBAvbLBdj2txt7wBGllR/nw/qDRbfo",
-	"yOWZbBJkoWdBgFX255iseRead6Hdl/ONamYJyrMLeq38gwjpnkONlkMcMZHLRgb3SOCmuwVkQTeaG/VV",
-	"rIf5i0uWqpjV4LFXMmoQ3Nz2XDBTlFFMS5aDctJdpetVrJhHVjxW+qCeJULAlVAPE7UDNE1UusWEvXJ3",
-	"T2K1KY6vgMRa6cVNfqukPSA9QxGVkqUsEmulN5MTVyWfPsNESlJ2ZaIt8s4gf66aipGbZn4oLk6JoIYQ",
-	"9tuFGeUZaGL6E8MgQqckQB0P5RLWKQuQAZETNU/F6moOEkcyE4FRhJI38Zf2dy3lpb5GtzH6FAV+3rk0",
-	"ErHyHMwxQadHnq+ShCj6gcSR9IgUYUwTIlm4SmO1MfcZ9GxMKb/OVPfsh5QRqYS+JDEeppulnod+mzP0",
-	"4iPetVEY1ZzFKV5GZ1oBiOKrGA+m4n6xRRG2CQCH1I/166VqCPs2tU1c0P8aDrtixroiPfCY6BnEqVSn",
-	"Th6YPl6yxQw84zLkQjF9EkkyF2u9VCFdsDGZ3LlowEdIXqQLljViKUjf6NOkBd7ZicuHOX9NWnCeCQ4a",
-	"HwaN6fMtivCCEiMcwd60+wrp9QzQlz9lu4GmKYW/45rULHdg5dSsPSsS7Ei0yksW1NmH8TernlmGIe0+",
-	"UYIMO541mIg0Yim5im/Qg3Fb0rzWn6mjialEsHdHwHrQ0C1XUJ7ZtyY/tSBXtNaUtSpSuqHaQUbZiCoG",
-	"YS915HXSi8vjeKF3Nu6Thg8Wq1fs88GStIYlRyoWieIOzBEFGTt4KFXybb5Dfj+mdbnEl3ChcwSh3lEG",
-	"f172iP4ZYhaKchI0kIJA9PKw5t3isFIbppbuTheWv4ujKKVuImDJkirFUt3J/5hMoo/DT/9et+alIjRN",
-	"VHkgiXmTtM8en3XMhz3CY86c6Tn6TVbNpjKUk7qhlLihOC6vQqlda+wcGNUZ6c0EmXMZOEi+vnhi3m5d",
-	"SWCq5eiLA8AFmNPZlKXZT4ncKTzMa25xnvLsnoqYX3XttLpUwnlyio4Em+xOoAwPnjQxmpOLa1dX8Wen",
-	"YmlgHcojsiuB7ojid7ZVD6r275QTqmwTmBBciUoHgAf72HySBFIk7L2mfhozJaD4DKwZTZWpRaP/TJJQ",
-	"/ycU6VJg/HWgT9+AC339m8WqBHCAxY0qI3aqHdUPWK/ADsoXiyJV9XDEpmgkOvxe/ESpoNLOdS1VXNpX",
-	"Qpl91H52/krT7uLiVclPayo37SemsvpOjTM1bxS/sa0Y1M6plyRSvpr5/itwZZlUdnW8DL7KziK7i+wS",
-	"YwVFrAqOwLWKnmuwJtrTURVqZM2+SgbjCjwkoIoqeo/nvq1t9bESz6CysjQ4oZLcQpAOXuHophpZO1n7",
-	"jjpbiTGszkKVLdu1Y1VRh6xq0ByV2OyM33JK1V/nPlMb4bWiCu6RVUlVLhbWoKy71b0+tmiSvJ4BitM2",
-	"ij9lYbygyYXp6seyGehiri+nYkayT2jlfomf8YiPWAukTUmEPREcFWZEUEmCCRYym7RMIkqh3Ni+Eq5+",
-	"DYpUMpXR9hNyxgRX0Vj0YzCDiCTL43BhzdxFKVZe2yXTOAox/HDNkhUps4OtL+xuqrtjQ6xWnZVkXLxa",
-	"B1klN/0HZD29j/lMBKSt5mzCTUsTq0LlNYvghF+IlHU8sARC2SLd2pSUigLSnsWcJh04xKeCphE8hA6z",
-	"McWSJOAGxXd7Ew7iHZGJ8rp9XqHWXD5ALQBsyaSsmpX+p/mepl6+UG4fFT4o0/QJhvw/u7nVLoLXH1PJ",
-	"AAmwuNPBbry/3MvvuzlWk3vKgAR8bzITihNtfm0XbxqzMwy1ynkVoRA0fikYkwYDHcQcQdkkE/mHp2nb",
-	"GuEkSgd3PSwf/IYXI2PV5oVwuPkLLkK2rRsXoGDJyKykrh20ZCclbWvXggDV3NjVOSWBHqXJoi7qMlSZ",
-	"lXVETWWVnRp69aoWRVRRzS8QZ7cQnG20woJRdmNAnXXK69GsuB5pZwX4wKiAsgHEETURdj3yDFA4rzET",
-	"hSZrupFkqcfIwRYpIAvagVTR2gFYaeFSSSCyzjXeoiKAJtzcSkumKbixebSPeWJh3aT3c3DnrnaPqLWw",
-	"x7P0svkCzteNJpihywNJlBC4QmUEzfsa1hms2wOZl0nEb0siBZnRtDjYU60+GO2h5AB0oCk/NoD7PJBm",
-	"BdrBn2NJ9TH1kkrFUv1j4JG//+2/O+XrehUESdKSt8YAYe72/uTwjI23gPxzmBTTZGMsoWLup/qXII6r",
-	"npRs2W3YsWPAQKctbLJ2Ib5ySeOos5fKXyozWSXCBmJdqcy2KViOlwmNOVmLNJJmLCue6GtngE5UdEFn",
-	"CseeQ8mKW9Zxi/kZN71kSkGBM0XatFzPEzxkmmoepDeBtj+lKpxbQJFsyCpOAGnExLLgpkOq2rEXIoZ7",
-	"NVb5nfNC74Bjj9wP23an9T/eDxcOk8ESlgczK7HWc3Jlitnwpk3nTkhy+w44t63mn3CApSvNsNLodpHm",
-	"HFbf6Nc/uUC2H4tm2H7Nou13IXHBhT/WCk0MR4CoHs09XWhB2i/gPwcdCFAoENdgFJtPTYVIGAWVpgab",
-	"uW6VX54/hRXGwxcVuLJreE9I553rtyhzcgn+uWqNy5GU68YOBldr4NAcSSU6osrFeIvTqVZo3LUD0wbp",
-	"5khXfMV6nTPl7AoDz43AcE63vb5qa85u+a5mmoo0v5OYsUDUdZTOjjCYqUpjdkMTkmFZFwaQCT47EkcQ",
-	"FCGud9uTcgzshu0COyXHLgGGMbUKLFfst11s7M7eYuICG9R63UDiZH1aRatQQrkszeo2LO4YVw1ypJK7",
-	"O7LFK5/HBZHj0tPhrooemPG7e6S6qk5Z66izYziUOjOH6698xXPvHzVXPE3U9/ZYziwNhSte/Sv3fcWr",
-	"/Qpc8bJT1z4t36uemq32G6ZsZrhppqxj2/mClM10SUtZz70uegUVtUznb+K6K0igewlMWn56VXdR7ZEA",
-	"+w/G5oTF82lKw2t4s6R69lwTGVZGNxX8C+QzP1XkpTNku5t/w6yRWoHTzBppLpO+IGvYrwBrmMQ7d9uV",
-	"TSHmlba+FwRWjma/6sWpWEAusuOlauCx9lWRFkysU7QvxFKuEBCycJc8zd5FUR9g5NR6vum4TFRnQi2b",
-	"sRrEmmciuDOGyhBwaRQBejhN3jgMYo7WmngHwB6akQCTHcsw7kHJVGOXFQPGrI5ABGDg0mtGAv0s6BGE",
-	"vtPXdw7Ykjnq/ND3DbjlFK6f7YmNWEfoy0mr4xl7TnzFhb6RkzNE2uQItJl1AwpGBqaZdZohmlr4zHsz",
-	"9tRwq03/wB7HJThcL8uhGGT+mWVCQybzX07s//ROTnoELBMBIO4GYNpCoaTmzGA+5bC9sUJDTLk8UiXe",
-	"NcvMxDd65MwOyvdBPtJQmeSEnPkaayw5sOwD39/HDlNEK24cHniOxxDZN9Uzt5UO2lyQKJZQoUFzUwcc",
-	"LHYKo6EzBROtGIkFjbmBrIyE6pELjO6kPMrchYR9oKFKNjnIKiU/r4RiEaSPJZAQRNrBpPWht5m0spqU",
-	"oVgEHYJgrwVrI2Thajq51fMNE0sAweyRV3bLGNcWMpgH2QB2c2X5n0GexhKMzdZC8NTaLdArEDo4NT86",
-	"nXhZJ/TaAOc5+JsYtELOFZnF3MASGkX4gXSyU4FDnV5tZHoWZ5gz0db6W9ktyIYMuJw1Gu7iLK/1oXsl",
-	"uo3sVnerfr1E2Yje5WxKSpBpnCQeoj8ExZydQJMEY4s8u4U8BwEcAh/ILE4SY7k2LtPcRkNVZru21m3c",
-	"1WjXVgIzX2wDYKiizc9Q2Dh5OsgvNF8FXHEDaZejE+ZruxOe1bDUYECC+qTqAOCPavKoalH2yN//539i",
-	"b+XMJn04mGojKZBkXGK08qRyZizBppaxaKmyWLSUb3BWHmIia2bPQE0avmZD2kri1AS3Feq6BaTNtC6W",
-	"PzZQnVHQuVNliVvbA4pl6BolKkQy7CXtK3aXO0v5N/VRWtmYzHbROhP7oIgtfEfaz3r9wyFJWSgWC8ju",
-	"7eRDPxi4IydvM0kJssj2gYZp3W3QFAYGVficuR0M9jJe2+J85Vl9JdZ6B5kXMrtWArVYAmZ2ZWoGdWrF",
-	"74JRLu3vRVlksEQhUyMiy8yM45UigwTXj2JuABO1AMGOID8K4jYCW+4O9Vcbj2nVTyt1sdiW/rWgfNqf",
-	"byOE7QeBaLZ8YSVsc8VIRBUj7e++++677suX3adPO/rwhYe5UGE8oilpBwP/oN/1B90DPyhrkIH5SHnb",
-	"5QUTy76avWz6ZVN2vcZno4L7f//bfx26SghkKv28Yi6gXEE2gnF+ySw+4XAwKI3fsZg7vHo43FEDJyvz",
-	"sM1lAK/gqEe+n3EG7EgIN0MVFA4ohNKVqwUyGdaNEDOSihWPuoB+t1q2bVUI8v/838RWT/TIwCi6HVRb",
-	"2c8rmpAA1eTAIyyRDFbSKi+o8u6dppBVXefsnC9XcKNd0A+mGOXIVIQxf/YbVz1LacCiipV4sJQxlFNy",
-	"rrclHNUOLokrW5uF665KjQVRu4+svY3/AFUbIviYUE6COApcLcem1Wanu5P2u+fBXk64DU7zbiAnuwa4",
-	"IQdoMN19GadGXpSxkre30oOWNkXGhLNly1nYz8Wx5dUdS1tzDyN+Vv6xWS+1Ferw5SKyjuB1apDtlthK",
-	"jEQrJ2Q9jxNmCgZFMeTwRqckAEtAMM5CJ+ErdKo1QlcJzUvCpebQGhu4tOzaoj+lFSjGoe9tfmDXls9q",
-	"zXV2WFpXK2jPFACZJBypoPUCFCxHIE5LLneUGVQstOBijbZERQIJBSoDPEiRMNUrC457v3nURRbkK4kx",
-	"BiIfkNUMLHCU3iBcrMeEIsqoOSpmK7VKWW4foGTDaEroXDdpV+SmmVXnFG4IeOWTAJCBNEWtwJJTizFI",
-	"taSSBKXSnYFxmseKXAkt6FfK1dULBAZo1SwsgHG8BZplbDiN/f5lf+iUL66LobhdmHqdW6bsusn8O5kw",
-	"KKnPVQtK2WRRVm4djdAcHLm6Y89gw+m17hcHxaLsONsGUjEm6zmWgckASvS1Uomt8VSkXTTTOdk5UIoG",
-	"ddRY7lBazNW3+QaJYRbXbKnKhpU7JwFZQjnJQGGTkaukQ1tT134mrXsJJcqvoyYWY2sk0e2SCBryjS5r",
-	"DDieS/Y9LTENYS0NN7g4wkSjgg1IZOgr8l6uwE1a+RNruK1exADzNtsaqoS4BqFN+g30/BYGeVBTXbBc",
-	"Q9BrSBkorUE1eeD2IQ1cqCYtvnT2a/0L3s5CLcxIrAm9Xm0tXjYsxa4EhAcbjVAfV3qUe4VDiCXjDljR",
-	"/UVQGtghWUYZ1IqH/qgxz2QFooOMATwTOrtaFkMae1tSyUprCW95VVvFVuPCTlotbe3/WmOCy7UQ8e+V",
-	"A2agSNIVc+AB2xVLA17c6kwBnfzGZw0KG6giY2It42hcJjRY7+b6U+VSNBn8sMmWJufKsUnkgEwPpGuk",
-	"EVxrqCnAu0S/okXCra2+Y+UxSiXU7+qdtM6QEva+n15k4Rw1+fOKfnj2gS2W9ceJMeIWQj43ms6QZ9gG",
-	"HcuGZEqmOvsF0WxJeK8/wpI8DT66t6OsLiInW1ejjWVamE0ptOqCSzgrJfP9VJRCpQOjsPrFeJmcMNuU",
-	"NQdT5xYu1rOCOClg71QtL6QdcxK8Obt88lXg4U8IFasVdq2rac2ybw3SsdqggzD3ycILg8DDQF2bl52D",
-	"vRRSs/XnoYgBlOTA6Gdp0FjVnC3gOYgIUBVPSQDngrGyUk7OL16Tg/7hYbdPaLKc0+4AYHAw+8m865Hg",
-	"3YW5cTkfwxfBYo8QsVzkLfTN5PvvUZg9exd4FaOfhRiy46kNhi4qnM1AQFm54sYLfwEcyLnz26rD2+xx",
-	"Zog1RsQ64sG7QBuPrJZLloJifVpDw1JO6EUx7e6Hs+73P34cNMS57gPfhFTZ5jAoQzqV/QV7GCr3RHo6",
-	"zX29W8YDLcnwLp6LPfGd3HE0DsPCPhUGsV927h6oUKduSdVmc+Nfahj1lvnfBkYK9s02sYhhKJ8feOJ6",
-	"W1/zZONeTHMBd802Mpcj1qdK2kF2LgTG7NG5RQjKr3I/fWIdx/RXjb24xcWxJvLitnEWHt7/7QWU1JVj",
-	"rXhDwGQVKzj9MsetXagTG+GQlw69zwiD6tWr9o73Cnz/9FfxozZc/l7hLW9WZwGG2kZ0H0/EHne923sj",
-	"Gi5TYCurc+vmYy26de/TZfsZGvYpSpAtB64RaruMxCWZijy4W5j+6mGh1hxZFxNaim8ohYOWf733SNBy",
-	"eMWYnFXtbKRdOUTQ5p9joGteBxR4WAQTAWreRkT/3yTVDeB/A9Xtr1+M6uYDVaqbH8qxt47hwiQWFgj9",
-	"Di5an6Ur6LuRs86I/+gh2sIV1G0N5+OSmiAV3ZjcH8ghzoLgwoTRVB8zroEcI1vTVWKt6zakKyju0uC3",
-	"oDWY3B4zkVj9A7SIbFORNqhaeFekpYP/gfznOdC3E/XLHvCNx3hxUPp+XrqkMkhICTU3zqCyEBGczOIv",
-	"caY3nN91dPsVj22H/2ocujVnc+MxjHLqN3kgGFtVw4Fgf/1iB4L5QPVAMGZCfRLXimg8cW0UfR0aFPgM",
-	"sxh5A/HUtgAKWYiRSNE4EAooFnsWhgzBerV0+fri9SvbVKTOMwOJlAVoB/+j+4f2H8b+Lz/0uyc/TibR",
-	"w077D+PJpDeZRL/r/OHfA/fmM3T3IWmHcxZe66sjm2HlBGNnx6oSqdTHYmkoM6fIQqE3UFPKP0Na+zqN",
-	"lWJQzTarIJohOvXZgX+MBrI+6w59H41kKZsBwnsSX7N1LCE+EErkFO67leyIzqnxFc0pjxJLy2nMaboh",
-	"s0RQZZthOV99rcMyYmTBpKRXDMPmZQPFwB5oSKTMICFWMZZ50g7inGvxfkqsLXIlGQkKTqKgbIPqQYSf",
-	"4MxsUMPKSHjYiI4EGvoFK9l2Fqhuoh+LnoWfpOB8tehZpnZ+7caLpUhBdiyp/nLrKlbz1VQfYo+wRpv9",
-	"T8z1cGjyyHQHe7XoGNt7t5j85qz0tFqlXAvisY0IKOwG6yEs8CpUi0W7rCBhEmPleBqBPpcDe7vM0SNn",
-	"C7xEghfJ+v5dlxskUcBiTVpB59Tu5pghJHe2oXMOQqQW2xyQuAVRKY0TvX3/ylKBnQ4mrcAjwaQ1HPVG",
-	"gHBGbI1ZzEeCCtNxxNKMkxp46O6M8SuyxY4wZIjMKXjdqsHIbSXKEfad3G9Y/BmD3a3TD8I4IftkavIX",
-	"Oo3Ou1q/XeW0f4oZzPWKJaZkZvABOVCLnqW0Lm0bAfRAIqCxhQbHAlIADLI1OqZHAs4UcnBAfk8gb1Ta",
-	"v//+v/7TJhEWn81Y9hLGvQAY4RWFQMcMywY+/0BmCDv6Rd1SS/U1i6+wZjV8EfM98kkCnfMsHVvkLHRy",
-	"GJypGztOpw6DXoXzp42FJiO6yUdqEFQy9HAISvurpqYxOxWrctX7BAECsBxyfad4GndMDd8aXPoDCCgb",
-	"3iKU5sOShQ3fdkmC/CfnYpVEpsK4MgDRDaMZ7jPznHPuN1DCRYHQ3yiDTlm0qV4das2IHc6O6PG0exL6",
-	"UXfI+rMuHUwPugBWjz+d7AUiUheX/BvAKsm2+D3icsKu1cLA7m797yrlTzOfqxEPGH9C42bmxzOALGh6",
-	"jShIWKzMxGzECSNLxiN9Kb5jFKVNXP8SjBinRK4WW7nPfLwhkuusjEsWKzIXSVS0D/f3ithyhPkXn2Qv",
-	"++CuiaHAr53WfoFo++GhmNN1GxZKM6xJfm4UJKaDm2JYuDDnIsVLK13muoIsdPeoezzUmcvNxP4x1nKr",
-	"s9Tc0g0gS72tvPzjfd/RS/3DFd09QUnMwQhu33MI+YbGv0Eqav6qJyH88qXoB0GEmngWkg6OfoZJCHYn",
-	"aCXBpWAjgoQR1MEYi4pKsqYbq7qCJkEC88Eg32UBOFRDsShAjpiuzM4rUib/rSLps4Wt3iFvoHhkEENe",
-	"ONSW80iQbT1bhY4qasIJUybFKg2ZvWievTnPk+ljpS9vcHVciAVq1livTkLxH+mku4M5HTrWE4xiPbBF",
-	"zKkSEBO/oMulufg2I+ruCWBegBP2GoBh9+irCIXrNcAP7QZeKeIteQ1gO7v7KaILeQ3ILLv7KULReFWX",
-	"3g5rZUEIe1Xf1I7mBd+bV7Vk7mhesNR6FRm7XfiUhl6QLttb5gIzizLs5dVntycsPrHvVTrYPmjbvDho",
-	"23jboE3LukFnYdM726aqvj0w0fsUStKy3d0YnsO3m3tbbNtN5c4W7n6yfdmkuPdQjHd7T2/NuxeMq3I/",
-	"kvHo/YzGuxf2gvHoObxY04fa3Tj7NASqvgd0vB2UyGKMS0RYs+lciOseStH6tt/iO29ifoXNPmWmAwNX",
-	"i2fJJ9e8ukdCboFBtXKwR5t89vs3KNB6z2ZFNt670S0blHb43p+p2Ru3betwwZ5Nq7y/q2HjYXaLhsXT",
-	"6xYNi8fVrob1+2Pn5+qOtn0bFU6kfRsVTsFdjepOrz3b7M/KzarPbVpWFLBdjatC6UerwlpPX13S5M8r",
-	"ttJKuZOeU7ySgKrblCWPUC4IPY9J8fBEPvpomn0KsrRZaT8S16e50UH3aNoPu0fRkHVP6GjaPQgHUZ/5",
-	"sxN6vEeaWzlkzIy77hacX8FqrEhUmRQbnNyc1gDe75XTiLWW1ngf2VaE0QFI7/UHB8PR4f4m2ZymdcUI",
-	"kg2JeWll4uhTcErWENKr8jVUFMzsioC5lvFoKWK+f84OkNTNGNqnFmjOQrGBxQvM+duNI3Ak/+psE0c7",
-	"bSjFqdYxQAr1VcuEFZwV6FouuAVVI+oqT5tfMGAPSw3cwaBnyGi5dhsbHnx/Z+uonWDZfm0Wq9/t08G0",
-	"exQeRN1jNpx1R/RwehQeRyfM3wvcPaFSGYJ80Xno7zxLU5E2iIjrmAMIgdZvV2YnQdaXrf6h9307wBr9",
-	"y9U0iUOCnsk8UwRrB3LOQgjmRlVZP7x8cQERBXJOr5nzXA8+ImKl9B9fXV6+ISP/oKYYRKyyChAzwKV7",
-	"xUxSYRadjsFAnKm1SK9NoiKULejtSx003NSnfuiNDeNDk6d1grkEcsfLhQlcgNLIBd6GuLAKdzcMsNbO",
-	"22BWIm2lRQrEOna8LMcSIEopGXz4AGPRvxj6A5YiRpvohp16A1PWjeY8vPuUDHH57zsOsHwnuZDbVkxU",
-	"FsHl2fI+Ke7+RqFWXzQT+D2TZ3hfleMJ75KgdAEPxuQsDxyGkw9/yMKMKyCpnV6hI61KBGMADcwgP3Q/",
-	"Rk2ZGR821JcVHLvPEiEQTAMBZ+Fzf//bfz+CZ9Wv2JtpMAaMj+xjIfgs9c6ZMpIRjdCZYqnRC1S6IW34",
-	"1ptUTBO2cDFqC9/JU6vH5MzWysDoWmrTs8stSi/rBwVQFxPRVGyWWVDMdApLYH8rf6lofyh8FRGfV0rG",
-	"EcvjCHRv9vXGFQUFwz6VQaXekv0E5YV5NQ1ukaGGZ1+2PeBwFnVIxtlHbDD19s8VLB7mYwYYyJaJxcUq",
-	"82IhoLIdZChF+koIBWKpVOaaCEAz+NnbIKNXG9wK8Lva/EuAQsNXqrYXM0KbDr41/N2UuTCh7zjsL5XB",
-	"UOz9MwIzix3dQ8g/dHhbd1Sh0f4+GGj2T1qHrTr2eyvkB127VkDoTTGpzAFo+c3eVOw5bSWfblKqClm2",
-	"U5fsm/Um0zpTc8lqXWdC32JhbjYXNxl/vcZaEU2VDppg7msss15dElRNQHZN0k7VI1xycDZVMdxWZrJg",
-	"+i1V4SwQvd5RqJWn1+lZkjR7DIluifrJwwALjqNGsVkW/JUPa3wb/+KZfy6eeVjHKF8xmqh5lUHeMrlK",
-	"FIZ7a5WTmztaymhkCrSnYsqqVoPGa464DlyOEtfF0YnrnfcP03XdZcEYwGsZ3R66bauDGcWwQ0BdQ5e3",
-	"G1eaxNJkIWQg7rcCYhs7QbcIZxIQJYRXKo6YnbYGHpgLA8xjwEEA7hRr/BvVFZ34OfYJQobYEUHHgjuK",
-	"ORTLijx75/GIRf/LNtopTFYSsYCQcLbokcBoloEzaYv0ivGy+Mcbfa5/+cqbxZIMNVFa+WjuMR5wtbB6",
-	"tiV+bUXNL1rc8xJ1kGL8XBGO/oEsFD0sRStCUL2t92nMGpxBVD12hjkDxixs60F6hQXGwtOGI8YmgRLH",
-	"OWVkrS/iaE9OElDkgCLT+wYPa+S/0nKQ8oS1IDUFTg3H11nIjZMPNTIVZ1U7LSRmfpm9e5Bm1kdTAdFv",
-	"5yLflwChMMNLgyknimE712xjcOk6Wwf5OSCIT6wNQ8+twUEwvOyPxv5w7I/urYIqEMBYZ2J1CtpISJPE",
-	"3Kow/amRHMVxPhbi+poxfQiCkfMqxQrUW6Du96+4cl8wlLeppHKLtNq9P7yjHqlblKFdKqNh7ps27Siv",
-	"/KDPH0RooSozhnnWugunk6qpCgGoTFDdoYy0eV+Ik7cpsvCZiI+3Kp7wefCDJT3j/mAIawoeYFZLLQzh",
-	"aUk78rZiEgKyYFypWBMsrbKk1Ry3GgKrhx7MrysJVGnaC4HwzhUQHPfa9qNsj6oJkJpiKid4edglIu9Y",
-	"EQr5c3HE46u5Iu8un0D1BFsK4RKQl8e+/31zuYT8nTufWniLO2v0BL7KkmKzYqSZpdM6CWtKxO7hHKzz",
-	"zlpdMI5+pbLH22pF2Ko/uZhrLPtQ663KrbBbXPbgn8pMvyVbr2VJowg4OcwZuuUdXY1bqidfpiuTFEf5",
-	"JltsU6jadQuENE1jSGD+rOrK2U2ofheZAhgZxnVUuzAW+DzmeN+5S2EKSD3aUXeioWJHvkvghVOLaI/5",
-	"gAvJkhsDUBJz9+6351ZJYn7dUE3YOJE8Enx88+7xi/Mn79+9fQHOkEcflbhmHABXOPnq8uULNI+WnQiI",
-	"OA/vwoWS8kgsSJsqkjDNnP3BMZnGSma6QME1FDlF0mZgPgBfHYaWm0MhG+WpkeYZBxllMLfqQkkDxdIZ",
-	"DRnE1VcO0LlSy/GjR/3BUc/v+b3++Ng/9mG+P/f/fBT+5WTx+IB/P7p+cbx+O1DfHS6fDufP/Z8uCuIh",
-	"jffaJSZ18lUjKEnmZbb1MfLUy5K6mqzYVHDOFHlMrzUNnoo1V2LNW3sVENle7UT/fqsaJvdRsuQ8cmZb",
-	"ZAr5peue1xdPQdQCGJQ+WUuFTooD2l0vPd6V75q75wBEhUXZfU3FickUubuItjf+GlQXa7CAW1NVMHtE",
-	"JFEOgXxn0egUn90lFm9buaWhRMseYNzg/a6pUpX/hSZN86YtNsfySikFxRUxJrmRMp9TE6Z4rxJrnp/q",
-	"aPTLS+o7B9fYlkRpm7ejhrIxu6vFYNxIInVnIKgd7PA2FoORjdVgOvuVgyl4m7fA+mfvVZzZYJ9cKXMK",
-	"5RVsCizh75kuuh0g3EEFr7Gq5Rdfpy5CpwQffue9U8AT37V7SoVdtgidvCYNQCpMGRp821mxHIe1OqVw",
-	"J4CbiHNOimxVoeyBMR/TJGU02niOsUqkGBXymWqnE8BSN8lNrhFbqJr62BjPBMekDOKiqntaC2Wtd+C3",
-	"enuOTe1H+wxtHWlfo68XSY9ErpT4uI2lba/R/zmmzeaBptFvufEXgvuAosWZ/EplAPbKnraZJnfKni7o",
-	"edWSRE4loqw6keOTyK3hFU9BwRJ3v3WM7IJnjFvcXdsKHdm4vtLVPz9dnWxx56JYhOEvmnqL5veqLdxc",
-	"YarmrKrwcw/Z8oFTuVdv8RSW8np+tVxp66isyZWuesFrXf6uk/x+s6ZvF7vnEvMfkry/DynrkvercQxf",
-	"iIyfEYLqEBdsDzWZFGhByOoy3lglshY1jLQds0JnTAKLwWd8yrbSZ5Chi8kMkAzJIkvIS8bSe0qClVhg",
-	"3PhiIaJYbbA4BXa7DAtlKnrkRZM1CKvU2dpGRZAog3yXhVnqQ8cYfjUJ5lTuHEVNxoz7Zi1YK/6M5S30",
-	"+W3Gi8arhmrGhTN8dND371Sh2BlIbeyztR/phZiJtGcLwDaO5MmczmJ+pW8Dc5IyrmgJb3W0R5kHyzP3",
-	"59f9k+nxlFzBnjDlzv0clHSYsSEWoIWdYbn1/gbyJoVa7TPwUOnuT5tHQF4WMYBIm2q6gtoAq9JBmxks",
-	"UCi4SuPpSjF5y0K7ZisooWiCsxY1avE7KK4xIwtG5Spl6DQ2606CZ2dBZy9OfXZ2Bz5dLcPaAd2wVGpy",
-	"pSJahQr2z16D8A8Ofd8fnPSHo8Gth1MS2u6gHM51eAcJ6pXkAM5qi+KQ1yi+HfR1s8CmGWImguFl0lpC",
-	"wln9GbFdhtfhp5bk+b/E+b/E+R3F+W9AkP9LhP9LhN9ZhP8DILL2uKtUgaC2B3nf0y1l//yuAgVT9Vul",
-	"oo0ybyBlHoT+pei5R4ZdgZQ1UCG/GkXtZ80oEN9hO31L4fgNZK4E7X8pav+2cgbrFtZBK/lnWFdMa9ix",
-	"rDb34Uuv6pdKtnTWqQqa81uSZ8VMltpVKSe7fJk1+fUyUp21KUND/ZZWxs1yql2XYhrUl1mVL5g3XlwG",
-	"9ZtcANVIefUlSf5lAAFcgjckUV1k4BW5CQFxD6B8+jjP9OFCQXEU0OY2zOTkusoJ3Zr+b15y93WcRbKQ",
-	"doAuIJC4ULWaPI85TWx2d+4/yJ3EAHVvyrzr6TtV3tuB4x8KvAknTifoIwrgM6dFZyUFGClpYsgQp9SO",
-	"Y8IvU8olmGfk2H747//zPwtfNn/HUXBaekU/mnDz7FG1kZNuUcis1Q3ARZYrmuY/DX4d06ByNft6fV2b",
-	"zvYsGoxG/RML4XLNNqT99vkTcuwfHNXUDKBJXdGR5EqksZovPBI8i55enBVS8+BJcZD4qDan46Yuwj29",
-	"YdA1DLXUOTwrd48Paz5wXRfS9Q3bkDiC6tK2vAEEKM4ZjTCW/DoulyKzDnW/X/uZupLS+jOYIBu8/uZN",
-	"YRqvv3lTnIJ+UHfBroP0eid1lzK+KnQp41LCpn5Q0+WHhljPjB88MqWSHQ5XaQJSR6z0rS6yIPNOuZT+",
-	"z9+dfffNhyfp7M8X748uN9/+6avXV0fz8OYNXcYvk3R9Tumb8Kt3b8VOcXoNV3PNDnqEuG4ecB8Soe4+",
-	"/vX6ug5dinz97Tfkgink66NR/6iTZeNlkzQxpDcsjWcbkARSIhfUoKPp9xuigOIrruUk9BhzspLs1Kng",
-	"JDgj0QqyeihstVSoLNZ7r1AfvY0r4GNl2unh1RHohQk9qCNSFlTalkqkrIOBbTaMYWudlFMSpCxk8VKB",
-	"aPWyKuwvbMl5SE0x9laTB+LafZuqJb7Ypxx5KdLS75Mngl8BCNTZTW3imDu6/cqM15UT7w/8vVJqGqvL",
-	"Fzs9W0kV89Z9ptYNu/4IAn4Od+Rt7FvT8YngioaqNoXMBBj/xzSLPZ5C6PG+WWR1ctnyayVDY8SOZ344",
-	"mHb70ZB2h9ODsHvCjmZdejgdhcPogA1m/X0CfOsLQGafrUkE3BZZXenejapsyo7LAofdl0tydTZgB9Ew",
-	"7I6mh7Q7PDk67h7Tk2nXD/vRgB3MhnS0V87a1lrMdbGyefqYvxev71ksv1wV/6j+DHVkSkM8/DKNucIg",
-	"VvOyjc5bMMolCfQCBjtWsHVvFfhrKu3X9rQ7wMxyoI0w81p6p35fu3znZ6/OnHJMVZ49W7A0DumjJ/M4",
-	"pFeiVq1AXIk6EfOCSmVyuusUoEHX71/2B7cTMHUBc6W9YvamM3EnlswNDXO5xCseHCVJb2SxXc0Cu9rN",
-	"4WURhDlJtp2kjcUdaKjiG2auZjE3fwLEHmfrLC/Sln54ef60CLiHDSA+0PyzoMtlP1eW8mUx8LDuqH95",
-	"/pS0ywkLxDgOi87VTo9kZeFpmufQCE4o9DPdYAZuLXjDfZxcg9udXHXHiB4n2vsAhhVDk8GcF1TCNIMv",
-	"k0litaumUyDTvmyGy5Qlgl9pFfTLnHx7pLbUMsTt8lp+UwfgXlLHWSgbsLsdLNfmrVS5DmrEgXhCTK5y",
-	"5swY8Erdwk/GxYAiwSa4knawYGouojEsRXCabbgCtpyxWDyQnoFD1k+71uWQJdhD6MZ2j4ZbaNDwQLZG",
-	"jqcDBxWQIKRyDsEVcxZe639MKb9+r1LK5YylaJ0BMLLglOzpH7FlJSFbpjC/sclDwejwmJOgONGAcAHP",
-	"M/g4U4NRGWwTSLtHYYbJKkEedVxGxAkIxt5YjBAbah04wCCdHtGvGv3JdIyh6/oeFZ0SwRMn1wCrl8ZX",
-	"sZJfHu0Gi2aB1e5XRprR7PxAVgBn9kOU2QannfE5iaMxofZDLo+ALcdARha9PA9MLU2LgXSOINzB02cv",
-	"nl0+28WXjz5mzT6V0+T9aT8cRAesO5yN/O7wsH/UPT4enHQP6HBqsSX2hX9+LlZpgyLmcI+1YQB8WMkO",
-	"06/Lb3Oq2E4m0cfhp39v3TlZuzELG3OuTKRKKUYLMrCsZXWvbG2UMXumDr7El/dJp3SdfhmLtmv5JbAS",
-	"HJ1JO+Dt91dUlnTTiB5C02guksjgh5g8vhrcg89BFYGUCMZrQc7q6JC9r+kEoj4rC02JFfawK20yDwLu",
-	"FOCk1oD3lLNF3mkMlNbCKNgzN1K/Wy8iiqcYjF2lMbuhifNB60us48fWwfDA90f9wUHfH+11P8wS8Lbs",
-	"GfM1fTJArmAeQrB1c9RnR9YpM1m+kNk27iJnFHNEjMuETVk4+cwq58UWbehltm+r+WG0sPu0CjJGBF/A",
-	"JQc1qMTqoLZ4sGJ544xFTf15q6J4t1FI3BtXiJPUjfV/dFvItnKaaoVRtyvexUzDClO8EamaiSQW9kpW",
-	"t9MyzQpUFgdkdmlb7zK9JuJKvEt3WVTj22jfFXvbfVmgzFhrCGFh+2fl8tW6ydY06iJYgxw/ehRGvFdn",
-	"hnyk++otIQHwtugM9ZZCu7L7WApb9Rnm0SqsTbs3vxC5jhXgGyPuVQRe9ymww/659dhZXdWS/exRFVbe",
-	"lvpoDDeZtcYuujPdWtHR8I0a6E8+FTSFIgdaNbeWlkCu5JKhfq63OIJJF1FCs5ZanFkbStZO73totK+x",
-	"pTG9+CyDBIhEuAKBBd6nk+HoqINYc1MRbTS/m1o8aSrS7C4WPBJ0peaPwAEV9CbclMvUp2QReQW/Ih9N",
-	"Vr5/EF7HPIJ/sQBPFazigWkCwQ1N4gg2eEDaQ9/veBMerLj+kkjjvwIG9dDvQ2q/SKdxFDF880A/4kJ1",
-	"AVgNHg31IzxnuvoXmiRizaJgwttDf9RBmNFE0KirhOgmNL1iul0fulpxuVpqAcei7oJFMe3i9NrD/gh/",
-	"N6e33pLQ5WCgn8cRWyyFYjzcdK/ZppuylcRR4++h4LMkDhWM8EQ/SbUKlsSLWJn34Cn6daUzNP2Ng76d",
-	"ZqwXXi8aNBohSaY06l5RxdZ0Aw8HOFJ6Q2MQHfDwAGiqBVH3hqUyFhyok00XXhp1jFVQq+M0gWe+VqOm",
-	"qysDrF2KcGGq1h/zLcLeLJcM4L54hAiaShiDLQAZLRMaO6VPcrZ+Hn8w6E5wIzYwtTFHXsQgN7CVIfw5",
-	"5pTQKxqDdabqM4JWzWksH3NZVWlblko1ZZ4EJ0PfH2P1JjGbmZgYGLynpSECnhmEgiIgoIcoSPKHwY+9",
-	"LMvFI8HPK30yAHsgMK6a92LAZYDNoy9ZBhqgSLqPZbDFH1qLlYTIKEpgl6GLzLooWz9+qhF47EMsVcyv",
-	"6gxjdsqUDP0Th7FRdMQZGE4WCQemGoOlACkvUPmq6qe7L/zDJlzmcmGcir9nWFvvZkE/xAsto0cnJ5Bp",
-	"gn/19ctVLA4Vq6TOHTMXqSJytVjQ1AB6Sn1/yoH9RBiuUtT/bQRADtrgYK1xXETD9HXzV7WVZC4UQFO9",
-	"e3te6h8Esbe38N4LhMq2zsV6Va/ZK2YNyemc2Ebe1J7SRpWoP/EguyOPGgBGdBSY2kiKRira/oymU47L",
-	"a6hpXa+oPY3lMqGbGj3tvLmzaliF1W7qKIMx0lmYNnLO7ZL6zva1zAK+pnFpGMNyHsHXI2dwWeBCGexU",
-	"qzJraeIbWQmOG9KetFb8mos1R0k6aXXuzSpZYxkEyJ5VOLdR82BY8TDBMDDNgrETMONkfBUNhyyRDGYT",
-	"4LnTM5DOHadBAYLHhh2aloOBByJKnyFOVCLaHhdbrq8mAhyRoN3b462vjebVer/3Tb3b7PUSWalHMlvW",
-	"AvwMLkFPYelNJNtspSALrEKwgl3LQg9pvUTfhYIx4WLtIqs6FjETrNlgDDvZHW/yOcapnAKXxYvirQxU",
-	"lkf6W7MidR8Gc9NJPYND6Xa5Z2XLTLP8KOdY1GO9UoV18hvzVtCR0ZwA4RpBM0sKGOTgDa+c4WCRIAy4",
-	"O4T4xjVFHuO8cMKe4djL3H+2FzxcibK2eQak00Db2YpHdxXKpkIUBMRJmrAeeSz03Ypt0N0jDEuemqC+",
-	"Owpej0hh9DiyiKVcskTlpRLQp2Rx+/VarOciQUfLVpHNN7cR2V4WGL8XwPEWEQ8nFFbsurV8z5/ChSbG",
-	"KoZWp8I1yCUWwoXTJEHqmbd7JZinn6TgfLXo2ak6v+oLn0iBXPoO0Bq3rmI1X03BaLSkm5T9bP9jL22P",
-	"THeGIamsz8beZFiyjqSCu1gug7ZlZr/msOfy7Oy1W2SkJkl7t1yq2Rw2Y0np41Decn9cVuEDs1QeC7ek",
-	"j6s4YTkCIJTNmhWrmNnYEsxsyBJ7xgQwC/XB3pgjVEAHyKDJFfFPxr6fxXRnMVIVfL4cUZXjBTOiGxIY",
-	"NKuA/A4Ke81mkilI7aabJL6aq66kN3phjFCMeZisIoBGRMTEEkppbbKCBzoydT6mJS8XOU4e3MFPzf7H",
-	"dBt0gUMuhlt9BaW2ZSs9URgrWYKn3OiG58pQS0sQuqlBcy+b353rtK0/0/EI6BPG9l4Hp+4VqqfBPUys",
-	"1FR8IDTPdNGK3AcaKrjshozMxRqmCbCOMZdKT02SdMVP3dVHN9JcrFKypFJqngGCc5E1IinlOFGxUgbQ",
-	"HaRDRDcdqzsg6h/kKCFJ8294OZanZTJ7JOZI6/aJnU6PPNPMk9JYGgo7lClnqkmmZCVdDbq0qMYNyXI9",
-	"8pTN6CpR4wyN0zPcKUnwQ/fA02L1wCNHHukPf6yJyzK7sNZBClXjsvA0IBnCeRbQPN3MuwDLFMFRaHFF",
-	"9/BgeS0z5qe0LppePyUpSxBQQQlnh7T//r/+80DrMCnTK7GRBqvcI/7YMm9ENx45GhNK1oxd476BjanP",
-	"TBurATlEujNff+DEOYyOPWNo4iE7NbV70ThGZWhMT2CM15etaQrZIqmmS+mwD5w5FhVmvU6+d+Adef3h",
-	"j44dv9k0cuI7lpHuQa1lZEE/GHTz4x1JApYHistQpzxdNDs3z/BeWiw/Bc7NSkGIa7ZsiDHsEbB2TVOq",
-	"dYVykAzsCPZhGacb4DDoZwpQ8Sn7uSbmkKbRY91VvV8dP1M8ZP8cS7pX6W8YRbXfZ2Z0krx8+d13Jc/Z",
-	"YHB851iMOqfdRV5uNI7QKZqFrwDpu4BBiwFfxbGc0P50EB5E3SEbzbpDejjtHodHUddn/dmAHkyH4Sj6",
-	"p4hRgXluDfDIUvPh1XsM24D+tpUcQvaPDdhpuE8oR2dHLMc+Bf0zri/49w3H5hQrTmDrbv/HIA0UoIzL",
-	"qbo19RKLGW519RTvN233PosA6yle6qOjoQ7/GSevz1ZqTgY93zgIwYl4eDQ8If/nf496g45HVhKkrRag",
-	"m7LfsHrw139IKxo0iaP3xuCN7kGPDPsH+v+NSj6791cp5eq99dn5PvjmTBdhEkMkJXgSsdqPEO+1Qvc+",
-	"A6RER1yvWEDWHQCg8tR9D+/5zof0Apf7r2Rxl96v9Vy9342rBaFt61Twq+2OtSfwJaJXgnFlS/NiWn1v",
-	"d1l8U+C+Oqq67Qr84xg2aqKhYDTdMGWRHg1NJAF69kiAP72Prb3I/C1ZmDKFASVan2Y0ysC/qUT3zmMq",
-	"47A0RRupYngOwlWsbcRewnCfkykL6UoyJ9fWVhk2ypYEEwiqWUhzCxwdK8mSGarnuD2Mv7JdYeNmttVX",
-	"AFTaDM+AbmEcxVoZPPDh2rSI+Uox+GdoVjXPOiwpHpaY9ctg6syRGGKnr98HRq1Gi9BgSBKmjz7Ud/D0",
-	"LJ0Li+v3w+c/H38/vRzwv6yPXizfnoR/PpDfRP2XtWmD7mJuHxO+o8clS+Ma+nuMS77/+egvN4MX65O3",
-	"18NLfvz98uCr8PDrWf/xYvRU+n/cDN7Ro2/Yybcf6sbpbO5qfI3xqlrOdJi4pNtUX2jtZfww+0cuBZf1",
-	"9V7dXOCS/O3XOUvg9ffwej3Vv/72UnMYuNapJMGZib8wJRoeM5qylKBP0O2t1jfINl/Pp38M49fx18+/",
-	"f/b28k8X5/J8oZbfPzk/PP/pfP3yp3fq5dOX6uXTZ/GLJ1/77C9n+t159ET9HB38KZ79qcc2X/81+vZc",
-	"P1a0f+y/5c+G3y6+fvdyMfou+mv0Mnx+Pvqu/91fQ19dv3zn6ybhIOHTxXM/+svXSatJU2byfVxDghfx",
-	"jIEpJuaa8QSPJGkf+n6Rqw7rPb+uoalxqxVC2eAGK9Zc2gKPXyayTYZi2WCtx6KSS5aCRBNc6rv/kqZg",
-	"7JpuiFwigKE7LBsy27uJ2ToLoDUY0Jm5yvxsMrjwr1pntWafhi12ZkryItsVoqXwUfE0Nc92OjzcXVAY",
-	"QIE5LN2qC1t31n2LtaifmZOi7jr67u2LunomUJwcZfxyJecg4rfGVe7IZWu8TNwuWa2kctTXG5UbHu5z",
-	"O7W2oLfNxmjrvLSvkvaw75M/Cs48MkJLigV4oFl5CVNtM7flnb05L9RrMJaEvcK2mS0k3xA6ohtgEA9m",
-	"Tv4waT2ctH7E4ow0KQaz/FCGNKyvs/7jnlGSpSL3NWFJKHDKwTS03+3TwbR7pK/Wx2w4647o4fQoPI5O",
-	"mD+7XTDNtvGV2D/PDV5hRG01EFa/LnvmuePM2O9OuYKYzSJsprN+brxIkfV2pcyVJoJw/7f2ynG2zpTG",
-	"Xk3I3P5b65Y+lH252JzxY4DfHfgEvX3w22+BuXNT4QANi+avfpXvV3Uh24HlsgCkrrVpIKIKusmYyi2q",
-	"A3943Ojm2oNhnUXSXe2AIy7xM7Kys2x7sGVj+LH1YY3dYwUODRLYnQDxEwiZFWdBicVtUgBHcwrcZHZZ",
-	"+3rxAM5/r7BlaQLvIIP91vvKeLMQFMxusFP0dqMXdqWIVHRjYgLALLtzA1Y3id6/ztNT+NxiqTYGUdzE",
-	"IkgTZ9C8g0mbs3WnZh/v2LfOVnv46+yjX1vOP7oZ3GXn7NoZ38ZqfpFdK/ezC5Z1t6p1sOmiGqznkoXv",
-	"g8zbhmhUmkEPBraA6HSjtFTVP3/18uxJ9+Krs8HoENR98g1jS635JPE1gwQiKdcijcbGhUDkXKzBJgdW",
-	"NC7WRXbDz7+cffOnk/T4j99893N6uf7p3Zunx+cv3nx/LgYv6At6sf7jaPnV1Z9+d3j9dP37ncermeoe",
-	"9sYzxzCSxSRbkCnsxsvdU8JEDWcggeBNzCCm8pV8o0e1NbSIkmCN7/b0RgtQ1tW5EnF0519INTJO2mLn",
-	"Z0QxqXBI6MTLvUE7jGv5cPO+txwGmlC/sgXcXaIaG7i7KsWTofDLfdu9C8wwJoUVsKjH5p2uJbJNn9ZN",
-	"Oi77ofB4axjz9vFYpmHpjHogzY6o4VK4cj6B2G91zi/Q7FAf4JkIExKKoeLKWsf0kZPvvSnLQnP1QQZX",
-	"qNygMSY+kUosQaxQZd3IELE0JseHQ98n7cEQQhhK5rSt0fHQ0vEC19hIqvIbCvaFqzRWmwvNY0iSKVzk",
-	"z1b6FLB/Pbcf/vrby1ZdnE/BFoYInAWPg5cZibdatQrmLHIGFjFMj/IPjztAYxsHBEiRpyapQuvJh75v",
-	"qYxhHBBagiMCW08AAxoERrmY6nOBC32jxWYktxH2TEW4BQQmlCwb+nDN7ahg766piqz1+AIJQAiPrbGJ",
-	"xGDjW0nrALSHmGEqiIXB88jLbO1ittM0b6zpUxFtipOAYVbmgCSpCabN3EvGuu3YT8eEfTC6IOWZqbht",
-	"JwXJQXowHZOY2/e7xlpe4BK9IkWvFK5aKJYGU0jV2chOTfzFkqUGi40xE/coOMPjXCpgAVNl1BA3yBk7",
-	"8GxSkxJXGNhi47uyfr2MTTBgyi6PXqucGAA0EfOrhO3P2AY91LP1aZAcIU3TDQadU+VM2COSqljOYibJ",
-	"VKg5lD1NxNpxLTxxbNtaXwIKGpOzY/8bt17EUgGiVBXlCYUNXS6T2DUhtsattyb1WI6BaCYQiUZOZWu3",
-	"lb1OFT+aNTK/OYA6DS/mP7fyKtTGzmlhophnjOV680KwWxag5NksCOxQXxgya2l9EoVnLziY1WYDFU3s",
-	"o+d2ZENa5AO3um9hoHgPB/JBjHAB76DwZu3sszirNpVYYUmk5M3T5x2vjJxgwGxy6PnK0OFrWdJ4w6q6",
-	"kagZ2G3equVZLUL2FpSD4pWtgc0pROc2DkQrAaZFdg7LU6I5FayHGSNYKzRkf7dcgVA4slBOfdKPYj4T",
-	"WIkJQCf1PzG3p2X0di2SjHPPWKvyG1Fz/K6UKyarOYamz1jmEamA0sqzReiGIklYCMJIsvQmNiASGTn1",
-	"SZajEGiZOOFyIxVbEBpCool+PVaeiXSVbvBrm5KHeUA++CQfdjADsLyHJ7yN2GsQKV7BazMzWdBr/YUc",
-	"3Ro/TiDIasUTlNAG0l0Jb8KxXJgpHnVdCaedbkxSo0iJYh+yqsk98jJjKGBqNWdxOuHZzgYianF0muEb",
-	"kCVNFWdp3qLClXGa86Vl+gmvFUZErqaLWIGgz+3UC0Tt1sdDloMdu5HzUIiJhgoPpK8uX77IInIkmbJ5",
-	"zCM8LJwgTk2ZYMLbpUQ+unn0EZj5U4BxkNiJJvmSiWXCUAXRs7YhUWdvzk28bsr0jxNuDyJMG4DR/9u/",
-	"kbOCi10/7PfIsy0nc7C4fv/3v/036GKgYwQLCQ86NuC6dD5POCEWmKugybS3qQenureFl0mtPCqg05vw",
-	"QY9caJF9W+cmHNCYqgnntdkKvQk/0NsLh5xQqSR5+LDvG/+8fPiQtIPcrzTWWmLQ6ZG3bCVBWVhxFSf6",
-	"pp+qZGPCRUmMUzftwHrAiZgqClgcRq0/zY7uZT4exJ9QYObkUZYvAxPRXTZFFTx8uCuuQM+EcnL+5ubQ",
-	"Pnogoc9Hh8NTQsNUSGlIlMU627wIlEodw/hWK4aQ1IKK7ZFAbZZjQtXvflqroKxxIyB8O6DJ1RgV8KAD",
-	"qHMT7gJm67lp7Q7Q5nprliRdMHE/+ml9LXs/SaF1vScJjRdyTIJYSkBrWEUI1TAFxXbCXU23nWvNHY8E",
-	"Ir2CRIECMIn+AVQf3U1MIciDfVjq//yk4gDmDlHYuh+tbcUgBiWDnVf0ws7FmmsVHPkcFSoTw11SPCc8",
-	"j1NnY/2NX8ibrC/yC3nBVOZhJr9M+C/dbhf+T78ZFLSAQL/+xdQAUvoinjX6m7t0qdNb61KnW3Wp0+16",
-	"VHmgqErpgdbpUuZtR+esktGY49v5UYI/GRWoY/ooaTguaT5Dxdn52aIiXB19fl7i+wWtPnsd1HpDuYKy",
-	"h4S7jbZnv1O+DNT1tP02oHua8Jd1UELyAQoLuPfkrZ19iFbLds4IDwNvwsvk8soE6eTahP1Grl2UetcH",
-	"dolaXt3EUXI+fDj0+w8fZoFoOPTg22+/7TqHMcsOM3222sCgkd8BWuVZRpIRyK+X4wkPXpqYNvcE1kOx",
-	"gAPl52fuSY3nVATUsYd+ym7ENYvAimL+be7SWLuAXGkFoPw2CPqYk8PMlEK0alE8VXrktXsUmvgnuOrr",
-	"v6/ZBqeq0o1BBbHEO3CIN6c3JspPE4EEjtC05kgj9wNEHQjAToKy1IQATni+oFr8v3ZPBAf0p23mDDp+",
-	"ZE95al6R6GTKG0x44Wi5Ylj6JZssRq++EopsxCotcDVAlS2pmpvBUl7qDLUXSHFEYWlQvcSa2zIjeG4W",
-	"9oqxl1pONfz4b/9GIEBYwtG2Ey0Iz/tm+CHNPg7rWxyJ38GB3THZdxAkqdUEvWpwYIMXyhijzEppaur1",
-	"9h8+nHCaSIG1djEcM/DIgi7BSVcH2aK1oQK+Cnksoo2LzgoJNBOOKWaxNZ/tQHiph3rpeASgXiZ8SVO6",
-	"YBjPKC0ADGqjun+rhbYL0DAdD9e61BjgYiptQdZYIBkgl0Ebgjb4b9PqVeGL5qdzB+PoG7YxPJDjP1Ei",
-	"c5ARrT/eDWHE6DCAD/WLBWv5BXDz9Rq5Gkymxbj4Ub9AktMv5Mwi8GTE0bsG54KJUYRCZtQpkYxlzNEj",
-	"Z5pfKKJggS2sUGAMzppssacsEWt7jhrdGoKqxErhUI7JL3CLg+5CzSkyEWt3C2rlGBR4GsnTzDmPB37k",
-	"5aDgWpKZLxWhsfRn+uQXYmS4R0y0MYHyuiCaUW54mEifCWPTmwOppbs6IAUNcmF7FUVJk4sr040Dw6W7",
-	"GZJfyCtB5Cqc6/NPrFIssVqUOk6H8AVuWwh9C8GOa8C84AsjQ1rYAoBZJMl0pWClcuRKbJ3rdGXor1/I",
-	"sH9gerKXKFisWBKhF6ZPXsaPM8LX44PpTkbuSptrWEGegRzLOnKBxHT7wYD8Qt5B3qISIvJgKiHltrAd",
-	"lFAQ61Mr+goCj0i6Ieu5XdEmODL7mTNOgvJ2NgnckLVhDMNRPAPkCkMQw+UF4DLd44meuBCYG2svmKdk",
-	"TWNFgrdMpZvu2UyxNMjOdOypCnamuzvoFxfjgczlVMpwSQ6H5Jv4sd5+eJDyTX4t6jjsWIBL+4WMYJuc",
-	"ZZgbJBSYL5mfiUE4X3HQRLZ2XoBc0x0PzKBLOOWYWlGzq1NNFpP9m+3pHLBNd2mZ0pr0DC+kaPlREjzi",
-	"UyoZ+WklFfIGdou52FtJvwUHTn97hEwCphPzmkulfu/DdvrkCHK/AIqApvp0dQXJKWAF1CRxbRZZpIB+",
-	"2+ZgiJlBWVAobkGZP9N3bZMxLRhuM9j8aLPKf80LFRDKcfBltSrzqEz40B8CzEUcQW4gvC+d/acPLBbZ",
-	"0NzVKtaX4+VKH/joFR3Dw6BDFNg3wSh43B3C//YHZM4+UFucHe1TemqIFa9kTuSU3NA0plxhhnCSdPXb",
-	"LMJP6olNOKp2ThgXBXlrr1FUzT39aDBA7FbYvIY4GMcENyf4bRYniqWnhE74gibup2y+8Kmh6VwkERqe",
-	"CeOh0HJfJlTOSTv4vwbPg45j1wXRSxFqRE44rDQeAB4OFTWH128uz1+/ugjQmGyaYe4HnIky09UH/tCo",
-	"f2f6AAhgAjB3ZQW8JG0uJlzP9VQzDHrluDAaM3wRQX4zwMA0jW+w0AmYXmNERFFZZtIDSSIBR5+BOOBa",
-	"saVXbGyJGq7UhIvZLLfbSX0TJxZXPCepEStIOmfVfDMvA32kew08vRrQf72q8MAap1HPIO0Dn8gMNhpN",
-	"yGaSHfudYw+NWpzFmEePpjpCyejDB4SkL8gLvLYhoTLP4FTooT4RXDGuuhipZY1ll0amdp+ZGQb5FCHe",
-	"Z2MZE4QTVlFw1B+ANzXUF5yjO2PC8XLQ7w/I//nfh73+GLWDfBFRN5OL1dVVwnJPuj4sl1Qvst64Hzad",
-	"HnmtWa54H8FLsGUyfbrsSNtCNsopA/LRpH3l4hn2TspmcJRmnIGCG5h643p5rV1ZXwHUHG+cubXfhe7A",
-	"Q7lyfwI94Inuu6uXJhXJmHDRhSIPAbhkYA1SOFoFrzWoG753pk+qkzdrN+H7LZ7eJUbdzmQHujZEksfb",
-	"aomQbZMJNw30TQmVVSQ0/F2/ZezwTjM1AVQEd7tMOOgrpI16AzpCKNCjXaOFdFxcrm06woRT0CnaFWVD",
-	"d7H9+NQtR/pKtuUo7iBg3lLrvfGNS1usUStkVud4ZA/4Cc8TJTj7oBxHBVzYL9kHBVZ4/Vt7ml9tzU3U",
-	"uUt6lqIdSLjUiwjM+47HWv7bgidYTQTFgAUAItYoTW3OxHSj0Cup/+FV+UB6hC3ETzGw84Km16tlxvwT",
-	"XtoVTIZ0qTdVp0dQDEmCtaLM2Jx+SRseoHW0g+4uCMrsGSJU73iYCz+l4XU2D2dHm30IjAhwL/bqiIYA",
-	"OPjRktAOFmwh8pu//2PP8e3mOK/Gzv0KwD/AitZ05R7j0A0YF/rnyLvL512Q74YuEUm0/JOrNBVaSdVc",
-	"NmlNJqvoGAvDZDb6V+9e5JQi5i3ft+VjznJhfwnXHLM7C8oXmC4kQygtuBNBJoHZrf2RZTycHZiKnmZg",
-	"iYgGBrwHFpGYSVPgMhRSSbNTofoxouhS9EIgTgqcW/bZhJvo7AVVIShGwf/o/qH9h7H/yw/97smPk0n0",
-	"sNP+w3gy6U0m0e86f/j3AJ1jeLgvqZSZk5aSacxpuiGzRGiFS7jHL3hlNwZUxrC7ZnP4uhwTMyfkE8s/",
-	"LoYYrkd/0DsAOruThwHl8ze8ZhIVEL7C0s6gMamUxome7V9ZKkzXg0lLM9ekNRz1RriUB4PuNEa34JU9",
-	"7NzRA1Xtr7Bkb62ahC4DSEM1SdI2sQBTBckawOQg4B5vjOP8gNY6lNF6YznhGdQaaedLiJQzMFr4oQcS",
-	"cKkK9XwC0japcNRpotVaLd+5SQPHOInA4Pi9iDk712p6YICYKB4l2dSrr4PqgwrghF8xzjAdEmIKVcFn",
-	"D3bZbIHz7Jr8XITABbsBXoCBAuM2rmKeec3tc62FWP6GwPyescSWa/+Yqz/85roKgszBH40nPEATIWn3",
-	"//63/+r7vkciBGcig1HHXgfEkv68YiQIV6kUWuv7tlDJwBwhgLUFcs2M0novgxcxvx4bp/nf//bfaMLT",
-	"19Dk95OWbgv1kyxe1WyVZMjT1jWcfeDUKOITDkA79pu2pAJ+y4qgHnmeQz9hiXSDlHVKIoFyfBUnEcGJ",
-	"6TVAemXOm8BWI7POG5eqW23fdqmM1hYrttB3KQjSg2Uz6+0Ib7ju1BcY0+PYq/SY0bPx3WoJtUfWS6mv",
-	"n7i0Bt+gaukxYhw4YzAaTXh+WnY8krIF01vT1Pi3wcBg0i1coMGdZBXZHnnLlgxha3P1PFt6CFu8Zps8",
-	"YAaegP7RDsViCeX2UZdBCa8v1UksjVnBBibZSy/yLyruDx8OfP/hQ/jYhJewQU1RNn3z08ub0UJ137Jl",
-	"QjcsMjB+TsyuHmfZBGZuZHiqDQak7ZLV+LDAyNbpkSeC2xDtLN4C+tM8At5/zJYWnE14VnMPC7GBnZoz",
-	"ieYze6mbxen/y967LTduZGuDr5LB+TuKVAMUeNKBio5pWaqyZUtVskrV1e6mp5AEkiIsMEEDoFhsd0Xs",
-	"q4mZ238u5gUm9r6eV9jzJv0kE7nWykSCBCVKJduyWztit0sSgDyvXMfvMw4O2Hxtz1MzTh9PxQ8iyC3d",
-	"5OPHgdTqQbGe4OBQOnia4uN6mZR6B903peiwY796eXjss3mSXmdF+kth3qOjQ50YijLut1oe++//2m+2",
-	"Gv1i1cmFD9uXFEqlhWGKsJGNE8jiGEhXj0r9PRLqPtWIuOCHrXdbHTYUi0SGjaJTcCzoBJ8fXh59BSh/",
-	"CQwI84jgWFCrRrE8sGA+igtLNwjGAsCo0cqDbUelLIGArxpnNuwMKwgbsnpBDVRqwUFVVYSE9qfpNjhO",
-	"pfos2uMInuVrXzJGHnKox1TzdIgHBV7HFbZxTIxvDJTSVaRXWEF6rYB8VY0XqK9EZXgllYLft8FfAUwW",
-	"/jricZyhrpwnUJwNlwxCp6nPVZqb8MnMjltFljtPdcUp0l/aTY/x7BqSjWyYi06z3YCZ0POA20XJYLxn",
-	"sc4gY1JArrVe106bhUJMASCItpJT9sColtT9RSnaCTwfL2BSAMDZCuLKBUqkUCg7Iyuy35fXKMrg/MMv",
-	"ADFGK/MGOrNu2YjzcZQLRGAw9qrnqY4Rfh+5ikprRG0uGXJk4RShBIHuuzpnQx4y/w++i4aD0sD8A79w",
-	"JEYpOpBUsxZ04JrgZN/4EwsezCyKhVT6UZgm0yn1EH2oy70sIpJ210HGqHmjKUPbLJ9DaqpQ/0axzwqB",
-	"A082DHDm3R2HcPq6AGiTnZBaDPuP1Cpck3ka5bmQBeYSwtD0GT71pz/28Nv4U6/pFU4xmIhjjcGQsbpP",
-	"pemv0mQCHGH442VCbamN3+l09hk+b/DrYiFDnjrkGINO+hr7wWtdAt553/P+hj2x/7KPf3G9Xt/zfO1g",
-	"MniyWEXjtnr93j6ciDxh/h/xxz57JYbpTJlIHQ/dzbHgU+1+q/vtTr+339/x/ELVxK8mI9baIY0iSdVn",
-	"AXNZjRACG5usF86dNoR0YU9hgGn5XUIvVu+UkZX6d2IpVWQ8su2dbsPRyh+zHZHA+F7vtveNUEFHle1X",
-	"RYH1xk4hVT1WbbugRACKCnqrhgujsrc8r1AlpmBZBNDCcJZmgGao+tL2vMYBNa62v+rKahesajB9/f4F",
-	"3U+Q0UKZyVERk/BbfgFMnIt0xAPRZOccvC6QgiQT83AmrgAHAMiC4igQhF5EGfKHUx6MhRLpK5nx8/m8",
-	"yeHPzSS92qZ3s+3Tk6OXr9++dNtNrznOJ7HFs2Il3NecGnWh1q+1oLRoKiSfRrV+rdP0mh0oecjHUJdS",
-	"nRSq/nK1DpHKzi+tf/3+G/ZW5A4cyt1ea7eBMvZGpNFoUUqWygjPi2zmDdJZp5G6Sylhk3CMUYFAEfUi",
-	"Y/51FPpN9jpZxjmrwbBTQ2td+1LkX8+vM2BZRNMaJqDtebqCQZeQLgWqrbpWeEPNEhT3IIkNIYDrMeji",
-	"Q2QiAQFMJCoZlKXy+KrWr8EQAYTjBn6Cd2tO7ToKLcAar6V+lUMT35yrbZJBuWh0VXNqHwGh88fvDr/7",
-	"5uNROvrL2w+7l4v333715mp3HNyc82l0FqfzE87Pg6/eXSS1T99DyQYqRXcVuMJMwfNV2Fiw5FAv0sXZ",
-	"q/qUmeXtL7iB9bcLHWv9v3/vWLP4JUUhcYWteQSYMH6l5q9WTrWvfa8+aAzXW7ftEtzQutorAhU25pqB",
-	"HY/sOGqJ5s+fwB70C15yn0mepslcl2pkQPil7m79jOkBl0yTDOi/YYKJJHyH1XitA1d/Vg5iNtQhQGdB",
-	"2GSH0kY116jtEF08Oznu61Qa4ihfz7JfPkKnUab/noEQ0Tor7OwKdixiyqc7OipA3B9EmB+p78JFqDl+",
-	"+mUu+GJv30Uz//1nSwF7zxV7+HKemAHby12Igr+XYKrUUe+6Xs9tdS9bO/22xqYCMbAbdkYt3hZub9gN",
-	"3K7Y4+7+aKfltgMv3Bvuii5vdcp0+BtP5QQa6O7vtHa8vd3O3t7eKtH+hsBrn5xbR9SyR9Qe7onuaIe7",
-	"+0ErdLuiM3L3+O7Q3Ql6ofqpzVvDRxrR/s7DR/R9WVAu4R2eHGcVx39Tns+z8jlbhbBaFbpoJJydHGvd",
-	"o+R7qieGasHIKuQIGCVp42FSWr3SuvuVd1byHb7UufulVzrHDt5o79/9xmWSnHG50D4e9V5vk5beYrrQ",
-	"uyKdaPn+KZfYq+tIV2H/fali9/tPpbvK5PlbV9PZ8l2ibyfLMb32htLJ/KZ8oc/uUUdnkxKri9OdTTUt",
-	"xE/nh99dvPz2g51yqj642P4pi2dXn3yKz56dQjIOpoCqT168PDw+ewm+j7lS69HxplRx3/ThkNgOJdwj",
-	"kIN7ZdhByOuOpfHoVT8oO7pfZMa8iEztQ8m7zeqcKGQkeQXJId5oQr7zlfAJ9AHifDl4z60rFX6DZnBh",
-	"b7LLNZ3AL+nvQsdxEAeMmzHQRaY2QBhhoHQMLpZZXh2X99kMam7IhjMBBlO/gY40YnCwF/uATRJgL1GD",
-	"08td8ONqd9g0ybJoGIvSjijsk+pr3N6Um1zlpU0ISwUB7xWW+0h+SAWBXFZd2PBKbVM91OrmW3jxk7pu",
-	"qt4oRrANLtTaBg8ewVLUHkEbmBL+TdkmsN4qKQBDLq8tHeLUYPXXPGQyS5NZHskrDBQjEr/neV67p2Tf",
-	"cJZFUmSaAygt//M0kqIFpAaex45EyFP2Nq859p/btb6cxbFTC0AK1i6SmQzZRQJUd9Mky3l8lIRqsXb3",
-	"dna6hCKofr78K1RlDzli69f091MhcnY4yxO1FZButZbMpUj/HKgnMniAz/KkGSQTAFLLo3xxifdeHAfA",
-	"aH/F43WfZRdiyqOUnZ4eqS6OE6ke+2Or12r3ej2vtbsLcvjjSWjN5c7u3j4Wy2dRXuIer+jTJ6c2jrI8",
-	"SfFa4LlthrUvW7v9do80GZnA194aQaxj4pbgdbR9K2IR5Gkio4DHiP9+xtOIs8P4hqfiHzi3UMJvhCrs",
-	"3HIHupfefr/llTsAGdLzNIJAU5bzNEeAT/3B4iSqDQ7q0bAVtMOO6LqjHt9xu8PdwN0L94XrKT1z2Am6",
-	"YQ+AXtXSoSSgU7vcaXxiHE3PRRrAGanteE3PU81n0lqEbqfdqhVeijMu+RWkJoC/HYZKTVwmE/aFCK6R",
-	"i3H1+93K7+/t7vTs79Nnv6+aBqdmXVzr13cGmHxLj9grcLt+aEvW8uW5sY5ofWIT/fCNxFg32ItLACAU",
-	"ZlItqnt1Xcv02DY8A00864wP0RlXQFuq9MZKxc5SJLViUKE/QoD7PkpkUr6GLMYsukUccAPgecN/q9tJ",
-	"67CsvsL1o5SVBj6J2hUnVwLJT1ZP4tDs+Qb6IkLCAbO7olSXam3WiiNCjnSVL++wdLfeqr8AKpbVcLRE",
-	"NrOhVIwQgyQfF8oM+BYKyDaEov0lvRCRvEDZtmZj62dtkXKi39ncHVgSSNVeQaunT93m9Lp3v/E6UTeM",
-	"DH/rAudLUSL7LmukawROKaXmPj7VJSCEVcPR+ImqzEbM1620GxEXFFwf4A0FXLENjMmB3NiafAXh2owF",
-	"yWQYSYGC8vD1MeTAWeOiKHDGY0GAC5IQfFDv49NpmtwgU28ogjhSWmAdCSv1jzzPxWSaUxzcKTKBLBQb",
-	"rJc6xCczH6Nq4E+eNBC5iKhbm+wtjwWhP1AovrQQAzkXqdAwa3w6FTxleZIUfcUQ1aqReMQNWfpmRqKa",
-	"lYzc1/FCM+GWpa16Zo1teB3JcGPT0OrcN+o9sAyrDdcU+ZJ1t8w6rCCBFb3Ub623YhFW/d591VDBa3pb",
-	"BtRIyM4+Ozkud29D13BV11cc/fdynDtr/fxLPSeHvwZIL/W+E+yLnVGLu3vDduh2R71dl3tB191piXa4",
-	"P9wb7fLemt7T936mXmNWK+K3QJZ/xupzZHvWv400zsqosRzE2Bnt8r2hux94odsVrZGrtAcX1Af80/6a",
-	"QdG3H2VQ5QFBVzkwMGNuDYwQqF3qkPqVRTfL3HZVKRNrOm4lalR3/RZqjc37T0LN6rr4eFvXu/fo+mXy",
-	"oI7/FjxQh7K4jJTQLbhwVy4iU5pVclNpgvJayyPbG39zoYkN+jX6vUXoqZk6l0JCVWyO9IhmakSfFPVN",
-	"M6ToX+oDQr8Ab4ZHiruSIJ7b3Wntunt77X23w7vDXrAT7oq9UUE6D7faxpLHKkOp9Wsnr//ittA1B3eU",
-	"ucUKmk3NlhmLGxF33sKqETbyqsTdWIBXxummfCFScpWtEFGmpYnDG/jNqPhZrZ6aiG7H83qtdqfl9TTj",
-	"JPLHkhFDMPjFRQheqZ9pR3T73sY7AilizRbW9NZZNgPP0YO3ivfLbRXP89q/ma2CP1kbhLpqdoheijv8",
-	"YkfrjYONHWOWHnVfx9iKrvfsGfslDdUyxm6VV6y0QJZxWto3VRbq7T4xtQfsT5f8URVYCNrp5BAXxTqM",
-	"hUqnlL0/N3BKle3KJa/Uxrfb0/NKgcS7yyNl20Rcb6b7WlPrvFGlFX92Rz2JU46uKHtl7n3KtzWW908Q",
-	"p1w97V9CYtwkkWJReJwLFdhUZ0Q5eqv6FlCEwVjRHEojQJ+t+6jj+Ew7j1Ig1gPoOY0WHFGZx2qLAZcI",
-	"loUa0gGVfM0m+FpWPE7eEioXEB8DwO2IcocBbhvw+OlnoAwCkny4Dd2iDJY+JjCi9QoNQPcNAK3qFJVw",
-	"CjZJUPagWws+iDC80EuD3vPCVGVC7U+QpKEIMY+i+D3moaj+OUvrrNoGXDPp69o8qhfXSofBXVDdM9i4",
-	"BXrQTRKFUO2qeq9sc46iOBN5HouQLUSOE1RaThyWnnpnILGCF6cwytGZOI8yUVR7Wm2SXkOURcU4szyK",
-	"Y9b2Wn2cJfwgpXxoDD5fa0W+iY/4JUXWZ/UsmsxinidpHx1naO1iEQdMn9/1rP9r9/Z9g9UYpWYguqUD",
-	"qvOyvlL6QM/zWj6VO+OMLCMmYLBmaUOylEeZyAbSL+v6vol7g21JP5h6Qxku/epFVgDJ+gRMcyNSKLmU",
-	"V1QuZD1LM+kwavecRyFWbgx5zGUgfAKzPMTix+bWFut6Xp+Z86o2yAQ9B1wyr8CiMb+za9EdKMLwU1od",
-	"gM7oeaXCCaUX9A0wW/n2liuZeU3WbbcHEtApcSoB0aoPziSyXmjubG9ut91mPsHraiFQvE6n2e8PZDEM",
-	"S2IVCwLo8SDQ9EbBNKS5BrCooysg51EMlYlqjW0B2KC+LFV3qg0P5Z1N1vPa/aVDswzzhVBqKDAcCxG5",
-	"qLYk1vKBRFi/cp3sSsUurbn1a7Xuh5kF57JSV9y/5XvQpWESLjD6EMmiyreAXPKKXtGZ4HEqeLgg/9q6",
-	"ctqBhHrag6JgBSt0kGyoXAg74ddIb0It1NcUwWJZr4mt6sdRnpp1MPXpav7jJMtZnWuUJJDOKc/GDeQ9",
-	"RAk6XCj5HxGvkvmQY6r7ANIkXVQUMl8lUJgG+1jEmdDQtQT8rtFR8F6DGYOitaqoA+77e6rRar8vRZ+e",
-	"jja94uWkUnMblyVQiye1KwMLrzavPof60Fu2/5KbOvSC3WFLuO1Rh7vdYC9098XOyC1C3TtmItD2LaZi",
-	"6fCUPKc2g2GvdxeB4fc4pSLLv0jCxb1dnWlednWeW6QN5G4xlTfGZ9XuoWtKuz3QNBzzEdSsRtmYhBXi",
-	"YTSJji1bauowjtEcJClpNXWP+hrc50VVTKURg0fbIt3E+uiU+T998gtVcKlDYO58pgGXkgS7jxGHQ3o8",
-	"Mw6laN/cjLA6JblbIJtWi3UjpBAKL6divry4E6FmBu4pKebYAOjAtJWMFFzyF1XI+rvcR8Ur5g0YcxuN",
-	"zPsUnmiH7K+4NsXuhEmD1ajrjjVKoW8SatZU/s6scW/v7hdoHJd4AcNrrQ16do4YvZdJcsrTK4Hv9TaZ",
-	"BoOcdibCiEOiLXgO2pu8bOHxfp6/ob3RIn+J6LG/tIuCXAlLTgpSvO/np9DcGffKldEv3TtPRtt2P0N9",
-	"hYU4dFtKzLp0ETMPm+SKmAkg3VXpGA4DABwJtxwyWaEfA2O/4mMODJ7qgYBngtX9+VjNwShSN6GJbbAj",
-	"pTcrsX56etRosjbiPlkqF5AFjtUJAdytOJFXUKHhrwFK+NFfJhwuwihV0eUf1+lGLeIGNbrSvZIVNM9X",
-	"GVBNzQ1MFk1fSnskmal77krt2DyBCSsPIuSS/9mMJKA5oxT9qlFhav9ara97J231Uw6c336X0syrbV67",
-	"NcpVfaw3j3DR+/cOb+l2n0NbTzC0ZQlGc5GY333/yVnjzT4jHGlz7ivqP5vsRDNTadDNKC0xAhoajpPQ",
-	"PxhIi9BQ14VrYZFIQaJ0VdqAB3OZ0CNJEet6INWrdWCPWGOFNgByC3RvzWGDnRhze4jk37mYxcgYB75s",
-	"4KiQQFGxrsTOQnMSxF5iAFc5OC/xImxCXD0FAFEf5JmPPmK07x3GicfYAufTKCrtXte6Qg4G0lczrm9g",
-	"vLj84unSheMwH8qWfAt7yQFofpGV3vFwiXR/fYLvBtzUlm4ryhcE2YnLQmMiDMeTt29Yp7Wz47YYj6dj",
-	"7rZZkIRiIAFaix5mdf/dWx+d5ug8nOWNJvtGLDLzM+KqzuKY1f2cf3z5UZmhfp9BBkBBxLS/tVU438u4",
-	"eGSuldfYMtzwjjewdwVkb/neahg34zAWkxcZ8yEGG8mrk9A3Np3+/ouMRWG1o/A9AfusGIzOKjYfWNtL",
-	"TkHtV1vyCpqRbeYXZOQWJGgTSnzW4egSul6TCIVkXpw+4osL/SpFDGnSzDVyhyb26M6oKuzAkh3ONp/A",
-	"gzXsG2payj6toDXa5fvCbYfdodsVO9zdG3UCtzVs89+ITwsOglL0VnL48IjwOJElt5Yus9TF5n8eptHV",
-	"GMimpvFMKeyoyamLbDSL46XvLh1GLrXAK7nOiurSqlJRkiS1fu3dW4A4qq48jbHktPZ2FuWCdTerMSVx",
-	"WuvXqrV6q9D0VjVWrsl9AsGrll9fnlcJoPbRbCoTT+kBzcpy0+4elpuiQKSMqHt4//TpxLO6NodBr1Ce",
-	"wC3bXPFD/5KOPuqMmsja/Ud6u4Ov2IuP6eIrZIqFffqUPHkkxn+NuS/tL+3Ce/KuuYd52rwNLAdQaC/5",
-	"NbX07+Cc++XsItzny5YRCj/r9K8xjkoeNpPrh+yvVSWwk+SmbDSBMMCEEYvFN9EOLfMrA2js6+bVW6Yo",
-	"K/MPiI03FhYdMJbJ5knSaLKTPCux52KuxQSSKShPR/3BSqzRTr8CcwwUevjIB/Vsk973kcK2Qf5AW2c6",
-	"AOUb48LlQDylrhSCkCQm9k4mOeTNmB4CoeM0Z/We1x5I/6hM4GWzcjVui+QT0yg7rEivtByfRXlvlYqL",
-	"6xv6juH3WhoKyPQ5z6p04GN4eb0OfKdvSdvLVf6l7uqmw/bC31+i4XO44A4hdkwk1HcJMeeW5GR6zCnO",
-	"fzIF0hXIcsIDoCkiRoXg0da/JXDuceYqs5d/ngNzX53UTOWvrBc95w0/qbzhuw7YlOfBuAKOhU1EegVc",
-	"gMEYQdN3O/s7DXWWyAHoMHTkOYUXz7jrnMIT5wyk5QVD7w7675QNcy0Whd8sywF4newO9f1ZHPssiAVH",
-	"gPc6NY0pqfZnC3BySDJGL1/hDUTQb0qWxURXKebaeAfvy0Cms1ig9gFSC2VAfQn0fslNirmf5GwgKWL5",
-	"nVG9KDn3lEpF8mTf8D/d4pazPNVk4w0kGHnXQkzLtztmJWbIpAPV68YabDJ/moqRSDOTM2z5/QC4Pxib",
-	"FFRCSCOyUTYWqfhMxYTQgSp9b+/gb48nRh/gTAKAafJtXAjMQBdpHo2AioElko2iklsDy7ssZwY5Fu4n",
-	"S3HkKFEf20dBi/erm8k80/voOYflN2ZZ/2ZtZNhvm9nIVPh6ryQU/c5j5qA8FKuFElMM8eWDsFrel8Ea",
-	"qAgm05xXpYqi/9WUCv/pX//xnzqz/C3kQ0Pd2NYW8XOYiohSinEdpGuiCzEaJZplCugBrxG102QvlZV/",
-	"dnL8wqj4oJOUqoDK+AeRZDIxw1mIvEEMowMJKeSchXyhWvMJ5vXty8vL05dnL19ffjh6d/nm1Suf1TV1",
-	"gt9u9z3Pb+gJByyFfxDQOGT/YN8sHHLVxjiZU+a2XLBIZrkySyAwSpwD6Uw6uuAjFBMuzfagBzDHnLlu",
-	"kl6xNxdf+qRrQE4rzAEyJhdDPSjSPjGURsQwGSLvvMjoPWL+hAz0PCk2GX3G0XqJFPkhVYVM+AL3s1Kx",
-	"xBXPoxusOHpfQKNFce5GkpkCHUiZx6awXWKwoWb6bCQEUk+YdTg5e3d6ePnm4sOrly/flhahuf+HP3rN",
-	"jlqIqbpWyhgN4AlKE6zPGfN45M6mA0ljCyAWB8H2xBSDHSi1awo0Voe5X8zBWSJDvnDzxH2VRmqbwFZB",
-	"3lofhnHMc+E3MSgKGZ9JJHPhGLGgDhgVi6mfVGuRvGKpUELWMHLBp15kA9UaFZ/pJ4dCfaE0V4YBdxV9",
-	"xdSE5Rdi5EPxHQgPx+LNI3Bi6gKWrTTZoQ3P4k+FRNplLGUrzQ549GBYdAgsQH5zHrTAm/KoWtE7jbL8",
-	"WMvbTZLdzIxqXJynjuhDc1iAJqm5MMMod52efRyoJJrWO2CSzHz+9gBuyl1/xrZ5GLaNEmaFAsOAnyNj",
-	"c75YAlomKWetOuDRVmGRtNuXXhsmtvs3mHktNexnujWnpoT9oUFC6TT3e5rfYEMMqMdG+TC3m/pTq9UE",
-	"SBd1YFXfbXSPottFMQz8/gh/3XKgdr94rNvTqLvq1/RUxwL/0Gf/duyP40o9c+OkSHr9vjmRtrR6Tol8",
-	"WimRYXF7aoPGXKhle+ZueA+jXz8SsgfE8cqqCU8Fu92EUL30K93qevduUMlotJjw4dhyTwwLRImhFdlN",
-	"w6RKLB6MRUiqpLy2E5Ce5Xep75deV42vBRf/zybR1YLdI5nJCOdq95k+nM/BlCcUTAmNSFojfCHZ4F6u",
-	"JHzjYY4kjflL0ZDHcSRpfnRy4WdFfkPHU9pjRv4Y6Lh626IwNWllecplxgMiVUKbFXxyAxnlBGyQ9Uvs",
-	"7Ph3k1Ov1FJsQo1NJvSD/Wd8ozmQfshz7hdYKlkyS5G7W/18eH5isfXnmFECjiZ0R1mJ/ZEEhnmHcUIS",
-	"oT3hFGvvAJqK9jg5S+DsjQMq16dCOIw/a45dPpBAYJ/zjywKHfb27WswwAgzHh8mf9q5SCdRlgFA9dYW",
-	"+H30hAONszHtp+ZBHNY0TXLgLNYJIA4biiwKxUD6uNlgg/t95muQ2S0I4fE0/KChn+A3VjbNFvkqtVTa",
-	"wvx6dFUVp8Y/YL4NaL5l0vBXALfVo3MxHCfJdXMKXgd4ciA1AsYkSQVmRQNnUCz4jcggSqhGjSMxJJcT",
-	"vjAM10A6pC5kn7iEB1LyCZB9AMEtU3/TWk2H0d+WphJgVkSYrfNi4NnYyIdBXdUeDNX6AXh20G9jcnSW",
-	"x2G6uEwUhIsG9021HQvayKb3EIwEXf5rLG8awG/KW0B9fnYT3BX2XOVVXIacbbbanW5vR82G2qvwNvFk",
-	"wHHwWvveqMNbAIXh7gad0N0T3ZHb4zvD3WAv3BfeCJS/LENmmUOWq6sO5Rl4SdHfDbpOZH2y7e4OW4G7",
-	"G3aFu897Q7cTtMOW8Eb7fG9YzK4tRpDCZo05/fLmMzA04eX7mtIkcJ8N6V9Yl7MuukozWtwsoWWSPLe1",
-	"uLsNaHhOc3SHIo5uRBpBXsscFRvwtAPYSE70uLhVDdEMJWNi/meeGA4Y83fYowcU84FiMZlI0VibjGGU",
-	"BDLZ1a2dJTructeNU1+6ziFW8VlqwkHV1Y+fLSsKSKCIvgKcf79R6RbAc7iBU4CmYhnQaDPR8sRcAlbZ",
-	"w9MQ08VuJ9435NsAw5n+trarHXAzPKBvMc9yYva47dPqsZdpmqTaiat+gYERrJ1qe14Jh5m6W/C9fc79",
-	"cy+9a531X1g+oMWbyX52BzyFKwScAWSQbXCHbKeCVnA9AOtbocvHaemveCQdPHacvAKadcCYfpjHiPBy",
-	"aluFs1g46hrBSnEh1ZjD4jLJZkPV5lCEGssVTKGkKB/NENXUWYYTpC3uRqHP6qkIhBqN2pjhDGWWYMMF",
-	"i/JGk7W9dp/9OBMzER6U5DnMhc+yseZ3t7Z1Yd8+4SuqYd+rWaWz/AWmkmK3ZxnkowL8ZJ4Us1+sEEw/",
-	"KAZgHaqR68UC+EcBsLx1xKnTOal92Ht6TZORPXpAOSus7vJUNRyEGbzF7nXI24ImeISKiXb46CZzhFeg",
-	"VJ2Wx5Tgw8R6s9MjqCVCJMM+m/IMnS4OlArtk8p0oXaue6gsSr+65QqgQ2rg96MGtO+nBsB4Tja+pe53",
-	"Hx0GgZjmujSzyitdrG4q6Jj/7i6lhyZb4mW2ZikJhOGPFUuKads0xSsmQq5+Wn/KCGlBH7YDug/QT9Nt",
-	"a4xiYrgFlafb3i+oXy+TBFPUNORIsWnHeT7tb2+32rtNr+k1W/09b8/TA8m2U54LFzzQuDSb7bNzfL1y",
-	"hy13pY+em8PzEyVRX2RMNQm5NRvPhxK2yvTR01lAF2q76wAxYkvSyJ41y3K3HrnLgIdH8UkY6S+gsdDO",
-	"yZoTLpUKv6S1KBXDqC2oYKxTXsaCx/n4H2uN30Mbi2IcxcLGKlTCezZtsmMdHc6TWYDKhLrWhzwTahGY",
-	"6reQuSG/rLD1voJ+1D47mJpcl0Op76Z2tNRYAsn1fQJ41Lk1krI8GQ+SkOWVX3Ji3AipPq8Oo7CW8Y2e",
-	"Qr2UOk/vXkEp85I6ayGglwwXgJMExwdDUNUE+adJQcz7matW6nox9st5UnSwTLxVpnLvei12lMgrCHMd",
-	"3ogVNneC1mi1gXkJkToOZ1kOB2PJ3O66Xs9tdS9bO4Vz2CBpJHOZJ3P552E8E8NESpEP+bVIFxoTDmPk",
-	"eyMvaA/dVtjlbnfYCdx9sTty+c6wF3TDjmiPWoWW8YX5EvsCPsWOqRE169ZqwcS3Rm3RCbuB2xvucLe7",
-	"v7vn7vH9oesFrbAtOqMu7w0rETkgor0EK7LrtWDtAhFN89drulMGHrF5r4I8gqnOo4n4G7Z3OBFpFPDt",
-	"o3EU8Kukkiu87Xqty1ZbTy6wZpWXc2+PXSghzy7C23n5b1nCHSAt764soU15FXTDPdEeuTu8NXS7wX7o",
-	"7onOyN3l7WEr8MJ9RLymdYIeZVEo2DdRHozFIywP9mVlUTrLi0IEU5WrEMmHrkPLbXmX3n6/swln++l6",
-	"ObGpW11/YhPPOlYV6LNfiepWe/aYP0x5MBJ1vdPcFrr6vinE/dJ1c7f3/NZ13DAnrVJrMFtqA+vQdGI1",
-	"dWwjcf0UU8f0mO6s/NMTZa6WzZWf4thWqz+6D88OyydygjGBKU5WSMyXTzB8cDtProVc7658+VGzz3Cp",
-	"zTNwmXHJeACKL3yB1d+orrJ20yNIPBYoa03mEVDHXLw6Yju73f2B/O//6ja7jSYDK8W/SrnMP6ij8Sd8",
-	"7YP1mk/uI/oL+CS1rzAKHeZPrj/86z/+02/ovCh8LhNBKnJ6Fn9Qz2b4LHj01BAmhi6As6/fvnkNP4LN",
-	"mQnDNx5iYA0+ot786vLynH3BsyhYMmugNYmlINaofCT2ECFA4uBHVTsNw+GE0xfzLM/YjucZg5RdiFkG",
-	"oUWs0gE05nhRUNEy8XEapSI7YGEC5hfPrgcS1oY+OhWptrCb7BTtd2Umb211vIJyRT1FJrT6J60eqV1b",
-	"WwNZ55KdnN/s6N+9yNj2TtdRBmGA/CzG45lSRSE4rBsOgv+IkPEgTbIMnaEDqWvkDCMFHgfDpCIXaLjT",
-	"nzWEDmVEAU4qulXpLwOJoHQOm/BYrawIkRMGUlaAVGwoFomkbOYyW1W1l3IgDc2XnhwBq6KWzABQkme0",
-	"y76Jvmiyc3MHoX9f+3V09vRAXstkDv606EomSomq63PB/vu/Os12A9G7cXdCUEjam5PxOLoWDpAWITUU",
-	"1P8jWRE9hyiUpoiMW8goXC5YDPCMZmIauoQ/1biTDstmeK6TlAF4rMMCnoLHxT/iwVi4R4nM0yTuM5m4",
-	"WZ6kAsoVBxKxZj9YAoTQwmHrAjr50oojIAEwRk0thpJiwQeYT4egDsBNF0ngkoOwX8bUCYEzhdIHJsn/",
-	"aVCDngxqDqN/2p0a1D75rD4RYUQZYv7yPes3HDxQAEQ1jMWEhUkwmwiZ99V8/ZOh/s3+Sfi6Pvsnxuz/",
-	"OZD/dF3X/L96tut56sFIAm7uBxqceuUbkGMocUDAIGObzBGWCkZTwF3g3gf43ZnQwA3vLl+5ezS1+vC9",
-	"fncKYqw0lXkm4tHS17RA2241W2oDUWFxsXcCXOkC/VS1X5wxej6OpGgwe6yzotD8gy0L/7kqGpPcyO2S",
-	"5KfPteypw+fUZ97BUZLmJpinibwysj4VN8m1CNVfUZ7PsqmAetGSbolNtDprVucLuB3U9oPzrR/v3fa4",
-	"FBHosGqCXCGDRDUqkxTOJvGY+Ueo4bmXMAmamgY2HLO2JbbX3lft5UnyYcLl4oOBi2b/ZGeG36zjkcQ3",
-	"Qt12jEJsUYlpnQmMX+601ozkK/Rs4th3cPD1JUFc5GBCym8ipQi0wk6FwDqBUAtb2CIDecgmIh8nISUt",
-	"Q/8BExv48nxbLSHxsbXV9XpbWySlD+M4mfcZvqFkZMUpZXUfG3FlkrtcvSEgpRoDbHh5YPtKpQcBhBNo",
-	"bIwCyDjK18MIX4L29Dm4ttamP5H6/UKbIxFhKSGUfa2Eg+3bNDpSrV+bXH/ovvpx72/Dy7b863z3dHqx",
-	"H/ylk30Tts5qTq2kJamnsw8/7v71pn0637+47l7Kvb9NO18FO1+PWl9MeseZ9+Wi/Y7vfiP233+sObXi",
-	"/Nb6tdWDex+/Kkye7QS15+qjO5/PXThHszSmo3T75CmtDPXl22cQMfhsXc6eyLsH6Dwv2u28XNCcc7ui",
-	"/XOA9Rpbxq6lwnONarGuS1I3QwnHGTSeD/R+TSy+Hg+/DKI30dev/vby4vLbtyfZySSf/u3oZOfkh5P5",
-	"2Q/v8rPjs/zs+GV0evS1J/56qJ4dh0f5j2Hn22j0bVMsvp4GnTP16yT86mL+Jtq7Obs86Zz+cDg7O+p+",
-	"fPPD1fzN8aF6/R/h+xP1XM5be96FfNl9P/n63dmk9134j/AseHXS+6713T8CL78+e+ep52Px1WH05oeX",
-	"ndfHL3uvf3i3eH38l/1m0I7lcPLKC//6dXz6/i/d79635sMv3+XDdi8T32K5l7IWPkSy1t/xvLL3Erfg",
-	"hu7LLEhgI5WSDtgSUgsrW6kGOBptVgfXSm/JL8DWfcA2xO1StQ8PEfbLMlGXQnwlXbYi8hXP+SJjfqHj",
-	"lrxG+te3eoCEnE2U5W0e/n7VC2Rl/t5jp9Otrc/hHdJHq5UleHTMm6st3f9qkMsKsw4pGmkF3y5JJFvA",
-	"wUG/xVJG4kBLRfxSiQsoTCiN4z3odCBLGBU6rPS+WtFcM4jiAZOysyoLm/fehZiBuJYEzqhMhd5cX9G6",
-	"GlpfL4Z7q3ZcX6diN5qWU+3+G+oI2lqKoRa69i2K9no9+7Zdh2Nbs15H5Iko+1mQQPcRl2nZvOiz2SNY",
-	"FxZjtrVyLOATsXQ6LHeEMbTfv3/vHhbjFn16NhU8nvxpUMME3UHNXxJqy++tyjV/zYccNk1Fhol5Ff0G",
-	"jMFVxaksFKs/XSqeqRZ/e/fcrVmczFfVLrDA1J+0WYE2Cw81se/D5R8JWv2hPrPPNtnpE7HSeCbSG/DB",
-	"8TAr56MQUN6B8TWaryE49M8jhe7q6YusNF9Vgop6HBUdNXlU99LUKJtqdQHzJGEx/O3Bq7Uy5CjDT9KA",
-	"W+ws+uLnnOKIjGfdkMHnu8cUzarA+ir2O53JXHzMt6cx5vp8zi1vrnGesTsNMrjrlwbyyBOrJ1S7Vvw7",
-	"O+WDx2XVq9e8O3dvzV4tBXnKOSq224VBjpwGbKhahxU/zpqVuJdrB1LnyLezPivw0RblwX1rsve/QP5d",
-	"t3Nf3Ye+dFkpkyqcYZ8nmEoz9iIjJyqm2UIjJXEMO+rnUHa0QO/bl89m3WF1nIeGAwh7APqny29XojUY",
-	"MbnFQUjQF48VN/3kaLcKenb6f1+Kj74Z5hwoUkvGoRUnPSzpmzpYaql2VOyhZPMoiaNkbfLDhchEHIvU",
-	"hIJwsrUXwuAxpPTci4yZj5rCjCjV0QZNKTFNk3AW5BkWFIx5xrI55CSFDDAp1yfyMR9LM7T5gxCD1LTS",
-	"eMu5F8pSWfIS+DpGo7cxLk3jAKJL6FIFlXks8N+EGQThJJnkTlGPX/dVxxbJrJzyAcEXglboel2dIGKC",
-	"EpLpuyeLeTZmdf8P7Vc+eJsiiQNUv2gQZCZMGM8xTgm+djUpAESh8SP62BKr+zLJ3VEyk9pXrMakjQH1",
-	"ESqQ0Av4ImO+XgwfT0wx99diUZm0cm62zQZZK7ctTln33uG7w71gP3Q90Rq5Xd4euntBJ3S7ojfSf3uq",
-	"CEj2QSqnf5qjUkr/vI+zKk6ukndpTEnuWX97Owhlsyp/c1s92pwCTqNcnw2pFxx6ci0WBqkhst88Mb9S",
-	"Agkfw3IltLKKJ48AL4tsL0OcDTJrKdVSfQnRkQhsyd0b7gduN/SEuz9qcbc97BggJnvomECo2yPiuVSI",
-	"nB3O8qQ8JrvdRA4Tnm4AX2f2dLFgD08UNB87o29tnjFo/LskWM3O+m1kJ92voCRDKPuLZJaLFVLECKoB",
-	"ocJKsj+0X9k6i6lCeZ1YGDr5kh6ZCcG2k6mQfBo1F3wSGzzbw/MTdVPxfFwuNvG6RbGJEu0gSTcuMjGy",
-	"9z7Kzi01Jq8ThIHBAJ/qN90i2bo7pNFkh2wu4tglP11UClKuXJb6JivfV08d/MocibXpn5U6ytS6trSm",
-	"pPUb0pGWKY3vU4igWXt+g2T/7ERJNZYozRhYiOFnYEghaQ7dGkisTlXyPoPiWg5ZSgaTCo9XAsoU5PUE",
-	"PE0tdupzYvVYh1R0jq1dFJbl3ZBFhiyp4JHE41xWLpQYeBz0YmI4uQO92HQLFuI3gAZtd/js5LgAgSrS",
-	"Yx+ac7zUe/3BR+k2SEXafrADxEce5PCHyJxJDVdWGsHJ67+4La/bXtNLevU1vLmOMninexdj8B2TDaDv",
-	"kUVMs8SWzdaQZZeHcis9biUslE3yvp4P+XNHp7eQGV2d387LA7TeiAKo66sbVcXQQ8/tBu3Q3VWWwh7v",
-	"DN1esBPuir3RPveGdwz6cY+LJtj/TUGOrfT+GXzsHhjltxYq0PWgrrPabQbHSaW6sLGJQa/fF+RLL/wz",
-	"zNfTw8vWa2Opp6QQFfXuwIJXWeaA2XxgGehbL5GsYH5ZFrlwx3MgX7kWiMA55QsWR/J6IOv+T+fvvjg9",
-	"Ofrw7uL0k1KLt38Cd9knZWJcjpGRzkCRZsxX+lXBrwN2W3Nri72TsdJW/UxIpIvzgUgd1WDToMbQACEq",
-	"A9En+rqBLPO+IRlIyJAdTshAsPqKcuksE8YZMrlGwaKLUK7AAwI4I8OSJqFeojL9hc/qRO03EVxmA0m0",
-	"fo0DHWbmOZtzCPD4ufiY+2xIwJ96foiYuOgp0Q4CNwnMN5DbDBd4+zdhuvK/RJyMAfXTYe5rhZ8i7bj8",
-	"5AJV80ssLzDXfYbzjJx+uiMapAnmnGvKvQowE1Zf0wWeioEE1sImO0P4LXS0G2QqxrOFDMZpIpNZFi9Q",
-	"KUtFnkYiO4AENngL520USR7Hi4EEKmOWiZz2ClnFZkcRYlAIAwWU2WKsql91jtcWTdFols9S4ZjyBs4W",
-	"gqeMK1nWoLqYYvPCLEBdgz0/sCZK9eJ50U4ks1zwsM9MbYUsVotqeKy5AoJHmkE9hLf0KTTkNUkTnioM",
-	"TGveEDoDRaXBkAfXV0AcxOZJes3ycZrMrizwo2SWD5OPjlGCV8idisqVrOB0ymbpTYSM2qnIcp7maj6h",
-	"LwhxBFM75VmmFFLAUACebfzQQKZcWrOVsSxBKGWgBEpE1mhiejRbsa8xDIHCAVZWSwCcSkOmaWi51R6F",
-	"i5Iy0TVRl0FDhkO6gs2jLFea9vnKGdFeEE2dqR+lvXchJpFUN6DadX6qf+qzPJ0Jn+EvsiVFlxjNyjJ3",
-	"IPXbBgKL1RF2Sv/BzUSeR/JKCStxI6QFWWFeiTIWRsDFHDoDSQIVHTiGhrSuZgc8AQ02SuJY41jpjygJ",
-	"R5hbfpMdMtMxtY4DSdve2+973joqMVZmEtNDDvmC+eFMAPEU++NAEmbUKBPA1aWHs3J5AB7UlKf5B+Bk",
-	"ckBscutbakegKFVnQu1bfaRsQMbVmdTrOItFtrVFROzDFKM/NKG4/rg3IOyZ+bcRqfYH0iXiOEgcGxU5",
-	"Bzowpf3h6jIwmw8kgdlCvi5AQ2b1gWSGXpYcP7MY9AwsBSP+dVzhpuqB/m6/LPewpqBC9LE6XHZqqDTK",
-	"Jn2hcYDlXazifGBTJZOxiL9BMU8UGr9UnestaGZVN1X+QgM/y5Gyrc8GM8/rCOYVQrvNQhFEEx6zacxB",
-	"U9Z/2df/19zfx8/o27rP8AomULHyjVsx/PID1Kc4kgIXR0gq3Kq3/vUf/1fP86BSKGs4OH4ehmw2Rdds",
-	"NptgtBmeAKI4hiRvLlG81f0fZ1zmUb7w2f/3fzN/JqP8KMly32FtGmIDvyt+nPHYzI360GrPsZNKtBZf",
-	"1XOI+8x8n9Vp62guPACNZ0qKIJo7lj+N+Y2wCgLLkw8zg54ADKHjta+B9MEqwWSrwmviMzVrO12H+RMx",
-	"SXz2r//z/2Ftz/Mc1mw2oVJQdcOUZmEjl+IjhN4h3zgk0CSCxNf3moFDgrIxu/4IdyPUlFEFGYdtXbjN",
-	"s4BPRchirPpM0+QKWHNTLDozu9bCnMOzX1cyBjrHh4kyi1GsdNvtra0i49DKHcCuqPNf1KyFiRR9NR1L",
-	"DjxTScaBoVFLlMJZbwdO675OaDXRIspN9xswaNBhDFpApi59DMCVkz3r/tnS+2xWGDdKJiyvp8ZenGUi",
-	"VF9dueRY3T8p+dxKr6hPUgTGPwnFZJrkQgYL9xux8NmcZwNpp2KAJOIsjEag7FNiWt1+E6RvKvDbtCDW",
-	"n9WNraGkVhvMElB4lGYamnWjpVJGEeOU2mOUxX6haamG1daEPhGOV7vLxskszRi3Mac0OqXmzdY330Bq",
-	"8nCjexZ9zN0LMY35QoSkZ6wv4Co7ze/ymasT2e71rEPHAqXjSX3RUfF0nbN3706O8TxcJUnIkHIbMmaw",
-	"QleE4PA3o54u+fVIpdWzVYbpxPy8qnkyxgptHKULH6zZDN12u8m0Ic9S8QPQAemHux8/ohIOlX6600v+",
-	"xOHOqBP02u5u2BJul++N3P2gPXR7oht2eHvUGnqBdm+hJ8SKkJd31Ho/au8uP+r3n1N/N4mkEtRLAVS4",
-	"O6CY3zHqMCgkC1HKIubEGtTueY5xkR4hR74BKyq5i/s1XQnz52EaXY3zLArFNJ5NhoXTWb9hw/+U7lr9",
-	"S31xm59R2zMwRyUvvHHad2pODS5A/Zy6X4p/P5i6aZrolgixSMiw1gc16NMnp6b21Sk2a8/1iR1/gG45",
-	"ONXaoq+a71qrs9PsebWKSa+91658dkS+fHZ6elRbXYhbHf/lNagdc8mZ+XJtZT0sqK3uXs1emZoehFkc",
-	"4wXueLW1i9QuFunvakNPJkkY5QvCiep1Wl5t2VV5NOYjNdowysZMHXOumtUKTq3fdmpaqwGeq2av5tRm",
-	"yaTWr708BIyoQJ3pzo7nee39VrfXBg/xUtt655XpC3G0VHSUz6alhmutmt20apkaxo9Bw+qf6ijjZqxd",
-	"jrm8ZotkBmISssSGs0xNCLhfH2Wb1s7fuLu7e6p3uFehDPEezPhVV8iaNGYtmPOEwgY/RwFkStfepn52",
-	"HEB4Dzgg4zlfHSXeuX3bhzpXRijdRDpYUkSaV5UKneFoLrkDikRmpKbq2826+4u6CinmWFtBLSGSS77k",
-	"ra/QEu5y3hevmDdg/O17l1lR136V9bF3oTVNTz41au/uN6hbl1Tm8znQvlincdeoKkozIIDS3uRlQgzF",
-	"GMhvI+yCe2U58ILb0zrwtwdfqnKE7kaPK+UnkH9ZZKxeSrUxxlRo0GJ4boDUGw76gg1bKXiI82TOU6hk",
-	"KqDmfYcRMQv4SRsr4ZCCES4byLqd0dMw0st6XKsBtwddlPH1SNSsxCl3/Krw8iPUd79UpzMNRz6rY6eU",
-	"KQK+l9WKGYcNFwOJs5qkzP/RR/SZxhKGUsnyUF09P35lwDhwDjH9GqJWaiEgoDpCeI3C89tn83HChlEc",
-	"Z4g4YpHPEyQm5JI62mPmMMDSRIc3KFqOWQZ7ApcW0iEHIXL2hRT6C9n5G/1LDP2QOor57jkAmdEYJkgw",
-	"hZysMYBZqQ+EM8A+FtALy2Fbipis8diWYnpmt397wYJE2XB5NBHabUS9q2Dmb7JDk4dPK++zuoRYnb+1",
-	"DSQJq3BHA3kl8gzAGQy0kmppGVclY1SENeeLKpv6S5HfZVDfkW9A99dJ+DgpB2l+TvS6m1y35/r5h9y3",
-	"ZfiSaTgqYb/X/nB+/MptNbvsX//xn7i39aS+yNhwkYusUVuf73B52wFj9Xdv2anIc5FCuonJERlGkkNK",
-	"yUrV7S26ARQ+AExHkrL6WunRWO3HMsACwRwdRxkwcBBQZbnh9+hsOD9+1Wc+z3MejCfgmxxFsVBH/U8D",
-	"bSG52jJqTsMRlT4X83uvdzcoSX4GsnwKRLyfq1lsY+RzPb7lEfwdfNuVYpkZ56USxlSINRRBooSxT3FV",
-	"ESIbDf1gYlXmN18sXvOJwKA2RPJMKZeW9xyOGWQ6jGYpIVMhsQ07NyTrllPPsPU22VER3eWq71Clldq9",
-	"s+OFnHXbbVYfJurgpQKzCBoA1G/XMK/WLmEzT0m+mwFubE+ZFx7bonLADW069MyUcvXvaRHBBngEuWUK",
-	"wdZKrgvk1maTRIpFqWZDE0qF2sSx1fNkBh5nCpCloeavSNL+QAY8GzuMs2Asgmv1jyGX18jxPUITQFsn",
-	"SgHUMdZz1F99UoRNtQMIS59NkhtN0b1gYUJQXDbrNhhgRuKi0syNXh1lENh3gIMaHgCzBun/fczSkVBI",
-	"kTWW+cyIHdiEVptWO0k6kL5NskwmnPU76N0HZDGHXI/LQvvXVJsYbDQK/ovMrvswajzhEZokBjIG/QPj",
-	"yCrNyEDWsaYokszfDqBEsDBRzZ8MWXmjyUymDcvyZIrTUk4VUXZXFNoJHZCUQ4Fy4OHGSieKJ+lodj5P",
-	"dDw7c4qR2IOPoyx37HFZrGGeFS6DZ3BzqrVTdmsp+aJPxGUDWWQU2TkkTQv00rK9MJ+p8DvqmLZvrbR9",
-	"V5trkEjooCAO8yMz+7tYfKxPjrHNlUlchVFfGUI9hKKQNSlcvhUUrXSHIlr0ZjHSKu8oncX1oVGHSPrB",
-	"gYqO1ANDyIfbgI68wfbSk7CsVBwUOBB2Pip+Re0WjDer1uBHreBUGJIo3Ehifo6S4TwwhPtLBWp/vths",
-	"L2wHu6LF3c6wO3K7fEe4WB8+aol22Am6wx5/4rFZuIaW8Rzhl8UVtxBZLtKQLyrDhDpKiDKr1qdPEsHK",
-	"zTJz7X6J9cdIM4itqVYhLnePAFFpG5cCRL925OezXB3rQz/mcrQjP/r+fHjoR2wY+dEtPaWQj+7Tr7My",
-	"tsJiz9BBxayq6wJpzH935stzEOnJmkwoIy3RAd6NZTPlc+2o7Z/oXycYbgpFLKrgES+EMlcyqztl6XVr",
-	"Kn6h99eRiTLXABiTKMv5tTC2FWqow2QmAxGi2YHt2qdyyIPrfsnIQuvB2FnqFfQlGb+PeVe7qCyDp56k",
-	"2skFGZdWnj9kTqunDgrDCoCa1KqGYF2gtVlhHKleYB58yaYrXE2pGM0QMtCewpJRo+mzR4C9c8CyBN/X",
-	"H1O6d5VDS+eARxn6sVQvTAfCUm5rqUJp2WBYE3czGa3dokupmApOPYLB85jKmFSjVFRSxWes5umCNtPP",
-	"odkiCiFtVpoEZY2CcU5gbKUiLbNdH4sx2RyxXxlQiPbkU7lxoTP/Zhfuv90lhl6ulQP40HsL89HW+f7e",
-	"ChlmhqoqQyjWpQgyiLS7ghrqjTlflILjjGfXyBN1JYq62qq0BZO4v2AZj8J11aDJXFoVofcv0MQ6tLAJ",
-	"9QOo7osQqpuWKlSoiKowrQ2SsR4aFbNi5cOaSlPIKCjqS9lSeenhhiGWJrOyV15UlEWCe6xHcX3LuUOs",
-	"WWqgSFQC5Vr1RJp8Fqco3nJKZYyH5ye6REBpljxuKJssiz7mY92vfcrRVNuGFIANYj9qwz2lyE9Gz/0q",
-	"SXSYoMF1sS9y44OTSG/yxsF6o/U5MvT5Zs5nMu8vyUi9TAGXbCiM73Ld+VTKcAGx27E5+35f1PtlKQ4T",
-	"BnNjzQkISZ7l1uT8bln371ABDHi23l13X/3gHtuUfF/IElei2qwAy1s43etRnhnmfcLfDcZQAgveNYCq",
-	"mKdRDjWYPa+DeWLzKBN9NpPmaQeAe12gsqyDwaNOmK4ZTyM1YLX4StcBabf6J6XMBzmzwAz0ZyBiAnag",
-	"TFD5HS7U4wIrBmEMQTKBGknYOIgVYFXDH+rojNZ+8pSPRlGA3Jt5UVtPSeOkULQ9Dy66ZTKSihy2C8FD",
-	"qDT4fGr7ZMl/rT5dclUXYJvX9/EsfyV4nI+rfbEcUPRxdzz0uqHz9ABESqsIsjz0Y70zra1WCUt5CYXw",
-	"9HCJsVBpPQcMhK/SeDUnqi13e16nkLt04O3CzI0l76wkJR4HkRI58xYHVOu/bojNZbG0ZGvQ7oT0TDvD",
-	"4I3eyIWAWSrnvw8kYwXcAgAF6EDzWwO2cKBu0VJIFIGWIUydiRxO7xhTAFgoRnwW5/0ChoHwDTLm/93t",
-	"OMxzWMdhuw5rdb/315zPcg8+/5hSp1ZgVG8bFCSE0dSUIOERGYIq35waje6YL9QiuR3HczrOrtPqfn+v",
-	"SNLSkNfSUOhFowefifJ/luzEC6BJKU14sRVuB6CaVSbzIFBAFdbUSgsHDJL3rsUCs7S1q63JfGuv+TYV",
-	"Mwv5IkMn4L/+j/8JvA1s30KL2HMQTB7i9QVcAkG62F/V4KQ6/ZD8z3DHqrMcScazgLCHoXKAAuRaiMBR",
-	"FJnxSCL2iWZ0LmVwaOyVCGoIkowglzQDNnEYr4qI81m1iHhoHNqc6PJNrlpQ5reg6cV+OTaWC/rm50Jc",
-	"o7lQKSfQQVohJnY/X0I8dpy5cioun/YcbCAlTX6acck+l8U9YkTzN5vOCSxdD5HzSvuC4jAXasVMmdvd",
-	"ccfKYjMHRX4kGbKqaZCi1SxOlLZRyDD+B1K28HG8yJhds2aT1JW+whBSzvwhykDYmyyNovSr57VZ3T8q",
-	"v70EhAKUROo+iHkuUkBfyzSvx9rIW4Kc9dh+kUoCwZQiLrcq/I9hht/qQW7CslHMM3Ce3D5nS4iu+7w1",
-	"bGuiDbfLd4buXrCLNBxt3hl2g94vxbvRrVbrYVxWJGqjXVR7LoJBEdTeaAq+5LmY88UTC0YV+9oSVm+L",
-	"ClaSU3MxHCfJtatZiu5lJZqXWN2k/O40ymW0TfYWuDNRXSULapzMJRuLVDQr0ezfY6demj59juqCGBqa",
-	"RsDO+Nu7bO33uzrjrzzaL5Lk+lqIKYC/LGSgHiCb9UJwaAHxKyDLXN12MMF2SnnNIdYXSnXFDAcR1r53",
-	"kMqFgu0tt8XbQ3dXCZI90R25Pb4z3A32wn3hjSzvhlGYnNqsRGqj5ipr0nCBzQaPOBLJrKkqNJO7tFyb",
-	"wigvrdEmcMpqB5kt82ybPlQC0JHNmhMu+ZWoRESmZ4rptoTA+5W/2djIAY/jIQ+uUeO/ofP10/8g/aY5",
-	"TMLF/7I9S+NPt4SolRKt7hRqKmM3LdRNNKEjwHrdEH0lwk9iucY2kpQpCQG230BqHH8dRY6E0l2Imq/P",
-	"fC3BIMup+G4UOha6q0QTcyCJIRGg8UzEzim+AtGNnE+mPqu/k9FHHa0wiPw8z8VkmjcouV6/l0VXkuez",
-	"VPh95t+0nCKpdcgzsdNV7391dnjkvv3qsN3bgaL7gfR/Knr/qfnTSic+NX9SM/bJd8gcNynkUDVMQQEl",
-	"XgcSWW2odp4axTCVPx9nIvjgN5rslZ3Njn/lLE1ycnLNk4E0I8moZFHmDsuEUqRyTGjjLJtyoE6DwsUS",
-	"eh/EKrBQfCDVao0iAVGzH0SAFLowsIyNeIoKqrK66qs7Jo6GKQdCZB7HyXwge8QtmWHKHPE8MKu7kWRB",
-	"Av5/bAl56VY+PZD47QXiJyjluqoMgXbHy5vKXK0KyUbbrrkusb5Y6s/S/VZyv0rblGJFxUYF7W/CQ3Fn",
-	"v8zi3Nq9qfpuqr7zv/3dc/e//+P/2Iw7ARAU83mCe8ctNpQ6LQC/GeCmRShO31rYO3tuHr21559dnrCZ",
-	"HwI3zOYOmOW434K1P37U1cZU+9PqmQWe8PRaO9MJXyRMJMV6Wl613qZFvRK9V4kUB9oIIJ0GchRWckOg",
-	"Kuz2eMShpH0/nWVjTBzKrfaoon7Z3L2KMii+4ezdxal6R72t6/XypM/aXsuCf9Sd1yDjarlV93wUfb4z",
-	"kKhRQhAQIOo5IHALSbkXIOFECHZnya0PSMlGdS0ptAPZ2i1SZ9oaJFP1ODX1c1oF8wkv0CDwet29Uumb",
-	"TNgsEykgmKiTMOVZNk+Ucc8HcpqkOasXoLkNlIwtNTU7vV6nh5fnWH1ZwweTk206G8ZRwCKpDqXI++pz",
-	"cZJM1RXusGka3fBcsHrL295zWGu33WztbLfaDmvtq3/ubbd2HDYKPK/f395tOERCn7qvDy8dCGS7cRLw",
-	"eCDrrZ39ZrvXxRfEnnqh5QGcb5xHAc+AxCUVEHgMC4gWLg3AMbh1Y8FDIO85Ob/pDmSSsizKBbaCooHV",
-	"/X5/e3/Hd5jf749Go1Hf63v0i51ufzTaH5oH9M+tfn+7u6d2gt/2vLbqHPx9JALsKZB6StXqjukQFVQB",
-	"Mnfd/4PJQlPzrOPaar0GErqeiiyJb5B6CAhPof5x4qygoM/SmMpFgSJXDYwvlGjmObuOZAgQxxYd2ZzL",
-	"XIS6tBMew4Z1k+pc4QettyCXXE01REO50gBQGpBYcOh+P3791rhk9etEyUsfPtRc9YBgX9CqnR9+d/Hy",
-	"2w/vX37x1Zs333w4PD198/7D+cXJXw4vX/4JMdzrPuC9pjPpIwdBlDuQDYULGoobESdTZf40BhKTEICn",
-	"HE8OHBx1VPU+pf4BaDJgGYl0EmVZlEg4bm9nQ0gMBHjhhHGmRDplBMJhMI/jZpumSS6CHHGGQp5zZyCH",
-	"AmoL/CUtWqltpaCPD8MwKe9biPJgmXNbsNvAzP6g/tDcopxGKsttbvkHJbyd0net38ODtsgdSHiEethU",
-	"NqjfZP6WXz3UZETxE5iNFVxhqnbLBrLOTZn4ymgPkMIAKP36Vd1uNNkbnTFCJL5ApotwRMjYZ3UK/iuv",
-	"aB01RuTWVglTf1Xry6YiiEY6VeSmhWFngD2G68EfSG2gQHojlBMQ5DM88ILwa7DawLINqnX8dUo8Qimp",
-	"i3j1Bobjrk/ZgbIjohR2GVVlquVTY1T3zQXSd4BDls5jj2UOA2XWYR0P/9tmY/W7scNaHvxvV/1v22Nj",
-	"2FJKYx9IhN//7/+35bE/oHgil6q6NzC9M0khtQfETZZAAXkp9cq4adQXGwfYIwKU4sT+aNQK5JyJNNFB",
-	"t+UV6kL5XsZaXyiTCBPWg2hQYbhxls2AbXs0i4uv1/2yP8XXQjIKxo0mO7Z6gddGZvNbUPE4xBj7LBTh",
-	"DPcrZCDby656joPQCvGLjPlqsAB1ha0OJGgOtoCGl2apgMoVruxMwBhfvm+1xALpYHjOkZUFkWEuT9+y",
-	"MZdhNlaCsvi92oQhS2a5b/LtSOer+19dXp6rhaSAK9WoZwNpA8cbWvbk6gH43ZgdtQ7Em4ehUiRwxxcL",
-	"XceCm3kyi0MtV0j2oBaYz6EuZwbBEg0CThZqo0+kLA8EAdedQPy+sZCOya0dSJnMnQJwIZilUE1tFMQ7",
-	"McJX67gHcqUuu6hqWoukjn3KTBE9Jpnqvg8khoBClkWAMHBxd828WgosKMNvrIczX/bIPQ6e+c9eDF+I",
-	"kV8EtnyXt4K26Izc7rAXut1gR7h7o13u7g8L8vCnWxq/at5VOKof5pLe1Ke8aTx+aTviHn30xAQLWPe3",
-	"6dwHCVXr19BHdzb65tv9dO/Lb777Mb2c//Du/Hjv5PT8bydJ+5Sf8rfzL3vTr66+/ePO9fH8T58XGnjg",
-	"Mr6P8jEGdO6AgTbH2kYD4GH4mSjQhbSw6ioqRD/O6ypKAPTgiUAEPO/dp7R3bT+ZtaFwkKxueZhkMm88",
-	"pwg9gx48MECnkbNXgnR3xOgqw/UbJxfZqlbZ3WCoK/ME3DfazVrE2xArMkmvkjwXpOcpFa/KHZFpc1yp",
-	"PEuGonZFgJaMBY3ySonxMAotIO5q/0tD44Np30NBMpVmuXE4rMkJuqdyXHaah5VF8neJx18p7QfHGz5n",
-	"8TyV844Lcv/z7qzHxbcscnKyFFdVo8kOq7ni7SjQmgS6L0X+Oz0p/042xS+uWd2lTz0Lo6cijABZ+/6S",
-	"aMrzYFyBoA050pkOh0Hki9VNZArQLy0iDt9622d1ZSVOpjmUgKpjk5KqEuXq2eKc+MQ8e+9oz1IP+nbc",
-	"YlV1IARYgq5tMiokML9R+pGh/tUMyytebG3A6vl7kRnYS+NUzg6K93yAbC1pW6CHsTpWvYQz9Bo3muwb",
-	"scgMzy3Lcr4wpQs8JfaHALPWH6qZaUv9F9XQ3k1D/nvS0B7o1ytfDFtK6q9I8ocKaJzi37T3beu3fw3C",
-	"oYIDGj6jLD7XJD3AdYDS/RFdB9vqGN4NNM+X0hF08q5JGYtyzP2KMjugA5k18zHPEbQ8z0rX+gFi8yUQ",
-	"5kEBwBIpGk3W9tp9htg6B0vpwfDfkyJHeJzMIUYLbBlP2THBDi2nOKbCFDjpbIqViHZeMjheKOm1z6YY",
-	"n+e5Q7F+zHCww/vourGQHQ0gmcWGuFQtG8mr36nB137A7XsSboqBuPEVAemgSKSkgwQVmIG0YLjln2Gi",
-	"rh4R8GlZVLJc/bT+yFE2gj55VMFIyTvd9u8U72nj+VDyupSP8PsFfbrjMsb8GpaLLMfr8OGXMOYnuzqg",
-	"tu42/jK6Wcm9gsgmvugYKIYiExpLPoDxUHwsoLoQD1h8nEapOMKQ6Yl8i2vkN1g5k5SygjNM3zdp+Y5O",
-	"FCl6UPAvxnCVO5hqJPQFmyJ01TzKgzHyTmr/ZZxkyGFVJNbhiQPTHtGdqCm1+1Qvsua6EfSZp81q3Rnd",
-	"P0yxcYiIhn6rM5OvISFIz9Xq8PVY9RSghvOk1Q6tE+ihRkSAmlAVZnMgPyNPDPctpn2Vs8OAh6YoT2KR",
-	"ZDPVWXv+kRaU50wmkNyT8XnD4kS5NUcMWy5KFQogkqU5XpMZcFBu5zayk2W/+a0JYBXgz9BTEggUfv5N",
-	"qlhPiU5lkyXGq6y8T36+vLKOaIetwBu6+3xv5HbFbujuBTtDt8e7I/23p51XVi1La33vvu4Q3OQXVFVY",
-	"pZh8lcxZnJC8ssTztRBTU98DyGLoINYn0v/pk08PRRbuZO05hex3mYZTnOxCxXh2nD1n6vxSGj5e3RXu",
-	"thc62H6Xyg9dSW+qr/nT5RopXYdlVVUB5mkopnGyEKEBgE0LyLgoK9ezqdNChVvn7744PTn68O7itFk6",
-	"1SsmKABF0DhWcCI+UkiJS203ovIsofw7y1ieXEMyPqn+8KOp0bwWCzD66KY7LAGwVhBZnBjI+ekSsFKj",
-	"jyqycBgyDqaChw4CpNvQuw4xsTbZW6ynAMCxrK/h8P/1v//PEh4+/QwlQoYkZXvliQLt3RrOCvjT6oBe",
-	"ggmhi7HzBCkxkbgzkYRx1GcZj4VWzQGih035lZoGPp2mgNwDFPMiiCOpWWPwwrCn98giYcnW0IQUnKFL",
-	"sE8EqJuU+ERfZMgDqpYcgrBnJ8cvMhbyKF6wIc+DscOkAEoU6g50bSSE3a9jLImr6tJ7ZQBQUKRfBgJ0",
-	"SqQyTgkSi4rsUO8v7nYd/7SdnxwYnqk8XxYKJVCbcijYoTgqve0g3lXHg0Im3Nnl+ualxJoVtA1r6OD/",
-	"qx64SA1JKRDuQxMOHB3s9oY1chkvnbFVQVTVeFKwO6jG86SP62tBkFHZkcPUkTCUrODzL3CEmuxlCbxx",
-	"DDF3YW9K+mJVPwBWC41A3bCGPtMFznQUrA/aKEZr9nixe+OEyhhZPcuTVGQN60un+o93f+fs5DhjdUOz",
-	"ywMgasiqIbTsNs6WX6lo64IqL5mSOlKk2QumbH5yHUQpMDqMkjhKYPqTUcH3W6rULFrVX6xo7DS6EQAh",
-	"jDKkBCicEZWBum/Q91B80kIY/vT9p/8/AAD//w==",
+	"7L3bdts4tjb6Khj61z8iV1MKdfJBHj1WO07S5aoc3LFT1VXlWiFEQhbLFKEQkBVVdsboq3+s67Uu/jdY",
+	"+xH2/V5vUk+yByYOBElQohw7Xf3v7ouumCJAYGJiYmIevvmxFdL5gqYk5aw1/tgiH/B8kRD498likcQh",
+	"5jFNz9I35DYmK/GYLedznK1b49ZJinD+DopTlMm3vNYtTpZEvD3B6Y34Lw5Dukz5C8z4c7rMWuOW7w/7",
+	"La+V0SWP0+tXy/mEiMe9Xs/3fb8/an3yWpMli1PCYDg4irLiP1/EKemJJn3fR6ckwhm64C3P/rnfGqfL",
+	"JPFaYczFkN/QZRqhNzS8aXmtBWUcJ6c0Iq1x6+Bwf3/Y8lqMYy7+vvyrGEA0wa/wXPyt+88I4ehkyWnL",
+	"a5E5jpPWuEVXKcn+FIo3GLyAl5x2QzoX76Q85uvL9UJ0kiRhy2sl5Bondd2iN2SB4wy9eHEqhjijqXjt",
+	"D71Rrz8ajfzewUHLa3H84SyyaLl/cHjU8lorMmExjH7G+YKNHz92jemT15rFjFOxhj99bGHeGrf6fn/U",
+	"8Qcdv3/ZOxj3R2Pf/7HltVIKvV0sJ/OYcxIhmiI+I4jF12lnuUALfE08+ItEiCQk5BlN4xAnyRpN1ugl",
+	"zmKMTpJbnJFfJW2vRX9M99f65JUHMLz0j8Y9vziAt2lEslUWC05BjOOMk6hrdRin7xTrffrZa8VRa9ya",
+	"9MJ+NCDDznSE9zvDyUHYOYyOSMef9nB/MgiH0Yi0PLl0DAiRyhUpD1q+MYsX5yQLSSoGu+93fV98nqXW",
+	"IgwH/Z5Ym5gnsp8UX4vxzgmwtpiq+sQlnaMnJLwhmbv/obP/w4P9kd2/6vZnFxm8nMYnG9Z3uYhw5RV7",
+	"BT598lqnOIvO8XpOUv6GTJdp5JICGb0lEVrgjKNMvmQJATwXe198YyQnJh/I3ohYLTXhEGfRkwyLT7S+",
+	"ixkWjzJSGWK/J4Y40EyiXnmyVnvqCaU3N4QsBPHjlJPrDARUy2tFJEzilLwhmNFUi4aILCiL+VmkH5CU",
+	"Z+uXIBbkA2AoxU/Tzsjf73WGB/3DztHRwO8MJ6NwPzogh9MjMYU4vaVxSERvrUF4RPanPdw5nPSjznA6",
+	"OuhgPxx29nukHx1NDqcHeJQ3MSLw7NV3nZ6Ujjcx0MKQNMnZodfr9UCY3JJkcAGMM8UJI15rTrJwhlN+",
+	"ImUuDOUgGgjGJ53RZBh2huQQd46m+71OP/Sjw8kBGeLeoOW15jDV4dF+b98/PBgcHh4KIYTXJFO0fYpT",
+	"jL6fxXwak0SMKFO0bL1OCQpneCqoHsVshlaYoYzwZZbKzSon8XoqllvtTkETvzPc7x10Dg/7R50BzqkJ",
+	"LQSPCEIOB74/Ojo6PATxx/AtiQRbmikLqb1krXFLs6LYKCSbxylO9MKWePkCJ6SekxlOCJrjiGiRt8Br",
+	"EHdOvu75/r0wdu/wsnc0Ho7Gvb6DsTW73p2HG9L9QXhYUPR3zcGSTjmX6r8LPNjrD3r+qMiDPFvuwoJL",
+	"xumcZGIcJf5DofoNrWI+QzQliC6I0KyAuAinEcIIvowERxV4MVePXLoO0BG+8vZC0LxGdUqkztS6WMac",
+	"oGEzJUmokDgVfRuyolPMSSZEgdRjNjC7luJamYpwiv+00h2Fqh+lTUku7h3508HE7wzDftQ5IL1p5xAP",
+	"Jh0jh7E/yVnyVO7RnqdP3woDCCVDLNyZbMDQNUWcIqWyMrH18SQhQoaJ5XiCE5yGoqfeYL878p1q2hDY",
+	"LiNT0C4kKxmWkfqGQyaQD4sYFqnX7x/q6R7h3qQfDqLOkIymnSHen3QOw4Oo45PetI8Hk2E4ch8N8L1N",
+	"8gVeMMdmiS5CseD4w7MPZL7Id6ZLYygspM3iL2LGyywuZCiiU8PqLGfinywuVlr7/xmcJSdzR95pcfKB",
+	"t0rcc8e1+fmTp7n8VIwjSUhJmzOPtdCp0eMK5905jq2zru4MnJi5m+ah/lpxzKNL/3DsG/VOv9RAwXNy",
+	"w/CyN8qvFM21Rc2ip5oLFVOqx88UW2k58adJFl/POIsjskiW80nOW7rF2Q48ptvYR79+di5ZpvSwKGwi",
+	"ksS3BNZU8r/XipbkKcht+cYUx0B5LpiItca+2gSfd+IPlCh6Q+axWH+xFPJ7jnNeHDdnnMwVS4s/5UCS",
+	"OL1R19jx48e9/kHX7/rd3vjQP/QfL/D68Y98mP7lcPWsn/2wvzzz6fkAXxxEz3vXX49++VbchRMqzRJ6",
+	"lZMlmdA0JRw9wTckW6OndJVyuhILPSdzqkd5/6pHbNFgIXVPNd8F1dRTv2Z0kpB5rnoACfM1NQ8kEf2q",
+	"UGDhjETLhEQXJLU+y0ganRc7ZyTlhRf4dzE2f2pdxuw9eaPklOPE3sAcfzjRQgEefbIkjNxoRfny2tJn",
+	"PCSWGYlvo8kaaTZ1qNdaVt5N3JjmBXGjdk9ZuKjHtXLEH4790WfKkQ2nWUm2bDyyPl+sVE+skogpn0p3",
+	"EDaKfsPOwL8Ema7k8MOIn/5dxY/FbofDLlhaQjqf0yjma6X9jgY9H4wILMziBSzuuHVqX3kzkooN4rXe",
+	"LzHY/cT0S9tkvzsYyUdvJH0OuuLvZRrzU8rA/NPvDvrwjM5b49azE7DUhGKRB/u+7/ePesNRX9rOdK/D",
+	"kWLx4pj18tgjfqoWC64TjPDlojjgnmtfWwOWfdrjHXXNaNWPYrRw4cmler+BVH/f++4g/OvR/Mkg/XF0",
+	"8+Jw9abPf9hfPB3Onvu/XNxJqrcuZzi9QWu6RFOaif9mSJuVu62/l7xvnb/uHBwc9lp/H6FfJ9PMMWC2",
+	"sTkJhPZaPAR6A7/bG7m42zoENl0BYn3fasdiEyI6jzkye9JDmniSUc2k94o3BrNrXSrpYeNDwqWR7n5E",
+	"7F/2epbmWjoinmc05Sgi7Ka5dpksY9alGSfX+E/KO9Ol2fX9iP8Xy5ih19B5q6l6mUv4O2uYh9MDsh+N",
+	"ws5wMsCdYf+o1zkkB9OOeCYe9Y96h/UifririG+oUn5905+/2p9854d/Hf764hBf9KLno+tvjt5/PyBv",
+	"Dn6HKmWB7frjgT8eDn9s3Yta+RkSpbgFNkgUMY2iRDms1Sq9f2qD/9QGv4A2+P9bPeWeNJPfnSZiWbzO",
+	"caaEha2OiKcdQQxjZQfbO9bax2aj+2aZtNUtlEulfwqlBxNK2oB6H2Kp989L6j8vqf8HX1J38Wnv4lFu",
+	"6PXlMxqB1RHEbFXPLbqvtnh1pyQjIFx3cuR+eqB7+j+Ev+8zzu++f9nzx71+Re/X7qtc7c/4u6ruv9ma",
+	"8EJtKbNzKoEbIY9vCdJbz+EZ19GCQ7+HTml6LZ6hk1tSCRhUzu9eH0SVFDcnS8Zjh4Np2PFHcOru52eG",
+	"cTeqsf5pYgTABPa/7XEckcOpH/YnnV40xOI+HHaOxFUY709G4TAakP5ULG3aQJTQ7Bqn8a8yYBPUj2mf",
+	"DKJh2BlN9nFneHRw2DnER5OOH/aiPhlMh3g0cTogYXuXHP8Hfg92VUjiBa+TbMXQADsmApYHotfm5Ef5",
+	"vZM5yeIQPz6dxSG+ps5wtH7H710CUxnn8qWKqQBjCrhgxUYtsQNNhUBHOv7CZocZgxPRH/Tf/sUfHO0r",
+	"tUGKyckB6eNe2DmKBlMpU4UU6xxEh+Ro6sPGVFvvgpDUvdd82GuaE892WOXPEPOpbWEKFVVspRkIUiCg",
+	"ioM60eEqRRrqQKjJGoWzeFHYUECrE1/9b9Dze/k5YYUvWsHBL/CEiD3x3dnFCTp98+zp2WVNVFQeoHW2",
+	"w/myIQpgOB4d/lgX+2eFSbXUNGFy+9ERHoYD0ulNR5POEPth5+iAHHY0EwyiIblboJRDbG8JHGrKlRvc",
+	"//IAcCz+1iiACZnSjCAMVx8I6eP4hqQVdpDkbMAC+k5jVj5/YK37hivObqtqBb99iTXd4D699yUVdzzH",
+	"kp6TNIrT6+KCfrNkHGF2QyJEpxDP6BKN/1zJ2pVcKKre+zrK6X8SCzkjWCqUH1tnEZkvKIeQ60WC13KD",
+	"Fq9IgVBXgzGsJk7ZimQoZgijDFqIdcYpIjhLYpKhjLxfEsalcQNC+PGcoMB8J1x3viXroAtKKXgZhOqW",
+	"LQkc+u+XcUbySMdwRuYQu0jS5bw1/km++LPX4jLNgfFM0AoUt1jmf5SGfrX0/UH4USlemidT8oGDd+gT",
+	"/E6OUUaSP161xPOrVoDab56fosP+4eEeWs0IxOVmRE7aND1GeAIRBSpuV6wo/FCcmhxA7SVPcG9H0Yz9",
+	"axLPY/7H/kg06u+Hy4zR7I9k/Y1/9guNX/5ysn514a9erv0Pr57/5cOrS7p69ZSuXn1H4xen3yx+PD3b",
+	"P/vl1S+vv3/b//GX57Oz1HfNrmXTtUrHN4Rn65Op0nWK1LwgIU0jhjhFKxxzLbN5thZ3fnyN47Qw+WF/",
+	"05rO4zSei2XtmfUEWxHJJJcucIbnhCtGPQViVMf0eoHfLwmCqOSYpsCNKl0EMzSF0NRYRVZn5DamS6aY",
+	"+BFDgeCaMZJr9Nvf/svNDXK7dNHreczh2iw6m8YZ04wQUZRSjibLOIkQzZDQra4JinmRFT5jIUHItMat",
+	"90up/CotTHJIYUXn+MMLkl7zWWs86vXFtTzVf/dc++bUMpyVaXs5I3mkcBwVZ9M4hBGuYnyWjzqONu71",
+	"Kc3mkKqzXMKb1TGf5fLWNWRtXy2PuLEt7f5H/EJs7Opoz/E1QSz+lXio99vf/rPn+130lEzxMuGoPyqM",
+	"vj9yswCIjAIHRLID2cQMLU75oC9Uf/xB7Trf97buwYywBU2ZzNN7gqM/Y05WeA3B3zTlYID4aB/Zj5X1",
+	"4g+/wOFaTPRbZDQkjNHsbYpvcZzgSTkz4lQof+Y1RLIM2NsoDhHh8s4LrFl8OYoj2IYZmdNbAptUvHGM",
+	"Yi5E9w1Z8C66zNZSUKEEc5J1LbV45PfzpKfSQJbWgA2laoS6JAB7PMFR51rRC4iZL9G/ZGAg+h+P86TI",
+	"x/JX9ljbP6CJYz8WBybtxl30ivKZEMJCcZbiJxJiTIlmmCta0eyGdVufPLGSb+SZc8eVVFvseUySiBWX",
+	"UG1ONKHRWmoB85gxMQqwV4CdFYygiM8w17ITRxFaLpxL/Tz+oCSu+BhKYsYhalhyhwraIGkEL2n1Iz+M",
+	"4CWYZtGf8FNrLnTVibhz3OIkjvT4VGR4bqv9qQXnO4xZjlOcgEe9ru97MHhQjECPRco/oxv/1Pu5mxuT",
+	"809eg5oqThKcIr/186ecDYdiX2o2PEvl0NS0GvMetJIGKsFGc5wIQUCis9L966X+AQnRZQ5KKfwebinE",
+	"B7pCw7YXAYTnQ1MCpOe51iyKxAAhjeiSCyUiE3voQYkAQ+lK+W0TgqM5ZRz1/Ifmi/sQSSeSDB6C2SCj",
+	"s3nARPnfQi2SehSaZPRGrHe2TAhqx2mYLCPQH9G8lhv3uiiQlAvQHC8YIjicITqdytuSHsQNWZNI6H1C",
+	"MffELo05Q3PCGL4mrItOEkYRlqIphHWeioHl31W6/CrOCGqrL3bF68Gepxy0ekWnYmaRlHATymcoOJVy",
+	"tCP1rQDeDy4znLIpyTrP0pCKsQZ5x0qxrL5yLE8vmqYklCnvQlqSFIUJZSTaAyF+StNpEod3FeH6evlk",
+	"ydbFfaDv+dozPUY4peIKZFzVQvtnmliuC77ZLPklFgmFRdyg9KNKrzGDjsV60vQYSZuGPCX0KzSTNw+h",
+	"hcMQljykc9JFL2LGwZ3F5Ir8+dkleqy/xOxjfugf5fvITHUiqNB0F4Wa8vezh74XMywIi1BSN1ZGMDRZ",
+	"G2Lpd34R4iKlq2MUwGQUu0nCB4jhNVrN4nBmqzw0FVoxEDqiKQEugtPwEkxtO/NRYaVP1ADNhYFOpX/R",
+	"dhegGQZOVmdtvUv/GJEPMRO8cBZJ7sfcdC0VY/1z87uIkwX0BUgNSVsdd+WEe1LvCsTCSUZwtAai4VLO",
+	"Jp/FTA25DdlrmRJG4vzKyLVQEzlFIWZkb4yCnFxBhZyPGIojkJZLRuz7a8o4wW7lEnjnOc0mcRTdhXVA",
+	"BKWU/0CX2WtrzmUHi+Qpmyow2q2ayok4C5Agn9hJyVpKi1Va7mpBMz6lSUyPYfK8tATv4sjwMadiK+ob",
+	"kYf28cHkMDyS/tLOEPcnnUPtTdW/FQXPIOe6V5RXd0djtpsawgsusru4WLIFke5zm5Dmcfl77ptVgQtj",
+	"hphufiwOJY5DjthyIWhXO0F7UfP2d5zhQohpxmKavjGX8IIaq24Y+Xs1U4uZEaApIZGURXkrEwnelXZk",
+	"T8pQeOvk/Ax4KqKEgdY/w7ekdvrneZ/GbnCXud+XXBEjT3B4U5kxyBG6IDJCS1GlHTjGr7QSSU11mhc7",
+	"2/MqG6jAPagduNlCaFfKrgZqo1IVHLtf3pjk3T5JQHaJXd0OnBsqkJrSK8qfU4UncjcxZZrnPPc2vUnF",
+	"p+PIyWuvqFFaNMc1sT9JwSaWxJpGkcuGRSkCJs7GvJVS3pEt7oe3XlHEluFMiEW6zIR6UV4dex7oLAIb",
+	"fHVdGbomXM4cHAbSRAurd47XCcXRJaUvcHZN7qruWs3zRXwibgL0lmSoh17GT2oFol5CuDlUbmqiaWGN",
+	"epYkeGM35ZSiBIbRdMEWcvYdTmlHtrw/oVCYleA5QwggvBr5ZTwndHnXawZL6EpQ2UF38ZO2gUj1F0eI",
+	"q681WolQsEq5G0ayW1CUccRqDGP11/N8mx1WlzAfW7O1U713dLsHWrkNVHjEClRF7YGPmPFhrGY0MX3t",
+	"7UYr9IoIKmMA5VI+QLrk+JqMpXYJ3rKRPwBWuiDZbRySkt33Duy0rLMcP8UcTzAjaJlmBIczZap1MxGT",
+	"wxFXTGkxxuEMNMRI96KvV10EDjGEp5xk8t8d8I4hJp1hx0IzB2UBzK2xNgkY12fJ8ynoAnA/WnqIS1nR",
+	"DG0JD0W3O9mf7Tb3x3nNSYfa+qq5Sj1xQHCciSsIHPXaWK/8yYJkcWqz2SMGTIvAPmbxZsxQQqZC+0qm",
+	"HXGLHYsFkBcWEsO5MsOLBUmlTW66TBLxPfgWRzhJiisaWEsaNF7TijvbuaoeAmuT6mk1o8z4z8UOS8R7",
+	"IU7FUQKOZHlJZ3hKkrXgCMtNb42ybv3U248tBy4s4SWlL3G6VjKM3XHfZZgTsI+WVe9zknXgqiXmCIsl",
+	"eYJE9Sq4VqVh1uJInON0rReeKb+FWqCeWpSCcO7bJpxy++biGXPSSdSk7mmHlAejZG0+6S76HsfczXdg",
+	"wuHaXHN/LPA2xUs+o1n8K7mrDgwBxOW1v4QbMU0iffD0fDSP0yUnzH0pD0PCmLxIMxkwkbc4RnTCxQbA",
+	"KCUrwKSaZnSOzl9fXKLHVMzgMbQsHtO9nBPs7pEe8A7SMqeRIFosTeyuGSvHlboH3pIsnq5rzxpsj0pJ",
+	"zQmRrWJxwH7utLUvwP7Q3aetnHXFab+i6ES9psx4wGnOOV9ofUGZ+wsNx+gJwRnJ0JQmQmGBsE+siLPj",
+	"vPWl/37mnZFbelPD4FMw+8PvYgvXLrWWaxBlFOs1l/CE0FoamfS9VkiDWl5WXelh3XFe93TFqzJYF12K",
+	"kbIxClzrEHgocPGleO7apvC8OOWgi17bO0O+3xbytLAanvr9hqz3NgrQ77//viOYkaRcSDziDh5R/BnO",
+	"xAVWKBUQC7Z/MPL3itEk6sWM4GT+x6vWAq8z8v6q5Uk34B+vtAB5BwM3P7yzPvnHq6qEUASBOK36iJNy",
+	"hImU8ios4DPUayum8hXlb8ic3lZV7TcywAJb/iEVliD/rj/4c/+RUpcmaxWjIdEQUawCB6UUED91tEnu",
+	"8cc4+vRYv6dM0wWloBK+oWEdcqkrY0N22U42TQWVC1EEL2M2xzyclYJYpMKHDf7QGBVaCWVRhw3kNngn",
+	"1WrbScu/Cmc0noE8C1KZ0Nr1Hpa9Y5QQfAsOoVRpyUqPtvusJ3HRbxLF06kE2ftcyn6NmQZILF3xSEI4",
+	"sTwhYzH2GWYG4KM+VEgPVrw9MO8fS99AybciLsoGMkQp6BF8O9pOjdJw7kqMOL9gfEvWb8iSVULngcvG",
+	"lftlBu/q5GK5LAB8RaN1/c4s9yJ2KPQTW9Gt/SGa5S7WcufqcNPCGElJLf5S9KglnvVxdQLAdJtSz6KV",
+	"uIp0VHOlxOV5sW9raagjBlN4z/jd1Cga+EgKnrq01B+JkM7HrSfBxhHclYtKeT71YXeKDmKlX549fcRM",
+	"fpuQOXGqkt5oVvDkuOliWmot6OXZU7uX48LeUnJZhe2D05vXEumlmo5GTL2jWaRMpZTq9BRXQKL4IecQ",
+	"SOAXktJKuHDTwUShMrOappGSO4C5SzNAMy9AAxixY1psZRyLlnYuyN1JIvT4Kj3E08+khmjUmACMpHyH",
+	"uTOpftx12kpjeH1LMgOgWtR8QppFtuYzhwB4bXTVMAu1d0EZJKgdCHlj3xOCNhTaioozUnYkq1exoSC6",
+	"sJYe5xpJQn4GbF7ymvUZNNFBNK+nU8js2xIqZEcEgU9BNds1OAju2EKc5lZCEqkzRVoMIHKLZuQYhTMS",
+	"3iirM5gchUROIx1ARSJPRk/lN4Nd4oVsCpv55tP6bLqKu+DLs6c7EzY1F0khYQ0POuB0GxF8S3+PmD7f",
+	"8xbT4gui3T1QtjCOeyBwfp9xZqxJCW/Py5BcMlNKUULTa5KhPDfLvb3LPYDsV7mWRtVUnYClp7GUL7MD",
+	"7AorVeyOJFpKH7ZWXhtfY2RMFuzMQrxX2fu/XR93dlPx49dwlYH2rqWbdtLrNz+fVurM2bZbTUqgkl/m",
+	"AGxKpbwDTaJSH5tiBFwkyOXCZ1LgZVGpdGuSlQzzfKWFdGlKhWo3TdLUHd8qUesYMUIkE2lU7a0EnJe0",
+	"z8+npGabraLfEtswrbII3kpHqwdDm2InZXa6qxzX1LKigu9Gpft2lcONFnBTOKURmiy5pTdGNCUbI2nX",
+	"XRSIeYCnL/h4/vbJi7PTd2/fvPi07R4aIG2yhPt0xXXo1XVXIEggY2ZWMZNhu29TFYBHopckirGs+3XX",
+	"8KZvWDnyUgZogDIJPqw5+Hc3G/whGAEzu1bbY/HBYmjMyOYVMwk0F7NAwCrNOcY070DzDrR7uPgYwSxB",
+	"eXZBt5V/UNazyyuklJMlJNaJzjHqosBGhAnQHK8FN6bLJOlKJKAFyXhMHMXoKrm5srKb7rlgqi4XXylZ",
+	"j8u4NJWulzEnHlqmMQTgTxNKwSwohilviNI8XelWYtqUuzuN+bo4vkIBmUovNj5MJYFS0jOkUSntWheQ",
+	"qfSmYGOq5MPyRpGRa3Wa5p0BxEw1qTM3z/9UXJwSQRUh9LcLM8pz2enkFyIDya16iC4eys8hqyaiqcKG",
+	"+Cyjy+sZSBxGVBResY6eisHXv4uzkAllty3zWOSxmHfOlESsPAeTfLDXRc+XSYI4/oDiiHmI0TDGCWIk",
+	"XGYxXyublvRuT3B6Y8w35oeMIMapuOCRNMzWCzEP8XZKZCSXrO2lVGg+I3EmDZJToShG8XUsj+/iftEV",
+	"ITcJAIvUT8TrpVKQTZvqJnbFQweHXRNlYWceeM3FDOKM8WMro1wcL2YxA0+FjaSUE3ESMTSjK7FUIZ6T",
+	"Mbq6c8XEjwCDgOfENCIZSN/o01ULInSubD7M+euqBeeZuL3gVAUOi/MtiuT1JZYIgo1p97Wk1zMoGvXJ",
+	"7AacZRj+jh1J3vbAykneDcsxbknZzus1unyE8jetfGmGQe0e4hQN9zxtNKdZRDJ0Hd9KL/aupHktPuOi",
+	"iSrD2LgjYD1oaNdq/FhJQ5JIFwW5IrQm06pI6ZpSj4ayEeYEQh9d5LWASsrjeCF2ttwnNR8slu5s8sGS",
+	"tJaYcFxW2bOJYg/MEgWGHTwpVfJtvkV+P8EuVJJLMOpZglDsKFVZj3WR+Bni1opyEjSQgkD08tSW7eKw",
+	"UhjXSXerC83fxVGUQCAkxugCc04y0cm/XV1FH4ef/sW15qUKvHVUecSQehO1T56c7KkPeyiNU2JNz9Jv",
+	"TCnfylCOXEMpcUNxXF6FUtvW2DowqjMSmwly8A3MZr6+8sTcbV1RoEoFi4sDIOqp01nV5G2mRG4VHuo1",
+	"uzJxeXZPaZxed/S0OpjBeXIsnckaNgdBDWJ50sTSpVhcO1e5462KpUI+LI9Ir4R0SRe/s6l0crV/q5Zy",
+	"ZZvAhOBKVDoAPNjH6pMoYDQh7wT1s5hwCpV3Yc1wxlUhXvFnkoTiPyHNFlTm4ATi9A1SKq5/05iXoJJk",
+	"ZefKiK1Sz+4BixXYQvliReiqHi7hG2uJDr8XP1GqJr11XUvlpptKKLWP2s/OXgnaXVy8KsXqqLLVzcSU",
+	"KW5dO1P1RvEbmyphb516SSLlq5nvvwJXlkmlV8cziNN6FuYusk2MFRSxKsxSKlT0XINVEf+WquCQNU2V",
+	"DJJy8O6AKsrxPZ77urD3x0pMGzcFd+WESnJLwn2lFY6uKxC+lbXvqLOVGEPrLJjrmuVbVlXqkFUNOpVK",
+	"rDnjN5xS7uvcZ2ojqVNUwT2yKqnKldJrlHW7tPnHFk6S11PAQ95E8ackjOc4uVBd/Vw2A13MxOWUTpH5",
+	"hFDuF/IzHvIlahNqYxTJnpAclcyKwwwFV7KK+1VLJSMWaq03lXDuNShSSZWFbybklAmuorGIx2AGoYnJ",
+	"5bMBwu1FKZad3ybTUinE5IcdS1akzBa2vtC7yXXHhnhdl5VkXLxaB6aMvfgDMl/fxemUBqjNZ+QqVS1V",
+	"vKIEtZwqp/OeB5ZAcO2J1gpUMgpQexqnONmDQ3xCcRbBQ+jQjClmKIFQGPlu9yoF8S4xDs0QAYssL7Sf",
+	"D1CiZGoIV/1pcTmR3xPUyxfK7qPCB2Wansq0r2e3O+0ieP0JZgRg+Is7HezGzeVeft/NUR/tUwYk4DuV",
+	"nVacaP1r23hTmZ1hqFXOqwiFoPZLwRjVGOgg7hSqPSvntjxN29oIx6R0sNdD88HveDEMq9YvhMXND7gI",
+	"ZlvXLkDBkmGspLYdtGQnRW1t15L4K8bYtXeMAjFKhaRR1GUwVytriZrKKp/mYdZuVQvLQiCCXyDWek5T",
+	"sobQCIiXHkOhmITIIGp4vMBrVe8ug0Q3GZFtfHxtLTAg+U5JDBBSWMVed9EzqINxI3MUcbLCa4YWYuQp",
+	"WCgp4GNYkG1CZwDbLVw1EcRc2yZdqR5Iw25uu0WTDAKc0qiJ0WKuXcz3c5znQVge4iuqD23mmfkCjugt",
+	"ESe6pMsjhjilct3KFSrua1gnsJqP8mgR9W2GGEVTnBUHeyyUCqVTlNyCFkjyxxrwwEdMrUA7+C5mWBxe",
+	"LzHjJBM/Bh767W//tVe+xFdBFhku+XAUrPp2n1AO0Fx7N8g/pwO/3BeCUtWJZheCUq2iqn/FLLtOSLHM",
+	"GtKVC1uvXYi8X+A42mt0ESjBT1eJsIYsCMzMNgV78iLBcYpWNIuYGssyTcRlNJCuVemYNmpIw6EAu9fh",
+	"qKqf5aZnhHOo1s5RW178JKMCLcBvJqjmaYwphiaYhzMNWGaGzOMEYvFUlKPcdJKqeuyFXJKuw1a/3TyU",
+	"g3mX5/U1XRlkUJ2oWgit8+w11im9JWmqZmO2nuQFLYE9vXmlEUIdmwr0X8HnJNKqzFYxnHlznC5x0vJE",
+	"tz83mKB0ilhm2GbFC7Y6PeJmwLoyDzoheR4PpytBIFtoKomm2uzdCYq36YBzk3L+CasEVqXZTSwl5CaZ",
+	"bZ3R34rXP9mg7R+L1ueegyub3cPs6kQfnaeCjMKAEByxPTrQArVfwH8GexCXUSCuKnKkPjWhNCEYNDlH",
+	"1Q/XKsvoT61zSL217BFvWCxk6/rNy5xcqh9VNULmpZhcYwc7s7brCI7ETPrf9EO9SYvTqRR12roDsxrx",
+	"bR0f8hXtbDc66bXMuSrLkG6zr4q+hcKx4buCaSrH1Z3kqK5k5aK0OaNhpjyLyS1OkCmGVRiAkex6JJYg",
+	"KNbI2m5Gy4to1WwX2Ck5bBcwjKqqqLmi2XbRIUuNxcSFbPCpWLqhTg8rxN+VzhuaEtQOZBKkfs0kQgZ7",
+	"Lt7ZcXFdDlGQimbepjSHfSyUJa5LqMhdbeuiluS0d7BhsLJSVBCL9ppbO6CijJs9aes1tr5ZVv1sPaGw",
+	"ZC7bk7XMumLRF76W23dGx7VcUPudVpqMdahwLXe/ct/XcudX4FpuVAb9tHwXfqrkxO+YssbYVk9Zyx73",
+	"gJQ1mr6mrGdf5r3CBaJM529j1wUxEL0ECk4nu25uXOiiQH41GCulQR65ExzeyHSO4nXBVovF32ZbF4mq",
+	"fqocAdZE9Ob/HTNMpuVTPcNkuQh7QIbRXwGGUWn09mYsG7XUK21xlwu02DW/isWp2LIuzIlZNdVpSznN",
+	"CsbyibQJxYwtJUh44f5/bN6VJ0MgY+BWs3XhbuUyhpcNkjXCzlMZC4ahTFUEHEVQUQYn5xaDKG3BEbkC",
+	"SIJTpE7tcmmfoGRe08sqQ//0YS0Ofon5jALxLOgiCWSbUg66bYTySkRD31eA5xMwGbSvdF6BhEO/au15",
+	"ygYXX6c0I5HoDdDXUwm+broBnckArJtODcq9hlS/NwOdg1t1MqfscVwqkeCZjMi+8bQtEhwSlv9ypP/X",
+	"PTrqIrAmBVCFIQBzpBRKfEYUgmNeyiHmnowhACx6EslkO7acS0REWflBrK0cW4D+gAJTPTSQhrdyXetK",
+	"1LPBaJBvdNGJnpDvg8TFIVepTDnj1hbHtsr89H2/id2tWP2idngQPzAGDXQiqKYrZ7VTiqKYQcUvwYl7",
+	"oLbqKYyG1hRUzGpE5zhOFXh1RHkXXcgYX5xGxmmMyAcc8mSdg/Zj9H5JOYkgkTyB1GDUDq5aH7rrq9af",
+	"FGm6IZ0He2bBLOsy4HFAft3UWOeY2gAM4LC76JXebsrBKZnTg5wQvTENEkSQJ70FY7UtZTqpc/t0C4QO",
+	"jtWPViee6QTfKAhdC4lbhi6hM46mcaoAivMMyxynArjb6lXnJ5ho05yJNhZON/cGHThic9ZouI2zvNaH",
+	"zjXt1LKb6wb0eiHlqowxMFPiFE3iJPEkDlRQzPALBElkhJmnt5BnVZSB8Bc0jZNEeSqKyanShql9Fdqb",
+	"ISWC9GNwKpOgTI6dYKiijVdRWLn69iS/4HwV5IorcNscpzhf261A7Yql+n0UuOFVAgBCdGRdOvF20W//",
+	"6z9kb+U8SHGwqOp1GZBkXGK08qRyZiwBqJdR6THXqPQ4XctZebLGhmB2A29W8zUd2FgSpyrEsVCQP0Bt",
+	"IvS4/LEC7Y6CvTtVKtvZPGIPeoNEhXiWRtK+Yoa6s5Q/d8fqmTGp7SL0LfKBo0gXwW8/6/b2hygjIZ3P",
+	"AedjLx/6oG+PHL0xkhJkke5DOiJEt0FdMCDUQbbmNug3clbI/mts+lRPwpj5EqjtFxC1KzM1qGMtfucE",
+	"p0z/XpRFClUc8nUitDBWLa8UH0ZT8ShOFXSyECCyI8iSkzrDU00XT+81W3XVUlcWL1f2f6tkoPp5FyGs",
+	"PwhEW5Knznynp0uCIswJav/www8/dF6+7Dx9uicOX3iYCxWSRjhD7aDvD3odv98Z+EFZ+wzUR8rbTnrp",
+	"hp2BX/bNNdlcFcu+W1vUseG93/72n/u2EgL5au+XxIaWLchG8FUsiEYqHvb7pfFbDgSLV/eHW2oqmrJh",
+	"mzwo8Ioc9cj3DWfAjoSgQ6m+wgElQfWlElpSXLVCWqew6oaPmPF6Z3SZRh1Az10u2ro2Gfrv/w35faeU",
+	"cQ/1lWq956FFsmTgzhP6sbsPKICuIEf++3+LF98IHvrv/wf1xNSszmD05P0SJ2bkHiIJI8BNWoFSKjvD",
+	"MiCR8pmYGeuiZ3Jpxmjoiw/1DrsHI/RHdDDyu74vdNHDbn+E/qdYT/XsD2i/1z08RG3xn4ORHLi4ROFk",
+	"ipaLPUDoNVp9zNBhT7zfOFlHceGLOCVn6WIJ1oA5/nAm245UhUX1Z6+W601iz5zMqSMqMiNEymk2g9Rq",
+	"WkRos8+W+sPlcobTG7SmS2AygFiwA/uKR02Ts2YXd5JU7RBNxwinKIijwNbydAq+0W4siICGik05OT84",
+	"zrsB5AQHhFUOVaW6exgf14LWCbHzpRg004liKqjTLGdBnhXHdv66c3Bw2KuKpgY+nXmcRs7Utlwv1xWf",
+	"5ctFjEGautRA3S3cpaJlQpBQztBqFiem5FQMmezRMQrAihKMTQAxfAVPhEZsK+F5ieVMHdpjBRxrrm3i",
+	"U0KBJCn0vSnuwXbtEKcBVA9L6KqF2wMGaEoGKgVo/QCKn0pIck0ue5QGNB9apHTlKdNpIH454YFUJCRh",
+	"qlc2Oe5m83BF0uQrKWNqaD4grRlpCE2xQVK6GiMs8dbVUTld8mVGctsKRmuCM4Rnokm7IrPVrPaO4YYk",
+	"r7wMoMIkTaVWpMkpxBgkHGOGAr2K0YWijAwSiTm6pgQqvNl3lQKBAWTehMGQVN6C1TLWaCN+77I3HPsb",
+	"kwh28525PGBlL5lxpRlhULo+VC1IZZNNWbm3NGJ1cOTqntZBFKc7HVoW5k/Zj7oJ0meMVjNZVtFAtYlr",
+	"Nacb4wdRu2jitHLUoLSj1NFjtkVpU1f/+hu0DCu6IQteNizdORVOE8pKiQvrjHylO4Q29TUz6d1L6Fx+",
+	"HVehORsj53ZLpanJurt0GLA8m+wNLVE1UU41N9g4kpFaBRsYNTBH7F5MAHW3klNt9K5eRAH932wNXsKe",
+	"hVA+8YZ0shcGOXBU6y7X5PZqEmdKa1BNodk9wiWlvO4WUzr7hf4Fb5vIGzUS7X5wq63Fy5am2DWFIHml",
+	"EYrjSoyyUXQMXZDUgm28v4hhBcDIynjLQvEQH1XmqQXO+LsFFsqtZgBPBZAvF8UQ3u6GhMrSWsJbXtVW",
+	"s9G4spVW0qbBNgRIaq6FvBevHD8F5SKviQWU3K5YWuTF1WUK2ctvvNqgsoZ6eiq2OFYumJI9JpyJT5WL",
+	"8plCDAozAJ1xyyaTw6Y9YraRiqZCQ80A5Cj6ghYZE8zCtq68DFoKxbtiJ60MXkjj++mFiZxxoEhw/OHZ",
+	"BzJfuI8TZcQuhDivAQyR4w+oDTqWDkFmhO81i6naAPvgPsKSHAwiurejzBX8ZNZVaWNGC9OJtVpdsAmn",
+	"pWS+n4pSqHRgFFa/GJqUE2aTsmYhS+3gnj4piJMCAlXV8oTacYqC85PL068DT/4kQfOFwi50NaFZ9rRB",
+	"PuZr6VzN/dnwQj/wZGC6RifIIY8KAAXi81DOCYqTyWh/pnDp+YzM4TmICFAVj1EA54KyMuMUnV28RoPe",
+	"/n6nh3CymOFOH8CgZEydetdDwdsLdeOyPiZfBI+FBENNad5C3Ex+/FEKs2dvA69i9NRAW3o8zuD/osJZ",
+	"D4clLYG9DdabAkSWdefvKRvTJnukGqLDiOoiHrwLtPHQcrEgGSjWxw4aljKjL4rJpz+ddH78+WO/Juy5",
+	"CYiZpMomh0kZ2KzsL2lgqG2Id3ac+7o3jAdaouFdPDcNUc7scdQOQ4OfFQbRLEe9ATZaPoRNDAuYaWVG",
+	"3REFQYGpwb7ZJBZlCM/nB+3Y3ubXabK2L6a5gLsha5bLEe1TRu3AnAuBMnvs7RC+80Xup6facY6/aOzJ",
+	"DhdHR+TJrnEmnrz/6wsochWmr3iDwGQVczj9jONaL9SRjvDIi6jfZ4RF9erlvOO9gtgH/EX8yDWXv1fy",
+	"ljd1WYChyiNu4olocNfb3RtRc5kCW5nLrZ2PtejWvk+X9Wdo2MdSgmw4cJVQ22YkLslUyYPbhekXD6nV",
+	"5khXPG0pvqMUSlv+9d6jaMvhJWN0UrWzmXyN/BCRNv8ctlvwOtTDgUVQ0bPqbVnb6HdJdVX6qIbq+tcH",
+	"o7r6QJXq6ody3LJluFCJtAVCv4WL1mfpCuJuZK2zREH1JObINVSwD2fjkprAOF6rVDDImTdBgGFCcCaO",
+	"GdtALqOCs2Wires6pC0o7tLg96A1qGwkNZGY/x20CLOpUBtULXlXxKWD/xH7xznQNxP1YQ/42mO8OChx",
+	"Py9dUgmk+ISCG6dQYxHRFE3jhzjTa85vF92+4LFt8Z/Does4m2uPYSmnfpcHgrJV1RwI+tcHOxDUB6oH",
+	"gjITipPYKaLliaszEFyYaOAzNPkFCuisrcOeTLAUzaRxIKRQNv8kDImErBbS5ZuL1690U5pZzxQwmAlQ",
+	"D/6t86/tfx37/9dPvc7Rz1dX0Vd77X8dX111r66iP+z9678E9s1naO9D1IaKR+LqSKayhpSys8v6WhkT",
+	"x2JpKFOr3FShN1BTyj8DjMMqizknUNff1FI3uGY9MvAPpYGsRzpD35dGsoxMoc5BEt+QVcwgPhKKBRbu",
+	"u5XMkr1j5Sua4TRKNC0ncYqzNZomFHPdjJHsFqJkUllQFc0JY/iayLQBVkMxsAcqEnE1SIjVjFme8CTR",
+	"/oV4P0baFrlkBAUFJ1FQtkF1IcKRpkRtUMXKkvCwES0JNPQLVrLNLFDdRD8XPQu/MJqmy3lXM7X1ayee",
+	"L2gGsmOBxZdb1zGfLSfiEHssq9Xq/8SpGA5OHqvuYK8WHWONd4tKd5erpNI8hCAe64iAwm7QHsICr0JU",
+	"nrTLUhQmMUmhpnwE+lwOb28zRxfJZBwmvUja92+73CCJBBbrqhXsHevdHBMJTG82dM5BEplINwc8eop4",
+	"huNEbN9fSUZlp/2rVuCh4Ko1HHVHgPOHdLV9mcslCLKKI5IZTqrhobszxhdkiy1h2BCZU/C6VYOx25yW",
+	"Mwz2cr9h8WcZ7K+dfhBCCtk3E5W/sVfrvHP67Sqn/VOZLO5WLGU6q0GTyIGJxCyZdmnrCKBHTMJ6a4B8",
+	"WUoTgHA2Rsd0UZASrtLJ0B8RZOIy/fdv//4fOgGz+GxKzEsy7gUgOa8xBDoa7Cb4/CNmEKXEi6KlkOor",
+	"El/PIJgHvqhwbMwkZdE8k6Wky72GVg6HNXVlx9lzVWLg4expbcntCK/zkSrEIIOhD0FpvwpqKrNTsT6p",
+	"2ycIQJjlkPM7xdPYY6r5Vv/S70NA2XCHUJoPCyhMeMI3k0TyH5vRZaLgitSo0pua0QybzDznnPsNlLBB",
+	"QcQ3yiBrGl2t6wIxGpH96QE+nHSOQj/qDElv2sH9yaADJRvkT0eNMGVcccm/A+gas8XvEZ0Wdq0QBnp3",
+	"i39XKX9sfK5KPMj4ExzXM788A9AcZzcS9UuWbVUxG3FCdPnB7h2jKHXS/0MwYpwhtpxv5D718ZpIrpMy",
+	"Dl/M0YwmUdE+3GsUsWUJ8wefZNd8cNvEpMB3TqtZIFozeBx1umpoHFfkRT2CTH5uFCSmBVGjWLgw5yLF",
+	"Sytd5rqCLLT3qH08uMzlamJ/H2u51lkct3SFfeO2lZd/vO87eql/uKLbJyiKUzCC6/csQp7j+HdIRcFf",
+	"bhLCLw9FPwgiFMTTEIwaqVCoanonCCXBpmAt+oYS1MFYlldnaIXXWnUFTQIF6oNBvssCcKiGdF6Aa8lL",
+	"zlYpUylHm0t6s7DVO+QtVLgMYsiLhwqLHgrM1tO1GDHHKpwwI4wus5Doi+bJ+VkOJhBzcXmDq+OczqVm",
+	"Las2MiiBxax0fzCnQ8diglEsBjaPU8wpxMTP8WKhLr71uNINYfwLoNpeDTxyg76KgNBeDaDTdtCaIoKV",
+	"VwNftL2fIl6TV4Nqs72fIoyPV3XpbbFWFoSwV/VNbWle8L15VUvmluYFS61XkbGbhU9p6AXpsrllLjBN",
+	"lGE3r8O/OWHxVL9X6WDzoHXz4qB1402DVi1dgzZh01vbZtzdHpjoXQbF+cn2bhTPybfre5tv2k3lzub2",
+	"ftJ96aS4dwzE38ae3qh3L0jKy/0wkkbvpjjevrAXJI2ew4uOPvj2xubTEKj6DsASt1DCxBiXiKDRwRoL",
+	"qMtivfaykKr0t5XZSx1WmL7S4zbRV+qwLP4q/W1eslJvxWWr9CUuVdE7uuQNu7sU779emgVdkcmM0puu",
+	"PNTcXXwv3zmP02vZ7JOx5Ci0bHm0f7Kt3Q3yowvyQuhqDdrkzNi8QYH1GzYrSpXGjXZsUOK9xp9xiKpd",
+	"21qbsmHTqija1rBWt9ihYXE37dCwqD1sa7hRyuzYeLchbxZHO7Yubu8dG++yTdzifevyuDSzpo0KClXT",
+	"RgUlblsjl/LVsE3zrV+vue/SsnJ/2Na4KsR/1jcw7ah25fy+X5KluFNa2WXFGzXc1OpAHiQSk6wUIjEd",
+	"4Al7/FE1+xSYrG+mPxK7szRxv3Mw6YWdg2hIOkd4NOkMwn7UI/70CB82yNIsRzyqcbuMOLkFwWEExVxl",
+	"iMnJzbCjPkmjlFxZMG8lr9ObKula9Sy6vf5gONpv7lHIaeqqKJOsUZyWViaOPgXHaAUR6TxfQ47BS8QR",
+	"eBtIGi1onDZPOQOS2glvTQo65ywUK0TMQOkrnTiCOIgvzjZxtNUEWJyqiwEyKJJdJixNSYGu5aqJUPrH",
+	"sYwn6hcZbyorw9zBHq3IqLl2ExsOfryzcV9PsOx+UYvV6/Rwf9I5CAdR55AMp50R3p8chIfREfEblapI",
+	"MOOKIA86D/GdZ1lGsxoRcROngKEhdP2l2kmQtKhLOIl93w6gYBJaLCdJHCLpWM8TnWQB2DQlIeQiyGuD",
+	"eHj54gICYtgM3xDrOVwGEF1y8cfXl5fnaOQPHLV7Ym4K9kwBVvIVUTmxJrlCxrKlhK9odqPybKHKTLcp",
+	"daTd0Z25JDY2jE9a7A0mlUUge7wpVXE3UN++wNsQ1ljh7poBOt0UNVZR1OZCpECo7p5nUoQBnRij/ocP",
+	"MBbxi6I/QKHKYCnRcM9tHzXdCM6T98CSHTn/fcsBlu8kG5xfi4nKItg8W94nxd1fK9TclY+B3408k+YW",
+	"Nr5KOygo2Y+CMTrJ497h5JM/mCj5Cj7yXrfQkVAlgjFgfhrEGtGPUlOmKgQDioTTVHZv8ngkFozEmobP",
+	"/fa3/3oMz6pf0YaVYAwQNeZjIbjcxc6ZEGSIhvCUk0zpBTxbozZ86zyjk4TMbXjqwndyZIAxOtGljWRw",
+	"ONboAuUWpZfFgwImkQrIKzYzNhE1ncIS6N/KXyqazwpflRDwS87iiORhMKI3/XrtioKC8dguWlGM09ef",
+	"wGlhXnWDm5syAubLugc5nLkLxNx8ROcCbP5cwWCnPqZwrXStb7lYZV4sxAO3AwOyJa7QUOUbM66u1YCT",
+	"JD+7S6mEaoOdKgBUmz8EHjx8pdbwB18yVU/s1av7ZuVl+fUwv/wr5ONtQyjQyjkEU6OmgEhf0529zWr6",
+	"M6940iVlTQb4JS8/eXJ+VvMZY/Nzf2aGISKRLnlI5wXMJNGQLrmnghahoCT8cI05WeF1zfeMJHR8rCAP",
+	"Ob4hKWrXg/ND/1UbsmJVDWuxMY1HVW9SKTySfx8qE6vY+2cEmBc7uofUJehwV7d6oVFzXzI0+wetqlod",
+	"+72V5YWubfO52iCMK01I85u+smqFTR+BokmpxnPZ31by07hdPy6XWcn75nIFbvCU1bu96pxYXm0Voboa",
+	"OLWlTmr9Q5s8Mxv9QBvdJvX+Gae3y3MlljqSXByJkNUom1LQSF195E0FrAv+m1J97wIDuIMvhEb/OjtJ",
+	"kvooDCRaSqX5qwC0GqXmrheFGJCvHP7if/LvP/n3rvz7lYtpvyY44bMqs74hbJlwmc4j7mSpMmJkBEeA",
+	"ZYwWGZ2Qqlmt1g5AbwKbu+lNcXT0ZusFXXXtuk0rj5pz02llpK1VLHVz2kNwn5EhTXbeQBIzlWVmipTs",
+	"BLQ5tpIqJFxVgDilXqnYs9FCFPx9ShXwmgJ/AjhrcakxdzsZpJVjW0lIKD0i6FjooObmCrUxI08bBTyk",
+	"0V3NVjiGyTJE55DyQ+ZdFKirV2BN2kB3Qz6E/ONc6DvHBVRv/TZbTjjlOKkU8HnosuPF2kaOkN186PcY",
+	"HL6c61urXilnOfEHrWx+KRW5YjB1sTbLI1ao+FwKXYcMK13sXBkJUwIpVrIzmUCmnCy6GLZX4AY40zT7",
+	"jFU2vRznhKDVDKsrG00S0IaBIpP7RpKsZdbScqDyhIXUVdXd1fZw+ZuUP1mqteLYKJUJz++sd4/YN33U",
+	"VU//fkbzTQx4OlN581K11GUM5w1ZK5DSvY2D/BxE3FNtERRzq3G3DS97o7E/HPujeysfDwRQts6YH4Ma",
+	"FeIkUVdTmQtbS47iOJ9QenNDiDgxwWVwncGMWhvqvjQvP3ZfmMS7lBXbAWOh8Ye31Cq3KxS1SzWl1KVd",
+	"56DmZZDEYSXhujA3pmVP+0rgKOOOEkkA0Qeljsqwy/cFP7xLxaHPhP/dqZLQ52HRlpSS+8OkdVT/kSmO",
+	"Tkza45Iq5W0EqAWY2bhSvi1YaM1K6ER2aSDixqHN71kJlDtsBEd753JAlrN681HWoIQQ5CmqMkJeHoMv",
+	"Ydi0CIVk6jhK4+sZR28vT6GUkK4LdAkw/GPf/7G+dlD+zp1PLXlNOqn1q78yCAnGCGz8Btrl7igf38DV",
+	"7op10LpgXAoCGYRHZH/aw53DST/qDKejgw72w2Fnv0f60dHkcHqARztAlDcrnKRL4OVirrYGktP3m/s0",
+	"NgTAgLfXOFJKnhPNkkoRsAAtDNTxHR33eQnxKutmS5UhjdO1WWxOV1BKwPKbhTjLYkCzSEkHekTtF/Cf",
+	"wZ5gcjyWYTJQA0lhCOpaS9LVZJVN0q4nqPbyiCG4i0jUGOs20hBJ2dzE3BtTFZgyNRQi51rrwhpxKu9b",
+	"dyl8BKmtW+oa1VTEyjcevHBsFboSdz5GklsFgBWn9t2z4e5L4vTGTR3t5fVQ8PH87ZMXZ6fv3r55Ad7K",
+	"xx85vSEpAHql6OvLly+k2brs5ZMVTeBduNDiNKJz1MYcJUTwe69/iCYxZ0a9KPhuI6sI6RTMF+BMl6lL",
+	"6pwxozxWB4RhSqVf5tZ2KJnDSTbFIYG8rcqZPON8MX78uNc/6Ppdv9sbH/qHPsz3fe+7g/CvR/Mng/TH",
+	"0c2Lw9WbPv9hf/F0OHvu/3JRkDhZ3GjjqdT8V7WgVyYMRNdfylP7SxpwsiQTmqaEoyf4RtDgKV2lnK7S",
+	"VqMCVZuraYnfd6qRdR8lsc4ia7ZFphDL9jAlqObxhuJcEhUHBiUO61IhreKAtuW4b0wpL/vPAaSLROYK",
+	"yONEZSLeXeprI4IDNUzbQOAiVpX1HqJJlEPs31k0WoXht4nFXSuD1ZQAa1DsAcJTHFUg87+kSVW9qYu5",
+	"krwSV0EXlhjGqZIyn1NzrHhVo6s0VxSk0VHok5WDa6xLbrXV21FNWbLt1chkYFfCRGcgqK3aFG1ZbIzV",
+	"Vhvba1ZurBAOsqFsjHmvEm0C9tElV6dQXiGtwBJ+QziCzQUorKoTDkNdfpe26u7slcpT3HnvFOpVbNs9",
+	"pcJhG4ROXvMMIHsmRBqc26YYm8Vae6V4RIAzinNOinTVOvNAma9xkhEcrT3L/kUzGbb1mZqsFWHmmuQ6",
+	"V7I1FJo7eM1T0WsZgcDF6p4WQlnoHfJb3YZj481ob6p5SNo7rgBF0ksiV0pI7WK8azT672Jcb3GoG/0G",
+	"I0Ih+hYoWpzJFyoz0widQ6fOKXQOr6U9JPfsAJD3IX23wx+KFm+rem1espY9smrE0szy53BGkmnurtLq",
+	"00wyL7QtaVFQDFYhez4E7FHzGeXXPNSGi2OpIi3UsQMtRUE1iBNRNPYkGBcEzux5FRdBM0JAMdxdQVgK",
+	"6ny1sqFV0NAUObS8WbkfpeJjKthwLdazl+l+qyTq7W7EVlG2biqjqMOuS7akXLeysGgsy0OxyE/Rd1D0",
+	"51SdK+oCW7WPVo8+W8UqqxsVQ80GP3UpJ/GLIbFoN7kDiaUaD+IMfikEUdwrJstuodU2Mf8u0EBNSOmC",
+	"BqpG9DwQGT8jQ8AiLlieHIluUtSaqs+3+grhxCRFbcuotDdGgUb4DTwU6HLouS8ZMm9kdXMV8mCJc41u",
+	"ygwgqiQcKyE/KufCMQqWdC4Tf+ZzGsV8DcWxxIcXYd69/JgVxdFFJ7qkux3isFNZ92Ppv7JGX+mhUT13",
+	"+xRS5VgxysTLbXWejZEEWF3htcSM/JVkFPBdsbiBwVmjp8PxB7Fuv/37f4hOR2JM8t+9vS56UWeAlVWC",
+	"dW3JIkinQh42YdnipFS+FsEk4qB0r4Ikv1gIz2XfzY26hfM1jxvRKgeA6uf9tsatI3/kt7yK6176Pj20",
+	"IBm6Fuze8lp6EVvj1tAvnIr6JIdnb8A50zrs9kctr6VXuzVuQX188YjOW+PWsxOoMhe2xoKLPj10xIu2",
+	"QT9ixvy9E4t6lrbYVdUJbEI6ahTIn2VVN3GtUGwCXJIXVd9Q7WU06Pl3gIsvDMSZM6U1QMHSU5p1oa7Z",
+	"aEOFnNMZnsbptdgiM5SRVKpF1sBGDaqb5fxzX4v6F9XjMboGYZ1JuHA/x+IfGukn17H7gFp3Lja83YXX",
+	"cUWFzqVtzKSkVWN/o+uFpOvdR+6Z47eR63bbTKV0BRfrgmShtGJcweYXE4kZEv9E/3Ovfkk8I6uLUNYl",
+	"c0AuImVlg+6Ol9EHhKDOZdx9sdN5JtQEOoXYDtH9cT1Ho5dFKFXULh1le9I1BPQLacqzeLLkZMcjWp9o",
+	"cCUCTgQxXhYvb6FG4RTNCWbLjMhwKyVHUPDsJNhrJPngcNhV7sFh4hjQLcmYIFdGo2XIQR43GoQ/2Pd9",
+	"v3/UG476Ow+npJ3ag7IkocU71nVV7/HixXMJcUjFY0dOesMFSqgpZ+liyXcsMFSvuGJTl0BCjhutlQEu",
+	"gltXrtVlS3qls2BFSYG19dfJkhfl5Odrs38vxa6kud2Lnjb071Ej+6fC88UUnntVde6kLtyDovB6IWVN",
+	"fvpsUBkEb9rqwljeznyx30BRqpslagc9X+hNvt+TYXWHEqomQL/9r//YUuTFk0Ec7Cf/566WBnvGW0Tt",
+	"EMyy9lGelFLxKvfWRofs3kbVsMiZahf/3lWbfwilxkOLZMn0Fdr7p47z4DrOnZSYvwMUdwOrZRVwenPi",
+	"4z3ZK5sDcRQomPHfKxV15mUNKfPEzIeiZwMolAIpHRiYX4yi+rMasxGyjDbTt5SiWkPmSiLrQ1H79wXu",
+	"4lpYC1byH2FdZXrtlmXVObgPvaoPhYpjrVMVDfb3JM+K2d3OVSkngD/Mmnw56CBrbcqYx7+nlbEz/53r",
+	"UoQGeJhVeUCAr+Iy8N/lAvBayvOHJPnDILfZBK9J5r8wKIO5EU0C1NEFSYNxnnGeUg5FWEGbWxOFmWMr",
+	"J3gjTpt6yd7XsYloRu1ABoOAxGWE73XR81jczRUMVx5JkAcLwgVcjhOmn48FtQMrUiTwrlJkdSKjRQL4",
+	"zHExaA0D3i9TuQSyHooex1V6meGUgYGSjfWHxR3e/rL6W2bUF14Rj65S9exxtZGVyVtAvhENIFgmVzTV",
+	"f2oiPFSDytXsm9WNE1bhWdQfjXpHGmvzhqxR+83zU3ToDw4ctQlx4ipumlzTLOazuYeCZ9HTi5MCRAQ8",
+	"KQ5SPnKmC9+6kiezWwJdw1BLncOzcvfyoeMDN67Q/m/JGsWRBwe8QgSDRJUZwTL1KLiJyyXPdWCl33N+",
+	"hq/dn5GgMcHrb88L03j97XlxCuKB64Ltwl5+y0SXLL4udMniEnCIeODo8kNNzo/hBw9NMCP7w2WWGF/Y",
+	"Ake6mJ1VlrX3/oeTH779cJpNv7t4d3C5/v4vX7++PpiFt+d4Eb9MstUZxufh12/f0K3i9Aau5oIdxAjl",
+	"unnAfZIIrvv4N6sbFwww+ub7b9EF4ZKvD0a9gz0D9GAmqXKJbkkWT9cgCRiTXOCAsRbv10SDx9epkJPQ",
+	"Y5yiJSPHVqVomhIULSFhHMNWyyg3aYSNQr7FNq6gRJdpJ4bnItALFZvoIpJJLmozTjOyJxMcdJzjxnqs",
+	"xyjISEjiBQfR6qFAweW+iFPSB+gTKEorvQkqxdj2alSlTN6+5zq2MpKjAZcybvweOqXpNaD1ntw6MQns",
+	"0Tl6X8aceLLAMc3QNKG0lEoCb6Be32+UrR27RMFpzEuYAidLxuO0dZ+oDcOOP4LA7/0tKcFVNOoaeAKa",
+	"chxyJzqBSjT708TkoE0gBa0pQIFLLmt+rST/jsjh1A/7k04vGuLOcDIIO0fkYNrB+5NROIwGpD/tNUn0",
+	"Sp05d+azDoyJTRl2le7t7Jo64AWTQGa/XJKr0z4ZRMOwM5rs487w6OCwc4iPJh0/7EV9MpgO8agRHMLC",
+	"jU0Akb/OnKkcmcBvxOsLyjhO3A64c/hNmn6L4eaHB+4z1JIpNXmRiyxOuUxmUi/rsIw5wSlDgVjAYMsK",
+	"Nkp84M6UfqE/EwmndV1Ztcu/tmp62p5ooDkwzzQQO/VH5/Kdnbw6sco+V3n2ZE6yOMSPT2dxiK+pU62Q",
+	"+GYuEfMCM67gglwKUL/j9y57/d0EjCuivrRX1N60Jm5FldtB4jaXeMWDoyTplSzWq1lgV705PJNJkpNk",
+	"00laW0QShzy+JepqFqfqT8BCT8nKQG7ovIWXZ0+LyOiyASQQqH8WdDnzc2UpXxYzE1xH/cuzp6hdTlzV",
+	"kLfF0IG9LjrTQ8VZnktNU4Shn8laBscq/bhxuY/GJ1d/t5PLdYyIcUp7H9TLkClqYM4LKnkcwcNkFGvt",
+	"qu4UMNqXznSekISm10IFfZiTr0GKs5Mhdstv/l0dgI2kjrVQOqNnc1UTnb9c5TqoRQ/iSWLmljOox1BY",
+	"wi4wrVwMUiRo7BTUDuaEz2g0hqUIjs2GK2A/K4vFI+apujXiaUe7HAx2E0QsbfZo5HFDXAenmDWyPB1y",
+	"UAEKQsxmEDo0I+GN+McEpzfveIZTNiWZtM4AWHBwjBr6Rzy0msXhTGZNF+Y3VvnIMkswTlFQnGiAUgrP",
+	"DbyzBBIRNIN+IMJCCjOZtBzk+UdlZMYAyegznTqgc7ECKxp2r4vEq0p/Uh3LFEZxj4qOEU0TK+d0SpcZ",
+	"iuLrmLOHB1KU0XlgtfvCIIaCnR+xCpZhM7DCTXWPDJ+jOBojrD9k8wjYchS2f9HL84jJXFSNxXkmqyUF",
+	"T5+9eHb5bBtfPv5omn0qIzD5k17YjwakM5yO/M5wv3fQOTzsH3UGeDjRsGVN6/Q8p8usRhGzuEfbMADG",
+	"tmSH6blwDhaYc5KJrv7t6ir6OPz0L6074wDVAvzI3HsVqVKKQIRMfG1ZbYTaI2VMQwiJl/LlJrAarmIK",
+	"qO3kl0BL8BPuRt0q1CFrrqgs8LoWmA5n0YwmkYKmU3gODkitzwGsg+RIkjrBdl10MO8LOoGoVyLPQxhp",
+	"YQ+7Uid1SyzHAlLpCqBEc7bIO42B0kIYBQ0xMsS7bhFRPMVg7DyLyS1OrA9qX6KLH1uD4cD3R73+oOeP",
+	"Gt0PDRDDhj2jviZOBsCMyEMINm4ON0qGS5kxEdpq29iLbChmiRibCevycfOZVc6LDdrQS7NvqzgBuLD7",
+	"hAoyliVKoIAUqEElVge1xYMVyxsbFlWRk1pF8XZRSOwbVygnKRqL/4i2kI5tNRUKo2hXvIuphhWmOKcZ",
+	"n9IkpvpK5tppRrMClcUqArHQrbeZXhN6Td9m2yyq8S7ad8Xedl8WKDVWByF0fbVpYTEfMSSabITTKYJ2",
+	"sfHjx2GUdl1myMeir+4Ccm92RelyWwr1yjaxFLbcSEPRMnTCL6lfEFvFHOqPSEjVCLzuE2CH5hhLsjNX",
+	"eclm9qgKK2vDlEsMKcONsdboRbem6xQdNd9wQNCnE4ozqEYnVHNtaQnYki2I1M/FFpfFXopo9aalEGfa",
+	"hmLaiX0PjZoaW2phZk4MNFREw6WsxfTm+Sk6Go4O9iSM8YRGa8HvqmhqltHM3MWCxxQv+ewxOKCC7lUa",
+	"iE/Dha+EwCe/wh5fLX1/EN7EaQT/IjLFWJVblIkywS1O4gg2eIDaQ9/f867SYJmKL9Es/hVqxAz9HkA8",
+	"0WwSRxGRbw7Eo5TyDmD2wqOheCTPmY74BScJXZEouErbQ3+0J+HuE4qjDqe0k+Dsmoh2PehqmbLlQgg4",
+	"EnXmJIpxR06vPeyN5O/q9BZbErrs98XzOCLzBeUkDdedG7LuZGTJ5Kjl7yFNp0kcchjhkXiSCRUsiecx",
+	"V+/BU+nXZdbQxDcGPT3NWCy8WDRoNJIkmeCoo+pBwcO+HCm+xTGIDng4AJoKQdS5JRmLaQrUMdOFl0Z7",
+	"yiooI9rhmS/UqMnyWhW+KUW4EO70x3wv4Q8XCwJIsmkkwdk5VQZbALRcJDi2alTmbP08/pDnHDBdLiFO",
+	"JS/KIDewlcnyRDKrCl/jGKwzVZ8RtKpP5PqYy6pK27JUctTjpSka+r7CD6XTqYqJgcF7KolC5U1YaFsS",
+	"a9okUvR/7tp5Xu+X4mQA9pAFGvisGwM+l8ldVxBRrJz/VMTx/qk1XzKIjMIIdpl0kWkXZevnTw6BRz7E",
+	"jMfptcswpqeM0dA/shhbio7YgCKaSDgw1ShMLUgEgRLFVT/dfUFr19UHKVcwrfh7hs7CpHP8IZ4LGT06",
+	"OoLEJflXT7xcxWTjMU9c7pgZzThiy/kcZwornon7U44ZTcNwmUn9X0cA5OBdFoxvKhdRMb1r/txZ8vOC",
+	"A0Tp2zdnpf5BEHuNhXcjMFLdOhfrVb2mUcyaJKd1Yit54zyllSrhPvEguyOPGgBGtBQYZyRFLRV1f0rT",
+	"KcflyUO8oaL2NGaLBK8detpZfWfVsAqt3bgoI2OkTZi25Jzd0lpPmlpmIRdIuTSUYTmP4OuiE7gspJQr",
+	"WH6tMuNiwlnMUfuqtUxvUrpKpSS9au3dm1XSYRkE6MZlONNR82BY8WS2XaCaBWMrYMZKrSsaDknCCMwm",
+	"kOdOV4G7WJn8RShGHXaoWvb7HogocYZYUYnS9jjfcH1VEeCyyIh9e9z52qhedfu9b91uszxr0diy5uBn",
+	"sAl6DEuvItmmSw5ZYBWCFexaVlJhIO5CwRildGWD9lsWMRWsWWMMO9oeb/I5xqli3qZ1UdzJQKV5pLcx",
+	"yVb0oeDcrdQzOJR2yz0rW2bq5Uc5x8JdRgBzDBp9bd6KdGTUJ0DYRlBjSQGDHLzhlTMcNCaUqhsEIb6x",
+	"oxp/nBfwahiOvcj9Z41ggkuU1c0N0l4NbafLNLqrUFalfCEgjuGEdNETKu5WZC3dPVSx5LEK6ruj4AWc",
+	"J6nHoXnM2IIkPAetkj4lXRJKrMVqRhPpaNkosr9wXrUR8XBCydLKO8v3/ClcaGJZbl7rVHINymnQOEkk",
+	"9dTb3S+XhpxBQV8n2KypKWBJKriL5TJoU6L/6xT2XJ7sv7KL3Tly/rfLJcfm0BlLXByHbMf9cVmFkTap",
+	"PBp4URxXcUJyJGgoazstVhnWsSUys8Ek9owRYFeLg702R6iAfWGq3nDkH419H1lVnmWMVAWnOUfWT+UF",
+	"M8JrFChcywD9AQrvTqeMcMj0xuskvp7xDsO3YmGUUIzTMFlKvFGJnF1Cq3cmK3igI2PrY7IGdY6XDHfw",
+	"Y7X/ZbqNdIFDLoZdBVBKbc1WUMYaJrIAT7nSDc+4opaQIHjtKBRUNr9b12ldB3HPQ6BP6OLfjko9XqG6",
+	"MdzD6JJP6AeE80wXoch9wCGHy25I0IyuYJoA7x2njIupMZQt02N79aUbaUaXGVpgxgTPAMFTahqhDKdy",
+	"onTJVa0gkA4RXu9p3UGiP0OOkiRp/g0vx3TXTKaPxLyIj36ip9NFzwCkFsdMUdiiTDlTjRHOKulq0KWu",
+	"blGTLNdFT8kULxM+NqjsnuJOhoKfOgNPiNWBhw481Bv+7IjLUrvQ6SCFqs4mPA1IJmHdC6juduZdIMtl",
+	"wlGo8eUbeLC8lhrzU+yKphdPUUYSia/AqbVD2r/9+38MhA6TEbESa6bA7zzkjzXzRnjtoYMxwmhFyI3c",
+	"N7AxxZmpYzUgh0h0BkAeR9ZhdKiADAVXHiOcshXY3eMUYRYq0xMY48Vla5JBtkgm6FI67ANrjkWFWayT",
+	"7w28A683/Nmy49ebRo58yzLSGTgtI3P8QVW5OdySJKB5oLgMLuXpot65eSLvpcUyqODcrNQauyGLmhjD",
+	"LgJr1yTDQlcoB8nAjiAfFnG2Bg6DfiZQhSgj7x0xhziLnoiu3H51+ZniIftdzHCTW4kcRbXfZ2p0DL18",
+	"+cMPJc9Zv39451gMl9PuwtQbgDAXcYaa8BUgfQdqEciAr+JYjnBv0g8HUWdIRtPOEO9POofhQdTxSW/a",
+	"x4PJMBxF/xAxKjDPjQEeJjUfXr3HsA3ob1M1S8n+sQK9D5uEcuxtieVoEMeYc33Bv684NqdYcQIbd/vf",
+	"B2mgUNKinKrrqNtdzHBz1fW+37Td6icgeT2vAgJcp4qDl4EE4HeDIgCmpktVpLxetqoXZIAAxBRCJUeh",
+	"3r08e7oxOqAqHWfMcU054wzNcBathHxlJItxogHulMBWfq9jtEzj90uoUJBem6GV7Sb+oP/2L/7gaF9V",
+	"tKyRa1YY8eSA9HEv7BxFg6mMsp6Mwv3OQXRIjqY+iK2mgumCkLRWNMRcni/mQMdoEafXKr4gnooXpKId",
+	"xdukht+/u32rcTg4ner0gAcKA99egUsHhYtxiJu3tHmoSOWHiZZPa6RrORpZVgoWsrb329/+s2jLKwnV",
+	"5xkVDcQkwSB7x8QcvV03xT+4akMUwspVgITYi3aYRM68Lrmsv1wbb35i4ZTALW6KcFGEbIkk0qaWlHIk",
+	"LVNrwnN034qJKXYrhLN4AZ+V0b9JbFL4SMrjaUwy1D45e7rnmQg8lcGjNiFYylcxKycx+ep/g57fa5SM",
+	"9hAQ3bpSpaynWw2ozuf7Ak9Isgt9EtFgR6J8d3Zxgk7fPHt6dtmsHHmtaqzDJh8xqSCjdiC04sBDv/3t",
+	"v/YKJeeANe6mQIsvnOsQ6k2xm4qR20Le7IkNLsSNl4fqQhUkWXt2M4XuGJa9WyX12kNiOB4dNlct1Yze",
+	"1BsTtfPJ1N2lGZJoLeVIDxdVtt9vUp6tXzqzN01Jaa3hECFHS8UIc87QTrFZvAA8PUgbTgiDYiyrGFSu",
+	"OU6XOHHUclKtGmYMW+V6oiM8DAek05uOJp0h9sPO0QE57GgNYhANyQ4Vgc9K3d9XwWH79nRf96Gdzi61",
+	"A63cUvXD2QOpZRuyS5VWxnS4SJJnm97frc11SFtztlfcCqLOs00LUqu8T+1tU3sPqxwMXguXcsu2ZZyW",
+	"Vu9EicIvfD0rayGOS5qm7DsdzK6ldvGuVv/afV/Zar8ENzdzv3LlhJQvcJWX25CLV+AQ8zIcXl3H2v29",
+	"ykbdZfFqUIY2vPfgy2fjQdWsn+0S4cWVA/0qd0ycnJ85lwj25Z3DdzhFHN9ACi3O1e/fkZf2ZXMPrO0C",
+	"SQAVx7ERGFpoq3jqKIRLM4TBXTuWHgVphs9rAn0hP23hZK8gYbnBxLQDT1ky65OU70s/KJ7G1boHjoE8",
+	"YrktBrVl+q95AFm/ackbVTEo3M9ZX97q7kO2wfH2VGm4/wASUivjWwSkee3B5aP+Ur14NPcH7b9lbEky",
+	"lxz8u6Bl3mUVXMiZdS89+AoYBE0H/Qs4muKQSFE7KKiUZdRMt95eTYtRElhFd+V2Y4YmBBDH2A2Juiiw",
+	"1J/ClS6c4ewaUvs36TMosPgrZ56cp8qzEU3sI9txIE/WGhhAPy0CFzyW7YMuCoSGH72jSw4RiogueUjn",
+	"stacFeZBlyrtP4UoiIIRu4sCsz6FgeQrA2d3LLQ7QHAT48Mp3KURWzNO5pBeTqdTMc1jVLN8cTiTgAt2",
+	"HIj+CEpoek0y+SkXBLRcDViYWxprl7pif7XU8mahtWZLwhS0MU0xU461lN1Uq3dXWO9SdPV6yf8B5EE+",
+	"680iwabOA0sFm3UdgmGGo7tytL1UG7LmBHeUmb7kCdGxUrI8epwuOemiYLJka4B4dZwmsS6+3IVgB/WN",
+	"lKqehSqsupb5u7JTsS0gCrBNM+lx2Svm6Yl+ZGyC+pcYQwnpVL9UZVt6Q9JnWUYzp6L3+mTJZ6jf9VXW",
+	"HWTm7R8Mj9D/+3+Puv09T2z6SOJ2CNFUTMarRtO4PxTEMovkncoikTl3Hhr2BuL/RqVEuHfXGU75O50I",
+	"5/uQ8Ka6CJMY4EkgPQ80VE7puzlO1+9MvVeZ3WZTsTQAKHXh+p5UzqwPCZqW+69AI5fed6aDvdte+wjw",
+	"IlYZTa83Z6udwpeQWAmScm01lwKtu3XzyjVyjcqpjIqVtqKFHWZqGE0nzAi4NYTeDfQUZx389C7WQdjq",
+	"b0bCjHCZpR2njBMcCQ2AKWB5yJl6glkclqaonTaK58BzowOO9W6VghJNSIjFcZUD2JI0WtA41Q5PBnHF",
+	"MnZJ0lxX5ddV4mM+U9tDJQG2K2xcz7Z7XXQpI6EUz4CnUGVfCkEw8CEWUYkA8c9QrWoO5VmK5tHEdC/D",
+	"yfmZ9GYBINHNu0DFqknVtj9ECeGcqFxGGZJS8gvOb94Nn78//HFy2U//ujp4sXhzFH43YN9GvZdOLE57",
+	"MTePSb4jxsVK4xr6DcbF3r0/+Ott/8Xq6M3N8DI9/HEx+Drc/2baezIfPWX+n9f9t/jgW3L0/QfXOK3N",
+	"XU1aV6mKmjMtJi4FDFVfaDWKKFb7hy1o6sIrPkkLALsl+dtzZSDB6+/gdTfVv/n+UnAY5KtihoITldQM",
+	"e2iMnhCckQzJRDu7N2fCHVl/M5v8OYxfx988//HZm8u/XJyxszlf/Hh6tn/2y9nq5S9v+cunL/nLp8/i",
+	"F6ff+OSvJ+LdWXTK30eDv8TTv3TJ+ptfo+/PxGOOe4f+m/TZ8Pv5N29fzkc/RL9GL8PnZ6Mfej/8Gvr8",
+	"5uVbXzQJ+0k6mT/3o79+k7Tqws8Iexc7SPAinhKIb45TwXg0jRhq7/t+kav23emUtimhdqsV8CHAiENX",
+	"qbwYVBL07gsugoV0UZMCc0PWj5gQISDRaMo8xMgCZxBBPlkjtpBF5uxh6TtF9zYmK2O5UiXWTcyF+lnB",
+	"Isq/nHYawT41W+xEutYDyXYFCAL5qHiaqmdbs4jsXVAYQIE5NN2qC+s6674nkxmlN8/USeFyWb9988Jl",
+	"ciK3YPgTMn6xZDMQ8TuGIzVzo+6GAFlSOSwqU3pzQwjoomydhk18jDrAuolTVr2K2sOej/5MU+KhkQxP",
+	"zqu96/B4z2GH3rNhTlR4bjO/rViIy/WC1ORjiwa6oqDQHX+6an111fo5kBp5UswQ/6lcJyzEWWTuMJkF",
+	"/tMIeuSZHtvr7CRJXLn+ZTeuzFDHvU4P9yedg3AQdQ7JcNoZ4f3JQXgYHRF/uluG+qbxldg/d4ouJUxN",
+	"FV1GvM666rlleW7md1wCEEqxFp21fnYSdpH1tuFQliZyRwdGSlZGaew6cCiab60dE5OacrE648dQIrXv",
+	"q0Al+O33wNx5/H1fRuurv3pVvl+6cJACzWUBSF0dKCzLFEifBuG5b6bvDw9rc8caMKy1SKKrLSVjS/ws",
+	"WdlatgZsWWud0IlhY/tYgUMDBXongF1B1qGJDdJHcZsUbKf5oZsnO+jXiwdw/nuFLUsTeAtO+p33lUoR",
+	"k5V29AY7limkMrVxyRHjeK0SbSHXYesGrG4SsX+tp8fwufmCr1V1apXgy1Tybv0ORu2UrPYc+3jLvrW2",
+	"2ldfZh99aTn/+LZ/l52zbWd8H/PZhblWNjOslnW3qnm17qIarGaMhO8CY26WJV4Egw76KMNpROdosuZC",
+	"qoqfv355ctq5+PqkP9oHdR99S8gCwqnjGwKofIytaBaNVV4OYjO6gtBcsKKldFVkN/n5l9Nv/3KUHf75",
+	"2x/eZ5erX96ePz08e3H+4xntv8Av8MXqz6PF19d/+cP+zdPVH7cer2qqDUyzJ5ZhxAD96MotshsvN4xS",
+	"BcVjKm9Bip6p25Kv5LkY1cZ8fYyClXy3KzZaIGWdKz9Pju7sgVQjlflY7PwEccK4HJLMjMtTrLYY1/Lh",
+	"5n1vOAwEob6wC8FeIof7wF6V4slQ+OW+XQQFZpBOAbMCupSoeqejiawxiUWTPZv9pPB4oxhzd5AD1bB0",
+	"Rj1iakc4uBSunKcAqMTP0gtpdnDHjiZU4axI/CWurWPiyMn33oQYvBtxkMEVKjdojJGPGKcLECuY69xM",
+	"FVdyuD/0fdTuDyEvuGRO2wg5BS2t1EqHjaQqv8XBQ8JlFvP1heAxSZIJXORPluIU0H891x/+5vvLljOo",
+	"3LaFybJ2BY+DZ4zEG61aBXMWOgGLmMQc9PcP94DGOrkeyq8dK6QyoSfv+76mssyNhnxtOSKw9QQwoH6g",
+	"lIuJOBdSKm60shnKbYRdMEAIkrTGigT5xhGHa25HBXt3lWGeCz2+QAIQwmNtbEIx2PiWTGfV6UNMMRUk",
+	"mMvzyDO2djrdappX1vQJjdbFScAwK3OQJHEE6Rj3krJuW/bTMSIflC6IU2MqbutJAeKeGMye8pb1/I6y",
+	"lhe4RKxI0SslVy2kC5Wfw102smOV1LwgmSpwRIgCE6Epkcc548ACQsGG+UtK5YwdeBopkNNrmS2uQRNM",
+	"v55hE4lCoJdHrFVODEBvj9PrhDRnbFWST2XnY0WOEGfZWiI5YW5N2EMM85hNY8LQhPKZWNVpQleWa+HU",
+	"sm0LfQkoqEzOlv1v3HoRMw5lWqqlU6SwsWJ8TaM3Cs+XjYFoKrsfR3kKU6GVvk4VP2oaqd+sdKKaF/Of",
+	"W16rZOfUtVeIp4zlYvNCuIDJ+vc0tJjsUFwY8jg/JzKZpy84MnVFo38oQBHP7kjnibNHVtJkcaDyHg7k",
+	"A+CdAoh44U3n7A14QRsz9M3F61eIZuj86fM9rwxHripE5PWcK0OHrxkk5ppVtXPSTAXJvFXL01oE685x",
+	"CoqXWQMN1CkzRuVAhBKgWphzmB0jwalgPTSMoK3QAKncsgVC4ciScuqTjICcUmB+mZIh/imT7VpKbxci",
+	"STn3lLUqvxHVB1sytiSsCtyp+oxZDvMCgUipWYROSJOEhCCMGMluY4XMbsgpTrIc2lvIxKtUxuAgHHId",
+	"VhBzT8HHMBtRpo3RVznKFfgkv9qTsJrlPXyVtmVBIwjZrRRBUjOZ4xvxhbxkrPw4AuSCZSrDY6mOIqLe",
+	"VSr2mJSw8H4Zo2ayVkihNEOcfOAalKSLXhqGAqbmMxJnV6nZ2UBEIY6ODWg4WuCMpyTLW1S4Ms5yvtRM",
+	"f5U6hRFiy8k85iDoczv1XJbCFceDATaObTgqwVgZDrk8kL6+fPnCpLkzNCGzOI3kYWEhowjKBFdpu4SO",
+	"idePPwIzfwokuIjsRJB8QegiIVIFEbPWQbEn52cKBCcj4serVB9EEosLRv8//gc6KbjYxcNeFz3bcDIH",
+	"85t3v/3tv0AXAx0jmDN4sKdRjErn81WKkA5qK2gy7U3qwbHobe4ZqZVHBex1r9J+F10Ikb2rcxMOaIl/",
+	"Cue12grdq3QgtpcccoIZZ+irr3q+8s+zr75C7SD3K42FlhjsddEbsmSgLMisLzajGU/WCoMFxXLqqh1Y",
+	"D1JEJxxD/rpS64/N0b3Ix6NzT4XWnUYGhA4mIrqsiyr46qttcQViJjhFZ+e3+/rRIwZ9Pt4fHiMcZpQx",
+	"RSIDIKTBxqRU2lOMr7ViwHkpqNgeCvh6MUaY/+GXFQ/KGresstwOcHI9lgp4sAelnK5SuwqtmJvQ7iCG",
+	"u7siSdIBE/fjX1Y3rPsLo0LXO01wPP//2Pvb5baNbG8Uv5UuPs+USQ1Ig296oWpqb0W2E00kWyPL8Z4M",
+	"8xhNoCkiIhsMGhTNiVM1n/71P1+f8+HcwKm9P59b2OdO5kpO9VqrGw0QlCjZSZSMZ9eesSSg0a+r1+vv",
+	"pwYsiJUCCPRFhPjnI1Bsh9LVdOu51tzwWJCkV4C+VUD7138A1Uc3E3NI8hDv5/p/vs/iAMYO0Ea6Ha1t",
+	"xSAGlYCTV4zCTpKl1Co47nNUqAgYqaR4DmUO/iQG+hsf2Llti31gpyKzEWb2YSg/NJtN+H/9ZFDQAgL9",
+	"+APVgLVihm00A1bqBF4/uht3qVeH91avDqmaJG/LPs+zYo23OrxVFTu8XQ0rDwo1MT2oKlWMnnZU1vVV",
+	"IG9+Pb+J8E+kQTWojZKC5E7jR2hId362qEev9z6/bvH5glFgHwergJvZySsxaDIL6iPO5X30R/PpsnlR",
+	"1dLt9oVuaSjPqhg/1BMUP2BJ5W87Jxv9oPV8b+wE3lCWZ9Arz1Ej10/MN3J9pdS6VgFKs+VVDRxl8c5O",
+	"z2/v7NjUNux68Pbt26ZzvQt7Perb2qQa9f0GzFUOBqgEAxhsNRjK4Iyy5Nw7XXfF4IKXf3/k3v1480Uw",
+	"O0aNSMVNci0i8MvQv8k6R4pxdqVVivLTJgd41zpnmFZWivdUi71yL1fKqALngf75WqxwqFm6IvB+M3ld",
+	"Z/Im/IbyBvUksMARw8bBSTdJgODgAXheUDpTUuFQ5guqL5RX7h3jcHPUacxgNURGb+D0iMKwVf7CUBYu",
+	"qyt9JxCLKjSE+bAvk4ytkkVa2NXAKDTn2YQ6y2WpMdSHoA4OZS2R7yRLCailsaSbuHBWyANrdirtx//x",
+	"PxikHCu4LO8k9UANYjNLiN4+ztY3cO9/BBWgQSCZkHapFQ+9aqACQFyL3Fu0Uno29Xr7OztDLZcSgJwk",
+	"GOjAYzM+h7BfFbOC1q8KNAjsiyRauSSKgHM3lFhJFBuH3B1EDNWMDA2PASPDUM55ymcCMySV4WlA/Va3",
+	"b/TaeoHBoeHhWpdeBlaHtXdB1hi+B5guIgWBd/Df9NbLwhfpTycOFcnXYkV7IKdp4UzlXABaI30YEQBp",
+	"RUDj8sEUyX8Aemu9Rq5OZPUil+blA2ARfmBHhijDTo4+NTgWxC9kHAAMD5kSwm6OFjvS+4UjWQ141wr1",
+	"S3DX2MUeiWmyNFcraetNKl7AruyzD2AXQnOh3ilqmizdI6jVbTAJOIBYULifEAG8nLtXSzL6UpHBRn+m",
+	"zT4wkuEeo/xlPV4SzSg3PMS7tsKYWnOYb3RTXVbQSWem1aQoaXJxRc04bDm6mR77wF4mTC3Cib7/kkUa",
+	"CnPT51LHaRC+IM0bibZrsOEKzh34Qp+mFo4AUIsoNlpksFI5wRy+nat5ZYaeD6zX7lJLxiyDxYoVS/TC",
+	"tNlZ/IWd+GoaH91I311pMuwK8gzkGDWU8/Z8AL6TD+wSCuOcuivTme8XSo9pCSDvBXw082S5NKVxmN99",
+	"iDKLWK+RvvzNQFy+Id2JTod9YG8A3jRLksiDqQy5pH0P78pkeWhEb0HgMsVXbDkxO2oTa5H5zJFkQVmc",
+	"EM4z1KGQqzuKxwBwTwtCp6zAb6RbhNlLEoTQNSbzIcwGCy5Elq6aR+NMpIHVKbCldU4k3Vy3XdwMT1Qu",
+	"J1OBW2K3x76Ov9DHHy9yucoNvYZzHAqsSh9YH47pkYXmZ2GCBeT5nRyEk4UETejWxgvMTLrhDnW6RGeM",
+	"xSIVUiXV00IgwVam5LxOuklzKIyTkvZCir6sTEGMf8SVsDv0kJpFyOZbp/4Wuij97T5uEnAG0WPuLLVb",
+	"72+fn5xo6gOAjetZHy2g1gv9mnpKXC+MzX3QT5uqkmRMCGEZinswJo4kiyMCVk4EHnMQPuiFy/+a85nb",
+	"g1pW62yMaCh7fg/Q8OMIIETheeWcP31hisgkGy8WsTb35wutcGCcdwC/DBpgOCt0c+43e/B/7Q6biPec",
+	"kA7I46aHhpTSmconOWU3PI25zBBIeDpt6qdFhJ/UAxtKVC2dxDQO8t6YcTybePpXnQ4iOMLhpcnBzCyw",
+	"3OBv43iaifSQ8aGc8an7KQMrfEhzOkmmEbrSmZBhou8dNeVqwurBHzovgobjqQbRz5GRQA0lrDReQB52",
+	"FTWXV+eXJ69evg7QPU6vYTUL3MnK2godv0fq55G+gAIYAIw9MxeMYnWZDKUe6yFiKooItHbU2OGLyAVq",
+	"ecXSNNYfoYzHZYzECZmttXqiJTZcvYSELrViza/EwExquMiGMhmPc0+kYlpdMPTD+ZSSWMGpc1bNp3ER",
+	"Q4puNfD0akD71arKE+NuRz2H1bs+UxbGDZ3iNMiG+c6+h246KWKE20bnI+Os//49MlcX5AWajThRNtY5",
+	"SnRXjxOZCZk1MffMuP8uSaY2n9MIg3yIkMG0MhsThBOSrTvqF7Ag0uwnUmKAZijROGm3O+y//2u31R6g",
+	"dpIvIuqGara4upqKPDdAX5ZzgN3UB/f9qtFir/SWK9pDaISbTaZvlzsK0XAb5TMD8pEK2XLxDGcnFWO4",
+	"Su3OQMENm3rlxq2Np1ybINkELd48fuEi/OOlvGa/gR5wrNtu6qVJk+mAyaQJuK0BBJlgDVK4WhNZGSKg",
+	"fe8Mn60PntZuKLdbPH1KSN23sgODNck0zyDWEsEek6GkF7SlhsoyTjT8XH1kTPcOrZoAKoJ7XIYS9BVW",
+	"R70BQzsc5qNeoYU0XPqe23SEoeSgU9TXlA3dxO3Xp36zr03CW67iBvJqzbXeHd+4c6vnAnlD6Tz1zQU/",
+	"lHnphxTvMyf0Ag6DS/E+g7iC/lt9lJvWZAk7tqxnZrQBJaR6EWHzvpGxlv8D0mpho0UoBgxPCDNudm6q",
+	"QEarDOOs+h/e+j5QHhOz5PsYtvOMp9eLud38Q1k6FUKFfK4PVaPFUAwpBFo1fXPaZXX4BTpsGxjAgzTT",
+	"Fk3Cuo2JkNkjHl7bcTgnms4hbERghTCmKzoi4OJHT0Y9mIlZknse/O9aTrQ6p4MkN/1LAEAGL94mk3+A",
+	"XSfOHow4sjeXL5og32leIjbV8k8t0jTRSqreZcPacLiI9n1/WCPng57Rl29O85li9JTv41N681lhfwlm",
+	"Fp3OgvIFrhMlkHEHbDKojaDT2u6bjYejA1fVM8uphnhMsPfAIxML5bGFjPWCqEzRSQ1DMc+QbJNjXIWw",
+	"ovW9ZX43lJRvPuNZCIpR8L+a/1b/t4H/4W/t5sF3w2G006j/22A4bA2H0R8b//Y/A4I3gItwzgFnCsPO",
+	"nI1iydMVG08TrXAl7vULceYVcU/QdtfbHL6uBoQxhSVYdv+4QFe4Hu1Oqwvz7A4eOpSPn/YalV4gyr2Z",
+	"OyJtyVIeT/Vo/y7ShJruDGt6cw1rvX6rj0vZ7TRHMQY6r8xl5/YeZtX8FZbswqhJGMWAwloq+zalElj8",
+	"yJbAOQUlBGgxDvIL+okyPWaxGkrLyMTq+RLizBHbDn7oiQL6mgJAbsDqVNzHnVe0WjsEWAa0ETDzIyC6",
+	"r9NYihOtpgfE18LxKrFDX38cVB9UAIfySkiBBZ6QJZkVshDAL2wXOK8Xyu9FSMUwB+AUHCSYiXIVS5sH",
+	"YH4P2BW0v6HUoEWeYJO4kuMuwJUPf3NDFYFNWYgGQxmgi9ICVXssQg4X1uk3jDmQzPkPC8GCcJGqRGt9",
+	"bwuE53SFACUPyDXqpYnHBqexvB5QGsA///Gf6ELUZuj0T8OafndYC3Jam/FiaglqTbDbfuCQFPGhBCQQ",
+	"803DvI7fMiKoxV7kDDGQ5sKJUOeQRQnK8UU8jRgOTK8BzpcNHukDgjNIwSP7ixzGzJnnW73xZvFIj4sz",
+	"MWMx4uXjQtIOcMQ5GECoiK0tr8c2/IW+S+EwuCjwwZCnUQm/yMRRYQgbkI4CE+TN4R3W3UIk82Ebdfr9",
+	"oXQAzz2WipnQ51hgVq/JhQb/c8HahtiX0Xpb7ELMBVJh5rq83SeQtXktVnm+EPwGlJV6mMzmPLWKD14H",
+	"2gKfxop8ECYvy1jIuNlRy9/Z6fj+zg58bChLfIMxZYQscdrsXGTNCzGf8pWIiBrMSVnW/Sz7y8h8wyuw",
+	"02F1d1op4AYeuUaLHSfSZKjbdBNoT28fSH7AYvFEiqGkvg4IMQec6lIo9LUZC3Acp9YbAvuy4/t6xqnx",
+	"VHwvwsxRZN6/H0qjS+TrCd4QrbCnKT5ulknrgtB9W4kPm/mr50fPArZM0muVZ//kvgD0iujDRCHRg3bb",
+	"Z//9XwetdmOQrzrFG0CZJO1Tq2yYIW0F6QySWIayaUal/x4LNchZNsFpXO+1u2wkVomMGnmn4DiYk3F0",
+	"efwVMIclMCBMo4JjQV+1Wuihg3KS327mg2BZADUTrTwYglTJEwpo1XreYWc4EeOI1ZPUowTswhc8IhCI",
+	"iEHMUPhznErdLBrvSMgTGMc3hkkyKEfV83SEBwVexxV2YVysIw002HX2SFhBei2nkdQfz5kkUY2Kr6S2",
+	"BgYuoSQQVMJfx8CeAIo1gDTRjYR0TLq5StsUmlRukC12fH+6K16e/dNp+Yyra8i1clE+uq1OA2bCzANu",
+	"Fy2e8VLGMgvFpIBUc7Ou3Q6LhJgDPhJtJa/ortFf0pcdZagn8Px0BZMCpLBOxFmuUCJFQhslKk/+L69R",
+	"rOD8wy8AMMdo/paOr+4YlMtJnAkEoLDGre/rjhEnGPmVCmtE3yxZfWQO5XEHgb6+OmcjHrHgD0ETrQyt",
+	"rgWHQe51jFP0NunPOnRkGyKpA+t8hC0LHVPxVEitTEVpMp9TD9HhWu5lHj51uw4yRs8bTRkactkSMnOF",
+	"/jeKfZYLHHiyYcn47u44xP43RWtb7IR0aNh/pIPhmizTOMuEzCGnEIVnwPCpP/2xj23jT/2Wn3vQYCKe",
+	"GQgKxeoBVea/SJOZ1hfox8uEvqU3frfbPWD4vOXEmgoZ8dQjLxp0MjDQF377EjiUB77/LfbE/csB/qXp",
+	"9we+HxhvlOWoxCKiZrs/6B/AicgSFvwRfxywF2KULrQ91fXRNz0VfG58dfWg0x30Dwa7fpDrpdhqMmbt",
+	"XdIoklQ3CwhueoQQBdlmvXDujNVk6ppya83I7wIjqn6nCCw1uBNKqiLhkz3d7TU8oxcy12spQer3OgdW",
+	"qKBXy3XCosB65UYjdY/1t5ugRACIDLq2Riur37d9P1cl5mCGhPCF0SJVwJCm+9Lx/cYhfVxvf92V9S44",
+	"xXDm+v0GfVWQfkOJ2XEewAjaQU52mol0zEPRYuccXDSQLyUT+7ASVwCDMJQ1rzaNQ0HgTVQgcDTn4URo",
+	"kb5WGLBcLlsc/txK0qun9K56enpy/Pzl6+fNTstvTbIZwn/E2bRYb1DzatSF2qDWhsqquZB8HtcGtW7L",
+	"b3Wh4iObQFlOdU6s/svVJkAuN722/ue3X7PXIvPgUO7123sNlLE3Io3Hq0JmlyI4MzKwt8jmncf6LqV8",
+	"VcLWRQUCRdQTxYLrOApa7GVShnmrwbBTSwtV+1Jkf15eq5pXM3Y4TEDH900Bh6mgLUXVnbJeeEPPEtQ2",
+	"LWYznq4IRtqMwdReXouVXggtgPXDeragKpdPr2qDGgwRMEhu4Cd4t+bVruPIwevx2/pXGXzi63O9TRRU",
+	"y8ZXNa/2Hlgufvjr0V+/fn+cjr95/W7vcvX2L1+9utqbhDfnfB6fTdPlCefn4VdvLpLaT99BxQoqRXfV",
+	"98JMwfNV0GCw5FAu08PZq2rKzvLTL7ilCnfrPGuDv33nObP4JYUscYWdeQSUNH6l569WrDSofacbtFbu",
+	"rdu2hLa0qfSMiEqtuWapw2I36OohWykqkMEM9mCQk1IFTPI0TZamUkUBhL2+u80ztgdcMkNcbv6G2TCS",
+	"4C3Wg7seXP2qGPFs6EOAnoWoxY6ky5RsmKAhFHl28mxg8n4UC6B4U7FgjWUrWD9Cp7Eyf1cgRIzOCju7",
+	"DK1OfiMYJgjNOCeGfhD7WqzbhYvQkH4NikRg+d6+C1f9u4+WAu6ey/fw5TKxA3aXOxcFfyugdOmj3mv6",
+	"/Wa7d9neHXQMNBeIgS3p31zyu22ncgYf6B3stnf9/b3u/v5+Cd4MGtsKd+4n79YRtd0RdUb7ojfe5c2D",
+	"sB01e6I7bu7zvVFzN+xH+qcOb48+0YgOdh8+ou+KgrIE93jyTFUc/9qW2CxnxXO2juC1LnTRSDg7eVbF",
+	"VQC5yfR7K6uQsW6cpI2HSWn9SvvuV944mYL4Uvful16YhEB4o3Nw9xuXSXLG5cr4ePR7/W2+9Bpzi97k",
+	"uUfl+6eIMKCvI1OE/rdSwfJ3PxXuKlun4FxNZ+W7xNxOjhd74w1lKg9s+cWA3aOM0NYAPEHwh+Zibqjm",
+	"fzw/+uvF87+8c/NjdYOrpz+q6eLqp4CCuWenkLmD+apREipwAfNpaxaB/2OpVXt0vml1PLD9OMoCqkrT",
+	"dwkkDV8Zxc646REdAN3wh0XP+BNlTYzYFmsU3OGsjpgUJpfFetAbLUjQvhIB4V5AYDADd7tzrcJv0BTO",
+	"bU52uaET2JJpFzqOgzhk3I6BLjO9CaIYI6sTcLMssupAfsAWUDdEdpyNSNiCE3SmETO8u+CHbJbcIBGM",
+	"sEueyFHCU5NqA1WbiVLxaCoKuyK3UaqvcndjbnOdFzYiLBVEyPlViSUwlu9SQTifVZc2vFLbVhd1uvka",
+	"XvxJXzlVb+QjeApu1NoWDx7DUtQ+gUYwJwigol3gvFVQAkZcXjt6xKllsav5fq+jrZRkkcXyCiPLyGjn",
+	"+77f6Wv5N1qoWAqlCJYmLf7zNJaiDWTpvs+ORcRT9jqree6fO7WBXEynXi0ESVi7SBYyYhdJeA0V+irj",
+	"02NgLqzt7e/u9ghIUf98+R9QmD7iyNldM+2nQmTsaJEleivMeKwN2mQpRfrvoX5CwQN8kSWtMJkhzVuc",
+	"rS7x7ptOQ33viys+3dQsuxBzHqfs9PRYd3GSSP3YH9v9dqff7/vtvT2Qxe9PImcud/f2DxAvQMWZi0ZW",
+	"1aefvNokVlmS4tXAM9cU61y29wadPmkzMoHWXlthbILojvD1jI0rpiLM0kTGIZ8iBP4ZT2POjqY3PBV/",
+	"x7kFFAMrVGHnFjvQu/QPBm2/2AFIqV6mMQSbVMbTDDFOTYP5SdQbHFQkYvDsNcd9vtvsjfbC5n50IJq+",
+	"1jVH3bAX9QHrVi8dSgI6teVO4xOTeH4u0hDOSG3Xb/m+/rySziL0up12LfdUnHHJryCXAXzuMFT6xGUy",
+	"Y1+I8Bogbira71W2v7+323fbp2a/q5oGr+ZcXJvX16FYrF6B23VEV7IWL8+t9USniW10xFcSg+NgM5Yw",
+	"UCjUpL+o79VNX6bHnsIz8InPeuND9MY13Joq3bFSuXOUSaMYVOiQEAK/jyKZFK+h3LdhbhEPXAF43vDf",
+	"+nYyeiyrg8aFCTrg1QdlpeEZotErrCLWP5H8ZPVkGtk930B/RERQaG5XtOpSrdE6sURIqq7y5x0V7tZb",
+	"9RcABivQZxdVli2lYowwLNkkV2bAv5Cj1iEa7y/piYjlBcq2DRvbPOuKlBPzzvYuwYJAqvYMOj197Han",
+	"37v7jZeJvmFk9FsXOF+KrIDQUzg1GwROIenmPn7VEhbEuuFofUVVZiMm+FbajQiNCu4P8IgCtNoWxuRQ",
+	"bm1NvoCQrWJhMhvFEjmj2NHLZ5A05xKpYyRY8akggAlJIEao91XxqrM6+JXtjzzLxGyeUSzcy7OBHCAf",
+	"LLA6widVgJE18CnPkAmNM8yEarHXfCoI7YLC8YWFGMqlSIVBmuPzueApy5Ik7yuGqdaNxOOcu247I1HP",
+	"iiIX9nRFHSxBaetnNtiG17GMtjYNnc59rd8Dy7DacIVB5t2y67AGhlbJ5LbBikVk+Xv31aAlb+htERQk",
+	"ITt7jWJ0S/dwVdfXnP33cp57G339pZ6T099gxD+E3rWq9y69+KfvNabBIl4NlAUoVodCPW5/GxtcmXGj",
+	"HMjYHe/x/VHzIPSjZk+0x02tPTRBfcA/HWwYFLX9SQZVHBB0lWcgL8aYBBMryJ1gdUj/UvGNaFSzw7tp",
+	"Exs67iRrVHf9Vib5bftPQs3punh/W9d79+j6ZfKgjv8WPFBHMr+MtNC198z6RWRruQpuKkOpXWv7ZHvj",
+	"by4Mt8OgRr/PqfoHtW9ixQsMG2scNP1Bu/Nt/sgXK3T7oE+qwP+Z/9IcEPqFkFm6OgMnFf4C3Bs+afJa",
+	"pPjN3m57r7m/3zlodnlv1A93oz2xPy6wJ99DFDmFLLVB7eTlN802+urg0rLX2jR3TbTb7TY4tm7EtPsa",
+	"lpHwotdF8NYSvTJ4N+crkZLv7BmXnL2dxBkkMIJ54s4kXsmvxvnPejn1RPS6vt9vd7ptXw8YgKz0tWWt",
+	"GqIGKHCcOvTaujlwXP1Mm6Y38LfeNDXd8Q3MzLVPuZv8X243+b7f+c3sJvzJ2UPUVbuJXAbv8ia61bt2",
+	"vNnE2Nq95mhj93WvrWmMn/1rv6S5WwQrrvKtFRbIMXEL+6bKzr3ds6b3gNt0watVAcFgXFcekXpsgnao",
+	"dG25+3ML11bROi35tra+Eh+fbwtk4F1+Ldey4mYz3dcm2+TTKqz4Z6fWozjl6NByV+bep/ypAUX/EaKd",
+	"66f9S0ixmyVSrHK/da5I2zqPOEOf18DBp7DQLoaMagwwvvUA1aCAGRdUCgyFgLhnYJdjKhhZ/2LIJWKE",
+	"oRJ1SMVjixm+pvLHyedChQfifQhwIXHmMYCrA0JE8wwUVEC6EHcRY7TZM8BUSLSB4QPQfYvkqztFlaOC",
+	"zRKUPegcgwYRzxh6aUGDnthiUKgiCpM0EhFmY+S/x4wW3T+vtM762wDnJgNTA0hl6kYNsXAPunsWZDgH",
+	"LbpJ4giKbHXvtYXPURQrkWVTEbGVyHCCCsuJwzJT7w0lFg7jFMYZuiSXsRJ5kanzTdJ0iPspH6fK4umU",
+	"dfz2AGcJG6TEEQM9GBg9KbBRlqCg6wasruLZYsqzJB2g+w1tZiwHgekLer7zn07/ILAQlXFqB2K+dEgV",
+	"Y04rhQb6vt8OqMoaZ6QM1IAhn9KGZCmPlVBDGRTNgcBGz8FCpR9s5aKMSr96onJI3YDwcG5ECsWb8ooK",
+	"j5xnaSY9Rt8953GENSAjPuUyFAFheB5hGWVrZ4f1fH/A7HnVG2SG/gcumZ9D4NjfuSXwHpRzBCmtDiB2",
+	"9P1CCYbWCwYWj654e8u1HL8W63U6QwmgnDiVAKQ1AJcUGTg0d65PuNfpsICAho0QyF+n0xwMhjIfhiOx",
+	"8gUBGH4QaGajYDLT0uBm1NGhkPF4CjWOeo1dAdigvpTqRPWGh0LRFuv7nUHp0JTRxRDBDQWG5+BI53Wb",
+	"RP8+lIhNV6y4Xav9pTV3fq3X/Ug5KDJrxcuDW9qDLo2SaIUxjFjm9cI50pOf94rOBJ+mgkcr8tJtKswd",
+	"SqjMPcxLX7DWB1mbiiW1M36NPDH0hfqGclosELYRWvM4ylO7DrYsXs//NFEZq3MDzgTSOeVq0kACSZSg",
+	"o5WW/zERVNmGPFsnCEgq6aqiJPoqgRI32MdiqoRB7CUEfQPKgvcazBiUv1XFLnDf31ON1vu9FMN6PNr0",
+	"mq+UitZdOJhQL5403g4s4dq+jh0qTW/Z/iVnd+SHe6O2aHbGXd7shftR80Dsjpt5wHzXTgTavvlUlA5P",
+	"wf/qUkH2+3cxQX6HUypU9kUSre7tME2zosP03GG/IAeMreGxbq1OH71XxhGCpuGEj6H6NVYTElYIw9Ei",
+	"XjtV+tTRdIrmIElJ51P3qNTBfZ7X11QaMXi0HfZSrLROWfDjT0GuCpY6BObORxpwKUmw+xhxOKRPZ8ah",
+	"FB3YmxFWpyB3c0DXarFuhRQi8GVUFpjldyJU38A9JcUSPwA6MG0lKwVL/qIKWX+X+yh/xb4BY+6gkXmf",
+	"Ehbjxf0V1ybfnTBpsBp107FGIYBOQs2Zyt+ZNe7v3/0CjeMSL2B4rb1Fz84RmvgySU55eiXwvf4202AB",
+	"285EFHNI1wXPQWeblx0Y4I/zN3S2WuQvEbT2l3ZRkCuh5KQgxft+fgrDInKvjBvz0r2zbYxt9zNUaThA",
+	"R7cl1mxKOrHzsE3GiZ0A0l21juExgNKRcMshJRj6MTCCLN5nQIWqHwi5EqweLCd6DsaxvglttIMda71Z",
+	"i/XT0+NGi3UQbspRuYB1caJPCMB9TRN5BXUewQbIhR+CMnNzHlipilH/sEk3ahPJqtWV7pXyYAjTijhu",
+	"em5gsmj6UtojyULfc1eAD57AhBUHEXHJ/92OJKQ5o0T/qlFhgcBGra93J//3Yw6/336X0szrbV67NcpV",
+	"fay3j3DR+/cOb5nvfg5tPcLQliMY7UVif/fdT94Gb/YZwVfbc19RSdpiJ4biy2B9xmmBWtGyj5xEweFQ",
+	"OsyQpsLcCItEChKl69IGPJhlHpMkRYjtodSv1oE0Y4MV2gDwLtC9DXUPdmLC3SGSf+diMUXqPfBlAzWH",
+	"BGaOTYV6Di6UINIWi/PKwXmJF2ELIu0p4JYGIM8C9BGjfe8xToTQDiagwWPp9HvOFXI4lIGecXMD48UV",
+	"5E8XLhyPBVD8FDgoTh4wAghVeMfHJTL9DQg1HOBa2+ZbcbYipFBcFhoTQUeevH7Fuu3d3Wab8el8wpsd",
+	"FiaRGEoA6aKHWT148zpApzk6DxdZo8W+Fitlf0Y418V0yupBxt8/f6/N0GDAICcg55862NnJne9FhD0y",
+	"14pr7BhueMdbAL0cKbh4bzWsm3E0FbMnigUQg43l1UkUWJvOtP9EsTiqdhS+JYigNYPRW0f5A2u75BQ0",
+	"frWSV9CObDu/ICO3IIGkUPq0CUcXcPpaxKMks/z0EcteFFQpYkgYZ6+ROzSxT+6MqkIhLNjhbPsJPNxA",
+	"+qGnpejTCtvjPX4gmp2oN2r2xC5v7o+7YbM96vDfiE8LDoJW9NYyAfGI8GkiC24tU6xpytb/fZTGVxPg",
+	"2JpPF1phR01OX2TjxXRaard0GLk0Aq/gOstrVKsKTkmS1Aa1N68BLKm6fnWKhau114s4E6y3XaUqidPa",
+	"oFat1TvlqreqsXJDNhQIXr385vK8SgD/j2ZTm3haD2hVFq329rFoFQUi5Ujdw/tnTiee1Y05DGaFsgRu",
+	"2daaH/qXdPRRZ/RE1u4/0tsdfPle/JQuvlymOCiqj8mTR2L815j7wv4yLrxH75p7mKfN38JyAIUW6Lb+",
+	"ZZxzv5xdhPu8bBmh8HNO/wbjqOBhs7l+yINbVUg7S26KRhMIA0wYceiQE+PQsr+y0MiB+bx+y5Z2qeCQ",
+	"eIenwuFVxmLbLEkaLXaSqQKPMOZazCCZgvJ09B+cxBrj9MvRy0Chh0be6Wdb9H6AZL4N8ge6OtMhKN8Y",
+	"Fy4G4il1JReEJDGxdzLJIG/G9hB4LOcZq/f9zlAGx0XeMJcMrHFbJJ8IVtlRRXql4/jMi4SrVFxc3yjw",
+	"LK1YaSgg05dcVenAz+DlzTrwnb4lYy9X+Zd665sOvxf9/hINP4cL7hBiz4iO+y4h5t2SnEyPefn5T+bA",
+	"9QJZTngADDPFOBc8xvp3BM49zlxl9vLPc2Duq5PaqfyV9aLPecOPKm/4rgM251k4qQB1YTORXgEFYThB",
+	"+PW97sFuQ58lcgB6DB15Xu7Fs+46L/fEeUPpeMHQu4P+O23DXItV7jdTGUC4k92h219MpwELp4IjVHyd",
+	"Po0pqW6zOcw5JBmjly/3BiJ8OCXLYqKrFEtjvIP3ZSjTxVSg9gFSC2VAvQSfX3KTYu4nORtIijh+Z1Qv",
+	"Cs49rVKRPDmwtFO3uOUcTzXZeEMJRt61EPPi7Y5ZiQoJfKAG3lqDLRbMUzEWqbI5w47fDygAwolNQSWc",
+	"NeI4ZRORio9UTAhjqNL39gb+9unE6AOcSQBVTb6NC4EZ6CLN4jGQOrBEsnFccGtgwZfjzCDHwv1kKY4c",
+	"Jeqn9lHQ4v3qZjJXZh99zmH5jVnWv1kbGfbbdjYy1cbeKwnFvPMpc1AeivhCiSmWb/NBiC9vi5APVASj",
+	"DNVWoaLo32w18Z/++Y//NJnlryEfGurGdnaI6cNWRBRSjOsgXRNTiNEosDtTQA8Ykug7LfZcW/lnJ8+e",
+	"WBUfdJJCFVARRSGWTCZ2OCuRNYjYdCghhZyziK/01wICjH39/PLy9PnZ85eX747fXL568SJgdUPCEHQ6",
+	"A98PGmbCAZHh7wRZDtk/2DcH0Vx/Y5IsKXNbrlgsVabNEgiMEntBupCeKfiIxIxLuz3oAcwxZ81mkl6x",
+	"VxdfBqRrQE4rzAESNedDPczTPjGURhQzCvF7nih6jwhHIQM9S/JNRs14Ri+RIjuiqpAZX+F+1iqWuOJZ",
+	"fIMVR29zgLV4mjVjyWyBDqTM46fwu8SFQ58ZsLEQSGJh1+Hk7M3p0eWri3cvnj9/XViE1sEf/ui3unoh",
+	"5vpaKSI9gCcoTbA+Z8Kn4+ZiPpQ0thBicRBsT2wx2KFWu+ZAiHWUBfkcnCUy4qtmljRfpLHeJrBVkC43",
+	"gGE845kIWhgUhYzPJJaZ8KxY0AeMisX0T/prsbxiqdBC1nJ7QVNP1FB/jYrPzJMjoVsozJUl3l3HcLE1",
+	"YdmFGAdQfAfCw3Po+oQgtxN0ActWWuzIBXkJ5kIi2zOWshVmBzx6MCw6BA60vz0PRuDNeVyt6J3GKntm",
+	"5O02yW52Rg26zmPHBaI5zKGX9FzYYRS7Ts9+GsAlmtY7wJbsfP72YHKKXf+MkPMwhBwtzHIFhgHTh2JL",
+	"virBNZOUc1YdUG2r4Eo6nUu/AxPb+xZm3kgN95lezatpYX9kwVK6rYO+YUrYEknqU+N+2NtN/6ndbgEO",
+	"jD6wuu8u3kfe7bwYBn5/jL9ue1C7nz/W6xvsXv1reqrrwIGYs3879sezSj1z66RIev2+OZGutPqcEvm4",
+	"UiKj/PY0Bo29UIv2zN3wHla//kTIHhDHK6omPBXsdhNC9zKodKub3btFJaPVYqKHI9Q9MiwQLYbWZDcN",
+	"kyqxeDgREamS8tpNQPosvwt9v/R7enxtuPh/NomuF+weyUxWOFe7z8zh/BxMeUTBlMiKpA3CF5IN7uVK",
+	"wjce5kgyyMEUDfk0jiRDy04ufJXnN3R9rT0q8sdAx/XbDhmqTSvLUi4VD4meCW1W8MkNZZwRsIEaFEjh",
+	"8e82p16rpfgJPTaZ0A/un/GN1lAGEc94kGOpqGSRIgu4/vno/MRWJ7M4w4wScDShO8pJ7I8lENt7jBOS",
+	"CO0JL197D9BUjMfJK0G8Nw6pXJ8K4TD+bNh6+VACb37G37M48tjr1y/BACPkeXyY/GnnIp3FSgHM9c4O",
+	"+H3MhAMhtDXt5/ZBHNY8TTJgPzYJIB4bCRVHYigD3GywwYMBCwxU7Q6E8HgavTPQT/AbJ5tmh3yVRirt",
+	"YH49uqryUxMcssCFRd+xafhrsN360aUYTZLkujUHrwM8OZQGAWOWpAKzooF5aCr4jVAQJdSjxpFYuswZ",
+	"X1mubKAu0hdyQKzEQyn5DChDgCqX6b8ZrabL6G+lqQSYFRGpTV4MPBtb+TCoq8aDob9+CJ4d9NvYHJ3y",
+	"OGwXy3RDuGhw31TbsaCNbHsPwUjQ5b/B8qYB/Ka8BdTnz26Cu8Ke6wyNZeDaVrvT7fV39WzovQpvE9sG",
+	"HAe/feCPu7wNUBjNvbAbNfdFb9zs893RXrgfHQh/DMqfUshPc8QyfdWhPAMvKfq7QdeJnSY7zb1RO2zu",
+	"RT3RPOD9UbMbdqK28McHfH+Uz64rRpAIZ4M5/fzmIzA04eX7mtIkcD8b0r+wLudcdJVmtLgpoWWSPHe1",
+	"uLsNaHjOsH1HYhrfiDSGvJYlKjbgaQewkYyIdnGrWroaSsbE/M8ssUwy9u+wRw8p5gPFYjKRorExGcMq",
+	"CWSy61tbJSbucteNUy9d5xCr+Cg14bDq6sdmi4oCUjGirwDnP2hUugXwHG7hFKCpKAMabSdaHplLwCl7",
+	"eBxiOt/txB6HrB1gONPfNna1C26GB/RtylVG/CC3Na0fe56mSWqcuPoXGBjB2qmO7xeQmam7OWvcx9w/",
+	"99K7Nln/ueUDWryd7M/ugMdwhYAzgAyyLe6Qp6mgFdwMwPpamPJxWvorHksPjx0nr4DhLrCmH+YxIryc",
+	"3lbRYio8fY1gpbiQesxRfpmoxUh/cyQig+UKplCSl48qRDX1ynCCtMWbcRSweipCoUejN2a0QJkl2GjF",
+	"4qzRYh2/M2A/LMRCRIcFeQ5zETA1MUzxzrbO7dtHfEU13HtVVTrLn2AqKXZ7oSAfFeAnsySf/XyFYPpB",
+	"MQDrUI/cLBbAPwqA5a0jTp3JSR3A3jNrmozd0QPKWW51F6eq4SHM4C12r0feFjTBY1RMjMPHfDJDeAVK",
+	"1Wn7TAs+TKy3Oz2GWiJEMhywOVfodPGgVOiAVKYLvXObR9qiDKq/XAF0SB/4/agBnfupATCek61vqfvd",
+	"R0dhKOaZKc2s8krnq5sKOua/u0vpocmWeJltWEoCYfhjxZJi2jZN8ZqJkOmfNp8yQlowh+2Q7gP00/Q6",
+	"BqOYeHJB5el1DnIC2cskwRQ1AzmSb9pJls0HT5+2O3stv+W32oN9f983A1FPU56JJnigcWm222fn+Hrl",
+	"Dit3ZYCem6PzEy1RnyimPwm5NVvPhxa22vQx05lDFxq76xAxYgvSyJ01x3J3HrnLgIdH8UkY6S+gsdDO",
+	"Ua0Zl1qFL2ktWsWwagsqGJuUl4ng02zy943G75GLRTGJp8LFKtTCezFvsWcmOpwlixCVCX2tj7gSehGY",
+	"7reQmaXQrLD1voJ+1D46mJpcF0Opb+ZutNRaAsn1fQJ41LkNkrI4GQ+SkMWVLzkxboTUzevDKJxlfGWm",
+	"0CylydO7V1DKvqTPWgToJaMV4CTB8cEQVDXN/mmS0/t+5KoVup6P/XKZ5B0s0ncVCeF7fpsdJ/IKwlxH",
+	"N2KNE56gNdodIGdCpI6jhcrgYJTM7V7T7zfbvcv2bu4ctkgayVJmyVL++2i6EKNESpGN+LVIVwYTDmPk",
+	"+2M/7Iya7ajHm71RN2weiL1xk++O+mEv6orOuJ1rGV/YltgX0BR7Rh/Rs+6sFkx8e9wR3agXNvujXd7s",
+	"HeztN/f5wajph+2oI7rjHu+PKhE5IKJdghXZ89uwdqGI59nLDd0pAo+4ZFlhFsNUZ/FMfIvfO5qJNA75",
+	"0+NJHPKrpJJxvNP025ftjplcINYqLuf+PrvQQp5dRLez+9+yhLtAfd5bW0KXBCvsRfuiM27u8vao2QsP",
+	"oua+6I6be7wzaod+dICI17RO0CMVR4J9HWfhRHyC5cG+rC1Kt7woRDlVuQqxfOg6tJtt/9I/GHS3YX4/",
+	"3SwntnWrmya28axjVYE5+5WobrXPHvOHKQ9Wom52mrtC19w3ubgvXTd3e89vXcctc9IqtQa7pbawDm0n",
+	"1lPHthLXjzF1zIzpzso/M1H2atle+cmPbbX6Y/rw2WH5SE4wJjBNkzUq9PIJhgafZsm1kJvdlc/fG/YZ",
+	"Lo15Bi4zLhkPQfGFFlj9le4q67R8gsRjobbWZBYDdczFi2O2u9c7GMr//q9eq9doMbBSgquUy+ydPhp/",
+	"wtfeOa8F5D6iv4BP0vgK48hjwez63T//8Z9Bw+RF4XNKhKnI6Fn8QT+r8Fnw6OkhzCxdAGd/fv3qJfwI",
+	"NqcSlrU8wsAaNKLf/Ory8px9wVUclswa+JrEUhBnVAESe4gIIHGwUf2dhuVwwumbcpUptuv71iBlF2Kh",
+	"ILSIVTqAxjxd5YS2TLyfx6lQhyxKwPzi6nooYW2o0blIjYXdYqdov2szeWen6+eUK/opMqH1P2n1SO3a",
+	"2RnKOpfs5Pxm1/zuiWJPd3ueNghD5GexHs+UKgrBYd3wEPxHRIyHaaIUOkOH0tTIWUYKPA6WSUWu0HCn",
+	"PxsIHcqIApxUdKvSX4YSQek8NuNTvbIiQk4YSFkBUrGRWCWSspmLbFXVXsqhtDRfZnIErIpeMgtASZ7R",
+	"Hvs6/qLFzu0dhP5949cx2dNDeS2TJfjT4iuZaCWqbs4F++//6rY6DUTvxt0JQSHpbk7Gp/G18IC0CKmh",
+	"oP4fyYroOUShtEVk3EFG4XLFpgDPaCemYUr4U4M76TG1wHOdpAzAYz0W8hQ8LsExDyeieZzILE2mAyaT",
+	"psqSVEC54lAi1uw7R4AQWjhsXUAnL604AhIAY9TcYSjJF3yI+XQI6gDcdLEELjkI+ymmTwicKZQ+MEnB",
+	"j8Ma9GRY8xj90+3UsPZTwOozEcWUIRaU79mg4eGBAiCq0VTMWJSEi5mQ2UDP1weG+jf7QPi6AfuAMfsP",
+	"Q/mh2Wza/9fP9nxfPxhLwM19R4PTr3wNcgwlDggYZGyTGcJSwWhyuAvc+wC/uxAGuOHN5YvmPk2tOXwv",
+	"35yCGCtMZabEdFxqzQi0p+1WW28gKizO906IK52jn+rv52eMnp/GUjSYO9ZFXmj+zpWFH9ZFY5JZuV2Q",
+	"/NRc2506fE438waOkrQ3wTJN5JWV9am4Sa5FpP+K8nyh5gLqRQu6JX6i3d2wOl/A7aC3H5xv83j/tsel",
+	"iEGH1RPUFDJM9EdlksLZJB6z4Bg1vOYlTIKhpoENx5xtid/rHOjvZUnybsbl6p2Fi2Yf2JnlN+v6JPGt",
+	"UHcdoxBb1GLaZAJjy932hpF8hZ5NHPsuDr5eEsR5Diak/CZSitAo7FQIbBIIjbCFLTKUR2wmskkSUdIy",
+	"9B8wsYEvL3DVEhIfOzs9v7+zQ1L6aDpNlgOGb2gZWXFKWT3AjzRlkjW5fkNASjUG2PDywO9rlR4EEE6g",
+	"tTFyIOM42wwjfAna08fg2jqb/kSa93NtjkSEo4RQ9rUWDq5v0+pItUFtdv2u9+KH/W9Hlx35H8u90/nF",
+	"QfhNV30dtc9qXq2gJemn1bsf9v7jpnO6PLi47l3K/W/n3a/C3T+P21/M+s+U/+Wq84bvfS0O3r6vebX8",
+	"/NYGtfWDex+/Kkye6wR15+p9c7lcNuEcLdIpHaXbJ09rZagv3z6DiMHn6nLuRN49QO/zot3OywWf825X",
+	"tH8OsF5ry7i1VHiuUS02dUn6ZijgOIPG847er4nVnyejL8P4VfznF98+v7j8y+sTdTLL5t8en+yefH+y",
+	"PPv+TXb27Cw7e/Y8Pj3+sy/+40g/O4mOsx+i7l/i8V9aYvXnedg9079Ooq8ulq/i/Zuzy5Pu6fdHi7Pj",
+	"3vtX318tXz070q//PXp7op/LeHvfv5DPe29nf35zNuv/Nfp7dBa+OOn/tf3Xv4d+dn32xtfPT8VXR/Gr",
+	"7593Xz573n/5/ZvVy2ffHLTCzlSOZi/86D/+PD19+03vr2/by9GXb7JRp6/EX7DcS1sL72JZG+z6ftF7",
+	"iVtwS/elChPYSIWkA1ZCamFFK9UCR6PN6uFamS35Bdi6D9iGuF2q9uERwn45JmopxFfQZSsiX9MlXykW",
+	"5DpuwWtkfn2rB0jIxUxb3vbh79a9QE7m7z12Ot3a5hzeIX2MWlmAR8e8uVrp/teDLCvMJqRopRW0XZBI",
+	"roCDg36LpYzEgY6K+KUWF1CYUBjHW9DpQJYwKnRY6321orlhEPkDNmVnXRa27r0LMQNxIwmcVZlyvbm+",
+	"pnU1jL6eD/dW7bi+ScVutByn2v031DF8qxRDzXXtWxTtzXr2bbsOx7ZhvY7JE1H0syCB7idcprJ5MWCL",
+	"T2BdOIzZzsqxkM9E6XQ47ghraL99+7Z5lI9bDOjZVPDp7E/DGiboDmtBSaiV31uXa8GGhjw2T4XCxLyK",
+	"fgPG4LriVBSK1U0Ximeqxd/+PXermibLdbULLDD9J2NWoM3CI0Ps+3D5R4LWNDRg7tkmO30m1j6uRHoD",
+	"PjgeqWI+CgHlHVpfo20NwaF/Hil0V0+fqMJ8VQkq6nGcd9TmUd1LU6NsqvUFzJKETeFvD16ttSHHCpuk",
+	"AbfZWfzFzznFMRnP5kMWn+8eU7SoAuur2O90JjPxPns6n2Kuz8fc8vYa54rdaZDBXV8ayCeeWDOhxrUS",
+	"3NmpADwu61691t25exv2aiHIU8xRcd0uDHLkDGBD1Tqs+XE2rMS9XDuQOke+nc1ZgZ9sUR7ctxZ7+wvk",
+	"3/W699V9qKXLSplU4Qz7OMFUmLEnipyomGYLHymIY9hRP4eyYwT6wL18tusOq+M8NDxA2APQP1N+uxat",
+	"wYjJLQ5Cgr74VHHTnzzjVkHPzuBvpfjoq1HGgSK1YBw6cdKjgr5pgqWOakfFHlo2j5NpnGxMfrgQSkyn",
+	"IrWhIJxs44WweAwpPfdEMduoLcyIUxNtMJQS8zSJFmGmsKBgwhVTS8hJihhgUm5O5GMBlmYY8wchBunT",
+	"WuMt5l5oS6XkJQhMjMZsY1yaxiFEl9ClCirzROC/CTMIwkkyyby8Hr8e6I6tkkUx5QOCLwSt0PN7JkHE",
+	"BiUkM3ePmnI1YfXgD50XAXibYokD1L9oEGQmTBjPME4JvnY9KQBEYfAjBvglVg9kkjXHyUIaX7EekzEG",
+	"dCNUIGEW8IligVmMAE9MPvfXYlWZtHJut80WWSu3LU5R997le6P98CBq+qI9bvZ4Z9TcD7tRsyf6Y/O3",
+	"x4qA5B6kYvqnPSqF9M/7OKumyVXyJp1SkrsaPH0aRrJVlb/5VD/amgNOo9ycDWkWHHpyLVYWqSF23zyx",
+	"v9ICCR/DciW0svInjwEvi2wvS5wNMquUaqlbQnQkAltq7o8OwmYv8kXzYNzmzc6oa4GY3KFjAqH5HhHP",
+	"pUJk7GiRJcUxud9N5Cjh6RbwdXZP5wv28ERB29gZtbV9xqD175JgtTvrt5GddL+CEoVQ9hfJIhNrpIgx",
+	"VANChZVkf+i8cHUWW4XyMnEwdLKSHqmEYE+TuZB8HrdWfDa1eLZH5yf6puLZpFhs4vfyYhMt2kGSbl1k",
+	"YmXvfZSdW2pMXiYIA4MBPt1vukXUpjuk0WJHbCmm0yb56eJCkHLtsjQ3WfG+euzgV/ZIbEz/rNRR5s61",
+	"ZTQlo9+QjlSmNL5PIYJh7fkNkv2zEy3VWKI1Y2Ahhp+BIYWkOXRrKLE6Vct7BcW1HLKULCYVHq8ElCnI",
+	"6wl5mjrs1OfE6rEJqegcv3aRW5Z3QxZZsqScRxKPc1G50GLg06AXE8PJHejFtluwEL8BNGi3w2cnz3IQ",
+	"qDw99qE5x6XemwY/SbdBKtL2gx0g3vMwgz/E9kwauLLCCE5eftNs+73Ohl7Sqy/hzU2Uwbu9uxiD75hs",
+	"AH2PHWKaEls220CWXRzKrfS4lbBQLsn7Zj7kjx2d2UJ2dHV+Oy8P0HojCqCpr25UFUOP/GYv7ETNPW0p",
+	"7PPuqNkPd6M9sT8+4P7ojkF/2uNiCPZ/U5Bja73/DD52D4zyWwsV6HrQ11ntNoPjpFJd2NrEoNfvC/Jl",
+	"Fv4zzNfjw8s2a+Oop6QQ5fXuwIJXWeaA2XxgGZhbL5EsZ34pi1y44zmQr1wLROCc8xWbxvJ6KOvBj+dv",
+	"vjg9OX735uL0J60WP/0R3GU/aRPjcoKMdBaKVLFA61c5vw7Yba2dHfZGTrW2GighkS4uACJ1VIPtBw2G",
+	"BghRGYoB0dcNZZH3DclAIobscEKGgtXXlEuvTBhnyeQaOYsuQrkCDwjgjIwKmoR+icr0VwGrE7XfTHCp",
+	"hpJo/RqHJszMM7bkEOAJMvE+C9iIgD/N/BAxcd5Toh0EbhKYbyC3Ga3w9m/BdGXfxJyMAf3TURYYhZ8i",
+	"7bj85ALV80ssLzDXA4bzjJx+piMGpAnmnBvKvQowE1bf0AWeiqEE1sIWO0P4LXS0W2QqxtVKhpM0kclC",
+	"TVeolKUiS2OhDiGBDd7CeRvHkk+nq6EEKmOmREZ7haxiu6MIMSiCgQLKbD5W3a86x2uLpmi8yBap8Gx5",
+	"A2crwVPGtSxrUF1MvnlhFqCuwZ0fWBOtevEs/04sVSZ4NGC2tkLmq0U1PM5cAcEjzaAZwmtqCg15Q9KE",
+	"pwoD04Y3hM5AXmkw4uH1FRAHsWWSXrNskiaLKwf8KFlko+S9Z5XgNXKnvHJF5ZxOapHexMionQqV8TTT",
+	"8wl9QYgjmNo5V0orpIChADzb2NBQplw6s6WYShBKGSiBEqEaLUyPZmv2NYYhUDjAyhoJgFNpyTQtLbfe",
+	"o3BRUia6IeqyaMhwSNewebTlStO+XDsjxgtiqDPNo7T3LsQslvoG1LsuSM1PA5alCxEw/IUqKbrEaFaU",
+	"uUNp3rYQWKyOsFPmD00lsiyWV1pYiRshHcgK+0qsWBQDF3PkDSUJVHTgWBrSup4d8AQ02DiZTg2OlWlE",
+	"SzjC3Apa7IjZjul1HEra9v7BwPc3UYmxIpOYGXLEVyyIFgKIp9gfh5Iwo8ZKAFeXGc7a5QF4UHOeZu+A",
+	"k8kDscmdtvSOQFGqz4Tet+ZIuYCM6zNp1nExFWpnh4jYRylGf2hCcf1xb0DYUwW3EakOhrJJxHGQODbO",
+	"cw5MYMr4w/VlYDcfSAK7hQJTgIbM6kPJLL0sOX4WU9AzsBSM+NdxhVu6B6bdQVHuYU1Bhehjdbjs9FBp",
+	"lC1qoXGI5V2s4nzgpwomYx5/g2KeOLJ+qTo3W9DOqvlUsYUGNsuRsm3Ahgvf7wrm50K7wyIRxjM+ZfMp",
+	"B03Z/OXA/Kd1cIDNmNt6wPAKJlCx4o1bMfziA9SnaSwFLo6QVLhVb//zH/9n3/ehUkg1PBw/jyK2mKNr",
+	"Vi1mGG2GJ4AojiHJW5Mo3urBDwsuszhbBez//b9YsJBxdpyoLPBYh4bYwHbFDws+tXOjG1rvOXZSi9a8",
+	"VTOHuM9s+6xOW8dw4QFoPNNSBNHcsfxpwm+EUxBYnHyYGfQEYAgdr30DpA9WCSZb5V6TgOlZ2+15LJiJ",
+	"WRKwf/4f/zfr+L7vsVarBZWCuhu2NAs/cineQ+gd8o0jAk0iSHxzr1k4JCgbc+uPcDdCTRlVkHHY1rnb",
+	"XIV8LiI2xarPNE2ugDU3xaIzu2sdzDk8+3UtY6BzfJRosxjFSq/T2dnJMw6d3AHsij7/ec1alEgx0NNR",
+	"cuDZSjIODI1GouTOejdwWg9MQquNFlFuetCAQYMOY9EClL70MQBXTPasB2el99kiN260TCivp8FeXCgR",
+	"6VbXLjlWD04KPrfCK7pJisAEJ5GYzZNMyHDV/FqsArbkaijdVAyQRJxF8RiUfUpMq7tvgvRNBbZNC+L8",
+	"Wd/YBkpq/YMqAYVHa6aRXTdaKm0UMU6pPVZZHOSalv6w3prQJ8Lx6vTYJFmkinEXc8qgUxrebHPzDaUh",
+	"D7e6Z97HrHkh5lO+EhHpGZsLuIpO87t85vpEdvp959CxUOt40lx0VDxd5+zNm5NneB6ukiRiSLkNGTNY",
+	"oSsicPjbUc9Lfj1Sac1sFWE6MT+vap6ssUIbR+vChxs2Q6/TaTFjyLNUfA90QObh3vv3qIRDpZ/pdMmf",
+	"ONodd8N+p7kXtUWzx/fHzYOwM2r2RS/q8s64PfJD495CT4gTIS/uqM1+1P5dftTvPqb+bhZLLahLAVS4",
+	"O6CY37PqMCgkK1HIIubEGtTp+551kR4jR74FKyq4iwc1Uwnz76M0vppkKo7EfLqYjXKns3nDhf8p3LXm",
+	"l+bitj+jtmdhjgpeeOu079a8GlyA5jl9v+T/fjB10zwxXyLEIiGj2gDUoJ9+8mp6X53iZ925PnHjD9At",
+	"D6faWPRV811rd3dbfb9WMem1t8aVz47Jl89OT49r6wtxq+O/uAa1Z1xyZluura2HA7XV26+5K1Mzg7CL",
+	"Y73AXb+2cZE6+SL9TW/o2SyJ4mxFOFH9btuvlV2VxxM+1qONYjVh+phz/Vmj4NQGHa9mtBrguWr1a15t",
+	"kcxqg9rzI8CICvWZ7u76vt85aPf6HfAQl75tdl6RvhBHS0VH2WJe+HCtXXM/rb9MH8bG4MP6n/oo42as",
+	"XU64vGarZAFiErLERgulJwTcr59km9bOXzX39vZ173CvQhniPZjxq66QDWnMRjBnCYUNfo4CyJSuvW39",
+	"7DiA6B5wQNZzvj5KvHMHrg91qY1QuolMsCSPNK8rFSbD0V5yhxSJVKSmmtvNufvzugopllhbQV9CJJes",
+	"5K2v0BLuct7nr9g3YPyde5dZUdd+lfVxd6EzTY8+NWr/7jeoW5dU5vMx0L5Yp3HXqCpKMyCA0tnmZUIM",
+	"xRjIbyPsgnulHHjB7ekc+NuDL1U5QnejxxXyE8i/LBSrF1JtrDEVWbQYnlkg9YaHvmDLVgoe4ixZ8hQq",
+	"mXKo+cBjRMwCftLGWjgkZ4RTQ1l3M3oaVno5jxs14Pagiza+PhE1K3HKPXuRe/kR6ntQqNOZR+OA1bFT",
+	"2hQB38t6xYzHRquhxFlNUhb8ECD6TKOEoVSwPHRXz5+9sGAcOIeYfg1RK70QEFAdI7xG7vkdsOUkYaN4",
+	"OlWIOOKQzxMkJuSSesZj5jHA0kSHNyhanl0GdwJLC+mRgxA5+yIK/UXs/JX5JYZ+SB3FfPcMgMxoDDMk",
+	"mEJO1imAWekGogVgHwvoheOwLURMNnhsCzE9u9v/csHCRNtwWTwTxm1Evatg5m+xI5uHTysfsLqEWF2w",
+	"8xRIEtbhjobySmQKwBkstJL+UhlXRTEqwlryVZVN/aXI7jKo78g3oPvrJPo0KQdpdk70uttct+fm+Yfc",
+	"t0X4knk0LmC/1/5w/uxFs93qsX/+4z9xb5tJfaLYaJUJ1ahtzne4vO2Asfqb1+xUZJlIId3E5oiMYskh",
+	"pWSt6vYW3QAKHwCmI0lZfaP0aKz3owywQDBHz2IFDBwEVFn88Ft0Npw/ezFgAc8yHk5m4Jscx1Ohj/qf",
+	"hsZCahrLqDWPxlT6nM/vvd7doiT5M5DlYyDi/VjN4ilGPjfjWx7D38G3XSmWmXVeamFMhVgjESZaGAcU",
+	"VxURstHQDzZWZX/zxeolnwkMakMkz5ZyGXnP4ZhBpsN4kRIyFRLbsHNLsu449Sxbb4sd59FdrvsOVVqp",
+	"2zs3XshZr9Nh9VGiD14qMIugAUD9bg3zeu0SfuYxyXc7wK3tKfvCp7aoPHBD2w59Zkq5+te0iGADfAK5",
+	"ZQvBNkquC+TWZrNEilWhZsMQSkXGxHHV82QBHmcKkKWR4a9I0sFQhlxNPMZZOBHhtf7HiMtr5Pgeowlg",
+	"rBOtAJoY6znqrwEpwrbaAYRlwGbJjaHoXrEoISgul3UbDDArcVFp5lavjhUE9j3goIYHwKxB+v8As3Qk",
+	"FFKoRpnPjNiBbWi15XwnSYcycEmWyYRzfge9e4cs5pDrcZlr/4ZqE4ONVsF/oty6D6vGEx6hTWIgYzA4",
+	"tI6swowMZR1rimLJgqchlAjmJqr9kyUrb7SYzbRhKkvmOC3FVBFtd8WRm9ABSTkUKAcebqx0oniSiWZn",
+	"y8TEs5WXj8Qd/DRWmeeOy2EN851wGTyDm1OvnbZbC8kXAyIuG8o8o8jNIWk5oJeO7YX5TLnf0cS0A2el",
+	"3bvaXoNEQgcFcZgfqdx2sfjYnBxrm2uTuAqjvjKEegRFIRtSuAInKFrpDkW06O1ipFXeUTqLm0OjHpH0",
+	"gwMVHamHlpAPtwEdeYvtZSahrFQc5jgQbj4qtqJ3C8ab9dfgR6PgVBiSKNxIYn6MkuE9MIT7SwVqf77Y",
+	"bD/qhHuizZvdUW/c7PFd0cT68HFbdKJu2Bv1+SOPzcI1VMZzhF/mV9xKqEykEV9VhglNlBBlVm1ATRLB",
+	"yk2ZufagwPpjpRnE1vRXIS53jwBRYRsXAkS/duTno1wdm0M/9nJ0Iz/m/nx46EdsGfkxX3pMIR/Tp19n",
+	"ZVyFxZ2hw4pZ1dcF0pj/7syXz0GkR2syoYx0RAd4N8pmysfaUU9/pH+dYLgpElNRBY94IbS5opzuFKXX",
+	"ran4ud5fRybKzABgzGKV8WthbSvUUEfJQoYiQrMDv+ueyhEPrwcFIwutB2tn6VfQl2T9PvZd46JyDJ56",
+	"khonF2RcOnn+kDmtnzrMDSsAatKrGoF1gdZmhXGke4F58AWbLnc1pWK8QMhAdwoLRo2hzx4D9s4hUwm+",
+	"bxrTuneVQ8vkgMcK/Vi6F7YDUSG3tVChVDYYNsTdbEZrL+9SKuaCU49g8HxKZUz6o1RUUsVnrOfpgjbT",
+	"z6HZIgohbVaaBG2NgnFOYGyFIi27XT8VY7I9Yr8yoBDtycdy40Jn/sUu3H+5Swy9XGsH8KH3FuajbfL9",
+	"vRYyUpaqSiEUaymCDCLtrqCGfmPJV4XgOOPqGnmirkReV1uVtmAT91dM8TjaVA2aLKVTEXr/Ak2sQ4ta",
+	"UD+A6r6IoLqpVKFCRVS5aW2RjM3QqJgVKx82VJpCRkFeX8pK5aVHW4ZYWszJXnlSURYJ7rE+xfUd5w6x",
+	"ZumBIlEJlGvVE2nzWby8eMsrlDEenZ+YEgGtWfJpQ9tkKn6fTUy/DihHU28bUgC2iP3oDfeYIj+KnvtV",
+	"kugwQYObYl/kxgcnkdnkjcPNRuvnyNDHmzkfybxfkpFmmUIu2UhY3+Wm86mV4Rxit+ty9v2+qPeLUhwm",
+	"DObGmRMQklxlzuT8bln371ABLHi22V13X/3gHtuWfF/IAlei3qwAy5s73etxpizzPuHvhhMogQXvGkBV",
+	"LNM4gxrMvt/FPLFlrMSALaR92gPg3iZQWdbB4NEnzNSMp7EesF58reuAtFv/k1bmw4w5YAamGYiYgB0o",
+	"E1R+Ryv9uMCKQRhDmMygRhI2DmIFONXwRyY6Y7SfLOXjcRwi92aW19ZT0jgpFB3fh4uuTEZSkcN2IXgE",
+	"lQYfT22flPzXuumCqzoH27y+j2f5K8Gn2aTaF8sBRR93x0OvGzpPD0CkdIogi0N/Znams9UqYSkvoRCe",
+	"Hi4wFmqt55CB8NUar+FEdeVu3+/mcpcOvFuYubXkXRSkxKdBpETOvNUh1fpvGmKrLJZKtgbtTkjPdDMM",
+	"XpmNnAuYUjn/fSAZK+AWACjABJpfW7CFQ32LFkKiCLQMYWolMji9E0wBYJEY88U0G+QwDIRvoFjwt2bX",
+	"Y77Huh7b81i7912w4XwWe/Dxx5Q6tQajetugICGMpqYACY/IEFT55tVodM/4Si9Ss+v5Xtfb89q97+4V",
+	"SSoNeSMNhVk0evAzUf7Pkp14ATQphQnPt8LtAFSLymQeBAqowppa+8Ihg+S9a7HCLG3jamuxwNlrgUvF",
+	"zCK+UugE/Of//38DbwM7cNAi9j0Ek4d4fQ6XQJAubqsGnNSkH5L/Ge5YfZZjybgKCXsYKgcoQG6ECBxF",
+	"oaxHErFPDKNzIYPDYK/EUEOQKIJcMgzYxGG8LiLOF9Ui4qFxaHuiize5/oI2vwVNL/bLc7Fc0De/FOIa",
+	"zYVKOYEO0goxsffxEuJTx5krp+Lycc/BFlLS5qdZl+znsrhPGNH8zaZzAkvXQ+S81r6gOKwJtWK2zO3u",
+	"uGNlsZmHIj+WDFnVDEjRehYnSts4Yhj/Aymb+zieKObWrLkkdYVWGELK2T/ECoS9zdLIS7/6fofVg+Pi",
+	"2yUgFKAk0vfBlGciBfQ1ZXg9NkbeEuSsx+/nqSQQTMnjcuvC/xnM8GszyG1YNvJ5Bs6T2+eshOh6wNuj",
+	"jiHaaPb47qi5H+4hDUeHd0e9sP9L8W70qtV6GJcTidpqF9U+F8GgCOpsNQVf8kws+eqRBaPyfe0Iq9d5",
+	"BSvJqUyks1jyadNNOt/WSjQvO0WRD0HwZ1UA/ljsCioxCAiAtv5YVH+2Fah/JcL+JY3VFORsBbHvFoyC",
+	"D05arg0zd0WJ0hvtiQ5vh82DqDtGGItRP9xt7kX74mDsg7zZgBltGvxk4PB5x00lQY4LX+x1NzwQu+M2",
+	"b+6POlGzN+7vNbkf9pq7bdGJDkb74z3evx0s/pN02nY4ljmdQamrfD5PIT/gkzAalDaFy2zweEG4HTo0",
+	"CSYZTIgTtM7JlqB+tnbk03+6bR+gZ2yKbc9v+fCL/NOnfCSmtUHtm5PXR+z44vmzk8uaB/RHX6Rc6ua+",
+	"iRWnX53bpJFBzR+1w07UFXr/+M3ebnuvub/fOWh2eW9kMOprXs2KEzd3d/+yfTDo9Qb9/W8BGSecxlJc",
+	"CA6zgDgzQmbp6gwRdMJJPNcbQH92NzrgvbArmu1xf9TscT9sHuyJ/aY5bd2oJ3KkHujplttdy5oXySKt",
+	"DWrtdrtdc0md8l3oHNutj/9iHm2ag/6g3fn2Dsamy9vF9tZI6qXdf19E9bXb4zO0+uODVl9bJEebMOt/",
+	"G7j6kbpWRpG3bUH1EqBUAo0HIgbiI3jV5Ar4oJjDkfG58gCKWaTIK6iW8RwQTsk6uUJtjNlVI/hePiWk",
+	"aEO3DSYSlal4bGen43d2dobSFmmUR86COXq2gkOrQuvBFZ41VPg53DTWcg2lgYOA0BymWyx5nKmGWw+M",
+	"ObCYDJqAkzlZZLqnA0BuAJkReCwgCRcFXqG4idVJoTf9AUuKci7XND23SForZEEWz0T0LllkwRBIdJFt",
+	"PWgxcHjaFE4AC65uLSBS9JHJ30mwRCwwj78zdT87AdXnQeHUkaR7SE+hWq8QvI5lFGhLbCoCz4ANG4FO",
+	"emMuSIMGgZeupdV6MKf4Yc/UzylCSh0vZKRcoFRIQW2CuNJfhhjkUNYD5PKjgTjLQtptVbUhKxUbHkL5",
+	"HiwiDHgozZIWhw5Y3oAYaLaWY5ji+hxlmZjNM23QgyWOICaK0b6DsBJt2EFxs17FZnro0DwhQlQ8TbTJ",
+	"r4WYU2Fciu7eiMixxskiZVF8FdMq7uxcxjMBdW92ACqLp1NGJ4d1iR9YWf5XME7Bs1sPzo/+evH8L+8u",
+	"n1+cnbw8On13eXL2/NWby6AxlMCmBMz7i7mxWs1JH63wpABSTRwNkHvOc48PZVoCVHP+ZyiLdHa9PYn5",
+	"cdYTMoV8OJUlc8ow1rOif5xbUHeevwJgrJhFlwqVTG8sDylOiK1z0V2HyH6sZ4lrcQaBzQGFmcIJT7WF",
+	"lC31xh1K/O00sUA/lCKg57vn+4O8mBNgWJ2CziTFI5P/zq3qbLGefzCUgdUKRgu1CgbWM5Pns8KEysIM",
+	"tTDLmxPSrwvnrTVqhLoNMLobNAaFU+oei5MIu13BuIGI7MaBMZSmBYL1sURVSbYJXMdODMAPF3B76lOh",
+	"FCLqrN10dtcmeo3oc/apRNoZOjt5llelWkkDgs8+HiTjsT7fwSHbBMP7c5SQwlLgpXZnCenahVeEnLij",
+	"lvRw7eTgIdDX62YI3rIK+WkweLcv4PSQbWHj/BaNx30qn2z2Rn3e7B3s7jf39/Z2m33eG5kM+UdeVkkb",
+	"vxzDcaqpSbqO00RmePcUwzbG+CvAzN7HLrq/xaM1Wn2gi70+56kVGGZYVXWgxkj9hbr60wOdB3ggNkWt",
+	"co2uIGSsTx5Bi+vAmmIZLCxrK01P4+fAHbW27F0puaXxHpn3Hjxjt1ejrokztywVRNrHoJFaGVlI7/35",
+	"Kk8793X24N1130U5p9c+6ZpcVlwunmtOlW+OkQA8I31//E5Dsf4WLoHjRI6ncfi5GvWXip1coiPCHu2s",
+	"7LjY4PuojKPcDW66fiSKBe7boYJWJsndU62qOqAsLmFKbO0o/fmDnb/tK6pqtj/HXB8R8ODa6tz73G8P",
+	"PWiNzPI3ByQKXPeeAdWpr/vT8qcad7oxwJQHPjiLxmUruAvvZUlybfxOM8ElEgUqdpPEkYhKfpgWgyAc",
+	"zy92K0qouMb2ccC4Baq1peJEG5RDLW4tAdklVDfI5Fbwws8y8YH4iWU75QE4ig9XEvN9/bl47l8bVvEh",
+	"Uvle2SwFVU+x+jFPo/Mklpl4otiJzMRVCtQS1lF6dH4C5U8RIX0MJeKTQxwgjqAcDtNctHh1pXEqrmKF",
+	"ACFENXx28oyNVlBLAbIrSYcSoOlT8YPTKR5pAY/4Fa+WEnEZj6JZLI2cxtrfQwQeNDCMeT7gUHI213LW",
+	"+LGhiirOKAW7Y+sZByxIJHgsrZfaJHpDh50CwKFEr77HAvAdrzvF13zIsT7bxiWal6KBC/StcUiOFvE0",
+	"a8aSqXi2mOo58ZxGnyh2HSPpKxjqGbmD9Be+ev1ywILXJ2fNV183//mP/wyGknRAE3noMMXqWlzyMJsC",
+	"mPw3seKMLuN2u91ueNjC8Vcn59AGq2hCL3o4ieesHjgJD4HHjk6esaCYOBGYFp89Pz49efkcG6W4DwSW",
+	"TqRajMdxCDxiEI6y77w+ffUWX8A4gPHg1guxBSjNTBZZg9y1MAMvXuRfixWjWa/yybp5Tp+gsKZwCh0z",
+	"a5m4OxorhAyefSH9ZKJAV/K7nTd/8bsHu8SvFN8jVULvz9dCyOpcCb/zrX6Gvg1z0Bf7Yz/sjJrtqMeb",
+	"vVE3bB6IvXGT7476YS/qis64/XEcRKQBvCg5WPNiQDh2kBu0PgH9tpmAfrg/7o46UdMXuqPjg1Fzfzfa",
+	"a+bD70alCUCX7a8z3HP9zcIwcR9umauiXEELsaV7p6lsk5+CzLR5kGc9HPW5puqh97zhvtucbFK8gbe5",
+	"3+/hZalay23z0E32dO6F38r9ci8bo2xb3CcV9JHZFtZftq1pAbLwmETh/c2Ku+yJz96Vx3HI0buyrUt1",
+	"KUaTJLluChnNtRp+L2XevgQ5UYhGvdsoMjy12GsRpoIImam4d5IsJZuIVFSngb/FTj23ffqYw4L0jpsT",
+	"Wg0YbXG0XyTJ9bUQoMWrldRCwJRTl1Jeb4TMLldz4JGsuQlIlH5rvUeY/CSi2nekXBAOXLvZ5p1Rcy/s",
+	"Rs190Rs3+3x3tBfuRwcY6baXuanl82qLdEr19Wrw9KmeK9Wi4bbCZPYU7Q7IZ95059vJLS3Xthd+aY22",
+	"uff1DrJb5vMV/9DTT0dWtWZc8itRecnTM/l0OyLg7drf3MzSkE+nIx5eYzHqDZ2vH/8nZUO0Rkm0+h9P",
+	"F+n0p1vQ0zIuIy2A6FOK3bQxLxSSlsiYhMYZV5TsiAmDmOEIEgLKkjGtJllkFuAsFiposa8wmDtggZFg",
+	"AMCZtxtHXh5bTiSa3kOZIrIQ5CJaMCkvbwWsu4zP5gGrv5Hxe2Opo2ajFRLMBDTGn3lPxVeSZ4tUBAMW",
+	"3LS9PLg94krs9vT7X50dHTdff3XU6e8CH9xQBj/mvf+p9eNaJ35q/ahn7KfAo0pxm0cEhFaEV6PF61AK",
+	"GSaRIGOVPoo2dLCcKBG+Cxot9sLN08G/cpYmGeEvLJOhtCNRxKYjM48poXWsDA0DztSch2JAnDoFYnlw",
+	"YyCH2VDq1RrHAgCdvhch2c56YIqNeYq1kzJZsvr6jpnGo5TrxWZ8Ok2WQ9k3aY0NSticzaF/eXdjycIE",
+	"oGnwS4fgAV9reiix7RVS+42SbFJlp9PueH6zpR/bbLvWpuSkfKk/SnNcK8spbFOCMco3qs39vLNfdnFu",
+	"7d5ct5vqdv7X3/zmwXd//J/blQ4BuX+2THDvNPMNpU/LcOH73RA3LfxbBM7C3tlz++itPf/oFK/t9GXc",
+	"MNtjA5QhqVas8/69IcKinMJ23y7wjKfXBueFqC+jRBIMUduv1tuMqNei9yqRwibXk06j0PNYgi2EXNbb",
+	"oXKOJO37+UJNENMyc75HZG/l7CH0y2rj7s3FqX5Hv22oZLJkwDp+Oxd1tvMcMI4V7AzdvQBFX+ANJWqU",
+	"gE+l1Up41HhUY4USDjzEJcSZCVc5kcpuQaEdyvZejurYaVDmqO5xaqldjAoWEJW9aavj9/YLrCwyYQsl",
+	"UnCq6JMw50otkzTyGB/KeZJmrA79BWrVBkrGtp6a3X6/28fLc6Jbni0UIBlRjvB8MZrGIYu1USdFNtDN",
+	"TZNkrq9wj83T+IZngtXb/tN9j7X3Oq327tN2x2PtA/3P/aftXY+NQ98fDJ7uNTxtNqSxSJsvjy49wFhr",
+	"TpOQT4ey3t49aHX6PXxB7OsX2n7DY7PFNItDrjI9qlQAJlaUs4dyaatHIaVrKngEdRcn5zc9qIBQcSbw",
+	"KygaWD0YDJ4e7AYeCwaD8Xg8HvgDn36x2xuMxwcj+4D5uT0YPO3tQ6VGx/c7unPw97EIsadBA/pycn6z",
+	"aztEXB9/T6T+6B8sQKqeZwO5ptdrKKHreaZ5gqFV8HXMrJvCorks0ikxGWmVX+mB8ZUWzTxDb3oyHkqn",
+	"pnbJZSYiwzoEj+GHzSf1uaK6mvwtgDnXUw1AXVxrACgNSCx4dL8/e/naooWY18NESuQ70Q0fIZJZiu59",
+	"0jKG0pQKvH3+xVevXn397uj09NXbd+cXJ98cXT7/E+Qjs3ow49eCpQsZMECYijMPIt64oJG4EdNkrs2f",
+	"xlAiPt58qvsbEDgY6klmn1L/hCl1ONfWqlJxIuG4vaaaFwjlJ4wzLdIJrBYOg32c8gfTJBNhhhS4Ec+4",
+	"N5QjAbD3QUmL1mpbIWkhgGHYipIdJCB0zLkd2G1QAf4Oovs7VCNDFS+tneCwQAVbaNf5PTzoityhhEeo",
+	"hy1tgwYtFuwE1UNNxhRXgtlYy+wnIhY1lHVuGczWRnsIDjglplORDqq63WixVyaCBNu9C1uU8vqxFN3p",
+	"FPyvvKJ1fEZ7cmfHQg7pt9a1PjUXYTw2KIY3bUREg4pzuB6CoTQGCiDvQkY5OR3hgSdErYrlS45tUK3j",
+	"b1LikeVXX8TrNzAcd3PKDrUdEaewy4gwSC+fHqO+by5EBjos1Mfgeewz5TFQZj3W9fF/O2yifzfxWNuH",
+	"/+7p/+74bAJbSmvsQ1mHIqP//n/aPvsDiidC+9D3BiIPJymgToK4UQlwmxVQQa2bRrfYOMQeEdexFuEF",
+	"tSJWTnXaEeu1/VxdKN7LmDEDCP5RwvoAVJQbbpypRRgKpcaLad56PSj6UwIjJONw0mixZ04v8NpQ+BVk",
+	"oiZeM4hWDFgkogXuVwDHdpdd9xwHYRTiJ4oFerDAwoxfHUrQHFwBDS8tUkHVUwMW6E/y8n1rJBZIBxSq",
+	"cSKHkubNY8Hl6Ws24TJSEy0o899DRRRLFllgoWBJ56sHX11enuuFJCwwok9TQ4nk1BamFDBspslVdVEL",
+	"4KVyWZF3rRIC7gTgmBiqqNB8I6REHkVakcAdny90HbkglsliGhm5QrIHtUAso2ILwPHhdGLIQm0MsFrH",
+	"EnmZypntuNdsJ5BafiJknso5lDJZejkXYLhIgejLKogomDfX1VRQjA3lGmVYTrixqbqogX1Slt8N8Y9N",
+	"34cS0YkipmIgv7u4m85NLwVynWAbm8t8yh65X7rM54E8bbkYccoGfj7Wtj3eDjuiO272Rv2o2Qt3RXN/",
+	"vMebByM/bEf6L71HzNq2bt5VOKof5pLe1qe8bdyotB3dyptPWB0DT/6WnfsgoWqDGvrozsZf/+Ug3f/y",
+	"67/+kF4uv39z/mz/5PT825Okc8pP+evll/35V1d/+ePu9bPlnz4uNPDAZXwbZxMM6NxaGJTLvEJFEI8+",
+	"iqWOZ460cNL4K0Q/zus6gR304JGw133eu49p77p+MmdD4SBZ3fEwyWTZ+Ixe+bkC6oEBOrwJAbG1GIi7",
+	"I0ZXGa7fGvfSVbWK7gYWk/4JaCiedbPm8TZQqsZJepVkmSA9T6t4Ve4IZcxxrfKUDEXjigAtGbl2oBiB",
+	"RXEEFOW3+V8ahrra+B7AC2R9D8bhsAGu8p7KcdFpHlXyt90lHn8lREocb/Q5HeexnHdckPufd29zvp1j",
+	"kZOTJb+qGi12VJFn56Tr3J5X9zs9Kf9KNsUvrlndpU99FkaPRRhhduC9JdGcZ+GkosIS4LuVCYdB5IvV",
+	"bWQKqlAMp14DINXs2wGraytxNs+AnUgfm5RUFcABCvJzEjB0fd872lPqwcCNW6yrDg1iS8RynhYjjPu8",
+	"wCdLWEBHKkDmXsXWvNjGgDXz98RQgjtOZXWYvxdAtWhB2wI9jNWRkCFaoNe40WJfixURCWuJrzK+sqj6",
+	"PBUYsggRUP2hmpmx1H9RDe0NIG3+fu6dB/r1ihfDjpb6a5L8oQIap/g37X3b+e1fg3Co4ID+/tTzz3QZ",
+	"v4TrAKX7J3QdPJ0TgFF1Jq9hpeeldASTvGtTxuIMc79i5QZ0ILNmOeEZZLZAtaxzrSNSJCRyGAHAEika",
+	"LdbxOwOGtK+HpfRg+N+TPEd4kiwhRqsV5kftmGBHjlMcU2Fs5pkP5cKqmJcMjhdKeh2wOcbneeZRrB8z",
+	"HNzwPrpujGsnVjlXNvJYZxVETrG8+p0afJ0H3L4n0bb0/FtfEZAOegSJ0iZIUEFnTwuGW/4zCMPVJ+Qi",
+	"LotKBFzZfOQoG8GcPCLXoeSdXud3SkW89XxoeV3IR/j98hHfcRljfg3LhMrwOnz4JYz5yU0TUNt0G38Z",
+	"36zlXkFkE1/0XPAIyoTGkg9L6GKTN+r6DhPv53EqjjFkeiJf4xoFDVbMJKWsYIXp+zYt3zOJInkPrPWb",
+	"TOEq9zDVSJgLNkVW5WWchRMogWHGfzlNFMAROol1eOLAtE8MXYr+lN59uheqtWkEA+Ybs9p0xvTPQNEj",
+	"KhP91mQmX0NCkJmr9eGbsZopQA3nUasdRicwQ40JCDyhKszWUH5EnhjuW0z7KmaHAQRWXp7EYskWurPu",
+	"/OuFRMrXBJJ7FF82HKzlW3PE8Mt5qULOkVma4w2ZAYfF72ACEbnN4YMA/4I/l/zmtyaAratYF9BTEggU",
+	"fv5NqljeI8og22aJ8Sor7pOfL6+sKzpRO/RHzQO+P272xF7U3A93R80+743N3x53Xlm1LK0N/Pu6Q3CT",
+	"X1BVYZVi8lWyZNOE5JUjnpEGgep7gPQaHcTmRAY//hTQQ3F+mYG+/DmF7PeXhpOf7FzF+Ow4+5yp80tp",
+	"+Hh1V7jbnphg+10qP3Qlvam+5k/LNVKmDsupqmq02BGLxHyarEQEf9eqVpqzmceqWM+mTwsVbp2/+eL0",
+	"5Pjdm4vTVuFUr5mgABRB41jDiXhPISUujd2IyrOE8m9VYLMBPVf/aGs0r8UKjD666fQiCJmRJK6t6xQn",
+	"KCAVq89LnL+NAarIwgOaSq1V8MgD96PhfoGKRY8gUFsMmQIZQJ0B1B4Ql/zz//e/XeYS8zOUCOkrBp56",
+	"uvaEi5Hp4G2VeInXB4RgV6YYO0uAeYrNEilWQG8CSC0D4D4yqjmwxwKmoTIEsmXYREsoqP9uWI0aLseS",
+	"08tjh+yoqota5GKHKniK0b1Ldb2mfOyJYiMur2EjQGj27OTZE8UiHk9XbMSzcOIxKQAp0FA+6a6NhXD7",
+	"9YyooSq69FabBRQqGRSZ670CeZNX4HCm0juctfzGN1FR1yXKFagXWLQvczUzS7lUHMp4KLpKb3tI0Nz1",
+	"obyJ2JsKVc+ldJs1DA5n6OAVrB64SIUphdY6J37CgwOF3d6yck7xwslbF09VH0/MLOPHs2SA6+twZlMx",
+	"ksf0QbEcPxAJyIlvW+y5u2ZQZw1V6vmmpBar+gE80Ggamg8brm5T9kwHxGnQpd2tbtI5QBZv2e5nYMpz",
+	"KO6qGGXFzHDn2VnaDsDU6WYOwLThIOZdMhiCitWxd247p+aPd7dzdvJMsbr5BTPoUdXE1O43zsqvVHzr",
+	"gopGmRaYUqTqCbuJxZK8HnEKWKnjZBonMLXJmOUdcYtM86+aFis+dhrfCKnvHBR0PIrhp3majIQCaYRX",
+	"pWW6pCZfGYtc1X767qf/LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

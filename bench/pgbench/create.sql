@@ -33,24 +33,24 @@ WITH made AS (
 WITH invoice AS (
 	INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, customer_id)
+					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount, customer_id)
 				VALUES (:id::uuid, :org::uuid, bench_customer_mid(:n)::uuid, :k, NULL, '60.00'::numeric, 'Dana Whitfield', NULL, bench_customer_email(:n), NULL, 'email', NULL, NULL::date,
-					3::integer, 'open', now()::timestamptz, 'bench', NULL::timestamptz, NULL::boolean, bench_customer_id(:n)::uuid)
+					3::integer, 'open', now()::timestamptz, 'bench', NULL::timestamptz, NULL::boolean, '0.00'::numeric, bench_customer_id(:n)::uuid)
 				RETURNING id
 			), lines AS (
-				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
-				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
-				FROM invoice, unnest(:descs::text[], :qtys::text[], :costs::text[], :nulls::text[], :nulls::text[], :nulls::text[])
-					WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)
+				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
+				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
+				FROM invoice, unnest(:descs::text[], :qtys::text[], :costs::text[], :nulls::text[], :nulls::text[], :nulls::text[], :nulls::text[])
+					WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
 			)
 			SELECT count(*) FROM invoice;
 SELECT i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
-		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count, i.tax_amount::text,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, i.customer_id, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at,
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
-				il.commodity_code, il.upc) ORDER BY il.position)
+				il.commodity_code, il.upc, il.tax_rate::text) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(r.id, r.amount::text, r.received_at, r.method, r.reference, r.created_at)
 				ORDER BY r.received_at, r.id)

@@ -7,11 +7,11 @@
 BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 SELECT i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
-		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count, i.tax_amount::text,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, i.customer_id, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at,
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
-				il.commodity_code, il.upc) ORDER BY il.position)
+				il.commodity_code, il.upc, il.tax_rate::text) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(r.id, r.amount::text, r.received_at, r.method, r.reference, r.created_at)
 				ORDER BY r.received_at, r.id)

@@ -812,6 +812,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/terminals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List card terminals
+         * @description The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+         *     name, then id. Not paged. A terminal is registered on one MID by an operator
+         *     (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+         *     a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+         *     minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+         *
+         *     With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+         *     approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+         *     chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+         *     (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+         *     `SIM-OFFLINE-…` is offline.
+         */
+        get: operations["listTerminals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a card terminal
+         * @description One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+         */
+        get: operations["getTerminal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List terminal payments
+         * @description The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+         */
+        get: operations["listTerminalPayments"];
+        put?: never;
+        /**
+         * Take a payment at a card terminal
+         * @description Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+         *     inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+         *     with the terminal payment `pending`; payreq asks the terminal in the background (never
+         *     while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+         *     `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+         *     or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+         *     `terminal_payment.*` events.
+         *
+         *     An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+         *     moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+         *     (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+         *     declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+         *     reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+         *     last four digits.
+         *
+         *     **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+         *     is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+         *     `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+         *     asked resolves the payment the same way when it starts again: never charged twice,
+         *     never lost.
+         *
+         *     **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+         *     `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+         *     in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+         *     terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+         *     the terminal payments pending on it), the terminal on another MID than the invoice, the
+         *     terminal `offline`; `Idempotency key reused`.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+         *     within 24 hours answers 200 with the terminal payment already made and
+         *     `Idempotent-Replayed: true`; the terminal is asked once.
+         */
+        post: operations["createTerminalPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a terminal payment
+         * @description One terminal payment, as it is now. An id of another organization is a 404.
+         */
+        get: operations["getTerminalPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a terminal payment
+         * @description Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+         */
+        post: operations["cancelTerminalPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/locations": {
         parameters: {
             query?: never;
@@ -901,7 +1045,7 @@ export interface paths {
         };
         /**
          * List merchant applications
-         * @description Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+         * @description Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
          */
         get: operations["listApplications"];
         put?: never;
@@ -966,7 +1110,20 @@ export interface components {
          * @enum {string}
          */
         Delivery: "email" | "text";
-        /** @description One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        /**
+         * @description One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
+         * @example {
+         *       "description": "Catering, per guest",
+         *       "quantity": "40",
+         *       "unitCost": "18.75",
+         *       "amount": "750.00",
+         *       "taxRate": "8.25",
+         *       "taxAmount": "61.88",
+         *       "uom": "EA",
+         *       "commodityCode": "9050",
+         *       "upc": null
+         *     }
+         */
         InvoiceLine: {
             /**
              * @description What the line is for. 1–500 characters.
@@ -977,6 +1134,12 @@ export interface components {
             quantity: components["schemas"]["DecimalString"];
             /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total. */
             unitCost: components["schemas"]["DecimalString"];
+            /** @description The line's amount, round-half-up(quantity × unitCost, 2 places), before tax. */
+            amount: components["schemas"]["DecimalString"];
+            /** @description The line's tax rate as a percent (`"8.25"` is 8.25 %), at most 4 decimal places, without trailing zeros; null when the line has no tax. */
+            taxRate: (string | components["schemas"]["DecimalString"] | (null)) | null;
+            /** @description The line's tax, round-half-up(amount × taxRate ÷ 100, 2 places); `"0.00"` when `taxRate` is null. */
+            taxAmount: components["schemas"]["DecimalString"];
             /**
              * @description Unit of measure (for example `EA`). At most 32 characters.
              * @example EA
@@ -993,7 +1156,18 @@ export interface components {
              */
             upc: string | null;
         };
-        /** @description One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`. */
+        /**
+         * @description One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity`, `unitCost` and `taxRate` as a JSON number or a decimal string. Every key but `taxRate` is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+         * @example {
+         *       "description": "Catering, per guest",
+         *       "quantity": 40,
+         *       "unitCost": "18.75",
+         *       "taxRate": "8.25",
+         *       "uom": "EA",
+         *       "commodityCode": "9050",
+         *       "upc": null
+         *     }
+         */
         InvoiceLineInput: {
             /**
              * @description What the line is for. 1–500 characters.
@@ -1002,8 +1176,13 @@ export interface components {
             description: string;
             /** @description Quantity; greater than 0, at most 4 decimal places. */
             quantity: components["schemas"]["Decimal"];
-            /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total. */
+            /** @description Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places), plus its tax, to the total. */
             unitCost: components["schemas"]["Decimal"];
+            /**
+             * @description Optional. The line's tax rate as a percent (`8.25` is 8.25 %): from 0 to 100, at most 4 decimal places (`100.00001` or `8.12345` → 400 keyed by the field as sent, `lines[0].taxRate`). Absent or null: the line has no tax. The line's tax amount is round-half-up(round-half-up(quantity × unitCost, 2) × taxRate ÷ 100, 2 places).
+             * @example 8.25
+             */
+            taxRate?: components["schemas"]["Decimal"] | (null);
             /**
              * @description Unit of measure (for example `EA`). At most 32 characters.
              * @example EA
@@ -1033,7 +1212,7 @@ export interface components {
              * @example INV-1042
              */
             invoiceNumber: string;
-            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it. */
+            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it, tax included: the sum over lines of `amount` + `taxAmount`. */
             amount: components["schemas"]["Decimal"];
             /**
              * @description Purchase order number. At most 64 characters.
@@ -1084,7 +1263,7 @@ export interface components {
              * @example 2025-04-30
              */
             dueDate: string | null;
-            /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
+            /** @description The invoice lines, 1–500, or null for none. When given, the lines must add up to `amount`: the sum over lines of the line's amount, round-half-up(quantity × unitCost, 2 places), plus its tax amount, round-half-up(line amount × taxRate ÷ 100, 2 places), must equal `amount`, else 400 `errors.lines` saying both sums. Example: 40 × 18.75 = 750.00 at 8.25 % is 750.00 + 61.88 (61.875 rounded half up), so `amount` is 811.88. */
             lines: components["schemas"]["InvoiceLineInput"][] | null;
             /**
              * @description `false`: make the invoice and its link but send nothing. `true` or `null`: send the link now, or at `sendAt` when it is given.
@@ -1103,7 +1282,7 @@ export interface components {
              */
             reminders?: boolean | null;
         };
-        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`. */
+        /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`. */
         Invoice: {
             /**
              * Format: uuid
@@ -1151,6 +1330,16 @@ export interface components {
              * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
              */
             customerId: string;
+            /**
+             * @description The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
+             * @example 750.00
+             */
+            subtotal: components["schemas"]["DecimalString"];
+            /**
+             * @description The tax, two decimals: the sum of the lines' `taxAmount` (each rounded half up to cents on its own line, then added), `"0.00"` when the invoice has no lines.
+             * @example 61.88
+             */
+            taxAmount: components["schemas"]["DecimalString"];
             /**
              * @description Customer name.
              * @example Dana Whitfield
@@ -1223,7 +1412,7 @@ export interface components {
              */
             paidAt: string | null;
             /**
-             * @description True when any payment toward the invoice carried line-level (Level 3) data.
+             * @description True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
              * @example false
              */
             level3Sent: boolean;
@@ -1404,7 +1593,7 @@ export interface components {
             reason?: string | null;
         };
         /**
-         * @description `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+         * @description `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
          * @example sale
          * @enum {string}
          */
@@ -1415,7 +1604,7 @@ export interface components {
          * @enum {string}
          */
         CardPaymentStatus: "approved" | "declined";
-        /** @description One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
+        /** @description One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
         CardPayment: {
             /**
              * Format: uuid
@@ -1504,6 +1693,150 @@ export interface components {
              * @example null
              */
             createdByName: string | null;
+            /**
+             * @description How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+             * @example null
+             * @enum {string|null}
+             */
+            entryMode: "chip" | "contactless" | "swipe" | "manual" | null;
+            /**
+             * Format: uuid
+             * @description The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+             * @example null
+             */
+            terminalId: string | null;
+        };
+        /**
+         * @description `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+         * @example online
+         * @enum {string}
+         */
+        TerminalStatus: "online" | "offline" | "busy";
+        /** @description A card terminal in a store, on one MID. Every key is always present. */
+        Terminal: {
+            /**
+             * Format: uuid
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The MID its sales are made on.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The location of its MID.
+             * @example 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+             */
+            locationId: string;
+            /**
+             * @description What the merchant calls it (1–100 characters).
+             * @example Front counter
+             */
+            name: string;
+            /**
+             * @description Its hardware serial number at the gateway; unique among terminals.
+             * @example C032UQ03960148
+             */
+            hsn: string;
+            status: components["schemas"]["TerminalStatus"];
+            /**
+             * Format: date-time
+             * @description When it last answered a ping; null if it never did.
+             * @example 2025-03-18T19:45:02Z
+             */
+            lastSeenAt: string | null;
+        };
+        /**
+         * @description `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+         * @example approved
+         * @enum {string}
+         */
+        TerminalPaymentStatus: "pending" | "approved" | "declined" | "cancelled" | "timed_out" | "failed";
+        /** @description A payment to take at a terminal. */
+        TerminalPaymentCreate: {
+            /**
+             * Format: uuid
+             * @description One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            terminalId: string;
+            /**
+             * Format: uuid
+             * @description An `open` or `part_paid` invoice of the organization.
+             * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+             */
+            invoiceId: string;
+            /** @description More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount. */
+            amount?: components["schemas"]["Decimal"] | (null);
+        };
+        /** @description A payment asked of a card terminal. Every key is always present; what is not known yet is null. */
+        TerminalPayment: {
+            /**
+             * Format: uuid
+             * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            terminalId: string;
+            /**
+             * Format: uuid
+             * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+             */
+            invoiceId: string;
+            /** @description The amount asked, two decimals. */
+            amount: components["schemas"]["DecimalString"];
+            status: components["schemas"]["TerminalPaymentStatus"];
+            /**
+             * Format: uuid
+             * @description The card payment (sale) it made, approved or declined; null otherwise.
+             * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+             */
+            cardPaymentId: string | null;
+            /**
+             * @description Why it was declined or failed, in plain words; null otherwise.
+             * @example null
+             */
+            declineReason: string | null;
+            /**
+             * @description How the card was entered; null until known.
+             * @example chip
+             * @enum {string|null}
+             */
+            entryMode: "chip" | "contactless" | "swipe" | "manual" | null;
+            /**
+             * @description The card's brand (`Visa`, …); null until known.
+             * @example Visa
+             */
+            cardBrand: string | null;
+            /** @example 1111 */
+            lastFour: string | null;
+            /**
+             * @description A chip card's application label, for the receipt; null otherwise.
+             * @example VISA CREDIT
+             */
+            applicationLabel: string | null;
+            /**
+             * @description A chip card's application identifier (AID), for the receipt; null otherwise.
+             * @example A0000000031010
+             */
+            aid: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-03-18T19:44:58Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When its status last changed.
+             * @example 2025-03-18T19:45:12Z
+             */
+            updatedAt: string;
         };
         /**
          * @description `pending`: on its way to the bank. `paid`: `expectedAt` has come.
@@ -1585,6 +1918,11 @@ export interface components {
          *     - `card_payment.approved`: A sale was approved.
          *     - `card_payment.declined`: A sale, or a refund, was declined.
          *     - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+         *     - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+         *     - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+         *     - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+         *     - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+         *     - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
          *     - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
          *     - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
          *     - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
@@ -1597,13 +1935,13 @@ export interface components {
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -1622,7 +1960,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1802,6 +2140,81 @@ export interface components {
              * @enum {string}
              */
             type: "card_payment.refunded";
+        };
+        /** @description `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale). */
+        TerminalPaymentApprovedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.approved
+             * @enum {string}
+             */
+            type: "terminal_payment.approved";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.approved";
+        };
+        /** @description `terminal_payment.declined`: A terminal payment was declined by the issuer. */
+        TerminalPaymentDeclinedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.declined
+             * @enum {string}
+             */
+            type: "terminal_payment.declined";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.declined";
+        };
+        /** @description `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API. */
+        TerminalPaymentCancelledEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.cancelled
+             * @enum {string}
+             */
+            type: "terminal_payment.cancelled";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.cancelled";
+        };
+        /** @description `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway. */
+        TerminalPaymentTimedOutEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.timed_out
+             * @enum {string}
+             */
+            type: "terminal_payment.timed_out";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.timed_out";
+        };
+        /** @description `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why). */
+        TerminalPaymentFailedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.failed
+             * @enum {string}
+             */
+            type: "terminal_payment.failed";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.failed";
         };
         /** @description `saved_card.removed`: A saved card was deleted; `data` is the card as it was. */
         SavedCardRemovedEvent: components["schemas"]["EventBase"] & {
@@ -2837,6 +3250,15 @@ export interface components {
         };
         /** @description The request was understood but cannot be done; `title` and `detail` say why. `type` is `{PUBLIC_URL}/problems/idempotency-key-reused` for a reused `Idempotency-Key`, `{PUBLIC_URL}/problems/unprocessable` otherwise. */
         Unprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description What the request acts on is taken by another request just now; `title` and `detail` say which. Try again once it is done. */
+        Conflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -4561,6 +4983,232 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTerminals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every terminal of the organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTerminal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal id.
+                 * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTerminalPayments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the payments taken at this terminal.
+                 * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+                 */
+                terminalId?: string;
+                /**
+                 * @description Only the payments toward this invoice.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                invoiceId?: string;
+                /**
+                 * @description Only payments in this state.
+                 * @example approved
+                 */
+                status?: components["schemas"]["TerminalPaymentStatus"];
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of terminal payments. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+                 * @example 8f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The terminal, the invoice, and the amount (null or absent for the balance). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TerminalPaymentCreate"];
+            };
+        };
+        responses: {
+            /** @description Replay: a terminal payment was already made with this `Idempotency-Key` and the same body; this is that payment as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            /** @description The terminal payment, `pending`; the terminal is being asked. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal payment id.
+                 * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal payment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal payment id.
+                 * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal payment, `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -1,5 +1,5 @@
-// A payreq webhook receiver in TypeScript with Node's own crypto (README,
-// "Webhooks"); type-checked by make ts-check against schema.d.ts, so the
+// A payreq webhook receiver in TypeScript with Node's own crypto (docs/events-and-webhooks.md);
+// type-checked by make ts-check against schema.d.ts, so the
 // event payloads it narrows on are the ones the server sends.
 //   PAYREQ_WEBHOOK_SECRET=whsec_… node dist/webhook-receiver.js
 import { createHmac, timingSafeEqual } from "node:crypto";

@@ -72,6 +72,7 @@ func noSecretIn(t *testing.T, what, text string) {
 var addedLine = regexp.MustCompile(`^application ([0-9a-f-]{36}) submitted through reseller ([0-9a-f-]{36})\n$`)
 
 func TestApplicationsAddEncryptsAndStageAppendsHistory(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	org := c.demo().Reseller.OrganizationID
 
@@ -173,6 +174,7 @@ func TestApplicationsAddEncryptsAndStageAppendsHistory(t *testing.T) {
 // A bad document or organization: one line on stderr naming the problem (never
 // a full number), exit status 2, nothing stored.
 func TestApplicationsAddRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	seed := c.demo()
 	org := seed.Reseller.OrganizationID.String()
@@ -210,7 +212,7 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &cli{t: t, dataDir: c.dataDir, db: c.db}
+			c := c.sub(t, c.dataDir)
 			msg := c.usage("applications", "add", "--org", org, "--file", applicationDoc(t, tc.change))
 			if !strings.Contains(msg, tc.mention) {
 				t.Errorf("stderr %q does not say %q", msg, tc.mention)
@@ -241,7 +243,7 @@ func TestApplicationsAddRefusesBadInput(t *testing.T) {
 		{"extra argument", []string{"--org", org, "--file", valid, "again"}, "unexpected argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &cli{t: t, dataDir: c.dataDir, db: c.db}
+			c := c.sub(t, c.dataDir)
 			msg := c.usage(append([]string{"applications", "add"}, tc.args...)...)
 			if !strings.Contains(msg, tc.mention) {
 				t.Errorf("stderr %q does not say %q", msg, tc.mention)

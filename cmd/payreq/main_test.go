@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,13 @@ type cli struct {
 	t       *testing.T
 	dataDir string
 	db      *sqlx.DB
-	dsn     string // "": testDSN
+	dsn     string   // "": testDSN
+	env     []string // NAME=value over this process's environment: tests run in parallel
+}
+
+// sub is c for the subtest t with dataDir, and env over c's.
+func (c *cli) sub(t *testing.T, dataDir string, env ...string) *cli {
+	return &cli{t: t, dataDir: dataDir, db: c.db, dsn: c.dsn, env: append(slices.Clip(c.env), env...)}
 }
 
 func newCLI(t *testing.T) *cli {
@@ -77,7 +84,7 @@ func (c *cli) run(args ...string) (stdout, stderr string, code int) {
 	if dsn == "" {
 		dsn = testDSN
 	}
-	cmd.Env = append(os.Environ(), runAsPayreq+"=1", "DATABASE_URL="+dsn, "PAYREQ_DATA_DIR="+c.dataDir, noExitSleep())
+	cmd.Env = append(append(os.Environ(), c.env...), runAsPayreq+"=1", "DATABASE_URL="+dsn, "PAYREQ_DATA_DIR="+c.dataDir, noExitSleep())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -174,6 +181,7 @@ func (c *cli) limitedMerchant() uuid.UUID {
 // A key can only get permissions its creator (the Owner) holds and that
 // its organization's kind is offered; a refusal creates nothing.
 func TestKeysCreateRefusesPermissionsOutOfReach(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	seed := c.demo()
 	limited := c.limitedMerchant()
@@ -194,7 +202,7 @@ func TestKeysCreateRefusesPermissionsOutOfReach(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &cli{t: t, dataDir: c.dataDir, db: c.db}
+			c := c.sub(t, c.dataDir)
 			before := c.keyCount(tc.org)
 			msg := c.usage("keys", "create", "--org", tc.org.String(), "--name", "refused", "--permissions", tc.permissions, "--json")
 			if !strings.Contains(msg, tc.mention) {
@@ -228,6 +236,7 @@ func TestKeysCreateRefusesPermissionsOutOfReach(t *testing.T) {
 
 // Revoked keys stay listed, marked with their revocation date.
 func TestKeysListMarksRevokedKeys(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	seed := c.demo()
 	org := seed.Merchant.OrganizationID.String()
@@ -264,6 +273,7 @@ func TestKeysListMarksRevokedKeys(t *testing.T) {
 }
 
 func TestOrgsSuspendAndReinstate(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	org := c.demo().Merchant.OrganizationID
 	status := func() string {
@@ -285,6 +295,7 @@ func TestOrgsSuspendAndReinstate(t *testing.T) {
 
 // Every bad flag or argument: one line on stderr, exit status 2.
 func TestBadArgumentsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	org := c.demo().Merchant.OrganizationID.String()
 	// {org} is an organization that exists, {unknown} one that does not.
@@ -325,10 +336,10 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 			for i, a := range tmpl {
 				args[i] = strings.NewReplacer("{org}", org, "{unknown}", uuid.NewString()).Replace(a)
 			}
-			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage(args...)
+			c.sub(t, c.dataDir).usage(args...)
 		})
 	}
-	t.Setenv("PAYREQ_ADDR", takenAddr(t))
+	c.env = append(c.env, "PAYREQ_ADDR="+takenAddr(t))
 	for name, value := range map[string]string{
 		"PAYREQ_REVOCATION_CHECK_INTERVAL": "soon",
 		"PAYREQ_PUBLIC_URL":                "ftp://x",
@@ -340,8 +351,7 @@ func TestBadArgumentsAreUsageErrors(t *testing.T) {
 		"PAYREQ_TRUST_TRACEPARENT":         "yes",
 	} {
 		t.Run("bad configuration "+name, func(t *testing.T) {
-			t.Setenv(name, value)
-			(&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("serve")
+			c.sub(t, c.dataDir, name+"="+value).usage("serve")
 		})
 	}
 }
@@ -364,9 +374,10 @@ func TestRunReturnsUsageError(t *testing.T) {
 // A secret file that cannot be used stops every command that needs it:
 // one line naming the file, exit status 2, and no service on a short key.
 func TestBadSecretsRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	org := c.demo().Merchant.OrganizationID.String()
-	t.Setenv("PAYREQ_ADDR", takenAddr(t))
+	c.env = append(c.env, "PAYREQ_ADDR="+takenAddr(t))
 	ecdsaKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -396,9 +407,8 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 			if err := os.WriteFile(file, tt.content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			t.Setenv(tt.variable, file)
 			for _, args := range [][]string{{"keys", "list", "--org", org}, {"serve"}} {
-				stderr := (&cli{t: t, dataDir: secretsDir(t), db: c.db}).usage(args...)
+				stderr := c.sub(t, secretsDir(t), tt.variable+"="+file).usage(args...)
 				if !strings.Contains(stderr, file) {
 					t.Errorf("payreq %s: stderr %q does not name %s", args[0], stderr, file)
 				}
@@ -409,9 +419,9 @@ func TestBadSecretsRefusedAtStart(t *testing.T) {
 
 // A metrics token file that cannot be used stops serve the same way.
 func TestBadMetricsTokenRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
-	t.Setenv("PAYREQ_ADDR", takenAddr(t))
-	t.Setenv("PAYREQ_METRICS_ADDR", "10.0.0.5:9090")
+	c.env = append(c.env, "PAYREQ_ADDR="+takenAddr(t), "PAYREQ_METRICS_ADDR=10.0.0.5:9090")
 	for name, content := range map[string]string{
 		"missing":        "",
 		"31 characters":  strings.Repeat("x", 31) + "\n",
@@ -426,8 +436,7 @@ func TestBadMetricsTokenRefusedAtStart(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Setenv("PAYREQ_METRICS_TOKEN_FILE", file)
-			if stderr := (&cli{t: t, dataDir: c.dataDir, db: c.db}).usage("serve"); !strings.Contains(stderr, file) {
+			if stderr := c.sub(t, c.dataDir, "PAYREQ_METRICS_TOKEN_FILE="+file).usage("serve"); !strings.Contains(stderr, file) {
 				t.Errorf("stderr %q does not name %s", stderr, file)
 			}
 		})
@@ -436,6 +445,7 @@ func TestBadMetricsTokenRefusedAtStart(t *testing.T) {
 
 // Secrets made on first use are readable by their owner only.
 func TestSecretsInitWritesOwnerOnlyFilesOnce(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dir := filepath.Join(t.TempDir(), "secrets")
 	out := c.ok("secrets", "init", "--dir", dir)
@@ -472,10 +482,11 @@ func TestSecretsInitWritesOwnerOnlyFilesOnce(t *testing.T) {
 // With DATABASE_URL set, a missing secret file stops payreq: one line
 // naming the file and payreq secrets init, exit 2; none is made.
 func TestMissingSecretsRefusedWithADatabaseURL(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	empty := t.TempDir()
 	for _, args := range [][]string{{"serve"}, {"migrate"}, {"demo"}} {
-		stderr := (&cli{t: t, dataDir: empty, db: c.db}).usage(args...)
+		stderr := c.sub(t, empty).usage(args...)
 		if !strings.Contains(stderr, filepath.Join(empty, "pepper")) || !strings.Contains(stderr, "payreq secrets init") {
 			t.Errorf("payreq %s: stderr %q", args[0], stderr)
 		}
@@ -488,8 +499,9 @@ func TestMissingSecretsRefusedWithADatabaseURL(t *testing.T) {
 // Every command answers --help with its usage, on stdout, exit status 0:
 // without a database or a valid configuration.
 func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
-	t.Setenv("PAYREQ_PUBLIC_URL", "not a url") // help needs no configuration
+	c.env = append(c.env, "PAYREQ_PUBLIC_URL=not a url") // help needs no configuration
 	for _, tt := range []struct {
 		args []string
 		want []string

@@ -40,6 +40,7 @@ func (c *cli) jsonOf(v any, args ...string) {
 // the key takes a token and the merchant bills on its MID; the reseller
 // sees the merchant in its portfolio.
 func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var reseller, merchant struct{ ID string }
 	c.jsonOf(&reseller, "orgs", "create", "--kind", "reseller", "--name", "Cascade Payments", "--json")
@@ -82,6 +83,7 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 
 // Every bad onboarding argument: one line, exit 2, nothing written.
 func TestOnboardingRefusesBadArguments(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var merchant, reseller, other struct{ ID, Slug string }
 	c.jsonOf(&merchant, "orgs", "create", "--kind", "merchant", "--name", "M", "--json")
@@ -141,6 +143,7 @@ func TestOnboardingRefusesBadArguments(t *testing.T) {
 // A reseller's slug names its sign-up page: the one asked for, else one
 // made from its name, unique; a merchant has none.
 func TestResellerSlugs(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	type org struct {
 		ID        string
@@ -203,6 +206,7 @@ func newMID() string { return fmt.Sprintf("7%011d", rand.Int64N(1e11)) }
 // payreq secrets reencrypt with nothing sealed under an old key re-seals
 // nothing, and says so.
 func TestSecretsReencryptWithNothingToDo(t *testing.T) {
+	t.Parallel()
 	// A database of its own: re-encryption covers every organization's
 	// values, and the shared one holds values of other tests' keys.
 	c := newCLI(t)
@@ -221,6 +225,7 @@ func TestSecretsReencryptWithNothingToDo(t *testing.T) {
 // which key; once they are free, a run exits 0 and nothing is left under
 // the old key, which may then be removed.
 func TestSecretsReencryptWaitsForLockedRows(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.dsn = pgtest.NewDatabase(t)
 	db, err := sqlx.Open("postgres", c.dsn)

@@ -15,6 +15,7 @@ import (
 // deposit made as one JSON line, as GET /deposits/{id} answers it; run
 // again, it makes and prints nothing.
 func TestSettlePrintsDepositsAsJSONLines(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	env := apitest.New(t, testDSN, apitest.Options{})
 	m := apitest.NewMerchant(t, env)

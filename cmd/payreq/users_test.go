@@ -15,6 +15,7 @@ import (
 // a membership, refusing the last Owner (exit 2); the keys the removed
 // member made keep working.
 func TestUsersCreateInvitesAndUsersRemoveKeepsKeys(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var org struct{ ID string }
 	c.jsonOf(&org, "orgs", "create", "--kind", "merchant", "--name", "Larch Lumber", "--json")

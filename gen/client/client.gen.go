@@ -80,6 +80,33 @@ func (e ApplicationSubmittedEventType) Valid() bool {
 	}
 }
 
+// Defines values for CardPaymentEntryMode.
+const (
+	CardPaymentEntryModeChip        CardPaymentEntryMode = "chip"
+	CardPaymentEntryModeContactless CardPaymentEntryMode = "contactless"
+	CardPaymentEntryModeLessThannil CardPaymentEntryMode = "<nil>"
+	CardPaymentEntryModeManual      CardPaymentEntryMode = "manual"
+	CardPaymentEntryModeSwipe       CardPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentEntryMode enum.
+func (e CardPaymentEntryMode) Valid() bool {
+	switch e {
+	case CardPaymentEntryModeChip:
+		return true
+	case CardPaymentEntryModeContactless:
+		return true
+	case CardPaymentEntryModeLessThannil:
+		return true
+	case CardPaymentEntryModeManual:
+		return true
+	case CardPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CardPaymentApprovedEventType.
 const (
 	CardPaymentApprovedEventTypeCardPaymentApproved CardPaymentApprovedEventType = "card_payment.approved"
@@ -295,27 +322,32 @@ func (e EventDeliveryStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeApplicationStageChanged EventType = "application.stage_changed"
-	EventTypeApplicationSubmitted    EventType = "application.submitted"
-	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
-	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
-	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
-	EventTypeCustomerCreated         EventType = "customer.created"
-	EventTypeCustomerDeleted         EventType = "customer.deleted"
-	EventTypeCustomerUpdated         EventType = "customer.updated"
-	EventTypeDepositCreated          EventType = "deposit.created"
-	EventTypeDepositPaid             EventType = "deposit.paid"
-	EventTypeInvoiceCancelled        EventType = "invoice.cancelled"
-	EventTypeInvoiceCreated          EventType = "invoice.created"
-	EventTypeInvoicePaid             EventType = "invoice.paid"
-	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
-	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
-	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
-	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
-	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
-	EventTypeInvoiceSent             EventType = "invoice.sent"
-	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
-	EventTypeWebhookPing             EventType = "webhook.ping"
+	EventTypeApplicationStageChanged  EventType = "application.stage_changed"
+	EventTypeApplicationSubmitted     EventType = "application.submitted"
+	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
+	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
+	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
+	EventTypeDepositCreated           EventType = "deposit.created"
+	EventTypeDepositPaid              EventType = "deposit.paid"
+	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
+	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoicePaid              EventType = "invoice.paid"
+	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved    EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
+	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
+	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
+	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
+	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
+	EventTypeTerminalPaymentDeclined  EventType = "terminal_payment.declined"
+	EventTypeTerminalPaymentFailed    EventType = "terminal_payment.failed"
+	EventTypeTerminalPaymentTimedOut  EventType = "terminal_payment.timed_out"
+	EventTypeWebhookPing              EventType = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -361,6 +393,16 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeSavedCardRemoved:
 		return true
+	case EventTypeTerminalPaymentApproved:
+		return true
+	case EventTypeTerminalPaymentCancelled:
+		return true
+	case EventTypeTerminalPaymentDeclined:
+		return true
+	case EventTypeTerminalPaymentFailed:
+		return true
+	case EventTypeTerminalPaymentTimedOut:
+		return true
 	case EventTypeWebhookPing:
 		return true
 	default:
@@ -370,28 +412,33 @@ func (e EventType) Valid() bool {
 
 // Defines values for EventTypeOrAll.
 const (
-	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
-	EventTypeOrAllApplicationSubmitted    EventTypeOrAll = "application.submitted"
-	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
-	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
-	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
-	EventTypeOrAllCardPaymentRefunded     EventTypeOrAll = "card_payment.refunded"
-	EventTypeOrAllCustomerCreated         EventTypeOrAll = "customer.created"
-	EventTypeOrAllCustomerDeleted         EventTypeOrAll = "customer.deleted"
-	EventTypeOrAllCustomerUpdated         EventTypeOrAll = "customer.updated"
-	EventTypeOrAllDepositCreated          EventTypeOrAll = "deposit.created"
-	EventTypeOrAllDepositPaid             EventTypeOrAll = "deposit.paid"
-	EventTypeOrAllInvoiceCancelled        EventTypeOrAll = "invoice.cancelled"
-	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
-	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
-	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
-	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
-	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
-	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
-	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
-	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
-	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
-	EventTypeOrAllWebhookPing             EventTypeOrAll = "webhook.ping"
+	EventTypeOrAllApplicationStageChanged  EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllApplicationSubmitted     EventTypeOrAll = "application.submitted"
+	EventTypeOrAllAsterisk                 EventTypeOrAll = "*"
+	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
+	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
+	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
+	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
+	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
+	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
+	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
+	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved    EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
+	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
+	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
+	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
+	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
+	EventTypeOrAllTerminalPaymentDeclined  EventTypeOrAll = "terminal_payment.declined"
+	EventTypeOrAllTerminalPaymentFailed    EventTypeOrAll = "terminal_payment.failed"
+	EventTypeOrAllTerminalPaymentTimedOut  EventTypeOrAll = "terminal_payment.timed_out"
+	EventTypeOrAllWebhookPing              EventTypeOrAll = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventTypeOrAll enum.
@@ -438,6 +485,16 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSent:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
+		return true
+	case EventTypeOrAllTerminalPaymentApproved:
+		return true
+	case EventTypeOrAllTerminalPaymentCancelled:
+		return true
+	case EventTypeOrAllTerminalPaymentDeclined:
+		return true
+	case EventTypeOrAllTerminalPaymentFailed:
+		return true
+	case EventTypeOrAllTerminalPaymentTimedOut:
 		return true
 	case EventTypeOrAllWebhookPing:
 		return true
@@ -788,6 +845,159 @@ func (e SavedCardRemovedEventType) Valid() bool {
 	}
 }
 
+// Defines values for TerminalPaymentEntryMode.
+const (
+	TerminalPaymentEntryModeChip        TerminalPaymentEntryMode = "chip"
+	TerminalPaymentEntryModeContactless TerminalPaymentEntryMode = "contactless"
+	TerminalPaymentEntryModeLessThannil TerminalPaymentEntryMode = "<nil>"
+	TerminalPaymentEntryModeManual      TerminalPaymentEntryMode = "manual"
+	TerminalPaymentEntryModeSwipe       TerminalPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentEntryMode enum.
+func (e TerminalPaymentEntryMode) Valid() bool {
+	switch e {
+	case TerminalPaymentEntryModeChip:
+		return true
+	case TerminalPaymentEntryModeContactless:
+		return true
+	case TerminalPaymentEntryModeLessThannil:
+		return true
+	case TerminalPaymentEntryModeManual:
+		return true
+	case TerminalPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentApprovedEventType.
+const (
+	TerminalPaymentApprovedEventTypeTerminalPaymentApproved TerminalPaymentApprovedEventType = "terminal_payment.approved"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentApprovedEventType enum.
+func (e TerminalPaymentApprovedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentApprovedEventTypeTerminalPaymentApproved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentCancelledEventType.
+const (
+	TerminalPaymentCancelledEventTypeTerminalPaymentCancelled TerminalPaymentCancelledEventType = "terminal_payment.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentCancelledEventType enum.
+func (e TerminalPaymentCancelledEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentCancelledEventTypeTerminalPaymentCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentDeclinedEventType.
+const (
+	TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined TerminalPaymentDeclinedEventType = "terminal_payment.declined"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentDeclinedEventType enum.
+func (e TerminalPaymentDeclinedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentFailedEventType.
+const (
+	TerminalPaymentFailedEventTypeTerminalPaymentFailed TerminalPaymentFailedEventType = "terminal_payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentFailedEventType enum.
+func (e TerminalPaymentFailedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentFailedEventTypeTerminalPaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentStatus.
+const (
+	TerminalPaymentStatusApproved  TerminalPaymentStatus = "approved"
+	TerminalPaymentStatusCancelled TerminalPaymentStatus = "cancelled"
+	TerminalPaymentStatusDeclined  TerminalPaymentStatus = "declined"
+	TerminalPaymentStatusFailed    TerminalPaymentStatus = "failed"
+	TerminalPaymentStatusPending   TerminalPaymentStatus = "pending"
+	TerminalPaymentStatusTimedOut  TerminalPaymentStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentStatus enum.
+func (e TerminalPaymentStatus) Valid() bool {
+	switch e {
+	case TerminalPaymentStatusApproved:
+		return true
+	case TerminalPaymentStatusCancelled:
+		return true
+	case TerminalPaymentStatusDeclined:
+		return true
+	case TerminalPaymentStatusFailed:
+		return true
+	case TerminalPaymentStatusPending:
+		return true
+	case TerminalPaymentStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentTimedOutEventType.
+const (
+	TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut TerminalPaymentTimedOutEventType = "terminal_payment.timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentTimedOutEventType enum.
+func (e TerminalPaymentTimedOutEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalStatus.
+const (
+	TerminalStatusBusy    TerminalStatus = "busy"
+	TerminalStatusOffline TerminalStatus = "offline"
+	TerminalStatusOnline  TerminalStatus = "online"
+)
+
+// Valid indicates whether the value is a known member of the TerminalStatus enum.
+func (e TerminalStatus) Valid() bool {
+	switch e {
+	case TerminalStatusBusy:
+		return true
+	case TerminalStatusOffline:
+		return true
+	case TerminalStatusOnline:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TokenErrorError.
 const (
 	TokenErrorErrorInvalidClient        TokenErrorError = "invalid_client"
@@ -1077,7 +1287,7 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
-// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+// CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
 	Amount DecimalString `json:"amount"`
@@ -1104,6 +1314,9 @@ type CardPayment struct {
 	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
 	DepositId *openapi_types.UUID `json:"depositId"`
 
+	// EntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+	EntryMode *CardPaymentEntryMode `json:"entryMode"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -1115,7 +1328,7 @@ type CardPayment struct {
 	// InvoiceNumber Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	// Kind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 	//
 	// Example: sale
 	Kind CardPaymentKind `json:"kind"`
@@ -1161,7 +1374,13 @@ type CardPayment struct {
 	//
 	// Example: approved
 	Status CardPaymentStatus `json:"status"`
+
+	// TerminalId The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+	TerminalId *openapi_types.UUID `json:"terminalId"`
 }
+
+// CardPaymentEntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+type CardPaymentEntryMode string
 
 // CardPaymentApprovedEvent `card_payment.approved`: A sale was approved.
 type CardPaymentApprovedEvent struct {
@@ -1170,7 +1389,7 @@ type CardPaymentApprovedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1195,7 +1414,7 @@ type CardPaymentDeclinedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1213,7 +1432,7 @@ type CardPaymentDeclinedEvent struct {
 // CardPaymentDeclinedEventType Example: card_payment.declined
 type CardPaymentDeclinedEventType string
 
-// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+// CardPaymentKind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
@@ -1225,7 +1444,7 @@ type CardPaymentRefundedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1250,7 +1469,7 @@ type CardPaymentStatus string
 
 // CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. A key not named here is a 400 keyed by it ("unknown field"), never ignored. A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
-	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it, tax included: the sum over lines of `amount` + `taxAmount`.
 	Amount Decimal `json:"amount"`
 
 	// CustomerCompany Customer company. At most 200 characters.
@@ -1293,7 +1512,7 @@ type CreatePaymentRequest struct {
 	// Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	// Lines The invoice lines, 1–500, or null for none. When given, the lines must add up to `amount`: the sum over lines of the line's amount, round-half-up(quantity × unitCost, 2 places), plus its tax amount, round-half-up(line amount × taxRate ÷ 100, 2 places), must equal `amount`, else 400 `errors.lines` saying both sums. Example: 40 × 18.75 = 750.00 at 8.25 % is 750.00 + 61.88 (61.875 rounded half up), so `amount` is 811.88.
 	Lines *[]InvoiceLineInput `json:"lines"`
 
 	// Memo Free text shown to the customer. At most 2000 characters.
@@ -1774,6 +1993,11 @@ type EventDeliveryStatus string
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+// - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+// - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+// - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+// - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+// - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
 // - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
@@ -1805,7 +2029,7 @@ type Health struct {
 // Example: ok
 type HealthStatus string
 
-// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
 	Amount DecimalString `json:"amount"`
@@ -1889,7 +2113,7 @@ type Invoice struct {
 	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
 	LastRemindedAt *time.Time `json:"lastRemindedAt"`
 
-	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
+	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
 	//
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
@@ -1979,6 +2203,16 @@ type Invoice struct {
 	//
 	// Example: open
 	Status InvoiceStatus `json:"status"`
+
+	// Subtotal The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
+	//
+	// Example: 750.00
+	Subtotal DecimalString `json:"subtotal"`
+
+	// TaxAmount The tax, two decimals: the sum of the lines' `taxAmount` (each rounded half up to cents on its own line, then added), `"0.00"` when the invoice has no lines.
+	//
+	// Example: 61.88
+	TaxAmount DecimalString `json:"taxAmount"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1988,7 +2222,7 @@ type InvoiceCancelledEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2013,7 +2247,7 @@ type InvoiceCreatedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2031,8 +2265,13 @@ type InvoiceCreatedEvent struct {
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
 
-// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
+//
+// Example: {"amount":"750.00","commodityCode":"9050","description":"Catering, per guest","quantity":"40","taxAmount":"61.88","taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLine struct {
+	// Amount The line's amount, round-half-up(quantity × unitCost, 2 places), before tax.
+	Amount DecimalString `json:"amount"`
+
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
 	// Example: 5310
@@ -2045,6 +2284,12 @@ type InvoiceLine struct {
 
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity DecimalString `json:"quantity"`
+
+	// TaxAmount The line's tax, round-half-up(amount × taxRate ÷ 100, 2 places); `"0.00"` when `taxRate` is null.
+	TaxAmount DecimalString `json:"taxAmount"`
+
+	// TaxRate The line's tax rate as a percent (`"8.25"` is 8.25 %), at most 4 decimal places, without trailing zeros; null when the line has no tax.
+	TaxRate *jsonnum.Decimal `json:"taxRate"`
 
 	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
 	UnitCost DecimalString `json:"unitCost"`
@@ -2060,7 +2305,9 @@ type InvoiceLine struct {
 	Upc *string `json:"upc"`
 }
 
-// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity`, `unitCost` and `taxRate` as a JSON number or a decimal string. Every key but `taxRate` is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+//
+// Example: {"commodityCode":"9050","description":"Catering, per guest","quantity":40,"taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLineInput struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
@@ -2075,7 +2322,12 @@ type InvoiceLineInput struct {
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity Decimal `json:"quantity"`
 
-	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
+	// TaxRate Optional. The line's tax rate as a percent (`8.25` is 8.25 %): from 0 to 100, at most 4 decimal places (`100.00001` or `8.12345` → 400 keyed by the field as sent, `lines[0].taxRate`). Absent or null: the line has no tax. The line's tax amount is round-half-up(round-half-up(quantity × unitCost, 2) × taxRate ÷ 100, 2 places).
+	//
+	// Example: 8.25
+	TaxRate *jsonnum.Decimal `json:"taxRate,omitempty"`
+
+	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places), plus its tax, to the total.
 	UnitCost Decimal `json:"unitCost"`
 
 	// Uom Unit of measure (for example `EA`). At most 32 characters.
@@ -2096,7 +2348,7 @@ type InvoicePaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2121,7 +2373,7 @@ type InvoicePartPaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2196,7 +2448,7 @@ type InvoiceReminderSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2221,7 +2473,7 @@ type InvoiceSendFailedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2246,7 +2498,7 @@ type InvoiceSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2615,7 +2867,7 @@ type RecordPaymentRequestMethod string
 
 // RecordedPaymentChange The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
 type RecordedPaymentChange struct {
-	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Invoice Invoice `json:"invoice"`
 
 	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
@@ -2703,6 +2955,257 @@ type SavedCardRemovedEvent struct {
 
 // SavedCardRemovedEventType Example: saved_card.removed
 type SavedCardRemovedEventType string
+
+// Terminal A card terminal in a store, on one MID. Every key is always present.
+type Terminal struct {
+	// Hsn Its hardware serial number at the gateway; unique among terminals.
+	//
+	// Example: C032UQ03960148
+	Hsn string `json:"hsn"`
+
+	// Id Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	Id openapi_types.UUID `json:"id"`
+
+	// LastSeenAt When it last answered a ping; null if it never did.
+	//
+	// Example: 2025-03-18T19:45:02Z
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+
+	// LocationId The location of its MID.
+	//
+	// Example: 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+	LocationId openapi_types.UUID `json:"locationId"`
+
+	// MerchantAccountId The MID its sales are made on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Name What the merchant calls it (1–100 characters).
+	//
+	// Example: Front counter
+	Name string `json:"name"`
+
+	// Status `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+	//
+	// Example: online
+	Status TerminalStatus `json:"status"`
+}
+
+// TerminalPayment A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+type TerminalPayment struct {
+	// Aid A chip card's application identifier (AID), for the receipt; null otherwise.
+	//
+	// Example: A0000000031010
+	Aid *string `json:"aid"`
+
+	// Amount The amount asked, two decimals.
+	Amount DecimalString `json:"amount"`
+
+	// ApplicationLabel A chip card's application label, for the receipt; null otherwise.
+	//
+	// Example: VISA CREDIT
+	ApplicationLabel *string `json:"applicationLabel"`
+
+	// CardBrand The card's brand (`Visa`, …); null until known.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CardPaymentId The card payment (sale) it made, approved or declined; null otherwise.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	CardPaymentId *openapi_types.UUID `json:"cardPaymentId"`
+
+	// CreatedAt Example: 2025-03-18T19:44:58Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeclineReason Why it was declined or failed, in plain words; null otherwise.
+	DeclineReason *string `json:"declineReason"`
+
+	// EntryMode How the card was entered; null until known.
+	//
+	// Example: chip
+	EntryMode *TerminalPaymentEntryMode `json:"entryMode"`
+
+	// Id Example: 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+	//
+	// Example: approved
+	Status TerminalPaymentStatus `json:"status"`
+
+	// TerminalId Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+
+	// UpdatedAt When its status last changed.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// TerminalPaymentEntryMode How the card was entered; null until known.
+//
+// Example: chip
+type TerminalPaymentEntryMode string
+
+// TerminalPaymentApprovedEvent `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+type TerminalPaymentApprovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.approved
+	Type TerminalPaymentApprovedEventType `json:"type"`
+}
+
+// TerminalPaymentApprovedEventType Example: terminal_payment.approved
+type TerminalPaymentApprovedEventType string
+
+// TerminalPaymentCancelledEvent `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+type TerminalPaymentCancelledEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.cancelled
+	Type TerminalPaymentCancelledEventType `json:"type"`
+}
+
+// TerminalPaymentCancelledEventType Example: terminal_payment.cancelled
+type TerminalPaymentCancelledEventType string
+
+// TerminalPaymentCreate A payment to take at a terminal.
+type TerminalPaymentCreate struct {
+	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// InvoiceId An `open` or `part_paid` invoice of the organization.
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// TerminalId One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+	//
+	// Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+}
+
+// TerminalPaymentDeclinedEvent `terminal_payment.declined`: A terminal payment was declined by the issuer.
+type TerminalPaymentDeclinedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.declined
+	Type TerminalPaymentDeclinedEventType `json:"type"`
+}
+
+// TerminalPaymentDeclinedEventType Example: terminal_payment.declined
+type TerminalPaymentDeclinedEventType string
+
+// TerminalPaymentFailedEvent `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
+type TerminalPaymentFailedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.failed
+	Type TerminalPaymentFailedEventType `json:"type"`
+}
+
+// TerminalPaymentFailedEventType Example: terminal_payment.failed
+type TerminalPaymentFailedEventType string
+
+// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+//
+// Example: approved
+type TerminalPaymentStatus string
+
+// TerminalPaymentTimedOutEvent `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+type TerminalPaymentTimedOutEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.timed_out
+	Type TerminalPaymentTimedOutEventType `json:"type"`
+}
+
+// TerminalPaymentTimedOutEventType Example: terminal_payment.timed_out
+type TerminalPaymentTimedOutEventType string
+
+// TerminalStatus `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+//
+// Example: online
+type TerminalStatus string
 
 // TokenError An OAuth 2.0 error (RFC 6749 §5.2), used only by `/oauth/token`.
 type TokenError struct {
@@ -2945,6 +3448,15 @@ type BadGateway = Problem
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
+
+// Conflict A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type Conflict = Problem
 
 // EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
@@ -3195,6 +3707,30 @@ type RecordPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
+type ListTerminalPaymentsParams struct {
+	// TerminalId Only the payments taken at this terminal.
+	TerminalId *openapi_types.UUID `form:"terminalId,omitempty" json:"terminalId,omitempty"`
+
+	// InvoiceId Only the payments toward this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// Status Only payments in this state.
+	Status *TerminalPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTerminalPaymentParams defines parameters for CreateTerminalPayment.
+type CreateTerminalPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the endpoint already made; with a different body 422. Requests rejected with a 4xx are not remembered.
@@ -3242,6 +3778,9 @@ type RecordPaymentJSONRequestBody = RecordPaymentRequest
 
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
+
+// CreateTerminalPaymentJSONRequestBody defines body for CreateTerminalPayment for application/json ContentType.
+type CreateTerminalPaymentJSONRequestBody = TerminalPaymentCreate
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -3663,6 +4202,176 @@ func (t *Event) MergeCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error 
 	return err
 }
 
+// AsTerminalPaymentApprovedEvent returns the union data inside the Event as a TerminalPaymentApprovedEvent
+func (t Event) AsTerminalPaymentApprovedEvent() (TerminalPaymentApprovedEvent, error) {
+	var body TerminalPaymentApprovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentApprovedEvent overwrites any union data inside the Event as the provided TerminalPaymentApprovedEvent
+func (t *Event) FromTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentApprovedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentApprovedEvent
+func (t *Event) MergeTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentDeclinedEvent returns the union data inside the Event as a TerminalPaymentDeclinedEvent
+func (t Event) AsTerminalPaymentDeclinedEvent() (TerminalPaymentDeclinedEvent, error) {
+	var body TerminalPaymentDeclinedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentDeclinedEvent overwrites any union data inside the Event as the provided TerminalPaymentDeclinedEvent
+func (t *Event) FromTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentDeclinedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentDeclinedEvent
+func (t *Event) MergeTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentCancelledEvent returns the union data inside the Event as a TerminalPaymentCancelledEvent
+func (t Event) AsTerminalPaymentCancelledEvent() (TerminalPaymentCancelledEvent, error) {
+	var body TerminalPaymentCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentCancelledEvent overwrites any union data inside the Event as the provided TerminalPaymentCancelledEvent
+func (t *Event) FromTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentCancelledEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentCancelledEvent
+func (t *Event) MergeTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentTimedOutEvent returns the union data inside the Event as a TerminalPaymentTimedOutEvent
+func (t Event) AsTerminalPaymentTimedOutEvent() (TerminalPaymentTimedOutEvent, error) {
+	var body TerminalPaymentTimedOutEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentTimedOutEvent overwrites any union data inside the Event as the provided TerminalPaymentTimedOutEvent
+func (t *Event) FromTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentTimedOutEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentTimedOutEvent
+func (t *Event) MergeTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentFailedEvent returns the union data inside the Event as a TerminalPaymentFailedEvent
+func (t Event) AsTerminalPaymentFailedEvent() (TerminalPaymentFailedEvent, error) {
+	var body TerminalPaymentFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentFailedEvent overwrites any union data inside the Event as the provided TerminalPaymentFailedEvent
+func (t *Event) FromTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentFailedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentFailedEvent
+func (t *Event) MergeTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsSavedCardRemovedEvent returns the union data inside the Event as a SavedCardRemovedEvent
 func (t Event) AsSavedCardRemovedEvent() (SavedCardRemovedEvent, error) {
 	var body SavedCardRemovedEvent
@@ -4023,6 +4732,16 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSentEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
+	case "terminal_payment.approved":
+		return t.AsTerminalPaymentApprovedEvent()
+	case "terminal_payment.cancelled":
+		return t.AsTerminalPaymentCancelledEvent()
+	case "terminal_payment.declined":
+		return t.AsTerminalPaymentDeclinedEvent()
+	case "terminal_payment.failed":
+		return t.AsTerminalPaymentFailedEvent()
+	case "terminal_payment.timed_out":
+		return t.AsTerminalPaymentTimedOutEvent()
 	case "webhook.ping":
 		return t.AsWebhookPingEvent()
 	default:
@@ -4130,7 +4849,7 @@ type ClientInterface interface {
 
 	// ListApplications List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Corresponds with GET /applications (the `ListApplications` operationId).
 	ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4836,6 +5555,129 @@ type ClientInterface interface {
 	// Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 	DeleteSavedCard(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTerminalPayments List terminal payments
+	//
+	// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+	//
+	// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+	ListTerminalPayments(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTerminalPaymentWithBody Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithBody(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTerminalPayment Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPayment(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTerminalPayment Get a terminal payment
+	//
+	// One terminal payment, as it is now. An id of another organization is a 404.
+	//
+	// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+	GetTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelTerminalPayment Cancel a terminal payment
+	//
+	// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+	//
+	// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+	CancelTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTerminals List card terminals
+	//
+	// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+	// name, then id. Not paged. A terminal is registered on one MID by an operator
+	// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+	// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+	// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+	//
+	// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+	// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+	// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+	// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+	// `SIM-OFFLINE-…` is offline.
+	//
+	// Corresponds with GET /terminals (the `ListTerminals` operationId).
+	ListTerminals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTerminal Get a card terminal
+	//
+	// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+	//
+	// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+	GetTerminal(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebhookEndpoints List webhook endpoints
 	//
 	// The organization's endpoints (at most 16), oldest first. Secrets are never shown here.
@@ -5037,7 +5879,7 @@ func (c *Client) ListAccounts(ctx context.Context, params *ListAccountsParams, r
 
 // ListApplications List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Corresponds with GET /applications (the `ListApplications` operationId).
 func (c *Client) ListApplications(ctx context.Context, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6123,6 +6965,199 @@ func (c *Client) PutReminderSettings(ctx context.Context, body PutReminderSettin
 // Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 func (c *Client) DeleteSavedCard(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSavedCardRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTerminalPayments List terminal payments
+//
+// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+//
+// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+func (c *Client) ListTerminalPayments(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTerminalPaymentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTerminalPaymentWithBody Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *Client) CreateTerminalPaymentWithBody(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTerminalPaymentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTerminalPayment Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *Client) CreateTerminalPayment(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTerminalPaymentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTerminalPayment Get a terminal payment
+//
+// One terminal payment, as it is now. An id of another organization is a 404.
+//
+// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+func (c *Client) GetTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTerminalPaymentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelTerminalPayment Cancel a terminal payment
+//
+// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+//
+// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+func (c *Client) CancelTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTerminalPaymentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTerminals List card terminals
+//
+// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+// name, then id. Not paged. A terminal is registered on one MID by an operator
+// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+//
+// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+// `SIM-OFFLINE-…` is offline.
+//
+// Corresponds with GET /terminals (the `ListTerminals` operationId).
+func (c *Client) ListTerminals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTerminalsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTerminal Get a card terminal
+//
+// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+//
+// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+func (c *Client) GetTerminal(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTerminalRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8137,6 +9172,292 @@ func NewDeleteSavedCardRequest(server string, id openapi_types.UUID) (*http.Requ
 	return req, nil
 }
 
+// NewListTerminalPaymentsRequest constructs an http.Request for the ListTerminalPayments method
+func NewListTerminalPaymentsRequest(server string, params *ListTerminalPaymentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TerminalId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "terminalId", *params.TerminalId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.InvoiceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "invoiceId", *params.InvoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTerminalPaymentRequest calls the generic CreateTerminalPayment builder with application/json body
+func NewCreateTerminalPaymentRequest(server string, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTerminalPaymentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateTerminalPaymentRequestWithBody constructs an http.Request for the CreateTerminalPayment method, with any body, and a specified content type
+func NewCreateTerminalPaymentRequestWithBody(server string, params *CreateTerminalPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetTerminalPaymentRequest constructs an http.Request for the GetTerminalPayment method
+func NewGetTerminalPaymentRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelTerminalPaymentRequest constructs an http.Request for the CancelTerminalPayment method
+func NewCancelTerminalPaymentRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListTerminalsRequest constructs an http.Request for the ListTerminals method
+func NewListTerminalsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminals")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTerminalRequest constructs an http.Request for the GetTerminal method
+func NewGetTerminalRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWebhookEndpointsRequest constructs an http.Request for the ListWebhookEndpoints method
 func NewListWebhookEndpointsRequest(server string) (*http.Request, error) {
 	var err error
@@ -8494,7 +9815,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListApplicationsWithResponse List merchant applications
 	//
-	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+	// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9247,6 +10568,139 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 	DeleteSavedCardWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteSavedCardResponse, error)
+
+	// ListTerminalPaymentsWithResponse List terminal payments
+	//
+	// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+	ListTerminalPaymentsWithResponse(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*ListTerminalPaymentsResponse, error)
+
+	// CreateTerminalPaymentWithBodyWithResponse Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithBodyWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error)
+
+	// CreateTerminalPaymentWithResponse Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error)
+
+	// GetTerminalPaymentWithResponse Get a terminal payment
+	//
+	// One terminal payment, as it is now. An id of another organization is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+	GetTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalPaymentResponse, error)
+
+	// CancelTerminalPaymentWithResponse Cancel a terminal payment
+	//
+	// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+	CancelTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*CancelTerminalPaymentResponse, error)
+
+	// ListTerminalsWithResponse List card terminals
+	//
+	// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+	// name, then id. Not paged. A terminal is registered on one MID by an operator
+	// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+	// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+	// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+	//
+	// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+	// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+	// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+	// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+	// `SIM-OFFLINE-…` is offline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminals (the `ListTerminals` operationId).
+	ListTerminalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTerminalsResponse, error)
+
+	// GetTerminalWithResponse Get a card terminal
+	//
+	// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+	GetTerminalWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalResponse, error)
 
 	// ListWebhookEndpointsWithResponse List webhook endpoints
 	//
@@ -12958,6 +14412,679 @@ func (r DeleteSavedCardResponse) ContentType() string {
 	return ""
 }
 
+// ListTerminalPaymentsResponse200Headers the declared response headers of an HTTP 200 response for ListTerminalPayments
+type ListTerminalPaymentsResponse200Headers struct {
+	Link *string
+}
+
+// ListTerminalPaymentsResponse401Headers the declared response headers of an HTTP 401 response for ListTerminalPayments
+type ListTerminalPaymentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListTerminalPaymentsResponse429Headers the declared response headers of an HTTP 429 response for ListTerminalPayments
+type ListTerminalPaymentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListTerminalPaymentsResponse503Headers the declared response headers of an HTTP 503 response for ListTerminalPayments
+type ListTerminalPaymentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListTerminalPaymentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTerminalPaymentsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTerminalPaymentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTerminalPaymentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTerminalPaymentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTerminalPaymentsResponse) GetJSON200() *[]TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTerminalPaymentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTerminalPaymentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTerminalPaymentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTerminalPaymentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTerminalPaymentResponse200Headers the declared response headers of an HTTP 200 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateTerminalPaymentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateTerminalPaymentResponse) GetJSON202() *TerminalPayment {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for GetTerminalPayment
+type GetTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for GetTerminalPayment
+type GetTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for GetTerminalPayment
+type GetTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTerminalsResponse401Headers the declared response headers of an HTTP 401 response for ListTerminals
+type ListTerminalsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListTerminalsResponse429Headers the declared response headers of an HTTP 429 response for ListTerminals
+type ListTerminalsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListTerminalsResponse503Headers the declared response headers of an HTTP 503 response for ListTerminals
+type ListTerminalsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListTerminalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Terminal
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTerminalsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTerminalsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTerminalsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTerminalsResponse) GetJSON200() *[]Terminal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTerminalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTerminalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTerminalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTerminalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTerminalResponse401Headers the declared response headers of an HTTP 401 response for GetTerminal
+type GetTerminalResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetTerminalResponse429Headers the declared response headers of an HTTP 429 response for GetTerminal
+type GetTerminalResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetTerminalResponse503Headers the declared response headers of an HTTP 503 response for GetTerminal
+type GetTerminalResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetTerminalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Terminal
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTerminalResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTerminalResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTerminalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTerminalResponse) GetJSON200() *Terminal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTerminalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTerminalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTerminalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTerminalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookEndpointsResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookEndpoints
 type ListWebhookEndpointsResponse401Headers struct {
 	WWWAuthenticate string
@@ -13795,7 +15922,7 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, para
 
 // ListApplicationsWithResponse List merchant applications
 //
-// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see the README), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
+// Reseller endpoint: merchant applications submitted through the reseller's sign-up page (`{PAYREQ_PUBLIC_URL}/apply/{slug}`, an HTML form; see docs/portal.md), newest first (by `submittedAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header (absent on the last page). `stage` keeps one stage; an unknown stage value is a 400. The next page's address keeps `stage` and `limit`; a `cursor` this list did not hand out is a 400 with `errors` under `query.cursor`. Resellers only follow applications; moving one through onboarding is not possible through the interface.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14781,6 +16908,181 @@ func (c *ClientWithResponses) DeleteSavedCardWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseDeleteSavedCardResponse(rsp)
+}
+
+// ListTerminalPaymentsWithResponse List terminal payments
+//
+// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+func (c *ClientWithResponses) ListTerminalPaymentsWithResponse(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*ListTerminalPaymentsResponse, error) {
+	rsp, err := c.ListTerminalPayments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTerminalPaymentsResponse(rsp)
+}
+
+// CreateTerminalPaymentWithBodyWithResponse Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *ClientWithResponses) CreateTerminalPaymentWithBodyWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error) {
+	rsp, err := c.CreateTerminalPaymentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTerminalPaymentResponse(rsp)
+}
+
+// CreateTerminalPaymentWithResponse Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *ClientWithResponses) CreateTerminalPaymentWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error) {
+	rsp, err := c.CreateTerminalPayment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTerminalPaymentResponse(rsp)
+}
+
+// GetTerminalPaymentWithResponse Get a terminal payment
+//
+// One terminal payment, as it is now. An id of another organization is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+func (c *ClientWithResponses) GetTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalPaymentResponse, error) {
+	rsp, err := c.GetTerminalPayment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTerminalPaymentResponse(rsp)
+}
+
+// CancelTerminalPaymentWithResponse Cancel a terminal payment
+//
+// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+func (c *ClientWithResponses) CancelTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*CancelTerminalPaymentResponse, error) {
+	rsp, err := c.CancelTerminalPayment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelTerminalPaymentResponse(rsp)
+}
+
+// ListTerminalsWithResponse List card terminals
+//
+// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+// name, then id. Not paged. A terminal is registered on one MID by an operator
+// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+//
+// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+// `SIM-OFFLINE-…` is offline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminals (the `ListTerminals` operationId).
+func (c *ClientWithResponses) ListTerminalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTerminalsResponse, error) {
+	rsp, err := c.ListTerminals(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTerminalsResponse(rsp)
+}
+
+// GetTerminalWithResponse Get a card terminal
+//
+// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+func (c *ClientWithResponses) GetTerminalWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalResponse, error) {
+	rsp, err := c.GetTerminal(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTerminalResponse(rsp)
 }
 
 // ListWebhookEndpointsWithResponse List webhook endpoints
@@ -18449,6 +20751,667 @@ func ParseDeleteSavedCardResponse(rsp *http.Response) (*DeleteSavedCardResponse,
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteSavedCardResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTerminalPaymentsResponse parses an HTTP response from a ListTerminalPaymentsWithResponse call
+func ParseListTerminalPaymentsResponse(rsp *http.Response) (*ListTerminalPaymentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTerminalPaymentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTerminalPaymentsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTerminalPaymentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTerminalPaymentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTerminalPaymentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTerminalPaymentResponse parses an HTTP response from a CreateTerminalPaymentWithResponse call
+func ParseCreateTerminalPaymentResponse(rsp *http.Response) (*CreateTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateTerminalPaymentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTerminalPaymentResponse parses an HTTP response from a GetTerminalPaymentWithResponse call
+func ParseGetTerminalPaymentResponse(rsp *http.Response) (*GetTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelTerminalPaymentResponse parses an HTTP response from a CancelTerminalPaymentWithResponse call
+func ParseCancelTerminalPaymentResponse(rsp *http.Response) (*CancelTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTerminalsResponse parses an HTTP response from a ListTerminalsWithResponse call
+func ParseListTerminalsResponse(rsp *http.Response) (*ListTerminalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTerminalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Terminal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTerminalsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTerminalsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTerminalsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTerminalResponse parses an HTTP response from a GetTerminalWithResponse call
+func ParseGetTerminalResponse(rsp *http.Response) (*GetTerminalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTerminalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Terminal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTerminalResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTerminalResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTerminalResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -73,6 +73,33 @@ func (e ApplicationSubmittedEventType) Valid() bool {
 	}
 }
 
+// Defines values for CardPaymentEntryMode.
+const (
+	CardPaymentEntryModeChip        CardPaymentEntryMode = "chip"
+	CardPaymentEntryModeContactless CardPaymentEntryMode = "contactless"
+	CardPaymentEntryModeLessThannil CardPaymentEntryMode = "<nil>"
+	CardPaymentEntryModeManual      CardPaymentEntryMode = "manual"
+	CardPaymentEntryModeSwipe       CardPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentEntryMode enum.
+func (e CardPaymentEntryMode) Valid() bool {
+	switch e {
+	case CardPaymentEntryModeChip:
+		return true
+	case CardPaymentEntryModeContactless:
+		return true
+	case CardPaymentEntryModeLessThannil:
+		return true
+	case CardPaymentEntryModeManual:
+		return true
+	case CardPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CardPaymentApprovedEventType.
 const (
 	CardPaymentApprovedEventTypeCardPaymentApproved CardPaymentApprovedEventType = "card_payment.approved"
@@ -288,27 +315,32 @@ func (e EventDeliveryStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeApplicationStageChanged EventType = "application.stage_changed"
-	EventTypeApplicationSubmitted    EventType = "application.submitted"
-	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
-	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
-	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
-	EventTypeCustomerCreated         EventType = "customer.created"
-	EventTypeCustomerDeleted         EventType = "customer.deleted"
-	EventTypeCustomerUpdated         EventType = "customer.updated"
-	EventTypeDepositCreated          EventType = "deposit.created"
-	EventTypeDepositPaid             EventType = "deposit.paid"
-	EventTypeInvoiceCancelled        EventType = "invoice.cancelled"
-	EventTypeInvoiceCreated          EventType = "invoice.created"
-	EventTypeInvoicePaid             EventType = "invoice.paid"
-	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
-	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
-	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
-	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
-	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
-	EventTypeInvoiceSent             EventType = "invoice.sent"
-	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
-	EventTypeWebhookPing             EventType = "webhook.ping"
+	EventTypeApplicationStageChanged  EventType = "application.stage_changed"
+	EventTypeApplicationSubmitted     EventType = "application.submitted"
+	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
+	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
+	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
+	EventTypeDepositCreated           EventType = "deposit.created"
+	EventTypeDepositPaid              EventType = "deposit.paid"
+	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
+	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoicePaid              EventType = "invoice.paid"
+	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved    EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
+	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
+	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
+	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
+	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
+	EventTypeTerminalPaymentDeclined  EventType = "terminal_payment.declined"
+	EventTypeTerminalPaymentFailed    EventType = "terminal_payment.failed"
+	EventTypeTerminalPaymentTimedOut  EventType = "terminal_payment.timed_out"
+	EventTypeWebhookPing              EventType = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -354,6 +386,16 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeSavedCardRemoved:
 		return true
+	case EventTypeTerminalPaymentApproved:
+		return true
+	case EventTypeTerminalPaymentCancelled:
+		return true
+	case EventTypeTerminalPaymentDeclined:
+		return true
+	case EventTypeTerminalPaymentFailed:
+		return true
+	case EventTypeTerminalPaymentTimedOut:
+		return true
 	case EventTypeWebhookPing:
 		return true
 	default:
@@ -363,28 +405,33 @@ func (e EventType) Valid() bool {
 
 // Defines values for EventTypeOrAll.
 const (
-	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
-	EventTypeOrAllApplicationSubmitted    EventTypeOrAll = "application.submitted"
-	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
-	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
-	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
-	EventTypeOrAllCardPaymentRefunded     EventTypeOrAll = "card_payment.refunded"
-	EventTypeOrAllCustomerCreated         EventTypeOrAll = "customer.created"
-	EventTypeOrAllCustomerDeleted         EventTypeOrAll = "customer.deleted"
-	EventTypeOrAllCustomerUpdated         EventTypeOrAll = "customer.updated"
-	EventTypeOrAllDepositCreated          EventTypeOrAll = "deposit.created"
-	EventTypeOrAllDepositPaid             EventTypeOrAll = "deposit.paid"
-	EventTypeOrAllInvoiceCancelled        EventTypeOrAll = "invoice.cancelled"
-	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
-	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
-	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
-	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
-	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
-	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
-	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
-	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
-	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
-	EventTypeOrAllWebhookPing             EventTypeOrAll = "webhook.ping"
+	EventTypeOrAllApplicationStageChanged  EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllApplicationSubmitted     EventTypeOrAll = "application.submitted"
+	EventTypeOrAllAsterisk                 EventTypeOrAll = "*"
+	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
+	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
+	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
+	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
+	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
+	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
+	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
+	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved    EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
+	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
+	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
+	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
+	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
+	EventTypeOrAllTerminalPaymentDeclined  EventTypeOrAll = "terminal_payment.declined"
+	EventTypeOrAllTerminalPaymentFailed    EventTypeOrAll = "terminal_payment.failed"
+	EventTypeOrAllTerminalPaymentTimedOut  EventTypeOrAll = "terminal_payment.timed_out"
+	EventTypeOrAllWebhookPing              EventTypeOrAll = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventTypeOrAll enum.
@@ -431,6 +478,16 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSent:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
+		return true
+	case EventTypeOrAllTerminalPaymentApproved:
+		return true
+	case EventTypeOrAllTerminalPaymentCancelled:
+		return true
+	case EventTypeOrAllTerminalPaymentDeclined:
+		return true
+	case EventTypeOrAllTerminalPaymentFailed:
+		return true
+	case EventTypeOrAllTerminalPaymentTimedOut:
 		return true
 	case EventTypeOrAllWebhookPing:
 		return true
@@ -781,6 +838,159 @@ func (e SavedCardRemovedEventType) Valid() bool {
 	}
 }
 
+// Defines values for TerminalPaymentEntryMode.
+const (
+	TerminalPaymentEntryModeChip        TerminalPaymentEntryMode = "chip"
+	TerminalPaymentEntryModeContactless TerminalPaymentEntryMode = "contactless"
+	TerminalPaymentEntryModeLessThannil TerminalPaymentEntryMode = "<nil>"
+	TerminalPaymentEntryModeManual      TerminalPaymentEntryMode = "manual"
+	TerminalPaymentEntryModeSwipe       TerminalPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentEntryMode enum.
+func (e TerminalPaymentEntryMode) Valid() bool {
+	switch e {
+	case TerminalPaymentEntryModeChip:
+		return true
+	case TerminalPaymentEntryModeContactless:
+		return true
+	case TerminalPaymentEntryModeLessThannil:
+		return true
+	case TerminalPaymentEntryModeManual:
+		return true
+	case TerminalPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentApprovedEventType.
+const (
+	TerminalPaymentApprovedEventTypeTerminalPaymentApproved TerminalPaymentApprovedEventType = "terminal_payment.approved"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentApprovedEventType enum.
+func (e TerminalPaymentApprovedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentApprovedEventTypeTerminalPaymentApproved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentCancelledEventType.
+const (
+	TerminalPaymentCancelledEventTypeTerminalPaymentCancelled TerminalPaymentCancelledEventType = "terminal_payment.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentCancelledEventType enum.
+func (e TerminalPaymentCancelledEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentCancelledEventTypeTerminalPaymentCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentDeclinedEventType.
+const (
+	TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined TerminalPaymentDeclinedEventType = "terminal_payment.declined"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentDeclinedEventType enum.
+func (e TerminalPaymentDeclinedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentFailedEventType.
+const (
+	TerminalPaymentFailedEventTypeTerminalPaymentFailed TerminalPaymentFailedEventType = "terminal_payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentFailedEventType enum.
+func (e TerminalPaymentFailedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentFailedEventTypeTerminalPaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentStatus.
+const (
+	TerminalPaymentStatusApproved  TerminalPaymentStatus = "approved"
+	TerminalPaymentStatusCancelled TerminalPaymentStatus = "cancelled"
+	TerminalPaymentStatusDeclined  TerminalPaymentStatus = "declined"
+	TerminalPaymentStatusFailed    TerminalPaymentStatus = "failed"
+	TerminalPaymentStatusPending   TerminalPaymentStatus = "pending"
+	TerminalPaymentStatusTimedOut  TerminalPaymentStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentStatus enum.
+func (e TerminalPaymentStatus) Valid() bool {
+	switch e {
+	case TerminalPaymentStatusApproved:
+		return true
+	case TerminalPaymentStatusCancelled:
+		return true
+	case TerminalPaymentStatusDeclined:
+		return true
+	case TerminalPaymentStatusFailed:
+		return true
+	case TerminalPaymentStatusPending:
+		return true
+	case TerminalPaymentStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentTimedOutEventType.
+const (
+	TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut TerminalPaymentTimedOutEventType = "terminal_payment.timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentTimedOutEventType enum.
+func (e TerminalPaymentTimedOutEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalStatus.
+const (
+	TerminalStatusBusy    TerminalStatus = "busy"
+	TerminalStatusOffline TerminalStatus = "offline"
+	TerminalStatusOnline  TerminalStatus = "online"
+)
+
+// Valid indicates whether the value is a known member of the TerminalStatus enum.
+func (e TerminalStatus) Valid() bool {
+	switch e {
+	case TerminalStatusBusy:
+		return true
+	case TerminalStatusOffline:
+		return true
+	case TerminalStatusOnline:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TokenErrorError.
 const (
 	TokenErrorErrorInvalidClient        TokenErrorError = "invalid_client"
@@ -1070,7 +1280,7 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
-// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+// CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
 	Amount DecimalString `json:"amount"`
@@ -1097,6 +1307,9 @@ type CardPayment struct {
 	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
 	DepositId *openapi_types.UUID `json:"depositId"`
 
+	// EntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+	EntryMode *CardPaymentEntryMode `json:"entryMode"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -1108,7 +1321,7 @@ type CardPayment struct {
 	// InvoiceNumber Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	// Kind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 	//
 	// Example: sale
 	Kind CardPaymentKind `json:"kind"`
@@ -1154,7 +1367,13 @@ type CardPayment struct {
 	//
 	// Example: approved
 	Status CardPaymentStatus `json:"status"`
+
+	// TerminalId The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+	TerminalId *openapi_types.UUID `json:"terminalId"`
 }
+
+// CardPaymentEntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+type CardPaymentEntryMode string
 
 // CardPaymentApprovedEvent `card_payment.approved`: A sale was approved.
 type CardPaymentApprovedEvent struct {
@@ -1163,7 +1382,7 @@ type CardPaymentApprovedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1188,7 +1407,7 @@ type CardPaymentDeclinedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1206,7 +1425,7 @@ type CardPaymentDeclinedEvent struct {
 // CardPaymentDeclinedEventType Example: card_payment.declined
 type CardPaymentDeclinedEventType string
 
-// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+// CardPaymentKind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
@@ -1218,7 +1437,7 @@ type CardPaymentRefundedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1243,7 +1462,7 @@ type CardPaymentStatus string
 
 // CreatePaymentRequest The body of `POST /payment-requests`. Every key is required; the nullable ones take `null`. A key not named here is a 400 keyed by it ("unknown field"), never ignored. A broken rule is a 400 with `errors` keyed by the field as sent.
 type CreatePaymentRequest struct {
-	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it, tax included: the sum over lines of `amount` + `taxAmount`.
 	Amount Decimal `json:"amount"`
 
 	// CustomerCompany Customer company. At most 200 characters.
@@ -1286,7 +1505,7 @@ type CreatePaymentRequest struct {
 	// Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	// Lines The invoice lines, 1–500, or null for none. When given, the lines must add up to `amount`: the sum over lines of the line's amount, round-half-up(quantity × unitCost, 2 places), plus its tax amount, round-half-up(line amount × taxRate ÷ 100, 2 places), must equal `amount`, else 400 `errors.lines` saying both sums. Example: 40 × 18.75 = 750.00 at 8.25 % is 750.00 + 61.88 (61.875 rounded half up), so `amount` is 811.88.
 	Lines *[]InvoiceLineInput `json:"lines"`
 
 	// Memo Free text shown to the customer. At most 2000 characters.
@@ -1767,6 +1986,11 @@ type EventDeliveryStatus string
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+// - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+// - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+// - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+// - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+// - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
 // - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
@@ -1798,7 +2022,7 @@ type Health struct {
 // Example: ok
 type HealthStatus string
 
-// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 type Invoice struct {
 	// Amount Invoice amount, two decimals.
 	Amount DecimalString `json:"amount"`
@@ -1882,7 +2106,7 @@ type Invoice struct {
 	// LastRemindedAt When the last reminder was queued for delivery; null before the first.
 	LastRemindedAt *time.Time `json:"lastRemindedAt"`
 
-	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data.
+	// Level3Sent True when any payment toward the invoice carried line-level (Level 3) data: each line with its amount and tax amount, and the order's total tax (`taxAmount`).
 	//
 	// Example: false
 	Level3Sent bool `json:"level3Sent"`
@@ -1972,6 +2196,16 @@ type Invoice struct {
 	//
 	// Example: open
 	Status InvoiceStatus `json:"status"`
+
+	// Subtotal The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
+	//
+	// Example: 750.00
+	Subtotal DecimalString `json:"subtotal"`
+
+	// TaxAmount The tax, two decimals: the sum of the lines' `taxAmount` (each rounded half up to cents on its own line, then added), `"0.00"` when the invoice has no lines.
+	//
+	// Example: 61.88
+	TaxAmount DecimalString `json:"taxAmount"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1981,7 +2215,7 @@ type InvoiceCancelledEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2006,7 +2240,7 @@ type InvoiceCreatedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2024,8 +2258,13 @@ type InvoiceCreatedEvent struct {
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
 
-// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity` and `unitCost` always as decimal strings. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
+//
+// Example: {"amount":"750.00","commodityCode":"9050","description":"Catering, per guest","quantity":"40","taxAmount":"61.88","taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLine struct {
+	// Amount The line's amount, round-half-up(quantity × unitCost, 2 places), before tax.
+	Amount DecimalString `json:"amount"`
+
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
 	// Example: 5310
@@ -2038,6 +2277,12 @@ type InvoiceLine struct {
 
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity DecimalString `json:"quantity"`
+
+	// TaxAmount The line's tax, round-half-up(amount × taxRate ÷ 100, 2 places); `"0.00"` when `taxRate` is null.
+	TaxAmount DecimalString `json:"taxAmount"`
+
+	// TaxRate The line's tax rate as a percent (`"8.25"` is 8.25 %), at most 4 decimal places, without trailing zeros; null when the line has no tax.
+	TaxRate *jsonnum.Decimal `json:"taxRate"`
 
 	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
 	UnitCost DecimalString `json:"unitCost"`
@@ -2053,7 +2298,9 @@ type InvoiceLine struct {
 	Upc *string `json:"upc"`
 }
 
-// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity` and `unitCost` as a JSON number or a decimal string. Every key is present; `uom`, `commodityCode` and `upc` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+// InvoiceLineInput One line of an invoice as a request sends it (`lines` of POST /payment-requests): `quantity`, `unitCost` and `taxRate` as a JSON number or a decimal string. Every key but `taxRate` is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`.
+//
+// Example: {"commodityCode":"9050","description":"Catering, per guest","quantity":40,"taxRate":"8.25","unitCost":"18.75","uom":"EA","upc":null}
 type InvoiceLineInput struct {
 	// CommodityCode Commodity code for Level 3 data. At most 32 characters.
 	//
@@ -2068,7 +2315,12 @@ type InvoiceLineInput struct {
 	// Quantity Quantity; greater than 0, at most 4 decimal places.
 	Quantity Decimal `json:"quantity"`
 
-	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places) to the total.
+	// TaxRate Optional. The line's tax rate as a percent (`8.25` is 8.25 %): from 0 to 100, at most 4 decimal places (`100.00001` or `8.12345` → 400 keyed by the field as sent, `lines[0].taxRate`). Absent or null: the line has no tax. The line's tax amount is round-half-up(round-half-up(quantity × unitCost, 2) × taxRate ÷ 100, 2 places).
+	//
+	// Example: 8.25
+	TaxRate *jsonnum.Decimal `json:"taxRate,omitempty"`
+
+	// UnitCost Price of one unit; at most 4 decimal places. May be negative (a discount line). The line contributes round-half-up(quantity × unitCost, 2 places), plus its tax, to the total.
 	UnitCost Decimal `json:"unitCost"`
 
 	// Uom Unit of measure (for example `EA`). At most 32 characters.
@@ -2089,7 +2341,7 @@ type InvoicePaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2114,7 +2366,7 @@ type InvoicePartPaidEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2189,7 +2441,7 @@ type InvoiceReminderSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2214,7 +2466,7 @@ type InvoiceSendFailedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2239,7 +2491,7 @@ type InvoiceSentEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Data Invoice `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -2608,7 +2860,7 @@ type RecordPaymentRequestMethod string
 
 // RecordedPaymentChange The data of `invoice.payment_recorded` and `invoice.payment_removed`: the payment recorded or removed, and the invoice as the change left it.
 type RecordedPaymentChange struct {
-	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`.
+	// Invoice An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
 	Invoice Invoice `json:"invoice"`
 
 	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
@@ -2696,6 +2948,257 @@ type SavedCardRemovedEvent struct {
 
 // SavedCardRemovedEventType Example: saved_card.removed
 type SavedCardRemovedEventType string
+
+// Terminal A card terminal in a store, on one MID. Every key is always present.
+type Terminal struct {
+	// Hsn Its hardware serial number at the gateway; unique among terminals.
+	//
+	// Example: C032UQ03960148
+	Hsn string `json:"hsn"`
+
+	// Id Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	Id openapi_types.UUID `json:"id"`
+
+	// LastSeenAt When it last answered a ping; null if it never did.
+	//
+	// Example: 2025-03-18T19:45:02Z
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+
+	// LocationId The location of its MID.
+	//
+	// Example: 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+	LocationId openapi_types.UUID `json:"locationId"`
+
+	// MerchantAccountId The MID its sales are made on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Name What the merchant calls it (1–100 characters).
+	//
+	// Example: Front counter
+	Name string `json:"name"`
+
+	// Status `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+	//
+	// Example: online
+	Status TerminalStatus `json:"status"`
+}
+
+// TerminalPayment A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+type TerminalPayment struct {
+	// Aid A chip card's application identifier (AID), for the receipt; null otherwise.
+	//
+	// Example: A0000000031010
+	Aid *string `json:"aid"`
+
+	// Amount The amount asked, two decimals.
+	Amount DecimalString `json:"amount"`
+
+	// ApplicationLabel A chip card's application label, for the receipt; null otherwise.
+	//
+	// Example: VISA CREDIT
+	ApplicationLabel *string `json:"applicationLabel"`
+
+	// CardBrand The card's brand (`Visa`, …); null until known.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CardPaymentId The card payment (sale) it made, approved or declined; null otherwise.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	CardPaymentId *openapi_types.UUID `json:"cardPaymentId"`
+
+	// CreatedAt Example: 2025-03-18T19:44:58Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeclineReason Why it was declined or failed, in plain words; null otherwise.
+	DeclineReason *string `json:"declineReason"`
+
+	// EntryMode How the card was entered; null until known.
+	//
+	// Example: chip
+	EntryMode *TerminalPaymentEntryMode `json:"entryMode"`
+
+	// Id Example: 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+	//
+	// Example: approved
+	Status TerminalPaymentStatus `json:"status"`
+
+	// TerminalId Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+
+	// UpdatedAt When its status last changed.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// TerminalPaymentEntryMode How the card was entered; null until known.
+//
+// Example: chip
+type TerminalPaymentEntryMode string
+
+// TerminalPaymentApprovedEvent `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+type TerminalPaymentApprovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.approved
+	Type TerminalPaymentApprovedEventType `json:"type"`
+}
+
+// TerminalPaymentApprovedEventType Example: terminal_payment.approved
+type TerminalPaymentApprovedEventType string
+
+// TerminalPaymentCancelledEvent `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+type TerminalPaymentCancelledEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.cancelled
+	Type TerminalPaymentCancelledEventType `json:"type"`
+}
+
+// TerminalPaymentCancelledEventType Example: terminal_payment.cancelled
+type TerminalPaymentCancelledEventType string
+
+// TerminalPaymentCreate A payment to take at a terminal.
+type TerminalPaymentCreate struct {
+	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// InvoiceId An `open` or `part_paid` invoice of the organization.
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// TerminalId One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+	//
+	// Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+}
+
+// TerminalPaymentDeclinedEvent `terminal_payment.declined`: A terminal payment was declined by the issuer.
+type TerminalPaymentDeclinedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.declined
+	Type TerminalPaymentDeclinedEventType `json:"type"`
+}
+
+// TerminalPaymentDeclinedEventType Example: terminal_payment.declined
+type TerminalPaymentDeclinedEventType string
+
+// TerminalPaymentFailedEvent `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
+type TerminalPaymentFailedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.failed
+	Type TerminalPaymentFailedEventType `json:"type"`
+}
+
+// TerminalPaymentFailedEventType Example: terminal_payment.failed
+type TerminalPaymentFailedEventType string
+
+// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+//
+// Example: approved
+type TerminalPaymentStatus string
+
+// TerminalPaymentTimedOutEvent `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+type TerminalPaymentTimedOutEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.timed_out
+	Type TerminalPaymentTimedOutEventType `json:"type"`
+}
+
+// TerminalPaymentTimedOutEventType Example: terminal_payment.timed_out
+type TerminalPaymentTimedOutEventType string
+
+// TerminalStatus `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+//
+// Example: online
+type TerminalStatus string
 
 // TokenError An OAuth 2.0 error (RFC 6749 §5.2), used only by `/oauth/token`.
 type TokenError struct {
@@ -2938,6 +3441,15 @@ type BadGateway = Problem
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
+
+// Conflict A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type Conflict = Problem
 
 // EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
@@ -3188,6 +3700,30 @@ type RecordPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
+type ListTerminalPaymentsParams struct {
+	// TerminalId Only the payments taken at this terminal.
+	TerminalId *openapi_types.UUID `form:"terminalId,omitempty" json:"terminalId,omitempty"`
+
+	// InvoiceId Only the payments toward this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// Status Only payments in this state.
+	Status *TerminalPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTerminalPaymentParams defines parameters for CreateTerminalPayment.
+type CreateTerminalPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the endpoint already made; with a different body 422. Requests rejected with a 4xx are not remembered.
@@ -3235,6 +3771,9 @@ type RecordPaymentJSONRequestBody = RecordPaymentRequest
 
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
+
+// CreateTerminalPaymentJSONRequestBody defines body for CreateTerminalPayment for application/json ContentType.
+type CreateTerminalPaymentJSONRequestBody = TerminalPaymentCreate
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -3656,6 +4195,176 @@ func (t *Event) MergeCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error 
 	return err
 }
 
+// AsTerminalPaymentApprovedEvent returns the union data inside the Event as a TerminalPaymentApprovedEvent
+func (t Event) AsTerminalPaymentApprovedEvent() (TerminalPaymentApprovedEvent, error) {
+	var body TerminalPaymentApprovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentApprovedEvent overwrites any union data inside the Event as the provided TerminalPaymentApprovedEvent
+func (t *Event) FromTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentApprovedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentApprovedEvent
+func (t *Event) MergeTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentDeclinedEvent returns the union data inside the Event as a TerminalPaymentDeclinedEvent
+func (t Event) AsTerminalPaymentDeclinedEvent() (TerminalPaymentDeclinedEvent, error) {
+	var body TerminalPaymentDeclinedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentDeclinedEvent overwrites any union data inside the Event as the provided TerminalPaymentDeclinedEvent
+func (t *Event) FromTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentDeclinedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentDeclinedEvent
+func (t *Event) MergeTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentCancelledEvent returns the union data inside the Event as a TerminalPaymentCancelledEvent
+func (t Event) AsTerminalPaymentCancelledEvent() (TerminalPaymentCancelledEvent, error) {
+	var body TerminalPaymentCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentCancelledEvent overwrites any union data inside the Event as the provided TerminalPaymentCancelledEvent
+func (t *Event) FromTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentCancelledEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentCancelledEvent
+func (t *Event) MergeTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentTimedOutEvent returns the union data inside the Event as a TerminalPaymentTimedOutEvent
+func (t Event) AsTerminalPaymentTimedOutEvent() (TerminalPaymentTimedOutEvent, error) {
+	var body TerminalPaymentTimedOutEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentTimedOutEvent overwrites any union data inside the Event as the provided TerminalPaymentTimedOutEvent
+func (t *Event) FromTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentTimedOutEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentTimedOutEvent
+func (t *Event) MergeTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentFailedEvent returns the union data inside the Event as a TerminalPaymentFailedEvent
+func (t Event) AsTerminalPaymentFailedEvent() (TerminalPaymentFailedEvent, error) {
+	var body TerminalPaymentFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentFailedEvent overwrites any union data inside the Event as the provided TerminalPaymentFailedEvent
+func (t *Event) FromTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentFailedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentFailedEvent
+func (t *Event) MergeTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsSavedCardRemovedEvent returns the union data inside the Event as a SavedCardRemovedEvent
 func (t Event) AsSavedCardRemovedEvent() (SavedCardRemovedEvent, error) {
 	var body SavedCardRemovedEvent
@@ -4016,6 +4725,16 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSentEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
+	case "terminal_payment.approved":
+		return t.AsTerminalPaymentApprovedEvent()
+	case "terminal_payment.cancelled":
+		return t.AsTerminalPaymentCancelledEvent()
+	case "terminal_payment.declined":
+		return t.AsTerminalPaymentDeclinedEvent()
+	case "terminal_payment.failed":
+		return t.AsTerminalPaymentFailedEvent()
+	case "terminal_payment.timed_out":
+		return t.AsTerminalPaymentTimedOutEvent()
 	case "webhook.ping":
 		return t.AsWebhookPingEvent()
 	default:

@@ -280,6 +280,7 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["amout"] = "1.00" }), "amout"},
 		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["lines"].([]map[string]any)[0]["unit_cost"] = "1" }), "lines[0].unit_cost"},
 		{"POST", "/card-payments/" + id + "/refund", "/card-payments/{id}/refund", map[string]any{"amout": "1.00"}, "amout"},
+		{"POST", "/terminal-payments", "/terminal-payments", map[string]any{"terminalId": id, "invoiceId": id, "amout": "1.00"}, "amout"},
 		{"POST", "/payment-requests/" + id + "/payments", "/payment-requests/{id}/payments",
 			map[string]any{"amount": "1.00", "method": "cash", "refrence": "Check 1"}, "refrence"},
 		{"PUT", "/reminder-settings", "/reminder-settings", map[string]any{"enabled": true, "offsetsDays": []int{0}, "offsets": []int{1}}, "offsets"},

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
@@ -116,6 +118,9 @@ func wantNoServerError(t *testing.T, what string, resp *apitest.Response) {
 func FuzzCreateInvoice(f *testing.F) {
 	for _, seed := range []struct{ body, key string }{
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"INV-1","amount":"91.00","poNumber":null,"customerName":"Dana Whitfield","customerCompany":null,"customerEmail":"dana@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"Chafing dish rental","quantity":2,"unitCost":"45.5","uom":null,"commodityCode":null,"upc":null}],"send":false}`, ""},
+		// Taxed lines, a discount's tax negative: 750.00 + 61.88 − 50.00 − 4.13 + 25.00.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"TAX-1","amount":"782.75","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"t@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"Catering","quantity":40,"unitCost":"18.75","taxRate":"8.25","uom":null,"commodityCode":null,"upc":null},{"description":"Discount","quantity":1,"unitCost":-50,"taxRate":8.25,"uom":null,"commodityCode":null,"upc":null},{"description":"Delivery","quantity":1,"unitCost":25,"taxRate":null,"uom":null,"commodityCode":null,"upc":null}],"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"TAX-2","amount":"10.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"t@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"x","quantity":1,"unitCost":10,"taxRate":"100.00001","uom":null,"commodityCode":null,"upc":null}],"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"INV-2","amount":250,"poNumber":"PO-1","customerName":null,"customerCompany":"Acme","customerEmail":"a@example.com","customerPhone":"+15125550148","delivery":"text","memo":"Thanks","dueDate":"2030-01-31","lines":null,"send":false}`, "key-1"},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"'; DROP TABLE invoices; --","amount":"1.00","poNumber":null,"customerName":"Robert'); DROP TABLE students;--","customerCompany":null,"customerEmail":"x@example.com","customerPhone":null,"delivery":null,"memo":"\u0000","dueDate":null,"lines":null,"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"\ud800","amount":"1e41","poNumber":null,"customerName":"` + "\xff\xfe" + `","customerCompany":null,"customerEmail":"x@example.com","customerPhone":null,"delivery":"fax","memo":null,"dueDate":"2030-02-30","lines":[],"send":null}`, "k\xff"},
@@ -182,6 +187,7 @@ func FuzzCreateInvoice(f *testing.F) {
 		same("customerPhone", sent["customerPhone"], got.CustomerPhone)
 		same("memo", sent["memo"], got.Memo)
 		lines, _ := sent["lines"].([]any)
+		var lineSum apd.Decimal
 		if got.LineItems == nil || len(lines) != len(*got.LineItems) {
 			t.Fatalf("%d lines sent, %s stored", len(lines), jsonText(got.LineItems))
 		}
@@ -197,6 +203,15 @@ func FuzzCreateInvoice(f *testing.F) {
 			same("uom", line["uom"], g.Uom)
 			same("commodityCode", line["commodityCode"], g.CommodityCode)
 			same("upc", line["upc"], g.Upc)
+			lineSum = add(t, lineSum, g.Amount.Decimal, g.TaxAmount.Decimal)
+		}
+		// The amount is what the lines add up to, tax included, and the
+		// subtotal and tax are theirs.
+		if len(lines) > 0 && lineSum.Cmp(&got.Amount.Decimal) != 0 {
+			t.Errorf("lines add up to %s, amount %s", lineSum.Text('f'), got.Amount.Text('f'))
+		}
+		if total := add(t, apd.Decimal{}, got.Subtotal.Decimal, got.TaxAmount.Decimal); total.Cmp(&got.Amount.Decimal) != 0 {
+			t.Errorf("subtotal %s + taxAmount %s is not amount %s", got.Subtotal.Text('f'), got.TaxAmount.Text('f'), got.Amount.Text('f'))
 		}
 	})
 }

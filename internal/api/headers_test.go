@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // wantSecurityHeaders checks the headers every API answer carries.
@@ -59,8 +60,15 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
 	customer, spareCustomer := newCustomer(t, m, map[string]any{"email": "hdr@example.com"}), newCustomer(t, m, map[string]any{"email": "spare@example.com"})
+	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
+	lane := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Lane")
+	atCounter := m.MustCreate(t, m.Body("HDR-5", "10.00"))
+	waiting := mustTerminalPayment(t, m, lane.Id, atCounter.Id, "2.00")
 	// A real id for each operation that takes one.
 	ids := map[string]string{
+		"/terminals/{id}":                             counter.Id.String(),
+		"/terminal-payments/{id}":                     waiting.Id.String(),
+		"/terminal-payments/{id}/cancel":              waiting.Id.String(),
 		"/payment-requests/{id}":                      inv.Id.String(),
 		"/payment-requests/{id}/send":                 inv.Id.String(),
 		"/payment-requests/{id}/cancel":               cancelled.Id.String(),
@@ -110,6 +118,8 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"url": rc.URL, "eventTypes": []string{"invoice.paid"}}
 			case "POST /payment-requests/{id}/payments":
 				req.Body = map[string]any{"amount": "1.00", "method": "cash"}
+			case "POST /terminal-payments":
+				req.Body = map[string]any{"terminalId": counter.Id, "invoiceId": atCounter.Id, "amount": "1.00"}
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
 			case "PATCH /webhook-endpoints/{id}":

@@ -215,6 +215,10 @@ func appendInvoice(b []byte, inv *models.Invoice) ([]byte, error) {
 	b = appendStringOrNull(b, (*string)(inv.SentVia))
 	b = append(b, `,"status":`...)
 	b = appendString(b, string(inv.Status))
+	b = append(b, `,"subtotal":`...)
+	b = appendDecimal(b, &inv.Subtotal)
+	b = append(b, `,"taxAmount":`...)
+	b = appendDecimal(b, &inv.TaxAmount)
 	return append(b, '}'), nil
 }
 
@@ -228,12 +232,22 @@ func appendLines(b []byte, lines []models.InvoiceLine) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"commodityCode":`...)
+		b = append(b, `{"amount":`...)
+		b = appendDecimal(b, &l.Amount)
+		b = append(b, `,"commodityCode":`...)
 		b = appendStringOrNull(b, l.CommodityCode)
 		b = append(b, `,"description":`...)
 		b = appendString(b, l.Description)
 		b = append(b, `,"quantity":`...)
 		b = appendDecimal(b, &l.Quantity)
+		b = append(b, `,"taxAmount":`...)
+		b = appendDecimal(b, &l.TaxAmount)
+		b = append(b, `,"taxRate":`...)
+		if l.TaxRate == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendDecimal(b, l.TaxRate)
+		}
 		b = append(b, `,"unitCost":`...)
 		b = appendDecimal(b, &l.UnitCost)
 		b = append(b, `,"uom":`...)

@@ -72,12 +72,15 @@ func TestInvoiceJSONIsEncodingJSONs(t *testing.T) {
 	falseReminders := full("y", "0.00")
 	no := false
 	falseReminders.Reminders = &no
+	untaxed := full("z", "5")
+	(*untaxed.LineItems)[1].TaxRate = nil
 	for name, inv := range map[string]models.Invoice{
 		"zero":                     {},
 		"every field, plain":       full("Dana Whitfield", "60.00"),
 		"every field, hostile":     full(hostile, "-1234567890.0001"),
 		"every field, empty":       full("", "0"),
 		"empty and nil lists":      emptyLists,
+		"a line without tax rate":  untaxed,
 		"reminders false, UTC now": func() models.Invoice { falseReminders.CreatedAt = time.Now().UTC(); return falseReminders }(),
 	} {
 		t.Run(name, func(t *testing.T) {

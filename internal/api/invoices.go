@@ -41,6 +41,9 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		for i, l := range *b.Lines {
 			draft.Lines[i] = invoice.Line{Description: l.Description, Quantity: l.Quantity.Decimal, UnitCost: l.UnitCost.Decimal,
 				UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
+			if l.TaxRate != nil {
+				draft.Lines[i].TaxRate = &l.TaxRate.Decimal
+			}
 		}
 	}
 	p := principalFrom(ctx)

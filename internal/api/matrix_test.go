@@ -12,6 +12,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // Every operation × every permission: a key holding only the operation's
@@ -92,6 +93,8 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
+	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
+	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
 	var theirApps []models.Application
@@ -101,13 +104,16 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	}
 
 	me := apitest.NewMerchant(t, env)
+	myTerminal := addTerminal(t, env, me.MIDs[0], processor.SimTerminalOK, "My counter")
+	myInv := me.MustCreate(t, me.Body("MINE-T", "5.00"))
 	mySeed := env.Seed()
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
-		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirCustomer}
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirTerminal.Id.String(), theirTerminal.Hsn,
+		"Their counter", theirTerminalPayment.Id.String(), theirCustomer}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -160,19 +166,38 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"create for their customer", "POST", "/payment-requests", theirCustomer, me.Token,
 			func() map[string]any {
 				b := me.Body("MINE-2", "5.00")
-				b["customerId"], b["customerEmail"] = "", nil
+				b["customerId"], b["customerEmail"] = "%s", nil
 				return b
 			}(),
 			http.StatusUnprocessableEntity, nil},
+		{"read terminal", "GET", "/terminals/%s", theirTerminal.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read terminal payment", "GET", "/terminal-payments/%s", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"cancel terminal payment", "POST", "/terminal-payments/%s/cancel", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"list terminal payments of their terminal", "GET", "/terminal-payments?terminalId=%s", theirTerminal.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list terminal payments of their invoice", "GET", "/terminal-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"terminal payment at their terminal", "POST", "/terminal-payments", theirTerminal.Id.String(), me.Token,
+			map[string]any{"terminalId": "%s", "invoiceId": myInv.Id.String()}, http.StatusUnprocessableEntity, nil},
+		{"terminal payment toward their invoice", "POST", "/terminal-payments", inv.Id.String(), me.Token,
+			map[string]any{"terminalId": myTerminal.Id.String(), "invoiceId": "%s"}, http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
-				if b, ok := body.(map[string]any); ok && b["customerId"] != nil {
-					b["customerId"] = id
-				} else if ok && b["merchantAccountId"] != nil {
-					b["merchantAccountId"] = id
+				if b, ok := body.(map[string]any); ok {
+					// The members marked "%s" take the id; without any, the MID.
+					marked := false
+					for _, v := range b {
+						marked = marked || v == "%s"
+					}
+					c := map[string]any{}
+					for k, v := range b {
+						c[k] = v
+						if v == "%s" || !marked && k == "merchantAccountId" && v != nil {
+							c[k] = id
+						}
+					}
+					body = c
 				}
 				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body,
 					Header: tc.header})
@@ -241,8 +266,11 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
-		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView,
-		"customer.created": auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"terminal_payment.approved": auth.PaymentsView, "terminal_payment.declined": auth.PaymentsView,
+		"terminal_payment.cancelled": auth.PaymentsView, "terminal_payment.timed_out": auth.PaymentsView,
+		"terminal_payment.failed": auth.PaymentsView,
+		"customer.created":        auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView,
+		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

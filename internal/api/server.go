@@ -33,6 +33,7 @@ import (
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -46,6 +47,7 @@ type Deps struct {
 	Invoices  *invoice.Store
 	Customers *customer.Store
 	Payments  *payment.Store
+	Terminals *terminal.Store
 	Resellers *reseller.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
@@ -73,6 +75,7 @@ type Server struct {
 	invoices         *invoice.Store
 	customers        *customer.Store
 	payments         *payment.Store
+	terminals        *terminal.Store
 	resellers        *reseller.Store
 	events           *event.Store
 	webhooks         *webhook.Store
@@ -145,7 +148,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	s := &Server{
 		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, customers: d.Customers, pdfs: d.PDFs, payments: d.Payments,
-		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
+		terminals: d.Terminals, resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}

@@ -38,6 +38,8 @@ const (
 	PaymentRecorded    = "payment recorded"
 	PaymentRemoved     = "payment removed"
 	RemindersChanged   = "reminder settings changed"
+	TaxRateAdded       = "tax rate added"
+	TaxRateRemoved     = "tax rate removed"
 	Refunded           = "card payment refunded"
 	WebhookCreated     = "webhook endpoint created"
 	WebhookChanged     = "webhook endpoint changed"

@@ -39,6 +39,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/vault"
 )
 
 // Channels a message goes out through; the same words as an invoice's delivery.
@@ -188,54 +189,36 @@ func EnqueueNotice(ctx context.Context, tx *sqlx.Tx, v Sealer, org *uuid.UUID, n
 	return nil
 }
 
-// Vault seals and opens notices: what re-sealing them needs.
-type Vault interface {
-	Sealer
-	Open(sealed []byte, keyID, aad string) (string, error)
-}
-
 // ReencryptNotices re-seals, under the key current, every notice not yet
 // delivered that is sealed under another key, a batch per transaction
 // (rows a worker holds are skipped and taken in a later call), and
 // returns how many it re-sealed.
-func ReencryptNotices(ctx context.Context, db *sqlx.DB, v Vault, current string) (int, error) {
-	total := 0
-	for {
-		n := 0
-		err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
-			var rows []struct {
-				ID     uuid.UUID `db:"id"`
-				Notice []byte    `db:"notice"`
-				Key    string    `db:"notice_key_id"`
-			}
-			if err := tx.SelectContext(ctx, &rows, `SELECT id, notice, notice_key_id FROM outbox
-				WHERE notice_key_id <> $1 LIMIT 100 FOR UPDATE SKIP LOCKED`, current); err != nil {
-				return err
-			}
-			for _, r := range rows {
-				plain, err := v.Open(r.Notice, r.Key, noticeAAD(r.ID))
-				if err != nil {
-					return fmt.Errorf("notice %s: %w", r.ID, err)
-				}
-				sealed, key, err := v.Seal(plain, noticeAAD(r.ID))
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE outbox SET notice = $2, notice_key_id = $3 WHERE id = $1`, r.ID, sealed, key); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("delivery: unable to re-seal notices: %w", err)
+func ReencryptNotices(ctx context.Context, db *sqlx.DB, v vault.Keys, current string) (int, error) {
+	n, err := postgres.InBatches(ctx, db, func(tx *sqlx.Tx) (int, error) {
+		var rows []struct {
+			ID     uuid.UUID `db:"id"`
+			Notice []byte    `db:"notice"`
+			Key    string    `db:"notice_key_id"`
 		}
-		if n == 0 {
-			return total, nil
+		if err := tx.SelectContext(ctx, &rows, `SELECT id, notice, notice_key_id FROM outbox
+			WHERE notice_key_id <> $1 LIMIT 100 FOR UPDATE SKIP LOCKED`, current); err != nil {
+			return 0, err
 		}
+		for _, r := range rows {
+			sealed, key, err := vault.Reseal(v, r.Notice, r.Key, noticeAAD(r.ID))
+			if err != nil {
+				return 0, fmt.Errorf("notice %s: %w", r.ID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET notice = $2, notice_key_id = $3 WHERE id = $1`, r.ID, sealed, key); err != nil {
+				return 0, err
+			}
+		}
+		return len(rows), nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("delivery: unable to re-seal notices: %w", err)
 	}
+	return n, nil
 }
 
 // Pending counts the messages still to be delivered: not delivered,

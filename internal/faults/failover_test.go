@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,12 +245,31 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	d.Env["PAYREQ_CARDPOINTE_URL"] = g.url()
 	d.Env["PAYREQ_REQUEST_TIMEOUT"] = "3s"
 	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
+	d.Env["PAYREQ_WEBHOOK_ALLOW_PRIVATE"] = "true"
 	keys := d.seed(t)
 	a := d.start(t, "a", nil)
 	b := d.start(t, "b", map[string]string{"PAYREQ_ADDR": freeAddr(t)})
 	c := httpClient("127.0.0.1", 30*time.Second)
 	tok := token(t, c, a.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
 	mid := firstMID(t, c, a.URL, tok)
+	// The workers go on across failovers: every invoice's invoice.created
+	// reaches this receiver (at least once) once the load ends.
+	var hookMu sync.Mutex
+	announced := map[string]bool{} // invoice ids
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e struct{ Data struct{ ID string } }
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		hookMu.Lock()
+		announced[e.Data.ID] = true
+		hookMu.Unlock()
+	}))
+	defer receiver.Close()
+	if made := send(c, "POST", a.URL+"/webhook-endpoints", tok, map[string]any{"url": receiver.URL, "eventTypes": []string{"invoice.created"}}, nil); made.Status != http.StatusCreated {
+		t.Fatalf("create endpoint: %v", made)
+	}
 
 	// Payers: one invoice of 30.00 each, paid in full, tried again on the
 	// same invoice after a 503 until its page says it is paid.
@@ -328,6 +348,20 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 		t.Errorf("no create was answered 503 across two failovers: %v", statuses)
 	}
 	t.Logf("payments: %d paid, answers %v", paid, payStatuses)
+	var invoices []string
+	if err := openDB(t, h.DSN).Select(&invoices, `SELECT id::text FROM invoices`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, fmt.Sprintf("invoice.created of each of the %d invoices delivered", len(invoices)), func() bool {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		for _, id := range invoices {
+			if !announced[id] {
+				return false
+			}
+		}
+		return true
+	})
 	if payStatuses[http.StatusInternalServerError] > 0 {
 		t.Errorf("a payment was answered 500: %v", payStatuses)
 	}

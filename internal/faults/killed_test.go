@@ -21,6 +21,7 @@ import (
 // its clients, and the token limit, revocation and idempotency hold across
 // both, before and after the kill.
 func TestTwoInstancesOneKilled(t *testing.T) {
+	t.Parallel()
 	dsn := newDatabase(t)
 	d := newDeployment(t, dsn)
 	const lease = 8 * time.Second // each try gets 4 s: the kill comes well within it

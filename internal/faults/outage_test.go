@@ -36,6 +36,7 @@ func countByNumber(t *testing.T, db *sqlx.DB) func(prefix string) map[string]int
 // serves again once the database is back, and clients that retry their
 // creates with their Idempotency-Key end with exactly one invoice each.
 func TestPostgresStopsAndStartsUnderLoad(t *testing.T) {
+	t.Parallel()
 	dsn, clusterDir := newCluster(t)
 	d := newDeployment(t, dsn)
 	const requestTimeout = 2 * time.Second

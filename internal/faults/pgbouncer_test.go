@@ -129,6 +129,7 @@ func startPgBouncer(t *testing.T, dsn string) string {
 // webhook delivered, with every background worker running; no request
 // fails and no instance logs an error.
 func TestThroughPgBouncerTransactionPooling(t *testing.T) {
+	t.Parallel()
 	pooled := startPgBouncer(t, newDatabase(t))
 	d := newDeployment(t, pooled)
 	d.Env["PAYREQ_DB_PREPARED_STATEMENTS"] = "false"

@@ -21,6 +21,7 @@ import (
 // out once, the killed instance's messages delivered by the other once
 // their lease ends, and the restarted instance sends nothing twice.
 func TestSchedulesSurviveAKilledInstance(t *testing.T) {
+	t.Parallel()
 	dsn := newDatabase(t)
 	d := newDeployment(t, dsn)
 	const lease = 10 * time.Second // each try gets 5 s: the kill comes within it

@@ -17,6 +17,7 @@ import (
 // (some of them in the middle of a delivery to a stalled mail server) are
 // delivered by the next process.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel()
 	dsn := newDatabase(t)
 	d := newDeployment(t, dsn)
 	mail := smtpfake.Start(t, smtpfake.StallData)

@@ -19,6 +19,7 @@ import (
 // exactly one successful delivery, verified by the Standard Webhooks
 // reference library.
 func TestWebhooksTwoInstancesOneKilled(t *testing.T) {
+	t.Parallel()
 	dsn := newDatabase(t)
 	d := newDeployment(t, dsn)
 	d.Env["PAYREQ_WEBHOOK_ALLOW_PRIVATE"] = "true"

@@ -2,7 +2,8 @@
 // states, and their storage.
 //
 // It owns the tables invoices, invoice_lines, recorded_payments (payments
-// made outside the card) and reminder_settings. Every invoice has a
+// made outside the card), reminder_settings and tax_rates (the
+// organization's named rates for the lines editor). Every invoice has a
 // customer, package customer's, found or made at creation (customerOf);
 // the customer's stated preference is read from there (withOwners). An invoice's state moves only through Locked, inside
 // the transaction of the function that owns the change. Its card payments
@@ -67,9 +68,11 @@ const (
 
 // Line is one line of an invoice.
 type Line struct {
-	Description   string
-	Quantity      apd.Decimal
-	UnitCost      apd.Decimal
+	Description string
+	Quantity    apd.Decimal
+	UnitCost    apd.Decimal
+	// TaxRate is the line's tax, a percent (8.25 is 8.25 %); nil: none.
+	TaxRate       *apd.Decimal `json:",omitempty"`
 	UOM           *string
 	CommodityCode *string
 	UPC           *string
@@ -173,15 +176,18 @@ type Invoice struct {
 	Memo              *string
 	DueDate           *time.Time
 	LineCount         int
-	Status            Status
-	FailedAttempts    int
-	Problem           *string
-	PaidAt            *time.Time
-	Level3Sent        bool
-	CreatedAt         time.Time
-	CreatedByName     string
-	CancelledAt       *time.Time
-	CancelledByName   *string
+	// TaxAmount is the sum of the lines' tax amounts (0 without lines);
+	// the subtotal is Amount − TaxAmount.
+	TaxAmount       apd.Decimal
+	Status          Status
+	FailedAttempts  int
+	Problem         *string
+	PaidAt          *time.Time
+	Level3Sent      bool
+	CreatedAt       time.Time
+	CreatedByName   string
+	CancelledAt     *time.Time
+	CancelledByName *string
 	// CustomerPrefers is the customer's stated choice (package customer's).
 	CustomerPrefers *string
 	// ScheduledSendAt is when the pay link is to go out; nil when no send
@@ -326,14 +332,18 @@ func Validate(d Draft) error {
 				v.add(f("unitCost"), "must be between -9999999999999 and 9999999999999")
 				ok = false
 			}
+			if msg := TaxRateProblem(l.TaxRate); msg != "" {
+				v.add(f("taxRate"), "%s", msg)
+				ok = false
+			}
 			if ok {
-				sum = add(sum, lineTotal(l.Quantity, l.UnitCost))
+				sum = add(sum, add(LineTotal(l), LineTax(l)))
 			} else {
 				linesValid = false
 			}
 		}
 		if linesValid && len(d.Lines) > 0 && d.Amount.Sign() > 0 && sum.Cmp(&d.Amount) != 0 {
-			v.add("lines", "lines add up to %s (each line's quantity × unitCost rounded half up to cents) but amount is %s",
+			v.add("lines", "lines add up to %s (each line's quantity × unitCost rounded half up to cents, plus its tax: amount × taxRate ÷ 100 rounded half up to cents) but amount is %s",
 				text(cents(sum)), text(cents(d.Amount)))
 		}
 	}

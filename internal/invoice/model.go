@@ -21,6 +21,8 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 		AmountPaid:     jsonnum.Decimal{Decimal: inv.AmountPaid},
 		Balance:        jsonnum.Decimal{Decimal: inv.Balance()},
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
+		Subtotal:       jsonnum.Decimal{Decimal: inv.Subtotal()},
+		TaxAmount:      jsonnum.Decimal{Decimal: cents(inv.TaxAmount)},
 		CustomerId:     inv.CustomerID, CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
 		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
 		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
@@ -41,7 +43,11 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 	lines := make([]models.InvoiceLine, len(inv.Lines))
 	for i, l := range inv.Lines {
 		lines[i] = models.InvoiceLine{Description: l.Description, Quantity: jsonnum.Decimal{Decimal: Plain(l.Quantity)},
-			UnitCost: jsonnum.Decimal{Decimal: Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC}
+			UnitCost: jsonnum.Decimal{Decimal: Plain(l.UnitCost)}, Uom: l.UOM, CommodityCode: l.CommodityCode, Upc: l.UPC,
+			Amount: jsonnum.Decimal{Decimal: LineTotal(l)}, TaxAmount: jsonnum.Decimal{Decimal: LineTax(l)}}
+		if l.TaxRate != nil {
+			lines[i].TaxRate = &jsonnum.Decimal{Decimal: Plain(*l.TaxRate)}
+		}
 	}
 	payments := make([]models.Payment, len(inv.Payments))
 	for i, p := range inv.Payments {

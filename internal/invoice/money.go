@@ -38,12 +38,14 @@ func places(d apd.Decimal) int32 {
 	return -r.Exponent
 }
 
-// cents returns d rounded half up to two decimal places.
+// cents returns d rounded half up to two decimal places (a zero without
+// a sign: a rate of -0 or a tax of -0.004 is 0.00).
 func cents(d apd.Decimal) apd.Decimal {
 	var r apd.Decimal
 	if _, err := money.Quantize(&r, &d, -2); err != nil {
 		panic(fmt.Sprintf("invoice: quantize %s: %v", d.String(), err))
 	}
+	r.Negative = r.Negative && !r.IsZero() // never "-0.00"
 	return r
 }
 
@@ -118,6 +120,9 @@ func UnitMoney(d apd.Decimal) string {
 	return dollars(p)
 }
 
+// Percent is a tax rate as people read it: "8.25%", "10%".
+func Percent(rate apd.Decimal) string { return text(Plain(rate)) + "%" }
+
 // Quantity is a quantity as people read it: thousands separators and no
 // trailing zeros ("1,250.5").
 func Quantity(d apd.Decimal) string { return grouped(text(Plain(d))) }
@@ -148,3 +153,52 @@ func grouped(s string) string {
 	}
 	return b.String()
 }
+
+// maxTaxRate is the largest tax rate, a percent.
+var maxTaxRate = mustParse("100")
+
+// TaxRateProblem says what is wrong with a line's tax rate, or "" (nil,
+// no tax, is fine).
+func TaxRateProblem(rate *apd.Decimal) string {
+	switch {
+	case rate == nil:
+		return ""
+	case rate.Sign() < 0 || rate.Cmp(&maxTaxRate) > 0:
+		return "must be a percent from 0 to 100"
+	case places(*rate) > 4:
+		return "must have at most 4 decimal places"
+	}
+	return ""
+}
+
+// LineTax is a line's tax amount: round-half-up(amount × taxRate ÷ 100, 2)
+// of its amount (LineTotal); 0.00 without a rate. A discount line's tax is
+// negative, rounded away from zero as its amount is.
+func LineTax(l Line) apd.Decimal {
+	if l.TaxRate == nil {
+		return cents(apd.Decimal{})
+	}
+	amount := LineTotal(l)
+	var p apd.Decimal
+	if _, err := money.Mul(&p, &amount, l.TaxRate); err != nil {
+		panic(fmt.Sprintf("invoice: multiply: %v", err))
+	}
+	// ÷ 100 moves the point: exact, whatever the precision.
+	p.Exponent -= 2
+	return cents(p)
+}
+
+// Totals are the lines' subtotal (the sum of their amounts) and tax (the
+// sum of their tax amounts), both in cents; an invoice's amount is their
+// sum when its lines add up.
+func Totals(lines []Line) (subtotal, tax apd.Decimal) {
+	subtotal, tax = cents(apd.Decimal{}), cents(apd.Decimal{})
+	for _, l := range lines {
+		subtotal, tax = add(subtotal, LineTotal(l)), add(tax, LineTax(l))
+	}
+	return cents(subtotal), cents(tax)
+}
+
+// Subtotal is the invoice's amount before tax: its lines' amounts, or its
+// amount when it has no lines.
+func (inv *Invoice) Subtotal() apd.Decimal { return cents(sub(inv.Amount, inv.TaxAmount)) }

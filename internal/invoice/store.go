@@ -74,7 +74,7 @@ func (s *Store) Link(inv *Invoice) string {
 const (
 	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
-		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count,
+		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count, i.tax_amount::text,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
 		i.cancelled_at, i.cancelled_by_name, i.customer_id, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at`
 	invoiceFrom = `
@@ -94,7 +94,7 @@ const selectFullInvoice = `
 // fullInvoiceColumns are what a full read adds to invoiceColumns.
 const fullInvoiceColumns = `
 		(SELECT json_agg(json_build_array(il.description, il.quantity::text, il.unit_cost::text, il.uom,
-				il.commodity_code, il.upc) ORDER BY il.position)
+				il.commodity_code, il.upc, il.tax_rate::text) ORDER BY il.position)
 			FROM invoice_lines il WHERE il.invoice_id = i.id),
 		(SELECT json_agg(json_build_array(r.id, r.amount::text, r.received_at, r.method, r.reference, r.created_at)
 				ORDER BY r.received_at, r.id)
@@ -179,7 +179,7 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 type invoiceRow struct {
 	inv                                                   Invoice // the columns that are never NULL, as they are
 	id, organizationID, merchantAccountID, customerID     uuidColumn
-	amount, amountPaid, amountRefunded, status            string
+	amount, amountPaid, amountRefunded, taxAmount, status string
 	lineCount, failedAttempts, remindersSent              int64
 	po, customerName, customerCompany                     sql.NullString
 	customerPhone, sentVia, sendProblem, memo, problem    sql.NullString
@@ -194,7 +194,7 @@ func newInvoiceRow(extra ...any) *invoiceRow {
 	r := &invoiceRow{}
 	r.dest = append([]any{&r.id, &r.organizationID, &r.merchantAccountID, &r.inv.InvoiceNumber,
 		&r.po, &r.amount, &r.amountPaid, &r.amountRefunded, &r.customerName, &r.customerCompany, &r.inv.CustomerEmail,
-		&r.customerPhone, &r.inv.Delivery, &r.sentVia, &r.sentAt, &r.sendProblem, &r.memo, &r.dueDate, &r.lineCount,
+		&r.customerPhone, &r.inv.Delivery, &r.sentVia, &r.sentAt, &r.sendProblem, &r.memo, &r.dueDate, &r.lineCount, &r.taxAmount,
 		&r.status, &r.failedAttempts, &r.problem, &r.paidAt, &r.inv.Level3Sent, &r.inv.CreatedAt, &r.inv.CreatedByName,
 		&r.cancelledAt, &r.cancelledByName, &r.customerID, &r.scheduledSendAt, &r.reminders, &r.remindersSent,
 		&r.lastRemindedAt}, extra...)
@@ -221,7 +221,7 @@ func (r *invoiceRow) scan(row scanner) (Invoice, error) {
 	inv.Status = Status(r.status)
 	inv.LineCount, inv.FailedAttempts, inv.RemindersSent = int(r.lineCount), int(r.failedAttempts), int(r.remindersSent)
 	for _, err := range []error{numeric(&inv.Amount, r.amount), numeric(&inv.AmountPaid, r.amountPaid),
-		numeric(&inv.AmountRefunded, r.amountRefunded)} {
+		numeric(&inv.AmountRefunded, r.amountRefunded), numeric(&inv.TaxAmount, r.taxAmount)} {
 		if err != nil {
 			return Invoice{}, err
 		}
@@ -333,26 +333,27 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		// The lines go in the same statement (one round trip; their
 		// foreign key is checked at its end).
 		lines := lineArrays(d.Lines)
+		_, tax := Totals(d.Lines)
 		_, err = tx.ExecContext(ctx, `
 			WITH invoice AS (
 				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
 					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, customer_id)
+					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount, customer_id)
 				VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean, $25::uuid)
+					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric, $27::uuid)
 				RETURNING id
 			), lines AS (
-				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc)
-				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc
-				FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
-					WITH ORDINALITY AS t(d, q, c, u, cc, upc, ord)
+				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
+				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
+				FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $25::text[])
+					WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
 			)
 			SELECT count(*) FROM invoice`,
 			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
 			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
 			len(d.Lines), now, actor.Name,
 			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
-			d.SendAt, d.Reminders, cust.ID)
+			d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'), cust.ID)
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
 			return unprocessable("invoiceNumber", "Invoice number already used",
@@ -487,12 +488,14 @@ func checkAccount(ctx context.Context, q sqlx.QueryerContext, org, mid uuid.UUID
 type lineColumns struct {
 	desc, qty, cost []string
 	uom, code, upc  []sql.NullString
+	rate            []sql.NullString
 }
 
 func lineArrays(lines []Line) lineColumns {
 	n := len(lines)
 	c := lineColumns{desc: make([]string, n), qty: make([]string, n), cost: make([]string, n),
-		uom: make([]sql.NullString, n), code: make([]sql.NullString, n), upc: make([]sql.NullString, n)}
+		uom: make([]sql.NullString, n), code: make([]sql.NullString, n), upc: make([]sql.NullString, n),
+		rate: make([]sql.NullString, n)}
 	opt := func(s *string) sql.NullString {
 		if s == nil {
 			return sql.NullString{}
@@ -502,6 +505,9 @@ func lineArrays(lines []Line) lineColumns {
 	for i, l := range lines {
 		c.desc[i], c.qty[i], c.cost[i] = l.Description, l.Quantity.Text('f'), l.UnitCost.Text('f')
 		c.uom[i], c.code[i], c.upc[i] = opt(l.UOM), opt(l.CommodityCode), opt(l.UPC)
+		if l.TaxRate != nil {
+			c.rate[i] = sql.NullString{String: l.TaxRate.Text('f'), Valid: true}
+		}
 	}
 	return c
 }
@@ -617,6 +623,15 @@ func (r *textRow) numeric(i int) apd.Decimal {
 	return d
 }
 
+// optionalNumeric is a nullable numeric value: nil for null.
+func (r *textRow) optionalNumeric(i int) *apd.Decimal {
+	if r.row[i] == nil {
+		return nil
+	}
+	d := r.numeric(i)
+	return &d
+}
+
 func (r *textRow) time(i int) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, r.text(i))
 	if err != nil && r.err == nil {
@@ -626,7 +641,7 @@ func (r *textRow) time(i int) time.Time {
 }
 
 func decodeLines(b []byte) ([]Line, error) {
-	rows, err := decodeText("lines", b, 6)
+	rows, err := decodeText("lines", b, 7)
 	if err != nil {
 		return nil, err
 	}
@@ -634,7 +649,7 @@ func decodeLines(b []byte) ([]Line, error) {
 	for i, row := range rows {
 		r := textRow{what: "lines", row: row}
 		lines[i] = Line{Description: r.text(0), Quantity: r.numeric(1), UnitCost: r.numeric(2),
-			UOM: r.optional(3), CommodityCode: r.optional(4), UPC: r.optional(5)}
+			UOM: r.optional(3), CommodityCode: r.optional(4), UPC: r.optional(5), TaxRate: r.optionalNumeric(6)}
 		if r.err != nil {
 			return nil, r.err
 		}

@@ -391,11 +391,12 @@ func (d *doc) billTo(inv invoice.Invoice) {
 }
 
 // The lines table's columns: description, then the right edges of
-// quantity, unit cost and total.
+// quantity, unit cost, tax rate and total.
 const (
-	descW   = 270.0
-	qtyEnd  = margin + descW + 60
-	unitEnd = qtyEnd + 90
+	descW   = 230.0
+	qtyEnd  = margin + descW + 50
+	unitEnd = qtyEnd + 80
+	taxEnd  = unitEnd + 60
 	totEnd  = pageW - margin
 )
 
@@ -403,6 +404,7 @@ func (d *doc) linesHeader() {
 	d.text(margin, d.y, "Description", bold, 10)
 	d.textRight(qtyEnd, d.y, "Qty", bold, 10)
 	d.textRight(unitEnd, d.y, "Unit cost", bold, 10)
+	d.textRight(taxEnd, d.y, "Tax", bold, 10)
 	d.textRight(totEnd, d.y, "Total", bold, 10)
 	d.y += lineHeight(10) + 2
 	d.rule(d.y - 1)
@@ -430,6 +432,9 @@ func (d *doc) lines(inv invoice.Invoice) {
 		q := invoice.Plain(l.Quantity)
 		d.textRight(qtyEnd, top, q.Text('f'), regular, 10)
 		d.textRight(unitEnd, top, invoice.UnitMoney(l.UnitCost), regular, 10)
+		if l.TaxRate != nil {
+			d.textRight(taxEnd, top, invoice.Percent(*l.TaxRate), regular, 10)
+		}
 		d.textRight(totEnd, top, invoice.Money(invoice.LineTotal(l)), regular, 10)
 		d.y += 3
 	}
@@ -438,7 +443,11 @@ func (d *doc) lines(inv invoice.Invoice) {
 }
 
 func (d *doc) totals(inv invoice.Invoice) {
-	rows := [][3]string{{"Amount", invoice.Money(inv.Amount), regular}, {"Paid", invoice.Money(inv.AmountPaid), regular}}
+	var rows [][3]string
+	if len(inv.Lines) > 0 {
+		rows = append(rows, [3]string{"Subtotal", invoice.Money(inv.Subtotal()), regular}, [3]string{"Tax", invoice.Money(inv.TaxAmount), regular})
+	}
+	rows = append(rows, [3]string{"Total", invoice.Money(inv.Amount), regular}, [3]string{"Paid", invoice.Money(inv.AmountPaid), regular})
 	if inv.AmountRefunded.Sign() > 0 {
 		rows = append(rows, [3]string{"Refunded", invoice.Money(inv.AmountRefunded), regular})
 	}

@@ -177,3 +177,27 @@ func BenchmarkInvoice500Lines(b *testing.B) {
 		}
 	}
 }
+
+// Taxed lines show their rate; the totals read subtotal, tax and total.
+func TestInvoiceShowsSubtotalTaxAndTotal(t *testing.T) {
+	inv := sample(0)
+	rate := dec("8.25")
+	inv.Lines = []invoice.Line{
+		{Description: "Catering, per guest", Quantity: dec("40"), UnitCost: dec("18.75"), TaxRate: &rate},
+		{Description: "Delivery", Quantity: dec("1"), UnitCost: dec("25")},
+	}
+	inv.Amount, inv.TaxAmount, inv.AmountPaid, inv.Payments = dec("836.88"), dec("61.88"), dec("0.00"), nil
+	var buf bytes.Buffer
+	if err := invoicepdf.Invoice(context.Background(), &buf, inv, "http://127.0.0.1:8080/pay/x"); err != nil {
+		t.Fatal(err)
+	}
+	doc := pdftest.Read(t, buf.Bytes())
+	for _, want := range []string{"Tax", "8.25%", "$750.00", "$25.00", "Subtotal", "$775.00", "$61.88", "Total", "$836.88"} {
+		if !strings.Contains(doc.Text, want) {
+			t.Errorf("the PDF's text lacks %q:\n%s", want, doc.Text)
+		}
+	}
+	if i, j, k := strings.Index(doc.Text, "Subtotal"), strings.Index(doc.Text, "$61.88"), strings.Index(doc.Text, "$836.88"); !(i < j && j < k) {
+		t.Errorf("subtotal, tax and total not in that order:\n%s", doc.Text)
+	}
+}

@@ -225,7 +225,7 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 		}
 		h.id = uuid.Must(uuid.NewV7())
 		h.charge = processor.Charge{MerchantID: locked.MID, OrderID: h.id.String(), Amount: r.Amount, Card: r.Card,
-			Items: Level3Items(inv.Lines), SaveProfile: r.SaveCard}
+			Items: Level3Items(inv.Lines), TaxAmount: inv.TaxAmount, SaveProfile: r.SaveCard}
 		// No charge without a durable trace: should its outcome be lost,
 		// the pending charge is voided later (SettlePending).
 		return writePending(ctx, tx, h.id, locked.ID, locked.MID, r, now)
@@ -338,7 +338,9 @@ func (s *Store) isPending(ctx context.Context, orderID uuid.UUID) (bool, error) 
 	return pending, err
 }
 
-// Level3Items are the lines as line-level data, when every line has a
+// Level3Items are the lines as line-level data, each with its tax
+// amount (the charge carries the order's total tax beside them), when
+// every line has a
 // commodity code, a unit of measure and a UPC; nil otherwise (and when
 // there are no lines).
 func Level3Items(lines []invoice.Line) []processor.Item {
@@ -351,7 +353,7 @@ func Level3Items(lines []invoice.Line) []processor.Item {
 			return nil
 		}
 		items[i] = processor.Item{Description: l.Description, Quantity: invoice.Plain(l.Quantity), UnitCost: invoice.Plain(l.UnitCost),
-			LineTotal: invoice.LineTotal(l), UOM: *l.UOM, CommodityCode: *l.CommodityCode, UPC: *l.UPC}
+			LineTotal: invoice.LineTotal(l), TaxAmount: invoice.LineTax(l), UOM: *l.UOM, CommodityCode: *l.CommodityCode, UPC: *l.UPC}
 	}
 	return items
 }

@@ -32,10 +32,16 @@ func TestLevel3Items(t *testing.T) {
 		return invoice.Line{Description: "Beans", Quantity: dec("3.0000"), UnitCost: dec("0.0149"),
 			UOM: ptr("LB"), CommodityCode: ptr("0901"), UPC: ptr("012345678905")}
 	}
-	items := Level3Items([]invoice.Line{full(), full()})
+	taxed := full()
+	half := dec("12.5") // 12.5 % of 0.04 is 0.005: half a cent, rounded up
+	taxed.TaxRate = &half
+	items := Level3Items([]invoice.Line{full(), taxed})
 	if len(items) != 2 || items[0].LineTotal.Text('f') != "0.04" || items[0].Quantity.Text('f') != "3" ||
 		items[0].UnitCost.Text('f') != "0.0149" || items[1].UPC != "012345678905" {
 		t.Fatalf("items: %+v", items)
+	}
+	if items[0].TaxAmount.Text('f') != "0.00" || items[1].TaxAmount.Text('f') != "0.01" {
+		t.Fatalf("tax amounts %s and %s, want 0.00 and 0.01", items[0].TaxAmount.Text('f'), items[1].TaxAmount.Text('f'))
 	}
 	for name, edit := range map[string]func(*invoice.Line){
 		"no uom":            func(l *invoice.Line) { l.UOM = nil },

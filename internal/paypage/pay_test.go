@@ -329,8 +329,10 @@ func TestLevel3(t *testing.T) {
 		return map[string]any{"description": desc, "quantity": q, "unitCost": c, "commodityCode": code, "uom": uom, "upc": upc}
 	}
 
-	withData := m.MustCreate(t, m.Body("L3-ON", "25.50",
-		full("Coffee beans", "2", "10.25", "0901", "LB", "012345678905"),
+	// The beans are taxed at 8.25 %: 20.50 × 0.0825 = 1.69125 → 1.69.
+	beans := full("Coffee beans", "2", "10.25", "0901", "LB", "012345678905")
+	beans["taxRate"] = "8.25"
+	withData := m.MustCreate(t, m.Body("L3-ON", "27.19", beans,
 		full("Filters", "1", "5.00", "4823", "EA", "036000291452")))
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, withData), apitest.Payment{Card: apitest.CardApprove, Amount: "20.00"}), http.StatusSeeOther)
 	got, raw := m.Read(t, withData.Id)
@@ -349,6 +351,9 @@ func TestLevel3(t *testing.T) {
 	apitest.Want(t, "items[0].unitCost", c.Items[0].UnitCost.Text('f'), "10.25")
 	apitest.Want(t, "items[0].lineTotal", c.Items[0].LineTotal.Text('f'), "20.50")
 	apitest.Want(t, "items[1].lineTotal", c.Items[1].LineTotal.Text('f'), "5.00")
+	apitest.Want(t, "items[0].taxAmount", c.Items[0].TaxAmount.Text('f'), "1.69")
+	apitest.Want(t, "items[1].taxAmount", c.Items[1].TaxAmount.Text('f'), "0.00")
+	apitest.Want(t, "the order's tax", c.TaxAmount.Text('f'), "1.69")
 	apitest.Want(t, "charge amount", c.Amount.Text('f'), "20.00")
 	apitest.Want(t, "charge merchant id", c.MerchantID, got.Mid)
 	apitest.Want(t, "charge order id set", c.OrderID != "", true)

@@ -58,7 +58,9 @@ type invoiceView struct {
 	Memo          string
 	DueDate       string
 	Lines         []lineView
-	Amount        string
+	Subtotal      string // the lines' amounts, before tax
+	Tax           string
+	Amount        string // the total
 	AmountPaid    string
 	Balance       string
 	Status        string
@@ -66,7 +68,8 @@ type invoiceView struct {
 	CancelledAt   string
 }
 
-type lineView struct{ Description, Quantity, UnitCost, Total string }
+// lineView is a line as the page shows it; TaxRate is "" without tax.
+type lineView struct{ Description, Quantity, UnitCost, TaxRate, Total string }
 
 type receiptView struct {
 	Amount       string
@@ -91,7 +94,8 @@ func viewOf(inv invoice.Invoice) invoiceView {
 		Biller: biller(inv), LegalName: b.LegalName(), Address: b.Address, Phone: b.Phone, Email: b.Email,
 		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: optional.Value(inv.CustomerName),
 		PONumber: optional.Value(inv.PONumber), Memo: optional.Value(inv.Memo),
-		Amount: invoice.Money(inv.Amount), AmountPaid: invoice.Money(inv.AmountPaid), Balance: invoice.Money(inv.Balance()),
+		Amount: invoice.Money(inv.Amount), Subtotal: invoice.Money(inv.Subtotal()), Tax: invoice.Money(inv.TaxAmount),
+		AmountPaid: invoice.Money(inv.AmountPaid), Balance: invoice.Money(inv.Balance()),
 		Status: string(inv.Status),
 	}
 	if inv.DueDate != nil {
@@ -104,8 +108,12 @@ func viewOf(inv invoice.Invoice) invoiceView {
 		v.CancelledAt = day(inv.CancelledAt.In(b.Zone()))
 	}
 	for _, l := range inv.Lines {
-		v.Lines = append(v.Lines, lineView{Description: l.Description, Quantity: invoice.Quantity(l.Quantity),
-			UnitCost: invoice.UnitMoney(l.UnitCost), Total: invoice.Money(invoice.LineTotal(l))})
+		lv := lineView{Description: l.Description, Quantity: invoice.Quantity(l.Quantity),
+			UnitCost: invoice.UnitMoney(l.UnitCost), Total: invoice.Money(invoice.LineTotal(l))}
+		if l.TaxRate != nil {
+			lv.TaxRate = invoice.Percent(*l.TaxRate)
+		}
+		v.Lines = append(v.Lines, lv)
 	}
 	return v
 }

@@ -134,6 +134,26 @@ func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
 	return inTx(ctx, db, nil, fn)
 }
 
+// InBatches runs batch in a transaction of its own again and again until a
+// batch does nothing (returns 0), and returns the sum of what the committed
+// batches did: work done a batch of rows at a time (re-sealing values under
+// a new key), each batch under its rows' locks.
+func InBatches(ctx context.Context, db *sqlx.DB, batch func(tx *sqlx.Tx) (int, error)) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := InTx(ctx, db, func(tx *sqlx.Tx) error {
+			var err error
+			n, err = batch(tx)
+			return err
+		})
+		if err != nil || n == 0 {
+			return total, err
+		}
+		total += n
+	}
+}
+
 // InSnapshot is InTx for reads that must agree with each other (an
 // invoice and its payments, read by their owners one after the other):
 // a read-only transaction whose statements all see one snapshot.

@@ -90,6 +90,7 @@ type authRequest struct {
 	EcomInd  string     `json:"ecomind"`
 	Capture  string     `json:"capture"`
 	Profile  string     `json:"profile,omitempty"`
+	TaxAmnt  string     `json:"taxamnt,omitempty"`
 	Items    []authItem `json:"items,omitempty"`
 }
 
@@ -102,6 +103,7 @@ type authItem struct {
 	UOM           string `json:"uom"`
 	UnitCost      string `json:"unitcost"`
 	NetAmnt       string `json:"netamnt"`
+	TaxAmnt       string `json:"taxamnt"`
 	CommodityCode string `json:"commoditycode"`
 }
 
@@ -142,6 +144,9 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 	if ch.SaveProfile {
 		body.Profile = "Y"
 	}
+	if ch.Items != nil {
+		body.TaxAmnt = money(&ch.TaxAmount)
+	}
 	for i, it := range ch.Items {
 		body.Items = append(body.Items, authItem{
 			LineNo:        fmt.Sprint(i + 1),
@@ -152,6 +157,7 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 			UOM:           it.UOM,
 			UnitCost:      it.UnitCost.Text('f'),
 			NetAmnt:       money(&it.LineTotal),
+			TaxAmnt:       money(&it.TaxAmount),
 			CommodityCode: it.CommodityCode,
 		})
 	}

@@ -204,10 +204,11 @@ func TestCardPointeLevel3Items(t *testing.T) {
 	f := &fakeGateway{auth: approval(nil)}
 	cp := newFake(t, f)
 	ch := charge(TestCardApprove, "pay-l3", false)
-	ch.Amount = *apd.New(13125, -2)
+	ch.Amount = *apd.New(14084, -2)
+	ch.TaxAmount = *apd.New(959, -2)
 	ch.Items = []Item{
 		{Description: "Copy paper, case", Quantity: *apd.New(3, 0), UnitCost: *apd.New(3875, -2), LineTotal: *apd.New(11625, -2),
-			UOM: "CS", CommodityCode: "44121600", UPC: "012345678905"},
+			TaxAmount: *apd.New(959, -2), UOM: "CS", CommodityCode: "44121600", UPC: "012345678905"},
 		{Description: "Delivery", Quantity: *apd.New(15, -1), UnitCost: *apd.New(10, 0), LineTotal: *apd.New(15, 0),
 			UOM: "HR", CommodityCode: "78102200", UPC: "036000291452"},
 	}
@@ -215,8 +216,11 @@ func TestCardPointeLevel3Items(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := f.recorded()[0].Body
-	if body["amount"] != "131.25" {
+	if body["amount"] != "140.84" {
 		t.Errorf("amount %#v", body["amount"])
+	}
+	if body["taxamnt"] != "9.59" {
+		t.Errorf("order taxamnt %#v, want the order's total tax", body["taxamnt"])
 	}
 	items, _ := body["items"].([]any)
 	if len(items) != 2 {
@@ -224,9 +228,9 @@ func TestCardPointeLevel3Items(t *testing.T) {
 	}
 	wants := []map[string]string{
 		{"lineno": "1", "material": "012345678905", "description": "Copy paper, case", "upc": "012345678905",
-			"quantity": "3", "uom": "CS", "unitcost": "38.75", "netamnt": "116.25", "commoditycode": "44121600"},
+			"quantity": "3", "uom": "CS", "unitcost": "38.75", "netamnt": "116.25", "taxamnt": "9.59", "commoditycode": "44121600"},
 		{"lineno": "2", "material": "036000291452", "description": "Delivery", "upc": "036000291452",
-			"quantity": "1.5", "uom": "HR", "unitcost": "10", "netamnt": "15.00", "commoditycode": "78102200"},
+			"quantity": "1.5", "uom": "HR", "unitcost": "10", "netamnt": "15.00", "taxamnt": "0.00", "commoditycode": "78102200"},
 	}
 	for i, want := range wants {
 		got, _ := items[i].(map[string]any)
@@ -235,6 +239,14 @@ func TestCardPointeLevel3Items(t *testing.T) {
 				t.Errorf("item %d %s = %#v, want %q", i+1, k, got[k], v)
 			}
 		}
+	}
+
+	// Without line-level data, no tax is sent either.
+	if _, err := cp.AuthorizeCapture(context.Background(), charge(TestCardApprove, "pay-no-l3", false)); err != nil {
+		t.Fatal(err)
+	}
+	if body := f.recorded()[1].Body; body["items"] != nil || body["taxamnt"] != nil {
+		t.Errorf("items %#v and taxamnt %#v sent without Level 3 data", body["items"], body["taxamnt"])
 	}
 }
 

@@ -24,6 +24,7 @@ type Item struct {
 	Quantity      apd.Decimal
 	UnitCost      apd.Decimal
 	LineTotal     apd.Decimal // round-half-up(quantity × unitCost, 2)
+	TaxAmount     apd.Decimal // round-half-up(LineTotal × the line's tax rate ÷ 100, 2)
 	UOM           string
 	CommodityCode string
 	UPC           string
@@ -31,12 +32,15 @@ type Item struct {
 
 // Charge is an authorisation with capture.
 type Charge struct {
-	MerchantID  string // the MID
-	OrderID     string // our payment id; lets a lost answer be inquired and voided
-	Amount      apd.Decimal
-	Card        Card
-	Items       []Item // nil: no Level 3 data
-	SaveProfile bool   // store the card at the processor
+	MerchantID string // the MID
+	OrderID    string // our payment id; lets a lost answer be inquired and voided
+	Amount     apd.Decimal
+	Card       Card
+	Items      []Item // nil: no Level 3 data
+	// TaxAmount is the order's total tax (the invoice's, whatever part of
+	// it this charge pays), sent with Items.
+	TaxAmount   apd.Decimal
+	SaveProfile bool // store the card at the processor
 }
 
 // Result is the processor's answer to a charge.

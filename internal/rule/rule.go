@@ -43,13 +43,16 @@ const (
 	// Limited: too many such requests just now; RetryAfter says when
 	// one may be made again.
 	Limited
+	// Busy: what it acts on is taken by another request just now (a card
+	// terminal another payment waits on); once that is done it may be.
+	Busy
 	// Taken: a value that must be unique (a customer's email) is
 	// another's already; Existing names that other.
 	Taken
 )
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
-	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Taken: "taken"}
+	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy", Taken: "taken"}
 
 // statuses are the HTTP status of each kind, on every front: the API's, as
 // openapi.yaml documents them (a state that refuses a change is a 422
@@ -57,7 +60,7 @@ var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unpro
 var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
 	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
-	Taken: http.StatusConflict}
+	Busy: http.StatusConflict, Taken: http.StatusConflict}
 
 // Status is the HTTP status of a refusal of kind k; 422 for a kind
 // without one.

@@ -11,6 +11,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/idempotency"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
@@ -79,6 +80,10 @@ func (s *Service) Run(ctx context.Context) {
 	// Scheduled pay links and due reminders go into the outbox, each once
 	// across instances.
 	wg.Go(func() { a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, s.log) })
+	// Terminals are pinged, and pending terminal payments asked of them,
+	// each once across instances.
+	wg.Go(func() { a.Terminals.RunPings(ctx, terminal.PingInterval, s.log) })
+	wg.Go(func() { a.Terminals.RunWorker(ctx, cfg.TerminalPollInterval, s.log) })
 	wg.Wait()
 }
 

@@ -84,5 +84,22 @@ func (v *Vault) Open(sealed []byte, keyID, aad string) (string, error) {
 	return string(plain), nil
 }
 
+// Keys is what re-sealing needs: sealing under the current key, opening
+// under any (a *Vault).
+type Keys interface {
+	Seal(plaintext, aad string) (sealed []byte, keyID string, err error)
+	Open(sealed []byte, keyID, aad string) (string, error)
+}
+
+// Reseal opens a value sealed under keyID with aad and seals it again with
+// k's current key.
+func Reseal(k Keys, sealed []byte, keyID, aad string) ([]byte, string, error) {
+	plain, err := k.Open(sealed, keyID, aad)
+	if err != nil {
+		return nil, "", err
+	}
+	return k.Seal(plain, aad)
+}
+
 // Current is the id of the key Seal uses.
 func (v *Vault) Current() string { return v.current }

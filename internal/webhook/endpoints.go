@@ -538,56 +538,50 @@ func (s *Store) Ping(ctx context.Context, a Actor, id uuid.UUID) (uuid.UUID, err
 // Each endpoint is re-sealed in a transaction of its own, under its row
 // lock; run again, it finds nothing.
 func (s *Store) Reencrypt(ctx context.Context, current string) (int, error) {
-	total := 0
-	for {
-		n := 0
-		err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-			var e struct {
-				ID          uuid.UUID `db:"id"`
-				Secret      []byte    `db:"secret"`
-				SecretKey   string    `db:"secret_key_id"`
-				Previous    []byte    `db:"previous_secret"`
-				PreviousKey *string   `db:"previous_key_id"`
-			}
-			err := tx.GetContext(ctx, &e, `SELECT id, secret, secret_key_id, previous_secret, previous_key_id FROM webhook_endpoints
-				WHERE secret_key_id <> $1 OR previous_key_id <> $1 LIMIT 1 FOR UPDATE SKIP LOCKED`, current)
-			if isNoRows(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			reseal := func(sealed []byte, key string) ([]byte, string, error) {
-				plain, err := s.Open(sealed, key, e.ID.String())
-				if err != nil {
-					return nil, "", err
-				}
-				return s.Seal(plain, e.ID.String())
-			}
-			if e.SecretKey != current {
-				if e.Secret, e.SecretKey, err = reseal(e.Secret, e.SecretKey); err != nil {
-					return err
-				}
-				n++
-			}
-			if e.PreviousKey != nil && *e.PreviousKey != current {
-				sealed, key, err := reseal(e.Previous, *e.PreviousKey)
-				if err != nil {
-					return err
-				}
-				e.Previous, e.PreviousKey = sealed, &key
-				n++
-			}
-			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET secret = $2, secret_key_id = $3, previous_secret = $4,
-				previous_key_id = $5 WHERE id = $1`, e.ID, e.Secret, e.SecretKey, e.Previous, e.PreviousKey)
-			return err
-		})
+	n, err := postgres.InBatches(ctx, s.DB, func(tx *sqlx.Tx) (int, error) {
+		var e struct {
+			ID          uuid.UUID `db:"id"`
+			Secret      []byte    `db:"secret"`
+			SecretKey   string    `db:"secret_key_id"`
+			Previous    []byte    `db:"previous_secret"`
+			PreviousKey *string   `db:"previous_key_id"`
+		}
+		err := tx.GetContext(ctx, &e, `SELECT id, secret, secret_key_id, previous_secret, previous_key_id FROM webhook_endpoints
+			WHERE secret_key_id <> $1 OR previous_key_id <> $1 LIMIT 1 FOR UPDATE SKIP LOCKED`, current)
+		if isNoRows(err) {
+			return 0, nil
+		}
 		if err != nil {
-			return total, fmt.Errorf("webhook: re-encrypt: %w", err)
+			return 0, err
 		}
-		if n == 0 {
-			return total, nil
+		reseal := func(sealed []byte, key string) ([]byte, string, error) {
+			plain, err := s.Open(sealed, key, e.ID.String())
+			if err != nil {
+				return nil, "", err
+			}
+			return s.Seal(plain, e.ID.String())
 		}
-		total += n
+		n := 0
+		if e.SecretKey != current {
+			if e.Secret, e.SecretKey, err = reseal(e.Secret, e.SecretKey); err != nil {
+				return 0, err
+			}
+			n++
+		}
+		if e.PreviousKey != nil && *e.PreviousKey != current {
+			sealed, key, err := reseal(e.Previous, *e.PreviousKey)
+			if err != nil {
+				return 0, err
+			}
+			e.Previous, e.PreviousKey = sealed, &key
+			n++
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET secret = $2, secret_key_id = $3, previous_secret = $4,
+			previous_key_id = $5 WHERE id = $1`, e.ID, e.Secret, e.SecretKey, e.Previous, e.PreviousKey)
+		return n, err
+	})
+	if err != nil {
+		return n, fmt.Errorf("webhook: re-encrypt: %w", err)
 	}
+	return n, nil
 }
