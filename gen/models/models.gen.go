@@ -1475,7 +1475,7 @@ type CreatePaymentRequest struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
 
-	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`).
+	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
 	//
 	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
 	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`

@@ -359,3 +359,28 @@ func TestInvoiceCustomer(t *testing.T) {
 		t.Errorf("customer.updated events: %+v", updated)
 	}
 }
+
+// A tax-exempt customer's invoice takes no tax: a taxed line is a 422
+// keyed by its taxRate, whether the customer is named or found by email;
+// untaxed lines are made.
+func TestTaxExemptCustomer(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	exempt := newCustomer(t, m, map[string]any{"email": "dana@example.com", "taxExempt": true})
+	taxed := apitest.Line(1, "100.00")
+	taxed["taxRate"] = "8.25"
+	b := m.Body("EX-1", "108.25", taxed)
+	p := apitest.WantProblem(t, m.Create(t, b, nil), http.StatusUnprocessableEntity, "Customer is tax-exempt")
+	if !strings.Contains(p.Detail, "taxRate") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	b["customerId"], b["customerEmail"] = exempt.Id.String(), nil
+	apitest.WantProblem(t, m.Create(t, b, nil), http.StatusUnprocessableEntity, "Customer is tax-exempt")
+	untaxed := apitest.Line(1, "100.00")
+	untaxed["taxRate"] = "0"
+	inv := m.MustCreate(t, m.Body("EX-2", "100.00", untaxed))
+	apitest.Want(t, "untaxed invoice's customer", inv.CustomerId, exempt.Id)
+	apitest.Want(t, "untaxed invoice's tax", inv.TaxAmount.Text('f'), "0.00")
+	apitest.Want(t, "invoices of the customer", readCustomer(t, m, exempt.Id).InvoiceCount, int32(1))
+}

@@ -330,6 +330,9 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		if err != nil {
 			return err
 		}
+		if err := checkExempt(cust, d.Lines); err != nil {
+			return err
+		}
 		// The lines go in the same statement (one round trip; their
 		// foreign key is checked at its end).
 		lines := lineArrays(d.Lines)
@@ -431,6 +434,20 @@ func customerOf(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, d *Draft, now t
 	fill(&d.CustomerCompany, c.Company)
 	fill(&d.CustomerPhone, c.Phone)
 	return c, checkCustomerFields(*d)
+}
+
+// checkExempt refuses a taxed line on an invoice to a tax-exempt customer.
+func checkExempt(c customer.Customer, lines []Line) error {
+	if !c.TaxExempt {
+		return nil
+	}
+	for i, l := range lines {
+		if l.TaxRate != nil && l.TaxRate.Sign() != 0 {
+			return unprocessable(fmt.Sprintf("lines[%d].taxRate", i), "Customer is tax-exempt",
+				"The invoice's customer is tax-exempt, so its lines carry no tax; leave taxRate null or 0.")
+		}
+	}
+	return nil
 }
 
 // CustomerTotals are the totals of each customer's invoices, read through
