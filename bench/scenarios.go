@@ -29,6 +29,7 @@ var scenarioTitles = []struct{ key, title string }{
 	{"send", "send invoice"},
 	{"patch", "change invoice (PATCH a memo, merge patch)"},
 	{"deposits", "list deposits, first page (25)"},
+	{"customers_search", "search customers (q of a name, first page of 25)"},
 	// The portal's pages, as a signed-in member's browser asks for them
 	// (session cookie, gzip accepted), each beside the API call reading
 	// the same data (portalPairs).
@@ -140,6 +141,13 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 			body := fmt.Sprintf(`{"memo":"Edited by run %s, request %d"}`, h.run, n)
 			return request{method: "PATCH", path: "/payment-requests/" + id, body: []byte(body), header: patch, want: http.StatusOK}
 		}
+	case "customers_search":
+		sc.next = func(int64) request {
+			// A name the organization's customers hold once (bench/load.sql:
+			// customer c is "Customer c"; from 2,000 on, no other holds it).
+			q := url.QueryEscape(fmt.Sprintf("Customer %d", 2000+rand.IntN(18000)))
+			return request{method: "GET", path: "/customers?limit=25&q=" + q, header: bearer, want: http.StatusOK}
+		}
 	case "deposits":
 		sc.next = func(int64) request {
 			return request{method: "GET", path: "/deposits?limit=25", header: bearer, want: http.StatusOK}
@@ -215,7 +223,36 @@ func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]strin
 		}
 		v["after_at"], v["after_id"] = at, id
 	}
+	if key == "list_first" || key == "list_deep" {
+		// The customers whose stated preferences a page asks for: its invoices'.
+		offset := 0
+		if key == "list_deep" {
+			offset = 999 * 25
+		}
+		customers, err := h.pageCustomers(ctx, offset)
+		if err != nil {
+			return nil, err
+		}
+		v["page_customers"] = customers
+	}
 	return v, nil
+}
+
+// pageCustomers are the customers of the 25 invoices from offset on, newest
+// first, as an array.
+func (h *harness) pageCustomers(ctx context.Context, offset int) (string, error) {
+	db, err := sqlx.Open("postgres", h.big.dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var ids string
+	err = db.GetContext(ctx, &ids, `SELECT array_agg(DISTINCT customer_id)::text FROM (SELECT customer_id FROM invoices
+		WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 25) page`, h.big.org, offset)
+	if err != nil {
+		return "", fmt.Errorf("the customers of a list page: %w", err)
+	}
+	return ids, nil
 }
 
 // deepKeyset is the (createdAt, id) after which page 1,000 starts.

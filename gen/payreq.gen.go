@@ -47,6 +47,21 @@ type ServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx echo.Context, params ListCustomersParams) error
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx echo.Context, params CreateCustomerParams) error
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx echo.Context, id CustomerId) error
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx echo.Context, id CustomerId) error
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx echo.Context, id CustomerId) error
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx echo.Context, params ListDepositsParams) error
@@ -366,6 +381,122 @@ func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
 	return err
 }
 
+// ListCustomers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCustomers(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCustomersParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "email" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "email", ctx.QueryParams(), &params.Email, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter email: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCustomers(ctx, params)
+	return err
+}
+
+// CreateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCustomer(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateCustomerParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCustomer(ctx, params)
+	return err
+}
+
+// DeleteCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCustomer(ctx, id)
+	return err
+}
+
+// GetCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCustomer(ctx, id)
+	return err
+}
+
+// UpdateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCustomer(ctx, id)
+	return err
+}
+
 // ListDeposits converts echo context to params.
 func (w *ServerInterfaceWrapper) ListDeposits(ctx echo.Context) error {
 	var err error
@@ -611,6 +742,13 @@ func (w *ServerInterfaceWrapper) ListPaymentRequests(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerEmail", ctx.QueryParams(), &params.CustomerEmail, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerEmail: %s", err))
+	}
+
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
 	}
 
 	// ------------- Optional query parameter "createdFrom" -------------
@@ -1242,6 +1380,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/customers", wrapper.ListCustomers, options.OperationMiddlewares["listCustomers"]...)
+	router.POST(options.BaseURL+"/customers", wrapper.CreateCustomer, options.OperationMiddlewares["createCustomer"]...)
+	router.DELETE(options.BaseURL+"/customers/:id", wrapper.DeleteCustomer, options.OperationMiddlewares["deleteCustomer"]...)
+	router.GET(options.BaseURL+"/customers/:id", wrapper.GetCustomer, options.OperationMiddlewares["getCustomer"]...)
+	router.PATCH(options.BaseURL+"/customers/:id", wrapper.UpdateCustomer, options.OperationMiddlewares["updateCustomer"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
 	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
 	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
@@ -1349,6 +1492,8 @@ type BadGatewayApplicationProblemPlusJSONResponse Problem
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
 type ConflictApplicationProblemPlusJSONResponse Problem
+
+type EmailTakenApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
@@ -2218,6 +2363,783 @@ type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomersRequestObject struct {
+	Params ListCustomersParams
+}
+
+type ListCustomersResponseObject interface {
+	VisitListCustomersResponse(w http.ResponseWriter) error
+}
+
+type ListCustomers200ResponseHeaders struct {
+	Link *string
+}
+
+type ListCustomers200JSONResponse struct {
+	Body    []Customer
+	Headers ListCustomers200ResponseHeaders
+}
+
+func (response ListCustomers200JSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers400ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers401ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers403ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers429ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers503ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomerRequestObject struct {
+	Params CreateCustomerParams
+	Body   *CreateCustomerJSONRequestBody
+}
+
+type CreateCustomerResponseObject interface {
+	VisitCreateCustomerResponse(w http.ResponseWriter) error
+}
+
+type CreateCustomer200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateCustomer200JSONResponse struct {
+	Body    Customer
+	Headers CreateCustomer200ResponseHeaders
+}
+
+func (response CreateCustomer200JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer201JSONResponse Customer
+
+func (response CreateCustomer201JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer400ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer401ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer403ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer408ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer409ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer413ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer415ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer422ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer429ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer503ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type DeleteCustomerResponseObject interface {
+	VisitDeleteCustomerResponse(w http.ResponseWriter) error
+}
+
+type DeleteCustomer204Response struct {
+}
+
+func (response DeleteCustomer204Response) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer400ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer401ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer403ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer404ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer422ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer429ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer502ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer503ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type GetCustomerResponseObject interface {
+	VisitGetCustomerResponse(w http.ResponseWriter) error
+}
+
+type GetCustomer200JSONResponse Customer
+
+func (response GetCustomer200JSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer400ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer401ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer403ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer404ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer429ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer503ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomerRequestObject struct {
+	Id   CustomerId `json:"id"`
+	Body *UpdateCustomerJSONRequestBody
+}
+
+type UpdateCustomerResponseObject interface {
+	VisitUpdateCustomerResponse(w http.ResponseWriter) error
+}
+
+type UpdateCustomer200JSONResponse Customer
+
+func (response UpdateCustomer200JSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer400ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer401ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer403ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer404ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer408ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer409ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer413ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer415ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer429ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer503ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7416,6 +8338,21 @@ type StrictServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx context.Context, request ListCustomersRequestObject) (ListCustomersResponseObject, error)
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx context.Context, request CreateCustomerRequestObject) (CreateCustomerResponseObject, error)
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx context.Context, request DeleteCustomerRequestObject) (DeleteCustomerResponseObject, error)
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx context.Context, request GetCustomerRequestObject) (GetCustomerResponseObject, error)
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx context.Context, request UpdateCustomerRequestObject) (UpdateCustomerResponseObject, error)
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx context.Context, request ListDepositsRequestObject) (ListDepositsResponseObject, error)
@@ -7735,6 +8672,177 @@ func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UU
 		return err
 	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
 		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCustomers operation middleware
+func (sh *strictHandler) ListCustomers(ctx echo.Context, params ListCustomersParams) error {
+	var request ListCustomersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCustomers(ctx.Request().Context(), request.(ListCustomersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCustomers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCustomersResponseObject); ok {
+		return validResponse.VisitListCustomersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCustomer operation middleware
+func (sh *strictHandler) CreateCustomer(ctx echo.Context, params CreateCustomerParams) error {
+	var request CreateCustomerRequestObject
+
+	request.Params = params
+
+	var body CreateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCustomer(ctx.Request().Context(), request.(CreateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCustomerResponseObject); ok {
+		return validResponse.VisitCreateCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCustomer operation middleware
+func (sh *strictHandler) DeleteCustomer(ctx echo.Context, id CustomerId) error {
+	var request DeleteCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCustomer(ctx.Request().Context(), request.(DeleteCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCustomerResponseObject); ok {
+		return validResponse.VisitDeleteCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCustomer operation middleware
+func (sh *strictHandler) GetCustomer(ctx echo.Context, id CustomerId) error {
+	var request GetCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCustomer(ctx.Request().Context(), request.(GetCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCustomerResponseObject); ok {
+		return validResponse.VisitGetCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCustomer operation middleware
+func (sh *strictHandler) UpdateCustomer(ctx echo.Context, id CustomerId) error {
+	var request UpdateCustomerRequestObject
+
+	request.Id = id
+
+	var body UpdateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCustomer(ctx.Request().Context(), request.(UpdateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCustomerResponseObject); ok {
+		return validResponse.VisitUpdateCustomerResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8936,835 +10044,907 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rciM3lj/4KgjObBTpTrKSN4miomNadWvLrou6pLLbtjyVYCYowkom6AQoFl1bEf3pH/N55sP/DWYf",
-	"Yb/vvImfZAMHl0TeyJRKcrt3uz+0S8kEEjg4ODg4l9/52ArZcsUSkgjemn5skQ94uYoJ/PtktYppiAVl",
-	"yWnyltxQspGP+Xq5xOm2NW2dJAhn7yCaoFS95bVucLwm8u0ZTq7lf3EYsnUiXmIuXrB12pq2fH80aHmt",
-	"lK0FTa5er5czIh/3+33f9/3BuPXJa83WnCaEw3BwFKX5f76kCenLJgPfR09JhFN0Llqe+/OgNU3Wcey1",
-	"QirkkN+ydRKhtyy8bnmtFeMCx09ZRFrT1uHk4GDU8lpcYCH/vvirHEA0w6/xUv5t+k8JEehkLVjLa5El",
-	"pnFr2mKbhKR/CuUbHF7Aa8F6IVvKdxJBxfZiu5KdxHHY8loxucJxXbfoLVlhmqKXL5/KIS5YIl/7Q3/c",
-	"H4zHY79/eNjyWgJ/OI0cWh4cTo5aXmtDZpzC6BdCrPj08eOqMX3yWgvKBZNr+MPHFhataWvgD8Zdf9j1",
-	"Bxf9w+lgPPX971teK2HQ2/l6tqRCkAixBIkFQZxeJd31Cq3wFfHgLxIhEpNQpCyhIY7jLZpt0SucUoxO",
-	"4huckl8Uba9kf9z01/rkFQcwuvCPpn0/P4B3SUTSTUolpyAucCpI1HM6pMl7zXqffvRaNGpNW7N+OIiG",
-	"ZNSdj/FBdzQ7DLuT6Ih0/XkfD2bDcBSNSctTS8eBEIlakeKg1RsLujojaUgSOdgDv+f78vM8cRZhNBz0",
-	"5dpQEat+Enwlx7skwNpyqvoTF2yJnpDwmqTV/Y8q+58cHozd/nW3P1aRwctofLJjfderCJdecVfg0yev",
-	"9RSn0RneLkki3pL5OomqpEDKbkiEVjgVKFUvOUIAL+Xel98Yq4mpB6o3IldLTzjEafQkxfITrW8ox/JR",
-	"SkpDHPTlEIeGSfQrT7Z6Tz1h7PqakJUkPk0EuUpBQLW8VkTCmCbkLcGcJUY0RGTFOBWnkXlAEpFuX4FY",
-	"UA+AoTQ/zbtj/6DfHR0OJt2jo6HfHc3G4UF0SCbzIzkFmtwwGhLZW2sYHpGDeR93J7NB1B3Nx4dd7Iej",
-	"7kGfDKKj2WR+iMdZEysCT19/0+0r6XhNgRaWpHHGDv1+vw/C5IbEw3NgnDmOOfFaS5KGC5yIEyVzYSiH",
-	"0VAyPumOZ6OwOyIT3D2aH/S7g9CPJrNDMsL9YctrLWGqo6OD/oE/ORxOJhMphPCWpJq2z3CC0bcLKuaU",
-	"xHJEqaZl601CULjAc0n1iPIF2mCOUiLWaaI2q5rEm7lcbr07JU387uigf9idTAZH3SHOqAktJI9IQo6G",
-	"vj8+OppMQPxxfEMiyZZ2ylJqr3lr2jKsKDcKSZc0wbFZ2AIvn+OY1HMyxzFBSxwRI/JWeAvirpKv+75/",
-	"L4zdn1z0j6aj8bQ/qGBsw6535+GGdH8QHpYU/V1zsKJTxqXm7xwP9gfDvj/O86BI17dgwVNFqac4CUkc",
-	"k4I0tY+RpmiNHM3x2xmmDq/V8eAMx7Jzt3lovpbnwvGFP5n6VryalxoI2EqmHl30x9mR3lxah2su2JKk",
-	"T9lyhZOtVeX04+da+9KqJf/TLKVXC8FpRFbxejmjyZXWwUwLdxuZZ2dKwyo8TMkc1AKzu2J6Q2B9lMrn",
-	"taI1eQaKonpjjilQUZDlSmrSvt5wn7d7hnq/vCVLKtdSklV9r2LPSKFwKshSKjM/qj/VQGIqVXBQCaeP",
-	"H/cHhz2/5/f604k/8R+v8Pbx92KU/GWyeT5IvztYn/rsbIjPD6MX/asvxz99LfXKmCkV36xYvCYzliRE",
-	"oCf4mqRb9IxtEsE2ctGWZMnMKO9/G1OHBislx/V8V8xQT/+asllMltk2BhJma2ofKCL6zo7WPfJwQaJ1",
-	"TKJzkjif5SSJzvKdc5KI3AviG4rtn0Yu2H2ktDPBBI7dzSjwhxOzwfWjG5JyuRemfVdyqA2UlxtvViQx",
-	"IsNDcsmRHIfUwg3LVhxbw4Pe+O5ixDbPiRG9k4pCQz+ulQ/+aOqPP1M+tKxYR0+xIKlsou5RRZkR4QT/",
-	"aWPeDvXLleKifGAURIdzORtNWncSIpoWo+7QvwC5q2Xlw4iVwV3FisM6k1EPbiMhWy5ZRMVWX6PHw74P",
-	"ijYPU7qChZq2nrpqYUoSyfhe6+c1hruxnH6B/Q96w7F69FbR57An/14nVDxlHK5Ig95wAM/YsjVtPT+B",
-	"20wo2XR44Pv+4Kg/Gg/U/dL0Ohprds2P2SyPO+JnerEQTiLEiViv8gPuV+9XO2DVpzvecc+OVv8oRwtK",
-	"QSatBw2k9c/9bw7Dvx4tnwyT78fXLyebtwPx3cHq2Wjxwv/p/E7SunWxwMk12rI1mrNU/jdFxvTSa/29",
-	"5Hjr7E338HAiSf33EOZ18smKd7uNrYRnK5LkhXt/6Pf642rurhTuL6lkl9ytBK4diM2NeOeoTeWGRGxJ",
-	"BbL700OGkIppLQE6mezP7eAqFXLSWPhXaZC3F/0HF/2+o2kWRP+LlCUCRYRfN9cG4zXlPZYKcoX/pK2Z",
-	"PZZelcX6yzXl6A282GqqDmaS+84a4WR+SA6icdgdzYa4Oxoc9bsTcjjvymfy0eCoP6kX3aPbiu6GKuCX",
-	"14Pl64PZN37419EvLyf4vB+9GF99dfTzt0Py9vB3qALmWGgwHfrT0ej71r2ogZ8hKfLsvENSyGnkJcWk",
-	"kRbo/VN7+6f2dnsR8P9PveKeNInftebwY6Y6nOFUCwFXfZBPu5IwRn1AGyoWCBttAZQFrNQFFOI0usVN",
-	"ca/ZM5M2/xQ2jYRNS5APonU/4qb/z8viPy+L/x++LN7G/3Ib70dDD4VYsAiseiAyy3pp3pWzxwMxJykB",
-	"QXkrp8OnB7ovf6zyV5EPKwoCqT8YTAxJj3B/NgiHUXdExvPuCB/MupPwMOr6pD8f4OFsFI6r3ZbwvV0E",
-	"gxesZC+Q7NPn3egH/kXfn/YHJT1dS19HTU/F+7Ku3vxW/1JvL7uLSg7HUNAbgsw2zB2++SiXkd9HT1ly",
-	"JZ+hkxtSCnRpna+pIKg/ALGlRM/Jmgta4ZgZdf0xnKYH2flholkiPdY/zawwmIEs0GceLPyYTOZ+OJh1",
-	"+9EIy7ts2D2S11h8MBuHo2hIBnO5zEkDscLSK5zQX1SgEagV8wEZRqOwO54d4O7o6HDSneCjWdcP+9GA",
-	"DOcjPJ5VxsbAVi9E9Rz6fdhhIaErUSfl8nE/ri8PlgeiLpbke/W9kyVJaYgfP13QEF+xyjCKQdfvXwCD",
-	"2TCKC+0LBKPGU8k0ctMW2IElUrgj4zd02WHB4XT0h4N3f/GHRwdahVAic3ZIBrgfdo+i4VzJVynRuofR",
-	"hBzNfdikehueE5JU7zsf9p3hxNNbrPJniPzEtfSEmiquYgwEyRFQ++9PjJs1T0PjwJ9tUbigq9yGAlqd",
-	"+Pp/w77fz84MJ+zGCWp7iWdE7olvTs9P0NO3z5+dXtR487PAgtNbnDU7ggBG0/Hk+7qYFce939LThMkd",
-	"REd4FA5Jtz8fz7oj7Ifdo0My6RomGEYjcjcHf4UI3+PwbsqVVUFIucOgYvH3es9nZM5SgjBcaSAUReBr",
-	"kpTYQZGzAQuYu4pd+eyBs+47ri63W1UnaOO3WNMdrsp7X1J5d6tY0jOSRDS5yi/oV2suEObXJEJsDnE4",
-	"VaLxnytZu5IrTdV7X0c1/U9yIRcEK+XyY+v5BYYVzF+QLhbEWB8ecRRoFSlAmCOcIBUhiwS+8lBw2bpc",
-	"+/4w1O/AH+SyFUyRVOwQFWiGw2tEExSczruvsAgXgbJoBGcnF0+/RI/1DaGbkp/XhAv++CONPgWIMyQW",
-	"WEiJsMDJlQ7uWhKcbBY0JohylDCB2I0KNBUkQe1Rf9Dpofa3ymBy9uyFByyoxwb/jli4BjMKX7AN73VA",
-	"UQavQ2vaumwNL1ugffy8pinJQoXCBVliSSeh4oK5SOUigR8oIssVExBsuYrxVom4PD0D2U0whQHghG9I",
-	"KoePUQot5E6RZMVpTEmKNB0UkSB4Fy8JCux3wm33a7INermRyw/sHDhJ1svW9Af14o9exUReUhX5XRi6",
-	"Wt6PWnU1uzohHwT4uT6pFT9GKYn/eNmSzy9bAWq/ffEUTQaTSQdtFgRInxI1adv0GOEZxDzopZF7An7I",
-	"T00NoPbKnOOdf4vpkoo/Dsay0eAgXKecpX8k26/8058YffXTyfb1ub95tfU/vH7xlw+vL9jm9TO2ef0N",
-	"oy+ffrX6/unpwelPr3968+27wfc/vVicJn7V7Fq7GeItEen2ZK61xTw1z0nIkogjwdAGy72hTj2Rbmly",
-	"hfAVpklu8qPBrjVd0oQu5bL27XqCFY2kap+vcIqXROit/hSIUR7TmxX+eU0QxCPKXSK5UQeKY47mEIBP",
-	"dUxlSm4oW3PNxFI2SK6ZIrVGv/7tv6u5QQmcHnqzpAKMELKzOU25YYSIwWaerWkcIZaaLU9FnhU+YyFB",
-	"TLemrZ/X6vqg9VjFIbkVXeIPL0lyJRat6bg/8CSVzd/9qn1zmkn/HXIU0Sg/l8ZWPrjWikU2Zhrt3Olz",
-	"li4hRH+9hjerdvqSivJoz/AVQZz+QjzU//Vv/9X3/R56RuZ4HQs0GOdGPxhXkxO2X46akepANbFDo4kY",
-	"DuRFBH/QHOz73l5+TglfsYSrbJcnOPozFmSDt/KvkCUCTCMfXQXisbar/OEnOOrz6TKrlIWEc5a+S/AN",
-	"pjGeFeOLn0pV1L6GSJoCq1g1JiJC3cDlOof5lyMaAUunZMluCDC8fONYnoiUo2uyEj10kW7VpkcxFiTt",
-	"OUr62B9kqQOFgaydAVtK1QhIRQD+eIaj7pWmFxAzW6J/TcF09S+Ps9Six+pX/thYZqBJmbkLk1YW7R56",
-	"zcRCCjSpxqutHEmRoMUczBVtWHrNe61PnlzJt0p+33El9RZ7QUkc8fwS6s2JZizaqhN1STmXowDrCViA",
-	"wTyrlA0th3AUofWqcqlf0A9aesmPoZhyAbG/ijt0KIfUfORL5ijPBDu8BNPMey1+aC2l5jyTN6AbHNPI",
-	"jE8nUWVW5B9acFbCmNU45Wly1O/5vgeDByUDtGqkvUCm8Q/9H3uZmTv75BUozVIq4wT5rR8/ZWw4kvvS",
-	"sOFpooamp9WY96CVMpdJNlriWAoCEp0WboOvzA9Iii576Cjh93BLIT/Qk/q+uwggPB+aEiA9z8wpnScG",
-	"CGnE1kIeyKncQw9KBBhKT8lvlxACLRkXqO8/NF/ch0g6UWTwEMwGWf3HAybK/pYqhtJJ0Cxl13K903VM",
-	"UJsmYbyOQBdDy1pu7PRQoCgXoCVecURwuEBsPld3NzOIa7IlkdShpJLryV1KBUdLwjm+IryHTmLOEFai",
-	"KYR1nsuBZd/VevGGpgS19Rd78vWg42k3sFnRuZxZpCTcjMnb1VMlR7tKdwng/eAixQmfk7T7PAmZHGuQ",
-	"dayVtPIrx+r0YklCQpU4KqUlSVAYM06iDgjxpyyZxzS8qwg3l90na77N7wNjdTD+7ynCCZPXCesQl5o0",
-	"N8SqMjfYzZJdqZFUWORtxDwq9Uo5dCzXkyXHSFlY1ClhXmGp0uKlRgtDWIuQLUkPvaRcgKONqxX58/ML",
-	"9Nh8ibvH/Mg/yvaRnepMUqHpLgoN5e9nD30rZ5gTFqGiLtUmOTTbWmKZd36S4iJhm2MUwGQ0uynCB4jj",
-	"LdosaLhwVR6WSK0YCB2xhAAXvWDpjEYRSe7IRgkT37F1+sbxUBRN9mrgrg/jEUcNTpsTuZ9RSnAkqRFv",
-	"1YpvkmJXK5aKOYspO0ZrrhQ/9433FCxj4IUVTJLTaLUeOsCHs0l4pLxx3REezLoT46szv+WZZ5gxz2um",
-	"WC73tcZMNLeElxzhdnG+5iuinLMuIe3j4veqtWP3Jbni3DQ/loJF4FAgvl5J2tVO0F3UrP0dZ7iSW41z",
-	"ypK39iKVU0W0lpi9VzM1yu0mSAiJuGIi28rG+PaUZdJT+wDeOjk7BZ6KGFG2rAW+IbXTP8v6tHe/u8z9",
-	"vlR/OfIYh9elGQtJE7YiKpZHU6UdVIxfnyyKmloi5zvreKUNlOMe1A6q2UKekNrOAEe/FvcVu19pvep+",
-	"Fsdg1JC7uh1UbqhAnXavmXjBdGb13cSUbZ7x3LvkOpGfplElr71m9uAxHNfEhqAEm1wSZxp5LhvlpQiY",
-	"fBrzVsJEV7W4H956zRBfhwspFtk6lUdEcXXceaDTCGyS5XXl6IoINXMwoCqTFazeGd7GDEcXjL3E6RW5",
-	"q8riNM8W8YnU5tgNSVEfvaJPagWiWULQ/kratmyaW6O+Iwneuk0FYyiGYTRdsJWafVcw1lUt708o5GYl",
-	"ec4SQhE+Bfsn2BlfgK3g9rQvUdIa2Likn7H1D7PLMEuI4gNtVdxgDn4EUNyO5WtFY0UPvSUYnBegqnha",
-	"3XWNktnKDHIXIRiK7qb5kjh06SojSus+lsRxueQFYOYR0bIv8/aA8KPCJQfiVOtqCiIAR51KG88UfnP7",
-	"06peW+pKwfMLfBV0NDHtnVRTVV9JwX4OPHRBl4St73qf4DHbyK1YsTnlT8bYofRcOWb9tUbbNZTypNgN",
-	"J+kNaMQ44jUWsPp7eCaLJ+V9no2tGTfp3rum3QNt7x1UeMRzVEXtoY+4NfxvFiy2fXVuRyv0mkgqY8Cw",
-	"0Y4zthb4ikzV3QxcTGN/CKx0TtIbGpKCgfcO7LSuMxE/wwLPMCdonaQEhwttk61mIq6GI++SyjSMwwVc",
-	"IyLTi7lHSQEk5E1pLkiq/t0FlxLiyoN0jDBSGiXYVam5+1t/YcFdKOkCDlRzxMjbV97e7Jwwmm53MjS7",
-	"be6P85qTDoQX3Ck3iSe1CIFTeYsHfdBY5bUTVpKMJi6bPeLAtAgMYQ5vUo5iMpcqejzvyuvqNHNMEwoy",
-	"dYFXK5Io49t8Hcfye/AtgXAc51c0cJY0aLymJR9w5ap6CMxKuqfNgnHrdJY7LJbvhTiR+gZ4X5WI5nhO",
-	"4q3kCCc6wBll3frptx87Xk9YwgvGXuFkq2UYv+O+S7EgYAgt3s/OSNqF+7icIyyW4gkS1d/TzH0LZi31",
-	"piVOtmbhuXZQ6AXq60XJCeeBa6sptm8unrEg3VhP6p52SHEwWtZmk+6hbzEV1XwHthph7DL3xwLvErwW",
-	"C5bSX8hdL0oQw1xc+wswm7A4MgdP30dLmqwF4dWWmzAknCtrC1dRBlmLY8RmQm4AjBKyAV1xnrIlOntz",
-	"foEeMzmDx9Ayf0z3M05wu0dmwLeQlhmNJNGosqVXzVh7qLSx4IakdL6tPWuwOyotNWdEtaLygP3caRuj",
-	"v/uhu09be+Xy037N0Il+TV3VFadVzvnc6Avarp9rOEVPCE5JiuYslgoLRJtiTZxbzttYhu5n3im5Ydc1",
-	"DD4H+z78Lrdw7VIbuQahOdSsuVLVobWyRBrdX0qDWl7WXZlh3XFe92QHKDNYD13IkfIpCqrWIfBQUMWX",
-	"8nnVNoXn+SkHPfTG3Rnq/baUp7nV8PTv12Tb2SlAv/32265kRpIIKfFIdZSI5s9wgeOYSKUCAqgODsd+",
-	"Jx82ol9MCY6Xf7xsrfA2JT9ftjzl7/vjpREg72Hg9of3zif/eFmWEJogt4x+U1Je+/8/Q712QjlfM/GW",
-	"LNlNWdV+qyIpsOMI0vEH6u/6gz9zFGl1abbVwRgKPAxutlLTUlJA/tQ1dluIRnxs3ku4ILigFJTiNAyq",
-	"QyZ1VRDIbbaTS1M4FjLN72uyfUvWvBRKDfretKT4p/CuSSKN6BxSl9Qdrp5kxV4k6aAf6sTqDUZokTm5",
-	"ip1rqWN2CVJbSP6ljQO1ZHQ+rrcmTLcp9RxaSR2xq5vr0zXLmXxXS0NjvUjgPYRjeZvdIj2KBh4O02Kh",
-	"Imbz/ZEImVzNehLsHMFduaiQ91Ef+KTpIFf61emzR9zmO8kbB010EhRLc36YarrYluZ4enX6zO3lOINJ",
-	"yTaMDuMGt6OoJdIrPR2kEeXueF8tUilhJl2hKiRM/pBxCCRqsxS5AfjVdHDNlHo1baNj5VFkK3nsp4DK",
-	"mksB5+bCZlvsZRyHlm5uwGeQBC67FRSB51PE2ZJkdhw5enn7DlmqfIRy3jMifw4XOL2qIdRJks96r5Cl",
-	"1kKkPfJUZcQv8TXJlNnbkOeWttpK4jwjMREV1iH5mEyVGQBFKZ6LJvwh+UCzhG4FBg3oLEJtnChOcVqE",
-	"DgolHFGdW1BAd/x5FHhBExzTX8o00D/cFxXmurvb7ADb5vOmKK8Y5fnJp58pD2SjxiKAk0TcYu5caUZ3",
-	"nbbegG9uSPrEYEPklTK5w12lbAkB7cYebAAlaq+pKlDROMCyxr4nVY1Qbn4d66RNXE6v8kiBCMdaepwZ",
-	"zAz1GeBAdQP8DJqYQJ438znkOu4JV3KjkoCvdbPbBijB9V8qFJkBk0Raq1LGDIgeYyk5RuGChNfaIA7b",
-	"RuokSWSCuEikvTDZpeU2MUsuhe18s2l9Nl3lNfXV6bNbEzaxd1ypYxR9W7cm+J7+HnGj4WYt5gVn2qvT",
-	"Z/dA2dw47oHA2VWrModP6TjuvCzJFTMlDMUsuSIpyrLVqrd3sQfQfnT2qZXtuhMwQjXWc4rsALvCSZ67",
-	"I4nWKgZDy9F9HGgT//SetEJdM8Le0KisA8or+9gVt+GSw8aOWF7/TAq8yl8Vqu8HpTxyOw3YMU2pUO6m",
-	"STJ6xbcK1DpGnBC13Qzm9F4CLgt3is+npGGbveLMEUUwraJY2UtHpwdLm3wnRXa6q2wy1HKibe9Gpfv2",
-	"TIOdApBSBGMRmq2Fq+iyhOyMUN32UCDnAY614OPZuycvT5++f/f25ad91oUAGQshWElKnjqvrrscQQIV",
-	"x7ShXIXDvkt0UCSJXpGIYlWV5q4hZ1/xYjSsiocABQlcRktwp+62r4PvH3O3ktBj+cF8UMzY5RU7CbSU",
-	"s0DAKs05xjbvQvMutHu4mCXJLEFxdkGvlX1QVVvKyhsVkxAUoonJ3emhwMV9CdASbyU3Jus47insnxVJ",
-	"BSUVpZJK+aOq7pDpOWcZLlZVKhhri+gzpa7XVBAPrRMKge3zmDFISJPDVLceZQ0udauQa4rdPaVimx9f",
-	"rpRTqRcXBaaUmKjoGbKokBpsakCVetPgMGXyYaUlp+RKn6ZZZwAkU06WzKzhP+QXp0BQTQjz7dyMsnxr",
-	"NvuJhEIO0anWVcVD2TnkVOyyNYKQWKRsfbUAicOJjozMV3nCXAc2qN/lWcilAtdW+SHqWMw651oilp6r",
-	"fPxOD71YxzES+AOiEfcQZyHFMeIkXKdUbLWlUjmTZzi5tkY5+0NKEBdMXlpIEqbblZyHfDshKnBKVZ7R",
-	"aqFYEJoqM/OcrVMU0Suqju/8fjH1ynYJAIfUT+TrhUJlTZuaJm49rgoOuzI2Je6Bk1rOgKZcHDtZz/J4",
-	"sYsZeDpKI2GCyJOIowXbyKUK8ZJM0eWd63l9hFR9vCS2EUlB+kafLlsQEHPp8mHGX5ctOM+kRq6sTSkW",
-	"8nyLIqWSU4UZ2Jh2Xyp6PU9EupX007sBpymGv2lF8rQ7sGLydMNiYXtSobNqYlUuOfWbUb4Mw6B2HwmG",
-	"Rh3PuEJYGpEUXdEb5TS+LWneyM9U0UQXCWvcEbAeNHQriX0spfcoNIacXJFak22Vp3RNITJL2QgLApGG",
-	"VeR14EiK43gpd7baJzUfzBeWa/LBgrRWKHBC1YByieIOzBEFlh08JVWybb5Hfj/BVcgZF2CocgSh3FG6",
-	"7hPvIfkzhInl5SRoIDmB6GXpRvvFYalsYyXdnS4Mf+dHkV8SXflxhYUgqezk3y8vo4+jT/9ateaF+pB1",
-	"VHnEkX4TtU+enHT0hz2U0IQ403P0G1tosjSUo6qhFLghPy6vRKl9a+wcGOUZyc0Eue0WWDNbX3Vi3m5d",
-	"UaALWcqLA+Dm6dNZV4xspkTuFR76NbduZnF2zxhNrrpmWl3M4Tw5hg9baBcEFTLVSUOVozi/dlXFOPcq",
-	"lhrfsDgisxIqQz7/nV2FPcv9O5U+S9sEJgRXosIB4ME+1p9EAWcxeS+pn1IiGNSFhDXDqdBlIuWfcRzK",
-	"/4QsXTGVFxXI0zdImLz+zakowPmouqOlETuFSKsHLFdgD+Xz9UrLergCaawlOvye/0Sh1unedS0UQ20q",
-	"ofQ+aj8/fS1pd37+uhAao4uqNhNTtvRq7Uz1G/lv7KrTunfqBYmUrWa2/3JcWSSVWR3PYkybWdi7yD4x",
-	"llPEylBAiVTRMw1WB9g7qkKFrGmqZJBEgMcCVFGB7/HcN2VnP5ZCyIQtB6kmVJBbqYYRK3J0Xfnavax9",
-	"R52twBhGZ8HCVNTds6pKhyxr0IlSYu0Zv+OUqr7OfaY2klSKKrhHliVVsY5vjbLuFt792MJx/GYOCMi7",
-	"KP6MhHSJ43Pd1Y9FM9D5Ql5O2RzZT0jlfqU+4yFfoSGhNkaR6gmpUalMRcxRcKlqDF+2dIJorhJwUwlX",
-	"vQZ5Kumixc2EnDbBlTQW+RjMICy2+ZUuJLi7KPmiyPtkWqKEmPpwxZLlKbOHrc/Nbqq6Y0N4bJWVZJq/",
-	"Wge2yLL8A7KR39NkzgLUFgtymeiWOjxQQVfOtSO144ElENxVsrWGjowC1IaYgg4c4jOG0wgeQod2TJSj",
-	"GAKc1Lu9ywTEu8Lhy0pqe7ky0NkAFRamAWo1n5aXE/U9Sb1sodw+SnxQpKmK2Yme39xqF8HrTzAnALyf",
-	"3+lgN24u97L7boZM6J4yIAHfm9Cc3ETrX9vHm9rsDEMtc15JKAS1XwqmqMZAB2GeSDDrsFWnadsY4biS",
-	"Du56GD74HS+GZdX6hXC4+QEXwW7r2gXIWTKsldS1gxbspKht7FoK18QauzrHKJCjDDTcTe4zWOiVdURN",
-	"aZWd2tXVqhZWpT8kv0Bo85IlZAvufghPnkKZF6esNbZFraXcUdioOI0yH1/blsMGU4OSGCCksA517qHn",
-	"UPniWqUE4niDtxyt5MgTsFAywCxxoNCkzgC2W7hqIghxdk26Sj1Qht3MdotmKQTtJFETo8XSuJjv5zjP",
-	"Aos8JDbMHNrcs/MFrMsbIk90RZdHHAnG1LoVa1Lc17BOYDUfZREQ+tsccYbmOM0P9lgqFVqnKLgFHSjk",
-	"jzWgfI+4XoF28A3lWB5erzAXJJU/Bh769W//3Sle4svghRwXfDgaPH2/TyiDYa69G2SfM8FM1ReCQp2J",
-	"ZheCQqWhsn/FLrvJ/3DMGsqVC1uvDXcHjdUHgXqdRheBAsh0mQhbk05vtinYk1cxpgnasDTieizrJJaX",
-	"0UC5VpVj2qohDYdiS81XcYv+WW16ToSAKFIBYab56vrgN5NU8wx2E0czLMKFAQKzQxY0hvgyHbmnNp2i",
-	"qhl7LnWjV2Gr328eyiC7i/P6km0s4qbJC82Fi3nuGpsM2oI01bOxW0/xgpHAntm8ygihj00N7a8hjWJl",
-	"VeYbCmfeEidrHLc82e2PDSaonCKOGbZZiYK9Tg/aDLBWpR3HJEubEWwjCeQKTS3RdJvOnSBumw44Myln",
-	"n3CKXpWaXVMlIXfJbOeM/lq+/smFZv+Ytz73K7iy2T3MrUf0sfJUUFEYEIIjt0cXWqD2S/jPsANxGTni",
-	"6rJG+lMzxmKCQZOrqO1RtcoqotHoHEpvLXrEG5YE2bt+yyInFypGlY2QWfGlqrGDndnYdSRHYq78b+ah",
-	"2aT56ZTKOO3dgWmN+HaOD/WKcbZbnfQK30gBWZQhvWZflX1LhWPHdyXTlI6rO8lRU7uqitL2jIaZipSS",
-	"GxwjW/4qNwAr2c1IHEGQr4q134yWlc2q2S6wUzIoNWAYXRPRcEWz7WJClhqLiXPV4FO+QEOdHpaLvyuc",
-	"NywhqB2onEPzms07DDpVvHPLxa1yiIJUtPO2BTjcY6EocauEitrVri7qSE53B1sGKypFObHorrmzA0rK",
-	"uN2Trl7j6ptF1c/VE3JLVmV7cpbZ1CX6ja/l7p2x4louqf3eKE3WOpS7lle/ct/X8sqvwLXcqgzmafEu",
-	"/EzLid8xZa2xrZ6yjj3uASlrNX1DWc+9zHu5C0SRzl/TqgtiIHsJNHpNetXcuNBDgfpqMNVKgzpyobwL",
-	"pCjkrwuuWiz/tts6T1T9U+kIcCZiNv/vmGFSI5/qGSbNRNgDMoz5CjCMzlp3N2PRqKVfUQBtRuzaX+Xi",
-	"lGxZ5/bELJvqjKWcpTlj+UzZhCjnawW+nbv/H9t31ckQqBi4zWKbu1tVGcOLBskaYefpjAXLULbaAI4U",
-	"6h6OzxwG0dpCReQKoDvOkT61i+VngoJ5zSyrCv0zh7U8+BWWMgrks6CHFLhwwgTothHKquWMfF8Dic/A",
-	"ZNC+NHkFCmb8stXxtA2OXiUsJZHsDVDNEwVqbrtRVZcMcLnt1KLHG6jyezPQVXCrSVBUPU4LpQc8m+U3",
-	"sJ62VYxDwrNfjsz/ekdHPQTWpACqGwRgjlRCSSyIRtXMSiRQ4akYAsB4J5FKIOPrpUKpVBUV5NqqsQXo",
-	"Dyiw9UIDZXgrVqUuRT0bS1Go3uihEzMh3weJi0NB0oKTrba0tVOKZuD7Texu+aoStcOD+IEpaKAzSTVT",
-	"3amdMBRRDlWpJCd2QG01UxiPnCnomNWILTFNFNABipjooXMV44uTyDqNEfmAQxFvMzB8jH5eM0EigAeI",
-	"Id0VtYPL1ofe9rL1J02aXsiWQccumGNdXmIRQq45m1vrHNcbgKMQc9JDr8120w5OxZwe5ISYjQk2Nzkh",
-	"GpKp3o3VG6aXI23QQ6cC4ZgzRCOSCDqnGrvY2go1eUyp6ZW9NKmSDLZ8u8qkKNhZd9Ywt5cAEwXissl4",
-	"tI9NvNaH7hXr1vJO9b3bsg447huxdem+fWd2PqsOSrJjgrAYhXlGPoiM6O3nvf7BCGAIlkuAqehkQx8O",
-	"3JEjgwOu7OGB6UNZXGW3QV3UE5R1deY2HDSyypqC8ZXGS2YmYe0ZMRTaCmDNVfAYDOrYcO2S4ISb31Vg",
-	"hyGfRnWFxITI4USvEAjDEvmIJhq3VyyojhCBdCAlHE3tdHXIm/BDc0YbjlR1mbWh06nfpX++DYOaDwLR",
-	"ADugooKZOsI9pKtNoQBO8KCHVOU92G48D0wrN3kAHQZTlDBLY88CAitJBXmleCuH62nTds3pr6CCDNhA",
-	"AOCRWoZwAAlQY0lYagBz4PmJCFA7d8yDKR42TaeZESNak2eVCS/P1gRFWBDU/u67777rvnrVffasI6Uv",
-	"PNRhJyGOSRLhFLWDgT/sd/1Bd+gHRfUj0B8JOlVumlF36BedM00sPSXTbrW6YIKD+7/+7b8O3FMIEpZ+",
-	"XhMXyjOHxAPG6hUxyLCjwaAwfseC7Ozhg9Gewm+2HtMuEzq8okY99n27Y0BSQdSZ0l9AZ1FI90oLKWgu",
-	"RiOp01hMw0fcuj1Ttk6iLqCVrldtU/QJ/c//hgSvp4wLDw20btXx0Cpec/DnSAWpug+oc61xFP7nf8sX",
-	"30oe+p//G/Xl1JzOYPTk5zWO7cg9RGJOgJvMeap1No5VRBoTCzkz3kPP1dJM0ciXH+pPeodj9Ed0OPZ7",
-	"vi+VkUlvMEb/h1xP/ewP6KDfm0xQW/7ncKwGLrVoHM/RetUBRFSr1lGOJn35fuNsDc2FL2lCTpPVGq6D",
-	"S/zhVLUd69J1+s9+LdfbzI4lWbKKsLiUEHV+8QXk1rKcQpE7c+sP3YsFTq7Rlq2ByaB+gRvZlT+Cm5zB",
-	"t/EnMDSjcYxYMkU4QQGNAoWuGORysLVkzOWIV6L7o1//13/KHYuCuuzs4DjrBlLnK5CpMgQq3d3DODlW",
-	"rE6Ina3loLnJFNJRfXY5c/IsP7azN93Dw0m/LJoaGPWXNIkqc5vMaWkOxylSL+fVV1aWpeADUN2CMh3J",
-	"2yWR1y1dkVfBFFFIZY6OzSE8tRGk8BU8Y2tdl0GLyawObKqVmakG6rR6u/zUI6ndJND3Lse3a9snlRYw",
-	"MyyAjMrpBAAFyEENgGsCgJBrdcDqEs4oLUg5tEjYxtO2M3uwg4KlCGMzxOz6qnE3m8eJ2LWSKqiCZQMy",
-	"2ozBg5IbJGGbKcIK31oflfO1WKcku1xjtCU4RXghm7RLMlvPqgNFE3KqjdG33NMPKiwDPhdHgVnF6FxT",
-	"RqlSVKArRqB0Vg+dlNhAL8AGtW0cBEkipZOrT9ZoI37/oj+a+jujyG/nPKlygRTdJNaXYoVB4VpVNiEU",
-	"7+zFS49zU9AHR6buGR1Ec3qVR8NYYqpiw+FSbu0sOuC7bU5/qzNAwVEqUMgArf8kDIlK3ZX61Ffnb16b",
-	"ppL17TMdIG0v6sG/d/+t/W9T///8od89+vHyMvqi0/636eVl7/Iy+kPn3/41cC0NI/d8Q21AM5Kqsa6W",
-	"bG4kCjsr5VLYFIYyd6Ckcr3BDi3+DOEspoq4FE8Gwt3Gd/fJ0J+ovd8n3ZHvB54y8M0B7yGm12RDOVyf",
-	"QLMv6PMFC5vcQCATFziJYkPLGU1wukXzmGFhmql6Cj10ogs6mvKBynzCaygGvkZNIqEHCVc5KXR5rqyC",
-	"3BnHOgILMrfkFc+JYwuKIAM9UPRZQrQdULOcIjyY2p2zauTnQiR2s0D5VP0xfxX8ibMkWS97hqmdX7t0",
-	"uWKpMOU8W9PWFRWL9awXsuVjBZJr/kMTORwcP9bdwU7Px+413i3a7W9rf4h1mkiRNzVBT7ndYAy1OV71",
-	"bKX7hKEwpqq+E45AcmZp/i5z9JAySnKoGGaNa270IBjTYLEuW1Je691MiUrQtxs64yAVoWmaQ14+QyLF",
-	"NJbb9xeSMtXp4LIVQN3/0bg3hnwHZED+lU1blayUSoLhpBoeujtj/IZsscdKAwdUBtr0iFfYatryCpc3",
-	"H3YyA07+ZxD6gakSBzcpAGqbact2p9baUmloKemFz5TTvFqHV249Ua7rLGfJzYXEHISPuEpvNkABCigW",
-	"AgJ3Rhn3UJAQoc3q6I8IPJLc/P3rf/yncUTln82JfUmFFUJq0hUGfd/GsMLnH3EbWStflC2lVN8QeqWK",
-	"hsAXdTyfnaQCxMPX2lBkwIxDjYxfmLq+gHSqEClEuHhWi/Qd4W02Uh05abEEQDf7RVJT34vy6LvVAbKQ",
-	"EFS0vNwpJNcdU823Bhf+APSqUfNgXPJhBaCDJ2I3SRT/8QVbxzpsU48qua4ZzajJzDPOud8Qczc4Sn6j",
-	"GGxuosx7VcGcY3IwP8STWfco9KPuiPTnXTyYDbsAXaF+OmoUW1d1Pf8dhPDZLX6PWXqwa6UwMLtb/rtM",
-	"+WObHK/FQ0/FFNJ65ldnAFri9FpFPytIVh0fLy+3Glqwd8fLhAl+eAhGpCni6+VO7tMff2q+XUJayecj",
-	"UIEWLI7y1oi+M3OaiKETcyvPziuFYuII8wefZM9+cN/ElMCvnNaw2bQahQnq09WECFaF39VH0mXnRk5i",
-	"OqF6moVzc85TvLDSRa7LyUJ3j7rHQ/U1Eiamoih+60Aco7NUBOHoGEBdXLcQD1L88b4Dbwr9Q8iNe4Ii",
-	"mggGgbHqPYeQZ5j+Dqko+auahPDLQ9FPdg7EM6koJmNDqmpmJ0glwaVgbRSSFtTBVBUP4GgjtQuWaRIo",
-	"0B8Msl0WQAADFG939OsMTrZMmRLUbCbp7cKW75A3gPQZUMgmBqRJDwV26xlMSixw4JmkRVUEV180T85O",
-	"s6AKCrXl4Oq4ZEulWSv0Sg5QYNwJewDfLXQsJxhRObAlTbBgYLBe4tVKX3zr82sbwhnkkou9mjTRBn3l",
-	"E2O9msDW/cF7+UheryaMc38/+bhVrya6b38/+XBGrySmdu/fnAj28ht0d8tM5ljDZS+Dqd/t+npq3it1",
-	"sHvQpnl+0KaxKTywu7EqolBqnIH6725u6g+UOthFMt22imQrnIr3jdqmoro9cMF7UxtjbzeaadTb9b0t",
-	"d22HYmdLd0OYvoxz5z3UDNjd01v97jlJRLEfTpLova5ivLuXc5JEqg50RR9if+PSpzWu256W79RbpjHE",
-	"Yr2HlJE9ZDw3OQoFCpoY6cbi6SKPxF4UUaX+9u7TQoel/VrqcZ/gK3RYFH6l/navd6G3/JqX+pJXqug9",
-	"FH9u1N2FfP/N2nLDhswWjF331JFW3cW36p0zmlypZp+sHUfnDKuD/ZNr624QJJATdVJTa9Am4+TmDXL7",
-	"pmGzvEhq3OiWDQq817BVQUw3bJXbyQ3b5M6TxkSokMK3beuIjIZNy1J2X8NavecWDfN7/RYN85rNvoY7",
-	"ZeAtG99uyLuF5S1b54XPLRvfZhNXHz77WlWpjQ3bNN/59Wr7bVqWLg/7Gpdl+I/m+mW81FUJpD+vyVpe",
-	"KLVvp2zBh2taXaAT/IgUXIqKa4In/PFH3exTYCMfuPkIJYXIHr9/5M+HeNA9nPXD7mE0It0jPJ51h+Eg",
-	"6hN/foQns/122cIF3Iy7yoKTmQ8qLKBYyGmlWz25Ba4AaWniP9CogRt1l94FJ+yAevT6g+FofNDcnZDR",
-	"tApWJ94imhRWhkafgmO0gThnka2hwOAiEghcDSSJVoyq9JdGYYFAUjc8uQmqdcZCVKcFBVpd6dIIgiB+",
-	"c7ah0V77X36qVQyQAlJ4kbAsITm6FqEjAf+oqoaC/kVlJyp4nDsYozUZDdfuYsPh93e27JsJFn0verH6",
-	"3T4ezLqH4TDqTsho3h3jg9lhOImOiN8IryPGXGiCPOg85HeepylLa0TENU0gjkyq+mu9kwDcyeBYyX3f",
-	"DlTdmdV6FtMQKa96VrJCoeBCETLKEqRuDfLhxctziIbhC3xNnOdwF0BsLeQfX15cnKGxP6wAMKLCohbJ",
-	"xj30WoVaJDa3SacdJkRsWHqtcyIAaqfXlDrK6FhdpEJubBifMtfbuGyHQO54E6aDbgDkP8fbkBtT4u6a",
-	"AVb6KGpMoqgtpEhBMZmLjmdzXCBFE6PBhw8wFvmLpj/kg6lIKdmwU20ctd1IzlPXwIIROft9zwGW7SQX",
-	"ocCIidIiuDxb3Cf53V8r1Krhn4HfrTxTpho+vUy6KChYvoIpcouWypNP165t1yWJdnq5jqQqEUzRqchi",
-	"R6AfrabMdfwFIKWzRHUPUHc2/FIn3MLnfv3bfz+GZ+WvGKNMMIUwTfuxEPztWTFQRTSE54KkWi8Q6Ra1",
-	"4Vu6mI6bo5v7jjWPgUXfFGeTHIewqdtYbFF4GcpeunG5Ohov38yaRPR0cktgy8flmliTofI2QElR+bp9",
-	"btZMEtHm8XSmEIEasBUUkgeyU2ex8t/QFqj8oLSwgRhAjjbysNRGdfnFk4unXwYluEEnUUm/C2G68ssJ",
-	"2aDghqScsiTIf16bVAsTtKVjg2fPXz6/eF7+mnoXc41KVlyhvMkyt1oKP2AtOI1IFjskv2qr/7Z3Jky5",
-	"iCf5QZlP4CTHD3WDW1oMCvtlt/K7fqH2I2buuz+XM5Lqj+mYeAMUr4uTFvZwLrq+HdgAfXm3B4h4zIW+",
-	"70OMtfrsbXA2yg1uBR9Rbv4QYALwlVp7KXypVDRy1zdLL6uvh5lV4jRqNIQcrSqHYAGOcnAGNd254qmm",
-	"P/uKp/x4zmSAXzLs0pOz05rPWFNp9WcWGMI42VqEbJlLkpMN2Vp4OtIT0EjhhyssyAZva75nT5CKj+XO",
-	"EYGvSYLa9cgO0H/Z9K5Z1WRHu+KruPQG+ssVWbf1yecaNXdEQ7N/UGja8tjvDdsYunat75pRuNCalDkJ",
-	"zJXXKHzmKJBNCkDZRU9jwUdU7XaqctcVPH9VTtAq72LZuVR2YO7w7tW76uocb14thFMdAFEtzkytW2qX",
-	"Q2in+2mnt6beLVTpZPMqInQKASd1GNO7QMBz3p8CRnpu/asDN+SF4E16Esf1ERxQQk3p3F+owp9aS96u",
-	"cvEjX1Q4yv/Jvv9k3zuy7xdVPGv8Zp8NbcR0MuE+jKMCysHUpORB6JJJe8RQjd1cVXvoCRMLE5ULd0G2",
-	"rrAH7snXlBewUr4mJHHuTdr0DEqGPFEhy/DvnrzZPGXzoXI1zyHNvGFy5gNmWZYMM18SHItFmWRvCV/H",
-	"QmW3xXJBtFkvJTjS1alSNiMVjFVnGWPXgSuw2XV+x7HrvSYr3XWVfckpIl86RwwLt43yrLdXB8FNVUX4",
-	"uWk0MeU66TLDLipm1qB2HmLMqRHXmTo5RgAAwwMkGPMKGPD2hqrBYhKGwgVIeYWyBSAHqsCZvrXrjW+c",
-	"kxqGy4wIOpa3C2vLAcjcyDNmMg+ZnF8rpY9hshyxJWTAkWUPBfpSHTiTtoAOkB6k/jiTGvxxDuvBvM3X",
-	"M8EEjku4Xg9djSAPeVYRwZ4N/R5zJda2cJ1ZqcoqAw9a8EBXRsznFuhRZZYxFwi+kMkBCYemBoI2mycE",
-	"Mg5VZyqfUrsdDUa+l+MGVaJHs89UV7hQ45wRtFlgfRlncQz3O6CIfv/+SFHLrIXlQMUJS01CF33Q26Pq",
-	"MNEhDOqiJgVvoXpAZo24ewKL7aOuqMK3C5ZtYsAqBGDoxJRYUCHN12T7SBWR7Owc5OfUmHhqbORybjUO",
-	"6NFFfzz1R1N/fG9VJYAA2vpPxTHcDEIcx9qNqVLDa8mRH+cTxq6vCZFaIDjRrlTZyNYOlLTmqITN0Afv",
-	"F23wFgB3jT/cBKruMyHgbwVBtxMhrvmn1Pm8o6yF+ShUK/OKqPeeVCuviDAyllfAxqnk1ypct85xQaso",
-	"qAhblXSuysPQCIAQKUfXZCXQSvJYbtVrcbmk1uBCzbknggO+l12uY8AJlRrsXsC5O8PLOQEOu4W906YO",
-	"eg0SWzX8mpclbSicTCNkQJmnUUKvFgK9u3gKEGwGT+0CFGupW9djrmXv3FmuqzvuSW0sxmsLqWEN4NZn",
-	"YsI0KuouNAjPqIqPMdpSseL7g9US2QU4p9FksciusnXYcZXxApk/Z0fQFEQIWCdSwWtkWFIflQ4Cypym",
-	"XNz9NN9VkuQiXeuUepxs7WLr6i/uBTzEaUoB/qSmZMlUhVYBdpx1nGoQOXCzOXBzxu0GKFlQj0tgVT27",
-	"7ejrDRER7V2lemNqYL5yBf/cWhtAIpqoG8ldAOMgF3oPHlwNkmC28eCFYwcgUN6KOIlviKrBRhP3dtZw",
-	"98W0rmp9BoUZfDx79+Tl6dP3796+BE/t44+CXZPkE2AwoC8vXr1Uroqih1MhQcG7cOXDScSWqI0Fionk",
-	"9/5ggmZUcAtenfP3Rwq9VxcW0SidBhRjgbmL15nZKqjjyT9WAPfyWmA97EjqUxxRUS7pPH38uD847Pk9",
-	"v9efTvyJD3P9uf/NYfjXo+WTYfL9+PrlZPN2IL47WD0bLV74P53npE1KG206jeNQrbe8hrI2OmzIYNZl",
-	"OBAF/TBekxlLEiLQE3wtD8hnbJMItklajUD9diMQyt9vhSt4HzCCp5Ez2zxD8IeuTVQNaKgglGBQ8qAu",
-	"gA8WCvPurWlE94FvZHEDYUww4MY7BdVU2urdJb65YlcAFBoLgVvly6G/h1gcAVgUnDl3FotONYV9IvG2",
-	"aIo1sIn7iaLCmSqQc7O/lMFRv6mOMYc4O0uKfw5OYzl+yCoJyiSXlb1yDq2pgSls67ejGijH/QiOKhAw",
-	"5rIzENKdDMG2rQAaeS1CY6cZRGMuDKb6xrOUSoh9rxRlA9bDtdAnUIYqmWMJvyF2hTFi1hR0yvC0Xfz2",
-	"fI1IOQIDCQ+O+wL0U92NCE7CzT3sMpsn0mSfFSz/u8p1WvcEIEHNdMm6dubzyZiwU4h0BR8HzXguMpig",
-	"9oE2A+M4JTjaeo4diamym5+r7zqxi9XlOK0qbhD2qsMiPR0Xqaqh8fLu32j1RH2r13BsohntZecwSEX7",
-	"iotCnvSKyCQRdzeCNRr9NxTXmyvqRr/DApGL6waK5mfy28DNNwN9MTmZti6c8TQ8REFjewPEH/KWYwcb",
-	"PAME548cBG6WOn4RwUk8z9w+RtHSujW0LehbALUNWS7mLna/82s+o+wyiNpwvSzgfUvxFII+oxFA5Nkp",
-	"G3sK4w1CqjpeydTejBAANS7poANwy3zfL3dHlW7lgSsMAupN1pG+pOi8HydKWF9bahzwcpNkPhOFz6cq",
-	"rphzUtfvVpqqdiTajIM0BdR11zG3wAarFwIon1/gK43na+uCAXiSgl9Vc5cN+IJtCNQql+JDY5drLrV3",
-	"MFVrjNvSCkqGFm5iVTk9S5rQpdzs/fKBfTt4pdzdqwzd6yD2WhRfxzGXuYQqShLaDe9ujvtF/jVC1h4W",
-	"+RNtFzSwSaMo2Pky3dcBlspVZNxVVNH1RpVdQ9q4UDZplxUOVwUuqoMlI1q26Xb42wvpvL8ZwJJx91cA",
-	"LJVDtSrj0nJxSvcKtXS7pAmXmH8XxK8mpKxC/CoH2z0QGT8j98chbg6J4PdEXBMYWEncLGrwYYh7Xyks",
-	"DqEL4BK/J1JnkZqVxHYDOR+G3A+UFOVQH8zgFZnaSqOzpTtsulMlojZqOxbuzhQFBp8+8FBgatpkoR+Q",
-	"OqpK1OgIJUdrNNjc3MJ5K5ryAm6xdoAeo2DNlipzdblkERXbpyyCoML1Ksy6Vx9zgq566MTU5XEjkm5V",
-	"m+dYqWPO6Es9NCrK4yq7VCzYWiCMUigNpdXmKVLw4Bu8VYjHv5CUATo5RhHloE+Z6Qj8Qa7br//xn7LT",
-	"sRyT+ne/00Mv67xBKprQ1LXJQ0xr3HybHyM1aO34lUwitdPqVVDklwvhVTmbMg9TTtfMwrzMzcZr5fpt",
-	"TVtH/thveaVIGxWq4IGz+wqCbb2WWcTWtDXyc2qguTDAs7fgKW5NeoNxy2uZ1ZZXhknvEB6xZWvaen4i",
-	"/7kKW1PJRZ8eOkDt4rPLR2WXUhWqlCdkKWbC/IxCFinXkWYT4JK6Cn25W9h42PfvVHXPGUhl0q+5aII3",
-	"iaU9U7yrdiRPF3gurzQR5QuUkkTdA5yBmfpQu2qJZfxzX4v6F93jcW2J1VGhxGrvAS/3mdjwbi+8jks3",
-	"9UzaUq5rEH5yNtjHFk62tx+5Z0/nRnEk+2aqpCvEe6xIGipj6SVsfjkRynUhs079knhWVucLMRSsjpmI",
-	"TJjahLezeT1gAYVMxt0XO52lUk1gczBeyO6P6zkavcoDgaN24SjrKAsH0C9kiUjpbC3ILY9oc6KBDQA4",
-	"EcR4Uby8SyjEri8J5uuUqOhILUdQ8Pwk6DSSfHA43FbuwWFSMSB5nZbkSlm0DgXI40aD8IcHvu8Pjvqj",
-	"8eDWwykoru6gHEno8I5jkjF7PG9pWUPYYP7YUZPeYSfIyvndLlmmXnHFtqqOMshZrZUDsE/1lbBWly3o",
-	"lZXllgoKrKu/ztYiLyc/X5v9eyl2Bc3tXvS0kX+PGtk/FZ7fTOG5V1XnTurCPSgKWeG+BiqD5E1XXZiq",
-	"25kv9xsoSnWzRO2g70u9yff7KvR3orDWAlUJc2eJMk9X1f/B/7FnpEHHLdEn5zyt1D6Kk9IqXune2uiQ",
-	"7exUDfOcqXfx7121+YdQavI1gb1/6jgPruPcSYn5OxSSaGDULJdL2J16f0+mzOZIUjkKpuL3SkWT+19D",
-	"ygwa4KHo2QDLK0fKCpTk34yi5rMG1Rc8z7vpWwA7qCFzCRLhoaj9+0LZqlpYB3j4H2FdFVDDnmU1aA4P",
-	"vaoPBU/mrFMZL/z3JM/yOCGVq1KEEnmYNfntMNyctSli9v+eVsbFnqlclzw4zcOsygMiVOaXQfwuF0DU",
-	"Ul48JMkfBnrUJXgN9sa5hcnNjGgKYVWl+0x1jPU6mdOE8gWccPDTFKkIdzfgeOqmBHlOuKh3mSCUhcKr",
-	"YOIe0jjzeiYqQcgDhBn7MOfvhmnqGAQFcwae72kW8cHSzGXe8WykG6igW6KR5lyNCu9ER9UvucKI2rwQ",
-	"1A5UyBYcE5yITg9BjIMBccyifLJAarAaqGHDmmVjQe3AiecKgGRBIaYrgM8c5wN6MaDsm3QsVYLMjOMy",
-	"uUhxwsGqyqdmVcHyoAfRNvTqOMQ9Nr/Ci84Yf/1f/3mZKLIU33EfPS42yuEK5JDlYEQtryUbQhBcpk/r",
-	"/9TEa+kGpRtoVVGS35OUMQhglYImgwd7GFnz2wPjSlJ8tbmuxN95Hg3G4/6RgSm/JlvUfvviKZr4w8OK",
-	"ms44rioKH1+xlIrF0kPB8+jZ+UkOSwie5EmtHlXiStxUQQukNwS6hqEWOodnxe7Vw4oPXFdluX1NtohK",
-	"4nFbfhryNRcEqwzc4FonnJUzB/x+5WfEtvozCjAvePP1WW4ab74+y09BPqgy7VSVrXjHZZecXuW65LSA",
-	"miYfVHT5oSb11fKDh2aYk4PROo2tF3aFI1ME2Cln3//5u5Pvvv7wNJ1/c/7+8GL77V++fHN1uAhvzvCK",
-	"vorTzSnGZ+GX796yvZvrGoxCkh3kCNW6ecB9ighVlqCvNtdVFRTQV99+jc6JUHx9OO4fdiwikJ0kV5mN",
-	"NySl8y2Ic84VF1RUAJHvV1ON06tEHnbQI03QmpNjjRu/wAr/KVoDsgiGrZYyYbPpG+U0yW1cKrBRpJ0c",
-	"XhWBXurI7yoi2TzbNhcsJR2V62eiyHfWsT9GQUpCQlcCzkcPBbrSwEuakAFgZEExf+XH0gAcrj+tLGWy",
-	"9v0qhSklWSGFQvKp30dPWXIFhQ5ObirBa9zRVfS+poJ4YAmWp/E8ZqyQVQlvoP7Ab4RlQqtEwVMqCuAz",
-	"J2suaNK6T3ifUdcfQ2bTwR5kjHIhjxocG5YIHIpKGBudc/2nmU3HnkE2dlMkmyq5bPi1hIExJpO5Hw5m",
-	"3X40wt3RbBh2j8jhvIsPZuNwFA3JYN5vkvOcVKaf289WgBHtSjYvde9mNdZVUbK51O7LBbk6H5BhNAq7",
-	"49kB7o6ODifdCT6adf2wHw3IcD7C41mT2a6qkXsgyaIyfTjD7fEb8fqKcYHjatfvGfymnA75fKrJYfUZ",
-	"6siUGoiAVUoTofJ69csmIGhJcMJRIBcw2LOCjTL7RCWyjby5EYW7eFVatYu/tmp62p9JZzgwS6WTO/X7",
-	"yuU7PXl9Avsf/QLrWOLZkyVJaYgfP13QEF+xSrVCqaRVIuYl5kKrl1UK0ACgLwe3EzBV+UqFvaL3pjNx",
-	"J4HHzcdxucTLHxwFSa9lsVnNHLuazeHZVMmMJLtO0tri2zgU9EbflgOa6D+hjIzUzQ0glUnMe3X6LF9U",
-	"RjWA9Cz9z5wuZ38uLeWrfN5X1VH/6vQZahcxHAzqfT5opdNDp2aoWN5J9CWfJQhDP7OtCsvW+nHjSmmN",
-	"T67B7U6uqmNEjlNZmqHUmMrBBkNyUMqSCx4GXMNoV3WngNW+DOjHjMQsuZIq6MOcfA3QPioZ4nZQH7+r",
-	"A7CR1HEWyuRL7i4IZ6A8ylzHEqngS/GkygUUwUSmUJPLoIJCFRPl3EpsAokqfhAsiViwaApLERzbDZcr",
-	"/6DNTo+4p0v+yadd4+zSqbK66sluX1oWsSZMWJRdI8fHpgYVoCDEfAFBawsSXst/zHBy/V6kOOFzkioT",
-	"G9RJCI5RQ8+cQTgCAJHc/KYamkPZNWmCgvxEA5QweG4rWyg8LUkz6EdbWKQwU/gdQZbqWYTwDRRCtM2l",
-	"MZmugROH3ekh+arWn3THyugq71HRMWJJ7IAqzNk6RRG9ooI/POKuigsF0+tvjHYr2fkRL4HeNkO13VUy",
-	"0vI5opBrrT/k8gjYcnR5n7x/8ZHGKDGgzaeq0KTOpNvHl48/2mafikCE/qwfDqIh6Y7mY787OugfdieT",
-	"wVF3iEezcXgQHZJJ4xKHL9g6rVHEHO4xNgyA4i/YYfpVkD8rLARJZVf/fnkZfRx9+tfWneHwanHuFAyN",
-	"jpEqxL4CKI0xjzcCr1MypiGa0iv1chOEqap6SqhdyS+BkeAnohp8MlfCtbmissLbWthWnEYLFkcauFVD",
-	"G1UgS34OnCvkoZOkEpW9ig72fUknEPVa5HkIIyPsYVca1BIF+puDtN4A5nTGFlmnFCgthVHQEC5KvluD",
-	"TpQ7xWDsIqXkBsfOB40Xu4ofW8PR0PfH/cGw748b3Q8t0tCOPaO/Jk8G8OdlwSs7N0c1YFSVMmNzA/S2",
-	"cRfZUswRMS4T1kEfZDMrnRc7tKFXdt+WgXBwbvdJFWSqqpRB7U1QgwqsDmqLpzEQszIBmkV1zK5RUbzb",
-	"KCTujStUk5SN5X9kWwC7cJpKhVG2y9/FdMMSU+QLkehonduXI8mqkOxCQfFMTsSSpFeSdCJcTAG1VB8T",
-	"S6L0k/p6JoHKlDAYk1XVTBTKDIaI6cvWOrlOrNPqstXxdAQCS7IiKj0oouVAyKZEx2TnkI6PTVkS8Oty",
-	"hJFbwAG0zeJFzbOlCBVeiZPyrAZdQBsLcaLjJqAMxDF0bEqwIC7wlvdyUBCZWw2xGdlyPbt0HUOAcgaO",
-	"ajJb1ASNi8QOZomviZP3LBaEpiZ8+J4UwL3FFqa1GQGDUqad+eXI/K93dNRDcHaamUolV80WcLCXaw7m",
-	"eA05REXvbmjsNhh5sCProhal3YlLhsLB94vaPgV+mcmZmzrK7YShiPJVjLcKxh98JmYK45EzBX3yRWyJ",
-	"aQIpAhhFTPTQOVwSNGKRRsYmH3Ao4m2WgIDRz2smSARmghitcKoyKD/0tpetP2nS9EK2DDqIJmG8jnL3",
-	"jqUUBoByNLdBWxzRq4SlRGrOnAB2eX6DwCMcc5aB+PF82JeekobmQavsbJWzcXEB8WoVb28Be281KGOM",
-	"c5d2PNqdw3k3cPxGrFfSsu7Mco1A9JWOQj6IjMjt573+wQgOv+WSyGO4No8AvTXlcVSmcAYlL3UtwL7f",
-	"idJ/+wSruqL4AH/HzCRygTMVgPz2KNA2fPW7Es0O7qQ8eHRpnozzvAL6KEvkIwdcn2oZX4W2ZzE9f0Ng",
-	"vVrQ/GcaMB+1v/vuu++6r151nz3reBoxP7v6xSSJcApg+cN+1x90h76q9eMkNQX6I/XY+cVLSyN/3W3g",
-	"4z3IpTtwJSJ4WH9ek9q6CHAdWxEs9HwGg04t5rzDqwejvSl3NSjj7tmvYdF1BmCG9ip3JEDaqvMQzkAv",
-	"g+eTTKZwydn8lqnTcIaSn9c4dpBbSrXM1Pl7F/h1leD7CWil8eBNeqL+s78fJHUfWrbCvDPprxYB3ZGt",
-	"9cJ1D652XtT69wO0bQzegqEZjWPEEjDKgnFVRQmCKVW7SHjQQ6+Z0J6PbA+qgrU55oW0wsEABe+0jlx0",
-	"twTHWTcQ9qk8OpLR+JqvQLRnXgHd3cP4Jm6LMG2XM7ef64CnC1vzc3Cgs2RRhew81eGsebWkGuTZxrXv",
-	"R3s+RrbQojLk6q/gGeBPOMjKx7qEIhxecGhNkYKDrkWDbgIGXVUJ8IylYs5iyox/r8psY5kM7N9OMeWV",
-	"ab0vjidmV+xdui88h97GlVMK3rivcAY91gpCaP3c3nzVqB5xJJvshCnPF0Pg08ePwyjpVcW0PJZ99VZw",
-	"ut+2+kF12IlZ2SZhJ61qBPdoHVbC2utfEN9QAXW8WeKpTa0MKNdk2xy7XnVWjkJrGtxQYmUT5VBl09JR",
-	"ANb1bxbdme6PTbZLraOeJTOG04gmV2BAMG77wEphpZqqoun5Gpm2ZcvLHPK2XctrqUZNPfe1oNwnFnI/",
-	"YuFa1fZ/++IpOhqNDztK+zBGImWiAGXBOvaCxwyvxeIxRDMGvcskkJ9W14B8VRP1Ff74cu37w/CaJhH8",
-	"iyikNCQfKOPOHAU3OKYRbPAAtUe+3/Euk2CdyC+xFFD05OM+QOezdEajiKg3h/JRwkR3LvUjeDSSj5TR",
-	"sit/wVKEkii4TNojf9xRRTZjhqOuYKwb4/SKyHZ96Gqd8PVKCjgSdZckorirptce9cfqd20KllsSuhwM",
-	"5HMakeWKCZKE2+412XZTsuZq1Or3lbxkJcpU19XZOLJT+DHFgnRjuqRCNzmST1W8MHdGKT837JsZU8kD",
-	"cv2g0VhRZ4aj7hUWZIO38HCgBo1vMAUpAg+HQF4pk7o6qhsIZWcOL407OtpE5ejDM1/eGWbrK11LvhBN",
-	"T0Sl5QPgMBZ4pZJAoEAZeIKZNohBvaBVjGmCNiyNCmf/C/ohQ1Hgpl4rTRRbqrQ9W+vX4MTgK0zB61+O",
-	"RYRW9YbTj5nYKrUtCqgifk28lerCyPd1eSY2n+ssHxi8p29Q2hCD2gWbooWGGPzYc5Frfl7LQwLYQ1WI",
-	"FYsejcCtbdD4NLY+LyK65E1SP7TgWjAjCCPYcLqWnLZAtX6sUhXqavzKE/rLi4szpF4oh+KN/KrqEEv8",
-	"QQFPj4+OXBhq+XK5coSgIq6KlFuwVMg70hKnut4jx0viVLVjYbhOlfnIBGdnhQOcS1+i6KD5pophTNJH",
-	"KVZvFhP07u1poX8Qa15jUdioZJJpnQnJspbQKLlEkdM5//SWrTzz9MFcfX4A5EMW0A02SEcdqAxyr6Wi",
-	"6U/rDcUcGnUkNlR7njkW1NJa13VWjng3ukIVZVTi9GcVhj9pGjQDACE62kzH/GRpfT10Aqp3wpSWFyGj",
-	"gOI8Cg0VqF12sDykvwAKzKzDhUmlB5+3pyB4At0smDq5DI4PIR/TUTJaaHOGA++Xr3Jp0vp0y8HAAxEl",
-	"xbCT9afCQpY7PIs6LVwVCnYde7f26OlXq0OSb6ojGrPbqQ0zWEIImEtQVYM+V8e+gmC5kAMHacjcMRO2",
-	"MdVGRS4kxiRD1sQpHO1PBficuIE8mJNz7bpV7IDhkf5O5C3ZR9n4129gGCqIjqLTvF5+FIEXqgudYoFB",
-	"P64Fs1DOyXpUBDc+xTq5IVYC3vCKsAcGKFoXmACPpqonUbi0Z0X4G2ZPrrLQxkbFzAqUNc2trbiGtvN1",
-	"Et1VKKuwMpWrxHFMeugJkzcVslWReMYNfazzre4oeAH8GaIhMVpSzlckdhy8xkqkKrHLtdgsWKxi4HaK",
-	"7N8YbM2KeDih5GjvIN+zp3AnoFz70OdaqZNrUMRGw3GsqKff7v122GQpwbwa8W9rq546kgquM5kM2oX+",
-	"9yaBPZchACo5r3y4vQogwP1yqWJzGBgTIY9DfofwkX12UHlc0ZhkFkqVwK/q1dvytjrsX+EBWBOtxh8A",
-	"v1QdcEgOENOW6xbIP5r6vk23tekrunWmHGT1PxN1R4vwNnNpoT/IYbL5nBMB8G94G9OrhehyfCMXRgtF",
-	"4xRXgcUxKZYkqgQD8LSfPvuYlLwJy2q1wTX2WO9/U8kHEEYxBZlt0+aV1DZsJScKYwVITqsbngpNLSlB",
-	"8LaiwnkxMsq5kerCMnIxQJ/QYVFVtcTl/Stl66tFdg9jazFjHxDO4C+kIqfjEJhcxwXbwDShCCFNuJBT",
-	"4yhdJ8fu6quggAVbp2iFOQfvsyR4wmwjlOJETZStha5mDtIhwtuO0R1U5TkALqHaA2i+4WWVJw2TmSMx",
-	"KzNuntgyDOg5FMjClBdjj1AJvoYTwUsYNjpGQx7IHNUg6PTQMzLH61hMrTfB09zJUfBDd+hJsTr00KGH",
-	"+qMfK1Jm9C6sjF2VimqWOQQkq/A2uHA8gYp1gqPQQH80CC70WnrMz3BVorN8ilISK9BFwZwd0v71P/5z",
-	"KHWYlMiV2HKNiO8hf2qYN8JbDx1OEUYbQq7VvoGNKc9ME0YP3jfZGaB7HjmH0URXN5BceawLeSn7Euah",
-	"tt6AaVtetmYpJPJDzFbRLe7MMa8wy3XyvaF36PVHPzpW8XrTyJHvWEa6w0rLSOZ3nezJ3zY8kF+GKuXp",
-	"vD7u9ETdS3MyRMXkFGSIh67Jqib9q4fARjZLsdQVivkLsCPIhxVNt8Bh0M8M6qSn5OeKdDCcRk9kV9Uh",
-	"z+oz+UP2G8pxk1uJGkW53+d6dBy9evXddwU/1GAwuXOYfJUL7NyGPEEGgjxDbWYBkL4L4VAqYDM/liPc",
-	"nw3CYdQdkfG8O8IHs+4kPIy6PunPB3g4G4Xj6B8ifQDmuTP23uL1wav3GFEP/em6axWfZ5r9qS64GTaJ",
-	"su/sCQBrkGKWcX0u9FpzbEax/AR27va/D/xgrpxuEVkHxv4emKkSbbDi9/vG1yl/AhDtskBEt3xWEUsH",
-	"fs+XzLog6ZImOK6XrfoF5W6HdC8PMYXy8er02U5fe1k6LnjFNeVUcLTAabSR8pWTlOLYoN5rga1dR8cm",
-	"nAovWXJlh1a0m/jDwbu/+MOjAx3kVyPXnAzP2SEZ4H7YPYqGcxVkMhuHB93DaEKO5j6IraaC6ZyQpFY0",
-	"UKHOF3ugY7SiyZX21tO5fEEp2hHdJzX8wd3tW40zdXWhUrnQD5Oh2zx8SY5D3ryVzUMnkT5MsFBSI12L",
-	"iaIhjmNV96H/69/+K2/LKwjVFylLdHlWMMjeETPBbNdd0QRVRVFzGb863EDuRTfoIGPeKrlsvlybCnzi",
-	"gJfCLW6OcF6E7InLMaaWhAmkLFNbIrKSPyUTE61WCBd0BZ9ViZkxtegqOsA7Re2T02cdzyZHaXAFvQnB",
-	"Ur6hvIgv4ev/Dft+vxFOyEPU7dLY+kDgqlzXbL4v8YzEt6FPLBvckijfnJ6foKdvnz87vWiEElSvGpuM",
-	"tkdcKcioHUitOPDQr3/7b5Nrt04EjRVr3E2Bll84M9mtu9LqNCO3pbzpyA2uyjnbLEoAMAxjmoCzYweF",
-	"7pgxu38mLuhE7SExmo4nzVVLPaO39cZE43wycwfoKAgaKQZLVFFl//0mEen2VSWwjikubzUcIuWopX6R",
-	"M4xTbEFXALIPiE4x4VCSeENB5VriZI3jinB33aohmJNTKjw6wqNwSLr9+XjWHWE/7B4dkknXaBDDaESa",
-	"nD7a+HFa6H4YHpGDeR93J7NBJPnpsIv9cNQ96JNBdDSbzA/x+La3p/u6D93q7NI70IH90T+cPpBatgP4",
-	"R2tl3ISLxBkQ0P3d2qoOaWfO7oo7+a0ZEFBOahX3qbttau9hpYPBa+EC7Mc+MKDC6p1oUfgbX8+KWkjF",
-	"Jc1Q9r3JMzZSO39Xq3/tvq9stV+Cm5u9X1Wl6xcvcKWX2wCTkuMQ+zIcXr2Ktft7lUy/y+LVYPLueO/B",
-	"l8/FW65ZP9clIvIrB/pV5pg4OTutXCLYl3cO3xEMCXwN6EY4U79/R17aV809sK4LJAbA0oqNwNHKWMUT",
-	"1/Fh9JBUJzFMlUdBmeGzQsG/kZ82d7KXQIqrwbqNA09bMuvxo+5LP8ifxuViiBUDecQzWwxqq3Qi+wAA",
-	"mZKCN6pkULifs7641asP2QbH2zOt4f4DSEijjO8RkPa1B5eP5kv14tHeH4z/lvM1Savk4N+lhMZdVqGq",
-	"nEbdSw++ArasRgX9c8U15CGRoHaQUymLpTSq9fZykomWwDq6K7MbczQjAAbNr0nUQ4Gj/uSudOECpwoK",
-	"fpc+gwKHvzLmyXiqOBvZxD2yKw7k2dbAhZineUy5x6p90EOB1PCj92wtIEIRsbUI2TKX3yvfYGuNyJZA",
-	"FETOiN1DgV2f3ECylYGzm0rtDsC15fhwAndpxLdckCXk6rL5XE7zGNUsHw0XCgvPjQMxH0ExS65Iqj5V",
-	"VRdKrQYszA2jxqWu2V8vtbpZGK3ZkTA5bcxQTIrvil1Sr3eXWO9CdvVmLf4B5EE2690iwaXOA0sFl3Ur",
-	"BMMCR3flaHepduSgSe4oMn3BE2JipeAevqTJWpAeCmZrvoUSKhWnCXh55R2+B8EO+hsJ0z1LVVh3raCV",
-	"VKdyW0AUYJulyuPSyWe9yX5UbIL+lxxDoS6IeanMtuyaJM/TlKWVit6bk7VYoEHP1zlskOd2cDg6Qv/P",
-	"/zXuDTqe3PSRgjaRoimf2laOpqn+UEBVFsl7nUWiMtg8NOoP5f+NC2ll769SnIj3Jq3M9zsKewi6CGMK",
-	"yJGQ7KZQLBh7v8TJ9n0GrAQJYi4VCwOA+pdV31PKmfMhSdNi/6UyJoX3KzOq3u8viAxQfpuUJVe7E76e",
-	"wpeQXAmSCGM1VwKtt3fzqjWqGlWlMipX2okWrjBTw2i6YUrArSH1bqCnPOvgp/fUBGHrvzkJUyJUzjNN",
-	"uCA4khoA19XmIGfqCeY0LEzROG00z4HnxgQcm92qBCWakRDL4yqrLUKSaMVoYhyeHOKKVeySornBKKGC",
-	"k3iuYt7U9tB5dO0SG9ezbaeHLlQklOYZ8BTqBEYpCIY+xCJqESD/GepVzaosFKJ5DDGrl+Hk7FR5swAr",
-	"9vp9oGPVlGo7GKGYCEBGkiuhQlIKfsHl9fvRi58n388uBslfN4cvV2+Pwm+G/Ouo/6qyTIK7mLvHpN6R",
-	"4+KFcY38BuPi738+/OvN4OXm6O316CKZfL8afhkefDXvP1mOn3H/z9vBO3z4NTn69kPVOJ3NXU4B19l+",
-	"hjMdJi4EDJVfaDWKKNb7h69YUlVK5iTJ1T4pyN9+VQYSvP4eXq+m+lffXkgOg5RPzFFwolOEYQ9N0ROC",
-	"U5IilWjn9laZcEe2Xy1mfw7pG/rVi++fv734y/kpP12K1fdPTw9OfzrdvPrpnXj17JV49ew5ffn0K5/8",
-	"9US+u4ieip+j4V/o/C89sv3ql+jbU/lY4P7Ef5s8H327/Ordq+X4u+iX6FX44nT8Xf+7X0JfXL9658sm",
-	"4SBOZssXfvTXr+JWXfgZ4e9pBQle0jmB+GaaSMZjScRR+8D381x1UJ1O6ZoSardaDm0BjDhsk6iLQSlB",
-	"777AF3jIVjUpMNdk+4hLEQISjSXcQ5yscAoR5LMt4itVed4dlrlT9G4o2VjLVU/Z4G3Mhf7ZwLHAX5V2",
-	"Gsk+NVvsRLnWA8V2uYR+9Sh/mupne7OI3F2QG0COOQzdygtbddZ9S2YLxq6f65OiymX97u3LKpMTuQHD",
-	"n5TxqzVUDBTsluFIzdyotwPnL6gcDpUZu74mBHRRvk3CJj5GE2DdxCmrX0XtUd9HfwZUsLEKTzZojdhi",
-	"rHkVduiOCxqiw3Ob+W3lQlxsV3V4U7KBQfmTuuMPl60vLls/Bkojj/NFdn4oFg8PcRrZO0zq4LI2AvJ4",
-	"bsb2Jj2J46p0+aIb1+8f+fMh7nf7eDDrHobDqDsho3l3jA9mh+EkOiJ+I5DrZk7RAvtnTtG1An0pY7XI",
-	"13nPwUPUJudmfsc1wIrkC9Q76+cmYedZb1+JgMJE7ujASMjGKo29CiiH5lvrlolJTblYn/FTQE0b+DpQ",
-	"CX77PTB3Fn8/KMKeFfl+XYUqFBguC0DqmkBhVUFO+TSIcHBV/dGkNnesAcPm8M5Gkz2gdgV+VqzsLFsD",
-	"tqy1TpjEsKl7rMChgQKzE8CuoOq8UguWkd8mOdupA7Bokx3M6/kDOPu9xJaFCahqo7feVzpFTOGwmQ12",
-	"rFJIc/DAOtEWch32bsDyJpH713l6DJ9brsQWqRnpBF+uk3frdzBqJ2TTqdjHe/ats9W++G320W8t5x/f",
-	"DO6yc/btjG+pWJzba2Uzw2pRdyubV+suqsFmwUn4PrDmZlV9UzLocIBSnERsiWZbIaWq/PnLVydPu+df",
-	"ngzGB6Duo68JWUE4Nb0mAJjO+Yal0VTn5QBII4TmghUtYZs8u6nPv5p//ZejdPLnr7/7Ob3Y/PTu7Nnk",
-	"9OXZ96ds8BK/xOebP49XX1795Q8H1882f9x7vOqpNjDNnjiGEYuVY4pqqm68zDDKNICPLccNKXq2pGa2",
-	"kmdyVDvz9TEKNurdntxogZJ1Vfl5anSnD6Qa6czHfOcnSBAu1JBUZlyWYrXHuJYNN+t7x2EgCfUbuxDc",
-	"JapwH7irkj8Zcr/ct4sgxwzKKWBXoK09YvqdriGyKRcjm3Rc9lPC461mzNuDHOiGhTPqEdc7ooJL4cr5",
-	"FACVxGlyrswO1bGjMdM4Kwp/SRjrmDxysr03IxbvRh5kcIXKDBpT5CMu2ArEChYmN1PHlUwORr6P2oMR",
-	"5AUXzGk7IaegpZNaWWEjKctvefCQcJ1SsT2XPKZIMoOL/MlangLmrxfmw199e9GqDCp3bWEKEDbncfCs",
-	"kXinVStnzkInYBFTCH7+waQDNDbJ9VAZ+1iDfUk9+cD3DZVVbjTka6sRga0ngAENAq1czOS5kABKrWqG",
-	"MhthDwwQkiStqSZBtnHk4ZrZUcHeXQH1K/X4HAlACE+NsQlRsPGtucmqM4eYZipIMFfnkWdt7Wy+1zSv",
-	"rekzFm3zk4BhluagSFIRpGPdS9q67dhPp4h80LogTqypuG0mBaB1cjAd7S3r+11tLc9xiVyRvFdKrVrI",
-	"Vjo/R1TZyI51UvOKpLr2LCEaTIQlRB3nXAALSAUb5q8olTF24BmwPcGuVLa4AU2w/XqWTRQKgVkeuVYZ",
-	"MaCwFk2uYtKcsXW1dJ2djzU5QpymW4XkhIUzYQ9xLCiHqgIzJhZyVecx2ziuhaeObVvqS0BBbXJ27H/T",
-	"1kvKBVTQLFe1VMLGifG1jd5qdFw+BaLp7H4cOUjNbitzncp/1DbSvznpRDUvZj+3vFbBzmnKYhJPG8vl",
-	"5oVwAZv17xloMdWhvDBkcX6VyGSeueCo1BWD/qEBRTy3I1sb4pFbvSE3UHUPB/IB8E6uvlPuzcrZW/CC",
-	"NuaqXA1L0dmzFx2vWClKF+/jlkNLQ4evWVzjmlV1c9Jscf+sVcszWgTvLXECipddA4N1qTJG1UCkEqBb",
-	"2HOYHyPJqaq4gWEEY4UGgOKWKxByR5aSU59UBOQcsNV1Sob8p0q2a2m9XYok7dzT1qrsRlQfbMn5mvAy",
-	"9qXuk/IM5gUCkRK7CN2QxTEJQRhxkt5QXTTLklOV9jFVl6RMvExUDA7CoTBhBVR4Gj6Gu4gybYy+yFCu",
-	"wCf5RUeVlS3u4cukraDSIWS3VJ9Wz0RV2cEW8EN/HAFywTpR4bHMRBEx7zKRe0xJWHi/iFEz22qwTVOE",
-	"Q6vPPfTKMhQwNRT0uUzszgYiSnF0bCG4oWRLQtKsRYkraZrxpWH6y6RSGCG+ni2pAEGf2amXvcvkMoHj",
-	"wcIEUxeOSjJWikOhDqQvL169tGnuHM3IgiaROiwcZBRJmeAyaRfQMfH28Udg5k+BAhdRnUiSrwhbxUSp",
-	"IFCoRgfFnpydahCclMgfLxNzECksLhj9v/wLOsm52OXDfg8933EyB8vr97/+7b9BFwMdI1hyeNAxKEaF",
-	"8/kyQcgEteU0mfYu9eBY9rb0rNTKogI6vctk0EPnUmTf1rkJB7TCP4XzWm+F3mUylNtLDTnGXHD0xRd9",
-	"X/vn+RdfoHaQ+ZWmUksMOj30lqw5KAsq64svWCrircZgQVRNXbcD60GC2ExgyF/Xav2xPbpX2XhM7qnU",
-	"upPIgtDBRGSXdVEFX3yxL65AzgQn6PTs5sA8esShz8cHo2OEw5RxU3nLAggZsDEllTqa8Y1WDDgvORXb",
-	"Q4HYrqYIiz/8tBFBUeMejMf9I9QOcHw1VQp40IEqu5eJNu9aPDmp3UEMd29D4rgLJu7HP22uee8nzqSu",
-	"9zTGdMmnKKCcA6D4OlJo4jNQbC8TV9NtZ1pzx0MBS68AfSuHnS9/ANUHCp5hCPIgH1byPz8JGsDcAdpI",
-	"9iO1LQpikBPYeXkvLFTnwFyHkSiFSgMjFRTP/5e9d1tu48rSBl9lB/6/QgArASVOPIBR0U2TksUyKbEk",
-	"yupywb9yI3ODSBPYCWcmCKEsRdTVHzO3PRfzAhPd1/MKPW9STzKx11r7kIkECVKyLbvlirIJIA/7uPY6",
-	"ft9QWvAnMVDveM8uzLPYe3YmchNhZu+H8n2z2YT/qyuDghYQqMsfqAasFTNsoxmwUiPw+FHNuEu9Ory3",
-	"enVI1ST2WeZ6nhdrvLPDW1Wxw9vVsHKnUBNTnapSxehqR2VdnwXy5tftSYQ/kQbVoGeUFCR3GD9CQ7rz",
-	"tUU9er319rjF6wtGgbkcrAKuR8dWYtBgFtRHHMv76I/61WXzoupJt9sX6klDeV7Fn5E9QvEDlpS929nZ",
-	"6Aet27WxE3hDWR5BrzxGDauf6HdYfaX0dKUClEbLq+o4yuKdnZ7f3tkxqW3Y9ODNmzdN53gX5nhUp7VO",
-	"Ner7DRgrCwaYCQYw2NlgKINzypJzz3TVFI0LXv7+yD378eSLYHS0GpGKm+RaROCXob/JOod7MnalVIry",
-	"1ToHeNc4Z5hSVornVIu9cA9XyqgC54H6fC1W2NU8XRH+vR68rjN4E35DeYNqEFjgiGHt4KSTJEBw8AA8",
-	"LyidKalwKO2EqgPlhXvGOEwXdeozWA2R1hs4XZJh2MreMJSFw+pKnQkysZ3FfNjnSY50Tu7FQPY65/mE",
-	"Gstl6WGoD0EdXJFmaSkBtTSWdBIX9gp5YPVKpfX4P/4Hg5TjDA7LOykyUIPYzLmhlo+z9DXc+x9BBWgQ",
-	"SCakXSrFQ80aqAAQ1yL3Fs2UGk013/7OzlAC2eKEZxoGOvDYjM8h7FdFToBMmw6TAPsqiVYuvz3g3A0l",
-	"VhLF2iF3B5dBNalBw2NAajCUc57ymcAMyUxTHaB+q56v9dp6gQSh4eFcl24GYoS1e0HWaMoEGC7i1YB7",
-	"8G+663nhjfTTqUPs8Y1Y0RqwpCecZZYLQGmkDyMCIK0ISFHe6yL598BaqObI1YmMXuSSprwHLML37Ehz",
-	"TZjBUbsG+4L4hYwDgOEhy4Qwi6PFjtR64Uj9At61Qv0SnDVmskdimiz10UraepOKF7Ap++w9M3TDoVop",
-	"2TRZultQqdtgEnAAsaBwPyECkE4VE5MHvanIB6Ne02bvGclwj1H+suoviWaUGx7iXRthTE9zeGTUo7qs",
-	"oJPO9FOToqRx+NTwMQ73jHpMj71nzxOWLcKJOv+SRRoKfdJXkrshG6C+I1F2DT64gsEG3tCnoYUtIN7F",
-	"ylAaLXKYKcv9jXdbNa/Md/Oe9dpdepI2y2CyYmK3bLPz+Csz8NWkOOohfXemybAryDOQY/SgMJHjaRzS",
-	"IjlQt0JhnFN3pRvzwyJTfVoCyHsBH01fWS5NaRzasw9RZomJTR3+uiMue49qRKfD3rPXAG+aJ0nkwVBa",
-	"7lq4VybLQy16CwKXZXzFlhO9ojZxAOnXHEkWlMUJ4TxDHQq5uqN4DAD3NCE0hVX8QWr81YOD03HznOfh",
-	"JDDnHw4RsfvYXaeX5KOM1YMnl/xK6W2lzaf3dYGUSPUB5itJELRXG+mHMP4seCnydNU8GuciDYwWg09a",
-	"JzJSj+u2i8vvUWYlcypwEe722DfxV0rgoOogV9a0bDgbsECF9J71QTAcGTIAFiZYsm61gCCcLCToXrc+",
-	"vECnpB7coUYXHYdUnlIhx1I1LARLbKSYJWNSj9TbULtFafWl6D3LM8gqGPFMmD1xSI9FkOhbh/4Wjif1",
-	"7j4uS3A/6cXijFK79e728bHsUO8B3lyN+mgB1WXoSVVD4vp9TLaFulrXsSRjwiTL8YAB8+VIsjgiKOdE",
-	"oGABcYd+P/urOo2UnZ4nZt2XFUkTlRrKnt8D/P04AtBSuD5zdrw6okWk05sXizhisZwvlIqDkeUBfBk0",
-	"wFTP0LG63+zB/9odNhHvuOZARx+f6hpADaq5NIOcshuexlzmCF08nTbV1SLCV6qODSVuZicVjsMJow1H",
-	"nk885LJFzEgQFzQ4mAsGtiL8No6nuUgPGR/KGZ+6r9JAxoc0ppNkGqHzngkZJuqky6Y8m7B68IfO06Dh",
-	"+MbhsOHIgZANJcw0yhcPm4q60ouLy9MXz18F6JCn27B+BrSAzFgnHb9HCu+ROvIC6AD0PddHGhClD6Xq",
-	"6yGiOIoI7AS0EeCNz5IlIHwTGViaxuollGO5jJGqITfVXY/UGQGHPWGvS6XK8ysx0IMaLvKhTMZj6/vM",
-	"mFJQkhSba4eUxAoOnTNrPvWLOFnUUwNPzQY8v1o5eqQd/KhZsXrXZ5kBjkM3PHWyod+z76FjUIoYAb7R",
-	"3ck46797B2GVorxAQxUHykRXR4lq6nEicyHzJma7aYfjJcnU5hPqocMQDTlTK70wQThBdbSr8AGLIY1+",
-	"IiWGhIYSzaF2u8P+6z93W+0B6kN2ElEbzWaLq6upsNkI6nieA9Cn2rjvVo0We6GWXNECQ7NfLzJ1utxR",
-	"+obLyI4MyEcqnbPiGfZOKsZweJuVgYIbFvXKjZRr37wyevIJ2tg2YuJyCqAasGYxguZxrJ7dVFOTJtMB",
-	"k0kTkGIDCGvBHKRwtCayMihB697pPlvvPM3dUG43eWqXkIFhZAeGh5KpzVlWEsFsk6GkG5RtiOo5DjR8",
-	"rt4yunmHRk1INP+73i5DCfoKq6PegMEkDuNRr9BCGi5h0G06wlBy0Cnqa8qGesTtx6e6s6+M0FuO4gYy",
-	"ec2Vph/fuGOrxgJ5P2k/9fUBP5S22ESKd7kT7AEXxaV4l0MkQ/1WH1ljnmxvx3r29Ig2oGhVTSIs3tcy",
-	"VvJ/QHo0LLQIxYBmJmHasc913clolWNkV/3hra+DzGNilvwQw3Ke8fR6MTeLfyhLu0JkIZ+rTdVoMRRD",
-	"GUK76rY5z2V1+AJdxA0MGUJia4sGYd2qRZDuEQ+vTT+cHU37EBYi8FBoYxldH3Dwo++kHszELLG+Dv/7",
-	"lhMftxyOBZZ78BtucjIMsOnEEoQxTvb68mkT5DuNS8SmSv5lizRNlJKqVtmwNhwuon3fH9bI3aFG9Pnr",
-	"MztSjK7yfbxKLT4j7C/BsKPdWVC+wFmTCeT4ASsQqjFot7b7euFh78A5dmJY3BABCtYe+IBigZT9akKy",
-	"PKOdGoZiniNDJsdIDqFTq3NLfzeUlOE+UxaP+iP4X81/qf/LwH//t3bz4PvhMNpp1P9lMBy2hsPoj41/",
-	"+Z8BASrAQTjngGyFgW7ORrHk6YqNp4lSuBL3+IXI9orYLmi5q2UOb88GhGqFRV9m/bjQWjgf7U6rC+Ps",
-	"dh4aZPtPa42KPRBXX48d0cTkKY+nqrd/F2lCj+4Ma2pxDWu9fquPU9ntNEcxhlav9GHnth5GVf8KU/ZS",
-	"q0kYN4FSXio018UZWG7JlsByBUULaKMO7AH9KNMtZnE2lIYDitXtFOLIEb8PvuhRBoQ5BUjegNWpnJA7",
-	"tyi1dghAEGgjYK5JQARjZ7EUp0pND4ghhuNRYrq+fjmoPqgADuWVkAJLSiEvMy/kPYAn2kywrVCy5yIk",
-	"f+gNcAYuGcx9uYqlyTzQ3wNaBq1vKG5oke9Zp8pYpAc48uE3NzgSmCSJaDCUATpFDTS2xyJkjWGdfkOb",
-	"A8mc/7gQLAgXaZYore9NgbCcjhAgAQK5Rq3UEeDgLJbXA0o8+Oc//gOdlsoMnf5pWFP3DmuBJdIZL6aG",
-	"VVaH180LDkkRH0rAHtHv1Mzp+C4tglrsqeWkgcQaThQ+hyxKUI4v4mnEsGNqDnC8TLhKbRAcQQpXmS8s",
-	"cJozzrf6//XkkR4X52LGYkTox4mkFeCIczCAUBFbm16PbfiF3ksBODgo8MKQp1EJMUlHbqELG7CVAh1W",
-	"toAS644okvmwjDr9/lA6EOseS8VMqH0sMI9YZ1+Dx7tgbUO0TWu9LfZSzAWSb1pd3qwTyBO9FiuboQTf",
-	"gLJSD5PZnKdG8cHjQFng0zgjH4TOBNMWMi521PJ3djq+v7MDLxvKEsNhTDkoSxw2MxZ586WYT/lKRERG",
-	"5iRJq3aWPXRkvuER2OmwujusFOIDH2CjxY4TqXPiTYILPE8tH0i3wPL0RIqhpLYOCKMH3PhSZOhr0xbg",
-	"OE6NNwTWZcf31YjTw1PxgwhzR5F5924otS5h5xO8IUphT1O8XE+T0gWh+ab2HxbzsydHJwFbJul1ZvON",
-	"rC8AvSJqM1EQ9qDd9tl//edBq90Y2FmnCAcok6R9KpUNc7KNIJ1B2sxQNnWv1O+xyAaW1xPc1PVeu8tG",
-	"YpXIqGEbBdtB74yjy+NnwFWWQIcwcQu2Bb3VaKGHDq6KPd30C8GyADIomnkwBKl2KBTwVOPrh5XhxKgj",
-	"Vk9Sj1K+C2/wiLIgIs4yTcHPcSjVY9F4RwqgQLvaMTCTQwGsGqcj3ChwO86wCxxjHGmgwa7zVcIM0m2W",
-	"uFK93HJXohoVX0llDQxcCkugxIRfx8DXAIo1wELRiYQEUOpxlbYpPDJzw3qx4/tTTfFsvlGn5TOeXUN2",
-	"l4sr0m11GjASehxwuSjxjIcyFnZkTApIbtfz2u2wSIg5IDLRUvKK7hr1JnXYUU58AtdPVzAoQEPrxLjl",
-	"CiVSJJRRktlyg/IcxRnsf/gCIHq05m8IAOuOQbmcxLlAyAtj3Pq+ahixkJFfqTBH9M6S1UfmkI10CPT1",
-	"1Tkb8YgFfwiaaGUodS04DKzXMU7R26Re6xCgbYjdDozzEZYsNCyLp0IqZSpKk/mcWogO13IrbcDWbTrI",
-	"GDVuNGRoyOVLyAUW6m8U+8wKHLiyYej/7m44ZBtsig+32Cnp0LD+SAfDOVmmcZ4LaUGuEPdnwPCqP/2x",
-	"j8/GT/2Wbz1oMBAnGvQiY/WAsACepslM6Qv08TKhd6mF3+12Dxheb1i4pkJGPPXIiwaNDDTYht++BNbm",
-	"ge9/hy1xfznAX5p+f+D7gfZGGVZMLFtqtvuD/gHsiDxhwR/x44A9FaN0oeypro++6angc+2rqwed7qB/",
-	"MNj1A6uX4lOTMWvvkkaRpOqxgBmneghRkG3mC8dOW026kspaa1p+FzhY1T1FKKvBneBVFSmm7PFur+Fp",
-	"vZC5XksJUr/XOTBCBb1arhMWBdYLN/6pWqze3QQlAmBr0LU1Whn9vu37VpWYgxkSwhtGizQDTjbVlo7v",
-	"Nw7p5Wr5q6asN8Epv9PH77foq4KEH0oFj20AI2gHll41F+mYh6LFLji4aCBDSybm4kxcAfDCUNa82jQO",
-	"BcFFUUnC0ZyHE6FE+lopwnK5bHH4uZWkV4/p3uzx2enxk+evnjQ7Lb81yWcIOBLn02KFQ82rURNqg1ob",
-	"arnmQvJ5XBvUui2/1YUak3wChUDVWbjql6tNEGBuQm/9z2++Ya9E7sGm3Ou39xooY29EGo9XhVyyjADU",
-	"yMDeIn94HquzlDJkCc0XFQgUUY8yFlzHUdBiz5MysFwNup0aIqra1yL/8/I6q3k1bYfDAHR8X5eM6Jrd",
-	"UhzfKSSGO9QoQTXVYjbj6YqAq3UfdLXntVipiVACWF2sRgvqgPn0qjaoQRcB9eQGPsG9Na92HUcOQpDf",
-	"Vl/l8IpvLtQyyaA+N76qebV3wKvx41+P/vrNu+N0/O2rt3uXqzd/efbiam8S3lzweXw+TZennF+Ez16/",
-	"TGofvocaGVSK7qoohpGC66vAyGDKoUCnh6NX9Sgzyo+/4oac3K0srQ3+9r3njOLXFLLEGXbGEXDZ+JUa",
-	"v1qxtqH2vXqgsXJvXbYlfKdNxW5EjWrMNUNWFrtBVw/5UVGBDGawBgNLgxUwydM0WeramAxA89XZra8x",
-	"LeCSaap0/Rvm30gC1FgP7npw9GfFiGdDbQL0LEQtdiRdbmbNPQ2hyPPTk4HONMpYAOWiGQvWeL2C9S10",
-	"Fmf69wyEiNZZYWWXwdzJbwTdBKEZWyrqB/G9xeq5cBBqmrFBkXrMru27kNy//2gp4K45u4Yvl4npsDvd",
-	"VhT8rYALprZ6r+n3m+3eZXt30NFgYCAGtiScc+n2th3KGbygd7Db3vX397r7+/slQDV42FZIdx+8W3vU",
-	"dnvUGe2L3niXNw/CdtTsie64uc/3Rs3dsB+pTx3eHn2iHh3sPrxH3xcFZQlg8vQkq9j+tS3RYM6L+2wd",
-	"M2xd6KKRcH56UsWOANnQ9L2RVciRN07SxsOktLqlffctr53cRLype/dNT3UKItzRObj7jsskOedypX08",
-	"6r7+Nm96hblFr23uUfn8KWIaqONIl73/rVQi/f2HwlllKiOco+m8fJbo08nxYm88oXStgyn4GLB7FC6a",
-	"qoNHCDfRXMw1uf1PF0d/ffnkL2/djFz1wNXjn7Lp4upDQMHc8zPI3MEM2SgJM3AB82lrFoH/Y6lUe3S+",
-	"KXU8MO04ygOqg1NnCaQpX2nFTrvpEY8A3fCHRc/4o8yYGLEpDym4w1kdUTB0LovxoDdakBJ+JQJC2oDA",
-	"YA7ududYhW/QFLY2J7vc0Ah8kn4uNBw7cci46QMdZmoRRDFGVifgZlnk1YH8gC2gUonsOBORMCUu6Ewj",
-	"Lnp3wg/ZLLlB6hlhpjyRo4SnOtUG6kSTLItHU1FYFdZGqT7K3YW5zXFeWIgwVRAh51clXsJYvk0FIYtW",
-	"HdpwS21bXdRp5iu48YM6cqrusD14DG7U2hYXHsNU1D6BRjAn0KGiXeDcVVACRlxeO3rEmeHNq/l+r6Os",
-	"lGSRx/IKI8vIoef7vt/pK/k3WmSxFFlGQDhp8c+zWIo20LP7PjsWEU/Zq7zmuT93agO5mE69WgiSsPYy",
-	"WciIvUzCa8AEyHI+PQauxNre/u5uj6Ab1efLf4NS+BFHlvCafn4qRM6OFnmilsKMx8qgTZZSpP8aqisy",
-	"uIAv8qQVJjMklovz1SWefdNpqM59ccWnmx7LXoo5j1N2dnasmjhJpLrsj+1+u9Pv9/323h7I4nenkTOW",
-	"u3v7B4hQkMW5i39W1aYPXm0SZ3mS4tHAc9cU61y29wadPmkzMoGnvTLCWAfRHeHraRtXTEWYp4mMQz5F",
-	"0P1znsacHU1veCr+jmMLuAlGqMLKLTagd+kfDNp+sQGQxL1MYwg2ZTlPc0RV1Q+0O1EtcFCRiDO01xz3",
-	"+W6zN9oLm/vRgWj6StccdcNe1Ad0XTV1KAlo15YbjVdM4vmFSEPYI7Vdv+X76vWZdCah1+20a9ZTcc4l",
-	"v4JcBvC5Q1fpFZfJjH0lwmsA1al4fq/y+ft7u333+fTY76uGwas5B9fm+XVIHatn4HYd0ZWsxcNzaz3R",
-	"ecQ2OuILicFxsBlLqCsUalJvVOfqpjfTZY/hGnjFF73xIXrjGlJOle5Yqdw5yqRWDCp0SAiB30eRTIrH",
-	"kPVt6FPEA1cA7jf8W51OWo9lddC4MEEHvPqgrDQ8TW16hXXL6hPJT1ZPppFZ8w30R0QEvuY2Raku1Rqt",
-	"E0uEpOoqf95R4Wy9VX8BKLICYXdRZdlSKsYI/JJPrDID/gWLk4f4v7+kJyKWL1G2bVjY+lpXpJzqe7Z3",
-	"CRYEUrVn0Gnp5253+r2773ieqBNGRr91gfO1yAuYQIVds0HgFJJu7uNXLaFPrBuOxldUZTZigm+l3Yhg",
-	"rOD+AI8ogLltYUwO5dbW5FMI2WYsTGajWCJLFTt6fgJJcy51O0aCMz4VBGkhCTYJ9b4qJndWB7+y+cjz",
-	"XMzmOcXCPZsN5EAHYYHVEV6ZBRhZA5/yDLnXOMNMqBZ7xaeC8DUoHF+YiKFcilRobDs+nwuesjxJbFsx",
-	"TLVuJB5btrztjEQ1Khm5sKcramAJvFtds8E2vI5ltLVp6DTuG3UfWIbVhit00jbLzMMa/Fold9wGKxax",
-	"7O/dVo3PvKG1RRiShOzsNVLTLd3DVU1fc/bfy3nubfT1l1pOTn+NSv8QQtmq1ruE5p++1ZgGiwg5UBaQ",
-	"sToU6nHzbayRbMaNciBjd7zH90fNg9CPmj3RHjeV9tAE9QF/OtjQKXr2J+lUsUPQVJ6DvBhjEkycQe4E",
-	"q0P6VxbfiEY1H72bNrGh4U6yRnXTb+Wu37b9JNScpot3tzW9d4+mXyYPavhvwQN1JO1hpISuOWfWDyJT",
-	"y1VwU2kS71rbJ9sbv3mp2SQGNfpeTdpXKQdoy2/jjBc4PdZYb/qDduc7e8lXK3T7oE+qwDhqv9QbhL4Q",
-	"Mk9X5+Ckwi/AveGTJq9Eit/s7bb3mvv7nYNml/dG/XA32hP74wJf8z1EkVPIUhvUTp9/22yjrw4OLXOs",
-	"Ta1rot1ut8GxdSOm3VcwjYRQvS6Ct5bolcG7OV+JlHxnJ1xy9mYS55DACOaJO5J4JL8Y289qOtVA9Lq+",
-	"3293um1fdRigs9SxZawaIiMosKo6hN7qceC4+pkWTW/gb71oaqrhG7iga59yNfm/3Gryfb/zm1lN+MlZ",
-	"Q9RUs4hczvDyIrrVu3a82cTY2r3maGP3da+taYxf/Gu/pLlbhEeu8q0VJsgxcQvrpsrOvd2zptaA++iC",
-	"V6sCgkG7rjyiEdkE7VDp2nLX5xauraJ1WvJtbX0kfn6+LZCBd/m1XMuK68V0X5tsk0+rMONfnFqfxS5H",
-	"h5Y7M/fe5Y81DPtPEO1c3+1fQ4rdLJFiZf3WVpE2dR5xjj6vgYNPYaBdNP3VGICD6wGqQQHTLqgUOBEB",
-	"408DPcdUMLL+xpBLRCVDJeqQiscWM7wts5eTz4UKD8S7EOBC4txjAJAHFIz6GiiogHQh7iLGKLNngKmQ",
-	"aAPDC6D5BjtYNYoqRwWbJSh70DkGD0QEZWilAQ16ZIpBoYooTNJIRJiNYb/HjBbVPq80z+rdACAnA10D",
-	"SGXqWg0xcA+qeQbW2IIW3SRxBEW2qvXKwucoijOR51MRsZXIcYAK04nd0kPvDSUWDuMQxjm6JJdxJmyR",
-	"qfNO0nSIbcr2M8vj6ZR1/PYARwkfSIkjGuww0HpSYKIsQUHXDVg9i2eLKc+TdIDuN7SZsRwEhi/o+c4/",
-	"nf5BYEAx49R0RL/pkCrGnKcUHtD3/XZAVdY4ImWgBgz5lBYkS3mciWwog6I5EJjoOVio9MFULsqo9NWj",
-	"zIL4BoSHcyNSKN6UV1R45FxLI+kxeu8FjyOsARnxKZehCAg19AjLKFs7O6zn+wNm9qtaIDP0P3DJfAuB",
-	"Y75zS+A9KOcIUpodQOzo+4USDKUXDAwCXvH0lms5fi3W63SGEmBAcSgBSGsALikycGjsXJ9wr9NhAUEb",
-	"ayFgb6fdHAyG0nbDkVh2QgD4HwSaXiiYzLTUuBl1dCjkPJ5CjaOaY1cANqgtpTpRteChULTF+n5nUNo0",
-	"ZXQxxIxDgeE5yNW2bpMI54cS0fCKFbdrtb80587Xat6PMgdFZq14eXDL86BJoyRaYQwjlrZe2CI9+bZV",
-	"tCf4NBU8WpGXblNh7lBCZe6hLX3BWh/kiSqW1M74NTLT0BvqG8ppsUDYRGj15ShPzTyYsng1/tMky1md",
-	"a3AmkM4pzyYNpKxECTpaKfkfEyWWeZBn6gQBSSVdVZREXyVQ4gbrWEwzoTGCCbNfg7LguQYjBuVvVbEL",
-	"XPf3VKPVei/FsD4fbXrNV0pF6y4cTKgmT2pvB5ZwbV/HDpWmtyz/krM78sO9UVs0O+Mub/bC/ah5IHbH",
-	"TRsw3zUDgbavHYrS5in4X13yyX7/Lu7J73FIRZZ/lUSreztM07zoML1w+DbIAWNqeIxbq9NH75V2hKBp",
-	"OOFjqH6NswkJK4ThaBGTXlZ61dF0iuYgSUnnVfeo1MF1butrKo0Y3NoOXypWWqcs+OlDYFXBUoPA3PlI",
-	"Ay4lCXYfIw679OnMOJSiA3MywuwU5K6FkK0W60ZIIQJfTmWBuT0TofoGzikplvgC0IFpKRkpWPIXVcj6",
-	"u9xH9hZzB/S5g0bmfUpYtBf3V5wbuzph0GA26rphjUIAnYSaM5S/M2vc37/7BurHJR7AcFt7i5ZdIBjy",
-	"ZZKc8fRK4H39bYbBALadiyjmkK4LnoPONjc7wMMf52/obDXJXyNo7S/toiBXQslJQYr3vfwUmpjlPgk3",
-	"+p5759poy+4T5tpQ4YZBOnxQrs2bYrCd3A+ZBjkq+HL+xcRx/vTPf/yH1ulfgSYKHrudHcJYMLZoQbmr",
-	"gxsg0SZwo4CrS8XzgE1D7yGqn/PTk0cZS+YApJeHE1Yv+F+K8etYKkNPd2cl8gZBSg4lKO+cRXwFtEhU",
-	"qvPqyeXl2ZPzJ88v3x6/vnzx9GnA6rr8Peh0Br4fNPSAQyz875bpYyixbU4tqXrHJFmSziwtuQZkaFDd",
-	"eLqQnja1IzHj0iwPTXkNY8qazSS9Yi9efh2AhU/aBIwBQuTarh7aAxeNGwL3yDBz6lFG9xHUI+j+xCAH",
-	"i4we42kPjxT5EdnjytqD9TxS117xPL5BX88bm9oaT/NmLJlxjYCxgq/C9xIKCb1mwMZCIHyAmYfT89dn",
-	"R5cvXr59+uTJq8IktA7+8Ee/1VUToZToUowd3GZpgp6RCZ+Om4v5UGp2PFDJJUyZccMdAiMVQBEd5YEd",
-	"g/NERnzVzJPm0zRWywSWCgKVBtCNE56LoMWg43DWJrHMhcPxFCYzctOpT+ptyJSvpLpBVYJHPcqG6m3k",
-	"9tNXjoR6QmGsDOTpevaM8cYpTSEAtycID88BShOavgmagA4DZYA66TXBHHk6AnIiFkZnwrOhhG7RJnCK",
-	"qs1+0AJvzuMo2JTcdqLl7TaJbWZEdV7T556RRWNok97UWJhuFJtO136aVDca1jvS3Mx4/vYSlIpN/5Kb",
-	"9LDcJCXMrALDAGMhY0qBKxbKkZRzZh3qiaoSRTqdS78DA9v7DkZeSw33ml7Nqylhf2TSVLqtg76uUd8y",
-	"h+9TZ1yY00391G63IANHbVjVdjfTwjbbuiHg+2P8uu1B1NRe1uvrqin1NV3VdRIx9N6/PevipFLP3Drh",
-	"gm6/b7KFK62+5Fl8XnkWkT09tVFjDtSiPXN3YoXRrz9RTgU7zUu1CBCvut2EUK0MKtMx9OrdwodstJjo",
-	"4bnBn1kWhhJDa7Kbukk+MB5ORESqpLx2vaZf5Heh7Zd+T/WvDQf/zybR1YTdw4lshHO1g05vzi/pL59R",
-	"+ktkRNIG4YsssfdxJeEdD3Mk6ZotTI34RI4kDYgNlJNahl+Lec66vtIeNfUyNFzd7cBQGp89kF3wkIBx",
-	"0GaFRIGhBOKSMEmjbFCA4yaSYU02Acw3N5qORCb0wf0Z72gNZRDxnAc2i4XY8OjFRxenDjx7jjk34GhC",
-	"d5RD7x9LgBQHvhz3IPPs3HuQx6I9Tl6puLZxqKl98CBETHrD9zOUgFie83csjjz26hVQSOuaX7yY/GmW",
-	"IhByI46kHXCA4jWmvaVIxW7N0yQH3FnN6OWxkcjiSAxlgVh5AIQsUCS0A4ifPI3e6qQ7+Aa6+VZ939ox",
-	"fHQolXYC4ENCV5XDmX1YoOTTl2VVnLuHhqO5NQevAzF469yDWZIKTFICzJep4MCttMCMKaJj1kCFM74y",
-	"KMUAGoO8gYgHC/xWANaAVD8Om4TfZfRbaSg14dMmLwbuja18GNRU7cFQbz8Ezw76bdQUVfbDNLEM9IKT",
-	"BudNtR0L2si25xD0BGMMGyxv6sBvyltAbf7iJrhd1azCxiuXDLXanW6vv6tGQ61VuJtwDmA7+O0Df9zl",
-	"bUhCaO6F3ai5L3rjZp/vjvbC/ehA+GNQ/oDwFxRZoFtHeQZeUvR3g64TO4/sNPdG7bC5F/VE84D3R81u",
-	"2Inawh8f8P2RHV1XjCAEyQZz+snNR1QvwM33NaVJ4H4xpH9hXc456CrNaHFTqlMgee5qcXcb0HCdxlmO",
-	"xDS+EWkssmBADDYxeNohzSMniFNcqgYoRF2y1HTHeWIwPMzvsEYPKeYDObIykQJSPddNda1OOia7OrWz",
-	"RMdd7jpx6qXjHGIVH6UmHFYd/fjYoqJANNHgK8DxDxqVbgHch1s4BWgoyqlk24mWz8wlAFd+TmLarnbC",
-	"7UK8BDCc6beNTe2Cm+EBbZvyLCdkhtserS4D4nztxFVfYGAE8dU6vl+oiaPmWryujzl/7qV3bbL+reUD",
-	"WrwZ7C/ugM/hCAFnABlkW5whj1NBM7i59OWVUMdEbqf+isfSw23HNQEPVY0b008zs+bpCohXosVUeOoY",
-	"QVoaIVWfI3uYZIuReucIaEVgZYEppLR6ysxDxrPcKydy0xJvxlHA6qkIheqNWpjRAmWWYKMV0id2/M6A",
-	"/bgQCxEdFuQ5jEXAsonG6HaWtbVvP+MjquGeq1mls/xRhiYrNHuRAeEJJP7niR19O0Mw/KAYgHWoeq4n",
-	"CxLvBRRE1TFDGOQ/0qBKO6fJ2O095Jdaq7s4VA0PE7xvsXuJwNASQWdQdIkOH/1KZEUxxEg+U4IvI14/",
-	"O6nA2CMXuRggc24+4TnSSFfxQlS/uSLFnF7w+1EDOvdTA6A/p1ufUvc7j46IGXOzV9rObipom//uDqWH",
-	"ZnfiYbZhKolm+Y8VU4plPDTEayZCrj5t3mVUrqE3W5Gyv9cxZCs1q/L0OgcWuvMySTBFTZcc2EU7yfP5",
-	"4PHjdmev5bf8Vnuw7+/7uiPZ45TnogkeaJya7dbZBd5eucLKTRmg5+bo4lRJ1EcZENRAbs3W46FJIPRw",
-	"2qRxbXcdYnVOkaXGGTXHcncuucuAh0vxSujpL6Cx0MrJWjMulQpf0lqUimHUFlQwNikvE8Gn+eTvG43f",
-	"I7e4CmhQnSxxJbwX8xY70dHhPFkQu7c61kc8E9uSxzyDdnw8fUxyXQylvp670VJjCSTX9wngUeM2SMri",
-	"YHxq3paz+EZI9Xi1GYUzjS/0EOqpNPyk9wlKmZsKpAvqAHQZTyod42eJBVb9yFkrNL3I9zF13uIAJxWh",
-	"uHt+mx0n8grCXEc3Yg2Nu/ZqEeeCtTsAi4Og3EeLLIeNsZlfwziHNeR2lCxlnizlv46mCzFKpBT5iF8D",
-	"6Dx4tON7cGqQlvGVeRL7Ch7FTuglD6bYqALwhoh2CXp8DyiQQPuc5883NKcITu7CFIV5DEOdxzPxHb7v",
-	"aCbSOOSPjydxyK+SSqznTtNvX7Y7enAB0qg4nfv77KUS8uxldDuu+i1TuAug0721KXThh8JetC864+Yu",
-	"b4+avfAgau6L7ri5xzujduhHB1hrSPMELcriSLBv4jyciE8wPdiWtUnplieFwH4qZyGWD52HdrPtX/oH",
-	"g+42mNtnm+XEtm51/YjtSVkM40oFM8sX6pWHKg9Gom52mrtCV583VtyXjpu7vee3zuOWOWmVWsNZsj0+",
-	"taUaix7Oj/WZpY4ZAqy7agz1QJmjZXvlx27bavXHko59cVh+FjsYE5gcbrRNO9ihSt7srnzyTuN+cKnN",
-	"M2SblgX+SVa3JMpEbhoqa03mMYB2aD7lofyv/+y1eo0WAysluEq5zN+qrfEnvO2tc1tA7iP6BXyS2lcY",
-	"Rx4LZtdv//mP/wgaOi8Kr8tEmIqcrsUP6toMrwWPHtAxmUJtbumTweYEAj/Ei44wsAYPUXc+u7y8YF/x",
-	"LA5LZg28TWIpiNMrpNUWIhKRgcxW72kY9BwcvinP8ozt+r4xSNlLYEqPc6rSySZJmk9XFkqUiXfzOBXZ",
-	"IYsSML94dj2ULhP43LK/tpD7HB3COzvdEs/rRmranZ2hrGan9ZRBGCIyhvF4plRRCA7rhqEgZzxMkyzT",
-	"dLa6Rs5gAeB2WOO6pp81DAllRAG9PLpV6ZehRPBuj834VM0scMaIzCFgJ7ZaJJQv4ARVeymH0gAs6cER",
-	"MCuGSj1eY3C/sDTj4N/Xfh2dPT0EzizwpxGR9hrPuMfAowGrE4JC0l2cjE/ja+EBXAyC8uQToWFi6Dri",
-	"WtdFZJySzfCAXbEpgD2YgcFlSEWcMCTA8Az7OkkZ8Gt5wL4bi4wFxzyciOZxIvM0mQ6YTJpZnqQCyhWH",
-	"Eum43joChHioYemyXLzLSzP+CIgxAKtn7mBD2AkfYj4dsnEDKlgsAcULwn4ZWwD1vhhKlD4wSMFPwxq0",
-	"ZFjzGP3pNmpY+xCw+kxEMWWIBeVzNmh4uKEAW2s0FTMWJeFiJmQ+UOP1nqH+zd4TBVnA3mPM/v1Qvm82",
-	"m+b/6tqe76sLY3nDp3H0ljqnbvkG5BhKHBAwiJUlc8/Quzt86rj2uSVbU9+/vnza3Keh1Zvv+eszEGOF",
-	"ocwzMR2XnqYF2uN2q60WEBUW27UT4kxbEBT1frvH6PppLEWDuX1d2Mr2t64sfL8uGpPcyO2C5KfHtd2h",
-	"w+vUY14T/Zw+CZZpIq+MrE/FTXItIvUryvNFNhdQL1rQLfEV7e6G2fkKTge1/GB/68v7t10uRQw6rBqg",
-	"ppBIgC+TFPYmIUgFx6jhNS9hEDQoCCw45ixLfF/nQL0vT5K3My5Xbw1cDHvPzg2yVNcniW+EuusYhdgi",
-	"8NRQJjA+udve0JNn6NnEvu9i5+slQWxzMCHlN5FShFphp0JgnUCohS0skaE8YjORT5KIkpah/YCJA0hl",
-	"gauWkPjY2en5/Z0dktJH02myHDC8A0jf13cpqwf4kqZM8iZXdwhIqcYAGx4e+H6l0oMAwgE0NoaGZsqU",
-	"uKnIDT0GlwNwbtc+BiXHWfSnUt9vtTkSEY4SQtnXSji4vk2jI9UGtdn1297TH/e/G1125L8t987mLw/C",
-	"b7vZN1H7vObVClqSujp7++Pev910zpYHL697l3L/u3n3Wbj753H7q1n/JPO/XnVe871vxMGbdzWvZvdv",
-	"bVBb37j38avC4LlOUHes3jWXy2UT9tEindJWun3wlFaG+vLtI6iZ/K0u5w7k3R30vkza7YhI8DrvdkW7",
-	"tWY7fzwekrFl3Foq3NeoFhuanhKBPFoyb+n+mlj9eTL6OoxfxH9++t2Tl5d/eXWanc7y+XfHp7unP5wu",
-	"z394nZ+fnOfnJ0/is+M/++LfjtS1k+g4/zHq/iUe/6UlVn+eh91z9XUSPXu5fBHv35xfnnbPfjhanB/3",
-	"3r344Wr54uRI3f736M2pui7n7X3/pXzSezP78+vzWf+v0d+j8/Dpaf+v7b/+PfTz6/PXvrp+Kp4dxS9+",
-	"eNJ9fvKk//yH16vnJ98etMLOVI5mT/3o3/48PXvzbe+vb9rL0dev81Gnn4m/YLmXshbexrI22PX9ovcS",
-	"l+CW7sssTGAhFZIOLGg3OmNZ0UplRcZfD+dKL8mvwNZ9wDLE5VK1Do8AK8o1UUshvoIuWxH5mi75KmOB",
-	"1XELXiP99a0eICEXM2V5m4u/X/cCOZm/96Ilg1Nb78M7pI9WK90lLzBvrlY6/1UnywqzDikaaQXPLkgk",
-	"V8DBRr/FUkbINkdF/FqJC+QqdfvxBnQ6kCWMCh3WWl+taG7ohL3ApOysy8LWvVchZiBuhN8yKpPVm+tr",
-	"WldD6+u2u7dqx/VNKrbmJG8/bEEdw7tKMVSra9+iaG/Ws29bddi3DfN1TJ6Iop8FoUs/4TSVzYuBIbf+",
-	"GOvCwSp2Zo6FfCZKu8NxRxhD+82bN80j228xoGtTwaezPw1rmKA7rAUloVa+b12uBRse5LF5KjJMzKto",
-	"NzCcrStORaFY/ehC8Uy1+Nu/L3L9NFmuq11ggamftFmBNguPNKTqw+UfCVr9oAFz9zbZ6TOx9vJMpDfg",
-	"g+NRVsxHQa9qdGh8jeZpkK/xM0mhu1r6KCuMV5WgohbHtqEmj+pemhplU61PYJ4kbAq/PXi21rocZ/hI",
-	"6nCbncdf/ZxDHJPxrF9kAAHvMUSLKnTAivVOezIX7/LH8ynm+nzMKW+OcZ6xOw0yOOtLHfnEA6sHVLtW",
-	"gjsbFYDHZd2r17o7d2/DWi0EeYo5Kq7bhUGOnAZsqJqHNT/Ohpm4l2sHUufIt7M5K/CTTcqD29Zib36B",
-	"/Lte9766Dz3pslImVTjDPk4wFUbsUUZOVEyzhZcUxDGsqJ9D2dECfeAePts1h9VxHBoeIOwB6J8uv12L",
-	"1mDE5BYHIUFffKq46QdPu1XQszP4Wyk++mKUc7VMi/FLJ056VNA3dbDUUe2o2EPJ5nEyjZP70IVDPIm8",
-	"EAaPIaXrHmXMPNQUZsSpjjZosOR5mkSLMM+IQYRnLFtCTlJE8O4bE/lYgKUZ2vyxXOAYiSnlXihLpeQl",
-	"CHSMRi9jnJrGIUSX0KUKKvNE4N+EGQThJJnknq3HrwPlwipZFFM+IPhC0Ao9v6cTRExQQjJ99mRTnk1Y",
-	"PfhD52kA3qZYYgfVFw2CzIQB44TgD752NSgARKHxIwb4JlYPZJI3x8lCal+x6pM2BtRDqEBCTyBwZdBk",
-	"IGWHM/bXYlWZtHJhls1W1FObJ6eoe+/yvdF+eBA1fdEeN3u8M2ruh92o2RP9sf7tc0VAcjdSMf3TbJVC",
-	"+ud9nFXT5Cp5nU4pyT0bPH4cRrJVlb/5WF3amgNOo9ycDaknHFpyLVYGqSF27zw1XymBhJdhuRJaWfbK",
-	"Y8DLItvLQBaDzCqlWqonIToSgS0190cHYbMX+aJ5MG7zpqUG2ONu1zGBUL9PRDxlr/JUiJwdLfKk2Cf3",
-	"vYkcJTzdAr7OrGk7YQ9PFDQPO6dnbZ8xaPy7JFjNyvptZCfdr6AEBlImL5NFvk5MG0M1IFRYSfaHzlNX",
-	"ZzFVKM8TB0MnL+mRmRDscTIXks/j1orPpgbP9ujiVJ1UPJ8Ui038ni02UaIdJOnWRSZG9t5H2bmlxuQ5",
-	"8f9ggA9YiyIKkG84Q4CoZSmm0yb56eJCkHLtsNQnWfG8+tzBr8yW2Jj+WamjzJ1jS2tKWr8hHalMaXKf",
-	"QgSqbPykQOv3hsIqQaoP5XaY6qdKqrFEacbBNJYCPgeew6OlmjWUgeFrzaC4lkOWksGkwu2VgDIFeT0h",
-	"T1PV/UWWJzORXqRiLNJsI96yIZEwluXdkEV62B2SDtzOReVCiYFPg16M56K4A73YNOu3ws/vNvj89MSC",
-	"QNn02IfmHJdarx/4yQj69fKDFSDe8TCHH2KzJzVcWaEHDqNyVSuLBMwbCIh2e3fxD90x2AD6ruxJ2iEM",
-	"ijxYXa07npJsSBY5S8UVTyH1MeRZGRAq4pL/61JTMIc8F+rtuqKnChaKXvcESko2sit9bO9I7P224LjW",
-	"Wv8FmOse+N23JvGT6FSivnabMn5aeZRurX7T7fcFwNIT/wUC6/PDktZz46hupCzYWvDvP3gbSgAw0w20",
-	"Zn0iJJJZVpSyKgfnHwdikmuB6JRzvmLTWF4PZT346eL1V2enx29fvzz7oFTGxz+BK+mDUr8vQV9bWpjO",
-	"jAVK9wg8oHCBCrxEBqxN2JknKR/nAJv5BqG51OcBAzrHwuGm9BrA8lzIcSzjbCKigXar4V2Bx2QylLql",
-	"rK5UuWvMUUWkUEQnDaDNgVEldZag0t7i3PiuiIJ4KFMxi6Vh1ZTgilupKVZ6I0tGYpXpZPbFVABFzpLI",
-	"4hCTpcWOETA1zrWue3F0efxsnUIQcVc8pM6hqzfRDaILcxxLPo3/LoKhrGM2v3WawShgEgny8DY85PKZ",
-	"JTduY06enD25fLKpNS0WqPv1nGACrPrmKNfVHYVJUzbVUPZ8n12LleYl40qGiWnE6vSwMZ9mgpR9NTvo",
-	"fKM8z0bLAqXQQREMpYNfq6YKXqo0iMTQGoG5rNbSawmkrPAuaFGA7/PImUgrJC7yhA6IQ20otX5AZiIU",
-	"bkZsDuq7kKFg9TWd3kPgXai/KCoziHKAdKLuRmuYOD0C6wIrC6C+jFZljl4CTVgFrE7DNRNcZkMZwDuC",
-	"xqF+GM+BeFb1ORfv8oCNCIZVbyRkdHaMkkki9cjgDgeqodEKm4/Tn38bc5ot9UlNPZlflPeAAocc0mrY",
-	"iXOnMN04Bi5zsRItuExTYTleS9AyuGgqmsBTMZRAEd5i5wiGhmEPgxPGeLaS4SRNZLLIpsSpmoo8jUV2",
-	"COmEcJdeoZJPp6uhHPN4CoSttITIR2H4swi/iTaWFV56VxAFrB6i8SJfpMIzxSacrQRPGVenZ4OqlKyU",
-	"g1GAKhN3fJD6dQFr1bwnllkueDSwVOLSzhZVVDljBWKQRlB34RU9Ct0qmjIL5TimCWgWF9oatu5jxMPr",
-	"K6BxYsskvWb5JE0WVw4UVbLIR8k7z5gka1Rbto4oswxb2SK9ASwlzlKR5TwFSl1oCwJOwdDOeZYp8wAQ",
-	"LWRiSLuGMuXSGa2MZQkCWwNBUyIyJVxuk6goM1BkkmDAoQyngkMy+SEL1aumU7VGQTWjugCHoxqxqWGT",
-	"riElDWVJfhZEIvmktPjUl9Lae4mHEbJwB6n+pIUvfpGVjKpEVpzy5mBLDSAZqyMImP6hmYk8j+VVFjQA",
-	"isQBEDG3xBmLYqAwjLyhJDmLR6inRXtdjQ74ZRpsnCgZnxUeoiQcIaAFSLVMDVPzOJS07P2Dge9vInZj",
-	"RV433eWIr1gQLQTQgLE/DiUheI0zAcxpujtr6gqgc815mr8FhiwPxCZ3nqVWBIpStSfUutVbyoXHXB9J",
-	"PY+Lqch2dlgdGjRKMRZHA4rzj2sDgtBZ4B6mgs5SAsVpDIaySTR+kMY3thkgOkyooxPqMNArynPWj0Za",
-	"Iz0KNImhZJo3HEnPFzn54xZTUHGxQo8uwaluqaboFwyKAhBLPSpkIKvDqaf6TN1t0RMah1h1xyo2Cr6q",
-	"YMnbsCjUWMWR0fHqXK9FM7z6VcUnNPCxmvydDRe+3xXMt9K7o4ns2XzKwUjTvxzof1oHB/gYfWwPGJ7F",
-	"hPVWPHorul+8gNo0jaXIYHKEpHq6evuf//i/+r4PBVxZw8P+8yhiizmRsS9mmAQAVwB/H0PuvSYx79WD",
-	"Hxdc5nG+Ctj/93+zYCHj/DjJ1DLoUBcb+Fzx44JPzdioB623HBupZKx9qh5DXGPm+axOS0dTFAKWP1Pi",
-	"BEH2sSptwm+EU6dZHHwYGXTQYGYDnv+a3wAMYsyBs86sgKlR2+15LJiJWRKwf/6f/w/r+L7vsVarBQWc",
-	"qhmWNhxecineQUYEpIFHhGVFTAX6gDMoVVDN55aF4WqEUj8q7OOwrG00Iwv5XERsisW4aZpc8RzwHqEW",
-	"0KxaBwqQFGolbKBxfJTciAbJl16ns7NjE0GdlA5sihIEtpQwSqQYqOEo+VVNgR8H4kwtWmwMxY1n1wOd",
-	"Z2yCeFQyEKDhAcqMAXHI1OmPcdFiDm49OC/dzxbWrlYyoTyfGhJzkYlIPXXttGP14LTgCi3coh5JgbF1",
-	"fuslz4bSzZABScRZFI/BGKB8wbp7J4jhVOCzaUKcn9XRrRG+1l+YJaD5KBU1MvNGU6VsO8Yp48pojQOr",
-	"cqkXq6UJbSJ4NcNnz10oMA0aCrkdGGWEhw0lVzoOTjwqoUEFDTcpHJvr6oqxjLtCGVty9Ss5/vr16Qnu",
-	"h6skidRlcSga27P4k26rR6uInoppk1XjZKwWhxj9cMNi6HU6LaZ9SCwVPwBLk7649+4dauNQgKkbXcK8",
-	"HO2Ou2G/09yL2qLZ4/vj5kHYGTX7ohd1eWfcHvmh9qyiE85JXCiuqM3u7f5d7u3vP6YsEnSJNVos9SXg",
-	"3qITh015Dm23hVyaxemgjSRO+iw8TmZzLlcGQKrgwr8jBqAvJoisEy45e6OvdX6/cGGd9OFtPmOHMLuG",
-	"9EADR1WIlpjgSq/m1eBERPKGZDZLojhfIVSUfkvBUzfhY7UZIzU2akHxac2r6aO0Nuh4NX1+AtFVq1/z",
-	"aotkpp+2mIf4p5o7dbrpHz6Cz2ue6G4RjJWQEb3kA6wgdR6XJhomEaA0PGP+gAK6EnnVbHf6/tYzrevQ",
-	"/nWUxleTPIsjMZ8uZqNN0118yu1TvNWsdu2s6sH9GQcatF010kp8nOFr3bE+daN/0CwPh1p7cCp3V7u7",
-	"2+pXbq+a2RjsmHYROzs7rv28W84Buuvt19yZqelOmMkxcaauX9s4SZ3btl6t3237tU+3+WpPjmq0+Wp+",
-	"d9f3/c5Bu9fvQAxqi21/Qr0lb22+mBdeXGvX3FerN9+162uXEy6v2SpZwGkIOZqjRaYGBAI8n2SZ1i5e",
-	"NPf29lXrcK1CEfD2uT+VmsKGIgJ9/uYJBSZ/jvLjlLSbbSN52IHoHmBcJja33ktUrQZulGbJM6Nw6HCs",
-	"zfNY1x11frHRZQ4pDyAja0QrMY6KZ6uapFhiZRO9CXGU8lI88Mklv7orHgjXfPBqFYrjXbfaW8wdMFad",
-	"exdEUjd+lbl0V6wzpA8eys88tIrlf7ffQc26pEK+jwHvxkqsu3pVUXwFYeDONjcTJjBGcn8bwWNcY+Xw",
-	"MS5rR6jcHkKuygI0+JCRmIqqitSXEFFE/yh4EFFIUfBCZIfwZxwR7aN0GY+qrW7iWoLIAzyrHgP6VQPc",
-	"jWQGO3HmFnuTxrnIbNwQ2xoF1oKDppHoW3IgstD1DhRHRi9LpzMoRspDwXSYFbpA3n9wVdwWScDrbDUE",
-	"NWm9puAEfrjLYr4jl4Wk0WlUlc7Sq07hxCFRI23a9nvDgPzvtdtxJTGOM3tXtshGvNdCRqHZxphRYZJj",
-	"jZ8tMvhuPDfUJw0P44WGXxz2cp4seQq1x5YcJvAYUalBLA1vZE4I3nK4ZkNZd3NwG0aEOJdr0+H2eH2j",
-	"NZSfiEydWGBPntpIMJJzDAqVtfNoHLA6NipV6tWNqKpx9dhoNZQ4qknKgh8DxItrlFAPC04p1dSLk6cG",
-	"PgvHEAumIOFBTQSkeY0REMtGBwdsOUnYKJ5OM8QI0y7aR8RrM8eCK08HUzwG6NcYFAXjzEryQn5DcSI9",
-	"ih0hy25ECUkRu3ihv8T0ADJhsUItB+hR6sMMKSGRRX0K8JPqAdEC2AoEtMIJ6hWi6huieoV0ELPa//KS",
-	"hUkkDiHKqCMK1Do7OCYE6Z4kNPMBq0vI5wh2HgOt0TpA4VBeiTwDOCUDhqjeVEZCyxiVTS/5qsrd+rXI",
-	"f86T4/6JkGl+QYT426jdF/r6h+jdRcCxeTQusLXU/nBx8rTZbvXYP//xH7i29aA+ytholYusUduchXl5",
-	"2wZj9dev2JnIc5FCEqzJXB3FkkOi6xpOxi02ApQqArBWkrL6RunRWG9HGRKJgAlP4gw4swhauvjiN+iH",
-	"vjh5OmABz3MeTmYQthrHU6G2+p+G2qvS1N6U1jwaE1iJHd973XsriIj3O7KF/jvR7G9pVSiJlIeTisxU",
-	"DU1tcw8QmZrktfX6gN6AGY7SQWFRctwjlnpwWUCe4Eio38OJshgjgrEjbN30CqqJwwki9+51D3aLrHKP",
-	"4ZomXAMFe8GwGoyiMcDybcLrRQ0IPEihyIoJfCYThnKIOKat6SQKPD/xOZlJtlBWyYqY8VfqaMBzhl6X",
-	"jI2qpWyioRwJDbK7yO1oUgqkTgXT6Wk932fDmi6MBp/ssDYwZo5WIIcyTzRaTKOlUxDoPbo0QycEUOap",
-	"+YiV73CGE5D3YjaUhWSE+2ciNA6pFQNIQwkgiwmMT6M7uBk2SiMryXHC7VlP3E3GmxLDgqGslxJaSzk4",
-	"h8psJIjC89MT5FJaT6xOCMXZCX1rhUIv/HhznLqBlfR6S2B6AfD6W4UmgP+CnmPMVNxUtKMoCDk3m9Ts",
-	"HMZBxzYqO1tADtaSrxiw7GMSOKiRutR0lqCyqQ1nVh/WnCZifrGxAGy+gcFOwjYCFhGlm5NdrxTMGpRz",
-	"4rUGJ5bahhY1YJIPtILkqIkgG1IBqBeRztGLMy0SsANKhcVAlaZ2niRLaZVZejPAYABIhsFktr+AVUOc",
-	"nzJCHVG3AV9m8//qWtuEMbTkmmZxIpFoxlcQj8+HksZJ5xB8i9nzsKoBxkCPTRRhfmOe2BR7je6OK9wm",
-	"3Sr7YSg1ThlHYyBQR2vA6sGw1h3WgobO3j0dN8+VIAx04om2lOgt2CeTOuDgYrEsVgp6rKeCUl0dA4az",
-	"XrtTyPclooJDyDNZJrr/xSztMt+paaKHtZiZzSOGHYggFvQ6ZfTZ5AgmEy1O9Zt0U2C5UR5AydICz7kB",
-	"/zfWg5LWmW0XRHLWp9jBDaOkVpM3CLZtKS+3YXL3nVs9kxqsNEEyBcNFCgkINDGtoSx7xIhAKKjIaTCP",
-	"rjIwXsN9n87G8KoUbVqAlGDkNMxJ/oBaXii6Bf8BLVXie7gRKZ+yTKh35iilw2Q245mniVbrXK708Dis",
-	"7Hol//N//7taIV5pNZYSM4a1Nqiy1ZkXtBQ3plz4/qdLsoBnbxHr274SvzDDqJmt2Vhl5ahs/o3jd5er",
-	"ebIG4buaJ9ph5LhqyK+AdTnGEVDAV74jjFyMmavWSrGsiJI/F0vtiwYphHJ/JMJkhrqDVlXcl3/S1I3u",
-	"9qkb94FPqJ60SmNTK5h5Qmv75wih0q751aNuzklURzhbkNuezYmEY0CtQHMANX638bn72qQPDeht4W2/",
-	"SCF7EXwTTwEJ9kss8JeKBWpV+iNjgRTZ2sw5dQy/Z44hX3S8MpO5qrQYir5pYVwwXOyHI4MNor/5aqVO",
-	"BSxtgnoOA6+mdTIOjjSodxsvUmKLQLJ5dqHNEjejE551LeZ5ix3bGh9ebVa5VSNk/owSZV2lFDBsAHmu",
-	"iyu6HvvD13xOHlzTwa1luLnhU0txD3KQTYO+iOePZT3/bybv0Lvw8fJO+8U2S7wXcyEdN2a1YKNCeLee",
-	"3tirVK3ewCAWstxoB59XNIAXG6ublaLj1Ie6lUJb1KJCsVVFpdWgohyxUeRRS2Ac+FQ9QiLte/DTh8Aj",
-	"8xXSzC7Xq/SgrCjL4+kUirbQI0ZFRZ1OYz2rw+RhBCjtzQ8Z0EpBhzGzDTLXNqd4rAvip/ToTyyKH5o+",
-	"j4nxBRtGrTE1lJ6FHIclRLWO6IUiC3qWSECItMzpMG9FkBbLrox7TkbPk2XFOzWGgH2lTJblh987+3PD",
-	"gCOi/EeeYWad/Np2CJ5gauN7Nr6sN/+X8+wjzY0vNsPPfoY+LYWEHnqEGlzUjUfoSwhFZEp0iVUBwhDz",
-	"UG6A+hTigK6PMFlACQgVJqYRo6FP0sFQhjybeIyzcCLCa/XHiMtrlqdcZmPMr9EO7SVftXTs6oJiKZRl",
-	"YsD/4AgJGMCn6LhclFDYB99NQ1J3jR3MSOEmaSXGGJ8HoZtYO2Thb3Vqwxkv0Zfd8ErubnEDNospaW05",
-	"70nSoXS+jyPKj3K+g9a91UGfAA9lA1uQOZhAJnsGIJINDKKRYUTPRzaZybQKDk1meWFEhrKOIZtYsuBx",
-	"CIi5Nv/L/MRZJCBxodFiBuqAZXkyx2Ep1uoPpeplOd5n45EG5p7q+LTSky8TXUecebYnbuencZZ7br/M",
-	"zW3fd8oU4RpcnGrulAJV0LQGiOiyjohDAcSWwwHpJDaVo4G6ljhwZto1k40FihAZiA+LuDWZ+9xCBNEm",
-	"vg1lNWV7ZenqEeimm0KlAzc0U1GfgOTJ29WmVpUr0F7cXJKqswGgogH9eujzNdWeessbqis9CGV7/tDS",
-	"IqxHoNRqwTpf9Tb4qH0LFUEUFG4kMT9p9GTL0tlfqkD256uJ7UedcE+0ebM76o2bPb4rmgiXPm6LTtQN",
-	"e6M+/8xrYuEYKsdG4Et7xK1Elos04qvKuj1dtocyqzagR6pGaSnkIEi2Dy7buxaI0Ugz8AWqt0Kh3D10",
-	"9sIyLlRs/dqlWB+VR7i5FquQUKA9hSZp4sG1WGLLUiz9pt9qDZZu/68zi5drCSHYmsOKGVBHS5bzdSKb",
-	"L1bZF6vss7PKUA474gl8iGVT6GNttcc/0V+n29Z/raWV3Y1gaW2LutKhhMw158QsznJ+LYz9hlrwKFnI",
-	"UERo2tjUP72bRzy8HhQMObRQjC2nbkHnoQnrmHu1o9YxqupO6twE/G8GzA0SNdVVh9Z4A24kNasRWDBo",
-	"0VYYYKoVCHZWsBttJCkV4wWy9LlDWDCccPzwQqD1S/B+/TCl31fFq3RmWJxhmEq1wjQgKuAWlbJYi0bJ",
-	"hsIZg1bUs01KxVxwahF0nk8Jq1K9lJADWxVasxqnl7SYfg7tGYn/aLHSICiLFxwAxH9WQOI0y7UE2NI+",
-	"8Mdd3mnujdphcy/qieYB74+a3bATtYU/PuD7o2ryHrPFfmUOH1qTn8tJDY35clB/KXKsOvzQA7e2cR96",
-	"3mH4YpNf8pWQUUZZhgAKimm6hUQDEIV35TqoO5Z8VUiCYzy7Br8muxIW5ruqXtEkLq1YBkUP1VDByVI6",
-	"cMH3R+/F0FnUAkw5NEVEBJHNEmohRZ2s2W9Ih3XXsNQRiU03wRBDKaEFH2Yl7OGjLTMvWswpW31UgZkL",
-	"rrs+FfQ5jiePAf6J6igmSkOcq14MvuqkXK+AcXt0carzwZVGyqcNZS9m8bt8ott14MBvk+KwRUqIWnCf",
-	"U0JIRtf9KnE0rMzkGgn6x4VYkANLL/LG4WaD+ssJ8esljNyPC61Aa3a5Llv19IZcspEw/thN+1op35ZF",
-	"t7vr+y5PrSE86xxYwrPLJAFUauYw+25HfJbyXDQBfhRn9KOZz9aaMkDJrETOtVg9ylgKBc8kfkpyD8bG",
-	"GRMQrjzLncFxicyxfmn5CxD7/vqqg+HH1qvrbpUBXH5/38iEduT6wvURSCDpsFihBskGEupxnrGI53zE",
-	"M6ot4uEEKgHBYwg1dEtIe2l4rO93MX9lGWdiwBbSXO1BJUQzkdMVq4OBpXaYBiJPY9VhNflKRwIpuf6T",
-	"Mh7CnDkI+foxEAXSFTKgbI9W6nKBRUDQhzCZAd4uLBwEoHcg1o90xElrTXnKx+M4BExApe5Y5HewA0kR",
-	"6fg+HJC8wOBbycL6UvAIShxqH33AJSWfvHp0wf1u+TSv7+Mtfyb4NJ9U+5c5EOXj6ngo6grtpweQTjqA",
-	"usWun+iV6Sy1SuZJgI/RF9vKPmJOP2QgfJWmzLJJkubTlSt3+37Xyl3a8C7I79aSd1GQEp+GdBJrjFaH",
-	"BCC/qYutslgq2Si0OgHPwU08fKEXshUwJYz4+7AuVmD4A/q8Dp6/Mgj+h+oULYR5kUuZyG5y2L0TqriK",
-	"xJgvpvnAYvsTaH7Ggr81ux7zPdb12J7H2r3vgw37s9iCj9+m1Kg1ptTbOgVpmDQ0BdZ3pBsgeE2vRr07",
-	"4Ss1Sc2u53tdb89r976/V3Ss1OUNOq2dNLrwc4dd+o1CFKhNSPDnpV1yJ1zBojJByantv2sfHjKoBbgW",
-	"K4R10a69FguctaaJV5aTZApsFRk6Hf/5f/x711fnw4HDPLDvIeAA5CBY6H1KzHWfqvlHdTWD59Szqr0c",
-	"S8azkOiFAWqIgv5aiMBWFJnxgCKhRlIqJkbWHCL0iAF0KMmIx4fQ0oHjMKoCPbtYVIuIh8bWzY4unuTq",
-	"DcpsFzS82C7PJQjBWMBSiGs0FyrlBDpkK8TE3sdLiE8dO68cisvPewy2kJIm5864gD97uLrfUgT1N17V",
-	"9gA5r7QvQJNrArjcPXAuK9HpPBT5sVTWZSp+1IQ365mpKG3jiGG8EaSs9XE8ypgLctdib4xrtfAUhjxl",
-	"5oc4Qw46nXlioRb6fofVg+Pi3SVSjVQZ6+o8gMoDoPTKMF0w2hzpI0ATfL9Nj4HgjY0DbkK8fKU7eRc9",
-	"BCak6XFWLarfPmYlYtoD3h51wm7U7Ik+pI6NmvvhXtT0RXvc4d1RL+xH1dG5+FOH5TYgcUK/nMjXVquo",
-	"9gUJC0VQZ6sh+JrnYslXn1kQy65rR1i9spCXJKdykc5iyadNN5F+WytR3+ygKD6EpJ9VcfQjOqaFWpnG",
-	"WZ59LHE/24q3v5JE/5L6qut7t2LRdxEmwQcnDcaRHruiROmN9kSHt8PmQdQdI1b+qB/uNveifXEw9kHe",
-	"bKC+1g/8ZPzvtuG6OsJSvxdb3Q0PxO64zZv7o07U7I37e03uh73mblt0ooPR/niP92/ng/8kjTYNhpUQ",
-	"Y6Fkqal8Pk8hH6G6OeRJ2lbnLC2KV3j3Z84l7lThSTDJYECcYDdp6H/7qQaAm7Ujn/7ptn3gtzBpwz0f",
-	"yXScV5/xkZjWBrVvT18dseOXT05OL2teTYmcr1Iu1eO+jTNOX12YJJVBzR+1w07UFWr9+M3ebnuvub/f",
-	"OWh2eU9tgWhP7I/VbVqcuPnI+5ftg0GvN+jvfwf0G+E0luKl4DAKiIMiZJ6uzpGmI5zEc7UA1Gt3owPe",
-	"C7ui2R73R80e98PmwZ7Yb+rd1o16wtKBQEu3XO5K1jxNFmltUGu3223HT+muQmfbbr39CXKpagz6g3bn",
-	"u9qH72/jgb+8XWxvTQhfWv33JYZfOz2+MMR/fgzxa5PkaBN6/m/jiD/KrjOtyJtnQUUWMB6yPIFz0VyC",
-	"R41VwAfF3I+czzMP+H1FmgPwYbaM58CWSdbJFWpjzMyaBk+bEv0wmS9oIlHpjcd2djp+Z2dnKE3hSbnn",
-	"LJijZys4NCq06lzh2liXWxkOY6xPG0qNHw2hOUzTWPI4zxouvAjm3GLyaQJO5mSRq5YOACgUZEbgsYAk",
-	"XBR4hYItVieFXrcHK+Yxx3NN0yuzCQR5PBPR22SREzTpGGB0ghZ7SeBoqKwBA2310xArIFuMdN5PgmVv",
-	"gb78ra5l2gmo5hCKwY4knUNqCLP1qsfrWEaBssSmIvA0g60W6KQ3WkEaNIgIcy2NF0ES8MWergnMiHVz",
-	"vJBR5pJuQsprE1EV+RRjkENZD1TjTEecaSHttqqCkpUKKA+hJBEmkZjt9ZQWuw4E0UBLppeWY5ji/Bzl",
-	"uZjNc2XQgyWOYGcZo3UHYSVasIPiYr2K9fDQplEqfXItCKuSFvm1EHMq9kvR3RsNJejR42SRsii+inMN",
-	"jnoZzwTU8pkOIAoD7RzWZbNYLgCiHRIoXD6OenBx9NeXT/7y9vLJy/PT50dnby9Pz5+8eH0ZNAB8d5ok",
-	"1yJii7m2WvVOH61wpwC0fRwNVLtk5LnbhzI7EYnC/Iwwp3bVm51ot7MakCnk0WV5MqeMZjUq6uPcMIVz",
-	"ewsQe2L2XSqyZKqHWA+Iqd1RTdfAEsBHTimAAw1CSpii+VIt3KHEb6eJYQagFAE13j3fH9gCVaD0dIpU",
-	"kxS3jP3OrVRtsZ5/MJSB0QpGi2wVDIxnxubPwoDKwgi1MKucE2ytyxENEGhAmxpgdDdoDAq71N0W6qNq",
-	"Nj2gSLIKCQbkwBhK/QTiATDAtkm+CY3fDAxQ2RaA/utTkWUIr7p20plVCzC19DpzVSLNCJ2fnthKWyNp",
-	"QPCZy4NkPFb7Ozhkmyhdf46yWJgKPNTuLItdO/CKCFZ31Mceru0c3ATqeN1M51pWIT8Nn+v2RakaEmfT",
-	"+BaNx30qCW32Rn3e7B3s7jf39/Z2m33eG+mM/M+8VJQWfjmG41SIk3Qdp4nM8eypZlItcFnexy66v8Xz",
-	"AZDe01KI/oKnRmDoblXVtmoj9Rdq6ocHOg9wQ2yKWlmNriBkjE8egUfralIgIQu9XmPK5KPhafwcyJzG",
-	"lr0rlbfU3yN934NH7PYK2zVx5pbaWgawB1IeGhm5OS34k1bIdu7r7MGz676TckG3fdI5uaw4XDzXnCqf",
-	"HMizAOfH7zQU62/hEjhO5Hgah1+qX3+p2MklOiLM1s7LjosNvo/KOIqJ+m5kQ1vfEsWi/e1oxCqT5O6p",
-	"VlVtUBaXcDK2dpT+/MHO3/YRVTXaX2KunxH70Nrs3Hvfb49kbIzM8jsHJApc954GCqqv+9PsVY073Rhg",
-	"yqt3WoQxUzFeuC9Pkmvtd5oJLoGaLs7YTRJHhu1E+2FaDIJw3B7slrEEi2tMGweMGwBNU5pOTCAW4HRr",
-	"CcguobpBJrdiIX+RiQ+EYy7bKQ+AZX64kmjX9e9ORH5BW74X2vJDpPK9slkKql7G6sc8jS6SWObiUcZO",
-	"ZS6ukALGOEqPLk6h/CkiZJGhROIRiAPEEZTDYZqLEq+uNE7FVZwhIEkioULi/PSEjVZQSwGyK0mHErhs",
-	"U/Gj0ygeKQGPeBkvlhKxJo+iWSy1nMaaYaTGNtCSNh9wKDmbKzmr/diaBwhTsDumnnHAgkSCx9J4qXWi",
-	"NxIi2YSaoUSvvscC8B2vO8XXfMix2tvaJWpL0cAF+kY7JEeLeJo3Y8myeLaYqjHxnIc+yth1LDX5N7rQ",
-	"1Vmh3vDs1fMBC16dnjdffNP85z/+IxhK0gF15KHDMlZX4pKH+RTYZ7+NM87oMG632+2Gh084fnZ6Ac9g",
-	"FY9Qkx5O4jmrB07CQ+Cxo9MTFhQTJwL9xJMnx2enz5/gQynuA4GlU5ktxuM4BFoiCEeZe16dvXiDN2Ac",
-	"QHtw64XYApRmJou8Qe5aGIGnT+3b4ozRqFf5ZN08p09QWFPYhY6ZtUzcFY0VQhq7u5B+MslAV/K7ndd/",
-	"8bsHu367t6/zNrZMlVDr85UQsjpXwu98p66hd8MY9MX+2A87o2Y76vFmb9QNmwdib9zku6N+2Iu6ojNu",
-	"A1AeYsgeheAihVv3ou64zTui2R/1QmzSwXi33eyEfrQ/2hM93u5aDeBpycFqiwFh20Fu0PoA9Nt6APrh",
-	"/rg76kRNX6iGjg9Gzf3daK9pu9+NSgOALttfp7sX6p2FbuI63DJXJXMFLcSW7p2msk1+yhOQgjbIsx6O",
-	"+lJT9dBznuPauSXZpHgCb3O+38PLUjWX2+ah6+xp64Xfyv1yLxujbFvcJxX0M7MtjL9sW9MCZOExicL7",
-	"mxV32RNfvCufxyZH78q2LtWlGE2S5LopZDRXavi9lHlzE+REIcL2rtLWp5FNdGSvRJiKHCspqbh3kiwl",
-	"m4hUVKeBv8FGPTFt+pjNghyAmxNaNcBusbdfJcn1tRCgxWcrqYSALqcupbzeCJlfruZANlhzE5Ao/dZ4",
-	"jzD5SUS170m5INy5drPNO6PmXtiNmvuiN272+e5oL9yPDjDSbQ5zXcvn1RbplOrrs8Hjx2qsshZ1txUm",
-	"s8dod0A+86Yz3wxuabq2PfBLc7TNua9WkFkyX474h+5+2rJZa8YlvxKVhzxdY4fbEQFv1n5zM0tDPp2O",
-	"eHiNxag3tL9++p+UDdEaJdHqfzxepNMPt6Cu5VxGSgDRqzJ20y5yDiklAR7OeEbJjpgwiBmOxL4b5x6m",
-	"1QBVOWFGxSILWuwZBnMHLNASDAA/7XPjyLOx5USi6T2UKSILQS6iAaHy7FPAusv5bB6w+msZv9OWOmo2",
-	"SiHBTEBt/On7svhK8nyRimDAgpu2Z4PbI56J3Z66/9n50XHz1bOjTn+XJZA3GPxkW/+h9dNaIz60flIj",
-	"9iHwqFLc5BGNVpodIAPxOpRChkkkyFill6INHSwnmQjfBo0We+rm6eCvnKVJTvgLy2QoTU8yIueTuVfk",
-	"5uUsm/NQDIiij6o3Kd12IiRxeg+lmq1xLADQ6QcRku2sOpaxMU+xdlImS1ZfXzHTeJRypLmeTpPlUPZ1",
-	"WmODEjZnc2ifbW4sWZgANA2+6RA84GuPHkp89gpyTaHus8pOp9Xx5GZLP7Zedq1NyUl2qj9Kc1wryyks",
-	"U4IxsgvV5H7e2S4zObc2b66em6rn/K+/+c2D7//4P7crHRIAeLVMcO007YJSu2W48P1uiIsW/haBM7F3",
-	"ttxcemvLPzrFazt9GRfM9tgAZUiqFeu8e6cpzyinsN03Ezzj6bXGeUHxxaJEEgxR26/W27SoV6L3KpHC",
-	"JNeTTpNpFv8C3CHkst4OlXMkad3PF9kEsTBz531ECFbOHkK/rDLuXr88U/eouzU9Tp4MWMdvW1FnGq+Z",
-	"09V0q+YFKPoCbyhRowR8KqVWwqUOoRxIOPAQlxBnJjyz5DC7BYV2KNt7Fg2yo3n8VYtTQ1ejVbAA3m3h",
-	"Pjp+b7/ANCMTtshECk4VtRPmPMuWSRp5jA/lPElzVreMfw2UjG01NLv9frePh+dEPRlo90ZC5wjPF6Np",
-	"HLJYGXVS5AP1uGmSzNUR7rF5Gt/wXLB623+877H2XqfV3n3c7nisfaD+3H/c3vXYOPT9weDxXsNTZkMa",
-	"i7T5/OjSA4y15jQJ+XQo6+3dg1an38MbxL66oe03PDZbTPM45FmuepUKwMSKdMWox7g01aOQ0jUVPIK6",
-	"i9OLmx5UQGRxLvAtKBpYPRgMHh/sBh4LBoPxeDwe+AOfvtjtDcbjg5G5QH9uDwaPe/tQqdHx/Y5qHPw+",
-	"FiG2NGhAW04vbnZNg4i/5O+JVC/9gwFWVeOsIdfUfA0lNN1mmicYWgVfx8y4KQyayyKdEjuTUvkz1TG+",
-	"UqKZ5+hNT8ZD6dTULrnMRaSZlOAyfLF+pdpXVFdj7wJYdTXUANTFlQaA0oDEgkfn+8nzVwYtRN8eJlIi",
-	"h4t68BEimaXo3ictYyh1qcCbJ189e/Him7dHZ2cv3ry9eHn67dHlkz9BPjKrBzN+LVi6kAEDhKk49yDi",
-	"jRMaiRsxTebK/GkMJeLjzaeqvQGBg6GepNcptU/oUocLZa1mWZxI2G6vqOYFQvkJ40yJdAK5hc1gLqf8",
-	"wTTJRQitQtw+byhHAmD2g5IWrdS2QtJCAN0wFSU7yGfsmHM7sNqgAvwtRPd3qEaGKl5aO8EhFBTpc6Tw",
-	"XOd7uNAVuUMJl1ALW8oGDVos2Amqu5qMKa4Eo7GW2U/kMtlQ1rlhZVvr7SE44DIxnYp0UNXsRou90BEk",
-	"WO5dWKKU14+l6E6j4L/yiubxhNbkzo6BHFJ3rWt92VyE8VijGN60ERENKs7heAiGUhsogNgLGeXkdIQL",
-	"HmXsz69ePKfyJcc2qNbxNynxyD6qDuL1Exi2u95lh8qOiFNYZUSCpKZP9VGdNy9FDjos1MfgfuyzzGOg",
-	"zHqs6+N/O2yivpt4rO3Dv3vq3x2fTWBJKY19KOtQZPRf/2/bZ39A8URoH+rcQMTiJAXUSRA3WQJ8bQVU",
-	"UOOmUU9sHGKLcAah2KigVsSZU512xHpt36oLxXMZM2aAMSBKWB+Aiqzhxlm2CEORZePF1D69HhT9KYEW",
-	"knE4abTYidMKPDYyfMtQqhEhrjaIVgxYJKIFrlcA1XanXbUcO6EV4kcZC1Rnn6RpkuJbhxI0B1dAw02L",
-	"VFD11IAF6pW8fN5qiQXSAYVqnMihpHHzWHB59opNuIyyiRKU9nuoiGLJIg8MFCzpfPXg2eXlhZpIwgIj",
-	"SrhsKHlqYsIosoGQ96q6qAXwUrmsyLvOEgLuBOCYGKqo0HwjpEQeRUqRwBVvJ7qO3BPLZDGNtFwh2YNa",
-	"IJZRsQXg+HDaMWShNgZYrWPIyXTlzHZ8cqYRkFWeT4S0qZxDCcy6ht8wXKRAXmYURBTMm+tqKmjThnKN",
-	"Bs0SfGyqLmpgmzLDWYf4x7rtQ4noRBHLYiD0e3k3RZ2aCuRWwWdsLvMpe+R+6TKfB3LPWTHilA38fEx0",
-	"e7wddkR33OyN+lGzF+6K5v54jzcPRn7YjtQvvc+YiW7dvKtwVD/MJb2tT3nbuFFpObqVN5+wOgau/C07",
-	"90FC1QY19NGdj7/5y0G6//U3f/0xvVz+8PriZP/07OK706Rzxs/4q+XX/fmzq7/8cff6ZPmnjwsNPHAa",
-	"38T5BAM6txYGWZlXqAji0Ucx7/HckRZOGn+F6MdxXSflgxb8nDVE7S9r97e5dl0/mbOgsJOs7niYZLJs",
-	"fEGv/FIB9cAAHZ6EgNhaDMTdEaOrDNdvjXvpqlpFdwOLSf8ENBTPuFltvA2UqnGSXiV5LkjPUypelTsi",
-	"0+a4UnlKhqJ2RYCWjBw9UIzAojgC2vXb/C8NTcetfQ/gBTK+B+1w2ABXeU/luOg0jyr54u4Sj78SIiX2",
-	"N/qSjvO57HeckPvvd29zvp1jkZOTxR5VjRY7qsizc9J1bs+r+53ulP9ONsUvrlndpU99EUafizDC7MB7",
-	"S6I5z8NJRYUlwHdnOhwGkS9WN5EpqELRXHwNgFQzdwesrqzE2TwHdiK1bVJSVQAHKLD7JGDo+r53tKfU",
-	"goEbt1hXHRrEsojlPC1GGPe2wCdPWEBbKkCm4IytebG1AavH75GmLnecytmhvS+AatGCtgV6GKsjIUO0",
-	"QK9xo8W+ESsiLlYSP8v5yqDq81RgyCJEQPWHambaUv9FNbTXgLT5+zl3HujXKx4MO0rqr0nyhwpoHOLf",
-	"tPdt57d/DMKmgg36+1PPv9Bl/BKuA5Tun9B18HhOAEbVmbyaBZ+X0hF08q5JGYtzzP2KMzegA5k1ywnP",
-	"IbMFqmWdYx2RIiGRQwsAlkjRaLGO3xkwpIs9LKUHw39PbY7wJFlCjFYpzJ+1Y4IdOU5xTIUxmWc+lAtn",
-	"xbxkcLxQ0uuAzTE+z3OPYv2Y4eCG99F1o107cWY5tpH/Oq8gcorl1e/U4Os84PQ9dY6XTnNv1A6be1FP",
-	"NA94f9TU4IMHfH+0/REB6aBHkCitgwQV9Pk0Ybjkv4AwXH1CLuKyqETAlc1bjrIR9M4jch1K3ul1fqdU",
-	"xFuPh5LXhXyE3y8f8R2HMebXsFxkOR6HDz+EMT+5qQNqm07jr+ObtdwriGzijZ4LHkGZ0FjyYQhdTPJG",
-	"XZ1h4t08TsUxhkxP5Suco6DBipmklBWcYfq+Scv3dKKIbYGxfpMpHOUephoJfcCmyKq8jPNwAiUwTPsv",
-	"p0kGcIROYh3uODDtE02Xol6lVp9qRdba1IMB87VZrRuj26eh6BGVib7VmcnXkBCkx2q9+7qveghQw/ms",
-	"1Q6tE+iuxgQEnlAVZmsoPyJPDNctpn0Vs8MAAsuWJ7FYsoVqrDv+aiKR8jWB5J6MLxsO1vKtOWL4Zluq",
-	"YDkyS2O8ITPgsPgeTCAitzm8EOBf8HPJb35rAti6ivUSWkoCgcLPv0kVy/uMMsi2mWI8yorr5OfLK+uK",
-	"TtQO/VHzgO+Pmz2xFzX3w91Rs897Y/3b551XVi1LawP/vu4QXOQvqaqwSjF5lizZNCF55YhnpEGg+h4g",
-	"vUYHsd6RwU8fArootocZ6MtfUsh+f2k4dmdbFeOL4+xLps4vpeHj0V3hbnukg+13qfzQlPSm+pg/K9dI",
-	"6Tosp6qq0WJHLBLzabISEfyuVK3UspnHWbGeTe0WKty6eP3V2enx29cvz1qFXb1mggJQBPVjDSfiHYWU",
-	"uNR2IyrPEsq/swKbDei56qOp0bwWKzD66KRTkyBkTpK4tq5TnKKAzFh9XuL8bQxQRRYe0FQqrYJHHrgf",
-	"NfcLVCx6BIHaYsgUyADqDKD2gLjkn//7313mEv0ZSoTUEQNXPV67wsXIdPC2SrzE6x1CsCtdjJ0nwDzF",
-	"ZokUK6A3AaSWAXAfadUc2GMB0zDTBLJl2ERDKKh+16xGDZdjyWnlsUN2VNVEJXKxQRU8xejepbpeXT72",
-	"KGMjLq9hIUBo9vz05FHGIh5PV2zE83DiMSkAKVBTPqmmjYVw23VC1FAVTXqjzAIKlQyKzPVegbzJK3A4",
-	"U+kdjpo98XVU1HWJ8gzUCyzal1bNzFMuMw5lPBRdpbs9JGju+lDeROxNharnUrrNGgaH03XwClZ3XKRC",
-	"l0IrnRNf4cGGwmZvWTmX8cLOWxdP6y8H/mU0yTQZnObI1uXGtDCdB7t0t9WPdBauwTk26wgY6hxquSom",
-	"VzHTnHWxEQ9bAYc6zbTARxs2gG2Sxu7LWB1b5z7nTP9493POT08yVtdfMI3aVE0I7b7jvHxLxbteUrEm",
-	"U4JKijR7xG5isSRvQ5wCRuk4mcYJDG0yZrYhbnGnfat+YsXLzuIbIZWsRwHDoxg+zdNkJDKQAnhEGYZJ",
-	"euQLbQlntQ/ff/j/AwAA//8=",
+	"7L3rcuM4li76Kgid2ZH2DKWkbr7I0THtvE25Om+ddlZ1Vbl2EiIhC2WKUBGQnao6GdG/duzfs3/MG8x5",
+	"hP3/zJvUk5zAwoUgCUqU086u3qf7R1eaIkBgYWFhYV2+9WsnZosly0gmeGfya4d8xItlSuDfp8tlSmMs",
+	"KMvOsnfkhpJb+ZivFgucrzuTzmmGcPEOohnK1VtB5wanKyLfnuLsWv4XxzFbZeIl5uIFW+WdSScMR4NO",
+	"0MnZStDs6vVqMSXycb/fD8MwHIw7n4LOdMVpRjgMBydJXv7nS5qRvmwyCEP0lCQ4R+eiE7g/DzqTbJWm",
+	"QSemQg75HVtlCXrH4utO0FkyLnD6lCWkM+kcHh0cjDpBhwss5N8Xf5EDSKb4NV7Iv03/OSECna4E6wQd",
+	"ssA07Uw67DYj+R9j+QaHF/BKsF7MFvKdTFCxvlgvZSdpGneCTkqucNrULXpHlpjm6OXLp3KIc5bJ1/6l",
+	"P+4PxuNx2D887AQdgT+eJQ4tDw6PjjtB55ZMOYXRz4VY8snjx74xfQo6c8oFk2v4w68dLDqTziAcjLvh",
+	"sBsOLvqHk8F4Eobfd4JOxqC389V0QYUgCWIZEnOCOL3KuqslWuIrEsBfJEEkJbHIWUZjnKZrNF2jVzin",
+	"GJ2mNzgnvyjaXsn+uOmv8ymoDmB0ER5P+mF5AO+zhOS3OZWcgrjAuSBJz+mQZh806336MejQpDPpTPvx",
+	"IBmSUXc2xgfd0fQw7h4lx6Qbzvp4MB3Go2RMOoFaOg6EyNSKVAet3pjT5VuSxySTgz0Ie2EoP88zZxFG",
+	"w0Ffrg0Vqeonw1dyvAsCrC2nqj9xwRboCYmvSe7vf+Tt/+jwYOz2r7v90UeGoKDx6Yb1XS0TXHvFXYFP",
+	"n4LOU5wnb/F6QTLxjsxWWeKTAjm7IQla4lygXL3kCAG8kHtffmOsJqYeqN6IXC094RjnyZMcy090vqEc",
+	"y0c5qQ1x0JdDHBom0a88Wes99YSx62tClpL4NBPkKgcB1Qk6CYlTmpF3BHOWGdGQkCXjVJwl5gHJRL5+",
+	"BWJBPQCG0vw0647Dg353dDg46h4fD8PuaDqOD5JDcjQ7llOg2Q2jMZG9dYbxMTmY9XH3aDpIuqPZ+LCL",
+	"w3jUPeiTQXI8PZod4nHRxIrAs9ffdPtKOl5ToIUlaVqwQ7/f74MwuSHp8BwYZ4ZTToLOguTxHGfiVMlc",
+	"GMphMpSMT7rj6SjujsgR7h7PDvrdQRwmR9NDMsL9YSfoLGCqo+OD/kF4dDg8OjqSQgivSa5p+wxnGH07",
+	"p2JGSSpHlGtadt5kBMVzPJNUTyifo1vMUU7EKs/UZlWTeDOTy613p6RJ2B0d9A+7R0eD4+4QF9SEFpJH",
+	"JCFHwzAcHx8fHYH44/iGJJIt7ZSl1F7xzqRjWFFuFJIvaIZTs7AVXj7HKWnmZI5TghY4IUbkLfEaxJ2X",
+	"r/theC+M3T+66B9PRuNJf+BhbMOud+fhlnR/EB6WFP1dc7CiU8Gl5u8SD/YHw344LvOgyFe7sOCKC7Yg",
+	"uRxHhf9QrH9Dt1TMEcsIYksiNSsgLsJZgjCCLyPJUSVeLNQjn64DdISvvD+XNG9QnVKlM3XOV1QQNGqn",
+	"JEkVEmeyb0tW9BQLkktRoPSYDcxupLhRphKc4T/emo5i3Y/WphQX94/D2XAadkfxIOkekv6se4SH066V",
+	"wzicFiz5VO3RfmBO3xoDSCVDLtyZasDRFUOCIa2ycrn18TQlUobJ5XiCU5zFsqf+8KA3Dr1q2gjYLicz",
+	"0C4UK1mWUfqGRyaQj0sKi9QfDI7MdI9xfzqIh0l3RMaz7ggfTLtH8WHSDUl/NsDD6Sge+48G+N4m+QIv",
+	"2GOzQhepWAj88flHslgWO9OnMZQW0mXxl5SLKotLGYrYzLI6L5j4B4eLtdb+fwZnqcnckXc6gnwUnQr3",
+	"3HFtfvwUGC5/KseRpqSizdnHRug06HGl8+4tps5Z13QGTu3cbfPYfK085vFFeDQJrXpnXmqh4Hm5YXTR",
+	"HxdXivbaomHRp4YLNVPqx881Wxk58cdpTq/mgtOELNPVYlrwlmlxtgOPmTbu0W+evVUsU3lYFjYJSekN",
+	"gTVV/B90khV5BnJbvTHDFCgvJBPxziTUm+DzTvyhFkXvyILK9ZdLob7nOeflcXMmyEKztPxTDSSl2bW+",
+	"xk4eP+4PDnthL+z1J0fhUfh4idePvxej7M9Ht88H+XcHq7OQvR3i88PkRf/qq/FPf5J34ZQps4RZ5XRF",
+	"pizLiEBP8DXJ1+gZu80Eu5ULvSALZkZ5/6oHdWiwVLqnnu+SGerpX3M2TcmiUD2AhMWa2geKiGFdKPB4",
+	"TpJVSpJzkjmf5SRL3pY75yQTpRfENxTbP40uY/eeulEKJnDqbmCBP54aoaAf3ZCcy/0z6X9ypI3adGVZ",
+	"88bRbQIklxzJcaDpGhmW9ajaRm7eTfTY5iXRo3dSVdDox40yJRxNwvFnypQNJ1tFzmw8vj5fxNRPr4q4",
+	"qZ5QdxA8mn6j7jC8APmuZfLDiKLBXUWRw25Hox5YXWK2WLCEirXWhMfDfggGBR7ndAmLO+k8da+/Ocnk",
+	"Zgk6P68w2ADl9Ctb5qA3HKtH7xR9Dnvy71VGxVPGwRQ06A0H8IwtOpPO81Ow2sRykYcHYRgOjvuj8UDZ",
+	"0Uyvo7Fm8fKYzfK4I36mFwuuFpyI1bI84L5/j9sBqz7d8Y57drT6RzlauPwUEn7QQsL/3P/mMP7L8eLJ",
+	"MPt+fP3y6PbdQHx3sHw2mr8Ifzq/k4TvXMxxdo3WbIVmLJf/zZExMfc6fyvZ33n7pnt4eNTv/G0OgCaZ",
+	"Zo8Eu43tqSA12fKB0B+Gvf7Yz93eA2HT1YCae9gelRsSsQUVyO7PABlCKqa1BNgv3yTsDvapqketDwyf",
+	"prr7cXFw0e87Gm3luHiRs0yghPDr9lpnuqK8x3JBrvAftdemx/Kr+zkKXq4oR2+g805btbOQ9nfWPI9m",
+	"h+QgGcfd0XSIu6PBcb97RA5nXflMPhoc94+axf1oV3HfUtX86nqweH0w/SaM/zL65eURPu8nL8ZXXx//",
+	"/O2QvDv8HaqaJbYbTIbhZDT6vnMv6uZnSJfyFtggXeQ0ytLlqJW2GfxDS/yHlvgFtMT/3+ov96Sx/K41",
+	"FMdC9hbnWnC4aop82pWEsVZ5sNVjo5VsNtJvlk9b3UiFhPqHgHowAWUMrvchovr/uMj+4yL7f/BFdhcf",
+	"+C4e6JZeYjFnCVgpQczW9d+yu2uLF3hGcgLCdSfH76cHusv/XfgHP+MsH4QX/XDSH9TuA8bdVVwHcvGh",
+	"fidob3F4qbeX3UW1oI9Y0BuCzDb0eNVNpOEo7KOnLLuSz9DpDakFG2rHeX8AYkuJntMVF9TjnBp1wzGc",
+	"wAfF+WFdlXqsf5xaYTAFWeB6K8fkaBbGg2m3n4ywvDPH3WN5XcYH03E8SoZkMJPLnLUQKyy/whn9RQV7",
+	"gioyG5BhMoq74+kB7o6OD4+6R/h42g3jfjIgw9kIj6de5yVs9UrQwGHYhx0WE7oUTVKuHFbgxlPA8kDk",
+	"24J8r753uiA5jfHjp3Ma4yvmDWUbdMP+BTCYdUxf6HgMMLiA+1Zu2go7sEwKd2RiN1x2mHM4HcPh4P2f",
+	"w+HxgVYhlMicHpIB7sfd42Q4U/JVSrTuYXJEjmchbFK9Dc8Jyfz7LoR9ZzjxbIdV/gyRn7lWqFhTxVWm",
+	"gSAlAuoYqlMT6lKmoQmimq5RPKfL0oYCWp2G+n/Dftgvzgwn9NEJLH6Jp0TuiW/Ozk/R03fPn51dNERU",
+	"FcFdZzucNRsiCEaT8dH3TXGDTohVR08TJneQHONRPCTd/mw87Y5wGHePD8lR1zDBMBmRuwVZeUT4lqCj",
+	"tly5IXRAHQaexd8aQTAlM5YThOEaBOGAAl+TrMYOipwtWMDcb+zKFw+cdd9w3dltVZ3AuS+xphtcr/e+",
+	"pPK+51nStyRLaHZVXtCvV1wgzK9JgtgMYiF9ovEfK9m4kktN1XtfRzX9T3Ih5wQr5fLXzvMLDCtYviBd",
+	"zImxWDziKNIqUoQwRzhDKksBCXwVoOiyc7kKw2Gs34E/yGUnmiCp2CEq0BTH14hmKDqbdV9hEc8jZQWJ",
+	"3p5ePP0KPdY3hG5Ofl4RLvjjX2nyKUKcITHHQkqEOc6udIDtguDsdk5TgihHGROI3ahgf0EytDfqD/Z7",
+	"aO9bZWR5++xFACyoxwb/Tli8AtMLn7Nb3tsHRRk8Ip1J57IzvOyA9vHziuakCNeM52QBAZhC5WZwkctF",
+	"Ah9VQhZLJiDgfZnitRJxZXpGsptoAgPAGb8luRw+Rjm0kDtFkhXnKSU50nRQRIIECrwgKLLfidfdP5F1",
+	"1CuNXH5g48BJtlp0Jj+oF38MPBN5SVX2TWXoanl/1aqr2dUZ+SjAB/dJrfgJykn6h8uOfH7ZidDeuxdP",
+	"0dHg6Ggf3c4JkD4natK26QnCU4jh0Esj9wT8UJ6aGkDjlbnEO/+a0gUVfxiMZaPBQbzKOcv/QNZfh2c/",
+	"Mfrqp9P16/Pw9tU6/Pj6xZ8/vr5gt6+fsdvX3zD68unXy++fnh2c/fT6pzffvh98/9OL+VkW+mbX2cwQ",
+	"74jI16czrS2WqXlOYpYlHAmGbrHcG+rUE/maZlcIX2GalSY/Gmxa0wXN6EIua9+uJ1jeSK72+RLneEGE",
+	"3upPgRj1Mb1Z4p9XBEFMuNwlkht1sg7maAaBwVTHtefkhrIV10wsZYPkmglSa/TbX//Tzw1K4PTQmwUV",
+	"YISQnc1ozg0jJAw283RF0wSx3Gx5Ksqs8BkLCWK6M+n8vFLXB63HKg4pregCf3xJsisx70zG/UEgqWz+",
+	"7vv2zVPHDOkTpDZOmybl2bQOIIWLrZgXo6bJxr0+Y/kCEqVWK3jTI7SKE2uD7K+NuLVl8v5H/FJu7Ppo",
+	"3+Irgjj9hQSo/9tf/1c/DHvoGZnhVSrQYFwa/WDsZwEQGSUOSFQHqokdGs3EcCAvT/ij3nVhGGzdgznh",
+	"S5ZxlSX5BCf/hgW5xWsIvWeZAHPOr67S81jbgv7lJ1BPymmWy5zFhHOWv8/wDaYpnlbzUp5K9dm+hkie",
+	"A3tb1SshQlkNgDXLLyc0gW2YkwW7IbBJ5Rsn8hSnHF2Tpeihi3ytBBVKsSB5z7lYjMNBkXJWGcjKGbCl",
+	"VINQVwTgj6c46V5pegExiyX6pxzMbf/X4yIl9bH6lT821iRo4tmP5YEpK3wPvWZiLoWwvHoo8ZNIMaZF",
+	"M8wV3bL8mvc6nwK5ku/UmXPHldRb7AUlacLLS6g3J5qyZK20gAXlXI4CLD5gtQaTslKQtOzESYJWS+9S",
+	"v6AftcSVH0Mp5QJithV36NAYqa3Jl4z6URxG8BJMs+yd+aGzkNr+VN7abnBKEzM+HZdfWL5/6MD5DmNW",
+	"45Qn4HG/F4YBDB4UI7gJIO3tMo1/6P/YK0zzxSevQNGXJwnOUNj58VPBhiO5Lw0bnmVqaHparXkPWikT",
+	"n2SjBU6lICDJWeUG+8r8gKTosgelEn4PtxTyAz15R3EXAYTnQ1MCpOdbo1mUiQFCGrGVkEpELvfQgxIB",
+	"htJT8tslhEALxgXqhw/NF/chkk4VGQIEs0FWZwuAiYq/pVqk9Cg0zdm1XO98lRK0R7M4XSWgP6JFIzfu",
+	"91CkKBehBV5yRHA8R2w2U/dNM4hrsiaJ1PukYh7IXUoFRwvCOb4ivIdOU84QVqIphnWeyYEV39W6/C3N",
+	"CdrTX+zJ16P9QLu7zYrO5MwSJeGmTN4Inyo52lX6VgTvRxc5zviM5N3nWczkWKOiY61Y1l85UacXyzIS",
+	"K8ABKS1JhuKUcZLsgxB/yrJZSuO7inBzQX+y4uvyPjCWEuPnnyCcMXkFso5/qf1zQyyficRulsIMgKTC",
+	"Im9Q5lGtV8qhY7meLDtByiqkTgnzCsvVzUNq4TCElYjZgvTQS8oFOAe5WpF/e36BHpsvcfeYH4XHxT6y",
+	"U51KKrTdRbGh/P3soW/lDEvCIlbUpdqMiKZrSyzzzk9SXGTs9gRFMBnNborwEeJ4jW7nNJ67Kg/LpFYM",
+	"hE5YRoCL4DS8AGPlznxUWulTPUB7YWAz5a11HS5ojoGT9VnbHCBxgshHyiUvnCWK+7GwXSvF2Pzc/i7i",
+	"ZQFzAdJDMnbbXTnhntS7ErFwmhOcrIFouJIxK+aU6yHvQe5groWRPL9yciXVRMFQjDnZn6CoIFdUI+cj",
+	"jmgC0nLFiXt/zbgg2K9cAu+8YPmUJsldWAdEUMbEd2yVv3HmXHVRKZ5yqQKj3aqpnMqzAEnyyZ2UrpW0",
+	"uM2qXS1ZLmYspewEJi8qS/CBJpaPBZNb0dyIAnSAD6dH8bHyPndHeDDtHhnftPmtLHiGBde9ZqK+O1qz",
+	"3cwSXnKR28X5ii+JCkZwCWkfV7/nv1mVuJByxE3zE3koCRwLxFdLSbvGCbqLWrS/4wyXUkxzTln2zl7C",
+	"S2qsvmEU7zVMjXIrQDNCEiWLilY23r6nLPGBkqHw1unbM+CphBFlu53jG9I4/bdFn9ZucJe535dckSNP",
+	"cXxdmzHIEbYkKt5NU2Uv8oxfayWKmvo0L3e2H9Q2UIl70F7kZwupXWm7GqiNWlXw7H51Y1J3+zQF2SV3",
+	"9V7k3VCR0pReM/GCaTSXu4kp27zguffZdSY/TRMvr71mVmkxHNfG/qQEm1wSZxplLhuVpQiYOFvzVsZE",
+	"V7W4H956zRBfxXMpFtkql+pFdXXceaCzBGzw9XXl6IoINXNwGCgTLazeW7xOGU4uGHuJ8ytyV3XXaV4s",
+	"4hN5E2A3JEd99Io+aRSIZgnh5lC7qcmmpTXqO5LgndtUMIZSGEbbBVuq2XcFY13V8v6EQmlWkucsIRTh",
+	"c7D3g139BdiZPlNFLBlnuaSf8W0NC0MKy4jiA62FSKVjQXAGSv+JfK2mi6B3BIOzDtTcQF+VXCN8sTKD",
+	"0iUahqK7ab8kDl26ygB3L/qf42IsC8DCA6hlX+HdBOFHhUsOxKnW8xUsEU72vSrcBH5z+9PXhD2pK0XP",
+	"L/BVtK+Jae0ZmqranAH+IuChC7ogbHXXuyhP2a3cip7NKX8yhjJ1R5Jj1l9rtV1jKU+q3XCS38BtCie8",
+	"wXrabMMpZPFRfZ8XY2vHTbr3rmn3QNt7AxUe8RJV0d4wRNw6um7nLLV97e9GK/SaSCpjwM3TjmK2EviK",
+	"TNQVBFyq43AIrHRO8hsak4pz4A7stGpyLzzDAk8xJ2iV5QTHc23P9zMRV8NBMc6UWwHHc7hGJKYXcweX",
+	"AkjIW/ZMkFz9uwsuVMSVx/REXt9AowSbPDV2I+sfr7jHJV0gYMAcMfLmXvZVOCeMptudnBRum/vjvPak",
+	"A+EF9ojbLJBahMC5vKeCPmg8OjroQJKMZi6bPeLAtAiMqA5vUo5SMpMqejrrJiwjkyIQg1CQqXO8XJJM",
+	"GW5nqzSV34NvCYTTtLyikbOkUes1rcU8eFc1QGCS1D3dzhm3QRZyh6XyvRhnUt+AaAMlojmekXQtOcKJ",
+	"hnFG2bR++u3HjpcflvCCsVc4W2sZxu+473IsCBjRq/eztyTvwn1czhEWS/EESZrvaea+BbOWetMCZ2uz",
+	"8Fw7t/QC9fWilITzwLXzVdu3F89YkG6qJ3VPO6Q6GC1ri0n30LeYCj/fgZ1PGJve/bHA+wyvxJzl9Bdy",
+	"14sSxOxX1/4CzCYsTczB0w/RgmYrQbjfchPHhHNlbeEqqqZocYLYVMgNgFFGbkFXnOVsgd6+Ob9Aj5mc",
+	"wWNoWT6m+wUnuN0jM+AdpGVBI0k0qvwwvhlr76Y2FtyQnM7WjWcNdkelpeaUqFZUHrCfO23jMHI/dPdp",
+	"a49uedqvGTrVr2lbL3Cad87nRl/QPqFSwwl6QnBOcjRjqVRYILoaa+LsOG9jGbqfeefkhl03MPgMfEPw",
+	"u9zCjUtt5BqEolGz5kpVh9bKEml0fykNGnlZd2WGdcd53ZMdoM5gPXQhR8onKPKtQxSgyMeX8rlvm8Lz",
+	"8pSjHnrj7gz1/p6Up6XVCPTv12S9v1GAfvvtt13JjCQTUuIRf4SR5s94jtOUSKUCAgYPDsfhfjnkSL+Y",
+	"E5wu/nDZWeJ1Tn6+7ATKV/yHSyNAPsDA7Q8fnE/+4bIuITRBdoz2VFJex458hnrthC6/ZuIdWbCbuqr9",
+	"TkXhYMeJqGNX1N/NB3/hZNTq0nStA3kUYCncbKWmpaSA/Klr7LYQffvYvKf9FyWloBbjYxBWCqmrAoh2",
+	"2U4uTSWVS6EmryhfyFt9JdJJKXzYwoJNUKmViRAWTgzeI/+J2dhOuYd0zKt1HxWJx9rMsNfshts/QSnB",
+	"N2BNyLSWrPVot89mEpedawmdzRQO5udS9ivMDYZp5YpHUiKI4y6byLHPMbdYO83xZGaw8u2hff9EOZAq",
+	"Djh5UbboPVpBT+DbyXZqVIbzucS4KPAxt7AYRgJ/JCoACykpKfDHLoHWdoKNFCrsTkVYKHd6gMuMvOep",
+	"YKkY5/kaZUy+YRhJpyFbbgq3U6v0ic8gFy3uY38i63dkxWsJPUCxSe06nsO7Bv5AcTHA97Fk3SzIqr1I",
+	"gQb9UCdifDBC8yJsodq51gXM2aWXTP6ll6KRes7H9YEJ021LPYdW8ubW1c21zltk7r9vpKGxKWbwnvVl",
+	"61G08DuWvN9ZpT+SIIMY0EyCjSO4KxdVsg+bQ1k1HeRKvzp79ojbrFvJ0DTTqbgsL3lH/XSxLY3S+Ors",
+	"mdvLSUkU6WNMJxNBIIloJNIrPR2DAX1HK1KVShkzSXO+IF/5Q8EhADEiDxYnDWyj/AGzoV5N20iLaUAR",
+	"ZznUZyiBl1gpbVtsZRyHlm6G2meQBI5OD0Xg+QRxtiCFdVWOPkA5iVmuPPdy3lMif47nOL9qINRpVsZr",
+	"8Wg41m6rY6yownJZ4GtSXDF3Ic+OHhQvceDk9ths4VCdKOMcSnI8E234Q/KBPbmhFZgZ1QmN9nBWxpun",
+	"vFhjozju70AB3fHnUeAFzXBKf6nTQP9wX1SY6e522QG2zedNUV786/OTTz9THshGrUUAJ5nYYe5c3Vfu",
+	"Om29Ad/ckNyCopevSnKHu1elBaRVGS+NgUJqNB6p0HPjli4ah4FUNWK5+XX0qjY8O73KIwVi1hvp8dag",
+	"PanPAAcqu8xn0MSEZr6ZzSDjfksAqhtnCnytm+0acgpGOalQFG4FkmitSpkYIR6Y5eQExXMSX2s3FWwb",
+	"qZNkiQnLJYn2jRamhF2iUF0K2/kW0/psuoo5yV+dPduZsJm1PEkdo+px3pngW/p7xI2GW7SYVVzcr86e",
+	"3QNlS+O4BwIXBhBvJrnScdx5WZIrZsoYSll2RXJU5Ez7t3e1B9B+NAaCle26EzANt9ZzquwAu8JJ4b4j",
+	"iVYqMsrc31rbPVSkrzrh3CjiakzZ9gu8t5tadFgDV9lyHY10M6Ffzn35M2mlz5xtu9Wm6mv5ZQ/AtlQq",
+	"OjAkqvSxKfLMR4JCLnwmBV6Vr1X+u1QN+aVYaSld2lKh3k0b+BjPtyrUOkGcEMVEplLGVgIuKvevz6ek",
+	"YZutot8R2zCtqgjeSkenB0ubcidVdrqrHDfUcnJN7kal+46tAZsOYJsJxhI0XQn3UsAysjE/Y91DkZwH",
+	"hAZEv759/+Tl2dMP79+9/LTNEhMh4+MAi1It1iBo6q5EkEhFYt5SrpJB3mc6rJskr0hCsarledeg2a95",
+	"NZ5fRXSBMglO7wUEhGz2EEL0EuZu/dXH8oPlsL6xyyt2EmghZ4GAVdpzjG3eheZdaPdwUZeSWaLq7KJe",
+	"p/igqlFbVD2rpuApDDKTudpDkYvUFqEFXktuzFZp2lNofUuSC0o8BWZriA+qWqvpueTbqhZUq7ibqnhx",
+	"ta5XVJAArTIKaV2zlDHwI8hhqhui8mfVulVYc9XunlKxLo+vVBSu1ouL21ZLy1f0jFlSAfMwReFqvWk4",
+	"tzr5sLpR5ORKn6ZFZwD9VocKKPx5P5QXp0JQTQjz7dKMCoQUNv2JqPQkp8axj4eKc8ipc2wrqyIxz9nq",
+	"ag4ShxMd212ujaszu8zv8izkUtndU9mR6lgsOudaItaeKwSd/R56sUpTJPBHRBMeIM5iilPESbzKqVhr",
+	"q64Kh5ni7NoaMO0POUFcMHnBI1mcr5dyHvLtjKjQT1WvU6vQYk5orkzyM6koJvSKquO7vF9MledNAsAh",
+	"9RP5eqW8c9umpolbxdjDYVfG/sYDCLORM6A5FycOTok8XuxiRoGOM8uYIPIk4mjObuVSxXhBJujyzlWQ",
+	"fwVwHbwgthHJQfomny47ENJ36fJhwV+XHTjP5O1FWeZyLOT5liTq+kIVym9r2n2l6PUcCkF+srsB5zmG",
+	"v6kHOsQdWBU6pGWJ5S1AIEUNZl9QgfrNKF+GYdBeHwmGRvuBcRuxPCE5uqI3KuxlV9K8kZ/x0USXVm7d",
+	"EbAeNHTrL/9aS25V+EkluSK1JtuqTOmG8s2WsgkWBGKlfeR1AMSq43gpd7baJw0fLJfjbvPBirRWuK1C",
+	"Vc51ieIOzBEFlh0CJVWKbb5Ffj/BPqyrCzDqOYJQ7ihdLZf3kPwZAl3LchI0kJJADIqEye3isFbs3kt3",
+	"pwvD3+VRVKCFFA74EgtBctnJf7+8TH4dffon35pXquo3UeURR/pNtHf65HRffzhAGc2IMz1Hv7Hl+WtD",
+	"OfYNpcIN5XEFNUptW2PnwKjPSG4mQHaxUNjF+qoTc7d1RZEu/y8vDoB0q09nXWe/nRK5VXjo16RarD5X",
+	"n90zRrOrrplWF3M4T05UvIABY0MpucIqB1HOU16Bymtn1FLQXk9XgrVRLDUicXVEZiVUDEv5O7CB/xjL",
+	"r3H4GF4JpoGL6/0DDIy5U1W2CUwIrkSVAyCAfaw/iSLOUvJBUj+nRDCopg9rhnOhi+vLP9M0lv+JWb5k",
+	"KrMzkqdvlDF5/ZtRUQHgS9PYN2Igs3+dXtoV2EJ59I4sMc11iYS6Hq5glRuJDr+XP1EgMEOJ9K3rKvDH",
+	"s2R3CaX30d7zs9eSdufnryvBfQeHR8etxZTeSBtmqt8of0NeVvnk8WM/i22ZekUiFatZ7L8SV1ZJZVYn",
+	"sFUhzCzsXWSbGCspYnXwvkyq6IUGq1OEHFXBI2vaKhkkE+DdAVVU4Hs891W14/owXkt9WmvMakIVuZVr",
+	"4M8qR7/PEoUDKkU6pMAogbaVte+os1UYw+gsWOhCzttWVemQdQ06U0qsPeM3nFL+69xnaiOZV1TBPbIu",
+	"qV7hnGJ0mt7gnPzSrKzP6fItyWNj/krTNzOoWbCJ4s9ITBc4Pddd/Vg1A53P5eWUzZD9hFTul+ozAQoV",
+	"FiDawyhRPSE1KpVrjTmKLjsHYS8MLzs6xZ3zbHcJ51+DMpVGw0G/tZDTJriaxiIfgxmEpTZD3C3i4S5K",
+	"hq/kTBdE602bZVqmhJj6sGfJypTZwtbnZjf57tgQ4O+zkkzKV+uIZh9yckPJrfwD8BQ+0GzGIrQn5uQy",
+	"0y11gLMCm55pp/N+AJZAcO3J1hrsOYnQHsRf7MMhPmU4T+AhdGjHRDlKIRhMvdu7zEC8K+RcO0RAuNQj",
+	"lNvdDlChVxtodfNpeTlR35PUKxbK7aPGB1Waqvim5PnNTrsIXn+COYFSOeWdDnbj9nKvuO8WWMLuKQMS",
+	"8IMJYypNtPm1bbypzc4w1Drn1YRC1PilaIIaDHQQqI4Es85tdZruGSMcV9LBXQ/DB7/jxbCs2rwQDjc/",
+	"4CLYbd24ACVLhrWSunbQip0U7Rm7lkL1ssau/RMUyVFqfKayLoOFXllH1NRW+WmRl+FXtbAq1iX5BZIz",
+	"FiwjawiNgASLCRRzSzVWOTxe4rWuVZsjhWYOuFLGx7dnBAZk62qJAUIK62SNHnoOtaquVVIzTm/xmqOl",
+	"HHkGFkoGqEsOEKjUGcB2C1dNBEkarklXqQfKsFvYbtE0hwCnLGljtFgYF/P9HOdFEFaAxC0zhzYP7HwB",
+	"nfqGyBNd0eURR4IxtW7VKlL3NaxTWM1HRbSI/jZHnKEZzsuDPZFKhdYpKm5Bp3jBrw2QtI+4XoG96BvK",
+	"sTy8XmEuSC5/jAL021//c796ia9D93Jc8eHocifbfUJF4YTGu0HxORP45b8QVCpDtbsQVOoJ1v0rdtlN",
+	"Bptj1lCuXNh6e6VUnSWmKgp1KwEqZSHqRFgbQBCzTcGevEwxzdAtyxOux7LKUnkZjZRrVTmmrRrScijA",
+	"7k3o3Ppntek5EQIibgWE5FpGBVqA30xSLTDIhRxNsYjnBgbTDlnQFGLxdJSj2nSKqmbspeSznsdWv908",
+	"VBTZqM7rK3Zr8aZNZnsptC5w19hgAFSkqZ6N3XqKF4wEDszmVUYIfWzqYjwalC1VVmV+S+HMW+BshdNO",
+	"ILv9scUElVPEMcO2Kyq01elB28G1K+CElBSJf4LdSgK5QlNLNN1m/04A720HXJiUi084ZSprza6pkpCb",
+	"ZLZzRv9Jvv7JLabya9n63PdwZbt7mFtB8FfvqaCiMCAER26PLrRAey/hP8N9iMsoEVcXItSfmjKWEgya",
+	"nKcal2+VVfSn0TmU3lr1iLcs4rV1/RZVTq7UeKwbIYtyib6xg53Z2HUkR2Ku/G/modmk5enUCi9u3YF5",
+	"g/h2jg/1inG2W530SiVpVmVIr91XZd9S4djwXck0tePqTnLUVJv0Udqe0TBTkVNyg1NkC1aWBmAluxmJ",
+	"IwjKdSy3m9GKQpcN2wV2SgEGCQyjKx8brmi3XUzIUmsxca4afCqXVGrSw0rxd5XzhmUE7UUqa9q8ZjOn",
+	"o30f7+y4uD6HKEhFO29bMss9FqoS1ydU1K52dVFHcro72DJYVSkqiUV3zZ0dUFPG7Z509RpX36yqfq6e",
+	"UFoyn+3JWWZTSfALX8vdO6PnWi6p/cEoTdY6VLqW+1+572u59ytwLbcqg3lavQs/03Lid0xZa2xrpqxj",
+	"j3tAylpN31A2cC/zQekCUaXzn6jvghjJXiKNv5VftTcu9FCkvhpNtNKgjlwoyAbpHOXrgqsWy7/tti4T",
+	"Vf9UOwKciZjN/ztmmNzIp2aGyQsR9oAMY74CDKNxN9zNWDVq6VcUxKQRu/ZXuTg1W9a5PTHrpjpjKWd5",
+	"yVg+VTYhyvlKlZ4o3f9P7LvqZIhUDNztfF26W/mM4VWDZIOwC3TGgmUoW2sHJwo3FKdvHQbR2oIncgXw",
+	"aWdIn9rVgnFRxbxmllWF/pnDWh78qpIAiuSzqIcUPHrGBOi2CSrq243CUJfRmILJYO/S5BWoIhuXnf1A",
+	"2+DoVcZyksjeoKZHpkp62G5UnURTtsN2amunmEId92ag83CrSeZUPU4qhXcCmxE5sJ62ZYpjwotfjs3/",
+	"esfHPQTWpAjgLSIwRyqhJOZE4wIXBYKoCFQMAVQ4IYlKtuOrhcLZVRAZcm3V2CL0LyiyFb4jZXjThqCn",
+	"bLHEmS/q2YK6qDd66NRMKAxB4uJY6FSmgnHtnQQ91VgvOjrDKR43CMM2drdyTaXG4UH8wAQ00KmkmqnH",
+	"uJcxlFAOdSQlJ+6D2mqmMB45U9AxqwlbYJrpkggJEz10rmJ8cZZYpzEiH3Es0nVRCgajn1dMkASgFFJI",
+	"DUZ70WXnY2992fmjJk0vZoto3y6YY10GAB/Ir5tZ6xzXG4BDkYUeem22m3ZwKuYMICfEbEwLHRMVSW/R",
+	"RG9LlU7q3T69EqGjE/2j00lgO8HXGpjdqe+gQpfQmUAzmmnYew+YC5hm3V5NfoKNNi2YqBk0yL03mMAR",
+	"l7PGo22cFXQ+dq9Yt5HdfDegN0slV1WMgZ2SYGhK0zRQwHFROcMvkiRREWaB2UKBU6cMwl/QjKap9lSU",
+	"k1N1iVftqzDeDCURlB9DMJUEZXPsJEOVbbyawtrVt6/4BReroFZcQ6YX6PfF2m4t/6FZajBAkR+PKQLk",
+	"VE/WpRfFHf32P/5d9VbNg5QHi66JmgNJJhVGq06qYMZKWY5qrRMsTK0TnK3VrAJVuUkyu8VDbPiaCWys",
+	"iFMd4mievlVhj3tE6nHFY10KIon25UHnbBW51lJgK+glpcPkK6I3oEI9knovYC1pdJ9Iwx+V1tNCIdky",
+	"T9XVKiEgmaNUnUI/0B97ptM7Fejc2X7jUnWDyIeAm1bHUc1Odudj6K0/mNCOSe9nqRCSjwIlJKWgPu09",
+	"7/UPRgC1slgAFM9+MfThwB05emdFOQhL04fylMhuo6ZoxdFReW7DQStviuq/wenAzCSsHTKFkrYR0WIj",
+	"14M6MefDguCMm9/LwlLjyUNCUYKW1uwWVALYWCYf0UxXDJASTnUEaXxKqXlm6BIYYeDq1uZYkEOzDgqn",
+	"Uq7+eZdTwnwQiAb4KI1HRIB0jVQUgeYd9ZCqcQ0WPV6GxJeyM4IOo4nc1YbGgS1FoDQMyJ3HazncQLuk",
+	"GrR2BVJoAFW08FUHOgcgFDWWjOVWbMjnpyJCeyX1HOQibJr9dsbHZEWeeRPVnq0ISrAgaO+77777rvvq",
+	"VffZs32pNcHD4jQgWYJztBcNwmG/Gw66wzCqXhsi/ZFo3+deHXWHYdWp2kbo1FwyfjXfBPX3f/vr/zpw",
+	"tUdINPx5RVwQ8dKhBk6mJTGY9KPBoDJ+x/Pj7OGD0ZYSy7aK6CbXF7yiRj0OQ7tjQFJBtKi6d4BmoWrs",
+	"qNtD5cZhbhJNNw3T8BG34Qo5W2VJF3DSV8s9U6oU/dd/QGLmU8ZFgAb6TrQfoGW64uCHlRcbfx9w3Gms",
+	"mP/6D4v391//G/Xl1JzOYPTk5xVO7cgDRFJOgJuM5qvvWhyrSFIm5nJmvIeeq6WZoFEoP9Q/6h2O0R/Q",
+	"4TjshaG8RBz1BmP03+R66mf/gg76vaMjtCf/czhWA5e3X5zO0Gq5D/CF9jpGOTrqy/dbZ1lpLnxJM3KW",
+	"LVdgxlngj2eq7VgXXNZ/9hu53mZkLciCecJZc0LU+cXnkBPPylic7pnbfOhezHF2jdZsBUwG2BhuRGb5",
+	"CG5zBu/iB1Q6OWLZBOEMRTSJXPXcYCdYtdTBdmipkVZRFaKTohuAvPCg7xUoe7q7h3FOLlmTEHu7koPm",
+	"JsNPR+Pa5SzJs/LY3r7pHh4e9euiqYUzbkGzxJuTWFyo1OE4QerlMposy3z6u+kWLsHJKiVIatXodk5T",
+	"W4GSAgRBcmIO4YmN/Iav4Km8yri3pxOE7e1CKTMTDRFu79vyU1LzJxn0vSlgxfXJEa/l2gwLYPFKOgGA",
+	"EAPK6TVc16D8iVYHrC7hjNKWR4EWGbsNtM3bHuygYCnC1O/aatzt5nEqNq2kCoZixYCMNmMw7+QGydgt",
+	"IMXShbVlzFZilZPCKIbRmuAc4blssleT2XpW+1CuqaTaGH3LPf2kGINMccxRZFYxOdeUUaoUFeiKESj4",
+	"6l4ySwSGciI2folkynyhl7FBGwn7F/3RJNyY/bGb09Pnuqy6N60P1AqDyrWqbvqr2tqqlx7npqAPjkLd",
+	"MzqI5nSvJ9IBa6o6wDdhMU3kRRg2g8XYwzlBgm0M/ER7Zdu0k1wIlZ7V3YXyLUqbttk0mz5UPNg1WYqq",
+	"RfDOOYyGUE4uY9xkna3crYyNtp0t9l5iHgtzhY6p2hjyuFsOVEO65IXH8hi4ZG9pQmwIT2u42dNEhdiV",
+	"jJfM4lPxezGNNN1KnhpvRf2CDnVe7NYQFZRxiMGUb6joiNIgh873aSaGTsgZzQS5Ukn8WWPQkrMG9dyn",
+	"3UOTMiaabjGVs1/qX/C2DZnSIzF+I7/aWr5sGYpdMchu0BqhuWC3CmtiS5I5eJv3F+qtkTN5FVlfKh7y",
+	"o9quuMS5+LDEUrk1DBDoyP/Vshx73duQCVtZS3grqNuwNhqdttJK2Xr4hshWw7WQsBRUA9+gevQVcSDx",
+	"92oWKHVx9ZmI9osbrzE0raG8rg4Kp9p3VrFTxXP5qWqNXltyR4M9oDPh2KoKvLtH3DXesUxqqDmgUyVf",
+	"0FJlo5D41pVX0WaxfFfupFsL9NL6fnpuQ5488B/CLSJQO060tboUm742Vm60BzqWiR3nRLS0R23A6/Af",
+	"YWmB4pHc21Hmi1qz66q1MauFmYxooy64hDNSsthPZSlUOTBKq1+OKSsIs0lZcyDBdogrOC2JkxJ0WN3y",
+	"hPZohqK3pxdPv4oC9ZMqjyIVdqmrSc2ybzwpVKyVV7wIRIAXBlGgMgoMrESBVVVClpCfh8J9UIZSpWlw",
+	"UzhiThbwHEQEqIonKIJzQVvfcYbOzt+gYf/goNtHOF3OcXcAKF4qGFK/G6Do/bm+cTkfUy+CSVWh2Gas",
+	"aCFvJt9/r4TZ8/dRUDN6GoQ0Mx5v1kZZ4WzGMVOWwP4G600J28y58/e1jWmTPVIP0WNE9REP3gXaBGi1",
+	"XJIcFOsTDw0rKe3n5azhH0673//466AhXr0N+pyiyiZHUhWRrupHamGobQlUd1IEKWwYD7REo7t4tFrC",
+	"07njaByGQa0rDaIduEALULtiCJsYFsDuqoy6I3yFRsGDfbNJLKrYq8+PtnLDBN5k6dq9mBYC7pqseSFH",
+	"TDAA2nNcw9rssb9D3NUXuZ8+NREP+IsGDe1wcfSEDO0aIBSo+7+5gKJTnSm9yaqhTFZUwOlnIw7MQh2b",
+	"0JyPlAuaXZ0l0X2GxtSvXt473msIWsFfxL/ecPl7rW55M58FGOr54jaeiBZ3vd29EQ2XKbCV+dz9xVjL",
+	"7v77dOV/hoZ9oiTIhgNXC7VtRuKKTFU8uF2YfvFYaGOO9AVCVwJzKjHQ1V/vPfy5Ghc0KYUFmdzFvdoh",
+	"omz+Bd665HWotQOLoMOe9duq6M3vkuqm0o2f6rU6OPdNdf2BOtX1D9WAc8dwoTOgS4R+Dxetz9IV5N3I",
+	"WWcFXxsosJgrgpZYxPNJRU3gAq91Dh+AHdjozTglOJfHjGsgV+Hc+So11nUTixiVd2n0e9AadBqZnggV",
+	"fwMtwm4qtAeqlror4srB/4j//Rzom4n6sAd84zFeHpS8n1cuqQRys2LJjTOopotYhmb0Ic70hvPbR7cv",
+	"eGw7/Odx6HrO5sZjWMmp3+WBoG1VDQeC+fXBDgT9gfqBoM2E8iT2imh14prUER+YHfgMbWKIRqjbM2FP",
+	"NliK5co4EDMu5B0vjonCGpfS5evzN69NU5Y7zzSim80siP5791/3/nUS/t8/9LvHP15eJv+8v/evk8vL",
+	"3uVl8i/7//pPkXvzGbn7EO1BqSp5dSQzVfxL29lVYbScy2OxMpSZUyes1BuoKdWfAX/jNqdCkAyp0rca",
+	"xs8A0vXJMDxSBrI+6Y7CUBnJcjKDAhUpvSa3lEPcKIQ0VgIZKylB+yfaVzTHWZIaWk5phvM1mqUMC9OM",
+	"k/wGomQyVTobLQjn+IqofA/eQDGwB2oSCT1IiGGlvMhUU2UapHg/QcYWueIERSUnUVS1QfUgwpFlRG9Q",
+	"zcqK8LARHQk0CktWss0sUN9EP5Y9Cz9xlmWrRc8wtfNrly6WLAfZscTyy50rKuarqTzEHqu65OY/NJPD",
+	"welj3R3s1bJjrPVu0TgFapV0fo4UxBMTEVDaDcZDWOJViMpTdlmG4pSSTK4YTkCfK+oSuMzRQyqLiisv",
+	"kvH9uy43yP6BxbrsRPsnZjdToioK2A1dcJCClDLNoZAAQyLHNJXb9xeSM9Xp4LITBSi67IzGvTEANCKd",
+	"AKiT8CRBbmlCcstJDTx0d8b4gmyxJTwdInNKXrd6kPqeYNXUkP3Cb1j+WWVpGKcfhJBCysRUJ97sNzrv",
+	"vH672mn/TGX5+xVLlYdsYUAKRCk5S25c2iYC6BFXeOymsoGqAgwIRhujY3ooyojQeYDoDwhSqLn5+7f/",
+	"+e8mc7b8bEbsSyruBbBUrzAEOlrQLfj8I26hwOSLsqWU6reEXs0hmAe+qAGI7CRVtUObXmYqVcdO8o0z",
+	"dW3H2feV0BDx3B+HDgBReF2MVEM92eIHEJT2i6SmNjuVSyv7fYKAYFoNOb9TPI07poZvDS7CAQSUjXYI",
+	"pfm4hIqSp2IzSRT/8TlbpRpnSo8qu24YzajNzAvOud9ACRfNRX6jio5nYPF6PvSpMTmYHeKjafc4DpPu",
+	"iPRnXTyYDrtQa0P9dNwKDMgXl/w7wByyW/weYYVh10phYHa3/Hed8ifW56rFg4o/wbSZ+dUZgBY4v1Zw",
+	"barero7ZoCkxdSN7d4yiNGgND8GINEd8tdjIffrjDZFcp1UARSrQnKVJ2T7cbxWx5QjzB59kz35w28SU",
+	"wPdOq10gWjtcI326GkwjX+RFM/RPcW6UJKaDLaRZuDTnMsUrK13lupIsdPeoezz4zOV6Yn8ba7nRWTy3",
+	"dA1a5LeVV3+87zt6pX+4orsnKKIZGMHNew4h32L6O6Si5C8/CeGXh6IfBBFK4hnsTAMxKVU1sxOkkuBS",
+	"sBE2RQvqaALxsYKjW7w2qitoEijSH4yKXRaBQzVmixLOTlEruE6ZWh3hQtLbha3fIW+gNGlEAdAASmMG",
+	"KLJbzxTRxALrcMKccLbKVZ6miQC0KBBUyMsbXB0XbKE0a1Vuk0PtMu7gNIA5HTqWE0yoHNiCZlgwiIlf",
+	"4OVSX3ybAcFb1l8ooaEHDbjWLfoqI3kHDUhc29GGytBjQQPu1PZ+ykBbQQMc0fZ+yvhLQd2lt8VaWRLC",
+	"Qd03taV5yfcW1C2ZW5qXLLVBTcZuFj6VoZeky+aWhcC0UYY9WwF8S8LiU/NerYPNgzbNy4M2jbeQWzeu",
+	"UNs0NtnR25q/MO9VO9hEMt3WRzIbtL21bS787YGFP+QkZnlCtnejOV693dzbYtNerna2cHez6cuk5H3g",
+	"IHw39vROv3tOMlHth5Ms+TDDdDtbnZMseQEvevoQ2xvXPr1lB+qWlQ0IMbYfAKBzCxlteHSFggaRrrVs",
+	"NbW2G+Rrrb+t+7TSYW2/1nrcJrUrHVYld62/zetd6a285rW+5H0w+cBWomV3F/L9NyvLDbdkOmfsuqfO",
+	"Y38X36p33tLsSjX7ZI1QGqFdaSWfXEN9i9TukqiTamaLNgUnt29Q2jctm5VFUutGOzao8F7LVhUx3bJV",
+	"aSe3bFM6T1oTwSOFd23riIyWTetSdlvDRqVth4blvb5Dw7Jatq3hRhm4Y+PdhrxZWO7Yuix8dmy8yyb2",
+	"Hz5bl8en8rZttNP28mrH2xr5tNqWbdoLpuYr0S4taxezbY3rR8yP5mprIgB8ydQ/r8hKXtadtL2yqQKu",
+	"wE3oGQqbTNXOUWAZ8IQ//lU3+xTZdHpuPkL96a940D2c9uPuYTIi3WM8nnaH8SDpk3B2jI9apL9WQ0n1",
+	"uH3WscI047EuY6FT79Tk5thTsadVrrMqIXmr7BSbaks7FV56/cFwND5o76opaOqrsZSuEc0qK0OTT9EJ",
+	"uoVQf1GsocDgfhMI3DgkS5aMZu1z+YCkbiZhmxLnBQtRjREbaW2qSxMIMPnibEOTrbbV8lR9DJBD2fgq",
+	"YVlGSnSt1hGFYlieZTzVv6hAXlUr6Q6Gfk1Gw7Wb2HD4/Z29JmaCVb+WXqx+t48H0+5hPEy6R2Q0647x",
+	"wfQwPkqOSdiqeEuKudAEedB5yO88z3OWN4iIa5oBOIm8iaz0ToJsUFPUTO77vQhKiKHlaprSGKmIhSKD",
+	"TJVEzjISQ5KHutTIhxcvzyHSiM/xNXGew1UFsZWQf3x1cfEWjcOhp5oVFbaE1QyAVl8TnWxss1ZUkGBG",
+	"xC3Lr3UCM9Rd6rWljjLo+lPC5MaG8SlXiAX7cgjkjjdjOqAJxVVoAIgXrXF3wwC9/p8GczPaE1KkQAz0",
+	"fmBzrwGvG6PBx48wFvmLpj+AA6soNNlw3294tt1IzlO31IqBvvh9ywFW7CS3XIURE7VFcHm2uk/Ku79R",
+	"qPlrgQO/W3mmLEl8cpl1UVQxzEUTdFokFMDJp36w6Qc1xPD9XqkjqUpEE0DBtVBAsh+tpsx0bAuUzWeZ",
+	"6t4mSCmQHYW+Dp/77a//+Rie1b9ibEbRBLB/7MdiiGWQO2dKkCUawjNBcq0XiHyN9uBbb3M2TcnCBWwv",
+	"faeAXJigU1PsS0XdYwPbUG1ReVk+KIE96UjHcjNrsdHTKS2B+a3cxFo0lScnxzMls+xzs2aSiBYccn8C",
+	"sEYKVyIweWnFYpW/UcTCXpSQcC16O0e38rCshMZGtdqTDvqlfhcCrOWXM3KLohuSc8qyqPx5NzejmKB+",
+	"ivaiZ89fPr94Xv+aerdI0KisUNmiWlotVUxiJThNSBGXJb9qXm/cCQqF0y1/Ux6U+QTOSvzQNLiFLUhi",
+	"v2x6UMNZ+Moh2I+YuW/+XMmGqz+mgda0xNdMXt3DpQD1vciivp0TiBaLpPTS5ggA7lKf3aXoSr3BTrVE",
+	"6s0forIEfKXRnAtfsvWT3NVr+mbtZfX1uDCaaAz1bUMo0co7BFvtqlTboqE7Vzw19GdfCZSP1JkM8EtR",
+	"yPb07VnDZ6wl1/+ZOYYQWbYSMVuUQLxkQ7YSgY6ihdK08MMVFuQWrxu+Z08Qz8dK54jA1yRDe81lPqD/",
+	"umdAs6rBWdmYV6brwLki68FSA8u9f0bGQ7mje8ilgw53jfMoNWof3ADN/k7rM9fHfm8FvqFr1ymiNwgX",
+	"WoM0/Gau+kbRNUegbFKpFl91AFdcd35voM+LWnHI+nzTPqdv3edX9ytvcLo2e1Cb/KFBYx2zpipcjcWW",
+	"Gr2Fm/x0G72CG51ozd46r+8z8GVIe7K1PBm99XCxSvRTU4X2TSX0S9680s2twjj+KCJ5g3qTn6ZpczgR",
+	"ki3VJeWfI9CG9LVivSwFM/2zJ/DhH3z/D77/0nz/zz5mNw7Uz64oxjQW8LbSYpUiBRODqAsBeAa1GAPG",
+	"ozEK9NATJuYmttxFqShbXrfALcurbg1uGTCYt2Iu2zR6eYYDSPDfHHu5PeLyQ0EtnwPcZkts5QcESa6Z",
+	"wL4iOBXzOsneEb5KhcrRTOWCaANqTnACAPVombMp8TBWkw2SXUeupGfX5R3HrrcaB3XXPkue9uZ7DyDD",
+	"wnvmmqK31z4Cm4CKU3WTwVLKdeqwLRm2E3ryxMmUUxiEERKMBWV0zUKT17VeMqbRNDWiH9QokNvJ2kf0",
+	"xreAhQrnz4wIOpb3OGs1g0rVSWAMkgEykN1WvJ/AZDliC8jjJIseirT5InImbesxQJKb+uOtvDOclEo1",
+	"mLf5aiqYwGmtnN491RhsTMEoVxr05GEUQ7/HjJ/Vwlh+zEpph1XjAGxp43tN9cLVDJlypbRHXGdM6kEG",
+	"9VzcsBeGl53IOCgyAnmzqjOVFawdvJHai5I7HW4A/c6wz0RDpKhxTgm6nWNt9mBpCjdKoMj0vuGBG5m1",
+	"shyoOmGpSaiSj2Z7+A4THcuiroZS8GqnjgG9L+w+d0/Dsn3ogtaeE40VmxhA0mbKenH69kzKMBWYf03W",
+	"Gnl6f+MgPwfm/KnxRsi5Nbj6Rxf98SQcTcJxex9/uaK3nwDaz0LFCVwpYpym2ryjAA4ayVEe5xPGrq8J",
+	"kVoguCuvcphRZ0ORs/bFQO8LaH6XIp87AOe0/nBTNIynguVepcKjNnwZYIGiKKE8rBQGIxZWgw2MnxaO",
+	"MuEpWAi4q1B4sIqlf1+Y8ruU1/tMTPedyuZ9HsB4RSm5P6BxT6k7lbfuBRo/qahSwUbUccAOp7ViqtHS",
+	"aFZSJ3Lr4BE/uHhhc0ih+HArjPE7175zAmU2H2VOm6a6cJB8rmvDBUVilcLWNCIUrio0yejVXKD3F0+h",
+	"Ppwp9nYB1wZ5c2guCFe8c+dTS139Txtjel5b2BvrSLG+NxPuU2G10hHaHObji7MyuiCtBKAN42NyMOvj",
+	"7tF0kHRHs/FhF4fxqHvQJ4PkeHo0O8TjHepOtKuGZwrSFmKusbCdN+6k8AtuCL6DSBPrjKx4Hw1LakXA",
+	"QSmy+PV3DBoiNyQdnnuzCS/ylYa9wNnaLrZgt1AfxjEvxDjPKUAUZaQLPaK9l/Cf4b5kcjxRIXpFHVd5",
+	"MugKd+CudWrhGfctlPB6xBHcRRQUmHMbaQmPb29i/o2pqwbawjiJd61NtSSaqfvWXarZAV7BlmJ1DWUO",
+	"i40HL5w41QvlnY+T9EajGtLMvXu23H0pza791CnqdEa/vn3/5OXZ0w/v370Ej//jXwW7JhmgNGboq4tX",
+	"L5Xrp+opV2Wq4F240OIsYQu0hwVKieT3/uAITangVr0oxY0kqiQ49GpLiBrgmjnmbjHRwhJDnYiQE4TN",
+	"pcdGaiCpLdYhAOdCLCePH/cHh72wF/b6k6PwKIS5/tz/5jD+y/HiyTD7fnz98uj23UB8d7B8Npq/CH86",
+	"L0mbnLbadBpr5XUjiqENPzMF9Qqslor2m67IlGUZEegJvpYH5DN2mwl2m3VaVRzcXB5R/r5T0cP7qHF4",
+	"ljizLTOEPGEepqbggm6otqhgzmBQ8qCuVEYsD2gbaMlGjJBq/AmgLpLEXv+gJC64e+8u8Y0BwQMDaewf",
+	"cAmry/kAsTQpaqbcWSzq77QRibuWemyo6diieg+ExXnK+hZ/KXOqftOUVSdFacWSHqxA6TOt9X9OEcl6",
+	"HJpVEpTBUeqStUNrYmoo7um3k4Y6k9vLS6qA0pTLzkBIO8WG9lT1SN5YPnK/Xf3IUjjVhjpg9r1atBbY",
+	"RldCn0BFycsSS4Qt8WU2VxRyygh5jHTFPdoppLZfqTd0571TKkC0bfdUvBUbhE7hUgEMtilRxua9wk9V",
+	"sNZ+JQ4a/DK04KTElCG1D7TpGqc5wck6cGxfLFfhop+pxTqRrb5JrgsF22Bb+oNmAx01mxMImK7v6Vut",
+	"dKhv9VqOTbSjvS3PpGjvUf/LpFdErtUE3MVw12r031DcbG1oGv0GA0Ip6h8oWp7JF6ob1gpuySQUa7il",
+	"oGO8I/ds/Fd3IXOvwx/L1m6nHHlRg5w/cop+s9zx5QhO0lnhqjLqk9aYoW1Fi4Lq3hqq+SFw7NrPqLji",
+	"oT24NFZKjENhUtBSNPaOPBFl40ChK0Lg2X5Qcw+0IwRUN5d00OHZdb7v17ujSmMKwOYJ6RYmJ01fPXRW",
+	"mBNDbuMLvUEDcpMUfh6FjCmvxcXplzBVoA/0T+38tPkoeQ6F3l1n4hyb8sBgk31+ga90CWFjq1GwZQr4",
+	"WM1dNuBzdisFOgYQX113UnOpvVnFc5xfqZKBgMOsZGjlfuXL+FrQjC7kZu/Xj+HdgM1KN6p6tWCnSLAt",
+	"HOw4Ews3Vs3FVzKhO7vf3Sn3W3nYSFx7cpSPt02liU3GTcWUV6i3Dr6bY/gpF84ru27K7rS6b0vbD+rm",
+	"6br24Wq5VY2vZicrduCGgIFKYvoXwzkz8QoenLN6kJo3Iq8UoXWviGe75de4xPybAO+1IaUPeK8eZvhA",
+	"ZPyMNDGHuH+bajQtiOutRVOPl3wY4t5XtpND6ApMyu+J1EWMqpfYbgjrw5D7gfLnHOqDpduT1K/UOzCg",
+	"ZG5mnBfYHu05Ruz9CYpMmYgoQNEqo+Ip46KIXYEsY/zxXVEa1VEhDUQ+t6j6iqa8Ah+unZknKFqxhUpy",
+	"XixYQsUaKqzKDy/jonv1MSdqrIdOYYqPeCmkCnTXrtRcu6vlni138V//gcw8AjRAyxTHhO+fKN3MGX2t",
+	"B31N+K//QHoQ6L/+N+qHodNLWfPVNf0xyuXLe1qHniCF0n+L1wp4/BeSMygSgFFCOShXZjoCf5Tr9tv/",
+	"/HfZ6ViOSf27v99DL5scPioc0hQoLyO96/IVNpVKqtPatyuZRKqq/lVQ5JcLEfj8SYUTqaR4FnFq5poD",
+	"lZmKfjuTznE4DjtBLVRIxVoEaElydAXRwkHHLGJn0hmFJTXQ3B7g2TtwBneOeoNxJ+iY1Zb3h6PeITxi",
+	"i86k8/wUShXHnYnkok8PHWFnfF6PuHW37cSigXND7ekSVy4hPYWu1M+qNPCM5UizCXBJD51uLxk4HvbD",
+	"O9QcKg3Emx9ubp3gMGJ5D4rjjjeUWXw6xzN5v0kon6OcZOoe4Axs3KJEbsE/97Wof9Y9nqAr0ElyVXMm",
+	"LAKgR1b6qXXsPeBNvxAbwe7C66R2bS+kLeVK0uqxvzNF57L17iMP7OncKlRk20yVdIWQjiXJY2U5vYTN",
+	"LydCOZL/RP9tv3lJAiury/VQKibIQkSq8li9HQ1gD1jHpJBx98VOb3OpJrAZWDJk9yfNHI1elfH40V7l",
+	"KNtX5g6gX8wykdPpSpAdj2hzooENADgRxHhVvLyHQtcztCCYr3Kiwju1HEHR89Nov5Xkg8NhV7kHh4ln",
+	"QPI6LcmVs2QVC5DHrQYRDg/CMBwc90fjwc7DqSiu7qAcSejwjmOfMXu8bGlZQdxj+dhRk95gJ5Bqylm2",
+	"XO2a7dOsuGJb3EpZ56zWygEDyn8lbNRlK3qlt+pZRYF19dfpSpTl5Odrs38rxa6iud2LnjYK71Ej+4fC",
+	"88UUnntVde6kLtyDovBGJwsWp88GlUHypqsuTNTtLJT7DRSlplmivagfSr0pDPsqjPdIwfJF6Lf/8e9b",
+	"KgUGKmiM/xD+2DPSYN96qJkb8l3VPqqT0ipe7d7a6pDd36galjlT7+Lfu2rzd6HUBGiZrri5Qgf/0HEe",
+	"XMe5kxLzN6jn0sKoWa9ashl04J5Mme1Bx0oUzMXvlYoG9aCBlAUowkPRswXsW4mUHrzvL0ZR81mDTw1u",
+	"6M30rcA8NJC5BgbxUNT+fQGy+RbWgdD+e1hXBVGxZVkNjsVDr+pDIdk561RHvv89ybMyQop3VaogKg+z",
+	"Jl8O7s9Zm2r1id/TyrioO951KcPyPMyqPCCYaXkZxO9yAUQj5cVDkvxhUGpdgjeAh5xbROXCiKbAeFVG",
+	"z0RHVK+yGc0on8MJBz9NkApid6OPJ27WT+DEjgaXGUJFtLuKLO4hXZJAz0TlAAUAkWMflvzdME0dg6CQ",
+	"4cDzPSkiPlheuMz3Axv2BirommhwPlejwhuBdPVLrjCiNvUD7UUqZAuOCU7Efg9BjIPB+yyifIqoarAa",
+	"qGHDmhVjQXuRE88VAcmiSkxXBJ85KUf3YijIYDKuVCVAM47L7CLHGQerKp+YVQXLgx7EnqHXvkPcE/Mr",
+	"vOiM8bf/8e+XmSJL9R330eNqoxIwQgmMD0bUCTqyIQTBFfq0/k9DvJZuULuB+srr/J6kjEHj8gqaAqrr",
+	"YWTNl8dQlqT4+vbaCyD0PBmMx/1jg2h/TdZo792Lp+goHB56Sqvj9MrTTXrFcirmiwBFz5Nn56clMCR4",
+	"Uia1euQFxrjxwQTkNwS6hqFWOodn1e7VQ88Hrn2JbH8ia0Ql8bitAg8pmXOCVZJtdK1zyuppBGHf+xmx",
+	"9n9GQQVGb/70tjSNN396W56CfOAz7fgqnLznsktOr0pdclqBfZMPPF1+bMhutfwQoCnm5GC0ylPrhV3i",
+	"xNTiLj7Q7//83el3f/r4NJ99c/7h8GL97Z+/enN1OI9v3uIlfZXmt2cYv42/ev+Obd1c12AUkuwgR6jW",
+	"LQDuU0TwWYK+vr32FdtAX3/7J3ROhOLrw3H/cN9CGtlJcpW8eENyOluDOOdccYGnWIx8vyH3iV5l8rCD",
+	"HmmGVpyc6BIDc6wArJIVQKNg2Go5EzZhvlWCk9zGtVosVdrJ4fkI9FKHgfuIZFNp97hgOdlX6XwmpLwS",
+	"D1bGuDhBUU5iQpcCzscARbooxUuakQGAfM1ZZvxYGkzD9afVpUzRvu9TmHJS1Nyo5JeGffSUZVdQE+P0",
+	"xou+447O0/uKChKAJViexrOUsUriJLyB+oOwFS4J9YmCp1RU0HNOV1zQrHOf+ESjbjiGNKeDLeAX9Zov",
+	"DUA8LBM4Fl4cHp1W/cepzbieQsJ1Wygen1w2/FqDuRiTo1kYD6bdfjLC3dF0GHePyeGsiw+m43iUDMlg",
+	"1m+T1px5M8ztZz1oSpvyyWvdu7mkTRBDNl3afbkiV2cDMkxGcXc8PcDd0fHhUfcIH0+7YdxPBmQ4G+Fx",
+	"K+CfpR+FB5IsvBnCBQZP2IrXl4wLnPpdv2/hN+V0KCdXHR36z1BHpjSgACxzmgmVuqtfNgFBC4IzjiK5",
+	"gNGWFWyV5ie84DXy5kYUcORVbdUu/tJp6Gl7Wp3hwCKvTu7U773Ld3b6+hT2P/rFQE5VJMuC5DTGj5/O",
+	"aYyvmFetUCqpT8S8xFxo9dKnAA0Au3Owm4DxJS9V9orem87EnQQeNx/H5ZKgfHBUJL2WxWY1S+xqNkdg",
+	"8yYLkmw6SRtr4ONY0Bt9W45opv+EikNSNzfgUiZL79XZs3L9IdUAcrX0P0u6nP25tpSvyklgvqP+1dkz",
+	"tFeFaTAFEspBK/s9dGaGiuWdRF/yWYYw9DNdq7BsrR+3LqrX+uQa7HZy+Y4ROU5laYaqdCohGwzJUS1l",
+	"LnoY/AyjXTWdAlb7MrgeU5Ky7EqqoA9z8rUA9PAyxG5oHr+rA7CV1HEWyiRPbq4daNA66lzHMqngS/Gk",
+	"KixU8UImUL7NwJpCwRvl3MpsAomqFxEtiJizZAJLEZ3YDVeqFKLNTo94oKtDyqdd4+yyKIUQK7fZl1ZE",
+	"rAkTFmXXyPGxqUFFKIoxn0PQ2pzE1/IfU5xdfxA5zviM5MrEBqUlohPU0jNnQIwAI6Q0v4lG31B2TZqh",
+	"qDzRCGUMnttiIAoyS9IM+tEWFinMFERHVKR6VjGIIwVxbXNpTNpr5MRh7/eQfFXrT7pjZXSV96jkBLEs",
+	"dRAWZmyVo4ReUcEfHjJYxYWC6fULw/VKdn7Ea6i97WB5N1UXtXyOKCRe6w+5PAK2HF0JquxffMQV8oJB",
+	"nT5TNUl1Jt02vnz8q232qYo1GE778SAZku5oNg67o4P+YffoaHDcHeLR1AB0tq2G+YKt8gZFzOEeY8OA",
+	"IgQVO0zfh+qzxEKQXHb13y8vk19Hn/6pc2fEu0YoO4U0o2OkKrGvgDtjzOOt8OmUjGkJmPRKvdwGRMpX",
+	"egvtefklMhL8VPjxJUvVftsrKku8boRgxXkyZ2miQVg1epEHPPJzoFkhD51kXlh5Hx3s+5JOIOq1yAsQ",
+	"RkbYw640ECYKtbiEyX0LoNkFWxSdUqC0FEZRS0Qo+a5fRJRPMRi7yCm5wanzQePF9vFjZzgahuG4Pxj2",
+	"w3Gr+6GFHdqwZ/TX5MkA/rwieGXj5vBjQvmUGZsboLeNu8iWYo6IcZmwCfqgmFntvNigDb2y+7aOioNL",
+	"u0+qIBNV0A7KtIIaVGF1UFsCDXNY1DnQLKpjdo2KEuyikLg3rlhNUjaW/5FtAfnCaSoVRtmufBfTDWtM",
+	"Ua6koqN1dq+nUpRR2QSJEpiciAXJryTpRDyfADCpPiYWROknzQVZIpUpYWAkfeVYFOQMhojpy84qu86s",
+	"0+qysx/oCASWFVVgelB3zEGJzYmOyS7hgp2Yuirg1+UII7cCBWib1YtaYKtWKvASJ+VZDbqCrB3jTMdN",
+	"QB2LE+jY1JBBXOA175WgIJx6d2xK1lzPLl+lEKBc4J+azBY1QeMisYNZ4Gvi5D2LOaG5CR++JwVwa7WI",
+	"SWNGwKCWaWd+OTb/6x0f9xCcnWamUslVswVM68WKgzle4w9R0bsbnLwNRh5syLpohJl34pKhxvT9ws5P",
+	"gF+mcuam5PZexlBC+TLFa1WHAHwmZgrjkTMFffIlbIFpBikCGCVM9NA5XBI0fJEGvyYfcSzSdZGAgNHP",
+	"KyZIAmaCFC1xrjIoP/bWl50/atL0YraI9hHN4nSVlO4dCykMAPJoZoO2OKJXGcuJ1Jw5ARzy8gaBRzjl",
+	"DNGEZILOKKnUaNRT0tA8aFmcrXI2LgogXi7T9Q64/VaDMsY4d2nHo805nJ+D7h/o2JAyxH8UVOpQTeA6",
+	"mRCBacrRjKapLgdShjtU0kUSUy5hVR6paouwHQ36FZVsMRoMUFTmPZTQ2UwNRJWft2tg7wC60KRrz1C5",
+	"LbK391pQm2ZRz4hbqEWpogUqw7NizIVpnFQ4oALy+Yir8Qa6TkUd7BO91AJXI2VUv2rlsWBsUqKlQSXm",
+	"Dnjyt3Maz1XlFjOkKo6ZioyDUYMsB20Vf+ySj1DTX+5pAfJZpeygvTL5KXfejnSWkM4Hom4+0H1Uamgt",
+	"sNpUbmglS2vXhjvL0FYVHpTSTT6KQmrsPe/1D0agzS0WROqVjYkx6J0pWKVS34vyB/LyAIUZNpaQ2D1j",
+	"sKhz4AF3ZGYSpUgwT7UIq9top5T6XekaTtEHuUF1saxClAaVTcQy+cgpCEG10uLDkrQ4tF8QNrKx0MMz",
+	"XeQB7X333XffdV+96j57th/oKg+OHCNZgnMo8DDsd8NBdxhGWi7aLL1If6S53kP1Ft7KAb1LyYMAkkMP",
+	"3CMeQgZ+XpXKUJfEMdgXlgQLK+f3G+skOLx6MNqaQ9qAjO8qsxrKX6e0FgjFckcqyQwKHih1QQE+KZlM",
+	"Yemz2Y5YAKAUkp9XOHWgiGrVBZVCeZeSASpj/RPQStcwMPm2+s/+dgjgbQjvCtHR5HPbg8eRrc3CdQsW",
+	"fFnUhvcDDm88OIKhqVRLpK6CM+UtcFQb7fPjUQ+9BoVCttlNl6j6D6OTohuIY1YuSslofMWXINoLN5fu",
+	"7mGcbbuiotvlLO3nJrD0ytb8HOzyIvtZoZFPdHx2WcvyA5PbRI3tCOUnyJY+VZ4J/RU8BU3LQQM/0UVN",
+	"4fCCQ2uCFIR5I4J5GwBzX23OtywXM5ZSZhzWPjukZTJw6DgF1Zem9bbAtJRdsff5tngzuotvshaNdF/x",
+	"OXqsHkLoC6c15ahRPeJINtkIrV8u4MEnjx/HSdbzBWk9ln31lnC671qxwx9HZVa2TRxVx191IFnF3lIM",
+	"+hfEb6mAWv6qtFoC2TBTYIf29RZUZ/WwyrbROjVWNmE7PiOtDmuxsSxm0Z3p/thmuzRGnrBsynCe0OwK",
+	"LGImDiWyUlippnHKuN6+tmqtbdkJiggT264TdFSjtqEojZDzp7ZMRMLiFZhzITb3eDQ+3Ffah7F6Kpsb",
+	"KAvWUx09Zngl5o8hPDfqXWaR/LS6BpQr8aiv8MeXqzAcxtc0S+BfRF1vkXygrJUzFN3glCawwSO0NwrD",
+	"/eAyi1aZ/BLLARZSPu5DuQeWT2mSEPXmUD7KmOhC7T54NJKPlBW+K3/BUoSSJLrM9kbheF+VvU0ZTrqC",
+	"sW6K8ysi2/Whq1XGV0sp4EjSXZCE4q6a3t6oP1a/a9+G3JLQ5WAgn9OELJZMkCxed6/JupuTFVejVr/H",
+	"LJulNBYwwmMYhLx2Zcoa3dUJZ/Iz8HqOBemmdEGF7gSaqJB47oxbDmDYNzSgkivkikKjsaLXFCfdKyzI",
+	"LV7Dw4GaBr7BFOQKPBwCwaWU6urEBSCdpQW8NN7XAVUKhgKehfIWMV1d7auklkrCCBhpGhBf5nip8pyg",
+	"zB4EOzBrJ6CZVGVphm5ZnlS0gRf0YwEUwk1NZZopRlWZqbYet4FCwleYQmBLPdwWWjX7Bn4tBFmtbVVk",
+	"VSGa0rVUIEZhqIuMsdlMJ7LB4AN9p9K2Rqcsh7LIWPSTwY89F5zp55U8NoA9VBVnMe9RKORhASd1LQle",
+	"BS0qW11/6MBFYUoQRrAFtclLG1k7P/qUB/KRckGzK58KbKYsb4zHDtcruUJt9STHZIRt8Q2wGclfPSHO",
+	"91V/s6mIuFQ4vrq4eIvUC/VQ2VHoK9CywB8VSvz4+NjFjJcv14u3CCpSXyTrnOVCXvkWONcFZTleEKew",
+	"JIvjVa7MuyZ5oqjy4dxhM7WImul98zdJWbVY2mlK0Pt3Z5X+QUoHrSV7q6plpnUh8+tKT6vkL0VO5zjX",
+	"8sZ7hGs9w38cAiRLkXABjOhoN94klEYqmv60GlTNcVMnfEst7pnj4aitdVNn9YwUo/r4KKOADcr+0h09",
+	"padtg9oAwEdHg+qYvCLttodO4SaRMaFr9xp9GpdRoqhAe3UH6EP686DG0yqeG6gLiEkJFERWpJtFEyfX",
+	"yPHxlWOuajYYbZ1x4DfLNn2TdqtbDgYBiCh5hjhZuSpsa7HB869hG1QlctfxvrPHXb/qTxm48UccF5dt",
+	"Gwa0gBBNl6AnsPTaejdbCYBuqhGsFBLkIIGZK3PGbt3Kvk4wkU5WbogjOt6eqvM5cT1lsDXnFrlTbI/h",
+	"kf5GZDzZR92W2W9h56qIjmpQS7P8qAKj+GsNY4FB3W8Em1HBA82oJW78mA1CgVgmeCOowpIYIHddDQY8",
+	"XKr4S8UGodOW22c3L4vQ41b1BCuUNc2t6buBtrNVltxVKKuwT5VLyHFKeugJkxcvslaRsiZM5ETnQ95R",
+	"8AI4u9Lj0IJyviSpE4BhjF4QgQprcTtnqYpR3SiyvzAYohXxcELJ0d5BvhdP4UJDufapzrRSJ9egil2I",
+	"wYFdvN37ctiBOcHcj8i5toWHHUkFd7FCBm1C53yTwZ4rEDqVnFcxFj0PUOd2ueTZHAZmSMjjkN8hvGub",
+	"WRe83CkpDK4KYIPlLuSuSctRPnVrcdb4IOBmawL2KQHW2tL4AoXHkzC06fA2vaxW0LEowZupC2aC14WH",
+	"Dv2LHCabzTgRAM+I1ym9mosuxzdyYbRQNEErKvA/JdX6YV6wjkDH0RQfk5I3Y0VhRbiDn+j9b8puAQIw",
+	"piCzLayFktqGreREYawAmWt1wzOhqSUlCF5XSMaviyKiTu5GpfCTXAzQJ3TYoq+cv7x/5Wx1NS/uYWwl",
+	"puwjwgU8jVTkdJwQk+s4Z7cwTagDSjMu5NQ4ylfZibv6KmhnzlY5WmLOwZkuCZ4x2wjlOFMTZSuBUhM1",
+	"JiRB9o3uoMpEArAQ1Q5N842giAsxTGaOxKLSv3liy6Sg51DNDlNejQ1ENXgpTgSvYUzpGCp5IHPUgHDV",
+	"Q8/IDK9SMbHOkUBzJ0fRD91hIMXqMECHAeqPfvSktOld6I0th4Aem9kHJPM4T1y4rEjFIsJRaKB5WgT/",
+	"Bh095mfYB0Qgn6KcpAoUVTBnh+z99j//fSh1mJzIlVhzXbEiQOHEMG+C1wE6nCCMbgm5VvsGNqY8M02a",
+	"CzgTZWeAvnvsHEZHuvqI5MoTXXVPGccwj7XpCSz18rI1zQFoA2Iqq15+Z45lhVmuUxgMg8OgP/rRMfI3",
+	"m0aOQ8cy0h16LSOFG/loC76C4YHyMviUp/PmuPBTdS8tyRAVM1eRIQG6JsuG9MweAmvXNMdSV6jmF8GO",
+	"IB+XNF8Dh0E/U9mrPI896Zo4T57IrvwpCeoz5UP2G8pxm1uJGkW93+d6dBy9evXddxW32mBwdOc0Fp9H",
+	"79yGJEKGkDxDbeYPkL4L4YoqoLo8lmPcnw7iYdIdkfGsO8IH0+5RfJh0Q9KfDfBwOorHyd9Feg/Mc2Nu",
+	"jMXThFfvMeMF+tN1ET2fZ5r9qa6OG7fJgtnfEs/WIgW04PpSaoTm2IJi5Qls3O1/G3jQUu3rKvIVjP0D",
+	"MJMXDdTz+33jX9U/AYiTRaCwW96uinUFv5dL2l2QfEEznDbLVv2Cih6AdMwAMYXC8+rs2cbQgbp0nHPP",
+	"NeVMcDTHeXIr5SsnOcWpqUqhBbb2e52Y6DC8YNmVHVrVbhIOB+//HA6PD3TMYoNcczKwp4dkgPtx9zgZ",
+	"zlTMzHQcH3QPkyNyPAtBbLUVTOeEZI2igQp1vtgDHaMlza508AGdyReUop3QbVIjHNzdvtU6k15XFZYL",
+	"/TAZ9O2jseQ45M1b2Tx0kvfDxD5lDdK1msgd4zRVdVn6v/31f5VteRWh+iJnma6lDAbZO2KamO26KTjC",
+	"V8G4lJGvoyfkXnRjKArm9cll8+XGVP1TB1wYbnEzhMsiZEuYkTG1ZEwgZZlaE1GU5KqZmKhfIZzTJXxW",
+	"JU6n1KIf6QSMHO2dnj3bD2zyogY/0ZsQLOW3lFfxX0L9v2E/7LfC8XmIunq69gUQ2JeLXsz3JZ6SdBf6",
+	"pLLBjkT55uz8FD199/zZ2UWryPtm1dhknD7iSkFGe5HUiqMA/fbX/zS5sKtM0FSxxt0UaPmFtyb7fFPa",
+	"q2bkPSlv9uUGV7XXbZYzAIzGKc3A2bGBQnfMaN8+ExcUpvGQGE3GR+1VSz2jd83GRON8MnMHaDeIeKlG",
+	"eviosv1+k4l8/coLfPWVvv9bDYdIOWqpX+UM4xSb0yUUwQDEtZRwKBl+S0HlWuBshVNP9L5u1RJszanr",
+	"nxzjUTwk3f5sPO2OcBh3jw/JUddoEMNkRNqcPtr4cVbpfhgfk4NZH3ePpoNE8tNhF4fxqHvQJ4PkeHo0",
+	"O8TjXW9P93Uf2uns0jvQgeXSP5w9kFq2AZhLa2XchIukBVDX/d3afIe0M2d3xZ388wKoqyS1qvvU3TaN",
+	"97DawRB0cAWWZxtYV2X1TrUo/MLXs6oW4rmkGcp+MDgARmqX72rNr933la3xS3Bzs/crH5xG9QJXe3kP",
+	"YIxKHGJfhsOr51m7p8Zg/3eweA2Y2Rvee/Dlc/HQG9bPdYmI8sqBflU4Jk7fnnmXCPblncN3BIOETAS+",
+	"XKt+/468tK/ae2BdF0gKgMKejcDR0ljFM9fxYfSQXOdkTJRHQZnhi0LeX8hPWzrZayDifjB948DTlsxm",
+	"fLf70g/Kp3G9WKlnII94YYtBeyo7yj4AwLSs4o2qGRTu56yvbnX/IdvieHumNdy/AwlplPEtAtK+9uDy",
+	"0XypWTza+4Px33K+IrlPDv5NStzcZRV85W6aXnrwFbBlbzz0LxW/kYdEhvaikkpZLXXj19vrOTNaAuvo",
+	"rsJuzNGUAFg7vyZJD0WO+lO60sVznKtSDZv0GRQ5/FUwT8FT1dnIJu6R7TmQp2sD52OeljEfH6v2UQ9F",
+	"UsNPPrCVgAhFxFYiZotSurJ8A7AZVCBFRipG7B6K7PqUBlKsDJzdVGp3AH4vx4czBXXB11yQBaQes9lM",
+	"TvMENSwfjecKq9KNAzEfQSnLrkiuPuWr26ZWAxbmhlHjUtfsr5da3SyM1uxImJI2ZigmxbdnlzTr3TXW",
+	"u5BdvVmJvwN5UMx6s0hwqfPAUsFlXY9gmOPkrhztLtWGlDrJHVWmr3hCTKwU3MMXNFsJ0kPRdMXXUOLI",
+	"c5qAl1fe4XsQ7KC/kTHds1SFddcK+kx1KrcFRAHusVx5XPbLSXyyHxWboP8lx1Cp22NeqrMtuybZ8zxn",
+	"uVfRe3O6EnM06IU6JQ/S9g4OR8fo//1/xr3BfiA3faKgh6RoKmfq1aNp/B+KqMoi+aCzSFRCXoBG/aH8",
+	"v3ElS+7DVY4z8cFkyYXhvsIGgy7ilAKyK+TuKVAOxj4scLb+UACfQXabS8XKAKA+re97SjlzPiRpWu2/",
+	"Vmao8r43HezD9oLlALV5m7PsanO22lP4EpIrQTJhrOZKoPW2bl61Rr5ReZVRudJOtLDHTA2j6cY5AbeG",
+	"1LuBnvKsg58+UBOErf/mJM6JUCncNOOC4ERqAFxXg4ScqSeY07gyReO00TwHnhsTcGx2qxKUaEpiLI+r",
+	"ovYPyZIlo5lxeHKIK1axS4rmBnKFCk7SmYp5U9tDJwHu1di4mW33e+hCRUJpngFPoc6+lIJgGEIsohYB",
+	"8p+xXtWiCkolmscQ078Mp2/PlDcLsJyvP0Q6Vk2ptoMRSokA5DK5EiokpeIXXFx/GL34+ej76cUg+8vt",
+	"4cvlu+P4myH/U9J/5S1j4i7m5jGpd+S4eGVco7DFuPiHnw//cjN4eXv87np0kR19vxx+FR98Pes/WYyf",
+	"8fDf1oP3+PBP5Pjbj75xOpu7ntGuUxUNZzpMXAkYqr/QaRVRrPcPX7LMV+rpNCvVJqrI374vAwle/wCv",
+	"+6n+9bcXksMgXxVzFJ3qjGcNdfaE4JzkSCXaub15E+7I+uv59N9i+oZ+/eL75+8u/nx+xs8WYvn907OD",
+	"s5/Obl/99F68evZKvHr2nL58+nVI/nIq350nT8XPyfDPdPbnHll//Uvy7Zl8LHD/KHyXPR99u/j6/avF",
+	"+Lvkl+RV/P+x967LbRxZ/uCrZGB2QgC7CirceAGjY4amJJs2KbEpyup2w6tKVCXIMoEsuLIgCG05oj9t",
+	"7H7974d9gY2e95h9k36SjTznZFZWoUCClGzLPfLERIuoW15Pnuvv9+xk8JfOX/4WBfnN2atAPxJ1p3I8",
+	"exbEf/562tiUfibUm6RmCE6TiYD85kTqhZfKWLHmbhCUV9VufTml60rYuNVK4BHgxEmXEg2DtQK9j4Ul",
+	"oaJ0vqEE5kasHiktQkCipVJ5TIk5zyCDfLxiag7s+qVmGZui/TYRS+u5aqMP3uZc0GWDLgN/1fpp9PLZ",
+	"sMWOMLQe4rIr4RPgT+XTlH67s4rI3QWlBpQWhxm39YmtO+tei/F1mt48pZOiLmT96uK0zuUk3oLjT8v4",
+	"+QIYPfP0nulI24VR70eeUVE5nFFO05sbIUAXVSsZbRNjNAnW2wRl6VbW7HcC9iWAnA0wPdnAEHILGefV",
+	"+KFbLgYKpeduF7fVE3G5mm+Cz9IPGBROrTv+ddTYGTW+D1Ejn5YrxP9aJfePeBZbGyZzcJO3wiV5atr2",
+	"IjuaTutq/athXKxQ5x2/w7tjfy/qxf6+6E/8Ad8d70X78YEIJverUL+tfZXlXwRFF4hhsw49o29XbQev",
+	"lFzO28UdF4CS4s5Raf7cIuzy0ruLwqPSkQcGMKRYWqWxXYNDsf3Wumdh0rarmM74IYDAdQNKVIJrn8Li",
+	"LvLvu1UUt+q6X9SBJIVmlYUgdU2iMDI8YkxD5A7ucdDf31g7tsWCLcG39ffvwOirrGdcys60bbEsN3on",
+	"TGHY0D1W4NBgodkJ4FdAHubEIn2Ut0nJd+rgRdpiB3N7+QAurq8ty0oHkA343vuKSsQQVs5ssEMsIS3B",
+	"d1OhLdQ63LkB1zeJ3r/Or4fwudk8XzHsERX4Kire3byDWVOKZatmH9+xb52ttvPr7KNfW84/ftt9yM65",
+	"a2e8TvLrl9as3M6xWtXd1t2rmwzVcHmtRPQmtO5mZMfVC7TXZRmXcTpj41Wupaq+/NXZ0bH/8quj7mAX",
+	"1H32jRBzSKdObgQQGii1TLN4SHU5gDkJqbngRZPpsrzc8PNnk2/+dJDtf/nNX37MLpc/vDp/sn9yev7d",
+	"Sdo95af85fLLwfyrqz/9YffmyfKPdx6v1NUtXLNHjmPEAv0Y0lt8jVc4RlOC4rF0+VCiZylvi5k81626",
+	"tV6fs3CJ97b1RgtR1tXV52HrTn4h1YgqH8svP2K5UDk2CSvjihKrO5xrRXOLd99yGOiB+pVDCO4U1YQP",
+	"3FkpnwylKx87RFBaDBgUsDPQpIgY3eObQTZ0TvqRlrv8UHhc0MK8P8gBPVg5ox4p2hE1qxRMzmMAVMpP",
+	"5Et0O9Tnjk5TwllB/KXceMcQEN3svbGweDf6IAMTqnBoDFnAVJ4CgLrWgKg2k/JK9nf7QcCa3T7UBVfc",
+	"abdCTsGTTmlljY9kXX7rg0dEiyzJVy/1GsMhGYMhf7TQp4D565n58NevLxu1SeWuLwzxbUsRB886iW/1",
+	"apXcWewIPGIISBjs7rdgjE1xPTDXHxJSmdaTd4PAjDLWRkO9NrYIfD0hNKgbknIx1ucCovjjY6zwEbbB",
+	"AaGHpDGkISg2jj5cCz8q+LtrkIu1Hl8aAhDCQ+NsYgn4+BbKVNWZQ4wWFRSY43nkWV97OrnTNU/e9HEa",
+	"r8qdgGau9QGHpCZJx4aXyLvt+E+HTLwjXZBL6ypumk4B4p5uTIuiZZ3AJ295aZXoGSlHpXDWonRO9Tl5",
+	"nY/skIqa5yIjbmghCEwklQKPc5XDEtAKNvQfR6pY2KFnkALz9AqrxQ1ogn2vZ5cJohCY6dFzVQwGEN8l",
+	"8moqtl/YDKEbqTqf03BEPMtWiOTEc6fDHlM8TxSwfozT/FrP6mSaLp3QwrHj29b6EowguZwd/9+wcZqo",
+	"HBhu11lnUdg4Ob72oQsC+1VDGDSq7uexAzztPmXMqfJH7UN0zSkn2nBjcbnhNSp+TkNbKzxyluvNC+kC",
+	"turfM9Bi+EJtMBR5frXIZJ4xcLB0xaB/EKCI577IEpI8ctlVSg1FOxyGD4B3SvxrpTtre2/BC5pcIZ1U",
+	"mrHzJ89aXpXJjcg1lV2ha02Hr1mY5g2z6takKSNFiqcantEiVHvGJShedg4MUCdWjGJDtBJAT9hzWB0y",
+	"vVKRq8EsBOOFBrzlhisQSkcWyqmfMQNyAlDxVJKh/4nFdg3S27VIouAeeasKi2hzsqVSC6HWgTvpnYkq",
+	"YF4gEUnaSfCjdDoVEQgjJbK3CZHa2eFE6i3DiqZl4khiDg7jUW7SCpLcI/gY5SLKNDnbKVCuICa500JY",
+	"zeoeHskmIr9Dyu4afzT1BFmwuAX8oI8zQC5YSEyPTU0WUeqNpN5jKGHh/ipGzXhFSKGGU4TU5zY7swsK",
+	"FjUQbo2k3dkwiFocHVpEcaBUkiIrnlhblUlWrEuz6EeyVhgxtRjPkhwEfeGnnrVHciTheLCox4kLR6UX",
+	"VsajHA+kry7PTm2Zu2JjcZ3IGA8LBxlFj0w4ks0KOiZfPf4JFvPPIYKL4Ev0kM9FOp8KVEGASIqSYo/O",
+	"TwgEJxP64kiagwixuKD1//Zv7KgUYtc/dtrs6S0nczi7efPPv/8DdDHQMcKZgh9aBsWocj6PJGMmqa2k",
+	"yTRvUw8O9dtmnpVaRVZAqz2S3TZ7qUX2fYObcEAj/imc17QV2iPZ09sLmzzlKldsZ6cTUHxe7eywZljE",
+	"lYZaSwxbbXYhFgqUBaz6Utdplk9XhMHCEuw6PQfeA8nScc6hfp3U+kN7dM+L9pjaU611y9iC0EFH9Cs3",
+	"ZRXs7NyVV6B7wiU7OX+7a356pOCdj3f7h4xHWaoMM54FEDJgYyiVWrTwjVYMOC8lFdtjYb6aDxnP//DD",
+	"Mg+rGnd3MOgcsGbIp1dDVMDDFrBgjyS5dy2enNbuIIe7vRTTqQ8u7sc/LG9U+weVal3veMqTmRqyMFEK",
+	"8NEXMYKjj0GxHUlX020WWnPLY2GaXQH6VokKQF8A1QcICTkkeYh3c/0/P+RJCH0HaCP9Hq1tJSAGlYCd",
+	"V47CAtkIV5RGggoVASNVFM+RLMCfxFB/4z07t+9i79mpyG2Emb0fyfe+78P/6zvDkhYQ6tsfqAasFTNs",
+	"oxmwSiPw+NHNuEu9Ory3enVI1STFu+z9PC/XeKvDW1Wxw9vVsGqnUBPTnapTxehuR2VdnwXy5jeLkwgv",
+	"kQbVondUFCR3GD9AQ7rzs2U9er31xXGL95eMAns7WAXcjE5RiUGDWVIfcSzvoz+aT1fNi7o33W5f6DeN",
+	"5FkdHYh6hOIHLKniaWdnox+0WayNndAbyeoIetUxahX6iflGoa9U3q5VgMpoeXUdR1m8s9MPOjs7NrUN",
+	"mx6+fv3ad453YY9HfVqbVKNB0IKxKsAAlWAAg62GIxmeUZace6brphhc8OrvR+7ZjydfDKNj1IhMvE1v",
+	"RAx+Gfo3WefwjGJXWqWo3m1ygHetc4ZpZaV8TrXZC/dwpYwqy4h4I1bY1TxbEXi/GbyeM3jX/C3lDepB",
+	"YKEjho2Dk06SEMHBQ/C8oHSmpMKRLCZUHygv3DPGIe5oUp/BaoiN3sDpFoVhq+KBkSwdVlf6TJBp0VnM",
+	"h32e5shO5d4MZMxznl9TY7msvMyhryyzRi0loJYmkk7i0l4hD6xZqbQe/+3fGKQcKzgs72T8QA1iM4WI",
+	"Xj7O0jdw738AFaBFIJmQdqkVDz1roAJAXIvcWzRTejT1fAc7OyMJZKjXXBkY6NBjMz6HsF8dswIy4To0",
+	"COyLNF4ZygjEY1vpOcJKosQ45O4gYqhnZGh5DBgZRnLOMz4TmCGpDE8D6rf6/UavbZYYHFoeznXlYWB1",
+	"WHsWZI3he4DhIlIQeAb/TU89L32RLp04PCXfiBWtgYLDhTNVcAFojfRhRACkFQHHy3tTJP8eSBj1HLk6",
+	"kdWLXA6Y94BF+J4dGaIMOzh612BfEL+QcQAwPGRKCLs42uxIrxeOTDbgXSvVL8FZYyd7LKbp0hytpK37",
+	"VLyATdln75mlA4/0SlHTdOluQa1ug0nAAcSCwv2ECEA6VUI0JPSlMr2N/kyHvWckwz1G+cu6vySaUW54",
+	"iHdthTG9zaHF0a/qsZJOOjNvTcuSxqGHw9c4VDr6NX32nj1PmVpE1/r8SxdZJMxJX8tVh+SG5olU2zX4",
+	"4hpCHvjCgIYWtgBQiyigQtczVXDz49OFmlel73nP+p0evcmYZTBZCZF1dthZ8oUd+HqOH/2SgTvTZNiV",
+	"5BnIMXpRQerzHvhO3rNLKIxz6q5MY35YKN2nJYC8l/DRzJ3V0pTWYXH2IcosEcvpw990xCUj0o3odtl7",
+	"9grgTfM0jT0YyoJbGp6V6fLQiN6SwGWKr9jy2qyoTZRG5jNHkoVVcUI4z1CHQq5upE/WPYMxpSmsIz/S",
+	"469fHJ5M/DOeR9ehPf9wiIiaqNh1Zkk+UqwZPr3kV1pvq2w+s69LjEq6DzBfaYqgvcZIP4TxZ+GFyLOV",
+	"fzTJRRZaLQbftM7CpF/X65SX3yNVSOZM4CLc7bNvki+0wEHVQa4K07LlbMASj9N7NgDBcGTJAFiUYsl6",
+	"oQWE0fVCgu5168tLXFD6xV1qdNlxSOUpNXIs08NCsMRWihVMUvqVZhsatyitvgy9Z7mCrIIxV8LuiUN6",
+	"LYJE3zr0txBU6W8PcFmC+8ksFmeUOu13t49PQW31HuDN9aiPF1Bdhp5UPSSu38dmW+i7TR1LOiFMshwP",
+	"GDBfjiRLYoJyTgUKFhB36PcrrurTSNvpeWrXfVWRtFGpkewHfcDfT2IALYX7lbPj9REtYpPevFgkMUvk",
+	"fKFVHIwsD+HHsEVM3OBY3ff78H+dLrsW7zhhK5CPT3cNoAb1XNpBzthbniVc5ghdPJ36+m4R4yd1x0YS",
+	"N7OTCsfhhDGGI8+vPaJgB7MAxAUNDuaCga0I1ybJNBfZIeMjOeNT91MGyPiQxvQ6ncbovGdCRqk+6dSU",
+	"q2vWDP+9+yxsOb5xOGw4ciCokYSZRvniYVNRV3pxfnny4vnLEB3y9BjWz4AWoKx10g36pPAe6SMvhA5A",
+	"33NzpCnWlOlI6r4eIoqjiJEPHWwE+OJX6RIQvonJLMsS/RHKsVwmSNWQ2+quR/qMgMOesNelVuX5lRia",
+	"QY0W+Uimk0nh+1RMKygpscoXQ0piBYfOmbWA+kWcLPqtoadnA95frxw9Mg5+1KxYsxcwZYHj0A1PnWyZ",
+	"7+x76BiUIkGAb3R3Ms4G795BWKUsL9BQxYGy0dVxqpt6nMpcyNzHbDfjcLwkmeo/pR46hNeQM7UyCxOE",
+	"E1RHuwofkDLS6KdSYkhoJNEc6nS67L//a7fdGaI+VEwiaqNqtri6mooiG0Efz3MA+tQb992q1WYv9JIr",
+	"W2Bo9ptFpk+XO0rfcBkVIwPykUrnCvEMeycTEzi87cpAwQ2LeuVGyo1vXhs9+TXa2EXExOUUQDVgzWIE",
+	"zeNYv9vXU5Ol0yGTqQ9IsSGEtWAOMjhaU1kblKB173SfrXee5m4kt5s8vUvIwLCyA8ND6bTIWdYSwW6T",
+	"kaQHtG2I6jkONPxdv2VM8w6tmpAaOnuzXUYS9BXWRL0Bg0kcxqNZo4W0XMKg23SEkeSgUzTXlA39ituP",
+	"T/3kQBuhtxzFLWTymmtNP3nrjq0eC6Qxpf00MAf8SBbFJlK8y51gD7goLsW7HCIZ+lpzXBjzZHs71rNn",
+	"RrQFRat6EmHxvpKJlv9D0qNhocUoBgwzCTOOfW7qTsarHCO7+h/e+jpQHhOz9IcElvOMZzeLuV38I1nZ",
+	"FUJFfK43VavNUAwphHY1bXPey5rwA7qIWxgyhMTWNg3CulWLIN1jHt3Yfjg7mvYhLETgoTDGMro+4OBH",
+	"30kznIlZWvg6gu/bTny8IKCkwADyfYPfcJOTYYhNJ5YgjHGyV5fPfJDvNC4xm2r5pxZZlmolVa+yUWM0",
+	"WsT7QTBqkLtDj+jzV6fFSDG6KwjwLr34rLC/BMOOdmdJ+QJnjRLI8QNWIFRj0G7tDMzCw96Bc+yJZXFD",
+	"BChYe+ADSoTygIefRanKFe3UKBLzHOk9OUZyCJ1an1vmt5GkDPeZtnj0P8L/3f+P5n8Mg/d/7fgH349G",
+	"8U6r+R/D0ag9GsV/aP3H/xYSoAIchHMOyFYY6OZsnEierdhkmmqFK3WPX4hsr4jtgpa7XubwdTUkVCss",
+	"+rLrx4XWwvnodNs9GGe389Cgov+01qjYA3H1zdgRTUye8WSqe/s3kaX06u6ooRfXqNEftAc4lb2uP04w",
+	"tHplDju39TCq5ipM2YVRkzBuAqW8VGhuijOw3JItgeUKihbQRh0WB/QjZVrMEjWSlgOKNYspxJEjfh/8",
+	"0CMFhDklSN6QNamckDuPaLV2BEAQaCNgrklIBGOniRQnWk0PiSGG41Fiu75+O6g+qACO5JWQAktKIS8z",
+	"L+U9gCfaTnBRoVSci5D8YTbAKbhkMPflKpE288D8DmgZtL6huKFNvmeTKlMgPcCRD9fc4EhokyTi4UiG",
+	"6BS10Ngei5E1hnUHLWMOpHP+40KwMFpkKtVa3+sS/zodIUACBHKNWmkiwOFpIm+GlHjwz7//A52W2gyd",
+	"/nHU0M+OGmFBpDNZTC0lrgmv2w8ckiI+koA9Yr5piODxW0YEtdmzgpMGEms4UfgcsjhFOb5IpjHDjuk5",
+	"wPGy4Sq9QXAEKVxlfyiA05xxvtX/byaP9LgkFzOWIEI/TiStAEecgwGEitja9HpswxX6LgXg4KDAGyOe",
+	"xRXEJBO5hS5swFYKTVi5AJRYd0SRzIdl1B0MRtKBWPdYJmZC72OBecQm+xo83iVrG6JtRuttswsxF0i+",
+	"Wejydp1AnuiNWBUZSvALKCvNKJ3NeWYVHzwOtAU+TRT5IEwmmLGQcbGjlr+z0w2CnR342EhWGA4TykFZ",
+	"4rDZscj9CzGf8pWIiYzMSZLW7ax66Mh8wyOw22VNd1gpxAc+wFabHafS5MTbBBd4n14+kG6B5empFCNJ",
+	"bR0SRg+48aVQ6GszFuAkyaw3BNZlNwj0iNPLM/GDiHJHkXn3biSNLlHMJ3hDtMKeZXi7mSatC0Lzbe0/",
+	"LOavnh49CdkyzW5UkW9U+ALQK6I3EwVhDzqdgP33fx20O61hMesU4QBlkrRPrbJhTrYVpDNImxlJ3/RK",
+	"X0+EGha8nuCmbvY7PTYWq1TGraJRsB3Mzji6PP4KuMpS6BAmbsG2oK9aLfTQwVUpTjfzQbAsgAyKZh4M",
+	"QaodigS81fr6YWU4MeqYNdPMo5Tv0hc8oiyIibMM3o6VRHoo9WvReEcKoNC42jEwk0MBrB6nI9wo8DjO",
+	"sAscYx1poMGu81XCDNJjBXGl/njBXYlqVHIltTUwdCksgRITrk6ArwEUa4CFohMJCaD062ptU3ilcsN6",
+	"ieP7003xinyjbjtgXN1AdpeLK9Jrd1swEmYccLlo8YyHMhZ2KCYFJLebee11WSzEHBCZaCl5ZXeN/pI+",
+	"7CgnPoX7pysYFKChdWLccoUSKRbaKFFFuUF1jhIF+x9+AIgeo/lbAsCmY1Aur5NcIOSFNW6DQDeMWMjI",
+	"r1SaI/pmxeojc6iIdAj09TU5G/OYhf8e+mhlaHUtPAwLr2OSobdJf9YhQNsQux1a5yMsWWiYSqZCamUq",
+	"ztL5nFqIDtdqK4uArdt0kDF63GjI0JDLl5ALLPS/UeyzQuDAnS1L/3d3wyHbYFN8uM1OSIeG9Uc6GM7J",
+	"MkvyXMgC5Apxf4YM7/rjHwb4bvxr0A4KDxoMxBMDeqFYMyQsgGdZOtP6Av15mdK39MLv9XoHDO+3LFxT",
+	"IWOeeeRFg0aGBmwj6FwCa/MwCL7DlrhXDvCKHwyGQRAab5RlxcSyJb8zGA4OYEfkKQv/gH8O2TMxzhba",
+	"nuoF6JueCj43vrpm2O0NBwfD3SAs9FJ8azphnV3SKNJMvxYw43QPIQqyzXzh2BmryVRSFdaakd8lDlb9",
+	"TBnKangneFVNiil7vNtveUYvZK7XUoLU73cPrFBBr5brhEWB9cKNf+oW62/7oEQAbA26tsYrq993gqBQ",
+	"JeZghkTwhfEiU8DJptvSDYLWIX1cL3/dlPUmOOV35vj9Fn1VkPBDqeBJEcAIO2FBr5qLbMIj0WbnHFw0",
+	"kKElU3uzElcAvDCSDa8xTSJBcFFUknA059G10CJ9rRRhuVy2OVxup9nVY3pWPT49OX76/OVTv9sO2tf5",
+	"DAFHknxarnBoeA1qQmPY6EAt11xIPk8aw0avHbR7UGOSX0MhUH0Wrr5ytQkCzE3obX79+hv2UuQebMq9",
+	"QWevhTL2rciSyaqUS6YIQI0M7C3yh+eJPkspQ5bQfFGBQBH1SLHwJonDNnueVoHlGtDtzBJRNb4U+dfL",
+	"G9XwGsYOhwHoBoEpGTE1u5U4vlNIDE/oUYJqqsVsxrMVAVebPphqzxux0hOhBbC+WY8W1AHz6VVj2IAu",
+	"AurJW/gLnm14jZskdhCCgo7+KYdPfHOul4mC+tzkquE13gGvxo9/OfrLN++Os8m3L9/sXa5e/+mrF1d7",
+	"19Hbcz5PzqbZ8oTz8+irVxdp4+fvoUYGlaK7KophpOD+OjAymHIo0Onj6NW9yo7y4y+4JSd3K0sbw79+",
+	"7zmj+CWFLHGGnXEEXDZ+pcevUa5taHyvX2it3FuXbQXfaVOxG1GjWnPNkpUlbtDVQ35UVCDDGazBsKDB",
+	"CpnkWZYuTW2MAtB8fXabe2wLuGSGKt1cw/wbSYAa68FdD45+VY54tvQmQM9C3GZH0uVmNtzTEIo8O3ky",
+	"NJlGioVQLqpYuMbrFa5vodNEmesKhIjRWWFlV8HcyW8E3QShmRRU1A/ie0v0e+EgNDRjwzL1WLG270Jy",
+	"//6DpYC75oo1fLlMbYfd6S5EwV9LuGB6q/f9YOB3+ped3WHXgIGBGNiScM6l29t2KGfwgf7Bbmc32N/r",
+	"7e/vVwDV4GVbId397N3ao47bo+54X/Qnu9w/iDqx3xe9ib/P98b+bjSI9V9d3hl/pB4d7D68R9+XBWUF",
+	"YPLkiarZ/o0t0WDOyvtsHTNsXeiikXB28qSOHQGyoel3K6uQI2+SZq2HSWn9SOfuR145uYn4UO/uh56Z",
+	"FER4ontw9xOXaXrG5cr4ePRzg22+9BJzi14VuUfV86eMaaCPI1P2/tdKifT3P5fOKlsZ4RxNZ9WzxJxO",
+	"jhd74wllah1swceQ3aNw0VYdPEK4CX8xN+T2P50f/eXi6Z/euBm5+oWrxz+p6eLq55CCuWenkLmDGbJx",
+	"GilwAfNpexaD/2OpVXt0vml1PLTtOMpDqoPTZwmkKV8Zxc646RGPAN3wh2XP+CNlTYzEloeU3OGsiSgY",
+	"JpfFetBbbUgJvxIhIW1AYDAHd7tzrMIvaAoXNie73NAIfJN5LzQcO3HIuO0DHWZ6EcQJRlavwc2yyOsD",
+	"+SFbQKUS2XE2ImFLXNCZRlz07oQfsln6FqlnhJ3yVI5TnplUG6gTTZVKxlNRWhWFjVJ/lLsLc5vjvLQQ",
+	"YaogQs6vKryEiXyTCUIWrTu04ZHGtrqo08yX8ODP+sipe6LowWNwoza2uPEYpqLxETSCOYEOle0C56mS",
+	"EjDm8sbRI04tb14jCPpdbaWkizyRVxhZRg69IAiC7kDLv/FCJVIoRUA4Wfmfp4kUHaBnDwJ2LGKesZd5",
+	"w3MvdxtDuZhOvUYEkrBxkS5kzC7S6AYwAVTOp8fAldjY29/d7RN0o/778s9QCj/myBLeMO/PhMjZ0SJP",
+	"9VKY8UQbtOlSiuw/I32Hghv4Ik/bUTpDYrkkX13i2TedRvrcF1d8uum17ELMeZKx09Nj3cTrVOrb/tAZ",
+	"dLqDwSDo7O2BLH53Ejtjubu3f4AIBSrJXfyzujb97DWuE5WnGR4NPHdNse5lZ2/YHZA2I1N420srjE0Q",
+	"3RG+nrFxxVREeZbKJOJTBN0/41nC2dH0Lc/E33BsATfBClVYueUG9C+Dg2EnKDcAkriXWQLBJpXzLEdU",
+	"VfPCYifqBQ4qEnGG9v3JgO/6/fFe5O/HB8IPtK457kX9eADounrqUBLQrq02Gu+4TubnIotgjzR2g3YQ",
+	"6M8r6UxCv9ftNApPxRmX/ApyGcDnDl2lT1ymM/aFiG4AVKfm/f3a9+/v7Q7c99Nrv68bBq/hHFyb59ch",
+	"dayfgdt1RFeylg/PrfVE5xXb6IgvJAbHwWasoK5QqEl/UZ+rm75Mtz2Ge+ATn/XGh+iNa0g5dbpjrXLn",
+	"KJNGMajRISEEfh9FMi0fQ4Vvw5wiHrgCcL/hv/XpZPRY1gSNCxN0wKsPykrLM9SmV1i3rP8i+cma6TS2",
+	"a76F/oiYwNfcpmjVpV6jdWKJkFRd5887Kp2tt+ovAEVWIuwuqyxbSsUEgV/y60KZAf9CgZOH+L+/pici",
+	"kRco2zYsbHOvK1JOzDPbuwRLAqneM+i09FO3O4P+3U88T/UJI+Pfu8D5UuQlTKDSrtkgcEpJN/fxq1bQ",
+	"J9YNR+srqjMbMcG31m5EMFZwf4BHFMDctjAmR3Jra/IZhGwVi9LZOJHIUsWOnj+BpDmXuh0jwYpPBUFa",
+	"SIJNQr2vjsmdNcGvbP/keS5m85xi4V6RDeRAB2GB1RHeqUKMrIFPeYbca5xhJlSbveRTQfgaFI4vTcRI",
+	"LkUmDLYdn88Fz1iepkVbMUy1biQeF2x52xmJelQUubCnK2pgBbxb37PBNrxJZLy1aeg07hv9HFiG9YYr",
+	"dLJolp2HNfi1Wu64DVYsYtnfu60Gn3lDa8swJCnZ2Wukplu6h+uavubsv5fz3Nvo66+0nJz+BpX+IYSy",
+	"da13Cc0/fqsxDRYRcqAsQLEmFOpx+2tikGwmrWogY3eyx/fH/kEUxH5fdCa+1h58UB/w0sGGTtG7P0qn",
+	"yh2CpvIc5MUEk2ASBbkTrAnpXyp5K1r1fPRu2sSGhjvJGvVNv5W7ftv2k1Bzmi7e3db0/j2afpk+qOG/",
+	"Bw/UkSwOIy107TmzfhDZWq6Sm8qQeDc6Adne+MuFYZMYNuh3PWlfZBygLb9NFC9xeqyx3gyGne53xS1f",
+	"rNDtgz6pEuNo8aPZIPSDkHm2OgMnFf4A7o2ANHktUgK/v9vZ8/f3uwd+j/fHg2g33hP7kxJf8z1EkVPI",
+	"0hg2Tp5/63fQVweHlj3WpoVrotPpdMCx9VZMey9hGgmhel0Eby3Ra4N3c74SGfnOnnDJ2evrJIcERjBP",
+	"3JHEI/nFpPhbT6ceiH4vCAadbq8T6A4DdJY+tqxVQ2QEJVZVh9Bbvw4cV7/QoukPg60XTUM3fAMXdONj",
+	"rqbg11tNQRB0fzerCf9y1hA11S4ilzO8uohu9a4dbzYxtnavOdrYfd1raxrjZ//ar2nuluGR63xrpQly",
+	"TNzSuqmzc2/3rOk14L665NWqgWAwriuPaEQ2QTvUurbc9bmFa6tsnVZ8W1sfiZ+ebwtk4F1+Ldey4mYx",
+	"3dcm2+TTKs34Z6fWJ7HL0aHlzsy9d/ljA8P+E0Q713f7l5BiN0ulWBV+60KRtnUeSY4+r6GDT2GhXQz9",
+	"1QSAg5shqkEhMy6oDDgRAePPAD0nVDCy/sWIS0QlQyXqkIrHFjN8TBW3k8+FCg/EuwjgQpLcYwCQBxSM",
+	"5h4oqIB0Ie4ixmizZ4ipkGgDwweg+RY7WDeKKkcFm6Uoe9A5Bi9EBGVopQUNemSLQaGKKEqzWMSYjVH8",
+	"jhktun1eZZ71twFAToamBpDK1I0aYuEedPMsrHEBWvQ2TWIostWt1xY+R1GsRJ5PRcxWIscBKk0ndssM",
+	"vTeSWDiMQ5jk6JJcJkoURabON0nTIbapop8qT6ZT1g06QxwlfCEljhiww9DoSaGNsoQlXTdkTZXMFlOe",
+	"p9kQ3W9oM2M5CAxf2A+c/7qDg9CCYiaZ7Yj50iFVjDlvKb1gEASdkKqscUSqQA0Y8qksSJbxRAk1kmHZ",
+	"HAht9BwsVPrDVi7KuPLTI1WA+IaEh/NWZFC8Ka+o8Mi5l0bSY/Tdc57EWAMy5lMuIxESaugRllG2d3ZY",
+	"PwiGzO5XvUBm6H/gkgUFBI79zS2B96CcI8xodgCxYxCUSjC0XjC0CHjl01uu5fi1Wb/bHUmAAcWhBCCt",
+	"IbikyMChsXN9wv1ul4UEbWyEQPE47eZwOJJFNxyJVUwIAP+DQDMLBZOZlgY3o4kOhZwnU6hx1HPsCsAW",
+	"taVSJ6oXPBSKttkg6A4rm6aKLoaYcSgwPAe5uqjbJML5kUQ0vHLF7VrtL82587Oe9yPloMisFS8Pb3kf",
+	"NGmcxiuMYSSyqBcukJ6ColW0J/g0EzxekZduU2HuSEJl7mFR+oK1PsgTVS6pnfEbZKahLzQ3lNNigbCN",
+	"0JrbUZ7aebBl8Xr8p6nKWZMbcCaQzhlX1y2krEQJOl5p+Z8QJZZ9kWfrBAFJJVvVlERfpVDiButYTJUw",
+	"GMGE2W9AWfBcgxGD8re62AWu+3uq0Xq9V2JYn442veYrpaJ1Fw4m0pMnjbcDS7i2r2OHStNbln/F2R0H",
+	"0d64I/zupMf9frQf+wdid+IXAfNdOxBo+xZDUdk8Jf+rSz45GNzFPfk9DqlQ+RdpvLq3wzTLyw7Tc4dv",
+	"gxwwtobHurW6A/ReGUcImobXfALVr4m6JmGFMBxtYtJTlU8dTadoDpKUdD51j0odXOdFfU2tEYNb2+FL",
+	"xUrrjIU//RwWqmClQWDufKABl5EEu48Rh136eGYcStGhPRlhdkpyt4CQrRfrVkghAl9OZYF5cSZC9Q2c",
+	"U1Is8QOgA9NSslKw4i+qkfV3uY+KR+wT0OcuGpn3KWExXtzfcG6K1QmDBrPRNA1rlQLoJNScofwXs8aD",
+	"/bsfoH5c4gEMj3W2aNk5giFfpukpz64EPjfYZhgsYNuZiBMO6brgOehu87ADPPxh/obuVpP8JYLW/tou",
+	"CnIlVJwUpHjfz09heEvulXFjHrp3to2x7X6BKg0H6Oi2xJpNSSd2HLbJOLEDQLqr1jE8BlA6Ek45JCFD",
+	"PwZGkMW7HMhX9Q0RV4I1w+W1HoNJok9CG+1gx1pv1mL99PS41WZdhJtyVC7gebzWOwTgvqapvII6j3AD",
+	"5MKPYZUrugis1MWof9ykG3WI1tXqSvdKeTAUbWUcNz02MFg0fBmtkXShz7krQCRPYcDKnYi55P9pexLR",
+	"mFGif12vsEBgo9bXv5Nx/FMOv99+ltLI62XeuDXKVb+tt49w0fP3Dm+Z734ObX2CoS1HMNqDxP72/c/e",
+	"Bm/2GcFX231fU0naZieGVMxgfSZZiczR8p2cxOHhSDpclKbC3AiLVAoSpevSBjyYVeaUNEOI7ZHUjzaB",
+	"pmODFdoC8C7QvQ1ZEDbimrtdJP/OxWKKZH/gywYyEAlcIJsK9RxcKEE0MRbnlYPzEg/CNkTaM8AtDUGe",
+	"hegjRvveY5woqB1MQIPH0h30nSPkcCRDPeLmBMaDKyzuLh04Hguh+Cl0UJw8YAQQqvRMgFNk2hsSajjA",
+	"tXbMt5J8RUihOC3UJ4KOPHn5gvU6u7t+h/Hp/Jr7XRalsRhJAOmim1kzfPUyRKc5Og8XeavNvhErZf9G",
+	"ONfFdMqaYc7fPX2nzdBwyCAnoGC8OtjZKZzvZYQ9MtfKc+wYbnjGWwC9Aim4fG61rJtxPBWzR4qFEINN",
+	"5NVJHFqbzrz/kWJJXO8ofE0QQWsGo7eO8gfWdsUpaPxqFa+g7dl2fkFGbkECSaH0aROOLuH0tYm5SebF",
+	"7iNevzisU8SQos4eI3doYh/dGVWHQliyw9n2A3i4gWZED0vZpxV1Jnv8QPjduD/2+2KX+/uTXuR3xl3+",
+	"O/FpwUbQit5aJiBuET5NZcmtZYo1Tdn6f46z5OoaWL3m04VW2FGT0wfZZDGdVt5b2YxcGoFXcp0VNap1",
+	"BackSRrDxquXAJZUX786xcLVxstFkgvW365SlcRpY9io1+qdctVb1Vi5IRsKBK+efnN4XqWA/0ejqU08",
+	"rQe0a4tW+/tYtIoCkXKk7uH9M7sT9+rGHAYzQ3kKp2x7zQ/9azr6qDF6IBv37+ntDr5iLX5MF18hUxwU",
+	"1U/Jk0di/LcY+9L6Mi68T9419zBPW7CF5QAKLRB8/Y9xzv16dhGu86plhMLP2f0bjKOSh83m+iHzbl0h",
+	"7Sx9WzaaQBhgwohDwJwah5b9yUIjh+bz+ilb2qXCQ2I6ngqHyRmLbfM0bbXZSa5KzMWYazGDZArK09EX",
+	"nMQa4/Qr0MtAoYeXvNH3tun5EOmDW+QPdHWmQ1C+MS5cDsRT6kohCEliYutkmkPejG0hMGfOc9YcBN2R",
+	"DI/LvGEuGVjrtkg+Ubqyo5r0SsfxWRQJ16m4OL9x6FlasUpXQKYvuarTgZ/Aw5t14Dt9S8ZervMv9dcX",
+	"HX4v/tdLNPwcLrhDiD0hAvC7hJh3S3Iy3eYV+z+dA9cLZDnhBjDMFJNC8Bjr3xE499hztdnLv8yGua9O",
+	"aofyN9aLPucNf1J5w3dtsDnPo+saUBc2E9kVUBBG1wi/vtc72G3pvUQOQI+hI88rvHjWXecVnjhvJB0v",
+	"GHp30H+nbZgbsSr8ZioHCHeyO/T7F9NpyKKp4AgV36RPY0qq+9oC5hySjNHLV3gDET6ckmUx0VWKpTHe",
+	"wfsyktliKlD7AKmFMqBZgc+vuEkx95OcDSRFHL8zqhcl555WqUieHFjaqVvcco6nmmy8kQQj70aIefl0",
+	"x6xEhQQ+UANvrcE2EMxORKZszrDj9wMKgOjapqASzpqhi70WmfhAxYQwhmp9b6/g2scTow9wJgFUNfk2",
+	"LgRmoIssTyZA6sBSySZJya2BBV+OM4McC/eTpdhzlKgf20dBk/ebm8lcmXX0OYfld2ZZ/25tZFhv29nI",
+	"VBt7ryQU88zHzEF5KOILJaZYvs0HIb68LkM+UBGMMlRbpYqi/7DVxH/859//YTLLX0I+NNSN7ewQ04et",
+	"iCilGDdBuqamEKNVYnemgB4wJNF32uyptvLPTp48sio+6CSlKqAyikIimUxtd1YibxGx6UhCCjlnMV/p",
+	"r4UEGPvy6eXl6dOzp88v3xy/unzx7FnImoaEIex2h0EQtsyAAyLD3wiyHLJ/sG0Oorn+xnW6pMxtuWKJ",
+	"VLk2SyAwSuwF2UJ6puAjFjMu7fKgGzDHnPl+ml2xFxdfhqRrQE4rjAESNRddPSzSPjGURhQzCvF7Hil6",
+	"jghHIQM9T4tFRq/xjF4iRX5EVSEzvsL1rFUsccXz5C1WHL0uANaSae4nktkCHUiZx0/hd4kLhz4zZBMh",
+	"kMTCzsPJ2avTo8sXF2+ePX36sjQJ7YN//0PQ7umJmOtjpYz0AJ6gLMX6nGs+nfiL+UhS3yKIxUGwPbXF",
+	"YIda7ZoDIdZRHhZjcJbKmK/8PPWfZYleJrBUkC43hG484bkI2xgUhYzPNJG58KxY0BuMisX0X/pribxi",
+	"mdBC1nJ7waseqZH+GhWfmTvHQr+hNFaWeHcdw8XWhOUXYhJC8R0ID8+h6xOC3E7QBCxbabMjF+QlnAuJ",
+	"bM9YylYaHfDoQbdoEzjQ/nY/GIE350m9oneaqPyJkbfbJLvZETXoOp86LhCNYQG9pMfCdqPcdLr34wAu",
+	"0bDeAbZkx/P3B5NTbvpnhJyHIeRoYVYoMAyYPhRb8lUFrpmknDPrgGpbB1fS7V4GXRjY/ncw8kZquPf0",
+	"G15DC/sjC5bSax8MDFPClkhSHxv3w55u+lKn0wYcGL1hddtdvI+i2UUxDPx+jD93PKjdL27rDwx2r/6Z",
+	"7uo5cCBm79+O/fGkVs/cOimSHr9vTqQrrT6nRH5aKZFxcXoag8YeqGV75m54D6tffyRkD4jjlVUTngl2",
+	"uwmhWxnWutXN6t2iktFqMfHDEeo+MSwQLYbWZDd1kyqxeHQtYlIl5Y2bgPRZfpfafhn0df86cPD/YhJd",
+	"T9g9kpmscK53n5nN+TmY8gkFU2IrkjYIX0g2uJcrCZ94mCPJIAdTNOTjOJIMLTu58FWR39ALtPaoyB8D",
+	"DddPO2SoNq0sz7hUPCJ6JrRZwSc3kklOwAZqWCKFx+s2p16rpfgJ3TeZ0h/uZXyiPZJhzHMeFlgqKl1k",
+	"yAKu/z46P7HVySzJMaMEHE3ojnIS+xMJxPYe44QkQmvCK+beAzQV43HyKhDvrUMq16dCOIw/G7ZePpLA",
+	"m5/zdyyJPfby5XMwwAh5Hm8mf9q5yGaJUgBzvbMDfh8z4EAIbU37ub0RuzXP0hzYj00CiMfGQiWxGMkQ",
+	"Fxss8HDIQgNVuwMhPJ7Fbwz0E/ziZNPskK/SSKUdzK9HV1Wxa8JDFrqw6Ds2DX8NtlvfuhTj6zS9ac/B",
+	"6wB3jqRBwJilmcCsaGAemgr+ViiIEupeY08sXeaMryxXNlAX6QM5JFbikZR8BpQhQJXL9DWj1fQYXasM",
+	"JcCsiFht8mLg3tjKh0FNNR4M/fVD8Oyg38bm6FT7YZtYpRvCSYPzpt6OBW1k23MIeoIu/w2WN3Xgd+Ut",
+	"oDZ/dhPcFfZcZ2isAte2O91ef7CrR0OvVXia2DZgOwSdg2DS4x2AwvD3ol7s74v+xB/w3fFetB8fiGAC",
+	"yp9SyE9zxHJ91KE8Ay8p+rtB10mcV3b9vXEn8vfivvAP+GDs96Ju3BHB5IDvj4vRdcUIEuFsMKefvv0A",
+	"DE14+L6mNAncz4b0r6zLOQddrRkt3lbQMkmeu1rc3QY03GfYvmMxTd6KLIG8liUqNuBpB7CRnIh2cala",
+	"uhpKxsT8zzy1TDL2OqzRQ4r5QLGYTKVobUzGsEoCmez61FapibvcdeI0K8c5xCo+SE04rDv68bVlRQGp",
+	"GNFXgOMftmrdArgPt3AK0FBUAY22Ey2fmEvAKXv4NMR0sdqJPQ5ZO8Bwpmsbm9oDN8MD2jblKid+kNte",
+	"rW97mmVpZpy4+gcMjGDtVDcISsjM1NyCNe5Dzp976V2brP/C8gEt3g72Z3fAp3CEgDOADLItzpDHmaAZ",
+	"3AzA+lKY8nGa+iueSA+3HSevgOEusKYf5jEivJxeVvFiKjx9jGCluJC6z3FxmKjFWH9zLGKD5QqmUFqU",
+	"jypENfWqcIK0xP0kDlkzE5HQvdELM16gzBJsvGJJ3mqzbtAdsh8XYiHiw5I8h7EImbo2TPHOsi7s20/4",
+	"iGq556qqdZY/wlRSbPZCQT4qwE/maTH6xQzB8INiANah7rmZLIB/FADL20ScOpOTOoS1Z+Y0nbi9B5Sz",
+	"wuouD1XLQ5jBW+xej7wtaIInqJgYh4/5ZI7wCpSq0wmYFnyYWG9XegK1RIhkOGRzrtDp4kGp0AGpTBd6",
+	"5fpH2qIM679cA3RIH/jXUQO691MDoD8nW59S9zuPjqJIzHNTmlnnlS5mNxO0zf/lDqWHJlviYbZhKgmE",
+	"4Q81U4pp2zTEayZCrv/avMsIacFstkM6D9BP0+8ajGLiyQWVp989KAhkL9MUU9QM5EixaK/zfD58/LjT",
+	"3WsH7aDdGe4H+4HpiHqc8Vz44IHGqdlunZ3j47UrrNqUIXpujs5PtER9pJj+JOTWbD0eWthq08cMZwFd",
+	"aOyuQ8SILUkjd9Qcy9255S4DHm7FO6Gnv4LGQitHtWdcahW+orVoFcOqLahgbFJergWf5td/22j8HrlY",
+	"FNfJVLhYhVp4L+Zt9sREh/N0EaEyoY/1MVdCTwLT7RYytxSaNbbeV9COxgcHU9Obcij11dyNllpLIL25",
+	"TwCPGrdBUpYH40ESsjzzFSfGWyH16/VmFM40vjBDaKbS5OndKyhlH9J7LQb0kvEKcJJg+2AIqp5m/zQt",
+	"6H0/cNZKTS/6frlMiwaW6bvKhPD9oMOOU3kFYa6jt2KNE56gNTpdIGdCpI6jhcphY1TM7b4fDPxO/7Kz",
+	"WziHLZJGupR5upT/OZ4uxDiVUuRjfiOylcGEwxj5/iSIumO/E/e53x/3Iv9A7E18vjseRP24J7qTTqFl",
+	"fGHfxL6AV7En9BE96s5swcB3Jl3Ri/uRPxjvcr9/sLfv7/ODsR9EnbgrepM+H4xrETkgol2BFdkLOjB3",
+	"kUjm+fMNzSkDj7hkWVGewFDnyUx8h987moksifjj4+sk4ldpLeN41w86l52uGVwg1ipP5/4+u9BCnl3E",
+	"t7P73zKFu0B93l+bQpcEK+rH+6I78Xd5Z+z3o4PY3xe9ib/Hu+NOFMQHiHhN8wQtUkks2DdJHl2LjzA9",
+	"2Ja1SelVJ4Uop2pnIZEPnYeO3wkug4Nhbxvm99PNcmJbt7p5xTaedawqMHu/FtWt8dlj/jDlwUrUzU5z",
+	"V+ia86YQ95Xj5m7v+a3zuGVOWq3WYJfUFtahbcR66thW4vpTTB0zfbqz8s8MlD1atld+im1br/6YNnx2",
+	"WH4iOxgTmKbpGhV6dQfDCx/n6Y2Qm92VT98Z9hkujXkGLjMuGY9A8YU3sOYL3VTWbQcEicciba3JPAHq",
+	"mItnx2x3r38wkv/9X/12v9VmYKWEVxmX+Ru9Nf6Ij71xHgvJfURXwCdpfIVJ7LFwdvPmn3//R9gyeVF4",
+	"nxJRJnK6F//Q9yq8Fzx6ugszSxfA2dcvXzyHP8HmVMKylscYWIOX6Ce/urw8Z19wlUQVswa+JrEUxOlV",
+	"iMQeIgZIHHyp/k7Lcjjh8E25yhXbDQJrkLILsVAQWsQqHUBjnq4KQlsm3s2TTKhDFqdgfnF1M5IwN/TS",
+	"uciMhd1mp2i/azN5Z6cXFJQr+i4yofU/afZI7drZGckml+zk/O2u+e2RYo93+542CCPkZ7Eez4wqCsFh",
+	"3fIQ/EfEjEdZqhQ6Q0fS1MhZRgrcDpZJRa7QcKfLBkKHMqIAJxXdqnRlJBGUzmMzPtUzK2LkhIGUFSAV",
+	"G4tVKimbucxWVe+lHElL82UGR8Cs6CmzAJTkGe2zb5Iv2uzcnkHo3zd+HZM9PZI3Ml2CPy25kqlWoppm",
+	"X7D//q9eu9tC9G5cnRAUku7iZHya3AgPSIuQGgrq/5GsiO5DFEpbRMYdZBQuV2wK8Ix2YFqmhD8zuJMe",
+	"Uwvc12nGADzWYxHPwOMSHvPoWvjHqcyzdDpkMvVVnmYCyhVHErFm3zgChNDCYekCOnllxhGQABij5g5D",
+	"STHhI8ynQ1AH4KZLJHDJQdhPMb1DYE+h9IFBCn8aNaAlo4bH6J9uo0aNn0PWnIk4oQyxsHrOhi0PNxQA",
+	"UY2nYsbiNFrMhMyHerzeM9S/2XvC1w3Ze4zZvx/J977v2//X9/aDQN+YSMDNfUOd0498A3IMJQ4IGGRs",
+	"kznCUkFvCrgLXPsAv7sQBrjh1eUzf5+G1my+569OQYyVhjJXYjqpvM0ItMeddkcvICosLtZOhDNdoJ/q",
+	"7xd7jO6fJlK0mNvXRVFo/saVhe/XRWOaW7ldkvz0uo47dHiffs0r2ErSngTLLJVXVtZn4m16I2J9FeX5",
+	"Qs0F1IuWdEv8RKe3YXa+gNNBLz/Y3+b2wW23S5GADqsHyBcySvVHZZrB3iQes/AYNTz/EgbBUNPAgmPO",
+	"ssTvdQ/09/I0fTPjcvXGwkWz9+zM8pv1ApL4Vqi7jlGILWoxbTKB8c29zoaefIWeTez7Lna+WRHERQ4m",
+	"pPymUorIKOxUCGwSCI2whSUykkdsJvLrNKakZWg/YGIDX17oqiUkPnZ2+sFgZ4ek9NF0mi6HDJ/QMrJm",
+	"l7JmiB/xZZr7XD8hIKUaA2x4eOD3tUoPAggH0NoYBZBxkm+GEb4E7elDcG2dRX8izfOFNkciwlFCKPta",
+	"CwfXt2l1pMawMbt503/24/5348uu/PNy73R+cRB921PfxJ2zhtcoaUn6bvXmx70/v+2eLg8ubvqXcv+7",
+	"ee+raPfrSeeL2eCJCr5cdV/xvW/Ewet3Da9R7N/GsLG+ce/jV4XBc52g7li985fLpQ/7aJFNaSvdPnha",
+	"K0N9+fYRRAw+V5dzB/LuDnqfJ+12Xi74nHe7ov1LgPVaW8atpcJ9jWqxqUvSJ0MJxxk0njf0fEOsvr4e",
+	"fxklL5Kvn3339OLyTy9P1Mksn393fLJ78sPJ8uyHV/nZk7P87MnT5PT460D8+Ujfex0f5z/GvT8lkz+1",
+	"xerredQ70z+n8VcXyxfJ/tuzy5Pe6Q9Hi7Pj/rsXP1wtXzw50o//LX59ou/LeWc/uJBP+69nX786mw3+",
+	"Ev8tPouenQz+0vnL36Igvzl7Fej7p+Kro+TFD097z588HTz/4dXq+ZNvD9pRdyrHs2dB/Oevp6evv+3/",
+	"5XVnOf7yVT7uDpT4E5Z7aWvhTSIbw90gKHsvcQlu6b5UUQoLqZR0wCpILaxspVrgaLRZPZwrsyS/AFv3",
+	"AcsQl0vdOjxC2C/HRK2E+Eq6bE3ka7rkK8XCQscteY3Mz7d6gIRczLTlbW/+ft0L5GT+3mOl06lt9uEd",
+	"0seolSV4dMyba1TOf93JqsJsQopWWsG7SxLJFXCw0W+xlJE40FERv9TiAgoTSv14DTodyBJGhQ5rra9X",
+	"NDd0orjBpuysy8L2vVchZiBuJIGzKlOhNzfXtK6W0deL7t6qHTc3qdittuNUu/+COoZvVWKoha59i6K9",
+	"Wc++bdVh3zbM1zF5Isp+FiTQ/YjTVDUvhmzxEawLhzHbmTkW8Zmo7A7HHWEN7devX/tHRb/FkO7NBJ/O",
+	"/jhqYILuqBFWhFr1uXW5Fm54kcfmmVCYmFfTbsAYXFecykKx/tWl4pl68bd/z9WqpulyXe0CC0xfMmYF",
+	"2iw8NsS+D5d/JGjNi4bM3dtkp8/E2seVyN6CD47HqpyPQkB5h9bXaN+G4NC/jBS6q6WPVGm86gQVtTgp",
+	"GmrzqO6lqVE21foE5mnKpnDtwbO11uVE4Supwx12lnzxSw5xQsaz+ZDF57vHEC3qwPpq1jvtyVy8yx/P",
+	"p5jr8yGnvD3GuWJ3GmRw1lc68pEH1gyoca2EdzYqBI/LulevfXfu3oa1WgrylHNUXLcLgxw5A9hQNw9r",
+	"fpwNM3Ev1w6kzpFvZ3NW4EeblAe3rc1e/wr5d/3efXUfetNlrUyqcYZ9mGAqjdgjRU5UTLOFj5TEMayo",
+	"X0LZMQJ96B4+2zWHNXEcWh4g7AHonym/XYvWYMTkFgchQV98rLjpz55xq6BnZ/jXSnz0xTjnQJFaMg6d",
+	"OOlRSd80wVJHtaNiDy2bJ+k0STcmP1wIJaZTkdlQEA628UJYPIaM7nukmH2pLcxIMhNtMJQS8yyNF1Gu",
+	"sKDgmiumlpCTFDPApNycyMdCLM0w5g9CDNKntcZbzr3QlkrFSxCaGI1Zxjg1rUOILqFLFVTma4H/Jswg",
+	"CCfJNPeKevxmqBu2ShfllA8IvhC0Qj/omwQRG5SQzJw9asrVNWuG/959FoK3KZHYQf1DiyAzYcB4jnFK",
+	"8LXrQQEgCoMfMcQvsWYo09yfpAtpfMW6T8YY0C+hAgkzgY8UC81khLhjirG/EavapJVzu2y2yFq5bXLK",
+	"uvcu3xvvRwexH4jOxO/z7tjfj3qx3xeDibn2qSIguRupnP5pt0op/fM+zqppepW+yqaU5K6Gjx9HsWzX",
+	"5W8+1re254DTKDdnQ5oJh5bciJVFakjcJ0/sT1og4W1YroRWVnHnMeBlke1libNBZlVSLfWbEB2JwJb8",
+	"/fFB5PfjQPgHkw73u+OeBWJyu44JhOZ7RDyXCZGzo0WelvvkfjeV45RnW8DX2TVdTNjDEwXty87oXdtn",
+	"DFr/LglWu7J+H9lJ9ysoUQhlf5EucrFGiphANSBUWEn2791nrs5iq1Cepw6GTl7RI5UQ7HE6F5LPk/aK",
+	"z6YWz/bo/ESfVDy/LhebBP2i2ESLdpCkWxeZWNl7H2XnlhqT5ynCwGCAT7ebThG16QxptdkRW4rp1Cc/",
+	"XVIKUq4dluYkK59Xnzr4ld0SG9M/a3WUuXNsGU3J6DekI1Upje9TiGBYe36HZP/sREs1lmrNGFiI4W9g",
+	"SCFpDs0aSaxO1fJeQXEthywli0mF2ysFZQryeiKeZQ479TmxemxCKjrHr10UluXdkEWWLKngkcTtXFYu",
+	"tBj4OOjFxHByB3qxbRZMxO8ADdpt8NnJkwIEqkiPfWjOcaX15oUfpdkgFWn5wQoQ73iUw4XE7kkDV1bq",
+	"wcnzb/1O0O9uaCU9+hye3EQZvNu/izH4jsEG0PfEIaapsGWzDWTZ5a7cSo9bCwvlkrxv5kP+0N6ZJWR7",
+	"1+S38/IArTeiAJr66lZdMfQ48PtRN/b3tKWwz3tjfxDtxntif3LAg/Ednf6428UQ7P+uIMfWWv8ZfOwe",
+	"GOW3FirQ8aCPs8ZtBsdJrbqwtYlBj98X5MtM/GeYr08PL9vMjaOekkJU1LsDC15tmQNm84FlYE69VLKC",
+	"+aUqcuGM50C+ciMQgXPOV2yayJuRbIY/nb/64vTk+M2ri9OftVr8+Cdwl/2sTYzLa2Sks1CkioVavwo9",
+	"oKmBKsNUhqxD+KBPMj7JARr0NcKP6b+HLM8WIiwd4ImhulzISSITdS3ioXEd4lOhx2Q6kqalrKnV1RvM",
+	"w0U0VERgDaHNoVWXTSak1lCT3PrnUFXORjITs0TGIrbQHpYdnp3kLB2LlTIJ+4upABqgJePTqcWdaTMi",
+	"ckpyo8+fH10ef8XWbArElvGQHojuxvTRDfc+niSST5O/iXAkm1ixUDgGYRQwUUbGCvsGfEWz9K3bmCdP",
+	"T59ePt3UmjYL9fNmTjDJV/9ylJsKltKkabtxJCtsgzwnusEmvQw48w2LIrAj8kwwymVttQswGDoowpF0",
+	"MHr1VMFHtZaUWuomcAnotfRKTvXMwregRSF+zyOHKa0QgmeB81lGYkjMiCNZphREnpmYIfGgkJFgzTW7",
+	"xatyEVqewlZB0IwowUAxAxA245KSqh8iBIhVyJo0LjPBpRpJYoxsHZoMBp6zJYfYYZiLd3nIxoQpa3YM",
+	"cV4XLSVGS7M0RhJ4k8YrVCxxnvNvE07Tov/Sc0y2JCVxoGQh77oeXyIQKs0r0kWahhj8L1yPhs2xBicH",
+	"V0dNE3gmRhIIMdvsDJHdMIZjQc8YVysZXWepTBdqusKFmYk8S4Q6hNxIeMosRcmn09VIAks2UyKntUIO",
+	"F0sGRmBUtIMKKWWWf5OjRkRDNFnki0x4tnKGs5XgGeP6mGxRyVUhzmAUoGTGHR+YE63Va3FpvpNIlQse",
+	"D5kt25HFbFF5mDNWIO9oBE0XXtKr0Edk+L9QYGPOg6GkoT1QFLGMeXRzBZxUbJlmNyy/ztLFlYOrlS7y",
+	"cfrOs/bVGm9YURSlCrowtcjeJkjWngmV8yzX4wltQfQsGNo5V0rbOgDPARTu+KKRzLh0RksxlSJKN7BN",
+	"pUJpKXKb6EThgLKRJAAOpeVptYzveo2CDkZFDoYDzgJtwyZdg30ayYqgLMk+crAZOWlupbV3gadOBqsu",
+	"zMxfRsriD6piQxFZXvk4tydYZtHVWBMRzcwFX4k8T+SVFlbirZAOGop9JFEsToDmO/ZGkgQqnpWW4bap",
+	"RwecTC02SbUwV6WXaAlHcG5hmx0x2zA9jyNJyz44GAbBJpY6ViapM12O+YqF8UIApxn7w0gSHNlECaCB",
+	"M91Z00sAamzOs/wN0H15IDa58y69IlCU6j2h163ZUi7W5/pImnlcTIXa2SGO/3GGgUUaUJx/XBsQUVfh",
+	"bRy9w5H0iZMQchInRTqLiXmaUIs+DMyK8pz1Y2DjSGEClWEkmSHwNxTG5FxcTEGXxXJDugWnuq2bYj4w",
+	"LAtArFupkYGsCaee7jN1t01vaB1iCSGr2Sj4qZJboojxQsFYEltlrsnNWrTDaz5VfkMLX8uRFnDIRosg",
+	"6AkWFNK7y2IRJTM+ZfMpB2vMXDkw/7UPDvA15tgeMjyLCbiufPTWdL98A7VpmkihYHKEpOLAZueff/+/",
+	"B0EA1Wiq5WH/eRyzxRzd/2oxw4wGuAPICBkSCfpEI9gMf1xwmSf5KmT/3//DwoVM8uNU6WXQpS628L3i",
+	"xwWf2rHRL1pvOTZSy9jirWYMcY3Z97MmLR3DtwjEBEyLE2QMwBK7a/5WOEWn5cGHkUFvE6Zp4PlvyBrA",
+	"8sWEvsIzFzI9art9j4UzMUtD9s//6/9l3SAIPNZut6EaVTfDlv/hRy7FO0jvgJz2mIC5iHbBHHAWcgtK",
+	"E90aN1yNULdIVYoclnURmlERn4uYTbGyOMvSK2BmzrCw0a5aB9eQNGctbKBxfJy+FS2SL/1ud2enyGp1",
+	"8lOwKVoQFHWRcSrFUA9HxUlsqxU5sIAa0VIEhNzgfDM0SdM2Ikn1DyFaGKDMWEQKpU9/DPKWE4qb4Vnl",
+	"ebYoDGgtE6rzafA9F0rE+q1rpx1rhiclv27pEf1KivKFJ7GYzdNcyGjlfyNWIVtyNZJuug9IIs7iZAJa",
+	"PyU/Nt0nQQxnAt9NE+Jc1ke3gStb/6BKQfPRKmps542mShtxjFP6mNUah4XKpT+slya0ibDiun12nS6y",
+	"wqLtmsMFCraJm90cgSNpCOqtElq0MfcvxHzKV8LYfZuLBMuBmbviMnpHdgcDZ9OxSCt70px4VKDf5OzV",
+	"q5MnuB+u0jRmSOsOWVlYBS5isANtr+cV3zHptma0ylCwmANaN07WaqGFo5Xiww2Lod/ttplxFrFM/ACU",
+	"U+bm/rt3qI1DNalpdMVnPd6d9KJB19+LO8Lv8/2JfxB1x/5A9OMe70464yAyLlT0tjlZGOUVtdlXP7jL",
+	"V//9h9R4gi6xxvGlfwQQX/TWsCnPoe1FVZqhpDroICOVOQuP09mcy5VFwyrFI+4IaJibCe/rCZecvTb3",
+	"OtfPXYwqc3jbv7FDmCpEeqDF1iqFfmykqN/wGnAiIhNFOpulcZKvEPfKfKXkkrvmE70ZYz02ekHxacNr",
+	"mKO0Mex6DXN+AmtXe9DwGot0Zt62mEf4Tz13+nQzFz6AnGyemm4RJpeQMX3kZ1hB+jyuTDRMIuCCeNb8",
+	"AQV0JfK62e4Ogq1n2hTV/ec4S66uc5XEYj5dzMabprv8ltuneKtZ7RWzagb3Fxxo0Hb1SGvxcYqfdcf6",
+	"xA1lQrM8HGrjwandXZ3ebntQu70admOwY9pF7PT0uPHLbjkHta+/33BnpmE6YSfHBpR6QWPjJHVv23qN",
+	"Qa8TND7e5ms8PWrQ5msEvd0gCLoHnf6gC8GmLbb9E+otuWXzxbz04Uan4X5af/muXd+4vObyhq3SBZyG",
+	"kHA6Xig9IBDJ+SjLtHH+wt/b29etw7UKFc3bJzLVagobKiLM+ZunFIH8JWqpM9Jutg3ZYQfieyCL2SDc",
+	"ei9RtRq64ZglV1bhMHHXImllXXc0ydJWlzmkpAZF1ohRYhwVryjRkmKJZVr0JQSFyiuBv6eX/OquwB/c",
+	"87PXqFEc73q0eMQ+AWPVvXd1J3XjN5lLd8U6Q/rgofzEY6hYy3j7E9SsS6pK/BAkciwru6tXNZVkEO/t",
+	"bvMwARxjyPb3ESXGNVaNE+OydoTK7bHiupRGC3YZi6moK6+9gNAh+kfBg4hCioIXQh3CP5OYOCylS99U",
+	"b3UTcRREHuBdzQSgvFrgbiQz2Akot9nrLMmFKgKE2NY4LCw4aBqJviUHVg5TvEEBY/SydLvDckg8EszE",
+	"U6EL5P0HV8VtkQS8ryjtoCatF0g8gQt3Wcx3JK2QNDqJ6/JW+vX5qDgkeqRt2/7VAC3/Z+12XEmM48ze",
+	"lRayEby2lB5ptzGmTthMX+tniy1YHc8tj0vLw3ihJUuHvZynS55BIXXBdBN6jHjhIJbWWguZF4S0aiSb",
+	"bkJxy4oQ53ZjOtwemG+1R/IjMcMTpe2TZ0UkGJlGhqUy4Xk8CVkTG5Vp9eqtqCvY9dh4NZI4qmnGwh9D",
+	"BL9rVSAcS04p3dTzJ88sFhiOIVZ/QWaDngjI55ogulcRHRyy5XXKxsl0qhDwzLhoHxFJzxyrxzwTTPEY",
+	"QHljUBSMs0KSuwNYmUiPYkdIGRxT5lHMzl+YHzE9gExYLLfLAUeV+jBDfkukhJ8ClqZ+QbwA6gUBrXCC",
+	"eqWo+oaoXinvw672P12wKI3FIUQZTUSBWlcMjg1BuicJzXzImhLyOcKdx8DRtI62OJJXIleADWWRHfWX",
+	"qrBuilEN+JKv6tytX4r8lzw57p/xmOXnxO6/jdp9bu5/iN5dRk+bx5MS9Uzj38+fPPM77T7759//gWvb",
+	"DOojxcarXKhWY3O65eVtG4w1X71kpyLPRQbZrjZFdZxIDhmta6Aft9gIUHcJKGFpxpobpUdrvR1VfCdC",
+	"WXySKCAAI5zs8odfox/6/MmzIQt5nvPoegZhq0kyFXqr/3FkvCq+8aa05/GEkFeK8b3Xs7cionj/QrbQ",
+	"vw7m9q0JqEQTuJVVoSVSHl3XpKAanO0i9wBhtkleF14f0BswlVE6kDJajntEuQ8uC0gIHAt9PbrWFmNM",
+	"mHwEFJxdQWl0dI0wxHu9g90yRd5juMeHe6D6MBzVI2u0hliLTuDDqAGBBykSqpzAZzNhKIeIY9qaSaLA",
+	"8xPfo2yyhbZKVkTzv9JHA54z9Ll0YlUtbRON5FgYxOBFXowm5TqaVDCTntYPAjZqmCpv8MmOGkNr5hgF",
+	"ciTz1EDftNomBYG+Y+pMTEIApZjaP7GMH85wQiVfzEaylIxw/0yE1iG1YghpKCFkMYHxaXUHN8NGa2QV",
+	"OU4gROsZuulkU2JYOJLNSuZqJQfnUJuNhLd4dvIEiaHWM6hTgqR2Qt9GoTALP9kcp24hLIDZEpheMJIl",
+	"hSaE/wU9x5qpuKloR1EQcm43qd05jIOObVV2toAcrCVfMa0NU7Y3qJGmbnaWorJpDGfWHDWcJmIisbUA",
+	"inwDCwSFbQRgJcorJ7teK5gNqE3Fey3oLbUNLWoAWB8aBclRE0E2ZAIgPGKTo5coIxKwA1qFxUCV4am+",
+	"TpeyUGbpy4DpAYgfFmC6uAJWDRGYyhh1RNMG/FiR/9c02iaMYcEUahcnsqIqvoJ4fD6SNE4mh+BbTJOH",
+	"VQ2YDGZs4hjzG/O0yKU3UPW4woukW20/jKQBXeNoDIT6aA1ZMxw1eqNG2DLZuycT/0wLwtAknhhLib6C",
+	"fbKpAw7IF1OJVtATMxWU6uoYMJz1O91Svi+xLhxCnskyNf0vp2NXyVttEz0sLFVFHjHsQETkoM9po69I",
+	"jmAyNeLUfMk0BZYb5QFULC3wnFsmA2s9aGmtinZBJGd9ih0QNEpqtXmDYNtW8nJbNknfedSzqcFaEyRT",
+	"MFpkkIBAE9MeyapHjNiQwpqcBvvqOgPjFTz38WwMr07RpgVICUZOw5zkDyhMhgpi8B/QUiXyirci41Om",
+	"hP5mjlI6SmczrjzDGtvkcmWGx6GYNyv5n//H/9IrxKusxkpixqjRAVW2PvOCluLGlIsg+HhJFvDuLWJ9",
+	"28MKlGYYNbM1G6uqHFXNv0ny7nI1T9fwiFfz1DiMHFcN+RWwAMc6Akpg0XeEkcsxc91aKZY1UfLnYml8",
+	"0SCFUO6PRZTOUHcwqor78Y+autHbPnXjPlgQ9ZNWa2waBTNPaW3/EiFU2jW/edTNOYmaiM0LctsrciLh",
+	"GNArMC4VDv9Lxufua5M+NKC3hbf9PIPsRfBNPANY28+xwF8rFmhU6Q+MBVJkazOB1jFcV44hX3a8Mpu5",
+	"qrUYir4ZYVwyXIo/jizQifnli5U+FbC0Ceo5LFac0ck4ONKg3m2yyIj6Apnz2bkxS9yMTnjXjZjnbXZc",
+	"1PjwerPKrRoh82ecausqo4BhC5iAXZDU9dgffuZT8uDaDm4tw+0DH1uKe5CDbBv0WTx/KIX7/zB5h96F",
+	"D5d3xi+2WeK9mAvpuDHrBRtVvLuF89ZepbL0FgaxkLLHOPi8sgG82FjGrBUdpz7UrRTaohYViq1qKq2G",
+	"NeWIrTIpXArjwKf6FRI57MOffg49Ml8hzexyvUoPyopUnkynULSFHjEqKup2W+tZHTYPI0Rpby8o4MiC",
+	"DmNmG2SubU7xWBfEz+jVH1kUPzR9HhPjSzaMXmN6KL0CPx2WENU6oheKLOhZKgHusqCBh3kro7EUVNG4",
+	"52T8PF3WfNOABRSflOmy+vJ7Z39uGHCEx//AM8yuk9/aDsETTG98r4gvm83/+Tz7QHPjs83wi5+hzyoh",
+	"oYceoRbkdeMRegGhCKVFl1iV8BgxD+Ut8LhCHND1EaYLKAGhwsQsZjT0aTYcyYira49xFl2L6Eb/Y8zl",
+	"DcszLtUE82uMQ3vJV20TuzqnWAplmVgkQzhCQgY4KSYuF6cU9sFv05A0XWMHM1K4TVpJMMbnQegmMQ5Z",
+	"+Lc+teGMl+jLbnkVd7d4CzaLLWltO99Js5F0fk9iyo9yfoPWvTFBnxAPZQtboBzwH5s9A5glFtPRyjDi",
+	"GiSbzGZahYc2s7w0IiPZxJBNIln4OAL43yL/y17iLBaQuNBqMwt1wFSeznFYyrX6I6l7WY33FfFIi9lP",
+	"dXxG6cmXqakjVl7RE7fz00Tlntsv+3AnCJwyRbgHF6eeO61AlTStISK6rEPfUACx7RBaOolN1WigqSUO",
+	"nZl2zWRrgSJEBoLdIkCNct9biiAWiW8jWc8/X1u6egS66aZQ6dANzdTUJyAT9Ha1qXXlCrQXN5ekmmwA",
+	"qGhAvx76fG21p9nylrfLDELVnj8sOB7WI1B6tWCdr/4a/Gl8CzVBFBRuJDE/avRky9LZX6tA9periR3E",
+	"3WhPdLjfG/cnfp/vCh+x3ycd0Y17UX884J94TSwcQ9XYCPxYHHEroXKRxXxVW7dnyvZQZjWG9ErdKCOF",
+	"HKjIzsFlZ7dAXLTSDHyB+qtQKHcPnb20jEsVW791KdYH5RFursUqJRQYT6FNmnhwLZbYshTLfOn3WoNl",
+	"2v/bzOLlWkIItuawZgb00aJyvs7K89kq+2yVfXJWGcphRzyBD7FqCn2orfb4J/rXybb1X2tpZXdDVRa2",
+	"RVPrUELmhkBjlqic3whrv6EWPE4XMhIxmjZF6p/ZzWMe3QxLhhxaKNaW04+g89CGdeyzxlHrGFVNJ3Xu",
+	"GvxvFswNEjX1XYeF8QZET3pWY7Bg0KKtMcB0KxDsrGQ3FpGkTEwWSDnoDmHJcMLxwxuBozDF583LtH5f",
+	"F68ymWGJwjCVboVtQFzCLapksZaNkg2FMxatqF80KRNzwalF0Hk+JaxK/VFCDmzXaM16nC5oMf0S2jOy",
+	"GNJipUHQFi84AIjMrYTEaZdrHcg47/p7407k78V94R/wwdjvRd24I4LJAd8f1zMR2S32GxMS0Zr8VE5q",
+	"aMzng/pzkWPd4YceuLWN+9DzDsMXm/ySL4WMFWUZAigopumWEg1AFN6V66CfWPJVKQmOcXUDfk12JQo8",
+	"77p6RZu4tGIKih7qoYLTpXTggu+P3ouhs7gNmHJoiogYIpsV1EKKOhVmv2VQNl0jpGNEw9sAQwylhAX4",
+	"MKtgDx9tmXnRZk7Z6qMazFxw3Q2ooM9xPHkM8E90RzFRGuJczXLw1STleiWM26PzE5MPrjVSPm1pe1El",
+	"7/Jr064DB2ebFIctUkL0gvuUEkIU3febxNGwMpMbJOgfF2JBDiyzyFuHmw3qzyfEb5cwcj9itxJH2+W6",
+	"bDXTG3HJxsL6Yzfta618F5TAvd0gcEl3LXtb96Bgb7tMU0ClZg5N8XYsbhnPhQ/wozijH0zjttaUIUpm",
+	"LXJuxOqRYhkUPJP4qcg9GBtnTEC4cpU7g+OysmP90vJXYCn+7VUHS/ZtVtfdKgO4/P62kdbtyPWFmyOQ",
+	"QNJhsUINUhFIaCa5YjHP+Zgrqi3i0TVUAoLHEGrolpD20vLYIOhh/soyUWLIFtLe7UElhJ/K6Yo1wcDS",
+	"O8wAkWeJ7rCefK0jgZRcv6SNhyhnDkK+eQ1EgUyFDCjb45W+XWAREPQhSmeAtwsLBwHoHYj1IxNxMlpT",
+	"nvHJJIkAE1CrOwXyO9iBpIh0gwAOSF6iI66llL0QPIYSh8YHH3BpxSevX11yvxfkoDf38ZZ/Jfg0v673",
+	"L3Ng/cfV8VDUFdpPD2DQdAB1y11/Ylams9RqaTQBPsbcXFT2EQ38IQPhqzVlpq7TLJ+uXLk7CHqF3KUN",
+	"74L8bi15FyUp8XEYNLHGaHVIAPKbutiuiqWKjUKrE/Ac3MTDF2YhFwKmghF/HwrJGgx/QJ83wfOXFsH/",
+	"UJ+ipTAvEkMTq00Ou/eaKq5iMeGLaT4ssP0JNF+x8K9+z2OBx3oe2/NYp/99uGF/llvw4duUGrVG+3pb",
+	"pyANk4amRGGPdAMEr+k1qHdP+EpPkt/zAq/n7Xmd/vf3io5VurxBpy0mjW781GGXfqcQBXoTEvx5ZZfc",
+	"CVewqE1Qcmr779qHhwxqAW7ECmFdjGuvzUJnrRnileV1OgW2CoVOx3/+n/+rF+jz4cBhHtj3EHAAchAK",
+	"6H1KzHXfashUTTWD59Sz6r2cSMZVRFzJADVEQX8jRGArCmU9oEiokVaKiZE1hwg9EgAdShXx+BBaOpAZ",
+	"xnWgZ+eLehHx0Ni63dHlk1x/QZvtgoYX2+W5BCEYC1gKcYPmQq2cQIdsjZjY+3AJ8bFj57VDcflpj8EW",
+	"UtLm3FkX8CcPV/d7iqD+zqvaHiDntfYFaHI+gMvdA+eyFp3OQ5GfSG1dZuJHQ3iznpmK0jaJGcYbQcoW",
+	"Po5Hirkgd2322rpWS29hyFNmLyQKhL3NPCmgFgZBlzXD4/LTFVKNTBvr+jyAygOg9FKYLhhvjvQRoAl+",
+	"v0iPgeBNEQfchHj50nTyLnoITEgz46xb1Lx9zCoMtAe8M+5GvdjviwGkjo39/Wgv9gPRmXR5b9yPBnF9",
+	"dC752GG5DUic0C8n8rXVKmp8RsJCEdTdagi+5LlY8tUnFsQq1rUjrF4WkJckp3KRzRLJp76bSL+tlWge",
+	"dlAUXQph1hyvWEgY1cAMhlSCSRy2PECrMYkc4OQ0dbjAkhwiOmYBtQJU3EQUJt7l8PgjZZm4EuuSDE+B",
+	"hxWdhayJBHFGJwF/pX601WbPkimmtaazcSIp/fbo+ZN1sXKaqPyS+mrqe++SLZYT3uIU5fwGsUyR25re",
+	"V5Yo/fGe6PJO5B/EvQli5Y8H0a6/F++Lg0kA8mYDx7V54Ucjsy8abqojCh77cqt70YHYnXS4vz/uxn5/",
+	"MtjzeRD1/d2O6MYH4/3JHh/cTm7/URptGwwrIcFCyUpT+XyeQT5CfXPIk7StzllZFC/x6U+cNNypwpNg",
+	"ksGAOMFu0tD/+lMDADcbRwH91+sEwG9h04b7AZLpOJ8+5WMxbQwb3568PGLHF0+fnFw2vIYWOV9kXOrX",
+	"fZsoTj+d2ySVYSMYd6Ju3BN6/QR+f7ez5+/vdw/8Hu+PDae+fsyIEzcfef+yczDs94eD/e+AfiOaJlJc",
+	"CA6jgDgoQubZ6gxpOqLrZK4XgP7sbnzA+1FP+J3JYOz3eRD5B3ti3ze7rRf3RUEHAi3dcrlrWfMsXWSN",
+	"YaPT6XQcP6W7Cp1tu/X2J8ilujEYDDvd7xo/f38b4fvl7WJ7a+b3yuq/LwP82unxmQr+06OCX5skR5sw",
+	"838bGfyRulFGkbfvgoosYDxkeQrnor0Fj5pCAR+Wcz9yPlce8PuKLAfgQ7VM5sCWSdbJFWpjzM6aAU+b",
+	"Ev0wmS9oIlHpjcd2drpBd2dnJG3hSbXnLJyjZys8tCq07lzp3sSUW1kOY6xPG0mDHw2hOUzTWPIkVy0X",
+	"XgRzbjH5NAUnc7rIdUuHABQKMiP0WEgSLg69UsEWa5JCb9qDFfOY47mm6VXZBMI8mYn4TbrICZp0AjA6",
+	"YZtdEDgaKmvAQFv/NsQKUIuxyftJsewtNLe/MbVMOyHVHEIx2JGkc0gPoVqverxJZBxqS2wqQs8w2BqB",
+	"TnpjIUjDFhFhrqXxIkgCftgzNYGKWDcnCxkrl3QTUl59RFXkU4xBjmQz1I2zHXGmhbTbugpKVimgPISS",
+	"RJhEorA3U1ruOhBEAy2ZWVqOYYrzc5TnYjbPtUEPljiCnSlG6w7CSrRgh+XFepWY4aFNo1X69EYQViUt",
+	"8hsh5lTsl6G7Nx5J0KMn6SJjcXKV5AYc9TKZCajlsx1AFAbaOazHZolcAEQ7JFC4fBzN8PzoLxdP//Tm",
+	"8unF2cnzo9M3lydnT1+8ugxbAL47TdMbEbPF3FitZqePV7hTANo+iYe6XTL23O1DmZ2IRGEvI8xpsert",
+	"Tiy2sx6QKeTRqTydU0azHhX959wyhfPiESD2xOy7TKh0aobYDIit3dFNN8ASwEdOKYBDA0JKmKL5Ui/c",
+	"kcRfp6llBqAUAT3e/SAYFgWqQOnpFKmmGW6Z4je3UrXN+sHBSIZWKxgv1CocWs9MkT8LAypLI9TGrHJO",
+	"sLUuRzRAoAFtaojR3bA1LO1Sd1voP3Wz6QVlklVIMCAHxkiaNxAPgAW2TfNNaPx2YIDKtgT035wKpRBe",
+	"de2ks6sWYGrpc/auVNoROjt5UlTaWkkDgs/eHqaTid7f4SHbROn6S5TFwlTgoXZnWezagVdGsLqjPvZw",
+	"befgJtDH62Y616oK+XH4XLcvSjWQOJvGt2w87lNJqN8fD7jfP9jd9/f39nb9Ae+PTUb+J14qSgu/GsNx",
+	"KsRJuk6yVOZ49tQzqZa4LO9jF93f4vkZkN6zSoj+nGdWYJhu1dW2GiP1V2rqzw90HuCG2BS1KjS6kpCx",
+	"PnkEHm3qSYGELPR6TSiTj4an9Usgc1pb9q5U3kp/j8xzDx6x2yts18SZW2pbMIA9kPLQysjNacEftUK2",
+	"e19nD55d952Uc3rso87JZc3h4rnmVPXkQJ4FOD/+RUOxwRYugeNUTqZJ9Ln69deKnVyiI8Ju7bzquNjg",
+	"+6iNo9io70Y2tPUtUS7a345GrDZJ7p5qVd0GZUkFJ2NrR+kvH+z8fR9RdaP9Oeb6CbEPrc3Ovff99kjG",
+	"1sisfnNIosB17xmgoOa6P624q3WnGwNMef3NAmHMVoyXnsvT9Mb4nWaCS6CmSxR7myaxZTsxfpg2gyAc",
+	"Lw72grEEi2tsG4eMWwBNW5pOTCAFwOnWEpBdQnWDTG/FQv4sEx8Ix1y1Ux4Ay/xwJbFY1/9yIvIz2vK9",
+	"0JYfIpXvlc1SUvUUax7zLD5PE5mLR4qdyFxcIQWMdZQenZ9A+VNMyCIjicQjEAdIYiiHwzQXLV5daZyJ",
+	"q0QhIEkqoULi7OQJG6+glgJkV5qNJHDZZuJHp1E81gIe8TJeLCViTR7Fs0QaOY01w0iNbaEli3zAkeRs",
+	"ruWs8WMbHiBMwe7aesYhC1MJHkvrpTaJ3kiIVCTUjCR69T0Wgu943Sm+5kNO9N42LtGiFA1coK+NQ3K8",
+	"SKa5n0imktliqsfEc176SLGbRBryb3Sh67NCf+Grl8+HLHx5cua/+Mb/59//EY4k6YAm8tBlijW1uORR",
+	"PgX22W8TxRkdxp1Op9Py8A3HX52cwztYzSv0pEfXyZw1QyfhIfTY0ckTFpYTJ0LzxidPj09Pnj/Fl1Lc",
+	"BwJLJ1ItJpMkAloiCEfZZ16evniND2AcwHhwm6XYApRmpou8Re5aGIFnz4qvJYrRqNf5ZN08p49QWFPa",
+	"hY6ZtUzdFY0VQga7u5R+cq1AVwp63Vd/CnoHu0Gnv2/yNrZMldDr86UQsj5XIuh+p++hb8MYDMT+JIi6",
+	"Y78T97nfH/ci/0DsTXy+Ox5E/bgnupMOAOUhhuxRBC5SeHQv7k06vCv8wbgfYZMOJrsdvxsF8f54T/R5",
+	"p1doAM8qDtaiGBC2HeQGrQ/AoGMGYBDtT3rjbuwHQjd0cjD293fjPb/ofi+uDAC6bH+b7p7rb5a6ietw",
+	"y1wV5QpaiC3dO01lm/yUpyAFiyDPejjqc03VQ895jmvnlmST8gm8zfl+Dy9L3Vxum4dusqcLL/xW7pd7",
+	"2RhV2+I+qaCfmG1h/WXbmhYgC49JFN7frLjLnvjsXfk0Njl6V7Z1qS7F+DpNb3wh47lWw++lzNuHICcK",
+	"EbZ3tbY+jYtER/ZSRJnIsZKSinuv06Vk1yIT9Wngr7FRT22bPmSzIAfg5oRWA7Bb7u0XaXpzIwRo8Wol",
+	"tRAw5dSVlNe3QuaXqzmQDTbcBCRKv7XeI0x+EnHje1IuCHeu43d4d+zvRb3Y3xf9iT/gu+O9aD8+wEi3",
+	"PcxNLZ/XWGRTqq9Xw8eP9VipNnW3HaWzx2h3QD7zpjPfDm5lurY98CtztM25r1eQXTKfj/iH7n7asqo9",
+	"45JfidpDnu75/9m7wq22kWT9Kn1yZw42IxvZGAPizA8m5A7ckAkDyc3ZXc1GbamNNZhur1q2w+bwdx9g",
+	"32RfYR9ln2RPV1VLLVuAQ2ayhOVPCNhSl9Td1dXVX31f+bodF/Bu6TMXWRrz8XjA4wssRp3R/Pr4DaEh",
+	"2gOVXP3PxjQbX9/CupZzmRgHRE1pNutUNYdMkAA3Z1wT2BEBg4hwJPXdNPcQVgNS5cQZlQodtdkhHuYG",
+	"LLIeDAg/y/umiVeeLSuJW+9QZsgsBFjEgoTKK+8Cu7ucX04i1ngr0w92p46RjQlIEAloN3/2Op2eS55P",
+	"MxEFLJp1vPJwe8C16PfM9Yev9p+3zg73u1t9pgA3GH0srb9uf1wy4rr90byx68ijSvECRzS4suoAGtxr",
+	"KIWMVSJos0qN4h46mo+0iN9HzTb7Xxeng59ylqmc+BfmKpTFk2gS55O5V9Xm5UxPeCwCkuij6k2C246E",
+	"JE3vUJreGqYCCJ1+FTHtnc2DaTbkGdZOSjVnjeURM04HGUeZ6/FYzUO5ZWGNTQJsXk7AvtLcVLJYATUN",
+	"trQHGfClW4cS730FWFOo+6zbp9PoeDFbMY9th137JnBS2dWfFTkuleVUhinRGJUDtcB+3mlX0Tm3mjcx",
+	"983Mff78J7+1+8t336xWOiSA8GqucOy0ygFlZks49f3NGAct/F9ETsfeaXnx1Vst/2yI12rxMg6Y1bkB",
+	"Fimprlj3wwcreUaYws5W0cGXPLuwPC/ovliiJNEQdfz6uM26euN6z5UUBbieYhptVfwrdIeAZb2dKmdf",
+	"0rifTPUIuTBzpz0SBFtED2Fe1mzu3p4em2vM1VYeJ1cB6/qd0tUVxlvldNPdxrwIXV/khRIjSuCnMmEl",
+	"fNURlAMPBxniBcaZEdelOEy/EtCGsrNdskF2rY6/sTgr5GpsCBZB2yXdR9fv7VSUZqRiUy0ySKqYmTDh",
+	"Ws9VlniMh3Kispw1SsW/JnrGjnk1/a2tzS1cPEfmziC7NxAWIzyZDsZpzFKzqZMiD8ztxkpNzBLusUmW",
+	"znguWKPjb+x4rLPdbXf6G52uxzq75r87G52+x4ax7wfBxnbTM9uGLBVZ66f9Nx5wrLXGKubjUDY6/d12",
+	"d6uHF4gdc0HHb3rscjrO05jr3DxVJoATK7EVox7jsqgeBUjXWPAE6i6OTmY9qIDQaS6wFXQNrBEFwcZu",
+	"P/JYFATD4XAY+IFPf+j3guFwd1B8wf7eCYKN3g5UanR9v2uMg8+HIkZLoybYcnQy6xcGkX7JX5U0jX5b",
+	"EKua92wp10x/hRJML5HmCo9WIddxWaQpCjaXaTYmdSYT8mvzYPzKuGaeYzZdDUPp1NTOucxFYpWU4GvY",
+	"sG3SzCuqqymvAlp186qBqIubCAC9AbkFj9b3g5/OCrYQe3mspEQNF3PjfWQyyzC9T1FGKG2pwLsXPxy+",
+	"fv3y/f7x8et3709Oj/5//82L7wGPzBrRJb8QLJvKiAHDVJp7cOKNHZqImRiridn+NEOJ/HiTsbE3InIw",
+	"jJPsOCX7hC11ODG7Va1TJWG6nVHNCxzlK8aZcelEcguTofg64QczlYsYrELePi+UAwE0+9FCFG3Ctgpo",
+	"IYLHKCpK1lHP2NnOrcNogwrw93C6v041MlTx0l6P9qCgyK4jlfs6f4cvui43lPAVsrBt9qBRm0XrUf2j",
+	"qiGdK8HbWEL2k7iMDmWDF6psS0+7Bwk4LcZjkQV1Zjfb7LU9QYLhvglDlHD9WIruGAU/5Tn14wGNyfX1",
+	"gnLIXLUc9emJiNOhZTGcdZARDSrOYXmIQmk3KMDYC4hySjrCF9Y0+7+z1z9R+ZKzN6iP8W8K4lF91CzE",
+	"yyswTHc7y/bMPiLNYJSRCJLpPvOMZr05FTnEsFAfg/Nxi2mPQTDrsU0ff3bZyPxt5LGOD//2zL9dn41g",
+	"SJmIPZQNKDL65z86PvsW3ROxfZh1AxmLVQask+ButAK9tgoraJGmMXds7qFF2INQbFQJK1LtVKfts17H",
+	"L8OF6rqMiBlQDEgU2wKionLjxpmexrHQejgdl3dvRNV8SmSdZBqPmm124FiBy4bGVkJp3ghptcFpRcAS",
+	"kUxxvAKpttvtxnJ8CBsQr2kWmYd9kWUqw1ZDCZGD66DhomkmqHoqYJFpki+ut9ZjgXdAp5oqGUp6bx6L",
+	"3hyfsRGXiR4ZR1n+HSqimJrmUUEFSzFfIzp88+bEdCRxgZEknA4lz4ozYXTZIMh7Xl/UAnypXNbgrrUi",
+	"4k4gjkmhigq3b8SUyJPEBBI44suObqD2xFxNx4n1K+R7MArEMio2BR4fTjOGdqjNAKt1CnEyWzmzmp5c",
+	"YQSgyvORkCWUM5SgrFvoG8bTDMTLigARHfPNdTU1smmhXJJBKwU+bqouaqJNutCsQ/5ja3sokZ0oYToF",
+	"Qb/TuyXqTFegtgre4+Yyn8WM3Jcu87mn9lzpRpyygd9PiW6bd+Ku2By2eoOtpNWL+6K1M9zmrd2BH3cS",
+	"80nvASvRLW/vahLV90tJr5pTXvXcaGE4upU3v2F1DHzza07ug4d6FjzDHN2r4cufd7OdH1/+4S/Zm/mv",
+	"b08Odo6OT/54pLrH/JifzX/cmhye//xd/+Jg/v3nHQ3csxvfpfkID3RuLQwqfV6lIognn6W8x3PHWzgw",
+	"/hrXj+91WZQPLPg9a4g6T2P36xy7bp7MGVD4kKzhZJikmjef2CufKqDueUCHKyEwtlYP4u44o6s9rl+Z",
+	"99INtarpBpZS/AlsKF6RZi3P2yCoGqrsXOW5oDjPhHh16Qhtt+Mm5FnYKNpUBETJqNEDxQgsSROQXb8t",
+	"/9K0ctw29wBZoCL3YBMON9BVfmJwXE2aJ7V6cXe5x/8QIyU+b/IEx3ko8x075NPnu3cz3s7ZkVOSpVyq",
+	"mm22X4Ozc+A6t+PqHulM+W/aU3zxyOqueOrJGT0UZ4TowE/2RBOex6OaCkug79b2OAxOvlijOJmCKhSr",
+	"xdcESrXi6og1zC7xcpKDOpGZNhmFKsADFJXzJGKY+v7k054FCwL33GI5dGiSyiKW87QZcdyXBT65YhFN",
+	"qQiVgjVbymLbDax9f2tWutxJKuu98roIqkUr0RbEYayBggzJFLPGzTZ7Ka5IuNh4fJ3zq4JVn2cCjyxi",
+	"JFS/b2Rmd+pfNEJ7C0ybj2fduWder7owrBuvv+TJ7+ug8RV/1dm39a9/GYRJBRP08YXnT3IZXyJ1gN79",
+	"N0wdbEyIwKgeyWtV8PkCHMGCdwvIWJoj9ivV7oEOIGvmI54DsgWqZZ1lHZkiAchhHQBTUjTbrOt3A4Zy",
+	"sXsL8GD4eVRihEdqDme0JmB+0IkJtu8kxREKUyDPfCgX1lVcMiReCPQasAmez/Pco7N+RDi4x/uYurGp",
+	"nVSXGtuof53XCDml8vyRbvi691h9j5zlpdvaHnTi1nbSE61dvjVoWfLBXb4zWH2JADjoPgCl7SFBjXw+",
+	"dRgO+ScShvPfUIt40VUi4crNU47QCHbmkbgOgXd63UcqRbzy+zD+uoJHeLx6xHcsxoivYbnQOS6H91+E",
+	"EZ/csgdqN63GP6azJewVnGzihZ5LHkFIaCz5KARdCvBGw6xh4sMkzcRzPDI9kmfYR1GTVZGkhArWCN8v",
+	"YPmeBYqUFhS7XzWGpdxDqJGwC2yGqsrzNI9HUALDbP5yrDTQETrAOpxxsLVXVi7FNGVGn7FCt296goD5",
+	"dlttjbH2WSp6ZGWiv1pk8gUAguy7Wn58+6z2FWCE86DDDhsT2EdNiQhcURVmO5SfgRPDcYuwryo6DCiw",
+	"yvIklko2Nca67990JEq+KgD3aD5vOlzLt2LEsOWyVKHUyFx4xzcgA/aq7SCAiNLm0CDQv+DvC3nzWwFg",
+	"yyHWKVhKDoGOn7/KEMt7QAiyVboYl7LqOPn9cGWbopt0Yn/Q2uU7w1ZPbCetnbg/aG3x3tB+9rBxZfW+",
+	"9Fngf2o6BAf5KVUV1gUmh2rOxor8leOeUQaB6ntA9BoTxHZGRh+vI/pSWi5mEC8/QcgeHwynnNlliPGU",
+	"OHtC6nypCB+X7pp025o9bL8r5AdTsln9Mn+8WCNl67Ccqqpmm+2zREzG6kok8LkJtbJSzTzV1Xo2M1uo",
+	"cOvk7Q/HR8/fvz09bldm9dIWFIgi6DmWeCI+0JESl3bfiMGzhPJvXVGzgTjX/FrUaF6IK9j00UpnOkHI",
+	"nDzxs+WY4ggdpGaNyYLmbzPAEFl4IFNpogqeeJB+tNovULHoEQVqm6FSIAOqM6DaA+GSf/3t765yif0d",
+	"SoTMEgPf2lj6hsuR6fBtLegSLz8Qkl3ZYuxcgfIUu1RSXIG8CTC1BKB9ZENzUI8FTkNtBWQXaRMLQUHz",
+	"uVU1aroaS46Vzx2xozoTjctFg2p0ijG9S3W9tnxsTbMBlxcwEOBo9tXRwZpmCU/HV2zA83jkMSmAKdBK",
+	"PhnThkK4dh2QNFSNSe/MtoCOSoKqcr1XEW/yKhrOVHqHb61c8e2pqJsS5RrCCyzal2WYmWdcag5lPHS6",
+	"Sld7KNC86UN5E6k3VaqeF+A2SxwczqNDVrD+wUUmbCm0iTmxCQ8mFJq9YuWc5pWZt+ye6hpX9i1j47kK",
+	"sH8dzWwqRvKYmSiFxg+cBJTCt232wu0zqLOGKvVyUNId6+wAHWjcGtqGrVa3LXumCeLc0JXdrb+lM4EK",
+	"vuViPINSniNxV6coKy6tdl7xllYjMHXMLAmYbpiIpUmWQ1CzBlrn3ufYfnj3fV4dHWjWsH9glj2qXpja",
+	"bePV4iU1bZ1S0SgzDlOKTK+xWSrmlPVIM+BKHapxquDVqiErDXGLTMtW7R1rGjtOZ0KaNQcdHU9S+G2S",
+	"qYHQ4I1wqSyULumWr+2OXD+7/uX63wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

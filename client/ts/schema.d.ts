@@ -148,8 +148,8 @@ export interface paths {
          *     is written for drafts too.
          *
          *     **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-         *     customer's own stated preference (`customerPrefers`, kept per customer email within
-         *     the organization) when there is one, else by the invoice's `delivery` (`null` means
+         *     customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+         *     there is one, else by the invoice's `delivery` (`null` means
          *     `email`); when that way is `text` but the invoice has no `customerPhone`, the link
          *     goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
          *     the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -772,6 +772,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customers
+         * @description The organization's customers, newest first (by `createdAt`, then `id`), paged with
+         *     `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+         *     last page). Filters combine with AND.
+         */
+        get: operations["listCustomers"];
+        put?: never;
+        /**
+         * Create a customer
+         * @description Makes a customer of the organization. Invoices name their customer by `customerId`;
+         *     an invoice created without one finds the customer with its `customerEmail`, or makes
+         *     one (see `POST /payment-requests`), so that every invoice has a customer.
+         *
+         *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+         *     `address.country`): `email` is required, a valid address of at most 254 characters;
+         *     `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+         *     an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+         *     of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+         *
+         *     **409** when the organization already has a customer with this email (compared
+         *     without regard to case): the problem's `existingId` is that customer's id.
+         *
+         *     **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+         *     answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+         *     with another body is a 422.
+         *
+         *     Event `customer.created`.
+         */
+        post: operations["createCustomer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer
+         * @description One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+         */
+        get: operations["getCustomer"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a customer
+         * @description Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+         *     invoices`; cancelled invoices count too). Its saved cards are removed at the card
+         *     processor first (each with its `saved_card.removed` event), then the customer; when
+         *     the processor fails, the customer and the cards not yet removed are kept (502
+         *     `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+         *
+         *     Event `customer.deleted`, its data the customer as it was.
+         */
+        delete: operations["deleteCustomer"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a customer
+         * @description A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+         *     `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+         *     and `taxExempt` cannot be null), and `address` given is the whole new address. The
+         *     rules are creation's (400 keyed by the field as sent). An email another customer of
+         *     the organization has is a 409 whose `existingId` is that customer. Invoices already
+         *     made keep the customer details they were made with. `prefers` is the customer's own
+         *     choice and is not changed here. Another organization's customer is a 404.
+         *
+         *     Event `customer.updated`.
+         */
+        patch: operations["updateCustomer"];
+        trace?: never;
+    };
     "/saved-cards/{id}": {
         parameters: {
             query?: never;
@@ -1202,6 +1287,12 @@ export interface components {
              */
             poNumber: string | null;
             /**
+             * Format: uuid
+             * @description Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId?: string | null;
+            /**
              * @description Customer name. At most 200 characters.
              * @example Dana Whitfield
              */
@@ -1213,7 +1304,7 @@ export interface components {
             customerCompany: string | null;
             /**
              * Format: email
-             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
              * @example dana@whitfieldcatering.com
              */
             customerEmail: string | null;
@@ -1278,6 +1369,12 @@ export interface components {
             invoiceNumber?: string;
             /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it. */
             amount?: components["schemas"]["Decimal"];
+            /**
+             * Format: uuid
+             * @description The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId?: string | null;
             /**
              * @description Purchase order number. At most 64 characters.
              * @example PO-7781
@@ -1385,6 +1482,12 @@ export interface components {
             balance: components["schemas"]["DecimalString"];
             /** @description The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected. */
             amountRefunded: components["schemas"]["DecimalString"];
+            /**
+             * Format: uuid
+             * @description The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
             /**
              * @description The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
              * @example 750.00
@@ -1503,10 +1606,10 @@ export interface components {
             lineItems?: components["schemas"]["InvoiceLine"][] | null;
             /** @description Payments made toward the invoice, oldest first. Absent in lists. */
             payments?: components["schemas"]["Payment"][] | null;
-            /** @description The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists. */
+            /** @description The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists. */
             savedCards?: components["schemas"]["SavedCard"][] | null;
             /**
-             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
              * @example null
              * @enum {string|null}
              */
@@ -1988,6 +2091,9 @@ export interface components {
          *     - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
          *     - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
          *     - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+         *     - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+         *     - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+         *     - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
          *     - `deposit.created`: A batch closed into a deposit.
          *     - `deposit.paid`: A deposit reached its expected day.
          *     - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
@@ -1996,13 +2102,13 @@ export interface components {
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -2021,7 +2127,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -2337,6 +2443,51 @@ export interface components {
              */
             type: "saved_card.removed";
         };
+        /** @description `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email). */
+        CustomerCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.created
+             * @enum {string}
+             */
+            type: "customer.created";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.created";
+        };
+        /** @description `customer.updated`: A customer was changed (`PATCH /customers/{id}`). */
+        CustomerUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.updated
+             * @enum {string}
+             */
+            type: "customer.updated";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.updated";
+        };
+        /** @description `customer.deleted`: A customer was deleted; `data` is the customer as it was. */
+        CustomerDeletedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.deleted
+             * @enum {string}
+             */
+            type: "customer.deleted";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.deleted";
+        };
         /** @description `deposit.created`: A batch closed into a deposit. */
         DepositCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -2560,6 +2711,177 @@ export interface components {
              */
             eventTypes?: components["schemas"]["EventTypeOrAll"][];
             status?: components["schemas"]["WebhookEndpointStatus"];
+        };
+        /** @description A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`). */
+        CustomerAddress: {
+            /**
+             * @description Street address, 1–200 characters.
+             * @example 1200 Cedar St
+             */
+            line1: string;
+            /**
+             * @description Suite, unit or floor; at most 200 characters.
+             * @example Suite 4
+             */
+            line2?: string | null;
+            /**
+             * @description City, 1–100 characters.
+             * @example Round Rock
+             */
+            city: string;
+            /**
+             * @description State or region; at most 100 characters.
+             * @example TX
+             */
+            state?: string | null;
+            /**
+             * @description Postal code; at most 20 characters.
+             * @example 78664
+             */
+            postalCode?: string | null;
+            /**
+             * @description ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+             * @example US
+             */
+            country?: string;
+        } | null;
+        /** @description A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent. */
+        Customer: {
+            /**
+             * Format: uuid
+             * @description Customer id, for `customerId` on invoices.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            id: string;
+            /**
+             * @description The customer's email, as sent.
+             * @example dana@whitfieldcatering.com
+             */
+            email: string;
+            /**
+             * @description The customer's name.
+             * @example Dana Whitfield
+             */
+            name: string | null;
+            /**
+             * @description The customer's company.
+             * @example Whitfield Catering LLC
+             */
+            company: string | null;
+            /**
+             * @description The customer's phone, for text delivery.
+             * @example +15125550148
+             */
+            phone: string | null;
+            address: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax (false unless set).
+             * @example false
+             */
+            taxExempt: boolean;
+            /**
+             * @description The organization's own notes on the customer, never shown to the customer.
+             * @example Invoices go to accounts payable.
+             */
+            notes: string | null;
+            /**
+             * @description How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+             * @example email
+             * @enum {string|null}
+             */
+            prefers: "email" | "text" | null;
+            /** @description The balances of the customer's `open` and `part_paid` invoices, added up, two decimals. */
+            openBalance: components["schemas"]["DecimalString"];
+            /**
+             * Format: int32
+             * @description How many invoices the customer has, in any status.
+             * @example 3
+             */
+            invoiceCount: number;
+            /** @description The customer's saved cards, newest first. */
+            savedCards: components["schemas"]["SavedCard"][];
+            /**
+             * Format: date-time
+             * @description When the customer was made.
+             * @example 2025-03-18T19:40:00Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the customer was last changed.
+             * @example 2025-03-18T19:40:00Z
+             */
+            updatedAt: string;
+        };
+        /** @description The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it. */
+        CustomerCreate: {
+            /**
+             * Format: email
+             * @description The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+             * @example dana@whitfieldcatering.com
+             */
+            email: string;
+            /**
+             * @description Name, at most 200 characters.
+             * @example Dana Whitfield
+             */
+            name?: string | null;
+            /**
+             * @description Company, at most 200 characters.
+             * @example Whitfield Catering LLC
+             */
+            company?: string | null;
+            /**
+             * @description Phone (E.164 recommended), at most 32 characters.
+             * @example +15125550148
+             */
+            phone?: string | null;
+            address?: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax; false when left out.
+             * @example false
+             */
+            taxExempt?: boolean | null;
+            /**
+             * @description Notes of the organization's own, at most 2000 characters.
+             * @example Invoices go to accounts payable.
+             */
+            notes?: string | null;
+        };
+        /** @description The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`. */
+        CustomerUpdate: {
+            /**
+             * Format: email
+             * @description The new email (not null); another customer's is a 409 with `existingId`.
+             * @example dana@whitfieldcatering.com
+             */
+            email?: string;
+            /**
+             * @description Name, at most 200 characters; null clears it.
+             * @example Dana Whitfield
+             */
+            name?: string | null;
+            /**
+             * @description Company, at most 200 characters; null clears it.
+             * @example Whitfield Catering LLC
+             */
+            company?: string | null;
+            /**
+             * @description Phone, at most 32 characters; null clears it.
+             * @example null
+             */
+            phone?: string | null;
+            address?: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax (not null).
+             * @example true
+             */
+            taxExempt?: boolean;
+            /**
+             * @description Notes, at most 2000 characters; null clears them.
+             * @example Resale certificate on file.
+             */
+            notes?: string | null;
         };
         /** @description A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq. */
         SavedCard: {
@@ -2972,7 +3294,7 @@ export interface components {
          *     `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
          *     `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
          *     (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-         *     (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+         *     (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
          *     (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
          *     `http-version-not-supported` (505) or `internal` (500, a bug).
          */
@@ -3010,6 +3332,12 @@ export interface components {
             errors?: {
                 [key: string]: string[];
             };
+            /**
+             * Format: uuid
+             * @description Only on a 409 `conflict`, the id of the customer that already has the email.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            existingId?: string;
         };
         /** @description A JWK Set (RFC 7517) of the public keys that verify access tokens. */
         Jwks: {
@@ -3167,6 +3495,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The organization already has a customer with this email (compared without regard to case): `existingId` is that customer's id, to use or change instead. Nothing was changed. */
+        EmailTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "http://127.0.0.1:8080/problems/conflict",
+                 *       "title": "Customer email taken",
+                 *       "status": 409,
+                 *       "detail": "Another customer of your organization has the email dana@whitfieldcatering.com; existingId is that customer.",
+                 *       "existingId": "0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Too many requests for this API key. Wait `Retry-After` seconds and try again. */
         TooManyRequests: {
             headers: {
@@ -3198,6 +3544,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The customer id.
+         * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+         */
+        CustomerId: string;
         /**
          * @description The invoice id.
          * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
@@ -3442,6 +3793,11 @@ export interface operations {
                  * @example dana@whitfieldcatering.com
                  */
                 customerEmail?: string;
+                /**
+                 * @description Only invoices of this customer (another organization's customer's id lists nothing).
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                customerId?: string;
                 /**
                  * @description Only invoices created at or after this time (inclusive).
                  * @example 2025-03-01T00:00:00Z
@@ -4756,6 +5112,215 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCustomers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+                 * @example whitfield
+                 */
+                q?: string;
+                /**
+                 * @description Only the customer with exactly this email, compared without regard to case.
+                 * @example dana@whitfieldcatering.com
+                 */
+                email?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of customers. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCustomer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
+                 * @example 5c1f7a9e-2d4b-4e6a-8f3c-1b2a3c4d5e6f
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The customer to make. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerCreate"];
+            };
+        };
+        responses: {
+            /** @description Replay: a customer was already made with this `Idempotency-Key` and the same body; this is that customer as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description The customer was made. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "phone": null,
+                 *       "taxExempt": true,
+                 *       "notes": "Resale certificate on file."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerUpdate"];
+            };
+        };
+        responses: {
+            /** @description The customer as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -188,6 +188,51 @@ func (e CardPaymentStatus) Valid() bool {
 	}
 }
 
+// Defines values for CustomerCreatedEventType.
+const (
+	CustomerCreatedEventTypeCustomerCreated CustomerCreatedEventType = "customer.created"
+)
+
+// Valid indicates whether the value is a known member of the CustomerCreatedEventType enum.
+func (e CustomerCreatedEventType) Valid() bool {
+	switch e {
+	case CustomerCreatedEventTypeCustomerCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerDeletedEventType.
+const (
+	CustomerDeletedEventTypeCustomerDeleted CustomerDeletedEventType = "customer.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CustomerDeletedEventType enum.
+func (e CustomerDeletedEventType) Valid() bool {
+	switch e {
+	case CustomerDeletedEventTypeCustomerDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerUpdatedEventType.
+const (
+	CustomerUpdatedEventTypeCustomerUpdated CustomerUpdatedEventType = "customer.updated"
+)
+
+// Valid indicates whether the value is a known member of the CustomerUpdatedEventType enum.
+func (e CustomerUpdatedEventType) Valid() bool {
+	switch e {
+	case CustomerUpdatedEventTypeCustomerUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Delivery.
 const (
 	DeliveryEmail Delivery = "email"
@@ -282,6 +327,9 @@ const (
 	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
 	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
 	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
 	EventTypeDepositCreated           EventType = "deposit.created"
 	EventTypeDepositPaid              EventType = "deposit.paid"
 	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
@@ -317,6 +365,12 @@ func (e EventType) Valid() bool {
 	case EventTypeCardPaymentDeclined:
 		return true
 	case EventTypeCardPaymentRefunded:
+		return true
+	case EventTypeCustomerCreated:
+		return true
+	case EventTypeCustomerDeleted:
+		return true
+	case EventTypeCustomerUpdated:
 		return true
 	case EventTypeDepositCreated:
 		return true
@@ -373,6 +427,9 @@ const (
 	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
 	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
 	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
 	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
 	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
 	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
@@ -410,6 +467,12 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllCardPaymentDeclined:
 		return true
 	case EventTypeOrAllCardPaymentRefunded:
+		return true
+	case EventTypeOrAllCustomerCreated:
+		return true
+	case EventTypeOrAllCustomerDeleted:
+		return true
+	case EventTypeOrAllCustomerUpdated:
 		return true
 	case EventTypeOrAllDepositCreated:
 		return true
@@ -1480,10 +1543,15 @@ type CreatePaymentRequest struct {
 	// Example: Whitfield Catering LLC
 	CustomerCompany *string `json:"customerCompany"`
 
-	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
 	//
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
+
+	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
 
 	// CustomerName Customer name. At most 200 characters.
 	//
@@ -1546,6 +1614,251 @@ type CreatePaymentRequest struct {
 	// Example: 2025-04-01T14:00:00Z
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
+
+// Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+type Customer struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address"`
+
+	// Company The customer's company.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company"`
+
+	// CreatedAt When the customer was made.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Email The customer's email, as sent.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email string `json:"email"`
+
+	// Id Customer id, for `customerId` on invoices.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceCount How many invoices the customer has, in any status.
+	//
+	// Example: 3
+	InvoiceCount int32 `json:"invoiceCount"`
+
+	// Name The customer's name.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name"`
+
+	// Notes The organization's own notes on the customer, never shown to the customer.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes"`
+
+	// OpenBalance The balances of the customer's `open` and `part_paid` invoices, added up, two decimals.
+	OpenBalance DecimalString `json:"openBalance"`
+
+	// Phone The customer's phone, for text delivery.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone"`
+
+	// Prefers How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+	//
+	// Example: email
+	Prefers *Delivery `json:"prefers"`
+
+	// SavedCards The customer's saved cards, newest first.
+	SavedCards []SavedCard `json:"savedCards"`
+
+	// TaxExempt Whether the customer pays no tax (false unless set).
+	//
+	// Example: false
+	TaxExempt bool `json:"taxExempt"`
+
+	// UpdatedAt When the customer was last changed.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+type CustomerAddress struct {
+	// City City, 1–100 characters.
+	//
+	// Example: Round Rock
+	City string `json:"city"`
+
+	// Country ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+	//
+	// Example: US
+	Country *string `json:"country,omitempty"`
+
+	// Line1 Street address, 1–200 characters.
+	//
+	// Example: 1200 Cedar St
+	Line1 string `json:"line1"`
+
+	// Line2 Suite, unit or floor; at most 200 characters.
+	//
+	// Example: Suite 4
+	Line2 *string `json:"line2,omitempty"`
+
+	// PostalCode Postal code; at most 20 characters.
+	//
+	// Example: 78664
+	PostalCode *string `json:"postalCode,omitempty"`
+
+	// State State or region; at most 100 characters.
+	//
+	// Example: TX
+	State *string `json:"state,omitempty"`
+}
+
+// CustomerCreate The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it.
+type CustomerCreate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email openapi_types.Email `json:"email"`
+
+	// Name Name, at most 200 characters.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes of the organization's own, at most 2000 characters.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone (E.164 recommended), at most 32 characters.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax; false when left out.
+	//
+	// Example: false
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerCreatedEvent `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+type CustomerCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.created
+	Type CustomerCreatedEventType `json:"type"`
+}
+
+// CustomerCreatedEventType Example: customer.created
+type CustomerCreatedEventType string
+
+// CustomerDeletedEvent `customer.deleted`: A customer was deleted; `data` is the customer as it was.
+type CustomerDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.deleted
+	Type CustomerDeletedEventType `json:"type"`
+}
+
+// CustomerDeletedEventType Example: customer.deleted
+type CustomerDeletedEventType string
+
+// CustomerUpdate The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`.
+type CustomerUpdate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters; null clears it.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The new email (not null); another customer's is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email *openapi_types.Email `json:"email,omitempty"`
+
+	// Name Name, at most 200 characters; null clears it.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes, at most 2000 characters; null clears them.
+	//
+	// Example: Resale certificate on file.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone, at most 32 characters; null clears it.
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax (not null).
+	//
+	// Example: true
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+type CustomerUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.updated
+	Type CustomerUpdatedEventType `json:"type"`
+}
+
+// CustomerUpdatedEventType Example: customer.updated
+type CustomerUpdatedEventType string
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
@@ -1760,6 +2073,9 @@ type EventDeliveryStatus string
 // - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
 // - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+// - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
@@ -1840,6 +2156,11 @@ type Invoice struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
 
+	// CustomerId The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
 	// CustomerName Customer name.
 	//
 	// Example: Dana Whitfield
@@ -1850,7 +2171,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1937,7 +2258,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
@@ -2621,6 +2942,11 @@ type PaymentRequestChange struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail,omitempty"`
 
+	// CustomerId The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
+
 	// CustomerName Customer name. At most 200 characters.
 	//
 	// Example: Dana Whitfield
@@ -2703,7 +3029,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -2716,6 +3042,11 @@ type Problem struct {
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
+
+	// ExistingId Only on a 409 `conflict`, the id of the customer that already has the email.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	ExistingId *openapi_types.UUID `json:"existingId,omitempty"`
 
 	// Status The HTTP status code.
 	//
@@ -3329,6 +3660,9 @@ type WebhookSecretRotation struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// CustomerId defines model for CustomerId.
+type CustomerId = openapi_types.UUID
+
 // InvoiceId defines model for InvoiceId.
 type InvoiceId = openapi_types.UUID
 
@@ -3339,7 +3673,7 @@ type Limit = int32
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -3348,7 +3682,7 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
@@ -3357,16 +3691,25 @@ type BadRequest = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Conflict = Problem
+
+// EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type EmailTaken = Problem
 
 // Forbidden A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -3375,7 +3718,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -3384,7 +3727,7 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
@@ -3393,7 +3736,7 @@ type PayloadTooLarge = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PreconditionFailed = Problem
@@ -3402,7 +3745,7 @@ type PreconditionFailed = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -3411,7 +3754,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -3420,7 +3763,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -3429,7 +3772,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -3438,7 +3781,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -3447,7 +3790,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -3506,6 +3849,27 @@ type RefundCardPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListCustomersParams defines parameters for ListCustomers.
+type ListCustomersParams struct {
+	// Q Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Email Only the customer with exactly this email, compared without regard to case.
+	Email *string `form:"email,omitempty" json:"email,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateCustomerParams defines parameters for CreateCustomer.
+type CreateCustomerParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListDepositsParams defines parameters for ListDeposits.
 type ListDepositsParams struct {
 	// MerchantAccountId Only deposits of this MID.
@@ -3561,6 +3925,9 @@ type ListPaymentRequestsParams struct {
 
 	// CustomerEmail Only invoices to this customer email (compared without regard to case).
 	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
+
+	// CustomerId Only invoices of this customer (another organization's customer's id lists nothing).
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
 
 	// CreatedFrom Only invoices created at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
@@ -3643,6 +4010,12 @@ type DeliverEventParams struct {
 
 // RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
 type RefundCardPaymentJSONRequestBody = RefundRequest
+
+// CreateCustomerJSONRequestBody defines body for CreateCustomer for application/json ContentType.
+type CreateCustomerJSONRequestBody = CustomerCreate
+
+// UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
+type UpdateCustomerJSONRequestBody = CustomerUpdate
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
@@ -4397,6 +4770,108 @@ func (t *Event) MergeSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
 	return err
 }
 
+// AsCustomerCreatedEvent returns the union data inside the Event as a CustomerCreatedEvent
+func (t Event) AsCustomerCreatedEvent() (CustomerCreatedEvent, error) {
+	var body CustomerCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerCreatedEvent overwrites any union data inside the Event as the provided CustomerCreatedEvent
+func (t *Event) FromCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerCreatedEvent performs a merge with any union data inside the Event, using the provided CustomerCreatedEvent
+func (t *Event) MergeCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerUpdatedEvent returns the union data inside the Event as a CustomerUpdatedEvent
+func (t Event) AsCustomerUpdatedEvent() (CustomerUpdatedEvent, error) {
+	var body CustomerUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerUpdatedEvent overwrites any union data inside the Event as the provided CustomerUpdatedEvent
+func (t *Event) FromCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerUpdatedEvent performs a merge with any union data inside the Event, using the provided CustomerUpdatedEvent
+func (t *Event) MergeCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerDeletedEvent returns the union data inside the Event as a CustomerDeletedEvent
+func (t Event) AsCustomerDeletedEvent() (CustomerDeletedEvent, error) {
+	var body CustomerDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerDeletedEvent overwrites any union data inside the Event as the provided CustomerDeletedEvent
+func (t *Event) FromCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerDeletedEvent performs a merge with any union data inside the Event, using the provided CustomerDeletedEvent
+func (t *Event) MergeCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsDepositCreatedEvent returns the union data inside the Event as a DepositCreatedEvent
 func (t Event) AsDepositCreatedEvent() (DepositCreatedEvent, error) {
 	var body DepositCreatedEvent
@@ -4591,6 +5066,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCardPaymentDeclinedEvent()
 	case "card_payment.refunded":
 		return t.AsCardPaymentRefundedEvent()
+	case "customer.created":
+		return t.AsCustomerCreatedEvent()
+	case "customer.deleted":
+		return t.AsCustomerDeletedEvent()
+	case "customer.updated":
+		return t.AsCustomerUpdatedEvent()
 	case "deposit.created":
 		return t.AsDepositCreatedEvent()
 	case "deposit.paid":
@@ -4843,6 +5324,121 @@ type ClientInterface interface {
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListCustomers List customers
+	//
+	// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+	// last page). Filters combine with AND.
+	//
+	// Corresponds with GET /customers (the `ListCustomers` operationId).
+	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomerWithBody Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithBody(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomer Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomer(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCustomer Delete a customer
+	//
+	// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+	// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+	// processor first (each with its `saved_card.removed` event), then the customer; when
+	// the processor fails, the customer and the cards not yet removed are kept (502
+	// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+	//
+	// Event `customer.deleted`, its data the customer as it was.
+	//
+	// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+	DeleteCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCustomer Get a customer
+	//
+	// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+	//
+	// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+	GetCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomerWithBody Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithBody(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomer Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDeposits List deposits
 	//
 	// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -5087,8 +5683,8 @@ type ClientInterface interface {
 	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5158,8 +5754,8 @@ type ClientInterface interface {
 	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5972,6 +6568,191 @@ func (c *Client) RefundCardPayment(ctx context.Context, id openapi_types.UUID, p
 	return c.Client.Do(req)
 }
 
+// ListCustomers List customers
+//
+// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+// last page). Filters combine with AND.
+//
+// Corresponds with GET /customers (the `ListCustomers` operationId).
+func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCustomersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomerWithBody Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *Client) CreateCustomerWithBody(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomer Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *Client) CreateCustomer(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteCustomer Delete a customer
+//
+// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+// processor first (each with its `saved_card.removed` event), then the customer; when
+// the processor fails, the customer and the cards not yet removed are kept (502
+// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+//
+// Event `customer.deleted`, its data the customer as it was.
+//
+// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+func (c *Client) DeleteCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCustomerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCustomer Get a customer
+//
+// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+//
+// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+func (c *Client) GetCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCustomerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomerWithBody Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *Client) UpdateCustomerWithBody(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomer Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *Client) UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListDeposits List deposits
 //
 // The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -6346,8 +7127,8 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -6427,8 +7208,8 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -7828,6 +8609,266 @@ func NewRefundCardPaymentRequestWithBody(server string, id openapi_types.UUID, p
 	return req, nil
 }
 
+// NewListCustomersRequest constructs an http.Request for the ListCustomers method
+func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Email != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "email", *params.Email, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCustomerRequest calls the generic CreateCustomer builder with application/json body
+func NewCreateCustomerRequest(server string, params *CreateCustomerParams, body CreateCustomerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCustomerRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateCustomerRequestWithBody constructs an http.Request for the CreateCustomer method, with any body, and a specified content type
+func NewCreateCustomerRequestWithBody(server string, params *CreateCustomerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteCustomerRequest constructs an http.Request for the DeleteCustomer method
+func NewDeleteCustomerRequest(server string, id CustomerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCustomerRequest constructs an http.Request for the GetCustomer method
+func NewGetCustomerRequest(server string, id CustomerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateCustomerRequest calls the generic UpdateCustomer builder with application/json body
+func NewUpdateCustomerRequest(server string, id CustomerId, body UpdateCustomerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCustomerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateCustomerRequestWithBody constructs an http.Request for the UpdateCustomer method, with any body, and a specified content type
+func NewUpdateCustomerRequestWithBody(server string, id CustomerId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListDepositsRequest constructs an http.Request for the ListDeposits method
 func NewListDepositsRequest(server string, params *ListDepositsParams) (*http.Request, error) {
 	var err error
@@ -8398,6 +9439,18 @@ func NewListPaymentRequestsRequest(server string, params *ListPaymentRequestsPar
 		if params.CustomerEmail != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerEmail", *params.CustomerEmail, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -9767,6 +10820,127 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error)
 
+	// ListCustomersWithResponse List customers
+	//
+	// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+	// last page). Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers (the `ListCustomers` operationId).
+	ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error)
+
+	// CreateCustomerWithBodyWithResponse Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithBodyWithResponse(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error)
+
+	// CreateCustomerWithResponse Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithResponse(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error)
+
+	// DeleteCustomerWithResponse Delete a customer
+	//
+	// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+	// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+	// processor first (each with its `saved_card.removed` event), then the customer; when
+	// the processor fails, the customer and the cards not yet removed are kept (502
+	// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+	//
+	// Event `customer.deleted`, its data the customer as it was.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+	DeleteCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*DeleteCustomerResponse, error)
+
+	// GetCustomerWithResponse Get a customer
+	//
+	// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+	GetCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*GetCustomerResponse, error)
+
+	// UpdateCustomerWithBodyWithResponse Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithBodyWithResponse(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
+
+	// UpdateCustomerWithResponse Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
+
 	// ListDepositsWithResponse List deposits
 	//
 	// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -10031,8 +11205,8 @@ type ClientWithResponsesInterface interface {
 	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -10102,8 +11276,8 @@ type ClientWithResponsesInterface interface {
 	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -11457,6 +12631,603 @@ func (r RefundCardPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RefundCardPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCustomersResponse200Headers the declared response headers of an HTTP 200 response for ListCustomers
+type ListCustomersResponse200Headers struct {
+	Link *string
+}
+
+// ListCustomersResponse401Headers the declared response headers of an HTTP 401 response for ListCustomers
+type ListCustomersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListCustomersResponse429Headers the declared response headers of an HTTP 429 response for ListCustomers
+type ListCustomersResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListCustomersResponse503Headers the declared response headers of an HTTP 503 response for ListCustomers
+type ListCustomersResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCustomersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCustomersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCustomersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCustomersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCustomersResponse) GetJSON200() *[]Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCustomersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCustomerResponse200Headers the declared response headers of an HTTP 200 response for CreateCustomer
+type CreateCustomerResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateCustomerResponse401Headers the declared response headers of an HTTP 401 response for CreateCustomer
+type CreateCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateCustomerResponse429Headers the declared response headers of an HTTP 429 response for CreateCustomer
+type CreateCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateCustomerResponse503Headers the declared response headers of an HTTP 503 response for CreateCustomer
+type CreateCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EmailTaken
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateCustomerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCustomerResponse) GetJSON201() *Customer {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON409() *EmailTaken {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteCustomerResponse401Headers the declared response headers of an HTTP 401 response for DeleteCustomer
+type DeleteCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteCustomerResponse429Headers the declared response headers of an HTTP 429 response for DeleteCustomer
+type DeleteCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// DeleteCustomerResponse503Headers the declared response headers of an HTTP 503 response for DeleteCustomer
+type DeleteCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeleteCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *BadGateway
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteCustomerResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON502() *BadGateway {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCustomerResponse401Headers the declared response headers of an HTTP 401 response for GetCustomer
+type GetCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetCustomerResponse429Headers the declared response headers of an HTTP 429 response for GetCustomer
+type GetCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetCustomerResponse503Headers the declared response headers of an HTTP 503 response for GetCustomer
+type GetCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateCustomerResponse401Headers the declared response headers of an HTTP 401 response for UpdateCustomer
+type UpdateCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateCustomerResponse429Headers the declared response headers of an HTTP 429 response for UpdateCustomer
+type UpdateCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdateCustomerResponse503Headers the declared response headers of an HTTP 503 response for UpdateCustomer
+type UpdateCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EmailTaken
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON409() *EmailTaken {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateCustomerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15775,6 +17546,169 @@ func (c *ClientWithResponses) RefundCardPaymentWithResponse(ctx context.Context,
 	return ParseRefundCardPaymentResponse(rsp)
 }
 
+// ListCustomersWithResponse List customers
+//
+// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+// last page). Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers (the `ListCustomers` operationId).
+func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error) {
+	rsp, err := c.ListCustomers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCustomersResponse(rsp)
+}
+
+// CreateCustomerWithBodyWithResponse Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *ClientWithResponses) CreateCustomerWithBodyWithResponse(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error) {
+	rsp, err := c.CreateCustomerWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerResponse(rsp)
+}
+
+// CreateCustomerWithResponse Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *ClientWithResponses) CreateCustomerWithResponse(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error) {
+	rsp, err := c.CreateCustomer(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerResponse(rsp)
+}
+
+// DeleteCustomerWithResponse Delete a customer
+//
+// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+// processor first (each with its `saved_card.removed` event), then the customer; when
+// the processor fails, the customer and the cards not yet removed are kept (502
+// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+//
+// Event `customer.deleted`, its data the customer as it was.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+func (c *ClientWithResponses) DeleteCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*DeleteCustomerResponse, error) {
+	rsp, err := c.DeleteCustomer(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCustomerResponse(rsp)
+}
+
+// GetCustomerWithResponse Get a customer
+//
+// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+func (c *ClientWithResponses) GetCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*GetCustomerResponse, error) {
+	rsp, err := c.GetCustomer(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCustomerResponse(rsp)
+}
+
+// UpdateCustomerWithBodyWithResponse Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *ClientWithResponses) UpdateCustomerWithBodyWithResponse(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
+	rsp, err := c.UpdateCustomerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerResponse(rsp)
+}
+
+// UpdateCustomerWithResponse Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *ClientWithResponses) UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
+	rsp, err := c.UpdateCustomer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerResponse(rsp)
+}
+
 // ListDepositsWithResponse List deposits
 //
 // The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -16117,8 +18051,8 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -16194,8 +18128,8 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -17727,6 +19661,597 @@ func ParseRefundCardPaymentResponse(rsp *http.Response) (*RefundCardPaymentRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundCardPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCustomersResponse parses an HTTP response from a ListCustomersWithResponse call
+func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCustomersResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCustomersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCustomersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCustomersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCustomerResponse parses an HTTP response from a CreateCustomerWithResponse call
+func ParseCreateCustomerResponse(rsp *http.Response) (*CreateCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EmailTaken
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateCustomerResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCustomerResponse parses an HTTP response from a DeleteCustomerWithResponse call
+func ParseDeleteCustomerResponse(rsp *http.Response) (*DeleteCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCustomerResponse parses an HTTP response from a GetCustomerWithResponse call
+func ParseGetCustomerResponse(rsp *http.Response) (*GetCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCustomerResponse parses an HTTP response from a UpdateCustomerWithResponse call
+func ParseUpdateCustomerResponse(rsp *http.Response) (*UpdateCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EmailTaken
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateCustomerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -181,6 +181,51 @@ func (e CardPaymentStatus) Valid() bool {
 	}
 }
 
+// Defines values for CustomerCreatedEventType.
+const (
+	CustomerCreatedEventTypeCustomerCreated CustomerCreatedEventType = "customer.created"
+)
+
+// Valid indicates whether the value is a known member of the CustomerCreatedEventType enum.
+func (e CustomerCreatedEventType) Valid() bool {
+	switch e {
+	case CustomerCreatedEventTypeCustomerCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerDeletedEventType.
+const (
+	CustomerDeletedEventTypeCustomerDeleted CustomerDeletedEventType = "customer.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CustomerDeletedEventType enum.
+func (e CustomerDeletedEventType) Valid() bool {
+	switch e {
+	case CustomerDeletedEventTypeCustomerDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerUpdatedEventType.
+const (
+	CustomerUpdatedEventTypeCustomerUpdated CustomerUpdatedEventType = "customer.updated"
+)
+
+// Valid indicates whether the value is a known member of the CustomerUpdatedEventType enum.
+func (e CustomerUpdatedEventType) Valid() bool {
+	switch e {
+	case CustomerUpdatedEventTypeCustomerUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Delivery.
 const (
 	DeliveryEmail Delivery = "email"
@@ -275,6 +320,9 @@ const (
 	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
 	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
 	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
 	EventTypeDepositCreated           EventType = "deposit.created"
 	EventTypeDepositPaid              EventType = "deposit.paid"
 	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
@@ -310,6 +358,12 @@ func (e EventType) Valid() bool {
 	case EventTypeCardPaymentDeclined:
 		return true
 	case EventTypeCardPaymentRefunded:
+		return true
+	case EventTypeCustomerCreated:
+		return true
+	case EventTypeCustomerDeleted:
+		return true
+	case EventTypeCustomerUpdated:
 		return true
 	case EventTypeDepositCreated:
 		return true
@@ -366,6 +420,9 @@ const (
 	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
 	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
 	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
 	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
 	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
 	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
@@ -403,6 +460,12 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllCardPaymentDeclined:
 		return true
 	case EventTypeOrAllCardPaymentRefunded:
+		return true
+	case EventTypeOrAllCustomerCreated:
+		return true
+	case EventTypeOrAllCustomerDeleted:
+		return true
+	case EventTypeOrAllCustomerUpdated:
 		return true
 	case EventTypeOrAllDepositCreated:
 		return true
@@ -1473,10 +1536,15 @@ type CreatePaymentRequest struct {
 	// Example: Whitfield Catering LLC
 	CustomerCompany *string `json:"customerCompany"`
 
-	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
 	//
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
+
+	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
 
 	// CustomerName Customer name. At most 200 characters.
 	//
@@ -1539,6 +1607,251 @@ type CreatePaymentRequest struct {
 	// Example: 2025-04-01T14:00:00Z
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
+
+// Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+type Customer struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address"`
+
+	// Company The customer's company.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company"`
+
+	// CreatedAt When the customer was made.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Email The customer's email, as sent.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email string `json:"email"`
+
+	// Id Customer id, for `customerId` on invoices.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceCount How many invoices the customer has, in any status.
+	//
+	// Example: 3
+	InvoiceCount int32 `json:"invoiceCount"`
+
+	// Name The customer's name.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name"`
+
+	// Notes The organization's own notes on the customer, never shown to the customer.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes"`
+
+	// OpenBalance The balances of the customer's `open` and `part_paid` invoices, added up, two decimals.
+	OpenBalance DecimalString `json:"openBalance"`
+
+	// Phone The customer's phone, for text delivery.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone"`
+
+	// Prefers How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+	//
+	// Example: email
+	Prefers *Delivery `json:"prefers"`
+
+	// SavedCards The customer's saved cards, newest first.
+	SavedCards []SavedCard `json:"savedCards"`
+
+	// TaxExempt Whether the customer pays no tax (false unless set).
+	//
+	// Example: false
+	TaxExempt bool `json:"taxExempt"`
+
+	// UpdatedAt When the customer was last changed.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+type CustomerAddress struct {
+	// City City, 1–100 characters.
+	//
+	// Example: Round Rock
+	City string `json:"city"`
+
+	// Country ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+	//
+	// Example: US
+	Country *string `json:"country,omitempty"`
+
+	// Line1 Street address, 1–200 characters.
+	//
+	// Example: 1200 Cedar St
+	Line1 string `json:"line1"`
+
+	// Line2 Suite, unit or floor; at most 200 characters.
+	//
+	// Example: Suite 4
+	Line2 *string `json:"line2,omitempty"`
+
+	// PostalCode Postal code; at most 20 characters.
+	//
+	// Example: 78664
+	PostalCode *string `json:"postalCode,omitempty"`
+
+	// State State or region; at most 100 characters.
+	//
+	// Example: TX
+	State *string `json:"state,omitempty"`
+}
+
+// CustomerCreate The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it.
+type CustomerCreate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email openapi_types.Email `json:"email"`
+
+	// Name Name, at most 200 characters.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes of the organization's own, at most 2000 characters.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone (E.164 recommended), at most 32 characters.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax; false when left out.
+	//
+	// Example: false
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerCreatedEvent `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+type CustomerCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.created
+	Type CustomerCreatedEventType `json:"type"`
+}
+
+// CustomerCreatedEventType Example: customer.created
+type CustomerCreatedEventType string
+
+// CustomerDeletedEvent `customer.deleted`: A customer was deleted; `data` is the customer as it was.
+type CustomerDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.deleted
+	Type CustomerDeletedEventType `json:"type"`
+}
+
+// CustomerDeletedEventType Example: customer.deleted
+type CustomerDeletedEventType string
+
+// CustomerUpdate The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`.
+type CustomerUpdate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters; null clears it.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The new email (not null); another customer's is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email *openapi_types.Email `json:"email,omitempty"`
+
+	// Name Name, at most 200 characters; null clears it.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes, at most 2000 characters; null clears them.
+	//
+	// Example: Resale certificate on file.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone, at most 32 characters; null clears it.
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax (not null).
+	//
+	// Example: true
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+type CustomerUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.updated
+	Type CustomerUpdatedEventType `json:"type"`
+}
+
+// CustomerUpdatedEventType Example: customer.updated
+type CustomerUpdatedEventType string
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
@@ -1753,6 +2066,9 @@ type EventDeliveryStatus string
 // - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
 // - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+// - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
@@ -1833,6 +2149,11 @@ type Invoice struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
 
+	// CustomerId The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
 	// CustomerName Customer name.
 	//
 	// Example: Dana Whitfield
@@ -1843,7 +2164,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1930,7 +2251,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
@@ -2614,6 +2935,11 @@ type PaymentRequestChange struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail,omitempty"`
 
+	// CustomerId The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
+
 	// CustomerName Customer name. At most 200 characters.
 	//
 	// Example: Dana Whitfield
@@ -2696,7 +3022,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -2709,6 +3035,11 @@ type Problem struct {
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
+
+	// ExistingId Only on a 409 `conflict`, the id of the customer that already has the email.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	ExistingId *openapi_types.UUID `json:"existingId,omitempty"`
 
 	// Status The HTTP status code.
 	//
@@ -3322,6 +3653,9 @@ type WebhookSecretRotation struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// CustomerId defines model for CustomerId.
+type CustomerId = openapi_types.UUID
+
 // InvoiceId defines model for InvoiceId.
 type InvoiceId = openapi_types.UUID
 
@@ -3332,7 +3666,7 @@ type Limit = int32
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -3341,7 +3675,7 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
@@ -3350,16 +3684,25 @@ type BadRequest = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Conflict = Problem
+
+// EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type EmailTaken = Problem
 
 // Forbidden A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -3368,7 +3711,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -3377,7 +3720,7 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
@@ -3386,7 +3729,7 @@ type PayloadTooLarge = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PreconditionFailed = Problem
@@ -3395,7 +3738,7 @@ type PreconditionFailed = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -3404,7 +3747,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -3413,7 +3756,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -3422,7 +3765,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -3431,7 +3774,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -3440,7 +3783,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -3499,6 +3842,27 @@ type RefundCardPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListCustomersParams defines parameters for ListCustomers.
+type ListCustomersParams struct {
+	// Q Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Email Only the customer with exactly this email, compared without regard to case.
+	Email *string `form:"email,omitempty" json:"email,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateCustomerParams defines parameters for CreateCustomer.
+type CreateCustomerParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListDepositsParams defines parameters for ListDeposits.
 type ListDepositsParams struct {
 	// MerchantAccountId Only deposits of this MID.
@@ -3554,6 +3918,9 @@ type ListPaymentRequestsParams struct {
 
 	// CustomerEmail Only invoices to this customer email (compared without regard to case).
 	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
+
+	// CustomerId Only invoices of this customer (another organization's customer's id lists nothing).
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
 
 	// CreatedFrom Only invoices created at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
@@ -3636,6 +4003,12 @@ type DeliverEventParams struct {
 
 // RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
 type RefundCardPaymentJSONRequestBody = RefundRequest
+
+// CreateCustomerJSONRequestBody defines body for CreateCustomer for application/json ContentType.
+type CreateCustomerJSONRequestBody = CustomerCreate
+
+// UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
+type UpdateCustomerJSONRequestBody = CustomerUpdate
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
@@ -4390,6 +4763,108 @@ func (t *Event) MergeSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
 	return err
 }
 
+// AsCustomerCreatedEvent returns the union data inside the Event as a CustomerCreatedEvent
+func (t Event) AsCustomerCreatedEvent() (CustomerCreatedEvent, error) {
+	var body CustomerCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerCreatedEvent overwrites any union data inside the Event as the provided CustomerCreatedEvent
+func (t *Event) FromCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerCreatedEvent performs a merge with any union data inside the Event, using the provided CustomerCreatedEvent
+func (t *Event) MergeCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerUpdatedEvent returns the union data inside the Event as a CustomerUpdatedEvent
+func (t Event) AsCustomerUpdatedEvent() (CustomerUpdatedEvent, error) {
+	var body CustomerUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerUpdatedEvent overwrites any union data inside the Event as the provided CustomerUpdatedEvent
+func (t *Event) FromCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerUpdatedEvent performs a merge with any union data inside the Event, using the provided CustomerUpdatedEvent
+func (t *Event) MergeCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerDeletedEvent returns the union data inside the Event as a CustomerDeletedEvent
+func (t Event) AsCustomerDeletedEvent() (CustomerDeletedEvent, error) {
+	var body CustomerDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerDeletedEvent overwrites any union data inside the Event as the provided CustomerDeletedEvent
+func (t *Event) FromCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerDeletedEvent performs a merge with any union data inside the Event, using the provided CustomerDeletedEvent
+func (t *Event) MergeCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsDepositCreatedEvent returns the union data inside the Event as a DepositCreatedEvent
 func (t Event) AsDepositCreatedEvent() (DepositCreatedEvent, error) {
 	var body DepositCreatedEvent
@@ -4584,6 +5059,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCardPaymentDeclinedEvent()
 	case "card_payment.refunded":
 		return t.AsCardPaymentRefundedEvent()
+	case "customer.created":
+		return t.AsCustomerCreatedEvent()
+	case "customer.deleted":
+		return t.AsCustomerDeletedEvent()
+	case "customer.updated":
+		return t.AsCustomerUpdatedEvent()
 	case "deposit.created":
 		return t.AsDepositCreatedEvent()
 	case "deposit.paid":

@@ -75,6 +75,7 @@ func (s *Server) UpdatePaymentRequest(ctx context.Context, req gen.UpdatePayment
 		CustomerCompany: b.CustomerCompany, CustomerEmail: b.CustomerEmail, CustomerPhone: b.CustomerPhone,
 		Delivery: (*string)(b.Delivery), Memo: b.Memo, Lines: linesOf(b.Lines), Reminders: b.Reminders,
 	}}
+	c.To.CustomerID = b.CustomerId
 	if b.MerchantAccountId != nil {
 		c.To.MerchantAccountID = *b.MerchantAccountId
 	}

@@ -371,3 +371,29 @@ func TestPatchLinesWithTax(t *testing.T) {
 	// Lines that add up to another amount than the one given: refused as on creation.
 	apitest.Want(t, "lines off the amount", patch(m, inv.Id, map[string]any{"amount": "40.00"}, "").StatusCode, http.StatusBadRequest)
 }
+
+// A change names the invoice's customer as creation does: another
+// customer (its email with it), a new email (its customer found or made),
+// and a tax-exempt customer refuses taxed lines.
+func TestPatchCustomer(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	inv := m.MustCreate(t, m.Body("EDIT-CUST", "40.00"))
+	exempt := newCustomer(t, m, map[string]any{"email": "school@example.org", "name": "Elm Street School", "taxExempt": true})
+
+	got := invoiceOf(t, patch(m, inv.Id, map[string]any{"customerId": exempt.Id}, ""), http.StatusOK)
+	apitest.Want(t, "customer", got.CustomerId, exempt.Id)
+	apitest.WantText(t, "email taken from the customer", got.CustomerEmail, "school@example.org")
+	taxed := []map[string]any{{"description": "Beans", "quantity": 2, "unitCost": "20.00", "taxRate": "8.25", "uom": nil, "commodityCode": nil, "upc": nil}}
+	apitest.WantProblem(t, patch(m, inv.Id, map[string]any{"lines": taxed}, ""), http.StatusUnprocessableEntity, "Customer is tax-exempt")
+
+	got = invoiceOf(t, patch(m, inv.Id, map[string]any{"customerEmail": "new.buyer@example.com"}, ""), http.StatusOK)
+	if got.CustomerId == exempt.Id {
+		t.Fatal("a new email kept the old customer")
+	}
+	made := readCustomer(t, m, got.CustomerId)
+	apitest.Want(t, "the customer made for the new email", made.Email, "new.buyer@example.com")
+	invoiceOf(t, patch(m, inv.Id, map[string]any{"lines": taxed, "amount": "43.30"}, ""), http.StatusOK)
+	apitest.WantProblem(t, patch(m, inv.Id, map[string]any{"customerId": uuid.NewString()}, ""), http.StatusUnprocessableEntity, "Unknown customer")
+}

@@ -291,6 +291,9 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 			"quantity": 1, "unitCost": "1", "uom": nil, "commodityCode": nil, "upc": nil, "unit_cost": "1"}}}, "lines[0].unit_cost"},
 		{"POST", "/payment-requests/" + id + "/finalize", "/payment-requests/{id}/finalize", map[string]any{"sent": false}, "sent"},
 		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "emial": "b@example.com"}, "emial"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "address": map[string]any{"line1": "1 Main St", "city": "X", "zip": "1"}}, "address.zip"},
+		{"PATCH", "/customers/" + id, "/customers/{id}", map[string]any{"taxExmpt": true}, "taxExmpt"},
 	}
 }
 

@@ -134,6 +134,10 @@ func FuzzCreateInvoice(f *testing.F) {
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"X","amount":-1,"lines":[{"quantity":"abc"}]}`, ""},
 		// Members the schema does not name: refused, never ignored.
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-1","amount":"1.00","amout":"2.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		// customerId: none, an unknown one with no email, not a uuid, and another email than an unknown customer's.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-1","amount":"1.00","customerId":null,"poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-2","amount":"1.00","customerId":"e3e70682-c209-4cac-a29f-6fbed82c07cd","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":null,"customerPhone":null,"delivery":"text","memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-3","amount":"1.00","customerId":"customer-1","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-2","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"a","quantity":1,"unitCost":"1.00","uom":null,"commodityCode":null,"upc":null,"taxAmount":"0.00"}],"send":false}`, ""},
 		// Drafts: never with send true or a sendAt.
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"DRAFT-1","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":null,"draft":true}`, ""},
@@ -544,6 +548,56 @@ func FuzzInvoiceListCursor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cursor string) {
 		fuzzCursor(t, s.on(t), "/payment-requests", s.merchant, cursor)
+	})
+}
+
+// FuzzCustomerSearch: GET /customers with any q and email is a page (200)
+// or a 400 naming only those parameters; never a 5xx, and a q of 2 to 100
+// characters that the page holds is found in its name, company or email.
+func FuzzCustomerSearch(f *testing.F) {
+	s := newFuzzServer(f)
+	for _, c := range []map[string]any{{"email": "dana@whitfield.example", "name": "Dana Whitfield"},
+		{"email": "ap@brightside.example", "company": "Brightside 100% Plumbing_Co"}} {
+		if resp := s.env.Do(apitest.Request{Method: "POST", Path: "/customers", Token: s.merchant, Body: c}); resp.StatusCode != http.StatusCreated {
+			f.Fatalf("create customer: %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	for _, seed := range [][2]string{{"whit", ""}, {"a", ""}, {"%_", ""}, {"100%", ""}, {"\\", ""}, {"'; DROP TABLE customers; --", ""},
+		{"Zoë 👩🏽‍💻", ""}, {"", "DANA@whitfield.example"}, {"\xff\xfe", "x\x00"}, {strings.Repeat("q", 101), ""}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, q, email string) {
+		v := url.Values{}
+		if q != "" {
+			v.Set("q", q)
+		}
+		if email != "" {
+			v.Set("email", email)
+		}
+		resp := s.on(t).Do(apitest.Request{Method: "GET", Path: "/customers?" + v.Encode(), Token: s.merchant})
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var page []models.Customer
+			resp.JSON(t, &page)
+			for _, c := range page {
+				hay := strings.ToLower(c.Email + "\n" + apitest.Text(c.Name) + "\n" + apitest.Text(c.Company))
+				if q != "" && !strings.Contains(hay, strings.ToLower(q)) {
+					t.Errorf("q %q found %s", q, c.Email)
+				}
+			}
+		case http.StatusBadRequest:
+			p := resp.Problem(t)
+			if p.Errors == nil {
+				t.Fatalf("400 without errors: %s", resp.Body)
+			}
+			for field := range *p.Errors {
+				if field != "query.q" && field != "query.email" {
+					t.Errorf("400 naming %s: %s", field, resp.Body)
+				}
+			}
+		default:
+			t.Fatalf("q %q email %q → %d: %s", q, email, resp.StatusCode, resp.Body)
+		}
 	})
 }
 

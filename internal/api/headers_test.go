@@ -65,6 +65,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	editable, toFinalize, toDelete := m.MustCreate(t, m.Body("HDR-5", "10.00")), m.MustCreate(t, draftBody("HDR-6")), m.MustCreate(t, draftBody("HDR-7"))
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
+	customer, spareCustomer := newCustomer(t, m, map[string]any{"email": "hdr@example.com"}), newCustomer(t, m, map[string]any{"email": "spare@example.com"})
 	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
 	lane := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Lane")
 	atCounter := m.MustCreate(t, m.Body("HDR-5", "10.00"))
@@ -92,6 +93,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/locations/{id}":                             m.Locs[0].Id.String(),
 		"/applications/{id}":                          apps[0].Id.String(),
 		"/organizations/{id}/portfolio":               seed.Reseller.OrganizationID.String(),
+		"/customers/{id}":                             customer.Id.String(),
 	}
 
 	spec, err := gen.GetSpec()
@@ -135,6 +137,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"description": "changed"}
 			case "DELETE /webhook-endpoints/{id}": // the others still use hook
 				req.Path = "/webhook-endpoints/" + spare.Id.String()
+			case "POST /customers":
+				req.Body = map[string]any{"email": "hdr-new@example.com"}
+			case "PATCH /customers/{id}":
+				req.Body = map[string]any{"notes": "changed"}
+			case "DELETE /customers/{id}": // the others still use customer
+				req.Path = "/customers/" + spareCustomer.Id.String()
 			case "POST /oauth/token":
 				req.Body, req.Header = formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), formHeader
 			}

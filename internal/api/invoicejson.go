@@ -159,6 +159,8 @@ func appendInvoice(b []byte, inv *models.Invoice) ([]byte, error) {
 	b = appendStringOrNull(b, inv.CustomerCompany)
 	b = append(b, `,"customerEmail":`...)
 	b = appendStringOrNull(b, inv.CustomerEmail)
+	b = append(b, `,"customerId":`...)
+	b = appendUUID(b, inv.CustomerId)
 	b = append(b, `,"customerName":`...)
 	b = appendStringOrNull(b, inv.CustomerName)
 	b = append(b, `,"customerPhone":`...)

@@ -33,6 +33,7 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		Reminders:         b.Reminders,
 		Lines:             linesOf(b.Lines),
 		AsDraft:           b.Draft != nil && *b.Draft,
+		CustomerID:        b.CustomerId,
 	}
 	if b.DueDate != nil {
 		draft.DueDate = &b.DueDate.Time
@@ -188,7 +189,8 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	pg := pageOf(q.Limit, q.Cursor)
 	f := invoice.Filter{
 		Status: (*string)(q.Status), MerchantAccountID: q.MerchantAccountId, LocationID: q.LocationId,
-		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
+		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CustomerID: q.CustomerId, CreatedFrom: q.CreatedFrom,
+		CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, keyset.ErrInvalid) {
@@ -207,6 +209,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	fs.id("locationId", f.LocationID)
 	fs.text("invoiceNumber", f.InvoiceNumber)
 	fs.text("customerEmail", f.CustomerEmail)
+	fs.id("customerId", f.CustomerID)
 	fs.time("createdFrom", f.CreatedFrom)
 	fs.time("createdTo", f.CreatedTo)
 	out.link = s.nextLink("/payment-requests", fs, pg, next)

@@ -96,6 +96,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	var theirEvents []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
+	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
 	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
 	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
@@ -118,7 +119,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirTerminal.Id.String(), theirTerminal.Hsn,
-		"Their counter", theirTerminalPayment.Id.String()}
+		"Their counter", theirTerminalPayment.Id.String(), theirCustomer}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -170,6 +171,17 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read customer", "GET", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"change customer", "PATCH", "/customers/%s", theirCustomer, me.Token, map[string]any{"notes": "mine now"}, http.StatusNotFound, nil},
+		{"delete customer", "DELETE", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"list invoices of their customer", "GET", "/payment-requests?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
+		{"create for their customer", "POST", "/payment-requests", theirCustomer, me.Token,
+			func() map[string]any {
+				b := me.Body("MINE-2", "5.00")
+				b["customerId"], b["customerEmail"] = "%s", nil
+				return b
+			}(),
+			http.StatusUnprocessableEntity, nil},
 		{"read terminal", "GET", "/terminals/%s", theirTerminal.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"read terminal payment", "GET", "/terminal-payments/%s", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"cancel terminal payment", "POST", "/terminal-payments/%s/cancel", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
@@ -185,10 +197,15 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
 				if b, ok := body.(map[string]any); ok {
+					// The members marked "%s" take the id; without any, the MID.
+					marked := false
+					for _, v := range b {
+						marked = marked || v == "%s"
+					}
 					c := map[string]any{}
 					for k, v := range b {
 						c[k] = v
-						if v == "%s" || k == "merchantAccountId" && v != nil {
+						if v == "%s" || !marked && k == "merchantAccountId" && v != nil {
 							c[k] = id
 						}
 					}
@@ -231,6 +248,10 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their sentAt set", after.SentAt != nil, false)
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
+	var theirsAfter models.Customer
+	env.Do(apitest.Request{Method: "GET", Path: "/customers/" + theirCustomer, Token: theirs.Token}).JSON(t, &theirsAfter)
+	apitest.Want(t, "their customer's notes", theirsAfter.Notes == nil, true)
+	apitest.Want(t, "their customer's saved cards", len(theirsAfter.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
 	apitest.Want(t, "their payments", len(*after.Payments), 2)
@@ -266,7 +287,8 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"terminal_payment.approved": auth.PaymentsView, "terminal_payment.declined": auth.PaymentsView,
 		"terminal_payment.cancelled": auth.PaymentsView, "terminal_payment.timed_out": auth.PaymentsView,
 		"terminal_payment.failed": auth.PaymentsView,
-		"saved_card.removed":      auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"customer.created":        auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView,
+		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

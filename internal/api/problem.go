@@ -178,6 +178,7 @@ func refusal(err error) *problem {
 // its values are listed.
 var apiHints = map[string]string{
 	"merchantAccountId": "List yours with GET /accounts.",
+	"customerId":        "List yours with GET /customers.",
 	"terminalId":        "List yours with GET /terminals.",
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/framing"
@@ -44,6 +45,7 @@ type Deps struct {
 	Auth      *auth.Store
 	Directory *directory.Store
 	Invoices  *invoice.Store
+	Customers *customer.Store
 	Payments  *payment.Store
 	Terminals *terminal.Store
 	Resellers *reseller.Store
@@ -71,6 +73,7 @@ type Server struct {
 	auth             *auth.Store
 	directory        *directory.Store
 	invoices         *invoice.Store
+	customers        *customer.Store
 	payments         *payment.Store
 	terminals        *terminal.Store
 	resellers        *reseller.Store
@@ -144,7 +147,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, pdfs: d.PDFs, payments: d.Payments,
+		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, customers: d.Customers, pdfs: d.PDFs, payments: d.Payments,
 		terminals: d.Terminals, resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},

@@ -106,6 +106,7 @@ func TestUUIDsOfEveryVersionAndVariant(t *testing.T) {
 		"RecordPayment":         func() any { return map[string]any{"amount": "1.00", "method": "cash"} },
 		"UpdateWebhookEndpoint": func() any { return map[string]any{"status": "disabled"} },
 		"UpdatePaymentRequest":  func() any { return map[string]any{"memo": "Thanks"} },
+		"UpdateCustomer":        func() any { return map[string]any{"notes": "a note"} },
 	}
 	inputs := uuidInputs(t)
 	if len(inputs) < 20 {

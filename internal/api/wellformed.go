@@ -95,6 +95,11 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 						return err
 					}
 					r.Body = io.NopCloser(bytes.NewReader(body))
+					if isJSON && op.method == http.MethodPatch {
+						// A merge patch tells a member left out from one
+						// set to null, which its decoded struct cannot.
+						c.SetRequest(r.WithContext(withPatchBody(r.Context(), body)))
+					}
 					if isJSON {
 						// Before anything decodes the body: a deep document
 						// costs every decoder memory and time per level.

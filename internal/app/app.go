@@ -21,6 +21,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -46,6 +47,7 @@ type App struct {
 	Directory *directory.Store
 	Resellers *reseller.Store
 	Invoices  *invoice.Store
+	Customers *customer.Store
 	Processor processor.Processor
 	Payments  *payment.Store
 	Terminals *terminal.Store
@@ -255,6 +257,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
+		Customers: &customer.Store{DB: db, Now: now, Invoices: invoices, Cards: payments},
 		Processor: proc,
 		Payments:  payments,
 		Terminals: terminals,

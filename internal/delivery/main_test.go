@@ -100,7 +100,7 @@ func (ti testInvoices) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid
 func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 	t.Helper()
 	inv := invoice{OrganizationID: uuid.New(), ID: uuid.New(), Number: "INV-" + uuid.NewString()[:8]}
-	loc, mid := uuid.New(), uuid.New()
+	loc, mid, customerID := uuid.New(), uuid.New(), uuid.New()
 	ctx := context.Background()
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		stmts := []struct {
@@ -115,11 +115,13 @@ func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 			// A MID belongs to one organization: each invoice's its own.
 			{`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)`,
 				[]any{mid, inv.OrganizationID, loc, fmt.Sprintf("%015d", binary.BigEndian.Uint64(mid[:8])%1e15)}},
+			{`INSERT INTO customers (id, organization_id, email, created_at, updated_at) VALUES ($1, $2, $3, now(), now())`,
+				[]any{customerID, inv.OrganizationID, testCustomer}},
 			{`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount,
 					customer_name, customer_email, customer_phone, delivery, due_date, status,
-					created_at, created_by_name)
-				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key')`,
-				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate}},
+					created_at, created_by_name, customer_id)
+				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key', $9)`,
+				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate, customerID}},
 		}
 		for _, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {

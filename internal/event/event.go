@@ -33,7 +33,7 @@ import (
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
 	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
-		models.WebhookPing | models.TerminalPayment
+		models.WebhookPing | models.TerminalPayment | models.Customer
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -66,6 +66,9 @@ var (
 	TerminalPaymentTimedOut  = declare[models.TerminalPayment]("terminal_payment.timed_out")
 	TerminalPaymentFailed    = declare[models.TerminalPayment]("terminal_payment.failed")
 	SavedCardRemoved         = declare[models.SavedCard]("saved_card.removed")
+	CustomerCreated          = declare[models.Customer]("customer.created")
+	CustomerUpdated          = declare[models.Customer]("customer.updated")
+	CustomerDeleted          = declare[models.Customer]("customer.deleted")
 	DepositCreated           = declare[models.Deposit]("deposit.created")
 	DepositPaid              = declare[models.Deposit]("deposit.paid")
 	ApplicationSubmitted     = declare[models.Application]("application.submitted")
@@ -92,7 +95,7 @@ func Permission(t string) string {
 		return ""
 	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
-	default: // invoice.*, card_payment.*, terminal_payment.*, saved_card.*, deposit.*
+	default: // invoice.*, card_payment.*, terminal_payment.*, saved_card.*, customer.*, deposit.*
 		return auth.PaymentsView
 	}
 }

@@ -44,6 +44,7 @@ type Operation string
 // The operations that take a key.
 const (
 	CreateInvoice     Operation = "invoice.create"
+	CreateCustomer    Operation = "customer.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
 	// CreateTerminalPayment: a repeat asks the terminal for no second card.

@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/audit"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/postgres"
@@ -127,7 +128,7 @@ type Change struct {
 }
 
 // Changeable are the members a Change may give.
-var Changeable = []string{"merchantAccountId", "invoiceNumber", "amount", "poNumber", "customerName",
+var Changeable = []string{"merchantAccountId", "invoiceNumber", "amount", "poNumber", "customerId", "customerName",
 	"customerCompany", "customerEmail", "customerPhone", "delivery", "memo", "dueDate", "lines", "reminders"}
 
 // errVersion: the invoice is at version, not the one the change was meant for.
@@ -189,6 +190,9 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 			return nil
 		}
 		d := c.apply(draftOf(current))
+		if c.Given["customerId"] && !c.Given["customerEmail"] {
+			d.CustomerEmail = nil // the named customer's
+		}
 		if err := Validate(d); err != nil {
 			return err
 		}
@@ -197,10 +201,23 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 				return err
 			}
 		}
-		if err := s.save(ctx, tx, id, d, c.Given["lines"]); err != nil {
+		now := s.Now()
+		// The customer: named again, or found (made) by a new email, as on
+		// creation; else the one the invoice has.
+		var cust customer.Customer
+		if c.Given["customerId"] || c.Given["customerEmail"] {
+			if cust, err = customerOf(ctx, tx, actor.OrganizationID, &d, now); err != nil {
+				return err
+			}
+		} else if cust, err = customer.ForInvoice(ctx, tx, actor.OrganizationID, current.CustomerID); err != nil {
 			return err
 		}
-		now := s.Now()
+		if err := checkExempt(cust, d.Lines); err != nil {
+			return err
+		}
+		if err := s.save(ctx, tx, id, cust.ID, d, c.Given["lines"]); err != nil {
+			return err
+		}
 		if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
 			return err
 		}
@@ -243,6 +260,8 @@ func (c Change) apply(d Draft) Draft {
 			d.Amount = to.Amount
 		case "poNumber":
 			d.PONumber = to.PONumber
+		case "customerId":
+			d.CustomerID = to.CustomerID
 		case "customerName":
 			d.CustomerName = to.CustomerName
 		case "customerCompany":
@@ -278,7 +297,7 @@ func linesTotal(lines []Line) apd.Decimal {
 
 // save writes d over the invoice's own fields, its lines too when
 // withLines, and counts the version.
-func (s *Store) save(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, d Draft, withLines bool) error {
+func (s *Store) save(ctx context.Context, tx *sqlx.Tx, id, customerID uuid.UUID, d Draft, withLines bool) error {
 	delivery := Email
 	if d.Delivery != nil {
 		delivery = *d.Delivery
@@ -286,10 +305,10 @@ func (s *Store) save(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, d Draft, wi
 	_, err := tx.ExecContext(ctx, `
 		UPDATE invoices SET merchant_account_id = $2, invoice_number = $3, po_number = $4, amount = $5::numeric,
 			customer_name = $6, customer_company = $7, customer_email = $8, customer_phone = $9, delivery = $10,
-			memo = $11, due_date = $12::date, line_count = $13, reminders = $14, version = version + 1
+			memo = $11, due_date = $12::date, line_count = $13, reminders = $14, customer_id = $15, version = version + 1
 		WHERE id = $1`,
 		id, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'), d.CustomerName, d.CustomerCompany,
-		*d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate, len(d.Lines), d.Reminders)
+		*d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate, len(d.Lines), d.Reminders, customerID)
 	if err := numberTaken(err, d.InvoiceNumber); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
 //
-// It owns the tables invoices, invoice_lines, customer_preferences,
-// recorded_payments (payments made outside the card), reminder_settings
-// and tax_rates (the organization's named rates for the lines editor). An invoice's state moves only through Locked, inside
+// It owns the tables invoices, invoice_lines, recorded_payments (payments
+// made outside the card), reminder_settings and tax_rates (the
+// organization's named rates for the lines editor). Every invoice has a
+// customer, package customer's, found or made at creation (customerOf);
+// the customer's stated preference is read from there (withOwners). An invoice's state moves only through Locked, inside
 // the transaction of the function that owns the change. Its card payments
 // and its customer's saved cards are the payment package's, read through
 // Cards; who bills, the MIDs and their locations' names and time zones are
@@ -152,6 +154,10 @@ type Draft struct {
 	// AsDraft saves the invoice as a draft: no pay link, never sent,
 	// until Finalize. (Left out of the idempotency hash when false.)
 	AsDraft bool `json:",omitempty"`
+	// CustomerID names the invoice's customer, whose details fill the
+	// customer fields left nil; nil: the customer with CustomerEmail, made
+	// when there is none.
+	CustomerID *uuid.UUID `json:",omitempty"`
 }
 
 // Invoice is a stored invoice.
@@ -166,6 +172,7 @@ type Invoice struct {
 	Amount            apd.Decimal
 	AmountPaid        apd.Decimal
 	AmountRefunded    apd.Decimal // the approved refunds of its sales
+	CustomerID        uuid.UUID
 	CustomerName      *string
 	CustomerCompany   *string
 	CustomerEmail     string
@@ -189,6 +196,7 @@ type Invoice struct {
 	CreatedByName   string
 	CancelledAt     *time.Time
 	CancelledByName *string
+	// CustomerPrefers is the customer's stated choice (package customer's).
 	CustomerPrefers *string
 	// ScheduledSendAt is when the pay link is to go out; nil when no send
 	// is scheduled.
@@ -283,6 +291,7 @@ func Validate(d Draft) error {
 	length("memo", d.Memo, 0, 2000)
 
 	switch {
+	case d.CustomerEmail == nil && d.CustomerID != nil: // the customer's (checkCustomerFields)
 	case d.CustomerEmail == nil || strings.TrimSpace(*d.CustomerEmail) == "":
 		v.add("customerEmail", "is required: the pay link and receipts go to this address")
 	case len(*d.CustomerEmail) > 254 || !mailaddr.Valid(*d.CustomerEmail):
@@ -296,8 +305,8 @@ func Validate(d Draft) error {
 	if d.Delivery != nil && *d.Delivery != Email && *d.Delivery != Text {
 		v.add("delivery", "must be email or text")
 	}
-	if d.Delivery != nil && *d.Delivery == Text && (d.CustomerPhone == nil || strings.TrimSpace(*d.CustomerPhone) == "") {
-		v.add("customerPhone", "is required when delivery is text")
+	if d.CustomerID == nil { // else the customer's phone may fill it (checkCustomerFields)
+		phoneForText(d, v)
 	}
 
 	if d.Lines != nil {
@@ -368,6 +377,24 @@ func checkSend(v fieldErrors, send *bool, sendAt *time.Time) {
 	if sendAt != nil && send != nil && !*send {
 		v.add("sendAt", "cannot be given with send: false; leave send null or true to send at sendAt")
 	}
+}
+
+// phoneForText refuses text delivery without a phone.
+func phoneForText(d Draft, v fieldErrors) {
+	if d.Delivery != nil && *d.Delivery == Text && (d.CustomerPhone == nil || strings.TrimSpace(*d.CustomerPhone) == "") {
+		v.add("customerPhone", "is required when delivery is text")
+	}
+}
+
+// checkCustomerFields checks the rules Validate leaves to after a draft
+// naming its customer took the customer's details.
+func checkCustomerFields(d Draft) error {
+	v := fieldErrors{}
+	phoneForText(d, v)
+	if len(v) > 0 {
+		return rule.InvalidFields(v)
+	}
+	return nil
 }
 
 // checkSendAt refuses a scheduled send that is not in the future, or more

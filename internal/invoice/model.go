@@ -23,7 +23,7 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
 		Subtotal:       jsonnum.Decimal{Decimal: inv.Subtotal()},
 		TaxAmount:      jsonnum.Decimal{Decimal: cents(inv.TaxAmount)},
-		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
+		CustomerId:     inv.CustomerID, CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
 		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
 		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
 		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),

@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
@@ -93,21 +94,13 @@ func (l *Locked) RecordRefund(amount apd.Decimal) {
 func (l *Locked) RecordDecline() { l.FailedAttempts++ }
 
 // SetPreference records how the invoice's customer wants later invoices
-// (email or text), kept per customer email within the organization; it
-// wins over an invoice's delivery on every later send.
+// (email or text), kept on the customer (package customer); it wins over
+// an invoice's delivery on every later send.
 func (l *Locked) SetPreference(prefers string, at time.Time) error {
 	if prefers != Email && prefers != Text {
 		return fmt.Errorf("invoice: preference %q is neither email nor text", prefers)
 	}
-	_, err := l.tx.ExecContext(l.ctx, `
-		INSERT INTO customer_preferences (organization_id, customer_email, prefers, updated_at)
-		VALUES ($1, lower($2), $3, $4)
-		ON CONFLICT (organization_id, customer_email) DO UPDATE SET prefers = EXCLUDED.prefers, updated_at = EXCLUDED.updated_at`,
-		l.OrganizationID, l.CustomerEmail, prefers, at)
-	if err != nil {
-		return fmt.Errorf("invoice: unable to record customer preference: %w", err)
-	}
-	return nil
+	return customer.SetPrefers(l.ctx, l.tx, l.OrganizationID, l.CustomerID, prefers, at)
 }
 
 // Bill is the invoice as a message (a pay link, a reminder, a receipt)

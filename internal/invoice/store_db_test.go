@@ -303,7 +303,7 @@ func (noCards) InvoiceSales(context.Context, sqlx.QueryerContext, uuid.UUID, uui
 	return nil, nil
 }
 
-func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, string) ([]SavedCard, error) {
+func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, uuid.UUID) ([]SavedCard, error) {
 	return nil, nil
 }
 

@@ -73,9 +73,16 @@ func newFixture(t *testing.T, pool int) *fixture {
 func (f *fixture) invoice(t *testing.T, amount, paid string, status invoice.Status) invoice.Invoice {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
-	_, err := f.db.Exec(`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount, amount_paid,
-			customer_email, delivery, status, created_at, created_by_name)
-		VALUES ($1, $2, $3, $4, $5, $6, 'dana@example.com', 'email', $7, now(), 'test')`,
+	_, err := f.db.Exec(`
+		WITH c AS (
+			INSERT INTO customers (id, organization_id, email, created_at, updated_at)
+			VALUES (gen_random_uuid(), $2, 'dana@example.com', now(), now())
+			ON CONFLICT (organization_id, lower(email)) DO UPDATE SET email = EXCLUDED.email
+			RETURNING id
+		)
+		INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount, amount_paid,
+			customer_email, delivery, status, created_at, created_by_name, customer_id)
+		SELECT $1, $2, $3, $4, $5, $6, 'dana@example.com', 'email', $7, now(), 'test', c.id FROM c`,
 		id, f.org, f.account, "INV-"+id.String(), amount, paid, string(status))
 	if err != nil {
 		t.Fatal(err)

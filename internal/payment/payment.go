@@ -305,7 +305,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if r.SaveCard && res.ProfileID != "" {
 			err := saveCard(ctx, tx, savedCard{
 				OrganizationID: locked.OrganizationID, MerchantAccountID: locked.MerchantAccountID,
-				CustomerEmail: locked.CustomerEmail, ProfileID: res.ProfileID, AccountID: res.AccountID,
+				CustomerID: locked.CustomerID, ProfileID: res.ProfileID, AccountID: res.AccountID,
 				CardBrand: p.CardBrand, LastFour: p.LastFour, Expiry: r.Card.Expiry, SavedAt: now, SavedByName: r.Card.Name,
 			})
 			if err != nil {

@@ -90,13 +90,13 @@ func TestPayPartThenFull(t *testing.T) {
 	apitest.Want(t, "savedCards[0].savedAt", card.SavedAt.Equal(paidAt), true)
 	apitest.WantText(t, "customerPrefers", (*string)(got.CustomerPrefers), "text")
 	var stored struct {
-		Email     string `db:"customer_email"`
-		ProfileID string `db:"profile_id"`
+		Customer  uuid.UUID `db:"customer_id"`
+		ProfileID string    `db:"profile_id"`
 	}
-	if err := env.App.DB.Get(&stored, `SELECT customer_email, profile_id FROM saved_cards WHERE id = $1`, card.Id); err != nil {
+	if err := env.App.DB.Get(&stored, `SELECT customer_id, profile_id FROM saved_cards WHERE id = $1`, card.Id); err != nil {
 		t.Fatal(err)
 	}
-	apitest.Want(t, "saved card's customer_email", stored.Email, "dana.w@example.com")
+	apitest.Want(t, "saved card's customer", stored.Customer, got.CustomerId)
 	apitest.Want(t, "saved card's profile_id set", stored.ProfileID != "", true)
 
 	receipt := env.Visit(t, "GET", loc, nil, nil)
@@ -810,7 +810,7 @@ func TestCardDataNeverStoredOrLogged(t *testing.T) {
 		}
 	}
 	// Nor does the database, anywhere a payment goes.
-	for _, table := range []string{"card_payments", "saved_cards", "invoices", "customer_preferences", "pay_limits", "pay_submissions", "outbox"} {
+	for _, table := range []string{"card_payments", "saved_cards", "invoices", "customers", "pay_limits", "pay_submissions", "outbox"} {
 		var n int
 		q := fmt.Sprintf(`SELECT count(*) FROM %s t WHERE t::text LIKE '%%' || $1 || '%%'`, table)
 		for _, num := range numbers {

@@ -49,10 +49,14 @@ const (
 	// Changed: what it acts on is not at the version the request was
 	// meant for (If-Match); read it again first.
 	Changed
+	// Taken: a value that must be unique (a customer's email) is
+	// another's already; Existing names that other.
+	Taken
 )
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
-	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy", Changed: "changed"}
+	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy", Changed: "changed",
+	Taken: "taken"}
 
 // statuses are the HTTP status of each kind, on every front: the API's, as
 // openapi.yaml documents them (a state that refuses a change is a 422
@@ -60,7 +64,7 @@ var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unpro
 var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
 	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
-	Busy: http.StatusConflict, Changed: http.StatusPreconditionFailed}
+	Busy: http.StatusConflict, Changed: http.StatusPreconditionFailed, Taken: http.StatusConflict}
 
 // Status is the HTTP status of a refusal of kind k; 422 for a kind
 // without one.
@@ -98,6 +102,8 @@ type Error struct {
 	Permission string
 	// RetryAfter is when a Limited request may be made again.
 	RetryAfter time.Duration
+	// Existing is the id of what a Taken value belongs to.
+	Existing string
 }
 
 func (e *Error) Error() string {
