@@ -48,7 +48,7 @@ func TestReceiptOncePerApprovedPayment(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	inv := f.invoice(t, "80.00", "0", invoice.Open)
-	form := Request{AttemptID: uuid.New(), Amount: dec("30.00"),
+	form := Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec("30.00"),
 		Card: processor.Card{Number: processor.TestCardApprove, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}}
 	first, err := f.svc.Pay(ctx, inv, form)
 	if err != nil || !first.Approved {
