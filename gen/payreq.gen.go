@@ -101,6 +101,21 @@ type ServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx echo.Context) error
@@ -765,6 +780,122 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	return err
 }
 
+// ListRecurringInvoices converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRecurringInvoices(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecurringInvoicesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "customerEmail" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerEmail", ctx.QueryParams(), &params.CustomerEmail, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerEmail: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRecurringInvoices(ctx, params)
+	return err
+}
+
+// CreateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRecurringInvoice(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRecurringInvoiceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRecurringInvoice(ctx, params)
+	return err
+}
+
+// EndRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) EndRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EndRecurringInvoice(ctx, id)
+	return err
+}
+
+// GetRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRecurringInvoice(ctx, id)
+	return err
+}
+
+// UpdateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateRecurringInvoice(ctx, id)
+	return err
+}
+
 // GetReminderSettings converts echo context to params.
 func (w *ServerInterfaceWrapper) GetReminderSettings(ctx echo.Context) error {
 	var err error
@@ -997,6 +1128,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/payment-requests/:id/payments/:paymentId", wrapper.RemoveRecordedPayment, options.OperationMiddlewares["removeRecordedPayment"]...)
 	router.GET(options.BaseURL+"/reminder-settings", wrapper.GetReminderSettings, options.OperationMiddlewares["getReminderSettings"]...)
 	router.PUT(options.BaseURL+"/reminder-settings", wrapper.PutReminderSettings, options.OperationMiddlewares["putReminderSettings"]...)
+	router.GET(options.BaseURL+"/recurring-invoices", wrapper.ListRecurringInvoices, options.OperationMiddlewares["listRecurringInvoices"]...)
+	router.POST(options.BaseURL+"/recurring-invoices", wrapper.CreateRecurringInvoice, options.OperationMiddlewares["createRecurringInvoice"]...)
+	router.DELETE(options.BaseURL+"/recurring-invoices/:id", wrapper.EndRecurringInvoice, options.OperationMiddlewares["endRecurringInvoice"]...)
+	router.GET(options.BaseURL+"/recurring-invoices/:id", wrapper.GetRecurringInvoice, options.OperationMiddlewares["getRecurringInvoice"]...)
+	router.PATCH(options.BaseURL+"/recurring-invoices/:id", wrapper.UpdateRecurringInvoice, options.OperationMiddlewares["updateRecurringInvoice"]...)
 	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
 	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
@@ -4328,6 +4464,709 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 	return err
 }
 
+type ListRecurringInvoicesRequestObject struct {
+	Params ListRecurringInvoicesParams
+}
+
+type ListRecurringInvoicesResponseObject interface {
+	VisitListRecurringInvoicesResponse(w http.ResponseWriter) error
+}
+
+type ListRecurringInvoices200ResponseHeaders struct {
+	Link *string
+}
+
+type ListRecurringInvoices200JSONResponse struct {
+	Body    []RecurringInvoice
+	Headers ListRecurringInvoices200ResponseHeaders
+}
+
+func (response ListRecurringInvoices200JSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices400ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices401ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices403ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices429ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices503ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoiceRequestObject struct {
+	Params CreateRecurringInvoiceParams
+	Body   *CreateRecurringInvoiceJSONRequestBody
+}
+
+type CreateRecurringInvoiceResponseObject interface {
+	VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type CreateRecurringInvoice200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateRecurringInvoice200JSONResponse struct {
+	Body    RecurringInvoice
+	Headers CreateRecurringInvoice200ResponseHeaders
+}
+
+func (response CreateRecurringInvoice200JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice201JSONResponse RecurringInvoice
+
+func (response CreateRecurringInvoice201JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type EndRecurringInvoiceResponseObject interface {
+	VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type EndRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response EndRecurringInvoice200JSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type GetRecurringInvoiceResponseObject interface {
+	VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type GetRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response GetRecurringInvoice200JSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoiceRequestObject struct {
+	Id   RecurringInvoiceId `json:"id"`
+	Body *UpdateRecurringInvoiceJSONRequestBody
+}
+
+type UpdateRecurringInvoiceResponseObject interface {
+	VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response UpdateRecurringInvoice200JSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReminderSettingsRequestObject struct {
 }
 
@@ -5824,6 +6663,21 @@ type StrictServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx context.Context, request ListRecurringInvoicesRequestObject) (ListRecurringInvoicesResponseObject, error)
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx context.Context, request CreateRecurringInvoiceRequestObject) (CreateRecurringInvoiceResponseObject, error)
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx context.Context, request EndRecurringInvoiceRequestObject) (EndRecurringInvoiceResponseObject, error)
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx context.Context, request GetRecurringInvoiceRequestObject) (GetRecurringInvoiceResponseObject, error)
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx context.Context, request UpdateRecurringInvoiceRequestObject) (UpdateRecurringInvoiceResponseObject, error)
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx context.Context, request GetReminderSettingsRequestObject) (GetReminderSettingsResponseObject, error)
@@ -6595,6 +7449,177 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 	return nil
 }
 
+// ListRecurringInvoices operation middleware
+func (sh *strictHandler) ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error {
+	var request ListRecurringInvoicesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecurringInvoices(ctx.Request().Context(), request.(ListRecurringInvoicesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecurringInvoices")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRecurringInvoicesResponseObject); ok {
+		return validResponse.VisitListRecurringInvoicesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateRecurringInvoice operation middleware
+func (sh *strictHandler) CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error {
+	var request CreateRecurringInvoiceRequestObject
+
+	request.Params = params
+
+	var body CreateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecurringInvoice(ctx.Request().Context(), request.(CreateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitCreateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EndRecurringInvoice operation middleware
+func (sh *strictHandler) EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request EndRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EndRecurringInvoice(ctx.Request().Context(), request.(EndRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EndRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EndRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitEndRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRecurringInvoice operation middleware
+func (sh *strictHandler) GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request GetRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecurringInvoice(ctx.Request().Context(), request.(GetRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitGetRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateRecurringInvoice operation middleware
+func (sh *strictHandler) UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request UpdateRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	var body UpdateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecurringInvoice(ctx.Request().Context(), request.(UpdateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitUpdateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetReminderSettings operation middleware
 func (sh *strictHandler) GetReminderSettings(ctx echo.Context) error {
 	var request GetReminderSettingsRequestObject
@@ -6940,695 +7965,768 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bkiM3cj/8KgjajiFHRU7x1Ad2bOz2nFYtzWlnejQrifIUWAU2S10EqALYHEqaiL36wtf2xf8N7Ef4",
-	"7u030ZN8gUygCnVis1s9Wvn7rx22potVOCQSiUQefvlTKxTLleCMK9ma/NRiH+hylTD49+lqlcQhVbHg",
-	"Z/w1u4rZRj+W6+WSptvWpHXKCc3fITEnKb7lta5osmb67Rnll/q/NAzFmqtnVKqnYp22Ji3fHw1aXisV",
-	"axXzixfr5Yzpx/1+3/d9fzBuffRas7WMOZMwHBpFafGfz2LO+vqTge+TRyyiKXmjWp7786A14esk8Vph",
-	"rPSQX4s1j8hrEV62vNZKSEWTRyJirUnr8OjgYNTyWlJRpf8+/6seQDSjL+hS/23bTxlT5HStRMtrsSWN",
-	"k9akJTacpX8K9RsSXqBrJXqhWOp3uIrV9ny70o0kSdjyWgm7oElTs+Q1W9E4Jc+ePdJDXAiuX/usP+4P",
-	"xuOx3z88bHktRT+cRQ4tDw6Pjltea8NmMobRL5RaycmDB3Vj+ui1FrFUQq/htz+1qGpNWgN/MO76w64/",
-	"OO8fTgbjie9/0/JaXEBrb9azZawUi4jgRC0YkfEF765XZEUvmAd/sYiwhIUqFTwOaZJsyWxLntM0puQ0",
-	"uaIp+xFpe6Hbk7a91kevPIDRuX886fvFAbzlEUs3aaw5hUhFU8WintNgzN8b1vv4ndeKo9akNeuHg2jI",
-	"Rt35mB50R7PDsHsUHbOuP+/TwWwYjqIxa3m4dBIIwXFFyoPGNxbx6hVLQ8b1YA/8nu/r7iV3FmE0HPT1",
-	"2sQqwXY4vdDjXTJgbT1V08W5WJKHLLxkaX37o9r2jw4Pxm77ptnv6sjg5TQ+3bG+61VEK6+4K/Dxo9d6",
-	"RNPoFd0uGVev2XzNozopkIorFpEVTRVJ8SVHCNCl3vu6jzFODB9ga0yvlplwSNPoYUp1F62vYkn1o5RV",
-	"hjjo6yEOLZOYVx5uzZ56KMTlJWMrTfyYK3aRgoBqea2IhUnM2WtGpeBWNERsJWSsziL7APjHsM+8O/YP",
-	"+t3R4eCoe3w89Luj2Tg8iA7Z0fxYjzjmVyIOmf64NQyP2cG8T7tHs0HUHc3Hh13qh6PuQZ8NouPZ0fyQ",
-	"jvNPMol39uKrbh+F4WUMU88omOSr3+/3+yA7rlgyfAN8MqeJZF5rydJwQbk6RRELQzmMhprPWXc8G4Xd",
-	"ETui3eP5Qb87CP3oaHbIRrQ/bHmtJUx1dHzQP/CPDodHR0da5tAtSw0pH1NOybtFrOYxS/SIUkO61kvO",
-	"SLigc03kKJYLsqGSpEytU457Eyfxcq5X12xGTRO/OzroH3aPjgbH3SHNqQlfaJbQhBwNfX98fHx0BNJO",
-	"0isWaS7MpqyF9Fq2Ji3LeWVGfUMT1symkiaMLGnErDxb0S3Islqm7fv+nXBt/+i8fzwZjSf9QQ3XWl7c",
-	"m0H3JOonYVBNwN81eyKdcha0fxcYrD8Y9v1xkcFUum7krzOkyyPKQ5YkrCQHs8fE0K9BAhaY6RWNHUZq",
-	"YrAZTXTj7ueh7a3IYuNz/2jiZ4LRvrSHaKzl2NF5f5wfxvvL2XAtlViy9JFYrijfZkqYefzE6E1GKZR/",
-	"mqXxxULJOGKrZL2cxfzCaE/2C3eP2GevUDcqPUzZHA50u3WS+IrB+qCy5rWiNXsMKh6+MacxUFGx5Urr",
-	"wL7ZXr9urwzN7njNlrFeS01W7K9mh+gdf6bYUqsh3+GfOJAk1sozKHOTBw/6g8Oe3/N7/cmRf+Q/WNHt",
-	"g2/UiP/laPNkkH59sD7zxashfXMYPe1ffD7+/kutESYClXO7YsmazQTnTJGH9JKlW/JYbLgSG71oS7YU",
-	"dpR3v2ljhwYrFNJmvithqWd+TcUsYct80wIJ8zXNHiARfWf/mhZluGDROmHRG8adbiXj0ati45JxVXhB",
-	"fRXT7E8rBbJ9hHqVEoom7mZU9MOp3eDwyJUWuGmKsuLlinErJjyil5novrXObNm05hwaHvTGtxcd2ecF",
-	"0WF2T1lQmMeNMsEfTfzxr5QJrUxwk0dUsVR/greespyIKKd/2ti3Q/NyrYioHgklceFcpUZHrVsJDkOL",
-	"UXfon4OsNfLx04iSwW1FicM6R6Me3B1CsVyKKFZbc+kdD/s+qMUyTOMVLNSk9cjV6lLGNbN7rR/WFG6y",
-	"evollj/oDcf46DXS57Cn/17zWD0SEi40g95wAM/EsjVpPTmFu0eo2XR4oG/7x/3ReIC3QdvqaGzYtThm",
-	"uzzuiB+bxSKUR0QytV4VB9yv26POgLFNd7zjXjZa86Merf7nx1xCD/aQ0D/0vzoM/3q8fDjk34wvnx1t",
-	"Xg/U1werx6PFU//7N7eS0K3zBeWXZCvWZC5S/d+UWENJr/X3kt2tVy+7h4dHmtR/DwHeJJ8ykZ5t40yq",
-	"ixXjRYHeH/q9/riOux2B/izWLFK4WsDdgYi5FemStGO9CYlYxopke9IjlnjIqNmkO7m8L+zaOlXxaG+B",
-	"X6cp3lzcH5z3+45GWRL3T1PBFYmYvNxf60vWseyJVLEL+idjb+yJ9KIqyp+tY0lewoutfdW+XFrfWvM7",
-	"mh+yg2gcdkezIe2OBsf97hE7nHf1M/1ocNw/ahbXo5uK6z1Vvc8vB8sXB7Ov/PCvox+fHdE3/ejp+OKL",
-	"4x/eDdnrw9+hqldgocFk6E9Go29ad6Lu/QrpUGTnHdJBT6MoHY4atT3vH1raP7S0m2/7/zv1hzvSGH53",
-	"GsJ3uYrwiqZm47tqgn7a1cSwagLZxGpBqNUKQCmgqBaQkKbRDW6B19oocwnzDwGzl4BpKfZBte5GxPT/",
-	"cRH8x0Xw/8cXwZs4S27iu9jTv6AWIgIrHYjMqv5Z9Ltc4z+Ys5SBoLyRy+DjJ7oL/1TnXGIfVjEIpP5g",
-	"cGRJekz7s0E4jLojNp53R/Rg1j0KD6Ouz/rzAR3ORuG43qMI/e0iGLyQSfYSyT7+utv6wD/v+5P+oKKP",
-	"G+nrqOOpel/VyXff2J+ZLZXtnIpHMFTxFSN26xUO3GKMycjvk0eCX+hn5PSKVcJMWm/WsWKkPwBRheLm",
-	"dC1VXONcGXX9MZygB/mZYWNJIjPWP80yATCD/W/OOVjsMTua++Fg1u1HI6rvqWH3WF9R6cFsHI6iIRvM",
-	"9dLyPUSJSC8oj3/EMB9QJeYDNoxGYXc8O6Dd0fHhUfeIHs+6ftiPBmw4H9HxrDYyBbZ3Kabm0O/DrgpZ",
-	"vFJNkq0YdeN632B5IOZhyb7B/k6XLI1D+uDRIg7phagNYhh0/f45MJUJYvjotRaM4r77qXUWseVKKIhn",
-	"WCV0i9b54kkS6F0dTMA7TLncsJTEklCSwhdEzAnlhNE0iVlKUvbDmkmF+hzEx9AlI0HWT7jtfsm2QQ/2",
-	"Lhg8NIenawa0+WEdpyx3PYYLtqQQi8XXy9bkW3zxO6+lMIZIKq31IH/HGFxVGvp07fvD8CfDn3qsekyc",
-	"fVBgqPoIv7MTkrLkD9OWfj5tBaT9+ukjcjQ4OuqQzYKBXzxlOOns0xNCZ+CoMH5zLU3gh+LUcACNZ6E+",
-	"NrqGZvKPSbyM1R8GY/3R4CBcp1Kkf2DbL/yz70X8/PvT7Ys3/ub51v/w4ulfPrw4F5sXj8XmxVcifvbo",
-	"i9U3j84Ozr5/8f3Ld28H33z/dHHG/brZtVy6Vun4mql0ezpXWnaXqfmGhYJHkihBNjRWZMbmImVEpVut",
-	"GtELGvPC5EeDXWu6jHm81Mvaz9YT1GOWIpeuaEqXTBlGfQTEqI7p5Yr+sGYEogJiwYEbTSwWlWQOMW6x",
-	"iWxI2VUs1tIw8T1JAs01E4Jr9Mvf/rOeG3C79MjLZaxAu9CNzeNUWkaIBOFCkdk6TiIiUqI1jQtGYlVk",
-	"hV+xkKAJtyatH9YoI4w0Qw4prOiSfnjG+IVatCbj/kBrL9z+3a/bN2d5TESZtOcLll3P4qg4l73Vdziv",
-	"1CIfcxzt3OlzkS4hCm69hjfrdvoyVtXRvqIXjMj4R+aR/i9/+w+tfJHHbE7XiSKDcWH0g3E9OWH7FagZ",
-	"YQP4STa0mKuh1veX9IPhYN/3ruXnlMmV4BIDSh/S6M9UsQ3d6r9CwRXoPD+1nCjSB0Zh+ux7iOMoRqSu",
-	"UhEyKUX6ltMrGid0Vo7y0XoTyV4jLE2BVbJTPWIKj1m9zmHx5SiOgKVTthRXDBhev3FCYqXF4CVbqR45",
-	"15cLvelJou+fPee4GvuDPDqvNJC1M+CMUg0CEgkgH8xo1L0w9AJi5kv0zynopP/0II/efYC/ygdW5YJP",
-	"qsxdmjReVXvkhVALLdA2VJqtHGmRYMQczJVsRHope62Pnl7J1yi/b7mSZos91TqkLC6h2ZxkJqItnqjL",
-	"WEo9ClCR4GoH9y6iFlRZOUSjiMBtr7rUT+MPRnrpzkgSSwVBOsgdxhfDeAQv2aM8F+zwEkyzaI74trVc",
-	"S30eEEquaBJHdnwmTjm/Hn7bgrMSxozj1KfJcb/n+x4MHpQM0F6JMe/Yj7/tf9fL7695lxegUGqpTDnx",
-	"W999zNlwpPelZcMzjkMz09qb9+Ar1Ik1Gy1pogUBi85KNq3n9geiRVd26KDw+3RLoTvoaU3YXQQQnp+a",
-	"EiA9X9lTukgMENJErJU+kFO9hz4pEWAoPZTfLiEUWQqpiNbHPy017kIknSIZPAKzIZn+4wET5X9rFQN1",
-	"EjJLxaVe73SdMNKOeZisI9DFyLKRGzs9EiDlArKkK0kYDRdEzOeMw7dmEJdsyyKtQ2kl19O7NFaSLJmU",
-	"9ILJHjlNpCAURVMI6zzXA8v7NXrxJk4ZaZsee/r1oOMZ+65d0bmeWYQSbibUggSPUI52UXcJ4P3gPKVc",
-	"zlnafcJDocca5A0bJa36ygmeXvqSFWJuhpaWjJMwEZJFHRDiT0U6i6OI8VvKcC7U12KdvnQukOULttCX",
-	"COJeMe9JsoecONUrQVJGI0kET7awDGLDy02tRKrmIonFCVlLPLLdN97Hkd6KYBhT4pJxYvURjxzQw9lR",
-	"eIwGku6IDmbdI2s+sb+5p/vIH+bb54VQ2Krb296baJ4RXu8Ht4k3a7liaC9zCZk9LvdXr9e4L+mVl/bz",
-	"E80SioaKyPVK065xgu6i5t/fcoYrlsIRLvjrTAUuHCLmfM/fa5haLLPdwxmLJDJR9lUWXtFDe4tHNos4",
-	"xBv56asz4KlIMAln7oJescbpv8rbzLT228z9rpQ2PfKEhpeVGStNE7Fi6F4xVGkHNeM3MgGpSbTyX26s",
-	"41U2UIF7SDuoZwst28wNEYQ2Nk5rdj/qK6hZJwlcR/Wubge1GypAOfVCqKfCpJ3cTkxln+c895Zfct11",
-	"HNXy2guReeUsx+1z+0PBppfEmUaRy0ZFKQKX9b15iwvVxS/uhrdeCCLX4UKLRbFO9ZW3vDruPMhZBNak",
-	"6rpKcsEUzhxMX2hsgNV7RbeJoNG5EM9oesFuuYjK+TxfxIf6HBZXLCV98jx+2CgQ7RLCuV3Rk/SnhTXq",
-	"O5LgtfupEoIkMIx9F2yFs+8qIbr45d0JhcKsNM9lhADCm5Gfx0sm1re9p8lEbDSVa+iuf7I3ENRUaUSU",
-	"6W2vlQg1q5SbkSy9ApMqjWTDtbRZOc632VF1CfOx7bd2pvWu/e4TrdwOKtyTBaqS9tAnMrPGbRYiydrq",
-	"3IxW5AXTVKaQu2ms2WKt6AWb4LUa7L5jfwis9IalV3HISlaXW7DTuslu85gqOqOSkTVPtWpuDCX1TCRx",
-	"OCSkHO01WpfXGmJkW/le73EuNj0Cpl1C5/oKAf/ugp2XSDTrnhBKUFkAY0dsFfLMiF+y4Wu6QOKYlR6C",
-	"h6xoBHKEh6Hbraw/7jd3x3n7k4600ewViQ339AGhaKpifgFHvTWVGc+IJlnMXTa7J4FpCdxOHd6MJUnY",
-	"XGtfybwbCc4megHQdMxiOFcWdLViHG/E83WS6P6gL0VokhRXNHCWNNh7TSuOmdpV9Qjc9UxLm4WQmSdI",
-	"77BEvxdSro8ScImgVVDSOUu2miMch5Mzyqb1M28/cFwRsITnQjynfGtkmLzlvkupYmCdKKver1jahauW",
-	"niMsFvIEi5pVcKtKw6z1kbikfGsXXhqroVmgvlmUgnAeHOdb5Lz8/f7imSrWTcyk7miHlAdjZG0+6R55",
-	"R2NVz3dwX1fWPnx3LPCW07VaiDT+kd1WB4aIgfLan8ONWCSRPXj6PlnGfK2YrL+UhyGTEi/SEl1/+Rcn",
-	"RMyU3gCUcLYhgjMyT8WSvHr55pw8EHoGD+DL4jHdzznBbZ7YAd9AWuY00kSL0cBVN2NjNjb3wCuWxvNt",
-	"41lD3VEZqTlj+FWsD9hfO21riXM7uv20jam8OO0Xgpya1/AWhpxWO+c3Vl8wxrbChxPykNGUpWQuEq2w",
-	"RGS2JdQQ54bztpf+u5l3yq7EZQODz8HoBr/rLdy41Faugb88tmuOae3wNRqZ7L1WS4NGXjZN2WHdcl53",
-	"dMWrMliPnOuRygkJ6tYh8EhQx5f6ed02hefFKQc98tLdGfh+W8vTwmp45vdLtu3sFKDv3r3ramZkXGmJ",
-	"x+pdt4Y/w4W+wGqlAqIaDg7HfqfoyzUvpowmyz9MWyu6TdkP05aHRvg/TK0AeQ8Dz35473T5h2lVQhiC",
-	"QMRBs7+37N9FKW+ccr9CvQ5zAIQXQr1mS3FVVbVfo3szCzsGDQycgvh388FvLSJ6S4C6NNsaDykm2pPY",
-	"hMCgFNA/da1J7sFPcfTxgX2PS8VoSSmoOE9trlQuddEze5Pt5NIUjoVc8/uSbV+ztayk8YO+N6ko/im8",
-	"a0O2o3gOgYJ4h2smWbkVTTpoJ3YCaAYjshDrVNY3bqSO3SUEt5D+yzhRG8nodG62Jkx3X+o5tNI6Ytd8",
-	"bk7XPEL5bSMNbSAFh/cITfRtdkvMKPYwXtsvFlRrV6X2WERsZHQzCXaO4LZcVAqsbY5GMHTQK/387PE9",
-	"mUUa6htHzE34oUgLJvZ6umRf2uPp+dljt5WTPPkw3zAm7pDoDlUjkZ6b6RCDx3DL+2qZSlwog4lRF6eh",
-	"f8g5BNIiRErcTPt6OmTBOTJbzeyjE3QWiZU+9lNAIyokXEh7Ycu+uJZxHFo6Q/sVJNEKVpUe+umvpIb+",
-	"aG8C6LvbDeYu8Vy47bSNKH95xdKHNg+leCSFIo3cI2kJMXbWGmaTVxqVdIydsJbd/GPf04I21MeIcb+a",
-	"C77Tqt5QEHTRSI9XNj8HuwFjBOq/v4Ima3RAPC+Kknr5UQnk1+sNwwApYAI8r/UNVpvZJxugpq+Sg+OE",
-	"SMbIn5+ckwcW0aWRltbvsizJnFtT8q5tsnBCQ0S+EiIis7Vy9kEkODshAUzG+OeRugGRdEs2i22PBHoe",
-	"YFIKfnr19uGzs0fv375+9vG6czUgVjcG/aBio/KamisQJEDnzCaWDCy3b7nx9LLoOYtiijiEt/WjfSHL",
-	"Ln70BMDmAGPJEgyJu2+WYPXWB7rTse6w6IMZuzyTTYIs9SwIsMr+HJN93oXPu/Ddp3PEaGYJyrMLeq28",
-	"Q8TXzAEtyzExGEVvQ8l6JHBzDQKypFvNjXydJD3MMVmxVMWsBhyzEs6MSJO25cKdqIyjWbqmlDMeKk2v",
-	"Y8U8suax0ofPPBEC4iP1MPHEw3tQpVnMlig39yhW2+L4CuCdlVbczINKnCzSMxRRKVLdon5WWjMJCVXy",
-	"UQUKW8oujGs3bwySF6qxu/k98Nvi4pQIaghh+y7MKA//F7PvWaj0EB181joeyiWsg9GaoUIStUjF+mIB",
-	"Ekcy4+4t4npSaUz6+LuW8lLf8doYroQCP29cGolYeQ53v6DTI0/XSUIU/UDiSHpEijCmCZEsXKex2hod",
-	"Hc2oM8ovM3U0+yFlRCqhFX/Gw3S70vPQb3OGLkMEHzRKkFqwOMUL1lysUxLFFzEeTMX9YhFqdwkAh9QP",
-	"9eslaNp9P7WfuAisNRx2wYxLRHpgntUziFOpTpwgfH28ZIsZeMY/wYVi+iSSZCE2eqlCumQTMr01gutP",
-	"kDlClyz7iKUgfaOP0xa4gqYuH+b8NW3BeSY4A9ciRKjo8y2KUOmOMTd1b9p9jvR6wlW61fQzu4GmKYW/",
-	"45pYfndg5Vj+PeFhr4nMz/Fj64xR+JtVzyzDkHafKEFGHc8aAUQasZRcxFdoLr0paV7qbupoYmBh924I",
-	"WA8+dLFjyzN7Z5KDCnJFa03ZV0VKN0DPZpSNqGLgY68jr5PbVR7HM72zcZ80dFiEEt6nw5K0xmxDhcCg",
-	"LlHcgTmiIGMHD6VKvs2vkd8PaV0i1zlcUhxBqHeUAQOVPaJ/BgdpUU6CBlIQiF4eQ3m9OKwAddfS3WnC",
-	"8ndxFMUlMVjfK6oUS3Uj/zqdRj+NPv5z3ZqXEMGbqHJPEvMmaZ8+PO2Yjj3CY86c6Tn6TQYtXhnKcd1Q",
-	"StxQHJdXodR1a+wcGNUZ6c0EqRZZAne+vnhi3mxdSWCgy/XFAXI1zelsMML3UyKvFR7mNRcpvTy7xyLm",
-	"F107rS6VcJ6cQMdZpiEBTHQ8aWI0kRbXrg5+/VrF0uTUlkdkVwITNor97IJyr7bvYLtXtglMCK5EpQPA",
-	"g31suiSBFAl7r6mfxkwJQAKHNaOpMsDg+s8kCfV/QpGuBAZ7Bvr0DbjQ1795rErZpYg0XxmxAz1fP2C9",
-	"AtdQvohQX9XDMTG4kejwe7GLErr9tetagr/fV0KZfdR+cvZC0+7Nmxclp5CB0d9PTGVg+40zNW8U+9iF",
-	"zH/t1EsSKV/NfP8VuLJMKrs6XoZlYmeR3UWuE2MFRayamcq1ip5rsCa0zFEVamTNvkoG4wqs/qCKKnqH",
-	"574tNPBTxXmqMoxwnFBJbmGGNK9wdFPBgmtZ+5Y6W4kxrM5Cla2hcM2qog5Z1aA5KrHZGb/jlKq/zv1K",
-	"bYTXiiq4R1YlVblyQ4Oy7pZa+KlFk+TlHJA2dlH8MQvjJU3emKa+K5uB3iz05VTMSdaFVu5X2I1HfEzO",
-	"JW1KImyJ4Kgw/JpKEkyxqsS0ZaLeC7Uf9pVw9WtQpJIpU7GfkDMmuIrGoh+DGUQkWdC4Cz3jLkqxDMZ1",
-	"Mo2jEMOOa5asSJlr2PqN3U11d2wIDKmzkkyKV+sgK6uh/4AUi/cxn4uAtNWCTbn50jjGqbxkEZzwS5Gy",
-	"jgeWQMCQ118bfP8oIO15zGnSgUN8JmgawUNoMBtTLEkCrj18tzflIN4RFiIvouIVCn/kA9QCwOLXZ6UF",
-	"9D9Nf5p6+UK5bVT4oEzTRxhf/OTqRrsIXn9IJQOAp+JOB7vx/nIvv+/mQBnuKQMS8L0Jgy5OtPm163jT",
-	"mJ1hqFXOqwiFoLGnYEIaDHQQ4ECUyMKM8DRtWyOcROngroflg9/xYmSs2rwQDjd/wkXItnXjAhQsGZmV",
-	"1LWDluykpG3tWhANlxu7Oick0KMMTPZloRuqzMo6oqayyk5Bk3pViyLEnOYXCOpZCs62WmHBkJ4JwAk6",
-	"tU5oVumEtLNqKGBUQNkA4oiacJ4eeQJYapcY9k6TDd1KstJj5GCLFJBy6eTga+0ArLRwqSQQxuMab1ER",
-	"QBNubqUlsxRcszzaxzyxtG7Suzm4c/exR9RG2ONZetl8AWTlShPM0OWeJEoIXKEyytldDesU1u2ezGvW",
-	"YN+SSEHmNC0O9kSrD0Z7KDkAHfiwnxrQIO5JswLt4KtYUn1MPadSsVT/GHjkl7/9Z6d8Xa+iZkha8tYY",
-	"sLLrvT85NlbjLSDvDiPwm2yMJeSy/VT/EnZl1ZOSLbuNcXQMGOi0hU3WhluCAYmAcIzOXip/qeZPlQhb",
-	"CKyjMtumYDleJTTmZCPSSJqxrHmir50BOlHRBZ0pHHsOJas0VMct5mfc9JIpBdVuFGnTcnEl8JBpqnmQ",
-	"SwHa/oyqcGEz0LMhqziB1HQTn4GbDqlqx14IT+zVWOWvnRd6Bxx75H74g9da/+P9gIQw8yRheeSkEhs9",
-	"J1emmA1vvuncCnpo3wHnttW8CwdltPIZln3aLdKcw+pL/fpHF2zwp6IZtl+zaPtdSFwAyJ9qhSaGI0Ao",
-	"peaeLnxB2s/gP8MOBCgUiGtwJE1XMyESRkGlqcHPrFvl52ePYYXx8EUFruwa3hN289r1W5Y5uQTRWbXG",
-	"5WiXdWMHg6s1cGiOpBIdUeXKaMXpVHAzr92BaYN0c6QrvmK9zplydkGvtPwwAsM53fbq1RYA29GvZpqK",
-	"NL+VmLFgoXWUzo4wmKlKY3ZFE5LhjRYGkAk+OxJHEBRhSK+3J+U4pQ3bBXZKDpQADGNAqC1X7LddbOzO",
-	"3mLiDX5Q63UDiZO1aRWtQj27sjSr27C4Y1w1yJFK7u7IFq98HhdEjktPh7sqemDG7+6R6qo6Za2jzo7h",
-	"UOrUHK6/8RXPvX/UXPE0Ud/bYzmzNBSuePWv3PUVr7YXuOJlp659Wr5XPTZb7XdM2cxw00xZx7bzCSmb",
-	"6ZKWsp57XfQKKmqZzl/GdVeQQLcSmBzg9KLuotojAbYfTMwJi+fTjIaX8GZJ9ey5JjIsU2nKqRbIZ36q",
-	"yMtKsdvfNWukVuA0s0aay6RPyBq2F2ANk+XjbruyKcS80tb3gsDK0exXvTgVC8ib7HipGnisfVWkBRPr",
-	"DO0LsZRrRBAr3CVPsndR1AcYObVZbDsuE9WZUMtmrAax5pkI7oyhMshEGkUA3UqTVw6DmKO1Jt4BgE7m",
-	"JMDMqjKGblAy1dhlxYAxqyMQAaCJ9JKRQD8LegRxtvT1nQMYWQ75O/J9g4Y2g+tne2oj1hErbdrqeMae",
-	"E19woW/k5BSh2Tgis2XNgIKRoa9ljWYQeBZv7c6MPTXcalMasMVJCT/Ry/ICBpl/ZpXQkMn8l2P7P73j",
-	"4x4By0QAEI0BmLZQKKkFMwAzOc5jrDz0PANQHYswHUiulwjYgrCQem1xbAH5jAQZmnmARpxyzYxKrKy1",
-	"OoT4Ro+c2gn5PshWGiqWllwzjYU3HDzdge/vY8MpQmM2Dg+8zhOICpxpqlmI6jYXJIolQGtrTuyAc8ZO",
-	"YTxypmAiHSOxpDHHxDASCdUjbzAylPIoczUS9oGGKtnmiH6U/LAWikWQTpVgvfJ2MG196G2nrawaWSiW",
-	"QSdbMMdSuaQqBBwLMc8sPdJsAElCKlmPvLDbzbjFkDk9yCSwGxPsN3pCccgmZjfWb5hegbRBj5wpQhMp",
-	"SBwxruJ5bGC8MruTIY8thLHKbhh5zTnQ6TH+vmSz21lhJbsO2dgBl03Go+vYxGt96F6IbiPv1F9SM9YB",
-	"d+9ebF25nN6anV/Vh7JkY4JgCsSIYB9UTvT2k17/YERSForlEtL6OvnQhwN35MRC4qFtNbBtoPVONxs0",
-	"xcpA3RpnbsPBXhY+W86mPKvPxUaLK/NCdvlPAC08gDXHkCMY1Inl2iWjXNrfMRzAks+gu0E4e+RwolcK",
-	"nxBcP4q5gbBSi9jEFUASCQpHW9kFD3kbtGbPaMuRWDVC/1o4oe3PN2FQ2yEQzRb8qcS2rRmJqGKk/fXX",
-	"X3/dff68+/hxR0sZeGic8iFNGI9oStrBwB/2u/6gO/SD8jEbmE6CTp1pe9Qd+mWD9l6Gz7K9r/5YtKGT",
-	"/V/+9h8HrrSFdI4f1syF+Clk6IIFc8UsYtRoMCiN3zErOrx6MLoGpT0DT95lV4VXcNRj3884A3YkxOTg",
-	"OQ1nM4Ib4mlbOqHtydt0MtsP78nMVZSKNY+6gGK0XrUtQjP5n/9DbPEgjwyMDtHxyCpZS7CBa0Wgvg3d",
-	"gc0w/J//Q0xJIvI//y/p66k5jcHo2Q9rmmQj9whLJANusueG0U0kxXgdoRZ6ZrJHnuDSTMjI1x31j3qH",
-	"Y/IHcgjFrPWhe9QbjMm/6PU0zz4jB/3e0RFp6/8cjnHgWlukyZysVx1ASsrUl1iSo75+f+9Y9qywKmdn",
-	"fLWGa8+SfjDlq8YGZ9782W/k+izuHasjVYKGUsZQTsuFFktKFA7OwtnSfLhcV3KpcNTsc9bcxMgsyCxO",
-	"EiL4RF97gzgKEHUlKOReBgC3VcwNrQV0JL/8P/+udywJmrIyg5O8Gci/r8lYzzPTTXOfxvKdV1eqJHet",
-	"9aClzaMwMU/ZchbkWXFseZmmkmjaw9Kb1XGqFufAi12P2Boy+HJRTRNVWQqGYWyW2JJKhOlrxWYRa30S",
-	"8dhiSPTUN2q4LgaTLL4OeqEzsTZQnEZM5kVbUnNoTwyAT6af6q7u6VOcQ9u7nIWuwZfV2nTssJb6pqkc",
-	"cU0BIkRivXutDgM4IUdoOEsud5QZeCF8wcUGDU6KBBIqTQWoSCBhsvyZbH1x3PvNo879nK8kOqJFPiCr",
-	"GVkoE71BuNhMCEXcO3NUztdqnbL8EknJltGU0IX+pF2R2WZWnRO4kuM1QAIyANIUtSJLTi3GIB+PShKU",
-	"anAFxrMaK3Ih9Cm2Vj1yWmEDswAb0s58x4xHqHtilw3aiN8/74+cgod1jvabxTLX2e7L9v3MCZAJg9L1",
-	"oXpVLt9Ny8q9oxGbgyNX96wOYji9zkZvLQ51kbNw+czsCSYctm1P/0xngOogsSKhABTP0zBkmNio9akv",
-	"3rx8YT/VrJ89M+Gj2YU0+NfuH9t/nPg/f9vvHn83nUb3O+0/TqbT3nQafdb54z8H7o165J5vpB0uWHjJ",
-	"oqy0kdW8EVUilVrYlIYyd0AWCq3BDi3/DCEAmzRWigHMaAbtmEW/9tnQP8K932fdke8HHhqy5pANn8SX",
-	"bBNLuCYARE7BPFWxJOkNBDJxQXmUWFrOYk7TLZkngir7GeKs9sipqb5gsf7RTCAbKAaRo4ZEygwSrixa",
-	"6MoC3KreGScmagXyWvRVxon9Ccop2D1Q9AVnxt5lWA4JDyZl56wa+QW/+W4WqJ6q3xWvPN9Lwfl62bNM",
-	"7fzajZcrkSpbe6M1aV3EarGe9UKxfIDgWfY/MdfDockD0xzs9GK80967xfiCM0xgtU65FnkTGyhS2A3W",
-	"IFngVVBOIWCFCxImMUJ60wgkZ54E7TJHj6DxTQJIfGZEciOuwGgEizVtaXltdnPMMH0529A5B2FUm/0c",
-	"spYFUSmNE719f2SpwEYH01bgkWAKpUchGpxY8E+03WJ9Ca0kWE5q4KHbM8ZvyBbXWCPggMqRn+7JGptE",
-	"W1/himayTm6oKP4MQj+whQHgJgV1MWbGgttptCrUGhQqeuFj9PbW6/DovlLVIkx6ltJeSOxBeE9i8qdN",
-	"o0YAKQii2hmZ2SMBZ8qYj8kfCPjYpP37l3/7d+twKT6bs+wlDMWCxI0LCvp+FvcH3d+TWTSiflF/qaX6",
-	"hsUXCCYMPWI8XD5JoLPmYNzTFuQsNIiZpambC0inLl9fhYvHjQiAEd3mIzXRZlmmNehmP2pqmntREZWr",
-	"PqgQ0iXKlpdbhTG6Y2roa3DuY93K0f4BjOzDioUNfbskQf6TC7FOIgP9rEwybcNoRvvMPOecuw3LdSNm",
-	"dB/lAF0bmduri/Abs4P5IT2adY9DP+qOWH/epYPZsAuJ/fjT8V4BV3XX899BXFe2xe8whwl2rRYGdnfr",
-	"f1cpf5KlDhvx0MNAs7iZ+fEMIEuaXmLEKIKVmZhifbldYSGm3i0vE9bJ/ykYMU6JXC93cp/p/JHtu4JD",
-	"UYzhjhVZiCQqWiP6NcUWyyUVvZYjzD/5JHtZh9dNDAV+7bSG+01rr9gxc7ruihtrDgHLz42CxHRizAwL",
-	"F+ZcpHhppctcV5CF7h51j4f6ayRMDKMFfuuAE6uz1ASbmOA1U0+pFPdQ/vGuA0xK7UNoiXuCkpgrAdGS",
-	"+J5DyFc0/h1SEcqX15LQFDb/NPTTjQPxbPi+QfgHVc3uBK0kuBRsjLYxgjqYIKioJButXYhckyCB6TDI",
-	"d1kAjvpQLAvhWaYps/OKlMl/q0j6bGGrd8grAI8MYsi1BBw+jwTZ1rOIfVTRwLMpXVj3yFw0T1+d5cED",
-	"MdScgKvjUixRs0ZsPwlASdJx74OPEhrWE4xiPbBlzKnC8s1LulqZi29z9uGeyd6F1EuvIYluj7aKaYNe",
-	"Q6jm9UFqxdhUryEw8fp2ipGYXkMU2/XtFMP2vIqY2r1/CyLYK27Q3V/mMiczXPZyANfdrq9H9r1KA7sH",
-	"bT8vDtp+vGvQ5su6Qa9oqt7v9W2q6r+HdXifAqoru74Zs2z4dnNry10MWW5s6bKkbcu6V94Dnu3ull6b",
-	"d98wrsrt6Pv6e6ycfE0rbxiPnsKLNW2o6z/OuobAnfcQjH8NJd7YCPUSETZsthDisoeCqP7bd/jOq5hf",
-	"4Gcfs9u3yY5DcfzRtVDu4dotMKg+X/f4Jp/9/h8UaL3nZ0U23vujG35Q2uF7d1OzN276rcMFe35a5f3r",
-	"Pmw8D27wYfEAuMGHRYl/3Yf1++O6r+qOhz2/2Z9Xmo/nm3xZURKu+7i667+zapb1RtVlD/2wZmutOBob",
-	"btVSB+pYU0AD/EgwlRzjF+CJfPCT+exjkHk4pe0kZiUPvt8/9udDOugezvph9zAase4xHc+6w3AQ9Zk/",
-	"P6ZHs+vtLyVF24677qaWXxNqLB1U6WmlWzO5Ba1JYN/HTmiwkzaoM+8CVXQSnnv9wXA0PtjfbJjTtA5c",
-	"INmSmJdWJo4+BidkA3F7Kl9DRcEUrLCoNuPRSsQYzr1X+A+Q1A232wfbM2eh2IS5B+aA68YRODt/c7aJ",
-	"o2vv+cWp1jFACnipZcIKzgp0LQNoAQpEHZK0+QXzahA64BZGJ0NGy7W72HD4za0teHaCZRurWax+t08H",
-	"s+5hOIy6R2w0747pwewwPIqOmb9XsnZCpTIE+aTz0P08SVORNoiIy5hDvIhWINdmJwHwhUXz0Pu+HSDm",
-	"/mo9S+KQoPcsB+5GLMCsvDvqovrh+bM34PWWC3rJnOd68BERa6X/+Pz8/BUZ+8MacIdYZYgO+uOsUCjP",
-	"YvVNGg1naiPSSxPjCzAEvX2pg8aFeqhuvbFhfGiWy+IvHQK54+XCFmUMy3hgEOtd4e6GAdbaIhtMH6St",
-	"tEiBSpYdL4vZhpQjSgYfPsBY9C+G/pDfgBER+sNOvREka0ZzHl4uSsai/PdrDrB8J7kptFZMVBbB5dny",
-	"Pinu/kahVg+CCfyeyTO8EMrJlHdJULrhBhNymhf4gZPP1K5pNyU9dXqFhrQqEUzImcp9xNCOUVPmxs8K",
-	"eLGCY/MA+JOFWZkEMujul7/95wN4Vu3FXv2CCYRjZZ2F4FezlSIs0UwhTNQLVLolbejLlBRwc84K/WSX",
-	"cLDc2cpbUDuV2sol5S9KL0PhFzf+zkTdFD/LTBRmOoUlyMrklHoqXvALvWIG51rJOGK5rxur6OHrjSuK",
-	"NcJs3a+ggp9ku6C8MK+mwS2zLOCsZ7eCmXmhsRNpUVd2dlcwKZjOTAynhX01ZWZKvFiIBm0HWUCpvnMB",
-	"4CuVytzDICYQu71JpnP1gxsl8FY//xRJntBL1bhhRmiTlczIEqaqvVjYClwtbPCmroPCR/vby+Gz/6X4",
-	"YtWx3xlAHTTtmpugNcWkMgeBFQBWY7fnlZUA+pMS2mHZIFoypNXb5upsmiXzaJ2tdocps9ku2WRl9Box",
-	"EJoy+JvSt2tMgF6NE67kU2oC2duFglgwFZZAIgu0q/fNaF3gZXqaJM1OGqghgcftfax8ZA7I7argIrpf",
-	"Ywv/x9L/XZb+ft16f85oohbVdX7N5DpRGCirFSFubg4po5GBAU/FjFXvso3Kt7gMXMYQl8XRictrtWLT",
-	"dJ0Ka+yetfxqFaK21QyMutIhoESgs9CNyEtiaeK383TfcpAeaRez8h0w/s7ECVeEnEkZECWEV4Lgy5QH",
-	"k1/JBQkXwIWYmA75UogkbxQqdH9mCDYmc92OCBoWvFBTUC+XZzVxj9j0Aafgop6sJGIJwbRs2SOB0XcC",
-	"Z9JZbhhEGuIfr/Qpe1JIG7Nvy/VMCUWTSir8pwaDLKIE1ATD5EO/w7CrdVYhICt5Wwfy+EnxJk0JimKY",
-	"khlVHnvr4vCVgsIgdtlCUJqbOWcQvIyNYWi2sWxaiEKvwA2IhWzYZ2IARnGcM0Y2+i6JJtEkAR0MKDLL",
-	"C0reDSkambW0HKQ8YS11Deam2R51Rl5bEhWUKRVnQJI2ASe/j90+Fi5rownT8t1C5JsY4D0AeIxbhEuM",
-	"jrhk23tYraOzc5C/BuLzkb2G67k12LhH5/3xxB9N/PGdgXoCAYyBIVYnoIGENEmMpRSzTBrJUSolLsTl",
-	"JWP6xAQ73UVqS3A2AgvsD+SxH2DH3QJ03AATYu+O90F3+JUQgzdCbdgJqrB/V3g+N6QvuIc0wMJ7ZVRF",
-	"T1+kLpjK6vPWIC1gHH0dFELnpKRVlFSELeavIDpvHAF2SCzJJVspstI8Vlj1xhR/rTW46AzuieDgVeRK",
-	"fALQOlobvxaj4daIDI4PZbew3wPFAWLkDZKDl8d/IbSMFTKQyBNHPL5YKPL2/BGgOVhohnPIhJz4/jfN",
-	"8A35O7eW63i3OW1097zIsvMyBMnMnGU9QTW4nnt4gOpccFZbKpfW+2RYtbuwKwwAE1WZYbcRhqLWJZGb",
-	"2nb4ZcEJkdn3SgY9y5LmqHSSKaFi4+1P812Qt+fp2mTnUL7NFtugC7u235CmaQyZlA2QuBP03gIMBRx/",
-	"sbJwF2gBdZArrEUUEu4BDl1RLFPWdvT1zn6wodldpX5jGoyPaqnEwlrb3OaY443kNtgTkFZxDbREAyhJ",
-	"vvHghRMHa0TfiiRLrhhC4MfcvZ3tufuSuKk8oHU+VKpD0+2Dn5S4ZPwjpHORz8+fP0NzYtn4jEnl8C5c",
-	"+SiPxJK0qSIJ0/zeHxyRWaxkhvdWcClEDuDVHC744OPBsFlz/GSjPDEHRMaURgPLraCAWqBYOqchg5jh",
-	"ylHdUOyZbh/80P/qMPzr8fLhkH8zvnx2tHk9UF8frB6PFk/9798UJE4a77XxTFpYve7yAqCTjXfSQmDk",
-	"aWUlHTFZs5ngnCnykF5qGjwWG67Ehrf2wgjZDWiif78RTMldoJKcRc5si0whPzX+dT0+CmZkw6D0YV3C",
-	"MilVQboWNzu+Lpcvd+uECaMAt+hg2mMU/O2lvr1m1+CdWCuBiyTv0L9YNPj2otEBIb1OLN4UnKUBheV6",
-	"ophC7FUgrvwvNDqaN/Eoc4izs37br4F9OS/oxWLDc0UBzXI5tLpzcE0s6knbvB01IMNcDwiD8QaJ1I2B",
-	"oO7kgFhtxHuRjYAvnf0QXwpeyvpbz1IrItl7FScoWBDXypxCOUhNgSX8PVPhrCGzobZJDkPnwh4Wy3To",
-	"EVgkRXCwlTLJm25FcBpu7mCXZeGo++yzEsrLroopGUANJJbPTFmEdoac4zBhpxRQA0n3cc5zkYUYyh4Y",
-	"UzBNUkajrefYkgRWPvm1Oq8TIlFfESVTxy1gR330hWfCLxBxX1Z3vxbfWkPBvnp7jk3tR3vdOAwSaV9z",
-	"WSiSHonMymfVTQxhe43+q5g2myyaRr/DClEIHwOKFmfy26A07pdDapMFTA4p1PWG+8unqCmV3QLph6L1",
-	"2IEazPEF5T0H0E+kjm9ESZbMc9ePVbQWyLzwbUnfAuQ+Uyv3UyTn7z+j/EJI2nDFLMEHavEUgj5jEgr1",
-	"2ak/9hAyAkIfOl7F3L4fIQC58KapwgXFvwpD5aBPZYhUjmco90nU1IXIuM1dmbtFsbI7PJNURXG6C+bK",
-	"hgqWDE254uUkSRfKYjRXtii6Q6q+CXO7rdpUq6edq3+VdZGKFWeHm7eUi/ObpQhbL3NNinA1EqE27MIN",
-	"VLjbZOGbhQO6xPy75KzvQ8q6nPVqLMknIuOviGp1iAtmqdrKj2Cns6icV/Z+UQuWRdqOxakzIYGFngs8",
-	"Eli42twVC9HiiD5rIgYcCW5ht2SpjrEsQRJlVSKDtVhisPpyKaJYbR+JCLKy16swbx47c4IgeuTUQu66",
-	"EQI3gt09gdPEHX2lhb3wdt2DJ1YLfXuhJAXUZ3OETQgif23oFsGMfmSpAOAxqq9ncLzY6Sj6Qa/bL//2",
-	"77rRsR4T/rvf6ZFnTdZZRHG0kLVF9CgDiZfFturD0ThiNJPos7F+FZD8eiG8OuNvbvEtHKl52IXVMrxW",
-	"od3WpHXsj/2WV/F8o+vQA+fTBZTC8Fp2EVuT1sgvnIr28IZnr8Fz0zrqDcYtr2VXuzVpAX6xfiSWrUnr",
-	"yan+5ypsTTQXffwtqof+OmToXEHE0IEiISs+TPszCUWEBlfDJljWrgFkvqARjYd9/1bA8c5AauP8rdKn",
-	"WXou0p7F5W4cyaMFncf8Qm+RBUkZR7XIGZiFft4FE57zz10t6l9MiyeNVUJGpSohvU+oaOdiw7u58Dqp",
-	"aM25tI2lgdH/6Gywn1qUb28+ci87fvfy6143U5Su4H81JfQhvEhvfj2RWBqM8k7zkniZrC5iLJYL2WYi",
-	"kgvchDe7f35CbMRcxt0VO71KtZog5hDlp5s/aeZo8ryI8UXapaOsg34joF8ouErj2VqxGx7R9kSDKxFw",
-	"Iojxsnh5y2OIJV0yKtcpw2glI0dI8OQ06Owl+eBwuKncg8OkZkBXLJWaXKmI1qECebzXIPzhge/7g+P+",
-	"aDy48XBK2qk7KEcSOrzj3FDtHi9ePNcQxlM8dnDSOy5QOVL/zUpZNSuuNAPMRSzMTGuVkMtbrys36rIl",
-	"vbIWSbmkwLr662ytinLy12uzfy/FrqS53YmeNvLvUCP7h8Lzmyk8d6rq3EpduANFIcfk30Nl0LzpqgsT",
-	"vJ35er+BotQ0S9IO+r7Wm3y/j6F4RwivEGCRi53o454pDPet/13PSoOOi76v5zyp1T7KkzIqXuXeutch",
-	"29mpGhY50+zi37tq879CqSmW+/H+oeN8ch3nVkrM3wEjcg+rZRUJcXfK3R3ZK/dPHi9QMFW/VyranL8G",
-	"UuYpgZ+Knnuk7xdIWQP09ZtR1HZrRoHgUbvpW0qObCBzJYXyU1H79wVIULewy79D/fZfsa7Lai335vTX",
-	"T72qnwrJwVmnKuTd70meFfOKa1elnHr8adbkt4O7cNamDOz4e1oZN+e8dl2KSemfZlU+IShNcRnU73IB",
-	"VCPl1ack+adBG3IJ3pAL/yZDxsqNaAiqJFaMB5M8YdvU1kNtbssM0ImrnNCd2ELmJXdfx1m4M2kHGAwC",
-	"Elcy1emRp7G+mxvomDySII8PxHqVME6Yfj4W0g6cSJHAm3LiNILRIgF0c1KMU6OAUSlNogECddtxTPl5",
-	"SrkEA6Wc2I71Hd7t2fyNCemFV/SjKTfPHlQ/chJhC3Al+gMIlskVTfOfhggP80HlavbF5rIWleBJNBiP",
-	"+8cWH+6SbUn79dNH5MgfHtYUzaFJXdWt5EKksVosPRI8iR6/OS0gLMCT4iDxUW227VVdwmV6xaBpGGqp",
-	"cXhWbh4f1nRwWRf3/yXbkjjy4IA39X0gi2XBKOYlBZcmBL8aS+n3a7tR2/puEK4kePnlq8I0Xn75qjgF",
-	"/aDugl2HF/pW6iZlfFFoUsYl3A39oKbJDw0JQRk/eGRGJTsYrdMk84WtaGSrrDj1wvo/fH369ZcfHqXz",
-	"r968PzzfvvvL5y8vDhfh1Su6ip8n6eaM0lfh529fi2vF6SVczTU76BHiunnAfUiEuvv4F5vLOuhK8sW7",
-	"L8kbppCvD8f9w06Gk5BN0iQaXbE0nm9BEkiJXFADvarfr6eajC+4lpPQYszJWrITp4Sh4IxEa8i3prDV",
-	"UqGyHMO9orz1Nq4gm5Zpp4dXR6BnJhyxjkhZ5lFbKpGyDmY/2NDGnYXCTkiQspDFKwWi1SOBgXh8FnM2",
-	"AOQQqJaG3gSTlux6NapSJv++X3dspSxHsCyl4/h98kjwC0CYPL2qTel3R1fT+jpWzMPKeyIl80SIUp4J",
-	"vEH6A3+vDO+4ThQ8ilUpJf90LVXMW3cJejDq+mOI9T64Jl+4iqDakN0vuKKhqk3uN1lof5plCWozyE/b",
-	"N7+/Ti5bfq1kBo/Z0dwPB7NuPxrR7mg2DLvH7HDepQezcTiKhmww7++TBcZrE/KybmsgGnal31Wad/M8",
-	"muCrs+wy9+WSXJ0P2DAahd3x7IB2R8eHR90jejzr+mE/GrDhfETHs70qX9fjGUDkb21CVY5m4O/F6ysh",
-	"FU3qHXCv4Dc0/RYjzI8O689QR6Y0JE2u0pgrzHQyL9uwjCWjXJJAL2BwzQruleugavP9tf7MEI3qorJq",
-	"539tNbR0fW6B5cA8uUDv1G9ql+/s9MWpU4+wyrOnS5bGIX3waBGH9ELUqhWrqEnEPKNSGbSdOgVoABWc",
-	"BzcTMHVB9KW9YvamM3EnqtwNEne5xCseHCVJb2SxXc0Cu9rN4WXJIzlJdp2kjdWNsL69uZrZcveI38vZ",
-	"JoPpsKkKz88eF9F88QPIGTD/LOhy2c+VpXxeTEaoO+qfnz0m7XJWKzF+6GLoQKdHzuxQaZonWgtu6vnP",
-	"thgca/TjvSHq9z65Bjc7ueqOET1OtPcBxjtmpWG180rqRvBp0o2tdtV0CmTal02DnrFE8Autgn6ak2+P",
-	"/OdahrhZ8vPv6gDcS+o4C2WTeHYj8dvk5irXQZFUEE8IdFpOr54AGLpb+dC4GFAkWGAV0g6WTC1ENIGl",
-	"CE6yDVcArjUWi3vSM7UW9NOudTlgyYWOgend7dFwK+0aHsjWyPF04KACEoRULiB0aMHCS/2PGeWX71VK",
-	"uZyzFK0zgPAanJA9/SO2rjKkVBfmNzHJypgYGHMSFCcaEC7geYbJa4oQK4M6BxEWKMwwoznI84/KwIYB",
-	"wegzmzpg068CJxq20yP6VaM/mYYxa1Hfo6ITInjipJli+e74Ilby0+MQYnQeWO1+YwxAzc73ZAUKcD+s",
-	"v121OjI+J3E0IdR25PII2HIMHnXRy3PPZG1bKMszrPARPH7y7Mn5k+v48sFP2Wcfy/BM/qwfDqIh647m",
-	"Y787Ougfdo+OBsfdIR3NxuFBdMiO9q4t8VSs0wZFzOEea8MAMNeSHaZfB4LglHGfTqOfRh//uXVrkKBG",
-	"9B9MzDeRKqUIREjTt5bVvSB9UMbsiS/xHF/eB3PDdfplLNqu5ZfASvBTVQ/JVaids7+isqLbRjA7mkYL",
-	"kUQGzs6APdTgbf0akDtIjmS8Fqu2jg7Z+5pOIOqNyPMIJVbYw660edwIhVgA+twAEmfOFnmjMVBaC6Ng",
-	"TwAN/W4DXkPhFIOxqzRmVzRxOrS+xDp+bA1HQ98f9wfDvj/e636YYS/s2DOmN30yAIpEHkKwc3PUQ2jU",
-	"KTNZhLbZNu4iZxRzRIzLhE35uPnMKufFDm3oebZvq9AAtLD7tAoywfIAUPQE1KASq4Pa4sGK5R9nLGoi",
-	"J62K4t1EIXFvXCFOUn+s/6O/hQxs51OtMOrvincx82GFKV6JVM1FEgt7JavbaZlmBSqLg9y/sl9fZ3pN",
-	"xIV4m15nUY1von1X7G13ZYEyY60hhK0JNC8s5j1J9Cc7sXaKiF5y8uBBGPFenRnygW6rt4Lcm5tCeNVb",
-	"Cu3K7mMpbNXDEEXrsBabyfxC5CZWUDRCcA+xj5DnL9l2fwAmbKyuJNp+9qgKK++qnG4MN5m1xi66M91a",
-	"0dHQRw2CO58JmkIFJa2aW0tLINdyxVA/11scK3QUwd6zL7U4szaU7Du97+GjfY0tjcgypxluVCTCNQgs",
-	"8D4dj8aHHUQBnoloq/ndFPpLU5Fmd7HggaBrtXgADqigN+WmXrQ+JYvwfNiLfDBd+/4wvIx5BP9imGJs",
-	"SoRhokxwRZM4gg0ekPbI9zvelAdrrnsSafwjFPYY+X3AfxLpLI4ihm8O9SMuVHcu1hzfGulHeM509S80",
-	"ScSGRcGUt0f+uINo8YmgUVcJ0U1oesH0d31oas3leqUFHIu6SxbFtIvTa4/6Y/zdnN56S0KTg4F+Hkds",
-	"uRKK8XDbvWTbbsrWEkeNv6da4UriZazM02P9FL240hmIbnHYt5OK9TLrJYKPxkiAGY26F1SxDd3CwwGO",
-	"i17RGAQFPBwCBbXY6V6xVMaCAy2yycFL446xAWL8OjzztdI0W1+Y2iSleBamar0v7xAJcbViACrLI0Qy",
-	"V8KYZwHbcpXQ2KmiljPx0/hDnmEgbW2BmCPnYUgbWMawggzmUNELGoMtpuohgq+a07Z+yiVT5duyDKqp",
-	"GCk4Gfm+gRIV87mJgIHBeyZlwmRJkHYJaStLmxh813Ozun5Y63MA2AOrGahFL47A2GAz1Q0GlCxnOxVB",
-	"r79tLdcS4qAogT1lcI+Ntbn13cca8dZUj6Jcpq7iIBnVVp9b0g/xUgu18fExZPrgX339chXhTMUqqfNf",
-	"LESqiFwvlzQ12ORSXzhyBGYRhusUFWbrMs8BrhxQXI50MHxTxzCqtq7bGwWAn29fn5XaB8nl7S3t9oL2",
-	"tF/ncrCqCOwV5IXkdI44s2VrjzVz9tYfEZAOkbvZIYXHOfFrQw8aqWjbM6pBOZANT709NZvHsVwldFuj",
-	"2Jw1N1aNQ7DqQB1lMKg4i2tGzrlZHujpvqZMSJ4xPgBjic1D3nrkFLRrLlCRi4jVMWkxQytWpD1trfkl",
-	"FxuOwmja6tyZGa/GlAZAiOtwYcPMwRLhYXpaYD4LJk6EiZOLVrS0sUQymE2Aortn0FCc1PciIruN0zNf",
-	"DgYeiCgthp0wPjTWLXfc90zINBa1cK9bN75nmVfrHcVX9X6mPM0vM/4swTDvEvQElt6Efs3XCtKmKgQr",
-	"GIKcLLxAXx6CCeFiY5HxVcFQaaMbG6xHx9cHaPwaa04x0dG5Wd3IomN5pL8zK1W3YcDRnVwtOJRulqxV",
-	"NmU0y49yUkI9KD9VFFTgxkQPtPw3Zwy4VsPM9AAWLHjDK6cEWBAlU6cGYmLjmpLLcV4was/45VXucNoL",
-	"dLdEWft5hkbXQNv5mke3FcqmXiNEkEmasB55KPRlhG3RPyIMS56YKLhbCl4ARgIfFSXLWMoVS1SO8oRO",
-	"GFuCSK/FZiES9EzsFNm/cSJyJuLhhML6mTeW7/lTuBPEWFPY6lS4BuW8YZokSD3zdu+3y9tNGZX12fDb",
-	"DKHfkVRwncll0K7M+Jcc9lyeHb9xi6vVJMlfL5dqNodN8VH6OJQ33B/nVVDmLPfFIhXq4ypOWI6rDMU7",
-	"TW2lMuo9pgJkmTATAkjQ+mBvTKopgEVkpWUU8Y8nvp8FQWdBRZUCXjlOPcc7WkS3JDBAkAH5DMqLzueS",
-	"KUiNptskvliorqRXemGMUIx5mKwRkxNxqEvY77XR/R7oyNTpTEteLnJMYbjGnpj9j/kp6DOG5AW36hxK",
-	"bctWeqIwVoCryHTDM2WopSUI3dZU4ynbq50bqa271/EI6BPGWF1X98Yr1HCFe5hYq5n4QGieGqIVuQ80",
-	"VHBFDhlZiA1ME8CyYy6Vnpok6ZqfuKuPfpeFWKdkRaXUPAME5yL7iKSU40TFWpnKOyAdIrrtWN0BEZIh",
-	"qQdJmvfh5QjplsnskZiXxLFP7HR65AkAudJYGgo7lCmndkmmZCW/C5q0tSIasst65DGb03WiJhnGuWe4",
-	"U5Lg2+7Q02J16JFDj/RH39UEMpldWOtRhNq1WTwXkAxB0gsY6W6qWoDlGeEotGjte7h8vJYZ82NaF36u",
-	"n5KUJQhIoISzQ9q//Nu/D7UOkzK9Eltp0OI84k8s80Z065HDCaFkw9gl7hvYmPrMtMENkHSjGwPki2Pn",
-	"MDoyyH+aK09MJX20L1EZGusNWK/1ZWuWQnpFqulSOuwDZ45FhVmvk+8NvUOvP/rOMXw3m0aOfccy0h3W",
-	"WkaW9IOpGXN0TVS95YHiMtQpT2+avYGneC8tlt0Eb2CloBdU16qPwSJgI5ulVOsK5agS2BHswypOt8Bh",
-	"0M4Mavqk7IeaID2aRg91U/WOaOymeMh+FUu6z60ER1Ft94kZnSTPn3/9dcnVNBgc3Tp4oc7L9SYv/h1H",
-	"6EXM4j2A9F2A88cIqeJYjml/NgiHUXfExvPuiB7MukfhYdT1WX8+oMPZKBxH/yuCOmCeOyMislx2ePUO",
-	"4xygvV3VE5H9YwMMH+4T+9C5Jvhhj8C/nOsLDnHDsTnFihPYudv/Pqn5hbIP5dzWmnLPxZSwunLQd5vn",
-	"epcl+fUUz/XR8SRNRVqbzvjydK0WZNDzjUcNvG4Hh6Nj8t//Ne4NOh5ZS5C2WoBuy4626sFf35FWNGgS",
-	"R++NwRv9aR4Z9Yf6/41LTq73Fynl6r11cvk+OLNME2ESQ+ghuN6wWqMQ77VC9z7DckZfVq9Yxt4dAMDY",
-	"1PWH93ynI73A5fYrac+l92udP++vxzWDWLBNKvjFbt/UI+iJ6JVgXJmK4gTz0HvXciSuUd2o6rYr8I9j",
-	"2KgJH4LRdMOUQT0XmkgC9OyRAH96H1t7kflbsjBlCiMwtD7NaJQVSqES3TsPqYzD0hRtaIfhOYjvsLYR",
-	"ewnDfU5mLKRryZzkVMajlYgBNEQrWxJMIKhmIc1tkQ1b9EGr57g9jMuvXWHjZrbVVwBU2gzPgG5hfK1a",
-	"GRz6cG1axnytGFYFNauap+mVFA9LzPplMCVzSQzBxpfvA6NWo0VoMCIJ00cf6jt4epbOheXl+9HTH46+",
-	"mZ0P+F83h89Wr4/Dr4byy6j/vDbPzl3M3WPCd/S4ZGlcI3+Pccn3Pxz+9WrwbHP8+nJ0zo++WQ0/Dw++",
-	"mPcfLsePpf/n7eAtPfySHb/7UDdOZ3NXA1KMY9JypsPEJd2m+kJrL+OH2T9yJbisr3PvJs+W5G+/zlkC",
-	"r7+H1+up/sW7c81h4J2mkgSnJmDBFL56yGjKUoI+Qbe1Wt8g236xmP05jF/GXzz95snr87+8OZNnS7X6",
-	"5tHZwdn3Z5vn379Vzx8/V88fP4mfPfrCZ3891e8uokfqh2j4l3j+lx7bfvFj9O5MP1a0f+S/5k9G75Zf",
-	"vH2+HH8d/Rg9D5+ejb/uf/1j6KvL5299/Uk4SPhs+dSP/vpF0mrSlJl8H9eQ4Fk8Z2CKiblmPMEjSdoH",
-	"vl/kqoN6z69raGrcaoXYL7jBig2Xtlb1pwkFk6FYNVjrsT72iqUg0QSX+u6/oikYu2ZbIlcIIOkOy8aY",
-	"9q5itskiTk35hMxcZX42KU/4V62zWrNPwxY7xQC8ANmuEF6Ej4qnqXl2rcPD3QWFARSYw9KturB1Z907",
-	"NlsIcfnEnBR119G3r5/VVYljV1BIR8v41VouQMTvDES8Jvmr8TJxs+yukspRXzpdbnm4z+3U2oJeNxuj",
-	"rfPSvkrao75P/iw488gYLSl5JQdryYPcA9eWd/rqrFDbylgS9opzhoU4365YQ+iI/sCihWrd8dtp6/60",
-	"9R1W0aZJMUv72zIGoNav39ug49QJ7N0rrPCJHdvL9DRJ6iJ7UOA4WRL9Y38+pP1unw5m3UN9tT5io3l3",
-	"TA9mh+FRdMz8vbIk9otaLLF/nky7xhDUauSofl32zHPHmbHfnXINQY5FnEln/dx4kSLrXZdjVpoIVsq5",
-	"sVeOs02mNPZqos7231o39KHsy8XmjJ8A/PHAJ+jtg99+D8ydmwoHaFg0f/WrfL+ui3EOLJcFIHWtTQMh",
-	"SNBNxlRuUR34o6NGN9ceDOsskm7qGjjoEj8jKzvLtgdbNsbrWh/WxD1W4NAggd0JED+BGFNxFtdX3CYF",
-	"NDGnGGBml7WvFw/g/PcKW5Ym8BZSvm+8r4w3C1G07AY7QW83emHXikhFtyYmAMyy127A6ibR+9d5egLd",
-	"LVdqa5DnTSyCNHEGzTuYtDnbdGr28TX71tlq93+bffRby/kHV4Pb7Jzrdsa7WC3eZNfK/eyCZd2tah1s",
-	"uqgGm4Vk4fsg87YhfJNm0OHAlmWfbZWWqvrnz5+fPuq++fx0MD4AdZ98ydhKaz5JfMkg40bKjUijiXEh",
-	"ELkQG7DJgRWNi02R3bD75/Mv/3KcHv35y69/SM8337999fjo7Nmrb87E4Bl9Rt9s/jxefX7xl88OLh9v",
-	"/nDt8Wqmuoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3Z",
-	"J1KNjJO22PgpUUwqHBI68XJv0DXGtXy4eds7DgNNqN/YAu4uUY0N3F2V4slQ+OWu7d4FZpiQwgpYmGDz",
-	"TtcS2eYb6086Lvuh8HhtGPPm8Vjmw9IZdU+aHVHDpXDlfASx3+qMv0GzQ32AZyJMSCiGiitrHdNHTr73",
-	"ZiwLzdUHGVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q3Dhcp7Ha",
-	"vtE8hiSZwUX+dK1PAfvXU9vxF+/OW7XVe11bGEJWFjwOXmYk3mnVKpizyClYxDCfyD846gCNbRwQQCue",
-	"mLwErScf+L6lMoZxQGgJjghsPQEMaBAY5WKmzwUu9I0WPyO5jbBniqkuITChZNnQh2tuRwV7d5Vhnmo9",
-	"vkACEMITa2wiMdj41tI6AO0hZpgKYmHwPPIyW7uYX2uaN9b0mYi2xUnAMCtzQJLUBNNm7iVj3XbspxPC",
-	"PhhdkPLMVNy2k4L8Gj2Yjslk7ftdYy0vcIlekaJXClctFCsDwqPqbGQnJv5ixVIDXsaYiXsUnOFxLhWw",
-	"gKnIbogb5IwdeDYvSIkLDGyx8V1Zu17GJhgwZZdHr1VODEBmiPlFwvZnbAO36dlyRUiOkKbpFoPOqXIm",
-	"7BFJVSznMZNkJtQCSsQnYuO4Fh45tm2tLwEFjcnZsf9NWs9iqQCCqQqLhMKGrlZJ7JoQW5PWa5OrKydA",
-	"NBOIRKM8maPwlb1OFTvNPjK/OQg0DS/mP7e8VsnOaXGVmGeM5XrzQrBbFqDk2SwIbFBfGDJraX0ShWcv",
-	"OJgYZgMVTeyj5zZkQ1rkPce/Wxwo3sOBfBAjXAAIKLxZO/sszqpNJVbiEil59fhpxytDDRj0lxyrvTJ0",
-	"6C3Lsm5YVTcSNUOHzb9qeVaLkL0l5aB4ZWtg0/LQuY0D0UqA+SI7h+UJ0ZwK1sOMEawVGtKlW65AKBxZ",
-	"KKc+6kcxnwushAUojfqfmNvTMnq7FknGuWesVfmNqDl+V8o1k9U0PdNmLPOIVIA15dkidEORJCwEYSRZ",
-	"ehUb1IWMnPoky9P2tUyccrmVii0JDSHRRL8eK89Euko3+LVNyf08IB98kvc7iEtW3sNT3kawMogUrwCc",
-	"mZks6SWTCDCAcNDYOYEgqzVPUEIbDHQlvCnHCnOm/NJlJZx2tjV5gSIlin1QNn6yR55nDAVMrRYsTqc8",
-	"29lARC2OTjJAALKiqeIszb+ocGWc5nxpmX7Ka4URkevZMlYg6HM79RJhrvXxkCUtx27kPBQyoqHCA+nz",
-	"8+fPsogcSWZsEfMIDwsniFNTJpjydimRj24f/ATM/DHAOEhsRJN8xcQqYaiC6FnbkKjTV2cmXjdl+scp",
-	"twcRpg3A6P/pn8hpwcWuH/Z75MmOkzlYXr7/5W//CboY6BjBUsKDjg24Lp3PU06IRbIqaDLtXerBiW5t",
-	"6WVSK48K6PSmfNAjb7TIvqlzEw5oTNWE89pshd6UD/X2wiEnVCpJ7t/v+8Y/L+/fJ+0g9ytNtJYYdHrk",
-	"NVtLUBbWXMWJvumnKtna4sIxTt18B9YDTsRMUQCvMGr9SXZ0r/LxIGCDAjMnj7J8GZiIbrIpquD+/evi",
-	"CvRMKCdnr64O7KN7Etp8cDA6ITRMhZSGRFmss82LQKnUMYxvtWIISS2o2B4J1HY1IVR99v1GBWWNGxHU",
-	"2wFNLiaogAdYNHzKXYRpPTet3QE8W2/DkqQLJu4H328uZe97KbSu9yih8VJOSBBLCfAG6wixDWag2E65",
-	"q+m2c62545FApBeQKFBA8tA/gOqjm4kpBHmwDyv9n+9VHMDcIQpbt6O1LahArk9JTaaiF3YhNlyr4Mjn",
-	"qFCZGO6S4jnleZw6m+g+fiavsrbIz+QZU5mHmfw85T93u134P/1mUNACAv36J1MDSKlHPGt0n9fpUic3",
-	"1qVOdupSJ7v1qPJAUZXSA63Tpczbjs5ZJaMxx7fzowR/MipQx7RR0nBc0vwKFefabouKcHX0+XmJ7xe0",
-	"+ux1UOsN5QrKHhLuJtqe7ad8GahrafdtQLc05c/rsHfkPRQWcO/Jv3b2IVot2zkj3A+8KS+TyysTpJNr",
-	"E7aPXLsota4P7BK1vLqJo+S8f3/k9+/fzwLRcOjBu3fvus5hzLLDTJ+tNjBo7HeAVnmWkWQE8uvlZMqD",
-	"5yamzT2B9VAs4ED5+al7UuM5FQF17KGfsitxySKwoph/m7s0gv2TC60AlN8GQR9zcpCZUohWLYqnSo+8",
-	"dI9CE/8EV3399yXb4lRVujXAGpZ4Q4d4C3plovw0EUjgCE1rjjRyP0DUgQDsJChLTQjglOcLqsX/S/dE",
-	"cFBy2mbOoONH9pSn5hWJTqb8gykvHC0XDGulZJPF6NUXQpGtWKcFrgZsrxVVCzNYykuNofYCKY4oLA0M",
-	"lthwW5cDz83CXjH2Usuphh//6Z8IBAhLONquhdfB874Zr0ezj8P6FkfiMziwOyb7DoIktZqgVw0ObPBC",
-	"GWOUWSlNTb3e/v37U04TKbD0MoZjBh5Z0hU46epQT7Q2VIAoIQ9FtHXhTCGBZsoxxSy25rNrQFLq0VI6",
-	"HgG0lClf0ZQuGcYzSouhgtqobt9qoe0CukrHw7UufQyIK5VvQdZYLBYglwHsgW/w3+arF4UezU9nDijQ",
-	"l2xreCAHTKJE5iAjWn+8HcKI0WEAUOlnC9byMwDN6zVyNZhMi3EBl36GJKefyakFscmIo3cNzgUTowiF",
-	"zKgTIhnLmKNHTjW/UISNAltYoSIXnDXZYs9YIjb2HDW6NQRVibXCoRyRn+EWB82FmlNkIjbuFtTKMSjw",
-	"NJInmXMeD/zIy1G0tSQzPRWxpHQ3ffIzMTLcIybamEA9WhDNKDc8TKTPhLFpzcGg0k0NSUGDXNpWRVHS",
-	"5OLKNOPgVulmRuRn8kIQuQ4X+vwT6xRrkhaljtMg9MDtF0LfQrDhGvQr6GFsSAtbgH2I9bVmtlawUjnU",
-	"I36d63RlrKyfyag/NC3ZSxQsViyJ0AvTJ8/jhxnh6wG1dCNjd6XNNawgz0COZQ25yFv6+8GA/EzeQt6i",
-	"EiLyYCoh5bYSHNQcEJsTK/oKAo9IuiWbhV3RJvwu280pJ0F5O5sEbsjaMIbhKJ4DcoUhiOHyAvaXbvFY",
-	"T1wIzI21F8wTsqGxIsFrptJt93SuWBpkZzq2VMUL080N+8XFuCdzOZUyXJKDEfkyfqi3Hx6kfJtfizoO",
-	"OxYQx34mY9gmpxnmBgkF5kvmZ2IQLtYcNJGdjRdQy3TDAzPoErA3plbU7OpUk8Vk/2Z7Osc8001aprQm",
-	"PcMLKVp+lASP+IxKRr5fS4W8gc1iLvZO0u+AUtN9j5FJwHRiXnOp1O992E2fHITtZ0AR0FSfrS8gOQWs",
-	"gJokrs0iixTQb9scDDE3KAsKxS0o86f6rm0ypgXDbQabH21W+a85sj+hHAdfVqsyj8qUj/wRwFzEEeQG",
-	"wvvS2X/6wGKRDc1dr2N9OV6t9YGPXtEJPAw6RIF9E4yCR90R/G9/QBbsA7XFzdE+paeG4OpK5kROyRVN",
-	"Y8oVZggnSVe/zSLsUk9sylG1c8K4KMhbe42iauHpR4MBgp3C5jXEwTgmuDnBb/M4USw9IXTKlzRxu7L5",
-	"wieGpguRRGh4JoyHQst9mVC5IO3gXwZPg45j1wXRSxFqRE45rDQeAB4OFTWHl6/Oz16+eBOgMdl8hrkf",
-	"cCbKTFcf+COj/p3qAyCACcDclRXwkrS5mHI91xPNMOiV48JozNAjouJmmHtpGl9hZRAwvcaIiKKyzKR7",
-	"kkQCjj4DccC1Yksv2MQSNVyrKRfzeW63k/omTiwQd05SI1aQdM6q+WZeBvpItxp4ejWg/XpV4Z41TqOe",
-	"QdpDn8gMZxlNyGaSHdvPkYdGLc5izKNHUx2hZPzhA2K4F+QFXtuQUJlncCb0UB8JrhhXXYzUssaycyNT",
-	"u0/MDIN8ihDvs7WMCcIJyw446g/ggRrqC87RnTHleDno9wfkv//roNefoHaQLyLqZnK5vrhIWO5J14fl",
-	"iupF1hv3w7bTIy81yxXvI3gJtkymT5dr0raQjXLKgHw0aV+5eIa9k7I5HKUZZ6DgBqbeul5ea1fWVwC1",
-	"wBtnbu13oTvwUK7cn0APeKTb7uqlSUUyIVx0oSpCAC4ZWIMUjlbBaw3qhu+d6ZPq5M3aTfl+i6d3iVG3",
-	"M9mBrg2R5PG2WiJk22TKzQf6poTKKhIa/q7fMnZ4J5maACqCu12mHPQV0ka9AR0hFOjRrtFCOi4u1y4d",
-	"Ycop6BTtirKhm9h9fOovx/pKtuMo7iBg3krrvfGVS1ss6ipkVhh4bA/4Kc8TJTj7oBxHBVzYz9kHBVZ4",
-	"/Vt7ll9tzU3UuUt6lqIdSLjUiwjM+5bHWv7bCiFYfgPFgAUAItYoTW3OxGyr0Cup/+FV+UB6hC3F9zGw",
-	"85Kml+tVxvxTXtoVTIZ0pTdVp0dQDEmCxZXM2Jx2SRseoHW0g+4uCMrsGSJU73iYCz+j4WU2D2dHm30I",
-	"jAhwL/bqiIYAOPjRktAOlmwp8pu//13P8e3mUKnGzv0CwD/AitZ05Z7g0A0YF/rnyNvzp12Q74YuEUm0",
-	"/JPrNBVaSdVcNm1Np+voCCupZDb6F2+f5ZQi5i3ft/VWTnNhfw7XHLM7C8oXmC4kQygtuBNBJoHZrf2x",
-	"ZTycHZiKHmdgiYgGBrwHFpGYSVMRMhRSSbNToVwwAtFS9EIgTgqcW/bZlJvo7CVVIShGwb92/9j+48T/",
-	"+dt+9/i76TS632n/cTKd9qbT6LPOH/85QOcYHu4rKmXmpKVkFnOabsk8EVrhEu7xC17ZrQGVMeyu2Rx6",
-	"lxNi5oR8YvnHxRDD9egPekOgszt5GFA+f8NrJlEB4Sss7Qwak0ppnOjZ/shSYZoeTFuauaat0bg3xqUc",
-	"DrqzGN2CF/awc0cPVLW/wpK9tmoSugwgDdUkSdvEAkwVJBsAk4OAe7wxTvIDWutQRuuN5ZRnUGuknS8h",
-	"Us7AaGFH9yTgUhUK4ASkbVLhqPOJVmu1fOcmDRzjJAKD4/cs5uxMq+mBAWKieJRkU6++DqoPKoBTfsE4",
-	"w3RIiClUBZ892GWzBc6za/JzEQIX7AZ4BgYKjNu4iHnmNbfPtRZi+RsC83vGElsulmOu/vCb6yoIMgd/",
-	"NJnyAE2EpN3/5W//0fd9j0QIzkQG4469DogV/WHNSBCuUym01veuAP1vjhDA2gK5ZkZpvZfBs5hfTozT",
-	"/Je//Sea8PQ1NPnDtKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQS",
-	"KMfXcRIRnJheA6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t",
-	"1hx7YL2U+vqJS2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+z",
-	"pYewxUu2zQNm4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e",
-	"3owWqvuarRK6ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMi",
-	"dVi5DOzUnEk0n9lL3TxOMwMHMN/A9zXFTeMp+56FytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR04",
-	"9vMnp48DshHppczDX/LrPRo69I4xXsbjft8n//1fx71+Z5KvujHhA/sahVJrYRginMnGJURxTHnXzkr/",
-	"HjN9nlpEXLDDtkf9IZmxreBRJx8UbAuzg1+dnj/6HFD+BEwI44hgW5heM8XyxIH5yA8s2yFcFgBGzaw8",
-	"3O1MKkvIoNXMmA2c4ThhI9LOa+kUevBQVWWRQfuz9SkoklI3i/dxBM8KrC0ZPQ8K8jE1nU5xo8DnuMIu",
-	"jklmGwOltIr0CitoPsshX3XnOeqrqf13wbWCP3HBXwFMFn6d0ySRqCsrAcnZcMggdJpurva6CU1K128V",
-	"O+Y8PRQvD38Z9HxC5SUEG7kwF8PeoAOUsHRAdtEyGM9ZzDOQhDOItbbrOhyQiLEVAAQZVvKKFhjdkz6/",
-	"TIi2gPeTLRAFAJwdJy7fokSKmL5nyDz6vbxGsYT9Dw8AMcYq8xl0Ztu5I24WsWKIwJDdV31fD8zg9xlT",
-	"UWGNTJ+li5y54eSuBIbmuzYlMxqR4F+CLl4ctAYWnAS5ITFO0YCku3WgAxuck5PMnpgXjpRxwrjWj6JU",
-	"rFZmhGhDLY8y90i6QwcZo+lmSIZ3M7WB0FSm/41in+QCB97sZMCZ1w8c3OlNDtAeOTNqMfCfUatwTTZp",
-	"rBTjOeYSwtBMCL71h8/G2Db+Ne75uVEMCPHYYjBI0g5MavrTVCyhqBb+eS5MX5rxh8PhMcH3M/y6hPGI",
-	"pp4xjMEgA4v94PfPAe984vvf4EjcX47xl64/nvh+YA1MGZ4sZtF0++PJ+Bh2hBIk+Az/nJCnbJau9RVp",
-	"6KO5OWF0Zc1v7WAwnIyPJwd+kKua2KqYk/6B0ShEqpsFzGU9Q3Bs7LNeSDt7EbKJPfkFzMrvAnqx/qaI",
-	"rDS5FkupJuKRPDgYdTyr/BHXEAkl0tujwXEmVNBQ5dpVUWC9dENI9Yh1311QIgBFBa1Vs22msvd9P1cl",
-	"VnCzCKGH2TqVgGaoxzLw/c6J6Vyzvx5KdQhONpg9fr9C8xNEtJjI5Dj3SQT9IAcmViyd05D1yCsKVhcI",
-	"QeIie1myC8ABgHo7SRwyg15kIuRPVzRcMC3SK5Hxm82mR+HnnkgvHphv5YNnZ4+evHjzpDvo/X/svdty",
-	"40a2NvgqGZzdUWQ1yAIpUgcqOqZlqaosW3LJKlVXu5ueQhJIirDIBI0ExWK7K6KvJmZu91zMC0zsuf5f",
-	"Yf9v0k/yR661MpEAQYlSyW7ZrR2x2yUJQJ5XruP3+a1xNp04PCtOwn3Nq1EXav1aG0qLZkLyWVzr17Za",
-	"fmsLSh6yMdSlVCeF6r9crkOkcvNL61+9/5q9FZkHh3Kn195poIy9Fmk8WhaSpRTheZHNvEE66yzWdykl",
-	"bBKOMSoQKKKeKRZcxVHQYt8kZZyzGgw7tTzQtdci+2pxpYCWEE1rmICO75sKBlNCWgpUO3Wt8IaeJSju",
-	"QRIbQgA3YzDFh8hEAgKYSFQUlKXyyWWtX4MhAgjHNfwE79a82lUcOYA1flv/KoMmvj7T20RBuWh8WfNq",
-	"HwGh88fvDr77+uNhOvrT2w87F8v333755nJnHF6f8Vl8OkkXx5yfhV++O09qn76Hkg1Uim4rcIWZguer",
-	"sLFgyaFepIuzV/UpO8svvuAW1t8tdKz1//q958zia4pC4go78wgwYfxSz1+tmGpf+15/0BquN27bEtzQ",
-	"utorAhW25pqFHY/dOGqBFy+Ywh4MciLvgEmepsnClGoo4MzSd7d5xvaAS2ZIBszfMMFEEr7DarzWg6tf",
-	"FYOYDX0I0FkQtdiBdFHNyxT6fZNKQ6Te62npi0foJFbm7wqEiNFZYWdXcGoRtTzd0XEO4n4vhvlYfxcu",
-	"QsPx0y+Sp+d7+zZe9u8/Wwq4ey7fwxeLxA7YXe5cFPy1AFOlj3q36fea7e5Fe7vfMdhUIAZ2oq1Rm3dE",
-	"szfshs2u2OXNvdF2u9kJ/Wh3uCO6vL1V5I/feCqBi7/MpV+mzt8MeO2Td+OI2u6IOsNd0R1t8+Ze2I6a",
-	"XbE1au7ynWFzO+xF+qcObw8faER72/cf0fdFQVnCOzw+UhXHf1NizNPiOVuFsFoVumgknB4fGd2j4Huq",
-	"J5Zqwcoq5AgYJWnjflJav9K+/ZV3TvIdvrR1+0uvTI4dvNHZu/2NiyQ55XJpfDz6vd4mLb3FdKF3eTpR",
-	"+f4pltjr68hUYf+1VLH7/afCXWXz/J2r6bR8l5jbyXFMr72hTDK/LV/oszvU0bksvvribM5nhhbip7OD",
-	"785ffvvBTTnVH1y++ElN5pefAorPnp5AMg6mgEZJqMDPyyetaQT+j4VW7dH5ptXxwPbjIAuoLCtAakO4",
-	"gkjbJs87lsejZ32/6Ox+pqyJEdv6h4KHm9U50chI8gySU7zRgpznSxEQ8APE+jLwoDvXKvwGTeHc5mQX",
-	"azqBXzLfhY7jIPYZt2Ogy0xvgijGYOkY3CzzrDo2H7A51N2QHWeDDLaGA51pxOLgLvg+mybAYKIHZ5Y8",
-	"J5U1LrFZolQ8nIjCrshtlOqr3N2Ym1znhY0ISwVB7xVq+Fh+SAUBXVZd2vBKbVNd1OnmW3jxk75yqt7I",
-	"R/AC3Ki1DR48hKWoPYBGMCMMnKJd4LxVUAKGXF45esSJxeuv+chmlibzLJaXGCxGNH7f9/1OT8u/4VzF",
-	"UijDA5QW/3kSS9EGYgPfZ4ci4il7m9U898+dWl/OJxOvFoIkrJ0ncxmx8wTo7maJyvjkMIn0Yu3sbm93",
-	"CUlQ/3zxZ6jMHnLE16+Z76dCZOxgniV6KyBraS1ZSJH+MdRPKHiAz7OkFSZTAFPL4mx5gXffZBICDfwl",
-	"n6z7LDsXMx6n7OTkUHdxnEj92O/bvXan1+v57Z0dkMUfjyNnLrd3dvewYF7FWYGwu6JPn7zaOFZZkuLV",
-	"wDPXFOtctHf6nR5pMzKBr721wtjExR3h6xkbV0xEmKWJjEM+QQz4U57GnB1Mrnkq/oZzC2X8VqjCzi12",
-	"oHvh7/XbfrEDkCW9SGMINqmMpxmCfJoP5idRb3BQkYbtsBNtiW5z1OPbze5wJ2zuRnui6Wtdc7gVdqMe",
-	"gL3qpUNJQKe23Gl8YhzPzkQawhmpbfst39fNK+ksQner067lnopTLvklpCeAzx2GSk1cJFP2hQivkI9x",
-	"9fvdyu/v7mz33O/TZ7+vmgav5lxc69d3Drh8pUfcFbhZR3Qla/Hy3FhPdD6xiY74RmK8G2zGEggIhZp0",
-	"i/peXdcyPfYCnoEmnvTG++iNK8AtVbpjpXLnKJNGMajQISHIfRdFMileQw5rFt0iHrgC8Lzhv/XtZPRY",
-	"Vl/h+9HKSgOfRO2KkzuB5CerJ5PI7vkG+iMiwgJzu6JVl2qN1oklQp50lT/voHC33qi/ADKW03BcIpzZ",
-	"UCrGiEOSjXNlBvwLOWwbwtH+kp6IWJ6jbFuzsc2zrkg5Nu9s7hIsCKRqz6DT08dud/rd29/4JtE3jIx+",
-	"7QLntSgQfhc10jUCp5BWcxe/agkMYdVwtL6iKrMRc3Yr7UbEBgX3B3hEAVtsA2NyIDe2Jl9ByFaxMJkO",
-	"YylQUB58cwR5cM64KBKs+EQQ6IIkFB/U+/hslibXyNYbiXASay2wjqSV5keeZWI6yygW7uXZQA6SDdZM",
-	"HeCTKsDIGviUpw1ELyL61hZ7yyeCECAoHF9YiIFciFQYqDU+mwmesixJ8r5imGrVSDzkljB9MyNRz4oi",
-	"F/Zkadhwi9JWP7PGNryKZbSxaeh07mv9HliG1YZripzJplt2HVbQwPJemrfWW7EIrX7nvhq44DW9LYJq",
-	"JGRnnx4fFbu3oXu4qusrzv47Oc+9tb7+Us/J6W9A0gu93wr3xPaozZu7w07U7I56O03uh93mdlt0or3h",
-	"7miH99b0nr73M/UaM1sRwwUy/RWrL5Dx2fw2Nlgro0Y5kLE92uG7w+Ze6EfNrmiPmlp7aIL6gH/aWzMo",
-	"+vaDDKo4IOgqBxZmzK+BEQK9Sx3Sv1R8Xea3q0qbWNNxJ1mjuus30Gts3n8Sak7Xxcebut69Q9cvknt1",
-	"/NfggTqQ+WWkhW7Oh7tyEdnyrIKbypCU19o+2d74m3NDbtCv0e8dUk/D1lkKC1UxOtIjhq0RfVLUN8OS",
-	"Yn5pDgj9ArwZPinuWoL4ze52e6e5u9vZa27x7rAXbkc7YneUE8/Drbax5HFKUWr92vE3f2q20TUHd5S9",
-	"xXKqTcOYORHXYrL1FlaN8JFXJe7GArwyVjfjS5GSq2yFjDItTBzewG9G+c969fREdLd8v9fubLX9nmGd",
-	"RA5ZMmIICj+/CMEr9TPtiG7f33hHIE2s3cKG4lqpOXiO7r1V/F9uq/i+3/nVbBX8ydkg1FW7Q8xS3OIX",
-	"O1xvHGzsGHP0qLs6xlZ0vSfP2C9pqBZxdqu8YoUFcozTwr6pslBv9onpPeB+uuCPqsBDME4nj/go1uEs",
-	"VDql3P25gVOqaFeWvFIb326PzysFEu82j5RrE3Gzme5qTa3zRhVW/Mkd9ShOObqi3JW58yl/YfC8f4I4",
-	"5eppfw3JcdNEimXucc5VYFuhEWforeo7YBEWZ8XwKI0AgbYeoI4TMOM8SoFcD+DnDGJwTKUeqy2GXCJg",
-	"FmpI+1T2NZ/iayp/nLwlVDIgPoaA3RFnHgPsNuDyM89AKQQk+nAXvkUbLH1MYkTrFRqA7lsQWt0pKuMU",
-	"bJqg7EG3FnwQoXihlxbB55mtzIT6nzBJIxFhHkX+e8xF0f3zSuus2wZsMxmY+jyqGTdKh8Ve0N2z+Lg5",
-	"gtB1EkdQ8ap7r21zjqJYiSybiIgtRYYTVFhOHJaZem8gsYoXpzDO0Jm4iJXIKz6dNkmvIdqifJwqiycT",
-	"1vHbfZwl/CClfBgcvsBoRYGNjwQFRTZgdRVP5xOeJWkfHWdo7WIhB0xf0PWd/+v09gKL1xindiCmpX2q",
-	"9XK+UvhAz/fbAZU844yUURMwWFPakCzlsRJqIIOirh/YuDfYlvSDrTmUUelXz1QOJhsQOM21SKHsUl5S",
-	"yZDzLM2kx6jdMx5HWL0x5BMuQxEQoOUBFkC2nj9nXd/vM3te9QaZoueAS+bneDT2d249ugeFGEFKqwPw",
-	"GT2/UDyh9YK+BWcr3t5yJTuvxbqdzkACQiVOJaBa9cGZRNYLzZ3rze12OiwgiF0jBPLX6TQH/YHMh+FI",
-	"rHxBAEEeBJrZKJiGtDAgFnV0BWQ8nkB1ol5jVwA2qC+lCk+94aHEs8V6fqdfOjRlqC+EU0OB4TmoyHnF",
-	"JTGXDyRC+xVrZVeqdmnNnV/rdT9QDqTLSm1x/4bvQZeGSbTE6EMs80rfHHbJz3tFZ4JPUsGjJfnX1pXU",
-	"DiTU1O7nRStYpYOEQ8Vi2Cm/QooTaqG+phAWS3ttbNU8jvLUroOtUdfzP0lUxurcICWBdE65GjeQ+xAl",
-	"6HCp5X9M3Er2Q56t8ANYk3RZUcx8mUBxGuxjMVHCwNcS+LtBSMF7DWYMCteqog647++oRuv9Xoo+PR5t",
-	"esXLSeXmLjZLqBdPGlcGFl9tXoEONaI3bP+Smzryw51hWzQ7oy3e7Ia7UXNPbI+aeah7204E2r75VJQO",
-	"T8Fz6rIY9nq3kRh+j1MqVPZFEi3v7OpMs6Kr88whbiB3i62+sT6rTg9dU8btgabhmI+gbjVWYxJWiInR",
-	"Iko2VWrqYDJBc5CkpNPUHWpscJ/nlTGVRgwebYd4E2ukUxb89CnIVcFSh8Dc+UwDLiUJdhcjDof0cGYc",
-	"StG+vRlhdQpyN0c3rRbrVkghHF5GBX1ZfidC3QzcU1IssAHQgWkrWSlY8hdVyPrb3Ef5K/YNGHMHjcy7",
-	"FJ8Yh+y/cG3y3QmTBqtRNx1rFELfJNScqfyNWeP+7u0v0Dgu8AKG19ob9OwMcXovkuSEp5cC3+ttMg0W",
-	"Pe1URDGHRFvwHHQ2ednB5P08f0Nno0V+jQiyv7SLglwJJScFKd538lMY0o+7pMqYd+6cJWMsuwfMkqGS",
-	"Cws7eK8smffFMDm5H5RBHCr4cv53G6T5wz//8V9Gp38Lmih47J4/J3QEa4sWlLs6uAESYwI3CiC3VPYO",
-	"qDLUDnHGnB4fPVMsmQGqXRaOWb3gfylGnmOpDT0znKXIGoTvOJCgvHMW8SXw61CRzduXFxcnL09ffnPx",
-	"4fDdxZtXrwJWN4XrQafT9/2gYSYcoth/y0koBhL75lSB6jbGyYJ0ZpnzPkBuBVV8p3PpGVM7ElMu7fYw",
-	"3Mkwp6zZTNJL9ub8dQAWPmkTMAeIV5sPdT+/cNG4IVgOhTlPzxS9R7iLoPsTFRlsMvqMZzw8UmQHZI9r",
-	"aw/281A/e8mz+Bp9Pe/zpNR4kjVjyaxrBIwVbArbJfwQaqbPRkJg4b9dh+PTdycHF2/OP7x6+fJtYRFa",
-	"e7/7vd/a0guhlehSdBzcZmmCnpExn4ya89lAGpo1UMklLJl1w+0DtRGACB1kQT4Hp4mM+LKZJc1Xaay3",
-	"CWwVRA0NYBhHPBNBi8HA4a5NYpkJhz8oTKbkptM/6daQcl1LdYuHBJ96pga6NXL7mSeHQn+hMFcWf3Q1",
-	"78V647SmEIDbE4SH56CWCUMjBF1Ah4E2QJ3EmGCGFBIBORELszPmaiBhWHQInHJoex6MwJvxOArWpaUd",
-	"GXm7SUqanVGTkfTYc6loDvN0NT0XdhjFrtOzD5OkRtN6S4Kanc9fX2pRsetPWUX3yyrSwixXYBigIyim",
-	"FbhiiRtJOWfVoRKoKguk07nwOzCx3b/AzBup4T7TrXk1LewPbA7KVmuvZ6rLN8y+e+j8Cnu76T+12y1I",
-	"ptEHVvfdzavIu527IeD3h/jrtgdR0/yxbs/UO+lf01NbTtqFOfs3Z10cVeqZGydc0Ot3TbZwpdVTnsXj",
-	"yrOI8tvTGDX2Qi3aM7cnVlj9+oFyKthxVqoigHjVzSaE7mVQmY5hdu8GPmSrxUT3z+p9ZFkYWgytyG4a",
-	"JvnAeDgWEamS8sr1mj7J70LfL/yuHl8bLv6fTaLrBbuDE9kK52oHnTmcT+kvjyj9JbIiaY3wRbbSu7iS",
-	"8I37OZJMtRWmRjyQI8mgUwMbopHhV2KWsS1fa4+Gwxc6rt92ACStzx6YJ3hIkDZos0KiwEACi0iYpJHq",
-	"F7CxiezWMD8ADc214QaRCf3g/hnfaA1kEPGMB3kWCxG1UcMHZ8cOVnqGOTfgaEJ3lMMTH0vA9wbyGvci",
-	"8/K19yCPxXicvFJZbGPf8OzgRYgA8ZZ8ZyABPjzjH1kceeztW+AiNtW6+DD503L2OsiNOJD5hAOIrjXt",
-	"c/ZOHNYsTTJAjDX0Wh4bChVHYiALBL99YEeB8p7ngNXJ0+iDSbqD38AwP+jft55bqjaUSs8DICdCV5VD",
-	"vrxfYIszj6kqOth9yxXcmoHXgaigTe7BNEkFJikBWstEcCA6mmPGFNECG4jBKV9afGGAe0FKO0RyBbIp",
-	"gFlA3h2H2sHfYvS30lQa9qV1Xgw8Gxv5MKirxoOhW98Hzw76bfQSVY7DdrEM0YKLBvdNtR0L2sim9xCM",
-	"BGMMayxvGsCvyltAfX5yE9ysalah2pWLfVrtzla3t61nQ+9VeJsQCuA4+O09f7TF25CE0NwJt6LmruiO",
-	"mj2+PdwJd6M94Y9A+QMuWlBkgfYb5Rl4SdHfDbpO7Hyy09wZtsPmTtQVzT3eGza3wk7UFv5oj+8O89l1",
-	"xQiCh6wxp19ef0b1Arx8V1OaBO6TIf0L63LORVdpRovrUp0CyXNXi7vdgIbnDEIyEdbHQgV9opOJwdMO",
-	"aR4ZgZOWqO71IwvDxJslFn3D/h326D7FfCBHViZSQKrnqqlu1EnHZNe3tkpM3OW2G6deus4hVvFZasJ+",
-	"JQU+fLaoKBCDMfgKcP6DRqVbAM/hBk4BmopyKtlmouWRuQTgycckpvPdTohbiHQAhjP9bW1Xt8DNcI++",
-	"TbjKCFPhpk/rx4DT3Thx9S8wMILIaB3fL1TAUXdzpK3PuX/upHets/5zywe0eDvZT+6Ax3CFgDOADLIN",
-	"7pAXqaAVXF/68lboayLLl/6Sx9LDY8cNdQ7Ve1vTz9CkZukSKFOi+UR4+hpBQhkh9Zij/DJR86FucwiE",
-	"ILCzwBTSWj1l5iH9WOaVE7lpizfjKGD1VIRCj0ZvzGiOMkuw4RK5DDt+p89+nIu5iPYL8hzmImBqbNC1",
-	"nW2d27eP+IpquPeqqnSWP1NoskK35wqoSiDxP0vy2c9XCKYfFAOwDvXIzWJB4r2Agqg6ZgiD/EdOUpmv",
-	"aTJyRw/5pbnVXZyqhocJ3jfYvcQmmLMyKyi6RIePaRL5TCylkc+04FNEspcvKnDtyHkm+khjm415hpzO",
-	"VYwO1S1XpJhTA78dNaBzNzUAxnO88S11t/vogGgq13ul89VNBR3z39yldN/sTrzM1iwlcR7/vmJJsYyH",
-	"pnjFRMj0T+tPGZVrmMNW5M/vdixNSi1XebqdvRx08yJJMEXNlBzkm3acZbP+ixftzk7Lb/mtdn/X3/XN",
-	"QNSLlGeiCR5oXJrN9tkZvl65w8pd6aPn5uDsWEvUZwqoZSC3ZuP5MPQNZjrzpHFjd+1jdU6RX8aZNcdy",
-	"dx65zYCHR/FJGOkvoLHQzlGtKZdahS9pLVrFsGoLKhjrlJex4JNs/Le1xu+BW1wFnKROlrgW3vNZix2Z",
-	"6HCWzIlqW1/rQ67EprQvX0I/Pp/4JbkqhlLfzdxoqbUEkqu7BPCoc2skZXEyHppx5SS+FlJ/Xh9G4Szj",
-	"GzOFZiktWehdglL2pQJdgr4AXa6SSsf4SZJDon7mqhW6XmTqmDitOJBHRRDtrt9mh4m8hDDXwbVYwdGu",
-	"vZ3HmWDtDmDeIJz2wVxlcDDWM2NY57ABy46ShcyShfzjcDIXw0RKkQ35FcDFg0c7vgMbBmkZX9gvsS/g",
-	"U+yIGrk3OUYV9DZEtEug4TtAXgTa5yz7Zk13irDiLuJQmMUw1Vk8FX/B9g6mIo1D/uJwHIf8MqlEae40",
-	"/fZFu2MmF/CKisu5u8vOtZBn59HNiOg3LOE2wEV3V5bQBRsKu9Gu6Iya27w9bHbDvai5K7ZGzR3eGbZD",
-	"P9rDWkNaJ+iRiiPBvo6zcCweYHmwLyuLslVeFIL2qVyFWN53HdrNtn/h7/W3NkHLPlkvJzZ1q5tPbE6n",
-	"YrlSKjhVnkhT7qs8WIm63mnuCl1z3+TivnTd3O49v3EdN8xJq9QaTpLNkaVzkrDo/sxWjyx1zFJX3VZj",
-	"aCbKXi2bKz/5sa1Wf3K6sCeH5aM4wZjA5LCarTvBDsnxenfly48G94NLY54hT7QsMEeyek5/TLSkobbW",
-	"ZBYDaIdhQh7I//7/u61uo8XASgkuUy6zD/po/AFf++C8Rmz8Af0FfJLGVxhHHgumVx/++Y//ChomLwqf",
-	"UyJMRUbP4g/6WYXPgkcPiJRsoTbPiY/B5gTqPUR6jjCwBh/Rb355cXHGvuAqDktmDbQmsRTEGRUSYgsR",
-	"iciCXet2GhY9B6dvwlWm2LbvW4OUnQPHeZxRlY4aJ2k2WeYgoEx8nMWpUPssSsD84upqIF0O71nO29pC",
-	"1nJ0CD9/vlViaF1LKvv8+UBW88p62iAMERnDejxTqigEh3XDkoczHqaJUoaI1tTIWSwAPA4rLNX0ZwND",
-	"QhlRQAyPblX6y0Ai7LbHpnyiVxbYXoRyqNOJZxap4As4QdVeyoG0AEtmcgSsiiVBj1e4189ygnDw7xu/",
-	"jsmeHgDbFfjTiAJ7hSHcY+DRgN0JQSHpbk7GJ/GV8AAuBkF5srEwMDH0HLGkmyIyTslmeMEu2QTAHuzE",
-	"4DakIk6YEuBmhnOdpAyYsTzgzY2FYsEhD8eieZjILE0mfSaTpsqSVEC54kAikdYHR4AQgzRsXZaJj1lp",
-	"xZ8BpQVg9cwcbIh8wQeYT4c82oAKFktA8YKwn2JzIM0XA4nSByYp+GlQg54Mah6jf7qdGtQ+Baw+FVFM",
-	"GWJB+Z4NGh4eKMDWGk7ElEVJOJ8KmfX1fP2dof7N/k7kYQH7O8bs/z6Qf282m/b/9bNd39cPxvKaT+Lo",
-	"Aw1Ov/I1yDGUOCBgECtLZp4lZneY0HHv85wmTf/+3cWr5i5NrTl837w7ATFWmMpMicmo9DUj0F60W229",
-	"gaiwON87Ia50DoKi28/PGD0/iaVoMHes87yy/YMrC/++KhqTzMrtguSnz7XdqcPn9GfeEXGcuQkWaSIv",
-	"raxPxXVyJSL9V5TnczUTUC9a0C2xifbWmtX5Am4Hvf3gfJvHezc9LkUMOqyeoKaQSF0vkxTOJiFIBYeo",
-	"4TUvYBIMKAhsOOZsS2yvs6fby5Lkw5TL5QcLF8P+zk4tstSWTxLfCnXXMQqxRWCYoUxg/PJWe81IvkTP",
-	"Jo59GwdfLwniPAcTUn4TKUVoFHYqBDYJhEbYwhYZyAM2Fdk4iShpGfoPmDiAVBa4agmJj+fPu37v+XOS",
-	"0geTSbLoM3wD6NpXTymrB9hIUyZZk+s3BKRUY4ANLw9sX6v0IIBwAq2NYaCZlBY3Fbmhh+ByALbs2ueg",
-	"5Dib/lia93NtjkSEo4RQ9rUWDq5v0+pItX5tevWh++rH3b8MLzryz4udk9n5XvinLfV11D6tebWClqSf",
-	"Vh9+3PnzdedksXd+1b2Qu3+ZbX0Zbn81an8x7R0p//Wy847vfC323n+sebX8/Nb6tdWDexe/Kkye6wR1",
-	"5+pjc7FYNOEczdMJHaWbJ09rZagv3zyDhoM/1+Xcibx9gN7Tot2MiATNeTcr2q0V2/nz8ZCsLePWUuG5",
-	"RrXYEuyUqN/RkvlA79fE8qvx8HUYv4m/evWXl+cX3749VsfTbPaXw+Pt4x+OF6c/vMtOj06z06OX8cnh",
-	"V77484F+dhwdZj9GW9/Go29bYvnVLNw61b9Ooi/PF2/i3evTi+Otkx8O5qeH3Y9vfrhcvDk60K//LXp/",
-	"rJ/LeHvXP5cvu++nX707nfa+i/4WnYavjnvftb/7W+hnV6fvfP38RHx5EL/54eXWN0cve9/88G75zdGf",
-	"9lphZyKH01d+9OevJifv/9T97n17MXz9Lht2ekp8i+Ve2lr4EMtaf9v3i95L3IIbui9VmMBGKiQd5KDd",
-	"6IxlRSuVFbl6PVwrsyW/AFv3HtsQt0vVPjwArCjXRC2F+Aq6bEXka7LgS8WCXMcteI3Mr2/0AAk5n2rL",
-	"2z78/aoXyMn8vROhGNza5hzeIn2MWulueYF5c7XS/a8HWVaYTUjRSiv4dkEiuQIODvoNljJCtjkq4mst",
-	"LpBl1B3He9DpQJYwKnRY6X21orlmEPkDNmVnVRa27rwLMQNxLfyWVZlyvbm+onU1jL6eD/dG7bi+TsU2",
-	"bOLt+22oQ2irFEPNde0bFO31evZNuw7Htma9DskTUfSzIHTpAy5T2bzoW1rqz7EuHKxiZ+VYyKeidDoc",
-	"d4Q1tN+/f988yMct+vRsKvhk+odBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9U",
-	"i7/duyLXT5LFqtoFFpj+kzEr0GbhkYFUvb/8I0FrPtRn7tkmO30qVhpXIr0GHxyPVDEfBb2q0b71Ndqv",
-	"Qb7GzySFbuvpM1WYrypBRT2O847aPKo7aWqUTbW6gFmSsAn87d6rtTLkWOEnacBtdhp/8XNOcUzGs2nI",
-	"AgLeYYrmVeiAFfudzmQmPmYvZhPM9fmcW95e41yxWw0yuOtLA3ngiTUTalwrwa2dCsDjsurVa92eu7dm",
-	"rxaCPMUcFdftwiBHzgA2VK3Dih9nzUrcybUDqXPk21mfFfhgi3LvvrXY+18g/667dVfdh750USmTKpxh",
-	"nyeYCjP2TJETFdNsoZGCOIYd9XMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OAgJOiLh4qbfvKM",
-	"WwU9O/2/luKjb4YZ19u0GL904qQHBX3TBEsd1Y6KPbRsHiWTOLkL0TfEk8gLYfEYUnrumWL2o7YwI05N",
-	"tMGAJc/SJJqHmSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI19iC6hSxVU",
-	"5rHAfxNmEISTZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68LvOqwC8TbHEAepfNAgy",
-	"EyaME4I/+Nr1pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/EsjJp5cxum42o",
-	"p9YvTlH33uY7w91wL2r6oj1qdnln2NwNt6JmV/RG5m+PFQHJPUjF9E97VArpn3dxVk2Sy+RdOqEkd9V/",
-	"8SKMZKsqf/OFfrQ1A5xGuT4b0iw49ORKLC1SQ+y+eWx/pQUSPoblSmhl5U8eAl4W2V4WshhkVinVUn8J",
-	"0ZEIbKm5O9wLm93IF829UZs3c2qAHe4OHRMITXsi4il7m6VCZOxgniXFMbntJnKY8HQD+Dq7p/MFu3+i",
-	"oP3YKX1r84xB698lwWp31q8jO+luBSUwkTI5T+bZKqVsDNWAUGEl2e86r1ydxVahfJM4GDpZSY9UQrAX",
-	"yUxIPotbSz6dWDzbg7NjfVPxbFwsNvG7ebGJFu0gSTcuMrGy9y7Kzg01Jt8Q/w8G+IC1KKIA+Zo7BIha",
-	"FmIyaZKfLi4EKVcuS3OTFe+rxw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk7sUIlBl44MCrd8ZCqsEqT6Q",
-	"m2GqH2upxhKtGQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9S8VIpGot",
-	"3rIlkbCW5e2QRWbaHZIOPM5F5UKLgYdBL8Z7UdyCXmy79Wth1nc7fHp8lINA5emx9805LvXefPDBqPXN",
-	"9oMdID7yMIM/xPZMGriywggc/uQb+P+JbnkNAdF29zb+oVsmG0DftT1JJ4RBkQer633HU5INyTxjqbjk",
-	"KaQ+hlyVAaEiLvkfF4ZwOeSZ0K2bip4qWChq7iWUlKxlV/rc0ZHY+3XBca30/gmY6w743Tcm8ZPo1KK+",
-	"dpMyflx5lW6sftPrdwXAMgv/BIH1+LCkzdo4qhspC3kt+PefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KS",
-	"K4HolDO+ZJNYXg1kPfjp7N0XJ8eHH96dn3zSKuOLn8CV9Emr3xegry1ymE7FAq175NwzYNO0nj9n7yQw",
-	"ZwZKyAjyBAMgvEcV0TZo8CUMmWOfiK4G0ghx0uWhui5iM9CxhAwFq68oXh6io0KSfPHGwVJ05Hx0Z6Nh",
-	"g6mIfgrUGQDNMVyWiVSpsn0ZsHqgDfaATQWXaiADaCNo7JuP8QzYQfWYM/ExC9iQsDLNtCHtrqM5jhNp",
-	"ZgaXAfhghkvsfgtmMftTzEl/1j8dZIHRkSk4jbuCvIZ62okYBZagz3D6cQ5celm9/rAUPBU5EWcJ/4PV",
-	"13SBp2Iggce5xU4RsQp90xbMiXG1lOE4TWQyVxMivkxFlsZC7UPOF7yF8zaKJZ9MlgM54vEEWDVpC5Eh",
-	"aTcagexEMFAAZs3HqvtFPJ1mikbzbJ4Kz1YEcLYUPGVci7gGlZLkexpmAUoB3PlBfs457FXbTixVJnjU",
-	"z/meZb5aVPbizBVQXtMMmiG8pU+h7Wt4jfCwYSzXUG3Q0ciT84c8vLoErh22SNIrlo3TZH7p4AUl82yY",
-	"fPSs3rjCh5QXe6icBknN02sAvOEsFSrjKfCeQl8QFQimdsaV0jocwA7IxDIrDWTKpTNbiqkE0YeBRScR",
-	"qtFax7KJnnuUGbCyRjDgVIYTwSHjd5+FuqnJRO9RuD8pedshEkYAYTikK3A22tijaV+snBHjOPDZlViK",
-	"yC427b1zMY1lRFTJQWp+6jNgqWX4C1XSfBNZIYoH0rxtUaNYHZGazB+aSmRZLC9V0AC8CAflwb4SKxbF",
-	"wDMXeQNJchZ9Hh4jWVXXswPGc4ONksnEQD+Zj2gJRzBVAfLhUsf0Og4kbXt/r+/769i3WJF8yww54ksW",
-	"RHMBXE3s9wNJMEsjJYDeygxn5U4BCKUZT7MPQGPkgdjkzrf0jkBRqs+E3rfmSLkYhqszadZxPhHq+XNW",
-	"hw4NUwyY0ITi+uPegEihCmg30M0Axggj5JJGfyCbxLV2hZz5NkxvYjnGhawvA7v5QBLYLRSYmi0kdB5I",
-	"RoTU84x8JfMJqB9YPUW0z7jCLd0D891+Ue5hGn6F6GN1uOz0UGmULfpCYx8roljF+cCmClZWHrKC+pc4",
-	"sq6cOjdb0M6qaar4hQZ+1hBzs8Hc97cE83Oh3TEk42w24aBAm7/smf9r7e3hZ8xt3Wd4BRMOV/HGrRh+",
-	"8QHqE/DXw+IISbVO9fY///H/9HwfimtUw8Px8yhi8xkRZc+nGKCFJ4BbjSEvWpNY0erBj3MuszhbBux/",
-	"/r8smMs4O0xUFnisQ0Ns4HfFj3M+sXOjP7Tac+ykFq35V80c4j6z32d12jqGPg5w1pmWIgiAjhVDQJKf",
-	"19AVJx9mBo1njDrjtW+w58FYwfyk3NEQMD1r212PBVMxTQL2z//7/2Md3/c91mq1oLhOd8OhiteNXIiP",
-	"EK2GFN2IcIYIRd7caxZBCCqt3JId3I1QhkVFVxy2de5pViGfiYhNsFAyTZNLngEWH9Rp2V3rwLTh2a9r",
-	"GQOd48NEW8soVrqdzvPneZKeE27Hrujzn5d5RYkUfT0dJZ+XLb7iQGpoJEru33ZjjfXA5IDaAAulcwcN",
-	"GDToMLbAXulLH2NWxfzIenBaep/Nc5tHy4Tyehq4wrkSkf7qyiXH6sFxwU1VeEV/koIWq9zDC64G0s1e",
-	"AEnEWRSPwAagXK56mVmfEbF+o5rk3qAvrTaoElB4tGYa2XWjpQJeeU7ZMFZZ7BcZ3A0JPtuIAx/i7hgB",
-	"go8NJFeG4510z0o6fNQz1tc8Ff3Mt7mZN+RR13L83bvjIzwPl0kS6cfiUDQ2Z1gnldbMVhHZElPaqubJ",
-	"GisOafX+ms3Q7XRazNj3LBU/AIOOebj78SMq4VAcZzpdZrjfHm2FvU5zJ2qLZpfvjpp7YWfY7IlutMU7",
-	"o/bQDx85sfs0llpQl2KOcHdA/btn1WFQSJYiqyJ67/R8z7pSD5PpjMulxfcpeFj7NVM88sdhGl+OMxVH",
-	"YjaZT4e5n9a84SLmFO5a80tzcdufUduzyEAFx7X1c2/VvBpcgOY5fb/k/74329EsMS0RyI+QUa0PatCn",
-	"T15N76sTbNad62PXZQ/d8nCqjUVfSazf3tpu9fxaxaTX3hvvNzsk9zc7OTmsrS7Ejb7y4hrUjrjkzH65",
-	"trIeDjpVd7fmrkzNDMIujnUOb/m1tYvUyRfpr3pDT6dJFGdLglbqbbX9WtmDeTjmIz3aKFZjpo85180a",
-	"BafW73g1o9UANVSrV/Nq82Ra69deHgCsUqjP9Na27/udvXa31wHHcalts/OKjH84WqrTyeazQsO1ds1t",
-	"WrdMDePHoGH9T32UcTPWLsZcXrFlMgcxCYlVw7nSEwJe2QfZprWzN82dnV3dO9yrULl3B8b6qitkTeav",
-	"EcxZQtGEn6NmMDU8/xu633EAdyHptw711VHindt3XasLbYTSTWRiKHlwdlWpMEmB9pLbp+CdIjXV3G7O",
-	"3Z+XIkixwHIEagnBT7KSE79CS7jNp5+/Yt+A8XfuXJlEXfuXrI+7C51pevTZRLu3v0HduqDKmM9Bw8XS",
-	"httGVVHNAHGVziYvE8gmhkZ+HdEY3CvleAxuT+fA3xyTqUqruR1wrRDSJ/+yUKxeyE6xxlRkAVZ4ZrHH",
-	"Gx76gi3BJ3iIs2TBUyj+ydHZA48Rlwn4SfFF5oRXchI1NZB1NwmmYaWX87hRA26OxWjj64HYTImG7ehV",
-	"7uVHdOx+obRlFo0CVsdOaVMEfC+rRSYeGy4HEmc1SVnwY4CALY0S7FDB8tBdPTt6ZfErcA4xYxmCWXoh",
-	"IM46QkSK3PPbZ4txwobxZKIQpMPhaycUSUi/9IzHzGMAP4kOb1C0PLsMhdhVcSE9chAizV1EEcGInb0x",
-	"v8TQD6mjmCKeAfYXjWGKnExIYzoB/Cf9gWgOcMECeuE4bAsRkzUe20Koz+72b89ZmGgbLounwriNqHcV",
-	"ZPYtdmBT12nlA1aXEKsLnr8AXoFVhKCBvBSZAjwDi0akWypDkShGdUsLvqyyqV+L7DaD+pY0BLq/jqOH",
-	"yURIszNipN3kuj0zz9/nvi0ifsyiUQEuvfa7s6NXzXary/75j//CvW0m9Zliw2UmVKO2Pg3i4qYDxurv",
-	"3rITkWUihSwUmzoyjCWHTJOVQtUbdAOoFQBkiyRl9bXSo7HajzImASEDHcUKSCsI27HY8Ht0Npwdveqz",
-	"gGcZD8dT8E2O4onQR/0PA2MhNY1l1JpFI6oWzuf3Tu9uUMX7hP34GLhrP1ezeIGRz/WQkIfwd/BtV4pl",
-	"Zp2XWhhT7dJQhIkWxgHFVUWEBC70g41V2d98sfyGTwUGtSGSZ6ufjLzncMwg02E0TwnMCblg2JnlJXec",
-	"epbgtsUO8+gu132HwqbU7Z0bL+Ss2+mw+jDRBy8VmEXQAGx7t+x3tdwHm3lM8t0OcGN7yr7w0BaVB25o",
-	"26EncpHLf0+LCDbAA8gtWzu1VnKdIx01myZSLAtlDoaDKTImjqueJ3PwOFOALI0M5UOS9gcy5GrsMc7C",
-	"sQiv9D+GXF4hLfYITQBjnWgF0MRYz1B/DUgRtgUCICwDNk2uDav1kkUJoVe5RNVggFmJi0ozt3p1rCCw",
-	"7wFtMzwAZg0y5geYpSOh9kA1yhRgRKhrQ6stp50kHcjA5SUmE875HfTuAxJ/Q67HRa79G3ZKDDZaBf+Z",
-	"ckslrBpPEH42iYGMwWDfOrIKMzKQdSzDiSULXoRQVZebqPZPlt+70WI204apLJnhtBRTRbTdFUduQgck",
-	"5VCgHKirsTiI4kkmmp0tEhPPVl4+Enfwk1hlnjsuh2jLd8Jl8AxuTr122m4tJF/0ietrIPOMIjeHpOXg",
-	"RDq2F+Yz5X5HE9MOnJV272p7DRJvG9SQYdqkcr+L9brm5FjbXJvEVbDulSHUA6ijWJPCFThB0Up3KAIs",
-	"bxYjrfKO0llcHxr1iNceHKjoSN23HHa4DejIWzgsMwllpWI/h05w01TxK3q3YLxZtwY/GgWnwpBE4UYS",
-	"83OUDO+eIdxfKlD788Vme1En3BFt3twadkfNLt8WTSypHrVFJ9oKu8Mef+SxWbiGyhCI8Mv8ilsKlYk0",
-	"4svKMKGJEqLMqvXpk8RJcl0me90rEOVYaQaxNd0qxOXuECAqbONCgOhfHfn5LFfH+tCPvRzdyI+5P+8f",
-	"+hEbRn5MS48p5GP69K9ZGVdhcWdov2JW9XWBzN+/OfPlKYj0aE0mlJGO6ADvRtlM+Vw76sVP9K9jDDdF",
-	"YiKqEAXPhTZXlNOdovS6MRU/1/vrSN6YGcyIaawyfiWsbYUa6jCZy1BEaHZgu+6pHPLwql8wstB6sHaW",
-	"fgV9SdbvY981LirH4KknqXFyESe/zfOHzGn91H5uWAG2kV7VCKwLtDYrjCPdC8yDL9h0uaspFaM5ouy5",
-	"U1gwagzj9AjgavaJ/D9fBK17Vzm0TA54rNCPpXthOxAVclsLFUplg2FN3M1mtHbzLqViJjj1CAbPJ1TG",
-	"pBulopIqCmA9T+e0mX4OzRaB+2iz0iRoaxSMc8IvKxRp2e36UCTD9oj9izF4aE8+lhsXOvNvduH+211i",
-	"6OVaOYD3vbcwH+1G3n3L7qQM734hogAi7bagBvDx82UhOM64ukJqpUuRl9tWpS3YxP0lUzyO1lWDJgvp",
-	"VITevUAT69CiFtQPoLovIqhuKlWoUBFVblpb8F8zNMx4QIDRdZWmkFGQ15eyUnnpwYYhlhZzsleeVZRF",
-	"gnusR3F9x7lDRFN6oMjtAeVadYdL38uLt7xCGePB2bEpEdCaJZ80tE2m4o/Z2PRrj3I09bYhBWCD2I/e",
-	"cI8p8qPouX9JEh0maHBT7It08uAkMpu8sb/eaH2KDH2+mfOZZPUlGWmWKeSSDYX1Xa47n1oZzlFpt1ya",
-	"u98WW31RisOEwdw4cwJCkqvMmZzfLFH9LSqAxZs2u+v2qx/cY5vy1QtZoBfUmxWQbHOnez3OlCWrJ8ja",
-	"cAwlsOBdAwSLRRpnUIPZ87cwT2wRK9Fnc2mf9gDrtgnsj3UwePQJMzXjaawHrBdf6zog7Vb/pJX5MGMO",
-	"mIH5DERMwA6UCSq/w6V+XGDFIIwhTKZQIwkbB7ECnGr4AxOdMdpPlvLRKA6RrjLLa+spaZwUio7vb0rg",
-	"fy54BJUGD8/hrz+9/Flp/KEFPQ2wO+573dB5ugeIo1MEWRz6kdmZzlarRHK8gEJ4erhA8qe1nn0Gwldr",
-	"vIZG1JW7PX8rl7t04N3CzI0l77wgJR4GxBFp5pb7VOu/boitslgq2Rq0OyE9080weGM2ci5gSuX8d0Ex",
-	"rIBbAKAAE2h+a8EW9vUtWgiJIjYxhKmVyOD0jjEFgEVixOeTrJ/DMBC+gWLBX5tbHvM9tuWxHY+1u98H",
-	"a85nsQeff0ypUyvIozcNChLCaGoKKOqIDEGVb16NRnfEl3qRmlue7215O167+/2dIkmlIa9lbjCLRg8+",
-	"ccv/LNmJ58AsUpjwfCvcjEs1r0zmQaCAKgiqlRb2GSTvXYklZmkbV1uLBc5eC1z2YhbxpUIn4D//r/8E",
-	"qgO256BF7HqIvw7x+hwugSBd3K8aPE+Tfkj+Z7hj9VmOJeMqJLheqBygALkRInAUhbIeScQ+MSTIhQwO",
-	"g70SQw1BoghyyZBGE+3vqog4m1eLiPvGoe2JLt7kugVtfguaXuyX52K5oG9+IcQVmguVcgIdpBViYufz",
-	"JcRDx5krp+Licc/BBlLS5qdZl+xTWdwDRjR/temcQGx1HzmvtS8oDmtCrZgtc7s97lhZbOahyI8lQyIy",
-	"A1K0msWJ0jaOGMb/QMrmPo5nirk1ay6vW+ErDCHl7B9ihXCBJksjL/3q+R1WDw6Lb5eAUIDFR98HE56J",
-	"FNDXlKHCWBt5S5DmHdvPU0kgmJLH5VaF/xHM8FszyE2IKfJ5BpqQm+esBPS6x9vDjuGmaHb59rC5G+4g",
-	"c0WHbw27Ye+XoqroVqv1MC4nErXRLqo9FcGgCOpsNAWveSYWfPnIglH5vnaE1du8gpXk1EIMx0ly1TTE",
-	"PneyEu1LrG5TfrcbxTLaFnsLdJOorpIFNU4Wko1FKlqVAPDvsVMvbZ8+R3VBDA2DvO9m/O1etPf6XZPx",
-	"VxztF0lydSXEDMBfljLUD5DNei44tID4FZBlrm87mGA3pbzmEVEKpbpihoOIat97yH5CwfZ2s807w+aO",
-	"FiS7ojtq9vj2cCfcjfaEP3K8G1Zh8mrzAg+MnivVouECAQweceReWVNVaCe3tFyboiuX1mgTlGW9g+yW",
-	"ebJN7ysB6Miq1pRLfikqgZLpmXy6HSHwfuVvLmRyyCeTIQ+vUOO/pvP103+QftMaJtHyf3sxTyefbghR",
-	"ayVa3ynUlGLXbdRNDAciwHpdE+Mjwk9iucYL5PXSEgJsv4E00PcmihwLrbsQm12fBUaCQZZT/t048hx0",
-	"V4km5kASqSBA49mInZd/BaIbGZ/OAlZ/J+OPJlpheRB4lonpLGtQcr15T8WXkmfzVAR9Fly3vTypdciV",
-	"2O7q9788PThsvv3yoNPbhqL7gQx+ynv/qfXTSic+tX7SM/YJEJuXeRatwKphCgpo8TqQSARDtfPUKIap",
-	"gsVYifBD0GixV242O/6VszTJyMm1SAbSjkRRyaLMPKaEVqQyTGjjTM04sI1B4WIBvQ9iFVgoPpB6tUax",
-	"gKjZDyJE1lkYmGIjnqKCqq2u+uqOmcTDlAOHMJ9MksVA9oiOUWHKHFEjMKe7sWRhAv5/bAmp3FY+PZD4",
-	"7SXiJ2jluqoMgXbHy+vKXK0KyUbbrrUusT5f6s/S/VZyvwrblGJF+UYF7W/KI3Frv+zi3Ni9mf5uqr/z",
-	"f/zVb+59//v/2IxSARAUs0WCe6eZbyh9WgB+M8RNi1CcgbOwt/bcPnpjzz+7PGEzPwRumM0dMOW435J1",
-	"Pn401cZU+9Pu2QWe8vTKONMJXyRKJMV62n613mZEvRa9l4kU+8YIIJ0GchRWckOgKuzmeMSBpH0/m6sx",
-	"Jg5lTntUUV82dy9jBcU3nL07P9Hv6LdNvV6W9FnHbzvwj6bzBmRcL7fuXoCiL/AGEjVKCAICRD0HBG4h",
-	"KfcCJJyIwO4suPUBKdmqrgWFdiDbO3nqTMeAZOoep7Z+zqhgAeEFWgRev7tbKH2TCZsrkQKCiT4JM67U",
-	"ItHGPR/IWZJmrJ6D5jZQMrb11Gz3els9vDzH+ssGPpicbLP5cBKHLJb6UIqsrz83SZKZvsI9Nkvja54J",
-	"Vm/7L3Y91t7ptNrbL9odj7X39D93X7S3PTYKfb/ff7HT8Ii3PW1+c3DhQSC7OUlCPhnIent7r9XpdfEF",
-	"satfaPsA5zvJ4pAr4HZJBQQeoxyihUsLcAxu3YngEfDdHJ9ddwcySZmKM4GtoGhg9aDff7G3HXgs6PdH",
-	"o9Go7/d9+sV2tz8a7Q3tA+bndr//orurd0LQ8f2O7hz8fSRC7CnwYErd6rbtEBVUATJ3PfidzULT82zi",
-	"2nq9BhK6ngqVTK6RrQc4QqH+ceqtoKDP0wmViwKrrB4YX2rRzDN2FcsIII4dBq8Fl5mITGknPIYNmyb1",
-	"ucIPOm9BLrmeaoiGcq0BoDQgseDR/X70zVvrkjWvE4stffjA0LsDgn3ORHZ28N35y28/vH/5xZdv3nz9",
-	"4eDk5M37D2fnx386uHj5B8RwrweA95rOZYAcBHHmQTYULmgkrsUkmWnzpzGQmIQA1N54cuDg6KNq9in1",
-	"D0CTActIpNNYqTiRcNzezoeQGAjwwgnjTIt0ygiEw2Afx802S5NMhBniDEU8495ADgXUFgQlLVqrbYWg",
-	"TwDDsCnvzxHlwTHnnsNuAzP7g/5D6znlNFJZbut5sF/A2yl81/k9POiK3IGER6iHLW2DBi0WPA+qh5qM",
-	"KH4Cs7GCK0zVbmog69yWia+Mdh8pDIAFr1/V7UaLvTEZI8R7C/yzCEeEJHdOp+C/8pLW0WBEPn9ewNRf",
-	"1frUTITxyKSKXLcx7Aywx3A9BANpDBRIb4RyAoJ8hgeeEX4NVhs4tkG1jr9OiUcoJX0Rr97AcNzNKdvX",
-	"dkScwi6jqky9fHqM+r45R/oOcMjSeewx5TFQZj225eN/O2ysfzf2WNuH/+3q/+34bAxbSmvsA4nw+//9",
-	"P9o++x2KJ3Kp6nsD0zuTFFJ7QNyoBArIC6lX1k2jv9jYxx4RoBQnwkSrViAVTWyIDrptP1cXivcy1vpC",
-	"mUSUsB5Eg3LDjTM1B4Lq0XySf70eFP0pgRGScThutNiR0wu8NpTLb0HF4xBj7LNIRHPcr5CB7C677jkO",
-	"wijEzxQL9GAB6gpbHUjQHFwBDS/NUwGVK1zbmYAxXr5vjcQC6WCpwZGVBZFhLk7esjGXkRprQZn/Xm/C",
-	"iCXzLLD5dqTz1YMvLy7O9EJSwJVq1NVAusDxlsk8ubwHfjdmR60D8eZRpBUJ3PH5Qtex4GaRzCeRkSsk",
-	"e1ALzBZQlzOHYIkBAScLtdEnUpZ7goCbTiB+31hIz+bWDqRMFl4OuBDOU6imtgrirRjhq3XcA7lSl51X",
-	"Na1FUsc+KVtEj0mmpu8DiSGgiKkYEAbOb6+Z10uBBWX4jfVw5mWP3MPgmf/sxfC5GPlFYMt3eDvsiK1R",
-	"szvsRc1uuC2au6Md3twb5nzbj7c0ftW8q3BU388lvalPedN4fGk74h598MQEB1j31+ncBwlV69fQR3c6",
-	"+vrbvXT39dff/ZheLH54d3a0e3xy9pfjpHPCT/jbxeve7MvLb3+/fXW0+MPnhQbuuYzv42yMAZ1bYKDt",
-	"sXbRAHgUfSYKdC4tnLqKCtGP87qKEgA9eCQQAU979zHtXddP5mwoHCSrOx4mmSwaTylCT6AH9wzQGeTs",
-	"lSDdLTG6ynD9xslFrqpVdDdY6sosAfeNcbPm8TbEikzSyyTLBOl5WsWrckcoY45rladkKBpXBGjJWNAo",
-	"L7UYj+LIAeKu9r80DD6Y8T3kJFOpyqzDYU1O0B2V46LTPKoskr9NPP6L0n5wvNFTFs9jOe+4IHc/7956",
-	"XHzHIicnS35VNVrsoCKpzknXuSGB7rXIfqMn5d/JpvjFNavb9KknYfRYhBEga99dEs14Fo4rELQhR1qZ",
-	"cBhEvljdRqYA/dIh4gictwNW11bidJZBCag+NimpKnGmn83PSUDMs3eO9pR60HfjFquqAyHAEnRti1Eh",
-	"gf2N1o8s9a9hWF7xYhsD1szfM2VhL61TWe3n7wUA2VrQtkAPY3Wseonm6DVutNjXYqkszy1TGV/a0gWe",
-	"EvtDiFnr99XMjKX+i2po72YR/y1paPf06xUvhuda6q9I8vsKaJziX7X37fmv/xqEQwUHNHpCWXyqSbqH",
-	"6wCl+wO6Dl7oY3g70DwvpSOY5F2bMhZnmPsVKzegA5k1izHPELQ8U4VrfR+x+RII86AAYIkUjRbr+J0+",
-	"Q2yd/VJ6MPz3OM8RHicLiNECW8ZjdkywA8cpjqkwOU46m2ElopuXDI4XSnrtsxnG53nmUawfMxzc8D66",
-	"bhxkRwtI5rAhlqplY3n5GzX4Ove4fY+jTTEQN74iIB0UiZRMkKACM5AWDLf8E0zU5QMCPpVFJcv0T+uP",
-	"HGUjmJNHFYyUvNPt/EbxnjaeDy2vC/kIv13Qp1suY8yvYZlQGV6H97+EMT+5aQJq627j1/H1Su4VRDbx",
-	"Rc9CMeSZ0FjyAYyH4mMO1YV4wOLjLE7FIYZMj+VbXKOgwYqZpJQVrDB936bleyZRJO9Bzr84gavcw1Qj",
-	"YS7YFKGrFnEWjpF30vgvJ4lCDqs8sQ5PHJj2iO5ETendp3uhWutG0Ge+MatNZ0z/MMXGIyIa+q3JTL6C",
-	"hCAzV6vDN2M1U4AazqNWO4xOYIYaEwFqQlWYrYH8jDwx3LeY9lXMDgMemrw8icWSzXVn3flHWlCeMZlA",
-	"co/ii4bDiXJjjhi2nJcq5EAkpTlekxmwX2znJrKTst/8xgSwCvBn6CkJBAo//ypVrMdEp7LJEuNVVtwn",
-	"P19e2ZboRO3QHzb3+O6o2RU7UXM33B42e7w7Mn973Hll1bK01vfv6g7BTX5OVYVVismXyYJNEpJXjni+",
-	"EmJm63sAWQwdxOZEBj99Cuih2MGdrD2lkP0m03Dyk52rGE+Os6dMnV9Kw8eru8Ld9swE229T+aEr6XX1",
-	"NX9SrpEydVhOVRVgnkZiNkmWIrIAsGkOGRerYj2bPi1UuHX27ouT48MP785PWoVTvWKCAlAEjWMFJ+Ij",
-	"hZS4NHYjKs8Syr+VYllyBcn4pPrDj7ZG80osweijm+6gAMBaQWRxbCHnZyVgpUYfVWThMWQcTAWPPARI",
-	"d6F3PWJibbG3WE8BgGOqb+Dw//l//mcBD59+hhIhS5LyYuWJHO3dGc4K+NPqgF6CCWGKsbMEKTGRuDOR",
-	"hHHUZ4pPhFHNAaKHzfilngY+m6WA3AMU8yKcxNKwxuCF4U7voUPCotbQhOScoSXYJwLUTQp8os8U8oDq",
-	"JYcg7Onx0TPFIh5PlmzIs3DsMSmAEoW6A10bCeH26whL4qq69F4bABQU6ReBAL0CqYxXgMSiIjvU+/O7",
-	"3cQ/XecnB4ZnKs+XuUIJ1KYcCnYojkpve4h3teVDIRPu7GJ9cymxZgVtwxk6+P+qBy5SS1IKhPvQhAdH",
-	"B7u9YY2c4oUztiqIVhsHOCs0vgzmmIEcM4XFtAWdD7voQWv2Vr5rJgmVD7K6ypJUqIbzpRPzx9u/c3p8",
-	"pFjd0tvyEAgSVDV0ldvGafmVirbOqeKR6dMuRaqeMW1rk8kep8CkMEomcQKbIBnlPLuFCsm8VfPFisZO",
-	"4msB0L14dgtAvoooBLScR5s//6SD7Pvp+0//KwAA//8=",
+	"7P3bkiM3kicOvwqMM38rUk2ygqc8MK1tJuvUSqlOXZXVakmprQAjwGQogwAVAJNFlcqsrz7bvZ292CfY",
+	"+R7hu//2TfQkf4M7EIE4kZFZmWr1bM/YjCqDETg4HA6HH37+sRWI5UpwxpVsTT+22Ae6XMUM/n26WsVR",
+	"QFUk+Bl/w64jttGP5Xq5pMm2NW2dckKzd0jESYJvdVvXNF4z/faM8iv9XxoEYs3VcyrVM7FOWtOW542H",
+	"rW4rEWsV8cuX6+WM6ceDwcDzPG84aX3qtmZrGXEmYTg0DJP8P59HnA30J0PPI49ZSBPyVrW67s/D1pSv",
+	"47jbCiKlh/xGrHlI3ojgqtVtrYRUNH4sQtaatg6PDg7GrW5LKqr03+d/1QMIZ/QlXeq/bfsJY4qcrpVo",
+	"dVtsSaO4NW2JDWfJvwf6DQkv0LUS/UAs9TtcRWp7vl3pRuI4aHVbMbukcV2z5A1b0Sghz58/1kNcCK5f",
+	"+8NgMhhOJhNvcHjY6rYU/XAWOrQ8ODw6bnVbGzaTEYx+odRKTh8+rBrTp25rEUkl9Bp+/7FFVWvaGnrD",
+	"Sc8b9bzh+eBwOpxMPe+7VrfFBbT2dj1bRkqxkAhO1IIRGV3y3npFVvSSdeEvFhIWs0AlgkcBjeMtmW3J",
+	"C5pElJzG1zRhPyNtL3V70rbX+tQtDmB87h1PB15+AO94yJJNEmlOIVLRRLGw7zQY8feG9T790G1FYWva",
+	"mg2CYThi4958Qg9649lh0DsKj1nPmw/ocDYKxuGEtbq4dBIIwXFFioPGNxbR6jVLAsb1YA+8vufp7iV3",
+	"FmE8Gg702kQqxnY4vdTjXTJgbT1V08W5WJJHLLhiSXX748r2jw4PJm77ptkfqsjQzWh8umN916uQll5x",
+	"V+DTp27rMU3C13S7ZFy9YfM1D6ukQCKuWUhWNFEkwZccIUCXeu/rPiY4MXyArTG9WmbCAU3CRwnVXbT+",
+	"EkmqHyWsNMThQA9xZJnEvPJoa/bUIyGurhhbaeJHXLHLBARUq9sKWRBHnL1hVApuRUPIVkJG6iy0D4B/",
+	"DPvMexPvYNAbHw6PesfHI683nk2Cg/CQHc2P9Ygjfi2igOmPW6PgmB3MB7R3NBuGvfF8ctijXjDuHQzY",
+	"MDyeHc0P6ST7JJV4Zy//0hugMLyKYOopBeNs9QeDwQBkxzWLR2+BT+Y0lqzbWrIkWFCuTlHEwlAOw5Hm",
+	"c9abzMZBb8yOaO94fjDoDQMvPJodsjEdjFrd1hKmOj4+GBx4R4ejo6MjLXPoliWGlE8op+SbRaTmEYv1",
+	"iBJDutYrzkiwoHNN5DCSC7KhkiRMrROOexMn8WquV9dsRk0Trzc+GBz2jo6Gx70RzagJX2iW0IQcjzxv",
+	"cnx8dATSTtJrFmouTKeshfRatqYty3lFRn1LY1bPppLGjCxpyKw8W9EtyLJKph143p1w7eDofHA8HU+m",
+	"g2EF11pebMygDYl6LwyqCfi7Zk+kU8aC9u8cgw2Go4E3yTOYSta1/HWGdHlMecDimBXkYPqYGPrVSMAc",
+	"M72mkcNIdQw2o7Fu3P08sL3lWWxy7h1NvVQw2pcaiMZKjh2fDybZYdxczgZrqcSSJY/FckX5NlXCzOOn",
+	"Rm8ySqH891kSXS6UjEK2itfLWcQvjfZkv3D3iH32GnWjwsOEzeFAt1snjq4ZrA8qa91WuGZPQMXDN+Y0",
+	"AioqtlxpHdgz2+vz9srI7I43bBnptdRkxf4qdoje8WeKLbUa8gP+iQOJI608gzI3ffhwMDzse32vP5ge",
+	"eUfewxXdPvxOjfmfjzZPh8m3B+szT7we0beH4bPB5ZeTH7/WGmEsUDm3Kxav2UxwzhR5RK9YsiVPxIYr",
+	"sdGLtmRLYUd595s2cmiwQiFt5rsSlnrm10TMYrbMNi2QMFvT9AES0XP2r2lRBgsWrmMWvmXc6VYyHr7O",
+	"Ny4ZV7kX1F8imv5ppUC6j1CvUkLR2N2Min44tRscHrnSAjdNXla8WjFuxUSX6GUmum+tM1s2rTiHRgf9",
+	"ye1FR/p5TnSY3VMUFOZxrUzwxlNv8pkyoZUKbvKYKpboT/DWU5QTIeX03zf27cC8XCkiykdCQVw4V6nx",
+	"UetWgsPQYtwbeecga418vB9RMrytKHFY52jch7tDIJZLEUZqay69k9HAA7VYBkm0goWath67Wl3CuGb2",
+	"buunNYWbrJ5+geUP+qMJPnqD9Dns67/XPFKPhYQLzbA/GsIzsWxNW09P4e4RaDYdHejb/vFgPBnibdC2",
+	"Op4Yds2P2S6PO+InZrEI5SGRTK1X+QEPqvaoM2Bs0x3vpJ+O1vyoR6v/+SmT0MMGEvqnwV8Og78eLx+N",
+	"+HeTq+dHmzdD9e3B6sl48cz78e2tJHTrfEH5FdmKNZmLRP83IdZQ0m/9vWR36/Wr3uHhkSb130OA18mn",
+	"VKSn2ziV6mLFeF6gD0ZefzCp4m5HoD+PNIvkrhZwdyBibkW6JO1Ib0IilpEi6Z7sEks8ZNR00p1M3ud2",
+	"bZWqeNRY4FdpijcX9wfng4GjURbE/bNEcEVCJq+aa33xOpJ9kSh2Sf/d2Bv7Irksi/Ln60iSV/Biq6na",
+	"l0nrW2t+R/NDdhBOgt54NqK98fB40Dtih/OefqYfDY8HR/XienxTcd1Q1fvyarh8eTD7ixf8dfzz8yP6",
+	"dhA+m1x+dfzTNyP25vB3qOrlWGg4HXnT8fi71p2oe58hHfLsvEM66GnkpcNRrbbX/aeW9k8t7ebb/v9O",
+	"/eGONIbfnYbwQ6YivKaJ2fiumqCf9jQxrJpANpFaEGq1AlAKKKoFJKBJeINb4F4bZSZh/ilgGgmYlmIf",
+	"VOtuRMzgnxfBf14E/wtfBG/iLLmJ76Khf0EtRAhWOhCZZf0z73fZ4z+Ys4SBoLyRy+DTPd2FP1Y5l9iH",
+	"VQQCaTAcHlmSHtPBbBiMwt6YTea9MT2Y9Y6Cw7DnscF8SEezcTCp9ihCf7sIBi+kkr1Ask+fd1sfeucD",
+	"bzoYlvRxI30ddTxR78s6+e4b+3OzpdKdU/IIBiq6ZsRuvdyBm48xGXsD8ljwS/2MnF6zUphJ6+06UowM",
+	"hiCqUNycrqWKKpwr4543gRP0IDszbCxJaMb677NUAMxg/5tzDhZ7wo7mXjCc9QbhmOp7atA71ldUejCb",
+	"BONwxIZzvbS8gSgRySXl0c8Y5gOqxHzIRuE46E1mB7Q3Pj486h3R41nPCwbhkI3mYzqZVUamwPYuxNQc",
+	"egPYVQGLVqpOsuWjblzvGywPxDws2XfY3+mSJVFAHz5eRAG9FJVBDMOeNzgHpkqDGN6wYJ1odWGXWf6U",
+	"LAVXi3hLJEsiJrtkxuYiYSRSksyjRKqdvr2JlX2F5T7seQPgdFdh+n2oQbuvUVutu4y7Lb2t50pLtsEQ",
+	"/nrF867owfGIToJB75AN571DOpj1jq0oOqCHs6PgOAS9RrHkGvYt0Nl59BhJOCgoP1obiz60pq03T8/1",
+	"21KuWWje9VCYnWX+baMM4Zn8/ccmCsMLs94JUzTiEI9TVhdqdIN0ueu0g3s/pTn7oM40TfR6pJw2GlRY",
+	"WUoHj5bOqbv7KlqtXMJCiFW50fLGXK8CsYz4ZWv6ff5V/GPYgwMK/xjpX34o7dfy7qjar7usrrhZq22o",
+	"/9yT/9yT/9yTd7Anf9C7csEojvdj6yxky5VQEBS4iukWz9L8Svp6Kv4UQqwolxuWkEgSShL4Qm9dygmj",
+	"SRyxhCTspzWTCo0iEGRKl4z4aT/Btvc12/p9UIDBa6DVxGTNQMH4aR0lLCNesGBLCgHNfL3UhIAXf+i2",
+	"FAbiSqX3JyqJEUYoF4Z+sfa8UfDRKHl6rHpMenVB7nyC39kJSVj8xwtY9YuWT9pvnj0mR8Ojow7ZLBgE",
+	"l2n1QU86/fSE0Bl4+03wmd4x8EN+ajiA2gulvnv1DM3kv8XRMlJ/HE70R8ODYJ1IkfyRbb/yzn4U0Ysf",
+	"T7cv33qbF1vvw8tnf/7w8lxsXj4Rm5d/EdHzx1+tvnt8dnD248sfX33zbvjdj88WZ9yrml3LpWuZjm+Y",
+	"SrZGJBWp+ZYFgoeSKEE2NFJWrVLJVotUekkjnpv8eLhrTZcRj5Z6WQfpeoKNiSWtT3okK5rQJVOGUR8D",
+	"McpjerWiP60ZgdC6SHDgRhPQTCWZQ6B4ZMIDE3YdibU0TPxAEl9zzZTgGv36t/+s5gbcLn3yahkpEDS6",
+	"MdQjkRFCQbhQZLaO4pCIhGihc6nVzTwrfMZCgjxvTVs/rVHRNlcC5JDcii7ph+eMX6pFazrRR8oy4vbv",
+	"QdW+cYR8kbTnC5baOKMwP5fGNjC49MGBZMYchTt3+lwkSwglX6/hzaqdvoxUebSvtRoho59Zlwx+/dv/",
+	"HHhenzxhc7qOFRlOcqMfTqrJCdsvR80QG8BP0qFFXI2G+nyhHwwHe153Nz+XVaE6iif2vZT2bdSMOqVF",
+	"aKwc3PUifNIfy5XgEnNMHtHwT1SxDd3qvwLBFZhBPracxJKHxobyhx8htDOfpLJKRMCkFMk7Tq9pFNNZ",
+	"MfD3MU1Ckr5GWJIA46fXt1CrGbGhYZB/OYxC2KAJW4prBttXv3FCIqWF+hVbqT45T7Yowkis9b6+cyhP",
+	"vGEWsF8YyNoZcEqoGnGPBJAPZzTsXRp6ATEzyv9rAmaqf3mYJfQ8xF/lQ2uFgU/KjFOYNFqv++SlUAvN",
+	"TRsqjWAKtYAzQhvmSjYiuZL91qeuXsk3eBrdciUN0z7TSrHML6FhfDIT4Rb1g2UkpR4FqMZg7QUVk6gF",
+	"VVaq0jAkYAAuL/Wz6IORxbozEkdSQdwucocJz2A8hJesYpIdU/ASTDN/Dfi+tVxLfboRSq5pHIV2fCZ1",
+	"KbMYf9+Ckx/GjOPUZ+PxoO95XRg8qExwiSHG42M//n7wQz/Th7MuL+GCo88YyonX+uFTxoZjLWUsG55x",
+	"HJqZVmPeg6/QTKbZaEljvdlZeFYworywPxAtA9IjFKXI/S2F7qCvbz7uIoAUum9KwFnw2uoceWLAkUPE",
+	"Wmn1ItF76F6JAEPp42nkEkKRpZCKDLz75ou7EEmnSIYugdmQVJvrAhNlf2uFCTUsMkvElV7vZB0z0o54",
+	"EK9D0CzJspYbO33iI+V8sqQrSRgNFkTM54zDt2YQV2zLQq0RapW9q3dppCRZMinpJZN9chpLQSiKpgDW",
+	"ea4HlvVrtPxNlDDSNj329et+p2tcvnZF53pmIUq4mVAL4j9GOdpDTcyH9/3zhHI5Z0nvKQ+EHqufNWxU",
+	"zvIrJ3h6Cc5ZgOmaWloyToJYSBZ2QIg/E8ksCkPGbynDuVDfinXyyrEpF23uQl+JiGt1fiBJAzlxqleC",
+	"JIyGkggeb2EZxIYXm1qJRM1FHIkTspZ4ZLtvvI9CvRXhxq/EFePE6iNdYjUf8Jn0xnQ46x0VtSL3dB97",
+	"o2z7vBQKW3V7a7yJ5inh9X5wm3i7liuGLjSXkOnjYn/Veo37kl55aT8/0SyhaKCIXK807Won6C5q9v0t",
+	"Z7hiCRzhgr9JdcncIWLO9+y9mqlFMt09nLFQIhOlX6URl320/3XJZhEFaF84fX0GPBUKJuHMXdBrVjv9",
+	"11mbqfp7m7nfldKmRx7T4Ko0Y6VpIlYMIy4MVdp+xfiNTEBqEq3gFxvrdEsbKMc9pO1Xs4WWbea+C0Ib",
+	"G6cVux/1FdSs4xgu13pXt/3KDeWjnHop1DNhMlFvJ6bSzzOee8evuO46Cit57aVIA3UsxzW5y6Jg00vi",
+	"TCPPZeO8FAHTQ2Pe4kL18Iu74a2Xgsh1sNBiUawTfYEvro47D3IWgm2svK6SXDKFMwdDHppOYPVe020s",
+	"aHguxHOaXLJbLqJyPs8W8ZE+h8U1S8iAvIge1QpEu4Rwbpf0JP1pbo0GjiR4436qhCAxDKPpgq1w9j0l",
+	"RA+/vDuhkJuV5rmUEEB4M/LzaMnE+rb3NBmLjaZyBd31T/YGgpoqDYkyvTVaiUCzSrEZyZJrMBDTUNZc",
+	"S+uV42ybHZWXMBtbs7Uzrffsd/e0cjuo8EDmqEraI4/I1La4WYg4batzM1qRl0xTmQKcg7HNi7Wil2yK",
+	"12qwYk+8EbDSW5ZcRwErWF1uwU7rOrvNE6rojEpG1jzRqrkxlFQzkcThkIBytNdoXV5riKFt5Ue9x7nY",
+	"9AkYqgmd6ysE/LsHVmsi0Uh9QihBZQGMHZFVyFOXRMEjoekCueRWeggesLwRyBEehm63sv6439wd5zUn",
+	"HWmj2SsUG97VB4SiiYr4JRz11lRm/DyaZBF32eyBBKYlcDt1eDOSJGZzrX3F814oOJvqBUBDOIvgXFnQ",
+	"1YpxvBHP13Gs+4O+FKFxnF9R31lSv/GaltxMlavaJXDXMy1tFkKmfi29w2L9XkC5PkrAwYNWQUnnLN5q",
+	"jnDcZ84o69bPvP3QcazAEp4L8YLyrZFh8pb7LqGKgXWiqHq/ZkkPrlp6jrBYyBMsrFfBrSoNs9ZH4pLy",
+	"rV14aayGZoEGZlFywnl4nG2R8+L3zcUzVawXm0nd0Q4pDsbI2mzSffINjVQ138F9XVn78N2xwDtO12oh",
+	"kuhndlsdGIIIi2t/DjdiEYf24Bl4ZBnxtXLDK9xLeRAwKfEiLdGRmX1xQsRM6Q1ACWcbIjgj80QsyetX",
+	"b8/JQ6Fn8BC+zB/Tg4wT3OaJHfANpGVGI020CA1cVTM2ZmNzD7xmSTTf1p411B2VkZozhl9F+oD93Glb",
+	"S5zb0e2nbUzl+Wm/FOTUvIa3MOS0yjm/tfqCMbblPpySR4wmLCFzEWuFJSSzLaGGODect7303828E3Yt",
+	"rmoYfA5GN/hdb+HapbZyDbz/kV1zRLqBr9HIZO+1WhrU8rJpyg7rlvO6oytemcH65FyPVE6JX7UOfpf4",
+	"VXypn1dtU3ien7LfJ6/cnYHvt7U8za1G1/x+xbadnQL0m2++6WlmZFxpiceq3aKGP4OFvsBqpQJiNA4O",
+	"J14n7xQ1LyaMxss/XrRWdJuwny5aXTTC//HCCpD3MPD0h/dOl3+8KEsIQxCIn6h3nJYcpSDljVPuM9Tr",
+	"IMNEeinUG7YU12VV+w26N9NMJNDAwCmIf9cf/NYiorcEqEuzrfGQIvYOiUxAD0oB/VPPmuQefozCTw/t",
+	"e1wqRgtKQcl5atOnM6mLntmbbCeXpnAsZJrf12z7hq1lCdkH9L1pSfFP4F2bxRVGc8gdwDtcPcmKrWjS",
+	"QTuREw40HJOFWCeyunEjdewuIbiF9F/GiVpLRqdzszVhuk2p59BK64g987k5XbMYwXe1NLShCRzeIzTW",
+	"t9ktMaNoYLy2Xyyo1q4K7bGQ2GSpehLsHMFtuagQMVgfjWDooFf6xdmTBzJNPtA3joibjASR5Ezs1XRJ",
+	"v7TH04uzJ24rJxkeQbZhTBws0R2qWiK9MNMhBqLplvfVIpW4UAYmqypOQ/+QcQhkSoqEuOA71XRIQ41k",
+	"uprpRyfoLBIrfewnAFCYy8GU9sKWfrGXcRxaOkP7DJJoBatMD/30M6mhP2pMAH13u8HcJZ4Lt522EeWv",
+	"rlnyyKam5o+kQCSheyQtIWLQWsNsPmutko6xE9aym33sdbWgDfQxYtyv5oLvtKo3FARd1NLjtU3ZxW7A",
+	"GIH672fQZI0OiBd5UVItP0oRynq9YRggBUy46l7fYLmZJmHOFX0VHBwnRDJG/vT0nDy0IG+1tLR+l2VB",
+	"5tyakndtk4UTGgK1lRAhma2Vsw9CwdkJ8WEyxj+P1PWJpFuyWWz7xNfzAJOS//H1u0fPzx6/f/fm+ad9",
+	"56pPrG4M+kHJRtWtay5HEB+dM5tIMrDcvuPG08vCFyyMKEIT39aP9pUsuvjREwCbA4wlSzAk7r5ZgtVb",
+	"H+hOx7rDvA9m4vJMOgmy1LMgwCrNOSb9vAef9+C7+3PEaGbxi7Pz+62sQ4TczjCuizExmFhnQ8n6xHfT",
+	"D32ypFvNjXwdx31MO12xREWsAi+7FJyN4NO25dydqAitXbimFJMgS02vI8W6ZM0jpQ+feSwExEfqYeKJ",
+	"h/egUrOYQFls7nGktvnx5fC8S624yYilqF+kZyDCQty9BQIvtWZyFMvkowoUtoRdGtdu1hjkM5YjkbN7",
+	"4Pf5xSkQ1BDC9p2bUZbMIGY/skDpITqQ7VU8lElYB7Y9BYomapGI9eUCJI5kxt2bh/qm0pj08Xct5aW+",
+	"47UxXAkFfta4NBKx9Bzufn6nT56t45go+oFEoewSKYKIxkSyYJ1Eamt0dDSjzii/StXR9IeEEamEVvwZ",
+	"D5LtSs9Dv80ZugwRj9goQWrBogQvWHOxTkgYXUZ4MOX3iwWt3yUAHFI/0q8X0Oqbfmo/cUHZKzjskhmX",
+	"iOyCeVbPIEqkOnFSCvTxki6m3zX+CS4U0yeRJAux0UsV0CWbkotbg7p/hDwYumTpRywB6Rt+umiBK+jC",
+	"5cOMvy5acJ4JzsC1CBEq+nwLQ1S6I4SraEy7L5FeT7lKtpp+ZjfQJKHwd1QRJ+8OrBgU3xAxfk+IewYp",
+	"X2WMwt+semYZhrQHRAky7nStEUAkIUvIZXSN5tKbkuaV7qaKJgYpvnFDwHrwoQsnX5zZNybVKSdXtNaU",
+	"fpWndA0afUrZkCoGPvYq8jqpasVxPNc7G/dJTYf56gJNOixIawQgUIgV7hLFHZgjClJ26KJUybb5Hvn9",
+	"iFalpZ3DJcURhHpHGXxw2Sf6Z3CQ5uUkaCA5gdjNYij3i8NS7Y5KujtNWP7Oj6KQgoKANiuqFEt0I//t",
+	"4iL8OP70r1VrXigSUkeVB5KYN0n79NFpx3TcJTzizJmeo9+k1UZKQzmuGkqBG/Lj6pYotW+NnQOjPCO9",
+	"mSDVIs1MzdYXT8ybrSvxTTUTfXEA+AZzOpuyIc2UyL3Cw7zmFk8pzu6JiPhlz06rRyWcJyfQcZo3SaBM",
+	"Cp40EZpI82tXVZFlr2JpYDaKI7IrgQkb+X52VXcpt++UeyltE5gQXIkKB0AX9rHpkvhSxOy9pn4SMSWg",
+	"OAisGU2UqRWi/4zjQP8nEMlKYLCnr09fnwt9/ZtHqpAri8VnSiN2qtFUD1ivwB7K54vWlPVwTGyvJTr8",
+	"nu+iUPBm77oWKuI0lVBmH7Wfnr3UtHv79mXBKWQq6zQTU2n9ndqZmjfyfewq1rN36gWJlK1mtv9yXFkk",
+	"lV2dbgozYGeR3kX2ibGcIlbOs+VaRc80WBNa5qgKFbKmqZLBuAKrP6iiit7huW9rD30sOU9VWjYEJ1SQ",
+	"W5jvzUscXVfDaC9r31JnKzCG1VmosmWV9qwq6pBlDZqjEpue8TtOqerr3GdqI7xSVME9siypisWcapR1",
+	"t/rSxxaN41dzQKvYRfEnLIiWNH5rmvqhaAZ6u9CXUzEnaRdauV9hN13iYaoxaVMSYksER4Xh11QS/wIL",
+	"TV20TNR7rhxUUwlXvQZ5KpnKVc2EnDHBlTQW/RjMICJOg8ZdTA13UfKVsfbJNI5CDDuuWLI8Zfaw9Vu7",
+	"m6ru2BAYUmUlmeav1n5aaUv/ASkW7yM+Fz5pqwW74OZL4xin8oqFcMIvRcI6XbAEQlkZ/bUp+RP6pD2P",
+	"OI07cIjPBE1CeAgNpmOKJInBtYfv9i84iHcEucjqqnVztcCyAWoBYEvapNWG9D9Nf5p62UK5bZT4oEjT",
+	"xxhf/PT6RrsIXn9EJQPMx/xOB7txc7mX3Xcz2A/3lAEJ+N6EQecnWv/aPt40ZmcYapnzSkLBr+3Jn5Ia",
+	"Ax0EOBAl0jAjPE3b1ggnUTq462H54He8GCmr1i+Ew833uAjptq5dgJwlI7WSunbQgp2UtK1dC6LhMmNX",
+	"54T4epS+yb7MdUOVWVlH1JRW2alxVq1qUUSd1fwCQT1LwdlWKywY0jMFhGGn/BlNi5+RdlogDYwKKBtA",
+	"HFETztMnTwFe9QrD3mm8oVtJVnqMHGyRAlIunRx8rR2AlRYulQTCeFzjLSoCaMLNrLRkloBrlodNzBNL",
+	"6ya9m4M7cx93idoIezzLbjpfgIy51gQzdHkgiRICV6gIfHpXwzqFdXsgszJ22LckUpA5TfKDPdHqg9Ee",
+	"Cg5AB1H0Yw0axANpVqDt/yWSVB9TL6hULNE/+l3y69/+s1O8rpdRMyQteGsMful+70+G1VZ7C8i6wwj8",
+	"OhtjAcy0mepfgLMue1LSZbcxjo4BA522sMnacEswIBEQjtFppPIXygCWibCFwDoq020KluNVTCNONiIJ",
+	"pRnLmsf62umjExVd0KnC0XAoafHBKm4xP+Oml0wpKICnSJsW6y2Ch0xTrQu5FKDtz6gKFjYDPR2yimJI",
+	"TTfxGbjpkKp27LnwxH6FVX7vvNA74Ngjm0ES77X+R81gkTDzJGZZ5KQSGz0nV6aYDW++6dwKSKnpgDPb",
+	"ataFAzxe+gwrQe4Wac5h9bV+/ZOLP/wxb4YdVCxaswuJiwn9sVJoYjgChFJq7unBF6T9HP4z6kCAQo64",
+	"BlradDUTImYUVJoKYMCqVX5x9gRWGA9fVOCKruGGeIJ7129Z5OQCanfZGpcBYFeNHQyu1sChOZJKdEQV",
+	"i6Xmp1NCtdy7A5Ma6eZIV3zFep1T5eySXmv5YQSGc7o16tXWBN3Rr2aakjS/lZix+OFVlE6PMJipSiJ2",
+	"TWOSQpDnBpAKPjsSRxDkkcn325My6PKa7QI7JQNKAIYxdSksVzTbLjZ2p7GYeIsfVHrdQOKkbVpFK1fi",
+	"tijNqjYs7hhXDXKkkrs70sUrnsc5kePS0+Gukh6Y8rt7pLqqTlHrqLJjOJQ6NYfrb3zFc+8fFVc8TdT3",
+	"9lhOLQ25K171K3d9xavsBa546alrnxbvVU/MVvsdUzY13NRT1rHt3CNlU13SUrbrXhe7ORW1SOevo6or",
+	"iK9b8U0OcHJZdVHtEx/b96fmhMXzaUaDK3izoHr2XRMZVq42FdZz5DM/leRlqf7975o1Eitw6lkjyWTS",
+	"PbKG7QVYw2T5uNuuaAoxr7T1vcC3cjT9VS9OyQLyNj1eygYea18VSc7EOkP7AqBWJylEjT2IT9J3UdT7",
+	"GDm1WWw7LhNVmVCLZqwasdY1EdwpQ6WQiTQMAYiWxq8dBjFHa0W8AwCdzImPmVVFRGC/YKqxy4oBY1ZH",
+	"IAJAE+kVI75+5vcJ4mzp6zsHMLIMwHjseQYNbQbXz/aFjVhHrLSLVqdr7DnRJRf6Rk5OEZqNIzJb2gwo",
+	"GCn6WtpoCoFn8dbuzNhTwa02pQFbnBbwE7tpXsAw9c+sYhowmf1ybP+nf3zcJ2CZ8AGi0QfTFgoltWAG",
+	"YCbDeYxUFz3PAFTHQkwHkuslArYgLKReWxybT/5A/LTAiY9GnCJWfSlW1lodAnyjT07thDwPZCsNFEsK",
+	"rplawHsHHXjoeU1sOHlozNrhgdd5ClGBM001C7jd5oKEkQSgcM2JHXDO2ClMxs4UTKRjKJY04pgYRkKh",
+	"+uQtRoZSHqauRsI+0EDF2wzRj5Kf1kKxENKpYkiQIW3/ovWhv71opQVKA7H0O+mCOZbKJVUB4FiIeWrp",
+	"kWYDSBJQyfrkpd1uxi2GzNmFTAK7McF+oycUBWxqdmP1hunnSOv3yZkiNJaCRCHjKppHBsYrtTsZ8tja",
+	"WKv0hpGVoQWdHuPvCza7nZUN0uuQjR1w2WQy3scm3daH3qXo1fJO9SU1ZR1w9zZi69Ll9Nbs/Lo6lCUd",
+	"EwRTIEYE+6Ayoref9gcHY5KwQCyXkNbXyYY+GrojJxYSD22rvm0DrXe6Wb8uVgZK2TlzGw0bWfhspYni",
+	"rL4UGy2uzAvp5T8G7HMf1hxDjmBQJ5Zrl4xyaX/HcABLPoPuBuHsocOJ3UL4hOD6UcQNhJVaRCauAJJI",
+	"UDjaYm94yNugNXtGW47EQlL619wJbX++CYPaDoFotgZgKbZtzUhIFSPtb7/99tveixe9J086WsrAQ+OU",
+	"D2jMeEgT0vaH3mjQ84a9kecXj1nfdOJ3qkzb497IKxq0Gxk+i/a+6mPRhk4Ofv3b/zxwpS2kc/y0Zi7E",
+	"Ty5DFyyYK2YRo8bDYWH8jlnR4dWD8R7M+RQ8eZddFV7BUU88L+UM2JEQk4PnNJzNCG6Ip23hhLYnb93J",
+	"bD98IFNXUSLWPOwBitF61bYIzeT//C9i65N0ydDoEJ0uWcVrCTZwrQhUt6E7sBmG/+d/EVP1hPyf/x8Z",
+	"6Kk5jcHo2U9rGqcj7xIWSwbcZM8No5tIivE6Qi30zGSfPMWlmZKxpzsaHPUPJ+SP5HDi9T1PH7pH/eGE",
+	"/D96Pc2zP5CDQf/oiLT1fw4nOHCtLdJ4TtarDiAlpepLJMnRQL/fOJY9rfrD2RlfreHas6QfTEXLiUHN",
+	"N38Oark+jXvHsi+loKGEMZTTcqHFkhK5gzN3ttQfLvtqyeSOmiZnzU2MzILMojgmgk/1tdePQh9RV/xc",
+	"7qUPcFv53NBKQEfy6//nP/SOJX5dVqZ/kjUD+fcVGetZZrpp7n4s31k9nVJy11oPWto8ChPzlC5nTp7l",
+	"x5ZVbiyIpgaW3rSaT7nUCF7s+sRWxMGX82qaKMtSMAxjs8RWWSRMXys2i0jrk4jHFkGip75Rw3XRn6bx",
+	"ddALnYm1geI0YjIrQZOYQ3tqAHxS/VR39UCf4hza3uUsdA2+rNKmY4e11DdN5YhrChAhElQKUIcBnJAj",
+	"NJwllzvKFLwQvuBigwYnRXwJxSd9VCSQMGn+TLq+OO5m86hyP2criY5okQ3IakYWykRvEC42U0IR984c",
+	"lfO1Wicsu0RSsmU0IXShP2mXZLaZVecEruR4DZCADIA0Ra3IklOLMcjHo5L4hbKcvvGsRopcCn2KrVWf",
+	"nJbYwCzAhrRT3zHjIeqe2GWNNuINzgdjpwZylaP9ZrHMVbb7on0/dQKkwqBwfShflYt306Jy72jE5uDI",
+	"1D2rgxhOr7TRgx2hWLTl8y08aXmXnkVuuLWNx2UZjMGU7vZP1rFRsetsS/dolnkK8JM4OEe7ovpOUDsg",
+	"0q7U4iLV+S9oLNlPjIL1oPPPG/3n3ui7mZ2m/lJec5//7e7qAN2ankNayu/jlZo7+298j95W6EyuHAAl",
+	"Z81QhQE0zpBupcET1eoDmPP1Q4yrHx3ky3YNxrtqcI0OJk4NLq9cg8sttlkaptav5srYKHBwKbJO+9f/",
+	"8b/JII2UQxseD19xH58kay7NqQx6M2rp7nv5aQyrpuEUD6tZhPxEXvGqpJaMhO50BGekLQA4yKDrmiqU",
+	"fqcwVsQ97d/OIGFLkO4+M5wj1XzwqVSstGTNgFkxOCWzBfLtV74xFQzyN5TBzpJtw90V22rKpRZHprsd",
+	"u/LtxKJ8R0w+yHgIY2cNuJn/cQXNfep95J8g9cBc9wa4Em7+B1UkZlQq0vbfPD3veZ43KKpuWMHVkUFj",
+	"77Y2mMKxXWOGOdkjjn7n9gHBUcRalL3fv30AOd+KUZsSBDwGhgO9Gk1tA7CKhVv/7/KiX79Ov/XFv7Ar",
+	"0jcbH8uolcsqw4C93n3WxdyYI1h+nNlVVprQyexOjfWeHVMDoqRzE/JtnLaFC3dlZBhWM67iXItnYk+k",
+	"vCldCf1MJKYEoblX58EULdj8z6U0zFxF5OJZ9Zn3USPrnVupvS2aa+Q9XVIzDnRO0+LZmNHc0WesRpAp",
+	"YjtutvbSVpUTCm7V1FNu9mHb3t5SazjUvYwUCQTUpzgNAoaQPfqq8tXbVy/TLZw4z0xiZOpq9f9b79/a",
+	"/zb1fvl+0Dv+4eIi/KLT/rfpxUX/4iL8Q+ff/tV3fcW5Q5a0gwULrliYliC2PiXES0yk5u3CUOYOfGCu",
+	"NSsRcz9DcPsmiZRiUEAjLVqQ5nUO2Mg7QqvWgPXGnud38fo+B5y3OLpim0iCAwzAX3OBF6UYCa1egrVv",
+	"QXkYW1rOIk6TLZnHgir7GVYQ6ZNTU1fQVrFDB7isoRjkRBoSKTNIcMaBMMgVEtHb6cTkYwBiA/FzWS1+",
+	"EVysDy4swZkxGRiWQ8JDsFRBOXEiwnezQHkz/5C/hPwoBefrZd8ytfNrL1quRKJsVcnWtHUZqcV6pq/I",
+	"DxEW2v4Hthin8UPTHMiMfCZP491iopzTajdqnXBJIjW1KRC53WBDbXK8Cm4XSMXgggRxhMWqaAg2wQze",
+	"y2WOPsGwEgnlz9LwCDeXCMIhYLEuWn7nxO7miCEwV7qhMw5CPdR+jocDUQmNYr19f2aJwEaHFy2txV60",
+	"xpP+BPKciS1rgRYrrJyoj3bLSTU8dHvG+A3ZYo+fHUyvGaaxcxBn3va2EsTPB4B0Mhd8/mc4KXxb8g5s",
+	"Y1DxcWZikzq19/zKK35J8XmCcczVZzgGZqpyeWE9S2ldbfZIfSAR1sgChOFpDulBO3MO+8TnTJnAKPJH",
+	"AtGj0v7963//DxtKmH82Z+lLmGQEkASXFHTaNKMNun8g0zw7/aL+Ukv1DYsusUwO9IiZXtkkgc6ag3FP",
+	"W/juwNSCKEzduNY6VUh0Klg8qcW214pQOlKTR5ViiKUKkNXq8ypSdbrcsIFa1CxBzx1TTV/Dc28IHoNx",
+	"89Q89mHFgpq+XZIg/8mFWMehKWqkDExUzWjGTWaecc7dJpy6uSC6j2Lqqc057Vflrk3YwfyQHs16x4EX",
+	"9sZsMO/R4WzUA8g6/Om4USpR1cXyd5CxlG7xO0TngF2rhYHd3frfZcqfpKBYRjz0MYUqqmd+PAPIkiZX",
+	"mAuJMNwmWzaKGVlhieH+Ld1kNnz9PhgxSohcL3dyn+m8xuJ2WsxOjhRZiDiUey1sZUOaI8zvfZL9tMN9",
+	"E0OBXzmtUbNpNcqKMqfrroyo+uSm7NzISUwne8qwcG7OeYoXVrrIdTlZ6O5R93iovkbCxNBP+lunUlid",
+	"pSKNwqRlmUrBhYj+4o93nTpRaB+SJtwTlERcCcgDxPccQr6m0e+Qipq/qkkIv9wX/XTjQDybmG5q14Gq",
+	"ZneCVhJcCtbmkRhB7U+xXIYkG61diEyTIL7p0M92mQ8h6IFY5hKPTFNm5+Upk/1WkvTpwpbvkNdQFsGP",
+	"AEUIEOa7xE+3nsWip4r6XQtWghV9zUXz9PVZFhYfQTVFuDouxRI1a0StlwABLJ3AdQgNgIb1BMNID2wZ",
+	"caoEWGiXdLUyF996XJ2GMGY5UKFuDTxMg7bygDjdmiTE/elX+azLbk3K3f528jmG3Zr8rP3t5BPSuiUx",
+	"tXv/5kRwN79Bd3+ZyZzUBNrPSpPsdto8tu+VGtg9aPt5ftD2412DNl9WDXpFE/W+0beJqv4e1uF9AvVK",
+	"2P5mzLLh2/WtLXcxZLGxpcuSti1rFH4PlVp2t/TGvPuWcVVsR9/X389ptH9h3zIePoMXK9pQ+z9Ou05D",
+	"nd43ZI1itFWBR8rtsV37q9jaU3eHldtCj0jTxsAjvaM1eRWtVs2be4uv17dnUKmbtvcOX7ftQXLQe0j4",
+	"38OTb20WfIEdN2y2EOKqj0dC9bff4DuvI36Jn31K7SAGgQcPxk+urbiBezjHBlrTafBNxofNP8hxfcPP",
+	"8gKl8Uc3/KAgaxt3UyGlbvqtwwUNPy1LoX0f1p7MN/gwfxTf4MP82bvvw+r9se+rqoO64TfNeWWn9Lzp",
+	"xzkBctOPXeF4029zkvCmHz9tvpD1auVNviwpt/s+LsvIH+z1wHpRq/Bcflqztb7wGN9D2cIM14i6EBL4",
+	"kSC4H2aUwBP58KP57JOfxpxL20nECqEV3uDYm4/osHc4GwS9w3DMesd0MuuNgmE4YN78mB7N9tsNCxdE",
+	"O+4qC0N2va2w0FFlomJwcgtaASnYxL5t0Kw3eNfbVebCgaDrD4aj8eSgubk7o2kV3GO8JREvrEwUfvJP",
+	"yAYyKVW2hoqCC0NhrAfj4UpEGKvRKOAKSOoGbjaptpKxUGSC0n2jDvSiEJz0vznbROFe+1R+qlUMkEAF",
+	"myJhBWc5uhYhzQGXs6q2l/kFI2kQzPEWxlJDRsu1u9hw9N2tLc92gkXfgFmsQW9Ah7PeYTAKe0dsPO9N",
+	"6MHsMDgKj5nXCD4vplIZgtzrPHQ/T5NEJDUi4irikMGjLz5rs5MAitTiq+p93/axCuJqPYujgKDXNyul",
+	"htUZOGcBhMjhHUo/PH/+FqI15IJeMee5HnxIxFrpP748P39NJt6oAm4zUinGpv64T15iKABP0RMMsAln",
+	"aiOSK5N1DcCQ/abUQaNYdfE0vbFhfGhOTjNiHQK54+XCBIVA8akcb0Osfom79wcyy30mO9JWEOUYs7nq",
+	"dNOAfQCBoWT44QOMRf9i6A+IExjJoz/sVBvv0mY05+GluGDkzH7fc4BlO8kFNbNiorQILs8W90l+99cK",
+	"teqyJMDvqTxDQ4acXvAe8QvXb39KTrOSy3DymWrC7bpIxk4/15BWJfwpOVNOkKFux6gpcxMfABV8BMfm",
+	"AYI5TXwzkD7Q3a9/+8+H8KzcizVZ+FPIdko7C8AfbGt3WqKZ6HYTJ55sSRv6MkUeXRSgXD+p8QgszrYW",
+	"uuY4Qm0t2eIXhZehFK+bEWmixfKfpaY1M53cEqSFiws95Q1TuV4RU2utZBSyLEZDt2Zfr11RrNpuK7H7",
+	"JURr2wXluXnVDW6Z4rKlPbs15c0LtZ1Ii4O7s7ucKcx0ZrJqbSEeU/i3wIu5/Ny2n8ZZ6hsqlOChUplb",
+	"K2RpYrc3wZ4rf3AjSLXy5/cBuwW9lE1BZoQWPsaMLGaq3IsFEsXVwgZv6vLKfdTczwOf1VoULevhrztl",
+	"W0UCZqeudWN129U6Xv66ZEUh6hPgkeV6iR2enj/+sqpHWzezpls0RaKYFoH+FWKO8DFmStkE8Pz6YEoA",
+	"+okgB4gXpFJY16WxV5b6BNB8/K1rQyICsdRkgMxMJ2h2hOlcMVU140qHs2M9mcP0RXrDb1My2xL/ydPn",
+	"T8+f+l2bz5SmLqUZN10sky5VmoMFPf6D1gwoj/3Oik5A0655F1pTTCqjStiNY+98VuOxZ4j+pFDBpGjv",
+	"L7gQqr0SVd6cgmOoyku1w4lT75Gp8690a3FN61A56yAZK0zu3Yrwg4I3vd5lssspsMOdscs3Ue9R6dZW",
+	"8NhVYiXnIyhUoMktYrV7XKu1r5LTOK73k0OBWtQcv8Cy6kbX265yXvovKtyR/+TB/7t58IsqxvuS0Vgt",
+	"ygz3hsl1rDBpQl8uuLmNJ4yGpthhImasbB+qvdCKq1w+trjKj05c7b1pmqarroUOOkVp49jTs221bXMF",
+	"6BBQzDFwxI3OjiNpcnkyUMNiwDZp53EpnJKjnakTug7IcNInSohuodBIqpAbFDkuSLDAPD+A34SsT6yX",
+	"aS4pGAqT4nQbfE47ImhYcOZmm+vl6loNsEssSEq6cU9gspKIJSRWsGWf+OYO4TuTThGwIOoc/3itNdeT",
+	"HDiWfVuuZ0ooGpcAP++75E0eC7UiMDIb+h2G4K7TOqh2pSpL2dxrVR1TaDcfsmpGleVhuNVGCgHCkMdi",
+	"C+0YaxdnkMiCjWGajvEW2EIs3Rw3YMU3wz5TU0YJxzljZLOgyrgZ4hjuNUAR8/7dkaKWWQvLQYoT1uLf",
+	"VBYy26PKcWJc0aheqigtl2NhhjIbx+3jotM26ir3fLMQ2SYGEGMor8BtHR+8AV2x7QOsSdzZOcjPKWT0",
+	"2Jq29Nxq/Ebj88Fk6o2n3uTOShcBAczFNlInoAoFNI6N9wEzDmvJkR/nIyGurhhb4VVLsUusQtzaAbbS",
+	"HIGnGdLO3SLr3AAnp3HHTRBvPrOQyo2QbHbC0TTvCs/nmlQ295CG4pfdYu2Yrr5aXjKV3ror8GQxp6oK",
+	"8LVzUtAqCirCFnMZsQZZFAJCciTJFVspstI8llv1WiBTrTW4GLTuieAAAGW3CUxI19eCvQg6t8bLcfyS",
+	"u4V9A6xayJcyeLXdLBYYAbStkIGkzijk0eVCkXfnjwGz1gLQngPe29TzvqsHqc3eubVcx0vWaa0L9WWa",
+	"qZ3WyUlNxNa7WlG9qIFXtcqtfZYZxX6bily7EHoNzDxVqbOkFmy30s2Xma93xDqAYy+1mReM5JYlzVHp",
+	"JNYDjsPtT/Ndhb3Ok7XJ1KR8my62qaHmWi4DmiQRZNXXFP4y6BcAtgvHH4DnIOou2B0dfF5rhwS0ESj6",
+	"qGgMb7Qdfb3TrDhSelep3pgGQicVTGHlWlsEx4jjjeQ2CDqQYrcHIKcG9ifbePDCiYOorG9FksXXBsMo",
+	"4u7trOHuiyN+VVM7yzj0usT/+Prdo+dnj9+/e/McHFMPPypxxQAfiXLy5fmL52hgLTp0EAcR3oUrH+Wh",
+	"WJJ2ips0GB6RWaRkWtWiYBDPYP3ncMEHvymmUJjjJx3lSQGIx2pgmV0YsFkVS+Y0YJA/UjqqF0qtpg8f",
+	"DoaHfa/v9QfTI+/Ig/n+NPjLYfDX4+WjEf9ucvX8aPNmqL49WD0ZL555P77NSZwkarTxTIpwte7yEgrE",
+	"GY+/xf/JUowLOmK8ZjPBOVPkEb3SNHgiNlyJDW81QjraDcukf78R2NJdYCudhc5s80wh77vKXzXKE6Jz",
+	"wKD0YV1AbC7Uet9bHTDal9eduUqDmFEAHHUqd2JG1O2lvr1mV4A9WSuBWy/ToX+XiDgEHBI4d24tGp1S",
+	"S/vE4k0hqGsgp/YTBSMRKsoNZH+h0dG8iUeZQ5xCuV4ss8CNlPkcjKvznF4sNjxTFNAslxWQdA6uqcV2",
+	"bpu3wxr86/2w1xjDE0vdGAjqTgb733YBtKpgrTvN4LNynv/qWw8gC6bvlQILwIK4VuYUyqC4cyzhNUyL",
+	"tobMmgrOWbENt7hLvhixHoGtFwMuxwKqSN2tCE7DzR3ssjQgvsk+K2BZ76oL7WCXKUFmpvhrO8UHd5iw",
+	"UwhSAwCWKOO50AKppw+MKZjGCaPhtuvYkgTWd/5cndcJO6qu+5yq4xa8qTqiyTq4sa6oLO9+Lb61hoJ9",
+	"9RuOTTWjvW4cBom0r7gs5EmPRC5ix93IENZo9H+JaL3Jom70O6wQuZBMoGh+Jr8Nhm4zPAGbJmHwBLot",
+	"6224j8r56S2Qfshbj52CKlkVFfnAKVsiEsc3oiSL55nrxypaC2Re+Lagb0F9EghQt/exu51f8xllF0LS",
+	"hitmoUiKFk8B6DMmuVyfnfrjLsIHQTBIp1sytzcjBNRnuSlsRE7xL4PtO/CFKcKh4xnKfBIV1W9TbnNX",
+	"5m5hEO0OTyVVXpzuAvO34bcFQ1OmeDmAGbniv/X1e/PukLJvwtxuyzbV8mmXR3jM6yIlK84ON28hG/A3",
+	"g4uwXuYKuIhySERl/IcbMXG3wBE3C7F1ifl3wS9pQsoq/JJyRMY9kfEzIsUd4oJZqiLhCaVrikJ8be8X",
+	"lcCJpO1YnDpT4lsYUr9LfFuUK3PFQgYG1tgyEQOOBLcQjDJFbUTCyQI8nXFInBB/LZaYALJcijBS28ci",
+	"BISO9SrImsfOnCCIPjm1hcXcCIEbFRc7gdPEHX2phUZVxdyDJ1ILfXuhJIHaduYImxJEgdzQLQLb/cwS",
+	"ASCUVF/P4Hix01H0g163X//7f+hGJ3pM+O9Bp0+e11lnsVaNLcyVRxI08KhpvLg+HI0jRjOJPhurVwHJ",
+	"rxeiW2X8zSy+uSM1C7uwWka3lWu3NW0dexOv1S15vtF12AXn0yUU/O227CK2pq2xlzsV7eENz96A56Z1",
+	"1B9OWt2WXe3WtAVV2vQjsWxNW09P9T9XQWuquejTfQeMnH92/btMQcTQgTwhSz5M+zMJRIgGV8MmwCWN",
+	"Sm9MRgPvViU3nIFU5s5YpU+z9FwkfQt7XzuSxws6j/il3iILkjCOapEzMAtgvwuIP+Ofu1rUP5sWT2pr",
+	"IY8LtZD796hoZ2Kje3PhdVLSmjNpG0lTLPSTs8E+tijf3nzk3fT4beTX3TdTlK7gf12xJEDDxQVsfj2R",
+	"SJpKjJ36JemmsjqPt1uwAGQikgvchDe7f94jTm4m4+6KnV4npvqB4Ayk0Uk9R5MXebxH0i4cZR30GwH9",
+	"AsFVEs3Wit3wiLYnGlyJgBNBjBfFyzseQSzpklG5ThhGKxk5Qvynp36nkeSDw+Gmcg8Ok4oBXbNEanIl",
+	"IlwHCuRxo0F4owPP84bHg/FkeOPhFLRTd1COJHR4x7mh2j2ev3iuIYwnf+zgpHdcoLJ6Izcr51avuNIU",
+	"PB1xkVOtVUJ+fLWuXKvLFvTKSlT9ggLr6q+ztcrLyc/XZv9eil1Bc7sTPW3s3aFG9k+F5zdTeO5U1bmV",
+	"unAHikJWebSByqB501UXpng78/R+A0Wpbpak7Q88rTd53gBD8Y4QssTHCj87K1F0McJDfu/90LfSoOPW",
+	"GNVznlZqH8VJGRWvdG9tdMh2dqqGec40u/j3rtr8Qyg1+aLm3X/qOPeu49xKifk74AU3sFqWUXF35/7d",
+	"kb2yOSBDjoKJ+r1S0SYf1pAyy028L3o2gMTIkbICavA3o6jt1owCAdl207eQpVlD5lIu531R+/cF8lG1",
+	"sA7a4T/CumK2655ltSmx972q94WO4qxTGXTz9yTP8gnOlatSzIG+nzX57SBknLUpQsv+nlbGTX6vXJd8",
+	"dvz9rMo9Aj3ll0H9LhdA1VJe3SfJ7wfByyV4TS782xRtLjOiIVCZWDHuT7OEbS4UVIoEbW7LDHiQq5zQ",
+	"nXhd5iV3X0dpuDNp+xgM4mOBVNXpk2eRvpsbOKYskiCLD4QLOI4Tpp+NhbR9J1LE715w4jSC0SI+dHOS",
+	"j1OjgPsqTaIBFm2w47jg5wnlEgyUcmo71nd4t2fzNyak517Rjy64efaw/JGTCJsDcNEfQLBMpmia/9RE",
+	"eJgPSlezrzZXlagET8PhZDI4tpiLV2xL2m+ePSZH3uiwooAajasqMMaXIonUYtkl/tPwydvTHMICPMkP",
+	"Eh9VZtteVyVcJtcMmoahFhqHZ8Xm8WFFB1dVcf9fsy2JQigibGu9QRbLglHMS/KvTAh+OZbSG1R2o7bV",
+	"3SBuiv/q69e5abz6+nV+CvpB1QW7CoP3ndRNyugy16SMCrgb+kFFkx9qEoJSfuiSGZXsYLxO4tQXtqKh",
+	"rbjl1I4c/PTt6bdff3iczP/y9v3h+fabP3/56vJwEVy/pqvoRZxszih9HXz57o3YK06v4Gqu2UGPENet",
+	"C9yHRKi6j3+1uaqCgyVfffM1ecsU8vXhZHDYSXES0kmaRKNrlkTzLUgCKZELKuCM9fvVVJPRJddyElqM",
+	"OFlLduIgcwnOSLiGfGsKWy0RKs0xbBTlrbdxCS24SDs9vCoCPTfhiFVESjOP2lKJhHUw+8GGNu4sGnkC",
+	"+GEsWikQrV3iG9jU5xFnQ0AOgcqZ6E0wacmuV6MsZbLvB1XHVsIyVNhCOo43II8FvwTU1tPrypR+d3QV",
+	"ra8jxbpYhVUkZB4LUcgzgTfIYOg1yvCOqkTB40gVUvJP11JFvHWXoAfjnjeBWO+DPfnCZVTimux+wRUN",
+	"VGVyv8lC+/dZmqA2g/y0pvn9VXLZ8mspM3jCjuZeMJz1BuGY9sazUdA7ZofzHj2YTYJxOGLD+aBJFhiv",
+	"TMhLu62AaNiVfldq3s3zqIOET7PL3JcLcnU+ZKNwHPQmswPaGx8fHvWO6PGs5wWDcMhG8zGdzBqV/a/G",
+	"M4DI38qEqgzNwGvE6yshFY2rHXCv4Tc0/eYjzI8Oq89QR6bUJE2ukogrzHQyL9uwjCWjXBJfL6C/ZwUb",
+	"5Tqoynx/rT8zRKO6LK3a+V9bNS3tzy2wHJglF+id+l3l8p2dvjx1atOWefZ0yZIooA8fL6KAXopKtQKx",
+	"w6pEzHMqlUHbqVKAhj1vcD4Y3kzAVAXRF/aK2ZvOxJ2ocjdI3OWSbv7gKEh6I4vtaubY1W6Obpo8kpFk",
+	"10laW+mOBiq6ZuZqFnHzJ2Bic7ZJYTpsqsKLsyd5hGz8AHIGzD9zulz6c2kpX+STEaqO+hdnT0i7mNVK",
+	"jB86HzrQ6ZMzO1SaZInWghMK7cy2GBxr9OPGZR8an1zDm51cVceIHifa+6BuAmalgTnPL6Vu+PeTbmy1",
+	"q7pTINW+bBr0jMWCX2oV9H5Ovgb5z5UMcbPk59/VAdhI6jgLZZN4dle3sMnNZa6DgtkgnhD6tZhePYUC",
+	"A24VXONiQJFggVVI218ytRDhFJbCP0k3XA4M2lgsHsiuqV+in/asy8HgHBvo690eDbfquuGBdI0cTwcO",
+	"yid+QOUCQocWLLjS/5hRfvVeJZTLOUvQOgOYt/4JaegfsTX2IaU6N7+pSVbGxMCIEz8/UZ9wAc9TnGtT",
+	"kF4Z1DmIsEBhhhnNfpZ/VAQ29AlGn9nUAZt+5TvRsJ0+0a8a/ck0jFmL+h4VnhDBYyfNdC7WCQmjy0jJ",
+	"+8chxOg8sNr9xhiAmp0fyBIUYDOsv131b1I+J1E4JdR25PII2HIMxnvey/PAZG1bKMszrJpjUKz38eXD",
+	"j+lnn4rwTN5sEAzDEeuN5xOvNz4YHPaOjobHvREdzybBQXjIjhrXa3km1kmNIuZwj7VhAKpswQ4zqAJB",
+	"WFGlWKKb+m8XF+HH8ad/bd0aJKgW/QcT802kSiECEdL0rWW1EaQPypiG+BIv8OUmmBuu0y9l0XYlv/hW",
+	"gp+qakiuXD2q5orKim5rwexoEi5EHBo4OwP2UIG39Tkgd5AcyXglVm0VHdL3NZ1A1BuR1yWUWGEPu9Lm",
+	"cSMUYg7ocwNInBlbZI1GQGktjPyGABr63Rq8htwpBmNXScSuaex0aH2JVfzYGo1HnjcZDEcDb9Lofphi",
+	"L+zYM6Y3fTIAikQWQrBzc1RDaFQpM2mEttk27iKnFHNEjMuEdfm42cxK58UObehFum/L0AA0t/u0CjLF",
+	"khtQSAjUoAKrg9rShRXLPk5Z1EROWhWlexOFxL1xBThJ/bH+j/4WMrCdT7XCqL/L38XMhyWmeC0SNRdx",
+	"JOyVrGqnpZoVqCxOLYOV/Xqf6TUWl+Jdss+iGt1E+y7Z2+7KAmXGWkEIW2drnlvMB5LoT3Zi7eQRveT0",
+	"4cMg5P0qM+RD3VZ/Bbk3N4XwqrYU2pVtYilsVcMQheugEpvJ/ELkJlJQiEXwLmIfIc9fsW1zACZsrKrM",
+	"YDN7VImVrWGqSgwZw01qrbGL7ky3UnTU9FGB4M5ngiZQlUyr5tbS4su1XGHZEtjiWPUmD/aefqnFmbWh",
+	"pN/pfQ8fNTW21CLLnKa4UaEI1iCwwPt0PJ4cdhAFeCbCreZ3UzwzSUSS3sX8h4Ku1eIhOKD8/gX3dddw",
+	"4SvA82Ev8uHF2vNGwVXEQ/gXwxRjU3YPE2X8axpHIWxwn7THntfpXnB/zXVPIol+hlInY28A+E8imUVh",
+	"yPDNkX7EherNxZrjW2P9CM+Znv6FxrHYsNC/4O2xN+kgWnwsaNhTQvRimlwy/d0AmlpzuV5pAcfC3pKF",
+	"Ee3h9NrjwQR/N6e33pLQ5HCon0chW66EYjzY9q7YtpewtcRR4++JVrjiaBkp8/RYP0UvrnQGolscDeyk",
+	"Ir3MeongowkSYEbD3iVVbEO38HCI46LXNAJBAQ9HQEEtdnrXLJGR4ECLdHLw0qRjbIAYvw7PPK00zdaX",
+	"plpLIZ6FqUrvyzeIhLhaMQCV5SEimSthzLOAbbmKaeRUJsyY+Fn0IcswkLa2QMSR8zCkDSxjWFMHc6jo",
+	"JY3AFlP2EMFX9WlbHzPJVPq2KIMqqrAKTsaeZ6BExXxuImBg8F2TMmGyJEi7gLSVpk0Mf+i7WV0/rfU5",
+	"AOyB1QzUoh+FYGywmeoGA0oWs53yoNfft5ZrCXFQlMCeMrjHxtrc+uFThXirq0dRLP1YcpCMKys6LumH",
+	"aKmF2uT4GDJ98K+BfrmMcKYiFVf5LxYiUUSul0uaGGxyqS8cGQKzU4DKuswzgCsHFJcjHQzfVDGMqqyV",
+	"+FYB4Oe7N2eF9kFydRtLu0bQnvbrTA6WFYFGQV5ITueIM1u28lgzZ2/1EQHpEJmbHVJ4nBO/MvSgloq2",
+	"PaMaFAPZ8NRrqNk8ieQqptsKxeasvrFyHIJVB6oog0HFaVwzcs7N8kBPm5oyIXnG+ACMJTYLeeuTU9Cu",
+	"uUBFLiRWx6T5DK1IkfZFa82vuNhwFEYXrc6dmfEqTGkAhLgOFjbMHCwRXUxP881n/tSJMHFy0fKWNhZL",
+	"BrPxUXT3DRqKk/qeR2S3cXrmy+GwCyIKCs5lYXxorFvuuO+ZkGksauFet258zzKvVjuKr6v9TFmaX2r8",
+	"WYJh3iXoCSy9Cf2arxWkTZUIljMEOVl4vr48+FPCxcYi46ucodJGN9ZYj473B2h8jjUnn+jo3KxuZNGx",
+	"PDLYmZWq2zDg6E6uFhxKN0vWKpoy6uVHMSmhGpSfKgoqcG2iB1r+6zMGXKthanoACxa80S1VeDQgSqZO",
+	"DcTERhVlzKOsYFTD+OVV5nBqBLpboKz9PEWjq6Mt1gI702rrNY2r6QpBUtRWlUzYilElyWzrbvQNY3rX",
+	"LgVXesNvGS3sa/tLiamdQdRV1aooTtm246mtq1VhRaktonWfwt2BdzTKD2cfVC6pZIcHPZVnhvoOKFhJ",
+	"0Bz2vEFv6N2m/M1/tUIz/1CFZRpgC9yyfElVAKt+inH1UC9Qq0zhOj/pwbgRorKtAlsTJIsMC/gcmD8C",
+	"xm8AfM5VjbUbMOt+eKvi9lB3tiKGTJiJQoXebCCCs1z3uZ1y21jGbOIPSuZVb3A8opNg0Dtkw3nvkA5m",
+	"veNgFPbGbDI/oIezo+A4bFboJBPWe9L5CtLd+fhxddgQik93ofD1vA4waFYExsVBfZ2weVQRhH6WVVe2",
+	"7nr9OguJ/3EF33zqfeSfClrVm6fnlZSBApg1U0sjnExdZyyadwsg8ZhKZRqri3bJShtAV/qLal4za7y/",
+	"tkR1IZG04knV0ZLr8abVTRCvpwHGeHWxCVRCl6L6yPuNS0/YgKfI5bVZFMf3VndCT/dMr32VQDpP6WHF",
+	"kvF8CG6rbut7TKTv+lDlPCswrm9ZkKE3Y9Wn/2hwG0lWX49Bj/X1qxQIqXoxP6cOwlMaLJzraPpm6l3O",
+	"ChHUlDhoVopAMh5WaldQppvlR+Gi4WfFTnEzN/Dadlum3G6NJHqVmtvSYu9kxgK91mnNd7pkJr5iWV3z",
+	"/TYVEBRNVB1HAgJ/xpI3YK9bRj8X9f4sCnq9wpL3O7aOWiSMZaOVpD1nG62/MYoOf8bhvs+Zs6vygR3f",
+	"52eFfwx7w6P0j5H+5QdHdhYJYt7eS5Al/WBKVo3KAnRHVPY3BiM/zqKzQ7zGoyeAGqbUV3nNSJ07uxJU",
+	"efxSO2gVEnrVYe/EKljIcIMl7kCi3yWUuYv3nWpJRZ0n2weOBmu1x0xvNiIjL8sd3sxrG4UtX1QS8sHs",
+	"u4POi/vi74OYXbqVV+RU11cuz938dxU4v9ts69qeLBhEwYhQhbCdvtWzqoLJsi5S5CkP/0FWhfFw/5pY",
+	"1/h9rwi67qvXA36bQlkdjNX0bUEW3+5UP393XGnJ6MPe9StXCXbu33uZsgO/2YKZQv57Viwt93/fS4Yd",
+	"ITi94yo0lxtHqy5CquBNOFNfi9ZTUwB7B7l223lrh4p23vLPRkgbS6+xUBgbrjMzY8ftFp4/kHoWZSOw",
+	"IUQ7C18y/XRqLcENL476ShQpNzDKtFyA45sfsoNwEvTGsxHtjYfHg94RO5z39DP9aHg8OLrNrTPadYXJ",
+	"0WWn3thUTUoqLME3lYaGPhXxRFA4bVpUsCNVrV5jOgGugoHFaBLMXNh7pRllNO06rJANu4lC8Bbf/QeT",
+	"ac4Mdwk1+9r9S7VMFuTFmlYKzG/dlFtA59vFL9WiLxUVsDOq1rImXuQb8E2nPpdITtMQONLWLBTxSwy/",
+	"MrFR5lkK4YJVJRMm10sWYmySCZorvarnc0LmEadxdXIidoI6cvOoueJU36HW+w+hMRkNfR+z2tfun1lN",
+	"T7v0WLwedo3NCL2WsPpatT09f/xllW5rMsYMb87XPLxtiAam/iCehKQx65NHQi0QIoMmjAjjoD4xmBi3",
+	"DMOAMimQsUbJMpJyxWKV1XzBlCyThQQbb7MQMeYp7fTx/cawxGnAB8Sr6NHeItojewoRgpFEvcUY6XAN",
+	"iijCNI6Reubt/m+H4pswKquxsbdpvW4nbgGCG7OIhF042a84eOAzrOyN6xKugMzeH6VQcQhbwD+lIn4p",
+	"b7g/zsv2yxQJLzVkGqNvWmWVtEWC+RC8VAMbgcFSg8eUgHrT6UJ6QTXEXg463johqSLe8dTzUkikFGLA",
+	"fJ1ZRbOq1RwNplql901ZOJ/8QQ9TzOeSKQBKpts4ulyonqTXemFMiETEg3iNFfqwKm2hEnQl1lcXIuao",
+	"05k+V7nIKoxCUOuJ2f94ZcQMUoAygxQlg6OF6rtlKz1RGCuA16eRYmfKUEtLELotkExeZXV3nfzdQkU6",
+	"vRgQXWRSVzJC+tZk5XedWuYmKlOs1Ux8IDSzQkvSZh9ooCBgNmBkITYwTeOgk4qCJTlZ8xN39TELayHW",
+	"cEvWRwISnIv0I5JQjhMVawVqjMkGDum2YyOJsF4qQPwhSbM+ulm9ZMtkqcID1wHFstuSnU6fgM0/oZE0",
+	"FHYoUwR6lEzJEtojNGkrx9dgTfbJEzan61hN04rHXcOdkvjf90ZdLVZHXXLYJYPxDxWwBmYX1jsNUlcS",
+	"kAw9FbmKyS5wpQ8CuANHoa3d3MiVYMa8w5efsBjhyZVwdkj71//+H6OpMZSDmoq1o7rEm1rmhdvs4ZRQ",
+	"smHsCvcNbEx9ZtpUZwgV0I0BDv6xcxgdmTpgmitPCOVyA47biBMqAxPLDbksfXJKZgmArSWaLoXD3nfm",
+	"mHf06nXyuqPuYXcwdg3x9YHSx54TJ90bVcZJZ+b4oz0YW5YH8stQdUl7W58beIpRqjkZgrmBBRnSJVds",
+	"VQPR0ScQMT9LqNYVijnmsCPYh1WUbIHDoJ3Z1lxfKiA7aBI+0k1Vp6ViN/lD9i+RpE1sBjiKCkefGZ0k",
+	"L158+20h8WwIBoLbpTJXhWG8TQt4Q5a4PkPT7G8gfQ+Ke6P2mx/LMR3MhjYsozemB7PeUXAY9jw2mA/p",
+	"aDYOJuE/RIo3zHNnSFmKbA2v3mHWM7RnCrZWdC8M+0emTHTQJBO6sycsq4EDK+P6XHqs4diMYvkJ7Nzt",
+	"fx+g7lwR+OJtFsb+HpipEpe74ve7vr+Wu4CLa1ZWH7guZDFTZRxu+D0F4Yab6bk+Op4miUgqwU1fna7V",
+	"ggz7nsmvgxy8g8PxMfn//38n/WGnS/BGDAJ0W0y7Kx/81R1pRYPGUfjepL9gdl2XjAcj/f8mhZS395cJ",
+	"5eq9TXnzPEhtM00EcQRAJJCIB8quEuK9Vujep5VdMbPNNcgUBgBFLar6Q9ui05Fe4GL7JRDkwvuVqWDv",
+	"91c5AmSITSL45e5MtcfQE9ErwbiKzNUCUan7ezkS16hqVFXbFfjHMWxUgAnAaHpBwkI9GhpLAvTsEx9/",
+	"eh9Zr4L5W7IgYQrzsbU+zWhIZgzDRajEZK9HVEZBYYo2RNnwHMQpW9uIvYThPk9jQjKoWsbDlYighIBW",
+	"tiSYQFDNQprbkvu2BLxWz3F7mATAdomN69lWXwFQaTM8A7qFybzUyuDIg2vTMuJrxeCfgVnVDLSzoHhY",
+	"YlYvw+nrM4zdBuihq/e+UavRIjQck5jpow/1HTw9C+fC8ur9+NlPR9/Nzof8r5vD56s3x8FfRvLrcPCi",
+	"MizYXczdY8J39LhkYVxjr8G45PufDv96PXy+OX5zNT7nR9+tRl8GB1/NB4+WkyfS+9N2+I4efs2Ov/lQ",
+	"NU5nc5fT002aouVMh4kLuk35hVYj44fZP3IleBUy8SnPQekW5O+gKnUKXn8Pr1dT/atvzjWHQa4qlcQ/",
+	"NenLsIem5BGjCUsIZgi6rVVmCrLtV4vZn4LoVfTVs++evjn/89szebZUq+8enx2c/Xi2efHjO/XiyQv1",
+	"4snT6Pnjrzz211P97iJ8rH4KR3+O5n/us+1XP4ffnOnHig6OvDf86fib5VfvXiwn34Y/hy+CZ2eTbwff",
+	"/hx46urFO09/EgxjPls+88K/fhW36jRlJt9HFSR4Hs0ZmGIirhlP8FCS9oHn5bnqoDoP1DU01W61HBIE",
+	"3GDFhuMJXMosvCtgCBmIVY1P94ptH0gtQkCiCS713X9FEzB2zbZErrCcnDssizjTv47YJsWfMTEfqbnK",
+	"/GwAEPGvytRVzT41W+wUE0l8ZLsc2AA+yp+m5tne9Cd3F+QGkGMOS7fywladdehmqUqquaG50iIX7HMe",
+	"TI3lFq0FTp46BdxLW8rgBBJgIYwUzdRrRa4YW2HlMzi2uibJDisGSEJzCTtgyI24O/bBb5m1ExXix8Eu",
+	"wsUGgohvnnDRJd6vf/ufo4NJjqdHO7PARwcTx7rh3Swn4ykPa/MwwGYTx6T96//432TQqU7LOKgaWpqS",
+	"vjdDI+9osCpP/zVVweJ7aO+Hz3U32EYB8D5tSF5Fq579qQf6k6YPDvJDTywj9TNLBD6pzyM5t9h+KyFl",
+	"NIud8NNqemH0w2B4m6DsncQSK8bpKgJRIftPqGK/E8o1zVLYsZVSUoLRxqL/3Dp7ITP12Vqp5s/BnsyG",
+	"nQvw/Q/Fvn4nC1CdjPHCScTYJcXSWo1Db4e3bU/ChuNr0818FqPjO78T2tYnSZQSJBoR+WBcS+LXr3qH",
+	"h8eFKsQH4/86tKyDSUnjWZTAOIYM+Qld5XJt8jNrYlR+yOuHJm6lwRXnGzZbCHH11Fywq6z47948r8pD",
+	"YddaCsHVeLWWC7gZ78xD3oOgXWuDvRlEdsFS4yinQlxpxSvil0RuedAoAdW40N7U+/AtAoR9lbTHA4/8",
+	"CbIsJ+iAsmVlqK0shgen6wI9fX3WccMdjQOmUZYRLMS5PhOrjyA4Lk3JZZEQ//uL1hcXrR98dLEXDu/v",
+	"i4VUA5qE7y1yY+KgIzY6m57asb1KTuO4Ch4J72m5bFFvPqKD3oAOZ73DYBT2jth43pvQg9lhcBQeM68R",
+	"1GyzZJwC+zu5OIjjV4bf06/LvnnuSIxmpvg1IMXli/U66+eC7uRZbx9Qd2EimDxx42Amzjapra1fAd3V",
+	"fGvdMPSkKRcb08gUasgPPYJBUvDb74G5M7VrWNS6SulPVUCRvuUyH6SudQVhHSc8i5jKHNFDb3xUe5g2",
+	"YNiczjI+2lNTv8DPyMrOsjVgy1rQQxv6M3WPFTg0iG93AoDQYOhmlIKj5bdJriRjdlpm7mz7ev7AzH4v",
+	"sWVhAmhluPG+MkFAWIrQbrATDBJMrQJS0a0Jygdv9t4NWJUjuCHO0xPobrlSW4IzMoAu0oC11O9g0uZs",
+	"06nYx3v2rbPVvvht9tFvLecfXg9vs3P27YxvIrV4m1rjm1lxirpb2alaZ9/3NwvJgvd+GqSENfA0g46G",
+	"JKE8FEsy2yqbxPLli9PHvbdfng4nB2AlJV8ztoIMzeiKAWyxlBuRhGmagVyIDbgywfnIxSbPbtj9i/nX",
+	"fz5Ojv709bc/JeebH9+9fnJ09vz1d2di+Jw+p283f5qsvrz88x8Orp5s/rj3eDVTbeCmPXX8SSk2oi1t",
+	"h810s6geYQAb09KkEISVFrbLVvJ1beauzduhxN/gu3290XyUdVURWDi6s3tSjUxsW77xU6KYVDgkvLhl",
+	"QTR7fJLZcLO2dxwGmlC/ceCAu0QVoQPuquRPhtwvdx0ukGOGKcmtgE3LNO/0LJFt0Qb9ScdlPxQebwxj",
+	"3jyM3XxYOKMeSLMjKrgULPWPIX1EnfG36K2pRsmLhcHVw2wTZZ2KaAi3e2/GUnxDfZDBFSrzA02JR6QS",
+	"YDjXGpCJvoNA7yk5Ohh7HmkPxxD5WfBC7jQuw5e7zctl+Q3ICsE6idT2reYxJMkM/B+na30K2L+e2Y6/",
+	"+ua8VWltd12IWPc3F6jRTX3rO52BOS8gOQVHIoIyewdHHaCxDZ+G+rQnBtxV68kHnmepjNGvErPErphx",
+	"kfkwoKFvlIuZPhe4QHA0/RnJXKt98NtokrSmhgTZxtGHa+Z+hjCBMsM803p8jgQghKfWR0cicI2upY2b",
+	"soeYYSoIIcbzqJuGKIj53ogGE4QwE+E2PwkYZmkOSJIKlIs0KscEBThu5ylhH4wuSHnqYW/bSQFIsR5M",
+	"x5QDGHg9E2SQ4xK9IvlgHly1QKwMmpCqci2emLDVFUtMBUjGTLqI4AyPc6mABSLEGTHE9TPG9rsWXFmJ",
+	"S4wHtmHxabvdlE0wztwuj16rjBhQ3ibilzFrztimZrGJv6aGHAFNki0id1LlTLhLJFWRnEdMkplQC0Ag",
+	"isXGich47IQEaH0JKGg89Y7bdNp6HkkFdezKteVQ2NDVKo5cz2tr2npjCh7IKRDNxG/TMEPEzX1lr1P5",
+	"TtOPzG9OGa+aF7OfW91WwT1si9Oxrokx0JsXcgScBHMDJYsN6gtD6mSuRqLt2gsOomvb/A6TMtJ1G7KR",
+	"wPKBExaXHyjew4F8kFqVq7KSe7Ny9qkRuk0l+ertq5dEJOT1k2edbrFeiymhlWUrloYOvaWlKmpW1U3g",
+	"SUtsZ1+1ulaLkP0l5aB4pWtgfcYYE4gD0UqA+SI9h+UJ0ZwK1sOUEazzHmpOtFyBkDuyUE59+gTQZHPw",
+	"kwRY6lb/EwGSW0Zv1yLJxEQZa1V2I6o3kku5ZrKMdW7ajGSWyAO1oXm6CL1AxDELQBhJllxHpnRNSk59",
+	"kmW1T7RMvOByKxVbEhoAWi+mindNgpB0c4balHyRoZpCKNcXHSzuWNzDF7yNFR8hwa5UJdLMZEmvdA8Z",
+	"ThJ2TiA2fc1jlNAxZE4TJboXXDKbkAfvF7OQZlsDri4SotgHZdNO+uRFylDA1GrBouSCpzsbiKjF0Ula",
+	"VYWsaKI4S7IvSlwZJRlfWqa/4JXCiMj1bBkpEPSZnXrZv+AXHI6HtPJD5CYcasZKaKDwQPry/MXzNJBZ",
+	"khlbRDwsgk75mjL+BW8X0NDp9uFHYOZPPqaPYCOa5CsmVjFDFUTP2vqfTl+fmTSnhOkfL7g9iDDbEkb/",
+	"L/9CTnORifrhoE+e7jiZ/eXV+1//9p+gi4GO4S8lPOjYPLXC+XzBCbHlAHOaTHuXenCiW1t2U6mVBVN2",
+	"+hd82Cdvtci+aUwYHNCIdw/ntdkK/Qs+0tsLhxxTqST54ouBZ8Ia5RdfkLafheNMtZbod/rkDVtLUBYw",
+	"1VouRKLircmyIRFO3XwH1gNOxExRqABk1PqT9OheZePBqjcKzJw8TEGHYSK6ybpgzC++2BeOqWdCOTl7",
+	"fX1gHz2Q0ObDg/EJoUEipDQkSlPEbDopSqWOYXyrFUMmT07F7hJfbVdTQtUfftwov6hxDyeTwTFp+zS+",
+	"nKIC7neg1uUFd8v067lp7Q5qXPY3LI57YOJ++OPmSvZ/lELreo9jGi3llPiRlFAjZh1igZgZKLYX3NV0",
+	"25nW3OkSXySXkF+ZK4ekfwDVRzcTUYiNZR9W+j8/qsiHuUPymm5Ha1uQ4q9PSU2mfPDaQmy4VsGRz1Gh",
+	"MqlvBcXzgmfpfWyq+/iFvE7bIr+Q50ylgXnklwv+S6/Xg//Tb/o5LcDXr9+bGkAKPeJZo/vcp0ud3FiX",
+	"OtmpS53s1qOKA0VVSg+0Spcybzs6Z5mMxhzfzo4S/MmoQB3TRkHDcUnzGSrO3m7zinB59Nl5ie/ntPr0",
+	"dVDrDeVyyh4S7ibanu2neBmoamn3bUC3dMFfVBUwkw9QWMC9J/va2YdotWxnjPCF373gRXJ1iwTpZNqE",
+	"7SPTLgqt6wO7QK1u1cRRcn7xxdgbfPFFGr+PQ/e/+eabnnMYs/Qw02erjaeeeB2gVZacLRmBIiVyesH9",
+	"FyYVwD2B9VBs1Zbi81P3pMZzKgTq2EM/YdfiioVgRTH/Nndp+EaSS60AFN8GQR9xcpCaUohWLfKnSp+8",
+	"co9CEzYOV3399xXb4lRVsjXViSzxRg7xFvTaJEdoIhDfEZrWHGnkvo+lW3ywk6AsNZkTFzxbUC3+X7kn",
+	"glNqrG3mbCJ6zClPzSvSBLimH1zw3NFyqSW4KQoPDWHSz0uhMIDKfRkKJK6oWpjBUl5oDLUXQIZAYWlq",
+	"CYoNh6DbiJtzM7dXjL3Ucqrhx3/5FwJ5VRKOtr01yvC8ry96ptnHYX1bjOcPcGB3DGgB5JZoNUGvGhzY",
+	"4IUyxiizUpqaer29L7644DSWAiAATJEOv0uWdAVOuqrSUYjT49R5Io9EuHVrQkPe8QXHzPzIms/2VJqq",
+	"LjnV6RIoOXXBVzShS4ZpINIWokJtVLdvtdB2rkRVp4trXfgYylaVvgVZYwtaAblM1TP4Bv9tvnqZ69H8",
+	"dOZUVvuabQ0PZFXnKJFZpSatP96uTJPRYaAq3S+24tUvZMkomLddDSbVYtyqdb9Abvgv5NRWAkuJo3cN",
+	"zgXzyQmFhPITIhlLmaNPTjW/UIxgB1tYAKDJWqueMTxr0sWesVhs7DlqdGsIqhJrhUM5Ir+QNCAecMNk",
+	"LDbuFtTKMSjwNJQnqXM+ReQBpSgyddZMT/mCfLqbAfmFGBneJSZJS8/XiGaUG13E9UmFsWnNKeSnmxqR",
+	"nAa5tK2KvKTJxJVpxin+p5sZk1/IS0HkOljo80+sk4DZkz6TOk6DGLxrvxD6FoINV5QQhB4mhrSwBdiH",
+	"SF9rZmsFK5XVy8WvM52uWHDwFzIejExL9hIFixVJIvTCDMiL6FFK+OqqhLqRibvS5hqWk2cgx9KG3PKF",
+	"+vvhkPxC3gHcgxIi7MJUAsoN34X64OZic2JFX07gEUm3ZLOwK1pXBNF2c8qJX9zOBvcGkl2NYTiM5lD+",
+	"xxDEcHmugKJu8VhPXAhMCrAXzBOyoZEi/humkm3PoG/aMx1bKhdd1M2NBvnFeCAzOZUwXJKDMfk6eqS3",
+	"Hx6kfJtdizoOO+bKNv5CJrBNTtPCRSQQCDORnYl+sFhz0ER2Np4r/agbHppB541eJiO1YlcnmiwGNCXd",
+	"01nhSN2kZUpr0jO8kKDlR0nwiM+oZOTHtVTIG9isQT3dRfod9Sh13xNkEjCdmNdcKg36H3bTJ6tk+QuA",
+	"L2mqz9aXkNMLVkBNEtdmkUYK6Ldt6qqYG3AqheIWlPlTfdc2QDOC4TaDzY82q+xXLZv1tVMJQjkOvqhW",
+	"pR6VCz72xoAOFoWQaADvS2f/6QMrKxG0Xkf6crxa6wMfvaJTeOh3iAL7JhgFj3pj+N/BkCzYB2qwt4x9",
+	"Sk8NoHgghckSOSHXNIkoVwisEsc9/TYLsUs9sQuOqp0TxkVB3tprFFWLrn40HGLFaNi8hjgYxwQ3J/ht",
+	"HsWKJSeEXvAljd2uLMzKiaHpQsQhGp4J44HQcl/GVC5I2/9/hs/8jmPXBdFLEaFNXnBYaTwAujhU1Bxe",
+	"vT4/e/XyrY/GZPMZpszCmShTXX3ojY36d6oPAB8mAHNXVsBL0ubiguu5nmiGQa8cF/8ve++23LiRrQ2+",
+	"SgZndxSpBinwpAMVHXvLUpUtW3LJKlVXH+i/kASSIiwwQQOgWGx3RfTVxPy3/76YF5jZ+3peYc+b+En+",
+	"yLVWJhIgKFEq2a3ylqPbFkkc8rhyHb+PNGZ4I1KLG+LSJAnVSyg/cBEikFxmCrpfpCyI4egjZCipFFt+",
+	"JQZ6UP15NpTxeJz77YCyBgqqVXPzISWxgkNnzZpL/SL+OPVUz1GzAc+vVhVeaOc06hms3nVZasjq0YVM",
+	"nWzo9+w56NSSIkT4IXTVMc76Hz5ASKAoL9Bsw4EykcFRrJp6FMtMyKyJmVraWXZJMrX5knro5V2EfJ+l",
+	"XpggnBaT0J/Y6g+QKtPox1JiOGMo0Thotzvsv/5zp9UeoHaQTyLqZul0fnUViTySrg5LQHcGe+PDstFi",
+	"r9WSK9ojaATrRaZOlzuq3XEZ5SMD8pGq5XPxDHsnEWM4Ss3KQMENi3ppR3m1X1mZANkELc7c228jnuGh",
+	"vGI/gR5wpJ7dVFOTxNGAybiZZnECSj/NQQJHaywrHeq07q3us9XO09wN5WaTp3YJqdtGdmBoI47yfFsl",
+	"Ecw2GUq6QVlKqKziQMPn6i2jm3dg1ARQEeztMpSgr7A66g0YCOEwHvUKLaRhkxvepiMMJQedor6ibDSA",
+	"XuG241Pd2Vcm2S1HcQNZR2dK7w1v7LFVY4E05LSf+vqAH8q8UALILvJABRjsl+JDBl549Vt9lJu2ZIla",
+	"tqSjR7QBOBVqEmHxvpWhkv8DQnSDhRagGNC4iUw7pbmumRgtM4xKqj+c1XWQOkxM4x9CWM5TnlzPZ2bx",
+	"D2VpV4jU5zO1qRothmIoZeCC022znsvq8AV6RxsY7oKkzBYNwqqNhxBCI+5fm35YO5r2ISxEQMnTpiM6",
+	"AuDgR09C3ZuKaZxb/u73LSu2m/NNF+gvwIu2zuQeYNMJwxTjc+zt5asmyHcal4BFSv6l8ySJlZKqVtmw",
+	"NhzOgz3XHdbI+Fcj+u3b03ykGF3luniVWnxG2F+CmUO7s6B8gesiFYhACjYRVBLQbm339cLD3oGr6Ngw",
+	"zmKRNKw98IgA4DswRvpxmqW0U31fzDJk8+YYhdAVc0n+3VBSdvaUZz4oRt7/aP5r/V8H7t//2m7ufz8c",
+	"BluN+r8OhsPWcBj8vvGv/+JhcAwP9xlPUxOk5WwUSp4s2TiKlcIV28cvRGWXhMVHy10tc3h7OqDCbyxY",
+	"MuvHhl7F+Wh3Wl0YZ7vz0KC8/7TWqFABUb/02BGIZZbwMFK9/ZtIYnp0Z1hTi2tY6/VbfZzKbqc5CjEs",
+	"eKUPO7v1MKr6V5iyC60mYcgA0DsIW0YXFiDCAlsABi8k3KPFOMgPaKVDkdYbpkNpEGpZPZ9CHDlCH8UX",
+	"ASi8wbN9Axd4rE6lcNy6Ram1Sr5LQs/BPAmvXGLrEX4lx6PEdH31clB9UAEcyishBaJIQE5hVojZg1/W",
+	"THBeXZOfi5C4oDfAKTgoMG/jKpQmaq6/V1qIXt+QmN8iT6xO88jBneDIh9/sUIFnAvzBYCg9dBGyevvn",
+	"f/x723UdFiCmJev0G9ociGf8x7lgnj9P0lhpfRreTYMqwxECEKUg16iVOnrpnYbyekBB85//8R/owlNm",
+	"aPSHIXDfDGteDvM5nkeGAb9AB6ZecECK+FBinTy9ExsiY3yXFkEt9ipHzISkEE4AowcsiFGOz8MoYNgx",
+	"NQc4XiZ4ozYIjiAFb+xRvdX3raeKtLYwE1NlS0GSHkwbzbclvMHcQbVrZTIdtuYXei8Fn7Sejdf6PAma",
+	"+ie8UEcplfmJU0uwUKueHhLjsDI6/f5Q5qdlw2GJQKQNYpDQycDg0i0Y0BBO0opsi10AtS+qeVpvM1MP",
+	"aYvXYpknzMA3oH/UgRY2MboMSnhlVEdhSm4FnZikjV5cv6i4b211XHdrC142lCWC5ZBSIhY4vWYssuaF",
+	"mEV8KQJCP7ZydlU7yy4wssjwVOt0WN0eVophgZOt0WJHsdQp2ibfAp6n1ghE/xFkJpZiKKmtmJiLDiEg",
+	"GAb3mTbqkF8t7zTruK4acXp4In4QfmbpJh8+DKVWD/L5BAeH0sGTBC/X06TUO2i+QfCBFfvVy8Njjy3i",
+	"5DrN019y8x4dHWrHUJRxv9122X/9536r3Rjks04ufFi+pFAqLQxThI1snEIWx1A2da/U76FQ56mmFQc/",
+	"bL3X7rKRWMYyaOSNgm1BOxgQZwAcOYYOYR4RbAt6q1EsDyx0tPzA0i8EYwHQZ2nmwbajUhZfwFONMxtW",
+	"hhWEDVg9ThzKQC68wUFVVQQEkqyhcjgOpXos2uPEYqR9yRh5yKAeU43TIW4UuJ2wcSz4N+MbA6V0FSAf",
+	"ZpBuy5Hy1ctzsHzUjMIrqRT8gY2ZDxj88OuYR1GKunIWQ3E2HDKIOKseV2luwiNTO24VWu481RQnT3/p",
+	"tFzG02tINrLRwbqtTgNGQo8DLhclg/GcxTqDlEkBudZ6XrsdFggxA1xFWkpO0QOj3qTOL0rRjuH6aAmD",
+	"Aiz4VhBXLlEiBULZGWme/V6eI2QNxi8AsUgr8wZxvG7ZiItJmAkErjL2quuqhhHsMbmKCnNE7ywZcmTh",
+	"5KEEge67OmcjHjDvd14TDQelgXkHXu5IDBN0IKnXWojLa4KTA+NPhCULDUvDSEilHwVJDNRDqoXoQy23",
+	"Mo9I2k0HGaPGjYYMbbNsAampQv2NYp/lAgeubBi88bsbDuH0dQHQFjshtRjWH6lVOCeLJMwyIXOoSkTv",
+	"GzC86g+/7+Oz8VO/5eZOMRiIY43BkLK6R6Xpr5J4qpQC+ngZ07vUwu92u/sMrzewv5GQAU8ccoxBIz2N",
+	"/eC2L113AP/7C7bE/mUff2m6/YHretrBZGD4sYqm2e4P+vuwI7KYeb/HjwP2SoySuTKRui66myPBZ9r9",
+	"Vvc63UF/f7DjermqiU+Nx6y9QxpFnKjHAlWF6iEENjaZLxw7bQjpwp7cANPyuwBDo+4pAlIO7oSgrMh4",
+	"ZNs7vYajlT9mOyIlSP1eZ98IFXRU2X5VFFiv7RRS1WL17iYoEQA+h96q0dKo7G3XzVWJGVgWPrxhNE9S",
+	"AIFWbem4buOAXq6Wv2rKahOsajB9/P4R3U+Q0UKZyWEek/DaXo5Nk4lkzH3RYuccvC6QgiRjc3EqrgAH",
+	"YCiBuNMXBPpIGfKHM+5PhBLpK5nxi8WixeHnVpxcbdO96fbpydHLb9+8bHZabmuSTRH/IsyiYsJ9zalR",
+	"E2qDWhtKixDoqjaodVtuqwslD9kE6lKqk0LVL1frgDzt/NL61+++YW9E5sCm3O23dxsoY29EEo6XhWSp",
+	"lGBQyWbeIJ11FqqzlBI2if4BFQgUUS9S5l2Hgddi38ZleNgadBs18pOgNqh9KbKvF9cp0JuiaQ0D0HFd",
+	"XcGgS0hLgWqrrhXuUKMExT3z6ZQnSyJO0X3QxYfXYqkmQglgdbEaLShL5dFVbVCDLgIIxw18gntrTu06",
+	"DCzAGretvsrgFd+cq2WSQrloCBhFAGz+458P//zNh6Nk/Mc373cvl+++++r11e7Evznns/AsShYnnJ/7",
+	"X729iGsfv4eSDVSK7ipwhZGC66sgRWHKoV6kh6NX9SgzyttfcMOGZBc61gZ//d6xRvFLikLiDFvjCOiq",
+	"/EqNX62Yal/7Xj3QGK63LtsS3NC62iviYjDmmmFrCe04qoOEDKhAelNYgyYd8iTwmORJogm3Mc8zhrNb",
+	"X2NawCXT3Ez6N0wwkYTvsBqvdeDoT4tBzIbaBOgsCFrsUNpkMJrsBqKLZyfHA51KkzIPqhdT5q2QEXur",
+	"W+g0TPXvKQgRrbPCyi6VLUpyBUE3QWiGOfdNsXy/L/bGrt8ZNdtBjzd7o67f3Be74ybfGfX9XtAVnXEb",
+	"wLhrgxochDVHS9F8zGv22r6jZv3j958sBew1l6/hy0VsOmxPdy4K/lqAqVJbvdd0+81277K9M+hobCoQ",
+	"Axuy6FtDsPFQTuEFvf2d9o67t9vd29srwaLCwzbCq/3o3Nqjtt2jzmhP9MY7vLnvt4NmT3THzT2+O2ru",
+	"+P1Aferw9uiRerS/8/AefV8UlCUUwJPjtGL7b4queFbcZ6sQVqtCF42Es5NjrXsUfE/12ODlGVmF1Erj",
+	"OGk8TEqrW9p33/LWSr7Dm7p33/RK59jBHZ39u++4jOMzLpfax6Pu62/ypjeYLvQ2Tycqnz/FEnt1HOkq",
+	"7L+WKna//1g4q0yev3U0nZXPEn06WY7ptSeUTuY35QsDdo86OpNW/wLRD5rzmWbT+un88M8XL797b6ec",
+	"qgcut39Ko/nVR4/is2enkIyDKaBB7Kfg5+VRaxqA/2OhVHt0vil13DPtOMw8KstSZwnk4V4ZYjXyvGN5",
+	"PHrWD4rO7hepMTFCU/9Q8HCzOif2PUmeQXKKN1qQ83wlPAJ+gFhfBh5061iFb9AUzm1OdrmmEfgk/Vxo",
+	"OHbigHHTBzrM1CIIQgyWTsDNMs+qY/Mem0PdDdlxJshgajjQmUbkV/aEH7BpDMRvqnN6ymM5inmis2eg",
+	"bFGD6dqrIrdRqo9ye2FucpwXFiJMFQS9+ZUonuehfJ8IwgevOrThltqmuqjVzDdw40d15FTdkfdgG9yo",
+	"tQ0uPIKpqD2CRjAjDJyiXWDdVVACRlxeW3rEqaE5qrlur6OslHiehfJKg6XW2u2267pup6/kn0aKJVyW",
+	"pPjnaShFG/igXJcdiYAn7E1Wc+yfO7WBnEeRU/NBEtYu4rkM2EXsX0OJeprx6CgO1GTt7u3s9AhJEHBr",
+	"/wSV2SOOtEQ1/fxEiIwdzrNYLYUpD5VBGy+kSP7NV1ekcAGfZ3HLj6cAppaF2fISz74o8tW5L654tO6x",
+	"7ELMeJiw09Mj1cRJLNVlv2/3251+v++2d3dBFn84Cayx3Nnd28eC+TTMbDiuqjZ9dGqTMM3iBI8Gntmm",
+	"WOeyvTvo9EmbkTE87Y0RxjoubglfR9u4IhJ+lsQy9HmE1DlnPAk5O4xueCL+hmMLZfxGqMLKLTagd+nu",
+	"D9pusQGQJb1IQgg2pRlPMgT51A/Md6Ja4KAijdp+J+iKXnPc5zvN3mjXb+4F+6LpKl1z1PV7QR8w8tXU",
+	"oSSgXVtuNF4xCWfnIvFhj9R23Jbrqten0pqEXrejNDTtqTjjkl9BegL43KGr9IrLeMq+EP41YLxUPL9X",
+	"+fy93Z2+/Xx67PdVw+DUrINr/fwST/Dh2hm4XUe0JWvx8NxYT7QesYmO+FpivBtsxhIICIWa1BvVubru",
+	"zXTZNlwDr3jWGx+iN64At1TpjpXKnaVMasWgQoeEIPd9FMm4eAxZZKN0ijjgCsD9hn+r00nrsay+QpOo",
+	"lJUGXonaFSd3AslPVo+jwKz5BvojAsICs5uiVJdqjdaKJUKedJU/77Bwtt6qvwAylvXisMTTt6FUDBGH",
+	"JJvkygz4F3LYNoSj/TU9EaG8QNm2ZmHra22RcqLv2dwlWBBI1Z5Bq6VP3e50e3ff8W2sThgZfO4C50uR",
+	"FSBqCrtmjcAppNXcx69aAkNYNRyNr6jKbMSc3Uq7EbFBwf0BHlHAFtvAmBzKja3JVxCyTZkfT0ehFCgo",
+	"D789hjw4q18UCU55JAh0QRKKD+p9fDZLYiCmhSzFKFRaYB25vvVHnmViOssoFu7k2UAWkg3WTB3ilamH",
+	"kTXwKU+RW4YT632LveGRIAQICscXJmIoFyIRGmqNz2aCJyyL47ytGKZaNRKPeBKc63WwiZGoRiUlF3a0",
+	"pAaWsKTVNWtsw+tQBhubhlbjvlH3gWVYbbhCJ/NmmXlYQQPLW6nvWm/FIrT6vduq4YLXtLYIqhGTnX12",
+	"clxs3obu4aqmrzj77+U8d9b6+kstJ6e/BkkvtL7r74udcZs390adoNkb93eb3PV7zZ226AT7o73xLu+v",
+	"aT097xdqNWa2IoYLZPqnrA61d9x8G2qslXGjHMjYGe/yvVFz33eDZk+0x02lPTRBfcCf9td0ip79KJ0q",
+	"dgiayjOQFzlvFbDi1SH9Kw1vyrTAVWkTaxpuJWtUN/0Weo3N209CzWq6+HBb03v3aPpl/KCGfw4eqEOZ",
+	"H0ZK6JpzZvUgMuVZBTeVZoKrtV2yvfGbC01uMKjR9xYXuiY5L4WFqoiw6RJNco0+KWqbZknRX+oNQl+A",
+	"N8MlxV1JELfZ22nvNvf2OvvNLu+N+v5OsCv2xsjjSyLjHpLHKkWpDWon3/6x2UbXHJxR5hTLGco10Xgk",
+	"bkTUfQOzRvjIqxJ3YwFeGaub8aVIyFW2wuGdFAYOT+DX4/yzmj01EL2u6/bbnW7b7WuybqTeJyOGoPDz",
+	"gxC8Ur/QiugN3I1XBLLrmyVMqSGAKZPUPmGpuL/eUnFdt/PZLBX8ZC0QaqpZIXoq7vCLHa03DjZ2jFl6",
+	"1H0dYyu63rNn7Nc0VIs4u1VescIEWcZpYd1UWai3+8TUGrAfXfBHVeAhaKeTQ3wU63AWKp1S9vrcwClV",
+	"tCtLXqmNT7en55UCiXeXR8q2ibheTPe1ptZ5owoz/uyOehK7HF1R9szce5dvazzvnyBOubrbv4TkuGks",
+	"xTL3OOcqsKnQCDP0Vg0ssAiDs6J5lMaAQFv3UMfxmHYeIbkqwM9pxOCQSj1W3+hziYBZqCEdUNnXfIq3",
+	"pfnl5C2hkgHxwQfsjjBzGGC3AZefvgZKISDRh9vwLcpgGWASI1qv8IICBTM0iso4BZvGKHvQrQUPRChe",
+	"aKVB8HlhKjOh/sePk0AEmEeRf4+5KKp9Tmme1bsB20x6uj6Pasa10mGwF1TzDD5ujiB0E4cBVLyq1ivb",
+	"nKMoTkWWRSJgS5HhABWmE7ulh94ZSqzixSEMM3QmLsJU5BWf1jtJryHaoryfaRZGEeu47QGOEj6QUj40",
+	"Dp+ntSLPxEe8giLrsXoaTucRz+JkgI4ztHaxkAOGz+u51j+d/r5n8BrDxHREv+mAar2spxQe0Hfdtkcl",
+	"zzgiZdQEDNaUFiRLeJiKdCi9oq7vmbg32Jb0wdQcyqD01Ys0B5P1CJzmRiRQdimvqGTIupZG0mH03nMe",
+	"Bli9MeIRl77wCNDyEAsgW1tbrOe6A2b2q1ogU/QccMncHI/GfGfXoztQiOElNDsAn9EvcvgqvWBgwNmK",
+	"p7dcyc5rsV6nM5SAUIlDCahWA3AmkfVCY2d7c3udDvMIYlcLgfx22s3eYCjzblgSK58QQJAHgaYXCqYh",
+	"LTSIRR1dARkPI6hOVHNsC8AGtaVU4akWPJR4tljf7QxKm6YM9YVwaigwHAsVOa+4HGHJ+lAitF+xVnal",
+	"apfm3PpazfthakG6rNQWD255HjRpFAdLjD6EMq/0zWGX3LxVtCd4lAgeLMm/tq6kdiihpvYgL1rBKh0k",
+	"HCoWw075NVKc0BvqawphsbTXxFb15ShPzTyYGnU1/lGcZqzONVISSOeEp5MGch+iBB0tlfwPiVvJPMgx",
+	"FX4Aa5IsK4qZr2IoToN1LKJUaPhaAn/XCCl4rsGIQeFaVdQB1/091Wi13kvRp6ejTa94Oanc3MZm8dXk",
+	"Se3KwOKrzSvQoUb0luVfclMHrr87aotmZ9zlzZ6/FzT3xc64mYe6d8xAoO2bD0Vp8xQ8pzaLYb9/F4nh",
+	"9zikIs2+iIPlvV2dSLidq5bnFnEDuVtM9Y3xWXX66JrSbg80DSd8DHWrYTohYYWYGC2iZEtLrzqMIjQH",
+	"SUpar7pHjQ2u87wyptKIwa1tEW9ijXTCvJ8+erkqWGoQmDufaMAlJMHuY8Rhlx7PjEMpOjAnI8xOQe7m",
+	"6KbVYt0IKYTDy6igL8vPRKibgXNKigW+AHRgWkpGCpb8RRWy/i73UX6LuQP63EEj8z7FJ9oh+0+cm3x1",
+	"wqDBbNR1wxqF0DcJNWsof2PWuLt39w3Uj0s8gOG29gYtO0ec3ss4PuXJlcD7+psMg0FPOxNByCHRFjwH",
+	"nU1utjB5P83f0Nlokr9EBNlf20VBroSSk4IU73v5KTTpx31SZfQ9986S0ZbdI2bJUMmFgR18UJbMu2KY",
+	"nNwPqUYcKvhy/tUEaf7w8z/+Q+v0b0ATBY/d1hahIxhbtKDc1cENEGsTuFEAuaWyd0CVofcQZ8zZyfGL",
+	"lMUzQLXL/AmrF/wvxchzKJWhp7uzFFmD8B2HEpR3zgK+BH4dKrJ58/Ly8vTl2ctvL98fvb18/eqVx+q6",
+	"cN3rdAau6zX0gEMU+285CcVQYtusKlD1jkm8IJ1Z5rwPkFtBFd/JXDra1A7ElEuzPDR3Mowpazbj5Iq9",
+	"vvjSAwuftAkYA8Srzbt6kB+4aNwQLEeKOU8vUrqPcBdB9ycqMlhk9BhHe3ikyA7JHlfWHqznkbr2imfh",
+	"Dfp63uVJqWGUNUPJjGsEjBV8Fb6X8EPoNQM2FgIL/808nJy9PT28fH3x/tXLl28Kk9Da/93v3VZXTYRS",
+	"okvRcXCbJTF6RiY8Gjfns6HUNGugkkuYMuOGOwBqIwAROsy8fAzOYhnwZTOLm6+SUC0TWCqIGupBN455",
+	"JrwWg47DWRuHMhMWf5AfT8lNpz6ptyHlupLqBg8JHvUiHaq3kdtPXzkS6gmFsTL4o6t5L8YbpzQFD9ye",
+	"IDwcC7VMaBohaAI6DJQBaiXGeDOkkPDIiVgYnQlPhxK6RZvAKoc2+0ELvBkPA29dWtqxlrebpKSZEdUZ",
+	"SU89l4rGME9XU2NhulFsOl37OElqNKx3JKiZ8fz8UouKTX/OKnpYVpESZrkCwwAdIWVKgSuWuJGUs2Yd",
+	"KoGqskA6nUu3AwPb+wuMvJYa9jW9mlNTwv7Q5KB0W/t9XV2+YfbdY+dXmNNN/dRutyCZRm1Y1XY7ryJv",
+	"du6GgO+P8Ou2A1HT/LJeX9c7qa/pqq6VdqH3/u1ZF8eVeubGCRd0+32TLWxp9Zxn8bTyLIL89NRGjTlQ",
+	"i/bM3YkVRr9+pJwKdpKVqgggXnW7CaFa6VWmY+jVu4EP2WgxwcOzep9YFoYSQyuym7pJPjDuT0RAqqS8",
+	"tr2mz/K70PZLt6f614aD/xeT6GrC7uFENsK52kGnN+dz+ssTSn8JjEhaI3yRrfQ+riS842GOJF1thakR",
+	"j+RI0ujUwIaoZfi1mGWs6yrtUXP4QsPV3RaApPHZA/ME9wnSBm1WSBQYSmAR8eMkSAcFbGwiu9XMD0BD",
+	"c6O5QWRMH+yf8Y7WUHoBz7iXZ7EQURu9+PD8xMJKzzDnBhxN6I6yeOJDCfjeQF5jH2ROPvcO5LFoj5NT",
+	"KottHGieHTwIESDekO8MJcCHZ/wDCwOHvXkDXMS6WhcvJn9azl4HuRGHMh9wANE1pn3O3ondmiVxBoix",
+	"ml7LYSORhoEYygLB7wDYUaC8ZwuwOnkSvNdJd/ANdPO9+r61ZajaUCpteUBOhK4qi3z5oMAWpy9Lq+hg",
+	"DwxXcGsGXgeigta5B9M4EZikBGgtkeBAdDTHjCmiBdYQg1O+NPjCAPeClHaI5ApkUwCzgLw7FrWD22X0",
+	"W2koNfvSOi8G7o2NfBjUVO3BUG8/AM8O+m3UFFX2wzSxDNGCkwbnTbUdC9rIpucQ9ARjDGssb+rAZ+Ut",
+	"oDY/uwluVzWrUO3KxT6tdqfb6++o0VBrFe4mhALYDm573x13eRuSEJq7fjdo7oneuNnnO6Ndfy/YF+4Y",
+	"lD/gogVFFmi/UZ6BlxT93aDrhNYjO83dUdtv7gY90dzn/VGz63eCtnDH+3xvlI+uLUYQPGSNOf3y5hOq",
+	"F+Dm+5rSJHCfDelfWZezDrpKM1rclOoUSJ7bWtzdBjRcpxGSibA+FKk3IDqZEDztkOaREThpiepeXbLQ",
+	"TLxZbNA3zO+wRg8o5gM5sjKWAlI9V011rU5aJrs6tdNYx13uOnHqpeMcYhWfpCYcVFLgw2OLigIxGIOv",
+	"AMffa1S6BXAfbuAUoKEop5JtJlqemEsArnxKYjpf7YS4hUgHYDjTb2ub2gU3wwPaFvE0I0yF2x6tLgNO",
+	"d+3EVV9gYASR0TquW6iAo+bmSFufcv7cS+9aZ/3nlg9o8Wawn90BT+EIAWcAGWQbnCHbiaAZXF/68kao",
+	"YyLLp/6Kh9LBbcc1dQ7VexvTT9OkZskSKFOCeSQcdYwgoYyQqs9Bfpik85F65wgIQWBlgSmktHrKzEP6",
+	"scwpJ3LTEm+GgcfqifCF6o1amMEcZZZgoyVyGXbczoD9OBdzERwU5DmMhcfSiUbXtpZ1bt8+4SOqYZ+r",
+	"aaWz/EWKJis0e54CVQkk/mdxPvr5DMHwg2IA1qHquZ4sSLwXUBBVxwxhkP/ISSrzOY3Hdu8hvzS3uotD",
+	"1XAwwfsWu5fYBHNW5hSKLtHho1+JfCaG0shlSvClRLKXTypw7ch5JgZIY5tNeIaczlWMDtVvrkgxpxf8",
+	"dtSAzv3UAOjPycan1P3Oo0OiqVzvlc5nNxG0zX9zh9JDszvxMFszlcR5/PuKKcUyHhriFRMhU5/W7zIq",
+	"19Cbrcif3+sYmpRarvL0Ovs56OZlHGOKmi45yBftJMtmg+3tdme35bbcVnuw5+65uiPpdsIz0QQPNE7N",
+	"ZuvsHG+vXGHlpgzQc3N4fqIk6osUqGUgt2bj8dD0DXo486RxbXcdYHVOkV/GGjXLcrcuucuAh0vxSujp",
+	"r6Cx0MpJW1MulQpf0lqUimHUFlQw1ikvE8GjbPK3tcbvoV1cBZykVpa4Et7zWYsd6+hwFs+Jalsd6yOe",
+	"ik1pX76Cdnw68Ut8XQylvp3Z0VJjCcTX9wngUePWSMriYDw248ppeCOkerzajMKaxtd6CPVUGrLQ+wSl",
+	"zE0FugR1ANpcJZWO8dM4h0T9xFkrNL3I1BFZb7Egj4og2j23zY5ieQVhrsMbsYKjXXszDzPB2h3AvEE4",
+	"7cN5msHGWM+MYZzDGiw7iBcyixfy30bRXIxiKUU24tcAFw8e7fAebBikZXxhnsS+gEexY3rJg8kxqqC3",
+	"IaJdAg3fBfIi0D5n2bdrmlOEFbcRh/wshKHOwqn4C77vcCqS0OfbR5PQ51dxJUpzp+m2L9sdPbiAV1Sc",
+	"zr09dqGEPLsIbkdEv2UKdwAuurcyhTbYkN8L9kRn3Nzh7VGz5+8HzT3RHTd3eWfU9t1gH2sNaZ6gRWkY",
+	"CPZNmPkT8QjTg21ZmZRueVII2qdyFkL50HloN9vupbs/6G6Cln26Xk5s6lbXj9icTsVwpVRwqjyTpjxU",
+	"eTASdb3T3Ba6+rzJxX3puLnbe37rPG6Yk1apNZzGmyNL5yRhwcOZrZ5Y6pihrrqrxlAPlDlaNld+8m1b",
+	"rf7kdGHPDssnsYMxgcliNVu3gy2S4/XuypcfNO4Hl9o8Q55oWWCOZPWc/phoSX1lrcksBNAOzYQ8lP/1",
+	"n71Wr9FiYKV4VwmX2Xu1Nf6At723biM2fo9+AZ+k9hWGgcO86fX7n//xH15D50XhdanwE5HRtfhBXZvi",
+	"teDRAyIlU6jNc+JjsDmBeg+RngMMrMFD1J1fXV6esy94GvolswbeJrEUxOoVEmILEYjAgF2r9zQMeg4O",
+	"X8TTLGU7rmsMUnYBHOdhRlU66SROsmiZg4Ay8WEWJiI9YEEM5hdPr4fS5vCe5bytLWQtR4fw1la3xNC6",
+	"llR2a2soq3llHWUQ+oiMYTyeCVUUgsO6YcjDGfeTOE01Ea2ukTNYALgdVliq6WcNQ0IZUUAMj25V+mUo",
+	"EXbbYVMeqZkFtheRWtTpxDOLVPAFnKBqL+VQGoAlPTgCZsWQoIcr3OvnOUE4+Pe1X0dnTw+B7Qr8aUSB",
+	"vcIQ7jDwaMDqhKCQtBcn41F4LRyAi0FQnmwiNEwMXUcs6bqIjFOyGR6wSxYB2IMZGFyGVMQJQwLczLCv",
+	"44QBM5YDvLmhSJl3xP2JaB7FMkviaMBk3EyzOBFQrjiUSKT13hIgxCANS5dl4kNWmvEXQGkBWD0zCxsi",
+	"n/Ah5tMhjzaggoUSULwg7JeyOZDmi6FE6QOD5P00rEFLhjWH0Z92o4a1jx6rT0UQUoaYVz5nvYaDGwqw",
+	"tUaRmLIg9udTIbOBGq+/M9S/2d+JPMxjf8eY/d+H8u/NZtP8X13bc111YShveBQG76lz6pZvQI6hxAEB",
+	"g1hZMnMMMbvFhI5rn+c0aer7t5evmns0tHrzffv2FMRYYSizVETj0tO0QNtut9pqAVFhcb52fJzpHARF",
+	"vT/fY3R9FErRYHZf53ll+3tbFv59VTTGmZHbBclPj2vbQ4fXqce8JeI4fRIsklheGVmfiJv4WgTqV5Tn",
+	"83QmoF60oFviK9rdNbPzBZwOavnB/taX92+7XIoQdFg1QE0hkbpexgnsTUKQ8o5Qw2tewiBoUBBYcMxa",
+	"lvi+zr56XxbH76dcLt8buBj2d3ZmkKW6Lkl8I9RtxyjEFoFhhjKB8cnd9pqefIWeTez7Dna+XhLEeQ4m",
+	"pPzGUgpfK+xUCKwTCLWwhSUylIdsKrJJHFDSMrQfMHEAqcyz1RISH1tbPbe/tUVS+jCK4sWA4R1A1766",
+	"S1ndw5c0ZZw1ubpDQEo1Btjw8MD3K5UeBBAOoLExNDRTqsRNRW7oEbgcgC279ikoOdaiP5H6/lybIxFh",
+	"KSGUfa2Eg+3bNDpSbVCbXr/vvfpx7y+jy47802L3dHax7/+xm34TtM9qTq2gJamr0/c/7v7ppnO62L+4",
+	"7l3Kvb/Mul/5O1+P219M+8ep++Wy85bvfiP2332oObV8/9YGtdWNex+/Kgye7QS1x+pDc7FYNGEfzZOI",
+	"ttLtg6e0MtSXbx9BzcGf63L2QN7dQed50m5HRILXObcr2q0V2/nT8ZCMLWPXUuG+RrXYEOyUqN/RknlP",
+	"99fE8uvJ6Es/fB1+/eovLy8uv3tzkp5Ms9lfjk52Tn44WZz98DY7Oz7Lzo5fhqdHX7viT4fq2klwlP0Y",
+	"dL8Lx9+1xPLrmd89U1/HwVcXi9fh3s3Z5Un39IfD+dlR78PrH64Wr48P1e1/C96dqOsy3t5zL+TL3rvp",
+	"12/Ppv0/B38LzvxXJ/0/t//8N9/Nrs/euur6SHx1GL7+4WX32+OX/W9/eLv89viP+y2/E8nR9JUb/Onr",
+	"6PTdH3t/ftdejL58m406/VR8h+Veylp4H8raYMd1i95LXIIbui9TP4aFVEg6yEG70RnLilYqK3L1OjhX",
+	"ekl+AbbuA5YhLpeqdXgIWFG2iVoK8RV02YrIV7Tgy5R5uY5b8Brpr2/1AAk5nyrL21z8/aoXyMr8vReh",
+	"GJzaeh/eIX20WmkveYF5c7XS+a86WVaYdUjRSCt4dkEi2QIONvotljJCtlkq4pdKXCDLqN2Pd6DTgSxh",
+	"VOiw0vpqRXNNJ/ILTMrOqixs3XsVYgbiWvgtozLlenN9RetqaH097+6t2nF9nYqt2cTbD1tQR/CuUgw1",
+	"17VvUbTX69m3rTrs25r5OiJPRNHPgtCljzhNZfNiYGipP8W6sLCKrZljPp+K0u6w3BHG0H737l3zMO+3",
+	"GNC1ieDR9A/DGiboDmteSaiV71uVa96aBzlslogUE/Mq2g3cZKuKU1EoVj+6UDxTLf727otcH8WLVbUL",
+	"LDD1kzYr0GbhgYZUfbj8I0GrHzRg9t4mO30qVl6eiuQGfHA8SIv5KOhVDQ6Mr9E8DfI1fiEpdFdLX6SF",
+	"8aoSVNTiMG+oyaO6l6ZG2VSrE5jFMYvgtwfP1kqXwxQfSR1us7Pwi19yiEMynvWLDCDgPYZoXoUOWLHe",
+	"aU9m4kO2PYsw1+dTTnlzjPOU3WmQwVlf6sgjD6weUO1a8e5slAcel1WvXuvu3L01a7UQ5CnmqNhuFwY5",
+	"chqwoWoeVvw4a2biXq4dSJ0j3876rMBHm5QHt63F3v0K+Xe97n11H3rSZaVMqnCGfZpgKozYi5ScqJhm",
+	"Cy8piGNYUb+EsqMF+sA+fDZrDqvjODQcQNgD0D9dfrsSrcGIyS0OQoK+eKy46UdHu1XQszP4ayk++nqU",
+	"cbVMi/FLK056WNA3dbDUUu2o2EPJ5nEchfF9iL4hnkReCIPHkNB1L1JmHmoKM8JERxs0WPIsiYO5n6XE",
+	"IMJTli4gJykgePe1iXzMw9IMbf7kLN4YiSnlXihLpeQl8HSMRi9jnJrGAUSX0KUKKvNE4N+EGQThJBln",
+	"Tl6PXwfKhWU8L6Z8QPCFoBV6bk8niJighGT67Ekjnk5Y3ftd55UH3qZQYgfVFw2CzIQB44TgD752NSgA",
+	"RKHxIwb4Jlb3ZJw1x/Fcal+x6pM2BtRDqEBCTyBwZdBkIGWHNfbXYlmZtHJuls1G1FPrJ6eoe+/w3dGe",
+	"vx80XdEeN3u8M2ru+d2g2RP9sf7tqSIg2RupmP5ptkoh/fM+zqoovorfJhEluaeD7W0/kK2q/M1tdWlr",
+	"BjiNcn02pJ5waMm1WBqkhtC+88R8pQQSXoblSmhl5VceAV4W2V4GshhkVinVUj0J0ZEIbKm5N9r3m73A",
+	"Fc39cZs3c2qAXW53HRMI9ftEwBP2JkuEyNjhPIuLfbLfG8tRzJMN4OvMms4n7OGJguZhZ/SszTMGjX+X",
+	"BKtZWZ9HdtL9CkpgIGV8Ec+zVUrZEKoBocJKst91Xtk6i6lC+Ta2MHSykh6ZCsG245mQfBa2lnwaGTzb",
+	"w/MTdVLxbFIsNnF7ebGJEu0gSTcuMjGy9z7Kzi01Jt8S/w8G+IC1KKAA+ZozBIhaFiKKmuSnCwtBypXD",
+	"Up9kxfPqqYNfmS2xNv2zUkeZWceW1pS0fkM6UpnS5D6FCFTZ+KhA6/eGwipBqg/lZpjqJ0qqsVhpxl4U",
+	"SgGfPcfi0VLNGkrPsLOmUFzLIUvJYFLh9opBmYK8Hp8nier+PM3iqUjOEzEWSboWb9mQSBjL8m7IIj3s",
+	"FkkHbueicqHEwOOgF+O5KO5ALzbN+lyY9e0Gn50c5yBQeXrsQ3OOS63XD3w0an29/GAFiA/cz+CH0OxJ",
+	"DVdW6IHFn3wL/z/RLa8hINrp3cU/dMdgA+i7sidphzAo8mB1te54QrIhnmcsEVc8gdRHn6dlQKiAS/5v",
+	"C0247PNMqLfrip4qWCh63UsoKVnLrvSpvSOx93nBca20/hmY6x743bcm8ZPoVKK+dpsyflJ5lG6sftPt",
+	"9wXA0hP/DIH19LCk9dxYqhspC3kt+PcfnTUlAJjpBlqzPhFiyXJWlLIqB+cfB2KSa4HolDO+ZFEor4ey",
+	"7v10/vaL05Oj928vTj8qlXH7J3AlfVTq9yXoa4scpjNlntI9cu4ZsGlaW1vsrQTmTC8VMoA8QQ8I71FF",
+	"NC/U+BKazHFARFdDqYU46fJQXRewGehYQvqC1VcULwfRUSFJvnjiYCk6cj7ao9EwwVREPwXqDIDmGC3L",
+	"RKpU2b70WN1TBrvHpoLLdCg9eIfXONAP4xmwg6o+Z+JD5rERYWXqYUPaXUtznMRSjwxOA/DBjJbY/BaM",
+	"YvbHkJP+rD4dZp7WkSk4jauCvIZq2IkYBaZgwHD4cQxselk1/zAVPBE5EWcJ/4PV1zSBJ2Iogce5xc4Q",
+	"sQp90wbMifF0Kf1JEst4nkZEfJmILAlFegA5X3AXjts4lDyKlkM55mEErJq0hMiQNAuNQHYC6CgAs+Z9",
+	"Ve0ink49RON5Nk+EYyoCOFsKnjCuRFyDSknyNQ2jAKUA9vggP+cc1qp5TyjTTPBgkPM9y3y2qOzFGiug",
+	"vKYR1F14Q49C21fzGuFmw1iuptqgrZEn54+4f30FXDtsESfXLJsk8fzKwguK59ko/uAYvXGFDykv9khz",
+	"GqR0ntwA4A1niUgzngDvKbQFUYFgaGc8TZUOB7ADMjbMSkOZcGmNVsrSGNGHgUUnFmmjtY5lEz33KDNg",
+	"ZrVgwKH0I8Eh4/eA+epVUaTWKJyflLxtEQkjgDBs0hU4G2Xs0bAvVvaIdhy47FosRWAmm9behZiGMiCq",
+	"ZC/RnwYMWGoZfpGWNN9YVojiodR3G9QoVkekJv1DMxVZFsqr1GsAXoSF8mBuCVMWhMAzFzhDSXIWfR4O",
+	"I1lVV6MDxnODjeMo0tBP+iFKwhFMlYd8uNQwNY9DScve3R+47jr2LVYk39JdDviSecFcAFcT+/1QEszS",
+	"OBVAb6W7s3KmAITSjCfZe6AxckBscutZakWgKFV7Qq1bvaVsDMPVkdTzOI9EurXF6tCgUYIBExpQnH9c",
+	"GxApTD1aDXQygDHCCLmkMRjKJnGtXSNnvgnT61iOdiGrw8AsPpAEZgl5umYLCZ2HkhEh9TwjX8k8AvUD",
+	"q6eI9hlnuKVaoJ87KMo9TMOvEH2sDoed6ir1skVPaBxgRRSr2B/4qoKVlYesoP4lDIwrp871EjSjql9V",
+	"fEIDH6uJudlw7rpdwdxcaHc0yTibRRwUaP3Lvv6ntb+Pj9Gn9YDhEUw4XMUTt6L7xQuoTcBfD5MjJNU6",
+	"1ds//+Pf+64LxTVpw8H+8yBg8xkRZc+nGKCFK4BbjSEvWpNY0erej3MuszBbeuz//7+ZN5dhdhSnmeew",
+	"DnWxgc8VP855ZMZGPWi15dhIJVrzp+oxxHVmns/qtHQ0fRzgrDMlRRAAHSuGgCQ/r6ErDj6MDBrPGHXG",
+	"Y19jz4OxgvlJuaPBY2rUdnoO86ZiGnvs5//5/7CO67oOa7VaUFynmmFRxauXXIoPEK2GFN2AcIYIRV6f",
+	"awZBCCqt7JIdXI1QhkVFVxyWde5pTn0+EwGLsFAySeIrngEWH9RpmVVrwbTh3q8rGQON46NYWcsoVnqd",
+	"ztZWnqRnhduxKWr/52VeQSzFQA1Hyedliq84kBpqiZL7t+1YY93TOaAmwELp3F4DOg06jCmwT9WhjzGr",
+	"Yn5k3Tsr3c/muc2jZEJ5PjVc4TwVgXrqyiHH6t5JwU1VuEU9koIWq9zDC54OpZ29AJKIsyAcgw1AuVz1",
+	"MrM+I2L9RjXJvUZfWn1hGoPCozTTwMwbTRXwynPKhjHK4qDI4K5J8NlGHPgQd8cIEDxsKHmqOd5J96yk",
+	"w0c9Y33NU9HPfJebeUMedSXH3749Ocb9cBXHgbos9EVjc4Z1Umn1aBWRLTGlrWqcjLFikVYfrFkMvU6n",
+	"xbR9zxLxAzDo6It7Hz6gEg7FcbrRZYb7nXHX73eau0FbNHt8b9zc9zujZl/0gi7vjNsj13/ixO7TUCpB",
+	"XYo5wtkB9e+OUYdBIVmKrIrovdN3HeNKPYqnMy6XBt+n4GEd1HTxyL+NkvBqkqVhIGbRfDrK/bT6Dhsx",
+	"p3DW6i/1wW0+o7ZnkIEKjmvj5+7WnBocgPo6db7kfz+Y7WgW6zcRyI+QQW0AatDHj05NratTfK091ie2",
+	"yx6a5eBQa4u+kli/3d1p9d1axaDX3mnvNzsi9zc7PT2qrU7Erb7y4hzUjrnkzDy5tjIfFjpVb69mz0xN",
+	"d8JMjnEOd93a2knq5JP0V7Wgp9M4CLMlQSv1u223VvZgHk34WPU2CNMJU9ucq9dqBac26Dg1rdUANVSr",
+	"X3Nq83haG9ReHgKskq/2dHfHdd3OfrvX74DjuPRuvfKKjH/YW6rTyeazwotr7Zr9avVmejE+DF6s/lRb",
+	"GRdj7XLC5TVbxnMQk5BYNZqnakDAK/soy7R2/rq5u7unWodrFSr37sFYX3WErMn81YI5iyma8EvUDCaa",
+	"539D9zt2ILgHgo5xqK/2Es/cge1aXSgjlE4iHUPJg7OrSoVOCjSH3AEF71JSU/XpZp39eSmCFAssR6A3",
+	"IfhJVnLiV2gJd/n081vMHdD/zr0rk6hp/5T5sVehNUxPPpto7+47qFmXVBnzKWi4WNpwV68qqhkgrtLZ",
+	"5GYC2cTQyOcRjcG1Uo7H4PK0NvztMZmqtJq7AdcKIX3yL4uU1QvZKcaYCgzACs8M9njDQV+wIfgED3EW",
+	"L3gCxT85OrvnMOIyAT8p3sis8EpOopYOZd1OgmkY6WVdrtWA22Mxyvh6JDZTomE7fpV7+REde1AobZkF",
+	"Y4/VsVHKFAHfy2qRicNGy6HEUY0T5v3oIWBLowQ7VLA8VFPPj18Z/AocQ8xYhmCWmgiIs44RkSL3/A7Y",
+	"YhKzURhFKYJ0WHzthCIJ6ZeO9pg5DOAn0eENipZjpqEQuypOpEMOQqS5CygiGLDz1/pLDP2QOoop4hlg",
+	"f1EfpsjJhDSmEeA/qQcEc4ALFtAKy2FbiJis8dgWQn1mtX93wfxY2XBZOBXabUStqyCzb7FDk7pOM++x",
+	"uoRYnbe1DbwCqwhBQ3klshTwDAwakXpTGYokZVS3tODLKpv6S5HdZVDfkYZA59dJ8DiZCEl2Toy0mxy3",
+	"5/r6h5y3RcSPWTAuwKXXfnd+/KrZbvXYz//4D1zbelBfpGy0zETaqK1Pg7i8bYOx+ts37FRkmUggC8Wk",
+	"joxCySHTZKVQ9RbdAGoFANkiTlh9rfRorLajjElAyEDHYQqkFYTtWHzxO3Q2nB+/GjCPZxn3J1PwTY7D",
+	"SKit/oehtpCa2jJqzYIxVQvn43uvezeo4n3GfnwK3LWfqllsY+RzPSTkEfwOvu1KscyM81IJY6pdGgk/",
+	"VsLYo7iqCJDAhT6YWJX55ovlt3wqMKgNkTxT/aTlPYdtBpkO43lCYE7IBcPODS+55dQzBLctdpRHd7lq",
+	"OxQ2JXbr7HghZ71Oh9VHsdp4icAsggZg29tlv6vlPviapyTfTQc3tqfMDY9tUTnghjYNeiYXufrvaRHB",
+	"AngEuWVqp9ZKrguko2bTWIplocxBczAF2sSx1fN4Dh5nCpAlgaZ8iJPBUPo8nTiMM38i/Gv1x4jLa6TF",
+	"HqMJoK0TpQDqGOs56q8eKcKmQACEpcem8Y1mtV6yICb0KpuoGgwwI3FRaeZGrw5TCOw7QNsMF4BZg4z5",
+	"HmbpSKg9SBtlCjAi1DWh1Zb1njgZSs/mJSYTzvoOWvceib8h1+My1/41OyUGG42C/yK1SyWMGk8QfiaJ",
+	"gYxB78A4sgojMpR1LMMJJfO2faiqy01U85Ph9260mMm0YWkWz3BYiqkiyu4KAzuhA5JyKFAO1NVYHETx",
+	"JB3NzhaxjmenTt4Tu/NRmGaO3S+LaMu1wmVwDS5ONXfKbi0kXwyI62so84wiO4ekZeFEWrYX5jPlfkcd",
+	"0/asmbbPanMMEm8b1JBh2mRqPxfrdfXOMba5MomrYN0rQ6iHUEexJoXLs4Kile5QBFjeLEZa5R2lvbg+",
+	"NOoQrz04UNGRemA47HAZ0JY3cFh6EMpKxUEOnWCnqeJT1GrBeLN6G3zUCk6FIYnCjSTmpygZzgNDuL9W",
+	"oPaXi832g46/K9q82R31xs0e3xFNLKket0Un6Pq9UZ8/8dgsHENlCET4Mj/iliLNRBLwZWWYUEcJUWbV",
+	"BvRI4iS5KZO97heIcow0g9iaeivE5e4RICos40KA6J8d+fkkV8f60I85HO3Ijz4/Hx76ERtGfvSbnlLI",
+	"R7fpnzMztsJij9BBxaiq4wKZv39z5stzEOnJmkwoIy3RAd6NspnyqXbU9k/01wmGmwIRiSpEwQuhzJXU",
+	"ak5Ret2aip/r/XUkb8w0ZsQ0TDN+LYxthRrqKJ5LXwRoduB77V054v71oGBkofVg7Cx1C/qSjN/H3Ktd",
+	"VJbBU48T7eQiTn6T5w+Z0+qqg9ywAmwjNasBWBdobVYYR6oVmAdfsOlyV1MixnNE2bOHsGDUaMbpMcDV",
+	"HBD5fz4JSveucmjpHPAwRT+WaoVpQFDIbS1UKJUNhjVxN5PR2sublIiZ4NQi6DyPqIxJvZSKSqoogNU4",
+	"XdBi+iU0WwTuo8VKg6CsUTDOCb+sUKRllutjkQybLfZPxuChNflUTlxozH+zA/e/3SGGXq6VDfjQcwvz",
+	"0W7l3TfsTqnm3S9EFECk3RXUAD5+viwExxlPr5Fa6Urk5bZVaQsmcX/JUh4G66pB44W0KkLvX6CJdWhB",
+	"C+oHUN0XAVQ3lSpUqIgqN60N+K/uGmY8IMDoukpTyCjI60tZqbz0cMMQS4tZ2SsvKsoiwT3Wp7i+5dwh",
+	"oinVUeT2gHKtusWl7+TFW06hjPHw/ESXCCjNkkcNZZOl4Ydsotu1TzmaatmQArBB7EctuKcU+Unpun9K",
+	"Eh0maHBd7It08uAk0ou8cbDeaH2ODH26mfOJZPUlGamnyeeSjYTxXa7bn0oZzlFpuzbN3W+Lrb4oxWHA",
+	"YGysMQEhydPMGpzfLFH9HSqAwZvWq+vuox/cY5vy1QtZoBdUixWQbHOnez3MUkNWT5C1/gRKYMG7BggW",
+	"iyTMoAaz73YxT2wRpmLA5tJc7QDWbRPYH+tg8KgdpmvGk1B1WE2+0nVA2q3+pJR5P2MWmIF+DERMwA6U",
+	"MSq/o6W6XGDFIPTBj6dQIwkLB7ECrGr4Qx2d0dpPlvDxOPSRrjLLa+spaZwUio7rbkrgfyF4AJUGj8/h",
+	"rx69/EVp/OENahhgdTz0uKH99AAQR6sIstj1Y70yraVWieR4CYXwdHGB5E9pPQcMhK/SeDWNqC13+243",
+	"l7u04e3CzI0l77wgJR4HxBFp5pYHVOu/routslgq2Rq0OiE9084weK0Xci5g/HmizOqmQc25B4xhKpLw",
+	"oSCG7FEwDG8BKqxEDbzQ/T3JQYLuxg3Eft6BGmiY6R8BN7DczDsABKl9oxBzvD5zlLjPFLCsPGd3Ipe9",
+	"qdg9G+OWld92XwAzXDLP8GVPD77MiOQqILOL1R83gDLTAoK83el8Bd+MG4fBAJJRAKbotdTSm5isvVBm",
+	"Irnh0REmBJnPXor+4zDTQEvwvjBlHopFjRJzol7OAr6EzCKEeAkQ3UuTZ8ODrAZgLlPZPU0oBoOh5Gwa",
+	"y2ySi8FrIWZp/oQXKbyBIB/gWh0SgQ9GIGK1DF8CTAKWnYDlou6uf80l67bZz//n/2KvxIh1EP6is49J",
+	"VpHgMwSCURec8URfezhLWNdtHDA+lOr3vJXQIXjUvp6SWNKz1UOhqFbCQ1PIMop9NfWCEt6CuRhKeAZk",
+	"IwAmYYY93RBQiCMWFrw70PlDfCiJzwRu4lmhWhNLX0TAvJ8KRcnniRiHHz42f5IfAc/Nw961HTaO58lQ",
+	"BuEVIJpkaqDSbMC8i5eXTdd120onQA+kA6UxCEe0TD1Dl0EtVD3Lc/cAtSsU6QuGsS9HF+JMxTR2rCod",
+	"q6AnsEuQDUiQU0LsA/t1vgZtjwgRrJlA0D/tC7DxjQkWbCjBli7AgkELlL0miHFkqYHByhOdZ9x1YdOw",
+	"GU+zoVQjBfYeko4xjOQpwyZjdfpOWddBvJANHd7CiR6Qoym9DmczERjOeoAb8ehb3N6OTkUkkfNeR/bo",
+	"Ko+lqklpXNjzYHDVPYBA8RpDifOoPpNln2NfWziv5CQwUw2Yi4mGKlF3v5bVSFP3g5bKwRqUmZsJWcaa",
+	"AqMYA1ObgkSRnBmwLIaWJyziGaZfrm67QikW3G9k6IB5CyGuPYd5IJjQgawEgHfAyqK3/fM//r3dwSfk",
+	"Y1v/+X/+v6wN9Io0ZuAWNgNtGkuU76M4mxzAv6GfA+1ACEUK+EpzmZJ5DfNJYFB6i7o//+Pfuzt9hBWa",
+	"iPJezPgHx4oZyCDfgomaQiVi1mY9qtcTUpQNBqUWuc5HhTcYbn+15orQTTS6K3IKB6/nFpGRDNhQNX4Q",
+	"8pXfhR0Eaxp8hhYokJ76gzXIPKugPFY+5SemjFbj6AzlLUmitI8fBz1nRU19HPycXzz5Ug/ChiA5xbxK",
+	"3vb3RSegvEp/hzf3gl3R3B+7vD3q+N2gJ5465g1qVBci46FEX6udYakVroR+13E1oy4Vla1sIaIbVEjS",
+	"yiTMvuu23CeE1VLGzikitCzT2qDdc2pa7NYG7Q58ei1zXB0U1rUBDmUt/+oI+9wu4bqgaKoNahcvL28D",
+	"dqkCVzkrTUcBWqVdwHQxI/0EwFXw7UYTK4ICUU4IHleYgbvbdNvNbrt2b/yVVVu5OmynraQnAcBSbvT9",
+	"g5SbdDvPy9U+rkcGZKk4TT5HuJVfZzasRfgZ4a8858D+ekAqq96hu5xD1V5+g6qyLs31pST0bFyPZDaC",
+	"m0JbUGCc1k0VH5l8DvOk+JCBo0fZH4iVOvPjaSivPCams2zZOMizhrSwIT9EEIOqjYTRLfZS5jSIQGBF",
+	"4oR0tjAzkmXV3/9SBhXq5yfKb2jGkxMXDtlntWdkgqexX1+Cf/Hem9VZj3JEDnv2SDBA1VHtx94tFBN7",
+	"atvleZ88IQSPh+yS+yUWlhcHZRjOeOZPKqImcPSkbDHhme0LoNMPPNsyXrBYbnqKDWXBvxjDm3h0wDh8",
+	"pUHpKXARZiliaBm2AeJp4AVfJDiG0P2ojt8B82YcgJqhuhubC/kyVhGH9vVD/Txe3jgwIRrw+Il0PhXp",
+	"II/DF8MO6FBN0kwXRmPsptLzCYD7FW5Ph6Wx5jJIi7wX2CasXCUgKWqzjBMAM6cgEbc82CWCFbohW4RU",
+	"nk2KiZ5Hk0xB4OjySgSs3ut0ipD5qLjYHsg0C6NI+yHrFWDxB+Z6CimBE9NUz0OowHxErmsADSt7ceHN",
+	"6L4dGDctVkrn7XUhqiQL92XoM4/iBbwZR0I787GeRbuFLQpziYjwJsgiiqpflXPv7Syodu493OUkxeKQ",
+	"/EG2s+kLNeagaZoIILbXxC6rPUp98nNYMMYfQXDM01LW0bn6yupvZe4VLsz7uB7WDNGacwmdmeh7QKHx",
+	"C/geqBNPztZVpi6u6+fc52fb+P62MawdBw8PJebwEHu4sVxiuLlPRlwFAxFw52jslTeGfwiEd0F3R7p+",
+	"iAmnAoPJE0TFYYEY83mUDXJmIqL8SZn312bXYa7Dug7bdVi79723RrkvtuDTlXtq1AoZ922dAow0Ghpb",
+	"0BJZEoHBOzXqHTrbVQ9dp+vsOu3e9/cCVyh1eY0YyieNLnzqYugzVfcvBA+IxaW0S+6kapxX4lshd04V",
+	"K+PKGyjKfS2WCFyqz9YW86y1pmnjFpM4Iv0U1I6f/6//1XXV4bxvESjtOQzJtwCz1zAIEcuZ/VRNca0R",
+	"+Sj/CJxYai+HkvHUJwZ7ANOlsKUWIrAVtfEBGVlqa8VU/lUANdJ0ZCHA6iodHdnuUN/T0fJVEXE+rxYR",
+	"D9XnzI4uJrerN7BskggaXmyXY9ObYW7WQohrzFqolBMYH6oQE7ufLiEeW++qHIrLpz0GG0hJA9lmqpSf",
+	"keIfUYn7vNWxh8h5pX0BXnoT4NPvjFHkUByV+OsOivzQpMkRb98qsCFK2zCgRDqQsnna44uU2TDuLfbO",
+	"VA0XnsKQZdX8EKbIoKtDpDkaet/tsLp3VLy7xA2WiCxZqvMAXSqLOLm+y/trso/w/Tm6EuAL5FAVq8L/",
+	"GEb4je7kXVk6mFKjx1m1qH77mJWqC/YpD6bZE31AHhs19/zdoOmK9rjDu6Oe3w+qASTCx0aO6FWr9dAv",
+	"C5xho1X07FUmEdTZaAi+5JlY8OUTw2fI17UlrN7kpA4kpxZiNInj66aQwSwOCYd1UyvR3MTqBgVzp1Fk",
+	"lmixN8JPBBFBkgU1iReSTUQiqqub3mGjXpo2fYrqgtlHuo7LBsHbu2zvD3oaBK/Y2y/i+PpaiBnwoS2l",
+	"ry4gm/VCcHgDpvkA8Ko67WCAbZTVmlNTI/1eoz8i6I8Iat87av8b/Jl2s807o+auEiR7ojdu9vnOaNff",
+	"C/aFO7YK/ozC5NTmSUR1felge1uNVdqi7rb8eLqNWxyiA+uqdszglqZr08Kd0hxtUrejVpBZMs+26UMl",
+	"AG3ZtDXlkl+JyuIbuiYfbksIvFv5zS698XkUjbh/jRr/De2vn/6F9JvWKA6W/8f2PIk+3oLaopRodabQ",
+	"q1J200bdBDJNKf4CD1fKNzIyI4IxKEseSAiw/YZSl7VoYJVQKN3lK0yhglxzlGAA/JU/Nwwci/DclP4k",
+	"iGgApRMGxMLJnwLJnRmfzjxWfyvDD7qAH1NBleaRZWI6yxqEN6vvS8MrybN5IrwB827aTp5RNuKp2Omp",
+	"+786OzxqvvnqsNPfAR6aofR+ylv/sfXTSiM+tn5SI/bRc8gcN4m9QKRB3n4lXodSSD8OBNHJ0EspW34x",
+	"SYX/3mu02Cs7xxh/5SyJM3JyLeKhND1JCcVfZg5LhVKkMqxG4CydcV8MCMu/QGgL5RwY8hpKNVtjiPZf",
+	"AK4rMx1L2ZgneQyyvrpionCUcEpehkBQn2FFT4ooclQHyqzmQrURFKjgmw4Yl0u28uihxGcvMZdAKddV",
+	"sSFaHS9vKuHLKiQbLbvWupzofKo/SfdbKZ0tLFOCT8gXKmh/Ux6IO9tlJufW5s3UcxP1nP/xV7e5//3v",
+	"/2WTNr6W4NHOFjGunWa+oNRuAUZqHxctslN71sTe2XJz6a0t/+TM8s38ELhgNnfAlKEwlqzz4YMm4KBS",
+	"h3bfTPCUJ9famU5VKEEsCf6g7VbrbVrUK9F7FUtxoI0A0mkwA60MlwTxyttL9A8lrfvZPJ0gllZmvY9I",
+	"Zsrm7lWYQkkEZ28vTtU96m4NYZ/FA9Zx2xYjsm48VPplKawM1TwPRZ/nDCVqlICLodRKU5lG2bog4USA",
+	"ZWm2W3/C86q39k5BoR3K9m6OJtXRvNGqxYmBlNcqmEcUuoaU3u3tFdDgZczmqUiA1EvthBlP00WsjHs+",
+	"lLM4yVg955FvUN2hGpqdfr/bx8Nzop6sGfXJyTabj6LQZ5CVL0U2UI+L4nimjnCHzZLwhmeC1dvu9p7D",
+	"2rudVntnu91xWHtf/bm33d5x2Nh33cFge7fhKNMgCUXS/PbwEuqfrptR7PNoKOvtnf1Wp9/DG8SeuqHt",
+	"AsN9lIU+TzOKWIlEmRiGtYxLA30Abt1I8ADCwyfnN72hjBOWhpnAt6BoYHVvMNje3/Ec5g0G4/F4PHAH",
+	"Ln2x0xuMx/sjc4H+3B4Mtnt7aiV4HdftqMbB72PhY0u9BrTl5PxmxzSI6mCgtrTu/c4As6lx1lAvar6G",
+	"EpqeiDSObjCxXh0sWBwytcjgyWU+TyJiUFAqf6o6xpeUiHMdygBY/y1AiAWXmQh0hTBchi/Wr1T7Ch9o",
+	"3QXwqmqoASCEKw0ApQGJBYfO9+Nv3xiXrL7dj6VEnHX14ENEUEkYlCmQljGU3vnhny9efvf+3csvvnr9",
+	"+pv3h6enr9+9P784+ePh5cs/QMEUq3tAgZ7MpccgjBdmDpRa4IQG4kZE8UyZP42hRFyeWaTa6xEoCepJ",
+	"ep1S+4QuZDsXyTRM0zCWsN3ezEeAlQfgEDHjTIl0AsmDzWAux8U2S+JM+FnKNF6QM5QjAXC7XkmLxsQj",
+	"K+jjQTcMCuwWEh9Z5twWrDYws9+rH1pblPFCTBWtLe+gQEFXeK71PVxoi9yhhEuohS1lg3ot5m151V2N",
+	"xxQ/gdFYodonAPh0KOvcMKes9PYAwsypiCKRDKqa3Wix1xpECZZ7F5Zoigx9mEtlNQr+K69oHjVt8taW",
+	"ieuou1a1vnQm/HCs0ZNu2hh2hnpDOB68odQGCiD+QeUgVWnBBS+I0g0LaS3boFrHX6fEI7ugOohXT2DY",
+	"7nqXHSg7IkxglRFRgZo+1Ud13lyIDJO14qmg/dhnqcNAmXVY18X/dthEfTdxWNuFf/fUvzsum8CSUhr7",
+	"UGKd8H/9f22X/Q7FE7lU1bmBiIdxAmhXVM8MnCoFNDLjplFPbBxgi4hjUYnwglqB9eJhRJjHvbabqwvF",
+	"cxnpLwA5OIhZH6JBueHGWTr3fZGm43mUP73uFf0pnhaSoT9ptNix1Qpdbw9vQQZM4lOBGOOABSKY43oF",
+	"UE572lXLsRNaIX6RMk91Ftgf8a1DCZqDLaDhpnkiAMyZKzsTK2dL562WWCAdUKiGsRxKGjeHeZenb9iE",
+	"yyCdKEGZf68WYcDiOaW0gSWHOl/d++ry8lxNJAVcibYlHUokxTTwaBAoiOKr6uJawGnjsqLYCfIWOeas",
+	"qvUZGPONkgp5EChFAld8PtF1xKBexPMo0HKFZA9qgZCs6LA5BEs47RiyUBsDQjxYX897G+eLaQRS2k6E",
+	"dEzNxFDKeOHkHESY6ZnlCuKdhb+r1bVDuVIhmwN920NKZC+Qs9rANqWGVwZxF3XbhxJDQAFLQyDdubib",
+	"RkZNBWKs4zPW1yiXPXKfSYlyLkY2LFL+NLaYXd72O6I7bvZG/aDZ83dEc2+8y5v7I9dvB+qX3hNmi1k1",
+	"7yoc1Q9zSW/qU940Hl9ajrhGHz0xwSp+/Dyd+yChaoMa+ujOxt98t5/sffnNn39MLhc/vD0/3js5Pf/L",
+	"Sdw55af8zeLL/uyrq+9+v3N9vPjDp4UGHjiN78JsggGdW8twc5lXqMTlQfCJdbi5tLAqcStEP47rKnEO",
+	"tOCJVO4+r92ntHZtP5m1oLCTrG55mGS8aDynCD3neT8wQGdqoMtBujtidJXh+o2Ti2xVq+huYCHpnwC8",
+	"5Rg3ax5vQ/rkOLmKs0yQnqdUvCp3RKrNcaXylAxF7YoALRkx/uWVEuNBGAA16m3+l4amzNS+B4QI1b4H",
+	"7XBYkxN0T+W46DQPKnlj7hKP/6S0H+zvcw31k9nvOCH33++3FFFbFjk5WfKjqtFihxVJdVa6zi0JdF+K",
+	"7De6U/472RS/umZ1lz71LIyeijDCUvV7S6I7aswpHAaRL1Y3kSlA99NcPg2HedbdHqsrK3E6y4AVQW2b",
+	"hFSVMFPX5vvEI4jMe0d7Si0Y2HGLVdWBSNGpEL3FqJDAfAOYjbSlTDH7ihdbG7B6/F6khgnaOJXTg/w+",
+	"XeduaVsEgIpVL8EcvcaNFvtGLNO8yj7N+NKULvBEYMgCC1AfrJlpS/1X1dCwxPi3c+480K9XPBi2lNRf",
+	"keQPFdA4xJ+1923r8z8Gf8sV4s81Sb+G6wCl+yO6DrbVNlyfyavZcHkpHUEn75qUsTDD3K8wtQM6kFmz",
+	"mPAMMlvUuWwf6wdIVxtDmAcFAIulaLRYx+0MGNLNHZTSg+G/J3mO8CReQIxWKcxP2jHBDi2neFbAW2+7",
+	"bIaViHZeMjheKOl1AIjpoOc4FOvHDAc7vL8CIWM4OpE/swIt6zyUV79Rg6/zgNP3JNiUFnjjIwLSQQ8h",
+	"UVoHCSpodGnCcMk/o4dcPSIHYllUskx9Wr/lNIME7TyqYKTknV7nN0qBuPF4KHldyEf47fIg3nEYY34N",
+	"y0Sa4XH48EMY85ObOqC27jT+MrxZyb2CyCbe6BgohjwTGks+DNyUSd4AinzxYRYm4ghDpifyDc6R12DF",
+	"TFLKCk4xfd+k5Ts6USRvgbF+4wiOcgORRgdsgmyOizDzJ1ACY0hrojgFgFQrsU5zakBaTJS/Sq0+1Yq0",
+	"ta4HA+Zqs1o3RrcPU2wwR5Xrb3Vm8jUkBOmxWu2+7qseAtRwnrTaoXUC3dUQi0FAI5jEC9kayk/IE8N1",
+	"i2lfxewwNfpWeRILJZurxtrjryYScXViSO5J+aJxJ+cDrV98c16qkAORlMZ4TWbAQfE9K3wVCDOHn0t+",
+	"81sTwFZVrAtoKQkECj9/liqW84QyyDaZYjzKiuvkl8sr64pO0PbdUXOf742bPbEbNPf8nVGzz3tj/dvT",
+	"ziurlqW1gXtfdwgu8guqKqxSTL6KFyyKSV5Z4hmRQ6m+B5DF0EGsd6T300fPwIvmVMy15xSy32QaTr6z",
+	"cxXj2XH2nKnza2n4eHRXuNte6GD7XSo/NCW5qT7mT8s1UroOy6qqAhrwQMyieIm0AUDznOSQcWFarGdT",
+	"u4UKt87ffnF6cvT+7cVpq7CrV0xQAIqgfqzgRHygkBKX2m5E5VlC+Xeasiy+hmR8Uv3ho6nRvBZLMPro",
+	"pDsscJLXVnUKzWcM/H8FYKXGgIhEHBaFaYbc7Q64Hwts9I5STn0RtRiyDSMIdTogfkags/RmPMneKyFs",
+	"PkOJkDpi4KrtlSvwoVAMk3dnBfxptUNvypSltzCWotm1EOLaIU7POEE6ToQlItUe0I1tOru8QRVooKtN",
+	"QhRvXR+exQwgY6axFEtskTqWBizlkdDWAqAGAeluyup8NksATAi58PwolCJokOdAnWH2jCM6FFkyFY25",
+	"nOhXVyBREe092pC6du1FykZcXsMqhLgwMhMGPIyWbMQzf+IwKTJld1FzoGljIex2HWOVXlWT3qm5ojjN",
+	"oIhN6FALsT9OAaWL6v7QFMnVDR2Stf2xHHhrCTFA5jpulnCZch95TQmCi1BhAYKr60JtFW62Ysl1Kddn",
+	"BQDE6jq4JKs7LhKh67CVwouvcGA3Y7M3LNtLeWHbr8rG1ZcDwhbuEw2DplHQdK0zLUHrwTag0Zq1la8a",
+	"DeKesnqaxYlIG9aTTvWPdz/n7OQ4ZXX9hRKD8VwiL+zqGrbfcVa+peJdF1SEyZQAkiJJXzBl/pMXIUyY",
+	"OpfHcRTGsAjiMcsbYhdt2jIBn1jxstPwRgDBPu7dAt1+ChsMjx50Q+SPtPj3P37/8X8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

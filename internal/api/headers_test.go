@@ -58,8 +58,10 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		Body: map[string]any{"amount": "2.00", "method": "check"}}).JSON(t, &withCheck)
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
+	series, spareSeries := createSeries(t, m, recurringBody(m, "2030-01-31")), createSeries(t, m, recurringBody(m, "2030-01-31"))
 	// A real id for each operation that takes one.
 	ids := map[string]string{
+		"/recurring-invoices/{id}":                    series.Id.String(),
 		"/payment-requests/{id}":                      inv.Id.String(),
 		"/payment-requests/{id}/send":                 inv.Id.String(),
 		"/payment-requests/{id}/cancel":               cancelled.Id.String(),
@@ -110,6 +112,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"amount": "1.00", "method": "cash"}
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
+			case "POST /recurring-invoices":
+				req.Body = recurringBody(m, "2030-01-31")
+			case "PATCH /recurring-invoices/{id}":
+				req.Body = map[string]any{"status": "paused"}
+			case "DELETE /recurring-invoices/{id}": // the others still use series
+				req.Path = "/recurring-invoices/" + spareSeries.Id.String()
 			case "PATCH /webhook-endpoints/{id}":
 				req.Body = map[string]any{"description": "changed"}
 			case "DELETE /webhook-endpoints/{id}": // the others still use hook

@@ -91,6 +91,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
+	theirSeries := createSeries(t, theirs, recurringBody(theirs, "2030-01-31")).Id.String()
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
 	var theirApps []models.Application
@@ -106,7 +107,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	// Text that only their records hold; no answer to me may contain it.
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
-		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirSeries}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -152,6 +153,11 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read recurring invoice", "GET", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"pause recurring invoice", "PATCH", "/recurring-invoices/%s", theirSeries, me.Token, map[string]any{"status": "paused"}, http.StatusNotFound, nil},
+		{"end recurring invoice", "DELETE", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"recurring invoice on their MID", "POST", "/recurring-invoices", theirMID.Id.String(), me.Token, recurringBody(me, "2030-01-31"),
+			http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +201,9 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
 	apitest.Want(t, "their payments", len(*after.Payments), 2)
+	var seriesAfter models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + theirSeries, Token: theirs.Token}).JSON(t, &seriesAfter)
+	apitest.Want(t, "their recurring invoice still active", seriesAfter.Status, models.RecurringInvoiceStatusActive)
 	var hookAfter models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
 	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, models.WebhookEndpointStatusEnabled)
@@ -224,6 +233,8 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
 		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"recurring_invoice.created": auth.PaymentsView, "recurring_invoice.updated": auth.PaymentsView,
+		"recurring_invoice.issued": auth.PaymentsView, "recurring_invoice.skipped": auth.PaymentsView, "recurring_invoice.ended": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

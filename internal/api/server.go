@@ -30,6 +30,7 @@ import (
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/web"
@@ -43,6 +44,7 @@ type Deps struct {
 	Auth      *auth.Store
 	Directory *directory.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
 	Payments  *payment.Store
 	Resellers *reseller.Store
 	Events    *event.Store
@@ -69,6 +71,7 @@ type Server struct {
 	auth             *auth.Store
 	directory        *directory.Store
 	invoices         *invoice.Store
+	recurring        *recurring.Store
 	payments         *payment.Store
 	resellers        *reseller.Store
 	events           *event.Store
@@ -141,7 +144,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, pdfs: d.PDFs, payments: d.Payments,
+		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, recurring: d.Recurring, pdfs: d.PDFs, payments: d.Payments,
 		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},

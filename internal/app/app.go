@@ -30,6 +30,7 @@ import (
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
 	"github.com/payreq/payreq/internal/tracing"
@@ -45,6 +46,7 @@ type App struct {
 	Directory *directory.Store
 	Resellers *reseller.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
 	Processor processor.Processor
 	Payments  *payment.Store
 	Events    *event.Store
@@ -239,6 +241,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
+		Recurring: &recurring.Store{DB: db, Now: now, Invoices: invoices},
 		Processor: proc,
 		Payments:  payments,
 		Events:    &event.Store{DB: db, Now: now},

@@ -33,7 +33,7 @@ import (
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
 	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
-		models.WebhookPing
+		models.WebhookPing | models.RecurringInvoice | models.RecurringInvoiceOccurrence
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -59,9 +59,15 @@ var (
 	SavedCardRemoved       = declare[models.SavedCard]("saved_card.removed")
 	DepositCreated         = declare[models.Deposit]("deposit.created")
 	DepositPaid            = declare[models.Deposit]("deposit.paid")
-	ApplicationSubmitted   = declare[models.Application]("application.submitted")
-	ApplicationStage       = declare[models.Application]("application.stage_changed")
-	WebhookPing            = declare[models.WebhookPing]("webhook.ping")
+	// A recurring invoice's life, and each occurrence issued or skipped.
+	RecurringInvoiceCreated = declare[models.RecurringInvoice]("recurring_invoice.created")
+	RecurringInvoiceUpdated = declare[models.RecurringInvoice]("recurring_invoice.updated")
+	RecurringInvoiceIssued  = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.issued")
+	RecurringInvoiceSkipped = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.skipped")
+	RecurringInvoiceEnded   = declare[models.RecurringInvoice]("recurring_invoice.ended")
+	ApplicationSubmitted    = declare[models.Application]("application.submitted")
+	ApplicationStage        = declare[models.Application]("application.stage_changed")
+	WebhookPing             = declare[models.WebhookPing]("webhook.ping")
 )
 
 // Types lists the name of every type, in the order declared above.
@@ -83,7 +89,7 @@ func Permission(t string) string {
 		return ""
 	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
-	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
+	default: // invoice.*, card_payment.*, saved_card.*, deposit.*, recurring_invoice.*
 		return auth.PaymentsView
 	}
 }

@@ -2,7 +2,7 @@
 // invoice on a schedule (Schedule), their storage and the loop that issues
 // their due occurrences through invoice.
 //
-// It owns the tables recurring_invoices, recurring_invoice_lines and
+// It owns the tables recurring_invoices (a series, its lines as JSON) and
 // recurring_occurrences (one row per occurrence handled: issued or
 // skipped).
 package recurring

@@ -79,6 +79,9 @@ func (s *Service) Run(ctx context.Context) {
 	// Scheduled pay links and due reminders go into the outbox, each once
 	// across instances.
 	wg.Go(func() { a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, s.log) })
+	// Recurring invoices' due occurrences are issued (or skipped), each
+	// once across instances, within a poll interval (at most a minute).
+	wg.Go(func() { a.Recurring.Run(ctx, cfg.SchedulePollInterval, s.log) })
 	wg.Wait()
 }
 
