@@ -3,6 +3,7 @@ package recurring
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -399,4 +400,49 @@ func TestRefusedWritesNothing(t *testing.T) {
 	if err := s.db.Get(&n, `SELECT count(*) FROM recurring_invoices WHERE organization_id = $1`, s.org); err != nil || n != 0 {
 		t.Fatalf("%d series written (%v)", n, err)
 	}
+}
+
+// TestDueAcrossTheSpringChange: New York's clocks go forward on
+// 2027-03-14, so the Monday after is due at 04:00 UTC, not 05:00 as the
+// Monday before.
+func TestDueAcrossTheSpringChange(t *testing.T) {
+	s := newShop(t, time.Date(2027, 3, 8, 4, 0, 0, 0, time.UTC))
+	s.create(t, Schedule{StartOn: dayOf("2027-03-08"), Interval: Week, Count: 1})
+	for _, c := range []struct {
+		at   time.Time
+		want int
+	}{
+		{time.Date(2027, 3, 8, 4, 59, 59, 0, time.UTC), 0}, // Mar 7, 23:59:59 EST
+		{time.Date(2027, 3, 8, 5, 0, 30, 0, time.UTC), 1},
+		{time.Date(2027, 3, 15, 3, 59, 59, 0, time.UTC), 0}, // Mar 14, 23:59:59 EDT
+		{time.Date(2027, 3, 15, 4, 0, 30, 0, time.UTC), 1},
+	} {
+		s.set(c.at)
+		if done := s.issue(t, s.store); done.Issued != c.want {
+			t.Fatalf("at %s: issued %d, want %d", c.at.Format(time.RFC3339), done.Issued, c.want)
+		}
+	}
+	if got := s.issued(t); got["RET-0002"] != "2027-03-29" {
+		t.Fatalf("invoices %v", got)
+	}
+}
+
+// TestRunIssuesWithinItsInterval: the loop every instance runs issues a
+// due occurrence within one poll interval, and stops with its context.
+func TestRunIssuesWithinItsInterval(t *testing.T) {
+	s := newShop(t, at("2027-03-01", 9*time.Hour))
+	sr := s.create(t, Schedule{StartOn: dayOf("2027-03-02"), Interval: Week, Count: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { s.store.Run(ctx, 20*time.Millisecond, slog.New(slog.DiscardHandler)); close(stopped) }()
+	s.set(at("2027-03-02", time.Second))
+	deadline := time.Now().Add(5 * time.Second)
+	for s.get(t, sr.ID).IssuedCount == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("not issued within 5 s of polls every 20 ms")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-stopped
 }
