@@ -395,7 +395,9 @@ export interface paths {
          *     - `invoiceNumberPrefix` 1–40 characters.
          *
          *     **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-         *     inactive location; the `Idempotency-Key` used before with another body.
+         *     inactive location; an `invoiceNumberPrefix` another series of the organization has
+         *     (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+         *     before with another body.
          *
          *     **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
          *     hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -983,7 +985,7 @@ export interface components {
              */
             merchantAccountId: string;
             /**
-             * @description 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`).
+             * @description 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
              * @example RET
              */
             invoiceNumberPrefix: string;

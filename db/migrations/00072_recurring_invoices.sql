@@ -36,6 +36,9 @@ CREATE TABLE recurring_invoices (
     updated_at            timestamptz NOT NULL,
     CHECK (end_after IS NULL OR end_on IS NULL)
 );
+-- A prefix once per organization, ended series too: their invoices keep
+-- the numbers, and two series of one prefix would number alike.
+CREATE UNIQUE INDEX recurring_invoices_prefix ON recurring_invoices (organization_id, invoice_number_prefix);
 CREATE INDEX recurring_invoices_list ON recurring_invoices (organization_id, created_at DESC, id DESC);
 -- What the issuing loop looks for: the active series that are due.
 CREATE INDEX recurring_invoices_due ON recurring_invoices (next_due_at) WHERE status = 'active';

@@ -1476,7 +1476,7 @@ type CreateRecurringInvoice struct {
 	// Example: 1
 	IntervalCount int32 `json:"intervalCount"`
 
-	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`).
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
 	//
 	// Example: RET
 	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
@@ -5079,7 +5079,9 @@ type ClientInterface interface {
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; the `Idempotency-Key` used before with another body.
+	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -5120,7 +5122,9 @@ type ClientInterface interface {
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; the `Idempotency-Key` used before with another body.
+	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -6304,7 +6308,9 @@ func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurrin
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; the `Idempotency-Key` used before with another body.
+// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -6355,7 +6361,9 @@ func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *Cre
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; the `Idempotency-Key` used before with another body.
+// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -9527,7 +9535,9 @@ type ClientWithResponsesInterface interface {
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; the `Idempotency-Key` used before with another body.
+	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -9568,7 +9578,9 @@ type ClientWithResponsesInterface interface {
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; the `Idempotency-Key` used before with another body.
+	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -15002,7 +15014,9 @@ func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Cont
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; the `Idempotency-Key` used before with another body.
+// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -15049,7 +15063,9 @@ func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx con
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; the `Idempotency-Key` used before with another body.
+// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.

@@ -1469,7 +1469,7 @@ type CreateRecurringInvoice struct {
 	// Example: 1
 	IntervalCount int32 `json:"intervalCount"`
 
-	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`).
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
 	//
 	// Example: RET
 	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/payreq/payreq/gen/models"
@@ -13,10 +14,11 @@ import (
 	"github.com/payreq/payreq/internal/pgtest"
 )
 
-// recurringBody is a monthly series from startOn, every key present.
+// recurringBody is a monthly series from startOn, every key present, with
+// a prefix of its own (a prefix is once per organization).
 func recurringBody(m apitest.Merchant, startOn string) map[string]any {
 	return map[string]any{
-		"merchantAccountId": m.MIDs[0].Id.String(), "invoiceNumberPrefix": "RET", "amount": "108.25",
+		"merchantAccountId": m.MIDs[0].Id.String(), "invoiceNumberPrefix": "RET-" + uuid.NewString()[:8], "amount": "108.25",
 		"lines": []map[string]any{{"description": "Retainer", "quantity": 1, "unitCost": "100.00", "taxRate": "8.25", "uom": nil, "commodityCode": nil, "upc": nil}},
 		"memo":  "Monthly retainer", "poNumber": nil, "customerName": "Dana Whitfield", "customerCompany": nil,
 		"customerEmail": "dana@example.com", "customerPhone": nil, "delivery": nil, "reminders": nil,
@@ -59,6 +61,7 @@ func TestRecurringInvoiceLifecycle(t *testing.T) {
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
 	m := apitest.NewMerchant(t, env)
 	body := recurringBody(m, "2027-01-31")
+	body["invoiceNumberPrefix"] = "RET"
 	key := http.Header{"Idempotency-Key": {"series-1"}}
 	first := env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: body, Header: key})
 	wantStatus(t, first, http.StatusCreated)
@@ -196,6 +199,11 @@ func TestRecurringInvoiceRefusals(t *testing.T) {
 	var list []models.RecurringInvoice
 	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "series written", len(list), 0)
-	// Today in Los Angeles is accepted.
-	createSeries(t, m, recurringBody(m, "2027-01-20"))
+	// Today in Los Angeles is accepted; its prefix, once.
+	first := recurringBody(m, "2027-01-20")
+	createSeries(t, m, first)
+	again := recurringBody(m, "2027-02-01")
+	again["invoiceNumberPrefix"] = first["invoiceNumberPrefix"]
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: again}),
+		http.StatusUnprocessableEntity, "Invoice number prefix already used")
 }

@@ -353,7 +353,7 @@ func TestEnds(t *testing.T) {
 	if got := s.get(t, sr.ID); got.Status != Ended || len(got.Upcoming()) != 0 {
 		t.Fatalf("after its 2 invoices: %s, upcoming %v", got.Status, got.Upcoming())
 	}
-	other := s.create(t, Schedule{StartOn: dayOf("2027-03-08"), Interval: Week, Count: 1})
+	other := s.createAs(t, "OTHER", Schedule{StartOn: dayOf("2027-03-08"), Interval: Week, Count: 1})
 	if _, err := s.store.End(ctx, s.org, other.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -399,6 +399,16 @@ func TestRefusedWritesNothing(t *testing.T) {
 	var n int
 	if err := s.db.Get(&n, `SELECT count(*) FROM recurring_invoices WHERE organization_id = $1`, s.org); err != nil || n != 0 {
 		t.Fatalf("%d series written (%v)", n, err)
+	}
+	// A prefix once per organization, ended series too: their numbers
+	// would meet.
+	first := s.create(t, Schedule{StartOn: dayOf("2027-03-01"), Interval: Month, Count: 1})
+	if _, err := s.store.End(context.Background(), s.org, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.store.Create(context.Background(), s.org, s.terms(), Schedule{StartOn: dayOf("2027-03-01"), Interval: Week, Count: 1}, nil)
+	if re := rule.As(err); re == nil || re.Kind != rule.Unprocessable || re.Field != "invoiceNumberPrefix" {
+		t.Fatalf("a prefix used before: %v", err)
 	}
 }
 

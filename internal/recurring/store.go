@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
@@ -340,6 +341,11 @@ func (s *Store) insert(ctx context.Context, tx *sqlx.Tx, sr *Series, loc *time.L
 		sr.Memo, sr.PONumber, sr.CustomerName, sr.CustomerCompany, *sr.CustomerEmail, sr.CustomerPhone, delivery,
 		sr.Reminders, string(sr.Interval), sr.Count, sr.StartOn, sr.EndAfter, sr.EndOn, sr.DueDays, sr.Send,
 		string(sr.Status), sr.dueAt(loc), sr.CreatedAt)
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "recurring_invoices_prefix" {
+		return rule.New(rule.Unprocessable, "invoiceNumberPrefix", "Invoice number prefix already used",
+			fmt.Sprintf("Another recurring invoice of your organization numbers its invoices %s-0001 on; choose another prefix.", sr.Prefix))
+	}
 	if err != nil {
 		return fmt.Errorf("recurring: unable to create recurring invoice: %w", err)
 	}
