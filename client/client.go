@@ -15,10 +15,11 @@
 //     request with an Idempotency-Key, creates included. The other POSTs,
 //     sending a pay link (a repeat sends a second message) and cancelling,
 //     get the 503 back.
-//   - POST /payment-requests and POST /payment-requests/{id}/payments get a
-//     random Idempotency-Key when the caller gave none, the same one on each of
-//     the client's own retries, so a retry never makes a second invoice nor
-//     records a payment twice.
+//   - POST /payment-requests, POST /payment-requests/{id}/payments and POST
+//     /customers get a random Idempotency-Key when the caller gave none, the
+//     same one on each of the client's own retries, so a retry never makes a
+//     second invoice nor records a payment twice, and a customer's retry
+//     answers the customer rather than a 409.
 //
 // Every operation of the API is a method of the embedded
 // *client.ClientWithResponses:

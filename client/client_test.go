@@ -234,6 +234,33 @@ func TestCreateGetsIdempotencyKey(t *testing.T) {
 	}
 }
 
+// A customer's creation gets an Idempotency-Key too: sent again with it,
+// it answers the customer made, not a 409 for its own email.
+func TestCustomerCreateGetsIdempotencyKey(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
+	body := client.CustomerCreate{Email: "dana@example.com"}
+	resp, err := c.CreateCustomerWithResponse(context.Background(), nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON201 == nil {
+		t.Fatalf("create: %d %s", resp.StatusCode(), resp.Body)
+	}
+	key := rec.sent[len(rec.sent)-1].header.Get("Idempotency-Key")
+	if _, err := uuid.Parse(key); err != nil {
+		t.Fatalf("Idempotency-Key %q is not a UUID", key)
+	}
+	again, err := c.CreateCustomerWithResponse(context.Background(), &client.CreateCustomerParams{IdempotencyKey: &key}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.JSON200 == nil || again.JSON200.Id != resp.JSON201.Id {
+		t.Errorf("the same key again: %d %s, want 200 with customer %s", again.StatusCode(), again.Body, resp.JSON201.Id)
+	}
+}
+
 // A recorded payment gets an Idempotency-Key too, which the server takes as
 // the request's: sent again with the key, it records nothing more.
 func TestRecordedPaymentGetsIdempotencyKey(t *testing.T) {

@@ -47,6 +47,21 @@ type ServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx echo.Context, params ListCustomersParams) error
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx echo.Context, params CreateCustomerParams) error
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx echo.Context, id CustomerId) error
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx echo.Context, id CustomerId) error
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx echo.Context, id CustomerId) error
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx echo.Context, params ListDepositsParams) error
@@ -83,12 +98,21 @@ type ServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx echo.Context, params CreatePaymentRequestParams) error
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error
@@ -125,6 +149,24 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx echo.Context) error
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx echo.Context, id openapi_types.UUID) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context) error
@@ -351,6 +393,122 @@ func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RefundCardPayment(ctx, id, params)
+	return err
+}
+
+// ListCustomers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCustomers(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCustomersParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "email" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "email", ctx.QueryParams(), &params.Email, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter email: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCustomers(ctx, params)
+	return err
+}
+
+// CreateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCustomer(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateCustomerParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCustomer(ctx, params)
+	return err
+}
+
+// DeleteCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCustomer(ctx, id)
+	return err
+}
+
+// GetCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCustomer(ctx, id)
+	return err
+}
+
+// UpdateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCustomer(ctx, id)
 	return err
 }
 
@@ -601,6 +759,13 @@ func (w *ServerInterfaceWrapper) ListPaymentRequests(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerEmail: %s", err))
 	}
 
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
 	// ------------- Optional query parameter "createdFrom" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
@@ -663,6 +828,22 @@ func (w *ServerInterfaceWrapper) CreatePaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// DeletePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) DeletePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeletePaymentRequest(ctx, id)
+	return err
+}
+
 // GetPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -679,6 +860,42 @@ func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// UpdatePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdatePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePaymentRequestParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdatePaymentRequest(ctx, id, params)
+	return err
+}
+
 // CancelPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -692,6 +909,22 @@ func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelPaymentRequest(ctx, id)
+	return err
+}
+
+// FinalizePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) FinalizePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FinalizePaymentRequest(ctx, id)
 	return err
 }
 
@@ -930,6 +1163,138 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 	return err
 }
 
+// ListTerminalPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminalPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTerminalPaymentsParams
+	// ------------- Optional query parameter "terminalId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "terminalId", ctx.QueryParams(), &params.TerminalId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminalPayments(ctx, params)
+	return err
+}
+
+// CreateTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTerminalPayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTerminalPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTerminalPayment(ctx, params)
+	return err
+}
+
+// GetTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminalPayment(ctx, id)
+	return err
+}
+
+// CancelTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTerminalPayment(ctx, id)
+	return err
+}
+
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx)
+	return err
+}
+
+// GetTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminal(ctx, id)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -1121,7 +1486,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/payment-requests", wrapper.ListPaymentRequests, options.OperationMiddlewares["listPaymentRequests"]...)
 	router.POST(options.BaseURL+"/payment-requests", wrapper.CreatePaymentRequest, options.OperationMiddlewares["createPaymentRequest"]...)
+	router.DELETE(options.BaseURL+"/payment-requests/:id", wrapper.DeletePaymentRequest, options.OperationMiddlewares["deletePaymentRequest"]...)
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
+	router.PATCH(options.BaseURL+"/payment-requests/:id", wrapper.UpdatePaymentRequest, options.OperationMiddlewares["updatePaymentRequest"]...)
+	router.POST(options.BaseURL+"/payment-requests/:id/finalize", wrapper.FinalizePaymentRequest, options.OperationMiddlewares["finalizePaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/payments", wrapper.RecordPayment, options.OperationMiddlewares["recordPayment"]...)
@@ -1148,7 +1516,18 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/customers", wrapper.ListCustomers, options.OperationMiddlewares["listCustomers"]...)
+	router.POST(options.BaseURL+"/customers", wrapper.CreateCustomer, options.OperationMiddlewares["createCustomer"]...)
+	router.DELETE(options.BaseURL+"/customers/:id", wrapper.DeleteCustomer, options.OperationMiddlewares["deleteCustomer"]...)
+	router.GET(options.BaseURL+"/customers/:id", wrapper.GetCustomer, options.OperationMiddlewares["getCustomer"]...)
+	router.PATCH(options.BaseURL+"/customers/:id", wrapper.UpdateCustomer, options.OperationMiddlewares["updateCustomer"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
+	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
+	router.GET(options.BaseURL+"/terminal-payments", wrapper.ListTerminalPayments, options.OperationMiddlewares["listTerminalPayments"]...)
+	router.POST(options.BaseURL+"/terminal-payments", wrapper.CreateTerminalPayment, options.OperationMiddlewares["createTerminalPayment"]...)
+	router.GET(options.BaseURL+"/terminal-payments/:id", wrapper.GetTerminalPayment, options.OperationMiddlewares["getTerminalPayment"]...)
+	router.POST(options.BaseURL+"/terminal-payments/:id/cancel", wrapper.CancelTerminalPayment, options.OperationMiddlewares["cancelTerminalPayment"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
 	router.GET(options.BaseURL+"/accounts", wrapper.ListAccounts, options.OperationMiddlewares["listAccounts"]...)
@@ -1248,11 +1627,17 @@ type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
+type ConflictApplicationProblemPlusJSONResponse Problem
+
+type EmailTakenApplicationProblemPlusJSONResponse Problem
+
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
+
+type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
@@ -2114,6 +2499,783 @@ type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomersRequestObject struct {
+	Params ListCustomersParams
+}
+
+type ListCustomersResponseObject interface {
+	VisitListCustomersResponse(w http.ResponseWriter) error
+}
+
+type ListCustomers200ResponseHeaders struct {
+	Link *string
+}
+
+type ListCustomers200JSONResponse struct {
+	Body    []Customer
+	Headers ListCustomers200ResponseHeaders
+}
+
+func (response ListCustomers200JSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers400ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers401ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers403ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers429ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers503ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomerRequestObject struct {
+	Params CreateCustomerParams
+	Body   *CreateCustomerJSONRequestBody
+}
+
+type CreateCustomerResponseObject interface {
+	VisitCreateCustomerResponse(w http.ResponseWriter) error
+}
+
+type CreateCustomer200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateCustomer200JSONResponse struct {
+	Body    Customer
+	Headers CreateCustomer200ResponseHeaders
+}
+
+func (response CreateCustomer200JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer201JSONResponse Customer
+
+func (response CreateCustomer201JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer400ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer401ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer403ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer408ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer409ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer413ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer415ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer422ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer429ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer503ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type DeleteCustomerResponseObject interface {
+	VisitDeleteCustomerResponse(w http.ResponseWriter) error
+}
+
+type DeleteCustomer204Response struct {
+}
+
+func (response DeleteCustomer204Response) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer400ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer401ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer403ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer404ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer422ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer429ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer502ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer503ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type GetCustomerResponseObject interface {
+	VisitGetCustomerResponse(w http.ResponseWriter) error
+}
+
+type GetCustomer200JSONResponse Customer
+
+func (response GetCustomer200JSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer400ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer401ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer403ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer404ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer429ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer503ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomerRequestObject struct {
+	Id   CustomerId `json:"id"`
+	Body *UpdateCustomerJSONRequestBody
+}
+
+type UpdateCustomerResponseObject interface {
+	VisitUpdateCustomerResponse(w http.ResponseWriter) error
+}
+
+type UpdateCustomer200JSONResponse Customer
+
+func (response UpdateCustomer200JSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer400ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer401ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer403ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer404ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer408ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer409ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer413ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer415ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer429ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer503ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3418,6 +4580,7 @@ type CreatePaymentRequestResponseObject interface {
 }
 
 type CreatePaymentRequest200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3433,21 +4596,30 @@ func (response CreatePaymentRequest200JSONResponse) VisitCreatePaymentRequestRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type CreatePaymentRequest201JSONResponse Invoice
+type CreatePaymentRequest201ResponseHeaders struct {
+	ETag string
+}
+
+type CreatePaymentRequest201JSONResponse struct {
+	Body    Invoice
+	Headers CreatePaymentRequest201ResponseHeaders
+}
 
 func (response CreatePaymentRequest201JSONResponse) VisitCreatePaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3600,6 +4772,137 @@ func (response CreatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type DeletePaymentRequestRequestObject struct {
+	Id InvoiceId `json:"id"`
+}
+
+type DeletePaymentRequestResponseObject interface {
+	VisitDeletePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type DeletePaymentRequest204Response struct {
+}
+
+func (response DeletePaymentRequest204Response) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeletePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest400ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest401ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest403ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest404ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest422ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest429ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest503ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3610,6 +4913,7 @@ type GetPaymentRequestResponseObject interface {
 
 type GetPaymentRequest200ResponseHeaders struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 type GetPaymentRequest200JSONResponse struct {
@@ -3627,6 +4931,7 @@ func (response GetPaymentRequest200JSONResponse) VisitGetPaymentRequestResponse(
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3647,6 +4952,7 @@ func (response GetPaymentRequest200ApplicationpdfResponse) VisitGetPaymentReques
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -3755,6 +5061,218 @@ func (response GetPaymentRequest503ApplicationProblemPlusJSONResponse) VisitGetP
 	return err
 }
 
+type UpdatePaymentRequestRequestObject struct {
+	Id                                InvoiceId `json:"id"`
+	Params                            UpdatePaymentRequestParams
+	JSONBody                          *UpdatePaymentRequestJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdatePaymentRequestResponseObject interface {
+	VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type UpdatePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdatePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers UpdatePaymentRequest200ResponseHeaders
+}
+
+func (response UpdatePaymentRequest200JSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest400ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest401ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest403ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest404ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest408ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest412ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest413ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest415ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest422ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest429ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3763,15 +5281,23 @@ type CancelPaymentRequestResponseObject interface {
 	VisitCancelPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type CancelPaymentRequest200JSONResponse Invoice
+type CancelPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type CancelPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers CancelPaymentRequest200ResponseHeaders
+}
 
 func (response CancelPaymentRequest200JSONResponse) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3908,6 +5434,200 @@ func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type FinalizePaymentRequestRequestObject struct {
+	Id   InvoiceId `json:"id"`
+	Body *FinalizePaymentRequestJSONRequestBody
+}
+
+type FinalizePaymentRequestResponseObject interface {
+	VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type FinalizePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type FinalizePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers FinalizePaymentRequest200ResponseHeaders
+}
+
+func (response FinalizePaymentRequest200JSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest400ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest401ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest403ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest404ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest408ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest413ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest415ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest422ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest429ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest503ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordPaymentRequestObject struct {
 	Id     InvoiceId `json:"id"`
 	Params RecordPaymentParams
@@ -3919,6 +5639,7 @@ type RecordPaymentResponseObject interface {
 }
 
 type RecordPayment200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3934,21 +5655,30 @@ func (response RecordPayment200JSONResponse) VisitRecordPaymentResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type RecordPayment201JSONResponse Invoice
+type RecordPayment201ResponseHeaders struct {
+	ETag string
+}
+
+type RecordPayment201JSONResponse struct {
+	Body    Invoice
+	Headers RecordPayment201ResponseHeaders
+}
 
 func (response RecordPayment201JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4126,15 +5856,23 @@ type RemoveRecordedPaymentResponseObject interface {
 	VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error
 }
 
-type RemoveRecordedPayment200JSONResponse Invoice
+type RemoveRecordedPayment200ResponseHeaders struct {
+	ETag string
+}
+
+type RemoveRecordedPayment200JSONResponse struct {
+	Body    Invoice
+	Headers RemoveRecordedPayment200ResponseHeaders
+}
 
 func (response RemoveRecordedPayment200JSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4263,15 +6001,23 @@ type SendPaymentRequestResponseObject interface {
 	VisitSendPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type SendPaymentRequest200JSONResponse Invoice
+type SendPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type SendPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers SendPaymentRequest200ResponseHeaders
+}
 
 func (response SendPaymentRequest200JSONResponse) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5555,6 +7301,828 @@ func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDelete
 	return err
 }
 
+type ListTerminalPaymentsRequestObject struct {
+	Params ListTerminalPaymentsParams
+}
+
+type ListTerminalPaymentsResponseObject interface {
+	VisitListTerminalPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminalPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListTerminalPayments200JSONResponse struct {
+	Body    []TerminalPayment
+	Headers ListTerminalPayments200ResponseHeaders
+}
+
+func (response ListTerminalPayments200JSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments400ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments401ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments403ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments429ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments503ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPaymentRequestObject struct {
+	Params CreateTerminalPaymentParams
+	Body   *CreateTerminalPaymentJSONRequestBody
+}
+
+type CreateTerminalPaymentResponseObject interface {
+	VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CreateTerminalPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateTerminalPayment200JSONResponse struct {
+	Body    TerminalPayment
+	Headers CreateTerminalPayment200ResponseHeaders
+}
+
+func (response CreateTerminalPayment200JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment202JSONResponse TerminalPayment
+
+func (response CreateTerminalPayment202JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment408ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment409ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment415ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalPaymentResponseObject interface {
+	VisitGetTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTerminalPayment200JSONResponse TerminalPayment
+
+func (response GetTerminalPayment200JSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment400ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment401ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment403ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment404ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment429ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment503ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type CancelTerminalPaymentResponseObject interface {
+	VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CancelTerminalPayment200JSONResponse TerminalPayment
+
+func (response CancelTerminalPayment200JSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment404ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsRequestObject struct {
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse []Terminal
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals400ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals429ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalResponseObject interface {
+	VisitGetTerminalResponse(w http.ResponseWriter) error
+}
+
+type GetTerminal200JSONResponse Terminal
+
+func (response GetTerminal200JSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal400ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal401ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal403ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal404ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal429ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal503ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 }
 
@@ -6609,6 +9177,21 @@ type StrictServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx context.Context, request ListCustomersRequestObject) (ListCustomersResponseObject, error)
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx context.Context, request CreateCustomerRequestObject) (CreateCustomerResponseObject, error)
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx context.Context, request DeleteCustomerRequestObject) (DeleteCustomerResponseObject, error)
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx context.Context, request GetCustomerRequestObject) (GetCustomerResponseObject, error)
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx context.Context, request UpdateCustomerRequestObject) (UpdateCustomerResponseObject, error)
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx context.Context, request ListDepositsRequestObject) (ListDepositsResponseObject, error)
@@ -6645,12 +9228,21 @@ type StrictServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx context.Context, request CreatePaymentRequestRequestObject) (CreatePaymentRequestResponseObject, error)
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx context.Context, request DeletePaymentRequestRequestObject) (DeletePaymentRequestResponseObject, error)
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx context.Context, request GetPaymentRequestRequestObject) (GetPaymentRequestResponseObject, error)
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx context.Context, request UpdatePaymentRequestRequestObject) (UpdatePaymentRequestResponseObject, error)
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx context.Context, request CancelPaymentRequestRequestObject) (CancelPaymentRequestResponseObject, error)
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx context.Context, request FinalizePaymentRequestRequestObject) (FinalizePaymentRequestResponseObject, error)
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx context.Context, request RecordPaymentRequestObject) (RecordPaymentResponseObject, error)
@@ -6687,6 +9279,24 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx context.Context, request ListTerminalPaymentsRequestObject) (ListTerminalPaymentsResponseObject, error)
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx context.Context, request CreateTerminalPaymentRequestObject) (CreateTerminalPaymentResponseObject, error)
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx context.Context, request GetTerminalPaymentRequestObject) (GetTerminalPaymentResponseObject, error)
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx context.Context, request CancelTerminalPaymentRequestObject) (CancelTerminalPaymentResponseObject, error)
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx context.Context, request GetTerminalRequestObject) (GetTerminalResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -6916,6 +9526,177 @@ func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UU
 		return err
 	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
 		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCustomers operation middleware
+func (sh *strictHandler) ListCustomers(ctx echo.Context, params ListCustomersParams) error {
+	var request ListCustomersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCustomers(ctx.Request().Context(), request.(ListCustomersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCustomers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCustomersResponseObject); ok {
+		return validResponse.VisitListCustomersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCustomer operation middleware
+func (sh *strictHandler) CreateCustomer(ctx echo.Context, params CreateCustomerParams) error {
+	var request CreateCustomerRequestObject
+
+	request.Params = params
+
+	var body CreateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCustomer(ctx.Request().Context(), request.(CreateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCustomerResponseObject); ok {
+		return validResponse.VisitCreateCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCustomer operation middleware
+func (sh *strictHandler) DeleteCustomer(ctx echo.Context, id CustomerId) error {
+	var request DeleteCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCustomer(ctx.Request().Context(), request.(DeleteCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCustomerResponseObject); ok {
+		return validResponse.VisitDeleteCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCustomer operation middleware
+func (sh *strictHandler) GetCustomer(ctx echo.Context, id CustomerId) error {
+	var request GetCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCustomer(ctx.Request().Context(), request.(GetCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCustomerResponseObject); ok {
+		return validResponse.VisitGetCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCustomer operation middleware
+func (sh *strictHandler) UpdateCustomer(ctx echo.Context, id CustomerId) error {
+	var request UpdateCustomerRequestObject
+
+	request.Id = id
+
+	var body UpdateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCustomer(ctx.Request().Context(), request.(UpdateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCustomerResponseObject); ok {
+		return validResponse.VisitUpdateCustomerResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -7276,6 +10057,31 @@ func (sh *strictHandler) CreatePaymentRequest(ctx echo.Context, params CreatePay
 	return nil
 }
 
+// DeletePaymentRequest operation middleware
+func (sh *strictHandler) DeletePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request DeletePaymentRequestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeletePaymentRequest(ctx.Request().Context(), request.(DeletePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeletePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeletePaymentRequestResponseObject); ok {
+		return validResponse.VisitDeletePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetPaymentRequest operation middleware
 func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request GetPaymentRequestRequestObject
@@ -7301,6 +10107,82 @@ func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error
 	return nil
 }
 
+// UpdatePaymentRequest operation middleware
+func (sh *strictHandler) UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error {
+	var request UpdatePaymentRequestRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdatePaymentRequestJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdatePaymentRequest(ctx.Request().Context(), request.(UpdatePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdatePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdatePaymentRequestResponseObject); ok {
+		return validResponse.VisitUpdatePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelPaymentRequest operation middleware
 func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request CancelPaymentRequestRequestObject
@@ -7320,6 +10202,57 @@ func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) er
 		return err
 	} else if validResponse, ok := response.(CancelPaymentRequestResponseObject); ok {
 		return validResponse.VisitCancelPaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FinalizePaymentRequest operation middleware
+func (sh *strictHandler) FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request FinalizePaymentRequestRequestObject
+
+	request.Id = id
+
+	var body FinalizePaymentRequestJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FinalizePaymentRequest(ctx.Request().Context(), request.(FinalizePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinalizePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FinalizePaymentRequestResponseObject); ok {
+		return validResponse.VisitFinalizePaymentRequestResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -7714,6 +10647,177 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 	return nil
 }
 
+// ListTerminalPayments operation middleware
+func (sh *strictHandler) ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error {
+	var request ListTerminalPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminalPayments(ctx.Request().Context(), request.(ListTerminalPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminalPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalPaymentsResponseObject); ok {
+		return validResponse.VisitListTerminalPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTerminalPayment operation middleware
+func (sh *strictHandler) CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error {
+	var request CreateTerminalPaymentRequestObject
+
+	request.Params = params
+
+	var body CreateTerminalPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTerminalPayment(ctx.Request().Context(), request.(CreateTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCreateTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminalPayment operation middleware
+func (sh *strictHandler) GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminalPayment(ctx.Request().Context(), request.(GetTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalPaymentResponseObject); ok {
+		return validResponse.VisitGetTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelTerminalPayment operation middleware
+func (sh *strictHandler) CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request CancelTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTerminalPayment(ctx.Request().Context(), request.(CancelTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCancelTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context) error {
+	var request ListTerminalsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminal operation middleware
+func (sh *strictHandler) GetTerminal(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminal(ctx.Request().Context(), request.(GetTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalResponseObject); ok {
+		return validResponse.VisitGetTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context) error {
 	var request ListWebhookEndpointsRequestObject
@@ -7965,769 +11069,986 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bcuNGli78Khmc2VGkG2SBJx2o6JhWndqy66AuqVxtW55CEkiKsEAkjUyKRZcroq/+mH07c7GfYM//",
-	"CP/9P2/iJ9mRa2UCiRMJqSR39WzPxIxLIJCHlStXrlyHb31o+Xyx5DGLpWhNPrTYe7pYRgz+fbxcRqFP",
-	"Zcjjk/g1uw7ZWj0Wq8WCJpvWpHUcE5q9Q8KYJPiW07qm0Yqpt6c0vlL/pb7PV7F8ToV8xldJa9Jy3dGg",
-	"5bQSvpJhfPlytZgy9bjf77uu6w7GrY9Oa7oSYcwEDIcGQZL/5/MwZn31ycB1yWMW0IScyZZj/zxoTeJV",
-	"FDktP5RqyK/5Kg7Ia+5ftZzWkgtJo8c8YK1Ja/9gb2/UclpCUqn+Pv+rGkAwpS/pQv1t2k8Yk+R4JXnL",
-	"abEFDaPWpMXXMUv+5Ks3BLxAV5L3fL5Q78QylJvzzVI1EkV+y2lF7JJGdc2S12xJw4Q8f/5YDXHOY/Xa",
-	"H/rj/mA8Hrv9/f2W05L0/Ulg0XJv/+Cw5bTWbCpCGP1cyqWYPHxYNaaPTmseCsnVGn7/oUVla9IauINx",
-	"1x123cF5f38yGE9c97uW04o5tHa2mi5CKVlAeEzknBERXsbd1ZIs6SVz4C8WEBYxXyY8Dn0aRRsy3ZAX",
-	"NAkpOY6uacJ+RtpeqvaEaa/10SkOYHTuHk76bn4Ab+KAJeskVJxChKSJZEHPajCM32nW+/iD0wqD1qQ1",
-	"7fuDYMhG3dmY7nVH032/exAcsq4769PBdOiPgjFrObh0AggR44oUB41vzMPlKUt8FqvB7rk911Xdi9ha",
-	"hNFw0FdrE8oI24nppRrvggFrq6nqLs75gjxi/hVLqtsfVbZ/sL83ttvXzf5QRQYno/HxlvVdLQNaesVe",
-	"gY8fndZjmgSndLNgsXzNZqs4qJICCb9mAVnSRJIEX7KEAF2ova/6GOPE8AG2xtRq6Qn7NAkeJVR10fom",
-	"FFQ9SlhpiIO+GuLQMIl+5dFG76lHnF9dMbZUxA9jyS4TEFAtpxUwPwpj9ppRwWMjGgK25CKUJ4F5APyj",
-	"2WfWHbt7/e5of3DQPTwcut3RdOzvBfvsYHaoRhzG1zz0mfq4NfQP2d6sT7sH00HQHc3G+13q+qPuXp8N",
-	"gsPpwWyfjrNPUol38vKbbh+F4VUIU08pGGWr3+/3+yA7rlk0PAM+mdFIMKe1YIk/p7E8RhELQ9kPhorP",
-	"WXc8HfndETug3cPZXr878N3gYLrPRrQ/bDmtBUx1dLjX33MP9ocHBwdK5tANSzQpn9CYkrfzUM5CFqkR",
-	"JZp0rVcxI/6czhSRg1DMyZoKkjC5SmLcmziJVzO1unozKpq43dFef797cDA47A5pRk34QrGEIuRo6Lrj",
-	"w8ODA5B2gl6zQHFhOmUlpFeiNWkZzisy6hmNWD2bChoxsqABM/JsSTcgyyqZtu+6d8K1/YPz/uFkNJ70",
-	"BxVca3ixMYM2JOq9MKgi4GfNnkinjAXN3zkG6w+GfXecZzCZrGr56wTp8pjGPosiVpCD6WOi6VcjAXPM",
-	"dEpDi5HqGGxKI9W4/blvesuz2PjcPZi4qWA0LzUQjZUcOzrvj7PDuLmc9VdC8gVLHvPFksabVAnTj59q",
-	"vUkrheJP0yS8nEsRBmwZrRbTML7U2pP5wt4j5tkp6kaFhwmbwYFutk4UXjNYH1TWnFawYk9AxcM3ZjQE",
-	"Kkq2WCod2NXb69P2ylDvjtdsEaq1VGTF/ip2iNrxJ5ItlBryA/6JA4lCpTyDMjd5+LA/2O+5PbfXnxy4",
-	"B+7DJd08/E6O4r8crJ8Okm/3VicuPx3Ss/3gWf/yy/GPXyuNMOKonJsVi1ZsyuOYSfKIXrFkQ57wdSz5",
-	"Wi3agi24GeXdb9rQosEShbSe75Ib6ulfEz6N2CLbtEDCbE3TB0hE19q/ukXhz1mwilhwxmKrW8Hi4DTf",
-	"uGCxzL0gvwlp+qeRAuk+Qr1KckkjezNK+v7YbHB4ZEsL3DR5WfFqyWIjJhyilpmovpXObNi04hwa7vXG",
-	"txcd6ec50aF3T1FQ6Me1MsEdTdzxJ8qEViq4yWMqWaI+wVtPUU4ENKZ/Wpu3ff1ypYgoHwkFcWFdpUYH",
-	"rVsJDk2LUXfonoOs1fLxfkTJ4LaixGKdg1EP7g4+Xyx4EMqNvvSOh30X1GLhJ+ESFmrSemxrdQmLFbM7",
-	"rZ9WFG6yavoFlt/rDcf46DXSZ7+n/l7FoXzMBVxoBr3hAJ7xRWvSenoMdw9fselwT932D/uj8QBvg6bV",
-	"0Viza37MZnnsET/Ri0VoHBDB5GqZH3C/ao9aA8Y27fGOe+lo9Y9qtOqfHzMJPWggoX/qf7Pv//Vw8WgY",
-	"fze+en6wfj2Q3+4tn4zmz9wfz24loVvncxpfkQ1fkRlP1H8TYgwlvdbfS3a3Tl919/cPFKn/HgK8Tj6l",
-	"Ij3dxqlU50sW5wV6f+j2+uMq7rYE+vNQsUjuagF3B8JnRqQL0g7VJiR8EUqS7kmHGOIho6aT7mTyPrdr",
-	"q1TFg8YCv0pTvLm43zvv9y2NsiDunyU8liRg4qq51hetQtHjiWSX9E/a3tjjyWVZlD9fhYK8ghdbTdW+",
-	"TFrfWvM7mO2zvWDsd0fTIe2OBof97gHbn3XVM/VocNg/qBfXo5uK64aq3pdXg8XLvek3rv/X0c/PD+hZ",
-	"P3g2vvzq8Ke3Q/Z6/zNU9XIsNJgM3clo9F3rTtS9T5AOeXbeIh3UNPLS4aBW23N+19J+19Juvu3/79Qf",
-	"7khj+Ow0hB8yFeGUJnrj22qCetpVxDBqAlmHck6o0QpAKaCoFhCfJsENboE7bZSZhPldwDQSMC3J3svW",
-	"3YiY/u8Xwd8vgv+NL4I3cZbcxHfR0L8g5zwAKx2IzLL+mfe77PAfzFjCQFDeyGXw8Z7uwh+qnEvs/TIE",
-	"gdQfDA4MSQ9pfzrwh0F3xMaz7ojuTbsH/n7QdVl/NqDD6cgfV3sUob9tBIMXUsleINnHT7utD9zzvjvp",
-	"D0r6uJa+ljqeyHdlnXz7jf253lLpzil5BH0ZXjNitl7uwM3HmIzcPnnM40v1jBxfs1KYSetsFUpG+gMQ",
-	"VShujldChhXOlVHXHcMJupedGSaWJNBj/dM0FQBT2P/6nIPFHrODmesPpt1+MKLqnup3D9UVle5Nx/4o",
-	"GLLBTC1t3ECU8OSSxuHPGOYDqsRswIbByO+Op3u0OzrcP+ge0MNp1/X7wYANZyM6nlZGpsD2LsTU7Lt9",
-	"2FU+C5eyTrLlo25s7xssD8Q8LNh32N/xgiWhTx8+noc+veSVQQyDrts/B6ZKgxheM3+VKHVhm1n+mCx4",
-	"LOfRhgiWhEw4ZMpmPGEklILMwkTIrb69sZF9heXe77p94HRbYfo81KDt16iN0l1GTktt65lUkq0/gL9e",
-	"xXlXdP9wSMd+v7vPBrPuPu1Pu4dGFO3R/emBfxiAXiNZcg37FuhsPXqMJOwXlB+ljYXvW5PW66fn6m0h",
-	"VizQ77oozE4y/7ZWhvBM/v5DE4XhhV7vhEkaxhCPU1YXanSDdLnrtIN7P6Vj9l6eKJqo9Ug5bdivsLKU",
-	"Dh4lnVN391W4XNqEhRCrcqPljbla+nwRxpetyff5V/GPQRcOKPxjqH75obRfy7ujar9us7riZq22of6+",
-	"J3/fk7/vyTvYkz+oXTlnFMf7oXUSsMWSSwgKXEZ0g2dpfiU9NRVvAiFWNBZrlpBQEEoS+EJtXRoTRpMo",
-	"ZAlJ2E8rJiQaRSDIlC4Y8dJ+/E33a7bxeqAAg9dAqYnJioGC8dMqTFhGPH/OFhQCmuPVQhECXvzBaUkM",
-	"xBVS7U9UEkOMUC4M/WLlukP/g1by1FjVmNTqgtz5CL+zI5Kw6I8XsOoXLY+0Xz97TA4GBwcdsp4zCC5T",
-	"6oOadPrpEaFT8Pbr4DO1Y+CH/NRwALUXSnX36mqaiX+JwkUo/zgYq48Ge/4qETz5I9t85Z78yMMXPx5v",
-	"Xp656xcb9/3LZ395//Kcr18+4euX3/Dw+eOvlt89Ptk7+fHlj6/evhl89+Oz+UnsVs2uZdO1TMfXTCYb",
-	"LZKK1DxjPo8DQSQnaxpKo1bJZKNEKr2kYZyb/GiwbU0XYRwu1LL20/UEGxNLWh/VSJY0oQsmNaM+BmKU",
-	"x/RqSX9aMQKhdSGPgRt1QDMVZAaB4qEOD0zYdchXQjPxA0E8xTUTgmv069/+s5obcLv0yKtFKEHQqMZQ",
-	"j0RGCDiJuSTTVRgFhCdECZ1LpW7mWeETFhLkeWvS+mmFira+EiCH5FZ0Qd8/Z/GlnLcmY3WkLMLY/N2v",
-	"2jeWkC+S9nzOUhtnGOTn0tgGBpc+OJD0mMNg606f8WQBoeSrFbxZtdMXoSyP9lSpESL8mTmk/+vf/qPv",
-	"uj3yhM3oKpJkMM6NfjCuJidsvxw1A2wAP0mHFsZyOFDnC32vOdh1ne38XFaF6iiemPdS2rdRM+qUFqGx",
-	"cnDXi/BRfSyWPBaYY/KIBn+mkq3pRv3l81iCGeRDy0oseahtKH/4EUI780kqy4T7TAievInpNQ0jOi0G",
-	"/j6mSUDS1whLEmD89PoWKDUj0jT08y8HYQAbNGELfs1g+6o3jkgolVC/YkvZI+fJBkUYiZTe17MO5bE7",
-	"yAL2CwNZWQNOCVUj7pEA4uGUBt1LTS8gZkb5f07ATPVPD7OEnof4q3horDDwSZlxCpNG63WPvORyrrhp",
-	"TYUWTIEScFpow1zJmidXotf66KiVfI2n0S1XUjPtM6UUi/wSasYnUx5sUD9YhEKoUYBqDNZeUDGJnFNp",
-	"pCoNAgIG4PJSPwvfa1msOiNRKCTE7SJ36PAMFgfwklFMsmMKXoJp5q8B37cWK6FON0LJNY3CwIxPpy5l",
-	"FuPvW3Dyw5hxnOpsPOz3XNeBwYPKBJcYoj0+5uPv+z/0Mn046/ISLjjqjKExcVs/fMzYcKSkjGHDkxiH",
-	"pqfVmPfgKzSTKTZa0EhtdhacFIwoL8wPRMmA9AhFKXJ/S6E66Kmbj70IIIXumxJwFpwanSNPDDhyCF9J",
-	"pV4kag/dKxFgKD08jWxCSLLgQpK+e998cRci6RjJ4BCYDUm1OQeYKPtbKUyoYZFpwq/UeieriJF2GPvR",
-	"KgDNkixqubHTIx5SziMLuhSEUX9O+GzGYvhWD+KKbVigNEKlsjtql4ZSkAUTgl4y0SPHkeCEomjyYZ1n",
-	"amBZv1rLX4cJI23dY0+97nUc7fI1KzpTMwtQwk25nBPvMcrRLmpiHrzvnSc0FjOWdJ/GPldj9bKGtcpZ",
-	"fuUITy8ex8zHdE0lLVlM/IgLFnRAiD/jyTQMAhbfUobHXH7LV8kry6ZctLlzdSUittX5gSAN5MSxWgmS",
-	"MBoIwuNoA8vA13GxqSVP5IxHIT8iK4FHtv3GuzBQWxFu/JJfsZgYfcQhRvMBn0l3RAfT7kFRK7JP95E7",
-	"zLbPSy6xVbu3xptolhJe7Qe7ibOVWDJ0odmETB8X+6vWa+yX1MoL8/mRYglJfUnEaqloVztBe1Gz7285",
-	"wyVL4Ajn8etUl8wdIvp8z96rmVoo0t0TMxYIZKL0qzTisof2P4es56GP9oXj0xPgqYAzAWfunF6z2umf",
-	"Zm2m6u9t5n5XSpsaeUT9q9KMpaIJXzKMuNBUaXsV49cyAalJlIJfbKzjlDZQjntI26tmCyXb9H0XhDY2",
-	"Tit2P+orqFlHEVyu1a5ue5UbykM59ZLLZ1xnot5OTKWfZzz3Jr6KVddhUMlrL3kaqGM4rsldFgWbWhJr",
-	"GnkuG+WlCJgeGvNWzGUXv7gb3nrJiVj5cyUW+SpRF/ji6tjzICcB2MbK6yrIJZM4czDkoekEVu+UbiJO",
-	"g3POn9Pkkt1yEaX1ebaIj9Q5zK9ZQvrkRfioViCaJYRzu6QnqU9za9S3JMFr+1PJOYlgGE0XbImz70rO",
-	"u/jl3QmF3KwUz6WEAMLrkZ+HC8ZXt72niYivFZUr6K5+MjcQ1FRpQKTurdFK+IpVis0IllyDgZgGouZa",
-	"Wq8cZ9vsoLyE2diarZ1uvWu+u6eV20KFByJHVdIeukSktsX1nEdpW52b0Yq8ZIrKFOActG2eryS9ZBO8",
-	"VoMVe+wOgZXOWHId+qxgdbkFO63q7DZPqKRTKhhZxYlSzbWhpJqJBA6H+DRGe43S5ZWGGJhWflR7PObr",
-	"HgFDNaEzdYWAf3fBak0EGqmPCCWoLICxIzQKeeqSKHgkFF0gl9xIDx77LG8EsoSHptutrD/2N3fHec1J",
-	"R9po9gr4OnbUASFpIsP4Eo56YyrTfh5FsjC22eyBAKYlcDu1eDMUJGIzpX1Fs27AYzZRC4CGcBbCuTKn",
-	"yyWL8UY8W0WR6g/6koRGUX5FPWtJvcZrWnIzVa6qQ+Cup1taz7lI/Vpqh0XqPZ/G6igBBw9aBQWdsWij",
-	"OMJyn1mjrFs//fZDy7ECS3jO+Qsab7QME7fcdwmVDKwTRdX7lCVduGqpOcJiIU+woF4FN6o0zFodiQsa",
-	"b8zCC2011AvU14uSE86Dw2yLnBe/by6eqWTdSE/qjnZIcTBa1maT7pG3NJTVfAf3dWnsw3fHAm9iupJz",
-	"noQ/s9vqwBBEWFz7c7gR8ygwB0/fJYswXkk7vMK+lPs+EwIv0gIdmdkXR4RPpdoAlMRsTXjMyCzhC3L6",
-	"6uycPORqBg/hy/wx3c84wW6emAHfQFpmNFJEC9HAVTVjbTbW98BrloSzTe1ZQ+1Raak5ZfhVqA7YT522",
-	"scTZHd1+2tpUnp/2S06O9Wt4C0NOq5zzmdEXtLEt9+GEPGI0YQmZ8UgpLAGZbgjVxLnhvM2l/27mnbBr",
-	"flXD4DMwusHvagvXLrWRa+D9D82aI9INfI1GJnOvVdKglpd1U2ZYt5zXHV3xygzWI+dqpGJCvKp18Bzi",
-	"VfGlel61TeF5fspej7yydwa+31byNLcajv79im06WwXo27dvu4oZWSyVxGPVblHNn/5cXWCVUgExGnv7",
-	"Y7eTd4rqFxNGo8UfL1pLuknYTxctB43wf7wwAuQdDDz94Z3V5R8vyhJCEwTiJ+odpyVHKUh57ZT7BPXa",
-	"zzCRXnL5mi34dVnVfo3uzTQTCTQwcAri3/UHv7GIqC0B6tJ0oz2kiL1DQh3Qg1JA/dQ1JrmHH8Lg40Pz",
-	"XiwkowWloOQ8NenTmdRFz+xNtpNNUzgWMs3va7Z5zVaihOwD+t6kpPgn8K7J4grCGeQO4B2unmTFVhTp",
-	"oJ3QCgcajMicrxJR3biWOmaXENxC6i/tRK0lo9W53pow3abUs2ildMSu/lyfrlmM4JtaGprQhBjeIzRS",
-	"t9kN0aNoYLw2X8yp0q4K7bGAmGSpehJsHcFtuagQMVgfjaDpoFb6xcmTByJNPlA3jjDWGQk8yZnYq+mS",
-	"fmmOpxcnT+xWjjI8gmzD6DhYojqUtUR6oadDNETTLe+rRSrFXGqYrKo4DfVDxiGQKckTYoPvVNMhDTUS",
-	"6WqmHx2hs4gv1bGfAEBhLgdTmAtb+sVOxrFoaQ3tE0iiFKwyPdTTT6SG+qgxAdTd7QZzF3gu3HbaWpS/",
-	"umbJI5Oamj+SfJ4E9pG0gIhBYw0z+ay1SjrGThjLbvax6yhB66tjRLtf9QXfalVtKAi6qKXHqUnZxW7A",
-	"GIH67yfQZIUOiBd5UVItP0oRymq9YRggBXS46k7fYLmZJmHOFX0VHBxHRDBG/vz0nDw0IG+1tDR+l0VB",
-	"5tyakndtk4UTGgK1JecBma6ktQ8CHrMj4sFktH8eqesRQTdkPd/0iKfmASYl78Ppm0fPTx6/e/P6+cdd",
-	"56pHjG4M+kHJRuXUNZcjiIfOmXUoGFhu38Ta08uCFywIKUIT39aP9pUouvjREwCbA4wlCzAkbr9ZgtVb",
-	"HehWx6rDvA9mbPNMOgmyULMgwCrNOSb9vAufd+G7+3PEKGbxirPzeq2sQ4TczjCuizExmFhnQsl6xLPT",
-	"Dz2yoBvFjfEqinqYdrpkiQxZBV52KTgbwadNy7k7URFau3BNKSZBlppehZI5ZBWHUh0+s4hziI9Uw8QT",
-	"D+9BpWYxgbLY3ONQbvLjy+F5l1qxkxFLUb9IT58Hhbh7AwReak3nKJbJRyUobAm71K7drDHIZyxHImf3",
-	"wO/zi1MgqCaE6Ts3oyyZgU9/ZL5UQ7Qg26t4KJOwFmx7ChRN5Dzhq8s5SBzBtLs3D/VNhTbp4+9Kygt1",
-	"x2tjuBIK/KxxoSVi6Tnc/bxOjzxbRRGR9D0JA+EQwf2QRkQwf5WEcqN1dDSjTml8laqj6Q8JI0Jypfiz",
-	"2E82SzUP9XbM0GWIeMRaCZJzFiZ4wZrxVUKC8DLEgym/Xwxo/TYBYJH6kXq9gFbf9FPziQ3KXsFhl0y7",
-	"RIQD5lk1gzAR8shKKVDHS7qYnqP9EzGXTJ1Egsz5Wi2VTxdsQi5uDer+AfJg6IKlH7EEpG/w8aIFrqAL",
-	"mw8z/rpowXnGYwauRYhQUedbEKDSHSJcRWPafYn0ehrLZKPop3cDTRIKf4cVcfL2wIpB8Q0R43eEuGeQ",
-	"8lXGKPzNqGeGYUi7TyQno45jjAA8CVhCLsNrNJfelDSvVDdVNNFI8Y0bAtaDD204+eLM3upUp5xcUVpT",
-	"+lWe0jVo9CllAyoZ+NiryGulqhXH8VztbNwnNR3mqws06bAgrRGAQCJWuE0Ue2CWKEjZwUGpkm3zHfL7",
-	"Ea1KSzuHS4olCNWO0vjgokfUz+AgzctJ0EByAtHJYih3i8NS7Y5KultNGP7Oj6KQgoKANksqJUtUI/96",
-	"cRF8GH3856o1LxQJqaPKA0H0m6R9/Oi4ozt2SBzGzJqepd+k1UZKQzmsGkqBG/LjckqU2rXG1oFRnpHa",
-	"TJBqkWamZuuLJ+bN1pV4upqJujgAfIM+nXXZkGZK5E7hoV+zi6cUZ/eEh/Fl10yrSwWcJ0fQcZo3SaBM",
-	"Cp40IZpI82tXVZFlp2KpYTaKIzIrgQkb+X62VXcpt2+VeyltE5gQXIkKB4AD+1h3STzBI/ZOUT8JmeRQ",
-	"HATWjCZS1wpRf0aRr/7j82TJMdjTU6evF3N1/ZuFspAri8VnSiO2qtFUD1itwA7K54vWlPVwTGyvJTr8",
-	"nu+iUPBm57oWKuI0lVB6H7WfnrxUtDs7e1lwCunKOs3EVFp/p3am+o18H9uK9eycekEiZauZ7b8cVxZJ",
-	"ZVbHSWEGzCzSu8guMZZTxMp5trFS0TMNVoeWWapChaxpqmSwWILVH1RRSe/w3De1hz6UnKcyLRuCEyrI",
-	"Lcz3jkscXVfDaCdr31JnKzCG0VmoNGWVdqwq6pBlDTpGJTY947ecUtXXuU/URuJKUQX3yLKkKhZzqlHW",
-	"7epLH1o0il7NAK1iG8WfMD9c0OhMN/VD0Qx0NleXUz4jaRdKuV9iNw5xMdWYtCkJsCWCo8LwayqId4GF",
-	"pi5aOuo9Vw6qqYSrXoM8lXTlqmZCTpvgShqLegxmEB6lQeM2poa9KPnKWLtkWoxCDDuuWLI8ZXaw9ZnZ",
-	"TVV3bAgMqbKSTPJXay+ttKX+gBSLd2E84x5pyzm7iPWX2jFOxRUL4IRf8IR1HLAEQlkZ9bUu+RN4pD0L",
-	"Yxp14BCfcpoE8BAaTMcUChKBaw/f7V3EIN4R5CKrq+bkaoFlA1QCwJS0SasNqX/q/hT1soWy2yjxQZGm",
-	"jzG++On1jXYRvP6ICgaYj/mdDnbj5nIvu+9msB/2KQMS8J0Og85PtP61Xbypzc4w1DLnlYSCV9uTNyE1",
-	"BjoIcCCSp2FGeJq2jRFOoHSw18PwwWe8GCmr1i+Exc33uAjptq5dgJwlI7WS2nbQgp2UtI1dC6LhMmNX",
-	"54h4apSezr7MdUOlXllL1JRW2apxVq1qUUSdVfwCQT0LHrONUlgwpGcCCMNW+TOaFj8j7bRAGhgVUDaA",
-	"OKI6nKdHngK86hWGvdNoTTeCLNUYY7BFcki5tHLwlXYAVlq4VBII47GNt6gIoAk3s9KSaQKu2ThoYp5Y",
-	"GDfp3RzcmfvYIXLNzfEsnHS+ABlzrQim6fJAEMk5rlAR+PSuhnUM6/ZAZGXssG9BBCczmuQHe6TUB609",
-	"FByAFqLohxo0iAdCr0Db+yYUVB1TL6iQLFE/eg759W//2Sle18uoGYIWvDUav3S39yfDaqu9BWTdYQR+",
-	"nY2xAGbaTPUvwFmXPSnpspsYR8uAgU5b2GRtuCVokAgIx+g0UvkLZQDLRNhAYB0V6TYFy/EyomFM1jwJ",
-	"hB7LKo7UtdNDJyq6oFOFo+FQ0uKDVdyif8ZNL5iUUABPkjYt1lsED5mimgO5FKDtT6n05yYDPR2yDCNI",
-	"TdfxGbjpkKpm7LnwxF6FVX7nvNA7YNkjm0ES77T+h81gkTDzJGJZ5KTkazUnW6boDa+/6dwKSKnpgDPb",
-	"ataFBTxe+gwrQW4XadZh9bV6/aONP/whb4btVyxaswuJjQn9oVJoYjgChFIq7unCF6T9HP4z7ECAQo64",
-	"GlpadzXlPGIUVJoKYMCqVX5x8gRWGA9fVOCKruGGeII7129R5OQCanfZGpcBYFeNHQyuxsChOJIKdEQV",
-	"i6Xmp1NCtdy5A5Ma6WZJV3zFeJ1T5eySXiv5oQWGdbo16tXUBN3Sr2KakjS/lZgx+OFVlE6PMJipTEJ2",
-	"TSOSQpDnBpAKPjMSSxDkkcl325My6PKa7QI7JQNKAIbRdSkMVzTbLiZ2p7GYOMMPKr1uIHHSNo2ilStx",
-	"W5RmVRsWd4ytBllSyd4d6eIVz+OcyLHpaXFXSQ9M+d0+Um1Vp6h1VNkxLEod68P1N77i2fePiiueIuo7",
-	"cyynlobcFa/6lbu+4lX2Ale89NQ1T4v3qid6q33GlE0NN/WUtWw790jZVJc0lHXs66KTU1GLdP46rLqC",
-	"eKoVT+cAJ5dVF9Ue8bB9b6JPWDyfptS/gjcLqmfPNpFh5WpdYT1HPv1TSV6W6t9/1qyRGIFTzxpJJpPu",
-	"kTVML8AaOsvH3nZFU4h+pa3uBZ6Ro+mvanFKFpCz9HgpG3iMfZUnORPrFO0LgFqdpBA15iA+St9FUe9h",
-	"5NR6vunYTFRlQi2asWrEmqMjuFOGSiETaRAAEC2NTi0G0UdrRbwDAJ3MiIeZVUVEYK9gqjHLigFjRkcg",
-	"HEAT6RUjnnrm9QjibKnrewxgZBmA8ch1NRraFK6f7QsTsY5YaRetjqPtOeFlzNWNnBwjNFuMyGxpM6Bg",
-	"pOhraaMpBJ7BW7szY08Ft5qUBmxxUsBPdNK8gEHqn1lG1Gci++XQ/E/v8LBHwDLhAUSjB6YtFEpyzjTA",
-	"TIbzGEoHPc8AVMcCTAcSqwUCtiAspFpbHJtH/kC8tMCJh0acIlZ9KVbWWB18fKNHjs2EXBdkK/UlSwqu",
-	"mVrAewsdeOC6TWw4eWjM2uGB13kCUYFTRTUDuN2OOQlCAUDhihM74JwxUxiPrCnoSMeAL2gYY2IYCbjs",
-	"kTOMDKVxkLoaCXtPfRltMkQ/Sn5acckCSKeKIEGGtL2L1vve5qKVFij1+cLrpAtmWSoXVPqAY8FnqaVH",
-	"6A0giE8F65GXZrtptxgypwOZBGZjgv1GTSj02UTvxuoN08uR1uuRE0loJDgJAxbLcBZqGK/U7qTJY2pj",
-	"LdMbRlaGFnR6jL8v2Oy2VjZIr0MmdsBmk/FoF5s4rffdS96t5Z3qS2rKOuDubcTWpcvprdn5tDqUJR0T",
-	"BFMgRgR7LzOit5/2+nsjkjCfLxaQ1tfJhj4c2CMnBhIPbaueaQOtd6pZry5WBkrZWXMbDhpZ+EylieKs",
-	"vuRrJa70C+nlPwLscw/WHEOOYFBHhmsXjMbC/I7hAIZ8Gt0NwtkDixOdQvgEj9WjMNYQVnIe6rgCSCJB",
-	"4WiKveEhb4LWzBltOBILSalfcye0+fkmDGo6BKKZGoCl2LYVIwGVjLS//fbbb7svXnSfPOkoKQMPtVPe",
-	"pxGLA5qQtjdwh/2uO+gOXa94zHq6E69TZdoedYdu0aDdyPBZtPdVH4smdLL/69/+Y8+WtpDO8dOK2RA/",
-	"uQxdsGAumUGMGg0GhfFbZkWLV/dGOzDnU/DkbXZVeAVHPXbdlDNgR0JMDp7TcDYjuCGetoUT2py8dSez",
-	"+fCBSF1FCV/FQRdQjFbLtkFoJv/1v4ipT+KQgdYhOg5ZRisBNnClCFS3oTowGYb/9b+IrnpC/uv/I301",
-	"NasxGD37aUWjdOQOYZFgwE3m3NC6iaAYr8PlXM1M9MhTXJoJGbmqo/5Bb39M/kj2x27PddWhe9AbjMn/",
-	"UOupn/2B7PV7Bwekrf6zP8aBK22RRjOyWnYAKSlVX0JBDvrq/cax7GnVn5idxMsVXHsW9L2uaDnWqPn6",
-	"z34t16dx71j2pRQ0lDCGclrMlViSPHdw5s6W+sNlVy2Z3FHT5Ky5iZGZk2kYRYTHE3Xt9cLAQ9QVL5d7",
-	"6QHcVj43tBLQkfz6//y72rHEq8vK9I6yZiD/viJjPctM183dj+U7q6dTSu5aqUELk0ehY57S5czJs/zY",
-	"ssqNBdHUwNKbVvMplxrBi12PmIo4+HJeTeNlWQqGYWyWmCqLhKlrxXoeKn0S8dhCSPRUN2q4LnqTNL4O",
-	"eqFTvtJQnFpMZiVoEn1oTzSAT6qfqq4eqFM8hra3OQttgy+rtOmYYS3UTVNa4poCRIgAlQLUYQAnjBEa",
-	"zpDLHmUKXghfxHyNBidJPAHFJz1UJJAwaf5Mur447mbzqHI/ZyuJjmieDchoRgbKRG2QmK8nhCLunT4q",
-	"Zyu5Slh2iaRkw2hC6Fx90i7JbD2rzhFcyfEaIAAZAGmKWpEhpxJjkI9HBfEKZTk97VkNJbnk6hRbyR45",
-	"LrGBXoA1aae+YxYHqHtilzXaiNs/74+sGshVjvabxTJX2e6L9v3UCZAKg8L1oXxVLt5Ni8q9pRHrgyNT",
-	"94wOojm90kYPdoRi0ZZPt/Ck5V26Brnh1jYem2UwBlPY2z9ZRVrFrrMt3aNZ5inAT+LgLO2KqjtB7YBI",
-	"u1KLC2Xnv6GxZDcxCtaDzu83+k+90TuZnab+Ul5zn//t7uoA3ZqeQ0rK7+KVmjv7b3yP3lToTLYcACVn",
-	"xVCFATTOgG6ExhNV6gOY89VDjKsf7uXLdvVH22pwDffGVg0ut1yDyy62WRqm0q9mUtsocHApsk771//5",
-	"v0k/jZRDG14cvIo9fJKsYqFPZdCbUUu338tPY1A1Dat4WM0i5CfyKq5KaslIaE+Hx4y0OQAHaXRdXYXS",
-	"6xTGirinvdsZJEwJ0u1nhnWk6g8+loqVlqwZMCsGp2S2QJ75ytOmgn7+htLfWrJtsL1iW0251OLIVLcj",
-	"W74dGZTvkIkHGQ9h7KwGN/M+LKG5j90P8UdIPdDXvT6uhJ3/QSWJGBWStL3XT8+7ruv21aq9in2o8JC7",
-	"ZyglFVvOgsxhIGROhUNMoRGlgzqpVaeAxAHVYC15NnJva88pqAA1Jp2jHaLtM7c18BjFtUHs+/xtDbiL",
-	"jEg26UXIJtMwitRqNLUzwCoWLAifpdGgfp1+ayNCYVekbzY+4lHDF1VGBnNV/KRLvjZtsPw4s2ux0GGY",
-	"2f0ca0dbZgtEXI91+Lh2ABcu75VRZlgZuYpzDTaKOd3yZnnJ1TOe6HKG+o6eB2Y0wPU/l1I6c9WVi+fe",
-	"J95t9blh3XDNzVNfSe/pwptxoHUyF8/ZjOaWbmS0i0yp23JLNhfAqvxScNGmXne9D9vmJpha1qGGZiiJ",
-	"z6HWxbHvM4T/UefTV2evXqZbOLGe6STL1G3r/Wv3X9r/MnF/+b7fPfzh4iL4otP+l8nFRe/iIvhD51/+",
-	"2bP9zrkDm7T9OfOvWJCWMzb+KcReTITi7cJQZhYUYa41IxFzP0Og/DoJpWRQjCMtgJDmiPbZ0D1AC1mf",
-	"dUeu6zloCpgBZlwUXrF1KMCZBkCyuSCOUryFUlXBcjincRAZWk7DmCYbMos4leYzrEbSI8e6RqGpiIfO",
-	"dFFDMciv1CSSepDg2ANhkCtKorbTkc7tAPQH4uUyZLwiUFkP3GE8Ztr8oFkOCQ+BVwXlxIou384C5c38",
-	"Q/5C86Pgcbxa9AxTW792w8WSJ9JUqGxNWpehnK+m6rr9ECGmzX9gi8U0eqibA5mRzwpqvFt0xHRaOUeu",
-	"kliQUE5MOkVuN5iwnRyvggsH0jpiTvwoxMJXNAD7YgYVZjNHj2CIioBSammohZ2XBKEVsFgXLa9zZHZz",
-	"yBDkK93QGQehTms+x8OByISGkdq+P7OEY6ODi5bSiC9ao3FvDDnTxJTIQOsXVmFUR7vhpBoeuj1j/IZs",
-	"scNnD2bcDB/ZOogzz31bcuLlg0k6mTs//zOcFJ4pnwd2NqgeOdVxTp1am0GluaCk+DzBmOjqMxyDPGW5",
-	"VLGapTBuO3OkPhAIkWTAxvA0h1SjrfmLPeLFTOogK/JHApGowvz967/9uwlLzD+bsfQlTFgCeINLCjpt",
-	"mh0H3T8Qac6eelF9qaT6moWXWHIHesSssWySQGfFwbinDRS4r+tKFKau3XSdKlQ76c+f1OLkK0UoHanO",
-	"yUrxyFIFyGj1eRWpOvVu0EAtapbsZ4+ppq/BuTsA78OoeZofe79kfk3fNkmQ/8Scr6JAF0iSGnKqZjSj",
-	"JjPPOOduk1ftvBLVRzGN1eSv9qry4MZsb7ZPD6bdQ98NuiPWn3XpYDrsAvwd/nTYKC2p6mL5GWQ/pVv8",
-	"DpE+YNcqYWB2t/p3mfJHKcCWFg89TMcK65kfzwCyoMkV5lUipLfOvA0jRpZYrrh3S5ebCYW/D0YMEyJW",
-	"i63cpzuvsd4dFzOdQ0nmPArETmtd2ShnCfN7n2Qv7XDXxFDgV05r2GxajTKs9Om6LbuqPlEqOzdyEtPK",
-	"xNIsnJtznuKFlS5yXU4W2nvUPh6qr5EwMfS5/tZpGUZnqUjJ0CleuupwITug+ONdp2EU2ocEDPsEJWEs",
-	"OeQU4nsWIU9p+BlSUfFXNQnhl/uin2ociGeS3HUdPFDVzE5QSoJNwdqcFC2ovQmW3hBkrbQLnmkSxNMd",
-	"etku8yCc3eeLXBKTbkrvvDxlst9Kkj5d2PId8hpKLHghIBIBWr1DvHTrGVx7KqnnGOATrA6sL5rHpydZ",
-	"iH0IlRnh6rjgC9SsEQFfAJywsILgIcwAGlYTDEI1sEUYU8nBQrugy6W++NZj9DSERMsBFDk1UDMN2sqD",
-	"6zg1CY27U7nyGZxOTfre7nby+YpOTa7X7nbyyW1OSUxt3785EezkN+j2LzOZk5pAe1mZk+1Om8fmvVID",
-	"2wdtPs8P2ny8bdD6y6pBL2ki3zX6NpHV38M6vEug9gnb3YxeNny7vrXFNoYsNrawWdK0ZYzC76Dqy/aW",
-	"Xut3z1gsi+2o+/q7GQ13L+wZi4Nn8GJFG3L3x2nXadjUu4asUYzcKvBIuT22bX8VW3tq77ByW+gRadoY",
-	"eLe3tCauwuWyeXNn+Hp9exrhuml7b/B10x4kGr0D8IAdPHlmMuoL7Lhm0znnVz08Eqq/fYvvnIbxJX72",
-	"MbWDaDQfPBg/2rbiBu7hHBsoTafBNxkfNv8gx/UNP8sLlMYf3fCDgqxt3E2FlLrptxYXNPy0LIV2fVh7",
-	"Mt/gw/xRfIMP82fvrg+r98eur6oO6obfNOeVrdLzph/nBMhNP7aF402/zUnCm378tPlC1quVN/mypNzu",
-	"+rgsI38w1wPjRa3ChvlpxVbqwqN9D2ULM1wj6kJI4EeCQIGYnQJPxMMP+rOPXhq/LkwnISuEVrj9Q3c2",
-	"pIPu/rTvd/eDEese0vG0O/QHQZ+5s0N6MN1tNyxcEM24qywM2fW2wkJHpY6KwcnNaQU8YRP7tkbGXuNd",
-	"b1vJDAvOrtcfDEfjvebm7oymVdCR0YaEcWFlwuCjd0TWkJUpszWUFFwYEmM9WBwseYixGo0CroCkdhBo",
-	"k8otGQuFOsDd0+pANwzASf+bs00Y7LRP5adaxQAJVMMpEpbHLEfXIjw6YHxW1QnTv2AkDQJD3sJYqslo",
-	"uHYbGw6/u7Xl2Uyw6BvQi9Xv9ulg2t33h0H3gI1m3THdm+77B8EhcxtB8UVUSE2Qe52H6udpkvCkRkRc",
-	"hTFkA6mLz0rvJIA1NVitat+3PayouFxNo9An6PXNyrJhpYc4Zj6EyOEdSj08f34G0RpiTq+Y9VwNPiB8",
-	"JdUfX56fn5KxO6yA7gxlitepPu6RlxgKEKdIDBokJWZyzZMrncENIJO9ptRBo1h1ITa1sWF8aE5Os2st",
-	"AtnjjbkOCoFCVjnehrj/EnfvDooWu0x2pC0hyjFiM9lx0uB/AJShZPD+PYxF/aLpD+gVGMmjPuxUG+/S",
-	"ZhTn4aW4YOTMft9xgGU7yQZIM2KitAg2zxb3SX731wq16hInwO+pPENDhphcxF3iFa7f3oQcZ+Wb4eTT",
-	"lYnbdZGMnV6uIaVKeBNyIq0gQ9WOVlNmOj4AqgHxGJsHOOc0iU7DA0F3v/7tPx/Cs3IvxmThTSBzKu3M",
-	"B3+wqQNqiKYj5XXMebIhbehLF4y0EYVy/aTGI7A4m7rqiuMINXVpi18UXoayvnZ2pY4Wy3+Wmtb0dHJL",
-	"kBZBLvSUN0zlekV8rpUUYcCyGA3Vmnm9dkWxAryp6u6V0LFNFzTOzatucIsU4y3t2a5Pr1+o7UQYTN2t",
-	"3eVMYboznaFrivroIsIFXszl+ra9NM5S3VChnA8VUt9aIeMTu70Jjl35gxvBs5U/vw8IL+ilbArSIzRQ",
-	"NHpkEZPlXgwoKa4WNnhTl1fuo+Z+Hvis1qJoWA9/3SrbKpI5O3Wta6vbttbx8ueQJYWoT4BaFqsFdnh8",
-	"/vjLqh5NDc6abtEUiWKa++pXiDnCx5h1ZZLJ8+uDKQHoJ4J8orgglYK6LrW9stQnAPDjb44JifD5QpEB",
-	"sjytoNkhpoZFVNaMKx3OlvVkFtMX6Q2/Tch0Q7wnT58/PX/qOSY3Kk2DSrN3HCy5LmSazwU9/oPWHyiP",
-	"/c4KWEDTtnkXWpNMSK1KmI1j7nxG4zFniPqkUA2laO8vuBCqvRJV3pyCY6jKS7XFiVPvkanzrzi1GKl1",
-	"CJ918I4VJnenIvyg4E2vd5lscwpscWds803Ue1Sc2mog28q15HwEhWo2uUWsdo8rtfZVchxF9X5yKHaL",
-	"muMXWKJd63qbZc5L/0WFO/J3Hvy/mwe/qGK8LxmN5LzMcK+ZWEUSkybU5SLWt/GE0UAXTkz4lJXtQ7UX",
-	"Wn6Vy+3mV/nR8audN03ddNW10EK6KG0cc3q2jbatrwAdAoo5Bo7Y0dlRKHQuTwaQWAzYJu08xoVVvrQz",
-	"sULXAWVOeERy7hSKlqQKuUakiznx55jnB1CekPWJtTf1JQVDYVLMb431aUYEDfOY2ZnrarkcowE6xACu",
-	"pBv3CCYrCF9AYgVb9Iin7xCeNekUTQuizvGPU6W5HuWAtszbYjWVXNKoBB563+Vz8riqFYGR2dDvMAR3",
-	"ldZUNStVWRbnXiv06KK9+ZBVPaosD8OuXFIIEIY8FlO0R1u7YgaJLNgYpulob4Ep6uLkuAGrx2n2meiS",
-	"TDjOKSPrOZXazRBFcK8Biuj3744UtcxaWA5SnLAS/7pKkd4eVY4T7YpG9VKGaekdA1mU2ThuHxedtlFX",
-	"BejtnGebGACRoVRDbGoC4Q3oim0eYH3jztZBfkpRpMfGtKXmVuM3Gp33xxN3NHHHd1YGCQigL7ahPAJV",
-	"yKdRpL0PmHFYS478OB9xfnXF2BKvWpJdYkXj1hbgluZoPs1Qe+4WpecGmDuNO26CnvOJRVluhIqzFdqm",
-	"eVd4PtekstmHNBTSdIp1aBx1tbxkMr11V2DTYk5VFXhs56igVRRUhA3mMmI9szAAtOVQkCu2lACj4edW",
-	"vRYUVWkNNp6tfSJYYELZbQIT0tW1YCcaz62xdyy/5HZh3wD3FvKlNPatk8UCIxi3ETKQ1BkGcXg5l+TN",
-	"+WPAvzVgtueAHTdx3e/qAW+zd24t1/GSdVzrQn2ZZmqnNXdSE7HxrlZUQmrgVa1ya59kRrHfprrXNrRf",
-	"DVlPZeosqQXurXTzZebrLbEO4NhLbeYFI7lhSX1UWon1gONw+9N8W5Gw82SlMzVpvEkXW9djsy2XPk2S",
-	"ELLqa4qIafQLAO6F4w+AeBDBF+yOFtavsUMC2ggUkJQ0gjfalr7eaVZoKb2rVG9MDaGTCqagcq0NGmQY",
-	"443kNgg6kGK3AyCnBvYn23jwwpGFzqxuRYJF1xoPKYzt21nD3ReF8VVNHS7t0HOI9+H0zaPnJ4/fvXn9",
-	"HBxTDz9IfsUAa4nG5MvzF8/RwFp06CCmIrwLVz4aB3xB2ikGU39wQKahFGmFjIJBPCsRMIMLPvhNMYVC",
-	"Hz/pKI8KQDxGA8vswoDzKlkyoz6D/JHSUT2Xcjl5+LA/2O+5PbfXnxy4By7M96f+N/v+Xw8Xj4bxd+Or",
-	"5wfr1wP57d7yyWj+zP3xLCdxkrDRxtMpwtW6y0soNqc9/gb/J0sxLuiI0YpNeRwzSR7RK0WDJ3wdS76O",
-	"W42QjrbDMqnfbwS2dBfYSieBNds8U4j7rhhYjfKE6BwwKHVYF9CfC3Xjd1YaDHfldWeuUj9iFMBLrSqg",
-	"mBF1e6lvrtkVYE/GSmDX3rTo7xAeBYBDAufOrUWjVbZpl1i8KZx1DeTUbqJgJEJF6YLsLzQ66jfxKLOI",
-	"Uyj9iyUbYi1lPgXj6jynF/N1nCkKaJbLilFaB9fE4ES39dtBDZb2bghtjOGJhGoMBHUnKyHQtgG0qiCy",
-	"O83gs3Ke/+pbD6AUpu+VAgvAgriS+hTKYL1zLOE2TIs2hsyaatBZ4Q67UEy+sLEagak9Ay7HAqpI3a0I",
-	"TsP1HeyyNCC+yT4r4GJvqzFtYZdJTqa6kGw7xRq3mLBTCFIDAJYw47nAgLKnD7QpmEYJo8HGsWxJHGtF",
-	"f6rOa4UdVdeQTtVxA95UHdFkHNxYo1SUd78S30pDwb56Dccmm9FeNQ6DRNpXXBbypEciF7HjbmQIazT6",
-	"b0Jab7KoG/0WK0QuJBMomp/Jb4PH2wxPwKRJaDwBp2W8DfdRhT+9BdL3eeuxVZwlq8giHlglUHhi+Uak",
-	"YNEsc/0YRWuOzAvfFvQtqHUCAermPna382s+o+xCSNpwxSwUXFHiyQd9RieXq7NTfewgfBAEg3Sckrm9",
-	"GSGg1stNYSNyin8ZuN+CL0wRDi3PUOaTqKikm3KbvTJ3C4NodngqqfLidFthABN+WzA0ZYqXBZiRKyRc",
-	"Xws47w4p+yb07bZsUy2fdnmEx7wuUrLibHHzFrIBfzO4CONlroCLKIdEVMZ/2BETdwsccbMQW5uYfxf8",
-	"kiakrMIvKUdk3BMZPyFS3CIumKUqEp5QuqYoxNfmflEJnEjalsWpMyGegSH1HOKZAl+ZKxYyMLBel44Y",
-	"sCS4gWAUKWojEk4U4Om0Q+KIeCu+wASQxYIHodw85gEgdKyWftY8dmYFQfTIsSlSZkcI3KhQ2RGcJvbo",
-	"Sy00qlBmHzyhnKvbCyUJ1MnTR9iEIArkmm4Q2O5nlnAAoaTqegbHi5mOpO/Vuv36b/+uGh2rMeG/+50e",
-	"eV5nncW6N6bIVx5JUMOjpvHi6nDUjhjFJOpsrF4FJL9aCKfK+JtZfHNHahZ2YbQMp5VrtzVpHbpjt+WU",
-	"PN/oOnTA+XQJxYOdllnE1qQ1cnOnojm84dlr8Ny0DnqDcctpmdVuTVpQ8U094ovWpPX0WP1z6bcmios+",
-	"3nfAyPkn19LLFEQMHcgTsuTDND8TnwdocNVsAlzSqIzHeNh3b1W+wxpIZe6MUfoUS8940jOw97UjeTyn",
-	"szC+VFtkThIWo1pkDcwA2G8D4s/4564W9S+6xaPausqjQl3l3j0q2pnYcG4uvI5KWnMmbUOhC49+tDbY",
-	"hxaNNzcfuZMev438urtmitIV/K9LlvhouLiAza8mEgpd1bFTvyROKqvzeLsFC0AmImOOm/Bm9897xMnN",
-	"ZNxdsdNpoqsf8JiBNDqq52jyIo/3SNqFo6yDfiOgn89jmYTTlWQ3PKLNiQZXIuBEEONF8fImDiGWdMGo",
-	"WCUMo5W0HCHe02Ov00jyweFwU7kHh0nFgK5ZIhS5Eh6sfAnyuNEg3OGe67qDw/5oPLjxcAraqT0oSxJa",
-	"vGPdUM0ez188VxDGkz92cNJbLlBZvZGblYarV1xpCp6OuMip1iogP75aV67VZQt6ZSWqfkGBtfXX6Urm",
-	"5eSna7N/L8WuoLndiZ42cu9QI/td4fnNFJ47VXVupS7cgaKQVTFtoDIo3rTVhQnezly130BRqpslaXt9",
-	"V+lNrtvHULwDhCzxsMLP1koUDkZ4iO/dH3pGGnTseqVqzpNK7aM4Ka3ile6tjQ7ZzlbVMM+Zehd/7qrN",
-	"P4RSky+Q7vyu49y7jnMrJebvgBfcwGpZRsXdnvt3R/bK5oAMOQom8nOlokk+rCFllpt4X/RsAImRI2UF",
-	"1OBvRlHTrR4FArJtp28hS7OGzKVczvui9ucF8lG1sBba4T/CumK2645lNSmx972q94WOYq1TGXTzc5Jn",
-	"+QTnylUp5kDfz5r8dhAy1toUoWU/p5Wxk98r1yWfHX8/q3KPQE/5ZZCf5QLIWsrL+yT5/SB42QSvyYU/",
-	"S9HmMiMaApXxJYu9SZawHXMJlSJBm9swDR5kKyd0K16Xfsne12Ea7kzaHgaDeFggVXZ65Fmo7uYajimL",
-	"JMjiA+ECjuOE6WdjIW3PihTxnIuYWI1gtIgH3Rzl49Qo4L4KnWiARRvMOC7i84TGAgyUYmI6Vnd4u2f9",
-	"Nyak515Rjy5i/exh+SMrETYH4KI+gGCZTNHU/6mJ8NAflK5mX62vKlEJngaD8bh/aDAXr9iGtF8/e0wO",
-	"3OF+RQE1GlVVYIwueRLK+cIh3tPgydlxDmEBnuQHiY8qs22vqxIuk2sGTcNQC43Ds2Lz+LCig6uquP+v",
-	"2YaEARQRNrXeIItlzijmJXlXOgS/HEvp9iu7kZvqbhA3xXv19WluGq++Ps1PQT2oumBXYfC+EapJEV7m",
-	"mhRhAXdDPaho8n1NQlDKDw6ZUsH2RqskSn1hSxqYiltW7cj+T98ef/v1+8fJ7Juzd/vnm7d/+fLV5f7c",
-	"vz6ly/BFlKxPKD31v3zzmu8Up1dwNVfsoEaI6+YA9yERqu7jX62vquBgyVdvvyZnTCJf74/7+50UJyGd",
-	"pE40umZJONuAJBACuaACzli9X001EV7GSk5Ci2FMVoIdWchcPGYkWEG+NYWtlnCZ5hg2ivJW27iEFlyk",
-	"nRpeFYGe63DEKiKlmUdtIXnCOpj9YEIbtxaNPAL8MBYuJYhWh3gaNvV5GLMBIIdA5Uz0Jui0ZNurUZYy",
-	"2ff9qmMrYRkqbCEdx+2Txzy+BNTW4+vKlH57dBWtr0LJHKzCyhMyizgv5JnAG6Q/cBtleIdVouBxKAsp",
-	"+ccrIcO4dZegB6OuO4ZY770d+cJlVOKa7H4eS+rLyuR+nYX2p2maoDaF/LSm+f1VctnwaykzeMwOZq4/",
-	"mHb7wYh2R9Oh3z1k+7Mu3ZuO/VEwZINZv0kWWFyZkJd2WwHRsC39rtS8nedRBwmfZpfZLxfk6mzAhsHI",
-	"746ne7Q7Otw/6B7Qw2nX9fvBgA1nIzqeNir7X41nAJG/lQlVGZqB24jXl1xIGlU74E7hNzT95iPMD/ar",
-	"z1BLptQkTS6TMJaY6aRfNmEZC0ZjQTy1gN6OFWyU6yAr8/2V/swQjeqytGrnf23VtLQ7t8BwYJZcoHbq",
-	"d5XLd3L88tiqTVvm2eMFS0KfPnw8D316ySvVCsQOqxIxz6mQGm2nSgEadN3+eX9wMwFTFURf2Ct6b1oT",
-	"t6LK7SBxm0uc/MFRkPRaFpvVzLGr2RxOmjySkWTbSVpb6Y76Mrxm+moWxvpPwMSO2TqF6TCpCi9OnuQR",
-	"svEDyBnQ/8zpcunPpaV8kU9GqDrqX5w8Ie1iVivRfuh86ECnR07MUGmSJVrzmFBoZ7rB4FitHzcu+9D4",
-	"5Brc7OSqOkbUONHeB3UTMCsNzHleKXXDu590Y6Nd1Z0CqfZl0qCnLOLxpVJB7+fka5D/XMkQN0t+/qwO",
-	"wEZSx1ook8SzvbqFSW4ucx0UzAbxhNCvxfTqCRQYsKvgahcDigQDrELa3oLJOQ8msBTeUbrhcmDQ2mLx",
-	"QDi6fol62jUuB41zrKGvt3s07KrrmgfSNbI8HTgoj3g+FXMIHZoz/0r9Y0rjq3cyobGYsQStM4B56x2R",
-	"hv4RU2MfUqpz85voZGVMDAxj4uUn6pGYw/MU51oXpJcadQ4iLFCYYUazl+UfFYENPYLRZyZ1wKRfeVY0",
-	"bKdH1Ktaf9INY9aiukcFR4THkZVmOuOrhAThZSjF/eMQYnQeWO1+YwxAxc4PRAkKsBnW37b6NymfkzCY",
-	"EGo6snkEbDka4z3v5Xmgs7YNlOUJVs3RKNa7+PLhh/Szj0V4Jnfa9wfBkHVHs7HbHe3197sHB4PD7pCO",
-	"pmN/L9hnB43rtTzjq6RGEbO4x9gwAFW2YIfpV4EgLKmULFFN/evFRfBh9PGfW7cGCapF/8HEfB2pUohA",
-	"hDR9Y1ltBOmDMqYhvsQLfLkJ5obt9EtZtF3JL56R4MeyGpIrV4+quaKypJtaMDuaBHMeBRrOToM9VOBt",
-	"fQrIHSRHsrgSq7aKDun7ik4g6rXIcwglRtjDrjR53AiFmAP6XAMSZ8YWWaMhUFoJI68hgIZ6twavIXeK",
-	"wdhlErJrGlkdGl9iFT+2hqOh6477g2HfHTe6H6bYC1v2jO5NnQyAIpGFEGzdHNUQGlXKTBqhrbeNvcgp",
-	"xSwRYzNhXT5uNrPSebFFG3qR7tsyNADN7T6lgkyw5AYUEgI1qMDqoLY4sGLZxymL6shJo6I4N1FI7BuX",
-	"j5NUH6v/qG8hA9v6VCmM6rv8XUx/WGKKU57IGY9Cbq5kVTst1axAZbFqGSzN17tMrxG/5G+SXRbV8Cba",
-	"d8nedlcWKD3WCkKYOluz3GI+EER9shVrJ4/oJSYPH/pB3KsyQz5UbfWWkHtzUwivakuhWdkmlsJWNQxR",
-	"sPIrsZn0L0SsQwmFWHjsIPYR8vwV2zQHYMLGqsoMNrNHlVjZGKaqxJA23KTWGrPo1nQrRUdNHxUI7vGU",
-	"0wSqkinV3FhaPLESSyxbAlscq97kwd7TL5U4MzaU9Du17+GjpsaWWmSZ4xQ3KuD+CgQWeJ8OR+P9DqIA",
-	"T3mwUfyui2cmCU/Su5j3kNOVnD8EB5TXu4g91TVc+ArwfNiLeHixct2hfxXGAfyLYYqxLruHiTLeNY3C",
-	"ADa4R9oj1+04F7G3ilVPPAl/hlInI7cP+E88mYZBwPDNoXoUc9md8VWMb43UIzxnuuoXGkV8zQLvIm6P",
-	"3HEH0eIjToOu5Lwb0eSSqe/60NQqFqulEnAs6C5YENIuTq896o/xd316qy0JTQ4G6nkYsMWSSxb7m+4V",
-	"23QTthI4avw9UQpXFC5CqZ8eqqfoxRXWQFSLw76ZVKiWWS0RfDRGAkxp0L2kkq3pBh4OcFz0moYgKODh",
-	"ECioxE73miUi5DHQIp0cvDTuaBsgxq/DM1cpTdPVpa7WUohnYbLS+/IWkRCXSwagsnGASOaSa/MsYFsu",
-	"IxpalQkzJn4Wvs8yDISpLRDGyHkY0gaWMaypgzlU9JKGYIspe4jgq/q0rQ+ZZCp9W5RBFVVYeUxGrquh",
-	"RPlspiNgYPCOTpnQWRKkXUDaStMmBj/07Kyun1bqHAD2wGoGct4LAzA2mEx1jQElitlOedDr71uLlYA4",
-	"KEpgT2ncY21tbv3wsUK81dWjKJZ+LDlIRpUVHRf0fbhQQm18eAiZPvhXX71cRjiToYyq/BdznkgiVosF",
-	"TTQ2uVAXjgyB2SpAZVzmGcCVBYobIx0031QxjKyslXgmAfDzzeuTQvsguZzG0q4RtKf5OpODZUWgUZAX",
-	"ktM64vSWrTzW9NlbfURAOkTmZocUHuvErww9qKWiaU+rBsVANjz1Gmo2T0KxjOimQrE5qW+sHIdg1IEq",
-	"ymBQcRrXjJxzszzQ46amTEie0T4AbYnNQt565Bi065ijIhcQo2PSfIZWKEn7orWKr2K+jlEYXbQ6d2bG",
-	"qzClARDiyp+bMHOwRDiYnubpz7yJFWFi5aLlLW0sEgxm46Ho7mk0FCv1PY/IbuL09JeDgQMiCgrOZWF8",
-	"aKxbbLnv6ZBpLGphX7dufM/Sr1Y7iq+r/UxZml9q/FmAYd4m6BEsvQ79mq0kpE2VCJYzBFlZeJ66PHgT",
-	"EvO1QcaXOUOliW6ssR4d7g7Q+BRrTj7R0bpZ3ciiY3ikvzUrVbWhwdGtXC04lG6WrFU0ZdTLj2JSQjUo",
-	"P5UUVODaRA+0/NdnDNhWw9T0ABYseMMpVXjUIEq6Tg3ExIYVZczDrGBUw/jlZeZwagS6W6Cs+TxFo6uj",
-	"LdYCO1Fq6zWNqukKQVLUVJVM2JJRKch0Y2/0NWNq1y54LNWG3zBa2NfmlxJTW4Ooq6pVUZyybcZTW1er",
-	"wopSW0TrPoW7Be+olZ+YvZe5pJItHvRUnmnqW6BgJUGz33X73YF7m/I3/90KzfxDFZZpgC1wy/IlVQGs",
-	"6inG1UO9QKUyBav8pPujRojKpgpsTZAsMizgc2D+CBi/AfA5VzXWbMCs+8GtittD3dmKGDKuJwoVerOB",
-	"8Jjlus/tlNvGMmYTf1Ayr7r9wyEd+/3uPhvMuvu0P+0e+sOgO2Lj2R7dnx74h0GzQieZsN6RzleQ7tbH",
-	"j6vDhlB82guFr+d1gH6zIjA2DuppwmZhRRD6SVZd2bjr1essIN6HJXzzsfsh/ljQql4/Pa+kDBTArJla",
-	"GuGk6zpj0bxbAIlHVEjdWF20S1baALpSX1Tzml7j3bUlqguJpBVPqo6WXI83rW6CeD0NMMari02gErrg",
-	"1Ufeb1x6wgQ8hTavTcMoure6E2q6J2rtqwTSeUoPI5a054PHpuq2useE6q4PVc6zAuPqlgUZelNWffoP",
-	"+7eRZPX1GNRYT1+lQEjVi/kpdRCeUn9uXUfTN1PvclaIoKbEQbNSBILFQaV2BWW6WX4UNhp+VuwUN3MD",
-	"r63T0uV2ayTRq9TclhZ7J1Pmq7VOa77TBdPxFYvqmu+3qYAgaSLrOBIQ+DOWvAF73TL6uaj3Z1HQqyWW",
-	"vN+ydeQ8YSwbrSDtGVsr/Y1RdPizGO77MbN2VT6w4/v8rPCPQXdwkP4xVL/8YMnOIkH02zsJsqDvdcmq",
-	"YVmAbonKfqsx8qMsOjvAazx6AqhmSnWVV4zUubMrQZXHL7WDViGhVx32VqyCgQzXWOIWJPpdQpnbeN+p",
-	"llTUebJ9YGmwRnvM9GYtMvKy3OLNvLZR2PJFJSEfzL496Ly4L/4+iNmlW3lFTnV95fLczX9bgfO7zbau",
-	"7cmAQRSMCFUI2+lbXaMq6CzrIkWexsE/yKqwONi9JsY1ft8rgq776vWA3yZQVgdjNT1TkMUzO9XL3x2X",
-	"SjJ6sHe9ylWCnfv3XqbswG+2YLqQ/44VS8v93/eSYUcITm+5CvXlxtKqi5AqeBPO1Nei9VQXwN5Cru12",
-	"3tqhop23/LMW0trSqy0U2oZrzUzbcZ3C8wdCzaJsBNaEaGfhS7qfTq0luOHFUV2JQmkHRumWC3B8s322",
-	"F4z97mg6pN3R4LDfPWD7s656ph4NDvsHt7l1htuuMDm6bNUbm6pJSYUl+KbSUNOnIp4ICqdNigp2KKvV",
-	"a0wnwFXQsBhNgpkLe680o4ymjsUK2bCbKARn+O4/mEyzZrhNqJnX7l+qZbIgL9aUUqB/c1JuAZ1vG79U",
-	"i75UVMDOqFrLmniRt+CbTn0uoZikIXCkrVgojC8x/ErHRulnKYQLVpVMmFgtWICxSTporvSqms8RmYUx",
-	"jaqTE7ET1JGbR80Vp/oGtd5/CI1Ja+i7mNW8dv/Mqnvapsfi9dDRNiP0WsLqK9X2+Pzxl1W6rc4Y07w5",
-	"W8XBbUM0MPUH8SQEjViPPOJyjhAZNGGEawf1kcbEuGUYBpRJgYw1ShahEEsWyazmC6Zk6Swk2HjrOY8w",
-	"T2mrj+83hiVOAz4gXkWN9hbRHtlTiBAMBeot2kiHa1BEEaZRhNTTb/d+OxTfhFFRjY29Set1W3ELENyY",
-	"RSRsw8l+FYMHPsPKXtsu4QrI7N1RChWHsAH8kzKML8UN98d52X6ZIuGlhkxt9E2rrJI2TzAfIi7VwEZg",
-	"sNTgMSGg3nQcSC+ohtjLQccbJySVxD2cuG4KiZRCDOivM6toVrU6RoOpUuk9XRbOI39Qw+SzmWASgJLp",
-	"Jgov57Ir6LVaGB0iEcZ+tMIKfViVtlAJuhLry4GIOWp1ps7VmGcVRiGo9Ujvf7wyYgYpQJlBipLG0UL1",
-	"3bCVmiiMFcDr00ixE6mppSQI3RRIJq6yurtW/m6hIp1aDIgu0qkrGSE9Y7LyHKuWuY7K5Cs55e8JzazQ",
-	"grTZe+pLCJj1GZnzNUxTO+iEpGBJTlbxkb36mIU15yu4JasjAQke8/QjktAYJ8pXEtQYnQ0c0E3HRBJh",
-	"vVSA+EOSZn04Wb1kw2SpwgPXAcmy25KZTo+AzT+hodAUtihTBHoUTIoS2iM0aSrH12BN9sgTNqOrSE7S",
-	"iseO5k5BvO+7Q0eJ1aFD9h3SH/1QAWugd2G90yB1JQHJ0FORq5hsA1d6IIA7cBSa2s2NXAl6zFt8+QmL",
-	"EJ5ccmuHtH/9t38fTrShHNRUrB3lEHdimBdus/sTQsmasSvcN7Ax1ZlpUp0hVEA1Bjj4h9ZhdKDrgCmu",
-	"PCI0Fmtw3IYxocLXsdyQy9Ijx2SaANhaouhSOOw9a455R69aJ9cZOvtOf2Qb4usDpQ9dK066O6yMk87M",
-	"8Qc7MLYMD+SXoeqSdlafG3iMUao5GYK5gQUZ4pArtqyB6OgRiJifJlTpCsUcc9gR7P0yTDbAYdDOdKOv",
-	"LxWQHTQJHqmmqtNSsZv8IftNKGgTmwGOosLRp0cnyIsX335bSDwbgIHgdqnMVWEYZ2kBb8gSV2domv0N",
-	"pO9CcW/UfvNjOaT96cCEZXRHdG/aPfD3g67L+rMBHU5H/jj4h0jxhnluDSlLka3h1TvMeob2dMHWiu65",
-	"Zv9Ql4n2m2RCd3aEZTVwYGVcn0uP1RybUSw/ga27/e8D1J0rAl+8zcLY3wEzVeJyV/x+1/fXchdwcc3K",
-	"6gPXBSxisozDDb+nINxwMz1XR8fTJOFJJbjpq+OVnJNBz9X5dZCDt7c/OiT///877g06DsEbMQjQTTHt",
-	"rnzwV3ekFA0ahcE7nf6C2XUOGfWH6v+NCylv7y4TGst3JuXNdSG1TTfhRyEAkUAiHii7kvN3SqF7l1Z2",
-	"xcw22yBTGAAUtajqD22LVkdqgYvtl0CQC+9XpoK9213lCJAh1gmPL7dnqj2GnohaCRbLUF8tEJW6t5Mj",
-	"cY2qRlW1XYF/LMNGBZgAjKbrJyxQo6GRIEDPHvHwp3eh8SrovwXzEyYxH1vp04wGZMowXIQKTPZ6REXo",
-	"F6ZoQpQ1z0GcsrGNmEsY7vM0JiSDqmVxsOQhlBBQypYAEwiqWUhzU3LflIBX6jluD50A2C6xcT3bqisA",
-	"Km2aZ0C30JmXShkcunBtWoTxSjL4p69XNQPtLCgehpjVy3B8eoKx2wA9dPXO02o1WoQGIxIxdfShvoOn",
-	"Z+FcWFy9Gz376eC76fkg/ut6//ny9aH/zVB8HfRfVIYF24u5fUz4jhqXKIxr5DYYl3j30/5frwfP14ev",
-	"r0bn8cF3y+GX/t5Xs/6jxfiJcP+8Gbyh+1+zw7fvq8Zpbe5yerpOUzScaTFxQbcpv9BqZPzQ+0cseVyF",
-	"THwc56B0C/K3X5U6Ba+/g9erqf7V23PFYZCrSgXxjnX6MuyhCXnEaMISghmCdmuVmYJs89V8+mc/fBV+",
-	"9ey7p6/P/3J2Ik4Wcvnd45O9kx9P1i9+fCNfPHkhXzx5Gj5//JXL/nqs3p0Hj+VPwfAv4ewvPbb56ufg",
-	"7Yl6LGn/wH0dPx29XXz15sVi/G3wc/DCf3Yy/rb/7c++K69evHHVJ/4giqeLZ27w16+iVp2mzMS7sIIE",
-	"z8MZA1NMGCvG43EgSHvPdfNctVedB2obmmq3Wg4JAm6wfB3jCVzKLLwrYAjh82WNT/eKbR4IJUJAovFY",
-	"qLv/kiZg7JpuiFhiOTl7WAZxpncdsnWKP6NjPlJzlf5ZAyDiX5Wpq4p9arbYMSaSeMh2ObABfJQ/TfWz",
-	"nelP9i7IDSDHHIZu5YWtOuvQzVKVVHNDc6VBLtjlPJhoyy1aC6w8dQq4l6aUwREkwEIYKZqpV5JcMbbE",
-	"ymdwbDk6yQ4rBghCcwk7YMgNY3vs/d8yaycsxI+DXSTmawgivnnChUPcX//2H8O9cY6nh1uzwId7Y8u6",
-	"4d4sJ+NpHNTmYYDNJopI+9f/+b9Jv1OdlrFXNbQ0JX1nhkbe0WBUnt4plf78e2jvh091N5hGAfA+bUhc",
-	"hcuu+akL+pOiDw7yfZcvQvkzSzg+qc8jOTfYfksuRDiNrPDTanph9EN/cJug7K3E4ksW02UIokL0nlDJ",
-	"PhPKNc1S2LKVUlKC0cag/9w6eyEz9ZlaqfrP/o7Mhq0L8P0Pxb4+kwWoTsZ4YSVibJNiaa3GgbvF27Yj",
-	"YcPytalmPonR8Z3PhLb1SRKlBIlGRN4b1ZL49FV3f/+wUIV4b/Tfh5Z1MClpPIvkGMeQIT+hq1ysdH5m",
-	"TYzKD3n9UMetNLjivGXTOedXT/UFu8qK/+b186o8FHatpBBcjZcrMYeb8dY85B0I2rU22JtBZBcsNZZy",
-	"yvmVUrzC+JKITew3SkDVLrTX9T58gwBhXiXtUd8lf4YsyzE6oExZGWoqi+HBabtAj09POna4o3bANMoy",
-	"goU4V2di9REEx6UuucwT4n1/0friovWDhy72wuH9fbGQqk+T4J1BbkwsdMRGZ9NTM7ZXyXEUVcEj4T0t",
-	"ly3qzoa03+3TwbS77w+D7gEbzbpjujfd9w+CQ+Y2gpptloxTYH8rFwdx/Mrwe+p10dPPLYnRzBS/AqS4",
-	"fLFea/1s0J086+0C6i5MBJMnbhzMFLN1amvrVUB3Nd9aNww9acrF2jQygRryA5dgkBT89jkwd6Z2DYpa",
-	"Vyn9qQoo0jNc5oHUNa4grOOEZxGTmSN64I4Oag/TBgyb01lGBztq6hf4GVnZWrYGbFkLemhCfyb2sQKH",
-	"BvHMTgAQGgzdDFNwtPw2yZVkzE7LzJ1tXs8fmNnvJbYsTACtDDfeVzoICEsRmg12hEGCqVVASLrRQfng",
-	"zd65AatyBNfEenoE3S2WckNwRhrQRWiwlvodTNoxW3cq9vGOfWtttS9+m330W8v5h9eD2+ycXTvjbSjn",
-	"Z6k1vpkVp6i7lZ2qdfZ9bz0XzH/npUFKWANPMehwQBIaB3xBphtpkli+fHH8uHv25fFgvAdWUvI1Y0vI",
-	"0AyvGMAWC7HmSZCmGYg5X4MrE5yPMV/n2Q27fzH7+i+HycGfv/72p+R8/eOb0ycHJ89Pvzvhg+f0OT1b",
-	"/3m8/PLyL3/Yu3qy/uPO41VPtYGb9tjyJ6XYiKa0HTbjZFE9XAM2pqVJIQgrLWyXreRpbeauyduhxFvj",
-	"uz210TyUdVURWDi6k3tSjXRsW77xYyKZkDgkvLhlQTQ7fJLZcLO2txwGilC/ceCAvUQVoQP2quRPhtwv",
-	"dx0ukGOGCcmtgEnL1O90DZFN0Qb1ScdmPxQerzVj3jyMXX9YOKMeCL0jKrgULPWPIX1EnsRn6K2pRsmL",
-	"uMbVw2wTaZyKaAg3e2/KUnxDdZDBFSrzA02IS4TkYDhXGpCOvoNA7wk52Bu5LmkPRhD5WfBCbjUuw5fb",
-	"zctl+Q3ICv4qCeXmTPEYkmQK/o/jlToFzF/PTMdfvT1vVVrbbRci1v3NBWo4qW99qzMw5wUkx+BIRFBm",
-	"d++gAzQ24dNQn/ZIg7sqPXnPdQ2VMfpVYJbYFdMuMg8GNPC0cjFV50LMERxNfUYy12oP/DaKJK2JJkG2",
-	"cdThmrmfIUygzDDPlB6fIwEI4Ynx0ZEQXKMrYeKmzCGmmQpCiPE8ctIQBT7bGdGggxCmPNjkJwHDLM0B",
-	"SVKBcpFG5eigAMvtPCHsvdYFaZx62NtmUgBSrAbT0eUA+m5XBxnkuEStSD6YB1fN50uNJiSrXItHOmx1",
-	"yRJdAZIxnS7CY4bHuZDAAiHijGjiehlje44BV5b8EuOBTVh82q6TsgnGmZvlUWuVEQPK24TxZcSaM7au",
-	"Wazjr6kmh0+TZIPInVRaE3aIoDIUs5AJMuVyDghEEV9bERmPrZAApS8BBbWn3nKbTlrPQyGhjl25thwK",
-	"G7pcRqHteW1NWq91wQMxAaLp+G0aZIi4ua/MdSrfafqR/s0q41XzYvZzy2kV3MOmOB1zdIyB2ryQI2Al",
-	"mGsoWWxQXRhSJ3M1Eq1jLjiIrm3yO3TKiGM3ZCKBxQMrLC4/ULyHA/kgtSpXZSX3ZuXsUyN0mwry1dmr",
-	"l4Qn5PTJs45TrNeiS2hl2YqloUNvaamKmlW1E3jSEtvZVy3HaBGit6AxKF7pGhifMcYE4kCUEqC/SM9h",
-	"cUQUp4L1MGUE47yHmhMtWyDkjiyUUx8/AjTZDPwkPpa6Vf9EgOSW1tuVSNIxUdpald2I6o3kQqyYKGOd",
-	"6zZDkSXyQG3oOF2Ers+jiPkgjARLrkNduiYlpzrJstonSiZexGIjJFsQ6gNaL6aKOzpBSNg5Q21KvshQ",
-	"TSGU64sOFncs7uGLuI0VHyHBrlQlUs9kQa9UDxlOEnZOIDZ9FUcooSPInCaSOxexYCYhD94vZiFNNxpc",
-	"nSdEsvfSpJ30yIuUoYCp5ZyFyUWc7mwgohJHR2lVFbKkiYxZkn1R4sowyfjSMP1FXCmMiFhNF6EEQZ/Z",
-	"qRe9i/gihuMhrfwQ2gmHirES6ks8kL48f/E8DWQWZMrmYRwUQac8RRnvIm4X0NDp5uEHYOaPHqaPYCOK",
-	"5EvGlxFDFUTN2vifjk9PdJpTwtSPF7E5iDDbEkb/T/9EjnORiephv0eebjmZvcXVu1//9p+gi4GO4S0E",
-	"POiYPLXC+XwRE2LKAeY0mfY29eBItbZwUqmVBVN2ehfxoEfOlMi+aUwYHNCIdw/ntd4KvYt4qLYXDjmi",
-	"QgryxRd9V4c1ii++IG0vC8eZKC3R6/TIa7YSoCxgqrWY80RGG51lQ0Kcuv4OrAcx4VNJoQKQVuuP0qN7",
-	"mY0Hq95IMHPGQQo6DBNRTdYFY37xxa5wTDUTGpOT0+s98+iBgDYf7o2OCPUTLoQmUZoiZtJJUSp1NOMb",
-	"rRgyeXIqtkM8uVlOCJV/+HEtvaLGPRiP+4ek7dHocoIKuNeBWpcXsV2mX81NaXdQ47K3ZlHUBRP3wx/X",
-	"V6L3o+BK13sc0XAhJsQLhYAaMasAC8RMQbG9iG1Nt51pzR2HeDy5hPzKXDkk9QOoPqqZkEJsLHu/VP/5",
-	"UYYezB2S11Q7StuCFH91Sioy5YPX5nwdKxUc+RwVKp36VlA8L+IsvY9NVB+/kNO0LfILec5kGphHfrmI",
-	"f+l2u/B/6k0vpwV46vV7UwNIoUc8a1Sfu3SpoxvrUkdbdamj7XpUcaCoSqmBVulS+m1L5yyTUZvj29lR",
-	"gj9pFaij2yhoODZpPkHF2dltXhEujz47L/H9nFafvg5qvaZcTtlDwt1E2zP9FC8DVS1tvw2oli7iF1UF",
-	"zMQDFBZw78m+tvYhWi3bGSN84TkXcZFcTpEgnUybMH1k2kWhdXVgF6jlVE0cJecXX4zc/hdfpPH7OHTv",
-	"7du3XeswZulhps5WE089djtAqyw5WzACRUrE5CL2XuhUAPsEVkMxVVuKz4/tkxrPqQCoYw79hF3zKxaA",
-	"FUX/W9+l4RtBLpUCUHwbBH0Yk73UlEKUapE/VXrklX0U6rBxuOqrv6/YBqcqk42uTmSIN7SIN6fXOjlC",
-	"EYF4ltA05kgt9z0s3eKBnQRlqc6cuIizBVXi/5V9Ililxtp6zjqiR5/yVL8idIBr+sFFnDtaLpUE10Xh",
-	"oSFM+nnJJQZQ2S9DgcQllXM9WBoXGkPtBZAhUFjqWoJ8HUPQbRjrczO3V7S91HCq5sd/+icCeVUCjrad",
-	"NcrwvK8veqbYx2J9U4znD3BgdzRoAeSWKDVBrRoc2OCF0sYovVKKmmq93S++uIhpJDhAAOgiHZ5DFnQJ",
-	"Trqq0lGI02PVeSKPeLCxa0JD3vFFjJn5oTGf7ag0VV1yquMQKDl1ES9pQhcM00CEKUSF2qhq32ih7VyJ",
-	"qo6Da134GMpWlb4FWWMKWgG5dNUz+Ab/rb96metR/3RiVVb7mm00D2RV5ygRWaUmpT/erkyT1mGgKt0v",
-	"puLVL2TBKJi3bQ0m1WLsqnW/QG74L+TYVAJLiaN2Dc4F88kJhYTyIyIYS5mjR44Vv1CMYAdbmA+gyUqr",
-	"njI8a9LFnrKIr805qnVrCKriK4lDOSC/kDQgHnDDRMTX9hZUyjEo8DQQR6lzPkXkAaUo1HXWdE/5gnyq",
-	"mz75hWgZ7hCdpKXmq0Uzyg0HcX1SYaxbswr5qaaGJKdBLkyrPC9pMnGlm7GK/6lmRuQX8pITsfLn6vzj",
-	"q8Rn5qTPpI7VIAbvmi+4uoVgwxUlBKGHsSYtbAH2PlTXmulKwkpl9XLx60ynKxYc/IWM+kPdkrlEwWKF",
-	"gnC1MH3yInyUEr66KqFqZGyvtL6G5eQZyLG0Ibt8ofp+MCC/kDcA9yA5DxyYik9jzXeBOrhjvj4yoi8n",
-	"8IigG7KemxWtK4JoujmOiVfczhr3BpJdtWE4CGdQ/kcTRHN5roCiavFQTZxzTAowF8wjsqahJN5rJpNN",
-	"V6NvmjMdWyoXXVTNDfv5xXggMjmVMFySvRH5Onykth8epPEmuxZ1LHbMlW38hYxhmxynhYuIzxFmIjsT",
-	"PX++ikET2dp4rvSjanigB503eumM1IpdnSiyaNCUdE9nhSNVk4YpjUlP80KClh8pwCM+pYKRH1dCIm9g",
-	"sxr1dBvpt9SjVH2PkUnAdKJfs6nU773fTp+skuUvAL6kqD5dXUJOL1gBFUlsm0UaKaDeNqmrfKbBqSSK",
-	"W1Dmj9VdWwPNcIbbDDY/2qyyX5VsVtdOyQmNcfBFtSr1qFzEI3cE6GBhAIkG8L6w9p86sLISQatVqC7H",
-	"y5U68NErOoGHXodIsG+CUfCgO4L/7Q/InL2nGntL26fU1ACKB1KYDJETck2TkMYSgVWiqKveZgF2qSZ2",
-	"EaNqZ4VxUZC35hpF5dxRjwYDrBgNm1cTB+OY4OYEv83CSLLkiNCLeEEjuysDs3KkaTrnUYCGZ8Jinyu5",
-	"LyIq5qTt/Y/BM69j2XVB9FJEaBMXMaw0HgAODhU1h1en5yevXp55aEzWn2HKLJyJItXVB+7/Ye/dlhs3",
-	"srXBV8ng7I4i1SAFnnSgomNvWaqyZUsuWaXq6gP9F5JAUoQFJmgAFIvtroi+mpj/9t8X8wIze1/PK+x5",
-	"Ez/JH7nWykQCBCVKJbtV3nJ02yKJQx5XruP39Uj9O1QHgAcdgL5nWsCnrC7joVR9PVALBqNyMiaNGd6I",
-	"1OKGuDRJQvUSyg9chAgkl5mC7hcpC2I4+ggZSirFll+JgR5Uf54NZTwe5347oKyBgmrV3HxISazg0Fmz",
-	"5lK/iD9OPdVz1GzA86tVhRfaOY16Bqt3XZYasnp0IVMnG/o9ew46taQIEX4IXXWMs/6HDxASKMoLNNtw",
-	"oExkcBSrph7FMhMya2KmlnaWXZJMbb6kHnp5FyHfZ6kXJginxST0J7b6A6TKNPqxlBjOGEo0DtrtDvuv",
-	"/9xptQeoHeSTiLpZOp1fXUUij6SrwxLQncHe+LBstNhrteSK9ggawXqRqdPljmp3XEb5yIB8pGr5XDzD",
-	"3knEGI5SszJQcMOiXtpRXu1XViZANkGLM/f224hneCiv2E+gBxypZzfV1CRxNGAybqZZnIDST3OQwNEa",
-	"y0qHOq17q/tstfM0d0O52eSpXULqtpEdGNqIozzfVkkEs02Gkm5QlhIqqzjQ8Ll6y+jmHRg1AVQEe7sM",
-	"JegrrI56AwZCOIxHvUILadjkhrfpCEPJQaeorygbDaBXuO34VHf2lUl2y1HcQNbRmdJ7wxt7bNVYIA05",
-	"7ae+PuCHMi+UALKLPFABBvul+JCBF179Vh/lpi1ZopYt6egRbQBOhZpEWLxvZajk/4AQ3WChBSgGNG4i",
-	"005prmsmRssMo5LqD2d1HaQOE9P4hxCW85Qn1/OZWfxDWdoVIvX5TG2qRouhGEoZuOB026znsjp8gd7R",
-	"Boa7ICmzRYOwauMhhNCI+9emH9aOpn0ICxFQ8rTpiI4AOPjRk1D3pmIa55a/+33Liu3mfNMF+gvwoq0z",
-	"uQfYdMIwxfgce3v5qgnyncYlYJGSf+k8SWKlpKpVNqwNh/Ngz3WHNTL+1Yh++/Y0HylGV7kuXqUWnxH2",
-	"l2Dm0O4sKF/gukgFIpCCTQSVBLRb23298LB34Co6NoyzWCQNaw88IgD4DoyRfpxmKe1U3xezDNm8OUYh",
-	"dMVckn83lJSdPeWZD4qR9z+a/1r/14H797+2m/vfD4fBVqP+r4PhsDUcBr9v/Ou/eBgcw8N9xtPUBGk5",
-	"G4WSJ0s2jmKlcMX28QtR2SVh8dFyV8sc3p4OqPAbC5bM+rGhV3E+2p1WF8bZ7jw0KO8/rTUqVEDULz12",
-	"BGKZJTyMVG//JpKYHt0Z1tTiGtZ6/VYfp7LbaY5CDAte6cPObj2Mqv4VpuxCq0kYMgD0DsKW0YUFiLDA",
-	"FoDBCwn3aDEO8gNa6VCk9YbpUBqEWlbPpxBHjtBH8UUACm/wbN/ABR6rUykct25Raq2S75LQczBPwiuX",
-	"2HqEX8nxKDFdX70cVB9UAIfySkiBKBKQU5gVYvbglzUTnFfX5OciJC7oDXAKDgrM27gKpYma6++VFqLX",
-	"NyTmt8gTq9M8cnAnOPLhNztU4JkAfzAYSg9dhKze/vkf/952XYcFiGnJOv2GNgfiGf9xLpjnz5M0Vlqf",
-	"hnfToMpwhABEKcg1aqWOXnqnobweUND853/8B7rwlBka/WEI3DfDmpfDfI7nkWHAL9CBqRcckCI+lFgn",
-	"T+/EhsgY36VFUIu9yhEzISmEE8DoAQtilOPzMAoYdkzNAY6XCd6oDYIjSMEbe1Rv9X3rqSKtLczEVNlS",
-	"kKQH00bzbQlvMHdQ7VqZTIet+YXeS8EnrWfjtT5Pgqb+CS/UUUplfuLUEizUqqeHxDisjE6/P5T5adlw",
-	"WCIQaYMYJHQyMLh0CwY0hJO0IttiF0Dti2qe1tvM1EPa4rVY5gkz8A3oH3WghU2MLoMSXhnVUZiSW0En",
-	"JmmjF9cvKu5bWx3X3dqClw1liWA5pJSIBU6vGYuseSFmEV+KgNCPrZxd1c6yC4wsMjzVOh1Wt4eVYljg",
-	"ZGu02FEsdYq2ybeA56k1AtF/BJmJpRhKaism5qJDCAiGwX2mjTrkV8s7zTquq0acHp6IH4SfWbrJhw9D",
-	"qdWDfD7BwaF08CTBy/U0KfUOmm8QfGDFfvXy8Nhjizi5TvP0l9y8R0eH2jEUZdxvt132X/+532o3Bvms",
-	"kwsfli8plEoLwxRhIxunkMUxlE3dK/V7KNR5qmnFwQ9b77W7bCSWsQwaeaNgW9AOBsQZAEeOoUOYRwTb",
-	"gt5qFMsDCx0tP7D0C8FYAPRZmnmw7aiUxRfwVOPMhpVhBWEDVo8ThzKQC29wUFUVAYEka6gcjkOpHov2",
-	"OLEYaV8yRh4yqMdU43SIGwVuJ2wcC/7N+MZAKV0FyIcZpNtypHz18hwsHzWj8EoqBX9gY+YDBj/8OuZR",
-	"lKKunMVQnA2HDCLOqsdVmpvwyNSOW4WWO081xcnTXzotl/H0GpKNbHSwbqvTgJHQ44DLRclgPGexziBl",
-	"UkCutZ7XbocFQswAV5GWklP0wKg3qfOLUrRjuD5awqAAC74VxJVLlEiBUHZGmme/l+cIWYPxC0As0sq8",
-	"QRyvWzbiYhJmAoGrjL3quqphBHtMrqLCHNE7S4YcWTh5KEGg+67O2YgHzPud10TDQWlg3oGXOxLDBB1I",
-	"6rUW4vKa4OTA+BNhyULD0jASUulHQRID9ZBqIfpQy63MI5J200HGqHGjIUPbLFtAaqpQf6PYZ7nAgSsb",
-	"Bm/87oZDOH1dALTFTkgthvVHahXOySIJs0zIHKoS0fsGDK/6w+/7+Gz81G+5uVMMBuJYYzCkrO5Rafqr",
-	"JJ4qpYA+Xsb0LrXwu93uPsPrDexvJGTAE4ccY9BIT2M/uO1L1x3A//6CLbF/2cdfmm5/4LqedjAZGH6s",
-	"omm2+4P+PuyILGbe7/HjgL0So2SuTKSui+7mSPCZdr/VvU530N8f7LhermriU+Mxa++QRhEn6rFAVaF6",
-	"CIGNTeYLx04bQrqwJzfAtPwuwNCoe4qAlIM7ISgrMh7Z9k6v4Wjlj9mOSAlSv9fZN0IFHVW2XxUF1ms7",
-	"hVS1WL27CUoEgM+ht2q0NCp723VzVWIGloUPbxjNkxRAoFVbOq7bOKCXq+WvmrLaBKsaTB+/f0T3E2S0",
-	"UGZymMckvLaXY9NkIhlzX7TYOQevC6QgydhcnIorwAEYSiDu9AWBPlKG/OGM+xOhRPpKZvxisWhx+LkV",
-	"J1fbdG+6fXpy9PLbNy+bnZbbmmRTxL8Is6iYcF9zatSE2qDWhtIiBLqqDWrdltvqQslDNoG6lOqkUPXL",
-	"1TogTzu/tP71u2/YG5E5sCl3++3dBsrYG5GE42UhWSolGFSymTdIZ52F6iylhE2if0AFAkXUi5R512Hg",
-	"tdi3cRketgbdRo38JKgNal+K7OvFdQr0pmhawwB0XFdXMOgS0lKg2qprhTvUKEFxz3w65cmSiFN0H3Tx",
-	"4bVYqolQAlhdrEYLylJ5dFUb1KCLAMJxA5/g3ppTuw4DC7DGbauvMnjFN+dqmaRQLhoCRhEAm//458M/",
-	"f/PhKBn/8c373cvlu+++en21O/FvzvksPIuSxQnn5/5Xby/i2sfvoWQDlaK7ClxhpOD6KkhRmHKoF+nh",
-	"6FU9yozy9hfcsCHZhY61wV+/d6xR/JKikDjD1jgCuiq/UuNXK6ba175XDzSG663LtgQ3tK72irgYjLlm",
-	"2FpCO47qICEDKpDeFNagSYc8CTwmeZJowm3M84zh7NbXmBZwyTQ3k/4NE0wk4TusxmsdOPrTYhCzoTYB",
-	"OguCFjuUNhmMJruB6OLZyfFAp9KkzIPqxZR5K2TE3uoWOg1T/XsKQkTrrLCyS2WLklxB0E0QmmHOfVMs",
-	"3++LvbHrd0bNdtDjzd6o6zf3xe64yXdGfb8XdEVn3AYw7tqgBgdhzdFSNB/zmr2276hZ//j9J0sBe83l",
-	"a/hyEZsO29Odi4K/FmCq1FbvNd1+s927bO8MOhqbCsTAhiz61hBsPJRTeEFvf6e94+7tdvf29kqwqPCw",
-	"jfBqPzq39qht96gz2hO98Q5v7vvtoNkT3XFzj++Omjt+P1CfOrw9eqQe7e88vEffFwVlCQXw5Dit2P6b",
-	"oiueFffZKoTVqtBFI+Hs5FjrHgXfUz02eHlGViG10jhOGg+T0uqW9t23vLWS7/Cm7t03vdI5dnBHZ//u",
-	"Oy7j+IzLpfbxqPv6m7zpDaYLvc3TicrnT7HEXh1Hugr7r6WK3e8/Fs4qk+dvHU1n5bNEn06WY3rtCaWT",
-	"+U35woDdo47OpNW/QPSD5nym2bR+Oj/888XL797bKafqgcvtn9JofvXRo/js2Skk42AKaBD7Kfh5edSa",
-	"BuD/WCjVHp1vSh33TDsOM4/KstRZAnm4V4ZYjTzvWB6PnvWDorP7RWpMjNDUPxQ83KzOiX1PkmeQnOKN",
-	"FuQ8XwmPgB8g1peBB906VuEbNIVzm5NdrmkEPkk/FxqOnThg3PSBDjO1CIIQg6UTcLPMs+rYvMfmUHdD",
-	"dpwJMpgaDnSmEfmVPeEHbBoD8ZvqnJ7yWI5inujsGShb1GC69qrIbZTqo9xemJsc54WFCFMFQW9+JYrn",
-	"eSjfJ4LwwasObbiltqkuajXzDdz4UR05VXfkPdgGN2ptgwuPYCpqj6ARzAgDp2gXWHcVlIARl9eWHnFq",
-	"aI5qrtvrKCslnmehvNJgqbV2u+26rtvpK/mnkWIJlyUp/nkaStEGPijXZUci4Al7k9Uc++dObSDnUeTU",
-	"fJCEtYt4LgN2EfvXUKKeZjw6igM1Wbt7Ozs9QhIE3No/QWX2iCMtUU0/PxEiY4fzLFZLYcpDZdDGCymS",
-	"f/PVFSlcwOdZ3PLjKYCpZWG2vMSzL4p8de6LKx6teyy7EDMeJuz09Eg1cRJLddnv2/12p9/vu+3dXZDF",
-	"H04Cayx3dvf2sWA+DTMbjquqTR+d2iRMszjBo4FntinWuWzvDjp90mZkDE97Y4SxjotbwtfRNq6IhJ8l",
-	"sQx9HiF1zhlPQs4OoxueiL/h2EIZvxGqsHKLDehduvuDtltsAGRJL5IQgk1pxpMMQT71A/OdqBY4qEij",
-	"tt8JuqLXHPf5TrM32vWbe8G+aLpK1xx1/V7QB4x8NXUoCWjXlhuNV0zC2blIfNgjtR235brq9am0JqHX",
-	"7SgNTXsqzrjkV5CeAD536Cq94jKesi+Efw0YLxXP71U+f293p28/nx77fdUwODXr4Fo/v8QTfLh2Bm7X",
-	"EW3JWjw8N9YTrUdsoiO+lhjvBpuxBAJCoSb1RnWurnszXbYN18ArnvXGh+iNK8AtVbpjpXJnKZNaMajQ",
-	"ISHIfR9FMi4eQxbZKJ0iDrgCcL/h3+p00nosq6/QJCplpYFXonbFyZ1A8pPV4ygwa76B/oiAsMDspijV",
-	"pVqjtWKJkCdd5c87LJytt+ovgIxlvTgs8fRtKBVDxCHJJrkyA/6FHLYN4Wh/TU9EKC9Qtq1Z2PpaW6Sc",
-	"6Hs2dwkWBFK1Z9Bq6VO3O93e3Xd8G6sTRgafu8D5UmQFiJrCrlkjcAppNffxq5bAEFYNR+MrqjIbMWe3",
-	"0m5EbFBwf4BHFLDFNjAmh3Jja/IVhGxT5sfTUSgFCsrDb48hD87qF0WCUx4JAl2QhOKDeh+fzZIYiGkh",
-	"SzEKlRZYR65v/ZFnmZjOMoqFO3k2kIVkgzVTh3hl6mFkDXzKU+SW4cR632JveCQIAYLC8YWJGMqFSISG",
-	"WuOzmeAJy+I4byuGqVaNxCOeBOd6HWxiJKpRScmFHS2pgSUsaXXNGtvwOpTBxqah1bhv1H1gGVYbrtDJ",
-	"vFlmHlbQwPJW6rvWW7EIrX7vtmq44DWtLYJqxGRnn50cF5u3oXu4qukrzv57Oc+dtb7+UsvJ6a9B0gut",
-	"7/r7Ymfc5s29USdo9sb93SZ3/V5zpy06wf5ob7zL+2taT8/7hVqNma2I4QKZ/imrQ+0dN9+GGmtl3CgH",
-	"MnbGu3xv1Nz33aDZE+1xU2kPTVAf8Kf9NZ2iZz9Kp4odgqbyDORFzlsFrHh1SP9Kw5syLXBV2sSahlvJ",
-	"GtVNv4VeY/P2k1Czmi4+3Nb03j2afhk/qOGfgwfqUOaHkRK65pxZPYhMeVbBTaWZ4Gptl2xv/OZCkxsM",
-	"avS9xYWuSc5LYaEqImy6RJNco0+K2qZZUvSXeoPQF+DNcElxVxLEbfZ22rvNvb3OfrPLe6O+vxPsir0x",
-	"8viSyLiH5LFKUWqD2sm3f2y20TUHZ5Q5xXKGck00HokbEXXfwKwRPvKqxN1YgFfG6mZ8KRJyla1weCeF",
-	"gcMT+PU4/6xmTw1Er+u6/Xan23b7mqwbqffJiCEo/PwgBK/UL7QiegN34xWB7PpmCVNqCGDKJLVPWCru",
-	"r7dUXNftfDZLBT9ZC4SaalaInoo7/GJH642DjR1jlh51X8fYiq737Bn7NQ3VIs5ulVesMEGWcVpYN1UW",
-	"6u0+MbUG7EcX/FEVeAja6eQQH8U6nIVKp5S9PjdwShXtypJXauPT7el5pUDi3eWRsm0irhfTfa2pdd6o",
-	"wow/u6OexC5HV5Q9M/fe5dsaz/sniFOu7vYvITluGkuxzD3OuQpsKjTCDL1VAwsswuCsaB6lMSDQ1j3U",
-	"cTymnUdIrgrwcxoxOKRSj9U3+lwiYBZqSAdU9jWf4m1pfjl5S6hkQHzwAbsjzBwG2G3A5aevgVIISPTh",
-	"NnyLMlgGmMSI1iu8oEDBDI2iMk7BpjHKHnRrwQMRihdaaRB8XpjKTKj/8eMkEAHmUeTfYy6Kap9Tmmf1",
-	"bsA2k56uz6Oaca10GOwF1TyDj5sjCN3EYQAVr6r1yjbnKIpTkWWRCNhSZDhAhenEbumhd4YSq3hxCMMM",
-	"nYmLMBV5xaf1TtJriLYo72eahVHEOm57gKOED6SUD43D52mtyDPxEa+gyHqsnobTecSzOBmg4wytXSzk",
-	"gOHzeq71T6e/7xm8xjAxHdFvOqBaL+sphQf0XbftUckzjkgZNQGDNaUFyRIepiIdSq+o63sm7g22JX0w",
-	"NYcyKH31Is3BZD0Cp7kRCZRdyisqGbKupZF0GL33nIcBVm+MeMSlLzwCtDzEAsjW1hbrue6Amf2qFsgU",
-	"PQdcMjfHozHf2fXoDhRieAnNDsBn9IscvkovGBhwtuLpLVey81qs1+kMJSBU4lACqtUAnElkvdDY2d7c",
-	"XqfDPILY1UIgv512szcYyrwblsTKJwQQ5EGg6YWCaUgLDWJRR1dAxsMIqhPVHNsCsEFtKVV4qgUPJZ4t",
-	"1nc7g9KmKUN9IZwaCgzHQkXOKy5HWLI+lAjtV6yVXanapTm3vlbzfphakC4rtcWDW54HTRrFwRKjD6HM",
-	"K31z2CU3bxXtCR4lggdL8q+tK6kdSqipPciLVrBKBwmHisWwU36NFCf0hvqaQlgs7TWxVX05ylMzD6ZG",
-	"XY1/FKcZq3ONlATSOeHppIHchyhBR0sl/0PiVjIPckyFH8CaJMuKYuarGIrTYB2LKBUavpbA3zVCCp5r",
-	"MGJQuFYVdcB1f081Wq33UvTp6WjTK15OKje3sVl8NXlSuzKw+GrzCnSoEb1l+Zfc1IHr747aotkZd3mz",
-	"5+8FzX2xM27moe4dMxBo++ZDUdo8Bc+pzWLY799FYvg9DqlIsy/iYHlvVycSbueq5blF3EDuFlN9Y3xW",
-	"nT66prTbA03DCR9D3WqYTkhYISZGiyjZ0tKrDqMIzUGSktar7lFjg+s8r4ypNGJwa1vEm1gjnTDvp49e",
-	"rgqWGgTmzicacAlJsPsYcdilxzPjUIoOzMkIs1OQuzm6abVYN0IK4fAyKujL8jMR6mbgnJJigS8AHZiW",
-	"kpGCJX9Rhay/y32U32LugD530Mi8T/GJdsj+E+cmX50waDAbdd2wRiH0TULNGsrfmDXu7t19A/XjEg9g",
-	"uK29QcvOEaf3Mo5PeXIl8L7+JsNg0NPORBBySLQFz0Fnk5stTN5P8zd0NprkLxFB9td2UZAroeSkIMX7",
-	"Xn4KTfpxn1QZfc+9s2S0ZfeIWTJUcmFgBx+UJfOuGCYn90OqEYcKvpx/NUGaP/z8j//QOv0b0ETBY7e1",
-	"RegIxhYtKHd1cAPE2gRuFEBuqewdUGXoPcQZc3Zy/CJl8QxQ7TJ/wuoF/0sx8hxKZejp7ixF1iB8x6EE",
-	"5Z2zgC+BX4eKbN68vLw8fXn28tvL90dvL1+/euWxui5c9zqdget6DT3gEMX+W05CMZTYNqsKVL1jEi9I",
-	"Z5Y57wPkVlDFdzKXjja1AzHl0iwPzZ0MY8qazTi5Yq8vvvTAwidtAsYA8Wrzrh7kBy4aNwTLkWLO04uU",
-	"7iPcRdD9iYoMFhk9xtEeHimyQ7LHlbUH63mkrr3iWXiDvp53eVJqGGXNUDLjGgFjBV+F7yX8EHrNgI2F",
-	"wMJ/Mw8nZ29PDy9fX7x/9fLlm8IktPZ/93u31VUToZToUnQc3GZJjJ6RCY/GzflsKDXNGqjkEqbMuOEO",
-	"gNoIQIQOMy8fg7NYBnzZzOLmqyRUywSWCqKGetCNY54Jr8Wg43DWxqHMhMUf5MdTctOpT+ptSLmupLrB",
-	"Q4JHvUiH6m3k9tNXjoR6QmGsDP7oat6L8cYpTcEDtycID8dCLROaRgiagA4DZYBaiTHeDCkkPHIiFkZn",
-	"wtOhhG7RJrDKoc1+0AJvxsPAW5eWdqzl7SYpaWZEdUbSU8+lojHM09XUWJhuFJtO1z5OkhoN6x0JamY8",
-	"P7/UomLTn7OKHpZVpIRZrsAwQEdImVLgiiVuJOWsWYdKoKoskE7n0u3AwPb+AiOvpYZ9Ta/m1JSwPzQ5",
-	"KN3Wfl9Xl2+YfffY+RXmdFM/tdstSKZRG1a13c6ryJuduyHg+yP8uu1A1DS/rNfX9U7qa7qqa6Vd6L1/",
-	"e9bFcaWeuXHCBd1+32QLW1o951k8rTyLID89tVFjDtSiPXN3YoXRrx8pp4KdZKUqAohX3W5CqFZ6lekY",
-	"evVu4EM2Wkzw8KzeJ5aFocTQiuymbpIPjPsTEZAqKa9tr+mz/C60/dLtqf614eD/xSS6mrB7OJGNcK52",
-	"0OnN+Zz+8oTSXwIjktYIX2QrvY8rCe94mCNJV1thasQjOZI0OjWwIWoZfi1mGeu6SnvUHL7QcHW3BSBp",
-	"fPbAPMF9grRBmxUSBYYSWET8OAnSQQEbm8huNfMD0NDcaG4QGdMH+2e8ozWUXsAz7uVZLETURi8+PD+x",
-	"sNIzzLkBRxO6oyye+FACvjeQ19gHmZPPvQN5LNrj5JTKYhsHmmcHD0IEiDfkO0MJ8OEZ/8DCwGFv3gAX",
-	"sa7WxYvJn5az10FuxKHMBxxAdI1pn7N3YrdmSZwBYqym13LYSKRhIIayQPA7AHYUKO/ZAqxOngTvddId",
-	"fAPdfK++b20ZqjaUSlsekBOhq8oiXz4osMXpy9IqOtgDwxXcmoHXgaigde7BNE4EJikBWkskOBAdzTFj",
-	"imiBNcTglC8NvjDAvSClHSK5AtkUwCwg745F7eB2Gf1WGkrNvrTOi4F7YyMfBjVVezDU2w/As4N+GzVF",
-	"lf0wTSxDtOCkwXlTbceCNrLpOQQ9wRjDGsubOvBZeQuozc9ugttVzSpUu3KxT6vd6fb6O2o01FqFuwmh",
-	"ALaD2953x13ehiSE5q7fDZp7ojdu9vnOaNffC/aFOwblD7hoQZEF2m+UZ+AlRX836Dqh9chOc3fU9pu7",
-	"QU8093l/1Oz6naAt3PE+3xvlo2uLEQQPWWNOv7z5hOoFuPm+pjQJ3GdD+lfW5ayDrtKMFjelOgWS57YW",
-	"d7cBDddphGQirA9F6g2ITiYETzukeWQETlqiuleXLDQTbxYb9A3zO6zRA4r5QI6sjKWAVM9VU12rk5bJ",
-	"rk7tNNZxl7tOnHrpOIdYxSepCQeVFPjw2KKiQAzG4CvA8fcalW4B3IcbOAVoKMqpZJuJlifmEoArn5KY",
-	"zlc7IW4h0gEYzvTb2qZ2wc3wgLZFPM0IU+G2R6vLgNNdO3HVFxgYQWS0jusWKuCouTnS1qecP/fSu9ZZ",
-	"/7nlA1q8Gexnd8BTOELAGUAG2QZnyHYiaAbXl768EeqYyPKpv+KhdHDbcU2dQ/XexvTTNKlZsgTKlGAe",
-	"CUcdI0goI6Tqc5AfJul8pN45AkIQWFlgCimtnjLzkH4sc8qJ3LTEm2HgsXoifKF6oxZmMEeZJdhoiVyG",
-	"HbczYD/OxVwEBwV5DmPhsXSi0bWtZZ3bt0/4iGrY52pa6Sx/kaLJCs2ep0BVAon/WZyPfj5DMPygGIB1",
-	"qHquJwsS7wUURNUxQxjkP3KSynxO47Hde8gvza3u4lA1HEzwvsXuJTbBnJU5haJLdPjoVyKfiaE0cpkS",
-	"fCmR7OWTClw7cp6JAdLYZhOeIadzFaND9ZsrUszpBb8dNaBzPzUA+nOy8Sl1v/PokGgq13ul89lNBG3z",
-	"39yh9NDsTjzM1kwlcR7/vmJKsYyHhnjFRMjUp/W7jMo19GYr8uf3OoYmpZarPL3Ofg66eRnHmKKmSw7y",
-	"RTvJstlge7vd2W25LbfVHuy5e67uSLqd8Ew0wQONU7PZOjvH2ytXWLkpA/TcHJ6fKIn6IgVqGcit2Xg8",
-	"NH2DHs48aVzbXQdYnVPkl7FGzbLcrUvuMuDhUrwSevoraCy0ctLWlEulwpe0FqViGLUFFYx1ystE8Cib",
-	"/G2t8XtoF1cBJ6mVJa6E93zWYsc6OpzFc6LaVsf6iKdiU9qXr6Adn078El8XQ6lvZ3a01FgC8fV9AnjU",
-	"uDWSsjgYj824chreCKkerzajsKbxtR5CPZWGLPQ+QSlzU4EuQR2ANldJpWP8NM4hUT9x1gpNLzJ1RNZb",
-	"LMijIoh2z22zo1heQZjr8Eas4GjX3szDTLB2BzBvEE77cJ5msDHWM2MY57AGyw7ihczihfy3UTQXo1hK",
-	"kY34NcDFg0c7vAcbBmkZX5gnsS/gUeyYXvJgcowq6G2IaJdAw3eBvAi0z1n27ZrmFGHFbcQhPwthqLNw",
-	"Kv6C7zuciiT0+fbRJPT5VVyJ0txpuu3LdkcPLuAVFadzb49dKCHPLoLbEdFvmcIdgIvurUyhDTbk94I9",
-	"0Rk3d3h71Oz5+0FzT3THzV3eGbV9N9jHWkOaJ2hRGgaCfRNm/kQ8wvRgW1YmpVueFIL2qZyFUD50HtrN",
-	"tnvp7g+6m6Bln66XE5u61fUjNqdTMVwpFZwqz6QpD1UejERd7zS3ha4+b3JxXzpu7vae3zqPG+akVWoN",
-	"p/HmyNI5SVjwcGarJ5Y6Zqir7qox1ANljpbNlZ9821arPzld2LPD8knsYExgsljN1u1gi+R4vbvy5QeN",
-	"+8GlNs+QJ1oWmCNZPac/JlpSX1lrMgsBtEMzIQ/lf/1nr9VrtBhYKd5VwmX2Xm2NP+Bt763biI3fo1/A",
-	"J6l9hWHgMG96/f7nf/yH19B5UXhdKvxEZHQtflDXpngtePSASMkUavOc+BhsTqDeQ6TnAANr8BB151eX",
-	"l+fsC56GfsmsgbdJLAWxeoWE2EIEIjBg1+o9DYOeg8MX8TRL2Y7rGoOUXQDHeZhRlU46iZMsWuYgoEx8",
-	"mIWJSA9YEIP5xdProbQ5vGc5b2sLWcvRIby11S0xtK4lld3aGspqXllHGYQ+ImMYj2dCFYXgsG4Y8nDG",
-	"/SROU01Eq2vkDBYAbocVlmr6WcOQUEYUEMOjW5V+GUqE3XbYlEdqZoHtRaQWdTrxzCIVfAEnqNpLOZQG",
-	"YEkPjoBZMSTo4Qr3+nlOEA7+fe3X0dnTQ2C7An8aUWCvMIQ7DDwasDohKCTtxcl4FF4LB+BiEJQnmwgN",
-	"E0PXEUu6LiLjlGyGB+ySRQD2YAYGlyEVccKQADcz7Os4YcCM5QBvbihS5h1xfyKaR7HMkjgaMBk30yxO",
-	"BJQrDiUSab23BAgxSMPSZZn4kJVm/AVQWgBWz8zChsgnfIj5dMijDahgoQQULwj7pWwOpPliKFH6wCB5",
-	"Pw1r0JJhzWH0p92oYe2jx+pTEYSUIeaVz1mv4eCGAmytUSSmLIj9+VTIbKDG6+8M9W/2dyIP89jfMWb/",
-	"96H8e7PZNP9X1/ZcV10YyhsehcF76py65RuQYyhxQMAgVpbMHEPMbjGh49rnOU2a+v7t5avmHg2t3nzf",
-	"vj0FMVYYyiwV0bj0NC3QttuttlpAVFicrx0fZzoHQVHvz/cYXR+FUjSY3dd5Xtn+3paFf18VjXFm5HZB",
-	"8tPj2vbQ4XXqMW+JOE6fBIsklldG1ifiJr4WgfoV5fk8nQmoFy3olviKdnfN7HwBp4NafrC/9eX92y6X",
-	"IgQdVg1QU0ikrpdxAnuTEKS8I9TwmpcwCBoUBBYcs5Ylvq+zr96XxfH7KZfL9wYuhv2dnRlkqa5LEt8I",
-	"ddsxCrFFYJihTGB8cre9pidfoWcT+76Dna+XBHGegwkpv7GUwtcKOxUC6wRCLWxhiQzlIZuKbBIHlLQM",
-	"7QdMHEAq82y1hMTH1lbP7W9tkZQ+jKJ4MWB4B9C1r+5SVvfwJU0ZZ02u7hCQUo0BNjw88P1KpQcBhANo",
-	"bAwNzZQqcVORG3oELgdgy659CkqOtehPpL4/1+ZIRFhKCGVfK+Fg+zaNjlQb1KbX73uvftz7y+iyI/+0",
-	"2D2dXez7f+ym3wTts5pTK2hJ6ur0/Y+7f7rpnC72L657l3LvL7PuV/7O1+P2F9P+cep+uey85bvfiP13",
-	"H2pOLd+/tUFtdePex68Kg2c7Qe2x+tBcLBZN2EfzJKKtdPvgKa0M9eXbR1Bz8Oe6nD2Qd3fQeZ602xGR",
-	"4HXO7Yp2a8V2/nQ8JGPL2LVUuK9RLTYEOyXqd7Rk3tP9NbH8ejL60g9fh1+/+svLi8vv3pykJ9Ns9pej",
-	"k52TH04WZz+8zc6Oz7Kz45fh6dHXrvjTobp2EhxlPwbd78Lxdy2x/Hrmd8/U13Hw1cXidbh3c3Z50j39",
-	"4XB+dtT78PqHq8Xr40N1+9+Cdyfquoy399wL+bL3bvr127Np/8/B34Iz/9VJ/8/tP//Nd7Prs7euuj4S",
-	"Xx2Gr3942f32+GX/2x/eLr89/uN+y+9EcjR95QZ/+jo6fffH3p/ftRejL99mo04/Fd9huZeyFt6HsjbY",
-	"cd2i9xKX4Ibuy9SPYSEVkg5y0G50xrKilcqKXL0OzpVekl+ArfuAZYjLpWodHgJWlG2ilkJ8BV22IvIV",
-	"LfgyZV6u4xa8RvrrWz1AQs6nyvI2F3+/6gWyMn/vRSgGp7beh3dIH61W2kteYN5crXT+q06WFWYdUjTS",
-	"Cp5dkEi2gIONfouljJBtlor4pRIXyDJq9+Md6HQgSxgVOqy0vlrRXNOJ/AKTsrMqC1v3XoWYgbgWfsuo",
-	"TLneXF/RuhpaX8+7e6t2XF+nYms28fbDFtQRvKsUQ8117VsU7fV69m2rDvu2Zr6OyBNR9LMgdOkjTlPZ",
-	"vBgYWupPsS4srGJr5pjPp6K0Oyx3hDG037171zzM+y0GdG0ieDT9w7CGCbrDmlcSauX7VuWat+ZBDpsl",
-	"IsXEvIp2AzfZquJUFIrVjy4Uz1SLv737ItdH8WJV7QILTP2kzQq0WXigIVUfLv9I0OoHDZi9t8lOn4qV",
-	"l6ciuQEfHA/SYj4KelWDA+NrNE+DfI1fSArd1dIXaWG8qgQVtTjMG2ryqO6lqVE21eoEZnHMIvjtwbO1",
-	"0uUwxUdSh9vsLPzilxzikIxn/SIDCHiPIZpXoQNWrHfak5n4kG3PIsz1+ZRT3hzjPGV3GmRw1pc68sgD",
-	"qwdUu1a8Oxvlgcdl1avXujt3b81aLQR5ijkqttuFQY6cBmyomocVP86ambiXawdS58i3sz4r8NEm5cFt",
-	"a7F3v0L+Xa97X92HnnRZKZMqnGGfJpgKI/YiJScqptnCSwriGFbUL6HsaIE+sA+fzZrD6jgODQcQ9gD0",
-	"T5ffrkRrMGJyi4OQoC8eK2760dFuFfTsDP5aio++HmVcLdNi/NKKkx4W9E0dLLVUOyr2ULJ5HEdhfB+i",
-	"b4gnkRfC4DEkdN2LlJmHmsKMMNHRBg2WPEviYO5nKTGI8JSlC8hJCgjefW0iH/OwNEObPzmLN0ZiSrkX",
-	"ylIpeQk8HaPRyxinpnEA0SV0qYLKPBH4N2EGQThJxpmT1+PXgXJhGc+LKR8QfCFohZ7b0wkiJighmT57",
-	"0oinE1b3ftd55YG3KZTYQfVFgyAzYcA4IfiDr10NCgBRaPyIAb6J1T0ZZ81xPJfaV6z6pI0B9RAqkNAT",
-	"CFwZNBlI2WGN/bVYViatnJtlsxH11PrJKereO3x3tOfvB01XtMfNHu+Mmnt+N2j2RH+sf3uqCEj2Riqm",
-	"f5qtUkj/vI+zKoqv4rdJREnu6WB72w9kqyp/c1td2poBTqNcnw2pJxxaci2WBqkhtO88MV8pgYSXYbkS",
-	"Wln5lUeAl0W2l4EsBplVSrVUT0J0JAJbau6N9v1mL3BFc3/c5s2cGmCX213HBEL9PhHwhL3JEiEydjjP",
-	"4mKf7PfGchTzZAP4OrOm8wl7eKKgedgZPWvzjEHj3yXBalbW55GddL+CEhhIGV/E82yVUjaEakCosJLs",
-	"d51Xts5iqlC+jS0MnaykR6ZCsO14JiSfha0ln0YGz/bw/ESdVDybFItN3F5ebKJEO0jSjYtMjOy9j7Jz",
-	"S43Jt8T/gwE+YC0KKEC+5gwBopaFiKIm+enCQpBy5bDUJ1nxvHrq4FdmS6xN/6zUUWbWsaU1Ja3fkI5U",
-	"pjS5TyECVTY+KtD6vaGwSpDqQ7kZpvqJkmosVpqxF4VSwGfPsXi0VLOG0jPsrCkU13LIUjKYVLi9YlCm",
-	"IK/H50miuj9Ps3gqkvNEjEWSrsVbNiQSxrK8G7JID7tF0oHbuahcKDHwOOjFeC6KO9CLTbM+F2Z9u8Fn",
-	"J8c5CFSeHvvQnONS6/UDH41aXy8/WAHiA/cz+CE0e1LDlRV6YPEn38L/T3TLawiIdnp38Q/dMdgA+q7s",
-	"SdohDIo8WF2tO56QbIjnGUvEFU8g9dHnaRkQKuCS/9tCEy77PBPq7bqipwoWil73EkpK1rIrfWrvSOx9",
-	"XnBcK61/Bua6B373rUn8JDqVqK/dpoyfVB6lG6vfdPt9AbD0xD9DYD09LGk9N5bqRspCXgv+/UdnTQkA",
-	"ZrqB1qxPhFiynBWlrMrB+ceBmORaIDrljC9ZFMrroax7P52//eL05Oj924vTj0pl3P4JXEkflfp9Cfra",
-	"IofpTJmndI+cewZsmtbWFnsrgTnTS4UMIE/QA8J7VBHNCzW+hCZzHBDR1VBqIU66PFTXBWwGOpaQvmD1",
-	"FcXLQXRUSJIvnjhYio6cj/ZoNEwwFdFPgToDoDlGyzKRKlW2Lz1W95TB7rGp4DIdSg/e4TUO9MN4Buyg",
-	"qs+Z+JB5bERYmXrYkHbX0hwnsdQjg9MAfDCjJTa/BaOY/THkpD+rT4eZp3VkCk7jqiCvoRp2IkaBKRgw",
-	"HH4cA5teVs0/TAVPRE7EWcL/YPU1TeCJGErgcW6xM0SsQt+0AXNiPF1Kf5LEMp6nERFfJiJLQpEeQM4X",
-	"3IXjNg4lj6LlUI55GAGrJi0hMiTNQiOQnQA6CsCseV9Vu4inUw/ReJ7NE+GYigDOloInjCsR16BSknxN",
-	"wyhAKYA9PsjPOYe1at4TyjQTPBjkfM8yny0qe7HGCiivaQR1F97Qo9D21bxGuNkwlqupNmhr5Mn5I+5f",
-	"XwHXDlvEyTXLJkk8v7LwguJ5Noo/OEZvXOFDyos90pwGKZ0nNwB4w1ki0ownwHsKbUFUIBjaGU9TpcMB",
-	"7ICMDbPSUCZcWqOVsjRG9GFg0YlF2mitY9lEzz3KDJhZLRhwKP1IcMj4PWC+elUUqTUK5yclb1tEwggg",
-	"DJt0Bc5GGXs07IuVPaIdBy67FksRmMmmtXchpqEMiCrZS/SnAQOWWoZfpCXNN5YVongo9d0GNYrVEalJ",
-	"/9BMRZaF8ir1GoAXYaE8mFvClAUh8MwFzlCSnEWfh8NIVtXV6IDx3GDjOIo09JN+iJJwBFPlIR8uNUzN",
-	"41DSsnf3B667jn2LFcm3dJcDvmReMBfA1cR+P5QEszROBdBb6e6snCkAoTTjSfYeaIwcEJvcepZaEShK",
-	"1Z5Q61ZvKRvDcHUk9TzOI5FubbE6NGiUYMCEBhTnH9cGRApTj1YDnQxgjDBCLmkMhrJJXGvXyJlvwvQ6",
-	"lqNdyOowMIsPJIFZQp6u2UJC56FkREg9z8hXMo9A/cDqKaJ9xhluqRbo5w6Kcg/T8CtEH6vDYae6Sr1s",
-	"0RMaB1gRxSr2B76qYGXlISuofwkD48qpc70EzajqVxWf0MDHamJuNpy7blcwNxfaHU0yzmYRBwVa/7Kv",
-	"/2nt7+Nj9Gk9YHgEEw5X8cSt6H7xAmoT8NfD5AhJtU719s//+Pe+60JxTdpwsP88CNh8RkTZ8ykGaOEK",
-	"4FZjyIvWJFa0uvfjnMsszJYe+///b+bNZZgdxWnmOaxDXWzgc8WPcx6ZsVEPWm05NlKJ1vypegxxnZnn",
-	"szotHU0fBzjrTEkRBEDHiiEgyc9r6IqDDyODxjNGnfHY19jzYKxgflLuaPCYGrWdnsO8qZjGHvv5f/4/",
-	"rOO6rsNarRYU16lmWFTx6iWX4gNEqyFFNyCcIUKR1+eaQRCCSiu7ZAdXI5RhUdEVh2Wde5pTn89EwCIs",
-	"lEyS+IpngMUHdVpm1Vowbbj360rGQOP4KFbWMoqVXqeztZUn6VnhdmyK2v95mVcQSzFQw1HyeZniKw6k",
-	"hlqi5P5tO9ZY93QOqAmwUDq314BOgw5jCuxTdehjzKqYH1n3zkr3s3lu8yiZUJ5PDVc4T0WgnrpyyLG6",
-	"d1JwUxVuUY+koMUq9/CCp0NpZy+AJOIsCMdgA1AuV73MrM+IWL9RTXKv0ZdWX5jGoPAozTQw80ZTBbzy",
-	"nLJhjLI4KDK4axJ8thEHPsTdMQIEDxtKnmqOd9I9K+nwUc9YX/NU9DPf5WbekEddyfG3b0+OcT9cxXGg",
-	"Lgt90dicYZ1UWj1aRWRLTGmrGidjrFik1QdrFkOv02kxbd+zRPwADDr64t6HD6iEQ3GcbnSZ4X5n3PX7",
-	"neZu0BbNHt8bN/f9zqjZF72gyzvj9sj1nzix+zSUSlCXYo5wdkD9u2PUYVBIliKrInrv9F3HuFKP4umM",
-	"y6XB9yl4WAc1XTzyb6MkvJpkaRiIWTSfjnI/rb7DRswpnLX6S31wm8+o7RlkoILj2vi5uzWnBgegvk6d",
-	"L/nfD2Y7msX6TQTyI2RQG4Aa9PGjU1Pr6hRfa4/1ie2yh2Y5ONTaoq8k1m93d1p9t1Yx6LV32vvNjsj9",
-	"zU5Pj2qrE3Grr7w4B7VjLjkzT66tzIeFTtXbq9kzU9OdMJNjnMNdt7Z2kjr5JP1VLejpNA7CbEnQSv1u",
-	"262VPZhHEz5WvQ3CdMLUNufqtVrBqQ06Tk1rNUAN1erXnNo8ntYGtZeHAKvkqz3d3XFdt7Pf7vU74Dgu",
-	"vVuvvCLjH/aW6nSy+azw4lq7Zr9avZlejA+DF6s/1VbGxVi7nHB5zZbxHMQkJFaN5qkaEPDKPsoyrZ2/",
-	"bu7u7qnW4VqFyr17MNZXHSFrMn+1YM5iiib8EjWDCR17m7rfsQPBPRB0jEN9tZd45g5s1+pCGaF0EukY",
-	"Sh6cXVUqdFKgOeQOKHiXkpqqTzfr7M9LEaRYYDkCvQnBT7KSE79CS7jLp5/fYu6A/nfuXZlETfunzI+9",
-	"Cq1hevLZRHt330HNuqTKmE9Bw8XShrt6VVHNAHGVziY3E8gmhkY+j2gMrpVyPAaXp7Xhb4/JVKXV3A24",
-	"Vgjpk39ZpKxeyE4xxlRgAFZ4ZrDHGw76gg3BJ3iIs3jBEyj+ydHZPYcRlwn4SfFGZoVXchK1dCjrdhJM",
-	"w0gv63KtBtwei1HG1yOxmRIN2/Gr3MuP6NiDQmnLLBh7rI6NUqYI+F5Wi0wcNloOJY5qnDDvRw8BWxol",
-	"2KGC5aGaen78yuBX4BhixjIEs9REQJx1jIgUued3wBaTmI3CKEoRpMPiaycUSUi/dLTHzGEAP4kOb1C0",
-	"HDMNhdhVcSIdchAizV1AEcGAnb/WX2Loh9RRTBHPAPuL+jBFTiakMY0A/0k9IJgDXLCAVlgO20LEZI3H",
-	"thDqM6v9uwvmx8qGy8Kp0G4jal0FmX2LHZrUdZp5j9UlxOq8rW3gFVhFCBrKK5GlgGdg0IjUm8pQJCmj",
-	"uqUFX1bZ1F+K7C6D+o40BDq/ToLHyURIsnNipN3kuD3X1z/kvC0ifsyCcQEuvfa78+NXzXarx37+x3/g",
-	"2taD+iJlo2Um0kZtfRrE5W0bjNXfvmGnIstEAlkoJnVkFEoOmSYrhaq36AZQKwDIFnHC6mulR2O1HWVM",
-	"AkIGOg5TIK0gbMfii9+hs+H8+NWAeTzLuD+Zgm9yHEZCbfU/DLWF1NSWUWsWjKlaOB/fe927QRXvM/bj",
-	"U+Cu/VTNYhsjn+shIY/gd/BtV4plZpyXShhT7dJI+LESxh7FVUWABC70wcSqzDdfLL/lU4FBbYjkmeon",
-	"Le85bDPIdBjPEwJzQi4Ydm54yS2nniG4bbGjPLrLVduhsCmxW2fHCznrdTqsPorVxksEZhE0ANveLvtd",
-	"LffB1zwl+W46uLE9ZW54bIvKATe0adAzucjVf0+LCBbAI8gtUzu1VnJdIB01m8ZSLAtlDpqDKdAmjq2e",
-	"x3PwOFOALAk05UOcDIbS5+nEYZz5E+Ffqz9GXF4jLfYYTQBtnSgFUMdYz1F/9UgRNgUCICw9No1vNKv1",
-	"kgUxoVfZRNVggBmJi0ozN3p1mEJg3wHaZrgAzBpkzPcwS0dC7UHaKFOAEaGuCa22rPfEyVB6Ni8xmXDW",
-	"d9C690j8Dbkel7n2r9kpMdhoFPwXqV0qYdR4gvAzSQxkDHoHxpFVGJGhrGMZTiiZt+1DVV1uopqfDL93",
-	"o8VMpg1Ls3iGw1JMFVF2VxjYCR2QlEOBcqCuxuIgiifpaHa2iHU8O3Xyntidj8I0c+x+WURbrhUug2tw",
-	"caq5U3ZrIfliQFxfQ5lnFNk5JC0LJ9KyvTCfKfc76pi2Z820fVabY5B426CGDNMmU/u5WK+rd46xzZVJ",
-	"XAXrXhlCPYQ6ijUpXJ4VFK10hyLA8mYx0irvKO3F9aFRh3jtwYGKjtQDw2GHy4C2vIHD0oNQVioOcugE",
-	"O00Vn6JWC8ab1dvgo1ZwKgxJFG4kMT9FyXAeGML9tQK1v1xsth90/F3R5s3uqDdu9viOaGJJ9bgtOkHX",
-	"7436/InHZuEYKkMgwpf5EbcUaSaSgC8rw4Q6SogyqzagRxInyU2Z7HW/QJRjpBnE1tRbIS53jwBRYRkX",
-	"AkT/7MjPJ7k61od+zOFoR370+fnw0I/YMPKj3/SUQj66Tf+cmbEVFnuEDipGVR0XyPz9mzNfnoNIT9Zk",
-	"QhlpiQ7wbpTNlE+1o7Z/or9OMNwUiEhUIQpeCGWupFZzitLr1lT8XO+vI3ljpjEjpmGa8WthbCvUUEfx",
-	"XPoiQLMD32vvyhH3rwcFIwutB2NnqVvQl2T8PuZe7aKyDJ56nGgnF3Hymzx/yJxWVx3khhVgG6lZDcC6",
-	"QGuzwjhSrcA8+IJNl7uaEjGeI8qePYQFo0YzTo8BruaAyP/zSVC6d5VDS+eAhyn6sVQrTAOCQm5roUKp",
-	"bDCsibuZjNZe3qREzASnFkHneURlTOqlVFRSRQGsxumCFtMvodkicB8tVhoEZY2CcU74ZYUiLbNcH4tk",
-	"2GyxfzIGD63Jp3LiQmP+mx24/+0OMfRyrWzAh55bmI92K+++YXdKNe9+IaIAIu2uoAbw8fNlITjOeHqN",
-	"1EpXIi+3rUpbMIn7S5byMFhXDRovpFURev8CTaxDC1pQP4DqvgiguqlUoUJFVLlpbcB/ddcw4wEBRtdV",
-	"mkJGQV5fykrlpYcbhlhazMpeeVFRFgnusT7F9S3nDhFNqY4itweUa9UtLn0nL95yCmWMh+cnukRAaZY8",
-	"aiibLA0/ZBPdrn3K0VTLhhSADWI/asE9pchPStf9U5LoMEGD62JfpJMHJ5Fe5I2D9Ubrc2To082cTySr",
-	"L8lIPU0+l2wkjO9y3f5UynCOStu1ae5+W2z1RSkOAwZjY40JCEmeZtbg/GaJ6u9QAQzetF5ddx/94B7b",
-	"lK9eyAK9oFqsgGSbO93rYZYasnqCrPUnUAIL3jVAsFgkYQY1mH23i3liizAVAzaX5moHsG6bwP5YB4NH",
-	"7TBdM56EqsNq8pWuA9Ju9SelzPsZs8AM9GMgYgJ2oIxR+R0t1eUCKwahD348hRpJWDiIFWBVwx/q6IzW",
-	"frKEj8ehj3SVWV5bT0njpFB0XHdTAv8LwQOoNHh8Dn/16OUvSuMPb1DDAKvjoccN7acHgDhaRZDFrh/r",
-	"lWkttUokx0sohKeLCyR/Sus5YCB8lcaraURtudt3u7ncpQ1vF2ZuLHnnBSnxOCCOSDO3PKBa/3VdbJXF",
-	"UsnWoNUJ6Zl2hsFrvZBzAePPE2VWNw1qzj1gDFORhA8FMWSPgmF4C1BhJWrghe7vSQ4SdDduIPbzDtRA",
-	"w0z/CLiB5WbeASBI7RuFmOP1maPEfaaAZeU5uxO57E3F7tkYt6z8tvsCmOGSeYYve3rwZUYkVwGZXaz+",
-	"uAGUmRYQ5O1O5yv4Ztw4DAaQjAIwRa+llt7EZO2FMhPJDY+OMCHIfPZS9B+HmQZagveFKfNQLGqUmBP1",
-	"chbwJWQWIcRLgOhemjwbHmQ1AHOZyu5pQjEYDCVn01hmk1wMXgsxS/MnvEjhDQT5ANfqkAh8MAIRq2X4",
-	"EmASsOwELBd1d/1rLlm3zX7+P/8XeyVGrIPwF519TLKKBJ8hEIy64Iwn+trDWcK6buOA8aFUv+ethA7B",
-	"o/b1lMSSnq0eCkW1Eh6aQpZR7KupF5TwFszFUMIzIBsBMAkz7OmGgEIcsbDg3YHOH+JDSXwmcBPPCtWa",
-	"WPoiAub9VChKPk/EOPzwsfmT/Ah4bh72ru2wcTxPhjIIrwDRJFMDlWYD5l28vGy6rttWOgF6IB0ojUE4",
-	"omXqGboMaqHqWZ67B6hdoUhfMIx9OboQZyqmsWNV6VgFPYFdgmxAgpwSYh/Yr/M1aHtEiGDNBIL+aV+A",
-	"jW9MsGBDCbZ0ARYMWqDsNUGMI0sNDFae6Dzjrgubhs14mg2lGimw95B0jGEkTxk2GavTd8q6DuKFbOjw",
-	"Fk70gBxN6XU4m4nAcNYD3IhH3+L2dnQqIomc9zqyR1d5LFVNSuPCngeDq+4BBIrXGEqcR/WZLPsc+9rC",
-	"eSUngZlqwFxMNFSJuvu1rEaauh+0VA7WoMzcTMgy1hQYxRiY2hQkiuTMgGUxtDxhEc8w/XJ12xVKseB+",
-	"I0MHzFsIce05zAPBhA5kJQC8A1YWve2f//Hv7Q4+IR/b+s//8/9lbaBXpDEDt7AZaNNYonwfxdnkAP4N",
-	"/RxoB0IoUsBXmsuUzGuYTwKD0lvU/fkf/97d6SOs0ESU92LGPzhWzEAG+RZM1BQqEbM261G9npCibDAo",
-	"tch1Piq8wXD7qzVXhG6i0V2RUzh4PbeIjGTAhqrxg5Cv/C7sIFjT4DO0QIH01B9AuKWyQTq0THuoAmmU",
-	"TXg6lHViXpSw3eMBK8MBzeCBK6hA1ZBACDNUgAOyMjk/MVm1GsFnKG9JT6XePw5uz4qC/DjIPb942qce",
-	"hA3heYoZnbzt74tOQBmd/g5v7gW7ork/dnl71PG7QU88dbQd1OUuRMZDiV5eO7dTq3oJ/a4jekZRK6p5",
-	"2UJEN6gKpZXpn33XbblPCCWmjNpTxIZZprVBu+fUtMCvDdod+PRa5og+eEzUBjiUtfyrI+xzu4QogzKo",
-	"NqhdvLy8DVKmCtblrDQdBVCXdgFNxoz0E4B1wbcbHbAIR0TZKHhQYu7vbtNtN7vt2r2RX1at9OqAobbP",
-	"ngT0S7nR9w+PbtLtPCNYe9ceGQqm4jT5HIFefp3ZsBbhZ4T88px9++tBuKz6pe5yS1XHFwyey7oE25eS",
-	"cLtxPZLBCg4SbbuBWVw39YNkbDrMk+JDBi4mZfkgSuvMj6ehvPKYmM6yZeMgz1fSwoY8IEEMSj5SVbfY",
-	"S5kTMAJ1FokT0tnCzEiW1UjDSxlUqJ+fKL+hGU9OXDhkGdaeMRGexn59CZ7Ne29WZz2+EoUK2CMBEFXH",
-	"0x97t1A07qltl+d98oSwQx6yS+6X0lheHJTbOOOZP6mI18DRk7LFhGe2L4BOP/Cpy3jBYrnpKTaUBc9m",
-	"DG/i0QHj8JWGw6eQSZiliN5leA6IIYIXvKDgGELHpzp+B8ybcXA0QV05NhcydazyER1lgMp9vLxxYIJD",
-	"4GsU6Xwq0kGeAVAMeKArN0kzXZKNUaNKnytA/Vc4XB2WxppFIS0ybmCbsGaWIKyozTJOAEadwlPc8p2X",
-	"qF3ohmwRUmE4KSZ6Hk0aB8GyyysRsHqv0ymC9aPiYvs+0yyMIu0BrVfA1B+Y6ymYBe5TU7cPQQrzEVm2",
-	"Aa6s7D+GN6PjeGAcxFijnbfXhXiWLNyXobc+ihfwZhwJHUbAShrtkLbI0yVi0ZvwjiiqflXOvbezoNq5",
-	"93CXkxSLQ/IH2c6mL9SYg6ZpYo/YXhM1rfYo9cnPYQEofwTBMU9L+U7n6iurv5VZX7gw7+N6WDNEa84l",
-	"dGai7wGFxi/ge6BOPDlbV5m6uK6fs66fbeP728awdhw8PJSYw0Ps4cZyiVvnPrl4FdxHwNqjUV/eGOYj",
-	"EN4F3R3UdIxGpwLD2BPE42GBGPN5lA1yTiQiG0qZ99dm12Guw7oO23VYu/e9t0a5L7bg05V7atQKDfht",
-	"nQJ0NhoaW9ASTRPB0Ds16h0621UPXafr7Drt3vf3gnUodXmNGMonjS586mLoM1X3LwQPiD+mtEvuJImc",
-	"VyJrIWtPFR/kyhsovn4tlgiZqs/WFvOstaYJ6xaTOCL9FNSOn/+v/9V11eG8b1E37TkMab8ALdhwFxG/",
-	"mv1UTa6tsQAp8wmcWGovh5Lx1CfufIDxpbClFiKwFbXxAblgamvFVHhWgFPSRGghAPoqHR159lDf03H6",
-	"VRFxPq8WEQ/V58yOLqbVqzewbJIIGl5sl2MTq2FW2EKIa8yXqJQTGB+qEBO7ny4hHlvvqhyKy6c9BhtI",
-	"SQMWZ+qjnzHqH1GJ+7zVsYfIeaV9AVJ7E4Db74xR5CAglcjvDor80CToEWPgKqQiStswoBQ+kLJ5wuWL",
-	"lNkA8i32ztQrF57CkN/V/BCmyN2rQ6Q5Dnvf7bC6d1S8u8RKlogsWarzAF0qizi5vsv7a/Ke8P05rhMg",
-	"G+QgGavC/xhG+I3u5F1ZOphSo8dZtah++5iV6hr2KQ+m2RN9wDwbNff83aDpiva4w7ujnt8PqqErwsfG",
-	"rOhVq/XQLwsWYqNV9OxVJhHU2WgIvuSZWPDlE0OGyNe1Jaze5HQSJKcWYjSJ4+umkMEsDgkBdlMr0dzE",
-	"6gZ/c6dR5LRosTfCTwRRUJIFNYkXkk1EIqrrqt5ho16aNn2K6oLZR7qCzIbf27ts7w96Gn6v2Nsv4vj6",
-	"WogZMLEtpa8uIJv1QnB4A6b5AOSrOu1ggG1815pTUyP9XuNOItyQCGrfO2r/G+SbdrPNO6PmrhIke6I3",
-	"bvb5zmjX3wv2hTu2Sg2NwuTU5klEFYXpYHtbjVXaou62/Hi6jVscogPr6oXM4Jama9OSodIcbVIxpFaQ",
-	"WTLPtulDJQBt2bQ15ZJficqyH7omH25LCLxb+c0u+vF5FI24f40a/w3tr5/+hfSb1igOlv/H9jyJPt6C",
-	"F6OUaHWm0KtSdtNG3QQyTSn+Ag9XyjdyQSN2MihLHkgIsP2GUhfUaEiXUCjd5StMoYIsd5RgADmWPzcM",
-	"HItq3RQdJYilAEUbBj7DyZ8CyZ0Zn848Vn8rww8aOgBTQZXmkWViOssahHSr70vDK8mzeSK8AfNu2k6e",
-	"UTbiqdjpqfu/Ojs8ar756rDT3wEGnKH0fspb/7H100ojPrZ+UiP20XPIHDeJvUDhQd5+JV6HUkg/DgQR",
-	"2dBLKU9/MUmF/95rtNgrO8cYf+UsiTNyci3ioTQ9SYk/QGYOS4VSpDKsg+AsnXFfDIhFoEClC4UkGPIa",
-	"SjVbY4j2XwCiLDMdS9mYJ3kMsr66YqJwlHBKXoZAUJ9hLVGK+HVUgcqs5kKdE5TG4JsOGJdLtvLoocRn",
-	"LzGXQCnXVbEhWh0vbyqB0yokGy271rqc6HyqP0n3WynaLSxTAm7IFypof1MeiDvbZSbn1ubN1HMT9Zz/",
-	"8Ve3uf/97/9lkza+luDRzhYxrp1mvqDUbgEubB8XLfJie9bE3tlyc+mtLf/kzPLN/BC4YDZ3wJRBOJas",
-	"8+GDpv6gUod230zwlCfX2plO9S9BLAl4oe1W621a1CvRexVLcaCNANJpMAOtDNQE8crbwQEOJa372Tyd",
-	"IIpXZr2P6G3K5u5VmEJJBGdvL07VPepuDZ6fxQPWcdsWF7NuPNQYZimsDNU8D0Wf5wwlapSAyKHUSlMT",
-	"R9m6IOFEgAVxpTqYHDp+p6DQDmV7N8ex6mjGatXixIDZaxXMI/JeQ4fv9vYKOPQyZvNUJEAnpnbCjKfp",
-	"IlbGPR/KWZxkrJ4z2Deo4lENzU6/3+3j4TlRT9Zc/uRkm81HUegzyMqXIhuox0VxPFNHuMNmSXjDM8Hq",
-	"bXd7z2Ht3U6rvbPd7jisva/+3Ntu7zhs7LvuYLC923CUaZCEIml+e3gJlVfXzSj2eTSU9fbOfqvT7+EN",
-	"Yk/d0HaBWz/KQp+nGUWsRKJMDMOXxqUBXQC3biR4AOHhk/Ob3lDGCUvDTOBbUDSwujcYbO/veA7zBoPx",
-	"eDweuAOXvtjpDcbj/ZG5QH9uDwbbvT21EryO63ZU4+D3sfCxpV4D2nJyfrNjGkR1MFDVWvd+ZyDh1Dhr",
-	"kBk1X0MJTU9EGkc3mFivDhYsDplaNPTkMp8nEXE3KJU/VR3jS0rEuQ5lwOLxUFpQFAsuMxHo2mS4DF+s",
-	"X6n2FT7QuguAXdVQAzQJVxoASgMSCw6d78ffvjEuWX27H0uJCO/qwYeI3ZIwKFMgLWMovfPDP1+8/O79",
-	"u5dffPX69TfvD09PX797f35x8sfDy5d/gIIpVveAfD2ZS49BGC/MHCi1wAkNxI2I4pkyfxpDiYhAs0i1",
-	"1yM4FNST9Dql9gldQncukmmYpmEsYbu9mY8ApQ9gKWLGmRLpBM8Hm8FcjottlsSZ8LOUaaQiZyhHAoB+",
-	"vZIWjYlHVtDHg24Y/NktpFyyzLktWG1gZr9XP7S2KOOFODJaW95Bgfyu8Fzre7jQFrlDCZdQC1vKBvVa",
-	"zNvyqrsajyl+AqOxUupH0PPpUNa54WxZ6e0BhJlTEUUiGVQ1u9FirzV8Eyz3LizRFLkBMZfKahT8V17R",
-	"PGrC5q0tE9dRd61qfelM+OFY4zbdtDHsDAWHcDx4Q6kNFMAahMpBqtKCC14QmRyW8Fq2QbWOv06JR15D",
-	"dRCvnsCw3fUuO1B2RJjAKiOKBDV9qo/qvLkQGSZrxVNB+7HPUoeBMuuwrov/7bCJ+m7isLYL/+6pf3dc",
-	"NoElpTT2ocQK5f/6/9ou+x2KJ3KpqnMDsRbjBHC2qJIa2FwKOGjGTaOe2DjAFhG7oxLhBbUCK9XDiNCW",
-	"e203VxeK5zISbwBmcRCzPkSDcsONs3Tu+yJNx/Mof3rdK/pTPC0kQ3/SaLFjqxW60h/egtybxOQCMcYB",
-	"C0Qwx/UKcKD2tKuWYye0QvwiZZ7qLPBO4luHEjQHW0DDTfNEAIw0V3Ym1uyWzlstsUA6oFANYzmUNG4O",
-	"8y5P37AJl0E6UYIy/14twoDFc0ppA0sOdb6699Xl5bmaSF1si1BV6VAiHacBZoNAQRRfVRfXAkIclxXF",
-	"TpC3yDFnVa3PwJhvlFTIg0ApErji84muI/r1Ip5HgZYrJHtQC4RkRYfNIVjCaceQhdoYENbC+nre29hm",
-	"TCOQTHcipGNqJoZSxgsnZz/CTM8sVxDvLPxdra4dypUK2Rxi3B5SopnB4mhsU2oYbRDxUbd9KDEEFLA0",
-	"BLqfi7sJbNRUILo7PmN9jXLZI/eZlCjnYmTDIuVP46nZ5W2/I7rjZm/UD5o9f0c098a7vLk/cv12oH7p",
-	"PWGemlXzrsJR/TCX9KY+5U3j8aXliGv00RMTrOLHz9O5DxKqNqihj+5s/M13+8nel9/8+cfkcvHD2/Pj",
-	"vZPT87+cxJ1TfsrfLL7sz766+u73O9fHiz98WmjggdP4LswmGNC5tQw3l3mFSlweBJ9Yh5tLC6sSt0L0",
-	"47iuUvZAC55I5e7z2n1Ka9f2k1kLCjvJ6paHScaLxnOK0HOe9wMDdKYGuhykuyNGVxmu3zi5yFa1iu4G",
-	"FpL+CZBfjnGz5vE2JG6Ok6s4ywTpeUrFq3JHGLwhpfKUDEXtigAtGdkF5JUS40EYACnrbf6Xhibr1L4H",
-	"BCfVvgftcFiTE3RP5bjoNA8qGWvuEo//pLQf7O9zDfWT2e84Ifff77cUUVsWOTlZ8qOq0WKHFUl1VrrO",
-	"LQl0X4rsN7pT/jvZFL+6ZnWXPvUsjJ6KMMJS9XtLojtqzCkcBpEvVjeRKUD30yxCDYd51t0eqysrcTrL",
-	"gI9BbZuEVJUwU9fm+8QjcM57R3tKLRjYcYtV1YHo2KkQvcWokMB8A2iRtKVMMfuKF1sbsHr8XqSGg9o4",
-	"ldOD/D5d525pWwS9ilUvwRy9xo0W+0Ys07zKPs340pQu8ERgyAILUB+smWlL/VfV0LDE+Ldz7jzQr1c8",
-	"GLaU1F+R5A8V0DjEn7X3bevzPwZ/yxXizzVJv4brAKX7I7oOttU2XJ/Jq3l4eSkdQSfvmpSxMMPcrzC1",
-	"AzqQWbOY8AwyW9S5bB/rB0iUG0OYBwUAi6VotFjH7QwYEt0dlNKD4b8neY7wJF5AjFYpzE/aMcEOLad4",
-	"VkB6b7tshpWIdl4yOF4o6XUAWO2g5zgU68cMBzu8vwIhY9hBkbmzAi3rPJRXv1GDr/OA0/ck2JSQeOMj",
-	"AtJBDyFRWgcJKgh8acJwyT+jh1w9IvtiWVSyTH1av+U0dwXtPKpgpOSdXuc3Sr648XgoeV3IR/jtMjDe",
-	"cRhjfg3LRJrhcfjwQxjzk5s6oLbuNP4yvFnJvYLIJt7oGCiGPBMaSz4M3JRJ3gByfvFhFibiCEOmJ/IN",
-	"zpHXYMVMUsoKTjF936TlOzpRJG+BsX7jCI5yA5FGB2yCPJKLMPMnUAJj6HKiOAWAVCuxTrN5QFpMlL9K",
-	"rT7VirS1rgcD5mqzWjdGtw9TbDBHletvdWbyNSQE6bFa7b7uqx4C1HCetNqhdQLd1RCLQUAjmMQL2RrK",
-	"T8gTw3WLaV/F7DA1+lZ5Egslm6vG2uOvJhJxdWJI7kn5onEn5wOtX3xzXqqQA5GUxnhNZsBB8T0rfBUI",
-	"M4efS37zWxPAVlWsC2gpCQQKP3+WKpbzhDLINpliPMqK6+SXyyvrik7Q9t1Rc5/vjZs9sRs09/ydUbPP",
-	"e2P929POK6uWpbWBe193CC7yC6oqrFJMvooXLIpJXlniGZFDqb4HkMXQQax3pPfTR8/Ai+Yk0LXnFLLf",
-	"ZBpOvrNzFePZcfacqfNrafh4dFe4217oYPtdKj80JbmpPuZPyzVSug7LqqoCAvJAzKJ4ibQBQDCd5JBx",
-	"YVqsZ1O7hQq3zt9+cXpy9P7txWmrsKtXTFAAiqB+rOBEfKCQEpfabkTlWUL5d5qyLL6GZHxS/eGjqdG8",
-	"Fksw+uikOyywoddWdQrNpAzMgwVgpcaAiEQcFoVphqzxDrgfCzz4jlJOfRG1GPIcIwh1OiBmSCDS9GY8",
-	"yd4rIWw+Q4mQOmLgqu2VK/ChUAyTd2cF/Gm1Q2/KZKm3cKWi2bUQ4tohNtE4QSJQhCUi1R7QjW0ivbxB",
-	"FWigq01CFG9dH57FDCBjprEUS2yROpYGLOWR0NYCoAYB3W/K6nw2SwBMCFn4/CiUImiQ50CdYfaMIzoU",
-	"WTIVjbmc6FdXIFER4T7akLp27UXKRlxewyqEuDByIgY8jJZsxDN/4jApMmV3UXOgaWMh7HYdY5VeVZPe",
-	"qbmiOM2giE3oUAuxP04BpYvq/tAUydUNHZK1/bEcGHMJMUDmOm6WcJlyHxlVCYKLUGEBgqvrQm0VbrZi",
-	"yXUp12cFAMTqOrgkqzsuEqHrsJXCi69wYDdjszcs20t5YduvysbVlwPCFu4TDYOmUdB0rTMtQevBNqDR",
-	"mrWVrxoN4p6yeprFiUgb1pNO9Y93P+fs5Dhldf2FEoPxXCIj7eoatt9xVr6l4l0XVITJlACSIklfMGX+",
-	"kxchTJg6l8dxFMawCOIxyxtiF23aMgGfWPGy0/BGALU/7t0C0X8KGwyPHnRD5I+0mP8/fv/xfwcAAP//",
+	"7P3ZciM5lieMvwqM/x4LqsvJcG5aKCvrUiw5qarYOkJR2ZmpnHTQHRRRcjqYDlAKVvzDrK/G5rvtuegn",
+	"+OYV5gHqTepJPsPB4oAvpFMhRUbNZN5kyOmAAwcHBwdn+Z2PnZgtVywjmeCd6ccO+YCXq5TAv89Wq5TG",
+	"WFCWnWdvyQ0lt/IxXy+XON90pp2zDOHiHUQzlKu3gs4NTtdEvj3D2bX8P45jts7EC8zFN2ydd6adMBwP",
+	"O0EnZ2tBs6tX6+WMyMeDwSAMw3A46XwKOrM1pxnhMBycJLn/zxc0IwPZZBiG6ClJcI7eiU7g/jzsTLN1",
+	"mgadmAo55LdsnSXoLYuvO0FnxbjA6VOWkM60c3R8eDjuBB0usJB/X/ybHEAyw6/wUv5t+s8JEehsLVgn",
+	"6JAlpmln2mG3Gcn/EMs3OLyA14L1Y7aU72SCis3FZiU7SdO4E3RScoXTpm7RW7LCNEcvXjyVQ1ywTL72",
+	"u8FkMJxMJuHg6KgTdAT+cJ44tDw8Oj7pBJ1bMuMURr8QYsWnjx/XjelT0FlQLphcwx8/drDoTDvDcDjp",
+	"haNeOLwYHE2Hk2kY/tAJOhmD3t6tZ0sqBEkQy5BYEMTpVdZbr9AKX5EA/iIJIimJRc4yGuM03aDZBr3E",
+	"OcXoLL3BOfmrou2V7I+b/jqfgvIAxhfhyXQQ+gN4nyUkv82p5BTEBc4FSfpOhzT7WbPep5+CDk06085s",
+	"EA+TERn35hN82BvPjuLecXJCeuF8gIezUTxOJqQTqKXjQIhMrUh50OqNBV29IXlMMjnYw7AfhvLzPHMW",
+	"YTwaDuTaUJGqfjJ8Jce7JMDacqr6ExdsiZ6Q+Jrk9f2Pa/s/PjqcuP3rbn+qI0NQ0Phsy/quVwmuvOKu",
+	"wKdPQecpzpM3eLMkmXhL5ussqZMCObshCVrhXKBcveQIAbyUe19+Y6Imph6o3ohcLT3hGOfJkxzLT3T+",
+	"TDmWj3JSGeJwIIc4MkyiX3my0XvqCWPX14SsJPFpJshVDgKqE3QSEqc0I28J5iwzoiEhK8apOE/MA5KJ",
+	"fPMSxIJ6AAyl+Wnem4SHg974aHjcOzkZhb3xbBIfJkfkeH4ip0CzG0ZjInvrjOITcjgf4N7xbJj0xvPJ",
+	"UQ+H8bh3OCDD5GR2PD/Ck6KJFYHnr/7cGyjpeE2BFpakacEOg8FgAMLkhqSjd8A4c5xyEnSWJI8XOBNn",
+	"SubCUI6SkWR80pvMxnFvTI5x72R+OOgN4zA5nh2RMR6MOkFnCVMdnxwODsPjo9Hx8bEUQnhDck3bZzjD",
+	"6LsFFXNKUjmiXNOy8zojKF7guaR6QvkC3WKOciLWeaY2q5rE67lcbr07JU3C3vhwcNQ7Ph6e9Ea4oCa0",
+	"kDwiCTkeheHk5OT4GMQfxzckkWxppyyl9pp3ph3DinKjkHxJM5yahS3x8juckmZO5jglaIkTYkTeCm9A",
+	"3NXy9SAM74WxB8cXg5PpeDIdDGsY27Dr3Xm4Jd0fhIclRb9qDlZ0KrjU/O3x4GA4GoQTnwdFvt6HBddc",
+	"sCXJ5ThK/Idi/Ru6pWKBWEYQWxGpWQFxEc4ShBF8GUmO8nixUI/qdB2gI3zl/TtJ8wbVKVU6U+fdmgqC",
+	"xu2UJKlC4kz2bcmKnmJBcikKlB6zhdmNFDfKVIIz/Idb01Gs+9HalOLiwUk4H83C3jgeJr0jMpj3jvFo",
+	"1rNyGIezgiWfqj06CMzpW2EAqWTIhTtXDTi6YkgwpFVWLrc+nqVEyjC5HE9wirNY9jQYHfYnYa2aNga2",
+	"y8kctAvFSpZllL5RIxPIhxWFRRoMh8dmuid4MBvGo6Q3JpN5b4wPZ73j+CjphWQwH+LRbBxP6o8G+N42",
+	"+QIv2GOzRBepWAj84fkHslwVO7NOY/AW0mXxF5SLMotLGYrY3LI6L5j4R4eLtdb+fwZnqcnckXc6gnwQ",
+	"nRL33HFtfvoUGC5/KseRpqSkzdnHRug06HHeefcGU+esazoDZ3butnlsvuaPeXIRHk9Dq96Zl1ooeLXc",
+	"ML4YTIorRXtt0bDoU8OFmin14+earYyc+MMsp1cLwWlCVul6OSt4y7Q434PHTBv36DfP3iiWKT30hU1C",
+	"UnpDYE0V/wedZE2egdxWb8wxBcoLyUS8Mw31Jvi8E3+kRdFbsqRy/eVSqO/VnPPyuDkXZKlZWv6pBpLS",
+	"7FpfY6ePHw+GR/2wH/YH0+PwOHy8wpvHP4hx9q/Ht8+H+feH6/OQvRnhd0fJN4Orbyd/+ZO8C6dMmSXM",
+	"KqdrMmNZRgR6gq9JvkHP2G0m2K1c6CVZMjPK+1c9qEODldI99XxXzFBP/5qzWUqWheoBJCzW1D5QRAyr",
+	"QoHHC5KsU5K8I5nzWU6y5I3fOSeZ8F4Qf6bY/ml0Gbv31I1SMIFTdwML/OHMCAX96IbkXO6f6eCTI23U",
+	"pvNlzWtHtwmQXHIkx4FmG2RYtkbVNnLzbqLHNvdEj95JZUGjHzfKlHA8DSefKVO2nGwlObP1+Pp8EVM9",
+	"vUripnxC3UHwaPqNe6PwAuS7lskPI4qGdxVFDrsdj/tgdYnZcskSKjZaE56MBiEYFHic0xUs7rTz1L3+",
+	"5iSTmyXo/LLGYAOU0y9tmcP+aKIevVX0OerLv9cZFU8ZB1PQsD8awjO27Ew7z8/AahPLRR4dhmE4PBmM",
+	"J0NlRzO9jieaxf0xm+VxR/xMLxZcLTgR65U/4EH9HrcDVn2645307Wj1j3K0cPkpJPywhYT/ZfDno/jf",
+	"TpZPRtkPk+sXx7dvh+L7w9Wz8eKb8C/v7iThOxcLnF2jDVujOcvl/3NkTMz9zq8l+ztvXveOjo4HnV/n",
+	"AGiSafZIsNvYngpSk/UPhMEo7A8m9dxdeyBsuxpQcw/rUrkhEVtSgez+DJAhpGJaS4AD/yZhd3Cdqnrc",
+	"+sCo01T3Py4OLwYDR6MtHRff5CwTKCH8ur3Wma4p77NckCv8B+216bP86n6OghdrytFr6LzTVu0spP2d",
+	"Nc/j+RE5TCZxbzwb4d54eDLoHZOjeU8+k4+GJ4PjZnE/3lfct1Q1v70eLl8dzv4cxv82/uuLY/xukHwz",
+	"ufrjyS/fjcjbo69Q1fTYbjgdhdPx+IfOvaibnyFd/C2wRbrIafjS5biVthn8piX+piV+AS3x/1r95Z40",
+	"lq9aQ3EsZG9wrgWHq6bIpz1JGGuVB1s9NlrJdiP9dvm0041USKjfBNSDCShjcL0PETX47SL720X2/+CL",
+	"7D4+8H080C29xGLBErBSgpit6r++u2uHF3hOcgLCdS/H76cHusv/Q/gHP+MsH4YXg3A6GFbuA8bdVVwH",
+	"cvFz9U7Q3uLwQm8vu4sqQR+xoDcEmW1Y41U3kYbjcICesuxKPkNnN6QSbKgd54MhiC0les7WXNAa59S4",
+	"F07gBD4szg/rqtRj/cPMCoMZyALXWzkhx/MwHs56g2SM5Z057p3I6zI+nE3icTIiw7lc5qyFWGH5Fc7o",
+	"X1WwJ6gi8yEZJeO4N5kd4t745Oi4d4xPZr0wHiRDMpqP8WRW67yErV4KGjgKB7DDYkJXoknK+WEFbjwF",
+	"LA9Evi3JD+p7Z0uS0xg/frqgMb5itaFsw144uAAGs47ptyRe51Ld2OaWOENLlolFukGc5JTwAM3InOUE",
+	"UcHRnOZcbPWNTowcLC33US8cANe7CtcDq1EtVaLtV7KN1GPGQUdu8bmQUm4whL9eZ35w0eBkhCfxoHdE",
+	"hvPeER7MeidGLB3io9lxfJKAjiNIfgN7GOjsPCoc6p4iJDUz+qEz7bx9fiHf5nxNEv1uqATbeRGxpBUj",
+	"dT7/+LGN8vBSr3dOBKYZRGVWVYcGPcEud5Om8OAndkY+iHNJE7keltNGgxqLT+UQkpLaBjBd09XKJSwE",
+	"2lY7rW7M9SpmS5pddaY/+q+qP4Y9OKzUHyP5y0+V/VrdHXX7dZvVWG3Wehvwb3vytz352568hz3506eg",
+	"c6GDGsFrASOTkynpVCyTq41MAKR7Ui44XDHD0fD9v4ajk0N9D1f3jtkRGeJB3DtJRnNFXnkt6B0lx+Rk",
+	"HoKmq3XZd4Rk9cprCMqrUefO91CVPmfFXVdOrKniWqSAICDVDAF1IPKZiRf1aWgikWcbFC/oytM1gFZn",
+	"of5vNAgHxcXLyR9wsnNe4BmR2/vP5+/O0NO3z5+dXzSEJRcR0ud7XNi2hOGNp5PjH5qC75045Y6eJkzu",
+	"MDnB43hEeoP5ZNYb4zDunRyR455hglEyJneLVK65B+2I3G3LlVvi79SNqmbxd4bhad0Tgy0RYuoFviZZ",
+	"hR0UOVuwgDES2pUvHjjrvsVmuN+qOofRl1jTLfFL976kRkspLekbkiUgeN0F/eOaC4T5NUmkriIW9aLx",
+	"t5VsXMmVpuq9r6Oa/ie5kAuC1UH8sfP8AsMK+krJxYKYu98jjiJtZ4gQ5ghnSKX6IYGvAhRddi7XYTiK",
+	"9TvwB7nsRFMkz3dEBZrh+BrRDEXn895LLOJFpFwJ0Zuzi6ffosfazNbLyS9rwgV//JEmnyLEGRILLKRE",
+	"WODsSmepLAnObhc0JYhylDGB2I3KmBMkQ93xYHjQR93vlKfizbNvAmBBPTb4d8LiNfgv+ILd8v4BWJsg",
+	"rKAz7Vx2RpcduML/sqY5KdSTeEGWkMUgVIIjF1LjhV1xnpDlignIGluleKNEnE/PSHYTTWEAOOO3JJfD",
+	"xyiHFnKnSLLiPKUkR5oOikiQhYiXBEX2O/Gm9yeyifreyOUHtg6cZOul1JHgxZ+Cmom8oCqFtTR0tbwf",
+	"tf3H7Gqp+MGV5JNa8VOUk/T3l6AQXnYi1H37zVN0PDw+PkC3CwKkz4matG16ivAMAiH10sg9AT/4U1MD",
+	"aLQ7e7zzLyldUvH74UQ2Gh7G65yz/Pdk88fw/C+MvvzL2ebVu/D25Sb88Oqbf/3w6oLdvnrGbl/9mdEX",
+	"T/+4+uHp+eH5X1795fV374c//OWbxXkW1s2us50h3hKRb/RtpUzNdyRmWcKRYOgWy72hTj2Rb+RtC19h",
+	"mnmTHw+3remSZnQpl3Vg1xPcVyRX+3yFc7wkQm/1p0CM6pher/Ava4IgsUruEsmNOuMVczSH7Bqqk8Ny",
+	"ckPZmmsmlrJBcs0UqTX6+7//r3puUAKnj14vqYA7iOxMmZgUIyQMNvNsTdMEsdxseSp8VviMhQQx3Zl2",
+	"flkrG5zWYxWHeCu6xB9ekOxKLDrTibxtLmlm/h7U7Zunji+vTpDaZCea+LNpnYUB1mG4repR02TrXp+z",
+	"fAnZxus1vFkjtIoTa4vsr4y4tXvv/kf8Qm7s6mjf4CuCOP0rCdDg7//+Pwdh2EfPyByvU4GGE2/0w0k9",
+	"C4DI8DggUR2oJnZoNBOjobw84Q9614VhsH0PVi07TRTPzXuW9l1l6DmoY5t2to77XoRPsjFfsYwr4IQn",
+	"OPmvWJBbvIFsPJYJ8PB8dFW4x9o99Lu/gLLlIy+schYTzln+PsM3mKZ4Vk5VfSovA/Y1RPIcNqtVJBMi",
+	"lEkKNpr/ckITECo5WbIbAiJHvnEqdRLK0TVZiT66yDdK7KIUC5L3nWvSJBwWWeilgaydAVtCNRxRigD8",
+	"8QwnvStNLyBmQfl/ysED9/97XKBUPFa/8sfGwQRNaqSLPzDlmO+jV0wsJDfJi5QSpokUyvqggbmiW5Zf",
+	"837nUyBX8q06Qe+4kpppv6EkTbi/hJrx0YwlG6XTLCnnchRg6QNHNljMlLqnTwKcJGi9ql3qb+gHfX7I",
+	"j6GUcgFpXIo7dLSs1D0F7CulTBVHK7wE0/Stmj92lvLuMpN30Buc0sSMT6fqFc7wHzugrcCY1TjleX4y",
+	"6IdhAIMHNQ/uNUgHwJjGPw5+6hfmveKTV3BtkecizlDY+elTwYZjKWUMG55namh6Wq15D1opr59koyVO",
+	"5WYnyXnpPv7S/ICkDLDHvpIiD7cU8gN9eeNyFwGk0ENTAs6CN0ZP8okBRw5iayFVolzuoQclAgylr04j",
+	"lxACLRkXaBA+NF/ch0g6U2QIEMwGWQ00ACYq/pZKntIK0Sxn13K983VKUJdmcbpOQBtGy0ZuPOijSFEu",
+	"Qku84ojgeIHYfK5uz2YQ12RDEqnFymtGIHcpFRwtCef4ivA+Oks5Q1iJphjWeS4HVnxX30xuaU5QV3+x",
+	"L1+PDgIdAWdWdC5nligJN2PyfvtUydGe0h4jeD+6yHHG5yTvPc9iJscaFR1rNbn6yqk6vViWkVhhEElp",
+	"STIUp4yT5ACE+FOWzVMa31WEG3PDkzXf+PvA2H1M6N8U4YzJC52NBZR3GW6IVWfwsZulMGogqZTI+6B5",
+	"VOmVcuhYrifLTpGycalTwrzCcnWPkncKGMJaxGxJ+ugF5QI8HVytyH99foEemy9x95gfhyfFPrJTnUkq",
+	"tN1FsaH8/eyh7+QMPWERK+pSbRRFs40llnnnL1JcZOz2FEUwGc1uivAR4niDbhc0XrgqD8ukjg+ETlhG",
+	"gIvgNLwA0+vefOSt9JkeoL3+sLlyPbkxGGiBgZP1WdvsWDxF5APlkhfOE8X9WNiulX5sfm5/s6plAXOd",
+	"00MyVuh9OeGe1DuPWDjNCU42QDRcAtEQC8r1kLsAJ5BrYSTPr5xcSTVRMBRjTg6mKCrIFVXI+YgjmoC0",
+	"XHPi3sYzLgiuVy6Bd75h+YwmyV1YB0RQxsT3bJ2/duZcdrgpnnKpAqPdqamcybMASfLJnZRulLS4zcpd",
+	"rVgu5iyl7BQmL0pL8DNNLB8LJreiuREFyNy9ICCtN8bDWe+4fC/zBc+o4LpXTFR3R2u2m1vCSy5yu3i3",
+	"5iui4hNdQtrH5e/V36w8LqQccdP8VB5KAscC8fVK0q5xgu6iFu3vOMOVFNOcU5a9tbdZT43VN4zivYap",
+	"UW4FaEZIomRR0cqm4PWVXyFQMhTeOntzDjyVMKIs0Qt8Qxqn/6bo017A7zL3+5IrcuQpjq8rMwY5wlZE",
+	"hcBrqnSjmvFrrURRU5/mfmcHQWUDedyDulE9W0jtSlsJQW3UqkLN7lc3JnW3T1OQXXJXd6PaDRUpTekV",
+	"E98wDfB2NzFlmxc89z67zuSnaVLLa6+YVVoMx7WxpinBJpfEmYbPZWNfioDBtjVvZUz0VIv74a1XDPF1",
+	"vJBika1zqV6UV8edBzpPwKNQXVeOrohQMwf3hzI4w+q9wZuU4eSCsRc4vyJ3VXed5sUiPpE3AXZDcjRA",
+	"L+mTRoFolhBuDpWbmmzqrdHAkQRv3aaCMZTCMNou2ErNvicY66mW9ycUvFlJnrOEUITPwXsBXoJvwM70",
+	"mSqiZ2rmkn7GUzcqDCksI4oPtBYilY4lwRko/afytYougt4SDK5HUHMDfVVyXQrFygy9SzQMRXfTfkkc",
+	"uvSUAe5e9D/HYeoLwMKfqWVf4asF4UeFSw7EqdbzFVIhTg5qVbgp/Ob2p68JXakrRc8v8FV0oIlp7Rma",
+	"qtqcAQZv4KELuiRsfde7KE/ZrdyKNZtT/mQMZeqOJMesv9Zqu8ZSnpS74SS/gdsUTniD9bTZhlPI4uPq",
+	"Pi/G1o6bdO890+6BtvcWKjziHlVRdxQibt12twuW2r4O9qMVekUklTFA6Wq3N1sLfEWm6goCDuJJOAJW",
+	"ekfyGxqTknPgDuy0bnIvPMMCzzAnaJ3lBMcLbc+vZyKuhoNinCm3Ao4XcI1ITC/mDi4FkJC37Lkgufp3",
+	"DxzCiCv/76m8voFGCTZ5auxG1ttfcvZLukD4gzli5M3d91U4J4ym252cFG6b++O89qQD4QX2iNsskFqE",
+	"wLm8p4I+aDw6OoRCkoxmLps94sC0CIyoDm9SjlIylyp6Ou8lLCPTIqyEUJCpC7xakUwZbufrNJXfg28J",
+	"hNPUX9HIWdKo9ZpWIjhqVzVAYJLUPd0uGLchI3KHpfK9GGdS34DYCSWiOZ6TdCM5wontcUbZtH767cdO",
+	"zAIs4QVjL3G20TKM33Hf5VgQMKKX72dvSN6D+7icIyyW4gmSNN/TzH0LZi31piXONmbhuXZu6QUa6EXx",
+	"hPPQtfOV27cXz1iQXqondU87pDwYLWuLSffRd5iKer4DO58wNr37Y4H3GV6LBcvpX8ldL0qQxlde+wsw",
+	"m7A0MQfPIERLmq2Fm9TgWm7imHCurC1cxQgVLU4Rmwm5ATDKyC3oivOcLdGb1+8u0GMmZ/AYWvrH9KDg",
+	"BLd7ZAa8h7QsaCSJRpUfpm7G2rupjQU3JKfzTeNZg91Raak5I6oVlQfs507bOIzcD9192tqj60/7FUNn",
+	"+jVt6wVOq53zO6MvaJ+Q13CKnhCckxzNWSoVFogVx5o4e87bWIbuZ945uWHXDQw+B98Q/C63cONSG7kG",
+	"gXXUrLlS1aG1skQa3V9Kg0Ze1l2ZYd1xXvdkB6gyWB9dyJHyKYrq1iEKUFTHl/J53TaF5/6Uoz567e4M",
+	"9X5XylNvNQL9+zXZHGwVoN99911PMiPJhJR4pD56R/NnvMBpSqRSAeGPh0eT8MCP3dEv5gSny99fdlZ4",
+	"k5NfLjuB8hX//tIIkJ9h4PaHn51P/v6yKiE0QfaMXVVSXseOfIZ67QRiv2LiLVmym6qq/VZF4WDHiahj",
+	"V9TfzQd/4WTU6tJsowN5FIY53GylpqWkgPypZ+y2EEv82Lyn/ReeUlCJ8TGga4XUVQFE+2wnl6aSyl6o",
+	"yUvKl/JWX4p0UgoftkihU+S1MvHOwokofFR/Yja2U+4hHcFr3UcFFok2M3Sb3XAHpygl+AasCZnWkrUe",
+	"7fbZTGLfuZbQ+VxBY38uZb/F3MCal654JCWCOO6yqRz7AnMLv9ccT2YGK98e2fdPlQOp5ICTF2UL6KcV",
+	"9AS+neymRmk4n0uMiwIyeweLYSTwB6ICsJCSkgJ/6BFobSfYSKHC7lQEuXKnB7jMyHueCpaKcZ5vUMbk",
+	"G4aRdHaj5aZwN7W8T3wGuWhxH/sT2bwla15JTwKKTSvX8RzeNYhIiosB0Zclm2ZBVu5FCjTohzrx78Mx",
+	"WhRhC+XOtS5gzi69ZPIvvRSN1HM+rg9MmG5b6jm0kje3nm6udd4iX/Z9Iw2NTTGD96wvW4+ihd/R835n",
+	"pf5IggyIUDMJto7grlxUyqVsDmXVdJAr/fL82SNugTgkQ9NMo3Ow3POO1tPFtjRK48vzZ24vp54o0seY",
+	"To2CQBLRSKSXejqmLMQdrUhlKmXMpADWBfnKHwoOAdQxebA4SW1b5Q+YDfVq2kZaTENhEZZDySYPz8xK",
+	"adtiJ+M4tHTz7T6DJHB01lAEnk8RZ0tSWFfl6AOUk5jlynMv5z0j8ud4gfOrBkKdZT6EW42GY+22OsaK",
+	"Kni3Jb4mxRVzH/Ls6UGpJQ6c3DU2WzhUp8o4h5Icz0Ub/pB8YE9uaAVmRnVCoy7O/BI0lBdrbBTHgz0o",
+	"oDv+PAp8QzOc0r9WaaB/uC8qzHV3++wA2+bzpigv/tX5yaefKQ9ko9YigJNM7DF3ru4rd5223oCvb0hu",
+	"66T4VyW5w92r0hKSxIyXxqAjNhqPVOi5cUsXjcNAqhqx3Pw6elUbnp1e5ZECMeuN9HhjACDVZ4ADlV3m",
+	"M2hiQjNfz+eAH7AjANWNMwW+1s32DTkFo5xUKAq3Akm0VqVMjBAPzHJyiuIFia+1mwq2jdRJssSE5ZJE",
+	"+0YLU8I+Uaguhe18i2l9Nl3FguQvz5/tTdjMWp6kjlH2OO9N8B39PeJGwy1azEsu7pfnz+6Bst447oHA",
+	"hQGkNi9e6TjuvCzJFTNlDKUsuyI5KjLA67d3uQfQfjSig5XtuhMwDbfWc8rsALvCSUi/I4nWKjLK3N9a",
+	"2z1UpK864dwo4nJM2e4LfG03leiwBq6yFbwa6WZCv5z78mfSSp85u3arBR7Q8ssegG2pVHRgSFTqY1vk",
+	"WR0JCrnwmRR46V+r6u9SFRybYqWldGlLhWo3bcBwar5VotYp4oQoJjLFs3YScFm6f30+JQ3b7BT9jtiG",
+	"aZVF8E46Oj1Y2vidlNnprnLcUMvJNbkble47tgZsOgBzJRhL0Gwt3EsBy8jW/IxNH0VyHhAaEH188/7J",
+	"i/OnP79/++LTLktMhIyPAyxKlViDoKk7jyCRisS8pVwlg7zPdFg3SV6ShGJV3vuuQbN/5OV4fhXRBcok",
+	"OL2XEBCy3UMI0UuYuyXZH8sP+mF9E5dX7CTQUs4CAau05xjbvAfNe9Du4aIuJbNE5dlF/U7xQVW2viiE",
+	"Wk7BU7CkJnO1jyIXvDVCS7yR3Jit07SvAHxXJBeU1NScr+BXqALupmfPt1WusVpyN5UhZCtdr6kgAVpn",
+	"FNK65ilj4EeQw1Q3ROXPqnSr4GfL3T2lYuOPz6sTW+nFhXKtgAwoesYsKUGTmDqxld40wmuVfFjdKHJy",
+	"pU/TojNAg60CHxT+vB/9xSkRVBPCfNubUYH3wmZ/ISo96azgsDoeKs6h4j1ki60jscjZ+moBEocTHdvt",
+	"l8vXmV3md3kWcqnsdlV2pDoWi865loiV5woP6KCPvlmnKRL4A6IJDxBnMcUp4iRe51RstFVXhcPMcHZt",
+	"DZj2h5wgLpi84JEszjcrOQ/5dkZU6Kcq4a1VaLEgNFcm+blUFBN6RdXx7e8X+aldAsAh9RP5+qegY/AX",
+	"92lqmnwKOgsqZ7Kp5bArY3/jAYTZyBnQnItTB3VFHi92MaNAx5llTBB5EnG0YLdyqWK8JFN02Xln113n",
+	"ePorLf+SVE1JLHKW0Rin6QbNNugjQAXhJbGNSA7SN/l02YGQvkuXDwv+uuzAeSZvL8oyl2Mhz7ckUdcX",
+	"qoD/W9PuW0Wv51Ab+pPdDTjPMfxNa2A53IGVMTg0WOC4N5/gw954dhT3jpMT0gul1jgbxeNkIrfgDkSN",
+	"oMNuMx1oUJP6B78Z5cswDOoOkGBofBAYtxHLE5KjK3qjwl72Jc1r+Zk6mnDJSnt0BKwHDc0qntUAtnyn",
+	"0aA8uSK1JtvKp7RBMQuHF4Oj6XBiClAYyiZYEIiVriOvA4dWHscLubPVPmn44PgiPCnK6bb5YElaKyh3",
+	"oYrpu0RxB+aIAssOgZIqxTbfIb+f4Drkrgsw6jmCUO4oXUCf95H8GQJdfTkJGognEIMiYXK3ONSdvbDw",
+	"drV0d7ow/O2PooR4o0qDrLAQJJed/LfLy+Tj+NM/1a15ztaCZlcGfLaJKo840m+i7tmTswP94QBlNCPO",
+	"9Bz9ZjAIwzCE4h6loZzUDaXEDf64ggqldq2xc2BUZyQ3EyC7WFzfYn3VibnfuqIomeFXeEnkxQHA7/Xp",
+	"fEtmnArSToncKTz0a1ItVp+rzu4Zo9lVz0yrhzmcJ6cqXsBAy6GUXGGVgyjnKa9A/toZtRS017O1YG0U",
+	"S12koDwisxIqhsX/DmzgP8Tyaxw+hteCaWDsav8AA2PuVKVtAhOCK1HpAAhgH+tPooizlPwsqZ9TIljO",
+	"F3QFa4ZzIWWJ/jNNY/m/mOUrpjI7I3n6RhmT1785FSU4wTSN60YMZK5fpxd2BXZQHr0lK0xzDS1e1cMV",
+	"LHgj0eF3/xNFUYajozbrKvCH82R/CaX3Uff5+StJu3fvXpWC+w6Pjk9aiym9kbbMVL/hf0NeVvn08eN6",
+	"Ftsx9ZJEKlaz2H8eV5ZJZVYnsCDtZhb2LrJLjHmKWBWKMJMqeqHB6hQhR1WokTVtlQySCfDugCoq8D2e",
+	"++DJrFnKV1Kf1hqzmlBJbuUaxrTM0e+zRKGaSpEOKTBKoO1k7TvqbCXGMDoLluoJTG3HqiodsqpBZ0qJ",
+	"tWf8llOq/jr3mdpIViuq4B5ZlVQvcU4xOktvcE7+2qysL+jqDcljY/5K09dzwPrfRvFnJKZLnL7TXf1U",
+	"NgO9W8jLKZsj+wmp3K/UZwIUKmRD1MUoUT0hNSqVa405ii47h2E/DC87OsWd82x/CVe/Bj6VxqPhoLWQ",
+	"0ya4isYiH4MZhKU2Q9ytSOAuSoav5EyXROtN22VapoSY+nDNkvmU2cHW78xuqrtjQ4B/nZVk6l+tI5r9",
+	"nJMbSm7lH4Cn8DPN5ixCXbEgl5luqQOcFXT2XDudDwKwBIJrT7bW0NVJhLoQf3EAh/iM4TyBh9ChHRPl",
+	"KIVgMPVu/zID8a5wgO0QASpSjxAqOpgBKixuAxRvPi0vJ+p7knrFQrl9VPigTFMV35Q8v9lrF8HrTzAn",
+	"UD3P3+lgN24v94r7boGM7J4yIAF/NmFM3kSbX9vFm9rsDEOtcl5FKESNX4qmqMFAB4HqSDDr3FanadcY",
+	"4biSDu56GD74ihfDsmrzQjjc/ICLYLd14wJ4lgxrJXXtoCU7Keoau5ZC9bLGroNTFMlRanwmX5fBQq+s",
+	"I2oqq/y0yMuoV7Wwqt8p+QWSM5YsIxsIjYAEiynUd0018jo8XuGNLkSUI4XNDrhSxsfXNQIDsnW1xAAh",
+	"hXWyRh89h/KV1yqpGae3eMPRSo48AwslA9QlBwhU6gxgu4WrJoIkDdekq9QDZdgtbLdolkOAU5a0MVos",
+	"jYv5fo7zIggrQOKWmUObB3a+gLV9Q+SJrujyiCPBmFq3cmHJ+xrWGazmoyJaRH+bI87QHOf+YE+lUqF1",
+	"ipJb0CnF8LEBkvYR1yvQjf5MOZaH10vMBcnlj1GA/v7v/+ugfImvQvdyXPLh6OItu31CRRmIxrtB8TkT",
+	"+FV/ISgVi2x3ISiVGK76V+yymww2x6yhXLmw9bpeqs4KUxWFupMApSIXVSJsDCCI2aZgT16lmGboluUJ",
+	"12NZZ6m8jEbKtaoc01YNaTkUYPcm5Gv9s9r0nAgBEbcCQnItowItwG8mqRYY5EKOZljECwODaYcsaAqx",
+	"eDrKUW06RVUzdi/5rF9jq99tHipKhpTn9S27tXjTJrPdC60L3DU2GAAlaapnY7ee4gUjgQOzeZURQh+b",
+	"urSQBmVLlVWZ31I485Y4W+O0E8huf2oxQeUUccyw7Uok7XR60Hbg8wo4ISVF4p9gt5JArtDUEk23ObgT",
+	"XH3bARcm5eITTuXqSrNrqiTkNpntnNF/kq9/ckvDfPStz4Marmx3D3OLCn+sPRVUFAaE4Mjt0YMWqPsC",
+	"/jc6gLgMj7i6NrH+1IyxlGDQ5Gpqi9Wtsor+NDqH0lvLHvGWJcl2rt+yzMmlss9VI2RRQblu7GBnNnYd",
+	"yZGYK/+beWg2qT+dSinEnTswbxDfzvGhXjHOdquTXqkkzbIM6bf7quxbKhxbviuZpnJc3UmOmgLUdZS2",
+	"ZzTMVOSU3OAU2RrW3gCsZDcjcQSBX9p6txmtqH3dsF1gpxRgkMAwCJpZrmi3XUzIUmsx8U41+OQXiGrS",
+	"w7z4u9J5wzKCupHKmjav2czp6KCOd/Zc3DqHKEhFO29bAMw9FsoSt06oqF3t6qKO5HR3sGWwslLkiUV3",
+	"zZ0dUFHG7Z509RpX3yyrfq6e4C1Zne3JWWZTF/ELX8vdO2PNtVxS+2ejNFnrkHctr3/lvq/ltV+Ba7lV",
+	"GczT8l34mZYTXzFlrbGtmbKOPe4BKWs1fUPZwL3MB94FokznP9G6C2Ike4k0/lZ+1d640EeR+mo01UqD",
+	"OnKhvBykc/jXBVctln/bbe0TVf9UOQKciZjN/xUzTG7kUzPD5IUIe0CGMV8BhtG4G+5mLBu19CsKYtKI",
+	"XfurXJyKLeudPTGrpjpjKWe5ZyyfKZsQVG/OLbKw0S1O7bvqZIhUDNztYuPdreqM4WWDZIOwC3TGgmUo",
+	"W2sHJwo3FKdvHAbR2kJN5Arg086RPrXL5e+iknnNLKsK/TOHtTz4VSUBFMlnUR8pePSMCdBtE1RU6xuH",
+	"oS6jMQOTQffS5BWoIhuXnYNA2+DoVcZyksjeoKZHpkp62G5U1UdTtsN2amunmEId92agq+FWk8ypepyW",
+	"Cu8ENiNyaD1tqxTHhBe/nJj/+icnfQTWpAjgLSIwRyqhJBZE4wIXBYKoCFQMAVQ4IYlKtuPrpcLZVRAZ",
+	"cm3V2CL0OxQJ/OFM/aUMb+Wa7ZWoZwvqot7oozMzoTAEiYtjoVOZCsZtLPzulMIbhmEbu5tfU6lxeBA/",
+	"MAUNdCapZqpLdjOGEsqhKqbkxANQW80UJmNnCjpmNWFLTDNdEiFhoo/eqRhfnCXWaYzIBxyLdFOUgsHo",
+	"lzUTJAEohRRSg1E3uux86G8uO3/QpOnHbBkd2AVzrMsA4AP5dXNrneN6A3AostBHr8x20w5OxZwB5ISY",
+	"jWmhY6Ii6S2a6m2p0klrt0/fI3R0qn90OglsJ/haA7M79R1U6BI6F2hOMw17XwPmAqZZt1eTn2CjTQsm",
+	"agYNcu8NJnDE5azJeBdnBZ0PvSvWa2S3uhvQ65WSqyrGwE5JMDSjaRoo4LjIz/CLJElUhFlgtlDg1CmD",
+	"8Bc0p2mqPRV+cqouWKt9FcaboSSC8mMIppKgbI6dZCjfxqsprF19B4pfcLEKasU1ZHqBfl+s7c7yH5ql",
+	"hkMU1eMxRYCcWpN1WYvijv7+3/9D9VbOg5QHi67wmgNJpiVGK0+qYMZSWY5yrRMsTK0TnG3UrAJVuUky",
+	"u8VDbPiaCWwsiVMd4mievlFhj10i9bjisS4FkUQH8qBztopcaymwFfSS0mHyNdEbUKEeSb0XsJY0uk+k",
+	"4Y+89bRQSLbMU3m1PAQkc5SqU+hH+lPfdHqncqN7229cqm4R+RBw0+o4qtjJ7nwMvakPJrRj0vtZKoTk",
+	"g0AJSSmoT93n/cHhGKBWlkuA4jkohj4auiNHb60oB2Fp+lCeEtlt1BStOD725zYatvKmqP4bnA7MTMLa",
+	"IVMo0BsRLTZyPahTcz4sCc64+d0XlhpPHhKKErSyZregFMDGMvmIZrpigJRwqiNI41NKzTNDl8AIA1e3",
+	"NseCHJp1UDh1f/XP+5wS5oNANMBHaTwiAqQrvqIINO+oj1TFbrDocR8SX8rOCDqMpnJXGxoHthSB0jAg",
+	"dx5v5HAD7ZJq0NoVSKEBVNHCVx3oHIBQ1FgylluxIZ+fiQh1PfUc5CJsmoN2xsdkTZ7VJqo9WxOUYEFQ",
+	"9/vvv/++9/Jl79mzA6k1wcPiNCBZgnPUjYbhaNALh71RGJWvDZH+SHRQ514d90Zh2anaRuhUXDL1ar4J",
+	"6h/8/d//56GrPUKi4S9r4oKIe4caOJlWxGDSj4fD0vgdz4+zhw/HOwpG2yqi21xf8Ioa9SQM7Y4BSQXR",
+	"oureAZqFqrGjbg+lG4e5STTdNEzDR9yGK+RsnSU9wElfr7qmVCn6239CYuZTxkWAhvpOdBCgVbrm4IeV",
+	"F5v6PuC401gxf/tPi/f3t/+NBnJqTmcwevLLGqd25AEiKSfATUbz1XctjlUkKRMLOTPeR8/V0kzROJQf",
+	"Ghz3jybo9+hoEvbDUF4ijvvDCfovcj31s9+hw0H/+Bh15f+OJmrg8vaL0zlarw4AvtBexyhHxwP5fuss",
+	"K82FL2hGzrPVGsw4S/zhXLWd6PLR+s9BI9fbjKwlWbKacNacEHV+8QXkxDMfi9M9c5sP3YsFzq7Rhq2B",
+	"yQAbw43I9I/gNmfwPn5ApZMjlk0RzlBEk8hVzw12glVLHWyHlhppGVUhOi26AciLGvS9AmVPd/cwzskV",
+	"axJib9Zy0Nxk+OloXLucnjzzx/bmde/o6HhQFU0tnHFLmiW1OYnFhUodjlOkXvbRZFlWp7+bbuESnKxT",
+	"gqRWjW4XNLUVKClAECSn5hCe2shv+AqeyauMe3s6RdjeLpQyM9UQ4fa+LT8lNX+SQd/bAlZcnxyptVyb",
+	"YQEsnqcTAAgxoJxew3UNyp9odcDqEs4obXkUaJGx20DbvO3BDgqWIkz1rq3G3W4eZ2LbSqpgKFYMyGgz",
+	"BvNObpCM3QJSLF1aW8Z8LdY5KYxiGG0IzhFeyCbdiszWszqAck2eamP0Lff0k2IMMsUxR5FZxeSdpoxS",
+	"pahAV4xAwVf3kukRGMqJ2PglkinzhV7GBm0kHFwMxtNwa/bHfk7POtdl2b1pfaBWGJSuVVXTX9nWVr70",
+	"ODcFfXAU6p7RQTSn13oi4ZL7lsTrXM7KwSP6PIt1bnrsGQy+O9usXZZR2QHc3f75OtVXjyZb+QOamZ9D",
+	"gRtreTCaEQZAtaYBoW6tFkfFwf+Bxt/dxND3U3OdOPh6zI3/qJaOwLE7NxorGuwcX86GAcWh7Dkkpfwu",
+	"XmmwZXxB+4IUrJsancmVA6DkrHUxQ6j3k+AN1xWLpPoA7kn5UGV8jQ4nHtUHY4exaSZG+upJl3KOo8MJ",
+	"3CbUX6EdO80EuVIAD/IANZWASsOU+tVcaNuNGpzFSO3+/f/5f9HARmsrL0SWvM4i9SRfZ1yfyqA3u/YL",
+	"9Z4/jWHdNMzAm29B/kReZ3XplgUJ3elAnBMDCFhdvwtSKl9n0UFprKqyUv9uBglB8huFsrbtzHCOVN3A",
+	"afzUnD8lawbMisApWSxQZFpF2lQw8G8og23sIlfBJXqVyJ6O8iYnc/qhOjL52bEr305NHUFK+KOCh5RP",
+	"RAO1Rx9X0N2n3sfsEziq9HVvoFbCzUzEAqUEc4G60dvnF70wDAdy1V5nMRQa9u4ZUklVPRfpTzAQtMA8",
+	"QKbetdRBA2vVKWFEPb/w5dk4vKs9p6QCNJh0TneItq/c1sAyJa5N9YGv39agdlEJJ1OzyYymqVyNtnYG",
+	"WMWSBeGrNBo0r9OXNiKUdoV9s/URrzT8WiehuSp+1iVfmzaIP87iWsx1pHxxP4czxzVbqPjaTKcw6YCW",
+	"0uW9NhBYnkn1nGtQu8zp5pvlBZPPWI5SiGXRd3S/yIQpjfnXCtjAMBwe9cJBbzSoOfc+826rzw3nhmtu",
+	"nvpK+kAX3oIDnZO5fM4WNHd0I6NdFErdtluyA2lcDhPfhlg8RbcLVRjHOyEF25oeibr+bdiB4DnoWw8f",
+	"5TtcGzqyoTlAQGVNXZOVKMfN3BnpxxDKQfyJm66xJQ+kucy2u7TeS2Zg4dTXmUdbEwP3QwppABW6qInP",
+	"CVyyt7z5NiRxNdwKaaIS0bwQH2ZRnPm9BBA0+e4alF15BfQvIKJUiwsyFeUbKofAG+SoRumt6rZZY2qP",
+	"swZVhJD9E3gyJpp8faXDS2pT8LZNLNIjMdGV9c4d3yVpKHbFAANA+02MG7pV8g9bkcypSnF/CdG6vgQv",
+	"1597xFEkP6qjb1Y4Fz+vME0iywCBzo9fr/wM5f4WvKjSWmrzRyXSY6tZYyetVEQE35L/abgWYD2CcnqY",
+	"PLnRFXEKx3UrcRrKvVsXSHFQ+IVNOMYGLfAN0anTVEeYlqI54oX8VOAkL529OS8K02pIRHQunIiOAhX+",
+	"EXetRlKthPNKnpBf0N5ic3X4zpVXOVmxfFfupFsLh9r6ZvXOJgbVgGQKt9Re5TjRMV1eBvfGxIKhLiiM",
+	"JsOaE9EyamMLqmX9EZYWWJfJvR1ldblddl21CmdVN4MbZtQFl3BGShb7yZdCpQPDW30/86ogzDZlzQHO",
+	"3sOXceaJEw9guxqfgbpUXmXOLp5+GwXaSgZFRDlY81Wo3sDEG1KxUbHjhesDXhhGgcq7N+CLBaKzh78I",
+	"mj+ZCyRVua4CM+CmvOKCLOE5iAhQFU9RBOeCNvviDJ2/e41Gg8PD3gDhdLXAvSFgXauUQf1ugKL377Rf",
+	"0vmYehECj1Stl4wVLTBH0Q8/KGH2/H0UVEKDDI64GU8ttoGvcDajfWsj2Ba7g4cA7lxqB+FuK48eYo1x",
+	"ro548C7QJkDr1YrkoFif1tCwBPz2zsfW+vGs98NPH4cNWd1tMNoVVbY5Icq47WUfRAvzV0s499MilH/L",
+	"eKAlGt/FG9ISxN0dR+MwDLa7N4h2EHwtoN+LIWxjWICELzPqniCPGise9s02sag8vp/v4XWD6V9n6ca9",
+	"mBYC7ppseCFHTMg86joB1Do44GCP7KQvcj99avIC8Bf1ru5xcaxJrNk3jSZQ939zAUVn2qC+zaqhrPdU",
+	"wOln4/LNQp0YN8sHygXNrs6T6D49utWrV+0d7xWkduAv4pttuPy9Ure8eZ0Jk91m3uiah9firre/Hb3h",
+	"MgUGtrqg+GKsD+cs/gwN+1RJkC0HrhZqu6zFJZmqeHC3MP3iGcPGHFmXLlxKXyllCpd/vfck4XL2zNRL",
+	"njEIP93KIaIi44qqZJLXoSItLIJODtZvq9KwXyXVTT3YeqpXqsXeN9X1B6pU1z+U07Idw4XGCfMI/R4u",
+	"Wp+lK8i7kbPOqshLoCBVrwhaYREvpiU1gQu80Ug3AAlocxzjlOBcHjOugfzUCQMD67rJ2Iv8XRp9DVqD",
+	"jq7QE6HiV9Ai7KZCXVC11F0Rlw7+R/wf50DfTtSHPeAbj3F/UPJ+XrqkEkAwiSU3zmmMFYT4nD7Emd5w",
+	"ftfR7Qse2w7/tfCcftpyDCs59VUeCNpW1XAgmF8f7EDQH6geCNpMKE/iWhGtTlwT+VoH+Q4+QwufoAMQ",
+	"uiYE1qYUsVwZB2LGhbzjxTFRFbmkdPnju9evbOxC7jzTuOc2/z76b71/6f7LNPz//zjonfx0eZn880H3",
+	"X6aXl/3Ly+R3B//yT5F78/EilVAXCjrLqyOZqxLZ2s6uyofnXB6LpaHMnWraXm8mFMT7GVAqb3MqBMng",
+	"AKOZBrs3sO0DMgqPlYFsQHrjMFRGspzMoYxjSq/JLeWQXQmJf6V0vxJwxsGp9hUtcJakhpYzmuF8g+Yp",
+	"w8I04yS/gVySDEGIPloSzvEVUagIvIFiYA/UJBJ6kJDpCVEQGs9FFTOU4v0UGVvkmhMUeU6iqGyD6kMe",
+	"IMuI3qCalRXhYSOWorIcK9l2Fqhuop98z8JfOMuy9bJvmNr5tUeXK5aD7Fhh+eXOFRWL9UweYo9XeJOT",
+	"X8z/ILYgw+lj3R3sVd8x1nq3aDQ/tUoaxUIK4qmJCPB2g/EQerwKuWvKLstQnFKSyRXDCehzRfU+lzn6",
+	"SGGNcOVFMr5/1+UGGBmwWJed6ODU7GZKVN09u6ELDlLBfKa5iopBIsc0ldv3ryRnqtPhZScKUHTZGU/6",
+	"EyhjgDRMjg77lwS5pQnJLSc18NDdGeMLssWOJG7IX/G8btVU7q5gZQCFg8Jv6P+ssAyM0w8SDABYYKbh",
+	"KQ4anXe1frvKaf9MYeHVK5YKrcuCZRa4y3KW3Li0TSzRI66qlpn6fyqMCXB+t0bH9FGUEaHRctDvEQCN",
+	"cfP33//Hfxh8Kf/ZnNiXVNwLVBy5whDMZ6Gp4fOPuAXMli/KllKq3xJ6tYBgHviihum1kwQ6FyAsCmKD",
+	"yJPBQlQ4U9d2nIO6QpMiXtRnawOMMt4UI9WAyLZEoI38MmYnPzas3ic4bBEP1i6exh1Tw7eGF+EQ0q7G",
+	"e4TSfFiRuOHbLkkU//EFW6cajVmPKrtuGM24zcwLzrnfQAkX81R+o4whb8Dj+3UYzRNyOD/Cx7PeSRwm",
+	"vTEZzHt4OBv1oCKl+umkFWRuXUTtV4DMa7f4PRbfgV0rhYHZ3fLfVcqfWp+rFg8q/gTTZuZXZwBa4vxa",
+	"gZrLty3sPU0JWpEskZfiO+YaGkzDh2BEmiO+Xm7lPv3xhkius3KZASrQgqUJ35mmUI3YcoT5g0+ybz+4",
+	"a2JK4NdOq10gWjv0X326GuTfusiLZoDc4tzwJKaDwKtZ2JuzT/HSSpe5zpOF7h51j4c6c7me2K9jLTc6",
+	"S80tXUP71tvKyz/e9x291D9c0d0TFNEMjODmPYeQbzD9Cqko+auehPDLQ9EPgggl8UyFCVOIQapqZidI",
+	"JcGlYCO4qBbU0RTiYwVHt3hjVFfQJFCkPxgVuywCh2rMlh4are5K7zyfMsVvFUlvF7Z6h5S/TAE3I0CR",
+	"bAjoZmbr6eghMPAHphYRW+cKzchEAFqsRCrk5Q2ujku2VJo19Ik4VPjmDpohmNOhYznBhMqBLWmGBYOY",
+	"+CVerfTFt7lsVssqhV7NsKCh+lOLvvx6V0EDXvVuTF4foDtoQGfe3Y8PRx00gPbu7sdHKQ6qLr0d1kpP",
+	"CAdV39SO5p7vLahaMnc09yy1QUXGbhc+paF70mV7y0Jg2ijDfoyzmKRp81e16/2pea/SwfZBm+b+oE3j",
+	"HeTWjUvUNo0Nhtiu5t+Y98odbCOZbltHMhu0vbNtLurbAwv/nJOY5QnZ3Y3mePV2c2/LbXu53NnS3c2m",
+	"L5NI9DMH4bu1p7f63XckE+V+OMmSn+eY7mardyRLvoEXa/oQuxtXPr1jB+qWpQ1ocTp+bsnVZaiQEntX",
+	"+yPb5Fq5t+euZKv2pVLw2nYG6dRbeuPXdLVq39079XpzfzsWoNxfaSUg2vlnKCiyg6FtoHqJlw2CfutT",
+	"7kI3aDjpKv3tlJilDiuSs9LjrvOz1GH5DK30t33nlXrzd1+lL3kzT35ma9Gyuwv5/uu13Ze3ZLZg7Lqv",
+	"NKP6Lr5T77yh2ZVq9smaA3VFOaUffnJdJi3Sw71dKRX+Fm0KmdK+gSfBWjbzD4fWjfZsUOK9lq1KB2bL",
+	"Vt5ObtnGO9lbE6HmPNy3rSMyWjatnne7Gjaqz3s09Pf6Hg19BXlXw60ycM/G+w15u7Dcs7UvfPZsvM8m",
+	"rj98di5P3eWjbaO9tlftPWVXo7r7Rcs27QXTVs1p38Z70WSbYrRvW08L2rfx8/b7svkqv0/LikFhV+Pq",
+	"gfyTMcmYyJU6EIBf1mRNEi/d1DexgemmCa9EIc+rysgKChWe8McfdbNPkQVL5OYjtD5tGw97R7NB3DtK",
+	"xqR3giez3igeJgMSzk/wcYu07XIItB53nVW3MCnWeEWw0CmjanILXFOPuVWOPqyeClliS8UHO+v39gfD",
+	"0Xhy2N7FWNC0roJ2ukE0K60MTT5Fp+gWUlREsYYCg9tYKGARkiUrRrP2OahAUjcDtpyHSreyENVoipHW",
+	"PXs0gcCoL842NNnpE/CnWscAOUE4qxCWZcSjaymiV5U6r1nGM/2LCkBXlbDv4KDSZDRcu40NRz/c2dtn",
+	"Jlj2x+rFGvQGeDjrHcWjpHdMxvPeBB/OjuLj5ISErUrzppgLTZAHnYf8zvM8Z3mDiLimGUDPynvbWu8k",
+	"yGI2Jevlvu9GUCAerdazlMZIRdoUmY9gA2dZRmJITlJXQPnw4sU7iJDjC3xNnOdwsUNsLeQf315cvEGT",
+	"cFRTq5wKW6B8DmV0XhGdJG+zrVRwa0bELcuvdeI9VNXut6WOckTUpzLKjQ3jUy48C+XuEMgdb8Z0IB6K",
+	"y5AWEOdc4e7dCHx8l5sEdQVAaqVkLg4CixkA1dgwGn74AGORv2j6Q+knFT0pGx7UO0xsN5Lz1J2+5Fgq",
+	"ft9xgBU7yS1GasREZRFcni3vE3/3Nwq1C+0fq+F3K8+UBZRPL7Meikqmt2iKzopEGDj51A82baYCm3XQ",
+	"9zqSqkQ0hRpHFtFK9qPVlLmOyaLZFQAmQvc2sU9BKKvaevC5v//7/3oMz6pfMbbOaAowvfZjMcTgyJ0z",
+	"I8gSTcMyaoDDfIO68K03OZulZOmW4/O+U0CFTNGZKeWuskWwgRsptyi9LB94UN46QtdvZu1bejreEpjf",
+	"/CbWEq88kDmeK5lln5s1k0S0pT8OpgBarfBQApNPWSyW/40ihvvCq3Nka/NxdCsPy1JId3RQzvZxapvo",
+	"dyExQH45I7couiE5pyyL/M+7OUXFBPVT1I2ePX/x/OJ59Wvq3SKxqLRCvifAWy1VKnQtOE1IEU8ov2pe",
+	"b9wJqsaKW9zYH5T5BM48fmga3NKWm7VfNj2o4Szril3aj5i5b/+c53vQH9Mw+lriayYv72EvsaIbWTC0",
+	"dwSiHCMpvbTxBmDZ1Wf3KalbbbBXpdhq84eoGwpfaTR+w5dsdWx39Zq+WXlZfT0uTEy6Qt6uIXi0qh2C",
+	"rWXuVS5t6M4VTw392VcC5dt3JgP8osLBdShAw2es3bv+MwsMod1sLWK29MDnZEO2FoGO/s6IGcMVFuQW",
+	"bxq+Z0+Qmo9554jA1yRD3eYirtB/1Y+iWdXgA23Nh9RV/l2R9WAprX7vn5Gp43d0Dzmg0OG+8Uleo/ZB",
+	"OdCs0Q1pZK/6datSVFNy4KCpd5fYDb2bA3KFIUUHED34eukuRPWL3oo0+S+Vfsdi+SsEiKvHLk5keY0U",
+	"cK0K6gHU66ykziRNn9ROzso35Rz1b4GJX43ZUpIBahE4GU4jBWCeYtEwLjucLetJHKlfpjf8NpUy0CgT",
+	"gUHwtmDdDkocy9FKXoEM6jh8sTZOCL5X1AQqXlHTN695gjEnnGgMYE6vst56pYqVd+VmBny6maQ/YiuS",
+	"Y8HyiorhfgaD5eKKoKgYE+qaT/CDmrG7MVPN4wfBBhLFIGDDZypdu05ILWK50HcQs3GMschclYwSJZvI",
+	"bpwbWjlIoBS0UB8HURc/UgpFqYvKqQt3qUY7VCNqtoSbNMeONEWCNMWNBY1V+huLsTd657f5xbd64bc6",
+	"rZu947WxBkEdNkRNnmoNlkE1ULYU99kcZLItjGJLAMi2aI7mGJSmYMJgS9BiyY3vGSFKHFwfyHmxWZHX",
+	"+VmaNkd0ItlS3bf/OQLFXt+QNysvnvSfa2LPftuAv23A/2s34D/X7ToTwmGjAcAwcAcME6arp5WBz3aU",
+	"dZ2aGmQQjG3qvCnUe2No66MnTCxMnpGLWOR7M3YUqGMr7SRzC9RB1bqdVeospIrUaqCs2q9era59jbqH",
+	"Kk73DqCXW1aje8CychWz8rcEp2JRJdlbwtepUPn6qVwQ7ZTICU6gzAZa5WxGahirya7Prr16Suza33Hs",
+	"eqfBXXddZx13qstVTkLDwl1z9dfb6wCBnU3lLLiJwSnlGkbCFrvaC0l/6mRNKzzaCAnGAh9pubgd6+rY",
+	"GdPIyhrdFSqtyO1kbY5641vwWoX5akYEHbOMuNWi5HIF5j4bIFPk0J4zpzBZjtgScvrJso8ibRKMnEnb",
+	"CraQ8Kz+eCPv4adecVvzNl/PBBM4jdDvoD69zo6+t3J5jel4pmizgQqp5OQVQ7/H7M/10lhTzUppJ3Dj",
+	"AN7apIz7TPvF5WxJParCrq+y5/UggyouQ9gPw8tOZJx+GQEMBdWZQojQQROR2ouSOx1uAEXTsM9Uw2Wp",
+	"cc4Iul1gbUpkaQpWGqDI7L6h4huZtbQcqDxhqdKoOolme9QdJjqaTl2WpeDVjlJTJrSwpd49Jdf28WRT",
+	"XynwuwUrNjEAZs6VRfDszbmUYcqec002ugrBwdZBfk7Ji6fGwyfn1hA+M74YTKbheBpO2sfN6E9uJYA2",
+	"01FxCnebGKepNpkqsJtGcvjjfMLY9TUhK2U4EuQqhxl1thRLbF9B876KjuxTGXMPELXWH26KMHOES+Ev",
+	"gnimsjHZgMzIT6q6AvKwUni8WFgNNjCxD3CUgXvEQyhBc8DgZnlNXZX7qi+yT5nOz6zvsVf5zc8rNlFS",
+	"Su6v6ESBKOOCxzQVnTgtqVLB1goUUEei5E94xFG0MpqV1ImKOhP+eecUmiiMH6rEVat6E3eu5ukEn20/",
+	"ykoVQBuxWaBql4D6qzrJVuEsGxEKVxWaZPRqIdD7i6eoG5mbwyi8gGuDvDk0Fa1237nzqaVsEGeNcXKv",
+	"LASadU5af7YJoSuxmneENofO1cUunhcODG/Ko/iEHM4HuHc8Gya98Xxy1MNhPO4dDsgwOZkdz4/wZI8a",
+	"RE1V9MznNR4XXGpdMVfCYn71594gHA+bIuoKX/uWgFaI3rIO/pJH37CkVgQcxDpby+SOgXjkhqSjd7WZ",
+	"5Rf5WkMg4WxjF1uwW6gV5pgXYpznFODqMtKDHlH3BfxvdCCZHOt6evL3IqhF6XbKR4Q/FDWy9S0f6hc+",
+	"4gjuIgoW0rmNtCyVYm9i9RtTF+W0RdKS2rU29eVppu5bd6nJCdg1O0puNhQSLTYevHBqTDEKUGrJSXqj",
+	"EW5p5t49W+6+lGbX9dQxdpYARR/fvH/y4vzpz+/fvoAomscfBbsmUL0VZ+jbi5cvlDOsHH2iqrTDu3Ch",
+	"xVnClqhrq7oOhsdoRgW36kXJeYlembIqGEUQOGRBzBYY8EKtMchaYqgTZXWKsLn02OgnJLXFKhzsQojV",
+	"9PHjwfCoH/bD/mB6HB6HMNdfBn8+iv/tZPlklP0wuX5xfPt2KL4/XD0bL74J//LOkzY5bbXpNO7Wq0ZE",
+	"WxvSaaqJFrhdJe03XZMZyzIi0BN8LQ/IZ+w2E+w267Sqm7q9yKv8fa/SrfdRqfU8cWbrMwQUZ32QgqpL",
+	"uqVmrIK8hEHJg9r6XdUc/AHtArDaihdVjukCBF6S2Ouf5HAFM3J3iW8MCDWQwMb+AZewqpwPEEuTon7W",
+	"ncWi/k4bkbhnndumArYtKrlBqGn1M8+Kv5Q5Vb+pjjGHOKe+HqwKlGRa6/+cirnV2E6rJCiDo9QlK4fW",
+	"VNvzUVe/nRjlrKFoLrgcNSiZEqIJ5XLMiQrSTrnsDIS0U3iu65bjNV1J1Z1k0La+olP1nPZCFLfUhLTv",
+	"VSIgwTa6FvoEojZixmOJsCXW2Pbqck5JuRojXXGPdopqHpRqz91573jF6HbtnpK3YovQcesbC4ZmRBmb",
+	"u4WfqmCtg1JuAfhlaMFJydRUrDQPtOkapznBySZwbF8QskOTz9VinWjxukluCgXb4BzXB6Kb8KKcQBJC",
+	"dU/faqVDfavfcmyiHe1tqT5F+xr13ye9InKlPuw+hrtWo/8zxc3WhqbRbzEgeJk0QFF/Jl+ohmQr6D2T",
+	"3aqh94KO8Y7cs/Ff3YXMvQ5/8K3dyuDGC1cFqP+PrPtGBYlYX47gJJ0XriqjPmmNGdqWtKhJ2A9DDdv/",
+	"EJim7WdUXPFQFy6NOQNnC1rgdI7WKyhSDVqKxmGTJ6JsHCikXQjFOwgq7oF2hDgc9I+PJR10ykOV7wfV",
+	"7qjSmAKweUJ4pMnz1FcPnWnp5GXYUNHaoAG5SQo/j0JJltfi4vRLmCrWCvqndn7aHK8839DsynMmLlQM",
+	"L1aZwtHzC3wV9W1qDlzdAMJSgeCrucsGfMFupUDHAOiuaxBrLrU3q3iB8ytVPhYw+ZUMLd2v6rIolzSj",
+	"S7nZB9VjeD+QS+9GVbbueFXmbSF6x5lYuLEqLj7PhO7sfnen3G/peiNx7cnhH2+2cr6xOBYl9W0WW8mU",
+	"V6i3DtanY/jxi6j6rhvfnVb1bWn7QdU8XdU+/Kr8vsZXsZMVO3BLwEAJGuOLYV6aeIUazMtqtFxtaKAX",
+	"Knav6Jf75ay5xPxVQFjbkLIOhLUar/ZAZPyM1EuHuL9OZbIWxK2tS1YN3HwY4t5XBqFD6BJQ09dE6iJY",
+	"tpbYbiztw5D7gXJSHeqDpbsGKEOpd2BAydxs09oiJ6jrGLEPpigyJYOiAEXrjIqnjIsidgUy9/GHt0WZ",
+	"bEeFNOVSuK2womjKS6UktDPzFEVrtlTAAcslS6jYQLVt+eFVXHSvPuZEjfXRGUzxEfdCqkB37UnNtbde",
+	"dW3po7/9JzLzCNAQrVIcE35wqnQzZ/SVHvQ14W//ifQg0N/+NxqEodOLr/lSsYD6uiiXL3e1Dj1FqmLL",
+	"Ld6oIhR/JTmDgjEYJZSDcmWmI/AHuW5//x//ITudyDGpfw8O+uhFk8NHhUNqeORS1Q9dysimJ0p1Wvt2",
+	"JZNIVbV+FRT55UIEdf6kwonkKZ5FnJq55kCVvqLfzrRzEk7CTlAJFVKxFgFakRxdQbRw0DGL2Jl2xqGn",
+	"BprbAzx7C87gznF/OOkEHbPa8v5w3D+CR2zZmXaen0HZ+rgzlVz06aEj7IzP6xG37ra9WDRwbqh9Xe7Q",
+	"JWRN0UP1syoTP2c50mwCXNJHZ7vLx05Gg/AO9ee8gdRiLphbJziMWN6HQumTLSV3ny7wXN5vEsoXKCeZ",
+	"ugc4A5u0KJde8M99Leq/6h5P0RXoJLnKzguLAOixlX5qHfsPeNMvxEawv/A6rVzbC2lLuZK0euxvTQHS",
+	"bLP/yAN7OrcKFdk1UyVdIaRjRfJYWU4vYfPLiVCO5D/RfzloXpLAymq/NlbJBFmISFUqsb+nAewBa1oV",
+	"Mu6+2OlNLtUENgdLhuz+tJmj0Uu/Ngvqlo6yA2XuAPrFLBM5na0F2fOINica2ACAE0GMl8XL+4xC8P2S",
+	"YL7OiQrv1HIERc/PooNWkg8Oh33lHhwmNQOS12lJrpwl61iAPG41iHB0GIbh8GQwngz3Hk5JcXUH5UhC",
+	"h3cc+4zZ476lZQ1xj/6xoya9xU4g1ZTzbLXeN9unWXHFttChss5ZrZUDrlr9lbBRly3plbUVMEsKrKu/",
+	"ztbCl5Ofr83+WopdSXO7Fz1tHN6jRvabwvPFFJ57VXXupC7cg6LwWicLFqfPFpVB8qarLkzV7SyU+w0U",
+	"paZZom40CKXeFIYDFcZ7rKAuI/T3//4fO6rGBipojP8Y/tQ30uDAeqiZG/Jd1j7Kk9IqXuXe2uqQPdiq",
+	"GvqcqXfx167a/EMoNQFapWturtDBbzrOg+s4d1JifoXaXi2MmtUKVtvRD+7JlNkeyM+jYC6+Vioa+IUG",
+	"UhboDA9FzxZQih4payoOfDGKms8ahHxwQ2+nbwlvooHMFVSKh6L21wVyWLewDoj/P8K6KqyMHctqADUe",
+	"elUfCh3SWadq7Y2vSZ75UC21q1JGc3mYNflyEJrO2pTr33xNK+PC/9Sui48P9DCr8oAAwf4yiK9yAUQj",
+	"5cVDkvxhkJ9dgjeAh7yzKOWFEU0BXKuMnqmOqF5nc5pRvoATDn6aIhXE7kYfT92sn8CJHQ0uM4SKaHcV",
+	"WdxHusyHnonKAQoAIsc+9PzdME0dg6Cw8sDzPS0iPlheuMwPAhv2BirohmjAS1ejwlvBqfVLrjCiNvUD",
+	"dSMVsgXHBCfioI8gxsFg6BZRPkVUNVgN1LBhzYqxoG7kxHNFQLKoFNMVwWdO/eheDEVOTMaVqgprxnGZ",
+	"XeQ442BV5VOzqmB50IPoGnodOMQ9Nb/Ci84Y//7f/+MyU2Qpv+M+elxu5AEjePCEMKJO0JENIQiu0Kf1",
+	"/xritXSDyg20rtrO1yRlDFRXraApcLweRtZ8eVxySYo/3l7XAgg9T4aTyeDEVIm4JhvUffvNU3Qcjo4O",
+	"akBt0quabtIrllOxWAYoep48e3fmgSHBE5/U6lEtMMZNHUxAfkOgaxhqqXN4Vu5ePaz5wHVdItufyAZR",
+	"STxucl1VSuaCYJVkG13rnLJqGkE4qP2M2NR/RmEWRq//9Mabxus/vfGnIB/UmXbqqga957JLTq+8Ljkt",
+	"wb7JBzVdfmjIbrX8EKAZ5uRwvM5T64Vd4UQehj5JBoNfvj/7/k8fnubzP7/7+ehi892/fvv66mgR37zB",
+	"K/oyzW/PMX4Tf/v+Ldu5ua7BKCTZQY5QrVsA3KeIUGcJ+uPtdV0BG/TH7/6E3hGh+PpoMjg6sJBGdpJc",
+	"JS/ekJzONyDOOVdcUFOASb7fkPtErzJ52EGPNENrTk4dSGCWEZSsARoFw1bLmbAJ860SnOQ2rtQ3KtNO",
+	"Dq+OQC90GHgdkWwqbZcLlpMDlc5nQspL8WA+xsUpABcTuhJwPgYo0oVeXtCMDAHka8Ey48fSYBquP60q",
+	"ZYr2gzqFKSdFHZtSfmk4QE9ZdgV1Zs5uatF33NHV9L6mggRgCZan8TxlrJQ4CW+gwTBshUtC60TBUypK",
+	"6Dlnay5o1rlPfKJxL5xAmtPhDvCLah2lBiAelgkci1ocHp1W/YeZzbieQcJ1WyieOrls+LUCczEhx/Mw",
+	"Hs56g2SMe+PZKO6dkKN5Dx/OJvE4GZHhfNAmrTmrzTC3n61BU9qWT17p3s0lbYIYsunS7ssluTofklEy",
+	"jnuT2SHujU+OjnvH+GTWC+NBMiSj+RhPWgH/rOpReCDJojZDuMDgCVvx+opxgdN61+8b+E05HfzkquOj",
+	"+jPUkSkNKACrnGZCpe7ql01A0JLgjKNILmC0YwVbpfmJWvAaeXMjCjjyqrJqF//Waehpd1qd4cAir07u",
+	"1B9ql+/87NUZ7H/0VwM5VZIsS5LTGD9+uqAxvmK1aoVSSetEzAvMhVYv6xSgIWB3DvcTMHXJS6W9ovem",
+	"M3EngcfNx3G5JPAPjpKk17LYrKbHrmZzBDZvsiDJtpO06U4f4VjQG31bjmim/4QqXlI3N+BSJkvv5fkz",
+	"v6aXagC5Wvqfni5nf64s5Us/CazuqH95/gx1yzANpuiIH7Ry0EfnZqhY3kn0JZ9lCEM/s40Ky9b6cetC",
+	"la1PruF+J1fdMSLHqSzNUOlRJWSDITmqpMxFD4OfYbSrplPAal8G12NGUpZdSRX0YU6+FoAetQyxH5rH",
+	"V3UAtpI6zkKZ5Mnt9TgNWkeV61gmFXwpnlTNiTJeyBRKIhpYUygipZxbmU0gURU0oiURC5ZMYSmiU7vh",
+	"vOo72uz0iAe64qp82jPOLotSCLFy231pRcSaMGFRdo0cH5saVISiGPMFBK0tSHwt/zHD2fXPIscZn5Nc",
+	"mdig2EZ0ilp65gyIEWCEePObavQNZdekGYr8iUYoY/DcFthRkFmSZtCPtrBIYaYgOqIi1bOMQRwpiGub",
+	"S2PSXiMnDvugj+SrWn/SHSujq7xHJaeIZamDsDBn6xwl9IoK/vCQwSouFEyvXxiuV7LzI15B7W0Hy7ut",
+	"Yq/lc0Qh8Vp/yOURsOXo6mq+f/ERV8gLBnX6XNX51Zl0u/jy8Ufb7FMZazCcDeJhMiK98XwS9saHg6Pe",
+	"8fHwpDfC45kB6GxbYfYbts4bFDGHe4wNA6ohlOwwgzpUnxUWguSyq/92eZl8HH/6p86dEe8aoewU0oyO",
+	"kSrFvgLujDGPt8KnUzKmJWDSS/VyGxCpunJ2qFvLL5GR4GeiHl/Sq6DdXlFZ4U0jBCvOkwVLEw3CqtGL",
+	"asAjPweaFfLQSVYLK19HB/u+pBOIei3yAoSREfawKw2EiUIt9jC5bwE0u2CLolMKlJbCKGqJCCXfrRcR",
+	"/ikGYxc5JTc4dT5ovNh1/NgZjUdhOBkMR4Nw0up+aGGHtuwZ/TV5MoA/rwhe2bo56jGh6pQZmxugt427",
+	"yJZijohxmbAJ+qCYWeW82KINvbT7toqKg73dJ1WQqSoSCaWPQQ0qsTqoLYGGOSzqHGgW1TG7RkUJ9lFI",
+	"3BtXrCYpG8v/ybaAfOE0lQqjbOffxXTDClP4lVR0tM7+9VSKMirbIFECkxOxJPmVJJ2IF1MAJtXHxJIo",
+	"/aS5IEukMiUMjGRdORYFOYMhYvqys86uM+u0uuwcBDoCgWVFFZg+VGJzUGJzomOyPVywU1NXBfy6HGHk",
+	"VqAAbbN8UQtsJVgFXuKkPKtBl5C1Y5zpuAmoY3EKHZsaMogLvOF9DwrCqSHJZmTD9ezydQoBygX+qcls",
+	"URM0LhI7mCW+Jk7es1gQmpvw4XtSAHdWi5g2ZgQMK5l25pcT81//5KSP4Ow0M5VKrpotYFov1xzM8Rp/",
+	"iIr+3eDkbTDycEvWRSPMvBOXDHXb7xd2fgr8MpMzN2XsuxlDCeWrFG9UHQLwmZgpTMbOFPTJl7Alphmk",
+	"CGCUMNFH7+CSoOGLNPg1+YBjkW6KBASMflkzQRIwE6RohXOVQfmhv7ns/EGTph+zZXSAaBan68S7dyyl",
+	"MADIo7kN2uKIXmUsJ1Jz5gRwyP0NAo9wyhmiCckEnVNSqnuqp6ShedCqOFvlbFwUQLxapZs9cPutBmWM",
+	"ce7STsbbczg/B90/0LEhPsR/FJTqUE3hOpkQgWnK0ZymqS4H4sMdKukiiSmXsCyPVP1J2I4G/YpKthgP",
+	"hyjyeQ8ldD5XA5ErhIs1sHcAXXrTtWeo3BbZ23stqE2zqG/ELVTnVNECpeFZMebCNE5LHFAC+XzE1XgD",
+	"XaeiCvaJXmiBq5Eyyl+18lgwNvVoaVCJuQOe/N2CxgtVucUMqYxjpiLjYNQgy0FbxR965ANZrgTsaQHy",
+	"WaXsoK5PfsqdtyOdJaTzgaibD3QflRpaC6w2lRtaydLKteHOMrRVhQeldJMPopAa3ef9weEYtLnlEsrd",
+	"NSbGoLemYJVKfS/KH8jLAxRm2FpCYv+MwaLOQQ24IzOT8CLBaqpFWN1GO6XU70rXcIo+yA2qi2UVojQo",
+	"bSKWyUdOQQiqlZY6LEmLQ/sFYSMbCz0800UeUPf777//vvfyZe/Zs4NAV3lw5BjJEpxDgYfRoBcOe6Mw",
+	"0nLRZulF+iPN9R7Kt/BWDuh9Sh4EkBx66B7xEDLwy9or7e6JY7AvrAgWVs4fNNZJcHj1cLwzh7QBGd9V",
+	"ZjWUv05pLRCK5Y5UkhkUPFDqggJ8UjKZwtJn8z2xAEApJL+scepAEVWqCyqF8i4lA1TG+iegla5hYPJt",
+	"9Z+D3RDAuxDeFaKjyee2B48jW5uF6w4seF/UhvcDDm88OIKhmVRLpK6CM+UtcFQb7fPjUR+9AoVCttlP",
+	"lyj7D6PTohuIY1YuSslofM1XINoLN5fu7mGcbfuiotvl9PZzE1h6aWt+DnZ5kf2s0MinOj7b17Lqgclt",
+	"osZuhPJTZEufKs+E/gqegabloIGf6qKmcHjBoTVFCsK8EcG8DYB5XW3ONywXc5ZSZhzWdXZIy2Tg0HFK",
+	"zK9M612BaSm7Yu/zXfFmdB/fZCUa6b7ic/RYawihL5zWlKNG9Ygj2WQrtL5fwINPHz+Ok6xfF6T1WPbV",
+	"X8Hpvm/Fjvo4KrOybeKoOvVVB5J1XFuKQf+C+C0VkimRKq2WQDbMDNihfb0F1Vk1rLJttE6FlU3YTp2R",
+	"Voe12FgWs+jOdH9qs10aI09YNmM4T2h2BRYxE4cSWSmsVNM4ZVxvX1u11rbsBEWEiW3XCTqqUdtQlEbI",
+	"+TNbJiJh8RrMuRCbezKeHB0o7cNYPZXNDZQF66mOHjO8FovHEJ4b9S+zSH5aXQP8SjzqK/zx5ToMR/E1",
+	"zRL4F1HXWyQfKGvlHEU3OKUJbPAIdcdheBBcZtE6k19iOcBCyscDKPfA8hlNEqLeHMlHGRM9qN0Hj8by",
+	"kbLC9+QvWIpQkkSXWXccTg5U2duU4aQnGOulOL8ist0AulpnfL2SAo4kvSVJKO6p6XXHg4n6Xfs25JaE",
+	"LodD+ZwmZLligmTxpndNNr2crLkatfo9Ztk8pbGAEZ7AIOS1K1PW6J5OOJOfgddzLEgvpUsqdCfQRIXE",
+	"c2fccgCjgaEBlVwhVxQaTRS9ZjjpXWFBbvEGHg7VNPANpiBX4OEICC6lVE8nLgDpLC3gpcmBDqhSMBTw",
+	"LJS3iNn66kAltZQSRsBI04D4ssArlecEZfYg2IFZOwHNpCpLM3TL8qSkDXxDPxRAIdzUVKaZYlSVmWrr",
+	"cRsoJHyFKQS2VMNtoVWzb+BjIcgqbcsiqwzRlG6kAjEOQ11kjM3nOpENBh/oO5W2NTplOZRFxqKfDH/q",
+	"u+BMv6zlsQHsoao4i0WfQiEPCzipa0nwMmiRb3X9sQMXhRlBGMEW1CYvbWTt/FSnPJAPlAuaXdWpwGbK",
+	"8sZ44nC9kivUVk9yTEbYFt8Am5H8tSbE+b7qbzYVEZcKx7cXF2+QeqEaKjsO6wq0LPEHhRI/OTlxMePl",
+	"y9XiLYKKtC6SdcFyIa98S5zrgrIcL4lTWJLF8TpX5l2TPFFU+XDusJlaRM30dfM3SVmVWNpZStD7t+el",
+	"/kFKB60le6uqZaZ1IfOrSk+r5C9FTuc41/Km9gjXekb9cQiQLEXCBTCio93UJqE0UtH0p9Wgco6bOuFb",
+	"anHPHA9HZa2bOqtmpBjVp44yCtjA95fu6Sk9axvUBgA+OhpUx+QVabd9dAY3iYwJXbvX6NPYR4miAnWr",
+	"DtCH9OdBjad1vDBQFxCTEiiIrEg3i6ZOrpHj4/Njrio2GG2dceA3fZu+SbvVLYfDAESUPEOcrFwVtrXc",
+	"4vnXsA2qErnreN/b465frU8ZuKmPOC4u2zYMaAkhmi5BT2HptfVuvhYA3VQhmBcS5CCBmStzxm7dyr5O",
+	"MJFOVm6IIzrZnarzOXE9Ptiac4vcK7bH8MhgKzKe7KNqyxy0sHOVREc5qKVZfpSBUeprDWOBQd1vBJtR",
+	"wQPNqCVu/JgNQoFYJngjKMOSGCB3XQ0GPFyq+EvJBqHTlttnN6+K0ONW9QRLlDXNrem7ibbrXK7MudS5",
+	"b3BaT1dIl8OIk5wSru3cHM027ka/JUTu2iXLhNzwG4JL+9r8UmFqZxCWSDUxa+odS/iuGc8Bgi2u3Os7",
+	"LEZu3AnfkaV4b8LdqXGllZ+MfBAesM2WXAorzzT1nfobFUFz1AsHvWG4u/RZo6evfThHu7CN+w3T2CPK",
+	"4B+qMP5e3sq9qrLXpTLLp8pfQDlfE3B2rv1JD8atikWSLDmbizpb/EXBsKqCl/bUQ7mwbGNTpHwvpv38",
+	"sObzDUTyh/O6Jv35FdMTTfDGHQi4W53P7+9UTLZN/FHFlBwOTkZ4Eg96R2Q47x3hwax3Eo+S3phM5of4",
+	"aHYcnyTt6rcXwnoHpFhJujuNn9YnkCnx6S6Uep3vLGhWU9vedbq+ycmc1sARnAteJMypxA35OklQ9HEF",
+	"bT71PmafSlrV2+cXtZSR65w0TM3muqm3EGdojvM71EhNMRe6sx3RR+ZTskU9r7WNDtniBbYu3PLR4n3x",
+	"zh7Yu3lZlRK6ZPVH3heuqm0cp9TlNe1CfRgvpZzuuVz7OoF0YelhxJL28jCppYM5HsKf5F0fr7lUO6Hy",
+	"E4ar6S2ghM1I/ek/GtxFkjU7VeVY37y2YOz1i/k5btLnOF4411H7ps0zKGosN1RvbldlmZMsqdWuIFKP",
+	"+KNwSwJzi+euNnOL+P2gw6/patUoiV5bcxtH+k00I7Fca6SwmFGMl0SHJiyde/9IcgFHKRZ3Ku4scC6a",
+	"OBLKEBcsuQd73TEPvqz3F/nw61XMlrKv5q0jFjkhxWg56s7JrdTfCFYxWySD+35GnF3lh+T86M9K/THs",
+	"DY/tHyP5y0+O7CwTRL+9kyBFFMuoKkC35Od/pwsFp0WefqKu8TrcUTOlvMpLRjq4tytBnXfT2kHrapHW",
+	"HfZO1oqp06kLeDpFSe+zfqhbZNNqSWWdp9gHjgZrtMdCb9Yiw5flDm/62kZpy5eVBB/WYDv8QHlf/DrF",
+	"KSu38hrENXsr/3lrvcrm1+4bha3xSwaQtmREqCtmad/qGVVBIz2WKfI8S/5BVoVkye41MWEAD70iKkyh",
+	"fj3gtymabUzWbmSq0kdmp0b+3XElJWMEezeqXSXYub/2MhUHfrsFU5Jl14rptx5+ydSHVB1Yx1WoLzeO",
+	"Vl0GMVQ34UJ9LVtPaVK7Zg65ttt5G4eq7LzVn7WQ1pZebaHQNlxnZtqOG5SeP+JyFlUjsCZEtwjV0t85",
+	"aLQEt7w4yisRFW4QmO65VBJkfkQOk0ncG89GuDcengx6x+Ro3pPP5KPhyeD4LrdOuu0K49Flq97YVk3K",
+	"ayzB+0pDTZ+a2CkdhVlSsKmoV68VsIRaBY1y2yatvbT3KjMqaBo4rFAMu41C8E69+w8m05wZbhNq5rWH",
+	"l2qFLPDFmlQK9G+B5RbQ+bbxS73os6ICdkbdWjbEi3wHvmnrc6F8asP9UFeyEM2uVKiZjgPTzywi8zoT",
+	"NEU54eslSVRglQ4QrLwq53OqYJ3rYarUR5SO3D5CsDzVXwcw+G4aUy2GcPNrD8+sBa5wox5rUILVaimv",
+	"Jay+ARmu0201dpDmzfk6S+4aoqFAYBSyKMcp6aMnTCwUWCrOi6TxU42OescwDCjVrKK60JJyviKpk45t",
+	"QuABjwY23u2CpQqxZquP7wuXRrMBHxCvIkd7h2iP4imEN1KuMyznOsRLrkG5khmGdNbi7f6XqySWE8zr",
+	"6/NtAhOV4cQtQGRmEZGwrVbf6ww88EW9vlvXJVxTtm93lELNIWyKjghBsyt+B7CHXUkexuhr0y8U3D7L",
+	"3QKc5rqqMmytwUNXC4Cku6YyH175SuOExAKFJ9MwtODYFmzSz3eGfASd4MMyZTCVKr3N10O/k8Nk8zkn",
+	"Aoq14U1Krxaix/GNXBgdImFS2BUMWEpKinQ9dH+gs+qLj8lzNWOWdCoi91Tvf3VlVHkyUJkAwGo0yL1S",
+	"3w1byYnCWKGApo0UOxeaWlKC4E2JZPxaoSS6OCZOcO0bCLkBpDOILtIgJgUhi+xWecPI2fpqUURlsrWY",
+	"sQ8IF1bo/4+9f11y28jyRfFXyeD8O0SqQQq81YUVHTPlKskuWyXJpZLVdtN/IQkki3CBCRoJiqLbjuhP",
+	"J87+uufDeYFzet5jzpv4SU7kWisTCRCsYuliyz3qvXtaRQB5XblyXX9LsaZBDQBb5ixdwTTJQadyDpbk",
+	"bCmP3N3HFP5ZugQtWUFqrV5wmdqPWMYlTjRd5iDGUMRsxNctE0kEgb5YZiSm9EbTh1dkiRsiswIPpYQW",
+	"2pKZToeBzT/jsaoihbCNYjNK5Gqj4gwhKoSaQ7At9W467FRM+TLJRzZVyiPqVCz4W7vvabba99i+x7qD",
+	"72sALukUbncaWFcSLFlNKpVbPCdAZBK4Ck2hjp1cCTTmG3z5mUiwRGKeOiek+ev/+b/7IzKUg5iK9es9",
+	"5o8M8YI2uz9inK2EuMZzAwdT35kG9A5CBXRjUIvz0LmMDjwKO5eQXSbVChy3sWRchRSIDnk7HXbMJhnA",
+	"7gPCSjXn15lj2dGr98n3+t6+1x24hvjtgdKHvhMn3e7XxkkX5viDW9DWDQ2Ut6FOSXu+HSXqGKNUSzwE",
+	"ETQqPMRj12KxBay1wyD2fZJxLStU0QbhRIg3izhbA4VBO5M1qS814K08iz7TTdUDlGE35Uv2m1jxXWwG",
+	"OIoaRx+NTrHz82+/rSTZ9cBA8HagdnVhGM8tQAngBeo71OIAwtK3AbwEpd/yWA55d9IzYRntAd+btA/C",
+	"/ajti+60x/uTQTiM/hBgfzDPG0PKbHU9ePU94t9Be1hRp677lMhfS/hmHLdi4rVuCcvawYFVUH0JKI0o",
+	"tlix8gRuPO2/T7HAgtnUaLMw9ldATLW1AWuev2/9dbMLUFwL2CCguqIWUslyAs9tIUDQTC9FNo9lXXiq",
+	"4a30AuYSAzirx1KsyXF+dnpjWOgmd5wpWR+oNONZtNL8VYks5okJiyCGTVlwRwYrgs9TeWWHVo2i9vu9",
+	"F1/7/cM9QjDZwtccPObJvujxbtg+jPpTjE2ZDMO99n50IA6nPrCtXRnTcyHkrQ5ne6FztojlFVmh46l+",
+	"AQXtKL6Na/i9t4923xlXO50anPUPhKd9txAjrXmjzYMgnz9QjNEW7lqFdQ55ksBpanZ//cd/liP7K0z1",
+	"UZbqD/QkwSf+lpEd5rjelCpdF0NQwuemXGp9Ft2M6oJ46/iy6XkrcPexU2oUtLgp42UWcksIuTG1yDRn",
+	"aJlaC/yhPow8rhcIZ/ECukUY5SS2tVAIji1jzeOz05ZnoUypFIKJFNMKyCpW1WoQPv2n3/W7O1X1eN+g",
+	"1E6wOyxwHTJ1Md/HfCKSu6xPoj+446J8c/b8mJ1cPDw9u9wpenu7aGzwZ+8pFJBZM9BSceCxX//xT4OM",
+	"i4Z3II23E6B1D88MFvVNILhEyE3Nb1rgmOCR1rcN5jGUGwyTWELq0w0r9Jb41rfPxE1r2HpJDEbDg91F",
+	"S5rRxXZjoklFM3OHQk+Q/17N+65bldv1G5ln6/PaMjhfkP5vJRyh+ahd/SplmBS5WbyAkvhQfykRCmKP",
+	"VjGIXHMulzypwfKir3YMUi++24sO+SDsi3Z3Opy0B9wP24f74qBtJIh+NBC7BaE7fmwHXDk8FHvTLm8f",
+	"THqRpqf9NvfDQXuvK3rR4eRgus+Hd9We3pc+dKe7i06gU6SHHpx9ILHs9jBAZZLH3XDA96a11V3SzpzL",
+	"7mob11eU7Slxreo5dY/NVj1s42LwGjy+W+xcZfeOiRX+xupZVQqpUdLMyr4yqOCGa5d1te2vvW+VbWtP",
+	"oLlZ/aoOXL+qwG283ISiJiUKKfzk+vLq1OzdiTHY/wE2b0sF3Rve++Db51ZH3rJ/rkskL+8cyFeFY+L4",
+	"2VntFsG5fOtk/jwFeFYGvlwrfn9EXtrz3T2wrgskgfKiNQdBsYWxikvX8WHkkIwQ2kboUUAzPE7/N/TT",
+	"3hChdiy3lNY2DjyyZG6v9vS+5IPybVwFiakdyD1V2GJYE7ES7Q9QPklWvFEbBoX3c9dXj3r9JbvD9XZK",
+	"Eu4fgEMaYfwWBmlf++D80fS0nT1a/cH4b5VaiqyODz4C7eIPsAuoBt2yB/TSB98BwiSrXf8QktwIsV5f",
+	"EpI1g5JIGaBHejVb10oPWxH0iANTBHBhN1ZsIqB0s7oWUYcFjvhTUunCGc+wcPtN8gwLHPoqiKegqeps",
+	"9CfulV1zIU/WpriH+bVcAe4Bfh90WKAl/OhVuswBr4SlyzxM5yXwYv0GILVjIIUUFSN2hwV2f0oDKXYG",
+	"7u5YS3dQCluPj0sEvldrlYs5BOin06me5hHbsn1xOMPKdW4ciOmEJam8Ehl25WJzmJgC3A3YmNdpbFzq",
+	"RP601ahZGKnZ4TAlacysmGbfNadku9y9QXqXuqmny/wPwA+KWd/MEtzV+cBcwSXdGsYw49HbUrS7VTcA",
+	"bGrqqBJ9xRNiYqVAD5/HcpmLDgsmS7XWJ7fuNgEvr9bhOxDsQH3IlFrWojA1jYWQsFF9LCAKsJlm6HFp",
+	"lSE9dTsYm0D/0mMo76V9aZNs02shH2ZZmtUKek+Pl/mM9To+AXQCiOfe/uCQ/fd/DTu9lscwzBSiEtZV",
+	"3M7NaJr6joIYMeVeEaYcwnN6bNDt6/8zrGBmvrrKuMxfGcxM329hpSBoIkxiqPMISJ4I0Z+mr+Zcrl8V",
+	"ZZAA69JdxcoAGl6jvj8UzpyO9JpW2y+v/eb7teCQr0pLUuvQgcJ7qyyVVzdjV55AT0zvhJC5sZojQ+vc",
+	"enhxj+pGVSuM6p12ooVrzNQwmnaYCXBraLkb1lPfdfDoVWxSdehvJcJM5AjoHEuVCx5pCUChwwYRFD/j",
+	"Kg4rUzROG6I58NyYgGNzWpFR2kRrOOAQkiRktEhjaRyeCuKKMXYJ19wUYIhzJZIpxrzh8SBI0OYGGW8n",
+	"21aHXWIkFNEMeAoJi1Uzgr4PsYjEAvQ/Q9pVRM2sieYxi1m/DcfPztCbBZVdr18FFKuGom1vwBKRQx0j",
+	"vRMYklLxC86vXw0e/Xjw3eSyJ/+62n+8uDgMv+mrr6LueS3WjruZN48J39HjUpVxDfwdxqVe/bj/19e9",
+	"x6vDi+vBpTz4btH/Itz7ctr9bD48Vf7n694Lvv+VOHz5pm6czuHexLcm4FJDmQ4RVwKGNl9o7BRRTOdH",
+	"LVKpRC0L5mEIpgQglzL/7dbhEcLrr+D1+lX/8uWlpjBAr+WKBceEf0yFjz4TPBMZQ9hNt7Va+E2x/nI2",
+	"+TyMn8ZfPvru4cXl18/P1Nk8X3x3crZ39sPZ6vyHF/n56Xl+fvowfnzypS/+eqzfnUUn+Y9R/+t4+nVH",
+	"rL/8KXp5pn/OeffAv5APBy/nX744nw+/jX6KzsNHZ8Nvu9/+FPr59fkLX38S9hI5mT/yo79+mTS2hZ8J",
+	"9SquWYLH8VRAfHMsNeGlMlKsuef7ZaraqwdXdU0JW49aCUoejDjpSqJisAHX+b6Q5VWYLrYkSl6L9T2l",
+	"WQhwtFQqjymx4BlEkE/WTC14WMHwNchxqvM6FitruaJEahtzQY9NrQn4q9ZOo8lnyxE7Rtd6gGRXQivH",
+	"n8q3Kf12K6agewpKAygRh1m3zY2tu+swd6kOqe4dCz5uy8gZleo6OsjV5WJlR4AqC0FItrpWUUwLri3v",
+	"xuqLkB0RS3fs3d8SCi+ugDJBsLFMVxA1c3cUM4/5v/7jP/t7wxJN92+EVu7vDZ2QYf9uQGcPNSfdAm4G",
+	"wWhJwpq//q//h3Vb9Vhne3VDszjPt8Kela3CtjDnM56Hs79Be9+/q23YNKoXomhIXceLtnnUBvlJrw8O",
+	"8k07ncf5TyJL8Zft4GyXRo1apErFk8TBdKlfL0wp7vbeBunoxsVKF0LyRQysQnVOeS4+kpXbFfrrhqNU",
+	"UxLqdynKdOMG/O37al8fyQbUI5ydO+hmN3Gx36Oe1I3rjO98JGt7QzmnKurYTot8W5WnQ/+uVZ7+OGup",
+	"ttq8KUk8TzE5uCgdg/mnakmgp1sSv78vy4eUDL6DivNSTGZpev2QFOy6SL8XF4/rPHXiNfhLtWq8WKoZ",
+	"aMZ3jOLeLfrsRkDumuizkqXGEU7T9FoLXrG8Ymotw51QXSkvbZdYNnqVNQddn30O0KVDzOoytVy5rbvp",
+	"1bjvWy6GCGU17RbupjfiUt+J9VcQXJdUyjjNWPC3ceP+uPF9gIbMyuX9t0YBvW0zMqzpN3OKz+90Nz00",
+	"Y3uaHSdJXcGUavQblvng3XaX9ybt/bAftQ/EYNoe8r3JfngQHQp/ercyHzeNr0L+DsAdFgLbrN+lX1cd",
+	"p+gzsYrdwrWWUGrK3aPS/rmVLMqk54ZYfX/7OX7LuA8pVtbW1qkp5rP70bpjPveuVEymkRFU0uz5FN8N",
+	"zz4G4i7Erl5V6trAFKyrNBcYKguA65r8quUkiUME+pUid4rH+4ODrZfpDgRbklkGB7cUOq3QM5Kys207",
+	"kOVWp47Jpx+51wpcGiwwJwHcMYiHEttySeVjUnI5O0V3bY6oeb18YRbPN8iyMgG0Mtz5XFFmPdbmNAfs",
+	"CJE3rFVA5XxNSFeQInrrAawD3lwx59cj6G6+yNcMZ0RVEhRVQNh+gllTilWr5hzfcm6do3b/tzlHvzWf",
+	"f/C69zYn57aT8TLOZ8+tNX43K05Vdtv0Sm+z7wermRLhq8B66Sdcib2BJtB+j2VcRumcTda5QYb74vz4",
+	"pP38i+PecA+spOwrIRaQhRZfC8YBvWCVZpHF7lKzdAUZTeB8lOmqTG7Y/fn0q68Ps4PPv/r2x+xy9cOL",
+	"Z6cHZ4+ffXeW9h7zx/z56vPh4ourr/+8d326+sut1ytNdQeP9rHjT7LV0lR8JYH4oRmv8CenVM/M2PMQ",
+	"2SDNKXKu2MlnW+FwDRgeZ8EK3+3ogxYgr6uDNcDRnX0g0YgAI8qNH7NcqByHhIpbkZl+i0+yGG7R9g2X",
+	"gV6o3zjywt2imqgLd1fKN0PpyfuOrCgRA8ZS2B0wWKf0TtssMgUSwSctl/yQeVwQYd4dG4o+rNxR9xSd",
+	"iBoqBUv9CWCy5WfyOXpr6lNukpSKVSGEW26cimgIN2dvImzRMH2RgQpV+IFGzGcqT8FwriUggrSgcNyD",
+	"vYHvs2ZvAHAqFS/kjcZl+PJm8/Im/wa48nCZxfn6uaYxXJIJ+D+Ol/oWMH89Mh1/+fKyUWttd12IWCS8",
+	"FKjhWd/6jc7AkheQHYMjEau6+nsHLVhjg0n0MDp9fnxE5R61nLzn+2aVEVJGIfTitSAXWQAD6gUkXEz0",
+	"vSBTrDikP2OFa7UDfhu9JI0RLUFxcPTlWrifIUygpvy7luNLSwBMeGR8dCwG1+hSGTACc4kRUQEuD95H",
+	"ng1RSKe3RjRQEMIkjdblScAwN+aAS1IT22yjcigowHE7j5h4Q7Igl9bD3jSTgrKlejAtCjLq+m0KMihR",
+	"id6RcjAP7lqYLiitOa9zLR4RFsxCZHjWpRCEwZZKgde5yoEEYgTvp8UNCsIOPFNuNU+vEGTHYE3Zdj1L",
+	"JgjeZLZH71WxGCNNPbG8SsTuhM2w/i2BGnFajpBn2RrL4fHcmbDHFM9jNY2FYpM0n0FZjyRdOREZJ05I",
+	"gJaXYAXJU++4TUeNx7HK2fnZqWLNaul9ZDZOapT96IIqpqsRLBqBIvHIqd7vfmXUqXKn9iN65mRhb3mx",
+	"eNzwGhX3cGPUQNuARzEG+vBClKWD2kz1GbFBrTAU6RG15R09o+Bgxq8BTSMcNs9tyMDrqHsO1kR5oKiH",
+	"w/IBXqGbSlt+s3b21gjd5Ip9+fzpE5Zm7Nnpo5ZXbklT6SJVBpqndujQm611v2VX3VR+ZbhI8VXDM1KE",
+	"6sy5BMHL7oHxGSPQBg5ECwH0hb2H1RHTlArWQ0sIxnkPResbLkMoXVnIp37BxJEp+Ekok1X/EzEKGiS3",
+	"a5ZEMVFkrSo0ou1GcqWWQm1WP6Y2Y1Wg40H8trSb0A7TJBEhMCMlstdxiDVv7XLqm8z8AQYePpYYusx4",
+	"mJtozDj3CHVPuUB8Tc7uF6UCIZTrfgtrE1fP8Fg2OaBDQKZTGdep1TFazZxf6x6K4iPYOQPAp6XErKLU",
+	"BF+n3lgqYVAu4f0qtN9kTeWW04zl4k1usNw67NwSFBB1PhNxNpb2ZMMianak6QLJkS14lkuRFV9sUGWc",
+	"FXRpiH4sa5kRU8vJPM6B0Rd26nlnLMcSrgdbOj52UTw1YWU8zPFC+uLy/LFFB1JsImaxjKqVXAK9MsFY",
+	"Nislhvn6wd+BmH8JEJMNG9FLvhDpIhEoguhZG//T8bMzwg7MhH44luYiQghTGP2//Rs7LkUm6h+7Hfbw",
+	"hps5mF+/+vUf/wRZDGSMYK7gh5YBf6zcz2PJmMkFKEkyzZvEgyPd2tyzXKsIpmx1xrLXYc81y75rTBhc",
+	"0FhEGu5rOgqdsezr44VDTrjKFbt/v+tTWKO6f581gyIcZ6SlxKDVYRdiqUBYwGR5NUuzPFkTdB2Lcer0",
+	"HVgPJEsnOQfYHxLrj+zVvSjGYyA7tNQtI1vJEyaim9wWjHn//m3hmHomXLKzZ6/3zE/3FLT5YG9wxHiY",
+	"pUrRElncRYPRilypRYRvpGKAxyuJ2B4L8vVixHj+5x9WeVCVuHvDYfeQNQOeXI1QAA9aRyzO1ViSedfC",
+	"8GrpDlLfOiuRJG0wcT/4YXWtOj+oVMt6JwmP52rEglipwGMBX0b6f9RyAoLtWLqSbrOQmlseC9LsCkBL",
+	"nSA4fACij24m5hAbK94s9P/8kMcBzB0QIXU7WtoC3Gx9S+plKgevzdKV1CI40jkKVIQnWRE8x7LAzBQj",
+	"3cfP7Jlti/3MHovcBuaxn8fy53a7Df/VbwYlKSDQr7+lGLCRA7qLZMAqg8DrRw/jNvHq6M7i1REl4RZt",
+	"2fd5XobGUUc3imJHN4th1UmhJKYnVSeK0duOyLq5C2TNbxY3ET4iCapFbVQEJHcZ30FCurXbshy9Ofri",
+	"usX3S0qBfR20Am5Wp0hgpcUsiY+4lneRH03XVfWirqWb9Qvd0lgawaLkzlf3kP2AJlV87ZxstIM2C9q4",
+	"H3hjWV1Br7pGrUI+MX0U8kqldS0CVFbLq5s48uL79wd+9/59mxGAQw9evnzZdq53Ya9HfVubCO2h34K1",
+	"KjCUlWB5nCdCjcYyOKfkAvdO10M5wwyCjd+P3bsfb74IVseIEZl4nV6LCOwy9G/SzuEbxa60SFF926RO",
+	"7VnjDNPCSvme6rCn7uVKgehgPNB/X4s1TjXP1oxf8Vjaxes7izfjryndQi8CCxw2bAycdJMEkch5nARg",
+	"eUHuTLkYY1lsqL5Qnrp3jFqqhSluQHOmGCGSGzi9oihk1n4wlqXL6krfCTItJotpRE/SHEOy3JcDrQEs",
+	"eD6jwXJZaQzlIYAPQF6r6fKeYulKQhhvLOkmLp0VssAaSiV6/Ld/Y5CppeCyhD3CrCzDzSsmLZAgFlk6",
+	"ScS8EKZRnBgM9zX5OKT/gN78M4gALcIWh2wVLXjoXQMRAPxaZN6indKrqffbv39/rPlSCkjdVEs/8Nic",
+	"L8Dthzac6ZTwD7BYNJTTUEYtUR32WRqt8ZkiGNu13iNMwI6NQc66Z0uV4fQIIR7S/uNvve87Py65zON8",
+	"HbQ89uNSZOuxXPCMzwUmligWwK8dlG91+0aubdITEAb157DXlY/1b5vfAq/RT+IowAOCliX8Bv9NXz0p",
+	"9UiPziIxX6S5kOG6/ZVYEw3ghuDWqhwCuF9cnIFEanb6Ota6YkXVwWfqAXaoX6EOSSrSv7CfDbbQz2wu",
+	"OBjMXZnIykXAo4j+fwYI55/ZMW6ZVyyOPjU4F4R9Zhxwn4+YEsISR4cda3rhGBMP1rVS2jfcNXazJyJJ",
+	"V+ZqJWm9TTmfOJQD9jOzIfZQ3kcl6co9glrcBpWAA/YXuftt4QyQqbTCrTkZ9bSUnPQhEWE3XfYzIx7u",
+	"MUr70vMl1ox8w8PyG5YZU2vTNJvEUSRo8fqsJJPOTatpmdMU7IqakWnenqYkPA38AfuZPUmZWoYzff+l",
+	"yywU5qYvuI7TIIYDmy9Srddgw3ORz9KordvnmImFPQxpaeEIiDexVpQmyxx2ihDgY32O9deFmJekPGrn",
+	"adpOeIZi16Dbp5aMWgabFSuW6o3psvP4M7vwNnuuPRdRzNtI/rqRobvTpNiV+BnwMWooTOU0iUMikkP9",
+	"KeAJOOnqZjA/LFUOEaXNCiakfbOa0ds6Ku4+BOdHiPxIX/5mImTr0ScWBtHrsZ/ZC0CFz9M08mApQy6J",
+	"7uFbma6ODOstMVym+JqtZoaiYodVXIt1OxMY6mm6OZYsqLITKo8B6btk6o7i6VSA7wzWlLYwA8EA3Hxt",
+	"QgOA9dcNB2fT9jnPw1lg7z9cotciU5T9JElPQJK8p1gzeHjJr7TcVjl85lzzXLRJ+8Y5wH6lKSZWGCX9",
+	"CNafBRciz9ZtKgtopBhsiRhuhfz63TL53VMFZ84EEuHegH0Vf6YZDooOcl2oli3nAMbzRSI0MeBQh8AY",
+	"jlmecammImNhikg/hRQQhLOlBNnrxsYnPGpTzjo23KNBlw2HlNVbw8cyvSxUzcFysdc8TgwFDn1zDI1Z",
+	"lKgvQ+tZriCqYMKVsGfiiJqlcow3LX2eL9pEBcBK7EHGvodIlmB+MsTirFK38+bm9TFR09gaXkCTJSTl",
+	"oyVVL4lr97HRFvptk/6bTgnKNccLBtSXY8niiCpgpAIZC7A7tPsVT/VtpPX0PLV0XxUkrVdqLAf+AMoW",
+	"xREka8D7yjnx+ooWkQlvXi7jiMVysdQiDnqWR/Bj0AJVXaFh9aA9gP/X7bGZeMMJkopsfHpqgNAMaWBm",
+	"kTP2mmcxlzlWfEiStn5bRNilnthY4mF2QuE43DBGceT5zNM/9XoItQ3sghYHY8FAV4Rn0zjJRXbE+FjO",
+	"eeJ2Zeo/HNGaztIkQuM9EzJM9U2nEq5mrBn8qfcoaDm2cbhsOJaOUmMJO438xcOhoqz09Nnl2dMnzwM0",
+	"yNNnmHYMUoCy2knPH5DAe6yvvAAmAHPPzZWmWFOmY6nneoTg1yICPQF1BOjxi3QFhVGQ6niWxboTirFc",
+	"xVjhKrdJ8ff0HQGXPZWskVqU51diZBY1XOZjmU6nhe1TMS2gpBkOt1hSYiu4dM6u+TQvlLc6utXA07sB",
+	"7dcLR/eMgR8lK9bs+0xZvF00w9MkW6afAw8Ng1LEWBcFzZ2Ms+GbN+BWKfMLVFRxoax3dZLqoZ6kMhcy",
+	"b2O0mzE4XhJPbT+kGQbFFCFmam0IE5gTgMq4Al+YpKbUTJhKiS6hsUR1qNvtsf/+r71Od4TyULGJKI2q",
+	"+fLqKhFFNIK+nqHsLGhYb9atDnuqSa6sgaHab4hM3y63IAYgGRUrA/yREAcK9gxnJxNTuLwtZSDjBqJe",
+	"u55yY5vXSk8+Qx278Ji4pZhQDNjQGEHyONFtt/XWZGkyYjJtA8B+AG4t2IMMrtZU1joliO6d6bPNydPe",
+	"jeVum6dPCSkYlnegeyhNiphlzRHsMRlL+kDrhiie40LD3/VHxgzvyIoJICK4x2UsQV5hTZQb0JnEYT2a",
+	"NVIIFOjaRUYYSw4yRXND2GhB3febrk/95VAroTdcxS19Cq/FQkv68Wt3bfVawKKbzNahueDHskg2gSr8",
+	"hbMHTBSX4k0Ongz9rDkplHnSvR3t2TMr2gKsD72JQLwvZKz5/4jkaCC0CNmAKejGjGGfm7yTyTpHz67+",
+	"h7dJB8pjYp7+EAM5z3l2vVxY4h/LyqkQKuQLfahaHYZsSCEivhmb0y5rwg9oIm6hyxACWzu0CJtaLdY2",
+	"mfDw2s7DOdF0DoEQoXyXUZbR9AEXP9pOmsFczNPC1uF/33H84/p3NF+U6vKD3XCbkWGEQ6fiiujjZC8u",
+	"H7WBv9O6RCzR/E8tsyzVQqqmsnFjPF5GB74/bpC5Q6/okxePi5Vi9Jbv41ua+CyzvwTFjk5nSfgCY40S",
+	"WBoRtEDIxqDT2h0awsPZgXGMks8Va2KiOdAe2ICgEvVSxnpDVK7opIahWOQiwi7Ak2OyDrPit7GkCPe5",
+	"1nj0P4L/f/vfm/8+8n/+W7d9+P14HN1vNf99NB53xuPoz61///8FhEMFF+GCAyAoOro5m8SSZ2s2TVIt",
+	"cKXu9Que7TUVCSNy12QOvasRJc9j0pelHxeRFPej2+v0YZ3dycOAivkTrVGyB5YjMmtH1fXyjMeJnu1P",
+	"Ikup6d64oYlr3BgMO0Pcyn6vPYnRtXplLjt39LCq5ils2YURk9BvAggohM9jkjMQpYKtoDgoJC2gjjoq",
+	"Luh7yoyYxWosbelM1iy2EFeOyiJiR1Ct2hbaxEoGAWtSOiF3PtFi7Rjws1BHwFiToJqmHFBhPY5XiZ36",
+	"5usg+qAAOJZXQgpE4oC4zLwU9wCWaLvBRYZScS9C8Ic5AI/BJIOxL1extJEH5ncAGSP6huSGDtmeTahM",
+	"AZAFVz48c50jgQ2SiEZjGaBR1FYU8ViExfZYb9gy6kC64D8uBQvCZaZSLfWZulOm2itcIVA7EfgajdJ4",
+	"gIPHsbweUeDBr//4JxottRqa/GXc0N+OG0FRf3C6TBLjfzfuddvBEQniY4lYA9QnDkSm2JdhQR32qCjl",
+	"B4E1nCofHrEoRT6+jJOI4cT0HuB6WXeVPiC4guSusj8UeLPOOt9o/zebR3JcnIs5i7GwEW4kUYDDzkEB",
+	"QkFsY3s9tuUJ9UsOOLgo8MWQZ1EFaNJ4bmEKWyApA+NWLnC4Ng1RxPOBjHrD4Vg6lWk8lgmENqE6+Cb6",
+	"GizeJW0bvG1G6u2wC7EQPEeZ0Ah5lk4gTvRarIsIJfgFhJVmmM4XPLOCD14HWgNPYkU2CBMJZjRkJHaU",
+	"8u/f7/n+/fvQ2Vi6gJaGgsC6CMtm1yJvX4hFwtciohquTpC0HmfVQkfqG16BvR5rustKLj6wAbY67CSV",
+	"JibeBrhAe5p8INwCUX1SKcaSxjoiaEMw40uh0NZmNMBpnFlrCNBlz/f1ilPjmfhBhLkjyLx5M5ZGlij2",
+	"E6whWmDPMnzdbJOWBWH4FjIJiPmLh8enAVul2bUq4o0KWwBaRfRhIifsYbfrs//+r8NOtzUqdp08HCBM",
+	"kvSpRTaMybaMdA5hM2PZNrPSz2OhRvauRDN1c9Dts4lYpzJqFYOC42BOxvHlyRdQ4jWFCWHgFhwL6tVK",
+	"oUcOHF1xu5kOQbOAGpq086AIUu5QKKBVa+sHynB81BFrpplHId+lHjyq9BRRqVeDTcRxKXWzqLxj5cTA",
+	"mNrRMZNDAqxep2M8KPA5gRE5eHvWkAYS7GaZb9hB+qyo9607L0p+oxgVX0mtDYzcyt9QSRyeTqHMFQjW",
+	"gKZJNxLWzdTN1eqm0KRy3XqxY/vTQ/GKeKNex2dcXUN0lwvH1u/0WrASZh2QXDR7xksZEzsUkwKC282+",
+	"9nssEmIBQJZESl7ZXKN70pcdxcSn8H6yhkUJZyK8dnzcco0cKRJaKVFFukF1j2IF5x9+AIgoI/nbuslN",
+	"R6FczeJcIFKYVW59Xw+MireSXam0R9RnResjdajwdAi09TU5m/CIBX8K2qhlaHEtOAoKq2OcobVJd+vU",
+	"jd3iux1Z4yOQLAxMxYmQWpiKsnSxoBGiwbU6ysJh6w4deIxeN1oyVOTyFcQCC/1vZPusYDjwZstWTb59",
+	"4BBtsM0/3GFnJEMD/ZEMhnuyyuI8F7LABkW4xBHDt/7y5yG2jX8NO35hQYOFODWgF4o1A8ICeJSlcy0v",
+	"0J+XKfWlCb/f7x8yfN8WL02EjHjmkRUNBhkYsA2/e+n7I/j/3+FI3CeH+KTtD0e+HxhrlC0mjmlL7e5w",
+	"NDyEE5GnLPgz/jlij8QkW2p9qu+jbToRfGFsdc2g1x8ND0d7flDIpdhqOmXdPZIo0kw3C1C7eobgBdll",
+	"v3DtjNZkMqkKbc3w7xLuj/6mjAA6uhXzsybElD3YG7Q8Ixcy12opgesPeoeWqaBVyzXCIsN66vo/9Yh1",
+	"320QIgDtD01bk7WV77u+X4gSC1BDQuhhsswUlLLVY+n5fuuIOtfkr4eyOQQn/c5cv9+grQoCfigUPC4c",
+	"GEE3KMCAcpFNeSg67BkHEw1EaMnUvqzEFQAvjGXDayRxKAhlk1ISjhc8nAnN0jdSEVarVYfD406aXT2g",
+	"b9WDx2cnD588f9judfzOLJ8j4EicJ+UMh4bXoCE0Ro0u5HIhslhj1Oh3/E4fckzyGSQC1Ufh6idX25BT",
+	"3YDe5pcvv2LPRe7BodwfdvdbyGNfiyyerkuxZIpwZ0nB3iF+eBHru5QiZKkIAgoQyKLuKRZcx1HQYU/S",
+	"Kh5vA6ad2fqdjc9F/uXqWjW8htHDYQF6vm9SRkzObsWP7yQSwxd6lSCbajmf82xN9T7MHEy257VY643Q",
+	"DFi/rFcL8oB5ctUYNWCKgHryGv6Cbxte4zqOHIQgv6t/yqGLr55pMlGQnxsDKBSUI/vx2+Nvv3pzkk2/",
+	"ef5q/3L98usvnl7tz8LXz/giPk+y1Rnnz8IvXlykjV++hxwZFIpuyyiGlYL36zBcYcshQWeAq1fXlF3l",
+	"B5/xyKA0u5mljdHfvvecVfycXJa4w846Apwtv9Lr1yjnNjS+1w1aLfdGsq3gO21LdqOK8lZdszVeY9fp",
+	"6mFZeRQggznQYFBUDw2Y5FmWrkxujIJaQ/ruNu/YEXDJSOK0zzD+RhKgxqZz14OrX5U9ni19CNCyEHXY",
+	"cZEmFCtSsiJ0RZ6fnY5MpJFiAaSLKhZslEMNNo/Q41iZ5wqYiJFZgbKrNXDIbgTTBKYZKzvFtyqTG+t2",
+	"4SI01VlH5YqtBW3fVgDn+3fmAi7NFTR8uUrthN3tLljB30q4YPqoD9r+sN0dXHb3Rj0DBgZsYMc6vW6V",
+	"4l2Xcg4dDA73unv+wX7/4OCggkMLje0EEPyLd+OMuu6MepMDMZju8fZh2I3aA9Gftg/4/qS9Fw4j/VeP",
+	"dyfvaUaHe28/o+/LjLICu3h2qmqO/65wluflc7aJGbbJdFFJOD87rSsqBdHQ9LvlVVhaeJpmrbfj0vqT",
+	"7u2fvHBiE/Gj/u0fPTIhiPBF7/D2Ly7T9JzLtbHx6O+Gu/T0HGOLXhSxR9X7p4xpoK8jk/b+t0qK9Pe/",
+	"lO4qmxnhXE3n1bvE3E6OFXvrDWVyHWzCx4jdIXHRZh3cQ7iJ9nKBNuZm8Pdnx99ePPz6lRuRqxtcP/i7",
+	"SpZXvwTkzD1/DJE7GCEbpaECEzBPOvMI7B8rLdqj8U2L44Edx3EeUB6cvksgTPnKCHbGTI94BGiGPypb",
+	"xu8pq2LENj2kZA5nTUTBMLEs1oLe6kBI+JUICGkDHIM5mNudaxV+QVW40DnZ5ZZBYEumXRg4TuKIcTsH",
+	"usw0EUQxelZnYGZZ5vWO/IAtIVOJ9DjrkbApLmhMw/IDpQ0/YvP0NVbsE3bLUzlJeWZCbSBP1KAXu1RR",
+	"6Cj1V7lLmLtc5yVChK0CDzm/qpRzjuWrTBAge92lDZ80dpVFnWE+hw9/0VdO3RfFDB6AGbWxw4snsBWN",
+	"9yARLAh0qKwXOF+VhIAJl9eOHPHYlhtu+P6gp7WUdJnH8sqg0za63a7v+35vqPmfgeYlIJys/M/HsRRd",
+	"/UnP99mJiHjGnucNz33ca4zkMkm8RgicsHGRLmXELtLwGjABVM6TEygx3dg/2NsbEHQjAAX/FVLhJ/wJ",
+	"bqZpPxMiZ8fLPNWkMOexVmjTlRTZf4T6DQUv8GWedsJ0jvV443x9iXdfkoT63hdXPNnWLLsQCx5n7PHj",
+	"Ez3EWSr1a3/uDru94XDod/f3gRe/OYuctdzbPzhEhAIV5y7+Wd2YfvEas1jlaYZXA89dVax32d0f9YYk",
+	"zcgUWntumbFxojvM1zM6rkhEmGepjEOeYK2ic57FnB0nr3kmfsK1BdwEy1SBcssDGFz6h6OuXx4ABHGv",
+	"shicTSrnWY6oqqbB4iRqAgcRiUqtD9rTId9rDyb7YfsgOhRtX8uak344iIZQlEBvHXICOrXVQeMbs3jx",
+	"TGQhnJHGnt/xfd29ks4mDPq9bqOwVJxzya8glgFs7jBV6uIynbPPRHgNoDo17Q9q2z/Y3xu67VOz39ct",
+	"g9dwLq7t++vUwq7fgZtlRJezli/PneVEp4ldZMSnEp3joDNWUFfI1aR71Pfqtp7ptQfwDnTxSW58G7lx",
+	"AymnTnasFe4cYdIIBjUyJLjA7yJIpuVrqLBtmFvEA1MAnjf8t76djBzLmiBxYYAOWPVBWGl5piL8FeYt",
+	"67+If7JmmkSW5ltoj4gIfM0dihZd6iVax5cIQdV19rzj0t16o/wCUGROx3Glbv2OXDFG4Jd8VggzYF8o",
+	"cPIQ//e3tETE8gJ52xbCNu+6LOXMfLO7SbDEkOotg85IP3a90x/c/sWTVN8wMvqjM5zPRV7CBCqdmi0M",
+	"pxR0cxe7agV9YlNxtLaiOrURA3xr9UYEYwXzB1hEAcxtB2VyLHfWJh+By1axMJ1PYonFPdnxk1MImnPm",
+	"RZ5gxRNBkBaSYJNQ7jO1WlnqFtwFu7L9k+e5mC9y8oV7RTSQAx2ECVbH+KYK0LMGNuU5FvPhDCOhOuw5",
+	"TwTha5A7vrQRY7kSmTDYdnyxEDxjeZoWY0U31aaSeFIUGd5NSdSrosiEnaxpgBXwbv3OFt3wOpbRzqqh",
+	"M7iv9HegGdYrrjDJYlh2Hzbg12pL7m7RYhHL/s5jNfjMW0ZbhiFJSc/eqAW/o3m4bugbxv47Gc+9rbb+",
+	"ysjJ6G9Q6d+mDn/d6IsS9R9i1BgGiwg5kBagWBMS9bj9NTZINtNW1ZGxN93nB5P2YehH7YHoTttaemiD",
+	"+ICPDrdMitp+L5MqTwiGynPgF0WhMChD2ITwLxW/Fq2NGlcbYRNbBu4Ea9QP/YZ6JruPn5iaM3Tx5qah",
+	"D+4w9Mv0rQb+R7BAHcviMtJM194zmxeRzeUqmalM6b1G1yfdG3+5MNUkRg36XW/aZxkHaMtvYsVLNT02",
+	"qt4MR93ed8Urn63R7IM2qVKh9uJHc0DoByHzbH0ORir8AcwbPknymqX47cFed799cNA7bPf5YDIM96J9",
+	"cTDFSsrEQ+7AipxElsaocfbkm3YXbXVwadlrLSlME91utwuGrdci6T+HbSSE6k0WvDNHr3XeLfhaZGQ7",
+	"O+WSs5ezOIcARlBP3JXEK/nptPhbb6deiEHf94fdXr/r6wkDdJa+tqxWQ8UISsXoKe7a7AsYrj4Q0QxG",
+	"/s5E09ADL6icokcAlSdrvE9q8n87avJ9v/eHoSb8y6EhGqolIrM3dUR0o3XtZLuKsbN5zZHG7mpe25AY",
+	"P9nXfkt1twyPXGdbK22Qo+KW6KZOz73ZsqZpwG26ZNWqgWAwpiuPyohsg3aoNW259LmDaausnVZsWztf",
+	"iR+fbQt44G12LVez4oaY7qqTbbNplXb8k1HrozjlaNByd+bOp/yBgWH/O3g7N0/75xBiN0+lWBd260KQ",
+	"tnkecY42r5GDT2GhXUz5qykABzcDFIMCZkxQWBMXMP4M0HNMCSObPYZcIioZClFHlDy2nONnqnidbC6U",
+	"eCDehAAXEuceA4A8KMFo3oGECggX4i5ijFZ7RhgKiTowdFCqnA2DosxRweYp8h40jkGDiKAMo7SgQfds",
+	"MihkEYVpFokIozGK3zGiRY/Pq+yz7hsA5GRgcgApTd2IIRbuQQ/PwhoXoEWv0ziCJFs9eq3hc2TFSuR5",
+	"IiK2FjkuUGk7cVpm6b2xxMRhXMI4R5PkKlaiSDJ1+iRJh6pNFfNUeZwkrOd3R7hK2CAFjhiww8DISYH1",
+	"sgQlWTdgTRXPlwnP02yE5jfUmTEdBJYvGPjOf3rDw8CCYsaZnYjp6YgyxpxWSg0Mfb8bUJY1rkgVqAFd",
+	"PhWCZBmPlVBjGZTVgcB6z0FDpT9s5qKMKj/dUwWIb0B4OK9FBsmb8ooSj5x3aSU9Rv0+43GEOSATnnAZ",
+	"ioBQQ48xjbJz/z4b+P6I2fOqCWSO9gcumV9A4Njf3BR4D9I5gox2BxA7huXSy1ouGFkEvPLtLTdi/Dps",
+	"0OuNJcCA4lICkNYITFKk4NDauTbhQa/HAoI2Nkyg+JxOczAay2IaDscqNgSA/4GhGULBYKaVwc1ookEh",
+	"53ECOY56j10G2KKxVPJENcFDomiHDf3eqHJoquhiiBmHDMNzkKuLvM0JZsmPJaLhlTNuN3J/ac+dn/W+",
+	"HysHRWYjeXl0Q3swpEkardGHEcsiX7hAevKLUdGZ4EkmeLQmK922xNyxhMzcoyL1BXN9sE5UOaV2zq+x",
+	"Mg310NySTosJwtZDa15Hfmr3wabF6/VPUpWzJjfgTMCdM65mLSxZiRx0stb8P6aSWLYhz+YJApJKtq5J",
+	"ib5KIcUN6FgkShiMYMLsN6AseK/BikH6W53vAun+jmK0pveKD+vjkaY3bKWUtO7CwYR686SxdmAK1+55",
+	"7JBpegP5V4zdkR/uT7qi3Zv2eXsQHkTtQ7E3bRcO8z27EKj7FktROTwl+6tbfHI4vK325Pe4pELln6XR",
+	"+s4GU6yTXoiWz5x6G2SAsTk81qzVG6L1yhhCUDWc8Slkv8ZqRswKYTg6VElPVbo6ThJUB4lLOl3dIVMH",
+	"6bzIr6lVYvBoO/VSMdM6Y8HffwkKUbAyIFB33lGBy4iD3UWJwym9PzUOuejI3oywOyW+W0DI1rN1y6QQ",
+	"gS+ntMC8uBMh+wbuKSlW2AHIwERKlgtW7EU1vP4281Hxif0C5txDJfMuKSzGivs77k1BnbBosBtNM7BW",
+	"yYFOTM1Zyn8xbdw/uP0DmsclXsDwWXeHkT1DMOTLNH3MsyuB3w13WQYL2HYuophDuC5YDnq7fOwAD7+b",
+	"vaG30yZ/jqC1v7WJgkwJFSMFCd53s1OYuiV3irgxH9052sbodh8gS8MBOropsGZb0Ildh10iTuwCkOyq",
+	"ZQyPAZSOhFsOi5ChHQM9yOJNDsVX9QshV4I1g9VMr8E01jeh9XawEy03a7b++PFJq8N6CDfliFxQ53Gm",
+	"TwjAfSWpvII8j2AL5MKPQbVWdOFYqfNR/7hNNupSWVcrK90p5MGUaCvjuOm1gcWi5cuIRtKlvueuAJE8",
+	"hQUrTyLikv+HnUlIa0aB/nWzwgSBrVLf4NaK4x+z+/3mu5RWXpN540YvV/2x3t3DRd/f2b1l+v3k2voI",
+	"XVsOY7QXif3t+1+8Ldbsc4Kvtue+JpO0w85MUTGD9RlnpWKOtt7JWRQcjaVTi9JkmBtmkUpBrHST24AF",
+	"s1o5Jc0QYnss9adNKNOxRQttAXgXyN6mWBAOYsbdKZJ952KZYLE/sGVDMRAJtUC2Jeo5uFCCysRYnFcO",
+	"xku8CDvgac8AtzQAfhagjRj1e49xKkHtYAIaPJbecOBcIUdjGegVNzcwXlxB8XbpwvFYAMlPgYPi5EFF",
+	"AKFK3/i4RWa8AaGGA1xr1/QV52tCCsVtoTkRdOTZ86es393ba3cZTxYz3u6xMI3EWAJIF73MmsGL5wEa",
+	"zdF4uMxbHfaVWCv7N8K5LpOENYOcv3n4RquhwYhBTEBR8erw/v3C+F5G2CN1rbzHjuKGd7wF0CuQgsv3",
+	"VsuaGSeJmN9TLAAfbCyvzqLA6nSm/XuKxVG9ofAlQQRtKIzeJsofaNsVo6Cxq1WsgnZmu9kFGZkFCSSF",
+	"wqeNO7qE09ehyk0yL04f1fWLgjpBDEvU2WvkFknsvRuj6lAIS3o4230Bj7aUGdHLUrZphd3pPj8U7V40",
+	"mLQHYo+3D6b9sN2d9PgfxKYFB0ELehuRgHhEeJLKklnLJGuatPX/mGTx1Qyqei2SpRbYUZLTF9l0mSSV",
+	"diuHkUvD8EqmsyJHtS7hlDhJY9R48RzAkurzVxNMXG08X8a5YIPdMlWJnTZGjXqp3klXvVGMlVuioYDx",
+	"6u03l+dVCvh/tJpaxdNyQKc2aXVwgEmryBApRuoO1j9zOvGsbo1hMDuUp3DLdjbs0L+loY8GoxeycfeZ",
+	"3mzgK2jxfZr4Cp7ioKh+TJY8YuO/x9qX6MuY8D5609zbWdr8HTQHEGihwNf/GOPcb6cXIZ1XNSNkfs7p",
+	"36IclSxsNtYPK+/WJdLO09dlpQmYAQaMOAWYU2PQsj9ZaOTAdK+/sqldKjiiSseJcCo5Y7JtnqatDjvL",
+	"ValyMcZazCGYguJ09AMnsMYY/Qr0MhDooZFX+t0OfR9g+eAW2QNdmekIhG/0C5cd8RS6UjBC4pg4Opnm",
+	"EDdjRwiVMxc5aw793lgGJ+W6YW4xsNZNnnwq6cqOa8IrHcNnkSRcJ+Li/kaBZ8uKVaYCPH3FVZ0MfAof",
+	"b5eBb7UtGX25zr402CQ67C/61ws0/OQuuIWJnVIB8NuYmHdDcDK95hXnP11ArReIcsIDYCpTTAvGY7R/",
+	"h+Hc4czVRi9/mANzV5nULuXvLBd9ihv+qOKGbztgC56HsxpQFzYX2RWUIAxnCL++3z/ca+mzRAZAj6Eh",
+	"zyuseNZc5xWWOG8sHSsYWnfQfqd1mGuxLuxmKgcId9I7dPvLJAlYmAiOUPFN6hpDUt1mC5hzCDJGK19h",
+	"DUT4cAqWxUBXKVZGeQfry1hmy0Sg9AFcC3lAswKfXzGTYuwnGRuIizh2ZxQvSsY9LVIRPzm0ZaduMMs5",
+	"lmrS8cYSlLxrIRbl2x2jEhUW8IEceKsNdqDA7FRkysYMO3Y/KAEQzmwIKuGsmXKxM5GJdxRMCGOo1vb2",
+	"Ap69Pzb6FsYkgKom28aFwAh0keXxFIo6sFSyaVwya2DCl2PMIMPC3Xgpzhw56vu2UdDm/e5qMleGjj7F",
+	"sPzBNOs/rI4M9Labjky5sXcKQjHfvM8YlLdFfKHAFFtv860QX16WIR8oCUaZUluljKJ/t9nEf/n1H/80",
+	"keXPIR4a8sbu36dKHzYjohRi3ATumppEjFapujM59KBCEvXTYQ+1ln9+dnrPivggk5SygMooCrFkMrXT",
+	"WYu8RYVNxxJCyDmL+Fr3FhBg7POHl5ePH54/fHL56uTF5dNHjwLWNEUYgl5v5PtByyw4IDL8RJDlEP2D",
+	"Y3MQzXUfs3RFkdtyzWKpcq2WgGOUqhdkS+mZhI9IzLm05EEvYIw5a7fT7Io9vfg8IFkDYlphDbBQczHV",
+	"oyLsE11pVGJGIX7PPUXfUcFRiEDP04LIqBnPyCVS5MeUFTLna6RnLWKJK57HrzHj6GUBsBYneTuWzCbo",
+	"QMg8doX9Ui0c6mbEpkJgEQu7D2fnLx4fXz69ePXo4cPnpU3oHP7pz36nrzdioa+VMtIDWIKyFPNzZjyZ",
+	"tpeLsaS5heCLA2d7apPBjrTYtYCCWMd5UKzBeSojvm7naftRFmsyAVLBcrkBTOOU5yLooFMUIj7TWObC",
+	"s2xBHzBKFtN/6d5iecUyoZmsre0FTd1TY90bJZ+ZNydCt1BaK1t4dxPDxeaE5RdiGkDyHTAPzynXJwSZ",
+	"nWAImLbSYccuyEuwEBKrPWMqW2l1wKIH06JD4ED72/NgGN6Cx/WC3uNY5aeG3+4S7GZX1KDrfOy4QLSG",
+	"BfSSXgs7jfLQ6d33A7hEy3oL2JJdzz8eTE556J8Qct4OIUczs0KAYVDpQ7EVX1fgmonLObsOqLZ1cCW9",
+	"3qXfg4UdfAcrb7iG+86g4TU0sz+2YCn9zuHQVErYEUnqfeN+2NtNP+p2O4ADow+sHruL91EMu0iGgd9P",
+	"8OeuB7n7xWuDocHu1T/TW30HDsSc/ZuxP05r5cydgyLp87vGRLrc6lNI5McVEhkVt6dRaOyFWtZnbof3",
+	"sPL1e0L2AD9eWTThmWA3qxB6lEGtWd1Q7w6ZjFaKid4eoe4jwwLRbGiDd9M0KROLhzMRkSgpr90ApE/8",
+	"uzT2S3+g59eFi/+DcXS9YXcIZrLMud58Zg7nJ2fKR+RMiSxL2sJ8IdjgTqYk/OLtDEkGOZi8Ie/HkGTK",
+	"spMJXxXxDX1fS4+K7DEwcP21UwzVhpXlGZeKh1SeCXVWsMmNZZwTsIEalYrC43MbU6/FUuxCz02m9If7",
+	"GL/ojGUQ8ZwHBZaKSpcZVgHXfx8/O7PZySzOMaIEDE1ojnIC+2MJhe09xglJhGjCK/beAzQVY3HyKhDv",
+	"rSNK16dEOPQ/m2q9fCyhbn7O37A48tjz509AASPkeXyZ7GnPRDaPlQKY6/v3we5jFhwKQlvVfmFfxGkt",
+	"sjSH6scmAMRjE6HiSIxlgMQGBB6MWGCgau+DC49n0SsD/QS/ONE098lWabjSfYyvR1NVcWqCIxa4sOj3",
+	"bRj+Bmy3fnUlJrM0ve4swOoAb46lQcCYp5nAqGioPJQI/loo8BLqWeNMbLnMOV/bWtlQukhfyAFVJR5L",
+	"yedQMgRK5TL9zEg1fUbPKksJMCsiUtusGHg2drJh0FCNBUP3fgSWHbTb2Bid6jzsEKvlhnDT4L6p12NB",
+	"Gtn1HoKZoMl/i+ZNE/hDWQtozJ/MBLe5PTcrNFaBazvdXn8w3NOroWkVvqZqG3Ac/O6hP+3zLkBhtPfD",
+	"ftQ+EINpe8j3JvvhQXQo/CkIf0phfZpjluurDvkZWEnR3g2yTuw02WvvT7phez8aiPYhH07a/bAXdYU/",
+	"PeQHk2J1XTaChXC2qNMPX78DhiZ8fFdVmhjuJ0X6N5blnIuuVo0WrytomcTPXSnudgUa3jPVviORxK9F",
+	"FkNcywoFG7C0A9hIToV2kVRtuRoKxsT4zzy1lWTsc6DRI/L5QLKYTKVobQ3GsEICqez61lap8bvcduM0",
+	"K9c5+CreSUw4qrv6sdmyoIClGNFWgOsftGrNAngOdzAK0FJUAY12Yy0fmUnASXv4ONh0Qe1UPQ6rdoDi",
+	"TM+2DrUPZoa3GFvCVU71QW5qWr/2MMvSzBhx9Q/oGMHcqZ7vl5CZabhF1bh3uX/uJHdt0/4LzQekeLvY",
+	"n8wBH8MVAsYAUsh2uEMeZIJ2cDsA63Nh0sdp6694LD08dpysAqZ2gVX9MI4R4eU0WUXLRHj6GsFMcSH1",
+	"nKPiMlHLie5zIiKD5QqqUFqkjypENfWqcIJE4u04ClgzE6HQs9GEGS2RZwk2WbM4b3VYz++N2I9LsRTR",
+	"UYmfw1oETM1MpXiHrAv99iO+olruvapqjeX3MJQUh71UEI8K8JN5Wqx+sUOw/CAYgHaoZ242C+AfBcDy",
+	"NhGnzsSkjoD2zJ6mU3f2gHJWaN3lpWp5CDN4g97rkbUFVfAYBRNj8DFd5givQKE6XZ9pxoeB9ZbSY8gl",
+	"QiTDEVtwhUYXD1KFDklkutCU2z7WGmVQ33MN0CF18K8jBvTuJgbAfM52vqXudh8dh6FY5CY1s84qXexu",
+	"JuiY/8tdSm8bbImX2ZatJBCGP9dsKYZt0xJvqAi5/mv7KSOkBXPYjug+QDvNoGcwiqlOLog8g95hUUD2",
+	"Mk0xRM1AjhREO8vzxejBg25vv+N3/E53dOAf+GYi6kHGc9EGCzRuzW509gw/r6Ww6lBGaLk5fnamOeo9",
+	"xXSXEFuz83poZqtVH7OcBXSh0buOECO2xI3cVXM0d+eV2xR4eBXfhJn+BhILUY7qzLnUInxFatEihhVb",
+	"UMDYJrzMBE/y2U9bld9jF4tiFifCxSrUzHu56LBT4x3O02WIwoS+1idcCb0JTI9byNyW0KzR9b6AcTTe",
+	"2ZmaXpddqS8WrrfUagLp9V0ceDS4LZyyvBhvxSHLO18xYrwWUjevD6NwtvGpWUKzlSZO705OKfuRPmsR",
+	"oJdM1oCTBMcHXVD1ZfYfp0V533fctdLQi7lfrtJigOXyXeWC8AO/y05SeQVuruPXYqMmPEFrdHtQnAmR",
+	"Oo6XKoeDUVG3B21/2O4OLrt7hXHYImmkK5mnK/kfk2QpJqmUIp/wa5GtDSYc+sgPpn7Ym7S70YC3B5N+",
+	"2D4U+9M235sMw0HUF71pt5AyPrMtsc+gKXZKnehVd3YLFr477Yl+NAjbw8kebw8O9w/aB/xw0vbDbtQT",
+	"/emADye1iBzg0a7Aiuz7Xdi7UMSL/MmW4ZSBR9xiWWEew1Ln8Vx8h/0dz0UWh/zBySwO+VVaW3G81/a7",
+	"l92eWVworFXezoMDdqGZPLuIbq7uf8MW7kHp88HGFrpFsMJBdCB60/Ye707ag/Awah+I/rS9z3uTbuhH",
+	"h4h4TfsEI1JxJNhXcR7OxHvYHhzLxqb0q5tCJadqdyGWb7sP3XbXv/QPR/1dKr8/3s4ndjWrmyZ2saxj",
+	"VoE5+7Wobo1PFvO3Ex4sR91uNHeZrrlvCnZfuW5ut57fuI87xqTVSg2WpHbQDu0gNkPHdmLXH2PomJnT",
+	"rZl/ZqHs1bK78FMc23rxx4zhk8HyIznBGMCUpBul0KsnGBp8kKfXQm43Vz58Y6rPcGnUMzCZccl4CIIv",
+	"tMCaT/VQWa/jEyQeC7W2JvMYSsdcPDphe/uDw7H87/8adAatDgMtJbjKuMxf6aPxF/zslfNZQOYjegI2",
+	"SWMrjCOPBfPrV7/+459By8RF4XtKhJnI6V38Q7+r8F2w6OkpzG25AM6+fP70CfwJOqcStmp5hI41aER/",
+	"+cXl5TP2GVdxWFFroDeJqSDOrAIs7CEigMTBRnU/LVvDCZcv4SpXbM/3rULKLsRSgWsRs3QAjTlZFwVt",
+	"mXiziDOhjliUgvrF1fVYwt5QowuRGQ27wx6j/q7V5Pv3+35RckW/RSq0/iftHold9++PZZNLdvbs9Z75",
+	"7Z5iD/YGnlYIQ6zPYi2eGWUUgsG65SH4j4gYD7NUKTSGjqXJkbMVKfA42Eoqco2KOz02EDoUEQU4qWhW",
+	"pSdjiaB0HpvzRO+siLAmDISsQFGxiVinkqKZy9Wq6q2UY2nLfJnFEbAresssACVZRgfsq/izDntm7yC0",
+	"7xu7jomeHstrma7AnhZfyVQLUU1zLth//1e/02shejdSJziFpEucjCfxtfCgaBGWhoL8fyxWRO8hCqVN",
+	"IuMOMgqXa5YAPKNdmJZJ4c8M7qTH1BLPdZoxAI/1WMgzsLgEJzycifZJKvMsTUZMpm2Vp5mAdMWxRKzZ",
+	"Vw4DIbRwIF1AJ6/sOAISQMWohVOhpNjwMcbTIagD1KaLJdSSA7efYvqEwJlC7gOLFPx93ICRjBseo3+6",
+	"gxo3fglYcy6imCLEguo9G7Q8PFAARDVJxJxFabicC5mP9Hr9zFD+Zj8Tvm7Afkaf/c9j+XO73bb/1e8O",
+	"fF+/GEvAzX1Fk9OffAV8DDkOMBis2CZzhKWC2RRwF0j7AL+7FAa44cXlo/YBLa05fE9ePAY2VlrKXIlk",
+	"WmnNMLQH3U5XExAlFhe0E+JOF+inuv/ijNH7SSxFi7lzXRaJ5q9cXvjzJmtMc8u3S5yfmuu6S4fv6WZe",
+	"wFGS9iZYZam8srw+E6/TaxHpp8jPl2ohIF+0JFtiF93+lt35DG4HTX5wvs3rw5telyIGGVYvUFvIMNWd",
+	"yjSDs0l1zIITlPDal7AIpjQNEBxzyBL76x3q/vI0fTXncv3KwkWzn9m5rW/W94njW6buGkbBt6jZtIkE",
+	"xpb73S0z+QItmzj3PZx8s8KIixhMCPlNpRShEdgpEdgEEBpmCyQylsdsLvJZGlHQMowfMLGhXl7giiXE",
+	"Pu7fH/jD+/eJSx8nSboaMfxC88iaU8qaAXbSlmne5voLASHV6GDDywP71yI9MCBcQKtjFEDGcb4dRvgS",
+	"pKd3wbV1iP5Mmu8LaY5YhCOEUPS1Zg6ubdPKSI1RY379avDox4PvJpc9+dfV/uPFxWH4TV99FXXPG16j",
+	"JCXpt9WrH/f/+rr3eHV4cT24lAffLfpfhHtfTrufzYenyv983XvB978Shy/fNLxGcX4bo8bmwb2LXRUW",
+	"zzWCumv1pr1ardpwjpZZQkfp5sXTUhnKyzevIGLwubKcu5C3T9D7tGk31+WC7rybBe0PAdZrdRk3lwrP",
+	"NYrFJi9J3wwlHGeQeF7R9w2x/nI2+TyMn8ZfPvru4cXl18/P1Nk8X3x3crZ39sPZ6vyHF/n56Xl+fvow",
+	"fnzypS/+eqzfnUUn+Y9R/+t4+nVHrL9chP1z/XMafXGxehofvD6/POs//uF4eX4yePP0h6vV09Nj/flP",
+	"0csz/V7Ouwf+hXw4eDn/8sX5fPht9FN0Hj46G37b/fan0M+vz1/4+v1EfHEcP/3hYf/J6cPhkx9erJ+c",
+	"fnPYCXuJnMwf+dFfv0wev/xm8O3L7mry+Yt80hsq8TWme2lt4VUsG6M93y9bL5EEdzRfqjAFQioFHbAK",
+	"Ugsra6kWOBp1Vg/3ypDkZ6DrvgUZIrnU0eExwn45KmrFxVeSZWs8X8mKrxULChm3ZDUyP99oARJyOdea",
+	"t335+00rkBP5ewdKp1vbnMNbuI8RK0vw6Bg316jc/3qSVYHZuBQtt4K2SxzJZXBw0G/QlLFwoCMifq7Z",
+	"BSQmlObxEmQ64CWMEh02Rl8vaG6ZRPGCDdnZ5IWdO1MhRiBuLQJnRaZCbm5uSF0tI68X071ROm5uE7Fb",
+	"HceodneCOoG+Kj7UQta+QdDeLmffRHU4ty37dUKWiLKdBQvovsdtqqoXI7Z8D9qFUzHb2TkW8rmonA7H",
+	"HGEV7ZcvX7aPi3mLEb2bCZ7M/zJuYIDuuBFUmFr1u02+FmxpyGOLTCgMzKsZN2AMbgpOZaZY33Qpeaae",
+	"/R3ckVpVkq42xS7QwPQjo1agzsIjU9j37fkfMVrT0Ii5Z5v09LnY6FyJ7DXY4HikyvEoBJR3ZG2NtjUE",
+	"h/4wXOi2kd5TpfWqY1Q04rgYqI2jupOkRtFUmxuYpylL4Nlb79bGlGOFTdKEu+w8/uxDLnFMyrPpyOLz",
+	"3WGJlnVgfTX0TmcyF2/yB4sEY33e5Za31zhX7FaFDO76ykTe88KaBTWmleDWQQVgcdm06nVuj93bQqsl",
+	"J085RsU1uzCIkTOADXX7sGHH2bITdzLtQOgc2Xa2RwW+t01567F12MvfIP5u0L+r7EMtXdbypBpj2Lsx",
+	"ptKK3VNkRMUwW+ikxI6Boj6EsGMY+si9fHYbDmviOrQ8QNgD0D+TfrvhrUGPyQ0GQoK+eF9+0188Y1ZB",
+	"y87obxX/6NNJzqFEakk5dPykxyV50zhLHdGOkj00b56mSZxuDX64EEokicisKwgX21ghLB5DRu/dU8w2",
+	"ahMz4sx4G0xJiUWWRsswV5hQMOOKqRXEJEUMMCm3B/KxAFMzjPqDEIPUtZZ4y7EXWlOpWAkC46MxZIxb",
+	"0zoC7xKaVEFkngn8N2EGgTtJprlX5OM3Az2wdbosh3yA84WgFQb+wASIWKeEZObuUQlXM9YM/tR7FIC1",
+	"KZY4Qf1DiyAzYcF4jn5KsLXrRQEgCoMfMcKeWDOQad6epktpbMV6TkYZ0I1QgoTZwHuKBWYzAjwxxdpf",
+	"i3Vt0MozSzY7RK3ctDll2XuP708OwsOo7YvutD3gvUn7IOxH7YEYTs2zjxUByT1I5fBPe1RK4Z93MVYl",
+	"6VX6IksoyF2NHjwII9mpi998oF/tLACnUW6PhjQbDiO5FmuL1BC7X57ZnzRDwtcwXQm1rOLNE8DLIt3L",
+	"Fs4GnlUJtdQtIToSgS21DyaHYXsQ+aJ9OO3ydm/St0BM7tQxgND0R4XnMiFydrzM0/Kc3H5TOUl5tgN8",
+	"naXpYsPePlDQNnZObe0eMWjtu8RYLWX9MaKT7pZQohDK/iJd5mKjKGIM2YCQYSXZn3qPXJnFZqE8SR0M",
+	"nbwiRyoh2IN0ISRfxJ01nycWz/b42Zm+qXg+Kyeb+IMi2USzduCkOyeZWN57F2HnhhyTJynCwKCDT4+b",
+	"bhG17Q5pddgxW4kkaZOdLi45KTcuS3OTle+rjx38yh6JreGftTLKwrm2jKRk5BuSkaolje+SiGCq9vwB",
+	"i/2zM83VWKolY6hCDH9DhRTi5jCsscTsVM3vFSTXcohSsphUeLxSEKYgrifkWeZUp35GVT22IRU9w94u",
+	"Cs3ydsgiWyypqCOJx7ksXGg28H7Qi6nCyS3oxXZYsBF/ADRod8DnZ6cFCFQRHvu2MceV0ZsG38uwgSsS",
+	"+QEFiDc8zOFBbM+kgSsrzeDsyTftrj/obRklffoEvtxWMnhvcFvF4FsWG0DfY6cwTaVaNttSLLs8lRvL",
+	"49bCQrlF3rfXQ37X2RkSsrNr8pvr8kBZb0QBNPnVrbpk6InfHoS9qL2vNYUD3p+0h+FetC8Opofcn9wy",
+	"6fd7XEyB/T8U5NjG6D+Bj90Bo/zGRAW6HvR11rhJ4TirFRd2VjHo87uCfJmN/wTz9fHhZZu9ccRTEoiK",
+	"fHeogleb5oDRfKAZmFsvlayo/FJluXDHcyi+ci0QgXPB1yyJ5fVYNoO/P3vx2eOzk1cvLh7/osXiB38H",
+	"c9kvWsW4nGFFOgtFqlig5avAgzI1kGWYyoB1CR/0NOPTHKBBXyL8mP57xPJsKYLSBR6bUpdLOY1lrGYi",
+	"GhnTIX4VeEymY2lGyppaXL3GOFxEQ0UE1gDGHFhx2URCagk1zq19DkXlbCwzMY9lJCIL7WGrw7OznKUT",
+	"sVYmYH+ZCCgDtGI8SSzuTIdRIac4N/L8s+PLky/Yhk6B2DIelgeitzF8dMu7D6ax5En8kwjGsokZC4Vh",
+	"EFYBA2VkpHBuUK9onr52B3P68PHDy4fbRtNhgf7e7AkG+epfjnOTwVLaNK03jmWl2iDPqdxgkxqDmvmm",
+	"iiJUR+SZYBTL2uoUYDB0UQRj6WD06q2CTrWUlNrSTWAS0LT0QiZ6Z6EvGFGA/XlkMCUKIXgWuJ9lKEZU",
+	"GXEsyyUFsc5MxLDwoJChYM0NvcWr1iK0dQpbRYFmRAmGEjMAYTMpCan6I0KAWAesSesyF1yqsaSKka0j",
+	"E8HAc7bi4DsMcvEmD9iEMGXNiaGa18VIqaKlIY2xhLpJkzUKlrjP+Tcxp23Rf+k9Jl2SgjiQs5B1Xa8v",
+	"FRAq7SuWizQDMfhfSI+mmmMNTg5SR80QeCbGEgpidtg5IruhD8eCnjGu1jKcZalMlypZI2FmIs9ioY4g",
+	"NhK+MqQoeZKsxxKqZDMlcqIVMrjYYmAERkUnqOBShvybHCUiWqLpMl9mwrOZM5ytBc8Y19dki1KuCnYG",
+	"qwApM+76wJ5oqV6zS9NPLFUueDRiNm1HFrtF6WHOWgG/oxU0U3hOTaGNyNT/QoaNMQ+mJA2dgSKJZcLD",
+	"6yuoScVWaXbN8lmWLq8cXK10mU/SN57VrzbqhhVJUaooF6aW2esYi7VnQuU8y/V6wlgQPQuWdsGV0roO",
+	"wHNACXdsaCwzLp3VUkyliNIN1aZSoTQXuYl1InNA3kgcAJfS1mm1Fd81jYIMRkkOpgacBdqGQ7oB+zSW",
+	"FUZZ4n1kYDN80rxKtHeBt04GVBdk5i/DZfEHVdGhqFhe+Tq3N1hm0dVYExHNzIO2EnkeyyvNrMRrIR00",
+	"FPtJrFgUQ5nvyBtLYqh4V9oKt029OmBkarFpqpm5KjWiORzBuQUddszswPQ+jiWRvX848v1tVepYuUid",
+	"mXLE1yyIlgJqmrE/jyXBkU2VgDJwZjobcglAjS14lr+Ccl8esE3utKUpAlmpPhOabs2RcrE+N1fS7OMy",
+	"Eer+farxP8nQsUgLivuPtAEedRXcVKN3NJZtqkkIMYnTIpzF+DyNq0VfBoaiPId+DGwcCUwgMowlMwX8",
+	"TQljMi4uE5BlMd2QXsGt7uihmA5GZQaIeSs1PJA14dbTc6bpdqiF1hGmELKag4JdlcwShY8XEsbiyApz",
+	"TW5o0S6v6arcQgub5VgWcMTGS9/vC+YX3LvHIhHGc56wRcJBGzNPDs1/OoeH2Iy5tkcM72ICritfvTXT",
+	"L79AY0piKRRsjpCUHNjs/vqP/xz6PmSjqZaH8+dRxJYLNP+r5RwjGuANKEbIsJBgm8oINoMfl1zmcb4O",
+	"2P/7f7FgKeP8JFWaDHo0xRa2K35c8sSujW5oc+Q4SM1ji1bNGiKN2fZZk0jH1FuEwgRMsxOsGIApdjP+",
+	"WjhJp+XFh5VBaxOGaeD9b4o1gOaLAX2FZS5getX2Bh4L5mKeBuzX//V/s57v+x7rdDqQjaqHYdP/sJNL",
+	"8QbCOyCmPSJgLiq7YC44C7kFqYlujhtSI+QtUpYiB7IuXDMq5AsRsQQzi7MsvYLKzBkmNlqqdXANSXLW",
+	"zAYGxyfpa9Ei/jLo9e7fL6JanfgUHIpmBEVeZJRKMdLLUTES22xFDlVADWspHEKuc74ZmKBp65Gk/IcA",
+	"NQwQZiwihdK3Pzp5ywHFzeC88j1bFgq05gnV/TT4nkslIt3qxm3HmsFZya5b+kQ3SV6+4CwS80WaCxmu",
+	"21+JdcBWXI2lG+4DnIizKJ6C1E/Bj033S2DDmcC2aUOcx/rqNnBlmx2qFCQfLaJGdt9oq7QSxziFj1mp",
+	"cVSIXLpjTZowJsKK6w3YLF1mhUbbM5cLJGxTbXZzBY6lKVBvhdBijHn7QiwSvhZG79ueJFh2zNzml9En",
+	"sjccOoeOhVrYk+bGowT9JmcvXpyd4nm4StOIYVl3iMrCLHARgR5oZ72o2I5JtjWrVYaCxRjQunWyWgsR",
+	"jhaKj7YQw6DX6zBjLGKZ+AFKTpmXB2/eoDQO2aRm0BWb9WRv2g+HvfZ+1BXtAT+Ytg/D3qQ9FIOoz3vT",
+	"7sQPjQkVrW1OFEaZorbb6oe32eq/f5ccT5AlNmp86R8BxBetNSzhOYy9yEozJakOu1iRytyFJ+l8weXa",
+	"omGV/BG3ODTMy4T3dcolZy/Nu87zZy5Glbm87d84IQwVIjnQYmuVXD/WUzRoeA24EbESRTqfp1GcrxH3",
+	"yvRSMsnN+FQfxkivjSYonjS8hrlKG6Oe1zD3J1Tt6gwbXmOZzk1ry0WI/9R7p2838+AdipMtUjMtwuQS",
+	"MqJOfgEK0vdxZaNhEwEXxLPqDwiga5HX7XZv6O+80yap7j8mWXw1y1UciUWynE+2bXe5lZu3eKdd7Re7",
+	"ahb3Ay40SLt6pTX7eIzdumt95royYVgeLrWx4NSerm5/rzOsPV4NezDYCZ0i9vjxSePDHjkHtW9w0HB3",
+	"pmEmYTfHOpT6fmPrJvVuOnqNYb/rN97f4Ws8PG7Q4Wv4/T3f93uH3cGwB86mHY79Kc2WzLL5clHquNFt",
+	"uF3rnm879Y3LGZfXbJ0u4TaEgNPJUukFAU/OeyHTxrOn7f39Az06pFXIaN49kKlWUtiSEWHu3zwlD+SH",
+	"yKXOSLrZ1WWHE4jugCxmnXCbs0TRauS6Y1ZcWYHD+F2LoJVN2dEES1tZ5oiCGhRpI0aIcUS8IkVLihWm",
+	"aVFPCAqVVxx/Dy/51W2OP3jnF69RIzje9mnxif0C1qp35+xOmsbvspcuxTpL+tZL+ZH7UDGX8eYvaFiX",
+	"lJX4LkjkmFZ226xqMsnA39vb5WMCOEaX7R/DS4w0VvUTI1k7TOVmX3FdSKMFu4xEIurSay/AdYj2UbAg",
+	"IpMi54VQR/DPOKIaltIt31SvdVPhKPA8QFvNGKC8WmBuJDXYcSh32MsszoUqHIQ41igoNDgYGrG+FYeq",
+	"HCZ5gxzGaGXp9UZll3gomPGnwhTI+g+mips8CfhekdpBQ9pMkDiFB7dpzLcErRA3Oovq4lYG9fGouCR6",
+	"pe3Y/tUALf9nnXakJMZxZ28LC9kKXlsKj7THGEMnbKSvtbNFFqyO57aOS8tDf6Etlg5nOU9XPINE6qLS",
+	"TeAxqgsHvrTWhsu8KEirxrLpBhS3LAtxXjeqw82O+VZnLN9TZXgqaXv6qPAEY6WRUSlNeBFNA9bEQWVa",
+	"vHot6hJ2PTZZjyWuapqx4McAwe9aFQjHklFKD/XZ6SOLBYZriNlfENmgNwLiuaaI7lV4B0dsNUvZJE4S",
+	"hYBnxkR7j4r0LDB7zDPOFI8BlDc6RUE5Kzi5u4CVjfTId4QlgyOKPIrYs6fmRwwPIBUW0+1ywFGlOcyx",
+	"viWWhE8AS1M3EC2h9IKAUThOvZJXfYtXrxT3Yan96wsWppE4Ai+j8SjQ6IrFsS5I9yahnQ9YU0I8R3D/",
+	"AdRo2kRbHMsrkSvAhrLIjrqnKqybYpQDvuLrOnPr5yL/kDfH3SMes/wZVfffRex+Zt5/G7m7jJ62iKal",
+	"0jONPz07fdTudgbs13/8E2nbLOo9xSbrXKhWY3u45eVNB4w1Xzxnj0WeiwyiXW2I6iSWHCJaN0A/btAR",
+	"IO8SUMLSjDW3co/W5jiq+E6EsngaKygARjjZ5Y5foh362emjEQt4nvNwNge31TROhD7qfxkbq0rbWFM6",
+	"i2hKyCvF+t7p2xsRUbx/IV3oXwdz+8YAVCoTuJNWoTlSHs5qQlANznYRe4Aw28SvC6sPyA0YyigdSBnN",
+	"xz0quQ8mCwgInAj9PJxpjTEiTD4CCs6uIDU6nCEM8X7/cK9cIu8BvNOGdyD7MBjXI2u0RpiLTuDDKAGB",
+	"BSkUqhzAZyNhKIaIY9iaCaLA+xPbUTbYQmslayrzv9ZXA94z1F06taKW1onGciIMYvAyL1aTYh1NKJgJ",
+	"Txv4Phs3TJY32GTHjZFVc4wAOZZ5aqBvWh0TgkD9mDwTExBAIab2T0zjhzucUMmX87EsBSPcPRKhdUSj",
+	"GEEYSgBRTKB8WtnBjbDRElmFjxMI0WaEbjrdFhgWjGWzErlaicE50moj4S2en51iYajNCOqUIKkd17cR",
+	"KAzhx9v91C2EBTBHAsMLxrIk0ATwvyDnWDUVDxWdKHJCLuwhtSeHcZCxrcjOlhCDteJrpqVhivYGMdLk",
+	"zc5TFDaN4sya44YzRAwkthpAEW9ggaBwjACsRHHlpNdrAbMBuan4rgW9pbGhRg0A6yMjIDliIvCGTACE",
+	"R2Ri9GJlWAJOQIuw6Kgydapn6UoWwiz1DJgegPhhAaaLJ6DVUAFTGaGMaMaAnRXxf00jbcIaFpVCLXFi",
+	"VVTF1+CPz8eS1snEEHyDYfJA1YDJYNYmijC+MU+LWHoDVY8UXgTdav1hLA3oGkdlINBXa8CawbjRHzeC",
+	"lonePZu2zzUjDEzgidGUqBeckw0dcEC+mIq1gB6braBQV0eB4WzQ7ZXifanqwhHEmaxSM/9yOHa1eKsd",
+	"ooeJpaqII4YTiIgc1J1W+orgCCZTw05NT2YoQG4UB1DRtMBybisZWO1Bc2tVjAs8OZtb7ICgUVCrjRsE",
+	"3bYSl9uyQfrOp54NDdaSIKmC4TKDAATamM5YVi1iVA0pqIlpsE3XKRgv4Lv3p2N4dYI2ESAFGDkDc4I/",
+	"IDEZMojBfkCkSsUrXouMJ0wJ3WeOXDpM53OuPFM1tsnl2iyPU2LeUPKv/8f/1hTiVaixEpgxbnRBlK2P",
+	"vCBS3Bpy4fvvL8gC2t7B17c7rEBph1Ey29CxqsJRVf2bxm8u14t0A494vUiNwcgx1ZBdARNwrCGgBBZ9",
+	"ixu57DPXo5ViVeMlfyJWxhYNXAj5/kSE6RxlByOquJ2/19CN/u6hG3fBgqjftFpl0wiYeUq0/SFcqHRq",
+	"fnevm3MTNRGbF/i2V8REwjWgKTAqJQ7/S/rn7qqTvq1Dbwdr+7MMohfBNvEIYG0/+QJ/K1+gEaXf0RdI",
+	"nq3tBbRO4LlyFPmy4ZXZyFUtxZD3zTDjkuJS/HFsgU7ML5+t9a2AqU2Qz2Gx4oxMxsGQBvlu02VGpS+w",
+	"cj57ZtQSN6IT2roWi7zDToocH16vVrlZI6T+TFKtXWXkMGxBJWAXJHXT94fdfEwWXDvBnXm4/eB9c3EP",
+	"YpDtgD6x53ct4f4/jN+hdeHd+Z2xi23neE8XQjpmzHrGRhnvbuK81VcpLb2FTiws2WMMfF5ZAV5uTWPW",
+	"go6TH+pmCu2QiwrJVjWZVqOadMRWuShcCuvAE92ExBr2wd9/CTxSXyHM7HIzSw/SilQeJwkkbaFFjJKK",
+	"er3WZlSHjcMIkNvbBwpqZMGEMbINIte2h3hsMuJH1PR7ZsVvGz6PgfElHUbTmF5Kr8BPBxKiXEe0QpEG",
+	"PU8lwF0WZeBh38poLEWpaDxzMnqSrmr6NGABRZcyXVUbv3P055YFR3j8d7zDLJ383noI3mD64HuFf9kc",
+	"/k/32TuqG590hg9+hz6quITe9gq1IK9br9ALcEUozbrEuoTHiHEor6GOK/gBXRthuoQUEEpMzCJGS59m",
+	"o7EMuZp5jLNwJsJr/Y8Jl9csz7hUU4yvMQbtFV93jO/qGflSKMrEIhnCFRIwwEkxfrkoJbcP9k1L0nSV",
+	"HYxI4TZoJUYfnweum9gYZOHf+taGO16iLbvlVczd4jXoLDalteP0k2Zj6fweRxQf5fwGo3tlnD4BXsoW",
+	"tkA54D82egYwSyymo+VhVGuQdDIbaRUc2cjy0oqMZRNdNrFkwYMQ4H+L+C/7iLNIQOBCq8Ms1AFTebrA",
+	"ZSnn6o+lnmXV31f4Iy1mP+XxGaEnX6Umj1h5xUzcySexyj13Xvbjru87aYrwDhKn3jstQJUkrREiumxC",
+	"35ADseMUtHQCm6reQJNLHDg77arJVgNFiAwEu0WAGuW2W/IgFoFvY1lff742dfUYZNNtrtKR65qpyU/A",
+	"StC75abWpSvQWdyekmqiASCjAe16aPO12Z7myNu6XWYRqvr8UVHjYdMDpakF83x1b/CnsS3UOFGQuRHH",
+	"fK/ekx1TZ3+rBNkPlxM7jHrhvujydn8ymLYHfE+0Eft92hW9qB8OJkP+kefEwjVU9Y3Aj8UVtxYqF1nE",
+	"17V5eyZtD3lWY0RN6kEZLuRARXYPL7t7BeKi5WZgC9S9QqLcHWT2EhmXMrZ+71Ssd4oj3J6LVQooMJZC",
+	"GzTx1rlYYsdULNPTHzUHy4z/99nFy42AEBzNUc0O6KtF5XyzKs8nreyTVvbRaWXIhx32BDbEqir0rrra",
+	"g7/Tv852zf/aCCu7Haqy0C2aWoYSMjcFNOaxyvm1sPobSsGTdClDEaFqU4T+mdM84eH1qKTIoYZidTn9",
+	"CRoPrVvHfmsMtY5S1XRC52Zgf7NgbhCoqd86KpQ3KPSkdzUCDQY12hoFTI8Cwc5KemPhScrEdIklB90l",
+	"LClOuH74ItQoTPF705iW7+v8VSYyLFboptKjsAOISrhFlSjWslKyJXHGohUNiiFlYiE4jQgmzxPCqtSd",
+	"EnJgp0Zq1ut0QcT0IaRnrGJIxEqLoDVeMABQMbcSEqcl1zqQcd5r70+6YXs/Goj2IR9O2v2wF3WFPz3k",
+	"B5P6SkT2iP3OBYmIJj+WmxoG8+mi/pTkWHf5oQVu4+C+7X2H7ottdsnnQkaKogwBFBTDdEuBBsAKb4t1",
+	"0F+s+LoUBMe4uga7JrsSBZ53Xb6iDVxaMwVJD/VQwelKOnDBd0fvRddZ1AFMOVRFRASezQpqIXmdCrXf",
+	"VlA2UyOkY0TD2wJDDKmEBfgwq2APH+8YedFhTtrqvRrMXDDdDSmhzzE8eQzwT/REMVAa/FzNsvPVBOV6",
+	"JYzb42dnJh5cS6Q8aWl9UcVv8pkZ16GDs02Cww4hIZrgPqaAEEXv/S5+NMzM5AYJ+selWJIByxB562i7",
+	"Qv3phvj9AkbuVtitVKPtcpO3mu0NuWQTYe2x2861Fr6LksD9Pd93i+7a6m29w6J622WaAio1c8oU71bF",
+	"LeO5aAP8KO7oO5dx2xjKCDmzZjnXYn1PsQwSnon9VPgerI2zJsBcucqdxXGrsmP+0uo3qFL8+4sOtti3",
+	"oa7bRQYw+f20tazbsWsLN1cggaQDsUIOUuFIaMa5YhHP+YQryi3i4QwyAcFiCDl0Kwh7aXls6PcxfmUV",
+	"KzFiS2nf9iATop3KZM2aoGDpE2aAyLNYT1hvvpaRgEtuPtLKQ5gzByHfNANeIJMhA8L2ZK1fF5gEBHMI",
+	"0zng7QLhIAC9A7F+bDxORmrKMz6dxiFgAmpxp0B+Bz2QBJGe78MFyUvliGtLyl4IHkGKQ+OdL7i0YpPX",
+	"TZfM70Vx0Ou7WMu/EDzJZ/X2ZR7BMgB1vC3qCp2nt6ig6QDqlqd+aijTIbXaMpoAH2NeLjL7qAz8EQPm",
+	"qyVlpmZplidrl+8O/X7Bd+nA/3/sfd1y20iW5qtkaGfCpBqgwT+JgmIuVLaqrCm7rJZU7Zhu1hpJIClh",
+	"RCXYSFC0wuGIvtrYvZ15ht37fYV9lHqSjTznZCIBQhIpu1xyjfqi3CIJIJE/J0+e853vc0l+17a8i4qV",
+	"+DIKmlhjdLNPBPK3vWKnbpZqZxSancDn4AIP35qJXBqYeJHrY7xv5Xw20JBUIk8fqiDJvoiA5B0qkY2S",
+	"jSfmfY9K9aL7RRvxPe+RbCTN4C8i2lhv5j3qjdS+SYqQ8W9cou8bVVKrj9m9kmqnDatnbUG1+tM2VVbD",
+	"KfOkq/b4dNWsSW5SWDtZ/XINjTVjICi6rhYrwmvcBhpCANiA9s1baaw3hCcA4FWI/JrPXiDIyf4dKYxX",
+	"p4VR74HnpYpFaBaN9MiRfjhL+A3WkUPUI0HJKIiF6OO1vpHTAMRn1cPhxIgfjiVHvHFpBi+FmKvyDs8U",
+	"PMHFJpsUDPxhDSLSa/EboNzH0nQ4ueirW//KJet3oVD3ezFhPZRS6O0hcGwm+BzB7PoHb3hufnswz1k/",
+	"aO8zPpb6+7KV8EJwqz0zJJmke+ubQtWnhJsCXSDLYiyzxshTshBjCfcAhAWIJRb4pmuq1HAUWIJnJwYT",
+	"xcfyKpWLgi7iRbjKCyESFn2sMB8f52Kafvjkf5SfQCQswrfremyaLfKxTNJzUMcodEepImTRyeGZHwRB",
+	"V/sEpjQhWQjSuLlRER2egbvRzJkSjwhSUKlQz6iY1jPMXVfiKvMcWi+HASxxeY6t+IxXkxJUSD7RXOTQ",
+	"QeYDZySQdsTEAlxxadKaGks4S1e0pqAF+rwGMxuiqqQ2VR/oEkXYh0XD5lwVY6l7Cs57c36Ti78zKiTO",
+	"oDadPgNixWwp2yadhgMdmhKFy3Q+F4lnlh1IV0T0KS5vz8AryeS8t/UO+KuIKd0klVXWPBy4WhHIaUTt",
+	"scRx1H/Tyb4UHncEaClIYIcaxCBzI3uhr34rm+WLNtMrKivsSbevLmAEh2JMhK0rOER2JmRFBi3PUVjA",
+	"rMPqsqtwt8H11oaGLFoKcRl5LALDhIFnbQCifVY3vd1f//GfQCnhu33b+vV//W/WbcOF2GcQTrYdbRvb",
+	"ho5gk6y42If/wnuGJoCQCgVaPQup6HgN40nCQmaJBr/+4z/7O0OUqLGF7XYtFvyD5+QaZFIuwVwP4V2k",
+	"N6F+vKH8cYSFgGWEMLbwBAaKxSjdUpMBot5dsVPYeYOgqrJjhWuatWhAiIbdp0Pj3cWysw9pmsYGmVQ2",
+	"raEGCVR2wdVYtlClBqZikWUhq0vLzOGGKwozzUS3KFlTkZZx0KmfCcBtVoMZyzsgt/T2X0YDZsVB/jIq",
+	"ML85lNV0wppSL1WUKu/Ge6KXEEo13uH+KNkV/t404N1JL+4nA/HIUarky52IgqeyXoR2YF29nL43mUDr",
+	"qFXdvGIpZtfoCqlGSOswCG5Revl9pCjq0iBVAYobtRV2B96WMfhbYbcHf72VpWwIbhNb4ZYpw6vsHDBi",
+	"DTZoK9w6OTzbVDLmTW04KqQj3QrpiO3pR6AdgU+3PmBV84TQL7hRIp551w+6fr+7tbG8xOopvTnRaM5n",
+	"j0Jfot7ozdOq67x2iXI20bUvrDfRsJvUwh3fhELE1xkNZxJWJCMed5jnCe379TQcVuNS94WlmvML9wo6",
+	"HEoSg8b5SAdWCJCYsxsci1u2JpIOmx6LpPhQQIhJn3xQ8XMeZ1epPI+YuJoXN+39EudkjA1FQJIMnHxi",
+	"p2KHoNwO8pjgcxtzQj5bWpR0fCse6KFMGtzPz7Tf0IxHZy48OhluPREjP471egiRzY0X6x2CDJQqYF9I",
+	"saA5n/6lVwtl4x7bcnlaJ4+IQPwhq2QzKGR9chAm8h5C8uUFUgSXaRTY/SCmDowect1dbCwrkc2SKYfD",
+	"R5btG1MmaaFQ7mOFMrwSBYXAEAY+9fYbsmjOIdAEtfLYXEDqOOUqJssAbAT48/a+TQ5BrFGoxZVQYYkA",
+	"qCY8SpYZKjPHrFFjzFXfryng6jGVGWl+iKWrWpuwDpgonanNMstBkpvSU9yJnbv8weVLFsuUit3JMTHj",
+	"aGEcJPGNBJFANuQKv6Pj4sY+kaWIIqCtBsnzfft7SmZB+PR+bvR6/BiejIHj0AaIse68bG8A+SxZua7A",
+	"aP0sW8KTsSdMGoFY9SkgTfFGO8xOekdUXb/bCYEb94uHhpykWB5QPMgNNn2n+xw8TZt7xPbarGlzRGlI",
+	"cQ5HpfUTGI6FquGdjvVHzvs2or5wYm4Serili35PYlZ6iUd31nXIp7eeUNdPZ+MHcZp6uHloM4eb2MMP",
+	"yxiQ9JUoilSeb4TFMxdbIAdrKSFYZJhsTumeERrviu8Objpmo5XANPYF0Z8nYsoXsyJkSQoDlngsm06V",
+	"KBSL/ub3PRZ4rO+xXY91B79Etzj31RZ8vnNPjaolB+5+KeBEpK5xDa2Q8Fqkde1t0dthsF2/YeD1vV2v",
+	"O/hlI6qK2ivfYobKQaMfPnYz9I26+yeCY7B4ZZXcqx20aGQLc4R27luHlF+/FDeosWb21g6LnLkWsYts",
+	"lmjfP5uRfwpux6//8z/6gd6c94KSOHPkofoPOGZEWVmyZLp3xdzvjaUW9hxxCb2WU8m4igXGukD3j9KW",
+	"xojAUjSHD8CC6aWV1ZQ9YK1Ns9ksW+pjhMcK8NGBGID8PZOnXzURx4tmE/FQf86u6CqsXj+BFRe5oO7F",
+	"dnkmg6iPEYgKWwpxiXiJRjuB+aEGM7H7+RbiS/tdjV1x9rj7YA0raQnwbD32o3ffviU6k2+cYv4Bdl57",
+	"XyDt6oPS6wai041SsR6a/NQC9GBRFQ00kWht04QgfGBlS8DlM8VcxdkOe2frnCt3YVOezlT5RarA2NsU",
+	"aal7NAx6rBW9qF7tFLLoDSMXRQ4qUBhSWWb55X3RX4t7wueXXFXApFCSctwmP31qXvI+lA5Cakw/6xa1",
+	"7u6zWl3DHuFg/IEYAo/bxB/Fu4kfiO60x/uTQTxMmqky0i/NkXGLLDa8l0NDsdYseooqkwnqrdUFP/BC",
+	"LPnNI2OUKOe1Y6xOS/1pslOFyK9SyWe+y2q77inRXOxIGn+x4i1M/JS6Z7NUFWrjii7W4hMAYbvILn1p",
+	"e9NarzN6VyO2sVaplyv3DAWx0goOmr6rWpTBZFf0eDf295L+FMFHk2G84+8mI2Fwd7fUTJkbAv3O+qbE",
+	"W6PhhqoYOhlR25VW9+M9sTPtcn806SX+YDrc9XkQD/ydrugle5PRdJcPb2l1alMZn99o22CYCVRYV2sq",
+	"n89zIAf6IpV1tUnhFtY93rozhxJfwpEMOsRhniEP/W8ft0D9eusgoP/1u0E32PLK8PSAotPOo1/ziZht",
+	"hVt/OTo9YC9ODl8enW15W9rkfJdzqW/3l1Rx+ujYMkaFW8GkG/eSvtDzJ/AHO91dfzTq7fl9PtBLINkV",
+	"o6m+zJgTlxx0dNbdCweDcDj665b2+eNZKsWJ4NALCMcTsshv3gD2cCu+SOd6AujH7iR7fBD3hd+dDif+",
+	"gAexv7crRqsoVzNP157u2tZ8ny3yrXCr2+12naJhdxY6y3bt5U/6h019MAy7vb9uffrlrlLBs7vN9tpV",
+	"g7XZv2nR4Mru8VQ/+PjqB1cGyfEmzPjfVTV4oC6VceTtvaDKTRWQuMtgX7Q/wa2mdMDDKhFTwefKG8tU",
+	"KpEXoEKslulcqFIx6xy9MWZHzSiZzgQej+j4gkck4sH22PZ2L+htb4+lhc7X35xFc4xsRfvWhdYvV/lt",
+	"arjP48tzUIRmSBY/lpgYhm3JcCYteVqotqv1hQSYyASZQZA5WxS6pSGodoPNiDwWkYVLIq/Cns5a5NCb",
+	"9qB8DZZXrHh6rgAaVM4V6ZVI3meLgnTCp6BpF3XYCSmVorP2w+Gtd8P0rFpMDAlXhgn0yPz8vSEW345I",
+	"AADy/weS9iHdhWpVguAylUmkT2IzEXmmPMsYdPIbS0MatSGEOJYrnJpYn4cP9gxBv6IavulCJoqJDzwu",
+	"ZjeotD7nNz5KHPMZEoKMZSvSjbMv4gwLebdNcgaspmawD/oAMIjwwmNphrT66rplgBWw7q1zMMXxOSgK",
+	"cTUv9IEeTuJYu6MYzTvgeKAJG1Yn63lquocWjXbps0tBwtE0yRHNAbM6x3BvMpbgR0+zRc6wGpPKe87S",
+	"KwF1PfYFEGxAK4f1GdaDKluQCYdTko06Pvi3k8M/vz87PHlz9NPB6/dnR28O3/58FrVBCX+WZZcCMAs0",
+	"yc1Kn9zgSsm1v58moW6XTDx3+RDNIspC2a9Rc7yc9XYllstZd8gMaA1Ukc2JXlT3iv5zbvEevLxkydVY",
+	"IhVeLlQ2M11sOsSCzHXTjcoT1AcQH19oFMFJ4BsAIN5Y4qezTBXU2cTXo/t7EARhCcnQL+kqRmQ5Lpny",
+	"M1c2osMGwd5YRtYrmCzUTRTayExJZgkdKis91EGKV051kVQvU+qRYiEoUq1E7bCySt1lYYrimmrVQPTU",
+	"BDDG0tyh7VUquPXVjayFngOFmeizsSMiwVozoRRqna/sdHbWgmY8Pc7+CmqesYfeHL0sZS+spQHDZ38e",
+	"ZdOpXt/RfqX4gHQXAPD0W2hUwFDgpnavRsXKhleVk7xHrGJ/ZeXgItDb6+11dXUX8muX1Rl9utv6t3p4",
+	"HJE+gz+YDLk/2NsZ+aPd3R1/yAcTQ4/7yCviaOLXcziOXAtZ12meyYJwankTNslUiG18Ltr8xIOIp7yo",
+	"A55yazDMazVhqMwh9Ss19dMDgwe4IG7LWpUeXcXI2Jg8qoC39KAAQg6jXlOi1aPuaf8WaCx7lr0Pj1V7",
+	"3wNz3YN77O5CsBVz5paEgUn7nHowayO/UkFYb9NgD+5dmw7KMV32RcfkrGFz8dzjVH3nmAgoltH7xx80",
+	"FRusERJ4kcnpLI2fpCi+Vu7kDAMRdmkX9cDFLbGPxjyKzfreWgmzuiSqCjrrVcg0guQ2dKuaFihLa6JV",
+	"awdKf/tk57e9RTX19lPO9TFV8tRHZ+N1T1G125n4Uc8bQkx0yKw/01ArueE9o9rXWo2nlb9q3xvGgKO8",
+	"fmYp92nlWyrXFVl2aeJOV4JLKH1JFbvO0kQktThMh0ESjpcbuzUlxHRt2xgybtWsrU6MREbeUm18bQvI",
+	"zqAkRWa3sNBjZz/ZxCpjgBmMTY3iC3vh13ASy3n9VFNx/l+zLAJmwMOs8kZoloqrp1jrBc+T4yyVhXim",
+	"2JEsxHkONCI2UHpwfARc5AnJfI2lXtyUB0gT4KZHmIs2r641zsV5qlAdLJNQIfHm6CWb3EAtBdiuLB/L",
+	"VkTB5rJRPNEGHkvg3i4lCj8fJFepNHYaBTz2UdnYcBqUeMCx5Gyu7ayJY0OVXFoQBLtnxQVCFmUSIpY2",
+	"Sm2A3sRMaAE1huXRYxHEjleD4isx5FSvbRMSLXnhIQT6zgQkJ4t0VvipZCq9Wsx0n3jOTZ8pdpki6yQc",
+	"1AsKB+knvDr9KWTR6dEb/+2P/q//+D/RWJIPaDIPPaZYS5tLHhczoZTH/pIqzmgz7na73baHd3jx6ugY",
+	"7sEabqEHPb5I56wVOYCHyGMHRy9ZVAVOROaOLw9fvD766RBvSnkfSCwdSbWYTtM4hdjNQibKXnP6+u07",
+	"vADzACaC26rkFkAnIVsUbQrXQg98/335tFQx6vWmmKyLc/oChTWVVegcs5aZO6OxQsgU2FbgJxcKfKWg",
+	"3/v5z0F/byfoDkYGt7EmVELPz1MhZDNWIuj9Vf+Gng19MBSjaRD3Jn43GXB/MOnH/p7Ynfp8ZzKMB0lf",
+	"9Kbdz2OOIg/g+1qAtWTmh2UH2KDVDhh2TQcM49G0P+klfiB0Q6d7E3+0k+z65ev3k1oHYMj293ndY/3M",
+	"ymviPFwTq6JcQwu5pY1hKuvgU7DAvUzyrKajnmqqHrrPc5w7d4BNqjvwOvv7BlGWprFcF4du0NNlFH6t",
+	"8MtGZ4z62WITKOgjO1vYeNm6RwuwhS/IFG5+rLjvPPEUXXkcixyjK+uGVJdicpFll76QyVy74Rs58/Yi",
+	"wERBnWN3R3vrs6QEOrJTEeeiUETUAcW9F9lSsguRi2YY+Dts1KFt0+csFiTGvB3QatTuq2/7XZZdXgoB",
+	"Xry6kdoImHLqGuT1Wsji7GYODJxbLgCJ4Lc2eoTgJ5Fs/ULOBYnAdv0u70383bif+CMxmPpDvjPZjUfJ",
+	"Hma67WZuavm8rUU+I7EbFT5/rvtKdeh1O3F29RzPHYBnvm3Pt51bG651N/zaGK2z7+sZZKfM0xb/0NVP",
+	"S1Z1rrjk56Jxk6fflN3tmIB3K9+5yNKYz2YTHl9iMeo1ra+P/0RoiM4kS27+2/NFPvt0hwRqwWWiDRA9",
+	"SrHrLuJCAbREh0m4OeOKwI4IGESEI1gIKEtGWE22KKxKaSpU1GGvMJkLBOxowUB9u7xvmnhlbjmzehg5",
+	"yvwBFtEqQnrlXeB0V/CrecRaP8v0gzmpo2ejHRJEAprDn7lOpeeSF4tcRCGLrrtemdyecCV2Bvr6V28O",
+	"Xvinrw56wx2WAW4w+li2/lPn40ojPnU+6h77FHlUKW5xRJObwoBuwbyOpZBxlgg6rNJDiUJ+eaFE/D5q",
+	"d9j3Lk4Hv+UszwriX1hmY2nfBC02UvAroX2sAg8GnKk5j0XIeByLeUHVmwS3Be0RYGMaSz1aUyCiOxH/",
+	"LmI6O+sXU2zK85Ieq7U6Y2bpJOfEqw0cRUMDa2wTYBPEkZjTXJDgANUGfNI+RMBXbj2WeO8bpLmbZMVF",
+	"0zmdZsfh9ZpxbDPtOreBk8qh/izPcaUspzJNSVOwnKgW+3lvu+zg3Nm8ub5vru/z3/8W+Hu//Omf1isd",
+	"ArKVYpnh3PHLCaVXy3gRBP0YJy38fxE5A3tvy+1P72z5Z0O81vOXccKszw1Q14e8Yb0PHyg7Y1j4u0M7",
+	"wFc8vzQ8LyTNkGSSNAG7QbPfZky9Nr3nmRQWXE8+DZKj1rWHAct6t27dgaR5P1+oCxSmLpzn6W5oQA9h",
+	"XFYf7n4+ea2v0VcTYpwVWch6Qbc0dbbxIH9TKJgZunkRmr7IG0v0KEEsUruVVq6F8ntg4SBCLFckGljp",
+	"ulYc2rHs7pbSzED4Npbb27rFoIXR2d5mkXHBInh2SffRCwYjB0DpMZmxhRI5BFX0SphzpZZZnniMj+U8",
+	"ywvWgvaep9dCtkmMR3fNznDYH+LmeaHvDOxyE2EwwvPFZJbGDAjjpShCfbtZls31Fu6xeZ5e80KwVjd4",
+	"PvJYd7fX6e487/Y81t3T/3f0vLvjsWkcBGH4fLft6WNDnorc/+ngDERBLv1ZFvPZWLa6O3ud3nCAF4iR",
+	"vqAbtD12tZgVacxVQWRKItdneKoY9RiXtnoUIF0zwROouzg6vh5ABYRKC4FPQdPAWlEYPt/biTwWheF0",
+	"Op2GQRjQBzuDcDrdm9gfmL+7Yfh8MIJKjV4Q9HTj4PupiLGlURvacnR8vWMbRBINILjUiv7Zqpzrfjb6",
+	"p3q8xhKaXiLNM0ytQqzjyoYpLJvLIp9FOGLa5Vf6xfgNcURCND2bjqVTU7vkshCJkc2Cn+GDzSP1uqK6",
+	"mvKq+ELEl7qrQTWTaw8ArQGZBY/295c/nVq2EHN5nEkp4oJufICyojmG98nLGEtTKvDu8LtXb9/++P7g",
+	"9eu3794fnxz95eDs8F8Aj8xa0RW/FCxfyIgBw1RaeJDxxgFNxLWYZXN9/GmPJYrVzme6vREpdaKfZOYp",
+	"tU+YUodjfVpVKs0kLLdTqnmBVH7GONMmnRTnYTHYnxN+MM8KEReKGRFdbywnQqWJsA6f8aKRE9MBLUTw",
+	"GraiZDuCPKlznNuG2QYV4O8hu79NNTJU8dLZjvahoMjsI5X7Op/DD12TO5bwE2phR59Bow6LtqPmV82m",
+	"lFeC3lhB9uciFuk15D44MyHmlbfdhwCcErOZyMOmZrc77K3JIMF078MUJVw/lqI7jYJ/5TmN40uak9vb",
+	"lnJIX7Xq9am5iNOpkRS+7iIjGlScw/YQjaU5oIB8PiDKKegIP3im2L+evv2Jypecs0Gzj3+bE693CtyI",
+	"V3dgWO5mle3rc0SawyyDAEdW6OHT76j3mxNRII9odiVoPQ6Z8hg4sx7rB/hvj13ozy481g3gvwP9317A",
+	"LmBKaY99LFE86//9327A/hnNE7F96H1D71F7+rNh0DciX9qeVSW6bZhG37G9jy3CEYRio4pbkSqnOu2A",
+	"DbpB6S5U92VEzOzrRyYZGwJRUXlw40wt4lgoNV3Myru3omo8JTJGMo0v2h320mmFEaGDp4wlUbjqt4Ns",
+	"RcgSkSxwvuqDUWXYdcvxJYxD/EyxSL/sYZ5nOT51LMFzcA00XLTIBVVPhSxCOanafmssFlgHNKppJseS",
+	"+s1j0dnrU3bBZaIutKEsP4eKKJYtiG2Vsqva52tFr87OjvVAGh0oLO1RY8lzmxNGkw0yZefNRS0gXs5l",
+	"A+4aKHU50inr+ZnY4xvx3fIk0Y4EzvhyoFswOmyZLWaJsStke9ALxDIqtgAeH04rhk6o7ZBkAG+Xmrqr",
+	"cMY2AlDlxYWQJZRzLGW2pJJF0BoHEuKidBDv1aRaFX4ayxXxJouiat1WXdTGNuH60J9D0sO2fSyRnShh",
+	"KpWx0OaBZN6VKNcRvod2SqCXEoQCmHvcXuZTj8h9I+pZpRlZUz+r7LUcogomLMLZ4MMHY4SdVlczPru8",
+	"G/dEf+oPJsPEH8Q7wh9Nd7m/NwnibqK/GfDHW160erxrCFQ/LCS9bkx53bxRbTq6lTdfsDrG0eX5NoP7",
+	"YKG2wi2M0b2Z/vjnvXz0w4//9vf8bPnvPx+/HB29Pv7rUdZ7zV/z0+UPw/mr8z//aefy5fJfPi818MBh",
+	"fJcWF5jQubMwqLR5lYogniSfKRFVWgsHxt9g+rFfAR0GfrUUS2xJQoSWj0BU6mnuPqa568bJnAmFL8la",
+	"ToRJZsv2E3vlUwXUAxN0Vp6rnqS7J0fXmK5fm/fSdbWq4QbQlgbvPYPwjQmzlvk2cKqmWX6eFYUgP0+7",
+	"eE3hCCuFq12e2kHRhCLASwbLh8UILEkT1ron/tIOGdAm29gDRIFs7MEEHG6hq9zQOa4GzWsu5Jrm8Xdi",
+	"pMT3fZL3ejTrHQdk8/V+h76XcyKnIEu5VbU77KABZ+fAde7G1f1BV8p/pTPFV/es7vOnnozRYzFGiA7c",
+	"2BLdI39G6TDIfLGWzUxBFQru85lsA6WavTpiLX1KvJoXNwyXLQGAFfIAReU6iRiGvjfO9tRaELp5i1XX",
+	"AXElppynw4jjvizwKTIW0ZKyOmsrUWxzgDX9B/oScZa7QWW1X15nJNgcbwv8MNZCQYZkgVHjdof9KG5U",
+	"KQCnCn5jWfV5LjBlgdpID/bMzEn9q3poqH71x9l3HhjXq24M29rqr1jyhxpo7OJvOvq2/e1vg39k8bIn",
+	"uYyvETpA6/4FQwfP50Rg1IzkPYGtSx8XqnAEA961kLG0QOxXqtyEDiBrlhe8AGQLVMs62zoyRQKQwxgA",
+	"lknR7rBe0AvZ3xdiIZL9GjwY/j0qMcIX2RJytNphftSBCXbgBMURCmORZwGUC6sqLhkCLwR6Ddkc8/O8",
+	"8CjXjwgHN72/om6Kjofu1RwiPA1CTqk8/4Me+HoP2H2PnO2l5+9OurG/mwyEv8eHE9+QD+7x0WT9LQLg",
+	"oAcAlDZJgtX+nNOA4ZR/ImE4d+30LWM4z7PJTFz9qTFDWvB0Rn1bN5VIuHL7kiM0gll5JK5D4J1Bz8CA",
+	"Oo6HMejteVtFWsASOMsydqUPRFasyM5Wwrx1e7udoBN0uuEoGAXmRdTznBfCB5WOTTy9Y7y8cWrVmxKi",
+	"hT44PtJmUh9NeCEAf7J2f2h7XcEj2BTbkmMceR8YCGrII6fXnMyb85P7Mm7wU/wlvOnvvxkjvoYVQhW4",
+	"HT58E0Z8sm8Sarftxj+k1yvYK8hs4oWeSx5BSGgs+bCCLha80dJ7mPgwT3PxAlOmR/IUxyhqsyqSlFDB",
+	"CuH7FpbvGaBI2QJ7+s1msJVb9W7aYHNgKVLLtIgvoATGiF+zWaaAjtAB1uGKg6N9ZuRS9KP07NOtUJ3b",
+	"3iBkgTlWm8aY9hkqemRlok8NMvkSAEGmr1Zf37yr6QL0cB6122F8AvOqKRGBZ1SF2RnLz8CJ4bxF2FcV",
+	"HQYUWGV5EkslW+jGuv2vBxIlXzMA9yi+bDtcy3dixPDJZalCqZFZ6+NbkAH71ecggIjC5vBAoH/Bv2tx",
+	"8zsBYKsu1gm0lAwCpZ+/SRfLe0QIsnWGGLey6jz57XBlfdFLunEw8ff4aOoPxG7ij+KdiT/kg6n57nHj",
+	"yppt6VYYbBoOwUl+QlWFTY7Jq2zJZhnZK8c8owwC1feA6DUGiM2KjD5+iuhHabmZgb/8BCH748FwypVd",
+	"uhhPgbMnpM7X8vBx624Itz0zyfb7XH5oSn7dvM2/rtdImTosp6qq3WEHLBHzWXYjEvheu1p5qWaeqmo9",
+	"m14tVLh1/PN3r49evP/55HWnsqpXjqBAFEHvscIT8YFSSlyacyM6zxLKv1VFzQb8XP2nrdG8FDdw6KOd",
+	"Tg+CkAVZ4q1Vn+IIDaRirXlN87cdoossPJCp1F4FTzwIPxrtF6hY9IgCtcNQKZAB1RlQ7YFwya//4z9c",
+	"5RLzN5QI6S0GfvV85RcuR6bDt1XTJV59oVPK6Wk/N1VqIRzdLdA3sXrHIR27lkJceuwqk8WFbtCNMJXy",
+	"nFz7hN94bCGLdKYnGzoi1KATPe8hmUqPaGoS8m+Z+vAiAzEs/UBxgy3S21IIckzmtACCtkCzqIymbZ3J",
+	"0Woc6u+N0FLblX1y2vnC0V9qaqLeBbBBDdLJGHGmUmNT0fZMsQmXlzA3IVv85ujlM8USns5u2IQX8YXH",
+	"pADyQqNCpZs2FcJt10tSq2po0js9gpS9Cati+l5FT8qryEpTNSD2WumEmEStG6XlCjwe5BGQpedb5Fwq",
+	"DpVFlPClqz3UjO4HUHFFglKVQuwaAmiFFsR5dQhUNr+4yIWpztZuMD7CgzWOzV6zmE/xijFYtZhND8/s",
+	"VIaHF1mI4+vIeFN9lMf02rWyQ5CcKLV4O+zQHTMo/YbC+XJS0h2b2gHS1LiKzYONfLipxKYF4tzQVQJu",
+	"vqWzgCwFtJ3PIN7nqO41idyKKyPnZ3tpPU5Vp5klJ9QtC7FskqE1VKyFrXPv89p8ef993hy9VKxlPmCG",
+	"0KpZK9t9xpv6JQ3POqE6VqZtuBS5esauU7GkQEyaA33rNJulGXRtNmVlQ9y6V9es4h0bHvY6vRZSb4No",
+	"6HiSwl/zPJsIBdYId28rvkm3fGuCBGrr0y+f/n8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -280,12 +280,20 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["amout"] = "1.00" }), "amout"},
 		{"POST", "/payment-requests", "/payment-requests", invoice(func(b map[string]any) { b["lines"].([]map[string]any)[0]["unit_cost"] = "1" }), "lines[0].unit_cost"},
 		{"POST", "/card-payments/" + id + "/refund", "/card-payments/{id}/refund", map[string]any{"amout": "1.00"}, "amout"},
+		{"POST", "/terminal-payments", "/terminal-payments", map[string]any{"terminalId": id, "invoiceId": id, "amout": "1.00"}, "amout"},
 		{"POST", "/payment-requests/" + id + "/payments", "/payment-requests/{id}/payments",
 			map[string]any{"amount": "1.00", "method": "cash", "refrence": "Check 1"}, "refrence"},
 		{"PUT", "/reminder-settings", "/reminder-settings", map[string]any{"enabled": true, "offsetsDays": []int{0}, "offsets": []int{1}}, "offsets"},
 		{"POST", "/webhook-endpoints", "/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/a", "description": nil, "eventTypes": []string{"*"}, "secret": "mine"}, "secret"},
 		{"PATCH", "/webhook-endpoints/" + id, "/webhook-endpoints/{id}", map[string]any{"staus": "disabled"}, "staus"},
+		{"PATCH", "/payment-requests/" + id, "/payment-requests/{id}", map[string]any{"memo": "x", "send": true}, "send"},
+		{"PATCH", "/payment-requests/" + id, "/payment-requests/{id}", map[string]any{"lines": []map[string]any{{"description": "a",
+			"quantity": 1, "unitCost": "1", "uom": nil, "commodityCode": nil, "upc": nil, "unit_cost": "1"}}}, "lines[0].unit_cost"},
+		{"POST", "/payment-requests/" + id + "/finalize", "/payment-requests/{id}/finalize", map[string]any{"sent": false}, "sent"},
 		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "emial": "b@example.com"}, "emial"},
+		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "address": map[string]any{"line1": "1 Main St", "city": "X", "zip": "1"}}, "address.zip"},
+		{"PATCH", "/customers/" + id, "/customers/{id}", map[string]any{"taxExmpt": true}, "taxExmpt"},
 	}
 }
 

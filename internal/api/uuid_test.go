@@ -105,6 +105,8 @@ func TestUUIDsOfEveryVersionAndVariant(t *testing.T) {
 		"CreatePaymentRequest":   func() any { return m.Body("UUID-1", "5.00") },
 		"RecordPayment":          func() any { return map[string]any{"amount": "1.00", "method": "cash"} },
 		"UpdateWebhookEndpoint":  func() any { return map[string]any{"status": "disabled"} },
+		"UpdatePaymentRequest":   func() any { return map[string]any{"memo": "Thanks"} },
+		"UpdateCustomer":         func() any { return map[string]any{"notes": "a note"} },
 		"CreateRecurringInvoice": func() any { return recurringBody(m, "2030-01-31") },
 		"UpdateRecurringInvoice": func() any { return map[string]any{"status": "paused"} },
 	}

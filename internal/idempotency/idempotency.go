@@ -44,8 +44,11 @@ type Operation string
 // The operations that take a key.
 const (
 	CreateInvoice     Operation = "invoice.create"
+	CreateCustomer    Operation = "customer.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
+	// CreateTerminalPayment: a repeat asks the terminal for no second card.
+	CreateTerminalPayment Operation = "terminal_payment.create"
 	// CreateAPIKey: the portal's form sent twice makes one key.
 	CreateAPIKey Operation = "api_key.create"
 	// CreateWebhookEndpoint: a second endpoint of one request would get

@@ -34,8 +34,12 @@ func (noCards) InvoiceSales(context.Context, sqlx.QueryerContext, uuid.UUID, uui
 	return nil, nil
 }
 
-func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, string) ([]invoice.SavedCard, error) {
+func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, uuid.UUID) ([]invoice.SavedCard, error) {
 	return nil, nil
+}
+
+func (noCards) ChargesUnderWay(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
 }
 
 // shop is a merchant with a MID in New York, its invoices and its series
