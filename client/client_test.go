@@ -363,10 +363,14 @@ func TestRecurringInvoiceGetsIdempotencyKeyAndPatches(t *testing.T) {
 	env := apitest.New(t, testDSN, apitest.Options{})
 	seed := env.Seed()
 	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
-	email, twelve := "dana@example.com", int32(12)
+	twelve := int32(12)
+	customer, err := c.CreateCustomerWithResponse(context.Background(), nil, client.CustomerCreate{Email: openapi_types.Email("rec-" + uuid.NewString()[:8] + "@example.com")})
+	if err != nil || customer.JSON201 == nil {
+		t.Fatalf("customer: %v %s", err, customer.Body)
+	}
 	body := client.CreateRecurringInvoice{
-		MerchantAccountId: listAccounts(t, c)[0].Id, InvoiceNumberPrefix: "RET-" + uuid.NewString()[:8],
-		Amount: payreq.MustDecimal("500.00"), CustomerEmail: &email, Interval: client.RecurringIntervalMonth, IntervalCount: 1,
+		MerchantAccountId: listAccounts(t, c)[0].Id, CustomerId: customer.JSON201.Id, InvoiceNumberPrefix: "RET-" + uuid.NewString()[:8],
+		Amount: payreq.MustDecimal("500.00"), Interval: client.RecurringIntervalMonth, IntervalCount: 1,
 		StartOn: openapi_types.Date{Time: time.Now().AddDate(0, 0, 2)}, EndAfter: &twelve, DueDays: 14, Send: false,
 	}
 	resp, err := c.CreateRecurringInvoiceWithResponse(context.Background(), nil, body)

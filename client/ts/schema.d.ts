@@ -441,7 +441,8 @@ export interface paths {
          *     from 00:00 of its day in the time zone of the MID's location and is issued within a
          *     minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
          *     digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-         *     series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+         *     series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+         *     company and phone as they are then), delivery and reminders, its pay link
          *     sent unless `send` is `false`. Each occurrence makes at most one invoice however
          *     many instances run and whenever they restart. An occurrence more than 3 days past
          *     due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -455,12 +456,13 @@ export interface paths {
          *     - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
          *       runs until ended.
          *     - `dueDays` 0–365.
-         *     - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+         *     - The amount, lines, tax and delivery rules of `POST /payment-requests`:
          *       `lines` must add up to `amount`, tax included (`errors.lines`).
          *     - `invoiceNumberPrefix` 1–40 characters.
          *
          *     **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-         *     inactive location; an `invoiceNumberPrefix` another series of the organization has
+         *     inactive location; `customerId` not a customer of the organization (`Unknown
+         *     customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
          *     (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
          *     before with another body.
          *
@@ -1279,6 +1281,12 @@ export interface components {
              */
             merchantAccountId: string;
             /**
+             * Format: uuid
+             * @description The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
              * @description 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
              * @example RET
              */
@@ -1297,27 +1305,6 @@ export interface components {
              * @example PO-7781
              */
             poNumber: string | null;
-            /**
-             * @description Customer name. At most 200 characters.
-             * @example Dana Whitfield
-             */
-            customerName: string | null;
-            /**
-             * @description Customer company. At most 200 characters.
-             * @example Whitfield Catering LLC
-             */
-            customerCompany: string | null;
-            /**
-             * Format: email
-             * @description Customer email, as on `POST /payment-requests` (`null` is a 400).
-             * @example dana@whitfieldcatering.com
-             */
-            customerEmail: string | null;
-            /**
-             * @description Customer phone, required when `delivery` is `text`. At most 32 characters.
-             * @example +15125550148
-             */
-            customerPhone: string | null;
             /**
              * @description How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
              * @example email
@@ -1423,6 +1410,12 @@ export interface components {
              */
             merchantAccountId: string;
             /**
+             * Format: uuid
+             * @description The customer its invoices bill.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
              * @description Its invoices are numbered `{prefix}-{n}`.
              * @example RET
              */
@@ -1441,26 +1434,6 @@ export interface components {
              * @example null
              */
             poNumber: string | null;
-            /**
-             * @description Customer name.
-             * @example Dana Whitfield
-             */
-            customerName: string | null;
-            /**
-             * @description Customer company.
-             * @example Whitfield Catering LLC
-             */
-            customerCompany: string | null;
-            /**
-             * @description Customer email.
-             * @example dana@whitfieldcatering.com
-             */
-            customerEmail: string;
-            /**
-             * @description Customer phone.
-             * @example null
-             */
-            customerPhone: string | null;
             delivery: components["schemas"]["Delivery"];
             /**
              * @description Each invoice's reminders; null follows the organization's schedule.
@@ -4811,10 +4784,10 @@ export interface operations {
                  */
                 status?: components["schemas"]["RecurringInvoiceStatus"];
                 /**
-                 * @description Only series billing this customer email (compared without regard to case).
-                 * @example dana@whitfieldcatering.com
+                 * @description Only series billing this customer.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
                  */
-                customerEmail?: string;
+                customerId?: string;
                 /**
                  * @description Page size, 1–100. Default 25.
                  * @example 25

@@ -13,10 +13,10 @@ CREATE TABLE recurring_invoices (
     lines                 jsonb,
     memo                  text,
     po_number             text,
-    customer_name         text,
-    customer_company      text,
-    customer_email        text NOT NULL,
-    customer_phone        text,
+    -- The customer (package customer's) each invoice bills; no foreign
+    -- key: a customer with no invoices may be deleted, and the series'
+    -- next invoice is then refused (Unknown customer) and logged.
+    customer_id           uuid NOT NULL,
     delivery              text NOT NULL CHECK (delivery IN ('email', 'text')),
     reminders             boolean,
     interval              text NOT NULL CHECK (interval IN ('week', 'month', 'year')),
@@ -40,6 +40,7 @@ CREATE TABLE recurring_invoices (
 -- the numbers, and two series of one prefix would number alike.
 CREATE UNIQUE INDEX recurring_invoices_prefix ON recurring_invoices (organization_id, invoice_number_prefix);
 CREATE INDEX recurring_invoices_list ON recurring_invoices (organization_id, created_at DESC, id DESC);
+CREATE INDEX recurring_invoices_customer ON recurring_invoices (organization_id, customer_id, created_at DESC, id DESC);
 -- What the issuing loop looks for: the active series that are due.
 CREATE INDEX recurring_invoices_due ON recurring_invoices (next_due_at) WHERE status = 'active';
 

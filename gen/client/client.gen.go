@@ -1786,25 +1786,10 @@ type CreateRecurringInvoice struct {
 	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
 	Amount Decimal `json:"amount"`
 
-	// CustomerCompany Customer company. At most 200 characters.
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
 	//
-	// Example: Whitfield Catering LLC
-	CustomerCompany *string `json:"customerCompany"`
-
-	// CustomerEmail Customer email, as on `POST /payment-requests` (`null` is a 400).
-	//
-	// Example: dana@whitfieldcatering.com
-	CustomerEmail *string `json:"customerEmail"`
-
-	// CustomerName Customer name. At most 200 characters.
-	//
-	// Example: Dana Whitfield
-	CustomerName *string `json:"customerName"`
-
-	// CustomerPhone Customer phone, required when `delivery` is `text`. At most 32 characters.
-	//
-	// Example: +15125550148
-	CustomerPhone *string `json:"customerPhone"`
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
 
 	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
 	//
@@ -3388,23 +3373,10 @@ type RecurringInvoice struct {
 	// Example: 2027-01-20T15:04:05Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// CustomerCompany Customer company.
+	// CustomerId The customer its invoices bill.
 	//
-	// Example: Whitfield Catering LLC
-	CustomerCompany *string `json:"customerCompany"`
-
-	// CustomerEmail Customer email.
-	//
-	// Example: dana@whitfieldcatering.com
-	CustomerEmail string `json:"customerEmail"`
-
-	// CustomerName Customer name.
-	//
-	// Example: Dana Whitfield
-	CustomerName *string `json:"customerName"`
-
-	// CustomerPhone Customer phone.
-	CustomerPhone *string `json:"customerPhone"`
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
 	//
@@ -4558,8 +4530,8 @@ type ListRecurringInvoicesParams struct {
 	// Status Only series with this status.
 	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// CustomerEmail Only series billing this customer email (compared without regard to case).
-	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
 
 	// Limit Page size, 1–100. Default 25.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -6866,7 +6838,8 @@ type ClientInterface interface {
 	// from 00:00 of its day in the time zone of the MID's location and is issued within a
 	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-	// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
 	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
 	// many instances run and whenever they restart. An occurrence more than 3 days past
 	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -6880,12 +6853,13 @@ type ClientInterface interface {
 	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 	//   runs until ended.
 	// - `dueDays` 0–365.
-	// - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 	// before with another body.
 	//
@@ -6909,7 +6883,8 @@ type ClientInterface interface {
 	// from 00:00 of its day in the time zone of the MID's location and is issued within a
 	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-	// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
 	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
 	// many instances run and whenever they restart. An occurrence more than 3 days past
 	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -6923,12 +6898,13 @@ type ClientInterface interface {
 	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 	//   runs until ended.
 	// - `dueDays` 0–365.
-	// - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 	// before with another body.
 	//
@@ -8617,7 +8593,8 @@ func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurrin
 // from 00:00 of its day in the time zone of the MID's location and is issued within a
 // minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 // digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
 // sent unless `send` is `false`. Each occurrence makes at most one invoice however
 // many instances run and whenever they restart. An occurrence more than 3 days past
 // due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -8631,12 +8608,13 @@ func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurrin
 //   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 //     runs until ended.
 //   - `dueDays` 0–365.
-//   - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 // (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 // before with another body.
 //
@@ -8670,7 +8648,8 @@ func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *Cre
 // from 00:00 of its day in the time zone of the MID's location and is issued within a
 // minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 // digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
 // sent unless `send` is `false`. Each occurrence makes at most one invoice however
 // many instances run and whenever they restart. An occurrence more than 3 days past
 // due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -8684,12 +8663,13 @@ func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *Cre
 //   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 //     runs until ended.
 //   - `dueDays` 0–365.
-//   - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 // (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 // before with another body.
 //
@@ -11167,9 +11147,9 @@ func NewListRecurringInvoicesRequest(server string, params *ListRecurringInvoice
 
 		}
 
-		if params.CustomerEmail != nil {
+		if params.CustomerId != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerEmail", *params.CustomerEmail, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -13026,7 +13006,8 @@ type ClientWithResponsesInterface interface {
 	// from 00:00 of its day in the time zone of the MID's location and is issued within a
 	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-	// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
 	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
 	// many instances run and whenever they restart. An occurrence more than 3 days past
 	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -13040,12 +13021,13 @@ type ClientWithResponsesInterface interface {
 	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 	//   runs until ended.
 	// - `dueDays` 0–365.
-	// - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 	// before with another body.
 	//
@@ -13069,7 +13051,8 @@ type ClientWithResponsesInterface interface {
 	// from 00:00 of its day in the time zone of the MID's location and is issued within a
 	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-	// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
 	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
 	// many instances run and whenever they restart. An occurrence more than 3 days past
 	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -13083,12 +13066,13 @@ type ClientWithResponsesInterface interface {
 	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 	//   runs until ended.
 	// - `dueDays` 0–365.
-	// - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-	// inactive location; an `invoiceNumberPrefix` another series of the organization has
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 	// before with another body.
 	//
@@ -20690,7 +20674,8 @@ func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Cont
 // from 00:00 of its day in the time zone of the MID's location and is issued within a
 // minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 // digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
 // sent unless `send` is `false`. Each occurrence makes at most one invoice however
 // many instances run and whenever they restart. An occurrence more than 3 days past
 // due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -20704,12 +20689,13 @@ func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Cont
 //   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 //     runs until ended.
 //   - `dueDays` 0–365.
-//   - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 // (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 // before with another body.
 //
@@ -20739,7 +20725,8 @@ func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx con
 // from 00:00 of its day in the time zone of the MID's location and is issued within a
 // minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
 // digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
-// series' amount, lines, memo, PO number, customer, delivery and reminders, its pay link
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
 // sent unless `send` is `false`. Each occurrence makes at most one invoice however
 // many instances run and whenever they restart. An occurrence more than 3 days past
 // due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
@@ -20753,12 +20740,13 @@ func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx con
 //   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
 //     runs until ended.
 //   - `dueDays` 0–365.
-//   - The amount, lines, tax, customer and delivery rules of `POST /payment-requests`:
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
-// inactive location; an `invoiceNumberPrefix` another series of the organization has
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
 // (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
 // before with another body.
 //

@@ -1779,25 +1779,10 @@ type CreateRecurringInvoice struct {
 	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
 	Amount Decimal `json:"amount"`
 
-	// CustomerCompany Customer company. At most 200 characters.
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
 	//
-	// Example: Whitfield Catering LLC
-	CustomerCompany *string `json:"customerCompany"`
-
-	// CustomerEmail Customer email, as on `POST /payment-requests` (`null` is a 400).
-	//
-	// Example: dana@whitfieldcatering.com
-	CustomerEmail *string `json:"customerEmail"`
-
-	// CustomerName Customer name. At most 200 characters.
-	//
-	// Example: Dana Whitfield
-	CustomerName *string `json:"customerName"`
-
-	// CustomerPhone Customer phone, required when `delivery` is `text`. At most 32 characters.
-	//
-	// Example: +15125550148
-	CustomerPhone *string `json:"customerPhone"`
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
 
 	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
 	//
@@ -3381,23 +3366,10 @@ type RecurringInvoice struct {
 	// Example: 2027-01-20T15:04:05Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// CustomerCompany Customer company.
+	// CustomerId The customer its invoices bill.
 	//
-	// Example: Whitfield Catering LLC
-	CustomerCompany *string `json:"customerCompany"`
-
-	// CustomerEmail Customer email.
-	//
-	// Example: dana@whitfieldcatering.com
-	CustomerEmail string `json:"customerEmail"`
-
-	// CustomerName Customer name.
-	//
-	// Example: Dana Whitfield
-	CustomerName *string `json:"customerName"`
-
-	// CustomerPhone Customer phone.
-	CustomerPhone *string `json:"customerPhone"`
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
 	//
@@ -4551,8 +4523,8 @@ type ListRecurringInvoicesParams struct {
 	// Status Only series with this status.
 	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// CustomerEmail Only series billing this customer email (compared without regard to case).
-	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
 
 	// Limit Page size, 1–100. Default 25.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`

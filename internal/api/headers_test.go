@@ -65,7 +65,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	editable, toFinalize, toDelete := m.MustCreate(t, m.Body("HDR-5", "10.00")), m.MustCreate(t, draftBody("HDR-6")), m.MustCreate(t, draftBody("HDR-7"))
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
-	series, spareSeries := createSeries(t, m, recurringBody(m, "2030-01-31")), createSeries(t, m, recurringBody(m, "2030-01-31"))
+	series, spareSeries := createSeries(t, m, recurringBody(t, m, "2030-01-31")), createSeries(t, m, recurringBody(t, m, "2030-01-31"))
 	customer, spareCustomer := newCustomer(t, m, map[string]any{"email": "hdr@example.com"}), newCustomer(t, m, map[string]any{"email": "spare@example.com"})
 	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
 	lane := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Lane")
@@ -132,7 +132,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
 			case "POST /recurring-invoices":
-				req.Body = recurringBody(m, "2030-01-31")
+				req.Body = recurringBody(t, m, "2030-01-31")
 			case "PATCH /recurring-invoices/{id}":
 				req.Body = map[string]any{"status": "paused"}
 			case "DELETE /recurring-invoices/{id}": // the others still use series

@@ -98,7 +98,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
-	theirSeries := createSeries(t, theirs, recurringBody(theirs, "2030-01-31")).Id.String()
+	theirSeries := createSeries(t, theirs, recurringBody(t, theirs, "2030-01-31")).Id.String()
 	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
 	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
 	theirSeed := env.Seed()
@@ -175,8 +175,12 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"read recurring invoice", "GET", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
 		{"pause recurring invoice", "PATCH", "/recurring-invoices/%s", theirSeries, me.Token, map[string]any{"status": "paused"}, http.StatusNotFound, nil},
 		{"end recurring invoice", "DELETE", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
-		{"recurring invoice on their MID", "POST", "/recurring-invoices", theirMID.Id.String(), me.Token, recurringBody(me, "2030-01-31"),
+		{"recurring invoice on their MID", "POST", "/recurring-invoices", theirMID.Id.String(), me.Token, recurringBody(t, me, "2030-01-31"),
 			http.StatusUnprocessableEntity, nil},
+		{"recurring invoice for their customer", "POST", "/recurring-invoices", theirCustomer, me.Token,
+			func() map[string]any { b := recurringBody(t, me, "2030-01-31"); b["customerId"] = "%s"; return b }(),
+			http.StatusUnprocessableEntity, nil},
+		{"list recurring invoices of their customer", "GET", "/recurring-invoices?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
 		{"read customer", "GET", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
 		{"change customer", "PATCH", "/customers/%s", theirCustomer, me.Token, map[string]any{"notes": "mine now"}, http.StatusNotFound, nil},
 		{"delete customer", "DELETE", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},

@@ -30,9 +30,8 @@ func lines(in []models.InvoiceLineInput) []invoice.Line {
 func (s *Server) CreateRecurringInvoice(ctx context.Context, req gen.CreateRecurringInvoiceRequestObject) (gen.CreateRecurringInvoiceResponseObject, error) {
 	b := req.Body
 	t := recurring.Terms{
-		MerchantAccountID: b.MerchantAccountId, Prefix: b.InvoiceNumberPrefix, Amount: b.Amount.Decimal,
-		Memo: b.Memo, PONumber: b.PoNumber, CustomerName: b.CustomerName, CustomerCompany: b.CustomerCompany,
-		CustomerEmail: b.CustomerEmail, CustomerPhone: b.CustomerPhone, Delivery: (*string)(b.Delivery),
+		MerchantAccountID: b.MerchantAccountId, CustomerID: b.CustomerId, Prefix: b.InvoiceNumberPrefix,
+		Amount: b.Amount.Decimal, Memo: b.Memo, PONumber: b.PoNumber, Delivery: (*string)(b.Delivery),
 		Reminders: b.Reminders, DueDays: int(b.DueDays), Send: b.Send,
 	}
 	if b.Lines != nil {
@@ -69,7 +68,7 @@ func (s *Server) CreateRecurringInvoice(ctx context.Context, req gen.CreateRecur
 func (s *Server) ListRecurringInvoices(ctx context.Context, req gen.ListRecurringInvoicesRequestObject) (gen.ListRecurringInvoicesResponseObject, error) {
 	q := req.Params
 	pg := pageOf(q.Limit, q.Cursor)
-	f := recurring.Filter{Status: (*string)(q.Status), CustomerEmail: q.CustomerEmail}
+	f := recurring.Filter{Status: (*string)(q.Status), CustomerID: q.CustomerId}
 	list, next, err := s.recurring.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, keyset.ErrInvalid) {
 		return gen.ListRecurringInvoices400ApplicationProblemPlusJSONResponse{BadRequestApplicationProblemPlusJSONResponse: s.badRequest(invalidCursor())}, nil
@@ -83,7 +82,7 @@ func (s *Server) ListRecurringInvoices(ctx context.Context, req gen.ListRecurrin
 	}
 	fs := filters{}
 	fs.text("status", f.Status)
-	fs.text("customerEmail", f.CustomerEmail)
+	fs.id("customerId", f.CustomerID)
 	out.Headers.Link = s.nextLink("/recurring-invoices", fs, pg, next)
 	return out, nil
 }

@@ -14,14 +14,17 @@ import (
 	"github.com/payreq/payreq/internal/pgtest"
 )
 
-// recurringBody is a monthly series from startOn, every key present, with
-// a prefix of its own (a prefix is once per organization).
-func recurringBody(m apitest.Merchant, startOn string) map[string]any {
+// recurringBody is a monthly series from startOn for a new customer of
+// m's, every key present, with a prefix of its own (a prefix is once per
+// organization).
+func recurringBody(t *testing.T, m apitest.Merchant, startOn string) map[string]any {
+	t.Helper()
+	c := newCustomer(t, m, map[string]any{"email": "rec-" + uuid.NewString()[:8] + "@example.com", "name": "Dana Whitfield"})
 	return map[string]any{
-		"merchantAccountId": m.MIDs[0].Id.String(), "invoiceNumberPrefix": "RET-" + uuid.NewString()[:8], "amount": "108.25",
-		"lines": []map[string]any{{"description": "Retainer", "quantity": 1, "unitCost": "100.00", "taxRate": "8.25", "uom": nil, "commodityCode": nil, "upc": nil}},
-		"memo":  "Monthly retainer", "poNumber": nil, "customerName": "Dana Whitfield", "customerCompany": nil,
-		"customerEmail": "dana@example.com", "customerPhone": nil, "delivery": nil, "reminders": nil,
+		"merchantAccountId": m.MIDs[0].Id.String(), "customerId": c.Id.String(), "invoiceNumberPrefix": "RET-" + uuid.NewString()[:8],
+		"amount": "108.25",
+		"lines":  []map[string]any{{"description": "Retainer", "quantity": 1, "unitCost": "100.00", "taxRate": "8.25", "uom": nil, "commodityCode": nil, "upc": nil}},
+		"memo":   "Monthly retainer", "poNumber": nil, "delivery": nil, "reminders": nil,
 		"interval": "month", "intervalCount": 1, "startOn": startOn, "endAfter": nil, "endOn": nil, "dueDays": 14, "send": true,
 	}
 }
@@ -60,7 +63,7 @@ func TestRecurringInvoiceLifecycle(t *testing.T) {
 	clock := apitest.NewClock(time.Date(2027, 1, 20, 18, 0, 0, 0, time.UTC))
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
 	m := apitest.NewMerchant(t, env)
-	body := recurringBody(m, "2027-01-31")
+	body := recurringBody(t, m, "2027-01-31")
 	body["invoiceNumberPrefix"] = "RET"
 	key := http.Header{"Idempotency-Key": {"series-1"}}
 	first := env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: body, Header: key})
@@ -77,14 +80,16 @@ func TestRecurringInvoiceLifecycle(t *testing.T) {
 	again := env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: body, Header: key})
 	wantStatus(t, again, http.StatusOK)
 	apitest.Want(t, "Idempotent-Replayed", again.Header.Get("Idempotent-Replayed"), "true")
-	other := recurringBody(m, "2027-02-01")
+	other := recurringBody(t, m, "2027-02-01")
 	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: other, Header: key}),
 		http.StatusUnprocessableEntity, "Idempotency key reused")
 
 	path := "/recurring-invoices/" + sr.Id.String()
 	var list []models.RecurringInvoice
-	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices?status=active&customerEmail=DANA@example.com", Token: m.Token}).JSON(t, &list)
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices?status=active&customerId=" + body["customerId"].(string), Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "listed", len(list), 1)
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices?customerId=" + uuid.NewString(), Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "listed for another customer", len(list), 0)
 	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices?status=paused", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "listed paused", len(list), 0)
 
@@ -117,6 +122,8 @@ func TestRecurringInvoiceLifecycle(t *testing.T) {
 	apitest.Want(t, "dueDate", inv.DueDate.Format(time.DateOnly), "2027-02-14")
 	apitest.Want(t, "amount", inv.Amount.Text('f'), "108.25")
 	apitest.Want(t, "status", inv.Status, models.InvoiceStatusOpen)
+	apitest.Want(t, "customerId", inv.CustomerId.String(), body["customerId"].(string))
+	apitest.WantText(t, "customerName", inv.CustomerName, "Dana Whitfield")
 	if inv.SentAt == nil {
 		t.Fatalf("not sent: %s", raw)
 	}
@@ -185,9 +192,13 @@ func TestRecurringInvoiceRefusals(t *testing.T) {
 		{"a prefix of 41 characters", func(b map[string]any) { b["invoiceNumberPrefix"] = "ABCDEFGHIJABCDEFGHIJABCDEFGHIJABCDEFGHIJA" }, http.StatusBadRequest, "invoiceNumberPrefix"},
 		{"a key left out", func(b map[string]any) { delete(b, "endOn") }, http.StatusBadRequest, "endOn"},
 	}
+	unknown := recurringBody(t, m, "2027-01-20")
+	unknown["customerId"] = uuid.NewString()
+	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: unknown}),
+		http.StatusUnprocessableEntity, "Unknown customer")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := recurringBody(m, "2027-01-20")
+			b := recurringBody(t, m, "2027-01-20")
 			c.edit(b)
 			resp := env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: b})
 			p := apitest.WantProblem(t, resp, c.status, "Invalid request")
@@ -200,9 +211,9 @@ func TestRecurringInvoiceRefusals(t *testing.T) {
 	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices", Token: m.Token}).JSON(t, &list)
 	apitest.Want(t, "series written", len(list), 0)
 	// Today in Los Angeles is accepted; its prefix, once.
-	first := recurringBody(m, "2027-01-20")
+	first := recurringBody(t, m, "2027-01-20")
 	createSeries(t, m, first)
-	again := recurringBody(m, "2027-02-01")
+	again := recurringBody(t, m, "2027-02-01")
 	again["invoiceNumberPrefix"] = first["invoiceNumberPrefix"]
 	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: again}),
 		http.StatusUnprocessableEntity, "Invoice number prefix already used")

@@ -107,7 +107,7 @@ func TestUUIDsOfEveryVersionAndVariant(t *testing.T) {
 		"UpdateWebhookEndpoint":  func() any { return map[string]any{"status": "disabled"} },
 		"UpdatePaymentRequest":   func() any { return map[string]any{"memo": "Thanks"} },
 		"UpdateCustomer":         func() any { return map[string]any{"notes": "a note"} },
-		"CreateRecurringInvoice": func() any { return recurringBody(m, "2030-01-31") },
+		"CreateRecurringInvoice": func() any { return recurringBody(t, m, "2030-01-31") },
 		"UpdateRecurringInvoice": func() any { return map[string]any{"status": "paused"} },
 	}
 	inputs := uuidInputs(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -48,6 +49,7 @@ type shop struct {
 	db       *sqlx.DB
 	org      uuid.UUID
 	mid      uuid.UUID
+	customer uuid.UUID
 	now      time.Time
 	mu       sync.Mutex
 	invoices *invoice.Store
@@ -88,6 +90,14 @@ func newShop(t *testing.T, now time.Time) *shop {
 		t.Fatal(err)
 	}
 	s := &shop{db: db, org: org.ID, mid: mid.ID, now: now}
+	err = postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
+		c, err := customer.Ensure(ctx, tx, org.ID, "pat@example.com", nil, nil, nil, now)
+		s.customer = c.ID
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.invoices, s.store = s.stores()
 	s.events = &event.Store{DB: db, Now: s.clock}
 	return s
@@ -124,8 +134,7 @@ func dec(s string) apd.Decimal {
 }
 
 func (s *shop) terms() Terms {
-	email := "pat@example.com"
-	return Terms{MerchantAccountID: s.mid, Prefix: "RET", Amount: dec("500.00"), CustomerEmail: &email,
+	return Terms{MerchantAccountID: s.mid, CustomerID: s.customer, Prefix: "RET", Amount: dec("500.00"),
 		Lines: []invoice.Line{{Description: "Retainer", Quantity: dec("1"), UnitCost: dec("500.00")}}, DueDays: 14, Send: true}
 }
 
@@ -388,6 +397,10 @@ func TestRefusedWritesNothing(t *testing.T) {
 		{"intervalCount 13", func(_ *Terms, sc *Schedule) { sc.Count = 13 }, "intervalCount"},
 		{"an unknown interval", func(_ *Terms, sc *Schedule) { sc.Interval = "day" }, "interval"},
 		{"lines that do not add up", func(tm *Terms, _ *Schedule) { tm.Amount = dec("499.99") }, "lines"},
+	}
+	if _, _, err := s.store.Create(context.Background(), s.org, func() Terms { tm := s.terms(); tm.CustomerID = uuid.New(); return tm }(),
+		Schedule{StartOn: dayOf("2027-03-01"), Interval: Month, Count: 1}, nil); !rule.Is(err, rule.Unprocessable) || rule.As(err).Field != "customerId" {
+		t.Fatalf("an unknown customer: %v", err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

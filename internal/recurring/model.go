@@ -20,9 +20,8 @@ func (sr Series) Model() models.RecurringInvoice {
 	_, _ = decimals.Quantize(&amount, &sr.Amount, -2)
 	m := models.RecurringInvoice{
 		Id: sr.ID, Status: models.RecurringInvoiceStatus(sr.Status), MerchantAccountId: sr.MerchantAccountID,
-		InvoiceNumberPrefix: sr.Prefix, Amount: jsonnum.Decimal{Decimal: amount}, Memo: sr.Memo, PoNumber: sr.PONumber,
-		CustomerName: sr.CustomerName, CustomerCompany: sr.CustomerCompany, CustomerEmail: optional.Value(sr.CustomerEmail),
-		CustomerPhone: sr.CustomerPhone, Delivery: models.Delivery(optional.Value(sr.Delivery)), Reminders: sr.Reminders,
+		CustomerId: sr.CustomerID, InvoiceNumberPrefix: sr.Prefix, Amount: jsonnum.Decimal{Decimal: amount}, Memo: sr.Memo,
+		PoNumber: sr.PONumber, Delivery: models.Delivery(optional.Value(sr.Delivery)), Reminders: sr.Reminders,
 		Interval: models.RecurringInterval(sr.Interval), IntervalCount: int32(sr.Count), StartOn: date(sr.StartOn),
 		DueDays: int32(sr.DueDays), Send: sr.Send, IssuedCount: int32(sr.IssuedCount),
 		SkippedCount: int32(sr.SkippedCount), LastInvoiceId: sr.LastInvoiceID, CreatedAt: sr.CreatedAt, UpdatedAt: sr.UpdatedAt,

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
@@ -47,19 +48,18 @@ type Store struct {
 // Terms are what a series issues: each invoice's members.
 type Terms struct {
 	MerchantAccountID uuid.UUID
-	Prefix            string
-	Amount            apd.Decimal
-	Lines             []invoice.Line // nil: none
-	Memo              *string
-	PONumber          *string
-	CustomerName      *string
-	CustomerCompany   *string
-	CustomerEmail     *string
-	CustomerPhone     *string
-	Delivery          *string
-	Reminders         *bool
-	DueDays           int
-	Send              bool
+	// CustomerID is the customer billed: its email, name, company and
+	// phone fill each invoice as they are when it is issued.
+	CustomerID uuid.UUID
+	Prefix     string
+	Amount     apd.Decimal
+	Lines      []invoice.Line // nil: none
+	Memo       *string
+	PONumber   *string
+	Delivery   *string
+	Reminders  *bool
+	DueDays    int
+	Send       bool
 }
 
 // Series is a stored recurring invoice. Next is the index of the next
@@ -160,8 +160,7 @@ func draft(t Terms, number string, day time.Time) invoice.Draft {
 	due := day.AddDate(0, 0, t.DueDays)
 	return invoice.Draft{
 		MerchantAccountID: t.MerchantAccountID, InvoiceNumber: number, Amount: t.Amount,
-		PONumber: t.PONumber, CustomerName: t.CustomerName, CustomerCompany: t.CustomerCompany,
-		CustomerEmail: t.CustomerEmail, CustomerPhone: t.CustomerPhone, Delivery: t.Delivery, Memo: t.Memo,
+		PONumber: t.PONumber, CustomerID: &t.CustomerID, Delivery: t.Delivery, Memo: t.Memo,
 		DueDate: &due, Lines: t.Lines, Send: &t.Send, Reminders: t.Reminders,
 	}
 }
@@ -186,6 +185,27 @@ func zone(ctx context.Context, q sqlx.QueryerContext, org, mid uuid.UUID) (*time
 		return nil, fmt.Errorf("recurring: the time zone of merchant account %s: %w", mid, err)
 	}
 	return loc, nil
+}
+
+// checkCustomer refuses a customer not the organization's, and a taxed
+// line for a tax-exempt one, as invoice creation refuses them.
+func checkCustomer(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, t Terms) error {
+	c, err := customer.ForInvoice(ctx, tx, org, t.CustomerID)
+	if errors.Is(err, customer.ErrNotFound) {
+		return rule.New(rule.Unprocessable, "customerId", "Unknown customer", "The customer is not a customer of your organization.")
+	}
+	if err != nil {
+		return err
+	}
+	if c.TaxExempt {
+		for i, l := range t.Lines {
+			if l.TaxRate != nil && l.TaxRate.Sign() != 0 {
+				return rule.New(rule.Unprocessable, fmt.Sprintf("lines[%d].taxRate", i), "Customer is tax-exempt",
+					"The customer is tax-exempt, so the lines carry no tax; leave taxRate null or 0.")
+			}
+		}
+	}
+	return nil
 }
 
 // Create makes an active series (refused as validate refuses it, and when
@@ -214,6 +234,9 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, t Terms, sc Schedule,
 		}
 		loc, err := zone(ctx, tx, org, t.MerchantAccountID)
 		if err != nil {
+			return err
+		}
+		if err := checkCustomer(ctx, tx, org, t); err != nil {
 			return err
 		}
 		if today := Today(now, loc); sc.StartOn.Before(today) {
@@ -246,8 +269,8 @@ func (sr *Series) dueAt(loc *time.Location) *time.Time {
 	return &at
 }
 
-const columns = `id, organization_id, merchant_account_id, invoice_number_prefix, amount::text AS amount, lines, memo,
-	po_number, customer_name, customer_company, customer_email, customer_phone, delivery, reminders, interval,
+const columns = `id, organization_id, merchant_account_id, customer_id, invoice_number_prefix, amount::text AS amount, lines, memo,
+	po_number, delivery, reminders, interval,
 	interval_count, start_on, end_after, end_on, due_days, send, status, next_n, issued_count, skipped_count,
 	last_invoice_id, created_at, updated_at`
 
@@ -256,15 +279,12 @@ type row struct {
 	ID                uuid.UUID  `db:"id"`
 	OrganizationID    uuid.UUID  `db:"organization_id"`
 	MerchantAccountID uuid.UUID  `db:"merchant_account_id"`
+	CustomerID        uuid.UUID  `db:"customer_id"`
 	Prefix            string     `db:"invoice_number_prefix"`
 	Amount            string     `db:"amount"`
 	Lines             []byte     `db:"lines"`
 	Memo              *string    `db:"memo"`
 	PONumber          *string    `db:"po_number"`
-	CustomerName      *string    `db:"customer_name"`
-	CustomerCompany   *string    `db:"customer_company"`
-	CustomerEmail     string     `db:"customer_email"`
-	CustomerPhone     *string    `db:"customer_phone"`
 	Delivery          string     `db:"delivery"`
 	Reminders         *bool      `db:"reminders"`
 	Interval          string     `db:"interval"`
@@ -295,12 +315,9 @@ func (r row) series() (Series, error) {
 		return Series{}, fmt.Errorf("recurring: amount %q: %w", r.Amount, err)
 	}
 	delivery := r.Delivery
-	email := r.CustomerEmail
 	sr := Series{
-		Terms: Terms{MerchantAccountID: r.MerchantAccountID, Prefix: r.Prefix, Amount: *amount, Memo: r.Memo,
-			PONumber: r.PONumber, CustomerName: r.CustomerName, CustomerCompany: r.CustomerCompany,
-			CustomerEmail: &email, CustomerPhone: r.CustomerPhone, Delivery: &delivery, Reminders: r.Reminders,
-			DueDays: r.DueDays, Send: r.Send},
+		Terms: Terms{MerchantAccountID: r.MerchantAccountID, CustomerID: r.CustomerID, Prefix: r.Prefix, Amount: *amount,
+			Memo: r.Memo, PONumber: r.PONumber, Delivery: &delivery, Reminders: r.Reminders, DueDays: r.DueDays, Send: r.Send},
 		Schedule: Schedule{StartOn: civil(r.StartOn), Interval: Interval(r.Interval), Count: r.IntervalCount,
 			EndAfter: r.EndAfter},
 		ID: r.ID, OrganizationID: r.OrganizationID, Status: Status(r.Status), Next: r.Next,
@@ -331,15 +348,14 @@ func (s *Store) insert(ctx context.Context, tx *sqlx.Tx, sr *Series, loc *time.L
 	}
 	sr.Delivery = &delivery
 	_, err = tx.ExecContext(ctx, `
-		INSERT INTO recurring_invoices (id, organization_id, merchant_account_id, invoice_number_prefix, amount, lines,
-			memo, po_number, customer_name, customer_company, customer_email, customer_phone, delivery, reminders,
+		INSERT INTO recurring_invoices (id, organization_id, merchant_account_id, customer_id, invoice_number_prefix, amount,
+			lines, memo, po_number, delivery, reminders,
 			interval, interval_count, start_on, end_after, end_on, due_days, send, status, next_n, next_due_at,
 			created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5::numeric, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17::date,
-			$18, $19::date, $20, $21, $22, 0, $23, $24, $24)`,
-		sr.ID, sr.OrganizationID, sr.MerchantAccountID, sr.Prefix, sr.Amount.Text('f'), lines,
-		sr.Memo, sr.PONumber, sr.CustomerName, sr.CustomerCompany, *sr.CustomerEmail, sr.CustomerPhone, delivery,
-		sr.Reminders, string(sr.Interval), sr.Count, sr.StartOn, sr.EndAfter, sr.EndOn, sr.DueDays, sr.Send,
+		VALUES ($1, $2, $3, $4, $5, $6::numeric, $7::jsonb, $8, $9, $10, $11, $12, $13, $14::date,
+			$15, $16::date, $17, $18, $19, 0, $20, $21, $21)`,
+		sr.ID, sr.OrganizationID, sr.MerchantAccountID, sr.CustomerID, sr.Prefix, sr.Amount.Text('f'), lines,
+		sr.Memo, sr.PONumber, delivery, sr.Reminders, string(sr.Interval), sr.Count, sr.StartOn, sr.EndAfter, sr.EndOn, sr.DueDays, sr.Send,
 		string(sr.Status), sr.dueAt(loc), sr.CreatedAt)
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "recurring_invoices_prefix" {
@@ -408,8 +424,8 @@ func (s *Store) read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UU
 
 // Filter narrows a list; nil members do not.
 type Filter struct {
-	Status        *string
-	CustomerEmail *string
+	Status     *string
+	CustomerID *uuid.UUID
 }
 
 // List is the organization's series, newest first, a page at a time.
@@ -419,8 +435,8 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if f.Status != nil {
 		q.Where("status = $%d", *f.Status)
 	}
-	if f.CustomerEmail != nil {
-		q.Where("lower(customer_email) = lower($%d)", *f.CustomerEmail)
+	if f.CustomerID != nil {
+		q.Where("customer_id = $%d", *f.CustomerID)
 	}
 	if err := q.After(after); err != nil {
 		return nil, "", err
