@@ -40,6 +40,7 @@ import (
 
 	"github.com/payreq/payreq/gen/client"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Client is the generated client of the API, authenticated with one API key.
@@ -160,3 +161,11 @@ func ParseDecimal(s string) (client.Decimal, error) { return jsonnum.ParseDecima
 
 // MustDecimal is ParseDecimal for constants; it panics on a malformed one.
 func MustDecimal(s string) client.Decimal { return jsonnum.MustDecimal(s) }
+
+// Set is a nullable member of a PATCH set to v (PATCH
+// /recurring-invoices/{id}: Set(int32(6)) for endAfter); a member left at
+// its zero value is left out and keeps its value.
+func Set[T any](v T) optional.Patch[T] { return optional.Patch[T]{Set: true, Value: &v} }
+
+// Clear is a nullable member of a PATCH set to null.
+func Clear[T any]() optional.Patch[T] { return optional.Patch[T]{Set: true} }

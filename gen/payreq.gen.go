@@ -125,6 +125,21 @@ type ServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx echo.Context) error
@@ -998,6 +1013,122 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	return err
 }
 
+// ListRecurringInvoices converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRecurringInvoices(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecurringInvoicesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRecurringInvoices(ctx, params)
+	return err
+}
+
+// CreateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRecurringInvoice(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRecurringInvoiceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRecurringInvoice(ctx, params)
+	return err
+}
+
+// EndRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) EndRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EndRecurringInvoice(ctx, id)
+	return err
+}
+
+// GetRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRecurringInvoice(ctx, id)
+	return err
+}
+
+// UpdateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateRecurringInvoice(ctx, id)
+	return err
+}
+
 // GetReminderSettings converts echo context to params.
 func (w *ServerInterfaceWrapper) GetReminderSettings(ctx echo.Context) error {
 	var err error
@@ -1365,6 +1496,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/payment-requests/:id/payments/:paymentId", wrapper.RemoveRecordedPayment, options.OperationMiddlewares["removeRecordedPayment"]...)
 	router.GET(options.BaseURL+"/reminder-settings", wrapper.GetReminderSettings, options.OperationMiddlewares["getReminderSettings"]...)
 	router.PUT(options.BaseURL+"/reminder-settings", wrapper.PutReminderSettings, options.OperationMiddlewares["putReminderSettings"]...)
+	router.GET(options.BaseURL+"/recurring-invoices", wrapper.ListRecurringInvoices, options.OperationMiddlewares["listRecurringInvoices"]...)
+	router.POST(options.BaseURL+"/recurring-invoices", wrapper.CreateRecurringInvoice, options.OperationMiddlewares["createRecurringInvoice"]...)
+	router.DELETE(options.BaseURL+"/recurring-invoices/:id", wrapper.EndRecurringInvoice, options.OperationMiddlewares["endRecurringInvoice"]...)
+	router.GET(options.BaseURL+"/recurring-invoices/:id", wrapper.GetRecurringInvoice, options.OperationMiddlewares["getRecurringInvoice"]...)
+	router.PATCH(options.BaseURL+"/recurring-invoices/:id", wrapper.UpdateRecurringInvoice, options.OperationMiddlewares["updateRecurringInvoice"]...)
 	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
 	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
@@ -6074,6 +6210,709 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 	return err
 }
 
+type ListRecurringInvoicesRequestObject struct {
+	Params ListRecurringInvoicesParams
+}
+
+type ListRecurringInvoicesResponseObject interface {
+	VisitListRecurringInvoicesResponse(w http.ResponseWriter) error
+}
+
+type ListRecurringInvoices200ResponseHeaders struct {
+	Link *string
+}
+
+type ListRecurringInvoices200JSONResponse struct {
+	Body    []RecurringInvoice
+	Headers ListRecurringInvoices200ResponseHeaders
+}
+
+func (response ListRecurringInvoices200JSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices400ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices401ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices403ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices429ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices503ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoiceRequestObject struct {
+	Params CreateRecurringInvoiceParams
+	Body   *CreateRecurringInvoiceJSONRequestBody
+}
+
+type CreateRecurringInvoiceResponseObject interface {
+	VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type CreateRecurringInvoice200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateRecurringInvoice200JSONResponse struct {
+	Body    RecurringInvoice
+	Headers CreateRecurringInvoice200ResponseHeaders
+}
+
+func (response CreateRecurringInvoice200JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice201JSONResponse RecurringInvoice
+
+func (response CreateRecurringInvoice201JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type EndRecurringInvoiceResponseObject interface {
+	VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type EndRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response EndRecurringInvoice200JSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type GetRecurringInvoiceResponseObject interface {
+	VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type GetRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response GetRecurringInvoice200JSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoiceRequestObject struct {
+	Id   RecurringInvoiceId `json:"id"`
+	Body *UpdateRecurringInvoiceJSONRequestBody
+}
+
+type UpdateRecurringInvoiceResponseObject interface {
+	VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response UpdateRecurringInvoice200JSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReminderSettingsRequestObject struct {
 }
 
@@ -8416,6 +9255,21 @@ type StrictServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx context.Context, request ListRecurringInvoicesRequestObject) (ListRecurringInvoicesResponseObject, error)
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx context.Context, request CreateRecurringInvoiceRequestObject) (CreateRecurringInvoiceResponseObject, error)
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx context.Context, request EndRecurringInvoiceRequestObject) (EndRecurringInvoiceResponseObject, error)
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx context.Context, request GetRecurringInvoiceRequestObject) (GetRecurringInvoiceResponseObject, error)
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx context.Context, request UpdateRecurringInvoiceRequestObject) (UpdateRecurringInvoiceResponseObject, error)
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx context.Context, request GetReminderSettingsRequestObject) (GetReminderSettingsResponseObject, error)
@@ -9528,6 +10382,177 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 	return nil
 }
 
+// ListRecurringInvoices operation middleware
+func (sh *strictHandler) ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error {
+	var request ListRecurringInvoicesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecurringInvoices(ctx.Request().Context(), request.(ListRecurringInvoicesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecurringInvoices")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRecurringInvoicesResponseObject); ok {
+		return validResponse.VisitListRecurringInvoicesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateRecurringInvoice operation middleware
+func (sh *strictHandler) CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error {
+	var request CreateRecurringInvoiceRequestObject
+
+	request.Params = params
+
+	var body CreateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecurringInvoice(ctx.Request().Context(), request.(CreateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitCreateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EndRecurringInvoice operation middleware
+func (sh *strictHandler) EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request EndRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EndRecurringInvoice(ctx.Request().Context(), request.(EndRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EndRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EndRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitEndRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRecurringInvoice operation middleware
+func (sh *strictHandler) GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request GetRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecurringInvoice(ctx.Request().Context(), request.(GetRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitGetRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateRecurringInvoice operation middleware
+func (sh *strictHandler) UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request UpdateRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	var body UpdateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecurringInvoice(ctx.Request().Context(), request.(UpdateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitUpdateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetReminderSettings operation middleware
 func (sh *strictHandler) GetReminderSettings(ctx echo.Context) error {
 	var request GetReminderSettingsRequestObject
@@ -10044,907 +11069,988 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcuM4li76Kgid2ZH2DKWkbr7I0THtvE25Om+ddlZ1Vbl2EiIhC2WKUBGQnao6GdG/duzfs3/MG8x5",
-	"hP3/zJvUk5zAwoUgCUqU086u3qf7R1eaIkBgYWFhYV2+9WsnZosly0gmeGfya4d8xItlSuDfp8tlSmMs",
-	"KMvOsnfkhpJb+ZivFgucrzuTzmmGcPEOohnK1VtB5wanKyLfnuLsWv4XxzFbZeIl5uIFW+WdSScMR4NO",
-	"0MnZStDs6vVqMSXycb/fD8MwHIw7n4LOdMVpRjgMBydJXv7nS5qRvmwyCEP0lCQ4R+eiE7g/DzqTbJWm",
-	"QSemQg75HVtlCXrH4utO0FkyLnD6lCWkM+kcHh0cjDpBhwss5N8Xf5EDSKb4NV7Iv03/OSECna4E6wQd",
-	"ssA07Uw67DYj+R9j+QaHF/BKsF7MFvKdTFCxvlgvZSdpGneCTkqucNrULXpHlpjm6OXLp3KIc5bJ1/6l",
-	"P+4PxuNx2D887AQdgT+eJQ4tDw6PjjtB55ZMOYXRz4VY8snjx74xfQo6c8oFk2v4w68dLDqTziAcjLvh",
-	"sBsOLvqHk8F4Eobfd4JOxqC389V0QYUgCWIZEnOCOL3KuqslWuIrEsBfJEEkJbHIWUZjnKZrNF2jVzin",
-	"GJ2mNzgnvyjaXsn+uOmv8ymoDmB0ER5P+mF5AO+zhOS3OZWcgrjAuSBJz+mQZh806336MejQpDPpTPvx",
-	"IBmSUXc2xgfd0fQw7h4lx6Qbzvp4MB3Go2RMOoFaOg6EyNSKVAet3pjT5VuSxySTgz0Ie2EoP88zZxFG",
-	"w0Ffrg0Vqeonw1dyvAsCrC2nqj9xwRboCYmvSe7vf+Tt/+jwYOz2r7v90UeGoKDx6Yb1XS0TXHvFXYFP",
-	"n4LOU5wnb/F6QTLxjsxWWeKTAjm7IQla4lygXL3kCAG8kHtffmOsJqYeqN6IXC094RjnyZMcy090vqEc",
-	"y0c5qQ1x0JdDHBom0a88Wes99YSx62tClpL4NBPkKgcB1Qk6CYlTmpF3BHOWGdGQkCXjVJwl5gHJRL5+",
-	"BWJBPQCG0vw0647Dg353dDg46h4fD8PuaDqOD5JDcjQ7llOg2Q2jMZG9dYbxMTmY9XH3aDpIuqPZ+LCL",
-	"w3jUPeiTQXI8PZod4nHRxIrAs9ffdPtKOl5ToIUlaVqwQ7/f74MwuSHp8BwYZ4ZTToLOguTxHGfiVMlc",
-	"GMphMpSMT7rj6SjujsgR7h7PDvrdQRwmR9NDMsL9YSfoLGCqo+OD/kF4dDg8OjqSQgivSa5p+wxnGH07",
-	"p2JGSSpHlGtadt5kBMVzPJNUTyifo1vMUU7EKs/UZlWTeDOTy613p6RJ2B0d9A+7R0eD4+4QF9SEFpJH",
-	"JCFHwzAcHx8fHYH44/iGJJIt7ZSl1F7xzqRjWFFuFJIvaIZTs7AVXj7HKWnmZI5TghY4IUbkLfEaxJ2X",
-	"r/theC+M3T+66B9PRuNJf+BhbMOud+fhlnR/EB6WFP1dc7CiU8Gl5u8SD/YHw344LvOgyFe7sOCKC7Yg",
-	"uRxHhf9QrH9Dt1TMEcsIYksiNSsgLsJZgjCCLyPJUSVeLNQjn64DdISvvD+XNG9QnVKlM3XOV1QQNGqn",
-	"JEkVEmeyb0tW9BQLkktRoPSYDcxupLhRphKc4T/emo5i3Y/WphQX94/D2XAadkfxIOkekv6se4SH066V",
-	"wzicFiz5VO3RfmBO3xoDSCVDLtyZasDRFUOCIa2ycrn18TQlUobJ5XiCU5zFsqf+8KA3Dr1q2gjYLicz",
-	"0C4UK1mWUfqGRyaQj0sKi9QfDI7MdI9xfzqIh0l3RMaz7ggfTLtH8WHSDUl/NsDD6Sge+48G+N4m+QIv",
-	"2GOzQhepWAj88flHslgWO9OnMZQW0mXxl5SLKotLGYrYzLI6L5j4B4eLtdb+fwZnqcnckXc6gnwUnQr3",
-	"3HFtfvwUGC5/KseRpqSizdnHRug06HGl8+4tps5Z13QGTu3cbfPYfK085vFFeDQJrXpnXmqh4Hm5YXTR",
-	"HxdXivbaomHRp4YLNVPqx881Wxk58cdpTq/mgtOELNPVYlrwlmlxtgOPmTbu0W+evVUsU3lYFjYJSekN",
-	"gTVV/B90khV5BnJbvTHDFCgvJBPxziTUm+DzTvyhFkXvyILK9ZdLob7nOeflcXMmyEKztPxTDSSl2bW+",
-	"xk4eP+4PDnthL+z1J0fhUfh4idePvxej7M9Ht88H+XcHq7OQvR3i88PkRf/qq/FPf5J34ZQps4RZ5XRF",
-	"pizLiEBP8DXJ1+gZu80Eu5ULvSALZkZ5/6oHdWiwVLqnnu+SGerpX3M2TcmiUD2AhMWa2geKiGFdKPB4",
-	"TpJVSpJzkjmf5SRL3pY75yQTpRfENxTbP40uY/eeulEKJnDqbmCBP54aoaAf3ZCcy/0z6X9ypI3adGVZ",
-	"88bRbQIklxzJcaDpGhmW9ajaRm7eTfTY5iXRo3dSVdDox40yJRxNwvFnypQNJ1tFzmw8vj5fxNRPr4q4",
-	"qZ5QdxA8mn6j7jC8APmuZfLDiKLBXUWRw25Hox5YXWK2WLCEirXWhMfDfggGBR7ndAmLO+k8da+/Ocnk",
-	"Zgk6P68w2ADl9Ctb5qA3HKtH7xR9Dnvy71VGxVPGwRQ06A0H8IwtOpPO81Ow2sRykYcHYRgOjvuj8UDZ",
-	"0Uyvo7Fm8fKYzfK4I36mFwuuFpyI1bI84L5/j9sBqz7d8Y57drT6RzlauPwUEn7QQsL/3P/mMP7L8eLJ",
-	"MPt+fP3y6PbdQHx3sHw2mr8Ifzq/k4TvXMxxdo3WbIVmLJf/zZExMfc6fyvZ33n7pnt4eNTv/G0OgCaZ",
-	"Zo8Eu43tqSA12fKB0B+Gvf7Yz93eA2HT1YCae9gelRsSsQUVyO7PABlCKqa1BNgv3yTsDvapqketDwyf",
-	"prr7cXFw0e87Gm3luHiRs0yghPDr9lpnuqK8x3JBrvAftdemx/Kr+zkKXq4oR2+g805btbOQ9nfWPI9m",
-	"h+QgGcfd0XSIu6PBcb97RA5nXflMPhoc94+axf1oV3HfUtX86nqweH0w/SaM/zL65eURPu8nL8ZXXx//",
-	"/O2QvDv8HaqaJbYbTIbhZDT6vnMv6uZnSJfyFtggXeQ0ytLlqJW2GfxDS/yHlvgFtMT/3+ov96Sx/K41",
-	"FMdC9hbnWnC4aop82pWEsVZ5sNVjo5VsNtJvlk9b3UiFhPqHgHowAWUMrvchovr/uMj+4yL7f/BFdhcf",
-	"+C4e6JZeYjFnCVgpQczW9d+yu2uLF3hGcgLCdSfH76cHusv/XfgHP+MsH4QX/XDSH9TuA8bdVVwHcvGh",
-	"fidob3F4qbeX3UW1oI9Y0BuCzDb0eNVNpOEo7KOnLLuSz9DpDakFG2rHeX8AYkuJntMVF9TjnBp1wzGc",
-	"wAfF+WFdlXqsf5xaYTAFWeB6K8fkaBbGg2m3n4ywvDPH3WN5XcYH03E8SoZkMJPLnLUQKyy/whn9RQV7",
-	"gioyG5BhMoq74+kB7o6OD4+6R/h42g3jfjIgw9kIj6de5yVs9UrQwGHYhx0WE7oUTVKuHFbgxlPA8kDk",
-	"24J8r753uiA5jfHjp3Ma4yvmDWUbdMP+BTCYdUxf6HgMMLiA+1Zu2go7sEwKd2RiN1x2mHM4HcPh4P2f",
-	"w+HxgVYhlMicHpIB7sfd42Q4U/JVSrTuYXJEjmchbFK9Dc8Jyfz7LoR9ZzjxbIdV/gyRn7lWqFhTxVWm",
-	"gSAlAuoYqlMT6lKmoQmimq5RPKfL0oYCWp2G+n/Dftgvzgwn9NEJLH6Jp0TuiW/Ozk/R03fPn51dNERU",
-	"FcFdZzucNRsiCEaT8dH3TXGDTohVR08TJneQHONRPCTd/mw87Y5wGHePD8lR1zDBMBmRuwVZeUT4lqCj",
-	"tly5IXRAHQaexd8aQTAlM5YThOEaBOGAAl+TrMYOipwtWMDcb+zKFw+cdd9w3dltVZ3AuS+xphtcr/e+",
-	"pPK+51nStyRLaHZVXtCvV1wgzK9JgtgMYiF9ovEfK9m4kktN1XtfRzX9T3Ih5wQr5fLXzvMLDCtYviBd",
-	"zImxWDziKNIqUoQwRzhDKksBCXwVoOiyc7kKw2Gs34E/yGUnmiCp2CEq0BTH14hmKDqbdV9hEc8jZQWJ",
-	"3p5ePP0KPdY3hG5Ofl4RLvjjX2nyKUKcITHHQkqEOc6udIDtguDsdk5TgihHGROI3ahgf0EytDfqD/Z7",
-	"aO9bZWR5++xFACyoxwb/Tli8AtMLn7Nb3tsHRRk8Ip1J57IzvOyA9vHziuakCNeM52QBAZhC5WZwkctF",
-	"Ah9VQhZLJiDgfZnitRJxZXpGsptoAgPAGb8luRw+Rjm0kDtFkhXnKSU50nRQRIIECrwgKLLfidfdP5F1",
-	"1CuNXH5g48BJtlp0Jj+oF38MPBN5SVX2TWXoanl/1aqr2dUZ+SjAB/dJrfgJykn6h8uOfH7ZidDeuxdP",
-	"0dHg6Ggf3c4JkD4natK26QnCU4jh0Esj9wT8UJ6aGkDjlbnEO/+a0gUVfxiMZaPBQbzKOcv/QNZfh2c/",
-	"Mfrqp9P16/Pw9tU6/Pj6xZ8/vr5gt6+fsdvX3zD68unXy++fnh2c/fT6pzffvh98/9OL+VkW+mbX2cwQ",
-	"74jI16czrS2WqXlOYpYlHAmGbrHcG+rUE/maZlcIX2GalSY/Gmxa0wXN6EIua9+uJ1jeSK72+RLneEGE",
-	"3upPgRj1Mb1Z4p9XBEFMuNwlkht1sg7maAaBwVTHtefkhrIV10wsZYPkmglSa/TbX//Tzw1K4PTQmwUV",
-	"YISQnc1ozg0jJAw283RF0wSx3Gx5Ksqs8BkLCWK6M+n8vFLXB63HKg4pregCf3xJsisx70zG/UEgqWz+",
-	"7vv2zVPHDOkTpDZOmybl2bQOIIWLrZgXo6bJxr0+Y/kCEqVWK3jTI7SKE2uD7K+NuLVl8v5H/FJu7Ppo",
-	"3+Irgjj9hQSo/9tf/1c/DHvoGZnhVSrQYFwa/WDsZwEQGSUOSFQHqokdGs3EcCAvT/ij3nVhGGzdgznh",
-	"S5ZxlSX5BCf/hgW5xWsIvWeZAHPOr67S81jbgv7lJ1BPymmWy5zFhHOWv8/wDaYpnlbzUp5K9dm+hkie",
-	"A3tb1SshQlkNgDXLLyc0gW2YkwW7IbBJ5Rsn8hSnHF2Tpeihi3ytBBVKsSB5z7lYjMNBkXJWGcjKGbCl",
-	"VINQVwTgj6c46V5pegExiyX6pxzMbf/X4yIl9bH6lT821iRo4tmP5YEpK3wPvWZiLoWwvHoo8ZNIMaZF",
-	"M8wV3bL8mvc6nwK5ku/UmXPHldRb7AUlacLLS6g3J5qyZK20gAXlXI4CLD5gtQaTslKQtOzESYJWS+9S",
-	"v6AftcSVH0Mp5QJithV36NAYqa3Jl4z6URxG8BJMs+yd+aGzkNr+VN7abnBKEzM+HZdfWL5/6MD5DmNW",
-	"45Qn4HG/F4YBDB4UI7gJIO3tMo1/6P/YK0zzxSevQNGXJwnOUNj58VPBhiO5Lw0bnmVqaHparXkPWikT",
-	"n2SjBU6lICDJWeUG+8r8gKTosgelEn4PtxTyAz15R3EXAYTnQ1MCpOdbo1mUiQFCGrGVkEpELvfQgxIB",
-	"htJT8tslhEALxgXqhw/NF/chkk4VGQIEs0FWZwuAiYq/pVqk9Cg0zdm1XO98lRK0R7M4XSWgP6JFIzfu",
-	"91CkKBehBV5yRHA8R2w2U/dNM4hrsiaJ1PukYh7IXUoFRwvCOb4ivIdOU84QVqIphnWeyYEV39W6/C3N",
-	"CdrTX+zJ16P9QLu7zYrO5MwSJeGmTN4Inyo52lX6VgTvRxc5zviM5N3nWczkWKOiY61Y1l85UacXyzIS",
-	"K8ABKS1JhuKUcZLsgxB/yrJZSuO7inBzQX+y4uvyPjCWEuPnnyCcMXkFso5/qf1zQyyficRulsIMgKTC",
-	"Im9Q5lGtV8qhY7meLDtByiqkTgnzCsvVzUNq4TCElYjZgvTQS8oFOAe5WpF/e36BHpsvcfeYH4XHxT6y",
-	"U51KKrTdRbGh/P3soW/lDEvCIlbUpdqMiKZrSyzzzk9SXGTs9gRFMBnNborwEeJ4jW7nNJ67Kg/LpFYM",
-	"hE5YRoCL4DS8AGPlznxUWulTPUB7YWAz5a11HS5ojoGT9VnbHCBxgshHyiUvnCWK+7GwXSvF2Pzc/i7i",
-	"ZQFzAdJDMnbbXTnhntS7ErFwmhOcrIFouJIxK+aU6yHvQe5groWRPL9yciXVRMFQjDnZn6CoIFdUI+cj",
-	"jmgC0nLFiXt/zbgg2K9cAu+8YPmUJsldWAdEUMbEd2yVv3HmXHVRKZ5yqQKj3aqpnMqzAEnyyZ2UrpW0",
-	"uM2qXS1ZLmYspewEJi8qS/CBJpaPBZNb0dyIAnSAD6dH8bHyPndHeDDtHhnftPmtLHiGBde9ZqK+O1qz",
-	"3cwSXnKR28X5ii+JCkZwCWkfV7/nv1mVuJByxE3zE3koCRwLxFdLSbvGCbqLWrS/4wyXUkxzTln2zl7C",
-	"S2qsvmEU7zVMjXIrQDNCEiWLilY23r6nLPGBkqHw1unbM+CphBFlu53jG9I4/bdFn9ZucJe535dckSNP",
-	"cXxdmzHIEbYkKt5NU2Uv8oxfayWKmvo0L3e2H9Q2UIl70F7kZwupXWm7GqiNWlXw7H51Y1J3+zQF2SV3",
-	"9V7k3VCR0pReM/GCaTSXu4kp27zguffZdSY/TRMvr71mVmkxHNfG/qQEm1wSZxplLhuVpQiYOFvzVsZE",
-	"V7W4H956zRBfxXMpFtkql+pFdXXceaCzBGzw9XXl6IoINXNwGCgTLazeW7xOGU4uGHuJ8ytyV3XXaV4s",
-	"4hN5E2A3JEd99Io+aRSIZgnh5lC7qcmmpTXqO5LgndtUMIZSGEbbBVuq2XcFY13V8v6EQmlWkucsIRTh",
-	"c7D3g139BdiZPlNFLBlnuaSf8W0NC0MKy4jiA62FSKVjQXAGSv+JfK2mi6B3BIOzDtTcQF+VXCN8sTKD",
-	"0iUahqK7ab8kDl26ygB3L/qf42IsC8DCA6hlX+HdBOFHhUsOxKnW8xUsEU72vSrcBH5z+9PXhD2pK0XP",
-	"L/BVtK+Jae0ZmqranAH+IuChC7ogbHXXuyhP2a3cip7NKX8yhjJ1R5Jj1l9rtV1jKU+q3XCS38BtCie8",
-	"wXrabMMpZPFRfZ8XY2vHTbr3rmn3QNt7AxUe8RJV0d4wRNw6um7nLLV97e9GK/SaSCpjwM3TjmK2EviK",
-	"TNQVBFyq43AIrHRO8hsak4pz4A7stGpyLzzDAk8xJ2iV5QTHc23P9zMRV8NBMc6UWwHHc7hGJKYXcweX",
-	"AkjIW/ZMkFz9uwsuVMSVx/REXt9AowSbPDV2I+sfr7jHJV0gYMAcMfLmXvZVOCeMptudnBRum/vjvPak",
-	"A+EF9ojbLJBahMC5vKeCPmg8OjroQJKMZi6bPeLAtAiMqA5vUo5SMpMqejrrJiwjkyIQg1CQqXO8XJJM",
-	"GW5nqzSV34NvCYTTtLyikbOkUes1rcU8eFc1QGCS1D3dzhm3QRZyh6XyvRhnUt+AaAMlojmekXQtOcKJ",
-	"hnFG2bR++u3HjpcflvCCsVc4W2sZxu+473IsCBjRq/eztyTvwn1czhEWS/EESZrvaea+BbOWetMCZ2uz",
-	"8Fw7t/QC9fWilITzwLXzVdu3F89YkG6qJ3VPO6Q6GC1ri0n30LeYCj/fgZ1PGJve/bHA+wyvxJzl9Bdy",
-	"14sSxOxX1/4CzCYsTczB0w/RgmYrQbjfchPHhHNlbeEqqqZocYLYVMgNgFFGbkFXnOVsgd6+Ob9Aj5mc",
-	"wWNoWT6m+wUnuN0jM+AdpGVBI0k0qvwwvhlr76Y2FtyQnM7WjWcNdkelpeaUqFZUHrCfO23jMHI/dPdp",
-	"a49uedqvGTrVr2lbL3Cad87nRl/QPqFSwwl6QnBOcjRjqVRYILoaa+LsOG9jGbqfeefkhl03MPgMfEPw",
-	"u9zCjUtt5BqEolGz5kpVh9bKEml0fykNGnlZd2WGdcd53ZMdoM5gPXQhR8onKPKtQxSgyMeX8rlvm8Lz",
-	"8pSjHnrj7gz1/p6Up6XVCPTv12S9v1GAfvvtt13JjCQTUuIRf4SR5s94jtOUSKUCAgYPDsfhfjnkSL+Y",
-	"E5wu/nDZWeJ1Tn6+7ATKV/yHSyNAPsDA7Q8fnE/+4bIuITRBdoz2VFJex458hnrthC6/ZuIdWbCbuqr9",
-	"TkXhYMeJqGNX1N/NB3/hZNTq0nStA3kUYCncbKWmpaSA/Klr7LYQffvYvKf9FyWloBbjYxBWCqmrAoh2",
-	"2U4uTSWVS6EmryhfyFt9JdJJKXzYwoJNUKmViRAWTgzeI/+J2dhOuYd0zKt1HxWJx9rMsNfshts/QSnB",
-	"N2BNyLSWrPVot89mEpedawmdzRQO5udS9ivMDYZp5YpHUiKI4y6byLHPMbdYO83xZGaw8u2hff9EOZAq",
-	"Djh5UbboPVpBT+DbyXZqVIbzucS4KPAxt7AYRgJ/JCoACykpKfDHLoHWdoKNFCrsTkVYKHd6gMuMvOep",
-	"YKkY5/kaZUy+YRhJpyFbbgq3U6v0ic8gFy3uY38i63dkxWsJPUCxSe06nsO7Bv5AcTHA97Fk3SzIqr1I",
-	"gQb9UCdifDBC8yJsodq51gXM2aWXTP6ll6KRes7H9YEJ021LPYdW8ubW1c21zltk7r9vpKGxKWbwnvVl",
-	"61G08DuWvN9ZpT+SIIMY0EyCjSO4KxdVsg+bQ1k1HeRKvzp79ojbrFvJ0DTTqbgsL3lH/XSxLY3S+Ors",
-	"mdvLSUkU6WNMJxNBIIloJNIrPR2DAX1HK1KVShkzSXO+IF/5Q8EhADEiDxYnDWyj/AGzoV5N20iLaUAR",
-	"ZznUZyiBl1gpbVtsZRyHlm6G2meQBI5OD0Xg+QRxtiCFdVWOPkA5iVmuPPdy3lMif47nOL9qINRpVsZr",
-	"8Wg41m6rY6yownJZ4GtSXDF3Ic+OHhQvceDk9ths4VCdKOMcSnI8E234Q/KBPbmhFZgZ1QmN9nBWxpun",
-	"vFhjozju70AB3fHnUeAFzXBKf6nTQP9wX1SY6e522QG2zedNUV786/OTTz9THshGrUUAJ5nYYe5c3Vfu",
-	"Om29Ad/ckNyCopevSnKHu1elBaRVGS+NgUJqNB6p0HPjli4ah4FUNWK5+XX0qjY8O73KIwVi1hvp8dag",
-	"PanPAAcqu8xn0MSEZr6ZzSDjfksAqhtnCnytm+0acgpGOalQFG4FkmitSpkYIR6Y5eQExXMSX2s3FWwb",
-	"qZNkiQnLJYn2jRamhF2iUF0K2/kW0/psuoo5yV+dPduZsJm1PEkdo+px3pngW/p7xI2GW7SYVVzcr86e",
-	"3QNlS+O4BwIXBhBvJrnScdx5WZIrZsoYSll2RXJU5Ez7t3e1B9B+NAaCle26EzANt9ZzquwAu8JJ4b4j",
-	"iVYqMsrc31rbPVSkrzrh3CjiakzZ9gu8t5tadFgDV9lyHY10M6Ffzn35M2mlz5xtu9Wm6mv5ZQ/AtlQq",
-	"OjAkqvSxKfLMR4JCLnwmBV6Vr1X+u1QN+aVYaSld2lKh3k0b+BjPtyrUOkGcEMVEplLGVgIuKvevz6ek",
-	"YZutot8R2zCtqgjeSkenB0ubcidVdrqrHDfUcnJN7kal+46tAZsOYJsJxhI0XQn3UsAysjE/Y91DkZwH",
-	"hAZEv759/+Tl2dMP79+9/LTNEhMh4+MAi1It1iBo6q5EkEhFYt5SrpJB3mc6rJskr0hCsarledeg2a95",
-	"NZ5fRXSBMglO7wUEhGz2EEL0EuZu/dXH8oPlsL6xyyt2EmghZ4GAVdpzjG3eheZdaPdwUZeSWaLq7KJe",
-	"p/igqlFbVD2rpuApDDKTudpDkYvUFqEFXktuzFZp2lNofUuSC0o8BWZriA+qWqvpueTbqhZUq7ibqnhx",
-	"ta5XVJAArTIKaV2zlDHwI8hhqhui8mfVulVYc9XunlKxLo+vVBSu1ouL21ZLy1f0jFlSAfMwReFqvWk4",
-	"tzr5sLpR5ORKn6ZFZwD9VocKKPx5P5QXp0JQTQjz7dKMCoQUNv2JqPQkp8axj4eKc8ipc2wrqyIxz9nq",
-	"ag4ShxMd212ujaszu8zv8izkUtndU9mR6lgsOudaItaeKwSd/R56sUpTJPBHRBMeIM5iilPESbzKqVhr",
-	"q64Kh5ni7NoaMO0POUFcMHnBI1mcr5dyHvLtjKjQT1WvU6vQYk5orkzyM6koJvSKquO7vF9MledNAsAh",
-	"9RP5eqW8c9umpolbxdjDYVfG/sYDCLORM6A5FycOTok8XuxiRoGOM8uYIPIk4mjObuVSxXhBJujyzlWQ",
-	"fwVwHbwgthHJQfomny47ENJ36fJhwV+XHTjP5O1FWeZyLOT5liTq+kIVym9r2n2l6PUcCkF+srsB5zmG",
-	"v6kHOsQdWBU6pGWJ5S1AIEUNZl9QgfrNKF+GYdBeHwmGRvuBcRuxPCE5uqI3KuxlV9K8kZ/x0USXVm7d",
-	"EbAeNHTrL/9aS25V+EkluSK1JtuqTOmG8s2WsgkWBGKlfeR1AMSq43gpd7baJw0fLJfjbvPBirRWuK1C",
-	"Vc51ieIOzBEFlh0CJVWKbb5Ffj/BPqyrCzDqOYJQ7ihdLZf3kPwZAl3LchI0kJJADIqEye3isFbs3kt3",
-	"pwvD3+VRVKCFFA74EgtBctnJf7+8TH4dffon35pXquo3UeURR/pNtHf65HRffzhAGc2IMz1Hv7Hl+WtD",
-	"OfYNpcIN5XEFNUptW2PnwKjPSG4mQHaxUNjF+qoTc7d1RZEu/y8vDoB0q09nXWe/nRK5VXjo16RarD5X",
-	"n90zRrOrrplWF3M4T05UvIABY0MpucIqB1HOU16Bymtn1FLQXk9XgrVRLDUicXVEZiVUDEv5O7CB/xjL",
-	"r3H4GF4JpoGL6/0DDIy5U1W2CUwIrkSVAyCAfaw/iSLOUvJBUj+nRDCopg9rhnOhi+vLP9M0lv+JWb5k",
-	"KrMzkqdvlDF5/ZtRUQHgS9PYN2Igs3+dXtoV2EJ59I4sMc11iYS6Hq5glRuJDr+XP1EgMEOJ9K3rKvDH",
-	"s2R3CaX30d7zs9eSdufnryvBfQeHR8etxZTeSBtmqt8of0NeVvnk8WM/i22ZekUiFatZ7L8SV1ZJZVYn",
-	"sFUhzCzsXWSbGCspYnXwvkyq6IUGq1OEHFXBI2vaKhkkE+DdAVVU4Hs891W14/owXkt9WmvMakIVuZVr",
-	"4M8qR7/PEoUDKkU6pMAogbaVte+os1UYw+gsWOhCzttWVemQdQ06U0qsPeM3nFL+69xnaiOZV1TBPbIu",
-	"qV7hnGJ0mt7gnPzSrKzP6fItyWNj/krTNzOoWbCJ4s9ITBc4Pddd/Vg1A53P5eWUzZD9hFTul+ozAQoV",
-	"FiDawyhRPSE1KpVrjTmKLjsHYS8MLzs6xZ3zbHcJ51+DMpVGw0G/tZDTJriaxiIfgxmEpTZD3C3i4S5K",
-	"hq/kTBdE602bZVqmhJj6sGfJypTZwtbnZjf57tgQ4O+zkkzKV+uIZh9yckPJrfwD8BQ+0GzGIrQn5uQy",
-	"0y11gLMCm55pp/N+AJZAcO3J1hrsOYnQHsRf7MMhPmU4T+AhdGjHRDlKIRhMvdu7zEC8K+RcO0RAuNQj",
-	"lNvdDlChVxtodfNpeTlR35PUKxbK7aPGB1Waqvim5PnNTrsIXn+COYFSOeWdDnbj9nKvuO8WWMLuKQMS",
-	"8IMJYypNtPm1bbypzc4w1Drn1YRC1PilaIIaDHQQqI4Es85tdZruGSMcV9LBXQ/DB7/jxbCs2rwQDjc/",
-	"4CLYbd24ACVLhrWSunbQip0U7Rm7lkL1ssau/RMUyVFqfKayLoOFXllH1NRW+WmRl+FXtbAq1iX5BZIz",
-	"FiwjawiNgASLCRRzSzVWOTxe4rWuVZsjhWYOuFLGx7dnBAZk62qJAUIK62SNHnoOtaquVVIzTm/xmqOl",
-	"HHkGFkoGqEsOEKjUGcB2C1dNBEkarklXqQfKsFvYbtE0hwCnLGljtFgYF/P9HOdFEFaAxC0zhzYP7HwB",
-	"nfqGyBNd0eURR4IxtW7VKlL3NaxTWM1HRbSI/jZHnKEZzsuDPZFKhdYpKm5Bp3jBrw2QtI+4XoG96BvK",
-	"sTy8XmEuSC5/jAL021//c796ia9D93Jc8eHocifbfUJF4YTGu0HxORP45b8QVCpDtbsQVOoJ1v0rdtlN",
-	"Bptj1lCuXNh6e6VUnSWmKgp1KwEqZSHqRFgbQBCzTcGevEwxzdAtyxOux7LKUnkZjZRrVTmmrRrScijA",
-	"7k3o3Ppntek5EQIibgWE5FpGBVqA30xSLTDIhRxNsYjnBgbTDlnQFGLxdJSj2nSKqmbspeSznsdWv908",
-	"VBTZqM7rK3Zr8aZNZnsptC5w19hgAFSkqZ6N3XqKF4wEDszmVUYIfWzqYjwalC1VVmV+S+HMW+BshdNO",
-	"ILv9scUElVPEMcO2Kyq01elB28G1K+CElBSJf4LdSgK5QlNLNN1m/04A720HXJiUi084ZSprza6pkpCb",
-	"ZLZzRv9Jvv7JLabya9n63PdwZbt7mFtB8FfvqaCiMCAER26PLrRAey/hP8N9iMsoEVcXItSfmjKWEgya",
-	"nKcal2+VVfSn0TmU3lr1iLcs4rV1/RZVTq7UeKwbIYtyib6xg53Z2HUkR2Ku/G/modmk5enUCi9u3YF5",
-	"g/h2jg/1inG2W530SiVpVmVIr91XZd9S4djwXck0tePqTnLUVJv0Udqe0TBTkVNyg1NkC1aWBmAluxmJ",
-	"IwjKdSy3m9GKQpcN2wV2SgEGCQyjKx8brmi3XUzIUmsxca4afCqXVGrSw0rxd5XzhmUE7UUqa9q8ZjOn",
-	"o30f7+y4uD6HKEhFO29bMss9FqoS1ydU1K52dVFHcro72DJYVSkqiUV3zZ0dUFPG7Z509RpX36yqfq6e",
-	"UFoyn+3JWWZTSfALX8vdO6PnWi6p/cEoTdY6VLqW+1+572u59ytwLbcqg3lavQs/03Lid0xZa2xrpqxj",
-	"j3tAylpN31A2cC/zQekCUaXzn6jvghjJXiKNv5VftTcu9FCkvhpNtNKgjlwoyAbpHOXrgqsWy7/tti4T",
-	"Vf9UOwKciZjN/ztmmNzIp2aGyQsR9oAMY74CDKNxN9zNWDVq6VcUxKQRu/ZXuTg1W9a5PTHrpjpjKWd5",
-	"yVg+VTYhyvlKlZ4o3f9P7LvqZIhUDNztfF26W/mM4VWDZIOwC3TGgmUoW2sHJwo3FKdvHQbR2oIncgXw",
-	"aWdIn9rVgnFRxbxmllWF/pnDWh78qpIAiuSzqIcUPHrGBOi2CSrq243CUJfRmILJYO/S5BWoIhuXnf1A",
-	"2+DoVcZyksjeoKZHpkp62G5UnURTtsN2amunmEId92ag83CrSeZUPU4qhXcCmxE5sJ62ZYpjwotfjs3/",
-	"esfHPQTWpAjgLSIwRyqhJOZE4wIXBYKoCFQMAVQ4IYlKtuOrhcLZVRAZcm3V2CL0LyiyFb4jZXjThqCn",
-	"bLHEmS/q2YK6qDd66NRMKAxB4uJY6FSmgnHtnQQ91VgvOjrDKR43CMM2drdyTaXG4UH8wAQ00KmkmqnH",
-	"uJcxlFAOdSQlJ+6D2mqmMB45U9AxqwlbYJrpkggJEz10rmJ8cZZYpzEiH3Es0nVRCgajn1dMkASgFFJI",
-	"DUZ70WXnY2992fmjJk0vZoto3y6YY10GAB/Ir5tZ6xzXG4BDkYUeem22m3ZwKuYMICfEbEwLHRMVSW/R",
-	"RG9LlU7q3T69EqGjE/2j00lgO8HXGpjdqe+gQpfQmUAzmmnYew+YC5hm3V5NfoKNNi2YqBk0yL03mMAR",
-	"l7PGo22cFXQ+dq9Yt5HdfDegN0slV1WMgZ2SYGhK0zRQwHFROcMvkiRREWaB2UKBU6cMwl/QjKap9lSU",
-	"k1N1iVftqzDeDCURlB9DMJUEZXPsJEOVbbyawtrVt6/4BReroFZcQ6YX6PfF2m4t/6FZajBAkR+PKQLk",
-	"VE/WpRfFHf32P/5d9VbNg5QHi66JmgNJJhVGq06qYMZKWY5qrRMsTK0TnK3VrAJVuUkyu8VDbPiaCWys",
-	"iFMd4mievlVhj3tE6nHFY10KIon25UHnbBW51lJgK+glpcPkK6I3oEI9knovYC1pdJ9Iwx+V1tNCIdky",
-	"T9XVKiEgmaNUnUI/0B97ptM7Fejc2X7jUnWDyIeAm1bHUc1Odudj6K0/mNCOSe9nqRCSjwIlJKWgPu09",
-	"7/UPRgC1slgAFM9+MfThwB05emdFOQhL04fylMhuo6ZoxdFReW7DQStviuq/wenAzCSsHTKFkrYR0WIj",
-	"14M6MefDguCMm9/LwlLjyUNCUYKW1uwWVALYWCYf0UxXDJASTnUEaXxKqXlm6BIYYeDq1uZYkEOzDgqn",
-	"Uq7+eZdTwnwQiAb4KI1HRIB0jVQUgeYd9ZCqcQ0WPV6GxJeyM4IOo4nc1YbGgS1FoDQMyJ3HazncQLuk",
-	"GrR2BVJoAFW08FUHOgcgFDWWjOVWbMjnpyJCeyX1HOQibJr9dsbHZEWeeRPVnq0ISrAgaO+77777rvvq",
-	"VffZs32pNcHD4jQgWYJztBcNwmG/Gw66wzCqXhsi/ZFo3+deHXWHYdWp2kbo1FwyfjXfBPX3f/vr/zpw",
-	"tUdINPx5RVwQ8dKhBk6mJTGY9KPBoDJ+x/Pj7OGD0ZYSy7aK6CbXF7yiRj0OQ7tjQFJBtKi6d4BmoWrs",
-	"qNtD5cZhbhJNNw3T8BG34Qo5W2VJF3DSV8s9U6oU/dd/QGLmU8ZFgAb6TrQfoGW64uCHlRcbfx9w3Gms",
-	"mP/6D4v391//G/Xl1JzOYPTk5xVO7cgDRFJOgJuM5qvvWhyrSFIm5nJmvIeeq6WZoFEoP9Q/6h2O0R/Q",
-	"4TjshaG8RBz1BmP03+R66mf/gg76vaMjtCf/czhWA5e3X5zO0Gq5D/CF9jpGOTrqy/dbZ1lpLnxJM3KW",
-	"LVdgxlngj2eq7VgXXNZ/9hu53mZkLciCecJZc0LU+cXnkBPPylic7pnbfOhezHF2jdZsBUwG2BhuRGb5",
-	"CG5zBu/iB1Q6OWLZBOEMRTSJXPXcYCdYtdTBdmipkVZRFaKTohuAvPCg7xUoe7q7h3FOLlmTEHu7koPm",
-	"JsNPR+Pa5SzJs/LY3r7pHh4e9euiqYUzbkGzxJuTWFyo1OE4QerlMposy3z6u+kWLsHJKiVIatXodk5T",
-	"W4GSAgRBcmIO4YmN/Iav4Km8yri3pxOE7e1CKTMTDRFu79vyU1LzJxn0vSlgxfXJEa/l2gwLYPFKOgGA",
-	"EAPK6TVc16D8iVYHrC7hjNKWR4EWGbsNtM3bHuygYCnC1O/aatzt5nEqNq2kCoZixYCMNmMw7+QGydgt",
-	"IMXShbVlzFZilZPCKIbRmuAc4blssleT2XpW+1CuqaTaGH3LPf2kGINMccxRZFYxOdeUUaoUFeiKESj4",
-	"6l4ySwSGciI2folkynyhl7FBGwn7F/3RJNyY/bGb09Pnuqy6N60P1AqDyrWqbvqr2tqqlx7npqAPjkLd",
-	"MzqI5nSvJ9IBa6o6wDdhMU3kRRg2g8XYwzlBgm0M/ER7Zdu0k1wIlZ7V3YXyLUqbttk0mz5UPNg1WYqq",
-	"RfDOOYyGUE4uY9xkna3crYyNtp0t9l5iHgtzhY6p2hjyuFsOVEO65IXH8hi4ZG9pQmwIT2u42dNEhdiV",
-	"jJfM4lPxezGNNN1KnhpvRf2CDnVe7NYQFZRxiMGUb6joiNIgh873aSaGTsgZzQS5Ukn8WWPQkrMG9dyn",
-	"3UOTMiaabjGVs1/qX/C2DZnSIzF+I7/aWr5sGYpdMchu0BqhuWC3CmtiS5I5eJv3F+qtkTN5FVlfKh7y",
-	"o9quuMS5+LDEUrk1DBDoyP/Vshx73duQCVtZS3grqNuwNhqdttJK2Xr4hshWw7WQsBRUA9+gevQVcSDx",
-	"92oWKHVx9ZmI9osbrzE0raG8rg4Kp9p3VrFTxXP5qWqNXltyR4M9oDPh2KoKvLtH3DXesUxqqDmgUyVf",
-	"0FJlo5D41pVX0WaxfFfupFsL9NL6fnpuQ5488B/CLSJQO060tboUm742Vm60BzqWiR3nRLS0R23A6/Af",
-	"YWmB4pHc21Hmi1qz66q1MauFmYxooy64hDNSsthPZSlUOTBKq1+OKSsIs0lZcyDBdogrOC2JkxJ0WN3y",
-	"hPZohqK3pxdPv4oC9ZMqjyIVdqmrSc2ybzwpVKyVV7wIRIAXBlGgMgoMrESBVVVClpCfh8J9UIZSpWlw",
-	"UzhiThbwHEQEqIonKIJzQVvfcYbOzt+gYf/goNtHOF3OcXcAKF4qGFK/G6Do/bm+cTkfUy+CSVWh2Gas",
-	"aCFvJt9/r4TZ8/dRUDN6GoQ0Mx5v1kZZ4WzGMVOWwP4G600J28y58/e1jWmTPVIP0WNE9REP3gXaBGi1",
-	"XJIcFOsTDw0rKe3n5azhH0673//466AhXr0N+pyiyiZHUhWRrupHamGobQlUd1IEKWwYD7REo7t4tFrC",
-	"07njaByGQa0rDaIduEALULtiCJsYFsDuqoy6I3yFRsGDfbNJLKrYq8+PtnLDBN5k6dq9mBYC7pqseSFH",
-	"TDAA2nNcw9rssb9D3NUXuZ8+NREP+IsGDe1wcfSEDO0aIBSo+7+5gKJTnSm9yaqhTFZUwOlnIw7MQh2b",
-	"0JyPlAuaXZ0l0X2GxtSvXt473msIWsFfxL/ecPl7rW55M58FGOr54jaeiBZ3vd29EQ2XKbCV+dz9xVjL",
-	"7v77dOV/hoZ9oiTIhgNXC7VtRuKKTFU8uF2YfvFYaGOO9AVCVwJzKjHQ1V/vPfy5Ghc0KYUFmdzFvdoh",
-	"omz+Bd665HWotQOLoMOe9duq6M3vkuqm0o2f6rU6OPdNdf2BOtX1D9WAc8dwoTOgS4R+Dxetz9IV5N3I",
-	"WWcFXxsosJgrgpZYxPNJRU3gAq91Dh+AHdjozTglOJfHjGsgV+Hc+So11nUTixiVd2n0e9AadBqZnggV",
-	"fwMtwm4qtAeqlror4srB/4j//Rzom4n6sAd84zFeHpS8n1cuqQRys2LJjTOopotYhmb0Ic70hvPbR7cv",
-	"eGw7/Odx6HrO5sZjWMmp3+WBoG1VDQeC+fXBDgT9gfqBoM2E8iT2imh14prUER+YHfgMbWKIRqjbM2FP",
-	"NliK5co4EDMu5B0vjonCGpfS5evzN69NU5Y7zzSim80siP5791/3/nUS/t8/9LvHP15eJv+8v/evk8vL",
-	"3uVl8i/7//pPkXvzGbn7EO1BqSp5dSQzVfxL29lVYbScy2OxMpSZUyes1BuoKdWfAX/jNqdCkAyp0rca",
-	"xs8A0vXJMDxSBrI+6Y7CUBnJcjKDAhUpvSa3lEPcKIQ0VgIZKylB+yfaVzTHWZIaWk5phvM1mqUMC9OM",
-	"k/wGomQyVTobLQjn+IqofA/eQDGwB2oSCT1IiGGlvMhUU2UapHg/QcYWueIERSUnUVS1QfUgwpFlRG9Q",
-	"zcqK8LARHQk0CktWss0sUN9EP5Y9Cz9xlmWrRc8wtfNrly6WLAfZscTyy50rKuarqTzEHqu65OY/NJPD",
-	"welj3R3s1bJjrPVu0TgFapV0fo4UxBMTEVDaDcZDWOJViMpTdlmG4pSSTK4YTkCfK+oSuMzRQyqLiisv",
-	"kvH9uy43yP6BxbrsRPsnZjdToioK2A1dcJCClDLNoZAAQyLHNJXb9xeSM9Xp4LITBSi67IzGvTEANCKd",
-	"AKiT8CRBbmlCcstJDTx0d8b4gmyxJTwdInNKXrd6kPqeYNXUkP3Cb1j+WWVpGKcfhJBCysRUJ97sNzrv",
-	"vH672mn/TGX5+xVLlYdsYUAKRCk5S25c2iYC6BFXeOymsoGqAgwIRhujY3ooyojQeYDoDwhSqLn5+7f/",
-	"+e8mc7b8bEbsSyruBbBUrzAEOlrQLfj8I26hwOSLsqWU6reEXs0hmAe+qAGI7CRVtUObXmYqVcdO8o0z",
-	"dW3H2feV0BDx3B+HDgBReF2MVEM92eIHEJT2i6SmNjuVSyv7fYKAYFoNOb9TPI07poZvDS7CAQSUjXYI",
-	"pfm4hIqSp2IzSRT/8TlbpRpnSo8qu24YzajNzAvOud9ACRfNRX6jio5nYPF6PvSpMTmYHeKjafc4DpPu",
-	"iPRnXTyYDrtQa0P9dNwKDMgXl/w7wByyW/weYYVh10phYHa3/Hed8ifW56rFg4o/wbSZ+dUZgBY4v1Zw",
-	"barero7ZoCkxdSN7d4yiNGgND8GINEd8tdjIffrjDZFcp1UARSrQnKVJ2T7cbxWx5QjzB59kz35w28SU",
-	"wPdOq10gWjtcI326GkwjX+RFM/RPcW6UJKaDLaRZuDTnMsUrK13lupIsdPeoezz4zOV6Yn8ba7nRWTy3",
-	"dA1a5LeVV3+87zt6pX+4orsnKKIZGMHNew4h32L6O6Si5C8/CeGXh6IfBBFK4hnsTAMxKVU1sxOkkuBS",
-	"sBE2RQvqaALxsYKjW7w2qitoEijSH4yKXRaBQzVmixLOTlEruE6ZWh3hQtLbha3fIW+gNGlEAdAASmMG",
-	"KLJbzxTRxALrcMKccLbKVZ6miQC0KBBUyMsbXB0XbKE0a1Vuk0PtMu7gNIA5HTqWE0yoHNiCZlgwiIlf",
-	"4OVSX3ybAcFb1l8ooaEHDbjWLfoqI3kHDUhc29GGytBjQQPu1PZ+ykBbQQMc0fZ+yvhLQd2lt8VaWRLC",
-	"Qd03taV5yfcW1C2ZW5qXLLVBTcZuFj6VoZeky+aWhcC0UYY9WwF8S8LiU/NerYPNgzbNy4M2jbeQWzeu",
-	"UNs0NtnR25q/MO9VO9hEMt3WRzIbtL21bS787YGFP+QkZnlCtnejOV693dzbYtNerna2cHez6cuk5H3g",
-	"IHw39vROv3tOMlHth5Ms+TDDdDtbnZMseQEvevoQ2xvXPr1lB+qWlQ0IMbYfAKBzCxlteHSFggaRrrVs",
-	"NbW2G+Rrrb+t+7TSYW2/1nrcJrUrHVYld62/zetd6a285rW+5H0w+cBWomV3F/L9NyvLDbdkOmfsuqfO",
-	"Y38X36p33tLsSjX7ZI1QGqFdaSWfXEN9i9TukqiTamaLNgUnt29Q2jctm5VFUutGOzao8F7LVhUx3bJV",
-	"aSe3bFM6T1oTwSOFd23riIyWTetSdlvDRqVth4blvb5Dw7Jatq3hRhm4Y+PdhrxZWO7Yuix8dmy8yyb2",
-	"Hz5bl8en8rZttNP28mrH2xr5tNqWbdoLpuYr0S4taxezbY3rR8yP5mprIgB8ydQ/r8hKXtadtL2yqQKu",
-	"wE3oGQqbTNXOUWAZ8IQ//lU3+xTZdHpuPkL96a940D2c9uPuYTIi3WM8nnaH8SDpk3B2jI9apL9WQ0n1",
-	"uH3WscI047EuY6FT79Tk5thTsadVrrMqIXmr7BSbaks7FV56/cFwND5o76opaOqrsZSuEc0qK0OTT9EJ",
-	"uoVQf1GsocDgfhMI3DgkS5aMZu1z+YCkbiZhmxLnBQtRjREbaW2qSxMIMPnibEOTrbbV8lR9DJBD2fgq",
-	"YVlGSnSt1hGFYlieZTzVv6hAXlUr6Q6Gfk1Gw7Wb2HD4/Z29JmaCVb+WXqx+t48H0+5hPEy6R2Q0647x",
-	"wfQwPkqOSdiqeEuKudAEedB5yO88z3OWN4iIa5oBOIm8iaz0ToJsUFPUTO77vQhKiKHlaprSGKmIhSKD",
-	"TJVEzjISQ5KHutTIhxcvzyHSiM/xNXGew1UFsZWQf3x1cfEWjcOhp5oVFbaE1QyAVl8TnWxss1ZUkGBG",
-	"xC3Lr3UCM9Rd6rWljjLo+lPC5MaG8SlXiAX7cgjkjjdjOqAJxVVoAIgXrXF3wwC9/p8GczPaE1KkQAz0",
-	"fmBzrwGvG6PBx48wFvmLpj+AA6soNNlw3294tt1IzlO31IqBvvh9ywFW7CS3XIURE7VFcHm2uk/Ku79R",
-	"qPlrgQO/W3mmLEl8cpl1UVQxzEUTdFokFMDJp36w6Qc1xPD9XqkjqUpEE0DBtVBAsh+tpsx0bAuUzWeZ",
-	"6t4mSCmQHYW+Dp/77a//+Rie1b9ibEbRBLB/7MdiiGWQO2dKkCUawjNBcq0XiHyN9uBbb3M2TcnCBWwv",
-	"faeAXJigU1PsS0XdYwPbUG1ReVk+KIE96UjHcjNrsdHTKS2B+a3cxFo0lScnxzMls+xzs2aSiBYccn8C",
-	"sEYKVyIweWnFYpW/UcTCXpSQcC16O0e38rCshMZGtdqTDvqlfhcCrOWXM3KLohuSc8qyqPx5NzejmKB+",
-	"ivaiZ89fPr94Xv+aerdI0KisUNmiWlotVUxiJThNSBGXJb9qXm/cCQqF0y1/Ux6U+QTOSvzQNLiFLUhi",
-	"v2x6UMNZ+Moh2I+YuW/+XMmGqz+mgda0xNdMXt3DpQD1vciivp0TiBaLpPTS5ggA7lKf3aXoSr3BTrVE",
-	"6s0forIEfKXRnAtfsvWT3NVr+mbtZfX1uDCaaAz1bUMo0co7BFvtqlTboqE7Vzw19GdfCZSP1JkM8EtR",
-	"yPb07VnDZ6wl1/+ZOYYQWbYSMVuUQLxkQ7YSgY6ihdK08MMVFuQWrxu+Z08Qz8dK54jA1yRDe81lPqD/",
-	"umdAs6rBWdmYV6brwLki68FSA8u9f0bGQ7mje8ilgw53jfMoNWof3ADN/k7rM9fHfm8FvqFr1ymiNwgX",
-	"WoM0/Gau+kbRNUegbFKpFl91AFdcd35voM+LWnHI+nzTPqdv3edX9ytvcLo2e1Cb/KFBYx2zpipcjcWW",
-	"Gr2Fm/x0G72CG51ozd46r+8z8GVIe7K1PBm99XCxSvRTU4X2TSX0S9680s2twjj+KCJ5g3qTn6ZpczgR",
-	"ki3VJeWfI9CG9LVivSwFM/2zJ/DhH3z/D77/0nz/zz5mNw7Uz64oxjQW8LbSYpUiBRODqAsBeAa1GAPG",
-	"ozEK9NATJuYmttxFqShbXrfALcurbg1uGTCYt2Iu2zR6eYYDSPDfHHu5PeLyQ0EtnwPcZkts5QcESa6Z",
-	"wL4iOBXzOsneEb5KhcrRTOWCaANqTnACAPVombMp8TBWkw2SXUeupGfX5R3HrrcaB3XXPkue9uZ7DyDD",
-	"wnvmmqK31z4Cm4CKU3WTwVLKdeqwLRm2E3ryxMmUUxiEERKMBWV0zUKT17VeMqbRNDWiH9QokNvJ2kf0",
-	"xreAhQrnz4wIOpb3OGs1g0rVSWAMkgEykN1WvJ/AZDliC8jjJIseirT5InImbesxQJKb+uOtvDOclEo1",
-	"mLf5aiqYwGmtnN491RhsTMEoVxr05GEUQ7/HjJ/Vwlh+zEpph1XjAGxp43tN9cLVDJlypbRHXGdM6kEG",
-	"9VzcsBeGl53IOCgyAnmzqjOVFawdvJHai5I7HW4A/c6wz0RDpKhxTgm6nWNt9mBpCjdKoMj0vuGBG5m1",
-	"shyoOmGpSaiSj2Z7+A4THcuiroZS8GqnjgG9L+w+d0/Dsn3ogtaeE40VmxhA0mbKenH69kzKMBWYf03W",
-	"Gnl6f+MgPwfm/KnxRsi5Nbj6Rxf98SQcTcJxex9/uaK3nwDaz0LFCVwpYpym2ryjAA4ayVEe5xPGrq8J",
-	"kVoguCuvcphRZ0ORs/bFQO8LaH6XIp87AOe0/nBTNIynguVepcKjNnwZYIGiKKE8rBQGIxZWgw2MnxaO",
-	"MuEpWAi4q1B4sIqlf1+Y8ruU1/tMTPedyuZ9HsB4RSm5P6BxT6k7lbfuBRo/qahSwUbUccAOp7ViqtHS",
-	"aFZSJ3Lr4BE/uHhhc0ih+HArjPE7175zAmU2H2VOm6a6cJB8rmvDBUVilcLWNCIUrio0yejVXKD3F0+h",
-	"Ppwp9nYB1wZ5c2guCFe8c+dTS139Txtjel5b2BvrSLG+NxPuU2G10hHaHObji7MyuiCtBKAN42NyMOvj",
-	"7tF0kHRHs/FhF4fxqHvQJ4PkeHo0O8TjHepOtKuGZwrSFmKusbCdN+6k8AtuCL6DSBPrjKx4Hw1LakXA",
-	"QSmy+PV3DBoiNyQdnnuzCS/ylYa9wNnaLrZgt1AfxjEvxDjPKUAUZaQLPaK9l/Cf4b5kcjxRIXpFHVd5",
-	"MugKd+CudWrhGfctlPB6xBHcRRQUmHMbaQmPb29i/o2pqwbawjiJd61NtSSaqfvWXarZAV7BlmJ1DWUO",
-	"i40HL5w41QvlnY+T9EajGtLMvXu23H0pza791CnqdEa/vn3/5OXZ0w/v370Ej//jXwW7JhmgNGboq4tX",
-	"L5Xrp+opV2Wq4F240OIsYQu0hwVKieT3/uAITangVr0oxY0kqiQ49GpLiBrgmjnmbjHRwhJDnYiQE4TN",
-	"pcdGaiCpLdYhAOdCLCePH/cHh72wF/b6k6PwKIS5/tz/5jD+y/HiyTD7fnz98uj23UB8d7B8Npq/CH86",
-	"L0mbnLbadBpr5XUjiqENPzMF9Qqslor2m67IlGUZEegJvpYH5DN2mwl2m3VaVRzcXB5R/r5T0cP7qHF4",
-	"ljizLTOEPGEepqbggm6otqhgzmBQ8qCuVEYsD2gbaMlGjJBq/AmgLpLEXv+gJC64e+8u8Y0BwQMDaewf",
-	"cAmry/kAsTQpaqbcWSzq77QRibuWemyo6diieg+ExXnK+hZ/KXOqftOUVSdFacWSHqxA6TOt9X9OEcl6",
-	"HJpVEpTBUeqStUNrYmoo7um3k4Y6k9vLS6qA0pTLzkBIO8WG9lT1SN5YPnK/Xf3IUjjVhjpg9r1atBbY",
-	"RldCn0BFycsSS4Qt8WU2VxRyygh5jHTFPdoppLZfqTd0571TKkC0bfdUvBUbhE7hUgEMtilRxua9wk9V",
-	"sNZ+JQ4a/DK04KTElCG1D7TpGqc5wck6cGxfLFfhop+pxTqRrb5JrgsF22Bb+oNmAx01mxMImK7v6Vut",
-	"dKhv9VqOTbSjvS3PpGjvUf/LpFdErtUE3MVw12r031DcbG1oGv0GA0Ip6h8oWp7JF6ob1gpuySQUa7il",
-	"oGO8I/ds/Fd3IXOvwx/L1m6nHHlRg5w/cop+s9zx5QhO0lnhqjLqk9aYoW1Fi4Lq3hqq+SFw7NrPqLji",
-	"oT24NFZKjENhUtBSNPaOPBFl40ChK0Lg2X5Qcw+0IwRUN5d00OHZdb7v17ujSmMKwOYJ6RYmJ01fPXRW",
-	"mBNDbuMLvUEDcpMUfh6FjCmvxcXplzBVoA/0T+38tPkoeQ6F3l1n4hyb8sBgk31+ga90CWFjq1GwZQr4",
-	"WM1dNuBzdisFOgYQX113UnOpvVnFc5xfqZKBgMOsZGjlfuXL+FrQjC7kZu/Xj+HdgM1KN6p6tWCnSLAt",
-	"HOw4Ews3Vs3FVzKhO7vf3Sn3W3nYSFx7cpSPt02liU3GTcWUV6i3Dr6bY/gpF84ru27K7rS6b0vbD+rm",
-	"6br24Wq5VY2vZicrduCGgIFKYvoXwzkz8QoenLN6kJo3Iq8UoXWviGe75de4xPybAO+1IaUPeK8eZvhA",
-	"ZPyMNDGHuH+bajQtiOutRVOPl3wY4t5XtpND6ApMyu+J1EWMqpfYbgjrw5D7gfLnHOqDpduT1K/UOzCg",
-	"ZG5mnBfYHu05Ruz9CYpMmYgoQNEqo+Ip46KIXYEsY/zxXVEa1VEhDUQ+t6j6iqa8Ah+unZknKFqxhUpy",
-	"XixYQsUaKqzKDy/jonv1MSdqrIdOYYqPeCmkCnTXrtRcu6vlni138V//gcw8AjRAyxTHhO+fKN3MGX2t",
-	"B31N+K//QHoQ6L/+N+qHodNLWfPVNf0xyuXLe1qHniCF0n+L1wp4/BeSMygSgFFCOShXZjoCf5Tr9tv/",
-	"/HfZ6ViOSf27v99DL5scPioc0hQoLyO96/IVNpVKqtPatyuZRKqq/lVQ5JcLEfj8SYUTqaR4FnFq5poD",
-	"lZmKfjuTznE4DjtBLVRIxVoEaElydAXRwkHHLGJn0hmFJTXQ3B7g2TtwBneOeoNxJ+iY1Zb3h6PeITxi",
-	"i86k8/wUShXHnYnkok8PHWFnfF6PuHW37cSigXND7ekSVy4hPYWu1M+qNPCM5UizCXBJD51uLxk4HvbD",
-	"O9QcKg3Emx9ubp3gMGJ5D4rjjjeUWXw6xzN5v0kon6OcZOoe4Axs3KJEbsE/97Wof9Y9nqAr0ElyVXMm",
-	"LAKgR1b6qXXsPeBNvxAbwe7C66R2bS+kLeVK0uqxvzNF57L17iMP7OncKlRk20yVdIWQjiXJY2U5vYTN",
-	"LydCOZL/RP9tv3lJAiury/VQKibIQkSq8li9HQ1gD1jHpJBx98VOb3OpJrAZWDJk9yfNHI1elfH40V7l",
-	"KNtX5g6gX8wykdPpSpAdj2hzooENADgRxHhVvLyHQtcztCCYr3Kiwju1HEHR89Nov5Xkg8NhV7kHh4ln",
-	"QPI6LcmVs2QVC5DHrQYRDg/CMBwc90fjwc7DqSiu7qAcSejwjmOfMXu8bGlZQdxj+dhRk95gJ5Bqylm2",
-	"XO2a7dOsuGJb3EpZ56zWygEDyn8lbNRlK3qlt+pZRYF19dfpSpTl5Odrs38rxa6iud2LnjYK71Ej+4fC",
-	"88UUnntVde6kLtyDovBGJwsWp88GlUHypqsuTNTtLJT7DRSlplmivagfSr0pDPsqjPdIwfJF6Lf/8e9b",
-	"KgUGKmiM/xD+2DPSYN96qJkb8l3VPqqT0ipe7d7a6pDd36galjlT7+Lfu2rzd6HUBGiZrri5Qgf/0HEe",
-	"XMe5kxLzN6jn0sKoWa9ashl04J5Mme1Bx0oUzMXvlYoG9aCBlAUowkPRswXsW4mUHrzvL0ZR81mDTw1u",
-	"6M30rcA8NJC5BgbxUNT+fQGy+RbWgdD+e1hXBVGxZVkNjsVDr+pDIdk561RHvv89ybMyQop3VaogKg+z",
-	"Jl8O7s9Zm2r1id/TyrioO951KcPyPMyqPCCYaXkZxO9yAUQj5cVDkvxhUGpdgjeAh5xbROXCiKbAeFVG",
-	"z0RHVK+yGc0on8MJBz9NkApid6OPJ27WT+DEjgaXGUJFtLuKLO4hXZJAz0TlAAUAkWMflvzdME0dg6CQ",
-	"4cDzPSkiPlheuMz3Axv2BirommhwPlejwhuBdPVLrjCiNvUD7UUqZAuOCU7Efg9BjIPB+yyifIqoarAa",
-	"qGHDmhVjQXuRE88VAcmiSkxXBJ85KUf3YijIYDKuVCVAM47L7CLHGQerKp+YVQXLgx7EnqHXvkPcE/Mr",
-	"vOiM8bf/8e+XmSJL9R330eNqoxIwQgmMD0bUCTqyIQTBFfq0/k9DvJZuULuB+srr/J6kjEHj8gqaAqrr",
-	"YWTNl8dQlqT4+vbaCyD0PBmMx/1jg2h/TdZo792Lp+goHB56Sqvj9MrTTXrFcirmiwBFz5Nn56clMCR4",
-	"Uia1euQFxrjxwQTkNwS6hqFWOodn1e7VQ88Hrn2JbH8ia0Ql8bitAg8pmXOCVZJtdK1zyuppBGHf+xmx",
-	"9n9GQQVGb/70tjSNN396W56CfOAz7fgqnLznsktOr0pdclqBfZMPPF1+bMhutfwQoCnm5GC0ylPrhV3i",
-	"xNTiLj7Q7//83el3f/r4NJ99c/7h8GL97Z+/enN1OI9v3uIlfZXmt2cYv42/ev+Obd1c12AUkuwgR6jW",
-	"LQDuU0TwWYK+vr32FdtAX3/7J3ROhOLrw3H/cN9CGtlJcpW8eENyOluDOOdccYGnWIx8vyH3iV5l8rCD",
-	"HmmGVpyc6BIDc6wArJIVQKNg2Go5EzZhvlWCk9zGtVosVdrJ4fkI9FKHgfuIZFNp97hgOdlX6XwmpLwS",
-	"D1bGuDhBUU5iQpcCzscARbooxUuakQGAfM1ZZvxYGkzD9afVpUzRvu9TmHJS1Nyo5JeGffSUZVdQE+P0",
-	"xou+447O0/uKChKAJViexrOUsUriJLyB+oOwFS4J9YmCp1RU0HNOV1zQrHOf+ESjbjiGNKeDLeAX9Zov",
-	"DUA8LBM4Fl4cHp1W/cepzbieQsJ1Wygen1w2/FqDuRiTo1kYD6bdfjLC3dF0GHePyeGsiw+m43iUDMlg",
-	"1m+T1px5M8ztZz1oSpvyyWvdu7mkTRBDNl3afbkiV2cDMkxGcXc8PcDd0fHhUfcIH0+7YdxPBmQ4G+Fx",
-	"K+CfpR+FB5IsvBnCBQZP2IrXl4wLnPpdv2/hN+V0KCdXHR36z1BHpjSgACxzmgmVuqtfNgFBC4IzjiK5",
-	"gNGWFWyV5ie84DXy5kYUcORVbdUu/tJp6Gl7Wp3hwCKvTu7U773Ld3b6+hT2P/rFQE5VJMuC5DTGj5/O",
-	"aYyvmFetUCqpT8S8xFxo9dKnAA0Au3Owm4DxJS9V9orem87EnQQeNx/H5ZKgfHBUJL2WxWY1S+xqNkdg",
-	"8yYLkmw6SRtr4ONY0Bt9W45opv+EikNSNzfgUiZL79XZs3L9IdUAcrX0P0u6nP25tpSvyklgvqP+1dkz",
-	"tFeFaTAFEspBK/s9dGaGiuWdRF/yWYYw9DNdq7BsrR+3LqrX+uQa7HZy+Y4ROU5laYaqdCohGwzJUS1l",
-	"LnoY/AyjXTWdAlb7MrgeU5Ky7EqqoA9z8rUA9PAyxG5oHr+rA7CV1HEWyiRPbq4daNA66lzHMqngS/Gk",
-	"KixU8UImUL7NwJpCwRvl3MpsAomqFxEtiJizZAJLEZ3YDVeqFKLNTo94oKtDyqdd4+yyKIUQK7fZl1ZE",
-	"rAkTFmXXyPGxqUFFKIoxn0PQ2pzE1/IfU5xdfxA5zviM5MrEBqUlohPU0jNnQIwAI6Q0v4lG31B2TZqh",
-	"qDzRCGUMnttiIAoyS9IM+tEWFinMFERHVKR6VjGIIwVxbXNpTNpr5MRh7/eQfFXrT7pjZXSV96jkBLEs",
-	"dRAWZmyVo4ReUcEfHjJYxYWC6fULw/VKdn7Ea6i97WB5N1UXtXyOKCRe6w+5PAK2HF0JquxffMQV8oJB",
-	"nT5TNUl1Jt02vnz8q232qYo1GE778SAZku5oNg67o4P+YffoaHDcHeLR1AB0tq2G+YKt8gZFzOEeY8OA",
-	"IgQVO0zfh+qzxEKQXHb13y8vk19Hn/6pc2fEu0YoO4U0o2OkKrGvgDtjzOOt8OmUjGkJmPRKvdwGRMpX",
-	"egvtefklMhL8VPjxJUvVftsrKku8boRgxXkyZ2miQVg1epEHPPJzoFkhD51kXlh5Hx3s+5JOIOq1yAsQ",
-	"RkbYw640ECYKtbiEyX0LoNkFWxSdUqC0FEZRS0Qo+a5fRJRPMRi7yCm5wanzQePF9vFjZzgahuG4Pxj2",
-	"w3Gr+6GFHdqwZ/TX5MkA/rwieGXj5vBjQvmUGZsboLeNu8iWYo6IcZmwCfqgmFntvNigDb2y+7aOioNL",
-	"u0+qIBNV0A7KtIIaVGF1UFsCDXNY1DnQLKpjdo2KEuyikLg3rlhNUjaW/5FtAfnCaSoVRtmufBfTDWtM",
-	"Ua6koqN1dq+nUpRR2QSJEpiciAXJryTpRDyfADCpPiYWROknzQVZIpUpYWAkfeVYFOQMhojpy84qu86s",
-	"0+qysx/oCASWFVVgelB3zEGJzYmOyS7hgp2Yuirg1+UII7cCBWib1YtaYKtWKvASJ+VZDbqCrB3jTMdN",
-	"QB2LE+jY1JBBXOA175WgIJx6d2xK1lzPLl+lEKBc4J+azBY1QeMisYNZ4Gvi5D2LOaG5CR++JwVwa7WI",
-	"SWNGwKCWaWd+OTb/6x0f9xCcnWamUslVswVM68WKgzle4w9R0bsbnLwNRh5syLpohJl34pKhxvT9ws5P",
-	"gF+mcuam5PZexlBC+TLFa1WHAHwmZgrjkTMFffIlbIFpBikCGCVM9NA5XBI0fJEGvyYfcSzSdZGAgNHP",
-	"KyZIAmaCFC1xrjIoP/bWl50/atL0YraI9hHN4nSVlO4dCykMAPJoZoO2OKJXGcuJ1Jw5ARzy8gaBRzjl",
-	"DNGEZILOKKnUaNRT0tA8aFmcrXI2LgogXi7T9Q64/VaDMsY4d2nHo805nJ+D7h/o2JAyxH8UVOpQTeA6",
-	"mRCBacrRjKapLgdShjtU0kUSUy5hVR6paouwHQ36FZVsMRoMUFTmPZTQ2UwNRJWft2tg7wC60KRrz1C5",
-	"LbK391pQm2ZRz4hbqEWpogUqw7NizIVpnFQ4oALy+Yir8Qa6TkUd7BO91AJXI2VUv2rlsWBsUqKlQSXm",
-	"Dnjyt3Maz1XlFjOkKo6ZioyDUYMsB20Vf+ySj1DTX+5pAfJZpeygvTL5KXfejnSWkM4Hom4+0H1Uamgt",
-	"sNpUbmglS2vXhjvL0FYVHpTSTT6KQmrsPe/1D0agzS0WROqVjYkx6J0pWKVS34vyB/LyAIUZNpaQ2D1j",
-	"sKhz4AF3ZGYSpUgwT7UIq9top5T6XekaTtEHuUF1saxClAaVTcQy+cgpCEG10uLDkrQ4tF8QNrKx0MMz",
-	"XeQB7X333XffdV+96j57th/oKg+OHCNZgnMo8DDsd8NBdxhGWi7aLL1If6S53kP1Ft7KAb1LyYMAkkMP",
-	"3CMeQgZ+XpXKUJfEMdgXlgQLK+f3G+skOLx6MNqaQ9qAjO8qsxrKX6e0FgjFckcqyQwKHih1QQE+KZlM",
-	"Yemz2Y5YAKAUkp9XOHWgiGrVBZVCeZeSASpj/RPQStcwMPm2+s/+dgjgbQjvCtHR5HPbg8eRrc3CdQsW",
-	"fFnUhvcDDm88OIKhqVRLpK6CM+UtcFQb7fPjUQ+9BoVCttlNl6j6D6OTohuIY1YuSslofMWXINoLN5fu",
-	"7mGcbbuiotvlLO3nJrD0ytb8HOzyIvtZoZFPdHx2WcvyA5PbRI3tCOUnyJY+VZ4J/RU8BU3LQQM/0UVN",
-	"4fCCQ2uCFIR5I4J5GwBzX23OtywXM5ZSZhzWPjukZTJw6DgF1Zem9bbAtJRdsff5tngzuotvshaNdF/x",
-	"OXqsHkLoC6c15ahRPeJINtkIrV8u4MEnjx/HSdbzBWk9ln31lnC671qxwx9HZVa2TRxVx191IFnF3lIM",
-	"+hfEb6mAWv6qtFoC2TBTYIf29RZUZ/WwyrbROjVWNmE7PiOtDmuxsSxm0Z3p/thmuzRGnrBsynCe0OwK",
-	"LGImDiWyUlippnHKuN6+tmqtbdkJiggT264TdFSjtqEojZDzp7ZMRMLiFZhzITb3eDQ+3Ffah7F6Kpsb",
-	"KAvWUx09Zngl5o8hPDfqXWaR/LS6BpQr8aiv8MeXqzAcxtc0S+BfRF1vkXygrJUzFN3glCawwSO0NwrD",
-	"/eAyi1aZ/BLLARZSPu5DuQeWT2mSEPXmUD7KmOhC7T54NJKPlBW+K3/BUoSSJLrM9kbheF+VvU0ZTrqC",
-	"sW6K8ysi2/Whq1XGV0sp4EjSXZCE4q6a3t6oP1a/a9+G3JLQ5WAgn9OELJZMkCxed6/JupuTFVejVr/H",
-	"LJulNBYwwmMYhLx2Zcoa3dUJZ/Iz8HqOBemmdEGF7gSaqJB47oxbDmDYNzSgkivkikKjsaLXFCfdKyzI",
-	"LV7Dw4GaBr7BFOQKPBwCwaWU6urEBSCdpQW8NN7XAVUKhgKehfIWMV1d7auklkrCCBhpGhBf5nip8pyg",
-	"zB4EOzBrJ6CZVGVphm5ZnlS0gRf0YwEUwk1NZZopRlWZqbYet4FCwleYQmBLPdwWWjX7Bn4tBFmtbVVk",
-	"VSGa0rVUIEZhqIuMsdlMJ7LB4AN9p9K2Rqcsh7LIWPSTwY89F5zp55U8NoA9VBVnMe9RKORhASd1LQle",
-	"BS0qW11/6MBFYUoQRrAFtclLG1k7P/qUB/KRckGzK58KbKYsb4zHDtcruUJt9STHZIRt8Q2wGclfPSHO",
-	"91V/s6mIuFQ4vrq4eIvUC/VQ2VHoK9CywB8VSvz4+NjFjJcv14u3CCpSXyTrnOVCXvkWONcFZTleEKew",
-	"JIvjVa7MuyZ5oqjy4dxhM7WImul98zdJWbVY2mlK0Pt3Z5X+QUoHrSV7q6plpnUh8+tKT6vkL0VO5zjX",
-	"8sZ7hGs9w38cAiRLkXABjOhoN94klEYqmv60GlTNcVMnfEst7pnj4aitdVNn9YwUo/r4KKOADcr+0h09",
-	"padtg9oAwEdHg+qYvCLttodO4SaRMaFr9xp9GpdRoqhAe3UH6EP686DG0yqeG6gLiEkJFERWpJtFEyfX",
-	"yPHxlWOuajYYbZ1x4DfLNn2TdqtbDgYBiCh5hjhZuSpsa7HB869hG1QlctfxvrPHXb/qTxm48UccF5dt",
-	"Gwa0gBBNl6AnsPTaejdbCYBuqhGsFBLkIIGZK3PGbt3Kvk4wkU5WbogjOt6eqvM5cT1lsDXnFrlTbI/h",
-	"kf5GZDzZR92W2W9h56qIjmpQS7P8qAKj+GsNY4FB3W8Em1HBA82oJW78mA1CgVgmeCOowpIYIHddDQY8",
-	"XKr4S8UGodOW22c3L4vQ41b1BCuUNc2t6buBtrNVltxVKKuwT5VLyHFKeugJkxcvslaRsiZM5ETnQ95R",
-	"8AI4u9Lj0IJyviSpE4BhjF4QgQprcTtnqYpR3SiyvzAYohXxcELJ0d5BvhdP4UJDufapzrRSJ9egil2I",
-	"wYFdvN37ctiBOcHcj8i5toWHHUkFd7FCBm1C53yTwZ4rEDqVnFcxFj0PUOd2ueTZHAZmSMjjkN8hvGub",
-	"WRe83CkpDK4KYIPlLuSuSctRPnVrcdb4IOBmawL2KQHW2tL4AoXHkzC06fA2vaxW0LEowZupC2aC14WH",
-	"Dv2LHCabzTgRAM+I1ym9mosuxzdyYbRQNEErKvA/JdX6YV6wjkDH0RQfk5I3Y0VhRbiDn+j9b8puAQIw",
-	"piCzLayFktqGreREYawAmWt1wzOhqSUlCF5XSMaviyKiTu5GpfCTXAzQJ3TYoq+cv7x/5Wx1NS/uYWwl",
-	"puwjwgU8jVTkdJwQk+s4Z7cwTagDSjMu5NQ4ylfZibv6KmhnzlY5WmLOwZkuCZ4x2wjlOFMTZSuBUhM1",
-	"JiRB9o3uoMpEArAQ1Q5N842giAsxTGaOxKLSv3liy6Sg51DNDlNejQ1ENXgpTgSvYUzpGCp5IHPUgHDV",
-	"Q8/IDK9SMbHOkUBzJ0fRD91hIMXqMECHAeqPfvSktOld6I0th4Aem9kHJPM4T1y4rEjFIsJRaKB5WgT/",
-	"Bh095mfYB0Qgn6KcpAoUVTBnh+z99j//fSh1mJzIlVhzXbEiQOHEMG+C1wE6nCCMbgm5VvsGNqY8M02a",
-	"CzgTZWeAvnvsHEZHuvqI5MoTXXVPGccwj7XpCSz18rI1zQFoA2Iqq15+Z45lhVmuUxgMg8OgP/rRMfI3",
-	"m0aOQ8cy0h16LSOFG/loC76C4YHyMviUp/PmuPBTdS8tyRAVM1eRIQG6JsuG9MweAmvXNMdSV6jmF8GO",
-	"IB+XNF8Dh0E/U9mrPI896Zo4T57IrvwpCeoz5UP2G8pxm1uJGkW93+d6dBy9evXddxW32mBwdOc0Fp9H",
-	"79yGJEKGkDxDbeYPkL4L4YoqoLo8lmPcnw7iYdIdkfGsO8IH0+5RfJh0Q9KfDfBwOorHyd9Feg/Mc2Nu",
-	"jMXThFfvMeMF+tN1ET2fZ5r9qa6OG7fJgtnfEs/WIgW04PpSaoTm2IJi5Qls3O1/G3jQUu3rKvIVjP0D",
-	"MJMXDdTz+33jX9U/AYiTRaCwW96uinUFv5dL2l2QfEEznDbLVv2Cih6AdMwAMYXC8+rs2cbQgbp0nHPP",
-	"NeVMcDTHeXIr5SsnOcWpqUqhBbb2e52Y6DC8YNmVHVrVbhIOB+//HA6PD3TMYoNcczKwp4dkgPtx9zgZ",
-	"zlTMzHQcH3QPkyNyPAtBbLUVTOeEZI2igQp1vtgDHaMlza508AGdyReUop3QbVIjHNzdvtU6k15XFZYL",
-	"/TAZ9O2jseQ45M1b2Tx0kvfDxD5lDdK1msgd4zRVdVn6v/31f5VteRWh+iJnma6lDAbZO2KamO26KTjC",
-	"V8G4lJGvoyfkXnRjKArm9cll8+XGVP1TB1wYbnEzhMsiZEuYkTG1ZEwgZZlaE1GU5KqZmKhfIZzTJXxW",
-	"JU6n1KIf6QSMHO2dnj3bD2zyogY/0ZsQLOW3lFfxX0L9v2E/7LfC8XmIunq69gUQ2JeLXsz3JZ6SdBf6",
-	"pLLBjkT55uz8FD199/zZ2UWryPtm1dhknD7iSkFGe5HUiqMA/fbX/zS5sKtM0FSxxt0UaPmFtyb7fFPa",
-	"q2bkPSlv9uUGV7XXbZYzAIzGKc3A2bGBQnfMaN8+ExcUpvGQGE3GR+1VSz2jd83GRON8MnMHaDeIeKlG",
-	"eviosv1+k4l8/coLfPWVvv9bDYdIOWqpX+UM4xSb0yUUwQDEtZRwKBl+S0HlWuBshVNP9L5u1RJszanr",
-	"nxzjUTwk3f5sPO2OcBh3jw/JUddoEMNkRNqcPtr4cVbpfhgfk4NZH3ePpoNE8tNhF4fxqHvQJ4PkeHo0",
-	"O8TjXW9P93Uf2uns0jvQgeXSP5w9kFq2AZhLa2XchIukBVDX/d3afIe0M2d3xZ388wKoqyS1qvvU3TaN",
-	"97DawRB0cAWWZxtYV2X1TrUo/MLXs6oW4rmkGcp+MDgARmqX72rNr933la3xS3Bzs/crH5xG9QJXe3kP",
-	"YIxKHGJfhsOr51m7p8Zg/3eweA2Y2Rvee/Dlc/HQG9bPdYmI8sqBflU4Jk7fnnmXCPblncN3BIOETAS+",
-	"XKt+/468tK/ae2BdF0gKgMKejcDR0ljFM9fxYfSQXOdkTJRHQZnhi0LeX8hPWzrZayDifjB948DTlsxm",
-	"fLf70g/Kp3G9WKlnII94YYtBeyo7yj4AwLSs4o2qGRTu56yvbnX/IdvieHumNdy/AwlplPEtAtK+9uDy",
-	"0XypWTza+4Px33K+IrlPDv5NStzcZRV85W6aXnrwFbBlbzz0LxW/kYdEhvaikkpZLXXj19vrOTNaAuvo",
-	"rsJuzNGUAFg7vyZJD0WO+lO60sVznKtSDZv0GRQ5/FUwT8FT1dnIJu6R7TmQp2sD52OeljEfH6v2UQ9F",
-	"UsNPPrCVgAhFxFYiZotSurJ8A7AZVCBFRipG7B6K7PqUBlKsDJzdVGp3AH4vx4czBXXB11yQBaQes9lM",
-	"TvMENSwfjecKq9KNAzEfQSnLrkiuPuWr26ZWAxbmhlHjUtfsr5da3SyM1uxImJI2ZigmxbdnlzTr3TXW",
-	"u5BdvVmJvwN5UMx6s0hwqfPAUsFlXY9gmOPkrhztLtWGlDrJHVWmr3hCTKwU3MMXNFsJ0kPRdMXXUOLI",
-	"c5qAl1fe4XsQ7KC/kTHds1SFddcK+kx1KrcFRAHusVx5XPbLSXyyHxWboP8lx1Cp22NeqrMtuybZ8zxn",
-	"uVfRe3O6EnM06IU6JQ/S9g4OR8fo//1/xr3BfiA3faKgh6RoKmfq1aNp/B+KqMoi+aCzSFRCXoBG/aH8",
-	"v3ElS+7DVY4z8cFkyYXhvsIGgy7ilAKyK+TuKVAOxj4scLb+UACfQXabS8XKAKA+re97SjlzPiRpWu2/",
-	"Vmao8r43HezD9oLlALV5m7PsanO22lP4EpIrQTJhrOZKoPW2bl61Rr5ReZVRudJOtLDHTA2j6cY5AbeG",
-	"1LuBnvKsg58+UBOErf/mJM6JUCncNOOC4ERqAFxXg4ScqSeY07gyReO00TwHnhsTcGx2qxKUaEpiLI+r",
-	"ovYPyZIlo5lxeHKIK1axS4rmBnKFCk7SmYp5U9tDJwHu1di4mW33e+hCRUJpngFPoc6+lIJgGEIsohYB",
-	"8p+xXtWiCkolmscQ078Mp2/PlDcLsJyvP0Q6Vk2ptoMRSokA5DK5EiokpeIXXFx/GL34+ej76cUg+8vt",
-	"4cvlu+P4myH/U9J/5S1j4i7m5jGpd+S4eGVco7DFuPiHnw//cjN4eXv87np0kR19vxx+FR98Pes/WYyf",
-	"8fDf1oP3+PBP5Pjbj75xOpu7ntGuUxUNZzpMXAkYqr/QaRVRrPcPX7LMV+rpNCvVJqrI374vAwle/wCv",
-	"+6n+9bcXksMgXxVzFJ3qjGcNdfaE4JzkSCXaub15E+7I+uv59N9i+oZ+/eL75+8u/nx+xs8WYvn907OD",
-	"s5/Obl/99F68evZKvHr2nL58+nVI/nIq350nT8XPyfDPdPbnHll//Uvy7Zl8LHD/KHyXPR99u/j6/avF",
-	"+Lvkl+RV/P+x967LbRxZ/uCrZGB2QgC7CirceAGjY4amJJs2KbEpyup2w6tKVCXIMoEsuLIgCG05oj9t",
-	"7H7974d9gY2e95h9k36SjTznZFZWoUCClGzLPfLERIuoW15Pnuvv9+xk8JfOX/4WBfnN2atAPxJ1p3I8",
-	"exbEf/562tiUfibUm6RmCE6TiYD85kTqhZfKWLHmbhCUV9VufTml60rYuNVK4BHgxEmXEg2DtQK9j4Ul",
-	"oaJ0vqEE5kasHiktQkCipVJ5TIk5zyCDfLxiag7s+qVmGZui/TYRS+u5aqMP3uZc0GWDLgN/1fpp9PLZ",
-	"sMWOMLQe4rIr4RPgT+XTlH67s4rI3QWlBpQWhxm39YmtO+tei/F1mt48pZOiLmT96uK0zuUk3oLjT8v4",
-	"+QIYPfP0nulI24VR70eeUVE5nFFO05sbIUAXVSsZbRNjNAnW2wRl6VbW7HcC9iWAnA0wPdnAEHILGefV",
-	"+KFbLgYKpeduF7fVE3G5mm+Cz9IPGBROrTv+ddTYGTW+D1Ejn5YrxP9aJfePeBZbGyZzcJO3wiV5atr2",
-	"IjuaTutq/athXKxQ5x2/w7tjfy/qxf6+6E/8Ad8d70X78YEIJverUL+tfZXlXwRFF4hhsw49o29XbQev",
-	"lFzO28UdF4CS4s5Raf7cIuzy0ruLwqPSkQcGMKRYWqWxXYNDsf3Wumdh0rarmM74IYDAdQNKVIJrn8Li",
-	"LvLvu1UUt+q6X9SBJIVmlYUgdU2iMDI8YkxD5A7ucdDf31g7tsWCLcG39ffvwOirrGdcys60bbEsN3on",
-	"TGHY0D1W4NBgodkJ4FdAHubEIn2Ut0nJd+rgRdpiB3N7+QAurq8ty0oHkA343vuKSsQQVs5ssEMsIS3B",
-	"d1OhLdQ63LkB1zeJ3r/Or4fwudk8XzHsERX4Kire3byDWVOKZatmH9+xb52ttvPr7KNfW84/ftt9yM65",
-	"a2e8TvLrl9as3M6xWtXd1t2rmwzVcHmtRPQmtO5mZMfVC7TXZRmXcTpj41Wupaq+/NXZ0bH/8quj7mAX",
-	"1H32jRBzSKdObgQQGii1TLN4SHU5gDkJqbngRZPpsrzc8PNnk2/+dJDtf/nNX37MLpc/vDp/sn9yev7d",
-	"Sdo95af85fLLwfyrqz/9YffmyfKPdx6v1NUtXLNHjmPEAv0Y0lt8jVc4RlOC4rF0+VCiZylvi5k81626",
-	"tV6fs3CJ97b1RgtR1tXV52HrTn4h1YgqH8svP2K5UDk2CSvjihKrO5xrRXOLd99yGOiB+pVDCO4U1YQP",
-	"3FkpnwylKx87RFBaDBgUsDPQpIgY3eObQTZ0TvqRlrv8UHhc0MK8P8gBPVg5ox4p2hE1qxRMzmMAVMpP",
-	"5Et0O9Tnjk5TwllB/KXceMcQEN3svbGweDf6IAMTqnBoDFnAVJ4CgLrWgKg2k/JK9nf7QcCa3T7UBVfc",
-	"abdCTsGTTmlljY9kXX7rg0dEiyzJVy/1GsMhGYMhf7TQp4D565n58NevLxu1SeWuLwzxbUsRB886iW/1",
-	"apXcWewIPGIISBjs7rdgjE1xPTDXHxJSmdaTd4PAjDLWRkO9NrYIfD0hNKgbknIx1ucCovjjY6zwEbbB",
-	"AaGHpDGkISg2jj5cCz8q+LtrkIu1Hl8aAhDCQ+NsYgn4+BbKVNWZQ4wWFRSY43nkWV97OrnTNU/e9HEa",
-	"r8qdgGau9QGHpCZJx4aXyLvt+E+HTLwjXZBL6ypumk4B4p5uTIuiZZ3AJ295aZXoGSlHpXDWonRO9Tl5",
-	"nY/skIqa5yIjbmghCEwklQKPc5XDEtAKNvQfR6pY2KFnkALz9AqrxQ1ogn2vZ5cJohCY6dFzVQwGEN8l",
-	"8moqtl/YDKEbqTqf03BEPMtWiOTEc6fDHlM8TxSwfozT/FrP6mSaLp3QwrHj29b6EowguZwd/9+wcZqo",
-	"HBhu11lnUdg4Ob72oQsC+1VDGDSq7uexAzztPmXMqfJH7UN0zSkn2nBjcbnhNSp+TkNbKzxyluvNC+kC",
-	"turfM9Bi+EJtMBR5frXIZJ4xcLB0xaB/EKCI577IEpI8ctlVSg1FOxyGD4B3SvxrpTtre2/BC5pcIZ1U",
-	"mrHzJ89aXpXJjcg1lV2ha02Hr1mY5g2z6takKSNFiqcantEiVHvGJShedg4MUCdWjGJDtBJAT9hzWB0y",
-	"vVKRq8EsBOOFBrzlhisQSkcWyqmfMQNyAlDxVJKh/4nFdg3S27VIouAeeasKi2hzsqVSC6HWgTvpnYkq",
-	"YF4gEUnaSfCjdDoVEQgjJbK3CZHa2eFE6i3DiqZl4khiDg7jUW7SCpLcI/gY5SLKNDnbKVCuICa500JY",
-	"zeoeHskmIr9Dyu4afzT1BFmwuAX8oI8zQC5YSEyPTU0WUeqNpN5jKGHh/ipGzXhFSKGGU4TU5zY7swsK",
-	"FjUQbo2k3dkwiFocHVpEcaBUkiIrnlhblUlWrEuz6EeyVhgxtRjPkhwEfeGnnrVHciTheLCox4kLR6UX",
-	"VsajHA+kry7PTm2Zu2JjcZ3IGA8LBxlFj0w4ks0KOiZfPf4JFvPPIYKL4Ev0kM9FOp8KVEGASIqSYo/O",
-	"TwgEJxP64kiagwixuKD1//Zv7KgUYtc/dtrs6S0nczi7efPPv/8DdDHQMcKZgh9aBsWocj6PJGMmqa2k",
-	"yTRvUw8O9dtmnpVaRVZAqz2S3TZ7qUX2fYObcEAj/imc17QV2iPZ09sLmzzlKldsZ6cTUHxe7eywZljE",
-	"lYZaSwxbbXYhFgqUBaz6Utdplk9XhMHCEuw6PQfeA8nScc6hfp3U+kN7dM+L9pjaU611y9iC0EFH9Cs3",
-	"ZRXs7NyVV6B7wiU7OX+7a356pOCdj3f7h4xHWaoMM54FEDJgYyiVWrTwjVYMOC8lFdtjYb6aDxnP//DD",
-	"Mg+rGnd3MOgcsGbIp1dDVMDDFrBgjyS5dy2enNbuIIe7vRTTqQ8u7sc/LG9U+weVal3veMqTmRqyMFEK",
-	"8NEXMYKjj0GxHUlX020WWnPLY2GaXQH6VokKQF8A1QcICTkkeYh3c/0/P+RJCH0HaCP9Hq1tJSAGlYCd",
-	"V47CAtkIV5RGggoVASNVFM+RLMCfxFB/4z07t+9i79mpyG2Emb0fyfe+78P/6zvDkhYQ6tsfqAasFTNs",
-	"oxmwSiPw+NHNuEu9Ory3enVI1STFu+z9PC/XeKvDW1Wxw9vVsGqnUBPTnapTxehuR2VdnwXy5jeLkwgv",
-	"kQbVondUFCR3GD9AQ7rzs2U9er31xXGL95eMAns7WAXcjE5RiUGDWVIfcSzvoz+aT1fNi7o33W5f6DeN",
-	"5FkdHYh6hOIHLKniaWdnox+0WayNndAbyeoIetUxahX6iflGoa9U3q5VgMpoeXUdR1m8s9MPOjs7NrUN",
-	"mx6+fv3ad453YY9HfVqbVKNB0IKxKsAAlWAAg62GIxmeUZace6brphhc8OrvR+7ZjydfDKNj1IhMvE1v",
-	"RAx+Gfo3WefwjGJXWqWo3m1ygHetc4ZpZaV8TrXZC/dwpYwqy4h4I1bY1TxbEXi/GbyeM3jX/C3lDepB",
-	"YKEjho2Dk06SEMHBQ/C8oHSmpMKRLCZUHygv3DPGIe5oUp/BaoiN3sDpFoVhq+KBkSwdVlf6TJBp0VnM",
-	"h32e5shO5d4MZMxznl9TY7msvMyhryyzRi0loJYmkk7i0l4hD6xZqbQe/+3fGKQcKzgs72T8QA1iM4WI",
-	"Xj7O0jdw738AFaBFIJmQdqkVDz1roAJAXIvcWzRTejT1fAc7OyMJZKjXXBkY6NBjMz6HsF8dswIy4To0",
-	"COyLNF4ZygjEY1vpOcJKosQ45O4gYqhnZGh5DBgZRnLOMz4TmCGpDE8D6rf6/UavbZYYHFoeznXlYWB1",
-	"WHsWZI3he4DhIlIQeAb/TU89L32RLp04PCXfiBWtgYLDhTNVcAFojfRhRACkFQHHy3tTJP8eSBj1HLk6",
-	"kdWLXA6Y94BF+J4dGaIMOzh612BfEL+QcQAwPGRKCLs42uxIrxeOTDbgXSvVL8FZYyd7LKbp0hytpK37",
-	"VLyATdln75mlA4/0SlHTdOluQa1ug0nAAcSCwv2ECEA6VUI0JPSlMr2N/kyHvWckwz1G+cu6vySaUW54",
-	"iHdthTG9zaHF0a/qsZJOOjNvTcuSxqGHw9c4VDr6NX32nj1PmVpE1/r8SxdZJMxJX8tVh+SG5olU2zX4",
-	"4hpCHvjCgIYWtgBQiyigQtczVXDz49OFmlel73nP+p0evcmYZTBZCZF1dthZ8oUd+HqOH/2SgTvTZNiV",
-	"5BnIMXpRQerzHvhO3rNLKIxz6q5MY35YKN2nJYC8l/DRzJ3V0pTWYXH2IcosEcvpw990xCUj0o3odtl7",
-	"9grgTfM0jT0YyoJbGp6V6fLQiN6SwGWKr9jy2qyoTZRG5jNHkoVVcUI4z1CHQq5upE/WPYMxpSmsIz/S",
-	"469fHJ5M/DOeR9ehPf9wiIiaqNh1Zkk+UqwZPr3kV1pvq2w+s69LjEq6DzBfaYqgvcZIP4TxZ+GFyLOV",
-	"fzTJRRZaLQbftM7CpF/X65SX3yNVSOZM4CLc7bNvki+0wEHVQa4K07LlbMASj9N7NgDBcGTJAFiUYsl6",
-	"oQWE0fVCgu5168tLXFD6xV1qdNlxSOUpNXIs08NCsMRWihVMUvqVZhsatyitvgy9Z7mCrIIxV8LuiUN6",
-	"LYJE3zr0txBU6W8PcFmC+8ksFmeUOu13t49PQW31HuDN9aiPF1Bdhp5UPSSu38dmW+i7TR1LOiFMshwP",
-	"GDBfjiRLYoJyTgUKFhB36PcrrurTSNvpeWrXfVWRtFGpkewHfcDfT2IALYX7lbPj9REtYpPevFgkMUvk",
-	"fKFVHIwsD+HHsEVM3OBY3ff78H+dLrsW7zhhK5CPT3cNoAb1XNpBzthbniVc5ghdPJ36+m4R4yd1x0YS",
-	"N7OTCsfhhDGGI8+vPaJgB7MAxAUNDuaCga0I1ybJNBfZIeMjOeNT91MGyPiQxvQ6ncbovGdCRqk+6dSU",
-	"q2vWDP+9+yxsOb5xOGw4ciCokYSZRvniYVNRV3pxfnny4vnLEB3y9BjWz4AWoKx10g36pPAe6SMvhA5A",
-	"33NzpCnWlOlI6r4eIoqjiJEPHWwE+OJX6RIQvonJLMsS/RHKsVwmSNWQ2+quR/qMgMOesNelVuX5lRia",
-	"QY0W+Uimk0nh+1RMKygpscoXQ0piBYfOmbWA+kWcLPqtoadnA95frxw9Mg5+1KxYsxcwZYHj0A1PnWyZ",
-	"7+x76BiUIkGAb3R3Ms4G795BWKUsL9BQxYGy0dVxqpt6nMpcyNzHbDfjcLwkmeo/pR46hNeQM7UyCxOE",
-	"E1RHuwofkDLS6KdSYkhoJNEc6nS67L//a7fdGaI+VEwiaqNqtri6mooiG0Efz3MA+tQb992q1WYv9JIr",
-	"W2Bo9ptFpk+XO0rfcBkVIwPykUrnCvEMeycTEzi87cpAwQ2LeuVGyo1vXhs9+TXa2EXExOUUQDVgzWIE",
-	"zeNYv9vXU5Ol0yGTqQ9IsSGEtWAOMjhaU1kblKB173SfrXee5m4kt5s8vUvIwLCyA8ND6bTIWdYSwW6T",
-	"kaQHtG2I6jkONPxdv2VM8w6tmpAaOnuzXUYS9BXWRL0Bg0kcxqNZo4W0XMKg23SEkeSgUzTXlA39ituP",
-	"T/3kQBuhtxzFLWTymmtNP3nrjq0eC6Qxpf00MAf8SBbFJlK8y51gD7goLsW7HCIZ+lpzXBjzZHs71rNn",
-	"RrQFRat6EmHxvpKJlv9D0qNhocUoBgwzCTOOfW7qTsarHCO7+h/e+jpQHhOz9IcElvOMZzeLuV38I1nZ",
-	"FUJFfK43VavNUAwphHY1bXPey5rwA7qIWxgyhMTWNg3CulWLIN1jHt3Yfjg7mvYhLETgoTDGMro+4OBH",
-	"30kznIlZWvg6gu/bTny8IKCkwADyfYPfcJOTYYhNJ5YgjHGyV5fPfJDvNC4xm2r5pxZZlmolVa+yUWM0",
-	"WsT7QTBqkLtDj+jzV6fFSDG6KwjwLr34rLC/BMOOdmdJ+QJnjRLI8QNWIFRj0G7tDMzCw96Bc+yJZXFD",
-	"BChYe+ADSoTygIefRanKFe3UKBLzHOk9OUZyCJ1an1vmt5GkDPeZtnj0P8L/3f+P5n8Mg/d/7fgH349G",
-	"8U6r+R/D0ag9GsV/aP3H/xYSoAIchHMOyFYY6OZsnEierdhkmmqFK3WPX4hsr4jtgpa7XubwdTUkVCss",
-	"+rLrx4XWwvnodNs9GGe389Cgov+01qjYA3H1zdgRTUye8WSqe/s3kaX06u6ooRfXqNEftAc4lb2uP04w",
-	"tHplDju39TCq5ipM2YVRkzBuAqW8VGhuijOw3JItgeUKihbQRh0WB/QjZVrMEjWSlgOKNYspxJEjfh/8",
-	"0CMFhDklSN6QNamckDuPaLV2BEAQaCNgrklIBGOniRQnWk0PiSGG41Fiu75+O6g+qACO5JWQAktKIS8z",
-	"L+U9gCfaTnBRoVSci5D8YTbAKbhkMPflKpE288D8DmgZtL6huKFNvmeTKlMgPcCRD9fc4EhokyTi4UiG",
-	"6BS10Ngei5E1hnUHLWMOpHP+40KwMFpkKtVa3+sS/zodIUACBHKNWmkiwOFpIm+GlHjwz7//A52W2gyd",
-	"/nHU0M+OGmFBpDNZTC0lrgmv2w8ckiI+koA9Yr5piODxW0YEtdmzgpMGEms4UfgcsjhFOb5IpjHDjuk5",
-	"wPGy4Sq9QXAEKVxlfyiA05xxvtX/byaP9LgkFzOWIEI/TiStAEecgwGEitja9HpswxX6LgXg4KDAGyOe",
-	"xRXEJBO5hS5swFYKTVi5AJRYd0SRzIdl1B0MRtKBWPdYJmZC72OBecQm+xo83iVrG6JtRuttswsxF0i+",
-	"Wejydp1AnuiNWBUZSvALKCvNKJ3NeWYVHzwOtAU+TRT5IEwmmLGQcbGjlr+z0w2CnR342EhWGA4TykFZ",
-	"4rDZscj9CzGf8pWIiYzMSZLW7ax66Mh8wyOw22VNd1gpxAc+wFabHafS5MTbBBd4n14+kG6B5empFCNJ",
-	"bR0SRg+48aVQ6GszFuAkyaw3BNZlNwj0iNPLM/GDiHJHkXn3biSNLlHMJ3hDtMKeZXi7mSatC0Lzbe0/",
-	"LOavnh49CdkyzW5UkW9U+ALQK6I3EwVhDzqdgP33fx20O61hMesU4QBlkrRPrbJhTrYVpDNImxlJ3/RK",
-	"X0+EGha8nuCmbvY7PTYWq1TGraJRsB3Mzji6PP4KuMpS6BAmbsG2oK9aLfTQwVUpTjfzQbAsgAyKZh4M",
-	"QaodigS81fr6YWU4MeqYNdPMo5Tv0hc8oiyIibMM3o6VRHoo9WvReEcKoNC42jEwk0MBrB6nI9wo8DjO",
-	"sAscYx1poMGu81XCDNJjBXGl/njBXYlqVHIltTUwdCksgRITrk6ArwEUa4CFohMJCaD062ptU3ilcsN6",
-	"ieP7003xinyjbjtgXN1AdpeLK9Jrd1swEmYccLlo8YyHMhZ2KCYFJLebee11WSzEHBCZaCl5ZXeN/pI+",
-	"7CgnPoX7pysYFKChdWLccoUSKRbaKFFFuUF1jhIF+x9+AIgeo/lbAsCmY1Aur5NcIOSFNW6DQDeMWMjI",
-	"r1SaI/pmxeojc6iIdAj09TU5G/OYhf8e+mhlaHUtPAwLr2OSobdJf9YhQNsQux1a5yMsWWiYSqZCamUq",
-	"ztL5nFqIDtdqK4uArdt0kDF63GjI0JDLl5ALLPS/UeyzQuDAnS1L/3d3wyHbYFN8uM1OSIeG9Uc6GM7J",
-	"MkvyXMgC5Apxf4YM7/rjHwb4bvxr0A4KDxoMxBMDeqFYMyQsgGdZOtP6Av15mdK39MLv9XoHDO+3LFxT",
-	"IWOeeeRFg0aGBmwj6FwCa/MwCL7DlrhXDvCKHwyGQRAab5RlxcSyJb8zGA4OYEfkKQv/gH8O2TMxzhba",
-	"nuoF6JueCj43vrpm2O0NBwfD3SAs9FJ8azphnV3SKNJMvxYw43QPIQqyzXzh2BmryVRSFdaakd8lDlb9",
-	"TBnKangneFVNiil7vNtveUYvZK7XUoLU73cPrFBBr5brhEWB9cKNf+oW62/7oEQAbA26tsYrq993gqBQ",
-	"JeZghkTwhfEiU8DJptvSDYLWIX1cL3/dlPUmOOV35vj9Fn1VkPBDqeBJEcAIO2FBr5qLbMIj0WbnHFw0",
-	"kKElU3uzElcAvDCSDa8xTSJBcFFUknA059G10CJ9rRRhuVy2OVxup9nVY3pWPT49OX76/OVTv9sO2tf5",
-	"DAFHknxarnBoeA1qQmPY6EAt11xIPk8aw0avHbR7UGOSX0MhUH0Wrr5ytQkCzE3obX79+hv2UuQebMq9",
-	"QWevhTL2rciSyaqUS6YIQI0M7C3yh+eJPkspQ5bQfFGBQBH1SLHwJonDNnueVoHlGtDtzBJRNb4U+dfL",
-	"G9XwGsYOhwHoBoEpGTE1u5U4vlNIDE/oUYJqqsVsxrMVAVebPphqzxux0hOhBbC+WY8W1AHz6VVj2IAu",
-	"AurJW/gLnm14jZskdhCCgo7+KYdPfHOul4mC+tzkquE13gGvxo9/OfrLN++Os8m3L9/sXa5e/+mrF1d7",
-	"19Hbcz5PzqbZ8oTz8+irVxdp4+fvoUYGlaK7KophpOD+OjAymHIo0Onj6NW9yo7y4y+4JSd3K0sbw79+",
-	"7zmj+CWFLHGGnXEEXDZ+pcevUa5taHyvX2it3FuXbQXfaVOxG1GjWnPNkpUlbtDVQ35UVCDDGazBsKDB",
-	"CpnkWZYuTW2MAtB8fXabe2wLuGSGKt1cw/wbSYAa68FdD45+VY54tvQmQM9C3GZH0uVmNtzTEIo8O3ky",
-	"NJlGioVQLqpYuMbrFa5vodNEmesKhIjRWWFlV8HcyW8E3QShmRRU1A/ie0v0e+EgNDRjwzL1WLG270Jy",
-	"//6DpYC75oo1fLlMbYfd6S5EwV9LuGB6q/f9YOB3+ped3WHXgIGBGNiScM6l29t2KGfwgf7Bbmc32N/r",
-	"7e/vVwDV4GVbId397N3ao47bo+54X/Qnu9w/iDqx3xe9ib/P98b+bjSI9V9d3hl/pB4d7D68R9+XBWUF",
-	"YPLkiarZ/o0t0WDOyvtsHTNsXeiikXB28qSOHQGyoel3K6uQI2+SZq2HSWn9SOfuR145uYn4UO/uh56Z",
-	"FER4ontw9xOXaXrG5cr4ePRzg22+9BJzi14VuUfV86eMaaCPI1P2/tdKifT3P5fOKlsZ4RxNZ9WzxJxO",
-	"jhd74wllah1swceQ3aNw0VYdPEK4CX8xN+T2P50f/eXi6Z/euBm5+oWrxz+p6eLq55CCuWenkLmDGbJx",
-	"GilwAfNpexaD/2OpVXt0vml1PLTtOMpDqoPTZwmkKV8Zxc646RGPAN3wh2XP+CNlTYzEloeU3OGsiSgY",
-	"JpfFetBbbUgJvxIhIW1AYDAHd7tzrMIvaAoXNie73NAIfJN5LzQcO3HIuO0DHWZ6EcQJRlavwc2yyOsD",
-	"+SFbQKUS2XE2ImFLXNCZRlz07oQfsln6FqlnhJ3yVI5TnplUG6gTTZVKxlNRWhWFjVJ/lLsLc5vjvLQQ",
-	"YaogQs6vKryEiXyTCUIWrTu04ZHGtrqo08yX8ODP+sipe6LowWNwoza2uPEYpqLxETSCOYEOle0C56mS",
-	"EjDm8sbRI04tb14jCPpdbaWkizyRVxhZRg69IAiC7kDLv/FCJVIoRUA4Wfmfp4kUHaBnDwJ2LGKesZd5",
-	"w3MvdxtDuZhOvUYEkrBxkS5kzC7S6AYwAVTOp8fAldjY29/d7RN0o/778s9QCj/myBLeMO/PhMjZ0SJP",
-	"9VKY8UQbtOlSiuw/I32Hghv4Ik/bUTpDYrkkX13i2TedRvrcF1d8uum17ELMeZKx09Nj3cTrVOrb/tAZ",
-	"dLqDwSDo7O2BLH53Ejtjubu3f4AIBSrJXfyzujb97DWuE5WnGR4NPHdNse5lZ2/YHZA2I1N420srjE0Q",
-	"3RG+nrFxxVREeZbKJOJTBN0/41nC2dH0Lc/E33BsATfBClVYueUG9C+Dg2EnKDcAkriXWQLBJpXzLEdU",
-	"VfPCYifqBQ4qEnGG9v3JgO/6/fFe5O/HB8IPtK457kX9eADounrqUBLQrq02Gu+4TubnIotgjzR2g3YQ",
-	"6M8r6UxCv9ftNApPxRmX/ApyGcDnDl2lT1ymM/aFiG4AVKfm/f3a9+/v7Q7c99Nrv68bBq/hHFyb59ch",
-	"dayfgdt1RFeylg/PrfVE5xXb6IgvJAbHwWasoK5QqEl/UZ+rm75Mtz2Ge+ATn/XGh+iNa0g5dbpjrXLn",
-	"KJNGMajRISEEfh9FMi0fQ4Vvw5wiHrgCcL/hv/XpZPRY1gSNCxN0wKsPykrLM9SmV1i3rP8i+cma6TS2",
-	"a76F/oiYwNfcpmjVpV6jdWKJkFRd5887Kp2tt+ovAEVWIuwuqyxbSsUEgV/y60KZAf9CgZOH+L+/pici",
-	"kRco2zYsbHOvK1JOzDPbuwRLAqneM+i09FO3O4P+3U88T/UJI+Pfu8D5UuQlTKDSrtkgcEpJN/fxq1bQ",
-	"J9YNR+srqjMbMcG31m5EMFZwf4BHFMDctjAmR3Jra/IZhGwVi9LZOJHIUsWOnj+BpDmXuh0jwYpPBUFa",
-	"SIJNQr2vjsmdNcGvbP/keS5m85xi4V6RDeRAB2GB1RHeqUKMrIFPeYbca5xhJlSbveRTQfgaFI4vTcRI",
-	"LkUmDLYdn88Fz1iepkVbMUy1biQeF2x52xmJelQUubCnK2pgBbxb37PBNrxJZLy1aeg07hv9HFiG9YYr",
-	"dLJolp2HNfi1Wu64DVYsYtnfu60Gn3lDa8swJCnZ2Wukplu6h+uavubsv5fz3Nvo66+0nJz+BpX+IYSy",
-	"da13Cc0/fqsxDRYRcqAsQLEmFOpx+2tikGwmrWogY3eyx/fH/kEUxH5fdCa+1h58UB/w0sGGTtG7P0qn",
-	"yh2CpvIc5MUEk2ASBbkTrAnpXyp5K1r1fPRu2sSGhjvJGvVNv5W7ftv2k1Bzmi7e3db0/j2afpk+qOG/",
-	"Bw/UkSwOIy107TmzfhDZWq6Sm8qQeDc6Adne+MuFYZMYNuh3PWlfZBygLb9NFC9xeqyx3gyGne53xS1f",
-	"rNDtgz6pEuNo8aPZIPSDkHm2OgMnFf4A7o2ANHktUgK/v9vZ8/f3uwd+j/fHg2g33hP7kxJf8z1EkVPI",
-	"0hg2Tp5/63fQVweHlj3WpoVrotPpdMCx9VZMey9hGgmhel0Eby3Ra4N3c74SGfnOnnDJ2evrJIcERjBP",
-	"3JHEI/nFpPhbT6ceiH4vCAadbq8T6A4DdJY+tqxVQ2QEJVZVh9Bbvw4cV7/QoukPg60XTUM3fAMXdONj",
-	"rqbg11tNQRB0fzerCf9y1hA11S4ilzO8uohu9a4dbzYxtnavOdrYfd1raxrjZ//ar2nuluGR63xrpQly",
-	"TNzSuqmzc2/3rOk14L665NWqgWAwriuPaEQ2QTvUurbc9bmFa6tsnVZ8W1sfiZ+ebwtk4F1+Ldey4mYx",
-	"3dcm2+TTKs34Z6fWJ7HL0aHlzsy9d/ljA8P+E0Q713f7l5BiN0ulWBV+60KRtnUeSY4+r6GDT2GhXQz9",
-	"1QSAg5shqkEhMy6oDDgRAePPAD0nVDCy/sWIS0QlQyXqkIrHFjN8TBW3k8+FCg/EuwjgQpLcYwCQBxSM",
-	"5h4oqIB0Ie4ixmizZ4ipkGgDwweg+RY7WDeKKkcFm6Uoe9A5Bi9EBGVopQUNemSLQaGKKEqzWMSYjVH8",
-	"jhktun1eZZ71twFAToamBpDK1I0aYuEedPMsrHEBWvQ2TWIostWt1xY+R1GsRJ5PRcxWIscBKk0ndssM",
-	"vTeSWDiMQ5jk6JJcJkoURabON0nTIbapop8qT6ZT1g06QxwlfCEljhiww9DoSaGNsoQlXTdkTZXMFlOe",
-	"p9kQ3W9oM2M5CAxf2A+c/7qDg9CCYiaZ7Yj50iFVjDlvKb1gEASdkKqscUSqQA0Y8qksSJbxRAk1kmHZ",
-	"HAht9BwsVPrDVi7KuPLTI1WA+IaEh/NWZFC8Ka+o8Mi5l0bSY/Tdc57EWAMy5lMuIxESaugRllG2d3ZY",
-	"PwiGzO5XvUBm6H/gkgUFBI79zS2B96CcI8xodgCxYxCUSjC0XjC0CHjl01uu5fi1Wb/bHUmAAcWhBCCt",
-	"IbikyMChsXN9wv1ul4UEbWyEQPE47eZwOJJFNxyJVUwIAP+DQDMLBZOZlgY3o4kOhZwnU6hx1HPsCsAW",
-	"taVSJ6oXPBSKttkg6A4rm6aKLoaYcSgwPAe5uqjbJML5kUQ0vHLF7VrtL82587Oe9yPloMisFS8Pb3kf",
-	"NGmcxiuMYSSyqBcukJ6ColW0J/g0EzxekZduU2HuSEJl7mFR+oK1PsgTVS6pnfEbZKahLzQ3lNNigbCN",
-	"0JrbUZ7aebBl8Xr8p6nKWZMbcCaQzhlX1y2krEQJOl5p+Z8QJZZ9kWfrBAFJJVvVlERfpVDiButYTJUw",
-	"GMGE2W9AWfBcgxGD8re62AWu+3uq0Xq9V2JYn442veYrpaJ1Fw4m0pMnjbcDS7i2r2OHStNbln/F2R0H",
-	"0d64I/zupMf9frQf+wdid+IXAfNdOxBo+xZDUdk8Jf+rSz45GNzFPfk9DqlQ+RdpvLq3wzTLyw7Tc4dv",
-	"gxwwtobHurW6A/ReGUcImobXfALVr4m6JmGFMBxtYtJTlU8dTadoDpKUdD51j0odXOdFfU2tEYNb2+FL",
-	"xUrrjIU//RwWqmClQWDufKABl5EEu48Rh136eGYcStGhPRlhdkpyt4CQrRfrVkghAl9OZYF5cSZC9Q2c",
-	"U1Is8QOgA9NSslKw4i+qkfV3uY+KR+wT0OcuGpn3KWExXtzfcG6K1QmDBrPRNA1rlQLoJNScofwXs8aD",
-	"/bsfoH5c4gEMj3W2aNk5giFfpukpz64EPjfYZhgsYNuZiBMO6brgOehu87ADPPxh/obuVpP8JYLW/tou",
-	"CnIlVJwUpHjfz09heEvulXFjHrp3to2x7X6BKg0H6Oi2xJpNSSd2HLbJOLEDQLqr1jE8BlA6Ek45JCFD",
-	"PwZGkMW7HMhX9Q0RV4I1w+W1HoNJok9CG+1gx1pv1mL99PS41WZdhJtyVC7gebzWOwTgvqapvII6j3AD",
-	"5MKPYZUrugis1MWof9ykG3WI1tXqSvdKeTAUbWUcNz02MFg0fBmtkXShz7krQCRPYcDKnYi55P9pexLR",
-	"mFGif12vsEBgo9bXv5Nx/FMOv99+ltLI62XeuDXKVb+tt49w0fP3Dm+Z734ObX2CoS1HMNqDxP72/c/e",
-	"Bm/2GcFX231fU0naZieGVMxgfSZZiczR8p2cxOHhSDpclKbC3AiLVAoSpevSBjyYVeaUNEOI7ZHUjzaB",
-	"pmODFdoC8C7QvQ1ZEDbimrtdJP/OxWKKZH/gywYyEAlcIJsK9RxcKEE0MRbnlYPzEg/CNkTaM8AtDUGe",
-	"hegjRvveY5woqB1MQIPH0h30nSPkcCRDPeLmBMaDKyzuLh04Hguh+Cl0UJw8YAQQqvRMgFNk2hsSajjA",
-	"tXbMt5J8RUihOC3UJ4KOPHn5gvU6u7t+h/Hp/Jr7XRalsRhJAOmim1kzfPUyRKc5Og8XeavNvhErZf9G",
-	"ONfFdMqaYc7fPX2nzdBwyCAnoGC8OtjZKZzvZYQ9MtfKc+wYbnjGWwC9Aim4fG61rJtxPBWzR4qFEINN",
-	"5NVJHFqbzrz/kWJJXO8ofE0QQWsGo7eO8gfWdsUpaPxqFa+g7dl2fkFGbkECSaH0aROOLuH0tYm5SebF",
-	"7iNevzisU8SQos4eI3doYh/dGVWHQliyw9n2A3i4gWZED0vZpxV1Jnv8QPjduD/2+2KX+/uTXuR3xl3+",
-	"O/FpwUbQit5aJiBuET5NZcmtZYo1Tdn6f46z5OoaWL3m04VW2FGT0wfZZDGdVt5b2YxcGoFXcp0VNap1",
-	"BackSRrDxquXAJZUX786xcLVxstFkgvW365SlcRpY9io1+qdctVb1Vi5IRsKBK+efnN4XqWA/0ejqU08",
-	"rQe0a4tW+/tYtIoCkXKk7uH9M7sT9+rGHAYzQ3kKp2x7zQ/9azr6qDF6IBv37+ntDr5iLX5MF18hUxwU",
-	"1U/Jk0di/LcY+9L6Mi68T9419zBPW7CF5QAKLRB8/Y9xzv16dhGu86plhMLP2f0bjKOSh83m+iHzbl0h",
-	"7Sx9WzaaQBhgwohDwJwah5b9yUIjh+bz+ilb2qXCQ2I6ngqHyRmLbfM0bbXZSa5KzMWYazGDZArK09EX",
-	"nMQa4/Qr0MtAoYeXvNH3tun5EOmDW+QPdHWmQ1C+MS5cDsRT6kohCEliYutkmkPejG0hMGfOc9YcBN2R",
-	"DI/LvGEuGVjrtkg+Ubqyo5r0SsfxWRQJ16m4OL9x6FlasUpXQKYvuarTgZ/Aw5t14Dt9S8ZervMv9dcX",
-	"HX4v/tdLNPwcLrhDiD0hAvC7hJh3S3Iy3eYV+z+dA9cLZDnhBjDMFJNC8Bjr3xE499hztdnLv8yGua9O",
-	"aofyN9aLPucNf1J5w3dtsDnPo+saUBc2E9kVUBBG1wi/vtc72G3pvUQOQI+hI88rvHjWXecVnjhvJB0v",
-	"GHp30H+nbZgbsSr8ZioHCHeyO/T7F9NpyKKp4AgV36RPY0qq+9oC5hySjNHLV3gDET6ckmUx0VWKpTHe",
-	"wfsyktliKlD7AKmFMqBZgc+vuEkx95OcDSRFHL8zqhcl555WqUieHFjaqVvcco6nmmy8kQQj70aIefl0",
-	"x6xEhQQ+UANvrcE2EMxORKZszrDj9wMKgOjapqASzpqhi70WmfhAxYQwhmp9b6/g2scTow9wJgFUNfk2",
-	"LgRmoIssTyZA6sBSySZJya2BBV+OM4McC/eTpdhzlKgf20dBk/ebm8lcmXX0OYfld2ZZ/25tZFhv29nI",
-	"VBt7ryQU88zHzEF5KOILJaZYvs0HIb68LkM+UBGMMlRbpYqi/7DVxH/859//YTLLX0I+NNSN7ewQ04et",
-	"iCilGDdBuqamEKNVYnemgB4wJNF32uyptvLPTp48sio+6CSlKqAyikIimUxtd1YibxGx6UhCCjlnMV/p",
-	"r4UEGPvy6eXl6dOzp88v3xy/unzx7FnImoaEIex2h0EQtsyAAyLD3wiyHLJ/sG0Oorn+xnW6pMxtuWKJ",
-	"VLk2SyAwSuwF2UJ6puAjFjMu7fKgGzDHnPl+ml2xFxdfhqRrQE4rjAESNRddPSzSPjGURhQzCvF7Hil6",
-	"jghHIQM9T4tFRq/xjF4iRX5EVSEzvsL1rFUsccXz5C1WHL0uANaSae4nktkCHUiZx0/hd4kLhz4zZBMh",
-	"kMTCzsPJ2avTo8sXF2+ePX36sjQJ7YN//0PQ7umJmOtjpYz0AJ6gLMX6nGs+nfiL+UhS3yKIxUGwPbXF",
-	"YIda7ZoDIdZRHhZjcJbKmK/8PPWfZYleJrBUkC43hG484bkI2xgUhYzPNJG58KxY0BuMisX0X/pribxi",
-	"mdBC1nJ7waseqZH+GhWfmTvHQr+hNFaWeHcdw8XWhOUXYhJC8R0ID8+h6xOC3E7QBCxbabMjF+QlnAuJ",
-	"bM9YylYaHfDoQbdoEzjQ/nY/GIE350m9oneaqPyJkbfbJLvZETXoOp86LhCNYQG9pMfCdqPcdLr34wAu",
-	"0bDeAbZkx/P3B5NTbvpnhJyHIeRoYVYoMAyYPhRb8lUFrpmknDPrgGpbB1fS7V4GXRjY/ncw8kZquPf0",
-	"G15DC/sjC5bSax8MDFPClkhSHxv3w55u+lKn0wYcGL1hddtdvI+i2UUxDPx+jD93PKjdL27rDwx2r/6Z",
-	"7uo5cCBm79+O/fGkVs/cOimSHr9vTqQrrT6nRH5aKZFxcXoag8YeqGV75m54D6tffyRkD4jjlVUTngl2",
-	"uwmhWxnWutXN6t2iktFqMfHDEeo+MSwQLYbWZDd1kyqxeHQtYlIl5Y2bgPRZfpfafhn0df86cPD/YhJd",
-	"T9g9kpmscK53n5nN+TmY8gkFU2IrkjYIX0g2uJcrCZ94mCPJIAdTNOTjOJIMLTu58FWR39ALtPaoyB8D",
-	"DddPO2SoNq0sz7hUPCJ6JrRZwSc3kklOwAZqWCKFx+s2p16rpfgJ3TeZ0h/uZXyiPZJhzHMeFlgqKl1k",
-	"yAKu/z46P7HVySzJMaMEHE3ojnIS+xMJxPYe44QkQmvCK+beAzQV43HyKhDvrUMq16dCOIw/G7ZePpLA",
-	"m5/zdyyJPfby5XMwwAh5Hm8mf9q5yGaJUgBzvbMDfh8z4EAIbU37ub0RuzXP0hzYj00CiMfGQiWxGMkQ",
-	"Fxss8HDIQgNVuwMhPJ7Fbwz0E/ziZNPskK/SSKUdzK9HV1Wxa8JDFrqw6Ds2DX8NtlvfuhTj6zS9ac/B",
-	"6wB3jqRBwJilmcCsaGAemgr+ViiIEupeY08sXeaMryxXNlAX6QM5JFbikZR8BpQhQJXL9DWj1fQYXasM",
-	"JcCsiFht8mLg3tjKh0FNNR4M/fVD8Oyg38bm6FT7YZtYpRvCSYPzpt6OBW1k23MIeoIu/w2WN3Xgd+Ut",
-	"oDZ/dhPcFfZcZ2isAte2O91ef7CrR0OvVXia2DZgOwSdg2DS4x2AwvD3ol7s74v+xB/w3fFetB8fiGAC",
-	"yp9SyE9zxHJ91KE8Ay8p+rtB10mcV3b9vXEn8vfivvAP+GDs96Ju3BHB5IDvj4vRdcUIEuFsMKefvv0A",
-	"DE14+L6mNAncz4b0r6zLOQddrRkt3lbQMkmeu1rc3QY03GfYvmMxTd6KLIG8liUqNuBpB7CRnIh2cala",
-	"uhpKxsT8zzy1TDL2OqzRQ4r5QLGYTKVobUzGsEoCmez61FapibvcdeI0K8c5xCo+SE04rDv68bVlRQGp",
-	"GNFXgOMftmrdArgPt3AK0FBUAY22Ey2fmEvAKXv4NMR0sdqJPQ5ZO8Bwpmsbm9oDN8MD2jblKid+kNte",
-	"rW97mmVpZpy4+gcMjGDtVDcISsjM1NyCNe5Dzp976V2brP/C8gEt3g72Z3fAp3CEgDOADLItzpDHmaAZ",
-	"3AzA+lKY8nGa+iueSA+3HSevgOEusKYf5jEivJxeVvFiKjx9jGCluJC6z3FxmKjFWH9zLGKD5QqmUFqU",
-	"jypENfWqcIK0xP0kDlkzE5HQvdELM16gzBJsvGJJ3mqzbtAdsh8XYiHiw5I8h7EImbo2TPHOsi7s20/4",
-	"iGq556qqdZY/wlRSbPZCQT4qwE/maTH6xQzB8INiANah7rmZLIB/FADL20ScOpOTOoS1Z+Y0nbi9B5Sz",
-	"wuouD1XLQ5jBW+xej7wtaIInqJgYh4/5ZI7wCpSq0wmYFnyYWG9XegK1RIhkOGRzrtDp4kGp0AGpTBd6",
-	"5fpH2qIM679cA3RIH/jXUQO691MDoD8nW59S9zuPjqJIzHNTmlnnlS5mNxO0zf/lDqWHJlviYbZhKgmE",
-	"4Q81U4pp2zTEayZCrv/avMsIacFstkM6D9BP0+8ajGLiyQWVp989KAhkL9MUU9QM5EixaK/zfD58/LjT",
-	"3WsH7aDdGe4H+4HpiHqc8Vz44IHGqdlunZ3j47UrrNqUIXpujs5PtER9pJj+JOTWbD0eWthq08cMZwFd",
-	"aOyuQ8SILUkjd9Qcy9255S4DHm7FO6Gnv4LGQitHtWdcahW+orVoFcOqLahgbFJergWf5td/22j8HrlY",
-	"FNfJVLhYhVp4L+Zt9sREh/N0EaEyoY/1MVdCTwLT7RYytxSaNbbeV9COxgcHU9Obcij11dyNllpLIL25",
-	"TwCPGrdBUpYH40ESsjzzFSfGWyH16/VmFM40vjBDaKbS5OndKyhlH9J7LQb0kvEKcJJg+2AIqp5m/zQt",
-	"6H0/cNZKTS/6frlMiwaW6bvKhPD9oMOOU3kFYa6jt2KNE56gNTpdIGdCpI6jhcphY1TM7b4fDPxO/7Kz",
-	"WziHLZJGupR5upT/OZ4uxDiVUuRjfiOylcGEwxj5/iSIumO/E/e53x/3Iv9A7E18vjseRP24J7qTTqFl",
-	"fGHfxL6AV7En9BE96s5swcB3Jl3Ri/uRPxjvcr9/sLfv7/ODsR9EnbgrepM+H4xrETkgol2BFdkLOjB3",
-	"kUjm+fMNzSkDj7hkWVGewFDnyUx8h987moksifjj4+sk4ldpLeN41w86l52uGVwg1ipP5/4+u9BCnl3E",
-	"t7P73zKFu0B93l+bQpcEK+rH+6I78Xd5Z+z3o4PY3xe9ib/Hu+NOFMQHiHhN8wQtUkks2DdJHl2LjzA9",
-	"2Ja1SelVJ4Uop2pnIZEPnYeO3wkug4Nhbxvm99PNcmJbt7p5xTaedawqMHu/FtWt8dlj/jDlwUrUzU5z",
-	"V+ia86YQ95Xj5m7v+a3zuGVOWq3WYJfUFtahbcR66thW4vpTTB0zfbqz8s8MlD1atld+im1br/6YNnx2",
-	"WH4iOxgTmKbpGhV6dQfDCx/n6Y2Qm92VT98Z9hkujXkGLjMuGY9A8YU3sOYL3VTWbQcEicciba3JPAHq",
-	"mItnx2x3r38wkv/9X/12v9VmYKWEVxmX+Ru9Nf6Ij71xHgvJfURXwCdpfIVJ7LFwdvPmn3//R9gyeVF4",
-	"nxJRJnK6F//Q9yq8Fzx6ugszSxfA2dcvXzyHP8HmVMKylscYWIOX6Ce/urw8Z19wlUQVswa+JrEUxOlV",
-	"iMQeIgZIHHyp/k7Lcjjh8E25yhXbDQJrkLILsVAQWsQqHUBjnq4KQlsm3s2TTKhDFqdgfnF1M5IwN/TS",
-	"uciMhd1mp2i/azN5Z6cXFJQr+i4yofU/afZI7drZGckml+zk/O2u+e2RYo93+542CCPkZ7Eez4wqCsFh",
-	"3fIQ/EfEjEdZqhQ6Q0fS1MhZRgrcDpZJRa7QcKfLBkKHMqIAJxXdqnRlJBGUzmMzPtUzK2LkhIGUFSAV",
-	"G4tVKimbucxWVe+lHElL82UGR8Cs6CmzAJTkGe2zb5Iv2uzcnkHo3zd+HZM9PZI3Ml2CPy25kqlWoppm",
-	"X7D//q9eu9tC9G5cnRAUku7iZHya3AgPSIuQGgrq/5GsiO5DFEpbRMYdZBQuV2wK8Ix2YFqmhD8zuJMe",
-	"Uwvc12nGADzWYxHPwOMSHvPoWvjHqcyzdDpkMvVVnmYCyhVHErFm3zgChNDCYekCOnllxhGQABij5g5D",
-	"STHhI8ynQ1AH4KZLJHDJQdhPMb1DYE+h9IFBCn8aNaAlo4bH6J9uo0aNn0PWnIk4oQyxsHrOhi0PNxQA",
-	"UY2nYsbiNFrMhMyHerzeM9S/2XvC1w3Ze4zZvx/J977v2//X9/aDQN+YSMDNfUOd0498A3IMJQ4IGGRs",
-	"kznCUkFvCrgLXPsAv7sQBrjh1eUzf5+G1my+569OQYyVhjJXYjqpvM0ItMeddkcvICosLtZOhDNdoJ/q",
-	"7xd7jO6fJlK0mNvXRVFo/saVhe/XRWOaW7ldkvz0uo47dHiffs0r2ErSngTLLJVXVtZn4m16I2J9FeX5",
-	"Qs0F1IuWdEv8RKe3YXa+gNNBLz/Y3+b2wW23S5GADqsHyBcySvVHZZrB3iQes/AYNTz/EgbBUNPAgmPO",
-	"ssTvdQ/09/I0fTPjcvXGwkWz9+zM8pv1ApL4Vqi7jlGILWoxbTKB8c29zoaefIWeTez7Lna+WRHERQ4m",
-	"pPymUorIKOxUCGwSCI2whSUykkdsJvLrNKakZWg/YGIDX17oqiUkPnZ2+sFgZ4ek9NF0mi6HDJ/QMrJm",
-	"l7JmiB/xZZr7XD8hIKUaA2x4eOD3tUoPAggH0NoYBZBxkm+GEb4E7elDcG2dRX8izfOFNkciwlFCKPta",
-	"CwfXt2l1pMawMbt503/24/5348uu/PNy73R+cRB921PfxJ2zhtcoaUn6bvXmx70/v+2eLg8ubvqXcv+7",
-	"ee+raPfrSeeL2eCJCr5cdV/xvW/Ewet3Da9R7N/GsLG+ce/jV4XBc52g7li985fLpQ/7aJFNaSvdPnha",
-	"K0N9+fYRRAw+V5dzB/LuDnqfJ+12Xi74nHe7ov1LgPVaW8atpcJ9jWqxqUvSJ0MJxxk0njf0fEOsvr4e",
-	"fxklL5Kvn3339OLyTy9P1Mksn393fLJ78sPJ8uyHV/nZk7P87MnT5PT460D8+Ujfex0f5z/GvT8lkz+1",
-	"xerredQ70z+n8VcXyxfJ/tuzy5Pe6Q9Hi7Pj/rsXP1wtXzw50o//LX59ou/LeWc/uJBP+69nX786mw3+",
-	"Ev8tPouenQz+0vnL36Igvzl7Fej7p+Kro+TFD097z588HTz/4dXq+ZNvD9pRdyrHs2dB/Oevp6evv+3/",
-	"5XVnOf7yVT7uDpT4E5Z7aWvhTSIbw90gKHsvcQlu6b5UUQoLqZR0wCpILaxspVrgaLRZPZwrsyS/AFv3",
-	"AcsQl0vdOjxC2C/HRK2E+Eq6bE3ka7rkK8XCQscteY3Mz7d6gIRczLTlbW/+ft0L5GT+3mOl06lt9uEd",
-	"0seolSV4dMyba1TOf93JqsJsQopWWsG7SxLJFXCw0W+xlJE40FERv9TiAgoTSv14DTodyBJGhQ5rra9X",
-	"NDd0orjBpuysy8L2vVchZiBuJIGzKlOhNzfXtK6W0deL7t6qHTc3qdittuNUu/+COoZvVWKoha59i6K9",
-	"Wc++bdVh3zbM1zF5Isp+FiTQ/YjTVDUvhmzxEawLhzHbmTkW8Zmo7A7HHWEN7devX/tHRb/FkO7NBJ/O",
-	"/jhqYILuqBFWhFr1uXW5Fm54kcfmmVCYmFfTbsAYXFecykKx/tWl4pl68bd/z9WqpulyXe0CC0xfMmYF",
-	"2iw8NsS+D5d/JGjNi4bM3dtkp8/E2seVyN6CD47HqpyPQkB5h9bXaN+G4NC/jBS6q6WPVGm86gQVtTgp",
-	"GmrzqO6lqVE21foE5mnKpnDtwbO11uVE4Supwx12lnzxSw5xQsaz+ZDF57vHEC3qwPpq1jvtyVy8yx/P",
-	"p5jr8yGnvD3GuWJ3GmRw1lc68pEH1gyoca2EdzYqBI/LulevfXfu3oa1WgrylHNUXLcLgxw5A9hQNw9r",
-	"fpwNM3Ev1w6kzpFvZ3NW4EeblAe3rc1e/wr5d/3efXUfetNlrUyqcYZ9mGAqjdgjRU5UTLOFj5TEMayo",
-	"X0LZMQJ96B4+2zWHNXEcWh4g7AHonym/XYvWYMTkFgchQV98rLjpz55xq6BnZ/jXSnz0xTjnQJFaMg6d",
-	"OOlRSd80wVJHtaNiDy2bJ+k0STcmP1wIJaZTkdlQEA628UJYPIaM7nukmH2pLcxIMhNtMJQS8yyNF1Gu",
-	"sKDgmiumlpCTFDPApNycyMdCLM0w5g9CDNKntcZbzr3QlkrFSxCaGI1Zxjg1rUOILqFLFVTma4H/Jswg",
-	"CCfJNPeKevxmqBu2ShfllA8IvhC0Qj/omwQRG5SQzJw9asrVNWuG/959FoK3KZHYQf1DiyAzYcB4jnFK",
-	"8LXrQQEgCoMfMcQvsWYo09yfpAtpfMW6T8YY0C+hAgkzgY8UC81khLhjirG/EavapJVzu2y2yFq5bXLK",
-	"uvcu3xvvRwexH4jOxO/z7tjfj3qx3xeDibn2qSIguRupnP5pt0op/fM+zqppepW+yqaU5K6Gjx9HsWzX",
-	"5W8+1re254DTKDdnQ5oJh5bciJVFakjcJ0/sT1og4W1YroRWVnHnMeBlke1libNBZlVSLfWbEB2JwJb8",
-	"/fFB5PfjQPgHkw73u+OeBWJyu44JhOZ7RDyXCZGzo0WelvvkfjeV45RnW8DX2TVdTNjDEwXty87oXdtn",
-	"DFr/LglWu7J+H9lJ9ysoUQhlf5EucrFGiphANSBUWEn2791nrs5iq1Cepw6GTl7RI5UQ7HE6F5LPk/aK",
-	"z6YWz/bo/ESfVDy/LhebBP2i2ESLdpCkWxeZWNl7H2XnlhqT5ynCwGCAT7ebThG16QxptdkRW4rp1Cc/",
-	"XVIKUq4dluYkK59Xnzr4ld0SG9M/a3WUuXNsGU3J6DekI1Upje9TiGBYe36HZP/sREs1lmrNGFiI4W9g",
-	"SCFpDs0aSaxO1fJeQXEthywli0mF2ysFZQryeiKeZQ479TmxemxCKjrHr10UluXdkEWWLKngkcTtXFYu",
-	"tBj4OOjFxHByB3qxbRZMxO8ADdpt8NnJkwIEqkiPfWjOcaX15oUfpdkgFWn5wQoQ73iUw4XE7kkDV1bq",
-	"wcnzb/1O0O9uaCU9+hye3EQZvNu/izH4jsEG0PfEIaapsGWzDWTZ5a7cSo9bCwvlkrxv5kP+0N6ZJWR7",
-	"1+S38/IArTeiAJr66lZdMfQ48PtRN/b3tKWwz3tjfxDtxntif3LAg/Ednf6428UQ7P+uIMfWWv8ZfOwe",
-	"GOW3FirQ8aCPs8ZtBsdJrbqwtYlBj98X5MtM/GeYr08PL9vMjaOekkJU1LsDC15tmQNm84FlYE69VLKC",
-	"+aUqcuGM50C+ciMQgXPOV2yayJuRbIY/nb/64vTk+M2ri9OftVr8+Cdwl/2sTYzLa2Sks1CkioVavwo9",
-	"oKmBKsNUhqxD+KBPMj7JARr0NcKP6b+HLM8WIiwd4ImhulzISSITdS3ioXEd4lOhx2Q6kqalrKnV1RvM",
-	"w0U0VERgDaHNoVWXTSak1lCT3PrnUFXORjITs0TGIrbQHpYdnp3kLB2LlTIJ+4upABqgJePTqcWdaTMi",
-	"ckpyo8+fH10ef8XWbArElvGQHojuxvTRDfc+niSST5O/iXAkm1ixUDgGYRQwUUbGCvsGfEWz9K3bmCdP",
-	"T59ePt3UmjYL9fNmTjDJV/9ylJsKltKkabtxJCtsgzwnusEmvQw48w2LIrAj8kwwymVttQswGDoowpF0",
-	"MHr1VMFHtZaUWuomcAnotfRKTvXMwregRSF+zyOHKa0QgmeB81lGYkjMiCNZphREnpmYIfGgkJFgzTW7",
-	"xatyEVqewlZB0IwowUAxAxA245KSqh8iBIhVyJo0LjPBpRpJYoxsHZoMBp6zJYfYYZiLd3nIxoQpa3YM",
-	"cV4XLSVGS7M0RhJ4k8YrVCxxnvNvE07Tov/Sc0y2JCVxoGQh77oeXyIQKs0r0kWahhj8L1yPhs2xBicH",
-	"V0dNE3gmRhIIMdvsDJHdMIZjQc8YVysZXWepTBdqusKFmYk8S4Q6hNxIeMosRcmn09VIAks2UyKntUIO",
-	"F0sGRmBUtIMKKWWWf5OjRkRDNFnki0x4tnKGs5XgGeP6mGxRyVUhzmAUoGTGHR+YE63Va3FpvpNIlQse",
-	"D5kt25HFbFF5mDNWIO9oBE0XXtKr0Edk+L9QYGPOg6GkoT1QFLGMeXRzBZxUbJlmNyy/ztLFlYOrlS7y",
-	"cfrOs/bVGm9YURSlCrowtcjeJkjWngmV8yzX4wltQfQsGNo5V0rbOgDPARTu+KKRzLh0RksxlSJKN7BN",
-	"pUJpKXKb6EThgLKRJAAOpeVptYzveo2CDkZFDoYDzgJtwyZdg30ayYqgLMk+crAZOWlupbV3gadOBqsu",
-	"zMxfRsriD6piQxFZXvk4tydYZtHVWBMRzcwFX4k8T+SVFlbirZAOGop9JFEsToDmO/ZGkgQqnpWW4bap",
-	"RwecTC02SbUwV6WXaAlHcG5hmx0x2zA9jyNJyz44GAbBJpY6ViapM12O+YqF8UIApxn7w0gSHNlECaCB",
-	"M91Z00sAamzOs/wN0H15IDa58y69IlCU6j2h163ZUi7W5/pImnlcTIXa2SGO/3GGgUUaUJx/XBsQUVfh",
-	"bRy9w5H0iZMQchInRTqLiXmaUIs+DMyK8pz1Y2DjSGEClWEkmSHwNxTG5FxcTEGXxXJDugWnuq2bYj4w",
-	"LAtArFupkYGsCaee7jN1t01vaB1iCSGr2Sj4qZJboojxQsFYEltlrsnNWrTDaz5VfkMLX8uRFnDIRosg",
-	"6AkWFNK7y2IRJTM+ZfMpB2vMXDkw/7UPDvA15tgeMjyLCbiufPTWdL98A7VpmkihYHKEpOLAZueff/+/",
-	"B0EA1Wiq5WH/eRyzxRzd/2oxw4wGuAPICBkSCfpEI9gMf1xwmSf5KmT/3//DwoVM8uNU6WXQpS628L3i",
-	"xwWf2rHRL1pvOTZSy9jirWYMcY3Z97MmLR3DtwjEBEyLE2QMwBK7a/5WOEWn5cGHkUFvE6Zp4PlvyBrA",
-	"8sWEvsIzFzI9art9j4UzMUtD9s//6/9l3SAIPNZut6EaVTfDlv/hRy7FO0jvgJz2mIC5iHbBHHAWcgtK",
-	"E90aN1yNULdIVYoclnURmlERn4uYTbGyOMvSK2BmzrCw0a5aB9eQNGctbKBxfJy+FS2SL/1ud2enyGp1",
-	"8lOwKVoQFHWRcSrFUA9HxUlsqxU5sIAa0VIEhNzgfDM0SdM2Ikn1DyFaGKDMWEQKpU9/DPKWE4qb4Vnl",
-	"ebYoDGgtE6rzafA9F0rE+q1rpx1rhiclv27pEf1KivKFJ7GYzdNcyGjlfyNWIVtyNZJuug9IIs7iZAJa",
-	"PyU/Nt0nQQxnAt9NE+Jc1ke3gStb/6BKQfPRKmps542mShtxjFP6mNUah4XKpT+slya0ibDiun12nS6y",
-	"wqLtmsMFCraJm90cgSNpCOqtElq0MfcvxHzKV8LYfZuLBMuBmbviMnpHdgcDZ9OxSCt70px4VKDf5OzV",
-	"q5MnuB+u0jRmSOsOWVlYBS5isANtr+cV3zHptma0ylCwmANaN07WaqGFo5Xiww2Lod/ttplxFrFM/ACU",
-	"U+bm/rt3qI1DNalpdMVnPd6d9KJB19+LO8Lv8/2JfxB1x/5A9OMe70464yAyLlT0tjlZGOUVtdlXP7jL",
-	"V//9h9R4gi6xxvGlfwQQX/TWsCnPoe1FVZqhpDroICOVOQuP09mcy5VFwyrFI+4IaJibCe/rCZecvTb3",
-	"OtfPXYwqc3jbv7FDmCpEeqDF1iqFfmykqN/wGnAiIhNFOpulcZKvEPfKfKXkkrvmE70ZYz02ekHxacNr",
-	"mKO0Mex6DXN+AmtXe9DwGot0Zt62mEf4Tz13+nQzFz6AnGyemm4RJpeQMX3kZ1hB+jyuTDRMIuCCeNb8",
-	"AQV0JfK62e4Ogq1n2hTV/ec4S66uc5XEYj5dzMabprv8ltuneKtZ7RWzagb3Fxxo0Hb1SGvxcYqfdcf6",
-	"xA1lQrM8HGrjwandXZ3ebntQu70admOwY9pF7PT0uPHLbjkHta+/33BnpmE6YSfHBpR6QWPjJHVv23qN",
-	"Qa8TND7e5ms8PWrQ5msEvd0gCLoHnf6gC8GmLbb9E+otuWXzxbz04Uan4X5af/muXd+4vObyhq3SBZyG",
-	"kHA6Xig9IBDJ+SjLtHH+wt/b29etw7UKFc3bJzLVagobKiLM+ZunFIH8JWqpM9Jutg3ZYQfieyCL2SDc",
-	"ei9RtRq64ZglV1bhMHHXImllXXc0ydJWlzmkpAZF1ohRYhwVryjRkmKJZVr0JQSFyiuBv6eX/OquwB/c",
-	"87PXqFEc73q0eMQ+AWPVvXd1J3XjN5lLd8U6Q/rgofzEY6hYy3j7E9SsS6pK/BAkciwru6tXNZVkEO/t",
-	"bvMwARxjyPb3ESXGNVaNE+OydoTK7bHiupRGC3YZi6moK6+9gNAh+kfBg4hCioIXQh3CP5OYOCylS99U",
-	"b3UTcRREHuBdzQSgvFrgbiQz2Akot9nrLMmFKgKE2NY4LCw4aBqJviUHVg5TvEEBY/SydLvDckg8EszE",
-	"U6EL5P0HV8VtkQS8ryjtoCatF0g8gQt3Wcx3JK2QNDqJ6/JW+vX5qDgkeqRt2/7VAC3/Z+12XEmM48ze",
-	"lRayEby2lB5ptzGmTthMX+tniy1YHc8tj0vLw3ihJUuHvZynS55BIXXBdBN6jHjhIJbWWguZF4S0aiSb",
-	"bkJxy4oQ53ZjOtwemG+1R/IjMcMTpe2TZ0UkGJlGhqUy4Xk8CVkTG5Vp9eqtqCvY9dh4NZI4qmnGwh9D",
-	"BL9rVSAcS04p3dTzJ88sFhiOIVZ/QWaDngjI55ogulcRHRyy5XXKxsl0qhDwzLhoHxFJzxyrxzwTTPEY",
-	"QHljUBSMs0KSuwNYmUiPYkdIGRxT5lHMzl+YHzE9gExYLLfLAUeV+jBDfkukhJ8ClqZ+QbwA6gUBrXCC",
-	"eqWo+oaoXinvw672P12wKI3FIUQZTUSBWlcMjg1BuicJzXzImhLyOcKdx8DRtI62OJJXIleADWWRHfWX",
-	"qrBuilEN+JKv6tytX4r8lzw57p/xmOXnxO6/jdp9bu5/iN5dRk+bx5MS9Uzj38+fPPM77T7759//gWvb",
-	"DOojxcarXKhWY3O65eVtG4w1X71kpyLPRQbZrjZFdZxIDhmta6Aft9gIUHcJKGFpxpobpUdrvR1VfCdC",
-	"WXySKCAAI5zs8odfox/6/MmzIQt5nvPoegZhq0kyFXqr/3FkvCq+8aa05/GEkFeK8b3Xs7cionj/QrbQ",
-	"vw7m9q0JqEQTuJVVoSVSHl3XpKAanO0i9wBhtkleF14f0BswlVE6kDJajntEuQ8uC0gIHAt9PbrWFmNM",
-	"mHwEFJxdQWl0dI0wxHu9g90yRd5juMeHe6D6MBzVI2u0hliLTuDDqAGBBykSqpzAZzNhKIeIY9qaSaLA",
-	"8xPfo2yyhbZKVkTzv9JHA54z9Ll0YlUtbRON5FgYxOBFXowm5TqaVDCTntYPAjZqmCpv8MmOGkNr5hgF",
-	"ciTz1EDftNomBYG+Y+pMTEIApZjaP7GMH85wQiVfzEaylIxw/0yE1iG1YghpKCFkMYHxaXUHN8NGa2QV",
-	"OU4gROsZuulkU2JYOJLNSuZqJQfnUJuNhLd4dvIEiaHWM6hTgqR2Qt9GoTALP9kcp24hLIDZEpheMJIl",
-	"hSaE/wU9x5qpuKloR1EQcm43qd05jIOObVV2toAcrCVfMa0NU7Y3qJGmbnaWorJpDGfWHDWcJmIisbUA",
-	"inwDCwSFbQRgJcorJ7teK5gNqE3Fey3oLbUNLWoAWB8aBclRE0E2ZAIgPGKTo5coIxKwA1qFxUCV4am+",
-	"TpeyUGbpy4DpAYgfFmC6uAJWDRGYyhh1RNMG/FiR/9c02iaMYcEUahcnsqIqvoJ4fD6SNE4mh+BbTJOH",
-	"VQ2YDGZs4hjzG/O0yKU3UPW4woukW20/jKQBXeNoDIT6aA1ZMxw1eqNG2DLZuycT/0wLwtAknhhLib6C",
-	"fbKpAw7IF1OJVtATMxWU6uoYMJz1O91Svi+xLhxCnskyNf0vp2NXyVttEz0sLFVFHjHsQETkoM9po69I",
-	"jmAyNeLUfMk0BZYb5QFULC3wnFsmA2s9aGmtinZBJGd9ih0QNEpqtXmDYNtW8nJbNknfedSzqcFaEyRT",
-	"MFpkkIBAE9MeyapHjNiQwpqcBvvqOgPjFTz38WwMr07RpgVICUZOw5zkDyhMhgpi8B/QUiXyirci41Om",
-	"hP5mjlI6SmczrjzDGtvkcmWGx6GYNyv5n//H/9IrxKusxkpixqjRAVW2PvOCluLGlIsg+HhJFvDuLWJ9",
-	"28MKlGYYNbM1G6uqHFXNv0ny7nI1T9fwiFfz1DiMHFcN+RWwAMc6Akpg0XeEkcsxc91aKZY1UfLnYml8",
-	"0SCFUO6PRZTOUHcwqor78Y+autHbPnXjPlgQ9ZNWa2waBTNPaW3/EiFU2jW/edTNOYmaiM0LctsrciLh",
-	"GNArMC4VDv9Lxufua5M+NKC3hbf9PIPsRfBNPANY28+xwF8rFmhU6Q+MBVJkazOB1jFcV44hX3a8Mpu5",
-	"qrUYir4ZYVwyXIo/jizQifnli5U+FbC0Ceo5LFac0ck4ONKg3m2yyIj6Apnz2bkxS9yMTnjXjZjnbXZc",
-	"1PjwerPKrRoh82ecausqo4BhC5iAXZDU9dgffuZT8uDaDm4tw+0DH1uKe5CDbBv0WTx/KIX7/zB5h96F",
-	"D5d3xi+2WeK9mAvpuDHrBRtVvLuF89ZepbL0FgaxkLLHOPi8sgG82FjGrBUdpz7UrRTaohYViq1qKq2G",
-	"NeWIrTIpXArjwKf6FRI57MOffg49Ml8hzexyvUoPyopUnkynULSFHjEqKup2W+tZHTYPI0Rpby8o4MiC",
-	"DmNmG2SubU7xWBfEz+jVH1kUPzR9HhPjSzaMXmN6KL0CPx2WENU6oheKLOhZKgHusqCBh3kro7EUVNG4",
-	"52T8PF3WfNOABRSflOmy+vJ7Z39uGHCEx//AM8yuk9/aDsETTG98r4gvm83/+Tz7QHPjs83wi5+hzyoh",
-	"oYceoRbkdeMRegGhCKVFl1iV8BgxD+Ut8LhCHND1EaYLKAGhwsQsZjT0aTYcyYira49xFl2L6Eb/Y8zl",
-	"DcszLtUE82uMQ3vJV20TuzqnWAplmVgkQzhCQgY4KSYuF6cU9sFv05A0XWMHM1K4TVpJMMbnQegmMQ5Z",
-	"+Lc+teGMl+jLbnkVd7d4CzaLLWltO99Js5F0fk9iyo9yfoPWvTFBnxAPZQtboBzwH5s9A5glFtPRyjDi",
-	"GiSbzGZahYc2s7w0IiPZxJBNIln4OAL43yL/y17iLBaQuNBqMwt1wFSeznFYyrX6I6l7WY33FfFIi9lP",
-	"dXxG6cmXqakjVl7RE7fz00Tlntsv+3AnCJwyRbgHF6eeO61AlTStISK6rEPfUACx7RBaOolN1WigqSUO",
-	"nZl2zWRrgSJEBoLdIkCNct9biiAWiW8jWc8/X1u6egS66aZQ6dANzdTUJyAT9Ha1qXXlCrQXN5ekmmwA",
-	"qGhAvx76fG21p9nylrfLDELVnj8sOB7WI1B6tWCdr/4a/Gl8CzVBFBRuJDE/avRky9LZX6tA9periR3E",
-	"3WhPdLjfG/cnfp/vCh+x3ycd0Y17UX884J94TSwcQ9XYCPxYHHEroXKRxXxVW7dnyvZQZjWG9ErdKCOF",
-	"HKjIzsFlZ7dAXLTSDHyB+qtQKHcPnb20jEsVW791KdYH5RFursUqJRQYT6FNmnhwLZbYshTLfOn3WoNl",
-	"2v/bzOLlWkIItuawZgb00aJyvs7K89kq+2yVfXJWGcphRzyBD7FqCn2orfb4J/rXybb1X2tpZXdDVRa2",
-	"RVPrUELmhkBjlqic3whrv6EWPE4XMhIxmjZF6p/ZzWMe3QxLhhxaKNaW04+g89CGdeyzxlHrGFVNJ3Xu",
-	"GvxvFswNEjX1XYeF8QZET3pWY7Bg0KKtMcB0KxDsrGQ3FpGkTEwWSDnoDmHJcMLxwxuBozDF583LtH5f",
-	"F68ymWGJwjCVboVtQFzCLapksZaNkg2FMxatqF80KRNzwalF0Hk+JaxK/VFCDmzXaM16nC5oMf0S2jOy",
-	"GNJipUHQFi84AIjMrYTEaZdrHcg47/p7407k78V94R/wwdjvRd24I4LJAd8f1zMR2S32GxMS0Zr8VE5q",
-	"aMzng/pzkWPd4YceuLWN+9DzDsMXm/ySL4WMFWUZAigopumWEg1AFN6V66CfWPJVKQmOcXUDfk12JQo8",
-	"77p6RZu4tGIKih7qoYLTpXTggu+P3ouhs7gNmHJoiogYIpsV1EKKOhVmv2VQNl0jpGNEw9sAQwylhAX4",
-	"MKtgDx9tmXnRZk7Z6qMazFxw3Q2ooM9xPHkM8E90RzFRGuJczXLw1STleiWM26PzE5MPrjVSPm1pe1El",
-	"7/Jr064DB2ebFIctUkL0gvuUEkIU3febxNGwMpMbJOgfF2JBDiyzyFuHmw3qzyfEb5cwcj9itxJH2+W6",
-	"bDXTG3HJxsL6Yzfta618F5TAvd0gcEl3LXtb96Bgb7tMU0ClZg5N8XYsbhnPhQ/wozijH0zjttaUIUpm",
-	"LXJuxOqRYhkUPJP4qcg9GBtnTEC4cpU7g+OysmP90vJXYCn+7VUHS/ZtVtfdKgO4/P62kdbtyPWFmyOQ",
-	"QNJhsUINUhFIaCa5YjHP+Zgrqi3i0TVUAoLHEGrolpD20vLYIOhh/soyUWLIFtLe7UElhJ/K6Yo1wcDS",
-	"O8wAkWeJ7rCefK0jgZRcv6SNhyhnDkK+eQ1EgUyFDCjb45W+XWAREPQhSmeAtwsLBwHoHYj1IxNxMlpT",
-	"nvHJJIkAE1CrOwXyO9iBpIh0gwAOSF6iI66llL0QPIYSh8YHH3BpxSevX11yvxfkoDf38ZZ/Jfg0v673",
-	"L3Ng/cfV8VDUFdpPD2DQdAB1y11/Ylams9RqaTQBPsbcXFT2EQ38IQPhqzVlpq7TLJ+uXLk7CHqF3KUN",
-	"74L8bi15FyUp8XEYNLHGaHVIAPKbutiuiqWKjUKrE/Ac3MTDF2YhFwKmghF/HwrJGgx/QJ83wfOXFsH/",
-	"UJ+ipTAvEkMTq00Ou/eaKq5iMeGLaT4ssP0JNF+x8K9+z2OBx3oe2/NYp/99uGF/llvw4duUGrVG+3pb",
-	"pyANk4amRGGPdAMEr+k1qHdP+EpPkt/zAq/n7Xmd/vf3io5VurxBpy0mjW781GGXfqcQBXoTEvx5ZZfc",
-	"CVewqE1Qcmr779qHhwxqAW7ECmFdjGuvzUJnrRnileV1OgW2CoVOx3/+n/+rF+jz4cBhHtj3EHAAchAK",
-	"6H1KzHXfashUTTWD59Sz6r2cSMZVRFzJADVEQX8jRGArCmU9oEiokVaKiZE1hwg9EgAdShXx+BBaOpAZ",
-	"xnWgZ+eLehHx0Ni63dHlk1x/QZvtgoYX2+W5BCEYC1gKcYPmQq2cQIdsjZjY+3AJ8bFj57VDcflpj8EW",
-	"UtLm3FkX8CcPV/d7iqD+zqvaHiDntfYFaHI+gMvdA+eyFp3OQ5GfSG1dZuJHQ3iznpmK0jaJGcYbQcoW",
-	"Po5Hirkgd2322rpWS29hyFNmLyQKhL3NPCmgFgZBlzXD4/LTFVKNTBvr+jyAygOg9FKYLhhvjvQRoAl+",
-	"v0iPgeBNEQfchHj50nTyLnoITEgz46xb1Lx9zCoMtAe8M+5GvdjviwGkjo39/Wgv9gPRmXR5b9yPBnF9",
-	"dC752GG5DUic0C8n8rXVKmp8RsJCEdTdagi+5LlY8tUnFsQq1rUjrF4WkJckp3KRzRLJp76bSL+tlWge",
-	"dlAUXQph1hyvWEgY1cAMhlSCSRy2PECrMYkc4OQ0dbjAkhwiOmYBtQJU3EQUJt7l8PgjZZm4EuuSDE+B",
-	"hxWdhayJBHFGJwF/pX601WbPkimmtaazcSIp/fbo+ZN1sXKaqPyS+mrqe++SLZYT3uIU5fwGsUyR25re",
-	"V5Yo/fGe6PJO5B/EvQli5Y8H0a6/F++Lg0kA8mYDx7V54Ucjsy8abqojCh77cqt70YHYnXS4vz/uxn5/",
-	"MtjzeRD1/d2O6MYH4/3JHh/cTm7/URptGwwrIcFCyUpT+XyeQT5CfXPIk7StzllZFC/x6U+cNNypwpNg",
-	"ksGAOMFu0tD/+lMDADcbRwH91+sEwG9h04b7AZLpOJ8+5WMxbQwb3568PGLHF0+fnFw2vIYWOV9kXOrX",
-	"fZsoTj+d2ySVYSMYd6Ju3BN6/QR+f7ez5+/vdw/8Hu+PDae+fsyIEzcfef+yczDs94eD/e+AfiOaJlJc",
-	"CA6jgDgoQubZ6gxpOqLrZK4XgP7sbnzA+1FP+J3JYOz3eRD5B3ti3ze7rRf3RUEHAi3dcrlrWfMsXWSN",
-	"YaPT6XQcP6W7Cp1tu/X2J8ilujEYDDvd7xo/f38b4fvl7WJ7a+b3yuq/LwP82unxmQr+06OCX5skR5sw",
-	"838bGfyRulFGkbfvgoosYDxkeQrnor0Fj5pCAR+Wcz9yPlce8PuKLAfgQ7VM5sCWSdbJFWpjzM6aAU+b",
-	"Ev0wmS9oIlHpjcd2drpBd2dnJG3hSbXnLJyjZys8tCq07lzp3sSUW1kOY6xPG0mDHw2hOUzTWPIkVy0X",
-	"XgRzbjH5NAUnc7rIdUuHABQKMiP0WEgSLg69UsEWa5JCb9qDFfOY47mm6VXZBMI8mYn4TbrICZp0AjA6",
-	"YZtdEDgaKmvAQFv/NsQKUIuxyftJsewtNLe/MbVMOyHVHEIx2JGkc0gPoVqverxJZBxqS2wqQs8w2BqB",
-	"TnpjIUjDFhFhrqXxIkgCftgzNYGKWDcnCxkrl3QTUl59RFXkU4xBjmQz1I2zHXGmhbTbugpKVimgPISS",
-	"RJhEorA3U1ruOhBEAy2ZWVqOYYrzc5TnYjbPtUEPljiCnSlG6w7CSrRgh+XFepWY4aFNo1X69EYQViUt",
-	"8hsh5lTsl6G7Nx5J0KMn6SJjcXKV5AYc9TKZCajlsx1AFAbaOazHZolcAEQ7JFC4fBzN8PzoLxdP//Tm",
-	"8unF2cnzo9M3lydnT1+8ugxbAL47TdMbEbPF3FitZqePV7hTANo+iYe6XTL23O1DmZ2IRGEvI8xpsert",
-	"Tiy2sx6QKeTRqTydU0azHhX959wyhfPiESD2xOy7TKh0aobYDIit3dFNN8ASwEdOKYBDA0JKmKL5Ui/c",
-	"kcRfp6llBqAUAT3e/SAYFgWqQOnpFKmmGW6Z4je3UrXN+sHBSIZWKxgv1CocWs9MkT8LAypLI9TGrHJO",
-	"sLUuRzRAoAFtaojR3bA1LO1Sd1voP3Wz6QVlklVIMCAHxkiaNxAPgAW2TfNNaPx2YIDKtgT035wKpRBe",
-	"de2ks6sWYGrpc/auVNoROjt5UlTaWkkDgs/eHqaTid7f4SHbROn6S5TFwlTgoXZnWezagVdGsLqjPvZw",
-	"befgJtDH62Y616oK+XH4XLcvSjWQOJvGt2w87lNJqN8fD7jfP9jd9/f39nb9Ae+PTUb+J14qSgu/GsNx",
-	"KsRJuk6yVOZ49tQzqZa4LO9jF93f4vkZkN6zSoj+nGdWYJhu1dW2GiP1V2rqzw90HuCG2BS1KjS6kpCx",
-	"PnkEHm3qSYGELPR6TSiTj4an9Usgc1pb9q5U3kp/j8xzDx6x2yts18SZW2pbMIA9kPLQysjNacEftUK2",
-	"e19nD55d952Uc3rso87JZc3h4rnmVPXkQJ4FOD/+RUOxwRYugeNUTqZJ9Ln69deKnVyiI8Ju7bzquNjg",
-	"+6iNo9io70Y2tPUtUS7a345GrDZJ7p5qVd0GZUkFJ2NrR+kvH+z8fR9RdaP9Oeb6CbEPrc3Ovff99kjG",
-	"1sisfnNIosB17xmgoOa6P624q3WnGwNMef3NAmHMVoyXnsvT9Mb4nWaCS6CmSxR7myaxZTsxfpg2gyAc",
-	"Lw72grEEi2tsG4eMWwBNW5pOTCAFwOnWEpBdQnWDTG/FQv4sEx8Ix1y1Ux4Ay/xwJbFY1/9yIvIz2vK9",
-	"0JYfIpXvlc1SUvUUax7zLD5PE5mLR4qdyFxcIQWMdZQenZ9A+VNMyCIjicQjEAdIYiiHwzQXLV5daZyJ",
-	"q0QhIEkqoULi7OQJG6+glgJkV5qNJHDZZuJHp1E81gIe8TJeLCViTR7Fs0QaOY01w0iNbaEli3zAkeRs",
-	"ruWs8WMbHiBMwe7aesYhC1MJHkvrpTaJ3kiIVCTUjCR69T0Wgu943Sm+5kNO9N42LtGiFA1coK+NQ3K8",
-	"SKa5n0imktliqsfEc176SLGbRBryb3Sh67NCf+Grl8+HLHx5cua/+Mb/59//EY4k6YAm8tBlijW1uORR",
-	"PgX22W8TxRkdxp1Op9Py8A3HX52cwztYzSv0pEfXyZw1QyfhIfTY0ckTFpYTJ0LzxidPj09Pnj/Fl1Lc",
-	"BwJLJ1ItJpMkAloiCEfZZ16evniND2AcwHhwm6XYApRmpou8Re5aGIFnz4qvJYrRqNf5ZN08p49QWFPa",
-	"hY6ZtUzdFY0VQga7u5R+cq1AVwp63Vd/CnoHu0Gnv2/yNrZMldDr86UQsj5XIuh+p++hb8MYDMT+JIi6",
-	"Y78T97nfH/ci/0DsTXy+Ox5E/bgnupMOAOUhhuxRBC5SeHQv7k06vCv8wbgfYZMOJrsdvxsF8f54T/R5",
-	"p1doAM8qDtaiGBC2HeQGrQ/AoGMGYBDtT3rjbuwHQjd0cjD293fjPb/ofi+uDAC6bH+b7p7rb5a6ietw",
-	"y1wV5QpaiC3dO01lm/yUpyAFiyDPejjqc03VQ895jmvnlmST8gm8zfl+Dy9L3Vxum4dusqcLL/xW7pd7",
-	"2RhV2+I+qaCfmG1h/WXbmhYgC49JFN7frLjLnvjsXfk0Njl6V7Z1qS7F+DpNb3wh47lWw++lzNuHICcK",
-	"EbZ3tbY+jYtER/ZSRJnIsZKSinuv06Vk1yIT9Wngr7FRT22bPmSzIAfg5oRWA7Bb7u0XaXpzIwRo8Wol",
-	"tRAw5dSVlNe3QuaXqzmQDTbcBCRKv7XeI0x+EnHje1IuCHeu43d4d+zvRb3Y3xf9iT/gu+O9aD8+wEi3",
-	"PcxNLZ/XWGRTqq9Xw8eP9VipNnW3HaWzx2h3QD7zpjPfDm5lurY98CtztM25r1eQXTKfj/iH7n7asqo9",
-	"45JfidpDnu75/9m7wq22kWT9Kn1yZw42IxvZGAPizA8m5A7ckAkDyc3ZXc1GbamNNZhur1q2w+bwdx9g",
-	"32RfYR9ln2RPV1VLLVuAQ2ayhOVPCNhSl9Td1dXVX31f+bodF/Bu6TMXWRrz8XjA4wssRp3R/Pr4DaEh",
-	"2gOVXP3PxjQbX9/CupZzmRgHRE1pNutUNYdMkAA3Z1wT2BEBg4hwJPXdNPcQVgNS5cQZlQodtdkhHuYG",
-	"LLIeDAg/y/umiVeeLSuJW+9QZsgsBFjEgoTKK+8Cu7ucX04i1ngr0w92p46RjQlIEAloN3/2Op2eS55P",
-	"MxEFLJp1vPJwe8C16PfM9Yev9p+3zg73u1t9pgA3GH0srb9uf1wy4rr90byx68ijSvECRzS4suoAGtxr",
-	"KIWMVSJos0qN4h46mo+0iN9HzTb7Xxeng59ylqmc+BfmKpTFk2gS55O5V9Xm5UxPeCwCkuij6k2C246E",
-	"JE3vUJreGqYCCJ1+FTHtnc2DaTbkGdZOSjVnjeURM04HGUeZ6/FYzUO5ZWGNTQJsXk7AvtLcVLJYATUN",
-	"trQHGfClW4cS730FWFOo+6zbp9PoeDFbMY9th137JnBS2dWfFTkuleVUhinRGJUDtcB+3mlX0Tm3mjcx",
-	"983Mff78J7+1+8t336xWOiSA8GqucOy0ygFlZks49f3NGAct/F9ETsfeaXnx1Vst/2yI12rxMg6Y1bkB",
-	"Fimprlj3wwcreUaYws5W0cGXPLuwPC/ovliiJNEQdfz6uM26euN6z5UUBbieYhptVfwrdIeAZb2dKmdf",
-	"0rifTPUIuTBzpz0SBFtED2Fe1mzu3p4em2vM1VYeJ1cB6/qd0tUVxlvldNPdxrwIXV/khRIjSuCnMmEl",
-	"fNURlAMPBxniBcaZEdelOEy/EtCGsrNdskF2rY6/sTgr5GpsCBZB2yXdR9fv7VSUZqRiUy0ySKqYmTDh",
-	"Ws9VlniMh3Kispw1SsW/JnrGjnk1/a2tzS1cPEfmziC7NxAWIzyZDsZpzFKzqZMiD8ztxkpNzBLusUmW",
-	"znguWKPjb+x4rLPdbXf6G52uxzq75r87G52+x4ax7wfBxnbTM9uGLBVZ66f9Nx5wrLXGKubjUDY6/d12",
-	"d6uHF4gdc0HHb3rscjrO05jr3DxVJoATK7EVox7jsqgeBUjXWPAE6i6OTmY9qIDQaS6wFXQNrBEFwcZu",
-	"P/JYFATD4XAY+IFPf+j3guFwd1B8wf7eCYKN3g5UanR9v2uMg8+HIkZLoybYcnQy6xcGkX7JX5U0jX5b",
-	"EKua92wp10x/hRJML5HmCo9WIddxWaQpCjaXaTYmdSYT8mvzYPzKuGaeYzZdDUPp1NTOucxFYpWU4GvY",
-	"sG3SzCuqqymvAlp186qBqIubCAC9AbkFj9b3g5/OCrYQe3mspEQNF3PjfWQyyzC9T1FGKG2pwLsXPxy+",
-	"fv3y/f7x8et3709Oj/5//82L7wGPzBrRJb8QLJvKiAHDVJp7cOKNHZqImRiridn+NEOJ/HiTsbE3InIw",
-	"jJPsOCX7hC11ODG7Va1TJWG6nVHNCxzlK8aZcelEcguTofg64QczlYsYrELePi+UAwE0+9FCFG3Ctgpo",
-	"IYLHKCpK1lHP2NnOrcNogwrw93C6v041MlTx0l6P9qCgyK4jlfs6f4cvui43lPAVsrBt9qBRm0XrUf2j",
-	"qiGdK8HbWEL2k7iMDmWDF6psS0+7Bwk4LcZjkQV1Zjfb7LU9QYLhvglDlHD9WIruGAU/5Tn14wGNyfX1",
-	"gnLIXLUc9emJiNOhZTGcdZARDSrOYXmIQmk3KMDYC4hySjrCF9Y0+7+z1z9R+ZKzN6iP8W8K4lF91CzE",
-	"yyswTHc7y/bMPiLNYJSRCJLpPvOMZr05FTnEsFAfg/Nxi2mPQTDrsU0ff3bZyPxt5LGOD//2zL9dn41g",
-	"SJmIPZQNKDL65z86PvsW3ROxfZh1AxmLVQask+ButAK9tgoraJGmMXds7qFF2INQbFQJK1LtVKfts17H",
-	"L8OF6rqMiBlQDEgU2wKionLjxpmexrHQejgdl3dvRNV8SmSdZBqPmm124FiBy4bGVkJp3ghptcFpRcAS",
-	"kUxxvAKpttvtxnJ8CBsQr2kWmYd9kWUqw1ZDCZGD66DhomkmqHoqYJFpki+ut9ZjgXdAp5oqGUp6bx6L",
-	"3hyfsRGXiR4ZR1n+HSqimJrmUUEFSzFfIzp88+bEdCRxgZEknA4lz4ozYXTZIMh7Xl/UAnypXNbgrrUi",
-	"4k4gjkmhigq3b8SUyJPEBBI44suObqD2xFxNx4n1K+R7MArEMio2BR4fTjOGdqjNAKt1CnEyWzmzmp5c",
-	"YQSgyvORkCWUM5SgrFvoG8bTDMTLigARHfPNdTU1smmhXJJBKwU+bqouaqJNutCsQ/5ja3sokZ0oYToF",
-	"Qb/TuyXqTFegtgre4+Yyn8WM3Jcu87mn9lzpRpyygd9PiW6bd+Ku2By2eoOtpNWL+6K1M9zmrd2BH3cS",
-	"80nvASvRLW/vahLV90tJr5pTXvXcaGE4upU3v2F1DHzza07ug4d6FjzDHN2r4cufd7OdH1/+4S/Zm/mv",
-	"b08Odo6OT/54pLrH/JifzX/cmhye//xd/+Jg/v3nHQ3csxvfpfkID3RuLQwqfV6lIognn6W8x3PHWzgw",
-	"/hrXj+91WZQPLPg9a4g6T2P36xy7bp7MGVD4kKzhZJikmjef2CufKqDueUCHKyEwtlYP4u44o6s9rl+Z",
-	"99INtarpBpZS/AlsKF6RZi3P2yCoGqrsXOW5oDjPhHh16Qhtt+Mm5FnYKNpUBETJqNEDxQgsSROQXb8t",
-	"/9K0ctw29wBZoCL3YBMON9BVfmJwXE2aJ7V6cXe5x/8QIyU+b/IEx3ko8x075NPnu3cz3s7ZkVOSpVyq",
-	"mm22X4Ozc+A6t+PqHulM+W/aU3zxyOqueOrJGT0UZ4TowE/2RBOex6OaCkug79b2OAxOvlijOJmCKhSr",
-	"xdcESrXi6og1zC7xcpKDOpGZNhmFKsADFJXzJGKY+v7k054FCwL33GI5dGiSyiKW87QZcdyXBT65YhFN",
-	"qQiVgjVbymLbDax9f2tWutxJKuu98roIqkUr0RbEYayBggzJFLPGzTZ7Ka5IuNh4fJ3zq4JVn2cCjyxi",
-	"JFS/b2Rmd+pfNEJ7C0ybj2fduWder7owrBuvv+TJ7+ug8RV/1dm39a9/GYRJBRP08YXnT3IZXyJ1gN79",
-	"N0wdbEyIwKgeyWtV8PkCHMGCdwvIWJoj9ivV7oEOIGvmI54DsgWqZZ1lHZkiAchhHQBTUjTbrOt3A4Zy",
-	"sXsL8GD4eVRihEdqDme0JmB+0IkJtu8kxREKUyDPfCgX1lVcMiReCPQasAmez/Pco7N+RDi4x/uYurGp",
-	"nVSXGtuof53XCDml8vyRbvi691h9j5zlpdvaHnTi1nbSE61dvjVoWfLBXb4zWH2JADjoPgCl7SFBjXw+",
-	"dRgO+ScShvPfUIt40VUi4crNU47QCHbmkbgOgXd63UcqRbzy+zD+uoJHeLx6xHcsxoivYbnQOS6H91+E",
-	"EZ/csgdqN63GP6azJewVnGzihZ5LHkFIaCz5KARdCvBGw6xh4sMkzcRzPDI9kmfYR1GTVZGkhArWCN8v",
-	"YPmeBYqUFhS7XzWGpdxDqJGwC2yGqsrzNI9HUALDbP5yrDTQETrAOpxxsLVXVi7FNGVGn7FCt296goD5",
-	"dlttjbH2WSp6ZGWiv1pk8gUAguy7Wn58+6z2FWCE86DDDhsT2EdNiQhcURVmO5SfgRPDcYuwryo6DCiw",
-	"yvIklko2Nca67990JEq+KgD3aD5vOlzLt2LEsOWyVKHUyFx4xzcgA/aq7SCAiNLm0CDQv+DvC3nzWwFg",
-	"yyHWKVhKDoGOn7/KEMt7QAiyVboYl7LqOPn9cGWbopt0Yn/Q2uU7w1ZPbCetnbg/aG3x3tB+9rBxZfW+",
-	"9Fngf2o6BAf5KVUV1gUmh2rOxor8leOeUQaB6ntA9BoTxHZGRh+vI/pSWi5mEC8/QcgeHwynnNlliPGU",
-	"OHtC6nypCB+X7pp025o9bL8r5AdTsln9Mn+8WCNl67Ccqqpmm+2zREzG6kok8LkJtbJSzTzV1Xo2M1uo",
-	"cOvk7Q/HR8/fvz09bldm9dIWFIgi6DmWeCI+0JESl3bfiMGzhPJvXVGzgTjX/FrUaF6IK9j00UpnOkHI",
-	"nDzxs+WY4ggdpGaNyYLmbzPAEFl4IFNpogqeeJB+tNovULHoEQVqm6FSIAOqM6DaA+GSf/3t765yif0d",
-	"SoTMEgPf2lj6hsuR6fBtLegSLz8Qkl3ZYuxcgfIUu1RSXIG8CTC1BKB9ZENzUI8FTkNtBWQXaRMLQUHz",
-	"uVU1aroaS46Vzx2xozoTjctFg2p0ijG9S3W9tnxsTbMBlxcwEOBo9tXRwZpmCU/HV2zA83jkMSmAKdBK",
-	"PhnThkK4dh2QNFSNSe/MtoCOSoKqcr1XEW/yKhrOVHqHb61c8e2pqJsS5RrCCyzal2WYmWdcag5lPHS6",
-	"Sld7KNC86UN5E6k3VaqeF+A2SxwczqNDVrD+wUUmbCm0iTmxCQ8mFJq9YuWc5pWZt+ye6hpX9i1j47kK",
-	"sH8dzWwqRvKYmSiFxg+cBJTCt232wu0zqLOGKvVyUNId6+wAHWjcGtqGrVa3LXumCeLc0JXdrb+lM4EK",
-	"vuViPINSniNxV6coKy6tdl7xllYjMHXMLAmYbpiIpUmWQ1CzBlrn3ufYfnj3fV4dHWjWsH9glj2qXpja",
-	"bePV4iU1bZ1S0SgzDlOKTK+xWSrmlPVIM+BKHapxquDVqiErDXGLTMtW7R1rGjtOZ0KaNQcdHU9S+G2S",
-	"qYHQ4I1wqSyULumWr+2OXD+7/uX63wEAAP//",
+	"7P3bdiM3lieMvwoW/z0rqa4gM3jSgVq1upQHj1WVp85U2m1bHgcYAYqwggE6AErJyn+u1Vez5rvtuegn",
+	"+OYV5gHqTepJvoWNQwBxIINKKe2asW+cCgYQwMbGxsY+/PbHTsyWK5aRTPDO9GOHfMDLVUrg32erVUpj",
+	"LCjLzrO35IaSW/mYr5dLnG86085ZhnDxDqIZytVbQecGp2si357h7Fr+H8cxW2fiBebiK7bOO9NOGI6H",
+	"naCTs7Wg2dWr9XJG5OPBYBCGYTicdD4Fndma04xwGA5Oktz/5wuakYFsMgxD9JQkOEfvRCdwfx52ptk6",
+	"TYNOTIUc8lu2zhL0lsXXnaCzYlzg9ClLSGfaOTo+PBx3gg4XWMi/L/5NDiCZ4Vd4Kf82/eeECHS2FqwT",
+	"dMgS07Qz7bDbjOR/iuUbHF7Aa8H6MVvKdzJBxeZis5KdpGncCTopucJpU7foLVlhmqMXL57KIS5YJl/7",
+	"w2AyGE4mk3BwdNQJOgJ/OE8cWh4eHZ90gs4tmXEKo18IseLTx4/rxvQp6CwoF0yu4Q8fO1h0pp1hOJz0",
+	"wlEvHF4MjqbDyTQMv+8EnYxBb+/WsyUVgiSIZUgsCOL0KuutV2iFr0gAf5EEkZTEImcZjXGabtBsg17i",
+	"nGJ0lt7gnPxV0fZK9sdNf51PQXkA44vwZDoI/QG8zxKS3+ZUcgriAueCJH2nQ5r9pFnv049BhyadaWc2",
+	"iIfJiIx78wk+7I1nR3HvODkhvXA+wMPZKB4nE9IJ1NJxIESmVqQ8aPXGgq7ekDwmmRzsYdgPQ/l5njmL",
+	"MB4NB3JtqEhVPxm+kuNdEmBtOVX9iQu2RE9IfE3y+v7Htf0fHx1O3P51tz/WkSEoaHy2ZX3XqwRXXnFX",
+	"4NOnoPMU58kbvFmSTLwl83WW1EmBnN2QBK1wLlCuXnKEAF7KvS+/MVETUw9Ub0Sulp5wjPPkSY7lJzrf",
+	"UI7lo5xUhjgcyCGODJPoV55s9J56wtj1NSErSXyaCXKVg4DqBJ2ExCnNyFuCOcuMaEjIinEqzhPzgGQi",
+	"37wEsaAeAENpfpr3JuHhoDc+Gh73Tk5GYW88m8SHyRE5np/IKdDshtGYyN46o/iEHM4HuHc8Gya98Xxy",
+	"1MNhPO4dDsgwOZkdz4/wpGhiReD5q296AyUdrynQwpI0LdhhMBgMQJjckHT0DhhnjlNOgs6S5PECZ+JM",
+	"yVwYylEykoxPepPZOO6NyTHuncwPB71hHCbHsyMyxoNRJ+gsYarjk8PBYXh8NDo+PpZCCG9Irmn7DGcY",
+	"fbugYk5JKkeUa1p2XmcExQs8l1RPKF+gW8xRTsQ6z9RmVZN4PZfLrXenpEnYGx8OjnrHx8OT3ggX1IQW",
+	"kkckIcejMJycnBwfg/jj+IYkki3tlKXUXvPOtGNYUW4Uki9phlOzsCVefodT0szJHKcELXFCjMhb4Q2I",
+	"u1q+HoThvTD24PhicDIdT6aDYQ1jG3a9Ow+3pPuD8LCk6G+agxWdCi41f3s8OBiOBuHE50GRr/dhwTUX",
+	"bElyOY4S/6FY/4ZuqVgglhHEVkRqVkBchLMEYQRfRpKjPF4s1KM6XQfoCF95/07SvEF1SpXO1Hm3poKg",
+	"cTslSaqQOJN9W7Kip1iQXIoCpcdsYXYjxY0yleAM/+nWdBTrfrQ2pbh4cBLOR7OwN46HSe+IDOa9Yzya",
+	"9awcxuGsYMmnao8OAnP6VhhAKhly4c5VA46uGBIMaZWVy62PZymRMkwuxxOc4iyWPQ1Gh/1JWKumjYHt",
+	"cjIH7UKxkmUZpW/UyATyYUVhkQbD4bGZ7gkezIbxKOmNyWTeG+PDWe84Pkp6IRnMh3g0G8eT+qMBvrdN",
+	"vsAL9tgs0UUqFgJ/eP6BLFfFzqzTGLyFdFn8BeWizOJShiI2t6zOCyb+weFirbX/n8FZajJ35J2OIB9E",
+	"p8Q9d1ybHz8FhsufynGkKSlpc/axEToNepx33r3B1Dnrms7AmZ27bR6br/ljnlyEx9PQqnfmpRYKXi03",
+	"jC8Gk+JK0V5bNCz61HChZkr9+LlmKyMn/jTL6dVCcJqQVbpezgreMi3O9+Ax08Y9+s2zN4plSg99YZOQ",
+	"lN4QWFPF/0EnWZNnILfVG3NMgfJCMhHvTEO9CT7vxB9pUfSWLKlcf7kU6ns157w8bs4FWWqWln+qgaQ0",
+	"u9bX2Onjx4PhUT/sh/3B9Dg8Dh+v8Obx92Kc/evx7fNh/t3h+jxkb0b43VHy1eDq68nPf5F34ZQps4RZ",
+	"5XRNZizLiEBP8DXJN+gZu80Eu5ULvSRLZkZ5/6oHdWiwUrqnnu+KGerpX3M2S8myUD2AhMWa2geKiGFV",
+	"KPB4QZJ1SpJ3JHM+y0mWvPE75yQT3gviG4rtn0aXsXtP3SgFEzh1N7DAH86MUNCPbkjO5f6ZDj450kZt",
+	"Ol/WvHZ0mwDJJUdyHGi2QYZla1RtIzfvJnpsc0/06J1UFjT6caNMCcfTcPKZMmXLyVaSM1uPr88XMdXT",
+	"qyRuyifUHQSPpt+4NwovQL5rmfwwomh4V1HksNvxuA9Wl5gtlyyhYqM14cloEIJBgcc5XcHiTjtP3etv",
+	"TjK5WYLOL2sMNkA5/dKWOeyPJurRW0Wfo778e51R8ZRxMAUN+6MhPGPLzrTz/AysNrFc5NFhGIbDk8F4",
+	"MlR2NNPreKJZ3B+zWR53xM/0YsHVghOxXvkDHtTvcTtg1ac73knfjlb/KEcLl59Cwg9bSPhfBt8cxf92",
+	"snwyyr6fXL84vn07FN8drp6NF1+FP7+7k4TvXCxwdo02bI3mLJf/z5ExMfc7v5bs77x53Ts6Oh50fp0D",
+	"oEmm2SPBbmN7KkhN1j8QBqOwP5jUc3ftgbDtakDNPaxL5YZEbEkFsvszQIaQimktAQ78m4TdwXWq6nHr",
+	"A6NOU93/uDi8GAwcjbZ0XHyVs0yghPDr9lpnuqa8z3JBrvCftNemz/Kr+zkKXqwpR6+h805btbOQ9nfW",
+	"PI/nR+QwmcS98WyEe+PhyaB3TI7mPflMPhqeDI6bxf14X3HfUtX8+nq4fHU4+yaM/2381xfH+N0g+Wpy",
+	"9eeTX74dkbdHv0FV02O74XQUTsfj7zv3om5+hnTxt8AW6SKn4UuX41baZvC7lvi7lvgFtMT/a/WXe9JY",
+	"ftMaimMhe4NzLThcNUU+7UnCWKs82Oqx0Uq2G+m3y6edbqRCQv0uoB5MQBmD632IqMHvF9nfL7L/B19k",
+	"9/GB7+OBbuklFguWgJUSxGxV//XdXTu8wHOSExCuezl+Pz3QXf4fwj/4GWf5MLwYhNPBsHIfMO6u4jqQ",
+	"i5+qd4L2FocXenvZXVQJ+ogFvSHIbMMar7qJNByHA/SUZVfyGTq7IZVgQ+04HwxBbCnRc7bmgtY4p8a9",
+	"cAIn8GFxflhXpR7rn2ZWGMxAFrjeygk5nofxcNYbJGMs78xx70Rel/HhbBKPkxEZzuUyZy3ECsuvcEb/",
+	"qoI9QRWZD8koGce9yewQ98YnR8e9Y3wy64XxIBmS0XyMJ7Na5yVs9VLQwFE4gB0WE7oSTVLODytw4ylg",
+	"eSDybUm+V987W5Kcxvjx0wWN8RWrDWUb9sLBBTCYdUy/JfE6l+rGNrfEGVqyTCzSDeIkp4QHaEbmLCeI",
+	"Co7mNOdiq290YuRgabmPeuEAuN5VuO6g7jSpJRupboyDjtyJcyGF0WAIf73O/BigwckIT+JB74gM570j",
+	"PJj1Toz0OMRHs+P4JAFVRJD8BrYakMN5VPi9PX1FKlD0Q2faefv8Qr7N+Zok+t1QyZ/zIrBI6y/qGP3h",
+	"Y5sz/qVelpwITDMInqye8A3HuV2VpgP9wQ/WjHwQ55Imcj0sQ4wGNYaZylkhBaqNM7qmq5VLWIiHrXZa",
+	"3T/rVcyWNLvqTH/wX1V/DHtwpqg/RvKXHyvbqsrEddtqm3FX7al6U+3vW+f3rfN/09b58VPQudAhguAD",
+	"gJHJyZQ0FJbJ1UYmnNA9dxYcLmzhaPj+X8PRyaG+1SotfnZEhngQ906S0VyRVyrZvaPkmJzMQ9AbtWb4",
+	"jpCsXhUMQRU0ytH5HorH56y46xiJNVVc+w4QBISPIaAO6z0z0Zc+DU1c72yD4gVdeSc30Oos1P+NBuGg",
+	"uMY40fhOrssLPCNye39z/u4MPX37/Nn5RUOQbxFvfL7H9WdLUNt4Ojn+vimU3Yn67ehpwuQOkxM8jkek",
+	"N5hPZr0xDuPeyRE57hkmGCVjcre435pbxY442LZcuSWaTd1PahZ/Z1Cb1uQwWOYgQl3ga5JV2EGRswUL",
+	"GJObXfnigbPuWyxw+62qcxh9iTXdEg1070tqlInSkr4hWQKC113QP6+5QJhfk0SqFGJRLxp/X8nGlVxp",
+	"qt77Oqrpf5ILuSBYHcQfO88vMKygr5RcLIi5ST3iKNK39ghhjnCGVOIcEvgqQNFl53IdhqNYvwN/kMtO",
+	"NEXyfEdUoBmOrxHNUHQ+773EIl5EyjAfvTm7ePo1eqyNVr2c/LImXPDHH2nyKUKcIbHAQkqEBc6udM7H",
+	"kuDsdkFTgihHGROI3aj8M0Ey1B0Phgd91P1W2f3fPPsqABbUY4N/JyxegzeAL9gt7x+A7Qac9J1p57Iz",
+	"uuzAhfiXNc1JoZ7EC7KEnACh0gW5kEo17IrzhCxXTEAO1irFGyXifHpGsptoCgPAGb8luRw+Rjm0kDtF",
+	"khXnKSU50nRQRIKcPrwkKLLfiTe9v5BN1PdGLj+wdeAkWy+ljgQv/hjUTOQFVQmhpaGr5f2orSlmV0vF",
+	"D24On9SKn6KcpH+8BIXwshOh7tuvnqLj4fHxAbpdECB9TtSkbdNThGcQVqiXRu4J+MGfmhpAoxXX451/",
+	"SemSij8OJ7LR8DBe55zlfySbP4fnPzP68uezzat34e3LTfjh1Vf/+uHVBbt99YzdvvqG0RdP/7z6/un5",
+	"4fnPr35+/e374fc/f7U4z8K62XW2M8RbIvKNvq2UqfmOxCxLOBIM3WK5N9SpJ/INza4QvsI08yY/Hm5b",
+	"0yXN6FIu68CuJziDSK72+QrneEmE3upPgRjVMb1e4V/WBEGaktwlkht1/ijmaA65KlSnWuXkhrI110ws",
+	"ZYPkmilSa/T3f/9f9dygBE4fvV5SAXcQ2Zky2ChGSBhs5tmapgliudnyVPis8BkLCWK6M+38slYWLa3H",
+	"Kg7xVnSJP7wg2ZVYdKYTedtc0sz8PajbN0+d+26dILWpQzTxZ9M6pwFsrXBb1aOmyda9Pmf5EnJ312t4",
+	"s0ZoFSfWFtlfGXFrZ9n9j/iF3NjV0b7BVwRx+lcSoMHf//1/DsKwj56ROV6nAg0n3uiHk3oWAJHhcUCi",
+	"OlBN7NBoJkZDeXnCH/SuC8Ng+x6sGmCaKJ6b9yztu8oec1DHNu1sHfe9CJ9kY75iGVcwBE9w8l+xILd4",
+	"A7ltLBPgL/noqnCPtbPlDz+DsuXjGKxyFhPOWf4+wzeYpnhWTvx8Ki8D9jVE8hw2q1UkEyKUWR42mv9y",
+	"QhMQKjlZshsCIke+cSp1EsrRNVmJPrrIN0rsohQLkveda9IkHBY53aWBrJ0BW0I1HFGKAPzxDCe9K00v",
+	"IGZB+X/KwZ/1/3tcYD48Vr/yx8ZdA01qpIs/MOXm7qNXTCwkN8mLlBKmiRTK+qCBuaJbll/zfudTIFfy",
+	"rTpB77iSmmm/oiRNuL+EmvHRjCUbpdMsKedyFGDpA7cwWMyUuqdPApwkaL2qXeqv6Ad9fsiPoZRyAUlR",
+	"ijt07KnUPQXsK6VMFUcrvATT9MMffugs5d1lJu+gNziliRmfTnwrXMs/dEBbgTGrccrz/GTQD8MABg9q",
+	"HtxrkA4nMY1/GPzYL8x7xSev4Noiz0WcobDz46eCDcdSyhg2PM/U0PS0WvMetFI+NMlGS5zKzU6S89J9",
+	"/KX5AUkZYI99JUUebinkB/ryxuUuAkihh6YEnAVvjJ7kEwOOHMTWQqpEudxDD0oEGEpfnUYuIQRaMi7Q",
+	"IHxovrgPkXSmyBAgmA2yGmgATFT8LZU8pRWiWc6u5Xrn65SgLs3idJ2ANoyWjdx40EeRolyElnjFEcHx",
+	"ArH5XN2ezSCuyYYkUouV14xA7lIqOFoSzvEV4X10lnKGsBJNMazzXA6s+K6+mdzSnKCu/mJfvh4dBDqe",
+	"zKzoXM4sURJuxuT99qmSoz2lPUbwfnSR44zPSd57nsVMjjUqOtZqcvWVU3V6sSwjsUL0kdKSZChOGSfJ",
+	"AQjxpyybpzS+qwg35oYna77x94Gx+5hAuinCGZMXOhtZJ+8y3BCrzuBjN0th1EBSKZH3QfOo0ivl0LFc",
+	"T5adImXjUqeEeYXl6h4l7xQwhLWI2ZL00QvKBXg6uFqR//r8Aj02X+LuMT8OT4p9ZKc6k1Rou4tiQ/n7",
+	"2UPfyhl6wiJW1KXaKIpmG0ss887PUlxk7PYURTAZzW6K8BHieINuFzReuCoPy6SOD4ROWEaAi+A0vADT",
+	"69585K30mR6gvf6wuXI9uRENaIGBk/VZ2xyBeIrIB8olL5wnivuxsF0r/dj83P5mVcsC5jqnh2Ss0Pty",
+	"wj2pdx6xcJoTnGyAaLgESSEWlOshdyE5P9fCSJ5fObmSaqJgKMacHExRVJArqpDzEUc0AWm55sS9jWdc",
+	"EFyvXALvfMXyGU2Su7AOiKCMie/YOn/tzLnscFM85VIFRrtTUzmTZwGS5JM7Kd0oaXGblbtasVzMWUrZ",
+	"KUxelJbgJ5pYPhZMbkVzIwqQuXtBeFdvjIez3nH5XuYLnlHBda+YqO6O1mw3t4SXXOR28W7NV0RF+7mE",
+	"tI/L36u/WXlcSDnipvmpPJQEjgXi65WkXeME3UUt2t9xhisppjmnLHtrb7OeGqtvGMV7DVOj3ArQjJBE",
+	"yaKilU1o6yu/QqBkKLx19uYceCphRFmiF/iGNE7/TdGnvYDfZe73JVfkyFMcX1dmDHKErYgKKNdU6UY1",
+	"49daiaKmPs39zg6CygbyuAd1o3q2kNqVthKC2qhVhZrdr25M6m6fpiC75K7uRrUbKlKa0ismvmIaLu1u",
+	"Yso2L3jufXadyU/TpJbXXjGrtBiOa2NNU4JNLokzDZ/Lxr4UAYNta97KmOipFvfDW68Y4ut4IcUiW+dS",
+	"vSivjjsPdJ6AR6G6rhxdEaFmDu4PZXCG1XuDNynDyQVjL3B+Re6q7jrNi0V8Im8C7IbkaIBe0ieNAtEs",
+	"IdwcKjc12dRbo4EjCd66TQVjKIVhtF2wlZp9TzDWUy3vTyh4s5I8ZwmhCJ+D9wK8BF+BnekzVUTP1Mwl",
+	"/YynblQYUlhGFB9oLUQqHUuCM1D6T+VrFV0EvSUYXI+g5gb6quS6FIqVGXqXaBiK7qb9kjh06SkD3L3o",
+	"f47D1BeAhT9Ty77CVwvCjwqXHIhTrecr3D+cHNSqcFP4ze1PXxO6UleKnl/gq+hAE9PaMzRVtTkDDN7A",
+	"Qxd0Sdj6rndRnrJbuRVrNqf8yRjK1B1Jjll/rdV2jaU8KXfDSX4Dtymc8AbrabMNp5DFx9V9XoytHTfp",
+	"3num3QNt7y1UeMQ9qqLuKETcuu1uFyy1fR3sRyv0ikgqYwCm1W5vthb4ikzVFQQcxJNwBKz0juQ3NCYl",
+	"58Ad2Gnd5F54hgWeYU7QOssJjhfanl/PRFwNB8U4U24FHC/gGpGYXswdXAogIW/Zc0Fy9e8eOIQRV/7f",
+	"U3l9A40SbPLU2I2st7/k7Jd0gfAHc8TIm7vvq3BOGE23Ozkp3Db3x3ntSQfCC+wRt1kgtQiBc3lPBX3Q",
+	"eHR0CIUkGc1cNnvEgWkRGFEd3qQcpWQuVfR03ktYRqZFWAmhIFMXeLUimTLcztdpKr8H3xIIp6m/opGz",
+	"pFHrNa1EcNSuaoDAJKl7ul0wbkNG5A5L5XsxzqS+AbETSkRzPCfpRnKEE9vjjLJp/fTbj52YBVjCC8Ze",
+	"4myjZRi/477LsSBgRC/fz96QvAf3cTlHWCzFEyRpvqeZ+xbMWupNS5xtzMJz7dzSCzTQi+IJ56Fr5yu3",
+	"by+esSC9VE/qnnZIeTBa1haT7qNvMRX1fAd2PmFsevfHAu8zvBYLltO/krtelCAprrz2F2A2YWliDp5B",
+	"iJY0Wws398C13MQx4VxZW7iKESpanCI2E3IDYJSRW9AV5zlbojev312gx0zO4DG09I/pQcEJbvfIDHgP",
+	"aVnQSBKNKj9M3Yy1d1MbC25ITuebxrMGu6PSUnNGVCsqD9jPnbZxGLkfuvu0tUfXn/Yrhs70a9rWC5xW",
+	"O+d3Rl/QPiGv4RQ9ITgnOZqzVCosECuONXH2nLexDN3PvHNyw64bGHwOviH4XW7hxqU2cg0C66hZc6Wq",
+	"Q2tliTS6v5QGjbysuzLDuuO87skOUGWwPrqQI+VTFNWtQxSgqI4v5fO6bQrP/SlHffTa3Rnq/a6Up95q",
+	"BPr3a7I52CpAv/32255kRpIJKfFIffSO5s94gdOUSKUCwh8PjybhgR+7o1/MCU6Xf7zsrPAmJ79cdgLl",
+	"K/7jpREgP8HA7Q8/OZ/842VVQmiC7Bm7qqS8jh35DPXaCcR+xcRbsmQ3VVX7rYrCwY4TUceuqL+bD/7C",
+	"yajVpdlGB/IoRHC42UpNS0kB+VPP2G0hlvixeU/7LzyloBLjYyDMCqmrAoj22U4uTSWVvVCTl5Qv5a2+",
+	"FOmkFD5scTenyGtl4p2FE1H4qP7EbGyn3EM6gte6j4p8PW1m6Da74Q5OUUrwDVgTMq0laz3a7bOZxL5z",
+	"LaHzuQKa/lzKfo25AQkvXfFISgRx3GVTOfYF5hbMrjmezAxWvj2y758qB1LJAScvyhYeTyvoCXw72U2N",
+	"0nA+lxgXBQD1DhbDSOAPRAVgISUlBf7QI9DaTrCRQoXdqQhy5U4PcJmR9zwVLBXjPN+gjMk3DCPp7EbL",
+	"TeFuanmf+Axy0eI+9heyeUvWvJKeBBSbVq7jObxr8IUUFwM+Lks2zYKs3IsUaNAPdeLfh2O0KMIWyp1r",
+	"XcCcXXrJ5F96KRqp53xcH5gw3bbUc2glb2493VzrvEW+7PtGGhqbYgbvWV+2HkULv6Pn/c5K/ZEEGUie",
+	"ZhJsHcFduaiUS9kcyqrpIFf65fmzR9zCWkiGppnGumC55x2tp4ttaZTGl+fP3F5OPVGkjzGdGgWBJKKR",
+	"SC/1dEyRhTtakcpUyphJAawL8pU/FBwCGF7yYHGS2rbKHzAb6tW0jbSYhjIdLIcCSB46mJXStsVOxnFo",
+	"6ebbfQZJ4OisoQg8nyLOlqSwrsrRBygnMcuV517Oe0bkz/EC51cNhDrLfEC0Gg3H2m11jBVVYGlLfE2K",
+	"K+Y+5NnTg1JLHDi5a2y2cKhOlXEOJTmeizb8IfnAntzQCsyM6oRGXZz5BV0oL9bYKI4He1BAd/x5FPiK",
+	"Zjilf63SQP9wX1SY6+722QG2zedNUV78q/OTTz9THshGrUUAJ5nYY+5c3VfuOm29AV/fkNxWHfGvSnKH",
+	"u1elJSSJGS+NwRpsNB6p0HPjli4ah4FUNWK5+XX0qjY8O73KIwVi1hvp8cbAKarPAAcqu8xn0MSEZr6e",
+	"zwE/YEcAqhtnCnytm+0bcgpGOalQFG4FkmitSpkYIR6Y5eQUxQsSX2s3FWwbqZNkiQnLJYn2jRamhH2i",
+	"UF0K2/kW0/psuooFyV+eP9ubsJm1PEkdo+xx3pvgO/p7xI2GW7SYl1zcL8+f3QNlvXHcA4ELA0htXrzS",
+	"cdx5WZIrZsoYSll2RXJUZIDXb+9yD6D9aEQHK9t1J2Aabq3nlNkBdoWTkH5HEq1VZJS5v7W2e6hIX3XC",
+	"uVHE5Ziy3Rf42m4q0WENXGXrYTXSzYR+Offlz6SVPnN27VYLPKDllz0A21Kp6MCQqNTHtsizOhIUcuEz",
+	"KfDSv1bV36UqODbFSkvp0pYK1W7agOHUfKtErVPECVFMZEpR7STgsnT/+nxKGrbZKfodsQ3TKovgnXR0",
+	"erC08Tsps9Nd5bihlpNrcjcq3XdsDdh0AOZKMJag2Vq4lwKWka35GZs+iuQ8IDQg+vjm/ZMX509/ev/2",
+	"xaddlpgIGR8HWJQqsQZBU3ceQSIViXlLuUoGeZ/psG6SvCQJxapY9l2DZv/My/H8KqILlElwei8hIGS7",
+	"hxCilzB3C5w/lh/0w/omLq/YSaClnAUCVmnPMbZ5D5r3oN3DRV1KZonKs4v6neKDqgh8UVa0nIKnQD5N",
+	"5mofRS4UaoSWeCO5MVunaV/B4a5ILiipqeBewa9Q5dBNz55vq1yxtORuKgOyVrpeU0ECtM4opHXNU8bA",
+	"jyCHqW6Iyp9V6VaBuZa7e0rFxh+fV3W10osLjFoBGVD0jFlSgiYxVVcrvWm81Cr5sLpR5ORKn6ZFZ4Ct",
+	"WgU+KPx5P/iLUyKoJoT5tjejAu+FzX4mKj3prOCwOh4qzqHiPWRLlyOxyNn6agEShxMd2+0Xn9eZXeZ3",
+	"eRZyqex2VXakOhaLzrmWiJXnCg/ooI++WqcpEvgDogkPEGcxxSniJF7nVGy0VVeFw8xwdm0NmPaHnCAu",
+	"mLzgkSzONys5D/l2RlTopyqIrVVosSA0Vyb5uVQUE3pF1fHt7xf5qV0CwCH1E/n6p6Bj8Bf3aWqafAo6",
+	"CypnsqnlsCtjf+MBhNnIGdCci1MHdUUeL3Yxo0DHmWVMEHkScbRgt3KpYrwkU3TZeWfXXed4+ist/5JU",
+	"TUkscpbRGKfpBs026CNABeElsY1IDtI3+XTZgZC+S5cPC/667MB5Jm8vyjKXYyHPtyRR1xeqYPRb0+5r",
+	"Ra/nUGn5k90NOM8x/E1rYDncgZUxODRY4Lg3n+DD3nh2FPeOkxPSC6XWOBvF42Qit+AORI2gw24zHWhQ",
+	"k/oHvxnlyzAM6g6QYGh8EBi3EcsTkqMreqPCXvYlzWv5mTqacMlKe3QErAcNzSqe1QC2fKvRoDy5IrUm",
+	"28qntEExC4cXg6PpcGLKORjKJlgQiJWuI68Dh1Yexwu5s9U+afjg+CI8KYrTtvlgSVorYHShStO7RHEH",
+	"5ogCyw6BkirFNt8hv5/gOuSuCzDqOYJQ7ihdjp73kfwZAl19OQkaiCcQgyJhcrc41J29sPB2tXR3ujD8",
+	"7Y+ihHijCm2ssBAkl538t8vL5OP40z/VrXnO1oJmVwZ8tokqjzjSb6Lu2ZOzA/3hAGU0I870HP1mMAjD",
+	"MIRSGaWhnNQNpcQN/riCCqV2rbFzYFRnJDcTILtYXN9ifdWJud+6oiiZ4Vd4SeTFAaDk9el8S2acCtJO",
+	"idwpPPRrUi1Wn6vO7hmj2VXPTKuHOZwnpypewEDLoZRcYZWDKOcpr0D+2hm1FLTXs7VgbRRLDflfHpFZ",
+	"CRXD4n8HNvCfYvk1Dh/Da8F0ZYBq/wADY+5UpW0CE4IrUekACGAf60+iiLOU/CSpn1MiWM4XdAVrhnMh",
+	"ZYn+M01j+b+Y5SumMjsjefpGGZPXvzkVJTjBNI3rRgxkrl+nF3YFdlAevSUrTHNdg6iqh6u6BY1Eh9/9",
+	"TxQlDo6O2qyrwB/Ok/0llN5H3efnryTt3r17VQruOzw6PmktpvRG2jJT/Yb/DXlZ5dPHj+tZbMfUSxKp",
+	"WM1i/3lcWSaVWZ3AgrSbWdi7yC4x5iliVSjCTKrohQarU4QcVaFG1rRVMkgmwLsDqqjA93jugyezZilf",
+	"SX1aa8xqQiW5lWsY0zJHv88ShWoqRTqkwCiBtpO176izlRjD6CxYqicwtR2rqnTIqgadKSXWnvFbTqn6",
+	"69xnaiNZraiCe2RVUr3EOcXoLL3BOflrs7K+oKs3JI+N+StNX88B638bxZ+RmC5x+k539WPZDPRuIS+n",
+	"bI7sJ6Ryv1KfCVCokA1RF6NE9YTUqFSuNeYouuwchv0wvOzoFHfOs/0lXP0a+FQaj4aD1kJOm+AqGot8",
+	"DGYQltoMcbcigbsoGb6SM10SrTdtl2mZEmLqwzVL5lNmB1u/M7up7o4NAf51VpKpf7WOaPZTTm4ouZV/",
+	"AJ7CTzSbswh1xYJcZrqlDnBW0Nlz7XQ+CMASCK492VpDVycR6kL8xQEc4jOG8wQeQod2TJSjFILB1Lv9",
+	"ywzEu8IBtkMEqEg9QqjoYAaosLgNULz5tLycqO9J6hUL5fZR4YMyTVV8U/L8Zq9dBK8/wZxALTp/p4Pd",
+	"uL3cK+67BTKye8qABPzJhDF5E21+bRdvarMzDLXKeRWhEDV+KZqiBgMdBKojwaxzW52mXWOE40o6uOth",
+	"+OA3vBiWVZsXwuHmB1wEu60bF8CzZFgrqWsHLdlJUdfYtRSqlzV2HZyiSI5S4zP5ugwWemUdUVNZ5adF",
+	"Xka9qoVVNUzJL5CcsWQZ2UBoBCRYTKFaaqqR1+HxCm90vaAcKWx2wJUyPr6uERiQraslBggprJM1+ug5",
+	"FIO8VknNOL3FG45WcuQZWCgZoC45QKBSZwDbLVw1ESRpuCZdpR4ow25hu0WzHAKcsqSN0WJpXMz3c5wX",
+	"QVgBErfMHNo8sPMFrO0bIk90RZdHHAnG1LqVyzTe17DOYDUfFdEi+tsccYbmOPcHeyqVCq1TlNyCTimG",
+	"jw2QtI+4XoFu9A3lWB5eLzEXJJc/RgH6+7//r4PyJb4K3ctxyYeji7fs9gkVZSAa7wbF50zgV/2FoFR6",
+	"sd2FoFSwt+pfsctuMtgcs4Zy5cLW63qpOitMVRTqTgKUilxUibAxgCBmm4I9eZVimqFblidcj2WdpfIy",
+	"GinXqnJMWzWk5VCA3ZuQr/XPatNzIgRE3AoIybWMCrQAv5mkWmCQCzmaYREvDAymHbKgKcTi6ShHtekU",
+	"Vc3YveSzfo2tfrd5qCgZUp7X1+zW4k2bzHYvtC5w19hgAJSkqZ6N3XqKF4wEDszmVUYIfWzq0kIalC1V",
+	"VmV+S+HMW+JsjdNOILv9scUElVPEMcO2K5G00+lB24HPK+CElBSJf4LdSgK5QlNLNN3m4E5w9W0HXJiU",
+	"i084daArza6pkpDbZLZzRv9Fvv7JLQ3z0bc+D2q4st09zC3R+7H2VFBRGBCCI7dHD1qg7gv43+gA4jI8",
+	"4upKv/pTM8ZSgkGTq6ktVrfKKvrT6BxKby17xFuWJNu5fssyJ5eKKFeNkEU94rqxg53Z2HUkR2Ku/G/m",
+	"odmk/nQqlY137sC8QXw7x4d6xTjbrU56pZI0yzKk3+6rsm+pcGz5rmSaynF1JzlqyjnXUdqe0TBTkVNy",
+	"g1NkK0J7A7CS3YzEEQR+oejdZrSiknTDdoGdUoBBAsMgaGa5ot12MSFLrcXEO9Xgk18gqkkP8+LvSucN",
+	"ywjqRipr2rxmM6ejgzre2XNx6xyiIBXtvG0BMPdYKEvcOqGidrWrizqS093BlsHKSpEnFt01d3ZARRm3",
+	"e9LVa1x9s6z6uXqCt2R1tidnmU1dxC98LXfvjDXXckntn4zSZK1D3rW8/pX7vpbXfgWu5VZlME/Ld+Fn",
+	"Wk78hilrjW3NlHXscQ9IWavpG8oG7mU+8C4QZTr/hdZdECPZS6Txt/Kr9saFPorUV6OpVhrUkQvl5SCd",
+	"w78uuGqx/Ntua5+o+qfKEeBMxGz+3zDD5EY+NTNMXoiwB2QY8xVgGI274W7GslFLv6IgJo3Ytb/KxanY",
+	"st7ZE7NqqjOWcpZ7xvKZsglB9ebcIgsb3eLUvqtOhkjFwN0uNt7dqs4YXjZINgi7QGcsWIaytXZwonBD",
+	"cfrGYRCtLdRErgA+7RzpU7tc/i4qmdfMsqrQP3NYy4NfVRJAkXwW9ZGCR8+YAN02QUW1vnEY6jIaMzAZ",
+	"dC9NXoEqsnHZOQi0DY5eZSwniewNanpkqqSH7UZVfTRlO2yntnaKKdRxbwa6Gm41yZyqx2mp8E5gMyKH",
+	"1tO2SnFMePHLifmvf3LSR2BNigDeIgJzpBJKYkE0LnBRIIiKQMUQQIUTkqhkO75eKpxdBZEh11aNLUJ/",
+	"QJHAH87UX8rwpg1BT9lyhbO6qGcL6qLe6KMzM6EwBImLY6FTmQrGtXcS9FRjvejoDKcU3jAM29jd/JpK",
+	"jcOD+IEpaKAzSTVTXbKbMZRQDlUxJScegNpqpjAZO1PQMasJW2Ka6ZIICRN99E7F+OIssU5jRD7gWKSb",
+	"ohQMRr+smSAJQCmkkBqMutFl50N/c9n5kyZNP2bL6MAumGNdBgAfyK+bW+sc1xuAQ5GFPnpltpt2cCrm",
+	"DCAnxGxMCx0TFUlv0VRvS5VOWrt9+h6ho1P9o9NJYDvB1xqY3anvoEKX0LlAc5pp2PsaMBcwzbq9mvwE",
+	"G21aMFEzaJB7bzCBIy5nTca7OCvofOhdsV4ju9XdgF6vlFxVMQZ2SoKhGU3TQAHHRX6GXyRJoiLMArOF",
+	"AqdOGYS/oDlNU+2p8JNTdcFa7asw3gwlEZQfQzCVBGVz7CRD+TZeTWHt6jtQ/IKLVVArriHTC/T7Ym13",
+	"lv/QLDUcoqgejykC5NSarMtaFHf09//+H6q3ch6kPFh0hdccSDItMVp5UgUzlspylGudYGFqneBso2YV",
+	"qMpNktktHmLD10xgY0mc6hBH8/SNCnvsEqnHFY91KYgkOpAHnbNV5FpLga2gl5QOk6+J3oAK9UjqvYC1",
+	"pNF9Ig1/5K2nhUKyZZ7Kq+UhIJmjVJ1CP9Af+6bTO5Ub3dt+41J1i8iHgJtWx1HFTnbnY+hNfTChHZPe",
+	"z1IhJB8ESkhKQX3qPu8PDscAtbJcAhTPQTH00dAdOXprRTkIS9OH8pTIbqOmaMXxsT+30bCVN0X13+B0",
+	"YGYS1g6ZQoHeiGixketBnZrzYUlwxs3vvrDUePKQUJSglTW7BaUANpbJRzTTFQOkhFMdQRqfUmqeGboE",
+	"Rhi4urU5FuTQrIPCqfurf97nlDAfBKIBPkrjEREgXfEVRaB5R32kKnaDRY/7kPhSdkbQYTSVu9rQOLCl",
+	"CJSGAbnzeCOHG2iXVIPWrkAKDaCKFr7qQOcAhKLGkrHcig35/ExEqOup5yAXYdMctDM+JmvyrDZR7dma",
+	"oAQLgrrffffdd72XL3vPnh1IrQkeFqcByRKco240DEeDXjjsjcKofG2I9Eeigzr36rg3CstO1TZCp+KS",
+	"qVfzTVD/4O///j8PXe0REg1/WRMXRNw71MDJtCIGk348HJbG73h+nD18ON5RMNpWEd3m+oJX1KgnYWh3",
+	"DEgqiBZV9w7QLFSNHXV7KN04zE2i6aZhGj7iNlwhZ+ss6QFO+nrVNaVK0d/+ExIznzIuAjTUd6KDAK3S",
+	"NQc/rLzY1PcBx53Givnbf1q8v7/9bzSQU3M6g9GTX9Y4tSMPEEk5AW4ymq++a3GsIkmZWMiZ8T56rpZm",
+	"isah/NDguH80QX9ER5OwH4byEnHcH07Qf5HrqZ/9AR0O+sfHqCv/dzRRA5e3X5zO0Xp1APCF9jpGOToe",
+	"yPdbZ1lpLnxBM3KerdZgxlniD+eq7USXj9Z/Dhq53mZkLcmS1YSz5oSo84svICee+Vic7pnbfOheLHB2",
+	"jTZsDUwG2BhuRKZ/BLc5g/fxAyqdHLFsinCGIppErnpusBOsWupgO7TUSMuoCtFp0Q1AXtSg7xUoe7q7",
+	"h3FOrliTEHuzloPmJsNPR+Pa5fTkmT+2N697R0fHg6poauGMW9Isqc1JLC5U6nCcIvWyjybLsjr93XQL",
+	"l+BknRIktWp0u6CprUBJAYIgOTWH8NRGfsNX8ExeZdzb0ynC9nahlJmphgi39235Kan5kwz63haw4vrk",
+	"SK3l2gwLYPE8nQBAiAHl9Bqua1D+RKsDVpdwRmnLo0CLjN0G2uZtD3ZQsBRhqndtNe528zgT21ZSBUOx",
+	"YkBGmzGYd3KDZOwWkGLp0toy5muxzklhFMNoQ3CO8EI26VZktp7VAZRr8lQbo2+5p58UY5ApjjmKzCom",
+	"7zRllCpFBbpiBAq+updMj8BQTsTGL5FMmS/0MjZoI+HgYjCehluzP/Zzeta5LsvuTesDtcKgdK2qmv7K",
+	"trbypce5KeiDo1D3jA6iOb3WEwmX3LckXudyVg4e0edZrHPTY89g8N3ZZu2yjMoO4O72z9epvno02cof",
+	"0Mz8HArcWMuD0YwwAKo1DQh1a7U4Kg76u4xdnomLOB+Hg5WjbtnQdTAFiQUXq8A3eJUtXV53jlwCb0py",
+	"X6ai05ZY1LYLz3+gtdjoXi0fe969gU5WfkrptGvBG+7gX/BeLAXCpuasd/kXDue1LsIHdWoSvOG60o5k",
+	"ImAE+VBlKo0OJx75B2OHtDQTI31loks5x9HhBLRg9Vdox04zQa4UMIEU/KaCTWmYUi+YC21zUIOz2J7d",
+	"v/8//y8a2ChjZT3PktdZpJ7k64zr0wT0Pfferd7zpzGsm4YZeLP27k/kdVaXJliQ0J0OxOcwgC7Vdacg",
+	"FfB1Fh2UxqoqAvXvdpEWJL9R6GDbZJ1zFOgGTuOnRm6WbuEwKwLSvVigyLSK9BV34GvWg23sIlfBJXqV",
+	"yN7Z+iYnc/qhOjL52bF7GTo19e8o4Y8KHlK2fA0wHn1cQXefeh+zT+Bg0deUgVoJN6MOC5QSzAXqRm+f",
+	"X/TCMBzIVXudxVAg15OKUrlSPRdpOzAQtMA8QKZOs9SdAmuNKGEbPb/wlf1xeFc7ROnoajBFnO4Qbb/x",
+	"OzLLvGPtH+COrHZRCd9Rs4k641nW9n4Mq1i6+f4mL7vN6/SlL7+lXWHfbH3EK8201rllrjifdTnVV3Li",
+	"j7O4znEd4V3W35zrtooLzXTqjQ7EKF06awNY5ZlUz7kGbcqcbr45WTD5jOUohRgMfbf0iyOYko5/rSTJ",
+	"D8PhUS8c9EaDmnNv/zuZo17XHyLONc1cn/S9yrm1OZeugpucU7Z8Zhb0c/QcoykUCtq2m5oDq1sOVd6G",
+	"mjtFtwtVnMU77QTbmqKHuv6NzIGBOehbLxPlO8zr+rLR7KRWmTvXZCXKsRt3RpsxhHJQZ+KmOJqSF8xE",
+	"07SLmrmX7LTCsayzX7Ymp+2HVtEAbHNREyMSuGRvGezRkEjU4IOliUqG8sJMmEUS5g9zldO9Nyiu8jrn",
+	"XyZEqR4UZMvJN1QcuzfIUY0CW9VTs8b0EmcNqigV+yeRZEw0+ZtKB5HUjOBtm9yiR2Ii/OodDL5bzFDs",
+	"ikEeurbdG1doqwQUtiKZUxnh/pJydY0DXq6B9oijSH5UR4CscC5+WmGaRJYBAp2jvV75WbL9LZhFpbWE",
+	"t4JqtMHW8ICdtFJeeb4lB9FwLUBLBOUUJXkKoyviFC/rVmIFlIuxzpl/UPgmTUjABi3wDdHpu1RHOZYi",
+	"CuKF/FTgJNCcvTkviqNqWD50LpyoggKZ/BF3wyykigjnlTwhv6DtxOaL8J0rr/KCYvmu3Em3FpKz9S3p",
+	"nU1OqQFqFG65t8pxouOKvCzijYlHQl1Q/kyWLyeiZeTAFmTF+iMsLfAWk3s7yuryi+y6aru5tZcb7Cqj",
+	"LriEM1Ky2E++FCodGN7q+9k/BWG2KWsOePMe9vQzT5x4IM/VGAHUpfJacnbx9Oso0BYvKGTJwaKswsUG",
+	"JuaNio2KXy7M7/DCMApU7rcBACxQhT0MQNDiyVwgqcp1VUI9NyX+FmQJz0FEgKp4iiI4F3ScFM7Q+bvX",
+	"aDQ4POwNEE5XC9wbAt6ySlvT7wYoev9O+8acj6kXIfhF1RvJWNECcxR9/70SZs/fR0ElPMVgWZvx1ObX",
+	"+wpnM+K0NmhtsSF4KNTOBXUQ7rbY6CHWGNrqiAfvAm0CtF6tSA6K9WkNDUvgY+98fKcfznrf//hx2JBZ",
+	"3AYnXFFlW8hfGTu8HPHXwpTVElL8tAgn3zIeaInGd4k9bAkk7o6jcRgGX9wbRDsYuBbw48UQtjEswJKX",
+	"GXVPoEGNVw77ZptYVF7Hz/cyugHdr7N0415MCwF3TTa8kCMmbBt1nSBe7aA+2CND5ovcT5+a2HT8RdM7",
+	"9rg41iR37JvKEaj7v7mAojNtHN9m1VCWeCrg9LOx4WahTozL5APlgmZX50l0n0kM1atX7R3vFXhb8ReJ",
+	"hG64/L1St7x5nTmS3Wbe6JqH1+Kut79NvOEyBVENdYHZxVj9wOz7DLr+DA37VEmQLQeuFmq7LL8lmap4",
+	"cLcw/eJZq8YcWZeyWkqhKGWrln+990TVcgbH1EvgMCgz3cohoqKzispYktehKiosgk5Q1W+r8qS/Saqb",
+	"mqT1VK9ULL1vqusPVKmufyinBjuGC41V5RH6PVy0PktXkHcjZ51VoZFAwXpeEbTCIl5MS2oCF3ij0VYA",
+	"ls7m2cUpwbk8ZlwD+akTigTWdZM1Fvm7NPotaA06UkJPhIpfQYuwmwp1QdVSd0VcOvgf8X+cA307UR/2",
+	"gG88xv1Byft56ZJKAEUjltw4pzFWMNZz+hBnesP5XUe3L3hsO/zXwgv6acsxrOTUb/JA0LaqhgPB/Ppg",
+	"B4L+QPVA0GZCeRLXimh14proyzrYcfAZ2hR+HUzQNWGYNq2F5co4EDMu5B0vjomqCiWly5/fvX5l4xBy",
+	"55nG3rY54NF/6/1L91+m4f//h0Hv5MfLy+SfD7r/Mr287F9eJn84+Jd/itybjxd1hLpQVFheHclclWnW",
+	"dnZVwjrn8lgsDWXuVHT2ejNhHd7PgJR4m1MhSAYHGM004LqBDh+QUXisDGQD0huHoTKS5WQOpQRTek1u",
+	"KYcMP0g+K6WclcAbDk61r2iBsyQ1tJzRDOcbNE8ZFqYZJ/kN5DNkCMLE0ZJwjq+IysznDRQDe6AmkdCD",
+	"hGxDiGjQmCKqoJ4U76fI2CLXnKDIcxJFZRtUH3LRWEb0BtWsrAgPG7EUYeVYybazQHUT/eh7Fn7mLMvW",
+	"y75haufXHl2uWA6yY4XllztXVCzWM3mIPV7hTU5+Mf+D2IIMp491d7BXfcdY692iEeXUKmkkBSmIpyYi",
+	"wNsNxkPo8SrkTym7LENxSkkmVwwnoM8VFeRc5ugjhXfBlRfJ+P5dlxvgNMBiXXaig1OzmylRtd/shi44",
+	"SAXmmeYqwgWJHNNUbt+/kpypToeXnShA0WVnPOlPAEofaagWHXouCXJLE5JbTmrgobszxhdkix2JxJBD",
+	"4XndqunEXcHKSfwHhd/Q/1nl0xunHwS5Q3L7TEMkHDQ672r9dpXT/pnCY6tXLBVilAVsLLB/5Sy5cWmb",
+	"uKBHXFXOMjXoVEgSYM1ujY7poygjQiO2oD8iALvi5u+//4//MBhH/rM5sS+puBeoenGFITDPwiPD5x9x",
+	"C9osX5QtpVS/JfRqAcE88EUNFWsnqerSWyAQBfNA5MlgYRKcqWs7zkFdsUMRL+ozhgHKF2+KkWpQXlum",
+	"zkZxGbOTH+dV7xMctojtahdP446p4VvDi3AIqT/jPUJpPqyg9v+Z2E4SxX98wdapRgTWo8quG0YzbjPz",
+	"gnPuN1DCxd2U3yjjmBsA834dTvCEHM6P8PGsdxKHSW9MBvMeHs5GPaiKqH46aQXbWhcd+xtAh7Vb/B4L",
+	"wMCulcLA7G757yrlT63PVYsHFX+CaTPzqzMALXF+rYC15dsWep2mxFT4798x383g6j0EI9Ic8fVyK/fp",
+	"jzdEcp2Voe6pQAuWJnxnykE1YssR5g8+yb794K6JKYFfO612gWjtEGj16WrQZ+siL5pBWotzw5OYDgqs",
+	"ZmFvzj7FSytd5jpPFrp71D0e6szlemK/jrXc6Cw1t3QNL1tvKy//eN939FL/cEV3T1BEMzCCm/ccQr7B",
+	"9DdIRclf9SSEXx6KfhBEKIlnqhyYYgCQfKl3glQSXAo2AlxqQR1NIT5WcHSLN0Z1BU0CRfqDUbHLInCo",
+	"xmzpIaLqrvTO8ylT/FaR9HZhq3dI+csUsBsCFMmGgLBltp6OHgIDf2Dq4bB1rhB1TASgxeujQl7e4Oq4",
+	"ZEulWUOfiEOVae4g6oE5HTqWE0yoHNiSZlgwiIlf4tVKX3ybSze1rJTn1a0KGioQtejLr7kUNGAm78aF",
+	"9UGigwaE4N39+JDIQQNw7O5+fKTcoOrS22Gt9IRwUPVN7Wju+d6CqiVzR3PPUhtUZOx24VMauiddtrcs",
+	"BKaNMuzHOItJmjZ/Vbven5r3Kh1sH7Rp7g/aNN5Bbt24RG3T2OBY7Wr+lXmv3ME2kum2dSSzQds72+ai",
+	"vj2w8E85iVmekN3daI5Xbzf3tty2l8udLd3dbPoyiUQ/cRC+W3t6q999RzJR7oeTLPlpjulutnpHsuQr",
+	"eLGmD7G7ceXTO3agblnagBYr4qeWXF2Gqyixd7U/sk2ulXt77kq2al8qna5tZ5AavaU3fk1Xq/bdvVOv",
+	"N/e3YwHK/ZVWAqKdf4KiFjsY2gaql3jZoLi3PuUudIOGk67S306JWeqwIjkrPe46P0sdls/QSn/bd16p",
+	"N3/3VfqSN/PkJ7YWLbu7kO+/Xtt9eUtmC8au+0ozqu/iW/XOG5pdqWafrDlQVzVT+uEn12XSItXb25VS",
+	"4W/RppAp7Rt4EqxlM/9waN1ozwYl3mvZqnRgtmzl7eSWbbyTvTURas7Dfds6IqNl0+p5t6tho/q8R0N/",
+	"r+/R0FeQdzXcKgP3bLzfkLcLyz1b+8Jnz8b7bOL6w2fn8tRdPto22mt71d5TdjWqu1+0bNNeMG3VnPZt",
+	"vBdNtilG+7b1tKB9Gz9vvy+br/L7tKwYFHY1rh7IPxqTjIlcqQMB+GVN1iTx0k19ExuYbpqwRxT6uarO",
+	"q0DE4Al//FE3+xRZwD5uPkLr07bxsHc0G8S9o2RMeid4MuuN4mEyIOH8BB+3SNsuh0DrcddZdQuTYo1X",
+	"BAudMqomt8A1NYFb5ejD6qmQJbZUfLCzhmx/MByNJ4ftXYwFTeuqOKcbRLPSytDkU3SKbiFFRRRrKDC4",
+	"jYUCCSFZsmI0a5+DCiR1M2DLeah0KwtRjegXad2zRxMIjPribEOTnT4Bf6p1DJAThLMKYVlGPLqWInpV",
+	"ue2aZTzTv6gAdFWN+Q4OKk1Gw7Xb2HD0/Z29fWaCZX+sXqxBb4CHs95RPEp6x2Q8703w4ewoPk5OSNiq",
+	"PGyKudAEedB5yO88z3OWN4iIa5oB/Km8t631ToIsZlM2Xe77bgRFytFqPUtpjFSkTZH5CDZwlmUkhuQk",
+	"dQWUDy9evIMIOb7A18R5Dhc7xNZC/vH1xcUbNAlHNfWyqbBFsudQyuUV0UnyNttKBbdmRNyy/Fon3kNl",
+	"535b6ihHRH0qo9zYMD7lwrNw4g6B3PFmTAfiobgMaQFxzhXu3o2mx3e5SVBXADxWSubiILCYAVARDKPh",
+	"hw8wFvmLpj+UH1LRk7LhQb3DxHYjOU/d6UuOpeL3HQdYsZPcgphGTFQWweXZ8j7xd3+jULvQ/rEafrfy",
+	"TFlA+fQy66GoZHqLpuisSISBk0/9YNNmKhBYB32vI6lKRFOos2PRqWQ/Wk2Z65gsml0B+CF0bxP7FIyv",
+	"qu8Gn/v7v/+vx/Cs+hVj64ymABVrPxZDDI7cOTOCLNE0xKIGK8w3qAvfepOzWUqWbkk47zsFVMgUnZly",
+	"4ipbBBu4kXKL0svygQcnrSN0/WbWvqWn4y2B+c1vYi3xygOZ47mSWfa5WTNJRFt+4mAKwMkKDyUw+ZTF",
+	"YvnfKGK4L7xaO7Y+HEe38rAshXRHB+VsH6e+hn4XEgPklzNyi6IbknPKssj/vJtTVExQP0Xd6NnzF88v",
+	"nle/pt4tEotKK+R7ArzVUuUq14LThBTxhPKr5vXGnaDqfLgFdv1BmU/gzOOHpsEtbclT+2XTgxrOsq7g",
+	"ov2Imfv2z3m+B/0xDeWuJb5m8vIe9hIrupEFQ3tHIMoxktJLG28AGlx9dp+yrtUGe1UrrTZ/iNqV8JVG",
+	"4zd8yVZodlev6ZuVl9XX48LEpKu07RqCR6vaIdh62l71zIbuXPHU0J99JVC+fWcywC8qHFyHAjR8xtq9",
+	"6z+zwBDazdYiZksPfE42ZGsR6OjvjJgxXGFBbvGm4Xv2BKn5mHeOCHxNMtRtLiQK/Vf9KJpVDT7Q1nxI",
+	"XWneFVkPltLq9/4ZmTp+R/eQAwod7huf5DVqH5QDzRrdkEb2ql+3KkU1sPcHTb27xG7o3RyQKwwpOoDo",
+	"wddLdyGqX/RWpMl/qfQ7FstfIUBcPXZxIstrpEBoVVAPIFhnJXUmafqkdnJWvinnqH8LTPxqzJaSDICH",
+	"72Q4jRQYeYpFw7jscLasJ3Gkfpne8NtUykCjTAQGjdsCbzsocSxHK3kFMgji8MXaOCH4XlGXpnhFTd+8",
+	"5gnGnHCi8Xw5vcp665UqmN2Vmxnw6WaS/oitSI4FyysqhvsZDJaLK4KiYkyoaz7BD2rG7sZMNY8fBBtI",
+	"FINmDZ+pdO06IbWI5ULfQczGMcYic1UySpRsIrtxbmjlIIFS0EJ9HERd/EgpFKUuKqcu3KUa7VCNqNkS",
+	"btIcO9IUCRI01tpvqhTfWBC80Tu/zS++1Qu/1Wnd7B2vjTUI6rAhavJUa7AMqoGypbjP5iCTbWEUWwJA",
+	"tkVzNMegNAUTBluCFktufM8IUeLg+kDOi82KvM7P0rQ5ohPJluq+/c8RKPb6hrxZefGk/1wTe/b7Bvx9",
+	"A/5fuwH/uW7XmRAOGw0AhoE7YJgwXcGrDHy2o7To1NTBgmBsU2tMIdgbQ1sfPWFiYfKMXMQi35uxo0ga",
+	"W2knmVskDSqn7ayUZiFVpFYDpb1+9Ypp7eukPVSBtHcAvdyyItoDljarmJW/JjgViyrJ3hK+ToXK10/l",
+	"gminRE5wAiUz0CpnM1LDWE12fXbt1UZi1/6OY9c7De666zrruFPhrHISGhbumqu/3l4HCOxsKmfBTQxO",
+	"KdcwErbQ/15I+lMna1rh0UZIMBb4SMvF7VhXaM6YRlbW6K5QNUVuJ2tz1BvfgtcqzFczIuiYZcSt/CSX",
+	"KzD32QCZQnv2nDmFyXLElpDTT5Z9FGmTYORM2lZRhYRn9ccbeQ8/9Qqsmrf5eiaYwGmE/gBFvXR29L2V",
+	"bGtMxzOFgw1USCUnrxj6PWZ/rpfGmmpWSjuBGwfw1iZl3GfaLy5nS+pRFXZ9lT2vBxlUcRnCfhhediLj",
+	"9MsIYCiozhRChA6aiNRelNzpcAMomoZ9phouS41zRtDtAmtTIktTsNIARWb3DRXfyKyl5UDlCUuVRtXq",
+	"M9uj7jDR0XTqsiwFr3aUmlKVhS317im5to8nm/q6/N8uWLGJATBzriyCZ2/OpQxT9pxrstFVCA62DvJz",
+	"Sl48NR4+ObeG8JnxxWAyDcfTcNI+bkZ/cisBtJmOilO428Q4TbXJVIHdNJLDH+cTxq6vCVkpw5EgVznM",
+	"qHZUpTqezYUx7rvoiFcutPmzYADeA0St9YebIswc4VL4i/xyldp0aUBm5CdVXQF5WCk8XiysBhuY2Ac4",
+	"ysA94iGUoDlgcLO8pq7KfdUX8aq3NhP7Pup7+HVfm78FIGyfV2yipJTcX9GJAlHGBY9pKjpxWlKlgq0V",
+	"KKCORMmf8IijaGU0K6kTFXUm/PPOKTRRGD9UuapW9SbuXJnTCT7bfpSVqnk2YrNABS5BgiLJVuEsGxEK",
+	"VxWaZPRqIdD7i6eoG5mbwyi8gGuDvDk0FU5237nzqaVsEGeNcXKvLASadU5af7YJoSuxmneENofO1cUu",
+	"nhcODG/Ko/iEHM4HuHc8Gya98Xxy1MNhPO4dDsgwOZkdz4/wZI8aRE0V8cznNR4XXGpdMVfCYn71TW8Q",
+	"jodNEXWFr31LQCtEb1kHf8mjb1hSKwIOYp2tZXLHQDxyQ9LRu9rM8ot8rSGQcLaxiy3YLdQKc8wLMc5z",
+	"qqsH96BH1H0B/xsdSCbHujYeVBe2QS1Kt1M+IvyhqNOsb/lQi/ARR3AXUbCQzm2kZakUexOr35i6wKYt",
+	"kpbUrrWpcU4zdd+6S31NwK7ZUT6zoShosfHghVNbdFmhh3KS3miEW5q5d8+Wuy+l2XU9dYydJUDRxzfv",
+	"n7w4f/rT+7cvIIrm8UfBrglUYsUZ+vri5QvlDCtHn6hK4fAuXGhxlrAl6toKrYPhMZpRwa16UXJeolem",
+	"rApGEQQOWRCzBQa8UGsMspYY6kRZnSJsLj02+glJbbEKB7sQYjV9/HgwPOqH/bA/mB6HxyHM9ZfBN0fx",
+	"v50sn4yy7yfXL45v3w7Fd4erZ+PFV+HP7zxpk9NWm07jbr1qRLS1IZ2mMmiB21XSftM1mbEsIwI9wdfy",
+	"gHzGbjPBbrNOqxqo2wu2yt/3KsN6H1VXzxNntj5DQKHVBymOuqRb6r8qyEsYlDyord9VzcEf0C4Aq614",
+	"UeWYLkDgJYm9/kkOVzAjd5f4xoBQAwls7B9wCavK+QCxNCnqZ91ZLOrvtBGJe9asbSpG26KSG4SaVj/z",
+	"rPhLmVP1m+oYc4hz6uvBqkBJprX+z6l+W43ttEqCMjhKXbJyaE21PR919duJUc4aCuCCy1GDkikhmlAu",
+	"x5yoIO2Uy85ASDuF57puaV3TlVTdSQZt6ys6Vc9pL0RxS01I+14lAhJso2uhTyBqI2Y8lghbYo1try7n",
+	"lJSrMdIV92inqOZBqfbcnfeOV4xu1+4peSu2CB23VrFgaEaUsblb+KkK1joo5RaAX4YWnJRMTcVK80Cb",
+	"rnGaE5xsAsf2BSE7NPlcLdaJFq+b5KZQsA3OcX0gugkvygkkIVT39K1WOtS3+i3HJtrR3pbqU7SvUf99",
+	"0isiV+rD7mO4azX6byhutjY0jX6LAcHLpAGK+jP5QjUkW0HvmexWDb0XdIx35J6N/+ouZO51+INv7VYG",
+	"N164KkD9f2TdNypIxPpyBCfpvHBVGfVJa8zQtqRFTcJ+GGrY/ofANG0/o+KKh7pwacwZOFvQAqdztF5B",
+	"kWrQUjQOmzwRZeNAIe1CKN5BUHEPtCPE4aB/fCzpoFMeqnw/qHZHlcYUgM0TwiNNnqe+euhMSycvw4aK",
+	"1gYNyE1S+HkUSrK8FhenX8JUsVbQP7Xz0+Z45fmGZleeM3GhYnixyhSOnl/gq6hvU3Pg6gYQlgoEX81d",
+	"NuALdisFOgZAd12DWHOpvVnFC5xfqfKxgMmvZGjpflWXRbmkGV3KzT6oHsP7gVx6N6qydccrEm/ryDvO",
+	"xMKNVXHxlWrT293v7pSSxbnqZyg7AMp2Y690vZG49uTwjzdb+N5YHIuK+DaLrWTKK9RbB+vTMfz4RVR9",
+	"143vTqv6trT9oGqermofflV+X+Or2MmKHbglYKAEjfHFMC9NvEIN5mU1Wq42NNALFbtX9Mv9ctZcYv4q",
+	"IKxtSFkHwlqNV3sgMn5G6qVD3F+nMlkL4tbWJasGbj4Mce8rg9AhdAmo6bdE6iJYtpbYbiztw5D7gXJS",
+	"HeqDpbsGKEOpd2BAydxs09oiJ6jrGLEPpigyJYOiAEXrjIqnjIsidgUy9/GHt0WZbEeFNOVSuK2womjK",
+	"S6UktDPzFEVrtlTAAcslS6jYQLVt+eFVXHSvPuZEjfXRGUzxEfdCqkB37UnNtbdedW3po7/9JzLzCNAQ",
+	"rVIcE35wqnQzZ/SVHvQ14W//ifQg0N/+NxqEodOLr/lSsYD6uiiXL3e1Dj1FqmLLLd6oIhR/JTmDgjEY",
+	"JZSDcmWmI/AHuW5//x//ITudyDGpfw8O+uhFk8NHhUNqeORS1Q9dysimJ0p1Wvt2JZNIVbV+FRT55UIE",
+	"df6kwonkKZ5FnJq55kCVvqLfzrRzEk7CTlAJFVKxFgFakRxdQbRw0DGL2Jl2xqGnBprbAzx7C87gznF/",
+	"OOkEHbPa8v5w3D+CR2zZmXaen0HZ+rgzlVz06aEj7IzP6xG37ra9WDRwbqh9Xe7QJWRN0UP1syoTP2c5",
+	"0mwCXNJHZ7vLx05Gg/AO9ee8gdRiLphbJziMWN6HQumTLSV3ny7wXN5vEsoXKCeZugc4A5u0KJde8M99",
+	"Leq/6h5P0RXoJLnKzguLAOixlX5qHfsPeNMvxEawv/A6rVzbC2lLuZK0euxvTQHSbLP/yAN7OrcKFdk1",
+	"UyVdIaRjRfJYWU4vYfPLiVCO5D/RfzloXpLAymq/NlbJBFmISFUqsb+nAewBa1oVMu6+2OlNLtUENgdL",
+	"huz+tJmj0Uu/Ngvqlo6yA2XuAPrFLBM5na0F2fOINica2ACAE0GMl8XL+4xC8P2SYL7OiQrv1HIERc/P",
+	"ooNWkg8Oh33lHhwmNQOS12lJrpwl61iAPG41iHB0GIbh8GQwngz3Hk5JcXUH5UhCh3cc+4zZ476lZQ1x",
+	"j/6xoya9xU4g1ZTzbLXeN9unWXHFttChss5ZrZUDrlr9lbBRly3plbUVMEsKrKu/ztbCl5Ofr83+Wopd",
+	"SXO7Fz1tHN6jRva7wvPFFJ57VXXupC7cg6LwWicLFqfPFpVB8qarLkzV7SyU+w0UpaZZom40CKXeFIYD",
+	"FcZ7rKAuI/T3//4fO6rGBipojP8Q/tg30uDAeqiZG/Jd1j7Kk9IqXuXe2uqQPdiqGvqcqXfxb121+YdQ",
+	"agK0StfcXKGD33WcB9dx7qTE/Aq1vVoYNasVrLajH9yTKbM9kJ9HwVz8Vqlo4BcaSFmgMzwUPVtAKXqk",
+	"rKk48MUoaj5rEPLBDb2dviW8iQYyV1ApHoravy2Qw7qFdUD8/xHWVWFl7FhWA6jx0Kv6UOiQzjpVa2/8",
+	"luSZD9VSuyplNJeHWZMvB6HprE25/s1vaWVc+J/adfHxgR5mVR4QINhfBvGbXADRSHnxkCR/GORnl+AN",
+	"4CHvLEp5YURTANcqo2eqI6rX2ZxmlC/ghIOfpkgFsbvRx1M36ydwYkeDywyhItpdRRb3kS7zoWeicoAC",
+	"gMixDz1/N0xTxyAorDzwfE+LiA+WFy7zg8CGvYEKuiEa8NLVqPBWcGr9kiuMqE39QN1IhWzBMcGJOOgj",
+	"iHEwGLpFlE8RVQ1WAzVsWLNiLKgbOfFcEZAsKsV0RfCZUz+6F0ORE5NxparCmnFcZhc5zjhYVfnUrCpY",
+	"HvQguoZeBw5xT82v8KIzxr//9/+4zBRZyu+4jx6XG3nACB48IYyoE3RkQwiCK/Rp/b+GeC3doHIDrau2",
+	"81uSMgaqq1bQFDheDyNrvjwuuSTFn2+vawGEnifDyWRwYqpEXJMN6r796ik6DkdHBzWgNulVTTfpFcup",
+	"WCwDFD1Pnr0788CQ4IlPavWoFhjjpg4mIL8h0DUMtdQ5PCt3rx7WfOC6LpHtL2SDqCQeN7muKiVzQbBK",
+	"so2udU5ZNY0gHNR+RmzqP6MwC6PXf3njTeP1X974U5AP6kw7dVWD3nPZJadXXpeclmDf5IOaLj80ZLda",
+	"fgjQDHNyOF7nqfXCrnAiD0OfJIPBL9+dffeXD0/z+Tfvfjq62Hz7r1+/vjpaxDdv8Iq+TPPbc4zfxF+/",
+	"f8t2bq5rMApJdpAjVOsWAPcpItRZgv58e11XwAb9+du/oHdEKL4+mgyODiykkZ0kV8mLNySn8w2Ic84V",
+	"F9QUYJLvN+Q+0atMHnbQI83QmpNTBxKYZQQla4BGwbDVciZswnyrBCe5jSv1jcq0k8OrI9ALHQZeRySb",
+	"StvlguXkQKXzmZDyUjyYj3FxCsDFhK4EnI8BinShlxc0I0MA+VqwzPixNJiG60+rSpmi/aBOYcpJUcem",
+	"lF8aDtBTll1BnZmzm1r0HXd0Nb2vqSABWILlaTxPGSslTsIbaDAMW+GS0DpR8JSKEnrO2ZoLmnXuE59o",
+	"3AsnkOZ0uAP8olpHqQGIh2UCx6IWh0enVf9pZjOuZ5Bw3RaKp04uG36twFxMyPE8jIez3iAZ4954Nop7",
+	"J+Ro3sOHs0k8TkZkOB+0SWvOajPM7Wdr0JS25ZNXundzSZsghmy6tPtySa7Oh2SUjOPeZHaIe+OTo+Pe",
+	"MT6Z9cJ4kAzJaD7Gk1bAP6t6FB5IsqjNEC4weMJWvL5iXOC03vX7Bn5TTgc/uer4qP4MdWRKAwrAKqeZ",
+	"UKm7+mUTELQkOOMokgsY7VjBVml+oha8Rt7ciAKOvKqs2sW/dRp62p1WZziwyKuTO/X72uU7P3t1Bvsf",
+	"/dVATpUky5LkNMaPny5ojK9YrVqhVNI6EfMCc6HVyzoFaAjYncP9BExd8lJpr+i96UzcSeBx83FcLgn8",
+	"g6Mk6bUsNqvpsavZHIHNmyxIsu0kbbrTRzgW9EbfliOa6T+hipfUzQ24lMnSe3n+zK/ppRpArpb+p6fL",
+	"2Z8rS/nSTwKrO+pfnj9D3TJMgyk64getHPTRuRkqlncSfclnGcLQz2yjwrK1fty6UGXrk2u438lVd4zI",
+	"cSpLM1R6VAnZYEiOKilz0cPgZxjtqukUsNqXwfWYkZRlV1IFfZiTrwWgRy1D7Ifm8Zs6AFtJHWehTPLk",
+	"9nqcBq2jynUskwq+FE+q5kQZL2QKJRENrCkUkVLOrcwmkKgKGtGSiAVLprAU0andcF71HW12esQDXXFV",
+	"Pu0ZZ5dFKYRYue2+tCJiTZiwKLtGjo9NDSpCUYz5AoLWFiS+lv+Y4ez6J5HjjM9JrkxsUGwjOkUtPXMG",
+	"xAgwQrz5TTX6hrJr0gxF/kQjlDF4bgvsKMgsSTPoR1tYpDBTEB1RkepZxiCOFMS1zaUxaa+RE4d90Efy",
+	"Va0/6Y6V0VXeo5JTxLLUQViYs3WOEnpFBX94yGAVFwqm1y8M1yvZ+RGvoPa2g+XdVrHX8jmikHitP+Ty",
+	"CNhydHU137/4iCvkBYM6fa7q/OpMul18+fijbfapjDUYzgbxMBmR3ng+CXvjw8FR7/h4eNIb4fHMAHS2",
+	"rTD7FVvnDYqYwz3GhgHVEEp2mEEdqs8KC0Fy2dV/u7xMPo4//VPnzoh3jVB2CmlGx0iVYl8Bd8aYx1vh",
+	"0ykZ0xIw6aV6uQ2IVF05O9St5ZfISPAzUY8v6VXQbq+orPCmEYIV58mCpYkGYdXoRTXgkZ8DzQp56CSr",
+	"hZWvo4N9X9IJRL0WeQHCyAh72JUGwkShFnuY3LcAml2wRdEpBUpLYRS1RISS79aLCP8Ug7GLnJIbnDof",
+	"NF7sOn7sjMajMJwMhqNBOGl1P7SwQ1v2jP6aPBnAn1cEr2zdHPWYUHXKjM0N0NvGXWRLMUfEuEzYBH1Q",
+	"zKxyXmzRhl7afVtFxcHe7pMqyFQViYTSx6AGlVgd1JZAwxwWdQ40i+qYXaOiBPsoJO6NK1aTlI3l/2Rb",
+	"QL5wmkqFUbbz72K6YYUp/EoqOlpn/3oqRRmVbZAogcmJWJL8SpJOxIspAJPqY2JJlH7SXJAlUpkSBkay",
+	"rhyLgpzBEDF92Vln15l1Wl12DgIdgcCyogpMHyqxOSixOdEx2R4u2KmpqwJ+XY4wcitQgLZZvqgFthKs",
+	"Ai9xUp7VoEvI2jHOdNwE1LE4hY5NDRnEBd7wvgcF4dSQZDOy4Xp2+TqFAOUC/9RktqgJGheJHcwSXxMn",
+	"71ksCM1N+PA9KYA7q0VMGzMChpVMO/PLifmvf3LSR3B2mplKJVfNFjCtl2sO5niNP0RF/25w8jYYebgl",
+	"66IRZt6JS4a67fcLOz8FfpnJmZsy9t2MoYTyVYo3qg4B+EzMFCZjZwr65EvYEtMMUgQwSpjoo3dwSdDw",
+	"RRr8mnzAsUg3RQICRr+smSAJmAlStMK5yqD80N9cdv6kSdOP2TI6QDSL03Xi3TuWUhgA5NHcBm1xRK8y",
+	"lhOpOXMCOOT+BoFHOOUM0YRkgs4pKdU91VPS0DxoVZytcjYuCiBerdLNHrj9VoMyxjh3aSfj7Tmcn4Pu",
+	"H+jYEB/iPwpKdaimcJ1MiMA05WhO01SXA/HhDpV0kcSUS1iWR6r+JGxHg35FJVuMh0MU+byHEjqfq4HI",
+	"FcLFGtg7gC696dozVG6L7O29FtSmWdQ34haqc6pogdLwrBhzYRqnJQ4ogXw+4mq8ga5TUQX7RC+0wNVI",
+	"GeWvWnksGJt6tDSoxNwBT/52QeOFqtxihlTGMVORcTBqkOWgreIPPfKBLFcC9rQA+axSdlDXJz/lztuR",
+	"zhLS+UDUzQe6j0oNrQVWm8oNrWRp5dpwZxnaqsKDUrrJB1FIje7z/uBwDNrccgnl7hoTY9BbU7BKpb4X",
+	"5Q/k5QEKM2wtIbF/xmBR56AG3JGZSXiRYDXVIqxuo51S6nelazhFH+QG1cWyClEalDYRy+QjpyAE1UpL",
+	"HZakxaH9grCRjYUenukiD6j73Xfffdd7+bL37NlBoKs8OHKMZAnOocDDaNALh71RGGm5aLP0Iv2R5noP",
+	"5Vt4Kwf0PiUPAkgOPXSPeAgZ+GXtlXb3xDHYF1YECyvnDxrrJDi8ejjemUPagIzvKrMayl+ntBYIxXJH",
+	"KskMCh4odUEBPimZTGHps/meWACgFJJf1jh1oIgq1QWVQnmXkgEqY/0T0ErXMDD5tvrPwW4I4F0I7wrR",
+	"0eRz24PHka3NwnUHFrwvasP7AYc3HhzB0EyqJVJXwZnyFjiqjfb58aiPXoFCIdvsp0uU/YfRadENxDEr",
+	"F6VkNL7mKxDthZtLd/cwzrZ9UdHtcnr7uQksvbQ1Pwe7vMh+VmjkUx2f7WtZ9cDkNlFjN0L5KbKlT5Vn",
+	"Qn8Fz0DTctDAT3VRUzi84NCaIgVh3ohg3gbAvK425xuWizlLKTMO6zo7pGUycOg4JeZXpvWuwLSUXbH3",
+	"+a54M7qPb7ISjXRf8Tl6rDWE0BdOa8pRo3rEkWyyFVrfL+DBp48fx0nWrwvSeiz76q/gdN+3Ykd9HJVZ",
+	"2TZxVJ36qgPJOq4txaB/QfyWCsmUSJVWSyAbZgbs0L7eguqsGlbZNlqnwsombKfOSKvDWmwsi1l0Z7o/",
+	"ttkujZEnLJsxnCc0uwKLmIlDiawUVqppnDKut6+tWmtbdoIiwsS26wQd1ahtKEoj5PyZLRORsHgN5lyI",
+	"zT0ZT44OlPZhrJ7K5gbKgvVUR48ZXovFYwjPjfqXWSQ/ra4BfiUe9RX++HIdhqP4mmYJ/Iuo6y2SD5S1",
+	"co6iG5zSBDZ4hLrjMDwILrNonckvsRxgIeXjAZR7YPmMJglRb47ko4yJHtTug0dj+UhZ4XvyFyxFKEmi",
+	"y6w7DicHquxtynDSE4z1UpxfEdluAF2tM75eSQFHkt6SJBT31PS648FE/a59G3JLQpfDoXxOE7JcMUGy",
+	"eNO7JpteTtZcjVr9HrNsntJYwAhPYBDy2pUpa3RPJ5zJz8DrORakl9IlFboTaKJC4rkzbjmA0cDQgEqu",
+	"kCsKjSaKXjOc9K6wILd4Aw+Hahr4BlOQK/BwBASXUqqnExeAdJYW8NLkQAdUKRgKeBbKW8RsfXWgklpK",
+	"CSNgpGlAfFnglcpzgjJ7EOzArJ2AZlKVpRm6ZXlS0ga+oh8KoBBuairTTDGqyky19bgNFBK+whQCW6rh",
+	"ttCq2TfwsRBklbZlkVWGaEo3UoEYh6EuMsbmc53IBoMP9J1K2xqdshzKImPRT4Y/9l1wpl/W8tgA9lBV",
+	"nMWiT6GQhwWc1LUkeBm0yLe6/tCBi8KMIIxgC2qTlzaydn6sUx7IB8oFza7qVGAzZXljPHG4XskVaqsn",
+	"OSYjbItvgM1I/loT4nxf9TebiohLhePri4s3SL1QDZUdh3UFWpb4g0KJn5ycuJjx8uVq8RZBRVoXybpg",
+	"uZBXviXOdUFZjpfEKSzJ4nidK/OuSZ4oqnw4d9hMLaJm+rr5m6SsSiztLCXo/dvzUv8gpYPWkr1V1TLT",
+	"upD5VaWnVfKXIqdznGt5U3uEaz2j/jgESJYi4QIY0dFuapNQGqlo+tNqUDnHTZ3wLbW4Z46Ho7LWTZ1V",
+	"M1KM6lNHGQVs4PtL9/SUnrUNagMAHx0NqmPyirTbPjqDm0TGhK7da/Rp7KNEUYG6VQfoQ/rzoMbTOl4Y",
+	"qAuISQkURFakm0VTJ9fI8fH5MVcVG4y2zjjwm75N36Td6pbDYQAiSp4hTlauCttabvH8a9gGVYncdbzv",
+	"7XHXr9anDNzURxwXl20bBrSEEE2XoKew9Np6N18LgG6qEMwLCXKQwMyVOWO3bmVfJ5hIJys3xBGd7E7V",
+	"+Zy4Hh9szblF7hXbY3hksBUZT/ZRtWUOWti5SqKjHNTSLD/KwCj1tYaxwKDuN4LNqOCBZtQSN37MBqFA",
+	"LBO8EZRhSQyQu64GAx4uVfylZIPQacvts5tXRehxq3qCJcqa5tb03UTbdS5X5lzq3Dc4racrpMthxElO",
+	"Cdd2bo5mG3ej3xIid+2SZUJu+A3BpX1tfqkwtTMIS6SamDX1jiV814znAMEWV+71HRYjN+6E78hSvDfh",
+	"7tS40spPRj4ID9hmSy6FlWea+k79jYqgOeqFg94w3F36bG9vutWnpe5v81tmNH0gNfrOZcjrcnflU2Ug",
+	"p5yvCXj31r66Mxi3qo5IsuRsLuqMzxfFCqmSVdo1DfWxso2lme+2s58f1ny+QZT6w3ldk+/7iumJJnjj",
+	"DgT8i87n9/eiJdsm/qhiOw0HJyM8iQe9IzKc947wYNY7iUdJb0wm80N8NDuOT5J2BcsL6bQDQ6skzpzG",
+	"T+szppS8cBdKvc53VvCqKebuehnf5GROa/Lvz90dpDIV5OskQdHHFbT51PuYfSqpEW+fX9RSRq5z0jA1",
+	"m9yl3kKcoTnO71AUNMVc6M52hNuYT8kW9bzWNhxii9vT+izLstT74p1djndzKyqta8nqZfwXLiNtPIUV",
+	"af1gNaTldM/l2tcJpAtLDyOWtFuDSbUU7M8Q7yMvt3jNpZ4FpY4w3MVuARZrRuqPu9HgLpKs2Ysox/rm",
+	"tUUfr1/Mz/ELPsfxwrl/2TdtYH1RVLihXHG7ssKcZEmtOgGhacQfhVsDl1sAc7WZWwSsBx1+TVerRkn0",
+	"2tqXONJvohmJ5VojBT6MYrwk2he/dC66I8kFHKVY3KmascC5aOJIqLtbsOQe7HXHxO+yolskgK9XMVvK",
+	"vpq3jljkhBSj5ag7J7ckRxnBKkiJZHDBzYizq/wYlB/8Wak/hr3hsf1jJH/50ZGdZYLot3cSpAjbGFUF",
+	"6JaE9G91Zdy0SExP1L1Vx/dpppR3V8lIB/emA9e586zhr674plcbs+7kd3I2TJVKXb7SKcnpFL90K0Ra",
+	"jaesvxQ87WijRhMsdGC9/X257PCZrzmUtm/5wPdz8rfnzpd5/NeprFi5UtbAhdkr5U9biy02v3bfEGKN",
+	"XzJoqqUbcF0lRvtWzxz7GqawTJHnWfIPsiokS3avifFhP/SKKB97/XrAb1M025iU08iUVI/MTo38e+BK",
+	"SrkI9m5Uu0qwc3/tZSoO73YLpiTLrhXTbz38kqkPqSKmjp9LX1QcDbmMwKdutYUqWjb90aR2zRxybTdS",
+	"Ng5VGSmrP2shrc2U2tqgDZDOzLQRMig9f8TlLKoWTE2IbhFnpL9z0GjGbHkJlNcbKtwIJt1zqZ7F/Igc",
+	"JpO4N56NcG88PBn0jsnRvCefyUfDk8HxXW6QdNt1xKPLVh2wrcqT15gx95WGmj41gT86hLCkLFNRryor",
+	"VAS1ChqitU1OdmnvVWZU0DRwWKEYdhuF4J169x9Mpjkz3CbUzGsPL9UKWeCLNakU6N8Cyy2g823jl3rR",
+	"Z0UF7Iy6tWwIdvgWHKvWYUD51Maqoa5kIZpdqTgpHcSkn1k44XUmaIpywtdLkqioIB3dVnlVzudUYRLX",
+	"YyypjygduX14W3mqvw7a7d00ploA3ObXHp5ZC1DcRj3WQNyq1VIuN1h9g5Bbp9tq4BvNm/N1ltw1vkAh",
+	"mChYTI5T0kdPmFgopE+cFxnPpxra844xBFBnWIUkoSXlfEVSJ5fYxG8DmApsvNsFSxXcylYH1Reu62Wj",
+	"FSDYQo72DqEKxVOIzaNcpwfOdXySXINyGS4MuZjF2/0vVwYrJ5jXF5fbBCakwHG6Q1hh4U7fVmjudQbu",
+	"46LY3K3rz6ypObfbxV5zCJuKGULQ7IrfAalgV4aCMeDa3AGFFc9yt3qkua6q9FBr8NBQ95Ax1lSjwqu9",
+	"aLyRWKDwZBqGFtnZIiX6yboQTK+zU1imjJ9SpbfJZugPcphsPudEQKUxvEnp1UL0OL6RC6P9+yb/WmFY",
+	"paSkSNfjzgc6Jbz4mDxXM2ZJp8JJT/X+V1dGleQBsPqAtKIR2pX6bthKThTGCtUfbZjTufj/2PvXJbeN",
+	"LF8Uf5UMzr9DpBqkwFtdWNExU66S7LJVklwqWW03/ReSQLIIF5igkaAouu2I/nTi7K97PpwXOKfnPea8",
+	"iZ/kRK61MpEAwSqWLrbco967p1UEkNeVK9f1t2i1NAfh68qSqWuE+HNBOJzI0GcQLwIwXRAaQwgcxUIW",
+	"qZlaw8jS5dWsCClMl/kkfcN4YVFWrGlS3sEuOUtXME1ytqmcg1U4W8ojd/cx/3yWLkFLVpAXqhdcpvYj",
+	"lnGJE02XOYgxFO4Z8XXLhMFAlCrWyIgpN8/04RUpzobIrMBD+YyFtmQr/jOw32c8VlWYC7ZRKUWJXG2U",
+	"SyE4gFBzCLalWEuHnYopXyb5yOb5eESdigV/a/c9zVb7Htv3WHfwfQ06I53C7Q4A6xaCJavJA3IrvwQI",
+	"qwFXoakysZNbgMZ8g18+EwnW98tT54Q0f/0//3d/REZvEFOx+LrH/JEhXtBm90eMs5UQ13hu4GDqO9Mg",
+	"toHbXzcGhSQPncvogArpa6o8YlyqFThhY8m4CimKGpJOOuyYTTLAjAd4kGrCqjPHstNW75Pv9b19rztw",
+	"jerbo3wPfSfIt92vDfItTOsHt0CFGxoob0OdkvZ8O8TRMYZYlngIwj9UeIjHrsViC9Joh0Hg9iTjWlao",
+	"QuXBiRBvFnG2BgqDdiZrUl9qkEd5Fn2mm6pH18JuypfsN7Hiu9gMcBQ1TjsanWLn599+W8kQ64GB4O0Q",
+	"2epCKp5bdA0Au9N3qAWxg6VvA/IGSr/lsRzy7qRnQizaA743aR+E+1HbF91pj/cng3AY/SGQ6mCeN8ZD",
+	"2dJw8Op7BG+D9rAcTF33KZG/lvDNOG4FdGvdAs2wgzOqoPoSyhdRbLFi5QnceNp/n0p3BbOp0WZh7K+A",
+	"mGoL29U8f9/662YXoLgWmDdAdUUhn5LlBJ7bKnagmV6KbB7LuthKw1vpBUyEBWRRj6VYUOL87PTGmMZN",
+	"7jhTsj7oaMazaKX5qxJZzBMT4kAMm1K4jgzQAZ+n8soOrRoC7Pd7L772+4d7BL+xha85YMKTfdHj3bB9",
+	"GPWnGGcyGYZ77f3oQBxOfWBbuzKm50LIW53H9kLnbBHLK7JCx1P9AgraUXwb1/B7bx+qvTModDo1IOEf",
+	"CAz6buFCWvNGmwfhFX+geKEt3LWKSRzyJIHT1Oz++o//LIelV5jqoyzVH+hJgk/8LaM0zHG9Kc+3Lh6g",
+	"BC5NicD6LLrpwAXx1vFl0/NW1Oljp04maHFTxsss5Jb4Z2NqkWnO0DK1FvhDfQx0XC8QzuIFdIsYwEls",
+	"C3kQlljGmsdnpy3P4nASjr+J+tIKyCpW1VIGPv2n3/W7O5WkeN+Iyk6kNixwHaxyMd/HfCKSu6xPoj+4",
+	"46J8c/b8mJ1cPDw9u9wJRGq7aGzAU+8pFJBZM9BSceCxX//xTwPrioZ3II23E6B1D88MkPJNCK5EyE3N",
+	"b1rgmOCR1rcNYC/UyguTWELezg0r9JbgzLfPxI3J33pJDEbDg91FS5rRxXZjosmjMnOHKkWQvF1NWq5b",
+	"ldv1G5ln6/PaGi5fkP5vJRyh+ahd/SplmPyuWbyAeu5QPCgRCmKPVjGIXHMulzypAaKir3YMOC++24sO",
+	"+SDsi3Z3Opy0B9wP24f74qBtJIh+NBC7BZQ7fmwHGTg8FHvTLm8fTHqRpqf9NvfDQXuvK3rR4eRgus+H",
+	"d9We3pc+dKe7i06gU2GGHpx9ILHs9pA+ZTKf3dC+96a11V3SzpzL7mobllfUnClxreo5dY/NVj1s42Lw",
+	"Gjy+W+xcZfeOiRX+xupZVQqpUdLMyr4ykNaGa5d1te2vvW+VbWtPoLlZ/aoOGb6qwG283ISKHCUKKfzk",
+	"+vLq1OzdiTHY/wE2b0v51xve++Db55b23bJ/rkskL+8cyFeFY+L42VntFsG5fOtM9DwFbFEGvlwrfn9E",
+	"Xtrz3T2wrgskgdqYNQdBsYWxikvX8WHkkIzgxUboUUAzPE7/N/TT3hChdiy31IU2DjyyZG4vVfS+5IPy",
+	"bVxFOKkdyD1V2GJYE4H+7A9Q+0dWvFEbBoX3c9dXj3r9JbvD9XZKEu4fgEMaYfwWBmlf++D80fS0nT1a",
+	"/cH4b5VaiqyODz4C7eIPsAuoBt2yB/TSB98BAtSqXf8QEtYIbl1fEpI1g5JIGaBHejVb10oPW+HfiANT",
+	"BHBhN1ZsIqDusLoWUYcFjvhTUunCGc+w6vhN8gwLHPoqiKegqeps9CfulV1zIU/WpjKF+bVcvuwBfh90",
+	"WKAl/OhVuswBbIOlyzxM5yXkXf0GwIxjIIUUFSN2hwV2f0oDKXYG7u5YS3dQx1mPj0tEbVdrlYs5BOin",
+	"06me5hHbsn1xOMOya24ciOmEJam8Ehl25QJLmJgC3A3YmNdpbFzqRP601ahZGKnZ4TAlacysmGbfNadk",
+	"u9y9QXqXuqmny/wPwA+KWd/MEtzV+cBcwSXdGsYw49HbUrS7VTegQ2rqqBJ9xRNiYqVAD5/HcpmLDgsm",
+	"S7XWJ7fuNgEvr9bhOxDsQH3IlFrWojA1jVV8sFF9LCAKsJlm6HFplfEodTsYm0D/0mMo76V9aZNs02sh",
+	"H2ZZmtUKek+Pl/mM9To+oUsCAuXe/uCQ/fd/DTu9lscwzBSiEtZV0MnNaJr6joIYAdFeESAaYkt6bNDt",
+	"6/8zrAA+vrrKuMxfGcBH329hmRtoIkxiKFIIMJSIL5+mr+Zcrl8VNXwAqNFdxcoAGl6jvj8UzpyO9JpW",
+	"2y+v/eb7tciGr0pLUuvQgapxqyyVVzcDL55AT0zvhJC5sZojQ+vcenhxj+pGVSuM6p12ooVrzNQwmnaY",
+	"CXBraLkb1lPfdfDoVWxSdehvJcJM5IhGHEuVCx5pCUChwwbh/z7jKg4rUzROG6I58NyYgGNzWpFR2qRp",
+	"OOAQkiRktEhjaRyeCuKKMXYJ19xUD4hzJZIpxrzh8SA8y+YGGW8n21aHXWIkFNEMeAoJSFQzgr4PsYjE",
+	"AvQ/Q9rVoqB/JZrHLGb9Nhw/O0NvFpQlvX4VUKwaira9AUtEDkV49E5gSErFLzi/fjV49OPBd5PLnvzr",
+	"av/x4uIw/Kavvoq657VQOO5m3jwmfEePS1XGNfB3GJd69eP+X1/3Hq8OL64Hl/Lgu0X/i3Dvy2n3s/nw",
+	"VPmfr3sv+P5X4vDlm7pxOod7E5yZUDcNZTpEXAkY2nyhsVNEMZ0ftUilErUsmIchmBKAXMr8t1sHpgev",
+	"v4LX61f9y5eXmsIAepUrFhwTeC9V7flM8ExkDDEj3dZqsSPF+svZ5PMwfhp/+ei7hxeXXz8/U2fzfPHd",
+	"ydne2Q9nq/MfXuTnp+f5+enD+PHJl77467F+dxad5D9G/a/j6dcdsf7yp+jlmf45590D/0I+HLycf/ni",
+	"fD78NvopOg8fnQ2/7X77U+jn1+cvfP1J2EvkZP7Ij/76ZdLYFn4m1Ku4Zgkex1MB8c2x1ISXykix5p7v",
+	"l6lqrx4Z1DUlbD1qJRx0MOKkK4mKwQbW5PuCRVdhutiSKHkt1veUZiHA0VKpPKbEgmcQQT5ZM7XgYQWA",
+	"1sCeqc7rWKys5YoSqW3MBT02hRLgr1o7jSafLUfsGF3rAZJdCWobfyrfpvTbrYB47ikoDaBEHGbdNje2",
+	"7q7D3KU6mLV3rFa4LSNnVCpK6MAulyttHQEkKgQh2dJQRSUouLa8G0sHQnZELN2xd39LHLe4ArAEwcYy",
+	"XUHUzN0RyTzm//qP/+zvDUs03b8RF7i/N3RChv27gZY91Jx0C1AZBKMlCWv++r/+H9Zt1eOW7dUNzYIU",
+	"3wphVrYK26qSz3gezv4G7X3/rrZh06heiKIhdR0v2uZRG+QnvT44yDftdB7nP4ksxV+2A61dGjVqkSoV",
+	"TxIHn6V+vTCluNt7G9SiGxcrXQjJFzGwCtU55bn4SFZuVxivG45STT2j36Wi0I0b8Lfvq319JBtQj1Z2",
+	"7iCV3cTFfo9iSDeuM77zkaztDbWIqghiOy3ybSWKDv27lij646yl2mrzpiTxPMXk4KLuCeafqiVBl29J",
+	"/P6+LB9SMvgOKs5LMZml6fVDUrDrIv1eXDyu89SJ1+Av1arxYqlmoBnfMYp7t+izG9Gka6LPSpYaRzhN",
+	"02steMXyiqm1DHcJzTJ5abvEstGrrDno+uxzgCEdYlaXKUTKbdFIr8Z933IxRCirabdwN70Rl/pOrL+C",
+	"4LqkOrxpxoK/jRv3x43vAzRkVi7vvzUK3GibkWFNv5lTOX2nu+mhGdvT7DhJ6qp9VKPfEFyXd9td3pu0",
+	"98N+1D4Qg2l7yPcm++FBdCj86d1qVNw0vgr5O2B1WMVqs/iUfl11nIrFxCp2C9daQp0kd49K++eWYSiT",
+	"nhti9f3t5/gt4z6kWFlbW6emEs3uR+uO+dy7UjGZRkZQBrLnU3w3PPsYiLsQu3pVqWsDH7CuTFpgqCwA",
+	"rmvyq5aTJA4RtFeK3Kl87g8Otl6mOxBsSWYZHNxSpbNCz0jKzrbtQJZbnTomn37kXitwabDAnARwxyAe",
+	"Smxr/ZSPScnl7FSMtTmi5vXyhVk83yDLygTQynDnc0WZ9VhY0hywI0TeKBXwJ6QrSBG99QDWgWiumPPr",
+	"EXQ3X+RrhjMiiH9F8P3bTzBrSrFq1ZzjW86tc9Tu/zbn6Lfm8w9e997m5Nx2Ml7G+ey5tcbvZsWpym6b",
+	"Xult9v1gNVMifBVYL/2EK7E30ATa77GMyyids8k6N8hwX5wfn7Sff3HcG+6BlZR9JcQCstDia8E4oBes",
+	"0iyy2F1qlq4gowmcjzJdlckNuz+ffvX1YXbw+Vff/phdrn548ez04Ozxs+/O0t5j/pg/X30+XHxx9fWf",
+	"965PV3+59Xqlqe7g0T52/Em21JeKryQQPzTjFf7klIpxGXseIhukOUXOFTv5bCu0rQHD4yxY4bsdfdAC",
+	"5HV1sAY4urMPJBoRYES58WOWC5XjkFBxKzLTb/FJFsMt2r7hMtAL9RtHXrhbVBN14e5K+WYoPXnfkRUl",
+	"YsBYCrsDBuuU3mmbRaZAIvik5ZIfMo8LIsy7Y0PRh5U76p6iE1FDpWCpPwFMtvxMPkdvTX3KTZJSpSWE",
+	"cMuNUxEN4ebsTYSteKUvMlChCj/QiPlM5SkYzrUERJAWFI57sDfwfdbsDQBOpeKFvNG4DF/ebF7e5N8A",
+	"PR4uszhfP9c0hksyAf/H8VLfAuavR6bjL19eNmqt7a4LEStclwI1POtbv9EZWPICsmNwJGJJUn/voAVr",
+	"bDCJHkanz4+PqFahlpP3fN+sMkLKKIRevBbkIgtgQL2AhIuJvhdkiuVy9GescK12wG+jl6QxoiUoDo6+",
+	"XAv3M4QJ1NQu13J8aQmACY+Mj47F4BpdKgNGYC4xIirA5cH7yLMhCun01ogGCkKYpNG6PAkY5sYccElq",
+	"YpttVA4FBThu5xETb0gW5NJ62JtmUlBzUw+mRUFGXb9NQQYlKtE7Ug7mwV0L0wWlNed1rsUjwoJZiAzP",
+	"uhSCMNhSKfA6VzmQQIxA/LS4QUHYgWdqhebpFYLsGKwp265nyQTBm8z26L0qFmOkqSeWV4nYnbAZFm8l",
+	"UCNOyxHyLFtjLTeeOxP2mOJ5rKaxUGyS5jMo0ZGkKyci48QJCdDyEqwgeeodt+mo8ThWOTs/O1WsWa0b",
+	"j8zGSY2yH11QuW81gkUjUCQeOaXn3a+MOlXu1H5Ez5ws7C0vFo8bXqPiHm6MGmgb8CjGQB9eiLJ0UJup",
+	"uCA2qBWGIj2itjahZxQczPg1oGmEw+a5DRl4HXXPwZooDxT1cFg+wCt0U2nLb9bO3hqhm1yxL58/fcLS",
+	"jD07fdTyyi1pKl2kykDz1A4derOF2rfsqpvKrwwXKb5qeEaKUJ05lyB42T0wPmME2sCBaCGAvrD3sDpi",
+	"mlLBemgJwTjvoeJ6w2UIpSsL+dQvmDgyBT8JZbLqfyJGQYPkds2SKCaKrFWFRrTdSK7UUqjN0r3UZqwK",
+	"dDyI35Z2E9phmiQiBGakRPY6DrFgq11OfZOZP8DAw8cSQ5cZD3MTjRnnHqHuKReIr8nZ/aLOHYRy3W9h",
+	"Yd3qGR7LJgd0CMh0KuM6tTpGq5nza91DUUgEO2cA+LSUmFWUmuDr1BtLJQzKJbxfhfabrKlWcJqxXLzJ",
+	"DZZbh51bggKizmcizsbSnmxYRM2ONF0gObIFz3IpsuKLDaqMs4IuDdGPZS0zYmo5mcc5MPrCTj3vjOVY",
+	"wvVg657HLoqnJqyMhzleSF9cnj+26ECKTcQsllG1KkugVyYYy2alPi5fP/g7EPMvAWKyYSN6yRciXSQC",
+	"RRA9a+N/On52RtiBmdAPx9JcRAhhCqP/t39jx6XIRP1jt8Me3nAzB/PrV7/+458gi4GMEcwV/NAy4I+V",
+	"+3ksGTO5ACVJpnmTeHCkW5t7lmsVwZStzlj2Ouy5Ztl3jQmDCxorIMN9TUehM5Z9fbxwyAlXuWL373d9",
+	"CmtU9++zZlCE44y0lBi0OuxCLBUIC5gsr2Zplidrgq5jMU6dvgPrgWTpJOcA+0Ni/ZG9uhfFeAxkh5a6",
+	"ZWTLUMJEdJPbgjHv378tHFPPhEt29uz1nvnpnoI2H+wNjhgPs1QpWiKLu2gwWpErtYjwjVQM8HglEdtj",
+	"Qb5ejBjP//zDKg+qEndvOOwesmbAk6sRCuBB64jFuRpLMu9aGF4t3UHqW2clkqQNJu4HP6yuVecHlWpZ",
+	"7yTh8VyNWBArFXgs4MtI/49aTkCwHUtX0m0WUnPLY0GaXQFoqRMEhw9A9NHNxBxiY8Wbhf6fH/I4gLkD",
+	"IqRuR0tbgJutb0m9TOXgtVm6kloERzpHgYrwJCuC51gWmJlipPv4mT2zbbGf2WOR28A89vNY/txut+G/",
+	"+s2gJAUE+vW3FAM2ckB3kQxYZRB4/ehh3CZeHd1ZvDqiJNyiLfs+z8vQOOroRlHs6GYxrDoplMT0pOpE",
+	"MXrbEVk3d4Gs+c3iJsJHJEG1qI2KgOQu4ztISLd2W5ajN0dfXLf4fkkpsK+DVsDN6hQJrLSYJfER1/Iu",
+	"8qPpuqpe1LV0s36hWxpLI1iU3PnqHrIf0KSKr52TjXbQZkEb9wNvLKsr6FXXqFXIJ6aPQl6ptK5FgMpq",
+	"eXUTR158//7A796/bzMCcOjBy5cv2871Luz1qG9rE6E99FuwVgWGshIMCuGr0VgG55Rc4N7peihnmEGw",
+	"8fuxe/fjzRfB6hgxIhOv02sRgV2G/k3aOXyj2JUWKapvm9SpPWucYVpYKd9THfbUvVwpEB2MB/rva7HG",
+	"qebZmvErHku7eH1n8Wb8NaVb6EVggcOGjYGTbpIgEjmPkwAsL8idKRdjLIsN1RfKU/eOUUu1MMUNaM4U",
+	"I0RyA6dXFIXM2g/GsnRZXek7QabFZDGN6EmaY0iW+3KgNYAFz2c0WC4rjaE8BPAByGs1Xd5TLF1JCOON",
+	"Jd3EpbNCFlhDqUSP//ZvDDK1FFyWsEeYlWW4ecWkBRLEIksniZgXwjSKE4PhviYfh/Qf0Jt/BhGgRdji",
+	"kK2iBQ+9ayACgF+LzFu0U3o19X779++PNV9KAambCsEHHpvzBbj90IYznRL+AYB2YjkNZdQS1WGfpdEa",
+	"nymCsV3rPcIE7NgY5Kx71twzD7WWo0cI8ZD2H3/rfd/5ccllHufroOWxH5ciW4/lgmd8LjCxRLEAfu2g",
+	"fKvbN3Jtk56AMKg/h72ufKx/2/wWeI1+EkcBHhC0LOE3+G/66kmpR3p0Fon5Is2FDNftr8SaaAA3BLdW",
+	"5RDA/eLiDCRSs9PXsdYVK6oOPlMPsEP9CnVIUpH+hf1ssIV+ZnPBwWDuykRWLgIeRfT/M0A4/8yOccu8",
+	"YnH0qcG5IOwz44D7fMSUEJY4OuxY0wvHmHiwrpXSvuGusZs9EUm6MlcrSettyvnEoRywn5kNsYfyPipJ",
+	"V+4R1OI2qAQcsL/I3W8LZ4BMpRVuzcmop6XkpA+JCLvpsp8Z8XCPUdqXni+xZuQbHpbfsMyYWpum2SSO",
+	"IkGL12clmXRuWk3LnKZgV9SMTPP2NCXhaeAP2M/sScrUMpzp+y9dZqEwN33BdZwGMRzYfJFqvQYbnot8",
+	"lkZt3T7HTCzsYUhLC0dAvIm1ojRZ5rBThAAf63Osvy7EvCTlUTtP03bCMxS7Bt0+tWTUMtisWLFUb0yX",
+	"ncef2YW32XPtuYhi3kby140M3Z0mxa7Ez4CPUUNhKqdJHBKRHOpPAU/ASVc3g/lhqXKIKG1WMCHtm9WM",
+	"3tZRcfchOD9C5Ef68jcTIVuPPrEwiF6P/cxeACp8nqaRB0sZckl0D9/KdHVkWG+J4TLF12w1MxQVO6zi",
+	"WqzbmcBQT9PNsWRBlZ1QeQxI3yVTdxRPpwJ8Z7CmtIUZCAbg5msTGgCsv244OJu2z3kezgJ7/+ESvRaZ",
+	"ouwnSXoCkuQ9xZrBw0t+peW2yuEz55rnok3aN84B9itNMbHCKOlHsP4suBB5tm5TWUAjxWBLxHAr5Nfv",
+	"lsnvnio4cyaQCPcG7Kv4M81wUHSQ60K1bDkHMJ4vEqGJAYc6BMZwzPKMSzUVGQtTRPoppIAgnC0lyF43",
+	"Nj7hUZty1rHhHg26bDikrN4aPpbpZaFqDpaLveZxYihw6JtjaMyiRH0ZWs9yBVEFE66EPRNH1CyVY7xp",
+	"6fN80SYqAFZiDzL2PUSyBPOTIRZnlbqdNzevj4maxtbwAposISkfLal6SVy7j4220G+b9N90SlCuOV4w",
+	"oL4cSxZHVAEjFchYgN2h3a94qm8jrafnqaX7qiBpvVJjOfAHULYojiBZA95XzonXV7SITHjzchlHLJaL",
+	"pRZx0LM8gh+DFqjqCg2rB+0B/L9uj83EG06QVGTj01MDhGZIAzOLnLHXPIu5zLHiQ5K09dsiwi71xMYS",
+	"D7MTCsfhhjGKI89nnv6p10OobWAXtDgYCwa6IjybxkkusiPGx3LOE7crU//hiNZ0liYRGu+ZkGGqbzqV",
+	"cDVjzeBPvUdBy7GNw2XDsXSUGkvYaeQvHg4VZaWnzy7Pnj55HqBBnj7DtGOQApTVTnr+gATeY33lBTAB",
+	"mHturjTFmjIdSz3XIwS/FhHoCagjQI9fpCsojIJUx7Ms1p1QjOUqxgpXuU2Kv6fvCLjsqWSN1KI8vxIj",
+	"s6jhMh/LdDotbJ+KaQElzXC4xZISW8Glc3bNp3mhvNXRrQae3g1ov144umcM/ChZsWbfZ8ri7aIZnibZ",
+	"Mv0ceGgYlCLGuiho7mScDd+8AbdKmV+goooLZb2rk1QP9SSVuZB5G6PdjMHxknhq+yHNMCimCDFTa0OY",
+	"wJwAVMYV+MIkNaVmwlRKdAmNJapD3W6P/fd/7XW6I5SHik1EaVTNl1dXiSiiEfT1DGVnQcN6s2512FNN",
+	"cmUNDNV+Q2T6drkFMQDJqFgZ4I+EOFCwZzg7mZjC5W0pAxk3EPXa9ZQb27xWevIZ6tiFx8QtxYRiwIbG",
+	"CJLHiW67rbcmS5MRk2kbAPYDcGvBHmRwtaay1ilBdO9Mn21OnvZuLHfbPH1KSMGwvAPdQ2lSxCxrjmCP",
+	"yVjSB1o3RPEcFxr+rj8yZnhHVkwAEcE9LmMJ8gprotyAziQO69GskUKgQNcuMsJYcpApmhvCRgtquN90",
+	"feovh1oJveEqbulTeC0WWtKPX7trq9cCFt1ktg7NBT+WRbIJVNQvnD1gorgUb3LwZOhnzUmhzJPu7WjP",
+	"nlnRFmB96E0E4n0hY83/RyRHA6FFyAZMQTdmDPvc5J1M1jl6dvU/vE06UB4T8/SHGMh5zrPr5cIS/1hW",
+	"ToVQIV/oQ9XqMGRDChHxzdicdlkTfkATcQtdhhDY2qFF2NRqsbbJhIfXdh7OiaZzCIQI5buMsoymD7j4",
+	"0XbSDOZinha2Dv/7juMf17+j+aJUVh/shtuMDCMcOhVXRB8ne3H5qA38ndYlYonmf2qZZakWUjWVjRvj",
+	"8TI68P1xg8wdekWfvHhcrBSjt3wf39LEZ5n9JSh2dDpLwhcYa5TA0oigBUI2Bp3W7tAQHs4OjGOUfK5Y",
+	"ExPNgfbABgSVqJcy1huickUnNQzFIhcRdgGeHJN1mBW/jSVFuM+1xqP/Efz/2//e/PeR//Pfuu3D78fj",
+	"6H6r+e+j8bgzHkd/bv37/y8gHCq4CBccAEHR0c3ZJJY8W7NpkmqBK3WvX/Bsr6lIGJG7JnPoXY0oeR6T",
+	"viz9uIikuB/dXqcP6+xOHgZUzJ9ojZI9sByRWTuqrpdnPE70bH8SWUpN98YNTVzjxmDYGeJW9nvtSYyu",
+	"1Stz2bmjh1U1T2HLLoyYhH4TQEAhfB6TnIEoFWwFxUEhaQF11FFxQd9TZsQsVmNpS2eyZrGFuHJUFhE7",
+	"gmrVttAmVjIIWJPSCbnziRZrx4CfhToCxpoE1TTlgArrcbxK7NQ3XwfRBwXAsbwSUiASB8Rl5qW4B7BE",
+	"2w0uMpSKexGCP8wBeAwmGYx9uYqljTwwvwPIGNE3JDd0yPZsQmUKgCy48uGZ6xwJbJBENBrLAI2itqKI",
+	"xyIstsd6w5ZRB9IF/3EpWBAuM5Vqqc/UnTLVXuEKgdqJwNdolMYDHDyO5fWIAg9+/cc/0Wip1dDkL+OG",
+	"/nbcCIr6g9Nlkhj/u3Gv2w6OSBAfS8QaoD5xIDLFvgwL6rBHRSk/CKzhVPnwiEUp8vFlnEQMJ6b3ANfL",
+	"uqv0AcEVJHeV/aHAm3XW+Ub7v9k8kuPiXMxZjIWNcCOJAhx2DgoQCmIb2+uxLU+oX3LAwUWBL4Y8iypA",
+	"k8ZzC1PYAkkZGLdygcO1aYging9k1BsOx9KpTOOxTCC0CdXBN9HXYPEuadvgbTNSb4ddiIXgOcqERsiz",
+	"dAJxotdiXUQowS8grDTDdL7gmRV88DrQGngSK7JBmEgwoyEjsaOUf/9+z/fv34fOxtIFtDQUBNZFWDa7",
+	"Fnn7QiwSvhYR1XB1gqT1OKsWOlLf8Ars9VjTXVZy8YENsNVhJ6k0MfE2wAXa0+QD4RaI6pNKMZY01hFB",
+	"G4IZXwqFtjajAU7jzFpDgC57vq9XnBrPxA8izB1B5s2bsTSyRLGfYA3RAnuW4etmm7QsCMO3kElAzF88",
+	"PD4N2CrNrlURb1TYAtAqog8TOWEPu12f/fd/HXa6rVGx6+ThAGGSpE8tsmFMtmWkcwibGcu2mZV+Hgs1",
+	"snclmqmbg26fTcQ6lVGrGBQcB3Myji9PvoASrylMCAO34FhQr1YKPXLg6IrbzXQImgXU0KSdB0WQcodC",
+	"Aa1aWz9QhuOjjlgzzTwK+S714FGlp4hKvRpsIo5LqZtF5R0rJwbG1I6OmRwSYPU6HeNBgc8JjMjB27OG",
+	"NJBgN8t8ww7SZ0W9b915UfIbxaj4SmptYORW/oZK4vB0CmWuQLAGNE26kbBupm6uVjeFJpXr1osd258e",
+	"ilfEG/U6PuPqGqK7XDi2fqfXgpUw64DkotkzXsqY2KGYFBDcbva132OREAsAsiRS8srmGt2TvuwoJj6F",
+	"95M1LEo4E+G14+OWa+RIkdBKiSrSDap7FCs4//ADQEQZyd/WTW46CuVqFucCkcKscuv7emBUvJXsSqU9",
+	"oj4rWh+pQ4WnQ6Ctr8nZhEcs+FPQRi1Di2vBUVBYHeMMrU26W6du7Bbf7cgaH4FkYWAqToTUwlSUpYsF",
+	"jRANrtVRFg5bd+jAY/S60ZKhIpevIBZY6H8j22cFw4E3W7Zq8u0Dh2iDbf7hDjsjGRroj2Qw3JNVFue5",
+	"kAU2KMIljhi+9Zc/D7Ft/GvY8QsLGizEqQG9UKwZEBbAoyyda3mB/rxMqS9N+P1+/5Dh+7Z4aSJkxDOP",
+	"rGgwyMCAbfjdS98fwf//DkfiPjnEJ21/OPL9wFijbDFxTFtqd4ej4SGciDxlwZ/xzxF7JCbZUutTfR9t",
+	"04ngC2Orawa9/mh4ONrzg0IuxVbTKevukUSRZrpZgNrVMwQvyC77hWtntCaTSVVoa4Z/l3B/9DdlBNDR",
+	"rZifNSGm7MHeoOUZuZC5VksJXH/QO7RMBa1arhEWGdZT1/+pR6z7boMQAWh/aNqarK183/X9QpRYgBoS",
+	"Qg+TZaaglK0eS8/3W0fUuSZ/PZTNITjpd+b6/QZtVRDwQ6HgceHACLpBAQaUi2zKQ9FhzziYaCBCS6b2",
+	"ZSWuAHhhLBteI4lDQSiblJJwvODhTGiWvpGKsFqtOhwed9Ls6gF9qx48Pjt5+OT5w3av43dm+RwBR+I8",
+	"KWc4NLwGDaExanQhlwuRxRqjRr/jd/qQY5LPIBGoPgpXP7nahpzqBvQ2v3z5FXsucg8O5f6wu99CHvta",
+	"ZPF0XYolU4Q7Swr2DvHDi1jfpRQhS0UQUIBAFnVPseA6joIOe5JW8XgbMO3M1u9sfC7yL1fXquE1jB4O",
+	"C9DzfZMyYnJ2K358J5EYvtCrBNlUy/mcZ2uq92HmYLI9r8Vab4RmwPplvVqQB8yTq8aoAVME1JPX8Bd8",
+	"2/Aa13HkIAT5Xf1TDl189UyTiYL83BhAoaAc2Y/fHn/71ZuTbPrN81f7l+uXX3/x9Gp/Fr5+xhfxeZKt",
+	"zjh/Fn7x4iJt/PI95MigUHRbRjGsFLxfh+EKWw4JOgNcvbqm7Co/+IxHBqXZzSxtjP72vees4ufkssQd",
+	"dtYR4Gz5lV6/Rjm3ofG9btBquTeSbQXfaVuyG1WUt+qarfEau05XD8vKowAZzIEGg6J6aMAkz7J0ZXJj",
+	"FNQa0ne3eceOgEtGEqd9hvE3kgA1Np27Hlz9quzxbOlDgJaFqMOOizShWJGSFaEr8vzsdGQijRQLIF1U",
+	"sWCjHGqweYQex8o8V8BEjMwKlF2tgUN2I5gmMM1Y2Sm+VZncWLcLF6GpzjoqV2wtaPu2AjjfvzMXcGmu",
+	"oOHLVWon7G53wQr+VsIF00d90PaH7e7gsrs36hkwMGADO9bpdasU77qUc+hgcLjX3fMP9vsHBwcVHFpo",
+	"bCeA4F+8G2fUdWfUmxyIwXSPtw/DbtQeiP60fcD3J+29cBjpv3q8O3lPMzrce/sZfV9mlBXYxbNTVXP8",
+	"d4WzPC+fs03MsE2mi0rC+dlpXVEpiIam3y2vwtLC0zRrvR2X1p90b//khRObiB/1b//okQlBhC96h7d/",
+	"cZmm51yujY1HfzfcpafnGFv0oog9qt4/ZUwDfR2ZtPe/VVKkv/+ldFfZzAjnajqv3iXmdnKs2FtvKJPr",
+	"YBM+RuwOiYs26+Aewk20lwu0MTeDvz87/vbi4dev3Ihc3eD6wd9Vsrz6JSBn7vljiNzBCNkoDRWYgHnS",
+	"mUdg/1hp0R6Nb1ocD+w4jvOA8uD0XQJhyldGsDNmesQjQDP8Udkyfk9ZFSO26SElczhrIgqGiWWxFvRW",
+	"B0LCr0RASBvgGMzB3O5cq/ALqsKFzskutwwCWzLtwsBxEkeM2znQZaaJIIrRszoDM8syr3fkB2wJmUqk",
+	"x1mPhE1xQWMalh8obfgRm6evsWKfsFueyknKMxNqA3miBr3YpYpCR6m/yl3C3OU6LxEibBV4yPlVpZxz",
+	"LF9lggDZ6y5t+KSxqyzqDPM5fPiLvnLqvihm8ADMqI0dXjyBrWi8B4lgQaBDZb3A+aokBEy4vHbkiMe2",
+	"3HDD9wc9raWkyzyWVwadttHtdn3f93tDzf8MNC8B4WTlfz6OpejqT3q+z05ExDP2PG947uNeYySXSeI1",
+	"QuCEjYt0KSN2kYbXgAmgcp6cQInpxv7B3t6AoBsBKPivkAo/4U9wM037mRA5O17mqSaFOY+1QpuupMj+",
+	"I9RvKHiBL/O0E6ZzrMcb5+tLvPuSJNT3vrjiybZm2YVY8Dhjjx+f6CHOUqlf+3N32O0Nh0O/u78PvPjN",
+	"WeSs5d7+wSEiFKg4d/HP6sb0i9eYxSpPM7waeO6qYr3L7v6oNyRpRqbQ2nPLjI0T3WG+ntFxRSLCPEtl",
+	"HPIEaxWd8yzm7Dh5zTPxE64t4CZYpgqUWx7A4NI/HHX98gAgiHuVxeBsUjnPckRVNQ0WJ1ETOIhIVGp9",
+	"0J4O+V57MNkP2wfRoWj7Wtac9MNBNISiBHrrkBPQqa0OGt+YxYtnIgvhjDT2/I7v6+6VdDZh0O91G4Wl",
+	"4pxLfgWxDGBzh6lSF5fpnH0mwmsA1alpf1Db/sH+3tBtn5r9vm4ZvIZzcW3fX6cWdv0O3Cwjupy1fHnu",
+	"LCc6TewiIz6V6BwHnbGCukKuJt2jvle39UyvPYB3oItPcuPbyI0bSDl1smOtcOcIk0YwqJEhwQV+F0Ey",
+	"LV9DhW3D3CIemALwvOG/9e1k5FjWBIkLA3TAqg/CSsszFeGvMG9Z/0X8kzXTJLI030J7RETga+5QtOhS",
+	"L9E6vkQIqq6z5x2X7tYb5ReAInM6jit163fkijECv+SzQpgB+0KBk4f4v7+lJSKWF8jbthC2eddlKWfm",
+	"m91NgiWGVG8ZdEb6seud/uD2L56k+oaR0R+d4Xwu8hImUOnUbGE4paCbu9hVK+gTm4qjtRXVqY0Y4Fur",
+	"NyIYK5g/wCIKYG47KJNjubM2+QhctoqF6XwSSyzuyY6fnELQnDMv8gQrngiCtJAEm4Ryn6nVylK34C7Y",
+	"le2fPM/FfJGTL9wrooEc6CBMsDrGN1WAnjWwKc+xmA9nGAnVYc95Ighfg9zxpY0Yy5XIhMG244uF4BnL",
+	"07QYK7qpNpXEk6LI8G5Kol4VRSbsZE0DrIB363e26IbXsYx2Vg2dwX2lvwPNsF5xhUkWw7L7sAG/Vlty",
+	"d4sWi1j2dx6rwWfeMtoyDElKevZGLfgdzcN1Q98w9t/JeO5ttfVXRk5Gf4NK/zZ1+OtGX5So/xCjxjBY",
+	"RMiBtADFmpCox+2vsUGymbaqjoy96T4/mLQPQz9qD0R32tbSQxvEB3x0uGVS1PZ7mVR5QjBUngO/KAqF",
+	"QRnCJoR/qfi1aG3UuNoIm9gycCdYo37oN9Qz2X38xNScoYs3Nw19cIehX6ZvNfA/ggXqWBaXkWa69p7Z",
+	"vIhsLlfJTGVK7zW6Pune+MuFqSYxatDvetM+yzhAW34TK16q6bFR9WY46va+K175bI1mH7RJlQq1Fz+a",
+	"A0I/CJln63MwUuEPYN7wSZLXLMVvD/a6++2Dg95hu88Hk2G4F+2LgylWUiYecgdW5CSyNEaNsyfftLto",
+	"q4NLy15rSWGa6Ha7XTBsvRZJ/zlsIyFUb7LgnTl6rfNuwdciI9vZKZecvZzFOQQwgnririReyU+nxd96",
+	"O/VCDPq+P+z2+l1fTxigs/S1ZbUaKkZQKkZPcddmX8Bw9YGIZjDydyaahh54QeUUPQKoPFnjfVKT/9tR",
+	"k+/7vT8MNeFfDg3RUC0Rmb2pI6IbrWsn21WMnc1rjjR2V/PahsT4yb72W6q7ZXjkOttaaYMcFbdEN3V6",
+	"7s2WNU0DbtMlq1YNBIMxXXlURmQbtEOtaculzx1MW2XttGLb2vlK/PhsW8ADb7NruZoVN8R0V51sm02r",
+	"tOOfjFofxSlHg5a7M3c+5Q8MDPvfwdu5edo/hxC7eSrFurBbF4K0zfOIc7R5jRx8CgvtYspfTQE4uBmg",
+	"GBQwY4LCmriA8WeAnmNKGNnsMeQSUclQiDqi5LHlHD9Txetkc6HEA/EmBLiQOPcYAORBCUbzDiRUQLgQ",
+	"dxFjtNozwlBI1IGhg1LlbBgUZY4KNk+R96BxDBpEBGUYpQUNumeTQSGLKEyzSEQYjVH8jhEtenxeZZ91",
+	"3wAgJwOTA0hp6kYMsXAPengW1rgALXqdxhEk2erRaw2fIytWIs8TEbG1yHGBStuJ0zJL740lJg7jEsY5",
+	"miRXsRJFkqnTJ0k6VG2qmKfK4yRhPb87wlXCBilwxIAdBkZOCqyXJSjJugFrqni+THieZiM0v6HOjOkg",
+	"sHzBwHf+0xseBhYUM87sRExPR5Qx5rRSamDo+92AsqxxRapADejyqRAky3ishBrLoKwOBNZ7Dhoq/WEz",
+	"F2VU+emeKkB8A8LDeS0ySN6UV5R45LxLK+kx6vcZjyPMAZnwhMtQBIQaeoxplJ3799nA90fMnldNIHO0",
+	"P3DJ/AICx/7mpsB7kM4RZLQ7gNgxLJde1nLByCLglW9vuRHj12GDXm8sAQYUlxKAtEZgkiIFh9bOtQkP",
+	"ej0WELSxYQLF53Sag9FYFtNwOFaxIQD8DwzNEAoGM60MbkYTDQo5jxPIcdR77DLAFo2lkieqCR4SRTts",
+	"6PdGlUNTRRdDzDhkGJ6DXF3kbU4wS34sEQ2vnHG7kftLe+78rPf9WDkoMhvJy6Mb2oMhTdJojT6MWBb5",
+	"wgXSk1+Mis4ETzLBozVZ6bYl5o4lZOYeFakvmOuDdaLKKbVzfo2VaaiH5pZ0WkwQth5a8zryU7sPNi1e",
+	"r3+Sqpw1uQFnAu6ccTVrYclK5KCTteb/MZXEsg15Nk8QkFSydU1K9FUKKW5AxyJRwmAEE2a/AWXBew1W",
+	"DNLf6nwXSPd3FKM1vVd8WB+PNL1hK6WkdRcOJtSbJ421A1O4ds9jh0zTG8i/YuyO/HB/0hXt3rTP24Pw",
+	"IGofir1pu3CY79mFQN23WIrK4SnZX93ik8PhbbUnv8clFSr/LI3WdzaYYp30QrR85tTbIAOMzeGxZq3e",
+	"EK1XxhCCquGMTyH7NVYzYlYIw9GhSnqq0tVxkqA6SFzS6eoOmTpI50V+Ta0Sg0fbqZeKmdYZC/7+S1CI",
+	"gpUBgbrzjgpcRhzsLkocTun9qXHIRUf2ZoTdKfHdAkK2nq1bJoUIfDmlBebFnQjZN3BPSbHCDkAGJlKy",
+	"XLBiL6rh9beZj4pP7Bcw5x4qmXdJYTFW3N9xbwrqhEWD3WiagbVKDnRias5S/otp4/7B7R/QPC7xAobP",
+	"ujuM7BmCIV+m6WOeXQn8brjLMljAtnMRxRzCdcFy0NvlYwd4+N3sDb2dNvlzBK39rU0UZEqoGClI8L6b",
+	"ncLULblTxI356M7RNka3+wBZGg7Q0U2BNduCTuw67BJxYheAZFctY3gMoHQk3HJYhAztGOhBFm9yKL6q",
+	"Xwi5EqwZrGZ6Daaxvgmtt4OdaLlZs/XHj09aHdZDuClH5II6jzN9QgDuK0nlFeR5BFsgF34MqrWiC8dK",
+	"nY/6x22yUZfKulpZ6U4hD6ZEWxnHTa8NLBYtX0Y0ki71PXcFiOQpLFh5EhGX/D/sTEJaMwr0r5sVJghs",
+	"lfoGt1Yc/5jd7zffpbTymswbN3q56o/17h4u+v7O7i3T7yfX1kfo2nIYo71I7G/f/+JtsWafE3y1Pfc1",
+	"maQddmaKihmszzgrFXO09U7OouBoLJ1alCbD3DCLVApipZvcBiyY1copaYYQ22OpP21CmY4tWmgLwLtA",
+	"9jbFgnAQM+5Okew7F8sEi/2BLRuKgUioBbItUc/BhRJUJsbivHIwXuJF2AFPewa4pQHwswBtxKjfe4xT",
+	"CWoHE9DgsfSGA+cKORrLQK+4uYHx4gqKt0sXjscCSH4KHBQnDyoCCFX6xsctMuMNCDUc4Fq7pq84XxNS",
+	"KG4LzYmgI8+eP2X97t5eu8t4spjxdo+FaSTGEkC66GXWDF48D9BojsbDZd7qsK/EWtm/Ec51mSSsGeT8",
+	"zcM3Wg0NRgxiAoqKV4f37xfG9zLCHqlr5T12FDe84y2AXoEUXL63WtbMOEnE/J5iAfhgY3l1FgVWpzPt",
+	"31MsjuoNhS8JImhDYfQ2Uf5A264YBY1drWIVtDPbzS7IyCxIICkUPm3c0SWcvg5VbpJ5cfqorl8U1Ali",
+	"WKLOXiO3SGLv3RhVh0JY0sPZ7gt4tKXMiF6Wsk0r7E73+aFo96LBpD0Qe7x9MO2H7e6kx/8gNi04CFrQ",
+	"24gExCPCk1SWzFomWdOkrf/HJIuvZlDVa5EstcCOkpy+yKbLJKm0WzmMXBqGVzKdFTmqdQmnxEkao8aL",
+	"5wCWVJ+/mmDiauP5Ms4FG+yWqUrstDFq1Ev1TrrqjWKs3BINBYxXb7+5PK9SwP+j1dQqnpYDOrVJq4MD",
+	"TFpFhkgxUnew/pnTiWd1awyD2aE8hVu2s2GH/i0NfTQYvZCNu8/0ZgNfQYvv08RX8BQHRfVjsuQRG/89",
+	"1r5EX8aE99Gb5t7O0ubvoDmAQAsFvv7HGOd+O70I6byqGSHzc07/FuWoZGGzsX5YebcukXaevi4rTcAM",
+	"MGDEKcCcGoOW/clCIweme/2VTe1SwRFVOk6EU8kZk23zNG112FmuSpWLMdZiDsEUFKejHziBNcboV6CX",
+	"gUAPjbzS73bo+wDLB7fIHujKTEcgfKNfuOyIp9CVghESx8TRyTSHuBk7QqicuchZc+j3xjI4KdcNc4uB",
+	"tW7y5FNJV3ZcE17pGD6LJOE6ERf3Nwo8W1asMhXg6Suu6mTgU/h4uwx8q23J6Mt19qXBJtFhf9G/XqDh",
+	"J3fBLUzslAqA38bEvBuCk+k1rzj/6QJqvUCUEx4AU5liWjAeo/07DOcOZ642evnDHJi7yqR2KX9nuehT",
+	"3PBHFTd82wFb8Dyc1YC6sLnIrqAEYThD+PX9/uFeS58lMgB6DA15XmHFs+Y6r7DEeWPpWMHQuoP2O63D",
+	"XIt1YTdTOUC4k96h218mScDCRHCEim9S1xiS6jZbwJxDkDFa+QprIMKHU7AsBrpKsTLKO1hfxjJbJgKl",
+	"D+BayAOaFfj8ipkUYz/J2EBcxLE7o3hRMu5pkYr4yaEtO3WDWc6xVJOON5ag5F0LsSjf7hiVqLCAD+TA",
+	"W22wAwVmpyJTNmbYsftBCYBwZkNQCWfNlIudiUy8o2BCGEO1trcX8Oz9sdG3MCYBVDXZNi4ERqCLLI+n",
+	"UNSBpZJN45JZAxO+HGMGGRbuxktx5shR37eNgjbvd1eTuTJ09CmG5Q+mWf9hdWSgt910ZMqNvVMQivnm",
+	"fcagvC3iCwWm2Hqbb4X48rIM+UBJMMqU2iplFP27zSb+y6//+KeJLH8O8dCQN3b/PlX6sBkRpRDjJnDX",
+	"1CRitErVncmhBxWSqJ8Oe6i1/POz03tWxAeZpJQFVEZRiCWTqZ3OWuQtKmw6lhBCzlnE17q3gABjnz+8",
+	"vHz88Pzhk8tXJy8unz56FLCmKcIQ9Hoj3w9aZsEBkeEngiyH6B8cm4NorvuYpSuK3JZrFkuVa7UEHKNU",
+	"vSBbSs8kfERizqUlD3oBY8xZu51mV+zpxecByRoQ0wprgIWai6keFWGf6EqjEjMK8XvuKfqOCo5CBHqe",
+	"FkRGzXhGLpEiP6askDlfIz1rEUtc8Tx+jRlHLwuAtTjJ27FkNkEHQuaxK+yXauFQNyM2FQKLWNh9ODt/",
+	"8fj48unFq0cPHz4vbULn8E9/9jt9vRELfa2UkR7AEpSlmJ8z48m0vVyMJc0tBF8cONtTmwx2pMWuBRTE",
+	"Os6DYg3OUxnxdTtP24+yWJMJkAqWyw1gGqc8F0EHnaIQ8ZnGMheeZQv6gFGymP5L9xbLK5YJzWRtbS9o",
+	"6p4a694o+cy8ORG6hdJa2cK7mxguNicsvxDTAJLvgHl4Trk+IcjsBEPAtJUOO3ZBXoKFkFjtGVPZSqsD",
+	"Fj2YFh0CB9rfngfD8BY8rhf0HscqPzX8dpdgN7uiBl3nY8cFojUsoJf0WthplIdO774fwCVa1lvAlux6",
+	"/vFgcspD/4SQ83YIOZqZFQIMg0ofiq34ugLXTFzO2XVAta2DK+n1Lv0eLOzgO1h5wzXcdwYNr6GZ/bEF",
+	"S+l3DoemUsKOSFLvG/fD3m76UbfbARwYfWD12F28j2LYRTIM/H6CP3c9yN0vXhsMDXav/pne6jtwIObs",
+	"34z9cVorZ+4cFEmf3zUm0uVWn0IiP66QyKi4PY1CYy/Usj5zO7yHla/fE7IH+PHKognPBLtZhdCjDGrN",
+	"6oZ6d8hktFJM9PYIdR8ZFohmQxu8m6ZJmVg8nImIREl57QYgfeLfpbFf+gM9vy5c/B+Mo+sNu0Mwk2XO",
+	"9eYzczg/OVM+ImdKZFnSFuYLwQZ3MiXhF29nSDLIweQNeT+GJFOWnUz4qohv6PtaelRkj4GB66+dYqg2",
+	"rCzPuFQ8pPJMqLOCTW4s45yADdSoVBQen9uYei2WYhd6bjKlP9zH+EVnLIOI5zwosFRUusywCrj++/jZ",
+	"mc1OZnGOESVgaEJzlBPYH0sobO8xTkgiRBNesfceoKkYi5NXgXhvHVG6PiXCof/ZVOvlYwl183P+hsWR",
+	"x54/fwIKGCHP48tkT3smsnmsFMBc378Pdh+z4FAQ2qr2C/siTmuRpTlUPzYBIB6bCBVHYiwDJDYg8GDE",
+	"AgNVex9ceDyLXhnoJ/jFiaa5T7ZKw5XuY3w9mqqKUxMcscCFRb9vw/A3YLv1qysxmaXpdWcBVgd4cywN",
+	"AsY8zQRGRUPloUTw10KBl1DPGmdiy2XO+drWyobSRfpCDqgq8VhKPoeSIVAql+lnRqrpM3pWWUqAWRGR",
+	"2mbFwLOxkw2DhmosGLr3I7DsoN3GxuhU52GHWC03hJsG9029HgvSyK73EMwETf5bNG+awB/KWkBj/mQm",
+	"uM3tuVmhsQpc2+n2+oPhnl4NTavwNVXbgOPgdw/9aZ93AQqjvR/2o/aBGEzbQ7432Q8PokPhT0H4Uwrr",
+	"0xyzXF91yM/ASor2bpB1YqfJXnt/0g3b+9FAtA/5cNLuh72oK/zpIT+YFKvrshEshLNFnX74+h0wNOHj",
+	"u6rSxHA/KdK/sSznXHS1arR4XUHLJH7uSnG3K9Dwnqn2HYkkfi2yGOJaVijYgKUdwEZyKrSLpGrL1VAw",
+	"JsZ/5qmtJGOfA40ekc8HksVkKkVrazCGFRJIZde3tkqN3+W2G6dZuc7BV/FOYsJR3dWPzZYFBSzFiLYC",
+	"XP+gVWsWwHO4g1GAlqIKaLQba/nITAJO2sPHwaYLaqfqcVi1AxRnerZ1qH0wM7zF2BKucqoPclPT+rWH",
+	"WZZmxoirf0DHCOZO9Xy/hMxMwy2qxr3L/XMnuWub9l9oPiDF28X+ZA74GK4QMAaQQrbDHfIgE7SD2wFY",
+	"nwuTPk5bf8Vj6eGx42QVMLULrOqHcYwIL6fJKlomwtPXCGaKC6nnHBWXiVpOdJ8TERksV1CF0iJ9VCGq",
+	"qVeFEyQSb8dRwJqZCIWejSbMaIk8S7DJmsV5q8N6fm/EflyKpYiOSvwc1iJgamYqxTtkXei3H/EV1XLv",
+	"VVVrLL+HoaQ47KWCeFSAn8zTYvWLHYLlB8EAtEM9c7NZAP8oAJa3iTh1JiZ1BLRn9jSdurMHlLNC6y4v",
+	"VctDmMEb9F6PrC2ogscomBiDj+kyR3gFCtXp+kwzPgyst5QeQy4RIhmO2IIrNLp4kCp0SCLThabc9rHW",
+	"KIP6nmuADqmDfx0xoHc3MQDmc7bzLXW3++g4DMUiN6mZdVbpYnczQcf8X+5SettgS7zMtmwlgTD8uWZL",
+	"MWyblnhDRcj1X9tPGSEtmMN2RPcB2mkGPYNRTHVyQeQZ9A6LArKXaYohagZypCDaWZ4vRg8edHv7Hb/j",
+	"d7qjA//ANxNRDzKeizZYoHFrdqOzZ/h5LYVVhzJCy83xszPNUe8ppruE2Jqd10MzW636mOUsoAuN3nWE",
+	"GLElbuSumqO5O6/cpsDDq/gmzPQ3kFiIclRnzqUW4StSixYxrNiCAsY24WUmeJLPftqq/B67WBSzOBEu",
+	"VqFm3stFh50a73CeLkMUJvS1PuFK6E1getxC5raEZo2u9wWMo/HOztT0uuxKfbFwvaVWE0iv7+LAo8Ft",
+	"4ZTlxXgrDlne+YoR47WQunl9GIWzjU/NEpqtNHF6d3JK2Y/0WYsAvWSyBpwkOD7ogqovs/84Lcr7vuOu",
+	"lYZezP1ylRYDLJfvKheEH/hddpLKK3BzHb8WGzXhCVqj24PiTIjUcbxUORyMiro9aPvDdndw2d0rjMMW",
+	"SSNdyTxdyf+YJEsxSaUU+YRfi2xtMOHQR34w9cPepN2NBrw9mPTD9qHYn7b53mQYDqK+6E27hZTxmW2J",
+	"fQZNsVPqRK+6s1uw8N1pT/SjQdgeTvZ4e3C4f9A+4IeTth92o57oTwd8OKlF5ACPdgVWZN/vwt6FIl7k",
+	"T7YMpww84hbLCvMYljqP5+I77O94LrI45A9OZnHIr9LaiuO9tt+97PbM4kJhrfJ2HhywC83k2UV0c3X/",
+	"G7ZwD0qfDza20C2CFQ6iA9Gbtvd4d9IehIdR+0D0p+193pt0Qz86RMRr2icYkYojwb6K83Am3sP24Fg2",
+	"NqVf3RQqOVW7C7F8233otrv+pX846u9S+f3xdj6xq1ndNLGLZR2zCszZr0V1a3yymL+d8GA56najuct0",
+	"zX1TsPvKdXO79fzGfdwxJq1WarAktYN2aAexGTq2E7v+GEPHzJxuzfwzC2Wvlt2Fn+LY1os/ZgyfDJYf",
+	"yQnGAKYk3SiFXj3B0OCDPL0Wcru58uEbU32GS6OegcmMS8ZDEHyhBdZ8qofKeh2fIPFYqLU1mcdQOubi",
+	"0Qnb2x8cjuV//9egM2h1GGgpwVXGZf5KH42/4GevnM8CMh/RE7BJGlthHHksmF+/+vUf/wxaJi4K31Mi",
+	"zERO7+If+l2F74JFT09hbssFcPbl86dP4E/QOZWwVcsjdKxBI/rLLy4vn7HPuIrDiloDvUlMBXFmFWBh",
+	"DxEBJA42qvtp2RpOuHwJV7lie75vFVJ2IZYKXIuYpQNozMm6KGjLxJtFnAl1xKIU1C+urscS9oYaXYjM",
+	"aNgd9hj1d60m37/f94uSK/otUqH1P2n3SOy6f38sm1yys2ev98xv9xR7sDfwtEIYYn0Wa/HMKKMQDNYt",
+	"D8F/RMR4mKVKoTF0LE2OnK1IgcfBVlKRa1Tc6bGB0KGIKMBJRbMqPRlLBKXz2JwnemdFhDVhIGQFiopN",
+	"xDqVFM1crlZVb6UcS1vmyyyOgF3RW2YBKMkyOmBfxZ912DN7B6F939h1TPT0WF7LdAX2tPhKplqIappz",
+	"wf77v/qdXgvRu5E6wSkkXeJkPImvhQdFi7A0FOT/Y7Eieg9RKG0SGXeQUbhcswTgGe3CtEwKf2ZwJz2m",
+	"lniu04wBeKzHQp6BxSU44eFMtE9SmWdpMmIybas8zQSkK44lYs2+chgIoYUD6QI6eWXHEZAAKkYtnAol",
+	"xYaPMZ4OQR2gNl0soZYcuP0U0ycEzhRyH1ik4O/jBoxk3PAY/dMd1LjxS8CacxHFFCEWVO/ZoOXhgQIg",
+	"qkki5ixKw+VcyHyk1+tnhvI3+5nwdQP2M/rsfx7Ln9vttv2vfnfg+/rFWAJu7iuanP7kK+BjyHGAwWDF",
+	"NpkjLBXMpoC7QNoH+N2lMMANLy4ftQ9oac3he/LiMbCx0lLmSiTTSmuGoT3odrqagCixuKCdEHe6QD/V",
+	"/RdnjN5PYilazJ3rskg0f+Xywp83WWOaW75d4vzUXNddOnxPN/MCjpK0N8EqS+WV5fWZeJ1ei0g/RX6+",
+	"VAsB+aIl2RK76Pa37M5ncDto8oPzbV4f3vS6FDHIsHqB2kKGqe5UphmcTapjFpyghNe+hEUwpWmA4JhD",
+	"lthf71D3l6fpqzmX61cWLpr9zM5tfbO+TxzfMnXXMAq+Rc2mTSQwttzvbpnJF2jZxLnv4eSbFUZcxGBC",
+	"yG8qpQiNwE6JwCaA0DBbIJGxPGZzkc/SiIKWYfyAiQ318gJXLCH2cf/+wB/ev09c+jhJ0tWI4ReaR9ac",
+	"UtYMsJO2TPM2118ICKlGBxteHti/FumBAeECWh2jADKO8+0wwpcgPb0Lrq1D9GfSfF9Ic8QiHCGEoq81",
+	"c3Btm1ZGaowa8+tXg0c/Hnw3uezJv672Hy8uDsNv+uqrqHve8BolKUm/rV79uP/X173Hq8OL68GlPPhu",
+	"0f8i3Pty2v1sPjxV/ufr3gu+/5U4fPmm4TWK89sYNTYP7l3sqrB4rhHUXas37dVq1YZztMwSOko3L56W",
+	"ylBevnkFEYPPleXchbx9gt6nTbu5Lhd0590saH8IsF6ry7i5VHiuUSw2eUn6ZijhOIPE84q+b4j1l7PJ",
+	"52H8NP7y0XcPLy6/fn6mzub54ruTs72zH85W5z+8yM9Pz/Pz04fx45MvffHXY/3uLDrJf4z6X8fTrzti",
+	"/eUi7J/rn9Poi4vV0/jg9fnlWf/xD8fL85PBm6c/XK2enh7rz3+KXp7p93LePfAv5MPBy/mXL87nw2+j",
+	"n6Lz8NHZ8Nvutz+Ffn59/sLX7yfii+P46Q8P+09OHw6f/PBi/eT0m8NO2EvkZP7Ij/76ZfL45TeDb192",
+	"V5PPX+ST3lCJrzHdS2sLr2LZGO35ftl6iSS4o/lShSkQUinogFWQWlhZS7XA0aizerhXhiQ/A133LcgQ",
+	"yaWODo8R9stRUSsuvpIsW+P5SlZ8rVhQyLglq5H5+UYLkJDLuda87cvfb1qBnMjfO1A63drmHN7CfYxY",
+	"WYJHx7i5RuX+15OsCszGpWi5FbRd4kgug4ODfoOmjIUDHRHxc80uIDGhNI+XINMBL2GU6LAx+npBc8sk",
+	"ihdsyM4mL+zcmQoxAnFrETgrMhVyc3ND6moZeb2Y7o3ScXObiN3qOEa1uxPUCfRV8aEWsvYNgvZ2Ofsm",
+	"qsO5bdmvE7JElO0sWED3PW5TVb0YseV70C6citnOzrGQz0XldDjmCKtov3z5sn1czFuM6N1M8GT+l3ED",
+	"A3THjaDC1KrfbfK1YEtDHltkQmFgXs24AWNwU3AqM8X6pkvJM/Xs7+CO1KqSdLUpdoEGph8ZtQJ1Fh6Z",
+	"wr5vz/+I0ZqGRsw926Snz8VG50pkr8EGxyNVjkchoLwja2u0rSE49IfhQreN9J4qrVcdo6IRx8VAbRzV",
+	"nSQ1iqba3MA8TVkCz956tzamHCtskibcZefxZx9yiWNSnk1HFp/vDku0rAPrq6F3OpO5eJM/WCQY6/Mu",
+	"t7y9xrlitypkcNdXJvKeF9YsqDGtBLcOKgCLy6ZVr3N77N4WWi05ecoxKq7ZhUGMnAFsqNuHDTvOlp24",
+	"k2kHQufItrM9KvC9bcpbj63DXv4G8XeD/l1lH2rpspYn1RjD3o0xlVbsniIjKobZQicldgwU9SGEHcPQ",
+	"R+7ls9twWBPXoeUBwh6A/pn02w1vDXpMbjAQEvTF+/Kb/uIZswpadkZ/q/hHn05yDiVSS8qh4yc9Lsmb",
+	"xlnqiHaU7KF58zRN4nRr8MOFUCJJRGZdQbjYxgph8Rgyeu+eYrZRm5gRZ8bbYEpKLLI0Woa5woSCGVdM",
+	"rSAmKWKASbk9kI8FmJph1B+EGKSutcRbjr3QmkrFShAYH40hY9ya1hF4l9CkCiLzTOC/CTMI3Ekyzb0i",
+	"H78Z6IGt02U55AOcLwStMPAHJkDEOiUkM3ePSriasWbwp96jAKxNscQJ6h9aBJkJC8Zz9FOCrV0vCgBR",
+	"GPyIEfbEmoFM8/Y0XUpjK9ZzMsqAboQSJMwG3lMsMJsR4Ikp1v5arGuDVp5ZstkhauWmzSnL3nt8f3IQ",
+	"HkZtX3Sn7QHvTdoHYT9qD8Rwap59rAhI7kEqh3/ao1IK/7yLsSpJr9IXWUJB7mr04EEYyU5d/OYD/Wpn",
+	"ATiNcns0pNlwGMm1WFukhtj98sz+pBkSvobpSqhlFW+eAF4W6V62cDbwrEqopW4J0ZEIbKl9MDkM24PI",
+	"F+3DaZe3e5O+BWJyp44BhKY/KjyXCZGz42Welufk9pvKScqzHeDrLE0XG/b2gYK2sXNqa/eIQWvfJcZq",
+	"KeuPEZ10t4QShVD2F+kyFxtFEWPIBoQMK8n+1Hvkyiw2C+VJ6mDo5BU5UgnBHqQLIfki7qz5PLF4tsfP",
+	"zvRNxfNZOdnEHxTJJpq1AyfdOcnE8t67CDs35Jg8SREGBh18etx0i6htd0irw47ZSiRJm+x0cclJuXFZ",
+	"mpusfF997OBX9khsDf+slVEWzrVlJCUj35CMVC1pfJdEBFO15w9Y7J+daa7GUi0ZQxVi+BsqpBA3h2GN",
+	"JWanan6vILmWQ5SSxaTC45WCMAVxPSHPMqc69TOq6rENqegZ9nZRaJa3QxbZYklFHUk8zmXhQrOB94Ne",
+	"TBVObkEvtsOCjfgDoEG7Az4/Oy1AoIrw2LeNOa6M3jT4XoYNXJHIDyhAvOFhDg9ieyYNXFlpBmdPvml3",
+	"/UFvyyjp0yfw5baSwXuD2yoG37LYAPoeO4VpKtWy2ZZi2eWp3FgetxYWyi3yvr0e8rvOzpCQnV2T31yX",
+	"B8p6Iwqgya9u1SVDT/z2IOxF7X2tKRzw/qQ9DPeifXEwPeT+5JZJv9/jYgrs/6EgxzZG/wl87A4Y5Tcm",
+	"KtD1oK+zxk0Kx1mtuLCzikGf3xXky2z8J5ivjw8v2+yNI56SQFTku0MVvNo0B4zmA83A3HqpZEXllyrL",
+	"hTueQ/GVa4EInAu+Zkksr8eyGfz92YvPHp+dvHpx8fgXLRY/+DuYy37RKsblDCvSWShSxQItXwUelKmB",
+	"LMNUBqxL+KCnGZ/mAA36EuHH9N8jlmdLEZQu8NiUulzKaSxjNRPRyJgO8avAYzIdSzNS1tTi6jXG4SIa",
+	"KiKwBjDmwIrLJhJSS6hxbu1zKCpnY5mJeSwjEVloD1sdnp3lLJ2ItTIB+8tEQBmgFeNJYnFnOowKOcW5",
+	"keefHV+efME2dArElvGwPBC9jeGjW959MI0lT+KfRDCWTcxYKAyDsAoYKCMjhXODekXz9LU7mNOHjx9e",
+	"Ptw2mg4L9PdmTzDIV/9ynJsMltKmab1xLCvVBnlO5Qab1BjUzDdVFKE6Is8Eo1jWVqcAg6GLIhhLB6NX",
+	"bxV0qqWk1JZuApOApqUXMtE7C33BiALszyODKVEIwbPA/SxDMaLKiGNZLimIdWYihoUHhQwFa27oLV61",
+	"FqGtU9gqCjQjSjCUmAEIm0lJSNUfEQLEOmBNWpe54FKNJVWMbB2ZCAaesxUH32GQizd5wCaEKWtODNW8",
+	"LkZKFS0NaYwl1E2arFGwxH3Ov4k5bYv+S+8x6ZIUxIGchazren2pgFBpX7FcpBmIwf9CejTVHGtwcpA6",
+	"aobAMzGWUBCzw84R2Q19OBb0jHG1luEsS2W6VMkaCTMTeRYLdQSxkfCVIUXJk2Q9llAlmymRE62QwcUW",
+	"AyMwKjpBBZcy5N/kKBHREk2X+TITns2c4WwteMa4viZblHJVsDNYBUiZcdcH9kRL9Zpdmn5iqXLBoxGz",
+	"aTuy2C1KD3PWCvgdraCZwnNqCm1Epv4XMmyMeTAlaegMFEksEx5eX0FNKrZKs2uWz7J0eeXgaqXLfJK+",
+	"8ax+tVE3rEiKUkW5MLXMXsdYrD0TKudZrtcTxoLoWbC0C66U1nUAngNKuGNDY5lx6ayWYipFlG6oNpUK",
+	"pbnITawTmQPyRuIAuJS2Tqut+K5pFGQwSnIwNeAs0DYc0g3Yp7GsMMoS7yMDm+GT5lWivQu8dTKguiAz",
+	"fxkuiz+oig5FxfLK17m9wTKLrsaaiGhmHrSVyPNYXmlmJV4L6aCh2E9ixaIYynxH3lgSQ8W70la4berV",
+	"ASNTi01TzcxVqRHN4QjOLeiwY2YHpvdxLIns/cOR72+rUsfKRerMlCO+ZkG0FFDTjP15LAmObKoElIEz",
+	"09mQSwBqbMGz/BWU+/KAbXKnLU0RyEr1mdB0a46Ui/W5uZJmH5eJUPfvU43/SYaORVpQ3H+kDfCoq+Cm",
+	"Gr2jsWxTTUKISZwW4SzG52lcLfoyMBTlOfRjYONIYAKRYSyZKeBvShiTcXGZgCyL6Yb0Cm51Rw/FdDAq",
+	"M0DMW6nhgawJt56eM023Qy20jjCFkNUcFOyqZJYofLyQMBZHVphrckOLdnlNV+UWWtgsx7KAIzZe+n5f",
+	"ML/g3j0WiTCe84QtEg7amHlyaP7TOTzEZsy1PWJ4FxNwXfnqrZl++QUaUxJLoWBzhKTkwGb313/859D3",
+	"IRtNtTycP48itlyg+V8t5xjRAG9AMUKGhQTbVEawGfy45DKP83XA/t//iwVLGecnqdJk0KMptrBd8eOS",
+	"J3ZtdEObI8dBah5btGrWEGnMts+aRDqm3iIUJmCanWDFAEyxm/HXwkk6LS8+rAxamzBMA+9/U6wBNF8M",
+	"6CsscwHTq7Y38FgwF/M0YL/+r/+b9Xzf91in04FsVD0Mm/6HnVyKNxDeATHtEQFzUdkFc8FZyC1ITXRz",
+	"3JAaIW+RshQ5kHXhmlEhX4iIJZhZnGXpFVRmzjCx0VKtg2tIkrNmNjA4Pklfixbxl0Gvd/9+EdXqxKfg",
+	"UDQjKPIio1SKkV6OipHYZityqAJqWEvhEHKd883ABE1bjyTlPwSoYYAwYxEplL790clbDihuBueV79my",
+	"UKA1T6jup8H3XCoR6VY3bjvWDM5Kdt3SJ7pJ8vIFZ5GYL9JcyHDd/kqsA7biaizdcB/gRJxF8RSkfgp+",
+	"bLpfAhvOBLZNG+I81le3gSvb7FClIPloETWy+0ZbpZU4xil8zEqNo0Lk0h1r0oQxEVZcb8Bm6TIrNNqe",
+	"uVwgYZtqs5srcCxNgXorhBZjzNsXYpHwtTB63/YkwbJj5ja/jD6RveHQOXQs1MKeNDceJeg3OXvx4uwU",
+	"z8NVmkYMy7pDVBZmgYsI9EA760XFdkyyrVmtMhQsxoDWrZPVWohwtFB8tIUYBr1ehxljEcvED1Byyrw8",
+	"ePMGpXHIJjWDrtisJ3vTfjjstfejrmgP+MG0fRj2Ju2hGER93pt2J35oTKhobXOiMMoUtd1WP7zNVv/9",
+	"u+R4giyxUeNL/wggvmitYQnPYexFVpopSXXYxYpU5i48SecLLtcWDavkj7jFoWFeJryvUy45e2nedZ4/",
+	"czGqzOVt/8YJYagQyYEWW6vk+rGeokHDa8CNiJUo0vk8jeJ8jbhXppeSSW7Gp/owRnptNEHxpOE1zFXa",
+	"GPW8hrk/oWpXZ9jwGst0blpbLkL8p947fbuZB+9QnGyRmmkRJpeQEXXyC1CQvo8rGw2bCLggnlV/QABd",
+	"i7xut3tDf+edNkl1/zHJ4qtZruJILJLlfLJtu8ut3LzFO+1qv9hVs7gfcKFB2tUrrdnHY+zWXesz15UJ",
+	"w/JwqY0Fp/Z0dft7nWHt8WrYg8FO6BSxx49PGh/2yDmofYODhrszDTMJuznWodT3G1s3qXfT0WsM+12/",
+	"8f4OX+PhcYMOX8Pv7/m+3zvsDoY9cDbtcOxPabZkls2Xi1LHjW7D7Vr3fNupb1zOuLxm63QJtyEEnE6W",
+	"Si8IeHLeC5k2nj1t7+8f6NEhrUJG8+6BTLWSwpaMCHP/5il5ID9ELnVG0s2uLjucQHQHZDHrhNucJYpW",
+	"I9cds+LKChzG71oErWzKjiZY2soyRxTUoEgbMUKMI+IVKVpSrDBNi3pCUKi84vh7eMmvbnP8wTu/eI0a",
+	"wfG2T4tP7BewVr07Z3fSNH6XvXQp1lnSt17Kj9yHirmMN39Bw7qkrMR3QSLHtLLbZlWTSQb+3t4uHxPA",
+	"Mbps/xheYqSxqp8YydphKjf7iutCGi3YZSQSUZdeewGuQ7SPggURmRQ5L4Q6gn/GEdWwlG75pnqtmwpH",
+	"gecB2mrGAOXVAnMjqcGOQ7nDXmZxLlThIMSxRkGhwcHQiPWtOFTlMMkb5DBGK0uvNyq7xEPBjD8VpkDW",
+	"fzBV3ORJwPeK1A4a0maCxCk8uE1jviVohbjRWVQXtzKoj0fFJdErbcf2rwZo+T/rtCMlMY47e1tYyFbw",
+	"2lJ4pD3GGDphI32tnS2yYHU8t3VcWh76C22xdDjLebriGSRSF5VuAo9RXTjwpbU2XOZFQVo1lk03oLhl",
+	"WYjzulEdbnbMtzpj+Z4qw1NJ29NHhScYK42MSmnCi2gasCYOKtPi1WtRl7Drscl6LHFV04wFPwYIfteq",
+	"QDiWjFJ6qM9OH1ksMFxDzP6CyAa9ERDPNUV0r8I7OGKrWcomcZIoBDwzJtp7VKRngdljnnGmeAygvNEp",
+	"CspZwcndBaxspEe+IywZHFHkUcSePTU/YngAqbCYbpcDjirNYY71LbEkfAJYmrqBaAmlFwSMwnHqlbzq",
+	"W7x6pbgPS+1fX7AwjcQReBmNR4FGVyyOdUG6NwntfMCaEuI5gvsPoEbTJtriWF6JXAE2lEV21D1VYd0U",
+	"oxzwFV/XmVs/F/mHvDnuHvGY5c+ouv8uYvcz8/7byN1l9LRFNC2Vnmn86dnpo3a3M2C//uOfSNtmUe8p",
+	"NlnnQrUa28MtL286YKz54jl7LPJcZBDtakNUJ7HkENG6Afpxg44AeZeAEpZmrLmVe7Q2x1HFdyKUxdNY",
+	"QQEwwskud/wS7dDPTh+NWMDznIezObitpnEi9FH/y9hYVdrGmtJZRFNCXinW907f3oiI4v0L6UL/Opjb",
+	"NwagUpnAnbQKzZHycFYTgmpwtovYA4TZJn5dWH1AbsBQRulAymg+7lHJfTBZQEDgROjn4UxrjBFh8hFQ",
+	"cHYFqdHhDGGI9/uHe+USeQ/gnTa8A9mHwbgeWaM1wlx0Ah9GCQgsSKFQ5QA+GwlDMUQcw9ZMEAXen9iO",
+	"ssEWWitZU5n/tb4a8J6h7tKpFbW0TjSWE2EQg5d5sZoU62hCwUx42sD32bhhsrzBJjtujKyaYwTIscxT",
+	"A33T6pgQBOrH5JmYgAAKMbV/Yho/3OGESr6cj2UpGOHukQitIxrFCMJQAohiAuXTyg5uhI2WyCp8nECI",
+	"NiN00+m2wLBgLJuVyNVKDM6RVhsJb/H87BQLQ21GUKcESe24vo1AYQg/3u6nbiEsgDkSGF4wliWBJoD/",
+	"BTnHqql4qOhEkRNyYQ+pPTmMg4xtRXa2hBisFV8zLQ1TtDeIkSZvdp6isGkUZ9YcN5whYiCx1QCKeAML",
+	"BIVjBGAliisnvV4LmA3ITcV3LegtjQ01agBYHxkByRETgTdkAiA8IhOjFyvDEnACWoRFR5WpUz1LV7IQ",
+	"ZqlnwPQAxA8LMF08Aa2GCpjKCGVEMwbsrIj/axppE9awqBRqiROroiq+Bn98Ppa0TiaG4BsMkweqBkwG",
+	"szZRhPGNeVrE0huoeqTwIuhW6w9jaUDXOCoDgb5aA9YMxo3+uBG0TPTu2bR9rhlhYAJPjKZEveCcbOiA",
+	"A/LFVKwF9NhsBYW6OgoMZ4NurxTvS1UXjiDOZJWa+ZfDsavFW+0QPUwsVUUcMZxAROSg7rTSVwRHMJka",
+	"dmp6MkMBcqM4gIqmBZZzW8nAag+aW6tiXODJ2dxiBwSNglpt3CDotpW43JYN0nc+9WxosJYESRUMlxkE",
+	"INDGdMayahGjakhBTUyDbbpOwXgB370/HcOrE7SJACnAyBmYE/wBicmQQQz2AyJVKl7xWmQ8YUroPnPk",
+	"0mE6n3PlmaqxTS7XZnmcEvOGkn/9P/63phCvQo2VwIxxowuibH3kBZHi1pAL339/QRbQ9g6+vt1hBUo7",
+	"jJLZho5VFY6q6t80fnO5XqQbeMTrRWoMRo6phuwKmIBjDQElsOhb3Mhln7kerRSrGi/5E7EytmjgQsj3",
+	"JyJM5yg7GFHF7fy9hm70dw/duAsWRP2m1SqbRsDMU6LtD+FCpVPzu3vdnJuoidi8wLe9IiYSrgFNgVEp",
+	"cfhf0j93V530bR16O1jbn2UQvQi2iUcAa/vJF/hb+QKNKP2OvkDybG0voHUCz5WjyJcNr8xGrmophrxv",
+	"hhmXFJfij2MLdGJ++WytbwVMbYJ8DosVZ2QyDoY0yHebLjMqfYGV89kzo5a4EZ3Q1rVY5B12UuT48Hq1",
+	"ys0aIfVnkmrtKiOHYQsqAbsgqZu+P+zmY7Lg2gnuzMPtB++bi3sQg2wH9Ik9v2sJ9/9h/A6tC+/O74xd",
+	"bDvHe7oQ0jFj1jM2ynh3E+etvkpp6S10YmHJHmPg88oK8HJrGrMWdJz8UDdTaIdcVEi2qsm0GtWkI7bK",
+	"ReFSWAee6CYk1rAP/v5L4JH6CmFml5tZepBWpPI4SSBpCy1ilFTU67U2ozpsHEaA3N4+UFAjCyaMkW0Q",
+	"ubY9xGOTET+ipt8zK37b8HkMjC/pMJrG9FJ6BX46kBDlOqIVijToeSoB7rIoAw/7VkZjKUpF45mT0ZN0",
+	"VdOnAQsoupTpqtr4naM/tyw4wuO/4x1m6eT31kPwBtMH3yv8y+bwf7rP3lHd+KQzfPA79FHFJfS2V6gF",
+	"ed16hV6AK0Jp1iXWJTxGjEN5DXVcwQ/o2gjTJaSAUGJiFjFa+jQbjWXI1cxjnIUzEV7rf0y4vGZ5xqWa",
+	"YnyNMWiv+LpjfFfPyJdCUSYWyRCukIABTorxy0UpuX2wb1qSpqvsYEQKt0ErMfr4PHDdxMYgC//Wtzbc",
+	"8RJt2S2vYu4Wr0FnsSmtHaefNBtL5/c4ovgo5zcY3Svj9AnwUrawBcoB/7HRM4BZYjEdLQ+jWoOkk9lI",
+	"q+DIRpaXVmQsm+iyiSULHoQA/1vEf9lHnEUCAhdaHWahDpjK0wUuSzlXfyz1LKv+vsIfaTH7KY/PCD35",
+	"KjV5xMorZuJOPolV7rnzsh93fd9JU4R3kDj13mkBqiRpjRDRZRP6hhyIHaegpRPYVPUGmlziwNlpV022",
+	"GihCZCDYLQLUKLfdkgexCHwby/r687Wpq8cgm25zlY5c10xNfgJWgt4tN7UuXYHO4vaUVBMNABkNaNdD",
+	"m6/N9jRH3tbtMotQ1eePihoPmx4oTS2Y56t7gz+NbaHGiYLMjTjme/We7Jg6+1slyH64nNhh1Av3RZe3",
+	"+5PBtD3ge6KN2O/TruhF/XAwGfKPPCcWrqGqbwR+LK64tVC5yCK+rs3bM2l7yLMaI2pSD8pwIQcqsnt4",
+	"2d0rEBctNwNboO4VEuXuILOXyLiUsfV7p2K9Uxzh9lysUkCBsRTaoIm3zsUSO6ZimZ7+qDlYZvy/zy5e",
+	"bgSE4GiOanZAXy0q55tVeT5pZZ+0so9OK0M+7LAnsCFWVaF31dUe/J3+dbZr/tdGWNntUJWFbtHUMpSQ",
+	"uSmgMY9Vzq+F1d9QCp6kSxmKCFWbIvTPnOYJD69HJUUONRSry+lP0Hho3Tr2W2OodZSqphM6NwP7mwVz",
+	"g0BN/dZRobxBoSe9qxFoMKjR1ihgehQIdlbSGwtPUiamSyw56C5hSXHC9cMXoUZhit+bxrR8X+evMpFh",
+	"sUI3lR6FHUBUwi2qRLGWlZItiTMWrWhQDCkTC8FpRDB5nhBWpe6UkAM7NVKzXqcLIqYPIT1jFUMiVloE",
+	"rfGCAYCKuZWQOC251oGM8157f9IN2/vRQLQP+XDS7oe9qCv86SE/mNRXIrJH7HcuSEQ0+bHc1DCYTxf1",
+	"pyTHussPLXAbB/dt7zt0X2yzSz4XMlIUZQigoBimWwo0AFZ4W6yD/mLF16UgOMbVNdg12ZUo8Lzr8hVt",
+	"4NKaKUh6qIcKTlfSgQu+O3ovus6iDmDKoSoiIvBsVlALyetUqP22grKZGiEdIxreFhhiSCUswIdZBXv4",
+	"eMfIiw5z0lbv1WDmguluSAl9juHJY4B/oieKgdLg52qWna8mKNcrYdwePzsz8eBaIuVJS+uLKn6Tz8y4",
+	"Dh2cbRIcdggJ0QT3MQWEKHrvd/GjYWYmN0jQPy7FkgxYhshbR9sV6k83xO8XMHK3wm6lGm2Xm7zVbG/I",
+	"JZsIa4/ddq618F2UBO7v+b5bdNdWb+sdFtXbLtMUUKmZU6Z4typuGc9FG+BHcUffuYzbxlBGyJk1y7kW",
+	"63uKZZDwTOynwvdgbZw1AebKVe4sjluVHfOXVr9BleLfX3Swxb4Ndd0uMoDJ76etZd2OXVu4uQIJJB2I",
+	"FXKQCkdCM84Vi3jOJ1xRbhEPZ5AJCBZDyKFbQdhLy2NDv4/xK6tYiRFbSvu2B5kQ7VQma9YEBUufMANE",
+	"nsV6wnrztYwEXHLzkVYewpw5CPmmGfACmQwZELYna/26wCQgmEOYzgFvFwgHAegdiPVj43EyUlOe8ek0",
+	"DgETUIs7BfI76IEkiPR8Hy5IXipHXFtS9kLwCFIcGu98waUVm7xuumR+L4qDXt/FWv6F4Ek+q7cvc6j6",
+	"j9TxtqgrdJ7eooKmA6hbnvr/x97XLceNY2m+CkI7E85Uk2nmn36omAuVrSpryi6rJVU7pjtrTSSJlDhK",
+	"gdkEU+kMhyP6amP3duYZdu/3FfZR6kk2cM4BCDIpKVN2ueQa9UW5JfEHAIGDg3O+830vzcx0plqjjCbQ",
+	"x5iLy8o+koE/YGB8tafM1GWWF9Ola3eHQb+0u7TgXZLftS3vvGIlvoyCJtYYLQ+IQP62LnbqZql2RqHZ",
+	"CXwOLvDwrZnIpYGJ57k+xvtWzmcDDUkl8vShCpLsiwhI3qES2SjZeGr6e1yqF90v2oj9vEeykTSDv4ho",
+	"Y72Z96g3UvvGKULGKwIMj0CP7huVRqt/hHs10s4alsPaCmn1t20qlYZz4Eko7fEJpVkb2ySZdrr6xzVE",
+	"08yKp3C5mq8oqXEbOQgBMQNiNm+lMccQbwDEViHyGz59gagl+3OkMACdFkaOB96XKhahnTNaIsf65Szh",
+	"SywMhzBGghpQENzQ52X9IKcBCLiqx7eJ4j4cSY4A4tKuXQkxU+UTnil4gws2NjkV+MGSQyBfFl8Chz7W",
+	"msNRRN/d+lcuWb8LlbffizHroTZCbx+RYFPBZ4hO1xe84bm59nCWs37QPmB8JPXfy1ZCh+BR++aTZJKe",
+	"rR8KZZwSHgr8fyyLsW4aQ0nJXIwkPAMgE6B+WGBP15Sd4aiYBO9ODMiJj+R1KucF3cSLcJXoQSQs+lih",
+	"Mj7JxST98Mn/KD+B6leEvet6bJLN85FM0guQuyj0QKkiZNHp0bkfBEFXb/Km1iCZCxKtWaqITsNAxmjm",
+	"TAkwBG2nVKhnVB3rGSqua3GdeQ5PlyPOGpU7EtU8ECEYVPaOZIys0jAuEOpz+UxgGbS9krANRTUI9efV",
+	"BAYVUlI0lz50kA/B+ZxIRmIiBK7kNClQjSScsCsKVNACfYqD5QHtJA2q+mwpsYV9WHlsxlUxknq44RQ4",
+	"48tc/J1ReXEGFev0O6BbzBaybZJsOFtCU7hwlc5mIvHM2gVBi4h+izbCM6BLslvvbRUEXhUxpZuksorh",
+	"gGNYKwKRjag9kjgZ9M903i/lyB1ZWgod2PkCEpG5EcPQd7+VzaJGm6kYlXX3pOZXlzWCozKmx9aVISJj",
+	"FbIig5bnKDdgFnN17VYY3eB+a4hDFi2EuIo8FoF1w3C0tiLRAavb7+6v//hPIJrw3bFt/fq//jfrtuFG",
+	"HDMIMtuBto1tw0CwcVZcHsB/oZ+hCSukQoGCz1wqOnTD9yS5IbPOg1//8Z/9nSEK19hyd7ugC/4BmfPM",
+	"wsv1h7uLACfULzX0P47IEDCOEN4WnwvqxSjjUpMEojFdMXE4ZIOgqrhjRWyadWlAlIbdp0nj3cW4c8Bc",
+	"60VPLDXTJk0qMqRwU0pBEv9EwT/44oO4nhUG0VjwDyKBAT+A1FBjx036nFZo0zsvuRrJFirjwEQvsixk",
+	"dTmbGTxwRdWmmVwXZXIqcjYOIvYzQb/NCjQjeQfMl3r/ZXRnVnz4L6M885vDZ80grCkvU0XG8m68L3oJ",
+	"IWPjHe7vJbvC358EvDvuxf1kIB45MpbczVNR8FTWC98OrTea099N9tH6klVPtFiI6Q16a6oRRjsMgqq6",
+	"DMygNU/mt2lTLNVW2B14W8bqb4XdHvz0VpaKIrhXbIVbpkKvsn3AwDaYiq1w6/TofFM1mTe1UavwkXQr",
+	"fCR2QB6BrAS+3TqCVTkUAsbgbolQ510/6Pr97tbGyhOr5/3mHKQ56T0K6Yl6ozfPuK7T7RIAbQJvX1iK",
+	"osHo1wIn34R4xNf5Gs4krKhJPO6A0RMQ+OvJO6xGuO4LcDWnHu7VejiSpBON85FOrRBqMQc4OBu3bLkk",
+	"nTg9FknxoYBglT7+oBjoLM6uU3kRMe07L9sHJQTKGBuKpSQZeOhEXMWOQNQdlDPBNTbmhFyrtCiZ+lYc",
+	"xSOZNHiJn2m/oRmPzlx4dDzceuJMfhzr9QhipBsv1ju0GijpwL6QmEFzqv1LrxZK1D225fK0Th4Rt/hD",
+	"VslmKMn65CC45D1c5YtLZA8uEzKw+0F0Hsg+5Lq72EhWwpsliQ6HX1kicEy+pIVCJZAVNvFKKBTiNxj9",
+	"1NtvyKIZh3gQlNFjcwHE41SymHwFEBXg5e0Dm2aCgKNQ82uhwhIcUE2dlAQ0VIGO+afGwKt+XlPU1WMq",
+	"M6r9EFBXtTZhiTCxPVObZZaDWjclurgTQHephctOFouU6uDJMTHf0SI8SP0buSOBh8jVhEfHxQ2FIoER",
+	"BURbDWroB/Z6SotBNPV+2vR6EBnejNHj0EaJsSS9bG8AmTFZua/AkP00W8CbcSRMLoEI9ykqTWFB+5md",
+	"RJGoun63cwU37hcPjQxJsTiksI0bE/pOjzl4mjaLie21+dfmwM+Q4hyOgOsnMBxzVYNCnehfOf1tBITh",
+	"xNwk9HDLEP2enK3UiUd31nV4qbeeANlPZ+MH0Z16uHloM4eb2MMPyxiQ9JUoilRebATTMzdbSAhrKSFY",
+	"ZEhuzuiZERrviu8ObjqmpJXAXPYlMaMnYsLn0yJkSQofLPFYNpkoUSgW/c3veyzwWN9jux7rDn6JbnHu",
+	"qy34fOeeGlWL4d/dKaBLpKFxDa2Q0C2Swfa2qHcYbNc9DLy+t+t1B79sxGJR6/ItZqj8aHThYzdD36i7",
+	"fyo4BotXVsm9skLzRiIxR4PnvnVISfYrsUT5NbO3dljkzLWIXWbTRPv+2ZT8U3A7fv2f/9EP9Oa8H5Sc",
+	"mnseCgOBY0ZsliWBpvtUTNEuLeuw5+hO6LWcSsZVLDDWBZKAlF00RgSWojl8AKpML62sJvoBa22STafZ",
+	"Qh8jPFaAjw6cAeTvmbT9qok4mTebiIf6c3ZFVxH3+g2suMwFDS+2yzOJPn2MQHzZQogrBE002gnMDzWY",
+	"id3PtxBf2u9qHIrzxz0Ga1hJi/GypdqP3n37lphOvnH2+QfYee19geqrDyKwG+hRN6rIemjyU4vSg0VV",
+	"NDBIorVNE8LxgZUtoZvPFHPFaDvsnS2BrjyFTXg6VeUfUgXG3qZIS0mkYdBjrehF9W6nxkVvGLkochCI",
+	"wpDKIsuv7ov+WhgUvr+ksQKShZKv4zZl6jPTyfvANIh8MeOsW9S6e8zaVSDLPsFV/IEYAsXb2N+LdxM/",
+	"EN1Jj/fHg3iYNLNopF+aPuMWxWzol8NQsdYseooqkwnqrTUEP/BCLPjykZFNlPPaMVZnpTQ12alC5Nep",
+	"5FPfJbxd95RobnbUjr9YXRcmfkpJtGmqCrVxsRdr8TEgsV0Alr61vWkZ2Dn11ehwrFUF5ipBQ62stFqE",
+	"ZuyqFmUw3hU93o39/aQ/QfDReBjv+LvJnjDwuFuKrcwDNy+2urfhhsUYBhmh25VW9+N9sTPpcn9v3Ev8",
+	"wWS46/MgHvg7XdFL9sd7k10+vKXVqU1lfH6jbYNhJlDNXa2pfDbLgTfoixTd1SaFW3P3eCvYHLZ8CUcy",
+	"GBCHlIY89L993AJh7K3DgP7X7wbdYMsrw9MDik47r37Nx2K6FW795fjskL04PXp5fL7lbWmT813OpX7c",
+	"X1LF6Vcnlkwq3ArG3biX9IWeP4E/2Onu+nt7vX2/zwdjg2jUtxlz4vKG7p1398PBIBzu/RUAj/E0leJU",
+	"cBgFhOMJWeTLN4A93Iov05meAPq1O8k+H8R94Xcnw7E/4EHs7++KvVUwqpmna093bWu+z+b5VrjV7Xa7",
+	"Tj2xOwudZbv28idpxKYxGIbd3l+3Pv1yV9Hh+d1me+36w9rs37T8cGX3eKpEfHyViCsfyfEmzPe/q/7w",
+	"UF0p48jbZ0G9nCogcZfBvmgvwa2mdMDDKkdTwWfKG8lUKpEXIFCsFulMqFJM6wK9MWa/mhE5nQo8HtHx",
+	"BY9IRJHtse3tXtDb3h5Ji3Cv95xFM4xsRQfWhdadq1ybGlr0+OoCxKIZ8siPJCaGYVsydEoLnhaq7cqA",
+	"ITcmkkRmEGTO5oVuaQiC3mAzIo9FZOGSyKsQq7MWOfSmPahsg1UQK56eq40GNXhFei2S99m8IAnxCcjd",
+	"RR12SiKm6Kz9cHTr0zA9q+Zjw8+VYQI9Mpe/N5zj2xFpA0D+/1DSPqSHUK2qE1ylMon0SWwqIs/UaBmD",
+	"Tn5jaUijNoQQR3KFbhOL9PDFnuHuV1TIN5nLRDHxgcfFdIki7DO+9FH9mE+RK2QkW5FunO2I81nIu21S",
+	"OmA1oYMDkA6AjwgdHknzSatd1y0DrIB1b52DKX6fw6IQ17NCH+jhJI4lNorRvAP6B5qwYXWyXqRmeGjR",
+	"aJc+uxKkKU2THNEcMKtzDPcmIwl+9CSb5wzrOqkK5zy9FlB+YzuAYANaOazPsLJU2dJOOJySotTJ4b+d",
+	"Hv35/fnR6Zvjnw5fvz8/fnP09ufzqA0i+dMsuxKAWaBJblb6eIkrJdf+fpqEul0y8dzlQwyMqBhl/4xy",
+	"5OWstyuxXM56QKbAd6eKbEbMo3pU9I8zi/fg5S0LrkYSWfJyobKpGWIzIBZkrptuBKCgPoCo+kIjFk7a",
+	"3wAA8UYSfzvNVEGDTVQ+erwHQRCWkAzdSVdMIstxyZS/cxUlOmwQ7I9kZL2C8Vwto9BGZkqeSxhQWRmh",
+	"DrK/ciqOpLKWUqoUq0GRhSVqh5VV6i4LU9HWWMYGREAUwBhJ84S2V6kF13c3Ehp6DhRmrM/Gjr4Ea02F",
+	"UiiDvrLT2VkLcvL0OnsVVE/jCL05flkqYlhLA4bPXh5lk4le39FBpfiAJBkA8PRbyFfAp8BN7V75ipUN",
+	"r6o0eY+OxcHKysFFoLfX28vf6i7k165+M9J1t41v9fC4R9IN/mA85P5gf2fP39vd3fGHfDA2zLmPvHCN",
+	"Jn49h+MouZB1neSZLAinljdhk0yF2Mbnos1PPIh4yos64Cm3BsN0qwlDZQ6pX6mpnx4YPMAFcVvWqvTo",
+	"KkbGxuRRILylPwog5DDqNSHGPRqe9m+BxrJn2fvwWLX+Hpr7HjxidxeCrZgztyQMTNrn1INZG/mVCsJ6",
+	"mwZ7cO/a9KOc0G1f9JucN2wunnucqu8cYwHFMnr/+IOmYoM1QgIvMjmZpvGTSsXXyp2cYyDCLu2iHri4",
+	"JfbRmEexWd9bK2FWl0RVXGe9CplGkNyGblXTAmVpTc9q7UDpb5/s/La3qKbRfsq5PqZKnvrX2XjdU1Tt",
+	"dpJ+lPqGEBMdMuvvNPxKbnjPCPq1VuNp5VXte8MYcJTX7yyVQK2yS+W+IsuuTNzpWnAJpS+pYjdZmoik",
+	"FofpMEjC8XJjt6aESLBtG0PGrdC1lZCRSNZbCpGvbQHZOZSkyOwWgnoc7CebWGUMMB9jU6P4wt74NZzE",
+	"cl4/1VRc/Ncsi4AZ8DCrvBGapeLqKdZ6wfPkJEtlIZ4pdiwLcZEDjYgNlB6eHAOdVkIKYCMJNIKYB0gT",
+	"oK1HmIs2r641zsVFqlA4LJNQIfHm+CUbL6GWAmxXlo9kK6Jgc9konmgDjyVwbxcSNaEPk+tUGjuN2h4H",
+	"KHpsOA1KPOBIcjbTdtbEsaFKLi0Igt2zugMhizIJEUsbpTZAb6IntIAawxfpsQhix6tB8ZUYcqrXtgmJ",
+	"lpTxEAJ9ZwKS43k6LfxUMpVez6d6TDznoc8Uu0qRvxIO6gWFg/QbXp39FLLo7PiN//ZH/9d//J9oJMkH",
+	"NJmHHlOspc0lj4upUMpjf0kVZ7QZd7vdbtvDJ7x4dXwCz2ANj9AfPb5MZ6wVOYCHyGOHxy9ZVAVOROaJ",
+	"L49evD7+6QgfSnkfSCwdSzWfTNI4hdjNXCbK3nP2+u07vAHzACaC26rkFkBCIZsXbQrXwgh8/335tlQx",
+	"GvWmmKyLc/oChTWVVegcsxaZO6OxQsgU2FbgJ5cKfKWg3/v5z0F/fyfoDvYMbmNNqISen2dCyGasRND7",
+	"q76G3g1jMBR7kyDujf1uMuD+YNyP/X2xO/H5zngYD5K+6E26n8ccRR7A97UAa0naD8sOsEGrAzDsmgEY",
+	"xnuT/riX+IHQDZ3sj/29nWTXL7vfT2oDgCHb36e7J/qdlW7iPFwTq6JcQwu5pY1hKuvgU7DAvUzyrKaj",
+	"nmqqHrrPc5w7d4BNqjvwOvv7BlGWpm+5Lg7doKfLKPxa4ZeNzhj1s8UmUNBHdraw8bJ1jxZgC1+QKdz8",
+	"WHHfeeIpuvI4FjlGV9YNqS7E+DLLrnwhk5l2wzdy5u1NgImCOsfujvbWp0kJdGRnIs5FoYioA4p7L7OF",
+	"ZJciF80w8HfYqCPbps9ZLEiMeTug1QjhV3v7XZZdXQkBXrxaSm0ETDl1DfJ6I2RxvpwBA+eWC0Ai+K2N",
+	"HiH4SSRbv5BzQfqwXb/Le2N/N+4n/p4YTPwh3xnvxnvJPma67WZuavm8rXk+JR0cFT5/rsdKdai7nTi7",
+	"fo7nDsAz37bn28Gtfa51N/zaN1pn39czyE6Zpy3+oauflqzqXHPJL0TjJk/XlMPtmIB3K39zkaUxn07H",
+	"PL7CYtQbWl8f/4nQEJ1xliz/2/N5Pv10hzpqwWWiDRC9SrGbLuJCAbREh0l4OOOKwI4IGESEI1gIKEtG",
+	"WE02L6yAaSpU1GGvMJkLLOxowUCYu3xumnhlbjmzyho5KgACFtGKRXrlU+B0V/DrWcRaP8v0gzmpo2ej",
+	"HRJEAprDn7lPpReSF/NcRCGLbrpemdwecyV2Bvr+V28OX/hnrw57wx2WAW4w+li2/lPn40ojPnU+6hH7",
+	"FHlUKW5xRONlYUC3YF5HUsg4SwQdVumlxCO/uFQifh+1O+x7F6eDf+UszwriX1hkI2l7ghYbefiV0D5W",
+	"gQcDztSMxyJkPI7FrKDqTYLbgooJsDGNpP5aEyCiOxX/LmI6O+uOKTbheUmP1VqdMdN0nHOivwaOoqGB",
+	"NbYJsHk9g/aVzQUxD5BuwDcdQAR85dEjic9eIs3dOCsum87pNDuObtaMY5tp17kNnFR+6s/yHFfKcirT",
+	"lOQGy4lqsZ/3tst+nDubN9PPzfVz/vvfAn//lz/903qlQ0C2UiwynDt+OaH0ahnNg6Af46SF/y8i58Pe",
+	"23J76Z0t/2yI13r+Mk6Y9bkB6tKRS9b78IGyM4Ysvzu0H/ia51eG54WUGpJMklxgN2j224yp16b3IpPC",
+	"guvJp0Fy1LosMWBZ75a0O5Q072dzdYma1YXzPj0MDeghjMvqw93Pp6/1PfpuQoyzIgtZL+iWps42HoR0",
+	"CgUzQzcvQtMXeSOJHiXoSGq30mq2UH4PLBxEiOWKkgIrXdeKQzuS3d1StRkI30Zye1u3GKQxOtvbLDIu",
+	"WATvLuk+esFgzwFQekxmbK5EDkEVvRJmXKlFlice4yM5y/KCtaC9F+mNkG2S9dFDszMc9oe4eV7qJwO7",
+	"3FgYjPBsPp6mMQPCeCmKUD9ummUzvYV7bJanN7wQrNUNnu95rLvb63R3nnd7Huvu6/+797y747FJHARh",
+	"+Hy37eljQ56K3P/p8ByUQa78aRbz6Ui2ujv7nd5wgDeIPX1DN2h77Ho+LdKYq4LIlESuz/BUMeoxLm31",
+	"KEC6poInUHdxfHIzgAoIlRYC34KmgbWiMHy+vxN5LArDyWQyCYMwoF/sDMLJZH9sLzA/d8Pw+WAPKjV6",
+	"QdDTjYO/T0SMLY3a0Jbjk5sd2yBSUgDpplb0z1YAXY+zkUbV32skoekl0jzD1CrEOq5tmMKyuczzaYRf",
+	"TLv8SneML4kjEqLp2WQknZraBZeFSIwAF1yGLzav1OuK6mrKu+JLEV/poQZBTa49ALQGZBY82t9f/nRm",
+	"2ULM7XEmpYgLevAhKo7mGN4nL2MkTanAu6PvXr19++P7w9ev3757f3J6/JfD86N/ATwya0XX/EqwfC4j",
+	"BgxTaeFBxhs/aCJuxDSb6eNPeyRRx3Y21e2NSMQT/SQzT6l9wpQ6nOjTqlJpJmG5nVHNC6TyM8aZNukk",
+	"Rg+LwV5O+ME8K0RcKGb0db2RHAuVJsI6fMaLRk5MB7QQQTdsRcl2BHlS5zi3DbMNKsDfQ3Z/m2pkqOKl",
+	"sx0dQEGR2Ucqz3V+Dxe6Jnck4RJqYUefQaMOi7aj5q5mE8orwWisIPtzEYv0BnIfnJkQ80pvDyAAp8R0",
+	"KvKwqdntDntrMkgw3fswRQnXj6XoTqPgX3lB3/ElzcntbUs5pO9a9frUTMTpxKgN33SREQ0qzmF7iEbS",
+	"HFBAWR8Q5RR0hAueKfavZ29/ovIl52zQ7OPf5sTrnQI34tUdGJa7WWUH+hyR5jDLIMCRFfrz6T7q/eZU",
+	"FMgjml0LWo9DpjwGzqzH+gH+22OX+neXHusG8N+B/m8vYJcwpbTHPpKooPX//m83YP+M5onYPvS+ofeo",
+	"ff27YdA3Sl/anlXVu22YRj+xfYAtwi8IxUYVtyJVTnXaIRt0g9JdqO7LiJg50K9MMjYEoqLy4MaZmsex",
+	"UGoyn5ZPb0XVeEpkjGQaX7Y77KXTCiNnB28ZSaJw1b2DbEXIEpHMcb7qg1Hls+uWYyeMQ/xMsUh39ijP",
+	"sxzfOpLgObgGGm6a54Kqp0IWoRZUbb81FgusAxrVNJMjSePmsej89Rm75DJRl9pQlr+HiiiWzYltlbKr",
+	"2udrRa/Oz0/0hzRyTVjao0aS5zYnjCYbtMoumotaQNecywbcNVDqcqRT1vMzscc34rvlSaIdCZzx5Ydu",
+	"wddhi2w+TYxdIduDXiCWUbE58PhwWjF0Qm2HJCh4uyLUXYUzthGAKi8uhSyhnCMpswWVLIIMOZAQF6WD",
+	"eK901Ko+00iuaCxZFFXrtuqiNrYJ14f+PSQ9bNtHEtmJEqZSGQttHkgBXolyHWE/tFMCo5QgFMA84/Yy",
+	"n3pE7hsRuSrNyJoyV+Wo5RBVMGERzgYfPhgj7LS6mvHZ5d24J/oTfzAeJv4g3hH+3mSX+/vjIO4m+i8D",
+	"/njLi1aPdw2B6oeFpNeNKa+bN6pNR7fy5gtWxzi6PN9mcB8s1Fa4hTG6N5Mf/7yf7/3w47/9PT9f/PvP",
+	"Jy/3jl+f/PU4673mr/nZ4ofh7NXFn/+0c/Vy8S+flxp44Gd8lxaXmNC5szCotHmViiCeJJ8pEVVaCwfG",
+	"32D6cVwBHQZ+tRQLbElChJaPQFTqae4+prnrxsmcCYWdZC0nwiSzRfuJvfKpAuqBCTorz1VP0t2To2tM",
+	"16/Ne+m6WtVwAwhMg/eeQfjGhFnLfBs4VZMsv8iKQpCfp128pnCEVazVLk/toGhCEeAlg+XDYgSWpAlr",
+	"3RN/aYcMaJNt7AGiQDb2YAIOt9BVbugcV4PmNRdyTfP4OzFSYn+f5L0ezXrHD7L5er9D38s5kVOQpdyq",
+	"2h122ICzc+A6d+Pq/qAr5b/SmeKre1b3+VNPxuixGCNEB25sie6RP6N0GGS+WMtmpqAKBff5TLaBUs3e",
+	"HbGWPiVez4olw2VLAGCFPEBRuU4ihqHvjbM9tRaEbt5i1XVAXIkp5+kw4rgvC3yKjEW0pKzO2koU2xxg",
+	"zfiBvkSc5W5QWR2U9xkJNsfbAj+MtVCQIZlj1LjdYT+KpSoF4FTBl5ZVn+cCUxaojfRgz8yc1L+qh4bq",
+	"V3+cfeeBcb3qxrCtrf6KJX+ogcYh/qajb9vf/jb4RxYve5LL+BqhA7TuXzB08HxGBEbNSN5T2Lr0caEK",
+	"RzDgXQsZSwvEfqXKTegAsmZxyQtAtkC1rLOtI1MkADmMAWCZFO0O6wW9kP19LuYiOajBg+Hf4xIjfJkt",
+	"IEerHeZHHZhgh05QHKEwFnkWQLmwquKSIfBCoNeQzTA/zwuPcv2IcHDT+yvqpuh46FHNIcLTIOSUyos/",
+	"6IGv94Dd99jZXnr+7rgb+7vJQPj7fDj2DfngPt8br79FABz0EIDSJkmwOp4z+mA45Z9IGC5cO33LN5zl",
+	"2Xgqrv/UmCEteDqlsa2bSiRcuX3JERrBrDwS1yHwzqBnYEAdx8MY9Pa9rSItYAmcZxm71gciK1ZkZyth",
+	"3rq93U7QCTrdcC/YC0xH1POcF8IHlY5NPL0TvL1xatWbEqKFPjw51mZSH014IQB/svZ4aHtdwSPYFNuC",
+	"Yxz5ABgIasgjZ9SczJtzyX0ZN7gUr4Se/v6bMeJrWCFUgdvhwzdhxCf7JqF22278Q3qzgr2CzCbe6Lnk",
+	"EYSExpIPK+hiwRstvYeJD7M0Fy8wZXosz/AbRW1WRZISKlghfN/C8j0DFClbYE+/2RS2cqveTRtsDixF",
+	"apEW8SWUwBjxazbNFNAROsA6XHFwtM+MXIp+lZ59uhWqc1sPQhaYY7VpjGmfoaJHVib6rUEmXwEgyIzV",
+	"avdNX80QoIfzqN0O4xOYrqZEBJ5RFWZnJD8DJ4bzFmFfVXQYUGCV5UkslWyuG+uOv/6QKPmaAbhH8UXb",
+	"4Vq+EyOGby5LFUqNzNoY34IMOKi+BwFEFDaHFwL9C/5ci5vfCQBbdbFOoaVkECj9/E26WN4jQpCt84lx",
+	"K6vOk98OV9YXvaQbB2N/n+9N/IHYTfy9eGfsD/lgYv72uHFlzbZ0Kww2DYfgJD+lqsImx+RVtmDTjOyV",
+	"Y55RBoHqe0D0GgPEZkVGHz9FdFFabmbgLz9ByP54MJxyZZcuxlPg7Amp87U8fNy6G8Jtz0yy/T6XH5qS",
+	"3zRv86/rNVKmDsupqmp32CFLxGyaLUUCf9euVl6qmaeqWs+mVwsVbp38/N3r4xfvfz593ams6pUjKBBF",
+	"UD9WeCI+UEqJS3NuROdZQvm3qqjZgJ+rf7Q1mldiCYc+2un0RxCyIEu8tepTHKOBVKw1q2n+tkN0kYUH",
+	"MpXaq+CJB+FHo/0CFYseUaB2GCoFMqA6A6o9EC759X/8h6tcYn6GEiG9xcBVz1eucDkyHb6tmi7xaofO",
+	"KKen/dxUqblwdLdA38TqHYd07FoIceWx60wWl7pBS2Eq5Tm59glfemwui3SqJxs6ItSgUz3vIZlKr2hq",
+	"EvJvmfrwIgMxLP1CscQW6W0pBDkmc1oAQVugWVRG07bO5Gg1DvXfjdBS25V9ctr5wtFfamqi3gWwQQ3S",
+	"yRhxplJjU9H2TLExl1cwNyFb/Ob45TPFEp5Ol2zMi/jSY1IAeaFRodJNmwjhtuslqVU1NOmd/oKUvQmr",
+	"YvpeRU/Kq8hKUzUgjlrphJhErRul5Qo8HuQRkKXnW+RcKg6VRZTwpbs91IzuB1BxRYJSlULsGgJohRbE",
+	"6ToEKps7LnJhqrO1G4yv8GCNY7PXLOZTvGIMVi1m08szO5Xh5UUW4vd1ZLypPspjeu1a2SFITpRavB12",
+	"5H4zKP2GwvlyUtITm9oB0tS4is2LjXy4qcSmBeI80FUCbn6ks4AsBbSdzyDe56juNYncimsj52dHaT1O",
+	"VaeZJSfULQuxbJKhNVSsha1zn/Pa/PH+57w5fqlYy/yCGUKrZq1s9x1v6rc0vOuU6liZtuFS5OoZu0nF",
+	"ggIxaQ70rZNsmmYwtNmElQ1x615ds4pPbHjZ6/RGSL0NoqHjSQo/zfJsLBRYI9y9rfgmPfKtCRKorU+/",
+	"fPr/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -416,6 +416,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/recurring-invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recurring invoices
+         * @description The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+         */
+        get: operations["listRecurringInvoices"];
+        put?: never;
+        /**
+         * Create a recurring invoice
+         * @description Creates a series that issues an invoice on a schedule: on `startOn`, then every
+         *     `intervalCount` `interval`s from it. The series is `active`.
+         *
+         *     **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+         *     a monthly series keeps `startOn`'s day of the month, and a month without that day
+         *     uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+         *     yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+         *     from 00:00 of its day in the time zone of the MID's location and is issued within a
+         *     minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+         *     digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+         *     series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+         *     company and phone as they are then), delivery and reminders, its pay link
+         *     sent unless `send` is `false`. Each occurrence makes at most one invoice however
+         *     many instances run and whenever they restart. An occurrence more than 3 days past
+         *     due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+         *     in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+         *     after `endAfter` invoices, or after the last issue day on or before `endOn`.
+         *
+         *     **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+         *     - Every key is required; the nullable ones may be `null`.
+         *     - `startOn`: today or later in the MID's location's time zone.
+         *     - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+         *     - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+         *       runs until ended.
+         *     - `dueDays` 0–365.
+         *     - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+         *       `lines` must add up to `amount`, tax included (`errors.lines`).
+         *     - `invoiceNumberPrefix` 1–40 characters.
+         *
+         *     **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+         *     inactive location; `customerId` not a customer of the organization (`Unknown
+         *     customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+         *     (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+         *     before with another body.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+         *     hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+         */
+        post: operations["createRecurringInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/recurring-invoices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a recurring invoice
+         * @description One series. An id of another organization is a 404, like an id that does not exist.
+         */
+        get: operations["getRecurringInvoice"];
+        put?: never;
+        post?: never;
+        /**
+         * End a recurring invoice
+         * @description Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+         */
+        delete: operations["endRecurringInvoice"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume a recurring invoice
+         * @description Changes what the series issues from now on; invoices already issued do not change.
+         *     Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+         *
+         *     - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+         *       resumes: the next occurrence is the first whose day is today or later in the
+         *       location's time zone, so the days passed while paused are neither issued nor
+         *       counted as skipped, and nothing is issued twice. An `ended` series cannot be
+         *       changed (422).
+         *     - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+         *       `amount` makes `amount` their total.
+         *     - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+         *       `issuedCount`, or an `endOn` before the next issue day, ends the series.
+         */
+        patch: operations["updateRecurringInvoice"];
+        trace?: never;
+    };
     "/card-payments": {
         parameters: {
             query?: never;
@@ -1155,6 +1260,289 @@ export interface components {
          * @example 12.30
          */
         DecimalString: string;
+        /**
+         * @description Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+         * @example active
+         * @enum {string}
+         */
+        RecurringInvoiceStatus: "active" | "paused" | "ended";
+        /**
+         * @description The unit a series repeats by.
+         * @example month
+         * @enum {string}
+         */
+        RecurringInterval: "week" | "month" | "year";
+        /** @description The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`. */
+        CreateRecurringInvoice: {
+            /**
+             * Format: uuid
+             * @description The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
+             * @description 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+             * @example RET
+             */
+            invoiceNumberPrefix: string;
+            /** @description Each invoice's amount, as on `POST /payment-requests` (lines must add up to it). */
+            amount: components["schemas"]["Decimal"];
+            /** @description Each invoice's lines, 1–500, or null; as on `POST /payment-requests`. */
+            lines: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Free text shown on each invoice. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo: string | null;
+            /**
+             * @description Purchase order number on each invoice. At most 64 characters.
+             * @example PO-7781
+             */
+            poNumber: string | null;
+            /**
+             * @description How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+             * @example email
+             * @enum {string|null}
+             */
+            delivery: "email" | "text" | null;
+            /**
+             * @description Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+             * @example null
+             */
+            reminders: boolean | null;
+            interval: components["schemas"]["RecurringInterval"];
+            /**
+             * Format: int32
+             * @description Issue every this many `interval`s, 1–12.
+             * @example 1
+             */
+            intervalCount: number;
+            /**
+             * Format: date
+             * @description The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+             * @example 2027-01-31
+             */
+            startOn: string;
+            /**
+             * Format: int32
+             * @description End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+             * @example 12
+             */
+            endAfter: number | null;
+            /**
+             * Format: date
+             * @description No issue day after this one (on or after `startOn`). Not with `endAfter`.
+             * @example null
+             */
+            endOn: string | null;
+            /**
+             * Format: int32
+             * @description Each invoice is due this many days after its issue day, 0–365.
+             * @example 14
+             */
+            dueDays: number;
+            /**
+             * @description `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+             * @example true
+             */
+            send: boolean;
+        };
+        /** @description The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one. */
+        UpdateRecurringInvoice: {
+            /**
+             * @description `paused` to pause, `active` to resume.
+             * @example paused
+             * @enum {string}
+             */
+            status?: "active" | "paused";
+            /** @description The amount of the invoices issued from now on. */
+            amount?: components["schemas"]["Decimal"];
+            /** @description The lines of the invoices issued from now on, or null for none. */
+            lines?: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Memo of the invoices issued from now on. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo?: string | null;
+            /**
+             * @description PO number of the invoices issued from now on. At most 64 characters.
+             * @example PO-7790
+             */
+            poNumber?: string | null;
+            /**
+             * Format: int32
+             * @description Days from issue to due, 0–365.
+             * @example 30
+             */
+            dueDays?: number;
+            /**
+             * Format: int32
+             * @description End after this many invoices in all (≥ 1), or null.
+             * @example 6
+             */
+            endAfter?: number | null;
+            /**
+             * Format: date
+             * @description The last possible issue day, or null.
+             * @example 2027-12-31
+             */
+            endOn?: string | null;
+        };
+        /** @description A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null. */
+        RecurringInvoice: {
+            /**
+             * Format: uuid
+             * @description The series' id.
+             * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+             */
+            id: string;
+            status: components["schemas"]["RecurringInvoiceStatus"];
+            /**
+             * Format: uuid
+             * @description The MID its invoices bill on.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The customer its invoices bill.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
+             * @description Its invoices are numbered `{prefix}-{n}`.
+             * @example RET
+             */
+            invoiceNumberPrefix: string;
+            /** @description The amount of the next invoice. */
+            amount: components["schemas"]["Decimal"];
+            /** @description The lines of the next invoice, or null. */
+            lines: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description The memo of the next invoice.
+             * @example Thank you for your business.
+             */
+            memo: string | null;
+            /**
+             * @description The PO number of the next invoice.
+             * @example null
+             */
+            poNumber: string | null;
+            delivery: components["schemas"]["Delivery"];
+            /**
+             * @description Each invoice's reminders; null follows the organization's schedule.
+             * @example null
+             */
+            reminders: boolean | null;
+            interval: components["schemas"]["RecurringInterval"];
+            /**
+             * Format: int32
+             * @description Every this many intervals.
+             * @example 1
+             */
+            intervalCount: number;
+            /**
+             * Format: date
+             * @description The first issue day.
+             * @example 2027-01-31
+             */
+            startOn: string;
+            /**
+             * Format: int32
+             * @description The series ends after this many invoices, or null.
+             * @example 12
+             */
+            endAfter: number | null;
+            /**
+             * Format: date
+             * @description No issue day after this one, or null.
+             * @example null
+             */
+            endOn: string | null;
+            /**
+             * Format: int32
+             * @description Days from issue to due.
+             * @example 14
+             */
+            dueDays: number;
+            /**
+             * @description Whether each invoice's pay link is sent when issued.
+             * @example true
+             */
+            send: boolean;
+            /**
+             * Format: date
+             * @description The next issue day; null once ended. While paused, the day it would be.
+             * @example 2027-01-31
+             */
+            nextIssueOn: string | null;
+            /**
+             * @description The next three issue days (fewer near the end; none once ended).
+             * @example [
+             *       "2027-01-31",
+             *       "2027-02-28",
+             *       "2027-03-31"
+             *     ]
+             */
+            upcoming: string[];
+            /**
+             * Format: int32
+             * @description Invoices issued so far.
+             * @example 0
+             */
+            issuedCount: number;
+            /**
+             * Format: int32
+             * @description Occurrences skipped because payreq came to them more than 3 days late.
+             * @example 0
+             */
+            skippedCount: number;
+            /**
+             * Format: uuid
+             * @description The invoice issued last, or null.
+             * @example null
+             */
+            lastInvoiceId: string | null;
+            /**
+             * Format: date-time
+             * @description When the series was created.
+             * @example 2027-01-20T15:04:05Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it last changed (a change, an issue, a skip).
+             * @example 2027-01-20T15:04:05Z
+             */
+            updatedAt: string;
+        };
+        /** @description The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped). */
+        RecurringInvoiceOccurrence: {
+            recurringInvoice: components["schemas"]["RecurringInvoice"];
+            /**
+             * Format: date
+             * @description The occurrence's issue day.
+             * @example 2027-02-28
+             */
+            issueOn: string;
+            /**
+             * Format: uuid
+             * @description The invoice issued for it; null when skipped.
+             * @example 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+             */
+            invoiceId: string | null;
+            /**
+             * @description `true`: payreq came to it more than 3 days late and issued nothing.
+             * @example false
+             */
+            skipped: boolean;
+        };
         /**
          * @description Status of an invoice:
          *     - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
@@ -2096,19 +2484,24 @@ export interface components {
          *     - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
          *     - `deposit.created`: A batch closed into a deposit.
          *     - `deposit.paid`: A deposit reached its expected day.
+         *     - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+         *     - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+         *     - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+         *     - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+         *     - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
          *     - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
          *     - `application.stage_changed`: A merchant application moved to another stage (resellers).
          *     - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "recurring_invoice.created" | "recurring_invoice.updated" | "recurring_invoice.issued" | "recurring_invoice.skipped" | "recurring_invoice.ended" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "recurring_invoice.created" | "recurring_invoice.updated" | "recurring_invoice.issued" | "recurring_invoice.skipped" | "recurring_invoice.ended" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -2127,7 +2520,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["RecurringInvoiceCreatedEvent"] | components["schemas"]["RecurringInvoiceUpdatedEvent"] | components["schemas"]["RecurringInvoiceIssuedEvent"] | components["schemas"]["RecurringInvoiceSkippedEvent"] | components["schemas"]["RecurringInvoiceEndedEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -2307,6 +2700,81 @@ export interface components {
              * @enum {string}
              */
             type: "invoice.reminder_sent";
+        };
+        /** @description `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`). */
+        RecurringInvoiceCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.created
+             * @enum {string}
+             */
+            type: "recurring_invoice.created";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.created";
+        };
+        /** @description `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`). */
+        RecurringInvoiceUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.updated
+             * @enum {string}
+             */
+            type: "recurring_invoice.updated";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.updated";
+        };
+        /** @description `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id. */
+        RecurringInvoiceIssuedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.issued
+             * @enum {string}
+             */
+            type: "recurring_invoice.issued";
+            data: components["schemas"]["RecurringInvoiceOccurrence"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.issued";
+        };
+        /** @description `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day. */
+        RecurringInvoiceSkippedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.skipped
+             * @enum {string}
+             */
+            type: "recurring_invoice.skipped";
+            data: components["schemas"]["RecurringInvoiceOccurrence"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.skipped";
+        };
+        /** @description `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`. */
+        RecurringInvoiceEndedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.ended
+             * @enum {string}
+             */
+            type: "recurring_invoice.ended";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.ended";
         };
         /** @description `card_payment.approved`: A sale was approved. */
         CardPaymentApprovedEvent: components["schemas"]["EventBase"] & {
@@ -3555,6 +4023,11 @@ export interface components {
          */
         InvoiceId: string;
         /**
+         * @description The recurring invoice (series) id.
+         * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+         */
+        RecurringInvoiceId: string;
+        /**
          * @description Page size, 1–100. Default 25.
          * @example 25
          */
@@ -4298,6 +4771,206 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecurringInvoices: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only series with this status.
+                 * @example active
+                 */
+                status?: components["schemas"]["RecurringInvoiceStatus"];
+                /**
+                 * @description Only series billing this customer.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                customerId?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of series. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+                 * @example 5a1c9e2d-3b4f-4c6a-8d7e-9f0a1b2c3d4e
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The series to create. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRecurringInvoice"];
+            };
+        };
+        responses: {
+            /** @description Replay: a series was already created with this `Idempotency-Key` and the same body; this is that series as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            /** @description The series was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series, ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        /** @description The members to change. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRecurringInvoice"];
+            };
+        };
+        responses: {
+            /** @description The series as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -18,6 +18,7 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Defines values for ApplicationStage.
@@ -344,6 +345,11 @@ const (
 	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
 	EventTypeInvoiceSent              EventType = "invoice.sent"
 	EventTypeInvoiceUpdated           EventType = "invoice.updated"
+	EventTypeRecurringInvoiceCreated  EventType = "recurring_invoice.created"
+	EventTypeRecurringInvoiceEnded    EventType = "recurring_invoice.ended"
+	EventTypeRecurringInvoiceIssued   EventType = "recurring_invoice.issued"
+	EventTypeRecurringInvoiceSkipped  EventType = "recurring_invoice.skipped"
+	EventTypeRecurringInvoiceUpdated  EventType = "recurring_invoice.updated"
 	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
 	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
 	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
@@ -400,6 +406,16 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceUpdated:
 		return true
+	case EventTypeRecurringInvoiceCreated:
+		return true
+	case EventTypeRecurringInvoiceEnded:
+		return true
+	case EventTypeRecurringInvoiceIssued:
+		return true
+	case EventTypeRecurringInvoiceSkipped:
+		return true
+	case EventTypeRecurringInvoiceUpdated:
+		return true
 	case EventTypeSavedCardRemoved:
 		return true
 	case EventTypeTerminalPaymentApproved:
@@ -444,6 +460,11 @@ const (
 	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
 	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
+	EventTypeOrAllRecurringInvoiceCreated  EventTypeOrAll = "recurring_invoice.created"
+	EventTypeOrAllRecurringInvoiceEnded    EventTypeOrAll = "recurring_invoice.ended"
+	EventTypeOrAllRecurringInvoiceIssued   EventTypeOrAll = "recurring_invoice.issued"
+	EventTypeOrAllRecurringInvoiceSkipped  EventTypeOrAll = "recurring_invoice.skipped"
+	EventTypeOrAllRecurringInvoiceUpdated  EventTypeOrAll = "recurring_invoice.updated"
 	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
 	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
 	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
@@ -501,6 +522,16 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSent:
 		return true
 	case EventTypeOrAllInvoiceUpdated:
+		return true
+	case EventTypeOrAllRecurringInvoiceCreated:
+		return true
+	case EventTypeOrAllRecurringInvoiceEnded:
+		return true
+	case EventTypeOrAllRecurringInvoiceIssued:
+		return true
+	case EventTypeOrAllRecurringInvoiceSkipped:
+		return true
+	case EventTypeOrAllRecurringInvoiceUpdated:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
 		return true
@@ -896,6 +927,123 @@ func (e RecordPaymentRequestMethod) Valid() bool {
 	}
 }
 
+// Defines values for RecurringInterval.
+const (
+	RecurringIntervalMonth RecurringInterval = "month"
+	RecurringIntervalWeek  RecurringInterval = "week"
+	RecurringIntervalYear  RecurringInterval = "year"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInterval enum.
+func (e RecurringInterval) Valid() bool {
+	switch e {
+	case RecurringIntervalMonth:
+		return true
+	case RecurringIntervalWeek:
+		return true
+	case RecurringIntervalYear:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceCreatedEventType.
+const (
+	RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated RecurringInvoiceCreatedEventType = "recurring_invoice.created"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceCreatedEventType enum.
+func (e RecurringInvoiceCreatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceEndedEventType.
+const (
+	RecurringInvoiceEndedEventTypeRecurringInvoiceEnded RecurringInvoiceEndedEventType = "recurring_invoice.ended"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceEndedEventType enum.
+func (e RecurringInvoiceEndedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceEndedEventTypeRecurringInvoiceEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceIssuedEventType.
+const (
+	RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued RecurringInvoiceIssuedEventType = "recurring_invoice.issued"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceIssuedEventType enum.
+func (e RecurringInvoiceIssuedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceSkippedEventType.
+const (
+	RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped RecurringInvoiceSkippedEventType = "recurring_invoice.skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceSkippedEventType enum.
+func (e RecurringInvoiceSkippedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceStatus.
+const (
+	RecurringInvoiceStatusActive RecurringInvoiceStatus = "active"
+	RecurringInvoiceStatusEnded  RecurringInvoiceStatus = "ended"
+	RecurringInvoiceStatusPaused RecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceStatus enum.
+func (e RecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case RecurringInvoiceStatusActive:
+		return true
+	case RecurringInvoiceStatusEnded:
+		return true
+	case RecurringInvoiceStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceUpdatedEventType.
+const (
+	RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated RecurringInvoiceUpdatedEventType = "recurring_invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceUpdatedEventType enum.
+func (e RecurringInvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SavedCardRemovedEventType.
 const (
 	SavedCardRemovedEventTypeSavedCardRemoved SavedCardRemovedEventType = "saved_card.removed"
@@ -1097,6 +1245,24 @@ const (
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
 	case TokenResponseTokenTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateRecurringInvoiceStatus.
+const (
+	UpdateRecurringInvoiceStatusActive UpdateRecurringInvoiceStatus = "active"
+	UpdateRecurringInvoiceStatusPaused UpdateRecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the UpdateRecurringInvoiceStatus enum.
+func (e UpdateRecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case UpdateRecurringInvoiceStatusActive:
+		return true
+	case UpdateRecurringInvoiceStatusPaused:
 		return true
 	default:
 		return false
@@ -1615,6 +1781,81 @@ type CreatePaymentRequest struct {
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
 
+// CreateRecurringInvoice The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`.
+type CreateRecurringInvoice struct {
+	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
+	Amount Decimal `json:"amount"`
+
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery"`
+
+	// DueDays Each invoice is due this many days after its issue day, 0–365.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one (on or after `startOn`). Not with `endAfter`.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Issue every this many `interval`s, 1–12.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// Lines Each invoice's lines, 1–500, or null; as on `POST /payment-requests`.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo Free text shown on each invoice. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// PoNumber Purchase order number on each invoice. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// StartOn The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+}
+
 // Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
 type Customer struct {
 	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
@@ -2078,6 +2319,11 @@ type EventDeliveryStatus string
 // - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
+// - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+// - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+// - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+// - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+// - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
 // - `application.stage_changed`: A merchant application moved to another stage (resellers).
 // - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
@@ -3112,6 +3358,278 @@ type RecordedPaymentChange struct {
 	Payment Payment `json:"payment"`
 }
 
+// RecurringInterval The unit a series repeats by.
+//
+// Example: month
+type RecurringInterval string
+
+// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+type RecurringInvoice struct {
+	// Amount The amount of the next invoice.
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt When the series was created.
+	//
+	// Example: 2027-01-20T15:04:05Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CustomerId The customer its invoices bill.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
+	//
+	// Example: email
+	Delivery Delivery `json:"delivery"`
+
+	// DueDays Days from issue to due.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter The series ends after this many invoices, or null.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one, or null.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Id The series' id.
+	//
+	// Example: 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+	Id openapi_types.UUID `json:"id"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Every this many intervals.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix Its invoices are numbered `{prefix}-{n}`.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// IssuedCount Invoices issued so far.
+	//
+	// Example: 0
+	IssuedCount int32 `json:"issuedCount"`
+
+	// LastInvoiceId The invoice issued last, or null.
+	LastInvoiceId *openapi_types.UUID `json:"lastInvoiceId"`
+
+	// Lines The lines of the next invoice, or null.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo The memo of the next invoice.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID its invoices bill on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// NextIssueOn The next issue day; null once ended. While paused, the day it would be.
+	//
+	// Example: 2027-01-31
+	NextIssueOn *openapi_types.Date `json:"nextIssueOn"`
+
+	// PoNumber The PO number of the next invoice.
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders; null follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send Whether each invoice's pay link is sent when issued.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// SkippedCount Occurrences skipped because payreq came to them more than 3 days late.
+	//
+	// Example: 0
+	SkippedCount int32 `json:"skippedCount"`
+
+	// StartOn The first issue day.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+
+	// Status Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+	//
+	// Example: active
+	Status RecurringInvoiceStatus `json:"status"`
+
+	// Upcoming The next three issue days (fewer near the end; none once ended).
+	//
+	// Example: ["2027-01-31","2027-02-28","2027-03-31"]
+	Upcoming []openapi_types.Date `json:"upcoming"`
+
+	// UpdatedAt When it last changed (a change, an issue, a skip).
+	//
+	// Example: 2027-01-20T15:04:05Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// RecurringInvoiceCreatedEvent `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+type RecurringInvoiceCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.created
+	Type RecurringInvoiceCreatedEventType `json:"type"`
+}
+
+// RecurringInvoiceCreatedEventType Example: recurring_invoice.created
+type RecurringInvoiceCreatedEventType string
+
+// RecurringInvoiceEndedEvent `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
+type RecurringInvoiceEndedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.ended
+	Type RecurringInvoiceEndedEventType `json:"type"`
+}
+
+// RecurringInvoiceEndedEventType Example: recurring_invoice.ended
+type RecurringInvoiceEndedEventType string
+
+// RecurringInvoiceIssuedEvent `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+type RecurringInvoiceIssuedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.issued
+	Type RecurringInvoiceIssuedEventType `json:"type"`
+}
+
+// RecurringInvoiceIssuedEventType Example: recurring_invoice.issued
+type RecurringInvoiceIssuedEventType string
+
+// RecurringInvoiceOccurrence The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+type RecurringInvoiceOccurrence struct {
+	// InvoiceId The invoice issued for it; null when skipped.
+	//
+	// Example: 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+	InvoiceId *openapi_types.UUID `json:"invoiceId"`
+
+	// IssueOn The occurrence's issue day.
+	//
+	// Example: 2027-02-28
+	IssueOn openapi_types.Date `json:"issueOn"`
+
+	// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	RecurringInvoice RecurringInvoice `json:"recurringInvoice"`
+
+	// Skipped `true`: payreq came to it more than 3 days late and issued nothing.
+	//
+	// Example: false
+	Skipped bool `json:"skipped"`
+}
+
+// RecurringInvoiceSkippedEvent `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+type RecurringInvoiceSkippedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.skipped
+	Type RecurringInvoiceSkippedEventType `json:"type"`
+}
+
+// RecurringInvoiceSkippedEventType Example: recurring_invoice.skipped
+type RecurringInvoiceSkippedEventType string
+
+// RecurringInvoiceStatus Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+//
+// Example: active
+type RecurringInvoiceStatus string
+
+// RecurringInvoiceUpdatedEvent `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+type RecurringInvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.updated
+	Type RecurringInvoiceUpdatedEventType `json:"type"`
+}
+
+// RecurringInvoiceUpdatedEventType Example: recurring_invoice.updated
+type RecurringInvoiceUpdatedEventType string
+
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
 	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
@@ -3514,6 +4032,50 @@ type TokenResponse struct {
 // Example: Bearer
 type TokenResponseTokenType string
 
+// UpdateRecurringInvoice The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one.
+type UpdateRecurringInvoice struct {
+	// Amount The amount of the invoices issued from now on.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// DueDays Days from issue to due, 0–365.
+	//
+	// Example: 30
+	DueDays *int32 `json:"dueDays,omitempty"`
+
+	// EndAfter End after this many invoices in all (≥ 1), or null.
+	//
+	// Example: 6
+	EndAfter optional.Patch[int32] `json:"endAfter,omitempty,omitzero"`
+
+	// EndOn The last possible issue day, or null.
+	//
+	// Example: 2027-12-31
+	EndOn optional.Patch[openapi_types.Date] `json:"endOn,omitempty,omitzero"`
+
+	// Lines The lines of the invoices issued from now on, or null for none.
+	Lines optional.Patch[[]InvoiceLineInput] `json:"lines,omitempty,omitzero"`
+
+	// Memo Memo of the invoices issued from now on. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo optional.Patch[string] `json:"memo,omitempty,omitzero"`
+
+	// PoNumber PO number of the invoices issued from now on. At most 64 characters.
+	//
+	// Example: PO-7790
+	PoNumber optional.Patch[string] `json:"poNumber,omitempty,omitzero"`
+
+	// Status `paused` to pause, `active` to resume.
+	//
+	// Example: paused
+	Status *UpdateRecurringInvoiceStatus `json:"status,omitempty"`
+}
+
+// UpdateRecurringInvoiceStatus `paused` to pause, `active` to resume.
+//
+// Example: paused
+type UpdateRecurringInvoiceStatus string
+
 // WebhookEndpoint A URL the organization's events are pushed to. Every key is always present.
 type WebhookEndpoint struct {
 	// CreatedAt Example: 2025-03-18T19:40:00Z
@@ -3668,6 +4230,9 @@ type InvoiceId = openapi_types.UUID
 
 // Limit defines model for Limit.
 type Limit = int32
+
+// RecurringInvoiceId defines model for RecurringInvoiceId.
+type RecurringInvoiceId = openapi_types.UUID
 
 // BadGateway A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
@@ -3960,6 +4525,27 @@ type RecordPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListRecurringInvoicesParams defines parameters for ListRecurringInvoices.
+type ListRecurringInvoicesParams struct {
+	// Status Only series with this status.
+	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateRecurringInvoiceParams defines parameters for CreateRecurringInvoice.
+type CreateRecurringInvoiceParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
 type ListTerminalPaymentsParams struct {
 	// TerminalId Only the payments taken at this terminal.
@@ -4037,6 +4623,12 @@ type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
 
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
+
+// CreateRecurringInvoiceJSONRequestBody defines body for CreateRecurringInvoice for application/json ContentType.
+type CreateRecurringInvoiceJSONRequestBody = CreateRecurringInvoice
+
+// UpdateRecurringInvoiceJSONRequestBody defines body for UpdateRecurringInvoice for application/json ContentType.
+type UpdateRecurringInvoiceJSONRequestBody = UpdateRecurringInvoice
 
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
@@ -4940,6 +5532,176 @@ func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
 	return err
 }
 
+// AsRecurringInvoiceCreatedEvent returns the union data inside the Event as a RecurringInvoiceCreatedEvent
+func (t Event) AsRecurringInvoiceCreatedEvent() (RecurringInvoiceCreatedEvent, error) {
+	var body RecurringInvoiceCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceCreatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceCreatedEvent
+func (t *Event) FromRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceCreatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceCreatedEvent
+func (t *Event) MergeRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceUpdatedEvent returns the union data inside the Event as a RecurringInvoiceUpdatedEvent
+func (t Event) AsRecurringInvoiceUpdatedEvent() (RecurringInvoiceUpdatedEvent, error) {
+	var body RecurringInvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceUpdatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceUpdatedEvent
+func (t *Event) FromRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceUpdatedEvent
+func (t *Event) MergeRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceIssuedEvent returns the union data inside the Event as a RecurringInvoiceIssuedEvent
+func (t Event) AsRecurringInvoiceIssuedEvent() (RecurringInvoiceIssuedEvent, error) {
+	var body RecurringInvoiceIssuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceIssuedEvent overwrites any union data inside the Event as the provided RecurringInvoiceIssuedEvent
+func (t *Event) FromRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceIssuedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceIssuedEvent
+func (t *Event) MergeRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceSkippedEvent returns the union data inside the Event as a RecurringInvoiceSkippedEvent
+func (t Event) AsRecurringInvoiceSkippedEvent() (RecurringInvoiceSkippedEvent, error) {
+	var body RecurringInvoiceSkippedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceSkippedEvent overwrites any union data inside the Event as the provided RecurringInvoiceSkippedEvent
+func (t *Event) FromRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceSkippedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceSkippedEvent
+func (t *Event) MergeRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceEndedEvent returns the union data inside the Event as a RecurringInvoiceEndedEvent
+func (t Event) AsRecurringInvoiceEndedEvent() (RecurringInvoiceEndedEvent, error) {
+	var body RecurringInvoiceEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceEndedEvent overwrites any union data inside the Event as the provided RecurringInvoiceEndedEvent
+func (t *Event) FromRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceEndedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceEndedEvent
+func (t *Event) MergeRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsApplicationSubmittedEvent returns the union data inside the Event as a ApplicationSubmittedEvent
 func (t Event) AsApplicationSubmittedEvent() (ApplicationSubmittedEvent, error) {
 	var body ApplicationSubmittedEvent
@@ -5100,6 +5862,16 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSentEvent()
 	case "invoice.updated":
 		return t.AsInvoiceUpdatedEvent()
+	case "recurring_invoice.created":
+		return t.AsRecurringInvoiceCreatedEvent()
+	case "recurring_invoice.ended":
+		return t.AsRecurringInvoiceEndedEvent()
+	case "recurring_invoice.issued":
+		return t.AsRecurringInvoiceIssuedEvent()
+	case "recurring_invoice.skipped":
+		return t.AsRecurringInvoiceSkippedEvent()
+	case "recurring_invoice.updated":
+		return t.AsRecurringInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
 	case "terminal_payment.approved":
@@ -6046,6 +6818,157 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRecurringInvoices List recurring invoices
+	//
+	// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+	//
+	// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+	ListRecurringInvoices(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecurringInvoiceWithBody Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithBody(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecurringInvoice Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoice(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EndRecurringInvoice End a recurring invoice
+	//
+	// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+	//
+	// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+	EndRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRecurringInvoice Get a recurring invoice
+	//
+	// One series. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+	GetRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRecurringInvoiceWithBody Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithBody(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoice(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReminderSettings Read the reminder schedule
 	//
@@ -7631,6 +8554,227 @@ func (c *Client) SendPaymentRequest(ctx context.Context, id InvoiceId, reqEditor
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRecurringInvoices List recurring invoices
+//
+// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+//
+// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecurringInvoicesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecurringInvoiceWithBody Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecurringInvoiceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecurringInvoice Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *Client) CreateRecurringInvoice(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecurringInvoiceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EndRecurringInvoice End a recurring invoice
+//
+// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+//
+// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+func (c *Client) EndRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEndRecurringInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRecurringInvoice Get a recurring invoice
+//
+// One series. An id of another organization is a 404, like an id that does not exist.
+//
+// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+func (c *Client) GetRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecurringInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRecurringInvoiceWithBody Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *Client) UpdateRecurringInvoiceWithBody(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRecurringInvoiceRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *Client) UpdateRecurringInvoice(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRecurringInvoiceRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9963,6 +11107,266 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListRecurringInvoicesRequest constructs an http.Request for the ListRecurringInvoices method
+func NewListRecurringInvoicesRequest(server string, params *ListRecurringInvoicesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateRecurringInvoiceRequest calls the generic CreateRecurringInvoice builder with application/json body
+func NewCreateRecurringInvoiceRequest(server string, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRecurringInvoiceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateRecurringInvoiceRequestWithBody constructs an http.Request for the CreateRecurringInvoice method, with any body, and a specified content type
+func NewCreateRecurringInvoiceRequestWithBody(server string, params *CreateRecurringInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewEndRecurringInvoiceRequest constructs an http.Request for the EndRecurringInvoice method
+func NewEndRecurringInvoiceRequest(server string, id RecurringInvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRecurringInvoiceRequest constructs an http.Request for the GetRecurringInvoice method
+func NewGetRecurringInvoiceRequest(server string, id RecurringInvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateRecurringInvoiceRequest calls the generic UpdateRecurringInvoice builder with application/json body
+func NewUpdateRecurringInvoiceRequest(server string, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateRecurringInvoiceRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateRecurringInvoiceRequestWithBody constructs an http.Request for the UpdateRecurringInvoice method, with any body, and a specified content type
+func NewUpdateRecurringInvoiceRequestWithBody(server string, id RecurringInvoiceId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetReminderSettingsRequest constructs an http.Request for the GetReminderSettings method
 func NewGetReminderSettingsRequest(server string) (*http.Request, error) {
 	var err error
@@ -11580,6 +12984,163 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+
+	// ListRecurringInvoicesWithResponse List recurring invoices
+	//
+	// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+	ListRecurringInvoicesWithResponse(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*ListRecurringInvoicesResponse, error)
+
+	// CreateRecurringInvoiceWithBodyWithResponse Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithBodyWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error)
+
+	// CreateRecurringInvoiceWithResponse Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error)
+
+	// EndRecurringInvoiceWithResponse End a recurring invoice
+	//
+	// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+	EndRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*EndRecurringInvoiceResponse, error)
+
+	// GetRecurringInvoiceWithResponse Get a recurring invoice
+	//
+	// One series. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+	GetRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*GetRecurringInvoiceResponse, error)
+
+	// UpdateRecurringInvoiceWithBodyWithResponse Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithBodyWithResponse(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error)
+
+	// UpdateRecurringInvoiceWithResponse Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error)
 
 	// GetReminderSettingsWithResponse Read the reminder schedule
 	//
@@ -15568,6 +17129,575 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+// ListRecurringInvoicesResponse200Headers the declared response headers of an HTTP 200 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse200Headers struct {
+	Link *string
+}
+
+// ListRecurringInvoicesResponse401Headers the declared response headers of an HTTP 401 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListRecurringInvoicesResponse429Headers the declared response headers of an HTTP 429 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListRecurringInvoicesResponse503Headers the declared response headers of an HTTP 503 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListRecurringInvoicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListRecurringInvoicesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRecurringInvoicesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRecurringInvoicesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRecurringInvoicesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecurringInvoicesResponse) GetJSON200() *[]RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRecurringInvoicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRecurringInvoicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRecurringInvoicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRecurringInvoicesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateRecurringInvoiceResponse200Headers the declared response headers of an HTTP 200 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateRecurringInvoiceResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateRecurringInvoiceResponse) GetJSON201() *RecurringInvoice {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EndRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// EndRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// EndRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type EndRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EndRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EndRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EndRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EndRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EndRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EndRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EndRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EndRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdateRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReminderSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetReminderSettings
 type GetReminderSettingsResponse401Headers struct {
 	WWWAuthenticate string
@@ -18515,6 +20645,205 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// ListRecurringInvoicesWithResponse List recurring invoices
+//
+// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*ListRecurringInvoicesResponse, error) {
+	rsp, err := c.ListRecurringInvoices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecurringInvoicesResponse(rsp)
+}
+
+// CreateRecurringInvoiceWithBodyWithResponse Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error) {
+	rsp, err := c.CreateRecurringInvoiceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecurringInvoiceResponse(rsp)
+}
+
+// CreateRecurringInvoiceWithResponse Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *ClientWithResponses) CreateRecurringInvoiceWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error) {
+	rsp, err := c.CreateRecurringInvoice(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecurringInvoiceResponse(rsp)
+}
+
+// EndRecurringInvoiceWithResponse End a recurring invoice
+//
+// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+func (c *ClientWithResponses) EndRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*EndRecurringInvoiceResponse, error) {
+	rsp, err := c.EndRecurringInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEndRecurringInvoiceResponse(rsp)
+}
+
+// GetRecurringInvoiceWithResponse Get a recurring invoice
+//
+// One series. An id of another organization is a 404, like an id that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+func (c *ClientWithResponses) GetRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*GetRecurringInvoiceResponse, error) {
+	rsp, err := c.GetRecurringInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecurringInvoiceResponse(rsp)
+}
+
+// UpdateRecurringInvoiceWithBodyWithResponse Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *ClientWithResponses) UpdateRecurringInvoiceWithBodyWithResponse(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error) {
+	rsp, err := c.UpdateRecurringInvoiceWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRecurringInvoiceResponse(rsp)
+}
+
+// UpdateRecurringInvoiceWithResponse Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *ClientWithResponses) UpdateRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error) {
+	rsp, err := c.UpdateRecurringInvoice(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRecurringInvoiceResponse(rsp)
 }
 
 // GetReminderSettingsWithResponse Read the reminder schedule
@@ -22573,6 +24902,566 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListRecurringInvoicesResponse parses an HTTP response from a ListRecurringInvoicesWithResponse call
+func ParseListRecurringInvoicesResponse(rsp *http.Response) (*ListRecurringInvoicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRecurringInvoicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListRecurringInvoicesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListRecurringInvoicesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRecurringInvoicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRecurringInvoicesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateRecurringInvoiceResponse parses an HTTP response from a CreateRecurringInvoiceWithResponse call
+func ParseCreateRecurringInvoiceResponse(rsp *http.Response) (*CreateRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateRecurringInvoiceResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEndRecurringInvoiceResponse parses an HTTP response from a EndRecurringInvoiceWithResponse call
+func ParseEndRecurringInvoiceResponse(rsp *http.Response) (*EndRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EndRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EndRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers EndRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EndRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRecurringInvoiceResponse parses an HTTP response from a GetRecurringInvoiceWithResponse call
+func ParseGetRecurringInvoiceResponse(rsp *http.Response) (*GetRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateRecurringInvoiceResponse parses an HTTP response from a UpdateRecurringInvoiceWithResponse call
+func ParseUpdateRecurringInvoiceResponse(rsp *http.Response) (*UpdateRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Defines values for ApplicationStage.
@@ -337,6 +338,11 @@ const (
 	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
 	EventTypeInvoiceSent              EventType = "invoice.sent"
 	EventTypeInvoiceUpdated           EventType = "invoice.updated"
+	EventTypeRecurringInvoiceCreated  EventType = "recurring_invoice.created"
+	EventTypeRecurringInvoiceEnded    EventType = "recurring_invoice.ended"
+	EventTypeRecurringInvoiceIssued   EventType = "recurring_invoice.issued"
+	EventTypeRecurringInvoiceSkipped  EventType = "recurring_invoice.skipped"
+	EventTypeRecurringInvoiceUpdated  EventType = "recurring_invoice.updated"
 	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
 	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
 	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
@@ -393,6 +399,16 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceUpdated:
 		return true
+	case EventTypeRecurringInvoiceCreated:
+		return true
+	case EventTypeRecurringInvoiceEnded:
+		return true
+	case EventTypeRecurringInvoiceIssued:
+		return true
+	case EventTypeRecurringInvoiceSkipped:
+		return true
+	case EventTypeRecurringInvoiceUpdated:
+		return true
 	case EventTypeSavedCardRemoved:
 		return true
 	case EventTypeTerminalPaymentApproved:
@@ -437,6 +453,11 @@ const (
 	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
 	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
 	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
+	EventTypeOrAllRecurringInvoiceCreated  EventTypeOrAll = "recurring_invoice.created"
+	EventTypeOrAllRecurringInvoiceEnded    EventTypeOrAll = "recurring_invoice.ended"
+	EventTypeOrAllRecurringInvoiceIssued   EventTypeOrAll = "recurring_invoice.issued"
+	EventTypeOrAllRecurringInvoiceSkipped  EventTypeOrAll = "recurring_invoice.skipped"
+	EventTypeOrAllRecurringInvoiceUpdated  EventTypeOrAll = "recurring_invoice.updated"
 	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
 	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
 	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
@@ -494,6 +515,16 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceSent:
 		return true
 	case EventTypeOrAllInvoiceUpdated:
+		return true
+	case EventTypeOrAllRecurringInvoiceCreated:
+		return true
+	case EventTypeOrAllRecurringInvoiceEnded:
+		return true
+	case EventTypeOrAllRecurringInvoiceIssued:
+		return true
+	case EventTypeOrAllRecurringInvoiceSkipped:
+		return true
+	case EventTypeOrAllRecurringInvoiceUpdated:
 		return true
 	case EventTypeOrAllSavedCardRemoved:
 		return true
@@ -889,6 +920,123 @@ func (e RecordPaymentRequestMethod) Valid() bool {
 	}
 }
 
+// Defines values for RecurringInterval.
+const (
+	RecurringIntervalMonth RecurringInterval = "month"
+	RecurringIntervalWeek  RecurringInterval = "week"
+	RecurringIntervalYear  RecurringInterval = "year"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInterval enum.
+func (e RecurringInterval) Valid() bool {
+	switch e {
+	case RecurringIntervalMonth:
+		return true
+	case RecurringIntervalWeek:
+		return true
+	case RecurringIntervalYear:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceCreatedEventType.
+const (
+	RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated RecurringInvoiceCreatedEventType = "recurring_invoice.created"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceCreatedEventType enum.
+func (e RecurringInvoiceCreatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceEndedEventType.
+const (
+	RecurringInvoiceEndedEventTypeRecurringInvoiceEnded RecurringInvoiceEndedEventType = "recurring_invoice.ended"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceEndedEventType enum.
+func (e RecurringInvoiceEndedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceEndedEventTypeRecurringInvoiceEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceIssuedEventType.
+const (
+	RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued RecurringInvoiceIssuedEventType = "recurring_invoice.issued"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceIssuedEventType enum.
+func (e RecurringInvoiceIssuedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceSkippedEventType.
+const (
+	RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped RecurringInvoiceSkippedEventType = "recurring_invoice.skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceSkippedEventType enum.
+func (e RecurringInvoiceSkippedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceStatus.
+const (
+	RecurringInvoiceStatusActive RecurringInvoiceStatus = "active"
+	RecurringInvoiceStatusEnded  RecurringInvoiceStatus = "ended"
+	RecurringInvoiceStatusPaused RecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceStatus enum.
+func (e RecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case RecurringInvoiceStatusActive:
+		return true
+	case RecurringInvoiceStatusEnded:
+		return true
+	case RecurringInvoiceStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceUpdatedEventType.
+const (
+	RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated RecurringInvoiceUpdatedEventType = "recurring_invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceUpdatedEventType enum.
+func (e RecurringInvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SavedCardRemovedEventType.
 const (
 	SavedCardRemovedEventTypeSavedCardRemoved SavedCardRemovedEventType = "saved_card.removed"
@@ -1090,6 +1238,24 @@ const (
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
 	case TokenResponseTokenTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateRecurringInvoiceStatus.
+const (
+	UpdateRecurringInvoiceStatusActive UpdateRecurringInvoiceStatus = "active"
+	UpdateRecurringInvoiceStatusPaused UpdateRecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the UpdateRecurringInvoiceStatus enum.
+func (e UpdateRecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case UpdateRecurringInvoiceStatusActive:
+		return true
+	case UpdateRecurringInvoiceStatusPaused:
 		return true
 	default:
 		return false
@@ -1608,6 +1774,81 @@ type CreatePaymentRequest struct {
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
 
+// CreateRecurringInvoice The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`.
+type CreateRecurringInvoice struct {
+	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
+	Amount Decimal `json:"amount"`
+
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery"`
+
+	// DueDays Each invoice is due this many days after its issue day, 0–365.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one (on or after `startOn`). Not with `endAfter`.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Issue every this many `interval`s, 1–12.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// Lines Each invoice's lines, 1–500, or null; as on `POST /payment-requests`.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo Free text shown on each invoice. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// PoNumber Purchase order number on each invoice. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// StartOn The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+}
+
 // Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
 type Customer struct {
 	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
@@ -2071,6 +2312,11 @@ type EventDeliveryStatus string
 // - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
+// - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+// - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+// - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+// - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+// - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
 // - `application.stage_changed`: A merchant application moved to another stage (resellers).
 // - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
@@ -3105,6 +3351,278 @@ type RecordedPaymentChange struct {
 	Payment Payment `json:"payment"`
 }
 
+// RecurringInterval The unit a series repeats by.
+//
+// Example: month
+type RecurringInterval string
+
+// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+type RecurringInvoice struct {
+	// Amount The amount of the next invoice.
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt When the series was created.
+	//
+	// Example: 2027-01-20T15:04:05Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CustomerId The customer its invoices bill.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
+	//
+	// Example: email
+	Delivery Delivery `json:"delivery"`
+
+	// DueDays Days from issue to due.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter The series ends after this many invoices, or null.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one, or null.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Id The series' id.
+	//
+	// Example: 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+	Id openapi_types.UUID `json:"id"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Every this many intervals.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix Its invoices are numbered `{prefix}-{n}`.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// IssuedCount Invoices issued so far.
+	//
+	// Example: 0
+	IssuedCount int32 `json:"issuedCount"`
+
+	// LastInvoiceId The invoice issued last, or null.
+	LastInvoiceId *openapi_types.UUID `json:"lastInvoiceId"`
+
+	// Lines The lines of the next invoice, or null.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo The memo of the next invoice.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID its invoices bill on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// NextIssueOn The next issue day; null once ended. While paused, the day it would be.
+	//
+	// Example: 2027-01-31
+	NextIssueOn *openapi_types.Date `json:"nextIssueOn"`
+
+	// PoNumber The PO number of the next invoice.
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders; null follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send Whether each invoice's pay link is sent when issued.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// SkippedCount Occurrences skipped because payreq came to them more than 3 days late.
+	//
+	// Example: 0
+	SkippedCount int32 `json:"skippedCount"`
+
+	// StartOn The first issue day.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+
+	// Status Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+	//
+	// Example: active
+	Status RecurringInvoiceStatus `json:"status"`
+
+	// Upcoming The next three issue days (fewer near the end; none once ended).
+	//
+	// Example: ["2027-01-31","2027-02-28","2027-03-31"]
+	Upcoming []openapi_types.Date `json:"upcoming"`
+
+	// UpdatedAt When it last changed (a change, an issue, a skip).
+	//
+	// Example: 2027-01-20T15:04:05Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// RecurringInvoiceCreatedEvent `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+type RecurringInvoiceCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.created
+	Type RecurringInvoiceCreatedEventType `json:"type"`
+}
+
+// RecurringInvoiceCreatedEventType Example: recurring_invoice.created
+type RecurringInvoiceCreatedEventType string
+
+// RecurringInvoiceEndedEvent `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
+type RecurringInvoiceEndedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.ended
+	Type RecurringInvoiceEndedEventType `json:"type"`
+}
+
+// RecurringInvoiceEndedEventType Example: recurring_invoice.ended
+type RecurringInvoiceEndedEventType string
+
+// RecurringInvoiceIssuedEvent `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+type RecurringInvoiceIssuedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.issued
+	Type RecurringInvoiceIssuedEventType `json:"type"`
+}
+
+// RecurringInvoiceIssuedEventType Example: recurring_invoice.issued
+type RecurringInvoiceIssuedEventType string
+
+// RecurringInvoiceOccurrence The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+type RecurringInvoiceOccurrence struct {
+	// InvoiceId The invoice issued for it; null when skipped.
+	//
+	// Example: 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+	InvoiceId *openapi_types.UUID `json:"invoiceId"`
+
+	// IssueOn The occurrence's issue day.
+	//
+	// Example: 2027-02-28
+	IssueOn openapi_types.Date `json:"issueOn"`
+
+	// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	RecurringInvoice RecurringInvoice `json:"recurringInvoice"`
+
+	// Skipped `true`: payreq came to it more than 3 days late and issued nothing.
+	//
+	// Example: false
+	Skipped bool `json:"skipped"`
+}
+
+// RecurringInvoiceSkippedEvent `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+type RecurringInvoiceSkippedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.skipped
+	Type RecurringInvoiceSkippedEventType `json:"type"`
+}
+
+// RecurringInvoiceSkippedEventType Example: recurring_invoice.skipped
+type RecurringInvoiceSkippedEventType string
+
+// RecurringInvoiceStatus Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+//
+// Example: active
+type RecurringInvoiceStatus string
+
+// RecurringInvoiceUpdatedEvent `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+type RecurringInvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.updated
+	Type RecurringInvoiceUpdatedEventType `json:"type"`
+}
+
+// RecurringInvoiceUpdatedEventType Example: recurring_invoice.updated
+type RecurringInvoiceUpdatedEventType string
+
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
 	// Amount How much to refund, as a `Decimal`: more than 0, at most two decimals, at most what is left of the sale. Absent or null: all that is left.
@@ -3507,6 +4025,50 @@ type TokenResponse struct {
 // Example: Bearer
 type TokenResponseTokenType string
 
+// UpdateRecurringInvoice The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one.
+type UpdateRecurringInvoice struct {
+	// Amount The amount of the invoices issued from now on.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// DueDays Days from issue to due, 0–365.
+	//
+	// Example: 30
+	DueDays *int32 `json:"dueDays,omitempty"`
+
+	// EndAfter End after this many invoices in all (≥ 1), or null.
+	//
+	// Example: 6
+	EndAfter optional.Patch[int32] `json:"endAfter,omitempty,omitzero"`
+
+	// EndOn The last possible issue day, or null.
+	//
+	// Example: 2027-12-31
+	EndOn optional.Patch[openapi_types.Date] `json:"endOn,omitempty,omitzero"`
+
+	// Lines The lines of the invoices issued from now on, or null for none.
+	Lines optional.Patch[[]InvoiceLineInput] `json:"lines,omitempty,omitzero"`
+
+	// Memo Memo of the invoices issued from now on. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo optional.Patch[string] `json:"memo,omitempty,omitzero"`
+
+	// PoNumber PO number of the invoices issued from now on. At most 64 characters.
+	//
+	// Example: PO-7790
+	PoNumber optional.Patch[string] `json:"poNumber,omitempty,omitzero"`
+
+	// Status `paused` to pause, `active` to resume.
+	//
+	// Example: paused
+	Status *UpdateRecurringInvoiceStatus `json:"status,omitempty"`
+}
+
+// UpdateRecurringInvoiceStatus `paused` to pause, `active` to resume.
+//
+// Example: paused
+type UpdateRecurringInvoiceStatus string
+
 // WebhookEndpoint A URL the organization's events are pushed to. Every key is always present.
 type WebhookEndpoint struct {
 	// CreatedAt Example: 2025-03-18T19:40:00Z
@@ -3661,6 +4223,9 @@ type InvoiceId = openapi_types.UUID
 
 // Limit defines model for Limit.
 type Limit = int32
+
+// RecurringInvoiceId defines model for RecurringInvoiceId.
+type RecurringInvoiceId = openapi_types.UUID
 
 // BadGateway A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
@@ -3953,6 +4518,27 @@ type RecordPaymentParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListRecurringInvoicesParams defines parameters for ListRecurringInvoices.
+type ListRecurringInvoicesParams struct {
+	// Status Only series with this status.
+	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateRecurringInvoiceParams defines parameters for CreateRecurringInvoice.
+type CreateRecurringInvoiceParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
 type ListTerminalPaymentsParams struct {
 	// TerminalId Only the payments taken at this terminal.
@@ -4030,6 +4616,12 @@ type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
 
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
+
+// CreateRecurringInvoiceJSONRequestBody defines body for CreateRecurringInvoice for application/json ContentType.
+type CreateRecurringInvoiceJSONRequestBody = CreateRecurringInvoice
+
+// UpdateRecurringInvoiceJSONRequestBody defines body for UpdateRecurringInvoice for application/json ContentType.
+type UpdateRecurringInvoiceJSONRequestBody = UpdateRecurringInvoice
 
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
@@ -4933,6 +5525,176 @@ func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
 	return err
 }
 
+// AsRecurringInvoiceCreatedEvent returns the union data inside the Event as a RecurringInvoiceCreatedEvent
+func (t Event) AsRecurringInvoiceCreatedEvent() (RecurringInvoiceCreatedEvent, error) {
+	var body RecurringInvoiceCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceCreatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceCreatedEvent
+func (t *Event) FromRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceCreatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceCreatedEvent
+func (t *Event) MergeRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceUpdatedEvent returns the union data inside the Event as a RecurringInvoiceUpdatedEvent
+func (t Event) AsRecurringInvoiceUpdatedEvent() (RecurringInvoiceUpdatedEvent, error) {
+	var body RecurringInvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceUpdatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceUpdatedEvent
+func (t *Event) FromRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceUpdatedEvent
+func (t *Event) MergeRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceIssuedEvent returns the union data inside the Event as a RecurringInvoiceIssuedEvent
+func (t Event) AsRecurringInvoiceIssuedEvent() (RecurringInvoiceIssuedEvent, error) {
+	var body RecurringInvoiceIssuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceIssuedEvent overwrites any union data inside the Event as the provided RecurringInvoiceIssuedEvent
+func (t *Event) FromRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceIssuedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceIssuedEvent
+func (t *Event) MergeRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceSkippedEvent returns the union data inside the Event as a RecurringInvoiceSkippedEvent
+func (t Event) AsRecurringInvoiceSkippedEvent() (RecurringInvoiceSkippedEvent, error) {
+	var body RecurringInvoiceSkippedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceSkippedEvent overwrites any union data inside the Event as the provided RecurringInvoiceSkippedEvent
+func (t *Event) FromRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceSkippedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceSkippedEvent
+func (t *Event) MergeRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceEndedEvent returns the union data inside the Event as a RecurringInvoiceEndedEvent
+func (t Event) AsRecurringInvoiceEndedEvent() (RecurringInvoiceEndedEvent, error) {
+	var body RecurringInvoiceEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceEndedEvent overwrites any union data inside the Event as the provided RecurringInvoiceEndedEvent
+func (t *Event) FromRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceEndedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceEndedEvent
+func (t *Event) MergeRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsApplicationSubmittedEvent returns the union data inside the Event as a ApplicationSubmittedEvent
 func (t Event) AsApplicationSubmittedEvent() (ApplicationSubmittedEvent, error) {
 	var body ApplicationSubmittedEvent
@@ -5093,6 +5855,16 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSentEvent()
 	case "invoice.updated":
 		return t.AsInvoiceUpdatedEvent()
+	case "recurring_invoice.created":
+		return t.AsRecurringInvoiceCreatedEvent()
+	case "recurring_invoice.ended":
+		return t.AsRecurringInvoiceEndedEvent()
+	case "recurring_invoice.issued":
+		return t.AsRecurringInvoiceIssuedEvent()
+	case "recurring_invoice.skipped":
+		return t.AsRecurringInvoiceSkippedEvent()
+	case "recurring_invoice.updated":
+		return t.AsRecurringInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
 	case "terminal_payment.approved":

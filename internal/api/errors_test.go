@@ -292,6 +292,11 @@ func unknownMemberCases(m apitest.Merchant) []struct {
 		{"POST", "/payment-requests/" + id + "/finalize", "/payment-requests/{id}/finalize", map[string]any{"sent": false}, "sent"},
 		{"POST", "/webhook-endpoints/" + id + "/rotate-secret", "/webhook-endpoints/{id}/rotate-secret", map[string]any{"expireCurrentInSecond": 0}, "expireCurrentInSecond"},
 		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "emial": "b@example.com"}, "emial"},
+		{"POST", "/recurring-invoices", "/recurring-invoices", map[string]any{"merchantAccountId": m.MIDs[0].Id.String(), "customerId": id,
+			"invoiceNumberPrefix": "RET", "amount": "20.00", "lines": nil, "memo": nil, "poNumber": nil, "delivery": nil, "reminders": nil,
+			"interval": "month", "intervalCount": 1, "startOn": "2030-01-31", "endAfter": nil, "endOn": nil, "dueDays": 14, "send": true,
+			"intervalUnit": "month"}, "intervalUnit"},
+		{"PATCH", "/recurring-invoices/" + id, "/recurring-invoices/{id}", map[string]any{"status": "paused", "paused": true}, "paused"},
 		{"POST", "/customers", "/customers", map[string]any{"email": "a@example.com", "address": map[string]any{"line1": "1 Main St", "city": "X", "zip": "1"}}, "address.zip"},
 		{"PATCH", "/customers/" + id, "/customers/{id}", map[string]any{"taxExmpt": true}, "taxExmpt"},
 	}

@@ -65,13 +65,15 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	editable, toFinalize, toDelete := m.MustCreate(t, m.Body("HDR-5", "10.00")), m.MustCreate(t, draftBody("HDR-6")), m.MustCreate(t, draftBody("HDR-7"))
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
+	series, spareSeries := createSeries(t, m, recurringBody(t, m, "2030-01-31")), createSeries(t, m, recurringBody(t, m, "2030-01-31"))
 	customer, spareCustomer := newCustomer(t, m, map[string]any{"email": "hdr@example.com"}), newCustomer(t, m, map[string]any{"email": "spare@example.com"})
 	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
 	lane := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Lane")
-	atCounter := m.MustCreate(t, m.Body("HDR-5", "10.00"))
+	atCounter := m.MustCreate(t, m.Body("HDR-8", "10.00"))
 	waiting := mustTerminalPayment(t, m, lane.Id, atCounter.Id, "2.00")
 	// A real id for each operation that takes one.
 	ids := map[string]string{
+		"/recurring-invoices/{id}":                    series.Id.String(),
 		"/terminals/{id}":                             counter.Id.String(),
 		"/terminal-payments/{id}":                     waiting.Id.String(),
 		"/terminal-payments/{id}/cancel":              waiting.Id.String(),
@@ -129,6 +131,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"terminalId": counter.Id, "invoiceId": atCounter.Id, "amount": "1.00"}
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
+			case "POST /recurring-invoices":
+				req.Body = recurringBody(t, m, "2030-01-31")
+			case "PATCH /recurring-invoices/{id}":
+				req.Body = map[string]any{"status": "paused"}
+			case "DELETE /recurring-invoices/{id}": // the others still use series
+				req.Path = "/recurring-invoices/" + spareSeries.Id.String()
 			case "PATCH /payment-requests/{id}":
 				req.Path, req.Body = "/payment-requests/"+editable.Id.String(), map[string]any{"memo": "changed"}
 			case "DELETE /payment-requests/{id}":

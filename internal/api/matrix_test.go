@@ -98,6 +98,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
 	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
+	theirSeries := createSeries(t, theirs, recurringBody(t, theirs, "2030-01-31")).Id.String()
 	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
 	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
 	theirSeed := env.Seed()
@@ -119,7 +120,7 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
 		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirTerminal.Id.String(), theirTerminal.Hsn,
-		"Their counter", theirTerminalPayment.Id.String(), theirCustomer}
+		"Their counter", theirTerminalPayment.Id.String(), theirCustomer, theirSeries}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -171,6 +172,15 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read recurring invoice", "GET", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"pause recurring invoice", "PATCH", "/recurring-invoices/%s", theirSeries, me.Token, map[string]any{"status": "paused"}, http.StatusNotFound, nil},
+		{"end recurring invoice", "DELETE", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"recurring invoice on their MID", "POST", "/recurring-invoices", theirMID.Id.String(), me.Token, recurringBody(t, me, "2030-01-31"),
+			http.StatusUnprocessableEntity, nil},
+		{"recurring invoice for their customer", "POST", "/recurring-invoices", theirCustomer, me.Token,
+			func() map[string]any { b := recurringBody(t, me, "2030-01-31"); b["customerId"] = "%s"; return b }(),
+			http.StatusUnprocessableEntity, nil},
+		{"list recurring invoices of their customer", "GET", "/recurring-invoices?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
 		{"read customer", "GET", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
 		{"change customer", "PATCH", "/customers/%s", theirCustomer, me.Token, map[string]any{"notes": "mine now"}, http.StatusNotFound, nil},
 		{"delete customer", "DELETE", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
@@ -255,6 +265,9 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
 	apitest.Want(t, "their payments", len(*after.Payments), 2)
+	var seriesAfter models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + theirSeries, Token: theirs.Token}).JSON(t, &seriesAfter)
+	apitest.Want(t, "their recurring invoice still active", seriesAfter.Status, models.RecurringInvoiceStatusActive)
 	var hookAfter models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
 	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, models.WebhookEndpointStatusEnabled)
@@ -289,6 +302,8 @@ func TestEventPermissionMatrix(t *testing.T) {
 		"terminal_payment.failed": auth.PaymentsView,
 		"customer.created":        auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView,
 		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"recurring_invoice.created": auth.PaymentsView, "recurring_invoice.updated": auth.PaymentsView,
+		"recurring_invoice.issued": auth.PaymentsView, "recurring_invoice.skipped": auth.PaymentsView, "recurring_invoice.ended": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

@@ -31,6 +31,7 @@ import (
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/terminal"
@@ -45,6 +46,7 @@ type Deps struct {
 	Auth      *auth.Store
 	Directory *directory.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
 	Customers *customer.Store
 	Payments  *payment.Store
 	Terminals *terminal.Store
@@ -73,6 +75,7 @@ type Server struct {
 	auth             *auth.Store
 	directory        *directory.Store
 	invoices         *invoice.Store
+	recurring        *recurring.Store
 	customers        *customer.Store
 	payments         *payment.Store
 	terminals        *terminal.Store
@@ -147,7 +150,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, customers: d.Customers, pdfs: d.PDFs, payments: d.Payments,
+		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, customers: d.Customers, recurring: d.Recurring, pdfs: d.PDFs, payments: d.Payments,
 		terminals: d.Terminals, resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},

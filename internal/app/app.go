@@ -31,6 +31,7 @@ import (
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
 	"github.com/payreq/payreq/internal/terminal"
@@ -47,6 +48,7 @@ type App struct {
 	Directory *directory.Store
 	Resellers *reseller.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
 	Customers *customer.Store
 	Processor processor.Processor
 	Payments  *payment.Store
@@ -257,6 +259,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
+		Recurring: &recurring.Store{DB: db, Now: now, Invoices: invoices},
 		Customers: &customer.Store{DB: db, Now: now, Invoices: invoices, Cards: payments},
 		Processor: proc,
 		Payments:  payments,

@@ -65,8 +65,8 @@ type Config struct {
 	CardPointeTimeout time.Duration // PAYREQ_CARDPOINTE_TIMEOUT
 	// Delivery worker tuning; zero means the delivery package's default.
 	DeliveryPollInterval time.Duration // PAYREQ_DELIVERY_POLL_INTERVAL
-	// SchedulePollInterval is how often scheduled sends and due reminders
-	// are looked for.
+	// SchedulePollInterval is how often scheduled sends, due reminders and
+	// recurring invoices' due occurrences are looked for.
 	SchedulePollInterval time.Duration // PAYREQ_SCHEDULE_POLL_INTERVAL
 	// PendingPollInterval is how often charges and refunds whose outcome
 	// was lost are looked for, to be voided at the processor.

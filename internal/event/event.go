@@ -33,7 +33,7 @@ import (
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
 	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
-		models.WebhookPing | models.TerminalPayment | models.Customer
+		models.WebhookPing | models.TerminalPayment | models.Customer | models.RecurringInvoice | models.RecurringInvoiceOccurrence
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -71,9 +71,15 @@ var (
 	CustomerDeleted          = declare[models.Customer]("customer.deleted")
 	DepositCreated           = declare[models.Deposit]("deposit.created")
 	DepositPaid              = declare[models.Deposit]("deposit.paid")
-	ApplicationSubmitted     = declare[models.Application]("application.submitted")
-	ApplicationStage         = declare[models.Application]("application.stage_changed")
-	WebhookPing              = declare[models.WebhookPing]("webhook.ping")
+	// A recurring invoice's life, and each occurrence issued or skipped.
+	RecurringInvoiceCreated = declare[models.RecurringInvoice]("recurring_invoice.created")
+	RecurringInvoiceUpdated = declare[models.RecurringInvoice]("recurring_invoice.updated")
+	RecurringInvoiceIssued  = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.issued")
+	RecurringInvoiceSkipped = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.skipped")
+	RecurringInvoiceEnded   = declare[models.RecurringInvoice]("recurring_invoice.ended")
+	ApplicationSubmitted    = declare[models.Application]("application.submitted")
+	ApplicationStage        = declare[models.Application]("application.stage_changed")
+	WebhookPing             = declare[models.WebhookPing]("webhook.ping")
 )
 
 // Types lists the name of every type, in the order declared above.
@@ -95,7 +101,7 @@ func Permission(t string) string {
 		return ""
 	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
-	default: // invoice.*, card_payment.*, terminal_payment.*, saved_card.*, customer.*, deposit.*
+	default: // invoice.*, card_payment.*, terminal_payment.*, saved_card.*, customer.*, deposit.*, recurring_invoice.*
 		return auth.PaymentsView
 	}
 }

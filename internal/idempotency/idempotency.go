@@ -60,6 +60,9 @@ const (
 	// SubmitApplication: the sign-up page's form carries a one-time key,
 	// so that a double submit makes one application.
 	SubmitApplication Operation = "application.submit"
+	// CreateRecurringInvoice: a retried request makes one series, not two
+	// that each issue every invoice.
+	CreateRecurringInvoice Operation = "recurring_invoice.create"
 )
 
 // Key is an idempotency key as a request sent it, with the hash of the

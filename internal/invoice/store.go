@@ -333,87 +333,10 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
-		// Checked against the clock after the key: a repeat of a request
-		// whose sendAt has passed since answers what the first made.
-		if err := checkSendAt(d.SendAt, now); err != nil {
-			return err
-		}
-		delivery := Email
-		if d.Delivery != nil {
-			delivery = *d.Delivery
-		}
-		status := Open
-		if d.AsDraft {
-			status = InDraft
-		}
-		// The MID must be the caller's and its location active.
-		if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
-			return err
-		}
-		// The customer it names, or the one of its email (made when
-		// there is none). Its TaxExempt is for the invoice's tax.
-		cust, err := customerOf(ctx, tx, actor.OrganizationID, &d, now)
-		if err != nil {
-			return err
-		}
-		if err := checkExempt(cust, d.Lines); err != nil {
-			return err
-		}
-		// The lines go in the same statement (one round trip; their
-		// foreign key is checked at its end).
-		lines := lineArrays(d.Lines)
-		_, tax := Totals(d.Lines)
-		_, err = tx.ExecContext(ctx, `
-			WITH invoice AS (
-				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
-					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount, customer_id)
-				VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, $27, $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric, $28::uuid)
-				RETURNING id
-			), lines AS (
-				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
-				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
-				FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $25::text[])
-					WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
-			)
-			SELECT count(*) FROM invoice`,
-			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
-			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
-			len(d.Lines), now, actor.Name,
-			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
-			d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'), string(status), cust.ID)
-		var pqErr *pq.Error
-		if err := numberTaken(err, d.InvoiceNumber); err != nil {
-			return err
-		}
-		if errors.As(err, &pqErr) && pqErr.Code == "23503" && pqErr.Constraint == "invoices_customer_id_fkey" {
-			return errUnknownCustomer // deleted meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to create invoice: %w", err)
-		}
-		sent := (d.Send == nil || *d.Send) && d.SendAt == nil && !d.AsDraft
-		if sent {
-			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
-				return err
-			}
-		}
-		// The invoice as made (and sent), read once: the answer, and the
-		// data of both events, rendered once.
-		if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
-			return err
-		}
-		data := inv.Model(s.Link(&inv), true)
-		if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
-			return err
-		}
-		if err := actor.audit(ctx, tx, audit.InvoiceCreated, named(inv)+", "+Money(inv.Amount), now); err != nil {
-			return err
-		}
-		if sent {
-			_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoiceSent, data, now)
-		}
+		// sendAt is checked against the clock after the key (in create):
+		// a repeat of a request whose sendAt has passed since answers what
+		// the first made.
+		inv, err = s.create(ctx, tx, actor, d, id, now)
 		return err
 	})
 	if err != nil {
@@ -517,6 +440,101 @@ func (s *Store) CustomerTotals(ctx context.Context, q sqlx.QueryerContext, org u
 		return nil, fmt.Errorf("invoice: unable to read customers' totals: %w", err)
 	}
 	return out, nil
+}
+
+// CreateIn makes an invoice from a draft (refused as Validate refuses it)
+// inside tx, the transaction of the caller's own change (a recurring
+// invoice's occurrence, claimed in the same transaction), and, unless Send
+// is false, queues its pay link there: Create without an idempotency key.
+func (s *Store) CreateIn(ctx context.Context, tx *sqlx.Tx, actor Actor, d Draft, now time.Time) (Invoice, error) {
+	if err := Validate(d); err != nil {
+		return Invoice{}, err
+	}
+	return s.create(ctx, tx, actor, d, uuid.Must(uuid.NewV7()), now)
+}
+
+// create is Create's change, inside tx, for an invoice id of Validate'd d.
+func (s *Store) create(ctx context.Context, tx *sqlx.Tx, actor Actor, d Draft, id uuid.UUID, now time.Time) (inv Invoice, err error) {
+	if err := checkSendAt(d.SendAt, now); err != nil {
+		return Invoice{}, err
+	}
+	delivery := Email
+	if d.Delivery != nil {
+		delivery = *d.Delivery
+	}
+	status := Open
+	if d.AsDraft {
+		status = InDraft
+	}
+	// The MID must be the caller's and its location active.
+	if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
+		return Invoice{}, err
+	}
+	// The customer it names, or the one of its email (made when
+	// there is none). Its TaxExempt is for the invoice's tax.
+	cust, err := customerOf(ctx, tx, actor.OrganizationID, &d, now)
+	if err != nil {
+		return Invoice{}, err
+	}
+	if err := checkExempt(cust, d.Lines); err != nil {
+		return Invoice{}, err
+	}
+	// The lines go in the same statement (one round trip; their
+	// foreign key is checked at its end).
+	lines := lineArrays(d.Lines)
+	_, tax := Totals(d.Lines)
+	_, err = tx.ExecContext(ctx, `
+		WITH invoice AS (
+			INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
+				line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount, customer_id)
+			VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
+				$14::integer, $27, $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric, $28::uuid)
+			RETURNING id
+		), lines AS (
+			INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
+			SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
+			FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $25::text[])
+				WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
+		)
+		SELECT count(*) FROM invoice`,
+		id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
+		d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
+		len(d.Lines), now, actor.Name,
+		pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
+		d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'), string(status), cust.ID)
+	var pqErr *pq.Error
+	if err := numberTaken(err, d.InvoiceNumber); err != nil {
+		return Invoice{}, err
+	}
+	if errors.As(err, &pqErr) && pqErr.Code == "23503" && pqErr.Constraint == "invoices_customer_id_fkey" {
+		return Invoice{}, errUnknownCustomer // deleted meanwhile
+	}
+	if err != nil {
+		return Invoice{}, fmt.Errorf("invoice: unable to create invoice: %w", err)
+	}
+	sent := (d.Send == nil || *d.Send) && d.SendAt == nil && !d.AsDraft
+	if sent {
+		if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
+			return Invoice{}, err
+		}
+	}
+	// The invoice as made (and sent), read once: the answer, and the
+	// data of both events, rendered once.
+	if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
+		return Invoice{}, err
+	}
+	data := inv.Model(s.Link(&inv), true)
+	if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
+		return Invoice{}, err
+	}
+	if err := actor.audit(ctx, tx, audit.InvoiceCreated, named(inv)+", "+Money(inv.Amount), now); err != nil {
+		return Invoice{}, err
+	}
+	if sent {
+		_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoiceSent, data, now)
+	}
+	return inv, err
 }
 
 // checkAccount refuses an invoice on mid unless it is the organization's

@@ -84,6 +84,9 @@ func (s *Service) Run(ctx context.Context) {
 	// each once across instances.
 	wg.Go(func() { a.Terminals.RunPings(ctx, terminal.PingInterval, s.log) })
 	wg.Go(func() { a.Terminals.RunWorker(ctx, cfg.TerminalPollInterval, s.log) })
+	// Recurring invoices' due occurrences are issued (or skipped), each
+	// once across instances, within a poll interval (at most a minute).
+	wg.Go(func() { a.Recurring.Run(ctx, cfg.SchedulePollInterval, s.log) })
 	wg.Wait()
 }
 
