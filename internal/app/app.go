@@ -229,6 +229,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	payments := &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices}
 	invoices.Cards = payments
 	dir := &directory.Store{DB: db}
+	pdfs := invoicepdf.NewDocuments(pdfMemory)
+	pdfs.Logos = dir.LogoPNG
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
 	return &App{
@@ -247,7 +249,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		People:     members,
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
-		PDFs:       invoicepdf.NewDocuments(pdfMemory),
+		PDFs:       pdfs,
 		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
 		CSRFKey:    derive(pepper, "payreq CSRF token"),
