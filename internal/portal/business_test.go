@@ -134,7 +134,7 @@ func TestBusinessSettings(t *testing.T) {
 		t.Error("a new logo kept its address")
 	}
 	owner.Get(path).Want(t, http.StatusOK)
-	owner.Get("/pay/logos/" + strings.Repeat("0", 64) + ".png").Want(t, http.StatusNotFound)
+	owner.Get("/pay/logos/"+strings.Repeat("0", 64)+".png").Want(t, http.StatusNotFound)
 
 	// Sent again without a file: the logo stays; removing it takes it away.
 	owner.PostFiles("/portal/settings/business", again.CSRF(t), businessValues(), map[string]portaltest.File{"logo": {Name: "", Data: nil}}).
