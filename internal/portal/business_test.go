@@ -210,7 +210,7 @@ func TestBusinessSettingsPermissions(t *testing.T) {
 	env, seed := newEnv(t)
 	m := apitest.NewMerchant(t, env)
 	org := uuid.MustParse(m.Org)
-	member, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsView, auth.PaymentsCreate, auth.LocationsView, auth.AccountsView)
+	member, _ := portaltest.SignedIn(t, env, org, "Member", auth.PermissionsFor(auth.KindMerchant)...)
 	home := member.Get("/portal/").Want(t, http.StatusOK)
 	if strings.Contains(home.Body, `href="/portal/settings/business"`) {
 		t.Error("a Member is shown the Business link")
@@ -231,8 +231,8 @@ func TestBusinessSettingsPermissions(t *testing.T) {
 	admin.Get("/portal/settings/business").Want(t, http.StatusOK)
 	admin.Get(loc).Want(t, http.StatusOK)
 
-	// The reseller's Owner (another organization) asks for this one's location.
-	other, _ := portaltest.SignedIn(t, env, seed.Reseller.OrganizationID, "Owner")
+	// Another merchant's Owner asks for this one's location.
+	other, _ := portaltest.SignedIn(t, env, seed.Merchant.OrganizationID, "Owner")
 	otherPage := other.Get("/portal/settings/business").Want(t, http.StatusOK)
 	other.Get(loc).Want(t, http.StatusNotFound)
 	other.Post(loc, otherPage.CSRF(t), locationValues()).Want(t, http.StatusNotFound)
