@@ -248,6 +248,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	terminals := &terminal.Store{DB: db, Terminals: terms, Gateway: proc, CardPayments: payments, Now: now, Timeout: cfg.TerminalTimeout}
 	invoices.Terminals = terminals
 	dir := &directory.Store{DB: db}
+	pdfs := invoicepdf.NewDocuments(pdfMemory)
+	pdfs.Logos = dir.LogoPNG
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
 	invoices.Members, payments.Members = members, members
@@ -270,7 +272,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		People:     members,
 		Vault:      v,
 		Metrics:    metrics.New(db.DB, metricsDB.DB, now),
-		PDFs:       invoicepdf.NewDocuments(pdfMemory),
+		PDFs:       pdfs,
 		metricsDB:  metricsDB,
 		PayPageKey: derive(pepper, "payreq pay page form token"),
 		CSRFKey:    derive(pepper, "payreq CSRF token"),

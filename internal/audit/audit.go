@@ -41,6 +41,8 @@ const (
 	PaymentRecorded    = "payment recorded"
 	PaymentRemoved     = "payment removed"
 	RemindersChanged   = "reminder settings changed"
+	BrandingChanged    = "business settings changed"
+	LocationChanged    = "location changed"
 	TaxRateAdded       = "tax rate added"
 	TaxRateRemoved     = "tax rate removed"
 	ReceiptsChanged    = "receipts setting changed"

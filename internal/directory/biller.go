@@ -26,6 +26,8 @@ type Biller struct {
 	Phone        string   // "" when unset
 	Email        string   // "" when unset
 	TimeZone     string   // IANA name: America/Chicago
+	// Branding is the organization's (BrandingOf).
+	Branding Branding
 }
 
 // Zone is the location's time zone, in which the customer is shown times;
@@ -33,10 +35,14 @@ type Biller struct {
 func (b Biller) Zone() *time.Location { return Zone(b.TimeZone) }
 
 // Name is what the customer knows the business by: the location's receipt
-// name, else its name.
+// name, else the business's display name (its branding), else the
+// location's name.
 func (b Biller) Name() string {
 	if strings.TrimSpace(b.ReceiptName) != "" {
 		return b.ReceiptName
+	}
+	if b.Branding.DisplayName != "" {
+		return b.Branding.DisplayName
 	}
 	return b.Location
 }
@@ -62,25 +68,45 @@ func (b Biller) Contact() string {
 	return b.Email
 }
 
-// BillerOf reads who bills for the organization's merchant account, through q.
+// BillerOf reads who bills for the organization's merchant account, through
+// q, with the organization's branding. The location's phone and email
+// are the business's support ones where the location has none.
 func BillerOf(ctx context.Context, q sqlx.QueryerContext, org, merchantAccountID uuid.UUID) (Biller, error) {
-	var r [11]sql.NullString
-	var suspended bool
-	err := q.QueryRowxContext(ctx, `SELECT o.status = 'suspended', o.name, l.name, l.receipt_name, l.address_line1,
-			l.address_line2, l.city, l.state, l.postal_code, l.phone, l.email, l.time_zone
+	var r struct {
+		brandingRow
+		Suspended    bool           `db:"suspended"`
+		Location     string         `db:"location"`
+		ReceiptName  sql.NullString `db:"receipt_name"`
+		AddressLine1 string         `db:"address_line1"`
+		AddressLine2 sql.NullString `db:"address_line2"`
+		City         string         `db:"city"`
+		State        string         `db:"state"`
+		PostalCode   string         `db:"postal_code"`
+		Phone        sql.NullString `db:"phone"`
+		Email        sql.NullString `db:"email"`
+		TimeZone     string         `db:"time_zone"`
+	}
+	err := sqlx.GetContext(ctx, q, &r, `SELECT o.status = 'suspended' AS suspended, l.name AS location, l.receipt_name,
+			l.address_line1, l.address_line2, l.city, l.state, l.postal_code, l.phone, l.email, l.time_zone, `+brandingColumns+`
 		FROM merchant_accounts ma
 		JOIN locations l ON l.id = ma.location_id
 		JOIN organizations o ON o.id = ma.organization_id
-		WHERE ma.id = $1 AND ma.organization_id = $2`, merchantAccountID, org).Scan(
-		&suspended, &r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7], &r[8], &r[9], &r[10])
+		LEFT JOIN logos lg ON lg.sha256 = o.logo_sha256
+		WHERE ma.id = $1 AND ma.organization_id = $2`, merchantAccountID, org)
 	if err != nil {
 		return Biller{}, fmt.Errorf("directory: unable to read who bills: %w", err)
 	}
 	b := Biller{
-		Suspended: suspended, Organization: r[0].String, Location: r[1].String, ReceiptName: r[2].String,
-		Phone: r[8].String, Email: r[9].String, TimeZone: r[10].String,
+		Suspended: r.Suspended, Organization: r.Organization, Location: r.Location, ReceiptName: r.ReceiptName.String,
+		Phone: r.Phone.String, Email: r.Email.String, TimeZone: r.TimeZone, Branding: r.branding(),
 	}
-	for _, line := range []string{r[3].String, r[4].String, strings.TrimSpace(r[5].String + ", " + r[6].String + " " + r[7].String)} {
+	if b.Phone == "" {
+		b.Phone = b.Branding.SupportPhone
+	}
+	if b.Email == "" {
+		b.Email = b.Branding.SupportEmail
+	}
+	for _, line := range []string{r.AddressLine1, r.AddressLine2.String, strings.TrimSpace(r.City + ", " + r.State + " " + r.PostalCode)} {
 		if line = strings.TrimSpace(line); line != "" && line != "," {
 			b.Address = append(b.Address, line)
 		}

@@ -1,8 +1,8 @@
 // Package directory holds organizations and their locations and merchant
-// accounts (MIDs).
+// accounts (MIDs), and what customers see of a business (branding.go).
 //
 // It owns the tables organizations, locations, merchant_accounts,
-// products, organization_products and portfolio_merchants. (People and
+// products, organization_products, portfolio_merchants and logos. (People and
 // their memberships are internal/people's.)
 package directory
 

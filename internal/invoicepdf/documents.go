@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cockroachdb/apd/v3"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/payreq/payreq/internal/invoice"
@@ -30,6 +31,10 @@ import (
 // shared database for every invoice ever opened; and a new release, whose
 // drawing may differ, starts empty.
 type Documents struct {
+	// Logos reads a business's logo by its hash (directory.Store.LogoPNG),
+	// drawn above its name; nil draws none.
+	Logos func(ctx context.Context, sha256 string) ([]byte, error)
+
 	max    int // bytes
 	flight singleflight.Group
 	draws  atomic.Int64
@@ -65,6 +70,10 @@ func (d *Documents) Invoice(ctx context.Context, inv invoice.Invoice, link strin
 			return doc, nil
 		}
 		d.draws.Add(1)
+		inv, err := d.withLogo(ctx, inv)
+		if err != nil {
+			return nil, err
+		}
 		var buf bytes.Buffer
 		if err := Invoice(ctx, &buf, inv, link); err != nil {
 			return nil, err
@@ -76,6 +85,37 @@ func (d *Documents) Invoice(ctx context.Context, inv invoice.Invoice, link strin
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// Receipt is the receipt of payment p toward inv (as Receipt draws it),
+// drawn anew: receipts are asked for seldom.
+func (d *Documents) Receipt(ctx context.Context, inv invoice.Invoice, p invoice.Payment, balanceAfter apd.Decimal) ([]byte, error) {
+	inv, err := d.withLogo(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := Receipt(ctx, &buf, inv, p, balanceAfter); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// withLogo is inv with its business's logo's image read (a copy: the
+// caller's invoice is left as it was).
+func (d *Documents) withLogo(ctx context.Context, inv invoice.Invoice) (invoice.Invoice, error) {
+	l := inv.Biller.Branding.Logo
+	if l == nil || len(l.PNG) > 0 || d.Logos == nil {
+		return inv, nil
+	}
+	png, err := d.Logos(ctx, l.SHA256)
+	if err != nil {
+		return inv, fmt.Errorf("invoicepdf: unable to read the logo: %w", err)
+	}
+	logo := *l
+	logo.PNG = png
+	inv.Biller.Branding.Logo = &logo
+	return inv, nil
 }
 
 // Draws is how many documents were drawn (the rest were kept ones).

@@ -66,13 +66,16 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 		return err
 	}
 	zone := inv.Biller.Zone()
-	d.header(inv, "Invoice", [][2]string{
+	err = d.header(inv, "Invoice", [][2]string{
 		{"Invoice", inv.InvoiceNumber},
 		{"Date", day(inv.CreatedAt.In(zone))},
 		{"Due", dueDate(inv)},
 		{"PO number", optional.Value(inv.PONumber)},
 		{"Status", inv.Status.Label()},
 	})
+	if err != nil {
+		return err
+	}
 	d.billTo(inv)
 	d.lines(inv)
 	d.totals(inv)
@@ -93,6 +96,7 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 		d.gap(12)
 		d.paragraph("This invoice was cancelled on "+day(inv.CancelledAt.In(zone))+". No payment is due.", bold, 11)
 	}
+	d.footer(inv)
 	return d.write(w)
 }
 
@@ -151,6 +155,7 @@ func receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, title string
 	}
 	d.gap(12)
 	d.paragraph(closing, bold, 11)
+	d.footer(inv)
 	return d.write(w)
 }
 
@@ -352,9 +357,27 @@ func (d *doc) rule(y float64) {
 
 // header draws who bills on the left, the document's title and facts on
 // the right.
-func (d *doc) header(inv invoice.Invoice, title string, facts [][2]string) {
+// logoHeight and logoWidth bound the logo drawn above the business's name.
+const logoHeight, logoWidth = 48.0, 200.0
+
+func (d *doc) header(inv invoice.Invoice, title string, facts [][2]string) error {
 	b := inv.Biller
 	top := d.y
+	if l := b.Branding.Logo; l != nil && len(l.PNG) > 0 && l.Width > 0 && l.Height > 0 {
+		h := logoHeight
+		w := h * float64(l.Width) / float64(l.Height)
+		if w > logoWidth {
+			w, h = logoWidth, logoWidth*float64(l.Height)/float64(l.Width)
+		}
+		img, err := gopdf.ImageHolderByBytes(l.PNG)
+		if err != nil {
+			return fmt.Errorf("invoicepdf: logo: %w", err)
+		}
+		if err := d.pdf.ImageByHolder(img, margin, d.y, &gopdf.Rect{W: w, H: h}); err != nil {
+			return fmt.Errorf("invoicepdf: logo: %w", err)
+		}
+		d.y += h + 8
+	}
 	d.text(margin, d.y, billerName(inv), bold, 16)
 	d.y += lineHeight(16)
 	var lines []string
@@ -389,6 +412,22 @@ func (d *doc) header(inv invoice.Invoice, title string, facts [][2]string) {
 	d.y = max(d.y, left) + 12
 	d.rule(d.y)
 	d.y += 10
+	return nil
+}
+
+// footer draws the business's invoice footer, when it has one.
+func (d *doc) footer(inv invoice.Invoice) {
+	f := inv.Biller.Branding.InvoiceFooter
+	if f == "" {
+		return
+	}
+	d.gap(16)
+	d.need(lineHeight(9) + 10)
+	d.rule(d.y)
+	d.y += 10
+	for _, line := range strings.Split(f, "\n") {
+		d.paragraph(line, regular, 9)
+	}
 }
 
 // billTo draws the customer.

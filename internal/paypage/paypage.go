@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/framing"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/invoicepdf"
@@ -66,6 +67,8 @@ type Deps struct {
 	Log      *slog.Logger
 	Invoices *invoice.Store
 	Payments *payment.Store
+	// Directory serves the businesses' logos.
+	Directory *directory.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	// FormKey signs the form token (CSRF) of each pay link.
@@ -99,6 +102,8 @@ func New(d Deps) *echo.Echo {
 	e.GET("/pay/:token/invoice.pdf", h.invoicePDF, deadline)
 	e.GET("/pay/:token/receipt/:paymentId", h.receipt, deadline)
 	e.GET("/pay/assets/:file", h.asset)
+	e.GET(directory.LogoPrefix+":file", h.logo, deadline)
+	e.GET(accentPrefix+":file", h.accent)
 	e.POST("/pay/:token", h.pay)
 	e.Any("/pay/*", h.otherwise)
 	return e
@@ -390,13 +395,13 @@ func (h *handler) receipt(c echo.Context) error {
 				if done, err := h.pdfAllowed(c, inv); done {
 					return err
 				}
-				var doc bytes.Buffer
-				if err := invoicepdf.Receipt(c.Request().Context(), &doc, inv, p, balance); err != nil {
+				doc, err := h.PDFs.Receipt(c.Request().Context(), inv, p, balance)
+				if err != nil {
 					return h.failure(c, err)
 				}
-				return h.pdf(c, "receipt-"+inv.InvoiceNumber, doc.Bytes())
+				return h.pdf(c, "receipt-"+inv.InvoiceNumber, doc)
 			}
-			return h.render(c, http.StatusOK, "receipt", page{
+			return h.render(c, http.StatusOK, "receipt", page{AccentCSS: accentCSS(inv),
 				Title:   "Receipt for invoice " + inv.InvoiceNumber + " from " + biller(inv),
 				Invoice: viewOf(inv), Receipt: receiptOf(p, balance, inv.Biller.Zone()), Back: "/pay/" + token,
 				PDF: "/pay/" + token + "/receipt/" + id.String() + ".pdf",
@@ -412,6 +417,51 @@ func (h *handler) asset(c echo.Context) error {
 		return err
 	}
 	return h.notFound(c)
+}
+
+// accentPrefix is where a business's accent colour's stylesheet is
+// served: accentPrefix + rrggbb + ".css".
+const accentPrefix = "/pay/accent/"
+
+var accentFile = regexp.MustCompile(`^([0-9a-f]{6})\.css$`)
+
+// immutable is the Cache-Control of what an address names for good (a
+// logo by its hash, a colour by its digits).
+const immutable = "public, max-age=31536000, immutable"
+
+// logo is GET /pay/logos/{sha256}.png: a business's logo, as its Owners
+// and Admins set it, under the hash of its bytes.
+func (h *handler) logo(c echo.Context) error {
+	hash, ok := strings.CutSuffix(c.Param("file"), ".png")
+	if !ok {
+		return h.notFound(c)
+	}
+	png, err := h.Directory.LogoPNG(c.Request().Context(), hash)
+	if errors.Is(err, directory.ErrNoLogo) {
+		return h.notFound(c)
+	}
+	if err != nil {
+		return h.failure(c, err)
+	}
+	c.Response().Header().Set("Cache-Control", immutable)
+	return c.Blob(http.StatusOK, "image/png", png)
+}
+
+// accent is GET /pay/accent/{rrggbb}.css: the pay button and links in a
+// business's accent colour (the pages' policy takes no inline style).
+// The colour is checked when it is set (directory.AccentColor); any
+// #rrggbb is drawn here, so the address alone says what it holds.
+func (h *handler) accent(c echo.Context) error {
+	m := accentFile.FindStringSubmatch(c.Param("file"))
+	if m == nil {
+		return h.notFound(c)
+	}
+	color := "#" + m[1]
+	c.Response().Header().Set("Cache-Control", immutable)
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", []byte(
+		"button[type=\"submit\"]:not(.secondary):not(.danger), button[type=\"submit\"]:not(.secondary):not(.danger):hover { background: "+color+"; }\n"+
+			"button[type=\"submit\"]:not(.secondary):not(.danger):hover { filter: brightness(0.85); }\n"+
+			"a { color: "+color+"; }\n.brand { border-top: 0.35rem solid "+color+"; }\n"))
 }
 
 func (h *handler) notFound(c echo.Context) error {
@@ -447,6 +497,7 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 			"Please contact them about this invoice."}}
 	}
 	return page{
+		AccentCSS: accentCSS(inv),
 		Alert:     notice,
 		Title:     "Invoice " + inv.InvoiceNumber + " from " + biller(inv),
 		Invoice:   viewOf(inv),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/web"
@@ -28,6 +29,9 @@ type page struct {
 	Back      string
 	// PDF is the address of the page's document as a PDF.
 	PDF string
+	// AccentCSS is the address of the business's accent colour's
+	// stylesheet, or "".
+	AccentCSS string
 
 	// Message pages (not found, refused, failures).
 	Heading    string
@@ -46,8 +50,11 @@ type invoiceView struct {
 	// Who bills: the name the customer knows (the location's receipt name,
 	// else its name), the organization's when it differs, and how to reach
 	// the location.
-	Biller        string
-	LegalName     string
+	Biller    string
+	LegalName string
+	// Logo is the business's, or nil; Footer its invoice footer.
+	Logo          *directory.Logo
+	Footer        string
 	Address       []string
 	Phone         string
 	Email         string
@@ -91,7 +98,7 @@ func biller(inv invoice.Invoice) string {
 func viewOf(inv invoice.Invoice) invoiceView {
 	b := inv.Biller
 	v := invoiceView{
-		Biller: biller(inv), LegalName: b.LegalName(), Address: b.Address, Phone: b.Phone, Email: b.Email,
+		Biller: biller(inv), LegalName: b.LegalName(), Logo: b.Branding.Logo, Footer: b.Branding.InvoiceFooter, Address: b.Address, Phone: b.Phone, Email: b.Email,
 		Contact: b.Contact(), InvoiceNumber: inv.InvoiceNumber, CustomerName: optional.Value(inv.CustomerName),
 		PONumber: optional.Value(inv.PONumber), Memo: optional.Value(inv.Memo),
 		Amount: invoice.Money(inv.Amount), Subtotal: invoice.Money(inv.Subtotal()), Tax: invoice.Money(inv.TaxAmount),
@@ -137,3 +144,12 @@ func receiptOf(p invoice.Payment, balanceAfter apd.Decimal, zone *time.Location)
 
 // day is the date of t in its own zone.
 func day(t time.Time) string { return t.Format("January 2, 2006") }
+
+// accentCSS is the address of the stylesheet of the business's accent
+// colour ("" without one): the colour is in the address (serveAccent).
+func accentCSS(inv invoice.Invoice) string {
+	if c := inv.Biller.Branding.AccentColor; c != "" {
+		return accentPrefix + strings.TrimPrefix(c, "#") + ".css"
+	}
+	return ""
+}

@@ -11,8 +11,8 @@ import (
 	"github.com/payreq/payreq/internal/rule"
 )
 
-// Locations and their MIDs, read-only (operators change them with the
-// CLI), as GET /locations (locations.view) and GET /accounts
+// Locations and their MIDs (operators add them with the CLI; Owners and
+// Admins change what customers see of each on its page, business.go), as GET /locations (locations.view) and GET /accounts
 // (accounts.view) show them: a member sees what its permissions let a key
 // read.
 
@@ -25,6 +25,8 @@ type locationsData struct {
 	Locations    []locationView
 	ShowLocation bool
 	ShowMIDs     bool
+	// CanEdit: Owners and Admins change each location's details.
+	CanEdit bool
 }
 
 // either lets in the members holding one of the permissions.
@@ -48,7 +50,7 @@ func (h *handler) locations(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	d := locationsData{ShowLocation: m.Can(auth.LocationsView), ShowMIDs: m.Can(auth.AccountsView)}
+	d := locationsData{ShowLocation: m.Can(auth.LocationsView), ShowMIDs: m.Can(auth.AccountsView), CanEdit: settingsManagers(*m) == nil}
 	byID := map[string]int{}
 	for i, l := range locs {
 		d.Locations = append(d.Locations, locationView{Location: l})

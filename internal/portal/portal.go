@@ -191,6 +191,11 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(remindersPath, h.member(h.reminders, view))
 	e.POST(remindersPath, h.member(h.setReminders, create))
 	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
+	// Branding and business settings (issue 39).
+	e.GET(businessPath, h.member(h.business, settingsManagers))
+	e.POST(businessPath, h.member(h.setBusiness, settingsManagers))
+	e.GET(locationsPath+"/:id", h.member(h.location, settingsManagers))
+	e.POST(locationsPath+"/:id", h.member(h.setLocation, settingsManagers))
 	// Card payments, deposits, webhooks and events (issue 29).
 	e.GET("/portal/card-payments", h.member(h.cardPayments, requires(auth.PaymentsView)))
 	e.GET("/portal/card-payments/:id", h.member(h.cardPayment, requires(auth.PaymentsView)))
@@ -226,6 +231,7 @@ var areas = []area{
 	{"/portal/deposits", "Deposits", requires(auth.PaymentsView)},
 	{remindersPath, "Reminders", requires(auth.PaymentsView)},
 	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
+	{businessPath, "Business", settingsManagers},
 	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
 	{"/portal/events", "Events", requires(auth.EventsView)},
 	{"/portal/keys", "API keys", managers},
@@ -365,13 +371,20 @@ func (h *handler) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // readForm reads a POST's form, at most maxForm bytes, before the CSRF
-// check looks for its token.
+// check looks for its token; the business settings' form, which carries
+// a logo, is multipart and up to maxUpload.
 func (h *handler) readForm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Method != http.MethodPost {
 			return next(c)
 		}
-		if status, heading := web.ParseForm(c, maxForm); status != 0 {
+		status, heading := 0, ""
+		if c.Path() == businessPath {
+			status, heading = web.ParseUpload(c, maxUpload)
+		} else {
+			status, heading = web.ParseForm(c, maxForm)
+		}
+		if status != 0 {
 			return h.message(c, status, heading, "Nothing was changed. Go back and send it again.")
 		}
 		return next(c)

@@ -35,7 +35,23 @@ func Deadline(limit time.Duration) echo.MiddlewareFunc {
 func ParseForm(c echo.Context, max int64) (status int, heading string) {
 	r := c.Request()
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
-	err := r.ParseForm()
+	return formStatus(r.ParseForm())
+}
+
+// ParseUpload is ParseForm for a form that may carry files
+// (multipart/form-data, or a plain form): all of it, at most max bytes,
+// is kept in memory, none on disk.
+func ParseUpload(c echo.Context, max int64) (status int, heading string) {
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
+	err := r.ParseMultipartForm(max)
+	if errors.Is(err, http.ErrNotMultipart) {
+		err = nil // a plain form, read by ParseMultipartForm all the same
+	}
+	return formStatus(err)
+}
+
+func formStatus(err error) (status int, heading string) {
 	var tooLarge *http.MaxBytesError
 	var unreadable *framing.BodyError
 	switch {
