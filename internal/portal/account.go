@@ -24,6 +24,8 @@ type homeData struct {
 	// the card, since Monday in the time zone of each payment's location.
 	PaidThisWeek    invoice.Tally
 	DepositsPending invoice.Tally
+	// CanCreate: the member makes invoices (payments.create).
+	CanCreate bool
 }
 
 // home is GET /portal/: the organization the member is in, where to go,
@@ -32,7 +34,7 @@ type homeData struct {
 func (h *handler) home(c echo.Context) error {
 	ctx := c.Request().Context()
 	m := visitOf(c).Membership
-	var d homeData
+	d := homeData{CanCreate: m.Can(auth.PaymentsCreate)}
 	if m.Can(auth.PaymentsView) {
 		sum, err := h.Invoices.Summary(ctx, m.OrganizationID)
 		if err != nil {

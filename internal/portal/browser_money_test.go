@@ -109,7 +109,7 @@ func TestMerchantDayInChromium(t *testing.T) {
 	check("a sale, part refunded")
 	capture(t, b, "card-payment.png")
 	open("/portal/card-payments")
-	want("card payments, a refund", "<td>Refund</td>", "$25.00 refunded")
+	want("card payments, a refund", `<td data-label="Kind">Refund</td>`, "$25.00 refunded")
 	check("card payments, a sale and its refund")
 	capture(t, b, "card-payments.png")
 

@@ -155,7 +155,7 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 					t.Errorf("?%s: card payment %s is not listed", query, p["id"])
 				}
 			}
-			if n := strings.Count(page.Body, `<tr><td><a href="/portal/card-payments/`); n != len(api) {
+			if n := strings.Count(page.Body, `<tr><td data-label="Made"><a href="/portal/card-payments/`); n != len(api) {
 				t.Errorf("?%s: %d rows, the API lists %d", query, n, len(api))
 			}
 		}
@@ -198,7 +198,7 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 		}
 	}
 	page := c.Get("/portal/deposits").Want(t, http.StatusOK)
-	rows := regexp.MustCompile(`<tr><td><time datetime="(\d{4}-\d\d-\d\d)">[^<]*</time></td><td class="num">(\d+)</td><td class="num">([^<]+)</td></tr>`).
+	rows := regexp.MustCompile(`<tr><td data-label="Day"><time datetime="(\d{4}-\d\d-\d\d)">[^<]*</time></td><td data-label="Deposits" class="num">(\d+)</td><td data-label="Net" class="num">([^<]+)</td></tr>`).
 		FindAllStringSubmatch(page.Body, -1)
 	bars := regexp.MustCompile(`<rect class="bar( negative)?" [^>]*height="([0-9.]+)"><title>([^<]+)</title></rect>`).FindAllStringSubmatch(page.Body, -1)
 	if len(rows) != 30 || len(bars) != 30 {
@@ -223,7 +223,7 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 			t.Errorf("bar %d is %s high for a net of %s", i, bars[i][2], w.Text('f'))
 		}
 	}
-	if negative != 1 || !strings.Contains(page.Body, `<td class="num">`+invoice.Money(total)+`</td></tr></tfoot>`) {
+	if negative != 1 || !strings.Contains(page.Body, `<td data-label="Net" class="num">`+invoice.Money(total)+`</td></tr></tfoot>`) {
 		t.Errorf("%d negative days, want 1; or the total is not %s", negative, invoice.Money(total))
 	}
 	if !strings.Contains(page.Body, `role="img" aria-labelledby="chart-title chart-desc"`) || !strings.Contains(page.Body, invoice.Money(total)+" net in all") {
