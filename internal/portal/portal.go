@@ -448,8 +448,12 @@ type page struct {
 	CSRF       string
 	Visit      *visit
 	Nav        []navGroup
-	Current    string
-	Errors     web.Errors
+	// Zone is the time zone the page's times are read in, with its
+	// abbreviation: the organization's (its locations', when they share
+	// one; else UTC).
+	Zone    *time.Location
+	Current string
+	Errors  web.Errors
 	// Alert is a message above the content (a refusal of no field).
 	Alert string
 	// Notice is news of what was just done.
@@ -497,6 +501,11 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 		p.Visit = v
 		if v.Membership != nil {
 			p.Nav = navigation(*v.Membership, c.Path())
+			zone, err := h.zoneOf(c)
+			if err != nil {
+				return err
+			}
+			p.Zone = zone
 		}
 	}
 	p.Current = c.Path()
