@@ -98,6 +98,7 @@ type dataset struct {
 	org      uuid.UUID   // the organization under test
 	mids     []uuid.UUID // its MIDs
 	sample   []uuid.UUID // invoices read and sent (part paid, with payments and saved cards)
+	editable []uuid.UUID // open invoices with nothing paid, which PATCH changes
 	invoices int
 }
 
@@ -186,8 +187,13 @@ func ensureData(ctx context.Context, admin, name, loadScript string, invoices, o
 	if err := db.SelectContext(ctx, &ds.sample, `SELECT invoice_id FROM bench_sample ORDER BY n`); err != nil {
 		return nil, err
 	}
-	if len(ds.mids) == 0 || len(ds.sample) == 0 {
-		return nil, errors.New("bench data: no MIDs or no sample invoices")
+	if err := db.SelectContext(ctx, &ds.editable, `SELECT id FROM invoices
+		WHERE organization_id = $1 AND status = 'open' AND amount_paid = 0
+		ORDER BY created_at DESC, id DESC LIMIT 25000`, ds.org); err != nil {
+		return nil, err
+	}
+	if len(ds.mids) == 0 || len(ds.sample) == 0 || len(ds.editable) == 0 {
+		return nil, errors.New("bench data: no MIDs, no sample invoices or no open invoices")
 	}
 	return ds, nil
 }

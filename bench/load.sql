@@ -7,7 +7,8 @@
 -- to 5 lines across 20 MIDs at 5 locations, spread over the two years before
 -- 2026; :others more merchants get :other_invoices invoices each on one MID.
 -- About a quarter of the invoices carry payments; one customer in four has a
--- saved card (one in eight two), one in ten a stated preference. Every id is
+-- saved card (one in eight two), one in ten a stated preference; every
+-- customer is a row of customers, which its invoices and saved cards name. Every id is
 -- derived from a name (bench_uuid), so the harness and the pgbench scripts know
 -- them without asking; invoice ids are time-ordered like the server's UUIDv7.
 --
@@ -72,6 +73,21 @@ SELECT o.n AS org_n, o.id AS org_id, i, o.mids,
        i % 20000 AS customer
 FROM bench_orgs o, generate_series(1, o.invoices) AS i;
 
+-- Customers c of each organization (those its invoices name), with the
+-- name, company and phone their invoices carry; one in ten stated a
+-- preference. Customer c of organization o is bench_uuid('bench-customer-o-c').
+CREATE TEMP TABLE bench_customers ON COMMIT DROP AS
+SELECT o.n AS org_n, o.id AS org_id, c
+FROM bench_orgs o, generate_series(0, least(o.invoices, 19999)) AS c;
+
+INSERT INTO customers (id, organization_id, email, name, company, phone, prefers, created_at, updated_at)
+SELECT bench_uuid('bench-customer-' || org_n || '-' || c), org_id, 'customer' || c || '@example.com', 'Customer ' || c,
+       CASE WHEN c % 3 = 0 THEN 'Company ' || c END,
+       CASE WHEN c % 10 < 3 THEN '+1512555' || lpad((c % 10000)::text, 4, '0') END,
+       CASE WHEN c % 20 = 0 THEN 'text' WHEN c % 10 = 0 THEN 'email' END,
+       timestamptz '2023-12-15 00:00:00+00' + c * interval '1 second', timestamptz '2024-06-01 00:00:00+00'
+FROM bench_customers;
+
 CREATE TEMP TABLE bench_totals ON COMMIT DROP AS
 SELECT b.org_n, b.i,
        (SELECT sum(round((1 + (b.i + j) % 4) * ((b.i * 7 + j * 13) % 10000 / 100.0 + 1), 2))
@@ -81,7 +97,7 @@ FROM bench_invoices b;
 INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount, amount_paid,
                       customer_name, customer_company, customer_email, customer_phone, delivery, sent_via, sent_at,
                       memo, due_date, line_count, status, paid_at, created_at, created_by_name, cancelled_at,
-                      cancelled_by_name)
+                      cancelled_by_name, customer_id)
 SELECT
     -- UUIDv7 layout: 48 bits of milliseconds, version 7, variant 8, then hash bits.
     (lpad(to_hex((extract(epoch FROM b.created_at) * 1000)::bigint), 12, '0') || '7'
@@ -109,7 +125,8 @@ SELECT
     b.created_at,
     'Bench key',
     CASE WHEN b.s = 19 THEN b.created_at + interval '5 days' END,
-    CASE WHEN b.s = 19 THEN 'Bench key' END
+    CASE WHEN b.s = 19 THEN 'Bench key' END,
+    bench_uuid('bench-customer-' || b.org_n || '-' || b.customer)
 FROM bench_invoices b JOIN bench_totals t USING (org_n, i)
 ORDER BY b.created_at;
 
@@ -164,23 +181,14 @@ FROM bench_deposits d WHERE d.merchant_account_id = p.merchant_account_id AND d.
 
 INSERT INTO batch_closings (merchant_account_id, closed_until) SELECT id, now() FROM merchant_accounts;
 
--- Customers c of each organization (those its invoices name).
-CREATE TEMP TABLE bench_customers ON COMMIT DROP AS
-SELECT o.n AS org_n, o.id AS org_id, c
-FROM bench_orgs o, generate_series(0, least(o.invoices, 20000) - 1) AS c;
-
-INSERT INTO saved_cards (id, organization_id, customer_email, profile_id, account_id, card_brand, last_four, expiry,
+INSERT INTO saved_cards (id, organization_id, customer_id, profile_id, account_id, card_brand, last_four, expiry,
                          saved_at, saved_by_name)
-SELECT bench_uuid('bench-card-' || b.org_n || '-' || b.c || '-' || x), b.org_id, 'customer' || b.c || '@example.com',
+SELECT bench_uuid('bench-card-' || b.org_n || '-' || b.c || '-' || x), b.org_id, bench_uuid('bench-customer-' || b.org_n || '-' || b.c),
        'P' || b.org_n || '-' || b.c || '-' || x, 'A' || x, CASE WHEN x = 0 THEN 'VISA' ELSE 'MC' END,
        CASE WHEN x = 0 THEN '1111' ELSE '4444' END, '1229', timestamptz '2024-06-01 00:00:00+00' + b.c * interval '1 minute' + x * interval '1 day',
        'Customer ' || b.c
 FROM bench_customers b, generate_series(0, 1) AS x
 WHERE b.c % 4 = 2 AND (x = 0 OR b.c % 8 = 6);
-
-INSERT INTO customer_preferences (organization_id, customer_email, prefers, updated_at)
-SELECT org_id, 'customer' || c || '@example.com', CASE WHEN c % 20 = 0 THEN 'text' ELSE 'email' END, '2024-06-01'
-FROM bench_customers WHERE c % 10 = 0;
 
 -- What the harness reads back: the invoices it reads and sends (part paid,
 -- with payments, of customers with saved cards, spread over the whole range:
@@ -201,10 +209,10 @@ $$;
 CREATE FUNCTION bench_sample_email(n int) RETURNS text IMMUTABLE LANGUAGE sql AS $$
     SELECT 'customer' || ((40 * (n - 1) + 14) % 20000)::text || '@example.com'
 $$;
--- The MIDs a read of sample invoice n asks directory for
--- (directory.AccountsByID): its one MID, its customer's (below), as an array.
-CREATE FUNCTION bench_sample_mids(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
-    SELECT ARRAY[bench_customer_mid((40 * (n - 1) + 14) % 20000)]
+-- The customer of sample invoice n, as an array (its stated preference and
+-- saved cards are read by it).
+CREATE FUNCTION bench_sample_customers(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
+    SELECT ARRAY[bench_uuid('bench-customer-0-' || ((40 * (n - 1) + 14) % 20000)::text)]
 $$;
 
 -- The invoices a create makes, by pgbench as by the HTTP load: customer n
@@ -218,6 +226,24 @@ CREATE FUNCTION bench_customer_email(n int) RETURNS text IMMUTABLE LANGUAGE sql 
 $$;
 CREATE FUNCTION bench_customer_mid(n int) RETURNS uuid IMMUTABLE LANGUAGE sql AS $$
     SELECT bench_uuid('bench-mid-0-' || (n % 20)::text)
+$$;
+
+-- Customer n of the organization under test, alone and as an array, and
+-- the q that finds it by name (from n = 2,000 on, it alone).
+CREATE FUNCTION bench_customer_id(n int) RETURNS uuid IMMUTABLE LANGUAGE sql AS $$
+    SELECT bench_uuid('bench-customer-0-' || n::text)
+$$;
+CREATE FUNCTION bench_customer_ids(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
+    SELECT ARRAY[bench_customer_id(n)]
+$$;
+CREATE FUNCTION bench_customer_q(n int) RETURNS text IMMUTABLE LANGUAGE sql AS $$
+    SELECT '%Customer ' || n::text || '%'
+$$;
+
+-- The MIDs a read of sample invoice n asks directory for
+-- (directory.AccountsByID): its one MID, its customer's (below), as an array.
+CREATE FUNCTION bench_sample_mids(n int) RETURNS uuid[] IMMUTABLE LANGUAGE sql AS $$
+    SELECT ARRAY[bench_customer_mid((40 * (n - 1) + 14) % 20000)]
 $$;
 
 -- The MIDs a read of customer n's invoice asks directory for

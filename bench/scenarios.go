@@ -27,7 +27,9 @@ var scenarioTitles = []struct{ key, title string }{
 	{"list_first", "list, first page (25)"},
 	{"list_deep", "list, page 1,000 by cursor (25)"},
 	{"send", "send invoice"},
+	{"patch", "change invoice (PATCH a memo, merge patch)"},
 	{"deposits", "list deposits, first page (25)"},
+	{"customers_search", "search customers (q of a name, first page of 25)"},
 	// The portal's pages, as a signed-in member's browser asks for them
 	// (session cookie, gzip accepted), each beside the API call reading
 	// the same data (portalPairs).
@@ -47,8 +49,9 @@ var portalPairs = []struct{ page, api string }{
 func isPortal(key string) bool { return strings.HasPrefix(key, "portal_") }
 
 // hasPgbench says whether scenario key has a pgbench script: the portal's
-// pages and the deposits list have none (their baseline is the API call).
-func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" }
+// pages and the deposits list have none (their baseline is the API call),
+// nor has the PATCH yet.
+func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" && key != "patch" }
 
 // mixedTitle is the soak's mix, measured against the server alone.
 const mixedTitle = "mixed: create, get, list first page (2:1:1, as make soak)"
@@ -128,6 +131,23 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 		sc.next = func(int64) request {
 			return request{method: "POST", path: "/payment-requests/" + sample() + "/send", header: bearer, want: http.StatusOK}
 		}
+	case "patch":
+		// An open invoice with nothing paid, its memo changed: the lock,
+		// the check for charges under way, the creation rules, the write
+		// and invoice.updated.
+		patch := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/merge-patch+json"}}
+		sc.next = func(n int64) request {
+			id := ds.editable[rand.IntN(len(ds.editable))].String()
+			body := fmt.Sprintf(`{"memo":"Edited by run %s, request %d"}`, h.run, n)
+			return request{method: "PATCH", path: "/payment-requests/" + id, body: []byte(body), header: patch, want: http.StatusOK}
+		}
+	case "customers_search":
+		sc.next = func(int64) request {
+			// A name the organization's customers hold once (bench/load.sql:
+			// customer c is "Customer c"; from 2,000 on, no other holds it).
+			q := url.QueryEscape(fmt.Sprintf("Customer %d", 2000+rand.IntN(18000)))
+			return request{method: "GET", path: "/customers?limit=25&q=" + q, header: bearer, want: http.StatusOK}
+		}
 	case "deposits":
 		sc.next = func(int64) request {
 			return request{method: "GET", path: "/deposits?limit=25", header: bearer, want: http.StatusOK}
@@ -203,7 +223,36 @@ func (h *harness) pgbenchVars(ctx context.Context, key string) (map[string]strin
 		}
 		v["after_at"], v["after_id"] = at, id
 	}
+	if key == "list_first" || key == "list_deep" {
+		// The customers whose stated preferences a page asks for: its invoices'.
+		offset := 0
+		if key == "list_deep" {
+			offset = 999 * 25
+		}
+		customers, err := h.pageCustomers(ctx, offset)
+		if err != nil {
+			return nil, err
+		}
+		v["page_customers"] = customers
+	}
 	return v, nil
+}
+
+// pageCustomers are the customers of the 25 invoices from offset on, newest
+// first, as an array.
+func (h *harness) pageCustomers(ctx context.Context, offset int) (string, error) {
+	db, err := sqlx.Open("postgres", h.big.dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var ids string
+	err = db.GetContext(ctx, &ids, `SELECT array_agg(DISTINCT customer_id)::text FROM (SELECT customer_id FROM invoices
+		WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 25) page`, h.big.org, offset)
+	if err != nil {
+		return "", fmt.Errorf("the customers of a list page: %w", err)
+	}
+	return ids, nil
 }
 
 // deepKeyset is the (createdAt, id) after which page 1,000 starts.

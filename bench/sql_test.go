@@ -20,6 +20,7 @@ import (
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/demo"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
@@ -57,6 +58,7 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 	tokens := &auth.Store{DB: db, Peppers: a.Auth.Peppers, Tokens: a.Auth.Tokens, Now: time.Now,
 		RevocationCheckInterval: time.Minute, Organizations: &directory.Store{DB: db}, Members: a.People}
 	actor := invoice.Actor{OrganizationID: org, Name: "bench"}
+	customers := &customer.Store{DB: db, Now: time.Now, Invoices: invoices, Cards: &payment.Store{DB: db}}
 	var made []invoice.Invoice
 	create := func() invoice.Invoice {
 		t.Helper()
@@ -102,6 +104,12 @@ func TestPgbenchScriptsRunTheServersSQL(t *testing.T) {
 		}},
 		{"list_deep.sql", func() {
 			if _, _, err := invoices.List(ctx, org, invoice.Filter{}, 25, deep); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"customers_search.sql", func() {
+			q := "Dana"
+			if _, _, err := customers.List(ctx, org, customer.Filter{Q: &q}, 25, ""); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -15,10 +15,11 @@
 //     request with an Idempotency-Key, creates included. The other POSTs,
 //     sending a pay link (a repeat sends a second message) and cancelling,
 //     get the 503 back.
-//   - POST /payment-requests and POST /payment-requests/{id}/payments get a
-//     random Idempotency-Key when the caller gave none, the same one on each of
-//     the client's own retries, so a retry never makes a second invoice nor
-//     records a payment twice.
+//   - POST /payment-requests, POST /payment-requests/{id}/payments and POST
+//     /customers get a random Idempotency-Key when the caller gave none, the
+//     same one on each of the client's own retries, so a retry never makes a
+//     second invoice nor records a payment twice, and a customer's retry
+//     answers the customer rather than a 409.
 //
 // Every operation of the API is a method of the embedded
 // *client.ClientWithResponses:
@@ -39,6 +40,7 @@ import (
 
 	"github.com/payreq/payreq/gen/client"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Client is the generated client of the API, authenticated with one API key.
@@ -159,3 +161,11 @@ func ParseDecimal(s string) (client.Decimal, error) { return jsonnum.ParseDecima
 
 // MustDecimal is ParseDecimal for constants; it panics on a malformed one.
 func MustDecimal(s string) client.Decimal { return jsonnum.MustDecimal(s) }
+
+// Set is a nullable member of a PATCH set to v (PATCH
+// /recurring-invoices/{id}: Set(int32(6)) for endAfter); a member left at
+// its zero value is left out and keeps its value.
+func Set[T any](v T) optional.Patch[T] { return optional.Patch[T]{Set: true, Value: &v} }
+
+// Clear is a nullable member of a PATCH set to null.
+func Clear[T any]() optional.Patch[T] { return optional.Patch[T]{Set: true} }

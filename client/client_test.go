@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
 	payreq "github.com/payreq/payreq/client"
 	"github.com/payreq/payreq/gen/client"
 	"github.com/payreq/payreq/internal/apitest"
@@ -232,6 +234,33 @@ func TestCreateGetsIdempotencyKey(t *testing.T) {
 	}
 }
 
+// A customer's creation gets an Idempotency-Key too: sent again with it,
+// it answers the customer made, not a 409 for its own email.
+func TestCustomerCreateGetsIdempotencyKey(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
+	body := client.CustomerCreate{Email: "dana@example.com"}
+	resp, err := c.CreateCustomerWithResponse(context.Background(), nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON201 == nil {
+		t.Fatalf("create: %d %s", resp.StatusCode(), resp.Body)
+	}
+	key := rec.sent[len(rec.sent)-1].header.Get("Idempotency-Key")
+	if _, err := uuid.Parse(key); err != nil {
+		t.Fatalf("Idempotency-Key %q is not a UUID", key)
+	}
+	again, err := c.CreateCustomerWithResponse(context.Background(), &client.CreateCustomerParams{IdempotencyKey: &key}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.JSON200 == nil || again.JSON200.Id != resp.JSON201.Id {
+		t.Errorf("the same key again: %d %s, want 200 with customer %s", again.StatusCode(), again.Body, resp.JSON201.Id)
+	}
+}
+
 // A recorded payment gets an Idempotency-Key too, which the server takes as
 // the request's: sent again with the key, it records nothing more.
 func TestRecordedPaymentGetsIdempotencyKey(t *testing.T) {
@@ -324,5 +353,43 @@ func TestWrongSecretIsATokenRequestError(t *testing.T) {
 	var te *payreq.TokenRequestError
 	if !errors.As(err, &te) || te.StatusCode != http.StatusUnauthorized || te.Code != "invalid_client" {
 		t.Fatalf("err %v, want a TokenRequestError 401 invalid_client", err)
+	}
+}
+
+// A recurring invoice gets an Idempotency-Key as an invoice does (a retried
+// create must not make two series issuing every invoice twice), and a PATCH
+// tells a member set to null from one left out.
+func TestRecurringInvoiceGetsIdempotencyKeyAndPatches(t *testing.T) {
+	env := apitest.New(t, testDSN, apitest.Options{})
+	seed := env.Seed()
+	c, rec := newClient(t, env, seed.Merchant.KeyID, seed.Merchant.Secret)
+	twelve := int32(12)
+	customer, err := c.CreateCustomerWithResponse(context.Background(), nil, client.CustomerCreate{Email: openapi_types.Email("rec-" + uuid.NewString()[:8] + "@example.com")})
+	if err != nil || customer.JSON201 == nil {
+		t.Fatalf("customer: %v %s", err, customer.Body)
+	}
+	body := client.CreateRecurringInvoice{
+		MerchantAccountId: listAccounts(t, c)[0].Id, CustomerId: customer.JSON201.Id, InvoiceNumberPrefix: "RET-" + uuid.NewString()[:8],
+		Amount: payreq.MustDecimal("500.00"), Interval: client.RecurringIntervalMonth, IntervalCount: 1,
+		StartOn: openapi_types.Date{Time: time.Now().AddDate(0, 0, 2)}, EndAfter: &twelve, DueDays: 14, Send: false,
+	}
+	resp, err := c.CreateRecurringInvoiceWithResponse(context.Background(), nil, body)
+	if err != nil || resp.JSON201 == nil {
+		t.Fatalf("create: %v %s", err, resp.Body)
+	}
+	key := rec.sent[len(rec.sent)-1].header.Get("Idempotency-Key")
+	if _, err := uuid.Parse(key); err != nil {
+		t.Fatalf("Idempotency-Key %q is not a UUID", key)
+	}
+	id := resp.JSON201.Id
+	patched, err := c.UpdateRecurringInvoiceWithResponse(context.Background(), id, client.UpdateRecurringInvoice{
+		EndAfter: payreq.Clear[int32](), Memo: payreq.Set("From March on"),
+	})
+	if err != nil || patched.JSON200 == nil {
+		t.Fatalf("patch: %v %s", err, patched.Body)
+	}
+	got := patched.JSON200
+	if got.EndAfter != nil || got.Memo == nil || *got.Memo != "From March on" || got.DueDays != 14 {
+		t.Fatalf("patched %+v: want endAfter cleared, memo set, dueDays kept", got)
 	}
 }

@@ -50,11 +50,12 @@ func matches(template, segments []string) bool {
 }
 
 // keyed says whether a POST to path makes something that an
-// Idempotency-Key keeps from being made twice: an invoice, a recorded
-// payment. (A refund's key is the caller's to give: whether a retry of a
-// refund may refund again is theirs to decide.)
+// Idempotency-Key keeps from being made twice: an invoice, a recurring
+// invoice, a recorded payment, a customer (whose retry would otherwise meet
+// its own email as taken). (A refund's key is the caller's to give: whether
+// a retry of a refund may refund again is theirs to decide.)
 func keyed(path string) bool {
-	if path == "/payment-requests" {
+	if path == "/payment-requests" || path == "/customers" || path == "/recurring-invoices" {
 		return true
 	}
 	id, ok := strings.CutPrefix(path, "/payment-requests/")

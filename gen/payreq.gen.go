@@ -47,6 +47,21 @@ type ServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx echo.Context, id openapi_types.UUID, params RefundCardPaymentParams) error
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx echo.Context, params ListCustomersParams) error
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx echo.Context, params CreateCustomerParams) error
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx echo.Context, id CustomerId) error
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx echo.Context, id CustomerId) error
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx echo.Context, id CustomerId) error
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx echo.Context, params ListDepositsParams) error
@@ -83,12 +98,21 @@ type ServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx echo.Context, params CreatePaymentRequestParams) error
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx echo.Context, id InvoiceId) error
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx echo.Context, id InvoiceId, params RecordPaymentParams) error
@@ -101,6 +125,21 @@ type ServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx echo.Context) error
@@ -110,6 +149,24 @@ type ServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx echo.Context) error
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx echo.Context, id openapi_types.UUID) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context) error
@@ -336,6 +393,122 @@ func (w *ServerInterfaceWrapper) RefundCardPayment(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RefundCardPayment(ctx, id, params)
+	return err
+}
+
+// ListCustomers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCustomers(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCustomersParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "email" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "email", ctx.QueryParams(), &params.Email, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter email: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCustomers(ctx, params)
+	return err
+}
+
+// CreateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCustomer(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateCustomerParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCustomer(ctx, params)
+	return err
+}
+
+// DeleteCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCustomer(ctx, id)
+	return err
+}
+
+// GetCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCustomer(ctx, id)
+	return err
+}
+
+// UpdateCustomer converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCustomer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id CustomerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCustomer(ctx, id)
 	return err
 }
 
@@ -586,6 +759,13 @@ func (w *ServerInterfaceWrapper) ListPaymentRequests(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerEmail: %s", err))
 	}
 
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
 	// ------------- Optional query parameter "createdFrom" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", ctx.QueryParams(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
@@ -648,6 +828,22 @@ func (w *ServerInterfaceWrapper) CreatePaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// DeletePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) DeletePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeletePaymentRequest(ctx, id)
+	return err
+}
+
 // GetPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -664,6 +860,42 @@ func (w *ServerInterfaceWrapper) GetPaymentRequest(ctx echo.Context) error {
 	return err
 }
 
+// UpdatePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdatePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePaymentRequestParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdatePaymentRequest(ctx, id, params)
+	return err
+}
+
 // CancelPaymentRequest converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 	var err error
@@ -677,6 +909,22 @@ func (w *ServerInterfaceWrapper) CancelPaymentRequest(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelPaymentRequest(ctx, id)
+	return err
+}
+
+// FinalizePaymentRequest converts echo context to params.
+func (w *ServerInterfaceWrapper) FinalizePaymentRequest(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id InvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FinalizePaymentRequest(ctx, id)
 	return err
 }
 
@@ -765,6 +1013,122 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	return err
 }
 
+// ListRecurringInvoices converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRecurringInvoices(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecurringInvoicesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRecurringInvoices(ctx, params)
+	return err
+}
+
+// CreateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRecurringInvoice(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRecurringInvoiceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRecurringInvoice(ctx, params)
+	return err
+}
+
+// EndRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) EndRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EndRecurringInvoice(ctx, id)
+	return err
+}
+
+// GetRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRecurringInvoice(ctx, id)
+	return err
+}
+
+// UpdateRecurringInvoice converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateRecurringInvoice(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RecurringInvoiceId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateRecurringInvoice(ctx, id)
+	return err
+}
+
 // GetReminderSettings converts echo context to params.
 func (w *ServerInterfaceWrapper) GetReminderSettings(ctx echo.Context) error {
 	var err error
@@ -796,6 +1160,138 @@ func (w *ServerInterfaceWrapper) DeleteSavedCard(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.DeleteSavedCard(ctx, id)
+	return err
+}
+
+// ListTerminalPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminalPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTerminalPaymentsParams
+	// ------------- Optional query parameter "terminalId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "terminalId", ctx.QueryParams(), &params.TerminalId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// ------------- Optional query parameter "invoiceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "invoiceId", ctx.QueryParams(), &params.InvoiceId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invoiceId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminalPayments(ctx, params)
+	return err
+}
+
+// CreateTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTerminalPayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTerminalPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTerminalPayment(ctx, params)
+	return err
+}
+
+// GetTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminalPayment(ctx, id)
+	return err
+}
+
+// CancelTerminalPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelTerminalPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelTerminalPayment(ctx, id)
+	return err
+}
+
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx)
+	return err
+}
+
+// GetTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTerminal(ctx, id)
 	return err
 }
 
@@ -990,13 +1486,21 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/payment-requests", wrapper.ListPaymentRequests, options.OperationMiddlewares["listPaymentRequests"]...)
 	router.POST(options.BaseURL+"/payment-requests", wrapper.CreatePaymentRequest, options.OperationMiddlewares["createPaymentRequest"]...)
+	router.DELETE(options.BaseURL+"/payment-requests/:id", wrapper.DeletePaymentRequest, options.OperationMiddlewares["deletePaymentRequest"]...)
 	router.GET(options.BaseURL+"/payment-requests/:id", wrapper.GetPaymentRequest, options.OperationMiddlewares["getPaymentRequest"]...)
+	router.PATCH(options.BaseURL+"/payment-requests/:id", wrapper.UpdatePaymentRequest, options.OperationMiddlewares["updatePaymentRequest"]...)
+	router.POST(options.BaseURL+"/payment-requests/:id/finalize", wrapper.FinalizePaymentRequest, options.OperationMiddlewares["finalizePaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/send", wrapper.SendPaymentRequest, options.OperationMiddlewares["sendPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/cancel", wrapper.CancelPaymentRequest, options.OperationMiddlewares["cancelPaymentRequest"]...)
 	router.POST(options.BaseURL+"/payment-requests/:id/payments", wrapper.RecordPayment, options.OperationMiddlewares["recordPayment"]...)
 	router.DELETE(options.BaseURL+"/payment-requests/:id/payments/:paymentId", wrapper.RemoveRecordedPayment, options.OperationMiddlewares["removeRecordedPayment"]...)
 	router.GET(options.BaseURL+"/reminder-settings", wrapper.GetReminderSettings, options.OperationMiddlewares["getReminderSettings"]...)
 	router.PUT(options.BaseURL+"/reminder-settings", wrapper.PutReminderSettings, options.OperationMiddlewares["putReminderSettings"]...)
+	router.GET(options.BaseURL+"/recurring-invoices", wrapper.ListRecurringInvoices, options.OperationMiddlewares["listRecurringInvoices"]...)
+	router.POST(options.BaseURL+"/recurring-invoices", wrapper.CreateRecurringInvoice, options.OperationMiddlewares["createRecurringInvoice"]...)
+	router.DELETE(options.BaseURL+"/recurring-invoices/:id", wrapper.EndRecurringInvoice, options.OperationMiddlewares["endRecurringInvoice"]...)
+	router.GET(options.BaseURL+"/recurring-invoices/:id", wrapper.GetRecurringInvoice, options.OperationMiddlewares["getRecurringInvoice"]...)
+	router.PATCH(options.BaseURL+"/recurring-invoices/:id", wrapper.UpdateRecurringInvoice, options.OperationMiddlewares["updateRecurringInvoice"]...)
 	router.GET(options.BaseURL+"/card-payments", wrapper.ListCardPayments, options.OperationMiddlewares["listCardPayments"]...)
 	router.GET(options.BaseURL+"/card-payments/:id", wrapper.GetCardPayment, options.OperationMiddlewares["getCardPayment"]...)
 	router.POST(options.BaseURL+"/card-payments/:id/refund", wrapper.RefundCardPayment, options.OperationMiddlewares["refundCardPayment"]...)
@@ -1012,7 +1516,18 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/webhook-endpoints/:id/ping", wrapper.PingWebhookEndpoint, options.OperationMiddlewares["pingWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/customers", wrapper.ListCustomers, options.OperationMiddlewares["listCustomers"]...)
+	router.POST(options.BaseURL+"/customers", wrapper.CreateCustomer, options.OperationMiddlewares["createCustomer"]...)
+	router.DELETE(options.BaseURL+"/customers/:id", wrapper.DeleteCustomer, options.OperationMiddlewares["deleteCustomer"]...)
+	router.GET(options.BaseURL+"/customers/:id", wrapper.GetCustomer, options.OperationMiddlewares["getCustomer"]...)
+	router.PATCH(options.BaseURL+"/customers/:id", wrapper.UpdateCustomer, options.OperationMiddlewares["updateCustomer"]...)
 	router.DELETE(options.BaseURL+"/saved-cards/:id", wrapper.DeleteSavedCard, options.OperationMiddlewares["deleteSavedCard"]...)
+	router.GET(options.BaseURL+"/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.GET(options.BaseURL+"/terminals/:id", wrapper.GetTerminal, options.OperationMiddlewares["getTerminal"]...)
+	router.GET(options.BaseURL+"/terminal-payments", wrapper.ListTerminalPayments, options.OperationMiddlewares["listTerminalPayments"]...)
+	router.POST(options.BaseURL+"/terminal-payments", wrapper.CreateTerminalPayment, options.OperationMiddlewares["createTerminalPayment"]...)
+	router.GET(options.BaseURL+"/terminal-payments/:id", wrapper.GetTerminalPayment, options.OperationMiddlewares["getTerminalPayment"]...)
+	router.POST(options.BaseURL+"/terminal-payments/:id/cancel", wrapper.CancelTerminalPayment, options.OperationMiddlewares["cancelTerminalPayment"]...)
 	router.GET(options.BaseURL+"/locations", wrapper.ListLocations, options.OperationMiddlewares["listLocations"]...)
 	router.GET(options.BaseURL+"/locations/:id", wrapper.GetLocation, options.OperationMiddlewares["getLocation"]...)
 	router.GET(options.BaseURL+"/accounts", wrapper.ListAccounts, options.OperationMiddlewares["listAccounts"]...)
@@ -1112,11 +1627,17 @@ type BadGatewayApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
+type ConflictApplicationProblemPlusJSONResponse Problem
+
+type EmailTakenApplicationProblemPlusJSONResponse Problem
+
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
+
+type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
@@ -1978,6 +2499,783 @@ type RefundCardPayment503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RefundCardPayment503ApplicationProblemPlusJSONResponse) VisitRefundCardPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomersRequestObject struct {
+	Params ListCustomersParams
+}
+
+type ListCustomersResponseObject interface {
+	VisitListCustomersResponse(w http.ResponseWriter) error
+}
+
+type ListCustomers200ResponseHeaders struct {
+	Link *string
+}
+
+type ListCustomers200JSONResponse struct {
+	Body    []Customer
+	Headers ListCustomers200ResponseHeaders
+}
+
+func (response ListCustomers200JSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers400ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers401ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers403ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers429ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCustomers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCustomers503ApplicationProblemPlusJSONResponse) VisitListCustomersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomerRequestObject struct {
+	Params CreateCustomerParams
+	Body   *CreateCustomerJSONRequestBody
+}
+
+type CreateCustomerResponseObject interface {
+	VisitCreateCustomerResponse(w http.ResponseWriter) error
+}
+
+type CreateCustomer200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateCustomer200JSONResponse struct {
+	Body    Customer
+	Headers CreateCustomer200ResponseHeaders
+}
+
+func (response CreateCustomer200JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer201JSONResponse Customer
+
+func (response CreateCustomer201JSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer400ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer401ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer403ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer408ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer409ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer413ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer415ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer422ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer429ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCustomer503ApplicationProblemPlusJSONResponse) VisitCreateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type DeleteCustomerResponseObject interface {
+	VisitDeleteCustomerResponse(w http.ResponseWriter) error
+}
+
+type DeleteCustomer204Response struct {
+}
+
+func (response DeleteCustomer204Response) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer400ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer401ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer403ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer404ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer422ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer429ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer502ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteCustomer503ApplicationProblemPlusJSONResponse) VisitDeleteCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomerRequestObject struct {
+	Id CustomerId `json:"id"`
+}
+
+type GetCustomerResponseObject interface {
+	VisitGetCustomerResponse(w http.ResponseWriter) error
+}
+
+type GetCustomer200JSONResponse Customer
+
+func (response GetCustomer200JSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer400ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer401ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer403ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer404ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer429ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetCustomer503ApplicationProblemPlusJSONResponse) VisitGetCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomerRequestObject struct {
+	Id   CustomerId `json:"id"`
+	Body *UpdateCustomerJSONRequestBody
+}
+
+type UpdateCustomerResponseObject interface {
+	VisitUpdateCustomerResponse(w http.ResponseWriter) error
+}
+
+type UpdateCustomer200JSONResponse Customer
+
+func (response UpdateCustomer200JSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer400ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer401ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer403ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer404ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer408ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer409ApplicationProblemPlusJSONResponse struct {
+	EmailTakenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer409ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer413ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer415ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer429ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCustomer503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateCustomer503ApplicationProblemPlusJSONResponse) VisitUpdateCustomerResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3282,6 +4580,7 @@ type CreatePaymentRequestResponseObject interface {
 }
 
 type CreatePaymentRequest200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3297,21 +4596,30 @@ func (response CreatePaymentRequest200JSONResponse) VisitCreatePaymentRequestRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type CreatePaymentRequest201JSONResponse Invoice
+type CreatePaymentRequest201ResponseHeaders struct {
+	ETag string
+}
+
+type CreatePaymentRequest201JSONResponse struct {
+	Body    Invoice
+	Headers CreatePaymentRequest201ResponseHeaders
+}
 
 func (response CreatePaymentRequest201JSONResponse) VisitCreatePaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3464,6 +4772,137 @@ func (response CreatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type DeletePaymentRequestRequestObject struct {
+	Id InvoiceId `json:"id"`
+}
+
+type DeletePaymentRequestResponseObject interface {
+	VisitDeletePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type DeletePaymentRequest204Response struct {
+}
+
+func (response DeletePaymentRequest204Response) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeletePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest400ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest401ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest403ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest404ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest422ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest429ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeletePaymentRequest503ApplicationProblemPlusJSONResponse) VisitDeletePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3474,6 +4913,7 @@ type GetPaymentRequestResponseObject interface {
 
 type GetPaymentRequest200ResponseHeaders struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 type GetPaymentRequest200JSONResponse struct {
@@ -3491,6 +4931,7 @@ func (response GetPaymentRequest200JSONResponse) VisitGetPaymentRequestResponse(
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3511,6 +4952,7 @@ func (response GetPaymentRequest200ApplicationpdfResponse) VisitGetPaymentReques
 	if response.Headers.ContentDisposition != nil {
 		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
 	}
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -3619,6 +5061,218 @@ func (response GetPaymentRequest503ApplicationProblemPlusJSONResponse) VisitGetP
 	return err
 }
 
+type UpdatePaymentRequestRequestObject struct {
+	Id                                InvoiceId `json:"id"`
+	Params                            UpdatePaymentRequestParams
+	JSONBody                          *UpdatePaymentRequestJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdatePaymentRequestResponseObject interface {
+	VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type UpdatePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdatePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers UpdatePaymentRequest200ResponseHeaders
+}
+
+func (response UpdatePaymentRequest200JSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest400ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest401ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest403ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest404ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest408ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest412ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest413ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest415ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest422ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest429ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePaymentRequest503ApplicationProblemPlusJSONResponse) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelPaymentRequestRequestObject struct {
 	Id InvoiceId `json:"id"`
 }
@@ -3627,15 +5281,23 @@ type CancelPaymentRequestResponseObject interface {
 	VisitCancelPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type CancelPaymentRequest200JSONResponse Invoice
+type CancelPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type CancelPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers CancelPaymentRequest200ResponseHeaders
+}
 
 func (response CancelPaymentRequest200JSONResponse) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3772,6 +5434,200 @@ func (response CancelPaymentRequest503ApplicationProblemPlusJSONResponse) VisitC
 	return err
 }
 
+type FinalizePaymentRequestRequestObject struct {
+	Id   InvoiceId `json:"id"`
+	Body *FinalizePaymentRequestJSONRequestBody
+}
+
+type FinalizePaymentRequestResponseObject interface {
+	VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error
+}
+
+type FinalizePaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type FinalizePaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers FinalizePaymentRequest200ResponseHeaders
+}
+
+func (response FinalizePaymentRequest200JSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest400ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest401ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest403ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest404ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest408ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest413ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest415ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest422ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest429ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizePaymentRequest503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response FinalizePaymentRequest503ApplicationProblemPlusJSONResponse) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordPaymentRequestObject struct {
 	Id     InvoiceId `json:"id"`
 	Params RecordPaymentParams
@@ -3783,6 +5639,7 @@ type RecordPaymentResponseObject interface {
 }
 
 type RecordPayment200ResponseHeaders struct {
+	ETag               string
 	IdempotentReplayed string
 }
 
@@ -3798,21 +5655,30 @@ func (response RecordPayment200JSONResponse) VisitRecordPaymentResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
-type RecordPayment201JSONResponse Invoice
+type RecordPayment201ResponseHeaders struct {
+	ETag string
+}
+
+type RecordPayment201JSONResponse struct {
+	Body    Invoice
+	Headers RecordPayment201ResponseHeaders
+}
 
 func (response RecordPayment201JSONResponse) VisitRecordPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3990,15 +5856,23 @@ type RemoveRecordedPaymentResponseObject interface {
 	VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error
 }
 
-type RemoveRecordedPayment200JSONResponse Invoice
+type RemoveRecordedPayment200ResponseHeaders struct {
+	ETag string
+}
+
+type RemoveRecordedPayment200JSONResponse struct {
+	Body    Invoice
+	Headers RemoveRecordedPayment200ResponseHeaders
+}
 
 func (response RemoveRecordedPayment200JSONResponse) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4127,15 +6001,23 @@ type SendPaymentRequestResponseObject interface {
 	VisitSendPaymentRequestResponse(w http.ResponseWriter) error
 }
 
-type SendPaymentRequest200JSONResponse Invoice
+type SendPaymentRequest200ResponseHeaders struct {
+	ETag string
+}
+
+type SendPaymentRequest200JSONResponse struct {
+	Body    Invoice
+	Headers SendPaymentRequest200ResponseHeaders
+}
 
 func (response SendPaymentRequest200JSONResponse) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4323,6 +6205,709 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoicesRequestObject struct {
+	Params ListRecurringInvoicesParams
+}
+
+type ListRecurringInvoicesResponseObject interface {
+	VisitListRecurringInvoicesResponse(w http.ResponseWriter) error
+}
+
+type ListRecurringInvoices200ResponseHeaders struct {
+	Link *string
+}
+
+type ListRecurringInvoices200JSONResponse struct {
+	Body    []RecurringInvoice
+	Headers ListRecurringInvoices200ResponseHeaders
+}
+
+func (response ListRecurringInvoices200JSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices400ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices401ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices403ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices429ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecurringInvoices503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRecurringInvoices503ApplicationProblemPlusJSONResponse) VisitListRecurringInvoicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoiceRequestObject struct {
+	Params CreateRecurringInvoiceParams
+	Body   *CreateRecurringInvoiceJSONRequestBody
+}
+
+type CreateRecurringInvoiceResponseObject interface {
+	VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type CreateRecurringInvoice200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateRecurringInvoice200JSONResponse struct {
+	Body    RecurringInvoice
+	Headers CreateRecurringInvoice200ResponseHeaders
+}
+
+func (response CreateRecurringInvoice200JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice201JSONResponse RecurringInvoice
+
+func (response CreateRecurringInvoice201JSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitCreateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type EndRecurringInvoiceResponseObject interface {
+	VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type EndRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response EndRecurringInvoice200JSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EndRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response EndRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitEndRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoiceRequestObject struct {
+	Id RecurringInvoiceId `json:"id"`
+}
+
+type GetRecurringInvoiceResponseObject interface {
+	VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type GetRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response GetRecurringInvoice200JSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitGetRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoiceRequestObject struct {
+	Id   RecurringInvoiceId `json:"id"`
+	Body *UpdateRecurringInvoiceJSONRequestBody
+}
+
+type UpdateRecurringInvoiceResponseObject interface {
+	VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecurringInvoice200JSONResponse RecurringInvoice
+
+func (response UpdateRecurringInvoice200JSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice400ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice401ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice403ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice404ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice413ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice415ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice422ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice429ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRecurringInvoice503ApplicationProblemPlusJSONResponse) VisitUpdateRecurringInvoiceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4704,6 +7289,828 @@ type DeleteSavedCard503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response DeleteSavedCard503ApplicationProblemPlusJSONResponse) VisitDeleteSavedCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPaymentsRequestObject struct {
+	Params ListTerminalPaymentsParams
+}
+
+type ListTerminalPaymentsResponseObject interface {
+	VisitListTerminalPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminalPayments200ResponseHeaders struct {
+	Link *string
+}
+
+type ListTerminalPayments200JSONResponse struct {
+	Body    []TerminalPayment
+	Headers ListTerminalPayments200ResponseHeaders
+}
+
+func (response ListTerminalPayments200JSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments400ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments401ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments403ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments429ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminalPayments503ApplicationProblemPlusJSONResponse) VisitListTerminalPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPaymentRequestObject struct {
+	Params CreateTerminalPaymentParams
+	Body   *CreateTerminalPaymentJSONRequestBody
+}
+
+type CreateTerminalPaymentResponseObject interface {
+	VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CreateTerminalPayment200ResponseHeaders struct {
+	IdempotentReplayed string
+}
+
+type CreateTerminalPayment200JSONResponse struct {
+	Body    TerminalPayment
+	Headers CreateTerminalPayment200ResponseHeaders
+}
+
+func (response CreateTerminalPayment200JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", fmt.Sprint(response.Headers.IdempotentReplayed))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment202JSONResponse TerminalPayment
+
+func (response CreateTerminalPayment202JSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment408ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment409ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment415ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCreateTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalPaymentResponseObject interface {
+	VisitGetTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTerminalPayment200JSONResponse TerminalPayment
+
+func (response GetTerminalPayment200JSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment400ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment401ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment403ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment404ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment429ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminalPayment503ApplicationProblemPlusJSONResponse) VisitGetTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPaymentRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type CancelTerminalPaymentResponseObject interface {
+	VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error
+}
+
+type CancelTerminalPayment200JSONResponse TerminalPayment
+
+func (response CancelTerminalPayment200JSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment400ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment401ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment403ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment404ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment413ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment422ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment429ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTerminalPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelTerminalPayment503ApplicationProblemPlusJSONResponse) VisitCancelTerminalPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsRequestObject struct {
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse []Terminal
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals400ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals429ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminalRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetTerminalResponseObject interface {
+	VisitGetTerminalResponse(w http.ResponseWriter) error
+}
+
+type GetTerminal200JSONResponse Terminal
+
+func (response GetTerminal200JSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal400ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal401ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal403ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal404ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal429ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTerminal503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTerminal503ApplicationProblemPlusJSONResponse) VisitGetTerminalResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5770,6 +9177,21 @@ type StrictServerInterface interface {
 	// RefundCardPayment Refund a card payment
 	// (POST /card-payments/{id}/refund)
 	RefundCardPayment(ctx context.Context, request RefundCardPaymentRequestObject) (RefundCardPaymentResponseObject, error)
+	// ListCustomers List customers
+	// (GET /customers)
+	ListCustomers(ctx context.Context, request ListCustomersRequestObject) (ListCustomersResponseObject, error)
+	// CreateCustomer Create a customer
+	// (POST /customers)
+	CreateCustomer(ctx context.Context, request CreateCustomerRequestObject) (CreateCustomerResponseObject, error)
+	// DeleteCustomer Delete a customer
+	// (DELETE /customers/{id})
+	DeleteCustomer(ctx context.Context, request DeleteCustomerRequestObject) (DeleteCustomerResponseObject, error)
+	// GetCustomer Get a customer
+	// (GET /customers/{id})
+	GetCustomer(ctx context.Context, request GetCustomerRequestObject) (GetCustomerResponseObject, error)
+	// UpdateCustomer Change a customer
+	// (PATCH /customers/{id})
+	UpdateCustomer(ctx context.Context, request UpdateCustomerRequestObject) (UpdateCustomerResponseObject, error)
 	// ListDeposits List deposits
 	// (GET /deposits)
 	ListDeposits(ctx context.Context, request ListDepositsRequestObject) (ListDepositsResponseObject, error)
@@ -5806,12 +9228,21 @@ type StrictServerInterface interface {
 	// CreatePaymentRequest Create an invoice
 	// (POST /payment-requests)
 	CreatePaymentRequest(ctx context.Context, request CreatePaymentRequestRequestObject) (CreatePaymentRequestResponseObject, error)
+	// DeletePaymentRequest Delete a draft
+	// (DELETE /payment-requests/{id})
+	DeletePaymentRequest(ctx context.Context, request DeletePaymentRequestRequestObject) (DeletePaymentRequestResponseObject, error)
 	// GetPaymentRequest Get an invoice
 	// (GET /payment-requests/{id})
 	GetPaymentRequest(ctx context.Context, request GetPaymentRequestRequestObject) (GetPaymentRequestResponseObject, error)
+	// UpdatePaymentRequest Change an invoice
+	// (PATCH /payment-requests/{id})
+	UpdatePaymentRequest(ctx context.Context, request UpdatePaymentRequestRequestObject) (UpdatePaymentRequestResponseObject, error)
 	// CancelPaymentRequest Cancel an invoice
 	// (POST /payment-requests/{id}/cancel)
 	CancelPaymentRequest(ctx context.Context, request CancelPaymentRequestRequestObject) (CancelPaymentRequestResponseObject, error)
+	// FinalizePaymentRequest Finalize a draft
+	// (POST /payment-requests/{id}/finalize)
+	FinalizePaymentRequest(ctx context.Context, request FinalizePaymentRequestRequestObject) (FinalizePaymentRequestResponseObject, error)
 	// RecordPayment Record a payment made outside the card
 	// (POST /payment-requests/{id}/payments)
 	RecordPayment(ctx context.Context, request RecordPaymentRequestObject) (RecordPaymentResponseObject, error)
@@ -5824,6 +9255,21 @@ type StrictServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// ListRecurringInvoices List recurring invoices
+	// (GET /recurring-invoices)
+	ListRecurringInvoices(ctx context.Context, request ListRecurringInvoicesRequestObject) (ListRecurringInvoicesResponseObject, error)
+	// CreateRecurringInvoice Create a recurring invoice
+	// (POST /recurring-invoices)
+	CreateRecurringInvoice(ctx context.Context, request CreateRecurringInvoiceRequestObject) (CreateRecurringInvoiceResponseObject, error)
+	// EndRecurringInvoice End a recurring invoice
+	// (DELETE /recurring-invoices/{id})
+	EndRecurringInvoice(ctx context.Context, request EndRecurringInvoiceRequestObject) (EndRecurringInvoiceResponseObject, error)
+	// GetRecurringInvoice Get a recurring invoice
+	// (GET /recurring-invoices/{id})
+	GetRecurringInvoice(ctx context.Context, request GetRecurringInvoiceRequestObject) (GetRecurringInvoiceResponseObject, error)
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	// (PATCH /recurring-invoices/{id})
+	UpdateRecurringInvoice(ctx context.Context, request UpdateRecurringInvoiceRequestObject) (UpdateRecurringInvoiceResponseObject, error)
 	// GetReminderSettings Read the reminder schedule
 	// (GET /reminder-settings)
 	GetReminderSettings(ctx context.Context, request GetReminderSettingsRequestObject) (GetReminderSettingsResponseObject, error)
@@ -5833,6 +9279,24 @@ type StrictServerInterface interface {
 	// DeleteSavedCard Remove a saved card
 	// (DELETE /saved-cards/{id})
 	DeleteSavedCard(ctx context.Context, request DeleteSavedCardRequestObject) (DeleteSavedCardResponseObject, error)
+	// ListTerminalPayments List terminal payments
+	// (GET /terminal-payments)
+	ListTerminalPayments(ctx context.Context, request ListTerminalPaymentsRequestObject) (ListTerminalPaymentsResponseObject, error)
+	// CreateTerminalPayment Take a payment at a card terminal
+	// (POST /terminal-payments)
+	CreateTerminalPayment(ctx context.Context, request CreateTerminalPaymentRequestObject) (CreateTerminalPaymentResponseObject, error)
+	// GetTerminalPayment Get a terminal payment
+	// (GET /terminal-payments/{id})
+	GetTerminalPayment(ctx context.Context, request GetTerminalPaymentRequestObject) (GetTerminalPaymentResponseObject, error)
+	// CancelTerminalPayment Cancel a terminal payment
+	// (POST /terminal-payments/{id}/cancel)
+	CancelTerminalPayment(ctx context.Context, request CancelTerminalPaymentRequestObject) (CancelTerminalPaymentResponseObject, error)
+	// ListTerminals List card terminals
+	// (GET /terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// GetTerminal Get a card terminal
+	// (GET /terminals/{id})
+	GetTerminal(ctx context.Context, request GetTerminalRequestObject) (GetTerminalResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -6062,6 +9526,177 @@ func (sh *strictHandler) RefundCardPayment(ctx echo.Context, id openapi_types.UU
 		return err
 	} else if validResponse, ok := response.(RefundCardPaymentResponseObject); ok {
 		return validResponse.VisitRefundCardPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCustomers operation middleware
+func (sh *strictHandler) ListCustomers(ctx echo.Context, params ListCustomersParams) error {
+	var request ListCustomersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCustomers(ctx.Request().Context(), request.(ListCustomersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCustomers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCustomersResponseObject); ok {
+		return validResponse.VisitListCustomersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCustomer operation middleware
+func (sh *strictHandler) CreateCustomer(ctx echo.Context, params CreateCustomerParams) error {
+	var request CreateCustomerRequestObject
+
+	request.Params = params
+
+	var body CreateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCustomer(ctx.Request().Context(), request.(CreateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCustomerResponseObject); ok {
+		return validResponse.VisitCreateCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCustomer operation middleware
+func (sh *strictHandler) DeleteCustomer(ctx echo.Context, id CustomerId) error {
+	var request DeleteCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCustomer(ctx.Request().Context(), request.(DeleteCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCustomerResponseObject); ok {
+		return validResponse.VisitDeleteCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCustomer operation middleware
+func (sh *strictHandler) GetCustomer(ctx echo.Context, id CustomerId) error {
+	var request GetCustomerRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCustomer(ctx.Request().Context(), request.(GetCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCustomerResponseObject); ok {
+		return validResponse.VisitGetCustomerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCustomer operation middleware
+func (sh *strictHandler) UpdateCustomer(ctx echo.Context, id CustomerId) error {
+	var request UpdateCustomerRequestObject
+
+	request.Id = id
+
+	var body UpdateCustomerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCustomer(ctx.Request().Context(), request.(UpdateCustomerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCustomer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCustomerResponseObject); ok {
+		return validResponse.VisitUpdateCustomerResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6422,6 +10057,31 @@ func (sh *strictHandler) CreatePaymentRequest(ctx echo.Context, params CreatePay
 	return nil
 }
 
+// DeletePaymentRequest operation middleware
+func (sh *strictHandler) DeletePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request DeletePaymentRequestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeletePaymentRequest(ctx.Request().Context(), request.(DeletePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeletePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeletePaymentRequestResponseObject); ok {
+		return validResponse.VisitDeletePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetPaymentRequest operation middleware
 func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request GetPaymentRequestRequestObject
@@ -6447,6 +10107,82 @@ func (sh *strictHandler) GetPaymentRequest(ctx echo.Context, id InvoiceId) error
 	return nil
 }
 
+// UpdatePaymentRequest operation middleware
+func (sh *strictHandler) UpdatePaymentRequest(ctx echo.Context, id InvoiceId, params UpdatePaymentRequestParams) error {
+	var request UpdatePaymentRequestRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdatePaymentRequestJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdatePaymentRequest(ctx.Request().Context(), request.(UpdatePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdatePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdatePaymentRequestResponseObject); ok {
+		return validResponse.VisitUpdatePaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelPaymentRequest operation middleware
 func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) error {
 	var request CancelPaymentRequestRequestObject
@@ -6466,6 +10202,57 @@ func (sh *strictHandler) CancelPaymentRequest(ctx echo.Context, id InvoiceId) er
 		return err
 	} else if validResponse, ok := response.(CancelPaymentRequestResponseObject); ok {
 		return validResponse.VisitCancelPaymentRequestResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FinalizePaymentRequest operation middleware
+func (sh *strictHandler) FinalizePaymentRequest(ctx echo.Context, id InvoiceId) error {
+	var request FinalizePaymentRequestRequestObject
+
+	request.Id = id
+
+	var body FinalizePaymentRequestJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FinalizePaymentRequest(ctx.Request().Context(), request.(FinalizePaymentRequestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinalizePaymentRequest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FinalizePaymentRequestResponseObject); ok {
+		return validResponse.VisitFinalizePaymentRequestResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6595,6 +10382,177 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 	return nil
 }
 
+// ListRecurringInvoices operation middleware
+func (sh *strictHandler) ListRecurringInvoices(ctx echo.Context, params ListRecurringInvoicesParams) error {
+	var request ListRecurringInvoicesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecurringInvoices(ctx.Request().Context(), request.(ListRecurringInvoicesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecurringInvoices")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRecurringInvoicesResponseObject); ok {
+		return validResponse.VisitListRecurringInvoicesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateRecurringInvoice operation middleware
+func (sh *strictHandler) CreateRecurringInvoice(ctx echo.Context, params CreateRecurringInvoiceParams) error {
+	var request CreateRecurringInvoiceRequestObject
+
+	request.Params = params
+
+	var body CreateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecurringInvoice(ctx.Request().Context(), request.(CreateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitCreateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EndRecurringInvoice operation middleware
+func (sh *strictHandler) EndRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request EndRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EndRecurringInvoice(ctx.Request().Context(), request.(EndRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EndRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EndRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitEndRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRecurringInvoice operation middleware
+func (sh *strictHandler) GetRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request GetRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecurringInvoice(ctx.Request().Context(), request.(GetRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitGetRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateRecurringInvoice operation middleware
+func (sh *strictHandler) UpdateRecurringInvoice(ctx echo.Context, id RecurringInvoiceId) error {
+	var request UpdateRecurringInvoiceRequestObject
+
+	request.Id = id
+
+	var body UpdateRecurringInvoiceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecurringInvoice(ctx.Request().Context(), request.(UpdateRecurringInvoiceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecurringInvoice")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateRecurringInvoiceResponseObject); ok {
+		return validResponse.VisitUpdateRecurringInvoiceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetReminderSettings operation middleware
 func (sh *strictHandler) GetReminderSettings(ctx echo.Context) error {
 	var request GetReminderSettingsRequestObject
@@ -6683,6 +10641,177 @@ func (sh *strictHandler) DeleteSavedCard(ctx echo.Context, id openapi_types.UUID
 		return err
 	} else if validResponse, ok := response.(DeleteSavedCardResponseObject); ok {
 		return validResponse.VisitDeleteSavedCardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminalPayments operation middleware
+func (sh *strictHandler) ListTerminalPayments(ctx echo.Context, params ListTerminalPaymentsParams) error {
+	var request ListTerminalPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminalPayments(ctx.Request().Context(), request.(ListTerminalPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminalPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalPaymentsResponseObject); ok {
+		return validResponse.VisitListTerminalPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTerminalPayment operation middleware
+func (sh *strictHandler) CreateTerminalPayment(ctx echo.Context, params CreateTerminalPaymentParams) error {
+	var request CreateTerminalPaymentRequestObject
+
+	request.Params = params
+
+	var body CreateTerminalPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTerminalPayment(ctx.Request().Context(), request.(CreateTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCreateTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminalPayment operation middleware
+func (sh *strictHandler) GetTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminalPayment(ctx.Request().Context(), request.(GetTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalPaymentResponseObject); ok {
+		return validResponse.VisitGetTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelTerminalPayment operation middleware
+func (sh *strictHandler) CancelTerminalPayment(ctx echo.Context, id openapi_types.UUID) error {
+	var request CancelTerminalPaymentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelTerminalPayment(ctx.Request().Context(), request.(CancelTerminalPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelTerminalPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelTerminalPaymentResponseObject); ok {
+		return validResponse.VisitCancelTerminalPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context) error {
+	var request ListTerminalsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTerminal operation middleware
+func (sh *strictHandler) GetTerminal(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetTerminalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTerminal(ctx.Request().Context(), request.(GetTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTerminalResponseObject); ok {
+		return validResponse.VisitGetTerminalResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6940,695 +11069,988 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id openapi_types.
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bkiM3cj/8KgjajiFHRU7x1Ad2bOz2nFYtzWlnejQrifIUWAU2S10EqALYHEqaiL36wtf2xf8N7Ef4",
-	"7u030ZN8gUygCnVis1s9Wvn7rx22potVOCQSiUQefvlTKxTLleCMK9ma/NRiH+hylTD49+lqlcQhVbHg",
-	"Z/w1u4rZRj+W6+WSptvWpHXKCc3fITEnKb7lta5osmb67Rnll/q/NAzFmqtnVKqnYp22Ji3fHw1aXisV",
-	"axXzixfr5Yzpx/1+3/d9fzBuffRas7WMOZMwHBpFafGfz2LO+vqTge+TRyyiKXmjWp7786A14esk8Vph",
-	"rPSQX4s1j8hrEV62vNZKSEWTRyJirUnr8OjgYNTyWlJRpf8+/6seQDSjL+hS/23bTxlT5HStRMtrsSWN",
-	"k9akJTacpX8K9RsSXqBrJXqhWOp3uIrV9ny70o0kSdjyWgm7oElTs+Q1W9E4Jc+ePdJDXAiuX/usP+4P",
-	"xuOx3z88bHktRT+cRQ4tDw6Pjltea8NmMobRL5RaycmDB3Vj+ui1FrFUQq/htz+1qGpNWgN/MO76w64/",
-	"OO8fTgbjie9/0/JaXEBrb9azZawUi4jgRC0YkfEF765XZEUvmAd/sYiwhIUqFTwOaZJsyWxLntM0puQ0",
-	"uaIp+xFpe6Hbk7a91kevPIDRuX886fvFAbzlEUs3aaw5hUhFU8WintNgzN8b1vv4ndeKo9akNeuHg2jI",
-	"Rt35mB50R7PDsHsUHbOuP+/TwWwYjqIxa3m4dBIIwXFFyoPGNxbx6hVLQ8b1YA/8nu/r7iV3FmE0HPT1",
-	"2sQqwXY4vdDjXTJgbT1V08W5WJKHLLxkaX37o9r2jw4Pxm77ptnv6sjg5TQ+3bG+61VEK6+4K/Dxo9d6",
-	"RNPoFd0uGVev2XzNozopkIorFpEVTRVJ8SVHCNCl3vu6jzFODB9ga0yvlplwSNPoYUp1F62vYkn1o5RV",
-	"hjjo6yEOLZOYVx5uzZ56KMTlJWMrTfyYK3aRgoBqea2IhUnM2WtGpeBWNERsJWSsziL7APjHsM+8O/YP",
-	"+t3R4eCoe3w89Luj2Tg8iA7Z0fxYjzjmVyIOmf64NQyP2cG8T7tHs0HUHc3Hh13qh6PuQZ8NouPZ0fyQ",
-	"jvNPMol39uKrbh+F4WUMU88omOSr3+/3+yA7rlgyfAN8MqeJZF5rydJwQbk6RRELQzmMhprPWXc8G4Xd",
-	"ETui3eP5Qb87CP3oaHbIRrQ/bHmtJUx1dHzQP/CPDodHR0da5tAtSw0pH1NOybtFrOYxS/SIUkO61kvO",
-	"SLigc03kKJYLsqGSpEytU457Eyfxcq5X12xGTRO/OzroH3aPjgbH3SHNqQlfaJbQhBwNfX98fHx0BNJO",
-	"0isWaS7MpqyF9Fq2Ji3LeWVGfUMT1symkiaMLGnErDxb0S3Islqm7fv+nXBt/+i8fzwZjSf9QQ3XWl7c",
-	"m0H3JOonYVBNwN81eyKdcha0fxcYrD8Y9v1xkcFUum7krzOkyyPKQ5YkrCQHs8fE0K9BAhaY6RWNHUZq",
-	"YrAZTXTj7ueh7a3IYuNz/2jiZ4LRvrSHaKzl2NF5f5wfxvvL2XAtlViy9JFYrijfZkqYefzE6E1GKZR/",
-	"mqXxxULJOGKrZL2cxfzCaE/2C3eP2GevUDcqPUzZHA50u3WS+IrB+qCy5rWiNXsMKh6+MacxUFGx5Urr",
-	"wL7ZXr9urwzN7njNlrFeS01W7K9mh+gdf6bYUqsh3+GfOJAk1sozKHOTBw/6g8Oe3/N7/cmRf+Q/WNHt",
-	"g2/UiP/laPNkkH59sD7zxashfXMYPe1ffD7+/kutESYClXO7YsmazQTnTJGH9JKlW/JYbLgSG71oS7YU",
-	"dpR3v2ljhwYrFNJmvithqWd+TcUsYct80wIJ8zXNHiARfWf/mhZluGDROmHRG8adbiXj0ati45JxVXhB",
-	"fRXT7E8rBbJ9hHqVEoom7mZU9MOp3eDwyJUWuGmKsuLlinErJjyil5novrXObNm05hwaHvTGtxcd2ecF",
-	"0WF2T1lQmMeNMsEfTfzxr5QJrUxwk0dUsVR/greespyIKKd/2ti3Q/NyrYioHgklceFcpUZHrVsJDkOL",
-	"UXfon4OsNfLx04iSwW1FicM6R6Me3B1CsVyKKFZbc+kdD/s+qMUyTOMVLNSk9cjV6lLGNbN7rR/WFG6y",
-	"evollj/oDcf46DXS57Cn/17zWD0SEi40g95wAM/EsjVpPTmFu0eo2XR4oG/7x/3ReIC3QdvqaGzYtThm",
-	"uzzuiB+bxSKUR0QytV4VB9yv26POgLFNd7zjXjZa86Merf7nx1xCD/aQ0D/0vzoM/3q8fDjk34wvnx1t",
-	"Xg/U1werx6PFU//7N7eS0K3zBeWXZCvWZC5S/d+UWENJr/X3kt2tVy+7h4dHmtR/DwHeJJ8ykZ5t40yq",
-	"ixXjRYHeH/q9/riOux2B/izWLFK4WsDdgYi5FemStGO9CYlYxopke9IjlnjIqNmkO7m8L+zaOlXxaG+B",
-	"X6cp3lzcH5z3+45GWRL3T1PBFYmYvNxf60vWseyJVLEL+idjb+yJ9KIqyp+tY0lewoutfdW+XFrfWvM7",
-	"mh+yg2gcdkezIe2OBsf97hE7nHf1M/1ocNw/ahbXo5uK6z1Vvc8vB8sXB7Ov/PCvox+fHdE3/ejp+OKL",
-	"4x/eDdnrw9+hqldgocFk6E9Go29ad6Lu/QrpUGTnHdJBT6MoHY4atT3vH1raP7S0m2/7/zv1hzvSGH53",
-	"GsJ3uYrwiqZm47tqgn7a1cSwagLZxGpBqNUKQCmgqBaQkKbRDW6B19oocwnzDwGzl4BpKfZBte5GxPT/",
-	"cRH8x0Xw/8cXwZs4S27iu9jTv6AWIgIrHYjMqv5Z9Ltc4z+Ys5SBoLyRy+DjJ7oL/1TnXGIfVjEIpP5g",
-	"cGRJekz7s0E4jLojNp53R/Rg1j0KD6Ouz/rzAR3ORuG43qMI/e0iGLyQSfYSyT7+utv6wD/v+5P+oKKP",
-	"G+nrqOOpel/VyXff2J+ZLZXtnIpHMFTxFSN26xUO3GKMycjvk0eCX+hn5PSKVcJMWm/WsWKkPwBRheLm",
-	"dC1VXONcGXX9MZygB/mZYWNJIjPWP80yATCD/W/OOVjsMTua++Fg1u1HI6rvqWH3WF9R6cFsHI6iIRvM",
-	"9dLyPUSJSC8oj3/EMB9QJeYDNoxGYXc8O6Dd0fHhUfeIHs+6ftiPBmw4H9HxrDYyBbZ3Kabm0O/DrgpZ",
-	"vFJNkq0YdeN632B5IOZhyb7B/k6XLI1D+uDRIg7phagNYhh0/f45MJUJYvjotRaM4r77qXUWseVKKIhn",
-	"WCV0i9b54kkS6F0dTMA7TLncsJTEklCSwhdEzAnlhNE0iVlKUvbDmkmF+hzEx9AlI0HWT7jtfsm2QQ/2",
-	"Lhg8NIenawa0+WEdpyx3PYYLtqQQi8XXy9bkW3zxO6+lMIZIKq31IH/HGFxVGvp07fvD8CfDn3qsekyc",
-	"fVBgqPoIv7MTkrLkD9OWfj5tBaT9+ukjcjQ4OuqQzYKBXzxlOOns0xNCZ+CoMH5zLU3gh+LUcACNZ6E+",
-	"NrqGZvKPSbyM1R8GY/3R4CBcp1Kkf2DbL/yz70X8/PvT7Ys3/ub51v/w4ulfPrw4F5sXj8XmxVcifvbo",
-	"i9U3j84Ozr5/8f3Ld28H33z/dHHG/brZtVy6Vun4mql0ezpXWnaXqfmGhYJHkihBNjRWZMbmImVEpVut",
-	"GtELGvPC5EeDXWu6jHm81Mvaz9YT1GOWIpeuaEqXTBlGfQTEqI7p5Yr+sGYEogJiwYEbTSwWlWQOMW6x",
-	"iWxI2VUs1tIw8T1JAs01E4Jr9Mvf/rOeG3C79MjLZaxAu9CNzeNUWkaIBOFCkdk6TiIiUqI1jQtGYlVk",
-	"hV+xkKAJtyatH9YoI4w0Qw4prOiSfnjG+IVatCbj/kBrL9z+3a/bN2d5TESZtOcLll3P4qg4l73Vdziv",
-	"1CIfcxzt3OlzkS4hCm69hjfrdvoyVtXRvqIXjMj4R+aR/i9/+w+tfJHHbE7XiSKDcWH0g3E9OWH7FagZ",
-	"YQP4STa0mKuh1veX9IPhYN/3ruXnlMmV4BIDSh/S6M9UsQ3d6r9CwRXoPD+1nCjSB0Zh+ux7iOMoRqSu",
-	"UhEyKUX6ltMrGid0Vo7y0XoTyV4jLE2BVbJTPWIKj1m9zmHx5SiOgKVTthRXDBhev3FCYqXF4CVbqR45",
-	"15cLvelJou+fPee4GvuDPDqvNJC1M+CMUg0CEgkgH8xo1L0w9AJi5kv0zynopP/0II/efYC/ygdW5YJP",
-	"qsxdmjReVXvkhVALLdA2VJqtHGmRYMQczJVsRHope62Pnl7J1yi/b7mSZos91TqkLC6h2ZxkJqItnqjL",
-	"WEo9ClCR4GoH9y6iFlRZOUSjiMBtr7rUT+MPRnrpzkgSSwVBOsgdxhfDeAQv2aM8F+zwEkyzaI74trVc",
-	"S30eEEquaBJHdnwmTjm/Hn7bgrMSxozj1KfJcb/n+x4MHpQM0F6JMe/Yj7/tf9fL7695lxegUGqpTDnx",
-	"W999zNlwpPelZcMzjkMz09qb9+Ar1Ik1Gy1pogUBi85KNq3n9geiRVd26KDw+3RLoTvoaU3YXQQQnp+a",
-	"EiA9X9lTukgMENJErJU+kFO9hz4pEWAoPZTfLiEUWQqpiNbHPy017kIknSIZPAKzIZn+4wET5X9rFQN1",
-	"EjJLxaVe73SdMNKOeZisI9DFyLKRGzs9EiDlArKkK0kYDRdEzOeMw7dmEJdsyyKtQ2kl19O7NFaSLJmU",
-	"9ILJHjlNpCAURVMI6zzXA8v7NXrxJk4ZaZsee/r1oOMZ+65d0bmeWYQSbibUggSPUI52UXcJ4P3gPKVc",
-	"zlnafcJDocca5A0bJa36ygmeXvqSFWJuhpaWjJMwEZJFHRDiT0U6i6OI8VvKcC7U12KdvnQukOULttCX",
-	"COJeMe9JsoecONUrQVJGI0kET7awDGLDy02tRKrmIonFCVlLPLLdN97Hkd6KYBhT4pJxYvURjxzQw9lR",
-	"eIwGku6IDmbdI2s+sb+5p/vIH+bb54VQ2Krb296baJ4RXu8Ht4k3a7liaC9zCZk9LvdXr9e4L+mVl/bz",
-	"E80SioaKyPVK065xgu6i5t/fcoYrlsIRLvjrTAUuHCLmfM/fa5haLLPdwxmLJDJR9lUWXtFDe4tHNos4",
-	"xBv56asz4KlIMAln7oJescbpv8rbzLT228z9rpQ2PfKEhpeVGStNE7Fi6F4xVGkHNeM3MgGpSbTyX26s",
-	"41U2UIF7SDuoZwst28wNEYQ2Nk5rdj/qK6hZJwlcR/Wubge1GypAOfVCqKfCpJ3cTkxln+c895Zfct11",
-	"HNXy2guReeUsx+1z+0PBppfEmUaRy0ZFKQKX9b15iwvVxS/uhrdeCCLX4UKLRbFO9ZW3vDruPMhZBNak",
-	"6rpKcsEUzhxMX2hsgNV7RbeJoNG5EM9oesFuuYjK+TxfxIf6HBZXLCV98jx+2CgQ7RLCuV3Rk/SnhTXq",
-	"O5LgtfupEoIkMIx9F2yFs+8qIbr45d0JhcKsNM9lhADCm5Gfx0sm1re9p8lEbDSVa+iuf7I3ENRUaUSU",
-	"6W2vlQg1q5SbkSy9ApMqjWTDtbRZOc632VF1CfOx7bd2pvWu/e4TrdwOKtyTBaqS9tAnMrPGbRYiydrq",
-	"3IxW5AXTVKaQu2ms2WKt6AWb4LUa7L5jfwis9IalV3HISlaXW7DTuslu85gqOqOSkTVPtWpuDCX1TCRx",
-	"OCSkHO01WpfXGmJkW/le73EuNj0Cpl1C5/oKAf/ugp2XSDTrnhBKUFkAY0dsFfLMiF+y4Wu6QOKYlR6C",
-	"h6xoBHKEh6Hbraw/7jd3x3n7k4600ewViQ339AGhaKpifgFHvTWVGc+IJlnMXTa7J4FpCdxOHd6MJUnY",
-	"XGtfybwbCc4megHQdMxiOFcWdLViHG/E83WS6P6gL0VokhRXNHCWNNh7TSuOmdpV9Qjc9UxLm4WQmSdI",
-	"77BEvxdSro8ScImgVVDSOUu2miMch5Mzyqb1M28/cFwRsITnQjynfGtkmLzlvkupYmCdKKver1jahauW",
-	"niMsFvIEi5pVcKtKw6z1kbikfGsXXhqroVmgvlmUgnAeHOdb5Lz8/f7imSrWTcyk7miHlAdjZG0+6R55",
-	"R2NVz3dwX1fWPnx3LPCW07VaiDT+kd1WB4aIgfLan8ONWCSRPXj6PlnGfK2YrL+UhyGTEi/SEl1/+Rcn",
-	"RMyU3gCUcLYhgjMyT8WSvHr55pw8EHoGD+DL4jHdzznBbZ7YAd9AWuY00kSL0cBVN2NjNjb3wCuWxvNt",
-	"41lD3VEZqTlj+FWsD9hfO21riXM7uv20jam8OO0Xgpya1/AWhpxWO+c3Vl8wxrbChxPykNGUpWQuEq2w",
-	"RGS2JdQQ54bztpf+u5l3yq7EZQODz8HoBr/rLdy41Faugb88tmuOae3wNRqZ7L1WS4NGXjZN2WHdcl53",
-	"dMWrMliPnOuRygkJ6tYh8EhQx5f6ed02hefFKQc98tLdGfh+W8vTwmp45vdLtu3sFKDv3r3ramZkXGmJ",
-	"x+pdt4Y/w4W+wGqlAqIaDg7HfqfoyzUvpowmyz9MWyu6TdkP05aHRvg/TK0AeQ8Dz35473T5h2lVQhiC",
-	"QMRBs7+37N9FKW+ccr9CvQ5zAIQXQr1mS3FVVbVfo3szCzsGDQycgvh388FvLSJ6S4C6NNsaDykm2pPY",
-	"hMCgFNA/da1J7sFPcfTxgX2PS8VoSSmoOE9trlQuddEze5Pt5NIUjoVc8/uSbV+ztayk8YO+N6ko/im8",
-	"a0O2o3gOgYJ4h2smWbkVTTpoJ3YCaAYjshDrVNY3bqSO3SUEt5D+yzhRG8nodG62Jkx3X+o5tNI6Ytd8",
-	"bk7XPEL5bSMNbSAFh/cITfRtdkvMKPYwXtsvFlRrV6X2WERsZHQzCXaO4LZcVAqsbY5GMHTQK/387PE9",
-	"mUUa6htHzE34oUgLJvZ6umRf2uPp+dljt5WTPPkw3zAm7pDoDlUjkZ6b6RCDx3DL+2qZSlwog4lRF6eh",
-	"f8g5BNIiRErcTPt6OmTBOTJbzeyjE3QWiZU+9lNAIyokXEh7Ycu+uJZxHFo6Q/sVJNEKVpUe+umvpIb+",
-	"aG8C6LvbDeYu8Vy47bSNKH95xdKHNg+leCSFIo3cI2kJMXbWGmaTVxqVdIydsJbd/GPf04I21MeIcb+a",
-	"C77Tqt5QEHTRSI9XNj8HuwFjBOq/v4Ima3RAPC+Kknr5UQnk1+sNwwApYAI8r/UNVpvZJxugpq+Sg+OE",
-	"SMbIn5+ckwcW0aWRltbvsizJnFtT8q5tsnBCQ0S+EiIis7Vy9kEkODshAUzG+OeRugGRdEs2i22PBHoe",
-	"YFIKfnr19uGzs0fv375+9vG6czUgVjcG/aBio/KamisQJEDnzCaWDCy3b7nx9LLoOYtiijiEt/WjfSHL",
-	"Ln70BMDmAGPJEgyJu2+WYPXWB7rTse6w6IMZuzyTTYIs9SwIsMr+HJN93oXPu/Ddp3PEaGYJyrMLeq28",
-	"Q8TXzAEtyzExGEVvQ8l6JHBzDQKypFvNjXydJD3MMVmxVMWsBhyzEs6MSJO25cKdqIyjWbqmlDMeKk2v",
-	"Y8U8suax0ofPPBEC4iP1MPHEw3tQpVnMlig39yhW2+L4CuCdlVbczINKnCzSMxRRKVLdon5WWjMJCVXy",
-	"UQUKW8oujGs3bwySF6qxu/k98Nvi4pQIaghh+y7MKA//F7PvWaj0EB181joeyiWsg9GaoUIStUjF+mIB",
-	"Ekcy4+4t4npSaUz6+LuW8lLf8doYroQCP29cGolYeQ53v6DTI0/XSUIU/UDiSHpEijCmCZEsXKex2hod",
-	"Hc2oM8ovM3U0+yFlRCqhFX/Gw3S70vPQb3OGLkMEHzRKkFqwOMUL1lysUxLFFzEeTMX9YhFqdwkAh9QP",
-	"9eslaNp9P7WfuAisNRx2wYxLRHpgntUziFOpTpwgfH28ZIsZeMY/wYVi+iSSZCE2eqlCumQTMr01gutP",
-	"kDlClyz7iKUgfaOP0xa4gqYuH+b8NW3BeSY4A9ciRKjo8y2KUOmOMTd1b9p9jvR6wlW61fQzu4GmKYW/",
-	"45pYfndg5Vj+PeFhr4nMz/Fj64xR+JtVzyzDkHafKEFGHc8aAUQasZRcxFdoLr0paV7qbupoYmBh924I",
-	"WA8+dLFjyzN7Z5KDCnJFa03ZV0VKN0DPZpSNqGLgY68jr5PbVR7HM72zcZ80dFiEEt6nw5K0xmxDhcCg",
-	"LlHcgTmiIGMHD6VKvs2vkd8PaV0i1zlcUhxBqHeUAQOVPaJ/BgdpUU6CBlIQiF4eQ3m9OKwAddfS3WnC",
-	"8ndxFMUlMVjfK6oUS3Uj/zqdRj+NPv5z3ZqXEMGbqHJPEvMmaZ8+PO2Yjj3CY86c6Tn6TQYtXhnKcd1Q",
-	"StxQHJdXodR1a+wcGNUZ6c0EqRZZAne+vnhi3mxdSWCgy/XFAXI1zelsMML3UyKvFR7mNRcpvTy7xyLm",
-	"F107rS6VcJ6cQMdZpiEBTHQ8aWI0kRbXrg5+/VrF0uTUlkdkVwITNor97IJyr7bvYLtXtglMCK5EpQPA",
-	"g31suiSBFAl7r6mfxkwJQAKHNaOpMsDg+s8kCfV/QpGuBAZ7Bvr0DbjQ1795rErZpYg0XxmxAz1fP2C9",
-	"AtdQvohQX9XDMTG4kejwe7GLErr9tetagr/fV0KZfdR+cvZC0+7Nmxclp5CB0d9PTGVg+40zNW8U+9iF",
-	"zH/t1EsSKV/NfP8VuLJMKrs6XoZlYmeR3UWuE2MFRayamcq1ip5rsCa0zFEVamTNvkoG4wqs/qCKKnqH",
-	"574tNPBTxXmqMoxwnFBJbmGGNK9wdFPBgmtZ+5Y6W4kxrM5Cla2hcM2qog5Z1aA5KrHZGb/jlKq/zv1K",
-	"bYTXiiq4R1YlVblyQ4Oy7pZa+KlFk+TlHJA2dlH8MQvjJU3emKa+K5uB3iz05VTMSdaFVu5X2I1HfEzO",
-	"JW1KImyJ4Kgw/JpKEkyxqsS0ZaLeC7Uf9pVw9WtQpJIpU7GfkDMmuIrGoh+DGUQkWdC4Cz3jLkqxDMZ1",
-	"Mo2jEMOOa5asSJlr2PqN3U11d2wIDKmzkkyKV+sgK6uh/4AUi/cxn4uAtNWCTbn50jjGqbxkEZzwS5Gy",
-	"jgeWQMCQ118bfP8oIO15zGnSgUN8JmgawUNoMBtTLEkCrj18tzflIN4RFiIvouIVCn/kA9QCwOLXZ6UF",
-	"9D9Nf5p6+UK5bVT4oEzTRxhf/OTqRrsIXn9IJQOAp+JOB7vx/nIvv+/mQBnuKQMS8L0Jgy5OtPm163jT",
-	"mJ1hqFXOqwiFoLGnYEIaDHQQ4ECUyMKM8DRtWyOcROngroflg9/xYmSs2rwQDjd/wkXItnXjAhQsGZmV",
-	"1LWDluykpG3tWhANlxu7Oick0KMMTPZloRuqzMo6oqayyk5Bk3pViyLEnOYXCOpZCs62WmHBkJ4JwAk6",
-	"tU5oVumEtLNqKGBUQNkA4oiacJ4eeQJYapcY9k6TDd1KstJj5GCLFJBy6eTga+0ArLRwqSQQxuMab1ER",
-	"QBNubqUlsxRcszzaxzyxtG7Suzm4c/exR9RG2ONZetl8AWTlShPM0OWeJEoIXKEyytldDesU1u2ezGvW",
-	"YN+SSEHmNC0O9kSrD0Z7KDkAHfiwnxrQIO5JswLt4KtYUn1MPadSsVT/GHjkl7/9Z6d8Xa+iZkha8tYY",
-	"sLLrvT85NlbjLSDvDiPwm2yMJeSy/VT/EnZl1ZOSLbuNcXQMGOi0hU3WhluCAYmAcIzOXip/qeZPlQhb",
-	"CKyjMtumYDleJTTmZCPSSJqxrHmir50BOlHRBZ0pHHsOJas0VMct5mfc9JIpBdVuFGnTcnEl8JBpqnmQ",
-	"SwHa/oyqcGEz0LMhqziB1HQTn4GbDqlqx14IT+zVWOWvnRd6Bxx75H74g9da/+P9gIQw8yRheeSkEhs9",
-	"J1emmA1vvuncCnpo3wHnttW8CwdltPIZln3aLdKcw+pL/fpHF2zwp6IZtl+zaPtdSFwAyJ9qhSaGI0Ao",
-	"peaeLnxB2s/gP8MOBCgUiGtwJE1XMyESRkGlqcHPrFvl52ePYYXx8EUFruwa3hN289r1W5Y5uQTRWbXG",
-	"5WiXdWMHg6s1cGiOpBIdUeXKaMXpVHAzr92BaYN0c6QrvmK9zplydkGvtPwwAsM53fbq1RYA29GvZpqK",
-	"NL+VmLFgoXWUzo4wmKlKY3ZFE5LhjRYGkAk+OxJHEBRhSK+3J+U4pQ3bBXZKDpQADGNAqC1X7LddbOzO",
-	"3mLiDX5Q63UDiZO1aRWtQj27sjSr27C4Y1w1yJFK7u7IFq98HhdEjktPh7sqemDG7+6R6qo6Za2jzo7h",
-	"UOrUHK6/8RXPvX/UXPE0Ud/bYzmzNBSuePWv3PUVr7YXuOJlp659Wr5XPTZb7XdM2cxw00xZx7bzCSmb",
-	"6ZKWsp57XfQKKmqZzl/GdVeQQLcSmBzg9KLuotojAbYfTMwJi+fTjIaX8GZJ9ey5JjIsU2nKqRbIZ36q",
-	"yMtKsdvfNWukVuA0s0aay6RPyBq2F2ANk+XjbruyKcS80tb3gsDK0exXvTgVC8ib7HipGnisfVWkBRPr",
-	"DO0LsZRrRBAr3CVPsndR1AcYObVZbDsuE9WZUMtmrAax5pkI7oyhMshEGkUA3UqTVw6DmKO1Jt4BgE7m",
-	"JMDMqjKGblAy1dhlxYAxqyMQAaCJ9JKRQD8LegRxtvT1nQMYWQ75O/J9g4Y2g+tne2oj1hErbdrqeMae",
-	"E19woW/k5BSh2Tgis2XNgIKRoa9ljWYQeBZv7c6MPTXcalMasMVJCT/Ry/ICBpl/ZpXQkMn8l2P7P73j",
-	"4x4By0QAEI0BmLZQKKkFMwAzOc5jrDz0PANQHYswHUiulwjYgrCQem1xbAH5jAQZmnmARpxyzYxKrKy1",
-	"OoT4Ro+c2gn5PshWGiqWllwzjYU3HDzdge/vY8MpQmM2Dg+8zhOICpxpqlmI6jYXJIolQGtrTuyAc8ZO",
-	"YTxypmAiHSOxpDHHxDASCdUjbzAylPIoczUS9oGGKtnmiH6U/LAWikWQTpVgvfJ2MG196G2nrawaWSiW",
-	"QSdbMMdSuaQqBBwLMc8sPdJsAElCKlmPvLDbzbjFkDk9yCSwGxPsN3pCccgmZjfWb5hegbRBj5wpQhMp",
-	"SBwxruJ5bGC8MruTIY8thLHKbhh5zTnQ6TH+vmSz21lhJbsO2dgBl03Go+vYxGt96F6IbiPv1F9SM9YB",
-	"d+9ebF25nN6anV/Vh7JkY4JgCsSIYB9UTvT2k17/YERSForlEtL6OvnQhwN35MRC4qFtNbBtoPVONxs0",
-	"xcpA3RpnbsPBXhY+W86mPKvPxUaLK/NCdvlPAC08gDXHkCMY1Inl2iWjXNrfMRzAks+gu0E4e+RwolcK",
-	"nxBcP4q5gbBSi9jEFUASCQpHW9kFD3kbtGbPaMuRWDVC/1o4oe3PN2FQ2yEQzRb8qcS2rRmJqGKk/fXX",
-	"X3/dff68+/hxR0sZeGic8iFNGI9oStrBwB/2u/6gO/SD8jEbmE6CTp1pe9Qd+mWD9l6Gz7K9r/5YtKGT",
-	"/V/+9h8HrrSFdI4f1syF+Clk6IIFc8UsYtRoMCiN3zErOrx6MLoGpT0DT95lV4VXcNRj3884A3YkxOTg",
-	"OQ1nM4Ib4mlbOqHtydt0MtsP78nMVZSKNY+6gGK0XrUtQjP5n/9DbPEgjwyMDtHxyCpZS7CBa0Wgvg3d",
-	"gc0w/J//Q0xJIvI//y/p66k5jcHo2Q9rmmQj9whLJANusueG0U0kxXgdoRZ6ZrJHnuDSTMjI1x31j3qH",
-	"Y/IHcgjFrPWhe9QbjMm/6PU0zz4jB/3e0RFp6/8cjnHgWlukyZysVx1ASsrUl1iSo75+f+9Y9qywKmdn",
-	"fLWGa8+SfjDlq8YGZ9782W/k+izuHasjVYKGUsZQTsuFFktKFA7OwtnSfLhcV3KpcNTsc9bcxMgsyCxO",
-	"EiL4RF97gzgKEHUlKOReBgC3VcwNrQV0JL/8P/+udywJmrIyg5O8Gci/r8lYzzPTTXOfxvKdV1eqJHet",
-	"9aClzaMwMU/ZchbkWXFseZmmkmjaw9Kb1XGqFufAi12P2Boy+HJRTRNVWQqGYWyW2JJKhOlrxWYRa30S",
-	"8dhiSPTUN2q4LgaTLL4OeqEzsTZQnEZM5kVbUnNoTwyAT6af6q7u6VOcQ9u7nIWuwZfV2nTssJb6pqkc",
-	"cU0BIkRivXutDgM4IUdoOEsud5QZeCF8wcUGDU6KBBIqTQWoSCBhsvyZbH1x3PvNo879nK8kOqJFPiCr",
-	"GVkoE71BuNhMCEXcO3NUztdqnbL8EknJltGU0IX+pF2R2WZWnRO4kuM1QAIyANIUtSJLTi3GIB+PShKU",
-	"anAFxrMaK3Ih9Cm2Vj1yWmEDswAb0s58x4xHqHtilw3aiN8/74+cgod1jvabxTLX2e7L9v3MCZAJg9L1",
-	"oXpVLt9Ny8q9oxGbgyNX96wOYji9zkZvLQ51kbNw+czsCSYctm1P/0xngOogsSKhABTP0zBkmNio9akv",
-	"3rx8YT/VrJ89M+Gj2YU0+NfuH9t/nPg/f9vvHn83nUb3O+0/TqbT3nQafdb54z8H7o165J5vpB0uWHjJ",
-	"oqy0kdW8EVUilVrYlIYyd0AWCq3BDi3/DCEAmzRWigHMaAbtmEW/9tnQP8K932fdke8HHhqy5pANn8SX",
-	"bBNLuCYARE7BPFWxJOkNBDJxQXmUWFrOYk7TLZkngir7GeKs9sipqb5gsf7RTCAbKAaRo4ZEygwSrixa",
-	"6MoC3KreGScmagXyWvRVxon9Ccop2D1Q9AVnxt5lWA4JDyZl56wa+QW/+W4WqJ6q3xWvPN9Lwfl62bNM",
-	"7fzajZcrkSpbe6M1aV3EarGe9UKxfIDgWfY/MdfDockD0xzs9GK80967xfiCM0xgtU65FnkTGyhS2A3W",
-	"IFngVVBOIWCFCxImMUJ60wgkZ54E7TJHj6DxTQJIfGZEciOuwGgEizVtaXltdnPMMH0529A5B2FUm/0c",
-	"spYFUSmNE719f2SpwEYH01bgkWAKpUchGpxY8E+03WJ9Ca0kWE5q4KHbM8ZvyBbXWCPggMqRn+7JGptE",
-	"W1/himayTm6oKP4MQj+whQHgJgV1MWbGgttptCrUGhQqeuFj9PbW6/DovlLVIkx6ltJeSOxBeE9i8qdN",
-	"o0YAKQii2hmZ2SMBZ8qYj8kfCPjYpP37l3/7d+twKT6bs+wlDMWCxI0LCvp+FvcH3d+TWTSiflF/qaX6",
-	"hsUXCCYMPWI8XD5JoLPmYNzTFuQsNIiZpambC0inLl9fhYvHjQiAEd3mIzXRZlmmNehmP2pqmntREZWr",
-	"PqgQ0iXKlpdbhTG6Y2roa3DuY93K0f4BjOzDioUNfbskQf6TC7FOIgP9rEwybcNoRvvMPOecuw3LdSNm",
-	"dB/lAF0bmduri/Abs4P5IT2adY9DP+qOWH/epYPZsAuJ/fjT8V4BV3XX899BXFe2xe8whwl2rRYGdnfr",
-	"f1cpf5KlDhvx0MNAs7iZ+fEMIEuaXmLEKIKVmZhifbldYSGm3i0vE9bJ/ykYMU6JXC93cp/p/JHtu4JD",
-	"UYzhjhVZiCQqWiP6NcUWyyUVvZYjzD/5JHtZh9dNDAV+7bSG+01rr9gxc7ruihtrDgHLz42CxHRizAwL",
-	"F+ZcpHhppctcV5CF7h51j4f6ayRMDKMFfuuAE6uz1ASbmOA1U0+pFPdQ/vGuA0xK7UNoiXuCkpgrAdGS",
-	"+J5DyFc0/h1SEcqX15LQFDb/NPTTjQPxbPi+QfgHVc3uBK0kuBRsjLYxgjqYIKioJButXYhckyCB6TDI",
-	"d1kAjvpQLAvhWaYps/OKlMl/q0j6bGGrd8grAI8MYsi1BBw+jwTZ1rOIfVTRwLMpXVj3yFw0T1+d5cED",
-	"MdScgKvjUixRs0ZsPwlASdJx74OPEhrWE4xiPbBlzKnC8s1LulqZi29z9uGeyd6F1EuvIYluj7aKaYNe",
-	"Q6jm9UFqxdhUryEw8fp2ipGYXkMU2/XtFMP2vIqY2r1/CyLYK27Q3V/mMiczXPZyANfdrq9H9r1KA7sH",
-	"bT8vDtp+vGvQ5su6Qa9oqt7v9W2q6r+HdXifAqoru74Zs2z4dnNry10MWW5s6bKkbcu6V94Dnu3ull6b",
-	"d98wrsrt6Pv6e6ycfE0rbxiPnsKLNW2o6z/OuobAnfcQjH8NJd7YCPUSETZsthDisoeCqP7bd/jOq5hf",
-	"4Gcfs9u3yY5DcfzRtVDu4dotMKg+X/f4Jp/9/h8UaL3nZ0U23vujG35Q2uF7d1OzN276rcMFe35a5f3r",
-	"Pmw8D27wYfEAuMGHRYl/3Yf1++O6r+qOhz2/2Z9Xmo/nm3xZURKu+7i667+zapb1RtVlD/2wZmutOBob",
-	"btVSB+pYU0AD/EgwlRzjF+CJfPCT+exjkHk4pe0kZiUPvt8/9udDOugezvph9zAase4xHc+6w3AQ9Zk/",
-	"P6ZHs+vtLyVF24677qaWXxNqLB1U6WmlWzO5Ba1JYN/HTmiwkzaoM+8CVXQSnnv9wXA0PtjfbJjTtA5c",
-	"INmSmJdWJo4+BidkA3F7Kl9DRcEUrLCoNuPRSsQYzr1X+A+Q1A232wfbM2eh2IS5B+aA68YRODt/c7aJ",
-	"o2vv+cWp1jFACnipZcIKzgp0LQNoAQpEHZK0+QXzahA64BZGJ0NGy7W72HD4za0teHaCZRurWax+t08H",
-	"s+5hOIy6R2w0747pwewwPIqOmb9XsnZCpTIE+aTz0P08SVORNoiIy5hDvIhWINdmJwHwhUXz0Pu+HSDm",
-	"/mo9S+KQoPcsB+5GLMCsvDvqovrh+bM34PWWC3rJnOd68BERa6X/+Pz8/BUZ+8MacIdYZYgO+uOsUCjP",
-	"YvVNGg1naiPSSxPjCzAEvX2pg8aFeqhuvbFhfGiWy+IvHQK54+XCFmUMy3hgEOtd4e6GAdbaIhtMH6St",
-	"tEiBSpYdL4vZhpQjSgYfPsBY9C+G/pDfgBER+sNOvREka0ZzHl4uSsai/PdrDrB8J7kptFZMVBbB5dny",
-	"Pinu/kahVg+CCfyeyTO8EMrJlHdJULrhBhNymhf4gZPP1K5pNyU9dXqFhrQqEUzImcp9xNCOUVPmxs8K",
-	"eLGCY/MA+JOFWZkEMujul7/95wN4Vu3FXv2CCYRjZZ2F4FezlSIs0UwhTNQLVLolbejLlBRwc84K/WSX",
-	"cLDc2cpbUDuV2sol5S9KL0PhFzf+zkTdFD/LTBRmOoUlyMrklHoqXvALvWIG51rJOGK5rxur6OHrjSuK",
-	"NcJs3a+ggp9ku6C8MK+mwS2zLOCsZ7eCmXmhsRNpUVd2dlcwKZjOTAynhX01ZWZKvFiIBm0HWUCpvnMB",
-	"4CuVytzDICYQu71JpnP1gxsl8FY//xRJntBL1bhhRmiTlczIEqaqvVjYClwtbPCmroPCR/vby+Gz/6X4",
-	"YtWx3xlAHTTtmpugNcWkMgeBFQBWY7fnlZUA+pMS2mHZIFoypNXb5upsmiXzaJ2tdocps9ku2WRl9Box",
-	"EJoy+JvSt2tMgF6NE67kU2oC2duFglgwFZZAIgu0q/fNaF3gZXqaJM1OGqghgcftfax8ZA7I7argIrpf",
-	"Ywv/x9L/XZb+ft16f85oohbVdX7N5DpRGCirFSFubg4po5GBAU/FjFXvso3Kt7gMXMYQl8XRictrtWLT",
-	"dJ0Ka+yetfxqFaK21QyMutIhoESgs9CNyEtiaeK383TfcpAeaRez8h0w/s7ECVeEnEkZECWEV4Lgy5QH",
-	"k1/JBQkXwIWYmA75UogkbxQqdH9mCDYmc92OCBoWvFBTUC+XZzVxj9j0Aafgop6sJGIJwbRs2SOB0XcC",
-	"Z9JZbhhEGuIfr/Qpe1JIG7Nvy/VMCUWTSir8pwaDLKIE1ATD5EO/w7CrdVYhICt5Wwfy+EnxJk0JimKY",
-	"khlVHnvr4vCVgsIgdtlCUJqbOWcQvIyNYWi2sWxaiEKvwA2IhWzYZ2IARnGcM0Y2+i6JJtEkAR0MKDLL",
-	"C0reDSkambW0HKQ8YS11Deam2R51Rl5bEhWUKRVnQJI2ASe/j90+Fi5rownT8t1C5JsY4D0AeIxbhEuM",
-	"jrhk23tYraOzc5C/BuLzkb2G67k12LhH5/3xxB9N/PGdgXoCAYyBIVYnoIGENEmMpRSzTBrJUSolLsTl",
-	"JWP6xAQ73UVqS3A2AgvsD+SxH2DH3QJ03AATYu+O90F3+JUQgzdCbdgJqrB/V3g+N6QvuIc0wMJ7ZVRF",
-	"T1+kLpjK6vPWIC1gHH0dFELnpKRVlFSELeavIDpvHAF2SCzJJVspstI8Vlj1xhR/rTW46AzuieDgVeRK",
-	"fALQOlobvxaj4daIDI4PZbew3wPFAWLkDZKDl8d/IbSMFTKQyBNHPL5YKPL2/BGgOVhohnPIhJz4/jfN",
-	"8A35O7eW63i3OW1097zIsvMyBMnMnGU9QTW4nnt4gOpccFZbKpfW+2RYtbuwKwwAE1WZYbcRhqLWJZGb",
-	"2nb4ZcEJkdn3SgY9y5LmqHSSKaFi4+1P812Qt+fp2mTnUL7NFtugC7u235CmaQyZlA2QuBP03gIMBRx/",
-	"sbJwF2gBdZArrEUUEu4BDl1RLFPWdvT1zn6wodldpX5jGoyPaqnEwlrb3OaY443kNtgTkFZxDbREAyhJ",
-	"vvHghRMHa0TfiiRLrhhC4MfcvZ3tufuSuKk8oHU+VKpD0+2Dn5S4ZPwjpHORz8+fP0NzYtn4jEnl8C5c",
-	"+SiPxJK0qSIJ0/zeHxyRWaxkhvdWcClEDuDVHC744OPBsFlz/GSjPDEHRMaURgPLraCAWqBYOqchg5jh",
-	"ylHdUOyZbh/80P/qMPzr8fLhkH8zvnx2tHk9UF8frB6PFk/9798UJE4a77XxTFpYve7yAqCTjXfSQmDk",
-	"aWUlHTFZs5ngnCnykF5qGjwWG67Ehrf2wgjZDWiif78RTMldoJKcRc5si0whPzX+dT0+CmZkw6D0YV3C",
-	"MilVQboWNzu+Lpcvd+uECaMAt+hg2mMU/O2lvr1m1+CdWCuBiyTv0L9YNPj2otEBIb1OLN4UnKUBheV6",
-	"ophC7FUgrvwvNDqaN/Eoc4izs37br4F9OS/oxWLDc0UBzXI5tLpzcE0s6knbvB01IMNcDwiD8QaJ1I2B",
-	"oO7kgFhtxHuRjYAvnf0QXwpeyvpbz1IrItl7FScoWBDXypxCOUhNgSX8PVPhrCGzobZJDkPnwh4Wy3To",
-	"EVgkRXCwlTLJm25FcBpu7mCXZeGo++yzEsrLroopGUANJJbPTFmEdoac4zBhpxRQA0n3cc5zkYUYyh4Y",
-	"UzBNUkajrefYkgRWPvm1Oq8TIlFfESVTxy1gR330hWfCLxBxX1Z3vxbfWkPBvnp7jk3tR3vdOAwSaV9z",
-	"WSiSHonMymfVTQxhe43+q5g2myyaRr/DClEIHwOKFmfy26A07pdDapMFTA4p1PWG+8unqCmV3QLph6L1",
-	"2IEazPEF5T0H0E+kjm9ESZbMc9ePVbQWyLzwbUnfAuQ+Uyv3UyTn7z+j/EJI2nDFLMEHavEUgj5jEgr1",
-	"2ak/9hAyAkIfOl7F3L4fIQC58KapwgXFvwpD5aBPZYhUjmco90nU1IXIuM1dmbtFsbI7PJNURXG6C+bK",
-	"hgqWDE254uUkSRfKYjRXtii6Q6q+CXO7rdpUq6edq3+VdZGKFWeHm7eUi/ObpQhbL3NNinA1EqE27MIN",
-	"VLjbZOGbhQO6xPy75KzvQ8q6nPVqLMknIuOviGp1iAtmqdrKj2Cns6icV/Z+UQuWRdqOxakzIYGFngs8",
-	"Eli42twVC9HiiD5rIgYcCW5ht2SpjrEsQRJlVSKDtVhisPpyKaJYbR+JCLKy16swbx47c4IgeuTUQu66",
-	"EQI3gt09gdPEHX2lhb3wdt2DJ1YLfXuhJAXUZ3OETQgif23oFsGMfmSpAOAxqq9ncLzY6Sj6Qa/bL//2",
-	"77rRsR4T/rvf6ZFnTdZZRHG0kLVF9CgDiZfFturD0ThiNJPos7F+FZD8eiG8OuNvbvEtHKl52IXVMrxW",
-	"od3WpHXsj/2WV/F8o+vQA+fTBZTC8Fp2EVuT1sgvnIr28IZnr8Fz0zrqDcYtr2VXuzVpAX6xfiSWrUnr",
-	"yan+5ypsTTQXffwtqof+OmToXEHE0IEiISs+TPszCUWEBlfDJljWrgFkvqARjYd9/1bA8c5AauP8rdKn",
-	"WXou0p7F5W4cyaMFncf8Qm+RBUkZR7XIGZiFft4FE57zz10t6l9MiyeNVUJGpSohvU+oaOdiw7u58Dqp",
-	"aM25tI2lgdH/6Gywn1qUb28+ci87fvfy6143U5Su4H81JfQhvEhvfj2RWBqM8k7zkniZrC5iLJYL2WYi",
-	"kgvchDe7f35CbMRcxt0VO71KtZog5hDlp5s/aeZo8ryI8UXapaOsg34joF8ouErj2VqxGx7R9kSDKxFw",
-	"Iojxsnh5y2OIJV0yKtcpw2glI0dI8OQ06Owl+eBwuKncg8OkZkBXLJWaXKmI1qECebzXIPzhge/7g+P+",
-	"aDy48XBK2qk7KEcSOrzj3FDtHi9ePNcQxlM8dnDSOy5QOVL/zUpZNSuuNAPMRSzMTGuVkMtbrys36rIl",
-	"vbIWSbmkwLr662ytinLy12uzfy/FrqS53YmeNvLvUCP7h8Lzmyk8d6rq3EpduANFIcfk30Nl0LzpqgsT",
-	"vJ35er+BotQ0S9IO+r7Wm3y/j6F4RwivEGCRi53o454pDPet/13PSoOOi76v5zyp1T7KkzIqXuXeutch",
-	"29mpGhY50+zi37tq879CqSmW+/H+oeN8ch3nVkrM3wEjcg+rZRUJcXfK3R3ZK/dPHi9QMFW/VyranL8G",
-	"UuYpgZ+Knnuk7xdIWQP09ZtR1HZrRoHgUbvpW0qObCBzJYXyU1H79wVIULewy79D/fZfsa7Lai335vTX",
-	"T72qnwrJwVmnKuTd70meFfOKa1elnHr8adbkt4O7cNamDOz4e1oZN+e8dl2KSemfZlU+IShNcRnU73IB",
-	"VCPl1ack+adBG3IJ3pAL/yZDxsqNaAiqJFaMB5M8YdvU1kNtbssM0ImrnNCd2ELmJXdfx1m4M2kHGAwC",
-	"Elcy1emRp7G+mxvomDySII8PxHqVME6Yfj4W0g6cSJHAm3LiNILRIgF0c1KMU6OAUSlNogECddtxTPl5",
-	"SrkEA6Wc2I71Hd7t2fyNCemFV/SjKTfPHlQ/chJhC3Al+gMIlskVTfOfhggP80HlavbF5rIWleBJNBiP",
-	"+8cWH+6SbUn79dNH5MgfHtYUzaFJXdWt5EKksVosPRI8iR6/OS0gLMCT4iDxUW227VVdwmV6xaBpGGqp",
-	"cXhWbh4f1nRwWRf3/yXbkjjy4IA39X0gi2XBKOYlBZcmBL8aS+n3a7tR2/puEK4kePnlq8I0Xn75qjgF",
-	"/aDugl2HF/pW6iZlfFFoUsYl3A39oKbJDw0JQRk/eGRGJTsYrdMk84WtaGSrrDj1wvo/fH369ZcfHqXz",
-	"r968PzzfvvvL5y8vDhfh1Su6ip8n6eaM0lfh529fi2vF6SVczTU76BHiunnAfUiEuvv4F5vLOuhK8sW7",
-	"L8kbppCvD8f9w06Gk5BN0iQaXbE0nm9BEkiJXFADvarfr6eajC+4lpPQYszJWrITp4Sh4IxEa8i3prDV",
-	"UqGyHMO9orz1Nq4gm5Zpp4dXR6BnJhyxjkhZ5lFbKpGyDmY/2NDGnYXCTkiQspDFKwWi1SOBgXh8FnM2",
-	"AOQQqJaG3gSTlux6NapSJv++X3dspSxHsCyl4/h98kjwC0CYPL2qTel3R1fT+jpWzMPKeyIl80SIUp4J",
-	"vEH6A3+vDO+4ThQ8ilUpJf90LVXMW3cJejDq+mOI9T64Jl+4iqDakN0vuKKhqk3uN1lof5plCWozyE/b",
-	"N7+/Ti5bfq1kBo/Z0dwPB7NuPxrR7mg2DLvH7HDepQezcTiKhmww7++TBcZrE/KybmsgGnal31Wad/M8",
-	"muCrs+wy9+WSXJ0P2DAahd3x7IB2R8eHR90jejzr+mE/GrDhfETHs70qX9fjGUDkb21CVY5m4O/F6ysh",
-	"FU3qHXCv4Dc0/RYjzI8O689QR6Y0JE2u0pgrzHQyL9uwjCWjXJJAL2BwzQruleugavP9tf7MEI3qorJq",
-	"539tNbR0fW6B5cA8uUDv1G9ql+/s9MWpU4+wyrOnS5bGIX3waBGH9ELUqhWrqEnEPKNSGbSdOgVoABWc",
-	"BzcTMHVB9KW9YvamM3EnqtwNEne5xCseHCVJb2SxXc0Cu9rN4WXJIzlJdp2kjdWNsL69uZrZcveI38vZ",
-	"JoPpsKkKz88eF9F88QPIGTD/LOhy2c+VpXxeTEaoO+qfnz0m7XJWKzF+6GLoQKdHzuxQaZonWgtu6vnP",
-	"thgca/TjvSHq9z65Bjc7ueqOET1OtPcBxjtmpWG180rqRvBp0o2tdtV0CmTal02DnrFE8Autgn6ak2+P",
-	"/OdahrhZ8vPv6gDcS+o4C2WTeHYj8dvk5irXQZFUEE8IdFpOr54AGLpb+dC4GFAkWGAV0g6WTC1ENIGl",
-	"CE6yDVcArjUWi3vSM7UW9NOudTlgyYWOgend7dFwK+0aHsjWyPF04KACEoRULiB0aMHCS/2PGeWX71VK",
-	"uZyzFK0zgPAanJA9/SO2rjKkVBfmNzHJypgYGHMSFCcaEC7geYbJa4oQK4M6BxEWKMwwoznI84/KwIYB",
-	"wegzmzpg068CJxq20yP6VaM/mYYxa1Hfo6ITInjipJli+e74Ilby0+MQYnQeWO1+YwxAzc73ZAUKcD+s",
-	"v121OjI+J3E0IdR25PII2HIMHnXRy3PPZG1bKMszrPARPH7y7Mn5k+v48sFP2Wcfy/BM/qwfDqIh647m",
-	"Y787Ougfdo+OBsfdIR3NxuFBdMiO9q4t8VSs0wZFzOEea8MAMNeSHaZfB4LglHGfTqOfRh//uXVrkKBG",
-	"9B9MzDeRKqUIREjTt5bVvSB9UMbsiS/xHF/eB3PDdfplLNqu5ZfASvBTVQ/JVaids7+isqLbRjA7mkYL",
-	"kUQGzs6APdTgbf0akDtIjmS8Fqu2jg7Z+5pOIOqNyPMIJVbYw660edwIhVgA+twAEmfOFnmjMVBaC6Ng",
-	"TwAN/W4DXkPhFIOxqzRmVzRxOrS+xDp+bA1HQ98f9wfDvj/e636YYS/s2DOmN30yAIpEHkKwc3PUQ2jU",
-	"KTNZhLbZNu4iZxRzRIzLhE35uPnMKufFDm3oebZvq9AAtLD7tAoywfIAUPQE1KASq4Pa4sGK5R9nLGoi",
-	"J62K4t1EIXFvXCFOUn+s/6O/hQxs51OtMOrvincx82GFKV6JVM1FEgt7JavbaZlmBSqLg9y/sl9fZ3pN",
-	"xIV4m15nUY1von1X7G13ZYEyY60hhK0JNC8s5j1J9Cc7sXaKiF5y8uBBGPFenRnygW6rt4Lcm5tCeNVb",
-	"Cu3K7mMpbNXDEEXrsBabyfxC5CZWUDRCcA+xj5DnL9l2fwAmbKyuJNp+9qgKK++qnG4MN5m1xi66M91a",
-	"0dHQRw2CO58JmkIFJa2aW0tLINdyxVA/11scK3QUwd6zL7U4szaU7Du97+GjfY0tjcgypxluVCTCNQgs",
-	"8D4dj8aHHUQBnoloq/ndFPpLU5Fmd7HggaBrtXgADqigN+WmXrQ+JYvwfNiLfDBd+/4wvIx5BP9imGJs",
-	"SoRhokxwRZM4gg0ekPbI9zvelAdrrnsSafwjFPYY+X3AfxLpLI4ihm8O9SMuVHcu1hzfGulHeM509S80",
-	"ScSGRcGUt0f+uINo8YmgUVcJ0U1oesH0d31oas3leqUFHIu6SxbFtIvTa4/6Y/zdnN56S0KTg4F+Hkds",
-	"uRKK8XDbvWTbbsrWEkeNv6da4UriZazM02P9FL240hmIbnHYt5OK9TLrJYKPxkiAGY26F1SxDd3CwwGO",
-	"i17RGAQFPBwCBbXY6V6xVMaCAy2yycFL446xAWL8OjzztdI0W1+Y2iSleBamar0v7xAJcbViACrLI0Qy",
-	"V8KYZwHbcpXQ2KmiljPx0/hDnmEgbW2BmCPnYUgbWMawggzmUNELGoMtpuohgq+a07Z+yiVT5duyDKqp",
-	"GCk4Gfm+gRIV87mJgIHBeyZlwmRJkHYJaStLmxh813Ozun5Y63MA2AOrGahFL47A2GAz1Q0GlCxnOxVB",
-	"r79tLdcS4qAogT1lcI+Ntbn13cca8dZUj6Jcpq7iIBnVVp9b0g/xUgu18fExZPrgX339chXhTMUqqfNf",
-	"LESqiFwvlzQ12ORSXzhyBGYRhusUFWbrMs8BrhxQXI50MHxTxzCqtq7bGwWAn29fn5XaB8nl7S3t9oL2",
-	"tF/ncrCqCOwV5IXkdI44s2VrjzVz9tYfEZAOkbvZIYXHOfFrQw8aqWjbM6pBOZANT709NZvHsVwldFuj",
-	"2Jw1N1aNQ7DqQB1lMKg4i2tGzrlZHujpvqZMSJ4xPgBjic1D3nrkFLRrLlCRi4jVMWkxQytWpD1trfkl",
-	"FxuOwmja6tyZGa/GlAZAiOtwYcPMwRLhYXpaYD4LJk6EiZOLVrS0sUQymE2Aortn0FCc1PciIruN0zNf",
-	"DgYeiCgthp0wPjTWLXfc90zINBa1cK9bN75nmVfrHcVX9X6mPM0vM/4swTDvEvQElt6Efs3XCtKmKgQr",
-	"GIKcLLxAXx6CCeFiY5HxVcFQaaMbG6xHx9cHaPwaa04x0dG5Wd3IomN5pL8zK1W3YcDRnVwtOJRulqxV",
-	"NmU0y49yUkI9KD9VFFTgxkQPtPw3Zwy4VsPM9AAWLHjDK6cEWBAlU6cGYmLjmpLLcV4was/45VXucNoL",
-	"dLdEWft5hkbXQNv5mke3FcqmXiNEkEmasB55KPRlhG3RPyIMS56YKLhbCl4ARgIfFSXLWMoVS1SO8oRO",
-	"GFuCSK/FZiES9EzsFNm/cSJyJuLhhML6mTeW7/lTuBPEWFPY6lS4BuW8YZokSD3zdu+3y9tNGZX12fDb",
-	"DKHfkVRwncll0K7M+Jcc9lyeHb9xi6vVJMlfL5dqNodN8VH6OJQ33B/nVVDmLPfFIhXq4ypOWI6rDMU7",
-	"TW2lMuo9pgJkmTATAkjQ+mBvTKopgEVkpWUU8Y8nvp8FQWdBRZUCXjlOPcc7WkS3JDBAkAH5DMqLzueS",
-	"KUiNptskvliorqRXemGMUIx5mKwRkxNxqEvY77XR/R7oyNTpTEteLnJMYbjGnpj9j/kp6DOG5AW36hxK",
-	"bctWeqIwVoCryHTDM2WopSUI3dZU4ynbq50bqa271/EI6BPGWF1X98Yr1HCFe5hYq5n4QGieGqIVuQ80",
-	"VHBFDhlZiA1ME8CyYy6Vnpok6ZqfuKuPfpeFWKdkRaXUPAME5yL7iKSU40TFWpnKOyAdIrrtWN0BEZIh",
-	"qQdJmvfh5QjplsnskZiXxLFP7HR65AkAudJYGgo7lCmndkmmZCW/C5q0tSIasst65DGb03WiJhnGuWe4",
-	"U5Lg2+7Q02J16JFDj/RH39UEMpldWOtRhNq1WTwXkAxB0gsY6W6qWoDlGeEotGjte7h8vJYZ82NaF36u",
-	"n5KUJQhIoISzQ9q//Nu/D7UOkzK9Eltp0OI84k8s80Z065HDCaFkw9gl7hvYmPrMtMENkHSjGwPki2Pn",
-	"MDoyyH+aK09MJX20L1EZGusNWK/1ZWuWQnpFqulSOuwDZ45FhVmvk+8NvUOvP/rOMXw3m0aOfccy0h3W",
-	"WkaW9IOpGXN0TVS95YHiMtQpT2+avYGneC8tlt0Eb2CloBdU16qPwSJgI5ulVOsK5agS2BHswypOt8Bh",
-	"0M4Mavqk7IeaID2aRg91U/WOaOymeMh+FUu6z60ER1Ft94kZnSTPn3/9dcnVNBgc3Tp4oc7L9SYv/h1H",
-	"6EXM4j2A9F2A88cIqeJYjml/NgiHUXfExvPuiB7MukfhYdT1WX8+oMPZKBxH/yuCOmCeOyMislx2ePUO",
-	"4xygvV3VE5H9YwMMH+4T+9C5Jvhhj8C/nOsLDnHDsTnFihPYudv/Pqn5hbIP5dzWmnLPxZSwunLQd5vn",
-	"epcl+fUUz/XR8SRNRVqbzvjydK0WZNDzjUcNvG4Hh6Nj8t//Ne4NOh5ZS5C2WoBuy4626sFf35FWNGgS",
-	"R++NwRv9aR4Z9Yf6/41LTq73Fynl6r11cvk+OLNME2ESQ+ghuN6wWqMQ77VC9z7DckZfVq9Yxt4dAMDY",
-	"1PWH93ynI73A5fYrac+l92udP++vxzWDWLBNKvjFbt/UI+iJ6JVgXJmK4gTz0HvXciSuUd2o6rYr8I9j",
-	"2KgJH4LRdMOUQT0XmkgC9OyRAH96H1t7kflbsjBlCiMwtD7NaJQVSqES3TsPqYzD0hRtaIfhOYjvsLYR",
-	"ewnDfU5mLKRryZzkVMajlYgBNEQrWxJMIKhmIc1tkQ1b9EGr57g9jMuvXWHjZrbVVwBU2gzPgG5hfK1a",
-	"GRz6cG1axnytGFYFNauap+mVFA9LzPplMCVzSQzBxpfvA6NWo0VoMCIJ00cf6jt4epbOheXl+9HTH46+",
-	"mZ0P+F83h89Wr4/Dr4byy6j/vDbPzl3M3WPCd/S4ZGlcI3+Pccn3Pxz+9WrwbHP8+nJ0zo++WQ0/Dw++",
-	"mPcfLsePpf/n7eAtPfySHb/7UDdOZ3NXA1KMY9JypsPEJd2m+kJrL+OH2T9yJbisr3PvJs+W5G+/zlkC",
-	"r7+H1+up/sW7c81h4J2mkgSnJmDBFL56yGjKUoI+Qbe1Wt8g236xmP05jF/GXzz95snr87+8OZNnS7X6",
-	"5tHZwdn3Z5vn379Vzx8/V88fP4mfPfrCZ3891e8uokfqh2j4l3j+lx7bfvFj9O5MP1a0f+S/5k9G75Zf",
-	"vH2+HH8d/Rg9D5+ejb/uf/1j6KvL5299/Uk4SPhs+dSP/vpF0mrSlJl8H9eQ4Fk8Z2CKiblmPMEjSdoH",
-	"vl/kqoN6z69raGrcaoXYL7jBig2Xtlb1pwkFk6FYNVjrsT72iqUg0QSX+u6/oikYu2ZbIlcIIOkOy8aY",
-	"9q5itskiTk35hMxcZX42KU/4V62zWrNPwxY7xQC8ANmuEF6Ej4qnqXl2rcPD3QWFARSYw9KturB1Z907",
-	"NlsIcfnEnBR119G3r5/VVYljV1BIR8v41VouQMTvDES8Jvmr8TJxs+yukspRXzpdbnm4z+3U2oJeNxuj",
-	"rfPSvkrao75P/iw488gYLSl5JQdryYPcA9eWd/rqrFDbylgS9opzhoU4365YQ+iI/sCihWrd8dtp6/60",
-	"9R1W0aZJMUv72zIGoNav39ug49QJ7N0rrPCJHdvL9DRJ6iJ7UOA4WRL9Y38+pP1unw5m3UN9tT5io3l3",
-	"TA9mh+FRdMz8vbIk9otaLLF/nky7xhDUauSofl32zHPHmbHfnXINQY5FnEln/dx4kSLrXZdjVpoIVsq5",
-	"sVeOs02mNPZqos7231o39KHsy8XmjJ8A/PHAJ+jtg99+D8ydmwoHaFg0f/WrfL+ui3EOLJcFIHWtTQMh",
-	"SNBNxlRuUR34o6NGN9ceDOsskm7qGjjoEj8jKzvLtgdbNsbrWh/WxD1W4NAggd0JED+BGFNxFtdX3CYF",
-	"NDGnGGBml7WvFw/g/PcKW5Ym8BZSvm+8r4w3C1G07AY7QW83emHXikhFtyYmAMyy127A6ibR+9d5egLd",
-	"LVdqa5DnTSyCNHEGzTuYtDnbdGr28TX71tlq93+bffRby/kHV4Pb7Jzrdsa7WC3eZNfK/eyCZd2tah1s",
-	"uqgGm4Vk4fsg87YhfJNm0OHAlmWfbZWWqvrnz5+fPuq++fx0MD4AdZ98ydhKaz5JfMkg40bKjUijiXEh",
-	"ELkQG7DJgRWNi02R3bD75/Mv/3KcHv35y69/SM8337999fjo7Nmrb87E4Bl9Rt9s/jxefX7xl88OLh9v",
-	"/nDt8Wqmuoe98dQxjGRhvRaVCZvxcveUMLHGGaoeeBMzTKZ8JV/pUe0MLaIk2OC7Pb3RApR1da5EHN3Z",
-	"J1KNjJO22PgpUUwqHBI68XJv0DXGtXy4eds7DgNNqN/YAu4uUY0N3F2V4slQ+OWu7d4FZpiQwgpYmGDz",
-	"TtcS2eYb6086Lvuh8HhtGPPm8Vjmw9IZdU+aHVHDpXDlfASx3+qMv0GzQ32AZyJMSCiGiitrHdNHTr73",
-	"ZiwLzdUHGVyhcoPGhPhEKrECsUKVdSNDxNKEHB2MfJ+0ByMIYSiZ03ZGx8OXjhe4xkZSld9Q3Dhcp7Ha",
-	"vtE8hiSZwUX+dK1PAfvXU9vxF+/OW7XVe11bGEJWFjwOXmYk3mnVKpizyClYxDCfyD846gCNbRwQQCue",
-	"mLwErScf+L6lMoZxQGgJjghsPQEMaBAY5WKmzwUu9I0WPyO5jbBniqkuITChZNnQh2tuRwV7d5Vhnmo9",
-	"vkACEMITa2wiMdj41tI6AO0hZpgKYmHwPPIyW7uYX2uaN9b0mYi2xUnAMCtzQJLUBNNm7iVj3XbspxPC",
-	"PhhdkPLMVNy2k4L8Gj2Yjslk7ftdYy0vcIlekaJXClctFCsDwqPqbGQnJv5ixVIDXsaYiXsUnOFxLhWw",
-	"gKnIbogb5IwdeDYvSIkLDGyx8V1Zu17GJhgwZZdHr1VODEBmiPlFwvZnbAO36dlyRUiOkKbpFoPOqXIm",
-	"7BFJVSznMZNkJtQCSsQnYuO4Fh45tm2tLwEFjcnZsf9NWs9iqQCCqQqLhMKGrlZJ7JoQW5PWa5OrKydA",
-	"NBOIRKM8maPwlb1OFTvNPjK/OQg0DS/mP7e8VsnOaXGVmGeM5XrzQrBbFqDk2SwIbFBfGDJraX0ShWcv",
-	"OJgYZgMVTeyj5zZkQ1rkPce/Wxwo3sOBfBAjXAAIKLxZO/sszqpNJVbiEil59fhpxytDDRj0lxyrvTJ0",
-	"6C3Lsm5YVTcSNUOHzb9qeVaLkL0l5aB4ZWtg0/LQuY0D0UqA+SI7h+UJ0ZwK1sOMEawVGtKlW65AKBxZ",
-	"KKc+6kcxnwushAUojfqfmNvTMnq7FknGuWesVfmNqDl+V8o1k9U0PdNmLPOIVIA15dkidEORJCwEYSRZ",
-	"ehUb1IWMnPoky9P2tUyccrmVii0JDSHRRL8eK89Euko3+LVNyf08IB98kvc7iEtW3sNT3kawMogUrwCc",
-	"mZks6SWTCDCAcNDYOYEgqzVPUEIbDHQlvCnHCnOm/NJlJZx2tjV5gSIlin1QNn6yR55nDAVMrRYsTqc8",
-	"29lARC2OTjJAALKiqeIszb+ocGWc5nxpmX7Ka4URkevZMlYg6HM79RJhrvXxkCUtx27kPBQyoqHCA+nz",
-	"8+fPsogcSWZsEfMIDwsniFNTJpjydimRj24f/ATM/DHAOEhsRJN8xcQqYaiC6FnbkKjTV2cmXjdl+scp",
-	"twcRpg3A6P/pn8hpwcWuH/Z75MmOkzlYXr7/5W//CboY6BjBUsKDjg24Lp3PU06IRbIqaDLtXerBiW5t",
-	"6WVSK48K6PSmfNAjb7TIvqlzEw5oTNWE89pshd6UD/X2wiEnVCpJ7t/v+8Y/L+/fJ+0g9ytNtJYYdHrk",
-	"NVtLUBbWXMWJvumnKtna4sIxTt18B9YDTsRMUQCvMGr9SXZ0r/LxIGCDAjMnj7J8GZiIbrIpquD+/evi",
-	"CvRMKCdnr64O7KN7Etp8cDA6ITRMhZSGRFmss82LQKnUMYxvtWIISS2o2B4J1HY1IVR99v1GBWWNGxHU",
-	"2wFNLiaogAdYNHzKXYRpPTet3QE8W2/DkqQLJu4H328uZe97KbSu9yih8VJOSBBLCfAG6wixDWag2E65",
-	"q+m2c62545FApBeQKFBA8tA/gOqjm4kpBHmwDyv9n+9VHMDcIQpbt6O1LahArk9JTaaiF3YhNlyr4Mjn",
-	"qFCZGO6S4jnleZw6m+g+fiavsrbIz+QZU5mHmfw85T93u134P/1mUNACAv36J1MDSKlHPGt0n9fpUic3",
-	"1qVOdupSJ7v1qPJAUZXSA63Tpczbjs5ZJaMxx7fzowR/MipQx7RR0nBc0vwKFefabouKcHX0+XmJ7xe0",
-	"+ux1UOsN5QrKHhLuJtqe7ad8GahrafdtQLc05c/rsHfkPRQWcO/Jv3b2IVot2zkj3A+8KS+TyysTpJNr",
-	"E7aPXLsota4P7BK1vLqJo+S8f3/k9+/fzwLRcOjBu3fvus5hzLLDTJ+tNjBo7HeAVnmWkWQE8uvlZMqD",
-	"5yamzT2B9VAs4ED5+al7UuM5FQF17KGfsitxySKwoph/m7s0gv2TC60AlN8GQR9zcpCZUohWLYqnSo+8",
-	"dI9CE/8EV3399yXb4lRVujXAGpZ4Q4d4C3plovw0EUjgCE1rjjRyP0DUgQDsJChLTQjglOcLqsX/S/dE",
-	"cFBy2mbOoONH9pSn5hWJTqb8gykvHC0XDGulZJPF6NUXQpGtWKcFrgZsrxVVCzNYykuNofYCKY4oLA0M",
-	"lthwW5cDz83CXjH2Usuphh//6Z8IBAhLONquhdfB874Zr0ezj8P6FkfiMziwOyb7DoIktZqgVw0ObPBC",
-	"GWOUWSlNTb3e/v37U04TKbD0MoZjBh5Z0hU46epQT7Q2VIAoIQ9FtHXhTCGBZsoxxSy25rNrQFLq0VI6",
-	"HgG0lClf0ZQuGcYzSouhgtqobt9qoe0CukrHw7UufQyIK5VvQdZYLBYglwHsgW/w3+arF4UezU9nDijQ",
-	"l2xreCAHTKJE5iAjWn+8HcKI0WEAUOlnC9byMwDN6zVyNZhMi3EBl36GJKefyakFscmIo3cNzgUTowiF",
-	"zKgTIhnLmKNHTjW/UISNAltYoSIXnDXZYs9YIjb2HDW6NQRVibXCoRyRn+EWB82FmlNkIjbuFtTKMSjw",
-	"NJInmXMeD/zIy1G0tSQzPRWxpHQ3ffIzMTLcIybamEA9WhDNKDc8TKTPhLFpzcGg0k0NSUGDXNpWRVHS",
-	"5OLKNOPgVulmRuRn8kIQuQ4X+vwT6xRrkhaljtMg9MDtF0LfQrDhGvQr6GFsSAtbgH2I9bVmtlawUjnU",
-	"I36d63RlrKyfyag/NC3ZSxQsViyJ0AvTJ8/jhxnh6wG1dCNjd6XNNawgz0COZQ25yFv6+8GA/EzeQt6i",
-	"EiLyYCoh5bYSHNQcEJsTK/oKAo9IuiWbhV3RJvwu280pJ0F5O5sEbsjaMIbhKJ4DcoUhiOHyAvaXbvFY",
-	"T1wIzI21F8wTsqGxIsFrptJt93SuWBpkZzq2VMUL080N+8XFuCdzOZUyXJKDEfkyfqi3Hx6kfJtfizoO",
-	"OxYQx34mY9gmpxnmBgkF5kvmZ2IQLtYcNJGdjRdQy3TDAzPoErA3plbU7OpUk8Vk/2Z7Osc8001aprQm",
-	"PcMLKVp+lASP+IxKRr5fS4W8gc1iLvZO0u+AUtN9j5FJwHRiXnOp1O992E2fHITtZ0AR0FSfrS8gOQWs",
-	"gJokrs0iixTQb9scDDE3KAsKxS0o86f6rm0ypgXDbQabH21W+a85sj+hHAdfVqsyj8qUj/wRwFzEEeQG",
-	"wvvS2X/6wGKRDc1dr2N9OV6t9YGPXtEJPAw6RIF9E4yCR90R/G9/QBbsA7XFzdE+paeG4OpK5kROyRVN",
-	"Y8oVZggnSVe/zSLsUk9sylG1c8K4KMhbe42iauHpR4MBgp3C5jXEwTgmuDnBb/M4USw9IXTKlzRxu7L5",
-	"wieGpguRRGh4JoyHQst9mVC5IO3gXwZPg45j1wXRSxFqRE45rDQeAB4OFTWHl6/Oz16+eBOgMdl8hrkf",
-	"cCbKTFcf+COj/p3qAyCACcDclRXwkrS5mHI91xPNMOiV48JozNAjouJmmHtpGl9hZRAwvcaIiKKyzKR7",
-	"kkQCjj4DccC1Yksv2MQSNVyrKRfzeW63k/omTiwQd05SI1aQdM6q+WZeBvpItxp4ejWg/XpV4Z41TqOe",
-	"QdpDn8gMZxlNyGaSHdvPkYdGLc5izKNHUx2hZPzhA2K4F+QFXtuQUJlncCb0UB8JrhhXXYzUssaycyNT",
-	"u0/MDIN8ihDvs7WMCcIJyw446g/ggRrqC87RnTHleDno9wfkv//roNefoHaQLyLqZnK5vrhIWO5J14fl",
-	"iupF1hv3w7bTIy81yxXvI3gJtkymT5dr0raQjXLKgHw0aV+5eIa9k7I5HKUZZ6DgBqbeul5ea1fWVwC1",
-	"wBtnbu13oTvwUK7cn0APeKTb7uqlSUUyIVx0oSpCAC4ZWIMUjlbBaw3qhu+d6ZPq5M3aTfl+i6d3iVG3",
-	"M9mBrg2R5PG2WiJk22TKzQf6poTKKhIa/q7fMnZ4J5maACqCu12mHPQV0ka9AR0hFOjRrtFCOi4u1y4d",
-	"Ycop6BTtirKhm9h9fOovx/pKtuMo7iBg3krrvfGVS1ss6ipkVhh4bA/4Kc8TJTj7oBxHBVzYz9kHBVZ4",
-	"/Vt7ll9tzU3UuUt6lqIdSLjUiwjM+5bHWv7bCiFYfgPFgAUAItYoTW3OxGyr0Cup/+FV+UB6hC3F9zGw",
-	"85Kml+tVxvxTXtoVTIZ0pTdVp0dQDEmCxZXM2Jx2SRseoHW0g+4uCMrsGSJU73iYCz+j4WU2D2dHm30I",
-	"jAhwL/bqiIYAOPjRktAOlmwp8pu//13P8e3mUKnGzv0CwD/AitZ05Z7g0A0YF/rnyNvzp12Q74YuEUm0",
-	"/JPrNBVaSdVcNm1Np+voCCupZDb6F2+f5ZQi5i3ft/VWTnNhfw7XHLM7C8oXmC4kQygtuBNBJoHZrf2x",
-	"ZTycHZiKHmdgiYgGBrwHFpGYSVMRMhRSSbNToVwwAtFS9EIgTgqcW/bZlJvo7CVVIShGwb92/9j+48T/",
-	"+dt+9/i76TS632n/cTKd9qbT6LPOH/85QOcYHu4rKmXmpKVkFnOabsk8EVrhEu7xC17ZrQGVMeyu2Rx6",
-	"lxNi5oR8YvnHxRDD9egPekOgszt5GFA+f8NrJlEB4Sss7Qwak0ppnOjZ/shSYZoeTFuauaat0bg3xqUc",
-	"DrqzGN2CF/awc0cPVLW/wpK9tmoSugwgDdUkSdvEAkwVJBsAk4OAe7wxTvIDWutQRuuN5ZRnUGuknS8h",
-	"Us7AaGFH9yTgUhUK4ASkbVLhqPOJVmu1fOcmDRzjJAKD4/cs5uxMq+mBAWKieJRkU6++DqoPKoBTfsE4",
-	"w3RIiClUBZ892GWzBc6za/JzEQIX7AZ4BgYKjNu4iHnmNbfPtRZi+RsC83vGElsulmOu/vCb6yoIMgd/",
-	"NJnyAE2EpN3/5W//0fd9j0QIzkQG4469DogV/WHNSBCuUym01veuAP1vjhDA2gK5ZkZpvZfBs5hfTozT",
-	"/Je//Sea8PQ1NPnDtKW/hYJDFq9qvk4y8GbrGs46ODGK+JQD0I7t09YgwL6sCOqRpzn0E9YUN0hZJyQS",
-	"KMfXcRIRnJheA6RX5rwJbPku67xxqbrT9m2XymhtsWJLfZeCID1YNrPejvCG6059RS49jr1qdRk9G9+t",
-	"1hx7YL2U+vqJS2vwDaqWHiPGgTMG4/GU56dlxyMpWzK9NU1RfBsMDCbdwgUa3ElWke2R12zFELY2V8+z",
-	"pYewxUu2zQNm4AnoH+1QLFdQnx51GZTw+lKdxNKYFWxgkr30Iv+i4n7//sD379+Hzqa8hA1qqpjpm59e",
-	"3owWqvuarRK6ZZGB8XNidvU4yyYwcyPDU20wIG2XrMaHBUa2To88EtyGaGfxFtCe5hHw/mO2tOBsyrMi",
-	"dVi5DOzUnEk0n9lL3TxOMwMHMN/A9zXFTeMp+56FytFNPnyYcqse5OsJBg6tg6cpvm6XSat3MPwsFR04",
-	"9vMnp48DshHppczDX/LrPRo69I4xXsbjft8n//1fx71+Z5KvujHhA/sahVJrYRginMnGJURxTHnXzkr/",
-	"HjN9nlpEXLDDtkf9IZmxreBRJx8UbAuzg1+dnj/6HFD+BEwI44hgW5heM8XyxIH5yA8s2yFcFgBGzaw8",
-	"3O1MKkvIoNXMmA2c4ThhI9LOa+kUevBQVWWRQfuz9SkoklI3i/dxBM8KrC0ZPQ8K8jE1nU5xo8DnuMIu",
-	"jklmGwOltIr0CitoPsshX3XnOeqrqf13wbWCP3HBXwFMFn6d0ySRqCsrAcnZcMggdJpurva6CU1K128V",
-	"O+Y8PRQvD38Z9HxC5SUEG7kwF8PeoAOUsHRAdtEyGM9ZzDOQhDOItbbrOhyQiLEVAAQZVvKKFhjdkz6/",
-	"TIi2gPeTLRAFAJwdJy7fokSKmL5nyDz6vbxGsYT9Dw8AMcYq8xl0Ztu5I24WsWKIwJDdV31fD8zg9xlT",
-	"UWGNTJ+li5y54eSuBIbmuzYlMxqR4F+CLl4ctAYWnAS5ITFO0YCku3WgAxuck5PMnpgXjpRxwrjWj6JU",
-	"rFZmhGhDLY8y90i6QwcZo+lmSIZ3M7WB0FSm/41in+QCB97sZMCZ1w8c3OlNDtAeOTNqMfCfUatwTTZp",
-	"rBTjOeYSwtBMCL71h8/G2Db+Ne75uVEMCPHYYjBI0g5MavrTVCyhqBb+eS5MX5rxh8PhMcH3M/y6hPGI",
-	"pp4xjMEgA4v94PfPAe984vvf4EjcX47xl64/nvh+YA1MGZ4sZtF0++PJ+Bh2hBIk+Az/nJCnbJau9RVp",
-	"6KO5OWF0Zc1v7WAwnIyPJwd+kKua2KqYk/6B0ShEqpsFzGU9Q3Bs7LNeSDt7EbKJPfkFzMrvAnqx/qaI",
-	"rDS5FkupJuKRPDgYdTyr/BHXEAkl0tujwXEmVNBQ5dpVUWC9dENI9Yh1311QIgBFBa1Vs22msvd9P1cl",
-	"VnCzCKGH2TqVgGaoxzLw/c6J6Vyzvx5KdQhONpg9fr9C8xNEtJjI5Dj3SQT9IAcmViyd05D1yCsKVhcI",
-	"QeIie1myC8ABgHo7SRwyg15kIuRPVzRcMC3SK5Hxm82mR+HnnkgvHphv5YNnZ4+evHjzpDvo/X/svdty",
-	"40a2NvgqGZzdUWQ1yAIpUgcqOqZlqaosW3LJKlVXu5ueQhJIirDIBI0ExWK7K6KvJmZu91zMC0zsuf5f",
-	"Yf9v0k/yR661MpEAQYlSyW7ZrR2x2yUJQJ5XruP3+a1xNp04PCtOwn3Nq1EXav1aG0qLZkLyWVzr17Za",
-	"fmsLSh6yMdSlVCeF6r9crkOkcvNL61+9/5q9FZkHh3Kn195poIy9Fmk8WhaSpRTheZHNvEE66yzWdykl",
-	"bBKOMSoQKKKeKRZcxVHQYt8kZZyzGgw7tTzQtdci+2pxpYCWEE1rmICO75sKBlNCWgpUO3Wt8IaeJSju",
-	"QRIbQgA3YzDFh8hEAgKYSFQUlKXyyWWtX4MhAgjHNfwE79a82lUcOYA1flv/KoMmvj7T20RBuWh8WfNq",
-	"HwGh88fvDr77+uNhOvrT2w87F8v333755nJnHF6f8Vl8OkkXx5yfhV++O09qn76Hkg1Uim4rcIWZguer",
-	"sLFgyaFepIuzV/UpO8svvuAW1t8tdKz1//q958zia4pC4go78wgwYfxSz1+tmGpf+15/0BquN27bEtzQ",
-	"utorAhW25pqFHY/dOGqBFy+Ywh4MciLvgEmepsnClGoo4MzSd7d5xvaAS2ZIBszfMMFEEr7DarzWg6tf",
-	"FYOYDX0I0FkQtdiBdFHNyxT6fZNKQ6Te62npi0foJFbm7wqEiNFZYWdXcGoRtTzd0XEO4n4vhvlYfxcu",
-	"QsPx0y+Sp+d7+zZe9u8/Wwq4ey7fwxeLxA7YXe5cFPy1AFOlj3q36fea7e5Fe7vfMdhUIAZ2oq1Rm3dE",
-	"szfshs2u2OXNvdF2u9kJ/Wh3uCO6vL1V5I/feCqBi7/MpV+mzt8MeO2Td+OI2u6IOsNd0R1t8+Ze2I6a",
-	"XbE1au7ynWFzO+xF+qcObw8faER72/cf0fdFQVnCOzw+UhXHf1NizNPiOVuFsFoVumgknB4fGd2j4Huq",
-	"J5Zqwcoq5AgYJWnjflJav9K+/ZV3TvIdvrR1+0uvTI4dvNHZu/2NiyQ55XJpfDz6vd4mLb3FdKF3eTpR",
-	"+f4pltjr68hUYf+1VLH7/afCXWXz/J2r6bR8l5jbyXFMr72hTDK/LV/oszvU0bksvvribM5nhhbip7OD",
-	"785ffvvBTTnVH1y++ElN5pefAorPnp5AMg6mgEZJqMDPyyetaQT+j4VW7dH5ptXxwPbjIAuoLCtAakO4",
-	"gkjbJs87lsejZ32/6Ox+pqyJEdv6h4KHm9U50chI8gySU7zRgpznSxEQ8APE+jLwoDvXKvwGTeHc5mQX",
-	"azqBXzLfhY7jIPYZt2Ogy0xvgijGYOkY3CzzrDo2H7A51N2QHWeDDLaGA51pxOLgLvg+mybAYKIHZ5Y8",
-	"J5U1LrFZolQ8nIjCrshtlOqr3N2Ym1znhY0ISwVB7xVq+Fh+SAUBXVZd2vBKbVNd1OnmW3jxk75yqt7I",
-	"R/AC3Ki1DR48hKWoPYBGMCMMnKJd4LxVUAKGXF45esSJxeuv+chmlibzLJaXGCxGNH7f9/1OT8u/4VzF",
-	"UijDA5QW/3kSS9EGYgPfZ4ci4il7m9U898+dWl/OJxOvFoIkrJ0ncxmx8wTo7maJyvjkMIn0Yu3sbm93",
-	"CUlQ/3zxZ6jMHnLE16+Z76dCZOxgniV6KyBraS1ZSJH+MdRPKHiAz7OkFSZTAFPL4mx5gXffZBICDfwl",
-	"n6z7LDsXMx6n7OTkUHdxnEj92O/bvXan1+v57Z0dkMUfjyNnLrd3dvewYF7FWYGwu6JPn7zaOFZZkuLV",
-	"wDPXFOtctHf6nR5pMzKBr721wtjExR3h6xkbV0xEmKWJjEM+QQz4U57GnB1Mrnkq/oZzC2X8VqjCzi12",
-	"oHvh7/XbfrEDkCW9SGMINqmMpxmCfJoP5idRb3BQkYbtsBNtiW5z1OPbze5wJ2zuRnui6Wtdc7gVdqMe",
-	"gL3qpUNJQKe23Gl8YhzPzkQawhmpbfst39fNK+ksQner067lnopTLvklpCeAzx2GSk1cJFP2hQivkI9x",
-	"9fvdyu/v7mz33O/TZ7+vmgav5lxc69d3Drh8pUfcFbhZR3Qla/Hy3FhPdD6xiY74RmK8G2zGEggIhZp0",
-	"i/peXdcyPfYCnoEmnvTG++iNK8AtVbpjpXLnKJNGMajQISHIfRdFMileQw5rFt0iHrgC8Lzhv/XtZPRY",
-	"Vl/h+9HKSgOfRO2KkzuB5CerJ5PI7vkG+iMiwgJzu6JVl2qN1oklQp50lT/voHC33qi/ADKW03BcIpzZ",
-	"UCrGiEOSjXNlBvwLOWwbwtH+kp6IWJ6jbFuzsc2zrkg5Nu9s7hIsCKRqz6DT08dud/rd29/4JtE3jIx+",
-	"7QLntSgQfhc10jUCp5BWcxe/agkMYdVwtL6iKrMRc3Yr7UbEBgX3B3hEAVtsA2NyIDe2Jl9ByFaxMJkO",
-	"YylQUB58cwR5cM64KBKs+EQQ6IIkFB/U+/hslibXyNYbiXASay2wjqSV5keeZWI6yygW7uXZQA6SDdZM",
-	"HeCTKsDIGviUpw1ELyL61hZ7yyeCECAoHF9YiIFciFQYqDU+mwmesixJ8r5imGrVSDzkljB9MyNRz4oi",
-	"F/Zkadhwi9JWP7PGNryKZbSxaeh07mv9HliG1YZripzJplt2HVbQwPJemrfWW7EIrX7nvhq44DW9LYJq",
-	"JGRnnx4fFbu3oXu4qusrzv47Oc+9tb7+Us/J6W9A0gu93wr3xPaozZu7w07U7I56O03uh93mdlt0or3h",
-	"7miH99b0nr73M/UaM1sRwwUy/RWrL5Dx2fw2Nlgro0Y5kLE92uG7w+Ze6EfNrmiPmlp7aIL6gH/aWzMo",
-	"+vaDDKo4IOgqBxZmzK+BEQK9Sx3Sv1R8Xea3q0qbWNNxJ1mjuus30Gts3n8Sak7Xxcebut69Q9cvknt1",
-	"/NfggTqQ+WWkhW7Oh7tyEdnyrIKbypCU19o+2d74m3NDbtCv0e8dUk/D1lkKC1UxOtIjhq0RfVLUN8OS",
-	"Yn5pDgj9ArwZPinuWoL4ze52e6e5u9vZa27x7rAXbkc7YneUE8/Drbax5HFKUWr92vE3f2q20TUHd5S9",
-	"xXKqTcOYORHXYrL1FlaN8JFXJe7GArwyVjfjS5GSq2yFjDItTBzewG9G+c969fREdLd8v9fubLX9nmGd",
-	"RA5ZMmIICj+/CMEr9TPtiG7f33hHIE2s3cKG4lqpOXiO7r1V/F9uq/i+3/nVbBX8ydkg1FW7Q8xS3OIX",
-	"O1xvHGzsGHP0qLs6xlZ0vSfP2C9pqBZxdqu8YoUFcozTwr6pslBv9onpPeB+uuCPqsBDME4nj/go1uEs",
-	"VDql3P25gVOqaFeWvFIb326PzysFEu82j5RrE3Gzme5qTa3zRhVW/Mkd9ShOObqi3JW58yl/YfC8f4I4",
-	"5eppfw3JcdNEimXucc5VYFuhEWforeo7YBEWZ8XwKI0AgbYeoI4TMOM8SoFcD+DnDGJwTKUeqy2GXCJg",
-	"FmpI+1T2NZ/iayp/nLwlVDIgPoaA3RFnHgPsNuDyM89AKQQk+nAXvkUbLH1MYkTrFRqA7lsQWt0pKuMU",
-	"bJqg7EG3FnwQoXihlxbB55mtzIT6nzBJIxFhHkX+e8xF0f3zSuus2wZsMxmY+jyqGTdKh8Ve0N2z+Lg5",
-	"gtB1EkdQ8ap7r21zjqJYiSybiIgtRYYTVFhOHJaZem8gsYoXpzDO0Jm4iJXIKz6dNkmvIdqifJwqiycT",
-	"1vHbfZwl/CClfBgcvsBoRYGNjwQFRTZgdRVP5xOeJWkfHWdo7WIhB0xf0PWd/+v09gKL1xindiCmpX2q",
-	"9XK+UvhAz/fbAZU844yUURMwWFPakCzlsRJqIIOirh/YuDfYlvSDrTmUUelXz1QOJhsQOM21SKHsUl5S",
-	"yZDzLM2kx6jdMx5HWL0x5BMuQxEQoOUBFkC2nj9nXd/vM3te9QaZoueAS+bneDT2d249ugeFGEFKqwPw",
-	"GT2/UDyh9YK+BWcr3t5yJTuvxbqdzkACQiVOJaBa9cGZRNYLzZ3rze12OiwgiF0jBPLX6TQH/YHMh+FI",
-	"rHxBAEEeBJrZKJiGtDAgFnV0BWQ8nkB1ol5jVwA2qC+lCk+94aHEs8V6fqdfOjRlqC+EU0OB4TmoyHnF",
-	"JTGXDyRC+xVrZVeqdmnNnV/rdT9QDqTLSm1x/4bvQZeGSbTE6EMs80rfHHbJz3tFZ4JPUsGjJfnX1pXU",
-	"DiTU1O7nRStYpYOEQ8Vi2Cm/QooTaqG+phAWS3ttbNU8jvLUroOtUdfzP0lUxurcICWBdE65GjeQ+xAl",
-	"6HCp5X9M3Er2Q56t8ANYk3RZUcx8mUBxGuxjMVHCwNcS+LtBSMF7DWYMCteqog647++oRuv9Xoo+PR5t",
-	"esXLSeXmLjZLqBdPGlcGFl9tXoEONaI3bP+Smzryw51hWzQ7oy3e7Ia7UXNPbI+aeah7204E2r75VJQO",
-	"T8Fz6rIY9nq3kRh+j1MqVPZFEi3v7OpMs6Kr88whbiB3i62+sT6rTg9dU8btgabhmI+gbjVWYxJWiInR",
-	"Iko2VWrqYDJBc5CkpNPUHWpscJ/nlTGVRgwebYd4E2ukUxb89CnIVcFSh8Dc+UwDLiUJdhcjDof0cGYc",
-	"StG+vRlhdQpyN0c3rRbrVkghHF5GBX1ZfidC3QzcU1IssAHQgWkrWSlY8hdVyPrb3Ef5K/YNGHMHjcy7",
-	"FJ8Yh+y/cG3y3QmTBqtRNx1rFELfJNScqfyNWeP+7u0v0Dgu8AKG19ob9OwMcXovkuSEp5cC3+ttMg0W",
-	"Pe1URDGHRFvwHHQ2ednB5P08f0Nno0V+jQiyv7SLglwJJScFKd538lMY0o+7pMqYd+6cJWMsuwfMkqGS",
-	"Cws7eK8smffFMDm5H5RBHCr4cv53G6T5wz//8V9Gp38Lmih47J4/J3QEa4sWlLs6uAESYwI3CiC3VPYO",
-	"qDLUDnHGnB4fPVMsmQGqXRaOWb3gfylGnmOpDT0znKXIGoTvOJCgvHMW8SXw61CRzduXFxcnL09ffnPx",
-	"4fDdxZtXrwJWN4XrQafT9/2gYSYcoth/y0koBhL75lSB6jbGyYJ0ZpnzPkBuBVV8p3PpGVM7ElMu7fYw",
-	"3Mkwp6zZTNJL9ub8dQAWPmkTMAeIV5sPdT+/cNG4IVgOhTlPzxS9R7iLoPsTFRlsMvqMZzw8UmQHZI9r",
-	"aw/281A/e8mz+Bp9Pe/zpNR4kjVjyaxrBIwVbArbJfwQaqbPRkJg4b9dh+PTdycHF2/OP7x6+fJtYRFa",
-	"e7/7vd/a0guhlehSdBzcZmmCnpExn4ya89lAGpo1UMklLJl1w+0DtRGACB1kQT4Hp4mM+LKZJc1Xaay3",
-	"CWwVRA0NYBhHPBNBi8HA4a5NYpkJhz8oTKbkptM/6daQcl1LdYuHBJ96pga6NXL7mSeHQn+hMFcWf3Q1",
-	"78V647SmEIDbE4SH56CWCUMjBF1Ah4E2QJ3EmGCGFBIBORELszPmaiBhWHQInHJoex6MwJvxOArWpaUd",
-	"GXm7SUqanVGTkfTYc6loDvN0NT0XdhjFrtOzD5OkRtN6S4Kanc9fX2pRsetPWUX3yyrSwixXYBigIyim",
-	"FbhiiRtJOWfVoRKoKguk07nwOzCx3b/AzBup4T7TrXk1LewPbA7KVmuvZ6rLN8y+e+j8Cnu76T+12y1I",
-	"ptEHVvfdzavIu527IeD3h/jrtgdR0/yxbs/UO+lf01NbTtqFOfs3Z10cVeqZGydc0Ot3TbZwpdVTnsXj",
-	"yrOI8tvTGDX2Qi3aM7cnVlj9+oFyKthxVqoigHjVzSaE7mVQmY5hdu8GPmSrxUT3z+p9ZFkYWgytyG4a",
-	"JvnAeDgWEamS8sr1mj7J70LfL/yuHl8bLv6fTaLrBbuDE9kK52oHnTmcT+kvjyj9JbIiaY3wRbbSu7iS",
-	"8I37OZJMtRWmRjyQI8mgUwMbopHhV2KWsS1fa4+Gwxc6rt92ACStzx6YJ3hIkDZos0KiwEACi0iYpJHq",
-	"F7CxiezWMD8ADc214QaRCf3g/hnfaA1kEPGMB3kWCxG1UcMHZ8cOVnqGOTfgaEJ3lMMTH0vA9wbyGvci",
-	"8/K19yCPxXicvFJZbGPf8OzgRYgA8ZZ8ZyABPjzjH1kceeztW+AiNtW6+DD503L2OsiNOJD5hAOIrjXt",
-	"c/ZOHNYsTTJAjDX0Wh4bChVHYiALBL99YEeB8p7ngNXJ0+iDSbqD38AwP+jft55bqjaUSs8DICdCV5VD",
-	"vrxfYIszj6kqOth9yxXcmoHXgaigTe7BNEkFJikBWstEcCA6mmPGFNECG4jBKV9afGGAe0FKO0RyBbIp",
-	"gFlA3h2H2sHfYvS30lQa9qV1Xgw8Gxv5MKirxoOhW98Hzw76bfQSVY7DdrEM0YKLBvdNtR0L2sim9xCM",
-	"BGMMayxvGsCvyltAfX5yE9ysalah2pWLfVrtzla3t61nQ+9VeJsQCuA4+O09f7TF25CE0NwJt6LmruiO",
-	"mj2+PdwJd6M94Y9A+QMuWlBkgfYb5Rl4SdHfDbpO7Hyy09wZtsPmTtQVzT3eGza3wk7UFv5oj+8O89l1",
-	"xQiCh6wxp19ef0b1Arx8V1OaBO6TIf0L63LORVdpRovrUp0CyXNXi7vdgIbnDEIyEdbHQgV9opOJwdMO",
-	"aR4ZgZOWqO71IwvDxJslFn3D/h326D7FfCBHViZSQKrnqqlu1EnHZNe3tkpM3OW2G6deus4hVvFZasJ+",
-	"JQU+fLaoKBCDMfgKcP6DRqVbAM/hBk4BmopyKtlmouWRuQTgycckpvPdTohbiHQAhjP9bW1Xt8DNcI++",
-	"TbjKCFPhpk/rx4DT3Thx9S8wMILIaB3fL1TAUXdzpK3PuX/upHets/5zywe0eDvZT+6Ax3CFgDOADLIN",
-	"7pAXqaAVXF/68lboayLLl/6Sx9LDY8cNdQ7Ve1vTz9CkZukSKFOi+UR4+hpBQhkh9Zij/DJR86FucwiE",
-	"ILCzwBTSWj1l5iH9WOaVE7lpizfjKGD1VIRCj0ZvzGiOMkuw4RK5DDt+p89+nIu5iPYL8hzmImBqbNC1",
-	"nW2d27eP+IpquPeqqnSWP1NoskK35wqoSiDxP0vy2c9XCKYfFAOwDvXIzWJB4r2Agqg6ZgiD/EdOUpmv",
-	"aTJyRw/5pbnVXZyqhocJ3jfYvcQmmLMyKyi6RIePaRL5TCylkc+04FNEspcvKnDtyHkm+khjm415hpzO",
-	"VYwO1S1XpJhTA78dNaBzNzUAxnO88S11t/vogGgq13ul89VNBR3z39yldN/sTrzM1iwlcR7/vmJJsYyH",
-	"pnjFRMj0T+tPGZVrmMNW5M/vdixNSi1XebqdvRx08yJJMEXNlBzkm3acZbP+ixftzk7Lb/mtdn/X3/XN",
-	"QNSLlGeiCR5oXJrN9tkZvl65w8pd6aPn5uDsWEvUZwqoZSC3ZuP5MPQNZjrzpHFjd+1jdU6RX8aZNcdy",
-	"dx65zYCHR/FJGOkvoLHQzlGtKZdahS9pLVrFsGoLKhjrlJex4JNs/Le1xu+BW1wFnKROlrgW3vNZix2Z",
-	"6HCWzIlqW1/rQ67EprQvX0I/Pp/4JbkqhlLfzdxoqbUEkqu7BPCoc2skZXEyHppx5SS+FlJ/Xh9G4Szj",
-	"GzOFZiktWehdglL2pQJdgr4AXa6SSsf4SZJDon7mqhW6XmTqmDitOJBHRRDtrt9mh4m8hDDXwbVYwdGu",
-	"vZ3HmWDtDmDeIJz2wVxlcDDWM2NY57ABy46ShcyShfzjcDIXw0RKkQ35FcDFg0c7vgMbBmkZX9gvsS/g",
-	"U+yIGrk3OUYV9DZEtEug4TtAXgTa5yz7Zk13irDiLuJQmMUw1Vk8FX/B9g6mIo1D/uJwHIf8MqlEae40",
-	"/fZFu2MmF/CKisu5u8vOtZBn59HNiOg3LOE2wEV3V5bQBRsKu9Gu6Iya27w9bHbDvai5K7ZGzR3eGbZD",
-	"P9rDWkNaJ+iRiiPBvo6zcCweYHmwLyuLslVeFIL2qVyFWN53HdrNtn/h7/W3NkHLPlkvJzZ1q5tPbE6n",
-	"YrlSKjhVnkhT7qs8WIm63mnuCl1z3+TivnTd3O49v3EdN8xJq9QaTpLNkaVzkrDo/sxWjyx1zFJX3VZj",
-	"aCbKXi2bKz/5sa1Wf3K6sCeH5aM4wZjA5LCarTvBDsnxenfly48G94NLY54hT7QsMEeyek5/TLSkobbW",
-	"ZBYDaIdhQh7I//7/u61uo8XASgkuUy6zD/po/AFf++C8Rmz8Af0FfJLGVxhHHgumVx/++Y//ChomLwqf",
-	"UyJMRUbP4g/6WYXPgkcPiJRsoTbPiY/B5gTqPUR6jjCwBh/Rb355cXHGvuAqDktmDbQmsRTEGRUSYgsR",
-	"iciCXet2GhY9B6dvwlWm2LbvW4OUnQPHeZxRlY4aJ2k2WeYgoEx8nMWpUPssSsD84upqIF0O71nO29pC",
-	"1nJ0CD9/vlViaF1LKvv8+UBW88p62iAMERnDejxTqigEh3XDkoczHqaJUoaI1tTIWSwAPA4rLNX0ZwND",
-	"QhlRQAyPblX6y0Ai7LbHpnyiVxbYXoRyqNOJZxap4As4QdVeyoG0AEtmcgSsiiVBj1e4189ygnDw7xu/",
-	"jsmeHgDbFfjTiAJ7hSHcY+DRgN0JQSHpbk7GJ/GV8AAuBkF5srEwMDH0HLGkmyIyTslmeMEu2QTAHuzE",
-	"4DakIk6YEuBmhnOdpAyYsTzgzY2FYsEhD8eieZjILE0mfSaTpsqSVEC54kAikdYHR4AQgzRsXZaJj1lp",
-	"xZ8BpQVg9cwcbIh8wQeYT4c82oAKFktA8YKwn2JzIM0XA4nSByYp+GlQg54Mah6jf7qdGtQ+Baw+FVFM",
-	"GWJB+Z4NGh4eKMDWGk7ElEVJOJ8KmfX1fP2dof7N/k7kYQH7O8bs/z6Qf282m/b/9bNd39cPxvKaT+Lo",
-	"Aw1Ov/I1yDGUOCBgECtLZp4lZneY0HHv85wmTf/+3cWr5i5NrTl837w7ATFWmMpMicmo9DUj0F60W229",
-	"gaiwON87Ia50DoKi28/PGD0/iaVoMHes87yy/YMrC/++KhqTzMrtguSnz7XdqcPn9GfeEXGcuQkWaSIv",
-	"raxPxXVyJSL9V5TnczUTUC9a0C2xifbWmtX5Am4Hvf3gfJvHezc9LkUMOqyeoKaQSF0vkxTOJiFIBYeo",
-	"4TUvYBIMKAhsOOZsS2yvs6fby5Lkw5TL5QcLF8P+zk4tstSWTxLfCnXXMQqxRWCYoUxg/PJWe81IvkTP",
-	"Jo59GwdfLwniPAcTUn4TKUVoFHYqBDYJhEbYwhYZyAM2Fdk4iShpGfoPmDiAVBa4agmJj+fPu37v+XOS",
-	"0geTSbLoM3wD6NpXTymrB9hIUyZZk+s3BKRUY4ANLw9sX6v0IIBwAq2NYaCZlBY3Fbmhh+ByALbs2ueg",
-	"5Dib/lia93NtjkSEo4RQ9rUWDq5v0+pItX5tevWh++rH3b8MLzryz4udk9n5XvinLfV11D6tebWClqSf",
-	"Vh9+3PnzdedksXd+1b2Qu3+ZbX0Zbn81an8x7R0p//Wy847vfC323n+sebX8/Nb6tdWDexe/Kkye6wR1",
-	"5+pjc7FYNOEczdMJHaWbJ09rZagv3zyDhoM/1+Xcibx9gN7Tot2MiATNeTcr2q0V2/nz8ZCsLePWUuG5",
-	"RrXYEuyUqN/RkvlA79fE8qvx8HUYv4m/evWXl+cX3749VsfTbPaXw+Pt4x+OF6c/vMtOj06z06OX8cnh",
-	"V77484F+dhwdZj9GW9/Go29bYvnVLNw61b9Ooi/PF2/i3evTi+Otkx8O5qeH3Y9vfrhcvDk60K//LXp/",
-	"rJ/LeHvXP5cvu++nX707nfa+i/4WnYavjnvftb/7W+hnV6fvfP38RHx5EL/54eXWN0cve9/88G75zdGf",
-	"9lphZyKH01d+9OevJifv/9T97n17MXz9Lht2ekp8i+Ve2lr4EMtaf9v3i95L3IIbui9VmMBGKiQd5KDd",
-	"6IxlRSuVFbl6PVwrsyW/AFv3HtsQt0vVPjwArCjXRC2F+Aq6bEXka7LgS8WCXMcteI3Mr2/0AAk5n2rL",
-	"2z78/aoXyMn8vROhGNza5hzeIn2MWulueYF5c7XS/a8HWVaYTUjRSiv4dkEiuQIODvoNljJCtjkq4mst",
-	"LpBl1B3He9DpQJYwKnRY6X21orlmEPkDNmVnVRa27rwLMQNxLfyWVZlyvbm+onU1jL6eD/dG7bi+TsU2",
-	"bOLt+22oQ2irFEPNde0bFO31evZNuw7Htma9DskTUfSzIHTpAy5T2bzoW1rqz7EuHKxiZ+VYyKeidDoc",
-	"d4Q1tN+/f988yMct+vRsKvhk+odBDRN0B7WgJNTK763KtWDNhzw2S4XCxLyKfgM32ariVBSK1Z8uFM9U",
-	"i7/duyLXT5LFqtoFFpj+kzEr0GbhkYFUvb/8I0FrPtRn7tkmO30qVhpXIr0GHxyPVDEfBb2q0b71Ndqv",
-	"Qb7GzySFbuvpM1WYrypBRT2O847aPKo7aWqUTbW6gFmSsAn87d6rtTLkWOEnacBtdhp/8XNOcUzGs2nI",
-	"AgLeYYrmVeiAFfudzmQmPmYvZhPM9fmcW95e41yxWw0yuOtLA3ngiTUTalwrwa2dCsDjsurVa92eu7dm",
-	"rxaCPMUcFdftwiBHzgA2VK3Dih9nzUrcybUDqXPk21mfFfhgi3LvvrXY+18g/667dVfdh750USmTKpxh",
-	"nyeYCjP2TJETFdNsoZGCOIYd9XMoO0ag993LZ7PusDrOQ8MDhD0A/TPltyvRGoyY3OAgJOiLh4qbfvKM",
-	"WwU9O/2/luKjb4YZ19u0GL904qQHBX3TBEsd1Y6KPbRsHiWTOLkL0TfEk8gLYfEYUnrumWL2o7YwI05N",
-	"tMGAJc/SJJqHmSIGEa6YWkBOUkTw7msT+ViApRnG/MlZvDESU8q90JZKyUsQmBiN2ca4NI19iC6hSxVU",
-	"5rHAfxNmEISTZJJ5eT1+HSgXlsm8mPIBwReCVuj6XZMgYoMSkpm7R024GrN68LvOqwC8TbHEAepfNAgy",
-	"EyaME4I/+Nr1pAAQhcGP6GNLrB7IJGuOkrk0vmI9JmMM6I9QgYRZQODKoMVAyg5n7q/EsjJp5cxum42o",
-	"p9YvTlH33uY7w91wL2r6oj1qdnln2NwNt6JmV/RG5m+PFQHJPUjF9E97VArpn3dxVk2Sy+RdOqEkd9V/",
-	"8SKMZKsqf/OFfrQ1A5xGuT4b0iw49ORKLC1SQ+y+eWx/pQUSPoblSmhl5U8eAl4W2V4WshhkVinVUn8J",
-	"0ZEIbKm5O9wLm93IF829UZs3c2qAHe4OHRMITXsi4il7m6VCZOxgniXFMbntJnKY8HQD+Dq7p/MFu3+i",
-	"oP3YKX1r84xB698lwWp31q8jO+luBSUwkTI5T+bZKqVsDNWAUGEl2e86r1ydxVahfJM4GDpZSY9UQrAX",
-	"yUxIPotbSz6dWDzbg7NjfVPxbFwsNvG7ebGJFu0gSTcuMrGy9y7Kzg01Jt8Q/w8G+IC1KKIA+Zo7BIha",
-	"FmIyaZKfLi4EKVcuS3OTFe+rxw5+ZY/E2vTPSh1l5lxbRlMy+g3pSGVKk7sUIlBl44MCrd8ZCqsEqT6Q",
-	"m2GqH2upxhKtGQeTWAr4OfAcHi3drYEMLDurguJaDllKFpMKj1cCyhTk9YQ8TfXw5ypLpiI9S8VIpGot",
-	"3rIlkbCW5e2QRWbaHZIOPM5F5UKLgYdBL8Z7UdyCXmy79Wth1nc7fHp8lINA5emx9805LvXefPDBqPXN",
-	"9oMdID7yMIM/xPZMGriywggc/uQb+P+JbnkNAdF29zb+oVsmG0DftT1JJ4RBkQer633HU5INyTxjqbjk",
-	"KaQ+hlyVAaEiLvkfF4ZwOeSZ0K2bip4qWChq7iWUlKxlV/rc0ZHY+3XBca30/gmY6w743Tcm8ZPo1KK+",
-	"dpMyflx5lW6sftPrdwXAMgv/BIH1+LCkzdo4qhspC3kt+PefvDUlAJjpBlqzuRESyXJWlLIqB/cfB2KS",
-	"K4HolDO+ZJNYXg1kPfjp7N0XJ8eHH96dn3zSKuOLn8CV9Emr3xegry1ymE7FAq175NwzYNO0nj9n7yQw",
-	"ZwZKyAjyBAMgvEcV0TZo8CUMmWOfiK4G0ghx0uWhui5iM9CxhAwFq68oXh6io0KSfPHGwVJ05Hx0Z6Nh",
-	"g6mIfgrUGQDNMVyWiVSpsn0ZsHqgDfaATQWXaiADaCNo7JuP8QzYQfWYM/ExC9iQsDLNtCHtrqM5jhNp",
-	"ZgaXAfhghkvsfgtmMftTzEl/1j8dZIHRkSk4jbuCvIZ62okYBZagz3D6cQ5celm9/rAUPBU5EWcJ/4PV",
-	"13SBp2Iggce5xU4RsQp90xbMiXG1lOE4TWQyVxMivkxFlsZC7UPOF7yF8zaKJZ9MlgM54vEEWDVpC5Eh",
-	"aTcagexEMFAAZs3HqvtFPJ1mikbzbJ4Kz1YEcLYUPGVci7gGlZLkexpmAUoB3PlBfs457FXbTixVJnjU",
-	"z/meZb5aVPbizBVQXtMMmiG8pU+h7Wt4jfCwYSzXUG3Q0ciT84c8vLoErh22SNIrlo3TZH7p4AUl82yY",
-	"fPSs3rjCh5QXe6icBknN02sAvOEsFSrjKfCeQl8QFQimdsaV0jocwA7IxDIrDWTKpTNbiqkE0YeBRScR",
-	"qtFax7KJnnuUGbCyRjDgVIYTwSHjd5+FuqnJRO9RuD8pedshEkYAYTikK3A22tijaV+snBHjOPDZlViK",
-	"yC427b1zMY1lRFTJQWp+6jNgqWX4C1XSfBNZIYoH0rxtUaNYHZGazB+aSmRZLC9V0AC8CAflwb4SKxbF",
-	"wDMXeQNJchZ9Hh4jWVXXswPGc4ONksnEQD+Zj2gJRzBVAfLhUsf0Og4kbXt/r+/769i3WJF8yww54ksW",
-	"RHMBXE3s9wNJMEsjJYDeygxn5U4BCKUZT7MPQGPkgdjkzrf0jkBRqs+E3rfmSLkYhqszadZxPhHq+XNW",
-	"hw4NUwyY0ITi+uPegEihCmg30M0Axggj5JJGfyCbxLV2hZz5NkxvYjnGhawvA7v5QBLYLRSYmi0kdB5I",
-	"RoTU84x8JfMJqB9YPUW0z7jCLd0D891+Ue5hGn6F6GN1uOz0UGmULfpCYx8roljF+cCmClZWHrKC+pc4",
-	"sq6cOjdb0M6qaar4hQZ+1hBzs8Hc97cE83Oh3TEk42w24aBAm7/smf9r7e3hZ8xt3Wd4BRMOV/HGrRh+",
-	"8QHqE/DXw+IISbVO9fY///H/9HwfimtUw8Px8yhi8xkRZc+nGKCFJ4BbjSEvWpNY0erBj3MuszhbBux/",
-	"/r8smMs4O0xUFnisQ0Ns4HfFj3M+sXOjP7Tac+ykFq35V80c4j6z32d12jqGPg5w1pmWIgiAjhVDQJKf",
-	"19AVJx9mBo1njDrjtW+w58FYwfyk3NEQMD1r212PBVMxTQL2z//7/2Md3/c91mq1oLhOd8OhiteNXIiP",
-	"EK2GFN2IcIYIRd7caxZBCCqt3JId3I1QhkVFVxy2de5pViGfiYhNsFAyTZNLngEWH9Rp2V3rwLTh2a9r",
-	"GQOd48NEW8soVrqdzvPneZKeE27Hrujzn5d5RYkUfT0dJZ+XLb7iQGpoJEru33ZjjfXA5IDaAAulcwcN",
-	"GDToMLbAXulLH2NWxfzIenBaep/Nc5tHy4Tyehq4wrkSkf7qyiXH6sFxwU1VeEV/koIWq9zDC64G0s1e",
-	"AEnEWRSPwAagXK56mVmfEbF+o5rk3qAvrTaoElB4tGYa2XWjpQJeeU7ZMFZZ7BcZ3A0JPtuIAx/i7hgB",
-	"go8NJFeG4510z0o6fNQz1tc8Ff3Mt7mZN+RR13L83bvjIzwPl0kS6cfiUDQ2Z1gnldbMVhHZElPaqubJ",
-	"GisOafX+ms3Q7XRazNj3LBU/AIOOebj78SMq4VAcZzpdZrjfHm2FvU5zJ2qLZpfvjpp7YWfY7IlutMU7",
-	"o/bQDx85sfs0llpQl2KOcHdA/btn1WFQSJYiqyJ67/R8z7pSD5PpjMulxfcpeFj7NVM88sdhGl+OMxVH",
-	"YjaZT4e5n9a84SLmFO5a80tzcdufUduzyEAFx7X1c2/VvBpcgOY5fb/k/74329EsMS0RyI+QUa0PatCn",
-	"T15N76sTbNad62PXZQ/d8nCqjUVfSazf3tpu9fxaxaTX3hvvNzsk9zc7OTmsrS7Ejb7y4hrUjrjkzH65",
-	"trIeDjpVd7fmrkzNDMIujnUOb/m1tYvUyRfpr3pDT6dJFGdLglbqbbX9WtmDeTjmIz3aKFZjpo85180a",
-	"BafW73g1o9UANVSrV/Nq82Ra69deHgCsUqjP9Na27/udvXa31wHHcalts/OKjH84WqrTyeazQsO1ds1t",
-	"WrdMDePHoGH9T32UcTPWLsZcXrFlMgcxCYlVw7nSEwJe2QfZprWzN82dnV3dO9yrULl3B8b6qitkTeav",
-	"EcxZQtGEn6NmMDU8/xu633EAdyHptw711VHindt3XasLbYTSTWRiKHlwdlWpMEmB9pLbp+CdIjXV3G7O",
-	"3Z+XIkixwHIEagnBT7KSE79CS7jNp5+/Yt+A8XfuXJlEXfuXrI+7C51pevTZRLu3v0HduqDKmM9Bw8XS",
-	"httGVVHNAHGVziYvE8gmhkZ+HdEY3CvleAxuT+fA3xyTqUqruR1wrRDSJ/+yUKxeyE6xxlRkAVZ4ZrHH",
-	"Gx76gi3BJ3iIs2TBUyj+ydHZA48Rlwn4SfFF5oRXchI1NZB1NwmmYaWX87hRA26OxWjj64HYTImG7ehV",
-	"7uVHdOx+obRlFo0CVsdOaVMEfC+rRSYeGy4HEmc1SVnwY4CALY0S7FDB8tBdPTt6ZfErcA4xYxmCWXoh",
-	"IM46QkSK3PPbZ4txwobxZKIQpMPhaycUSUi/9IzHzGMAP4kOb1C0PLsMhdhVcSE9chAizV1EEcGInb0x",
-	"v8TQD6mjmCKeAfYXjWGKnExIYzoB/Cf9gWgOcMECeuE4bAsRkzUe20Koz+72b89ZmGgbLounwriNqHcV",
-	"ZPYtdmBT12nlA1aXEKsLnr8AXoFVhKCBvBSZAjwDi0akWypDkShGdUsLvqyyqV+L7DaD+pY0BLq/jqOH",
-	"yURIszNipN3kuj0zz9/nvi0ifsyiUQEuvfa7s6NXzXary/75j//CvW0m9Zliw2UmVKO2Pg3i4qYDxurv",
-	"3rITkWUihSwUmzoyjCWHTJOVQtUbdAOoFQBkiyRl9bXSo7HajzImASEDHcUKSCsI27HY8Ht0Npwdveqz",
-	"gGcZD8dT8E2O4onQR/0PA2MhNY1l1JpFI6oWzuf3Tu9uUMX7hP34GLhrP1ezeIGRz/WQkIfwd/BtV4pl",
-	"Zp2XWhhT7dJQhIkWxgHFVUWEBC70g41V2d98sfyGTwUGtSGSZ6ufjLzncMwg02E0TwnMCblg2JnlJXec",
-	"epbgtsUO8+gu132HwqbU7Z0bL+Ss2+mw+jDRBy8VmEXQAGx7t+x3tdwHm3lM8t0OcGN7yr7w0BaVB25o",
-	"26EncpHLf0+LCDbAA8gtWzu1VnKdIx01myZSLAtlDoaDKTImjqueJ3PwOFOALI0M5UOS9gcy5GrsMc7C",
-	"sQiv9D+GXF4hLfYITQBjnWgF0MRYz1B/DUgRtgUCICwDNk2uDav1kkUJoVe5RNVggFmJi0ozt3p1rCCw",
-	"7wFtMzwAZg0y5geYpSOh9kA1yhRgRKhrQ6stp50kHcjA5SUmE875HfTuAxJ/Q67HRa79G3ZKDDZaBf+Z",
-	"ckslrBpPEH42iYGMwWDfOrIKMzKQdSzDiSULXoRQVZebqPZPlt+70WI204apLJnhtBRTRbTdFUduQgck",
-	"5VCgHKirsTiI4kkmmp0tEhPPVl4+Enfwk1hlnjsuh2jLd8Jl8AxuTr122m4tJF/0ietrIPOMIjeHpOXg",
-	"RDq2F+Yz5X5HE9MOnJV272p7DRJvG9SQYdqkcr+L9brm5FjbXJvEVbDulSHUA6ijWJPCFThB0Up3KAIs",
-	"bxYjrfKO0llcHxr1iNceHKjoSN23HHa4DejIWzgsMwllpWI/h05w01TxK3q3YLxZtwY/GgWnwpBE4UYS",
-	"83OUDO+eIdxfKlD788Vme1En3BFt3twadkfNLt8WTSypHrVFJ9oKu8Mef+SxWbiGyhCI8Mv8ilsKlYk0",
-	"4svKMKGJEqLMqvXpk8RJcl0me90rEOVYaQaxNd0qxOXuECAqbONCgOhfHfn5LFfH+tCPvRzdyI+5P+8f",
-	"+hEbRn5MS48p5GP69K9ZGVdhcWdov2JW9XWBzN+/OfPlKYj0aE0mlJGO6ADvRtlM+Vw76sVP9K9jDDdF",
-	"YiKqEAXPhTZXlNOdovS6MRU/1/vrSN6YGcyIaawyfiWsbYUa6jCZy1BEaHZgu+6pHPLwql8wstB6sHaW",
-	"fgV9SdbvY981LirH4KknqXFyESe/zfOHzGn91H5uWAG2kV7VCKwLtDYrjCPdC8yDL9h0uaspFaM5ouy5",
-	"U1gwagzj9AjgavaJ/D9fBK17Vzm0TA54rNCPpXthOxAVclsLFUplg2FN3M1mtHbzLqViJjj1CAbPJ1TG",
-	"pBulopIqCmA9T+e0mX4OzRaB+2iz0iRoaxSMc8IvKxRp2e36UCTD9oj9izF4aE8+lhsXOvNvduH+211i",
-	"6OVaOYD3vbcwH+1G3n3L7qQM734hogAi7bagBvDx82UhOM64ukJqpUuRl9tWpS3YxP0lUzyO1lWDJgvp",
-	"VITevUAT69CiFtQPoLovIqhuKlWoUBFVblpb8F8zNMx4QIDRdZWmkFGQ15eyUnnpwYYhlhZzsleeVZRF",
-	"gnusR3F9x7lDRFN6oMjtAeVadYdL38uLt7xCGePB2bEpEdCaJZ80tE2m4o/Z2PRrj3I09bYhBWCD2I/e",
-	"cI8p8qPouX9JEh0maHBT7It08uAkMpu8sb/eaH2KDH2+mfOZZPUlGWmWKeSSDYX1Xa47n1oZzlFpt1ya",
-	"u98WW31RisOEwdw4cwJCkqvMmZzfLFH9LSqAxZs2u+v2qx/cY5vy1QtZoBfUmxWQbHOnez3OlCWrJ8ja",
-	"cAwlsOBdAwSLRRpnUIPZ87cwT2wRK9Fnc2mf9gDrtgnsj3UwePQJMzXjaawHrBdf6zog7Vb/pJX5MGMO",
-	"mIH5DERMwA6UCSq/w6V+XGDFIIwhTKZQIwkbB7ECnGr4AxOdMdpPlvLRKA6RrjLLa+spaZwUio7vb0rg",
-	"fy54BJUGD8/hrz+9/Flp/KEFPQ2wO+573dB5ugeIo1MEWRz6kdmZzlarRHK8gEJ4erhA8qe1nn0Gwldr",
-	"vIZG1JW7PX8rl7t04N3CzI0l77wgJR4GxBFp5pb7VOu/boitslgq2Rq0OyE9080weGM2ci5gSuX8d0Ex",
-	"rIBbAKAAE2h+a8EW9vUtWgiJIjYxhKmVyOD0jjEFgEVixOeTrJ/DMBC+gWLBX5tbHvM9tuWxHY+1u98H",
-	"a85nsQeff0ypUyvIozcNChLCaGoKKOqIDEGVb16NRnfEl3qRmlue7215O167+/2dIkmlIa9lbjCLRg8+",
-	"ccv/LNmJ58AsUpjwfCvcjEs1r0zmQaCAKgiqlRb2GSTvXYklZmkbV1uLBc5eC1z2YhbxpUIn4D//r/8E",
-	"qgO256BF7HqIvw7x+hwugSBd3K8aPE+Tfkj+Z7hj9VmOJeMqJLheqBygALkRInAUhbIeScQ+MSTIhQwO",
-	"g70SQw1BoghyyZBGE+3vqog4m1eLiPvGoe2JLt7kugVtfguaXuyX52K5oG9+IcQVmguVcgIdpBViYufz",
-	"JcRDx5krp+Licc/BBlLS5qdZl+xTWdwDRjR/temcQGx1HzmvtS8oDmtCrZgtc7s97lhZbOahyI8lQyIy",
-	"A1K0msWJ0jaOGMb/QMrmPo5nirk1ay6vW+ErDCHl7B9ihXCBJksjL/3q+R1WDw6Lb5eAUIDFR98HE56J",
-	"FNDXlKHCWBt5S5DmHdvPU0kgmJLH5VaF/xHM8FszyE2IKfJ5BpqQm+esBPS6x9vDjuGmaHb59rC5G+4g",
-	"c0WHbw27Ye+XoqroVqv1MC4nErXRLqo9FcGgCOpsNAWveSYWfPnIglH5vnaE1du8gpXk1EIMx0ly1TTE",
-	"PneyEu1LrG5TfrcbxTLaFnsLdJOorpIFNU4Wko1FKlqVAPDvsVMvbZ8+R3VBDA2DvO9m/O1etPf6XZPx",
-	"VxztF0lydSXEDMBfljLUD5DNei44tID4FZBlrm87mGA3pbzmEVEKpbpihoOIat97yH5CwfZ2s807w+aO",
-	"FiS7ojtq9vj2cCfcjfaEP3K8G1Zh8mrzAg+MnivVouECAQweceReWVNVaCe3tFyboiuX1mgTlGW9g+yW",
-	"ebJN7ysB6Miq1pRLfikqgZLpmXy6HSHwfuVvLmRyyCeTIQ+vUOO/pvP103+QftMaJtHyf3sxTyefbghR",
-	"ayVa3ynUlGLXbdRNDAciwHpdE+Mjwk9iucYL5PXSEgJsv4E00PcmihwLrbsQm12fBUaCQZZT/t048hx0",
-	"V4km5kASqSBA49mInZd/BaIbGZ/OAlZ/J+OPJlpheRB4lonpLGtQcr15T8WXkmfzVAR9Fly3vTypdciV",
-	"2O7q9788PThsvv3yoNPbhqL7gQx+ynv/qfXTSic+tX7SM/YJEJuXeRatwKphCgpo8TqQSARDtfPUKIap",
-	"gsVYifBD0GixV242O/6VszTJyMm1SAbSjkRRyaLMPKaEVqQyTGjjTM04sI1B4WIBvQ9iFVgoPpB6tUax",
-	"gKjZDyJE1lkYmGIjnqKCqq2u+uqOmcTDlAOHMJ9MksVA9oiOUWHKHFEjMKe7sWRhAv5/bAmp3FY+PZD4",
-	"7SXiJ2jluqoMgXbHy+vKXK0KyUbbrrUusT5f6s/S/VZyvwrblGJF+UYF7W/KI3Frv+zi3Ni9mf5uqr/z",
-	"f/zVb+59//v/2IxSARAUs0WCe6eZbyh9WgB+M8RNi1CcgbOwt/bcPnpjzz+7PGEzPwRumM0dMOW435J1",
-	"Pn401cZU+9Pu2QWe8vTKONMJXyRKJMV62n613mZEvRa9l4kU+8YIIJ0GchRWckOgKuzmeMSBpH0/m6sx",
-	"Jg5lTntUUV82dy9jBcU3nL07P9Hv6LdNvV6W9FnHbzvwj6bzBmRcL7fuXoCiL/AGEjVKCAICRD0HBG4h",
-	"KfcCJJyIwO4suPUBKdmqrgWFdiDbO3nqTMeAZOoep7Z+zqhgAeEFWgRev7tbKH2TCZsrkQKCiT4JM67U",
-	"ItHGPR/IWZJmrJ6D5jZQMrb11Gz3els9vDzH+ssGPpicbLP5cBKHLJb6UIqsrz83SZKZvsI9Nkvja54J",
-	"Vm/7L3Y91t7ptNrbL9odj7X39D93X7S3PTYKfb/ff7HT8Ii3PW1+c3DhQSC7OUlCPhnIent7r9XpdfEF",
-	"satfaPsA5zvJ4pAr4HZJBQQeoxyihUsLcAxu3YngEfDdHJ9ddwcySZmKM4GtoGhg9aDff7G3HXgs6PdH",
-	"o9Go7/d9+sV2tz8a7Q3tA+bndr//orurd0LQ8f2O7hz8fSRC7CnwYErd6rbtEBVUATJ3PfidzULT82zi",
-	"2nq9BhK6ngqVTK6RrQc4QqH+ceqtoKDP0wmViwKrrB4YX2rRzDN2FcsIII4dBq8Fl5mITGknPIYNmyb1",
-	"ucIPOm9BLrmeaoiGcq0BoDQgseDR/X70zVvrkjWvE4stffjA0LsDgn3ORHZ28N35y28/vH/5xZdv3nz9",
-	"4eDk5M37D2fnx386uHj5B8RwrweA95rOZYAcBHHmQTYULmgkrsUkmWnzpzGQmIQA1N54cuDg6KNq9in1",
-	"D0CTActIpNNYqTiRcNzezoeQGAjwwgnjTIt0ygiEw2Afx802S5NMhBniDEU8495ADgXUFgQlLVqrbYWg",
-	"TwDDsCnvzxHlwTHnnsNuAzP7g/5D6znlNFJZbut5sF/A2yl81/k9POiK3IGER6iHLW2DBi0WPA+qh5qM",
-	"KH4Cs7GCK0zVbmog69yWia+Mdh8pDIAFr1/V7UaLvTEZI8R7C/yzCEeEJHdOp+C/8pLW0WBEPn9ewNRf",
-	"1frUTITxyKSKXLcx7Aywx3A9BANpDBRIb4RyAoJ8hgeeEX4NVhs4tkG1jr9OiUcoJX0Rr97AcNzNKdvX",
-	"dkScwi6jqky9fHqM+r45R/oOcMjSeewx5TFQZj225eN/O2ysfzf2WNuH/+3q/+34bAxbSmvsA4nw+//9",
-	"P9o++x2KJ3Kp6nsD0zuTFFJ7QNyoBArIC6lX1k2jv9jYxx4RoBQnwkSrViAVTWyIDrptP1cXivcy1vpC",
-	"mUSUsB5Eg3LDjTM1B4Lq0XySf70eFP0pgRGScThutNiR0wu8NpTLb0HF4xBj7LNIRHPcr5CB7C677jkO",
-	"wijEzxQL9GAB6gpbHUjQHFwBDS/NUwGVK1zbmYAxXr5vjcQC6WCpwZGVBZFhLk7esjGXkRprQZn/Xm/C",
-	"iCXzLLD5dqTz1YMvLy7O9EJSwJVq1NVAusDxlsk8ubwHfjdmR60D8eZRpBUJ3PH5Qtex4GaRzCeRkSsk",
-	"e1ALzBZQlzOHYIkBAScLtdEnUpZ7goCbTiB+31hIz+bWDqRMFl4OuBDOU6imtgrirRjhq3XcA7lSl51X",
-	"Na1FUsc+KVtEj0mmpu8DiSGgiKkYEAbOb6+Z10uBBWX4jfVw5mWP3MPgmf/sxfC5GPlFYMt3eDvsiK1R",
-	"szvsRc1uuC2au6Md3twb5nzbj7c0ftW8q3BU388lvalPedN4fGk74h598MQEB1j31+ncBwlV69fQR3c6",
-	"+vrbvXT39dff/ZheLH54d3a0e3xy9pfjpHPCT/jbxeve7MvLb3+/fXW0+MPnhQbuuYzv42yMAZ1bYKDt",
-	"sXbRAHgUfSYKdC4tnLqKCtGP87qKEgA9eCQQAU979zHtXddP5mwoHCSrOx4mmSwaTylCT6AH9wzQGeTs",
-	"lSDdLTG6ynD9xslFrqpVdDdY6sosAfeNcbPm8TbEikzSyyTLBOl5WsWrckcoY45rladkKBpXBGjJWNAo",
-	"L7UYj+LIAeKu9r80DD6Y8T3kJFOpyqzDYU1O0B2V46LTPKoskr9NPP6L0n5wvNFTFs9jOe+4IHc/7956",
-	"XHzHIicnS35VNVrsoCKpzknXuSGB7rXIfqMn5d/JpvjFNavb9KknYfRYhBEga99dEs14Fo4rELQhR1qZ",
-	"cBhEvljdRqYA/dIh4gictwNW11bidJZBCag+NimpKnGmn83PSUDMs3eO9pR60HfjFquqAyHAEnRti1Eh",
-	"gf2N1o8s9a9hWF7xYhsD1szfM2VhL61TWe3n7wUA2VrQtkAPY3Wseonm6DVutNjXYqkszy1TGV/a0gWe",
-	"EvtDiFnr99XMjKX+i2po72YR/y1paPf06xUvhuda6q9I8vsKaJziX7X37fmv/xqEQwUHNHpCWXyqSbqH",
-	"6wCl+wO6Dl7oY3g70DwvpSOY5F2bMhZnmPsVKzegA5k1izHPELQ8U4VrfR+x+RII86AAYIkUjRbr+J0+",
-	"Q2yd/VJ6MPz3OM8RHicLiNECW8ZjdkywA8cpjqkwOU46m2ElopuXDI4XSnrtsxnG53nmUawfMxzc8D66",
-	"bhxkRwtI5rAhlqplY3n5GzX4Ove4fY+jTTEQN74iIB0UiZRMkKACM5AWDLf8E0zU5QMCPpVFJcv0T+uP",
-	"HGUjmJNHFYyUvNPt/EbxnjaeDy2vC/kIv13Qp1suY8yvYZlQGV6H97+EMT+5aQJq627j1/H1Su4VRDbx",
-	"Rc9CMeSZ0FjyAYyH4mMO1YV4wOLjLE7FIYZMj+VbXKOgwYqZpJQVrDB936bleyZRJO9Bzr84gavcw1Qj",
-	"YS7YFKGrFnEWjpF30vgvJ4lCDqs8sQ5PHJj2iO5ETendp3uhWutG0Ge+MatNZ0z/MMXGIyIa+q3JTL6C",
-	"hCAzV6vDN2M1U4AazqNWO4xOYIYaEwFqQlWYrYH8jDwx3LeY9lXMDgMemrw8icWSzXVn3flHWlCeMZlA",
-	"co/ii4bDiXJjjhi2nJcq5EAkpTlekxmwX2znJrKTst/8xgSwCvBn6CkJBAo//ypVrMdEp7LJEuNVVtwn",
-	"P19e2ZboRO3QHzb3+O6o2RU7UXM33B42e7w7Mn973Hll1bK01vfv6g7BTX5OVYVVismXyYJNEpJXjni+",
-	"EmJm63sAWQwdxOZEBj99Cuih2MGdrD2lkP0m03Dyk52rGE+Os6dMnV9Kw8eru8Ld9swE229T+aEr6XX1",
-	"NX9SrpEydVhOVRVgnkZiNkmWIrIAsGkOGRerYj2bPi1UuHX27ouT48MP785PWoVTvWKCAlAEjWMFJ+Ij",
-	"hZS4NHYjKs8Syr+VYllyBcn4pPrDj7ZG80osweijm+6gAMBaQWRxbCHnZyVgpUYfVWThMWQcTAWPPARI",
-	"d6F3PWJibbG3WE8BgGOqb+Dw//l//mcBD59+hhIhS5LyYuWJHO3dGc4K+NPqgF6CCWGKsbMEKTGRuDOR",
-	"hHHUZ4pPhFHNAaKHzfilngY+m6WA3AMU8yKcxNKwxuCF4U7voUPCotbQhOScoSXYJwLUTQp8os8U8oDq",
-	"JYcg7Onx0TPFIh5PlmzIs3DsMSmAEoW6A10bCeH26whL4qq69F4bABQU6ReBAL0CqYxXgMSiIjvU+/O7",
-	"3cQ/XecnB4ZnKs+XuUIJ1KYcCnYojkpve4h3teVDIRPu7GJ9cymxZgVtwxk6+P+qBy5SS1IKhPvQhAdH",
-	"B7u9YY2c4oUztiqIVhsHOCs0vgzmmIEcM4XFtAWdD7voQWv2Vr5rJgmVD7K6ypJUqIbzpRPzx9u/c3p8",
-	"pFjd0tvyEAgSVDV0ldvGafmVirbOqeKR6dMuRaqeMW1rk8kep8CkMEomcQKbIBnlPLuFCsm8VfPFisZO",
-	"4msB0L14dgtAvoooBLScR5s//6SD7Pvp+0//KwAA//8=",
+	"7P3bdiM3lieMvwoW/z0rqa4gM3jSgVq1upQHj1WVp85U2m1bHgcYAYqwggE6AErJyn+u1Vez5rvtuegn",
+	"+OYV5gHqTepJvoWNQwBxIINKKe2asW+cCgYQwMbGxsY+/PbHTsyWK5aRTPDO9GOHfMDLVUrg32erVUpj",
+	"LCjLzrO35IaSW/mYr5dLnG86085ZhnDxDqIZytVbQecGp2si357h7Fr+H8cxW2fiBebiK7bOO9NOGI6H",
+	"naCTs7Wg2dWr9XJG5OPBYBCGYTicdD4Fndma04xwGA5Oktz/5wuakYFsMgxD9JQkOEfvRCdwfx52ptk6",
+	"TYNOTIUc8lu2zhL0lsXXnaCzYlzg9ClLSGfaOTo+PBx3gg4XWMi/L/5NDiCZ4Vd4Kf82/eeECHS2FqwT",
+	"dMgS07Qz7bDbjOR/iuUbHF7Aa8H6MVvKdzJBxeZis5KdpGncCTopucJpU7foLVlhmqMXL57KIS5YJl/7",
+	"w2AyGE4mk3BwdNQJOgJ/OE8cWh4eHZ90gs4tmXEKo18IseLTx4/rxvQp6CwoF0yu4Q8fO1h0pp1hOJz0",
+	"wlEvHF4MjqbDyTQMv+8EnYxBb+/WsyUVgiSIZUgsCOL0KuutV2iFr0gAf5EEkZTEImcZjXGabtBsg17i",
+	"nGJ0lt7gnPxV0fZK9sdNf51PQXkA44vwZDoI/QG8zxKS3+ZUcgriAueCJH2nQ5r9pFnv049BhyadaWc2",
+	"iIfJiIx78wk+7I1nR3HvODkhvXA+wMPZKB4nE9IJ1NJxIESmVqQ8aPXGgq7ekDwmmRzsYdgPQ/l5njmL",
+	"MB4NB3JtqEhVPxm+kuNdEmBtOVX9iQu2RE9IfE3y+v7Htf0fHx1O3P51tz/WkSEoaHy2ZX3XqwRXXnFX",
+	"4NOnoPMU58kbvFmSTLwl83WW1EmBnN2QBK1wLlCuXnKEAF7KvS+/MVETUw9Ub0Sulp5wjPPkSY7lJzrf",
+	"UI7lo5xUhjgcyCGODJPoV55s9J56wtj1NSErSXyaCXKVg4DqBJ2ExCnNyFuCOcuMaEjIinEqzhPzgGQi",
+	"37wEsaAeAENpfpr3JuHhoDc+Gh73Tk5GYW88m8SHyRE5np/IKdDshtGYyN46o/iEHM4HuHc8Gya98Xxy",
+	"1MNhPO4dDsgwOZkdz4/wpGhiReD5q296AyUdrynQwpI0LdhhMBgMQJjckHT0DhhnjlNOgs6S5PECZ+JM",
+	"yVwYylEykoxPepPZOO6NyTHuncwPB71hHCbHsyMyxoNRJ+gsYarjk8PBYXh8NDo+PpZCCG9Irmn7DGcY",
+	"fbugYk5JKkeUa1p2XmcExQs8l1RPKF+gW8xRTsQ6z9RmVZN4PZfLrXenpEnYGx8OjnrHx8OT3ggX1IQW",
+	"kkckIcejMJycnBwfg/jj+IYkki3tlKXUXvPOtGNYUW4Uki9phlOzsCVefodT0szJHKcELXFCjMhb4Q2I",
+	"u1q+HoThvTD24PhicDIdT6aDYQ1jG3a9Ow+3pPuD8LCk6G+agxWdCi41f3s8OBiOBuHE50GRr/dhwTUX",
+	"bElyOY4S/6FY/4ZuqVgglhHEVkRqVkBchLMEYQRfRpKjPF4s1KM6XQfoCF95/07SvEF1SpXO1Hm3poKg",
+	"cTslSaqQOJN9W7Kip1iQXIoCpcdsYXYjxY0yleAM/+nWdBTrfrQ2pbh4cBLOR7OwN46HSe+IDOa9Yzya",
+	"9awcxuGsYMmnao8OAnP6VhhAKhly4c5VA46uGBIMaZWVy62PZymRMkwuxxOc4iyWPQ1Gh/1JWKumjYHt",
+	"cjIH7UKxkmUZpW/UyATyYUVhkQbD4bGZ7gkezIbxKOmNyWTeG+PDWe84Pkp6IRnMh3g0G8eT+qMBvrdN",
+	"vsAL9tgs0UUqFgJ/eP6BLFfFzqzTGLyFdFn8BeWizOJShiI2t6zOCyb+weFirbX/n8FZajJ35J2OIB9E",
+	"p8Q9d1ybHz8FhsufynGkKSlpc/axEToNepx33r3B1Dnrms7AmZ27bR6br/ljnlyEx9PQqnfmpRYKXi03",
+	"jC8Gk+JK0V5bNCz61HChZkr9+LlmKyMn/jTL6dVCcJqQVbpezgreMi3O9+Ax08Y9+s2zN4plSg99YZOQ",
+	"lN4QWFPF/0EnWZNnILfVG3NMgfJCMhHvTEO9CT7vxB9pUfSWLKlcf7kU6ns157w8bs4FWWqWln+qgaQ0",
+	"u9bX2Onjx4PhUT/sh/3B9Dg8Dh+v8Obx92Kc/evx7fNh/t3h+jxkb0b43VHy1eDq68nPf5F34ZQps4RZ",
+	"5XRNZizLiEBP8DXJN+gZu80Eu5ULvSRLZkZ5/6oHdWiwUrqnnu+KGerpX3M2S8myUD2AhMWa2geKiGFV",
+	"KPB4QZJ1SpJ3JHM+y0mWvPE75yQT3gviG4rtn0aXsXtP3SgFEzh1N7DAH86MUNCPbkjO5f6ZDj450kZt",
+	"Ol/WvHZ0mwDJJUdyHGi2QYZla1RtIzfvJnpsc0/06J1UFjT6caNMCcfTcPKZMmXLyVaSM1uPr88XMdXT",
+	"qyRuyifUHQSPpt+4NwovQL5rmfwwomh4V1HksNvxuA9Wl5gtlyyhYqM14cloEIJBgcc5XcHiTjtP3etv",
+	"TjK5WYLOL2sMNkA5/dKWOeyPJurRW0Wfo778e51R8ZRxMAUN+6MhPGPLzrTz/AysNrFc5NFhGIbDk8F4",
+	"MlR2NNPreKJZ3B+zWR53xM/0YsHVghOxXvkDHtTvcTtg1ac73knfjlb/KEcLl59Cwg9bSPhfBt8cxf92",
+	"snwyyr6fXL84vn07FN8drp6NF1+FP7+7k4TvXCxwdo02bI3mLJf/z5ExMfc7v5bs77x53Ts6Oh50fp0D",
+	"oEmm2SPBbmN7KkhN1j8QBqOwP5jUc3ftgbDtakDNPaxL5YZEbEkFsvszQIaQimktAQ78m4TdwXWq6nHr",
+	"A6NOU93/uDi8GAwcjbZ0XHyVs0yghPDr9lpnuqa8z3JBrvCftNemz/Kr+zkKXqwpR6+h805btbOQ9nfW",
+	"PI/nR+QwmcS98WyEe+PhyaB3TI7mPflMPhqeDI6bxf14X3HfUtX8+nq4fHU4+yaM/2381xfH+N0g+Wpy",
+	"9eeTX74dkbdHv0FV02O74XQUTsfj7zv3om5+hnTxt8AW6SKn4UuX41baZvC7lvi7lvgFtMT/a/WXe9JY",
+	"ftMaimMhe4NzLThcNUU+7UnCWKs82Oqx0Uq2G+m3y6edbqRCQv0uoB5MQBmD632IqMHvF9nfL7L/B19k",
+	"9/GB7+OBbuklFguWgJUSxGxV//XdXTu8wHOSExCuezl+Pz3QXf4fwj/4GWf5MLwYhNPBsHIfMO6u4jqQ",
+	"i5+qd4L2FocXenvZXVQJ+ogFvSHIbMMar7qJNByHA/SUZVfyGTq7IZVgQ+04HwxBbCnRc7bmgtY4p8a9",
+	"cAIn8GFxflhXpR7rn2ZWGMxAFrjeygk5nofxcNYbJGMs78xx70Rel/HhbBKPkxEZzuUyZy3ECsuvcEb/",
+	"qoI9QRWZD8koGce9yewQ98YnR8e9Y3wy64XxIBmS0XyMJ7Na5yVs9VLQwFE4gB0WE7oSTVLODytw4ylg",
+	"eSDybUm+V987W5Kcxvjx0wWN8RWrDWUb9sLBBTCYdUy/JfE6l+rGNrfEGVqyTCzSDeIkp4QHaEbmLCeI",
+	"Co7mNOdiq290YuRgabmPeuEAuN5VuO6g7jSpJRupboyDjtyJcyGF0WAIf73O/BigwckIT+JB74gM570j",
+	"PJj1Toz0OMRHs+P4JAFVRJD8BrYakMN5VPi9PX1FKlD0Q2faefv8Qr7N+Zok+t1QyZ/zIrBI6y/qGP3h",
+	"Y5sz/qVelpwITDMInqye8A3HuV2VpgP9wQ/WjHwQ55Imcj0sQ4wGNYaZylkhBaqNM7qmq5VLWIiHrXZa",
+	"3T/rVcyWNLvqTH/wX1V/DHtwpqg/RvKXHyvbqsrEddtqm3FX7al6U+3vW+f3rfN/09b58VPQudAhguAD",
+	"gJHJyZQ0FJbJ1UYmnNA9dxYcLmzhaPj+X8PRyaG+1SotfnZEhngQ906S0VyRVyrZvaPkmJzMQ9AbtWb4",
+	"jpCsXhUMQRU0ytH5HorH56y46xiJNVVc+w4QBISPIaAO6z0z0Zc+DU1c72yD4gVdeSc30Oos1P+NBuGg",
+	"uMY40fhOrssLPCNye39z/u4MPX37/Nn5RUOQbxFvfL7H9WdLUNt4Ojn+vimU3Yn67ehpwuQOkxM8jkek",
+	"N5hPZr0xDuPeyRE57hkmGCVjcre435pbxY442LZcuSWaTd1PahZ/Z1Cb1uQwWOYgQl3ga5JV2EGRswUL",
+	"GJObXfnigbPuWyxw+62qcxh9iTXdEg1070tqlInSkr4hWQKC113QP6+5QJhfk0SqFGJRLxp/X8nGlVxp",
+	"qt77Oqrpf5ILuSBYHcQfO88vMKygr5RcLIi5ST3iKNK39ghhjnCGVOIcEvgqQNFl53IdhqNYvwN/kMtO",
+	"NEXyfEdUoBmOrxHNUHQ+773EIl5EyjAfvTm7ePo1eqyNVr2c/LImXPDHH2nyKUKcIbHAQkqEBc6udM7H",
+	"kuDsdkFTgihHGROI3aj8M0Ey1B0Phgd91P1W2f3fPPsqABbUY4N/JyxegzeAL9gt7x+A7Qac9J1p57Iz",
+	"uuzAhfiXNc1JoZ7EC7KEnACh0gW5kEo17IrzhCxXTEAO1irFGyXifHpGsptoCgPAGb8luRw+Rjm0kDtF",
+	"khXnKSU50nRQRIKcPrwkKLLfiTe9v5BN1PdGLj+wdeAkWy+ljgQv/hjUTOQFVQmhpaGr5f2orSlmV0vF",
+	"D24On9SKn6KcpH+8BIXwshOh7tuvnqLj4fHxAbpdECB9TtSkbdNThGcQVqiXRu4J+MGfmhpAoxXX451/",
+	"SemSij8OJ7LR8DBe55zlfySbP4fnPzP68uezzat34e3LTfjh1Vf/+uHVBbt99YzdvvqG0RdP/7z6/un5",
+	"4fnPr35+/e374fc/f7U4z8K62XW2M8RbIvKNvq2UqfmOxCxLOBIM3WK5N9SpJ/INza4QvsI08yY/Hm5b",
+	"0yXN6FIu68CuJziDSK72+QrneEmE3upPgRjVMb1e4V/WBEGaktwlkht1/ijmaA65KlSnWuXkhrI110ws",
+	"ZYPkmilSa/T3f/9f9dygBE4fvV5SAXcQ2Zky2ChGSBhs5tmapgliudnyVPis8BkLCWK6M+38slYWLa3H",
+	"Kg7xVnSJP7wg2ZVYdKYTedtc0sz8PajbN0+d+26dILWpQzTxZ9M6pwFsrXBb1aOmyda9Pmf5EnJ312t4",
+	"s0ZoFSfWFtlfGXFrZ9n9j/iF3NjV0b7BVwRx+lcSoMHf//1/DsKwj56ROV6nAg0n3uiHk3oWAJHhcUCi",
+	"OlBN7NBoJkZDeXnCH/SuC8Ng+x6sGmCaKJ6b9yztu8oec1DHNu1sHfe9CJ9kY75iGVcwBE9w8l+xILd4",
+	"A7ltLBPgL/noqnCPtbPlDz+DsuXjGKxyFhPOWf4+wzeYpnhWTvx8Ki8D9jVE8hw2q1UkEyKUWR42mv9y",
+	"QhMQKjlZshsCIke+cSp1EsrRNVmJPrrIN0rsohQLkveda9IkHBY53aWBrJ0BW0I1HFGKAPzxDCe9K00v",
+	"IGZB+X/KwZ/1/3tcYD48Vr/yx8ZdA01qpIs/MOXm7qNXTCwkN8mLlBKmiRTK+qCBuaJbll/zfudTIFfy",
+	"rTpB77iSmmm/oiRNuL+EmvHRjCUbpdMsKedyFGDpA7cwWMyUuqdPApwkaL2qXeqv6Ad9fsiPoZRyAUlR",
+	"ijt07KnUPQXsK6VMFUcrvATT9MMffugs5d1lJu+gNziliRmfTnwrXMs/dEBbgTGrccrz/GTQD8MABg9q",
+	"HtxrkA4nMY1/GPzYL8x7xSev4Noiz0WcobDz46eCDcdSyhg2PM/U0PS0WvMetFI+NMlGS5zKzU6S89J9",
+	"/KX5AUkZYI99JUUebinkB/ryxuUuAkihh6YEnAVvjJ7kEwOOHMTWQqpEudxDD0oEGEpfnUYuIQRaMi7Q",
+	"IHxovrgPkXSmyBAgmA2yGmgATFT8LZU8pRWiWc6u5Xrn65SgLs3idJ2ANoyWjdx40EeRolyElnjFEcHx",
+	"ArH5XN2ezSCuyYYkUouV14xA7lIqOFoSzvEV4X10lnKGsBJNMazzXA6s+K6+mdzSnKCu/mJfvh4dBDqe",
+	"zKzoXM4sURJuxuT99qmSoz2lPUbwfnSR44zPSd57nsVMjjUqOtZqcvWVU3V6sSwjsUL0kdKSZChOGSfJ",
+	"AQjxpyybpzS+qwg35oYna77x94Gx+5hAuinCGZMXOhtZJ+8y3BCrzuBjN0th1EBSKZH3QfOo0ivl0LFc",
+	"T5adImXjUqeEeYXl6h4l7xQwhLWI2ZL00QvKBXg6uFqR//r8Aj02X+LuMT8OT4p9ZKc6k1Rou4tiQ/n7",
+	"2UPfyhl6wiJW1KXaKIpmG0ss887PUlxk7PYURTAZzW6K8BHieINuFzReuCoPy6SOD4ROWEaAi+A0vADT",
+	"69585K30mR6gvf6wuXI9uRENaIGBk/VZ2xyBeIrIB8olL5wnivuxsF0r/dj83P5mVcsC5jqnh2Ss0Pty",
+	"wj2pdx6xcJoTnGyAaLgESSEWlOshdyE5P9fCSJ5fObmSaqJgKMacHExRVJArqpDzEUc0AWm55sS9jWdc",
+	"EFyvXALvfMXyGU2Su7AOiKCMie/YOn/tzLnscFM85VIFRrtTUzmTZwGS5JM7Kd0oaXGblbtasVzMWUrZ",
+	"KUxelJbgJ5pYPhZMbkVzIwqQuXtBeFdvjIez3nH5XuYLnlHBda+YqO6O1mw3t4SXXOR28W7NV0RF+7mE",
+	"tI/L36u/WXlcSDnipvmpPJQEjgXi65WkXeME3UUt2t9xhisppjmnLHtrb7OeGqtvGMV7DVOj3ArQjJBE",
+	"yaKilU1o6yu/QqBkKLx19uYceCphRFmiF/iGNE7/TdGnvYDfZe73JVfkyFMcX1dmDHKErYgKKNdU6UY1",
+	"49daiaKmPs39zg6CygbyuAd1o3q2kNqVthKC2qhVhZrdr25M6m6fpiC75K7uRrUbKlKa0ismvmIaLu1u",
+	"Yso2L3jufXadyU/TpJbXXjGrtBiOa2NNU4JNLokzDZ/Lxr4UAYNta97KmOipFvfDW68Y4ut4IcUiW+dS",
+	"vSivjjsPdJ6AR6G6rhxdEaFmDu4PZXCG1XuDNynDyQVjL3B+Re6q7jrNi0V8Im8C7IbkaIBe0ieNAtEs",
+	"IdwcKjc12dRbo4EjCd66TQVjKIVhtF2wlZp9TzDWUy3vTyh4s5I8ZwmhCJ+D9wK8BF+BnekzVUTP1Mwl",
+	"/YynblQYUlhGFB9oLUQqHUuCM1D6T+VrFV0EvSUYXI+g5gb6quS6FIqVGXqXaBiK7qb9kjh06SkD3L3o",
+	"f47D1BeAhT9Ty77CVwvCjwqXHIhTrecr3D+cHNSqcFP4ze1PXxO6UleKnl/gq+hAE9PaMzRVtTkDDN7A",
+	"Qxd0Sdj6rndRnrJbuRVrNqf8yRjK1B1Jjll/rdV2jaU8KXfDSX4Dtymc8AbrabMNp5DFx9V9XoytHTfp",
+	"3num3QNt7y1UeMQ9qqLuKETcuu1uFyy1fR3sRyv0ikgqYwCm1W5vthb4ikzVFQQcxJNwBKz0juQ3NCYl",
+	"58Ad2Gnd5F54hgWeYU7QOssJjhfanl/PRFwNB8U4U24FHC/gGpGYXswdXAogIW/Zc0Fy9e8eOIQRV/7f",
+	"U3l9A40SbPLU2I2st7/k7Jd0gfAHc8TIm7vvq3BOGE23Ozkp3Db3x3ntSQfCC+wRt1kgtQiBc3lPBX3Q",
+	"eHR0CIUkGc1cNnvEgWkRGFEd3qQcpWQuVfR03ktYRqZFWAmhIFMXeLUimTLcztdpKr8H3xIIp6m/opGz",
+	"pFHrNa1EcNSuaoDAJKl7ul0wbkNG5A5L5XsxzqS+AbETSkRzPCfpRnKEE9vjjLJp/fTbj52YBVjCC8Ze",
+	"4myjZRi/477LsSBgRC/fz96QvAf3cTlHWCzFEyRpvqeZ+xbMWupNS5xtzMJz7dzSCzTQi+IJ56Fr5yu3",
+	"by+esSC9VE/qnnZIeTBa1haT7qNvMRX1fAd2PmFsevfHAu8zvBYLltO/krtelCAprrz2F2A2YWliDp5B",
+	"iJY0Wws398C13MQx4VxZW7iKESpanCI2E3IDYJSRW9AV5zlbojev312gx0zO4DG09I/pQcEJbvfIDHgP",
+	"aVnQSBKNKj9M3Yy1d1MbC25ITuebxrMGu6PSUnNGVCsqD9jPnbZxGLkfuvu0tUfXn/Yrhs70a9rWC5xW",
+	"O+d3Rl/QPiGv4RQ9ITgnOZqzVCosECuONXH2nLexDN3PvHNyw64bGHwOviH4XW7hxqU2cg0C66hZc6Wq",
+	"Q2tliTS6v5QGjbysuzLDuuO87skOUGWwPrqQI+VTFNWtQxSgqI4v5fO6bQrP/SlHffTa3Rnq/a6Up95q",
+	"BPr3a7I52CpAv/32255kRpIJKfFIffSO5s94gdOUSKUCwh8PjybhgR+7o1/MCU6Xf7zsrPAmJ79cdgLl",
+	"K/7jpREgP8HA7Q8/OZ/842VVQmiC7Bm7qqS8jh35DPXaCcR+xcRbsmQ3VVX7rYrCwY4TUceuqL+bD/7C",
+	"yajVpdlGB/IoRHC42UpNS0kB+VPP2G0hlvixeU/7LzyloBLjYyDMCqmrAoj22U4uTSWVvVCTl5Qv5a2+",
+	"FOmkFD5scTenyGtl4p2FE1H4qP7EbGyn3EM6gte6j4p8PW1m6Da74Q5OUUrwDVgTMq0laz3a7bOZxL5z",
+	"LaHzuQKa/lzKfo25AQkvXfFISgRx3GVTOfYF5hbMrjmezAxWvj2y758qB1LJAScvyhYeTyvoCXw72U2N",
+	"0nA+lxgXBQD1DhbDSOAPRAVgISUlBf7QI9DaTrCRQoXdqQhy5U4PcJmR9zwVLBXjPN+gjMk3DCPp7EbL",
+	"TeFuanmf+Axy0eI+9heyeUvWvJKeBBSbVq7jObxr8IUUFwM+Lks2zYKs3IsUaNAPdeLfh2O0KMIWyp1r",
+	"XcCcXXrJ5F96KRqp53xcH5gw3bbUc2glb2493VzrvEW+7PtGGhqbYgbvWV+2HkULv6Pn/c5K/ZEEGUie",
+	"ZhJsHcFduaiUS9kcyqrpIFf65fmzR9zCWkiGppnGumC55x2tp4ttaZTGl+fP3F5OPVGkjzGdGgWBJKKR",
+	"SC/1dEyRhTtakcpUyphJAawL8pU/FBwCGF7yYHGS2rbKHzAb6tW0jbSYhjIdLIcCSB46mJXStsVOxnFo",
+	"6ebbfQZJ4OisoQg8nyLOlqSwrsrRBygnMcuV517Oe0bkz/EC51cNhDrLfEC0Gg3H2m11jBVVYGlLfE2K",
+	"K+Y+5NnTg1JLHDi5a2y2cKhOlXEOJTmeizb8IfnAntzQCsyM6oRGXZz5BV0oL9bYKI4He1BAd/x5FPiK",
+	"Zjilf63SQP9wX1SY6+722QG2zedNUV78q/OTTz9THshGrUUAJ5nYY+5c3VfuOm29AV/fkNxWHfGvSnKH",
+	"u1elJSSJGS+NwRpsNB6p0HPjli4ah4FUNWK5+XX0qjY8O73KIwVi1hvp8cbAKarPAAcqu8xn0MSEZr6e",
+	"zwE/YEcAqhtnCnytm+0bcgpGOalQFG4FkmitSpkYIR6Y5eQUxQsSX2s3FWwbqZNkiQnLJYn2jRamhH2i",
+	"UF0K2/kW0/psuooFyV+eP9ubsJm1PEkdo+xx3pvgO/p7xI2GW7SYl1zcL8+f3QNlvXHcA4ELA0htXrzS",
+	"cdx5WZIrZsoYSll2RXJUZIDXb+9yD6D9aEQHK9t1J2Aabq3nlNkBdoWTkH5HEq1VZJS5v7W2e6hIX3XC",
+	"uVHE5Ziy3Rf42m4q0WENXGXrYTXSzYR+Offlz6SVPnN27VYLPKDllz0A21Kp6MCQqNTHtsizOhIUcuEz",
+	"KfDSv1bV36UqODbFSkvp0pYK1W7agOHUfKtErVPECVFMZEpR7STgsnT/+nxKGrbZKfodsQ3TKovgnXR0",
+	"erC08Tsps9Nd5bihlpNrcjcq3XdsDdh0AOZKMJag2Vq4lwKWka35GZs+iuQ8IDQg+vjm/ZMX509/ev/2",
+	"xaddlpgIGR8HWJQqsQZBU3ceQSIViXlLuUoGeZ/psG6SvCQJxapY9l2DZv/My/H8KqILlElwei8hIGS7",
+	"hxCilzB3C5w/lh/0w/omLq/YSaClnAUCVmnPMbZ5D5r3oN3DRV1KZonKs4v6neKDqgh8UVa0nIKnQD5N",
+	"5mofRS4UaoSWeCO5MVunaV/B4a5ILiipqeBewa9Q5dBNz55vq1yxtORuKgOyVrpeU0ECtM4opHXNU8bA",
+	"jyCHqW6Iyp9V6VaBuZa7e0rFxh+fV3W10osLjFoBGVD0jFlSgiYxVVcrvWm81Cr5sLpR5ORKn6ZFZ4Ct",
+	"WgU+KPx5P/iLUyKoJoT5tjejAu+FzX4mKj3prOCwOh4qzqHiPWRLlyOxyNn6agEShxMd2+0Xn9eZXeZ3",
+	"eRZyqex2VXakOhaLzrmWiJXnCg/ooI++WqcpEvgDogkPEGcxxSniJF7nVGy0VVeFw8xwdm0NmPaHnCAu",
+	"mLzgkSzONys5D/l2RlTopyqIrVVosSA0Vyb5uVQUE3pF1fHt7xf5qV0CwCH1E/n6p6Bj8Bf3aWqafAo6",
+	"CypnsqnlsCtjf+MBhNnIGdCci1MHdUUeL3Yxo0DHmWVMEHkScbRgt3KpYrwkU3TZeWfXXed4+ist/5JU",
+	"TUkscpbRGKfpBs026CNABeElsY1IDtI3+XTZgZC+S5cPC/667MB5Jm8vyjKXYyHPtyRR1xeqYPRb0+5r",
+	"Ra/nUGn5k90NOM8x/E1rYDncgZUxODRY4Lg3n+DD3nh2FPeOkxPSC6XWOBvF42Qit+AORI2gw24zHWhQ",
+	"k/oHvxnlyzAM6g6QYGh8EBi3EcsTkqMreqPCXvYlzWv5mTqacMlKe3QErAcNzSqe1QC2fKvRoDy5IrUm",
+	"28qntEExC4cXg6PpcGLKORjKJlgQiJWuI68Dh1Yexwu5s9U+afjg+CI8KYrTtvlgSVorYHShStO7RHEH",
+	"5ogCyw6BkirFNt8hv5/gOuSuCzDqOYJQ7ihdjp73kfwZAl19OQkaiCcQgyJhcrc41J29sPB2tXR3ujD8",
+	"7Y+ihHijCm2ssBAkl538t8vL5OP40z/VrXnO1oJmVwZ8tokqjzjSb6Lu2ZOzA/3hAGU0I870HP1mMAjD",
+	"MIRSGaWhnNQNpcQN/riCCqV2rbFzYFRnJDcTILtYXN9ifdWJud+6oiiZ4Vd4SeTFAaDk9el8S2acCtJO",
+	"idwpPPRrUi1Wn6vO7hmj2VXPTKuHOZwnpypewEDLoZRcYZWDKOcpr0D+2hm1FLTXs7VgbRRLDflfHpFZ",
+	"CRXD4n8HNvCfYvk1Dh/Da8F0ZYBq/wADY+5UpW0CE4IrUekACGAf60+iiLOU/CSpn1MiWM4XdAVrhnMh",
+	"ZYn+M01j+b+Y5SumMjsjefpGGZPXvzkVJTjBNI3rRgxkrl+nF3YFdlAevSUrTHNdg6iqh6u6BY1Eh9/9",
+	"TxQlDo6O2qyrwB/Ok/0llN5H3efnryTt3r17VQruOzw6PmktpvRG2jJT/Yb/DXlZ5dPHj+tZbMfUSxKp",
+	"WM1i/3lcWSaVWZ3AgrSbWdi7yC4x5iliVSjCTKrohQarU4QcVaFG1rRVMkgmwLsDqqjA93jugyezZilf",
+	"SX1aa8xqQiW5lWsY0zJHv88ShWoqRTqkwCiBtpO176izlRjD6CxYqicwtR2rqnTIqgadKSXWnvFbTqn6",
+	"69xnaiNZraiCe2RVUr3EOcXoLL3BOflrs7K+oKs3JI+N+StNX88B638bxZ+RmC5x+k539WPZDPRuIS+n",
+	"bI7sJ6Ryv1KfCVCokA1RF6NE9YTUqFSuNeYouuwchv0wvOzoFHfOs/0lXP0a+FQaj4aD1kJOm+AqGot8",
+	"DGYQltoMcbcigbsoGb6SM10SrTdtl2mZEmLqwzVL5lNmB1u/M7up7o4NAf51VpKpf7WOaPZTTm4ouZV/",
+	"AJ7CTzSbswh1xYJcZrqlDnBW0Nlz7XQ+CMASCK492VpDVycR6kL8xQEc4jOG8wQeQod2TJSjFILB1Lv9",
+	"ywzEu8IBtkMEqEg9QqjoYAaosLgNULz5tLycqO9J6hUL5fZR4YMyTVV8U/L8Zq9dBK8/wZxALTp/p4Pd",
+	"uL3cK+67BTKye8qABPzJhDF5E21+bRdvarMzDLXKeRWhEDV+KZqiBgMdBKojwaxzW52mXWOE40o6uOth",
+	"+OA3vBiWVZsXwuHmB1wEu60bF8CzZFgrqWsHLdlJUdfYtRSqlzV2HZyiSI5S4zP5ugwWemUdUVNZ5adF",
+	"Xka9qoVVNUzJL5CcsWQZ2UBoBCRYTKFaaqqR1+HxCm90vaAcKWx2wJUyPr6uERiQraslBggprJM1+ug5",
+	"FIO8VknNOL3FG45WcuQZWCgZoC45QKBSZwDbLVw1ESRpuCZdpR4ow25hu0WzHAKcsqSN0WJpXMz3c5wX",
+	"QVgBErfMHNo8sPMFrO0bIk90RZdHHAnG1LqVyzTe17DOYDUfFdEi+tsccYbmOPcHeyqVCq1TlNyCTimG",
+	"jw2QtI+4XoFu9A3lWB5eLzEXJJc/RgH6+7//r4PyJb4K3ctxyYeji7fs9gkVZSAa7wbF50zgV/2FoFR6",
+	"sd2FoFSwt+pfsctuMtgcs4Zy5cLW63qpOitMVRTqTgKUilxUibAxgCBmm4I9eZVimqFblidcj2WdpfIy",
+	"GinXqnJMWzWk5VCA3ZuQr/XPatNzIgRE3AoIybWMCrQAv5mkWmCQCzmaYREvDAymHbKgKcTi6ShHtekU",
+	"Vc3YveSzfo2tfrd5qCgZUp7X1+zW4k2bzHYvtC5w19hgAJSkqZ6N3XqKF4wEDszmVUYIfWzq0kIalC1V",
+	"VmV+S+HMW+JsjdNOILv9scUElVPEMcO2K5G00+lB24HPK+CElBSJf4LdSgK5QlNLNN3m4E5w9W0HXJiU",
+	"i084daArza6pkpDbZLZzRv9Fvv7JLQ3z0bc+D2q4st09zC3R+7H2VFBRGBCCI7dHD1qg7gv43+gA4jI8",
+	"4upKv/pTM8ZSgkGTq6ktVrfKKvrT6BxKby17xFuWJNu5fssyJ5eKKFeNkEU94rqxg53Z2HUkR2Ku/G/m",
+	"odmk/nQqlY137sC8QXw7x4d6xTjbrU56pZI0yzKk3+6rsm+pcGz5rmSaynF1JzlqyjnXUdqe0TBTkVNy",
+	"g1NkK0J7A7CS3YzEEQR+oejdZrSiknTDdoGdUoBBAsMgaGa5ot12MSFLrcXEO9Xgk18gqkkP8+LvSucN",
+	"ywjqRipr2rxmM6ejgzre2XNx6xyiIBXtvG0BMPdYKEvcOqGidrWrizqS093BlsHKSpEnFt01d3ZARRm3",
+	"e9LVa1x9s6z6uXqCt2R1tidnmU1dxC98LXfvjDXXckntn4zSZK1D3rW8/pX7vpbXfgWu5VZlME/Ld+Fn",
+	"Wk78hilrjW3NlHXscQ9IWavpG8oG7mU+8C4QZTr/hdZdECPZS6Txt/Kr9saFPorUV6OpVhrUkQvl5SCd",
+	"w78uuGqx/Ntua5+o+qfKEeBMxGz+3zDD5EY+NTNMXoiwB2QY8xVgGI274W7GslFLv6IgJo3Ytb/KxanY",
+	"st7ZE7NqqjOWcpZ7xvKZsglB9ebcIgsb3eLUvqtOhkjFwN0uNt7dqs4YXjZINgi7QGcsWIaytXZwonBD",
+	"cfrGYRCtLdRErgA+7RzpU7tc/i4qmdfMsqrQP3NYy4NfVRJAkXwW9ZGCR8+YAN02QUW1vnEY6jIaMzAZ",
+	"dC9NXoEqsnHZOQi0DY5eZSwniewNanpkqqSH7UZVfTRlO2yntnaKKdRxbwa6Gm41yZyqx2mp8E5gMyKH",
+	"1tO2SnFMePHLifmvf3LSR2BNigDeIgJzpBJKYkE0LnBRIIiKQMUQQIUTkqhkO75eKpxdBZEh11aNLUJ/",
+	"QJHAH87UX8rwpg1BT9lyhbO6qGcL6qLe6KMzM6EwBImLY6FTmQrGtXcS9FRjvejoDKcU3jAM29jd/JpK",
+	"jcOD+IEpaKAzSTVTXbKbMZRQDlUxJScegNpqpjAZO1PQMasJW2Ka6ZIICRN99E7F+OIssU5jRD7gWKSb",
+	"ohQMRr+smSAJQCmkkBqMutFl50N/c9n5kyZNP2bL6MAumGNdBgAfyK+bW+sc1xuAQ5GFPnpltpt2cCrm",
+	"DCAnxGxMCx0TFUlv0VRvS5VOWrt9+h6ho1P9o9NJYDvB1xqY3anvoEKX0LlAc5pp2PsaMBcwzbq9mvwE",
+	"G21aMFEzaJB7bzCBIy5nTca7OCvofOhdsV4ju9XdgF6vlFxVMQZ2SoKhGU3TQAHHRX6GXyRJoiLMArOF",
+	"AqdOGYS/oDlNU+2p8JNTdcFa7asw3gwlEZQfQzCVBGVz7CRD+TZeTWHt6jtQ/IKLVVArriHTC/T7Ym13",
+	"lv/QLDUcoqgejykC5NSarMtaFHf09//+H6q3ch6kPFh0hdccSDItMVp5UgUzlspylGudYGFqneBso2YV",
+	"qMpNktktHmLD10xgY0mc6hBH8/SNCnvsEqnHFY91KYgkOpAHnbNV5FpLga2gl5QOk6+J3oAK9UjqvYC1",
+	"pNF9Ig1/5K2nhUKyZZ7Kq+UhIJmjVJ1CP9Af+6bTO5Ub3dt+41J1i8iHgJtWx1HFTnbnY+hNfTChHZPe",
+	"z1IhJB8ESkhKQX3qPu8PDscAtbJcAhTPQTH00dAdOXprRTkIS9OH8pTIbqOmaMXxsT+30bCVN0X13+B0",
+	"YGYS1g6ZQoHeiGixketBnZrzYUlwxs3vvrDUePKQUJSglTW7BaUANpbJRzTTFQOkhFMdQRqfUmqeGboE",
+	"Rhi4urU5FuTQrIPCqfurf97nlDAfBKIBPkrjEREgXfEVRaB5R32kKnaDRY/7kPhSdkbQYTSVu9rQOLCl",
+	"CJSGAbnzeCOHG2iXVIPWrkAKDaCKFr7qQOcAhKLGkrHcig35/ExEqOup5yAXYdMctDM+JmvyrDZR7dma",
+	"oAQLgrrffffdd72XL3vPnh1IrQkeFqcByRKco240DEeDXjjsjcKofG2I9Eeigzr36rg3CstO1TZCp+KS",
+	"qVfzTVD/4O///j8PXe0REg1/WRMXRNw71MDJtCIGk348HJbG73h+nD18ON5RMNpWEd3m+oJX1KgnYWh3",
+	"DEgqiBZV9w7QLFSNHXV7KN04zE2i6aZhGj7iNlwhZ+ss6QFO+nrVNaVK0d/+ExIznzIuAjTUd6KDAK3S",
+	"NQc/rLzY1PcBx53Givnbf1q8v7/9bzSQU3M6g9GTX9Y4tSMPEEk5AW4ymq++a3GsIkmZWMiZ8T56rpZm",
+	"isah/NDguH80QX9ER5OwH4byEnHcH07Qf5HrqZ/9AR0O+sfHqCv/dzRRA5e3X5zO0Xp1APCF9jpGOToe",
+	"yPdbZ1lpLnxBM3KerdZgxlniD+eq7USXj9Z/Dhq53mZkLcmS1YSz5oSo84svICee+Vic7pnbfOheLHB2",
+	"jTZsDUwG2BhuRKZ/BLc5g/fxAyqdHLFsinCGIppErnpusBOsWupgO7TUSMuoCtFp0Q1AXtSg7xUoe7q7",
+	"h3FOrliTEHuzloPmJsNPR+Pa5fTkmT+2N697R0fHg6poauGMW9Isqc1JLC5U6nCcIvWyjybLsjr93XQL",
+	"l+BknRIktWp0u6CprUBJAYIgOTWH8NRGfsNX8ExeZdzb0ynC9nahlJmphgi39235Kan5kwz63haw4vrk",
+	"SK3l2gwLYPE8nQBAiAHl9Bqua1D+RKsDVpdwRmnLo0CLjN0G2uZtD3ZQsBRhqndtNe528zgT21ZSBUOx",
+	"YkBGmzGYd3KDZOwWkGLp0toy5muxzklhFMNoQ3CO8EI26VZktp7VAZRr8lQbo2+5p58UY5ApjjmKzCom",
+	"7zRllCpFBbpiBAq+updMj8BQTsTGL5FMmS/0MjZoI+HgYjCehluzP/Zzeta5LsvuTesDtcKgdK2qmv7K",
+	"trbypce5KeiDo1D3jA6iOb3WEwmX3LckXudyVg4e0edZrHPTY89g8N3ZZu2yjMoO4O72z9epvno02cof",
+	"0Mz8HArcWMuD0YwwAKo1DQh1a7U4Kg76u4xdnomLOB+Hg5WjbtnQdTAFiQUXq8A3eJUtXV53jlwCb0py",
+	"X6ai05ZY1LYLz3+gtdjoXi0fe969gU5WfkrptGvBG+7gX/BeLAXCpuasd/kXDue1LsIHdWoSvOG60o5k",
+	"ImAE+VBlKo0OJx75B2OHtDQTI31loks5x9HhBLRg9Vdox04zQa4UMIEU/KaCTWmYUi+YC21zUIOz2J7d",
+	"v/8//y8a2ChjZT3PktdZpJ7k64zr0wT0Pfferd7zpzGsm4YZeLP27k/kdVaXJliQ0J0OxOcwgC7Vdacg",
+	"FfB1Fh2UxqoqAvXvdpEWJL9R6GDbZJ1zFOgGTuOnRm6WbuEwKwLSvVigyLSK9BV34GvWg23sIlfBJXqV",
+	"yN7Z+iYnc/qhOjL52bF7GTo19e8o4Y8KHlK2fA0wHn1cQXefeh+zT+Bg0deUgVoJN6MOC5QSzAXqRm+f",
+	"X/TCMBzIVXudxVAg15OKUrlSPRdpOzAQtMA8QKZOs9SdAmuNKGEbPb/wlf1xeFc7ROnoajBFnO4Qbb/x",
+	"OzLLvGPtH+COrHZRCd9Rs4k641nW9n4Mq1i6+f4mL7vN6/SlL7+lXWHfbH3EK8201rllrjifdTnVV3Li",
+	"j7O4znEd4V3W35zrtooLzXTqjQ7EKF06awNY5ZlUz7kGbcqcbr45WTD5jOUohRgMfbf0iyOYko5/rSTJ",
+	"D8PhUS8c9EaDmnNv/zuZo17XHyLONc1cn/S9yrm1OZeugpucU7Z8Zhb0c/QcoykUCtq2m5oDq1sOVd6G",
+	"mjtFtwtVnMU77QTbmqKHuv6NzIGBOehbLxPlO8zr+rLR7KRWmTvXZCXKsRt3RpsxhHJQZ+KmOJqSF8xE",
+	"07SLmrmX7LTCsayzX7Ymp+2HVtEAbHNREyMSuGRvGezRkEjU4IOliUqG8sJMmEUS5g9zldO9Nyiu8jrn",
+	"XyZEqR4UZMvJN1QcuzfIUY0CW9VTs8b0EmcNqigV+yeRZEw0+ZtKB5HUjOBtm9yiR2Ii/OodDL5bzFDs",
+	"ikEeurbdG1doqwQUtiKZUxnh/pJydY0DXq6B9oijSH5UR4CscC5+WmGaRJYBAp2jvV75WbL9LZhFpbWE",
+	"t4JqtMHW8ICdtFJeeb4lB9FwLUBLBOUUJXkKoyviFC/rVmIFlIuxzpl/UPgmTUjABi3wDdHpu1RHOZYi",
+	"CuKF/FTgJNCcvTkviqNqWD50LpyoggKZ/BF3wyykigjnlTwhv6DtxOaL8J0rr/KCYvmu3Em3FpKz9S3p",
+	"nU1OqQFqFG65t8pxouOKvCzijYlHQl1Q/kyWLyeiZeTAFmTF+iMsLfAWk3s7yuryi+y6aru5tZcb7Cqj",
+	"LriEM1Ky2E++FCodGN7q+9k/BWG2KWsOePMe9vQzT5x4IM/VGAHUpfJacnbx9Oso0BYvKGTJwaKswsUG",
+	"JuaNio2KXy7M7/DCMApU7rcBACxQhT0MQNDiyVwgqcp1VUI9NyX+FmQJz0FEgKp4iiI4F3ScFM7Q+bvX",
+	"aDQ4POwNEE5XC9wbAt6ySlvT7wYoev9O+8acj6kXIfhF1RvJWNECcxR9/70SZs/fR0ElPMVgWZvx1ObX",
+	"+wpnM+K0NmhtsSF4KNTOBXUQ7rbY6CHWGNrqiAfvAm0CtF6tSA6K9WkNDUvgY+98fKcfznrf//hx2JBZ",
+	"3AYnXFFlW8hfGTu8HPHXwpTVElL8tAgn3zIeaInGd4k9bAkk7o6jcRgGX9wbRDsYuBbw48UQtjEswJKX",
+	"GXVPoEGNVw77ZptYVF7Hz/cyugHdr7N0415MCwF3TTa8kCMmbBt1nSBe7aA+2CND5ovcT5+a2HT8RdM7",
+	"9rg41iR37JvKEaj7v7mAojNtHN9m1VCWeCrg9LOx4WahTozL5APlgmZX50l0n0kM1atX7R3vFXhb8ReJ",
+	"hG64/L1St7x5nTmS3Wbe6JqH1+Kut79NvOEyBVENdYHZxVj9wOz7DLr+DA37VEmQLQeuFmq7LL8lmap4",
+	"cLcw/eJZq8YcWZeyWkqhKGWrln+990TVcgbH1EvgMCgz3cohoqKzispYktehKiosgk5Q1W+r8qS/Saqb",
+	"mqT1VK9ULL1vqusPVKmufyinBjuGC41V5RH6PVy0PktXkHcjZ51VoZFAwXpeEbTCIl5MS2oCF3ij0VYA",
+	"ls7m2cUpwbk8ZlwD+akTigTWdZM1Fvm7NPotaA06UkJPhIpfQYuwmwp1QdVSd0VcOvgf8X+cA307UR/2",
+	"gG88xv1Byft56ZJKAEUjltw4pzFWMNZz+hBnesP5XUe3L3hsO/zXwgv6acsxrOTUb/JA0LaqhgPB/Ppg",
+	"B4L+QPVA0GZCeRLXimh14proyzrYcfAZ2hR+HUzQNWGYNq2F5co4EDMu5B0vjomqCiWly5/fvX5l4xBy",
+	"55nG3rY54NF/6/1L91+m4f//h0Hv5MfLy+SfD7r/Mr287F9eJn84+Jd/itybjxd1hLpQVFheHclclWnW",
+	"dnZVwjrn8lgsDWXuVHT2ejNhHd7PgJR4m1MhSAYHGM004LqBDh+QUXisDGQD0huHoTKS5WQOpQRTek1u",
+	"KYcMP0g+K6WclcAbDk61r2iBsyQ1tJzRDOcbNE8ZFqYZJ/kN5DNkCMLE0ZJwjq+IysznDRQDe6AmkdCD",
+	"hGxDiGjQmCKqoJ4U76fI2CLXnKDIcxJFZRtUH3LRWEb0BtWsrAgPG7EUYeVYybazQHUT/eh7Fn7mLMvW",
+	"y75haufXHl2uWA6yY4XllztXVCzWM3mIPV7hTU5+Mf+D2IIMp491d7BXfcdY692iEeXUKmkkBSmIpyYi",
+	"wNsNxkPo8SrkTym7LENxSkkmVwwnoM8VFeRc5ugjhXfBlRfJ+P5dlxvgNMBiXXaig1OzmylRtd/shi44",
+	"SAXmmeYqwgWJHNNUbt+/kpypToeXnShA0WVnPOlPAEofaagWHXouCXJLE5JbTmrgobszxhdkix2JxJBD",
+	"4XndqunEXcHKSfwHhd/Q/1nl0xunHwS5Q3L7TEMkHDQ672r9dpXT/pnCY6tXLBVilAVsLLB/5Sy5cWmb",
+	"uKBHXFXOMjXoVEgSYM1ujY7poygjQiO2oD8iALvi5u+//4//MBhH/rM5sS+puBeoenGFITDPwiPD5x9x",
+	"C9osX5QtpVS/JfRqAcE88EUNFWsnqerSWyAQBfNA5MlgYRKcqWs7zkFdsUMRL+ozhgHKF2+KkWpQXlum",
+	"zkZxGbOTH+dV7xMctojtahdP446p4VvDi3AIqT/jPUJpPqyg9v+Z2E4SxX98wdapRgTWo8quG0YzbjPz",
+	"gnPuN1DCxd2U3yjjmBsA834dTvCEHM6P8PGsdxKHSW9MBvMeHs5GPaiKqH46aQXbWhcd+xtAh7Vb/B4L",
+	"wMCulcLA7G757yrlT63PVYsHFX+CaTPzqzMALXF+rYC15dsWep2mxFT4798x383g6j0EI9Ic8fVyK/fp",
+	"jzdEcp2Voe6pQAuWJnxnykE1YssR5g8+yb794K6JKYFfO612gWjtEGj16WrQZ+siL5pBWotzw5OYDgqs",
+	"ZmFvzj7FSytd5jpPFrp71D0e6szlemK/jrXc6Cw1t3QNL1tvKy//eN939FL/cEV3T1BEMzCCm/ccQr7B",
+	"9DdIRclf9SSEXx6KfhBEKIlnqhyYYgCQfKl3glQSXAo2AlxqQR1NIT5WcHSLN0Z1BU0CRfqDUbHLInCo",
+	"xmzpIaLqrvTO8ylT/FaR9HZhq3dI+csUsBsCFMmGgLBltp6OHgIDf2Dq4bB1rhB1TASgxeujQl7e4Oq4",
+	"ZEulWUOfiEOVae4g6oE5HTqWE0yoHNiSZlgwiIlf4tVKX3ybSze1rJTn1a0KGioQtejLr7kUNGAm78aF",
+	"9UGigwaE4N39+JDIQQNw7O5+fKTcoOrS22Gt9IRwUPVN7Wju+d6CqiVzR3PPUhtUZOx24VMauiddtrcs",
+	"BKaNMuzHOItJmjZ/Vbven5r3Kh1sH7Rp7g/aNN5Bbt24RG3T2OBY7Wr+lXmv3ME2kum2dSSzQds72+ai",
+	"vj2w8E85iVmekN3daI5Xbzf3tty2l8udLd3dbPoyiUQ/cRC+W3t6q999RzJR7oeTLPlpjulutnpHsuQr",
+	"eLGmD7G7ceXTO3agblnagBYr4qeWXF2Gqyixd7U/sk2ulXt77kq2al8qna5tZ5AavaU3fk1Xq/bdvVOv",
+	"N/e3YwHK/ZVWAqKdf4KiFjsY2gaql3jZoLi3PuUudIOGk67S306JWeqwIjkrPe46P0sdls/QSn/bd16p",
+	"N3/3VfqSN/PkJ7YWLbu7kO+/Xtt9eUtmC8au+0ozqu/iW/XOG5pdqWafrDlQVzVT+uEn12XSItXb25VS",
+	"4W/RppAp7Rt4EqxlM/9waN1ozwYl3mvZqnRgtmzl7eSWbbyTvTURas7Dfds6IqNl0+p5t6tho/q8R0N/",
+	"r+/R0FeQdzXcKgP3bLzfkLcLyz1b+8Jnz8b7bOL6w2fn8tRdPto22mt71d5TdjWqu1+0bNNeMG3VnPZt",
+	"vBdNtilG+7b1tKB9Gz9vvy+br/L7tKwYFHY1rh7IPxqTjIlcqQMB+GVN1iTx0k19ExuYbpqwRxT6uarO",
+	"q0DE4Al//FE3+xRZwD5uPkLr07bxsHc0G8S9o2RMeid4MuuN4mEyIOH8BB+3SNsuh0DrcddZdQuTYo1X",
+	"BAudMqomt8A1NYFb5ejD6qmQJbZUfLCzhmx/MByNJ4ftXYwFTeuqOKcbRLPSytDkU3SKbiFFRRRrKDC4",
+	"jYUCCSFZsmI0a5+DCiR1M2DLeah0KwtRjegXad2zRxMIjPribEOTnT4Bf6p1DJAThLMKYVlGPLqWInpV",
+	"ue2aZTzTv6gAdFWN+Q4OKk1Gw7Xb2HD0/Z29fWaCZX+sXqxBb4CHs95RPEp6x2Q8703w4ewoPk5OSNiq",
+	"PGyKudAEedB5yO88z3OWN4iIa5oB/Km8t631ToIsZlM2Xe77bgRFytFqPUtpjFSkTZH5CDZwlmUkhuQk",
+	"dQWUDy9evIMIOb7A18R5Dhc7xNZC/vH1xcUbNAlHNfWyqbBFsudQyuUV0UnyNttKBbdmRNyy/Fon3kNl",
+	"535b6ihHRH0qo9zYMD7lwrNw4g6B3PFmTAfiobgMaQFxzhXu3o2mx3e5SVBXADxWSubiILCYAVARDKPh",
+	"hw8wFvmLpj+UH1LRk7LhQb3DxHYjOU/d6UuOpeL3HQdYsZPcgphGTFQWweXZ8j7xd3+jULvQ/rEafrfy",
+	"TFlA+fQy66GoZHqLpuisSISBk0/9YNNmKhBYB32vI6lKRFOos2PRqWQ/Wk2Z65gsml0B+CF0bxP7FIyv",
+	"qu8Gn/v7v/+vx/Cs+hVj64ymABVrPxZDDI7cOTOCLNE0xKIGK8w3qAvfepOzWUqWbkk47zsFVMgUnZly",
+	"4ipbBBu4kXKL0svygQcnrSN0/WbWvqWn4y2B+c1vYi3xygOZ47mSWfa5WTNJRFt+4mAKwMkKDyUw+ZTF",
+	"YvnfKGK4L7xaO7Y+HEe38rAshXRHB+VsH6e+hn4XEgPklzNyi6IbknPKssj/vJtTVExQP0Xd6NnzF88v",
+	"nle/pt4tEotKK+R7ArzVUuUq14LThBTxhPKr5vXGnaDqfLgFdv1BmU/gzOOHpsEtbclT+2XTgxrOsq7g",
+	"ov2Imfv2z3m+B/0xDeWuJb5m8vIe9hIrupEFQ3tHIMoxktJLG28AGlx9dp+yrtUGe1UrrTZ/iNqV8JVG",
+	"4zd8yVZodlev6ZuVl9XX48LEpKu07RqCR6vaIdh62l71zIbuXPHU0J99JVC+fWcywC8qHFyHAjR8xtq9",
+	"6z+zwBDazdYiZksPfE42ZGsR6OjvjJgxXGFBbvGm4Xv2BKn5mHeOCHxNMtRtLiQK/Vf9KJpVDT7Q1nxI",
+	"XWneFVkPltLq9/4ZmTp+R/eQAwod7huf5DVqH5QDzRrdkEb2ql+3KkU1sPcHTb27xG7o3RyQKwwpOoDo",
+	"wddLdyGqX/RWpMl/qfQ7FstfIUBcPXZxIstrpEBoVVAPIFhnJXUmafqkdnJWvinnqH8LTPxqzJaSDICH",
+	"72Q4jRQYeYpFw7jscLasJ3Gkfpne8NtUykCjTAQGjdsCbzsocSxHK3kFMgji8MXaOCH4XlGXpnhFTd+8",
+	"5gnGnHCi8Xw5vcp665UqmN2Vmxnw6WaS/oitSI4FyysqhvsZDJaLK4KiYkyoaz7BD2rG7sZMNY8fBBtI",
+	"FINmDZ+pdO06IbWI5ULfQczGMcYic1UySpRsIrtxbmjlIIFS0EJ9HERd/EgpFKUuKqcu3KUa7VCNqNkS",
+	"btIcO9IUCRI01tpvqhTfWBC80Tu/zS++1Qu/1Wnd7B2vjTUI6rAhavJUa7AMqoGypbjP5iCTbWEUWwJA",
+	"tkVzNMegNAUTBluCFktufM8IUeLg+kDOi82KvM7P0rQ5ohPJluq+/c8RKPb6hrxZefGk/1wTe/b7Bvx9",
+	"A/5fuwH/uW7XmRAOGw0AhoE7YJgwXcGrDHy2o7To1NTBgmBsU2tMIdgbQ1sfPWFiYfKMXMQi35uxo0ga",
+	"W2knmVskDSqn7ayUZiFVpFYDpb1+9Ypp7eukPVSBtHcAvdyyItoDljarmJW/JjgViyrJ3hK+ToXK10/l",
+	"gminRE5wAiUz0CpnM1LDWE12fXbt1UZi1/6OY9c7De666zrruFPhrHISGhbumqu/3l4HCOxsKmfBTQxO",
+	"KdcwErbQ/15I+lMna1rh0UZIMBb4SMvF7VhXaM6YRlbW6K5QNUVuJ2tz1BvfgtcqzFczIuiYZcSt/CSX",
+	"KzD32QCZQnv2nDmFyXLElpDTT5Z9FGmTYORM2lZRhYRn9ccbeQ8/9Qqsmrf5eiaYwGmE/gBFvXR29L2V",
+	"bGtMxzOFgw1USCUnrxj6PWZ/rpfGmmpWSjuBGwfw1iZl3GfaLy5nS+pRFXZ9lT2vBxlUcRnCfhhediLj",
+	"9MsIYCiozhRChA6aiNRelNzpcAMomoZ9phouS41zRtDtAmtTIktTsNIARWb3DRXfyKyl5UDlCUuVRtXq",
+	"M9uj7jDR0XTqsiwFr3aUmlKVhS317im5to8nm/q6/N8uWLGJATBzriyCZ2/OpQxT9pxrstFVCA62DvJz",
+	"Sl48NR4+ObeG8JnxxWAyDcfTcNI+bkZ/cisBtJmOilO428Q4TbXJVIHdNJLDH+cTxq6vCVkpw5EgVznM",
+	"qHZUpTqezYUx7rvoiFcutPmzYADeA0St9YebIswc4VL4i/xyldp0aUBm5CdVXQF5WCk8XiysBhuY2Ac4",
+	"ysA94iGUoDlgcLO8pq7KfdUX8aq3NhP7Pup7+HVfm78FIGyfV2yipJTcX9GJAlHGBY9pKjpxWlKlgq0V",
+	"KKCORMmf8IijaGU0K6kTFXUm/PPOKTRRGD9UuapW9SbuXJnTCT7bfpSVqnk2YrNABS5BgiLJVuEsGxEK",
+	"VxWaZPRqIdD7i6eoG5mbwyi8gGuDvDk0FU5237nzqaVsEGeNcXKvLASadU5af7YJoSuxmneENofO1cUu",
+	"nhcODG/Ko/iEHM4HuHc8Gya98Xxy1MNhPO4dDsgwOZkdz4/wZI8aRE0V8cznNR4XXGpdMVfCYn71TW8Q",
+	"jodNEXWFr31LQCtEb1kHf8mjb1hSKwIOYp2tZXLHQDxyQ9LRu9rM8ot8rSGQcLaxiy3YLdQKc8wLMc5z",
+	"qqsH96BH1H0B/xsdSCbHujYeVBe2QS1Kt1M+IvyhqNOsb/lQi/ARR3AXUbCQzm2kZakUexOr35i6wKYt",
+	"kpbUrrWpcU4zdd+6S31NwK7ZUT6zoShosfHghVNbdFmhh3KS3miEW5q5d8+Wuy+l2XU9dYydJUDRxzfv",
+	"n7w4f/rT+7cvIIrm8UfBrglUYsUZ+vri5QvlDCtHn6hK4fAuXGhxlrAl6toKrYPhMZpRwa16UXJeolem",
+	"rApGEQQOWRCzBQa8UGsMspYY6kRZnSJsLj02+glJbbEKB7sQYjV9/HgwPOqH/bA/mB6HxyHM9ZfBN0fx",
+	"v50sn4yy7yfXL45v3w7Fd4erZ+PFV+HP7zxpk9NWm07jbr1qRLS1IZ2mMmiB21XSftM1mbEsIwI9wdfy",
+	"gHzGbjPBbrNOqxqo2wu2yt/3KsN6H1VXzxNntj5DQKHVBymOuqRb6r8qyEsYlDyord9VzcEf0C4Aq614",
+	"UeWYLkDgJYm9/kkOVzAjd5f4xoBQAwls7B9wCavK+QCxNCnqZ91ZLOrvtBGJe9asbSpG26KSG4SaVj/z",
+	"rPhLmVP1m+oYc4hz6uvBqkBJprX+z6l+W43ttEqCMjhKXbJyaE21PR919duJUc4aCuCCy1GDkikhmlAu",
+	"x5yoIO2Uy85ASDuF57puaV3TlVTdSQZt6ys6Vc9pL0RxS01I+14lAhJso2uhTyBqI2Y8lghbYo1try7n",
+	"lJSrMdIV92inqOZBqfbcnfeOV4xu1+4peSu2CB23VrFgaEaUsblb+KkK1joo5RaAX4YWnJRMTcVK80Cb",
+	"rnGaE5xsAsf2BSE7NPlcLdaJFq+b5KZQsA3OcX0gugkvygkkIVT39K1WOtS3+i3HJtrR3pbqU7SvUf99",
+	"0isiV+rD7mO4azX6byhutjY0jX6LAcHLpAGK+jP5QjUkW0HvmexWDb0XdIx35J6N/+ouZO51+INv7VYG",
+	"N164KkD9f2TdNypIxPpyBCfpvHBVGfVJa8zQtqRFTcJ+GGrY/ofANG0/o+KKh7pwacwZOFvQAqdztF5B",
+	"kWrQUjQOmzwRZeNAIe1CKN5BUHEPtCPE4aB/fCzpoFMeqnw/qHZHlcYUgM0TwiNNnqe+euhMSycvw4aK",
+	"1gYNyE1S+HkUSrK8FhenX8JUsVbQP7Xz0+Z45fmGZleeM3GhYnixyhSOnl/gq6hvU3Pg6gYQlgoEX81d",
+	"NuALdisFOgZAd12DWHOpvVnFC5xfqfKxgMmvZGjpflWXRbmkGV3KzT6oHsP7gVx6N6qydccrEm/ryDvO",
+	"xMKNVXHxlWrT293v7pSSxbnqZyg7AMp2Y690vZG49uTwjzdb+N5YHIuK+DaLrWTKK9RbB+vTMfz4RVR9",
+	"143vTqv6trT9oGqermofflV+X+Or2MmKHbglYKAEjfHFMC9NvEIN5mU1Wq42NNALFbtX9Mv9ctZcYv4q",
+	"IKxtSFkHwlqNV3sgMn5G6qVD3F+nMlkL4tbWJasGbj4Mce8rg9AhdAmo6bdE6iJYtpbYbiztw5D7gXJS",
+	"HeqDpbsGKEOpd2BAydxs09oiJ6jrGLEPpigyJYOiAEXrjIqnjIsidgUy9/GHt0WZbEeFNOVSuK2womjK",
+	"S6UktDPzFEVrtlTAAcslS6jYQLVt+eFVXHSvPuZEjfXRGUzxEfdCqkB37UnNtbdedW3po7/9JzLzCNAQ",
+	"rVIcE35wqnQzZ/SVHvQ14W//ifQg0N/+NxqEodOLr/lSsYD6uiiXL3e1Dj1FqmLLLd6oIhR/JTmDgjEY",
+	"JZSDcmWmI/AHuW5//x//ITudyDGpfw8O+uhFk8NHhUNqeORS1Q9dysimJ0p1Wvt2JZNIVbV+FRT55UIE",
+	"df6kwonkKZ5FnJq55kCVvqLfzrRzEk7CTlAJFVKxFgFakRxdQbRw0DGL2Jl2xqGnBprbAzx7C87gznF/",
+	"OOkEHbPa8v5w3D+CR2zZmXaen0HZ+rgzlVz06aEj7IzP6xG37ra9WDRwbqh9Xe7QJWRN0UP1syoTP2c5",
+	"0mwCXNJHZ7vLx05Gg/AO9ee8gdRiLphbJziMWN6HQumTLSV3ny7wXN5vEsoXKCeZugc4A5u0KJde8M99",
+	"Leq/6h5P0RXoJLnKzguLAOixlX5qHfsPeNMvxEawv/A6rVzbC2lLuZK0euxvTQHSbLP/yAN7OrcKFdk1",
+	"UyVdIaRjRfJYWU4vYfPLiVCO5D/RfzloXpLAymq/NlbJBFmISFUqsb+nAewBa1oVMu6+2OlNLtUENgdL",
+	"huz+tJmj0Uu/Ngvqlo6yA2XuAPrFLBM5na0F2fOINica2ACAE0GMl8XL+4xC8P2SYL7OiQrv1HIERc/P",
+	"ooNWkg8Oh33lHhwmNQOS12lJrpwl61iAPG41iHB0GIbh8GQwngz3Hk5JcXUH5UhCh3cc+4zZ476lZQ1x",
+	"j/6xoya9xU4g1ZTzbLXeN9unWXHFttChss5ZrZUDrlr9lbBRly3plbUVMEsKrKu/ztbCl5Ofr83+Wopd",
+	"SXO7Fz1tHN6jRva7wvPFFJ57VXXupC7cg6LwWicLFqfPFpVB8qarLkzV7SyU+w0UpaZZom40CKXeFIYD",
+	"FcZ7rKAuI/T3//4fO6rGBipojP8Q/tg30uDAeqiZG/Jd1j7Kk9IqXuXe2uqQPdiqGvqcqXfxb121+YdQ",
+	"agK0StfcXKGD33WcB9dx7qTE/Aq1vVoYNasVrLajH9yTKbM9kJ9HwVz8Vqlo4BcaSFmgMzwUPVtAKXqk",
+	"rKk48MUoaj5rEPLBDb2dviW8iQYyV1ApHoravy2Qw7qFdUD8/xHWVWFl7FhWA6jx0Kv6UOiQzjpVa2/8",
+	"luSZD9VSuyplNJeHWZMvB6HprE25/s1vaWVc+J/adfHxgR5mVR4QINhfBvGbXADRSHnxkCR/GORnl+AN",
+	"4CHvLEp5YURTANcqo2eqI6rX2ZxmlC/ghIOfpkgFsbvRx1M36ydwYkeDywyhItpdRRb3kS7zoWeicoAC",
+	"gMixDz1/N0xTxyAorDzwfE+LiA+WFy7zg8CGvYEKuiEa8NLVqPBWcGr9kiuMqE39QN1IhWzBMcGJOOgj",
+	"iHEwGLpFlE8RVQ1WAzVsWLNiLKgbOfFcEZAsKsV0RfCZUz+6F0ORE5NxparCmnFcZhc5zjhYVfnUrCpY",
+	"HvQguoZeBw5xT82v8KIzxr//9/+4zBRZyu+4jx6XG3nACB48IYyoE3RkQwiCK/Rp/b+GeC3doHIDrau2",
+	"81uSMgaqq1bQFDheDyNrvjwuuSTFn2+vawGEnifDyWRwYqpEXJMN6r796ik6DkdHBzWgNulVTTfpFcup",
+	"WCwDFD1Pnr0788CQ4IlPavWoFhjjpg4mIL8h0DUMtdQ5PCt3rx7WfOC6LpHtL2SDqCQeN7muKiVzQbBK",
+	"so2udU5ZNY0gHNR+RmzqP6MwC6PXf3njTeP1X974U5AP6kw7dVWD3nPZJadXXpeclmDf5IOaLj80ZLda",
+	"fgjQDHNyOF7nqfXCrnAiD0OfJIPBL9+dffeXD0/z+Tfvfjq62Hz7r1+/vjpaxDdv8Iq+TPPbc4zfxF+/",
+	"f8t2bq5rMApJdpAjVOsWAPcpItRZgv58e11XwAb9+du/oHdEKL4+mgyODiykkZ0kV8mLNySn8w2Ic84V",
+	"F9QUYJLvN+Q+0atMHnbQI83QmpNTBxKYZQQla4BGwbDVciZswnyrBCe5jSv1jcq0k8OrI9ALHQZeRySb",
+	"StvlguXkQKXzmZDyUjyYj3FxCsDFhK4EnI8BinShlxc0I0MA+VqwzPixNJiG60+rSpmi/aBOYcpJUcem",
+	"lF8aDtBTll1BnZmzm1r0HXd0Nb2vqSABWILlaTxPGSslTsIbaDAMW+GS0DpR8JSKEnrO2ZoLmnXuE59o",
+	"3AsnkOZ0uAP8olpHqQGIh2UCx6IWh0enVf9pZjOuZ5Bw3RaKp04uG36twFxMyPE8jIez3iAZ4954Nop7",
+	"J+Ro3sOHs0k8TkZkOB+0SWvOajPM7Wdr0JS25ZNXundzSZsghmy6tPtySa7Oh2SUjOPeZHaIe+OTo+Pe",
+	"MT6Z9cJ4kAzJaD7Gk1bAP6t6FB5IsqjNEC4weMJWvL5iXOC03vX7Bn5TTgc/uer4qP4MdWRKAwrAKqeZ",
+	"UKm7+mUTELQkOOMokgsY7VjBVml+oha8Rt7ciAKOvKqs2sW/dRp62p1WZziwyKuTO/X72uU7P3t1Bvsf",
+	"/dVATpUky5LkNMaPny5ojK9YrVqhVNI6EfMCc6HVyzoFaAjYncP9BExd8lJpr+i96UzcSeBx83FcLgn8",
+	"g6Mk6bUsNqvpsavZHIHNmyxIsu0kbbrTRzgW9EbfliOa6T+hipfUzQ24lMnSe3n+zK/ppRpArpb+p6fL",
+	"2Z8rS/nSTwKrO+pfnj9D3TJMgyk64getHPTRuRkqlncSfclnGcLQz2yjwrK1fty6UGXrk2u438lVd4zI",
+	"cSpLM1R6VAnZYEiOKilz0cPgZxjtqukUsNqXwfWYkZRlV1IFfZiTrwWgRy1D7Ifm8Zs6AFtJHWehTPLk",
+	"9nqcBq2jynUskwq+FE+q5kQZL2QKJRENrCkUkVLOrcwmkKgKGtGSiAVLprAU0andcF71HW12esQDXXFV",
+	"Pu0ZZ5dFKYRYue2+tCJiTZiwKLtGjo9NDSpCUYz5AoLWFiS+lv+Y4ez6J5HjjM9JrkxsUGwjOkUtPXMG",
+	"xAgwQrz5TTX6hrJr0gxF/kQjlDF4bgvsKMgsSTPoR1tYpDBTEB1RkepZxiCOFMS1zaUxaa+RE4d90Efy",
+	"Va0/6Y6V0VXeo5JTxLLUQViYs3WOEnpFBX94yGAVFwqm1y8M1yvZ+RGvoPa2g+XdVrHX8jmikHitP+Ty",
+	"CNhydHU137/4iCvkBYM6fa7q/OpMul18+fijbfapjDUYzgbxMBmR3ng+CXvjw8FR7/h4eNIb4fHMAHS2",
+	"rTD7FVvnDYqYwz3GhgHVEEp2mEEdqs8KC0Fy2dV/u7xMPo4//VPnzoh3jVB2CmlGx0iVYl8Bd8aYx1vh",
+	"0ykZ0xIw6aV6uQ2IVF05O9St5ZfISPAzUY8v6VXQbq+orPCmEYIV58mCpYkGYdXoRTXgkZ8DzQp56CSr",
+	"hZWvo4N9X9IJRL0WeQHCyAh72JUGwkShFnuY3LcAml2wRdEpBUpLYRS1RISS79aLCP8Ug7GLnJIbnDof",
+	"NF7sOn7sjMajMJwMhqNBOGl1P7SwQ1v2jP6aPBnAn1cEr2zdHPWYUHXKjM0N0NvGXWRLMUfEuEzYBH1Q",
+	"zKxyXmzRhl7afVtFxcHe7pMqyFQViYTSx6AGlVgd1JZAwxwWdQ40i+qYXaOiBPsoJO6NK1aTlI3l/2Rb",
+	"QL5wmkqFUbbz72K6YYUp/EoqOlpn/3oqRRmVbZAogcmJWJL8SpJOxIspAJPqY2JJlH7SXJAlUpkSBkay",
+	"rhyLgpzBEDF92Vln15l1Wl12DgIdgcCyogpMHyqxOSixOdEx2R4u2KmpqwJ+XY4wcitQgLZZvqgFthKs",
+	"Ai9xUp7VoEvI2jHOdNwE1LE4hY5NDRnEBd7wvgcF4dSQZDOy4Xp2+TqFAOUC/9RktqgJGheJHcwSXxMn",
+	"71ksCM1N+PA9KYA7q0VMGzMChpVMO/PLifmvf3LSR3B2mplKJVfNFjCtl2sO5niNP0RF/25w8jYYebgl",
+	"66IRZt6JS4a67fcLOz8FfpnJmZsy9t2MoYTyVYo3qg4B+EzMFCZjZwr65EvYEtMMUgQwSpjoo3dwSdDw",
+	"RRr8mnzAsUg3RQICRr+smSAJmAlStMK5yqD80N9cdv6kSdOP2TI6QDSL03Xi3TuWUhgA5NHcBm1xRK8y",
+	"lhOpOXMCOOT+BoFHOOUM0YRkgs4pKdU91VPS0DxoVZytcjYuCiBerdLNHrj9VoMyxjh3aSfj7Tmcn4Pu",
+	"H+jYEB/iPwpKdaimcJ1MiMA05WhO01SXA/HhDpV0kcSUS1iWR6r+JGxHg35FJVuMh0MU+byHEjqfq4HI",
+	"FcLFGtg7gC696dozVG6L7O29FtSmWdQ34haqc6pogdLwrBhzYRqnJQ4ogXw+4mq8ga5TUQX7RC+0wNVI",
+	"GeWvWnksGJt6tDSoxNwBT/52QeOFqtxihlTGMVORcTBqkOWgreIPPfKBLFcC9rQA+axSdlDXJz/lztuR",
+	"zhLS+UDUzQe6j0oNrQVWm8oNrWRp5dpwZxnaqsKDUrrJB1FIje7z/uBwDNrccgnl7hoTY9BbU7BKpb4X",
+	"5Q/k5QEKM2wtIbF/xmBR56AG3JGZSXiRYDXVIqxuo51S6nelazhFH+QG1cWyClEalDYRy+QjpyAE1UpL",
+	"HZakxaH9grCRjYUenukiD6j73Xfffdd7+bL37NlBoKs8OHKMZAnOocDDaNALh71RGGm5aLP0Iv2R5noP",
+	"5Vt4Kwf0PiUPAkgOPXSPeAgZ+GXtlXb3xDHYF1YECyvnDxrrJDi8ejjemUPagIzvKrMayl+ntBYIxXJH",
+	"KskMCh4odUEBPimZTGHps/meWACgFJJf1jh1oIgq1QWVQnmXkgEqY/0T0ErXMDD5tvrPwW4I4F0I7wrR",
+	"0eRz24PHka3NwnUHFrwvasP7AYc3HhzB0EyqJVJXwZnyFjiqjfb58aiPXoFCIdvsp0uU/YfRadENxDEr",
+	"F6VkNL7mKxDthZtLd/cwzrZ9UdHtcnr7uQksvbQ1Pwe7vMh+VmjkUx2f7WtZ9cDkNlFjN0L5KbKlT5Vn",
+	"Qn8Fz0DTctDAT3VRUzi84NCaIgVh3ohg3gbAvK425xuWizlLKTMO6zo7pGUycOg4JeZXpvWuwLSUXbH3",
+	"+a54M7qPb7ISjXRf8Tl6rDWE0BdOa8pRo3rEkWyyFVrfL+DBp48fx0nWrwvSeiz76q/gdN+3Ykd9HJVZ",
+	"2TZxVJ36qgPJOq4txaB/QfyWCsmUSJVWSyAbZgbs0L7eguqsGlbZNlqnwsombKfOSKvDWmwsi1l0Z7o/",
+	"ttkujZEnLJsxnCc0uwKLmIlDiawUVqppnDKut6+tWmtbdoIiwsS26wQd1ahtKEoj5PyZLRORsHgN5lyI",
+	"zT0ZT44OlPZhrJ7K5gbKgvVUR48ZXovFYwjPjfqXWSQ/ra4BfiUe9RX++HIdhqP4mmYJ/Iuo6y2SD5S1",
+	"co6iG5zSBDZ4hLrjMDwILrNonckvsRxgIeXjAZR7YPmMJglRb47ko4yJHtTug0dj+UhZ4XvyFyxFKEmi",
+	"y6w7DicHquxtynDSE4z1UpxfEdluAF2tM75eSQFHkt6SJBT31PS648FE/a59G3JLQpfDoXxOE7JcMUGy",
+	"eNO7JpteTtZcjVr9HrNsntJYwAhPYBDy2pUpa3RPJ5zJz8DrORakl9IlFboTaKJC4rkzbjmA0cDQgEqu",
+	"kCsKjSaKXjOc9K6wILd4Aw+Hahr4BlOQK/BwBASXUqqnExeAdJYW8NLkQAdUKRgKeBbKW8RsfXWgklpK",
+	"CSNgpGlAfFnglcpzgjJ7EOzArJ2AZlKVpRm6ZXlS0ga+oh8KoBBuairTTDGqyky19bgNFBK+whQCW6rh",
+	"ttCq2TfwsRBklbZlkVWGaEo3UoEYh6EuMsbmc53IBoMP9J1K2xqdshzKImPRT4Y/9l1wpl/W8tgA9lBV",
+	"nMWiT6GQhwWc1LUkeBm0yLe6/tCBi8KMIIxgC2qTlzaydn6sUx7IB8oFza7qVGAzZXljPHG4XskVaqsn",
+	"OSYjbItvgM1I/loT4nxf9TebiohLhePri4s3SL1QDZUdh3UFWpb4g0KJn5ycuJjx8uVq8RZBRVoXybpg",
+	"uZBXviXOdUFZjpfEKSzJ4nidK/OuSZ4oqnw4d9hMLaJm+rr5m6SsSiztLCXo/dvzUv8gpYPWkr1V1TLT",
+	"upD5VaWnVfKXIqdznGt5U3uEaz2j/jgESJYi4QIY0dFuapNQGqlo+tNqUDnHTZ3wLbW4Z46Ho7LWTZ1V",
+	"M1KM6lNHGQVs4PtL9/SUnrUNagMAHx0NqmPyirTbPjqDm0TGhK7da/Rp7KNEUYG6VQfoQ/rzoMbTOl4Y",
+	"qAuISQkURFakm0VTJ9fI8fH5MVcVG4y2zjjwm75N36Td6pbDYQAiSp4hTlauCttabvH8a9gGVYncdbzv",
+	"7XHXr9anDNzURxwXl20bBrSEEE2XoKew9Np6N18LgG6qEMwLCXKQwMyVOWO3bmVfJ5hIJys3xBGd7E7V",
+	"+Zy4Hh9szblF7hXbY3hksBUZT/ZRtWUOWti5SqKjHNTSLD/KwCj1tYaxwKDuN4LNqOCBZtQSN37MBqFA",
+	"LBO8EZRhSQyQu64GAx4uVfylZIPQacvts5tXRehxq3qCJcqa5tb03UTbdS5X5lzq3Dc4racrpMthxElO",
+	"Cdd2bo5mG3ej3xIid+2SZUJu+A3BpX1tfqkwtTMIS6SamDX1jiV814znAMEWV+71HRYjN+6E78hSvDfh",
+	"7tS40spPRj4ID9hmSy6FlWea+k79jYqgOeqFg94w3F36bG9vutWnpe5v81tmNH0gNfrOZcjrcnflU2Ug",
+	"p5yvCXj31r66Mxi3qo5IsuRsLuqMzxfFCqmSVdo1DfWxso2lme+2s58f1ny+QZT6w3ldk+/7iumJJnjj",
+	"DgT8i87n9/eiJdsm/qhiOw0HJyM8iQe9IzKc947wYNY7iUdJb0wm80N8NDuOT5J2BcsL6bQDQ6skzpzG",
+	"T+szppS8cBdKvc53VvCqKebuehnf5GROa/Lvz90dpDIV5OskQdHHFbT51PuYfSqpEW+fX9RSRq5z0jA1",
+	"m9yl3kKcoTnO71AUNMVc6M52hNuYT8kW9bzWNhxii9vT+izLstT74p1djndzKyqta8nqZfwXLiNtPIUV",
+	"af1gNaTldM/l2tcJpAtLDyOWtFuDSbUU7M8Q7yMvt3jNpZ4FpY4w3MVuARZrRuqPu9HgLpKs2Ysox/rm",
+	"tUUfr1/Mz/ELPsfxwrl/2TdtYH1RVLihXHG7ssKcZEmtOgGhacQfhVsDl1sAc7WZWwSsBx1+TVerRkn0",
+	"2tqXONJvohmJ5VojBT6MYrwk2he/dC66I8kFHKVY3KmascC5aOJIqLtbsOQe7HXHxO+yolskgK9XMVvK",
+	"vpq3jljkhBSj5ag7J7ckRxnBKkiJZHDBzYizq/wYlB/8Wak/hr3hsf1jJH/50ZGdZYLot3cSpAjbGFUF",
+	"6JaE9G91Zdy0SExP1L1Vx/dpppR3V8lIB/emA9e586zhr674plcbs+7kd3I2TJVKXb7SKcnpFL90K0Ra",
+	"jaesvxQ87WijRhMsdGC9/X257PCZrzmUtm/5wPdz8rfnzpd5/NeprFi5UtbAhdkr5U9biy02v3bfEGKN",
+	"XzJoqqUbcF0lRvtWzxz7GqawTJHnWfIPsiokS3avifFhP/SKKB97/XrAb1M025iU08iUVI/MTo38e+BK",
+	"SrkI9m5Uu0qwc3/tZSoO73YLpiTLrhXTbz38kqkPqSKmjp9LX1QcDbmMwKdutYUqWjb90aR2zRxybTdS",
+	"Ng5VGSmrP2shrc2U2tqgDZDOzLQRMig9f8TlLKoWTE2IbhFnpL9z0GjGbHkJlNcbKtwIJt1zqZ7F/Igc",
+	"JpO4N56NcG88PBn0jsnRvCefyUfDk8HxXW6QdNt1xKPLVh2wrcqT15gx95WGmj41gT86hLCkLFNRryor",
+	"VAS1ChqitU1OdmnvVWZU0DRwWKEYdhuF4J169x9Mpjkz3CbUzGsPL9UKWeCLNakU6N8Cyy2g823jl3rR",
+	"Z0UF7Iy6tWwIdvgWHKvWYUD51Maqoa5kIZpdqTgpHcSkn1k44XUmaIpywtdLkqioIB3dVnlVzudUYRLX",
+	"YyypjygduX14W3mqvw7a7d00ploA3ObXHp5ZC1DcRj3WQNyq1VIuN1h9g5Bbp9tq4BvNm/N1ltw1vkAh",
+	"mChYTI5T0kdPmFgopE+cFxnPpxra844xBFBnWIUkoSXlfEVSJ5fYxG8DmApsvNsFSxXcylYH1Reu62Wj",
+	"FSDYQo72DqEKxVOIzaNcpwfOdXySXINyGS4MuZjF2/0vVwYrJ5jXF5fbBCakwHG6Q1hh4U7fVmjudQbu",
+	"46LY3K3rz6ypObfbxV5zCJuKGULQ7IrfAalgV4aCMeDa3AGFFc9yt3qkua6q9FBr8NBQ95Ax1lSjwqu9",
+	"aLyRWKDwZBqGFtnZIiX6yboQTK+zU1imjJ9SpbfJZugPcphsPudEQKUxvEnp1UL0OL6RC6P9+yb/WmFY",
+	"paSkSNfjzgc6Jbz4mDxXM2ZJp8JJT/X+V1dGleQBsPqAtKIR2pX6bthKThTGCtUfbZjTufj/2PvXJbeN",
+	"LF8Uf5UMzr9DpBqkwFtdWNExU66S7LJVklwqWW03/ReSQLIIF5igkaAouu2I/nTi7K97PpwXOKfnPea8",
+	"iZ/kRK61MpEAwSqWLrbco967p1UEkNeVK9f1t2i1NAfh68qSqWuE+HNBOJzI0GcQLwIwXRAaQwgcxUIW",
+	"qZlaw8jS5dWsCClMl/kkfcN4YVFWrGlS3sEuOUtXME1ytqmcg1U4W8ojd/cx/3yWLkFLVpAXqhdcpvYj",
+	"lnGJE02XOYgxFO4Z8XXLhMFAlCrWyIgpN8/04RUpzobIrMBD+YyFtmQr/jOw32c8VlWYC7ZRKUWJXG2U",
+	"SyE4gFBzCLalWEuHnYopXyb5yOb5eESdigV/a/c9zVb7Htv3WHfwfQ06I53C7Q4A6xaCJavJA3IrvwQI",
+	"qwFXoakysZNbgMZ8g18+EwnW98tT54Q0f/0//3d/REZvEFOx+LrH/JEhXtBm90eMs5UQ13hu4GDqO9Mg",
+	"toHbXzcGhSQPncvogArpa6o8YlyqFThhY8m4CimKGpJOOuyYTTLAjAd4kGrCqjPHstNW75Pv9b19rztw",
+	"jerbo3wPfSfIt92vDfItTOsHt0CFGxoob0OdkvZ8O8TRMYZYlngIwj9UeIjHrsViC9Joh0Hg9iTjWlao",
+	"QuXBiRBvFnG2BgqDdiZrUl9qkEd5Fn2mm6pH18JuypfsN7Hiu9gMcBQ1TjsanWLn599+W8kQ64GB4O0Q",
+	"2epCKp5bdA0Au9N3qAWxg6VvA/IGSr/lsRzy7qRnQizaA743aR+E+1HbF91pj/cng3AY/SGQ6mCeN8ZD",
+	"2dJw8Op7BG+D9rAcTF33KZG/lvDNOG4FdGvdAs2wgzOqoPoSyhdRbLFi5QnceNp/n0p3BbOp0WZh7K+A",
+	"mGoL29U8f9/662YXoLgWmDdAdUUhn5LlBJ7bKnagmV6KbB7LuthKw1vpBUyEBWRRj6VYUOL87PTGmMZN",
+	"7jhTsj7oaMazaKX5qxJZzBMT4kAMm1K4jgzQAZ+n8soOrRoC7Pd7L772+4d7BL+xha85YMKTfdHj3bB9",
+	"GPWnGGcyGYZ77f3oQBxOfWBbuzKm50LIW53H9kLnbBHLK7JCx1P9AgraUXwb1/B7bx+qvTModDo1IOEf",
+	"CAz6buFCWvNGmwfhFX+geKEt3LWKSRzyJIHT1Oz++o//LIelV5jqoyzVH+hJgk/8LaM0zHG9Kc+3Lh6g",
+	"BC5NicD6LLrpwAXx1vFl0/NW1Oljp04maHFTxsss5Jb4Z2NqkWnO0DK1FvhDfQx0XC8QzuIFdIsYwEls",
+	"C3kQlljGmsdnpy3P4nASjr+J+tIKyCpW1VIGPv2n3/W7O5WkeN+Iyk6kNixwHaxyMd/HfCKSu6xPoj+4",
+	"46J8c/b8mJ1cPDw9u9wJRGq7aGzAU+8pFJBZM9BSceCxX//xTwPrioZ3II23E6B1D88MkPJNCK5EyE3N",
+	"b1rgmOCR1rcNYC/UyguTWELezg0r9JbgzLfPxI3J33pJDEbDg91FS5rRxXZjosmjMnOHKkWQvF1NWq5b",
+	"ldv1G5ln6/PaGi5fkP5vJRyh+ahd/SplmPyuWbyAeu5QPCgRCmKPVjGIXHMulzypAaKir3YMOC++24sO",
+	"+SDsi3Z3Opy0B9wP24f74qBtJIh+NBC7BZQ7fmwHGTg8FHvTLm8fTHqRpqf9NvfDQXuvK3rR4eRgus+H",
+	"d9We3pc+dKe7i06gU2GGHpx9ILHs9pA+ZTKf3dC+96a11V3SzpzL7mobllfUnClxreo5dY/NVj1s42Lw",
+	"Gjy+W+xcZfeOiRX+xupZVQqpUdLMyr4ykNaGa5d1te2vvW+VbWtPoLlZ/aoOGb6qwG283ISKHCUKKfzk",
+	"+vLq1OzdiTHY/wE2b0v51xve++Db55b23bJ/rkskL+8cyFeFY+L42VntFsG5fOtM9DwFbFEGvlwrfn9E",
+	"Xtrz3T2wrgskgdqYNQdBsYWxikvX8WHkkIzgxUboUUAzPE7/N/TT3hChdiy31IU2DjyyZG4vVfS+5IPy",
+	"bVxFOKkdyD1V2GJYE4H+7A9Q+0dWvFEbBoX3c9dXj3r9JbvD9XZKEu4fgEMaYfwWBmlf++D80fS0nT1a",
+	"/cH4b5VaiqyODz4C7eIPsAuoBt2yB/TSB98BAtSqXf8QEtYIbl1fEpI1g5JIGaBHejVb10oPW+HfiANT",
+	"BHBhN1ZsIqDusLoWUYcFjvhTUunCGc+w6vhN8gwLHPoqiKegqeps9CfulV1zIU/WpjKF+bVcvuwBfh90",
+	"WKAl/OhVuswBbIOlyzxM5yXkXf0GwIxjIIUUFSN2hwV2f0oDKXYG7u5YS3dQx1mPj0tEbVdrlYs5BOin",
+	"06me5hHbsn1xOMOya24ciOmEJam8Ehl25QJLmJgC3A3YmNdpbFzqRP601ahZGKnZ4TAlacysmGbfNadk",
+	"u9y9QXqXuqmny/wPwA+KWd/MEtzV+cBcwSXdGsYw49HbUrS7VTegQ2rqqBJ9xRNiYqVAD5/HcpmLDgsm",
+	"S7XWJ7fuNgEvr9bhOxDsQH3IlFrWojA1jVV8sFF9LCAKsJlm6HFplfEodTsYm0D/0mMo76V9aZNs02sh",
+	"H2ZZmtUKek+Pl/mM9To+oUsCAuXe/uCQ/fd/DTu9lscwzBSiEtZV0MnNaJr6joIYAdFeESAaYkt6bNDt",
+	"6/8zrAA+vrrKuMxfGcBH329hmRtoIkxiKFIIMJSIL5+mr+Zcrl8VNXwAqNFdxcoAGl6jvj8UzpyO9JpW",
+	"2y+v/eb7tciGr0pLUuvQgapxqyyVVzcDL55AT0zvhJC5sZojQ+vcenhxj+pGVSuM6p12ooVrzNQwmnaY",
+	"CXBraLkb1lPfdfDoVWxSdehvJcJM5IhGHEuVCx5pCUChwwbh/z7jKg4rUzROG6I58NyYgGNzWpFR2qRp",
+	"OOAQkiRktEhjaRyeCuKKMXYJ19xUD4hzJZIpxrzh8SA8y+YGGW8n21aHXWIkFNEMeAoJSFQzgr4PsYjE",
+	"AvQ/Q9rVoqB/JZrHLGb9Nhw/O0NvFpQlvX4VUKwaira9AUtEDkV49E5gSErFLzi/fjV49OPBd5PLnvzr",
+	"av/x4uIw/Kavvoq657VQOO5m3jwmfEePS1XGNfB3GJd69eP+X1/3Hq8OL64Hl/Lgu0X/i3Dvy2n3s/nw",
+	"VPmfr3sv+P5X4vDlm7pxOod7E5yZUDcNZTpEXAkY2nyhsVNEMZ0ftUilErUsmIchmBKAXMr8t1sHpgev",
+	"v4LX61f9y5eXmsIAepUrFhwTeC9V7flM8ExkDDEj3dZqsSPF+svZ5PMwfhp/+ei7hxeXXz8/U2fzfPHd",
+	"ydne2Q9nq/MfXuTnp+f5+enD+PHJl77467F+dxad5D9G/a/j6dcdsf7yp+jlmf45590D/0I+HLycf/ni",
+	"fD78NvopOg8fnQ2/7X77U+jn1+cvfP1J2EvkZP7Ij/76ZdLYFn4m1Ku4Zgkex1MB8c2x1ISXykix5p7v",
+	"l6lqrx4Z1DUlbD1qJRx0MOKkK4mKwQbW5PuCRVdhutiSKHkt1veUZiHA0VKpPKbEgmcQQT5ZM7XgYQWA",
+	"1sCeqc7rWKys5YoSqW3MBT02hRLgr1o7jSafLUfsGF3rAZJdCWobfyrfpvTbrYB47ikoDaBEHGbdNje2",
+	"7q7D3KU6mLV3rFa4LSNnVCpK6MAulyttHQEkKgQh2dJQRSUouLa8G0sHQnZELN2xd39LHLe4ArAEwcYy",
+	"XUHUzN0RyTzm//qP/+zvDUs03b8RF7i/N3RChv27gZY91Jx0C1AZBKMlCWv++r/+H9Zt1eOW7dUNzYIU",
+	"3wphVrYK26qSz3gezv4G7X3/rrZh06heiKIhdR0v2uZRG+QnvT44yDftdB7nP4ksxV+2A61dGjVqkSoV",
+	"TxIHn6V+vTCluNt7G9SiGxcrXQjJFzGwCtU55bn4SFZuVxivG45STT2j36Wi0I0b8Lfvq319JBtQj1Z2",
+	"7iCV3cTFfo9iSDeuM77zkaztDbWIqghiOy3ybSWKDv27lij646yl2mrzpiTxPMXk4KLuCeafqiVBl29J",
+	"/P6+LB9SMvgOKs5LMZml6fVDUrDrIv1eXDyu89SJ1+Av1arxYqlmoBnfMYp7t+izG9Gka6LPSpYaRzhN",
+	"02steMXyiqm1DHcJzTJ5abvEstGrrDno+uxzgCEdYlaXKUTKbdFIr8Z933IxRCirabdwN70Rl/pOrL+C",
+	"4LqkOrxpxoK/jRv3x43vAzRkVi7vvzUK3GibkWFNv5lTOX2nu+mhGdvT7DhJ6qp9VKPfEFyXd9td3pu0",
+	"98N+1D4Qg2l7yPcm++FBdCj86d1qVNw0vgr5O2B1WMVqs/iUfl11nIrFxCp2C9daQp0kd49K++eWYSiT",
+	"nhti9f3t5/gt4z6kWFlbW6emEs3uR+uO+dy7UjGZRkZQBrLnU3w3PPsYiLsQu3pVqWsDH7CuTFpgqCwA",
+	"rmvyq5aTJA4RtFeK3Kl87g8Otl6mOxBsSWYZHNxSpbNCz0jKzrbtQJZbnTomn37kXitwabDAnARwxyAe",
+	"Smxr/ZSPScnl7FSMtTmi5vXyhVk83yDLygTQynDnc0WZ9VhY0hywI0TeKBXwJ6QrSBG99QDWgWiumPPr",
+	"EXQ3X+RrhjMiiH9F8P3bTzBrSrFq1ZzjW86tc9Tu/zbn6Lfm8w9e997m5Nx2Ml7G+ey5tcbvZsWpym6b",
+	"Xult9v1gNVMifBVYL/2EK7E30ATa77GMyyids8k6N8hwX5wfn7Sff3HcG+6BlZR9JcQCstDia8E4oBes",
+	"0iyy2F1qlq4gowmcjzJdlckNuz+ffvX1YXbw+Vff/phdrn548ez04Ozxs+/O0t5j/pg/X30+XHxx9fWf",
+	"965PV3+59Xqlqe7g0T52/Em21JeKryQQPzTjFf7klIpxGXseIhukOUXOFTv5bCu0rQHD4yxY4bsdfdAC",
+	"5HV1sAY4urMPJBoRYES58WOWC5XjkFBxKzLTb/FJFsMt2r7hMtAL9RtHXrhbVBN14e5K+WYoPXnfkRUl",
+	"YsBYCrsDBuuU3mmbRaZAIvik5ZIfMo8LIsy7Y0PRh5U76p6iE1FDpWCpPwFMtvxMPkdvTX3KTZJSpSWE",
+	"cMuNUxEN4ebsTYSteKUvMlChCj/QiPlM5SkYzrUERJAWFI57sDfwfdbsDQBOpeKFvNG4DF/ebF7e5N8A",
+	"PR4uszhfP9c0hksyAf/H8VLfAuavR6bjL19eNmqt7a4LEStclwI1POtbv9EZWPICsmNwJGJJUn/voAVr",
+	"bDCJHkanz4+PqFahlpP3fN+sMkLKKIRevBbkIgtgQL2AhIuJvhdkiuVy9GescK12wG+jl6QxoiUoDo6+",
+	"XAv3M4QJ1NQu13J8aQmACY+Mj47F4BpdKgNGYC4xIirA5cH7yLMhCun01ogGCkKYpNG6PAkY5sYccElq",
+	"YpttVA4FBThu5xETb0gW5NJ62JtmUlBzUw+mRUFGXb9NQQYlKtE7Ug7mwV0L0wWlNed1rsUjwoJZiAzP",
+	"uhSCMNhSKfA6VzmQQIxA/LS4QUHYgWdqhebpFYLsGKwp265nyQTBm8z26L0qFmOkqSeWV4nYnbAZFm8l",
+	"UCNOyxHyLFtjLTeeOxP2mOJ5rKaxUGyS5jMo0ZGkKyci48QJCdDyEqwgeeodt+mo8ThWOTs/O1WsWa0b",
+	"j8zGSY2yH11QuW81gkUjUCQeOaXn3a+MOlXu1H5Ez5ws7C0vFo8bXqPiHm6MGmgb8CjGQB9eiLJ0UJup",
+	"uCA2qBWGIj2itjahZxQczPg1oGmEw+a5DRl4HXXPwZooDxT1cFg+wCt0U2nLb9bO3hqhm1yxL58/fcLS",
+	"jD07fdTyyi1pKl2kykDz1A4derOF2rfsqpvKrwwXKb5qeEaKUJ05lyB42T0wPmME2sCBaCGAvrD3sDpi",
+	"mlLBemgJwTjvoeJ6w2UIpSsL+dQvmDgyBT8JZbLqfyJGQYPkds2SKCaKrFWFRrTdSK7UUqjN0r3UZqwK",
+	"dDyI35Z2E9phmiQiBGakRPY6DrFgq11OfZOZP8DAw8cSQ5cZD3MTjRnnHqHuKReIr8nZ/aLOHYRy3W9h",
+	"Yd3qGR7LJgd0CMh0KuM6tTpGq5nza91DUUgEO2cA+LSUmFWUmuDr1BtLJQzKJbxfhfabrKlWcJqxXLzJ",
+	"DZZbh51bggKizmcizsbSnmxYRM2ONF0gObIFz3IpsuKLDaqMs4IuDdGPZS0zYmo5mcc5MPrCTj3vjOVY",
+	"wvVg657HLoqnJqyMhzleSF9cnj+26ECKTcQsllG1KkugVyYYy2alPi5fP/g7EPMvAWKyYSN6yRciXSQC",
+	"RRA9a+N/On52RtiBmdAPx9JcRAhhCqP/t39jx6XIRP1jt8Me3nAzB/PrV7/+458gi4GMEcwV/NAy4I+V",
+	"+3ksGTO5ACVJpnmTeHCkW5t7lmsVwZStzlj2Ouy5Ztl3jQmDCxorIMN9TUehM5Z9fbxwyAlXuWL373d9",
+	"CmtU9++zZlCE44y0lBi0OuxCLBUIC5gsr2Zplidrgq5jMU6dvgPrgWTpJOcA+0Ni/ZG9uhfFeAxkh5a6",
+	"ZWTLUMJEdJPbgjHv378tHFPPhEt29uz1nvnpnoI2H+wNjhgPs1QpWiKLu2gwWpErtYjwjVQM8HglEdtj",
+	"Qb5ejBjP//zDKg+qEndvOOwesmbAk6sRCuBB64jFuRpLMu9aGF4t3UHqW2clkqQNJu4HP6yuVecHlWpZ",
+	"7yTh8VyNWBArFXgs4MtI/49aTkCwHUtX0m0WUnPLY0GaXQFoqRMEhw9A9NHNxBxiY8Wbhf6fH/I4gLkD",
+	"IqRuR0tbgJutb0m9TOXgtVm6kloERzpHgYrwJCuC51gWmJlipPv4mT2zbbGf2WOR28A89vNY/txut+G/",
+	"+s2gJAUE+vW3FAM2ckB3kQxYZRB4/ehh3CZeHd1ZvDqiJNyiLfs+z8vQOOroRlHs6GYxrDoplMT0pOpE",
+	"MXrbEVk3d4Gs+c3iJsJHJEG1qI2KgOQu4ztISLd2W5ajN0dfXLf4fkkpsK+DVsDN6hQJrLSYJfER1/Iu",
+	"8qPpuqpe1LV0s36hWxpLI1iU3PnqHrIf0KSKr52TjXbQZkEb9wNvLKsr6FXXqFXIJ6aPQl6ptK5FgMpq",
+	"eXUTR158//7A796/bzMCcOjBy5cv2871Luz1qG9rE6E99FuwVgWGshIMCuGr0VgG55Rc4N7peihnmEGw",
+	"8fuxe/fjzRfB6hgxIhOv02sRgV2G/k3aOXyj2JUWKapvm9SpPWucYVpYKd9THfbUvVwpEB2MB/rva7HG",
+	"qebZmvErHku7eH1n8Wb8NaVb6EVggcOGjYGTbpIgEjmPkwAsL8idKRdjLIsN1RfKU/eOUUu1MMUNaM4U",
+	"I0RyA6dXFIXM2g/GsnRZXek7QabFZDGN6EmaY0iW+3KgNYAFz2c0WC4rjaE8BPAByGs1Xd5TLF1JCOON",
+	"Jd3EpbNCFlhDqUSP//ZvDDK1FFyWsEeYlWW4ecWkBRLEIksniZgXwjSKE4PhviYfh/Qf0Jt/BhGgRdji",
+	"kK2iBQ+9ayACgF+LzFu0U3o19X779++PNV9KAambCsEHHpvzBbj90IYznRL+AYB2YjkNZdQS1WGfpdEa",
+	"nymCsV3rPcIE7NgY5Kx71twzD7WWo0cI8ZD2H3/rfd/5ccllHufroOWxH5ciW4/lgmd8LjCxRLEAfu2g",
+	"fKvbN3Jtk56AMKg/h72ufKx/2/wWeI1+EkcBHhC0LOE3+G/66kmpR3p0Fon5Is2FDNftr8SaaAA3BLdW",
+	"5RDA/eLiDCRSs9PXsdYVK6oOPlMPsEP9CnVIUpH+hf1ssIV+ZnPBwWDuykRWLgIeRfT/M0A4/8yOccu8",
+	"YnH0qcG5IOwz44D7fMSUEJY4OuxY0wvHmHiwrpXSvuGusZs9EUm6MlcrSettyvnEoRywn5kNsYfyPipJ",
+	"V+4R1OI2qAQcsL/I3W8LZ4BMpRVuzcmop6XkpA+JCLvpsp8Z8XCPUdqXni+xZuQbHpbfsMyYWpum2SSO",
+	"IkGL12clmXRuWk3LnKZgV9SMTPP2NCXhaeAP2M/sScrUMpzp+y9dZqEwN33BdZwGMRzYfJFqvQYbnot8",
+	"lkZt3T7HTCzsYUhLC0dAvIm1ojRZ5rBThAAf63Osvy7EvCTlUTtP03bCMxS7Bt0+tWTUMtisWLFUb0yX",
+	"ncef2YW32XPtuYhi3kby140M3Z0mxa7Ez4CPUUNhKqdJHBKRHOpPAU/ASVc3g/lhqXKIKG1WMCHtm9WM",
+	"3tZRcfchOD9C5Ef68jcTIVuPPrEwiF6P/cxeACp8nqaRB0sZckl0D9/KdHVkWG+J4TLF12w1MxQVO6zi",
+	"WqzbmcBQT9PNsWRBlZ1QeQxI3yVTdxRPpwJ8Z7CmtIUZCAbg5msTGgCsv244OJu2z3kezgJ7/+ESvRaZ",
+	"ouwnSXoCkuQ9xZrBw0t+peW2yuEz55rnok3aN84B9itNMbHCKOlHsP4suBB5tm5TWUAjxWBLxHAr5Nfv",
+	"lsnvnio4cyaQCPcG7Kv4M81wUHSQ60K1bDkHMJ4vEqGJAYc6BMZwzPKMSzUVGQtTRPoppIAgnC0lyF43",
+	"Nj7hUZty1rHhHg26bDikrN4aPpbpZaFqDpaLveZxYihw6JtjaMyiRH0ZWs9yBVEFE66EPRNH1CyVY7xp",
+	"6fN80SYqAFZiDzL2PUSyBPOTIRZnlbqdNzevj4maxtbwAposISkfLal6SVy7j4220G+b9N90SlCuOV4w",
+	"oL4cSxZHVAEjFchYgN2h3a94qm8jrafnqaX7qiBpvVJjOfAHULYojiBZA95XzonXV7SITHjzchlHLJaL",
+	"pRZx0LM8gh+DFqjqCg2rB+0B/L9uj83EG06QVGTj01MDhGZIAzOLnLHXPIu5zLHiQ5K09dsiwi71xMYS",
+	"D7MTCsfhhjGKI89nnv6p10OobWAXtDgYCwa6IjybxkkusiPGx3LOE7crU//hiNZ0liYRGu+ZkGGqbzqV",
+	"cDVjzeBPvUdBy7GNw2XDsXSUGkvYaeQvHg4VZaWnzy7Pnj55HqBBnj7DtGOQApTVTnr+gATeY33lBTAB",
+	"mHturjTFmjIdSz3XIwS/FhHoCagjQI9fpCsojIJUx7Ms1p1QjOUqxgpXuU2Kv6fvCLjsqWSN1KI8vxIj",
+	"s6jhMh/LdDotbJ+KaQElzXC4xZISW8Glc3bNp3mhvNXRrQae3g1ov144umcM/ChZsWbfZ8ri7aIZnibZ",
+	"Mv0ceGgYlCLGuiho7mScDd+8AbdKmV+goooLZb2rk1QP9SSVuZB5G6PdjMHxknhq+yHNMCimCDFTa0OY",
+	"wJwAVMYV+MIkNaVmwlRKdAmNJapD3W6P/fd/7XW6I5SHik1EaVTNl1dXiSiiEfT1DGVnQcN6s2512FNN",
+	"cmUNDNV+Q2T6drkFMQDJqFgZ4I+EOFCwZzg7mZjC5W0pAxk3EPXa9ZQb27xWevIZ6tiFx8QtxYRiwIbG",
+	"CJLHiW67rbcmS5MRk2kbAPYDcGvBHmRwtaay1ilBdO9Mn21OnvZuLHfbPH1KSMGwvAPdQ2lSxCxrjmCP",
+	"yVjSB1o3RPEcFxr+rj8yZnhHVkwAEcE9LmMJ8gprotyAziQO69GskUKgQNcuMsJYcpApmhvCRgtquN90",
+	"feovh1oJveEqbulTeC0WWtKPX7trq9cCFt1ktg7NBT+WRbIJVNQvnD1gorgUb3LwZOhnzUmhzJPu7WjP",
+	"nlnRFmB96E0E4n0hY83/RyRHA6FFyAZMQTdmDPvc5J1M1jl6dvU/vE06UB4T8/SHGMh5zrPr5cIS/1hW",
+	"ToVQIV/oQ9XqMGRDChHxzdicdlkTfkATcQtdhhDY2qFF2NRqsbbJhIfXdh7OiaZzCIQI5buMsoymD7j4",
+	"0XbSDOZinha2Dv/7juMf17+j+aJUVh/shtuMDCMcOhVXRB8ne3H5qA38ndYlYonmf2qZZakWUjWVjRvj",
+	"8TI68P1xg8wdekWfvHhcrBSjt3wf39LEZ5n9JSh2dDpLwhcYa5TA0oigBUI2Bp3W7tAQHs4OjGOUfK5Y",
+	"ExPNgfbABgSVqJcy1huickUnNQzFIhcRdgGeHJN1mBW/jSVFuM+1xqP/Efz/2//e/PeR//Pfuu3D78fj",
+	"6H6r+e+j8bgzHkd/bv37/y8gHCq4CBccAEHR0c3ZJJY8W7NpkmqBK3WvX/Bsr6lIGJG7JnPoXY0oeR6T",
+	"viz9uIikuB/dXqcP6+xOHgZUzJ9ojZI9sByRWTuqrpdnPE70bH8SWUpN98YNTVzjxmDYGeJW9nvtSYyu",
+	"1Stz2bmjh1U1T2HLLoyYhH4TQEAhfB6TnIEoFWwFxUEhaQF11FFxQd9TZsQsVmNpS2eyZrGFuHJUFhE7",
+	"gmrVttAmVjIIWJPSCbnziRZrx4CfhToCxpoE1TTlgArrcbxK7NQ3XwfRBwXAsbwSUiASB8Rl5qW4B7BE",
+	"2w0uMpSKexGCP8wBeAwmGYx9uYqljTwwvwPIGNE3JDd0yPZsQmUKgCy48uGZ6xwJbJBENBrLAI2itqKI",
+	"xyIstsd6w5ZRB9IF/3EpWBAuM5Vqqc/UnTLVXuEKgdqJwNdolMYDHDyO5fWIAg9+/cc/0Wip1dDkL+OG",
+	"/nbcCIr6g9Nlkhj/u3Gv2w6OSBAfS8QaoD5xIDLFvgwL6rBHRSk/CKzhVPnwiEUp8vFlnEQMJ6b3ANfL",
+	"uqv0AcEVJHeV/aHAm3XW+Ub7v9k8kuPiXMxZjIWNcCOJAhx2DgoQCmIb2+uxLU+oX3LAwUWBL4Y8iypA",
+	"k8ZzC1PYAkkZGLdygcO1aYging9k1BsOx9KpTOOxTCC0CdXBN9HXYPEuadvgbTNSb4ddiIXgOcqERsiz",
+	"dAJxotdiXUQowS8grDTDdL7gmRV88DrQGngSK7JBmEgwoyEjsaOUf/9+z/fv34fOxtIFtDQUBNZFWDa7",
+	"Fnn7QiwSvhYR1XB1gqT1OKsWOlLf8Ars9VjTXVZy8YENsNVhJ6k0MfE2wAXa0+QD4RaI6pNKMZY01hFB",
+	"G4IZXwqFtjajAU7jzFpDgC57vq9XnBrPxA8izB1B5s2bsTSyRLGfYA3RAnuW4etmm7QsCMO3kElAzF88",
+	"PD4N2CrNrlURb1TYAtAqog8TOWEPu12f/fd/HXa6rVGx6+ThAGGSpE8tsmFMtmWkcwibGcu2mZV+Hgs1",
+	"snclmqmbg26fTcQ6lVGrGBQcB3Myji9PvoASrylMCAO34FhQr1YKPXLg6IrbzXQImgXU0KSdB0WQcodC",
+	"Aa1aWz9QhuOjjlgzzTwK+S714FGlp4hKvRpsIo5LqZtF5R0rJwbG1I6OmRwSYPU6HeNBgc8JjMjB27OG",
+	"NJBgN8t8ww7SZ0W9b915UfIbxaj4SmptYORW/oZK4vB0CmWuQLAGNE26kbBupm6uVjeFJpXr1osd258e",
+	"ilfEG/U6PuPqGqK7XDi2fqfXgpUw64DkotkzXsqY2KGYFBDcbva132OREAsAsiRS8srmGt2TvuwoJj6F",
+	"95M1LEo4E+G14+OWa+RIkdBKiSrSDap7FCs4//ADQEQZyd/WTW46CuVqFucCkcKscuv7emBUvJXsSqU9",
+	"oj4rWh+pQ4WnQ6Ctr8nZhEcs+FPQRi1Di2vBUVBYHeMMrU26W6du7Bbf7cgaH4FkYWAqToTUwlSUpYsF",
+	"jRANrtVRFg5bd+jAY/S60ZKhIpevIBZY6H8j22cFw4E3W7Zq8u0Dh2iDbf7hDjsjGRroj2Qw3JNVFue5",
+	"kAU2KMIljhi+9Zc/D7Ft/GvY8QsLGizEqQG9UKwZEBbAoyyda3mB/rxMqS9N+P1+/5Dh+7Z4aSJkxDOP",
+	"rGgwyMCAbfjdS98fwf//DkfiPjnEJ21/OPL9wFijbDFxTFtqd4ej4SGciDxlwZ/xzxF7JCbZUutTfR9t",
+	"04ngC2Orawa9/mh4ONrzg0IuxVbTKevukUSRZrpZgNrVMwQvyC77hWtntCaTSVVoa4Z/l3B/9DdlBNDR",
+	"rZifNSGm7MHeoOUZuZC5VksJXH/QO7RMBa1arhEWGdZT1/+pR6z7boMQAWh/aNqarK183/X9QpRYgBoS",
+	"Qg+TZaaglK0eS8/3W0fUuSZ/PZTNITjpd+b6/QZtVRDwQ6HgceHACLpBAQaUi2zKQ9FhzziYaCBCS6b2",
+	"ZSWuAHhhLBteI4lDQSiblJJwvODhTGiWvpGKsFqtOhwed9Ls6gF9qx48Pjt5+OT5w3av43dm+RwBR+I8",
+	"KWc4NLwGDaExanQhlwuRxRqjRr/jd/qQY5LPIBGoPgpXP7nahpzqBvQ2v3z5FXsucg8O5f6wu99CHvta",
+	"ZPF0XYolU4Q7Swr2DvHDi1jfpRQhS0UQUIBAFnVPseA6joIOe5JW8XgbMO3M1u9sfC7yL1fXquE1jB4O",
+	"C9DzfZMyYnJ2K358J5EYvtCrBNlUy/mcZ2uq92HmYLI9r8Vab4RmwPplvVqQB8yTq8aoAVME1JPX8Bd8",
+	"2/Aa13HkIAT5Xf1TDl189UyTiYL83BhAoaAc2Y/fHn/71ZuTbPrN81f7l+uXX3/x9Gp/Fr5+xhfxeZKt",
+	"zjh/Fn7x4iJt/PI95MigUHRbRjGsFLxfh+EKWw4JOgNcvbqm7Co/+IxHBqXZzSxtjP72vees4ufkssQd",
+	"dtYR4Gz5lV6/Rjm3ofG9btBquTeSbQXfaVuyG1WUt+qarfEau05XD8vKowAZzIEGg6J6aMAkz7J0ZXJj",
+	"FNQa0ne3eceOgEtGEqd9hvE3kgA1Np27Hlz9quzxbOlDgJaFqMOOizShWJGSFaEr8vzsdGQijRQLIF1U",
+	"sWCjHGqweYQex8o8V8BEjMwKlF2tgUN2I5gmMM1Y2Sm+VZncWLcLF6GpzjoqV2wtaPu2AjjfvzMXcGmu",
+	"oOHLVWon7G53wQr+VsIF00d90PaH7e7gsrs36hkwMGADO9bpdasU77qUc+hgcLjX3fMP9vsHBwcVHFpo",
+	"bCeA4F+8G2fUdWfUmxyIwXSPtw/DbtQeiP60fcD3J+29cBjpv3q8O3lPMzrce/sZfV9mlBXYxbNTVXP8",
+	"d4WzPC+fs03MsE2mi0rC+dlpXVEpiIam3y2vwtLC0zRrvR2X1p90b//khRObiB/1b//okQlBhC96h7d/",
+	"cZmm51yujY1HfzfcpafnGFv0oog9qt4/ZUwDfR2ZtPe/VVKkv/+ldFfZzAjnajqv3iXmdnKs2FtvKJPr",
+	"YBM+RuwOiYs26+Aewk20lwu0MTeDvz87/vbi4dev3Ihc3eD6wd9Vsrz6JSBn7vljiNzBCNkoDRWYgHnS",
+	"mUdg/1hp0R6Nb1ocD+w4jvOA8uD0XQJhyldGsDNmesQjQDP8Udkyfk9ZFSO26SElczhrIgqGiWWxFvRW",
+	"B0LCr0RASBvgGMzB3O5cq/ALqsKFzskutwwCWzLtwsBxEkeM2znQZaaJIIrRszoDM8syr3fkB2wJmUqk",
+	"x1mPhE1xQWMalh8obfgRm6evsWKfsFueyknKMxNqA3miBr3YpYpCR6m/yl3C3OU6LxEibBV4yPlVpZxz",
+	"LF9lggDZ6y5t+KSxqyzqDPM5fPiLvnLqvihm8ADMqI0dXjyBrWi8B4lgQaBDZb3A+aokBEy4vHbkiMe2",
+	"3HDD9wc9raWkyzyWVwadttHtdn3f93tDzf8MNC8B4WTlfz6OpejqT3q+z05ExDP2PG947uNeYySXSeI1",
+	"QuCEjYt0KSN2kYbXgAmgcp6cQInpxv7B3t6AoBsBKPivkAo/4U9wM037mRA5O17mqSaFOY+1QpuupMj+",
+	"I9RvKHiBL/O0E6ZzrMcb5+tLvPuSJNT3vrjiybZm2YVY8Dhjjx+f6CHOUqlf+3N32O0Nh0O/u78PvPjN",
+	"WeSs5d7+wSEiFKg4d/HP6sb0i9eYxSpPM7waeO6qYr3L7v6oNyRpRqbQ2nPLjI0T3WG+ntFxRSLCPEtl",
+	"HPIEaxWd8yzm7Dh5zTPxE64t4CZYpgqUWx7A4NI/HHX98gAgiHuVxeBsUjnPckRVNQ0WJ1ETOIhIVGp9",
+	"0J4O+V57MNkP2wfRoWj7Wtac9MNBNISiBHrrkBPQqa0OGt+YxYtnIgvhjDT2/I7v6+6VdDZh0O91G4Wl",
+	"4pxLfgWxDGBzh6lSF5fpnH0mwmsA1alpf1Db/sH+3tBtn5r9vm4ZvIZzcW3fX6cWdv0O3Cwjupy1fHnu",
+	"LCc6TewiIz6V6BwHnbGCukKuJt2jvle39UyvPYB3oItPcuPbyI0bSDl1smOtcOcIk0YwqJEhwQV+F0Ey",
+	"LV9DhW3D3CIemALwvOG/9e1k5FjWBIkLA3TAqg/CSsszFeGvMG9Z/0X8kzXTJLI030J7RETga+5QtOhS",
+	"L9E6vkQIqq6z5x2X7tYb5ReAInM6jit163fkijECv+SzQpgB+0KBk4f4v7+lJSKWF8jbthC2eddlKWfm",
+	"m91NgiWGVG8ZdEb6seud/uD2L56k+oaR0R+d4Xwu8hImUOnUbGE4paCbu9hVK+gTm4qjtRXVqY0Y4Fur",
+	"NyIYK5g/wCIKYG47KJNjubM2+QhctoqF6XwSSyzuyY6fnELQnDMv8gQrngiCtJAEm4Ryn6nVylK34C7Y",
+	"le2fPM/FfJGTL9wrooEc6CBMsDrGN1WAnjWwKc+xmA9nGAnVYc95Ighfg9zxpY0Yy5XIhMG244uF4BnL",
+	"07QYK7qpNpXEk6LI8G5Kol4VRSbsZE0DrIB363e26IbXsYx2Vg2dwX2lvwPNsF5xhUkWw7L7sAG/Vlty",
+	"d4sWi1j2dx6rwWfeMtoyDElKevZGLfgdzcN1Q98w9t/JeO5ttfVXRk5Gf4NK/zZ1+OtGX5So/xCjxjBY",
+	"RMiBtADFmpCox+2vsUGymbaqjoy96T4/mLQPQz9qD0R32tbSQxvEB3x0uGVS1PZ7mVR5QjBUngO/KAqF",
+	"QRnCJoR/qfi1aG3UuNoIm9gycCdYo37oN9Qz2X38xNScoYs3Nw19cIehX6ZvNfA/ggXqWBaXkWa69p7Z",
+	"vIhsLlfJTGVK7zW6Pune+MuFqSYxatDvetM+yzhAW34TK16q6bFR9WY46va+K175bI1mH7RJlQq1Fz+a",
+	"A0I/CJln63MwUuEPYN7wSZLXLMVvD/a6++2Dg95hu88Hk2G4F+2LgylWUiYecgdW5CSyNEaNsyfftLto",
+	"q4NLy15rSWGa6Ha7XTBsvRZJ/zlsIyFUb7LgnTl6rfNuwdciI9vZKZecvZzFOQQwgnririReyU+nxd96",
+	"O/VCDPq+P+z2+l1fTxigs/S1ZbUaKkZQKkZPcddmX8Bw9YGIZjDydyaahh54QeUUPQKoPFnjfVKT/9tR",
+	"k+/7vT8MNeFfDg3RUC0Rmb2pI6IbrWsn21WMnc1rjjR2V/PahsT4yb72W6q7ZXjkOttaaYMcFbdEN3V6",
+	"7s2WNU0DbtMlq1YNBIMxXXlURmQbtEOtaculzx1MW2XttGLb2vlK/PhsW8ADb7NruZoVN8R0V51sm02r",
+	"tOOfjFofxSlHg5a7M3c+5Q8MDPvfwdu5edo/hxC7eSrFurBbF4K0zfOIc7R5jRx8CgvtYspfTQE4uBmg",
+	"GBQwY4LCmriA8WeAnmNKGNnsMeQSUclQiDqi5LHlHD9Txetkc6HEA/EmBLiQOPcYAORBCUbzDiRUQLgQ",
+	"dxFjtNozwlBI1IGhg1LlbBgUZY4KNk+R96BxDBpEBGUYpQUNumeTQSGLKEyzSEQYjVH8jhEtenxeZZ91",
+	"3wAgJwOTA0hp6kYMsXAPengW1rgALXqdxhEk2erRaw2fIytWIs8TEbG1yHGBStuJ0zJL740lJg7jEsY5",
+	"miRXsRJFkqnTJ0k6VG2qmKfK4yRhPb87wlXCBilwxIAdBkZOCqyXJSjJugFrqni+THieZiM0v6HOjOkg",
+	"sHzBwHf+0xseBhYUM87sRExPR5Qx5rRSamDo+92AsqxxRapADejyqRAky3ishBrLoKwOBNZ7Dhoq/WEz",
+	"F2VU+emeKkB8A8LDeS0ySN6UV5R45LxLK+kx6vcZjyPMAZnwhMtQBIQaeoxplJ3799nA90fMnldNIHO0",
+	"P3DJ/AICx/7mpsB7kM4RZLQ7gNgxLJde1nLByCLglW9vuRHj12GDXm8sAQYUlxKAtEZgkiIFh9bOtQkP",
+	"ej0WELSxYQLF53Sag9FYFtNwOFaxIQD8DwzNEAoGM60MbkYTDQo5jxPIcdR77DLAFo2lkieqCR4SRTts",
+	"6PdGlUNTRRdDzDhkGJ6DXF3kbU4wS34sEQ2vnHG7kftLe+78rPf9WDkoMhvJy6Mb2oMhTdJojT6MWBb5",
+	"wgXSk1+Mis4ETzLBozVZ6bYl5o4lZOYeFakvmOuDdaLKKbVzfo2VaaiH5pZ0WkwQth5a8zryU7sPNi1e",
+	"r3+Sqpw1uQFnAu6ccTVrYclK5KCTteb/MZXEsg15Nk8QkFSydU1K9FUKKW5AxyJRwmAEE2a/AWXBew1W",
+	"DNLf6nwXSPd3FKM1vVd8WB+PNL1hK6WkdRcOJtSbJ421A1O4ds9jh0zTG8i/YuyO/HB/0hXt3rTP24Pw",
+	"IGofir1pu3CY79mFQN23WIrK4SnZX93ik8PhbbUnv8clFSr/LI3WdzaYYp30QrR85tTbIAOMzeGxZq3e",
+	"EK1XxhCCquGMTyH7NVYzYlYIw9GhSnqq0tVxkqA6SFzS6eoOmTpI50V+Ta0Sg0fbqZeKmdYZC/7+S1CI",
+	"gpUBgbrzjgpcRhzsLkocTun9qXHIRUf2ZoTdKfHdAkK2nq1bJoUIfDmlBebFnQjZN3BPSbHCDkAGJlKy",
+	"XLBiL6rh9beZj4pP7Bcw5x4qmXdJYTFW3N9xbwrqhEWD3WiagbVKDnRias5S/otp4/7B7R/QPC7xAobP",
+	"ujuM7BmCIV+m6WOeXQn8brjLMljAtnMRxRzCdcFy0NvlYwd4+N3sDb2dNvlzBK39rU0UZEqoGClI8L6b",
+	"ncLULblTxI356M7RNka3+wBZGg7Q0U2BNduCTuw67BJxYheAZFctY3gMoHQk3HJYhAztGOhBFm9yKL6q",
+	"Xwi5EqwZrGZ6Daaxvgmtt4OdaLlZs/XHj09aHdZDuClH5II6jzN9QgDuK0nlFeR5BFsgF34MqrWiC8dK",
+	"nY/6x22yUZfKulpZ6U4hD6ZEWxnHTa8NLBYtX0Y0ki71PXcFiOQpLFh5EhGX/D/sTEJaMwr0r5sVJghs",
+	"lfoGt1Yc/5jd7zffpbTymswbN3q56o/17h4u+v7O7i3T7yfX1kfo2nIYo71I7G/f/+JtsWafE3y1Pfc1",
+	"maQddmaKihmszzgrFXO09U7OouBoLJ1alCbD3DCLVApipZvcBiyY1copaYYQ22OpP21CmY4tWmgLwLtA",
+	"9jbFgnAQM+5Okew7F8sEi/2BLRuKgUioBbItUc/BhRJUJsbivHIwXuJF2AFPewa4pQHwswBtxKjfe4xT",
+	"CWoHE9DgsfSGA+cKORrLQK+4uYHx4gqKt0sXjscCSH4KHBQnDyoCCFX6xsctMuMNCDUc4Fq7pq84XxNS",
+	"KG4LzYmgI8+eP2X97t5eu8t4spjxdo+FaSTGEkC66GXWDF48D9BojsbDZd7qsK/EWtm/Ec51mSSsGeT8",
+	"zcM3Wg0NRgxiAoqKV4f37xfG9zLCHqlr5T12FDe84y2AXoEUXL63WtbMOEnE/J5iAfhgY3l1FgVWpzPt",
+	"31MsjuoNhS8JImhDYfQ2Uf5A264YBY1drWIVtDPbzS7IyCxIICkUPm3c0SWcvg5VbpJ5cfqorl8U1Ali",
+	"WKLOXiO3SGLv3RhVh0JY0sPZ7gt4tKXMiF6Wsk0r7E73+aFo96LBpD0Qe7x9MO2H7e6kx/8gNi04CFrQ",
+	"24gExCPCk1SWzFomWdOkrf/HJIuvZlDVa5EstcCOkpy+yKbLJKm0WzmMXBqGVzKdFTmqdQmnxEkao8aL",
+	"5wCWVJ+/mmDiauP5Ms4FG+yWqUrstDFq1Ev1TrrqjWKs3BINBYxXb7+5PK9SwP+j1dQqnpYDOrVJq4MD",
+	"TFpFhkgxUnew/pnTiWd1awyD2aE8hVu2s2GH/i0NfTQYvZCNu8/0ZgNfQYvv08RX8BQHRfVjsuQRG/89",
+	"1r5EX8aE99Gb5t7O0ubvoDmAQAsFvv7HGOd+O70I6byqGSHzc07/FuWoZGGzsX5YebcukXaevi4rTcAM",
+	"MGDEKcCcGoOW/clCIweme/2VTe1SwRFVOk6EU8kZk23zNG112FmuSpWLMdZiDsEUFKejHziBNcboV6CX",
+	"gUAPjbzS73bo+wDLB7fIHujKTEcgfKNfuOyIp9CVghESx8TRyTSHuBk7QqicuchZc+j3xjI4KdcNc4uB",
+	"tW7y5FNJV3ZcE17pGD6LJOE6ERf3Nwo8W1asMhXg6Suu6mTgU/h4uwx8q23J6Mt19qXBJtFhf9G/XqDh",
+	"J3fBLUzslAqA38bEvBuCk+k1rzj/6QJqvUCUEx4AU5liWjAeo/07DOcOZ642evnDHJi7yqR2KX9nuehT",
+	"3PBHFTd82wFb8Dyc1YC6sLnIrqAEYThD+PX9/uFeS58lMgB6DA15XmHFs+Y6r7DEeWPpWMHQuoP2O63D",
+	"XIt1YTdTOUC4k96h218mScDCRHCEim9S1xiS6jZbwJxDkDFa+QprIMKHU7AsBrpKsTLKO1hfxjJbJgKl",
+	"D+BayAOaFfj8ipkUYz/J2EBcxLE7o3hRMu5pkYr4yaEtO3WDWc6xVJOON5ag5F0LsSjf7hiVqLCAD+TA",
+	"W22wAwVmpyJTNmbYsftBCYBwZkNQCWfNlIudiUy8o2BCGEO1trcX8Oz9sdG3MCYBVDXZNi4ERqCLLI+n",
+	"UNSBpZJN45JZAxO+HGMGGRbuxktx5shR37eNgjbvd1eTuTJ09CmG5Q+mWf9hdWSgt910ZMqNvVMQivnm",
+	"fcagvC3iCwWm2Hqbb4X48rIM+UBJMMqU2iplFP27zSb+y6//+KeJLH8O8dCQN3b/PlX6sBkRpRDjJnDX",
+	"1CRitErVncmhBxWSqJ8Oe6i1/POz03tWxAeZpJQFVEZRiCWTqZ3OWuQtKmw6lhBCzlnE17q3gABjnz+8",
+	"vHz88Pzhk8tXJy8unz56FLCmKcIQ9Hoj3w9aZsEBkeEngiyH6B8cm4NorvuYpSuK3JZrFkuVa7UEHKNU",
+	"vSBbSs8kfERizqUlD3oBY8xZu51mV+zpxecByRoQ0wprgIWai6keFWGf6EqjEjMK8XvuKfqOCo5CBHqe",
+	"FkRGzXhGLpEiP6askDlfIz1rEUtc8Tx+jRlHLwuAtTjJ27FkNkEHQuaxK+yXauFQNyM2FQKLWNh9ODt/",
+	"8fj48unFq0cPHz4vbULn8E9/9jt9vRELfa2UkR7AEpSlmJ8z48m0vVyMJc0tBF8cONtTmwx2pMWuBRTE",
+	"Os6DYg3OUxnxdTtP24+yWJMJkAqWyw1gGqc8F0EHnaIQ8ZnGMheeZQv6gFGymP5L9xbLK5YJzWRtbS9o",
+	"6p4a694o+cy8ORG6hdJa2cK7mxguNicsvxDTAJLvgHl4Trk+IcjsBEPAtJUOO3ZBXoKFkFjtGVPZSqsD",
+	"Fj2YFh0CB9rfngfD8BY8rhf0HscqPzX8dpdgN7uiBl3nY8cFojUsoJf0WthplIdO774fwCVa1lvAlux6",
+	"/vFgcspD/4SQ83YIOZqZFQIMg0ofiq34ugLXTFzO2XVAta2DK+n1Lv0eLOzgO1h5wzXcdwYNr6GZ/bEF",
+	"S+l3DoemUsKOSFLvG/fD3m76UbfbARwYfWD12F28j2LYRTIM/H6CP3c9yN0vXhsMDXav/pne6jtwIObs",
+	"34z9cVorZ+4cFEmf3zUm0uVWn0IiP66QyKi4PY1CYy/Usj5zO7yHla/fE7IH+PHKognPBLtZhdCjDGrN",
+	"6oZ6d8hktFJM9PYIdR8ZFohmQxu8m6ZJmVg8nImIREl57QYgfeLfpbFf+gM9vy5c/B+Mo+sNu0Mwk2XO",
+	"9eYzczg/OVM+ImdKZFnSFuYLwQZ3MiXhF29nSDLIweQNeT+GJFOWnUz4qohv6PtaelRkj4GB66+dYqg2",
+	"rCzPuFQ8pPJMqLOCTW4s45yADdSoVBQen9uYei2WYhd6bjKlP9zH+EVnLIOI5zwosFRUusywCrj++/jZ",
+	"mc1OZnGOESVgaEJzlBPYH0sobO8xTkgiRBNesfceoKkYi5NXgXhvHVG6PiXCof/ZVOvlYwl183P+hsWR",
+	"x54/fwIKGCHP48tkT3smsnmsFMBc378Pdh+z4FAQ2qr2C/siTmuRpTlUPzYBIB6bCBVHYiwDJDYg8GDE",
+	"AgNVex9ceDyLXhnoJ/jFiaa5T7ZKw5XuY3w9mqqKUxMcscCFRb9vw/A3YLv1qysxmaXpdWcBVgd4cywN",
+	"AsY8zQRGRUPloUTw10KBl1DPGmdiy2XO+drWyobSRfpCDqgq8VhKPoeSIVAql+lnRqrpM3pWWUqAWRGR",
+	"2mbFwLOxkw2DhmosGLr3I7DsoN3GxuhU52GHWC03hJsG9029HgvSyK73EMwETf5bNG+awB/KWkBj/mQm",
+	"uM3tuVmhsQpc2+n2+oPhnl4NTavwNVXbgOPgdw/9aZ93AQqjvR/2o/aBGEzbQ7432Q8PokPhT0H4Uwrr",
+	"0xyzXF91yM/ASor2bpB1YqfJXnt/0g3b+9FAtA/5cNLuh72oK/zpIT+YFKvrshEshLNFnX74+h0wNOHj",
+	"u6rSxHA/KdK/sSznXHS1arR4XUHLJH7uSnG3K9Dwnqn2HYkkfi2yGOJaVijYgKUdwEZyKrSLpGrL1VAw",
+	"JsZ/5qmtJGOfA40ekc8HksVkKkVrazCGFRJIZde3tkqN3+W2G6dZuc7BV/FOYsJR3dWPzZYFBSzFiLYC",
+	"XP+gVWsWwHO4g1GAlqIKaLQba/nITAJO2sPHwaYLaqfqcVi1AxRnerZ1qH0wM7zF2BKucqoPclPT+rWH",
+	"WZZmxoirf0DHCOZO9Xy/hMxMwy2qxr3L/XMnuWub9l9oPiDF28X+ZA74GK4QMAaQQrbDHfIgE7SD2wFY",
+	"nwuTPk5bf8Vj6eGx42QVMLULrOqHcYwIL6fJKlomwtPXCGaKC6nnHBWXiVpOdJ8TERksV1CF0iJ9VCGq",
+	"qVeFEyQSb8dRwJqZCIWejSbMaIk8S7DJmsV5q8N6fm/EflyKpYiOSvwc1iJgamYqxTtkXei3H/EV1XLv",
+	"VVVrLL+HoaQ47KWCeFSAn8zTYvWLHYLlB8EAtEM9c7NZAP8oAJa3iTh1JiZ1BLRn9jSdurMHlLNC6y4v",
+	"VctDmMEb9F6PrC2ogscomBiDj+kyR3gFCtXp+kwzPgyst5QeQy4RIhmO2IIrNLp4kCp0SCLThabc9rHW",
+	"KIP6nmuADqmDfx0xoHc3MQDmc7bzLXW3++g4DMUiN6mZdVbpYnczQcf8X+5SettgS7zMtmwlgTD8uWZL",
+	"MWyblnhDRcj1X9tPGSEtmMN2RPcB2mkGPYNRTHVyQeQZ9A6LArKXaYohagZypCDaWZ4vRg8edHv7Hb/j",
+	"d7qjA//ANxNRDzKeizZYoHFrdqOzZ/h5LYVVhzJCy83xszPNUe8ppruE2Jqd10MzW636mOUsoAuN3nWE",
+	"GLElbuSumqO5O6/cpsDDq/gmzPQ3kFiIclRnzqUW4StSixYxrNiCAsY24WUmeJLPftqq/B67WBSzOBEu",
+	"VqFm3stFh50a73CeLkMUJvS1PuFK6E1getxC5raEZo2u9wWMo/HOztT0uuxKfbFwvaVWE0iv7+LAo8Ft",
+	"4ZTlxXgrDlne+YoR47WQunl9GIWzjU/NEpqtNHF6d3JK2Y/0WYsAvWSyBpwkOD7ogqovs/84Lcr7vuOu",
+	"lYZezP1ylRYDLJfvKheEH/hddpLKK3BzHb8WGzXhCVqj24PiTIjUcbxUORyMiro9aPvDdndw2d0rjMMW",
+	"SSNdyTxdyf+YJEsxSaUU+YRfi2xtMOHQR34w9cPepN2NBrw9mPTD9qHYn7b53mQYDqK+6E27hZTxmW2J",
+	"fQZNsVPqRK+6s1uw8N1pT/SjQdgeTvZ4e3C4f9A+4IeTth92o57oTwd8OKlF5ACPdgVWZN/vwt6FIl7k",
+	"T7YMpww84hbLCvMYljqP5+I77O94LrI45A9OZnHIr9LaiuO9tt+97PbM4kJhrfJ2HhywC83k2UV0c3X/",
+	"G7ZwD0qfDza20C2CFQ6iA9Gbtvd4d9IehIdR+0D0p+193pt0Qz86RMRr2icYkYojwb6K83Am3sP24Fg2",
+	"NqVf3RQqOVW7C7F8233otrv+pX846u9S+f3xdj6xq1ndNLGLZR2zCszZr0V1a3yymL+d8GA56najuct0",
+	"zX1TsPvKdXO79fzGfdwxJq1WarAktYN2aAexGTq2E7v+GEPHzJxuzfwzC2Wvlt2Fn+LY1os/ZgyfDJYf",
+	"yQnGAKYk3SiFXj3B0OCDPL0Wcru58uEbU32GS6OegcmMS8ZDEHyhBdZ8qofKeh2fIPFYqLU1mcdQOubi",
+	"0Qnb2x8cjuV//9egM2h1GGgpwVXGZf5KH42/4GevnM8CMh/RE7BJGlthHHksmF+/+vUf/wxaJi4K31Mi",
+	"zERO7+If+l2F74JFT09hbssFcPbl86dP4E/QOZWwVcsjdKxBI/rLLy4vn7HPuIrDiloDvUlMBXFmFWBh",
+	"DxEBJA42qvtp2RpOuHwJV7lie75vFVJ2IZYKXIuYpQNozMm6KGjLxJtFnAl1xKIU1C+urscS9oYaXYjM",
+	"aNgd9hj1d60m37/f94uSK/otUqH1P2n3SOy6f38sm1yys2ev98xv9xR7sDfwtEIYYn0Wa/HMKKMQDNYt",
+	"D8F/RMR4mKVKoTF0LE2OnK1IgcfBVlKRa1Tc6bGB0KGIKMBJRbMqPRlLBKXz2JwnemdFhDVhIGQFiopN",
+	"xDqVFM1crlZVb6UcS1vmyyyOgF3RW2YBKMkyOmBfxZ912DN7B6F939h1TPT0WF7LdAX2tPhKplqIappz",
+	"wf77v/qdXgvRu5E6wSkkXeJkPImvhQdFi7A0FOT/Y7Eieg9RKG0SGXeQUbhcswTgGe3CtEwKf2ZwJz2m",
+	"lniu04wBeKzHQp6BxSU44eFMtE9SmWdpMmIybas8zQSkK44lYs2+chgIoYUD6QI6eWXHEZAAKkYtnAol",
+	"xYaPMZ4OQR2gNl0soZYcuP0U0ycEzhRyH1ik4O/jBoxk3PAY/dMd1LjxS8CacxHFFCEWVO/ZoOXhgQIg",
+	"qkki5ixKw+VcyHyk1+tnhvI3+5nwdQP2M/rsfx7Ln9vttv2vfnfg+/rFWAJu7iuanP7kK+BjyHGAwWDF",
+	"NpkjLBXMpoC7QNoH+N2lMMANLy4ftQ9oac3he/LiMbCx0lLmSiTTSmuGoT3odrqagCixuKCdEHe6QD/V",
+	"/RdnjN5PYilazJ3rskg0f+Xywp83WWOaW75d4vzUXNddOnxPN/MCjpK0N8EqS+WV5fWZeJ1ei0g/RX6+",
+	"VAsB+aIl2RK76Pa37M5ncDto8oPzbV4f3vS6FDHIsHqB2kKGqe5UphmcTapjFpyghNe+hEUwpWmA4JhD",
+	"lthf71D3l6fpqzmX61cWLpr9zM5tfbO+TxzfMnXXMAq+Rc2mTSQwttzvbpnJF2jZxLnv4eSbFUZcxGBC",
+	"yG8qpQiNwE6JwCaA0DBbIJGxPGZzkc/SiIKWYfyAiQ318gJXLCH2cf/+wB/ev09c+jhJ0tWI4ReaR9ac",
+	"UtYMsJO2TPM2118ICKlGBxteHti/FumBAeECWh2jADKO8+0wwpcgPb0Lrq1D9GfSfF9Ic8QiHCGEoq81",
+	"c3Btm1ZGaowa8+tXg0c/Hnw3uezJv672Hy8uDsNv+uqrqHve8BolKUm/rV79uP/X173Hq8OL68GlPPhu",
+	"0f8i3Pty2v1sPjxV/ufr3gu+/5U4fPmm4TWK89sYNTYP7l3sqrB4rhHUXas37dVq1YZztMwSOko3L56W",
+	"ylBevnkFEYPPleXchbx9gt6nTbu5Lhd0590saH8IsF6ry7i5VHiuUSw2eUn6ZijhOIPE84q+b4j1l7PJ",
+	"52H8NP7y0XcPLy6/fn6mzub54ruTs72zH85W5z+8yM9Pz/Pz04fx45MvffHXY/3uLDrJf4z6X8fTrzti",
+	"/eUi7J/rn9Poi4vV0/jg9fnlWf/xD8fL85PBm6c/XK2enh7rz3+KXp7p93LePfAv5MPBy/mXL87nw2+j",
+	"n6Lz8NHZ8Nvutz+Ffn59/sLX7yfii+P46Q8P+09OHw6f/PBi/eT0m8NO2EvkZP7Ij/76ZfL45TeDb192",
+	"V5PPX+ST3lCJrzHdS2sLr2LZGO35ftl6iSS4o/lShSkQUinogFWQWlhZS7XA0aizerhXhiQ/A133LcgQ",
+	"yaWODo8R9stRUSsuvpIsW+P5SlZ8rVhQyLglq5H5+UYLkJDLuda87cvfb1qBnMjfO1A63drmHN7CfYxY",
+	"WYJHx7i5RuX+15OsCszGpWi5FbRd4kgug4ODfoOmjIUDHRHxc80uIDGhNI+XINMBL2GU6LAx+npBc8sk",
+	"ihdsyM4mL+zcmQoxAnFrETgrMhVyc3ND6moZeb2Y7o3ScXObiN3qOEa1uxPUCfRV8aEWsvYNgvZ2Ofsm",
+	"qsO5bdmvE7JElO0sWED3PW5TVb0YseV70C6citnOzrGQz0XldDjmCKtov3z5sn1czFuM6N1M8GT+l3ED",
+	"A3THjaDC1KrfbfK1YEtDHltkQmFgXs24AWNwU3AqM8X6pkvJM/Xs7+CO1KqSdLUpdoEGph8ZtQJ1Fh6Z",
+	"wr5vz/+I0ZqGRsw926Snz8VG50pkr8EGxyNVjkchoLwja2u0rSE49IfhQreN9J4qrVcdo6IRx8VAbRzV",
+	"nSQ1iqba3MA8TVkCz956tzamHCtskibcZefxZx9yiWNSnk1HFp/vDku0rAPrq6F3OpO5eJM/WCQY6/Mu",
+	"t7y9xrlitypkcNdXJvKeF9YsqDGtBLcOKgCLy6ZVr3N77N4WWi05ecoxKq7ZhUGMnAFsqNuHDTvOlp24",
+	"k2kHQufItrM9KvC9bcpbj63DXv4G8XeD/l1lH2rpspYn1RjD3o0xlVbsniIjKobZQicldgwU9SGEHcPQ",
+	"R+7ls9twWBPXoeUBwh6A/pn02w1vDXpMbjAQEvTF+/Kb/uIZswpadkZ/q/hHn05yDiVSS8qh4yc9Lsmb",
+	"xlnqiHaU7KF58zRN4nRr8MOFUCJJRGZdQbjYxgph8Rgyeu+eYrZRm5gRZ8bbYEpKLLI0Woa5woSCGVdM",
+	"rSAmKWKASbk9kI8FmJph1B+EGKSutcRbjr3QmkrFShAYH40hY9ya1hF4l9CkCiLzTOC/CTMI3Ekyzb0i",
+	"H78Z6IGt02U55AOcLwStMPAHJkDEOiUkM3ePSriasWbwp96jAKxNscQJ6h9aBJkJC8Zz9FOCrV0vCgBR",
+	"GPyIEfbEmoFM8/Y0XUpjK9ZzMsqAboQSJMwG3lMsMJsR4Ikp1v5arGuDVp5ZstkhauWmzSnL3nt8f3IQ",
+	"HkZtX3Sn7QHvTdoHYT9qD8Rwap59rAhI7kEqh3/ao1IK/7yLsSpJr9IXWUJB7mr04EEYyU5d/OYD/Wpn",
+	"ATiNcns0pNlwGMm1WFukhtj98sz+pBkSvobpSqhlFW+eAF4W6V62cDbwrEqopW4J0ZEIbKl9MDkM24PI",
+	"F+3DaZe3e5O+BWJyp44BhKY/KjyXCZGz42Welufk9pvKScqzHeDrLE0XG/b2gYK2sXNqa/eIQWvfJcZq",
+	"KeuPEZ10t4QShVD2F+kyFxtFEWPIBoQMK8n+1Hvkyiw2C+VJ6mDo5BU5UgnBHqQLIfki7qz5PLF4tsfP",
+	"zvRNxfNZOdnEHxTJJpq1AyfdOcnE8t67CDs35Jg8SREGBh18etx0i6htd0irw47ZSiRJm+x0cclJuXFZ",
+	"mpusfF997OBX9khsDf+slVEWzrVlJCUj35CMVC1pfJdEBFO15w9Y7J+daa7GUi0ZQxVi+BsqpBA3h2GN",
+	"JWanan6vILmWQ5SSxaTC45WCMAVxPSHPMqc69TOq6rENqegZ9nZRaJa3QxbZYklFHUk8zmXhQrOB94Ne",
+	"TBVObkEvtsOCjfgDoEG7Az4/Oy1AoIrw2LeNOa6M3jT4XoYNXJHIDyhAvOFhDg9ieyYNXFlpBmdPvml3",
+	"/UFvyyjp0yfw5baSwXuD2yoG37LYAPoeO4VpKtWy2ZZi2eWp3FgetxYWyi3yvr0e8rvOzpCQnV2T31yX",
+	"B8p6Iwqgya9u1SVDT/z2IOxF7X2tKRzw/qQ9DPeifXEwPeT+5JZJv9/jYgrs/6EgxzZG/wl87A4Y5Tcm",
+	"KtD1oK+zxk0Kx1mtuLCzikGf3xXky2z8J5ivjw8v2+yNI56SQFTku0MVvNo0B4zmA83A3HqpZEXllyrL",
+	"hTueQ/GVa4EInAu+Zkksr8eyGfz92YvPHp+dvHpx8fgXLRY/+DuYy37RKsblDCvSWShSxQItXwUelKmB",
+	"LMNUBqxL+KCnGZ/mAA36EuHH9N8jlmdLEZQu8NiUulzKaSxjNRPRyJgO8avAYzIdSzNS1tTi6jXG4SIa",
+	"KiKwBjDmwIrLJhJSS6hxbu1zKCpnY5mJeSwjEVloD1sdnp3lLJ2ItTIB+8tEQBmgFeNJYnFnOowKOcW5",
+	"keefHV+efME2dArElvGwPBC9jeGjW959MI0lT+KfRDCWTcxYKAyDsAoYKCMjhXODekXz9LU7mNOHjx9e",
+	"Ptw2mg4L9PdmTzDIV/9ynJsMltKmab1xLCvVBnlO5Qab1BjUzDdVFKE6Is8Eo1jWVqcAg6GLIhhLB6NX",
+	"bxV0qqWk1JZuApOApqUXMtE7C33BiALszyODKVEIwbPA/SxDMaLKiGNZLimIdWYihoUHhQwFa27oLV61",
+	"FqGtU9gqCjQjSjCUmAEIm0lJSNUfEQLEOmBNWpe54FKNJVWMbB2ZCAaesxUH32GQizd5wCaEKWtODNW8",
+	"LkZKFS0NaYwl1E2arFGwxH3Ov4k5bYv+S+8x6ZIUxIGchazren2pgFBpX7FcpBmIwf9CejTVHGtwcpA6",
+	"aobAMzGWUBCzw84R2Q19OBb0jHG1luEsS2W6VMkaCTMTeRYLdQSxkfCVIUXJk2Q9llAlmymRE62QwcUW",
+	"AyMwKjpBBZcy5N/kKBHREk2X+TITns2c4WwteMa4viZblHJVsDNYBUiZcdcH9kRL9Zpdmn5iqXLBoxGz",
+	"aTuy2C1KD3PWCvgdraCZwnNqCm1Epv4XMmyMeTAlaegMFEksEx5eX0FNKrZKs2uWz7J0eeXgaqXLfJK+",
+	"8ax+tVE3rEiKUkW5MLXMXsdYrD0TKudZrtcTxoLoWbC0C66U1nUAngNKuGNDY5lx6ayWYipFlG6oNpUK",
+	"pbnITawTmQPyRuIAuJS2Tqut+K5pFGQwSnIwNeAs0DYc0g3Yp7GsMMoS7yMDm+GT5lWivQu8dTKguiAz",
+	"fxkuiz+oig5FxfLK17m9wTKLrsaaiGhmHrSVyPNYXmlmJV4L6aCh2E9ixaIYynxH3lgSQ8W70la4berV",
+	"ASNTi01TzcxVqRHN4QjOLeiwY2YHpvdxLIns/cOR72+rUsfKRerMlCO+ZkG0FFDTjP15LAmObKoElIEz",
+	"09mQSwBqbMGz/BWU+/KAbXKnLU0RyEr1mdB0a46Ui/W5uZJmH5eJUPfvU43/SYaORVpQ3H+kDfCoq+Cm",
+	"Gr2jsWxTTUKISZwW4SzG52lcLfoyMBTlOfRjYONIYAKRYSyZKeBvShiTcXGZgCyL6Yb0Cm51Rw/FdDAq",
+	"M0DMW6nhgawJt56eM023Qy20jjCFkNUcFOyqZJYofLyQMBZHVphrckOLdnlNV+UWWtgsx7KAIzZe+n5f",
+	"ML/g3j0WiTCe84QtEg7amHlyaP7TOTzEZsy1PWJ4FxNwXfnqrZl++QUaUxJLoWBzhKTkwGb313/859D3",
+	"IRtNtTycP48itlyg+V8t5xjRAG9AMUKGhQTbVEawGfy45DKP83XA/t//iwVLGecnqdJk0KMptrBd8eOS",
+	"J3ZtdEObI8dBah5btGrWEGnMts+aRDqm3iIUJmCanWDFAEyxm/HXwkk6LS8+rAxamzBMA+9/U6wBNF8M",
+	"6CsscwHTq7Y38FgwF/M0YL/+r/+b9Xzf91in04FsVD0Mm/6HnVyKNxDeATHtEQFzUdkFc8FZyC1ITXRz",
+	"3JAaIW+RshQ5kHXhmlEhX4iIJZhZnGXpFVRmzjCx0VKtg2tIkrNmNjA4Pklfixbxl0Gvd/9+EdXqxKfg",
+	"UDQjKPIio1SKkV6OipHYZityqAJqWEvhEHKd883ABE1bjyTlPwSoYYAwYxEplL790clbDihuBueV79my",
+	"UKA1T6jup8H3XCoR6VY3bjvWDM5Kdt3SJ7pJ8vIFZ5GYL9JcyHDd/kqsA7biaizdcB/gRJxF8RSkfgp+",
+	"bLpfAhvOBLZNG+I81le3gSvb7FClIPloETWy+0ZbpZU4xil8zEqNo0Lk0h1r0oQxEVZcb8Bm6TIrNNqe",
+	"uVwgYZtqs5srcCxNgXorhBZjzNsXYpHwtTB63/YkwbJj5ja/jD6RveHQOXQs1MKeNDceJeg3OXvx4uwU",
+	"z8NVmkYMy7pDVBZmgYsI9EA760XFdkyyrVmtMhQsxoDWrZPVWohwtFB8tIUYBr1ehxljEcvED1Byyrw8",
+	"ePMGpXHIJjWDrtisJ3vTfjjstfejrmgP+MG0fRj2Ju2hGER93pt2J35oTKhobXOiMMoUtd1WP7zNVv/9",
+	"u+R4giyxUeNL/wggvmitYQnPYexFVpopSXXYxYpU5i48SecLLtcWDavkj7jFoWFeJryvUy45e2nedZ4/",
+	"czGqzOVt/8YJYagQyYEWW6vk+rGeokHDa8CNiJUo0vk8jeJ8jbhXppeSSW7Gp/owRnptNEHxpOE1zFXa",
+	"GPW8hrk/oWpXZ9jwGst0blpbLkL8p947fbuZB+9QnGyRmmkRJpeQEXXyC1CQvo8rGw2bCLggnlV/QABd",
+	"i7xut3tDf+edNkl1/zHJ4qtZruJILJLlfLJtu8ut3LzFO+1qv9hVs7gfcKFB2tUrrdnHY+zWXesz15UJ",
+	"w/JwqY0Fp/Z0dft7nWHt8WrYg8FO6BSxx49PGh/2yDmofYODhrszDTMJuznWodT3G1s3qXfT0WsM+12/",
+	"8f4OX+PhcYMOX8Pv7/m+3zvsDoY9cDbtcOxPabZkls2Xi1LHjW7D7Vr3fNupb1zOuLxm63QJtyEEnE6W",
+	"Si8IeHLeC5k2nj1t7+8f6NEhrUJG8+6BTLWSwpaMCHP/5il5ID9ELnVG0s2uLjucQHQHZDHrhNucJYpW",
+	"I9cds+LKChzG71oErWzKjiZY2soyRxTUoEgbMUKMI+IVKVpSrDBNi3pCUKi84vh7eMmvbnP8wTu/eI0a",
+	"wfG2T4tP7BewVr07Z3fSNH6XvXQp1lnSt17Kj9yHirmMN39Bw7qkrMR3QSLHtLLbZlWTSQb+3t4uHxPA",
+	"Mbps/xheYqSxqp8YydphKjf7iutCGi3YZSQSUZdeewGuQ7SPggURmRQ5L4Q6gn/GEdWwlG75pnqtmwpH",
+	"gecB2mrGAOXVAnMjqcGOQ7nDXmZxLlThIMSxRkGhwcHQiPWtOFTlMMkb5DBGK0uvNyq7xEPBjD8VpkDW",
+	"fzBV3ORJwPeK1A4a0maCxCk8uE1jviVohbjRWVQXtzKoj0fFJdErbcf2rwZo+T/rtCMlMY47e1tYyFbw",
+	"2lJ4pD3GGDphI32tnS2yYHU8t3VcWh76C22xdDjLebriGSRSF5VuAo9RXTjwpbU2XOZFQVo1lk03oLhl",
+	"WYjzulEdbnbMtzpj+Z4qw1NJ29NHhScYK42MSmnCi2gasCYOKtPi1WtRl7Drscl6LHFV04wFPwYIfteq",
+	"QDiWjFJ6qM9OH1ksMFxDzP6CyAa9ERDPNUV0r8I7OGKrWcomcZIoBDwzJtp7VKRngdljnnGmeAygvNEp",
+	"CspZwcndBaxspEe+IywZHFHkUcSePTU/YngAqbCYbpcDjirNYY71LbEkfAJYmrqBaAmlFwSMwnHqlbzq",
+	"W7x6pbgPS+1fX7AwjcQReBmNR4FGVyyOdUG6NwntfMCaEuI5gvsPoEbTJtriWF6JXAE2lEV21D1VYd0U",
+	"oxzwFV/XmVs/F/mHvDnuHvGY5c+ouv8uYvcz8/7byN1l9LRFNC2Vnmn86dnpo3a3M2C//uOfSNtmUe8p",
+	"NlnnQrUa28MtL286YKz54jl7LPJcZBDtakNUJ7HkENG6Afpxg44AeZeAEpZmrLmVe7Q2x1HFdyKUxdNY",
+	"QQEwwskud/wS7dDPTh+NWMDznIezObitpnEi9FH/y9hYVdrGmtJZRFNCXinW907f3oiI4v0L6UL/Opjb",
+	"NwagUpnAnbQKzZHycFYTgmpwtovYA4TZJn5dWH1AbsBQRulAymg+7lHJfTBZQEDgROjn4UxrjBFh8hFQ",
+	"cHYFqdHhDGGI9/uHe+USeQ/gnTa8A9mHwbgeWaM1wlx0Ah9GCQgsSKFQ5QA+GwlDMUQcw9ZMEAXen9iO",
+	"ssEWWitZU5n/tb4a8J6h7tKpFbW0TjSWE2EQg5d5sZoU62hCwUx42sD32bhhsrzBJjtujKyaYwTIscxT",
+	"A33T6pgQBOrH5JmYgAAKMbV/Yho/3OGESr6cj2UpGOHukQitIxrFCMJQAohiAuXTyg5uhI2WyCp8nECI",
+	"NiN00+m2wLBgLJuVyNVKDM6RVhsJb/H87BQLQ21GUKcESe24vo1AYQg/3u6nbiEsgDkSGF4wliWBJoD/",
+	"BTnHqql4qOhEkRNyYQ+pPTmMg4xtRXa2hBisFV8zLQ1TtDeIkSZvdp6isGkUZ9YcN5whYiCx1QCKeAML",
+	"BIVjBGAliisnvV4LmA3ITcV3LegtjQ01agBYHxkByRETgTdkAiA8IhOjFyvDEnACWoRFR5WpUz1LV7IQ",
+	"ZqlnwPQAxA8LMF08Aa2GCpjKCGVEMwbsrIj/axppE9awqBRqiROroiq+Bn98Ppa0TiaG4BsMkweqBkwG",
+	"szZRhPGNeVrE0huoeqTwIuhW6w9jaUDXOCoDgb5aA9YMxo3+uBG0TPTu2bR9rhlhYAJPjKZEveCcbOiA",
+	"A/LFVKwF9NhsBYW6OgoMZ4NurxTvS1UXjiDOZJWa+ZfDsavFW+0QPUwsVUUcMZxAROSg7rTSVwRHMJka",
+	"dmp6MkMBcqM4gIqmBZZzW8nAag+aW6tiXODJ2dxiBwSNglpt3CDotpW43JYN0nc+9WxosJYESRUMlxkE",
+	"INDGdMayahGjakhBTUyDbbpOwXgB370/HcOrE7SJACnAyBmYE/wBicmQQQz2AyJVKl7xWmQ8YUroPnPk",
+	"0mE6n3PlmaqxTS7XZnmcEvOGkn/9P/63phCvQo2VwIxxowuibH3kBZHi1pAL339/QRbQ9g6+vt1hBUo7",
+	"jJLZho5VFY6q6t80fnO5XqQbeMTrRWoMRo6phuwKmIBjDQElsOhb3Mhln7kerRSrGi/5E7EytmjgQsj3",
+	"JyJM5yg7GFHF7fy9hm70dw/duAsWRP2m1SqbRsDMU6LtD+FCpVPzu3vdnJuoidi8wLe9IiYSrgFNgVEp",
+	"cfhf0j93V530bR16O1jbn2UQvQi2iUcAa/vJF/hb+QKNKP2OvkDybG0voHUCz5WjyJcNr8xGrmophrxv",
+	"hhmXFJfij2MLdGJ++WytbwVMbYJ8DosVZ2QyDoY0yHebLjMqfYGV89kzo5a4EZ3Q1rVY5B12UuT48Hq1",
+	"ys0aIfVnkmrtKiOHYQsqAbsgqZu+P+zmY7Lg2gnuzMPtB++bi3sQg2wH9Ik9v2sJ9/9h/A6tC+/O74xd",
+	"bDvHe7oQ0jFj1jM2ynh3E+etvkpp6S10YmHJHmPg88oK8HJrGrMWdJz8UDdTaIdcVEi2qsm0GtWkI7bK",
+	"ReFSWAee6CYk1rAP/v5L4JH6CmFml5tZepBWpPI4SSBpCy1ilFTU67U2ozpsHEaA3N4+UFAjCyaMkW0Q",
+	"ubY9xGOTET+ipt8zK37b8HkMjC/pMJrG9FJ6BX46kBDlOqIVijToeSoB7rIoAw/7VkZjKUpF45mT0ZN0",
+	"VdOnAQsoupTpqtr4naM/tyw4wuO/4x1m6eT31kPwBtMH3yv8y+bwf7rP3lHd+KQzfPA79FHFJfS2V6gF",
+	"ed16hV6AK0Jp1iXWJTxGjEN5DXVcwQ/o2gjTJaSAUGJiFjFa+jQbjWXI1cxjnIUzEV7rf0y4vGZ5xqWa",
+	"YnyNMWiv+LpjfFfPyJdCUSYWyRCukIABTorxy0UpuX2wb1qSpqvsYEQKt0ErMfr4PHDdxMYgC//Wtzbc",
+	"8RJt2S2vYu4Wr0FnsSmtHaefNBtL5/c4ovgo5zcY3Svj9AnwUrawBcoB/7HRM4BZYjEdLQ+jWoOkk9lI",
+	"q+DIRpaXVmQsm+iyiSULHoQA/1vEf9lHnEUCAhdaHWahDpjK0wUuSzlXfyz1LKv+vsIfaTH7KY/PCD35",
+	"KjV5xMorZuJOPolV7rnzsh93fd9JU4R3kDj13mkBqiRpjRDRZRP6hhyIHaegpRPYVPUGmlziwNlpV022",
+	"GihCZCDYLQLUKLfdkgexCHwby/r687Wpq8cgm25zlY5c10xNfgJWgt4tN7UuXYHO4vaUVBMNABkNaNdD",
+	"m6/N9jRH3tbtMotQ1eePihoPmx4oTS2Y56t7gz+NbaHGiYLMjTjme/We7Jg6+1slyH64nNhh1Av3RZe3",
+	"+5PBtD3ge6KN2O/TruhF/XAwGfKPPCcWrqGqbwR+LK64tVC5yCK+rs3bM2l7yLMaI2pSD8pwIQcqsnt4",
+	"2d0rEBctNwNboO4VEuXuILOXyLiUsfV7p2K9Uxzh9lysUkCBsRTaoIm3zsUSO6ZimZ7+qDlYZvy/zy5e",
+	"bgSE4GiOanZAXy0q55tVeT5pZZ+0so9OK0M+7LAnsCFWVaF31dUe/J3+dbZr/tdGWNntUJWFbtHUMpSQ",
+	"uSmgMY9Vzq+F1d9QCp6kSxmKCFWbIvTPnOYJD69HJUUONRSry+lP0Hho3Tr2W2OodZSqphM6NwP7mwVz",
+	"g0BN/dZRobxBoSe9qxFoMKjR1ihgehQIdlbSGwtPUiamSyw56C5hSXHC9cMXoUZhit+bxrR8X+evMpFh",
+	"sUI3lR6FHUBUwi2qRLGWlZItiTMWrWhQDCkTC8FpRDB5nhBWpe6UkAM7NVKzXqcLIqYPIT1jFUMiVloE",
+	"rfGCAYCKuZWQOC251oGM8157f9IN2/vRQLQP+XDS7oe9qCv86SE/mNRXIrJH7HcuSEQ0+bHc1DCYTxf1",
+	"pyTHussPLXAbB/dt7zt0X2yzSz4XMlIUZQigoBimWwo0AFZ4W6yD/mLF16UgOMbVNdg12ZUo8Lzr8hVt",
+	"4NKaKUh6qIcKTlfSgQu+O3ovus6iDmDKoSoiIvBsVlALyetUqP22grKZGiEdIxreFhhiSCUswIdZBXv4",
+	"eMfIiw5z0lbv1WDmguluSAl9juHJY4B/oieKgdLg52qWna8mKNcrYdwePzsz8eBaIuVJS+uLKn6Tz8y4",
+	"Dh2cbRIcdggJ0QT3MQWEKHrvd/GjYWYmN0jQPy7FkgxYhshbR9sV6k83xO8XMHK3wm6lGm2Xm7zVbG/I",
+	"JZsIa4/ddq618F2UBO7v+b5bdNdWb+sdFtXbLtMUUKmZU6Z4typuGc9FG+BHcUffuYzbxlBGyJk1y7kW",
+	"63uKZZDwTOynwvdgbZw1AebKVe4sjluVHfOXVr9BleLfX3Swxb4Ndd0uMoDJ76etZd2OXVu4uQIJJB2I",
+	"FXKQCkdCM84Vi3jOJ1xRbhEPZ5AJCBZDyKFbQdhLy2NDv4/xK6tYiRFbSvu2B5kQ7VQma9YEBUufMANE",
+	"nsV6wnrztYwEXHLzkVYewpw5CPmmGfACmQwZELYna/26wCQgmEOYzgFvFwgHAegdiPVj43EyUlOe8ek0",
+	"DgETUIs7BfI76IEkiPR8Hy5IXipHXFtS9kLwCFIcGu98waUVm7xuumR+L4qDXt/FWv6F4Ek+q7cvc6j6",
+	"j9TxtqgrdJ7eooKmA6hbnvr/x97XLceNY2m+CkI7E85Uk2nmn36omAuVrSpryi6rJVU7pjtrTSSJlDhK",
+	"gdkEU+kMhyP6amP3duYZdu/3FfZR6kk2cM4BCDIpKVN2ueQa9UW5JfEHAIGDg3O+830vzcx0plqjjCbQ",
+	"x5iLy8o+koE/YGB8tafM1GWWF9Ola3eHQb+0u7TgXZLftS3vvGIlvoyCJtYYLQ+IQP62LnbqZql2RqHZ",
+	"CXwOLvDwrZnIpYGJ57k+xvtWzmcDDUkl8vShCpLsiwhI3qES2SjZeGr6e1yqF90v2oj9vEeykTSDv4ho",
+	"Y72Z96g3UvvGKULGKwIMj0CP7huVRqt/hHs10s4alsPaCmn1t20qlYZz4Eko7fEJpVkb2ySZdrr6xzVE",
+	"08yKp3C5mq8oqXEbOQgBMQNiNm+lMccQbwDEViHyGz59gagl+3OkMACdFkaOB96XKhahnTNaIsf65Szh",
+	"SywMhzBGghpQENzQ52X9IKcBCLiqx7eJ4j4cSY4A4tKuXQkxU+UTnil4gws2NjkV+MGSQyBfFl8Chz7W",
+	"msNRRN/d+lcuWb8LlbffizHroTZCbx+RYFPBZ4hO1xe84bm59nCWs37QPmB8JPXfy1ZCh+BR++aTZJKe",
+	"rR8KZZwSHgr8fyyLsW4aQ0nJXIwkPAMgE6B+WGBP15Sd4aiYBO9ODMiJj+R1KucF3cSLcJXoQSQs+lih",
+	"Mj7JxST98Mn/KD+B6leEvet6bJLN85FM0guQuyj0QKkiZNHp0bkfBEFXb/Km1iCZCxKtWaqITsNAxmjm",
+	"TAkwBG2nVKhnVB3rGSqua3GdeQ5PlyPOGpU7EtU8ECEYVPaOZIys0jAuEOpz+UxgGbS9krANRTUI9efV",
+	"BAYVUlI0lz50kA/B+ZxIRmIiBK7kNClQjSScsCsKVNACfYqD5QHtJA2q+mwpsYV9WHlsxlUxknq44RQ4",
+	"48tc/J1ReXEGFev0O6BbzBaybZJsOFtCU7hwlc5mIvHM2gVBi4h+izbCM6BLslvvbRUEXhUxpZuksorh",
+	"gGNYKwKRjag9kjgZ9M903i/lyB1ZWgod2PkCEpG5EcPQd7+VzaJGm6kYlXX3pOZXlzWCozKmx9aVISJj",
+	"FbIig5bnKDdgFnN17VYY3eB+a4hDFi2EuIo8FoF1w3C0tiLRAavb7+6v//hPIJrw3bFt/fq//jfrtuFG",
+	"HDMIMtuBto1tw0CwcVZcHsB/oZ+hCSukQoGCz1wqOnTD9yS5IbPOg1//8Z/9nSEK19hyd7ugC/4BmfPM",
+	"wsv1h7uLACfULzX0P47IEDCOEN4WnwvqxSjjUpMEojFdMXE4ZIOgqrhjRWyadWlAlIbdp0nj3cW4c8Bc",
+	"60VPLDXTJk0qMqRwU0pBEv9EwT/44oO4nhUG0VjwDyKBAT+A1FBjx036nFZo0zsvuRrJFirjwEQvsixk",
+	"dTmbGTxwRdWmmVwXZXIqcjYOIvYzQb/NCjQjeQfMl3r/ZXRnVnz4L6M885vDZ80grCkvU0XG8m68L3oJ",
+	"IWPjHe7vJbvC358EvDvuxf1kIB45MpbczVNR8FTWC98OrTea099N9tH6klVPtFiI6Q16a6oRRjsMgqq6",
+	"DMygNU/mt2lTLNVW2B14W8bqb4XdHvz0VpaKIrhXbIVbpkKvsn3AwDaYiq1w6/TofFM1mTe1UavwkXQr",
+	"fCR2QB6BrAS+3TqCVTkUAsbgbolQ510/6Pr97tbGyhOr5/3mHKQ56T0K6Yl6ozfPuK7T7RIAbQJvX1iK",
+	"osHo1wIn34R4xNf5Gs4krKhJPO6A0RMQ+OvJO6xGuO4LcDWnHu7VejiSpBON85FOrRBqMQc4OBu3bLkk",
+	"nTg9FknxoYBglT7+oBjoLM6uU3kRMe07L9sHJQTKGBuKpSQZeOhEXMWOQNQdlDPBNTbmhFyrtCiZ+lYc",
+	"xSOZNHiJn2m/oRmPzlx4dDzceuJMfhzr9QhipBsv1ju0GijpwL6QmEFzqv1LrxZK1D225fK0Th4Rt/hD",
+	"VslmKMn65CC45D1c5YtLZA8uEzKw+0F0Hsg+5Lq72EhWwpsliQ6HX1kicEy+pIVCJZAVNvFKKBTiNxj9",
+	"1NtvyKIZh3gQlNFjcwHE41SymHwFEBXg5e0Dm2aCgKNQ82uhwhIcUE2dlAQ0VIGO+afGwKt+XlPU1WMq",
+	"M6r9EFBXtTZhiTCxPVObZZaDWjclurgTQHephctOFouU6uDJMTHf0SI8SP0buSOBh8jVhEfHxQ2FIoER",
+	"BURbDWroB/Z6SotBNPV+2vR6EBnejNHj0EaJsSS9bG8AmTFZua/AkP00W8CbcSRMLoEI9ykqTWFB+5md",
+	"RJGoun63cwU37hcPjQxJsTiksI0bE/pOjzl4mjaLie21+dfmwM+Q4hyOgOsnMBxzVYNCnehfOf1tBITh",
+	"xNwk9HDLEP2enK3UiUd31nV4qbeeANlPZ+MH0Z16uHloM4eb2MMPyxiQ9JUoilRebATTMzdbSAhrKSFY",
+	"ZEhuzuiZERrviu8ObjqmpJXAXPYlMaMnYsLn0yJkSQofLPFYNpkoUSgW/c3veyzwWN9jux7rDn6JbnHu",
+	"qy34fOeeGlWL4d/dKaBLpKFxDa2Q0C2Swfa2qHcYbNc9DLy+t+t1B79sxGJR6/ItZqj8aHThYzdD36i7",
+	"fyo4BotXVsm9skLzRiIxR4PnvnVISfYrsUT5NbO3dljkzLWIXWbTRPv+2ZT8U3A7fv2f/9EP9Oa8H5Sc",
+	"mnseCgOBY0ZsliWBpvtUTNEuLeuw5+hO6LWcSsZVLDDWBZKAlF00RgSWojl8AKpML62sJvoBa22STafZ",
+	"Qh8jPFaAjw6cAeTvmbT9qok4mTebiIf6c3ZFVxH3+g2suMwFDS+2yzOJPn2MQHzZQogrBE002gnMDzWY",
+	"id3PtxBf2u9qHIrzxz0Ga1hJi/GypdqP3n37lphOvnH2+QfYee19geqrDyKwG+hRN6rIemjyU4vSg0VV",
+	"NDBIorVNE8LxgZUtoZvPFHPFaDvsnS2BrjyFTXg6VeUfUgXG3qZIS0mkYdBjrehF9W6nxkVvGLkochCI",
+	"wpDKIsuv7ov+WhgUvr+ksQKShZKv4zZl6jPTyfvANIh8MeOsW9S6e8zaVSDLPsFV/IEYAsXb2N+LdxM/",
+	"EN1Jj/fHg3iYNLNopF+aPuMWxWzol8NQsdYseooqkwnqrTUEP/BCLPjykZFNlPPaMVZnpTQ12alC5Nep",
+	"5FPfJbxd95RobnbUjr9YXRcmfkpJtGmqCrVxsRdr8TEgsV0Alr61vWkZ2Dn11ehwrFUF5ipBQ62stFqE",
+	"ZuyqFmUw3hU93o39/aQ/QfDReBjv+LvJnjDwuFuKrcwDNy+2urfhhsUYBhmh25VW9+N9sTPpcn9v3Ev8",
+	"wWS46/MgHvg7XdFL9sd7k10+vKXVqU1lfH6jbYNhJlDNXa2pfDbLgTfoixTd1SaFW3P3eCvYHLZ8CUcy",
+	"GBCHlIY89L993AJh7K3DgP7X7wbdYMsrw9MDik47r37Nx2K6FW795fjskL04PXp5fL7lbWmT813OpX7c",
+	"X1LF6Vcnlkwq3ArG3biX9IWeP4E/2Onu+nt7vX2/zwdjg2jUtxlz4vKG7p1398PBIBzu/RUAj/E0leJU",
+	"cBgFhOMJWeTLN4A93Iov05meAPq1O8k+H8R94Xcnw7E/4EHs7++KvVUwqpmna093bWu+z+b5VrjV7Xa7",
+	"Tj2xOwudZbv28idpxKYxGIbd3l+3Pv1yV9Hh+d1me+36w9rs37T8cGX3eKpEfHyViCsfyfEmzPe/q/7w",
+	"UF0p48jbZ0G9nCogcZfBvmgvwa2mdMDDKkdTwWfKG8lUKpEXIFCsFulMqFJM6wK9MWa/mhE5nQo8HtHx",
+	"BY9IRJHtse3tXtDb3h5Ji3Cv95xFM4xsRQfWhdadq1ybGlr0+OoCxKIZ8siPJCaGYVsydEoLnhaq7cqA",
+	"ITcmkkRmEGTO5oVuaQiC3mAzIo9FZOGSyKsQq7MWOfSmPahsg1UQK56eq40GNXhFei2S99m8IAnxCcjd",
+	"RR12SiKm6Kz9cHTr0zA9q+Zjw8+VYQI9Mpe/N5zj2xFpA0D+/1DSPqSHUK2qE1ylMon0SWwqIs/UaBmD",
+	"Tn5jaUijNoQQR3KFbhOL9PDFnuHuV1TIN5nLRDHxgcfFdIki7DO+9FH9mE+RK2QkW5FunO2I81nIu21S",
+	"OmA1oYMDkA6AjwgdHknzSatd1y0DrIB1b52DKX6fw6IQ17NCH+jhJI4lNorRvAP6B5qwYXWyXqRmeGjR",
+	"aJc+uxKkKU2THNEcMKtzDPcmIwl+9CSb5wzrOqkK5zy9FlB+YzuAYANaOazPsLJU2dJOOJySotTJ4b+d",
+	"Hv35/fnR6Zvjnw5fvz8/fnP09ufzqA0i+dMsuxKAWaBJblb6eIkrJdf+fpqEul0y8dzlQwyMqBhl/4xy",
+	"5OWstyuxXM56QKbAd6eKbEbMo3pU9I8zi/fg5S0LrkYSWfJyobKpGWIzIBZkrptuBKCgPoCo+kIjFk7a",
+	"3wAA8UYSfzvNVEGDTVQ+erwHQRCWkAzdSVdMIstxyZS/cxUlOmwQ7I9kZL2C8Vwto9BGZkqeSxhQWRmh",
+	"DrK/ciqOpLKWUqoUq0GRhSVqh5VV6i4LU9HWWMYGREAUwBhJ84S2V6kF13c3Ehp6DhRmrM/Gjr4Ea02F",
+	"UiiDvrLT2VkLcvL0OnsVVE/jCL05flkqYlhLA4bPXh5lk4le39FBpfiAJBkA8PRbyFfAp8BN7V75ipUN",
+	"r6o0eY+OxcHKysFFoLfX28vf6i7k165+M9J1t41v9fC4R9IN/mA85P5gf2fP39vd3fGHfDA2zLmPvHCN",
+	"Jn49h+MouZB1neSZLAinljdhk0yF2Mbnos1PPIh4yos64Cm3BsN0qwlDZQ6pX6mpnx4YPMAFcVvWqvTo",
+	"KkbGxuRRILylPwog5DDqNSHGPRqe9m+BxrJn2fvwWLX+Hpr7HjxidxeCrZgztyQMTNrn1INZG/mVCsJ6",
+	"mwZ7cO/a9KOc0G1f9JucN2wunnucqu8cYwHFMnr/+IOmYoM1QgIvMjmZpvGTSsXXyp2cYyDCLu2iHri4",
+	"JfbRmEexWd9bK2FWl0RVXGe9CplGkNyGblXTAmVpTc9q7UDpb5/s/La3qKbRfsq5PqZKnvrX2XjdU1Tt",
+	"dpJ+lPqGEBMdMuvvNPxKbnjPCPq1VuNp5VXte8MYcJTX7yyVQK2yS+W+IsuuTNzpWnAJpS+pYjdZmoik",
+	"FofpMEjC8XJjt6aESLBtG0PGrdC1lZCRSNZbCpGvbQHZOZSkyOwWgnoc7CebWGUMMB9jU6P4wt74NZzE",
+	"cl4/1VRc/Ncsi4AZ8DCrvBGapeLqKdZ6wfPkJEtlIZ4pdiwLcZEDjYgNlB6eHAOdVkIKYCMJNIKYB0gT",
+	"oK1HmIs2r641zsVFqlA4LJNQIfHm+CUbL6GWAmxXlo9kK6Jgc9konmgDjyVwbxcSNaEPk+tUGjuN2h4H",
+	"KHpsOA1KPOBIcjbTdtbEsaFKLi0Igt2zugMhizIJEUsbpTZAb6IntIAawxfpsQhix6tB8ZUYcqrXtgmJ",
+	"lpTxEAJ9ZwKS43k6LfxUMpVez6d6TDznoc8Uu0qRvxIO6gWFg/QbXp39FLLo7PiN//ZH/9d//J9oJMkH",
+	"NJmHHlOspc0lj4upUMpjf0kVZ7QZd7vdbtvDJ7x4dXwCz2ANj9AfPb5MZ6wVOYCHyGOHxy9ZVAVOROaJ",
+	"L49evD7+6QgfSnkfSCwdSzWfTNI4hdjNXCbK3nP2+u07vAHzACaC26rkFkBCIZsXbQrXwgh8/335tlQx",
+	"GvWmmKyLc/oChTWVVegcsxaZO6OxQsgU2FbgJ5cKfKWg3/v5z0F/fyfoDvYMbmNNqISen2dCyGasRND7",
+	"q76G3g1jMBR7kyDujf1uMuD+YNyP/X2xO/H5zngYD5K+6E26n8ccRR7A97UAa0naD8sOsEGrAzDsmgEY",
+	"xnuT/riX+IHQDZ3sj/29nWTXL7vfT2oDgCHb36e7J/qdlW7iPFwTq6JcQwu5pY1hKuvgU7DAvUzyrKaj",
+	"nmqqHrrPc5w7d4BNqjvwOvv7BlGWpm+5Lg7doKfLKPxa4ZeNzhj1s8UmUNBHdraw8bJ1jxZgC1+QKdz8",
+	"WHHfeeIpuvI4FjlGV9YNqS7E+DLLrnwhk5l2wzdy5u1NgImCOsfujvbWp0kJdGRnIs5FoYioA4p7L7OF",
+	"ZJciF80w8HfYqCPbps9ZLEiMeTug1QjhV3v7XZZdXQkBXrxaSm0ETDl1DfJ6I2RxvpwBA+eWC0Ai+K2N",
+	"HiH4SSRbv5BzQfqwXb/Le2N/N+4n/p4YTPwh3xnvxnvJPma67WZuavm8rXk+JR0cFT5/rsdKdai7nTi7",
+	"fo7nDsAz37bn28Gtfa51N/zaN1pn39czyE6Zpy3+oauflqzqXHPJL0TjJk/XlMPtmIB3K39zkaUxn07H",
+	"PL7CYtQbWl8f/4nQEJ1xliz/2/N5Pv10hzpqwWWiDRC9SrGbLuJCAbREh0l4OOOKwI4IGESEI1gIKEtG",
+	"WE02L6yAaSpU1GGvMJkLLOxowUCYu3xumnhlbjmzyho5KgACFtGKRXrlU+B0V/DrWcRaP8v0gzmpo2ej",
+	"HRJEAprDn7lPpReSF/NcRCGLbrpemdwecyV2Bvr+V28OX/hnrw57wx2WAW4w+li2/lPn40ojPnU+6hH7",
+	"FHlUKW5xRONlYUC3YF5HUsg4SwQdVumlxCO/uFQifh+1O+x7F6eDf+UszwriX1hkI2l7ghYbefiV0D5W",
+	"gQcDztSMxyJkPI7FrKDqTYLbgooJsDGNpP5aEyCiOxX/LmI6O+uOKTbheUmP1VqdMdN0nHOivwaOoqGB",
+	"NbYJsHk9g/aVzQUxD5BuwDcdQAR85dEjic9eIs3dOCsum87pNDuObtaMY5tp17kNnFR+6s/yHFfKcirT",
+	"lOQGy4lqsZ/3tst+nDubN9PPzfVz/vvfAn//lz/903qlQ0C2UiwynDt+OaH0ahnNg6Af46SF/y8i58Pe",
+	"23J76Z0t/2yI13r+Mk6Y9bkB6tKRS9b78IGyM4Ysvzu0H/ia51eG54WUGpJMklxgN2j224yp16b3IpPC",
+	"guvJp0Fy1LosMWBZ75a0O5Q072dzdYma1YXzPj0MDeghjMvqw93Pp6/1PfpuQoyzIgtZL+iWps42HoR0",
+	"CgUzQzcvQtMXeSOJHiXoSGq30mq2UH4PLBxEiOWKkgIrXdeKQzuS3d1StRkI30Zye1u3GKQxOtvbLDIu",
+	"WATvLuk+esFgzwFQekxmbK5EDkEVvRJmXKlFlice4yM5y/KCtaC9F+mNkG2S9dFDszMc9oe4eV7qJwO7",
+	"3FgYjPBsPp6mMQPCeCmKUD9ummUzvYV7bJanN7wQrNUNnu95rLvb63R3nnd7Huvu6/+797y747FJHARh",
+	"+Hy37eljQ56K3P/p8ByUQa78aRbz6Ui2ujv7nd5wgDeIPX1DN2h77Ho+LdKYq4LIlESuz/BUMeoxLm31",
+	"KEC6poInUHdxfHIzgAoIlRYC34KmgbWiMHy+vxN5LArDyWQyCYMwoF/sDMLJZH9sLzA/d8Pw+WAPKjV6",
+	"QdDTjYO/T0SMLY3a0Jbjk5sd2yBSUgDpplb0z1YAXY+zkUbV32skoekl0jzD1CrEOq5tmMKyuczzaYRf",
+	"TLv8SneML4kjEqLp2WQknZraBZeFSIwAF1yGLzav1OuK6mrKu+JLEV/poQZBTa49ALQGZBY82t9f/nRm",
+	"2ULM7XEmpYgLevAhKo7mGN4nL2MkTanAu6PvXr19++P7w9ev3757f3J6/JfD86N/ATwya0XX/EqwfC4j",
+	"BgxTaeFBxhs/aCJuxDSb6eNPeyRRx3Y21e2NSMQT/SQzT6l9wpQ6nOjTqlJpJmG5nVHNC6TyM8aZNukk",
+	"Rg+LwV5O+ME8K0RcKGb0db2RHAuVJsI6fMaLRk5MB7QQQTdsRcl2BHlS5zi3DbMNKsDfQ3Z/m2pkqOKl",
+	"sx0dQEGR2Ucqz3V+Dxe6Jnck4RJqYUefQaMOi7aj5q5mE8orwWisIPtzEYv0BnIfnJkQ80pvDyAAp8R0",
+	"KvKwqdntDntrMkgw3fswRQnXj6XoTqPgX3lB3/ElzcntbUs5pO9a9frUTMTpxKgN33SREQ0qzmF7iEbS",
+	"HFBAWR8Q5RR0hAueKfavZ29/ovIl52zQ7OPf5sTrnQI34tUdGJa7WWUH+hyR5jDLIMCRFfrz6T7q/eZU",
+	"FMgjml0LWo9DpjwGzqzH+gH+22OX+neXHusG8N+B/m8vYJcwpbTHPpKooPX//m83YP+M5onYPvS+ofeo",
+	"ff27YdA3Sl/anlXVu22YRj+xfYAtwi8IxUYVtyJVTnXaIRt0g9JdqO7LiJg50K9MMjYEoqLy4MaZmsex",
+	"UGoyn5ZPb0XVeEpkjGQaX7Y77KXTCiNnB28ZSaJw1b2DbEXIEpHMcb7qg1Hls+uWYyeMQ/xMsUh39ijP",
+	"sxzfOpLgObgGGm6a54Kqp0IWoRZUbb81FgusAxrVNJMjSePmsej89Rm75DJRl9pQlr+HiiiWzYltlbKr",
+	"2udrRa/Oz0/0hzRyTVjao0aS5zYnjCYbtMoumotaQNecywbcNVDqcqRT1vMzscc34rvlSaIdCZzx5Ydu",
+	"wddhi2w+TYxdIduDXiCWUbE58PhwWjF0Qm2HJCh4uyLUXYUzthGAKi8uhSyhnCMpswWVLIIMOZAQF6WD",
+	"eK901Ko+00iuaCxZFFXrtuqiNrYJ14f+PSQ9bNtHEtmJEqZSGQttHkgBXolyHWE/tFMCo5QgFMA84/Yy",
+	"n3pE7hsRuSrNyJoyV+Wo5RBVMGERzgYfPhgj7LS6mvHZ5d24J/oTfzAeJv4g3hH+3mSX+/vjIO4m+i8D",
+	"/njLi1aPdw2B6oeFpNeNKa+bN6pNR7fy5gtWxzi6PN9mcB8s1Fa4hTG6N5Mf/7yf7/3w47/9PT9f/PvP",
+	"Jy/3jl+f/PU4673mr/nZ4ofh7NXFn/+0c/Vy8S+flxp44Gd8lxaXmNC5szCotHmViiCeJJ8pEVVaCwfG",
+	"32D6cVwBHQZ+tRQLbElChJaPQFTqae4+prnrxsmcCYWdZC0nwiSzRfuJvfKpAuqBCTorz1VP0t2To2tM",
+	"16/Ne+m6WtVwAwhMg/eeQfjGhFnLfBs4VZMsv8iKQpCfp128pnCEVazVLk/toGhCEeAlg+XDYgSWpAlr",
+	"3RN/aYcMaJNt7AGiQDb2YAIOt9BVbugcV4PmNRdyTfP4OzFSYn+f5L0ezXrHD7L5er9D38s5kVOQpdyq",
+	"2h122ICzc+A6d+Pq/qAr5b/SmeKre1b3+VNPxuixGCNEB25sie6RP6N0GGS+WMtmpqAKBff5TLaBUs3e",
+	"HbGWPiVez4olw2VLAGCFPEBRuU4ihqHvjbM9tRaEbt5i1XVAXIkp5+kw4rgvC3yKjEW0pKzO2koU2xxg",
+	"zfiBvkSc5W5QWR2U9xkJNsfbAj+MtVCQIZlj1LjdYT+KpSoF4FTBl5ZVn+cCUxaojfRgz8yc1L+qh4bq",
+	"V3+cfeeBcb3qxrCtrf6KJX+ogcYh/qajb9vf/jb4RxYve5LL+BqhA7TuXzB08HxGBEbNSN5T2Lr0caEK",
+	"RzDgXQsZSwvEfqXKTegAsmZxyQtAtkC1rLOtI1MkADmMAWCZFO0O6wW9kP19LuYiOajBg+Hf4xIjfJkt",
+	"IEerHeZHHZhgh05QHKEwFnkWQLmwquKSIfBCoNeQzTA/zwuPcv2IcHDT+yvqpuh46FHNIcLTIOSUyos/",
+	"6IGv94Dd99jZXnr+7rgb+7vJQPj7fDj2DfngPt8br79FABz0EIDSJkmwOp4z+mA45Z9IGC5cO33LN5zl",
+	"2Xgqrv/UmCEteDqlsa2bSiRcuX3JERrBrDwS1yHwzqBnYEAdx8MY9Pa9rSItYAmcZxm71gciK1ZkZyth",
+	"3rq93U7QCTrdcC/YC0xH1POcF8IHlY5NPL0TvL1xatWbEqKFPjw51mZSH014IQB/svZ4aHtdwSPYFNuC",
+	"Yxz5ABgIasgjZ9SczJtzyX0ZN7gUr4Se/v6bMeJrWCFUgdvhwzdhxCf7JqF22278Q3qzgr2CzCbe6Lnk",
+	"EYSExpIPK+hiwRstvYeJD7M0Fy8wZXosz/AbRW1WRZISKlghfN/C8j0DFClbYE+/2RS2cqveTRtsDixF",
+	"apEW8SWUwBjxazbNFNAROsA6XHFwtM+MXIp+lZ59uhWqc1sPQhaYY7VpjGmfoaJHVib6rUEmXwEgyIzV",
+	"avdNX80QoIfzqN0O4xOYrqZEBJ5RFWZnJD8DJ4bzFmFfVXQYUGCV5UkslWyuG+uOv/6QKPmaAbhH8UXb",
+	"4Vq+EyOGby5LFUqNzNoY34IMOKi+BwFEFDaHFwL9C/5ci5vfCQBbdbFOoaVkECj9/E26WN4jQpCt84lx",
+	"K6vOk98OV9YXvaQbB2N/n+9N/IHYTfy9eGfsD/lgYv72uHFlzbZ0Kww2DYfgJD+lqsImx+RVtmDTjOyV",
+	"Y55RBoHqe0D0GgPEZkVGHz9FdFFabmbgLz9ByP54MJxyZZcuxlPg7Amp87U8fNy6G8Jtz0yy/T6XH5qS",
+	"3zRv86/rNVKmDsupqmp32CFLxGyaLUUCf9euVl6qmaeqWs+mVwsVbp38/N3r4xfvfz593ams6pUjKBBF",
+	"UD9WeCI+UEqJS3NuROdZQvm3qqjZgJ+rf7Q1mldiCYc+2un0RxCyIEu8tepTHKOBVKw1q2n+tkN0kYUH",
+	"MpXaq+CJB+FHo/0CFYseUaB2GCoFMqA6A6o9EC759X/8h6tcYn6GEiG9xcBVz1eucDkyHb6tmi7xaofO",
+	"KKen/dxUqblwdLdA38TqHYd07FoIceWx60wWl7pBS2Eq5Tm59glfemwui3SqJxs6ItSgUz3vIZlKr2hq",
+	"EvJvmfrwIgMxLP1CscQW6W0pBDkmc1oAQVugWVRG07bO5Gg1DvXfjdBS25V9ctr5wtFfamqi3gWwQQ3S",
+	"yRhxplJjU9H2TLExl1cwNyFb/Ob45TPFEp5Ol2zMi/jSY1IAeaFRodJNmwjhtuslqVU1NOmd/oKUvQmr",
+	"YvpeRU/Kq8hKUzUgjlrphJhErRul5Qo8HuQRkKXnW+RcKg6VRZTwpbs91IzuB1BxRYJSlULsGgJohRbE",
+	"6ToEKps7LnJhqrO1G4yv8GCNY7PXLOZTvGIMVi1m08szO5Xh5UUW4vd1ZLypPspjeu1a2SFITpRavB12",
+	"5H4zKP2GwvlyUtITm9oB0tS4is2LjXy4qcSmBeI80FUCbn6ks4AsBbSdzyDe56juNYncimsj52dHaT1O",
+	"VaeZJSfULQuxbJKhNVSsha1zn/Pa/PH+57w5fqlYy/yCGUKrZq1s9x1v6rc0vOuU6liZtuFS5OoZu0nF",
+	"ggIxaQ70rZNsmmYwtNmElQ1x615ds4pPbHjZ6/RGSL0NoqHjSQo/zfJsLBRYI9y9rfgmPfKtCRKorU+/",
+	"fPr/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

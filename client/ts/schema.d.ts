@@ -136,11 +136,20 @@ export interface paths {
         /**
          * Create an invoice
          * @description Creates an invoice on one of the organization's MIDs and makes its pay link
-         *     (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+         *     (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+         *
+         *     **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+         *     pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+         *     reminded, and not payable. It obeys every rule below all the same. Change it with
+         *     `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+         *     (which makes the link and sends it), or remove it with
+         *     `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+         *     400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+         *     is written for drafts too.
          *
          *     **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-         *     customer's own stated preference (`customerPrefers`, kept per customer email within
-         *     the organization) when there is one, else by the invoice's `delivery` (`null` means
+         *     customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+         *     there is one, else by the invoice's `delivery` (`null` means
          *     `email`); when that way is `text` but the invoice has no `customerPhone`, the link
          *     goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
          *     the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -164,8 +173,8 @@ export interface paths {
          *     send scheduled; see `GET /reminder-settings`.
          *
          *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-         *     - Every key of the body must be present but `sendAt` and `reminders`, which may be
-         *       left out; the nullable ones may be `null`.
+         *     - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+         *       may be left out; the nullable ones may be `null`.
          *     - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
          *       with `send: false`.
          *     - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -223,6 +232,62 @@ export interface paths {
         get: operations["getPaymentRequest"];
         put?: never;
         post?: never;
+        /**
+         * Delete a draft
+         * @description Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+         */
+        delete: operations["deletePaymentRequest"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an invoice
+         * @description Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+         *     is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+         *     or `application/json`): each member given replaces the invoice's, `null` clears a
+         *     nullable one, and members left out stay as they are. Any member of creation may
+         *     be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+         *     to send it). `lines` given without `amount` makes `amount` their total (the sum
+         *     over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+         *     removes the lines.
+         *
+         *     **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+         *     (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+         *     inactive location, or an invoice number already used). An invoice that is
+         *     `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+         *     payment under way on its pay page at this moment, is a 422 ("An invoice with
+         *     payments cannot be changed; cancel it and make a new one"). A change and a
+         *     payment never cross: either the payment was reserved first, is charged at the
+         *     amount it was shown, and the change is refused, or the change is made first and
+         *     the payment charges nothing (the pay page shows the invoice again, saying it
+         *     changed).
+         *
+         *     **Versions.** Each change adds one to `version`, which every invoice answer
+         *     carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+         *     was changed since it was read) the answer is a 412 and nothing changes; of two
+         *     changes sent at once with the same `If-Match`, one is made and the other is a 412.
+         *     A body with no member changes nothing and answers the invoice as it is.
+         *
+         *     The pay link stays the same and shows the invoice as changed; a send scheduled
+         *     (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+         *     Writes `invoice.updated` with the invoice as changed.
+         */
+        patch: operations["updatePaymentRequest"];
+        trace?: never;
+    };
+    "/payment-requests/{id}/finalize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finalize a draft
+         * @description Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+         */
+        post: operations["finalizePaymentRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -349,6 +414,111 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/recurring-invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recurring invoices
+         * @description The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+         */
+        get: operations["listRecurringInvoices"];
+        put?: never;
+        /**
+         * Create a recurring invoice
+         * @description Creates a series that issues an invoice on a schedule: on `startOn`, then every
+         *     `intervalCount` `interval`s from it. The series is `active`.
+         *
+         *     **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+         *     a monthly series keeps `startOn`'s day of the month, and a month without that day
+         *     uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+         *     yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+         *     from 00:00 of its day in the time zone of the MID's location and is issued within a
+         *     minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+         *     digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+         *     series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+         *     company and phone as they are then), delivery and reminders, its pay link
+         *     sent unless `send` is `false`. Each occurrence makes at most one invoice however
+         *     many instances run and whenever they restart. An occurrence more than 3 days past
+         *     due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+         *     in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+         *     after `endAfter` invoices, or after the last issue day on or before `endOn`.
+         *
+         *     **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+         *     - Every key is required; the nullable ones may be `null`.
+         *     - `startOn`: today or later in the MID's location's time zone.
+         *     - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+         *     - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+         *       runs until ended.
+         *     - `dueDays` 0–365.
+         *     - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+         *       `lines` must add up to `amount`, tax included (`errors.lines`).
+         *     - `invoiceNumberPrefix` 1–40 characters.
+         *
+         *     **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+         *     inactive location; `customerId` not a customer of the organization (`Unknown
+         *     customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+         *     (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+         *     before with another body.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+         *     hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+         */
+        post: operations["createRecurringInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/recurring-invoices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a recurring invoice
+         * @description One series. An id of another organization is a 404, like an id that does not exist.
+         */
+        get: operations["getRecurringInvoice"];
+        put?: never;
+        post?: never;
+        /**
+         * End a recurring invoice
+         * @description Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+         */
+        delete: operations["endRecurringInvoice"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume a recurring invoice
+         * @description Changes what the series issues from now on; invoices already issued do not change.
+         *     Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+         *
+         *     - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+         *       resumes: the next occurrence is the first whose day is today or later in the
+         *       location's time zone, so the days passed while paused are neither issued nor
+         *       counted as skipped, and nothing is issued twice. An `ended` series cannot be
+         *       changed (422).
+         *     - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+         *       `amount` makes `amount` their total.
+         *     - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+         *       `issuedCount`, or an `endOn` before the next issue day, ends the series.
+         */
+        patch: operations["updateRecurringInvoice"];
         trace?: never;
     };
     "/card-payments": {
@@ -707,6 +877,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customers
+         * @description The organization's customers, newest first (by `createdAt`, then `id`), paged with
+         *     `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+         *     last page). Filters combine with AND.
+         */
+        get: operations["listCustomers"];
+        put?: never;
+        /**
+         * Create a customer
+         * @description Makes a customer of the organization. Invoices name their customer by `customerId`;
+         *     an invoice created without one finds the customer with its `customerEmail`, or makes
+         *     one (see `POST /payment-requests`), so that every invoice has a customer.
+         *
+         *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+         *     `address.country`): `email` is required, a valid address of at most 254 characters;
+         *     `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+         *     an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+         *     of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+         *
+         *     **409** when the organization already has a customer with this email (compared
+         *     without regard to case): the problem's `existingId` is that customer's id.
+         *
+         *     **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+         *     answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+         *     with another body is a 422.
+         *
+         *     Event `customer.created`.
+         */
+        post: operations["createCustomer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer
+         * @description One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+         */
+        get: operations["getCustomer"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a customer
+         * @description Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+         *     invoices`; cancelled invoices count too). Its saved cards are removed at the card
+         *     processor first (each with its `saved_card.removed` event), then the customer; when
+         *     the processor fails, the customer and the cards not yet removed are kept (502
+         *     `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+         *
+         *     Event `customer.deleted`, its data the customer as it was.
+         */
+        delete: operations["deleteCustomer"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a customer
+         * @description A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+         *     `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+         *     and `taxExempt` cannot be null), and `address` given is the whole new address. The
+         *     rules are creation's (400 keyed by the field as sent). An email another customer of
+         *     the organization has is a 409 whose `existingId` is that customer. Invoices already
+         *     made keep the customer details they were made with. `prefers` is the customer's own
+         *     choice and is not changed here. Another organization's customer is a 404.
+         *
+         *     Event `customer.updated`.
+         */
+        patch: operations["updateCustomer"];
+        trace?: never;
+    };
     "/saved-cards/{id}": {
         parameters: {
             query?: never;
@@ -722,6 +977,150 @@ export interface paths {
          * @description Removes a customer's saved card, both in payreq and at the card processor. The id comes from an invoice's `savedCards`. When the card processor fails the card is kept and the answer is 502 (`Card processor unavailable`); retrying later works. An id of another organization, or of a card already removed, is a 404.
          */
         delete: operations["deleteSavedCard"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List card terminals
+         * @description The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+         *     name, then id. Not paged. A terminal is registered on one MID by an operator
+         *     (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+         *     a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+         *     minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+         *
+         *     With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+         *     approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+         *     chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+         *     (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+         *     `SIM-OFFLINE-…` is offline.
+         */
+        get: operations["listTerminals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a card terminal
+         * @description One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+         */
+        get: operations["getTerminal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List terminal payments
+         * @description The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+         */
+        get: operations["listTerminalPayments"];
+        put?: never;
+        /**
+         * Take a payment at a card terminal
+         * @description Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+         *     inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+         *     with the terminal payment `pending`; payreq asks the terminal in the background (never
+         *     while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+         *     `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+         *     or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+         *     `terminal_payment.*` events.
+         *
+         *     An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+         *     moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+         *     (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+         *     declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+         *     reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+         *     last four digits.
+         *
+         *     **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+         *     is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+         *     `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+         *     asked resolves the payment the same way when it starts again: never charged twice,
+         *     never lost.
+         *
+         *     **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+         *     `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+         *     in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+         *     terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+         *     the terminal payments pending on it), the terminal on another MID than the invoice, the
+         *     terminal `offline`; `Idempotency key reused`.
+         *
+         *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+         *     within 24 hours answers 200 with the terminal payment already made and
+         *     `Idempotent-Replayed: true`; the terminal is asked once.
+         */
+        post: operations["createTerminalPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a terminal payment
+         * @description One terminal payment, as it is now. An id of another organization is a 404.
+         */
+        get: operations["getTerminalPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-payments/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a terminal payment
+         * @description Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+         */
+        post: operations["cancelTerminalPayment"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -862,19 +1261,304 @@ export interface components {
          */
         DecimalString: string;
         /**
+         * @description Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+         * @example active
+         * @enum {string}
+         */
+        RecurringInvoiceStatus: "active" | "paused" | "ended";
+        /**
+         * @description The unit a series repeats by.
+         * @example month
+         * @enum {string}
+         */
+        RecurringInterval: "week" | "month" | "year";
+        /** @description The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`. */
+        CreateRecurringInvoice: {
+            /**
+             * Format: uuid
+             * @description The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
+             * @description 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+             * @example RET
+             */
+            invoiceNumberPrefix: string;
+            /** @description Each invoice's amount, as on `POST /payment-requests` (lines must add up to it). */
+            amount: components["schemas"]["Decimal"];
+            /** @description Each invoice's lines, 1–500, or null; as on `POST /payment-requests`. */
+            lines: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Free text shown on each invoice. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo: string | null;
+            /**
+             * @description Purchase order number on each invoice. At most 64 characters.
+             * @example PO-7781
+             */
+            poNumber: string | null;
+            /**
+             * @description How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+             * @example email
+             * @enum {string|null}
+             */
+            delivery: "email" | "text" | null;
+            /**
+             * @description Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+             * @example null
+             */
+            reminders: boolean | null;
+            interval: components["schemas"]["RecurringInterval"];
+            /**
+             * Format: int32
+             * @description Issue every this many `interval`s, 1–12.
+             * @example 1
+             */
+            intervalCount: number;
+            /**
+             * Format: date
+             * @description The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+             * @example 2027-01-31
+             */
+            startOn: string;
+            /**
+             * Format: int32
+             * @description End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+             * @example 12
+             */
+            endAfter: number | null;
+            /**
+             * Format: date
+             * @description No issue day after this one (on or after `startOn`). Not with `endAfter`.
+             * @example null
+             */
+            endOn: string | null;
+            /**
+             * Format: int32
+             * @description Each invoice is due this many days after its issue day, 0–365.
+             * @example 14
+             */
+            dueDays: number;
+            /**
+             * @description `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+             * @example true
+             */
+            send: boolean;
+        };
+        /** @description The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one. */
+        UpdateRecurringInvoice: {
+            /**
+             * @description `paused` to pause, `active` to resume.
+             * @example paused
+             * @enum {string}
+             */
+            status?: "active" | "paused";
+            /** @description The amount of the invoices issued from now on. */
+            amount?: components["schemas"]["Decimal"];
+            /** @description The lines of the invoices issued from now on, or null for none. */
+            lines?: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Memo of the invoices issued from now on. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo?: string | null;
+            /**
+             * @description PO number of the invoices issued from now on. At most 64 characters.
+             * @example PO-7790
+             */
+            poNumber?: string | null;
+            /**
+             * Format: int32
+             * @description Days from issue to due, 0–365.
+             * @example 30
+             */
+            dueDays?: number;
+            /**
+             * Format: int32
+             * @description End after this many invoices in all (≥ 1), or null.
+             * @example 6
+             */
+            endAfter?: number | null;
+            /**
+             * Format: date
+             * @description The last possible issue day, or null.
+             * @example 2027-12-31
+             */
+            endOn?: string | null;
+        };
+        /** @description A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null. */
+        RecurringInvoice: {
+            /**
+             * Format: uuid
+             * @description The series' id.
+             * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+             */
+            id: string;
+            status: components["schemas"]["RecurringInvoiceStatus"];
+            /**
+             * Format: uuid
+             * @description The MID its invoices bill on.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The customer its invoices bill.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
+            /**
+             * @description Its invoices are numbered `{prefix}-{n}`.
+             * @example RET
+             */
+            invoiceNumberPrefix: string;
+            /** @description The amount of the next invoice. */
+            amount: components["schemas"]["Decimal"];
+            /** @description The lines of the next invoice, or null. */
+            lines: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description The memo of the next invoice.
+             * @example Thank you for your business.
+             */
+            memo: string | null;
+            /**
+             * @description The PO number of the next invoice.
+             * @example null
+             */
+            poNumber: string | null;
+            delivery: components["schemas"]["Delivery"];
+            /**
+             * @description Each invoice's reminders; null follows the organization's schedule.
+             * @example null
+             */
+            reminders: boolean | null;
+            interval: components["schemas"]["RecurringInterval"];
+            /**
+             * Format: int32
+             * @description Every this many intervals.
+             * @example 1
+             */
+            intervalCount: number;
+            /**
+             * Format: date
+             * @description The first issue day.
+             * @example 2027-01-31
+             */
+            startOn: string;
+            /**
+             * Format: int32
+             * @description The series ends after this many invoices, or null.
+             * @example 12
+             */
+            endAfter: number | null;
+            /**
+             * Format: date
+             * @description No issue day after this one, or null.
+             * @example null
+             */
+            endOn: string | null;
+            /**
+             * Format: int32
+             * @description Days from issue to due.
+             * @example 14
+             */
+            dueDays: number;
+            /**
+             * @description Whether each invoice's pay link is sent when issued.
+             * @example true
+             */
+            send: boolean;
+            /**
+             * Format: date
+             * @description The next issue day; null once ended. While paused, the day it would be.
+             * @example 2027-01-31
+             */
+            nextIssueOn: string | null;
+            /**
+             * @description The next three issue days (fewer near the end; none once ended).
+             * @example [
+             *       "2027-01-31",
+             *       "2027-02-28",
+             *       "2027-03-31"
+             *     ]
+             */
+            upcoming: string[];
+            /**
+             * Format: int32
+             * @description Invoices issued so far.
+             * @example 0
+             */
+            issuedCount: number;
+            /**
+             * Format: int32
+             * @description Occurrences skipped because payreq came to them more than 3 days late.
+             * @example 0
+             */
+            skippedCount: number;
+            /**
+             * Format: uuid
+             * @description The invoice issued last, or null.
+             * @example null
+             */
+            lastInvoiceId: string | null;
+            /**
+             * Format: date-time
+             * @description When the series was created.
+             * @example 2027-01-20T15:04:05Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it last changed (a change, an issue, a skip).
+             * @example 2027-01-20T15:04:05Z
+             */
+            updatedAt: string;
+        };
+        /** @description The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped). */
+        RecurringInvoiceOccurrence: {
+            recurringInvoice: components["schemas"]["RecurringInvoice"];
+            /**
+             * Format: date
+             * @description The occurrence's issue day.
+             * @example 2027-02-28
+             */
+            issueOn: string;
+            /**
+             * Format: uuid
+             * @description The invoice issued for it; null when skipped.
+             * @example 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+             */
+            invoiceId: string | null;
+            /**
+             * @description `true`: payreq came to it more than 3 days late and issued nothing.
+             * @example false
+             */
+            skipped: boolean;
+        };
+        /**
          * @description Status of an invoice:
-         *     - `open`: created, nothing paid yet.
+         *     - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+         *       reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+         *     - `open`: created (or finalized), nothing paid yet.
          *     - `part_paid`: a payment left a balance.
          *     - `paid`: the balance is cleared (`paidAt` is set). Final.
          *     - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
          *       `cancelledByName` set); the pay link accepts no payment. Final.
          *
-         *     Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-         *     `open` / `part_paid` → `cancelled`.
+         *     Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+         *     `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
          * @example open
          * @enum {string}
          */
-        InvoiceStatus: "open" | "part_paid" | "paid" | "cancelled";
+        InvoiceStatus: "draft" | "open" | "part_paid" | "paid" | "cancelled";
         /**
          * @description How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
          * @example email
@@ -991,6 +1675,12 @@ export interface components {
              */
             poNumber: string | null;
             /**
+             * Format: uuid
+             * @description Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId?: string | null;
+            /**
              * @description Customer name. At most 200 characters.
              * @example Dana Whitfield
              */
@@ -1002,7 +1692,7 @@ export interface components {
             customerCompany: string | null;
             /**
              * Format: email
-             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
              * @example dana@whitfieldcatering.com
              */
             customerEmail: string | null;
@@ -1046,6 +1736,97 @@ export interface components {
              * @example null
              */
             reminders?: boolean | null;
+            /**
+             * @description Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+             * @example false
+             */
+            draft?: boolean;
+        };
+        /** @description The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total. */
+        PaymentRequestChange: {
+            /**
+             * Format: uuid
+             * @description The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId?: string;
+            /**
+             * @description Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+             * @example INV-1042
+             */
+            invoiceNumber?: string;
+            /** @description Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it. */
+            amount?: components["schemas"]["Decimal"];
+            /**
+             * Format: uuid
+             * @description The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId?: string | null;
+            /**
+             * @description Purchase order number. At most 64 characters.
+             * @example PO-7781
+             */
+            poNumber?: string | null;
+            /**
+             * @description Customer name. At most 200 characters.
+             * @example Dana Whitfield
+             */
+            customerName?: string | null;
+            /**
+             * @description Customer company. At most 200 characters.
+             * @example Whitfield Catering LLC
+             */
+            customerCompany?: string | null;
+            /**
+             * Format: email
+             * @description Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+             * @example dana@whitfieldcatering.com
+             */
+            customerEmail?: string;
+            /**
+             * @description Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+             * @example +15125550148
+             */
+            customerPhone?: string | null;
+            /**
+             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+             * @example email
+             * @enum {string|null}
+             */
+            delivery?: "email" | "text" | null;
+            /**
+             * @description Free text shown to the customer. At most 2000 characters.
+             * @example Thank you for your business.
+             */
+            memo?: string | null;
+            /**
+             * Format: date
+             * @description Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+             * @example 2025-04-30
+             */
+            dueDate?: string | null;
+            /** @description The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`. */
+            lines?: components["schemas"]["InvoiceLineInput"][] | null;
+            /**
+             * @description Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+             * @example null
+             */
+            reminders?: boolean | null;
+        };
+        /** @description The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out. */
+        FinalizePaymentRequest: {
+            /**
+             * @description `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+             * @example true
+             */
+            send?: boolean | null;
+            /**
+             * Format: date-time
+             * @description When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+             * @example 2025-04-01T14:00:00Z
+             */
+            sendAt?: string | null;
         };
         /** @description An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`. */
         Invoice: {
@@ -1089,6 +1870,12 @@ export interface components {
             balance: components["schemas"]["DecimalString"];
             /** @description The approved refunds of the invoice's card payments, two decimals (`"0.00"` when none). Refunds never change `status`, `amountPaid` or `balance`: those describe what was collected. */
             amountRefunded: components["schemas"]["DecimalString"];
+            /**
+             * Format: uuid
+             * @description The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            customerId: string;
             /**
              * @description The amount before tax, two decimals: the sum of the lines' `amount`, or `amount` itself when the invoice has no lines.
              * @example 750.00
@@ -1199,7 +1986,7 @@ export interface components {
             cancelledByName: string | null;
             /**
              * Format: uri
-             * @description The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+             * @description The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
              * @example http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
              */
             link: string | null;
@@ -1207,10 +1994,10 @@ export interface components {
             lineItems?: components["schemas"]["InvoiceLine"][] | null;
             /** @description Payments made toward the invoice, oldest first. Absent in lists. */
             payments?: components["schemas"]["Payment"][] | null;
-            /** @description The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists. */
+            /** @description The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists. */
             savedCards?: components["schemas"]["SavedCard"][] | null;
             /**
-             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+             * @description How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
              * @example null
              * @enum {string|null}
              */
@@ -1238,6 +2025,12 @@ export interface components {
              * @example null
              */
             lastRemindedAt: string | null;
+            /**
+             * Format: int32
+             * @description 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+             * @example 1
+             */
+            version: number;
         };
         /** @description Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits. */
         Payment: {
@@ -1352,7 +2145,7 @@ export interface components {
             reason?: string | null;
         };
         /**
-         * @description `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+         * @description `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
          * @example sale
          * @enum {string}
          */
@@ -1363,7 +2156,7 @@ export interface components {
          * @enum {string}
          */
         CardPaymentStatus: "approved" | "declined";
-        /** @description One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
+        /** @description One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits. */
         CardPayment: {
             /**
              * Format: uuid
@@ -1452,6 +2245,150 @@ export interface components {
              * @example null
              */
             createdByName: string | null;
+            /**
+             * @description How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+             * @example null
+             * @enum {string|null}
+             */
+            entryMode: "chip" | "contactless" | "swipe" | "manual" | null;
+            /**
+             * Format: uuid
+             * @description The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+             * @example null
+             */
+            terminalId: string | null;
+        };
+        /**
+         * @description `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+         * @example online
+         * @enum {string}
+         */
+        TerminalStatus: "online" | "offline" | "busy";
+        /** @description A card terminal in a store, on one MID. Every key is always present. */
+        Terminal: {
+            /**
+             * Format: uuid
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The MID its sales are made on.
+             * @example 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+             */
+            merchantAccountId: string;
+            /**
+             * Format: uuid
+             * @description The location of its MID.
+             * @example 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+             */
+            locationId: string;
+            /**
+             * @description What the merchant calls it (1–100 characters).
+             * @example Front counter
+             */
+            name: string;
+            /**
+             * @description Its hardware serial number at the gateway; unique among terminals.
+             * @example C032UQ03960148
+             */
+            hsn: string;
+            status: components["schemas"]["TerminalStatus"];
+            /**
+             * Format: date-time
+             * @description When it last answered a ping; null if it never did.
+             * @example 2025-03-18T19:45:02Z
+             */
+            lastSeenAt: string | null;
+        };
+        /**
+         * @description `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+         * @example approved
+         * @enum {string}
+         */
+        TerminalPaymentStatus: "pending" | "approved" | "declined" | "cancelled" | "timed_out" | "failed";
+        /** @description A payment to take at a terminal. */
+        TerminalPaymentCreate: {
+            /**
+             * Format: uuid
+             * @description One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            terminalId: string;
+            /**
+             * Format: uuid
+             * @description An `open` or `part_paid` invoice of the organization.
+             * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+             */
+            invoiceId: string;
+            /** @description More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount. */
+            amount?: components["schemas"]["Decimal"] | (null);
+        };
+        /** @description A payment asked of a card terminal. Every key is always present; what is not known yet is null. */
+        TerminalPayment: {
+            /**
+             * Format: uuid
+             * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+             */
+            terminalId: string;
+            /**
+             * Format: uuid
+             * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+             */
+            invoiceId: string;
+            /** @description The amount asked, two decimals. */
+            amount: components["schemas"]["DecimalString"];
+            status: components["schemas"]["TerminalPaymentStatus"];
+            /**
+             * Format: uuid
+             * @description The card payment (sale) it made, approved or declined; null otherwise.
+             * @example 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+             */
+            cardPaymentId: string | null;
+            /**
+             * @description Why it was declined or failed, in plain words; null otherwise.
+             * @example null
+             */
+            declineReason: string | null;
+            /**
+             * @description How the card was entered; null until known.
+             * @example chip
+             * @enum {string|null}
+             */
+            entryMode: "chip" | "contactless" | "swipe" | "manual" | null;
+            /**
+             * @description The card's brand (`Visa`, …); null until known.
+             * @example Visa
+             */
+            cardBrand: string | null;
+            /** @example 1111 */
+            lastFour: string | null;
+            /**
+             * @description A chip card's application label, for the receipt; null otherwise.
+             * @example VISA CREDIT
+             */
+            applicationLabel: string | null;
+            /**
+             * @description A chip card's application identifier (AID), for the receipt; null otherwise.
+             * @example A0000000031010
+             */
+            aid: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-03-18T19:44:58Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When its status last changed.
+             * @example 2025-03-18T19:45:12Z
+             */
+            updatedAt: string;
         };
         /**
          * @description `pending`: on its way to the bank. `paid`: `expectedAt` has come.
@@ -1527,28 +2464,44 @@ export interface components {
          *     - `invoice.part_paid`: A payment left a balance.
          *     - `invoice.paid`: A payment paid the invoice in full.
          *     - `invoice.cancelled`: The invoice was cancelled.
+         *     - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+         *     - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+         *     - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
          *     - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
          *     - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
          *     - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
          *     - `card_payment.approved`: A sale was approved.
          *     - `card_payment.declined`: A sale, or a refund, was declined.
          *     - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+         *     - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+         *     - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+         *     - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+         *     - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+         *     - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
          *     - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+         *     - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+         *     - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+         *     - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
          *     - `deposit.created`: A batch closed into a deposit.
          *     - `deposit.paid`: A deposit reached its expected day.
+         *     - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+         *     - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+         *     - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+         *     - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+         *     - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
          *     - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
          *     - `application.stage_changed`: A merchant application moved to another stage (resellers).
          *     - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
          * @example invoice.paid
          * @enum {string}
          */
-        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventType: "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "recurring_invoice.created" | "recurring_invoice.updated" | "recurring_invoice.issued" | "recurring_invoice.skipped" | "recurring_invoice.ended" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /**
          * @description An event type, or `*` for every type.
          * @example *
          * @enum {string}
          */
-        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "saved_card.removed" | "deposit.created" | "deposit.paid" | "application.submitted" | "application.stage_changed" | "webhook.ping";
+        EventTypeOrAll: "*" | "invoice.created" | "invoice.sent" | "invoice.send_failed" | "invoice.part_paid" | "invoice.paid" | "invoice.cancelled" | "invoice.finalized" | "invoice.updated" | "invoice.deleted" | "invoice.payment_recorded" | "invoice.payment_removed" | "invoice.reminder_sent" | "card_payment.approved" | "card_payment.declined" | "card_payment.refunded" | "terminal_payment.approved" | "terminal_payment.declined" | "terminal_payment.cancelled" | "terminal_payment.timed_out" | "terminal_payment.failed" | "saved_card.removed" | "customer.created" | "customer.updated" | "customer.deleted" | "deposit.created" | "deposit.paid" | "recurring_invoice.created" | "recurring_invoice.updated" | "recurring_invoice.issued" | "recurring_invoice.skipped" | "recurring_invoice.ended" | "application.submitted" | "application.stage_changed" | "webhook.ping";
         /** @description What every event has. */
         EventBase: {
             /**
@@ -1567,7 +2520,7 @@ export interface components {
             deliveries?: components["schemas"]["EventDelivery"][];
         };
         /** @description An event: `id`, `type`, `createdAt` and `data`, the resource as the API returned it at that moment. `type` selects the schema of `data`. */
-        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
+        Event: components["schemas"]["InvoiceCreatedEvent"] | components["schemas"]["InvoiceSentEvent"] | components["schemas"]["InvoiceSendFailedEvent"] | components["schemas"]["InvoicePartPaidEvent"] | components["schemas"]["InvoicePaidEvent"] | components["schemas"]["InvoiceCancelledEvent"] | components["schemas"]["InvoiceFinalizedEvent"] | components["schemas"]["InvoiceUpdatedEvent"] | components["schemas"]["InvoiceDeletedEvent"] | components["schemas"]["InvoicePaymentRecordedEvent"] | components["schemas"]["InvoicePaymentRemovedEvent"] | components["schemas"]["InvoiceReminderSentEvent"] | components["schemas"]["CardPaymentApprovedEvent"] | components["schemas"]["CardPaymentDeclinedEvent"] | components["schemas"]["CardPaymentRefundedEvent"] | components["schemas"]["TerminalPaymentApprovedEvent"] | components["schemas"]["TerminalPaymentDeclinedEvent"] | components["schemas"]["TerminalPaymentCancelledEvent"] | components["schemas"]["TerminalPaymentTimedOutEvent"] | components["schemas"]["TerminalPaymentFailedEvent"] | components["schemas"]["SavedCardRemovedEvent"] | components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerDeletedEvent"] | components["schemas"]["DepositCreatedEvent"] | components["schemas"]["DepositPaidEvent"] | components["schemas"]["RecurringInvoiceCreatedEvent"] | components["schemas"]["RecurringInvoiceUpdatedEvent"] | components["schemas"]["RecurringInvoiceIssuedEvent"] | components["schemas"]["RecurringInvoiceSkippedEvent"] | components["schemas"]["RecurringInvoiceEndedEvent"] | components["schemas"]["ApplicationSubmittedEvent"] | components["schemas"]["ApplicationStageChangedEvent"] | components["schemas"]["WebhookPingEvent"];
         /** @description `invoice.created`: An invoice was created (`POST /payment-requests`). */
         InvoiceCreatedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1658,6 +2611,51 @@ export interface components {
              */
             type: "invoice.cancelled";
         };
+        /** @description `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link. */
+        InvoiceFinalizedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.finalized
+             * @enum {string}
+             */
+            type: "invoice.finalized";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.finalized";
+        };
+        /** @description `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`. */
+        InvoiceUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.updated
+             * @enum {string}
+             */
+            type: "invoice.updated";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.updated";
+        };
+        /** @description `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was. */
+        InvoiceDeletedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example invoice.deleted
+             * @enum {string}
+             */
+            type: "invoice.deleted";
+            data: components["schemas"]["Invoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invoice.deleted";
+        };
         /** @description `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice. */
         InvoicePaymentRecordedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1702,6 +2700,81 @@ export interface components {
              * @enum {string}
              */
             type: "invoice.reminder_sent";
+        };
+        /** @description `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`). */
+        RecurringInvoiceCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.created
+             * @enum {string}
+             */
+            type: "recurring_invoice.created";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.created";
+        };
+        /** @description `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`). */
+        RecurringInvoiceUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.updated
+             * @enum {string}
+             */
+            type: "recurring_invoice.updated";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.updated";
+        };
+        /** @description `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id. */
+        RecurringInvoiceIssuedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.issued
+             * @enum {string}
+             */
+            type: "recurring_invoice.issued";
+            data: components["schemas"]["RecurringInvoiceOccurrence"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.issued";
+        };
+        /** @description `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day. */
+        RecurringInvoiceSkippedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.skipped
+             * @enum {string}
+             */
+            type: "recurring_invoice.skipped";
+            data: components["schemas"]["RecurringInvoiceOccurrence"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.skipped";
+        };
+        /** @description `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`. */
+        RecurringInvoiceEndedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example recurring_invoice.ended
+             * @enum {string}
+             */
+            type: "recurring_invoice.ended";
+            data: components["schemas"]["RecurringInvoice"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recurring_invoice.ended";
         };
         /** @description `card_payment.approved`: A sale was approved. */
         CardPaymentApprovedEvent: components["schemas"]["EventBase"] & {
@@ -1748,6 +2821,81 @@ export interface components {
              */
             type: "card_payment.refunded";
         };
+        /** @description `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale). */
+        TerminalPaymentApprovedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.approved
+             * @enum {string}
+             */
+            type: "terminal_payment.approved";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.approved";
+        };
+        /** @description `terminal_payment.declined`: A terminal payment was declined by the issuer. */
+        TerminalPaymentDeclinedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.declined
+             * @enum {string}
+             */
+            type: "terminal_payment.declined";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.declined";
+        };
+        /** @description `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API. */
+        TerminalPaymentCancelledEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.cancelled
+             * @enum {string}
+             */
+            type: "terminal_payment.cancelled";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.cancelled";
+        };
+        /** @description `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway. */
+        TerminalPaymentTimedOutEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.timed_out
+             * @enum {string}
+             */
+            type: "terminal_payment.timed_out";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.timed_out";
+        };
+        /** @description `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why). */
+        TerminalPaymentFailedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example terminal_payment.failed
+             * @enum {string}
+             */
+            type: "terminal_payment.failed";
+            data: components["schemas"]["TerminalPayment"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "terminal_payment.failed";
+        };
         /** @description `saved_card.removed`: A saved card was deleted; `data` is the card as it was. */
         SavedCardRemovedEvent: components["schemas"]["EventBase"] & {
             /**
@@ -1762,6 +2910,51 @@ export interface components {
              * @enum {string}
              */
             type: "saved_card.removed";
+        };
+        /** @description `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email). */
+        CustomerCreatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.created
+             * @enum {string}
+             */
+            type: "customer.created";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.created";
+        };
+        /** @description `customer.updated`: A customer was changed (`PATCH /customers/{id}`). */
+        CustomerUpdatedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.updated
+             * @enum {string}
+             */
+            type: "customer.updated";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.updated";
+        };
+        /** @description `customer.deleted`: A customer was deleted; `data` is the customer as it was. */
+        CustomerDeletedEvent: components["schemas"]["EventBase"] & {
+            /**
+             * @example customer.deleted
+             * @enum {string}
+             */
+            type: "customer.deleted";
+            data: components["schemas"]["Customer"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "customer.deleted";
         };
         /** @description `deposit.created`: A batch closed into a deposit. */
         DepositCreatedEvent: components["schemas"]["EventBase"] & {
@@ -1986,6 +3179,177 @@ export interface components {
              */
             eventTypes?: components["schemas"]["EventTypeOrAll"][];
             status?: components["schemas"]["WebhookEndpointStatus"];
+        };
+        /** @description A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`). */
+        CustomerAddress: {
+            /**
+             * @description Street address, 1–200 characters.
+             * @example 1200 Cedar St
+             */
+            line1: string;
+            /**
+             * @description Suite, unit or floor; at most 200 characters.
+             * @example Suite 4
+             */
+            line2?: string | null;
+            /**
+             * @description City, 1–100 characters.
+             * @example Round Rock
+             */
+            city: string;
+            /**
+             * @description State or region; at most 100 characters.
+             * @example TX
+             */
+            state?: string | null;
+            /**
+             * @description Postal code; at most 20 characters.
+             * @example 78664
+             */
+            postalCode?: string | null;
+            /**
+             * @description ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+             * @example US
+             */
+            country?: string;
+        } | null;
+        /** @description A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent. */
+        Customer: {
+            /**
+             * Format: uuid
+             * @description Customer id, for `customerId` on invoices.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            id: string;
+            /**
+             * @description The customer's email, as sent.
+             * @example dana@whitfieldcatering.com
+             */
+            email: string;
+            /**
+             * @description The customer's name.
+             * @example Dana Whitfield
+             */
+            name: string | null;
+            /**
+             * @description The customer's company.
+             * @example Whitfield Catering LLC
+             */
+            company: string | null;
+            /**
+             * @description The customer's phone, for text delivery.
+             * @example +15125550148
+             */
+            phone: string | null;
+            address: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax (false unless set).
+             * @example false
+             */
+            taxExempt: boolean;
+            /**
+             * @description The organization's own notes on the customer, never shown to the customer.
+             * @example Invoices go to accounts payable.
+             */
+            notes: string | null;
+            /**
+             * @description How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+             * @example email
+             * @enum {string|null}
+             */
+            prefers: "email" | "text" | null;
+            /** @description The balances of the customer's `open` and `part_paid` invoices, added up, two decimals. */
+            openBalance: components["schemas"]["DecimalString"];
+            /**
+             * Format: int32
+             * @description How many invoices the customer has, in any status.
+             * @example 3
+             */
+            invoiceCount: number;
+            /** @description The customer's saved cards, newest first. */
+            savedCards: components["schemas"]["SavedCard"][];
+            /**
+             * Format: date-time
+             * @description When the customer was made.
+             * @example 2025-03-18T19:40:00Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the customer was last changed.
+             * @example 2025-03-18T19:40:00Z
+             */
+            updatedAt: string;
+        };
+        /** @description The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it. */
+        CustomerCreate: {
+            /**
+             * Format: email
+             * @description The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+             * @example dana@whitfieldcatering.com
+             */
+            email: string;
+            /**
+             * @description Name, at most 200 characters.
+             * @example Dana Whitfield
+             */
+            name?: string | null;
+            /**
+             * @description Company, at most 200 characters.
+             * @example Whitfield Catering LLC
+             */
+            company?: string | null;
+            /**
+             * @description Phone (E.164 recommended), at most 32 characters.
+             * @example +15125550148
+             */
+            phone?: string | null;
+            address?: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax; false when left out.
+             * @example false
+             */
+            taxExempt?: boolean | null;
+            /**
+             * @description Notes of the organization's own, at most 2000 characters.
+             * @example Invoices go to accounts payable.
+             */
+            notes?: string | null;
+        };
+        /** @description The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`. */
+        CustomerUpdate: {
+            /**
+             * Format: email
+             * @description The new email (not null); another customer's is a 409 with `existingId`.
+             * @example dana@whitfieldcatering.com
+             */
+            email?: string;
+            /**
+             * @description Name, at most 200 characters; null clears it.
+             * @example Dana Whitfield
+             */
+            name?: string | null;
+            /**
+             * @description Company, at most 200 characters; null clears it.
+             * @example Whitfield Catering LLC
+             */
+            company?: string | null;
+            /**
+             * @description Phone, at most 32 characters; null clears it.
+             * @example null
+             */
+            phone?: string | null;
+            address?: components["schemas"]["CustomerAddress"];
+            /**
+             * @description Whether the customer pays no tax (not null).
+             * @example true
+             */
+            taxExempt?: boolean;
+            /**
+             * @description Notes, at most 2000 characters; null clears them.
+             * @example Resale certificate on file.
+             */
+            notes?: string | null;
         };
         /** @description A card the customer saved on the pay page, kept at the card processor. Only brand, last four digits and expiry are kept by payreq. */
         SavedCard: {
@@ -2398,7 +3762,7 @@ export interface components {
          *     `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
          *     `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
          *     (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-         *     (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+         *     (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
          *     (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
          *     `http-version-not-supported` (505) or `internal` (500, a bug).
          */
@@ -2436,6 +3800,12 @@ export interface components {
             errors?: {
                 [key: string]: string[];
             };
+            /**
+             * Format: uuid
+             * @description Only on a 409 `conflict`, the id of the customer that already has the email.
+             * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+             */
+            existingId?: string;
         };
         /** @description A JWK Set (RFC 7517) of the public keys that verify access tokens. */
         Jwks: {
@@ -2490,6 +3860,23 @@ export interface components {
         };
     };
     responses: {
+        /** @description `If-Match` names another version than the invoice's own (it was changed since it was read). Nothing was changed: read the invoice again (its `ETag`), then send the change again. */
+        PreconditionFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "http://127.0.0.1:8080/problems/precondition-failed",
+                 *       "title": "Invoice changed",
+                 *       "status": 412,
+                 *       "detail": "The invoice is at version 3, not the one this change was meant for; nothing was changed. Read it again, then change it."
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A field, query parameter, path parameter or header broke a rule (including a malformed uuid in the path). `errors` maps each offending field, keyed as sent, to its messages. Also a body cut off or malformed on the wire (`errors.body`), and a request framed with both `Content-Length` and `Transfer-Encoding` (`errors.header.Transfer-Encoding`; the connection is then closed). */
         BadRequest: {
             headers: {
@@ -2567,6 +3954,33 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description What the request acts on is taken by another request just now; `title` and `detail` say which. Try again once it is done. */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The organization already has a customer with this email (compared without regard to case): `existingId` is that customer's id, to use or change instead. Nothing was changed. */
+        EmailTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "http://127.0.0.1:8080/problems/conflict",
+                 *       "title": "Customer email taken",
+                 *       "status": 409,
+                 *       "detail": "Another customer of your organization has the email dana@whitfieldcatering.com; existingId is that customer.",
+                 *       "existingId": "0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Too many requests for this API key. Wait `Retry-After` seconds and try again. */
         TooManyRequests: {
             headers: {
@@ -2599,10 +4013,20 @@ export interface components {
     };
     parameters: {
         /**
+         * @description The customer id.
+         * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+         */
+        CustomerId: string;
+        /**
          * @description The invoice id.
          * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
          */
         InvoiceId: string;
+        /**
+         * @description The recurring invoice (series) id.
+         * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+         */
+        RecurringInvoiceId: string;
         /**
          * @description Page size, 1–100. Default 25.
          * @example 25
@@ -2626,6 +4050,11 @@ export interface components {
          * @example 42
          */
         RetryAfter: number;
+        /**
+         * @description The invoice's `version` as an entity tag, `"<version>"`: send it back in `If-Match` with `PATCH /payment-requests/{id}` so that a change made meanwhile is not overwritten (412). (With a PDF, the version the document shows.)
+         * @example "3"
+         */
+        ETag: string;
         /**
          * @description `true`: the answer is a replay of an earlier request with the same `Idempotency-Key`.
          * @example true
@@ -2838,6 +4267,11 @@ export interface operations {
                  */
                 customerEmail?: string;
                 /**
+                 * @description Only invoices of this customer (another organization's customer's id lists nothing).
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                customerId?: string;
+                /**
                  * @description Only invoices created at or after this time (inclusive).
                  * @example 2025-03-01T00:00:00Z
                  */
@@ -2905,6 +4339,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2914,6 +4349,7 @@ export interface operations {
             /** @description The invoice was created. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2954,6 +4390,7 @@ export interface operations {
                      * @example attachment; filename="invoice-INV-1042.pdf"
                      */
                     "Content-Disposition"?: string;
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2966,6 +4403,133 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deletePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updatePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+                 * @example "1"
+                 */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        /** @description The members to change. */
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["PaymentRequestChange"];
+                /**
+                 * @example {
+                 *       "memo": "Thank you for your business."
+                 *     }
+                 */
+                "application/json": components["schemas"]["PaymentRequestChange"];
+            };
+        };
+        responses: {
+            /** @description The invoice as changed (or as it is, when the body named nothing). */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    finalizePaymentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invoice id.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                id: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FinalizePaymentRequest"];
+            };
+        };
+        responses: {
+            /** @description The invoice, now open, with its pay link. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2988,6 +4552,7 @@ export interface operations {
             /** @description The link was sent (queued for delivery); the invoice as it is now. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3039,6 +4604,7 @@ export interface operations {
             /** @description The invoice, now cancelled. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3084,6 +4650,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3093,6 +4660,7 @@ export interface operations {
             /** @description The payment was recorded; the invoice as it now stands. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3134,6 +4702,7 @@ export interface operations {
             /** @description The payment was removed; the invoice as it now stands. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,6 +4771,206 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecurringInvoices: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only series with this status.
+                 * @example active
+                 */
+                status?: components["schemas"]["RecurringInvoiceStatus"];
+                /**
+                 * @description Only series billing this customer.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                customerId?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of series. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+                 * @example 5a1c9e2d-3b4f-4c6a-8d7e-9f0a1b2c3d4e
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The series to create. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRecurringInvoice"];
+            };
+        };
+        responses: {
+            /** @description Replay: a series was already created with this `Idempotency-Key` and the same body; this is that series as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            /** @description The series was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series, ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateRecurringInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recurring invoice (series) id.
+                 * @example 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["RecurringInvoiceId"];
+            };
+            cookie?: never;
+        };
+        /** @description The members to change. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRecurringInvoice"];
+            };
+        };
+        responses: {
+            /** @description The series as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecurringInvoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4019,6 +5788,215 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listCustomers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+                 * @example whitfield
+                 */
+                q?: string;
+                /**
+                 * @description Only the customer with exactly this email, compared without regard to case.
+                 * @example dana@whitfieldcatering.com
+                 */
+                email?: string;
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of customers. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCustomer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
+                 * @example 5c1f7a9e-2d4b-4e6a-8f3c-1b2a3c4d5e6f
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The customer to make. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerCreate"];
+            };
+        };
+        responses: {
+            /** @description Replay: a customer was already made with this `Idempotency-Key` and the same body; this is that customer as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description The customer was made. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The customer id.
+                 * @example 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["CustomerId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "phone": null,
+                 *       "taxExempt": true,
+                 *       "notes": "Resale certificate on file."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerUpdate"];
+            };
+        };
+        responses: {
+            /** @description The customer as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteSavedCard: {
         parameters: {
             query?: never;
@@ -4047,6 +6025,232 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTerminals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every terminal of the organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTerminal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal id.
+                 * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTerminalPayments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the payments taken at this terminal.
+                 * @example 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+                 */
+                terminalId?: string;
+                /**
+                 * @description Only the payments toward this invoice.
+                 * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+                 */
+                invoiceId?: string;
+                /**
+                 * @description Only payments in this state.
+                 * @example approved
+                 */
+                status?: components["schemas"]["TerminalPaymentStatus"];
+                /**
+                 * @description Page size, 1–100. Default 25.
+                 * @example 25
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+                 * @example eyJ0IjoiMjAyNS0wMy0xNFQxNTowNDowNVoiLCJpZCI6IjNjOWU2ZjFhIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of terminal payments. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+                 * @example 8f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The terminal, the invoice, and the amount (null or absent for the balance). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TerminalPaymentCreate"];
+            };
+        };
+        responses: {
+            /** @description Replay: a terminal payment was already made with this `Idempotency-Key` and the same body; this is that payment as it is now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            /** @description The terminal payment, `pending`; the terminal is being asked. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal payment id.
+                 * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal payment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTerminalPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The terminal payment id.
+                 * @example 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal payment, `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

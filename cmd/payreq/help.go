@@ -18,9 +18,9 @@ variables (docs/operations.md, "Configuration").`,
 Applies the database migrations the database lacks; safe twice, and from two
 processes at once.`,
 	"demo": `usage: payreq demo [--json]
-Seeds a demo merchant (two locations, three MIDs), a reseller whose portfolio
-holds it, five applications, and one key with every permission for each
-organization; prints their ids and keys (--json: one JSON object).`,
+Seeds a demo merchant (two locations, three MIDs, the simulator's five kinds
+of card terminal on its first MID), a reseller whose portfolio holds it, five
+applications, and one key with every permission for each organization; prints their ids and keys (--json: one JSON object).`,
 	"keys create": `usage: payreq keys create --org ORG --name NAME --permissions p1,p2 [--json]
 Makes an API key for the organization, as its first Owner (the key's
 permissions must be among the Owner's), and prints its id and its
@@ -58,6 +58,17 @@ Stops a location taking new invoices; its MIDs and invoices stay.`,
 	"mids create": `usage: payreq mids create --org ORG --location LOC --mid MID [--json]
 Adds a merchant account (MID, 6 to 16 digits, unique in the organization) to a
 location of the merchant.`,
+	"terminals add": `usage: payreq terminals add --mid MID_ID --hsn HSN --name NAME [--json]
+Registers a card terminal (CardPointe's Integrated Terminal API) on a MID, by
+the MID's id (uuid, from GET /accounts): its sales are made on that MID. HSN is
+the terminal's hardware serial number (unique; letters, digits and hyphens).
+With the simulator, SIM-OK-…, SIM-CHIP-…, SIM-DECLINE-…, SIM-SLOW-… and
+SIM-OFFLINE-… are its five kinds of terminal.`,
+	"terminals list": `usage: payreq terminals list [--org ORG] [--json]
+Lists the terminals (of one organization with --org): id, HSN, status, MID, name.`,
+	"terminals remove": `usage: payreq terminals remove TERMINAL
+Removes a terminal; its payments stay. A terminal a payment waits on is kept
+(exit 2).`,
 	"orgs suspend": `usage: payreq orgs suspend ORG
 Suspends an organization: its keys get no new token, its tokens get 403 and its
 pay pages take no payment.`,

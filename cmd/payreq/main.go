@@ -38,6 +38,8 @@ const usage = `usage: payreq COMMAND
                    [--address-line2 A] [--receipt-name N] [--phone P] [--email E] [--json]
   locations deactivate [--json] LOC
   mids create --org ORG --location LOC --mid MID [--json]
+  terminals add --mid MID_ID --hsn HSN --name NAME [--json]
+  terminals list [--org ORG] [--json] | terminals remove TERMINAL
   applications add --org RESELLER --file application.json
   applications stage ID STAGE [--note TEXT]
   secrets init --dir DIR                 write a new signing key, pepper and encryption key (never over a file)
@@ -73,7 +75,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"a command is required (serve, migrate, demo, keys, orgs, users, locations, mids, applications, settle, secrets); run payreq help"}
+		return usageError{"a command is required (serve, migrate, demo, keys, orgs, users, locations, mids, terminals, applications, settle, secrets); run payreq help"}
 	}
 	if text, ok := helpFor(args); ok {
 		fmt.Fprintln(stdout, text)
@@ -133,6 +135,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return midsCreate(ctx, cfg, rest[1:], stdout)
 	case "secrets":
 		return secretsCmd(ctx, cfg, rest, stdout)
+	case "terminals":
+		return terminalsCmd(ctx, cfg, rest, stdout)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run payreq help", cmd)}
 }
@@ -211,6 +215,9 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	defer a.Close()
 	res, err := demo.Seed(ctx, a.DB, a.Auth, a.Resellers, a.People)
 	if err != nil {
+		return err
+	}
+	if _, err := demo.SeedTerminals(ctx, a.Directory, a.Terminals, res.Merchant.OrganizationID); err != nil {
 		return err
 	}
 	res.Reseller.SignUpURL = signUpURL(cfg, res.Reseller.Slug)

@@ -85,6 +85,15 @@ func TestOnboardingFromNothingToTheFirstInvoice(t *testing.T) {
 func TestOnboardingRefusesBadArguments(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
+	// A database of its own: it counts every table's rows, which the
+	// tests running beside it add to.
+	c.dsn = pgtest.NewDatabase(t)
+	db, err := sqlx.Open("postgres", c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c.db = db
 	var merchant, reseller, other struct{ ID, Slug string }
 	c.jsonOf(&merchant, "orgs", "create", "--kind", "merchant", "--name", "M", "--json")
 	c.jsonOf(&reseller, "orgs", "create", "--kind", "reseller", "--name", "R", "--json")

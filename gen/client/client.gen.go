@@ -18,6 +18,7 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Defines values for ApplicationStage.
@@ -74,6 +75,33 @@ const (
 func (e ApplicationSubmittedEventType) Valid() bool {
 	switch e {
 	case ApplicationSubmittedEventTypeApplicationSubmitted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentEntryMode.
+const (
+	CardPaymentEntryModeChip        CardPaymentEntryMode = "chip"
+	CardPaymentEntryModeContactless CardPaymentEntryMode = "contactless"
+	CardPaymentEntryModeLessThannil CardPaymentEntryMode = "<nil>"
+	CardPaymentEntryModeManual      CardPaymentEntryMode = "manual"
+	CardPaymentEntryModeSwipe       CardPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentEntryMode enum.
+func (e CardPaymentEntryMode) Valid() bool {
+	switch e {
+	case CardPaymentEntryModeChip:
+		return true
+	case CardPaymentEntryModeContactless:
+		return true
+	case CardPaymentEntryModeLessThannil:
+		return true
+	case CardPaymentEntryModeManual:
+		return true
+	case CardPaymentEntryModeSwipe:
 		return true
 	default:
 		return false
@@ -155,6 +183,51 @@ func (e CardPaymentStatus) Valid() bool {
 	case CardPaymentStatusApproved:
 		return true
 	case CardPaymentStatusDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerCreatedEventType.
+const (
+	CustomerCreatedEventTypeCustomerCreated CustomerCreatedEventType = "customer.created"
+)
+
+// Valid indicates whether the value is a known member of the CustomerCreatedEventType enum.
+func (e CustomerCreatedEventType) Valid() bool {
+	switch e {
+	case CustomerCreatedEventTypeCustomerCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerDeletedEventType.
+const (
+	CustomerDeletedEventTypeCustomerDeleted CustomerDeletedEventType = "customer.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CustomerDeletedEventType enum.
+func (e CustomerDeletedEventType) Valid() bool {
+	switch e {
+	case CustomerDeletedEventTypeCustomerDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerUpdatedEventType.
+const (
+	CustomerUpdatedEventTypeCustomerUpdated CustomerUpdatedEventType = "customer.updated"
+)
+
+// Valid indicates whether the value is a known member of the CustomerUpdatedEventType enum.
+func (e CustomerUpdatedEventType) Valid() bool {
+	switch e {
+	case CustomerUpdatedEventTypeCustomerUpdated:
 		return true
 	default:
 		return false
@@ -250,24 +323,40 @@ func (e EventDeliveryStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeApplicationStageChanged EventType = "application.stage_changed"
-	EventTypeApplicationSubmitted    EventType = "application.submitted"
-	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
-	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
-	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
-	EventTypeDepositCreated          EventType = "deposit.created"
-	EventTypeDepositPaid             EventType = "deposit.paid"
-	EventTypeInvoiceCancelled        EventType = "invoice.cancelled"
-	EventTypeInvoiceCreated          EventType = "invoice.created"
-	EventTypeInvoicePaid             EventType = "invoice.paid"
-	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
-	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
-	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
-	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
-	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
-	EventTypeInvoiceSent             EventType = "invoice.sent"
-	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
-	EventTypeWebhookPing             EventType = "webhook.ping"
+	EventTypeApplicationStageChanged  EventType = "application.stage_changed"
+	EventTypeApplicationSubmitted     EventType = "application.submitted"
+	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
+	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
+	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
+	EventTypeDepositCreated           EventType = "deposit.created"
+	EventTypeDepositPaid              EventType = "deposit.paid"
+	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
+	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoiceDeleted           EventType = "invoice.deleted"
+	EventTypeInvoiceFinalized         EventType = "invoice.finalized"
+	EventTypeInvoicePaid              EventType = "invoice.paid"
+	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved    EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
+	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
+	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeInvoiceUpdated           EventType = "invoice.updated"
+	EventTypeRecurringInvoiceCreated  EventType = "recurring_invoice.created"
+	EventTypeRecurringInvoiceEnded    EventType = "recurring_invoice.ended"
+	EventTypeRecurringInvoiceIssued   EventType = "recurring_invoice.issued"
+	EventTypeRecurringInvoiceSkipped  EventType = "recurring_invoice.skipped"
+	EventTypeRecurringInvoiceUpdated  EventType = "recurring_invoice.updated"
+	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
+	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
+	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
+	EventTypeTerminalPaymentDeclined  EventType = "terminal_payment.declined"
+	EventTypeTerminalPaymentFailed    EventType = "terminal_payment.failed"
+	EventTypeTerminalPaymentTimedOut  EventType = "terminal_payment.timed_out"
+	EventTypeWebhookPing              EventType = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -283,6 +372,12 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeCardPaymentRefunded:
 		return true
+	case EventTypeCustomerCreated:
+		return true
+	case EventTypeCustomerDeleted:
+		return true
+	case EventTypeCustomerUpdated:
+		return true
 	case EventTypeDepositCreated:
 		return true
 	case EventTypeDepositPaid:
@@ -290,6 +385,10 @@ func (e EventType) Valid() bool {
 	case EventTypeInvoiceCancelled:
 		return true
 	case EventTypeInvoiceCreated:
+		return true
+	case EventTypeInvoiceDeleted:
+		return true
+	case EventTypeInvoiceFinalized:
 		return true
 	case EventTypeInvoicePaid:
 		return true
@@ -305,7 +404,29 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceSent:
 		return true
+	case EventTypeInvoiceUpdated:
+		return true
+	case EventTypeRecurringInvoiceCreated:
+		return true
+	case EventTypeRecurringInvoiceEnded:
+		return true
+	case EventTypeRecurringInvoiceIssued:
+		return true
+	case EventTypeRecurringInvoiceSkipped:
+		return true
+	case EventTypeRecurringInvoiceUpdated:
+		return true
 	case EventTypeSavedCardRemoved:
+		return true
+	case EventTypeTerminalPaymentApproved:
+		return true
+	case EventTypeTerminalPaymentCancelled:
+		return true
+	case EventTypeTerminalPaymentDeclined:
+		return true
+	case EventTypeTerminalPaymentFailed:
+		return true
+	case EventTypeTerminalPaymentTimedOut:
 		return true
 	case EventTypeWebhookPing:
 		return true
@@ -316,25 +437,41 @@ func (e EventType) Valid() bool {
 
 // Defines values for EventTypeOrAll.
 const (
-	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
-	EventTypeOrAllApplicationSubmitted    EventTypeOrAll = "application.submitted"
-	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
-	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
-	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
-	EventTypeOrAllCardPaymentRefunded     EventTypeOrAll = "card_payment.refunded"
-	EventTypeOrAllDepositCreated          EventTypeOrAll = "deposit.created"
-	EventTypeOrAllDepositPaid             EventTypeOrAll = "deposit.paid"
-	EventTypeOrAllInvoiceCancelled        EventTypeOrAll = "invoice.cancelled"
-	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
-	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
-	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
-	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
-	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
-	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
-	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
-	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
-	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
-	EventTypeOrAllWebhookPing             EventTypeOrAll = "webhook.ping"
+	EventTypeOrAllApplicationStageChanged  EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllApplicationSubmitted     EventTypeOrAll = "application.submitted"
+	EventTypeOrAllAsterisk                 EventTypeOrAll = "*"
+	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
+	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
+	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
+	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
+	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
+	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
+	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoiceDeleted           EventTypeOrAll = "invoice.deleted"
+	EventTypeOrAllInvoiceFinalized         EventTypeOrAll = "invoice.finalized"
+	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
+	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved    EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
+	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
+	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
+	EventTypeOrAllRecurringInvoiceCreated  EventTypeOrAll = "recurring_invoice.created"
+	EventTypeOrAllRecurringInvoiceEnded    EventTypeOrAll = "recurring_invoice.ended"
+	EventTypeOrAllRecurringInvoiceIssued   EventTypeOrAll = "recurring_invoice.issued"
+	EventTypeOrAllRecurringInvoiceSkipped  EventTypeOrAll = "recurring_invoice.skipped"
+	EventTypeOrAllRecurringInvoiceUpdated  EventTypeOrAll = "recurring_invoice.updated"
+	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
+	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
+	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
+	EventTypeOrAllTerminalPaymentDeclined  EventTypeOrAll = "terminal_payment.declined"
+	EventTypeOrAllTerminalPaymentFailed    EventTypeOrAll = "terminal_payment.failed"
+	EventTypeOrAllTerminalPaymentTimedOut  EventTypeOrAll = "terminal_payment.timed_out"
+	EventTypeOrAllWebhookPing              EventTypeOrAll = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventTypeOrAll enum.
@@ -352,6 +489,12 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllCardPaymentRefunded:
 		return true
+	case EventTypeOrAllCustomerCreated:
+		return true
+	case EventTypeOrAllCustomerDeleted:
+		return true
+	case EventTypeOrAllCustomerUpdated:
+		return true
 	case EventTypeOrAllDepositCreated:
 		return true
 	case EventTypeOrAllDepositPaid:
@@ -359,6 +502,10 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceCancelled:
 		return true
 	case EventTypeOrAllInvoiceCreated:
+		return true
+	case EventTypeOrAllInvoiceDeleted:
+		return true
+	case EventTypeOrAllInvoiceFinalized:
 		return true
 	case EventTypeOrAllInvoicePaid:
 		return true
@@ -374,7 +521,29 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllInvoiceSent:
 		return true
+	case EventTypeOrAllInvoiceUpdated:
+		return true
+	case EventTypeOrAllRecurringInvoiceCreated:
+		return true
+	case EventTypeOrAllRecurringInvoiceEnded:
+		return true
+	case EventTypeOrAllRecurringInvoiceIssued:
+		return true
+	case EventTypeOrAllRecurringInvoiceSkipped:
+		return true
+	case EventTypeOrAllRecurringInvoiceUpdated:
+		return true
 	case EventTypeOrAllSavedCardRemoved:
+		return true
+	case EventTypeOrAllTerminalPaymentApproved:
+		return true
+	case EventTypeOrAllTerminalPaymentCancelled:
+		return true
+	case EventTypeOrAllTerminalPaymentDeclined:
+		return true
+	case EventTypeOrAllTerminalPaymentFailed:
+		return true
+	case EventTypeOrAllTerminalPaymentTimedOut:
 		return true
 	case EventTypeOrAllWebhookPing:
 		return true
@@ -422,6 +591,36 @@ const (
 func (e InvoiceCreatedEventType) Valid() bool {
 	switch e {
 	case InvoiceCreatedEventTypeInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceDeletedEventType.
+const (
+	InvoiceDeletedEventTypeInvoiceDeleted InvoiceDeletedEventType = "invoice.deleted"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDeletedEventType enum.
+func (e InvoiceDeletedEventType) Valid() bool {
+	switch e {
+	case InvoiceDeletedEventTypeInvoiceDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFinalizedEventType.
+const (
+	InvoiceFinalizedEventTypeInvoiceFinalized InvoiceFinalizedEventType = "invoice.finalized"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFinalizedEventType enum.
+func (e InvoiceFinalizedEventType) Valid() bool {
+	switch e {
+	case InvoiceFinalizedEventTypeInvoiceFinalized:
 		return true
 	default:
 		return false
@@ -536,6 +735,7 @@ func (e InvoiceSentEventType) Valid() bool {
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusDraft     InvoiceStatus = "draft"
 	InvoiceStatusOpen      InvoiceStatus = "open"
 	InvoiceStatusPaid      InvoiceStatus = "paid"
 	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
@@ -546,11 +746,28 @@ func (e InvoiceStatus) Valid() bool {
 	switch e {
 	case InvoiceStatusCancelled:
 		return true
+	case InvoiceStatusDraft:
+		return true
 	case InvoiceStatusOpen:
 		return true
 	case InvoiceStatusPaid:
 		return true
 	case InvoiceStatusPartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceUpdatedEventType.
+const (
+	InvoiceUpdatedEventTypeInvoiceUpdated InvoiceUpdatedEventType = "invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceUpdatedEventType enum.
+func (e InvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case InvoiceUpdatedEventTypeInvoiceUpdated:
 		return true
 	default:
 		return false
@@ -710,6 +927,123 @@ func (e RecordPaymentRequestMethod) Valid() bool {
 	}
 }
 
+// Defines values for RecurringInterval.
+const (
+	RecurringIntervalMonth RecurringInterval = "month"
+	RecurringIntervalWeek  RecurringInterval = "week"
+	RecurringIntervalYear  RecurringInterval = "year"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInterval enum.
+func (e RecurringInterval) Valid() bool {
+	switch e {
+	case RecurringIntervalMonth:
+		return true
+	case RecurringIntervalWeek:
+		return true
+	case RecurringIntervalYear:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceCreatedEventType.
+const (
+	RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated RecurringInvoiceCreatedEventType = "recurring_invoice.created"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceCreatedEventType enum.
+func (e RecurringInvoiceCreatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceEndedEventType.
+const (
+	RecurringInvoiceEndedEventTypeRecurringInvoiceEnded RecurringInvoiceEndedEventType = "recurring_invoice.ended"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceEndedEventType enum.
+func (e RecurringInvoiceEndedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceEndedEventTypeRecurringInvoiceEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceIssuedEventType.
+const (
+	RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued RecurringInvoiceIssuedEventType = "recurring_invoice.issued"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceIssuedEventType enum.
+func (e RecurringInvoiceIssuedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceSkippedEventType.
+const (
+	RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped RecurringInvoiceSkippedEventType = "recurring_invoice.skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceSkippedEventType enum.
+func (e RecurringInvoiceSkippedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceStatus.
+const (
+	RecurringInvoiceStatusActive RecurringInvoiceStatus = "active"
+	RecurringInvoiceStatusEnded  RecurringInvoiceStatus = "ended"
+	RecurringInvoiceStatusPaused RecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceStatus enum.
+func (e RecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case RecurringInvoiceStatusActive:
+		return true
+	case RecurringInvoiceStatusEnded:
+		return true
+	case RecurringInvoiceStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceUpdatedEventType.
+const (
+	RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated RecurringInvoiceUpdatedEventType = "recurring_invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceUpdatedEventType enum.
+func (e RecurringInvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SavedCardRemovedEventType.
 const (
 	SavedCardRemovedEventTypeSavedCardRemoved SavedCardRemovedEventType = "saved_card.removed"
@@ -719,6 +1053,159 @@ const (
 func (e SavedCardRemovedEventType) Valid() bool {
 	switch e {
 	case SavedCardRemovedEventTypeSavedCardRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentEntryMode.
+const (
+	TerminalPaymentEntryModeChip        TerminalPaymentEntryMode = "chip"
+	TerminalPaymentEntryModeContactless TerminalPaymentEntryMode = "contactless"
+	TerminalPaymentEntryModeLessThannil TerminalPaymentEntryMode = "<nil>"
+	TerminalPaymentEntryModeManual      TerminalPaymentEntryMode = "manual"
+	TerminalPaymentEntryModeSwipe       TerminalPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentEntryMode enum.
+func (e TerminalPaymentEntryMode) Valid() bool {
+	switch e {
+	case TerminalPaymentEntryModeChip:
+		return true
+	case TerminalPaymentEntryModeContactless:
+		return true
+	case TerminalPaymentEntryModeLessThannil:
+		return true
+	case TerminalPaymentEntryModeManual:
+		return true
+	case TerminalPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentApprovedEventType.
+const (
+	TerminalPaymentApprovedEventTypeTerminalPaymentApproved TerminalPaymentApprovedEventType = "terminal_payment.approved"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentApprovedEventType enum.
+func (e TerminalPaymentApprovedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentApprovedEventTypeTerminalPaymentApproved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentCancelledEventType.
+const (
+	TerminalPaymentCancelledEventTypeTerminalPaymentCancelled TerminalPaymentCancelledEventType = "terminal_payment.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentCancelledEventType enum.
+func (e TerminalPaymentCancelledEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentCancelledEventTypeTerminalPaymentCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentDeclinedEventType.
+const (
+	TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined TerminalPaymentDeclinedEventType = "terminal_payment.declined"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentDeclinedEventType enum.
+func (e TerminalPaymentDeclinedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentFailedEventType.
+const (
+	TerminalPaymentFailedEventTypeTerminalPaymentFailed TerminalPaymentFailedEventType = "terminal_payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentFailedEventType enum.
+func (e TerminalPaymentFailedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentFailedEventTypeTerminalPaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentStatus.
+const (
+	TerminalPaymentStatusApproved  TerminalPaymentStatus = "approved"
+	TerminalPaymentStatusCancelled TerminalPaymentStatus = "cancelled"
+	TerminalPaymentStatusDeclined  TerminalPaymentStatus = "declined"
+	TerminalPaymentStatusFailed    TerminalPaymentStatus = "failed"
+	TerminalPaymentStatusPending   TerminalPaymentStatus = "pending"
+	TerminalPaymentStatusTimedOut  TerminalPaymentStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentStatus enum.
+func (e TerminalPaymentStatus) Valid() bool {
+	switch e {
+	case TerminalPaymentStatusApproved:
+		return true
+	case TerminalPaymentStatusCancelled:
+		return true
+	case TerminalPaymentStatusDeclined:
+		return true
+	case TerminalPaymentStatusFailed:
+		return true
+	case TerminalPaymentStatusPending:
+		return true
+	case TerminalPaymentStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentTimedOutEventType.
+const (
+	TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut TerminalPaymentTimedOutEventType = "terminal_payment.timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentTimedOutEventType enum.
+func (e TerminalPaymentTimedOutEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalStatus.
+const (
+	TerminalStatusBusy    TerminalStatus = "busy"
+	TerminalStatusOffline TerminalStatus = "offline"
+	TerminalStatusOnline  TerminalStatus = "online"
+)
+
+// Valid indicates whether the value is a known member of the TerminalStatus enum.
+func (e TerminalStatus) Valid() bool {
+	switch e {
+	case TerminalStatusBusy:
+		return true
+	case TerminalStatusOffline:
+		return true
+	case TerminalStatusOnline:
 		return true
 	default:
 		return false
@@ -758,6 +1245,24 @@ const (
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
 	case TokenResponseTokenTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateRecurringInvoiceStatus.
+const (
+	UpdateRecurringInvoiceStatusActive UpdateRecurringInvoiceStatus = "active"
+	UpdateRecurringInvoiceStatusPaused UpdateRecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the UpdateRecurringInvoiceStatus enum.
+func (e UpdateRecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case UpdateRecurringInvoiceStatusActive:
+		return true
+	case UpdateRecurringInvoiceStatusPaused:
 		return true
 	default:
 		return false
@@ -1014,7 +1519,7 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
-// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+// CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
 	Amount DecimalString `json:"amount"`
@@ -1041,6 +1546,9 @@ type CardPayment struct {
 	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
 	DepositId *openapi_types.UUID `json:"depositId"`
 
+	// EntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+	EntryMode *CardPaymentEntryMode `json:"entryMode"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -1052,7 +1560,7 @@ type CardPayment struct {
 	// InvoiceNumber Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	// Kind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 	//
 	// Example: sale
 	Kind CardPaymentKind `json:"kind"`
@@ -1098,7 +1606,13 @@ type CardPayment struct {
 	//
 	// Example: approved
 	Status CardPaymentStatus `json:"status"`
+
+	// TerminalId The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+	TerminalId *openapi_types.UUID `json:"terminalId"`
 }
+
+// CardPaymentEntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+type CardPaymentEntryMode string
 
 // CardPaymentApprovedEvent `card_payment.approved`: A sale was approved.
 type CardPaymentApprovedEvent struct {
@@ -1107,7 +1621,7 @@ type CardPaymentApprovedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1132,7 +1646,7 @@ type CardPaymentDeclinedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1150,7 +1664,7 @@ type CardPaymentDeclinedEvent struct {
 // CardPaymentDeclinedEventType Example: card_payment.declined
 type CardPaymentDeclinedEventType string
 
-// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+// CardPaymentKind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
@@ -1162,7 +1676,7 @@ type CardPaymentRefundedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1195,10 +1709,15 @@ type CreatePaymentRequest struct {
 	// Example: Whitfield Catering LLC
 	CustomerCompany *string `json:"customerCompany"`
 
-	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
 	//
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
+
+	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
 
 	// CustomerName Customer name. At most 200 characters.
 	//
@@ -1214,6 +1733,11 @@ type CreatePaymentRequest struct {
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
+
+	// Draft Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+	//
+	// Example: false
+	Draft *bool `json:"draft,omitempty"`
 
 	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
 	//
@@ -1256,6 +1780,326 @@ type CreatePaymentRequest struct {
 	// Example: 2025-04-01T14:00:00Z
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
+
+// CreateRecurringInvoice The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`.
+type CreateRecurringInvoice struct {
+	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
+	Amount Decimal `json:"amount"`
+
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery"`
+
+	// DueDays Each invoice is due this many days after its issue day, 0–365.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one (on or after `startOn`). Not with `endAfter`.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Issue every this many `interval`s, 1–12.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// Lines Each invoice's lines, 1–500, or null; as on `POST /payment-requests`.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo Free text shown on each invoice. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// PoNumber Purchase order number on each invoice. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// StartOn The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+}
+
+// Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+type Customer struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address"`
+
+	// Company The customer's company.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company"`
+
+	// CreatedAt When the customer was made.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Email The customer's email, as sent.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email string `json:"email"`
+
+	// Id Customer id, for `customerId` on invoices.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceCount How many invoices the customer has, in any status.
+	//
+	// Example: 3
+	InvoiceCount int32 `json:"invoiceCount"`
+
+	// Name The customer's name.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name"`
+
+	// Notes The organization's own notes on the customer, never shown to the customer.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes"`
+
+	// OpenBalance The balances of the customer's `open` and `part_paid` invoices, added up, two decimals.
+	OpenBalance DecimalString `json:"openBalance"`
+
+	// Phone The customer's phone, for text delivery.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone"`
+
+	// Prefers How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+	//
+	// Example: email
+	Prefers *Delivery `json:"prefers"`
+
+	// SavedCards The customer's saved cards, newest first.
+	SavedCards []SavedCard `json:"savedCards"`
+
+	// TaxExempt Whether the customer pays no tax (false unless set).
+	//
+	// Example: false
+	TaxExempt bool `json:"taxExempt"`
+
+	// UpdatedAt When the customer was last changed.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+type CustomerAddress struct {
+	// City City, 1–100 characters.
+	//
+	// Example: Round Rock
+	City string `json:"city"`
+
+	// Country ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+	//
+	// Example: US
+	Country *string `json:"country,omitempty"`
+
+	// Line1 Street address, 1–200 characters.
+	//
+	// Example: 1200 Cedar St
+	Line1 string `json:"line1"`
+
+	// Line2 Suite, unit or floor; at most 200 characters.
+	//
+	// Example: Suite 4
+	Line2 *string `json:"line2,omitempty"`
+
+	// PostalCode Postal code; at most 20 characters.
+	//
+	// Example: 78664
+	PostalCode *string `json:"postalCode,omitempty"`
+
+	// State State or region; at most 100 characters.
+	//
+	// Example: TX
+	State *string `json:"state,omitempty"`
+}
+
+// CustomerCreate The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it.
+type CustomerCreate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email openapi_types.Email `json:"email"`
+
+	// Name Name, at most 200 characters.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes of the organization's own, at most 2000 characters.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone (E.164 recommended), at most 32 characters.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax; false when left out.
+	//
+	// Example: false
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerCreatedEvent `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+type CustomerCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.created
+	Type CustomerCreatedEventType `json:"type"`
+}
+
+// CustomerCreatedEventType Example: customer.created
+type CustomerCreatedEventType string
+
+// CustomerDeletedEvent `customer.deleted`: A customer was deleted; `data` is the customer as it was.
+type CustomerDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.deleted
+	Type CustomerDeletedEventType `json:"type"`
+}
+
+// CustomerDeletedEventType Example: customer.deleted
+type CustomerDeletedEventType string
+
+// CustomerUpdate The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`.
+type CustomerUpdate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters; null clears it.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The new email (not null); another customer's is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email *openapi_types.Email `json:"email,omitempty"`
+
+	// Name Name, at most 200 characters; null clears it.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes, at most 2000 characters; null clears them.
+	//
+	// Example: Resale certificate on file.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone, at most 32 characters; null clears it.
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax (not null).
+	//
+	// Example: true
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+type CustomerUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.updated
+	Type CustomerUpdatedEventType `json:"type"`
+}
+
+// CustomerUpdatedEventType Example: customer.updated
+type CustomerUpdatedEventType string
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
@@ -1455,15 +2299,31 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+// - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+// - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
 // - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
 // - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
 // - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+// - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+// - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+// - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+// - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+// - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+// - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
+// - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+// - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+// - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+// - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+// - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
 // - `application.stage_changed`: A merchant application moved to another stage (resellers).
 // - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
@@ -1475,6 +2335,19 @@ type EventType string
 //
 // Example: *
 type EventTypeOrAll string
+
+// FinalizePaymentRequest The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out.
+type FinalizePaymentRequest struct {
+	// Send `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+	//
+	// Example: true
+	Send *bool `json:"send,omitempty"`
+
+	// SendAt When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
+}
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1529,6 +2402,11 @@ type Invoice struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
 
+	// CustomerId The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
 	// CustomerName Customer name.
 	//
 	// Example: Dana Whitfield
@@ -1539,7 +2417,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1579,7 +2457,7 @@ type Invoice struct {
 	// Lines Number of lines; the lines themselves are in `lineItems`.
 	Lines int32 `json:"lines"`
 
-	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
 	//
 	// Example: http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
 	Link *string `json:"link"`
@@ -1626,7 +2504,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
@@ -1646,14 +2524,16 @@ type Invoice struct {
 	SentVia *Delivery `json:"sentVia"`
 
 	// Status Status of an invoice:
-	// - `open`: created, nothing paid yet.
+	// - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+	//   reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+	// - `open`: created (or finalized), nothing paid yet.
 	// - `part_paid`: a payment left a balance.
 	// - `paid`: the balance is cleared (`paidAt` is set). Final.
 	// - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 	//   `cancelledByName` set); the pay link accepts no payment. Final.
 	//
-	// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-	// `open` / `part_paid` → `cancelled`.
+	// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+	// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 	//
 	//
 	// Example: open
@@ -1668,6 +2548,11 @@ type Invoice struct {
 	//
 	// Example: 61.88
 	TaxAmount DecimalString `json:"taxAmount"`
+
+	// Version 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+	//
+	// Example: 1
+	Version int32 `json:"version"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1719,6 +2604,56 @@ type InvoiceCreatedEvent struct {
 
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
+
+// InvoiceDeletedEvent `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
+type InvoiceDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.deleted
+	Type InvoiceDeletedEventType `json:"type"`
+}
+
+// InvoiceDeletedEventType Example: invoice.deleted
+type InvoiceDeletedEventType string
+
+// InvoiceFinalizedEvent `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+type InvoiceFinalizedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.finalized
+	Type InvoiceFinalizedEventType `json:"type"`
+}
+
+// InvoiceFinalizedEventType Example: invoice.finalized
+type InvoiceFinalizedEventType string
 
 // InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
 //
@@ -1972,17 +2907,44 @@ type InvoiceSentEvent struct {
 type InvoiceSentEventType string
 
 // InvoiceStatus Status of an invoice:
-//   - `open`: created, nothing paid yet.
+//   - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+//     reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+//   - `open`: created (or finalized), nothing paid yet.
 //   - `part_paid`: a payment left a balance.
 //   - `paid`: the balance is cleared (`paidAt` is set). Final.
 //   - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 //     `cancelledByName` set); the pay link accepts no payment. Final.
 //
-// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-// `open` / `part_paid` → `cancelled`.
+// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 //
 // Example: open
 type InvoiceStatus string
+
+// InvoiceUpdatedEvent `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+type InvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.updated
+	Type InvoiceUpdatedEventType `json:"type"`
+}
+
+// InvoiceUpdatedEventType Example: invoice.updated
+type InvoiceUpdatedEventType string
 
 // Jwk An Ed25519 public key (RFC 8037).
 type Jwk struct {
@@ -2211,6 +3173,73 @@ type Payment struct {
 // Example: card
 type PaymentMethod string
 
+// PaymentRequestChange The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total.
+type PaymentRequestChange struct {
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// CustomerCompany Customer company. At most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	CustomerCompany *string `json:"customerCompany,omitempty"`
+
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+	//
+	// Example: dana@whitfieldcatering.com
+	CustomerEmail *string `json:"customerEmail,omitempty"`
+
+	// CustomerId The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
+
+	// CustomerName Customer name. At most 200 characters.
+	//
+	// Example: Dana Whitfield
+	CustomerName *string `json:"customerName,omitempty"`
+
+	// CustomerPhone Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+	//
+	// Example: +15125550148
+	CustomerPhone *string `json:"customerPhone,omitempty"`
+
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery,omitempty"`
+
+	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+	//
+	// Example: 2025-04-30
+	DueDate *openapi_types.Date `json:"dueDate,omitempty"`
+
+	// InvoiceNumber Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+	//
+	// Example: INV-1042
+	InvoiceNumber *string `json:"invoiceNumber,omitempty"`
+
+	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	Lines *[]InvoiceLineInput `json:"lines,omitempty"`
+
+	// Memo Free text shown to the customer. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo,omitempty"`
+
+	// MerchantAccountId The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId *openapi_types.UUID `json:"merchantAccountId,omitempty"`
+
+	// PoNumber Purchase order number. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber,omitempty"`
+
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+}
+
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
 	// Id The merchant organization id.
@@ -2246,7 +3275,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -2259,6 +3288,11 @@ type Problem struct {
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
+
+	// ExistingId Only on a 409 `conflict`, the id of the customer that already has the email.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	ExistingId *openapi_types.UUID `json:"existingId,omitempty"`
 
 	// Status The HTTP status code.
 	//
@@ -2323,6 +3357,278 @@ type RecordedPaymentChange struct {
 	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
 	Payment Payment `json:"payment"`
 }
+
+// RecurringInterval The unit a series repeats by.
+//
+// Example: month
+type RecurringInterval string
+
+// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+type RecurringInvoice struct {
+	// Amount The amount of the next invoice.
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt When the series was created.
+	//
+	// Example: 2027-01-20T15:04:05Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CustomerId The customer its invoices bill.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
+	//
+	// Example: email
+	Delivery Delivery `json:"delivery"`
+
+	// DueDays Days from issue to due.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter The series ends after this many invoices, or null.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one, or null.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Id The series' id.
+	//
+	// Example: 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+	Id openapi_types.UUID `json:"id"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Every this many intervals.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix Its invoices are numbered `{prefix}-{n}`.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// IssuedCount Invoices issued so far.
+	//
+	// Example: 0
+	IssuedCount int32 `json:"issuedCount"`
+
+	// LastInvoiceId The invoice issued last, or null.
+	LastInvoiceId *openapi_types.UUID `json:"lastInvoiceId"`
+
+	// Lines The lines of the next invoice, or null.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo The memo of the next invoice.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID its invoices bill on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// NextIssueOn The next issue day; null once ended. While paused, the day it would be.
+	//
+	// Example: 2027-01-31
+	NextIssueOn *openapi_types.Date `json:"nextIssueOn"`
+
+	// PoNumber The PO number of the next invoice.
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders; null follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send Whether each invoice's pay link is sent when issued.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// SkippedCount Occurrences skipped because payreq came to them more than 3 days late.
+	//
+	// Example: 0
+	SkippedCount int32 `json:"skippedCount"`
+
+	// StartOn The first issue day.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+
+	// Status Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+	//
+	// Example: active
+	Status RecurringInvoiceStatus `json:"status"`
+
+	// Upcoming The next three issue days (fewer near the end; none once ended).
+	//
+	// Example: ["2027-01-31","2027-02-28","2027-03-31"]
+	Upcoming []openapi_types.Date `json:"upcoming"`
+
+	// UpdatedAt When it last changed (a change, an issue, a skip).
+	//
+	// Example: 2027-01-20T15:04:05Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// RecurringInvoiceCreatedEvent `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+type RecurringInvoiceCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.created
+	Type RecurringInvoiceCreatedEventType `json:"type"`
+}
+
+// RecurringInvoiceCreatedEventType Example: recurring_invoice.created
+type RecurringInvoiceCreatedEventType string
+
+// RecurringInvoiceEndedEvent `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
+type RecurringInvoiceEndedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.ended
+	Type RecurringInvoiceEndedEventType `json:"type"`
+}
+
+// RecurringInvoiceEndedEventType Example: recurring_invoice.ended
+type RecurringInvoiceEndedEventType string
+
+// RecurringInvoiceIssuedEvent `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+type RecurringInvoiceIssuedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.issued
+	Type RecurringInvoiceIssuedEventType `json:"type"`
+}
+
+// RecurringInvoiceIssuedEventType Example: recurring_invoice.issued
+type RecurringInvoiceIssuedEventType string
+
+// RecurringInvoiceOccurrence The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+type RecurringInvoiceOccurrence struct {
+	// InvoiceId The invoice issued for it; null when skipped.
+	//
+	// Example: 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+	InvoiceId *openapi_types.UUID `json:"invoiceId"`
+
+	// IssueOn The occurrence's issue day.
+	//
+	// Example: 2027-02-28
+	IssueOn openapi_types.Date `json:"issueOn"`
+
+	// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	RecurringInvoice RecurringInvoice `json:"recurringInvoice"`
+
+	// Skipped `true`: payreq came to it more than 3 days late and issued nothing.
+	//
+	// Example: false
+	Skipped bool `json:"skipped"`
+}
+
+// RecurringInvoiceSkippedEvent `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+type RecurringInvoiceSkippedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.skipped
+	Type RecurringInvoiceSkippedEventType `json:"type"`
+}
+
+// RecurringInvoiceSkippedEventType Example: recurring_invoice.skipped
+type RecurringInvoiceSkippedEventType string
+
+// RecurringInvoiceStatus Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+//
+// Example: active
+type RecurringInvoiceStatus string
+
+// RecurringInvoiceUpdatedEvent `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+type RecurringInvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.updated
+	Type RecurringInvoiceUpdatedEventType `json:"type"`
+}
+
+// RecurringInvoiceUpdatedEventType Example: recurring_invoice.updated
+type RecurringInvoiceUpdatedEventType string
 
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
@@ -2406,6 +3712,257 @@ type SavedCardRemovedEvent struct {
 // SavedCardRemovedEventType Example: saved_card.removed
 type SavedCardRemovedEventType string
 
+// Terminal A card terminal in a store, on one MID. Every key is always present.
+type Terminal struct {
+	// Hsn Its hardware serial number at the gateway; unique among terminals.
+	//
+	// Example: C032UQ03960148
+	Hsn string `json:"hsn"`
+
+	// Id Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	Id openapi_types.UUID `json:"id"`
+
+	// LastSeenAt When it last answered a ping; null if it never did.
+	//
+	// Example: 2025-03-18T19:45:02Z
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+
+	// LocationId The location of its MID.
+	//
+	// Example: 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+	LocationId openapi_types.UUID `json:"locationId"`
+
+	// MerchantAccountId The MID its sales are made on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Name What the merchant calls it (1–100 characters).
+	//
+	// Example: Front counter
+	Name string `json:"name"`
+
+	// Status `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+	//
+	// Example: online
+	Status TerminalStatus `json:"status"`
+}
+
+// TerminalPayment A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+type TerminalPayment struct {
+	// Aid A chip card's application identifier (AID), for the receipt; null otherwise.
+	//
+	// Example: A0000000031010
+	Aid *string `json:"aid"`
+
+	// Amount The amount asked, two decimals.
+	Amount DecimalString `json:"amount"`
+
+	// ApplicationLabel A chip card's application label, for the receipt; null otherwise.
+	//
+	// Example: VISA CREDIT
+	ApplicationLabel *string `json:"applicationLabel"`
+
+	// CardBrand The card's brand (`Visa`, …); null until known.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CardPaymentId The card payment (sale) it made, approved or declined; null otherwise.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	CardPaymentId *openapi_types.UUID `json:"cardPaymentId"`
+
+	// CreatedAt Example: 2025-03-18T19:44:58Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeclineReason Why it was declined or failed, in plain words; null otherwise.
+	DeclineReason *string `json:"declineReason"`
+
+	// EntryMode How the card was entered; null until known.
+	//
+	// Example: chip
+	EntryMode *TerminalPaymentEntryMode `json:"entryMode"`
+
+	// Id Example: 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+	//
+	// Example: approved
+	Status TerminalPaymentStatus `json:"status"`
+
+	// TerminalId Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+
+	// UpdatedAt When its status last changed.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// TerminalPaymentEntryMode How the card was entered; null until known.
+//
+// Example: chip
+type TerminalPaymentEntryMode string
+
+// TerminalPaymentApprovedEvent `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+type TerminalPaymentApprovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.approved
+	Type TerminalPaymentApprovedEventType `json:"type"`
+}
+
+// TerminalPaymentApprovedEventType Example: terminal_payment.approved
+type TerminalPaymentApprovedEventType string
+
+// TerminalPaymentCancelledEvent `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+type TerminalPaymentCancelledEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.cancelled
+	Type TerminalPaymentCancelledEventType `json:"type"`
+}
+
+// TerminalPaymentCancelledEventType Example: terminal_payment.cancelled
+type TerminalPaymentCancelledEventType string
+
+// TerminalPaymentCreate A payment to take at a terminal.
+type TerminalPaymentCreate struct {
+	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// InvoiceId An `open` or `part_paid` invoice of the organization.
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// TerminalId One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+	//
+	// Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+}
+
+// TerminalPaymentDeclinedEvent `terminal_payment.declined`: A terminal payment was declined by the issuer.
+type TerminalPaymentDeclinedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.declined
+	Type TerminalPaymentDeclinedEventType `json:"type"`
+}
+
+// TerminalPaymentDeclinedEventType Example: terminal_payment.declined
+type TerminalPaymentDeclinedEventType string
+
+// TerminalPaymentFailedEvent `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
+type TerminalPaymentFailedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.failed
+	Type TerminalPaymentFailedEventType `json:"type"`
+}
+
+// TerminalPaymentFailedEventType Example: terminal_payment.failed
+type TerminalPaymentFailedEventType string
+
+// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+//
+// Example: approved
+type TerminalPaymentStatus string
+
+// TerminalPaymentTimedOutEvent `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+type TerminalPaymentTimedOutEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.timed_out
+	Type TerminalPaymentTimedOutEventType `json:"type"`
+}
+
+// TerminalPaymentTimedOutEventType Example: terminal_payment.timed_out
+type TerminalPaymentTimedOutEventType string
+
+// TerminalStatus `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+//
+// Example: online
+type TerminalStatus string
+
 // TokenError An OAuth 2.0 error (RFC 6749 §5.2), used only by `/oauth/token`.
 type TokenError struct {
 	// Error `invalid_request` (400, 413, 415), `unsupported_grant_type` (400), `invalid_client` (401) or `too_many_requests` (429).
@@ -2474,6 +4031,50 @@ type TokenResponse struct {
 //
 // Example: Bearer
 type TokenResponseTokenType string
+
+// UpdateRecurringInvoice The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one.
+type UpdateRecurringInvoice struct {
+	// Amount The amount of the invoices issued from now on.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// DueDays Days from issue to due, 0–365.
+	//
+	// Example: 30
+	DueDays *int32 `json:"dueDays,omitempty"`
+
+	// EndAfter End after this many invoices in all (≥ 1), or null.
+	//
+	// Example: 6
+	EndAfter optional.Patch[int32] `json:"endAfter,omitempty,omitzero"`
+
+	// EndOn The last possible issue day, or null.
+	//
+	// Example: 2027-12-31
+	EndOn optional.Patch[openapi_types.Date] `json:"endOn,omitempty,omitzero"`
+
+	// Lines The lines of the invoices issued from now on, or null for none.
+	Lines optional.Patch[[]InvoiceLineInput] `json:"lines,omitempty,omitzero"`
+
+	// Memo Memo of the invoices issued from now on. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo optional.Patch[string] `json:"memo,omitempty,omitzero"`
+
+	// PoNumber PO number of the invoices issued from now on. At most 64 characters.
+	//
+	// Example: PO-7790
+	PoNumber optional.Patch[string] `json:"poNumber,omitempty,omitzero"`
+
+	// Status `paused` to pause, `active` to resume.
+	//
+	// Example: paused
+	Status *UpdateRecurringInvoiceStatus `json:"status,omitempty"`
+}
+
+// UpdateRecurringInvoiceStatus `paused` to pause, `active` to resume.
+//
+// Example: paused
+type UpdateRecurringInvoiceStatus string
 
 // WebhookEndpoint A URL the organization's events are pushed to. Every key is always present.
 type WebhookEndpoint struct {
@@ -2621,17 +4222,23 @@ type WebhookSecretRotation struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// CustomerId defines model for CustomerId.
+type CustomerId = openapi_types.UUID
+
 // InvoiceId defines model for InvoiceId.
 type InvoiceId = openapi_types.UUID
 
 // Limit defines model for Limit.
 type Limit = int32
 
+// RecurringInvoiceId defines model for RecurringInvoiceId.
+type RecurringInvoiceId = openapi_types.UUID
+
 // BadGateway A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -2640,16 +4247,34 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
+
+// Conflict A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type Conflict = Problem
+
+// EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type EmailTaken = Problem
 
 // Forbidden A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -2658,7 +4283,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -2667,16 +4292,25 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type PreconditionFailed = Problem
 
 // RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -2685,7 +4319,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -2694,7 +4328,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -2703,7 +4337,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -2712,7 +4346,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -2721,7 +4355,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -2777,6 +4411,27 @@ type ListCardPaymentsParams struct {
 // RefundCardPaymentParams defines parameters for RefundCardPayment.
 type RefundCardPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListCustomersParams defines parameters for ListCustomers.
+type ListCustomersParams struct {
+	// Q Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Email Only the customer with exactly this email, compared without regard to case.
+	Email *string `form:"email,omitempty" json:"email,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateCustomerParams defines parameters for CreateCustomer.
+type CreateCustomerParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2836,6 +4491,9 @@ type ListPaymentRequestsParams struct {
 	// CustomerEmail Only invoices to this customer email (compared without regard to case).
 	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
 
+	// CustomerId Only invoices of this customer (another organization's customer's id lists nothing).
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
 	// CreatedFrom Only invoices created at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
 
@@ -2855,9 +4513,60 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// UpdatePaymentRequestParams defines parameters for UpdatePaymentRequest.
+type UpdatePaymentRequestParams struct {
+	// IfMatch The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
 // RecordPaymentParams defines parameters for RecordPayment.
 type RecordPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListRecurringInvoicesParams defines parameters for ListRecurringInvoices.
+type ListRecurringInvoicesParams struct {
+	// Status Only series with this status.
+	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateRecurringInvoiceParams defines parameters for CreateRecurringInvoice.
+type CreateRecurringInvoiceParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
+type ListTerminalPaymentsParams struct {
+	// TerminalId Only the payments taken at this terminal.
+	TerminalId *openapi_types.UUID `form:"terminalId,omitempty" json:"terminalId,omitempty"`
+
+	// InvoiceId Only the payments toward this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// Status Only payments in this state.
+	Status *TerminalPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTerminalPaymentParams defines parameters for CreateTerminalPayment.
+type CreateTerminalPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2888,6 +4597,12 @@ type DeliverEventParams struct {
 // RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
 type RefundCardPaymentJSONRequestBody = RefundRequest
 
+// CreateCustomerJSONRequestBody defines body for CreateCustomer for application/json ContentType.
+type CreateCustomerJSONRequestBody = CustomerCreate
+
+// UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
+type UpdateCustomerJSONRequestBody = CustomerUpdate
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
 
@@ -2897,11 +4612,29 @@ type CreateTokenFormdataRequestBody = TokenRequest
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
 
+// UpdatePaymentRequestJSONRequestBody defines body for UpdatePaymentRequest for application/json ContentType.
+type UpdatePaymentRequestJSONRequestBody = PaymentRequestChange
+
+// UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody defines body for UpdatePaymentRequest for application/merge-patch+json ContentType.
+type UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody = PaymentRequestChange
+
+// FinalizePaymentRequestJSONRequestBody defines body for FinalizePaymentRequest for application/json ContentType.
+type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
+
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
 
+// CreateRecurringInvoiceJSONRequestBody defines body for CreateRecurringInvoice for application/json ContentType.
+type CreateRecurringInvoiceJSONRequestBody = CreateRecurringInvoice
+
+// UpdateRecurringInvoiceJSONRequestBody defines body for UpdateRecurringInvoice for application/json ContentType.
+type UpdateRecurringInvoiceJSONRequestBody = UpdateRecurringInvoice
+
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
+
+// CreateTerminalPaymentJSONRequestBody defines body for CreateTerminalPayment for application/json ContentType.
+type CreateTerminalPaymentJSONRequestBody = TerminalPaymentCreate
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -3119,6 +4852,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 	return err
 }
 
+// AsInvoiceFinalizedEvent returns the union data inside the Event as a InvoiceFinalizedEvent
+func (t Event) AsInvoiceFinalizedEvent() (InvoiceFinalizedEvent, error) {
+	var body InvoiceFinalizedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFinalizedEvent overwrites any union data inside the Event as the provided InvoiceFinalizedEvent
+func (t *Event) FromInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFinalizedEvent performs a merge with any union data inside the Event, using the provided InvoiceFinalizedEvent
+func (t *Event) MergeInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceUpdatedEvent returns the union data inside the Event as a InvoiceUpdatedEvent
+func (t Event) AsInvoiceUpdatedEvent() (InvoiceUpdatedEvent, error) {
+	var body InvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceUpdatedEvent overwrites any union data inside the Event as the provided InvoiceUpdatedEvent
+func (t *Event) FromInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided InvoiceUpdatedEvent
+func (t *Event) MergeInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceDeletedEvent returns the union data inside the Event as a InvoiceDeletedEvent
+func (t Event) AsInvoiceDeletedEvent() (InvoiceDeletedEvent, error) {
+	var body InvoiceDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceDeletedEvent overwrites any union data inside the Event as the provided InvoiceDeletedEvent
+func (t *Event) FromInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceDeletedEvent performs a merge with any union data inside the Event, using the provided InvoiceDeletedEvent
+func (t *Event) MergeInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsInvoicePaymentRecordedEvent returns the union data inside the Event as a InvoicePaymentRecordedEvent
 func (t Event) AsInvoicePaymentRecordedEvent() (InvoicePaymentRecordedEvent, error) {
 	var body InvoicePaymentRecordedEvent
@@ -3323,6 +5158,176 @@ func (t *Event) MergeCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error 
 	return err
 }
 
+// AsTerminalPaymentApprovedEvent returns the union data inside the Event as a TerminalPaymentApprovedEvent
+func (t Event) AsTerminalPaymentApprovedEvent() (TerminalPaymentApprovedEvent, error) {
+	var body TerminalPaymentApprovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentApprovedEvent overwrites any union data inside the Event as the provided TerminalPaymentApprovedEvent
+func (t *Event) FromTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentApprovedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentApprovedEvent
+func (t *Event) MergeTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentDeclinedEvent returns the union data inside the Event as a TerminalPaymentDeclinedEvent
+func (t Event) AsTerminalPaymentDeclinedEvent() (TerminalPaymentDeclinedEvent, error) {
+	var body TerminalPaymentDeclinedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentDeclinedEvent overwrites any union data inside the Event as the provided TerminalPaymentDeclinedEvent
+func (t *Event) FromTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentDeclinedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentDeclinedEvent
+func (t *Event) MergeTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentCancelledEvent returns the union data inside the Event as a TerminalPaymentCancelledEvent
+func (t Event) AsTerminalPaymentCancelledEvent() (TerminalPaymentCancelledEvent, error) {
+	var body TerminalPaymentCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentCancelledEvent overwrites any union data inside the Event as the provided TerminalPaymentCancelledEvent
+func (t *Event) FromTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentCancelledEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentCancelledEvent
+func (t *Event) MergeTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentTimedOutEvent returns the union data inside the Event as a TerminalPaymentTimedOutEvent
+func (t Event) AsTerminalPaymentTimedOutEvent() (TerminalPaymentTimedOutEvent, error) {
+	var body TerminalPaymentTimedOutEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentTimedOutEvent overwrites any union data inside the Event as the provided TerminalPaymentTimedOutEvent
+func (t *Event) FromTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentTimedOutEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentTimedOutEvent
+func (t *Event) MergeTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentFailedEvent returns the union data inside the Event as a TerminalPaymentFailedEvent
+func (t Event) AsTerminalPaymentFailedEvent() (TerminalPaymentFailedEvent, error) {
+	var body TerminalPaymentFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentFailedEvent overwrites any union data inside the Event as the provided TerminalPaymentFailedEvent
+func (t *Event) FromTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentFailedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentFailedEvent
+func (t *Event) MergeTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsSavedCardRemovedEvent returns the union data inside the Event as a SavedCardRemovedEvent
 func (t Event) AsSavedCardRemovedEvent() (SavedCardRemovedEvent, error) {
 	var body SavedCardRemovedEvent
@@ -3348,6 +5353,108 @@ func (t *Event) MergeSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"saved_card.removed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerCreatedEvent returns the union data inside the Event as a CustomerCreatedEvent
+func (t Event) AsCustomerCreatedEvent() (CustomerCreatedEvent, error) {
+	var body CustomerCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerCreatedEvent overwrites any union data inside the Event as the provided CustomerCreatedEvent
+func (t *Event) FromCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerCreatedEvent performs a merge with any union data inside the Event, using the provided CustomerCreatedEvent
+func (t *Event) MergeCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerUpdatedEvent returns the union data inside the Event as a CustomerUpdatedEvent
+func (t Event) AsCustomerUpdatedEvent() (CustomerUpdatedEvent, error) {
+	var body CustomerUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerUpdatedEvent overwrites any union data inside the Event as the provided CustomerUpdatedEvent
+func (t *Event) FromCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerUpdatedEvent performs a merge with any union data inside the Event, using the provided CustomerUpdatedEvent
+func (t *Event) MergeCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerDeletedEvent returns the union data inside the Event as a CustomerDeletedEvent
+func (t Event) AsCustomerDeletedEvent() (CustomerDeletedEvent, error) {
+	var body CustomerDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerDeletedEvent overwrites any union data inside the Event as the provided CustomerDeletedEvent
+func (t *Event) FromCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerDeletedEvent performs a merge with any union data inside the Event, using the provided CustomerDeletedEvent
+func (t *Event) MergeCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
 	if err != nil {
 		return err
 	}
@@ -3416,6 +5523,176 @@ func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.paid"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceCreatedEvent returns the union data inside the Event as a RecurringInvoiceCreatedEvent
+func (t Event) AsRecurringInvoiceCreatedEvent() (RecurringInvoiceCreatedEvent, error) {
+	var body RecurringInvoiceCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceCreatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceCreatedEvent
+func (t *Event) FromRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceCreatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceCreatedEvent
+func (t *Event) MergeRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceUpdatedEvent returns the union data inside the Event as a RecurringInvoiceUpdatedEvent
+func (t Event) AsRecurringInvoiceUpdatedEvent() (RecurringInvoiceUpdatedEvent, error) {
+	var body RecurringInvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceUpdatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceUpdatedEvent
+func (t *Event) FromRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceUpdatedEvent
+func (t *Event) MergeRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceIssuedEvent returns the union data inside the Event as a RecurringInvoiceIssuedEvent
+func (t Event) AsRecurringInvoiceIssuedEvent() (RecurringInvoiceIssuedEvent, error) {
+	var body RecurringInvoiceIssuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceIssuedEvent overwrites any union data inside the Event as the provided RecurringInvoiceIssuedEvent
+func (t *Event) FromRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceIssuedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceIssuedEvent
+func (t *Event) MergeRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceSkippedEvent returns the union data inside the Event as a RecurringInvoiceSkippedEvent
+func (t Event) AsRecurringInvoiceSkippedEvent() (RecurringInvoiceSkippedEvent, error) {
+	var body RecurringInvoiceSkippedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceSkippedEvent overwrites any union data inside the Event as the provided RecurringInvoiceSkippedEvent
+func (t *Event) FromRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceSkippedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceSkippedEvent
+func (t *Event) MergeRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceEndedEvent returns the union data inside the Event as a RecurringInvoiceEndedEvent
+func (t Event) AsRecurringInvoiceEndedEvent() (RecurringInvoiceEndedEvent, error) {
+	var body RecurringInvoiceEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceEndedEvent overwrites any union data inside the Event as the provided RecurringInvoiceEndedEvent
+func (t *Event) FromRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceEndedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceEndedEvent
+func (t *Event) MergeRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
 	if err != nil {
 		return err
 	}
@@ -3551,6 +5828,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCardPaymentDeclinedEvent()
 	case "card_payment.refunded":
 		return t.AsCardPaymentRefundedEvent()
+	case "customer.created":
+		return t.AsCustomerCreatedEvent()
+	case "customer.deleted":
+		return t.AsCustomerDeletedEvent()
+	case "customer.updated":
+		return t.AsCustomerUpdatedEvent()
 	case "deposit.created":
 		return t.AsDepositCreatedEvent()
 	case "deposit.paid":
@@ -3559,6 +5842,10 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceCancelledEvent()
 	case "invoice.created":
 		return t.AsInvoiceCreatedEvent()
+	case "invoice.deleted":
+		return t.AsInvoiceDeletedEvent()
+	case "invoice.finalized":
+		return t.AsInvoiceFinalizedEvent()
 	case "invoice.paid":
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
@@ -3573,8 +5860,30 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":
 		return t.AsInvoiceSentEvent()
+	case "invoice.updated":
+		return t.AsInvoiceUpdatedEvent()
+	case "recurring_invoice.created":
+		return t.AsRecurringInvoiceCreatedEvent()
+	case "recurring_invoice.ended":
+		return t.AsRecurringInvoiceEndedEvent()
+	case "recurring_invoice.issued":
+		return t.AsRecurringInvoiceIssuedEvent()
+	case "recurring_invoice.skipped":
+		return t.AsRecurringInvoiceSkippedEvent()
+	case "recurring_invoice.updated":
+		return t.AsRecurringInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
+	case "terminal_payment.approved":
+		return t.AsTerminalPaymentApprovedEvent()
+	case "terminal_payment.cancelled":
+		return t.AsTerminalPaymentCancelledEvent()
+	case "terminal_payment.declined":
+		return t.AsTerminalPaymentDeclinedEvent()
+	case "terminal_payment.failed":
+		return t.AsTerminalPaymentFailedEvent()
+	case "terminal_payment.timed_out":
+		return t.AsTerminalPaymentTimedOutEvent()
 	case "webhook.ping":
 		return t.AsWebhookPingEvent()
 	default:
@@ -3786,6 +6095,121 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCustomers List customers
+	//
+	// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+	// last page). Filters combine with AND.
+	//
+	// Corresponds with GET /customers (the `ListCustomers` operationId).
+	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomerWithBody Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithBody(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomer Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomer(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCustomer Delete a customer
+	//
+	// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+	// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+	// processor first (each with its `saved_card.removed` event), then the customer; when
+	// the processor fails, the customer and the cards not yet removed are kept (502
+	// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+	//
+	// Event `customer.deleted`, its data the customer as it was.
+	//
+	// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+	DeleteCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCustomer Get a customer
+	//
+	// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+	//
+	// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+	GetCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomerWithBody Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithBody(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomer Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeposits List deposits
 	//
@@ -4019,11 +6443,20 @@ type ClientInterface interface {
 	// CreatePaymentRequestWithBody Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -4047,8 +6480,8 @@ type ClientInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -4081,11 +6514,20 @@ type ClientInterface interface {
 	// CreatePaymentRequest Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -4109,8 +6551,8 @@ type ClientInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -4140,6 +6582,13 @@ type ClientInterface interface {
 	// Corresponds with POST /payment-requests (the `CreatePaymentRequest` operationId).
 	CreatePaymentRequest(ctx context.Context, params *CreatePaymentRequestParams, body CreatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePaymentRequest Delete a draft
+	//
+	// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+	//
+	// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+	DeletePaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetPaymentRequest Get an invoice
 	//
 	// One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -4159,12 +6608,141 @@ type ClientInterface interface {
 	// Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 	GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpdatePaymentRequestWithBody Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePaymentRequest Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequest(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelPaymentRequest Cancel an invoice
 	//
 	// Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinalizePaymentRequestWithBody Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithBody(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinalizePaymentRequest Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequest(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecordPaymentWithBody Record a payment made outside the card
 	//
@@ -4241,6 +6819,157 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRecurringInvoices List recurring invoices
+	//
+	// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+	//
+	// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+	ListRecurringInvoices(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecurringInvoiceWithBody Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithBody(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecurringInvoice Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoice(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EndRecurringInvoice End a recurring invoice
+	//
+	// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+	//
+	// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+	EndRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRecurringInvoice Get a recurring invoice
+	//
+	// One series. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+	GetRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRecurringInvoiceWithBody Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithBody(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoice(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReminderSettings Read the reminder schedule
 	//
 	// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
@@ -4272,6 +7001,129 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 	DeleteSavedCard(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTerminalPayments List terminal payments
+	//
+	// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+	//
+	// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+	ListTerminalPayments(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTerminalPaymentWithBody Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithBody(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTerminalPayment Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPayment(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTerminalPayment Get a terminal payment
+	//
+	// One terminal payment, as it is now. An id of another organization is a 404.
+	//
+	// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+	GetTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelTerminalPayment Cancel a terminal payment
+	//
+	// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+	//
+	// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+	CancelTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTerminals List card terminals
+	//
+	// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+	// name, then id. Not paged. A terminal is registered on one MID by an operator
+	// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+	// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+	// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+	//
+	// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+	// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+	// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+	// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+	// `SIM-OFFLINE-…` is offline.
+	//
+	// Corresponds with GET /terminals (the `ListTerminals` operationId).
+	ListTerminals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTerminal Get a card terminal
+	//
+	// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+	//
+	// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+	GetTerminal(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookEndpoints List webhook endpoints
 	//
@@ -4629,6 +7481,191 @@ func (c *Client) RefundCardPaymentWithBody(ctx context.Context, id openapi_types
 // Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 func (c *Client) RefundCardPayment(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRefundCardPaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCustomers List customers
+//
+// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+// last page). Filters combine with AND.
+//
+// Corresponds with GET /customers (the `ListCustomers` operationId).
+func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCustomersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomerWithBody Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *Client) CreateCustomerWithBody(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomer Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *Client) CreateCustomer(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteCustomer Delete a customer
+//
+// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+// processor first (each with its `saved_card.removed` event), then the customer; when
+// the processor fails, the customer and the cards not yet removed are kept (502
+// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+//
+// Event `customer.deleted`, its data the customer as it was.
+//
+// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+func (c *Client) DeleteCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCustomerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCustomer Get a customer
+//
+// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+//
+// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+func (c *Client) GetCustomer(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCustomerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomerWithBody Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *Client) UpdateCustomerWithBody(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomer Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *Client) UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5001,11 +8038,20 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // CreatePaymentRequestWithBody Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5029,8 +8075,8 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -5073,11 +8119,20 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // CreatePaymentRequest Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -5101,8 +8156,8 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -5142,6 +8197,23 @@ func (c *Client) CreatePaymentRequest(ctx context.Context, params *CreatePayment
 	return c.Client.Do(req)
 }
 
+// DeletePaymentRequest Delete a draft
+//
+// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+//
+// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+func (c *Client) DeletePaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePaymentRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetPaymentRequest Get an invoice
 //
 // One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -5171,6 +8243,147 @@ func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors
 	return c.Client.Do(req)
 }
 
+// UpdatePaymentRequestWithBody Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequestWithBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePaymentRequest Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequest(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *Client) UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelPaymentRequest Cancel an invoice
 //
 // Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -5178,6 +8391,44 @@ func (c *Client) GetPaymentRequest(ctx context.Context, id InvoiceId, reqEditors
 // Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 func (c *Client) CancelPaymentRequest(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelPaymentRequestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinalizePaymentRequestWithBody Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *Client) FinalizePaymentRequestWithBody(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinalizePaymentRequestRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinalizePaymentRequest Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *Client) FinalizePaymentRequest(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinalizePaymentRequestRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5313,6 +8564,227 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
+// ListRecurringInvoices List recurring invoices
+//
+// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+//
+// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecurringInvoicesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecurringInvoiceWithBody Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecurringInvoiceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecurringInvoice Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *Client) CreateRecurringInvoice(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecurringInvoiceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EndRecurringInvoice End a recurring invoice
+//
+// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+//
+// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+func (c *Client) EndRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEndRecurringInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRecurringInvoice Get a recurring invoice
+//
+// One series. An id of another organization is a 404, like an id that does not exist.
+//
+// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+func (c *Client) GetRecurringInvoice(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecurringInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRecurringInvoiceWithBody Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *Client) UpdateRecurringInvoiceWithBody(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRecurringInvoiceRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateRecurringInvoice Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *Client) UpdateRecurringInvoice(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateRecurringInvoiceRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetReminderSettings Read the reminder schedule
 //
 // The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
@@ -5375,6 +8847,199 @@ func (c *Client) PutReminderSettings(ctx context.Context, body PutReminderSettin
 // Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 func (c *Client) DeleteSavedCard(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSavedCardRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTerminalPayments List terminal payments
+//
+// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+//
+// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+func (c *Client) ListTerminalPayments(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTerminalPaymentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTerminalPaymentWithBody Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *Client) CreateTerminalPaymentWithBody(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTerminalPaymentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTerminalPayment Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *Client) CreateTerminalPayment(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTerminalPaymentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTerminalPayment Get a terminal payment
+//
+// One terminal payment, as it is now. An id of another organization is a 404.
+//
+// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+func (c *Client) GetTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTerminalPaymentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelTerminalPayment Cancel a terminal payment
+//
+// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+//
+// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+func (c *Client) CancelTerminalPayment(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTerminalPaymentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTerminals List card terminals
+//
+// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+// name, then id. Not paged. A terminal is registered on one MID by an operator
+// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+//
+// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+// `SIM-OFFLINE-…` is offline.
+//
+// Corresponds with GET /terminals (the `ListTerminals` operationId).
+func (c *Client) ListTerminals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTerminalsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTerminal Get a card terminal
+//
+// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+//
+// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+func (c *Client) GetTerminal(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTerminalRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6088,6 +9753,266 @@ func NewRefundCardPaymentRequestWithBody(server string, id openapi_types.UUID, p
 	return req, nil
 }
 
+// NewListCustomersRequest constructs an http.Request for the ListCustomers method
+func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Email != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "email", *params.Email, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCustomerRequest calls the generic CreateCustomer builder with application/json body
+func NewCreateCustomerRequest(server string, params *CreateCustomerParams, body CreateCustomerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCustomerRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateCustomerRequestWithBody constructs an http.Request for the CreateCustomer method, with any body, and a specified content type
+func NewCreateCustomerRequestWithBody(server string, params *CreateCustomerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteCustomerRequest constructs an http.Request for the DeleteCustomer method
+func NewDeleteCustomerRequest(server string, id CustomerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCustomerRequest constructs an http.Request for the GetCustomer method
+func NewGetCustomerRequest(server string, id CustomerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateCustomerRequest calls the generic UpdateCustomer builder with application/json body
+func NewUpdateCustomerRequest(server string, id CustomerId, body UpdateCustomerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCustomerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateCustomerRequestWithBody constructs an http.Request for the UpdateCustomer method, with any body, and a specified content type
+func NewUpdateCustomerRequestWithBody(server string, id CustomerId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListDepositsRequest constructs an http.Request for the ListDeposits method
 func NewListDepositsRequest(server string, params *ListDepositsParams) (*http.Request, error) {
 	var err error
@@ -6667,6 +10592,18 @@ func NewListPaymentRequestsRequest(server string, params *ListPaymentRequestsPar
 
 		}
 
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.CreatedFrom != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
@@ -6784,6 +10721,40 @@ func NewCreatePaymentRequestRequestWithBody(server string, params *CreatePayment
 	return req, nil
 }
 
+// NewDeletePaymentRequestRequest constructs an http.Request for the DeletePaymentRequest method
+func NewDeletePaymentRequestRequest(server string, id InvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetPaymentRequestRequest constructs an http.Request for the GetPaymentRequest method
 func NewGetPaymentRequestRequest(server string, id InvoiceId) (*http.Request, error) {
 	var err error
@@ -6813,6 +10784,79 @@ func NewGetPaymentRequestRequest(server string, id InvoiceId) (*http.Request, er
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdatePaymentRequestRequest calls the generic UpdatePaymentRequest builder with application/json body
+func NewUpdatePaymentRequestRequest(server string, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePaymentRequestRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdatePaymentRequest builder with application/merge-patch+json body
+func NewUpdatePaymentRequestRequestWithApplicationMergePatchPlusJSONBody(server string, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePaymentRequestRequestWithBody(server, id, params, "application/merge-patch+json", bodyReader)
+}
+
+// NewUpdatePaymentRequestRequestWithBody constructs an http.Request for the UpdatePaymentRequest method, with any body, and a specified content type
+func NewUpdatePaymentRequestRequestWithBody(server string, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6848,6 +10892,53 @@ func NewCancelPaymentRequestRequest(server string, id InvoiceId) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewFinalizePaymentRequestRequest calls the generic FinalizePaymentRequest builder with application/json body
+func NewFinalizePaymentRequestRequest(server string, id InvoiceId, body FinalizePaymentRequestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFinalizePaymentRequestRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewFinalizePaymentRequestRequestWithBody constructs an http.Request for the FinalizePaymentRequest method, with any body, and a specified content type
+func NewFinalizePaymentRequestRequestWithBody(server string, id InvoiceId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payment-requests/%s/finalize", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7016,6 +11107,266 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListRecurringInvoicesRequest constructs an http.Request for the ListRecurringInvoices method
+func NewListRecurringInvoicesRequest(server string, params *ListRecurringInvoicesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateRecurringInvoiceRequest calls the generic CreateRecurringInvoice builder with application/json body
+func NewCreateRecurringInvoiceRequest(server string, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRecurringInvoiceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateRecurringInvoiceRequestWithBody constructs an http.Request for the CreateRecurringInvoice method, with any body, and a specified content type
+func NewCreateRecurringInvoiceRequestWithBody(server string, params *CreateRecurringInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewEndRecurringInvoiceRequest constructs an http.Request for the EndRecurringInvoice method
+func NewEndRecurringInvoiceRequest(server string, id RecurringInvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRecurringInvoiceRequest constructs an http.Request for the GetRecurringInvoice method
+func NewGetRecurringInvoiceRequest(server string, id RecurringInvoiceId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateRecurringInvoiceRequest calls the generic UpdateRecurringInvoice builder with application/json body
+func NewUpdateRecurringInvoiceRequest(server string, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateRecurringInvoiceRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateRecurringInvoiceRequestWithBody constructs an http.Request for the UpdateRecurringInvoice method, with any body, and a specified content type
+func NewUpdateRecurringInvoiceRequestWithBody(server string, id RecurringInvoiceId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/recurring-invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetReminderSettingsRequest constructs an http.Request for the GetReminderSettings method
 func NewGetReminderSettingsRequest(server string) (*http.Request, error) {
 	var err error
@@ -7110,6 +11461,292 @@ func NewDeleteSavedCardRequest(server string, id openapi_types.UUID) (*http.Requ
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListTerminalPaymentsRequest constructs an http.Request for the ListTerminalPayments method
+func NewListTerminalPaymentsRequest(server string, params *ListTerminalPaymentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TerminalId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "terminalId", *params.TerminalId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.InvoiceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "invoiceId", *params.InvoiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTerminalPaymentRequest calls the generic CreateTerminalPayment builder with application/json body
+func NewCreateTerminalPaymentRequest(server string, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTerminalPaymentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateTerminalPaymentRequestWithBody constructs an http.Request for the CreateTerminalPayment method, with any body, and a specified content type
+func NewCreateTerminalPaymentRequestWithBody(server string, params *CreateTerminalPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetTerminalPaymentRequest constructs an http.Request for the GetTerminalPayment method
+func NewGetTerminalPaymentRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelTerminalPaymentRequest constructs an http.Request for the CancelTerminalPayment method
+func NewCancelTerminalPaymentRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminal-payments/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListTerminalsRequest constructs an http.Request for the ListTerminals method
+func NewListTerminalsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminals")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTerminalRequest constructs an http.Request for the GetTerminal method
+func NewGetTerminalRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/terminals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -7587,6 +12224,127 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /card-payments/{id}/refund (the `RefundCardPayment` operationId).
 	RefundCardPaymentWithResponse(ctx context.Context, id openapi_types.UUID, params *RefundCardPaymentParams, body RefundCardPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundCardPaymentResponse, error)
 
+	// ListCustomersWithResponse List customers
+	//
+	// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+	// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+	// last page). Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers (the `ListCustomers` operationId).
+	ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error)
+
+	// CreateCustomerWithBodyWithResponse Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithBodyWithResponse(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error)
+
+	// CreateCustomerWithResponse Create a customer
+	//
+	// Makes a customer of the organization. Invoices name their customer by `customerId`;
+	// an invoice created without one finds the customer with its `customerEmail`, or makes
+	// one (see `POST /payment-requests`), so that every invoice has a customer.
+	//
+	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+	// `address.country`): `email` is required, a valid address of at most 254 characters;
+	// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+	// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+	// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+	//
+	// **409** when the organization already has a customer with this email (compared
+	// without regard to case): the problem's `existingId` is that customer's id.
+	//
+	// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+	// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+	// with another body is a 422.
+	//
+	// Event `customer.created`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers (the `CreateCustomer` operationId).
+	CreateCustomerWithResponse(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error)
+
+	// DeleteCustomerWithResponse Delete a customer
+	//
+	// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+	// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+	// processor first (each with its `saved_card.removed` event), then the customer; when
+	// the processor fails, the customer and the cards not yet removed are kept (502
+	// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+	//
+	// Event `customer.deleted`, its data the customer as it was.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+	DeleteCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*DeleteCustomerResponse, error)
+
+	// GetCustomerWithResponse Get a customer
+	//
+	// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+	GetCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*GetCustomerResponse, error)
+
+	// UpdateCustomerWithBodyWithResponse Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithBodyWithResponse(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
+
+	// UpdateCustomerWithResponse Change a customer
+	//
+	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
+
 	// ListDepositsWithResponse List deposits
 	//
 	// The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -7839,11 +12597,20 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentRequestWithBodyWithResponse Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -7867,8 +12634,8 @@ type ClientWithResponsesInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -7901,11 +12668,20 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentRequestWithResponse Create an invoice
 	//
 	// Creates an invoice on one of the organization's MIDs and makes its pay link
-	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+	// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+	//
+	// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+	// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+	// reminded, and not payable. It obeys every rule below all the same. Change it with
+	// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+	// (which makes the link and sends it), or remove it with
+	// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+	// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+	// is written for drafts too.
 	//
 	// **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-	// customer's own stated preference (`customerPrefers`, kept per customer email within
-	// the organization) when there is one, else by the invoice's `delivery` (`null` means
+	// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+	// there is one, else by the invoice's `delivery` (`null` means
 	// `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 	// goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 	// the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -7929,8 +12705,8 @@ type ClientWithResponsesInterface interface {
 	// send scheduled; see `GET /reminder-settings`.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-	// - Every key of the body must be present but `sendAt` and `reminders`, which may be
-	//   left out; the nullable ones may be `null`.
+	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+	//   may be left out; the nullable ones may be `null`.
 	// - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 	//   with `send: false`.
 	// - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -7960,6 +12736,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /payment-requests (the `CreatePaymentRequest` operationId).
 	CreatePaymentRequestWithResponse(ctx context.Context, params *CreatePaymentRequestParams, body CreatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePaymentRequestResponse, error)
 
+	// DeletePaymentRequestWithResponse Delete a draft
+	//
+	// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+	DeletePaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*DeletePaymentRequestResponse, error)
+
 	// GetPaymentRequestWithResponse Get an invoice
 	//
 	// One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -7981,6 +12766,117 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /payment-requests/{id} (the `GetPaymentRequest` operationId).
 	GetPaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*GetPaymentRequestResponse, error)
 
+	// UpdatePaymentRequestWithBodyWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
+	// UpdatePaymentRequestWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
+	// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse Change an invoice
+	//
+	// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+	// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+	// or `application/json`): each member given replaces the invoice's, `null` clears a
+	// nullable one, and members left out stay as they are. Any member of creation may
+	// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+	// to send it). `lines` given without `amount` makes `amount` their total (the sum
+	// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+	// removes the lines.
+	//
+	// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+	// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+	// inactive location, or an invoice number already used). An invoice that is
+	// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+	// payment under way on its pay page at this moment, is a 422 ("An invoice with
+	// payments cannot be changed; cancel it and make a new one"). A change and a
+	// payment never cross: either the payment was reserved first, is charged at the
+	// amount it was shown, and the change is refused, or the change is made first and
+	// the payment charges nothing (the pay page shows the invoice again, saying it
+	// changed).
+	//
+	// **Versions.** Each change adds one to `version`, which every invoice answer
+	// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+	// was changed since it was read) the answer is a 412 and nothing changes; of two
+	// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+	// A body with no member changes nothing and answers the invoice as it is.
+	//
+	// The pay link stays the same and shows the invoice as changed; a send scheduled
+	// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+	// Writes `invoice.updated` with the invoice as changed.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+	UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error)
+
 	// CancelPaymentRequestWithResponse Cancel an invoice
 	//
 	// Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -7989,6 +12885,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /payment-requests/{id}/cancel (the `CancelPaymentRequest` operationId).
 	CancelPaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*CancelPaymentRequestResponse, error)
+
+	// FinalizePaymentRequestWithBodyWithResponse Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error)
+
+	// FinalizePaymentRequestWithResponse Finalize a draft
+	//
+	// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+	FinalizePaymentRequestWithResponse(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error)
 
 	// RecordPaymentWithBodyWithResponse Record a payment made outside the card
 	//
@@ -8071,6 +12985,163 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// ListRecurringInvoicesWithResponse List recurring invoices
+	//
+	// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+	ListRecurringInvoicesWithResponse(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*ListRecurringInvoicesResponse, error)
+
+	// CreateRecurringInvoiceWithBodyWithResponse Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithBodyWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error)
+
+	// CreateRecurringInvoiceWithResponse Create a recurring invoice
+	//
+	// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+	// `intervalCount` `interval`s from it. The series is `active`.
+	//
+	// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+	// a monthly series keeps `startOn`'s day of the month, and a month without that day
+	// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+	// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+	// from 00:00 of its day in the time zone of the MID's location and is issued within a
+	// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+	// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+	// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+	// company and phone as they are then), delivery and reminders, its pay link
+	// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+	// many instances run and whenever they restart. An occurrence more than 3 days past
+	// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+	// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+	// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+	//
+	// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+	// - Every key is required; the nullable ones may be `null`.
+	// - `startOn`: today or later in the MID's location's time zone.
+	// - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+	// - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+	//   runs until ended.
+	// - `dueDays` 0–365.
+	// - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+	//   `lines` must add up to `amount`, tax included (`errors.lines`).
+	// - `invoiceNumberPrefix` 1–40 characters.
+	//
+	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+	// inactive location; `customerId` not a customer of the organization (`Unknown
+	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+	// before with another body.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+	CreateRecurringInvoiceWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error)
+
+	// EndRecurringInvoiceWithResponse End a recurring invoice
+	//
+	// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+	EndRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*EndRecurringInvoiceResponse, error)
+
+	// GetRecurringInvoiceWithResponse Get a recurring invoice
+	//
+	// One series. An id of another organization is a 404, like an id that does not exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+	GetRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*GetRecurringInvoiceResponse, error)
+
+	// UpdateRecurringInvoiceWithBodyWithResponse Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithBodyWithResponse(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error)
+
+	// UpdateRecurringInvoiceWithResponse Change, pause or resume a recurring invoice
+	//
+	// Changes what the series issues from now on; invoices already issued do not change.
+	// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+	//
+	// - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+	//   resumes: the next occurrence is the first whose day is today or later in the
+	//   location's time zone, so the days passed while paused are neither issued nor
+	//   counted as skipped, and nothing is issued twice. An `ended` series cannot be
+	//   changed (422).
+	// - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+	//   `amount` makes `amount` their total.
+	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+	UpdateRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error)
+
 	// GetReminderSettingsWithResponse Read the reminder schedule
 	//
 	// The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
@@ -8106,6 +13177,139 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /saved-cards/{id} (the `DeleteSavedCard` operationId).
 	DeleteSavedCardWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteSavedCardResponse, error)
+
+	// ListTerminalPaymentsWithResponse List terminal payments
+	//
+	// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+	ListTerminalPaymentsWithResponse(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*ListTerminalPaymentsResponse, error)
+
+	// CreateTerminalPaymentWithBodyWithResponse Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithBodyWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error)
+
+	// CreateTerminalPaymentWithResponse Take a payment at a card terminal
+	//
+	// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+	// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+	// with the terminal payment `pending`; payreq asks the terminal in the background (never
+	// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+	// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+	// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+	// `terminal_payment.*` events.
+	//
+	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+	// last four digits.
+	//
+	// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+	// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+	// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+	// asked resolves the payment the same way when it starts again: never charged twice,
+	// never lost.
+	//
+	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+	// the terminal payments pending on it), the terminal on another MID than the invoice, the
+	// terminal `offline`; `Idempotency key reused`.
+	//
+	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+	// within 24 hours answers 200 with the terminal payment already made and
+	// `Idempotent-Replayed: true`; the terminal is asked once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+	CreateTerminalPaymentWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error)
+
+	// GetTerminalPaymentWithResponse Get a terminal payment
+	//
+	// One terminal payment, as it is now. An id of another organization is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+	GetTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalPaymentResponse, error)
+
+	// CancelTerminalPaymentWithResponse Cancel a terminal payment
+	//
+	// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+	CancelTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*CancelTerminalPaymentResponse, error)
+
+	// ListTerminalsWithResponse List card terminals
+	//
+	// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+	// name, then id. Not paged. A terminal is registered on one MID by an operator
+	// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+	// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+	// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+	//
+	// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+	// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+	// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+	// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+	// `SIM-OFFLINE-…` is offline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminals (the `ListTerminals` operationId).
+	ListTerminalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTerminalsResponse, error)
+
+	// GetTerminalWithResponse Get a card terminal
+	//
+	// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+	GetTerminalWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalResponse, error)
 
 	// ListWebhookEndpointsWithResponse List webhook endpoints
 	//
@@ -8988,6 +14192,603 @@ func (r RefundCardPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RefundCardPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCustomersResponse200Headers the declared response headers of an HTTP 200 response for ListCustomers
+type ListCustomersResponse200Headers struct {
+	Link *string
+}
+
+// ListCustomersResponse401Headers the declared response headers of an HTTP 401 response for ListCustomers
+type ListCustomersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListCustomersResponse429Headers the declared response headers of an HTTP 429 response for ListCustomers
+type ListCustomersResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListCustomersResponse503Headers the declared response headers of an HTTP 503 response for ListCustomers
+type ListCustomersResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCustomersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCustomersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCustomersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCustomersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCustomersResponse) GetJSON200() *[]Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCustomersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCustomerResponse200Headers the declared response headers of an HTTP 200 response for CreateCustomer
+type CreateCustomerResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateCustomerResponse401Headers the declared response headers of an HTTP 401 response for CreateCustomer
+type CreateCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateCustomerResponse429Headers the declared response headers of an HTTP 429 response for CreateCustomer
+type CreateCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateCustomerResponse503Headers the declared response headers of an HTTP 503 response for CreateCustomer
+type CreateCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EmailTaken
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateCustomerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCustomerResponse) GetJSON201() *Customer {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON409() *EmailTaken {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteCustomerResponse401Headers the declared response headers of an HTTP 401 response for DeleteCustomer
+type DeleteCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteCustomerResponse429Headers the declared response headers of an HTTP 429 response for DeleteCustomer
+type DeleteCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// DeleteCustomerResponse503Headers the declared response headers of an HTTP 503 response for DeleteCustomer
+type DeleteCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeleteCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *BadGateway
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteCustomerResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON502() *BadGateway {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCustomerResponse401Headers the declared response headers of an HTTP 401 response for GetCustomer
+type GetCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetCustomerResponse429Headers the declared response headers of an HTTP 429 response for GetCustomer
+type GetCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetCustomerResponse503Headers the declared response headers of an HTTP 503 response for GetCustomer
+type GetCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateCustomerResponse401Headers the declared response headers of an HTTP 401 response for UpdateCustomer
+type UpdateCustomerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateCustomerResponse429Headers the declared response headers of an HTTP 429 response for UpdateCustomer
+type UpdateCustomerResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdateCustomerResponse503Headers the declared response headers of an HTTP 503 response for UpdateCustomer
+type UpdateCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Customer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EmailTaken
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateCustomerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateCustomerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateCustomerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateCustomerResponse) GetJSON200() *Customer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON409() *EmailTaken {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateCustomerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10105,7 +15906,13 @@ func (r ListPaymentRequestsResponse) ContentType() string {
 
 // CreatePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for CreatePaymentRequest
 type CreatePaymentRequestResponse200Headers struct {
+	ETag               string
 	IdempotentReplayed string
+}
+
+// CreatePaymentRequestResponse201Headers the declared response headers of an HTTP 201 response for CreatePaymentRequest
+type CreatePaymentRequestResponse201Headers struct {
+	ETag string
 }
 
 // CreatePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for CreatePaymentRequest
@@ -10150,6 +15957,8 @@ type CreatePaymentRequestResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePaymentRequestResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreatePaymentRequestResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10242,9 +16051,114 @@ func (r CreatePaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// DeletePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for DeletePaymentRequest
+type DeletePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeletePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for DeletePaymentRequest
+type DeletePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// DeletePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for DeletePaymentRequest
+type DeletePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeletePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeletePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeletePaymentRequestResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeletePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for GetPaymentRequest
 type GetPaymentRequestResponse200Headers struct {
 	ContentDisposition *string
+	ETag               string
 }
 
 // GetPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for GetPaymentRequest
@@ -10353,6 +16267,157 @@ func (r GetPaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// UpdatePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse200Headers struct {
+	ETag string
+}
+
+// UpdatePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdatePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdatePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for UpdatePaymentRequest
+type UpdatePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdatePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdatePaymentRequestResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdatePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdatePaymentRequestResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdatePaymentRequestResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdatePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdatePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdatePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdatePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdatePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for CancelPaymentRequest
+type CancelPaymentRequestResponse200Headers struct {
+	ETag string
+}
+
 // CancelPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for CancelPaymentRequest
 type CancelPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -10389,6 +16454,8 @@ type CancelPaymentRequestResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelPaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10471,9 +16538,154 @@ func (r CancelPaymentRequestResponse) ContentType() string {
 	return ""
 }
 
+// FinalizePaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse200Headers struct {
+	ETag string
+}
+
+// FinalizePaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinalizePaymentRequestResponse429Headers the declared response headers of an HTTP 429 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse429Headers struct {
+	RetryAfter int
+}
+
+// FinalizePaymentRequestResponse503Headers the declared response headers of an HTTP 503 response for FinalizePaymentRequest
+type FinalizePaymentRequestResponse503Headers struct {
+	RetryAfter int
+}
+
+type FinalizePaymentRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FinalizePaymentRequestResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinalizePaymentRequestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinalizePaymentRequestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FinalizePaymentRequestResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinalizePaymentRequestResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FinalizePaymentRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinalizePaymentRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinalizePaymentRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinalizePaymentRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinalizePaymentRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RecordPaymentResponse200Headers the declared response headers of an HTTP 200 response for RecordPayment
 type RecordPaymentResponse200Headers struct {
+	ETag               string
 	IdempotentReplayed string
+}
+
+// RecordPaymentResponse201Headers the declared response headers of an HTTP 201 response for RecordPayment
+type RecordPaymentResponse201Headers struct {
+	ETag string
 }
 
 // RecordPaymentResponse401Headers the declared response headers of an HTTP 401 response for RecordPayment
@@ -10520,6 +16732,8 @@ type RecordPaymentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RecordPaymentResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RecordPaymentResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RecordPaymentResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10617,6 +16831,11 @@ func (r RecordPaymentResponse) ContentType() string {
 	return ""
 }
 
+// RemoveRecordedPaymentResponse200Headers the declared response headers of an HTTP 200 response for RemoveRecordedPayment
+type RemoveRecordedPaymentResponse200Headers struct {
+	ETag string
+}
+
 // RemoveRecordedPaymentResponse401Headers the declared response headers of an HTTP 401 response for RemoveRecordedPayment
 type RemoveRecordedPaymentResponse401Headers struct {
 	WWWAuthenticate string
@@ -10651,6 +16870,8 @@ type RemoveRecordedPaymentResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RemoveRecordedPaymentResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RemoveRecordedPaymentResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10728,6 +16949,11 @@ func (r RemoveRecordedPaymentResponse) ContentType() string {
 	return ""
 }
 
+// SendPaymentRequestResponse200Headers the declared response headers of an HTTP 200 response for SendPaymentRequest
+type SendPaymentRequestResponse200Headers struct {
+	ETag string
+}
+
 // SendPaymentRequestResponse401Headers the declared response headers of an HTTP 401 response for SendPaymentRequest
 type SendPaymentRequestResponse401Headers struct {
 	WWWAuthenticate string
@@ -10764,6 +16990,8 @@ type SendPaymentRequestResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SendPaymentRequestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SendPaymentRequestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10895,6 +17123,575 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRecurringInvoicesResponse200Headers the declared response headers of an HTTP 200 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse200Headers struct {
+	Link *string
+}
+
+// ListRecurringInvoicesResponse401Headers the declared response headers of an HTTP 401 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListRecurringInvoicesResponse429Headers the declared response headers of an HTTP 429 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListRecurringInvoicesResponse503Headers the declared response headers of an HTTP 503 response for ListRecurringInvoices
+type ListRecurringInvoicesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListRecurringInvoicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListRecurringInvoicesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRecurringInvoicesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRecurringInvoicesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRecurringInvoicesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecurringInvoicesResponse) GetJSON200() *[]RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRecurringInvoicesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRecurringInvoicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRecurringInvoicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRecurringInvoicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRecurringInvoicesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateRecurringInvoiceResponse200Headers the declared response headers of an HTTP 200 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for CreateRecurringInvoice
+type CreateRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateRecurringInvoiceResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateRecurringInvoiceResponse) GetJSON201() *RecurringInvoice {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EndRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// EndRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// EndRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for EndRecurringInvoice
+type EndRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type EndRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EndRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EndRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EndRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EndRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EndRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EndRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EndRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EndRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EndRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for GetRecurringInvoice
+type GetRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecurringInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateRecurringInvoiceResponse401Headers the declared response headers of an HTTP 401 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateRecurringInvoiceResponse429Headers the declared response headers of an HTTP 429 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdateRecurringInvoiceResponse503Headers the declared response headers of an HTTP 503 response for UpdateRecurringInvoice
+type UpdateRecurringInvoiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateRecurringInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecurringInvoice
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateRecurringInvoiceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateRecurringInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateRecurringInvoiceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateRecurringInvoiceResponse) GetJSON200() *RecurringInvoice {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateRecurringInvoiceResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateRecurringInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateRecurringInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateRecurringInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateRecurringInvoiceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11214,6 +18011,679 @@ func (r DeleteSavedCardResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteSavedCardResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTerminalPaymentsResponse200Headers the declared response headers of an HTTP 200 response for ListTerminalPayments
+type ListTerminalPaymentsResponse200Headers struct {
+	Link *string
+}
+
+// ListTerminalPaymentsResponse401Headers the declared response headers of an HTTP 401 response for ListTerminalPayments
+type ListTerminalPaymentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListTerminalPaymentsResponse429Headers the declared response headers of an HTTP 429 response for ListTerminalPayments
+type ListTerminalPaymentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListTerminalPaymentsResponse503Headers the declared response headers of an HTTP 503 response for ListTerminalPayments
+type ListTerminalPaymentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListTerminalPaymentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTerminalPaymentsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTerminalPaymentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTerminalPaymentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTerminalPaymentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTerminalPaymentsResponse) GetJSON200() *[]TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTerminalPaymentsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTerminalPaymentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTerminalPaymentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTerminalPaymentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTerminalPaymentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTerminalPaymentResponse200Headers the declared response headers of an HTTP 200 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse200Headers struct {
+	IdempotentReplayed string
+}
+
+// CreateTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for CreateTerminalPayment
+type CreateTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateTerminalPaymentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateTerminalPaymentResponse) GetJSON202() *TerminalPayment {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for GetTerminalPayment
+type GetTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for GetTerminalPayment
+type GetTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for GetTerminalPayment
+type GetTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelTerminalPaymentResponse401Headers the declared response headers of an HTTP 401 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelTerminalPaymentResponse429Headers the declared response headers of an HTTP 429 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelTerminalPaymentResponse503Headers the declared response headers of an HTTP 503 response for CancelTerminalPayment
+type CancelTerminalPaymentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelTerminalPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TerminalPayment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelTerminalPaymentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTerminalPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelTerminalPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelTerminalPaymentResponse) GetJSON200() *TerminalPayment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelTerminalPaymentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelTerminalPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelTerminalPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelTerminalPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelTerminalPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTerminalsResponse401Headers the declared response headers of an HTTP 401 response for ListTerminals
+type ListTerminalsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListTerminalsResponse429Headers the declared response headers of an HTTP 429 response for ListTerminals
+type ListTerminalsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListTerminalsResponse503Headers the declared response headers of an HTTP 503 response for ListTerminals
+type ListTerminalsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListTerminalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Terminal
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTerminalsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTerminalsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTerminalsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTerminalsResponse) GetJSON200() *[]Terminal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTerminalsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTerminalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTerminalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTerminalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTerminalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTerminalResponse401Headers the declared response headers of an HTTP 401 response for GetTerminal
+type GetTerminalResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetTerminalResponse429Headers the declared response headers of an HTTP 429 response for GetTerminal
+type GetTerminalResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetTerminalResponse503Headers the declared response headers of an HTTP 503 response for GetTerminal
+type GetTerminalResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetTerminalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Terminal
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTerminalResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTerminalResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTerminalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTerminalResponse) GetJSON200() *Terminal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTerminalResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTerminalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTerminalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTerminalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTerminalResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12206,6 +19676,169 @@ func (c *ClientWithResponses) RefundCardPaymentWithResponse(ctx context.Context,
 	return ParseRefundCardPaymentResponse(rsp)
 }
 
+// ListCustomersWithResponse List customers
+//
+// The organization's customers, newest first (by `createdAt`, then `id`), paged with
+// `limit` and `cursor`; the next page's address is in the `Link` header (absent on the
+// last page). Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers (the `ListCustomers` operationId).
+func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error) {
+	rsp, err := c.ListCustomers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCustomersResponse(rsp)
+}
+
+// CreateCustomerWithBodyWithResponse Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *ClientWithResponses) CreateCustomerWithBodyWithResponse(ctx context.Context, params *CreateCustomerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error) {
+	rsp, err := c.CreateCustomerWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerResponse(rsp)
+}
+
+// CreateCustomerWithResponse Create a customer
+//
+// Makes a customer of the organization. Invoices name their customer by `customerId`;
+// an invoice created without one finds the customer with its `customerEmail`, or makes
+// one (see `POST /payment-requests`), so that every invoice has a customer.
+//
+// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent, as
+// `address.country`): `email` is required, a valid address of at most 254 characters;
+// `name` and `company` at most 200 characters, `phone` at most 32, `notes` at most 2000;
+// an `address` needs `line1` and `city`, and its `country` is an ISO 3166-1 alpha-2 code
+// of a country (`US` when left out). Keys left out are null (`taxExempt`: false).
+//
+// **409** when the organization already has a customer with this email (compared
+// without regard to case): the problem's `existingId` is that customer's id.
+//
+// **Idempotency.** With an `Idempotency-Key`, the same key and body within 24 hours
+// answers 200 with the customer already made and `Idempotent-Replayed: true`; the key
+// with another body is a 422.
+//
+// Event `customer.created`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers (the `CreateCustomer` operationId).
+func (c *ClientWithResponses) CreateCustomerWithResponse(ctx context.Context, params *CreateCustomerParams, body CreateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerResponse, error) {
+	rsp, err := c.CreateCustomer(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerResponse(rsp)
+}
+
+// DeleteCustomerWithResponse Delete a customer
+//
+// Removes a customer that has no invoices (one with invoices is a 422 `Customer has
+// invoices`; cancelled invoices count too). Its saved cards are removed at the card
+// processor first (each with its `saved_card.removed` event), then the customer; when
+// the processor fails, the customer and the cards not yet removed are kept (502
+// `Card processor unavailable`) and the request may be sent again. Another organization's customer is a 404.
+//
+// Event `customer.deleted`, its data the customer as it was.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /customers/{id} (the `DeleteCustomer` operationId).
+func (c *ClientWithResponses) DeleteCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*DeleteCustomerResponse, error) {
+	rsp, err := c.DeleteCustomer(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCustomerResponse(rsp)
+}
+
+// GetCustomerWithResponse Get a customer
+//
+// One customer, with its open balance, its number of invoices and its saved cards. Another organization's customer is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers/{id} (the `GetCustomer` operationId).
+func (c *ClientWithResponses) GetCustomerWithResponse(ctx context.Context, id CustomerId, reqEditors ...RequestEditorFn) (*GetCustomerResponse, error) {
+	rsp, err := c.GetCustomer(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCustomerResponse(rsp)
+}
+
+// UpdateCustomerWithBodyWithResponse Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *ClientWithResponses) UpdateCustomerWithBodyWithResponse(ctx context.Context, id CustomerId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
+	rsp, err := c.UpdateCustomerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerResponse(rsp)
+}
+
+// UpdateCustomerWithResponse Change a customer
+//
+// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
+// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *ClientWithResponses) UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
+	rsp, err := c.UpdateCustomer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerResponse(rsp)
+}
+
 // ListDepositsWithResponse List deposits
 //
 // The organization's deposits, newest first (by `createdAt`, then `id`), paged with
@@ -12536,11 +20169,20 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // CreatePaymentRequestWithBodyWithResponse Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -12564,8 +20206,8 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -12604,11 +20246,20 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // CreatePaymentRequestWithResponse Create an invoice
 //
 // Creates an invoice on one of the organization's MIDs and makes its pay link
-// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`.
+// (`{PUBLIC_URL}/pay/{token}`). The new invoice is `open`, at `version` 1.
+//
+// **Drafts.** With `draft: true` the invoice is saved unfinished: status `draft`, no
+// pay link (`link` is null, and no `/pay/` address answers for it), never sent or
+// reminded, and not payable. It obeys every rule below all the same. Change it with
+// `PATCH /payment-requests/{id}`, open it with `POST /payment-requests/{id}/finalize`
+// (which makes the link and sends it), or remove it with
+// `DELETE /payment-requests/{id}`. `send: true` or a `sendAt` with `draft: true` is a
+// 400 keyed by that field (`send: false` and `null` are allowed). `invoice.created`
+// is written for drafts too.
 //
 // **Sending.** Unless `send` is `false`, the pay link is sent at once: by the
-// customer's own stated preference (`customerPrefers`, kept per customer email within
-// the organization) when there is one, else by the invoice's `delivery` (`null` means
+// customer's own stated preference (`customerPrefers`, the customer's `prefers`) when
+// there is one, else by the invoice's `delivery` (`null` means
 // `email`); when that way is `text` but the invoice has no `customerPhone`, the link
 // goes by email. `sentVia` and `sentAt` in the answer describe the send. With `send: false`
 // the invoice and its link are made and nothing is sent (`sentVia` and `sentAt` are
@@ -12632,8 +20283,8 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // send scheduled; see `GET /reminder-settings`.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
-//   - Every key of the body must be present but `sendAt` and `reminders`, which may be
-//     left out; the nullable ones may be `null`.
+//   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
+//     may be left out; the nullable ones may be `null`.
 //   - `sendAt`: in the future and at most a year ahead (else 400 `errors.sendAt`); not
 //     with `send: false`.
 //   - `customerEmail` must be a valid address (a `null` is a 400 `errors.customerEmail`).
@@ -12669,6 +20320,21 @@ func (c *ClientWithResponses) CreatePaymentRequestWithResponse(ctx context.Conte
 	return ParseCreatePaymentRequestResponse(rsp)
 }
 
+// DeletePaymentRequestWithResponse Delete a draft
+//
+// Removes a `draft` with its lines; its id is then a 404, and the `Idempotency-Key` it was made with (if any) may make a new invoice. Writes `invoice.deleted` with the draft as it was. Any other status is a 422: an invoice once finalized is cancelled (`POST /payment-requests/{id}/cancel`), never deleted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payment-requests/{id} (the `DeletePaymentRequest` operationId).
+func (c *ClientWithResponses) DeletePaymentRequestWithResponse(ctx context.Context, id InvoiceId, reqEditors ...RequestEditorFn) (*DeletePaymentRequestResponse, error) {
+	rsp, err := c.DeletePaymentRequest(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePaymentRequestResponse(rsp)
+}
+
 // GetPaymentRequestWithResponse Get an invoice
 //
 // One invoice with its lines (`lineItems`, in the order given at creation), the
@@ -12696,6 +20362,135 @@ func (c *ClientWithResponses) GetPaymentRequestWithResponse(ctx context.Context,
 	return ParseGetPaymentRequestResponse(rsp)
 }
 
+// UpdatePaymentRequestWithBodyWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequestWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
+// UpdatePaymentRequestWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequest(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
+// UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse Change an invoice
+//
+// Changes a `draft`, or an `open` invoice toward which nothing was paid, recorded or
+// is being charged, as a JSON merge patch (RFC 7396; `application/merge-patch+json`
+// or `application/json`): each member given replaces the invoice's, `null` clears a
+// nullable one, and members left out stay as they are. Any member of creation may
+// be given but `draft`, `send` and `sendAt` (a 400 "unknown field": finalize a draft
+// to send it). `lines` given without `amount` makes `amount` their total (the sum
+// over lines of round-half-up(`quantity` × `unitCost`, 2 places)); `lines: null`
+// removes the lines.
+//
+// **Rules.** The invoice as changed obeys every rule of `POST /payment-requests`
+// (400 keyed by the field as sent; 422 for a MID not the organization's or of an
+// inactive location, or an invoice number already used). An invoice that is
+// `part_paid`, `paid` or `cancelled`, or `open` with a payment recorded or a card
+// payment under way on its pay page at this moment, is a 422 ("An invoice with
+// payments cannot be changed; cancel it and make a new one"). A change and a
+// payment never cross: either the payment was reserved first, is charged at the
+// amount it was shown, and the change is refused, or the change is made first and
+// the payment charges nothing (the pay page shows the invoice again, saying it
+// changed).
+//
+// **Versions.** Each change adds one to `version`, which every invoice answer
+// carries as its `ETag` (`"3"`). With `If-Match` naming another version (the invoice
+// was changed since it was read) the answer is a 412 and nothing changes; of two
+// changes sent at once with the same `If-Match`, one is made and the other is a 412.
+// A body with no member changes nothing and answers the invoice as it is.
+//
+// The pay link stays the same and shows the invoice as changed; a send scheduled
+// (`scheduledSendAt`) sends it as changed, and its PDF is the current version.
+// Writes `invoice.updated` with the invoice as changed.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /payment-requests/{id} (the `UpdatePaymentRequest` operationId).
+func (c *ClientWithResponses) UpdatePaymentRequestWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id InvoiceId, params *UpdatePaymentRequestParams, body UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePaymentRequestResponse, error) {
+	rsp, err := c.UpdatePaymentRequestWithApplicationMergePatchPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePaymentRequestResponse(rsp)
+}
+
 // CancelPaymentRequestWithResponse Cancel an invoice
 //
 // Cancels an `open` or `part_paid` invoice: its status becomes `cancelled`, `cancelledAt` and `cancelledByName` are set, and the pay link accepts no further payment. Payments already made are kept. Cancelling a `paid` or `cancelled` invoice is a 422 (both are final). No request body.
@@ -12709,6 +20504,36 @@ func (c *ClientWithResponses) CancelPaymentRequestWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseCancelPaymentRequestResponse(rsp)
+}
+
+// FinalizePaymentRequestWithBodyWithResponse Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *ClientWithResponses) FinalizePaymentRequestWithBodyWithResponse(ctx context.Context, id InvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error) {
+	rsp, err := c.FinalizePaymentRequestWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinalizePaymentRequestResponse(rsp)
+}
+
+// FinalizePaymentRequestWithResponse Finalize a draft
+//
+// Opens a `draft`: its status becomes `open`, its pay link is made (`link`) and, as on creation, sent at once unless `send` is `false`, or at `sendAt` when given (in the future, at most a year ahead; not with `send: false`: 400 keyed `sendAt`). The body is optional; none, or `{}`, sends now. The MID's location must still be active (else 422). Writes `invoice.finalized`, and `invoice.sent` when it is sent. Any other status is a 422.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payment-requests/{id}/finalize (the `FinalizePaymentRequest` operationId).
+func (c *ClientWithResponses) FinalizePaymentRequestWithResponse(ctx context.Context, id InvoiceId, body FinalizePaymentRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*FinalizePaymentRequestResponse, error) {
+	rsp, err := c.FinalizePaymentRequest(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinalizePaymentRequestResponse(rsp)
 }
 
 // RecordPaymentWithBodyWithResponse Record a payment made outside the card
@@ -12822,6 +20647,205 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 	return ParseGetReadinessResponse(rsp)
 }
 
+// ListRecurringInvoicesWithResponse List recurring invoices
+//
+// The organization's series, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor`; the next page's address is in the `Link` header. Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /recurring-invoices (the `ListRecurringInvoices` operationId).
+func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Context, params *ListRecurringInvoicesParams, reqEditors ...RequestEditorFn) (*ListRecurringInvoicesResponse, error) {
+	rsp, err := c.ListRecurringInvoices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecurringInvoicesResponse(rsp)
+}
+
+// CreateRecurringInvoiceWithBodyWithResponse Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error) {
+	rsp, err := c.CreateRecurringInvoiceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecurringInvoiceResponse(rsp)
+}
+
+// CreateRecurringInvoiceWithResponse Create a recurring invoice
+//
+// Creates a series that issues an invoice on a schedule: on `startOn`, then every
+// `intervalCount` `interval`s from it. The series is `active`.
+//
+// **Issue days.** Every day is counted from `startOn`, never from the invoice before:
+// a monthly series keeps `startOn`'s day of the month, and a month without that day
+// uses its last day (Jan 31 → Feb 28, or 29 in a leap year → Mar 31 → Apr 30); a
+// yearly series from Feb 29 issues on Feb 28 in common years. An occurrence is due
+// from 00:00 of its day in the time zone of the MID's location and is issued within a
+// minute of that: an invoice numbered `{invoiceNumberPrefix}-{n}` (`n` from 1, four
+// digits at least: `RET-0001`), `open`, due `dueDays` after its issue day, with the
+// series' amount, lines, memo, PO number, customer (`customerId`: its email, name,
+// company and phone as they are then), delivery and reminders, its pay link
+// sent unless `send` is `false`. Each occurrence makes at most one invoice however
+// many instances run and whenever they restart. An occurrence more than 3 days past
+// due when payreq comes to it (payreq was down) is not issued: it is skipped, counted
+// in `skippedCount`, and `recurring_invoice.skipped` says so. The series ends (`ended`)
+// after `endAfter` invoices, or after the last issue day on or before `endOn`.
+//
+// **Rules** (each a 400 with `errors` keyed by the field as sent, nothing written):
+//   - Every key is required; the nullable ones may be `null`.
+//   - `startOn`: today or later in the MID's location's time zone.
+//   - `interval`: `week`, `month` or `year`; `intervalCount` 1–12.
+//   - `endAfter` (≥ 1) or `endOn` (on or after `startOn`), not both; both null: the series
+//     runs until ended.
+//   - `dueDays` 0–365.
+//   - The amount, lines, tax and delivery rules of `POST /payment-requests`:
+//     `lines` must add up to `amount`, tax included (`errors.lines`).
+//   - `invoiceNumberPrefix` 1–40 characters.
+//
+// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
+// inactive location; `customerId` not a customer of the organization (`Unknown
+// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
+// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
+// before with another body.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
+// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /recurring-invoices (the `CreateRecurringInvoice` operationId).
+func (c *ClientWithResponses) CreateRecurringInvoiceWithResponse(ctx context.Context, params *CreateRecurringInvoiceParams, body CreateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecurringInvoiceResponse, error) {
+	rsp, err := c.CreateRecurringInvoice(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecurringInvoiceResponse(rsp)
+}
+
+// EndRecurringInvoiceWithResponse End a recurring invoice
+//
+// Ends the series: it issues nothing more (`status` `ended`, `nextIssueOn` and `upcoming` empty); invoices already issued do not change. Ending an ended series answers it as it is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /recurring-invoices/{id} (the `EndRecurringInvoice` operationId).
+func (c *ClientWithResponses) EndRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*EndRecurringInvoiceResponse, error) {
+	rsp, err := c.EndRecurringInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEndRecurringInvoiceResponse(rsp)
+}
+
+// GetRecurringInvoiceWithResponse Get a recurring invoice
+//
+// One series. An id of another organization is a 404, like an id that does not exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /recurring-invoices/{id} (the `GetRecurringInvoice` operationId).
+func (c *ClientWithResponses) GetRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, reqEditors ...RequestEditorFn) (*GetRecurringInvoiceResponse, error) {
+	rsp, err := c.GetRecurringInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecurringInvoiceResponse(rsp)
+}
+
+// UpdateRecurringInvoiceWithBodyWithResponse Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *ClientWithResponses) UpdateRecurringInvoiceWithBodyWithResponse(ctx context.Context, id RecurringInvoiceId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error) {
+	rsp, err := c.UpdateRecurringInvoiceWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRecurringInvoiceResponse(rsp)
+}
+
+// UpdateRecurringInvoiceWithResponse Change, pause or resume a recurring invoice
+//
+// Changes what the series issues from now on; invoices already issued do not change.
+// Every key is optional; a key left out keeps its value, `null` clears a nullable one.
+//
+//   - `status`: `paused` stops issuing (nothing is issued while paused); `active`
+//     resumes: the next occurrence is the first whose day is today or later in the
+//     location's time zone, so the days passed while paused are neither issued nor
+//     counted as skipped, and nothing is issued twice. An `ended` series cannot be
+//     changed (422).
+//   - `amount` and `lines` must still add up (400 `errors.lines`); `lines` without
+//     `amount` makes `amount` their total.
+//   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
+//     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /recurring-invoices/{id} (the `UpdateRecurringInvoice` operationId).
+func (c *ClientWithResponses) UpdateRecurringInvoiceWithResponse(ctx context.Context, id RecurringInvoiceId, body UpdateRecurringInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateRecurringInvoiceResponse, error) {
+	rsp, err := c.UpdateRecurringInvoice(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateRecurringInvoiceResponse(rsp)
+}
+
 // GetReminderSettingsWithResponse Read the reminder schedule
 //
 // The organization's reminder schedule (see `ReminderSettings`); an organization that never set one has the default: disabled, offsets `[-3, 0, 3, 7, 14]`.
@@ -12880,6 +20904,181 @@ func (c *ClientWithResponses) DeleteSavedCardWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseDeleteSavedCardResponse(rsp)
+}
+
+// ListTerminalPaymentsWithResponse List terminal payments
+//
+// The organization's terminal payments, newest first (by `createdAt`, then `id`), paged with `limit` and `cursor` like the other lists; the next page's address is in the `Link` header (absent on the last page). Filters combine with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminal-payments (the `ListTerminalPayments` operationId).
+func (c *ClientWithResponses) ListTerminalPaymentsWithResponse(ctx context.Context, params *ListTerminalPaymentsParams, reqEditors ...RequestEditorFn) (*ListTerminalPaymentsResponse, error) {
+	rsp, err := c.ListTerminalPayments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTerminalPaymentsResponse(rsp)
+}
+
+// CreateTerminalPaymentWithBodyWithResponse Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *ClientWithResponses) CreateTerminalPaymentWithBodyWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error) {
+	rsp, err := c.CreateTerminalPaymentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTerminalPaymentResponse(rsp)
+}
+
+// CreateTerminalPaymentWithResponse Take a payment at a card terminal
+//
+// Asks a card terminal in a store to take a card toward an invoice: the customer taps,
+// inserts or swipes, and the gateway authorizes the sale. The answer comes at once, **202**
+// with the terminal payment `pending`; payreq asks the terminal in the background (never
+// while this request waits) and the payment moves to its outcome: `approved`, `declined`,
+// `cancelled` (at the terminal, or `POST /terminal-payments/{id}/cancel`), `timed_out`
+// or `failed`. Read it with `GET /terminal-payments/{id}`, or subscribe to the
+// `terminal_payment.*` events.
+//
+// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
+// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
+// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
+// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
+// last four digits.
+//
+// **Time.** A payment still pending 3 minutes after it was made (`PAYREQ_TERMINAL_TIMEOUT`)
+// is looked up at the gateway by its order id: found, its outcome stands; not found, it is
+// `timed_out` and the terminal is told to stop. A payreq stopped while a terminal was
+// asked resolves the payment the same way when it starts again: never charged twice,
+// never lost.
+//
+// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
+// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
+// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
+// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
+// the terminal payments pending on it), the terminal on another MID than the invoice, the
+// terminal `offline`; `Idempotency key reused`.
+//
+// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
+// within 24 hours answers 200 with the terminal payment already made and
+// `Idempotent-Replayed: true`; the terminal is asked once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments (the `CreateTerminalPayment` operationId).
+func (c *ClientWithResponses) CreateTerminalPaymentWithResponse(ctx context.Context, params *CreateTerminalPaymentParams, body CreateTerminalPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTerminalPaymentResponse, error) {
+	rsp, err := c.CreateTerminalPayment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTerminalPaymentResponse(rsp)
+}
+
+// GetTerminalPaymentWithResponse Get a terminal payment
+//
+// One terminal payment, as it is now. An id of another organization is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminal-payments/{id} (the `GetTerminalPayment` operationId).
+func (c *ClientWithResponses) GetTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalPaymentResponse, error) {
+	rsp, err := c.GetTerminalPayment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTerminalPaymentResponse(rsp)
+}
+
+// CancelTerminalPaymentWithResponse Cancel a terminal payment
+//
+// Cancels a pending terminal payment: it is `cancelled` at once (`terminal_payment.cancelled`) and the terminal is told to stop waiting for a card. A card the terminal took in the meantime is voided at the gateway. Only a `pending` payment can be cancelled: any other is a 422 naming its status. An id of another organization is a 404. Takes no body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /terminal-payments/{id}/cancel (the `CancelTerminalPayment` operationId).
+func (c *ClientWithResponses) CancelTerminalPaymentWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*CancelTerminalPaymentResponse, error) {
+	rsp, err := c.CancelTerminalPayment(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelTerminalPaymentResponse(rsp)
+}
+
+// ListTerminalsWithResponse List card terminals
+//
+// The organization's card terminals (CardPointe's Integrated Terminal API), ordered by
+// name, then id. Not paged. A terminal is registered on one MID by an operator
+// (`payreq terminals add`) or an Owner or Admin in the portal; its `status` comes from
+// a ping payreq sends it every 20 seconds: `online` when it answered one in the last
+// minute, `busy` while a terminal payment waits on it, `offline` otherwise.
+//
+// With the built-in simulator, a terminal's kind is the start of its HSN: `SIM-OK-…`
+// approves after 2 s (contactless, Visa ending 1111), `SIM-CHIP-…` approves after 2 s by
+// chip (`VISA CREDIT`, AID `A0000000031010`), `SIM-DECLINE-…` declines
+// (`Insufficient funds`), `SIM-SLOW-…` never answers (the payment times out) and
+// `SIM-OFFLINE-…` is offline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminals (the `ListTerminals` operationId).
+func (c *ClientWithResponses) ListTerminalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTerminalsResponse, error) {
+	rsp, err := c.ListTerminals(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTerminalsResponse(rsp)
+}
+
+// GetTerminalWithResponse Get a card terminal
+//
+// One terminal of the organization. An id of another organization, or of a removed terminal, is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /terminals/{id} (the `GetTerminal` operationId).
+func (c *ClientWithResponses) GetTerminalWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetTerminalResponse, error) {
+	rsp, err := c.GetTerminal(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTerminalResponse(rsp)
 }
 
 // ListWebhookEndpointsWithResponse List webhook endpoints
@@ -13791,6 +21990,597 @@ func ParseRefundCardPaymentResponse(rsp *http.Response) (*RefundCardPaymentRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundCardPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCustomersResponse parses an HTTP response from a ListCustomersWithResponse call
+func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCustomersResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCustomersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCustomersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCustomersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCustomerResponse parses an HTTP response from a CreateCustomerWithResponse call
+func ParseCreateCustomerResponse(rsp *http.Response) (*CreateCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EmailTaken
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateCustomerResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCustomerResponse parses an HTTP response from a DeleteCustomerWithResponse call
+func ParseDeleteCustomerResponse(rsp *http.Response) (*DeleteCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCustomerResponse parses an HTTP response from a GetCustomerWithResponse call
+func ParseGetCustomerResponse(rsp *http.Response) (*GetCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCustomerResponse parses an HTTP response from a UpdateCustomerWithResponse call
+func ParseUpdateCustomerResponse(rsp *http.Response) (*UpdateCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Customer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EmailTaken
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateCustomerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateCustomerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateCustomerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -14976,6 +23766,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CreatePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -14984,6 +23781,16 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			headers.IdempotentReplayed = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreatePaymentRequestResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreatePaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15006,6 +23813,110 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreatePaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeletePaymentRequestResponse parses an HTTP response from a DeletePaymentRequestWithResponse call
+func ParseDeletePaymentRequestResponse(rsp *http.Response) (*DeletePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeletePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeletePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeletePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -15097,6 +24008,13 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 			}
 			headers.ContentDisposition = &value
 		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPaymentRequestResponse401Headers
@@ -15120,6 +24038,152 @@ func ParseGetPaymentRequestResponse(rsp *http.Response) (*GetPaymentRequestRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdatePaymentRequestResponse parses an HTTP response from a UpdatePaymentRequestWithResponse call
+func ParseUpdatePaymentRequestResponse(rsp *http.Response) (*UpdatePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdatePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdatePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdatePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdatePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdatePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -15213,6 +24277,16 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelPaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CancelPaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15235,6 +24309,145 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelPaymentRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinalizePaymentRequestResponse parses an HTTP response from a FinalizePaymentRequestWithResponse call
+func ParseFinalizePaymentRequestResponse(rsp *http.Response) (*FinalizePaymentRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinalizePaymentRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers FinalizePaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers FinalizePaymentRequestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinalizePaymentRequestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers FinalizePaymentRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -15351,6 +24564,13 @@ func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RecordPaymentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15359,6 +24579,16 @@ func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, err
 			headers.IdempotentReplayed = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers RecordPaymentResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers RecordPaymentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15467,6 +24697,16 @@ func ParseRemoveRecordedPaymentResponse(rsp *http.Response) (*RemoveRecordedPaym
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers RemoveRecordedPaymentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers RemoveRecordedPaymentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15582,6 +24822,16 @@ func ParseSendPaymentRequestResponse(rsp *http.Response) (*SendPaymentRequestRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers SendPaymentRequestResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers SendPaymentRequestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15652,6 +24902,566 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListRecurringInvoicesResponse parses an HTTP response from a ListRecurringInvoicesWithResponse call
+func ParseListRecurringInvoicesResponse(rsp *http.Response) (*ListRecurringInvoicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRecurringInvoicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListRecurringInvoicesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListRecurringInvoicesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRecurringInvoicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRecurringInvoicesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateRecurringInvoiceResponse parses an HTTP response from a CreateRecurringInvoiceWithResponse call
+func ParseCreateRecurringInvoiceResponse(rsp *http.Response) (*CreateRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateRecurringInvoiceResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEndRecurringInvoiceResponse parses an HTTP response from a EndRecurringInvoiceWithResponse call
+func ParseEndRecurringInvoiceResponse(rsp *http.Response) (*EndRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EndRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EndRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers EndRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EndRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRecurringInvoiceResponse parses an HTTP response from a GetRecurringInvoiceWithResponse call
+func ParseGetRecurringInvoiceResponse(rsp *http.Response) (*GetRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateRecurringInvoiceResponse parses an HTTP response from a UpdateRecurringInvoiceWithResponse call
+func ParseUpdateRecurringInvoiceResponse(rsp *http.Response) (*UpdateRecurringInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateRecurringInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecurringInvoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateRecurringInvoiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateRecurringInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateRecurringInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15957,6 +25767,667 @@ func ParseDeleteSavedCardResponse(rsp *http.Response) (*DeleteSavedCardResponse,
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteSavedCardResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTerminalPaymentsResponse parses an HTTP response from a ListTerminalPaymentsWithResponse call
+func ParseListTerminalPaymentsResponse(rsp *http.Response) (*ListTerminalPaymentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTerminalPaymentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTerminalPaymentsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTerminalPaymentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTerminalPaymentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTerminalPaymentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTerminalPaymentResponse parses an HTTP response from a CreateTerminalPaymentWithResponse call
+func ParseCreateTerminalPaymentResponse(rsp *http.Response) (*CreateTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateTerminalPaymentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTerminalPaymentResponse parses an HTTP response from a GetTerminalPaymentWithResponse call
+func ParseGetTerminalPaymentResponse(rsp *http.Response) (*GetTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelTerminalPaymentResponse parses an HTTP response from a CancelTerminalPaymentWithResponse call
+func ParseCancelTerminalPaymentResponse(rsp *http.Response) (*CancelTerminalPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelTerminalPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TerminalPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelTerminalPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTerminalPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelTerminalPaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTerminalsResponse parses an HTTP response from a ListTerminalsWithResponse call
+func ParseListTerminalsResponse(rsp *http.Response) (*ListTerminalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTerminalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Terminal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTerminalsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTerminalsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTerminalsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTerminalResponse parses an HTTP response from a GetTerminalWithResponse call
+func ParseGetTerminalResponse(rsp *http.Response) (*GetTerminalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTerminalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Terminal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTerminalResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTerminalResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTerminalResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

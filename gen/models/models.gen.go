@@ -11,6 +11,7 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 	"github.com/payreq/payreq/internal/jsonnum"
+	"github.com/payreq/payreq/internal/optional"
 )
 
 // Defines values for ApplicationStage.
@@ -67,6 +68,33 @@ const (
 func (e ApplicationSubmittedEventType) Valid() bool {
 	switch e {
 	case ApplicationSubmittedEventTypeApplicationSubmitted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CardPaymentEntryMode.
+const (
+	CardPaymentEntryModeChip        CardPaymentEntryMode = "chip"
+	CardPaymentEntryModeContactless CardPaymentEntryMode = "contactless"
+	CardPaymentEntryModeLessThannil CardPaymentEntryMode = "<nil>"
+	CardPaymentEntryModeManual      CardPaymentEntryMode = "manual"
+	CardPaymentEntryModeSwipe       CardPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the CardPaymentEntryMode enum.
+func (e CardPaymentEntryMode) Valid() bool {
+	switch e {
+	case CardPaymentEntryModeChip:
+		return true
+	case CardPaymentEntryModeContactless:
+		return true
+	case CardPaymentEntryModeLessThannil:
+		return true
+	case CardPaymentEntryModeManual:
+		return true
+	case CardPaymentEntryModeSwipe:
 		return true
 	default:
 		return false
@@ -148,6 +176,51 @@ func (e CardPaymentStatus) Valid() bool {
 	case CardPaymentStatusApproved:
 		return true
 	case CardPaymentStatusDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerCreatedEventType.
+const (
+	CustomerCreatedEventTypeCustomerCreated CustomerCreatedEventType = "customer.created"
+)
+
+// Valid indicates whether the value is a known member of the CustomerCreatedEventType enum.
+func (e CustomerCreatedEventType) Valid() bool {
+	switch e {
+	case CustomerCreatedEventTypeCustomerCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerDeletedEventType.
+const (
+	CustomerDeletedEventTypeCustomerDeleted CustomerDeletedEventType = "customer.deleted"
+)
+
+// Valid indicates whether the value is a known member of the CustomerDeletedEventType enum.
+func (e CustomerDeletedEventType) Valid() bool {
+	switch e {
+	case CustomerDeletedEventTypeCustomerDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomerUpdatedEventType.
+const (
+	CustomerUpdatedEventTypeCustomerUpdated CustomerUpdatedEventType = "customer.updated"
+)
+
+// Valid indicates whether the value is a known member of the CustomerUpdatedEventType enum.
+func (e CustomerUpdatedEventType) Valid() bool {
+	switch e {
+	case CustomerUpdatedEventTypeCustomerUpdated:
 		return true
 	default:
 		return false
@@ -243,24 +316,40 @@ func (e EventDeliveryStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeApplicationStageChanged EventType = "application.stage_changed"
-	EventTypeApplicationSubmitted    EventType = "application.submitted"
-	EventTypeCardPaymentApproved     EventType = "card_payment.approved"
-	EventTypeCardPaymentDeclined     EventType = "card_payment.declined"
-	EventTypeCardPaymentRefunded     EventType = "card_payment.refunded"
-	EventTypeDepositCreated          EventType = "deposit.created"
-	EventTypeDepositPaid             EventType = "deposit.paid"
-	EventTypeInvoiceCancelled        EventType = "invoice.cancelled"
-	EventTypeInvoiceCreated          EventType = "invoice.created"
-	EventTypeInvoicePaid             EventType = "invoice.paid"
-	EventTypeInvoicePartPaid         EventType = "invoice.part_paid"
-	EventTypeInvoicePaymentRecorded  EventType = "invoice.payment_recorded"
-	EventTypeInvoicePaymentRemoved   EventType = "invoice.payment_removed"
-	EventTypeInvoiceReminderSent     EventType = "invoice.reminder_sent"
-	EventTypeInvoiceSendFailed       EventType = "invoice.send_failed"
-	EventTypeInvoiceSent             EventType = "invoice.sent"
-	EventTypeSavedCardRemoved        EventType = "saved_card.removed"
-	EventTypeWebhookPing             EventType = "webhook.ping"
+	EventTypeApplicationStageChanged  EventType = "application.stage_changed"
+	EventTypeApplicationSubmitted     EventType = "application.submitted"
+	EventTypeCardPaymentApproved      EventType = "card_payment.approved"
+	EventTypeCardPaymentDeclined      EventType = "card_payment.declined"
+	EventTypeCardPaymentRefunded      EventType = "card_payment.refunded"
+	EventTypeCustomerCreated          EventType = "customer.created"
+	EventTypeCustomerDeleted          EventType = "customer.deleted"
+	EventTypeCustomerUpdated          EventType = "customer.updated"
+	EventTypeDepositCreated           EventType = "deposit.created"
+	EventTypeDepositPaid              EventType = "deposit.paid"
+	EventTypeInvoiceCancelled         EventType = "invoice.cancelled"
+	EventTypeInvoiceCreated           EventType = "invoice.created"
+	EventTypeInvoiceDeleted           EventType = "invoice.deleted"
+	EventTypeInvoiceFinalized         EventType = "invoice.finalized"
+	EventTypeInvoicePaid              EventType = "invoice.paid"
+	EventTypeInvoicePartPaid          EventType = "invoice.part_paid"
+	EventTypeInvoicePaymentRecorded   EventType = "invoice.payment_recorded"
+	EventTypeInvoicePaymentRemoved    EventType = "invoice.payment_removed"
+	EventTypeInvoiceReminderSent      EventType = "invoice.reminder_sent"
+	EventTypeInvoiceSendFailed        EventType = "invoice.send_failed"
+	EventTypeInvoiceSent              EventType = "invoice.sent"
+	EventTypeInvoiceUpdated           EventType = "invoice.updated"
+	EventTypeRecurringInvoiceCreated  EventType = "recurring_invoice.created"
+	EventTypeRecurringInvoiceEnded    EventType = "recurring_invoice.ended"
+	EventTypeRecurringInvoiceIssued   EventType = "recurring_invoice.issued"
+	EventTypeRecurringInvoiceSkipped  EventType = "recurring_invoice.skipped"
+	EventTypeRecurringInvoiceUpdated  EventType = "recurring_invoice.updated"
+	EventTypeSavedCardRemoved         EventType = "saved_card.removed"
+	EventTypeTerminalPaymentApproved  EventType = "terminal_payment.approved"
+	EventTypeTerminalPaymentCancelled EventType = "terminal_payment.cancelled"
+	EventTypeTerminalPaymentDeclined  EventType = "terminal_payment.declined"
+	EventTypeTerminalPaymentFailed    EventType = "terminal_payment.failed"
+	EventTypeTerminalPaymentTimedOut  EventType = "terminal_payment.timed_out"
+	EventTypeWebhookPing              EventType = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -276,6 +365,12 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeCardPaymentRefunded:
 		return true
+	case EventTypeCustomerCreated:
+		return true
+	case EventTypeCustomerDeleted:
+		return true
+	case EventTypeCustomerUpdated:
+		return true
 	case EventTypeDepositCreated:
 		return true
 	case EventTypeDepositPaid:
@@ -283,6 +378,10 @@ func (e EventType) Valid() bool {
 	case EventTypeInvoiceCancelled:
 		return true
 	case EventTypeInvoiceCreated:
+		return true
+	case EventTypeInvoiceDeleted:
+		return true
+	case EventTypeInvoiceFinalized:
 		return true
 	case EventTypeInvoicePaid:
 		return true
@@ -298,7 +397,29 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeInvoiceSent:
 		return true
+	case EventTypeInvoiceUpdated:
+		return true
+	case EventTypeRecurringInvoiceCreated:
+		return true
+	case EventTypeRecurringInvoiceEnded:
+		return true
+	case EventTypeRecurringInvoiceIssued:
+		return true
+	case EventTypeRecurringInvoiceSkipped:
+		return true
+	case EventTypeRecurringInvoiceUpdated:
+		return true
 	case EventTypeSavedCardRemoved:
+		return true
+	case EventTypeTerminalPaymentApproved:
+		return true
+	case EventTypeTerminalPaymentCancelled:
+		return true
+	case EventTypeTerminalPaymentDeclined:
+		return true
+	case EventTypeTerminalPaymentFailed:
+		return true
+	case EventTypeTerminalPaymentTimedOut:
 		return true
 	case EventTypeWebhookPing:
 		return true
@@ -309,25 +430,41 @@ func (e EventType) Valid() bool {
 
 // Defines values for EventTypeOrAll.
 const (
-	EventTypeOrAllApplicationStageChanged EventTypeOrAll = "application.stage_changed"
-	EventTypeOrAllApplicationSubmitted    EventTypeOrAll = "application.submitted"
-	EventTypeOrAllAsterisk                EventTypeOrAll = "*"
-	EventTypeOrAllCardPaymentApproved     EventTypeOrAll = "card_payment.approved"
-	EventTypeOrAllCardPaymentDeclined     EventTypeOrAll = "card_payment.declined"
-	EventTypeOrAllCardPaymentRefunded     EventTypeOrAll = "card_payment.refunded"
-	EventTypeOrAllDepositCreated          EventTypeOrAll = "deposit.created"
-	EventTypeOrAllDepositPaid             EventTypeOrAll = "deposit.paid"
-	EventTypeOrAllInvoiceCancelled        EventTypeOrAll = "invoice.cancelled"
-	EventTypeOrAllInvoiceCreated          EventTypeOrAll = "invoice.created"
-	EventTypeOrAllInvoicePaid             EventTypeOrAll = "invoice.paid"
-	EventTypeOrAllInvoicePartPaid         EventTypeOrAll = "invoice.part_paid"
-	EventTypeOrAllInvoicePaymentRecorded  EventTypeOrAll = "invoice.payment_recorded"
-	EventTypeOrAllInvoicePaymentRemoved   EventTypeOrAll = "invoice.payment_removed"
-	EventTypeOrAllInvoiceReminderSent     EventTypeOrAll = "invoice.reminder_sent"
-	EventTypeOrAllInvoiceSendFailed       EventTypeOrAll = "invoice.send_failed"
-	EventTypeOrAllInvoiceSent             EventTypeOrAll = "invoice.sent"
-	EventTypeOrAllSavedCardRemoved        EventTypeOrAll = "saved_card.removed"
-	EventTypeOrAllWebhookPing             EventTypeOrAll = "webhook.ping"
+	EventTypeOrAllApplicationStageChanged  EventTypeOrAll = "application.stage_changed"
+	EventTypeOrAllApplicationSubmitted     EventTypeOrAll = "application.submitted"
+	EventTypeOrAllAsterisk                 EventTypeOrAll = "*"
+	EventTypeOrAllCardPaymentApproved      EventTypeOrAll = "card_payment.approved"
+	EventTypeOrAllCardPaymentDeclined      EventTypeOrAll = "card_payment.declined"
+	EventTypeOrAllCardPaymentRefunded      EventTypeOrAll = "card_payment.refunded"
+	EventTypeOrAllCustomerCreated          EventTypeOrAll = "customer.created"
+	EventTypeOrAllCustomerDeleted          EventTypeOrAll = "customer.deleted"
+	EventTypeOrAllCustomerUpdated          EventTypeOrAll = "customer.updated"
+	EventTypeOrAllDepositCreated           EventTypeOrAll = "deposit.created"
+	EventTypeOrAllDepositPaid              EventTypeOrAll = "deposit.paid"
+	EventTypeOrAllInvoiceCancelled         EventTypeOrAll = "invoice.cancelled"
+	EventTypeOrAllInvoiceCreated           EventTypeOrAll = "invoice.created"
+	EventTypeOrAllInvoiceDeleted           EventTypeOrAll = "invoice.deleted"
+	EventTypeOrAllInvoiceFinalized         EventTypeOrAll = "invoice.finalized"
+	EventTypeOrAllInvoicePaid              EventTypeOrAll = "invoice.paid"
+	EventTypeOrAllInvoicePartPaid          EventTypeOrAll = "invoice.part_paid"
+	EventTypeOrAllInvoicePaymentRecorded   EventTypeOrAll = "invoice.payment_recorded"
+	EventTypeOrAllInvoicePaymentRemoved    EventTypeOrAll = "invoice.payment_removed"
+	EventTypeOrAllInvoiceReminderSent      EventTypeOrAll = "invoice.reminder_sent"
+	EventTypeOrAllInvoiceSendFailed        EventTypeOrAll = "invoice.send_failed"
+	EventTypeOrAllInvoiceSent              EventTypeOrAll = "invoice.sent"
+	EventTypeOrAllInvoiceUpdated           EventTypeOrAll = "invoice.updated"
+	EventTypeOrAllRecurringInvoiceCreated  EventTypeOrAll = "recurring_invoice.created"
+	EventTypeOrAllRecurringInvoiceEnded    EventTypeOrAll = "recurring_invoice.ended"
+	EventTypeOrAllRecurringInvoiceIssued   EventTypeOrAll = "recurring_invoice.issued"
+	EventTypeOrAllRecurringInvoiceSkipped  EventTypeOrAll = "recurring_invoice.skipped"
+	EventTypeOrAllRecurringInvoiceUpdated  EventTypeOrAll = "recurring_invoice.updated"
+	EventTypeOrAllSavedCardRemoved         EventTypeOrAll = "saved_card.removed"
+	EventTypeOrAllTerminalPaymentApproved  EventTypeOrAll = "terminal_payment.approved"
+	EventTypeOrAllTerminalPaymentCancelled EventTypeOrAll = "terminal_payment.cancelled"
+	EventTypeOrAllTerminalPaymentDeclined  EventTypeOrAll = "terminal_payment.declined"
+	EventTypeOrAllTerminalPaymentFailed    EventTypeOrAll = "terminal_payment.failed"
+	EventTypeOrAllTerminalPaymentTimedOut  EventTypeOrAll = "terminal_payment.timed_out"
+	EventTypeOrAllWebhookPing              EventTypeOrAll = "webhook.ping"
 )
 
 // Valid indicates whether the value is a known member of the EventTypeOrAll enum.
@@ -345,6 +482,12 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllCardPaymentRefunded:
 		return true
+	case EventTypeOrAllCustomerCreated:
+		return true
+	case EventTypeOrAllCustomerDeleted:
+		return true
+	case EventTypeOrAllCustomerUpdated:
+		return true
 	case EventTypeOrAllDepositCreated:
 		return true
 	case EventTypeOrAllDepositPaid:
@@ -352,6 +495,10 @@ func (e EventTypeOrAll) Valid() bool {
 	case EventTypeOrAllInvoiceCancelled:
 		return true
 	case EventTypeOrAllInvoiceCreated:
+		return true
+	case EventTypeOrAllInvoiceDeleted:
+		return true
+	case EventTypeOrAllInvoiceFinalized:
 		return true
 	case EventTypeOrAllInvoicePaid:
 		return true
@@ -367,7 +514,29 @@ func (e EventTypeOrAll) Valid() bool {
 		return true
 	case EventTypeOrAllInvoiceSent:
 		return true
+	case EventTypeOrAllInvoiceUpdated:
+		return true
+	case EventTypeOrAllRecurringInvoiceCreated:
+		return true
+	case EventTypeOrAllRecurringInvoiceEnded:
+		return true
+	case EventTypeOrAllRecurringInvoiceIssued:
+		return true
+	case EventTypeOrAllRecurringInvoiceSkipped:
+		return true
+	case EventTypeOrAllRecurringInvoiceUpdated:
+		return true
 	case EventTypeOrAllSavedCardRemoved:
+		return true
+	case EventTypeOrAllTerminalPaymentApproved:
+		return true
+	case EventTypeOrAllTerminalPaymentCancelled:
+		return true
+	case EventTypeOrAllTerminalPaymentDeclined:
+		return true
+	case EventTypeOrAllTerminalPaymentFailed:
+		return true
+	case EventTypeOrAllTerminalPaymentTimedOut:
 		return true
 	case EventTypeOrAllWebhookPing:
 		return true
@@ -415,6 +584,36 @@ const (
 func (e InvoiceCreatedEventType) Valid() bool {
 	switch e {
 	case InvoiceCreatedEventTypeInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceDeletedEventType.
+const (
+	InvoiceDeletedEventTypeInvoiceDeleted InvoiceDeletedEventType = "invoice.deleted"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDeletedEventType enum.
+func (e InvoiceDeletedEventType) Valid() bool {
+	switch e {
+	case InvoiceDeletedEventTypeInvoiceDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFinalizedEventType.
+const (
+	InvoiceFinalizedEventTypeInvoiceFinalized InvoiceFinalizedEventType = "invoice.finalized"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFinalizedEventType enum.
+func (e InvoiceFinalizedEventType) Valid() bool {
+	switch e {
+	case InvoiceFinalizedEventTypeInvoiceFinalized:
 		return true
 	default:
 		return false
@@ -529,6 +728,7 @@ func (e InvoiceSentEventType) Valid() bool {
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusCancelled InvoiceStatus = "cancelled"
+	InvoiceStatusDraft     InvoiceStatus = "draft"
 	InvoiceStatusOpen      InvoiceStatus = "open"
 	InvoiceStatusPaid      InvoiceStatus = "paid"
 	InvoiceStatusPartPaid  InvoiceStatus = "part_paid"
@@ -539,11 +739,28 @@ func (e InvoiceStatus) Valid() bool {
 	switch e {
 	case InvoiceStatusCancelled:
 		return true
+	case InvoiceStatusDraft:
+		return true
 	case InvoiceStatusOpen:
 		return true
 	case InvoiceStatusPaid:
 		return true
 	case InvoiceStatusPartPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceUpdatedEventType.
+const (
+	InvoiceUpdatedEventTypeInvoiceUpdated InvoiceUpdatedEventType = "invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceUpdatedEventType enum.
+func (e InvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case InvoiceUpdatedEventTypeInvoiceUpdated:
 		return true
 	default:
 		return false
@@ -703,6 +920,123 @@ func (e RecordPaymentRequestMethod) Valid() bool {
 	}
 }
 
+// Defines values for RecurringInterval.
+const (
+	RecurringIntervalMonth RecurringInterval = "month"
+	RecurringIntervalWeek  RecurringInterval = "week"
+	RecurringIntervalYear  RecurringInterval = "year"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInterval enum.
+func (e RecurringInterval) Valid() bool {
+	switch e {
+	case RecurringIntervalMonth:
+		return true
+	case RecurringIntervalWeek:
+		return true
+	case RecurringIntervalYear:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceCreatedEventType.
+const (
+	RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated RecurringInvoiceCreatedEventType = "recurring_invoice.created"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceCreatedEventType enum.
+func (e RecurringInvoiceCreatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceCreatedEventTypeRecurringInvoiceCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceEndedEventType.
+const (
+	RecurringInvoiceEndedEventTypeRecurringInvoiceEnded RecurringInvoiceEndedEventType = "recurring_invoice.ended"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceEndedEventType enum.
+func (e RecurringInvoiceEndedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceEndedEventTypeRecurringInvoiceEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceIssuedEventType.
+const (
+	RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued RecurringInvoiceIssuedEventType = "recurring_invoice.issued"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceIssuedEventType enum.
+func (e RecurringInvoiceIssuedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceIssuedEventTypeRecurringInvoiceIssued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceSkippedEventType.
+const (
+	RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped RecurringInvoiceSkippedEventType = "recurring_invoice.skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceSkippedEventType enum.
+func (e RecurringInvoiceSkippedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceSkippedEventTypeRecurringInvoiceSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceStatus.
+const (
+	RecurringInvoiceStatusActive RecurringInvoiceStatus = "active"
+	RecurringInvoiceStatusEnded  RecurringInvoiceStatus = "ended"
+	RecurringInvoiceStatusPaused RecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceStatus enum.
+func (e RecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case RecurringInvoiceStatusActive:
+		return true
+	case RecurringInvoiceStatusEnded:
+		return true
+	case RecurringInvoiceStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecurringInvoiceUpdatedEventType.
+const (
+	RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated RecurringInvoiceUpdatedEventType = "recurring_invoice.updated"
+)
+
+// Valid indicates whether the value is a known member of the RecurringInvoiceUpdatedEventType enum.
+func (e RecurringInvoiceUpdatedEventType) Valid() bool {
+	switch e {
+	case RecurringInvoiceUpdatedEventTypeRecurringInvoiceUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SavedCardRemovedEventType.
 const (
 	SavedCardRemovedEventTypeSavedCardRemoved SavedCardRemovedEventType = "saved_card.removed"
@@ -712,6 +1046,159 @@ const (
 func (e SavedCardRemovedEventType) Valid() bool {
 	switch e {
 	case SavedCardRemovedEventTypeSavedCardRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentEntryMode.
+const (
+	TerminalPaymentEntryModeChip        TerminalPaymentEntryMode = "chip"
+	TerminalPaymentEntryModeContactless TerminalPaymentEntryMode = "contactless"
+	TerminalPaymentEntryModeLessThannil TerminalPaymentEntryMode = "<nil>"
+	TerminalPaymentEntryModeManual      TerminalPaymentEntryMode = "manual"
+	TerminalPaymentEntryModeSwipe       TerminalPaymentEntryMode = "swipe"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentEntryMode enum.
+func (e TerminalPaymentEntryMode) Valid() bool {
+	switch e {
+	case TerminalPaymentEntryModeChip:
+		return true
+	case TerminalPaymentEntryModeContactless:
+		return true
+	case TerminalPaymentEntryModeLessThannil:
+		return true
+	case TerminalPaymentEntryModeManual:
+		return true
+	case TerminalPaymentEntryModeSwipe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentApprovedEventType.
+const (
+	TerminalPaymentApprovedEventTypeTerminalPaymentApproved TerminalPaymentApprovedEventType = "terminal_payment.approved"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentApprovedEventType enum.
+func (e TerminalPaymentApprovedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentApprovedEventTypeTerminalPaymentApproved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentCancelledEventType.
+const (
+	TerminalPaymentCancelledEventTypeTerminalPaymentCancelled TerminalPaymentCancelledEventType = "terminal_payment.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentCancelledEventType enum.
+func (e TerminalPaymentCancelledEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentCancelledEventTypeTerminalPaymentCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentDeclinedEventType.
+const (
+	TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined TerminalPaymentDeclinedEventType = "terminal_payment.declined"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentDeclinedEventType enum.
+func (e TerminalPaymentDeclinedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentDeclinedEventTypeTerminalPaymentDeclined:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentFailedEventType.
+const (
+	TerminalPaymentFailedEventTypeTerminalPaymentFailed TerminalPaymentFailedEventType = "terminal_payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentFailedEventType enum.
+func (e TerminalPaymentFailedEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentFailedEventTypeTerminalPaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentStatus.
+const (
+	TerminalPaymentStatusApproved  TerminalPaymentStatus = "approved"
+	TerminalPaymentStatusCancelled TerminalPaymentStatus = "cancelled"
+	TerminalPaymentStatusDeclined  TerminalPaymentStatus = "declined"
+	TerminalPaymentStatusFailed    TerminalPaymentStatus = "failed"
+	TerminalPaymentStatusPending   TerminalPaymentStatus = "pending"
+	TerminalPaymentStatusTimedOut  TerminalPaymentStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentStatus enum.
+func (e TerminalPaymentStatus) Valid() bool {
+	switch e {
+	case TerminalPaymentStatusApproved:
+		return true
+	case TerminalPaymentStatusCancelled:
+		return true
+	case TerminalPaymentStatusDeclined:
+		return true
+	case TerminalPaymentStatusFailed:
+		return true
+	case TerminalPaymentStatusPending:
+		return true
+	case TerminalPaymentStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalPaymentTimedOutEventType.
+const (
+	TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut TerminalPaymentTimedOutEventType = "terminal_payment.timed_out"
+)
+
+// Valid indicates whether the value is a known member of the TerminalPaymentTimedOutEventType enum.
+func (e TerminalPaymentTimedOutEventType) Valid() bool {
+	switch e {
+	case TerminalPaymentTimedOutEventTypeTerminalPaymentTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TerminalStatus.
+const (
+	TerminalStatusBusy    TerminalStatus = "busy"
+	TerminalStatusOffline TerminalStatus = "offline"
+	TerminalStatusOnline  TerminalStatus = "online"
+)
+
+// Valid indicates whether the value is a known member of the TerminalStatus enum.
+func (e TerminalStatus) Valid() bool {
+	switch e {
+	case TerminalStatusBusy:
+		return true
+	case TerminalStatusOffline:
+		return true
+	case TerminalStatusOnline:
 		return true
 	default:
 		return false
@@ -751,6 +1238,24 @@ const (
 func (e TokenResponseTokenType) Valid() bool {
 	switch e {
 	case TokenResponseTokenTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateRecurringInvoiceStatus.
+const (
+	UpdateRecurringInvoiceStatusActive UpdateRecurringInvoiceStatus = "active"
+	UpdateRecurringInvoiceStatusPaused UpdateRecurringInvoiceStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the UpdateRecurringInvoiceStatus enum.
+func (e UpdateRecurringInvoiceStatus) Valid() bool {
+	switch e {
+	case UpdateRecurringInvoiceStatusActive:
+		return true
+	case UpdateRecurringInvoiceStatusPaused:
 		return true
 	default:
 		return false
@@ -1007,7 +1512,7 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
-// CardPayment One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+// CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
 	Amount DecimalString `json:"amount"`
@@ -1034,6 +1539,9 @@ type CardPayment struct {
 	// DepositId The deposit that settled it (an approved sale or refund, once its batch closed); null until then, and always for a declined card payment.
 	DepositId *openapi_types.UUID `json:"depositId"`
 
+	// EntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+	EntryMode *CardPaymentEntryMode `json:"entryMode"`
+
 	// Id Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
 	Id openapi_types.UUID `json:"id"`
 
@@ -1045,7 +1553,7 @@ type CardPayment struct {
 	// InvoiceNumber Example: INV-1042
 	InvoiceNumber string `json:"invoiceNumber"`
 
-	// Kind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+	// Kind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 	//
 	// Example: sale
 	Kind CardPaymentKind `json:"kind"`
@@ -1091,7 +1599,13 @@ type CardPayment struct {
 	//
 	// Example: approved
 	Status CardPaymentStatus `json:"status"`
+
+	// TerminalId The card terminal of a sale made at one (`POST /terminal-payments`); null otherwise.
+	TerminalId *openapi_types.UUID `json:"terminalId"`
 }
+
+// CardPaymentEntryMode How the card reached the terminal, for a sale made at a card terminal; null otherwise (the pay page, refunds).
+type CardPaymentEntryMode string
 
 // CardPaymentApprovedEvent `card_payment.approved`: A sale was approved.
 type CardPaymentApprovedEvent struct {
@@ -1100,7 +1614,7 @@ type CardPaymentApprovedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1125,7 +1639,7 @@ type CardPaymentDeclinedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1143,7 +1657,7 @@ type CardPaymentDeclinedEvent struct {
 // CardPaymentDeclinedEventType Example: card_payment.declined
 type CardPaymentDeclinedEventType string
 
-// CardPaymentKind `sale`: a charge made on a pay page. `refund`: money given back on an approved sale.
+// CardPaymentKind `sale`: a charge made on a pay page or at a card terminal. `refund`: money given back on an approved sale.
 //
 // Example: sale
 type CardPaymentKind string
@@ -1155,7 +1669,7 @@ type CardPaymentRefundedEvent struct {
 	// Example: 2025-03-18T19:45:12.123456Z
 	CreatedAt time.Time `json:"createdAt"`
 
-	// Data One attempt to move money on a card: a sale made on a pay page (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
+	// Data One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 	Data CardPayment `json:"data"`
 
 	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
@@ -1188,10 +1702,15 @@ type CreatePaymentRequest struct {
 	// Example: Whitfield Catering LLC
 	CustomerCompany *string `json:"customerCompany"`
 
-	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required in practice: `null` is a 400 with `errors.customerEmail`. It also identifies the customer whose delivery preference and saved cards apply.
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. Nullable in the schema, but required without `customerId`: `null` then is a 400 with `errors.customerEmail`; with `customerId`, `null` takes the customer's email. It finds the invoice's customer when `customerId` is not given.
 	//
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
+
+	// CustomerId Optional. The customer to bill, from `GET /customers`. Its name, company, email and phone fill those of the invoice that are null; those given apply to this invoice only (the customer is not changed), but a `customerEmail` other than the customer's (compared without regard to case) is a 422 `Customer email differs`. Not a customer of the caller's organization → 422 `Unknown customer`. Absent or null: the invoice's `customerEmail` finds the organization's customer with that email (any case), or makes one from the invoice's `customerName`, `customerCompany` and `customerPhone` (event `customer.created`). A customer whose `taxExempt` is true takes no tax: a line with a `taxRate` other than null or 0 is then a 422 `Customer is tax-exempt` keyed `lines[i].taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
 
 	// CustomerName Customer name. At most 200 characters.
 	//
@@ -1207,6 +1726,11 @@ type CreatePaymentRequest struct {
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
+
+	// Draft Optional, default `false`. `true` saves the invoice as a `draft`: no pay link, nothing sent, not payable, until `POST /payment-requests/{id}/finalize`. Not with `send: true` nor with a `sendAt` (400 keyed by that field).
+	//
+	// Example: false
+	Draft *bool `json:"draft,omitempty"`
 
 	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
 	//
@@ -1249,6 +1773,326 @@ type CreatePaymentRequest struct {
 	// Example: 2025-04-01T14:00:00Z
 	SendAt *time.Time `json:"sendAt,omitempty"`
 }
+
+// CreateRecurringInvoice The body of `POST /recurring-invoices`. Every key is required; the nullable ones take `null`. The invoice members follow the rules of `POST /payment-requests`.
+type CreateRecurringInvoice struct {
+	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
+	Amount Decimal `json:"amount"`
+
+	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How each pay link goes, as on `POST /payment-requests`; `null` means `email`.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery"`
+
+	// DueDays Each invoice is due this many days after its issue day, 0–365.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter End after this many invoices (≥ 1); null with `endOn` null runs until ended. Not with `endOn`.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one (on or after `startOn`). Not with `endAfter`.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Issue every this many `interval`s, 1–12.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix 1–40 characters; the series' invoices are numbered `{prefix}-{n}`, `n` from 1 with four digits at least (`RET-0001`). Once per organization: a prefix another series has, ended or not, is a 422.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// Lines Each invoice's lines, 1–500, or null; as on `POST /payment-requests`.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo Free text shown on each invoice. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID every invoice of the series bills on. Not a MID of the caller's organization, or of an inactive location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// PoNumber Purchase order number on each invoice. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders, as on `POST /payment-requests`; `null` follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send `true`: each invoice's pay link is sent when it is issued; `false`: made and not sent.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// StartOn The first issue day (YYYY-MM-DD), today or later in the MID's location's time zone.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+}
+
+// Customer A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+type Customer struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address"`
+
+	// Company The customer's company.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company"`
+
+	// CreatedAt When the customer was made.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Email The customer's email, as sent.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email string `json:"email"`
+
+	// Id Customer id, for `customerId` on invoices.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceCount How many invoices the customer has, in any status.
+	//
+	// Example: 3
+	InvoiceCount int32 `json:"invoiceCount"`
+
+	// Name The customer's name.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name"`
+
+	// Notes The organization's own notes on the customer, never shown to the customer.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes"`
+
+	// OpenBalance The balances of the customer's `open` and `part_paid` invoices, added up, two decimals.
+	OpenBalance DecimalString `json:"openBalance"`
+
+	// Phone The customer's phone, for text delivery.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone"`
+
+	// Prefers How the customer asked, on the pay page, to get invoices (`email` or `text`, the values of `Delivery`), or null when they have not said: the customer's own choice, which the API does not change. It wins over an invoice's `delivery` on every send.
+	//
+	// Example: email
+	Prefers *Delivery `json:"prefers"`
+
+	// SavedCards The customer's saved cards, newest first.
+	SavedCards []SavedCard `json:"savedCards"`
+
+	// TaxExempt Whether the customer pays no tax (false unless set).
+	//
+	// Example: false
+	TaxExempt bool `json:"taxExempt"`
+
+	// UpdatedAt When the customer was last changed.
+	//
+	// Example: 2025-03-18T19:40:00Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CustomerAddress A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+type CustomerAddress struct {
+	// City City, 1–100 characters.
+	//
+	// Example: Round Rock
+	City string `json:"city"`
+
+	// Country ISO 3166-1 alpha-2 country code, upper case; `US` when left out.
+	//
+	// Example: US
+	Country *string `json:"country,omitempty"`
+
+	// Line1 Street address, 1–200 characters.
+	//
+	// Example: 1200 Cedar St
+	Line1 string `json:"line1"`
+
+	// Line2 Suite, unit or floor; at most 200 characters.
+	//
+	// Example: Suite 4
+	Line2 *string `json:"line2,omitempty"`
+
+	// PostalCode Postal code; at most 20 characters.
+	//
+	// Example: 78664
+	PostalCode *string `json:"postalCode,omitempty"`
+
+	// State State or region; at most 100 characters.
+	//
+	// Example: TX
+	State *string `json:"state,omitempty"`
+}
+
+// CustomerCreate The body of `POST /customers`. Only `email` is required; keys left out are null (`taxExempt`: false). A key not named here is a 400 keyed by it.
+type CustomerCreate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The customer's email: one bare address of at most 254 characters whose domain has a dot, kept as sent. Another customer of the organization with it (in any case) is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email openapi_types.Email `json:"email"`
+
+	// Name Name, at most 200 characters.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes of the organization's own, at most 2000 characters.
+	//
+	// Example: Invoices go to accounts payable.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone (E.164 recommended), at most 32 characters.
+	//
+	// Example: +15125550148
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax; false when left out.
+	//
+	// Example: false
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerCreatedEvent `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+type CustomerCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.created
+	Type CustomerCreatedEventType `json:"type"`
+}
+
+// CustomerCreatedEventType Example: customer.created
+type CustomerCreatedEventType string
+
+// CustomerDeletedEvent `customer.deleted`: A customer was deleted; `data` is the customer as it was.
+type CustomerDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.deleted
+	Type CustomerDeletedEventType `json:"type"`
+}
+
+// CustomerDeletedEventType Example: customer.deleted
+type CustomerDeletedEventType string
+
+// CustomerUpdate The body of `PATCH /customers/{id}`, a merge patch: keys left out stay as they are, `null` clears a nullable one; the rules are those of `CustomerCreate`.
+type CustomerUpdate struct {
+	// Address A customer's postal address, or null for none (in `PATCH`, null removes it). `line1` and `city` are required; `line2`, `state` and `postalCode` may be null or left out (answers leave them out when null); `country` is an ISO 3166-1 alpha-2 code of a country, `US` when left out (a code that names no country, as `ZZ` or `EU`, is a 400 keyed `address.country`).
+	Address *CustomerAddress `json:"address,omitempty"`
+
+	// Company Company, at most 200 characters; null clears it.
+	//
+	// Example: Whitfield Catering LLC
+	Company *string `json:"company,omitempty"`
+
+	// Email The new email (not null); another customer's is a 409 with `existingId`.
+	//
+	// Example: dana@whitfieldcatering.com
+	Email *openapi_types.Email `json:"email,omitempty"`
+
+	// Name Name, at most 200 characters; null clears it.
+	//
+	// Example: Dana Whitfield
+	Name *string `json:"name,omitempty"`
+
+	// Notes Notes, at most 2000 characters; null clears them.
+	//
+	// Example: Resale certificate on file.
+	Notes *string `json:"notes,omitempty"`
+
+	// Phone Phone, at most 32 characters; null clears it.
+	Phone *string `json:"phone,omitempty"`
+
+	// TaxExempt Whether the customer pays no tax (not null).
+	//
+	// Example: true
+	TaxExempt *bool `json:"taxExempt,omitempty"`
+}
+
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+type CustomerUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A customer of the organization: who its invoices are to. Every key is always present (nullable ones may be null). `email` is unique within the organization, compared without regard to case, and kept exactly as sent.
+	Data Customer `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: customer.updated
+	Type CustomerUpdatedEventType `json:"type"`
+}
+
+// CustomerUpdatedEventType Example: customer.updated
+type CustomerUpdatedEventType string
 
 // Decimal An exact decimal number (amount, quantity or unit cost). Accepted as a JSON number or as a JSON string matching `^-?(?:0|[1-9]\d*)(?:\.\d+)?$` of at most 40 characters (checked before the value is parsed; a JSON number of more than 40 characters, or of more than 40 once written out in full such as `1e308` or `1e-400`, is refused likewise, with a 400 keyed by the field as sent); never handled as a binary float by the server. An error message quotes at most 40 characters of a value it refuses. This is the request form; answers use `DecimalString`.
 //
@@ -1448,15 +2292,31 @@ type EventDeliveryStatus string
 // - `invoice.part_paid`: A payment left a balance.
 // - `invoice.paid`: A payment paid the invoice in full.
 // - `invoice.cancelled`: The invoice was cancelled.
+// - `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+// - `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+// - `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
 // - `invoice.payment_recorded`: A payment made outside the card was recorded (`POST /payment-requests/{id}/payments`); `data` is the payment and the invoice.
 // - `invoice.payment_removed`: A recorded payment was removed; `data` is the payment as it was and the invoice.
 // - `invoice.reminder_sent`: A reminder of the balance was queued for the customer (`remindersSent`, `lastRemindedAt`).
 // - `card_payment.approved`: A sale was approved.
 // - `card_payment.declined`: A sale, or a refund, was declined.
 // - `card_payment.refunded`: A refund was approved; `data` is the refund (its `refundOf` is the sale).
+// - `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+// - `terminal_payment.declined`: A terminal payment was declined by the issuer.
+// - `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+// - `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+// - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
+// - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
+// - `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+// - `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+// - `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+// - `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+// - `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
 // - `application.submitted`: A merchant application was submitted through the reseller's sign-up page (or added by an operator); `data` is the application at stage `submitted` (resellers).
 // - `application.stage_changed`: A merchant application moved to another stage (resellers).
 // - `webhook.ping`: A test event (`POST /webhook-endpoints/{id}/ping`).
@@ -1468,6 +2328,19 @@ type EventType string
 //
 // Example: *
 type EventTypeOrAll string
+
+// FinalizePaymentRequest The optional body of `POST /payment-requests/{id}/finalize`: `send` and `sendAt` as on creation. Both may be left out.
+type FinalizePaymentRequest struct {
+	// Send `false`: open the invoice and make its link but send nothing. `true`, `null` or absent: send the link now, or at `sendAt` when it is given.
+	//
+	// Example: true
+	Send *bool `json:"send,omitempty"`
+
+	// SendAt When to send the pay link instead of now: in the future, at most a year ahead (else 400 `errors.sendAt`); not with `send: false`. Shown as `scheduledSendAt` until it goes out.
+	//
+	// Example: 2025-04-01T14:00:00Z
+	SendAt *time.Time `json:"sendAt,omitempty"`
+}
 
 // Health Result of a liveness or readiness probe.
 type Health struct {
@@ -1522,6 +2395,11 @@ type Invoice struct {
 	// Example: dana@whitfieldcatering.com
 	CustomerEmail *string `json:"customerEmail"`
 
+	// CustomerId The invoice's customer (`GET /customers/{id}`), never null: the one named at creation, or the one its `customerEmail` found or made.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
 	// CustomerName Customer name.
 	//
 	// Example: Dana Whitfield
@@ -1532,7 +2410,7 @@ type Invoice struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is kept per customer email within the organization and wins over the invoice's `delivery` for every later send.
+	// CustomerPrefers How the customer asked, on the pay page, to get invoices: `email` or `text` (the values of `Delivery`); always present, null when they have not said. It is the customer's `prefers` and wins over the invoice's `delivery` for every later send.
 	CustomerPrefers *Delivery `json:"customerPrefers"`
 
 	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
@@ -1572,7 +2450,7 @@ type Invoice struct {
 	// Lines Number of lines; the lines themselves are in `lineItems`.
 	Lines int32 `json:"lines"`
 
-	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Nullable for records that have no pay link; every invoice created through this interface has one.
+	// Link The pay link, `{PUBLIC_URL}/pay/{token}`, an HTML page for the customer. The token is random (at least 128 bits), never the invoice id. Null for a `draft`, which has no pay link until it is finalized; a change (`PATCH`) keeps it.
 	//
 	// Example: http://127.0.0.1:8080/pay/q1V7cX9mB3nZ5kL8wR2tY6pD4hF0jS
 	Link *string `json:"link"`
@@ -1619,7 +2497,7 @@ type Invoice struct {
 	// Example: 0
 	RemindersSent int32 `json:"remindersSent"`
 
-	// SavedCards The customer's saved cards (the customer is identified by `customerEmail` within the organization), newest first. Absent in lists.
+	// SavedCards The saved cards of the invoice's customer (`customerId`), newest first. Absent in lists.
 	SavedCards *[]SavedCard `json:"savedCards,omitempty"`
 
 	// ScheduledSendAt When the pay link is to be sent (`sendAt` at creation); null when no send is scheduled: never scheduled, sent already, cancelled or paid first.
@@ -1639,14 +2517,16 @@ type Invoice struct {
 	SentVia *Delivery `json:"sentVia"`
 
 	// Status Status of an invoice:
-	// - `open`: created, nothing paid yet.
+	// - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+	//   reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+	// - `open`: created (or finalized), nothing paid yet.
 	// - `part_paid`: a payment left a balance.
 	// - `paid`: the balance is cleared (`paidAt` is set). Final.
 	// - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 	//   `cancelledByName` set); the pay link accepts no payment. Final.
 	//
-	// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-	// `open` / `part_paid` → `cancelled`.
+	// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+	// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 	//
 	//
 	// Example: open
@@ -1661,6 +2541,11 @@ type Invoice struct {
 	//
 	// Example: 61.88
 	TaxAmount DecimalString `json:"taxAmount"`
+
+	// Version 1 when the invoice is made, one more at each change of its own fields (`PATCH /payment-requests/{id}`); payments, sends and reminders do not count. Every answer carrying one invoice has it as its `ETag`. The pay page holds the version it showed: a form shown before a change charges nothing after it.
+	//
+	// Example: 1
+	Version int32 `json:"version"`
 }
 
 // InvoiceCancelledEvent `invoice.cancelled`: The invoice was cancelled.
@@ -1712,6 +2597,56 @@ type InvoiceCreatedEvent struct {
 
 // InvoiceCreatedEventType Example: invoice.created
 type InvoiceCreatedEventType string
+
+// InvoiceDeletedEvent `invoice.deleted`: A draft was deleted (`DELETE`); `data` is the draft as it was.
+type InvoiceDeletedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.deleted
+	Type InvoiceDeletedEventType `json:"type"`
+}
+
+// InvoiceDeletedEventType Example: invoice.deleted
+type InvoiceDeletedEventType string
+
+// InvoiceFinalizedEvent `invoice.finalized`: A draft was finalized (`POST …/finalize`): now `open`, with its pay link.
+type InvoiceFinalizedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.finalized
+	Type InvoiceFinalizedEventType `json:"type"`
+}
+
+// InvoiceFinalizedEventType Example: invoice.finalized
+type InvoiceFinalizedEventType string
 
 // InvoiceLine One line of an invoice as the server returns it (`lineItems`): `quantity`, `unitCost`, `amount`, `taxRate` and `taxAmount` always as decimal strings. Every key is present; `uom`, `commodityCode`, `upc` and `taxRate` may be null. A line's `amount` is round-half-up(quantity × unitCost, 2 places); its `taxAmount` is round-half-up(amount × taxRate ÷ 100, 2 places), `"0.00"` without a rate (half up: ties away from zero, so a discount line's tax of −0.005 is −0.01). Line-level (Level 3) data goes to the card processor with a payment when every line has `uom`, `commodityCode` and `upc`, each line with its tax amount.
 //
@@ -1965,17 +2900,44 @@ type InvoiceSentEvent struct {
 type InvoiceSentEventType string
 
 // InvoiceStatus Status of an invoice:
-//   - `open`: created, nothing paid yet.
+//   - `draft`: saved unfinished (`draft: true` at creation): no pay link, never sent,
+//     reminded or paid. Changed with `PATCH`, opened with `…/finalize`, or deleted.
+//   - `open`: created (or finalized), nothing paid yet.
 //   - `part_paid`: a payment left a balance.
 //   - `paid`: the balance is cleared (`paidAt` is set). Final.
 //   - `cancelled`: cancelled from `open` or `part_paid` (`cancelledAt`,
 //     `cancelledByName` set); the pay link accepts no payment. Final.
 //
-// Transitions: `open` → `part_paid` → `paid`; `open` → `paid`;
-// `open` / `part_paid` → `cancelled`.
+// Transitions: `draft` → `open` (finalize) or deleted; `open` → `part_paid` →
+// `paid`; `open` → `paid`; `open` / `part_paid` → `cancelled`.
 //
 // Example: open
 type InvoiceStatus string
+
+// InvoiceUpdatedEvent `invoice.updated`: The invoice's own fields were changed (`PATCH`); `data` is the invoice as changed, at its new `version`.
+type InvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data An invoice (payment request) as returned. Every key listed as required is always present (nullable ones may be null): `customerPrefers` too, null when the customer stated no choice. `lineItems`, `payments` and `savedCards` are present when one invoice is read, created, sent or cancelled; lists omit them. `balance` is always `amount` − `amountPaid`; `amount` is always `subtotal` + `taxAmount`.
+	Data Invoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: invoice.updated
+	Type InvoiceUpdatedEventType `json:"type"`
+}
+
+// InvoiceUpdatedEventType Example: invoice.updated
+type InvoiceUpdatedEventType string
 
 // Jwk An Ed25519 public key (RFC 8037).
 type Jwk struct {
@@ -2204,6 +3166,73 @@ type Payment struct {
 // Example: card
 type PaymentMethod string
 
+// PaymentRequestChange The body of `PATCH /payment-requests/{id}`, a JSON merge patch: any of the members of `POST /payment-requests` but `draft`, `send` and `sendAt` (each a 400 "unknown field"), every one optional. A member given replaces the invoice's; `null` clears a nullable one (`merchantAccountId`, `invoiceNumber`, `amount` and `customerEmail` cannot be null); one left out stays. The invoice as changed obeys every rule of creation. `lines` given without `amount` makes `amount` their total.
+type PaymentRequestChange struct {
+	// Amount Invoice amount: greater than 0, at most 2 decimal places, at most 999999999.99. When `lines` are given they must add up to it.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// CustomerCompany Customer company. At most 200 characters.
+	//
+	// Example: Whitfield Catering LLC
+	CustomerCompany *string `json:"customerCompany,omitempty"`
+
+	// CustomerEmail Customer email: one bare address (no display name) of at most 254 characters whose domain has a dot. Stored and returned exactly as sent, a quoted local part (`"x.y"@example.com`) included; only the matching of customers ignores case. It cannot be null. It also identifies the customer whose delivery preference and saved cards apply.
+	//
+	// Example: dana@whitfieldcatering.com
+	CustomerEmail *string `json:"customerEmail,omitempty"`
+
+	// CustomerId The invoice's customer, from `GET /customers`, as on creation: its details fill those of the invoice left null, a `customerEmail` other than its own is a 422 `Customer email differs`, not a customer of the caller's organization → 422 `Unknown customer`. `null` (or a new `customerEmail` without `customerId`): the customer with the invoice's email, made when there is none. Left out, with `customerEmail` left out too: the invoice keeps its customer. Whichever customer the invoice has after the change, a tax-exempt one takes no tax (422 `Customer is tax-exempt` keyed `lines[i].taxRate`).
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId *openapi_types.UUID `json:"customerId,omitempty"`
+
+	// CustomerName Customer name. At most 200 characters.
+	//
+	// Example: Dana Whitfield
+	CustomerName *string `json:"customerName,omitempty"`
+
+	// CustomerPhone Customer phone for text delivery (E.164 recommended). At most 32 characters. Required when `delivery` is `text`.
+	//
+	// Example: +15125550148
+	CustomerPhone *string `json:"customerPhone,omitempty"`
+
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	//
+	// Example: email
+	Delivery *Delivery `json:"delivery,omitempty"`
+
+	// DueDate Due date (YYYY-MM-DD), a date of the calendar (`2031-02-30` is a 400 keyed `dueDate`).
+	//
+	// Example: 2025-04-30
+	DueDate *openapi_types.Date `json:"dueDate,omitempty"`
+
+	// InvoiceNumber Invoice number, 1–64 characters, unique within the organization (a repeat is a 422).
+	//
+	// Example: INV-1042
+	InvoiceNumber *string `json:"invoiceNumber,omitempty"`
+
+	// Lines The invoice lines, 1–500, or null for none. When given, the sum over lines of round-half-up(quantity × unitCost, 2 places) must equal `amount`, else 400 `errors.lines`.
+	Lines *[]InvoiceLineInput `json:"lines,omitempty"`
+
+	// Memo Free text shown to the customer. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo,omitempty"`
+
+	// MerchantAccountId The MID to bill on: an `id` from `GET /accounts`. Not a MID of the caller's organization → 422 `Unknown merchant account`; a MID of an inactive or suspended location → 422.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId *openapi_types.UUID `json:"merchantAccountId,omitempty"`
+
+	// PoNumber Purchase order number. At most 64 characters.
+	//
+	// Example: PO-7781
+	PoNumber *string `json:"poNumber,omitempty"`
+
+	// Reminders Optional. `true`: remind the customer on the organization's reminder schedule even while it is disabled; `false`: never remind about this invoice; absent or `null`: follow the schedule's `enabled`.
+	Reminders *bool `json:"reminders,omitempty"`
+}
+
 // PortfolioMerchant A merchant in a reseller's portfolio. Every key is always present; `logoUrl` may be null.
 type PortfolioMerchant struct {
 	// Id The merchant organization id.
@@ -2239,7 +3268,7 @@ type PortfolioMerchantStatus string
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Problem struct {
@@ -2252,6 +3281,11 @@ type Problem struct {
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
+
+	// ExistingId Only on a 409 `conflict`, the id of the customer that already has the email.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	ExistingId *openapi_types.UUID `json:"existingId,omitempty"`
 
 	// Status The HTTP status code.
 	//
@@ -2316,6 +3350,278 @@ type RecordedPaymentChange struct {
 	// Payment Money received toward the invoice: an approved sale made on its pay page (`method: card`; its `id` is the card payment's, `GET /card-payments/{id}`), or a payment made outside the card processor that the merchant recorded (`method` `cash`, `check`, `bank_transfer` or `other`; `POST /payment-requests/{id}/payments`), which is no card payment: it is never in `/card-payments` nor in a deposit, and its card fields are null (`level3Sent` and `savedCard` false, `amountRefunded` `"0.00"`). Card numbers are never stored; only the last four digits.
 	Payment Payment `json:"payment"`
 }
+
+// RecurringInterval The unit a series repeats by.
+//
+// Example: month
+type RecurringInterval string
+
+// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+type RecurringInvoice struct {
+	// Amount The amount of the next invoice.
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt When the series was created.
+	//
+	// Example: 2027-01-20T15:04:05Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CustomerId The customer its invoices bill.
+	//
+	// Example: 0190f3b0-4c2d-7e1f-8a3b-5c6d7e8f9a0b
+	CustomerId openapi_types.UUID `json:"customerId"`
+
+	// Delivery How to send an invoice's pay link: `email` (to `customerEmail`) or `text` (to `customerPhone`, which must then be given).
+	//
+	// Example: email
+	Delivery Delivery `json:"delivery"`
+
+	// DueDays Days from issue to due.
+	//
+	// Example: 14
+	DueDays int32 `json:"dueDays"`
+
+	// EndAfter The series ends after this many invoices, or null.
+	//
+	// Example: 12
+	EndAfter *int32 `json:"endAfter"`
+
+	// EndOn No issue day after this one, or null.
+	EndOn *openapi_types.Date `json:"endOn"`
+
+	// Id The series' id.
+	//
+	// Example: 0193a5c1-7e2f-7a1b-9c3d-4e5f6a7b8c9d
+	Id openapi_types.UUID `json:"id"`
+
+	// Interval The unit a series repeats by.
+	//
+	// Example: month
+	Interval RecurringInterval `json:"interval"`
+
+	// IntervalCount Every this many intervals.
+	//
+	// Example: 1
+	IntervalCount int32 `json:"intervalCount"`
+
+	// InvoiceNumberPrefix Its invoices are numbered `{prefix}-{n}`.
+	//
+	// Example: RET
+	InvoiceNumberPrefix string `json:"invoiceNumberPrefix"`
+
+	// IssuedCount Invoices issued so far.
+	//
+	// Example: 0
+	IssuedCount int32 `json:"issuedCount"`
+
+	// LastInvoiceId The invoice issued last, or null.
+	LastInvoiceId *openapi_types.UUID `json:"lastInvoiceId"`
+
+	// Lines The lines of the next invoice, or null.
+	Lines *[]InvoiceLineInput `json:"lines"`
+
+	// Memo The memo of the next invoice.
+	//
+	// Example: Thank you for your business.
+	Memo *string `json:"memo"`
+
+	// MerchantAccountId The MID its invoices bill on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// NextIssueOn The next issue day; null once ended. While paused, the day it would be.
+	//
+	// Example: 2027-01-31
+	NextIssueOn *openapi_types.Date `json:"nextIssueOn"`
+
+	// PoNumber The PO number of the next invoice.
+	PoNumber *string `json:"poNumber"`
+
+	// Reminders Each invoice's reminders; null follows the organization's schedule.
+	Reminders *bool `json:"reminders"`
+
+	// Send Whether each invoice's pay link is sent when issued.
+	//
+	// Example: true
+	Send bool `json:"send"`
+
+	// SkippedCount Occurrences skipped because payreq came to them more than 3 days late.
+	//
+	// Example: 0
+	SkippedCount int32 `json:"skippedCount"`
+
+	// StartOn The first issue day.
+	//
+	// Example: 2027-01-31
+	StartOn openapi_types.Date `json:"startOn"`
+
+	// Status Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+	//
+	// Example: active
+	Status RecurringInvoiceStatus `json:"status"`
+
+	// Upcoming The next three issue days (fewer near the end; none once ended).
+	//
+	// Example: ["2027-01-31","2027-02-28","2027-03-31"]
+	Upcoming []openapi_types.Date `json:"upcoming"`
+
+	// UpdatedAt When it last changed (a change, an issue, a skip).
+	//
+	// Example: 2027-01-20T15:04:05Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// RecurringInvoiceCreatedEvent `recurring_invoice.created`: A recurring invoice was created (`POST /recurring-invoices`).
+type RecurringInvoiceCreatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.created
+	Type RecurringInvoiceCreatedEventType `json:"type"`
+}
+
+// RecurringInvoiceCreatedEventType Example: recurring_invoice.created
+type RecurringInvoiceCreatedEventType string
+
+// RecurringInvoiceEndedEvent `recurring_invoice.ended`: A recurring invoice ended: by `DELETE`, after `endAfter` invoices, or past `endOn`.
+type RecurringInvoiceEndedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.ended
+	Type RecurringInvoiceEndedEventType `json:"type"`
+}
+
+// RecurringInvoiceEndedEventType Example: recurring_invoice.ended
+type RecurringInvoiceEndedEventType string
+
+// RecurringInvoiceIssuedEvent `recurring_invoice.issued`: An occurrence issued its invoice; `data` is the series, the day and the invoice id.
+type RecurringInvoiceIssuedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.issued
+	Type RecurringInvoiceIssuedEventType `json:"type"`
+}
+
+// RecurringInvoiceIssuedEventType Example: recurring_invoice.issued
+type RecurringInvoiceIssuedEventType string
+
+// RecurringInvoiceOccurrence The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+type RecurringInvoiceOccurrence struct {
+	// InvoiceId The invoice issued for it; null when skipped.
+	//
+	// Example: 8f7e6d5c-4b3a-4291-8e7f-6d5c4b3a2918
+	InvoiceId *openapi_types.UUID `json:"invoiceId"`
+
+	// IssueOn The occurrence's issue day.
+	//
+	// Example: 2027-02-28
+	IssueOn openapi_types.Date `json:"issueOn"`
+
+	// RecurringInvoice A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	RecurringInvoice RecurringInvoice `json:"recurringInvoice"`
+
+	// Skipped `true`: payreq came to it more than 3 days late and issued nothing.
+	//
+	// Example: false
+	Skipped bool `json:"skipped"`
+}
+
+// RecurringInvoiceSkippedEvent `recurring_invoice.skipped`: An occurrence was skipped, payreq coming to it more than 3 days late; `data` is the series and the day.
+type RecurringInvoiceSkippedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data The data of `recurring_invoice.issued` and `recurring_invoice.skipped`: the series as the occurrence left it, the occurrence's day, and the invoice issued (null when skipped).
+	Data RecurringInvoiceOccurrence `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.skipped
+	Type RecurringInvoiceSkippedEventType `json:"type"`
+}
+
+// RecurringInvoiceSkippedEventType Example: recurring_invoice.skipped
+type RecurringInvoiceSkippedEventType string
+
+// RecurringInvoiceStatus Where a series is: `active` (issuing), `paused` (issuing nothing until resumed) or `ended` (issuing nothing more; final).
+//
+// Example: active
+type RecurringInvoiceStatus string
+
+// RecurringInvoiceUpdatedEvent `recurring_invoice.updated`: A recurring invoice was changed, paused or resumed (`PATCH /recurring-invoices/{id}`).
+type RecurringInvoiceUpdatedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null.
+	Data RecurringInvoice `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: recurring_invoice.updated
+	Type RecurringInvoiceUpdatedEventType `json:"type"`
+}
+
+// RecurringInvoiceUpdatedEventType Example: recurring_invoice.updated
+type RecurringInvoiceUpdatedEventType string
 
 // RefundRequest A refund of a sale. Both keys are optional; a key not named here is a 400 keyed by it ("unknown field"), so that a misspelt `amount` never refunds the whole sale.
 type RefundRequest struct {
@@ -2399,6 +3705,257 @@ type SavedCardRemovedEvent struct {
 // SavedCardRemovedEventType Example: saved_card.removed
 type SavedCardRemovedEventType string
 
+// Terminal A card terminal in a store, on one MID. Every key is always present.
+type Terminal struct {
+	// Hsn Its hardware serial number at the gateway; unique among terminals.
+	//
+	// Example: C032UQ03960148
+	Hsn string `json:"hsn"`
+
+	// Id Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	Id openapi_types.UUID `json:"id"`
+
+	// LastSeenAt When it last answered a ping; null if it never did.
+	//
+	// Example: 2025-03-18T19:45:02Z
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+
+	// LocationId The location of its MID.
+	//
+	// Example: 5e8f0c2b-1d4a-4b3c-9e7f-a6b5c4d3e2f1
+	LocationId openapi_types.UUID `json:"locationId"`
+
+	// MerchantAccountId The MID its sales are made on.
+	//
+	// Example: 7d3f1a2e-5b4c-4e8a-9f61-2c0d8b7e4a13
+	MerchantAccountId openapi_types.UUID `json:"merchantAccountId"`
+
+	// Name What the merchant calls it (1–100 characters).
+	//
+	// Example: Front counter
+	Name string `json:"name"`
+
+	// Status `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+	//
+	// Example: online
+	Status TerminalStatus `json:"status"`
+}
+
+// TerminalPayment A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+type TerminalPayment struct {
+	// Aid A chip card's application identifier (AID), for the receipt; null otherwise.
+	//
+	// Example: A0000000031010
+	Aid *string `json:"aid"`
+
+	// Amount The amount asked, two decimals.
+	Amount DecimalString `json:"amount"`
+
+	// ApplicationLabel A chip card's application label, for the receipt; null otherwise.
+	//
+	// Example: VISA CREDIT
+	ApplicationLabel *string `json:"applicationLabel"`
+
+	// CardBrand The card's brand (`Visa`, …); null until known.
+	//
+	// Example: Visa
+	CardBrand *string `json:"cardBrand"`
+
+	// CardPaymentId The card payment (sale) it made, approved or declined; null otherwise.
+	//
+	// Example: 0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f
+	CardPaymentId *openapi_types.UUID `json:"cardPaymentId"`
+
+	// CreatedAt Example: 2025-03-18T19:44:58Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeclineReason Why it was declined or failed, in plain words; null otherwise.
+	DeclineReason *string `json:"declineReason"`
+
+	// EntryMode How the card was entered; null until known.
+	//
+	// Example: chip
+	EntryMode *TerminalPaymentEntryMode `json:"entryMode"`
+
+	// Id Example: 6d9a4c3e-1f5b-4a0c-97e8-9f0a1b2c3d4e
+	Id openapi_types.UUID `json:"id"`
+
+	// InvoiceId Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// LastFour Example: 1111
+	LastFour *string `json:"lastFour"`
+
+	// Status `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+	//
+	// Example: approved
+	Status TerminalPaymentStatus `json:"status"`
+
+	// TerminalId Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+
+	// UpdatedAt When its status last changed.
+	//
+	// Example: 2025-03-18T19:45:12Z
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// TerminalPaymentEntryMode How the card was entered; null until known.
+//
+// Example: chip
+type TerminalPaymentEntryMode string
+
+// TerminalPaymentApprovedEvent `terminal_payment.approved`: A terminal payment was approved; `data` is the terminal payment (its `cardPaymentId` is the sale).
+type TerminalPaymentApprovedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.approved
+	Type TerminalPaymentApprovedEventType `json:"type"`
+}
+
+// TerminalPaymentApprovedEventType Example: terminal_payment.approved
+type TerminalPaymentApprovedEventType string
+
+// TerminalPaymentCancelledEvent `terminal_payment.cancelled`: A terminal payment was cancelled, at the terminal or through the API.
+type TerminalPaymentCancelledEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.cancelled
+	Type TerminalPaymentCancelledEventType `json:"type"`
+}
+
+// TerminalPaymentCancelledEventType Example: terminal_payment.cancelled
+type TerminalPaymentCancelledEventType string
+
+// TerminalPaymentCreate A payment to take at a terminal.
+type TerminalPaymentCreate struct {
+	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	Amount *jsonnum.Decimal `json:"amount,omitempty"`
+
+	// InvoiceId An `open` or `part_paid` invoice of the organization.
+	//
+	// Example: 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
+	InvoiceId openapi_types.UUID `json:"invoiceId"`
+
+	// TerminalId One of the organization's terminals (`GET /terminals`), on the invoice's MID.
+	//
+	// Example: 4b7e2a1c-9d3f-4e8a-b5c6-7d8e9f0a1b2c
+	TerminalId openapi_types.UUID `json:"terminalId"`
+}
+
+// TerminalPaymentDeclinedEvent `terminal_payment.declined`: A terminal payment was declined by the issuer.
+type TerminalPaymentDeclinedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.declined
+	Type TerminalPaymentDeclinedEventType `json:"type"`
+}
+
+// TerminalPaymentDeclinedEventType Example: terminal_payment.declined
+type TerminalPaymentDeclinedEventType string
+
+// TerminalPaymentFailedEvent `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
+type TerminalPaymentFailedEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.failed
+	Type TerminalPaymentFailedEventType `json:"type"`
+}
+
+// TerminalPaymentFailedEventType Example: terminal_payment.failed
+type TerminalPaymentFailedEventType string
+
+// TerminalPaymentStatus `pending`: the terminal is being asked. `approved`: the card was charged (`cardPaymentId` is the sale). `declined`: the issuer declined (`declineReason`). `cancelled`: at the terminal or by `POST /terminal-payments/{id}/cancel`. `timed_out`: no outcome within the timeout, and none at the gateway. `failed`: the terminal could not take it (in use by another system, or offline; `declineReason` says which), or the invoice could no longer take the payment and the charge was voided.
+//
+// Example: approved
+type TerminalPaymentStatus string
+
+// TerminalPaymentTimedOutEvent `terminal_payment.timed_out`: A terminal payment had no outcome within the timeout, and none at the gateway.
+type TerminalPaymentTimedOutEvent struct {
+	// CreatedAt When the change was committed.
+	//
+	// Example: 2025-03-18T19:45:12.123456Z
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Data A payment asked of a card terminal. Every key is always present; what is not known yet is null.
+	Data TerminalPayment `json:"data"`
+
+	// Deliveries Only in `GET /events/{id}`; where the event stands at each endpoint.
+	Deliveries *[]EventDelivery `json:"deliveries,omitempty"`
+
+	// Id The event id; the `webhook-id` of its deliveries.
+	//
+	// Example: 0190f3a2-7b1c-7d4e-9a5b-3c2d1e0f9a8b
+	Id openapi_types.UUID `json:"id"`
+
+	// Type Example: terminal_payment.timed_out
+	Type TerminalPaymentTimedOutEventType `json:"type"`
+}
+
+// TerminalPaymentTimedOutEventType Example: terminal_payment.timed_out
+type TerminalPaymentTimedOutEventType string
+
+// TerminalStatus `online`: the terminal answered a ping in the last minute. `busy`: a terminal payment waits on it. `offline`: no answer to a ping for a minute or more (or never).
+//
+// Example: online
+type TerminalStatus string
+
 // TokenError An OAuth 2.0 error (RFC 6749 §5.2), used only by `/oauth/token`.
 type TokenError struct {
 	// Error `invalid_request` (400, 413, 415), `unsupported_grant_type` (400), `invalid_client` (401) or `too_many_requests` (429).
@@ -2467,6 +4024,50 @@ type TokenResponse struct {
 //
 // Example: Bearer
 type TokenResponseTokenType string
+
+// UpdateRecurringInvoice The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one.
+type UpdateRecurringInvoice struct {
+	// Amount The amount of the invoices issued from now on.
+	Amount *Decimal `json:"amount,omitempty"`
+
+	// DueDays Days from issue to due, 0–365.
+	//
+	// Example: 30
+	DueDays *int32 `json:"dueDays,omitempty"`
+
+	// EndAfter End after this many invoices in all (≥ 1), or null.
+	//
+	// Example: 6
+	EndAfter optional.Patch[int32] `json:"endAfter,omitempty,omitzero"`
+
+	// EndOn The last possible issue day, or null.
+	//
+	// Example: 2027-12-31
+	EndOn optional.Patch[openapi_types.Date] `json:"endOn,omitempty,omitzero"`
+
+	// Lines The lines of the invoices issued from now on, or null for none.
+	Lines optional.Patch[[]InvoiceLineInput] `json:"lines,omitempty,omitzero"`
+
+	// Memo Memo of the invoices issued from now on. At most 2000 characters.
+	//
+	// Example: Thank you for your business.
+	Memo optional.Patch[string] `json:"memo,omitempty,omitzero"`
+
+	// PoNumber PO number of the invoices issued from now on. At most 64 characters.
+	//
+	// Example: PO-7790
+	PoNumber optional.Patch[string] `json:"poNumber,omitempty,omitzero"`
+
+	// Status `paused` to pause, `active` to resume.
+	//
+	// Example: paused
+	Status *UpdateRecurringInvoiceStatus `json:"status,omitempty"`
+}
+
+// UpdateRecurringInvoiceStatus `paused` to pause, `active` to resume.
+//
+// Example: paused
+type UpdateRecurringInvoiceStatus string
 
 // WebhookEndpoint A URL the organization's events are pushed to. Every key is always present.
 type WebhookEndpoint struct {
@@ -2614,17 +4215,23 @@ type WebhookSecretRotation struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// CustomerId defines model for CustomerId.
+type CustomerId = openapi_types.UUID
+
 // InvoiceId defines model for InvoiceId.
 type InvoiceId = openapi_types.UUID
 
 // Limit defines model for Limit.
 type Limit = int32
 
+// RecurringInvoiceId defines model for RecurringInvoiceId.
+type RecurringInvoiceId = openapi_types.UUID
+
 // BadGateway A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadGateway = Problem
@@ -2633,16 +4240,34 @@ type BadGateway = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type BadRequest = Problem
+
+// Conflict A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type Conflict = Problem
+
+// EmailTaken A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type EmailTaken = Problem
 
 // Forbidden A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Forbidden = Problem
@@ -2651,7 +4276,7 @@ type Forbidden = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type NotFound = Problem
@@ -2660,16 +4285,25 @@ type NotFound = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type PayloadTooLarge = Problem
+
+// PreconditionFailed A problem document (RFC 9457), the body of every error outside `/oauth/token`.
+// `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
+// `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
+// (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
+// (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
+// `http-version-not-supported` (505) or `internal` (500, a bug).
+type PreconditionFailed = Problem
 
 // RequestTimeout A problem document (RFC 9457), the body of every error outside `/oauth/token`.
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type RequestTimeout = Problem
@@ -2678,7 +4312,7 @@ type RequestTimeout = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type ServiceUnavailable = Problem
@@ -2687,7 +4321,7 @@ type ServiceUnavailable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type TooManyRequests = Problem
@@ -2696,7 +4330,7 @@ type TooManyRequests = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unauthorized = Problem
@@ -2705,7 +4339,7 @@ type Unauthorized = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type Unprocessable = Problem
@@ -2714,7 +4348,7 @@ type Unprocessable = Problem
 // `type` is `{PUBLIC_URL}/problems/<kind>` with kind one of `validation` (400),
 // `unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed`
 // (405), `payload-too-large` (413), `unsupported-media-type` (415), `unprocessable`
-// (422), `idempotency-key-reused` (422), `rate-limited` (429), `headers-too-large`
+// (422), `idempotency-key-reused` (422), `conflict` (409), `precondition-failed` (412), `rate-limited` (429), `headers-too-large`
 // (431), `not-implemented` (501), `bad-gateway` (502), `unavailable` (503),
 // `http-version-not-supported` (505) or `internal` (500, a bug).
 type UnsupportedMediaType = Problem
@@ -2770,6 +4404,27 @@ type ListCardPaymentsParams struct {
 // RefundCardPaymentParams defines parameters for RefundCardPayment.
 type RefundCardPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListCustomersParams defines parameters for ListCustomers.
+type ListCustomersParams struct {
+	// Q Only customers whose name, company or email holds this text, in any case (`whit` finds Whitfield Catering LLC). 2–100 characters: a shorter or longer `q` is a 400 keyed `query.q`.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Email Only the customer with exactly this email, compared without regard to case.
+	Email *string `form:"email,omitempty" json:"email,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateCustomerParams defines parameters for CreateCustomer.
+type CreateCustomerParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the customer already made; with a different body 422.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2829,6 +4484,9 @@ type ListPaymentRequestsParams struct {
 	// CustomerEmail Only invoices to this customer email (compared without regard to case).
 	CustomerEmail *string `form:"customerEmail,omitempty" json:"customerEmail,omitempty"`
 
+	// CustomerId Only invoices of this customer (another organization's customer's id lists nothing).
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
 	// CreatedFrom Only invoices created at or after this time (inclusive).
 	CreatedFrom *time.Time `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
 
@@ -2848,9 +4506,60 @@ type CreatePaymentRequestParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// UpdatePaymentRequestParams defines parameters for UpdatePaymentRequest.
+type UpdatePaymentRequestParams struct {
+	// IfMatch The `ETag` of the invoice as the client last read it (`"3"`), or several separated by commas, or `*` (any version). Another version → 412, nothing changed.
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
 // RecordPaymentParams defines parameters for RecordPayment.
 type RecordPaymentParams struct {
 	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the invoice; with a different body 422. Requests rejected with a 4xx are not remembered.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListRecurringInvoicesParams defines parameters for ListRecurringInvoices.
+type ListRecurringInvoicesParams struct {
+	// Status Only series with this status.
+	Status *RecurringInvoiceStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CustomerId Only series billing this customer.
+	CustomerId *openapi_types.UUID `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateRecurringInvoiceParams defines parameters for CreateRecurringInvoice.
+type CreateRecurringInvoiceParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization. The same key with the same body answers 200 with the series already made; with a different body 422.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListTerminalPaymentsParams defines parameters for ListTerminalPayments.
+type ListTerminalPaymentsParams struct {
+	// TerminalId Only the payments taken at this terminal.
+	TerminalId *openapi_types.UUID `form:"terminalId,omitempty" json:"terminalId,omitempty"`
+
+	// InvoiceId Only the payments toward this invoice.
+	InvoiceId *openapi_types.UUID `form:"invoiceId,omitempty" json:"invoiceId,omitempty"`
+
+	// Status Only payments in this state.
+	Status *TerminalPaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1–100. Default 25.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque position of a page, as found in the previous answer's `Link: <…>; rel="next"` header. Omit for the first page; do not build or change it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTerminalPaymentParams defines parameters for CreateTerminalPayment.
+type CreateTerminalPaymentParams struct {
+	// IdempotencyKey 1–255 characters chosen by the client, remembered for 24 hours per organization, as on `POST /payment-requests`.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2881,6 +4590,12 @@ type DeliverEventParams struct {
 // RefundCardPaymentJSONRequestBody defines body for RefundCardPayment for application/json ContentType.
 type RefundCardPaymentJSONRequestBody = RefundRequest
 
+// CreateCustomerJSONRequestBody defines body for CreateCustomer for application/json ContentType.
+type CreateCustomerJSONRequestBody = CustomerCreate
+
+// UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
+type UpdateCustomerJSONRequestBody = CustomerUpdate
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
 
@@ -2890,11 +4605,29 @@ type CreateTokenFormdataRequestBody = TokenRequest
 // CreatePaymentRequestJSONRequestBody defines body for CreatePaymentRequest for application/json ContentType.
 type CreatePaymentRequestJSONRequestBody = CreatePaymentRequest
 
+// UpdatePaymentRequestJSONRequestBody defines body for UpdatePaymentRequest for application/json ContentType.
+type UpdatePaymentRequestJSONRequestBody = PaymentRequestChange
+
+// UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody defines body for UpdatePaymentRequest for application/merge-patch+json ContentType.
+type UpdatePaymentRequestApplicationMergePatchPlusJSONRequestBody = PaymentRequestChange
+
+// FinalizePaymentRequestJSONRequestBody defines body for FinalizePaymentRequest for application/json ContentType.
+type FinalizePaymentRequestJSONRequestBody = FinalizePaymentRequest
+
 // RecordPaymentJSONRequestBody defines body for RecordPayment for application/json ContentType.
 type RecordPaymentJSONRequestBody = RecordPaymentRequest
 
+// CreateRecurringInvoiceJSONRequestBody defines body for CreateRecurringInvoice for application/json ContentType.
+type CreateRecurringInvoiceJSONRequestBody = CreateRecurringInvoice
+
+// UpdateRecurringInvoiceJSONRequestBody defines body for UpdateRecurringInvoice for application/json ContentType.
+type UpdateRecurringInvoiceJSONRequestBody = UpdateRecurringInvoice
+
 // PutReminderSettingsJSONRequestBody defines body for PutReminderSettings for application/json ContentType.
 type PutReminderSettingsJSONRequestBody = ReminderSettings
+
+// CreateTerminalPaymentJSONRequestBody defines body for CreateTerminalPayment for application/json ContentType.
+type CreateTerminalPaymentJSONRequestBody = TerminalPaymentCreate
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
@@ -3112,6 +4845,108 @@ func (t *Event) MergeInvoiceCancelledEvent(v InvoiceCancelledEvent) error {
 	return err
 }
 
+// AsInvoiceFinalizedEvent returns the union data inside the Event as a InvoiceFinalizedEvent
+func (t Event) AsInvoiceFinalizedEvent() (InvoiceFinalizedEvent, error) {
+	var body InvoiceFinalizedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFinalizedEvent overwrites any union data inside the Event as the provided InvoiceFinalizedEvent
+func (t *Event) FromInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFinalizedEvent performs a merge with any union data inside the Event, using the provided InvoiceFinalizedEvent
+func (t *Event) MergeInvoiceFinalizedEvent(v InvoiceFinalizedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.finalized"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceUpdatedEvent returns the union data inside the Event as a InvoiceUpdatedEvent
+func (t Event) AsInvoiceUpdatedEvent() (InvoiceUpdatedEvent, error) {
+	var body InvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceUpdatedEvent overwrites any union data inside the Event as the provided InvoiceUpdatedEvent
+func (t *Event) FromInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided InvoiceUpdatedEvent
+func (t *Event) MergeInvoiceUpdatedEvent(v InvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceDeletedEvent returns the union data inside the Event as a InvoiceDeletedEvent
+func (t Event) AsInvoiceDeletedEvent() (InvoiceDeletedEvent, error) {
+	var body InvoiceDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceDeletedEvent overwrites any union data inside the Event as the provided InvoiceDeletedEvent
+func (t *Event) FromInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeInvoiceDeletedEvent performs a merge with any union data inside the Event, using the provided InvoiceDeletedEvent
+func (t *Event) MergeInvoiceDeletedEvent(v InvoiceDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invoice.deleted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsInvoicePaymentRecordedEvent returns the union data inside the Event as a InvoicePaymentRecordedEvent
 func (t Event) AsInvoicePaymentRecordedEvent() (InvoicePaymentRecordedEvent, error) {
 	var body InvoicePaymentRecordedEvent
@@ -3316,6 +5151,176 @@ func (t *Event) MergeCardPaymentRefundedEvent(v CardPaymentRefundedEvent) error 
 	return err
 }
 
+// AsTerminalPaymentApprovedEvent returns the union data inside the Event as a TerminalPaymentApprovedEvent
+func (t Event) AsTerminalPaymentApprovedEvent() (TerminalPaymentApprovedEvent, error) {
+	var body TerminalPaymentApprovedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentApprovedEvent overwrites any union data inside the Event as the provided TerminalPaymentApprovedEvent
+func (t *Event) FromTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentApprovedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentApprovedEvent
+func (t *Event) MergeTerminalPaymentApprovedEvent(v TerminalPaymentApprovedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.approved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentDeclinedEvent returns the union data inside the Event as a TerminalPaymentDeclinedEvent
+func (t Event) AsTerminalPaymentDeclinedEvent() (TerminalPaymentDeclinedEvent, error) {
+	var body TerminalPaymentDeclinedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentDeclinedEvent overwrites any union data inside the Event as the provided TerminalPaymentDeclinedEvent
+func (t *Event) FromTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentDeclinedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentDeclinedEvent
+func (t *Event) MergeTerminalPaymentDeclinedEvent(v TerminalPaymentDeclinedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.declined"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentCancelledEvent returns the union data inside the Event as a TerminalPaymentCancelledEvent
+func (t Event) AsTerminalPaymentCancelledEvent() (TerminalPaymentCancelledEvent, error) {
+	var body TerminalPaymentCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentCancelledEvent overwrites any union data inside the Event as the provided TerminalPaymentCancelledEvent
+func (t *Event) FromTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentCancelledEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentCancelledEvent
+func (t *Event) MergeTerminalPaymentCancelledEvent(v TerminalPaymentCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentTimedOutEvent returns the union data inside the Event as a TerminalPaymentTimedOutEvent
+func (t Event) AsTerminalPaymentTimedOutEvent() (TerminalPaymentTimedOutEvent, error) {
+	var body TerminalPaymentTimedOutEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentTimedOutEvent overwrites any union data inside the Event as the provided TerminalPaymentTimedOutEvent
+func (t *Event) FromTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentTimedOutEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentTimedOutEvent
+func (t *Event) MergeTerminalPaymentTimedOutEvent(v TerminalPaymentTimedOutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.timed_out"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTerminalPaymentFailedEvent returns the union data inside the Event as a TerminalPaymentFailedEvent
+func (t Event) AsTerminalPaymentFailedEvent() (TerminalPaymentFailedEvent, error) {
+	var body TerminalPaymentFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTerminalPaymentFailedEvent overwrites any union data inside the Event as the provided TerminalPaymentFailedEvent
+func (t *Event) FromTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTerminalPaymentFailedEvent performs a merge with any union data inside the Event, using the provided TerminalPaymentFailedEvent
+func (t *Event) MergeTerminalPaymentFailedEvent(v TerminalPaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"terminal_payment.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsSavedCardRemovedEvent returns the union data inside the Event as a SavedCardRemovedEvent
 func (t Event) AsSavedCardRemovedEvent() (SavedCardRemovedEvent, error) {
 	var body SavedCardRemovedEvent
@@ -3341,6 +5346,108 @@ func (t *Event) MergeSavedCardRemovedEvent(v SavedCardRemovedEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"saved_card.removed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerCreatedEvent returns the union data inside the Event as a CustomerCreatedEvent
+func (t Event) AsCustomerCreatedEvent() (CustomerCreatedEvent, error) {
+	var body CustomerCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerCreatedEvent overwrites any union data inside the Event as the provided CustomerCreatedEvent
+func (t *Event) FromCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerCreatedEvent performs a merge with any union data inside the Event, using the provided CustomerCreatedEvent
+func (t *Event) MergeCustomerCreatedEvent(v CustomerCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerUpdatedEvent returns the union data inside the Event as a CustomerUpdatedEvent
+func (t Event) AsCustomerUpdatedEvent() (CustomerUpdatedEvent, error) {
+	var body CustomerUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerUpdatedEvent overwrites any union data inside the Event as the provided CustomerUpdatedEvent
+func (t *Event) FromCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerUpdatedEvent performs a merge with any union data inside the Event, using the provided CustomerUpdatedEvent
+func (t *Event) MergeCustomerUpdatedEvent(v CustomerUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomerDeletedEvent returns the union data inside the Event as a CustomerDeletedEvent
+func (t Event) AsCustomerDeletedEvent() (CustomerDeletedEvent, error) {
+	var body CustomerDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomerDeletedEvent overwrites any union data inside the Event as the provided CustomerDeletedEvent
+func (t *Event) FromCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
+	t.union = b
+	return err
+}
+
+// MergeCustomerDeletedEvent performs a merge with any union data inside the Event, using the provided CustomerDeletedEvent
+func (t *Event) MergeCustomerDeletedEvent(v CustomerDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"customer.deleted"}`))
 	if err != nil {
 		return err
 	}
@@ -3409,6 +5516,176 @@ func (t *Event) MergeDepositPaidEvent(v DepositPaidEvent) error {
 		return err
 	}
 	b, err = runtime.JSONMerge(b, []byte(`{"type":"deposit.paid"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceCreatedEvent returns the union data inside the Event as a RecurringInvoiceCreatedEvent
+func (t Event) AsRecurringInvoiceCreatedEvent() (RecurringInvoiceCreatedEvent, error) {
+	var body RecurringInvoiceCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceCreatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceCreatedEvent
+func (t *Event) FromRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceCreatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceCreatedEvent
+func (t *Event) MergeRecurringInvoiceCreatedEvent(v RecurringInvoiceCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceUpdatedEvent returns the union data inside the Event as a RecurringInvoiceUpdatedEvent
+func (t Event) AsRecurringInvoiceUpdatedEvent() (RecurringInvoiceUpdatedEvent, error) {
+	var body RecurringInvoiceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceUpdatedEvent overwrites any union data inside the Event as the provided RecurringInvoiceUpdatedEvent
+func (t *Event) FromRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceUpdatedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceUpdatedEvent
+func (t *Event) MergeRecurringInvoiceUpdatedEvent(v RecurringInvoiceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceIssuedEvent returns the union data inside the Event as a RecurringInvoiceIssuedEvent
+func (t Event) AsRecurringInvoiceIssuedEvent() (RecurringInvoiceIssuedEvent, error) {
+	var body RecurringInvoiceIssuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceIssuedEvent overwrites any union data inside the Event as the provided RecurringInvoiceIssuedEvent
+func (t *Event) FromRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceIssuedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceIssuedEvent
+func (t *Event) MergeRecurringInvoiceIssuedEvent(v RecurringInvoiceIssuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.issued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceSkippedEvent returns the union data inside the Event as a RecurringInvoiceSkippedEvent
+func (t Event) AsRecurringInvoiceSkippedEvent() (RecurringInvoiceSkippedEvent, error) {
+	var body RecurringInvoiceSkippedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceSkippedEvent overwrites any union data inside the Event as the provided RecurringInvoiceSkippedEvent
+func (t *Event) FromRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceSkippedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceSkippedEvent
+func (t *Event) MergeRecurringInvoiceSkippedEvent(v RecurringInvoiceSkippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.skipped"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecurringInvoiceEndedEvent returns the union data inside the Event as a RecurringInvoiceEndedEvent
+func (t Event) AsRecurringInvoiceEndedEvent() (RecurringInvoiceEndedEvent, error) {
+	var body RecurringInvoiceEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecurringInvoiceEndedEvent overwrites any union data inside the Event as the provided RecurringInvoiceEndedEvent
+func (t *Event) FromRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecurringInvoiceEndedEvent performs a merge with any union data inside the Event, using the provided RecurringInvoiceEndedEvent
+func (t *Event) MergeRecurringInvoiceEndedEvent(v RecurringInvoiceEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recurring_invoice.ended"}`))
 	if err != nil {
 		return err
 	}
@@ -3544,6 +5821,12 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCardPaymentDeclinedEvent()
 	case "card_payment.refunded":
 		return t.AsCardPaymentRefundedEvent()
+	case "customer.created":
+		return t.AsCustomerCreatedEvent()
+	case "customer.deleted":
+		return t.AsCustomerDeletedEvent()
+	case "customer.updated":
+		return t.AsCustomerUpdatedEvent()
 	case "deposit.created":
 		return t.AsDepositCreatedEvent()
 	case "deposit.paid":
@@ -3552,6 +5835,10 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceCancelledEvent()
 	case "invoice.created":
 		return t.AsInvoiceCreatedEvent()
+	case "invoice.deleted":
+		return t.AsInvoiceDeletedEvent()
+	case "invoice.finalized":
+		return t.AsInvoiceFinalizedEvent()
 	case "invoice.paid":
 		return t.AsInvoicePaidEvent()
 	case "invoice.part_paid":
@@ -3566,8 +5853,30 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsInvoiceSendFailedEvent()
 	case "invoice.sent":
 		return t.AsInvoiceSentEvent()
+	case "invoice.updated":
+		return t.AsInvoiceUpdatedEvent()
+	case "recurring_invoice.created":
+		return t.AsRecurringInvoiceCreatedEvent()
+	case "recurring_invoice.ended":
+		return t.AsRecurringInvoiceEndedEvent()
+	case "recurring_invoice.issued":
+		return t.AsRecurringInvoiceIssuedEvent()
+	case "recurring_invoice.skipped":
+		return t.AsRecurringInvoiceSkippedEvent()
+	case "recurring_invoice.updated":
+		return t.AsRecurringInvoiceUpdatedEvent()
 	case "saved_card.removed":
 		return t.AsSavedCardRemovedEvent()
+	case "terminal_payment.approved":
+		return t.AsTerminalPaymentApprovedEvent()
+	case "terminal_payment.cancelled":
+		return t.AsTerminalPaymentCancelledEvent()
+	case "terminal_payment.declined":
+		return t.AsTerminalPaymentDeclinedEvent()
+	case "terminal_payment.failed":
+		return t.AsTerminalPaymentFailedEvent()
+	case "terminal_payment.timed_out":
+		return t.AsTerminalPaymentTimedOutEvent()
 	case "webhook.ping":
 		return t.AsWebhookPingEvent()
 	default:

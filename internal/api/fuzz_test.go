@@ -134,7 +134,15 @@ func FuzzCreateInvoice(f *testing.F) {
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"X","amount":-1,"lines":[{"quantity":"abc"}]}`, ""},
 		// Members the schema does not name: refused, never ignored.
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-1","amount":"1.00","amout":"2.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		// customerId: none, an unknown one with no email, not a uuid, and another email than an unknown customer's.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-1","amount":"1.00","customerId":null,"poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-2","amount":"1.00","customerId":"e3e70682-c209-4cac-a29f-6fbed82c07cd","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":null,"customerPhone":null,"delivery":"text","memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"CUST-3","amount":"1.00","customerId":"customer-1","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"UNKNOWN-2","amount":"1.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":[{"description":"a","quantity":1,"unitCost":"1.00","uom":null,"commodityCode":null,"upc":null,"taxAmount":"0.00"}],"send":false}`, ""},
+		// Drafts: never with send true or a sendAt.
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"DRAFT-1","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":null,"draft":true}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"DRAFT-2","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":true,"draft":true,"sendAt":"2030-06-01T09:00:00Z"}`, ""},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"DRAFT-3","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false,"draft":"yes"}`, ""},
 		// Scheduled sends: in the future within a year, never with send false.
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"SCHED-1","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":"2031-01-31","lines":null,"send":null,"sendAt":"2030-06-01T09:00:00+02:00","reminders":true}`, ""},
 		{`{"merchantAccountId":"@MID@","invoiceNumber":"SCHED-2","amount":"5.00","poNumber":null,"customerName":null,"customerCompany":null,"customerEmail":"a@example.com","customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"lines":null,"send":false,"sendAt":"2001-01-01T00:00:00Z","reminders":"yes"}`, ""},
@@ -209,6 +217,106 @@ func FuzzCreateInvoice(f *testing.F) {
 		if total := add(t, apd.Decimal{}, got.Subtotal.Decimal, got.TaxAmount.Decimal); total.Cmp(&got.Amount.Decimal) != 0 {
 			t.Errorf("subtotal %s + taxAmount %s is not amount %s", got.Subtotal.Text('f'), got.TaxAmount.Text('f'), got.Amount.Text('f'))
 		}
+	})
+}
+
+// FuzzPatchPaymentRequest: any body and If-Match sent as a change of an
+// open invoice is answered 200 or a 4xx problem, never a 5xx. A 200 names
+// only members of the schema, stores each text member exactly as sent,
+// keeps those left out, and counts one version when any was given; a
+// refusal changes nothing. "@MID@" in a body stands for a MID of the
+// caller's.
+func FuzzPatchPaymentRequest(f *testing.F) {
+	for _, seed := range []struct{ body, ifMatch string }{
+		{`{"memo":"Thank you","poNumber":null}`, `"1"`},
+		{`{"lines":[{"description":"Chafing dish rental","quantity":2,"unitCost":"45.5","uom":null,"commodityCode":null,"upc":null}]}`, ""},
+		{`{"amount":"91.00","lines":[{"description":"a","quantity":"1","unitCost":"91","uom":"EA","commodityCode":"5310","upc":"036000291452"}]}`, "*"},
+		{`{"amount":"12.00","lines":null,"customerEmail":"new@example.com","delivery":"text","customerPhone":"+15125550148"}`, `"1", "2"`},
+		{`{"merchantAccountId":"@MID@","invoiceNumber":"PATCHED-1","dueDate":"2030-02-28","reminders":false}`, ""},
+		{`{"amount":null}`, ""},
+		{`{"customerEmail":null}`, ""},
+		{`{"send":true}`, ""},
+		{`{"draft":false,"sendAt":"2030-01-01T00:00:00Z"}`, ""},
+		{`{"memo":"\u0000","customerName":"` + "\xff" + `"}`, ""},
+		{`{"lines":[]}`, `W/"1"`},
+		{`{"lines":[{"quantity":"abc"}]}`, `"0"`},
+		{`{"dueDate":"2030-02-30"}`, `"01"`},
+		{`{}`, `"1"`},
+		{`{"amount":`, ""},
+		{`[]`, ""},
+		{`null`, ""},
+		{`{"Memo":"other case","amout":"2.00"}`, ""},
+	} {
+		f.Add([]byte(seed.body), seed.ifMatch)
+	}
+	s := newFuzzServer(f)
+	members := schemaMembers(f, "PaymentRequestChange")
+	f.Fuzz(func(t *testing.T, body []byte, ifMatch string) {
+		e := s.on(t)
+		body = bytes.ReplaceAll(body, []byte("@MID@"), []byte(s.mid))
+		inv := s.invoice(t, "30.00")
+		read := func() (models.Invoice, string) {
+			resp := e.Do(apitest.Request{Method: "GET", Path: "/payment-requests/" + inv.Id.String(), Token: s.merchant})
+			var got models.Invoice
+			resp.JSON(t, &got)
+			return got, string(resp.Body)
+		}
+		before, beforeRaw := read()
+		h := http.Header{"Content-Type": {"application/merge-patch+json"}}
+		if ifMatch != "" && validHeaderValue(ifMatch) {
+			h.Set("If-Match", ifMatch)
+		}
+		resp := e.Do(apitest.Request{Method: "PATCH", Path: "/payment-requests/" + inv.Id.String(), Token: s.merchant, Body: body, Header: h})
+		wantNoServerError(t, "patch", resp)
+		after, afterRaw := read()
+		if resp.StatusCode != http.StatusOK {
+			if afterRaw != beforeRaw {
+				t.Fatalf("a %d changed the invoice:\n%s\n%s", resp.StatusCode, beforeRaw, afterRaw)
+			}
+			return
+		}
+		var sent map[string]any
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatalf("200 for a body that does not decode: %v", err)
+		}
+		for name := range sent {
+			if !members[name] {
+				t.Fatalf("200 for a body with the unknown member %q", name)
+			}
+		}
+		wantVersion := before.Version
+		if len(sent) > 0 {
+			wantVersion++
+		}
+		if after.Version != wantVersion {
+			t.Errorf("version %d after a change of %d members, want %d", after.Version, len(sent), wantVersion)
+		}
+		text := func(field string, had, have *string) {
+			want, given := sent[field]
+			if !given {
+				if jsonText(had) != jsonText(have) {
+					t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
+				}
+				return
+			}
+			w, isString := want.(string)
+			if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
+				t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
+			}
+		}
+		text("invoiceNumber", &before.InvoiceNumber, &after.InvoiceNumber)
+		text("poNumber", before.PoNumber, after.PoNumber)
+		text("customerName", before.CustomerName, after.CustomerName)
+		text("customerCompany", before.CustomerCompany, after.CustomerCompany)
+		text("customerEmail", before.CustomerEmail, after.CustomerEmail)
+		text("customerPhone", before.CustomerPhone, after.CustomerPhone)
+		text("memo", before.Memo, after.Memo)
+		if _, given := sent["lines"]; !given {
+			if _, given := sent["amount"]; !given && after.Amount.Text('f') != before.Amount.Text('f') {
+				t.Errorf("neither amount nor lines sent, but the amount became %s", after.Amount.Text('f'))
+			}
+		}
+		apitest.Want(t, "link", apitest.Text(after.Link), apitest.Text(before.Link))
 	})
 }
 
@@ -440,6 +548,56 @@ func FuzzInvoiceListCursor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cursor string) {
 		fuzzCursor(t, s.on(t), "/payment-requests", s.merchant, cursor)
+	})
+}
+
+// FuzzCustomerSearch: GET /customers with any q and email is a page (200)
+// or a 400 naming only those parameters; never a 5xx, and a q of 2 to 100
+// characters that the page holds is found in its name, company or email.
+func FuzzCustomerSearch(f *testing.F) {
+	s := newFuzzServer(f)
+	for _, c := range []map[string]any{{"email": "dana@whitfield.example", "name": "Dana Whitfield"},
+		{"email": "ap@brightside.example", "company": "Brightside 100% Plumbing_Co"}} {
+		if resp := s.env.Do(apitest.Request{Method: "POST", Path: "/customers", Token: s.merchant, Body: c}); resp.StatusCode != http.StatusCreated {
+			f.Fatalf("create customer: %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	for _, seed := range [][2]string{{"whit", ""}, {"a", ""}, {"%_", ""}, {"100%", ""}, {"\\", ""}, {"'; DROP TABLE customers; --", ""},
+		{"Zoë 👩🏽‍💻", ""}, {"", "DANA@whitfield.example"}, {"\xff\xfe", "x\x00"}, {strings.Repeat("q", 101), ""}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, q, email string) {
+		v := url.Values{}
+		if q != "" {
+			v.Set("q", q)
+		}
+		if email != "" {
+			v.Set("email", email)
+		}
+		resp := s.on(t).Do(apitest.Request{Method: "GET", Path: "/customers?" + v.Encode(), Token: s.merchant})
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var page []models.Customer
+			resp.JSON(t, &page)
+			for _, c := range page {
+				hay := strings.ToLower(c.Email + "\n" + apitest.Text(c.Name) + "\n" + apitest.Text(c.Company))
+				if q != "" && !strings.Contains(hay, strings.ToLower(q)) {
+					t.Errorf("q %q found %s", q, c.Email)
+				}
+			}
+		case http.StatusBadRequest:
+			p := resp.Problem(t)
+			if p.Errors == nil {
+				t.Fatalf("400 without errors: %s", resp.Body)
+			}
+			for field := range *p.Errors {
+				if field != "query.q" && field != "query.email" {
+					t.Errorf("400 naming %s: %s", field, resp.Body)
+				}
+			}
+		default:
+			t.Fatalf("q %q email %q → %d: %s", q, email, resp.StatusCode, resp.Body)
+		}
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // wantSecurityHeaders checks the headers every API answer carries.
@@ -33,7 +34,7 @@ func wantSecurityHeaders(t *testing.T, what string, resp *apitest.Response) {
 func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{Configure: func(c *config.Config) {
-		c.RateLimit, c.RateBurst = 0.001, 150 // room for this test, then a 429 to check too
+		c.RateLimit, c.RateBurst = 0.001, 200 // room for this test, then a 429 to check too
 	}})
 	m := apitest.NewMerchant(t, env)
 	seed := env.Seed()
@@ -56,13 +57,30 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	var withCheck models.Invoice
 	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + recorded.Id.String() + "/payments", Token: m.Token,
 		Body: map[string]any{"amount": "2.00", "method": "check"}}).JSON(t, &withCheck)
+	draftBody := func(number string) map[string]any {
+		b := m.Body(number, "10.00")
+		b["draft"] = true
+		return b
+	}
+	editable, toFinalize, toDelete := m.MustCreate(t, m.Body("HDR-5", "10.00")), m.MustCreate(t, draftBody("HDR-6")), m.MustCreate(t, draftBody("HDR-7"))
 	var events []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: m.Token}).JSON(t, &events)
+	series, spareSeries := createSeries(t, m, recurringBody(t, m, "2030-01-31")), createSeries(t, m, recurringBody(t, m, "2030-01-31"))
+	customer, spareCustomer := newCustomer(t, m, map[string]any{"email": "hdr@example.com"}), newCustomer(t, m, map[string]any{"email": "spare@example.com"})
+	counter := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter")
+	lane := addTerminal(t, env, m.MIDs[0], processor.SimTerminalSlow, "Lane")
+	atCounter := m.MustCreate(t, m.Body("HDR-8", "10.00"))
+	waiting := mustTerminalPayment(t, m, lane.Id, atCounter.Id, "2.00")
 	// A real id for each operation that takes one.
 	ids := map[string]string{
+		"/recurring-invoices/{id}":                    series.Id.String(),
+		"/terminals/{id}":                             counter.Id.String(),
+		"/terminal-payments/{id}":                     waiting.Id.String(),
+		"/terminal-payments/{id}/cancel":              waiting.Id.String(),
 		"/payment-requests/{id}":                      inv.Id.String(),
 		"/payment-requests/{id}/send":                 inv.Id.String(),
 		"/payment-requests/{id}/cancel":               cancelled.Id.String(),
+		"/payment-requests/{id}/finalize":             toFinalize.Id.String(),
 		"/payment-requests/{id}/payments":             inv.Id.String(),
 		"/payment-requests/{id}/payments/{paymentId}": recorded.Id.String(),
 		"/saved-cards/{id}":                           (*withCard.SavedCards)[0].Id.String(),
@@ -77,6 +95,7 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		"/locations/{id}":                             m.Locs[0].Id.String(),
 		"/applications/{id}":                          apps[0].Id.String(),
 		"/organizations/{id}/portfolio":               seed.Reseller.OrganizationID.String(),
+		"/customers/{id}":                             customer.Id.String(),
 	}
 
 	spec, err := gen.GetSpec()
@@ -108,12 +127,30 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				req.Body = map[string]any{"url": rc.URL, "eventTypes": []string{"invoice.paid"}}
 			case "POST /payment-requests/{id}/payments":
 				req.Body = map[string]any{"amount": "1.00", "method": "cash"}
+			case "POST /terminal-payments":
+				req.Body = map[string]any{"terminalId": counter.Id, "invoiceId": atCounter.Id, "amount": "1.00"}
 			case "PUT /reminder-settings":
 				req.Body = map[string]any{"enabled": false, "offsetsDays": []int{0}}
+			case "POST /recurring-invoices":
+				req.Body = recurringBody(t, m, "2030-01-31")
+			case "PATCH /recurring-invoices/{id}":
+				req.Body = map[string]any{"status": "paused"}
+			case "DELETE /recurring-invoices/{id}": // the others still use series
+				req.Path = "/recurring-invoices/" + spareSeries.Id.String()
+			case "PATCH /payment-requests/{id}":
+				req.Path, req.Body = "/payment-requests/"+editable.Id.String(), map[string]any{"memo": "changed"}
+			case "DELETE /payment-requests/{id}":
+				req.Path = "/payment-requests/" + toDelete.Id.String()
 			case "PATCH /webhook-endpoints/{id}":
 				req.Body = map[string]any{"description": "changed"}
 			case "DELETE /webhook-endpoints/{id}": // the others still use hook
 				req.Path = "/webhook-endpoints/" + spare.Id.String()
+			case "POST /customers":
+				req.Body = map[string]any{"email": "hdr-new@example.com"}
+			case "PATCH /customers/{id}":
+				req.Body = map[string]any{"notes": "changed"}
+			case "DELETE /customers/{id}": // the others still use customer
+				req.Path = "/customers/" + spareCustomer.Id.String()
 			case "POST /oauth/token":
 				req.Body, req.Header = formBody("client_credentials", seed.Merchant.KeyID, seed.Merchant.Secret), formHeader
 			}
@@ -158,13 +195,13 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 	// Past the key's rate limit.
 	var limited *apitest.Response
-	for range 200 {
+	for range 250 {
 		if limited = env.Do(apitest.Request{Method: "GET", Path: "/locations", Token: m.Token}); limited.StatusCode == http.StatusTooManyRequests {
 			break
 		}
 	}
 	if limited.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("no 429 after 200 requests: %d", limited.StatusCode)
+		t.Fatalf("no 429 after 250 requests: %d", limited.StatusCode)
 	}
 	wantSecurityHeaders(t, "GET /locations past the rate limit", limited)
 }

@@ -21,8 +21,10 @@ import (
 // (TestInvoiceJSONIsEncodingJSONs holds them to it, for every field of
 // models.Invoice), so every answer still validates as before.
 
-// invoiceAnswer is an invoice answered with status; replayed adds
-// Idempotent-Replayed: true (a create repeated with its key).
+// invoiceAnswer is an invoice answered with status and its version as
+// its ETag; replayed adds Idempotent-Replayed: true (a create, or a
+// recorded payment, repeated with its key). Every operation answering
+// one invoice answers it so.
 type invoiceAnswer struct {
 	status   int
 	body     models.Invoice
@@ -35,6 +37,31 @@ func (a invoiceAnswer) VisitCreatePaymentRequestResponse(w http.ResponseWriter) 
 	return a.write(w)
 }
 
+func (a invoiceAnswer) VisitUpdatePaymentRequestResponse(w http.ResponseWriter) error {
+	return a.write(w)
+}
+
+func (a invoiceAnswer) VisitFinalizePaymentRequestResponse(w http.ResponseWriter) error {
+	return a.write(w)
+}
+
+func (a invoiceAnswer) VisitSendPaymentRequestResponse(w http.ResponseWriter) error {
+	return a.write(w)
+}
+
+func (a invoiceAnswer) VisitCancelPaymentRequestResponse(w http.ResponseWriter) error {
+	return a.write(w)
+}
+
+func (a invoiceAnswer) VisitRecordPaymentResponse(w http.ResponseWriter) error { return a.write(w) }
+
+func (a invoiceAnswer) VisitRemoveRecordedPaymentResponse(w http.ResponseWriter) error {
+	return a.write(w)
+}
+
+// etag is the entity tag of an invoice at version: "3".
+func etag(version int) string { return `"` + strconv.Itoa(version) + `"` }
+
 func (a invoiceAnswer) write(w http.ResponseWriter) error {
 	buf := answerBuffers.Get().(*[]byte)
 	defer putAnswerBuffer(buf)
@@ -45,6 +72,7 @@ func (a invoiceAnswer) write(w http.ResponseWriter) error {
 	*buf = append(b, '\n') // as json.Encoder ends a value
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("ETag", etag(int(a.body.Version)))
 	if a.replayed {
 		h.Set("Idempotent-Replayed", "true")
 	}
@@ -131,6 +159,8 @@ func appendInvoice(b []byte, inv *models.Invoice) ([]byte, error) {
 	b = appendStringOrNull(b, inv.CustomerCompany)
 	b = append(b, `,"customerEmail":`...)
 	b = appendStringOrNull(b, inv.CustomerEmail)
+	b = append(b, `,"customerId":`...)
+	b = appendUUID(b, inv.CustomerId)
 	b = append(b, `,"customerName":`...)
 	b = appendStringOrNull(b, inv.CustomerName)
 	b = append(b, `,"customerPhone":`...)
@@ -217,6 +247,8 @@ func appendInvoice(b []byte, inv *models.Invoice) ([]byte, error) {
 	b = appendDecimal(b, &inv.Subtotal)
 	b = append(b, `,"taxAmount":`...)
 	b = appendDecimal(b, &inv.TaxAmount)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, int64(inv.Version), 10)
 	return append(b, '}'), nil
 }
 

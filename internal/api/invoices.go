@@ -31,19 +31,12 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 		Send:              b.Send,
 		SendAt:            b.SendAt,
 		Reminders:         b.Reminders,
+		Lines:             linesOf(b.Lines),
+		AsDraft:           b.Draft != nil && *b.Draft,
+		CustomerID:        b.CustomerId,
 	}
 	if b.DueDate != nil {
 		draft.DueDate = &b.DueDate.Time
-	}
-	if b.Lines != nil {
-		draft.Lines = make([]invoice.Line, len(*b.Lines))
-		for i, l := range *b.Lines {
-			draft.Lines[i] = invoice.Line{Description: l.Description, Quantity: l.Quantity.Decimal, UnitCost: l.UnitCost.Decimal,
-				UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
-			if l.TaxRate != nil {
-				draft.Lines[i].TaxRate = &l.TaxRate.Decimal
-			}
-		}
 	}
 	p := principalFrom(ctx)
 	inv, replayed, err := s.invoices.Create(ctx, invoice.Actor{OrganizationID: p.OrganizationID, Name: p.KeyName}, draft, req.Params.IdempotencyKey)
@@ -64,6 +57,22 @@ func (s *Server) CreatePaymentRequest(ctx context.Context, req gen.CreatePayment
 	return invoiceAnswer{status: http.StatusCreated, body: s.invoiceBody(inv, true)}, nil
 }
 
+// linesOf are the lines of a request (nil: none given, or null).
+func linesOf(in *[]models.InvoiceLineInput) []invoice.Line {
+	if in == nil {
+		return nil
+	}
+	lines := make([]invoice.Line, len(*in))
+	for i, l := range *in {
+		lines[i] = invoice.Line{Description: l.Description, Quantity: l.Quantity.Decimal, UnitCost: l.UnitCost.Decimal,
+			UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
+		if l.TaxRate != nil {
+			lines[i].TaxRate = &l.TaxRate.Decimal
+		}
+	}
+	return lines
+}
+
 // GetPaymentRequest reads an invoice with its lines, payments and saved
 // cards; as a PDF document when the request prefers one (Accept).
 func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentRequestRequestObject) (gen.GetPaymentRequestResponseObject, error) {
@@ -82,7 +91,7 @@ func (s *Server) GetPaymentRequest(ctx context.Context, req gen.GetPaymentReques
 		}
 		disposition := invoicepdf.Disposition("invoice-" + inv.InvoiceNumber)
 		return gen.GetPaymentRequest200ApplicationpdfResponse{Body: bytes.NewReader(doc), ContentLength: int64(len(doc)),
-			Headers: gen.GetPaymentRequest200ResponseHeaders{ContentDisposition: &disposition}}, nil
+			Headers: gen.GetPaymentRequest200ResponseHeaders{ContentDisposition: &disposition, ETag: etag(inv.Version)}}, nil
 	}
 	inv, err := s.invoices.Get(ctx, org, req.Id)
 	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
@@ -117,10 +126,9 @@ func (s *Server) RecordPayment(ctx context.Context, req gen.RecordPaymentRequest
 		return nil, err
 	}
 	if replayed {
-		return gen.RecordPayment200JSONResponse{Body: s.invoiceBody(inv, true),
-			Headers: gen.RecordPayment200ResponseHeaders{IdempotentReplayed: "true"}}, nil
+		return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true), replayed: true}, nil
 	}
-	return gen.RecordPayment201JSONResponse(s.invoiceBody(inv, true)), nil
+	return invoiceAnswer{status: http.StatusCreated, body: s.invoiceBody(inv, true)}, nil
 }
 
 // RemoveRecordedPayment removes a recorded payment and moves the invoice back.
@@ -138,7 +146,7 @@ func (s *Server) RemoveRecordedPayment(ctx context.Context, req gen.RemoveRecord
 	if err != nil {
 		return nil, err
 	}
-	return gen.RemoveRecordedPayment200JSONResponse(s.invoiceBody(inv, true)), nil
+	return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true)}, nil
 }
 
 // GetReminderSettings reads the organization's reminder schedule.
@@ -181,7 +189,8 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	pg := pageOf(q.Limit, q.Cursor)
 	f := invoice.Filter{
 		Status: (*string)(q.Status), MerchantAccountID: q.MerchantAccountId, LocationID: q.LocationId,
-		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CreatedFrom: q.CreatedFrom, CreatedTo: q.CreatedTo,
+		InvoiceNumber: q.InvoiceNumber, CustomerEmail: q.CustomerEmail, CustomerID: q.CustomerId, CreatedFrom: q.CreatedFrom,
+		CreatedTo: q.CreatedTo,
 	}
 	list, next, err := s.invoices.List(ctx, principalFrom(ctx).OrganizationID, f, pg.limit, pg.cursor)
 	if errors.Is(err, keyset.ErrInvalid) {
@@ -200,6 +209,7 @@ func (s *Server) ListPaymentRequests(ctx context.Context, req gen.ListPaymentReq
 	fs.id("locationId", f.LocationID)
 	fs.text("invoiceNumber", f.InvoiceNumber)
 	fs.text("customerEmail", f.CustomerEmail)
+	fs.id("customerId", f.CustomerID)
 	fs.time("createdFrom", f.CreatedFrom)
 	fs.time("createdTo", f.CreatedTo)
 	out.link = s.nextLink("/payment-requests", fs, pg, next)
@@ -224,7 +234,7 @@ func (s *Server) SendPaymentRequest(ctx context.Context, req gen.SendPaymentRequ
 	if err != nil {
 		return nil, err
 	}
-	return gen.SendPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+	return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true)}, nil
 }
 
 // CancelPaymentRequest cancels an open or part-paid invoice.
@@ -242,7 +252,7 @@ func (s *Server) CancelPaymentRequest(ctx context.Context, req gen.CancelPayment
 	if err != nil {
 		return nil, err
 	}
-	return gen.CancelPaymentRequest200JSONResponse(s.invoiceBody(inv, true)), nil
+	return invoiceAnswer{status: http.StatusOK, body: s.invoiceBody(inv, true)}, nil
 }
 
 // invoiceBody is the wire form of an invoice with its pay link; full adds

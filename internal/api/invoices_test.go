@@ -412,7 +412,7 @@ func TestSendAndCancel(t *testing.T) {
 	apitest.Want(t, "sentAt set", sent.SentAt != nil, true)
 
 	// The customer said on the pay page they want texts: that wins over delivery.
-	if _, err := env.App.DB.Exec(`INSERT INTO customer_preferences (organization_id, customer_email, prefers) VALUES ($1, 'dana@example.com', 'text')`, m.Org); err != nil {
+	if _, err := env.App.DB.Exec(`UPDATE customers SET prefers = 'text' WHERE organization_id = $1 AND email = 'dana@example.com'`, m.Org); err != nil {
 		t.Fatal(err)
 	}
 	env.Do(apitest.Request{Method: "POST", Path: path + "/send", Token: m.Token}).JSON(t, &sent)

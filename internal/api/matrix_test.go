@@ -12,6 +12,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/processor"
 )
 
 // Every operation × every permission: a key holding only the operation's
@@ -73,6 +74,11 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		Body: map[string]any{"amount": "2.00", "method": "check", "reference": "their check reference"}}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("their recorded payment: %d %s", resp.StatusCode, resp.Body)
 	}
+	theirDraft := func() models.Invoice {
+		b := theirs.Body("THEIRS-DRAFT", "8.00")
+		b["draft"], b["memo"] = true, "their memo text"
+		return theirs.MustCreate(t, b)
+	}()
 	before, beforeRaw := theirs.Read(t, inv.Id)
 	if len(*before.SavedCards) != 1 {
 		t.Fatalf("no saved card: %s", beforeRaw)
@@ -90,7 +96,11 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	var theirEvents []struct{ ID string }
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=1", Token: theirs.Token}).JSON(t, &theirEvents)
 	hook, theirEvent := theirHook.Id.String(), theirEvents[0].ID
+	theirCustomer := inv.CustomerId.String()
 	theirLoc, theirMID := theirs.Locs[0], theirs.MIDs[0]
+	theirSeries := createSeries(t, theirs, recurringBody(t, theirs, "2030-01-31")).Id.String()
+	theirTerminal := addTerminal(t, env, theirMID, processor.SimTerminalSlow, "Their counter")
+	theirTerminalPayment := mustTerminalPayment(t, theirs, theirTerminal.Id, inv.Id, "1.00")
 	theirSeed := env.Seed()
 	theirReseller := env.Token(theirSeed.Reseller.KeyID, theirSeed.Reseller.Secret)
 	var theirApps []models.Application
@@ -100,13 +110,17 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 	}
 
 	me := apitest.NewMerchant(t, env)
+	myTerminal := addTerminal(t, env, me.MIDs[0], processor.SimTerminalOK, "My counter")
+	myInv := me.MustCreate(t, me.Body("MINE-T", "5.00"))
+	myInvoice := me.MustCreate(t, me.Body("MINE-EDIT", "5.00"))
 	mySeed := env.Seed()
 	myReseller := env.Token(mySeed.Reseller.KeyID, mySeed.Reseller.Secret)
 
 	// Text that only their records hold; no answer to me may contain it.
 	secrets := []string{inv.Id.String(), sale.Id.String(), check.Id.String(), "their check reference", *sale.RetRef, inv.InvoiceNumber, "Their Customer Name", "their memo text", card.Id.String(), deposit, hook, theirEvent, "hooks.example.com/theirs",
 		theirLoc.Id.String(), theirLoc.Name, theirMID.Id.String(), theirMID.Mid, theirApps[0].Id.String(),
-		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String()}
+		theirApps[0].Business.LegalName, theirSeed.Reseller.OrganizationID.String(), theirTerminal.Id.String(), theirTerminal.Hsn,
+		"Their counter", theirTerminalPayment.Id.String(), theirCustomer, theirSeries}
 
 	unknown := uuid.NewString()
 	cases := []struct {
@@ -129,6 +143,12 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 			http.StatusNotFound, nil},
 		{"send invoice", "POST", "/payment-requests/%s/send", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"cancel invoice", "POST", "/payment-requests/%s/cancel", inv.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"change invoice", "PATCH", "/payment-requests/%s", inv.Id.String(), me.Token, map[string]any{"memo": "mine"}, http.StatusNotFound, nil},
+		{"change draft", "PATCH", "/payment-requests/%s", theirDraft.Id.String(), me.Token, map[string]any{"memo": "mine"}, http.StatusNotFound, nil},
+		{"finalize draft", "POST", "/payment-requests/%s/finalize", theirDraft.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"delete draft", "DELETE", "/payment-requests/%s", theirDraft.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"change invoice onto their MID", "PATCH", "/payment-requests/" + myInvoice.Id.String(), theirMID.Id.String(), me.Token,
+			map[string]any{"merchantAccountId": "?"}, http.StatusUnprocessableEntity, nil},
 		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
@@ -152,13 +172,54 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"list invoices by their location", "GET", "/payment-requests?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"list accounts of their location", "GET", "/accounts?locationId=%s", theirLoc.Id.String(), me.Token, nil, http.StatusOK, nil},
 		{"create on their MID", "POST", "/payment-requests", theirMID.Id.String(), me.Token, me.Body("MINE-1", "5.00"), http.StatusUnprocessableEntity, nil},
+		{"read recurring invoice", "GET", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"pause recurring invoice", "PATCH", "/recurring-invoices/%s", theirSeries, me.Token, map[string]any{"status": "paused"}, http.StatusNotFound, nil},
+		{"end recurring invoice", "DELETE", "/recurring-invoices/%s", theirSeries, me.Token, nil, http.StatusNotFound, nil},
+		{"recurring invoice on their MID", "POST", "/recurring-invoices", theirMID.Id.String(), me.Token, recurringBody(t, me, "2030-01-31"),
+			http.StatusUnprocessableEntity, nil},
+		{"recurring invoice for their customer", "POST", "/recurring-invoices", theirCustomer, me.Token,
+			func() map[string]any { b := recurringBody(t, me, "2030-01-31"); b["customerId"] = "%s"; return b }(),
+			http.StatusUnprocessableEntity, nil},
+		{"list recurring invoices of their customer", "GET", "/recurring-invoices?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
+		{"read customer", "GET", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"change customer", "PATCH", "/customers/%s", theirCustomer, me.Token, map[string]any{"notes": "mine now"}, http.StatusNotFound, nil},
+		{"delete customer", "DELETE", "/customers/%s", theirCustomer, me.Token, nil, http.StatusNotFound, nil},
+		{"list invoices of their customer", "GET", "/payment-requests?customerId=%s", theirCustomer, me.Token, nil, http.StatusOK, nil},
+		{"create for their customer", "POST", "/payment-requests", theirCustomer, me.Token,
+			func() map[string]any {
+				b := me.Body("MINE-2", "5.00")
+				b["customerId"], b["customerEmail"] = "%s", nil
+				return b
+			}(),
+			http.StatusUnprocessableEntity, nil},
+		{"read terminal", "GET", "/terminals/%s", theirTerminal.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"read terminal payment", "GET", "/terminal-payments/%s", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"cancel terminal payment", "POST", "/terminal-payments/%s/cancel", theirTerminalPayment.Id.String(), me.Token, nil, http.StatusNotFound, nil},
+		{"list terminal payments of their terminal", "GET", "/terminal-payments?terminalId=%s", theirTerminal.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"list terminal payments of their invoice", "GET", "/terminal-payments?invoiceId=%s", inv.Id.String(), me.Token, nil, http.StatusOK, nil},
+		{"terminal payment at their terminal", "POST", "/terminal-payments", theirTerminal.Id.String(), me.Token,
+			map[string]any{"terminalId": "%s", "invoiceId": myInv.Id.String()}, http.StatusUnprocessableEntity, nil},
+		{"terminal payment toward their invoice", "POST", "/terminal-payments", inv.Id.String(), me.Token,
+			map[string]any{"terminalId": myTerminal.Id.String(), "invoiceId": "%s"}, http.StatusUnprocessableEntity, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			send := func(id string) *apitest.Response {
 				body := tc.body
-				if b, ok := body.(map[string]any); ok && b["merchantAccountId"] != nil {
-					b["merchantAccountId"] = id
+				if b, ok := body.(map[string]any); ok {
+					// The members marked "%s" take the id; without any, the MID.
+					marked := false
+					for _, v := range b {
+						marked = marked || v == "%s"
+					}
+					c := map[string]any{}
+					for k, v := range b {
+						c[k] = v
+						if v == "%s" || !marked && k == "merchantAccountId" && v != nil {
+							c[k] = id
+						}
+					}
+					body = c
 				}
 				return env.Do(apitest.Request{Method: tc.method, Path: strings.ReplaceAll(tc.path, "%s", id), Token: tc.token, Body: body,
 					Header: tc.header})
@@ -186,15 +247,27 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		})
 	}
 
-	// Nothing of theirs changed: not sent, not cancelled, card kept.
+	// Nothing of theirs changed: not sent, not cancelled, card kept; their
+	// draft still a draft, unchanged.
+	draftAfter, _ := theirs.Read(t, theirDraft.Id)
+	apitest.Want(t, "their draft's status", draftAfter.Status, models.InvoiceStatusDraft)
+	apitest.Want(t, "their draft's version", draftAfter.Version, int32(1))
+	apitest.WantText(t, "their draft's memo", draftAfter.Memo, "their memo text")
 	after, afterRaw := theirs.Read(t, inv.Id)
 	apitest.Want(t, "their status", after.Status, before.Status)
 	apitest.Want(t, "their sentAt set", after.SentAt != nil, false)
 	apitest.Want(t, "their cancelledAt set", after.CancelledAt != nil, false)
 	apitest.Want(t, "their saved cards", len(*after.SavedCards), 1)
+	var theirsAfter models.Customer
+	env.Do(apitest.Request{Method: "GET", Path: "/customers/" + theirCustomer, Token: theirs.Token}).JSON(t, &theirsAfter)
+	apitest.Want(t, "their customer's notes", theirsAfter.Notes == nil, true)
+	apitest.Want(t, "their customer's saved cards", len(theirsAfter.SavedCards), 1)
 	apitest.Want(t, "their amount refunded", after.AmountRefunded.Text('f'), "0.00")
 	apitest.Want(t, "their amount paid", after.AmountPaid.Text('f'), "12.00")
 	apitest.Want(t, "their payments", len(*after.Payments), 2)
+	var seriesAfter models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + theirSeries, Token: theirs.Token}).JSON(t, &seriesAfter)
+	apitest.Want(t, "their recurring invoice still active", seriesAfter.Status, models.RecurringInvoiceStatusActive)
 	var hookAfter models.WebhookEndpoint
 	env.Do(apitest.Request{Method: "GET", Path: "/webhook-endpoints/" + hook, Token: theirs.Token}).JSON(t, &hookAfter)
 	apitest.Want(t, "their endpoint still enabled", hookAfter.Status, models.WebhookEndpointStatusEnabled)
@@ -221,9 +294,16 @@ func TestEventPermissionMatrix(t *testing.T) {
 	protectedBy := map[string]string{
 		"invoice.created": auth.PaymentsView, "invoice.sent": auth.PaymentsView, "invoice.send_failed": auth.PaymentsView,
 		"invoice.part_paid": auth.PaymentsView, "invoice.paid": auth.PaymentsView, "invoice.cancelled": auth.PaymentsView,
+		"invoice.finalized": auth.PaymentsView, "invoice.updated": auth.PaymentsView, "invoice.deleted": auth.PaymentsView,
 		"invoice.payment_recorded": auth.PaymentsView, "invoice.payment_removed": auth.PaymentsView, "invoice.reminder_sent": auth.PaymentsView,
 		"card_payment.approved": auth.PaymentsView, "card_payment.declined": auth.PaymentsView, "card_payment.refunded": auth.PaymentsView,
+		"terminal_payment.approved": auth.PaymentsView, "terminal_payment.declined": auth.PaymentsView,
+		"terminal_payment.cancelled": auth.PaymentsView, "terminal_payment.timed_out": auth.PaymentsView,
+		"terminal_payment.failed": auth.PaymentsView,
+		"customer.created":        auth.PaymentsView, "customer.updated": auth.PaymentsView, "customer.deleted": auth.PaymentsView,
 		"saved_card.removed": auth.PaymentsView, "deposit.created": auth.PaymentsView, "deposit.paid": auth.PaymentsView,
+		"recurring_invoice.created": auth.PaymentsView, "recurring_invoice.updated": auth.PaymentsView,
+		"recurring_invoice.issued": auth.PaymentsView, "recurring_invoice.skipped": auth.PaymentsView, "recurring_invoice.ended": auth.PaymentsView,
 		"application.submitted": auth.ApplicationsView, "application.stage_changed": auth.ApplicationsView, "webhook.ping": "",
 	}
 	spec, err := gen.GetSpec()

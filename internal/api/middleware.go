@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,7 +31,26 @@ const (
 	principalKey ctxKey = iota
 	clientKey
 	pdfKey
+	patchBodyKey
 )
+
+// withPatchBody keeps a PATCH's JSON body for its handler (patched).
+func withPatchBody(ctx context.Context, body []byte) context.Context {
+	return context.WithValue(ctx, patchBodyKey, body)
+}
+
+// patched are the members a PATCH's JSON body gives, null ones included:
+// what a merge patch changes. The validator has let only an object through.
+func patched(ctx context.Context) map[string]bool {
+	body, _ := ctx.Value(patchBodyKey).([]byte)
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal(body, &members)
+	given := make(map[string]bool, len(members))
+	for name := range members {
+		given[name] = true
+	}
+	return given
+}
 
 // client is what the token endpoint needs to know of the caller beyond the body.
 type client struct {

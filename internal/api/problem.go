@@ -29,7 +29,9 @@ const (
 	kindPayloadTooLarge      = "payload-too-large"
 	kindUnsupportedMediaType = "unsupported-media-type"
 	kindUnprocessable        = "unprocessable"
+	kindConflict             = "conflict"
 	kindKeyReused            = "idempotency-key-reused"
+	kindPreconditionFailed   = "precondition-failed"
 	kindHeadersTooLarge      = "headers-too-large"
 	kindRateLimited          = "rate-limited"
 	kindNotImplemented       = "not-implemented"
@@ -157,6 +159,10 @@ func refusal(err error) *problem {
 		p = forbidden(e.Title, strings.TrimSuffix(e.Message, ".")+", which the API key does not have.")
 	case rule.Limited:
 		p = limited(e.Message, e.RetryAfter)
+	case rule.Busy:
+		p = &problem{kind: kindConflict, title: e.Title, detail: e.Message}
+	case rule.Changed:
+		p = &problem{kind: kindPreconditionFailed, title: e.Title, detail: e.Message}
 	default:
 		detail := e.Message
 		if hint, ok := apiHints[e.Field]; ok {
@@ -172,6 +178,8 @@ func refusal(err error) *problem {
 // its values are listed.
 var apiHints = map[string]string{
 	"merchantAccountId": "List yours with GET /accounts.",
+	"customerId":        "List yours with GET /customers.",
+	"terminalId":        "List yours with GET /terminals.",
 }
 
 // retryAfter is the Retry-After of a 429, in seconds, for its typed

@@ -49,6 +49,7 @@ func TestUnlistedRefusalIsItsProblem(t *testing.T) {
 		{&rule.Error{Kind: rule.Forbidden, Title: "Permission required", Message: "It needs payments.refund."}, 403, kindForbidden, "Permission required", ""},
 		{&rule.Error{Kind: rule.Limited, Title: "Too many", Message: "Too many just now.", RetryAfter: 90 * time.Second}, 429, kindRateLimited, "Too many requests", "90"},
 		{rule.InvalidField("amount", "must be more than 0"), 400, kindValidation, "Invalid request", ""},
+		{rule.New(rule.Changed, "", "Invoice changed", "At version 3."), 412, kindPreconditionFailed, "Invoice changed", ""},
 		{rule.New(rule.Kind(99), "", "Some refusal", "Of a kind to come."), 422, kindUnprocessable, "Some refusal", ""},
 		{fmt.Errorf("charge: %w", processor.ErrUnavailable), 503, kindUnavailable, "Service unavailable", strconv.Itoa(web.RetryAfter)},
 	} {

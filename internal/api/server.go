@@ -22,6 +22,7 @@ import (
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/framing"
@@ -30,8 +31,10 @@ import (
 	"github.com/payreq/payreq/internal/mailaddr"
 	"github.com/payreq/payreq/internal/metrics"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -43,7 +46,10 @@ type Deps struct {
 	Auth      *auth.Store
 	Directory *directory.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
+	Customers *customer.Store
 	Payments  *payment.Store
+	Terminals *terminal.Store
 	Resellers *reseller.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
@@ -69,7 +75,10 @@ type Server struct {
 	auth             *auth.Store
 	directory        *directory.Store
 	invoices         *invoice.Store
+	recurring        *recurring.Store
+	customers        *customer.Store
 	payments         *payment.Store
+	terminals        *terminal.Store
 	resellers        *reseller.Store
 	events           *event.Store
 	webhooks         *webhook.Store
@@ -141,8 +150,8 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, pdfs: d.PDFs, payments: d.Payments,
-		resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
+		log: d.Log, db: d.DB, auth: d.Auth, directory: d.Directory, invoices: d.Invoices, customers: d.Customers, recurring: d.Recurring, pdfs: d.PDFs, payments: d.Payments,
+		terminals: d.Terminals, resellers: d.Resellers, events: d.Events, webhooks: d.Webhooks, metrics: d.Metrics, byRoute: map[string]string{}, publicURL: d.PublicURL,
 		validateRequests: d.ValidateRequests, operations: ops,
 		limiter: &keyLimiter{limit: rate.Limit(d.RateLimit), burst: d.RateBurst, keys: map[string]*rate.Limiter{}},
 	}
@@ -184,6 +193,9 @@ func (s *Server) operationMiddleware(op *operation) []echo.MiddlewareFunc {
 		chain = append(chain, negotiate)
 	}
 	chain = append(chain, wellFormedText(op))
+	if op.id == "updatePaymentRequest" {
+		chain = append(chain, keepMembers) // a merge patch: which members were given
+	}
 	// The token endpoint answers its own OAuth errors.
 	if s.validateRequests && op.id != "createToken" {
 		chain = append(chain, validateRequest(op))

@@ -102,9 +102,13 @@ func TestUUIDsOfEveryVersionAndVariant(t *testing.T) {
 	// Bodies that pass validation, so that the id is what decides (by the
 	// embedded spec's operationId, capitalised).
 	bodies := map[string]func() any{
-		"CreatePaymentRequest":  func() any { return m.Body("UUID-1", "5.00") },
-		"RecordPayment":         func() any { return map[string]any{"amount": "1.00", "method": "cash"} },
-		"UpdateWebhookEndpoint": func() any { return map[string]any{"status": "disabled"} },
+		"CreatePaymentRequest":   func() any { return m.Body("UUID-1", "5.00") },
+		"RecordPayment":          func() any { return map[string]any{"amount": "1.00", "method": "cash"} },
+		"UpdateWebhookEndpoint":  func() any { return map[string]any{"status": "disabled"} },
+		"UpdatePaymentRequest":   func() any { return map[string]any{"memo": "Thanks"} },
+		"UpdateCustomer":         func() any { return map[string]any{"notes": "a note"} },
+		"CreateRecurringInvoice": func() any { return recurringBody(t, m, "2030-01-31") },
+		"UpdateRecurringInvoice": func() any { return map[string]any{"status": "paused"} },
 	}
 	inputs := uuidInputs(t)
 	if len(inputs) < 20 {

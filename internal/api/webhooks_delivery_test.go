@@ -28,7 +28,17 @@ func webhookEnv(t *testing.T, clock *apitest.Clock) (*apitest.Env, apitest.Merch
 	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
 	m := apitest.NewMerchant(t, env)
 	rc := apitest.NewReceiver(t)
+	knownCustomer(t, env, m)
 	return env, m, rc, endpoint(t, env, m.Token, rc.URL, "*")
+}
+
+// knownCustomer makes the customer of the merchant's invoices (apitest's
+// Body) and fans its event out before any endpoint subscribes, so that
+// each invoice a test makes brings only its own events.
+func knownCustomer(t *testing.T, env *apitest.Env, m apitest.Merchant) {
+	t.Helper()
+	newCustomer(t, m, map[string]any{"email": "dana@example.com", "name": "Dana Whitfield"})
+	apitest.Deliver(t, env.Webhooks(webhook.WorkerConfig{AllowPrivate: true}))
 }
 
 type eventDetail struct {
@@ -419,6 +429,7 @@ func TestWebhookZoneRefusedAtDial(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	knownCustomer(t, env, m)
 	ep := endpoint(t, env, m.Token, "https://hooks.example.com/payreq", "*")
 	if _, err := env.App.DB.Exec(`UPDATE webhook_endpoints SET url = $2 WHERE id = $1`, ep.Id,
 		fmt.Sprintf("http://[::1%%25lo]:%d/hooks", ln.Addr().(*net.TCPAddr).Port)); err != nil {

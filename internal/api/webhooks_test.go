@@ -104,6 +104,12 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	refund(env, m.Token, (*got.Payments)[1].Id, nil, "")
 	// saved_card.removed; invoice.cancelled; deposit.created and deposit.paid.
 	apitest.Want(t, "remove card", env.Do(apitest.Request{Method: "DELETE", Path: "/saved-cards/" + (*got.SavedCards)[0].Id.String(), Token: m.Token}).StatusCode, http.StatusNoContent)
+	// customer.created (the first invoice's email made its customer); customer.updated, customer.deleted.
+	apitest.Want(t, "change the customer", env.Do(apitest.Request{Method: "PATCH", Path: "/customers/" + inv.CustomerId.String(), Token: m.Token,
+		Body: map[string]any{"notes": "Pays by card"}}).StatusCode, http.StatusOK)
+	gone := newCustomer(t, m, map[string]any{"email": "gone@example.com"})
+	apitest.Want(t, "delete a customer", env.Do(apitest.Request{Method: "DELETE", Path: "/customers/" + gone.Id.String(), Token: m.Token}).StatusCode,
+		http.StatusNoContent)
 	other := m.MustCreate(t, m.Body("EV-2", "10.00"))
 	env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + other.Id.String() + "/cancel", Token: m.Token})
 	deposit := settle(t, env, m)[0]
@@ -137,11 +143,12 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	events := verified(t, rc.Hooks(), all.Secret, true)
 	want := map[string]int{"invoice.created": 2, "invoice.sent": 1, "card_payment.declined": 2, "card_payment.approved": 2,
 		"invoice.part_paid": 1, "invoice.paid": 1, "card_payment.refunded": 1, "saved_card.removed": 1, "invoice.cancelled": 1,
-		"deposit.created": 1, "invoice.send_failed": 1, "webhook.ping": 1}
+		"deposit.created": 1, "invoice.send_failed": 1, "webhook.ping": 1, "customer.created": 2, "customer.updated": 1,
+		"customer.deleted": 1}
 	for typ, n := range want {
 		apitest.Want(t, typ+" events", typesOf(events)[typ], n)
 	}
-	apitest.Want(t, "events delivered", len(events), 15)
+	apitest.Want(t, "events delivered", len(events), 19)
 	onlyPaid := verified(t, paidOnly.Hooks(), paidEndpoint.Secret, true)
 	apitest.Want(t, "the invoice.paid endpoint got", len(onlyPaid), 1)
 	apitest.Want(t, "the invoice.paid endpoint got", onlyPaid[0].Type, "invoice.paid")
@@ -164,6 +171,11 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 			var data models.CardPayment
 			json.Unmarshal(e.Data, &data)
 			apitest.Want(t, "card_payment.refunded data is the refund", data.Kind, models.CardPaymentKindRefund)
+		case "customer.updated":
+			var data models.Customer
+			json.Unmarshal(e.Data, &data)
+			apitest.Want(t, "customer.updated data notes", apitest.Text(data.Notes), "Pays by card")
+			apitest.Want(t, "customer.updated data invoiceCount", data.InvoiceCount, int32(1))
 		case "deposit.created":
 			var data models.Deposit
 			json.Unmarshal(e.Data, &data)
@@ -202,7 +214,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: m.Token})
 	apitest.Want(t, "list events", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &list)
-	apitest.Want(t, "merchant events", len(list), 16)
+	apitest.Want(t, "merchant events", len(list), 20)
 	var paidEvents []hookEvent
 	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.paid", Token: m.Token}).JSON(t, &paidEvents)
 	apitest.Want(t, "invoice.paid events", len(paidEvents), 1)
@@ -309,7 +321,7 @@ func TestEventsNeedTheirDataPermission(t *testing.T) {
 	apitest.Want(t, "events listed to events.view alone", fmt.Sprint(typesOf(seen)), fmt.Sprint(map[string]int{"webhook.ping": 1}))
 	env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: eventsAndPayments}).JSON(t, &seen)
 	apitest.Want(t, "events listed with payments.view", fmt.Sprint(typesOf(seen)),
-		fmt.Sprint(map[string]int{"webhook.ping": 1, "invoice.created": 1, "card_payment.approved": 1, "invoice.paid": 1}))
+		fmt.Sprint(map[string]int{"webhook.ping": 1, "invoice.created": 1, "card_payment.approved": 1, "invoice.paid": 1, "customer.created": 1}))
 	unknown := env.Do(apitest.Request{Method: "GET", Path: "/events/" + uuid.NewString(), Token: eventsOnly})
 	for typ, id := range protected {
 		wantPermission("filter "+typ, env.Do(apitest.Request{Method: "GET", Path: "/events?type=" + typ, Token: eventsOnly}), auth.PaymentsView)

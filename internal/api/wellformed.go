@@ -86,7 +86,8 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 					return unsupportedMediaType("The Content-Type header is not a media type: " + err.Error() + ".")
 				}
 				// Chosen as the generated handlers choose how to decode the body.
-				isJSON := op.json && strings.HasPrefix(contentType, "application/json")
+				isJSON := op.json && (strings.HasPrefix(contentType, "application/json") ||
+					strings.HasPrefix(contentType, "application/merge-patch+json"))
 				isForm := op.form && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
 				if isJSON || isForm {
 					body, err := io.ReadAll(r.Body) // limited by limitBody: over it is a 413
@@ -94,6 +95,11 @@ func wellFormedText(op *operation) echo.MiddlewareFunc {
 						return err
 					}
 					r.Body = io.NopCloser(bytes.NewReader(body))
+					if isJSON && op.method == http.MethodPatch {
+						// A merge patch tells a member left out from one
+						// set to null, which its decoded struct cannot.
+						c.SetRequest(r.WithContext(withPatchBody(r.Context(), body)))
+					}
 					if isJSON {
 						// Before anything decodes the body: a deep document
 						// costs every decoder memory and time per level.

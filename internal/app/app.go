@@ -21,6 +21,7 @@ import (
 
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -30,8 +31,10 @@ import (
 	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/secretfile"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/tracing"
 	"github.com/payreq/payreq/internal/vault"
 	"github.com/payreq/payreq/internal/webhook"
@@ -45,8 +48,11 @@ type App struct {
 	Directory *directory.Store
 	Resellers *reseller.Store
 	Invoices  *invoice.Store
+	Recurring *recurring.Store
+	Customers *customer.Store
 	Processor processor.Processor
 	Payments  *payment.Store
+	Terminals *terminal.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
 	People    *people.Store
@@ -82,6 +88,9 @@ type Options struct {
 	Now func() time.Time
 	// Processor is the card processor; nil means the one the configuration names.
 	Processor processor.Processor
+	// Terminals are the card terminals; nil means the ones the
+	// configuration names.
+	Terminals processor.Terminals
 	// GenerateSecrets makes missing secret files: for the private
 	// development cluster and tests only. Otherwise a missing file stops
 	// Open, so that instances never each make their own.
@@ -228,9 +237,20 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	invoices := &invoice.Store{DB: db, Now: now, PublicURL: cfg.PublicURL, PayLinks: payLinks}
 	payments := &payment.Store{DB: db, Processor: proc, Now: now, SettlementCutoff: cfg.SettlementCutoff, Invoices: invoices}
 	invoices.Cards = payments
+	terms := opts.Terminals
+	if terms == nil {
+		if terms, err = newTerminals(cfg, proc); err != nil {
+			db.Close()
+			metricsDB.Close()
+			return nil, err
+		}
+	}
+	terminals := &terminal.Store{DB: db, Terminals: terms, Gateway: proc, CardPayments: payments, Now: now, Timeout: cfg.TerminalTimeout}
+	invoices.Terminals = terminals
 	dir := &directory.Store{DB: db}
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
+	invoices.Members, payments.Members = members, members
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -239,8 +259,11 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
+		Recurring: &recurring.Store{DB: db, Now: now, Invoices: invoices},
+		Customers: &customer.Store{DB: db, Now: now, Invoices: invoices, Cards: payments},
 		Processor: proc,
 		Payments:  payments,
+		Terminals: terminals,
 		Events:    &event.Store{DB: db, Now: now},
 		Webhooks: &webhook.Store{DB: db, Now: now, Seal: v.Seal, Open: v.Open, AllowPrivate: cfg.WebhookAllowPrivate,
 			Resolver: net.DefaultResolver},
@@ -276,6 +299,30 @@ func newProcessor(cfg config.Config) (processor.Processor, error) {
 	s := processor.NewSimulator()
 	s.Fees = cfg.SimulatorFees
 	return s, nil
+}
+
+// newTerminals are the card terminals the configuration names: the
+// simulator's with the simulator; CardPointe's Integrated Terminal API
+// when PAYREQ_TERMINAL_URL is set (with the gateway, proc, for
+// inquireByOrderid); none otherwise.
+func newTerminals(cfg config.Config, proc processor.Processor) (processor.Terminals, error) {
+	gateway, isCardPointe := proc.(*processor.CardPointe)
+	switch {
+	case cfg.Processor != "cardpointe":
+		return processor.NewSimTerminals(), nil
+	case cfg.TerminalURL == "":
+		return nil, nil
+	case !isCardPointe:
+		return nil, errors.New("app: PAYREQ_TERMINAL_URL needs PAYREQ_PROCESSOR=cardpointe")
+	}
+	// authCard waits minutes for the customer: the client's own deadlines
+	// bound each call, this one a hung connection.
+	t, err := processor.NewTerminalAPI(cfg.TerminalURL, gateway, &http.Client{Timeout: processor.TerminalAuthTimeout + time.Minute,
+		Transport: tracing.Transport(nil)})
+	if err != nil {
+		return nil, fmt.Errorf("app: PAYREQ_TERMINAL_URL: %w", err)
+	}
+	return t, nil
 }
 
 // derive is a key for one purpose from a server secret.

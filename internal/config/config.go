@@ -34,6 +34,16 @@ type Config struct {
 	SMSURL                  string        // PAYREQ_SMS_URL
 	Processor               string        // PAYREQ_PROCESSOR
 	CardPointeURL           string        // PAYREQ_CARDPOINTE_URL
+	// TerminalURL is CardPointe's Integrated Terminal API,
+	// https://KEY@host/api/v2, for PAYREQ_PROCESSOR=cardpointe; empty:
+	// no terminals (with the simulator, its terminals).
+	TerminalURL string // PAYREQ_TERMINAL_URL
+	// TerminalTimeout: a terminal payment pending longer is looked up at
+	// the gateway by its order id.
+	TerminalTimeout time.Duration // PAYREQ_TERMINAL_TIMEOUT
+	// TerminalPollInterval is how often pending terminal payments are
+	// looked for.
+	TerminalPollInterval time.Duration // PAYREQ_TERMINAL_POLL_INTERVAL
 	// SettlementCutoff is the local time of day (from midnight) at which
 	// each MID's batch closes.
 	SettlementCutoff time.Duration  // PAYREQ_SETTLEMENT_CUTOFF, HH:MM
@@ -55,8 +65,8 @@ type Config struct {
 	CardPointeTimeout time.Duration // PAYREQ_CARDPOINTE_TIMEOUT
 	// Delivery worker tuning; zero means the delivery package's default.
 	DeliveryPollInterval time.Duration // PAYREQ_DELIVERY_POLL_INTERVAL
-	// SchedulePollInterval is how often scheduled sends and due reminders
-	// are looked for.
+	// SchedulePollInterval is how often scheduled sends, due reminders and
+	// recurring invoices' due occurrences are looked for.
 	SchedulePollInterval time.Duration // PAYREQ_SCHEDULE_POLL_INTERVAL
 	// PendingPollInterval is how often charges and refunds whose outcome
 	// was lost are looked for, to be voided at the processor.
@@ -108,6 +118,7 @@ func parse(getenv func(string) string) (Config, error) {
 		Processor:   get("PAYREQ_PROCESSOR", "simulator"),
 		// https://user:password@host/cardconnect/rest, for PAYREQ_PROCESSOR=cardpointe.
 		CardPointeURL: get("PAYREQ_CARDPOINTE_URL", ""),
+		TerminalURL:   get("PAYREQ_TERMINAL_URL", ""),
 		LogLevel:      get("PAYREQ_LOG_LEVEL", "info"),
 	}
 	c.PublicURL = strings.TrimRight(get("PAYREQ_PUBLIC_URL", "http://"+c.Addr), "/")
@@ -143,6 +154,8 @@ func parse(getenv func(string) string) (Config, error) {
 		{"PAYREQ_PENDING_POLL_INTERVAL", &c.PendingPollInterval, "5s", 100 * time.Millisecond, time.Minute},
 		{"PAYREQ_DEPOSIT_POLL_INTERVAL", &c.DepositPollInterval, "1m", time.Second, time.Hour},
 		{"PAYREQ_HOUSEKEEPING_INTERVAL", &c.HousekeepingInterval, "1m", time.Second, time.Hour},
+		{"PAYREQ_TERMINAL_TIMEOUT", &c.TerminalTimeout, "3m", time.Second, 30 * time.Minute},
+		{"PAYREQ_TERMINAL_POLL_INTERVAL", &c.TerminalPollInterval, "1s", 10 * time.Millisecond, time.Minute},
 	} {
 		if *d.to, err = duration(d.name, d.def, d.min, d.max); err != nil {
 			return Config{}, err

@@ -99,6 +99,23 @@ func TestFlowsThroughPrism(t *testing.T) {
 
 		p.do(t, call{method: "POST", path: "/payment-requests/" + inv.Id.String() + "/send", token: merchant}).want(t, http.StatusOK)
 		p.do(t, call{method: "POST", path: "/payment-requests/" + inv.Id.String() + "/cancel", token: merchant}).want(t, http.StatusOK)
+
+		// Drafts and changes: made, changed by a merge patch (a stale
+		// If-Match refused), finalized; another made and deleted.
+		draft := invoiceBody(mid, "C-1003", "91.00", line(2, "45.5"))
+		draft["send"], draft["draft"] = nil, true
+		var d models.Invoice
+		p.do(t, call{method: "POST", path: "/payment-requests", token: merchant, body: draft}).want(t, http.StatusCreated).json(t, &d)
+		path := "/payment-requests/" + d.Id.String()
+		patch := http.Header{"Content-Type": {"application/merge-patch+json"}, "If-Match": {`"1"`}}
+		p.do(t, call{method: "PATCH", path: path, token: merchant, body: map[string]any{"memo": "Thanks", "lines": []any{line(1, "45.5")}},
+			header: patch}).want(t, http.StatusOK)
+		p.do(t, call{method: "PATCH", path: path, token: merchant, body: map[string]any{"memo": nil}, header: patch}).want(t, http.StatusPreconditionFailed)
+		p.do(t, call{method: "POST", path: path + "/finalize", token: merchant, body: map[string]any{"send": false}}).want(t, http.StatusOK)
+		p.do(t, call{method: "POST", path: path + "/finalize", token: merchant}).want(t, http.StatusUnprocessableEntity)
+		draft["invoiceNumber"] = "C-1004"
+		p.do(t, call{method: "POST", path: "/payment-requests", token: merchant, body: draft}).want(t, http.StatusCreated).json(t, &d)
+		p.do(t, call{method: "DELETE", path: "/payment-requests/" + d.Id.String(), token: merchant}).want(t, http.StatusNoContent)
 	})
 
 	t.Run("reseller", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/payreq/payreq/internal/clip"
 	"github.com/payreq/payreq/internal/tracing"
@@ -20,9 +22,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// newEmail builds the RFC 5322 message: a plain-text and an HTML alternative,
-// and a Message-ID derived from the outbox id, so that a repeated delivery is
+// newEmail builds the RFC 5322 message: a plain-text and an HTML alternative
+// (inside multipart/mixed with the PDF attached, when there is one), and a
+// Message-ID derived from the outbox id, so that a repeated delivery is
 // recognisably the same message.
+//
+// The text part is quoted-printable, its links each alone on a short line,
+// so that the raw message holds every link whole (a person grepping the
+// file finds it); the HTML part, whose lines are long, is base64, which
+// breaks nothing a mail client decodes.
 func newEmail(m Rendered, from string) (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	if err := msg.FromFormat(m.FromName, from); err != nil {
@@ -38,9 +46,27 @@ func newEmail(m Rendered, from string) (*gomail.Msg, error) {
 	msg.SetMessageIDWithValue(strings.Trim(MessageID(m.ID), "<>"))
 	msg.SetDateWithValue(m.Date)
 	msg.Subject(m.Subject)
-	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
-	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text, gomail.WithPartEncoding(gomail.EncodingQP))
+	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML, gomail.WithPartEncoding(gomail.EncodingB64))
+	if a := m.Attachment; a != nil {
+		if err := msg.AttachReader(attachmentName(a.Name), bytes.NewReader(a.PDF),
+			gomail.WithFileContentType("application/pdf")); err != nil {
+			return nil, fmt.Errorf("attach %s: %w", a.Name, err)
+		}
+	}
 	return msg, nil
+}
+
+// attachmentName is the file name of a document named name (an invoice
+// number): letters, digits, dots, dashes and underscores only, whatever
+// the name holds.
+func attachmentName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '-' || r == '_') {
+			return r
+		}
+		return '_'
+	}, name) + ".pdf"
 }
 
 // smtpSender sends email through the SMTP server of PAYREQ_SMTP_URL.

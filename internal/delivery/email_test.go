@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"errors"
 	"io"
 	"math/big"
@@ -172,49 +173,71 @@ type parsedEmail struct {
 	Header      mail.Header
 	Subject     string
 	Plain, HTML string
+	// Attachments are the files attached, by file name, decoded.
+	Attachments map[string][]byte
+	// Mixed: the alternatives sit inside multipart/mixed.
+	Mixed bool
 }
 
 // parseEmail reads an RFC 5322 message with a multipart/alternative body,
-// decoding the parts' transfer encoding.
+// alone or inside multipart/mixed beside attachments, decoding the parts'
+// transfer encoding (mime/multipart decodes quoted-printable itself;
+// base64 is decoded here).
 func parseEmail(t *testing.T, raw []byte) parsedEmail {
 	t.Helper()
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal("parse email:", err)
 	}
-	p := parsedEmail{Header: msg.Header}
+	p := parsedEmail{Header: msg.Header, Attachments: map[string][]byte{}}
 	if p.Subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
 		t.Fatal("parse subject:", err)
 	}
 	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mediaType != "multipart/alternative" {
-		t.Fatalf("Content-Type %q: want multipart/alternative", msg.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/alternative" && mediaType != "multipart/mixed" {
+		t.Fatalf("Content-Type %q: want multipart/alternative or multipart/mixed", msg.Header.Get("Content-Type"))
 	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := mr.NextPart() // decodes quoted-printable
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal("parse part:", err)
-		}
-		body, err := io.ReadAll(part)
-		if err != nil {
-			t.Fatal("read part:", err)
-		}
-		ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		switch ct {
-		case "text/plain":
-			p.Plain = string(body)
-		case "text/html":
-			p.HTML = string(body)
-		}
-	}
+	p.Mixed = mediaType == "multipart/mixed"
+	p.readParts(t, msg.Body, params["boundary"])
 	if p.Plain == "" || p.HTML == "" {
 		t.Fatalf("want a plain-text and an HTML part, got plain %q html %q", p.Plain, p.HTML)
 	}
 	return p
+}
+
+func (p *parsedEmail) readParts(t *testing.T, r io.Reader, boundary string) {
+	t.Helper()
+	mr := multipart.NewReader(r, boundary)
+	for {
+		part, err := mr.NextPart() // decodes quoted-printable
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal("parse part:", err)
+		}
+		var body io.Reader = part
+		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
+			body = base64.NewDecoder(base64.StdEncoding, part)
+		}
+		ct, params, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		if ct == "multipart/alternative" {
+			p.readParts(t, part, params["boundary"])
+			continue
+		}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			t.Fatal("read part:", err)
+		}
+		switch {
+		case part.FileName() != "":
+			p.Attachments[part.FileName()] = b
+		case ct == "text/plain":
+			p.Plain = string(b)
+		case ct == "text/html":
+			p.HTML = string(b)
+		}
+	}
 }
 
 // checkEmailContent checks that both parts tell who bills, what, how much,

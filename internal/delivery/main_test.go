@@ -69,13 +69,20 @@ func (ti testInvoices) Bill(ctx context.Context, org, id uuid.UUID) (Bill, error
 		mid    uuid.UUID
 	)
 	err := ti.db.QueryRowContext(ctx, `SELECT status, invoice_number, to_char(amount, 'FM$999,999,990.00'),
-			to_char(amount - amount_paid, 'FM$999,999,990.00'), due_date, customer_name, merchant_account_id
+			to_char(amount - amount_paid, 'FM$999,999,990.00'), due_date, customer_name, merchant_account_id,
+			CASE WHEN tax_amount <> 0 THEN to_char(amount - tax_amount, 'FM$999,999,990.00') ELSE '' END,
+			CASE WHEN tax_amount <> 0 THEN to_char(tax_amount, 'FM$999,999,990.00') ELSE '' END
 		FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
-		&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name, &mid)
+		&status, &b.InvoiceNumber, &b.Amount, &b.Balance, &b.DueDate, &name, &mid, &b.Subtotal, &b.Tax)
 	if err != nil {
 		return Bill{}, err
 	}
 	if b.Biller, err = directory.BillerOf(ctx, ti.db, org, mid); err != nil {
+		return Bill{}, err
+	}
+	if err := ti.db.SelectContext(ctx, &b.Lines, `SELECT description, quantity::text AS quantity,
+			to_char(unit_cost, 'FM$999,999,990.00') AS unit_cost, to_char(quantity * unit_cost, 'FM$999,999,990.00') AS amount
+		FROM invoice_lines WHERE invoice_id = $1 ORDER BY position`, id); err != nil {
 		return Bill{}, err
 	}
 	b.Cancelled, b.CustomerName, b.PayLink = status == "cancelled", name.String, testPayLink(id)
@@ -93,7 +100,7 @@ func (ti testInvoices) SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid
 func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 	t.Helper()
 	inv := invoice{OrganizationID: uuid.New(), ID: uuid.New(), Number: "INV-" + uuid.NewString()[:8]}
-	loc, mid := uuid.New(), uuid.New()
+	loc, mid, customerID := uuid.New(), uuid.New(), uuid.New()
 	ctx := context.Background()
 	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		stmts := []struct {
@@ -108,11 +115,13 @@ func newInvoice(t *testing.T, db *sqlx.DB) invoice {
 			// A MID belongs to one organization: each invoice's its own.
 			{`INSERT INTO merchant_accounts (id, organization_id, location_id, mid) VALUES ($1, $2, $3, $4)`,
 				[]any{mid, inv.OrganizationID, loc, fmt.Sprintf("%015d", binary.BigEndian.Uint64(mid[:8])%1e15)}},
+			{`INSERT INTO customers (id, organization_id, email, created_at, updated_at) VALUES ($1, $2, $3, now(), now())`,
+				[]any{customerID, inv.OrganizationID, testCustomer}},
 			{`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount,
 					customer_name, customer_email, customer_phone, delivery, due_date, status,
-					created_at, created_by_name)
-				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key')`,
-				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate}},
+					created_at, created_by_name, customer_id)
+				VALUES ($1, $2, $3, $4, $5, 'Dana Scully', $6, $7, 'email', $8, 'open', now(), 'test key', $9)`,
+				[]any{inv.ID, inv.OrganizationID, mid, inv.Number, testAmount, testCustomer, testPhone, testDueDate, customerID}},
 		}
 		for _, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {

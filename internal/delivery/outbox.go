@@ -56,16 +56,23 @@ const (
 	// with the pay link; it is not sent once the invoice is paid or
 	// cancelled.
 	KindReminder = "reminder"
+	// KindReceipt is the receipt of one approved card payment (a sale or
+	// a refund), with its PDF: queued once per payment, by email only.
+	KindReceipt = "receipt"
 )
 
-// Message is a pay link, or a reminder, to send: one row of the outbox.
+// Message is a pay link, a reminder or a receipt to send: one row of the
+// outbox.
 type Message struct {
 	// ID is the message id the provider sees; a new uuid for every send.
 	ID uuid.UUID
-	// Kind is KindPayLink ("" too) or KindReminder.
+	// Kind is KindPayLink ("" too), KindReminder or KindReceipt.
 	Kind           string
 	OrganizationID uuid.UUID
 	InvoiceID      uuid.UUID
+	// PaymentID is a receipt's card payment (uuid.Nil for the other
+	// kinds): its receipt is queued once, however often this is asked.
+	PaymentID uuid.UUID
 	// Channel is ChannelEmail or ChannelText.
 	Channel string
 	// Recipient is the email address or the phone number.
@@ -86,8 +93,25 @@ func Enqueue(ctx context.Context, tx *sqlx.Tx, m Message) error {
 		return errors.New("delivery: unable to enqueue message: no recipient")
 	case m.At.IsZero():
 		return errors.New("delivery: unable to enqueue message: no time")
-	case m.Kind != "" && m.Kind != KindPayLink && m.Kind != KindReminder:
+	case m.Kind != "" && m.Kind != KindPayLink && m.Kind != KindReminder && m.Kind != KindReceipt:
 		return fmt.Errorf("delivery: unable to enqueue message: unknown kind %q", m.Kind)
+	case (m.Kind == KindReceipt) != (m.PaymentID != uuid.Nil):
+		return errors.New("delivery: unable to enqueue message: a receipt, and only a receipt, names its payment")
+	case m.Kind == KindReceipt && m.Channel != ChannelEmail:
+		return errors.New("delivery: unable to enqueue receipt: receipts go by email")
+	}
+	if m.Kind == KindReceipt {
+		// The unique index on a receipt's payment: a payment recorded
+		// again (a retry, another instance) queues no second receipt.
+		_, err := tx.ExecContext(ctx, `INSERT INTO outbox
+			(id, organization_id, invoice_id, channel, recipient, next_attempt_at, created_at, kind, payment_id)
+			VALUES ($1, $2, $3, 'email', $4, $5, $5, 'receipt', $6)
+			ON CONFLICT (payment_id) WHERE kind = 'receipt' DO NOTHING`,
+			m.ID, m.OrganizationID, m.InvoiceID, m.Recipient, m.At, m.PaymentID)
+		if err != nil {
+			return fmt.Errorf("delivery: unable to enqueue receipt: %w", err)
+		}
+		return nil
 	}
 	if m.Kind == KindReminder {
 		_, err := tx.ExecContext(ctx, `INSERT INTO outbox
@@ -132,10 +156,10 @@ func PayLinksSince(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, since 
 // failed as cancelled, inside the caller's transaction; a worker never claims
 // them afterwards. A message already being delivered at that moment may still
 // arrive; the worker also checks, just before sending, that the invoice is not
-// cancelled.
+// cancelled. Receipts are left to go: the money they tell of moved.
 func CancelPending(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID, at time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE outbox SET cancelled_at = $2
-		WHERE invoice_id = $1
+		WHERE invoice_id = $1 AND kind <> 'receipt'
 		  AND delivered_at IS NULL AND failed_at IS NULL AND cancelled_at IS NULL`,
 		invoiceID, at)
 	if err != nil {

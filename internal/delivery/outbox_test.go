@@ -83,10 +83,17 @@ func TestCancelledMessageIsNeverDelivered(t *testing.T) {
 	cfg.SMTPURL = "smtp://" + srv.Addr + "?tls=none&from=billing@example.com"
 	ctx := context.Background()
 
-	// Cancelled with CancelPending before any worker saw it.
+	// Cancelled with CancelPending before any worker saw it; its receipt,
+	// which tells of money that moved, goes all the same.
+	cfg.Documents = testDocuments{db}
 	cancelledInv := newInvoice(t, db)
 	cancelled := enqueue(t, db, cancelledInv, ChannelEmail, testCustomer)
+	receipt := uuid.New()
 	if err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
+		if err := Enqueue(ctx, tx, Message{ID: receipt, Kind: KindReceipt, OrganizationID: cancelledInv.OrganizationID,
+			InvoiceID: cancelledInv.ID, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer, At: time.Now()}); err != nil {
+			return err
+		}
 		return CancelPending(ctx, tx, cancelledInv.ID, time.Now())
 	}); err != nil {
 		t.Fatal(err)
@@ -104,11 +111,12 @@ func TestCancelledMessageIsNeverDelivered(t *testing.T) {
 
 	run(t, newWorker(t, db, cfg))
 	eventually(t, "the other email is delivered", delivered(t, db, other))
+	eventually(t, "the receipt is delivered", delivered(t, db, receipt))
 	eventually(t, "the late message is cancelled", func() bool { return readOutbox(t, db, late).CancelledAt.Valid })
 	time.Sleep(5 * cfg.PollInterval)
 
-	if got := srv.byMessageID(t); len(got) != 1 || got[MessageID(other)] != 1 {
-		t.Errorf("received %v, want only %s", got, MessageID(other))
+	if got := srv.byMessageID(t); len(got) != 2 || got[MessageID(other)] != 1 || got[MessageID(receipt)] != 1 {
+		t.Errorf("received %v, want only %s and the receipt %s", got, MessageID(other), MessageID(receipt))
 	}
 	for _, id := range []uuid.UUID{cancelled, late} {
 		r := readOutbox(t, db, id)

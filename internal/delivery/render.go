@@ -30,12 +30,22 @@ type Rendered struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Attachment is the PDF an email carries (the invoice, or the
+	// receipt), if any.
+	Attachment *Attachment
 	// FromName is the billing location's name, shown as the email sender's
 	// name; ReplyTo is the location's email address, if it has one.
 	FromName string
 	ReplyTo  string
 	// Date is when the message was rendered.
 	Date time.Time
+}
+
+// Attachment is a PDF document attached to an email.
+type Attachment struct {
+	// Name is the file name, without ".pdf": "INV-1843", "receipt-INV-1843".
+	Name string
+	PDF  []byte
 }
 
 // MessageID is the email Message-ID header's value for the outbox id. It does
@@ -55,8 +65,35 @@ type Bill struct {
 	Balance       string // likewise
 	DueDate       *time.Time
 	CustomerName  string
+	Lines         []BillLine
+	// Subtotal and Tax: the lines' amounts and their taxes; both empty
+	// when no line is taxed (the total says it all).
+	Subtotal, Tax string
 	Biller        directory.Biller
 	PayLink       string
+}
+
+// BillLine is one line of the invoice as a message lists it.
+type BillLine struct {
+	Description string `db:"description"`
+	Quantity    string `db:"quantity"`  // "2", "1.5"
+	UnitCost    string `db:"unit_cost"` // "$12.00"
+	Amount      string `db:"amount"`    // "$24.00"
+	TaxRate     string // "8.25%", or empty without tax
+}
+
+// Receipt is what a receipt says of its card payment, and its PDF.
+type Receipt struct {
+	// Refund: the payment is a refund of a sale, not a sale.
+	Refund bool
+	Amount string // "$30.00"
+	// Method says how: "Visa ending in 1111" (never more of the card).
+	Method    string
+	At        time.Time
+	Reference string // the processor's, or ""
+	// Balance is the invoice's balance right after a sale; "" for a refund.
+	Balance  string
+	Document Attachment
 }
 
 // Invoices is what delivery needs of the invoice package, which owns the
@@ -68,6 +105,17 @@ type Invoices interface {
 	// SendFailed records on the invoice, inside tx, why its latest message
 	// could not be delivered.
 	SendFailed(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, problem string) error
+}
+
+// Documents draws the PDFs emails carry (internal/invoicepdf, which
+// imports the invoice package and so is handed in too).
+type Documents interface {
+	// Invoice is the invoice's document, attached to its pay links and
+	// reminders.
+	Invoice(ctx context.Context, org, id uuid.UUID) (Attachment, error)
+	// Receipt is the receipt of the invoice's card payment (a sale or a
+	// refund).
+	Receipt(ctx context.Context, org, invoiceID, paymentID uuid.UUID) (Receipt, error)
 }
 
 // invoiceView is what a message says about its invoice: who bills (the
@@ -84,10 +132,31 @@ type invoiceView struct {
 	Amount        string // "$1,234.50"
 	Balance       string // likewise
 	DueDate       string // "March 5, 2026", or empty
+	Lines         []BillLine
+	Subtotal, Tax string
 	// Overdue: the due date has passed in the location's time zone.
 	Overdue bool
 	PayLink string
+	// Reminder: the message reminds of the balance; Receipt, when set,
+	// is a receipt's payment.
+	Reminder bool
+	Receipt  *receiptView
+	// Accent is the colour of the button and the rules: payreq's blue
+	// until the business sets its own.
+	Accent string
 }
+
+type receiptView struct {
+	Refund    bool
+	Amount    string
+	Method    string
+	At        string // "March 5, 2026, 2:04 PM CST"
+	Reference string
+	Balance   string
+}
+
+// accent is the button's colour: its contrast with white text is 8.6:1.
+const accent = "#1d4ed8"
 
 // errInvoiceCancelled says that the message's invoice was cancelled after the
 // message was claimed; the message is then cancelled instead of sent.
@@ -109,10 +178,12 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, fmt.Errorf("delivery: unable to read invoice for message: %w", err)
 	}
-	if bill.Cancelled {
+	reminder, receipt := c.Kind == KindReminder, c.Kind == KindReceipt
+	// A receipt tells of money that moved, whatever became of the
+	// invoice since (a refund of a cancelled invoice has its receipt too).
+	if bill.Cancelled && !receipt {
 		return Rendered{}, errInvoiceCancelled
 	}
-	reminder := c.Kind == KindReminder
 	if reminder && !bill.Payable {
 		return Rendered{}, errNothingDue
 	}
@@ -126,18 +197,18 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		InvoiceNumber: bill.InvoiceNumber,
 		Amount:        bill.Amount,
 		Balance:       bill.Balance,
+		Lines:         bill.Lines,
+		Subtotal:      bill.Subtotal,
+		Tax:           bill.Tax,
 		PayLink:       bill.PayLink,
+		Reminder:      reminder,
+		Accent:        accent,
 	}
 	if bill.DueDate != nil {
 		v.DueDate = bill.DueDate.Format("January 2, 2006")
 		today := w.now().In(bill.Biller.Zone()).Format(time.DateOnly)
 		v.Overdue = bill.DueDate.Format(time.DateOnly) < today
 	}
-	texts, html, sms, subject := emailText, emailHTML, smsText, "Invoice "+v.InvoiceNumber+" from "+v.Name
-	if reminder {
-		texts, html, sms, subject = reminderText, reminderHTML, reminderSMS, "Reminder: invoice "+v.InvoiceNumber+" from "+v.Name
-	}
-
 	r := Rendered{
 		ID:        c.ID,
 		InvoiceID: c.InvoiceID,
@@ -147,21 +218,52 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		ReplyTo:   v.Email,
 		Date:      w.now(),
 	}
+	subject := "Invoice " + v.InvoiceNumber + " from " + v.Name
+	switch {
+	case receipt:
+		if w.cfg.Documents == nil || c.Channel != ChannelEmail {
+			return Rendered{}, &ProviderError{Permanent: true, Reason: "receipts cannot be drawn"}
+		}
+		rc, err := w.cfg.Documents.Receipt(ctx, c.OrganizationID, c.InvoiceID, c.PaymentID)
+		if err != nil {
+			return Rendered{}, fmt.Errorf("delivery: unable to draw the receipt: %w", err)
+		}
+		v.Receipt = &receiptView{Refund: rc.Refund, Amount: rc.Amount, Method: rc.Method,
+			At: rc.At.In(bill.Biller.Zone()).Format("January 2, 2006, 3:04 PM MST"), Reference: rc.Reference, Balance: rc.Balance}
+		r.Attachment = &rc.Document
+		subject = "Receipt for invoice " + v.InvoiceNumber + " from " + v.Name
+		if rc.Refund {
+			subject = "Refund receipt for invoice " + v.InvoiceNumber + " from " + v.Name
+		}
+	case reminder:
+		subject = "Reminder: invoice " + v.InvoiceNumber + " from " + v.Name
+	}
 	var buf bytes.Buffer
 	switch c.Channel {
 	case ChannelEmail:
+		if r.Attachment == nil && w.cfg.Documents != nil {
+			doc, err := w.cfg.Documents.Invoice(ctx, c.OrganizationID, c.InvoiceID)
+			if err != nil {
+				return Rendered{}, fmt.Errorf("delivery: unable to draw the invoice: %w", err)
+			}
+			r.Attachment = &doc
+		}
 		// Headers get one line, whatever the names hold.
 		r.Subject = oneLine(subject)
-		if err := texts.Execute(&buf, v); err != nil {
+		if err := emailText.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render email: %w", err)
 		}
 		r.Text = buf.String()
 		buf.Reset()
-		if err := html.Execute(&buf, v); err != nil {
+		if err := emailHTML.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render email: %w", err)
 		}
 		r.HTML = buf.String()
 	case ChannelText:
+		sms := smsText
+		if reminder {
+			sms = reminderSMS
+		}
 		if err := sms.Execute(&buf, v); err != nil {
 			return Rendered{}, fmt.Errorf("delivery: unable to render text message: %w", err)
 		}
@@ -172,10 +274,54 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 	return r, nil
 }
 
-// The signature every message ends with: who bills, its legal name,
-// address, phone and email where set, one a line.
-const (
-	textSignature = `{{define "signature"}}{{.Name}}
+// The text part: every link alone on its line, and short lines, so that
+// quoted-printable never breaks a link (a person copying it from the raw
+// message copies it whole).
+var emailText = texttemplate.Must(texttemplate.New("text").Parse(
+	`Hello{{with .CustomerName}} {{.}}{{end}},
+{{if .Receipt}}{{with .Receipt}}
+{{if .Refund}}{{$.Name}} has refunded {{.Amount}} to your {{.Method}}
+for invoice {{$.InvoiceNumber}}.{{else}}Thank you for your payment of {{.Amount}} to {{$.Name}}
+for invoice {{$.InvoiceNumber}}.{{end}}
+
+{{if .Refund}}Refunded{{else}}Paid{{end}}: {{.Amount}}
+Date: {{.At}}
+Card: {{.Method}}
+{{- with .Reference}}
+Reference: {{.}}{{end}}
+{{- with .Balance}}
+Balance after this payment: {{.}}{{end}}
+
+The receipt is attached as a PDF.{{end}}
+{{else if .Reminder}}
+This is a reminder from {{.Name}}{{with .LegalName}} ({{.}}){{end}}
+about invoice {{.InvoiceNumber}} for {{.Amount}}.
+The balance of {{.Balance}} {{if .Overdue}}was due on{{else}}is due on{{end}} {{.DueDate}}.
+{{else}}
+{{.Name}}{{with .LegalName}} ({{.}}){{end}} has sent you invoice {{.InvoiceNumber}} for {{.Amount}}.
+{{- with .DueDate}}
+It is due on {{.}}.{{end}}
+{{end}}
+{{- if .Lines}}{{range .Lines}}
+{{.Description}}
+  {{.Quantity}} x {{.UnitCost}} = {{.Amount}}{{with .TaxRate}} (tax {{.}}){{end}}{{end}}
+{{end}}
+{{- with .Tax}}
+Subtotal: {{$.Subtotal}}
+Tax: {{.}}{{end}}
+Total: {{.Amount}}
+{{- if not .Receipt}}
+Balance due: {{.Balance}}
+
+Pay {{.Balance}} here:
+{{.PayLink}}
+{{- if .Reminder}}
+
+If you have paid it already, thank you, and please disregard this reminder.{{end}}{{end}}
+
+Thank you,
+{{template "signature" .}}
+{{define "signature"}}{{.Name}}
 {{- with .LegalName}}
 {{.}}{{end}}
 {{- range .Address}}
@@ -183,74 +329,77 @@ const (
 {{- with .Phone}}
 {{.}}{{end}}
 {{- with .Email}}
-{{.}}{{end}}{{end}}`
-	htmlSignature = `{{define "signature"}}{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}` +
-		`{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}{{end}}`
-)
+{{.}}{{end}}{{end}}`))
 
-var emailText = texttemplate.Must(texttemplate.New("text").Parse(
-	`Hello{{with .CustomerName}} {{.}}{{end}},
-
-{{.Name}}{{with .LegalName}} ({{.}}){{end}} has sent you invoice {{.InvoiceNumber}} for {{.Amount}}.
-{{- with .DueDate}}
-It is due on {{.}}.{{end}}
-
-Pay it here:
-{{.PayLink}}
-
-Thank you,
-{{template "signature" .}}
-` + textSignature))
-
+// The HTML part: tables and inline styles only (no stylesheet, no
+// script, no image from elsewhere), as mail clients take them; the
+// business's name at the top; the lines and totals; a button to pay.
 var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html>
-<html>
-<head><meta charset="utf-8"><title>Invoice {{.InvoiceNumber}}</title></head>
-<body style="font-family: sans-serif; line-height: 1.5">
-<p>Hello{{with .CustomerName}} {{.}}{{end}},</p>
-<p><strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} has sent you invoice <strong>{{.InvoiceNumber}}</strong> for <strong>{{.Amount}}</strong>.
-{{- with .DueDate}} It is due on {{.}}.{{end}}</p>
-<p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
-<p>Or copy this link into your browser:<br>{{.PayLink}}</p>
-<p>Thank you,<br>{{template "signature" .}}</p>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{if .Receipt}}Receipt for invoice{{else if .Reminder}}Reminder: invoice{{else}}Invoice{{end}} {{.InvoiceNumber}}</title></head>
+<body style="margin:0;padding:0;background-color:#f4f4f5;color:#18181b;font-family:Helvetica,Arial,sans-serif;font-size:16px;line-height:1.5">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="background-color:#f4f4f5">
+<tr><td align="center" style="padding:24px 12px">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="max-width:600px;background-color:#ffffff;border:1px solid #e4e4e7;border-radius:8px">
+<tr><td style="padding:24px 24px 8px 24px;border-bottom:4px solid {{.Accent}}">
+<div style="font-size:22px;font-weight:bold">{{.Name}}</div>{{with .LegalName}}
+<div style="font-size:14px;color:#52525b">{{.}}</div>{{end}}
+</td></tr>
+<tr><td style="padding:24px">
+<p style="margin:0 0 16px 0">Hello{{with .CustomerName}} {{.}}{{end}},</p>
+{{- if .Receipt}}{{with .Receipt}}
+<p style="margin:0 0 16px 0">{{if .Refund}}<strong>{{$.Name}}</strong> has refunded <strong>{{.Amount}}</strong> to your {{.Method}} for invoice <strong>{{$.InvoiceNumber}}</strong>.{{else}}Thank you for your payment of <strong>{{.Amount}}</strong> to <strong>{{$.Name}}</strong> for invoice <strong>{{$.InvoiceNumber}}</strong>.{{end}}</p>
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="margin:0 0 16px 0;font-size:15px">
+<tr><td style="padding:4px 0;color:#52525b">{{if .Refund}}Refunded{{else}}Paid{{end}}</td><td align="right" style="padding:4px 0;font-weight:bold">{{.Amount}}</td></tr>
+<tr><td style="padding:4px 0;color:#52525b">Date</td><td align="right" style="padding:4px 0">{{.At}}</td></tr>
+<tr><td style="padding:4px 0;color:#52525b">Card</td><td align="right" style="padding:4px 0">{{.Method}}</td></tr>
+{{- with .Reference}}
+<tr><td style="padding:4px 0;color:#52525b">Reference</td><td align="right" style="padding:4px 0">{{.}}</td></tr>{{end}}
+{{- with .Balance}}
+<tr><td style="padding:4px 0;color:#52525b">Balance after this payment</td><td align="right" style="padding:4px 0">{{.}}</td></tr>{{end}}
+</table>
+<p style="margin:0 0 16px 0">The receipt is attached as a PDF.</p>{{end}}
+{{- else if .Reminder}}
+<p style="margin:0 0 16px 0">This is a reminder from <strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} about invoice <strong>{{.InvoiceNumber}}</strong> for {{.Amount}}.</p>
+<p style="margin:0 0 16px 0">The balance of <strong>{{.Balance}}</strong> {{if .Overdue}}was due on{{else}}is due on{{end}} <strong>{{.DueDate}}</strong>.</p>
+{{- else}}
+<p style="margin:0 0 16px 0"><strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} has sent you invoice <strong>{{.InvoiceNumber}}</strong> for <strong>{{.Amount}}</strong>.{{with .DueDate}} It is due on {{.}}.{{end}}</p>
+{{- end}}
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="margin:0 0 16px 0;font-size:15px;border-collapse:collapse">
+{{- range .Lines}}
+<tr><td style="padding:8px 0;border-bottom:1px solid #e4e4e7">{{.Description}}<br><span style="color:#52525b;font-size:13px">{{.Quantity}} &times; {{.UnitCost}}{{with .TaxRate}}, tax {{.}}{{end}}</span></td><td align="right" valign="top" style="padding:8px 0;border-bottom:1px solid #e4e4e7;white-space:nowrap">{{.Amount}}</td></tr>
+{{- end}}
+{{- with .Tax}}
+<tr><td style="padding:4px 0">Subtotal</td><td align="right" style="padding:4px 0;white-space:nowrap">{{$.Subtotal}}</td></tr>
+<tr><td style="padding:4px 0">Tax</td><td align="right" style="padding:4px 0;white-space:nowrap">{{.}}</td></tr>
+{{- end}}
+<tr><td style="padding:8px 0;font-weight:bold">Total</td><td align="right" style="padding:8px 0;font-weight:bold;white-space:nowrap">{{.Amount}}</td></tr>
+{{- if not .Receipt}}
+<tr><td style="padding:4px 0">Balance due</td><td align="right" style="padding:4px 0;white-space:nowrap">{{.Balance}}</td></tr>
+{{- end}}
+</table>
+{{- if not .Receipt}}
+<table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin:8px 0 16px 0"><tr>
+<td style="border-radius:6px;background-color:{{.Accent}}">
+<a href="{{.PayLink}}" style="display:inline-block;padding:12px 24px;color:#ffffff;font-weight:bold;text-decoration:none;border-radius:6px">Pay {{.Balance}}</a>
+</td></tr></table>
+<p style="margin:0 0 16px 0;font-size:14px;color:#52525b">Or copy this link into your browser:<br><a href="{{.PayLink}}" style="color:{{.Accent}};word-break:break-all">{{.PayLink}}</a></p>
+{{- if .Reminder}}
+<p style="margin:0 0 16px 0">If you have paid it already, thank you, and please disregard this reminder.</p>{{end}}
+{{- end}}
+<p style="margin:0">Thank you,<br>{{.Name}}{{with .LegalName}}<br>{{.}}{{end}}{{range .Address}}<br>{{.}}{{end}}{{with .Phone}}<br>{{.}}{{end}}{{with .Email}}<br>{{.}}{{end}}</p>
+</td></tr>
+</table>
+</td></tr>
+</table>
 </body>
 </html>
-` + htmlSignature))
+`))
 
+// A text message: one short line with the pay link.
 var smsText = texttemplate.Must(texttemplate.New("sms").Parse(
 	`{{.Name}}: invoice {{.InvoiceNumber}} for {{.Amount}}
 {{- with .DueDate}}, due {{.}}{{end}}. Pay here: {{.PayLink}}`))
-
-// The reminder: it says it is one, the balance and the due date (passed
-// or to come), and the pay link.
-
-var reminderText = texttemplate.Must(texttemplate.New("reminder").Parse(
-	`Hello{{with .CustomerName}} {{.}}{{end}},
-
-This is a reminder from {{.Name}}{{with .LegalName}} ({{.}}){{end}} about invoice {{.InvoiceNumber}} for {{.Amount}}.
-The balance of {{.Balance}} {{if .Overdue}}was due on{{else}}is due on{{end}} {{.DueDate}}.
-
-Pay it here:
-{{.PayLink}}
-
-If you have paid it already, thank you, and please disregard this reminder.
-
-{{template "signature" .}}
-` + textSignature))
-
-var reminderHTML = htmltemplate.Must(htmltemplate.New("reminder-html").Parse(`<!DOCTYPE html>
-<html>
-<head><meta charset="utf-8"><title>Reminder: invoice {{.InvoiceNumber}}</title></head>
-<body style="font-family: sans-serif; line-height: 1.5">
-<p>Hello{{with .CustomerName}} {{.}}{{end}},</p>
-<p>This is a reminder from <strong>{{.Name}}</strong>{{with .LegalName}} ({{.}}){{end}} about invoice <strong>{{.InvoiceNumber}}</strong> for {{.Amount}}.</p>
-<p>The balance of <strong>{{.Balance}}</strong> {{if .Overdue}}was due on{{else}}is due on{{end}} <strong>{{.DueDate}}</strong>.</p>
-<p><a href="{{.PayLink}}">Pay invoice {{.InvoiceNumber}}</a></p>
-<p>Or copy this link into your browser:<br>{{.PayLink}}</p>
-<p>If you have paid it already, thank you, and please disregard this reminder.</p>
-<p>{{template "signature" .}}</p>
-</body>
-</html>
-` + htmlSignature))
 
 var reminderSMS = texttemplate.Must(texttemplate.New("reminder-sms").Parse(
 	`Reminder from {{.Name}}: invoice {{.InvoiceNumber}}, balance {{.Balance}} {{if .Overdue}}was due{{else}}due{{end}} {{.DueDate}}. Pay here: {{.PayLink}}`))

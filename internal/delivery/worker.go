@@ -21,6 +21,9 @@ import (
 // below.
 type Config struct {
 	Invoices Invoices // the invoices messages are about; required
+	// Documents draws the PDFs emails carry; without it emails go
+	// without one, and receipts fail.
+	Documents Documents
 	// Open opens sealed notices (internal/vault); without it notices fail.
 	Open func(sealed []byte, keyID, aad string) (string, error)
 	// PasswordResets writes the reset email of a PasswordReset notice's
@@ -221,6 +224,7 @@ type claimed struct {
 	Kind           string    `db:"kind"`
 	OrganizationID uuid.UUID `db:"organization_id"`
 	InvoiceID      uuid.UUID `db:"invoice_id"`
+	PaymentID      uuid.UUID `db:"payment_id"`
 	Channel        string    `db:"channel"`
 	Recipient      string    `db:"recipient"`
 	Attempts       int       `db:"attempts"`
@@ -247,7 +251,8 @@ func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claim
 		UPDATE outbox o SET attempts = o.attempts + 1, next_attempt_at = $3
 		FROM due WHERE o.id = due.id
 		RETURNING o.id, o.kind, coalesce(o.organization_id, '00000000-0000-0000-0000-000000000000') AS organization_id,
-			coalesce(o.invoice_id, '00000000-0000-0000-0000-000000000000') AS invoice_id, o.channel, o.recipient, o.attempts,
+			coalesce(o.invoice_id, '00000000-0000-0000-0000-000000000000') AS invoice_id,
+			coalesce(o.payment_id, '00000000-0000-0000-0000-000000000000') AS payment_id, o.channel, o.recipient, o.attempts,
 			o.notice, o.notice_key_id`,
 		now, n, now.Add(lease))
 	if err != nil {
@@ -382,12 +387,17 @@ func (w *Worker) recordFailure(ctx context.Context, c claimed, sendErr error) (b
 			_, err := tx.ExecContext(ctx, `UPDATE outbox SET notice = NULL WHERE id = $1`, c.ID)
 			return err
 		}
+		if c.Kind == KindReceipt {
+			// A receipt is not the invoice's send: send_problem speaks of
+			// pay links and reminders only.
+			return nil
+		}
 		// Only the invoice's latest message speaks for it: a failure of an
 		// older send must not hide that a newer one is under way or arrived.
 		var latest bool
 		err = tx.GetContext(ctx, &latest, `SELECT NOT EXISTS (
 				SELECT 1 FROM outbox o, outbox me
-				WHERE me.id = $1 AND o.invoice_id = me.invoice_id AND o.id <> me.id
+				WHERE me.id = $1 AND o.invoice_id = me.invoice_id AND o.id <> me.id AND o.kind <> 'receipt'
 				  AND (o.created_at, o.id) > (me.created_at, me.id))`, c.ID)
 		if err != nil || !latest {
 			return err

@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/payreq/payreq/internal/audit"
+	"github.com/payreq/payreq/internal/postgres"
 )
 
 // The reads below take q so that a caller runs them inside its own
@@ -127,4 +131,47 @@ func Portfolio(ctx context.Context, q sqlx.QueryerContext, reseller uuid.UUID) (
 func (d *Store) OrganizationStatus(ctx context.Context, org uuid.UUID) (string, error) {
 	o, err := OrganizationByID(ctx, d.DB, org)
 	return o.Status, err
+}
+
+// Receipts reports whether the organization's customers get a receipt by
+// email after each approved card payment and refund (on unless turned
+// off), read in q, the transaction that records the payment.
+func Receipts(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID) (bool, error) {
+	var on bool
+	err := sqlx.GetContext(ctx, q, &on, `SELECT receipts FROM organizations WHERE id = $1`, org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, ErrNoOrganization
+	}
+	if err != nil {
+		return false, fmt.Errorf("directory: unable to read the receipts setting: %w", err)
+	}
+	return on, nil
+}
+
+// Receipts reports whether the organization's customers get receipts
+// (the package function, on the store's database).
+func (d *Store) Receipts(ctx context.Context, org uuid.UUID) (bool, error) {
+	return Receipts(ctx, d.DB, org)
+}
+
+// SetReceipts turns the organization's receipts on or off, with its audit
+// entry when a person does it (actor not nil).
+func (d *Store) SetReceipts(ctx context.Context, actor *audit.Actor, org uuid.UUID, on bool, at time.Time) error {
+	return postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE organizations SET receipts = $2 WHERE id = $1`, org, on)
+		if err != nil {
+			return fmt.Errorf("directory: unable to set the receipts setting: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(err, ErrNoOrganization)
+		}
+		if actor == nil {
+			return nil
+		}
+		detail := "receipts to customers turned off"
+		if on {
+			detail = "receipts to customers turned on"
+		}
+		return audit.Append(ctx, tx, audit.Entry{Organization: &org, Actor: *actor, Action: audit.ReceiptsChanged, Detail: detail, At: at})
+	})
 }

@@ -33,7 +33,7 @@ import (
 // Data is what an event may carry: a resource as the API shows it.
 type Data interface {
 	models.Invoice | models.RecordedPaymentChange | models.CardPayment | models.Deposit | models.SavedCard | models.Application |
-		models.WebhookPing
+		models.WebhookPing | models.TerminalPayment | models.Customer | models.RecurringInvoice | models.RecurringInvoiceOccurrence
 }
 
 // Type is a type of event whose data is a D, so that the compiler checks
@@ -48,20 +48,38 @@ var (
 	InvoicePartPaid   = declare[models.Invoice]("invoice.part_paid")
 	InvoicePaid       = declare[models.Invoice]("invoice.paid")
 	InvoiceCancelled  = declare[models.Invoice]("invoice.cancelled")
+	InvoiceFinalized  = declare[models.Invoice]("invoice.finalized")
+	InvoiceUpdated    = declare[models.Invoice]("invoice.updated")
+	// A draft deleted: the invoice as it was.
+	InvoiceDeleted = declare[models.Invoice]("invoice.deleted")
 	// A payment made outside the card recorded, or removed: the payment
 	// and the invoice as the change left it.
-	InvoicePaymentRecorded = declare[models.RecordedPaymentChange]("invoice.payment_recorded")
-	InvoicePaymentRemoved  = declare[models.RecordedPaymentChange]("invoice.payment_removed")
-	InvoiceReminderSent    = declare[models.Invoice]("invoice.reminder_sent")
-	CardPaymentApproved    = declare[models.CardPayment]("card_payment.approved")
-	CardPaymentDeclined    = declare[models.CardPayment]("card_payment.declined")
-	CardPaymentRefunded    = declare[models.CardPayment]("card_payment.refunded")
-	SavedCardRemoved       = declare[models.SavedCard]("saved_card.removed")
-	DepositCreated         = declare[models.Deposit]("deposit.created")
-	DepositPaid            = declare[models.Deposit]("deposit.paid")
-	ApplicationSubmitted   = declare[models.Application]("application.submitted")
-	ApplicationStage       = declare[models.Application]("application.stage_changed")
-	WebhookPing            = declare[models.WebhookPing]("webhook.ping")
+	InvoicePaymentRecorded   = declare[models.RecordedPaymentChange]("invoice.payment_recorded")
+	InvoicePaymentRemoved    = declare[models.RecordedPaymentChange]("invoice.payment_removed")
+	InvoiceReminderSent      = declare[models.Invoice]("invoice.reminder_sent")
+	CardPaymentApproved      = declare[models.CardPayment]("card_payment.approved")
+	CardPaymentDeclined      = declare[models.CardPayment]("card_payment.declined")
+	CardPaymentRefunded      = declare[models.CardPayment]("card_payment.refunded")
+	TerminalPaymentApproved  = declare[models.TerminalPayment]("terminal_payment.approved")
+	TerminalPaymentDeclined  = declare[models.TerminalPayment]("terminal_payment.declined")
+	TerminalPaymentCancelled = declare[models.TerminalPayment]("terminal_payment.cancelled")
+	TerminalPaymentTimedOut  = declare[models.TerminalPayment]("terminal_payment.timed_out")
+	TerminalPaymentFailed    = declare[models.TerminalPayment]("terminal_payment.failed")
+	SavedCardRemoved         = declare[models.SavedCard]("saved_card.removed")
+	CustomerCreated          = declare[models.Customer]("customer.created")
+	CustomerUpdated          = declare[models.Customer]("customer.updated")
+	CustomerDeleted          = declare[models.Customer]("customer.deleted")
+	DepositCreated           = declare[models.Deposit]("deposit.created")
+	DepositPaid              = declare[models.Deposit]("deposit.paid")
+	// A recurring invoice's life, and each occurrence issued or skipped.
+	RecurringInvoiceCreated = declare[models.RecurringInvoice]("recurring_invoice.created")
+	RecurringInvoiceUpdated = declare[models.RecurringInvoice]("recurring_invoice.updated")
+	RecurringInvoiceIssued  = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.issued")
+	RecurringInvoiceSkipped = declare[models.RecurringInvoiceOccurrence]("recurring_invoice.skipped")
+	RecurringInvoiceEnded   = declare[models.RecurringInvoice]("recurring_invoice.ended")
+	ApplicationSubmitted    = declare[models.Application]("application.submitted")
+	ApplicationStage        = declare[models.Application]("application.stage_changed")
+	WebhookPing             = declare[models.WebhookPing]("webhook.ping")
 )
 
 // Types lists the name of every type, in the order declared above.
@@ -83,7 +101,7 @@ func Permission(t string) string {
 		return ""
 	case ApplicationSubmitted.Name, ApplicationStage.Name:
 		return auth.ApplicationsView
-	default: // invoice.*, card_payment.*, saved_card.*, deposit.*
+	default: // invoice.*, card_payment.*, terminal_payment.*, saved_card.*, customer.*, deposit.*, recurring_invoice.*
 		return auth.PaymentsView
 	}
 }

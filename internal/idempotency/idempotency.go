@@ -44,8 +44,11 @@ type Operation string
 // The operations that take a key.
 const (
 	CreateInvoice     Operation = "invoice.create"
+	CreateCustomer    Operation = "customer.create"
 	RecordPayment     Operation = "invoice.record_payment"
 	RefundCardPayment Operation = "card_payment.refund"
+	// CreateTerminalPayment: a repeat asks the terminal for no second card.
+	CreateTerminalPayment Operation = "terminal_payment.create"
 	// CreateAPIKey: the portal's form sent twice makes one key.
 	CreateAPIKey Operation = "api_key.create"
 	// CreateWebhookEndpoint: a second endpoint of one request would get
@@ -57,6 +60,9 @@ const (
 	// SubmitApplication: the sign-up page's form carries a one-time key,
 	// so that a double submit makes one application.
 	SubmitApplication Operation = "application.submit"
+	// CreateRecurringInvoice: a retried request makes one series, not two
+	// that each issue every invoice.
+	CreateRecurringInvoice Operation = "recurring_invoice.create"
 )
 
 // Key is an idempotency key as a request sent it, with the hash of the

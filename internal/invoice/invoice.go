@@ -1,9 +1,11 @@
 // Package invoice holds invoices (payment requests): their rules, their
 // states, and their storage.
 //
-// It owns the tables invoices, invoice_lines, customer_preferences,
-// recorded_payments (payments made outside the card), reminder_settings
-// and tax_rates (the organization's named rates for the lines editor). An invoice's state moves only through Locked, inside
+// It owns the tables invoices, invoice_lines, recorded_payments (payments
+// made outside the card), reminder_settings and tax_rates (the
+// organization's named rates for the lines editor). Every invoice has a
+// customer, package customer's, found or made at creation (customerOf);
+// the customer's stated preference is read from there (withOwners). An invoice's state moves only through Locked, inside
 // the transaction of the function that owns the change. Its card payments
 // and its customer's saved cards are the payment package's, read through
 // Cards; who bills, the MIDs and their locations' names and time zones are
@@ -25,6 +27,7 @@ import (
 
 // Status is where an invoice is in its life.
 //
+//	draft ──finalize──▶ open;  draft ──delete──▶ (gone)
 //	open ──payment leaving a balance──▶ part_paid ──payment clearing it──▶ paid
 //	open ──payment clearing it──▶ paid
 //	open, part_paid ──cancel──▶ cancelled
@@ -34,18 +37,22 @@ type Status string
 
 // The statuses.
 const (
+	InDraft   Status = "draft" // a draft: saved unfinished (the type Draft is what a client asks for)
 	Open      Status = "open"
 	PartPaid  Status = "part_paid"
 	Paid      Status = "paid"
 	Cancelled Status = "cancelled"
 )
 
-// Payable says whether the pay link accepts a payment and a send is allowed.
+// Payable says whether the pay link accepts a payment and a send is
+// allowed: a draft has no pay link.
 func (s Status) Payable() bool { return s == Open || s == PartPaid }
 
 // Label is the status as people read it: "Part paid".
 func (s Status) Label() string {
 	switch s {
+	case InDraft:
+		return "Draft"
 	case Open:
 		return "Open"
 	case PartPaid:
@@ -144,6 +151,13 @@ type Draft struct {
 	// Reminders: true or false for this invoice; nil follows the
 	// organization's reminder settings.
 	Reminders *bool `json:",omitempty"`
+	// AsDraft saves the invoice as a draft: no pay link, never sent,
+	// until Finalize. (Left out of the idempotency hash when false.)
+	AsDraft bool `json:",omitempty"`
+	// CustomerID names the invoice's customer, whose details fill the
+	// customer fields left nil; nil: the customer with CustomerEmail, made
+	// when there is none.
+	CustomerID *uuid.UUID `json:",omitempty"`
 }
 
 // Invoice is a stored invoice.
@@ -158,6 +172,7 @@ type Invoice struct {
 	Amount            apd.Decimal
 	AmountPaid        apd.Decimal
 	AmountRefunded    apd.Decimal // the approved refunds of its sales
+	CustomerID        uuid.UUID
 	CustomerName      *string
 	CustomerCompany   *string
 	CustomerEmail     string
@@ -181,6 +196,7 @@ type Invoice struct {
 	CreatedByName   string
 	CancelledAt     *time.Time
 	CancelledByName *string
+	// CustomerPrefers is the customer's stated choice (package customer's).
 	CustomerPrefers *string
 	// ScheduledSendAt is when the pay link is to go out; nil when no send
 	// is scheduled.
@@ -189,6 +205,9 @@ type Invoice struct {
 	Reminders      *bool
 	RemindersSent  int
 	LastRemindedAt *time.Time
+	// Version counts the changes of the invoice's own fields: 1 when
+	// made, one more at each Update.
+	Version int
 	// Biller: who bills, for the pay page and the PDF (read by Document
 	// and ByPayToken only).
 	Biller directory.Biller
@@ -272,6 +291,7 @@ func Validate(d Draft) error {
 	length("memo", d.Memo, 0, 2000)
 
 	switch {
+	case d.CustomerEmail == nil && d.CustomerID != nil: // the customer's (checkCustomerFields)
 	case d.CustomerEmail == nil || strings.TrimSpace(*d.CustomerEmail) == "":
 		v.add("customerEmail", "is required: the pay link and receipts go to this address")
 	case len(*d.CustomerEmail) > 254 || !mailaddr.Valid(*d.CustomerEmail):
@@ -285,8 +305,8 @@ func Validate(d Draft) error {
 	if d.Delivery != nil && *d.Delivery != Email && *d.Delivery != Text {
 		v.add("delivery", "must be email or text")
 	}
-	if d.Delivery != nil && *d.Delivery == Text && (d.CustomerPhone == nil || strings.TrimSpace(*d.CustomerPhone) == "") {
-		v.add("customerPhone", "is required when delivery is text")
+	if d.CustomerID == nil { // else the customer's phone may fill it (checkCustomerFields)
+		phoneForText(d, v)
 	}
 
 	if d.Lines != nil {
@@ -338,9 +358,39 @@ func Validate(d Draft) error {
 				text(cents(sum)), text(cents(d.Amount)))
 		}
 	}
-	if d.SendAt != nil && d.Send != nil && !*d.Send {
+	checkSend(v, d.Send, d.SendAt)
+	if d.AsDraft && d.Send != nil && *d.Send {
+		v.add("send", "cannot be true for a draft, which has no pay link until it is finalized; it is sent when finalized")
+	}
+	if d.AsDraft && d.SendAt != nil {
+		v.add("sendAt", "cannot be given for a draft, which has no pay link until it is finalized; give it when finalizing")
+	}
+	if len(v) > 0 {
+		return rule.InvalidFields(v)
+	}
+	return nil
+}
+
+// checkSend refuses a scheduled send with send false (on creation and
+// when a draft is finalized).
+func checkSend(v fieldErrors, send *bool, sendAt *time.Time) {
+	if sendAt != nil && send != nil && !*send {
 		v.add("sendAt", "cannot be given with send: false; leave send null or true to send at sendAt")
 	}
+}
+
+// phoneForText refuses text delivery without a phone.
+func phoneForText(d Draft, v fieldErrors) {
+	if d.Delivery != nil && *d.Delivery == Text && (d.CustomerPhone == nil || strings.TrimSpace(*d.CustomerPhone) == "") {
+		v.add("customerPhone", "is required when delivery is text")
+	}
+}
+
+// checkCustomerFields checks the rules Validate leaves to after a draft
+// naming its customer took the customer's details.
+func checkCustomerFields(d Draft) error {
+	v := fieldErrors{}
+	phoneForText(d, v)
 	if len(v) > 0 {
 		return rule.InvalidFields(v)
 	}
@@ -386,7 +436,7 @@ func markSent(inv *Invoice, ch string, at time.Time) {
 func cancel(inv *Invoice, by string, at time.Time) error {
 	if !inv.Status.Payable() {
 		return rule.New(rule.Conflict, "", "Invoice cannot be cancelled",
-			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled.", inv.Status))
+			fmt.Sprintf("The invoice is %s; only open and part_paid invoices can be cancelled (a draft is deleted instead).", inv.Status))
 	}
 	inv.Status = Cancelled
 	inv.CancelledAt = &at

@@ -8,7 +8,7 @@ import (
 )
 
 // Model is the invoice as the API answers it and its events carry it, with
-// its pay link; full adds lineItems, payments and savedCards (single
+// its pay link (none for a draft); full adds lineItems, payments and savedCards (single
 // reads and events), which list items omit.
 func (inv Invoice) Model(link string, full bool) models.Invoice {
 	// What the answer points to, in one allocation (a pointer to
@@ -23,7 +23,7 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 		AmountRefunded: jsonnum.Decimal{Decimal: inv.AmountRefunded},
 		Subtotal:       jsonnum.Decimal{Decimal: inv.Subtotal()},
 		TaxAmount:      jsonnum.Decimal{Decimal: cents(inv.TaxAmount)},
-		CustomerName:   inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
+		CustomerId:     inv.CustomerID, CustomerName: inv.CustomerName, CustomerCompany: inv.CustomerCompany, CustomerEmail: &texts.email,
 		CustomerPhone: inv.CustomerPhone, Delivery: models.Delivery(inv.Delivery),
 		SentVia: (*models.Delivery)(inv.SentVia), SentAt: inv.SentAt, SendProblem: inv.SendProblem, Memo: inv.Memo,
 		Lines: int32(inv.LineCount), Status: models.InvoiceStatus(inv.Status), FailedAttempts: int32(inv.FailedAttempts),
@@ -31,7 +31,10 @@ func (inv Invoice) Model(link string, full bool) models.Invoice {
 		CreatedByName: inv.CreatedByName, CancelledAt: inv.CancelledAt, CancelledByName: inv.CancelledByName,
 		Link: &texts.link, CustomerPrefers: (*models.Delivery)(inv.CustomerPrefers),
 		ScheduledSendAt: inv.ScheduledSendAt, Reminders: inv.Reminders, RemindersSent: int32(inv.RemindersSent),
-		LastRemindedAt: inv.LastRemindedAt,
+		LastRemindedAt: inv.LastRemindedAt, Version: int32(inv.Version),
+	}
+	if inv.Status == InDraft {
+		out.Link = nil // no pay link until it is finalized
 	}
 	if inv.DueDate != nil {
 		d := time.Date(inv.DueDate.Year(), inv.DueDate.Month(), inv.DueDate.Day(), 0, 0, 0, 0, time.UTC)

@@ -12,9 +12,11 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -24,7 +26,9 @@ import (
 func (s *Store) ByPayToken(ctx context.Context, token string) (inv Invoice, err error) {
 	err = postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
 		var id, org uuid.UUID
-		err := tx.QueryRowContext(ctx, `SELECT id, organization_id FROM invoices WHERE id = ANY($1::uuid[]) OR legacy_pay_token_digest = $2`,
+		// A draft has no pay link: its token is nothing.
+		err := tx.QueryRowContext(ctx, `SELECT id, organization_id FROM invoices
+			WHERE (id = ANY($1::uuid[]) OR legacy_pay_token_digest = $2) AND status <> 'draft'`,
 			pq.Array(s.PayLinks.ids(token)), legacyDigest(token)).Scan(&id, &org)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
@@ -90,55 +94,44 @@ func (l *Locked) RecordRefund(amount apd.Decimal) {
 func (l *Locked) RecordDecline() { l.FailedAttempts++ }
 
 // SetPreference records how the invoice's customer wants later invoices
-// (email or text), kept per customer email within the organization; it
-// wins over an invoice's delivery on every later send.
+// (email or text), kept on the customer (package customer); it wins over
+// an invoice's delivery on every later send.
 func (l *Locked) SetPreference(prefers string, at time.Time) error {
 	if prefers != Email && prefers != Text {
 		return fmt.Errorf("invoice: preference %q is neither email nor text", prefers)
 	}
-	_, err := l.tx.ExecContext(l.ctx, `
-		INSERT INTO customer_preferences (organization_id, customer_email, prefers, updated_at)
-		VALUES ($1, lower($2), $3, $4)
-		ON CONFLICT (organization_id, customer_email) DO UPDATE SET prefers = EXCLUDED.prefers, updated_at = EXCLUDED.updated_at`,
-		l.OrganizationID, l.CustomerEmail, prefers, at)
-	if err != nil {
-		return fmt.Errorf("invoice: unable to record customer preference: %w", err)
-	}
-	return nil
+	return customer.SetPrefers(l.ctx, l.tx, l.OrganizationID, l.CustomerID, prefers, at)
 }
 
-// Bill is the invoice as a pay link message shows it (delivery.Invoices).
+// Bill is the invoice as a message (a pay link, a reminder, a receipt)
+// shows it (delivery.Invoices).
 func (s *Store) Bill(ctx context.Context, org, id uuid.UUID) (delivery.Bill, error) {
-	var (
-		status, number  string
-		amount, balance apd.Decimal
-		due             *time.Time
-		customer        sql.NullString
-		mid             uuid.UUID
-		biller          directory.Biller
-	)
-	err := postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT status, invoice_number, amount, amount - amount_paid, due_date, customer_name,
-				merchant_account_id
-			FROM invoices WHERE id = $1 AND organization_id = $2`, id, org).Scan(
-			&status, &number, &amount, &balance, &due, &customer, &mid)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to read invoice for a message: %w", err)
-		}
-		biller, err = directory.BillerOf(ctx, tx, org, mid)
+	var inv Invoice
+	err := postgres.InSnapshot(ctx, s.DB, func(tx *sqlx.Tx) (err error) {
+		inv, err = s.document(ctx, tx, org, id)
 		return err
 	})
 	if err != nil {
 		return delivery.Bill{}, err
 	}
-	return delivery.Bill{
-		Cancelled: Status(status) == Cancelled, Payable: Status(status).Payable(), InvoiceNumber: number, Amount: Money(amount),
-		Balance: Money(balance), DueDate: due,
-		CustomerName: customer.String, Biller: biller, PayLink: s.Link(&Invoice{ID: id}),
-	}, nil
+	lines := make([]delivery.BillLine, len(inv.Lines))
+	for i, l := range inv.Lines {
+		lines[i] = delivery.BillLine{Description: l.Description, Quantity: l.Quantity.Text('f'),
+			UnitCost: Money(l.UnitCost), Amount: Money(LineTotal(l))}
+		if l.TaxRate != nil && !l.TaxRate.IsZero() {
+			lines[i].TaxRate = Percent(*l.TaxRate)
+		}
+	}
+	bill := delivery.Bill{
+		Cancelled: inv.Status == Cancelled, Payable: inv.Status.Payable(), InvoiceNumber: inv.InvoiceNumber,
+		Amount: Money(inv.Amount), Balance: Money(inv.Balance()), DueDate: inv.DueDate,
+		CustomerName: optional.Value(inv.CustomerName), Lines: lines, Biller: inv.Biller, PayLink: s.Link(&inv),
+	}
+	if !inv.TaxAmount.IsZero() {
+		subtotal := inv.Subtotal()
+		bill.Subtotal, bill.Tax = Money(subtotal), Money(inv.TaxAmount)
+	}
+	return bill, nil
 }
 
 // SendFailed records, inside the transaction that fails the invoice's

@@ -17,11 +17,14 @@ import (
 
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/audit"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/optional"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -33,6 +36,9 @@ type Store struct {
 	PublicURL string
 	PayLinks  *PayLinks
 	Cards     Cards
+	Terminals TerminalPayments
+	// Members are told of invoices paid, as each chose (nil: nobody is).
+	Members Members
 }
 
 // Actor is who acts: the caller's organization and the name the invoice
@@ -56,8 +62,11 @@ func (a Actor) audit(ctx context.Context, tx *sqlx.Tx, action, detail string, at
 // named is how the log names an invoice.
 func named(inv Invoice) string { return inv.InvoiceNumber + " (" + inv.ID.String() + ")" }
 
-// Link is the invoice's pay link.
+// Link is the invoice's pay link; "" for a draft, which has none.
 func (s *Store) Link(inv *Invoice) string {
+	if inv.Status == InDraft {
+		return ""
+	}
 	var b strings.Builder
 	b.Grow(len(s.PublicURL) + len("/pay/") + tokenLength)
 	b.WriteString(s.PublicURL)
@@ -68,16 +77,17 @@ func (s *Store) Link(inv *Invoice) string {
 
 // invoiceColumns and invoiceFrom are what every read of invoices selects
 // and joins; scanInvoice reads them in this order. The MID and its
-// location's name are directory's (withAccounts).
+// location's name are directory's, the customer's stated preference is
+// customer's (withOwners).
 const (
 	invoiceColumns = `i.id, i.organization_id, i.merchant_account_id, i.invoice_number, i.po_number,
 		i.amount::text, i.amount_paid::text, i.amount_refunded::text, i.customer_name, i.customer_company, i.customer_email,
 		i.customer_phone, i.delivery, i.sent_via, i.sent_at, i.send_problem, i.memo, i.due_date, i.line_count, i.tax_amount::text,
 		i.status, i.failed_attempts, i.problem, i.paid_at, i.level3_sent, i.created_at, i.created_by_name,
-		i.cancelled_at, i.cancelled_by_name, cp.prefers, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at`
+		i.cancelled_at, i.cancelled_by_name, i.customer_id, i.scheduled_send_at, i.reminders, i.reminders_sent, i.last_reminded_at,
+		i.version`
 	invoiceFrom = `
-	FROM invoices i
-	LEFT JOIN customer_preferences cp ON cp.organization_id = i.organization_id AND cp.customer_email = lower(i.customer_email)`
+	FROM invoices i`
 )
 
 const selectInvoice = `
@@ -106,10 +116,49 @@ type Cards interface {
 	// InvoiceSales are the approved card sales toward the invoice.
 	InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, invoiceID uuid.UUID) ([]Payment, error)
 	// SavedCardsOf are the customer's saved cards, newest first.
-	SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]SavedCard, error)
+	SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org, customerID uuid.UUID) ([]SavedCard, error)
+	// ChargesUnderWay says whether a charge toward the invoice is reserved
+	// and its outcome not yet recorded (read under the invoice's row lock).
+	ChargesUnderWay(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error)
+}
+
+// TerminalPayments is what invoice asks of the terminal payments
+// (internal/terminal's, which imports invoice).
+type TerminalPayments interface {
+	// PendingFor says whether a terminal is taking a payment toward the
+	// invoice (read under the invoice's row lock, which taking one holds).
+	PendingFor(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error)
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// withOwners sets what others keep of the invoices, read through q: the
+// MIDs and location names (withAccounts), and the customers' stated
+// preferences, customer's, in one statement for them all.
+func withOwners(ctx context.Context, q sqlx.QueryerContext, invs ...*Invoice) error {
+	if err := withAccounts(ctx, q, invs...); err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, 0, len(invs))
+	for _, inv := range invs {
+		if !slices.Contains(ids, inv.CustomerID) {
+			ids = append(ids, inv.CustomerID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	prefers, err := customer.PrefersOf(ctx, q, ids)
+	if err != nil {
+		return err
+	}
+	for _, inv := range invs {
+		if p, ok := prefers[inv.CustomerID]; ok {
+			inv.CustomerPrefers = &p
+		}
+	}
+	return nil
+}
 
 // withAccounts sets the invoices' MIDs and location names, directory's,
 // read through q in one statement for them all.
@@ -149,12 +198,12 @@ func scanInvoice(row scanner, extra ...any) (Invoice, error) {
 // uuid into a string.)
 type invoiceRow struct {
 	inv                                                   Invoice // the columns that are never NULL, as they are
-	id, organizationID, merchantAccountID                 uuidColumn
+	id, organizationID, merchantAccountID, customerID     uuidColumn
 	amount, amountPaid, amountRefunded, taxAmount, status string
-	lineCount, failedAttempts, remindersSent              int64
+	lineCount, failedAttempts, remindersSent, version     int64
 	po, customerName, customerCompany                     sql.NullString
 	customerPhone, sentVia, sendProblem, memo, problem    sql.NullString
-	cancelledByName, customerPrefers                      sql.NullString
+	cancelledByName                                       sql.NullString
 	sentAt, dueDate, paidAt, cancelledAt, scheduledSendAt sql.NullTime
 	lastRemindedAt                                        sql.NullTime
 	reminders                                             sql.NullBool
@@ -167,8 +216,8 @@ func newInvoiceRow(extra ...any) *invoiceRow {
 		&r.po, &r.amount, &r.amountPaid, &r.amountRefunded, &r.customerName, &r.customerCompany, &r.inv.CustomerEmail,
 		&r.customerPhone, &r.inv.Delivery, &r.sentVia, &r.sentAt, &r.sendProblem, &r.memo, &r.dueDate, &r.lineCount, &r.taxAmount,
 		&r.status, &r.failedAttempts, &r.problem, &r.paidAt, &r.inv.Level3Sent, &r.inv.CreatedAt, &r.inv.CreatedByName,
-		&r.cancelledAt, &r.cancelledByName, &r.customerPrefers, &r.scheduledSendAt, &r.reminders, &r.remindersSent,
-		&r.lastRemindedAt}, extra...)
+		&r.cancelledAt, &r.cancelledByName, &r.customerID, &r.scheduledSendAt, &r.reminders, &r.remindersSent,
+		&r.lastRemindedAt, &r.version}, extra...)
 	return r
 }
 
@@ -176,7 +225,7 @@ func newInvoiceRow(extra ...any) *invoiceRow {
 // point into them: one allocation a row, not one a value.
 type optionals struct {
 	po, customerName, customerCompany, customerPhone, sentVia, sendProblem, memo, problem string
-	cancelledByName, customerPrefers                                                      string
+	cancelledByName                                                                       string
 	sentAt, dueDate, paidAt, cancelledAt, scheduledSendAt, lastRemindedAt                 time.Time
 	reminders                                                                             bool
 }
@@ -188,8 +237,10 @@ func (r *invoiceRow) scan(row scanner) (Invoice, error) {
 	}
 	inv := r.inv
 	inv.ID, inv.OrganizationID, inv.MerchantAccountID = uuid.UUID(r.id), uuid.UUID(r.organizationID), uuid.UUID(r.merchantAccountID)
+	inv.CustomerID = uuid.UUID(r.customerID)
 	inv.Status = Status(r.status)
 	inv.LineCount, inv.FailedAttempts, inv.RemindersSent = int(r.lineCount), int(r.failedAttempts), int(r.remindersSent)
+	inv.Version = int(r.version)
 	for _, err := range []error{numeric(&inv.Amount, r.amount), numeric(&inv.AmountPaid, r.amountPaid),
 		numeric(&inv.AmountRefunded, r.amountRefunded), numeric(&inv.TaxAmount, r.taxAmount)} {
 		if err != nil {
@@ -215,7 +266,7 @@ func (r *invoiceRow) scan(row scanner) (Invoice, error) {
 	inv.CustomerName, inv.CustomerCompany = str(r.customerName, &o.customerName), str(r.customerCompany, &o.customerCompany)
 	inv.CustomerPhone, inv.SentVia = str(r.customerPhone, &o.customerPhone), str(r.sentVia, &o.sentVia)
 	inv.SendProblem, inv.Memo, inv.Problem = str(r.sendProblem, &o.sendProblem), str(r.memo, &o.memo), str(r.problem, &o.problem)
-	inv.CancelledByName, inv.CustomerPrefers = str(r.cancelledByName, &o.cancelledByName), str(r.customerPrefers, &o.customerPrefers)
+	inv.CancelledByName = str(r.cancelledByName, &o.cancelledByName)
 	inv.SentAt, inv.DueDate, inv.PaidAt = tm(r.sentAt, &o.sentAt), tm(r.dueDate, &o.dueDate), tm(r.paidAt, &o.paidAt)
 	inv.CancelledAt, inv.ScheduledSendAt = tm(r.cancelledAt, &o.cancelledAt), tm(r.scheduledSendAt, &o.scheduledSendAt)
 	inv.LastRemindedAt = tm(r.lastRemindedAt, &o.lastRemindedAt)
@@ -256,7 +307,8 @@ func (u *uuidColumn) Scan(src any) error {
 }
 
 // Create makes an invoice from a draft (refused as Validate refuses it)
-// and, unless Send is false, queues its pay link in the same transaction.
+// and, unless Send is false, queues its pay link in the same transaction;
+// with AsDraft it is saved as a draft, with no pay link and nothing sent.
 // With an idempotency key (nil: none), a repeat of the same request
 // answers the invoice already made (replayed true), the key with another
 // draft is refused (idempotency.ErrReused), and concurrent repeats wait
@@ -281,72 +333,10 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 				return err
 			}
 		}
-		// Checked against the clock after the key: a repeat of a request
-		// whose sendAt has passed since answers what the first made.
-		if err := checkSendAt(d.SendAt, now); err != nil {
-			return err
-		}
-		delivery := Email
-		if d.Delivery != nil {
-			delivery = *d.Delivery
-		}
-		// The MID must be the caller's and its location active.
-		if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
-			return err
-		}
-		// The lines go in the same statement (one round trip; their
-		// foreign key is checked at its end).
-		lines := lineArrays(d.Lines)
-		_, tax := Totals(d.Lines)
-		_, err := tx.ExecContext(ctx, `
-			WITH invoice AS (
-				INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
-					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
-					line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount)
-				VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
-					$14::integer, 'open', $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric)
-				RETURNING id
-			), lines AS (
-				INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
-				SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
-				FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $25::text[])
-					WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
-			)
-			SELECT count(*) FROM invoice`,
-			id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
-			d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
-			len(d.Lines), now, actor.Name,
-			pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
-			d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'))
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
-			return unprocessable("invoiceNumber", "Invoice number already used",
-				fmt.Sprintf("Your organization already has an invoice numbered %q; invoice numbers are unique.", d.InvoiceNumber))
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to create invoice: %w", err)
-		}
-		sent := (d.Send == nil || *d.Send) && d.SendAt == nil
-		if sent {
-			if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
-				return err
-			}
-		}
-		// The invoice as made (and sent), read once: the answer, and the
-		// data of both events, rendered once.
-		if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
-			return err
-		}
-		data := inv.Model(s.Link(&inv), true)
-		if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
-			return err
-		}
-		if err := actor.audit(ctx, tx, audit.InvoiceCreated, named(inv)+", "+Money(inv.Amount), now); err != nil {
-			return err
-		}
-		if sent {
-			_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoiceSent, data, now)
-		}
+		// sendAt is checked against the clock after the key (in create):
+		// a repeat of a request whose sendAt has passed since answers what
+		// the first made.
+		inv, err = s.create(ctx, tx, actor, d, id, now)
 		return err
 	})
 	if err != nil {
@@ -356,6 +346,195 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 		inv, err = s.Get(ctx, actor.OrganizationID, id)
 	}
 	return inv, replayed, err
+}
+
+// numberTaken is the refusal of an invoice number the organization has
+// already, when err (of a statement writing it) says so; nil otherwise.
+func numberTaken(err error, number string) error {
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "invoices_organization_id_invoice_number_key" {
+		return unprocessable("invoiceNumber", "Invoice number already used",
+			fmt.Sprintf("Your organization already has an invoice numbered %q; invoice numbers are unique.", number))
+	}
+	return nil
+}
+
+// errUnknownCustomer refuses a customerId that is not a customer of the
+// caller's organization.
+var errUnknownCustomer = unprocessable("customerId", "Unknown customer", "The customer is not a customer of your organization.")
+
+// customerOf is the customer of the draft being made into an invoice in
+// tx: the one its CustomerID names, whose details fill the draft's
+// customer fields left nil (a CustomerEmail not the customer's is
+// refused), or the organization's customer with its CustomerEmail, made
+// from its name, company and phone when there is none.
+func customerOf(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, d *Draft, now time.Time) (customer.Customer, error) {
+	if d.CustomerID == nil {
+		return customer.Ensure(ctx, tx, org, *d.CustomerEmail, d.CustomerName, d.CustomerCompany, d.CustomerPhone, now)
+	}
+	c, err := customer.ForInvoice(ctx, tx, org, *d.CustomerID)
+	if errors.Is(err, customer.ErrNotFound) {
+		return customer.Customer{}, errUnknownCustomer
+	}
+	if err != nil {
+		return customer.Customer{}, err
+	}
+	if d.CustomerEmail != nil && !strings.EqualFold(*d.CustomerEmail, c.Email) {
+		return customer.Customer{}, unprocessable("customerEmail", "Customer email differs",
+			fmt.Sprintf("customerEmail is not the email of the customer customerId names (%s); leave it null or change the customer.", c.Email))
+	}
+	fill := func(field **string, from *string) {
+		if *field == nil {
+			*field = from
+		}
+	}
+	fill(&d.CustomerEmail, &c.Email)
+	fill(&d.CustomerName, c.Name)
+	fill(&d.CustomerCompany, c.Company)
+	fill(&d.CustomerPhone, c.Phone)
+	return c, checkCustomerFields(*d)
+}
+
+// checkExempt refuses a taxed line on an invoice to a tax-exempt customer.
+func checkExempt(c customer.Customer, lines []Line) error {
+	if !c.TaxExempt {
+		return nil
+	}
+	for i, l := range lines {
+		if l.TaxRate != nil && l.TaxRate.Sign() != 0 {
+			return unprocessable(fmt.Sprintf("lines[%d].taxRate", i), "Customer is tax-exempt",
+				"The invoice's customer is tax-exempt, so its lines carry no tax; leave taxRate null or 0.")
+		}
+	}
+	return nil
+}
+
+// CustomerTotals are the totals of each customer's invoices, read through
+// q in one statement (customer.Invoices).
+func (s *Store) CustomerTotals(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]customer.Totals, error) {
+	rows, err := q.QueryContext(ctx, `
+		SELECT customer_id, count(*),
+			coalesce(sum(amount - amount_paid) FILTER (WHERE status IN ('open', 'part_paid')), 0)::numeric(13, 2)::text
+		FROM invoices WHERE organization_id = $1 AND customer_id = ANY($2::uuid[])
+		GROUP BY customer_id`, org, pq.Array(ids))
+	if err != nil {
+		return nil, fmt.Errorf("invoice: unable to read customers' totals: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[uuid.UUID]customer.Totals, len(ids))
+	for rows.Next() {
+		var (
+			id      uuid.UUID
+			t       customer.Totals
+			balance string
+		)
+		if err := rows.Scan(&id, &t.Count, &balance); err != nil {
+			return nil, fmt.Errorf("invoice: unable to read customers' totals: %w", err)
+		}
+		if err := numeric(&t.OpenBalance, balance); err != nil {
+			return nil, err
+		}
+		out[id] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("invoice: unable to read customers' totals: %w", err)
+	}
+	return out, nil
+}
+
+// CreateIn makes an invoice from a draft (refused as Validate refuses it)
+// inside tx, the transaction of the caller's own change (a recurring
+// invoice's occurrence, claimed in the same transaction), and, unless Send
+// is false, queues its pay link there: Create without an idempotency key.
+func (s *Store) CreateIn(ctx context.Context, tx *sqlx.Tx, actor Actor, d Draft, now time.Time) (Invoice, error) {
+	if err := Validate(d); err != nil {
+		return Invoice{}, err
+	}
+	return s.create(ctx, tx, actor, d, uuid.Must(uuid.NewV7()), now)
+}
+
+// create is Create's change, inside tx, for an invoice id of Validate'd d.
+func (s *Store) create(ctx context.Context, tx *sqlx.Tx, actor Actor, d Draft, id uuid.UUID, now time.Time) (inv Invoice, err error) {
+	if err := checkSendAt(d.SendAt, now); err != nil {
+		return Invoice{}, err
+	}
+	delivery := Email
+	if d.Delivery != nil {
+		delivery = *d.Delivery
+	}
+	status := Open
+	if d.AsDraft {
+		status = InDraft
+	}
+	// The MID must be the caller's and its location active.
+	if err := checkAccount(ctx, tx, actor.OrganizationID, d.MerchantAccountID); err != nil {
+		return Invoice{}, err
+	}
+	// The customer it names, or the one of its email (made when
+	// there is none). Its TaxExempt is for the invoice's tax.
+	cust, err := customerOf(ctx, tx, actor.OrganizationID, &d, now)
+	if err != nil {
+		return Invoice{}, err
+	}
+	if err := checkExempt(cust, d.Lines); err != nil {
+		return Invoice{}, err
+	}
+	// The lines go in the same statement (one round trip; their
+	// foreign key is checked at its end).
+	lines := lineArrays(d.Lines)
+	_, tax := Totals(d.Lines)
+	_, err = tx.ExecContext(ctx, `
+		WITH invoice AS (
+			INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+				customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date,
+				line_count, status, created_at, created_by_name, scheduled_send_at, reminders, tax_amount, customer_id)
+			VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6::numeric, $7, $8, $9, $10, $11, $12, $13::date,
+				$14::integer, $27, $15::timestamptz, $16, $23::timestamptz, $24::boolean, $26::numeric, $28::uuid)
+			RETURNING id
+		), lines AS (
+			INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
+			SELECT invoice.id, t.ord - 1, t.d, t.q::numeric, t.c::numeric, t.u, t.cc, t.upc, t.tr::numeric
+			FROM invoice, unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $25::text[])
+				WITH ORDINALITY AS t(d, q, c, u, cc, upc, tr, ord)
+		)
+		SELECT count(*) FROM invoice`,
+		id, actor.OrganizationID, d.MerchantAccountID, d.InvoiceNumber, d.PONumber, d.Amount.Text('f'),
+		d.CustomerName, d.CustomerCompany, *d.CustomerEmail, d.CustomerPhone, delivery, d.Memo, d.DueDate,
+		len(d.Lines), now, actor.Name,
+		pq.Array(lines.desc), pq.Array(lines.qty), pq.Array(lines.cost), pq.Array(lines.uom), pq.Array(lines.code), pq.Array(lines.upc),
+		d.SendAt, d.Reminders, pq.Array(lines.rate), tax.Text('f'), string(status), cust.ID)
+	var pqErr *pq.Error
+	if err := numberTaken(err, d.InvoiceNumber); err != nil {
+		return Invoice{}, err
+	}
+	if errors.As(err, &pqErr) && pqErr.Code == "23503" && pqErr.Constraint == "invoices_customer_id_fkey" {
+		return Invoice{}, errUnknownCustomer // deleted meanwhile
+	}
+	if err != nil {
+		return Invoice{}, fmt.Errorf("invoice: unable to create invoice: %w", err)
+	}
+	sent := (d.Send == nil || *d.Send) && d.SendAt == nil && !d.AsDraft
+	if sent {
+		if err := s.send(ctx, tx, actor.OrganizationID, id, now); err != nil {
+			return Invoice{}, err
+		}
+	}
+	// The invoice as made (and sent), read once: the answer, and the
+	// data of both events, rendered once.
+	if inv, err = s.read(ctx, tx, actor.OrganizationID, id); err != nil {
+		return Invoice{}, err
+	}
+	data := inv.Model(s.Link(&inv), true)
+	if _, err := event.Append(ctx, tx, inv.OrganizationID, event.InvoiceCreated, data, now); err != nil {
+		return Invoice{}, err
+	}
+	if err := actor.audit(ctx, tx, audit.InvoiceCreated, named(inv)+", "+Money(inv.Amount), now); err != nil {
+		return Invoice{}, err
+	}
+	if sent {
+		_, err = event.Append(ctx, tx, inv.OrganizationID, event.InvoiceSent, data, now)
+	}
+	return inv, err
 }
 
 // checkAccount refuses an invoice on mid unless it is the organization's
@@ -420,7 +599,7 @@ func (s *Store) read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UU
 	if err != nil {
 		return Invoice{}, err
 	}
-	if err := withAccounts(ctx, q, &inv); err != nil {
+	if err := withOwners(ctx, q, &inv); err != nil {
 		return Invoice{}, err
 	}
 	return inv, s.addCards(ctx, q, &inv)
@@ -462,7 +641,7 @@ func (s *Store) addCards(ctx context.Context, q sqlx.QueryerContext, inv *Invoic
 			return bytes.Compare(a.ID[:], b.ID[:])
 		})
 	}
-	inv.SavedCards, err = s.Cards.SavedCardsOf(ctx, q, inv.OrganizationID, inv.CustomerEmail)
+	inv.SavedCards, err = s.Cards.SavedCardsOf(ctx, q, inv.OrganizationID, inv.CustomerID)
 	return err
 }
 
@@ -588,7 +767,7 @@ func Lock(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID) (*Locked, error) 
 	if err != nil {
 		return nil, fmt.Errorf("invoice: unable to lock invoice: %w", err)
 	}
-	if err := withAccounts(ctx, tx, &inv); err != nil {
+	if err := withOwners(ctx, tx, &inv); err != nil {
 		return nil, err
 	}
 	return &Locked{Invoice: inv, ctx: ctx, tx: tx}, nil
@@ -689,9 +868,31 @@ func (s *Store) AppendEvent(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID,
 
 // appendEvent appends an event of the invoice, read in full inside tx,
 // with the invoice as its data, as GET /payment-requests/{id} shows it.
+// An invoice.paid tells the members who chose to hear of it, in the same
+// transaction: once per event.
 func (s *Store) appendEvent(ctx context.Context, tx *sqlx.Tx, t event.Type[models.Invoice], inv Invoice, at time.Time) error {
-	_, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Model(s.Link(&inv), true), at)
-	return err
+	if _, err := event.Append(ctx, tx, inv.OrganizationID, t, inv.Model(s.Link(&inv), true), at); err != nil {
+		return err
+	}
+	if t != event.InvoicePaid || s.Members == nil {
+		return nil
+	}
+	who := optional.Value(inv.CustomerName)
+	if who == "" {
+		who = inv.CustomerEmail
+	}
+	return s.Members.Notify(ctx, tx, inv.OrganizationID, people.Notification{
+		Choice: people.NotifyInvoicePaid, Permission: event.Permission(t.Name),
+		Subject: "Invoice " + inv.InvoiceNumber + " paid: " + Money(inv.Amount),
+		Text: who + " paid invoice " + inv.InvoiceNumber + " of " + Money(inv.Amount) + " in full.\n\n" +
+			s.PublicURL + "/portal/invoices/" + inv.ID.String(),
+	}, at)
+}
+
+// Members queues the emails to the members who chose to hear of a change
+// (people.Store.Notify), inside the change's transaction.
+type Members interface {
+	Notify(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n people.Notification, at time.Time) error
 }
 
 // Cancel cancels an open or part-paid invoice and any message of it not yet sent.
@@ -729,6 +930,7 @@ type Filter struct {
 	LocationID        *uuid.UUID
 	InvoiceNumber     *string
 	CustomerEmail     *string
+	CustomerID        *uuid.UUID
 	CreatedFrom       *time.Time
 	CreatedTo         *time.Time
 	// CustomerName keeps the invoices whose customer's name holds it,
@@ -760,6 +962,9 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	if f.CustomerEmail != nil {
 		q.Where("lower(i.customer_email) = lower($%d)", *f.CustomerEmail)
 	}
+	if f.CustomerID != nil {
+		q.Where("i.customer_id = $%d", *f.CustomerID)
+	}
 	if f.CustomerName != nil {
 		q.Where(`i.customer_name ILIKE $%d`, "%"+likeEscaper.Replace(*f.CustomerName)+"%")
 	}
@@ -777,7 +982,7 @@ func (s *Store) List(ctx context.Context, org uuid.UUID, f Filter, limit int, af
 	for i := range list {
 		page[i] = &list[i]
 	}
-	return list, next, withAccounts(ctx, s.DB, page...)
+	return list, next, withOwners(ctx, s.DB, page...)
 }
 
 // midsAt are the ids of the organization's MIDs at the location.

@@ -70,7 +70,7 @@ func newShop(t *testing.T) *shop {
 	s := &shop{dir: dir, location: loc.ID, actor: Actor{OrganizationID: org.ID, Name: "Billing key"}, mid: mid.ID,
 		now: time.Date(2026, 3, 2, 15, 4, 5, 0, time.UTC)}
 	clock := func() time.Time { return s.now }
-	s.store = &Store{DB: db, Now: clock, PublicURL: "https://pay.example", PayLinks: links, Cards: noCards{}}
+	s.store = &Store{DB: db, Now: clock, PublicURL: "https://pay.example", PayLinks: links, Cards: noCards{}, Terminals: noCards{}}
 	s.events = &event.Store{DB: db, Now: clock}
 	return s
 }
@@ -303,6 +303,14 @@ func (noCards) InvoiceSales(context.Context, sqlx.QueryerContext, uuid.UUID, uui
 	return nil, nil
 }
 
-func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, string) ([]SavedCard, error) {
+func (noCards) SavedCardsOf(context.Context, sqlx.QueryerContext, uuid.UUID, uuid.UUID) ([]SavedCard, error) {
 	return nil, nil
+}
+
+func (noCards) ChargesUnderWay(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
+}
+
+func (noCards) PendingFor(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
 }

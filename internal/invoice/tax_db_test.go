@@ -110,3 +110,32 @@ func TestInvoiceKeepsItsTax(t *testing.T) {
 	}
 	wantMoney(t, "line tax", LineTax(inv.Lines[1]), "-4.13")
 }
+
+// The messages' view of a taxed invoice: each line's rate, then subtotal
+// and tax beside the total; without tax, neither.
+func TestBillShowsTax(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	rate := d("8.25")
+	taxed := s.draft("TAX-BILL", "40.00")
+	taxed.Amount = d("43.30")
+	taxed.Lines = []Line{{Description: "Beans", Quantity: d("2"), UnitCost: d("20.00"), TaxRate: &rate}}
+	inv, _, err := s.store.Create(ctx, s.actor, taxed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bill, err := s.store.Bill(ctx, s.actor.OrganizationID, inv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bill.Amount != "$43.30" || bill.Subtotal != "$40.00" || bill.Tax != "$3.30" || bill.Lines[0].TaxRate != "8.25%" {
+		t.Errorf("taxed bill: amount %q subtotal %q tax %q line rate %q", bill.Amount, bill.Subtotal, bill.Tax, bill.Lines[0].TaxRate)
+	}
+	plain, _, err := s.store.Create(ctx, s.actor, s.draft("PLAIN-BILL", "40.00"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bill, err = s.store.Bill(ctx, s.actor.OrganizationID, plain.ID); err != nil || bill.Subtotal != "" || bill.Tax != "" || bill.Lines[0].TaxRate != "" {
+		t.Errorf("untaxed bill: subtotal %q tax %q line rate %q (%v)", bill.Subtotal, bill.Tax, bill.Lines[0].TaxRate, err)
+	}
+}

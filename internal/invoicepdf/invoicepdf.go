@@ -99,29 +99,47 @@ func Invoice(ctx context.Context, w io.Writer, inv invoice.Invoice, link string)
 // Receipt writes the receipt of payment p toward inv as a PDF to w:
 // balanceAfter is the balance right after it.
 func Receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, p invoice.Payment, balanceAfter apd.Decimal) error {
-	release, err := take(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	d, err := newDoc("Receipt for invoice " + inv.InvoiceNumber + " from " + billerName(inv))
-	if err != nil {
-		return err
-	}
-	zone := inv.Biller.Zone()
-	d.header(inv, "Receipt", [][2]string{
-		{"Invoice", inv.InvoiceNumber},
-		{"Date", p.PaidAt.In(zone).Format("January 2, 2006, 3:04 PM MST")},
-	})
-	d.billTo(inv)
-	d.gap(6)
-	facts := [][2]string{
+	return receipt(ctx, w, inv, "Receipt", p.PaidAt, [][2]string{
 		{"Amount paid", invoice.Money(p.Amount)},
 		{"Paid by", MethodText(p)},
 		{"Name on card", optional.Value(p.PayerName)},
 		{"Reference", reference(p)},
 		{"Balance after this payment", invoice.Money(balanceAfter)},
+	}, "Payment received. Thank you.")
+}
+
+// RefundReceipt writes the receipt of a refund of amount, approved at
+// `at` with the processor's reference retRef, of the card sale toward
+// inv, as a PDF to w.
+func RefundReceipt(ctx context.Context, w io.Writer, inv invoice.Invoice, sale invoice.Payment, amount apd.Decimal, at time.Time, retRef string) error {
+	return receipt(ctx, w, inv, "Refund receipt", at, [][2]string{
+		{"Amount refunded", invoice.Money(amount)},
+		{"Refunded to", MethodText(sale)},
+		{"Name on card", optional.Value(sale.PayerName)},
+		{"Reference", retRef},
+		{"Of the payment of", invoice.Money(sale.Amount) + " on " + sale.PaidAt.In(inv.Biller.Zone()).Format("January 2, 2006")},
+	}, "Refund made. It may take a few days to reach the card.")
+}
+
+// receipt draws a receipt: who bills, the customer, its facts (those
+// without a value left out) and a closing line.
+func receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, title string, at time.Time, facts [][2]string, closing string) error {
+	release, err := take(ctx)
+	if err != nil {
+		return err
 	}
+	defer release()
+	d, err := newDoc(title + " for invoice " + inv.InvoiceNumber + " from " + billerName(inv))
+	if err != nil {
+		return err
+	}
+	zone := inv.Biller.Zone()
+	d.header(inv, title, [][2]string{
+		{"Invoice", inv.InvoiceNumber},
+		{"Date", at.In(zone).Format("January 2, 2006, 3:04 PM MST")},
+	})
+	d.billTo(inv)
+	d.gap(6)
 	for _, f := range facts {
 		if f[1] == "" {
 			continue
@@ -132,7 +150,7 @@ func Receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, p invoice.Pa
 		d.y += lineHeight(11)
 	}
 	d.gap(12)
-	d.paragraph("Payment received. Thank you.", bold, 11)
+	d.paragraph(closing, bold, 11)
 	return d.write(w)
 }
 

@@ -52,6 +52,10 @@ type CardPayment struct {
 	DepositID         *uuid.UUID  // the deposit that settled it
 	CreatedAt         time.Time
 	CreatedByName     *string // a refund: the key's name; a sale: nil
+	// A sale made at a card terminal: how the card was entered, and which
+	// terminal; nil for the pay page and refunds.
+	EntryMode  *string
+	TerminalID *uuid.UUID
 }
 
 // ErrNotFound: no card payment of that id in the organization.
@@ -65,14 +69,14 @@ func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) (CardPay
 		WITH c AS (
 			INSERT INTO card_payments (id, organization_id, kind, status, amount, invoice_id, merchant_account_id,
 				card_brand, last_four, payer_name, ret_ref, decline_reason, level3_sent, saved_card, refund_of, reason,
-				created_at, created_by_name)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+				created_at, created_by_name, entry_mode, terminal_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 			RETURNING *
 		)
 		SELECT `+cardPaymentColumns+` FROM c`,
 		p.ID, p.OrganizationID, p.Kind, p.Status, p.Amount.Text('f'), p.InvoiceID, p.MerchantAccountID,
 		p.CardBrand, p.LastFour, p.PayerName, p.RetRef, p.DeclineReason, p.Level3Sent, p.SavedCard, p.RefundOf, p.Reason,
-		p.CreatedAt, p.CreatedByName))
+		p.CreatedAt, p.CreatedByName, p.EntryMode, p.TerminalID))
 	if err != nil {
 		return CardPayment{}, fmt.Errorf("payment: unable to record card payment: %w", err)
 	}
@@ -84,7 +88,8 @@ func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) (CardPay
 // the MID.
 const cardPaymentColumns = `c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id,
 		c.merchant_account_id, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
-		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name`
+		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name,
+		c.entry_mode, c.terminal_id`
 
 const selectCardPayment = `
 	SELECT ` + cardPaymentColumns + `
@@ -97,7 +102,8 @@ func scanCardPayment(row scanner) (CardPayment, error) {
 	var amount, refunded string
 	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID,
 		&p.MerchantAccountID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
-		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.DepositID, &p.CreatedAt, &p.CreatedByName)
+		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.DepositID, &p.CreatedAt, &p.CreatedByName,
+		&p.EntryMode, &p.TerminalID)
 	if err != nil {
 		return CardPayment{}, err
 	}

@@ -563,6 +563,9 @@ func (s *Store) MarkDepositsPaid(ctx context.Context) (int, error) {
 			if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositPaid, d.Model(), now); err != nil {
 				return err
 			}
+			if err := s.notifyDeposit(ctx, tx, d, now); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -7,7 +7,9 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 )
@@ -50,29 +52,67 @@ func (s *Store) InvoiceSales(ctx context.Context, q sqlx.QueryerContext, org, in
 	return list, nil
 }
 
-// SavedCardsOf are the cards saved for the customer of that email within
-// the organization, newest first (invoice.Cards).
-func (s *Store) SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customerEmail string) ([]invoice.SavedCard, error) {
-	rows, err := q.QueryxContext(ctx, `SELECT id, card_brand, last_four, expiry, saved_at, saved_by_name
-		FROM saved_cards
-		WHERE organization_id = $1 AND customer_email = lower($2)
-		ORDER BY saved_at DESC, id`, org, customerEmail)
+// ChargesUnderWay says whether a charge toward the invoice is reserved and
+// its outcome not recorded yet: a pending charge, whatever becomes of it
+// (invoice.Cards; an invoice is not changed while money may be moving).
+func (s *Store) ChargesUnderWay(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (bool, error) {
+	var found bool
+	err := sqlx.GetContext(ctx, q, &found, `SELECT EXISTS (SELECT 1 FROM pending_charges WHERE invoice_id = $1)`, invoiceID)
 	if err != nil {
-		return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+		return false, fmt.Errorf("payment: unable to read an invoice's charges under way: %w", err)
+	}
+	return found, nil
+}
+
+// SavedCardsOf are the cards saved for the customer, newest first (invoice.Cards).
+func (s *Store) SavedCardsOf(ctx context.Context, q sqlx.QueryerContext, org, customerID uuid.UUID) ([]invoice.SavedCard, error) {
+	by, err := savedCardsOf(ctx, q, org, []uuid.UUID{customerID})
+	return by[customerID], err
+}
+
+// CustomerCards are the saved cards of each customer, newest first, in
+// one statement (customer.Cards).
+func (s *Store) CustomerCards(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]models.SavedCard, error) {
+	by, err := savedCardsOf(ctx, q, org, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID][]models.SavedCard, len(by))
+	for id, cards := range by {
+		list := make([]models.SavedCard, len(cards))
+		for i, c := range cards {
+			list[i] = c.Model()
+		}
+		out[id] = list
+	}
+	return out, nil
+}
+
+// savedCardsOf are the saved cards of each of the customers, newest first.
+func savedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customers []uuid.UUID) (map[uuid.UUID][]invoice.SavedCard, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name
+		FROM saved_cards
+		WHERE organization_id = $1 AND customer_id = ANY($2::uuid[])
+		ORDER BY saved_at DESC, id`, org, pq.Array(customers))
+	if err != nil {
+		return nil, fmt.Errorf("payment: unable to read customers' saved cards: %w", err)
 	}
 	defer rows.Close()
-	var list []invoice.SavedCard
+	by := map[uuid.UUID][]invoice.SavedCard{}
 	for rows.Next() {
-		var c invoice.SavedCard
-		if err := rows.Scan(&c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName); err != nil {
-			return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+		var (
+			customer uuid.UUID
+			c        invoice.SavedCard
+		)
+		if err := rows.Scan(&customer, &c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName); err != nil {
+			return nil, fmt.Errorf("payment: unable to read customers' saved cards: %w", err)
 		}
-		list = append(list, c)
+		by[customer] = append(by[customer], c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+		return nil, fmt.Errorf("payment: unable to read customers' saved cards: %w", err)
 	}
-	return list, nil
+	return by, nil
 }
 
 // InvoiceRefunds are the newest refunds, at most limit, of the invoice's

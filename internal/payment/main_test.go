@@ -51,6 +51,7 @@ func newFixture(t *testing.T, pool int) *fixture {
 	f.svc = &Store{DB: db, Processor: f.gate, Now: time.Now, SettlementCutoff: 22 * time.Hour,
 		Invoices: &invoice.Store{DB: db, Now: time.Now, PublicURL: "https://payreq.test", PayLinks: links}}
 	f.svc.Invoices.Cards = f.svc
+	f.svc.Invoices.Terminals = noTerminals{}
 	location := uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -72,9 +73,16 @@ func newFixture(t *testing.T, pool int) *fixture {
 func (f *fixture) invoice(t *testing.T, amount, paid string, status invoice.Status) invoice.Invoice {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
-	_, err := f.db.Exec(`INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount, amount_paid,
-			customer_email, delivery, status, created_at, created_by_name)
-		VALUES ($1, $2, $3, $4, $5, $6, 'dana@example.com', 'email', $7, now(), 'test')`,
+	_, err := f.db.Exec(`
+		WITH c AS (
+			INSERT INTO customers (id, organization_id, email, created_at, updated_at)
+			VALUES (gen_random_uuid(), $2, 'dana@example.com', now(), now())
+			ON CONFLICT (organization_id, lower(email)) DO UPDATE SET email = EXCLUDED.email
+			RETURNING id
+		)
+		INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount, amount_paid,
+			customer_email, delivery, status, created_at, created_by_name, customer_id)
+		SELECT $1, $2, $3, $4, $5, $6, 'dana@example.com', 'email', $7, now(), 'test', c.id FROM c`,
 		id, f.org, f.account, "INV-"+id.String(), amount, paid, string(status))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +101,7 @@ func (f *fixture) read(t *testing.T, id uuid.UUID) invoice.Invoice {
 
 // pay pays amount toward inv with card, on a new form.
 func (f *fixture) pay(inv invoice.Invoice, card, amount string) (Outcome, error) {
-	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Amount: dec(amount),
+	return f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec(amount),
 		Card: processor.Card{Number: card, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}})
 }
 
@@ -218,4 +226,11 @@ func (g *gate) Settle(ctx context.Context, b processor.Batch) ([]processor.Fundi
 		return nil, err
 	}
 	return g.Simulator.Settle(ctx, b)
+}
+
+// noTerminals: no terminal takes payments in these tests.
+type noTerminals struct{}
+
+func (noTerminals) PendingFor(context.Context, sqlx.QueryerContext, uuid.UUID) (bool, error) {
+	return false, nil
 }

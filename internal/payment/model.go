@@ -16,6 +16,7 @@ func (p CardPayment) Model() models.CardPayment {
 		PayerName: p.PayerName, RetRef: p.RetRef, DeclineReason: p.DeclineReason, Level3Sent: p.Level3Sent,
 		SavedCard: p.SavedCard, RefundOf: p.RefundOf, AmountRefunded: jsonnum.Decimal{Decimal: p.AmountRefunded},
 		Reason: p.Reason, DepositId: p.DepositID, CreatedAt: p.CreatedAt, CreatedByName: p.CreatedByName,
+		EntryMode: (*models.CardPaymentEntryMode)(p.EntryMode), TerminalId: p.TerminalID,
 	}
 }
 

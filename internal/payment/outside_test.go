@@ -32,7 +32,7 @@ func TestNothingHeldWhileTheProcessorIsAsked(t *testing.T) {
 		}},
 		{"saved card removal", func(t *testing.T, f *fixture) func() error {
 			inv := f.invoice(t, "10.00", "0", invoice.Open)
-			_, err := f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Amount: dec("10.00"), SaveCard: true,
+			_, err := f.svc.Pay(context.Background(), inv, Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec("10.00"), SaveCard: true,
 				Card: processor.Card{Number: processor.TestCardApprove, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}})
 			if err != nil {
 				t.Fatal(err)

@@ -20,6 +20,9 @@ type PayForm interface {
 	// Attempt is the form's one-time attempt id, or the page's error when
 	// the form cannot be read or was not sent from the page.
 	Attempt() (uuid.UUID, error)
+	// Version is the invoice's version the form was shown with, read
+	// with Attempt.
+	Version() int
 	// Request is the payment the form asks for, toward balance, or the
 	// refusal of its fields (rule.Invalid).
 	Request(balance apd.Decimal) (Request, error)
@@ -44,8 +47,9 @@ const (
 // counts, whatever it holds; a form answered before gets its answer again,
 // charged once; only a new form from the page counts against the link,
 // so that a stranger holding the link cannot lock its customer out with
-// garbage; then the invoice must be payable (ErrNotPayable) and the form
-// valid, and Pay charges. Past a limit the refusal is rule.Limited.
+// garbage; then the invoice must be payable (ErrNotPayable) and at the
+// version the form was shown with (ErrChanged), the form valid, and Pay
+// charges. Past a limit the refusal is rule.Limited.
 // The charge runs past ctx's cancellation (Pay bounds its own time), so
 // that a charge under way finishes whatever the customer's connection
 // does.
@@ -74,11 +78,15 @@ func (s *Store) PayByLink(ctx context.Context, token, network string, f PayForm)
 	if inv.Biller.Suspended || !inv.Status.Payable() {
 		return out, ErrNotPayable
 	}
+	// Before the form's fields: what they were checked against changed.
+	if f.Version() != inv.Version {
+		return out, ErrChanged
+	}
 	r, err := f.Request(inv.Balance())
 	if err != nil {
 		return out, err
 	}
-	r.AttemptID = attempt
+	r.AttemptID, r.Version = attempt, f.Version()
 	out.Outcome, err = s.Pay(context.WithoutCancel(ctx), inv, r)
 	return s.readAgain(ctx, token, out, err)
 }

@@ -41,6 +41,9 @@ type Store struct {
 	// Invoices appends the invoice events of a payment (invoice.paid,
 	// invoice.part_paid), with their pay links.
 	Invoices *invoice.Store
+	// Members are told of declines and deposits paid, as each chose
+	// (nil: nobody is).
+	Members Members
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -52,6 +55,10 @@ type Request struct {
 	Amount    apd.Decimal
 	SaveCard  bool
 	Prefers   string // invoice.Email, invoice.Text, or "" to leave it as it is
+	// Version is the invoice's version the form was shown with: an
+	// invoice changed since (invoice.Store.Update) is not charged
+	// (ErrChanged).
+	Version int
 }
 
 // Outcome is the processor's answer: an approved payment as recorded, or a
@@ -64,6 +71,11 @@ type Outcome struct {
 
 // ErrNotPayable: the invoice is paid or cancelled (perhaps since the page was shown).
 var ErrNotPayable = rule.New(rule.Conflict, "", "Invoice cannot be paid", "The invoice is paid or cancelled, so it takes no payment.")
+
+// ErrChanged: the invoice was changed after the form was shown, so nothing
+// was charged: the customer pays what it asks now, from the page again.
+var ErrChanged = rule.New(rule.Conflict, "", "Invoice changed",
+	"The invoice was changed after this page was shown, so nothing was charged. Check it again, and pay from the page as it is now.")
 
 // amountRefused is the refusal of an amount that is not more than 0 and at
 // most left, the balance less held, what the payments under way hold
@@ -107,7 +119,9 @@ const voidTimeout = 30 * time.Second
 // while the processor is asked:
 //
 //  1. reserve, under the invoice's row lock: a form already answered gets
-//     its answer again; the amount must be at most the balance less what
+//     its answer again; the invoice must be at the version the form was
+//     shown with (ErrChanged: nothing is charged at an amount or lines
+//     the invoice no longer has); the amount must be at most the balance less what
 //     the payments under way hold (amountRefused); a pending charge is
 //     written, which holds the amount until the outcome is recorded. So two
 //     customers paying the whole balance at once: the second is refused
@@ -215,6 +229,12 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 		if !locked.Status.Payable() {
 			return ErrNotPayable
 		}
+		// Under the row lock that a change of the invoice takes too: a
+		// change committed before this is seen here, and one after waits
+		// and then finds the pending charge written below.
+		if r.Version != locked.Version || inv.Version != locked.Version {
+			return ErrChanged
+		}
 		balance := locked.Balance()
 		var left apd.Decimal
 		if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &balance, &held); err != nil {
@@ -268,8 +288,10 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			if err := locked.Save(); err != nil {
 				return err
 			}
-			_, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now)
-			return err
+			if _, err = event.Append(ctx, tx, locked.OrganizationID, event.CardPaymentDeclined, stored.Model(), now); err != nil {
+				return err
+			}
+			return s.notifyDeclined(ctx, tx, locked, stored, now)
 		}
 		// Cancelled while the processor was asked: the charge is voided.
 		if !locked.Status.Payable() {
@@ -283,7 +305,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if r.SaveCard && res.ProfileID != "" {
 			err := saveCard(ctx, tx, savedCard{
 				OrganizationID: locked.OrganizationID, MerchantAccountID: locked.MerchantAccountID,
-				CustomerEmail: locked.CustomerEmail, ProfileID: res.ProfileID, AccountID: res.AccountID,
+				CustomerID: locked.CustomerID, ProfileID: res.ProfileID, AccountID: res.AccountID,
 				CardBrand: p.CardBrand, LastFour: p.LastFour, Expiry: r.Card.Expiry, SavedAt: now, SavedByName: r.Card.Name,
 			})
 			if err != nil {
@@ -322,8 +344,10 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		if locked.Status == invoice.Paid {
 			paid = event.InvoicePaid
 		}
-		_, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now)
-		return err
+		if _, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now); err != nil {
+			return err
+		}
+		return queueReceipt(ctx, tx, locked, stored.ID, now)
 	})
 	return out, err
 }

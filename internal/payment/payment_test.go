@@ -13,6 +13,7 @@ import (
 
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -218,7 +219,7 @@ func TestPayRecordsTheAnswer(t *testing.T) {
 func TestPayWhileAnotherIsAtTheProcessor(t *testing.T) {
 	f := newFixture(t, 0)
 	inv := f.invoice(t, "45.00", "0", invoice.Open)
-	form := Request{AttemptID: uuid.New(), Amount: dec("45.00"),
+	form := Request{AttemptID: uuid.New(), Version: inv.Version, Amount: dec("45.00"),
 		Card: processor.Card{Number: processor.TestCardApprove, Expiry: "1299", CVV: "123", Name: "Dana Whitfield"}}
 	type result struct {
 		out Outcome
@@ -297,5 +298,46 @@ func TestPayVoidsWhenTheInvoiceWasCancelledMeanwhile(t *testing.T) {
 	}
 	if n := f.count(t, `SELECT count(*) FROM pending_charges WHERE invoice_id = $1`, inv.ID); n != 0 {
 		t.Errorf("%d pending charges left after the void", n)
+	}
+}
+
+// A change of the invoice while a charge is at the processor is refused
+// (its pending charge is under way), and the charge is recorded at the
+// amount it was reserved for; a payment of the version before a change is
+// refused before the processor is asked.
+func TestChangeWhileAChargeIsAtTheProcessor(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	actor := invoice.Actor{OrganizationID: f.org, Name: "test key"}
+	memo := invoice.Change{To: invoice.Draft{Memo: optional.String("changed")}, Given: map[string]bool{"memo": true}}
+	inv := f.invoice(t, "45.00", "0", invoice.Open)
+	paid := make(chan error, 1)
+	f.gate.held.Store(true)
+	go func() { _, err := f.pay(inv, processor.TestCardApprove, "45.00"); paid <- err }()
+	f.gate.waitReached(t)
+	if _, err := f.svc.Invoices.Update(ctx, actor, inv.ID, memo); !rule.Is(err, rule.Conflict) {
+		t.Errorf("a change while a charge is under way: %v, want a conflict", err)
+	}
+	f.gate.release <- struct{}{}
+	if err := <-paid; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, inv.ID); got.Status != invoice.Paid || got.Version != 1 || got.Memo != nil {
+		t.Errorf("after the charge: %s v%d memo %v", got.Status, got.Version, got.Memo)
+	}
+
+	stale := f.invoice(t, "30.00", "0", invoice.Open)
+	if _, err := f.svc.Invoices.Update(ctx, actor, stale.ID, memo); err != nil {
+		t.Fatal(err)
+	}
+	charges := f.gate.times("charge")
+	if _, err := f.pay(stale, processor.TestCardApprove, "30.00"); !errors.Is(err, ErrChanged) {
+		t.Errorf("a payment of the version before a change: %v, want ErrChanged", err)
+	}
+	if f.gate.times("charge") != charges {
+		t.Errorf("the processor was asked to charge a version that is gone")
+	}
+	if under, err := f.svc.ChargesUnderWay(ctx, f.db, stale.ID); err != nil || under {
+		t.Errorf("a pending charge left behind: %v %v", under, err)
 	}
 }

@@ -345,6 +345,14 @@ func (s *Store) recordRefund(ctx context.Context, tx *sqlx.Tx, p *pendingRefund,
 	if _, err = event.Append(ctx, tx, p.OrganizationID, typ, stored.Model(), now); err != nil {
 		return err
 	}
+	if res.Approved {
+		err = queueReceipt(ctx, tx, locked, stored.ID, now)
+	} else {
+		err = s.notifyDeclined(ctx, tx, locked, stored, now)
+	}
+	if err != nil {
+		return err
+	}
 	if p.AuditActor == nil {
 		return nil
 	}

@@ -22,7 +22,7 @@ import (
 type savedCard struct {
 	OrganizationID    uuid.UUID
 	MerchantAccountID uuid.UUID
-	CustomerEmail     string
+	CustomerID        uuid.UUID
 	ProfileID         string
 	AccountID         string
 	CardBrand         *string
@@ -32,15 +32,15 @@ type savedCard struct {
 	SavedByName       string
 }
 
-// saveCard stores a card the processor saved, for the customer (their email,
-// lower-cased, within the organization). A profile already stored stays as it is.
+// saveCard stores a card the processor saved, for the customer. A profile
+// already stored stays as it is.
 func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO saved_cards (id, organization_id, merchant_account_id, customer_email, profile_id, account_id,
+		INSERT INTO saved_cards (id, organization_id, merchant_account_id, customer_id, profile_id, account_id,
 			card_brand, last_four, expiry, saved_at, saved_by_name)
-		VALUES ($1, $2, $3, lower($4), $5, $6, $7, $8, $9, $10, $11)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (organization_id, profile_id, account_id) DO NOTHING`,
-		uuid.Must(uuid.NewV7()), c.OrganizationID, c.MerchantAccountID, c.CustomerEmail, c.ProfileID, c.AccountID,
+		uuid.Must(uuid.NewV7()), c.OrganizationID, c.MerchantAccountID, c.CustomerID, c.ProfileID, c.AccountID,
 		c.CardBrand, c.LastFour, c.Expiry, c.SavedAt, c.SavedByName)
 	if err != nil {
 		return fmt.Errorf("payment: unable to save card: %w", err)
@@ -100,4 +100,23 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), s.Now())
 		return err
 	})
+}
+
+// RemoveCustomerCards removes every saved card of the customer, each as
+// DeleteSavedCard does (at the processor first, no transaction open
+// across the call, its event): a customer about to be deleted
+// (customer.Cards). When the processor fails, the cards not yet removed
+// stay and the error is returned.
+func (s *Store) RemoveCustomerCards(ctx context.Context, org, customerID uuid.UUID) error {
+	var ids []uuid.UUID
+	if err := s.DB.SelectContext(ctx, &ids, `SELECT id FROM saved_cards WHERE organization_id = $1 AND customer_id = $2`,
+		org, customerID); err != nil {
+		return fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
+	}
+	for _, id := range ids {
+		if err := s.DeleteSavedCard(ctx, org, id); err != nil && !errors.Is(err, ErrCardNotFound) {
+			return err
+		}
+	}
+	return nil
 }

@@ -210,6 +210,13 @@ func (h *handler) pay(c echo.Context) error {
 		return h.unanswered(c, p, http.StatusServiceUnavailable, err,
 			"We could not confirm this payment with the card processor, so it was not recorded.",
 			"If your card was charged, the charge will be cancelled automatically within a few minutes. Please try again later.")
+	case errors.Is(err, payment.ErrChanged):
+		// What the form was filled in against is gone: the page as it is now.
+		balance := paid.Invoice.Balance()
+		p.Form.Amount = balance.Text('f')
+		p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice was changed after the page was shown, so nothing was charged.",
+			"Check the invoice below, then pay again."}}
+		return h.render(c, refused.Kind.Status(), "pay", p)
 	case errors.Is(err, payment.ErrNotPayable):
 		if p.Alert == nil { // a suspended biller's page says so already
 			p.Alert = &alert{Kind: "info", Paragraphs: []string{"This invoice can no longer be paid, so nothing was charged."}}
@@ -239,10 +246,11 @@ func (h *handler) pay(c echo.Context) error {
 // payForm is the POST of the pay form as the page reads it, for
 // payment.PayByLink.
 type payForm struct {
-	h     *handler
-	c     echo.Context
-	token string
-	form  form // once Attempt read it
+	h       *handler
+	c       echo.Context
+	token   string
+	form    form // once Attempt read it
+	version int  // once Attempt read it
 }
 
 // formError is a form the page cannot take: the page to answer.
@@ -259,14 +267,18 @@ func (f *payForm) Attempt() (uuid.UUID, error) {
 	if status, heading := web.ParseForm(f.c, maxForm); status != 0 {
 		return uuid.Nil, &formError{status, heading, "Nothing was charged. Go back to the invoice and try again."}
 	}
-	attempt, valid := f.h.readFormToken(f.token, r.PostForm.Get("csrfToken"))
+	attempt, version, valid := f.h.readFormToken(f.token, r.PostForm.Get("csrfToken"))
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || !valid {
 		return uuid.Nil, &formError{http.StatusForbidden, "This form was not sent from the invoice page",
 			"Nothing was charged. Open the invoice again from the link you received, and pay from there."}
 	}
-	f.form = readForm(r.PostForm)
+	f.form, f.version = readForm(r.PostForm), version
 	return attempt, nil
 }
+
+// Version is the invoice's version the form was shown with, from its
+// form token.
+func (f *payForm) Version() int { return f.version }
 
 // Request is the payment the form asks for, or its fields refused.
 func (f *payForm) Request(balance apd.Decimal) (payment.Request, error) {
@@ -441,7 +453,7 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 		ShowForm:  inv.Status.Payable() && !inv.Biller.Suspended,
 		Action:    "/pay/" + token,
 		PDF:       "/pay/" + token + "/invoice.pdf",
-		FormToken: h.formToken(token),
+		FormToken: h.formToken(token, inv.Version),
 	}
 }
 
@@ -454,30 +466,52 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// formToken ties a rendered form to its pay link and gives it a one-time
-// attempt id: the id, then an HMAC of the link's token and the id under a
-// server key, checked on POST.
-func (h *handler) formToken(payToken string) string {
+// formToken ties a rendered form to its pay link and to the invoice's
+// version it shows, and gives it a one-time attempt id: the id, the
+// version after a dot unless it is 1, then an HMAC of the link's token,
+// the id and the version under a server key, checked on POST. (A token
+// of version 1 is as tokens were before invoices had versions.)
+func (h *handler) formToken(payToken string, version int) string {
 	attempt := uuid.New()
-	return base64.RawURLEncoding.EncodeToString(attempt[:]) + "." + h.formMAC(payToken, attempt)
+	id := base64.RawURLEncoding.EncodeToString(attempt[:])
+	if version != 1 {
+		id += "." + strconv.Itoa(version)
+	}
+	return id + "." + h.formMAC(payToken, attempt, version)
 }
 
-func (h *handler) formMAC(payToken string, attempt uuid.UUID) string {
+func (h *handler) formMAC(payToken string, attempt uuid.UUID, version int) string {
 	m := hmac.New(sha256.New, h.FormKey)
 	m.Write([]byte("pay form\x00" + payToken + "\x00"))
 	m.Write(attempt[:])
+	if version != 1 {
+		m.Write([]byte("\x00" + strconv.Itoa(version)))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// readFormToken checks a posted form token and returns its attempt id.
-func (h *handler) readFormToken(payToken, got string) (uuid.UUID, bool) {
-	id, mac, ok := strings.Cut(got, ".")
-	raw, err := base64.RawURLEncoding.DecodeString(id)
-	if !ok || err != nil || len(raw) != len(uuid.UUID{}) {
-		return uuid.Nil, false
+// readFormToken checks a posted form token and returns its attempt id and
+// the invoice's version it was made for.
+func (h *handler) readFormToken(payToken, got string) (uuid.UUID, int, bool) {
+	parts := strings.Split(got, ".")
+	version := 1
+	switch len(parts) {
+	case 2:
+	case 3:
+		v, err := strconv.Atoi(parts[1])
+		if err != nil || v < 2 || parts[1] != strconv.Itoa(v) {
+			return uuid.Nil, 0, false
+		}
+		version = v
+	default:
+		return uuid.Nil, 0, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil || len(raw) != len(uuid.UUID{}) {
+		return uuid.Nil, 0, false
 	}
 	attempt := uuid.UUID(raw)
-	return attempt, hmac.Equal([]byte(h.formMAC(payToken, attempt)), []byte(mac))
+	return attempt, version, hmac.Equal([]byte(h.formMAC(payToken, attempt, version)), []byte(parts[len(parts)-1]))
 }
 
 func plural(n int, word string) string {

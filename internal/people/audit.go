@@ -26,6 +26,7 @@ const (
 	ActionInvitationTaken   = "invitation accepted"
 	ActionMemberChanged     = "role and permissions changed"
 	ActionMemberRemoved     = "member removed"
+	ActionNotificationsSet  = "notifications changed"
 )
 
 // record writes an entry of org (nil: of no organization) in the caller's

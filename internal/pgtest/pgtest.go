@@ -182,11 +182,15 @@ func createDatabase(ctx context.Context, migrated bool) (string, error) {
 // a migrated one takes a tenth of that. The template is built once per
 // server and set of migrations, by whichever test binary needs it first,
 // and named after the migrations' hash, so a changed migration builds a new
-// one; templates of other migrations are dropped then.
+// one; then all but the newest keptTemplates of other migrations are dropped.
 var (
 	templateMu   sync.Mutex
 	templateName string
 )
+
+// keptTemplates is how many templates of other migrations building one
+// keeps (the newest, by oid).
+const keptTemplates = 6
 
 // templateLock is the advisory lock key under which one test binary at a
 // time looks for the template and builds it.
@@ -233,7 +237,13 @@ func migratedTemplate(ctx context.Context) (string, error) {
 // buildTemplate migrates a new database, then renames it to name, so that
 // a template that exists is complete.
 func buildTemplate(ctx context.Context, conn *sql.Conn, name string) error {
-	stale, err := conn.QueryContext(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'pgtest\_template\_%' AND datname <> $1`, name)
+	// Other migrations' templates beyond the newest few (several checkouts
+	// of other migrations may share the server and test at once: theirs
+	// stay), and a build left by a binary that died.
+	stale, err := conn.QueryContext(ctx, `SELECT datname FROM pg_database
+		WHERE datname LIKE 'pgtest\_template\_%\_building'
+		   OR datname IN (SELECT datname FROM pg_database WHERE datname LIKE 'pgtest\_template\_%' AND datname <> $1
+		                  ORDER BY oid DESC OFFSET $2)`, name, keptTemplates)
 	if err != nil {
 		return err
 	}
@@ -250,7 +260,6 @@ func buildTemplate(ctx context.Context, conn *sql.Conn, name string) error {
 	if err := stale.Err(); err != nil {
 		return err
 	}
-	// Other migrations' templates, and a build left by a binary that died.
 	for _, n := range names {
 		q := pq.QuoteIdentifier(n)
 		if _, err := conn.ExecContext(ctx, `ALTER DATABASE `+q+` IS_TEMPLATE false`); err != nil {

@@ -140,11 +140,17 @@ func TestInvoiceCSVOfHundredThousandInBoundedMemory(t *testing.T) {
 	m, c := merchant(t, env, auth.PaymentsView)
 	const n = 100_000
 	_, err := env.App.DB.Exec(`
+		WITH c AS (
+			INSERT INTO customers (id, organization_id, email, name, created_at, updated_at)
+			SELECT gen_random_uuid(), $1, 'bulk' || g || '@example.com', 'Customer ' || g, now(), now()
+			FROM generate_series(1, $3) g
+			RETURNING id, email
+		)
 		INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, amount, customer_name, customer_email,
-			delivery, status, created_at, created_by_name, memo)
-		SELECT gen_random_uuid(), $1, $2, 'BULK-' || g, (g % 1000) + 0.99, 'Customer ' || g, 'bulk' || g || '@example.com',
-			'email', 'open', now() - g * interval '1 second', 'seed', repeat('m', 200)
-		FROM generate_series(1, $3) g`, uuid.MustParse(m.Org), m.MIDs[0].Id, n)
+			delivery, status, created_at, created_by_name, memo, customer_id)
+		SELECT gen_random_uuid(), $1, $2, 'BULK-' || g, (g % 1000) + 0.99, 'Customer ' || g, c.email,
+			'email', 'open', now() - g * interval '1 second', 'seed', repeat('m', 200), c.id
+		FROM generate_series(1, $3) g JOIN c ON c.email = 'bulk' || g || '@example.com'`, uuid.MustParse(m.Org), m.MIDs[0].Id, n)
 	if err != nil {
 		t.Fatal(err)
 	}

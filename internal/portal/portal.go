@@ -155,6 +155,9 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(homePath, h.member(h.home, anyone))
 	e.GET("/portal/account", h.member(h.account, anyone))
 	e.POST("/portal/account/password", h.member(h.changePassword, anyone))
+	e.GET(notificationsPath, h.member(h.notifications, anyone))
+	e.POST(notificationsPath, h.member(h.setNotifications, anyone))
+	e.POST(receiptsPath, h.member(h.setReceipts, managers))
 	// Asking "confirm it's you" (issue 36): the second factor and new keys.
 	e.GET("/portal/account/two-factor", h.member(h.confirmed(h.twoFactorPage), anyone))
 	e.POST("/portal/account/two-factor", h.member(h.confirmed(h.confirmTwoFactor), anyone))

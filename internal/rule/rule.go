@@ -43,17 +43,28 @@ const (
 	// Limited: too many such requests just now; RetryAfter says when
 	// one may be made again.
 	Limited
+	// Busy: what it acts on is taken by another request just now (a card
+	// terminal another payment waits on); once that is done it may be.
+	Busy
+	// Changed: what it acts on is not at the version the request was
+	// meant for (If-Match); read it again first.
+	Changed
+	// Taken: a value that must be unique (a customer's email) is
+	// another's already; Existing names that other.
+	Taken
 )
 
 var kindNames = map[Kind]string{NotFound: "not found", Invalid: "invalid", Unprocessable: "unprocessable",
-	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited"}
+	Conflict: "conflict", KeyReused: "key reused", Forbidden: "forbidden", Limited: "limited", Busy: "busy", Changed: "changed",
+	Taken: "taken"}
 
 // statuses are the HTTP status of each kind, on every front: the API's, as
 // openapi.yaml documents them (a state that refuses a change is a 422
 // there, as is a key reused), which the pages follow.
 var statuses = map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 	Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
-	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests}
+	KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
+	Busy: http.StatusConflict, Changed: http.StatusPreconditionFailed, Taken: http.StatusConflict}
 
 // Status is the HTTP status of a refusal of kind k; 422 for a kind
 // without one.
@@ -91,6 +102,8 @@ type Error struct {
 	Permission string
 	// RetryAfter is when a Limited request may be made again.
 	RetryAfter time.Duration
+	// Existing is the id of what a Taken value belongs to.
+	Existing string
 }
 
 func (e *Error) Error() string {

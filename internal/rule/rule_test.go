@@ -9,7 +9,8 @@ import (
 func TestKindStatus(t *testing.T) {
 	want := map[Kind]int{NotFound: http.StatusNotFound, Invalid: http.StatusBadRequest,
 		Unprocessable: http.StatusUnprocessableEntity, Conflict: http.StatusUnprocessableEntity,
-		KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests}
+		KeyReused: http.StatusUnprocessableEntity, Forbidden: http.StatusForbidden, Limited: http.StatusTooManyRequests,
+		Busy: http.StatusConflict, Changed: http.StatusPreconditionFailed, Taken: http.StatusConflict}
 	for k := range kindNames {
 		if got := k.Status(); got != want[k] {
 			t.Errorf("%v: %d, want %d", k, got, want[k])

@@ -35,8 +35,8 @@ func handler(a *app.App, log *slog.Logger) (http.Handler, error) {
 	cfg := a.Config
 	address := clientAddress(cfg.TrustedProxies)
 	apiFront, err := api.New(api.Deps{
-		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments,
-		Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PDFs: a.PDFs, PublicURL: cfg.PublicURL,
+		Log: log, DB: a.DB, Auth: a.Auth, Directory: a.Directory, Invoices: a.Invoices, Customers: a.Customers, Recurring: a.Recurring, Payments: a.Payments,
+		Terminals: a.Terminals, Resellers: a.Resellers, Events: a.Events, Webhooks: a.Webhooks, Metrics: a.Metrics, PDFs: a.PDFs, PublicURL: cfg.PublicURL,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, RequestTimeout: cfg.RequestTimeout,
 		ValidateRequests: cfg.ValidateRequests, ClientAddress: address,
 	})

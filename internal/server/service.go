@@ -11,6 +11,7 @@ import (
 	"github.com/payreq/payreq/internal/config"
 	"github.com/payreq/payreq/internal/delivery"
 	"github.com/payreq/payreq/internal/idempotency"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/webhook"
 )
 
@@ -56,7 +57,7 @@ func New(ctx context.Context, cfg config.Config, opts app.Options, log *slog.Log
 // that a test harness can point it at a mail server of its own.
 func Delivery(a *app.App, cfg config.Config, log *slog.Logger) (*delivery.Worker, error) {
 	return delivery.NewWorker(a.DB, delivery.Config{
-		Invoices: a.Invoices, Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir,
+		Invoices: a.Invoices, Documents: a.MailDocuments(), Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir,
 		SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
 		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
@@ -79,6 +80,13 @@ func (s *Service) Run(ctx context.Context) {
 	// Scheduled pay links and due reminders go into the outbox, each once
 	// across instances.
 	wg.Go(func() { a.Invoices.RunSchedule(ctx, cfg.SchedulePollInterval, s.log) })
+	// Terminals are pinged, and pending terminal payments asked of them,
+	// each once across instances.
+	wg.Go(func() { a.Terminals.RunPings(ctx, terminal.PingInterval, s.log) })
+	wg.Go(func() { a.Terminals.RunWorker(ctx, cfg.TerminalPollInterval, s.log) })
+	// Recurring invoices' due occurrences are issued (or skipped), each
+	// once across instances, within a poll interval (at most a minute).
+	wg.Go(func() { a.Recurring.Run(ctx, cfg.SchedulePollInterval, s.log) })
 	wg.Wait()
 }
 

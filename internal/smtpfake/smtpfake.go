@@ -61,8 +61,14 @@ type Mail struct {
 	To        []string
 	MessageID string
 	Subject   string
-	// Text is the message's text/plain part, decoded, as a person reads it.
+	// Text is the message's text/plain part, decoded, as a person reads it;
+	// HTML its text/html part, decoded.
 	Text string
+	HTML string
+	// Attachments are the files attached, decoded, by file name.
+	Attachments map[string][]byte
+	// Raw is the message as it arrived.
+	Raw []byte
 }
 
 // Start runs a server on a loopback port until the test ends.
@@ -298,13 +304,14 @@ func (s *Server) session(c net.Conn) {
 }
 
 // parse reads a whole message's Message-ID, Subject and text/plain part
-// (the whole body when it is not multipart).
+// (the whole body when it is not multipart), the PDFs attached, and keeps
+// the raw message.
 func parse(raw []byte) Mail {
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		return Mail{}
 	}
-	m := Mail{MessageID: strings.TrimSpace(msg.Header.Get("Message-Id"))}
+	m := Mail{MessageID: strings.TrimSpace(msg.Header.Get("Message-Id")), Raw: raw, Attachments: map[string][]byte{}}
 	m.Subject, _ = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
 	mediaType, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if !strings.HasPrefix(mediaType, "multipart/") {
@@ -312,16 +319,32 @@ func parse(raw []byte) Mail {
 		m.Text = string(b)
 		return m
 	}
-	parts := multipart.NewReader(msg.Body, params["boundary"])
+	m.readParts(msg.Body, params["boundary"])
+	return m
+}
+
+// readParts reads the parts of a multipart body, and those of the
+// multipart parts within (multipart/alternative inside multipart/mixed).
+func (m *Mail) readParts(r io.Reader, boundary string) {
+	parts := multipart.NewReader(r, boundary)
 	for {
 		part, err := parts.NextPart() // undoes quoted-printable
 		if err != nil {
-			return m
+			return
 		}
-		if ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); ct == "text/plain" {
+		ct, params, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		switch {
+		case strings.HasPrefix(ct, "multipart/"):
+			m.readParts(part, params["boundary"])
+		case part.FileName() != "":
+			b, _ := io.ReadAll(decoded(part.Header.Get("Content-Transfer-Encoding"), part))
+			m.Attachments[part.FileName()] = b
+		case ct == "text/plain" && m.Text == "":
 			b, _ := io.ReadAll(decoded(part.Header.Get("Content-Transfer-Encoding"), part))
 			m.Text = string(b)
-			return m
+		case ct == "text/html" && m.HTML == "":
+			b, _ := io.ReadAll(decoded(part.Header.Get("Content-Transfer-Encoding"), part))
+			m.HTML = string(b)
 		}
 	}
 }
