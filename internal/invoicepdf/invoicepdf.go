@@ -138,10 +138,12 @@ func receipt(ctx context.Context, w io.Writer, inv invoice.Invoice, title string
 		return err
 	}
 	zone := inv.Biller.Zone()
-	d.header(inv, title, [][2]string{
+	if err := d.header(inv, title, [][2]string{
 		{"Invoice", inv.InvoiceNumber},
 		{"Date", at.In(zone).Format("January 2, 2006, 3:04 PM MST")},
-	})
+	}); err != nil {
+		return err
+	}
 	d.billTo(inv)
 	d.gap(6)
 	for _, f := range facts {

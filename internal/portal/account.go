@@ -1,13 +1,17 @@
 package portal
 
 import (
+	"encoding/json"
 	"html/template"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/people"
 )
@@ -24,6 +28,42 @@ type homeData struct {
 	// the card, since Monday in the time zone of each payment's location.
 	PaidThisWeek    invoice.Tally
 	DepositsPending invoice.Tally
+	// CanCreate: the member makes invoices (payments.create).
+	CanCreate bool
+	// Activity: the latest events the member may read (events.view), in
+	// words.
+	Activity []activity
+}
+
+// homeActivity is how many of the latest events home shows.
+const homeActivity = 10
+
+// activity is an event as home says it: "Invoice paid · INV-1843 ·
+// $30.00 · Dana Whitfield".
+type activity struct {
+	ID, Words string
+	At        time.Time
+}
+
+// activityOf says an event in words: its type's ("card_payment.refunded":
+// "Card payment refunded"), what it is about, and the customer's name.
+func activityOf(e event.Event) activity {
+	words := strings.NewReplacer(".", " ", "_", " ").Replace(e.Type)
+	words = strings.ToUpper(words[:1]) + words[1:]
+	var d struct {
+		CustomerName string `json:"customerName"`
+		Invoice      struct {
+			CustomerName string `json:"customerName"`
+		} `json:"invoice"`
+	}
+	_ = json.Unmarshal(e.Data, &d) // about(e) says what it can of any data
+	parts := []string{words}
+	for _, p := range []string{about(e), d.CustomerName, d.Invoice.CustomerName} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return activity{ID: e.ID.String(), Words: strings.Join(parts, " · "), At: e.CreatedAt}
 }
 
 // home is GET /portal/: the organization the member is in, where to go,
@@ -32,7 +72,7 @@ type homeData struct {
 func (h *handler) home(c echo.Context) error {
 	ctx := c.Request().Context()
 	m := visitOf(c).Membership
-	var d homeData
+	d := homeData{CanCreate: m.Can(auth.PaymentsCreate)}
 	if m.Can(auth.PaymentsView) {
 		sum, err := h.Invoices.Summary(ctx, m.OrganizationID)
 		if err != nil {
@@ -46,6 +86,15 @@ func (h *handler) home(c echo.Context) error {
 		d.PaidThisWeek = sum.RecordedThisWeek.Plus(sales)
 		if d.DepositsPending.Count, d.DepositsPending.Sum, err = h.Payments.DepositsPending(ctx, m.OrganizationID); err != nil {
 			return h.failure(c, err)
+		}
+	}
+	if m.Can(auth.EventsView) {
+		events, _, err := h.Events.List(ctx, m.OrganizationID, m.Permissions, event.Filter{}, homeActivity, "")
+		if err != nil {
+			return h.failure(c, err)
+		}
+		for _, e := range events {
+			d.Activity = append(d.Activity, activityOf(e))
 		}
 	}
 	return h.render(c, http.StatusOK, "home", page{Title: m.OrganizationName, Data: d})

@@ -123,7 +123,7 @@ func TestAuditEntryOutlivesTheClient(t *testing.T) {
 			sale := paidSale(t, env, m, "AUDIT-6", "20.00", apitest.CardApprove)
 			path := "/portal/card-payments/" + sale.Id.String()
 			p := c.Get(path)
-			return path, path + "/refund", url.Values{"key": {between(p.Body, `name="key" value="`, `"`)}, "amount": {"5.00"}},
+			return path, path + "/refund", url.Values{"key": {between(p.Body, `name="key" value="`, `"`)}, "amount": {"5.00"}, "confirmed": {"yes"}},
 				`SELECT count(*) FROM card_payments WHERE organization_id = $1 AND refund_of = $2 AND status = 'approved'`, []any{sale.Id}
 		}},
 		{action: "webhook endpoint created", again: 1, setUp: func(t *testing.T) (string, string, url.Values, string, []any) {

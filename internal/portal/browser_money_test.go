@@ -24,7 +24,8 @@ import (
 // TestMerchantDayInChromium is a merchant's day in headless Chromium: an
 // invoice made and sent on the portal's new invoice page, paid on its pay
 // page in the browser; in the portal, the card payments,
-// the sale, part of it refunded (a refund of too much refused first);
+// the sale, part of it refunded after its confirmation (a refund of too
+// much refused first);
 // the day settled (payment.Store's settlement), the deposit seen on the
 // deposits page, in the chart, and on its own page; a webhook endpoint
 // added (a form refused first), pinged, its attempts listed, its secret
@@ -94,22 +95,25 @@ func TestMerchantDayInChromium(t *testing.T) {
 	check("card payments, a filter refused")
 	open("/portal/card-payments")
 	submit(`tbody a`)
-	want("a sale", "Refund to the card", "all that is left: $80.00")
+	want("a sale", "Review the refund", "At most what is left: $80.00")
 	check("a sale")
-	run("too much", chromedp.SendKeys("#amount", "90.00"))
+	run("too much", chromedp.SetValue("#amount", "90.00"))
 	submit(`main form[action$="/refund"] button`)
-	want("a refund of too much", "At most 80.00")
+	want("a refund of too much", "At most $80.00")
 	check("a sale, a refund refused")
 	run("a part", chromedp.SetValue("#amount", "25.00"), chromedp.SendKeys("#reason", "One item came back"))
 	submit(`main form[action$="/refund"] button`)
+	want("the refund to confirm", "Refund $25.00 to the card?", "Visa ending 1111", "Dana Whitfield", "One item came back")
+	check("a refund to confirm")
+	submit(`main form[action$="/refund"]:not(.back) button`)
 	want("a refund", "is approved", "One item came back")
 	check("a refund")
 	submit(`a[href^="/portal/card-payments/"]:not([href$="/refund"])`)
-	want("the sale, part refunded", "<dt>Refunded</dt><dd>$25.00</dd>", "all that is left: $55.00")
+	want("the sale, part refunded", "<dt>Refunded</dt><dd>$25.00</dd>", "At most what is left: $55.00")
 	check("a sale, part refunded")
 	capture(t, b, "card-payment.png")
 	open("/portal/card-payments")
-	want("card payments, a refund", "<td>Refund</td>", "$25.00 refunded")
+	want("card payments, a refund", `<td data-label="Kind">Refund</td>`, "$25.00 refunded")
 	check("card payments, a sale and its refund")
 	capture(t, b, "card-payments.png")
 

@@ -68,7 +68,8 @@ func (h *handler) cardPaymentPage(c echo.Context, p payment.CardPayment, form ur
 		d.Refundable = p.Status == payment.Approved && d.Left.Sign() > 0 && refunders(*m) == nil
 	}
 	if form == nil {
-		form = url.Values{"key": {newFormKey()}}
+		// The amount is filled with what is left: an empty one is refused.
+		form = url.Values{"key": {newFormKey()}, "amount": {d.Left.Text('f')}}
 	}
 	title := "Sale"
 	if p.Kind == payment.Refund {
@@ -110,8 +111,22 @@ func (h *handler) cardPayment(c echo.Context) error {
 	return h.render(c, http.StatusOK, form.name, form.page)
 }
 
-// refund is POST /portal/card-payments/{id}/refund: amount (empty: all
-// that is left), reason, and key, the form's own idempotency key. It
+// refundConfirmData is the confirmation page of a refund: what moves,
+// to which card, of whose invoice, before anything does.
+type refundConfirmData struct {
+	Sale     payment.CardPayment
+	Amount   apd.Decimal
+	Reason   string
+	Customer string
+	Zone     *time.Location
+}
+
+// refund is POST /portal/card-payments/{id}/refund: amount (required,
+// at most what is left), reason, and key, the form's own idempotency key.
+// Sent from the sale's page (no confirmed=yes) it moves nothing: it
+// answers the confirmation page naming the amount, the card and the
+// customer, whose form sends the same values with confirmed=yes (or
+// edit=yes: the sale's page again, the values kept). Confirmed, it
 // refunds through payment.Store.Refund as the API does, and answers 303
 // to the refund's page; the same form sent again answers the same.
 func (h *handler) refund(c echo.Context) error {
@@ -125,17 +140,47 @@ func (h *handler) refund(c echo.Context) error {
 	if err != nil {
 		return h.failure(c, err)
 	}
-	key := f.Get("key")
-	r := payment.RefundRequest{Actor: invoiceActor(c), SaleID: sale.ID, Key: &key}
-	if s := strings.TrimSpace(f.Get("amount")); s != "" {
-		amount, msg := web.ReadMoney(s, "Enter an amount in dollars and cents, such as 12.30.")
-		if msg != "" {
-			return h.refused(c, rule.InvalidField("amount", msg), form)
-		}
-		r.Amount = &amount
+	if sale.Kind != payment.Sale || sale.Status != payment.Approved {
+		return h.answer(c, payment.ErrNotRefundable, form)
 	}
+	if f.Get("edit") == "yes" {
+		return h.render(c, http.StatusOK, form.name, form.page)
+	}
+	shown := form.page.Data.(cardPaymentData)
+	left := shown.Left
+	s := strings.TrimSpace(f.Get("amount"))
+	if s == "" {
+		return h.refused(c, rule.InvalidField("amount", "Enter the amount to refund: at most "+invoice.Money(left)+"."), form)
+	}
+	amount, msg := web.ReadMoney(s, "Enter an amount in dollars and cents, such as 12.30.")
+	if msg == "" {
+		msg = invoice.AmountProblem(amount)
+	}
+	if msg != "" {
+		return h.refused(c, rule.InvalidField("amount", msg), form)
+	}
+	if amount.Cmp(&left) > 0 {
+		// What payment.Store.Refund would refuse, said before the
+		// confirmation rather than after.
+		return h.refused(c, rule.New(rule.Unprocessable, "amount", "Refund exceeds refundable amount",
+			"At most "+invoice.Money(left)+" of this sale can still be refunded."), form)
+	}
+	key := f.Get("key")
+	r := payment.RefundRequest{Actor: invoiceActor(c), SaleID: sale.ID, Key: &key, Amount: &amount}
 	if s := strings.TrimSpace(f.Get("reason")); s != "" {
 		r.Reason = &s
+	}
+	if f.Get("confirmed") != "yes" {
+		inv, err := h.Invoices.Document(ctx, visitOf(c).Membership.OrganizationID, sale.InvoiceID, nil)
+		if err != nil {
+			return h.failure(c, err)
+		}
+		customer := optional.Value(inv.CustomerName)
+		if customer == "" {
+			customer = inv.CustomerEmail
+		}
+		return h.render(c, http.StatusOK, "refund-confirm", page{Title: "Refund " + invoice.Money(amount) + "?", Form: f,
+			Data: refundConfirmData{Sale: sale, Amount: amount, Reason: optional.Value(r.Reason), Customer: customer, Zone: shown.Zone}})
 	}
 	refund, _, err := h.Payments.Refund(ctx, r)
 	switch {

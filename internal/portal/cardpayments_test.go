@@ -63,9 +63,9 @@ func TestRefundFormSentTwiceRefundsOnce(t *testing.T) {
 	c, member := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Member", auth.PaymentsView, auth.PaymentsRefund)
 	path := "/portal/card-payments/" + sale.Id.String()
 
-	page := c.Get(path).Want(t, http.StatusOK).Has(t, "Refund to the card", "all that is left: $100.00", "PR-1")
+	page := c.Get(path).Want(t, http.StatusOK).Has(t, "Review the refund", `value="100.00"`, "At most what is left: $100.00", "PR-1")
 	key := between(page.Body, `name="key" value="`, `"`)
-	form := url.Values{"key": {key}, "amount": {"30.00"}, "reason": {"Damaged in transit"}}
+	form := url.Values{"key": {key}, "amount": {"30.00"}, "reason": {"Damaged in transit"}, "confirmed": {"yes"}}
 	first := c.Post(path+"/refund", page.CSRF(t), form)
 	loc := refundLocation.FindStringSubmatch(first.Location)
 	if first.Status != http.StatusSeeOther || loc == nil {
@@ -78,15 +78,15 @@ func TestRefundFormSentTwiceRefundsOnce(t *testing.T) {
 		t.Fatalf("refunds after the form sent twice: %+v", refunds)
 	}
 	c.Get(first.Location).Want(t, http.StatusOK).Has(t, "is approved", "Damaged in transit", `href="`+path+`"`)
-	c.Get(path).Has(t, "$30.00", "all that is left: $70.00", "Damaged in transit")
+	c.Get(path).Has(t, "$30.00", "At most what is left: $70.00", `value="70.00"`, "Damaged in transit")
 
-	// A new form for the rest (its own key), an empty amount.
+	// A new form for the rest (its own key), the amount it is filled with.
 	page = c.Get(path)
 	if next := between(page.Body, `name="key" value="`, `"`); next == key {
 		t.Fatal("a new form carries the key of the one sent")
 	}
-	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {between(page.Body, `name="key" value="`, `"`)}}).Want(t, http.StatusSeeOther)
-	if got := c.Get(path); strings.Contains(got.Body, "Refund to the card") {
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {between(page.Body, `name="key" value="`, `"`)}, "amount": {"70.00"}, "confirmed": {"yes"}}).Want(t, http.StatusSeeOther)
+	if got := c.Get(path); strings.Contains(got.Body, "Review the refund") {
 		t.Error("the form is offered for a sale refunded whole")
 	}
 	if refunds := refundsOf(t, env, m, sale.Id); len(refunds) != 2 {
@@ -110,7 +110,7 @@ func TestRefundFormSentTwiceAtOnceRefundsOnce(t *testing.T) {
 	c, _ := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Member", auth.PaymentsView, auth.PaymentsRefund)
 	path := "/portal/card-payments/" + sale.Id.String()
 	page := c.Get(path)
-	form := url.Values{"key": {between(page.Body, `name="key" value="`, `"`)}, "amount": {"10.00"}}
+	form := url.Values{"key": {between(page.Body, `name="key" value="`, `"`)}, "amount": {"10.00"}, "confirmed": {"yes"}}
 	var wg sync.WaitGroup
 	answers := make([]portaltest.Page, 4)
 	for i := range answers {
@@ -149,22 +149,23 @@ func TestRefundRefusals(t *testing.T) {
 		{"ten dollars", "400", "dollars and cents"},
 		{"0", "400", "greater than 0"},
 		{"1.234", "400", "2 decimal places"},
-		{"50.01", "422", "At most 50.00"},
+		{"50.01", "422", "At most $50.00"},
+		{"", "400", "Enter the amount to refund: at most $50.00"},
 	} {
-		got := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {tc.amount}, "reason": {"kept"}})
+		got := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {tc.amount}, "reason": {"kept"}, "confirmed": {"yes"}})
 		if fmt.Sprint(got.Status) != tc.status {
 			t.Errorf("amount %q: %d, want %s", tc.amount, got.Status, tc.status)
 		}
 		got.ErrorBeside(t, "amount", tc.text).Has(t, `value="`+tc.amount+`"`, ">kept</textarea>")
 	}
-	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "reason": {strings.Repeat("r", 501)}}).
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"5.00"}, "reason": {strings.Repeat("r", 501)}, "confirmed": {"yes"}}).
 		Want(t, http.StatusBadRequest).ErrorBeside(t, "reason", "500")
 	if n := len(refundsOf(t, env, m, sale.Id)); n != 0 {
 		t.Fatalf("%d refunds made by refused forms", n)
 	}
 
-	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"5.00"}}).Want(t, http.StatusSeeOther)
-	again := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"6.00"}}).Want(t, http.StatusUnprocessableEntity).Has(t, "already made a refund")
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"5.00"}, "confirmed": {"yes"}}).Want(t, http.StatusSeeOther)
+	again := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"6.00"}, "confirmed": {"yes"}}).Want(t, http.StatusUnprocessableEntity).Has(t, "already made a refund")
 	if next := between(again.Body, `name="key" value="`, `"`); next == key || next == "" {
 		t.Errorf("the form after a 422 carries key %q", next)
 	}
@@ -173,19 +174,19 @@ func TestRefundRefusals(t *testing.T) {
 		t.Fatalf("%d refunds, want 1", len(refunds))
 	}
 	refundPath := "/portal/card-payments/" + refunds[0].Id.String()
-	if got := c.Get(refundPath).Want(t, http.StatusOK); strings.Contains(got.Body, "Refund to the card") {
+	if got := c.Get(refundPath).Want(t, http.StatusOK); strings.Contains(got.Body, "Review the refund") {
 		t.Error("a refund offers a refund form")
 	}
-	c.Post(refundPath+"/refund", page.CSRF(t), url.Values{"key": {"k-refund"}}).Want(t, http.StatusUnprocessableEntity).Has(t, "Only an approved sale can be refunded")
+	c.Post(refundPath+"/refund", page.CSRF(t), url.Values{"key": {"k-refund"}, "amount": {"1.00"}, "confirmed": {"yes"}}).Want(t, http.StatusUnprocessableEntity).Has(t, "Only an approved sale can be refunded")
 
 	stubborn := paidSale(t, env, m, "PR-4", "20.00", processor.TestCardRefundDeclines)
 	spath := "/portal/card-payments/" + stubborn.Id.String()
 	sp := c.Get(spath)
-	declined := c.Post(spath+"/refund", sp.CSRF(t), url.Values{"key": {between(sp.Body, `name="key" value="`, `"`)}}).Want(t, http.StatusSeeOther)
+	declined := c.Post(spath+"/refund", sp.CSRF(t), url.Values{"key": {between(sp.Body, `name="key" value="`, `"`)}, "amount": {"20.00"}, "confirmed": {"yes"}}).Want(t, http.StatusSeeOther)
 	c.Get(declined.Location).Has(t, "The refund was declined: Refund declined by issuer", "Declined")
 
 	viewer, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsView)
-	if got := viewer.Get(path).Want(t, http.StatusOK); strings.Contains(got.Body, "Refund to the card") || strings.Contains(got.Body, `name="key"`) {
+	if got := viewer.Get(path).Want(t, http.StatusOK); strings.Contains(got.Body, "Review the refund") || strings.Contains(got.Body, `name="key"`) {
 		t.Error("a member without payments.refund is offered the form")
 	}
 	viewer.Post(path+"/refund", page.CSRF(t), url.Values{"key": {"k-viewer"}}).Want(t, http.StatusForbidden)
@@ -228,7 +229,7 @@ func TestRefundFormWhenTheProcessorFails(t *testing.T) {
 	path := "/portal/card-payments/" + sale.Id.String()
 	page := c.Get(path)
 	key := between(page.Body, `name="key" value="`, `"`)
-	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"7.00"}}).Want(t, http.StatusBadGateway).
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"7.00"}, "confirmed": {"yes"}}).Want(t, http.StatusBadGateway).
 		Has(t, "no refund is recorded", `value="7.00"`, `value="`+key+`"`)
 	if n := len(refundsOf(t, env, m, sale.Id)); n != 0 {
 		t.Fatalf("%d refunds recorded after a processor failure", n)
@@ -236,12 +237,57 @@ func TestRefundFormWhenTheProcessorFails(t *testing.T) {
 	fail.mu.Lock()
 	fail.failing = false
 	fail.mu.Unlock()
-	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"7.00"}}).Want(t, http.StatusSeeOther)
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"7.00"}, "confirmed": {"yes"}}).Want(t, http.StatusSeeOther)
 	if refunds := refundsOf(t, env, m, sale.Id); len(refunds) != 1 || refunds[0].Amount.Text('f') != "7.00" {
 		t.Errorf("refunds after the retry: %+v", refunds)
 	}
 	var pending int
 	if err := env.App.DB.Get(&pending, `SELECT count(*) FROM pending_refunds`); err != nil || pending != 0 {
 		t.Errorf("%d pending refunds left (%v)", pending, err)
+	}
+}
+
+// A refund is confirmed before anything moves: the sale's form sends
+// to a page naming the amount, the card and the customer, and refunds
+// nothing (sent without its confirmation, whatever it holds, nothing
+// moves); "Change the refund" is the form again with its values; the
+// confirmation refunds once, the key carried through; an empty amount is
+// refused beside its field; the confirmation without the session's CSRF
+// token moves nothing.
+func TestRefundIsConfirmedFirst(t *testing.T) {
+	t.Parallel()
+	env, _ := newEnv(t)
+	m := apitest.NewMerchant(t, env)
+	b := m.Body("PR-9", "60.00")
+	b["customerName"] = "Dana Whitfield"
+	inv := m.MustCreate(t, b)
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "60.00"}), http.StatusSeeOther)
+	var sales []models.CardPayment
+	env.Do(apitest.Request{Method: "GET", Path: "/card-payments?kind=sale&invoiceId=" + inv.Id.String(), Token: m.Token}).JSON(t, &sales)
+	c, _ := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Member", auth.PaymentsView, auth.PaymentsRefund)
+	path := "/portal/card-payments/" + sales[0].Id.String()
+	page := c.Get(path).Want(t, http.StatusOK).Has(t, `id="amount" name="amount" value="60.00"`)
+	key := between(page.Body, `name="key" value="`, `"`)
+
+	c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"  "}, "reason": {"kept"}}).
+		Want(t, http.StatusBadRequest).ErrorBeside(t, "amount", "Enter the amount to refund: at most $60.00.").Has(t, ">kept</textarea>")
+	review := c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"12.50"}, "reason": {"A bag split"}}).
+		Want(t, http.StatusOK).Has(t, "Refund $12.50 to the card?", "Nothing has moved yet", "<dd>$12.50</dd>",
+		"Visa ending 1111", "<dd>Dana Whitfield</dd>", "PR-9", `name="confirmed" value="yes"`, `name="key" value="`+key+`"`, "A bag split")
+	if n := len(refundsOf(t, env, m, sales[0].Id)); n != 0 {
+		t.Fatalf("%d refunds before the confirmation", n)
+	}
+	c.Post(path+"/refund", review.CSRF(t), url.Values{"key": {key}, "amount": {"12.50"}, "reason": {"A bag split"}, "edit": {"yes"}}).
+		Want(t, http.StatusOK).Has(t, "Review the refund", `value="12.50"`, ">A bag split</textarea>")
+	c.Do("POST", path+"/refund", url.Values{"key": {key}, "amount": {"12.50"}, "confirmed": {"yes"}}, nil).Want(t, http.StatusForbidden)
+	if n := len(refundsOf(t, env, m, sales[0].Id)); n != 0 {
+		t.Fatalf("%d refunds after a confirmation without the CSRF token", n)
+	}
+
+	confirm := url.Values{"key": {key}, "amount": {"12.50"}, "reason": {"A bag split"}, "confirmed": {"yes"}}
+	done := c.Post(path+"/refund", review.CSRF(t), confirm).Want(t, http.StatusSeeOther)
+	c.Post(path+"/refund", review.CSRF(t), confirm).WantRedirect(t, done.Location)
+	if got := refundsOf(t, env, m, sales[0].Id); len(got) != 1 || got[0].Amount.Text('f') != "12.50" {
+		t.Fatalf("refunds after the confirmation sent twice: %+v", got)
 	}
 }

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"html/template"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,7 +50,8 @@ type depositChart struct {
 	First, Last  chartDay
 	Total        apd.Decimal
 	Deposits     int
-	// Rows are the table's days, and TotalText, DepositsText its foot,
+	// Rows are the table's days with deposits, newest first (no empty
+	// days before them), and TotalText, DepositsText its foot,
 	// each cell's text made before the template runs (as invoiceLine).
 	Rows                    []chartRow
 	TotalText, DepositsText string
@@ -134,11 +136,12 @@ func newDepositChart(days []payment.DayNet) depositChart {
 	c.Top, c.Bottom = invoice.Money(high), invoice.Money(low)
 	c.TopY, c.BottomY = coordinate(units(plotTop+4)), coordinate(units(plotTop+plotHeight+4))
 	c.TotalText, c.DepositsText = invoice.Money(c.Total), strconv.Itoa(c.Deposits)
-	c.Rows = make([]chartRow, len(days))
 	c.Bars = make([]chartBar, 0, len(days))
 	w := coordinate(units(barWidth))
 	for i, d := range days {
-		c.Rows[i] = chartRow{Day: day(d.Day), Count: strconv.Itoa(d.Count), Net: invoice.Money(d.Net)}
+		if d.Count > 0 { // the table: days with deposits, newest first
+			c.Rows = slices.Insert(c.Rows, 0, chartRow{Day: day(d.Day), Count: strconv.Itoa(d.Count), Net: invoice.Money(d.Net)})
+		}
 		x := units(plotLeft + int64(i)*slotWidth + (slotWidth-barWidth)/2)
 		var height apd.Decimal
 		height.Abs(scaled(&d.Net))

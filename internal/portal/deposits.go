@@ -38,7 +38,7 @@ type depositLine struct {
 
 func depositLineOf(d payment.Deposit, zone *time.Location) depositLine {
 	l := depositLine{ID: d.ID.String(), MID: d.MID, Paid: d.Status == payment.DepositPaid, BatchDate: day(d.BatchDate),
-		SalesAmount: invoice.Money(d.SalesAmount), RefundsAmount: invoice.Money(d.RefundsAmount),
+		SalesAmount: invoice.Money(d.SalesAmount), RefundsAmount: minus(d.RefundsAmount),
 		FeesAmount: invoice.Money(d.FeesAmount), NetAmount: invoice.Money(d.NetAmount)}
 	if l.Paid {
 		l.PaidAt = moment(d.PaidAt, zone)

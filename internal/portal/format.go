@@ -16,6 +16,7 @@ import (
 // moments in a location's time zone, calendar dates and quantities.
 var funcs = template.FuncMap{
 	"money":       func(d apd.Decimal) string { return invoice.Money(d) },
+	"minus":       minus,
 	"plain":       plain,
 	"moment":      moment,
 	"day":         day,
@@ -29,6 +30,15 @@ var funcs = template.FuncMap{
 	// The scripts' addresses (assets.go).
 	"linesScript": func() string { return linesScript },
 	"copyScript":  func() string { return copyScript },
+}
+
+// minus is money that goes back (a deposit's refunds) as people read it
+// beside what came in: negative, "-$25.00"; nothing is "$0.00".
+func minus(d apd.Decimal) string {
+	if d.Sign() > 0 {
+		return "-" + invoice.Money(d)
+	}
+	return invoice.Money(d)
 }
 
 // plain is a quantity or a unit cost as people read it: no trailing zeros,

@@ -39,7 +39,42 @@ type invoiceRow struct {
 	Overdue bool
 }
 
-func (r invoiceRow) StatusLabel() string { return statusLabel(string(r.Status)) }
+// StatusLabel is the status as the invoice's row and page say it, in the
+// words a business reads: "Overdue" for an open one past its due date,
+// "Open · not sent" for one never sent, "Paid · $X refunded" for a paid
+// one whose card payments were refunded (in part or whole).
+func (r invoiceRow) StatusLabel() string {
+	switch {
+	case r.Status == invoice.Paid && r.Refunded():
+		return "Paid · " + invoice.Money(r.AmountRefunded) + " refunded"
+	case r.Overdue && r.Status == invoice.Open:
+		return "Overdue"
+	case r.Overdue:
+		return statusLabel(string(r.Status)) + ", overdue"
+	case r.Status == invoice.Open && r.SentAt == nil:
+		return "Open · not sent"
+	}
+	return statusLabel(string(r.Status))
+}
+
+// StatusClass is the class that colours the status (beside its words).
+func (r invoiceRow) StatusClass() string {
+	switch {
+	case r.Status == invoice.Paid && r.Refunded():
+		return "status status-refunded"
+	case r.Overdue:
+		return "status status-overdue"
+	}
+	return "status status-" + string(r.Status)
+}
+
+// OwedText is the balance as shown: none for a cancelled invoice.
+func (r invoiceRow) OwedText() string {
+	if r.Status == invoice.Cancelled {
+		return "—"
+	}
+	return invoice.Money(r.Owed())
+}
 
 // Owed is the balance: what is left to pay.
 func (r invoiceRow) Owed() apd.Decimal { return r.Invoice.Balance() }
@@ -168,14 +203,14 @@ type invoiceLine struct {
 	CustomerEmail     string
 	Amount, Owed      string
 	StatusLabel       string
-	Overdue           bool
+	StatusClass       string
 	Due, Created      template.HTML
 }
 
 func lineOf(r invoiceRow) invoiceLine {
 	return invoiceLine{ID: r.ID.String(), InvoiceNumber: r.InvoiceNumber, CustomerName: r.CustomerName,
-		CustomerEmail: r.CustomerEmail, Amount: invoice.Money(r.Amount), Owed: invoice.Money(r.Owed()),
-		StatusLabel: r.StatusLabel(), Overdue: r.Overdue, Due: day(r.DueDate), Created: moment(r.CreatedAt, r.Zone)}
+		CustomerEmail: r.CustomerEmail, Amount: invoice.Money(r.Amount), Owed: r.OwedText(),
+		StatusLabel: r.StatusLabel(), StatusClass: r.StatusClass(), Due: day(r.DueDate), Created: moment(r.CreatedAt, r.Zone)}
 }
 
 type invoicesData struct {
@@ -280,10 +315,10 @@ const maxShownEvents = 50
 // two embedded structs, a search by reflection that allocates, and called
 // a function for each amount and time).
 type invoiceData struct {
-	ID, InvoiceNumber, StatusLabel string
-	Status                         invoice.Status
-	Overdue, Refunded, CanChange   bool
-	Zone                           *time.Location
+	ID, InvoiceNumber, StatusLabel, StatusClass string
+	Status                                      invoice.Status
+	Overdue, Refunded, CanChange                bool
+	Zone                                        *time.Location
 	// Paid, Cancelled, Due, Created, Sent, Scheduled and LastReminded
 	// are moments (or a day), "" when there is none.
 	Paid, Cancelled, Due, Created, Sent, Scheduled, LastReminded  template.HTML
@@ -316,7 +351,7 @@ type eventCells struct {
 
 func invoiceDataOf(r invoiceRow) invoiceData {
 	z := r.Zone
-	d := invoiceData{ID: r.ID.String(), InvoiceNumber: r.InvoiceNumber, StatusLabel: r.StatusLabel(), Status: r.Status,
+	d := invoiceData{ID: r.ID.String(), InvoiceNumber: r.InvoiceNumber, StatusLabel: r.StatusLabel(), StatusClass: r.StatusClass(), Status: r.Status,
 		Overdue: r.Overdue, Refunded: r.Refunded(), Zone: z,
 		Paid: moment(r.PaidAt, z), Cancelled: moment(r.CancelledAt, z), Due: day(r.DueDate), Created: moment(r.CreatedAt, z),
 		Sent: moment(r.SentAt, z), Scheduled: moment(r.ScheduledSendAt, z), LastReminded: moment(r.LastRemindedAt, z),

@@ -166,3 +166,44 @@ func form(pairs ...string) url.Values {
 	}
 	return v
 }
+
+// An invoice's status is said in the words a business reads, on its
+// colour: one never sent says so, one past its due date is overdue, one
+// paid and refunded says how much went back, a cancelled one shows no
+// balance; in the list and on its page alike.
+func TestInvoiceStatusesInWords(t *testing.T) {
+	t.Parallel()
+	env, _ := newEnv(t)
+	m := apitest.NewMerchant(t, env)
+	c, _ := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Member", auth.PaymentsView)
+	unsent := m.MustCreate(t, m.Body("ST-1", "40.00"))
+	late := m.Body("ST-2", "40.00")
+	late["send"], late["dueDate"] = true, env.Clock.Now().AddDate(0, 0, -20).Format(time.DateOnly)
+	overdue := m.MustCreate(t, late)
+	sale := paidSale(t, env, m, "ST-3", "40.00", apitest.CardApprove)
+	r := env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + sale.Id.String() + "/refund", Token: m.Token,
+		Body: map[string]any{"amount": "7.50"}})
+	apitest.Want(t, "refund", r.StatusCode, http.StatusCreated)
+	cancelled := m.MustCreate(t, m.Body("ST-4", "40.00"))
+	apitest.Want(t, "cancel", env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + cancelled.Id.String() + "/cancel",
+		Token: m.Token, Body: map[string]any{}}).StatusCode, http.StatusOK)
+
+	list := c.Get("/portal/invoices").Want(t, http.StatusOK)
+	for number, want := range map[string]string{
+		"ST-1": `<span class="status status-open">Open · not sent</span>`,
+		"ST-2": `<span class="status status-overdue">Overdue</span>`,
+		"ST-3": `<span class="status status-refunded">Paid · $7.50 refunded</span>`,
+		"ST-4": `<td class="num">—</td><td><span class="status status-cancelled">Cancelled</span>`,
+	} {
+		row := between(list.Body, ">"+number+"</a>", "</tr>")
+		if !strings.Contains(row, want) {
+			t.Errorf("%s's row lacks %s: %s", number, want, row)
+		}
+	}
+	c.Get("/portal/invoices/"+unsent.Id.String()).Has(t, "Open · not sent")
+	c.Get("/portal/invoices/"+overdue.Id.String()).Has(t, `status-overdue">Overdue<`)
+	c.Get("/portal/invoices/"+sale.InvoiceId.String()).Has(t, "Paid · $7.50 refunded")
+	if page := c.Get("/portal/invoices/"+cancelled.Id.String()).Has(t, "Cancelled"); strings.Contains(page.Body, "<dt>Balance</dt>") {
+		t.Error("a cancelled invoice's page shows a balance")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/invoice"
@@ -155,7 +156,7 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 					t.Errorf("?%s: card payment %s is not listed", query, p["id"])
 				}
 			}
-			if n := strings.Count(page.Body, `<tr><td><a href="/portal/card-payments/`); n != len(api) {
+			if n := strings.Count(page.Body, `<tr><td data-label="Made"><a href="/portal/card-payments/`); n != len(api) {
 				t.Errorf("?%s: %d rows, the API lists %d", query, n, len(api))
 			}
 		}
@@ -198,32 +199,41 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 		}
 	}
 	page := c.Get("/portal/deposits").Want(t, http.StatusOK)
-	rows := regexp.MustCompile(`<tr><td><time datetime="(\d{4}-\d\d-\d\d)">[^<]*</time></td><td class="num">(\d+)</td><td class="num">([^<]+)</td></tr>`).
+	rows := regexp.MustCompile(`<tr><td data-label="Day"><time datetime="(\d{4}-\d\d-\d\d)">[^<]*</time></td><td data-label="Deposits" class="num">(\d+)</td><td data-label="Net" class="num">([^<]+)</td></tr>`).
 		FindAllStringSubmatch(page.Body, -1)
 	bars := regexp.MustCompile(`<rect class="bar( negative)?" [^>]*height="([0-9.]+)"><title>([^<]+)</title></rect>`).FindAllStringSubmatch(page.Body, -1)
-	if len(rows) != 30 || len(bars) != 30 {
-		t.Fatalf("the chart's table has %d days, its drawing %d bars; want 30:\n%s", len(rows), len(bars), page.Body)
+	if len(rows) != len(want) || len(bars) != 30 {
+		t.Fatalf("the chart's table has %d days, want the %d with deposits; its drawing %d bars, want 30:\n%s", len(rows), len(want), len(bars), page.Body)
 	}
-	negative := 0
 	for i, r := range rows {
-		w := want[r[1]]
-		if r[3] != invoice.Money(w) {
+		if w := want[r[1]]; r[3] != invoice.Money(w) {
 			t.Errorf("the table says %s on %s, the API's deposits %s", r[3], r[1], invoice.Money(w))
 		}
-		if got := money.FindString(bars[i][3]); got != r[3] {
-			t.Errorf("bar %d says %s, the table %s", i, got, r[3])
+		if i > 0 && r[1] >= rows[i-1][1] {
+			t.Errorf("the table lists %s after %s: not newest first", r[1], rows[i-1][1])
 		}
-		if (bars[i][1] != "") != w.Negative {
-			t.Errorf("bar %d drawn negative %v, its net %s", i, bars[i][1] != "", w.Text('f'))
+	}
+	negative := 0
+	for _, bar := range bars {
+		day, err := time.Parse("2 Jan 2006", strings.SplitN(bar[3], ":", 2)[0])
+		if err != nil {
+			t.Fatalf("bar %q: %v", bar[3], err)
+		}
+		w := want[day.Format(time.DateOnly)]
+		if got := money.FindString(bar[3]); got != invoice.Money(w) {
+			t.Errorf("the bar of %s says %s, the API's deposits %s", day.Format(time.DateOnly), got, invoice.Money(w))
+		}
+		if (bar[1] != "") != w.Negative {
+			t.Errorf("the bar of %s drawn negative %v, its net %s", day.Format(time.DateOnly), bar[1] != "", w.Text('f'))
 		}
 		if w.Negative {
 			negative++
 		}
-		if w.IsZero() != (bars[i][2] == "0.0") {
-			t.Errorf("bar %d is %s high for a net of %s", i, bars[i][2], w.Text('f'))
+		if w.IsZero() != (bar[2] == "0.0") {
+			t.Errorf("the bar of %s is %s high for a net of %s", day.Format(time.DateOnly), bar[2], w.Text('f'))
 		}
 	}
-	if negative != 1 || !strings.Contains(page.Body, `<td class="num">`+invoice.Money(total)+`</td></tr></tfoot>`) {
+	if negative != 1 || !strings.Contains(page.Body, `<td data-label="Net" class="num">`+invoice.Money(total)+`</td></tr></tfoot>`) {
 		t.Errorf("%d negative days, want 1; or the total is not %s", negative, invoice.Money(total))
 	}
 	if !strings.Contains(page.Body, `role="img" aria-labelledby="chart-title chart-desc"`) || !strings.Contains(page.Body, invoice.Money(total)+" net in all") {
@@ -239,4 +249,35 @@ func TestCardPaymentsAndDepositsAsTheAPIListsThem(t *testing.T) {
 	var netFirst apd.Decimal
 	_, _, _ = netFirst.SetString(deps[1]["netAmount"].(string))
 	dp.Has(t, invoice.Money(netFirst), "?depositId="+dep)
+}
+
+// Refunds read as money going back, negative, wherever the pages show
+// them beside sales: the card payments' list, a refund's page, a sale's
+// refunds, an invoice's refunds, the deposits' list and a deposit's page.
+// The deposits chart's table lists only the days with deposits.
+func TestRefundsShownNegative(t *testing.T) {
+	t.Parallel()
+	env, _ := newEnv(t)
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	sale := paidSale(t, env, m, "NEG-1", "30.00", apitest.CardApprove)
+	var refund models.CardPayment
+	r := env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + sale.Id.String() + "/refund", Token: m.Token,
+		Body: map[string]any{"amount": "4.25"}})
+	apitest.Want(t, "refund", r.StatusCode, http.StatusCreated)
+	r.JSON(t, &refund)
+	made, err := env.App.Payments.SettleOrganization(t.Context(), org, slog.New(slog.DiscardHandler))
+	if err != nil || len(made) != 1 {
+		t.Fatalf("settle: %d deposits, %v", len(made), err)
+	}
+	c, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsView)
+	c.Get("/portal/card-payments").Want(t, http.StatusOK).Has(t, `<td data-label="Amount" class="num">-$4.25</td>`, `<td data-label="Amount" class="num">$30.00`)
+	c.Get("/portal/card-payments/"+refund.Id.String()).Has(t, "<dt>Amount</dt><dd>-$4.25</dd>")
+	c.Get("/portal/card-payments/"+sale.Id.String()).Has(t, `class="num">-$4.25</td>`, "<dt>Amount</dt><dd>$30.00</dd>")
+	c.Get("/portal/invoices/"+sale.InvoiceId.String()).Has(t, `class="num">-$4.25</td>`)
+	deposits := c.Get("/portal/deposits").Has(t, `<td data-label="Refunds" class="num">-$4.25</td>`)
+	if n := strings.Count(deposits.Body, `<tr><td data-label="Day">`); n != 1 {
+		t.Errorf("the chart's table lists %d days, want the 1 with a deposit", n)
+	}
+	c.Get("/portal/deposits/"+made[0].ID.String()).Has(t, "<dt>Refunds</dt><dd>-$4.25 (1)</dd>")
 }

@@ -100,7 +100,7 @@ func TestNotificationsPage(t *testing.T) {
 	}
 	salePath := "/portal/card-payments/" + sales[0].Id.String()
 	sp := c.Get(salePath)
-	c.Post(salePath+"/refund", sp.CSRF(t), url.Values{"key": {between(sp.Body, `name="key" value="`, `"`)}, "amount": {"5.00"}})
+	c.Post(salePath+"/refund", sp.CSRF(t), url.Values{"key": {between(sp.Body, `name="key" value="`, `"`)}, "amount": {"5.00"}, "confirmed": {"yes"}})
 	refunded := mailbox.Wait("dana@example.com", "Refund receipt for invoice NOTE-1")
 	if !strings.Contains(refunded.Text, "has refunded $5.00 to your Visa ending in 1111") {
 		t.Errorf("the refund receipt's text:\n%s", refunded.Text)

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,60 @@ func TestLocationsPage(t *testing.T) {
 	}
 	none, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsView)
 	none.Get("/portal/locations").Want(t, http.StatusForbidden).Has(t, "locations.view or accounts.view")
+}
+
+// Home puts "New invoice" first and says the latest events in words,
+// with their time in the organization's zone; it repeats no menu and
+// names no permission. The navigation is in three groups: the business's
+// pages, Settings, Developers, each with what the member may open. The
+// members', keys' and audit log's times are in the organization's zone
+// too, not UTC.
+func TestHomeAndNavigation(t *testing.T) {
+	t.Parallel()
+	env, _ := newEnv(t)
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	b := m.Body("HOME-1", "30.00")
+	b["customerName"] = "Dana Whitfield"
+	m.MustCreate(t, b)
+	owner, _ := portaltest.SignedIn(t, env, org, "Owner", auth.PermissionsFor(auth.KindMerchant)...)
+	home := owner.Get("/portal/").Want(t, http.StatusOK)
+	main := between(home.Body, `<main id="main">`, `</main>`)
+	if !strings.HasPrefix(strings.TrimSpace(between(main, "</h1>", "</ul>")), `<p><a class="button" href="/portal/invoices/new">New invoice</a></p>`) {
+		t.Errorf("home does not start with New invoice:\n%s", main)
+	}
+	if !regexp.MustCompile(`<li><a href="/portal/events/[0-9a-f-]{36}">Invoice created · HOME-1 · \$30\.00 · [^<]*Dana Whitfield</a> <span class="note"><time datetime="[^"]+">[^<]+ P[SD]T</time></span></li>`).MatchString(main) {
+		t.Errorf("home's recent activity does not say the invoice made in words:\n%s", main)
+	}
+	for _, s := range []string{"payments.view", "<code>", `href="/portal/deposits"`, `href="/portal/keys"`} {
+		if strings.Contains(main, s) {
+			t.Errorf("home's content holds %q (a permission or the menu again)", s)
+		}
+	}
+	nav := between(home.Body, `<nav aria-label="Portal">`, `</nav>`)
+	order := []string{`href="/portal/"`, `href="/portal/invoices"`, `href="/portal/deposits"`, `>Settings</p>`, `href="/portal/members"`,
+		`href="/portal/audit"`, `>Developers</p>`, `href="/portal/keys"`, `href="/portal/webhooks"`, `href="/portal/events"`}
+	at := 0
+	for _, s := range order {
+		i := strings.Index(nav[at:], s)
+		if i < 0 {
+			t.Fatalf("the navigation lacks %s after what comes before it:\n%s", s, nav)
+		}
+		at += i
+	}
+	if !strings.Contains(home.Body, `<details class="menu"><summary>Menu</summary>`) {
+		t.Error("the navigation is not behind its Menu button")
+	}
+	for _, path := range []string{"/portal/members", "/portal/keys", "/portal/audit"} {
+		if page := owner.Get(path).Want(t, http.StatusOK); strings.Contains(page.Body, " UTC</time>") || !strings.Contains(page.Body, "PST</time>") && !strings.Contains(page.Body, "PDT</time>") {
+			t.Errorf("%s does not show its times in the organization's zone", path)
+		}
+	}
+
+	viewer, _ := portaltest.SignedIn(t, env, org, "Member", auth.PaymentsView)
+	page := viewer.Get("/portal/").Want(t, http.StatusOK)
+	nav = between(page.Body, `<nav aria-label="Portal">`, `</nav>`)
+	if strings.Contains(nav, "Developers") || strings.Contains(page.Body, "New invoice") || strings.Contains(page.Body, "Recent activity") {
+		t.Errorf("a Member with payments.view only is offered what they may not open:\n%s", page.Body)
+	}
 }

@@ -218,28 +218,46 @@ func (h *handler) routes(e *echo.Echo) {
 }
 
 // An area is a link of the navigation, shown to the members its guard
-// lets in.
+// lets in, under its group's heading.
 type area struct {
 	Path, Label string
 	guard       guard
+	group       string
 }
 
+// The navigation's groups, in order: the business first, then its
+// settings, then what developers use.
+const (
+	business   = ""
+	settings   = "Settings"
+	developers = "Developers"
+)
+
+var navGroups = []string{business, settings, developers}
+
 var areas = []area{
-	{homePath, "Home", anyone},
-	{invoicesPath, "Invoices", requires(auth.PaymentsView)},
-	{"/portal/card-payments", "Card payments", requires(auth.PaymentsView)},
-	{"/portal/deposits", "Deposits", requires(auth.PaymentsView)},
-	{remindersPath, "Reminders", requires(auth.PaymentsView)},
-	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
-	{businessPath, "Business", settingsManagers},
-	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
-	{"/portal/events", "Events", requires(auth.EventsView)},
-	{"/portal/keys", "API keys", managers},
-	{"/portal/members", "Members", managers},
-	{"/portal/audit", "Audit log", managers},
-	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView)},
-	{"/portal/applications", "Applications", requires(auth.ApplicationsView)},
-	{"/portal/account", "Account", anyone},
+	{homePath, "Home", anyone, business},
+	{invoicesPath, "Invoices", requires(auth.PaymentsView), business},
+	{"/portal/card-payments", "Card payments", requires(auth.PaymentsView), business},
+	{"/portal/deposits", "Deposits", requires(auth.PaymentsView), business},
+	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView), business},
+	{"/portal/applications", "Applications", requires(auth.ApplicationsView), business},
+	{remindersPath, "Reminders", requires(auth.PaymentsView), settings},
+	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView), settings},
+	{businessPath, "Business", settingsManagers, settings},
+	{"/portal/members", "Members", managers, settings},
+	{"/portal/audit", "Audit log", managers, settings},
+	{"/portal/account", "Your account", anyone, settings},
+	{"/portal/keys", "API keys", managers, developers},
+	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage), developers},
+	{"/portal/events", "Events", requires(auth.EventsView), developers},
+}
+
+// navGroup is a heading of the navigation and its links ("" for the
+// business's own, shown first without a heading).
+type navGroup struct {
+	Label string
+	Items []navItem
 }
 
 // navItem is an area as the page's navigation shows it: Current, the
@@ -248,6 +266,24 @@ var areas = []area{
 type navItem struct {
 	Path, Label string
 	Current     bool
+}
+
+// navigation is what membership m may open, by group, empty groups left
+// out.
+func navigation(m people.Membership, current string) []navGroup {
+	var out []navGroup
+	for _, g := range navGroups {
+		group := navGroup{Label: g}
+		for _, a := range areas {
+			if a.group == g && a.guard(m) == nil {
+				group.Items = append(group.Items, navItem{Path: a.Path, Label: a.Label, Current: a.Path == current})
+			}
+		}
+		if len(group.Items) > 0 {
+			out = append(out, group)
+		}
+	}
+	return out
 }
 
 // A guard says whether a membership may use a page: nil, or the refusal.
@@ -427,9 +463,13 @@ type page struct {
 	Stylesheet string
 	CSRF       string
 	Visit      *visit
-	Nav        []navItem
-	Current    string
-	Errors     web.Errors
+	Nav        []navGroup
+	// Zone is the time zone the page's times are read in, with its
+	// abbreviation: the organization's (its locations', when they share
+	// one; else UTC).
+	Zone    *time.Location
+	Current string
+	Errors  web.Errors
 	// Alert is a message above the content (a refusal of no field).
 	Alert string
 	// Notice is news of what was just done.
@@ -476,11 +516,12 @@ func (h *handler) render(c echo.Context, status int, name string, p page) error 
 	if v := visitOf(c); v != nil {
 		p.Visit = v
 		if v.Membership != nil {
-			for _, a := range areas {
-				if a.guard(*v.Membership) == nil {
-					p.Nav = append(p.Nav, navItem{Path: a.Path, Label: a.Label, Current: a.Path == c.Path()})
-				}
+			p.Nav = navigation(*v.Membership, c.Path())
+			zone, err := h.zoneOf(c)
+			if err != nil {
+				return err
 			}
+			p.Zone = zone
 		}
 	}
 	p.Current = c.Path()

@@ -23,7 +23,7 @@ import (
 
 var (
 	applicationLinkIn = regexp.MustCompile(`href="/portal/applications/([0-9a-f-]{36})"`)
-	merchantRowIn     = regexp.MustCompile(`<tr><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>`)
+	merchantRowIn     = regexp.MustCompile(`<tr><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td></tr>`)
 	nextLinkIn        = regexp.MustCompile(`<a href="([^"]*)" rel="next">`)
 )
 

@@ -56,7 +56,7 @@ func TestMoneyTypedWithCommas(t *testing.T) {
 		if n := len(refundsOf(t, env, m, sale.Id)); n != 0 {
 			t.Fatalf("refused amounts made %d refunds", n)
 		}
-		c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"1,234.56"}}).Want(t, http.StatusSeeOther)
+		c.Post(path+"/refund", page.CSRF(t), url.Values{"key": {key}, "amount": {"1,234.56"}, "confirmed": {"yes"}}).Want(t, http.StatusSeeOther)
 		if got := refundsOf(t, env, m, sale.Id); len(got) != 1 || got[0].Amount.Text('f') != "1234.56" {
 			t.Fatalf("1,234.56 refunded as %+v", got)
 		}
