@@ -47,6 +47,7 @@ import (
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -67,6 +68,7 @@ type Deps struct {
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
+	Terminals *terminal.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	Now  func() time.Time
@@ -191,6 +193,16 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(remindersPath, h.member(h.reminders, view))
 	e.POST(remindersPath, h.member(h.setReminders, create))
 	e.GET("/portal/locations", h.member(h.locations, either(auth.LocationsView, auth.AccountsView)))
+	// Card terminals and collecting at them (issue 40).
+	e.GET(terminalsPath, h.member(h.terminals, requires(auth.AccountsView)))
+	e.POST(terminalsPath, h.member(h.addTerminal, managers))
+	e.GET(terminalsPath+"/:id", h.member(h.terminalPage, managers))
+	e.POST(terminalsPath+"/:id", h.member(h.renameTerminal, managers))
+	e.POST(terminalsPath+"/:id/remove", h.member(h.removeTerminal, managers))
+	e.GET(invoicesPath+"/:id/terminal", h.member(h.collectPage, create))
+	e.POST(invoicesPath+"/:id/terminal", h.member(h.collect, create))
+	e.GET(terminalPaymentsPath+"/:id", h.member(h.terminalPayment, either(auth.PaymentsView, auth.PaymentsCreate)))
+	e.POST(terminalPaymentsPath+"/:id/cancel", h.member(h.cancelTerminalPayment, create))
 	// Card payments, deposits, webhooks and events (issue 29).
 	e.GET("/portal/card-payments", h.member(h.cardPayments, requires(auth.PaymentsView)))
 	e.GET("/portal/card-payments/:id", h.member(h.cardPayment, requires(auth.PaymentsView)))
@@ -226,6 +238,7 @@ var areas = []area{
 	{"/portal/deposits", "Deposits", requires(auth.PaymentsView)},
 	{remindersPath, "Reminders", requires(auth.PaymentsView)},
 	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView)},
+	{terminalsPath, "Terminals", requires(auth.AccountsView)},
 	{"/portal/webhooks", "Webhooks", requires(auth.WebhooksManage)},
 	{"/portal/events", "Events", requires(auth.EventsView)},
 	{"/portal/keys", "API keys", managers},
