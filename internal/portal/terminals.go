@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -356,7 +357,7 @@ func (h *handler) terminalPayment(c echo.Context) error {
 		CanCancel: m.Can(auth.PaymentsCreate), CardPayments: m.Can(auth.PaymentsView)}
 	if t, err := h.Terminals.Get(ctx, m.OrganizationID, p.TerminalID); err == nil {
 		d.Terminal = t.Name
-	} else if err != terminal.ErrNotFound {
+	} else if !errors.Is(err, terminal.ErrNotFound) {
 		return h.failure(c, err)
 	}
 	title := map[string]string{terminal.Pending: "Waiting for the card", terminal.Approved: "Payment approved",

@@ -226,9 +226,16 @@ func TestCollectAtATerminal(t *testing.T) {
 	workTerminals(t, env)
 	c.Get(at).Has(t, "Payment declined", "Insufficient funds", "Nothing was charged")
 
-	// Cancelled while waiting; then no Cancel again.
+	// Cancelled while waiting; then no Cancel again. A terminal a
+	// payment waits on is not removed meanwhile.
 	at = collect(t, c, inv.Id, slow.ID, "10.00")
 	w = c.Get(at).Has(t, "Waiting for the card")
+	admin, _ := portaltest.SignedIn(t, env, org, "Admin", auth.AccountsView)
+	busy := admin.Get("/portal/terminals/"+slow.ID.String()).Has(t, "Busy: a payment waits on it")
+	admin.Post("/portal/terminals/"+slow.ID.String()+"/remove", busy.CSRF(t), nil).Want(t, http.StatusConflict).Has(t, "A payment is waiting on this terminal")
+	if _, err := env.App.Terminals.Get(t.Context(), org, slow.ID); err != nil {
+		t.Fatalf("a busy terminal was removed: %v", err)
+	}
 	c.Post(at+"/cancel", "", nil).Want(t, http.StatusForbidden)
 	viewer.Post(at+"/cancel", w.CSRF(t), nil).Want(t, http.StatusForbidden)
 	c.Post(at+"/cancel", w.CSRF(t), nil).WantRedirect(t, at)
