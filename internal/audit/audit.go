@@ -53,6 +53,9 @@ const (
 	WebhookDeleted     = "webhook endpoint deleted"
 	WebhookPinged      = "webhook endpoint pinged"
 	WebhookRedelivered = "webhook event sent again"
+	TerminalAdded      = "terminal added"
+	TerminalRenamed    = "terminal renamed"
+	TerminalRemoved    = "terminal removed"
 )
 
 // Actor is who makes a change, as the log names it. Domain functions take

@@ -37,6 +37,9 @@ var merchantPaths = []struct {
 	{"GET", "/portal/reminder-settings", []string{auth.PaymentsView}, "/portal/reminder-settings"},
 	{"POST", "/portal/reminder-settings", []string{auth.PaymentsCreate}, ""},
 	{"GET", "/portal/locations", []string{auth.LocationsView, auth.AccountsView}, "/portal/locations"},
+	{"GET", "/portal/terminals", []string{auth.AccountsView}, "/portal/terminals"},
+	{"GET", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
 }
 
 // Every page × every merchant permission: a member holding only one that

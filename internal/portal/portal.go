@@ -47,6 +47,7 @@ import (
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
+	"github.com/payreq/payreq/internal/terminal"
 	"github.com/payreq/payreq/internal/web"
 	"github.com/payreq/payreq/internal/webhook"
 )
@@ -67,6 +68,7 @@ type Deps struct {
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
+	Terminals *terminal.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	Now  func() time.Time
@@ -196,6 +198,16 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST(businessPath, h.member(h.setBusiness, settingsManagers))
 	e.GET(locationsPath+"/:id", h.member(h.location, settingsManagers))
 	e.POST(locationsPath+"/:id", h.member(h.setLocation, settingsManagers))
+	// Card terminals and collecting at them (issue 40).
+	e.GET(terminalsPath, h.member(h.terminals, requires(auth.AccountsView)))
+	e.POST(terminalsPath, h.member(h.addTerminal, managers))
+	e.GET(terminalsPath+"/:id", h.member(h.terminalPage, managers))
+	e.POST(terminalsPath+"/:id", h.member(h.renameTerminal, managers))
+	e.POST(terminalsPath+"/:id/remove", h.member(h.removeTerminal, managers))
+	e.GET(invoicesPath+"/:id/terminal", h.member(h.collectPage, create))
+	e.POST(invoicesPath+"/:id/terminal", h.member(h.collect, create))
+	e.GET(terminalPaymentsPath+"/:id", h.member(h.terminalPayment, either(auth.PaymentsView, auth.PaymentsCreate)))
+	e.POST(terminalPaymentsPath+"/:id/cancel", h.member(h.cancelTerminalPayment, create))
 	// Card payments, deposits, webhooks and events (issue 29).
 	e.GET("/portal/card-payments", h.member(h.cardPayments, requires(auth.PaymentsView)))
 	e.GET("/portal/card-payments/:id", h.member(h.cardPayment, requires(auth.PaymentsView)))
@@ -240,6 +252,7 @@ var areas = []area{
 	{invoicesPath, "Invoices", requires(auth.PaymentsView), business},
 	{"/portal/card-payments", "Card payments", requires(auth.PaymentsView), business},
 	{"/portal/deposits", "Deposits", requires(auth.PaymentsView), business},
+	{terminalsPath, "Terminals", requires(auth.AccountsView), business},
 	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView), business},
 	{"/portal/applications", "Applications", requires(auth.ApplicationsView), business},
 	{remindersPath, "Reminders", requires(auth.PaymentsView), settings},

@@ -23,8 +23,10 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -153,10 +155,36 @@ type NewTerminal struct {
 // Add registers a terminal on a MID (of any organization: an operator's
 // command); its organization is the MID's.
 func (s *Store) Add(ctx context.Context, n NewTerminal) (Terminal, error) {
+	return s.add(ctx, nil, n)
+}
+
+// Actor is a member who registers, renames or removes terminals of its
+// organization in the portal, as the audit log names it.
+type Actor struct {
+	OrganizationID uuid.UUID
+	Audit          *audit.Actor
+}
+
+// audit writes a's entry of a change to a terminal in the change's tx.
+func (a *Actor) audit(ctx context.Context, tx *sqlx.Tx, action string, t Terminal, at time.Time) error {
+	if a == nil || a.Audit == nil {
+		return nil
+	}
+	return audit.Append(ctx, tx, audit.Entry{Organization: &a.OrganizationID, Actor: *a.Audit, Action: action,
+		Detail: fmt.Sprintf("%s (HSN %s)", t.Name, t.HSN), At: at})
+}
+
+// AddAs registers a terminal on one of the actor's organization's MIDs,
+// audited; another organization's MID is refused as unknown.
+func (s *Store) AddAs(ctx context.Context, a Actor, n NewTerminal) (Terminal, error) {
+	return s.add(ctx, &a, n)
+}
+
+func (s *Store) add(ctx context.Context, a *Actor, n NewTerminal) (Terminal, error) {
 	n.HSN, n.Name = strings.TrimSpace(n.HSN), strings.TrimSpace(n.Name)
 	fields := map[string][]string{}
-	if c := utf8.RuneCountInString(n.Name); c < 1 || c > 100 {
-		fields["name"] = []string{"must be 1 to 100 characters"}
+	if m := nameProblem(n.Name); m != "" {
+		fields["name"] = []string{m}
 	}
 	if !validHSN(n.HSN) {
 		fields["hsn"] = []string{"must be 1 to 64 letters, digits and hyphens"}
@@ -168,21 +196,62 @@ func (s *Store) Add(ctx context.Context, n NewTerminal) (Terminal, error) {
 	if err != nil {
 		return Terminal{}, err
 	}
-	a, ok := accounts[n.MerchantAccountID]
-	if !ok {
+	acct, ok := accounts[n.MerchantAccountID]
+	if !ok || a != nil && acct.OrganizationID != a.OrganizationID {
 		return Terminal{}, rule.Newf(rule.Unprocessable, "mid", "Unknown merchant account", "No MID has the id %s.", n.MerchantAccountID)
 	}
 	id := uuid.Must(uuid.NewV7())
-	_, err = s.DB.ExecContext(ctx, `INSERT INTO terminals (id, organization_id, merchant_account_id, name, hsn, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, id, a.OrganizationID, a.ID, n.Name, n.HSN, s.Now())
-	var pqErr *pq.Error
-	if errors.As(err, &pqErr) && pqErr.Code == "23505" {
-		return Terminal{}, rule.Newf(rule.Unprocessable, "hsn", "Terminal already registered", "A terminal with the HSN %s is registered already.", n.HSN)
+	var t Terminal
+	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		_, err := tx.ExecContext(ctx, `INSERT INTO terminals (id, organization_id, merchant_account_id, name, hsn, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, id, acct.OrganizationID, acct.ID, n.Name, n.HSN, now)
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+			return rule.Newf(rule.Unprocessable, "hsn", "Terminal already registered", "A terminal with the HSN %s is registered already.", n.HSN)
+		}
+		if err != nil {
+			return fmt.Errorf("terminal: unable to add terminal: %w", err)
+		}
+		if t, err = s.get(ctx, tx, acct.OrganizationID, id, ""); err != nil {
+			return err
+		}
+		return a.audit(ctx, tx, audit.TerminalAdded, t, now)
+	})
+	return t, err
+}
+
+// nameProblem is what is wrong with a terminal's name, or "".
+func nameProblem(name string) string {
+	if c := utf8.RuneCountInString(name); c < 1 || c > 100 {
+		return "must be 1 to 100 characters"
 	}
-	if err != nil {
-		return Terminal{}, fmt.Errorf("terminal: unable to add terminal: %w", err)
+	return ""
+}
+
+// Rename renames one of the actor's organization's terminals, audited.
+func (s *Store) Rename(ctx context.Context, a Actor, id uuid.UUID, name string) (Terminal, error) {
+	name = strings.TrimSpace(name)
+	if m := nameProblem(name); m != "" {
+		return Terminal{}, rule.InvalidField("name", m)
 	}
-	return s.Get(ctx, a.OrganizationID, id)
+	var t Terminal
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var err error
+		if t, err = s.get(ctx, tx, a.OrganizationID, id, " FOR UPDATE OF t"); err != nil {
+			return err
+		}
+		if t.Name == name {
+			return nil // sent again: nothing changes, nothing audited
+		}
+		now := s.Now()
+		if _, err = tx.ExecContext(ctx, `UPDATE terminals SET name = $2 WHERE id = $1`, id, name); err != nil {
+			return fmt.Errorf("terminal: unable to rename terminal: %w", err)
+		}
+		t.Name = name
+		return a.audit(ctx, tx, audit.TerminalRenamed, t, now)
+	})
+	return t, err
 }
 
 func validHSN(h string) bool {
@@ -211,19 +280,31 @@ func (s *Store) Remove(ctx context.Context, id uuid.UUID) (Terminal, error) {
 	if err != nil {
 		return Terminal{}, fmt.Errorf("terminal: unable to read terminal: %w", err)
 	}
-	t, err := s.Get(ctx, org, id)
-	if err != nil {
-		return Terminal{}, err
-	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE terminals t SET removed_at = $2 WHERE t.id = $1 AND t.removed_at IS NULL
-		AND NOT EXISTS (SELECT 1 FROM terminal_payments p WHERE p.terminal_id = t.id AND p.status = 'pending')`, id, s.Now())
-	if err != nil {
-		return Terminal{}, fmt.Errorf("terminal: unable to remove terminal: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return Terminal{}, ErrWaiting
-	}
-	return t, nil
+	return s.remove(ctx, org, id, nil)
+}
+
+// RemoveAs removes one of the actor's organization's terminals, audited.
+func (s *Store) RemoveAs(ctx context.Context, a Actor, id uuid.UUID) (Terminal, error) {
+	return s.remove(ctx, a.OrganizationID, id, &a)
+}
+
+func (s *Store) remove(ctx context.Context, org, id uuid.UUID, a *Actor) (Terminal, error) {
+	var t Terminal
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var err error
+		if t, err = s.get(ctx, tx, org, id, " FOR UPDATE OF t"); err != nil {
+			return err
+		}
+		if t.Waiting {
+			return ErrWaiting
+		}
+		now := s.Now()
+		if _, err = tx.ExecContext(ctx, `UPDATE terminals SET removed_at = $2 WHERE id = $1`, id, now); err != nil {
+			return fmt.Errorf("terminal: unable to remove terminal: %w", err)
+		}
+		return a.audit(ctx, tx, audit.TerminalRemoved, t, now)
+	})
+	return t, err
 }
 
 // Ping asks every terminal without a payment waiting on it whether it is
