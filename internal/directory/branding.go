@@ -196,9 +196,9 @@ func (d *Store) SetBranding(ctx context.Context, actor Actor, in BrandingChange)
 	if n := utf8.RuneCountInString(in.DisplayName); n > MaxNameLength {
 		add("displayName", "The name may be at most %d characters long; this one is %d.", MaxNameLength, n)
 	}
-	color, err := AccentColor(in.AccentColor)
-	if err != nil {
-		add("accentColor", "%s", err.Error())
+	color, problem := AccentColor(in.AccentColor)
+	if problem != "" {
+		add("accentColor", "%s", problem)
 	}
 	in.SupportEmail = strings.TrimSpace(in.SupportEmail)
 	if in.SupportEmail != "" && !mailaddr.Valid(in.SupportEmail) {
@@ -237,7 +237,7 @@ func (d *Store) SetBranding(ctx context.Context, actor Actor, in BrandingChange)
 		return Branding{}, rule.InvalidFields(v)
 	}
 	now := time.Now()
-	err = postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
+	err := postgres.InTx(ctx, d.DB, func(tx *sqlx.Tx) error {
 		before, err := BrandingOf(ctx, tx, actor.OrganizationID)
 		if err != nil {
 			return err
@@ -301,22 +301,22 @@ var colorPattern = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
 
 // AccentColor is s ("#1F5FBF") as kept: lower case; "" for "". A value
 // that is not #RRGGBB, or whose contrast with white is below MinContrast,
-// is refused with an error saying so in a person's words (the ratio
-// named, to one decimal, never rounded up to the minimum).
-func AccentColor(s string) (string, error) {
+// is refused: problem says why in a person's words (the ratio named, to
+// one decimal, never rounded up to the minimum).
+func AccentColor(s string) (color, problem string) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", nil
+		return "", ""
 	}
 	if !colorPattern.MatchString(s) {
-		return "", errors.New("Enter a colour as # and six hexadecimal digits, such as #1f5fbf.")
+		return "", "Enter a colour as # and six hexadecimal digits, such as #1f5fbf."
 	}
 	s = strings.ToLower(s)
 	if r := ContrastWithWhite(s); r < MinContrast {
-		return "", fmt.Errorf("This colour's contrast with white is %s:1; it must be at least %.1f:1, so that white text on it "+
+		return "", fmt.Sprintf("This colour's contrast with white is %s:1; it must be at least %.1f:1, so that white text on it "+
 			"and it on white can be read. Choose a darker colour.", strconv.FormatFloat(math.Floor(r*10)/10, 'f', 1, 64), MinContrast)
 	}
-	return s, nil
+	return s, ""
 }
 
 // ContrastWithWhite is the WCAG 2 contrast ratio of the colour "#rrggbb"
