@@ -246,6 +246,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	d.Env["PAYREQ_REQUEST_TIMEOUT"] = "3s"
 	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
 	d.Env["PAYREQ_WEBHOOK_ALLOW_PRIVATE"] = "true"
+	d.Env["PAYREQ_SCHEDULE_POLL_INTERVAL"] = "1s"
 	keys := d.seed(t)
 	a := d.start(t, "a", nil)
 	b := d.start(t, "b", map[string]string{"PAYREQ_ADDR": freeAddr(t)})
@@ -281,6 +282,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 			paths[p] = append(paths[p], path)
 		}
 	}
+	var series string // a recurring series due today, made after the first failover
 	load, stopLoad, creators := haLoad(t, c, tok, mid, "HA", a, b)
 	defer stopLoad()
 	var paying sync.WaitGroup
@@ -336,6 +338,9 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 			return send(c, "GET", a.URL+"/readyz", "", nil, nil).Status == http.StatusOK &&
 				send(c, "GET", b.URL+"/readyz", "", nil, nil).Status == http.StatusOK
 		})
+		if kill == 1 {
+			series = dueSeries(t, c, a.URL, tok, mid, h.DSN)
+		}
 	}
 	time.Sleep(2 * time.Second)
 	stopLoad()
@@ -348,6 +353,17 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 		t.Errorf("no create was answered 503 across two failovers: %v", statuses)
 	}
 	t.Logf("payments: %d paid, answers %v", paid, payStatuses)
+	// The recurring worker went on too: its occurrence due today issued
+	// once, whichever instance and leader took it.
+	eventually(t, 60*time.Second, "the recurring series' first invoice issued", func() bool {
+		var s struct{ IssuedCount int }
+		r := send(c, "GET", a.URL+"/recurring-invoices/"+series, tok, nil, nil)
+		return r.Status == http.StatusOK && json.Unmarshal(r.Body, &s) == nil && s.IssuedCount == 1
+	})
+	var issued int
+	if err := openDB(t, h.DSN).Get(&issued, `SELECT count(*) FROM invoices WHERE invoice_number LIKE 'HAREC-%'`); err != nil || issued != 1 {
+		t.Errorf("the recurring series made %d invoices (%v), want 1", issued, err)
+	}
 	var invoices []string
 	if err := openDB(t, h.DSN).Select(&invoices, `SELECT id::text FROM invoices`); err != nil {
 		t.Fatal(err)
@@ -475,4 +491,34 @@ func TestSynchronousStandbyStoppedThenLeaderKilled(t *testing.T) {
 	creators.Wait()
 	checkHALoad(t, load, h.DSN)
 	logErrors(t, srv)
+}
+
+// dueSeries makes a monthly recurring series on mid starting today in the
+// MID's location's zone (so due since 00:00) and returns its id.
+func dueSeries(t *testing.T, c *http.Client, baseURL, tok, mid, dsn string) string {
+	t.Helper()
+	var zone string
+	if err := openDB(t, dsn).Get(&zone, `SELECT l.time_zone FROM merchant_accounts m JOIN locations l ON l.id = m.location_id WHERE m.id = $1`, mid); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cust := send(c, "POST", baseURL+"/customers", tok, map[string]any{"email": "ha-recurring@example.com", "name": "Dana Whitfield"}, nil)
+	var cu struct{ ID string }
+	if cust.Status != http.StatusCreated || json.Unmarshal(cust.Body, &cu) != nil {
+		t.Fatalf("customer: %v", cust)
+	}
+	made := send(c, "POST", baseURL+"/recurring-invoices", tok, map[string]any{
+		"merchantAccountId": mid, "customerId": cu.ID, "invoiceNumberPrefix": "HAREC", "amount": "25.00",
+		"lines": nil, "memo": nil, "poNumber": nil, "delivery": nil, "reminders": nil,
+		"interval": "month", "intervalCount": 1, "startOn": time.Now().In(loc).Format("2006-01-02"),
+		"endAfter": nil, "endOn": nil, "dueDays": 14, "send": false,
+	}, nil)
+	var s struct{ ID string }
+	if made.Status != http.StatusCreated || json.Unmarshal(made.Body, &s) != nil {
+		t.Fatalf("recurring series: %v", made)
+	}
+	return s.ID
 }

@@ -72,9 +72,15 @@ func TestCollectAtATerminalInChromium(t *testing.T) {
 	outcome := func(state string) {
 		t.Helper()
 		workTerminals(t, env)
-		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(c.html(), state); {
+		// Read as the page may be reloading itself: a read that finds the
+		// document gone mid-reload is tried again.
+		page := func() string {
+			s, _ := chromedp.Run(c.b.Tab, chromedp.OuterHTML("html"))
+			return s
+		}
+		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(page(), state); {
 			if time.Now().After(deadline) {
-				t.Fatalf("the waiting page never showed %q:\n%s", state, c.html())
+				t.Fatalf("the waiting page never showed %q:\n%s", state, page())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
