@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -50,4 +51,28 @@ func Unavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &opErr) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// Retry runs fn until it returns nil or an error that is not Unavailable,
+// or until ctx ends, waiting after each unavailable try (100 ms, doubling
+// up to a second), and returns fn's last error. It is for a worker that
+// holds an outcome the database must record (a message sent, a terminal's
+// answer): across a failover it records it once the new leader answers,
+// rather than leave it to be done again once its lease ends.
+func Retry(ctx context.Context, fn func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := fn()
+		if !Unavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }

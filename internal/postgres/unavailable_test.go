@@ -10,6 +10,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -48,5 +49,31 @@ func TestUnavailable(t *testing.T) {
 		if got := postgres.Unavailable(tt.err); got != tt.want {
 			t.Errorf("Unavailable(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// Retry tries again while the database is unavailable, stops at an error
+// of another kind, and gives up when its context ends.
+func TestRetry(t *testing.T) {
+	tries := 0
+	err := postgres.Retry(context.Background(), func() error {
+		if tries++; tries < 3 {
+			return &pq.Error{Code: "57P01"}
+		}
+		return nil
+	})
+	if err != nil || tries != 3 {
+		t.Errorf("unavailable twice, then done: %v after %d tries", err, tries)
+	}
+	tries = 0
+	refused := &pq.Error{Code: "23505"}
+	if err := postgres.Retry(context.Background(), func() error { tries++; return refused }); err != refused || tries != 1 {
+		t.Errorf("refused: %v after %d tries, want the refusal after 1", err, tries)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	tries = 0
+	if err := postgres.Retry(ctx, func() error { tries++; return syscall.ECONNREFUSED }); !errors.Is(err, syscall.ECONNREFUSED) || tries < 2 || tries > 4 {
+		t.Errorf("down until the context ends: %v after %d tries", err, tries)
 	}
 }
