@@ -230,6 +230,9 @@ type claimed struct {
 	Attempts       int       `db:"attempts"`
 	Notice         []byte    `db:"notice"`
 	NoticeKeyID    *string   `db:"notice_key_id"`
+	// Until is when the lease ends, on the process's clock (the worker's
+	// may be a test's): no other worker claims the message before.
+	Until time.Time `db:"-"`
 }
 
 // isNotice: a message to a person, about no invoice.
@@ -239,6 +242,7 @@ func (c claimed) isNotice() bool { return c.NoticeKeyID != nil }
 // until the lease ends. SKIP LOCKED lets concurrent workers take different rows
 // rather than wait for each other.
 func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claimed, error) {
+	until := time.Now().Add(lease)
 	now := w.now()
 	var msgs []claimed
 	err := w.db.SelectContext(ctx, &msgs, `WITH due AS (
@@ -258,6 +262,9 @@ func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claim
 	if err != nil {
 		return nil, fmt.Errorf("delivery: unable to claim messages: %w", err)
 	}
+	for i := range msgs {
+		msgs[i].Until = until
+	}
 	return msgs, nil
 }
 
@@ -265,21 +272,23 @@ func (w *Worker) claim(ctx context.Context, n int, lease time.Duration) ([]claim
 func (w *Worker) deliver(ctx context.Context, c claimed) {
 	log := w.log.With("invoice_id", c.InvoiceID.String(), "message_id", c.ID.String(),
 		"channel", c.Channel, "attempt", c.Attempts)
-	// The outcome is recorded even when ctx has just ended: a message that went
-	// out must not be sent again for want of a row update.
-	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// The outcome is recorded even when ctx has just ended, and tried again
+	// while the lease lasts when the database is unavailable (failing over):
+	// a message that went out must not be sent again for want of a row
+	// update, nor one that failed wait for its lease to end.
+	record, cancel := context.WithDeadline(context.WithoutCancel(ctx), c.Until)
 	defer cancel()
 
 	err := w.send(ctx, c)
 	switch {
 	case err == nil:
-		if err := w.markDelivered(record, c); err != nil {
+		if err := postgres.Retry(record, func() error { return w.markDelivered(record, c) }); err != nil {
 			log.Error("delivery: message sent but not recorded; it will be sent again", "error", err.Error())
 			return
 		}
 		log.Info("message delivered")
 	case errors.Is(err, errInvoiceCancelled), errors.Is(err, errNothingDue), errors.Is(err, errNoSignIn):
-		if err := w.markCancelled(record, c); err != nil {
+		if err := postgres.Retry(record, func() error { return w.markCancelled(record, c) }); err != nil {
 			log.Error("delivery: record cancelled message", "error", err.Error())
 			return
 		}
@@ -291,7 +300,11 @@ func (w *Worker) deliver(ctx context.Context, c claimed) {
 			log.Error("delivery: release message", "error", err.Error())
 		}
 	default:
-		failed, recErr := w.recordFailure(record, c, err)
+		var failed bool
+		recErr := postgres.Retry(record, func() (rerr error) {
+			failed, rerr = w.recordFailure(record, c, err)
+			return rerr
+		})
 		if recErr != nil {
 			log.Error("delivery: record failed attempt", "error", err.Error(), "record_error", recErr.Error())
 			return
