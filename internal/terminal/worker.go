@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -157,14 +158,18 @@ func (s *Store) handle(ctx context.Context, c claimed, log *slog.Logger) {
 		s.resolve(ctx, c, log)
 		return
 	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE terminal_payments SET asked_at = $2 WHERE id = $1 AND status = 'pending' AND asked_at IS NULL`,
-		c.ID, s.Now())
+	var res sql.Result
+	err := postgres.Retry(ctx, func() (err error) {
+		res, err = s.DB.ExecContext(ctx, `UPDATE terminal_payments SET asked_at = $2 WHERE id = $1 AND status = 'pending' AND asked_at IS NULL`,
+			c.ID, s.Now())
+		return err
+	})
 	if err != nil {
 		log.Error("terminal: mark payment asked", "terminal_payment", c.ID.String(), "error", err.Error())
 		return
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return // cancelled meanwhile
+		return // cancelled meanwhile (or asked by a try whose answer was lost: resolved once the lease ends)
 	}
 	actx, cancel := context.WithDeadline(ctx, c.CreatedAt.Add(s.timeout()))
 	answer, err := s.Terminals.AuthCard(actx, processor.TerminalSale{MerchantID: c.MID, HSN: c.HSN, OrderID: c.OrderID,
@@ -241,36 +246,41 @@ func (s *Store) resolve(ctx context.Context, c claimed, log *slog.Logger) {
 var errNotTaken = errors.New("terminal: the invoice cannot take the approved charge")
 
 // outcome records the gateway's answer in one transaction: the card
-// payment (through package payment), the payment's outcome and events. An
-// approval that cannot be recorded (the payment cancelled meanwhile, or
-// the invoice paid or cancelled) is voided at the gateway.
+// payment (through package payment), the payment's outcome and events,
+// tried again while the database is unavailable (failing over; the lease
+// is renewed meanwhile). An approval that cannot be recorded (the payment
+// cancelled or timed out meanwhile, or the invoice paid or cancelled) is
+// voided at the gateway; one recorded already (by a try whose commit's
+// answer was lost) stands.
 func (s *Store) outcome(ctx context.Context, c claimed, answer processor.TerminalResult, log *slog.Logger) {
 	cancelled := false
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		cur, err := s.payment(ctx, tx, c.OrganizationID, c.ID, " FOR UPDATE")
-		if err != nil {
+	err := postgres.Retry(ctx, func() error {
+		return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+			cur, err := s.payment(ctx, tx, c.OrganizationID, c.ID, " FOR UPDATE")
+			if err != nil {
+				return err
+			}
+			if cur.Status != Pending {
+				cancelled = cur.CardPaymentID == nil
+				return nil
+			}
+			sale, err := s.CardPayments.RecordTerminalSale(ctx, tx, payment.TerminalSale{OrganizationID: c.OrganizationID,
+				InvoiceID: c.InvoiceID, TerminalID: c.TerminalID, Amount: c.Amount.Decimal, Result: answer}, s.Now())
+			if rule.As(err) != nil && answer.Approved {
+				return fmt.Errorf("%w: %w", errNotTaken, err)
+			}
+			if err != nil {
+				return err
+			}
+			status := Approved
+			o := settled{cardPaymentID: &sale.ID, entryMode: optional.String(answer.EntryMode), cardBrand: sale.CardBrand,
+				lastFour: sale.LastFour, label: optional.String(answer.ApplicationLabel), aid: optional.String(answer.AID)}
+			if !answer.Approved {
+				status, o.declineReason = Declined, sale.DeclineReason
+			}
+			_, err = s.settle(ctx, tx, cur, status, o)
 			return err
-		}
-		if cur.Status != Pending {
-			cancelled = true
-			return nil
-		}
-		sale, err := s.CardPayments.RecordTerminalSale(ctx, tx, payment.TerminalSale{OrganizationID: c.OrganizationID,
-			InvoiceID: c.InvoiceID, TerminalID: c.TerminalID, Amount: c.Amount.Decimal, Result: answer}, s.Now())
-		if rule.As(err) != nil && answer.Approved {
-			return fmt.Errorf("%w: %w", errNotTaken, err)
-		}
-		if err != nil {
-			return err
-		}
-		status := Approved
-		o := settled{cardPaymentID: &sale.ID, entryMode: optional.String(answer.EntryMode), cardBrand: sale.CardBrand,
-			lastFour: sale.LastFour, label: optional.String(answer.ApplicationLabel), aid: optional.String(answer.AID)}
-		if !answer.Approved {
-			status, o.declineReason = Declined, sale.DeclineReason
-		}
-		_, err = s.settle(ctx, tx, cur, status, o)
-		return err
+		})
 	})
 	switch {
 	case errors.Is(err, errNotTaken):
@@ -300,15 +310,17 @@ func (s *Store) void(ctx context.Context, c claimed, log *slog.Logger) bool {
 }
 
 // finish records an outcome without a card payment, if the payment is
-// still pending.
+// still pending, tried again while the database is unavailable.
 func (s *Store) finish(ctx context.Context, c claimed, status, reason string, log *slog.Logger) {
-	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
-		cur, err := s.payment(ctx, tx, c.OrganizationID, c.ID, " FOR UPDATE")
-		if err != nil || cur.Status != Pending {
+	err := postgres.Retry(ctx, func() error {
+		return postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+			cur, err := s.payment(ctx, tx, c.OrganizationID, c.ID, " FOR UPDATE")
+			if err != nil || cur.Status != Pending {
+				return err
+			}
+			_, err = s.settle(ctx, tx, cur, status, settled{declineReason: optional.String(reason)})
 			return err
-		}
-		_, err = s.settle(ctx, tx, cur, status, settled{declineReason: optional.String(reason)})
-		return err
+		})
 	})
 	if err != nil && ctx.Err() == nil {
 		log.Error("terminal: record the outcome; resolving it again later", "terminal_payment", c.ID.String(), "status", status, "error", err.Error())
