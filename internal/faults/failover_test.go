@@ -16,6 +16,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/payreq/payreq/internal/smtpfake"
 )
 
 // haCluster is deploy/ha's three-member cluster, started by the same
@@ -186,11 +190,11 @@ func (h *haCluster) stopMember(n int) {
 }
 
 // haLoad is the load of both tests: invoice creations with their
-// Idempotency-Keys, sent again with the same key after a 503, spread over
-// the instances.
-func haLoad(t *testing.T, c *http.Client, tok, mid, prefix string, instances ...*instance) (*creates, context.CancelFunc, *sync.WaitGroup) {
+// Idempotency-Keys (each sent by email when sendIt), sent again with the
+// same key after a 503, spread over the instances.
+func haLoad(t *testing.T, c *http.Client, tok, mid, prefix string, sendIt bool, instances ...*instance) (*creates, context.CancelFunc, *sync.WaitGroup) {
 	var next atomic.Uint64
-	load := newCreates(t, mid, tok, prefix, false, func() string {
+	load := newCreates(t, mid, tok, prefix, sendIt, func() string {
 		return instances[next.Add(1)%uint64(len(instances))].URL
 	})
 	ctx, stop := context.WithCancel(context.Background())
@@ -231,14 +235,17 @@ func checkHALoad(t *testing.T, load *creates, dsn string) {
 	checkInvoicesWhole(t, db)
 }
 
-// The leader's postmaster is killed twice under a load of creations and
-// pay-page payments on two instances: each time the service answers again
-// within 30 s, 503s meanwhile; afterwards every created invoice answered
-// 2xx exists exactly once, and the gateway's charges are exactly the
-// approved card payments.
+// The leader's postmaster is killed twice under a load of creations (each
+// sent by email) and pay-page payments on two instances: each time the
+// service answers again within 30 s, 503s meanwhile; afterwards every
+// created invoice answered 2xx exists exactly once, its pay link (and each
+// payment's receipt) arrived once at the mail server, a send scheduled
+// into the first failover and a reminder due after it went out once, and
+// the gateway's charges are exactly the approved card payments.
 func TestLeaderKilledUnderLoad(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, func(int) authPlan { return authPlan{} })
+	mail := smtpfake.Start(t, smtpfake.Accept)
 	h := startHA(t, "127.0.7.")
 	d := newDeployment(t, h.DSN)
 	d.Env["PAYREQ_PROCESSOR"] = "cardpointe"
@@ -247,7 +254,13 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
 	d.Env["PAYREQ_WEBHOOK_ALLOW_PRIVATE"] = "true"
 	d.Env["PAYREQ_SCHEDULE_POLL_INTERVAL"] = "1s"
+	d.Env["PAYREQ_SMTP_URL"] = mail.URL("billing@example.com")
+	// A message whose claim or outcome a failover broke is tried again
+	// once its lease ends: within the test, and longer than a failover.
+	d.Env["PAYREQ_DELIVERY_LEASE"] = "20s"
+	d.Env["PAYREQ_DELIVERY_BACKOFF"] = "100ms"
 	keys := d.seed(t)
+	remindMID, today := remindableMID(t, d, keys.Merchant.OrganizationID)
 	a := d.start(t, "a", nil)
 	b := d.start(t, "b", map[string]string{"PAYREQ_ADDR": freeAddr(t)})
 	c := httpClient("127.0.0.1", 30*time.Second)
@@ -282,8 +295,10 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 			paths[p] = append(paths[p], path)
 		}
 	}
-	var series string // a recurring series due today, made after the first failover
-	load, stopLoad, creators := haLoad(t, c, tok, mid, "HA", a, b)
+	var series string    // a recurring series due today, made after the first failover
+	var scheduled string // an invoice whose send comes due in the first failover
+	var reminded string  // an invoice whose reminder is due after it
+	load, stopLoad, creators := haLoad(t, c, tok, mid, "HA", true, a, b)
 	defer stopLoad()
 	var paying sync.WaitGroup
 	var payMu sync.Mutex
@@ -322,6 +337,15 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		h.whole(90 * time.Second)
 		leader := h.withRole("leader", 30*time.Second)
+		if kill == 1 {
+			body := invoiceBody(mid, "HASCHED", true)
+			body["sendAt"] = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+			r := send(c, "POST", a.URL+"/payment-requests", tok, body, nil)
+			if r.Status != http.StatusCreated {
+				t.Fatalf("scheduled send: %v", r)
+			}
+			scheduled = created(t, r)
+		}
 		h.killPostmaster(leader)
 		killed := time.Now()
 		eventually(t, 30*time.Second, "a create answered 201 on both instances after the kill", func() bool {
@@ -340,6 +364,13 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 		})
 		if kill == 1 {
 			series = dueSeries(t, c, a.URL, tok, mid, h.DSN)
+			body := invoiceBody(remindMID, "HAREMIND", true)
+			body["dueDate"], body["reminders"] = today, true
+			r := send(c, "POST", b.URL+"/payment-requests", tok, body, nil)
+			if r.Status != http.StatusCreated {
+				t.Fatalf("invoice to remind: %v", r)
+			}
+			reminded = created(t, r)
 		}
 	}
 	time.Sleep(2 * time.Second)
@@ -381,6 +412,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	if payStatuses[http.StatusInternalServerError] > 0 {
 		t.Errorf("a payment was answered 500: %v", payStatuses)
 	}
+	checkMailOnce(t, openDB(t, h.DSN), mail, scheduled, reminded)
 
 	// The gateway's ledger and the database agree, payment for payment.
 	db := openDB(t, h.DSN)
@@ -430,18 +462,39 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 // left leads with no standby, and in strict synchronous mode takes no
 // commit until another member holds it. The load sees 503s then, never a
 // 201 that is lost; once the stopped member is back, creations go on.
+// The simulator's workers go on too: a terminal payment whose terminal
+// answers during the kill ends approved, charged once, and the batch
+// closing that comes due after it deposits each payment once.
 func TestSynchronousStandbyStoppedThenLeaderKilled(t *testing.T) {
 	t.Parallel()
 	h := startHA(t, "127.0.8.")
 	d := newDeployment(t, h.DSN)
 	d.Env["PAYREQ_REQUEST_TIMEOUT"] = "2s"
 	d.Env["PAYREQ_REVOCATION_CHECK_INTERVAL"] = "1s"
+	d.Env["PAYREQ_TERMINAL_POLL_INTERVAL"] = "100ms"
+	d.Env["PAYREQ_DEPOSIT_POLL_INTERVAL"] = "1s"
 	keys := d.seed(t)
 	srv := d.start(t, "payreq", nil)
 	c := httpClient("127.0.0.1", 30*time.Second)
 	tok := token(t, c, srv.URL, keys.Merchant.KeyID, keys.Merchant.Secret)
-	mid := firstMID(t, c, srv.URL, tok)
-	load, stopLoad, creators := haLoad(t, c, tok, mid, "SYNC", srv)
+	db := openDB(t, h.DSN)
+	// The demo's terminal that approves, and its MID: the payments made
+	// on it are the batch that closes after the failover.
+	var terminal struct {
+		ID  string `db:"id"`
+		MID string `db:"merchant_account_id"`
+	}
+	if err := db.Get(&terminal, `SELECT id::text, merchant_account_id::text FROM terminals WHERE hsn LIKE 'SIM-OK-%'`); err != nil {
+		t.Fatal(err)
+	}
+	mid := terminal.MID
+	for i := range 2 {
+		_, path := payable(t, c, srv.URL, tok, mid, fmt.Sprintf("SYNCPAY-%d", i))
+		if r, err := pay(httpClient(fmt.Sprintf("127.0.0.%d", 200+i), 30*time.Second), srv.URL, path, "30.00"); err != nil || r.Status != http.StatusSeeOther {
+			t.Fatalf("pay SYNCPAY-%d: %v, %v", i, r, err)
+		}
+	}
+	load, stopLoad, creators := haLoad(t, c, tok, mid, "SYNC", false, srv)
 	defer stopLoad()
 
 	time.Sleep(2 * time.Second)
@@ -457,6 +510,18 @@ func TestSynchronousStandbyStoppedThenLeaderKilled(t *testing.T) {
 		}
 		leader, next = h.withRole("leader", 30*time.Second), h.withRole("sync_standby", 30*time.Second)
 	}
+	// The terminal is asked just before the kill, and answers (in 2 s)
+	// while no commit can be made.
+	termInvoice, _ := payable(t, c, srv.URL, tok, mid, "SYNCTERM")
+	r := send(c, "POST", srv.URL+"/terminal-payments", tok, map[string]any{"terminalId": terminal.ID, "invoiceId": termInvoice}, nil)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("terminal payment: %v", r)
+	}
+	termPayment := created(t, r)
+	eventually(t, 10*time.Second, "the terminal is asked", func() bool {
+		var asked bool
+		return db.Get(&asked, `SELECT asked_at IS NOT NULL FROM terminal_payments WHERE id = $1`, termPayment) == nil && asked
+	})
 	h.killMember(leader)
 	// The last member leads once Patroni promotes it (after the lost
 	// leader's lock expires), and commits wait for a standby: readiness
@@ -491,6 +556,62 @@ func TestSynchronousStandbyStoppedThenLeaderKilled(t *testing.T) {
 	creators.Wait()
 	checkHALoad(t, load, h.DSN)
 	logErrors(t, srv)
+	checkTerminalPayment(t, db, srv, termPayment, termInvoice)
+	checkBatchClosed(t, db, mid, 3)
+}
+
+// checkTerminalPayment waits for the terminal payment to be resolved and
+// checks that it was approved, with one approved card payment paying the
+// invoice, and that no charge of the simulator was voided.
+func checkTerminalPayment(t *testing.T, db *sqlx.DB, in *instance, id, invoiceID string) {
+	t.Helper()
+	eventually(t, 40*time.Second, "the terminal payment resolved", func() bool { return status(t, db, id) != "pending" })
+	if got := status(t, db, id); got != "approved" {
+		t.Errorf("the terminal payment asked before the kill ended %s, want approved", got)
+	}
+	var sales int
+	var invoice string
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM card_payments WHERE invoice_id = i.id AND status = 'approved'), i.status
+		FROM invoices i WHERE i.id = $1`, invoiceID).Scan(&sales, &invoice); err != nil || sales != 1 || invoice != "paid" {
+		t.Errorf("the terminal's invoice: %d approved card payments, %s (%v); want one, paid", sales, invoice, err)
+	}
+	if strings.Contains(in.logs.String(), "terminal: charge voided") {
+		t.Error("a terminal charge was voided")
+	}
+}
+
+// checkBatchClosed stands in for a day passing (the MID's approved
+// payments made and its batch last closed a day earlier), so that its
+// batch comes due now, after the failover; then waits for the deposits
+// worker to close it, and checks that the payments, n of them, went into
+// one deposit, announced once.
+func checkBatchClosed(t *testing.T, db *sqlx.DB, mid string, n int) {
+	t.Helper()
+	if _, err := db.Exec(`WITH p AS (UPDATE card_payments SET created_at = created_at - interval '1 day'
+			WHERE merchant_account_id = $1 AND status = 'approved' RETURNING 1)
+		UPDATE batch_closings SET closed_until = closed_until - interval '1 day' WHERE merchant_account_id = $1`, mid); err != nil {
+		t.Fatal(err)
+	}
+	var deposits []string
+	eventually(t, 30*time.Second, "the batch closed after the failover", func() bool {
+		if err := db.Select(&deposits, `SELECT id::text FROM deposits WHERE merchant_account_id = $1`, mid); err != nil {
+			t.Fatal(err)
+		}
+		return len(deposits) > 0
+	})
+	var d struct {
+		Deposits  int `db:"deposits"`
+		Sales     int `db:"sales_count"`
+		Deposited int `db:"deposited"`
+		Events    int `db:"events"`
+	}
+	err := db.Get(&d, `SELECT (SELECT count(*) FROM deposits WHERE merchant_account_id = $1) AS deposits,
+			(SELECT sum(sales_count) FROM deposits WHERE merchant_account_id = $1) AS sales_count,
+			(SELECT count(*) FROM card_payments WHERE merchant_account_id = $1 AND deposit_id = $2) AS deposited,
+			(SELECT count(*) FROM events WHERE type = 'deposit.created' AND data->>'id' = $2::text) AS events`, mid, deposits[0])
+	if err != nil || d.Deposits != 1 || d.Sales != n || d.Deposited != n || d.Events != 1 {
+		t.Errorf("after the failover the batch of %d payments made %+v (%v); want one deposit of them all, announced once", n, d, err)
+	}
 }
 
 // dueSeries makes a monthly recurring series on mid starting today in the
@@ -521,4 +642,58 @@ func dueSeries(t *testing.T, c *http.Client, baseURL, tok, mid, dsn string) stri
 		t.Fatalf("recurring series: %v", made)
 	}
 	return s.ID
+}
+
+// checkMailOnce waits until every message of the outbox is delivered, and
+// checks that each arrived exactly once at mail, that no invoice's pay
+// link was queued twice, and that the scheduled send and the reminder went
+// out once each.
+func checkMailOnce(t *testing.T, db *sqlx.DB, mail *smtpfake.Server, scheduled, reminded string) {
+	t.Helper()
+	var left int
+	eventually(t, 60*time.Second, "every message delivered", func() bool {
+		if err := db.Get(&left, `SELECT count(*) FROM outbox WHERE delivered_at IS NULL`); err != nil {
+			t.Fatal(err)
+		}
+		return left == 0
+	})
+	var messages []struct {
+		ID   string `db:"message_id"`
+		Kind string `db:"kind"`
+	}
+	if err := db.Select(&messages, `SELECT '<' || id || '@payreq>' AS message_id, kind FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+	arrived := mail.ByMessageID()
+	kinds := map[string]int{}
+	for _, m := range messages {
+		kinds[m.Kind]++
+		if arrived[m.ID] != 1 {
+			t.Errorf("%s message %s arrived %d times, want once", m.Kind, m.ID, arrived[m.ID])
+		}
+	}
+	t.Logf("%d messages delivered once each: %v", len(messages), kinds)
+	var twice int
+	if err := db.Get(&twice, `SELECT count(*) FROM (SELECT invoice_id FROM outbox WHERE kind = 'pay_link' AND invoice_id IS NOT NULL
+		GROUP BY invoice_id HAVING count(*) > 1) x`); err != nil || twice > 0 {
+		t.Errorf("%d invoices have more than one pay link queued (%v)", twice, err)
+	}
+	var sched struct {
+		Links  int        `db:"links"`
+		SentAt *time.Time `db:"sent_at"`
+		Due    *time.Time `db:"scheduled_send_at"`
+	}
+	if err := db.Get(&sched, `SELECT (SELECT count(*) FROM outbox WHERE invoice_id = i.id) AS links, sent_at, scheduled_send_at
+		FROM invoices i WHERE id = $1`, scheduled); err != nil || sched.Links != 1 || sched.SentAt == nil || sched.Due != nil {
+		t.Errorf("the send scheduled into the failover: %d messages, sent at %v, still scheduled at %v (%v); want one, sent",
+			sched.Links, sched.SentAt, sched.Due, err)
+	}
+	var rem struct {
+		Messages int `db:"messages"`
+		Sent     int `db:"reminders_sent"`
+	}
+	if err := db.Get(&rem, `SELECT (SELECT count(*) FROM outbox WHERE invoice_id = i.id AND kind = 'reminder') AS messages, reminders_sent
+		FROM invoices i WHERE id = $1`, reminded); err != nil || rem.Messages != 1 || rem.Sent != 1 {
+		t.Errorf("the reminder due after the failover: %d messages, remindersSent %d (%v); want one", rem.Messages, rem.Sent, err)
+	}
 }

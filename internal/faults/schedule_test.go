@@ -30,32 +30,7 @@ func TestSchedulesSurviveAKilledInstance(t *testing.T) {
 	d.Env["PAYREQ_SCHEDULE_POLL_INTERVAL"] = "100ms"
 	keys := d.seed(t)
 
-	// A location where it is now between about 10:00 and 14:00, so that a
-	// reminder due today (offset 0) is due now whatever the test's hour.
-	now := time.Now().UTC()
-	hours := (12 - now.Hour() + 24) % 24
-	if hours > 12 {
-		hours -= 24 // Etc/GMT zones run from UTC-12 to UTC+14
-	}
-	zone := fmt.Sprintf("Etc/GMT%+d", -hours) // POSIX: Etc/GMT-2 is UTC+2
-	if hours == 0 {
-		zone = "UTC"
-	}
-	today := now.Add(time.Duration(hours) * time.Hour).Format(time.DateOnly)
-	var loc struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal([]byte(d.cli(t, "locations", "create", "--org", keys.Merchant.OrganizationID, "--name", "Reminders",
-		"--time-zone", zone, "--address-line1", "1 Main St", "--city", "Austin", "--state", "TX", "--postal-code", "78701", "--json")), &loc); err != nil {
-		t.Fatal(err)
-	}
-	var remindMID struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal([]byte(d.cli(t, "mids", "create", "--org", keys.Merchant.OrganizationID, "--location", loc.ID,
-		"--mid", fmt.Sprintf("9%011d", rand.Int64N(1e11)), "--json")), &remindMID); err != nil {
-		t.Fatal(err)
-	}
+	remindMID, today := remindableMID(t, d, keys.Merchant.OrganizationID)
 
 	mailA := smtpfake.Start(t, smtpfake.StallData)
 	mailB := smtpfake.Start(t, smtpfake.Accept)
@@ -73,7 +48,7 @@ func TestSchedulesSurviveAKilledInstance(t *testing.T) {
 	var reminded, scheduled []string
 	due := time.Now().Add(2 * time.Second)
 	for i := range n {
-		body := invoiceBody(remindMID.ID, fmt.Sprintf("REMIND-%d", i), false)
+		body := invoiceBody(remindMID, fmt.Sprintf("REMIND-%d", i), false)
 		body["dueDate"] = today
 		r := send(c, "POST", b.URL+"/payment-requests", tok, body, nil)
 		if r.Status != http.StatusCreated {
@@ -149,4 +124,36 @@ func TestSchedulesSurviveAKilledInstance(t *testing.T) {
 	if n := len(mailA.Received()); n != 0 {
 		t.Errorf("a's stalled mail server took %d messages", n)
 	}
+}
+
+// remindableMID makes a MID of org in a location where it is now between
+// about 10:00 and 14:00, so that a reminder due today (offset 0) is due
+// now whatever the test's hour, and returns its id and today's date there.
+func remindableMID(t *testing.T, d *deployment, org string) (id, today string) {
+	t.Helper()
+	now := time.Now().UTC()
+	hours := (12 - now.Hour() + 24) % 24
+	if hours > 12 {
+		hours -= 24 // Etc/GMT zones run from UTC-12 to UTC+14
+	}
+	zone := fmt.Sprintf("Etc/GMT%+d", -hours) // POSIX: Etc/GMT-2 is UTC+2
+	if hours == 0 {
+		zone = "UTC"
+	}
+	today = now.Add(time.Duration(hours) * time.Hour).Format(time.DateOnly)
+	var loc struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(d.cli(t, "locations", "create", "--org", org, "--name", "Reminders",
+		"--time-zone", zone, "--address-line1", "1 Main St", "--city", "Austin", "--state", "TX", "--postal-code", "78701", "--json")), &loc); err != nil {
+		t.Fatal(err)
+	}
+	var mid struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(d.cli(t, "mids", "create", "--org", org, "--location", loc.ID,
+		"--mid", fmt.Sprintf("9%011d", rand.Int64N(1e11)), "--json")), &mid); err != nil {
+		t.Fatal(err)
+	}
+	return mid.ID, today
 }
