@@ -87,6 +87,9 @@ func (s *Service) Run(ctx context.Context) {
 	// Recurring invoices' due occurrences are issued (or skipped), each
 	// once across instances, within a poll interval (at most a minute).
 	wg.Go(func() { a.Recurring.Run(ctx, cfg.SchedulePollInterval, s.log) })
+	// Their automatic charges (and retries) are made, each once across
+	// instances, within a poll interval of falling due.
+	wg.Go(func() { a.Payments.RunAutoCharges(ctx, cfg.PendingPollInterval, s.log) })
 	wg.Wait()
 }
 
