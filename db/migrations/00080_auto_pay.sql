@@ -30,7 +30,12 @@ CREATE TABLE auto_charges (
 );
 CREATE INDEX auto_charges_due ON auto_charges (next_at);
 
+-- Whether an invoice was issued by a series (the pay page offers the
+-- consent to future charges for those).
+CREATE INDEX recurring_occurrences_invoice ON recurring_occurrences (invoice_id) WHERE invoice_id IS NOT NULL;
+
 -- +goose Down
+DROP INDEX recurring_occurrences_invoice;
 DROP TABLE auto_charges;
 DROP INDEX recurring_invoices_auto_pay;
 ALTER TABLE recurring_invoices DROP COLUMN auto_pay_saved_card_id;

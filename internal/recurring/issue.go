@@ -230,3 +230,13 @@ func (s *Store) EndAutoPay(ctx context.Context, tx *sqlx.Tx, org, cardID uuid.UU
 	}
 	return nil
 }
+
+// IssuedBySeries reports whether the invoice was issued by a series.
+func (s *Store) IssuedBySeries(ctx context.Context, invoiceID uuid.UUID) (bool, error) {
+	var issued bool
+	err := s.DB.GetContext(ctx, &issued, `SELECT EXISTS (SELECT 1 FROM recurring_occurrences WHERE invoice_id = $1)`, invoiceID)
+	if err != nil {
+		return false, fmt.Errorf("recurring: unable to read whether invoice %s is recurring: %w", invoiceID, err)
+	}
+	return issued, nil
+}
