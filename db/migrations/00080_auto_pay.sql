@@ -16,8 +16,9 @@ CREATE INDEX recurring_invoices_auto_pay ON recurring_invoices (auto_pay_saved_c
 -- The automatic charges still to make (package payment): one per invoice
 -- issued with automatic payment, gone once approved, given up or no longer
 -- payable. tries counts the processor's asks (try n's order id is derived
--- from order_base, the occurrence's id), declines the declines; next_at is
--- when it is looked at next (a try under way holds it as a lease).
+-- from order_base, the occurrence's id), declines the declines; open while
+-- the last try's outcome is not yet read; next_at is when it is looked at
+-- next (a try under way holds it as a lease).
 CREATE TABLE auto_charges (
     invoice_id      uuid PRIMARY KEY REFERENCES invoices (id),
     organization_id uuid NOT NULL REFERENCES organizations (id),
@@ -25,6 +26,7 @@ CREATE TABLE auto_charges (
     order_base      uuid NOT NULL UNIQUE,
     tries           integer NOT NULL DEFAULT 0,
     declines        integer NOT NULL DEFAULT 0,
+    open            boolean NOT NULL DEFAULT false,
     first_at        timestamptz NOT NULL,
     next_at         timestamptz NOT NULL
 );

@@ -83,6 +83,7 @@ type autoCharge struct {
 	OrderBase      uuid.UUID `db:"order_base"`
 	Tries          int       `db:"tries"`
 	Declines       int       `db:"declines"`
+	Open           bool      `db:"open"`
 	FirstAt        time.Time `db:"first_at"`
 }
 
@@ -141,7 +142,7 @@ func (s *Store) chargeNext(ctx context.Context) (found, tried bool, err error) {
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		var a autoCharge
-		err := tx.GetContext(ctx, &a, `SELECT invoice_id, organization_id, saved_card_id, order_base, tries, declines, first_at
+		err := tx.GetContext(ctx, &a, `SELECT invoice_id, organization_id, saved_card_id, order_base, tries, declines, open, first_at
 			FROM auto_charges WHERE next_at <= $1 ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED`, now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -154,7 +155,7 @@ func (s *Store) chargeNext(ctx context.Context) (found, tried bool, err error) {
 		if err != nil {
 			return err
 		}
-		if a.Tries > 0 {
+		if a.Open {
 			settled, err := s.settleTry(ctx, tx, a, locked, now)
 			if err != nil || settled {
 				return err
@@ -202,7 +203,7 @@ func (s *Store) chargeNext(ctx context.Context) (found, tried bool, err error) {
 			return err
 		}
 		// The try holds the charge until its pending charge may be voided.
-		if _, err := tx.ExecContext(ctx, `UPDATE auto_charges SET tries = tries + 1, next_at = $2 WHERE invoice_id = $1`,
+		if _, err := tx.ExecContext(ctx, `UPDATE auto_charges SET tries = tries + 1, open = true, next_at = $2 WHERE invoice_id = $1`,
 			a.InvoiceID, now.Add(pendingMaxAge)); err != nil {
 			return fmt.Errorf("payment: unable to record the try of an automatic charge: %w", err)
 		}
@@ -254,7 +255,7 @@ func (s *Store) settleTry(ctx context.Context, tx *sqlx.Tx, a autoCharge, locked
 	if a.Declines > len(RetryAfter) || !locked.Status.Payable() {
 		return true, endAutoCharge(ctx, tx, a.InvoiceID)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE auto_charges SET declines = $2, next_at = $3 WHERE invoice_id = $1`,
+	_, err = tx.ExecContext(ctx, `UPDATE auto_charges SET declines = $2, open = false, next_at = $3 WHERE invoice_id = $1`,
 		a.InvoiceID, a.Declines, a.FirstAt.Add(RetryAfter[a.Declines-1]))
 	if err != nil {
 		return false, fmt.Errorf("payment: unable to schedule the next try of an automatic charge: %w", err)
