@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -285,26 +284,4 @@ func endAutoCharge(ctx context.Context, tx *sqlx.Tx, invoiceID uuid.UUID) error 
 		return fmt.Errorf("payment: unable to end an automatic charge: %w", err)
 	}
 	return nil
-}
-
-// RunAutoCharges runs ChargeDue every interval until ctx ends.
-func (s *Store) RunAutoCharges(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		asked, errs := s.ChargeDue(ctx)
-		for _, err := range errs {
-			if ctx.Err() == nil {
-				log.Error("payment: automatic charges", "error", err.Error())
-			}
-		}
-		if asked > 0 {
-			log.Info("payment: automatic charges made", "asked", asked)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

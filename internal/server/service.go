@@ -73,7 +73,9 @@ func (s *Service) Run(ctx context.Context) {
 	wg.Go(func() { s.delivery.Run(ctx) })
 	wg.Go(func() { s.webhooks.Run(ctx) })
 	wg.Go(func() { s.housekeeping(ctx, cfg.HousekeepingInterval) })
-	// Charges whose outcome was lost are voided at the processor.
+	// Charges whose outcome was lost are voided at the processor; the
+	// automatic charges of recurring invoices are made (and retried), each
+	// once across instances.
 	wg.Go(func() { a.Payments.RunSettlement(ctx, cfg.PendingPollInterval, s.log) })
 	// Each MID's batch closes at the cutoff, once across instances.
 	wg.Go(func() { a.Payments.RunDeposits(ctx, cfg.DepositPollInterval, s.log) })
@@ -87,9 +89,6 @@ func (s *Service) Run(ctx context.Context) {
 	// Recurring invoices' due occurrences are issued (or skipped), each
 	// once across instances, within a poll interval (at most a minute).
 	wg.Go(func() { a.Recurring.Run(ctx, cfg.SchedulePollInterval, s.log) })
-	// Their automatic charges (and retries) are made, each once across
-	// instances, within a poll interval of falling due.
-	wg.Go(func() { a.Payments.RunAutoCharges(ctx, cfg.PendingPollInterval, s.log) })
 	wg.Wait()
 }
 
