@@ -460,11 +460,15 @@ export interface paths {
          *       `lines` must add up to `amount`, tax included (`errors.lines`).
          *     - `invoiceNumberPrefix` 1–40 characters.
          *
+         *     **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+         *     charged at once with the customer's saved card.
+         *
          *     **422**: `merchantAccountId` not a MID of the caller's organization, or of an
          *     inactive location; `customerId` not a customer of the organization (`Unknown
          *     customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-         *     (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-         *     before with another body.
+         *     (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+         *     saved card of the customer's with consent to future charges (`AutoPay`); the
+         *     `Idempotency-Key` used before with another body.
          *
          *     **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
          *     hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -517,6 +521,9 @@ export interface paths {
          *       `amount` makes `amount` their total.
          *     - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
          *       `issuedCount`, or an `endOn` before the next issue day, ends the series.
+         *     - `autoPay`: a saved card of the series' customer with consent to future charges,
+         *       or `null` to stop automatic payment; any other card → 422 keyed
+         *       `autoPay.savedCardId`, nothing changed (`AutoPay`).
          */
         patch: operations["updateRecurringInvoice"];
         trace?: never;
@@ -1352,6 +1359,7 @@ export interface components {
              * @example true
              */
             send: boolean;
+            autoPay?: components["schemas"]["AutoPay"];
         };
         /** @description The body of `PATCH /recurring-invoices/{id}`: the members to change, as on creation; a member left out keeps its value, `null` clears a nullable one. */
         UpdateRecurringInvoice: {
@@ -1393,7 +1401,37 @@ export interface components {
              * @example 2027-12-31
              */
             endOn?: string | null;
+            autoPay?: components["schemas"]["AutoPay"];
         };
+        /**
+         * @description Automatic payment: each invoice the series issues is charged its amount at once with
+         *     this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+         *     merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+         *     `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+         *     the customer's receipt, its deposit). `null` (or left out on creation): none; in
+         *     `PATCH`, `null` turns it off.
+         *
+         *     The card must be one of the series' customer's, saved on a pay page with the second
+         *     box ticked ("Let {business} charge this card for future invoices": its
+         *     `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+         *     written: `Unknown saved card` (no saved card of the caller's organization),
+         *     `Saved card of another customer`, `No consent to future charges`.
+         *
+         *     A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+         *     and 3 days after the first try, then no more. A payreq stopped during a charge never
+         *     charges the card twice for it: the charge's order id is the occurrence's, claimed
+         *     before the processor is asked. When the saved card is removed, automatic payment of
+         *     every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+         *     says so, and the organization's Owners are emailed.
+         */
+        AutoPay: {
+            /**
+             * Format: uuid
+             * @description The saved card charged.
+             * @example 0193a5c1-9d2e-7f3a-8b4c-5d6e7f8a9b0c
+             */
+            savedCardId: string;
+        } | null;
         /** @description A recurring invoice (a series) as returned. Every key is always present; nullable ones may be null. */
         RecurringInvoice: {
             /**
@@ -1509,6 +1547,7 @@ export interface components {
              * @example null
              */
             lastInvoiceId: string | null;
+            autoPay: components["schemas"]["AutoPay"];
             /**
              * Format: date-time
              * @description When the series was created.
@@ -3385,6 +3424,12 @@ export interface components {
              * @example Dana Whitfield
              */
             savedByName: string;
+            /**
+             * Format: date-time
+             * @description When the customer consented, as they saved it, to future charges of the card ("Let {business} charge this card for future invoices", a box the pay page shows for invoices of a recurring series); null without consent. Only a card with consent can pay a recurring invoice automatically (`AutoPay`).
+             * @example 2025-03-18T19:45:12Z
+             */
+            chargeConsentAt?: string | null;
         };
         /**
          * @description `active`, or `inactive` (no new invoices on its MIDs).

@@ -1519,6 +1519,32 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
+// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+// `PATCH`, `null` turns it off.
+//
+// The card must be one of the series' customer's, saved on a pay page with the second
+// box ticked ("Let {business} charge this card for future invoices": its
+// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+// written: `Unknown saved card` (no saved card of the caller's organization),
+// `Saved card of another customer`, `No consent to future charges`.
+//
+// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+// and 3 days after the first try, then no more. A payreq stopped during a charge never
+// charges the card twice for it: the charge's order id is the occurrence's, claimed
+// before the processor is asked. When the saved card is removed, automatic payment of
+// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+// says so, and the organization's Owners are emailed.
+type AutoPay struct {
+	// SavedCardId The saved card charged.
+	//
+	// Example: 0193a5c1-9d2e-7f3a-8b4c-5d6e7f8a9b0c
+	SavedCardId openapi_types.UUID `json:"savedCardId"`
+}
+
 // CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
@@ -1785,6 +1811,27 @@ type CreatePaymentRequest struct {
 type CreateRecurringInvoice struct {
 	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
 	Amount Decimal `json:"amount"`
+
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay,omitempty"`
 
 	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
 	//
@@ -3368,6 +3415,27 @@ type RecurringInvoice struct {
 	// Amount The amount of the next invoice.
 	Amount Decimal `json:"amount"`
 
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay"`
+
 	// CreatedAt When the series was created.
 	//
 	// Example: 2027-01-20T15:04:05Z
@@ -3660,6 +3728,11 @@ type SavedCard struct {
 	//
 	// Example: Visa
 	CardBrand *string `json:"cardBrand"`
+
+	// ChargeConsentAt When the customer consented, as they saved it, to future charges of the card ("Let {business} charge this card for future invoices", a box the pay page shows for invoices of a recurring series); null without consent. Only a card with consent can pay a recurring invoice automatically (`AutoPay`).
+	//
+	// Example: 2025-03-18T19:45:12Z
+	ChargeConsentAt *time.Time `json:"chargeConsentAt,omitempty"`
 
 	// Expiry Expiry as MMYY.
 	//
@@ -4036,6 +4109,27 @@ type TokenResponseTokenType string
 type UpdateRecurringInvoice struct {
 	// Amount The amount of the invoices issued from now on.
 	Amount *Decimal `json:"amount,omitempty"`
+
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay,omitempty"`
 
 	// DueDays Days from issue to due, 0–365.
 	//
@@ -6857,11 +6951,15 @@ type ClientInterface interface {
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
+	// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+	// charged at once with the customer's saved card.
+	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 	// inactive location; `customerId` not a customer of the organization (`Unknown
 	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-	// before with another body.
+	// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+	// saved card of the customer's with consent to future charges (`AutoPay`); the
+	// `Idempotency-Key` used before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -6902,11 +7000,15 @@ type ClientInterface interface {
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
+	// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+	// charged at once with the customer's saved card.
+	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 	// inactive location; `customerId` not a customer of the organization (`Unknown
 	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-	// before with another body.
+	// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+	// saved card of the customer's with consent to future charges (`AutoPay`); the
+	// `Idempotency-Key` used before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -6944,6 +7046,9 @@ type ClientInterface interface {
 	//   `amount` makes `amount` their total.
 	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	// - `autoPay`: a saved card of the series' customer with consent to future charges,
+	//   or `null` to stop automatic payment; any other card → 422 keyed
+	//   `autoPay.savedCardId`, nothing changed (`AutoPay`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6964,6 +7069,9 @@ type ClientInterface interface {
 	//   `amount` makes `amount` their total.
 	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	// - `autoPay`: a saved card of the series' customer with consent to future charges,
+	//   or `null` to stop automatic payment; any other card → 422 keyed
+	//   `autoPay.savedCardId`, nothing changed (`AutoPay`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8612,11 +8720,15 @@ func (c *Client) ListRecurringInvoices(ctx context.Context, params *ListRecurrin
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
+// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+// charged at once with the customer's saved card.
+//
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 // inactive location; `customerId` not a customer of the organization (`Unknown
 // customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-// before with another body.
+// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+// saved card of the customer's with consent to future charges (`AutoPay`); the
+// `Idempotency-Key` used before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -8667,11 +8779,15 @@ func (c *Client) CreateRecurringInvoiceWithBody(ctx context.Context, params *Cre
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
+// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+// charged at once with the customer's saved card.
+//
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 // inactive location; `customerId` not a customer of the organization (`Unknown
 // customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-// before with another body.
+// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+// saved card of the customer's with consent to future charges (`AutoPay`); the
+// `Idempotency-Key` used before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -8739,6 +8855,9 @@ func (c *Client) GetRecurringInvoice(ctx context.Context, id RecurringInvoiceId,
 //     `amount` makes `amount` their total.
 //   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 //     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//   - `autoPay`: a saved card of the series' customer with consent to future charges,
+//     or `null` to stop automatic payment; any other card → 422 keyed
+//     `autoPay.savedCardId`, nothing changed (`AutoPay`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8769,6 +8888,9 @@ func (c *Client) UpdateRecurringInvoiceWithBody(ctx context.Context, id Recurrin
 //     `amount` makes `amount` their total.
 //   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 //     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//   - `autoPay`: a saved card of the series' customer with consent to future charges,
+//     or `null` to stop automatic payment; any other card → 422 keyed
+//     `autoPay.savedCardId`, nothing changed (`AutoPay`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -13025,11 +13147,15 @@ type ClientWithResponsesInterface interface {
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
+	// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+	// charged at once with the customer's saved card.
+	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 	// inactive location; `customerId` not a customer of the organization (`Unknown
 	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-	// before with another body.
+	// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+	// saved card of the customer's with consent to future charges (`AutoPay`); the
+	// `Idempotency-Key` used before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -13070,11 +13196,15 @@ type ClientWithResponsesInterface interface {
 	//   `lines` must add up to `amount`, tax included (`errors.lines`).
 	// - `invoiceNumberPrefix` 1–40 characters.
 	//
+	// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+	// charged at once with the customer's saved card.
+	//
 	// **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 	// inactive location; `customerId` not a customer of the organization (`Unknown
 	// customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-	// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-	// before with another body.
+	// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+	// saved card of the customer's with consent to future charges (`AutoPay`); the
+	// `Idempotency-Key` used before with another body.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 	// hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -13116,6 +13246,9 @@ type ClientWithResponsesInterface interface {
 	//   `amount` makes `amount` their total.
 	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	// - `autoPay`: a saved card of the series' customer with consent to future charges,
+	//   or `null` to stop automatic payment; any other card → 422 keyed
+	//   `autoPay.savedCardId`, nothing changed (`AutoPay`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13136,6 +13269,9 @@ type ClientWithResponsesInterface interface {
 	//   `amount` makes `amount` their total.
 	// - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 	//   `issuedCount`, or an `endOn` before the next issue day, ends the series.
+	// - `autoPay`: a saved card of the series' customer with consent to future charges,
+	//   or `null` to stop automatic payment; any other card → 422 keyed
+	//   `autoPay.savedCardId`, nothing changed (`AutoPay`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20693,11 +20829,15 @@ func (c *ClientWithResponses) ListRecurringInvoicesWithResponse(ctx context.Cont
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
+// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+// charged at once with the customer's saved card.
+//
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 // inactive location; `customerId` not a customer of the organization (`Unknown
 // customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-// before with another body.
+// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+// saved card of the customer's with consent to future charges (`AutoPay`); the
+// `Idempotency-Key` used before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -20744,11 +20884,15 @@ func (c *ClientWithResponses) CreateRecurringInvoiceWithBodyWithResponse(ctx con
 //     `lines` must add up to `amount`, tax included (`errors.lines`).
 //   - `invoiceNumberPrefix` 1–40 characters.
 //
+// **Automatic payment** (`autoPay`, optional): see `AutoPay`; each issued invoice is
+// charged at once with the customer's saved card.
+//
 // **422**: `merchantAccountId` not a MID of the caller's organization, or of an
 // inactive location; `customerId` not a customer of the organization (`Unknown
 // customer`), or tax-exempt with a taxed line; an `invoiceNumberPrefix` another series of the organization has
-// (ended ones too: `Invoice number prefix already used`); the `Idempotency-Key` used
-// before with another body.
+// (ended ones too: `Invoice number prefix already used`); an `autoPay.savedCardId` not a
+// saved card of the customer's with consent to future charges (`AutoPay`); the
+// `Idempotency-Key` used before with another body.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same key and body within 24
 // hours answers 200 with the series as it is now and `Idempotent-Replayed: true`.
@@ -20808,6 +20952,9 @@ func (c *ClientWithResponses) GetRecurringInvoiceWithResponse(ctx context.Contex
 //     `amount` makes `amount` their total.
 //   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 //     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//   - `autoPay`: a saved card of the series' customer with consent to future charges,
+//     or `null` to stop automatic payment; any other card → 422 keyed
+//     `autoPay.savedCardId`, nothing changed (`AutoPay`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20834,6 +20981,9 @@ func (c *ClientWithResponses) UpdateRecurringInvoiceWithBodyWithResponse(ctx con
 //     `amount` makes `amount` their total.
 //   - `endAfter` and `endOn`: not both once changed (400); an `endAfter` at or below
 //     `issuedCount`, or an `endOn` before the next issue day, ends the series.
+//   - `autoPay`: a saved card of the series' customer with consent to future charges,
+//     or `null` to stop automatic payment; any other card → 422 keyed
+//     `autoPay.savedCardId`, nothing changed (`AutoPay`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

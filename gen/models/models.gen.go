@@ -1512,6 +1512,32 @@ type ApplicationSubmittedEvent struct {
 // ApplicationSubmittedEventType Example: application.submitted
 type ApplicationSubmittedEventType string
 
+// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+// `PATCH`, `null` turns it off.
+//
+// The card must be one of the series' customer's, saved on a pay page with the second
+// box ticked ("Let {business} charge this card for future invoices": its
+// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+// written: `Unknown saved card` (no saved card of the caller's organization),
+// `Saved card of another customer`, `No consent to future charges`.
+//
+// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+// and 3 days after the first try, then no more. A payreq stopped during a charge never
+// charges the card twice for it: the charge's order id is the occurrence's, claimed
+// before the processor is asked. When the saved card is removed, automatic payment of
+// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+// says so, and the organization's Owners are emailed.
+type AutoPay struct {
+	// SavedCardId The saved card charged.
+	//
+	// Example: 0193a5c1-9d2e-7f3a-8b4c-5d6e7f8a9b0c
+	SavedCardId openapi_types.UUID `json:"savedCardId"`
+}
+
 // CardPayment One attempt to move money on a card: a sale made on a pay page or at a card terminal (approved or declined) or a refund. Every key is always present; those that do not apply are null. Card numbers are never stored; only the brand and last four digits.
 type CardPayment struct {
 	// Amount The amount, two decimals, always positive (a refund's too).
@@ -1778,6 +1804,27 @@ type CreatePaymentRequest struct {
 type CreateRecurringInvoice struct {
 	// Amount Each invoice's amount, as on `POST /payment-requests` (lines must add up to it).
 	Amount Decimal `json:"amount"`
+
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay,omitempty"`
 
 	// CustomerId The customer each invoice bills (`GET /customers`): its email, name, company and phone fill each invoice when it is issued. Not a customer of the caller's organization → 422 `Unknown customer`; a taxed line for a tax-exempt customer → 422 keyed by the line's `taxRate`.
 	//
@@ -3361,6 +3408,27 @@ type RecurringInvoice struct {
 	// Amount The amount of the next invoice.
 	Amount Decimal `json:"amount"`
 
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay"`
+
 	// CreatedAt When the series was created.
 	//
 	// Example: 2027-01-20T15:04:05Z
@@ -3653,6 +3721,11 @@ type SavedCard struct {
 	//
 	// Example: Visa
 	CardBrand *string `json:"cardBrand"`
+
+	// ChargeConsentAt When the customer consented, as they saved it, to future charges of the card ("Let {business} charge this card for future invoices", a box the pay page shows for invoices of a recurring series); null without consent. Only a card with consent can pay a recurring invoice automatically (`AutoPay`).
+	//
+	// Example: 2025-03-18T19:45:12Z
+	ChargeConsentAt *time.Time `json:"chargeConsentAt,omitempty"`
 
 	// Expiry Expiry as MMYY.
 	//
@@ -4029,6 +4102,27 @@ type TokenResponseTokenType string
 type UpdateRecurringInvoice struct {
 	// Amount The amount of the invoices issued from now on.
 	Amount *Decimal `json:"amount,omitempty"`
+
+	// AutoPay Automatic payment: each invoice the series issues is charged its amount at once with
+	// this saved card (`savedCards` of the customer, `GET /customers/{id}`), as a
+	// merchant-initiated stored-credential payment (CardPointe `cof` `M`, `cofscheduled`
+	// `Y`, `ecomind` `R`), and the charge is a card payment like any other (its events,
+	// the customer's receipt, its deposit). `null` (or left out on creation): none; in
+	// `PATCH`, `null` turns it off.
+	//
+	// The card must be one of the series' customer's, saved on a pay page with the second
+	// box ticked ("Let {business} charge this card for future invoices": its
+	// `chargeConsentAt` is set). Otherwise **422**, keyed `autoPay.savedCardId`, nothing
+	// written: `Unknown saved card` (no saved card of the caller's organization),
+	// `Saved card of another customer`, `No consent to future charges`.
+	//
+	// A declined charge leaves the invoice open and sends its pay link; it is tried again 1
+	// and 3 days after the first try, then no more. A payreq stopped during a charge never
+	// charges the card twice for it: the charge's order id is the occurrence's, claimed
+	// before the processor is asked. When the saved card is removed, automatic payment of
+	// every series charging it ends: `autoPay` becomes `null`, `recurring_invoice.updated`
+	// says so, and the organization's Owners are emailed.
+	AutoPay *AutoPay `json:"autoPay,omitempty"`
 
 	// DueDays Days from issue to due, 0–365.
 	//

@@ -276,6 +276,19 @@ func TestPayPagesPassAxe(t *testing.T) {
 		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
 	}
 
+	// An invoice of a recurring series: its page offers the consent to
+	// future charges.
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := createSeries(t, m, recurringBody(t, m, env.Clock.Now().In(la).Format(time.DateOnly)))
+	if _, errs := env.App.Recurring.IssueDue(context.Background()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + series.Id.String(), Token: m.Token}).JSON(t, &series)
+	recurringInvoice, _ := m.Read(t, *series.LastInvoiceId)
+
 	browser := browsertest.Start(t, env.URL, 2*time.Minute)
 	check := func(name string) {
 		t.Helper()
@@ -287,6 +300,7 @@ func TestPayPagesPassAxe(t *testing.T) {
 	}
 	for name, path := range map[string]string{
 		"pay page": apitest.PayPath(t, open), "receipt": receipt, "cancelled page": apitest.PayPath(t, cancelled),
+		"recurring invoice's pay page": apitest.PayPath(t, recurringInvoice),
 	} {
 		if _, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(env.URL+path)); err != nil {
 			t.Fatalf("open the %s: %v", name, err)
@@ -298,7 +312,7 @@ func TestPayPagesPassAxe(t *testing.T) {
 	if _, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(env.URL+apitest.PayPath(t, open))); err != nil {
 		t.Fatalf("open the pay page: %v", err)
 	}
-	err := chromedp.Do(browser.Tab,
+	err = chromedp.Do(browser.Tab,
 		chromedp.SendKeys("#cardholderName", "Dana Whitfield"),
 		chromedp.SendKeys("#cardNumber", apitest.CardDecline),
 		chromedp.SendKeys("#expiry", env.FutureExpiry()),
@@ -313,4 +327,25 @@ func TestPayPagesPassAxe(t *testing.T) {
 	wantText(t, browser, "the decline page", "The payment did not go through", "were not kept")
 	check("decline page")
 	browser.FullScreenshot(t, "decline-320.png")
+
+	// The consent ticked without the save box: the message beside it.
+	if _, err := chromedp.Run(browser.Tab, chromedp.NavigateResponse(env.URL+apitest.PayPath(t, recurringInvoice))); err != nil {
+		t.Fatalf("open the recurring invoice's pay page: %v", err)
+	}
+	err = chromedp.Do(browser.Tab,
+		chromedp.SendKeys("#cardholderName", "Dana Whitfield"),
+		chromedp.SendKeys("#cardNumber", apitest.CardApprove),
+		chromedp.SendKeys("#expiry", env.FutureExpiry()),
+		chromedp.SendKeys("#cvv", apitest.TestCVV),
+		chromedp.Click("#chargeConsent"),
+	)
+	if err != nil {
+		t.Fatalf("fill the form: %v", err)
+	}
+	if _, err := chromedp.RunResponse(browser.Tab, chromedp.Click(`button[type="submit"]`)); err != nil {
+		t.Fatalf("submit the form: %v", err)
+	}
+	wantText(t, browser, "the consent's refusal", "also tick the box to save this card")
+	check("consent refused")
+	browser.FullScreenshot(t, "consent-320.png")
 }

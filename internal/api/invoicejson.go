@@ -342,6 +342,12 @@ func appendSavedCards(b []byte, cards []models.SavedCard) ([]byte, error) {
 		}
 		b = append(b, `{"cardBrand":`...)
 		b = appendStringOrNull(b, c.CardBrand)
+		if c.ChargeConsentAt != nil { // left out when null, as encoding/json leaves it
+			b = append(b, `,"chargeConsentAt":`...)
+			if b, err = appendTime(b, *c.ChargeConsentAt); err != nil {
+				return nil, err
+			}
+		}
 		b = append(b, `,"expiry":`...)
 		b = appendStringOrNull(b, c.Expiry)
 		b = append(b, `,"id":`...)

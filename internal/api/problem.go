@@ -180,6 +180,8 @@ var apiHints = map[string]string{
 	"merchantAccountId": "List yours with GET /accounts.",
 	"customerId":        "List yours with GET /customers.",
 	"terminalId":        "List yours with GET /terminals.",
+	"autoPay.savedCardId": "List the customer's saved cards, and whether each has consent (chargeConsentAt), " +
+		"with GET /customers/{id}.",
 }
 
 // retryAfter is the Retry-After of a 429, in seconds, for its typed

@@ -37,6 +37,9 @@ func (s *Server) CreateRecurringInvoice(ctx context.Context, req gen.CreateRecur
 	if b.Lines != nil {
 		t.Lines = lines(*b.Lines)
 	}
+	if b.AutoPay != nil {
+		t.AutoPay = &b.AutoPay.SavedCardId
+	}
 	sc := recurring.Schedule{StartOn: b.StartOn.Time, Interval: recurring.Interval(b.Interval), Count: int(b.IntervalCount)}
 	if b.EndAfter != nil {
 		n := int(*b.EndAfter)
@@ -104,7 +107,10 @@ func (s *Server) UpdateRecurringInvoice(ctx context.Context, req gen.UpdateRecur
 	b := req.Body
 	c := recurring.Change{
 		SetLines: b.Lines.Set, SetMemo: b.Memo.Set, Memo: b.Memo.Value, SetPONumber: b.PoNumber.Set, PONumber: b.PoNumber.Value,
-		SetEndAfter: b.EndAfter.Set, SetEndOn: b.EndOn.Set,
+		SetEndAfter: b.EndAfter.Set, SetEndOn: b.EndOn.Set, SetAutoPay: patched(ctx)["autoPay"],
+	}
+	if b.AutoPay != nil {
+		c.AutoPay = &b.AutoPay.SavedCardId
 	}
 	if b.Status != nil {
 		st := recurring.Status(*b.Status)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,4 +218,119 @@ func TestRecurringInvoiceRefusals(t *testing.T) {
 	again["invoiceNumberPrefix"] = first["invoiceNumberPrefix"]
 	apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: again}),
 		http.StatusUnprocessableEntity, "Invoice number prefix already used")
+}
+
+// TestRecurringAutoPayConsent: the pay page of a series' invoice offers the
+// consent to future charges (and a one-off invoice's does not); a card
+// saved with it pays the series automatically; autoPay with a card saved
+// without it, of another customer or of another organization → 422 keyed
+// autoPay.savedCardId, nothing written.
+func TestRecurringAutoPayConsent(t *testing.T) {
+	t.Parallel()
+	clock := apitest.NewClock(time.Date(2027, 1, 20, 18, 0, 0, 0, time.UTC))
+	env := apitest.New(t, pgtest.NewDatabase(t), apitest.Options{Clock: clock})
+	m := apitest.NewMerchant(t, env)
+	body := recurringBody(t, m, "2027-01-20")
+	sr := createSeries(t, m, body)
+	if _, errs := env.App.Recurring.IssueDue(context.Background()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var issued models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + sr.Id.String(), Token: m.Token}).JSON(t, &issued)
+	inv, _ := m.Read(t, *issued.LastInvoiceId)
+	path := apitest.PayPath(t, inv)
+	const words = "charge this card for future invoices"
+	if page := env.Visit(t, "GET", path, nil, nil); !strings.Contains(page.Body, words) {
+		t.Fatalf("the series' invoice's pay page offers no consent: %s", page.Body)
+	}
+	// Consent without saving is refused beside its box; nothing charged.
+	page := env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Consent: true})
+	apitest.WantStatus(t, page, http.StatusBadRequest)
+	if !strings.Contains(page.Body, `id="chargeConsent-error"`) {
+		t.Fatalf("no error beside the consent: %s", page.Body)
+	}
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true, Consent: true}), http.StatusSeeOther)
+
+	// A one-off invoice of the same customer: no offer; its card saved
+	// without consent.
+	oneOff := m.Body("ONE-OFF-1", "30.00")
+	oneOff["customerId"], oneOff["customerEmail"] = body["customerId"], nil
+	other := m.MustCreate(t, oneOff)
+	if page := env.Visit(t, "GET", apitest.PayPath(t, other), nil, nil); strings.Contains(page.Body, words) {
+		t.Fatal("a one-off invoice's pay page offers the consent")
+	}
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, other), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true}), http.StatusSeeOther)
+
+	var c models.Customer
+	env.Do(apitest.Request{Method: "GET", Path: "/customers/" + sr.CustomerId.String(), Token: m.Token}).JSON(t, &c)
+	var consented, unconsented string
+	for _, card := range c.SavedCards {
+		if card.ChargeConsentAt != nil {
+			consented = card.Id.String()
+		} else {
+			unconsented = card.Id.String()
+		}
+	}
+	if consented == "" || unconsented == "" {
+		t.Fatalf("saved cards %+v: want one with consent and one without", c.SavedCards)
+	}
+	// Another customer's card, and another organization's.
+	otherCustomer := newCustomer(t, m, map[string]any{"email": "else-" + uuid.NewString()[:8] + "@example.com"})
+	ofOther := recurringBody(t, m, "2027-01-20")
+	ofOther["customerId"] = otherCustomer.Id.String()
+	otherSeries := createSeries(t, m, ofOther)
+	elsewhere := apitest.NewMerchant(t, env)
+	foreign := elsewhere.MustCreate(t, elsewhere.Body("THEIRS-1", "30.00"))
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, foreign), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true}), http.StatusSeeOther)
+	foreignRead, _ := elsewhere.Read(t, foreign.Id)
+	foreignCard := (*foreignRead.SavedCards)[0].Id.String()
+
+	refusals := []struct {
+		name, card, customer, title string
+	}{
+		{"without consent", unconsented, "", "No consent to future charges"},
+		{"of another customer", consented, otherCustomer.Id.String(), "Saved card of another customer"},
+		{"of another organization", foreignCard, "", "Unknown saved card"},
+	}
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
+			b := recurringBody(t, m, "2027-01-21")
+			b["autoPay"] = map[string]any{"savedCardId": r.card}
+			if r.customer != "" {
+				b["customerId"] = r.customer
+			} else {
+				b["customerId"] = body["customerId"]
+			}
+			p := apitest.WantProblem(t, env.Do(apitest.Request{Method: "POST", Path: "/recurring-invoices", Token: m.Token, Body: b}),
+				http.StatusUnprocessableEntity, r.title)
+			// A 422 names its field as the others do: by its hint.
+			if !strings.Contains(p.Detail, "GET /customers/{id}") {
+				t.Errorf("detail %q does not say where the saved cards are listed", p.Detail)
+			}
+			series := sr.Id
+			if r.customer != "" {
+				series = otherSeries.Id
+			}
+			apitest.WantProblem(t, env.Do(apitest.Request{Method: "PATCH", Path: "/recurring-invoices/" + series.String(), Token: m.Token,
+				Body: map[string]any{"autoPay": map[string]any{"savedCardId": r.card}}}), http.StatusUnprocessableEntity, r.title)
+		})
+	}
+	var list []models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices?limit=100", Token: m.Token}).JSON(t, &list)
+	apitest.Want(t, "series written", len(list), 2)
+	for _, s := range list {
+		apitest.Want(t, "autoPay of "+s.Id.String(), s.AutoPay == nil, true)
+	}
+
+	resp := env.Do(apitest.Request{Method: "PATCH", Path: "/recurring-invoices/" + sr.Id.String(), Token: m.Token,
+		Body: map[string]any{"autoPay": map[string]any{"savedCardId": consented}}})
+	wantStatus(t, resp, http.StatusOK)
+	var changed models.RecurringInvoice
+	resp.JSON(t, &changed)
+	apitest.Want(t, "autoPay", changed.AutoPay != nil && changed.AutoPay.SavedCardId.String() == consented, true)
+	resp = env.Do(apitest.Request{Method: "PATCH", Path: "/recurring-invoices/" + sr.Id.String(), Token: m.Token,
+		Body: map[string]any{"autoPay": nil}})
+	wantStatus(t, resp, http.StatusOK)
+	resp.JSON(t, &changed)
+	apitest.Want(t, "autoPay turned off", changed.AutoPay == nil, true)
 }

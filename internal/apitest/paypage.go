@@ -101,6 +101,8 @@ func (e *Env) FutureExpiry() string {
 type Payment struct {
 	Card, Amount, Name, Prefers, Expiry, CVV string
 	Save                                     bool
+	// Consent ticks the consent to future charges beside Save.
+	Consent bool
 }
 
 // Pay opens the pay page (for its form token) and posts the form.
@@ -131,6 +133,9 @@ func (p Payment) Values(e *Env, token string) url.Values {
 	}
 	if p.Save {
 		v.Set("saveCard", "on")
+	}
+	if p.Consent {
+		v.Set("chargeConsent", "on")
 	}
 	return v
 }

@@ -253,6 +253,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	members := &people.Store{DB: db, Now: now, Vault: v, Hasher: people.NewHasher(0), RecoveryKeys: recoveryKeys,
 		PublicURL: cfg.PublicURL, DeviceKey: derive(pepper, "payreq device cookie")}
 	invoices.Members, payments.Members = members, members
+	series := &recurring.Store{DB: db, Now: now, Invoices: invoices, Members: members}
+	payments.CardRemoved = series.EndAutoPay
 	return &App{
 		Config: cfg,
 		DB:     db,
@@ -261,7 +263,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Directory: dir,
 		Resellers: &reseller.Store{DB: db, Vault: v, Now: now},
 		Invoices:  invoices,
-		Recurring: &recurring.Store{DB: db, Now: now, Invoices: invoices},
+		Recurring: series,
 		Customers: &customer.Store{DB: db, Now: now, Invoices: invoices, Cards: payments},
 		Processor: proc,
 		Payments:  payments,

@@ -127,6 +127,9 @@ type SavedCard struct {
 	Expiry      *string
 	SavedAt     time.Time
 	SavedByName string
+	// ChargeConsentAt is when the customer consented to future charges of
+	// the card; nil without consent.
+	ChargeConsentAt *time.Time
 }
 
 // Draft is an invoice as a client asks for it.

@@ -74,5 +74,5 @@ func (p Payment) Model() models.Payment {
 // Model is the saved card as the API answers it and its event carries it.
 func (c SavedCard) Model() models.SavedCard {
 	return models.SavedCard{Id: c.ID, CardBrand: c.CardBrand, LastFour: c.LastFour, Expiry: c.Expiry,
-		SavedAt: c.SavedAt, SavedByName: c.SavedByName}
+		SavedAt: c.SavedAt, SavedByName: c.SavedByName, ChargeConsentAt: c.ChargeConsentAt}
 }

@@ -812,6 +812,13 @@ func (s *Store) send(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now ti
 	return l.Save()
 }
 
+// SendIn queues the pay link again inside tx, for the change of another
+// package that asks it (an automatic payment declined): once per such
+// change, so outside the MaxSends limit of sends asked by people.
+func (s *Store) SendIn(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, now time.Time) error {
+	return s.send(ctx, tx, org, id, now)
+}
+
 // Sends bounds how often one invoice's pay link goes out: at most
 // MaxSends in any SendWindow, counting every send (on creation, scheduled,
 // asked through the API or the portal), so that no member floods a

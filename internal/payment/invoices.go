@@ -90,7 +90,7 @@ func (s *Store) CustomerCards(ctx context.Context, q sqlx.QueryerContext, org uu
 
 // savedCardsOf are the saved cards of each of the customers, newest first.
 func savedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, customers []uuid.UUID) (map[uuid.UUID][]invoice.SavedCard, error) {
-	rows, err := q.QueryxContext(ctx, `SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name
+	rows, err := q.QueryxContext(ctx, `SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name, charge_consent_at
 		FROM saved_cards
 		WHERE organization_id = $1 AND customer_id = ANY($2::uuid[])
 		ORDER BY saved_at DESC, id`, org, pq.Array(customers))
@@ -104,7 +104,7 @@ func savedCardsOf(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, cus
 			customer uuid.UUID
 			c        invoice.SavedCard
 		)
-		if err := rows.Scan(&customer, &c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName); err != nil {
+		if err := rows.Scan(&customer, &c.ID, &c.CardBrand, &c.LastFour, &c.Expiry, &c.SavedAt, &c.SavedByName, &c.ChargeConsentAt); err != nil {
 			return nil, fmt.Errorf("payment: unable to read customers' saved cards: %w", err)
 		}
 		by[customer] = append(by[customer], c)

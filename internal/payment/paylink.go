@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/internal/invoice"
@@ -23,9 +22,9 @@ type PayForm interface {
 	// Version is the invoice's version the form was shown with, read
 	// with Attempt.
 	Version() int
-	// Request is the payment the form asks for, toward balance, or the
-	// refusal of its fields (rule.Invalid).
-	Request(balance apd.Decimal) (Request, error)
+	// Request is the payment the form asks for, toward the invoice's
+	// balance, or the refusal of its fields (rule.Invalid).
+	Request(inv invoice.Invoice) (Request, error)
 }
 
 // PaidByLink is what a POST of a pay link's form came to: the invoice
@@ -82,7 +81,7 @@ func (s *Store) PayByLink(ctx context.Context, token, network string, f PayForm)
 	if f.Version() != inv.Version {
 		return out, ErrChanged
 	}
-	r, err := f.Request(inv.Balance())
+	r, err := f.Request(inv)
 	if err != nil {
 		return out, err
 	}

@@ -44,6 +44,10 @@ type Store struct {
 	// Members are told of declines and deposits paid, as each chose
 	// (nil: nobody is).
 	Members Members
+	// CardRemoved is told, in the transaction that removes a saved card,
+	// of its removal (recurring.Store.EndAutoPay: the series charged with
+	// it stop); nil: nobody is.
+	CardRemoved func(ctx context.Context, tx *sqlx.Tx, org, cardID uuid.UUID, at time.Time) error
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -54,7 +58,11 @@ type Request struct {
 	Card      processor.Card // in memory only; never stored or logged
 	Amount    apd.Decimal
 	SaveCard  bool
-	Prefers   string // invoice.Email, invoice.Text, or "" to leave it as it is
+	// ChargeConsent is the exact words of the customer's consent to
+	// future charges of the card saved (ChargeConsentWords), ticked with
+	// SaveCard; "" without it.
+	ChargeConsent string
+	Prefers       string // invoice.Email, invoice.Text, or "" to leave it as it is
 	// Version is the invoice's version the form was shown with: an
 	// invoice changed since (invoice.Store.Update) is not charged
 	// (ErrChanged).
@@ -157,6 +165,13 @@ func (s *Store) Pay(ctx context.Context, inv invoice.Invoice, r Request) (Outcom
 	case h.answered:
 		return h.prior, nil
 	}
+	return s.askAndRecord(ctx, inv, h, r)
+}
+
+// askAndRecord is steps 2 and 3 of a charge reserved as h (Pay's, or an
+// automatic charge's): the processor asked with no transaction open, its
+// answer recorded, and an approval that cannot be recorded voided.
+func (s *Store) askAndRecord(ctx context.Context, inv invoice.Invoice, h hold, r Request) (Outcome, error) {
 	res, err := s.Processor.AuthorizeCapture(ctx, h.charge)
 	if err != nil {
 		err = fmt.Errorf("payment: charge for invoice %s: %w", inv.ID, err)
@@ -307,6 +322,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 				OrganizationID: locked.OrganizationID, MerchantAccountID: locked.MerchantAccountID,
 				CustomerID: locked.CustomerID, ProfileID: res.ProfileID, AccountID: res.AccountID,
 				CardBrand: p.CardBrand, LastFour: p.LastFour, Expiry: r.Card.Expiry, SavedAt: now, SavedByName: r.Card.Name,
+				ChargeConsent: r.ChargeConsent,
 			})
 			if err != nil {
 				return err

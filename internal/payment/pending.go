@@ -169,8 +169,8 @@ func (s *Store) claimDue(ctx context.Context, dest any, table, key, due, returni
 		now, settleBatch, settleBackoff.String(), settleBackoffUp.String())
 }
 
-// RunSettlement runs SettlePending and SettlePendingRefunds every interval
-// until ctx ends.
+// RunSettlement runs SettlePending, SettlePendingRefunds and ChargeDue
+// (the automatic charges that fell due) every interval until ctx ends.
 func (s *Store) RunSettlement(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -180,6 +180,15 @@ func (s *Store) RunSettlement(ctx context.Context, interval time.Duration, log *
 		}
 		if err := s.SettlePendingRefunds(ctx, log); err != nil && ctx.Err() == nil {
 			log.Error("payment: settle pending refunds", "error", err.Error())
+		}
+		asked, errs := s.ChargeDue(ctx)
+		for _, err := range errs {
+			if ctx.Err() == nil {
+				log.Error("payment: automatic charges", "error", err.Error())
+			}
+		}
+		if asked > 0 {
+			log.Info("payment: automatic charges asked", "asked", asked)
 		}
 		select {
 		case <-ctx.Done():

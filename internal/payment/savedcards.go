@@ -30,6 +30,9 @@ type savedCard struct {
 	Expiry            string
 	SavedAt           time.Time
 	SavedByName       string
+	// ChargeConsent is the words the customer consented to future
+	// charges with, at SavedAt; "" without consent.
+	ChargeConsent string
 }
 
 // saveCard stores a card the processor saved, for the customer. A profile
@@ -37,11 +40,11 @@ type savedCard struct {
 func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO saved_cards (id, organization_id, merchant_account_id, customer_id, profile_id, account_id,
-			card_brand, last_four, expiry, saved_at, saved_by_name)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			card_brand, last_four, expiry, saved_at, saved_by_name, charge_consent_at, charge_consent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN $12 <> '' THEN $10::timestamptz END, nullif($12, ''))
 		ON CONFLICT (organization_id, profile_id, account_id) DO NOTHING`,
 		uuid.Must(uuid.NewV7()), c.OrganizationID, c.MerchantAccountID, c.CustomerID, c.ProfileID, c.AccountID,
-		c.CardBrand, c.LastFour, c.Expiry, c.SavedAt, c.SavedByName)
+		c.CardBrand, c.LastFour, c.Expiry, c.SavedAt, c.SavedByName, c.ChargeConsent)
 	if err != nil {
 		return fmt.Errorf("payment: unable to save card: %w", err)
 	}
@@ -95,10 +98,16 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(err, ErrCardNotFound) // removed meanwhile
 		}
+		now := s.Now()
 		removed := invoice.SavedCard{ID: id, CardBrand: card.CardBrand, LastFour: card.LastFour, Expiry: card.Expiry,
 			SavedAt: card.SavedAt, SavedByName: card.SavedByName}
-		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), s.Now())
-		return err
+		if _, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), now); err != nil {
+			return err
+		}
+		if s.CardRemoved != nil {
+			return s.CardRemoved(ctx, tx, org, id, now)
+		}
+		return nil
 	})
 }
 

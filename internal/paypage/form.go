@@ -26,14 +26,17 @@ type form struct {
 	CardholderName string
 	Amount         string
 	SaveCard       bool
-	Prefers        string
+	// ChargeConsent: the second box, consent to future charges of the
+	// card saved (offered for invoices of a recurring series).
+	ChargeConsent bool
+	Prefers       string
 	// Cleared: the form is shown again and its card number and security
 	// code were emptied, which the page says.
 	Cleared bool
 }
 
 // fieldOrder is the order of the fields on the page, for the error summary.
-var fieldOrder = []string{"cardholderName", "cardNumber", "expiry", "cvv", "amount", "prefers"}
+var fieldOrder = []string{"cardholderName", "cardNumber", "expiry", "cvv", "amount", "chargeConsent", "prefers"}
 
 func readForm(v url.Values) form {
 	return form{
@@ -43,6 +46,7 @@ func readForm(v url.Values) form {
 		CardholderName: strings.TrimSpace(v.Get("cardholderName")),
 		Amount:         strings.TrimSpace(v.Get("amount")),
 		SaveCard:       v.Get("saveCard") == "on",
+		ChargeConsent:  v.Get("chargeConsent") == "on",
 		Prefers:        v.Get("prefers"),
 	}
 }
@@ -96,6 +100,10 @@ func (f form) validate(balance apd.Decimal, now time.Time) (payment.Request, map
 	amount, msg := parseAmount(f.Amount, balance)
 	if msg != "" {
 		errs["amount"] = msg
+	}
+
+	if f.ChargeConsent && !f.SaveCard {
+		errs["chargeConsent"] = "To allow future charges, also tick the box to save this card, or leave both empty."
 	}
 
 	if f.Prefers != "" && f.Prefers != invoice.Email && f.Prefers != invoice.Text {

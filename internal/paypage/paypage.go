@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -34,6 +33,7 @@ import (
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/rule"
 	"github.com/payreq/payreq/internal/web"
@@ -69,6 +69,9 @@ type Deps struct {
 	Payments *payment.Store
 	// Directory serves the businesses' logos.
 	Directory *directory.Store
+	// Recurring tells the invoices issued by a recurring series, whose
+	// page offers the consent to future charges.
+	Recurring *recurring.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	// FormKey signs the form token (CSRF) of each pay link.
@@ -173,7 +176,7 @@ func (h *handler) show(c echo.Context) error {
 	if done {
 		return err
 	}
-	p := h.payPage(inv, token)
+	p := h.payPage(c.Request().Context(), inv, token)
 	balance := inv.Balance()
 	p.Form = form{Amount: balance.Text('f')}
 	return h.render(c, http.StatusOK, "pay", p)
@@ -205,7 +208,7 @@ func (h *handler) pay(c echo.Context) error {
 	}
 
 	// Anything else shows the invoice as it is now, with what happened.
-	p := h.payPage(paid.Invoice, token)
+	p := h.payPage(c.Request().Context(), paid.Invoice, token)
 	p.Form = f.form.redisplay()
 	switch {
 	case errors.Is(err, payment.ErrVoidFailed), errors.Is(err, processor.ErrUnsettled):
@@ -285,9 +288,14 @@ func (f *payForm) Attempt() (uuid.UUID, error) {
 // form token.
 func (f *payForm) Version() int { return f.version }
 
-// Request is the payment the form asks for, or its fields refused.
-func (f *payForm) Request(balance apd.Decimal) (payment.Request, error) {
-	req, errs := f.form.validate(balance, f.h.Now())
+// Request is the payment the form asks for, or its fields refused. The
+// consent to future charges is taken where the page offers it, in the
+// words it shows.
+func (f *payForm) Request(inv invoice.Invoice) (payment.Request, error) {
+	if !f.h.offersConsent(f.c.Request().Context(), inv) {
+		f.form.ChargeConsent = false
+	}
+	req, errs := f.form.validate(inv.Balance(), f.h.Now())
 	if errs != nil {
 		fields := map[string][]string{}
 		for field, msg := range errs {
@@ -295,7 +303,24 @@ func (f *payForm) Request(balance apd.Decimal) (payment.Request, error) {
 		}
 		return payment.Request{}, rule.InvalidFields(fields)
 	}
+	if f.form.ChargeConsent {
+		req.ChargeConsent = payment.ChargeConsentWords(biller(inv))
+	}
 	return req, nil
+}
+
+// offersConsent: the invoice was issued by a recurring series, so its page
+// offers the consent to future charges. When that cannot be read the page
+// goes without the offer (logged): paying does not depend on it.
+func (h *handler) offersConsent(ctx context.Context, inv invoice.Invoice) bool {
+	if h.Recurring == nil {
+		return false
+	}
+	issued, err := h.Recurring.IssuedBySeries(ctx, inv.ID)
+	if err != nil {
+		h.Log.Warn("paypage: consent to future charges not offered", "invoice_id", inv.ID.String(), "error", err.Error())
+	}
+	return issued
 }
 
 // unanswered is the form again, at status with Retry-After, saying why the
@@ -317,7 +342,7 @@ func (h *handler) answer(c echo.Context, token string, f form, paid payment.Paid
 	if paid.Outcome.Approved {
 		return c.Redirect(http.StatusSeeOther, "/pay/"+token+"/receipt/"+paid.Outcome.Payment.ID.String())
 	}
-	p := h.payPage(paid.Invoice, token)
+	p := h.payPage(c.Request().Context(), paid.Invoice, token)
 	p.Form = f.redisplay()
 	p.Alert = &alert{Kind: "error", Paragraphs: []string{
 		"The payment did not go through: " + paid.Outcome.DeclineReason, "Nothing was charged. Check the card details, or use another card."}}
@@ -489,7 +514,7 @@ func (h *handler) message(c echo.Context, status int, heading string, paragraphs
 	return h.render(c, status, "message", p)
 }
 
-func (h *handler) payPage(inv invoice.Invoice, token string) page {
+func (h *handler) payPage(ctx context.Context, inv invoice.Invoice, token string) page {
 	var notice *alert
 	if inv.Biller.Suspended && inv.Status.Payable() {
 		notice = &alert{Kind: "info", Paragraphs: []string{
@@ -502,6 +527,7 @@ func (h *handler) payPage(inv invoice.Invoice, token string) page {
 		Title:     "Invoice " + inv.InvoiceNumber + " from " + biller(inv),
 		Invoice:   viewOf(inv),
 		ShowForm:  inv.Status.Payable() && !inv.Biller.Suspended,
+		Consent:   consentView(h.offersConsent(ctx, inv), inv),
 		Action:    "/pay/" + token,
 		PDF:       "/pay/" + token + "/invoice.pdf",
 		FormToken: h.formToken(token, inv.Version),

@@ -9,6 +9,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/optional"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/web"
 )
 
@@ -23,10 +24,13 @@ type page struct {
 	Action    string
 	FormToken string
 	Form      form
-	Errors    web.Errors
-	Alert     *alert
-	Receipt   receiptView
-	Back      string
+	// Consent is the words of the consent to future charges, "" where
+	// the page does not offer it.
+	Consent string
+	Errors  web.Errors
+	Alert   *alert
+	Receipt receiptView
+	Back    string
 	// PDF is the address of the page's document as a PDF.
 	PDF string
 	// AccentCSS is the address of the business's accent colour's
@@ -36,6 +40,14 @@ type page struct {
 	// Message pages (not found, refused, failures).
 	Heading    string
 	Paragraphs []string
+}
+
+// consentView is the words of the consent to future charges, when offered.
+func consentView(offered bool, inv invoice.Invoice) string {
+	if !offered {
+		return ""
+	}
+	return payment.ChargeConsentWords(biller(inv))
 }
 
 // Errored: the page shows an error (its title says so first).

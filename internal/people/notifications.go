@@ -28,6 +28,10 @@ const (
 	NotifyTerminalFailed = "terminal_failed"
 )
 
+// ToOwners is no choice: a Notification with it goes to every Owner, as
+// what an Owner must hear of (automatic payment ended with its card).
+const ToOwners = "owners"
+
 // Notifications lists the choices in the order the portal shows them.
 var Notifications = []string{NotifyInvoicePaid, NotifyCardDeclined, NotifyDepositPaid, NotifyTerminalFailed}
 
@@ -120,6 +124,9 @@ type Notification struct {
 // email each.
 func (s *Store) Notify(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n Notification, at time.Time) error {
 	column := notifyColumn(n.Choice)
+	if n.Choice == ToOwners {
+		column = "m.role = 'Owner'"
+	}
 	if column == "" {
 		return fmt.Errorf("people: no notification %q", n.Choice)
 	}
@@ -134,10 +141,14 @@ func (s *Store) Notify(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, n Notifi
 	if err != nil {
 		return fmt.Errorf("people: unable to find whom to notify: %w", err)
 	}
+	why := "\n\nYou get these emails as your notification choices say; change them at " +
+		s.PublicURL + "/portal/account/notifications\n"
+	if n.Choice == ToOwners {
+		why = "\n\nYou get this email as an Owner of the business.\n"
+	}
 	for _, email := range to {
 		if err := delivery.EnqueueNotice(ctx, tx, s.Vault, &org, delivery.Notice{To: email, Subject: n.Subject,
-			Text: n.Text + "\n\nYou get these emails as your notification choices say; change them at " +
-				s.PublicURL + "/portal/account/notifications\n"}, at); err != nil {
+			Text: n.Text + why}, at); err != nil {
 			return err
 		}
 	}

@@ -79,19 +79,23 @@ func NewCardPointe(rawURL string, httpClient *http.Client) (*CardPointe, error) 
 func (c *CardPointe) String() string { return "cardpointe " + c.base }
 
 type authRequest struct {
-	MerchID  string     `json:"merchid"`
-	Account  string     `json:"account"`
-	Expiry   string     `json:"expiry"`
-	CVV2     string     `json:"cvv2,omitempty"`
-	Amount   string     `json:"amount"`
-	Currency string     `json:"currency"`
-	OrderID  string     `json:"orderid"`
-	Name     string     `json:"name,omitempty"`
-	EcomInd  string     `json:"ecomind"`
-	Capture  string     `json:"capture"`
-	Profile  string     `json:"profile,omitempty"`
-	TaxAmnt  string     `json:"taxamnt,omitempty"`
-	Items    []authItem `json:"items,omitempty"`
+	MerchID  string `json:"merchid"`
+	Account  string `json:"account"`
+	Expiry   string `json:"expiry"`
+	CVV2     string `json:"cvv2,omitempty"`
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+	OrderID  string `json:"orderid"`
+	Name     string `json:"name,omitempty"`
+	EcomInd  string `json:"ecomind"`
+	Capture  string `json:"capture"`
+	Profile  string `json:"profile,omitempty"`
+	// A stored credential's: cof "M" (merchant-initiated) and
+	// cofscheduled "Y" (on a schedule), with ecomind "R" (recurring).
+	COF          string     `json:"cof,omitempty"`
+	COFScheduled string     `json:"cofscheduled,omitempty"`
+	TaxAmnt      string     `json:"taxamnt,omitempty"`
+	Items        []authItem `json:"items,omitempty"`
 }
 
 type authItem struct {
@@ -122,13 +126,10 @@ type gatewayResponse struct {
 	SetlStat string `json:"setlstat"`
 }
 
-// AuthorizeCapture charges the card with PUT /auth. When the answer is lost
-// or is not an answer about the card, the order is voided by its id before
-// the error is returned, so the customer is not left charged.
-func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("cardpointe: authorize order %s: %w: %w", ch.OrderID, ErrUnavailable, err)
-	}
+// authBody is the PUT /auth of a charge: a card typed by the customer
+// (ecomind "E"), or a stored card charged by the merchant on a schedule
+// (its profile; cof "M", cofscheduled "Y", ecomind "R").
+func authBody(ch Charge) authRequest {
 	body := authRequest{
 		MerchID:  ch.MerchantID,
 		Account:  ch.Card.Number,
@@ -162,17 +163,34 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 		})
 	}
 
+	if st := ch.Stored; st != nil {
+		body.Account, body.Expiry, body.CVV2 = "", "", ""
+		body.Profile = st.ProfileID + "/" + st.AccountID
+		body.EcomInd, body.COF, body.COFScheduled = "R", "M", "Y"
+	}
+	return body
+}
+
+// AuthorizeCapture charges the card with PUT /auth. When the answer is lost
+// or is not an answer about the card, the order is voided by its id before
+// the error is returned, so the customer is not left charged.
+func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("cardpointe: authorize order %s: %w: %w", ch.OrderID, ErrUnavailable, err)
+	}
+	body := authBody(ch)
 	actx, cancel := context.WithTimeout(ctx, c.AuthTimeout)
 	defer cancel()
 	resp, err := c.do(actx, http.MethodPut, "/auth", body)
+	brand, four := ch.shown()
 	if err == nil {
 		switch {
 		case resp.RespStat == "A" && resp.RetRef != "":
 			return Result{
 				Approved:  true,
 				RetRef:    resp.RetRef,
-				CardBrand: Brand(ch.Card.Number),
-				LastFour:  lastFour(ch.Card.Number),
+				CardBrand: brand,
+				LastFour:  four,
 				ProfileID: resp.ProfileID,
 				AccountID: resp.AcctID,
 			}, nil
@@ -183,8 +201,8 @@ func (c *CardPointe) AuthorizeCapture(ctx context.Context, ch Charge) (Result, e
 			}
 			return Result{
 				DeclineReason: reason,
-				CardBrand:     Brand(ch.Card.Number),
-				LastFour:      lastFour(ch.Card.Number),
+				CardBrand:     brand,
+				LastFour:      four,
 			}, nil
 		default: // "B" (retry), an approval without a reference, or nonsense
 			err = fmt.Errorf("%w: respstat %q respcode %q retref %q", ErrProcessorError, resp.RespStat, resp.RespCode, resp.RetRef)

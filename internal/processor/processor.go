@@ -41,6 +41,28 @@ type Charge struct {
 	// it this charge pays), sent with Items.
 	TaxAmount   apd.Decimal
 	SaveProfile bool // store the card at the processor
+	// Stored is set to charge a stored card (Card is then empty but for
+	// the name): a merchant-initiated, scheduled stored-credential
+	// payment, as an automatic payment of a recurring invoice is.
+	Stored *StoredCard
+}
+
+// StoredCard is a card stored at the processor, charged without the
+// customer present.
+type StoredCard struct {
+	ProfileID string
+	AccountID string
+	// LastFour and Brand are the card's, as it was saved.
+	LastFour string
+	Brand    string
+}
+
+// shown is the brand and last four digits of the card charged.
+func (c Charge) shown() (brand, four string) {
+	if c.Stored != nil {
+		return c.Stored.Brand, c.Stored.LastFour
+	}
+	return Brand(c.Card.Number), lastFour(c.Card.Number)
 }
 
 // Result is the processor's answer to a charge.

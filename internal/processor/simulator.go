@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,7 +25,14 @@ const (
 	// its sales (any card ending in 5001): a slow processor, for showing
 	// that a payment waiting for it holds no database connection.
 	TestCardSlow = "4000000000005001"
+	// TestCardStoredDeclines approves on the pay page and can be saved;
+	// the charges of its stored card are declined ("Insufficient funds"):
+	// any stored card ending in 5076.
+	TestCardStoredDeclines = "4000000000005076"
 )
+
+// storedDeclinedLastFour marks a stored card whose charges are declined.
+const storedDeclinedLastFour = "5076"
 
 // SlowCardDelay is how long the simulator takes to answer for TestCardSlow.
 const SlowCardDelay = 5 * time.Second
@@ -40,12 +48,31 @@ const refundDeclinedLastFour = "0259"
 const failingLastFour = "0119"
 
 // Simulator is the built-in processor: it charges nothing and answers from
-// the card number alone. It keeps no state (a profile id carries the card's
-// last four), so it behaves the same across restarts and instances and is
-// safe for concurrent use.
+// the card number alone. It keeps no state it answers from (a profile id
+// carries the card's last four), so it behaves the same across restarts
+// and instances and is safe for concurrent use. It remembers the
+// stored-credential fields of the charges of stored cards, as CardPointe
+// would be sent them, for a test to read (StoredCharges).
 type Simulator struct {
 	// Fees are charged per approved sale when a batch is settled.
 	Fees Fees
+
+	mu     sync.Mutex
+	stored []StoredCharge
+}
+
+// StoredCharge is a charge of a stored card as the simulator was asked it,
+// in CardPointe's terms.
+type StoredCharge struct {
+	OrderID, Profile, Amount   string
+	COF, COFScheduled, EcomInd string
+}
+
+// StoredCharges are the charges of stored cards asked so far, in order.
+func (s *Simulator) StoredCharges() []StoredCharge {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StoredCharge(nil), s.stored...)
 }
 
 // NewSimulator returns the built-in processor, with the default fees.
@@ -64,6 +91,9 @@ func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, err
 		if err := slowly(ctx); err != nil {
 			return Result{}, fmt.Errorf("simulator: authorize order %s: %w: %w", c.OrderID, ErrUnavailable, err)
 		}
+	}
+	if c.Stored != nil {
+		return s.chargeStored(c), nil
 	}
 	res := Result{CardBrand: Brand(c.Card.Number), LastFour: lastFour(c.Card.Number)}
 	switch {
@@ -93,6 +123,27 @@ func (s *Simulator) AuthorizeCapture(ctx context.Context, c Charge) (Result, err
 		res.AccountID = "1"
 	}
 	return res, nil
+}
+
+// chargeStored approves a charge of a stored card, but for one ending in
+// 5076 (TestCardStoredDeclines), and remembers what it was asked.
+func (s *Simulator) chargeStored(c Charge) Result {
+	body := authBody(c)
+	s.mu.Lock()
+	s.stored = append(s.stored, StoredCharge{OrderID: body.OrderID, Profile: body.Profile, Amount: body.Amount,
+		COF: body.COF, COFScheduled: body.COFScheduled, EcomInd: body.EcomInd})
+	s.mu.Unlock()
+	res := Result{CardBrand: c.Stored.Brand, LastFour: c.Stored.LastFour}
+	switch {
+	case c.Stored.LastFour == storedDeclinedLastFour:
+		res.DeclineReason = "Insufficient funds"
+	case c.Amount.Sign() <= 0:
+		res.DeclineReason = "Invalid amount"
+	default:
+		res.Approved = true
+		res.RetRef = digits("retref:"+c.OrderID, 12)
+	}
+	return res
 }
 
 // slowly waits SlowCardDelay, or until ctx ends.

@@ -15,6 +15,8 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
+	"github.com/payreq/payreq/internal/payment"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/postgres"
 )
 
@@ -119,6 +121,12 @@ func (s *Store) issueNext(ctx context.Context, passedOver []uuid.UUID) (id uuid.
 			WHERE recurring_invoice_id = $1 AND n = $2`, sr.ID, n, inv.ID); err != nil {
 			return fmt.Errorf("recurring: unable to record occurrence %d of %s: %w", n, sr.ID, err)
 		}
+		if sr.AutoPay != nil {
+			err := payment.ScheduleAutoCharge(ctx, tx, sr.OrganizationID, inv.ID, *sr.AutoPay, occurrenceID(sr.ID, n), now)
+			if err != nil {
+				return err
+			}
+		}
 		handled = "issued"
 		sr.IssuedCount++
 		sr.LastInvoiceID = &inv.ID
@@ -128,6 +136,12 @@ func (s *Store) issueNext(ctx context.Context, passedOver []uuid.UUID) (id uuid.
 		return id, "", err
 	}
 	return id, handled, nil
+}
+
+// occurrenceID is occurrence n's id: its automatic charge's order id, the
+// same whichever instance issues it.
+func occurrenceID(series uuid.UUID, n int) uuid.UUID {
+	return uuid.NewSHA1(series, []byte(fmt.Sprintf("occurrence %d", n)))
 }
 
 // advance moves sr past its occurrence on day (issued as invoiceID, or
@@ -180,4 +194,49 @@ func (s *Store) Run(ctx context.Context, interval time.Duration, log *slog.Logge
 		case <-t.C:
 		}
 	}
+}
+
+// EndAutoPay ends, inside tx (the removal's: payment.Store.CardRemoved),
+// the automatic payment of every series of the organization charging the
+// saved card: autoPay set null, recurring_invoice.updated, and an email to
+// the Owners.
+func (s *Store) EndAutoPay(ctx context.Context, tx *sqlx.Tx, org, cardID uuid.UUID, at time.Time) error {
+	var ids []uuid.UUID
+	err := tx.SelectContext(ctx, &ids, `UPDATE recurring_invoices SET auto_pay_saved_card_id = NULL, updated_at = $3
+		WHERE organization_id = $1 AND auto_pay_saved_card_id = $2 RETURNING id`, org, cardID, at)
+	if err != nil {
+		return fmt.Errorf("recurring: unable to end automatic payment: %w", err)
+	}
+	for _, id := range ids {
+		sr, err := s.read(ctx, tx, org, id, "")
+		if err != nil {
+			return err
+		}
+		if _, err := event.Append(ctx, tx, org, event.RecurringInvoiceUpdated, sr.Model(), at); err != nil {
+			return err
+		}
+		if s.Members == nil {
+			continue
+		}
+		err = s.Members.Notify(ctx, tx, org, people.Notification{Choice: people.ToOwners,
+			Subject: "Automatic payment ended for recurring invoice " + sr.Prefix,
+			Text: "The saved card that paid the invoices of recurring invoice " + sr.Prefix + " automatically was removed, " +
+				"so its next invoices are not charged: the customer pays them from their pay link.\n\n" +
+				"To charge a card again, choose another saved card of the customer's with consent to future charges: " +
+				s.Invoices.PublicURL + "/portal/recurring/" + sr.ID.String()}, at)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IssuedBySeries reports whether the invoice was issued by a series.
+func (s *Store) IssuedBySeries(ctx context.Context, invoiceID uuid.UUID) (bool, error) {
+	var issued bool
+	err := s.DB.GetContext(ctx, &issued, `SELECT EXISTS (SELECT 1 FROM recurring_occurrences WHERE invoice_id = $1)`, invoiceID)
+	if err != nil {
+		return false, fmt.Errorf("recurring: unable to read whether invoice %s is recurring: %w", invoiceID, err)
+	}
+	return issued, nil
 }

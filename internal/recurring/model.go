@@ -27,6 +27,9 @@ func (sr Series) Model() models.RecurringInvoice {
 		SkippedCount: int32(sr.SkippedCount), LastInvoiceId: sr.LastInvoiceID, CreatedAt: sr.CreatedAt, UpdatedAt: sr.UpdatedAt,
 		Upcoming: []openapi_types.Date{},
 	}
+	if sr.AutoPay != nil {
+		m.AutoPay = &models.AutoPay{SavedCardId: *sr.AutoPay}
+	}
 	if sr.EndAfter != nil {
 		n := int32(*sr.EndAfter)
 		m.EndAfter = &n

@@ -20,6 +20,7 @@ import (
 	"github.com/payreq/payreq/internal/idempotency"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/rule"
 )
@@ -43,6 +44,9 @@ type Store struct {
 	DB       *sqlx.DB
 	Now      func() time.Time
 	Invoices *invoice.Store
+	// Members are emailed when automatic payment ends with its card
+	// (nil: nobody is).
+	Members invoice.Members
 }
 
 // Terms are what a series issues: each invoice's members.
@@ -60,6 +64,9 @@ type Terms struct {
 	Reminders  *bool
 	DueDays    int
 	Send       bool
+	// AutoPay is the saved card each invoice is charged with at once
+	// (payment.ScheduleAutoCharge); nil: none.
+	AutoPay *uuid.UUID
 }
 
 // Series is a stored recurring invoice. Next is the index of the next
@@ -208,6 +215,15 @@ func checkCustomer(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, t Terms) err
 	return nil
 }
 
+// checkAutoPay refuses an automatic payment with a card that is not the
+// customer's with consent to future charges.
+func checkAutoPay(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, t Terms) error {
+	if t.AutoPay == nil {
+		return nil
+	}
+	return payment.CheckAutoPayCard(ctx, tx, org, t.CustomerID, *t.AutoPay, "autoPay.savedCardId")
+}
+
 // Create makes an active series (refused as validate refuses it, and when
 // startOn is before today in the MID's location's zone). With an
 // idempotency key (nil: none) a repeat answers the series already made
@@ -237,6 +253,9 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, t Terms, sc Schedule,
 			return err
 		}
 		if err := checkCustomer(ctx, tx, org, t); err != nil {
+			return err
+		}
+		if err := checkAutoPay(ctx, tx, org, t); err != nil {
 			return err
 		}
 		if today := Today(now, loc); sc.StartOn.Before(today) {
@@ -272,7 +291,7 @@ func (sr *Series) dueAt(loc *time.Location) *time.Time {
 const columns = `id, organization_id, merchant_account_id, customer_id, invoice_number_prefix, amount::text AS amount, lines, memo,
 	po_number, delivery, reminders, interval,
 	interval_count, start_on, end_after, end_on, due_days, send, status, next_n, issued_count, skipped_count,
-	last_invoice_id, created_at, updated_at`
+	last_invoice_id, auto_pay_saved_card_id, created_at, updated_at`
 
 // row is a row of recurring_invoices as read.
 type row struct {
@@ -299,6 +318,7 @@ type row struct {
 	IssuedCount       int        `db:"issued_count"`
 	SkippedCount      int        `db:"skipped_count"`
 	LastInvoiceID     *uuid.UUID `db:"last_invoice_id"`
+	AutoPay           *uuid.UUID `db:"auto_pay_saved_card_id"`
 	CreatedAt         time.Time  `db:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at"`
 }
@@ -317,7 +337,8 @@ func (r row) series() (Series, error) {
 	delivery := r.Delivery
 	sr := Series{
 		Terms: Terms{MerchantAccountID: r.MerchantAccountID, CustomerID: r.CustomerID, Prefix: r.Prefix, Amount: *amount,
-			Memo: r.Memo, PONumber: r.PONumber, Delivery: &delivery, Reminders: r.Reminders, DueDays: r.DueDays, Send: r.Send},
+			Memo: r.Memo, PONumber: r.PONumber, Delivery: &delivery, Reminders: r.Reminders, DueDays: r.DueDays, Send: r.Send,
+			AutoPay: r.AutoPay},
 		Schedule: Schedule{StartOn: civil(r.StartOn), Interval: Interval(r.Interval), Count: r.IntervalCount,
 			EndAfter: r.EndAfter},
 		ID: r.ID, OrganizationID: r.OrganizationID, Status: Status(r.Status), Next: r.Next,
@@ -351,12 +372,12 @@ func (s *Store) insert(ctx context.Context, tx *sqlx.Tx, sr *Series, loc *time.L
 		INSERT INTO recurring_invoices (id, organization_id, merchant_account_id, customer_id, invoice_number_prefix, amount,
 			lines, memo, po_number, delivery, reminders,
 			interval, interval_count, start_on, end_after, end_on, due_days, send, status, next_n, next_due_at,
-			created_at, updated_at)
+			auto_pay_saved_card_id, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6::numeric, $7::jsonb, $8, $9, $10, $11, $12, $13, $14::date,
-			$15, $16::date, $17, $18, $19, 0, $20, $21, $21)`,
+			$15, $16::date, $17, $18, $19, 0, $20, $22, $21, $21)`,
 		sr.ID, sr.OrganizationID, sr.MerchantAccountID, sr.CustomerID, sr.Prefix, sr.Amount.Text('f'), lines,
 		sr.Memo, sr.PONumber, delivery, sr.Reminders, string(sr.Interval), sr.Count, sr.StartOn, sr.EndAfter, sr.EndOn, sr.DueDays, sr.Send,
-		string(sr.Status), sr.dueAt(loc), sr.CreatedAt)
+		string(sr.Status), sr.dueAt(loc), sr.CreatedAt, sr.AutoPay)
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "recurring_invoices_prefix" {
 		return rule.New(rule.Unprocessable, "invoiceNumberPrefix", "Invoice number prefix already used",
@@ -394,10 +415,10 @@ func (s *Store) save(ctx context.Context, tx *sqlx.Tx, sr *Series, loc *time.Loc
 	_, err = tx.ExecContext(ctx, `
 		UPDATE recurring_invoices SET amount = $2::numeric, lines = $3::jsonb, memo = $4, po_number = $5, due_days = $6,
 			end_after = $7, end_on = $8::date, status = $9, next_n = $10, next_due_at = $11, issued_count = $12,
-			skipped_count = $13, last_invoice_id = $14, updated_at = $15
+			skipped_count = $13, last_invoice_id = $14, updated_at = $15, auto_pay_saved_card_id = $16
 		WHERE id = $1`,
 		sr.ID, sr.Amount.Text('f'), lines, sr.Memo, sr.PONumber, sr.DueDays, sr.EndAfter, sr.EndOn, string(sr.Status),
-		sr.Next, due, sr.IssuedCount, sr.SkippedCount, sr.LastInvoiceID, sr.UpdatedAt)
+		sr.Next, due, sr.IssuedCount, sr.SkippedCount, sr.LastInvoiceID, sr.UpdatedAt, sr.AutoPay)
 	if err != nil {
 		return fmt.Errorf("recurring: unable to save recurring invoice %s: %w", sr.ID, err)
 	}
@@ -470,6 +491,8 @@ type Change struct {
 	EndAfter    *int
 	SetEndOn    bool
 	EndOn       *time.Time
+	SetAutoPay  bool
+	AutoPay     *uuid.UUID
 }
 
 // Update changes what the series issues from now on, pauses it or resumes
@@ -516,6 +539,12 @@ func (s *Store) Update(ctx context.Context, org, id uuid.UUID, c Change) (sr Ser
 		}
 		if err := validate(sr.Terms, sr.Schedule); err != nil {
 			return err
+		}
+		if c.SetAutoPay {
+			sr.AutoPay = c.AutoPay
+			if err := checkAutoPay(ctx, tx, org, sr.Terms); err != nil {
+				return err
+			}
 		}
 		loc, err := zone(ctx, tx, org, sr.MerchantAccountID)
 		if err != nil {

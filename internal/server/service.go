@@ -73,7 +73,9 @@ func (s *Service) Run(ctx context.Context) {
 	wg.Go(func() { s.delivery.Run(ctx) })
 	wg.Go(func() { s.webhooks.Run(ctx) })
 	wg.Go(func() { s.housekeeping(ctx, cfg.HousekeepingInterval) })
-	// Charges whose outcome was lost are voided at the processor.
+	// Charges whose outcome was lost are voided at the processor; the
+	// automatic charges of recurring invoices are made (and retried), each
+	// once across instances.
 	wg.Go(func() { a.Payments.RunSettlement(ctx, cfg.PendingPollInterval, s.log) })
 	// Each MID's batch closes at the cutoff, once across instances.
 	wg.Go(func() { a.Payments.RunDeposits(ctx, cfg.DepositPollInterval, s.log) })
