@@ -1722,7 +1722,7 @@ type CreatePaymentRequest struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
@@ -3196,7 +3196,7 @@ type PaymentRequestChange struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone,omitempty"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -4595,6 +4595,9 @@ type CreateCustomerJSONRequestBody = CustomerCreate
 
 // UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
 type UpdateCustomerJSONRequestBody = CustomerUpdate
+
+// UpdateCustomerApplicationMergePatchPlusJSONRequestBody defines body for UpdateCustomer for application/merge-patch+json ContentType.
+type UpdateCustomerApplicationMergePatchPlusJSONRequestBody = CustomerUpdate
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
