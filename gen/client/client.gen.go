@@ -2076,7 +2076,7 @@ type CustomerUpdate struct {
 	TaxExempt *bool `json:"taxExempt,omitempty"`
 }
 
-// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`), or on the pay page (a card saved or a new preference stated), in the payment's transaction.
 type CustomerUpdatedEvent struct {
 	// CreatedAt When the change was committed.
 	//
@@ -2315,7 +2315,7 @@ type EventDeliveryStatus string
 // - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
-// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`, or on the pay page: a card saved or a new preference stated, with the payment).
 // - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
