@@ -292,19 +292,7 @@ func FuzzPatchPaymentRequest(f *testing.F) {
 		if after.Version != wantVersion {
 			t.Errorf("version %d after a change of %d members, want %d", after.Version, len(sent), wantVersion)
 		}
-		text := func(field string, had, have *string) {
-			want, given := sent[field]
-			if !given {
-				if jsonText(had) != jsonText(have) {
-					t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
-				}
-				return
-			}
-			w, isString := want.(string)
-			if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
-				t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
-			}
-		}
+		text := func(field string, had, have *string) { wantPatchedText(t, sent, field, had, have) }
 		text("invoiceNumber", &before.InvoiceNumber, &after.InvoiceNumber)
 		text("poNumber", before.PoNumber, after.PoNumber)
 		text("customerName", before.CustomerName, after.CustomerName)
@@ -319,6 +307,23 @@ func FuzzPatchPaymentRequest(f *testing.F) {
 		}
 		apitest.Want(t, "link", apitest.Text(after.Link), apitest.Text(before.Link))
 	})
+}
+
+// wantPatchedText checks a text member after a merge patch sent took
+// effect: as sent when sent (null clears it), else as it was.
+func wantPatchedText(t *testing.T, sent map[string]any, field string, had, have *string) {
+	t.Helper()
+	want, given := sent[field]
+	if !given {
+		if jsonText(had) != jsonText(have) {
+			t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
+		}
+		return
+	}
+	w, isString := want.(string)
+	if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
+		t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
+	}
 }
 
 // FuzzRecordPayment: any body posted as a payment made outside the card
@@ -675,19 +680,7 @@ func FuzzPatchCustomer(f *testing.F) {
 				t.Fatalf("200 for a body with the unknown member %q", name)
 			}
 		}
-		text := func(field string, had, have *string) {
-			want, given := sent[field]
-			if !given {
-				if jsonText(had) != jsonText(have) {
-					t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
-				}
-				return
-			}
-			w, isString := want.(string)
-			if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
-				t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
-			}
-		}
+		text := func(field string, had, have *string) { wantPatchedText(t, sent, field, had, have) }
 		text("email", &before.Email, &after.Email)
 		text("name", before.Name, after.Name)
 		text("company", before.Company, after.Company)

@@ -78,34 +78,17 @@ func TestMessageShapes(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Documents = testDocuments{db}
 	inv := newInvoice(t, db)
-	ctx := context.Background()
 	if _, err := db.Exec(`INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost)
 		VALUES ($1, 1, 'Sourdough loaves', 2, 600), ($1, 2, 'Wedding cake', 1, 34.50)`, inv.ID); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
 	ids := map[string]uuid.UUID{KindPayLink: uuid.New(), KindReminder: uuid.New(), KindReceipt: uuid.New(), "text": uuid.New()}
-	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
-		for _, m := range []Message{
-			{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids["text"], Channel: ChannelText, Recipient: testPhone},
-		} {
-			m.OrganizationID, m.InvoiceID, m.At = inv.OrganizationID, inv.ID, now
-			if err := Enqueue(ctx, tx, m); err != nil {
-				return err
-			}
-		}
-		return nil
+	deliverAll(t, db, cfg, inv, []Message{
+		{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids["text"], Channel: ChannelText, Recipient: testPhone},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, newWorker(t, db, cfg))
-	for kind, id := range ids {
-		eventually(t, kind+" is delivered", delivered(t, db, id))
-	}
 	dir := filepath.Join(cfg.DataDir, "outbox")
 	link := inv.payLink()
 	for _, kind := range []string{KindPayLink, KindReminder, KindReceipt} {
@@ -202,7 +185,6 @@ func TestEmailBranding(t *testing.T) {
 	cfg.Documents = testDocuments{db}
 	cfg.Logos = (&directory.Store{DB: db}).LogoPNG
 	inv := newInvoice(t, db)
-	ctx := context.Background()
 	// A 600×150 logo, shown at 200×50.
 	img := image.NewRGBA(image.Rect(0, 0, 600, 150))
 	for i := range img.Pix {
@@ -224,26 +206,11 @@ func TestEmailBranding(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := map[string]uuid.UUID{KindPayLink: uuid.New(), KindReminder: uuid.New(), KindReceipt: uuid.New()}
-	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
-		for kind, id := range ids {
-			m := Message{ID: id, Kind: kind, Channel: ChannelEmail, Recipient: testCustomer,
-				OrganizationID: inv.OrganizationID, InvoiceID: inv.ID, At: time.Now()}
-			if kind == KindReceipt {
-				m.PaymentID = uuid.New()
-			}
-			if err := Enqueue(ctx, tx, m); err != nil {
-				return err
-			}
-		}
-		return nil
+	deliverAll(t, db, cfg, inv, []Message{
+		{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, newWorker(t, db, cfg))
-	for kind, id := range ids {
-		eventually(t, kind+" is delivered", delivered(t, db, id))
-	}
 	link := inv.payLink()
 	for kind, id := range ids {
 		t.Run(kind, func(t *testing.T) {
@@ -285,6 +252,29 @@ func TestEmailBranding(t *testing.T) {
 				t.Errorf("attachments %v, want the PDF alone", keys(e.Attachments))
 			}
 		})
+	}
+}
+
+// deliverAll commits the messages of the invoice, runs a worker of cfg
+// and waits until each is delivered.
+func deliverAll(t *testing.T, db *sqlx.DB, cfg Config, inv invoice, msgs []Message) {
+	t.Helper()
+	ctx := context.Background()
+	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
+		for _, m := range msgs {
+			m.OrganizationID, m.InvoiceID, m.At = inv.OrganizationID, inv.ID, time.Now()
+			if err := Enqueue(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, newWorker(t, db, cfg))
+	for _, m := range msgs {
+		eventually(t, m.Channel+" "+m.Kind+" is delivered", delivered(t, db, m.ID))
 	}
 }
 
