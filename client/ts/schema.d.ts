@@ -172,6 +172,17 @@ export interface paths {
          *     each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
          *     send scheduled; see `GET /reminder-settings`.
          *
+         *     **Receipts.** After each approved card payment toward the invoice (on its pay page,
+         *     with a saved card or not, or at a card terminal) and each approved refund of one, the
+         *     customer is emailed a receipt with its PDF attached, when the invoice has a
+         *     `customerEmail` and the organization's receipts are on (the default; its Owners and
+         *     Admins turn them off in the portal, under Notifications). A receipt goes by email
+         *     whatever `delivery` says, through the same outbox as pay links: exactly once per card
+         *     payment, however many instances run and across restarts. A declined payment or
+         *     refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+         *     Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+         *     business's name, logo and accent colour once set), the lines and totals, and the PDF.
+         *
          *     **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
          *     - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
          *       may be left out; the nullable ones may be `null`.
@@ -599,6 +610,10 @@ export interface paths {
          *     `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
          *     changes the invoice's `status`, `amountPaid` or `balance`.
          *
+         *     **Receipt.** An approved refund is followed by a refund receipt emailed to the
+         *     invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+         *     turned its receipts off; a declined refund sends none.
+         *
          *     **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
          *     `reason` over 500 characters. 404: no such card payment in the organization. 422
          *     `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
@@ -956,8 +971,8 @@ export interface paths {
         head?: never;
         /**
          * Change a customer
-         * @description A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-         *     `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+         * @description A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+         *     `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
          *     and `taxExempt` cannot be null), and `address` given is the whole new address. The
          *     rules are creation's (400 keyed by the field as sent). An email another customer of
          *     the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -1065,7 +1080,9 @@ export interface paths {
          *     An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
          *     moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
          *     (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-         *     declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+         *     declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+         *     the customer a receipt, as every approved card payment does (see Receipts under `POST
+         *     /payment-requests`). Card numbers never
          *     reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
          *     last four digits.
          *
@@ -1741,7 +1758,7 @@ export interface components {
              */
             customerPhone: string | null;
             /**
-             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
              * @example email
              * @enum {string|null}
              */
@@ -1829,7 +1846,7 @@ export interface components {
              */
             customerPhone?: string | null;
             /**
-             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+             * @description How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
              * @example email
              * @enum {string|null}
              */
@@ -2519,7 +2536,7 @@ export interface components {
          *     - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
          *     - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
          *     - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
-         *     - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+         *     - `customer.updated`: A customer was changed (`PATCH /customers/{id}`, or on the pay page: a card saved or a new preference stated, with the payment).
          *     - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
          *     - `deposit.created`: A batch closed into a deposit.
          *     - `deposit.paid`: A deposit reached its expected day.
@@ -2965,7 +2982,7 @@ export interface components {
              */
             type: "customer.created";
         };
-        /** @description `customer.updated`: A customer was changed (`PATCH /customers/{id}`). */
+        /** @description `customer.updated`: A customer was changed (`PATCH /customers/{id}`), or on the pay page (a card saved or a new preference stated), in the payment's transaction. */
         CustomerUpdatedEvent: components["schemas"]["EventBase"] & {
             /**
              * @example customer.updated
@@ -6010,6 +6027,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "phone": null,
+                 *       "taxExempt": true,
+                 *       "notes": "Resale certificate on file."
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["CustomerUpdate"];
                 /**
                  * @example {
                  *       "phone": null,

@@ -1755,7 +1755,7 @@ type CreatePaymentRequest struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
@@ -2123,7 +2123,7 @@ type CustomerUpdate struct {
 	TaxExempt *bool `json:"taxExempt,omitempty"`
 }
 
-// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`), or on the pay page (a card saved or a new preference stated), in the payment's transaction.
 type CustomerUpdatedEvent struct {
 	// CreatedAt When the change was committed.
 	//
@@ -2362,7 +2362,7 @@ type EventDeliveryStatus string
 // - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
-// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`, or on the pay page: a card saved or a new preference stated, with the payment).
 // - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
@@ -3250,7 +3250,7 @@ type PaymentRequestChange struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone,omitempty"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -4697,6 +4697,9 @@ type CreateCustomerJSONRequestBody = CustomerCreate
 // UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
 type UpdateCustomerJSONRequestBody = CustomerUpdate
 
+// UpdateCustomerApplicationMergePatchPlusJSONRequestBody defines body for UpdateCustomer for application/merge-patch+json ContentType.
+type UpdateCustomerApplicationMergePatchPlusJSONRequestBody = CustomerUpdate
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
 
@@ -6133,6 +6136,10 @@ type ClientInterface interface {
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
+	// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+	// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+	// turned its receipts off; a declined refund sends none.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
@@ -6169,6 +6176,10 @@ type ClientInterface interface {
 	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+	// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+	// turned its receipts off; a declined refund sends none.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
@@ -6273,8 +6284,8 @@ type ClientInterface interface {
 
 	// UpdateCustomerWithBody Change a customer
 	//
-	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
 	// rules are creation's (400 keyed by the field as sent). An email another customer of
 	// the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -6290,8 +6301,8 @@ type ClientInterface interface {
 
 	// UpdateCustomer Change a customer
 	//
-	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
 	// rules are creation's (400 keyed by the field as sent). An email another customer of
 	// the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -6304,6 +6315,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
 	UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomerWithApplicationMergePatchPlusJSONBody Change a customer
+	//
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithApplicationMergePatchPlusJSONBody(ctx context.Context, id CustomerId, body UpdateCustomerApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeposits List deposits
 	//
@@ -6573,6 +6601,17 @@ type ClientInterface interface {
 	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 	// send scheduled; see `GET /reminder-settings`.
 	//
+	// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+	// with a saved card or not, or at a card terminal) and each approved refund of one, the
+	// customer is emailed a receipt with its PDF attached, when the invoice has a
+	// `customerEmail` and the organization's receipts are on (the default; its Owners and
+	// Admins turn them off in the portal, under Notifications). A receipt goes by email
+	// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+	// payment, however many instances run and across restarts. A declined payment or
+	// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+	// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+	// business's name, logo and accent colour once set), the lines and totals, and the PDF.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
 	//   may be left out; the nullable ones may be `null`.
@@ -6643,6 +6682,17 @@ type ClientInterface interface {
 	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
 	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 	// send scheduled; see `GET /reminder-settings`.
+	//
+	// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+	// with a saved card or not, or at a card terminal) and each approved refund of one, the
+	// customer is emailed a receipt with its PDF attached, when the invoice has a
+	// `customerEmail` and the organization's receipts are on (the default; its Owners and
+	// Admins turn them off in the portal, under Notifications). A receipt goes by email
+	// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+	// payment, however many instances run and across restarts. A declined payment or
+	// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+	// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+	// business's name, logo and accent colour once set), the lines and totals, and the PDF.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
@@ -7130,7 +7180,9 @@ type ClientInterface interface {
 	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+	// the customer a receipt, as every approved card payment does (see Receipts under `POST
+	// /payment-requests`). Card numbers never
 	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 	// last four digits.
 	//
@@ -7169,7 +7221,9 @@ type ClientInterface interface {
 	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+	// the customer a receipt, as every approved card payment does (see Receipts under `POST
+	// /payment-requests`). Card numbers never
 	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 	// last four digits.
 	//
@@ -7522,6 +7576,10 @@ func (c *Client) GetCardPayment(ctx context.Context, id openapi_types.UUID, reqE
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
+// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+// turned its receipts off; a declined refund sends none.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
@@ -7568,6 +7626,10 @@ func (c *Client) RefundCardPaymentWithBody(ctx context.Context, id openapi_types
 // `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+// turned its receipts off; a declined refund sends none.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
@@ -7732,8 +7794,8 @@ func (c *Client) GetCustomer(ctx context.Context, id CustomerId, reqEditors ...R
 
 // UpdateCustomerWithBody Change a customer
 //
-// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 // and `taxExempt` cannot be null), and `address` given is the whole new address. The
 // rules are creation's (400 keyed by the field as sent). An email another customer of
 // the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -7759,8 +7821,8 @@ func (c *Client) UpdateCustomerWithBody(ctx context.Context, id CustomerId, cont
 
 // UpdateCustomer Change a customer
 //
-// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 // and `taxExempt` cannot be null), and `address` given is the whole new address. The
 // rules are creation's (400 keyed by the field as sent). An email another customer of
 // the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -7774,6 +7836,33 @@ func (c *Client) UpdateCustomerWithBody(ctx context.Context, id CustomerId, cont
 // Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
 func (c *Client) UpdateCustomer(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateCustomerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomerWithApplicationMergePatchPlusJSONBody Change a customer
+//
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *Client) UpdateCustomerWithApplicationMergePatchPlusJSONBody(ctx context.Context, id CustomerId, body UpdateCustomerApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8182,6 +8271,17 @@ func (c *Client) ListPaymentRequests(ctx context.Context, params *ListPaymentReq
 // each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 // send scheduled; see `GET /reminder-settings`.
 //
+// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+// with a saved card or not, or at a card terminal) and each approved refund of one, the
+// customer is emailed a receipt with its PDF attached, when the invoice has a
+// `customerEmail` and the organization's receipts are on (the default; its Owners and
+// Admins turn them off in the portal, under Notifications). A receipt goes by email
+// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+// payment, however many instances run and across restarts. A declined payment or
+// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+// business's name, logo and accent colour once set), the lines and totals, and the PDF.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 //   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
 //     may be left out; the nullable ones may be `null`.
@@ -8262,6 +8362,17 @@ func (c *Client) CreatePaymentRequestWithBody(ctx context.Context, params *Creat
 // out at 09:00 in the time zone of the MID's location on the day `dueDate` +
 // each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 // send scheduled; see `GET /reminder-settings`.
+//
+// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+// with a saved card or not, or at a card terminal) and each approved refund of one, the
+// customer is emailed a receipt with its PDF attached, when the invoice has a
+// `customerEmail` and the organization's receipts are on (the default; its Owners and
+// Admins turn them off in the portal, under Notifications). A receipt goes by email
+// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+// payment, however many instances run and across restarts. A declined payment or
+// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+// business's name, logo and accent colour once set), the lines and totals, and the PDF.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 //   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
@@ -9009,7 +9120,9 @@ func (c *Client) ListTerminalPayments(ctx context.Context, params *ListTerminalP
 // An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 // moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 // (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+// the customer a receipt, as every approved card payment does (see Receipts under `POST
+// /payment-requests`). Card numbers never
 // reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 // last four digits.
 //
@@ -9058,7 +9171,9 @@ func (c *Client) CreateTerminalPaymentWithBody(ctx context.Context, params *Crea
 // An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 // moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 // (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+// the customer a receipt, as every approved card payment does (see Receipts under `POST
+// /payment-requests`). Card numbers never
 // reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 // last four digits.
 //
@@ -10097,6 +10212,17 @@ func NewUpdateCustomerRequest(server string, id CustomerId, body UpdateCustomerJ
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateCustomerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateCustomerRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateCustomer builder with application/merge-patch+json body
+func NewUpdateCustomerRequestWithApplicationMergePatchPlusJSONBody(server string, id CustomerId, body UpdateCustomerApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCustomerRequestWithBody(server, id, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateCustomerRequestWithBody constructs an http.Request for the UpdateCustomer method, with any body, and a specified content type
@@ -12289,6 +12415,10 @@ type ClientWithResponsesInterface interface {
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
 	//
+	// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+	// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+	// turned its receipts off; a declined refund sends none.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
 	// `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
@@ -12325,6 +12455,10 @@ type ClientWithResponsesInterface interface {
 	// `4000000000005001` are refunded after 5 seconds). An approved refund raises
 	// `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 	// changes the invoice's `status`, `amountPaid` or `balance`.
+	//
+	// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+	// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+	// turned its receipts off; a declined refund sends none.
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 	// `reason` over 500 characters. 404: no such card payment in the organization. 422
@@ -12435,8 +12569,8 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCustomerWithBodyWithResponse Change a customer
 	//
-	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
 	// rules are creation's (400 keyed by the field as sent). An email another customer of
 	// the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -12452,8 +12586,8 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCustomerWithResponse Change a customer
 	//
-	// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-	// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
 	// rules are creation's (400 keyed by the field as sent). An email another customer of
 	// the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -12466,6 +12600,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
 	UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
+
+	// UpdateCustomerWithApplicationMergePatchPlusJSONBodyWithResponse Change a customer
+	//
+	// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+	// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+	// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+	// rules are creation's (400 keyed by the field as sent). An email another customer of
+	// the organization has is a 409 whose `existingId` is that customer. Invoices already
+	// made keep the customer details they were made with. `prefers` is the customer's own
+	// choice and is not changed here. Another organization's customer is a 404.
+	//
+	// Event `customer.updated`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+	UpdateCustomerWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error)
 
 	// ListDepositsWithResponse List deposits
 	//
@@ -12755,6 +12906,17 @@ type ClientWithResponsesInterface interface {
 	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 	// send scheduled; see `GET /reminder-settings`.
 	//
+	// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+	// with a saved card or not, or at a card terminal) and each approved refund of one, the
+	// customer is emailed a receipt with its PDF attached, when the invoice has a
+	// `customerEmail` and the organization's receipts are on (the default; its Owners and
+	// Admins turn them off in the portal, under Notifications). A receipt goes by email
+	// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+	// payment, however many instances run and across restarts. A declined payment or
+	// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+	// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+	// business's name, logo and accent colour once set), the lines and totals, and the PDF.
+	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
 	//   may be left out; the nullable ones may be `null`.
@@ -12825,6 +12987,17 @@ type ClientWithResponsesInterface interface {
 	// out at 09:00 in the time zone of the MID's location on the day `dueDate` +
 	// each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 	// send scheduled; see `GET /reminder-settings`.
+	//
+	// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+	// with a saved card or not, or at a card terminal) and each approved refund of one, the
+	// customer is emailed a receipt with its PDF attached, when the invoice has a
+	// `customerEmail` and the organization's receipts are on (the default; its Owners and
+	// Admins turn them off in the portal, under Notifications). A receipt goes by email
+	// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+	// payment, however many instances run and across restarts. A declined payment or
+	// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+	// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+	// business's name, logo and accent colour once set), the lines and totals, and the PDF.
 	//
 	// **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 	// - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
@@ -13336,7 +13509,9 @@ type ClientWithResponsesInterface interface {
 	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+	// the customer a receipt, as every approved card payment does (see Receipts under `POST
+	// /payment-requests`). Card numbers never
 	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 	// last four digits.
 	//
@@ -13375,7 +13550,9 @@ type ClientWithResponsesInterface interface {
 	// An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 	// moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 	// (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-	// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+	// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+	// the customer a receipt, as every approved card payment does (see Receipts under `POST
+	// /payment-requests`). Card numbers never
 	// reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 	// last four digits.
 	//
@@ -19743,6 +19920,10 @@ func (c *ClientWithResponses) GetCardPaymentWithResponse(ctx context.Context, id
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
 //
+// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+// turned its receipts off; a declined refund sends none.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
 // `Not refundable`: a declined sale, or a refund. 422 `Refund exceeds refundable amount`:
@@ -19785,6 +19966,10 @@ func (c *ClientWithResponses) RefundCardPaymentWithBodyWithResponse(ctx context.
 // `4000000000005001` are refunded after 5 seconds). An approved refund raises
 // `amountRefunded` on the sale, on the invoice and on the invoice's `payments`; it never
 // changes the invoice's `status`, `amountPaid` or `balance`.
+//
+// **Receipt.** An approved refund is followed by a refund receipt emailed to the
+// invoice's `customerEmail` (the receipt PDF attached), once, unless the organization
+// turned its receipts off; a declined refund sends none.
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals, or
 // `reason` over 500 characters. 404: no such card payment in the organization. 422
@@ -19931,8 +20116,8 @@ func (c *ClientWithResponses) GetCustomerWithResponse(ctx context.Context, id Cu
 
 // UpdateCustomerWithBodyWithResponse Change a customer
 //
-// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 // and `taxExempt` cannot be null), and `address` given is the whole new address. The
 // rules are creation's (400 keyed by the field as sent). An email another customer of
 // the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -19954,8 +20139,8 @@ func (c *ClientWithResponses) UpdateCustomerWithBodyWithResponse(ctx context.Con
 
 // UpdateCustomerWithResponse Change a customer
 //
-// A merge patch (RFC 7396) of `email`, `name`, `company`, `phone`, `address`,
-// `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
 // and `taxExempt` cannot be null), and `address` given is the whole new address. The
 // rules are creation's (400 keyed by the field as sent). An email another customer of
 // the organization has is a 409 whose `existingId` is that customer. Invoices already
@@ -19969,6 +20154,29 @@ func (c *ClientWithResponses) UpdateCustomerWithBodyWithResponse(ctx context.Con
 // Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
 func (c *ClientWithResponses) UpdateCustomerWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
 	rsp, err := c.UpdateCustomer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerResponse(rsp)
+}
+
+// UpdateCustomerWithApplicationMergePatchPlusJSONBodyWithResponse Change a customer
+//
+// A merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of
+// `email`, `name`, `company`, `phone`, `address`, `taxExempt` and `notes`: a key left out stays as it is, `null` clears it (`email`
+// and `taxExempt` cannot be null), and `address` given is the whole new address. The
+// rules are creation's (400 keyed by the field as sent). An email another customer of
+// the organization has is a 409 whose `existingId` is that customer. Invoices already
+// made keep the customer details they were made with. `prefers` is the customer's own
+// choice and is not changed here. Another organization's customer is a 404.
+//
+// Event `customer.updated`.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /customers/{id} (the `UpdateCustomer` operationId).
+func (c *ClientWithResponses) UpdateCustomerWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id CustomerId, body UpdateCustomerApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerResponse, error) {
+	rsp, err := c.UpdateCustomerWithApplicationMergePatchPlusJSONBody(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -20341,6 +20549,17 @@ func (c *ClientWithResponses) ListPaymentRequestsWithResponse(ctx context.Contex
 // each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 // send scheduled; see `GET /reminder-settings`.
 //
+// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+// with a saved card or not, or at a card terminal) and each approved refund of one, the
+// customer is emailed a receipt with its PDF attached, when the invoice has a
+// `customerEmail` and the organization's receipts are on (the default; its Owners and
+// Admins turn them off in the portal, under Notifications). A receipt goes by email
+// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+// payment, however many instances run and across restarts. A declined payment or
+// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+// business's name, logo and accent colour once set), the lines and totals, and the PDF.
+//
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 //   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
 //     may be left out; the nullable ones may be `null`.
@@ -20417,6 +20636,17 @@ func (c *ClientWithResponses) CreatePaymentRequestWithBodyWithResponse(ctx conte
 // out at 09:00 in the time zone of the MID's location on the day `dueDate` +
 // each offset, while the invoice is `open` or `part_paid`, has a `dueDate` and has no
 // send scheduled; see `GET /reminder-settings`.
+//
+// **Receipts.** After each approved card payment toward the invoice (on its pay page,
+// with a saved card or not, or at a card terminal) and each approved refund of one, the
+// customer is emailed a receipt with its PDF attached, when the invoice has a
+// `customerEmail` and the organization's receipts are on (the default; its Owners and
+// Admins turn them off in the portal, under Notifications). A receipt goes by email
+// whatever `delivery` says, through the same outbox as pay links: exactly once per card
+// payment, however many instances run and across restarts. A declined payment or
+// refund, and a payment recorded by `POST /payment-requests/{id}/payments`, get none.
+// Pay link, reminder and receipt emails carry a plain-text and an HTML part (the
+// business's name, logo and accent colour once set), the lines and totals, and the PDF.
 //
 // **Rules** (each broken rule is a 400 with `errors` keyed by the field as sent):
 //   - Every key of the body must be present but `sendAt`, `reminders` and `draft`, which
@@ -21084,7 +21314,9 @@ func (c *ClientWithResponses) ListTerminalPaymentsWithResponse(ctx context.Conte
 // An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 // moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 // (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+// the customer a receipt, as every approved card payment does (see Receipts under `POST
+// /payment-requests`). Card numbers never
 // reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 // last four digits.
 //
@@ -21129,7 +21361,9 @@ func (c *ClientWithResponses) CreateTerminalPaymentWithBodyWithResponse(ctx cont
 // An approval is a card payment (`kind` `sale`, with `entryMode` and `terminalId`) that
 // moves the invoice, its events, deposits and refunds exactly as a pay-page sale does
 // (`card_payment.approved`, then `invoice.part_paid` or `invoice.paid`); a decline is a
-// declined card payment and counts in the invoice's `failedAttempts`. Card numbers never
+// declined card payment and counts in the invoice's `failedAttempts`. An approval emails
+// the customer a receipt, as every approved card payment does (see Receipts under `POST
+// /payment-requests`). Card numbers never
 // reach payreq: the terminal gives the gateway's token, and payreq keeps the brand and
 // last four digits.
 //

@@ -1748,7 +1748,7 @@ type CreatePaymentRequest struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery"`
@@ -2116,7 +2116,7 @@ type CustomerUpdate struct {
 	TaxExempt *bool `json:"taxExempt,omitempty"`
 }
 
-// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// CustomerUpdatedEvent `customer.updated`: A customer was changed (`PATCH /customers/{id}`), or on the pay page (a card saved or a new preference stated), in the payment's transaction.
 type CustomerUpdatedEvent struct {
 	// CreatedAt When the change was committed.
 	//
@@ -2355,7 +2355,7 @@ type EventDeliveryStatus string
 // - `terminal_payment.failed`: A terminal payment could not be taken (`declineReason` says why).
 // - `saved_card.removed`: A saved card was deleted; `data` is the card as it was.
 // - `customer.created`: A customer was made (`POST /customers`, or an invoice to a new email).
-// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`).
+// - `customer.updated`: A customer was changed (`PATCH /customers/{id}`, or on the pay page: a card saved or a new preference stated, with the payment).
 // - `customer.deleted`: A customer was deleted; `data` is the customer as it was.
 // - `deposit.created`: A batch closed into a deposit.
 // - `deposit.paid`: A deposit reached its expected day.
@@ -3243,7 +3243,7 @@ type PaymentRequestChange struct {
 	// Example: +15125550148
 	CustomerPhone *string `json:"customerPhone,omitempty"`
 
-	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null.
+	// Delivery How to deliver the pay link: `email` or `text`; `null` means `email`. The customer's own stated preference, when there is one, wins over this. The values of `Delivery`, or null. Receipts of card payments and refunds go by email whatever this says (see Receipts under `POST /payment-requests`).
 	//
 	// Example: email
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -4689,6 +4689,9 @@ type CreateCustomerJSONRequestBody = CustomerCreate
 
 // UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
 type UpdateCustomerJSONRequestBody = CustomerUpdate
+
+// UpdateCustomerApplicationMergePatchPlusJSONRequestBody defines body for UpdateCustomer for application/merge-patch+json ContentType.
+type UpdateCustomerApplicationMergePatchPlusJSONRequestBody = CustomerUpdate
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest

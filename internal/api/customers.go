@@ -113,7 +113,14 @@ func (s *Server) GetCustomer(ctx context.Context, req gen.GetCustomerRequestObje
 
 // UpdateCustomer applies a merge patch to a customer.
 func (s *Server) UpdateCustomer(ctx context.Context, req gen.UpdateCustomerRequestObject) (gen.UpdateCustomerResponseObject, error) {
-	b, given := req.Body, patched(ctx)
+	var b models.CustomerUpdate
+	switch {
+	case req.ApplicationMergePatchPlusJSONBody != nil:
+		b = *req.ApplicationMergePatchPlusJSONBody
+	case req.JSONBody != nil:
+		b = *req.JSONBody
+	}
+	given := patched(ctx)
 	text := func(name string, v *string) customer.Change[string] {
 		return customer.Change[string]{Set: given[name], Value: v}
 	}

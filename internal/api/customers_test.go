@@ -235,6 +235,37 @@ func TestCustomerPatch(t *testing.T) {
 	apitest.Want(t, "the refused patch changed nothing", after.Email, "luis@example.com")
 }
 
+// PATCH /customers/{id} takes a merge patch as application/merge-patch+json
+// and as application/json alike (null clears, a key left out stays), and
+// refuses any other type (415), nothing changed.
+func TestCustomerPatchMediaTypes(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	c := newCustomer(t, m, map[string]any{"email": "dana@example.com", "name": "Dana", "phone": "+15125550148", "notes": "first"})
+	patch := func(contentType string, body any) *apitest.Response {
+		return env.Do(apitest.Request{Method: "PATCH", Path: "/customers/" + c.Id.String(), Token: m.Token, Body: body,
+			Header: http.Header{"Content-Type": {contentType}}})
+	}
+	for _, tc := range []struct{ contentType, notes string }{
+		{"application/merge-patch+json", "merge patch"},
+		{"application/json", "plain JSON"},
+	} {
+		r := patch(tc.contentType, map[string]any{"notes": tc.notes, "phone": nil})
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.contentType, r.StatusCode, r.Body)
+		}
+		var got models.Customer
+		r.JSON(t, &got)
+		apitest.WantText(t, tc.contentType+": notes", got.Notes, tc.notes)
+		apitest.Want(t, tc.contentType+": phone cleared", got.Phone == nil, true)
+		apitest.WantText(t, tc.contentType+": name kept", got.Name, "Dana")
+	}
+	apitest.WantProblem(t, patch("application/merge-patch+json", map[string]any{"taxExempt": nil}), http.StatusBadRequest, "Invalid request")
+	apitest.Want(t, "XML refused", patch("application/xml", "<notes/>").StatusCode, http.StatusUnsupportedMediaType)
+	apitest.WantText(t, "the refused patches changed nothing", readCustomer(t, m, c.Id).Notes, "plain JSON")
+}
+
 // A customer with invoices is not deleted (422); one without is (204),
 // then it is gone (404), with its event.
 func TestCustomerDelete(t *testing.T) {

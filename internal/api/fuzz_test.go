@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
@@ -291,19 +292,7 @@ func FuzzPatchPaymentRequest(f *testing.F) {
 		if after.Version != wantVersion {
 			t.Errorf("version %d after a change of %d members, want %d", after.Version, len(sent), wantVersion)
 		}
-		text := func(field string, had, have *string) {
-			want, given := sent[field]
-			if !given {
-				if jsonText(had) != jsonText(have) {
-					t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
-				}
-				return
-			}
-			w, isString := want.(string)
-			if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
-				t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
-			}
-		}
+		text := func(field string, had, have *string) { wantPatchedText(t, sent, field, had, have) }
 		text("invoiceNumber", &before.InvoiceNumber, &after.InvoiceNumber)
 		text("poNumber", before.PoNumber, after.PoNumber)
 		text("customerName", before.CustomerName, after.CustomerName)
@@ -318,6 +307,23 @@ func FuzzPatchPaymentRequest(f *testing.F) {
 		}
 		apitest.Want(t, "link", apitest.Text(after.Link), apitest.Text(before.Link))
 	})
+}
+
+// wantPatchedText checks a text member after a merge patch sent took
+// effect: as sent when sent (null clears it), else as it was.
+func wantPatchedText(t *testing.T, sent map[string]any, field string, had, have *string) {
+	t.Helper()
+	want, given := sent[field]
+	if !given {
+		if jsonText(had) != jsonText(have) {
+			t.Errorf("%s not sent, but %s became %s", field, jsonText(had), jsonText(have))
+		}
+		return
+	}
+	w, isString := want.(string)
+	if want == nil && have != nil || isString && (have == nil || w != *have) || !isString && want != nil {
+		t.Errorf("%s sent %s, stored %s", field, jsonText(want), jsonText(have))
+	}
 }
 
 // FuzzRecordPayment: any body posted as a payment made outside the card
@@ -598,6 +604,88 @@ func FuzzCustomerSearch(f *testing.F) {
 		default:
 			t.Fatalf("q %q email %q → %d: %s", q, email, resp.StatusCode, resp.Body)
 		}
+	})
+}
+
+// FuzzPatchCustomer: any body sent as a merge patch of a customer, as
+// application/merge-patch+json or application/json, is answered 200 or a
+// 4xx problem, never a 5xx; a 200 took only members of the schema, stored
+// each text member exactly as sent and kept those left out; a refusal
+// changed nothing.
+func FuzzPatchCustomer(f *testing.F) {
+	for _, seed := range []struct {
+		body  string
+		plain bool
+	}{
+		{`{"name":"Dana Whitfield","phone":null}`, false},
+		{`{"company":"Whitfield Catering","taxExempt":true,"notes":"Resale certificate on file."}`, true},
+		{`{"address":{"line1":"1 Main St","city":"Austin","state":"TX","postalCode":"78701","country":"US"}}`, false},
+		{`{"address":{"line1":"1 Main St","city":"Paris","country":"EU"}}`, false},
+		{`{"address":null,"notes":null}`, true},
+		{`{"email":"TAKEN@example.com"}`, false},
+		{`{"email":null}`, false},
+		{`{"taxExempt":null}`, false},
+		{`{"prefers":"text"}`, false},
+		{`{"name":"\u0000","company":"` + "\xff" + `"}`, false},
+		{`{"notes":"` + strings.Repeat("n", 2001) + `"}`, true},
+		{`{}`, false},
+		{`{"name":`, false},
+		{`[]`, true},
+		{`null`, false},
+	} {
+		f.Add([]byte(seed.body), seed.plain)
+	}
+	s := newFuzzServer(f)
+	if resp := s.env.Do(apitest.Request{Method: "POST", Path: "/customers", Token: s.merchant,
+		Body: map[string]any{"email": "taken@example.com"}}); resp.StatusCode != http.StatusCreated {
+		f.Fatalf("create customer: %d %s", resp.StatusCode, resp.Body)
+	}
+	members := schemaMembers(f, "CustomerUpdate")
+	f.Fuzz(func(t *testing.T, body []byte, plain bool) {
+		e := s.on(t)
+		resp := e.Do(apitest.Request{Method: "POST", Path: "/customers", Token: s.merchant,
+			Body: map[string]any{"email": uuid.NewString() + "@example.com", "name": "Before", "notes": "before"}})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create customer: %d %s", resp.StatusCode, resp.Body)
+		}
+		var c models.Customer
+		resp.JSON(t, &c)
+		read := func() (models.Customer, string) {
+			resp := e.Do(apitest.Request{Method: "GET", Path: "/customers/" + c.Id.String(), Token: s.merchant})
+			var got models.Customer
+			resp.JSON(t, &got)
+			return got, string(resp.Body)
+		}
+		before, beforeRaw := read()
+		contentType := "application/merge-patch+json"
+		if plain {
+			contentType = "application/json"
+		}
+		resp = e.Do(apitest.Request{Method: "PATCH", Path: "/customers/" + c.Id.String(), Token: s.merchant, Body: body,
+			Header: http.Header{"Content-Type": {contentType}}})
+		wantNoServerError(t, "patch", resp)
+		after, afterRaw := read()
+		if resp.StatusCode != http.StatusOK {
+			if afterRaw != beforeRaw {
+				t.Fatalf("a %d changed the customer:\n%s\n%s", resp.StatusCode, beforeRaw, afterRaw)
+			}
+			return
+		}
+		var sent map[string]any
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatalf("200 for a body that does not decode: %v", err)
+		}
+		for name := range sent {
+			if !members[name] {
+				t.Fatalf("200 for a body with the unknown member %q", name)
+			}
+		}
+		text := func(field string, had, have *string) { wantPatchedText(t, sent, field, had, have) }
+		text("email", &before.Email, &after.Email)
+		text("name", before.Name, after.Name)
+		text("company", before.Company, after.Company)
+		text("phone", before.Phone, after.Phone)
+		text("notes", before.Notes, after.Notes)
 	})
 }
 

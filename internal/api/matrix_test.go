@@ -149,6 +149,8 @@ func TestOtherOrganizationsIDs(t *testing.T) {
 		{"delete draft", "DELETE", "/payment-requests/%s", theirDraft.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"change invoice onto their MID", "PATCH", "/payment-requests/" + myInvoice.Id.String(), theirMID.Id.String(), me.Token,
 			map[string]any{"merchantAccountId": "?"}, http.StatusUnprocessableEntity, nil},
+		{"change invoice onto their customer", "PATCH", "/payment-requests/" + myInvoice.Id.String(), theirCustomer, me.Token,
+			map[string]any{"customerId": "%s"}, http.StatusUnprocessableEntity, nil},
 		{"delete saved card", "DELETE", "/saved-cards/%s", card.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"read card payment", "GET", "/card-payments/%s", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},
 		{"refund card payment", "POST", "/card-payments/%s/refund", sale.Id.String(), me.Token, nil, http.StatusNotFound, nil},

@@ -119,8 +119,15 @@ func read(ctx context.Context, q sqlx.QueryerContext, org, id uuid.UUID, lock bo
 	return scan(q.QueryRowxContext(ctx, query, id, org))
 }
 
-// complete adds to customers what the other packages keep of them.
+// complete adds to customers what the other packages keep of them
+// (through the Store's Invoices and Cards).
 func (s *Store) complete(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, list []Customer) error {
+	return complete(ctx, q, org, list, s.Invoices, s.Cards)
+}
+
+// complete adds to customers their invoices' totals and their saved
+// cards, read through q.
+func complete(ctx context.Context, q sqlx.QueryerContext, org uuid.UUID, list []Customer, invoices Invoices, cards Cards) error {
 	if len(list) == 0 {
 		return nil
 	}
@@ -128,17 +135,17 @@ func (s *Store) complete(ctx context.Context, q sqlx.QueryerContext, org uuid.UU
 	for i, c := range list {
 		ids[i] = c.ID
 	}
-	totals, err := s.Invoices.CustomerTotals(ctx, q, org, ids)
+	totals, err := invoices.CustomerTotals(ctx, q, org, ids)
 	if err != nil {
 		return err
 	}
-	cards, err := s.Cards.CustomerCards(ctx, q, org, ids)
+	byCustomer, err := cards.CustomerCards(ctx, q, org, ids)
 	if err != nil {
 		return err
 	}
 	for i := range list {
 		t := totals[list[i].ID]
-		list[i].OpenBalance, list[i].InvoiceCount, list[i].SavedCards = t.OpenBalance, t.Count, cards[list[i].ID]
+		list[i].OpenBalance, list[i].InvoiceCount, list[i].SavedCards = t.OpenBalance, t.Count, byCustomer[list[i].ID]
 	}
 	return nil
 }
@@ -423,14 +430,37 @@ func Ensure(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, email string, name,
 }
 
 // SetPrefers records, in tx, how the customer asked on the pay page to
-// get its invoices (email or text).
-func SetPrefers(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, prefers string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE customers SET prefers = $3, updated_at = $4 WHERE id = $1 AND organization_id = $2`,
-		id, org, prefers, now)
+// get its invoices (email or text); changed is false when it had asked
+// for that already.
+func SetPrefers(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, prefers string, now time.Time) (changed bool, err error) {
+	res, err := tx.ExecContext(ctx, `UPDATE customers SET prefers = $3, updated_at = $4
+		WHERE id = $1 AND organization_id = $2 AND prefers IS DISTINCT FROM $3`, id, org, prefers, now)
 	if err != nil {
-		return fmt.Errorf("customer: unable to record a preference: %w", err)
+		return false, fmt.Errorf("customer: unable to record a preference: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("customer: unable to record a preference: %w", err)
+	}
+	return n > 0, nil
+}
+
+// AppendUpdated appends, in tx, the event customer.updated of the
+// customer id, as it now stands (its invoices' totals and saved cards read
+// through tx from invoices and cards), for a change its owner did not
+// make through Update: on the pay page, its stated preference or a card
+// saved.
+func AppendUpdated(ctx context.Context, tx *sqlx.Tx, org, id uuid.UUID, invoices Invoices, cards Cards, now time.Time) error {
+	c, err := read(ctx, tx, org, id, false)
+	if err != nil {
+		return err
+	}
+	list := []Customer{c}
+	if err := complete(ctx, tx, org, list, invoices, cards); err != nil {
+		return err
+	}
+	_, err = event.Append(ctx, tx, org, event.CustomerUpdated, list[0].Model(), now)
+	return err
 }
 
 // PrefersOf are the stated choices of the customers with these ids, read

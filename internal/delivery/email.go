@@ -23,8 +23,9 @@ import (
 )
 
 // newEmail builds the RFC 5322 message: a plain-text and an HTML alternative
-// (inside multipart/mixed with the PDF attached, when there is one), and a
-// Message-ID derived from the outbox id, so that a repeated delivery is
+// (inside multipart/related beside the logo the HTML part shows, when the
+// business has one; inside multipart/mixed with the PDF attached, when
+// there is one), and a Message-ID derived from the outbox id, so that a repeated delivery is
 // recognisably the same message.
 //
 // The text part is quoted-printable, its links each alone on a short line,
@@ -48,6 +49,12 @@ func newEmail(m Rendered, from string) (*gomail.Msg, error) {
 	msg.Subject(m.Subject)
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text, gomail.WithPartEncoding(gomail.EncodingQP))
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML, gomail.WithPartEncoding(gomail.EncodingB64))
+	if l := m.Logo; l != nil {
+		if err := msg.EmbedReader("logo.png", bytes.NewReader(l.PNG), gomail.WithFileContentType("image/png"),
+			gomail.WithFileContentID("<"+l.ContentID+">")); err != nil {
+			return nil, fmt.Errorf("embed the logo: %w", err)
+		}
+	}
 	if a := m.Attachment; a != nil {
 		if err := msg.AttachReader(attachmentName(a.Name), bytes.NewReader(a.PDF),
 			gomail.WithFileContentType("application/pdf")); err != nil {

@@ -175,11 +175,16 @@ type parsedEmail struct {
 	Plain, HTML string
 	// Attachments are the files attached, by file name, decoded.
 	Attachments map[string][]byte
+	// Inline are the images inside multipart/related, by Content-ID
+	// (without its angle brackets), decoded, and their Content-Types.
+	Inline      map[string][]byte
+	InlineTypes map[string]string
 	// Mixed: the alternatives sit inside multipart/mixed.
 	Mixed bool
 }
 
 // parseEmail reads an RFC 5322 message with a multipart/alternative body,
+// alone or inside multipart/related beside inline images, and either
 // alone or inside multipart/mixed beside attachments, decoding the parts'
 // transfer encoding (mime/multipart decodes quoted-printable itself;
 // base64 is decoded here).
@@ -189,7 +194,7 @@ func parseEmail(t *testing.T, raw []byte) parsedEmail {
 	if err != nil {
 		t.Fatal("parse email:", err)
 	}
-	p := parsedEmail{Header: msg.Header, Attachments: map[string][]byte{}}
+	p := parsedEmail{Header: msg.Header, Attachments: map[string][]byte{}, Inline: map[string][]byte{}, InlineTypes: map[string]string{}}
 	if p.Subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
 		t.Fatal("parse subject:", err)
 	}
@@ -221,7 +226,7 @@ func (p *parsedEmail) readParts(t *testing.T, r io.Reader, boundary string) {
 			body = base64.NewDecoder(base64.StdEncoding, part)
 		}
 		ct, params, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		if ct == "multipart/alternative" {
+		if ct == "multipart/alternative" || ct == "multipart/related" {
 			p.readParts(t, part, params["boundary"])
 			continue
 		}
@@ -229,7 +234,10 @@ func (p *parsedEmail) readParts(t *testing.T, r io.Reader, boundary string) {
 		if err != nil {
 			t.Fatal("read part:", err)
 		}
+		cid := strings.Trim(part.Header.Get("Content-Id"), "<>")
 		switch {
+		case cid != "" && strings.HasPrefix(part.Header.Get("Content-Disposition"), "inline"):
+			p.Inline[cid], p.InlineTypes[cid] = b, ct
 		case part.FileName() != "":
 			p.Attachments[part.FileName()] = b
 		case ct == "text/plain":

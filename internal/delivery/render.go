@@ -33,6 +33,10 @@ type Rendered struct {
 	// Attachment is the PDF an email carries (the invoice, or the
 	// receipt), if any.
 	Attachment *Attachment
+	// Logo is the business's logo, if it has one, carried inside the
+	// email and shown by the HTML part as cid:ContentID (mail clients
+	// show such an image without fetching anything).
+	Logo *InlineImage
 	// FromName is the billing location's name, shown as the email sender's
 	// name; ReplyTo is the location's email address, if it has one.
 	FromName string
@@ -46,6 +50,13 @@ type Attachment struct {
 	// Name is the file name, without ".pdf": "INV-1843", "receipt-INV-1843".
 	Name string
 	PDF  []byte
+}
+
+// InlineImage is a PNG inside an email, named by its Content-ID (without
+// the angle brackets).
+type InlineImage struct {
+	ContentID string
+	PNG       []byte
 }
 
 // MessageID is the email Message-ID header's value for the outbox id. It does
@@ -141,9 +152,19 @@ type invoiceView struct {
 	// is a receipt's payment.
 	Reminder bool
 	Receipt  *receiptView
-	// Accent is the colour of the button and the rules: payreq's blue
-	// until the business sets its own.
+	// Accent is the colour of the button and the rules: the business's
+	// own, payreq's blue until it sets one.
 	Accent string
+	// Logo is the business's logo, shown above its name; nil until it
+	// sets one (the name alone).
+	Logo *logoView
+}
+
+// logoView is where the HTML part finds the logo, and the size it is
+// shown at.
+type logoView struct {
+	ContentID     string
+	Width, Height int
 }
 
 type receiptView struct {
@@ -155,8 +176,13 @@ type receiptView struct {
 	Balance   string
 }
 
-// accent is the button's colour: its contrast with white text is 8.6:1.
+// accent is the button's colour until the business sets its own: its
+// contrast with white text is 8.6:1.
 const accent = "#1d4ed8"
+
+// The logo is shown at most this wide and this high, its proportions
+// kept.
+const logoMaxWidth, logoMaxHeight = 200, 80
 
 // errInvoiceCancelled says that the message's invoice was cancelled after the
 // message was claimed; the message is then cancelled instead of sent.
@@ -204,6 +230,9 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		Reminder:      reminder,
 		Accent:        accent,
 	}
+	if c := bill.Biller.Branding.AccentColor; c != "" {
+		v.Accent = c
+	}
 	if bill.DueDate != nil {
 		v.DueDate = bill.DueDate.Format("January 2, 2006")
 		today := w.now().In(bill.Biller.Zone()).Format(time.DateOnly)
@@ -248,6 +277,9 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 			}
 			r.Attachment = &doc
 		}
+		if r.Logo, v.Logo, err = w.logo(ctx, bill.Biller.Branding.Logo); err != nil {
+			return Rendered{}, err
+		}
 		// Headers get one line, whatever the names hold.
 		r.Subject = oneLine(subject)
 		if err := emailText.Execute(&buf, v); err != nil {
@@ -272,6 +304,27 @@ func (w *Worker) render(ctx context.Context, c claimed) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("delivery: unknown channel %q", c.Channel)
 	}
 	return r, nil
+}
+
+// logo reads the business's logo l (nil: none) for an email, and says
+// how its HTML part shows it; nil, nil without one or without a reader.
+func (w *Worker) logo(ctx context.Context, l *directory.Logo) (*InlineImage, *logoView, error) {
+	if l == nil || w.cfg.Logos == nil || l.Width <= 0 || l.Height <= 0 {
+		return nil, nil, nil
+	}
+	png, err := w.cfg.Logos(ctx, l.SHA256)
+	if err != nil {
+		return nil, nil, fmt.Errorf("delivery: unable to read the logo: %w", err)
+	}
+	width, height := l.Width, l.Height
+	if width > logoMaxWidth {
+		width, height = logoMaxWidth, max(1, height*logoMaxWidth/l.Width)
+	}
+	if height > logoMaxHeight {
+		width, height = max(1, width*logoMaxHeight/height), logoMaxHeight
+	}
+	cid := "logo-" + l.SHA256[:min(16, len(l.SHA256))] + "@payreq"
+	return &InlineImage{ContentID: cid, PNG: png}, &logoView{ContentID: cid, Width: width, Height: height}, nil
 }
 
 // The text part: every link alone on its line, and short lines, so that
@@ -341,7 +394,8 @@ var emailHTML = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="background-color:#f4f4f5">
 <tr><td align="center" style="padding:24px 12px">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="max-width:600px;background-color:#ffffff;border:1px solid #e4e4e7;border-radius:8px">
-<tr><td style="padding:24px 24px 8px 24px;border-bottom:4px solid {{.Accent}}">
+<tr><td style="padding:24px 24px 8px 24px;border-bottom:4px solid {{.Accent}}">{{with .Logo}}
+<img src="cid:{{.ContentID}}" width="{{.Width}}" height="{{.Height}}" alt="" style="display:block;border:0;margin:0 0 8px 0;width:{{.Width}}px;height:{{.Height}}px">{{end}}
 <div style="font-size:22px;font-weight:bold">{{.Name}}</div>{{with .LegalName}}
 <div style="font-size:14px;color:#52525b">{{.}}</div>{{end}}
 </td></tr>

@@ -3,6 +3,10 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +19,7 @@ import (
 	"github.com/signintech/gopdf"
 	"golang.org/x/image/font/gofont/goregular"
 
+	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/invoicepdf/pdftest"
 	"github.com/payreq/payreq/internal/postgres"
 )
@@ -73,34 +78,17 @@ func TestMessageShapes(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Documents = testDocuments{db}
 	inv := newInvoice(t, db)
-	ctx := context.Background()
 	if _, err := db.Exec(`INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost)
 		VALUES ($1, 1, 'Sourdough loaves', 2, 600), ($1, 2, 'Wedding cake', 1, 34.50)`, inv.ID); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
 	ids := map[string]uuid.UUID{KindPayLink: uuid.New(), KindReminder: uuid.New(), KindReceipt: uuid.New(), "text": uuid.New()}
-	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
-		for _, m := range []Message{
-			{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
-			{ID: ids["text"], Channel: ChannelText, Recipient: testPhone},
-		} {
-			m.OrganizationID, m.InvoiceID, m.At = inv.OrganizationID, inv.ID, now
-			if err := Enqueue(ctx, tx, m); err != nil {
-				return err
-			}
-		}
-		return nil
+	deliverAll(t, db, cfg, inv, []Message{
+		{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids["text"], Channel: ChannelText, Recipient: testPhone},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, newWorker(t, db, cfg))
-	for kind, id := range ids {
-		eventually(t, kind+" is delivered", delivered(t, db, id))
-	}
 	dir := filepath.Join(cfg.DataDir, "outbox")
 	link := inv.payLink()
 	for _, kind := range []string{KindPayLink, KindReminder, KindReceipt} {
@@ -112,6 +100,11 @@ func TestMessageShapes(t *testing.T) {
 			e := parseEmail(t, raw)
 			if !e.Mixed {
 				t.Error("the alternatives are not inside multipart/mixed")
+			}
+			// Until the business sets its branding: the name alone, and
+			// payreq's blue.
+			if len(e.Inline) != 0 || strings.Contains(e.HTML, "<img") || !strings.Contains(e.HTML, accent) {
+				t.Errorf("an email of a business without branding has inline images %v or an <img>, or lacks %s", keys(e.Inline), accent)
 			}
 			for _, want := range []string{testLocation, "Sourdough loaves", "Wedding cake", "2 x $600.00", "$1,200.00", "Total: " + testAmountShown} {
 				if !strings.Contains(e.Plain, want) {
@@ -181,7 +174,111 @@ func TestMessageShapes(t *testing.T) {
 	}
 }
 
-func keys(m map[string][]byte) []string {
+// A business's logo is inside its pay link, reminder and receipt emails
+// (multipart/related, shown by the HTML part as cid:), and its accent
+// colour colours the button and the rule under its name; the links stay
+// whole in both parts and the PDF stays attached.
+func TestEmailBranding(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	cfg := testConfig(t)
+	cfg.Documents = testDocuments{db}
+	cfg.Logos = (&directory.Store{DB: db}).LogoPNG
+	inv := newInvoice(t, db)
+	// A 600×150 logo, shown at 200×50.
+	img := image.NewRGBA(image.Rect(0, 0, 600, 150))
+	for i := range img.Pix {
+		img.Pix[i] = 0x80
+	}
+	var logo bytes.Buffer
+	if err := png.Encode(&logo, img); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(logo.Bytes())
+	hash := hex.EncodeToString(sum[:])
+	const teal = "#0f766e"
+	if _, err := db.Exec(`INSERT INTO logos (sha256, organization_id, png, width, height, created_at)
+		VALUES ($1, $2, $3, 600, 150, now())`, hash, inv.OrganizationID, logo.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE organizations SET logo_sha256 = $2, accent_color = $3 WHERE id = $1`,
+		inv.OrganizationID, hash, teal); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uuid.UUID{KindPayLink: uuid.New(), KindReminder: uuid.New(), KindReceipt: uuid.New()}
+	deliverAll(t, db, cfg, inv, []Message{
+		{ID: ids[KindPayLink], Kind: KindPayLink, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReminder], Kind: KindReminder, Channel: ChannelEmail, Recipient: testCustomer},
+		{ID: ids[KindReceipt], Kind: KindReceipt, PaymentID: uuid.New(), Channel: ChannelEmail, Recipient: testCustomer},
+	})
+	link := inv.payLink()
+	for kind, id := range ids {
+		t.Run(kind, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(cfg.DataDir, "outbox", id.String()+".eml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := parseEmail(t, raw)
+			if len(e.Inline) != 1 {
+				t.Fatalf("inline images %v, want the logo alone", keys(e.Inline))
+			}
+			for cid, b := range e.Inline {
+				if !bytes.Equal(b, logo.Bytes()) || e.InlineTypes[cid] != "image/png" {
+					t.Errorf("inline image %s (%s) is not the logo", cid, e.InlineTypes[cid])
+				}
+				if want := `<img src="cid:` + cid + `" width="200" height="50"`; !strings.Contains(e.HTML, want) {
+					t.Errorf("HTML part lacks %s:\n%s", want, e.HTML)
+				}
+			}
+			if !strings.Contains(e.HTML, "border-bottom:4px solid "+teal) || strings.Contains(e.HTML, accent) {
+				t.Errorf("HTML part does not rule the name in %s, or has payreq's %s", teal, accent)
+			}
+			if kind == KindReceipt {
+				if strings.Contains(e.HTML, "Pay $") {
+					t.Error("a receipt asks to pay")
+				}
+			} else {
+				if !strings.Contains(e.HTML, `background-color:`+teal+`">`+"\n"+`<a href="`+link+`"`) {
+					t.Errorf("HTML part lacks the Pay button in %s linking %s:\n%s", teal, link, e.HTML)
+				}
+				if n := strings.Count(e.HTML, `href="`+link+`"`); n != 2 || !bytes.Contains(raw, []byte(link)) {
+					t.Errorf("HTML part has the link as href %d times, want 2; or the raw message lacks it whole", n)
+				}
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(link) + "\r?$").MatchString(e.Plain) {
+					t.Errorf("plain part lacks the link on a line of its own:\n%s", e.Plain)
+				}
+			}
+			if len(e.Attachments) != 1 {
+				t.Errorf("attachments %v, want the PDF alone", keys(e.Attachments))
+			}
+		})
+	}
+}
+
+// deliverAll commits the messages of the invoice, runs a worker of cfg
+// and waits until each is delivered.
+func deliverAll(t *testing.T, db *sqlx.DB, cfg Config, inv invoice, msgs []Message) {
+	t.Helper()
+	ctx := context.Background()
+	err := postgres.InTx(ctx, db, func(tx *sqlx.Tx) error {
+		for _, m := range msgs {
+			m.OrganizationID, m.InvoiceID, m.At = inv.OrganizationID, inv.ID, time.Now()
+			if err := Enqueue(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, newWorker(t, db, cfg))
+	for _, m := range msgs {
+		eventually(t, m.Channel+" "+m.Kind+" is delivered", delivered(t, db, m.ID))
+	}
+}
+
+func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

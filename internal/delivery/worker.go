@@ -24,6 +24,9 @@ type Config struct {
 	// Documents draws the PDFs emails carry; without it emails go
 	// without one, and receipts fail.
 	Documents Documents
+	// Logos reads a business's logo by its hash (directory.Store.LogoPNG),
+	// carried inside its emails; without it emails show the name alone.
+	Logos func(ctx context.Context, sha256 string) ([]byte, error)
 	// Open opens sealed notices (internal/vault); without it notices fail.
 	Open func(sealed []byte, keyID, aad string) (string, error)
 	// PasswordResets writes the reset email of a PasswordReset notice's

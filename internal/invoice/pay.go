@@ -95,10 +95,11 @@ func (l *Locked) RecordDecline() { l.FailedAttempts++ }
 
 // SetPreference records how the invoice's customer wants later invoices
 // (email or text), kept on the customer (package customer); it wins over
-// an invoice's delivery on every later send.
-func (l *Locked) SetPreference(prefers string, at time.Time) error {
+// an invoice's delivery on every later send. changed is false when the
+// customer had stated it already.
+func (l *Locked) SetPreference(prefers string, at time.Time) (changed bool, err error) {
 	if prefers != Email && prefers != Text {
-		return fmt.Errorf("invoice: preference %q is neither email nor text", prefers)
+		return false, fmt.Errorf("invoice: preference %q is neither email nor text", prefers)
 	}
 	return customer.SetPrefers(l.ctx, l.tx, l.OrganizationID, l.CustomerID, prefers, at)
 }

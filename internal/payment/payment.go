@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/optional"
@@ -317,8 +318,11 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			ID: h.id, Amount: r.Amount, RetRef: sale.RetRef, CardBrand: sale.CardBrand,
 			LastFour: sale.LastFour, PayerName: sale.PayerName, PaidAt: now, Level3Sent: sale.Level3Sent,
 		}
+		// The customer changes on the pay page by a card saved or a
+		// preference stated: its event goes with the payment's.
+		var customerChanged bool
 		if r.SaveCard && res.ProfileID != "" {
-			err := saveCard(ctx, tx, savedCard{
+			saved, err := saveCard(ctx, tx, savedCard{
 				OrganizationID: locked.OrganizationID, MerchantAccountID: locked.MerchantAccountID,
 				CustomerID: locked.CustomerID, ProfileID: res.ProfileID, AccountID: res.AccountID,
 				CardBrand: p.CardBrand, LastFour: p.LastFour, Expiry: r.Card.Expiry, SavedAt: now, SavedByName: r.Card.Name,
@@ -327,7 +331,7 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			if err != nil {
 				return err
 			}
-			p.SavedCard, sale.SavedCard = true, true
+			p.SavedCard, sale.SavedCard, customerChanged = true, true, saved
 		}
 		if err := locked.RecordPayment(r.Amount, now, sale.Level3Sent); err != nil {
 			return err
@@ -342,9 +346,11 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 			return err
 		}
 		if r.Prefers != "" {
-			if err := locked.SetPreference(r.Prefers, now); err != nil {
+			changed, err := locked.SetPreference(r.Prefers, now)
+			if err != nil {
 				return err
 			}
+			customerChanged = customerChanged || changed
 		}
 		out = Outcome{Approved: true, Payment: p}
 		if err := recordSubmission(ctx, tx, locked.ID, r.AttemptID, out, now); err != nil {
@@ -362,6 +368,12 @@ func (s *Store) record(ctx context.Context, inv invoice.Invoice, h hold, r Reque
 		}
 		if _, err = s.Invoices.AppendEvent(ctx, tx, locked.OrganizationID, locked.ID, paid, now); err != nil {
 			return err
+		}
+		if customerChanged {
+			// After the invoice's save: its open balance as paid.
+			if err := customer.AppendUpdated(ctx, tx, locked.OrganizationID, locked.CustomerID, s.Invoices, s, now); err != nil {
+				return err
+			}
 		}
 		return queueReceipt(ctx, tx, locked, stored.ID, now)
 	})

@@ -36,9 +36,9 @@ type savedCard struct {
 }
 
 // saveCard stores a card the processor saved, for the customer. A profile
-// already stored stays as it is.
-func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
-	_, err := tx.ExecContext(ctx, `
+// already stored stays as it is (saved false).
+func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) (saved bool, err error) {
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO saved_cards (id, organization_id, merchant_account_id, customer_id, profile_id, account_id,
 			card_brand, last_four, expiry, saved_at, saved_by_name, charge_consent_at, charge_consent)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CASE WHEN $12 <> '' THEN $10::timestamptz END, nullif($12, ''))
@@ -46,9 +46,13 @@ func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) error {
 		uuid.Must(uuid.NewV7()), c.OrganizationID, c.MerchantAccountID, c.CustomerID, c.ProfileID, c.AccountID,
 		c.CardBrand, c.LastFour, c.Expiry, c.SavedAt, c.SavedByName, c.ChargeConsent)
 	if err != nil {
-		return fmt.Errorf("payment: unable to save card: %w", err)
+		return false, fmt.Errorf("payment: unable to save card: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("payment: unable to save card: %w", err)
+	}
+	return n > 0, nil
 }
 
 // ErrCardNotFound: no saved card with this id in the organization.

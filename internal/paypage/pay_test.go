@@ -466,6 +466,54 @@ func TestSavedCardDelete(t *testing.T) {
 	apitest.WantProblem(t, del(env.Token(viewer.KeyID, viewer.Secret), undeletable.Id.String()), http.StatusForbidden, "Permission required")
 }
 
+// A card saved or a preference stated on the pay page changes the
+// customer: customer.updated, with the payment (the open balance as
+// paid), once per change; a payment that changes neither emits none.
+func TestPayPageChangesTheCustomer(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, testDSN, apitest.Options{})
+	m := apitest.NewMerchant(t, env)
+	b := m.Body("CUST-1", "50.00")
+	b["customerPhone"] = "+15035550123"
+	inv := m.MustCreate(t, b)
+	path := apitest.PayPath(t, inv)
+	updates := func() []models.Customer {
+		t.Helper()
+		var list []struct {
+			Type string
+			Data models.Customer
+		}
+		m.Env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: m.Token}).JSON(t, &list)
+		var out []models.Customer
+		for _, e := range list {
+			if e.Type == "customer.updated" && e.Data.Id == inv.CustomerId {
+				out = append(out, e.Data)
+			}
+		}
+		return out
+	}
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00", Save: true, Prefers: "text"}), http.StatusSeeOther)
+	got := updates()
+	if len(got) != 1 {
+		t.Fatalf("after a card saved and text preferred: %d customer.updated events, want 1", len(got))
+	}
+	apitest.Want(t, "prefers", got[0].Prefers != nil && string(*got[0].Prefers) == "text", true)
+	apitest.Want(t, "saved cards", len(got[0].SavedCards), 1)
+	apitest.Want(t, "open balance as paid", got[0].OpenBalance.Text('f'), "40.00")
+
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00", Prefers: "text"}), http.StatusSeeOther)
+	apitest.Want(t, "the same preference again changes nothing", len(updates()), 1)
+
+	apitest.WantStatus(t, env.Pay(t, path, apitest.Payment{Card: apitest.CardApprove, Amount: "10.00", Prefers: "email"}), http.StatusSeeOther)
+	got = updates()
+	if len(got) != 2 {
+		t.Fatalf("after email preferred: %d customer.updated events, want 2", len(got))
+	}
+	// Newest first.
+	apitest.Want(t, "prefers email", got[0].Prefers != nil && string(*got[0].Prefers) == "email", true)
+	apitest.Want(t, "open balance", got[0].OpenBalance.Text('f'), "20.00")
+}
+
 func TestPreferenceChangesTheNextSend(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, testDSN, apitest.Options{})

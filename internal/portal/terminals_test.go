@@ -14,6 +14,7 @@ import (
 	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/people"
 	"github.com/payreq/payreq/internal/portaltest"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/terminal"
@@ -267,4 +268,59 @@ func pendingOf(t *testing.T, env *apitest.Env, org uuid.UUID) int {
 		t.Fatal(err)
 	}
 	return len(ps)
+}
+
+// A terminal payment that fails is told, in the transaction that settles
+// it, to each member who chose "a terminal payment fails" (one email),
+// and to nobody else: not to a member who did not choose it, nor to the
+// Owner (off by default).
+func TestTerminalFailedTellsWhoChoseIt(t *testing.T) {
+	t.Parallel()
+	env := terminalEnv(t)
+	m := apitest.NewMerchant(t, env)
+	org := uuid.MustParse(m.Org)
+	ctx := t.Context()
+	chooser := portaltest.NewMember(t, env, org, "Member", auth.PaymentsView)
+	bystander := portaltest.NewMember(t, env, org, "Member", auth.PaymentsView)
+	owner := portaltest.NewMember(t, env, org, "Owner")
+	ms, err := env.App.People.Membership(ctx, chooser.MembershipID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.People.SetNotificationChoices(ctx, people.Actor{Membership: &ms}, []string{people.NotifyTerminalFailed}); err != nil {
+		t.Fatal(err)
+	}
+	tm := addTerminal(t, env, m.MIDs[0].Id, processor.SimTerminalOK, "Counter")
+	inv := m.MustCreate(t, m.Body("TERM-F", "9.00"))
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/terminal-payments", Token: m.Token,
+		Body: map[string]any{"terminalId": tm.ID, "invoiceId": inv.Id, "amount": nil}})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /terminal-payments: %d %s", resp.StatusCode, resp.Body)
+	}
+	var p models.TerminalPayment
+	resp.JSON(t, &p)
+	// Paid in cash meanwhile: the terminal's approval is voided, the
+	// payment failed.
+	if resp := env.Do(apitest.Request{Method: "POST", Path: "/payment-requests/" + inv.Id.String() + "/payments", Token: m.Token,
+		Body: map[string]any{"amount": "9.00", "method": "cash"}}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("cash: %d %s", resp.StatusCode, resp.Body)
+	}
+	workTerminals(t, env)
+	var status string
+	if err := env.App.DB.Get(&status, `SELECT status FROM terminal_payments WHERE id = $1`, p.Id); err != nil || status != terminal.Failed {
+		t.Fatalf("terminal payment %s, %v; want failed", status, err)
+	}
+	for _, c := range []struct {
+		who  portaltest.Member
+		want int
+	}{{chooser, 1}, {bystander, 0}, {owner, 0}} {
+		var n int
+		if err := env.App.DB.Get(&n, `SELECT count(*) FROM outbox WHERE organization_id = $1 AND recipient = $2 AND notice IS NOT NULL`,
+			org, c.who.Email); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.want {
+			t.Errorf("%s was sent %d notices, want %d", c.who.Email, n, c.want)
+		}
+	}
 }

@@ -57,7 +57,7 @@ func New(ctx context.Context, cfg config.Config, opts app.Options, log *slog.Log
 // that a test harness can point it at a mail server of its own.
 func Delivery(a *app.App, cfg config.Config, log *slog.Logger) (*delivery.Worker, error) {
 	return delivery.NewWorker(a.DB, delivery.Config{
-		Invoices: a.Invoices, Documents: a.MailDocuments(), Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir,
+		Invoices: a.Invoices, Documents: a.MailDocuments(), Logos: a.Directory.LogoPNG, Open: a.Vault.Open, PasswordResets: a.People.ResetNotice, DataDir: cfg.DataDir,
 		SMTPURL: cfg.SMTPURL, SMSURL: cfg.SMSURL,
 		PollInterval: cfg.DeliveryPollInterval, Lease: cfg.DeliveryLease,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: cfg.DeliveryBackoffMax, MaxAttempts: cfg.DeliveryMaxAttempts,
