@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -55,8 +56,9 @@ var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No sa
 // transaction open, then here, with its event. When the processor fails
 // (processor.ErrUnavailable) the card is kept, and a retry later works. Of
 // two removals at once, both may ask the processor; the second then finds
-// the card gone (ErrCardNotFound).
-func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
+// the card gone (ErrCardNotFound). A person removing it (by, nil for a
+// key or the system) is audited in the removal's transaction.
+func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audit.Actor) error {
 	var card struct {
 		ProfileID   string     `db:"profile_id"`
 		AccountID   string     `db:"account_id"`
@@ -97,8 +99,15 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 		}
 		removed := invoice.SavedCard{ID: id, CardBrand: card.CardBrand, LastFour: card.LastFour, Expiry: card.Expiry,
 			SavedAt: card.SavedAt, SavedByName: card.SavedByName}
-		_, err = event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), s.Now())
-		return err
+		now := s.Now()
+		if _, err := event.Append(ctx, tx, org, event.SavedCardRemoved, removed.Model(), now); err != nil {
+			return err
+		}
+		if by == nil {
+			return nil
+		}
+		return audit.Append(ctx, tx, audit.Entry{Organization: &org, Actor: *by, Action: audit.SavedCardRemoved,
+			Detail: cardLabel(card.CardBrand, card.LastFour) + " (" + id.String() + ")", At: now})
 	})
 }
 
@@ -114,9 +123,21 @@ func (s *Store) RemoveCustomerCards(ctx context.Context, org, customerID uuid.UU
 		return fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
 	}
 	for _, id := range ids {
-		if err := s.DeleteSavedCard(ctx, org, id); err != nil && !errors.Is(err, ErrCardNotFound) {
+		if err := s.DeleteSavedCard(ctx, org, id, nil); err != nil && !errors.Is(err, ErrCardNotFound) {
 			return err
 		}
 	}
 	return nil
+}
+
+// cardLabel is a saved card as the audit log names it: "Visa ending 4242".
+func cardLabel(brand, lastFour *string) string {
+	label := "Card"
+	if brand != nil {
+		label = *brand
+	}
+	if lastFour != nil {
+		label += " ending " + *lastFour
+	}
+	return label
 }
