@@ -35,7 +35,7 @@ const customersPath = "/portal/customers"
 // before the template runs (as invoiceLine).
 type customerLine struct {
 	ID, Email, Name, Company, OpenBalance, Created string
-	Invoices                                      int
+	Invoices                                       int
 }
 
 func customerLineOf(cu customer.Customer, zone *time.Location) customerLine {
@@ -274,13 +274,13 @@ func cardLabel(brand, lastFour *string) string {
 type customerData struct {
 	listData[invoiceLine]
 	ID, Email, Name, Company, Phone, Notes, Prefers string
-	Address                                        []string
-	TaxExempt                                      bool
-	OpenBalance                                    string
-	InvoiceCount                                   int
-	Cards                                          []savedCardLine
-	Created                                        template.HTML
-	CanChange                                      bool
+	Address                                         []string
+	TaxExempt                                       bool
+	OpenBalance                                     string
+	InvoiceCount                                    int
+	Cards                                           []savedCardLine
+	Created                                         template.HTML
+	CanChange                                       bool
 }
 
 // Heading is how the page names the customer: its name, else its company,

@@ -45,7 +45,7 @@ func TestCustomersListSearchesAndPages(t *testing.T) {
 		t.Errorf("rows %v, want sam, lee, dana", got)
 	}
 	for q, want := range map[string]uuid.UUID{"ROAST": dana.Id, "beans.ex": lee.Id, "café": sam.Id, "okaf": lee.Id} {
-		p := c.Get("/portal/customers?q=" + q).Want(t, http.StatusOK).Has(t, "Customers that match")
+		p := c.Get("/portal/customers?q="+q).Want(t, http.StatusOK).Has(t, "Customers that match")
 		if got := customerLinks.FindAllStringSubmatch(p.Body, -1); len(got) != 1 || got[0][1] != want.String() {
 			t.Errorf("q=%s found %v, want %s", q, got, want)
 		}
@@ -138,18 +138,18 @@ func TestCustomerPageEditsRemovesCardsAndDeletes(t *testing.T) {
 	if card == nil {
 		t.Fatalf("no saved card to remove:\n%s", p.Body)
 	}
-	paged := c.Get(path + "?limit=1").Want(t, http.StatusOK)
+	paged := c.Get(path+"?limit=1").Want(t, http.StatusOK)
 	if nextLink.FindStringSubmatch(paged.Body) == nil {
 		t.Errorf("no next page of invoices:\n%s", paged.Body)
 	}
 
 	// Edit: refused beside its field, then saved; a cleared field is cleared.
-	edit := c.Get(path + "/edit").Want(t, http.StatusOK).Has(t, `value="dana@example.com"`, `value="Dana Whitfield"`)
+	edit := c.Get(path+"/edit").Want(t, http.StatusOK).Has(t, `value="dana@example.com"`, `value="Dana Whitfield"`)
 	c.Post(path+"/edit", edit.CSRF(t), form("email", "dana@example.com", "notes", strings.Repeat("n", 2001))).Want(t, http.StatusBadRequest).
 		ErrorBeside(t, "notes", "at most 2,000")
 	c.Post(path+"/edit", edit.CSRF(t), form("email", "dana@ridge.example", "company", "Ridge Roasters", "name", "")).
 		WantRedirect(t, path+"?done=saved")
-	saved := c.Get(path + "?done=saved").Want(t, http.StatusOK).Has(t, "The customer was saved.", `<h1 id="h">Ridge Roasters</h1>`, "dana@ridge.example")
+	saved := c.Get(path+"?done=saved").Want(t, http.StatusOK).Has(t, "The customer was saved.", `<h1 id="h">Ridge Roasters</h1>`, "dana@ridge.example")
 	if strings.Contains(saved.Body, "<dt>Name</dt>") {
 		t.Error("the cleared name is still shown")
 	}
@@ -162,14 +162,14 @@ func TestCustomerPageEditsRemovesCardsAndDeletes(t *testing.T) {
 	c.Post(remove, confirm.CSRF(t), nil).Want(t, http.StatusNotFound)
 
 	// Delete: refused with invoices, in the domain's words.
-	del := c.Get(path + "/delete").Want(t, http.StatusOK).Has(t, "Delete the customer", "cannot be undone")
+	del := c.Get(path+"/delete").Want(t, http.StatusOK).Has(t, "Delete the customer", "cannot be undone")
 	c.Post(path+"/delete", del.CSRF(t), nil).Want(t, http.StatusUnprocessableEntity).Has(t, "only a customer without invoices can be deleted")
 	c.Get(path).Want(t, http.StatusOK)
 
 	lone := newCustomer(t, m, map[string]any{"email": "lone@example.com"})
 	c.Post("/portal/customers/"+lone.Id.String()+"/delete", del.CSRF(t), nil).WantRedirect(t, "/portal/customers?done=deleted")
 	c.Get("/portal/customers?done=deleted").Want(t, http.StatusOK).Has(t, "The customer was deleted.")
-	c.Get("/portal/customers/" + lone.Id.String()).Want(t, http.StatusNotFound)
+	c.Get("/portal/customers/"+lone.Id.String()).Want(t, http.StatusNotFound)
 
 	owner, _ := portaltest.SignedIn(t, env, uuid.MustParse(m.Org), "Owner", auth.PermissionsFor(auth.KindMerchant)...)
 	owner.Get("/portal/audit").Want(t, http.StatusOK).Has(t, "customer changed", "saved card removed", "customer deleted", "lone@example.com")
