@@ -34,13 +34,14 @@ const customersPath = "/portal/customers"
 // customerLine is a customer as the list's row shows it, its text made
 // before the template runs (as invoiceLine).
 type customerLine struct {
-	ID, Email, Name, Company, OpenBalance, Created string
-	Invoices                                       int
+	ID, Email, Name, Company, OpenBalance string
+	Invoices                              int
+	Created                               template.HTML
 }
 
 func customerLineOf(cu customer.Customer, zone *time.Location) customerLine {
 	return customerLine{ID: cu.ID.String(), Email: cu.Email, Name: text(cu.Name), Company: text(cu.Company),
-		OpenBalance: invoice.Money(cu.OpenBalance), Invoices: cu.InvoiceCount, Created: string(moment(cu.CreatedAt, zone))}
+		OpenBalance: invoice.Money(cu.OpenBalance), Invoices: cu.InvoiceCount, Created: moment(cu.CreatedAt, zone)}
 }
 
 func text(s *string) string {
