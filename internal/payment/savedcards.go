@@ -107,7 +107,7 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audi
 			return nil
 		}
 		return audit.Append(ctx, tx, audit.Entry{Organization: &org, Actor: *by, Action: audit.SavedCardRemoved,
-			Detail: cardLabel(card.CardBrand, card.LastFour) + " (" + id.String() + ")", At: now})
+			Detail: CardLabel(card.CardBrand, card.LastFour) + " (" + id.String() + ")", At: now})
 	})
 }
 
@@ -130,14 +130,14 @@ func (s *Store) RemoveCustomerCards(ctx context.Context, org, customerID uuid.UU
 	return nil
 }
 
-// cardLabel is a saved card as the audit log names it: "Visa ending 4242".
-func cardLabel(brand, lastFour *string) string {
+// CardLabel is a saved card as people read it: "Visa ending in 4242".
+func CardLabel(brand, lastFour *string) string {
 	label := "Card"
 	if brand != nil {
-		label = *brand
+		label = BrandName(*brand)
 	}
 	if lastFour != nil {
-		label += " ending " + *lastFour
+		label += " ending in " + *lastFour
 	}
 	return label
 }

@@ -261,17 +261,6 @@ func expiry(mmyy *string) string {
 	return (*mmyy)[:2] + "/" + (*mmyy)[2:]
 }
 
-func cardLabel(brand, lastFour *string) string {
-	label := "Card"
-	if brand != nil {
-		label = payment.BrandName(*brand)
-	}
-	if lastFour != nil {
-		label += " ending in " + *lastFour
-	}
-	return label
-}
-
 type customerData struct {
 	listData[invoiceLine]
 	ID, Email, Name, Company, Phone, Notes, Prefers string
@@ -324,7 +313,7 @@ func (h *handler) customerPage(c echo.Context) error {
 		d.Address = addressLines(*a)
 	}
 	for _, sc := range cu.SavedCards {
-		d.Cards = append(d.Cards, savedCardLine{ID: sc.Id.String(), Label: cardLabel(sc.CardBrand, sc.LastFour), Expiry: expiry(sc.Expiry),
+		d.Cards = append(d.Cards, savedCardLine{ID: sc.Id.String(), Label: payment.CardLabel(sc.CardBrand, sc.LastFour), Expiry: expiry(sc.Expiry),
 			Saved: moment(sc.SavedAt, q.Zone), SavedBy: sc.SavedByName})
 	}
 	if !q.Failed() {
@@ -457,7 +446,7 @@ func (h *handler) customerCard(c echo.Context) (customer.Customer, savedCardLine
 	id, ok := parseID(c.Param("cardId"))
 	for _, sc := range cu.SavedCards {
 		if ok && sc.Id == id {
-			return cu, savedCardLine{ID: id.String(), Label: cardLabel(sc.CardBrand, sc.LastFour), Expiry: expiry(sc.Expiry)}, nil
+			return cu, savedCardLine{ID: id.String(), Label: payment.CardLabel(sc.CardBrand, sc.LastFour), Expiry: expiry(sc.Expiry)}, nil
 		}
 	}
 	return cu, savedCardLine{}, payment.ErrCardNotFound
