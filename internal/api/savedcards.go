@@ -10,7 +10,7 @@ import (
 
 // DeleteSavedCard removes a saved card at the processor, then in payreq.
 func (s *Server) DeleteSavedCard(ctx context.Context, req gen.DeleteSavedCardRequestObject) (gen.DeleteSavedCardResponseObject, error) {
-	err := s.payments.DeleteSavedCard(ctx, principalFrom(ctx).OrganizationID, req.Id)
+	err := s.payments.DeleteSavedCard(ctx, principalFrom(ctx).OrganizationID, req.Id, nil)
 	if r := refusal(err); r != nil && r.status == http.StatusNotFound {
 		return gen.DeleteSavedCard404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: s.notFound(r)}, nil
 	}

@@ -139,3 +139,55 @@ func TestBillShowsTax(t *testing.T) {
 		t.Errorf("untaxed bill: subtotal %q tax %q line rate %q (%v)", bill.Subtotal, bill.Tax, bill.Lines[0].TaxRate, err)
 	}
 }
+
+// A named rate is renamed and its rate changed by its organization only,
+// refused as an added one is (a name another rate has, a rate outside 0 to
+// 100 or of more than 4 places), and audited naming it before and after.
+func TestChangeTaxRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newShop(t)
+	owner := s.actor
+	owner.Audit = &audit.Actor{Name: "Dana Whitfield <dana@example.com>", Address: "203.0.113.7"}
+	sales, err := s.store.AddTaxRate(ctx, owner, "Sales tax", d("8.25"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.AddTaxRate(ctx, owner, "City tax", d("2")); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := s.store.ChangeTaxRate(ctx, owner, sales.ID, "State tax", d("6.2500"))
+	if err != nil || changed.Label() != "State tax 6.25%" {
+		t.Fatalf("changed: %v %v", changed, err)
+	}
+	if got, err := s.store.TaxRate(ctx, owner.OrganizationID, sales.ID); err != nil || got.Label() != "State tax 6.25%" {
+		t.Errorf("read back: %v %v", got, err)
+	}
+	for _, c := range []struct {
+		name, rate, field string
+		kind              rule.Kind
+	}{
+		{"city TAX", "5", "name", rule.Conflict},
+		{"", "5", "name", rule.Invalid},
+		{"State tax", "100.5", "rate", rule.Invalid},
+		{"State tax", "1.00001", "rate", rule.Invalid},
+	} {
+		_, err := s.store.ChangeTaxRate(ctx, owner, sales.ID, c.name, d(c.rate))
+		wantKind(t, err, c.kind)
+		if e := rule.As(err); e.Field != c.field && len(e.Fields[c.field]) == 0 {
+			t.Errorf("%q at %s: refusal %v not keyed %s", c.name, c.rate, err, c.field)
+		}
+	}
+	other := newShop(t)
+	_, err = other.store.ChangeTaxRate(ctx, other.actor, sales.ID, "Theirs", d("1"))
+	wantKind(t, err, rule.NotFound)
+	_, err = other.store.TaxRate(ctx, other.actor.OrganizationID, sales.ID)
+	wantKind(t, err, rule.NotFound)
+	if got, _ := s.store.TaxRate(ctx, owner.OrganizationID, sales.ID); got.Label() != "State tax 6.25%" {
+		t.Errorf("after the refusals: %s", got.Label())
+	}
+	log, _, err := audit.Page(ctx, s.store.DB, owner.OrganizationID, s.now, nil, 1)
+	if err != nil || len(log) != 1 || log[0].Action+": "+log[0].Detail != "tax rate changed: Sales tax 8.25% → State tax 6.25%" {
+		t.Errorf("audit: %v %v", log, err)
+	}
+}

@@ -58,11 +58,9 @@ func (s *Store) TaxRates(ctx context.Context, org uuid.UUID) ([]TaxRate, error) 
 	return rates, rows.Err()
 }
 
-// AddTaxRate keeps a named rate for the organization: a name of 1 to 100
-// characters, not blank and not one of its rates' already (any case), and
-// a rate as a line takes it (TaxRateProblem). Refusals are keyed name and
-// rate.
-func (s *Store) AddTaxRate(ctx context.Context, actor Actor, name string, rate apd.Decimal) (TaxRate, error) {
+// checkTaxRate refuses a named rate's name and rate as AddTaxRate and
+// ChangeTaxRate do, keyed name and rate.
+func checkTaxRate(name string, rate *apd.Decimal) error {
 	v := fieldErrors{}
 	switch n := utf8.RuneCountInString(name); {
 	case !utf8.ValidString(name):
@@ -72,26 +70,92 @@ func (s *Store) AddTaxRate(ctx context.Context, actor Actor, name string, rate a
 	case n > 100:
 		v.add("name", "must be 1 to 100 characters")
 	}
-	if msg := TaxRateProblem(&rate); msg != "" {
+	if msg := TaxRateProblem(rate); msg != "" {
 		v.add("rate", "%s", msg)
 	}
 	if len(v) > 0 {
-		return TaxRate{}, rule.InvalidFields(v)
+		return rule.InvalidFields(v)
+	}
+	return nil
+}
+
+// taxRateConflict maps the unique index's refusal of name to rule.Conflict
+// keyed name; any other err is wrapped as doing.
+func taxRateConflict(err error, name, doing string) error {
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+		return rule.New(rule.Conflict, "name", "Tax rate name already used",
+			fmt.Sprintf("Your organization already has a tax rate named %q.", name))
+	}
+	return fmt.Errorf("invoice: unable to %s tax rate: %w", doing, err)
+}
+
+// AddTaxRate keeps a named rate for the organization: a name of 1 to 100
+// characters, not blank and not one of its rates' already (any case), and
+// a rate as a line takes it (TaxRateProblem). Refusals are keyed name and
+// rate.
+func (s *Store) AddTaxRate(ctx context.Context, actor Actor, name string, rate apd.Decimal) (TaxRate, error) {
+	if err := checkTaxRate(name, &rate); err != nil {
+		return TaxRate{}, err
 	}
 	r := TaxRate{ID: uuid.Must(uuid.NewV7()), Name: name, Rate: Plain(rate)}
 	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		r.CreatedAt = s.Now()
-		_, err := tx.ExecContext(ctx, `INSERT INTO tax_rates (id, organization_id, name, rate, created_at)
-			VALUES ($1, $2, $3, $4::numeric, $5)`, r.ID, actor.OrganizationID, r.Name, r.Rate.Text('f'), r.CreatedAt)
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
-			return rule.New(rule.Conflict, "name", "Tax rate name already used",
-				fmt.Sprintf("Your organization already has a tax rate named %q.", name))
-		}
-		if err != nil {
-			return fmt.Errorf("invoice: unable to add tax rate: %w", err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tax_rates (id, organization_id, name, rate, created_at)
+			VALUES ($1, $2, $3, $4::numeric, $5)`, r.ID, actor.OrganizationID, r.Name, r.Rate.Text('f'), r.CreatedAt); err != nil {
+			return taxRateConflict(err, name, "add")
 		}
 		return actor.audit(ctx, tx, audit.TaxRateAdded, r.Label(), r.CreatedAt)
+	})
+	if err != nil {
+		return TaxRate{}, err
+	}
+	return r, nil
+}
+
+// TaxRate is one of the organization's named rates; ErrTaxRateNotFound
+// when it has no such rate.
+func (s *Store) TaxRate(ctx context.Context, org, id uuid.UUID) (TaxRate, error) {
+	r := TaxRate{ID: id}
+	var rate string
+	err := s.DB.QueryRowContext(ctx, `SELECT name, rate::text, created_at FROM tax_rates WHERE id = $1 AND organization_id = $2`,
+		id, org).Scan(&r.Name, &rate, &r.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return TaxRate{}, ErrTaxRateNotFound
+	}
+	if err != nil {
+		return TaxRate{}, fmt.Errorf("invoice: unable to read tax rate: %w", err)
+	}
+	return r, numeric(&r.Rate, rate)
+}
+
+// ChangeTaxRate renames a named rate and sets its rate, refused as
+// AddTaxRate refuses them; the lines that took it keep their rate. The
+// audit entry names it as it was and as it is.
+func (s *Store) ChangeTaxRate(ctx context.Context, actor Actor, id uuid.UUID, name string, rate apd.Decimal) (TaxRate, error) {
+	if err := checkTaxRate(name, &rate); err != nil {
+		return TaxRate{}, err
+	}
+	r := TaxRate{ID: id, Name: name, Rate: Plain(rate)}
+	err := postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
+		var was TaxRate
+		var wasRate string
+		err := tx.QueryRowContext(ctx, `SELECT name, rate::text, created_at FROM tax_rates
+			WHERE id = $1 AND organization_id = $2 FOR UPDATE`, id, actor.OrganizationID).Scan(&was.Name, &wasRate, &r.CreatedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrTaxRateNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("invoice: unable to read tax rate: %w", err)
+		}
+		if err := numeric(&was.Rate, wasRate); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tax_rates SET name = $3, rate = $4::numeric WHERE id = $1 AND organization_id = $2`,
+			id, actor.OrganizationID, r.Name, r.Rate.Text('f')); err != nil {
+			return taxRateConflict(err, name, "change")
+		}
+		return actor.audit(ctx, tx, audit.TaxRateChanged, was.Label()+" → "+r.Label(), s.Now())
 	})
 	if err != nil {
 		return TaxRate{}, err

@@ -41,7 +41,7 @@ func TestNothingHeldWhileTheProcessorIsAsked(t *testing.T) {
 			if err := f.db.Get(&card, `SELECT id FROM saved_cards WHERE organization_id = $1`, f.org); err != nil {
 				t.Fatal(err)
 			}
-			return func() error { return f.svc.DeleteSavedCard(context.Background(), f.org, card) }
+			return func() error { return f.svc.DeleteSavedCard(context.Background(), f.org, card, nil) }
 		}},
 		{"settlement", func(t *testing.T, f *fixture) func() error {
 			f.sale(t, "10.00")

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/payreq/payreq/internal/audit"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -62,8 +63,9 @@ var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No sa
 // transaction open, then here, with its event. When the processor fails
 // (processor.ErrUnavailable) the card is kept, and a retry later works. Of
 // two removals at once, both may ask the processor; the second then finds
-// the card gone (ErrCardNotFound).
-func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
+// the card gone (ErrCardNotFound). A person removing it (by, nil for a
+// key or the system) is audited in the removal's transaction.
+func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audit.Actor) error {
 	var card struct {
 		ProfileID   string     `db:"profile_id"`
 		AccountID   string     `db:"account_id"`
@@ -109,9 +111,15 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID) error {
 			return err
 		}
 		if s.CardRemoved != nil {
-			return s.CardRemoved(ctx, tx, org, id, now)
+			if err := s.CardRemoved(ctx, tx, org, id, now); err != nil {
+				return err
+			}
 		}
-		return nil
+		if by == nil {
+			return nil
+		}
+		return audit.Append(ctx, tx, audit.Entry{Organization: &org, Actor: *by, Action: audit.SavedCardRemoved,
+			Detail: CardLabel(card.CardBrand, card.LastFour) + " (" + id.String() + ")", At: now})
 	})
 }
 
@@ -127,9 +135,21 @@ func (s *Store) RemoveCustomerCards(ctx context.Context, org, customerID uuid.UU
 		return fmt.Errorf("payment: unable to read a customer's saved cards: %w", err)
 	}
 	for _, id := range ids {
-		if err := s.DeleteSavedCard(ctx, org, id); err != nil && !errors.Is(err, ErrCardNotFound) {
+		if err := s.DeleteSavedCard(ctx, org, id, nil); err != nil && !errors.Is(err, ErrCardNotFound) {
 			return err
 		}
 	}
 	return nil
+}
+
+// CardLabel is a saved card as people read it: "Visa ending in 4242".
+func CardLabel(brand, lastFour *string) string {
+	label := "Card"
+	if brand != nil {
+		label = BrandName(*brand)
+	}
+	if lastFour != nil {
+		label += " ending in " + *lastFour
+	}
+	return label
 }

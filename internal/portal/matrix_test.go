@@ -40,6 +40,17 @@ var merchantPaths = []struct {
 	{"GET", "/portal/terminals", []string{auth.AccountsView}, "/portal/terminals"},
 	{"GET", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
 	{"POST", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/customers", []string{auth.PaymentsView}, "/portal/customers"},
+	{"GET", "/portal/customers?format=csv", []string{auth.PaymentsView}, ""},
+	{"GET", "/portal/customers/new", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/customers", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/customers/{customer}", []string{auth.PaymentsView}, ""},
+	{"GET", "/portal/customers/{customer}/edit", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/customers/{customer}/edit", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/customers/{customer}/cards/{card}/remove", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/customers/{customer}/cards/{card}/remove", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/customers/{customer}/delete", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/customers/{customer}/delete", []string{auth.PaymentsCreate}, ""},
 }
 
 // Every page × every merchant permission: a member holding only one that
@@ -57,7 +68,8 @@ func TestPortalPermissionMatrix(t *testing.T) {
 	apitest.Want(t, "record", r.StatusCode, http.StatusCreated)
 	payment := recordedOf(t, m, inv.Id)
 	fill := func(path string) string {
-		return strings.NewReplacer("{id}", inv.Id.String(), "{payment}", payment.String()).Replace(path)
+		return strings.NewReplacer("{id}", inv.Id.String(), "{payment}", payment.String(), "{customer}", inv.CustomerId.String(),
+			"{card}", uuid.NewString()).Replace(path)
 	}
 
 	for _, p := range auth.PermissionsFor(auth.KindMerchant) {
@@ -128,19 +140,20 @@ func TestPortalOtherOrganizationsIDs(t *testing.T) {
 
 	unknown := uuid.NewString()
 	for _, e := range merchantPaths {
-		if !strings.Contains(e.path, "{id}") {
+		if !strings.Contains(e.path, "{id}") && !strings.Contains(e.path, "{customer}") {
 			continue
 		}
-		for _, ids := range []struct{ name, invoice, payment string }{
-			{"their invoice", inv.Id.String(), payment.String()},
-			{"an unknown invoice", unknown, payment.String()},
-			{"their payment on my invoice", mine.Id.String(), payment.String()},
+		for _, ids := range []struct{ name, invoice, payment, customer string }{
+			{"their invoice", inv.Id.String(), payment.String(), inv.CustomerId.String()},
+			{"an unknown invoice", unknown, payment.String(), unknown},
+			{"their payment on my invoice", mine.Id.String(), payment.String(), mine.CustomerId.String()},
 		} {
-			if ids.invoice == mine.Id.String() && !strings.Contains(e.path, "{payment}") {
+			if ids.invoice == mine.Id.String() && !strings.Contains(e.path, "{payment}") && !strings.Contains(e.path, "{card}") {
 				continue
 			}
 			t.Run(e.method+" "+e.path+", "+ids.name, func(t *testing.T) {
-				path := strings.NewReplacer("{id}", ids.invoice, "{payment}", ids.payment).Replace(e.path)
+				path := strings.NewReplacer("{id}", ids.invoice, "{payment}", ids.payment, "{customer}", ids.customer,
+					"{card}", unknown).Replace(e.path)
 				var got portaltest.Page
 				if e.method == "GET" {
 					got = c.Get(path)
@@ -156,7 +169,8 @@ func TestPortalOtherOrganizationsIDs(t *testing.T) {
 			})
 		}
 	}
-	for _, path := range []string{"/portal/invoices", "/portal/invoices?format=csv", "/portal/invoices?customerName=Their", "/portal/", "/portal/locations"} {
+	for _, path := range []string{"/portal/invoices", "/portal/invoices?format=csv", "/portal/invoices?customerName=Their", "/portal/", "/portal/locations",
+		"/portal/customers", "/portal/customers?q=their", "/portal/customers?format=csv"} {
 		got := c.Get(path).Want(t, http.StatusOK)
 		for _, s := range secrets {
 			if strings.Contains(got.Body, s) {

@@ -149,7 +149,9 @@ func TestHomeAndNavigation(t *testing.T) {
 		}
 	}
 	nav := between(home.Body, `<nav aria-label="Portal">`, `</nav>`)
-	order := []string{`href="/portal/"`, `href="/portal/invoices"`, `href="/portal/deposits"`, `>Settings</p>`, `href="/portal/members"`,
+	order := []string{`href="/portal/"`, `href="/portal/invoices"`, `href="/portal/customers"`, `href="/portal/card-payments">Payments<`,
+		`href="/portal/deposits"`, `>Settings</p>`, `href="/portal/settings/business"`, `href="/portal/settings/tax-rates"`,
+		`href="/portal/reminder-settings"`, `href="/portal/terminals"`, `href="/portal/members"`,
 		`href="/portal/audit"`, `>Developers</p>`, `href="/portal/keys"`, `href="/portal/webhooks"`, `href="/portal/events"`}
 	at := 0
 	for _, s := range order {

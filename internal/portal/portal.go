@@ -37,6 +37,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/payreq/payreq/internal/auth"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/framing"
@@ -69,6 +70,7 @@ type Deps struct {
 	Events    *event.Store
 	Webhooks  *webhook.Store
 	Terminals *terminal.Store
+	Customers *customer.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	Now  func() time.Time
@@ -198,6 +200,22 @@ func (h *handler) routes(e *echo.Echo) {
 	e.POST(businessPath, h.member(h.setBusiness, settingsManagers))
 	e.GET(locationsPath+"/:id", h.member(h.location, settingsManagers))
 	e.POST(locationsPath+"/:id", h.member(h.setLocation, settingsManagers))
+	// Customers and the tax rates (issue 39).
+	e.GET(customersPath, h.member(h.customers, view))
+	e.POST(customersPath, h.member(h.createCustomer, create))
+	e.GET(customersPath+"/new", h.member(h.newCustomer, create))
+	e.GET(customersPath+"/:id", h.member(h.customerPage, view))
+	e.GET(customersPath+"/:id/edit", h.member(h.editCustomerPage, create))
+	e.POST(customersPath+"/:id/edit", h.member(h.editCustomer, create))
+	e.GET(customersPath+"/:id/delete", h.member(h.deleteCustomerPage, create))
+	e.POST(customersPath+"/:id/delete", h.member(h.deleteCustomer, create))
+	e.GET(customersPath+"/:id/cards/:cardId/remove", h.member(h.removeCardPage, create))
+	e.POST(customersPath+"/:id/cards/:cardId/remove", h.member(h.removeCard, create))
+	e.GET(taxRatesPath, h.member(h.taxRates, settingsManagers))
+	e.POST(taxRatesPath, h.member(h.addTaxRate, settingsManagers))
+	e.GET(taxRatesPath+"/:id", h.member(h.taxRatePage, settingsManagers))
+	e.POST(taxRatesPath+"/:id", h.member(h.changeTaxRate, settingsManagers))
+	e.POST(taxRatesPath+"/:id/remove", h.member(h.removeTaxRate, settingsManagers))
 	// Card terminals and collecting at them (issue 40).
 	e.GET(terminalsPath, h.member(h.terminals, requires(auth.AccountsView)))
 	e.POST(terminalsPath, h.member(h.addTerminal, managers))
@@ -250,14 +268,16 @@ var navGroups = []string{business, settings, developers}
 var areas = []area{
 	{homePath, "Home", anyone, business},
 	{invoicesPath, "Invoices", requires(auth.PaymentsView), business},
-	{"/portal/card-payments", "Card payments", requires(auth.PaymentsView), business},
+	{customersPath, "Customers", requires(auth.PaymentsView), business},
+	{"/portal/card-payments", "Payments", requires(auth.PaymentsView), business},
 	{"/portal/deposits", "Deposits", requires(auth.PaymentsView), business},
-	{terminalsPath, "Terminals", requires(auth.AccountsView), business},
 	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView), business},
 	{"/portal/applications", "Applications", requires(auth.ApplicationsView), business},
-	{remindersPath, "Reminders", requires(auth.PaymentsView), settings},
-	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView), settings},
 	{businessPath, "Business", settingsManagers, settings},
+	{taxRatesPath, "Tax rates", settingsManagers, settings},
+	{remindersPath, "Reminders", requires(auth.PaymentsView), settings},
+	{terminalsPath, "Terminals", requires(auth.AccountsView), settings},
+	{"/portal/locations", "Locations", either(auth.LocationsView, auth.AccountsView), settings},
 	{"/portal/members", "Members", managers, settings},
 	{"/portal/audit", "Audit log", managers, settings},
 	{"/portal/account", "Your account", anyone, settings},

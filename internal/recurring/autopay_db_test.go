@@ -301,7 +301,7 @@ func TestAutoPayCardRemoved(t *testing.T) {
 	sr := s.autoPaid(t, card)
 	s.issue(t, s.store)
 	before := s.eventTypes(t)[event.RecurringInvoiceUpdated.Name]
-	if err := pay.DeleteSavedCard(context.Background(), s.org, card); err != nil {
+	if err := pay.DeleteSavedCard(context.Background(), s.org, card, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.get(t, sr.ID); got.AutoPay != nil {
