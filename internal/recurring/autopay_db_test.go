@@ -324,7 +324,7 @@ func TestAutoPayCardRemoved(t *testing.T) {
 	if done := s.issue(t, s.store); done.Issued != 1 || s.count(t, `SELECT count(*) FROM auto_charges`) != 0 {
 		t.Fatalf("next occurrence: %+v", done)
 	}
-	if err := pay.DeleteSavedCard(context.Background(), s.org, card); !errors.Is(err, payment.ErrCardNotFound) {
+	if err := pay.DeleteSavedCard(context.Background(), s.org, card, nil); !errors.Is(err, payment.ErrCardNotFound) {
 		t.Fatalf("removed twice: %v", err)
 	}
 }
