@@ -20,6 +20,7 @@ import (
 
 	"github.com/payreq/payreq/internal/devdb"
 	"github.com/payreq/payreq/internal/postgres"
+	"github.com/payreq/payreq/internal/terminal"
 )
 
 // settings of the bench cluster: a database server on this machine would
@@ -94,12 +95,13 @@ func withDatabase(dsn, name string) string {
 
 // dataset is one loaded database and what the load needs to know of it.
 type dataset struct {
-	dsn      string
-	org      uuid.UUID   // the organization under test
-	mids     []uuid.UUID // its MIDs
-	sample   []uuid.UUID // invoices read and sent (part paid, with payments and saved cards)
-	editable []uuid.UUID // open invoices with nothing paid, which PATCH changes
-	invoices int
+	dsn       string
+	org       uuid.UUID   // the organization under test
+	mids      []uuid.UUID // its MIDs
+	sample    []uuid.UUID // invoices read and sent (part paid, with payments and saved cards)
+	editable  []uuid.UUID // open invoices with nothing paid, which PATCH changes
+	terminals []terminal.Terminal
+	invoices  int
 }
 
 // ensureData makes database name hold what bench/load.sql makes with these
@@ -169,6 +171,11 @@ func ensureData(ctx context.Context, admin, name, loadScript string, invoices, o
 	_, err = db.ExecContext(ctx, `
 		CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 		TRUNCATE `+strings.Join(emptied, ", ")+`;
+		DELETE FROM terminal_payments;
+		DELETE FROM card_payments c USING invoices i WHERE i.id = c.invoice_id AND i.created_by_name <> 'Bench key';
+		DELETE FROM terminals;
+		DELETE FROM recurring_occurrences;
+		DELETE FROM recurring_invoices;
 		DELETE FROM invoice_lines il USING invoices i WHERE i.id = il.invoice_id AND i.created_by_name <> 'Bench key';
 		DELETE FROM invoices WHERE created_by_name <> 'Bench key';`)
 	if err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,6 +23,11 @@ type request struct {
 	body         []byte
 	header       http.Header
 	want         int
+	// then, when set, follows the answer before the client's next
+	// request, unmeasured: waits on c for the outcome a wanted answer
+	// (body) set going, and gives back what the request held whatever
+	// err, the answer's failure, is.
+	then func(c *conn, body []byte, err error) error
 }
 
 // result is what one run measured.
@@ -84,6 +90,20 @@ func (r *recorder) add(start time.Time, d time.Duration, err error) {
 	r.lat = append(r.lat, d)
 }
 
+// fail counts err, when not nil, as an error of the request started at
+// start (its outcome, after its answer was counted).
+func (r *recorder) fail(start time.Time, err error) {
+	if err == nil || start.Before(r.from) || start.After(r.to) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.errors == 0 {
+		r.firstErr = err.Error()
+	}
+	r.errors++
+}
+
 func (r *recorder) result() result {
 	slices.Sort(r.lat)
 	res := result{requests: len(r.lat), window: r.to.Sub(r.from), errors: r.errors, firstErr: r.firstErr, all: r.all}
@@ -112,13 +132,14 @@ func (c *conn) close() {
 	}
 }
 
-// do sends rq and reads the whole answer; it (re)connects when needed.
-func (c *conn) do(rq request) error {
+// do sends rq and reads the whole answer, returned; it (re)connects when
+// needed.
+func (c *conn) do(rq request) ([]byte, error) {
 	host := strings.TrimPrefix(c.base, "http://")
 	if c.c == nil {
 		nc, err := net.Dial("tcp", host)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.c, c.r = nc, bufio.NewReaderSize(nc, 16<<10)
 	}
@@ -141,12 +162,12 @@ func (c *conn) do(rq request) error {
 	c.buf = b
 	if _, err := c.c.Write(b); err != nil {
 		c.close()
-		return err
+		return nil, err
 	}
 	resp, err := http.ReadResponse(c.r, nil)
 	if err != nil {
 		c.close()
-		return err
+		return nil, err
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -154,12 +175,44 @@ func (c *conn) do(rq request) error {
 		c.close()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != rq.want {
-		return fmt.Errorf("%s %s: status %d, want %d: %.300s", rq.method, rq.path, resp.StatusCode, rq.want, body)
+		return nil, fmt.Errorf("%s %s: status %d, want %d: %.300s", rq.method, rq.path, resp.StatusCode, rq.want, body)
 	}
-	return nil
+	return body, nil
+}
+
+// outcome is what waitFor reads of a terminal payment or a recurring
+// invoice.
+type outcome struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	IssuedCount int    `json:"issuedCount"`
+}
+
+// waitFor reads the resource at prefix + the id of created (an answer's
+// body) every 200 ms, for at most a minute, until done says its outcome
+// is there.
+func waitFor(c *conn, auth http.Header, prefix string, created []byte, done func(outcome) (bool, error)) error {
+	var v outcome
+	if err := json.Unmarshal(created, &v); err != nil {
+		return err
+	}
+	rq := request{method: "GET", path: prefix + v.ID, header: auth, want: http.StatusOK}
+	for t0 := time.Now(); time.Since(t0) < time.Minute; time.Sleep(200 * time.Millisecond) {
+		body, err := c.do(rq)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return err
+		}
+		if ok, err := done(v); ok || err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: no outcome in a minute", rq.path)
 }
 
 // closedLoop runs clients workers that each send the next request as soon as
@@ -179,8 +232,12 @@ func closedLoop(ctx context.Context, base string, clients int, warmup, window ti
 				if t0.After(rec.to) {
 					return
 				}
-				err := c.do(next(requestSeq.Add(1)))
+				rq := next(requestSeq.Add(1))
+				body, err := c.do(rq)
 				rec.add(t0, time.Since(t0), err)
+				if rq.then != nil {
+					rec.fail(t0, rq.then(c, body, err))
+				}
 			}
 		}()
 	}
@@ -205,7 +262,7 @@ func openLoop(ctx context.Context, base string, workers int, rate float64, warmu
 			c := &conn{base: base}
 			defer c.close()
 			for at := range due {
-				err := c.do(next(requestSeq.Add(1)))
+				_, err := c.do(next(requestSeq.Add(1)))
 				rec.add(at, time.Since(at), err)
 			}
 		}()

@@ -27,11 +27,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/app"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/config"
+	"github.com/payreq/payreq/internal/processor"
+	"github.com/payreq/payreq/internal/terminal"
 )
 
 type options struct {
@@ -136,6 +139,12 @@ type harness struct {
 	run     string      // unique per run: invoice numbers and idempotency keys
 	addrSeq atomic.Int64
 	report  *report
+	// What the scenarios that use up rows were given (prepareScenario).
+	drafts    []uuid.UUID // finalize's drafts
+	tills     []till      // terminal's terminals, each with its invoice
+	customers []uuid.UUID // recurring's customers
+	today     string      // and the day its series start, in the MIDs' time zone
+	batch     atomic.Int64
 }
 
 // sized is one size's database, its key and its portal member's password.
@@ -448,7 +457,8 @@ func (h *harness) serverPhase(ctx context.Context, p *process, variant string) e
 }
 
 // scenarioFor is scenario key against the server at base with a fresh
-// token (they live 10 minutes), or for a portal page a fresh session.
+// token (they live 10 minutes), or for a portal page a fresh session, and
+// the rows it uses up made (prepareScenario).
 func (h *harness) scenarioFor(ctx context.Context, key, base string) (scenario, error) {
 	if isPortal(key) {
 		cookie, err := h.signIn(ctx, base, h.member)
@@ -460,6 +470,9 @@ func (h *harness) scenarioFor(ctx context.Context, key, base string) (scenario, 
 	tok, err := h.token(ctx, base, h.key)
 	if err != nil {
 		return scenario{}, err
+	}
+	if err := h.prepareScenario(ctx, key, base, tok); err != nil {
+		return scenario{}, fmt.Errorf("%s: %w", key, err)
 	}
 	return h.scenario(key, h.big, base, tok), nil
 }
@@ -502,6 +515,10 @@ func (h *harness) startPayreq(ds *dataset, name string, validate bool, cpus stri
 		"PAYREQ_RATE_BURST=1000000000",
 		"PAYREQ_TRUSTED_PROXIES=127.0.0.1/32",
 		"PAYREQ_LOG_LEVEL=info",
+		// The recurring worker looks for due occurrences every second (not
+		// every 10), so that the recurring scenario's series are issued
+		// within a second of their creation.
+		"PAYREQ_SCHEDULE_POLL_INTERVAL=1s",
 		fmt.Sprintf("PAYREQ_VALIDATE_REQUESTS=%t", validate),
 	}
 	env = append(env, extra...)
@@ -546,6 +563,17 @@ func (h *harness) prepare(ctx context.Context, ds *dataset) (auth.NewKey, string
 	member, err := portalMember(ctx, a, ds)
 	if err != nil {
 		return auth.NewKey{}, "", fmt.Errorf("portal member: %w", err)
+	}
+	// A SIM-OK terminal a client of the terminal scenario (the reset
+	// removed the last run's).
+	ds.terminals = nil
+	for i := range h.o.clients {
+		t, err := a.Terminals.Add(ctx, terminal.NewTerminal{MerchantAccountID: ds.mids[i%len(ds.mids)],
+			HSN: fmt.Sprintf("%sBENCH-%d", processor.SimTerminalOK, i), Name: fmt.Sprintf("Bench %d", i)})
+		if err != nil {
+			return auth.NewKey{}, "", fmt.Errorf("bench terminal: %w", err)
+		}
+		ds.terminals = append(ds.terminals, t)
 	}
 	return key, member, nil
 }

@@ -142,6 +142,19 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanos
 
 func ratio(a, b cell) string { return fmt.Sprintf("%.2f", a.res.rate()/b.res.rate()) }
 
+// fourthRound says how the fourth round's paths are measured.
+const fourthRound = "The fourth round's paths (decisions.md, \"Performance after the third round\"): PATCH changes the memo " +
+	"of one of the 25,000 newest open invoices with nothing paid; the customer search asks `GET " +
+	"/customers?q=` for a name one customer holds; finalize opens one of the drafts made for its run " +
+	"(copies of an open invoice's three lines, `send: false`). Two wait on a worker after their answer, " +
+	"the client sending its next request once the outcome is there (read every 200 ms with a GET, which " +
+	"the server CPU and the statements count; the answer times are the 202's or 201's alone): a terminal " +
+	"payment of 1.00 at the client's own `SIM-OK-` terminal (the simulator approves after 2 s; the worker " +
+	"records the approval), and a recurring invoice created to issue once, today, its invoice issued and " +
+	"sent by the worker (which the bench's servers run every second, `PAYREQ_SCHEDULE_POLL_INTERVAL=1s`, " +
+	"not every 10). Their rates are bounded by that wait, not by the server. The recurring invoice's " +
+	"automatic charge is not measured (it is not built yet)."
+
 // markdown is the results page: the third round's targets at every size,
 // then each size's tables and the earlier rounds' targets.
 func (r *report) markdown() string {
@@ -161,6 +174,7 @@ func (r *report) markdown() string {
 		"transactions) per second; p50/p99 are answer times; peak RSS is the server's VmHWM during that run. "+
 		"The runs the third round's targets need are made at every size, the others at the largest only.\n\n",
 		strings.Join(sizes, " and "), o.others, thousands(o.otherInvoices), o.clients, o.warmup, o.window)
+	b.WriteString(fourthRound + "\n\n")
 	if o.repeat > 1 {
 		fmt.Fprintf(&b, "Every run was made %d times, in %d rounds of the whole sequence at each size; each figure is the median of its %d "+
 			"(the rate's and each CPU time's separately; the statements are those of the round of the median rate).\n\n",

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/auth"
@@ -30,6 +34,9 @@ var scenarioTitles = []struct{ key, title string }{
 	{"patch", "change invoice (PATCH a memo, merge patch)"},
 	{"deposits", "list deposits, first page (25)"},
 	{"customers_search", "search customers (q of a name, first page of 25)"},
+	{"finalize", "finalize a draft (3 lines, send=false)"},
+	{"terminal", "terminal payment (202, then the SIM-OK terminal's approval)"},
+	{"recurring", "recurring invoice issued (create, then its one occurrence issued and sent)"},
 	// The portal's pages, as a signed-in member's browser asks for them
 	// (session cookie, gzip accepted), each beside the API call reading
 	// the same data (portalPairs).
@@ -50,8 +57,11 @@ func isPortal(key string) bool { return strings.HasPrefix(key, "portal_") }
 
 // hasPgbench says whether scenario key has a pgbench script: the portal's
 // pages and the deposits list have none (their baseline is the API call),
-// nor has the PATCH yet.
-func hasPgbench(key string) bool { return !isPortal(key) && key != "deposits" && key != "patch" }
+// nor have the PATCH, the finalize and the scenarios waiting on a worker
+// yet.
+func hasPgbench(key string) bool {
+	return !isPortal(key) && !slices.Contains([]string{"deposits", "patch", "finalize", "terminal", "recurring"}, key)
+}
 
 // mixedTitle is the soak's mix, measured against the server alone.
 const mixedTitle = "mixed: create, get, list first page (2:1:1, as make soak)"
@@ -148,6 +158,69 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 			q := url.QueryEscape(fmt.Sprintf("Customer %d", 2000+rand.IntN(18000)))
 			return request{method: "GET", path: "/customers?limit=25&q=" + q, header: bearer, want: http.StatusOK}
 		}
+	case "finalize":
+		// A draft of the template's three lines, made for this run
+		// (prepareScenario), opened with its pay link, not sent.
+		var next atomic.Int64
+		sc.next = func(int64) request {
+			id := h.drafts[int(next.Add(1)-1)%len(h.drafts)].String()
+			return request{method: "POST", path: "/payment-requests/" + id + "/finalize", body: []byte(`{"send":false}`),
+				header: withJSON, want: http.StatusOK}
+		}
+	case "terminal":
+		// 1.00 toward the client's own invoice at its own SIM-OK
+		// terminal (one payment at a time per terminal): the 202 is
+		// measured, then the client waits for the approval the worker
+		// records (the simulator answers after 2 s) before its next one.
+		free := make(chan int, len(h.tills))
+		for i := range h.tills {
+			free <- i
+		}
+		sc.next = func(n int64) request {
+			i := <-free
+			t := h.tills[i]
+			body := fmt.Sprintf(`{"terminalId":%q,"invoiceId":%q,"amount":"1.00"}`, t.terminal, t.invoice)
+			hd := withJSON.Clone()
+			hd.Set("Idempotency-Key", fmt.Sprintf("terminal-%s-%d", h.run, n))
+			return request{method: "POST", path: "/terminal-payments", body: []byte(body), header: hd, want: http.StatusAccepted,
+				then: func(c *conn, answer []byte, err error) error {
+					defer func() { free <- i }()
+					if err != nil {
+						return nil
+					}
+					return waitFor(c, bearer, "/terminal-payments/", answer, func(v outcome) (bool, error) {
+						if v.Status == "pending" {
+							return false, nil
+						}
+						if v.Status != "approved" {
+							return true, fmt.Errorf("terminal payment %s: %s", v.ID, v.Status)
+						}
+						return true, nil
+					})
+				}}
+		}
+	case "recurring":
+		// A series issuing once, today, its invoice sent: the 201 is
+		// measured, then the client waits for the worker to issue it.
+		sc.next = func(n int64) request {
+			c := rand.IntN(len(h.customers))
+			body := fmt.Sprintf(`{"merchantAccountId":%q,"customerId":%q,"invoiceNumberPrefix":"R%s-%d","amount":"60.00",`+
+				`"lines":[{"description":"Consulting","quantity":"1","unitCost":"10","uom":null,"commodityCode":null,"upc":null},`+
+				`{"description":"Travel","quantity":"2","unitCost":"10","uom":null,"commodityCode":null,"upc":null},`+
+				`{"description":"Materials","quantity":"3","unitCost":"10","uom":null,"commodityCode":null,"upc":null}],`+
+				`"memo":null,"poNumber":null,"delivery":"email","reminders":null,"interval":"month","intervalCount":1,`+
+				`"startOn":%q,"endAfter":1,"endOn":null,"dueDays":30,"send":true}`,
+				ds.mids[c%len(ds.mids)], h.customers[c], h.run, n, h.today)
+			return request{method: "POST", path: "/recurring-invoices", body: []byte(body), header: withJSON, want: http.StatusCreated,
+				then: func(c *conn, answer []byte, err error) error {
+					if err != nil {
+						return nil
+					}
+					return waitFor(c, bearer, "/recurring-invoices/", answer, func(v outcome) (bool, error) {
+						return v.IssuedCount > 0, nil
+					})
+				}}
+		}
 	case "deposits":
 		sc.next = func(int64) request {
 			return request{method: "GET", path: "/deposits?limit=25", header: bearer, want: http.StatusOK}
@@ -166,6 +239,78 @@ func (h *harness) scenario(key string, ds *dataset, base, token string) scenario
 		panic("bench: unknown scenario " + key)
 	}
 	return sc
+}
+
+// till is a terminal of the terminal scenario with the invoice its
+// payments go toward.
+type till struct{ terminal, invoice uuid.UUID }
+
+// prepareScenario makes what scenario key uses up, against the server at
+// base: finalize's drafts (copies of an editable invoice, as many as 2,000
+// a second of the run would finalize; the last run's left go first), an invoice on each terminal's MID
+// for the terminal scenario, and the customers and day of the recurring
+// one's series.
+func (h *harness) prepareScenario(ctx context.Context, key, base, token string) error {
+	ds := h.big
+	db, err := sqlx.Open("postgres", ds.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch key {
+	case "finalize":
+		n := max(1000, int(2000*(h.o.warmup+h.o.window).Seconds()))
+		h.drafts = nil
+		if _, err := db.ExecContext(ctx, `DELETE FROM invoice_lines l USING invoices i
+				WHERE i.id = l.invoice_id AND i.status = 'draft' AND i.created_by_name = 'bench draft';
+			DELETE FROM invoices WHERE status = 'draft' AND created_by_name = 'bench draft'`); err != nil {
+			return err
+		}
+		return db.SelectContext(ctx, &h.drafts, `WITH t AS (SELECT * FROM invoices WHERE id = $1),
+			d AS (INSERT INTO invoices (id, organization_id, merchant_account_id, invoice_number, po_number, amount,
+					customer_name, customer_company, customer_email, customer_phone, delivery, memo, due_date, line_count,
+					status, created_at, created_by_name, reminders, tax_amount, customer_id)
+				SELECT gen_random_uuid(), t.organization_id, t.merchant_account_id, 'DRAFT-' || $2 || '-' || g, t.po_number,
+					t.amount, t.customer_name, t.customer_company, t.customer_email, t.customer_phone, t.delivery, t.memo,
+					now()::date + 30, t.line_count, 'draft', t.created_at - g * interval '1 microsecond', 'bench draft',
+					t.reminders, t.tax_amount, t.customer_id
+				FROM t, generate_series(1, $3) g RETURNING id),
+			l AS (INSERT INTO invoice_lines (invoice_id, position, description, quantity, unit_cost, uom, commodity_code, upc, tax_rate)
+				SELECT d.id, l.position, l.description, l.quantity, l.unit_cost, l.uom, l.commodity_code, l.upc, l.tax_rate
+				FROM d, invoice_lines l WHERE l.invoice_id = $1)
+			SELECT id FROM d`, ds.editable[0], fmt.Sprintf("%s-%d", h.run, h.batch.Add(1)), n)
+	case "terminal":
+		c := &conn{base: base}
+		defer c.close()
+		h.tills = nil
+		for i, t := range ds.terminals {
+			body := fmt.Sprintf(`{"merchantAccountId":%q,"invoiceNumber":"TILL-%s-%d-%d","amount":"9999.00","poNumber":null,`+
+				`"customerName":"Dana Whitfield","customerCompany":null,"customerEmail":"customer1@example.com",`+
+				`"customerPhone":null,"delivery":null,"memo":null,"dueDate":null,"send":false,"lines":[`+
+				`{"description":"Tab","quantity":"1","unitCost":"9999.00","uom":null,"commodityCode":null,"upc":null}]}`,
+				t.MerchantAccountID, h.run, h.batch.Add(1), i)
+			answer, err := c.do(request{method: "POST", path: "/payment-requests", body: []byte(body), want: http.StatusCreated,
+				header: http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}})
+			if err != nil {
+				return err
+			}
+			var inv outcome
+			if err := json.Unmarshal(answer, &inv); err != nil {
+				return err
+			}
+			h.tills = append(h.tills, till{terminal: t.ID, invoice: uuid.MustParse(inv.ID)})
+		}
+		return nil
+	case "recurring":
+		h.customers = nil
+		if err := db.SelectContext(ctx, &h.customers, `SELECT id FROM customers WHERE organization_id = $1
+			ORDER BY id LIMIT 1000`, ds.org); err != nil {
+			return err
+		}
+		return db.GetContext(ctx, &h.today, `SELECT (now() AT TIME ZONE l.time_zone)::date::text
+			FROM merchant_accounts m JOIN locations l ON l.id = m.location_id WHERE m.id = $1`, ds.mids[0])
+	}
+	return nil
 }
 
 // tokenRequest is a client-credentials exchange from an address of its own.
