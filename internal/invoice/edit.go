@@ -166,7 +166,7 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 		}
 		switch {
 		case l.Status == InDraft:
-		case l.Status != Open || l.AmountPaid.Sign() != 0:
+		case !l.Changeable():
 			return errHasPayments(&l.Invoice)
 		default:
 			underWay, err := s.Cards.ChargesUnderWay(ctx, tx, l.ID)
@@ -232,6 +232,13 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 	return inv, nil
 }
 
+// Changeable says whether Update may change the invoice, as far as the
+// invoice itself tells: a draft, or an open invoice with nothing paid or
+// recorded (a charge under way is known only under its lock, in Update).
+func (inv *Invoice) Changeable() bool {
+	return inv.Status == InDraft || inv.Status == Open && inv.AmountPaid.Sign() == 0
+}
+
 // draftOf is the invoice as the draft that would make it.
 func draftOf(inv Invoice) Draft {
 	email, delivery := inv.CustomerEmail, inv.Delivery
@@ -283,14 +290,14 @@ func (c Change) apply(d Draft) Draft {
 		}
 	}
 	if c.Given["lines"] && !c.Given["amount"] && d.Lines != nil {
-		d.Amount = linesTotal(d.Lines)
+		d.Amount = LinesTotal(d.Lines)
 	}
 	return d
 }
 
-// linesTotal is the amount lines add up to, as Validate adds them: each
-// line's quantity × unitCost rounded half up to cents.
-func linesTotal(lines []Line) apd.Decimal {
+// LinesTotal is the amount lines add up to, as Validate adds them: each
+// line's quantity × unitCost rounded half up to cents, plus its tax.
+func LinesTotal(lines []Line) apd.Decimal {
 	subtotal, tax := Totals(lines)
 	return cents(add(subtotal, tax))
 }
