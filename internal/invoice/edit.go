@@ -137,9 +137,9 @@ func errVersion(version int) *rule.Error {
 		"The invoice is at version %d, not the one this change was meant for; nothing was changed. Read it again, then change it.", version)
 }
 
-// errHasPayments refuses a change of an invoice toward which something
+// NotChangeable is the refusal of a change of an invoice toward which something
 // was paid, recorded or is being charged, or which is final.
-func errHasPayments(inv *Invoice) *rule.Error {
+func NotChangeable(inv *Invoice) *rule.Error {
 	if inv.Status == Cancelled {
 		return rule.New(rule.Conflict, "", "Invoice cannot be changed", "The invoice is cancelled, so it cannot be changed; make a new one.")
 	}
@@ -167,7 +167,7 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 		switch {
 		case l.Status == InDraft:
 		case !l.Changeable():
-			return errHasPayments(&l.Invoice)
+			return NotChangeable(&l.Invoice)
 		default:
 			underWay, err := s.Cards.ChargesUnderWay(ctx, tx, l.ID)
 			if err != nil {
@@ -178,7 +178,7 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 				return err
 			}
 			if underWay || atTerminal {
-				return errHasPayments(&l.Invoice)
+				return NotChangeable(&l.Invoice)
 			}
 		}
 		current, err := s.read(ctx, tx, actor.OrganizationID, id)
