@@ -43,16 +43,7 @@ func TestInvoiceEditor(t *testing.T) {
 	values := form("idempotencyKey", formKey(t, p), "merchantAccountId", m.MIDs[0].Id.String(), "customerId", cust.Id,
 		"invoiceNumber", "ED-0008", "lines[0].description", "Tiles", "lines[0].quantity", "2", "lines[0].unitCost", "10.00",
 		"lines[0].taxRate", "8.25", "delivery", "email", "send", "now")
-	with := func(pairs ...string) url.Values {
-		v := url.Values{}
-		for k, vs := range values {
-			v[k] = vs
-		}
-		for i := 0; i+1 < len(pairs); i += 2 {
-			v.Set(pairs[i], pairs[i+1])
-		}
-		return v
-	}
+	with := func(pairs ...string) url.Values { return overlay(values, pairs...) }
 	c.Post("/portal/invoices", p.CSRF(t), with("action", "add")).Want(t, http.StatusOK).Has(t, "Line 2", `id="lines[1].description"`, `value="Tiles"`, `value="ED-0008"`)
 	c.Post("/portal/invoices", p.CSRF(t), with("action", "totals")).Want(t, http.StatusOK).Has(t, "$20.00", "$1.65", "$21.65")
 	c.Post("/portal/invoices", p.CSRF(t), with("action", "totals", "lines[0].quantity", "two")).Want(t, http.StatusBadRequest).ErrorBeside(t, "lines[0].quantity", "Enter a number")
@@ -94,7 +85,7 @@ func TestInvoiceEditor(t *testing.T) {
 	}
 
 	// Edited at its version; the same version again is stale.
-	edit := c.Get("/portal/invoices/" + draftID.String() + "/edit").Want(t, http.StatusOK).Has(t, `name="version" value="1"`, `value="Tiles"`, "Save draft")
+	edit := c.Get("/portal/invoices/"+draftID.String()+"/edit").Want(t, http.StatusOK).Has(t, `name="version" value="1"`, `value="Tiles"`, "Save draft")
 	change := with("version", "1", "lines[0].quantity", "3", "action", "draft")
 	change.Del("idempotencyKey")
 	c.Post("/portal/invoices/"+draftID.String()+"/edit", edit.CSRF(t), change).WantRedirect(t, "/portal/invoices/"+draftID.String()+"?done=changed")
@@ -116,13 +107,13 @@ func TestInvoiceEditor(t *testing.T) {
 	c.Post("/portal/invoices/"+draftID.String()+"/finalize", edit.CSRF(t), nil).Want(t, http.StatusUnprocessableEntity)
 
 	// An open invoice edited, then duplicated.
-	edit = c.Get("/portal/invoices/" + draftID.String() + "/edit").Want(t, http.StatusOK).Has(t, `name="version" value="`+strconv.Itoa(int(inv.Version))+`"`, "Save changes")
+	edit = c.Get("/portal/invoices/"+draftID.String()+"/edit").Want(t, http.StatusOK).Has(t, `name="version" value="`+strconv.Itoa(int(inv.Version))+`"`, "Save changes")
 	if strings.Contains(edit.Body, "Save draft") {
 		t.Error("an open invoice's editor saves drafts")
 	}
 	c.Post("/portal/invoices/"+draftID.String()+"/edit", edit.CSRF(t), with("version", strconv.Itoa(int(inv.Version)), "memo", "Thanks!", "action", "finalize")).
 		WantRedirect(t, "/portal/invoices/"+draftID.String()+"?done=changed")
-	dup := c.Get("/portal/invoices/" + draftID.String() + "/duplicate").Want(t, http.StatusOK).
+	dup := c.Get("/portal/invoices/"+draftID.String()+"/duplicate").Want(t, http.StatusOK).
 		Has(t, "New invoice", `value="ED-0009"`, `value="Tiles"`, `value="2"`, `<option value="`+cust.Id+`" selected>`, `<option value="8.25" selected>`, "Thanks!")
 	if formKey(t, dup) == formKey(t, p) {
 		t.Error("the duplicate's form reuses a key")

@@ -61,15 +61,7 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 		"lines[2].description", "Discount", "lines[2].quantity", "1", "lines[2].unitCost", "-20",
 		"delivery", "email", "send", "now", "reminders", "on")
 	with := func(pairs ...string) url.Values {
-		v := url.Values{}
-		for k, vs := range valid {
-			v[k] = vs
-		}
-		for i := 0; i+1 < len(pairs); i += 2 {
-			v.Set(pairs[i], pairs[i+1])
-		}
-		v.Set("idempotencyKey", formKey(t, newForm))
-		return v
+		return overlay(valid, append(pairs, "idempotencyKey", formKey(t, newForm))...)
 	}
 	for _, bad := range []struct {
 		name           string
@@ -174,6 +166,18 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 	}
 	many.Set(lineName(7, "quantity"), "-1")
 	c.Post("/portal/invoices", p.CSRF(t), many).Want(t, http.StatusBadRequest).ErrorBeside(t, lineName(7, "quantity"), "greater than 0").Has(t, "Line 8")
+}
+
+// overlay is a copy of base with pairs (name, value, …) set over it.
+func overlay(base url.Values, pairs ...string) url.Values {
+	v := url.Values{}
+	for k, vs := range base {
+		v[k] = vs
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		v.Set(pairs[i], pairs[i+1])
+	}
+	return v
 }
 
 // noLines empties the rows of lines of TestCreateInvoiceInThePortal's form.
