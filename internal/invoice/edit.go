@@ -137,9 +137,9 @@ func errVersion(version int) *rule.Error {
 		"The invoice is at version %d, not the one this change was meant for; nothing was changed. Read it again, then change it.", version)
 }
 
-// errHasPayments refuses a change of an invoice toward which something
+// NotChangeable is the refusal of a change of an invoice toward which something
 // was paid, recorded or is being charged, or which is final.
-func errHasPayments(inv *Invoice) *rule.Error {
+func NotChangeable(inv *Invoice) *rule.Error {
 	if inv.Status == Cancelled {
 		return rule.New(rule.Conflict, "", "Invoice cannot be changed", "The invoice is cancelled, so it cannot be changed; make a new one.")
 	}
@@ -166,8 +166,8 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 		}
 		switch {
 		case l.Status == InDraft:
-		case l.Status != Open || l.AmountPaid.Sign() != 0:
-			return errHasPayments(&l.Invoice)
+		case !l.Changeable():
+			return NotChangeable(&l.Invoice)
 		default:
 			underWay, err := s.Cards.ChargesUnderWay(ctx, tx, l.ID)
 			if err != nil {
@@ -178,7 +178,7 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 				return err
 			}
 			if underWay || atTerminal {
-				return errHasPayments(&l.Invoice)
+				return NotChangeable(&l.Invoice)
 			}
 		}
 		current, err := s.read(ctx, tx, actor.OrganizationID, id)
@@ -232,6 +232,13 @@ func (s *Store) Update(ctx context.Context, actor Actor, id uuid.UUID, c Change)
 	return inv, nil
 }
 
+// Changeable says whether Update may change the invoice, as far as the
+// invoice itself tells: a draft, or an open invoice with nothing paid or
+// recorded (a charge under way is known only under its lock, in Update).
+func (inv *Invoice) Changeable() bool {
+	return inv.Status == InDraft || inv.Status == Open && inv.AmountPaid.Sign() == 0
+}
+
 // draftOf is the invoice as the draft that would make it.
 func draftOf(inv Invoice) Draft {
 	email, delivery := inv.CustomerEmail, inv.Delivery
@@ -283,14 +290,14 @@ func (c Change) apply(d Draft) Draft {
 		}
 	}
 	if c.Given["lines"] && !c.Given["amount"] && d.Lines != nil {
-		d.Amount = linesTotal(d.Lines)
+		d.Amount = LinesTotal(d.Lines)
 	}
 	return d
 }
 
-// linesTotal is the amount lines add up to, as Validate adds them: each
-// line's quantity × unitCost rounded half up to cents.
-func linesTotal(lines []Line) apd.Decimal {
+// LinesTotal is the amount lines add up to, as Validate adds them: each
+// line's quantity × unitCost rounded half up to cents, plus its tax.
+func LinesTotal(lines []Line) apd.Decimal {
 	subtotal, tax := Totals(lines)
 	return cents(add(subtotal, tax))
 }

@@ -1,17 +1,21 @@
 package portal_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
+	"github.com/payreq/payreq/gen/models"
 	"github.com/payreq/payreq/internal/apitest"
 	"github.com/payreq/payreq/internal/auth"
 	"github.com/payreq/payreq/internal/browsertest"
+	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/pgtest"
 	"github.com/payreq/payreq/internal/portaltest"
 )
@@ -47,6 +51,10 @@ func TestMerchantPagesInChromium(t *testing.T) {
 			apitest.Want(t, "record", r.StatusCode, http.StatusCreated)
 		}
 	}
+	rate, _, _ := apd.NewFromString("8.25")
+	if _, err := env.App.Invoices.AddTaxRate(t.Context(), invoice.Actor{OrganizationID: org, Name: "test"}, "Sales tax", *rate); err != nil {
+		t.Fatal(err)
+	}
 	b := browsertest.Start(t, env.URL, 4*time.Minute)
 	c := chromium{t: t, b: b, base: env.URL}
 	run, html, check, open, submit, has := c.run, c.html, c.check, c.open, c.submit, c.has
@@ -74,27 +82,46 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	check("an invoice")
 	capture(t, b, "invoice.png")
 
+	// The editor with its script: a row added, the totals live and equal
+	// to the server's, at 390 and 1280 px with no sideways scrolling.
 	open("/portal/invoices/new")
+	has("new invoice", "Sales tax 8.25%", "Ada Park · ada@example.com")
 	check("new invoice")
-	if strings.Contains(html(), "Line 6") {
-		t.Fatal("six rows before the script added one")
+	if strings.Contains(html(), "Line 2") || c.read(chromedp.Evaluate[string](`getComputedStyle(document.querySelector("[data-update-totals]")).display`)) != "none" {
+		t.Fatal("two rows, or an Update totals button, before the script added a row")
 	}
-	run("add a line", chromedp.Click(`[data-add-line] > button`))
-	has("a line added", `id="lines[5].description"`, "Line 6")
-	check("new invoice, a line added")
-	run("fill", chromedp.SetValue("#merchantAccountId", m.MIDs[0].Id.String()), chromedp.SendKeys("#invoiceNumber", "INV-200"), chromedp.SendKeys("#customerEmail", "gus@example.com"),
-		chromedp.SendKeys("#amount", "99.00"),
+	run("add a line", chromedp.Click(`[data-add-line]`))
+	has("a line added", `id="lines[1].description"`, "Line 2")
+	run("fill", chromedp.SetValue("#merchantAccountId", m.MIDs[0].Id.String()),
+		chromedp.SendKeys("#customerEmail", "gus@example.com"),
 		chromedp.SendKeys(`#lines\[0\]\.description`, "Tiles"), chromedp.SendKeys(`#lines\[0\]\.quantity`, "2"),
-		chromedp.SendKeys(`#lines\[0\]\.unitCost`, "45"),
-		chromedp.SendKeys(`#lines\[5\]\.description`, "Grout"), chromedp.SendKeys(`#lines\[5\]\.quantity`, "1"),
-		chromedp.SendKeys(`#lines\[5\]\.unitCost`, "8.50"))
-	submit(`main form button[type="submit"]`)
-	has("refused", "lines add up to 98.50", `value="Grout"`)
-	check("new invoice, lines that do not add up")
+		chromedp.SendKeys(`#lines\[0\]\.unitCost`, "45"), chromedp.SetValue(`#lines\[1\]\.taxRate`, "8.25"),
+		chromedp.SendKeys(`#lines\[1\]\.description`, "Grout"), chromedp.SendKeys(`#lines\[1\]\.quantity`, "1"),
+		chromedp.SendKeys(`#lines\[1\]\.unitCost`, "8.50"))
+	live := map[string]string{}
+	for _, k := range []string{"subtotal", "tax", "total"} {
+		live[k] = strings.TrimSpace(c.read(chromedp.Text(`[data-total="` + k + `"]`)))
+	}
+	if live["subtotal"] != "$98.50" || live["tax"] != "$0.70" || live["total"] != "$99.20" {
+		t.Errorf("live totals %v, want $98.50, $0.70 and $99.20", live)
+	}
+	check("new invoice, two lines")
+	for _, w := range []int64{390, 1280} {
+		run("resize", chromedp.EmulateViewport(w, 900))
+		for _, f := range c.faults() {
+			t.Errorf("new invoice at %d px: %s", w, f)
+		}
+		b.FullScreenshot(t, fmt.Sprintf("invoice-editor-%d.png", w))
+	}
 	capture(t, b, "invoice-new.png")
-	run("fix", chromedp.SetValue("#amount", "98.50"))
-	submit(`main form button[type="submit"]`)
-	has("made", "The invoice was made.", "Grout", "$98.50")
+	submit(`button[value="finalize"]`)
+	has("made", "The invoice was made.", "Grout", "$99.20")
+	var made []models.Invoice
+	env.Do(apitest.Request{Method: "GET", Path: "/payment-requests?customerEmail=gus@example.com", Token: m.Token}).JSON(t, &made)
+	if len(made) != 1 || invoice.Money(made[0].Amount.Decimal) != live["total"] || invoice.Money(made[0].TaxAmount.Decimal) != live["tax"] {
+		t.Errorf("the server's invoice %+v, the live totals %v", made, live)
+	}
+	check("an invoice made in the editor")
 
 	open("/portal/invoices/" + shown + "/payments")
 	check("record a payment")

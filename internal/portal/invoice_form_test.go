@@ -38,16 +38,16 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
-	newForm := c.Get("/portal/invoices/new").Want(t, http.StatusOK).Has(t, m.MIDs[0].Mid, "Line 5", scriptTag)
-	if strings.Contains(newForm.Body, "Line 6") {
-		t.Error("more than 5 rows of lines without JavaScript")
+	newForm := c.Get("/portal/invoices/new").Want(t, http.StatusOK).Has(t, m.MIDs[0].Mid, "Line 1", scriptTag)
+	if strings.Contains(newForm.Body, "Line 2") {
+		t.Error("more than one row of lines before any was added")
 	}
 	// The page's script is a file of the portal's, allowed by its address alone.
 	src := regexp.MustCompile(`<script src="([^"]+)"`).FindStringSubmatch(newForm.Body)[1]
 	if csp := newForm.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none';") || !strings.HasSuffix(csp, "; script-src "+env.URL+src) {
 		t.Errorf("Content-Security-Policy %q", csp)
 	}
-	js := c.Get(src).Want(t, http.StatusOK).Has(t, "data-add-line")
+	js := c.Get(src).Want(t, http.StatusOK).Has(t, "data-add-line", "data-total")
 	if ct := js.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") {
 		t.Errorf("the script is served as %q", ct)
 	}
@@ -61,15 +61,7 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 		"lines[2].description", "Discount", "lines[2].quantity", "1", "lines[2].unitCost", "-20",
 		"delivery", "email", "send", "now", "reminders", "on")
 	with := func(pairs ...string) url.Values {
-		v := url.Values{}
-		for k, vs := range valid {
-			v[k] = vs
-		}
-		for i := 0; i+1 < len(pairs); i += 2 {
-			v.Set(pairs[i], pairs[i+1])
-		}
-		v.Set("idempotencyKey", formKey(t, newForm))
-		return v
+		return overlay(valid, append(pairs, "idempotencyKey", formKey(t, newForm))...)
 	}
 	for _, bad := range []struct {
 		name           string
@@ -77,12 +69,13 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 		status         int
 		field, message string
 	}{
-		{"lines that do not add up", with("amount", "1230.01"), http.StatusBadRequest, "lines", "add up to 1230.00"},
+		{"an amount typed beside lines", with("amount", "1230.01"), http.StatusBadRequest, "amount", "The lines make the total, $1,230.00"},
 		{"a quantity of no number", with("lines[2].quantity", "one"), http.StatusBadRequest, "lines[2].quantity", "Enter a number"},
 		// The blank row is left out, so the domain's lines[1] is the form's row 2.
 		{"a quantity of 0", with("lines[2].quantity", "0"), http.StatusBadRequest, "lines[2].quantity", "greater than 0"},
-		{"an amount of no number", with("amount", "lots"), http.StatusBadRequest, "amount", "dollars and cents"},
-		{"three decimals", with("amount", "1230.001"), http.StatusBadRequest, "amount", "2 decimal places"},
+		{"an amount of no number", with(append(noLines, "amount", "lots")...), http.StatusBadRequest, "amount", "dollars and cents"},
+		{"three decimals", with(append(noLines, "amount", "1230.001")...), http.StatusBadRequest, "amount", "2 decimal places"},
+		{"no amount and no lines", with(append(noLines, "amount", "")...), http.StatusBadRequest, "amount", "or add a line"},
 		{"no email", with("customerEmail", ""), http.StatusBadRequest, "customerEmail", "required"},
 		{"text without a phone", with("delivery", "text"), http.StatusBadRequest, "customerPhone", "required when delivery is text"},
 		{"later without a time", with("send", "schedule"), http.StatusBadRequest, "sendAt", "Enter the day and time"},
@@ -93,7 +86,7 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 	} {
 		t.Run(bad.name, func(t *testing.T) {
 			p := c.Post("/portal/invoices", newForm.CSRF(t), bad.values).Want(t, bad.status).ErrorBeside(t, bad.field, bad.message)
-			p.Has(t, `value="Ada Park"`, `value="Tiles"`, `value="`+bad.values.Get("idempotencyKey")+`"`)
+			p.Has(t, `value="Ada Park"`, `value="`+bad.values.Get("lines[0].description")+`"`, `value="`+bad.values.Get("idempotencyKey")+`"`)
 			if !strings.HasPrefix(titleOf(p), "Error: ") {
 				t.Errorf("title %q", titleOf(p))
 			}
@@ -174,6 +167,22 @@ func TestCreateInvoiceInThePortal(t *testing.T) {
 	many.Set(lineName(7, "quantity"), "-1")
 	c.Post("/portal/invoices", p.CSRF(t), many).Want(t, http.StatusBadRequest).ErrorBeside(t, lineName(7, "quantity"), "greater than 0").Has(t, "Line 8")
 }
+
+// overlay is a copy of base with pairs (name, value, …) set over it.
+func overlay(base url.Values, pairs ...string) url.Values {
+	v := url.Values{}
+	for k, vs := range base {
+		v[k] = vs
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		v.Set(pairs[i], pairs[i+1])
+	}
+	return v
+}
+
+// noLines empties the rows of lines of TestCreateInvoiceInThePortal's form.
+var noLines = []string{"lines[0].description", "", "lines[0].quantity", "", "lines[0].unitCost", "",
+	"lines[2].description", "", "lines[2].quantity", "", "lines[2].unitCost", ""}
 
 func lineName(i int, field string) string {
 	return "lines[" + string(rune('0'+i)) + "]." + field

@@ -251,7 +251,10 @@ func (h *handler) invoices(c echo.Context) error {
 			return h.failure(c, err)
 		}
 	}
-	return h.renderList(c, q, "invoices", "Invoices", data)
+	if q.Failed() {
+		return h.renderList(c, q, "invoices", "Invoices", data)
+	}
+	return h.renderDone(c, "invoices", q.Page("Invoices", data), map[string]string{"deleted": "The draft was deleted."})
 }
 
 // invoiceColumns are the columns of the invoices' CSV: the API's names for
@@ -318,7 +321,10 @@ type invoiceData struct {
 	ID, InvoiceNumber, StatusLabel, StatusClass string
 	Status                                      invoice.Status
 	Overdue, Refunded, CanChange                bool
-	Zone                                        *time.Location
+	// Editable: the invoice may still change (a draft, or open with
+	// nothing paid).
+	Editable bool
+	Zone     *time.Location
 	// Paid, Cancelled, Due, Created, Sent, Scheduled and LastReminded
 	// are moments (or a day), "" when there is none.
 	Paid, Cancelled, Due, Created, Sent, Scheduled, LastReminded  template.HTML
@@ -360,7 +366,7 @@ func invoiceDataOf(r invoiceRow) invoiceData {
 		CustomerCompany: r.CustomerCompany, CustomerPhone: r.CustomerPhone, LocationName: r.LocationName, PONumber: r.PONumber,
 		Memo: r.Memo, SendProblem: r.SendProblem, CustomerEmail: r.CustomerEmail, MID: r.MID, CreatedByName: r.CreatedByName,
 		Delivery: channelLabel(r.Invoice.Delivery), ReminderChoice: r.ReminderChoice(), RemindersSent: r.RemindersSent,
-		Payments: r.Payments, SavedCards: r.SavedCards}
+		Payments: r.Payments, SavedCards: r.SavedCards, Editable: r.Changeable()}
 	if r.SentVia != nil {
 		d.SentBy = channelLabel(*r.SentVia)
 	}
@@ -418,6 +424,9 @@ func (h *handler) invoice(c echo.Context) error {
 	p := page{Title: "Invoice " + inv.InvoiceNumber, Data: d}
 	return h.renderDone(c, "invoice", p, map[string]string{
 		"created":   "The invoice was made.",
+		"drafted":   "The draft was saved. Nothing is sent until it is finalized.",
+		"changed":   "The invoice was changed; its pay link stays the same.",
+		"finalized": "The invoice is finalized: its pay link is made.",
 		"sent":      "The pay link is on its way to the customer.",
 		"cancelled": "The invoice is cancelled: its pay link takes no payment, and nothing more is sent.",
 		"recorded":  "The payment was recorded.",
@@ -482,4 +491,41 @@ func (h *handler) cancelInvoice(c echo.Context) error {
 		return h.answer(c, err, nil)
 	}
 	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=cancelled")
+}
+
+// finalizeInvoice is POST /portal/invoices/{id}/finalize: a draft opened,
+// its pay link made and sent.
+func (h *handler) finalizeInvoice(c echo.Context) error {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.notFound(c)
+	}
+	inv, err := h.Invoices.Finalize(c.Request().Context(), invoiceActor(c), id, nil, nil)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	return c.Redirect(http.StatusSeeOther, invoicesPath+"/"+inv.ID.String()+"?done=finalized")
+}
+
+// deletePage is GET /portal/invoices/{id}/delete: the confirmation of a
+// draft's deletion.
+func (h *handler) deletePage(c echo.Context) error {
+	inv, err := h.invoiceOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	return h.render(c, http.StatusOK, "invoice-delete", page{Title: "Delete draft " + inv.InvoiceNumber,
+		Data: rowOf(inv, inv.Biller.Zone(), h.Now())})
+}
+
+// deleteDraft is POST /portal/invoices/{id}/delete.
+func (h *handler) deleteDraft(c echo.Context) error {
+	id, ok := parseID(c.Param("id"))
+	if !ok {
+		return h.notFound(c)
+	}
+	if err := h.Invoices.Delete(c.Request().Context(), invoiceActor(c), id); err != nil {
+		return h.answer(c, err, nil)
+	}
+	return c.Redirect(http.StatusSeeOther, invoicesPath+"?done=deleted")
 }

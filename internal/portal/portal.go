@@ -66,11 +66,11 @@ type Deps struct {
 	// The merchant's day: invoices, payments, events, locations.
 	Directory *directory.Store
 	Invoices  *invoice.Store
+	Customers *customer.Store
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
 	Terminals *terminal.Store
-	Customers *customer.Store
 	// PDFs keeps the invoice documents drawn.
 	PDFs *invoicepdf.Documents
 	Now  func() time.Time
@@ -186,6 +186,12 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(invoicesPath+"/new", h.member(h.newInvoice, create))
 	e.GET(invoicesPath+"/:id", h.member(h.invoice, view))
 	e.GET(invoicesPath+"/:id/pdf", h.member(h.invoicePDF, view))
+	e.GET(invoicesPath+"/:id/duplicate", h.member(h.duplicateInvoice, create))
+	e.GET(invoicesPath+"/:id/edit", h.member(h.editInvoicePage, create))
+	e.POST(invoicesPath+"/:id/edit", h.member(h.editInvoice, create))
+	e.POST(invoicesPath+"/:id/finalize", h.member(h.finalizeInvoice, create))
+	e.GET(invoicesPath+"/:id/delete", h.member(h.deletePage, create))
+	e.POST(invoicesPath+"/:id/delete", h.member(h.deleteDraft, create))
 	e.POST(invoicesPath+"/:id/send", h.member(h.sendInvoice, create))
 	e.GET(invoicesPath+"/:id/cancel", h.member(h.cancelPage, create))
 	e.POST(invoicesPath+"/:id/cancel", h.member(h.cancelInvoice, create))
