@@ -208,7 +208,17 @@ func parseOrg(flagName, s string) (uuid.UUID, error) {
 func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	a, err := openWithFlags(ctx, cfg, fs, args, 0, "")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	cfg, opts, err := database(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// The merchant's past is made on a clock moved back to each moment of it.
+	clock := &demo.RealClock{}
+	opts.Now = clock.Now
+	a, err := app.Open(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -218,6 +228,9 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 		return err
 	}
 	if _, err := demo.SeedTerminals(ctx, a.Directory, a.Terminals, res.Merchant.OrganizationID); err != nil {
+		return err
+	}
+	if err := demo.SeedActivity(ctx, a, clock, res.Merchant.OrganizationID); err != nil {
 		return err
 	}
 	res.Reseller.SignUpURL = signUpURL(cfg, res.Reseller.Slug)
