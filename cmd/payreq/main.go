@@ -208,6 +208,7 @@ func parseOrg(flagName, s string) (uuid.UUID, error) {
 func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
+	bare := fs.Bool("bare", false, "leave out the merchant's 60 days of customers, invoices and payments")
 	if err := parseFlags(fs, args, 0, ""); err != nil {
 		return err
 	}
@@ -230,8 +231,10 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	if _, err := demo.SeedTerminals(ctx, a.Directory, a.Terminals, res.Merchant.OrganizationID); err != nil {
 		return err
 	}
-	if err := demo.SeedActivity(ctx, a, clock, res.Merchant.OrganizationID); err != nil {
-		return err
+	if !*bare {
+		if err := demo.SeedActivity(ctx, a, clock, res.Merchant.OrganizationID); err != nil {
+			return err
+		}
 	}
 	res.Reseller.SignUpURL = signUpURL(cfg, res.Reseller.Slug)
 	if *asJSON {
