@@ -17,10 +17,13 @@ variables (docs/operations.md, "Configuration").`,
 	"migrate": `usage: payreq migrate
 Applies the database migrations the database lacks; safe twice, and from two
 processes at once.`,
-	"demo": `usage: payreq demo [--json]
+	"demo": `usage: payreq demo [--json] [--bare]
 Seeds a demo merchant (two locations, three MIDs, the simulator's five kinds
-of card terminal on its first MID), a reseller whose portfolio holds it, five
-applications, and one key with every permission for each organization; prints their ids and keys (--json: one JSON object).`,
+of card terminal on its first MID) with its last 60 days (12 customers, 40
+invoices in every status, card and recorded payments, refunds, deposits, a
+recurring invoice), a reseller whose portfolio holds it, five
+applications, and one key with every permission for each organization; prints their ids and keys (--json: one JSON object).
+--bare leaves out the merchant's 60 days: no customers, invoices or payments.`,
 	"keys create": `usage: payreq keys create --org ORG --name NAME --permissions p1,p2 [--json]
 Makes an API key for the organization, as its first Owner (the key's
 permissions must be among the Owner's), and prints its id and its

@@ -208,7 +208,18 @@ func parseOrg(flagName, s string) (uuid.UUID, error) {
 func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	a, err := openWithFlags(ctx, cfg, fs, args, 0, "")
+	bare := fs.Bool("bare", false, "leave out the merchant's 60 days of customers, invoices and payments")
+	if err := parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	cfg, opts, err := database(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// The merchant's past is made on a clock moved back to each moment of it.
+	clock := &demo.RealClock{}
+	opts.Now = clock.Now
+	a, err := app.Open(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -219,6 +230,11 @@ func demoCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	}
 	if _, err := demo.SeedTerminals(ctx, a.Directory, a.Terminals, res.Merchant.OrganizationID); err != nil {
 		return err
+	}
+	if !*bare {
+		if err := demo.SeedActivity(ctx, a, clock, res.Merchant.OrganizationID); err != nil {
+			return err
+		}
 	}
 	res.Reseller.SignUpURL = signUpURL(cfg, res.Reseller.Slug)
 	if *asJSON {

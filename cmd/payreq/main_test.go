@@ -147,10 +147,12 @@ func takenAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// demo is payreq demo --bare: its organizations and keys, without the
+// merchant's 60 days (TestDemoHasTheMerchantsPast runs those).
 func (c *cli) demo() demo.Result {
 	c.t.Helper()
 	var res demo.Result
-	if err := json.Unmarshal([]byte(c.ok("demo", "--json")), &res); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("demo", "--json", "--bare")), &res); err != nil {
 		c.t.Fatalf("demo --json: %v", err)
 	}
 	return res
@@ -269,6 +271,33 @@ func TestKeysListMarksRevokedKeys(t *testing.T) {
 	}
 	if strings.Contains(c.ok("keys", "list", "--org", org), seed.Merchant.Secret) {
 		t.Error("keys list shows a secret")
+	}
+}
+
+// payreq demo gives its merchant its 60 days (demo's own test counts
+// them); with --bare it has none.
+func TestDemoHasTheMerchantsPast(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var full demo.Result
+	if err := json.Unmarshal([]byte(c.ok("demo", "--json")), &full); err != nil {
+		t.Fatal(err)
+	}
+	count := func(org uuid.UUID, table string) int {
+		var n int
+		if err := c.db.Get(&n, `SELECT count(*) FROM `+table+` WHERE organization_id = $1`, org); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	bare := c.demo().Merchant.OrganizationID
+	for _, table := range []string{"customers", "invoices", "deposits", "recurring_invoices"} {
+		if n := count(full.Merchant.OrganizationID, table); n == 0 {
+			t.Errorf("the demo merchant has no %s", table)
+		}
+		if n := count(bare, table); n != 0 {
+			t.Errorf("the bare demo merchant has %d %s", n, table)
+		}
 	}
 }
 

@@ -56,6 +56,9 @@ type CardPayment struct {
 	// terminal; nil for the pay page and refunds.
 	EntryMode  *string
 	TerminalID *uuid.UUID
+	// FeeAmount is the processor's fee of it, known once it is in a
+	// deposit whose processor gives fees per payment; nil otherwise.
+	FeeAmount *apd.Decimal
 }
 
 // ErrNotFound: no card payment of that id in the organization.
@@ -89,7 +92,7 @@ func insertCardPayment(ctx context.Context, tx *sqlx.Tx, p CardPayment) (CardPay
 const cardPaymentColumns = `c.id, c.organization_id, c.kind, c.status, c.amount::text, c.invoice_id,
 		c.merchant_account_id, c.card_brand, c.last_four, c.payer_name, c.ret_ref, c.decline_reason,
 		c.level3_sent, c.saved_card, c.refund_of, c.amount_refunded::text, c.reason, c.deposit_id, c.created_at, c.created_by_name,
-		c.entry_mode, c.terminal_id`
+		c.entry_mode, c.terminal_id, c.fee_amount::text`
 
 const selectCardPayment = `
 	SELECT ` + cardPaymentColumns + `
@@ -100,12 +103,19 @@ type scanner interface{ Scan(dest ...any) error }
 func scanCardPayment(row scanner) (CardPayment, error) {
 	var p CardPayment
 	var amount, refunded string
+	var fee *string
 	err := row.Scan(&p.ID, &p.OrganizationID, &p.Kind, &p.Status, &amount, &p.InvoiceID,
 		&p.MerchantAccountID, &p.CardBrand, &p.LastFour, &p.PayerName, &p.RetRef, &p.DeclineReason,
 		&p.Level3Sent, &p.SavedCard, &p.RefundOf, &refunded, &p.Reason, &p.DepositID, &p.CreatedAt, &p.CreatedByName,
-		&p.EntryMode, &p.TerminalID)
+		&p.EntryMode, &p.TerminalID, &fee)
 	if err != nil {
 		return CardPayment{}, err
+	}
+	if fee != nil {
+		p.FeeAmount = new(apd.Decimal)
+		if _, _, err := p.FeeAmount.SetString(*fee); err != nil {
+			return CardPayment{}, fmt.Errorf("payment: fee %q: %w", *fee, err)
+		}
 	}
 	if _, _, err := p.Amount.SetString(amount); err != nil {
 		return CardPayment{}, fmt.Errorf("payment: amount %q: %w", amount, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/keyset"
+	"github.com/payreq/payreq/internal/optional"
 	"github.com/payreq/payreq/internal/postgres"
 	"github.com/payreq/payreq/internal/processor"
 	"github.com/payreq/payreq/internal/rule"
@@ -456,9 +457,15 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 		d := Deposit{ID: uuid.New(), OrganizationID: m.OrganizationID, MerchantAccountID: m.ID, MID: m.MID,
 			BatchDate: day, ExpectedAt: f.ExpectedAt, Status: DepositPending, FeesAmount: f.Fees, CreatedAt: s.Now()}
 		var ids []string
+		var fees []*string // each payment's, when the processor says
 		for _, ref := range f.RetRefs {
 			for _, i := range byRetRef[ref] {
 				p := batch.Payments[i]
+				if fee, ok := f.PaymentFees[ref]; ok {
+					fees = append(fees, optional.String(fee.Text('f')))
+				} else {
+					fees = append(fees, nil)
+				}
 				if p.Refund {
 					d.RefundsCount++
 					_, err = decimals.Add(&d.RefundsAmount, &d.RefundsAmount, &p.Amount)
@@ -509,8 +516,9 @@ func (s *Store) fund(ctx context.Context, tx *sqlx.Tx, m batchMID, day time.Time
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
 		stored.MID = m.MID
-		if _, err := tx.ExecContext(ctx, `UPDATE card_payments SET deposit_id = $1 WHERE id = ANY($2::uuid[])`,
-			d.ID, pq.Array(ids)); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE card_payments c SET deposit_id = $1, fee_amount = f.fee
+			FROM unnest($2::uuid[], $3::numeric[]) AS f (id, fee) WHERE c.id = f.id`,
+			d.ID, pq.Array(ids), pq.Array(fees)); err != nil {
 			return nil, fmt.Errorf("payment: unable to record deposit: %w", err)
 		}
 		if _, err := event.Append(ctx, tx, d.OrganizationID, event.DepositCreated, stored.Model(), d.CreatedAt); err != nil {

@@ -219,6 +219,14 @@ type cardPaymentRow struct {
 	Zone *time.Location
 }
 
+// FeeText is the processor's fee of the payment, "—" while it is not known.
+func (r cardPaymentRow) FeeText() string {
+	if r.FeeAmount == nil {
+		return "—"
+	}
+	return invoice.Money(*r.FeeAmount)
+}
+
 // cardPayments is GET /portal/card-payments: the organization's card
 // payments, newest first, a page at a time, with the API's filters (kind,
 // status, MID, invoice, deposit, the days they were made); ?format=csv
@@ -268,7 +276,12 @@ func cardPaymentColumns(zone *time.Location) []csvColumn[payment.CardPayment] {
 		{"id", func(p payment.CardPayment) string { return p.ID.String() }},
 		{"kind", func(p payment.CardPayment) string { return p.Kind }},
 		{"status", func(p payment.CardPayment) string { return p.Status }},
-		{"amount", func(p payment.CardPayment) string { return p.Amount.Text('f') }},
+		{"amount", func(p payment.CardPayment) string {
+			if p.Kind == payment.Refund {
+				return csvMinus(p.Amount)
+			}
+			return p.Amount.Text('f')
+		}},
 		{"invoiceId", func(p payment.CardPayment) string { return p.InvoiceID.String() }},
 		{"invoiceNumber", func(p payment.CardPayment) string { return p.InvoiceNumber }},
 		{"merchantAccountId", func(p payment.CardPayment) string { return p.MerchantAccountID.String() }},

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/labstack/echo/v4"
 )
 
@@ -134,6 +135,17 @@ func csvCell(s string) string {
 		return "'" + s
 	}
 	return s
+}
+
+// csvMinus is an amount taken away (a refund) in a cell, negative as the
+// pages show it (minus).
+func csvMinus(d apd.Decimal) string {
+	if d.Sign() > 0 {
+		var n apd.Decimal
+		n.Neg(&d)
+		return n.Text('f')
+	}
+	return d.Text('f')
 }
 
 // csvTime is an instant in a cell: ISO 8601 in zone (UTC when nil), as

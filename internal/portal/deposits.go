@@ -104,7 +104,7 @@ func depositColumns(zone *time.Location) []csvColumn[payment.Deposit] {
 		{"salesCount", func(d payment.Deposit) string { return strconv.Itoa(d.SalesCount) }},
 		{"salesAmount", func(d payment.Deposit) string { return d.SalesAmount.Text('f') }},
 		{"refundsCount", func(d payment.Deposit) string { return strconv.Itoa(d.RefundsCount) }},
-		{"refundsAmount", func(d payment.Deposit) string { return d.RefundsAmount.Text('f') }},
+		{"refundsAmount", func(d payment.Deposit) string { return csvMinus(d.RefundsAmount) }},
 		{"feesAmount", func(d payment.Deposit) string { return d.FeesAmount.Text('f') }},
 		{"netAmount", func(d payment.Deposit) string { return d.NetAmount.Text('f') }},
 		{"createdAt", func(d payment.Deposit) string { return csvTime(&d.CreatedAt, zone) }},

@@ -86,6 +86,8 @@ func (h *handler) createKey(c echo.Context) error {
 	status := http.StatusCreated
 	if replayed {
 		status = http.StatusOK
+	} else {
+		h.allowScript(c, copyScript)
 	}
 	return h.render(c, status, "key-made", form.page)
 }

@@ -20,7 +20,7 @@ type apitestSeed = demo.Result
 
 var (
 	keyIDIn  = regexp.MustCompile(`id="key-id">(mk_[0-9A-Za-z]{24})<`)
-	secretIn = regexp.MustCompile(`id="key-secret">(ms_[0-9A-Za-z]{40})<`)
+	secretIn = regexp.MustCompile(`id="key-secret" data-copy="Copy the secret">(ms_[0-9A-Za-z]{40})<`)
 )
 
 // An Admin makes a key in the portal with some of its permissions: the
@@ -43,7 +43,7 @@ func TestKeyMadeInThePortalWorksUntilRevoked(t *testing.T) {
 		}
 	}
 	form := url.Values{"name": {"Billing sync"}, "permissions": {auth.AccountsView, auth.PaymentsView}, "idempotencyKey": {formKey(t, keys)}}
-	made := c.Post("/portal/keys", keys.CSRF(t), form).Want(t, http.StatusCreated).Has(t, "shown only this once", "Billing sync")
+	made := c.Post("/portal/keys", keys.CSRF(t), form).Want(t, http.StatusCreated).Has(t, "shown only this once", "Billing sync", `<script src="/portal/assets/copy`)
 	keyID, secret := keyIDIn.FindStringSubmatch(made.Body), secretIn.FindStringSubmatch(made.Body)
 	if keyID == nil || secret == nil {
 		t.Fatalf("the answer lacks the key id or the secret:\n%s", made.Body)

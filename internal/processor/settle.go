@@ -34,6 +34,10 @@ type Funding struct {
 	ExpectedAt time.Time // the day the money should arrive (year, month, day)
 	Fees       apd.Decimal
 	RetRefs    []string // the payments it holds, by the processor's reference
+	// PaymentFees are each payment's share of Fees by its reference, when
+	// the processor says (the simulator does; a refund's is 0); nil when
+	// it does not.
+	PaymentFees map[string]apd.Decimal
 }
 
 // Fees are what the simulator charges per approved sale: Percent of the
@@ -108,16 +112,18 @@ func (s *Simulator) Settle(ctx context.Context, b Batch) ([]Funding, error) {
 	if len(b.Payments) == 0 {
 		return nil, nil
 	}
-	f := Funding{ExpectedAt: NextBusinessDay(b.Date)}
+	f := Funding{ExpectedAt: NextBusinessDay(b.Date), PaymentFees: map[string]apd.Decimal{}}
 	for _, p := range b.Payments {
 		f.RetRefs = append(f.RetRefs, p.RetRef)
 		if p.Refund {
+			f.PaymentFees[p.RetRef] = apd.Decimal{}
 			continue
 		}
 		fee, err := s.Fees.Of(&p.Amount)
 		if err != nil {
 			return nil, fmt.Errorf("simulator: settle %s: %w", b.MerchantID, err)
 		}
+		f.PaymentFees[p.RetRef] = fee
 		if _, err := apd.BaseContext.WithPrecision(34).Add(&f.Fees, &f.Fees, &fee); err != nil {
 			return nil, fmt.Errorf("simulator: settle %s: %w", b.MerchantID, err)
 		}
