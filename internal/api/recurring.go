@@ -7,23 +7,9 @@ import (
 
 	"github.com/payreq/payreq/gen"
 	"github.com/payreq/payreq/gen/models"
-	"github.com/payreq/payreq/internal/invoice"
 	"github.com/payreq/payreq/internal/keyset"
 	"github.com/payreq/payreq/internal/recurring"
 )
-
-// lines are the invoice lines of a request.
-func lines(in []models.InvoiceLineInput) []invoice.Line {
-	out := make([]invoice.Line, len(in))
-	for i, l := range in {
-		out[i] = invoice.Line{Description: l.Description, Quantity: l.Quantity.Decimal, UnitCost: l.UnitCost.Decimal,
-			UOM: l.Uom, CommodityCode: l.CommodityCode, UPC: l.Upc}
-		if l.TaxRate != nil {
-			out[i].TaxRate = &l.TaxRate.Decimal
-		}
-	}
-	return out
-}
 
 // CreateRecurringInvoice creates a series; a repeated Idempotency-Key with
 // the same body answers 200 with the series as it is now.
@@ -34,9 +20,7 @@ func (s *Server) CreateRecurringInvoice(ctx context.Context, req gen.CreateRecur
 		Amount: b.Amount.Decimal, Memo: b.Memo, PONumber: b.PoNumber, Delivery: (*string)(b.Delivery),
 		Reminders: b.Reminders, DueDays: int(b.DueDays), Send: b.Send,
 	}
-	if b.Lines != nil {
-		t.Lines = lines(*b.Lines)
-	}
+	t.Lines = linesOf(b.Lines)
 	if b.AutoPay != nil {
 		t.AutoPay = &b.AutoPay.SavedCardId
 	}
@@ -119,9 +103,7 @@ func (s *Server) UpdateRecurringInvoice(ctx context.Context, req gen.UpdateRecur
 	if b.Amount != nil {
 		c.Amount = &b.Amount.Decimal
 	}
-	if b.Lines.Value != nil {
-		c.Lines = lines(*b.Lines.Value)
-	}
+	c.Lines = linesOf(b.Lines.Value)
 	if b.DueDays != nil {
 		n := int(*b.DueDays)
 		c.DueDays = &n

@@ -182,21 +182,17 @@ func (s *Store) Create(ctx context.Context, actor Actor, f Fields, key *string) 
 	if err := Validate(&f); err != nil {
 		return Customer{}, false, err
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, f); err != nil {
-			return Customer{}, false, err
-		}
+	k, err := idempotency.OptionalKey(key, f)
+	if err != nil {
+		return Customer{}, false, err
 	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if key != nil {
-			found, err := idempotency.Claim(ctx, tx, actor.OrganizationID, idempotency.CreateCustomer, k, id, now)
-			if err != nil || found != uuid.Nil {
-				id, replayed = found, found != uuid.Nil
-				return err
-			}
+		found, err := k.Claim(ctx, tx, actor.OrganizationID, idempotency.CreateCustomer, id, now)
+		if err != nil || found != uuid.Nil {
+			id, replayed = found, found != uuid.Nil
+			return err
 		}
 		c, err = insert(ctx, tx, actor.OrganizationID, id, f, now)
 		if err != nil {

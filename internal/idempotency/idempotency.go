@@ -109,6 +109,18 @@ func NewKey(key string, parts ...any) (Key, error) {
 	return Key{Key: key, hash: h.Sum(nil)}, nil
 }
 
+// OptionalKey is NewKey of key, or nil when no key was sent (key nil).
+func OptionalKey(key *string, parts ...any) (*Key, error) {
+	if key == nil {
+		return nil, nil
+	}
+	k, err := NewKey(*key, parts...)
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
 // ErrReused is the refusal of a key sent again with another request.
 var ErrReused = &rule.Error{Kind: rule.KeyReused, Title: "Idempotency key reused",
 	Message: "This key was used in the last 24 hours for a request with other values; a new request needs a new key."}
@@ -148,6 +160,15 @@ func Claim(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, op Operation, k Key,
 		return uuid.Nil, ErrReused
 	}
 	return row.ResultID, nil
+}
+
+// Claim is Claim of k, or uuid.Nil when no key was sent (k nil): without
+// a key, every request makes what it asks.
+func (k *Key) Claim(ctx context.Context, tx *sqlx.Tx, org uuid.UUID, op Operation, made uuid.UUID, now time.Time) (earlier uuid.UUID, err error) {
+	if k == nil {
+		return uuid.Nil, nil
+	}
+	return Claim(ctx, tx, org, op, *k, made, now)
 }
 
 // Release gives back the key of org and op claimed for made, inside tx:

@@ -80,27 +80,23 @@ func (s *Store) RecordPayment(ctx context.Context, actor Actor, invoiceID uuid.U
 	if err := p.check(s.Now()); err != nil {
 		return Invoice{}, false, err
 	}
-	var k idempotency.Key
-	if key != nil {
-		// What was asked: a payment with no time and one at a time
-		// given are different requests, as they record different times.
-		if k, err = idempotency.NewKey(*key, invoiceID, p); err != nil {
-			return Invoice{}, false, err
-		}
+	// What was asked: a payment with no time and one at a time given are
+	// different requests, as they record different times.
+	k, err := idempotency.OptionalKey(key, invoiceID, p)
+	if err != nil {
+		return Invoice{}, false, err
 	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if key != nil {
-			earlier, err := idempotency.Claim(ctx, tx, actor.OrganizationID, idempotency.RecordPayment, k, id, now)
-			if err != nil {
-				return err
-			}
-			if earlier != uuid.Nil {
-				replayed = true
-				inv, err = s.read(ctx, tx, actor.OrganizationID, invoiceID)
-				return err
-			}
+		earlier, err := k.Claim(ctx, tx, actor.OrganizationID, idempotency.RecordPayment, id, now)
+		if err != nil {
+			return err
+		}
+		if earlier != uuid.Nil {
+			replayed = true
+			inv, err = s.read(ctx, tx, actor.OrganizationID, invoiceID)
+			return err
 		}
 		l, err := Lock(ctx, tx, actor.OrganizationID, invoiceID)
 		if err != nil {

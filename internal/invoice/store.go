@@ -317,21 +317,17 @@ func (s *Store) Create(ctx context.Context, actor Actor, d Draft, key *string) (
 	if err := Validate(d); err != nil {
 		return Invoice{}, false, err
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, d); err != nil {
-			return Invoice{}, false, err
-		}
+	k, err := idempotency.OptionalKey(key, d)
+	if err != nil {
+		return Invoice{}, false, err
 	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if key != nil {
-			found, err := idempotency.Claim(ctx, tx, actor.OrganizationID, idempotency.CreateInvoice, k, id, now)
-			if err != nil || found != uuid.Nil {
-				id, replayed = found, found != uuid.Nil
-				return err
-			}
+		found, err := k.Claim(ctx, tx, actor.OrganizationID, idempotency.CreateInvoice, id, now)
+		if err != nil || found != uuid.Nil {
+			id, replayed = found, found != uuid.Nil
+			return err
 		}
 		// sendAt is checked against the clock after the key (in create):
 		// a repeat of a request whose sendAt has passed since answers what

@@ -104,16 +104,12 @@ func (s *Store) Refund(ctx context.Context, r RefundRequest) (refund CardPayment
 	if err := r.check(); err != nil {
 		return CardPayment{}, false, err
 	}
-	var k *idempotency.Key
-	if r.Key != nil {
-		key, err := idempotency.NewKey(*r.Key, r.SaleID, struct {
-			Amount *apd.Decimal
-			Reason *string
-		}{r.Amount, r.Reason})
-		if err != nil {
-			return CardPayment{}, false, err
-		}
-		k = &key
+	k, err := idempotency.OptionalKey(r.Key, r.SaleID, struct {
+		Amount *apd.Decimal
+		Reason *string
+	}{r.Amount, r.Reason})
+	if err != nil {
+		return CardPayment{}, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, PayTimeout)
 	defer cancel()

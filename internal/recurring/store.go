@@ -232,21 +232,17 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, t Terms, sc Schedule,
 	if err := validate(t, sc); err != nil {
 		return Series{}, false, err
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, t, sc); err != nil {
-			return Series{}, false, err
-		}
+	k, err := idempotency.OptionalKey(key, t, sc)
+	if err != nil {
+		return Series{}, false, err
 	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if key != nil {
-			found, err := idempotency.Claim(ctx, tx, org, idempotency.CreateRecurringInvoice, k, id, now)
-			if err != nil || found != uuid.Nil {
-				id, replayed = found, found != uuid.Nil
-				return err
-			}
+		found, err := k.Claim(ctx, tx, org, idempotency.CreateRecurringInvoice, id, now)
+		if err != nil || found != uuid.Nil {
+			id, replayed = found, found != uuid.Nil
+			return err
 		}
 		loc, err := zone(ctx, tx, org, t.MerchantAccountID)
 		if err != nil {

@@ -192,15 +192,13 @@ func (a *Store) Submit(ctx context.Context, s Submission) (uuid.UUID, error) {
 		if org.Status == "suspended" {
 			return notTaking(org.Name)
 		}
-		if key != nil {
-			earlier, err := idempotency.Claim(ctx, tx, s.Reseller, idempotency.SubmitApplication, *key, id, now)
-			if err != nil {
-				return err
-			}
-			if earlier != uuid.Nil {
-				id = earlier
-				return nil
-			}
+		earlier, err := key.Claim(ctx, tx, s.Reseller, idempotency.SubmitApplication, id, now)
+		if err != nil {
+			return err
+		}
+		if earlier != uuid.Nil {
+			id = earlier
+			return nil
 		}
 		taxID, taxKey, err := seal(s.Application.Business.TaxID, "tax_id")
 		if err != nil {

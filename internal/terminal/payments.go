@@ -119,25 +119,21 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, n NewPayment, key *st
 		}
 		asked = cents.Text('f')
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, n.TerminalID, n.InvoiceID, asked); err != nil {
-			return Payment{}, false, err
-		}
+	k, err := idempotency.OptionalKey(key, n.TerminalID, n.InvoiceID, asked)
+	if err != nil {
+		return Payment{}, false, err
 	}
 	id := uuid.Must(uuid.NewV7())
 	err = postgres.InTx(ctx, s.DB, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if key != nil {
-			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.CreateTerminalPayment, k, id, now)
-			if err != nil {
-				return err
-			}
-			if earlier != uuid.Nil {
-				replayed = true
-				p, err = s.payment(ctx, tx, org, earlier, "")
-				return err
-			}
+		earlier, err := k.Claim(ctx, tx, org, idempotency.CreateTerminalPayment, id, now)
+		if err != nil {
+			return err
+		}
+		if earlier != uuid.Nil {
+			replayed = true
+			p, err = s.payment(ctx, tx, org, earlier, "")
+			return err
 		}
 		t, err := s.get(ctx, tx, org, n.TerminalID, " FOR UPDATE OF t")
 		if errors.Is(err, ErrNotFound) {

@@ -238,11 +238,9 @@ func (s *Store) Create(ctx context.Context, a Actor, n NewEndpoint, key *string)
 	if err := checkURL(ctx, n.URL, s.AllowPrivate, s.Resolver); err != nil {
 		return Endpoint{}, "", false, err
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, n); err != nil {
-			return Endpoint{}, "", false, err
-		}
+	k, err := idempotency.OptionalKey(key, n)
+	if err != nil {
+		return Endpoint{}, "", false, err
 	}
 	secret = newSecret()
 	e = Endpoint{ID: uuid.Must(uuid.NewV7()), OrganizationID: org, URL: n.URL, Description: n.Description,
@@ -255,19 +253,17 @@ func (s *Store) Create(ctx context.Context, a Actor, n NewEndpoint, key *string)
 		if err := directory.LockOrganization(ctx, tx, org, directory.Update); err != nil {
 			return err
 		}
-		if key != nil {
-			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.CreateWebhookEndpoint, k, e.ID, s.Now())
-			if err != nil {
-				return err
+		earlier, err := k.Claim(ctx, tx, org, idempotency.CreateWebhookEndpoint, e.ID, s.Now())
+		if err != nil {
+			return err
+		}
+		if earlier != uuid.Nil {
+			replayed = true
+			e, secret, err = s.withSecret(ctx, tx, org, earlier)
+			if errors.Is(err, ErrEndpointNotFound) {
+				return ErrKeyOfDeletedEndpoint
 			}
-			if earlier != uuid.Nil {
-				replayed = true
-				e, secret, err = s.withSecret(ctx, tx, org, earlier)
-				if errors.Is(err, ErrEndpointNotFound) {
-					return ErrKeyOfDeletedEndpoint
-				}
-				return err
-			}
+			return err
 		}
 		var count int
 		if err := tx.GetContext(ctx, &count, `SELECT count(*) FROM webhook_endpoints WHERE organization_id = $1`, org); err != nil {
@@ -276,7 +272,7 @@ func (s *Store) Create(ctx context.Context, a Actor, n NewEndpoint, key *string)
 		if count >= MaxEndpoints {
 			return ErrTooManyEndpoints
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, organization_id, url, description, event_types, status,
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, organization_id, url, description, event_types, status,
 				secret, secret_key_id, created_at) VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $8)`,
 			e.ID, org, e.URL, e.Description, e.EventTypes, sealed, keyID, e.CreatedAt)
 		if err != nil {
@@ -450,11 +446,9 @@ func (s *Store) RotateSecret(ctx context.Context, a Actor, id uuid.UUID, overlap
 	if overlap < 0 || overlap > RotationOverlap {
 		return Endpoint{}, "", false, rule.InvalidField("expireCurrentInSeconds", "must be from 0 to 86400 seconds")
 	}
-	var k idempotency.Key
-	if key != nil {
-		if k, err = idempotency.NewKey(*key, id, overlap.Seconds()); err != nil {
-			return Endpoint{}, "", false, err
-		}
+	k, err := idempotency.OptionalKey(key, id, overlap.Seconds())
+	if err != nil {
+		return Endpoint{}, "", false, err
 	}
 	secret = newSecret()
 	sealed, keyID, err := s.Seal(secret, id.String())
@@ -465,18 +459,16 @@ func (s *Store) RotateSecret(ctx context.Context, a Actor, id uuid.UUID, overlap
 		if _, err := managed(ctx, tx, a, id, "FOR NO KEY UPDATE"); err != nil {
 			return err
 		}
-		if key != nil {
-			earlier, err := idempotency.Claim(ctx, tx, org, idempotency.RotateWebhookSecret, k, id, s.Now())
-			if err != nil {
-				return err
-			}
-			if earlier != uuid.Nil {
-				replayed = true
-				e, secret, err = s.withSecret(ctx, tx, org, id)
-				return err
-			}
+		earlier, err := k.Claim(ctx, tx, org, idempotency.RotateWebhookSecret, id, s.Now())
+		if err != nil {
+			return err
 		}
-		err := tx.GetContext(ctx, &e, `
+		if earlier != uuid.Nil {
+			replayed = true
+			e, secret, err = s.withSecret(ctx, tx, org, id)
+			return err
+		}
+		err = tx.GetContext(ctx, &e, `
 			UPDATE webhook_endpoints SET previous_secret = CASE WHEN $6 THEN secret END,
 				previous_key_id = CASE WHEN $6 THEN secret_key_id END, previous_until = CASE WHEN $6 THEN $3::timestamptz END,
 				secret = $4, secret_key_id = $5
