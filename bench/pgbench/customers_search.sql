@@ -15,7 +15,7 @@ SELECT customer_id, count(*),
 			coalesce(sum(amount - amount_paid) FILTER (WHERE status IN ('open', 'part_paid')), 0)::numeric(13, 2)::text
 		FROM invoices WHERE organization_id = :org AND customer_id = ANY(bench_customer_ids(:n)::uuid[])
 		GROUP BY customer_id;
-SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name
+SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name, charge_consent_at
 		FROM saved_cards
 		WHERE organization_id = :org AND customer_id = ANY(bench_customer_ids(:n)::uuid[])
 		ORDER BY saved_at DESC, id;

@@ -26,7 +26,7 @@ SELECT id, amount::text, ret_ref, card_brand, last_four, payer_name, created_at,
 		FROM card_payments
 		WHERE organization_id = :org AND invoice_id = bench_sample_invoice(:n) AND kind = 'sale' AND status = 'approved'
 		ORDER BY created_at, id;
-SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name
+SELECT customer_id, id, card_brand, last_four, expiry, saved_at, saved_by_name, charge_consent_at
 		FROM saved_cards
 		WHERE organization_id = :org AND customer_id = ANY(bench_sample_customers(:n)::uuid[])
 		ORDER BY saved_at DESC, id;

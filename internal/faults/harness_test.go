@@ -227,7 +227,7 @@ type demoKeys struct {
 func (d *deployment) seed(t *testing.T) demoKeys {
 	t.Helper()
 	var k demoKeys
-	if err := json.Unmarshal([]byte(d.cli(t, "demo", "--json")), &k); err != nil {
+	if err := json.Unmarshal([]byte(d.cli(t, "demo", "--json", "--bare")), &k); err != nil {
 		t.Fatal(err)
 	}
 	return k
