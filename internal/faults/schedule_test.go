@@ -43,10 +43,11 @@ func TestSchedulesSurviveAKilledInstance(t *testing.T) {
 		t.Fatalf("reminder settings: %v", r)
 	}
 
-	// Reminders are due at once; the scheduled links in two seconds.
+	// Reminders are due at once; the scheduled links a few seconds after the
+	// reminders' invoices are made (the creations take a second or two under
+	// the race detector on a loaded machine, and sendAt must still be ahead).
 	const n = 8
 	var reminded, scheduled []string
-	due := time.Now().Add(2 * time.Second)
 	for i := range n {
 		body := invoiceBody(remindMID, fmt.Sprintf("REMIND-%d", i), false)
 		body["dueDate"] = today
@@ -55,9 +56,13 @@ func TestSchedulesSurviveAKilledInstance(t *testing.T) {
 			t.Fatalf("create: %v", r)
 		}
 		reminded = append(reminded, created(t, r))
-		body = invoiceBody(mid, fmt.Sprintf("LATER-%d", i), true)
-		body["sendAt"] = due.UTC().Format(time.RFC3339)
-		if r = send(c, "POST", b.URL+"/payment-requests", tok, body, nil); r.Status != http.StatusCreated {
+	}
+	due := time.Now().Add(4 * time.Second)
+	for i := range n {
+		body := invoiceBody(mid, fmt.Sprintf("LATER-%d", i), true)
+		body["sendAt"] = due.UTC().Format(time.RFC3339Nano)
+		r := send(c, "POST", b.URL+"/payment-requests", tok, body, nil)
+		if r.Status != http.StatusCreated {
 			t.Fatalf("create: %v", r)
 		}
 		scheduled = append(scheduled, created(t, r))
