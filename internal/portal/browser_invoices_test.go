@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
@@ -23,7 +24,8 @@ import (
 // TestMerchantPagesInChromium opens the merchant's day in headless
 // Chromium as an Owner: home with its figures, the invoices listed (full,
 // none matching, a bad filter), an invoice's page, the new invoice form
-// (its script adds a row of lines; refused, then made), the form recording
+// (its script filters the customers and adds a row of lines; refused,
+// then made), the form recording
 // a payment (refused, then recorded), the cancellation, reminder settings
 // (refused) and locations. Each page and state must pass axe-core's WCAG
 // 2.1 A and AA rules at 390 and 1280 px, run no failing script, keep its
@@ -89,6 +91,23 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	check("new invoice")
 	if strings.Contains(html(), "Line 2") || c.read(chromedp.Evaluate[string](`getComputedStyle(document.querySelector("[data-update-totals]")).display`)) != "none" {
 		t.Fatal("two rows, or an Update totals button, before the script added a row")
+	}
+	// The picker's filter: typed without its accent, a name keeps its
+	// customer alone (and "A new customer"), says so, and cleared
+	// brings every one back.
+	options := func() string {
+		return c.read(chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#customerId option"), o => o.textContent).join("|")`))
+	}
+	all := options()
+	run("filter the customers", chromedp.SendKeys("#customer-filter", "DIAZ"))
+	if got := options(); got != "A new customer (fill in below)|Carmen Díaz · carmen@example.com" {
+		t.Errorf("customers left by the filter: %q", got)
+	}
+	has("filtered", "Customers that match: 1 of 6.")
+	check("new invoice, customers filtered")
+	run("clear the filter", chromedp.SendKeys("#customer-filter", strings.Repeat(kb.Backspace, len("DIAZ"))))
+	if got := options(); got != all || strings.Count(got, "|") != len(names) {
+		t.Errorf("customers after the filter was cleared: %q, want %q", got, all)
 	}
 	run("add a line", chromedp.Click(`[data-add-line]`))
 	has("a line added", `id="lines[1].description"`, "Line 2")
