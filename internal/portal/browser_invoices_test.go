@@ -40,6 +40,11 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	var shown string
 	for i, name := range names {
 		b := m.Body("INV-10"+string(rune('1'+i)), "120.00", apitest.Line("2", "45"), apitest.Line("1", "30"))
+		if i == 0 { // the invoice shown: one line taxed, one not
+			tiles, grout := apitest.Line("2", "45"), apitest.Line("1", "30")
+			tiles["description"], tiles["taxRate"], grout["description"] = "Porcelain floor tiles, per box", "8.25", "Grout, 10 lb bag"
+			b = m.Body("INV-101", "127.43", tiles, grout)
+		}
 		b["customerName"], b["customerEmail"], b["send"] = name, strings.ToLower(strings.Fields(name)[0])+"@example.com", i%2 == 0
 		if i < 3 {
 			b["dueDate"] = env.Clock.Now().AddDate(0, 0, 14*(i-1)).Format(time.DateOnly)
@@ -80,9 +85,9 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	check("invoices, a bad filter")
 
 	open("/portal/invoices/" + shown)
-	has("an invoice", "Part paid", "Check 1042", "invoice.created", "Copy the link")
+	has("an invoice", "Part paid", "Check 1042", "invoice.created", "Copy the link", "8.25% · $7.43", "$127.43")
 	check("an invoice")
-	capture(t, b, "invoice.png")
+	captureDownTo(t, b, "invoice.png", `section[aria-labelledby="lines"]`)
 
 	// The editor with its script: a row added, the totals live and equal
 	// to the server's, at 390 and 1280 px with no sideways scrolling.
@@ -132,7 +137,7 @@ func TestMerchantPagesInChromium(t *testing.T) {
 		}
 		b.FullScreenshot(t, fmt.Sprintf("invoice-editor-%d.png", w))
 	}
-	capture(t, b, "invoice-new.png")
+	captureDownTo(t, b, "invoice-new.png", ".line-totals")
 	submit(`button[value="finalize"]`)
 	has("made", "The invoice was made.", "Grout", "$99.20")
 	var made []models.Invoice

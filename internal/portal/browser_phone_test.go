@@ -95,7 +95,7 @@ func TestPortalOnPhonesInChromium(t *testing.T) {
 		{"invoices", "/portal/invoices"},
 		{"invoice", "/portal/invoices/" + d.invoice},
 		{"draft", "/portal/invoices/" + draft.Id.String()},
-		{"new invoice", "/portal/invoices/new"},
+		{"invoice-new", "/portal/invoices/new"},
 		{"customers", "/portal/customers"},
 		{"card-payments", "/portal/card-payments"},
 		{"card-payment", "/portal/card-payments/" + d.sale},
