@@ -14,8 +14,8 @@ import (
 
 // The portal's pages work without JavaScript; two small scripts add to
 // some: web's copy button (a pay link, a sign-up page's address), and
-// lines.js, more rows of lines in the invoice form. A page that loads one
-// allows that one file alone (allowScript).
+// lines.js, the invoice editor's rows of lines, live totals and customer
+// filter. A page that loads one allows that one file alone (allowScript).
 
 //go:embed assets/lines.js
 var linesJS []byte

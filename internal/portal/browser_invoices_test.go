@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 
@@ -23,7 +24,8 @@ import (
 // TestMerchantPagesInChromium opens the merchant's day in headless
 // Chromium as an Owner: home with its figures, the invoices listed (full,
 // none matching, a bad filter), an invoice's page, the new invoice form
-// (its script adds a row of lines; refused, then made), the form recording
+// (its script filters the customers and adds a row of lines; refused,
+// then made), the form recording
 // a payment (refused, then recorded), the cancellation, reminder settings
 // (refused) and locations. Each page and state must pass axe-core's WCAG
 // 2.1 A and AA rules at 390 and 1280 px, run no failing script, keep its
@@ -38,6 +40,11 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	var shown string
 	for i, name := range names {
 		b := m.Body("INV-10"+string(rune('1'+i)), "120.00", apitest.Line("2", "45"), apitest.Line("1", "30"))
+		if i == 0 { // the invoice shown: one line taxed, one not
+			tiles, grout := apitest.Line("2", "45"), apitest.Line("1", "30")
+			tiles["description"], tiles["taxRate"], grout["description"] = "Porcelain floor tiles, per box", "8.25", "Grout, 10 lb bag"
+			b = m.Body("INV-101", "127.43", tiles, grout)
+		}
 		b["customerName"], b["customerEmail"], b["send"] = name, strings.ToLower(strings.Fields(name)[0])+"@example.com", i%2 == 0
 		if i < 3 {
 			b["dueDate"] = env.Clock.Now().AddDate(0, 0, 14*(i-1)).Format(time.DateOnly)
@@ -78,9 +85,9 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	check("invoices, a bad filter")
 
 	open("/portal/invoices/" + shown)
-	has("an invoice", "Part paid", "Check 1042", "invoice.created", "Copy the link")
+	has("an invoice", "Part paid", "Check 1042", "invoice.created", "Copy the link", "8.25% · $7.43", "$127.43")
 	check("an invoice")
-	capture(t, b, "invoice.png")
+	captureDownTo(t, b, "invoice.png", `section[aria-labelledby="lines"]`)
 
 	// The editor with its script: a row added, the totals live and equal
 	// to the server's, at 390 and 1280 px with no sideways scrolling.
@@ -89,6 +96,23 @@ func TestMerchantPagesInChromium(t *testing.T) {
 	check("new invoice")
 	if strings.Contains(html(), "Line 2") || c.read(chromedp.Evaluate[string](`getComputedStyle(document.querySelector("[data-update-totals]")).display`)) != "none" {
 		t.Fatal("two rows, or an Update totals button, before the script added a row")
+	}
+	// The picker's filter: typed without its accent, a name keeps its
+	// customer alone (and "A new customer"), says so, and cleared
+	// brings every one back.
+	options := func() string {
+		return c.read(chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#customerId option"), o => o.textContent).join("|")`))
+	}
+	all := options()
+	run("filter the customers", chromedp.SendKeys("#customer-filter", "DIAZ"))
+	if got := options(); got != "A new customer (fill in below)|Carmen Díaz · carmen@example.com" {
+		t.Errorf("customers left by the filter: %q", got)
+	}
+	has("filtered", "Customers that match: 1 of 6.")
+	check("new invoice, customers filtered")
+	run("clear the filter", chromedp.SendKeys("#customer-filter", strings.Repeat(kb.Backspace, len("DIAZ"))))
+	if got := options(); got != all || strings.Count(got, "|") != len(names) {
+		t.Errorf("customers after the filter was cleared: %q, want %q", got, all)
 	}
 	run("add a line", chromedp.Click(`[data-add-line]`))
 	has("a line added", `id="lines[1].description"`, "Line 2")
@@ -113,7 +137,7 @@ func TestMerchantPagesInChromium(t *testing.T) {
 		}
 		b.FullScreenshot(t, fmt.Sprintf("invoice-editor-%d.png", w))
 	}
-	capture(t, b, "invoice-new.png")
+	captureDownTo(t, b, "invoice-new.png", ".line-totals")
 	submit(`button[value="finalize"]`)
 	has("made", "The invoice was made.", "Grout", "$99.20")
 	var made []models.Invoice

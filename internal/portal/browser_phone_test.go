@@ -53,8 +53,8 @@ const layoutFaults = `(() => {
 })()`
 
 // TestPortalOnPhonesInChromium opens the main pages of a merchant with
-// data (invoices in several states, a sale part refunded, a deposit, a
-// webhook, members) at 320, 390 and 1280 px: no page is wider than
+// data (invoices in several states, a draft with taxed lines, a sale part
+// refunded, a deposit, a webhook, members) at 320, 390 and 1280 px: no page is wider than
 // the window, no table wider than its box, no word breaks inside itself,
 // every amount is in view, axe-core finds nothing. On a phone the menu is
 // a button that opens without the script, and the filters are folded.
@@ -70,6 +70,16 @@ func TestPortalOnPhonesInChromium(t *testing.T) {
 		b["customerName"], b["customerEmail"] = name, strings.ToLower(strings.Fields(name)[0])+"@example.com"
 		m.MustCreate(t, b)
 	}
+	// A draft (the demo's newest is one) of a customer whose email is
+	// longer than a 320 px phone's column, its lines taxed and not.
+	taxed := apitest.Line("3", "68")
+	taxed["description"], taxed["taxRate"] = "House espresso, 5 lb bag", "8.875"
+	plain := apitest.Line("1", "120")
+	plain["description"] = "Grinder service"
+	db := m.Body("PH-1005", "342.11", taxed, plain)
+	db["draft"], db["customerName"], db["customerCompany"] = true, "Priya Raman", "Hawthorne Dental"
+	db["customerEmail"] = "office@hawthornedental.example.com"
+	draft := m.MustCreate(t, db)
 	r := env.Do(apitest.Request{Method: "POST", Path: "/card-payments/" + d.sale + "/refund", Token: m.Token,
 		Body: map[string]any{"amount": "5.00", "reason": "One cup was chipped"}})
 	apitest.Want(t, "refund", r.StatusCode, http.StatusCreated)
@@ -84,6 +94,9 @@ func TestPortalOnPhonesInChromium(t *testing.T) {
 		{"home", "/portal/"},
 		{"invoices", "/portal/invoices"},
 		{"invoice", "/portal/invoices/" + d.invoice},
+		{"draft", "/portal/invoices/" + draft.Id.String()},
+		{"invoice-new", "/portal/invoices/new"},
+		{"customers", "/portal/customers"},
 		{"card-payments", "/portal/card-payments"},
 		{"card-payment", "/portal/card-payments/" + d.sale},
 		{"deposits", "/portal/deposits"},

@@ -176,7 +176,27 @@ func TestPortalInChromium(t *testing.T) {
 // or as the test's artifact.
 func capture(t *testing.T, b *browsertest.Browser, name string) {
 	t.Helper()
+	captureAt(t, b, name, 720)
+}
+
+// captureDownTo is capture from the page's top, the window as tall as the
+// element sel needs to end in it.
+func captureDownTo(t *testing.T, b *browsertest.Browser, name, sel string) {
+	t.Helper()
 	if err := chromedp.Do(b.Tab, chromedp.EmulateViewport(1024, 720)); err != nil {
+		t.Fatal(err)
+	}
+	bottom, err := chromedp.Run(b.Tab, chromedp.Evaluate[int64](`document.activeElement.blur(); window.scrollTo(0, 0);
+		Math.ceil(document.querySelector('`+sel+`').getBoundingClientRect().bottom) + 16`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	captureAt(t, b, name, max(bottom, 720))
+}
+
+func captureAt(t *testing.T, b *browsertest.Browser, name string, height int64) {
+	t.Helper()
+	if err := chromedp.Do(b.Tab, chromedp.EmulateViewport(1024, height)); err != nil {
 		t.Fatal(err)
 	}
 	path := b.Screenshot(t, name)

@@ -14,15 +14,18 @@ import (
 	"github.com/payreq/payreq/internal/web"
 )
 
-// An invoice's page shows all it is: lines, payments of every method with
-// their refunds, the customer's saved cards, its delivery, reminders, its
-// events (times in its location's zone), the pay link and the PDF; it is
-// sent again and cancelled from there, each in the audit log.
+// An invoice's page shows all it is: lines with their tax and the totals
+// under them, payments of every method with their refunds, the customer's
+// saved cards, its delivery, reminders, its events (times in its
+// location's zone), the pay link and the PDF; it is sent again and
+// cancelled from there, each in the audit log.
 func TestInvoicePageAndItsActions(t *testing.T) {
 	t.Parallel()
 	env, _ := newEnv(t)
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
-	b := m.Body("SHOW-1", "50.00", apitest.Line("2", "20"), apitest.Line("1", "10"))
+	taxed := apitest.Line("1", "10")
+	taxed["taxRate"] = "8.875"
+	b := m.Body("SHOW-1", "50.89", apitest.Line("2", "20"), taxed)
 	b["customerName"], b["memo"], b["dueDate"], b["send"] = "Ada Park", "Second floor", "2031-05-01", true
 	inv := m.MustCreate(t, b)
 	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, inv), apitest.Payment{Card: apitest.CardApprove, Amount: "20.00", Save: true}), http.StatusSeeOther)
@@ -39,10 +42,13 @@ func TestInvoicePageAndItsActions(t *testing.T) {
 
 	path := "/portal/invoices/" + inv.Id.String()
 	p := c.Get(path).Want(t, http.StatusOK)
-	p.Has(t, "Invoice SHOW-1", "Part paid", "$50.00", "$27.50", "$22.50", "Ada Park", "Second floor", `<time datetime="2031-05-01">`,
+	p.Has(t, "Invoice SHOW-1", "Part paid", "$50.89", "$27.50", "$23.39", "Ada Park", "Second floor", `<time datetime="2031-05-01">`,
 		"Visa ending in 1111", "Check", "Check 1042", "$7.50", "One tile cracked", "$5.00", "Saved cards of the customer",
 		"invoice.created", "invoice.sent", "card_payment.approved", "card_payment.refunded", "invoice.payment_recorded",
 		m.MIDs[0].Mid, *inv.Link, "/pdf", "Send the pay link again", scriptTag)
+	// Each line's tax (none on the first), then subtotal, tax and total.
+	p.Has(t, `<td data-label="Tax" class="num">—</td>`, `<td data-label="Tax" class="num">8.875% · $0.89</td>`,
+		"<dt>Subtotal</dt><dd>$50.00</dd>\n<dt>Tax</dt><dd>$0.89</dd>\n<dt class=\"due\">Total</dt><dd class=\"due\">$50.89</dd>")
 	if !strings.Contains(p.Body, "-08:00\">") && !strings.Contains(p.Body, "-07:00\">") {
 		t.Error("no time in the location's zone")
 	}

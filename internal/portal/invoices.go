@@ -344,10 +344,13 @@ type invoiceData struct {
 	SavedCards                []invoice.SavedCard
 	Events                    []eventCells
 	MoreEvents                bool
+	// Subtotal and Tax are the lines' amounts and taxes, under them.
+	Subtotal, Tax string
 }
 
-// lineCells is an invoice's line as its page's table shows it.
-type lineCells struct{ Description, Quantity, UnitCost, Total string }
+// lineCells is an invoice's line as its page's table shows it: Tax its
+// rate and amount ("8.875% · $1.78"), "—" without a rate.
+type lineCells struct{ Description, Quantity, UnitCost, Tax, Total string }
 
 // eventCells is an event as an invoice's page lists it.
 type eventCells struct {
@@ -379,9 +382,14 @@ func invoiceDataOf(r invoiceRow) invoiceData {
 	}
 	d.Lines = make([]lineCells, len(lines))
 	for i, l := range lines {
-		d.Lines[i] = lineCells{Description: l.Description, Quantity: plain(l.Quantity), UnitCost: invoice.Money(l.UnitCost),
-			Total: invoice.Money(invoice.LineTotal(l))}
+		tax := "—"
+		if l.TaxRate != nil {
+			tax = invoice.Percent(*l.TaxRate) + " · " + invoice.Money(invoice.LineTax(l))
+		}
+		d.Lines[i] = lineCells{Description: l.Description, Quantity: plain(l.Quantity), UnitCost: invoice.UnitMoney(l.UnitCost),
+			Tax: tax, Total: invoice.Money(invoice.LineTotal(l))}
 	}
+	d.Subtotal, d.Tax = invoice.Money(r.Subtotal()), invoice.Money(r.TaxAmount)
 	return d
 }
 

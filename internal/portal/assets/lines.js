@@ -4,6 +4,9 @@
 // server reckons them (exact decimals, not floats: BigInt in ten-thousandths
 // and cents, each rounding half away from zero), so "Update totals" is not
 // needed. Without this script both buttons post and the page comes back.
+// The customer picker gains a filter (shown by the script alone): what is
+// typed keeps the customers whose name, company or email hold it, any case
+// and accent, and says how many.
 "use strict";
 
 (function () {
@@ -151,5 +154,36 @@
     lines.addEventListener("input", reckon);
     lines.addEventListener("change", reckon);
     reckon();
+  });
+
+  document.querySelectorAll("[data-customer-filter]").forEach(function (box) {
+    var input = box.querySelector("input");
+    var count = box.querySelector("[role=status]");
+    var select = document.getElementById(input.getAttribute("aria-controls"));
+    var fold = function (s) { return s.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase(); };
+    // The first option, a new customer, always stays; so does the one
+    // chosen. Options leave the list rather than hide: Safari shows
+    // hidden options.
+    var options = Array.from(select.options).slice(1).map(function (o) { return { el: o, text: fold(o.textContent) }; });
+    box.hidden = false;
+    input.addEventListener("keydown", function (e) {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        select.focus();
+      }
+    });
+    input.addEventListener("input", function () {
+      var q = fold(input.value.trim()), shown = 0;
+      options.forEach(function (o) {
+        if (q === "" || o.text.indexOf(q) >= 0 || o.el.selected) {
+          select.appendChild(o.el);
+          shown += o.text.indexOf(q) >= 0 ? 1 : 0;
+        } else {
+          o.el.remove();
+        }
+      });
+      count.textContent = q === "" ? "" : shown === 0 ? "No customer matches: choose “A new customer” and fill in below." :
+        "Customers that match: " + shown + " of " + options.length + ".";
+    });
   });
 })();
