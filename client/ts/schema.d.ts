@@ -1092,12 +1092,19 @@ export interface paths {
          *     asked resolves the payment the same way when it starts again: never charged twice,
          *     never lost.
          *
+         *     **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+         *     and automatic charges the card processor is asked for, and the terminal payments pending
+         *     on it. The pay page offers no more than that either, and says when a payment is being
+         *     taken at a terminal; two payments at once never together take more than the balance.
+         *
          *     **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-         *     `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-         *     in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-         *     terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-         *     the terminal payments pending on it), the terminal on another MID than the invoice, the
-         *     terminal `offline`; `Idempotency key reused`.
+         *     `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+         *     named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+         *     not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+         *     `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+         *     much is, and what is under way), `Payment under way`: nothing is left to pay because
+         *     payments under way hold the whole balance (try again once they end), the terminal on
+         *     another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
          *
          *     **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
          *     within 24 hours answers 200 with the terminal payment already made and
@@ -2377,7 +2384,7 @@ export interface components {
              * @example 3c9e6f1a-8b2d-4f57-a0c4-61e2d9b8f7a5
              */
             invoiceId: string;
-            /** @description More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount. */
+            /** @description More than 0, at most two decimals, at most what is left to pay: the balance less the pay-page and automatic charges under way and the terminal payments pending on the invoice; null or absent: all that is left. */
             amount?: components["schemas"]["Decimal"] | (null);
         };
         /** @description A payment asked of a card terminal. Every key is always present; what is not known yet is null. */
@@ -3852,7 +3859,7 @@ export interface components {
              */
             detail: string;
             /**
-             * @description Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
+             * @description On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
              * @example {
              *       "customerEmail": [
              *         "must be a valid email address"
@@ -6220,7 +6227,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The terminal, the invoice, and the amount (null or absent for the balance). */
+        /** @description The terminal, the invoice, and the amount (null or absent for all that is left to pay). */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TerminalPaymentCreate"];

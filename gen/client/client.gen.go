@@ -3331,7 +3331,7 @@ type Problem struct {
 	// Example: Fix the fields listed in errors and send the request again.
 	Detail string `json:"detail"`
 
-	// Errors Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
+	// Errors On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
@@ -3937,7 +3937,7 @@ type TerminalPaymentCancelledEventType string
 
 // TerminalPaymentCreate A payment to take at a terminal.
 type TerminalPaymentCreate struct {
-	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	// Amount More than 0, at most two decimals, at most what is left to pay: the balance less the pay-page and automatic charges under way and the terminal payments pending on the invoice; null or absent: all that is left.
 	Amount *jsonnum.Decimal `json:"amount,omitempty"`
 
 	// InvoiceId An `open` or `part_paid` invoice of the organization.
@@ -7192,12 +7192,19 @@ type ClientInterface interface {
 	// asked resolves the payment the same way when it starts again: never charged twice,
 	// never lost.
 	//
+	// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+	// and automatic charges the card processor is asked for, and the terminal payments pending
+	// on it. The pay page offers no more than that either, and says when a payment is being
+	// taken at a terminal; two payments at once never together take more than the balance.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-	// the terminal payments pending on it), the terminal on another MID than the invoice, the
-	// terminal `offline`; `Idempotency key reused`.
+	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+	// much is, and what is under way), `Payment under way`: nothing is left to pay because
+	// payments under way hold the whole balance (try again once they end), the terminal on
+	// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the terminal payment already made and
@@ -7233,12 +7240,19 @@ type ClientInterface interface {
 	// asked resolves the payment the same way when it starts again: never charged twice,
 	// never lost.
 	//
+	// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+	// and automatic charges the card processor is asked for, and the terminal payments pending
+	// on it. The pay page offers no more than that either, and says when a payment is being
+	// taken at a terminal; two payments at once never together take more than the balance.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-	// the terminal payments pending on it), the terminal on another MID than the invoice, the
-	// terminal `offline`; `Idempotency key reused`.
+	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+	// much is, and what is under way), `Payment under way`: nothing is left to pay because
+	// payments under way hold the whole balance (try again once they end), the terminal on
+	// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the terminal payment already made and
@@ -9132,12 +9146,19 @@ func (c *Client) ListTerminalPayments(ctx context.Context, params *ListTerminalP
 // asked resolves the payment the same way when it starts again: never charged twice,
 // never lost.
 //
+// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+// and automatic charges the card processor is asked for, and the terminal payments pending
+// on it. The pay page offers no more than that either, and says when a payment is being
+// taken at a terminal; two payments at once never together take more than the balance.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-// the terminal payments pending on it), the terminal on another MID than the invoice, the
-// terminal `offline`; `Idempotency key reused`.
+// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+// much is, and what is under way), `Payment under way`: nothing is left to pay because
+// payments under way hold the whole balance (try again once they end), the terminal on
+// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the terminal payment already made and
@@ -9183,12 +9204,19 @@ func (c *Client) CreateTerminalPaymentWithBody(ctx context.Context, params *Crea
 // asked resolves the payment the same way when it starts again: never charged twice,
 // never lost.
 //
+// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+// and automatic charges the card processor is asked for, and the terminal payments pending
+// on it. The pay page offers no more than that either, and says when a payment is being
+// taken at a terminal; two payments at once never together take more than the balance.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-// the terminal payments pending on it), the terminal on another MID than the invoice, the
-// terminal `offline`; `Idempotency key reused`.
+// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+// much is, and what is under way), `Payment under way`: nothing is left to pay because
+// payments under way hold the whole balance (try again once they end), the terminal on
+// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the terminal payment already made and
@@ -13521,12 +13549,19 @@ type ClientWithResponsesInterface interface {
 	// asked resolves the payment the same way when it starts again: never charged twice,
 	// never lost.
 	//
+	// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+	// and automatic charges the card processor is asked for, and the terminal payments pending
+	// on it. The pay page offers no more than that either, and says when a payment is being
+	// taken at a terminal; two payments at once never together take more than the balance.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-	// the terminal payments pending on it), the terminal on another MID than the invoice, the
-	// terminal `offline`; `Idempotency key reused`.
+	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+	// much is, and what is under way), `Payment under way`: nothing is left to pay because
+	// payments under way hold the whole balance (try again once they end), the terminal on
+	// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the terminal payment already made and
@@ -13562,12 +13597,19 @@ type ClientWithResponsesInterface interface {
 	// asked resolves the payment the same way when it starts again: never charged twice,
 	// never lost.
 	//
+	// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+	// and automatic charges the card processor is asked for, and the terminal payments pending
+	// on it. The pay page offers no more than that either, and says when a payment is being
+	// taken at a terminal; two payments at once never together take more than the balance.
+	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-	// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-	// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-	// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-	// the terminal payments pending on it), the terminal on another MID than the invoice, the
-	// terminal `offline`; `Idempotency key reused`.
+	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+	// much is, and what is under way), `Payment under way`: nothing is left to pay because
+	// payments under way hold the whole balance (try again once they end), the terminal on
+	// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 	//
 	// **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 	// within 24 hours answers 200 with the terminal payment already made and
@@ -21326,12 +21368,19 @@ func (c *ClientWithResponses) ListTerminalPaymentsWithResponse(ctx context.Conte
 // asked resolves the payment the same way when it starts again: never charged twice,
 // never lost.
 //
+// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+// and automatic charges the card processor is asked for, and the terminal payments pending
+// on it. The pay page offers no more than that either, and says when a payment is being
+// taken at a terminal; two payments at once never together take more than the balance.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-// the terminal payments pending on it), the terminal on another MID than the invoice, the
-// terminal `offline`; `Idempotency key reused`.
+// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+// much is, and what is under way), `Payment under way`: nothing is left to pay because
+// payments under way hold the whole balance (try again once they end), the terminal on
+// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the terminal payment already made and
@@ -21373,12 +21422,19 @@ func (c *ClientWithResponses) CreateTerminalPaymentWithBodyWithResponse(ctx cont
 // asked resolves the payment the same way when it starts again: never charged twice,
 // never lost.
 //
+// **What is left to pay.** The balance less the money under way toward the invoice: pay-page
+// and automatic charges the card processor is asked for, and the terminal payments pending
+// on it. The pay page offers no more than that either, and says when a payment is being
+// taken at a terminal; two payments at once never together take more than the balance.
+//
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
-// `Terminal busy`: another payment waits on the terminal. 422 (a field of the body named
-// in `detail`): `terminalId` or `invoiceId` not of the organization (or a removed
-// terminal), the invoice not `open` or `part_paid`, `amount` above the balance (less
-// the terminal payments pending on it), the terminal on another MID than the invoice, the
-// terminal `offline`; `Idempotency key reused`.
+// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
+// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
+// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
+// much is, and what is under way), `Payment under way`: nothing is left to pay because
+// payments under way hold the whole balance (try again once they end), the terminal on
+// another MID than the invoice, the terminal `offline`; `Idempotency key reused`.
 //
 // **Idempotency.** As on `POST /payment-requests`: the same `Idempotency-Key` and body
 // within 24 hours answers 200 with the terminal payment already made and

@@ -3324,7 +3324,7 @@ type Problem struct {
 	// Example: Fix the fields listed in errors and send the request again.
 	Detail string `json:"detail"`
 
-	// Errors Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
+	// Errors On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
@@ -3930,7 +3930,7 @@ type TerminalPaymentCancelledEventType string
 
 // TerminalPaymentCreate A payment to take at a terminal.
 type TerminalPaymentCreate struct {
-	// Amount More than 0, at most two decimals, at most the balance less the terminal payments pending on the invoice; null or absent: that whole amount.
+	// Amount More than 0, at most two decimals, at most what is left to pay: the balance less the pay-page and automatic charges under way and the terminal payments pending on the invoice; null or absent: all that is left.
 	Amount *jsonnum.Decimal `json:"amount,omitempty"`
 
 	// InvoiceId An `open` or `part_paid` invoice of the organization.

@@ -334,8 +334,32 @@ func TestTerminalPaymentRefusals(t *testing.T) {
 	if !strings.Contains(p.Detail, "$5.00") {
 		t.Errorf("detail %q does not say what is left", p.Detail)
 	}
+	if p.Errors == nil || len((*p.Errors)["amount"]) != 1 {
+		t.Errorf("errors %v, want amount", p.Errors)
+	}
 	rest := mustTerminalPayment(t, m, second.Id, inv.Id, nil)
 	apitest.Want(t, "the rest", rest.Amount.Text('f'), "5.00")
+	// Nothing left: a payment is under way.
+	third := addTerminal(t, env, m.MIDs[0], processor.SimTerminalOK, "Counter 3")
+	none := createTerminalPayment(t, m, map[string]any{"terminalId": third.Id, "invoiceId": inv.Id, "amount": nil}, nil)
+	p = apitest.WantProblem(t, none, http.StatusUnprocessableEntity, "Payment under way")
+	if p.Errors == nil || len((*p.Errors)["amount"]) != 1 || !strings.Contains(p.Detail, "card terminal") {
+		t.Errorf("nothing left: %+v, want errors.amount saying a payment is being taken at a card terminal", p)
+	}
+
+	// A pay-page charge under way holds its amount too.
+	paying := m.MustCreate(t, m.Body("TERM-P", "20.00"))
+	if _, err := env.App.DB.Exec(`INSERT INTO pending_charges (order_id, invoice_id, mid, amount, created_at, void_after)
+		VALUES ($1, $2, $3, '12.00', now(), now() + interval '1 hour')`, uuid.New(), paying.Id, m.MIDs[0].Mid); err != nil {
+		t.Fatal(err)
+	}
+	over = createTerminalPayment(t, m, map[string]any{"terminalId": third.Id, "invoiceId": paying.Id, "amount": "8.01"}, nil)
+	p = apitest.WantProblem(t, over, http.StatusUnprocessableEntity, "Payment amount not allowed")
+	if p.Errors == nil || len((*p.Errors)["amount"]) != 1 || !strings.Contains(p.Detail, "$8.00") || !strings.Contains(p.Detail, "$12.00 is under way") {
+		t.Errorf("above what the pay page's charge leaves: %+v, want errors.amount naming $8.00 and the $12.00 under way", p)
+	}
+	rest = mustTerminalPayment(t, m, third.Id, paying.Id, nil)
+	apitest.Want(t, "what the pay page's charge leaves", rest.Amount.Text('f'), "8.00")
 }
 
 func TestTerminalPaymentCancel(t *testing.T) {

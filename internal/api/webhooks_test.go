@@ -104,7 +104,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	refund(env, m.Token, (*got.Payments)[1].Id, nil, "")
 	// saved_card.removed; invoice.cancelled; deposit.created and deposit.paid.
 	apitest.Want(t, "remove card", env.Do(apitest.Request{Method: "DELETE", Path: "/saved-cards/" + (*got.SavedCards)[0].Id.String(), Token: m.Token}).StatusCode, http.StatusNoContent)
-	// customer.created (the first invoice's email made its customer); customer.updated (the card the pay page saved, then the PATCH), customer.deleted.
+	// customer.created (the first invoice's email made its customer); customer.updated (the card the pay page saved, its removal, then the PATCH), customer.deleted.
 	apitest.Want(t, "change the customer", env.Do(apitest.Request{Method: "PATCH", Path: "/customers/" + inv.CustomerId.String(), Token: m.Token,
 		Body: map[string]any{"notes": "Pays by card"}}).StatusCode, http.StatusOK)
 	gone := newCustomer(t, m, map[string]any{"email": "gone@example.com"})
@@ -143,12 +143,12 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	events := verified(t, rc.Hooks(), all.Secret, true)
 	want := map[string]int{"invoice.created": 2, "invoice.sent": 1, "card_payment.declined": 2, "card_payment.approved": 2,
 		"invoice.part_paid": 1, "invoice.paid": 1, "card_payment.refunded": 1, "saved_card.removed": 1, "invoice.cancelled": 1,
-		"deposit.created": 1, "invoice.send_failed": 1, "webhook.ping": 1, "customer.created": 2, "customer.updated": 2,
+		"deposit.created": 1, "invoice.send_failed": 1, "webhook.ping": 1, "customer.created": 2, "customer.updated": 3,
 		"customer.deleted": 1}
 	for typ, n := range want {
 		apitest.Want(t, typ+" events", typesOf(events)[typ], n)
 	}
-	apitest.Want(t, "events delivered", len(events), 20)
+	apitest.Want(t, "events delivered", len(events), 21)
 	onlyPaid := verified(t, paidOnly.Hooks(), paidEndpoint.Secret, true)
 	apitest.Want(t, "the invoice.paid endpoint got", len(onlyPaid), 1)
 	apitest.Want(t, "the invoice.paid endpoint got", onlyPaid[0].Type, "invoice.paid")
@@ -174,7 +174,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 		case "customer.updated":
 			var data models.Customer
 			json.Unmarshal(e.Data, &data)
-			if data.Notes == nil { // the pay page's: the card saved on the customer
+			if data.Notes == nil { // the pay page's card saved on the customer, and its removal
 				break
 			}
 			apitest.Want(t, "customer.updated data notes", apitest.Text(data.Notes), "Pays by card")
@@ -217,7 +217,7 @@ func TestEveryChangeIsAnEventDeliveredAndVerified(t *testing.T) {
 	resp := env.Do(apitest.Request{Method: "GET", Path: "/events?limit=100", Token: m.Token})
 	apitest.Want(t, "list events", resp.StatusCode, http.StatusOK)
 	resp.JSON(t, &list)
-	apitest.Want(t, "merchant events", len(list), 21)
+	apitest.Want(t, "merchant events", len(list), 22)
 	var paidEvents []hookEvent
 	env.Do(apitest.Request{Method: "GET", Path: "/events?type=invoice.paid", Token: m.Token}).JSON(t, &paidEvents)
 	apitest.Want(t, "invoice.paid events", len(paidEvents), 1)

@@ -246,7 +246,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 	}
 	terminals := &terminal.Store{DB: db, Terminals: terms, Gateway: proc, CardPayments: payments, Now: now, Timeout: cfg.TerminalTimeout}
-	invoices.Terminals = terminals
+	invoices.Terminals, payments.Terminals = terminals, terminals
 	dir := &directory.Store{DB: db}
 	pdfs := invoicepdf.NewDocuments(pdfMemory)
 	pdfs.Logos = dir.LogoPNG

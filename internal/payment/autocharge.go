@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
@@ -179,17 +178,14 @@ func (s *Store) chargeNext(ctx context.Context) (found, tried bool, err error) {
 			return fmt.Errorf("payment: unable to read the saved card of an automatic charge: %w", err)
 		}
 		order := a.order(a.Tries + 1)
-		form, err := formState(ctx, tx, a.InvoiceID, order, now)
+		l, err := s.LeftToPay(ctx, tx, &locked.Invoice)
 		if err != nil {
 			return err
 		}
-		balance := locked.Balance()
-		var left apd.Decimal
-		if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &balance, &form.held); err != nil {
-			return err
-		}
+		left := l.Amount
 		if left.Sign() <= 0 {
-			// A payment on the pay page holds it all: look again once it is over.
+			// A payment on the pay page or at a terminal holds it all: look
+			// again once it is over.
 			return s.lookAgain(ctx, tx, a.InvoiceID, now.Add(PayTimeout))
 		}
 		brand := optional.Value(card.CardBrand)

@@ -49,6 +49,9 @@ type Store struct {
 	// of its removal (recurring.Store.EndAutoPay: the series charged with
 	// it stop); nil: nobody is.
 	CardRemoved func(ctx context.Context, tx *sqlx.Tx, org, cardID uuid.UUID, at time.Time) error
+	// Terminals hold what their pending payments take of a balance
+	// (terminal.Store, LeftToPay); nil: there are none.
+	Terminals Terminals
 }
 
 // Request is a payment as the customer asks for it on the pay page.
@@ -85,25 +88,6 @@ var ErrNotPayable = rule.New(rule.Conflict, "", "Invoice cannot be paid", "The i
 // was charged: the customer pays what it asks now, from the page again.
 var ErrChanged = rule.New(rule.Conflict, "", "Invoice changed",
 	"The invoice was changed after this page was shown, so nothing was charged. Check it again, and pay from the page as it is now.")
-
-// amountRefused is the refusal of an amount that is not more than 0 and at
-// most left, the balance less held, what the payments under way hold
-// (perhaps because another payment came first). Its Suggest is left; when
-// that is nothing, because payments under way hold the whole balance, it
-// is a Conflict: later there may be something to pay.
-func amountRefused(balance, held, left apd.Decimal) *rule.Error {
-	if held.Sign() > 0 && left.Sign() == 0 {
-		return &rule.Error{Kind: rule.Conflict, Field: "amount", Title: "Payment under way", Suggest: left.Text('f'),
-			Message: "Another payment of this invoice is under way, so nothing was charged."}
-	}
-	msg := "The amount can be at most the balance of " + invoice.Money(balance) + "."
-	if held.Sign() > 0 {
-		msg = "The amount can be at most " + invoice.Money(left) + ": another payment of " + invoice.Money(held) + " is under way."
-	}
-	e := rule.InvalidField("amount", msg)
-	e.Field, e.Suggest = "amount", left.Text('f')
-	return e
-}
 
 // ErrVoided: the charge was approved, but recording it failed, so it was
 // voided at the processor. Nothing was charged; the customer may try again.
@@ -241,7 +225,6 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 			h.wait = true
 			return nil
 		}
-		held := form.held
 		if !locked.Status.Payable() {
 			return ErrNotPayable
 		}
@@ -251,13 +234,15 @@ func (s *Store) reserve(ctx context.Context, inv invoice.Invoice, r Request) (h 
 		if r.Version != locked.Version || inv.Version != locked.Version {
 			return ErrChanged
 		}
-		balance := locked.Balance()
-		var left apd.Decimal
-		if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &balance, &held); err != nil {
+		left, err := s.LeftToPay(ctx, tx, &locked.Invoice)
+		if err != nil {
 			return err
 		}
-		if invoice.CheckPayment(&locked.Invoice, r.Amount) != nil || r.Amount.Cmp(&left) > 0 {
-			return amountRefused(balance, held, left)
+		if _, err := left.Take(&r.Amount); err != nil {
+			return err
+		}
+		if err := invoice.CheckPayment(&locked.Invoice, r.Amount); err != nil {
+			return err
 		}
 		h.id = uuid.Must(uuid.NewV7())
 		h.charge = processor.Charge{MerchantID: locked.MID, OrderID: h.id.String(), Amount: r.Amount, Card: r.Card,

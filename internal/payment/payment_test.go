@@ -5,11 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -76,17 +78,33 @@ type underWay struct {
 	lost   bool          // its Pay gave up on the outcome (last_error set)
 }
 
-// A payment may take at most the balance less what the payments under way
-// of the invoice hold; a charge whose outcome was lost, or whose Pay can no
+// terminalHolds are the pending terminal payments' amounts by invoice
+// (payment.Terminals).
+type terminalHolds map[uuid.UUID]string
+
+func (h terminalHolds) PendingAmount(_ context.Context, _ sqlx.QueryerContext, invoiceID uuid.UUID) (apd.Decimal, error) {
+	held := dec("0")
+	if a, ok := h[invoiceID]; ok {
+		held = dec(a)
+	}
+	return held, nil
+}
+
+// A payment may take at most what is left to pay (LeftToPay): the balance
+// less what the charges under way and the pending terminal payments of the
+// invoice hold; a charge whose outcome was lost, or whose Pay can no
 // longer record it, holds nothing (it is only ever voided). A refused
-// payment never reaches the processor.
+// payment never reaches the processor; nothing left is a conflict.
 func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
 	f := newFixture(t, 0)
+	atTerminals := terminalHolds{}
+	f.svc.Terminals = atTerminals
 	for _, c := range []struct {
 		name         string
 		amount, paid string
 		status       invoice.Status
 		underWay     []underWay
+		atTerminal   string // pending at a terminal, "" for nothing
 		pay          string
 		wantBalance  string // "" when approved
 		wantUnderWay string
@@ -103,6 +121,12 @@ func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
 			underWay: []underWay{{amount: "50.00"}}, pay: "20.00", wantPaid: "50.00"},
 		{name: "more than the balance", amount: "100.00", paid: "30.00", status: invoice.PartPaid,
 			pay: "70.01", wantBalance: "70.00", wantUnderWay: "0.00", wantPaid: "30.00"},
+		{name: "the rest beside a payment at a terminal", amount: "100.00", paid: "0", status: invoice.Open,
+			atTerminal: "25.00", pay: "75.00", wantPaid: "75.00"},
+		{name: "more than the rest beside a payment at a terminal", amount: "100.00", paid: "0", status: invoice.Open,
+			atTerminal: "25.00", pay: "75.01", wantBalance: "100.00", wantUnderWay: "25.00", wantPaid: "0.00"},
+		{name: "all of it under way, part at a terminal", amount: "100.00", paid: "0", status: invoice.Open,
+			underWay: []underWay{{amount: "60.00"}}, atTerminal: "40.00", pay: "0.01", wantBalance: "100.00", wantUnderWay: "100.00", wantPaid: "0.00"},
 		{name: "a charge whose outcome was lost", amount: "100.00", paid: "0", status: invoice.Open,
 			underWay: []underWay{{amount: "100.00", lost: true}}, pay: "100.00", wantPaid: "100.00"},
 		{name: "a charge of a Pay that is over", amount: "100.00", paid: "0", status: invoice.Open,
@@ -110,6 +134,9 @@ func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inv := f.invoice(t, c.amount, c.paid, c.status)
+			if c.atTerminal != "" {
+				atTerminals[inv.ID] = c.atTerminal
+			}
 			for _, u := range c.underWay {
 				var lastError *string
 				if u.lost {
@@ -141,6 +168,12 @@ func TestPayHoldsTheBalanceOfPaymentsUnderWay(t *testing.T) {
 				}
 				if asked := f.gate.times("charge") - charges; asked != 0 {
 					t.Errorf("a refused payment reached the processor")
+				}
+				if wantKind := map[bool]rule.Kind{true: rule.Conflict, false: rule.Unprocessable}[left.IsZero()]; refused.Kind != wantKind {
+					t.Errorf("refused as %v, want %v", refused.Kind, wantKind)
+				}
+				if c.atTerminal != "" && !strings.Contains(refused.Message, "card terminal") {
+					t.Errorf("the refusal %q does not say a payment is being taken at a card terminal", refused.Message)
 				}
 			}
 			got := f.read(t, inv.ID)

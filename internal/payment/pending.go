@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
@@ -45,37 +44,29 @@ type form struct {
 	answered bool // its first POST was answered: prior
 	prior    Outcome
 	underWay bool // its first POST is at the processor
-	// held is what the invoice's charges under way hold of its balance.
-	held apd.Decimal
 }
 
 // formState reads, in one statement under the invoice's row lock, the
-// answer already given to the form attempt, whether it is under way, and
-// what the invoice's charges under way hold. A charge is under way while
-// its Pay may still record it: its Pay has not given up on the outcome
-// (last_error), and is not older than PayTimeout. Any other pending charge
-// is only ever voided.
+// answer already given to the form attempt, and whether it is under way.
+// A charge is under way while its Pay may still record it: its Pay has not
+// given up on the outcome (last_error), and is not older than PayTimeout.
+// Any other pending charge is only ever voided.
 func formState(ctx context.Context, tx *sqlx.Tx, invoiceID, attempt uuid.UUID, now time.Time) (form, error) {
 	var row struct {
-		Held          string     `db:"held"`
 		UnderWay      bool       `db:"under_way"`
 		Answered      bool       `db:"answered"`
 		PaymentID     *uuid.UUID `db:"payment_id"`
 		DeclineReason *string    `db:"decline_reason"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT u.held, u.under_way, s.attempt_id IS NOT NULL AS answered, s.payment_id, s.decline_reason
-		FROM (SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text AS held, coalesce(bool_or(attempt_id = $2), false) AS under_way
+	err := tx.GetContext(ctx, &row, `SELECT u.under_way, s.attempt_id IS NOT NULL AS answered, s.payment_id, s.decline_reason
+		FROM (SELECT coalesce(bool_or(attempt_id = $2), false) AS under_way
 			FROM pending_charges WHERE invoice_id = $1 AND last_error IS NULL AND created_at > $3) u
 		LEFT JOIN pay_submissions s ON s.attempt_id = $2 AND s.invoice_id = $1`,
 		invoiceID, attempt, now.Add(-PayTimeout))
 	if err != nil {
-		return form{}, fmt.Errorf("payment: unable to read the pay form and the charges under way: %w", err)
+		return form{}, fmt.Errorf("payment: unable to read the pay form: %w", err)
 	}
-	f := form{answered: row.Answered, underWay: row.UnderWay, prior: outcomeOf(row.PaymentID, row.DeclineReason)}
-	if _, _, err := f.held.SetString(row.Held); err != nil {
-		return form{}, fmt.Errorf("payment: charges under way %q: %w", row.Held, err)
-	}
-	return f, nil
+	return form{answered: row.Answered, underWay: row.UnderWay, prior: outcomeOf(row.PaymentID, row.DeclineReason)}, nil
 }
 
 // underWayPoll is how often a request that waits for another one under

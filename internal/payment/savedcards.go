@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/payreq/payreq/internal/audit"
+	"github.com/payreq/payreq/internal/customer"
 	"github.com/payreq/payreq/internal/directory"
 	"github.com/payreq/payreq/internal/event"
 	"github.com/payreq/payreq/internal/invoice"
@@ -60,7 +61,8 @@ func saveCard(ctx context.Context, tx *sqlx.Tx, c savedCard) (saved bool, err er
 var ErrCardNotFound = rule.New(rule.NotFound, "", "Saved card not found", "No saved card with this id exists in your organization.")
 
 // DeleteSavedCard removes a saved card at the processor first, with no
-// transaction open, then here, with its event. When the processor fails
+// transaction open, then here, with its event and its customer's
+// customer.updated (the customer's savedCards changed), from every front. When the processor fails
 // (processor.ErrUnavailable) the card is kept, and a retry later works. Of
 // two removals at once, both may ask the processor; the second then finds
 // the card gone (ErrCardNotFound). A person removing it (by, nil for a
@@ -70,6 +72,7 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audi
 		ProfileID   string     `db:"profile_id"`
 		AccountID   string     `db:"account_id"`
 		Account     *uuid.UUID `db:"merchant_account_id"`
+		CustomerID  uuid.UUID  `db:"customer_id"`
 		CardBrand   *string    `db:"card_brand"`
 		LastFour    *string    `db:"last_four"`
 		Expiry      *string    `db:"expiry"`
@@ -77,7 +80,7 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audi
 		SavedByName string     `db:"saved_by_name"`
 	}
 	err := s.DB.GetContext(ctx, &card, `
-		SELECT profile_id, account_id, merchant_account_id, card_brand, last_four, expiry, saved_at, saved_by_name
+		SELECT profile_id, account_id, merchant_account_id, customer_id, card_brand, last_four, expiry, saved_at, saved_by_name
 		FROM saved_cards WHERE id = $1 AND organization_id = $2`, id, org)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrCardNotFound
@@ -114,6 +117,9 @@ func (s *Store) DeleteSavedCard(ctx context.Context, org, id uuid.UUID, by *audi
 			if err := s.CardRemoved(ctx, tx, org, id, now); err != nil {
 				return err
 			}
+		}
+		if err := customer.AppendUpdated(ctx, tx, org, card.CustomerID, s.Invoices, s, now); err != nil {
+			return err
 		}
 		if by == nil {
 			return nil

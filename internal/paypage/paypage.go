@@ -176,9 +176,23 @@ func (h *handler) show(c echo.Context) error {
 	if done {
 		return err
 	}
-	p := h.payPage(c.Request().Context(), inv, token)
-	balance := inv.Balance()
-	p.Form = form{Amount: balance.Text('f')}
+	ctx := c.Request().Context()
+	p := h.payPage(ctx, inv, token)
+	left, err := h.Payments.LeftToPay(ctx, h.Payments.DB, &inv)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	p.Form = form{Amount: left.Amount.Text('f')}
+	if under := left.UnderWay(); under != "" && p.ShowForm {
+		// The form offers only what is left; the charge checks it again.
+		p.Left = invoice.Money(left.Amount)
+		p.Alert = &alert{Kind: "info", Paragraphs: []string{"Just now " + under + ", so " + p.Left + " is left to pay here."}}
+		if left.Amount.Sign() == 0 {
+			p.ShowForm = false
+			p.Alert.Paragraphs = []string{"Just now " + under + ", so nothing is left to pay here.",
+				"Reload this page in a few minutes to see whether anything is left to pay."}
+		}
+	}
 	return h.render(c, http.StatusOK, "pay", p)
 }
 
@@ -234,7 +248,7 @@ func (h *handler) pay(c echo.Context) error {
 		p.Alert = &alert{Kind: "info", Paragraphs: []string{refused.Message,
 			"Reload this page in a minute to see whether anything is left to pay."}}
 		return h.render(c, refused.Kind.Status(), "pay", p)
-	case refused != nil && refused.Kind == rule.Invalid:
+	case refused != nil && (refused.Kind == rule.Invalid || refused.Kind == rule.Unprocessable && refused.Field == "amount"):
 		p.Errors = web.FromRule(refused, fieldOrder)
 		if refused.Suggest != "" {
 			p.Form.Amount = refused.Suggest

@@ -24,6 +24,9 @@ type page struct {
 	Action    string
 	FormToken string
 	Form      form
+	// Left is what is left to pay while payments under way hold part of
+	// the balance (payment.LeftToPay), "" while none does.
+	Left string
 	// Consent is the words of the consent to future charges, "" where
 	// the page does not offer it.
 	Consent string

@@ -85,7 +85,7 @@ var ErrPaymentNotFound = rule.New(rule.NotFound, "", "Terminal payment not found
 type NewPayment struct {
 	TerminalID uuid.UUID
 	InvoiceID  uuid.UUID
-	Amount     *apd.Decimal // nil: what is left of the balance
+	Amount     *apd.Decimal // nil: what is left to pay (payment.LeftToPay)
 }
 
 // Refusals of a new payment, keyed by the field as sent.
@@ -160,7 +160,14 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, n NewPayment, key *st
 		case t.Status == Offline:
 			return errOffline
 		}
-		amount, err := s.leftToPay(ctx, tx, &inv.Invoice, n.Amount)
+		// What is left to pay, under the invoice's row lock: the pay
+		// page's charges and the other terminals' payments under way hold
+		// their part of the balance.
+		left, err := s.CardPayments.LeftToPay(ctx, tx, &inv.Invoice)
+		if err != nil {
+			return err
+		}
+		amount, err := left.Take(n.Amount)
 		if err != nil {
 			return err
 		}
@@ -184,41 +191,20 @@ func (s *Store) Create(ctx context.Context, org uuid.UUID, n NewPayment, key *st
 	return p, replayed, err
 }
 
-// leftToPay is the amount asked (nil: all that is left), refused when it
-// is above the balance less what the invoice's pending terminal payments
-// hold.
-func (s *Store) leftToPay(ctx context.Context, tx *sqlx.Tx, inv *invoice.Invoice, asked *apd.Decimal) (apd.Decimal, error) {
-	var heldText string
-	err := tx.GetContext(ctx, &heldText, `SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text FROM terminal_payments
-		WHERE invoice_id = $1 AND status = 'pending'`, inv.ID)
+// PendingAmount is what the invoice's pending terminal payments hold of
+// its balance (payment.Terminals, for payment.LeftToPay), read through q.
+func (s *Store) PendingAmount(ctx context.Context, q sqlx.QueryerContext, invoiceID uuid.UUID) (apd.Decimal, error) {
+	var text string
+	err := sqlx.GetContext(ctx, q, &text, `SELECT coalesce(sum(amount), 0)::numeric(11, 2)::text FROM terminal_payments
+		WHERE invoice_id = $1 AND status = 'pending'`, invoiceID)
 	if err != nil {
 		return apd.Decimal{}, fmt.Errorf("terminal: unable to read pending payments: %w", err)
 	}
-	var held, left apd.Decimal
-	if _, _, err := held.SetString(heldText); err != nil {
-		return apd.Decimal{}, err
+	var held apd.Decimal
+	if _, _, err := held.SetString(text); err != nil {
+		return apd.Decimal{}, fmt.Errorf("terminal: pending payments %q: %w", text, err)
 	}
-	balance := inv.Balance()
-	if _, err := apd.BaseContext.WithPrecision(34).Sub(&left, &balance, &held); err != nil {
-		return apd.Decimal{}, err
-	}
-	if left.Sign() <= 0 {
-		return apd.Decimal{}, rule.New(rule.Conflict, "amount", "Payment under way",
-			"Terminal payments pending on this invoice hold its whole balance of "+invoice.Money(balance)+".")
-	}
-	if asked == nil {
-		return left, nil
-	}
-	if asked.Cmp(&left) > 0 {
-		msg := "The amount can be at most the balance of " + invoice.Money(balance) + "."
-		if held.Sign() > 0 {
-			msg = "The amount can be at most " + invoice.Money(left) + ": terminal payments of " + invoice.Money(held) + " are pending."
-		}
-		e := rule.New(rule.Unprocessable, "amount", "Payment amount not allowed", msg)
-		e.Suggest = left.Text('f')
-		return apd.Decimal{}, e
-	}
-	return *asked, nil
+	return held, nil
 }
 
 // orderAlphabet: CardPointe's order ids are alphanumeric.
