@@ -5,7 +5,8 @@
 //
 // It owns the tables card_payments (sales, approved and declined, and
 // refunds), pending_refunds, saved_cards,
-// pending_charges, pay_limits, pay_submissions, deposits and
+// pending_charges, auto_charges (the automatic charges of recurring
+// invoices' occurrences), pay_limits, pay_submissions, deposits and
 // batch_closings. The invoice numbers it shows are invoice's
 // (invoice.Numbers); the MIDs and their time zones directory's.
 package payment
