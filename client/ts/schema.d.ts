@@ -1099,7 +1099,7 @@ export interface paths {
          *
          *     **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
          *     `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-         *     named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+         *     named in `detail`): `terminalId` or `invoiceId`
          *     not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
          *     `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
          *     much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -3859,7 +3859,7 @@ export interface components {
              */
             detail: string;
             /**
-             * @description On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
+             * @description Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
              * @example {
              *       "customerEmail": [
              *         "must be a valid email address"

@@ -3331,7 +3331,7 @@ type Problem struct {
 	// Example: Fix the fields listed in errors and send the request again.
 	Detail string `json:"detail"`
 
-	// Errors On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
+	// Errors Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`
@@ -7199,7 +7199,7 @@ type ClientInterface interface {
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// named in `detail`): `terminalId` or `invoiceId`
 	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 	// much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -7247,7 +7247,7 @@ type ClientInterface interface {
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// named in `detail`): `terminalId` or `invoiceId`
 	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 	// much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -9153,7 +9153,7 @@ func (c *Client) ListTerminalPayments(ctx context.Context, params *ListTerminalP
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 // `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// named in `detail`): `terminalId` or `invoiceId`
 // not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 // `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 // much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -9211,7 +9211,7 @@ func (c *Client) CreateTerminalPaymentWithBody(ctx context.Context, params *Crea
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 // `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// named in `detail`): `terminalId` or `invoiceId`
 // not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 // `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 // much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -13556,7 +13556,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// named in `detail`): `terminalId` or `invoiceId`
 	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 	// much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -13604,7 +13604,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 	// `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-	// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+	// named in `detail`): `terminalId` or `invoiceId`
 	// not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 	// `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 	// much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -21375,7 +21375,7 @@ func (c *ClientWithResponses) ListTerminalPaymentsWithResponse(ctx context.Conte
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 // `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// named in `detail`): `terminalId` or `invoiceId`
 // not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 // `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 // much is, and what is under way), `Payment under way`: nothing is left to pay because
@@ -21429,7 +21429,7 @@ func (c *ClientWithResponses) CreateTerminalPaymentWithBodyWithResponse(ctx cont
 //
 // **Answers.** 400: `amount` not more than 0 or with more than two decimals. 409
 // `Terminal busy`: another payment waits on the terminal. 422 (the field of the body
-// named in `detail`, and for `amount` in `errors.amount`): `terminalId` or `invoiceId`
+// named in `detail`): `terminalId` or `invoiceId`
 // not of the organization (or a removed terminal), the invoice not `open` or `part_paid`,
 // `Payment amount not allowed`: `amount` above what is left to pay (`detail` says how
 // much is, and what is under way), `Payment under way`: nothing is left to pay because

@@ -3324,7 +3324,7 @@ type Problem struct {
 	// Example: Fix the fields listed in errors and send the request again.
 	Detail string `json:"detail"`
 
-	// Errors On 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages; on a 422 refusing one field's value, that field with the message of `detail`.
+	// Errors Only on 400: each offending field, keyed as sent (`customerEmail`, `lines[2].quantity`, `query.limit`, `path.id`), with its messages.
 	//
 	// Example: {"customerEmail":["must be a valid email address"]}
 	Errors *map[string][]string `json:"errors,omitempty"`

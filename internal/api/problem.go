@@ -50,8 +50,7 @@ type problem struct {
 	status int
 	title  string
 	detail string
-	// errors maps a field, named as the client sent it, to messages (400;
-	// a 422 refusing one field's value names that field).
+	// errors maps a field, named as the client sent it, to messages (400 only).
 	errors map[string][]string
 	// headers to send with it (WWW-Authenticate, Retry-After).
 	headers http.Header
@@ -170,9 +169,6 @@ func refusal(err error) *problem {
 			detail += " " + hint
 		}
 		p = unprocessable(kindUnprocessable, e.Title, detail)
-		if e.Field != "" { // a field's value refused: keyed by it, as a 400's
-			p.errors = map[string][]string{e.Field: {e.Message}}
-		}
 	}
 	p.status = e.Kind.Status() // the one table, which openapi.yaml documents
 	return p

@@ -308,7 +308,7 @@ func TestConcurrentPaymentsNeverPassTheAmount(t *testing.T) {
 		switch s {
 		case http.StatusSeeOther:
 			approved++
-		case http.StatusBadRequest: // more than the balance left
+		case http.StatusUnprocessableEntity: // more than is left to pay
 		default:
 			t.Errorf("partial request %d: status %d", i, s)
 		}
