@@ -105,13 +105,38 @@ func (h *handler) recurringList(c echo.Context) error {
 			}
 			return l
 		}
-		if err := fillList(ctx, q, &data.listData, recurringPath, func(ctx context.Context, limit int, cursor string) ([]recurring.Series, string, error) {
+		list := func(ctx context.Context, limit int, cursor string) ([]recurring.Series, string, error) {
 			return h.Recurring.List(ctx, m.OrganizationID, f, limit, cursor)
-		}, row); err != nil {
+		}
+		if q.CSV {
+			return streamCSV(h, c, csvExport[recurring.Series]{Name: "recurring-invoices", Zone: q.Zone, Columns: seriesColumns(q.Zone), Page: list})
+		}
+		if err := fillList(ctx, q, &data.listData, recurringPath, list, row); err != nil {
 			return h.failure(c, err)
 		}
 	}
 	return h.renderList(c, q, "recurring", "Recurring invoices", data)
+}
+
+// seriesColumns are the series' CSV: the API's names for its fields.
+func seriesColumns(zone *time.Location) []csvColumn[recurring.Series] {
+	return []csvColumn[recurring.Series]{
+		{"id", func(sr recurring.Series) string { return sr.ID.String() }},
+		{"status", func(sr recurring.Series) string { return string(sr.Status) }},
+		{"customerId", func(sr recurring.Series) string { return sr.CustomerID.String() }},
+		{"invoiceNumberPrefix", func(sr recurring.Series) string { return sr.Prefix }},
+		{"amount", func(sr recurring.Series) string { m := sr.Model(); return m.Amount.Decimal.Text('f') }},
+		{"interval", func(sr recurring.Series) string { return string(sr.Interval) }},
+		{"intervalCount", func(sr recurring.Series) string { return strconv.Itoa(sr.Count) }},
+		{"nextIssueOn", func(sr recurring.Series) string {
+			if day, ok := sr.NextOn(); ok {
+				return day.Format(time.DateOnly)
+			}
+			return ""
+		}},
+		{"issuedCount", func(sr recurring.Series) string { return strconv.Itoa(sr.IssuedCount) }},
+		{"createdAt", func(sr recurring.Series) string { return csvTime(&sr.CreatedAt, zone) }},
+	}
 }
 
 // cardOption is a saved card the automatic payment may use.

@@ -82,8 +82,12 @@ func TestRecurringPortal(t *testing.T) {
 
 	page := "/portal/recurring/" + id[1]
 	c.Get(loc).Want(t, http.StatusOK).Has(t, "The recurring invoice was made.", "Every month", "After 12 invoices", "$100.00",
-		"Dana Whitfield", "Retainer", "None yet", "Pause", page+"/end")
+		"Dana Whitfield", "Retainer", "None yet", "Pause", page+"/end", "End the recurring invoice")
 	c.Get("/portal/recurring").Want(t, http.StatusOK).Has(t, "Every month", "Dana Whitfield", "status-open", "Active")
+	if csv := c.Get("/portal/recurring?format=csv").Want(t, http.StatusOK); !strings.HasPrefix(csv.Body, "id,status,customerId,invoiceNumberPrefix,amount,") ||
+		!strings.Contains(csv.Body, ",active,"+dana.Id.String()+",RET,100.00,month,1,") {
+		t.Errorf("csv:\n%s", csv.Body)
+	}
 	c.Get("/portal/recurring?status=paused").Want(t, http.StatusOK).Has(t, "No recurring invoices match")
 	c.Get("/portal/recurring?status=nope").Want(t, http.StatusBadRequest).ErrorBeside(t, "status", "Choose one of the values offered")
 
