@@ -70,6 +70,12 @@ func TestRecurringInChromium(t *testing.T) {
 	c.open("/portal/recurring/" + id)
 	c.has("a series", "Every 3 weeks", "After 12 invoices", "Pause", "None yet")
 	look("recurring-series")
+	c.open("/portal/recurring/" + id + "/edit")
+	c.has("the edit form", "Edit recurring invoice RETAINER-2", "Save changes")
+	look("recurring-edit")
+	c.open("/portal/recurring/" + id + "/end")
+	c.has("the end's confirmation", "End recurring invoice RETAINER-2?")
+	look("recurring-end")
 
 	for _, v := range b.Violations() {
 		t.Errorf("Content-Security-Policy refused %s", v)

@@ -231,6 +231,8 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(invoicesPath+"/:id/recurring", h.member(h.makeRecurring, create))
 	e.GET(recurringPath+"/:id", h.member(h.seriesPage, view))
 	e.POST(recurringPath+"/:id/status", h.member(h.seriesStatus, create))
+	e.GET(recurringPath+"/:id/edit", h.member(h.editSeriesPage, create))
+	e.POST(recurringPath+"/:id/edit", h.member(h.editSeries, create))
 	e.GET(recurringPath+"/:id/end", h.member(h.endSeriesPage, create))
 	e.POST(recurringPath+"/:id/end", h.member(h.endSeries, create))
 	// Card terminals and collecting at them (issue 40).

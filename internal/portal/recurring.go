@@ -499,7 +499,7 @@ func (h *handler) seriesPage(c echo.Context) error {
 	}
 	return h.renderDone(c, "recurring-series", page{Title: "Recurring invoice " + sr.Prefix, Data: d}, map[string]string{
 		"created": "The recurring invoice was made.", "paused": "The recurring invoice is paused: it issues nothing until resumed.",
-		"active": "The recurring invoice is resumed.", "ended": "The recurring invoice has ended: it issues nothing more.",
+		"active": "The recurring invoice is resumed.", "changed": "The changes apply to the invoices issued from now on.", "ended": "The recurring invoice has ended: it issues nothing more.",
 	})
 }
 
@@ -547,4 +547,117 @@ func (h *handler) endSeries(c echo.Context) error {
 		return h.answer(c, err, nil)
 	}
 	return c.Redirect(http.StatusSeeOther, recurringPath+"/"+sr.ID.String()+"?done=ended")
+}
+
+// seriesForm is the form of what a series may change (recurring.Change),
+// for sr, of values form.
+func (h *handler) seriesForm(c echo.Context, sr recurring.Series, form url.Values, rows int) (*formPage, error) {
+	form.Set("customerId", sr.CustomerID.String()) // the cards offered: the customer's
+	p, err := h.recurringForm(c, form, rows)
+	if err != nil {
+		return nil, err
+	}
+	p.name, p.page.Title = "recurring-edit", "Edit recurring invoice "+sr.Prefix
+	p.page.Data = seriesEdit{recurringFormData: p.page.Data.(recurringFormData), ID: sr.ID.String(), Prefix: sr.Prefix}
+	return p, nil
+}
+
+type seriesEdit struct {
+	recurringFormData
+	ID, Prefix string
+}
+
+// editSeriesPage is GET /portal/recurring/{id}/edit: the form filled with
+// the series' terms.
+func (h *handler) editSeriesPage(c echo.Context) error {
+	h.allowScript(c, linesScript)
+	sr, err := h.seriesOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	if sr.Status == recurring.Ended {
+		return c.Redirect(http.StatusSeeOther, recurringPath+"/"+sr.ID.String())
+	}
+	f := url.Values{"memo": {text(sr.Memo)}, "poNumber": {text(sr.PONumber)}, "dueDays": {strconv.Itoa(sr.DueDays)}, "end": {"never"}}
+	if sr.Lines == nil {
+		f.Set("amount", plain(sr.Amount))
+	}
+	for i, l := range sr.Lines[:min(len(sr.Lines), maxFormLines)] {
+		f.Set(lineField(i, "description"), l.Description)
+		f.Set(lineField(i, "quantity"), plain(l.Quantity))
+		f.Set(lineField(i, "unitCost"), plain(l.UnitCost))
+		if l.TaxRate != nil {
+			f.Set(lineField(i, "taxRate"), plain(*l.TaxRate))
+		}
+	}
+	switch {
+	case sr.EndAfter != nil:
+		f.Set("end", "after")
+		f.Set("endAfter", strconv.Itoa(*sr.EndAfter))
+	case sr.EndOn != nil:
+		f.Set("end", "on")
+		f.Set("endOn", sr.EndOn.Format(time.DateOnly))
+	}
+	if sr.AutoPay != nil {
+		f.Set("savedCardId", sr.AutoPay.String())
+	}
+	p, err := h.seriesForm(c, sr, f, 0)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	return h.render(c, http.StatusOK, p.name, p.page)
+}
+
+// editSeries is POST /portal/recurring/{id}/edit: the form's values as a
+// change of every member it shows (recurring.Store.Update, as PATCH);
+// sent twice, the second sets the same values again.
+func (h *handler) editSeries(c echo.Context) error {
+	h.allowScript(c, linesScript)
+	sr, err := h.seriesOf(c)
+	if err != nil {
+		return h.answer(c, err, nil)
+	}
+	f := c.Request().PostForm
+	rows := 0
+	if f.Get("action") == actionAddLine {
+		rows = min(lineRows(f)+1, maxFormLines)
+	}
+	form, err := h.seriesForm(c, sr, f, rows)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	switch f.Get("action") {
+	case actionAddLine:
+		return h.render(c, http.StatusOK, form.name, form.page)
+	case actionTotals:
+		status := http.StatusOK
+		if _, _, errs := linesOf(f); len(errs) > 0 {
+			status, form.page.Errors = http.StatusBadRequest, errs
+		}
+		return h.render(c, status, form.name, form.page)
+	}
+	// The members the form does not show are the series' own.
+	f.Set("merchantAccountId", sr.MerchantAccountID.String())
+	f.Set("invoiceNumberPrefix", sr.Prefix)
+	f.Set("interval", string(sr.Interval))
+	f.Set("intervalCount", strconv.Itoa(sr.Count))
+	f.Set("startOn", sr.StartOn.Format(time.DateOnly))
+	f.Set("send", map[bool]string{true: "yes", false: "no"}[sr.Send])
+	t, sc, lineRowsOf, errs := termsOf(f)
+	if len(errs) > 0 {
+		form.page.Errors = errs
+		return h.render(c, http.StatusBadRequest, form.name, form.page)
+	}
+	ch := recurring.Change{SetLines: true, Lines: t.Lines, SetMemo: true, Memo: t.Memo, SetPONumber: true, PONumber: t.PONumber,
+		DueDays: &t.DueDays, SetEndAfter: true, EndAfter: sc.EndAfter, SetEndOn: true, EndOn: sc.EndOn, SetAutoPay: true, AutoPay: t.AutoPay}
+	if t.Lines == nil {
+		ch.Amount = &t.Amount
+	}
+	if _, err := h.Recurring.Update(c.Request().Context(), visitOf(c).Membership.OrganizationID, sr.ID, ch); err != nil {
+		if r := rule.As(err); r != nil {
+			return h.refused(c, seriesWords(renumber(r, lineRowsOf)), form)
+		}
+		return h.failure(c, err)
+	}
+	return c.Redirect(http.StatusSeeOther, recurringPath+"/"+sr.ID.String()+"?done=changed")
 }

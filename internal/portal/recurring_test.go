@@ -114,6 +114,24 @@ func TestRecurringPortal(t *testing.T) {
 	oc.Post(page+"/status", op.CSRF(t), form("status", "paused")).Want(t, http.StatusNotFound)
 	c.Get("/portal/recurring/not-an-id").Want(t, http.StatusNotFound)
 
+	// Edit: refusals beside their fields, nothing changed; then the
+	// change, sent twice.
+	ep := c.Get(page+"/edit").Want(t, http.StatusOK).Has(t, `value="Retainer"`, `id="end-after" name="end" value="after" checked`, `value="12"`)
+	edit := map[string]string{"lines[0].description": "Retainer", "lines[0].quantity": "2", "lines[0].unitCost": "100.00", "lines[0].taxRate": "",
+		"amount": "", "memo": "Two retainers", "poNumber": "PO-9", "dueDays": "400", "end": "never", "endAfter": "", "endOn": "",
+		"savedCardId": uuid.NewString(), "action": "save"}
+	c.Post(page+"/edit", ep.CSRF(t), form(values(edit)...)).Want(t, http.StatusBadRequest).ErrorBeside(t, "dueDays", "must be 0 to 365")
+	edit["dueDays"] = "7"
+	c.Post(page+"/edit", ep.CSRF(t), form(values(edit)...)).Want(t, http.StatusUnprocessableEntity).ErrorBeside(t, "savedCardId", "not a saved card of your organization")
+	c.Get(page).Want(t, http.StatusOK).Has(t, "$100.00", "After 12 invoices")
+	edit["savedCardId"] = ""
+	for range 2 {
+		c.Post(page+"/edit", ep.CSRF(t), form(values(edit)...)).WantRedirect(t, page+"?done=changed")
+	}
+	c.Get(page+"?done=changed").Want(t, http.StatusOK).Has(t, "The changes apply", "$200.00", "Two retainers", "PO-9", "7 days after", "<dd>Never</dd>")
+	oc.Post(page+"/edit", op.CSRF(t), form(values(edit)...)).Want(t, http.StatusNotFound)
+	viewer.Get(page+"/edit").Want(t, http.StatusForbidden)
+
 	c.Get(page+"/end").Want(t, http.StatusOK).Has(t, "End recurring invoice RET?", "cannot be undone")
 	for range 2 {
 		c.Post(page+"/end", sp.CSRF(t), form()).WantRedirect(t, page+"?done=ended")
