@@ -44,12 +44,14 @@ func values(m map[string]string) []string {
 
 // Recurring invoices in the portal: the list empty offers "New recurring
 // invoice"; bad values come back beside their fields, nothing made; the
-// form sent twice makes one series, which the list and its page show;
+// form sent twice makes one series, which the list and its page show,
+// with the invoice it issued; edit;
 // pause, resume and end (confirmed first), each sent twice safely; a
 // viewer sees no actions; another organization's series is not found.
 func TestRecurringPortal(t *testing.T) {
 	t.Parallel()
-	env, _ := newEnv(t)
+	env, _ := newOwnEnv(t) // it issues every series due
+
 	m, c := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	c.Get("/portal/recurring").Want(t, http.StatusOK).Has(t, "No recurring invoices yet", `href="/portal/recurring/new"`)
 	dana := newCustomer(t, m, map[string]any{"email": "dana-" + uuid.NewString()[:8] + "@example.com", "name": "Dana Whitfield"})
@@ -91,7 +93,10 @@ func TestRecurringPortal(t *testing.T) {
 	c.Get("/portal/recurring?status=paused").Want(t, http.StatusOK).Has(t, "No recurring invoices match")
 	c.Get("/portal/recurring?status=nope").Want(t, http.StatusBadRequest).ErrorBeside(t, "status", "Choose one of the values offered")
 
-	sp := c.Get(page).Want(t, http.StatusOK)
+	if _, errs := env.App.Recurring.IssueDue(t.Context()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	sp := c.Get(page).Want(t, http.StatusOK).Has(t, "RET-0001", "<dt>Issued</dt><dd>1</dd>", "status-open")
 	for range 2 {
 		c.Post(page+"/status", sp.CSRF(t), form("status", "paused")).WantRedirect(t, page+"?done=paused")
 	}
