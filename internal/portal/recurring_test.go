@@ -97,6 +97,33 @@ func TestRecurringPortal(t *testing.T) {
 		t.Fatal(errs)
 	}
 	sp := c.Get(page).Want(t, http.StatusOK).Has(t, "RET-0001", "<dt>Issued</dt><dd>1</dd>", "status-open")
+
+	// A card saved without consent is not offered, nor chosen; one saved
+	// with it is, and pays the series.
+	var sr models.RecurringInvoice
+	env.Do(apitest.Request{Method: "GET", Path: "/recurring-invoices/" + id[1], Token: m.Token}).JSON(t, &sr)
+	issued, _ := m.Read(t, *sr.LastInvoiceId)
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, issued), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true}), http.StatusSeeOther)
+	unconsented := (*mustRead(t, m, issued.Id).SavedCards)[0].Id.String()
+	c.Get(page+"/edit").Want(t, http.StatusOK).Has(t, "no card saved with their consent", "1 saved without it")
+	apitest.WantStatus(t, env.Pay(t, apitest.PayPath(t, issued), apitest.Payment{Card: apitest.CardApprove, Amount: "1.00", Save: true, Consent: true}), http.StatusSeeOther)
+	var consented string
+	for _, card := range *mustRead(t, m, issued.Id).SavedCards {
+		if card.Id.String() != unconsented {
+			consented = card.Id.String()
+		}
+	}
+	ep := c.Get(page+"/edit").Want(t, http.StatusOK).Has(t, `value="`+consented+`"`)
+	if strings.Contains(ep.Body, `value="`+unconsented+`"`) {
+		t.Error("a card without consent is offered")
+	}
+	autoPay := map[string]string{"lines[0].description": "Retainer", "lines[0].quantity": "1", "lines[0].unitCost": "100.00", "lines[0].taxRate": "",
+		"amount": "", "memo": "Monthly retainer", "poNumber": "", "dueDays": "14", "end": "after", "endAfter": "12", "endOn": "",
+		"savedCardId": unconsented, "action": "save"}
+	c.Post(page+"/edit", ep.CSRF(t), form(values(autoPay)...)).Want(t, http.StatusUnprocessableEntity).ErrorBeside(t, "savedCardId", "did not consent")
+	autoPay["savedCardId"] = consented
+	c.Post(page+"/edit", ep.CSRF(t), form(values(autoPay)...)).WantRedirect(t, page+"?done=changed")
+	c.Get(page).Want(t, http.StatusOK).Has(t, "Charged to", "ending in")
 	for range 2 {
 		c.Post(page+"/status", sp.CSRF(t), form("status", "paused")).WantRedirect(t, page+"?done=paused")
 	}
@@ -121,7 +148,7 @@ func TestRecurringPortal(t *testing.T) {
 
 	// Edit: refusals beside their fields, nothing changed; then the
 	// change, sent twice.
-	ep := c.Get(page+"/edit").Want(t, http.StatusOK).Has(t, `value="Retainer"`, `id="end-after" name="end" value="after" checked`, `value="12"`)
+	ep = c.Get(page+"/edit").Want(t, http.StatusOK).Has(t, `value="Retainer"`, `id="end-after" name="end" value="after" checked`, `value="12"`)
 	edit := map[string]string{"lines[0].description": "Retainer", "lines[0].quantity": "2", "lines[0].unitCost": "100.00", "lines[0].taxRate": "",
 		"amount": "", "memo": "Two retainers", "poNumber": "PO-9", "dueDays": "400", "end": "never", "endAfter": "", "endOn": "",
 		"savedCardId": uuid.NewString(), "action": "save"}
@@ -162,4 +189,10 @@ func TestMakeRecurringFromInvoice(t *testing.T) {
 			`<option value="`+inv.CustomerId.String()+`" selected>`, `value="8.25" selected`)
 	_, oc := merchant(t, env, auth.PaymentsView, auth.PaymentsCreate)
 	oc.Get("/portal/invoices/"+inv.Id.String()+"/recurring").Want(t, http.StatusNotFound)
+}
+
+func mustRead(t *testing.T, m apitest.Merchant, id uuid.UUID) models.Invoice {
+	t.Helper()
+	inv, _ := m.Read(t, id)
+	return inv
 }
