@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
@@ -159,6 +160,19 @@ func (h *handler) editor(c echo.Context, form url.Values, ed *editedInvoice, row
 	if rows == 0 {
 		rows = lineRows(form)
 	}
+	d.Rows, d.Totals = lineView(form, rates, rows)
+	title := "New invoice"
+	if ed != nil {
+		title = "Edit invoice " + ed.Number
+	}
+	return &formPage{name: "invoice-new", page: page{Title: title, Form: form, Data: d}, fields: invoiceFields(rows)}, nil
+}
+
+// lineView is the lines editor's rows (rows of them) of form, each
+// offering rates, and their totals (nil: none, or a line the domain
+// refuses): the invoice editor's and the recurring invoice's alike.
+func lineView(form url.Values, rates []invoice.TaxRate, rows int) ([]lineRow, *lineTotals) {
+	var out []lineRow
 	lines, lineRowsOf, errs := linesOf(form)
 	for i := range rows {
 		r := lineRow{N: i, Rates: rateOptions(rates, form.Get(lineField(i, "taxRate")))}
@@ -166,17 +180,13 @@ func (h *handler) editor(c echo.Context, form url.Values, ed *editedInvoice, row
 		if j := slices.Index(lineRowsOf, i); j >= 0 && read && priced(lines[j:j+1]) {
 			r.Amount = invoice.Money(invoice.LineTotal(lines[j]))
 		}
-		d.Rows = append(d.Rows, r)
+		out = append(out, r)
 	}
 	if len(errs) == 0 && len(lines) > 0 && priced(lines) {
 		subtotal, tax := invoice.Totals(lines)
-		d.Totals = &lineTotals{Subtotal: invoice.Money(subtotal), Tax: invoice.Money(tax), Total: invoice.Money(invoice.LinesTotal(lines))}
+		return out, &lineTotals{Subtotal: invoice.Money(subtotal), Tax: invoice.Money(tax), Total: invoice.Money(invoice.LinesTotal(lines))}
 	}
-	title := "New invoice"
-	if ed != nil {
-		title = "Edit invoice " + ed.Number
-	}
-	return &formPage{name: "invoice-new", page: page{Title: title, Form: form, Data: d}, fields: invoiceFields(rows)}, nil
+	return out, nil
 }
 
 // priced says whether the domain takes every one of lines as it is, so
@@ -591,27 +601,7 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 		}
 	}
 
-	lines, rows, lineErrs := linesOf(f)
-	errs = append(errs, lineErrs...)
-	if len(lines) > 0 {
-		d.Lines = lines
-	}
-	typed := strings.TrimSpace(f.Get("amount"))
-	amount, msg := web.ReadMoney(typed, "Enter the amount in dollars and cents, such as 120.50.")
-	switch {
-	case len(lines) > 0 && len(lineErrs) == 0 && priced(lines):
-		d.Amount = invoice.LinesTotal(lines)
-		if typed != "" && (msg != "" || amount.Cmp(&d.Amount) != 0) {
-			errs.Add("amount", "The lines make the total, "+invoice.Money(d.Amount)+": leave the amount empty.")
-		}
-	case len(lines) > 0:
-	case typed == "":
-		errs.Add("amount", "Enter the amount of the invoice, such as 120.50, or add a line.")
-	case msg != "":
-		errs.Add("amount", msg)
-	default:
-		d.Amount = amount
-	}
+	d.Lines, d.Amount, rows, errs = amountOf(f, errs)
 
 	switch f.Get("send") {
 	case "now":
@@ -629,16 +619,50 @@ func draftOf(f url.Values, zones map[uuid.UUID]*time.Location) (d invoice.Draft,
 	default:
 		errs.Add("send", "Choose when the pay link goes to the customer.")
 	}
+	d.Reminders = remindersOf(f, &errs)
+	return d, rows, errs
+}
+
+// amountOf reads the form's lines (nil: none) and amount, adding to errs
+// what cannot be read: with lines the amount is theirs, and one typed too
+// must be their total. rows are the form's rows of the lines.
+func amountOf(f url.Values, errs web.Errors) (lines []invoice.Line, amount apd.Decimal, rows []int, _ web.Errors) {
+	lines, rows, lineErrs := linesOf(f)
+	errs = append(errs, lineErrs...)
+	if len(lines) == 0 {
+		lines = nil
+	}
+	typed := strings.TrimSpace(f.Get("amount"))
+	read, msg := web.ReadMoney(typed, "Enter the amount in dollars and cents, such as 120.50.")
+	switch {
+	case len(lines) > 0 && len(lineErrs) == 0 && priced(lines):
+		amount = invoice.LinesTotal(lines)
+		if typed != "" && (msg != "" || read.Cmp(&amount) != 0) {
+			errs.Add("amount", "The lines make the total, "+invoice.Money(amount)+": leave the amount empty.")
+		}
+	case len(lines) > 0:
+	case typed == "":
+		errs.Add("amount", "Enter the amount of the invoice, such as 120.50, or add a line.")
+	case msg != "":
+		errs.Add("amount", msg)
+	default:
+		amount = read
+	}
+	return lines, amount, rows, errs
+}
+
+// remindersOf reads the reminders' choice: the settings' (nil), on or off.
+func remindersOf(f url.Values, errs *web.Errors) *bool {
 	switch f.Get("reminders") {
 	case "":
+		return nil
 	case "on":
-		d.Reminders = ptrTo(true)
+		return ptrTo(true)
 	case "off":
-		d.Reminders = ptrTo(false)
-	default:
-		errs.Add("reminders", "Choose one of the choices offered.")
+		return ptrTo(false)
 	}
-	return d, rows, errs
+	errs.Add("reminders", "Choose one of the choices offered.")
+	return nil
 }
 
 // linesOf reads the form's rows of lines, blank ones left out: the lines,

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -47,6 +48,17 @@ var merchantPaths = []struct {
 	{"GET", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
 	{"POST", "/portal/invoices/{id}/terminal", []string{auth.PaymentsCreate}, ""},
 	{"GET", "/portal/customers", []string{auth.PaymentsView}, "/portal/customers"},
+	{"GET", "/portal/recurring", []string{auth.PaymentsView}, "/portal/recurring"},
+	{"GET", "/portal/recurring?format=csv", []string{auth.PaymentsView}, ""},
+	{"GET", "/portal/recurring/new", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/recurring", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/invoices/{id}/recurring", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/recurring/{series}", []string{auth.PaymentsView}, ""},
+	{"GET", "/portal/recurring/{series}/edit", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/recurring/{series}/edit", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/recurring/{series}/status", []string{auth.PaymentsCreate}, ""},
+	{"GET", "/portal/recurring/{series}/end", []string{auth.PaymentsCreate}, ""},
+	{"POST", "/portal/recurring/{series}/end", []string{auth.PaymentsCreate}, ""},
 	{"GET", "/portal/customers?format=csv", []string{auth.PaymentsView}, ""},
 	{"GET", "/portal/customers/new", []string{auth.PaymentsCreate}, ""},
 	{"POST", "/portal/customers", []string{auth.PaymentsCreate}, ""},
@@ -73,9 +85,13 @@ func TestPortalPermissionMatrix(t *testing.T) {
 		Body: map[string]any{"amount": "1.00", "method": "cash"}})
 	apitest.Want(t, "record", r.StatusCode, http.StatusCreated)
 	payment := recordedOf(t, m, inv.Id)
+	series := createSeriesOf(t, m, map[string]any{"merchantAccountId": m.MIDs[0].Id.String(), "customerId": inv.CustomerId.String(),
+		"invoiceNumberPrefix": "MATRIX", "amount": "40.00", "lines": nil, "memo": nil, "poNumber": nil, "delivery": nil, "reminders": nil,
+		"interval": "month", "intervalCount": 1, "startOn": time.Now().Add(48 * time.Hour).Format(time.DateOnly), "endAfter": nil,
+		"endOn": nil, "dueDays": 14, "send": true, "autoPay": nil})
 	fill := func(path string) string {
 		return strings.NewReplacer("{id}", inv.Id.String(), "{payment}", payment.String(), "{customer}", inv.CustomerId.String(),
-			"{card}", uuid.NewString()).Replace(path)
+			"{card}", uuid.NewString(), "{series}", series).Replace(path)
 	}
 
 	for _, p := range auth.PermissionsFor(auth.KindMerchant) {

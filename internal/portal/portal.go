@@ -45,6 +45,7 @@ import (
 	"github.com/payreq/payreq/internal/invoicepdf"
 	"github.com/payreq/payreq/internal/payment"
 	"github.com/payreq/payreq/internal/people"
+	"github.com/payreq/payreq/internal/recurring"
 	"github.com/payreq/payreq/internal/requestlog"
 	"github.com/payreq/payreq/internal/reseller"
 	"github.com/payreq/payreq/internal/rule"
@@ -67,6 +68,7 @@ type Deps struct {
 	Directory *directory.Store
 	Invoices  *invoice.Store
 	Customers *customer.Store
+	Recurring *recurring.Store
 	Payments  *payment.Store
 	Events    *event.Store
 	Webhooks  *webhook.Store
@@ -222,6 +224,17 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET(taxRatesPath+"/:id", h.member(h.taxRatePage, settingsManagers))
 	e.POST(taxRatesPath+"/:id", h.member(h.changeTaxRate, settingsManagers))
 	e.POST(taxRatesPath+"/:id/remove", h.member(h.removeTaxRate, settingsManagers))
+	// Recurring invoices (issues 39 and 41).
+	e.GET(recurringPath, h.member(h.recurringList, view))
+	e.POST(recurringPath, h.member(h.createRecurring, create))
+	e.GET(recurringPath+"/new", h.member(h.newRecurring, create))
+	e.GET(invoicesPath+"/:id/recurring", h.member(h.makeRecurring, create))
+	e.GET(recurringPath+"/:id", h.member(h.seriesPage, view))
+	e.POST(recurringPath+"/:id/status", h.member(h.seriesStatus, create))
+	e.GET(recurringPath+"/:id/edit", h.member(h.editSeriesPage, create))
+	e.POST(recurringPath+"/:id/edit", h.member(h.editSeries, create))
+	e.GET(recurringPath+"/:id/end", h.member(h.endSeriesPage, create))
+	e.POST(recurringPath+"/:id/end", h.member(h.endSeries, create))
 	// Card terminals and collecting at them (issue 40).
 	e.GET(terminalsPath, h.member(h.terminals, requires(auth.AccountsView)))
 	e.POST(terminalsPath, h.member(h.addTerminal, managers))
@@ -275,6 +288,7 @@ var areas = []area{
 	{homePath, "Home", anyone, business},
 	{invoicesPath, "Invoices", requires(auth.PaymentsView), business},
 	{customersPath, "Customers", requires(auth.PaymentsView), business},
+	{"/portal/recurring", "Recurring", requires(auth.PaymentsView), business},
 	{"/portal/card-payments", "Payments", requires(auth.PaymentsView), business},
 	{"/portal/deposits", "Deposits", requires(auth.PaymentsView), business},
 	{"/portal/portfolio", "Portfolio", requires(auth.PortfolioView), business},

@@ -591,3 +591,28 @@ func (s *Store) End(ctx context.Context, org, id uuid.UUID) (sr Series, err erro
 	})
 	return sr, err
 }
+
+// Occurrence is an occurrence of a series handled: its invoice, or none
+// when it was skipped.
+type Occurrence struct {
+	N         int        `db:"n"`
+	IssueOn   time.Time  `db:"issue_on"`
+	InvoiceID *uuid.UUID `db:"invoice_id"`
+	Skipped   bool       `db:"skipped"`
+}
+
+// Occurrences are the latest limit occurrences of the organization's
+// series id handled, newest first.
+func (s *Store) Occurrences(ctx context.Context, org, id uuid.UUID, limit int) ([]Occurrence, error) {
+	var out []Occurrence
+	err := s.DB.SelectContext(ctx, &out, `SELECT o.n, o.issue_on, o.invoice_id, o.skipped FROM recurring_occurrences o
+		JOIN recurring_invoices r ON r.id = o.recurring_invoice_id
+		WHERE o.recurring_invoice_id = $1 AND r.organization_id = $2 ORDER BY o.n DESC LIMIT $3`, id, org, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recurring: unable to read the occurrences of %s: %w", id, err)
+	}
+	for i := range out {
+		out[i].IssueOn = civil(out[i].IssueOn)
+	}
+	return out, nil
+}

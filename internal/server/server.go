@@ -49,7 +49,7 @@ func handler(a *app.App, log *slog.Logger) (http.Handler, error) {
 	}
 	csrf := web.NewCSRF(cfg.PublicURL, a.CSRFKey) // the portal's and the sign-up page's
 	portalFront := portal.New(portal.Deps{Log: log, People: a.People, Auth: a.Auth, Resellers: a.Resellers,
-		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, Terminals: a.Terminals, Customers: a.Customers, PDFs: a.PDFs, Now: a.Now,
+		Directory: a.Directory, Invoices: a.Invoices, Payments: a.Payments, Events: a.Events, Webhooks: a.Webhooks, Terminals: a.Terminals, Customers: a.Customers, Recurring: a.Recurring, PDFs: a.PDFs, Now: a.Now,
 		PublicURL: cfg.PublicURL, CSRF: csrf, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
 	payFront := paypage.New(paypage.Deps{Log: log, Invoices: a.Invoices, Payments: a.Payments, Recurring: a.Recurring, Directory: a.Directory, PDFs: a.PDFs,
 		FormKey: a.PayPageKey, Now: a.Now, ClientAddress: address, RequestTimeout: cfg.RequestTimeout})
