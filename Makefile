@@ -125,12 +125,8 @@ test: postgres pgbouncer patroni chromium $(NODE_STAMP)
 # and the checks fill those waits). None writes to the tree.
 checks: check-file-sizes check-generated check-ts-generated check-docs-assets lint breaking vet staticcheck vulncheck ts-check fuzz
 
-# Three test binaries at once (go test's default is one per core, two here):
-# the four longest packages (api, faults, portal, cmd/payreq; 3-5 minutes
-# each) wait on PostgreSQL, child processes and Chromium about half their
-# time, and with two at once the others queued behind them.
 go-test: postgres pgbouncer patroni chromium $(NODE_STAMP)
-	GOFLAGS="$(strip $(GOFLAGS) $(RACE_GOFLAGS))" $(GO) test -race -count=1 -p 3 -timeout 10m ./...
+	GOFLAGS="$(strip $(GOFLAGS) $(RACE_GOFLAGS))" $(GO) test -race -count=1 -timeout 10m ./...
 
 # The fault tests alone (`make test` runs them too, in go test ./...): payreq
 # as real processes on private PostgreSQL clusters of their own under /tmp,
